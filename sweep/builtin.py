@@ -1,0 +1,76 @@
+"""Built-in profiles: ResNet-50, ResNet-101, VGG-16-BN on one V100, batch 32, fp32.
+
+Tensors and sizes come from :mod:`sweep.architectures`. Backward waits come from a
+FLOP/byte cost model of each layer's backward pass on a V100:
+
+    t_layer = flops / PEAK_FLOPS + bytes / HBM_BYTES_PER_S + KERNELS * LAUNCH_S
+
+with flops = 2 * macs * (2, or 1 for the first conv) * batch, bytes = the layer's
+activation traffic (``ACT_PASSES`` passes over its output activation: read the
+output gradient, read the saved input, write the input gradient; batch norm adds
+the fused ReLU's passes) plus reading the weight and writing its gradient. The
+whole profile is then scaled by one factor per model so that the backward total
+equals the measured total (Zhang et al. 2020, measured with PyTorch on one V100,
+see the README); the measured single-GPU iteration times are used as T1. Each
+layer's time is the wait of its first tensor in backward order; the layer's other
+tensors are ready with it (wait 0).
+"""
+
+import numpy as np
+
+from sweep.architectures import ARCHITECTURES
+from sweep.errors import InputError
+from sweep.profile import make_profile
+
+PEAK_FLOPS = 15.7e12  # V100 SXM2 fp32
+HBM_BYTES_PER_S = 900e9
+LAUNCH_S = 5e-6
+BATCH = 32
+ACT_PASSES = {"conv": 3.0, "bn": 5.0, "linear": 3.0}
+KERNELS = {"conv": 2, "bn": 2, "linear": 2}
+
+# Measured on one V100, batch 32, fp32 (Zhang et al. 2020): backward total (s) and
+# single-GPU iteration time T1 (s), the values the paper's simulator uses.
+MEASURED = {
+    "resnet50": (64.81e-3, 0.12808580219559176),
+    "resnet101": (106.41e-3, 0.19200599479476405),
+    "vgg16": (111.62e-3, 0.19452352295080985),
+}
+DESCRIPTION = {
+    "resnet50": "torchvision resnet50",
+    "resnet101": "torchvision resnet101",
+    "vgg16": "torchvision vgg16_bn",
+}
+
+
+def layer_seconds(layer, batch=BATCH):
+    """Unscaled backward seconds of one :class:`~sweep.architectures.Layer`."""
+    flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
+    weight_bytes = 4.0 * sum(n for _, n in layer.params)
+    traffic = ACT_PASSES[layer.kind] * layer.act_bytes * batch + 2.0 * weight_bytes
+    return flops / PEAK_FLOPS + traffic / HBM_BYTES_PER_S + KERNELS[layer.kind] * LAUNCH_S
+
+
+def builtin_names():
+    return tuple(ARCHITECTURES)
+
+
+def builtin_profile(name):
+    """The built-in :class:`~sweep.profile.Profile` called ``name``."""
+    if name not in ARCHITECTURES:
+        raise InputError(f"unknown model {name!r}; known models: {', '.join(ARCHITECTURES)}")
+    layers = ARCHITECTURES[name]()
+    names, sizes, waits = [], [], []
+    for layer in reversed(layers):
+        t = layer_seconds(layer)
+        for j, (pname, numel) in enumerate(reversed(layer.params)):
+            names.append(pname)
+            sizes.append(4.0 * numel)
+            waits.append(t if j == 0 else 0.0)
+    waits = np.array(waits)
+    total, t1 = MEASURED[name]
+    waits *= total / waits.sum()
+    return make_profile(
+        name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32",
+        source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
+    )

@@ -1,0 +1,219 @@
+"""The sweep engine: fixed-shape blocks, jitted once, streamed to a sink.
+
+The grid's dims are ``STRUCTURAL + LAYOUT + INNER`` (see :mod:`sweep.axes`). For
+each structural combination (model, collective, fusion_buffer, fusion_timeout) the
+buckets are fused on the host; the remaining six dims are cut into hyperslab
+blocks of at most ``block_configs`` configurations. A block is handed to the
+kernel as K worker layouts x C inner configurations (one of the two is always the
+whole extent), padded to a shape fixed for the whole sweep, so the sweep compiles
+once per (collective, padded bucket count). This is the one place that jits.
+"""
+
+import dataclasses
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernels import block_metrics, collective_coefficients
+from sweep.axes import DIMS, INNER, LAYOUT, STRUCTURAL, si_values
+from sweep.fusion import fuse
+
+OUTPUTS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
+DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block
+BUCKET_PAD = 16  # bucket counts are padded to a multiple of this: fewer compiles
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One unit of work and of writing.
+
+    Attributes:
+      index: position in :meth:`Plan.blocks` (the id recorded as done).
+      task: (model, collective, fusion_buffer, fusion_timeout) indices.
+      slab: six ``slice`` objects over the layout and inner dims.
+    """
+
+    index: int
+    task: tuple
+    slab: tuple
+
+    def region(self):
+        """Index tuple into the full cube (10 dims)."""
+        return tuple(slice(i, i + 1) for i in self.task) + self.slab
+
+    @property
+    def size(self):
+        return math.prod(s.stop - s.start for s in self.slab)
+
+
+class Plan:
+    """How a grid is cut into blocks, and the fixed kernel shape (Kb, Ci)."""
+
+    def __init__(self, grid, block_configs=DEFAULT_BLOCK_CONFIGS):
+        self.grid = grid
+        shape = grid.shape
+        self.task_shape = shape[:4]
+        self.var_shape = shape[4:]
+        v = self.var_shape
+        # Split dim: the outermost varying dim whose trailing extent fits a block.
+        d = next(i for i in range(6) if math.prod(v[i + 1:]) <= block_configs)
+        self.split_dim = d
+        self.rows = max(1, min(v[d], block_configs // math.prod(v[d + 1:])))
+        if d <= 1:
+            self.kb = self.rows * (v[1] if d == 0 else 1)
+            self.ci = math.prod(v[2:])
+        else:
+            self.kb = 1
+            self.ci = self.rows * math.prod(v[d + 1:])
+
+    @property
+    def chunk_shape(self):
+        """Shape of one block in the cube: the HDF5 chunk shape."""
+        d = self.split_dim
+        var = [1] * d + [self.rows] + list(self.var_shape[d + 1:])
+        return (1, 1, 1, 1) + tuple(var)
+
+    def blocks(self):
+        """All blocks in a fixed order (the order ids refer to)."""
+        d, v = self.split_dim, self.var_shape
+        out = []
+        for task in itertools.product(*(range(n) for n in self.task_shape)):
+            for prefix in itertools.product(*(range(n) for n in v[:d])):
+                for j in range(0, v[d], self.rows):
+                    slab = tuple(slice(p, p + 1) for p in prefix)
+                    slab += (slice(j, min(j + self.rows, v[d])),)
+                    slab += tuple(slice(0, n) for n in v[d + 1:])
+                    out.append(Block(len(out), task, slab))
+        return out
+
+
+def _kernel(collective, inv_bw, inv_ratio, latency, nodes, gpus, ready, nbytes, valid, t1,
+            table_bytes, table_seconds, intra_bits):
+    a, b, lat, fixed = collective_coefficients(
+        collective, nodes, gpus, nbytes, table_bytes, table_seconds, intra_bits
+    )
+    return block_metrics(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1)
+
+
+# The one jit of the project: shapes are fixed per sweep, the collective is static.
+block_kernel = jax.jit(_kernel, static_argnums=0)
+
+
+class Runner:
+    """Evaluates blocks of a :class:`Plan` on the default JAX device(s)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        g = plan.grid
+        self.np_dtype = np.dtype(g.dtype)
+        if g.dtype == "float64":
+            jax.config.update("jax_enable_x64", True)
+        self._tasks = {}
+        self._inner_cache = {}
+        dt = self.np_dtype
+        self.table = tuple(jnp.asarray(t, dt) for t in g.reduce_table)
+        self.intra_bits = jnp.asarray(g.intra_bandwidth * 1e9, dt)
+
+    def _task(self, task):
+        """Padded bucket arrays and T1 of one structural combination (cached)."""
+        if task not in self._tasks:
+            g = self.plan.grid
+            mi, _, fbi, fti = task
+            profile = g.profiles[mi]
+            buckets = fuse(
+                profile,
+                si_values("fusion_buffer", g.values["fusion_buffer"][fbi]),
+                si_values("fusion_timeout", g.values["fusion_timeout"][fti]),
+            )
+            length = -(-len(buckets) // BUCKET_PAD) * BUCKET_PAD
+            arrays = tuple(jnp.asarray(a) for a in buckets.padded(length, self.np_dtype))
+            self._tasks[task] = arrays + (jnp.asarray(profile.t1, self.np_dtype),)
+        return self._tasks[task]
+
+    def _inner(self, slab):
+        """(inv_bw, inv_ratio, latency) [Ci] for the inner part of a slab."""
+        key = tuple((s.start, s.stop) for s in slab[2:])
+        if key not in self._inner_cache:
+            g, ci = self.plan.grid, self.plan.ci
+            vals = [si_values(d, g.values[d][s]) for d, s in zip(INNER, slab[2:])]
+            bw, util, ratio, lat = (a.ravel() for a in np.meshgrid(*vals, indexing="ij"))
+            out = np.empty((3, ci), dtype=np.float64)
+            out[:, :] = [[1.0], [1.0], [0.0]]  # padding: harmless finite values
+            out[0, : bw.size] = 1.0 / (bw * util)
+            out[1, : bw.size] = 1.0 / ratio
+            out[2, : bw.size] = lat
+            arrays = tuple(jnp.asarray(a.astype(self.np_dtype)) for a in out)
+            if self.plan.split_dim <= 1:  # the same inner part for every block
+                self._inner_cache[key] = arrays
+            return arrays
+        return self._inner_cache[key]
+
+    def _layout(self, slab):
+        g, kb = self.plan.grid, self.plan.kb
+        vals = [g.values[d][s] for d, s in zip(LAYOUT, slab[:2])]
+        nodes, gpus = (a.ravel() for a in np.meshgrid(*vals, indexing="ij"))
+        out = np.ones((2, kb), dtype=self.np_dtype)  # padding: one worker, no comm
+        out[0, : nodes.size] = nodes
+        out[1, : nodes.size] = gpus
+        return jnp.asarray(out[0]), jnp.asarray(out[1])
+
+    def submit(self, block):
+        """Dispatch one block (asynchronously); returns device arrays [Kb, Ci]."""
+        g = self.plan.grid
+        ready, nbytes, valid, t1 = self._task(block.task)
+        nodes, gpus = self._layout(block.slab)
+        inv_bw, inv_ratio, lat = self._inner(block.slab)
+        collective = g.collectives[block.task[1]]
+        return block_kernel(collective, inv_bw, inv_ratio, lat, nodes, gpus, ready, nbytes,
+                            valid, t1, *self.table, self.intra_bits)
+
+    def collect(self, block, result):
+        """Device result -> dict name -> numpy array shaped like ``block.region()``."""
+        sizes = [s.stop - s.start for s in block.region()]
+        k = sizes[4] * sizes[5] if self.plan.split_dim <= 1 else 1
+        c = block.size // k
+        return {name: np.asarray(result[name])[:k, :c].reshape(sizes) for name in OUTPUTS}
+
+
+def run(plan, sink, skip=(), progress=None):
+    """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
+
+    ``sink(block, arrays)`` receives numpy arrays shaped like the block's region;
+    ``progress(configs)`` is called after each block. Compute of block n+1 overlaps
+    the hand-off of block n (JAX dispatches asynchronously).
+    """
+    runner = Runner(plan)
+    pending = None
+    skip = set(skip)
+    for block in plan.blocks():
+        if block.index in skip:
+            continue
+        result = runner.submit(block)
+        if pending is not None:
+            sink(pending[0], runner.collect(*pending))
+            if progress:
+                progress(pending[0].size)
+        pending = (block, result)
+    if pending is not None:
+        sink(pending[0], runner.collect(*pending))
+        if progress:
+            progress(pending[0].size)
+
+
+def evaluate_arrays(grid, block_configs=DEFAULT_BLOCK_CONFIGS):
+    """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
+    plan = Plan(grid, block_configs)
+    out = {name: np.full(grid.shape, np.nan, dtype=grid.dtype) for name in OUTPUTS}
+
+    def sink(block, arrays):
+        for name, a in arrays.items():
+            out[name][block.region()] = a
+
+    run(plan, sink)
+    return out
+
+
+assert DIMS == STRUCTURAL + LAYOUT + INNER

@@ -1,0 +1,209 @@
+"""Layer-wise backward profiles and their file formats.
+
+A profile is the model's parameter tensors in backward order (last layer first):
+for tensor i its name, gradient bytes and backward wait w_i (seconds from the
+previous gradient becoming ready; the first from the start of backward). Gradient
+i is ready at R_i = w_0 + ... + w_i. ``t1`` is the single-GPU iteration time
+(forward + backward + update, seconds).
+
+Formats read here (``load_profile`` picks by extension):
+
+- ``.json``: netsweep's own (see ``Profile.to_json``/README).
+- ``.csv``: header ``name,grad_bytes,backward_us`` then one row per tensor in
+  backward order; ``t1`` is passed by the caller.
+- ``.bk.log``: the paper's format (comment line, batch count, tensor count, then
+  ``wait_us,grad_bytes`` rows); ``t1`` is passed by the caller.
+"""
+
+import csv
+import dataclasses
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from sweep.errors import InputError, where
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """One model's backward profile.
+
+    Attributes:
+      model: short name, used as the cube's ``model`` coordinate.
+      names: [L] tensor names, backward order.
+      grad_bytes: [L] float64 gradient bytes per tensor.
+      wait: [L] float64 seconds from the previous gradient being ready.
+      t1: single-GPU iteration time (s).
+      device, batch_size, dtype, source: metadata (free text).
+    """
+
+    model: str
+    names: tuple
+    grad_bytes: np.ndarray
+    wait: np.ndarray
+    t1: float
+    device: str = "unknown"
+    batch_size: int = 0
+    dtype: str = "float32"
+    source: str = ""
+
+    @property
+    def ready(self):
+        """[L] seconds from the start of backward at which each gradient is ready."""
+        return np.cumsum(self.wait)
+
+    @property
+    def backward_time(self):
+        """Seconds from the start of backward to the last gradient (R_last)."""
+        return float(np.sum(self.wait))
+
+    @property
+    def total_bytes(self):
+        return float(np.sum(self.grad_bytes))
+
+    def content_hash(self):
+        """SHA-256 over the numbers that determine results (names excluded)."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.grad_bytes, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(self.wait, dtype=np.float64).tobytes())
+        h.update(repr(float(self.t1)).encode())
+        return h.hexdigest()
+
+    def to_json(self):
+        """The project's JSON format (a dict): metadata plus a list of tensors."""
+        return {
+            "format": "netsweep-profile-1",
+            "model": self.model,
+            "iteration_time_s": self.t1,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "dtype": self.dtype,
+            "source": self.source,
+            "tensors": [
+                {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6}
+                for n, b, w in zip(self.names, self.grad_bytes, self.wait)
+            ],
+        }
+
+
+def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta):
+    """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
+    grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
+    wait_s = np.asarray(wait_s, dtype=np.float64)
+    if len(grad_bytes) == 0:
+        raise InputError(f"{path}: profile has no tensors")
+    _check_t1(t1, path)
+    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), **meta)
+
+
+def _check_t1(t1, path):
+    if t1 is None:
+        raise InputError(
+            f"{path}: this format has no single-GPU iteration time; pass --iteration-time SECONDS"
+        )
+    if not (math.isfinite(t1) and t1 > 0):
+        raise InputError(f"{path}: iteration time {t1!r} must be a finite number > 0 (seconds)")
+
+
+def _number(text, path, line, what):
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where(path, line)}: {what} {text.strip()!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be finite and >= 0")
+    return value
+
+
+def read_bklog(path, t1, model=None):
+    """Read the paper's ``.bk.log`` (waits in microseconds, backward order)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    if len(lines) < 3:
+        raise InputError(f"{path}: expected a comment, a batch count and a tensor count line")
+    count_text = lines[2].strip()
+    try:
+        count = int(count_text)
+    except ValueError:
+        raise InputError(f"{where(path, 3)}: tensor count {count_text!r} is not an integer") from None
+    rows = [(i + 1, text) for i, text in enumerate(lines) if i >= 3 and text.strip()]
+    if len(rows) != count:
+        raise InputError(f"{where(path, 3)}: count line says {count} tensors but {len(rows)} rows follow")
+    waits, sizes = [], []
+    for lineno, text in rows:
+        cols = text.split(",")
+        if len(cols) != 2:
+            raise InputError(f"{where(path, lineno)}: expected 2 columns wait_us,grad_bytes, got {len(cols)}")
+        waits.append(_number(cols[0], path, lineno, "wait_us") * 1e-6)
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+    name = model or path.name.split(".")[0]
+    names = [f"tensor{i}" for i in range(count)]
+    return make_profile(name, names, sizes, waits, t1, path, source=str(path))
+
+
+def read_csv(path, t1, model=None):
+    """Read ``name,grad_bytes,backward_us`` rows (header required, backward order)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    reader = list(csv.reader(lines))
+    if not reader or [c.strip() for c in reader[0]] != ["name", "grad_bytes", "backward_us"]:
+        raise InputError(f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us")
+    names, sizes, waits = [], [], []
+    for lineno, cols in enumerate(reader[1:], start=2):
+        if not cols or not "".join(cols).strip():
+            continue
+        if len(cols) != 3:
+            raise InputError(f"{where(path, lineno)}: expected 3 columns name,grad_bytes,backward_us, got {len(cols)}")
+        names.append(cols[0].strip())
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+        waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
+    return make_profile(model or path.stem, names, sizes, waits, t1, path, source=str(path))
+
+
+def read_json(path, t1=None, model=None):
+    """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
+        raise InputError(f"{path}: expected an object with a 'tensors' list")
+    names, sizes, waits = [], [], []
+    for i, t in enumerate(data["tensors"]):
+        label = f"{path}: tensors[{i}]"
+        if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
+            raise InputError(f"{label} needs grad_bytes and backward_us")
+        names.append(str(t.get("name", f"tensor{i}")))
+        sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes"))
+        waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
+    t1 = t1 if t1 is not None else data.get("iteration_time_s")
+    meta = {k: data[k] for k in ("device", "batch_size", "dtype") if k in data}
+    return make_profile(
+        model or data.get("model") or path.stem, names, sizes, waits, t1, path,
+        source=data.get("source") or str(path), **meta,
+    )
+
+
+def _read_lines(path):
+    if not path.is_file():
+        raise InputError(f"{path}: profile file not found")
+    try:
+        return path.read_text().splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
+
+
+def load_profile(path, t1=None, model=None):
+    """Read a profile file, choosing the reader by extension (.json, .csv, .bk.log/.log)."""
+    name = str(path).lower()
+    if name.endswith(".json"):
+        return read_json(path, t1, model)
+    if name.endswith(".csv"):
+        return read_csv(path, t1, model)
+    if name.endswith(".log"):
+        return read_bklog(path, t1, model)
+    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")

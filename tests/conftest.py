@@ -1,0 +1,32 @@
+"""Shared fixtures: the paper's measured logs in ../shared/paper-data (optional)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sweep.profile import make_profile
+
+PAPER_DATA = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
+MEASURED_T1 = {
+    "resnet50": 0.12808580219559176,
+    "resnet101": 0.19200599479476405,
+    "vgg16": 0.19452352295080985,
+}
+
+
+@pytest.fixture
+def paper_data():
+    """Path of ../shared/paper-data; skips the test where it is absent."""
+    if not (PAPER_DATA / "resnet50.bk.log").is_file():
+        pytest.skip(f"paper data not found at {PAPER_DATA} (../shared/paper-data is not laid out here)")
+    return PAPER_DATA
+
+
+def random_profile(rng, n_tensors=None, name="random"):
+    """A profile with physically plausible random waits (s) and sizes (bytes)."""
+    n = int(n_tensors or rng.integers(1, 60))
+    sizes = rng.choice([4e3, 1e5, 1e6, 4e6, 1.6e7], size=n) * rng.uniform(0.5, 2.0, n)
+    sizes = np.round(sizes)
+    waits = rng.uniform(0.0, 2e-3, n) * (rng.uniform(size=n) < 0.7)
+    return make_profile(name, [f"t{i}" for i in range(n)], sizes, waits, float(rng.uniform(0.05, 0.3)))
