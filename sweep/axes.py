@@ -58,7 +58,7 @@ class AxisSpec:
         ok = ok and (self.high is None or value <= self.high)
         ok = ok and (not self.integer or float(value).is_integer())
         if not ok:
-            raise InputError(f"{self.option} {value:g}: {self.option.lstrip('-')} {self.rule()}")
+            raise InputError(f"{self.option} {value:g}: {self.name} {self.rule()}")
 
 
 NUMERIC_AXES = {

@@ -1,0 +1,65 @@
+"""Built-in profiles: exact tensor structure, and agreement with the measured logs."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from conftest import MEASURED_T1
+from reference import simulate
+from sweep import builtin_profile
+from sweep.errors import InputError
+from sweep.profile import read_bklog
+from sweep.reduce_cost import read_table
+
+EXPECTED = {"resnet50": (161, 102_228_128), "resnet101": (314, 178_196_640), "vgg16": (58, 553_463_968)}
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_tensor_counts_and_bytes(name):
+    p = builtin_profile(name)
+    count, total = EXPECTED[name]
+    assert len(p.names) == count
+    assert p.total_bytes == total
+    assert p.t1 == MEASURED_T1[name]
+    assert np.all(p.wait >= 0)
+
+
+def test_backward_order_starts_at_the_classifier():
+    p = builtin_profile("resnet50")
+    assert p.names[:5] == ("fc.bias", "fc.weight", "layer4.2.bn3.bias", "layer4.2.bn3.weight",
+                           "layer4.2.conv3.weight")
+    assert p.names[-1] == "conv1.weight"
+
+
+def test_unknown_model_lists_known():
+    with pytest.raises(InputError, match="known models: resnet50, resnet101, vgg16"):
+        builtin_profile("alexnet")
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_matches_measured_log(paper_data, name):
+    measured = read_bklog(paper_data / f"{name}.bk.log", MEASURED_T1[name])
+    ours = builtin_profile(name)
+    # Same tensors in the same backward order, same sizes.
+    np.testing.assert_array_equal(ours.grad_bytes, measured.grad_bytes)
+    assert ours.backward_time == pytest.approx(measured.backward_time, rel=1e-3)
+    table = read_table(paper_data / "cuda_vec_add.log")
+    worst = 0.0
+    for bw, nodes, ratio in itertools.product((1, 10, 25, 40, 100), (2, 4, 8), (1, 2, 5, 10, 50, 100)):
+        kw = dict(bandwidth=bw * 1e9, nodes=nodes, gpus=8, ratio=ratio, table=table)
+        a = simulate(ours.wait, ours.grad_bytes, ours.t1, **kw)["scaling_factor"]
+        b = simulate(measured.wait, measured.grad_bytes, measured.t1, **kw)["scaling_factor"]
+        worst = max(worst, abs(a - b))
+    assert worst <= 0.02
+
+
+def test_paper_example_checks(paper_data):
+    # The issue's worked example: measured ResNet-50 log, 8x8 GPUs, ring, vec-add table.
+    from sweep import evaluate
+
+    p = read_bklog(paper_data / "resnet50.bk.log", MEASURED_T1["resnet50"])
+    ds = evaluate(p, bandwidth=[10, 100], reduce_table=read_table(paper_data / "cuda_vec_add.log"))
+    sf = ds.scaling_factor.squeeze().values
+    assert round(float(sf[0]), 3) == 0.540
+    assert round(float(sf[1]), 3) == 0.995

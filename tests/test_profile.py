@@ -1,0 +1,69 @@
+"""Profile readers: the three formats, and errors that name file and line."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sweep.errors import InputError
+from sweep.profile import load_profile
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_csv_round_trip(tmp_path):
+    path = write(tmp_path, "m.csv", "name,grad_bytes,backward_us\nfc.bias,4000,500\nfc.weight,8192000,27\n")
+    p = load_profile(path, t1=0.1)
+    assert p.names == ("fc.bias", "fc.weight")
+    np.testing.assert_array_equal(p.grad_bytes, [4000, 8192000])
+    np.testing.assert_allclose(p.ready, [500e-6, 527e-6])
+    assert p.model == "m" and p.t1 == 0.1
+
+
+def test_json_round_trip(tmp_path):
+    p = load_profile(write(tmp_path, "m.csv", "name,grad_bytes,backward_us\na,10,1\nb,20,2\n"), t1=0.2)
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(p.to_json()))
+    q = load_profile(path)
+    assert q.names == p.names and q.t1 == 0.2
+    np.testing.assert_allclose(q.wait, p.wait)
+    assert q.content_hash() == p.content_hash()
+
+
+def test_bklog(tmp_path):
+    path = write(tmp_path, "x.bk.log", "comment\n1\n2\n552.6,4000\n27.1,8192000\n")
+    p = load_profile(path, t1=0.128)
+    assert p.model == "x" and len(p.names) == 2
+    assert p.backward_time == pytest.approx(579.7e-6)
+
+
+@pytest.mark.parametrize(
+    "name,text,t1,message",
+    [
+        ("a.csv", "name,grad_bytes,backward_us\na,10\n", 0.1, "a.csv:2: expected 3 columns"),
+        ("a.csv", "name,grad_bytes,backward_us\na,ten,1\n", 0.1, "a.csv:2: grad_bytes 'ten' is not a number"),
+        ("a.csv", "name,grad_bytes,backward_us\na,10,-1\n", 0.1, "a.csv:2: backward_us '-1' must be finite"),
+        ("a.csv", "name,bytes\n", 0.1, "a.csv:1: header must be"),
+        ("a.bk.log", "c\n1\n3\n1,2\n3,4\n", 0.1, "a.bk.log:3: count line says 3 tensors but 2 rows"),
+        ("a.bk.log", "c\n1\n1\n1,-4\n", 0.1, "a.bk.log:4: grad_bytes '-4' must be finite"),
+        ("a.bk.log", "c\n1\n1\n1,2,3\n", 0.1, "a.bk.log:4: expected 2 columns"),
+        ("a.bk.log", "c\n1\nx\n", 0.1, "a.bk.log:3: tensor count 'x'"),
+        ("a.bk.log", "c\n1\n1\n1,2\n", None, "pass --iteration-time"),
+        ("a.json", "{\"tensors\": [}", 0.1, "a.json:1: not valid JSON"),
+        ("a.txt", "", 0.1, "unknown profile format"),
+    ],
+)
+def test_bad_profiles_name_file_and_line(tmp_path, name, text, t1, message):
+    with pytest.raises(InputError, match=None) as err:
+        load_profile(write(tmp_path, name, text), t1=t1)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="profile file not found"):
+        load_profile(tmp_path / "nope.csv", t1=0.1)
