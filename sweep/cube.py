@@ -1,0 +1,149 @@
+"""HDF5 result cubes: self-describing, crash-safe while written, xarray-readable.
+
+Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
+
+- one coordinate dataset per dim (:data:`sweep.axes.DIMS`), made a dimension scale,
+  with ``units`` and ``long_name``; values as typed by the user;
+- data variables ``scaling_factor``, ``iteration_time``, ``exposed_comm``,
+  ``comm_time`` over all dims, NaN fill, chunked as the engine's write blocks,
+  every dim's scale attached;
+- global attributes: tool version, command line, creation time, JAX version,
+  device kind, dtype, grid fingerprint;
+- group ``profiles/<model>``: each profile on a ``layer`` dimension (names,
+  gradient bytes, backward waits, ready times) with T1, source and SHA-256;
+- group ``reduce_cost``: the reduce-cost table used;
+- group ``progress``: ``blocks_done`` (uint8 per block), the resume record.
+
+Why no compression: every chunk is allocated when the file is created, so writing
+a block never changes the file's metadata. A run killed at any moment (kill -9)
+leaves a file whose finished blocks (data flushed, then their ``blocks_done`` flag
+flushed) are intact, and ``--resume`` continues from them. Compressed chunks move
+on every write, which would make that guarantee depend on HDF5's cache order.
+"""
+
+import datetime
+import os
+
+import h5py
+import numpy as np
+
+from sweep.api import VARIABLES, coordinate_attrs
+from sweep.axes import DIMS
+from sweep.errors import InputError
+
+FORMAT = "netsweep-cube-1"
+
+
+def _str_dataset(group, name, values):
+    return group.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
+
+
+def estimated_bytes(grid):
+    """Bytes the cube's data variables take on disk (uncompressed)."""
+    return grid.size * len(VARIABLES) * np.dtype(grid.dtype).itemsize
+
+
+def create(path, grid, plan, attrs):
+    """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
+
+    ``attrs`` are extra global attributes (command line, device, versions).
+    """
+    f = h5py.File(path, "w")  # default superblock: no open-for-write flag, so a killed run reopens
+    f.attrs["format"] = FORMAT
+    f.attrs["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    f.attrs["dtype"] = grid.dtype
+    f.attrs["grid_fingerprint"] = grid.fingerprint()
+    f.attrs["dims"] = ",".join(DIMS)
+    f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
+    f.attrs["reduce_cost_source"] = grid.reduce_source
+    f.attrs["block_configs"] = int(np.prod(plan.chunk_shape))
+    for k, v in attrs.items():
+        f.attrs[k] = v
+    scales = []
+    for dim, values in grid.coords().items():
+        ds = _str_dataset(f, dim, values) if values.dtype.kind in "US" else f.create_dataset(dim, data=values)
+        ds.make_scale(dim)
+        for k, v in coordinate_attrs(dim).items():
+            ds.attrs[k] = v
+        scales.append(ds)
+    dtype = np.dtype(grid.dtype)
+    dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+    dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    for name, (units, long_name) in VARIABLES.items():
+        ds = f.create_dataset(name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape,
+                              fillvalue=np.nan, dcpl=dcpl)
+        ds.attrs["units"] = units
+        ds.attrs["long_name"] = long_name
+        for i, scale in enumerate(scales):
+            ds.dims[i].attach_scale(scale)
+    _write_profiles(f, grid)
+    rc = f.create_group("reduce_cost")
+    rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
+    rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+    f.create_group("progress").create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
+    f.flush()
+    return f
+
+
+def _write_profiles(f, grid):
+    group = f.create_group("profiles")
+    for p in grid.profiles:
+        g = group.create_group(p.model)
+        layer = g.create_dataset("layer", data=np.arange(len(p.names)))
+        layer.make_scale("layer")
+        layer.attrs["long_name"] = "parameter tensor, backward order"
+        columns = {
+            "name": (None, "tensor name", np.array(p.names, dtype=object)),
+            "grad_bytes": ("B", "gradient bytes", p.grad_bytes),
+            "backward_wait": ("s", "wait since the previous gradient was ready", p.wait),
+            "ready_time": ("s", "time from the start of backward to gradient ready", p.ready),
+        }
+        for name, (units, long_name, data) in columns.items():
+            ds = _str_dataset(g, name, data) if units is None else g.create_dataset(name, data=data)
+            if units:
+                ds.attrs["units"] = units
+            ds.attrs["long_name"] = long_name
+            ds.dims[0].attach_scale(layer)
+        g.attrs.update({
+            "model": p.model, "iteration_time_single_gpu_s": p.t1, "source": p.source,
+            "device": p.device, "batch_size": p.batch_size, "dtype": p.dtype,
+            "sha256": p.content_hash(), "backward_time_s": p.backward_time,
+        })
+
+
+def open_for_resume(path, grid, plan):
+    """Open a partial cube for appending; refuse one made for another grid."""
+    try:
+        f = h5py.File(path, "r+")
+    except OSError as e:
+        raise InputError(f"{path}: cannot reopen the partial cube ({e}); rerun with --force") from None
+    if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
+        f.close()
+        raise InputError(
+            f"--resume {path}: made for another grid or profile; rerun with the same options, or --force"
+        )
+    if f["scaling_factor"].chunks != plan.chunk_shape:
+        f.close()
+        raise InputError(f"--resume {path}: written with another --block-configs; rerun with the same value")
+    return f
+
+
+def done_blocks(f):
+    """Indices of blocks recorded as finished."""
+    return np.flatnonzero(f["progress/blocks_done"][...]).tolist()
+
+
+def write_block(f, block, arrays):
+    """Write one block durably: data, flush, then its done flag, flush."""
+    region = block.region()
+    for name, a in arrays.items():
+        f[name][region] = a
+    f.flush()
+    f["progress/blocks_done"][block.index] = 1
+    f.flush()
+
+
+def finish(f, partial, final):
+    """Close the complete cube and move it into place atomically."""
+    f.close()
+    os.replace(partial, final)

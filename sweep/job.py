@@ -1,0 +1,121 @@
+"""Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
+
+import datetime
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+
+from sweep import __version__, cube
+from sweep.engine import DEFAULT_BLOCK_CONFIGS, Plan, run
+from sweep.errors import InputError
+
+
+def default_out(grid, directory="results"):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(directory) / f"{'+'.join(p.model for p in grid.profiles)}-{stamp}.h5"
+
+
+def partial_path(out):
+    return Path(str(out) + ".partial")
+
+
+def check_output(out, *, force, resume, default):
+    """Refuse an output that exists, cannot be written, or has nothing to resume."""
+    out = Path(out)
+    partial = partial_path(out)
+    parent = out.parent
+    if default:
+        parent.mkdir(parents=True, exist_ok=True)
+    if not parent.is_dir():
+        raise InputError(f"--out {out}: directory {parent} does not exist or is not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".netsweep-write-test-"):
+            pass
+    except OSError as e:
+        raise InputError(f"--out {out}: directory {parent} cannot be written ({e.strerror})") from None
+    if resume:
+        if not partial.exists():
+            raise InputError(f"--resume: nothing to resume, {partial} does not exist")
+        return
+    if out.exists() and not force:
+        raise InputError(f"--out {out}: file exists; pass --force to overwrite it")
+    if partial.exists() and not force:
+        raise InputError(
+            f"--out {out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over"
+        )
+
+
+def check_disk(out, grid):
+    need = cube.estimated_bytes(grid)
+    free = shutil.disk_usage(Path(out).parent).free
+    if need > free:
+        raise InputError(
+            f"--out {out}: the cube needs {need / 1e9:.3g} GB ({grid.size:,} configurations) "
+            f"but only {free / 1e9:.3g} GB is free there; narrow the grid or write elsewhere"
+        )
+
+
+def device_kind():
+    d = jax.devices()[0]
+    return f"{d.platform}:{d.device_kind} x{jax.device_count()}"
+
+
+def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
+             progress=None, block_configs=DEFAULT_BLOCK_CONFIGS):
+    """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
+
+    ``progress`` is a context manager factory ``progress(total, done)`` yielding a
+    callable ``advance(configs)``, or None. The cube is written to ``out.partial``
+    and renamed when complete.
+    """
+    out = Path(out)
+    check_output(out, force=force, resume=resume, default=default_out_dir)
+    plan = Plan(grid, block_configs)
+    partial = partial_path(out)
+    if resume:
+        f = cube.open_for_resume(partial, grid, plan)
+    else:
+        check_disk(out, grid)
+        for stale in (partial, out):
+            if force and stale.exists():
+                stale.unlink()
+        attrs = {"netsweep_version": __version__, "command": command, "jax_version": jax.__version__,
+                 "device_kind": device_kind(), "python": sys.version.split()[0]}
+        f = cube.create(partial, grid, plan, attrs)
+    try:
+        done = cube.done_blocks(f)
+        blocks = plan.blocks()
+        done_configs = sum(blocks[i].size for i in done)
+        start = time.perf_counter()
+
+        def sink(block, arrays):
+            cube.write_block(f, block, arrays)
+
+        if progress is None:
+            run(plan, sink, skip=done)
+        else:
+            with progress(grid.size, done_configs) as advance:
+                run(plan, sink, skip=done, progress=advance)
+        elapsed = time.perf_counter() - start
+    except BaseException:
+        f.close()  # finished blocks are already durable; the partial file stays for --resume
+        raise
+    cube.finish(f, partial, out)
+    computed = grid.size - done_configs
+    return {"out": str(out), "configs": grid.size, "computed": computed, "seconds": elapsed,
+            "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
+            "resumed_blocks": len(done), "blocks": len(blocks), "bytes": os.path.getsize(out)}
+
+
+def summary_line(s):
+    rate = s["configs_per_s"]
+    resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
+    return (f"wrote {s['out']}: {s['configs']:,} configurations in {s['seconds']:.2f} s "
+            f"({rate:,.0f}/s end to end{resumed})")
+
+

@@ -1,0 +1,84 @@
+"""Reading cubes back: open with xarray, describe, select slices."""
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import xarray as xr
+
+from sweep.axes import DIMS, NUMERIC_AXES, parse_names, parse_values
+from sweep.engine import OUTPUTS
+from sweep.errors import InputError
+
+
+def open_cube(path):
+    """The cube as an ``xarray.Dataset`` (h5netcdf engine), loaded lazily."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such cube")
+    try:
+        return xr.open_dataset(path, engine="h5netcdf")
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not a readable netsweep cube ({e})") from None
+
+
+def describe(path):
+    """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
+    ds = open_cube(path)
+    lines = [f"{path}", f"  made by: {ds.attrs.get('command', '?')}",
+             f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
+             f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
+             f"dtype {ds.attrs.get('dtype', '?')}", "  dims:"]
+    for d in ds.dims:
+        v = ds[d].values
+        shown = ", ".join(str(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
+        units = ds[d].attrs.get("units", "")
+        lines.append(f"    {d:<15} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip())
+    lines.append("  variables (min / median / max):")
+    for name in OUTPUTS:
+        a = ds[name].values
+        finite = a[np.isfinite(a)]
+        stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
+                 else "no values")
+        missing = a.size - finite.size
+        lines.append(f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
+                     + (f"  ({missing:,} unset)" if missing else ""))
+    with h5py.File(path, "r") as f:
+        lines.append("  profiles:")
+        for name, g in f["profiles"].items():
+            a = g.attrs
+            lines.append(f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "
+                         f"backward {a['backward_time_s'] * 1e3:.2f} ms, T1 {a['iteration_time_single_gpu_s']:.6g} s, "
+                         f"source {a['source']}, sha256 {a['sha256'][:12]}")
+    ds.close()
+    return "\n".join(lines)
+
+
+def _selection(ds, chosen):
+    sel = {}
+    for dim, text in chosen.items():
+        if dim in NUMERIC_AXES:
+            values = parse_values(text, NUMERIC_AXES[dim])
+        else:
+            values = parse_names(text, f"--{dim}", [str(x) for x in ds[dim].values])
+        have = ds[dim].values
+        for v in values:
+            if not np.any(have == v):
+                option = NUMERIC_AXES[dim].option if dim in NUMERIC_AXES else f"--{dim}"
+                raise InputError(f"{option} {v:g}: not in the cube; it has {', '.join(map(str, have))}"
+                                 if not isinstance(v, str) else f"{option} {v}: not in the cube")
+        sel[dim] = list(values)
+    return sel
+
+
+def select_table(path, chosen, csv=False):
+    """The selected slice as text: a table of the remaining dims and the variables."""
+    ds = open_cube(path)
+    sub = ds.sel(_selection(ds, chosen))
+    df = sub[list(OUTPUTS)].to_dataframe().reset_index()
+    keep = [d for d in DIMS if d in df.columns and (sub.sizes[d] > 1 or d in chosen)]
+    df = df[keep + list(OUTPUTS)]
+    ds.close()
+    if csv:
+        return df.to_csv(index=False).rstrip("\n")
+    return df.to_string(index=False)
