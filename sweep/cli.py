@@ -103,8 +103,14 @@ def progress_bar(enabled):
     @contextlib.contextmanager
     def progress(total, done):
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn,
-                                   TextColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         columns = [TextColumn("sweep"), BarColumn(), TaskProgressColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn()]
