@@ -5,12 +5,14 @@ fixed-shape blocks around these functions. Everything swept is a traced array.
 """
 
 from kernels.collectives import COLLECTIVES, collective_coefficients, reduce_time
-from kernels.overlap import block_metrics, last_bucket_end
+from kernels.overlap import block_metrics, last_bucket_end, metrics, smooth_max
 
 __all__ = [
     "COLLECTIVES",
     "block_metrics",
     "collective_coefficients",
     "last_bucket_end",
+    "metrics",
+    "smooth_max",
     "reduce_time",
 ]

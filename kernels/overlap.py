@@ -23,7 +23,18 @@ import jax.numpy as jnp
 from jax import lax
 
 
-def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid):
+def smooth_max(x, y, softness):
+    """max(x, y), or softness * logaddexp(x/softness, y/softness) when softness > 0.
+
+    The smooth form (>= the max, by at most softness * log 2) gives gradients on both
+    sides of a tie; calibration uses it, sweeps use the exact max (softness = 0).
+    """
+    if softness == 0.0:
+        return jnp.maximum(x, y)
+    return softness * jnp.logaddexp(x / softness, y / softness)
+
+
+def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid, softness=0.0):
     """Finish time of the last bucket's all-reduce, for one configuration.
 
     Args:
@@ -35,6 +46,7 @@ def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid):
       nbytes: [Bk] uncompressed bucket bytes; padded buckets are 0.
       fixed: [Bk] seconds of reduction work per bucket; padded buckets are 0.
       valid: [Bk] 1.0 for a real bucket, 0.0 for padding.
+      softness: static seconds; 0 for the exact max (see :func:`smooth_max`).
 
     Returns:
       scalar seconds from the start of backward to the end of the last all-reduce
@@ -43,8 +55,10 @@ def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid):
 
     def step(end, bucket):
         r, s, f, v = bucket
-        # A padded bucket has r = s = f = v = 0, so it leaves end (>= 0) unchanged.
-        return jnp.maximum(r, end) + alpha * s + (lat * v + f), None
+        # A padded bucket has r = s = f = v = 0, so it leaves end (>= 0) unchanged
+        # (with softness > 0, padding is masked explicitly).
+        new = smooth_max(r, end, softness) + alpha * s + (lat * v + f)
+        return (new if softness == 0.0 else jnp.where(v > 0, new, end)), None
 
     end, _ = lax.scan(step, jnp.zeros_like(alpha), (ready, nbytes, fixed, valid))
     return end
@@ -53,6 +67,32 @@ def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid):
 # Inner vmap over configurations sharing a worker layout, outer over layouts.
 _end_over_configs = jax.vmap(last_bucket_end, in_axes=(0, 0, None, None, None, None))
 _end_over_groups = jax.vmap(_end_over_configs, in_axes=(0, 0, None, None, 0, None))
+
+
+def metrics(alpha, lat, fixed, ready, nbytes, valid, t1):
+    """Iteration metrics from per-configuration coefficients.
+
+    Args:
+      alpha: [K, C] seconds per uncompressed byte.
+      lat: [K, C] latency seconds per bucket.
+      fixed: [K, Bk] reduction seconds per bucket and layout.
+      ready, nbytes, valid: [Bk] as in :func:`last_bucket_end`.
+      t1: scalar single-GPU iteration time (s).
+
+    Returns:
+      dict of [K, C] arrays, as :func:`block_metrics`.
+    """
+    end = _end_over_groups(alpha, lat, ready, nbytes, fixed, valid)
+    r_last = jnp.max(ready)  # ready is non-decreasing; padding is 0
+    exposed = jnp.maximum(r_last, end) - r_last
+    iteration = t1 + exposed
+    comm = alpha * jnp.sum(nbytes) + lat * jnp.sum(valid) + jnp.sum(fixed, axis=1)[:, None]
+    return {
+        "scaling_factor": t1 / iteration,
+        "iteration_time": iteration,
+        "exposed_comm": exposed,
+        "comm_time": comm,
+    }
 
 
 def block_metrics(
@@ -79,14 +119,4 @@ def block_metrics(
     """
     alpha = (a_coef[:, None] + b_coef[:, None] * inv_bandwidth[None, :]) * inv_ratio[None, :]
     lat = l_coef[:, None] * latency[None, :]
-    end = _end_over_groups(alpha, lat, ready, nbytes, fixed, valid)
-    r_last = jnp.max(ready)  # ready is non-decreasing; padding is 0
-    exposed = jnp.maximum(r_last, end) - r_last
-    iteration = t1 + exposed
-    comm = alpha * jnp.sum(nbytes) + lat * jnp.sum(valid) + jnp.sum(fixed, axis=1)[:, None]
-    return {
-        "scaling_factor": t1 / iteration,
-        "iteration_time": iteration,
-        "exposed_comm": exposed,
-        "comm_time": comm,
-    }
+    return metrics(alpha, lat, fixed, ready, nbytes, valid, t1)

@@ -8,7 +8,7 @@ from sweep.engine import DEFAULT_BLOCK_CONFIGS, evaluate_arrays
 from sweep.grid import make_grid
 
 VARIABLES = {
-    "scaling_factor": ("1", "T1 / iteration time (1 = linear scaling)"),
+    "scaling_factor": ("1", "scaling factor (T1 / iteration time)"),
     "iteration_time": ("s", "time of one data-parallel training iteration"),
     "exposed_comm": ("s", "communication not hidden behind the backward pass"),
     "comm_time": ("s", "sum of all-reduce durations of all buckets"),

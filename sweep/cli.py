@@ -222,6 +222,146 @@ def select(
     typer.echo(select_table(file, {k: v for k, v in chosen.items() if v is not None}, csv=csv))
 
 
+@app.command()
+@domain_errors
+def paper(
+    out: Annotated[Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")] = Path("results/paper"),
+    profiles_dir: Annotated[Path | None, typer.Option("--profiles-dir", help="Directory of measured <model>.bk.log files to put beside the built-in profiles.")] = None,
+):
+    """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
+    from sweep.paper import run_paper
+
+    command = "sweep paper " + shlex.join(sys.argv[2:]) if sys.argv[1:2] == ["paper"] else "sweep paper"
+    for path in run_paper(out, profiles_dir, command=command.strip()):
+        typer.echo(f"wrote {path}")
+
+
+@app.command()
+@domain_errors
+def need(
+    target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
+    solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: ratio, utilization or bandwidth.")],
+    model: Model = "resnet50",
+    profile: ProfileOpt = None,
+    iteration_time: IterTime = None,
+    bw: Annotated[str | None, typer.Option("--bw", help=f"Bandwidth, Gbit/s. {SYNTAX}")] = None,
+    util: Annotated[str | None, typer.Option("--util", help="Network utilization, 0 < u <= 1.")] = None,
+    ratio: Annotated[str | None, typer.Option("--ratio", help="Gradient compression ratio, >= 1.")] = None,
+    nodes: Nodes = "8",
+    gpus_per_node: Gpus = "8",
+    latency: Latency = "0",
+    collective: Collective = "ring",
+    fusion_mb: FusionMb = "64",
+    fusion_ms: FusionMs = "5",
+    intra_bw: IntraBw = 1200.0,
+    reduce_cost: ReduceCost = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    x64: X64 = False,
+):
+    """Smallest compression ratio, utilization or bandwidth reaching a target scaling factor.
+
+    Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
+    """
+    from sweep.inverse import BOUNDS, answer_text
+    from sweep.inverse import solve as solve_for
+
+    if solve not in BOUNDS:
+        raise InputError(f"--solve {solve!r}: must be one of {', '.join(BOUNDS)}")
+    given = {"bandwidth": bw, "utilization": util, "ratio": ratio}
+    if given[solve] is not None:
+        raise InputError(f"--solve {solve}: do not also give values for that axis")
+    if solve != "bandwidth" and bw is None:
+        raise InputError("--bw: give the bandwidth(s) in Gbit/s (only --solve bandwidth goes without)")
+    defaults = {"bandwidth": "1", "utilization": "1", "ratio": "1"}
+    texts = {k: (v if v is not None else defaults[k]) for k, v in given.items()}
+    if out is not None and out.exists() and not force:
+        raise InputError(f"--out {out}: file exists; pass --force to overwrite it")
+    g = grid_from_options(model, profile, iteration_time, texts["bandwidth"], texts["utilization"],
+                          texts["ratio"], nodes, gpus_per_node, latency, collective, fusion_mb, fusion_ms,
+                          intra_bw, reduce_cost, x64)
+    kwargs = {d: g.values[d] for d in g.values if d != solve}
+    ds = solve_for(list(g.profiles), target=target, axis=solve, collective=list(g.collectives),
+                   reduce_table=g.reduce_table, intra_bandwidth=g.intra_bandwidth, dtype=g.dtype, **kwargs)
+    df = ds.to_dataframe().reset_index()
+    varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model"]
+    df["answer"] = [answer_text(v, s, solve) for v, s in zip(df[f"required_{solve}"], df["status"])]
+    typer.echo(f"smallest {solve} reaching scaling factor {target:g}:")
+    typer.echo(df[varying + ["answer"]].to_string(index=False))
+    if out is not None:
+        from sweep.reader import write_dataset
+
+        ds.attrs["command"] = "sweep " + shlex.join(sys.argv[1:])
+        write_dataset(ds, out)
+        typer.echo(f"wrote {out}")
+
+
+@app.command()
+@domain_errors
+def calibrate(
+    measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model, ratio, latency, collective, fusion_buffer, fusion_timeout.")],
+    model: Model = "resnet50",
+    profile: ProfileOpt = None,
+    iteration_time: IterTime = None,
+    fit: Annotated[str, typer.Option("--fit", help="What to fit: utilization, or utilization,latency.")] = "utilization",
+    out: Annotated[Path | None, typer.Option("--out", help="Write the fit as JSON.")] = None,
+):
+    """Infer the network utilization (and latency) that measured scaling implies."""
+    import json
+
+    from sweep.axes import parse_names
+    from sweep.builtin import builtin_names, builtin_profile
+    from sweep.calibrate import FITTABLE, read_measurements, report_text
+    from sweep.calibrate import fit as run_fit
+    from sweep.profile import load_profile
+
+    axes = parse_names(fit, "--fit", FITTABLE)
+    meas = read_measurements(measurements)
+    if profile is not None:
+        profiles = [load_profile(profile, t1=iteration_time)]
+        default = profiles[0].model
+    else:
+        names = parse_names(model, "--model", builtin_names())
+        names = list(dict.fromkeys(names + [m for m in meas.columns.get("model", []) if m in builtin_names()]))
+        profiles = [builtin_profile(n) for n in names]
+        default = names[0]
+    result = run_fit(meas, profiles, default, axes)
+    typer.echo(report_text(result))
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        typer.echo(f"wrote {out}")
+
+
+@app.command()
+@domain_errors
+def plot(
+    file: Annotated[Path, typer.Argument(help="A cube from sweep grid or sweep need --out.")],
+    x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
+    y: Annotated[str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")] = "scaling_factor",
+    hue: Annotated[str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")] = None,
+    sel: Annotated[list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
+    var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
+    out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("figure.png"),
+):
+    """Line plots and heatmaps from a cube, labelled with its units.
+
+    Example: sweep plot r.h5 --x bandwidth --y scaling_factor --hue nodes --sel ratio=1 --out fig.png
+    """
+    from sweep import plot as plots
+    from sweep.reader import open_cube
+
+    ds = open_cube(file)
+    chosen = plots.parse_sel(sel or [], ds)
+    if kind == "line":
+        ax = plots.line_plot(ds, x, var=y, hue=hue, sel=chosen)
+    elif kind == "heatmap":
+        ax = plots.heatmap(ds, x, y, var=var, sel=chosen)
+    else:
+        raise InputError(f"--kind {kind!r}: must be line or heatmap")
+    typer.echo(f"wrote {plots.save(ax.figure, out)}")
+
+
 def main():
     app()
 

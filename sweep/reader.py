@@ -82,3 +82,16 @@ def select_table(path, chosen, csv=False):
     if csv:
         return df.to_csv(index=False).rstrip("\n")
     return df.to_string(index=False)
+
+
+def write_dataset(ds, out):
+    """Write an in-memory Dataset as a cube (h5netcdf), atomically via OUT.partial."""
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise InputError(f"--out {out}: directory {out.parent} does not exist")
+    partial = Path(str(out) + ".partial")
+    try:
+        ds.to_netcdf(partial, engine="h5netcdf")
+        partial.replace(out)
+    finally:
+        partial.unlink(missing_ok=True)

@@ -4,9 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
+
 from conftest import MEASURED_T1
 from reference import simulate
-
 from sweep import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import read_bklog

@@ -4,9 +4,9 @@ import itertools
 
 import numpy as np
 import pytest
+
 from conftest import random_profile
 from reference import simulate
-
 from sweep import evaluate
 from sweep.engine import OUTPUTS
 from sweep.profile import make_profile

@@ -1,0 +1,89 @@
+"""sweep need: answers within 0.5% of the exact threshold, checked with the reference."""
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from reference import simulate
+from sweep import builtin_profile
+from sweep.cli import app
+from sweep.inverse import MET_AT_MIN, SOLVED, UNREACHABLE, solve
+from sweep.reduce_cost import default_table
+
+TABLE = tuple(t.tolist() for t in default_table())
+
+
+def ref_sf(p, **kw):
+    return simulate(p.wait.tolist(), p.grad_bytes.tolist(), p.t1, table=TABLE, **kw)["scaling_factor"]
+
+
+@pytest.mark.parametrize("axis", ["ratio", "utilization", "bandwidth"])
+@pytest.mark.parametrize("model", ["resnet50", "vgg16"])
+def test_threshold_within_half_percent(axis, model):
+    p = builtin_profile(model)
+    target = 0.97
+    kw = dict(nodes=[2, 8], gpus_per_node=8, collective=["ring", "tree"])
+    if axis != "bandwidth":
+        kw["bandwidth"] = [10, 100]
+    ds = solve(p, target=target, axis=axis, dtype="float64", **kw)
+    values = ds[f"required_{axis}"]
+    solved = 0
+    for idx in np.ndindex(values.shape):
+        point = {d: values[d].values[i] for d, i in zip(values.dims, idx)}
+        st = int(ds.status.values[idx])
+        x = float(values.values[idx])
+        args = dict(nodes=int(point["nodes"]), gpus=8, collective=str(point["collective"]),
+                    bandwidth=float(point.get("bandwidth", 1)) * 1e9)
+        if st == SOLVED:
+            solved += 1
+            above = {**args, **_axis_kw(axis, x)}
+            below = {**args, **_axis_kw(axis, x / 1.005)}
+            assert ref_sf(p, **above) >= target - 1e-12
+            assert ref_sf(p, **below) < target
+        elif st == UNREACHABLE:
+            top = {"ratio": 1e4, "utilization": 1.0, "bandwidth": 1e4}[axis]
+            assert ref_sf(p, **{**args, **_axis_kw(axis, top)}) < target
+            assert np.isnan(x)
+        else:
+            assert ref_sf(p, **{**args, **_axis_kw(axis, 1e-4 if axis == "utilization" else 1.0)}) >= target
+    assert solved > 0
+
+
+def _axis_kw(axis, x):
+    return {"ratio": {"ratio": x}, "utilization": {"utilization": x}, "bandwidth": {"bandwidth": x * 1e9}}[axis]
+
+
+def test_statuses_met_and_unreachable():
+    ds = solve("vgg16", target=0.99, axis="ratio", bandwidth=[100, 0.001], nodes=[1, 8])
+    st = ds.status.squeeze()
+    assert int(st.sel(nodes=1, bandwidth=100)) == MET_AT_MIN  # 8 GPUs on one node here still talk
+    ds = solve("vgg16", target=0.99, axis="ratio", bandwidth=[100, 0.001], nodes=1, gpus_per_node=1)
+    assert np.all(ds.status.values == MET_AT_MIN)  # one worker: nothing to communicate
+    ds = solve("vgg16", target=0.9999, axis="utilization", bandwidth=1)
+    assert np.all(ds.status.values == UNREACHABLE)
+
+
+def test_cli_need_prints_and_writes_cube(tmp_path):
+    out = tmp_path / "need.h5"
+    r = CliRunner().invoke(app, ["need", "--model", "resnet50", "--target", "0.99", "--solve", "ratio",
+                                 "--bw", "1,10,25,40,100", "--nodes", "2,4,8", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "met at the minimum" in r.output and "3.011" in r.output
+    import xarray as xr
+
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert ds.required_ratio.sizes["bandwidth"] == 5 and "ratio" not in ds.dims
+    assert float(ds.required_ratio.sel(bandwidth=10, nodes=8).squeeze()) == pytest.approx(3.011, rel=1e-3)
+    ds.close()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--solve", "nodes"], "--solve 'nodes': must be one of ratio, utilization, bandwidth"),
+    (["--solve", "ratio", "--ratio", "2"], "do not also give values"),
+    (["--solve", "ratio"], "--bw: give the bandwidth"),
+    (["--solve", "ratio", "--bw", "10", "--target", "1.5"], "--target 1.5: must be a scaling factor in (0, 1]"),
+])
+def test_cli_need_bad_input(args, message):
+    base = ["need", "--target", "0.99"] if "--target" not in args else ["need"]
+    r = CliRunner().invoke(app, base + args)
+    assert r.exit_code == 2 and message in r.output

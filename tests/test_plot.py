@@ -1,0 +1,52 @@
+"""sweep plot: line plots and heatmaps from a cube; refusals list what remains."""
+
+import pytest
+from typer.testing import CliRunner
+
+from sweep.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plot") / "c.h5"
+    r = runner.invoke(app, ["grid", "--bw", "1..100@8log", "--ratio", "1,2,5", "--nodes", "2,8", "--out", str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def is_png(path):
+    return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_line_plot(cube, tmp_path):
+    out = tmp_path / "fig.png"
+    r = runner.invoke(app, ["plot", str(cube), "--x", "bandwidth", "--y", "scaling_factor", "--hue", "nodes",
+                            "--sel", "ratio=1", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert is_png(out)
+
+
+def test_heatmap(cube, tmp_path):
+    out = tmp_path / "heat.png"
+    r = runner.invoke(app, ["plot", str(cube), "--kind", "heatmap", "--x", "bandwidth", "--y", "ratio",
+                            "--sel", "nodes=8", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert is_png(out)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--x", "bandwidth", "--hue", "nodes"], "the selection leaves ratio (3 values)"),
+    (["--x", "bandwidth"], "nodes (2 values), ratio (3 values)"),
+    (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a ratio in the cube"),
+    (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
+    (["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"], "'speedup': not a variable"),
+    (["--x", "bandwidth", "--sel", "ratio"], "expected DIM=VALUE"),
+    (["--x", "bandwidth", "--kind", "pie"], "--kind 'pie'"),
+])
+def test_refusals(cube, tmp_path, args, message):
+    out = tmp_path / "f.png"
+    r = runner.invoke(app, ["plot", str(cube), *args, "--out", str(out)])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not out.exists()
