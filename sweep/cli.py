@@ -150,6 +150,11 @@ def grid(
     x64: X64 = False,
     quiet: Quiet = False,
     block_configs: Annotated[int, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32). Part of the file layout: --resume needs the same value.")] = 2**18,
+    distributed: Annotated[bool, typer.Option("--distributed", help="Share the sweep among processes joined by jax.distributed; each writes a shard, process 0 stitches OUT. OUT's directory must be shared.", rich_help_panel="Several machines")] = False,
+    coordinator: Annotated[str | None, typer.Option("--coordinator", help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's).", rich_help_panel="Several machines")] = None,
+    num_processes: Annotated[int | None, typer.Option("--num-processes", min=1, help="Process count (default: $JAX_NUM_PROCESSES or the launcher's).", rich_help_panel="Several machines")] = None,
+    process_id: Annotated[int | None, typer.Option("--process-id", min=0, help="This process's id (default: $JAX_PROCESS_ID or the launcher's).", rich_help_panel="Several machines")] = None,
+    stitch_timeout: Annotated[float, typer.Option("--stitch-timeout", help="Process 0 gives up waiting for a shard unchanged this many seconds.", rich_help_panel="Several machines")] = 600.0,
 ):
     """Sweep every combination of the axes and write an HDF5 cube.
 
@@ -163,9 +168,23 @@ def grid(
     command = "sweep " + shlex.join(sys.argv[1:])
     show_bar = not quiet and sys.stderr.isatty()
     try:
-        s = run_grid(g, target, command=command, force=force, resume=resume,
-                     default_out_dir=out is None, progress=progress_bar(show_bar),
-                     block_configs=block_configs)
+        if distributed:
+            from sweep.distributed import StitchTimeout, rendezvous, run_distributed
+
+            if out is None:
+                raise InputError("--distributed: give --out, a path every process can reach")
+            pid, count = rendezvous(coordinator, num_processes, process_id)
+            try:
+                s = run_distributed(g, target, pid, count, command=command, force=force, resume=resume,
+                                    progress=progress_bar(show_bar), block_configs=block_configs,
+                                    stitch_timeout=stitch_timeout)
+            except StitchTimeout as e:
+                typer.echo(f"error: {e}", err=True)
+                raise typer.Exit(code=3) from None
+        else:
+            s = run_grid(g, target, command=command, force=force, resume=resume,
+                         default_out_dir=out is None, progress=progress_bar(show_bar),
+                         block_configs=block_configs)
     except KeyboardInterrupt:
         typer.echo(f"interrupted; finished blocks are kept in {target}.partial. "
                    f"Finish with the same command plus --resume.", err=True)

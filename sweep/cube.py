@@ -43,10 +43,13 @@ def estimated_bytes(grid):
     return grid.size * len(VARIABLES) * np.dtype(grid.dtype).itemsize
 
 
-def create(path, grid, plan, attrs):
+def create(path, grid, plan, attrs, sparse=False):
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
     ``attrs`` are extra global attributes (command line, device, versions).
+    ``sparse``: do not write the NaN fill at creation (a --distributed shard holds
+    only its own blocks; the unwritten chunks stay holes in the file and are never
+    read back).
     """
     f = h5py.File(path, "w")  # default superblock: no open-for-write flag, so a killed run reopens
     f.attrs["format"] = FORMAT
@@ -69,6 +72,8 @@ def create(path, grid, plan, attrs):
     dtype = np.dtype(grid.dtype)
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+    if sparse:
+        dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     for name, (units, long_name) in VARIABLES.items():
         ds = f.create_dataset(name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape,
                               fillvalue=np.nan, dcpl=dcpl)

@@ -9,15 +9,17 @@ whole extent), padded to a shape fixed for the whole sweep, so the sweep compile
 once per (collective, padded bucket count). This is the one place that jits.
 """
 
+import collections
 import dataclasses
 import itertools
 import math
+import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from kernels import block_metrics, collective_coefficients
+from kernels.pallas_overlap import block_metrics_pallas
 from sweep.axes import DIMS, INNER, LAYOUT, STRUCTURAL, si_values
 from sweep.fusion import fuse
 
@@ -90,32 +92,50 @@ class Plan:
         return out
 
 
-def _kernel(collective, inv_bw, inv_ratio, latency, nodes, gpus, ready, nbytes, valid, t1,
+KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
+
+
+def choose_kernel(name=None):
+    """Resolve the kernel: ``NETSWEEP_KERNEL`` or ``name``; ``auto`` = Pallas on GPU, XLA elsewhere."""
+    name = name or os.environ.get("NETSWEEP_KERNEL", "auto")
+    if name not in KERNELS:
+        raise ValueError(f"NETSWEEP_KERNEL={name!r}: expected one of {', '.join(KERNELS)}")
+    if name == "auto":
+        return "pallas" if jax.default_backend() == "gpu" else "xla"
+    return name
+
+
+def _kernel(collective, kernel, inv_bw, inv_ratio, latency, nodes, gpus, ready, nbytes, valid, t1,
             table_bytes, table_seconds, intra_bits):
     a, b, lat, fixed = collective_coefficients(
         collective, nodes, gpus, nbytes, table_bytes, table_seconds, intra_bits
     )
-    return block_metrics(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1)
+    if kernel == "xla":
+        return block_metrics(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1)
+    return block_metrics_pallas(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1,
+                                interpret=kernel == "pallas-interpret")
 
 
-# The one jit of the project: shapes are fixed per sweep, the collective is static.
-block_kernel = jax.jit(_kernel, static_argnums=0)
+# The one jit of the project: shapes are fixed per sweep; collective and kernel are static.
+block_kernel = jax.jit(_kernel, static_argnums=(0, 1))
 
 
 class Runner:
     """Evaluates blocks of a :class:`Plan` on the default JAX device(s)."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, kernel=None, devices=None):
         self.plan = plan
         g = plan.grid
         self.np_dtype = np.dtype(g.dtype)
         if g.dtype == "float64":
             jax.config.update("jax_enable_x64", True)
+        self.kernel = choose_kernel(kernel)
+        self.devices = list(devices) if devices is not None else jax.local_devices()
         self._tasks = {}
         self._inner_cache = {}
         dt = self.np_dtype
-        self.table = tuple(jnp.asarray(t, dt) for t in g.reduce_table)
-        self.intra_bits = jnp.asarray(g.intra_bandwidth * 1e9, dt)
+        self.table = tuple(np.asarray(t, dt) for t in g.reduce_table)
+        self.intra_bits = np.asarray(g.intra_bandwidth * 1e9, dt)
 
     def _task(self, task):
         """Padded bucket arrays and T1 of one structural combination (cached)."""
@@ -129,8 +149,8 @@ class Runner:
                 si_values("fusion_timeout", g.values["fusion_timeout"][fti]),
             )
             length = -(-len(buckets) // BUCKET_PAD) * BUCKET_PAD
-            arrays = tuple(jnp.asarray(a) for a in buckets.padded(length, self.np_dtype))
-            self._tasks[task] = arrays + (jnp.asarray(profile.t1, self.np_dtype),)
+            arrays = buckets.padded(length, self.np_dtype)
+            self._tasks[task] = arrays + (np.asarray(profile.t1, self.np_dtype),)
         return self._tasks[task]
 
     def _inner(self, slab):
@@ -145,7 +165,7 @@ class Runner:
             out[0, : bw.size] = 1.0 / (bw * util)
             out[1, : bw.size] = 1.0 / ratio
             out[2, : bw.size] = lat
-            arrays = tuple(jnp.asarray(a.astype(self.np_dtype)) for a in out)
+            arrays = tuple(a.astype(self.np_dtype) for a in out)
             if self.plan.split_dim <= 1:  # the same inner part for every block
                 self._inner_cache[key] = arrays
             return arrays
@@ -158,17 +178,17 @@ class Runner:
         out = np.ones((2, kb), dtype=self.np_dtype)  # padding: one worker, no comm
         out[0, : nodes.size] = nodes
         out[1, : nodes.size] = gpus
-        return jnp.asarray(out[0]), jnp.asarray(out[1])
+        return out[0], out[1]
 
-    def submit(self, block):
-        """Dispatch one block (asynchronously); returns device arrays [Kb, Ci]."""
+    def submit(self, block, device=None):
+        """Dispatch one block (asynchronously) on ``device``; returns device arrays [Kb, Ci]."""
         g = self.plan.grid
         ready, nbytes, valid, t1 = self._task(block.task)
         nodes, gpus = self._layout(block.slab)
         inv_bw, inv_ratio, lat = self._inner(block.slab)
-        collective = g.collectives[block.task[1]]
-        return block_kernel(collective, inv_bw, inv_ratio, lat, nodes, gpus, ready, nbytes,
-                            valid, t1, *self.table, self.intra_bits)
+        args = (inv_bw, inv_ratio, lat, nodes, gpus, ready, nbytes, valid, t1, *self.table, self.intra_bits)
+        args = jax.device_put(args, device or self.devices[block.index % len(self.devices)])
+        return block_kernel(g.collectives[block.task[1]], self.kernel, *args)
 
     def collect(self, block, result):
         """Device result -> dict name -> numpy array shaped like ``block.region()``."""
@@ -178,29 +198,33 @@ class Runner:
         return {name: np.asarray(result[name])[:k, :c].reshape(sizes) for name in OUTPUTS}
 
 
-def run(plan, sink, skip=(), progress=None):
+def run(plan, sink, skip=(), progress=None, only=None, kernel=None, devices=None):
     """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
 
     ``sink(block, arrays)`` receives numpy arrays shaped like the block's region;
-    ``progress(configs)`` is called after each block. Compute of block n+1 overlaps
-    the hand-off of block n (JAX dispatches asynchronously).
+    ``progress(configs)`` is called after each block. ``only(block) -> bool`` keeps a
+    share of the blocks (one process's, under --distributed). Blocks go round-robin
+    to every local device; one more than the device count is kept in flight, so
+    computing overlaps the hand-off (JAX dispatches asynchronously).
     """
-    runner = Runner(plan)
-    pending = None
+    runner = Runner(plan, kernel, devices)
+    pending = collections.deque()
     skip = set(skip)
-    for block in plan.blocks():
-        if block.index in skip:
-            continue
-        result = runner.submit(block)
-        if pending is not None:
-            sink(pending[0], runner.collect(*pending))
-            if progress:
-                progress(pending[0].size)
-        pending = (block, result)
-    if pending is not None:
-        sink(pending[0], runner.collect(*pending))
+
+    def hand_off():
+        block, result = pending.popleft()
+        sink(block, runner.collect(block, result))
         if progress:
-            progress(pending[0].size)
+            progress(block.size)
+
+    for block in plan.blocks():
+        if block.index in skip or (only is not None and not only(block)):
+            continue
+        pending.append((block, runner.submit(block)))
+        if len(pending) > len(runner.devices):
+            hand_off()
+    while pending:
+        hand_off()
 
 
 def evaluate_arrays(grid, block_configs=DEFAULT_BLOCK_CONFIGS):

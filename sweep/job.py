@@ -50,8 +50,8 @@ def check_output(out, *, force, resume, default):
         )
 
 
-def check_disk(out, grid):
-    need = cube.estimated_bytes(grid)
+def check_disk(out, grid, share=1.0):
+    need = cube.estimated_bytes(grid) * share
     free = shutil.disk_usage(Path(out).parent).free
     if need > free:
         raise InputError(
@@ -66,48 +66,53 @@ def device_kind():
 
 
 def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
-             progress=None, block_configs=DEFAULT_BLOCK_CONFIGS):
+             progress=None, block_configs=DEFAULT_BLOCK_CONFIGS, share=None):
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
     callable ``advance(configs)``, or None. The cube is written to ``out.partial``
-    and renamed when complete.
+    and renamed when complete. ``share = (process_id, process_count)`` computes only
+    the blocks with ``index % process_count == process_id`` into a sparse shard.
     """
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
     plan = Plan(grid, block_configs)
     partial = partial_path(out)
+    mine = None if share is None else (lambda b: b.index % share[1] == share[0])
     if resume:
         f = cube.open_for_resume(partial, grid, plan)
     else:
-        check_disk(out, grid)
+        check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
         for stale in (partial, out):
             if force and stale.exists():
                 stale.unlink()
         attrs = {"netsweep_version": __version__, "command": command, "jax_version": jax.__version__,
                  "device_kind": device_kind(), "python": sys.version.split()[0]}
-        f = cube.create(partial, grid, plan, attrs)
+        if share is not None:
+            attrs["shard"] = f"{share[0]} of {share[1]}"
+        f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
     try:
         done = cube.done_blocks(f)
-        blocks = plan.blocks()
-        done_configs = sum(blocks[i].size for i in done)
+        blocks = [b for b in plan.blocks() if mine is None or mine(b)]
+        total = sum(b.size for b in blocks)
+        done_configs = sum(plan.blocks()[i].size for i in done)
         start = time.perf_counter()
 
         def sink(block, arrays):
             cube.write_block(f, block, arrays)
 
         if progress is None:
-            run(plan, sink, skip=done)
+            run(plan, sink, skip=done, only=mine)
         else:
-            with progress(grid.size, done_configs) as advance:
-                run(plan, sink, skip=done, progress=advance)
+            with progress(total, done_configs) as advance:
+                run(plan, sink, skip=done, progress=advance, only=mine)
         elapsed = time.perf_counter() - start
     except BaseException:
         f.close()  # finished blocks are already durable; the partial file stays for --resume
         raise
     cube.finish(f, partial, out)
-    computed = grid.size - done_configs
-    return {"out": str(out), "configs": grid.size, "computed": computed, "seconds": elapsed,
+    computed = total - done_configs
+    return {"out": str(out), "configs": total, "computed": computed, "seconds": elapsed,
             "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
             "resumed_blocks": len(done), "blocks": len(blocks), "bytes": os.path.getsize(out)}
 
@@ -115,7 +120,11 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
 def summary_line(s):
     rate = s["configs_per_s"]
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
-    return (f"wrote {s['out']}: {s['configs']:,} configurations in {s['seconds']:.2f} s "
+    line = (f"{s['configs']:,} configurations in {s['seconds']:.2f} s "
             f"({rate:,.0f}/s end to end{resumed})")
+    if "shard" in s:
+        line = f"process {s['shard']}: {line}"
+        return line + (f"; stitched every shard into {s['out']}" if s.get("stitched") else f" into {s['out']}")
+    return f"wrote {s['out']}: {line}"
 
 

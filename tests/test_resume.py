@@ -9,8 +9,8 @@ import h5py
 import numpy as np
 import pytest
 
-GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8,16,32", "--fusion-mb", "0",
-        "--block-configs", "10", "-q"]  # 10,000 configs in 1,000 blocks
+GRID = ["--bw", "1..50", "--ratio", "1..80", "--nodes", "2,4,8,16,32", "--fusion-mb", "0",
+        "--block-configs", "10", "-q"]  # 20,000 configs in 2,000 blocks
 
 
 def sweep_cmd(*args):
@@ -64,7 +64,7 @@ def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig):
         assert "--resume" in err and "Traceback" not in err
     assert partial.exists() and not out.exists()
     done = blocks_done(partial)
-    assert 5 <= done < 1000
+    assert 5 <= done < 2000
     r = subprocess.run(sweep_cmd("--out", out, "--resume"), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert out.exists() and not partial.exists()
@@ -81,7 +81,7 @@ def test_resume_refuses_another_grid(tmp_path):
     rc, _, _ = interrupt(sweep_cmd("--out", out), partial, signal.SIGKILL)
     if rc == 0:
         pytest.skip("the sweep finished before it could be interrupted")
-    other = [a if a != "1..40" else "1..41" for a in sweep_cmd("--out", out, "--resume")]
+    other = [a if a != "1..80" else "1..81" for a in sweep_cmd("--out", out, "--resume")]
     r = subprocess.run(other, capture_output=True, text=True)
     assert r.returncode == 2
     assert "made for another grid or profile" in r.stderr and len(r.stderr.strip().splitlines()) == 1
