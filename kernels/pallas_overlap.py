@@ -26,7 +26,7 @@ def _next_pow2(n):
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _kernel(steps, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fixed_ref, ready_ref,
+def _kernel(steps, unroll, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fixed_ref, ready_ref,
             nbytes_ref, valid_ref, sf_ref, it_ref, ex_ref, comm_ref):
     a, b, l_coef, fixed_sum = layout_ref[0, 0], layout_ref[0, 1], layout_ref[0, 2], layout_ref[0, 3]
     t1, bytes_sum, valid_sum, r_last = glob_ref[0], glob_ref[1], glob_ref[2], glob_ref[3]
@@ -37,7 +37,12 @@ def _kernel(steps, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fix
         # Padded buckets have ready = bytes = fixed = valid = 0: end (>= 0) is unchanged.
         return jnp.maximum(ready_ref[i], end) + alpha * nbytes_ref[i] + (lat * valid_ref[i] + fixed_ref[0, i])
 
-    end = lax.fori_loop(0, steps, step, jnp.zeros_like(alpha))
+    end = jnp.zeros_like(alpha)
+    if unroll:  # static indices only: for backends without dynamic scalar loads
+        for i in range(steps):
+            end = step(i, end)
+    else:
+        end = lax.fori_loop(0, steps, step, end)
     exposed = jnp.maximum(r_last, end) - r_last
     iteration = t1 + exposed
     sf_ref[0, :] = t1 / iteration
@@ -46,9 +51,9 @@ def _kernel(steps, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fix
     comm_ref[0, :] = alpha * bytes_sum + lat * valid_sum + fixed_sum
 
 
-@functools.partial(jax.jit, static_argnames=("tile", "interpret"))
+@functools.partial(jax.jit, static_argnames=("tile", "interpret", "unroll"))
 def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_coef, fixed, ready, nbytes,
-                         valid, t1, *, tile=DEFAULT_TILE, interpret=False):
+                         valid, t1, *, tile=DEFAULT_TILE, interpret=False, unroll=False):
     """Drop-in for :func:`kernels.overlap.block_metrics` (same arguments and outputs).
 
     Args:
@@ -57,6 +62,7 @@ def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_co
       fixed: [K, Bk]; ready, nbytes, valid: [Bk]; t1: scalar (s).
       tile: configurations per program (a power of two).
       interpret: run the kernel in the Pallas interpreter (CPU tests).
+      unroll: unroll the bucket loop (static indices) instead of a loop.
 
     Returns:
       dict of [K, C] arrays: scaling_factor, iteration_time, exposed_comm, comm_time.
@@ -81,7 +87,7 @@ def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_co
     out_spec = pl.BlockSpec((1, tile), lambda i, j: (i, j))
     whole = lambda n: pl.BlockSpec((n,), lambda i, j: (0,))  # noqa: E731
     outs = pl.pallas_call(
-        functools.partial(_kernel, steps),
+        functools.partial(_kernel, steps, unroll),
         grid=(k, cp // tile),
         in_specs=[per_config, per_config, per_config,
                   pl.BlockSpec((1, 4), lambda i, j: (i, 0)), whole(4),

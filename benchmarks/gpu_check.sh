@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# One short GPU check (about 2-3 minutes on an H200): correctness of both kernels
+# against the float64 reference, kernel throughput, and the unchanged CLI on the GPU.
+# Needs JAX with CUDA, numpy, h5py, xarray, typer, optax, matplotlib (no network, no install).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv,noheader || true
+$PY benchmarks/gpu_check.py
+echo "--- the same sweep grid command on the GPU (10^7 configurations, default settings):"
+out=$(mktemp -d)/gpu.h5
+/usr/bin/time -f "wall %e s" $PY -m sweep.cli grid --model resnet50 --bw 1..100@100 --ratio 1..100 \
+  --nodes 1..100 --util 0.1..1:0.1 --out "$out"
+$PY -c "import h5py,sys; f=h5py.File(sys.argv[1]); print('device_kind:', f.attrs['device_kind'])" "$out"
