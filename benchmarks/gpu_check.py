@@ -35,11 +35,13 @@ def peak_fp32(kind):
     return next((v for k, v in PEAK_FP32.items() if k in kind), float("nan"))
 
 
-def correctness(kernel, rng, samples=300):
+def random_profile(rng, n=50):
+    return make_profile("rand", [f"t{i}" for i in range(n)], np.round(rng.uniform(1e3, 2e7, n)),
+                        rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7), 0.15)
+
+
+def correctness(kernel, rng, p, samples=300):
     os.environ["NETSWEEP_KERNEL"] = kernel
-    n = 50
-    p = make_profile("rand", [f"t{i}" for i in range(n)], np.round(rng.uniform(1e3, 2e7, n)),
-                     rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7), 0.15)
     ds = evaluate(p, bandwidth=[1, 10, 40, 100], utilization=[0.3, 1.0], ratio=[1, 7.5], nodes=[1, 2, 16],
                   gpus_per_node=[1, 8], latency=[0, 20], collective=["ring", "tree", "ps", "hierarchical"],
                   fusion_buffer=[0, 64], fusion_timeout=[0, 5])
@@ -89,10 +91,11 @@ def main():
     kind = d.device_kind
     print(f"device: {d.platform} {kind} x{jax.device_count()}, jax {jax.__version__}", flush=True)
     rng = np.random.default_rng(int(time.time()))
+    profile = random_profile(rng)  # the same profile for both kernels
     results = {}
     for kernel in ("xla", "pallas"):
         try:
-            err, ds = correctness(kernel, rng)
+            err, ds = correctness(kernel, rng, profile)
             results[kernel] = ds
             print(f"{kernel}: max relative error vs float64 reference over 300 random configs: {err:.2e}",
                   flush=True)

@@ -18,8 +18,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import triton as pl_triton
 
 DEFAULT_TILE = 1024
+DEFAULT_WARPS = 4
 
 
 def _next_pow2(n):
@@ -51,9 +53,10 @@ def _kernel(steps, unroll, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_
     comm_ref[0, :] = alpha * bytes_sum + lat * valid_sum + fixed_sum
 
 
-@functools.partial(jax.jit, static_argnames=("tile", "interpret", "unroll"))
+@functools.partial(jax.jit, static_argnames=("tile", "interpret", "unroll", "num_warps"))
 def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_coef, fixed, ready, nbytes,
-                         valid, t1, *, tile=DEFAULT_TILE, interpret=False, unroll=False):
+                         valid, t1, *, tile=DEFAULT_TILE, interpret=False, unroll=False,
+                         num_warps=DEFAULT_WARPS):
     """Drop-in for :func:`kernels.overlap.block_metrics` (same arguments and outputs).
 
     Args:
@@ -63,6 +66,7 @@ def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_co
       tile: configurations per program (a power of two).
       interpret: run the kernel in the Pallas interpreter (CPU tests).
       unroll: unroll the bucket loop (static indices) instead of a loop.
+      num_warps: warps per program on GPU (Triton).
 
     Returns:
       dict of [K, C] arrays: scaling_factor, iteration_time, exposed_comm, comm_time.
@@ -95,6 +99,7 @@ def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_co
         out_specs=[out_spec] * 4,
         out_shape=[jax.ShapeDtypeStruct((k, cp), dt)] * 4,
         interpret=interpret,
+        compiler_params=None if interpret else pl_triton.CompilerParams(num_warps=num_warps, num_stages=1),
     )(inv_bw, inv_r, lat, layout, glob, fixed_p, ready_p, nbytes_p, valid_p)
     names = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
     return {n: o[:, :c] for n, o in zip(names, outs)}
