@@ -8,8 +8,10 @@ registers for the whole bucket loop, reads each bucket's three constants as
 scalars (the same for every lane), and writes the four outputs once.
 
 Buckets are padded to a power of two (Triton block shapes must be), but the loop
-runs only over ``steps`` of them (a static count: the real buckets rounded up to
-the engine's padding). On CPU the tests run it with ``interpret=True``.
+runs only over the real ones (a count read at run time), so each step is one max,
+one multiply-add and one or two adds: with ``zero_latency`` (every latency 0, the
+default sweep) the latency add is compiled out. On CPU the tests run it with
+``interpret=True``.
 """
 
 import functools
@@ -28,23 +30,23 @@ def _next_pow2(n):
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _kernel(steps, unroll, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fixed_ref, ready_ref,
-            nbytes_ref, valid_ref, sf_ref, it_ref, ex_ref, comm_ref):
+def _kernel(steps, unroll, zero_latency, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_ref, fixed_ref,
+            ready_ref, nbytes_ref, sf_ref, it_ref, ex_ref, comm_ref):
     a, b, l_coef, fixed_sum = layout_ref[0, 0], layout_ref[0, 1], layout_ref[0, 2], layout_ref[0, 3]
     t1, bytes_sum, valid_sum, r_last = glob_ref[0], glob_ref[1], glob_ref[2], glob_ref[3]
     alpha = (a + b * inv_bw_ref[...]) * inv_ratio_ref[...]
     lat = l_coef * lat_ref[...]
 
     def step(i, end):
-        # Padded buckets have ready = bytes = fixed = valid = 0: end (>= 0) is unchanged.
-        return jnp.maximum(ready_ref[i], end) + alpha * nbytes_ref[i] + (lat * valid_ref[i] + fixed_ref[0, i])
+        cost = alpha * nbytes_ref[i] + fixed_ref[0, i]
+        return jnp.maximum(ready_ref[i], end) + (cost if zero_latency else cost + lat)
 
     end = jnp.zeros_like(alpha)
-    if unroll:  # static indices only: for backends without dynamic scalar loads
+    if unroll:  # static indices only, padded buckets masked: for backends without dynamic loops
         for i in range(steps):
-            end = step(i, end)
+            end = jnp.where(i < valid_sum, step(i, end), end)
     else:
-        end = lax.fori_loop(0, steps, step, end)
+        end = lax.fori_loop(0, glob_ref[4].astype(jnp.int32), step, end)
     exposed = jnp.maximum(r_last, end) - r_last
     iteration = t1 + exposed
     sf_ref[0, :] = t1 / iteration
@@ -53,20 +55,22 @@ def _kernel(steps, unroll, inv_bw_ref, inv_ratio_ref, lat_ref, layout_ref, glob_
     comm_ref[0, :] = alpha * bytes_sum + lat * valid_sum + fixed_sum
 
 
-@functools.partial(jax.jit, static_argnames=("tile", "interpret", "unroll", "num_warps"))
+@functools.partial(jax.jit, static_argnames=("tile", "interpret", "unroll", "num_warps", "zero_latency"))
 def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_coef, fixed, ready, nbytes,
                          valid, t1, *, tile=DEFAULT_TILE, interpret=False, unroll=False,
-                         num_warps=DEFAULT_WARPS):
+                         num_warps=DEFAULT_WARPS, zero_latency=False):
     """Drop-in for :func:`kernels.overlap.block_metrics` (same arguments and outputs).
 
     Args:
       inv_bandwidth, inv_ratio, latency: [C] per configuration (s/bit, 1, s).
       a_coef, b_coef, l_coef: [K] layout coefficients.
-      fixed: [K, Bk]; ready, nbytes, valid: [Bk]; t1: scalar (s).
+      fixed: [K, Bk]; ready, nbytes, valid: [Bk], real buckets first then padding
+        (valid 0); t1: scalar (s).
       tile: configurations per program (a power of two).
       interpret: run the kernel in the Pallas interpreter (CPU tests).
       unroll: unroll the bucket loop (static indices) instead of a loop.
       num_warps: warps per program on GPU (Triton).
+      zero_latency: static promise that every ``latency`` is 0 (skips its add).
 
     Returns:
       dict of [K, C] arrays: scaling_factor, iteration_time, exposed_comm, comm_time.
@@ -82,24 +86,25 @@ def block_metrics_pallas(inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_co
         return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
 
     inv_bw, inv_r, lat = pad(inv_bandwidth, cp, 1.0), pad(inv_ratio, cp, 1.0), pad(latency, cp, 0.0)
-    ready_p, nbytes_p, valid_p = pad(ready, bp, 0.0), pad(nbytes, bp, 0.0), pad(valid, bp, 0.0)
+    ready_p, nbytes_p = pad(ready, bp, 0.0), pad(nbytes, bp, 0.0)
     fixed_p = jnp.pad(fixed, ((0, 0), (0, bp - steps)))
     layout = jnp.stack([a_coef, b_coef, l_coef, jnp.sum(fixed, axis=1)], axis=1).astype(dt)
-    glob = jnp.stack([jnp.asarray(t1, dt), jnp.sum(nbytes), jnp.sum(valid), jnp.max(ready)]).astype(dt)
+    n_real = jnp.sum(valid)
+    glob = jnp.stack([jnp.asarray(t1, dt), jnp.sum(nbytes), n_real, jnp.max(ready), n_real, 0, 0, 0]).astype(dt)
 
     per_config = pl.BlockSpec((tile,), lambda i, j: (j,))
     out_spec = pl.BlockSpec((1, tile), lambda i, j: (i, j))
     whole = lambda n: pl.BlockSpec((n,), lambda i, j: (0,))  # noqa: E731
     outs = pl.pallas_call(
-        functools.partial(_kernel, steps, unroll),
+        functools.partial(_kernel, steps, unroll, zero_latency),
         grid=(k, cp // tile),
         in_specs=[per_config, per_config, per_config,
-                  pl.BlockSpec((1, 4), lambda i, j: (i, 0)), whole(4),
-                  pl.BlockSpec((1, bp), lambda i, j: (i, 0)), whole(bp), whole(bp), whole(bp)],
+                  pl.BlockSpec((1, 4), lambda i, j: (i, 0)), whole(8),
+                  pl.BlockSpec((1, bp), lambda i, j: (i, 0)), whole(bp), whole(bp)],
         out_specs=[out_spec] * 4,
         out_shape=[jax.ShapeDtypeStruct((k, cp), dt)] * 4,
         interpret=interpret,
         compiler_params=None if interpret else pl_triton.CompilerParams(num_warps=num_warps, num_stages=1),
-    )(inv_bw, inv_r, lat, layout, glob, fixed_p, ready_p, nbytes_p, valid_p)
+    )(inv_bw, inv_r, lat, layout, glob, fixed_p, ready_p, nbytes_p)
     names = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
     return {n: o[:, :c] for n, o in zip(names, outs)}

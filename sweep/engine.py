@@ -105,19 +105,20 @@ def choose_kernel(name=None):
     return name
 
 
-def _kernel(collective, kernel, inv_bw, inv_ratio, latency, nodes, gpus, ready, nbytes, valid, t1,
-            table_bytes, table_seconds, intra_bits):
+def _kernel(collective, kernel, zero_latency, inv_bw, inv_ratio, latency, nodes, gpus, ready, nbytes, valid,
+            t1, table_bytes, table_seconds, intra_bits):
     a, b, lat, fixed = collective_coefficients(
         collective, nodes, gpus, nbytes, table_bytes, table_seconds, intra_bits
     )
     if kernel == "xla":
         return block_metrics(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1)
     return block_metrics_pallas(inv_bw, inv_ratio, latency, a, b, lat, fixed, ready, nbytes, valid, t1,
-                                interpret=kernel == "pallas-interpret")
+                                interpret=kernel == "pallas-interpret", zero_latency=zero_latency)
 
 
-# The one jit of the project: shapes are fixed per sweep; collective and kernel are static.
-block_kernel = jax.jit(_kernel, static_argnums=(0, 1))
+# The one jit of the project: shapes are fixed per sweep; collective, kernel and
+# whether every latency is 0 (the Pallas kernel then skips an add) are static.
+block_kernel = jax.jit(_kernel, static_argnums=(0, 1, 2))
 
 
 class Runner:
@@ -192,7 +193,8 @@ class Runner:
         nodes, gpus = jax.device_put(self._layout(block.slab), device)
         args = inner + (nodes, gpus) + self._task(block.task) + self.table + (self.intra_bits,)
         args = [put[id(a)] if id(a) in put else a for a in args]
-        return block_kernel(g.collectives[block.task[1]], self.kernel, *args)
+        zero_latency = bool(np.all(g.values["latency"] == 0))
+        return block_kernel(g.collectives[block.task[1]], self.kernel, zero_latency, *args)
 
     def _on_device(self, host, device):
         """The device copy of a long-lived host array, sent once per device."""

@@ -33,8 +33,8 @@ def test_four_devices_equal_one(tmp_path):
         np.testing.assert_array_equal(one[k], four[k])
 
 
-@pytest.mark.parametrize("tile", [128, 1024])
-def test_pallas_kernel_equals_xla_kernel(tile):
+@pytest.mark.parametrize("tile,unroll", [(128, False), (1024, False), (128, True)])
+def test_pallas_kernel_equals_xla_kernel(tile, unroll):
     rng = np.random.default_rng(tile)
     k, c, b = 3, 700, 37
     f32 = np.float32
@@ -47,7 +47,11 @@ def test_pallas_kernel_equals_xla_kernel(tile):
     args[7][30:] = 0
     args[8][30:] = 0
     xla = block_metrics(*args)
-    pallas = block_metrics_pallas(*args, tile=tile, interpret=True)
+    pallas = block_metrics_pallas(*args, tile=tile, interpret=True, unroll=unroll)
+    zero = list(args)
+    zero[2] = np.zeros(c, f32)
+    no_lat = block_metrics_pallas(*zero, tile=tile, interpret=True, zero_latency=True)
+    np.testing.assert_allclose(no_lat["scaling_factor"], block_metrics(*zero)["scaling_factor"], rtol=1e-5)
     for name in VARS:
         x, p = np.asarray(xla[name]), np.asarray(pallas[name])
         assert p.shape == (k, c)
@@ -55,9 +59,11 @@ def test_pallas_kernel_equals_xla_kernel(tile):
         assert np.max(np.abs(p - x) / scale) < 1e-5, name
 
 
-def test_engine_uses_pallas_when_asked(monkeypatch):
+@pytest.mark.parametrize("latency", [[0.0], [0.0, 3.0]])
+def test_engine_uses_pallas_when_asked(monkeypatch, latency):
     p = random_profile(np.random.default_rng(9), 20)
-    axes = dict(bandwidth=[1, 10, 100], ratio=[1, 4], nodes=[2, 8], collective=["ring", "tree"], block_configs=5)
+    axes = dict(bandwidth=[1, 10, 100], ratio=[1, 4], nodes=[2, 8], collective=["ring", "tree"], block_configs=5,
+                latency=latency)
     monkeypatch.setenv("NETSWEEP_KERNEL", "xla")
     xla = evaluate(p, **axes)
     monkeypatch.setenv("NETSWEEP_KERNEL", "pallas-interpret")
