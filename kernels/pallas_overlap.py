@@ -23,7 +23,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import triton as pl_triton
 
 DEFAULT_TILE = 1024
-DEFAULT_WARPS = 4
+DEFAULT_WARPS = 2  # measured best on an H200 with tile 1024 (benchmarks/README.md)
 
 
 def _next_pow2(n):
