@@ -46,10 +46,6 @@ def domain_errors(fn):
     return wrapper
 
 
-def axis_opt(help_text):
-    return typer.Option(help=f"{help_text} {SYNTAX}")
-
-
 Model = Annotated[str, typer.Option("--model", help="Built-in profile(s), comma-separated: resnet50, resnet101, vgg16.")]
 ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log.")]
 IterTime = Annotated[float | None, typer.Option("--iteration-time", help="Single-GPU iteration time T1 in seconds, for --profile formats without it.")]
