@@ -304,9 +304,19 @@ def need(
     typer.echo(f"smallest {solve} reaching scaling factor {target:g}:")
     typer.echo(df[varying + ["answer"]].to_string(index=False))
     if out is not None:
+        import datetime
+
+        import jax
+
+        from sweep import __version__
+        from sweep.job import device_kind
         from sweep.reader import write_dataset
 
-        ds.attrs["command"] = "sweep " + shlex.join(sys.argv[1:])
+        ds.attrs.update({
+            "netsweep_version": __version__, "command": "sweep " + shlex.join(sys.argv[1:]),
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "jax_version": jax.__version__, "device_kind": device_kind(),
+        })
         write_dataset(ds, out)
         typer.echo(f"wrote {out}")
 

@@ -74,6 +74,9 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     ds = xr.open_dataset(out, engine="h5netcdf")
     assert ds.required_ratio.sizes["bandwidth"] == 5 and "ratio" not in ds.dims
     assert float(ds.required_ratio.sel(bandwidth=10, nodes=8).squeeze()) == pytest.approx(3.011, rel=1e-3)
+    assert ds.required_ratio.attrs["units"] == "1" and ds.bandwidth.attrs["units"] == "Gbit/s"
+    for key in ("netsweep_version", "command", "created", "jax_version", "device_kind"):
+        assert key in ds.attrs
     ds.close()
 
 
