@@ -47,17 +47,17 @@ def domain_errors(fn):
 
 
 Model = Annotated[str, typer.Option("--model", help="Built-in profile(s), comma-separated: resnet50, resnet101, vgg16.")]
-ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log.")]
+ProfileOpt = Annotated[Path | None, typer.Option("--profile", help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model.")]
 IterTime = Annotated[float | None, typer.Option("--iteration-time", help="Single-GPU iteration time T1 in seconds, for --profile formats without it.")]
 Bw = Annotated[str, typer.Option("--bw", help=f"Bandwidth, Gbit/s (> 0). {SYNTAX}")]
-Util = Annotated[str, typer.Option("--util", help="Network utilization, 0 < u <= 1.")]
-Ratio = Annotated[str, typer.Option("--ratio", help="Gradient compression ratio, >= 1.")]
-Nodes = Annotated[str, typer.Option("--nodes", help="Number of nodes, integer >= 1.")]
-Gpus = Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node, integer >= 1.")]
-Latency = Annotated[str, typer.Option("--latency", help="Per-message latency, microseconds >= 0.")]
+Util = Annotated[str, typer.Option("--util", help="Network utilization, 0 < u <= 1. Value syntax as --bw.")]
+Ratio = Annotated[str, typer.Option("--ratio", help="Gradient compression ratio, >= 1. Value syntax as --bw.")]
+Nodes = Annotated[str, typer.Option("--nodes", help="Number of nodes, integer >= 1. Value syntax as --bw.")]
+Gpus = Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node, integer >= 1. Value syntax as --bw.")]
+Latency = Annotated[str, typer.Option("--latency", help="Per-message latency, microseconds >= 0. Value syntax as --bw.")]
 Collective = Annotated[str, typer.Option("--collective", help="All-reduce: ring, tree, ps, hierarchical (comma list).")]
-FusionMb = Annotated[str, typer.Option("--fusion-mb", help="Tensor fusion buffer, MiB >= 0 (0: one bucket per tensor).")]
-FusionMs = Annotated[str, typer.Option("--fusion-ms", help="Tensor fusion timeout, ms >= 0.")]
+FusionMb = Annotated[str, typer.Option("--fusion-mb", help="Tensor fusion buffer, MiB >= 0 (0: one bucket per tensor). Value syntax as --bw.")]
+FusionMs = Annotated[str, typer.Option("--fusion-ms", help="Tensor fusion timeout, ms >= 0. Value syntax as --bw.")]
 IntraBw = Annotated[float, typer.Option("--intra-bw", help="Intra-node bandwidth, Gbit/s, for hierarchical.")]
 ReduceCost = Annotated[Path | None, typer.Option("--reduce-cost", help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model.")]
 X64 = Annotated[bool, typer.Option("--x64", help="Compute and store in float64 (default float32).")]
@@ -145,7 +145,7 @@ def grid(
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
     x64: X64 = False,
     quiet: Quiet = False,
-    block_configs: Annotated[int, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32). Part of the file layout: --resume needs the same value.")] = 2**18,
+    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144; with --resume, the partial file's].")] = None,
     distributed: Annotated[bool, typer.Option("--distributed", help="Share the sweep among processes joined by jax.distributed; each writes a shard, process 0 stitches OUT. OUT's directory must be shared.", rich_help_panel="Several machines")] = False,
     coordinator: Annotated[str | None, typer.Option("--coordinator", help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's).", rich_help_panel="Several machines")] = None,
     num_processes: Annotated[int | None, typer.Option("--num-processes", min=1, help="Process count (default: $JAX_NUM_PROCESSES or the launcher's).", rich_help_panel="Several machines")] = None,

@@ -59,7 +59,7 @@ def create(path, grid, plan, attrs, sparse=False):
     f.attrs["dims"] = ",".join(DIMS)
     f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
     f.attrs["reduce_cost_source"] = grid.reduce_source
-    f.attrs["block_configs"] = int(np.prod(plan.chunk_shape))
+    f.attrs["block_configs"] = plan.block_configs
     for k, v in attrs.items():
         f.attrs[k] = v
     scales = []
@@ -131,6 +131,15 @@ def open_for_resume(path, grid, plan):
         f.close()
         raise InputError(f"--resume {path}: written with another --block-configs; rerun with the same value")
     return f
+
+
+def stored_block_configs(path):
+    """The --block-configs a partial cube was written with (None if unreadable)."""
+    try:
+        with h5py.File(path, "r") as f:
+            return int(f.attrs["block_configs"])
+    except (OSError, KeyError):
+        return None
 
 
 def done_blocks(f):

@@ -104,6 +104,8 @@ def stitch(grid, shards, out, block_configs, command):
     """Copy every block from the shard that computed it into the cube ``out``."""
     import h5py
 
+    with h5py.File(shards[0], "r") as first:
+        block_configs = block_configs or int(first.attrs["block_configs"])
     plan = Plan(grid, block_configs)
     count = len(shards)
     partial = partial_path(out)

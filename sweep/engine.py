@@ -56,6 +56,7 @@ class Plan:
 
     def __init__(self, grid, block_configs=DEFAULT_BLOCK_CONFIGS):
         self.grid = grid
+        self.block_configs = int(block_configs)
         shape = grid.shape
         self.task_shape = shape[:4]
         self.var_shape = shape[4:]

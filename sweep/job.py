@@ -66,18 +66,21 @@ def device_kind():
 
 
 def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
-             progress=None, block_configs=DEFAULT_BLOCK_CONFIGS, share=None):
+             progress=None, block_configs=None, share=None):
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
     callable ``advance(configs)``, or None. The cube is written to ``out.partial``
     and renamed when complete. ``share = (process_id, process_count)`` computes only
     the blocks with ``index % process_count == process_id`` into a sparse shard.
+    ``block_configs`` None means the default, or on ``resume`` the partial file's.
     """
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
-    plan = Plan(grid, block_configs)
     partial = partial_path(out)
+    if block_configs is None:
+        block_configs = (resume and cube.stored_block_configs(partial)) or DEFAULT_BLOCK_CONFIGS
+    plan = Plan(grid, block_configs)
     mine = None if share is None else (lambda b: b.index % share[1] == share[0])
     if resume:
         f = cube.open_for_resume(partial, grid, plan)
