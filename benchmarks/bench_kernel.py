@@ -58,13 +58,13 @@ def bench(fusion_mb, configs, repeats):
     jax_s = median_seconds(lambda: jax.block_until_ready(runner.submit(block)), repeats)
 
     # Baselines get the same per-bucket constants and per-config coefficients.
-    ready, nbytes, valid, _ = (np.asarray(a, np.float32) for a in runner._task(block.task))
+    ready, nbytes, valid, _ = (np.asarray(a, np.float32) for a in runner.task_arrays(block.task))
     n = int(valid.sum())
     ready, nbytes = ready[:n], nbytes[:n]
     k = 2 * 63 / 64 * 8.0
     from sweep.reduce_cost import default_table
     fixed = (63 * np.interp(nbytes / 64, *default_table())).astype(np.float32)
-    inv_bw, inv_ratio, lat = (np.asarray(a) for a in runner._inner(block.slab))
+    inv_bw, inv_ratio, lat = (np.asarray(a) for a in runner.inner_arrays(block.slab))
     alpha = (k * inv_bw * inv_ratio).astype(np.float32)
     lat = lat.astype(np.float32)
     np_s = median_seconds(lambda: numpy_loop(ready, nbytes, fixed, alpha, lat), repeats)

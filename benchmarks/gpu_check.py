@@ -74,7 +74,7 @@ def throughput(kernel, fusion_mb, total, block=2**24, repeats=3):
     plan = Plan(grid, block_configs=block)
     runner = Runner(plan)
     (b,) = plan.blocks()
-    buckets = int(runner._task(b.task)[2].sum())
+    buckets = int(runner.task_arrays(b.task)[2].sum())
     jax.block_until_ready(runner.submit(b))  # compile
     args_block = b
     count = max(1, total // block)

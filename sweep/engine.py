@@ -139,9 +139,10 @@ class Runner:
         dt = self.np_dtype
         self.table = tuple(np.asarray(t, dt) for t in g.reduce_table)
         self.intra_bits = np.asarray(g.intra_bandwidth * 1e9, dt)
+        self.zero_latency = bool(np.all(g.values["latency"] == 0))
 
-    def _task(self, task):
-        """Padded bucket arrays and T1 of one structural combination (cached)."""
+    def task_arrays(self, task):
+        """(ready, nbytes, valid, t1) of one structural combination: [Bk] x 3 and a scalar (cached)."""
         if task not in self._tasks:
             g = self.plan.grid
             mi, _, fbi, fti = task
@@ -156,7 +157,7 @@ class Runner:
             self._tasks[task] = arrays + (np.asarray(profile.t1, self.np_dtype),)
         return self._tasks[task]
 
-    def _inner(self, slab):
+    def inner_arrays(self, slab):
         """(inv_bw, inv_ratio, latency) [Ci] for the inner part of a slab."""
         key = tuple((s.start, s.stop) for s in slab[2:])
         if key not in self._inner_cache:
@@ -174,7 +175,8 @@ class Runner:
             return arrays
         return self._inner_cache[key]
 
-    def _layout(self, slab):
+    def layout_arrays(self, slab):
+        """(nodes, gpus_per_node) [Kb] of a slab's worker layouts, padded with single workers."""
         g, kb = self.plan.grid, self.plan.kb
         vals = [g.values[d][s] for d, s in zip(LAYOUT, slab[:2])]
         nodes, gpus = (a.ravel() for a in np.meshgrid(*vals, indexing="ij"))
@@ -185,17 +187,15 @@ class Runner:
 
     def submit(self, block, device=None):
         """Dispatch one block (asynchronously) on ``device``; returns device arrays [Kb, Ci]."""
-        g = self.plan.grid
         device = device or self.devices[block.index % len(self.devices)]
-        inner = self._inner(block.slab)
-        reused = inner if self.plan.split_dim <= 1 else ()  # the same inner arrays for every block
-        reused += self._task(block.task) + self.table + (self.intra_bits,)
-        put = {id(a): self._on_device(a, device) for a in reused}
-        nodes, gpus = jax.device_put(self._layout(block.slab), device)
-        args = inner + (nodes, gpus) + self._task(block.task) + self.table + (self.intra_bits,)
-        args = [put[id(a)] if id(a) in put else a for a in args]
-        zero_latency = bool(np.all(g.values["latency"] == 0))
-        return block_kernel(g.collectives[block.task[1]], self.kernel, zero_latency, *args)
+        inner = self.inner_arrays(block.slab)
+        if self.plan.split_dim <= 1:  # the same inner arrays for every block: send once
+            inner = tuple(self._on_device(a, device) for a in inner)
+        shared = self.task_arrays(block.task) + self.table + (self.intra_bits,)
+        shared = tuple(self._on_device(a, device) for a in shared)
+        layout = jax.device_put(self.layout_arrays(block.slab), device)
+        collective = self.plan.grid.collectives[block.task[1]]
+        return block_kernel(collective, self.kernel, self.zero_latency, *inner, *layout, *shared)
 
     def _on_device(self, host, device):
         """The device copy of a long-lived host array, sent once per device."""

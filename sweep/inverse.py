@@ -88,8 +88,8 @@ def solve(model, *, target, axis, **kwargs):
     value = np.full(grid.shape, np.nan)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     for block in plan.blocks():
-        ready, nbytes, valid, t1 = runner._task(block.task)
-        nodes, gpus = runner._layout(block.slab)
+        ready, nbytes, valid, t1 = runner.task_arrays(block.task)
+        nodes, gpus = runner.layout_arrays(block.slab)
         inner = [grid.values[d][s] for d, s in zip(INNER, block.slab[2:])]
         bw, util, ratio, lat = (jnp.asarray(a.ravel().astype(dt)) for a in np.meshgrid(*inner, indexing="ij"))
         v, st = _solve(grid.collectives[block.task[1]], axis, jnp.asarray(target, dt), bw, util, ratio,
