@@ -135,7 +135,8 @@ class Runner:
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._tasks = {}
         self._inner_cache = {}
-        self._device_copies = {}  # (id(host array), device) -> (host array, device array)
+        # (id(host array) or layout slab, device) -> (host array or None, device array(s))
+        self._device_copies = {}
         dt = self.np_dtype
         self.table = tuple(np.asarray(t, dt) for t in g.reduce_table)
         self.intra_bits = np.asarray(g.intra_bandwidth * 1e9, dt)
@@ -193,9 +194,17 @@ class Runner:
             inner = tuple(self._on_device(a, device) for a in inner)
         shared = self.task_arrays(block.task) + self.table + (self.intra_bits,)
         shared = tuple(self._on_device(a, device) for a in shared)
-        layout = jax.device_put(self.layout_arrays(block.slab), device)
+        layout = self._layout_on_device(block.slab, device)
         collective = self.plan.grid.collectives[block.task[1]]
         return block_kernel(collective, self.kernel, self.zero_latency, *inner, *layout, *shared)
+
+    def _layout_on_device(self, slab, device):
+        """Device copies of a slab's layout arrays, cached: blocks that differ only in
+        their inner part share them, and a small transfer costs as much as a launch."""
+        key = (tuple((s.start, s.stop) for s in slab[:2]), device)
+        if key not in self._device_copies:
+            self._device_copies[key] = (None, jax.device_put(self.layout_arrays(slab), device))
+        return self._device_copies[key][1]
 
     def _on_device(self, host, device):
         """The device copy of a long-lived host array, sent once per device."""
