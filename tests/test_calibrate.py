@@ -75,3 +75,23 @@ def test_bad_measurements(tmp_path, text, message):
     assert message in str(err.value)
     r = CliRunner().invoke(app, ["calibrate", str(path)])
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_iteration_times_and_a_model_column(tmp_path):
+    # Rows from two models in one file, measured as iteration times, with a fixed ratio column.
+    u_true = 0.45
+    rows = ["model,nodes,gpus_per_node,bandwidth,ratio,iteration_time"]
+    for model in ("resnet50", "vgg16"):
+        ds = evaluate(model, bandwidth=[10, 25], nodes=[2, 8], ratio=2, utilization=u_true, dtype="float64")
+        for n in (2, 8):
+            for bw in (10, 25):
+                t = float(ds.iteration_time.sel(nodes=n, bandwidth=bw).squeeze())
+                rows.append(f"{model},{n},8,{bw},2,{t:.9f}")
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(rows) + "\n")
+    r = CliRunner().invoke(app, ["calibrate", str(path), "--out", str(tmp_path / "fit.json")])
+    assert r.exit_code == 0, r.output
+    data = json.loads((tmp_path / "fit.json").read_text())
+    assert abs(data["utilization"] - u_true) <= 0.01
+    assert {row["model"] for row in data["rows"]} == {"resnet50", "vgg16"}
+    assert data["measured"] == "iteration_time" and data["rmse"] < 1e-6
