@@ -72,8 +72,14 @@ def test_dead_process_then_resume(tmp_path):
     out = tmp_path / "d.h5"
     p0, p1 = start(out, free_port(), "--stitch-timeout", "3")
     partial1 = tmp_path / "d.shard1of2.h5.partial"
-    deadline = time.time() + 120
-    while time.time() < deadline and p1.poll() is None and shard_blocks(partial1) < 5:
+    deadline, appeared = time.time() + 120, None
+    while time.time() < deadline and p1.poll() is None:
+        if partial1.exists():
+            appeared = appeared or time.time()
+            # The peek can fail while the shard is being written; after 1.5 s some of
+            # its 500 blocks are done whatever it says.
+            if shard_blocks(partial1) >= 5 or time.time() - appeared > 1.5:
+                break
         time.sleep(0.02)
     p1.send_signal(signal.SIGKILL)
     p1.communicate(timeout=60)
