@@ -26,7 +26,10 @@ def blocks_done(partial):
 
 
 def interrupt(cmd, partial, sig):
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # A shell that runs us in the background ignores SIGINT, and children inherit
+    # that; restore the default so the sweep sees Ctrl-C as a terminal user's would.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     appeared = None
     while time.time() < deadline and proc.poll() is None:
