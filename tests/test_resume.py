@@ -13,8 +13,15 @@ GRID = ["--bw", "1..50", "--ratio", "1..80", "--nodes", "2,4,8,16,32", "--fusion
         "--block-configs", "10", "-q"]  # 20,000 configs in 2,000 blocks
 
 
+# A shell that runs the tests in the background ignores SIGINT, and children inherit
+# that; the wrapper reinstalls Python's handler so the sweep sees Ctrl-C as a user's
+# terminal would deliver it.
+RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "sys.argv[0] = 'sweep'; runpy.run_module('sweep.cli', run_name='__main__')")
+
+
 def sweep_cmd(*args):
-    return [sys.executable, "-m", "sweep.cli", "grid", *GRID, *map(str, args)]
+    return [sys.executable, "-c", RUN_CLI, "grid", *GRID, *map(str, args)]
 
 
 def blocks_done(partial):
@@ -26,10 +33,7 @@ def blocks_done(partial):
 
 
 def interrupt(cmd, partial, sig):
-    # A shell that runs us in the background ignores SIGINT, and children inherit
-    # that; restore the default so the sweep sees Ctrl-C as a terminal user's would.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     appeared = None
     while time.time() < deadline and proc.poll() is None:
