@@ -20,7 +20,7 @@ import numpy as np
 
 from kernels import block_metrics, collective_coefficients
 from kernels.pallas_overlap import block_metrics_pallas
-from sweep.axes import DIMS, INNER, LAYOUT, STRUCTURAL, si_values
+from sweep.axes import INNER, LAYOUT, si_values
 from sweep.fusion import fuse
 
 OUTPUTS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
@@ -57,6 +57,7 @@ class Plan:
     def __init__(self, grid, block_configs=DEFAULT_BLOCK_CONFIGS):
         self.grid = grid
         self.block_configs = int(block_configs)
+        self._blocks = None
         shape = grid.shape
         self.task_shape = shape[:4]
         self.var_shape = shape[4:]
@@ -80,7 +81,12 @@ class Plan:
         return (1, 1, 1, 1) + tuple(var)
 
     def blocks(self):
-        """All blocks in a fixed order (the order ids refer to)."""
+        """All blocks in a fixed order (the order ids refer to); computed once."""
+        if self._blocks is None:
+            self._blocks = tuple(self._cut())
+        return self._blocks
+
+    def _cut(self):
         d, v = self.split_dim, self.var_shape
         out = []
         for task in itertools.product(*(range(n) for n in self.task_shape)):
@@ -262,5 +268,3 @@ def evaluate_arrays(grid, block_configs=DEFAULT_BLOCK_CONFIGS):
     run(plan, sink)
     return out
 
-
-assert DIMS == STRUCTURAL + LAYOUT + INNER

@@ -96,9 +96,10 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
     try:
         done = cube.done_blocks(f)
-        blocks = [b for b in plan.blocks() if mine is None or mine(b)]
+        all_blocks = plan.blocks()
+        blocks = [b for b in all_blocks if mine is None or mine(b)]
         total = sum(b.size for b in blocks)
-        done_configs = sum(plan.blocks()[i].size for i in done)
+        done_configs = sum(all_blocks[i].size for i in done)
         start = time.perf_counter()
 
         def sink(block, arrays):

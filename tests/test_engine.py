@@ -22,6 +22,7 @@ def test_blocks_tile_the_grid_once(block_configs):
         assert block.size <= plan.kb * plan.ci
     assert np.all(count == 1)
     assert [b.index for b in plan.blocks()] == list(range(len(plan.blocks())))
+    assert plan.blocks() is plan.blocks()  # cut once: --resume looks blocks up by index
 
 
 def test_a_sweep_compiles_once_per_collective():

@@ -20,18 +20,13 @@ def is_png(path):
     return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
 
 
-def test_line_plot(cube, tmp_path):
+@pytest.mark.parametrize("args", [
+    ["--x", "bandwidth", "--y", "scaling_factor", "--hue", "nodes", "--sel", "ratio=1"],
+    ["--kind", "heatmap", "--x", "bandwidth", "--y", "ratio", "--sel", "nodes=8"],
+], ids=["line", "heatmap"])
+def test_plots(cube, tmp_path, args):
     out = tmp_path / "fig.png"
-    r = runner.invoke(app, ["plot", str(cube), "--x", "bandwidth", "--y", "scaling_factor", "--hue", "nodes",
-                            "--sel", "ratio=1", "--out", str(out)])
-    assert r.exit_code == 0, r.output
-    assert is_png(out)
-
-
-def test_heatmap(cube, tmp_path):
-    out = tmp_path / "heat.png"
-    r = runner.invoke(app, ["plot", str(cube), "--kind", "heatmap", "--x", "bandwidth", "--y", "ratio",
-                            "--sel", "nodes=8", "--out", str(out)])
+    r = runner.invoke(app, ["plot", str(cube), *args, "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert is_png(out)
 
