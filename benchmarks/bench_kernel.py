@@ -14,8 +14,9 @@ import time
 import jax
 import numpy as np
 
-from sweep.engine import Plan, Runner
+from sweep.engine import Dispatcher
 from sweep.grid import make_grid
+from sweep.plan import Plan
 
 
 def median_seconds(fn, repeats):
@@ -49,24 +50,23 @@ def bench(fusion_mb, configs, repeats):
     n_bw = 512
     grid = make_grid("resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}",
                      fusion_buffer=fusion_mb)
-    plan = Plan(grid, block_configs=configs)
-    runner = Runner(plan)
+    plan = Plan(grid.sizes, block_configs=configs)
+    dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
     t = time.perf_counter()
-    jax.block_until_ready(runner.submit(block))
+    jax.block_until_ready(dispatcher.submit(block))
     compile_s = time.perf_counter() - t
-    jax_s = median_seconds(lambda: jax.block_until_ready(runner.submit(block)), repeats)
+    jax_s = median_seconds(lambda: jax.block_until_ready(dispatcher.submit(block)), repeats)
 
     # Baselines get the same per-bucket constants and per-config coefficients.
-    ready, nbytes, valid, _ = (np.asarray(a, np.float32) for a in runner.task_arrays(block.task))
-    n = int(valid.sum())
-    ready, nbytes = ready[:n], nbytes[:n]
-    k = 2 * 63 / 64 * 8.0
-    from sweep.reduce_cost import default_table
-    fixed = (63 * np.interp(nbytes / 64, *default_table())).astype(np.float32)
-    inv_bw, inv_ratio, lat = (np.asarray(a) for a in runner.inner_arrays(block.slab))
-    alpha = (k * inv_bw * inv_ratio).astype(np.float32)
-    lat = lat.astype(np.float32)
+    inputs = dispatcher.inputs
+    buckets = inputs.buckets(block.task)
+    layout = inputs.layout(block.task, block.layout_slab)
+    n = int(buckets.valid.sum())
+    ready, nbytes, fixed = buckets.ready[:n], buckets.nbytes[:n], layout.reduce[0, :n]
+    c = inputs.configs(block.inner_slab)
+    alpha = ((layout.transfer[0] + layout.wire[0] / (c.bandwidth * c.utilization)) / c.ratio).astype(np.float32)
+    lat = (layout.messages[0] * c.latency).astype(np.float32)
     np_s = median_seconds(lambda: numpy_loop(ready, nbytes, fixed, alpha, lat), repeats)
     py_n = 2000
     py_s = median_seconds(lambda: python_loop(ready, nbytes, fixed, alpha[:py_n], lat[:py_n]), 3)

@@ -9,7 +9,6 @@ profile with fusion off (161 buckets) and with the paper's fusion, at 10^8 and
 Results stay on the device (no host copies, no file): this is the kernel's rate.
 """
 
-import os
 import statistics
 import sys
 import time
@@ -22,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from reference import simulate  # noqa: E402
 from sweep import evaluate  # noqa: E402
-from sweep.engine import Plan, Runner  # noqa: E402
+from sweep.engine import Dispatcher  # noqa: E402
 from sweep.grid import make_grid  # noqa: E402
+from sweep.plan import Plan  # noqa: E402
 from sweep.profile import make_profile  # noqa: E402
 from sweep.reduce_cost import default_table  # noqa: E402
 
@@ -44,8 +44,7 @@ def random_profile(rng, n=50):
 
 
 def correctness(kernel, rng, p, samples=300):
-    os.environ["NETSWEEP_KERNEL"] = kernel
-    ds = evaluate(p, bandwidth=[1, 10, 40, 100], utilization=[0.3, 1.0], ratio=[1, 7.5], nodes=[1, 2, 16],
+    ds = evaluate(p, kernel=kernel, bandwidth=[1, 10, 40, 100], utilization=[0.3, 1.0], ratio=[1, 7.5], nodes=[1, 2, 16],
                   gpus_per_node=[1, 8], latency=[0, 20], collective=["ring", "tree", "ps", "hierarchical"],
                   fusion_buffer=[0, 64], fusion_timeout=[0, 5])
     table = tuple(t.tolist() for t in default_table())
@@ -67,14 +66,13 @@ def correctness(kernel, rng, p, samples=300):
 
 
 def throughput(kernel, fusion_mb, total, block=2**24, repeats=3):
-    os.environ["NETSWEEP_KERNEL"] = kernel
     side = int(np.sqrt(block))
     grid = make_grid("resnet50", bandwidth=f"1..400@{side}", ratio=f"1..100@{block // side}",
                      fusion_buffer=fusion_mb)
-    plan = Plan(grid, block_configs=block)
-    runner = Runner(plan)
+    plan = Plan(grid.sizes, block_configs=block)
+    runner = Dispatcher(grid, plan, kernel=kernel)
     (b,) = plan.blocks()
-    buckets = int(runner.task_arrays(b.task)[2].sum())
+    buckets = int(runner.inputs.buckets(b.task).valid.sum())
     jax.block_until_ready(runner.submit(b))  # compile
     args_block = b
     count = max(1, total // block)

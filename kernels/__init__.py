@@ -1,18 +1,22 @@
 """Pure JAX kernels for the layer-overlap recurrence of data-parallel training.
 
-No I/O, no printing, no ``jax.jit`` here: the engine in :mod:`sweep.engine` jits
-fixed-shape blocks around these functions. Everything swept is a traced array.
+No I/O, no printing, no ``jax.jit`` here: :mod:`sweep.compiled` jits fixed-shape
+entry points around these functions. Everything swept is a traced array.
+The Pallas implementation (:mod:`kernels.pallas_overlap`) is imported only by the
+engine when it is asked for.
 """
 
-from kernels.collectives import COLLECTIVES, collective_coefficients, reduce_time
-from kernels.overlap import block_metrics, last_bucket_end, metrics, smooth_max
+from kernels.bisect import smallest_reaching
+from kernels.overlap import Buckets, Config, Layout, iteration, on_grid, on_rows, on_table, smooth_max
 
 __all__ = [
-    "COLLECTIVES",
-    "block_metrics",
-    "collective_coefficients",
-    "last_bucket_end",
-    "metrics",
+    "Buckets",
+    "Config",
+    "Layout",
+    "iteration",
+    "on_grid",
+    "on_rows",
+    "on_table",
+    "smallest_reaching",
     "smooth_max",
-    "reduce_time",
 ]

@@ -5,118 +5,124 @@ section 4: gradients become ready layer by layer during the backward pass; fused
 buckets are all-reduced one at a time in FIFO order, each starting when it is
 ready and the previous one has finished:
 
-    end_b = max(ready_b, end_{b-1}) + duration_b,     end_{-1} = 0
+    alpha          = (A + B / (bandwidth * utilization)) / ratio      (s per byte)
+    duration_b     = alpha * S_b + L * latency + F_b
+    end_b          = max(ready_b, end_{b-1}) + duration_b,     end_{-1} = 0
     exposed_comm   = max(R_last, end_last) - R_last
     iteration_time = T1 + exposed_comm
     scaling_factor = T1 / iteration_time
+    comm_time      = sum_b duration_b
 
-with ``duration_b = alpha * S_b + lat + F_b`` (see :mod:`kernels.collectives`).
+with the layout coefficients A, B, L, F of :mod:`sweep.collectives`. With a
+``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s) (>= the max,
+by at most s log 2), so that calibration gets gradients on both sides of a tie.
 
-The kernel is written for one configuration (:func:`last_bucket_end`) and lifted
-with ``jax.vmap`` over configurations and over worker-layout groups
-(:func:`block_metrics`). Per-bucket constants stay outside the batch, so each scan
+:func:`iteration` is written for one configuration, in SI units, and lifted with
+named ``jax.vmap`` helpers: :func:`on_grid` (configurations x worker layouts),
+:func:`on_table` (a value per cell) and :func:`on_rows` (one configuration, layout
+and bucket set per row, for calibration). The engine, ``need`` and ``calibrate``
+all call it; :mod:`kernels.pallas_overlap` is the one other implementation, checked
+against it. Per-bucket constants stay outside the configuration batch, so each scan
 step costs one max and two multiply-adds per configuration.
 """
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
 
-def smooth_max(x, y, softness):
-    """max(x, y), or softness * logaddexp(x/softness, y/softness) when softness > 0.
+class Config(NamedTuple):
+    """What varies per configuration (each field a scalar for one configuration).
 
-    The smooth form (>= the max, by at most softness * log 2) gives gradients on both
-    sides of a tie; calibration uses it, sweeps use the exact max (softness = 0).
+    Attributes:
+      bandwidth: inter-node link bandwidth (bit/s).
+      utilization: fraction of it the transport achieves (1).
+      ratio: gradient compression ratio (1).
+      latency: per-message latency (s).
     """
-    if softness == 0.0:
+
+    bandwidth: jax.Array
+    utilization: jax.Array
+    ratio: jax.Array
+    latency: jax.Array
+
+
+class Layout(NamedTuple):
+    """Bucket-duration coefficients of one worker layout (:mod:`sweep.collectives`).
+
+    Attributes:
+      transfer: A, seconds per compressed byte on intra-node links.
+      wire: B, bits on the inter-node link per compressed byte.
+      messages: L, latency-bound message steps per bucket.
+      reduce: [Bk] F, seconds of reduction work per bucket (0 for padding).
+    """
+
+    transfer: jax.Array
+    wire: jax.Array
+    messages: jax.Array
+    reduce: jax.Array
+
+
+class Buckets(NamedTuple):
+    """Fused buckets of one profile, real ones first, then padding.
+
+    Attributes:
+      ready: [Bk] seconds from the start of backward; non-decreasing; padding 0.
+      nbytes: [Bk] uncompressed bytes; padding 0.
+      valid: [Bk] 1.0 for a real bucket, 0.0 for padding.
+    """
+
+    ready: jax.Array
+    nbytes: jax.Array
+    valid: jax.Array
+
+
+def smooth_max(x, y, softness=None):
+    """max(x, y); with a ``softness`` s > 0, s * logaddexp(x / s, y / s)."""
+    if softness is None:
         return jnp.maximum(x, y)
     return softness * jnp.logaddexp(x / softness, y / softness)
 
 
-def last_bucket_end(alpha, lat, ready, nbytes, fixed, valid, softness=0.0):
-    """Finish time of the last bucket's all-reduce, for one configuration.
+def iteration(config, layout, buckets, t1, softness=None):
+    """Iteration metrics of one configuration (the module docstring's recurrence).
 
     Args:
-      alpha: scalar, seconds per uncompressed byte (bandwidth, utilization and
-        compression ratio folded in).
-      lat: scalar, latency seconds per bucket (message steps x per-message latency).
-      ready: [Bk] seconds from the start of backward at which each bucket is ready;
-        non-decreasing; padded buckets are 0.
-      nbytes: [Bk] uncompressed bucket bytes; padded buckets are 0.
-      fixed: [Bk] seconds of reduction work per bucket; padded buckets are 0.
-      valid: [Bk] 1.0 for a real bucket, 0.0 for padding.
-      softness: static seconds; 0 for the exact max (see :func:`smooth_max`).
-
-    Returns:
-      scalar seconds from the start of backward to the end of the last all-reduce
-      (0 when there are no buckets).
-    """
-
-    def step(end, bucket):
-        r, s, f, v = bucket
-        # A padded bucket has r = s = f = v = 0, so it leaves end (>= 0) unchanged
-        # (with softness > 0, padding is masked explicitly).
-        new = smooth_max(r, end, softness) + alpha * s + (lat * v + f)
-        return (new if softness == 0.0 else jnp.where(v > 0, new, end)), None
-
-    end, _ = lax.scan(step, jnp.zeros_like(alpha), (ready, nbytes, fixed, valid))
-    return end
-
-
-# Inner vmap over configurations sharing a worker layout, outer over layouts.
-_end_over_configs = jax.vmap(last_bucket_end, in_axes=(0, 0, None, None, None, None))
-_end_over_groups = jax.vmap(_end_over_configs, in_axes=(0, 0, None, None, 0, None))
-
-
-def metrics(alpha, lat, fixed, ready, nbytes, valid, t1):
-    """Iteration metrics from per-configuration coefficients.
-
-    Args:
-      alpha: [K, C] seconds per uncompressed byte.
-      lat: [K, C] latency seconds per bucket.
-      fixed: [K, Bk] reduction seconds per bucket and layout.
-      ready, nbytes, valid: [Bk] as in :func:`last_bucket_end`.
+      config: :class:`Config` of scalars (bit/s, 1, 1, s).
+      layout: :class:`Layout`: three scalars and reduce [Bk] (s/byte, bit/byte, 1, s).
+      buckets: :class:`Buckets` of [Bk] arrays (s, bytes, 1).
       t1: scalar single-GPU iteration time (s).
+      softness: None for the exact max, or a scalar (s) for the smooth one.
 
     Returns:
-      dict of [K, C] arrays, as :func:`block_metrics`.
-    """
-    end = _end_over_groups(alpha, lat, ready, nbytes, fixed, valid)
-    r_last = jnp.max(ready)  # ready is non-decreasing; padding is 0
-    exposed = jnp.maximum(r_last, end) - r_last
-    iteration = t1 + exposed
-    comm = alpha * jnp.sum(nbytes) + lat * jnp.sum(valid) + jnp.sum(fixed, axis=1)[:, None]
-    return {
-        "scaling_factor": t1 / iteration,
-        "iteration_time": iteration,
-        "exposed_comm": exposed,
-        "comm_time": comm,
-    }
-
-
-def block_metrics(
-    inv_bandwidth, inv_ratio, latency, a_coef, b_coef, l_coef, fixed, ready, nbytes, valid, t1
-):
-    """Iteration metrics for a block of K worker layouts x C other configurations.
-
-    Args:
-      inv_bandwidth: [C] 1 / effective inter-node bandwidth (s/bit), i.e.
-        1 / (bandwidth * utilization).
-      inv_ratio: [C] 1 / compression ratio.
-      latency: [C] per-message latency (s).
-      a_coef, b_coef, l_coef: [K] layout coefficients from
-        :func:`kernels.collectives.collective_coefficients`.
-      fixed: [K, Bk] reduction seconds per bucket and layout.
-      ready: [Bk] bucket ready times (s), padded with 0.
-      nbytes: [Bk] bucket bytes, padded with 0.
-      valid: [Bk] 1.0 for real buckets, 0.0 for padding.
-      t1: scalar single-GPU iteration time (s).
-
-    Returns:
-      dict of [K, C] arrays: ``scaling_factor`` (1), ``iteration_time`` (s),
+      dict of scalars: ``scaling_factor`` (1), ``iteration_time`` (s),
       ``exposed_comm`` (s), ``comm_time`` (s).
     """
-    alpha = (a_coef[:, None] + b_coef[:, None] * inv_bandwidth[None, :]) * inv_ratio[None, :]
-    lat = l_coef[:, None] * latency[None, :]
-    return metrics(alpha, lat, fixed, ready, nbytes, valid, t1)
+    alpha = (layout.transfer + layout.wire / (config.bandwidth * config.utilization)) / config.ratio
+    lat = layout.messages * config.latency
+
+    def step(end, bucket):
+        ready, nbytes, reduce, valid = bucket
+        new = smooth_max(ready, end, softness) + alpha * nbytes + (lat * valid + reduce)
+        # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
+        # the smooth max would move it, so padding is masked there.
+        return (new if softness is None else jnp.where(valid > 0, new, end)), None
+
+    end, _ = lax.scan(step, jnp.zeros_like(alpha), (buckets.ready, buckets.nbytes, layout.reduce, buckets.valid))
+    r_last = jnp.max(buckets.ready)
+    exposed = smooth_max(r_last, end, softness) - r_last
+    total = t1 + exposed
+    comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
+    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": exposed, "comm_time": comm}
+
+
+# Named lifts (configurations inside, worker layouts outside), as in jax-md's map_product.
+_over_configs = jax.vmap(iteration, in_axes=(0, None, None, None, None))
+on_grid = jax.vmap(_over_configs, in_axes=(None, 0, None, None, None))
+on_grid.__doc__ = "config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."
+on_table = jax.vmap(_over_configs, in_axes=(0, 0, None, None, None))
+on_table.__doc__ = "config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."
+on_rows = jax.vmap(iteration, in_axes=(0, 0, 0, 0, 0))
+on_rows.__doc__ = "config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."

@@ -3,33 +3,27 @@
 import numpy as np
 import xarray as xr
 
-from sweep.axes import DIMS, LONG_NAMES, NUMERIC_AXES
-from sweep.engine import DEFAULT_BLOCK_CONFIGS, evaluate_arrays
+from sweep.engine import evaluate_arrays
 from sweep.grid import make_grid
-
-VARIABLES = {
-    "scaling_factor": ("1", "scaling factor (T1 / iteration time)"),
-    "iteration_time": ("s", "time of one data-parallel training iteration"),
-    "exposed_comm": ("s", "communication not hidden behind the backward pass"),
-    "comm_time": ("s", "sum of all-reduce durations of all buckets"),
-}
+from sweep.plan import DEFAULT_BLOCK_CONFIGS
+from sweep.schema import DIMS, VARIABLES, coordinate_attrs
 
 
-def coordinate_attrs(dim):
-    """``units`` and ``long_name`` of a dimension's coordinate."""
-    if dim in NUMERIC_AXES:
-        spec = NUMERIC_AXES[dim]
-        return {"units": spec.units, "long_name": spec.long_name}
-    return {"units": "", "long_name": LONG_NAMES[dim]}
+def coordinates(grid, drop=()):
+    """xarray coordinate variables of ``grid``'s dims (except ``drop``), with units."""
+    return {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items() if d not in drop}
 
 
-def evaluate(model, *, bandwidth, block_configs=DEFAULT_BLOCK_CONFIGS, **kwargs):
+def evaluate(model, *, bandwidth, block_configs=DEFAULT_BLOCK_CONFIGS, kernel="auto", **kwargs):
     """Predict data-parallel training metrics over the outer product of axis values.
 
     Args:
-      model: built-in name (``"resnet50"``, ``"resnet101"``, ``"vgg16"``), a
-        :class:`~sweep.profile.Profile`, or a list of them.
+      model: built-in name (``"resnet50"``, ``"resnet101"``, ``"vgg16"``) or comma
+        list, a :class:`~sweep.profile.Profile`, or a list of them.
       bandwidth: Gbit/s, a number, sequence or value-syntax string (``"1..100@10"``).
+      block_configs: configurations per block (memory: 16 B each in float32).
+      kernel: ``"auto"`` (Pallas on a GPU, the XLA scan elsewhere), ``"xla"``,
+        ``"pallas"`` or ``"pallas-interpret"``.
       **kwargs: other axes (``utilization``, ``ratio``, ``nodes``,
         ``gpus_per_node``, ``latency`` in us, ``fusion_buffer`` in MiB,
         ``fusion_timeout`` in ms), ``collective`` (name or list), ``reduce_table``,
@@ -42,12 +36,9 @@ def evaluate(model, *, bandwidth, block_configs=DEFAULT_BLOCK_CONFIGS, **kwargs)
       ``scaling_factor``, ``iteration_time``, ``exposed_comm``, ``comm_time``.
     """
     grid = make_grid(model, bandwidth=bandwidth, **kwargs)
-    arrays = evaluate_arrays(grid, block_configs)
-    coords = {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items()}
-    data = {
-        name: xr.Variable(DIMS, arrays[name], {"units": u, "long_name": ln})
-        for name, (u, ln) in VARIABLES.items()
-    }
+    arrays = evaluate_arrays(grid, block_configs, kernel)
+    data = {name: xr.Variable(DIMS, arrays[name], {"units": u, "long_name": ln})
+            for name, (u, ln) in VARIABLES.items()}
     attrs = {"dtype": grid.dtype, "intra_bandwidth_gbps": grid.intra_bandwidth,
              "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles])}
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -1,92 +1,19 @@
-"""Sweep axes: names, units, value syntax and validation, host side.
+"""Axis values on the host: the value syntax, coercion and unit conversion.
 
-An axis is named once and spelled the same everywhere: CLI option, Python API
-keyword, HDF5 dimension. Values are stored as the user typed them (bandwidth in
-Gbit/s, latency in microseconds, fusion_buffer in MiB, fusion_timeout in ms); the
-``units`` attribute says which, and :func:`si_values` converts for the kernels.
-
+The axes themselves (names, units, bounds) are defined in :mod:`sweep.schema`.
 Value syntax (``parse_values``): a list ``10,25,100``; an inclusive range
 ``1..100`` (step 1); ``1..100:5`` (step 5); ``1..1000@20`` (20 evenly spaced
 points); ``1..1000@20log`` (20 log-spaced points); items may be mixed
 (``1,2,5..10``).
 """
 
-import dataclasses
 import math
 import re
 
 import numpy as np
 
 from sweep.errors import InputError
-
-
-@dataclasses.dataclass(frozen=True)
-class AxisSpec:
-    """How one numeric axis is spelled, checked and converted.
-
-    Attributes:
-      name: dimension name.
-      option: CLI option.
-      units: units of the stored values.
-      long_name: human description.
-      integer: values must be whole numbers.
-      low, low_open: lower bound and whether it is exclusive.
-      high: inclusive upper bound, or None.
-      default: default value text.
-      to_si: factor from stored units to the kernel's (bit/s, s, bytes).
-    """
-
-    name: str
-    option: str
-    units: str
-    long_name: str
-    integer: bool
-    low: float
-    low_open: bool
-    high: float | None
-    default: str
-    to_si: float
-
-    def rule(self):
-        if self.integer:
-            return f"must be an integer >= {self.low:g}"
-        lo = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
-        return f"must be a number {lo}" + (f" and <= {self.high:g}" if self.high is not None else "")
-
-    def check(self, value):
-        ok = math.isfinite(value) and (value > self.low if self.low_open else value >= self.low)
-        ok = ok and (self.high is None or value <= self.high)
-        ok = ok and (not self.integer or float(value).is_integer())
-        if not ok:
-            raise InputError(f"{self.option} {value:g}: {self.name} {self.rule()}")
-
-
-NUMERIC_AXES = {
-    s.name: s
-    for s in (
-        AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, False, None, "8", 1.0),
-        AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, False, None, "8", 1.0),
-        AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 0, True, None,
-                 "1,10,25,40,100", 1e9),
-        AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves",
-                 False, 0, True, 1.0, "1", 1.0),
-        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, False, None, "1", 1.0),
-        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, False, None, "0", 1e-6),
-        AxisSpec("fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, False,
-                 None, "64", 2.0**20),
-        AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, False, None,
-                 "5", 1e-3),
-    )
-}
-
-# The cube's dimension order: structural axes (new buckets or a new compile) first,
-# then worker layout (new reduction costs), then the axes the scan sweeps freely.
-STRUCTURAL = ("model", "collective", "fusion_buffer", "fusion_timeout")
-LAYOUT = ("nodes", "gpus_per_node")
-INNER = ("bandwidth", "utilization", "ratio", "latency")
-DIMS = STRUCTURAL + LAYOUT + INNER
-
-LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm"}
+from sweep.schema import NUMERIC_AXES
 
 _RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
 
@@ -95,7 +22,7 @@ def _num(text, spec, item):
     try:
         return float(text)
     except ValueError:
-        raise InputError(f"{spec.option} {item!r}: {text!r} is not a number ({spec.rule()})") from None
+        raise InputError(f"{item!r}: {text!r} is not a number ({spec.rule()})", param=spec.name) from None
 
 
 def parse_values(text, spec):
@@ -105,7 +32,7 @@ def parse_values(text, spec):
     """
     text = str(text).strip()
     if not text:
-        raise InputError(f"{spec.option} '': give at least one value")
+        raise InputError("'': give at least one value", param=spec.name)
     values = []
     for item in (s.strip() for s in text.split(",")):
         if ".." not in item:
@@ -113,24 +40,24 @@ def parse_values(text, spec):
             continue
         m = _RANGE.match(item)
         if not m:
-            raise InputError(f"{spec.option} {item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog")
+            raise InputError(f"{item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog", param=spec.name)
         a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
         if b < a:
-            raise InputError(f"{spec.option} {item!r}: range is reversed (start {a:g} > end {b:g})")
+            raise InputError(f"{item!r}: range is reversed (start {a:g} > end {b:g})", param=spec.name)
         if m["n"] is not None:
             n = int(m["n"])
             if n < 1 or (n == 1 and a != b):
-                raise InputError(f"{spec.option} {item!r}: @N needs N >= 2 points (N = 1 only for A..A)")
+                raise InputError(f"{item!r}: @N needs N >= 2 points (N = 1 only for A..A)", param=spec.name)
             if m["log"]:
                 if a <= 0:
-                    raise InputError(f"{spec.option} {item!r}: a log range needs start > 0")
+                    raise InputError(f"{item!r}: a log range needs start > 0", param=spec.name)
                 values.extend(np.geomspace(a, b, n))
             else:
                 values.extend(np.linspace(a, b, n))
         else:
             step = _num(m["step"], spec, item) if m["step"] is not None else 1.0
             if not (step > 0 and math.isfinite(step)):
-                raise InputError(f"{spec.option} {item!r}: step {step:g} is empty; it must be > 0")
+                raise InputError(f"{item!r}: step {step:g} is empty; it must be > 0", param=spec.name)
             count = int(math.floor((b - a) / step + 1e-9)) + 1
             values.extend(a + step * np.arange(count))
     # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
@@ -140,20 +67,21 @@ def parse_values(text, spec):
         spec.check(v)
     if len(np.unique(out)) != len(out):
         dup = next(v for i, v in enumerate(out) if v in out[:i])
-        raise InputError(f"{spec.option} {text!r}: value {dup:g} appears twice; each value once")
+        raise InputError(f"{text!r}: value {dup:g} appears twice; each value once", param=spec.name)
     return out
 
 
-def parse_names(text, option, known):
-    """Comma list of names, each in ``known`` (for --model and --collective)."""
-    names = [s.strip() for s in str(text).split(",") if s.strip()]
+def parse_names(text, param, known):
+    """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
+    items = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
+    names = [s.strip() for s in items if s.strip()]
     if not names:
-        raise InputError(f"{option} '': give at least one name ({', '.join(known)})")
+        raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
     for n in names:
         if n not in known:
-            raise InputError(f"{option} {n!r}: unknown; known: {', '.join(known)}")
+            raise InputError(f"{n!r}: unknown; known: {', '.join(known)}", param=param)
     if len(set(names)) != len(names):
-        raise InputError(f"{option} {text!r}: each name once")
+        raise InputError(f"{', '.join(names)!r}: each name once", param=param)
     return names
 
 
@@ -164,11 +92,11 @@ def coerce_axis(name, value):
         return parse_values(value, spec)
     out = np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
     if out.size == 0:
-        raise InputError(f"{name}: give at least one value")
+        raise InputError("[]: give at least one value", param=name)
     for v in out:
         spec.check(v)
     if len(np.unique(out)) != len(out):
-        raise InputError(f"{name}: each value once")
+        raise InputError(f"{out.tolist()}: each value once", param=name)
     return out
 
 

@@ -58,7 +58,7 @@ def builtin_names():
 def builtin_profile(name):
     """The built-in :class:`~sweep.profile.Profile` called ``name``."""
     if name not in ARCHITECTURES:
-        raise InputError(f"unknown model {name!r}; known models: {', '.join(ARCHITECTURES)}")
+        raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
     layers = ARCHITECTURES[name]()
     names, sizes, waits = [], [], []
     for layer in reversed(layers):
@@ -74,3 +74,13 @@ def builtin_profile(name):
         name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32",
         source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
     )
+
+
+def models_table():
+    """The built-in profiles as a text table (``sweep models``)."""
+    lines = [f"{'model':<10} {'tensors':>7} {'grad bytes':>12} {'backward ms':>11} {'T1 s':>8}  device batch"]
+    for name in builtin_names():
+        p = builtin_profile(name)
+        lines.append(f"{name:<10} {len(p.names):>7} {int(p.total_bytes):>12,} {p.backward_time * 1e3:>11.2f} "
+                     f"{p.t1:>8.4f}  {p.device} {p.batch_size} ({p.source})")
+    return "\n".join(lines)

@@ -16,24 +16,30 @@ axes ``ratio``, ``latency`` (us), ``utilization``, ``collective``, ``fusion_buff
 
 import csv
 import dataclasses
+import json
 import math
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
-from kernels import collective_coefficients, last_bucket_end
-from sweep.axes import NUMERIC_AXES
+from kernels.fit import TRANSFORMS, Rows
+from kernels.overlap import Buckets, Config, Layout
+from sweep.axes import si_values
+from sweep.collectives import coefficients
+from sweep.engine import precision
 from sweep.errors import InputError, where
 from sweep.fusion import fuse
-from sweep.grid import make_grid
+from sweep.grid import DEFAULT_INTRA_GBPS
+from sweep.reduce_cost import default_table
+from sweep.schema import COLLECTIVES, NUMERIC_AXES
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
 MEASURED = ("scaling_factor", "iteration_time")
 OPTIONAL_NUMERIC = ("ratio", "latency", "utilization", "fusion_buffer", "fusion_timeout")
 FITTABLE = ("utilization", "latency")
+STEPS = 400
+LEARNING_RATE = 0.05
+SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
 
 
 @dataclasses.dataclass
@@ -103,8 +109,8 @@ def _cell(name, text, path, lineno):
     return value
 
 
-def _groups(meas, profiles, default_model):
-    """Rows grouped by (model, collective, fusion): bucket arrays and per-row layout."""
+def _rows(meas, profiles, default_model, reduce_table, intra_bandwidth):
+    """The measured runs as :class:`kernels.fit.Rows` (float64, buckets padded to the longest)."""
     n = len(meas)
     col = meas.columns
     models = col.get("model", [default_model] * n)
@@ -112,121 +118,107 @@ def _groups(meas, profiles, default_model):
     for i, m in enumerate(models):
         if m not in known:
             raise InputError(f"{where(meas.path, meas.lines[i])}: model {m!r} is not among {', '.join(known)}")
-    keys = [(models[i], col.get("collective", ["ring"] * n)[i],
-             col.get("fusion_buffer", [64.0] * n)[i], col.get("fusion_timeout", [5.0] * n)[i]) for i in range(n)]
-    groups = []
-    for key in dict.fromkeys(keys):
-        rows = np.array([i for i in range(n) if keys[i] == key])
-        grid = make_grid(known[key[0]], collective=key[1], bandwidth=1.0)  # validates the collective
-        b = fuse(known[key[0]], key[2] * 2**20, key[3] * 1e-3)
-        ready, nbytes, valid = (jnp.asarray(a) for a in b.padded(len(b), np.float64))
-        nodes = jnp.asarray(np.array(col["nodes"])[rows])
-        gpus = jnp.asarray(np.array(col["gpus_per_node"])[rows])
-        table = tuple(jnp.asarray(t) for t in grid.reduce_table)
-        a, bc, lc, fixed = collective_coefficients(key[1], nodes, gpus, nbytes, *table, grid.intra_bandwidth * 1e9)
-        groups.append((rows, a, bc, lc, fixed, ready, nbytes, valid, known[key[0]].t1))
-    return groups
+    collectives = col.get("collective", ["ring"] * n)
+    for i, c in enumerate(collectives):
+        if c not in COLLECTIVES:
+            raise InputError(f"{where(meas.path, meas.lines[i])}: collective {c!r} unknown; "
+                             f"known: {', '.join(COLLECTIVES)}")
+    knobs = ("fusion_buffer", "fusion_timeout")
+    fusion = list(zip(*(si_values(d, col.get(d, [float(NUMERIC_AXES[d].default)] * n)) for d in knobs)))
+    fused = {(models[i], fusion[i]): fuse(known[models[i]], *fusion[i]) for i in range(n)}
+    length = max(len(b) for b in fused.values())
+    buckets = np.zeros((3, n, length))
+    layout = np.zeros((3, n))
+    reduce = np.zeros((n, length))
+    intra_bits = float(si_values("bandwidth", intra_bandwidth))
+    for i in range(n):
+        b = fused[models[i], fusion[i]]
+        buckets[:, i, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
+        c = coefficients(collectives[i], [col["nodes"][i]], [col["gpus_per_node"][i]], buckets[1, i],
+                         reduce_table, intra_bits)
+        layout[:, i] = (c.transfer[0], c.wire[0], c.messages[0])
+        reduce[i] = c.reduce[0]
+    config = Config(
+        bandwidth=si_values("bandwidth", col["bandwidth"]),
+        utilization=np.asarray(col.get("utilization", [1.0] * n), np.float64),
+        ratio=np.asarray(col.get("ratio", [1.0] * n), np.float64),
+        latency=si_values("latency", col.get("latency", [0.0] * n)),
+    )
+    t1 = np.array([known[m].t1 for m in models])
+    return Rows(config, Layout(*layout, reduce), Buckets(*buckets), t1), models
 
 
-def make_predictor(meas, profiles, default_model):
-    """predict(u, latency_us, softness) -> [rows] (scaling factor, iteration time)."""
-    col = meas.columns
-    n = len(meas)
-    bw = jnp.asarray(np.array(col["bandwidth"]) * 1e9)
-    ratio = jnp.asarray(np.array(col.get("ratio", [1.0] * n)))
-    groups = _groups(meas, profiles, default_model)
-
-    def predict(u, latency_us, softness):
-        sf = jnp.zeros(n)
-        it = jnp.zeros(n)
-        for rows, a, bc, lc, fixed, ready, nbytes, valid, t1 in groups:
-            alpha = (a + bc / (bw[rows] * u[rows])) / ratio[rows]
-            lat = lc * latency_us[rows] * 1e-6
-            end = jax.vmap(last_bucket_end, in_axes=(0, 0, None, None, 0, None, None))(
-                alpha, lat, ready, nbytes, fixed, valid, softness * t1)
-            r_last = ready[-1]
-            exposed = (jnp.maximum(r_last, end) if softness == 0 else
-                       softness * t1 * jnp.logaddexp(r_last / (softness * t1), end / (softness * t1))) - r_last
-            sf = sf.at[rows].set(t1 / (t1 + exposed))
-            it = it.at[rows].set(t1 + exposed)
-        return sf, it
-
-    return predict
+def _starts(fit_axes):
+    """Starting points of a coarse exact scan, unconstrained: dict name -> [S]."""
+    u = np.geomspace(1e-3, 0.999, 60)
+    grids = {"utilization": np.log(u / (1 - u)), "latency": np.log(np.expm1([0.5, 2.0, 10.0, 50.0]))}
+    mesh = np.meshgrid(*(grids[a] for a in fit_axes), indexing="ij")
+    return {a: m.ravel() for a, m in zip(fit_axes, mesh)}
 
 
-def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=400, learning_rate=0.05):
+def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=STEPS, learning_rate=LEARNING_RATE,
+        reduce_table=None, intra_bandwidth=DEFAULT_INTRA_GBPS):
     """Fit ``fit_axes`` to the measurements. Returns a result dict (exact-model numbers)."""
     for axis in fit_axes:
         if axis not in FITTABLE:
-            raise InputError(f"--fit {axis!r}: can fit {', '.join(FITTABLE)}")
+            raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
         if axis in meas.columns:
-            raise InputError(f"--fit {axis}: the file also fixes {axis} in a column; drop one")
-    with jax.enable_x64(True):
-        return _fit(meas, profiles, default_model, tuple(fit_axes), steps, learning_rate)
+            raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
+    table = default_table() if reduce_table is None else reduce_table
+    rows, models = _rows(meas, profiles, default_model, table, intra_bandwidth)
+    fitted = tuple(fit_axes)
+    target = np.array(meas.columns[meas.measured], np.float64)
+    with precision("float64"):
+        from sweep.compiled import fit_rows, predict_rows
 
-
-def _fit(meas, profiles, default_model, fit_axes, steps, learning_rate):
-    n = len(meas)
+        best, _ = fit_rows(_starts(fitted), rows, target, fitted=fitted, measured=meas.measured, steps=steps,
+                           learning_rate=learning_rate, softness=SOFTNESS)
+        pred = predict_rows(best, rows, fitted=fitted)
+        values = {a: float(TRANSFORMS[a](best[a])) for a in fitted}
+    predicted = np.asarray(pred[meas.measured])
+    res = (predicted - target) / (1.0 if meas.measured == "scaling_factor" else target)
+    u = np.full(len(meas), values["utilization"]) if "utilization" in fitted else np.asarray(rows.config.utilization)
     col = meas.columns
-    predict = make_predictor(meas, profiles, default_model)
-    target = jnp.asarray(np.array(col[meas.measured]))
-    fixed_u = jnp.asarray(np.array(col.get("utilization", [1.0] * n)))
-    fixed_lat = jnp.asarray(np.array(col.get("latency", [0.0] * n)))
-    which = 0 if meas.measured == "scaling_factor" else 1
-
-    def unpack(params):
-        u = jax.nn.sigmoid(params["u"]) * jnp.ones(n) if "utilization" in fit_axes else fixed_u
-        lat = jax.nn.softplus(params["a"]) * jnp.ones(n) if "latency" in fit_axes else fixed_lat
-        return u, lat
-
-    def residuals(params, softness):
-        pred = predict(*unpack(params), softness)[which]
-        return (pred - target) / (1.0 if which == 0 else target)
-
-    def loss(params, softness):
-        return jnp.mean(residuals(params, softness) ** 2)
-
-    exact_loss = jax.jit(lambda p: loss(p, 0.0))
-    # Coarse exact scan for a starting point (the loss can be flat far from the answer).
-    u_grid = np.log(np.geomspace(1e-3, 0.999, 60) / (1 - np.geomspace(1e-3, 0.999, 60)))
-    a_grid = np.log(np.expm1(np.array([0.5, 2.0, 10.0, 50.0]))) if "latency" in fit_axes else [0.0]
-    starts = [{"u": jnp.asarray(pu), "a": jnp.asarray(pa)} for pu in u_grid for pa in a_grid]
-    params = min(starts, key=lambda p: float(exact_loss(p)))
-    opt = optax.adam(learning_rate)
-    state = opt.init(params)
-    grad = jax.jit(jax.grad(lambda p: loss(p, 1e-4)))
-
-    @jax.jit
-    def step(params, state):
-        updates, state = opt.update(grad(params), state)
-        return optax.apply_updates(params, updates), state
-
-    best, best_loss = params, float(exact_loss(params))
-    for _ in range(steps):
-        params, state = step(params, state)
-        current = float(exact_loss(params))
-        if current < best_loss:
-            best, best_loss = params, current
-    u, lat = unpack(best)
-    sf, it = predict(u, lat, 0.0)
-    res = residuals(best, 0.0)
     out = {
-        "measurements": meas.path, "measured": meas.measured, "fitted": list(fit_axes),
-        "rmse": float(jnp.sqrt(jnp.mean(res**2))),
+        "measurements": meas.path, "measured": meas.measured, "fitted": list(fitted),
+        "rmse": float(np.sqrt(np.mean(res**2))),
         "rows": [
-            {"line": meas.lines[i], "model": col.get("model", [default_model] * n)[i],
+            {"line": meas.lines[i], "model": models[i],
              "nodes": int(col["nodes"][i]), "gpus_per_node": int(col["gpus_per_node"][i]),
              "bandwidth_gbps": col["bandwidth"][i], "measured": float(target[i]),
-             "predicted": float(sf[i] if which == 0 else it[i]),
-             "residual": float(res[i]), "effective_bandwidth_gbps": col["bandwidth"][i] * float(u[i])}
-            for i in range(n)
+             "predicted": float(predicted[i]), "residual": float(res[i]),
+             "effective_bandwidth_gbps": col["bandwidth"][i] * float(u[i])}
+            for i in range(len(meas))
         ],
     }
-    if "utilization" in fit_axes:
-        out["utilization"] = float(u[0])
-    if "latency" in fit_axes:
-        out["latency_us"] = float(lat[0])
+    if "utilization" in fitted:
+        out["utilization"] = values["utilization"]
+    if "latency" in fitted:
+        out["latency_us"] = values["latency"] * 1e6
     return out
+
+
+def calibrate_file(measurements, fit_axes="utilization", *, out=None, model="resnet50", profile=None,
+                   iteration_time=None):
+    """Read a measurements CSV, fit, and write the result as JSON to ``out`` (if given).
+
+    ``model`` names the default profile(s); a ``model`` column may name other
+    built-ins. ``profile`` (a file) replaces them.
+    """
+    from sweep.axes import parse_names
+    from sweep.builtin import builtin_names
+    from sweep.grid import resolve_models
+
+    axes = parse_names(fit_axes, "fit", FITTABLE)
+    meas = read_measurements(measurements)
+    if profile is None:
+        names = parse_names(model, "model", builtin_names())
+        model = list(dict.fromkeys(names + [m for m in meas.columns.get("model", []) if m in builtin_names()]))
+    profiles = resolve_models(model, profile, iteration_time)
+    result = fit(meas, profiles, profiles[0].model, axes)
+    if out is not None:
+        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+    return result
 
 
 def report_text(result):

@@ -2,7 +2,7 @@
 
 Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
 
-- one coordinate dataset per dim (:data:`sweep.axes.DIMS`), made a dimension scale,
+- one coordinate dataset per dim (:data:`sweep.schema.DIMS`), made a dimension scale,
   with ``units`` and ``long_name``; values as typed by the user;
 - data variables ``scaling_factor``, ``iteration_time``, ``exposed_comm``,
   ``comm_time`` over all dims, NaN fill, chunked as the engine's write blocks,
@@ -21,15 +21,13 @@ flushed) are intact, and ``--resume`` continues from them. Compressed chunks mov
 on every write, which would make that guarantee depend on HDF5's cache order.
 """
 
-import datetime
 import os
 
 import h5py
 import numpy as np
 
-from sweep.api import VARIABLES, coordinate_attrs
-from sweep.axes import DIMS
 from sweep.errors import InputError
+from sweep.schema import DIMS, VARIABLES, coordinate_attrs
 
 FORMAT = "netsweep-cube-1"
 
@@ -46,14 +44,13 @@ def estimated_bytes(grid):
 def create(path, grid, plan, attrs, sparse=False):
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
-    ``attrs`` are extra global attributes (command line, device, versions).
+    ``attrs`` are extra global attributes (:func:`sweep.provenance.provenance`).
     ``sparse``: do not write the NaN fill at creation (a --distributed shard holds
     only its own blocks; the unwritten chunks stay holes in the file and are never
     read back).
     """
     f = h5py.File(path, "w")  # default superblock: no open-for-write flag, so a killed run reopens
     f.attrs["format"] = FORMAT
-    f.attrs["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     f.attrs["dtype"] = grid.dtype
     f.attrs["grid_fingerprint"] = grid.fingerprint()
     f.attrs["dims"] = ",".join(DIMS)

@@ -19,21 +19,18 @@ import os
 import time
 from pathlib import Path
 
-import jax
-from jax._src import distributed as _distributed
-
 from sweep import cube
-from sweep.engine import Plan
-from sweep.errors import InputError
+from sweep.errors import InputError, StitchTimeout
 from sweep.job import check_output, partial_path, run_grid
-
-
-class StitchTimeout(RuntimeError):
-    """A shard did not complete in time (its process probably died)."""
+from sweep.plan import Plan
+from sweep.provenance import provenance
+from sweep.schema import OUTPUTS
 
 
 def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=300):
     """Join jax.distributed, return (process_id, process_count), and leave again."""
+    import jax
+
     env = os.environ
     coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
     num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES")
@@ -43,10 +40,17 @@ def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=
                                    process_id=process_id, initialization_timeout=timeout_s)
     except (ValueError, TypeError, RuntimeError) as e:
         raise InputError(f"--distributed: cannot join the coordinator ({str(e).splitlines()[0]})") from None
-    state = _distributed.global_state
-    pid, count = int(state.process_id), int(state.num_processes)
+    pid, count = jax.process_index(), jax.process_count()
     jax.distributed.shutdown()
     return pid, count
+
+
+def run(grid, out, *, coordinator=None, num_processes=None, process_id=None, **kwargs):
+    """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
+    if out is None:
+        raise InputError("needed with --distributed: a path every process can reach", param="out")
+    pid, count = rendezvous(coordinator, num_processes, process_id)
+    return run_distributed(grid, out, pid, count, **kwargs)
 
 
 def _int_env(name):
@@ -60,7 +64,7 @@ def shard_path(out, pid, count):
 
 
 def run_distributed(grid, out, pid, count, *, command, force=False, resume=False, progress=None,
-                    block_configs, stitch_timeout=600.0, default_out_dir=False):
+                    block_configs, stitch_timeout=600.0, default_out_dir=False, kernel="auto"):
     """This process's share of the sweep, then (process 0) the stitch. Returns a summary."""
     out = Path(out)
     shard = shard_path(out, pid, count)
@@ -71,7 +75,8 @@ def run_distributed(grid, out, pid, count, *, command, force=False, resume=False
         if pid == 0 and not resume:
             check_output(out, force=force, resume=False, default=default_out_dir)
         summary = run_grid(grid, shard, command=command, force=force, resume=resume, progress=progress,
-                           block_configs=block_configs, share=(pid, count), default_out_dir=default_out_dir)
+                           block_configs=block_configs, share=(pid, count), default_out_dir=default_out_dir,
+                           kernel=kernel)
     summary["shard"] = f"{pid} of {count}"
     if pid == 0:
         shards = [shard_path(out, p, count) for p in range(count)]
@@ -106,13 +111,11 @@ def stitch(grid, shards, out, block_configs, command):
 
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
-    plan = Plan(grid, block_configs)
+    plan = Plan(grid.sizes, block_configs)
     count = len(shards)
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:
-        attrs = {k: first.attrs[k] for k in ("netsweep_version", "jax_version", "device_kind", "python")}
-    attrs["command"] = command
-    attrs["processes"] = count
+        attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
     f = cube.create(partial, grid, plan, attrs)
     try:
         opened = [h5py.File(s, "r") for s in shards]
@@ -123,7 +126,7 @@ def stitch(grid, shards, out, block_configs, command):
             for block in plan.blocks():
                 src = opened[block.index % count]
                 region = block.region()
-                cube.write_block(f, block, {name: src[name][region] for name in cube.VARIABLES})
+                cube.write_block(f, block, {name: src[name][region] for name in OUTPUTS})
         finally:
             for src in opened:
                 src.close()

@@ -4,9 +4,29 @@
 class InputError(ValueError):
     """Bad user input: a value that breaks a rule, or a malformed file.
 
-    The message is one line that names the value (option, file, line) and the rule;
-    the CLI prints it and exits with code 2.
+    ``InputError(detail, param=name)`` names the library parameter (``bandwidth``,
+    ``collective``, ...) the value was given for; the message reads
+    ``"<param> <detail>"`` in Python and ``"<option> <detail>"`` on the command line,
+    where :func:`sweep.schema.option_of` maps the parameter to its CLI flag. Without
+    ``param`` the detail is the whole message (files name themselves and the line).
     """
+
+    def __init__(self, detail, param=None):
+        self.detail = detail
+        self.param = param
+        super().__init__(f"{param} {detail}" if param else detail)
+
+    def for_cli(self):
+        """The message with the parameter spelled as its CLI option."""
+        if self.param is None:
+            return self.detail
+        from sweep.schema import option_of
+
+        return f"{option_of(self.param)} {self.detail}"
+
+
+class StitchTimeout(RuntimeError):
+    """A ``--distributed`` shard did not complete in time (its process probably died)."""
 
 
 def where(path, line=None):

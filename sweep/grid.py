@@ -1,20 +1,22 @@
 """A sweep grid: the profiles, the axes and the fixed settings of one sweep.
 
-The grid's dimension order is :data:`sweep.axes.DIMS` and is the cube's.
+The grid's dimension order is :data:`sweep.schema.DIMS` and is the cube's.
 """
 
 import dataclasses
 import hashlib
 import json
+import math
+from pathlib import Path
 
 import numpy as np
 
-from kernels import COLLECTIVES
-from sweep.axes import DIMS, NUMERIC_AXES, coerce_axis
+from sweep.axes import coerce_axis, parse_names
 from sweep.builtin import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
+from sweep.schema import COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES
 
 DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
 
@@ -42,8 +44,13 @@ class Grid:
     dtype: str = "float32"
 
     @property
+    def sizes(self):
+        """dim -> extent, in cube order."""
+        return {d: self.size_of(d) for d in DIMS}
+
+    @property
     def shape(self):
-        return tuple(self.size_of(d) for d in DIMS)
+        return tuple(self.sizes.values())
 
     @property
     def size(self):
@@ -60,7 +67,9 @@ class Grid:
         """dim -> coordinate values as typed (str array for model/collective)."""
         out = {"model": np.array([p.model for p in self.profiles]),
                "collective": np.array(self.collectives)}
-        for d in DIMS[2:]:
+        for d in DIMS:
+            if d not in NUMERIC_AXES:
+                continue
             v = self.values[d]
             out[d] = v.astype(np.int64) if NUMERIC_AXES[d].integer else v
         return out
@@ -79,40 +88,68 @@ class Grid:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def make_grid(model, *, collective="ring", reduce_table=None, reduce_source=None,
-              intra_bandwidth=DEFAULT_INTRA_GBPS, dtype="float32", **axes):
+def resolve_models(model="resnet50", profile=None, iteration_time=None):
+    """The profiles a sweep runs on: a profile file, or built-in names.
+
+    Args:
+      model: a built-in name or comma list of them, a :class:`Profile`, or a
+        sequence of either (ignored when ``profile`` is given).
+      profile: a profile file (.json, .csv, .bk.log), or None.
+      iteration_time: T1 in seconds for a profile file that has none (or to override).
+    """
+    from sweep.builtin import builtin_names
+    from sweep.profile import load_profile
+
+    if profile is not None:
+        return (load_profile(profile, t1=iteration_time),)
+    if iteration_time is not None:
+        raise InputError(f"{iteration_time:g}: only for --profile files; built-in models have their own",
+                         param="iteration_time")
+    if isinstance(model, str):
+        return tuple(builtin_profile(m) for m in parse_names(model, "model", builtin_names()))
+    models = [model] if isinstance(model, Profile) else list(model)
+    return tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
+
+
+def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth=DEFAULT_INTRA_GBPS,
+              dtype="float32", **axes):
     """Build a validated :class:`Grid`.
 
     Args:
-      model: a built-in name, a :class:`Profile`, or a sequence of either.
-      collective: a name or sequence of names from :data:`kernels.COLLECTIVES`.
-      reduce_table: ([T] bytes, [T] seconds) or None for the default V100 model.
+      model: as :func:`resolve_models`.
+      collective: a name, comma list or sequence of names from :data:`sweep.schema.COLLECTIVES`.
+      reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
+        the default V100 model.
       intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
       dtype: ``"float32"`` or ``"float64"``.
       **axes: numeric axes by name (``bandwidth`` is required; others default as in
         the CLI). Each is a number, a sequence, or a value-syntax string.
+
+    Raises:
+      InputError naming the parameter, the value and the rule.
     """
-    models = [model] if isinstance(model, (str, Profile)) else list(model)
-    profiles = tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
+    from sweep.reduce_cost import read_table
+
+    profiles = resolve_models(model)
     if not profiles:
-        raise InputError("model: give at least one model or profile")
+        raise InputError("[]: give at least one model or profile", param="model")
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
-        raise InputError(f"model: names repeat ({', '.join(names)}); each profile needs its own name")
-    collectives = (collective,) if isinstance(collective, str) else tuple(collective)
-    for c in collectives:
-        if c not in COLLECTIVES:
-            raise InputError(f"--collective {c!r}: unknown; known: {', '.join(COLLECTIVES)}")
+        raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
+    collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
     unknown = set(axes) - set(NUMERIC_AXES)
     if unknown:
         raise InputError(f"unknown axis {sorted(unknown)[0]!r}; axes: {', '.join(NUMERIC_AXES)}")
-    values = {}
-    for name, spec in NUMERIC_AXES.items():
-        values[name] = coerce_axis(name, axes.get(name, spec.default))
-    if not (intra_bandwidth > 0):
-        raise InputError(f"--intra-bw {intra_bandwidth:g}: intra-node bandwidth must be > 0 Gbit/s")
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"dtype {dtype!r}: must be float32 or float64")
-    table = default_table() if reduce_table is None else tuple(np.asarray(t, np.float64) for t in reduce_table)
-    source = reduce_source or ("default V100 model" if reduce_table is None else "user table")
+    values = {name: coerce_axis(name, axes.get(name, spec.default)) for name, spec in NUMERIC_AXES.items()}
+    if not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
+        raise InputError(f"{intra_bandwidth:g}: intra-node bandwidth must be a number > 0 Gbit/s",
+                         param="intra_bandwidth")
+    if dtype not in DTYPES:
+        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    if reduce_table is None:
+        table, source = default_table(), "default V100 model"
+    elif isinstance(reduce_table, (str, Path)):
+        table, source = read_table(reduce_table), str(reduce_table)
+    else:
+        table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
     return Grid(profiles, collectives, values, table, source, float(intra_bandwidth), dtype)

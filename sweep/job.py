@@ -3,16 +3,15 @@
 import datetime
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-import jax
-
-from sweep import __version__, cube
-from sweep.engine import DEFAULT_BLOCK_CONFIGS, Plan, run
+from sweep import cube
+from sweep.engine import run
 from sweep.errors import InputError
+from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
+from sweep.provenance import provenance
 
 
 def default_out(grid, directory="results"):
@@ -60,13 +59,8 @@ def check_disk(out, grid, share=1.0):
         )
 
 
-def device_kind():
-    d = jax.devices()[0]
-    return f"{d.platform}:{d.device_kind} x{jax.device_count()}"
-
-
 def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
-             progress=None, block_configs=None, share=None):
+             progress=None, block_configs=None, share=None, kernel="auto"):
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
@@ -74,13 +68,14 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     and renamed when complete. ``share = (process_id, process_count)`` computes only
     the blocks with ``index % process_count == process_id`` into a sparse shard.
     ``block_configs`` None means the default, or on ``resume`` the partial file's.
+    ``kernel`` as :func:`sweep.evaluate`.
     """
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
     partial = partial_path(out)
     if block_configs is None:
         block_configs = (resume and cube.stored_block_configs(partial)) or DEFAULT_BLOCK_CONFIGS
-    plan = Plan(grid, block_configs)
+    plan = Plan(grid.sizes, block_configs)
     mine = None if share is None else (lambda b: b.index % share[1] == share[0])
     if resume:
         f = cube.open_for_resume(partial, grid, plan)
@@ -89,8 +84,7 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         for stale in (partial, out):
             if force and stale.exists():
                 stale.unlink()
-        attrs = {"netsweep_version": __version__, "command": command, "jax_version": jax.__version__,
-                 "device_kind": device_kind(), "python": sys.version.split()[0]}
+        attrs = provenance(command)
         if share is not None:
             attrs["shard"] = f"{share[0]} of {share[1]}"
         f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
@@ -106,10 +100,10 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
             cube.write_block(f, block, arrays)
 
         if progress is None:
-            run(plan, sink, skip=done, only=mine)
+            run(grid, plan, sink, skip=done, only=mine, kernel=kernel)
         else:
             with progress(total, done_configs) as advance:
-                run(plan, sink, skip=done, progress=advance, only=mine)
+                run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
         elapsed = time.perf_counter() - start
     except BaseException:
         f.close()  # finished blocks are already durable; the partial file stays for --resume

@@ -9,8 +9,8 @@ it gives the same file.
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from sweep import evaluate
 from sweep.builtin import MEASURED, builtin_names, builtin_profile
@@ -55,12 +55,14 @@ def _gpus(nodes):
 
 def figures(ds, out_dir, models, measured_ds=None):
     """Scaling vs bandwidth (ratio 1) and vs ratio (10 and 25 Gbit/s), a panel per model."""
-    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.6), squeeze=False)
+    fig = Figure(figsize=(4.2 * len(models), 3.6))
+    axes = fig.subplots(1, len(models), squeeze=False)
     for ax, m in zip(axes[0], models):
         _lines(ax, ds, m, "bandwidth", {"ratio": 1}, measured_ds)
         ax.set_title(f"{m}, no compression")
     paths = [save(fig, Path(out_dir) / "scaling_vs_bandwidth.png")]
-    fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 6.6), squeeze=False)
+    fig = Figure(figsize=(4.2 * len(models), 6.6))
+    axes = fig.subplots(2, len(models), squeeze=False)
     for row, bw in enumerate((10, 25)):
         for ax, m in zip(axes[row], models):
             _lines(ax, ds, m, "ratio", {"bandwidth": bw}, measured_ds)

@@ -1,15 +1,16 @@
-"""Figures from cubes: line plots and heatmaps with labels and units from attributes."""
+"""Figures from cubes: line plots and heatmaps with labels and units from attributes.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects rendered by Agg when
+saved: no pyplot, so nothing here selects a backend or keeps global figure state.
+"""
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from sweep.axes import NUMERIC_AXES  # noqa: E402
-from sweep.errors import InputError  # noqa: E402
+from sweep.errors import InputError
+from sweep.schema import NUMERIC_AXES
 
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
@@ -27,15 +28,15 @@ def parse_sel(items, ds):
     sel = {}
     for item in items:
         if "=" not in item:
-            raise InputError(f"--sel {item!r}: expected DIM=VALUE, e.g. ratio=1")
+            raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
         dim, text = (s.strip() for s in item.split("=", 1))
         if dim not in ds.dims:
-            raise InputError(f"--sel {item!r}: no dim {dim!r}; dims: {', '.join(ds.dims)}")
+            raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(ds.dims)}", param="sel")
         coord = ds[dim].values
         value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
         if value is None or not np.any(coord.astype(type(value)) == value):
             shown = ", ".join(str(v) for v in coord[:12])
-            raise InputError(f"--sel {item!r}: {text} is not a {dim} in the cube ({shown})")
+            raise InputError(f"{item!r}: {text} is not a {dim} in the cube ({shown})", param="sel")
         sel[dim] = value
     return sel
 
@@ -69,7 +70,7 @@ def line_plot(ds, x, var="scaling_factor", hue=None, sel=None, ax=None, title=No
     ``hue_label(value) -> str`` names the lines (default ``"hue=value"``).
     """
     da = reduce_to(ds, var, [x, hue], sel or {})
-    ax = ax or plt.figure(figsize=(6, 4)).gca()
+    ax = ax or Figure(figsize=(6, 4)).gca()
     hues = da[hue].values if hue else [None]
     for h in hues:
         line = da.sel({hue: h}) if hue else da
@@ -93,7 +94,7 @@ def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
     da = reduce_to(ds, var, [x, y], sel or {}).transpose(y, x)
     fig = None
     if ax is None:
-        fig = plt.figure(figsize=(6, 4.5))
+        fig = Figure(figsize=(6, 4.5))
         ax = fig.gca()
     mesh = ax.pcolormesh(np.arange(da.sizes[x] + 1), np.arange(da.sizes[y] + 1), da.values, shading="flat")
     for setter, ticks in ((ax.set_xticks, da[x].values), (ax.set_yticks, da[y].values)):
@@ -109,5 +110,17 @@ def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
 def save(fig, out):
     out = Path(out)
     fig.savefig(out, dpi=110, metadata=PNG_METADATA, bbox_inches="tight")
-    plt.close(fig)
     return out
+
+
+def plot_cube(path, *, x, y="scaling_factor", hue=None, sel=(), kind="line", var="scaling_factor",
+              out="figure.png"):
+    """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
+    from sweep.reader import open_cube
+
+    if kind not in ("line", "heatmap"):
+        raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
+    ds = open_cube(path)
+    chosen = parse_sel(sel, ds)
+    ax = line_plot(ds, x, var=y, hue=hue, sel=chosen) if kind == "line" else heatmap(ds, x, y, var=var, sel=chosen)
+    return save(ax.figure, out)

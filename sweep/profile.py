@@ -101,10 +101,9 @@ def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta)
 
 def _check_t1(t1, path):
     if t1 is None:
-        raise InputError(
-            f"{path}: this format has no single-GPU iteration time; pass --iteration-time SECONDS"
-        )
-    if not (math.isfinite(t1) and t1 > 0):
+        raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
+                         param="iteration_time")
+    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (math.isfinite(t1) and t1 > 0):
         raise InputError(f"{path}: iteration time {t1!r} must be a finite number > 0 (seconds)")
 
 

@@ -6,9 +6,9 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from sweep.axes import DIMS, NUMERIC_AXES, parse_names, parse_values
-from sweep.engine import OUTPUTS
+from sweep.axes import parse_names, parse_values
 from sweep.errors import InputError
+from sweep.schema import DIMS, NUMERIC_AXES, OUTPUTS
 
 
 def open_cube(path):
@@ -60,13 +60,12 @@ def _selection(ds, chosen):
         if dim in NUMERIC_AXES:
             values = parse_values(text, NUMERIC_AXES[dim])
         else:
-            values = parse_names(text, f"--{dim}", [str(x) for x in ds[dim].values])
+            values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
         for v in values:
             if not np.any(have == v):
-                option = NUMERIC_AXES[dim].option if dim in NUMERIC_AXES else f"--{dim}"
-                raise InputError(f"{option} {v:g}: not in the cube; it has {', '.join(map(str, have))}"
-                                 if not isinstance(v, str) else f"{option} {v}: not in the cube")
+                shown = f"{v:g}" if not isinstance(v, str) else v
+                raise InputError(f"{shown}: not in the cube; it has {', '.join(map(str, have))}", param=dim)
         sel[dim] = list(values)
     return sel
 
@@ -84,11 +83,22 @@ def select_table(path, chosen, csv=False):
     return df.to_string(index=False)
 
 
-def write_dataset(ds, out):
-    """Write an in-memory Dataset as a cube (h5netcdf), atomically via OUT.partial."""
+def check_new_output(out, *, force):
+    """Refuse an output path that exists (without ``force``) or whose directory is missing."""
     out = Path(out)
     if not out.parent.is_dir():
-        raise InputError(f"--out {out}: directory {out.parent} does not exist")
+        raise InputError(f"{out}: directory {out.parent} does not exist", param="out")
+    if out.exists() and not force:
+        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+
+
+def write_dataset(ds, out, command):
+    """Write an in-memory Dataset as a cube (h5netcdf) with provenance, atomically via OUT.partial."""
+    from sweep.provenance import provenance
+
+    out = Path(out)
+    check_new_output(out, force=True)
+    ds = ds.assign_attrs(provenance(command))
     partial = Path(str(out) + ".partial")
     try:
         ds.to_netcdf(partial, engine="h5netcdf")

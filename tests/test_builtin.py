@@ -33,7 +33,7 @@ def test_backward_order_starts_at_the_classifier():
 
 
 def test_unknown_model_lists_known():
-    with pytest.raises(InputError, match="known models: resnet50, resnet101, vgg16"):
+    with pytest.raises(InputError, match="model .alexnet.: unknown; known: resnet50, resnet101, vgg16"):
         builtin_profile("alexnet")
 
 

@@ -94,7 +94,7 @@ def test_profile_needs_iteration_time(tmp_path):
     p = tmp_path / "p.csv"
     p.write_text("name,grad_bytes,backward_us\na,10,1\n")
     r = invoke("grid", "--profile", p, "--out", tmp_path / "o.h5")
-    assert r.exit_code == 2 and "--iteration-time" in r.output
+    assert r.exit_code == 2 and "--iteration-time needed: " in r.output
 
 
 def test_existing_out_needs_force(tmp_path):

@@ -6,10 +6,10 @@ import pytest
 import xarray as xr
 
 from sweep import evaluate
-from sweep.axes import DIMS
 from sweep.errors import InputError
 from sweep.grid import make_grid
 from sweep.job import run_grid
+from sweep.schema import DIMS
 
 AXES = dict(bandwidth=[10, 25, 100], ratio=[1, 2, 5], nodes=[2, 8], utilization=[0.5, 1.0],
             collective=["ring", "tree"], fusion_buffer=[0, 64])

@@ -83,7 +83,7 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--solve", "nodes"], "--solve 'nodes': must be one of ratio, utilization, bandwidth"),
     (["--solve", "ratio", "--ratio", "2"], "do not also give values"),
-    (["--solve", "ratio"], "--bw: give the bandwidth"),
+    (["--solve", "ratio"], "--bw required: give the bandwidth"),
     (["--solve", "ratio", "--bw", "10", "--target", "1.5"], "--target 1.5: must be a scaling factor in (0, 1]"),
 ])
 def test_cli_need_bad_input(args, message):

@@ -8,8 +8,8 @@ import pytest
 from conftest import random_profile
 from reference import simulate
 from sweep import evaluate
-from sweep.engine import OUTPUTS
 from sweep.profile import make_profile
+from sweep.schema import OUTPUTS
 
 # float32: 1e-4 relative; float64: 1e-10. Times near 0 are compared against T1.
 TOL = {"float32": 1e-4, "float64": 1e-10}

@@ -1,0 +1,95 @@
+"""Block inputs: the host arrays the kernel sees for one block, in SI units.
+
+For a block of a :class:`~sweep.plan.Plan` over a :class:`~sweep.grid.Grid`:
+
+- its task's fused buckets (:func:`sweep.fusion.fuse`), padded to the sweep's
+  largest bucket count, so every task has the same shape;
+- its worker layouts' collective coefficients (:mod:`sweep.collectives`), computed
+  in float64 and padded to ``plan.kb`` with single workers (zero cost);
+- its inner configurations, padded to ``plan.ci`` with harmless finite values.
+
+Fusion and coefficients are cached: blocks that share a task or a layout share them.
+"""
+
+import numpy as np
+
+from kernels.overlap import Buckets, Config, Layout
+from sweep.axes import si_values
+from sweep.collectives import coefficients
+from sweep.fusion import fuse
+from sweep.schema import INNER, LAYOUT, STRUCTURAL
+
+BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
+PAD_CONFIG = Config(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0)  # finite, harmless
+
+
+class BlockInputs:
+    """Host arrays for the blocks of ``plan`` over ``grid``, in the grid's dtype."""
+
+    def __init__(self, grid, plan):
+        self.grid = grid
+        self.plan = plan
+        self.dtype = np.dtype(grid.dtype)
+        self._fused = {}
+        self._layouts = {}
+        longest = max(len(self._fuse(t)) for t in plan.tasks())
+        self.bucket_count = -(-longest // BUCKET_PAD) * BUCKET_PAD
+        self.zero_latency = bool(np.all(grid.values["latency"] == 0))
+        self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
+
+    def _named(self, task):
+        return dict(zip(STRUCTURAL, task))
+
+    def _fuse(self, task):
+        """Fused buckets of a task (cached by profile and fusion knobs: not collective)."""
+        t = self._named(task)
+        key = (t["model"], t["fusion_buffer"], t["fusion_timeout"])
+        if key not in self._fused:
+            g = self.grid
+            self._fused[key] = fuse(
+                g.profiles[t["model"]],
+                float(si_values("fusion_buffer", g.values["fusion_buffer"][t["fusion_buffer"]])),
+                float(si_values("fusion_timeout", g.values["fusion_timeout"][t["fusion_timeout"]])),
+            )
+        return self._fused[key]
+
+    def buckets(self, task):
+        """:class:`~kernels.overlap.Buckets` of [bucket_count] arrays for a task."""
+        b = self._fuse(task)
+        out = np.zeros((3, self.bucket_count), dtype=self.dtype)
+        out[0, : len(b)] = b.ready
+        out[1, : len(b)] = b.nbytes
+        out[2, : len(b)] = 1.0
+        return Buckets(*out)
+
+    def t1(self, task):
+        """The task's single-GPU iteration time (s), a scalar of the compute dtype."""
+        return self.dtype.type(self.grid.profiles[self._named(task)["model"]].t1)
+
+    def layout(self, task, layout_slab):
+        """:class:`~kernels.overlap.Layout` of [kb] coefficients (cached per task and slab)."""
+        key = (task, tuple((s.start, s.stop) for s in layout_slab))
+        if key not in self._layouts:
+            g = self.grid
+            values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
+            nodes, gpus = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
+            c = coefficients(g.collectives[self._named(task)["collective"]], nodes, gpus,
+                             self.buckets(task).nbytes.astype(np.float64), g.reduce_table, self.intra_bits)
+            kb, k = self.plan.kb, nodes.size
+            out = np.zeros((3, kb), dtype=self.dtype)  # padding: zero cost, like a single worker
+            out[:, :k] = (c.transfer, c.wire, c.messages)
+            reduce = np.zeros((kb, self.bucket_count), dtype=self.dtype)
+            reduce[:k] = c.reduce
+            self._layouts[key] = Layout(out[0], out[1], out[2], reduce)
+        return self._layouts[key]
+
+    def configs(self, inner_slab):
+        """:class:`~kernels.overlap.Config` of [ci] SI values for the inner part of a slab."""
+        g, ci = self.grid, self.plan.ci
+        values = [si_values(d, g.values[d][s]) for d, s in zip(INNER, inner_slab)]
+        cells = [a.ravel() for a in np.meshgrid(*values, indexing="ij")]
+        out = np.empty((len(INNER), ci), dtype=self.dtype)
+        for row, a, pad in zip(out, cells, PAD_CONFIG):
+            row[:] = pad
+            row[: a.size] = a
+        return Config(*out)

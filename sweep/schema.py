@@ -1,0 +1,143 @@
+"""The vocabulary of netsweep, defined once: dims, axes, outputs, units, parameter names.
+
+Everything that names a dimension, an axis, an output variable or a CLI option reads
+it from here: the grid, the engine, the HDF5 writer and reader, the Python API and
+the CLI. Pure Python (no numpy, no JAX), so the CLI can answer ``--help`` without
+importing the numerical stack.
+
+An axis is spelled the same as a CLI option's parameter, a Python API keyword, a
+kernel argument and an HDF5 dimension (``bandwidth``, ``utilization``, ...). Values
+are stored as the user typed them (bandwidth in Gbit/s, latency in microseconds,
+fusion_buffer in MiB, fusion_timeout in ms); ``units`` says which and ``to_si``
+converts them for the kernels (bit/s, s, bytes).
+"""
+
+import dataclasses
+import math
+
+from sweep.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisSpec:
+    """How one numeric axis is spelled, checked and converted.
+
+    Attributes:
+      name: dimension name, Python keyword and kernel argument.
+      option: CLI option.
+      units: units of the stored values.
+      long_name: human description.
+      integer: values must be whole numbers.
+      low, low_open: lower bound and whether it is exclusive.
+      high: inclusive upper bound, or None.
+      default: default value text (value syntax).
+      to_si: factor from stored units to the kernel's (bit/s, s, bytes).
+    """
+
+    name: str
+    option: str
+    units: str
+    long_name: str
+    integer: bool
+    low: float
+    low_open: bool
+    high: float | None
+    default: str
+    to_si: float
+
+    def rule(self):
+        """The validity rule as text, e.g. ``must be a number > 0``."""
+        if self.integer:
+            return f"must be an integer >= {self.low:g}"
+        lo = f"> {self.low:g}" if self.low_open else f">= {self.low:g}"
+        return f"must be a number {lo}" + (f" and <= {self.high:g}" if self.high is not None else "")
+
+    def check(self, value):
+        """Raise :class:`InputError` (naming this axis) unless ``value`` obeys the rule."""
+        ok = math.isfinite(value) and (value > self.low if self.low_open else value >= self.low)
+        ok = ok and (self.high is None or value <= self.high)
+        ok = ok and (not self.integer or float(value).is_integer())
+        if not ok:
+            raise InputError(f"{value:g}: {self.name} {self.rule()}", param=self.name)
+
+    @property
+    def help(self):
+        """Help text for the CLI option."""
+        unit = "" if self.units == "1" else f", {self.units}"
+        return f"{self.long_name[0].upper()}{self.long_name[1:]}{unit} ({self.rule()})."
+
+
+NUMERIC_AXES = {
+    s.name: s
+    for s in (
+        AxisSpec("fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, False,
+                 None, "64", 2.0**20),
+        AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, False, None,
+                 "5", 1e-3),
+        AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, False, None, "8", 1.0),
+        AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, False, None, "8", 1.0),
+        AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 0, True, None,
+                 "1,10,25,40,100", 1e9),
+        AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves",
+                 False, 0, True, 1.0, "1", 1.0),
+        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, False, None, "1", 1.0),
+        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, False, None, "0", 1e-6),
+    )
+}
+
+# The cube's dimension order: structural dims (a new set of buckets) first, then the
+# worker layout (new collective coefficients), then the axes the kernel sweeps freely
+# (one configuration each). A write block is then one contiguous hyperslab.
+STRUCTURAL = ("model", "collective", "fusion_buffer", "fusion_timeout")
+LAYOUT = ("nodes", "gpus_per_node")
+INNER = ("bandwidth", "utilization", "ratio", "latency")
+DIMS = STRUCTURAL + LAYOUT + INNER
+
+COLLECTIVES = ("ring", "tree", "ps", "hierarchical")
+KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
+DTYPES = ("float32", "float64")
+LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm"}
+
+# Output variables: name -> (units, long name). Their order is the cube's.
+VARIABLES = {
+    "scaling_factor": ("1", "scaling factor (T1 / iteration time)"),
+    "iteration_time": ("s", "time of one data-parallel training iteration"),
+    "exposed_comm": ("s", "communication not hidden behind the backward pass"),
+    "comm_time": ("s", "sum of all-reduce durations of all buckets"),
+}
+OUTPUTS = tuple(VARIABLES)
+
+# Library parameters that are not numeric axes, and the CLI options that set them.
+OTHER_OPTIONS = {
+    "model": "--model",
+    "collective": "--collective",
+    "profile": "--profile",
+    "iteration_time": "--iteration-time",
+    "intra_bandwidth": "--intra-bw",
+    "reduce_table": "--reduce-cost",
+    "dtype": "--x64",
+    "kernel": "--kernel",
+    "block_configs": "--block-configs",
+    "target": "--target",
+    "solve": "--solve",
+    "fit": "--fit",
+    "out": "--out",
+    "sel": "--sel",
+    "kind": "--kind",
+    "profiles_dir": "--profiles-dir",
+}
+
+
+def option_of(param):
+    """The CLI option that sets library parameter ``param`` (the name itself if none)."""
+    if param in NUMERIC_AXES:
+        return NUMERIC_AXES[param].option
+    return OTHER_OPTIONS.get(param, param)
+
+
+def coordinate_attrs(dim):
+    """``units`` and ``long_name`` of a dimension's coordinate."""
+    if dim in NUMERIC_AXES:
+        spec = NUMERIC_AXES[dim]
+        return {"units": spec.units, "long_name": spec.long_name}
+    return {"units": "", "long_name": LONG_NAMES[dim]}
