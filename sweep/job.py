@@ -3,6 +3,7 @@
 import datetime
 import os
 import shutil
+import signal
 import tempfile
 import time
 from pathlib import Path
@@ -96,8 +97,11 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         done_configs = sum(all_blocks[i].size for i in done)
         start = time.perf_counter()
 
+        signal_after = _test_signal_hook()
+
         def sink(block, arrays):
             cube.write_block(f, block, arrays)
+            signal_after(block)
 
         if progress is None:
             run(grid, plan, sink, skip=done, only=mine, kernel=kernel)
@@ -113,6 +117,26 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     return {"out": str(out), "configs": total, "computed": computed, "seconds": elapsed,
             "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
             "resumed_blocks": len(done), "blocks": len(blocks), "bytes": os.path.getsize(out)}
+
+
+# Test hook: "K:SIGNAME" makes the process send itself SIGNAME after writing K blocks,
+# so interrupt tests stop a sweep at a known point instead of racing a timer.
+TEST_SIGNAL_HOOK = "NETSWEEP_TEST_SIGNAL_AFTER_BLOCKS"
+
+
+def _test_signal_hook():
+    spec = os.environ.get(TEST_SIGNAL_HOOK)
+    if not spec:
+        return lambda block: None
+    count, name = spec.split(":")
+    written = []
+
+    def after(block):
+        written.append(block.index)
+        if len(written) == int(count):
+            os.kill(os.getpid(), getattr(signal, name))
+
+    return after
 
 
 def summary_line(s):

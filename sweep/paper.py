@@ -20,6 +20,7 @@ from sweep.inverse import SOLVED, solve
 from sweep.job import run_grid
 from sweep.plot import line_plot, save
 from sweep.profile import read_bklog
+from sweep.reader import open_cube
 
 BANDWIDTHS = [1, 10, 25, 40, 100]
 NODES = [2, 4, 8]
@@ -201,21 +202,25 @@ def _profiles(models):
     return [builtin_profile(m) for m in models]
 
 
+def _sweep(models, cube, command, force):
+    """Write the paper's grid for ``models`` to ``cube`` and return it, loaded."""
+    run_grid(make_grid(models, **AXES), cube, command=command, force=force)
+    with open_cube(cube) as ds:
+        return ds.load()
+
+
 def run_paper(out_dir, profiles_dir=None, command="sweep paper", force=True):
     """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     models = list(builtin_names())
     measured = measured_profiles(profiles_dir) if profiles_dir else None
-    cube = out_dir / "paper.h5"
-    run_grid(make_grid(models, **AXES), cube, command=command, force=force)
-    ds = evaluate(models, **AXES)
-    measured_ds = evaluate(measured, **AXES) if measured else None
-    paths = [cube]
+    ds = _sweep(models, out_dir / "paper.h5", command, force)
+    paths = [out_dir / "paper.h5"]
+    measured_ds = None
     if measured:
-        mcube = out_dir / "paper-measured.h5"
-        run_grid(make_grid(measured, **AXES), mcube, command=command, force=force)
-        paths.append(mcube)
+        measured_ds = _sweep(measured, out_dir / "paper-measured.h5", command, force)
+        paths.append(out_dir / "paper-measured.h5")
     paths += figures(ds, out_dir, models, measured_ds)
     text = report(ds, models, measured_ds, command=command)
     (out_dir / "REPORT.md").write_text(text)

@@ -1,20 +1,24 @@
 """--distributed over loopback: the stitched cube equals a single-process run; a dead
-process leaves the others to finish, and --resume completes only what is missing."""
+process leaves the others to finish, and --resume completes only what is missing.
+
+Process 1 is killed at a known block through the test hook
+``NETSWEEP_TEST_SIGNAL_AFTER_BLOCKS`` (no timers, no races)."""
 
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 
 import h5py
 import numpy as np
-import pytest
+from typer.testing import CliRunner
 
-VARS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
-GRID = ["--bw", "1..40", "--ratio", "1..50", "--nodes", "2,4,8,16,32", "--fusion-mb", "0",
-        "--block-configs", "10"]  # 10,000 configs in 1,000 blocks
+from sweep.cli import app
+from sweep.job import TEST_SIGNAL_HOOK
+from sweep.schema import OUTPUTS as VARS
+
+GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
+        "--block-configs", "20"]  # 600 configs in 30 blocks, 15 per process
 
 
 def free_port():
@@ -28,15 +32,14 @@ def cmd(out, pid, port, *extra):
             "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(pid), *extra]
 
 
-def start(out, port, *extra):
+def start(out, port, *extra, env1=None):
     env = {**os.environ, "XLA_FLAGS": ""}
     return [subprocess.Popen(cmd(out, pid, port, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env) for pid in (0, 1)]
+                             text=True, env={**env, **(env1 or {})} if pid == 1 else env) for pid in (0, 1)]
 
 
 def single(out):
-    subprocess.run([sys.executable, "-m", "sweep.cli", "grid", *GRID, "--out", str(out)], check=True,
-                   capture_output=True)
+    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(out), "-q"]).exit_code == 0
     with h5py.File(out) as f:
         return {k: f[k][...] for k in VARS}
 
@@ -59,34 +62,15 @@ def test_two_processes_stitch_to_the_single_process_cube(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d.h5", "single.h5"]
 
 
-def shard_blocks(path):
-    try:
-        with h5py.File(path, "r", locking=False) as f:
-            return int(f["progress/blocks_done"][...].sum())
-    except (OSError, KeyError):
-        return 0
-
-
 def test_dead_process_then_resume(tmp_path):
     ref = single(tmp_path / "single.h5")
     out = tmp_path / "d.h5"
-    p0, p1 = start(out, free_port(), "--stitch-timeout", "3")
-    partial1 = tmp_path / "d.shard1of2.h5.partial"
-    deadline, appeared = time.time() + 120, None
-    while time.time() < deadline and p1.poll() is None:
-        if partial1.exists():
-            appeared = appeared or time.time()
-            # The peek can fail while the shard is being written; after 1.5 s some of
-            # its 500 blocks are done whatever it says.
-            if shard_blocks(partial1) >= 5 or time.time() - appeared > 1.5:
-                break
-        time.sleep(0.02)
-    p1.send_signal(signal.SIGKILL)
-    p1.communicate(timeout=60)
+    p0, p1 = start(out, free_port(), "--stitch-timeout", "1", env1={TEST_SIGNAL_HOOK: "5:SIGKILL"})
+    p1.communicate(timeout=120)
     out0, err0 = p0.communicate(timeout=240)
     assert p1.returncode == -9
-    if not partial1.exists():
-        pytest.skip("process 1 finished before it could be killed (machine too fast)")
+    with h5py.File(tmp_path / "d.shard1of2.h5.partial", "r") as f:
+        assert int(f["progress/blocks_done"][...].sum()) == 5
     # Process 0 finished its own shard, then gave up waiting for process 1's.
     assert p0.returncode == 3, (out0, err0)
     assert "d.shard1of2.h5 not complete" in err0 and "--resume" in err0

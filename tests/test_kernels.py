@@ -2,10 +2,12 @@
 
 import itertools
 
+import jax
 import numpy as np
 import pytest
 
 from conftest import random_profile
+from kernels import Buckets, Config, Layout, iteration
 from reference import simulate
 from sweep import evaluate
 from sweep.profile import make_profile
@@ -110,3 +112,67 @@ def test_fusion_merges_until_timeout():
     d = 2e6 * 8 / 4e9  # 4 ms per 2 MB bucket
     end = max(4e-3, 2e-3 + d) + d
     assert float(ds.exposed_comm.squeeze()) == pytest.approx(end - 4e-3, rel=1e-12)
+
+
+# Closed forms of the recurrence itself, on kernels.iteration (no grid, no fusion).
+def one_config(bandwidth=8e9, utilization=1.0, ratio=1.0, latency=0.0):
+    return Config(*(np.float64(v) for v in (bandwidth, utilization, ratio, latency)))
+
+
+def layout(transfer=0.0, wire=8.0, messages=0.0, reduce=(0.0,)):
+    return Layout(np.float64(transfer), np.float64(wire), np.float64(messages), np.asarray(reduce, np.float64))
+
+
+def buckets(ready, nbytes, valid=None):
+    valid = np.ones(len(ready)) if valid is None else valid
+    return Buckets(*(np.asarray(a, np.float64) for a in (ready, nbytes, valid)))
+
+
+def kernel(*args, softness=None):
+    with jax.enable_x64(True):
+        return {k: float(v) for k, v in iteration(*args, softness).items()}
+
+
+def test_one_bucket_closed_form():
+    # duration = (A + B / (b u)) S / r + L a + F, exposed = duration, sf = T1 / (T1 + duration)
+    cfg = one_config(bandwidth=10e9, utilization=0.5, ratio=4.0, latency=2e-6)
+    lay = layout(transfer=1e-12, wire=14.0, messages=6.0, reduce=[3e-5])
+    out = kernel(cfg, lay, buckets([0.01], [8e6]), 0.1)
+    duration = (1e-12 + 14.0 / 5e9) * 8e6 / 4.0 + 6.0 * 2e-6 + 3e-5
+    assert out["exposed_comm"] == pytest.approx(duration, rel=1e-14)
+    assert out["comm_time"] == pytest.approx(duration, rel=1e-14)
+    assert out["iteration_time"] == pytest.approx(0.1 + duration, rel=1e-14)
+    assert out["scaling_factor"] == pytest.approx(0.1 / (0.1 + duration), rel=1e-14)
+
+
+@pytest.mark.parametrize("second_ready", [0.0015, 0.05])
+def test_two_buckets_queue_or_not(second_ready):
+    # 1 MB at 8 Gbit/s (wire 8): 1 ms each. The first is ready at 1 ms and ends at 2 ms;
+    # the second waits for it (ready 1.5 ms) or starts when ready (50 ms).
+    out = kernel(one_config(), layout(reduce=[0.0, 0.0]), buckets([1e-3, second_ready], [1e6, 1e6]), 0.2)
+    end = max(second_ready, 2e-3) + 1e-3
+    assert out["exposed_comm"] == pytest.approx(end - second_ready, rel=1e-12)
+    assert out["comm_time"] == pytest.approx(2e-3, rel=1e-12)
+
+
+def test_single_worker_layout_costs_nothing():
+    # N = 1: every coefficient is 0 (sweep.collectives), so nothing is exposed.
+    out = kernel(one_config(bandwidth=1.0), layout(wire=0.0, reduce=[0.0, 0.0]), buckets([1e-3, 2e-3], [1e9, 1e9]),
+                 0.3)
+    assert out == {"scaling_factor": 1.0, "iteration_time": 0.3, "exposed_comm": 0.0, "comm_time": 0.0}
+
+
+def test_padding_changes_nothing_exact_or_smooth():
+    args = (one_config(), layout(reduce=[1e-5, 2e-5]), buckets([1e-3, 1.5e-3], [1e6, 3e6]), 0.2)
+    padded = (args[0], layout(reduce=[1e-5, 2e-5, 0, 0]), buckets([1e-3, 1.5e-3, 0, 0], [1e6, 3e6, 0, 0],
+                                                                   [1, 1, 0, 0]), 0.2)
+    for softness in (None, 1e-5):
+        assert kernel(*padded, softness=softness) == pytest.approx(kernel(*args, softness=softness), rel=1e-14)
+
+
+def test_smooth_max_bounds_the_exact_recurrence():
+    # Each smoothed max is >= the max and exceeds it by at most s log 2: 3 of them here.
+    args = (one_config(), layout(reduce=[0.0, 0.0]), buckets([1e-3, 2e-3], [1e6, 1e6]), 0.2)
+    s = 1e-4
+    exact, smooth = kernel(*args)["exposed_comm"], kernel(*args, softness=s)["exposed_comm"]
+    assert exact <= smooth <= exact + 3 * s * np.log(2)
