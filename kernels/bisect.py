@@ -7,13 +7,18 @@ answer is the bracket's upper end, a value whose metric was computed, in the
 compute dtype, to reach the target.
 """
 
+from collections.abc import Callable
+
+import jax
 import jax.numpy as jnp
 from jax import lax
 
 SOLVED, MET_AT_MIN, UNREACHABLE = 0, 1, 2
 
 
-def smallest_reaching(metric, target, low, high, shape, dtype, iterations=40):
+def smallest_reaching(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: jax.Array,
+                      high: jax.Array, shape: tuple[int, ...], dtype, iterations: int = 40
+                      ) -> tuple[jax.Array, jax.Array]:
     """Smallest x in [low, high] with ``metric(x) >= target``, per cell.
 
     Args:

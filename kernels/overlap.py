@@ -79,14 +79,18 @@ class Buckets(NamedTuple):
     valid: jax.Array
 
 
-def smooth_max(x, y, softness=None):
+METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")  # = sweep.schema.OUTPUTS
+
+
+def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) -> jax.Array:
     """max(x, y); with a ``softness`` s > 0, s * logaddexp(x / s, y / s)."""
     if softness is None:
         return jnp.maximum(x, y)
     return softness * jnp.logaddexp(x / softness, y / softness)
 
 
-def iteration(config, layout, buckets, t1, softness=None):
+def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
+              softness: jax.Array | None = None) -> dict[str, jax.Array]:
     """Iteration metrics of one configuration (the module docstring's recurrence).
 
     Args:
@@ -115,7 +119,7 @@ def iteration(config, layout, buckets, t1, softness=None):
     exposed = smooth_max(r_last, end, softness) - r_last
     total = t1 + exposed
     comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
-    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": exposed, "comm_time": comm}
+    return dict(zip(METRICS, (t1 / total, total, exposed, comm)))
 
 
 # Named lifts (configurations inside, worker layouts outside), as in jax-md's map_product.

@@ -22,6 +22,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from kernels.overlap import METRICS
+
 DEFAULT_TILE = 1024
 DEFAULT_WARPS = 2  # measured best on an H200 with tile 1024 (benchmarks/README.md)
 
@@ -112,5 +114,4 @@ def on_grid_pallas(config, layout, buckets, t1, *, tile=DEFAULT_TILE, interpret=
         compiler_params=params,
     )(*per_config, coeffs, sums, jnp.pad(layout.reduce, ((0, 0), (0, bp - steps))),
       pad(buckets.ready, bp, 0.0), pad(buckets.nbytes, bp, 0.0))
-    names = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")
-    return {n: o[:, :c] for n, o in zip(names, outs)}
+    return {n: o[:, :c] for n, o in zip(METRICS, outs)}

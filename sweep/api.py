@@ -14,7 +14,8 @@ def coordinates(grid, drop=()):
     return {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items() if d not in drop}
 
 
-def evaluate(model, *, bandwidth, block_configs=DEFAULT_BLOCK_CONFIGS, kernel="auto", **kwargs):
+def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = "auto",
+             **kwargs) -> xr.Dataset:
     """Predict data-parallel training metrics over the outer product of axis values.
 
     Args:

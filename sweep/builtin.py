@@ -3,7 +3,7 @@
 Tensors and sizes come from :mod:`sweep.architectures`. Backward waits come from a
 FLOP/byte cost model of each layer's backward pass on a V100:
 
-    t_layer = flops / PEAK_FLOPS + bytes / HBM_BYTES_PER_S + KERNELS * LAUNCH_S
+    t_layer = flops / V100_PEAK_FP32_FLOPS + bytes / V100_HBM_BYTES_PER_S + KERNELS * LAYER_KERNEL_LAUNCH_S
 
 with flops = 2 * macs * (2, or 1 for the first conv) * batch, bytes = the layer's
 activation traffic (``ACT_PASSES`` passes over its output activation: read the
@@ -22,9 +22,9 @@ from sweep.architectures import ARCHITECTURES
 from sweep.errors import InputError
 from sweep.profile import make_profile
 
-PEAK_FLOPS = 15.7e12  # V100 SXM2 fp32
-HBM_BYTES_PER_S = 900e9
-LAUNCH_S = 5e-6
+V100_PEAK_FP32_FLOPS = 15.7e12  # V100 SXM2
+V100_HBM_BYTES_PER_S = 900e9  # peak
+LAYER_KERNEL_LAUNCH_S = 5e-6
 BATCH = 32
 ACT_PASSES = {"conv": 3.0, "bn": 5.0, "linear": 3.0}
 KERNELS = {"conv": 2, "bn": 2, "linear": 2}
@@ -48,7 +48,8 @@ def layer_seconds(layer, batch=BATCH):
     flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
     weight_bytes = 4.0 * sum(n for _, n in layer.params)
     traffic = ACT_PASSES[layer.kind] * layer.act_bytes * batch + 2.0 * weight_bytes
-    return flops / PEAK_FLOPS + traffic / HBM_BYTES_PER_S + KERNELS[layer.kind] * LAUNCH_S
+    return (flops / V100_PEAK_FP32_FLOPS + traffic / V100_HBM_BYTES_PER_S
+            + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S)
 
 
 def builtin_names():

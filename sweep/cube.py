@@ -122,11 +122,11 @@ def open_for_resume(path, grid, plan):
     if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
         f.close()
         raise InputError(
-            f"--resume {path}: made for another grid or profile; rerun with the same options, or --force"
+            f"{path}: made for another grid or profile; rerun with the same options, or --force", param="resume"
         )
     if f["scaling_factor"].chunks != plan.chunk_shape:
         f.close()
-        raise InputError(f"--resume {path}: written with another --block-configs; rerun with the same value")
+        raise InputError(f"{path}: written with another block size; rerun with the same value", param="resume")
     return f
 
 

@@ -39,7 +39,7 @@ def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                                    process_id=process_id, initialization_timeout=timeout_s)
     except (ValueError, TypeError, RuntimeError) as e:
-        raise InputError(f"--distributed: cannot join the coordinator ({str(e).splitlines()[0]})") from None
+        raise InputError(f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed") from None
     pid, count = jax.process_index(), jax.process_count()
     jax.distributed.shutdown()
     return pid, count

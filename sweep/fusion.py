@@ -14,10 +14,6 @@ import dataclasses
 
 import numpy as np
 
-MIB = 2**20
-DEFAULT_BUFFER_MB = 64.0
-DEFAULT_TIMEOUT_MS = 5.0
-
 
 @dataclasses.dataclass(frozen=True)
 class Buckets:

@@ -88,7 +88,8 @@ class Grid:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def resolve_models(model="resnet50", profile=None, iteration_time=None):
+def resolve_models(model="resnet50", profile: str | Path | None = None,
+                   iteration_time: float | None = None) -> tuple[Profile, ...]:
     """The profiles a sweep runs on: a profile file, or built-in names.
 
     Args:
@@ -111,8 +112,8 @@ def resolve_models(model="resnet50", profile=None, iteration_time=None):
     return tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
 
 
-def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth=DEFAULT_INTRA_GBPS,
-              dtype="float32", **axes):
+def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth: float = DEFAULT_INTRA_GBPS,
+              dtype: str = "float32", **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:

@@ -29,7 +29,7 @@ STATUS_MEANINGS = "solved met_at_minimum unreachable"
 __all__ = ["BOUNDS", "MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "solve"]
 
 
-def solve(model, *, target, axis, **kwargs):
+def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
     """Smallest value of ``axis`` reaching scaling factor ``target``, for every combination.
 
     Args:

@@ -32,21 +32,22 @@ def check_output(out, *, force, resume, default):
     if default:
         parent.mkdir(parents=True, exist_ok=True)
     if not parent.is_dir():
-        raise InputError(f"--out {out}: directory {parent} does not exist or is not a directory")
+        raise InputError(f"{out}: directory {parent} does not exist or is not a directory", param="out")
     try:
         with tempfile.NamedTemporaryFile(dir=parent, prefix=".netsweep-write-test-"):
             pass
     except OSError as e:
-        raise InputError(f"--out {out}: directory {parent} cannot be written ({e.strerror})") from None
+        raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param="out") from None
     if resume:
         if not partial.exists():
-            raise InputError(f"--resume: nothing to resume, {partial} does not exist")
+            raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
         return
     if out.exists() and not force:
-        raise InputError(f"--out {out}: file exists; pass --force to overwrite it")
+        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
     if partial.exists() and not force:
         raise InputError(
-            f"--out {out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over"
+            f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
+            param="out",
         )
 
 
@@ -55,8 +56,9 @@ def check_disk(out, grid, share=1.0):
     free = shutil.disk_usage(Path(out).parent).free
     if need > free:
         raise InputError(
-            f"--out {out}: the cube needs {need / 1e9:.3g} GB ({grid.size:,} configurations) "
-            f"but only {free / 1e9:.3g} GB is free there; narrow the grid or write elsewhere"
+            f"{out}: the cube needs {need / 1e9:.3g} GB ({grid.size:,} configurations) "
+            f"but only {free / 1e9:.3g} GB is free there; narrow the grid or write elsewhere",
+            param="out",
         )
 
 

@@ -35,14 +35,14 @@ def measured_profiles(directory):
     """``<model>.bk.log`` files in ``directory`` for the built-in names, T1 from the paper."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise InputError(f"--profiles-dir {directory}: not a directory")
+        raise InputError(f"{directory}: not a directory", param="profiles_dir")
     found = []
     for name in builtin_names():
         path = directory / f"{name}.bk.log"
         if path.is_file():
             found.append(read_bklog(path, MEASURED[name][1], model=f"{name}-measured"))
     if not found:
-        raise InputError(f"--profiles-dir {directory}: no {', '.join(n + '.bk.log' for n in builtin_names())}")
+        raise InputError(f"{directory}: no {', '.join(n + '.bk.log' for n in builtin_names())}", param="profiles_dir")
     return found
 
 

@@ -125,6 +125,8 @@ OTHER_OPTIONS = {
     "sel": "--sel",
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
+    "resume": "--resume",
+    "distributed": "--distributed",
 }
 
 

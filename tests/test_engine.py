@@ -55,3 +55,10 @@ def test_float64_is_scoped_to_the_computation():
     out = evaluate_arrays(grid)
     assert out["scaling_factor"].dtype == np.float64
     assert jnp.zeros(1).dtype == jnp.float32  # the process's setting is untouched
+
+
+def test_kernel_and_schema_agree_on_names():
+    from kernels.overlap import METRICS, Config
+    from sweep.schema import INNER, OUTPUTS
+
+    assert METRICS == OUTPUTS and Config._fields == INNER
