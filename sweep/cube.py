@@ -155,6 +155,10 @@ def write_block(f, block, arrays):
 
 
 def finish(f, partial, final):
-    """Close the complete cube and move it into place atomically."""
+    """Close the complete cube and move it into place atomically, if it is still this run's file."""
+    mine = os.fstat(f.id.get_vfd_handle()).st_ino
     f.close()
+    if os.stat(partial).st_ino != mine:
+        raise InputError(f"{partial} was replaced by another run while this one wrote it; "
+                         f"this run's result is not kept", param="out")
     os.replace(partial, final)

@@ -1,6 +1,7 @@
 """Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
 
 import datetime
+import fcntl
 import os
 import shutil
 import signal
@@ -24,10 +25,39 @@ def partial_path(out):
     return Path(str(out) + ".partial")
 
 
+def _regular_or_absent(path):
+    """Refuse a path that exists as anything but a regular file: netsweep replaces only files."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        kind = "a link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
+        raise InputError(f"{path}: {kind}; netsweep writes and replaces regular files only", param="out")
+
+
+def in_use(path):
+    """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def check_output(out, *, force, resume, default):
-    """Refuse an output that exists, cannot be written, or has nothing to resume."""
+    """Refuse an output that exists, is not a plain file, is being written by another run,
+    cannot be written, or has nothing to resume."""
     out = Path(out)
     partial = partial_path(out)
+    for path in (out, partial):
+        _regular_or_absent(path)
+    if in_use(partial):
+        raise InputError(f"{out}: another run is writing {partial}; wait for it or choose another --out",
+                         param="out")
     parent = out.parent
     if default:
         parent.mkdir(parents=True, exist_ok=True)
