@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 
 from sweep.errors import InputError, StitchTimeout
+from sweep.interrupts import Interrupted, exit_code
 from sweep.schema import COLLECTIVES, KERNELS, NUMERIC_AXES
 
 app = typer.Typer(
@@ -90,6 +91,8 @@ def options(*groups):
                 return command(**kwargs)
             except InputError as e:
                 fail(e.for_cli())
+            except (KeyboardInterrupt, Interrupted) as e:
+                fail("interrupted", code=exit_code(e))
 
         del wrapper.__wrapped__  # Typer must see the new signature, not the original's
         wrapper.__signature__ = sig.replace(parameters=own + added)
@@ -160,10 +163,10 @@ def grid(
             summary = distributed.run(g, out, **common, **settings)
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted; finished blocks are kept in {target}.partial. "
-                   f"Finish with the same command plus --resume.", err=True)
-        raise typer.Exit(code=130) from None
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = Path(f"{target}.partial")
+        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+             if kept.exists() else "interrupted before any block was written; nothing was kept", code=exit_code(e))
     except StitchTimeout as e:
         fail(str(e), code=3)
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
@@ -281,9 +284,7 @@ def plot(
     typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out)}")
 
 
-def main():
-    app()
-
-
 if __name__ == "__main__":
+    from sweep.entry import main
+
     main()

@@ -7,9 +7,10 @@ import shutil
 import signal
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
-from sweep import cube
+from sweep import cube, interrupts
 from sweep.engine import run
 from sweep.errors import InputError
 from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
@@ -128,18 +129,16 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         total = sum(b.size for b in blocks)
         done_configs = sum(all_blocks[i].size for i in done)
         start = time.perf_counter()
-
         signal_after = _test_signal_hook()
 
         def sink(block, arrays):
             cube.write_block(f, block, arrays)
             signal_after(block)
+            interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
 
-        if progress is None:
-            run(grid, plan, sink, skip=done, only=mine, kernel=kernel)
-        else:
-            with progress(total, done_configs) as advance:
-                run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
+        with interrupts.deferred(), progress(total, done_configs) if progress else nullcontext() as advance:
+            run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
+            interrupts.raise_if_requested()
         elapsed = time.perf_counter() - start
     except BaseException:
         f.close()  # finished blocks are already durable; the partial file stays for --resume
@@ -162,6 +161,8 @@ def _test_signal_hook():
         return lambda block: None
     count, name = spec.split(":")
     written = []
+    if int(count) == 0:  # before any block: as if during start-up
+        os.kill(os.getpid(), getattr(signal, name))
 
     def after(block):
         written.append(block.index)

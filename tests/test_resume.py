@@ -29,8 +29,8 @@ RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.defau
            "sys.argv[0] = 'sweep'; runpy.run_module('sweep.cli', run_name='__main__')")
 
 
-def interrupted(out, sig, *extra):
-    env = {**os.environ, TEST_SIGNAL_HOOK: f"{STOP_AFTER}:{sig.name}"}
+def interrupted(out, sig, *extra, after=STOP_AFTER):
+    env = {**os.environ, TEST_SIGNAL_HOOK: f"{after}:{sig.name}"}
     cmd = [sys.executable, "-c", RUN_CLI, "grid", *GRID, "--out", str(out), *extra]
     return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
@@ -58,16 +58,19 @@ def assert_same(path, clean):
             np.testing.assert_array_equal(f[k][...], v)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig):
+@pytest.mark.parametrize("sig,code,after", [(signal.SIGKILL, -9, STOP_AFTER), (signal.SIGINT, 130, STOP_AFTER),
+                                            (signal.SIGTERM, 143, STOP_AFTER), (signal.SIGINT, 130, 0)],
+                         ids=["kill-9", "ctrl-c", "sigterm", "ctrl-c-before-any-block"])
+def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig, code, after):
     out = tmp_path / "r.h5"
     partial = tmp_path / "r.h5.partial"
-    r = interrupted(out, sig)
-    assert r.returncode == (-9 if sig == signal.SIGKILL else 130), r.stderr
-    if sig == signal.SIGINT:
-        assert "--resume" in r.stderr and "Traceback" not in r.stderr
+    r = interrupted(out, sig, after=after)
+    assert r.returncode == code, r.stderr
+    if sig != signal.SIGKILL:  # one line, the resume hint, no traceback
+        assert r.stderr.strip().splitlines() == [
+            f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."]
     assert partial.exists() and not out.exists()
-    assert blocks_done(partial) == STOP_AFTER
+    assert blocks_done(partial) == after  # stopped exactly at the block boundary it was signalled at
     resume = [a for a in GRID if a not in ("--block-configs", "20")]  # block size read from the partial file
     r = CliRunner().invoke(app, ["grid", *resume, "--out", str(out), "--resume"])
     assert r.exit_code == 0, r.output
@@ -94,3 +97,17 @@ def test_resume_refuses_another_grid(tmp_path):
     assert partial.exists()  # the interrupted work is not thrown away
     r = invoke("--out", out)
     assert r.exit_code == 2 and "pass --resume to finish it" in r.output
+
+
+def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):
+    import sweep.grid
+
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep.grid, "make_grid", stop)  # as if Ctrl-C came while starting up
+    r = invoke("--out", tmp_path / "o.h5")
+    assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
+    monkeypatch.setattr(sweep.grid, "resolve_models", stop)
+    r = CliRunner().invoke(app, ["need", "--target", "0.9", "--solve", "ratio", "--bw", "10"])
+    assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
