@@ -182,11 +182,16 @@ def models():
 
 @app.command()
 @options()
-def show(file: Cube):
+def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also check every finished block against its checksum (exit code 1 if any is damaged).")] = False):
     """Describe a cube: dims, variables (min / median / max), the command, the profiles."""
-    from sweep.reader import describe
+    from sweep.reader import describe, verify_text
 
     typer.echo(describe(file))
+    if verify:
+        text, damaged = verify_text(file)
+        typer.echo(text)
+        if damaged:
+            raise typer.Exit(code=1)
 
 
 @app.command()

@@ -12,7 +12,9 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
 - group ``profiles/<model>``: each profile on a ``layer`` dimension (names,
   gradient bytes, backward waits, ready times) with T1, source and SHA-256;
 - group ``reduce_cost``: the reduce-cost table used;
-- group ``progress``: ``blocks_done`` (uint8 per block), the resume record.
+- group ``progress``: ``blocks_done`` (uint8 per block) and ``block_checksum``
+  (CRC-32 of each finished block's data), the resume record: ``--resume`` and
+  ``sweep show --verify`` recompute the checksums, and a damaged block is redone.
 
 Why no compression: every chunk is allocated when the file is created, so writing
 a block never changes the file's metadata. A run killed at any moment (kill -9)
@@ -22,12 +24,13 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 """
 
 import os
+import zlib
 
 import h5py
 import numpy as np
 
 from sweep.errors import InputError
-from sweep.schema import DIMS, VARIABLES, coordinate_attrs
+from sweep.schema import DIMS, OUTPUTS, VARIABLES, coordinate_attrs
 
 FORMAT = "netsweep-cube-1"
 
@@ -82,7 +85,9 @@ def create(path, grid, plan, attrs, sparse=False):
     rc = f.create_group("reduce_cost")
     rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
     rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
-    f.create_group("progress").create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
+    progress = f.create_group("progress")
+    progress.create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
+    progress.create_dataset("block_checksum", data=np.zeros(len(plan.blocks()), np.uint32))
     f.flush()
     return f
 
@@ -118,7 +123,13 @@ def open_for_resume(path, grid, plan):
     try:
         f = h5py.File(path, "r+")
     except OSError as e:
-        raise InputError(f"{path}: cannot reopen the partial cube ({e}); rerun with --force") from None
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"{path}: HDF5 cannot read it ({reason}); it cannot be resumed, rerun with --force",
+                         param="resume") from None
+    if "progress/block_checksum" not in f:
+        f.close()
+        raise InputError(f"{path}: not a netsweep partial cube (no block checksums); rerun with --force",
+                         param="resume")
     if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
         f.close()
         raise InputError(
@@ -139,17 +150,57 @@ def stored_block_configs(path):
         return None
 
 
-def done_blocks(f):
-    """Indices of blocks recorded as finished."""
-    return np.flatnonzero(f["progress/blocks_done"][...]).tolist()
+def checksum(arrays):
+    """CRC-32 over a block's data, variable by variable in cube order."""
+    crc = 0
+    for name in OUTPUTS:
+        crc = zlib.crc32(np.ascontiguousarray(arrays[name]).tobytes(), crc)
+    return crc
+
+
+def verified_blocks(f, plan):
+    """(finished blocks whose data match their checksum, indices of the damaged ones).
+
+    A damaged block (its bytes changed, or flagged done without its data) is marked
+    not done when the file is writable, so that the sweep computes it again.
+    """
+    done = np.flatnonzero(f["progress/blocks_done"][...]).tolist()
+    sums = f["progress/block_checksum"][...]
+    good, damaged = [], []
+    for i in done:
+        region = plan.blocks()[i].region()
+        try:
+            ok = checksum({name: f[name][region] for name in OUTPUTS}) == sums[i]
+        except OSError:  # HDF5 cannot read the chunk
+            ok = False
+        (good if ok else damaged).append(i)
+    if damaged and f.mode == "r+":
+        for i in damaged:
+            f["progress/blocks_done"][i] = 0
+        f.flush()
+    return good, damaged
+
+
+def verify(path):
+    """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk."""
+    from sweep.plan import Plan
+
+    with h5py.File(path, "r") as f:
+        if "progress/block_checksum" not in f:
+            raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
+        sizes = dict(zip(DIMS, f["scaling_factor"].shape))
+        plan = Plan(sizes, int(f.attrs["block_configs"]))
+        good, damaged = verified_blocks(f, plan)
+        return len(good) + len(damaged), len(damaged), len(plan.blocks())
 
 
 def write_block(f, block, arrays):
-    """Write one block durably: data, flush, then its done flag, flush."""
+    """Write one block durably: data, flush, then its checksum and done flag, flush."""
     region = block.region()
     for name, a in arrays.items():
         f[name][region] = a
     f.flush()
+    f["progress/block_checksum"][block.index] = checksum(arrays)
     f["progress/blocks_done"][block.index] = 1
     f.flush()
 

@@ -123,7 +123,7 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
             attrs["shard"] = f"{share[0]} of {share[1]}"
         f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
     try:
-        done = cube.done_blocks(f)
+        done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
         all_blocks = plan.blocks()
         blocks = [b for b in all_blocks if mine is None or mine(b)]
         total = sum(b.size for b in blocks)
@@ -147,7 +147,8 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     computed = total - done_configs
     return {"out": str(out), "configs": total, "computed": computed, "seconds": elapsed,
             "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
-            "resumed_blocks": len(done), "blocks": len(blocks), "bytes": os.path.getsize(out)}
+            "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks),
+            "bytes": os.path.getsize(out)}
 
 
 # Test hook: "K:SIGNAME" makes the process send itself SIGNAME after writing K blocks,
@@ -175,6 +176,8 @@ def _test_signal_hook():
 def summary_line(s):
     rate = s["configs_per_s"]
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
+    if s.get("damaged_blocks"):
+        resumed += f", {s['damaged_blocks']} damaged blocks computed again"
     line = (f"{s['configs']:,} configurations in {s['seconds']:.2f} s "
             f"({rate:,.0f}/s end to end{resumed})")
     if "shard" in s:

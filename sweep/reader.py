@@ -54,6 +54,15 @@ def describe(path):
     return "\n".join(lines)
 
 
+def verify_text(path):
+    """A line on the cube's block checksums, and the number of damaged blocks."""
+    from sweep.cube import verify
+
+    finished, damaged, total = verify(path)
+    verdict = "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
+    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged
+
+
 def _selection(ds, chosen):
     sel = {}
     for dim, text in chosen.items():
