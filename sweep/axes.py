@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from sweep.errors import InputError
-from sweep.schema import NUMERIC_AXES
+from sweep.schema import MAX_AXIS_VALUES, NUMERIC_AXES, show
 
 _RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
 
@@ -39,13 +39,16 @@ def parse_values(text, spec):
             values.append(_num(item, spec, item))
             continue
         m = _RANGE.match(item)
-        if not m:
+        if "..." in item or not m:
             raise InputError(f"{item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog", param=spec.name)
         a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
         if b < a:
-            raise InputError(f"{item!r}: range is reversed (start {a:g} > end {b:g})", param=spec.name)
+            raise InputError(f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name)
         if m["n"] is not None:
             n = int(m["n"])
+            if n > MAX_AXIS_VALUES:
+                raise InputError(f"{item!r}: {n:,} points; an axis takes at most {MAX_AXIS_VALUES:,} values",
+                                 param=spec.name)
             if n < 1 or (n == 1 and a != b):
                 raise InputError(f"{item!r}: @N needs N >= 2 points (N = 1 only for A..A)", param=spec.name)
             if m["log"]:
@@ -57,7 +60,10 @@ def parse_values(text, spec):
         else:
             step = _num(m["step"], spec, item) if m["step"] is not None else 1.0
             if not (step > 0 and math.isfinite(step)):
-                raise InputError(f"{item!r}: step {step:g} is empty; it must be > 0", param=spec.name)
+                raise InputError(f"{item!r}: step {show(step)} is empty; it must be > 0", param=spec.name)
+            if (b - a) / step + 1 > MAX_AXIS_VALUES:
+                raise InputError(f"{item!r}: {(b - a) / step + 1:.3g} values; an axis takes at most "
+                                 f"{MAX_AXIS_VALUES:,} values", param=spec.name)
             count = int(math.floor((b - a) / step + 1e-9)) + 1
             values.extend(a + step * np.arange(count))
     # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
@@ -67,7 +73,7 @@ def parse_values(text, spec):
         spec.check(v)
     if len(np.unique(out)) != len(out):
         dup = next(v for i, v in enumerate(out) if v in out[:i])
-        raise InputError(f"{text!r}: value {dup:g} appears twice; each value once", param=spec.name)
+        raise InputError(f"{text!r}: value {show(dup)} appears twice; each value once", param=spec.name)
     return out
 
 

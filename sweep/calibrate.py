@@ -32,6 +32,7 @@ from sweep.fusion import fuse
 from sweep.grid import DEFAULT_INTRA_GBPS
 from sweep.reduce_cost import default_table
 from sweep.schema import COLLECTIVES, NUMERIC_AXES
+from sweep.textfile import read_lines
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
 MEASURED = ("scaling_factor", "iteration_time")
@@ -58,9 +59,7 @@ class Measurements:
 def read_measurements(path):
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: measurements file not found")
-    rows = list(csv.reader(path.read_text().splitlines()))
+    rows = list(csv.reader(read_lines(path, "measurements file")))
     if not rows:
         raise InputError(f"{path}: empty file; expected a header and rows")
     header = [c.strip() for c in rows[0]]
@@ -198,8 +197,8 @@ def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=STEPS, l
     return out
 
 
-def calibrate_file(measurements, fit_axes="utilization", *, out=None, model="resnet50", profile=None,
-                   iteration_time=None):
+def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=False, model="resnet50",
+                   profile=None, iteration_time=None):
     """Read a measurements CSV, fit, and write the result as JSON to ``out`` (if given).
 
     ``model`` names the default profile(s); a ``model`` column may name other
@@ -208,7 +207,10 @@ def calibrate_file(measurements, fit_axes="utilization", *, out=None, model="res
     from sweep.axes import parse_names
     from sweep.builtin import builtin_names
     from sweep.grid import resolve_models
+    from sweep.outputs import check_new_file, write_atomically
 
+    if out is not None:
+        check_new_file(out, force=force, suffixes=(".json",))
     axes = parse_names(fit_axes, "fit", FITTABLE)
     meas = read_measurements(measurements)
     if profile is None:
@@ -217,7 +219,7 @@ def calibrate_file(measurements, fit_axes="utilization", *, out=None, model="res
     profiles = resolve_models(model, profile, iteration_time)
     result = fit(meas, profiles, profiles[0].model, axes)
     if out is not None:
-        Path(out).write_text(json.dumps(result, indent=2) + "\n")
+        write_atomically(out, lambda path: path.write_text(json.dumps(result, indent=2) + "\n"))
     return result
 
 

@@ -19,7 +19,7 @@ from typing import Annotated
 
 import typer
 
-from sweep.errors import InputError, StitchTimeout
+from sweep.errors import DiskFull, InputError, StitchTimeout
 from sweep.interrupts import Interrupted, exit_code
 from sweep.schema import COLLECTIVES, KERNELS, NUMERIC_AXES
 
@@ -169,6 +169,8 @@ def grid(
              if kept.exists() else "interrupted before any block was written; nothing was kept", code=exit_code(e))
     except StitchTimeout as e:
         fail(str(e), code=3)
+    except DiskFull as e:
+        fail(str(e), code=1)
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
 
 
@@ -238,10 +240,11 @@ def need(
     from sweep.grid import resolve_models
     from sweep.inverse import answer_table
     from sweep.inverse import solve as solve_for
-    from sweep.reader import check_new_output, write_dataset
+    from sweep.outputs import check_new_file
+    from sweep.reader import write_dataset
 
     if out is not None:
-        check_new_output(out, force=force)
+        check_new_file(out, force=force)
     models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"))
     settings["dtype"] = "float64" if settings.pop("x64") else "float32"
     ds = solve_for(models, target=target, axis=solve, **settings)
@@ -257,12 +260,13 @@ def calibrate(
     measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model, ratio, latency, collective, fusion_buffer, fusion_timeout.")],
     fit: Annotated[str, typer.Option("--fit", help="What to fit: utilization, or utilization,latency.")] = "utilization",
     out: Annotated[Path | None, typer.Option("--out", help="Write the fit as JSON.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
 ):
     """Infer the network utilization (and latency) that measured scaling implies."""
     from sweep.calibrate import calibrate_file, report_text
 
-    result = calibrate_file(measurements, fit, out=out, **settings)
+    result = calibrate_file(measurements, fit, out=out, force=force, **settings)
     typer.echo(report_text(result))
     if out is not None:
         typer.echo(f"wrote {out}")
@@ -278,7 +282,8 @@ def plot(
     sel: Annotated[list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")] = None,
     kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
     var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
-    out: Annotated[Path, typer.Option("--out", help="PNG file to write.")] = Path("figure.png"),
+    out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path("figure.png"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
 ):
     """Line plots and heatmaps from a cube, labelled with its units.
 
@@ -286,7 +291,7 @@ def plot(
     """
     from sweep.plot import plot_cube
 
-    typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out)}")
+    typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}")
 
 
 if __name__ == "__main__":

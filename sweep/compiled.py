@@ -32,6 +32,12 @@ def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=Fals
                           zero_latency=zero_latency)
 
 
+@jax.jit
+def table_metrics(config, layout, buckets, t1):
+    """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
+    return on_table(config, layout, buckets, t1, None)
+
+
 @functools.partial(jax.jit, static_argnames=("axis", "iterations"))
 def smallest_on_grid(config, layout, buckets, t1, target, low, high, *, axis, iterations=40):
     """Smallest value of Config field ``axis`` in [low, high] reaching scaling factor ``target``.

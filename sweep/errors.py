@@ -25,6 +25,10 @@ class InputError(ValueError):
         return f"{option_of(self.param)} {self.detail}"
 
 
+class DiskFull(RuntimeError):
+    """The disk filled up while a sweep wrote its cube; finished blocks are kept for --resume."""
+
+
 class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
 

@@ -19,7 +19,7 @@ from sweep.engine import precision
 from sweep.errors import InputError
 from sweep.grid import make_grid
 from sweep.inputs import BlockInputs
-from sweep.plan import Plan
+from sweep.plan import MAX_BLOCK_CONFIGS, Plan
 from sweep.schema import DIMS, NUMERIC_AXES
 
 # Allowed range of each solvable axis, in stored units (ratio 1, Gbit/s, fraction).
@@ -54,9 +54,9 @@ def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
                          param="bandwidth")
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     grid = make_grid(model, **{**kwargs, axis: 1.0})  # a placeholder value: replaced by the bisection
-    plan = Plan(grid.sizes, block_configs=grid.size)  # one block per task: combinations are few
+    plan = Plan(grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS))  # a block per task: few combinations
     low, high = BOUNDS[axis]
-    value = np.full(grid.shape, np.nan)
+    value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):
         from sweep.compiled import smallest_on_grid
@@ -64,14 +64,35 @@ def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
         inputs = BlockInputs(grid, plan)
         dt = inputs.dtype.type
         for block in plan.blocks():
-            v, st = smallest_on_grid(
-                inputs.configs(block.inner_slab), inputs.layout(block.task, block.layout_slab),
-                inputs.buckets(block.task), inputs.t1(block.task), dt(target),
-                dt(si_values(axis, low)), dt(si_values(axis, high)), axis=axis, iterations=ITERATIONS)
-            shape = block.region_shape()
-            value[block.region()] = np.asarray(v, np.float64).reshape(shape) / NUMERIC_AXES[axis].to_si
-            status[block.region()] = np.asarray(st).reshape(shape)
+            args = (inputs.configs(block.inner_slab), inputs.layout(block.task, block.layout_slab),
+                    inputs.buckets(block.task), inputs.t1(block.task))
+            v, st = smallest_on_grid(*args, dt(target), dt(si_values(axis, low)), dt(si_values(axis, high)),
+                                     axis=axis, iterations=ITERATIONS)
+            k, c = block.layouts, block.size // block.layouts
+            v = (np.asarray(v, np.float64)[:k, :c] / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
+            st = np.asarray(st)[:k, :c]
+            value[block.region()] = _reaching(v, st, args, axis, dt(target)).reshape(block.region_shape())
+            status[block.region()] = st.reshape(block.region_shape())
     return _dataset(grid, axis, target, value, status)
+
+
+def _reaching(value, status, args, axis, target, max_steps=16):
+    """Solved answers, stepped up by one ulp at a time until the answer, stored in the
+    grid's dtype and fed back as a user would (stored units -> SI -> dtype), reaches the
+    target in that dtype too (the conversion can round it just below)."""
+    from sweep.compiled import table_metrics
+
+    config = args[0]
+    k, c = value.shape
+    for _ in range(max_steps):
+        cells = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
+        cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(value.dtype)
+        reached = np.asarray(table_metrics(type(config)(**cells), *args[1:])["scaling_factor"]) >= target
+        short = (status == SOLVED) & ~reached
+        if not short.any():
+            return value
+        value = np.where(short, np.nextafter(value, np.inf, dtype=value.dtype), value)
+    return value
 
 
 def _dataset(grid, axis, target, value, status):
@@ -79,7 +100,7 @@ def _dataset(grid, axis, target, value, status):
     squeeze = DIMS.index(axis)
     spec = NUMERIC_AXES[axis]
     data = {
-        f"required_{axis}": xr.Variable(dims, value.squeeze(squeeze).astype(grid.dtype), {
+        f"required_{axis}": xr.Variable(dims, value.squeeze(squeeze), {
             "units": spec.units, "long_name": f"smallest {spec.long_name} reaching the target scaling factor"}),
         "status": xr.Variable(dims, status.squeeze(squeeze), {
             "flag_values": np.array([SOLVED, MET_AT_MIN, UNREACHABLE], np.int8), "flag_meanings": STATUS_MEANINGS,

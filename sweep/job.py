@@ -1,18 +1,18 @@
 """Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
 
 import datetime
-import fcntl
+import errno
 import os
 import shutil
 import signal
-import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
 from sweep import cube, interrupts
 from sweep.engine import run
-from sweep.errors import InputError
+from sweep.errors import DiskFull, InputError
+from sweep.outputs import in_use, partial_path, regular_or_absent, writable_directory
 from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
 from sweep.provenance import provenance
 
@@ -22,56 +22,23 @@ def default_out(grid, directory="results"):
     return Path(directory) / f"{'+'.join(p.model for p in grid.profiles)}-{stamp}.h5"
 
 
-def partial_path(out):
-    return Path(str(out) + ".partial")
-
-
-def _regular_or_absent(path):
-    """Refuse a path that exists as anything but a regular file: netsweep replaces only files."""
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        kind = "a link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
-        raise InputError(f"{path}: {kind}; netsweep writes and replaces regular files only", param="out")
-
-
-def in_use(path):
-    """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-
-
 def check_output(out, *, force, resume, default):
     """Refuse an output that exists, is not a plain file, is being written by another run,
     cannot be written, or has nothing to resume."""
     out = Path(out)
     partial = partial_path(out)
     for path in (out, partial):
-        _regular_or_absent(path)
+        regular_or_absent(path)
     if in_use(partial):
         raise InputError(f"{out}: another run is writing {partial}; wait for it or choose another --out",
                          param="out")
-    parent = out.parent
-    if default:
-        parent.mkdir(parents=True, exist_ok=True)
-    if not parent.is_dir():
-        raise InputError(f"{out}: directory {parent} does not exist or is not a directory", param="out")
-    try:
-        with tempfile.NamedTemporaryFile(dir=parent, prefix=".netsweep-write-test-"):
-            pass
-    except OSError as e:
-        raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param="out") from None
+    writable_directory(out, create=default)
     if resume:
         if not partial.exists():
             raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
+        if partial.stat().st_size == 0:
+            raise InputError(f"{partial} is empty (the run stopped before writing anything); "
+                             f"rerun with --force", param="resume")
         return
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
@@ -82,8 +49,13 @@ def check_output(out, *, force, resume, default):
         )
 
 
+DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room for the rest of the disk
+DISK_METADATA_BYTES = 16 * 2**20
+
+
 def check_disk(out, grid, share=1.0):
-    need = cube.estimated_bytes(grid) * share
+    """Refuse a cube that would not fit on the disk, with a margin for metadata."""
+    need = cube.estimated_bytes(grid) * share * DISK_MARGIN + DISK_METADATA_BYTES
     free = shutil.disk_usage(Path(out).parent).free
     if need > free:
         raise InputError(
@@ -140,6 +112,12 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
             run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
             interrupts.raise_if_requested()
         elapsed = time.perf_counter() - start
+    except OSError as e:
+        f.close()
+        if e.errno == errno.ENOSPC or "No space left" in str(e):
+            raise DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                           f"Free some space, then finish with the same command plus --resume") from None
+        raise
     except BaseException:
         f.close()  # finished blocks are already durable; the partial file stays for --resume
         raise

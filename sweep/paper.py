@@ -18,6 +18,7 @@ from sweep.errors import InputError
 from sweep.grid import make_grid
 from sweep.inverse import SOLVED, solve
 from sweep.job import run_grid
+from sweep.outputs import writable_directory, write_atomically
 from sweep.plot import line_plot, save
 from sweep.profile import read_bklog
 from sweep.reader import open_cube
@@ -212,9 +213,12 @@ def _sweep(models, cube, command, force):
 def run_paper(out_dir, profiles_dir=None, command="sweep paper", force=True):
     """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
+    measured = measured_profiles(profiles_dir) if profiles_dir else None  # checked before anything is made
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise InputError(f"{out_dir}: not a directory; give a directory for the report", param="out")
     out_dir.mkdir(parents=True, exist_ok=True)
+    writable_directory(out_dir / "REPORT.md")
     models = list(builtin_names())
-    measured = measured_profiles(profiles_dir) if profiles_dir else None
     ds = _sweep(models, out_dir / "paper.h5", command, force)
     paths = [out_dir / "paper.h5"]
     measured_ds = None
@@ -223,5 +227,5 @@ def run_paper(out_dir, profiles_dir=None, command="sweep paper", force=True):
         paths.append(out_dir / "paper-measured.h5")
     paths += figures(ds, out_dir, models, measured_ds)
     text = report(ds, models, measured_ds, command=command)
-    (out_dir / "REPORT.md").write_text(text)
+    write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text))
     return paths + [out_dir / "REPORT.md"]

@@ -12,11 +12,14 @@ shape, which is fixed for the whole sweep: one compile per sweep.
 import dataclasses
 import itertools
 import math
+import numbers
 
+from sweep.errors import InputError
 from sweep.schema import DIMS, INNER, LAYOUT, STRUCTURAL
 
 VARYING = LAYOUT + INNER
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
+MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +76,9 @@ class Plan:
 
     def __init__(self, sizes, block_configs=DEFAULT_BLOCK_CONFIGS):
         self.sizes = {d: int(sizes[d]) for d in DIMS}
+        if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
+            raise InputError(f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}",
+                             param="block_configs")
         self.block_configs = int(block_configs)
         self._blocks = None
         var = [self.sizes[d] for d in VARYING]

@@ -107,19 +107,32 @@ def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
     return ax
 
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
 def save(fig, out):
+    """Render ``fig`` to ``out`` (PNG, PDF or SVG by its suffix), atomically."""
+    from sweep.outputs import write_atomically
+
     out = Path(out)
-    fig.savefig(out, dpi=110, metadata=PNG_METADATA, bbox_inches="tight")
-    return out
+    fmt = out.suffix.lstrip(".").lower()
+    metadata = PNG_METADATA if fmt == "png" else None
+    return write_atomically(out, lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata,
+                                                          bbox_inches="tight"))
 
 
 def plot_cube(path, *, x, y="scaling_factor", hue=None, sel=(), kind="line", var="scaling_factor",
-              out="figure.png"):
+              out="figure.png", force=False):
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
+    from sweep.outputs import check_new_file
     from sweep.reader import open_cube
 
     if kind not in ("line", "heatmap"):
         raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
+    dims = [x, hue] if kind == "line" else [x, y]
+    if dims[0] == dims[1]:
+        raise InputError(f"{x!r} is used twice; the two plotted dims must differ", param="x")
+    check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
     ax = line_plot(ds, x, var=y, hue=hue, sel=chosen) if kind == "line" else heatmap(ds, x, y, var=var, sel=chosen)

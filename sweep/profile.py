@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.errors import InputError, where
+from sweep.textfile import read_lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,13 +90,27 @@ class Profile:
         }
 
 
+# Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
+MAX_TOTAL_BYTES = 1e15
+MAX_SECONDS = 1e4
+
+
 def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta):
     """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
     grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
     wait_s = np.asarray(wait_s, dtype=np.float64)
     if len(grad_bytes) == 0:
         raise InputError(f"{path}: profile has no tensors")
+    if not (np.all(np.isfinite(grad_bytes)) and np.all(grad_bytes >= 0) and grad_bytes.sum() <= MAX_TOTAL_BYTES):
+        raise InputError(f"{path}: gradient bytes must be >= 0 and add up to at most {MAX_TOTAL_BYTES:.0e}")
+    if not (np.all(np.isfinite(wait_s)) and np.all(wait_s >= 0) and wait_s.sum() <= MAX_SECONDS):
+        raise InputError(f"{path}: backward waits must be >= 0 and add up to at most {MAX_SECONDS:.0e} s")
     _check_t1(t1, path)
+    if t1 < wait_s.sum():
+        raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
+                         f"({wait_s.sum():.6g} s); T1 covers forward, backward and update")
+    if "/" in str(model) or not str(model).strip():
+        raise InputError(f"{path}: model name {model!r} must be non-empty and have no '/'")
     return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), **meta)
 
 
@@ -103,8 +118,8 @@ def _check_t1(t1, path):
     if t1 is None:
         raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
                          param="iteration_time")
-    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (math.isfinite(t1) and t1 > 0):
-        raise InputError(f"{path}: iteration time {t1!r} must be a finite number > 0 (seconds)")
+    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (0 < t1 <= MAX_SECONDS):
+        raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in (0, {MAX_SECONDS:.0e}]")
 
 
 def _number(text, path, line, what):
@@ -166,7 +181,7 @@ def read_json(path, t1=None, model=None):
     """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads("\n".join(_read_lines(path)))
     except json.JSONDecodeError as e:
         raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
@@ -188,12 +203,7 @@ def read_json(path, t1=None, model=None):
 
 
 def _read_lines(path):
-    if not path.is_file():
-        raise InputError(f"{path}: profile file not found")
-    try:
-        return path.read_text().splitlines()
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file") from None
+    return read_lines(path, "profile file")
 
 
 def load_profile(path, t1=None, model=None):

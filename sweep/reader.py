@@ -92,25 +92,10 @@ def select_table(path, chosen, csv=False):
     return df.to_string(index=False)
 
 
-def check_new_output(out, *, force):
-    """Refuse an output path that exists (without ``force``) or whose directory is missing."""
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise InputError(f"{out}: directory {out.parent} does not exist", param="out")
-    if out.exists() and not force:
-        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
-
-
 def write_dataset(ds, out, command):
     """Write an in-memory Dataset as a cube (h5netcdf) with provenance, atomically via OUT.partial."""
+    from sweep.outputs import write_atomically
     from sweep.provenance import provenance
 
-    out = Path(out)
-    check_new_output(out, force=True)
     ds = ds.assign_attrs(provenance(command))
-    partial = Path(str(out) + ".partial")
-    try:
-        ds.to_netcdf(partial, engine="h5netcdf")
-        partial.replace(out)
-    finally:
-        partial.unlink(missing_ok=True)
+    return write_atomically(out, lambda path: ds.to_netcdf(path, engine="h5netcdf"))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.errors import InputError, where
+from sweep.textfile import read_lines
 
 ADD_LAUNCH_S = 9.5e-6  # one vector-add kernel launch on a V100
 ADD_HBM_BYTES_PER_S = 830e9  # achieved by that add: 92% of the V100's 900 GB/s
@@ -31,10 +32,8 @@ def default_table():
 def read_table(path):
     """Read a ``bytes,seconds`` table; errors name the file and line."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: reduce-cost file not found")
     nbytes, seconds = [], []
-    for lineno, text in enumerate(path.read_text().splitlines(), start=1):
+    for lineno, text in enumerate(read_lines(path, "reduce-cost file"), start=1):
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         cols = text.split(",")

@@ -29,4 +29,5 @@ def random_profile(rng, n_tensors=None, name="random"):
     sizes = rng.choice([4e3, 1e5, 1e6, 4e6, 1.6e7], size=n) * rng.uniform(0.5, 2.0, n)
     sizes = np.round(sizes)
     waits = rng.uniform(0.0, 2e-3, n) * (rng.uniform(size=n) < 0.7)
-    return make_profile(name, [f"t{i}" for i in range(n)], sizes, waits, float(rng.uniform(0.05, 0.3)))
+    t1 = float(waits.sum() + rng.uniform(0.05, 0.3))  # T1 covers the backward pass and more
+    return make_profile(name, [f"t{i}" for i in range(n)], sizes, waits, t1)

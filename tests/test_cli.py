@@ -50,16 +50,16 @@ def test_show_and_select(tmp_path):
 
 
 BAD = [
-    (["--bw", "0"], "--bw 0: bandwidth must be a number > 0"),
+    (["--bw", "0"], "--bw 0: bandwidth must be a number from 0.001 to 1000000"),
     (["--bw", "ten"], "--bw 'ten': 'ten' is not a number"),
-    (["--util", "0"], "--util 0: utilization must be a number > 0 and <= 1"),
+    (["--util", "0"], "--util 0: utilization must be a number from 0.0001 to 1"),
     (["--util", "1.2"], "--util 1.2"),
-    (["--ratio", "0.5"], "--ratio 0.5: ratio must be a number >= 1"),
-    (["--nodes", "0"], "--nodes 0: nodes must be an integer >= 1"),
+    (["--ratio", "0.5"], "--ratio 0.5: ratio must be a number from 1 to 1000000"),
+    (["--nodes", "0"], "--nodes 0: nodes must be an integer from 1 to 1000000"),
     (["--nodes", "2.5"], "--nodes 2.5: nodes must be an integer"),
     (["--gpus-per-node", "0"], "--gpus-per-node 0"),
     (["--gpus-per-node", "1.5"], "--gpus-per-node 1.5"),
-    (["--latency", "-1"], "--latency -1: latency must be a number >= 0"),
+    (["--latency", "-1"], "--latency -1: latency must be a number from 0 to 1000000"),
     (["--fusion-mb", "-1"], "--fusion-mb -1"),
     (["--fusion-ms", "-1"], "--fusion-ms -1"),
     (["--ratio", "100..1"], "--ratio '100..1': range is reversed"),

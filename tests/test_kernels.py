@@ -88,8 +88,9 @@ def test_single_worker_scales_perfectly():
 def test_infinite_bandwidth_scales_perfectly():
     p = random_profile(np.random.default_rng(6))
     zero = (np.array([0.0, 1e9]), np.array([0.0, 0.0]))
-    ds = evaluate(p, bandwidth=1e12, nodes=[2, 8], reduce_table=zero, dtype="float64")
-    np.testing.assert_allclose(ds.scaling_factor.values, 1.0, atol=1e-9)
+    ds = evaluate(p, bandwidth=1e6, nodes=[2, 8], reduce_table=zero, dtype="float64")  # the largest allowed
+    # only the last bucket's transfer, ~10 us at 10^6 Gbit/s, is left exposed
+    assert np.all(ds.scaling_factor.values > 1 - 1e-4) and np.all(ds.scaling_factor.values < 1)
 
 
 def test_buckets_queue_behind_each_other():
