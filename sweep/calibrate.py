@@ -155,6 +155,33 @@ def _starts(fit_axes):
     return {a: m.ravel() for a, m in zip(fit_axes, mesh)}
 
 
+# Unconstrained values far apart in each parameter's domain, to see which rows depend on it.
+EXTREMES = {"utilization": (np.log(1e-3 / (1 - 1e-3)), np.log(0.999 / 0.001)),
+            "latency": (np.log(np.expm1(0.01)), 1e4)}  # softplus: 0.01 us and 10^4 us
+
+
+def _check_identifiable(meas, rows, fitted, predict_rows):
+    """Refuse a fit whose parameters the rows cannot determine.
+
+    A row informs a parameter when its prediction changes between the parameter's
+    extremes (the others held at their middles); each parameter needs at least one
+    such row, and together they need at least as many informative rows as parameters.
+    """
+    middle = {a: np.float64(sum(EXTREMES[a]) / 2) for a in fitted}
+    informative = np.zeros(len(meas), bool)
+    for a in fitted:
+        lo, hi = ({**middle, a: np.float64(x)} for x in EXTREMES[a])
+        changed = np.abs(np.asarray(predict_rows(lo, rows, fitted=fitted)[meas.measured])
+                         - np.asarray(predict_rows(hi, rows, fitted=fitted)[meas.measured])) > 1e-12
+        if not changed.any():
+            raise InputError(f"{a}: no row depends on it (every run has a single worker, or nothing is "
+                             f"exposed); measure runs on several nodes to fit it", param="fit")
+        informative |= changed
+    if informative.sum() < len(fitted):
+        raise InputError(f"{','.join(fitted)}: {len(fitted)} parameters need at least {len(fitted)} rows that "
+                         f"depend on them; the file has {int(informative.sum())}", param="fit")
+
+
 def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=STEPS, learning_rate=LEARNING_RATE,
         reduce_table=None, intra_bandwidth=DEFAULT_INTRA_GBPS):
     """Fit ``fit_axes`` to the measurements. Returns a result dict (exact-model numbers)."""
@@ -167,9 +194,17 @@ def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=STEPS, l
     rows, models = _rows(meas, profiles, default_model, table, intra_bandwidth)
     fitted = tuple(fit_axes)
     target = np.array(meas.columns[meas.measured], np.float64)
+    if meas.measured == "iteration_time":
+        below = np.flatnonzero(target < rows.t1 * (1 - 1e-12))
+        if below.size:
+            i = below[0]
+            raise InputError(f"{where(meas.path, meas.lines[i])}: iteration_time {target[i]:g} s is below the "
+                             f"single-GPU time T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster "
+                             f"than one GPU")
     with precision("float64"):
         from sweep.compiled import fit_rows, predict_rows
 
+        _check_identifiable(meas, rows, fitted, predict_rows)
         best, _ = fit_rows(_starts(fitted), rows, target, fitted=fitted, measured=meas.measured, steps=steps,
                            learning_rate=learning_rate, softness=SOFTNESS)
         pred = predict_rows(best, rows, fitted=fitted)

@@ -8,18 +8,27 @@ import xarray as xr
 
 from sweep.axes import parse_names, parse_values
 from sweep.errors import InputError
-from sweep.schema import DIMS, NUMERIC_AXES, OUTPUTS
+from sweep.schema import DIMS, NUMERIC_AXES
+
+EXPECTED = "expected a cube from sweep grid or sweep need --out"
 
 
 def open_cube(path):
-    """The cube as an ``xarray.Dataset`` (h5netcdf engine), loaded lazily."""
+    """A cube from ``sweep grid`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily loaded)."""
+    from sweep.cube import FORMAT
+
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such cube")
     try:
-        return xr.open_dataset(path, engine="h5netcdf")
+        ds = xr.open_dataset(path, engine="h5netcdf", phony_dims="sort")
     except (OSError, ValueError) as e:
-        raise InputError(f"{path}: not a readable netsweep cube ({e})") from None
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"{path}: not a readable HDF5 cube ({reason}); {EXPECTED}") from None
+    if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
+        ds.close()
+        raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
+    return ds
 
 
 def describe(path):
@@ -35,7 +44,7 @@ def describe(path):
         units = ds[d].attrs.get("units", "")
         lines.append(f"    {d:<15} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip())
     lines.append("  variables (min / median / max):")
-    for name in OUTPUTS:
+    for name in ds.data_vars:
         a = ds[name].values
         finite = a[np.isfinite(a)]
         stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
@@ -44,8 +53,9 @@ def describe(path):
         lines.append(f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
                      + (f"  ({missing:,} unset)" if missing else ""))
     with h5py.File(path, "r") as f:
-        lines.append("  profiles:")
-        for name, g in f["profiles"].items():
+        lines.append("  profiles:" if "profiles" in f else f"  solved for {ds.attrs['solved_axis']} reaching "
+                     f"scaling factor {ds.attrs['target_scaling_factor']:g}")
+        for name, g in f.get("profiles", {}).items():
             a = g.attrs
             lines.append(f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "
                          f"backward {a['backward_time_s'] * 1e3:.2f} ms, T1 {a['iteration_time_single_gpu_s']:.6g} s, "
@@ -66,6 +76,8 @@ def verify_text(path):
 def _selection(ds, chosen):
     sel = {}
     for dim, text in chosen.items():
+        if dim not in ds.dims:
+            raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
         if dim in NUMERIC_AXES:
             values = parse_values(text, NUMERIC_AXES[dim])
         else:
@@ -83,9 +95,10 @@ def select_table(path, chosen, csv=False):
     """The selected slice as text: a table of the remaining dims and the variables."""
     ds = open_cube(path)
     sub = ds.sel(_selection(ds, chosen))
-    df = sub[list(OUTPUTS)].to_dataframe().reset_index()
+    variables = list(ds.data_vars)
+    df = sub[variables].to_dataframe().reset_index()
     keep = [d for d in DIMS if d in df.columns and (sub.sizes[d] > 1 or d in chosen)]
-    df = df[keep + list(OUTPUTS)]
+    df = df[keep + variables]
     ds.close()
     if csv:
         return df.to_csv(index=False).rstrip("\n")
