@@ -60,10 +60,10 @@ def writable_directory(out, param="out", create=False):
 def check_new_file(out, *, force, param="out", suffixes=None):
     """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
     out = Path(out)
-    if suffixes and out.suffix.lower() not in suffixes:
-        raise InputError(f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param)
     regular_or_absent(out, param)
     regular_or_absent(partial_path(out), param)
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise InputError(f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param)
     writable_directory(out, param)
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)

@@ -8,7 +8,7 @@ import xarray as xr
 
 from sweep.axes import parse_names, parse_values
 from sweep.errors import InputError
-from sweep.schema import DIMS, NUMERIC_AXES
+from sweep.schema import DIMS, NUMERIC_AXES, OUTPUTS
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
 
@@ -31,6 +31,11 @@ def open_cube(path):
     return ds
 
 
+def variables(ds):
+    """A cube's data variables: the grid outputs in their order, then any others (``need``'s)."""
+    return [v for v in OUTPUTS if v in ds.data_vars] + sorted(v for v in ds.data_vars if v not in OUTPUTS)
+
+
 def describe(path):
     """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
     ds = open_cube(path)
@@ -44,7 +49,7 @@ def describe(path):
         units = ds[d].attrs.get("units", "")
         lines.append(f"    {d:<15} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip())
     lines.append("  variables (min / median / max):")
-    for name in ds.data_vars:
+    for name in variables(ds):
         a = ds[name].values
         finite = a[np.isfinite(a)]
         stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
@@ -95,10 +100,10 @@ def select_table(path, chosen, csv=False):
     """The selected slice as text: a table of the remaining dims and the variables."""
     ds = open_cube(path)
     sub = ds.sel(_selection(ds, chosen))
-    variables = list(ds.data_vars)
-    df = sub[variables].to_dataframe().reset_index()
+    names = variables(ds)
+    df = sub[names].to_dataframe().reset_index()
     keep = [d for d in DIMS if d in df.columns and (sub.sizes[d] > 1 or d in chosen)]
-    df = df[keep + variables]
+    df = df[keep + names]
     ds.close()
     if csv:
         return df.to_csv(index=False).rstrip("\n")

@@ -1,0 +1,236 @@
+"""Hostile input, as a new user might type it: each case gets one line, the right exit
+code, and leaves nothing behind (issue: nothing lost, nothing silently wrong)."""
+
+import errno
+import json
+import sys
+
+import h5py
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sweep import evaluate
+from sweep.cli import app
+from sweep.schema import NUMERIC_AXES
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def one_line_error(r, code=2):
+    assert r.exit_code == code, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--bw", "1e-50"], "--bw 1e-50: bandwidth must be a number from 0.001"),
+    (["--latency", "1e308"], "--latency 1e+308: latency must be a number from 0 to 1000000"),
+    (["--util", "1e-45"], "--util 1e-45: utilization must be a number from 0.0001 to 1"),
+    (["--util", "1.0000001"], "--util 1.0000001:"),
+    (["--nodes", "1e19"], "--nodes 1e+19: nodes must be an integer from 1 to 1000000"),
+    (["--bw", "1..1e9"], "an axis takes at most 10,000,000 values"),
+    (["--ratio", "1..100:1e-300"], "an axis takes at most"),
+    (["--ratio", "1..1e308:1e-10"], "an axis takes at most"),
+    (["--ratio", "1..2@99999999999"], "99,999,999,999 points"),
+    (["--ratio", "1...5"], "ranges are A..B"),
+    (["--block-configs", "99999999999999999999999"], "--block-configs 99999999999999999999999: must be an integer"),
+    (["--iteration-time", "0.2"], "--iteration-time 0.2: only for --profile files"),
+])
+def test_out_of_domain_values(tmp_path, args, message):
+    r = invoke("grid", *args, "--out", tmp_path / "o.h5")
+    assert message in one_line_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_accepted_extreme_gives_finite_positive_results(dtype):
+    lo = {name: spec.low for name, spec in NUMERIC_AXES.items()}
+    hi = {name: spec.high for name, spec in NUMERIC_AXES.items()}
+    axes = {name: sorted({lo[name], hi[name]}) for name in NUMERIC_AXES}
+    ds = evaluate("vgg16", collective=["ring", "tree", "ps", "hierarchical"], dtype=dtype, **axes)
+    for name in ds.data_vars:
+        assert np.all(np.isfinite(ds[name].values)), name
+    assert np.all(ds.scaling_factor.values > 0) and np.all(ds.scaling_factor.values <= 1)
+
+
+def write(path, text):
+    path.write_text(text) if isinstance(text, str) else path.write_bytes(text)
+    return path
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("p.csv", "name,grad_bytes,backward_us\na,1000,200000\n", "shorter than the profile's backward pass"),
+    ("p.json", json.dumps({"tensors": [{"grad_bytes": "lots", "backward_us": 1}], "iteration_time_s": 1}),
+     "grad_bytes 'lots' is not a number"),
+    ("p.json", json.dumps({"tensors": [{"grad_bytes": [1], "backward_us": 1}], "iteration_time_s": 1}),
+     "is not a number"),
+    ("p.json", json.dumps({"tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": True}),
+     "iteration time True must be a number of seconds"),
+    ("p.json", json.dumps({"model": "a/b", "tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": 1}),
+     "must be non-empty and have no '/'"),
+    ("p.csv", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not a text file"),
+    ("missing.json", None, "profile file not found"),
+])
+def test_bad_profiles(tmp_path, name, content, message):
+    path = tmp_path / name
+    if content is not None:
+        write(path, content)
+    r = invoke("grid", "--profile", path, "--iteration-time", "0.1" if name.endswith(".csv") else None,
+               "--out", tmp_path / "o.h5") if name.endswith(".csv") else invoke("grid", "--profile", path,
+                                                                                 "--out", tmp_path / "o.h5")
+    assert message in one_line_error(r)
+    assert not (tmp_path / "o.h5").exists()
+
+
+def test_a_byte_order_mark_is_not_a_wrong_header(tmp_path):
+    p = write(tmp_path / "p.csv", "\ufeffname,grad_bytes,backward_us\na,1000,20\n")
+    assert invoke("grid", "--profile", p, "--iteration-time", "0.1", "--bw", "10", "--out", tmp_path / "o.h5",
+                  "-q").exit_code == 0
+
+
+@pytest.mark.parametrize("option", ["--reduce-cost", "measurements"])
+def test_binary_files_are_refused(tmp_path, option):
+    junk = write(tmp_path / "junk.bin", bytes(range(256)) * 4)
+    r = invoke("grid", "--reduce-cost", junk, "--out", tmp_path / "o.h5") if option == "--reduce-cost" else \
+        invoke("calibrate", junk)
+    assert "not a text file" in one_line_error(r)
+
+
+def test_the_disk_check_keeps_a_margin(tmp_path, monkeypatch):
+    import shutil as sh
+
+    from sweep import cube, job
+    from sweep.grid import make_grid
+
+    need = cube.estimated_bytes(make_grid("resnet50", bandwidth="1..100"))
+    monkeypatch.setattr(sh, "disk_usage", lambda p: sh._ntuple_diskusage(0, 0, int(need * 1.01)))
+    r = invoke("grid", "--bw", "1..100", "--out", tmp_path / "o.h5")
+    assert "is free there" in one_line_error(r)
+    assert job.DISK_MARGIN > 1.01 and list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_keeps_the_partial_file(tmp_path, monkeypatch):
+    from sweep import cube
+
+    real = cube.write_block
+    calls = []
+
+    def fill_up(f, block, arrays):
+        calls.append(block.index)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(f, block, arrays)
+
+    monkeypatch.setattr(cube, "write_block", fill_up)
+    r = invoke("grid", "--bw", "1..20", "--block-configs", "4", "--out", tmp_path / "o.h5")
+    assert "the disk filled up" in one_line_error(r, code=1)
+    monkeypatch.setattr(cube, "write_block", real)
+    assert invoke("grid", "--bw", "1..20", "--out", tmp_path / "o.h5", "--resume").exit_code == 0
+
+
+def test_an_empty_partial_is_called_empty(tmp_path):
+    (tmp_path / "o.h5.partial").write_bytes(b"")
+    r = invoke("grid", "--out", tmp_path / "o.h5", "--resume")
+    assert "is empty" in one_line_error(r)
+
+
+@pytest.fixture(scope="module")
+def cube_file(tmp_path_factory):
+    out = tmp_path_factory.mktemp("c") / "c.h5"
+    assert invoke("grid", "--bw", "10,25", "--nodes", "2,8", "--out", out, "-q").exit_code == 0
+    return out
+
+
+def test_foreign_files_are_refused_by_show_select_plot(tmp_path):
+    foreign = tmp_path / "f.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2, 3]
+    text = write(tmp_path / "t.h5", "hello")
+    for path, message in ((foreign, "not made by netsweep"), (text, "not a readable HDF5 cube")):
+        for args in (["show", path], ["select", path, "--bw", "10"], ["plot", path, "--x", "bandwidth"]):
+            assert message in one_line_error(invoke(*args, *(["--out", tmp_path / "p.png"] if args[0] == "plot"
+                                                              else [])))
+    assert not (tmp_path / "p.png").exists()
+
+
+@pytest.mark.parametrize("out,message", [
+    ("missing/fig.png", "does not exist"),
+    ("fig.bmpx", "unknown file type '.bmpx'"),
+    ("/proc/fig.png", "cannot be written"),  # not writable even for root
+    ("a_dir", "a directory"),
+])
+def test_plot_outputs(cube_file, tmp_path, out, message):
+    (tmp_path / "a_dir").mkdir()
+    r = invoke("plot", cube_file, "--x", "bandwidth", "--hue", "nodes", "--out", tmp_path / out)
+    assert message in one_line_error(r)
+    assert not list(tmp_path.glob("**/*.png")) and not list(tmp_path.glob("**/*.partial"))
+
+
+def test_plot_refuses_the_same_dim_twice(cube_file, tmp_path):
+    r = invoke("plot", cube_file, "--x", "nodes", "--hue", "nodes", "--sel", "bandwidth=10", "--out",
+               tmp_path / "f.png")
+    assert "used twice" in one_line_error(r)
+
+
+def test_need_calibrate_paper_outputs(tmp_path):
+    plain = write(tmp_path / "plain.txt", "keep")
+    a_dir = tmp_path / "d"
+    a_dir.mkdir()
+    need = ["need", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--out"]
+    assert "a directory" in one_line_error(invoke(*need, a_dir))
+    assert "file exists; pass --force" in one_line_error(invoke(*need, plain))
+    assert "a directory" in one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--out", a_dir))
+    assert "file exists" in one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--out",
+                                                  write(tmp_path / "fit.json", "keep")))
+    assert "not a directory" in one_line_error(invoke("paper", "--out", plain))
+    assert plain.read_text() == "keep"
+    r = invoke("paper", "--out", tmp_path / "new", "--profiles-dir", tmp_path / "nothing")
+    assert "--profiles-dir" in one_line_error(r)
+    assert not (tmp_path / "new").exists()  # refused before anything was made
+
+
+def test_need_answers_reach_the_target_when_fed_back():
+    from sweep.inverse import SOLVED, solve
+
+    for axis in ("ratio", "utilization", "bandwidth"):
+        kw = {} if axis == "bandwidth" else {"bandwidth": [1, 10, 25]}
+        ds = solve("resnet50", target=0.99, axis=axis, nodes=[2, 4, 8], **kw)  # float32
+        for idx in zip(*np.nonzero(ds.status.values == SOLVED)):
+            point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
+            value = ds[f"required_{axis}"].values[idx]
+            back = evaluate("resnet50", **{**{"bandwidth": 1.0}, **{k: v for k, v in point.items()
+                                                                       if k in NUMERIC_AXES}, axis: value})
+            assert back.scaling_factor.values.item() >= np.float32(0.99), (axis, point, value)
+
+
+@pytest.mark.parametrize("rows,fit,message", [
+    ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no row depends on it"),
+    ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 rows"),
+])
+def test_calibrate_refuses_unidentifiable_fits(tmp_path, rows, fit, message):
+    path = write(tmp_path / "m.csv", "nodes,gpus_per_node,bandwidth,scaling_factor\n" + rows)
+    assert message in one_line_error(invoke("calibrate", path, "--fit", fit))
+
+
+def test_calibrate_refuses_a_time_below_t1(tmp_path):
+    path = write(tmp_path / "m.csv", "nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,0.1\n")
+    assert "below the single-GPU time T1" in one_line_error(invoke("calibrate", path))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["grid", "--bogus", "1"], "No such option: --bogus"),
+    (["grid", "--nodes"], "requires an argument"),
+    (["frob"], "No such command"),
+])
+def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
+    from sweep.entry import main
+
+    monkeypatch.setattr(sys, "argv", ["sweep", *argv])
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code == 2 and len(err) == 1 and err[0].startswith("error: ") and message in err[0]
