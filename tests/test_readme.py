@@ -73,3 +73,12 @@ def test_example_outputs_are_ignored_by_git(path):
         pytest.skip("not a git checkout")
     r = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
     assert r.returncode == 0, f"{path} is not ignored"
+
+
+def test_readme_lists_every_axis_with_its_bounds():
+    from sweep.schema import NUMERIC_AXES, show
+
+    text = (ROOT / "README.md").read_text()
+    for spec in NUMERIC_AXES.values():
+        row = next(line for line in text.splitlines() if line.startswith(f"| `{spec.option}` | `{spec.name}` |"))
+        assert f"{show(spec.low)} to {show(spec.high)}" in row, row
