@@ -171,6 +171,8 @@ def grid(
         fail(str(e), code=3)
     except DiskFull as e:
         fail(str(e), code=1)
+    except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
+        fail(f"writing {target} failed ({e.strerror or e}); finished blocks are kept in {target}.partial", code=1)
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
 
 

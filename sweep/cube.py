@@ -118,24 +118,29 @@ def _write_profiles(f, grid):
         })
 
 
+HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
+
+
 def open_for_resume(path, grid, plan):
-    """Open a partial cube for appending; refuse one made for another grid."""
+    """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
-    except OSError as e:
+        # Touch every object a sweep needs: damaged metadata shows here, not halfway through.
+        shapes = {name: f[name].shape for name in OUTPUTS}
+        progress = (f["progress/blocks_done"].shape, f["progress/block_checksum"].shape)
+    except HDF5_ERRORS as e:
+        if "f" in locals():
+            f.close()
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(f"{path}: HDF5 cannot read it ({reason}); it cannot be resumed, rerun with --force",
                          param="resume") from None
-    if "progress/block_checksum" not in f:
-        f.close()
-        raise InputError(f"{path}: not a netsweep partial cube (no block checksums); rerun with --force",
-                         param="resume")
     if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
         f.close()
         raise InputError(
             f"{path}: made for another grid or profile; rerun with the same options, or --force", param="resume"
         )
-    if f["scaling_factor"].chunks != plan.chunk_shape:
+    if f["scaling_factor"].chunks != plan.chunk_shape or any(s != plan.shape for s in shapes.values()) \
+            or progress != ((len(plan.blocks()),),) * 2:
         f.close()
         raise InputError(f"{path}: written with another block size; rerun with the same value", param="resume")
     return f
@@ -171,7 +176,7 @@ def verified_blocks(f, plan):
         region = plan.blocks()[i].region()
         try:
             ok = checksum({name: f[name][region] for name in OUTPUTS}) == sums[i]
-        except OSError:  # HDF5 cannot read the chunk
+        except HDF5_ERRORS:  # HDF5 cannot read the chunk
             ok = False
         (good if ok else damaged).append(i)
     if damaged and f.mode == "r+":

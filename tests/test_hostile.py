@@ -197,14 +197,15 @@ def test_need_answers_reach_the_target_when_fed_back():
     from sweep.inverse import SOLVED, solve
 
     for axis in ("ratio", "utilization", "bandwidth"):
-        kw = {} if axis == "bandwidth" else {"bandwidth": [1, 10, 25]}
-        ds = solve("resnet50", target=0.99, axis=axis, nodes=[2, 4, 8], **kw)  # float32
-        for idx in zip(*np.nonzero(ds.status.values == SOLVED)):
-            point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
-            value = ds[f"required_{axis}"].values[idx]
-            back = evaluate("resnet50", **{**{"bandwidth": 1.0}, **{k: v for k, v in point.items()
-                                                                       if k in NUMERIC_AXES}, axis: value})
-            assert back.scaling_factor.values.item() >= np.float32(0.99), (axis, point, value)
+        for model in ("resnet50", "vgg16"):
+            kw = {} if axis == "bandwidth" else {"bandwidth": [1, 10, 25, 40]}
+            ds = solve(model, target=0.99, axis=axis, nodes=[2, 4, 8, 16], **kw)  # float32
+            for idx in zip(*np.nonzero(ds.status.values == SOLVED)):
+                point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
+                value = ds[f"required_{axis}"].values[idx]
+                back = evaluate(model, **{"bandwidth": 1.0, **{k: v for k, v in point.items() if k in NUMERIC_AXES},
+                                          axis: value})
+                assert back.scaling_factor.values.item() >= np.float32(0.99), (axis, point, value)
 
 
 @pytest.mark.parametrize("rows,fit,message", [
