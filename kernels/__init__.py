@@ -6,17 +6,30 @@ The Pallas implementation (:mod:`kernels.pallas_overlap`) is imported only by th
 engine when it is asked for.
 """
 
-from kernels.bisect import smallest_reaching
-from kernels.overlap import Buckets, Config, Layout, iteration, on_grid, on_rows, on_table, smooth_max
+from kernels.bisect import boundary
+from kernels.overlap import (
+    PAPER,
+    Buckets,
+    Config,
+    Features,
+    Layout,
+    iteration,
+    on_grid,
+    on_rows,
+    on_table,
+    smooth_max,
+)
 
 __all__ = [
+    "PAPER",
     "Buckets",
     "Config",
+    "Features",
     "Layout",
+    "boundary",
     "iteration",
     "on_grid",
     "on_rows",
     "on_table",
-    "smallest_reaching",
     "smooth_max",
 ]

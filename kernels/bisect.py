@@ -1,10 +1,11 @@
-"""Vectorized log-space bisection: the smallest x in [low, high] whose metric reaches a target.
+"""Vectorized log-space bisection: where a monotone metric crosses a target.
 
-For a metric non-decreasing in x (the scaling factor in bandwidth, utilization and
-compression ratio), every cell is bisected at once: ``iterations`` halvings of
-[low, high] in log space leave a bracket of ratio (high / low)^(2^-iterations). The
-answer is the bracket's upper end, a value whose metric was computed, in the
-compute dtype, to reach the target.
+For a metric monotone in x (the scaling factor grows with bandwidth, utilization
+and compression ratio, and falls with latency, overhead, slowdown and jitter),
+every cell is bisected at once: ``iterations`` halvings of [low, high] in log space
+leave a bracket of ratio (high / low)^(2^-iterations). The answer is the bracket end
+whose metric was computed, in the compute dtype, to reach the target: the smallest
+such x for a growing metric, the largest for a falling one.
 """
 
 from collections.abc import Callable
@@ -13,25 +14,29 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-SOLVED, MET_AT_MIN, UNREACHABLE = 0, 1, 2
+SOLVED, AT_LIMIT, UNREACHABLE = 0, 1, 2
+MET_AT_MIN = AT_LIMIT  # a growing metric reaches the target at the lowest allowed value already
 
 
-def smallest_reaching(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: jax.Array,
-                      high: jax.Array, shape: tuple[int, ...], dtype, iterations: int = 40
-                      ) -> tuple[jax.Array, jax.Array]:
-    """Smallest x in [low, high] with ``metric(x) >= target``, per cell.
+def boundary(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: jax.Array, high: jax.Array,
+             shape: tuple[int, ...], dtype, iterations: int = 40, increasing: bool = True
+             ) -> tuple[jax.Array, jax.Array]:
+    """The x in [low, high] where ``metric(x) >= target`` starts (growing) or stops (falling).
 
     Args:
-      metric: function of x [*shape] -> [*shape], non-decreasing in x.
+      metric: function of x [*shape] -> [*shape], monotone in x.
       target: scalar.
       low, high: scalars, 0 < low < high.
       shape: the cells' shape.
       dtype: the compute dtype.
       iterations: halvings (static).
+      increasing: whether ``metric`` grows with x (static).
 
     Returns:
-      (value [*shape]: the answer, ``low`` where met at the minimum, NaN where
-      unreachable; status [*shape] int8: SOLVED, MET_AT_MIN or UNREACHABLE).
+      (value [*shape]; status [*shape] int8). Growing: the smallest x reaching the
+      target, ``low`` with AT_LIMIT where even ``low`` reaches it. Falling: the largest
+      such x, ``high`` with AT_LIMIT where even ``high`` still reaches it. NaN with
+      UNREACHABLE where no x in [low, high] reaches it.
     """
     lo = jnp.full(shape, low, dtype)
     hi = jnp.full(shape, high, dtype)
@@ -40,11 +45,15 @@ def smallest_reaching(metric: Callable[[jax.Array], jax.Array], target: jax.Arra
         lo, hi = bracket
         mid = jnp.sqrt(lo * hi)
         ok = metric(mid) >= target
-        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+        if increasing:  # keep hi reaching the target
+            return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)  # keep lo reaching it
 
-    _, hi_end = lax.fori_loop(0, iterations, halve, (lo, hi))
-    at_low = metric(lo) >= target
-    at_high = metric(hi) >= target
-    status = jnp.where(at_low, MET_AT_MIN, jnp.where(at_high, SOLVED, UNREACHABLE)).astype(jnp.int8)
-    value = jnp.where(status == UNREACHABLE, jnp.nan, jnp.where(status == MET_AT_MIN, lo, hi_end))
+    lo_end, hi_end = lax.fori_loop(0, iterations, halve, (lo, hi))
+    best, worst = (lo, hi) if increasing else (hi, lo)
+    at_limit = metric(best) >= target
+    anywhere = metric(worst) >= target
+    status = jnp.where(at_limit, AT_LIMIT, jnp.where(anywhere, SOLVED, UNREACHABLE)).astype(jnp.int8)
+    answer = hi_end if increasing else lo_end
+    value = jnp.where(status == UNREACHABLE, jnp.nan, jnp.where(status == AT_LIMIT, best, answer))
     return value, status

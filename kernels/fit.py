@@ -1,18 +1,19 @@
 """Calibration as a pure function: fit model parameters to measured rows by gradient descent.
 
 Each row is one measured run: its configuration, worker layout, buckets and T1
-(:class:`Rows`). A fitted parameter p replaces one :class:`~kernels.overlap.Config`
-field in every row, through a transform that keeps it in its domain:
+(:class:`Rows`). A fitted family f (a :class:`~kernels.overlap.Config` field:
+utilization, latency, overhead, slowdown, jitter) has one or more parameters (one
+per group of rows, e.g. per framework); row r uses parameter ``index[r, f]``. Each
+parameter p is unconstrained and mapped into its bounds [lo_f, hi_f]:
 
-    utilization = sigmoid(p)                    in (0, 1)
-    latency     = softplus(p) * 1e-6 s          >= 0 (p in microseconds before softplus)
+    value = lo_f + (hi_f - lo_f) * sigmoid(p)
 
-The loss is the mean squared residual, (predicted - measured) for scaling factors
-and (predicted - measured) / measured for iteration times. The fit starts from the
-best of the given starting points under the exact model, then runs ``steps`` Adam
-steps (optax) on the loss with the max smoothed (softness x T1 per row, so the
-gradient does not vanish where communication is just hidden), keeping the
-parameters with the lowest exact loss seen.
+The loss is the weighted mean squared residual, (predicted - measured) for scaling
+factors and (predicted - measured) / measured for iteration times; rows with weight
+0 (held out) do not count. The fit starts from the best of the given starting points
+under the exact model, then runs ``steps`` Adam steps (optax) on the loss with the
+max smoothed (softness x T1 per row, so the gradient does not vanish where
+communication is just hidden), keeping the parameters with the lowest exact loss.
 """
 
 from typing import NamedTuple
@@ -22,66 +23,80 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from kernels.overlap import Buckets, Config, Layout, on_rows
+from kernels.overlap import PAPER, Buckets, Config, Layout, on_rows
 
-TRANSFORMS = {
-    "utilization": jax.nn.sigmoid,
-    "latency": lambda p: jax.nn.softplus(p) * 1e-6,
-}
+
+class FitSpec(NamedTuple):
+    """What is fitted (static).
+
+    Attributes:
+      fields: Config fields fitted, one per family.
+      lows, highs: each family's bounds in SI units.
+    """
+
+    fields: tuple
+    lows: tuple
+    highs: tuple
+
+    def value(self, f, p):
+        """Family ``f``'s value for unconstrained parameter(s) ``p``."""
+        return self.lows[f] + (self.highs[f] - self.lows[f]) * jax.nn.sigmoid(p)
 
 
 class Rows(NamedTuple):
     """R measured runs, one of each per row (buckets padded to a common Bk).
 
     Attributes:
-      config: :class:`~kernels.overlap.Config` of [R] (fixed values of fitted fields are ignored).
+      config: :class:`~kernels.overlap.Config` of [R] (fitted fields are replaced).
       layout: :class:`~kernels.overlap.Layout` of [R] and reduce [R, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [R, Bk].
       t1: [R] single-GPU iteration times (s).
+      index: [R, F] int, the parameter each row uses for each fitted family.
     """
 
     config: Config
     layout: Layout
     buckets: Buckets
     t1: jax.Array
+    index: jax.Array
 
 
-def predict(params, rows, *, fitted, softness):
-    """Metrics of every row with the ``fitted`` fields set from ``params``: dict of [R]."""
-    n = rows.t1.shape[0]
-    config = rows.config._replace(**{name: jnp.full(n, TRANSFORMS[name](params[name])) for name in fitted})
+def predict(params, rows, *, spec, softness, features=PAPER):
+    """Metrics of every row with the fitted fields set from ``params`` [P]: dict of [R]."""
+    values = {field: spec.value(f, params[rows.index[:, f]]) for f, field in enumerate(spec.fields)}
     soft = None if softness is None else softness * rows.t1
-    return on_rows(config, rows.layout, rows.buckets, rows.t1, soft)
+    return on_rows(rows.config._replace(**values), rows.layout, rows.buckets, rows.t1, soft, features)
 
 
-def residuals(params, rows, target, *, fitted, measured, softness):
+def residuals(params, rows, target, *, spec, measured, softness, features=PAPER):
     """[R] residuals: absolute for scaling factors, relative for iteration times."""
-    pred = predict(params, rows, fitted=fitted, softness=softness)[measured]
+    pred = predict(params, rows, spec=spec, softness=softness, features=features)[measured]
     return (pred - target) / (1.0 if measured == "scaling_factor" else target)
 
 
-def fit(starts, rows, target, *, fitted, measured, steps, learning_rate, softness):
+def fit(starts, rows, target, weights, *, spec, measured, steps, learning_rate, softness, features=PAPER):
     """Best parameters and their exact loss.
 
     Args:
-      starts: dict name -> [S] unconstrained starting values.
-      rows: :class:`Rows`; target: [R] measured values of ``measured``.
-      fitted: tuple of Config field names (static); measured: output name (static).
+      starts: [S, P] unconstrained starting points.
+      rows: :class:`Rows`; target: [R] measured values of ``measured``; weights: [R] (0: held out).
+      spec: :class:`FitSpec` (static); measured: output name (static).
       steps: Adam steps (static); learning_rate, softness: scalars.
+      features: static :class:`~kernels.overlap.Features`.
 
     Returns:
-      (dict name -> scalar unconstrained parameter, scalar exact loss).
+      ([P] unconstrained parameters, scalar exact loss).
     """
-    kw = dict(fitted=fitted, measured=measured)
+    kw = dict(spec=spec, measured=measured, features=features)
 
     def loss(params, soft):
-        return jnp.mean(residuals(params, rows, target, softness=soft, **kw) ** 2)
+        r = residuals(params, rows, target, softness=soft, **kw)
+        return jnp.sum(weights * r**2) / jnp.sum(weights)
 
     def exact(params):
         return loss(params, None)
 
-    first = jnp.argmin(jax.vmap(exact)(starts))
-    params = {k: v[first] for k, v in starts.items()}
+    params = starts[jnp.argmin(jax.vmap(exact)(starts))]
     opt = optax.adam(learning_rate)
     grad = jax.grad(loss)
 
@@ -91,8 +106,7 @@ def fit(starts, rows, target, *, fitted, measured, steps, learning_rate, softnes
         params = optax.apply_updates(params, updates)
         current = exact(params)
         better = current < best_loss
-        best = {k: jnp.where(better, params[k], best[k]) for k in best}
-        return (params, state, best, jnp.where(better, current, best_loss)), None
+        return (params, state, jnp.where(better, params, best), jnp.where(better, current, best_loss)), None
 
     carry = (params, opt.init(params), params, exact(params))
     (_, _, best, best_loss), _ = lax.scan(step, carry, None, length=steps)

@@ -3,27 +3,44 @@
 Zhang et al., "Is Network the Bottleneck of Distributed Training?" (NetAI 2020),
 section 4: gradients become ready layer by layer during the backward pass; fused
 buckets are all-reduced one at a time in FIFO order, each starting when it is
-ready and the previous one has finished:
+ready and the previous one has finished. With the layout coefficients A (transfer),
+B (wire), L (messages), F_b (reduce) of :mod:`sweep.collectives`, per bucket b of
+S_b bytes:
 
     alpha          = (A + B / (bandwidth * utilization)) / ratio      (s per byte)
-    duration_b     = alpha * S_b + L * latency + F_b
-    end_b          = max(ready_b, end_{b-1}) + duration_b,     end_{-1} = 0
-    exposed_comm   = max(R_last, end_last) - R_last
-    iteration_time = T1 + exposed_comm
+    duration_b     = alpha * S_b + L * latency + F_b                   (the paper's collectives)
+    duration_b     = max(B S_b / (ratio bandwidth utilization), A S_b / ratio, F_b) + L * latency
+                                                                       (pipelined, NCCL-like: ``piped`` = 1)
+    end_b          = max(k * ready_b, end_{b-1}) + duration_b,     end_{-1} = 0
+    exposed_comm   = max(k * R_last, end_last) - k * R_last
+    iteration_time = k * T1 + exposed_comm + multi * overhead
     scaling_factor = T1 / iteration_time
     comm_time      = sum_b duration_b
 
-with the layout coefficients A, B, L, F of :mod:`sweep.collectives`. With a
-``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s) (>= the max,
-by at most s log 2), so that calibration gets gradients on both sides of a tie.
+Losses that are not the network, paid only when there is more than one worker
+(``multi`` = 1 when N > 1, else 0):
+
+    k = 1 + multi * ((1 + slowdown) * (1 + jitter * e_N) - 1)
+
+``slowdown`` stretches all compute (backward waits and the rest of the iteration);
+``jitter`` is the coefficient of variation of each worker's compute time, and a
+synchronous step waits for the slowest of N workers, whose expected time is
+T (1 + jitter e_N) with e_N the expected maximum of N independent standard normal
+variables (``straggle``, computed on the host); ``overhead`` is time per iteration
+that nothing overlaps. At their defaults (0) k = 1 and the paper's model is
+unchanged. The scaling factor stays T1 / iteration_time with T1 the single-GPU time.
+
+With a ``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s)
+(>= the max, by at most s log 2), so that calibration gets gradients on both sides
+of a tie.
 
 :func:`iteration` is written for one configuration, in SI units, and lifted with
 named ``jax.vmap`` helpers: :func:`on_grid` (configurations x worker layouts),
 :func:`on_table` (a value per cell) and :func:`on_rows` (one configuration, layout
 and bucket set per row, for calibration). The engine, ``need`` and ``calibrate``
 all call it; :mod:`kernels.pallas_overlap` is the one other implementation, checked
-against it. Per-bucket constants stay outside the configuration batch, so each scan
-step costs one max and two multiply-adds per configuration.
+against it. Two static :class:`Features` compile the extra terms in only when a
+sweep uses them, so the paper's collectives keep their exact arithmetic.
 """
 
 from typing import NamedTuple
@@ -31,6 +48,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax import lax
+
+METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")  # = sweep.schema.OUTPUTS
 
 
 class Config(NamedTuple):
@@ -41,27 +60,39 @@ class Config(NamedTuple):
       utilization: fraction of it the transport achieves (1).
       ratio: gradient compression ratio (1).
       latency: per-message latency (s).
+      overhead: time per iteration nothing overlaps, paid when N > 1 (s).
+      slowdown: compute stretched by 1 + slowdown when N > 1 (1).
+      jitter: coefficient of variation of a worker's compute time (1).
     """
 
     bandwidth: jax.Array
     utilization: jax.Array
     ratio: jax.Array
     latency: jax.Array
+    overhead: jax.Array
+    slowdown: jax.Array
+    jitter: jax.Array
 
 
 class Layout(NamedTuple):
-    """Bucket-duration coefficients of one worker layout (:mod:`sweep.collectives`).
+    """Coefficients of one worker layout (:mod:`sweep.collectives`).
 
     Attributes:
       transfer: A, seconds per compressed byte on intra-node links.
       wire: B, bits on the inter-node link per compressed byte.
       messages: L, latency-bound message steps per bucket.
+      straggle: e_N, expected maximum of N standard normal variables (0 for N = 1).
+      multi: 1.0 when N > 1, else 0.0.
+      piped: 1.0 for a pipelined (NCCL-like) collective, else 0.0.
       reduce: [Bk] F, seconds of reduction work per bucket (0 for padding).
     """
 
     transfer: jax.Array
     wire: jax.Array
     messages: jax.Array
+    straggle: jax.Array
+    multi: jax.Array
+    piped: jax.Array
     reduce: jax.Array
 
 
@@ -79,7 +110,21 @@ class Buckets(NamedTuple):
     valid: jax.Array
 
 
-METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")  # = sweep.schema.OUTPUTS
+class Features(NamedTuple):
+    """Static switches: terms compiled in only when some configuration of a sweep needs them.
+
+    Attributes:
+      piped: some layout is pipelined (``nccl-ring``, ``nccl-tree``).
+      compute: some overhead, slowdown or jitter is not 0.
+    """
+
+    piped: bool = False
+    compute: bool = False
+
+
+PAPER = Features()
+PAD_CONFIG = Config(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0,
+                    jitter=0.0)  # for padding lanes: finite, harmless values (sliced off the outputs)
 
 
 def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) -> jax.Array:
@@ -90,43 +135,76 @@ def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) ->
 
 
 def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
-              softness: jax.Array | None = None) -> dict[str, jax.Array]:
+              softness: jax.Array | None = None, features: Features = PAPER) -> dict[str, jax.Array]:
     """Iteration metrics of one configuration (the module docstring's recurrence).
 
     Args:
-      config: :class:`Config` of scalars (bit/s, 1, 1, s).
-      layout: :class:`Layout`: three scalars and reduce [Bk] (s/byte, bit/byte, 1, s).
+      config: :class:`Config` of scalars (bit/s, 1, 1, s, s, 1, 1).
+      layout: :class:`Layout`: six scalars and reduce [Bk].
       buckets: :class:`Buckets` of [Bk] arrays (s, bytes, 1).
       t1: scalar single-GPU iteration time (s).
       softness: None for the exact max, or a scalar (s) for the smooth one.
+      features: static :class:`Features`.
 
     Returns:
       dict of scalars: ``scaling_factor`` (1), ``iteration_time`` (s),
       ``exposed_comm`` (s), ``comm_time`` (s).
     """
-    alpha = (layout.transfer + layout.wire / (config.bandwidth * config.utilization)) / config.ratio
+    effective = config.bandwidth * config.utilization
+    alpha = (layout.transfer + layout.wire / effective) / config.ratio
     lat = layout.messages * config.latency
+    net, intra = layout.wire / effective / config.ratio, layout.transfer / config.ratio
+    k = 1.0 + layout.multi * ((1.0 + config.slowdown) * (1.0 + config.jitter * layout.straggle) - 1.0)
 
-    def step(end, bucket):
+    def step(carry, bucket):
+        end, comm = carry
         ready, nbytes, reduce, valid = bucket
-        new = smooth_max(ready, end, softness) + alpha * nbytes + (lat * valid + reduce)
+        start = smooth_max(ready * k if features.compute else ready, end, softness)
+        if features.piped:
+            piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * valid
+            duration = jnp.where(layout.piped > 0, piped, alpha * nbytes + (lat * valid + reduce))
+            new, comm = start + duration, comm + duration
+        else:  # the paper's arithmetic, in the paper's order
+            new = start + alpha * nbytes + (lat * valid + reduce)
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
-        return (new if softness is None else jnp.where(valid > 0, new, end)), None
+        return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
-    end, _ = lax.scan(step, jnp.zeros_like(alpha), (buckets.ready, buckets.nbytes, layout.reduce, buckets.valid))
-    r_last = jnp.max(buckets.ready)
+    zero = jnp.zeros_like(alpha)
+    (end, piped_comm), _ = lax.scan(step, (zero, zero),
+                                    (buckets.ready, buckets.nbytes, layout.reduce, buckets.valid))
+    r_last = jnp.max(buckets.ready) * k if features.compute else jnp.max(buckets.ready)
     exposed = smooth_max(r_last, end, softness) - r_last
-    total = t1 + exposed
+    total = t1 * k + exposed + layout.multi * config.overhead if features.compute else t1 + exposed
     comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
-    return dict(zip(METRICS, (t1 / total, total, exposed, comm)))
+    return dict(zip(METRICS, (t1 / total, total, exposed, piped_comm if features.piped else comm)))
 
 
-# Named lifts (configurations inside, worker layouts outside), as in jax-md's map_product.
-_over_configs = jax.vmap(iteration, in_axes=(0, None, None, None, None))
-on_grid = jax.vmap(_over_configs, in_axes=(None, 0, None, None, None))
-on_grid.__doc__ = "config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."
-on_table = jax.vmap(_over_configs, in_axes=(0, 0, None, None, None))
-on_table.__doc__ = "config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."
-on_rows = jax.vmap(iteration, in_axes=(0, 0, 0, 0, 0))
-on_rows.__doc__ = "config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."
+def _lift(inner, outer, features):
+    """vmap :func:`iteration` over configurations (``inner`` axes) then layouts (``outer``)."""
+
+    def one(config, layout, buckets, t1, softness):
+        return iteration(config, layout, buckets, t1, softness, features)
+
+    return jax.vmap(jax.vmap(one, in_axes=inner), in_axes=outer)
+
+
+def on_grid(config, layout, buckets, t1, softness=None, features=PAPER):
+    """config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."""
+    f = _lift((0, None, None, None, None), (None, 0, None, None, None), features)
+    return f(config, layout, buckets, t1, softness)
+
+
+def on_table(config, layout, buckets, t1, softness=None, features=PAPER):
+    """config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."""
+    f = _lift((0, None, None, None, None), (0, 0, None, None, None), features)
+    return f(config, layout, buckets, t1, softness)
+
+
+def on_rows(config, layout, buckets, t1, softness=None, features=PAPER):
+    """config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
+
+    def one(config, layout, buckets, t1, softness):
+        return iteration(config, layout, buckets, t1, softness, features)
+
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0))(config, layout, buckets, t1, softness)

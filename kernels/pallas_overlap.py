@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from kernels.overlap import METRICS
+from kernels.overlap import METRICS, PAD_CONFIG, PAPER
 
 DEFAULT_TILE = 1024
 DEFAULT_WARPS = 2  # measured best on an H200 with tile 1024 (benchmarks/README.md)
@@ -32,36 +32,54 @@ def _next_pow2(n):
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _program(steps, unroll, zero_latency, bandwidth_ref, utilization_ref, ratio_ref, latency_ref, layout_ref,
-             sums_ref, reduce_ref, ready_ref, nbytes_ref, sf_ref, it_ref, ex_ref, comm_ref):
+LAYOUT_COLUMNS = ("transfer", "wire", "messages", "straggle", "multi", "piped")  # then the reduce sum
+SUM_COLUMNS = ("t1", "bytes", "real buckets", "R_last")
+
+
+def _program(steps, unroll, zero_latency, features, *refs):
     """One tile of configurations under one layout (refs as laid out in :func:`on_grid_pallas`)."""
-    transfer, wire, messages, reduce_sum = (layout_ref[0, i] for i in range(4))
+    config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = refs[:7], refs[7:12], refs[12:]
+    bandwidth, utilization, ratio, latency, overhead, slowdown, jitter = (r[...] for r in config_refs)
+    transfer, wire, messages, straggle, multi, piped, reduce_sum = (layout_ref[0, i] for i in range(7))
     t1, bytes_sum, real_buckets, r_last = (sums_ref[i] for i in range(4))
-    alpha = (transfer + wire / (bandwidth_ref[...] * utilization_ref[...])) / ratio_ref[...]
-    lat = messages * latency_ref[...]
+    effective = bandwidth * utilization
+    alpha = (transfer + wire / effective) / ratio
+    net, intra = wire / effective / ratio, transfer / ratio
+    lat = messages * latency
+    k = 1.0 + multi * ((1.0 + slowdown) * (1.0 + jitter * straggle) - 1.0)
 
-    def step(i, end):
+    def step(i, carry):
+        end, comm = carry
+        ready = ready_ref[i] * k if features.compute else ready_ref[i]
         cost = alpha * nbytes_ref[i] + reduce_ref[0, i]
-        return jnp.maximum(ready_ref[i], end) + (cost if zero_latency else cost + lat)
+        duration = cost if zero_latency else cost + lat
+        if features.piped:
+            pipelined = jnp.maximum(jnp.maximum(net * nbytes_ref[i], intra * nbytes_ref[i]), reduce_ref[0, i])
+            duration = jnp.where(piped > 0, pipelined if zero_latency else pipelined + lat, duration)
+        return jnp.maximum(ready, end) + duration, comm + duration
 
-    end = jnp.zeros_like(alpha)
+    carry = (jnp.zeros_like(alpha), jnp.zeros_like(alpha))
     if unroll:  # static indices only, padded buckets masked: for backends without dynamic loops
         for i in range(steps):
-            end = jnp.where(i < real_buckets, step(i, end), end)
+            new = step(i, carry)
+            carry = tuple(jnp.where(i < real_buckets, a, b) for a, b in zip(new, carry))
     else:
-        end = lax.fori_loop(0, real_buckets.astype(jnp.int32), step, end)
+        carry = lax.fori_loop(0, real_buckets.astype(jnp.int32), step, carry)
+    end, piped_comm = carry
+    r_last = r_last * k if features.compute else r_last
     exposed = jnp.maximum(r_last, end) - r_last
-    total = t1 + exposed
+    total = t1 * k + exposed + multi * overhead if features.compute else t1 + exposed
+    sf_ref, it_ref, ex_ref, comm_ref = outs
     # exposed >= 0, so the exact ratio is <= 1; Triton's fast division can round
     # t1 / t1 to 1 + 1 ulp (seen on an H200), so clamp to the exact bound.
     sf_ref[0, :] = jnp.minimum(t1 / total, 1.0)
     it_ref[0, :] = total
     ex_ref[0, :] = exposed
-    comm_ref[0, :] = alpha * bytes_sum + lat * real_buckets + reduce_sum
+    comm_ref[0, :] = piped_comm if features.piped else alpha * bytes_sum + lat * real_buckets + reduce_sum
 
 
-def on_grid_pallas(config, layout, buckets, t1, *, tile=DEFAULT_TILE, interpret=False, unroll=False,
-                   num_warps=DEFAULT_WARPS, zero_latency=False):
+def on_grid_pallas(config, layout, buckets, t1, *, features=PAPER, tile=DEFAULT_TILE, interpret=False,
+                   unroll=False, num_warps=DEFAULT_WARPS, zero_latency=False):
     """Drop-in for :func:`kernels.overlap.on_grid` with the exact max.
 
     Args:
@@ -69,6 +87,7 @@ def on_grid_pallas(config, layout, buckets, t1, *, tile=DEFAULT_TILE, interpret=
       layout: :class:`~kernels.overlap.Layout` of [K] arrays and reduce [K, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [Bk], real buckets first.
       t1: scalar (s).
+      features: static :class:`~kernels.overlap.Features`.
       tile: configurations per program (a power of two).
       interpret: run in the Pallas interpreter (CPU tests).
       unroll: unroll the bucket loop (static indices) instead of a loop.
@@ -88,9 +107,9 @@ def on_grid_pallas(config, layout, buckets, t1, *, tile=DEFAULT_TILE, interpret=
     def pad(x, n, value):
         return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
 
-    per_config = [pad(config.bandwidth, cp, 1.0), pad(config.utilization, cp, 1.0), pad(config.ratio, cp, 1.0),
-                  pad(config.latency, cp, 0.0)]
-    coeffs = jnp.stack([layout.transfer, layout.wire, layout.messages, jnp.sum(layout.reduce, axis=1)],
+    per_config = [pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]
+    coeffs = jnp.stack([getattr(layout, c) for c in LAYOUT_COLUMNS] + [jnp.sum(layout.reduce, axis=1),
+                                                                        jnp.zeros_like(layout.wire)],
                        axis=1).astype(dt)
     real = jnp.sum(buckets.valid)
     sums = jnp.stack([jnp.asarray(t1, dt), jnp.sum(buckets.nbytes), real, jnp.max(buckets.ready),
@@ -104,9 +123,9 @@ def on_grid_pallas(config, layout, buckets, t1, *, tile=DEFAULT_TILE, interpret=
 
         params = pl_triton.CompilerParams(num_warps=num_warps, num_stages=1)
     outs = pl.pallas_call(
-        functools.partial(_program, steps, unroll, zero_latency),
+        functools.partial(_program, steps, unroll, zero_latency, features),
         grid=(k, cp // tile),
-        in_specs=[config_spec] * 4 + [pl.BlockSpec((1, 4), lambda i, j: (i, 0)), whole(8),
+        in_specs=[config_spec] * len(per_config) + [pl.BlockSpec((1, 8), lambda i, j: (i, 0)), whole(8),
                                       pl.BlockSpec((1, bp), lambda i, j: (i, 0)), whole(bp), whole(bp)],
         out_specs=[out_spec] * 4,
         out_shape=[jax.ShapeDtypeStruct((k, cp), dt)] * 4,

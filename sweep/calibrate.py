@@ -1,243 +1,320 @@
-"""Calibration: infer the network utilization (and latency) that measurements imply.
+"""Calibration: the model parameters that measured runs imply, and how well they predict others.
 
-Given measured scaling factors (or iteration times) of real data-parallel runs, fit
-the utilization u in (0, 1] (and, optionally, the per-message latency a >= 0, us)
-so that the model reproduces them. Parameters are unconstrained (u = sigmoid(p),
-a = softplus(q) us); the fit starts from the best point of a coarse exact scan and
-refines by gradient descent (optax Adam) through the JAX kernel, with the FIFO max
-smoothed (softness 1e-4 x T1) so the gradient does not vanish where communication
-is just hidden. The reported fit and residuals use the exact model.
+Given measured scaling factors (or iteration times) of real data-parallel runs
+(:mod:`sweep.measurements`), fit any subset of utilization, latency, overhead,
+slowdown and jitter (:mod:`kernels.overlap`), each within bounds, shared by all
+rows or one per value of a label column (``per``: one overhead per framework, one
+utilization per network). The fit starts from the best point of a coarse exact scan
+and refines by gradient descent (optax Adam) through the JAX kernel with the max
+smoothed (:mod:`kernels.fit`); the reported values and residuals use the exact model.
 
-Measurements CSV: columns ``nodes,gpus_per_node,bandwidth`` (Gbit/s) and
-``scaling_factor`` or ``iteration_time`` (s); optional ``model``; optional fixed
-axes ``ratio``, ``latency`` (us), ``utilization``, ``collective``, ``fusion_buffer``
-(MiB), ``fusion_timeout`` (ms).
+``train`` (a row filter) fits on some rows and predicts the rest: the held-out
+error is the headline number of a calibration. Each fitted value gets a standard
+error from the curvature at the optimum (Gauss-Newton: s^2 (J^T J)^-1 with
+s^2 = RSS / (rows - parameters), mapped through the bounds' transform). A fit the
+rows cannot determine is refused: every parameter needs a training row whose
+prediction depends on it, and there must be at least as many such rows as
+parameters; a parameter whose standard error is undefined or larger than its bounds
+gets a warning.
 """
 
-import csv
 import dataclasses
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
-from kernels.fit import TRANSFORMS, Rows
-from kernels.overlap import Buckets, Config, Layout
+from kernels.fit import FitSpec, Rows
+from kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from sweep.axes import si_values
-from sweep.collectives import coefficients
+from sweep.collectives import PIPELINED, coefficients
 from sweep.engine import precision
-from sweep.errors import InputError, where
+from sweep.errors import InputError
 from sweep.fusion import fuse
 from sweep.grid import DEFAULT_INTRA_GBPS
+from sweep.measurements import Measurements, read_measurements, select
+from sweep.profile import make_profile
 from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES, NUMERIC_AXES
-from sweep.textfile import read_lines
+from sweep.schema import COLLECTIVES, INNER, NUMERIC_AXES, show
 
-REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
-MEASURED = ("scaling_factor", "iteration_time")
-OPTIONAL_NUMERIC = ("ratio", "latency", "utilization", "fusion_buffer", "fusion_timeout")
-FITTABLE = ("utilization", "latency")
+FITTABLE = ("utilization", "latency", "overhead", "slowdown", "jitter")
+# Default bounds in stored units (fraction, us, ms, fraction, fraction), and starting values for the scan.
+BOUNDS = {"utilization": (1e-4, 1.0), "latency": (0.0, 1000.0), "overhead": (0.0, 1000.0),
+          "slowdown": (0.0, 1.0), "jitter": (0.0, 1.0)}
+STARTS = {"utilization": np.geomspace(1e-3, 0.999, 12), "latency": (0.5, 5.0, 50.0),
+          "overhead": (0.0, 2.0, 10.0, 50.0), "slowdown": (0.0, 0.03, 0.1), "jitter": (0.0, 0.02, 0.05, 0.1)}
 STEPS = 400
 LEARNING_RATE = 0.05
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
+__all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "fit", "read_measurements", "report_text"]
 
 
-@dataclasses.dataclass
-class Measurements:
-    """Rows of a measurements file. ``columns``: name -> list; ``lines``: file line numbers."""
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Model settings for rows whose file does not give them (each may also be a column)."""
 
-    path: str
-    columns: dict
-    lines: list
-    measured: str  # "scaling_factor" or "iteration_time"
-
-    def __len__(self):
-        return len(self.lines)
-
-
-def read_measurements(path):
-    """Read and validate a measurements CSV; errors name the file and line."""
-    path = Path(path)
-    rows = list(csv.reader(read_lines(path, "measurements file")))
-    if not rows:
-        raise InputError(f"{path}: empty file; expected a header and rows")
-    header = [c.strip() for c in rows[0]]
-    missing = [c for c in REQUIRED if c not in header]
-    measured = [c for c in MEASURED if c in header]
-    if missing or len(measured) != 1:
-        need = ", ".join(missing) if missing else "exactly one of scaling_factor, iteration_time"
-        raise InputError(f"{where(path, 1)}: missing column(s) {need}; header is {','.join(header)}")
-    known = set(REQUIRED + MEASURED + OPTIONAL_NUMERIC + ("model", "collective"))
-    unknown = [c for c in header if c not in known]
-    if unknown:
-        raise InputError(f"{where(path, 1)}: unknown column {unknown[0]!r}; known: {', '.join(sorted(known))}")
-    columns = {c: [] for c in header}
-    lines = []
-    for lineno, cells in enumerate(rows[1:], start=2):
-        if not "".join(cells).strip():
-            continue
-        if len(cells) != len(header):
-            raise InputError(f"{where(path, lineno)}: expected {len(header)} cells, got {len(cells)}")
-        for name, cell in zip(header, cells):
-            columns[name].append(_cell(name, cell.strip(), path, lineno))
-        lines.append(lineno)
-    if not lines:
-        raise InputError(f"{path}: no measurement rows after the header")
-    return Measurements(str(path), columns, lines, measured[0])
+    collective: str = "ring"
+    reduce_table: tuple | None = None
+    intra_bandwidth: float = DEFAULT_INTRA_GBPS
+    nics_per_node: float = 1.0
+    fusion_buffer: float = 64.0
+    fusion_timeout: float = 5.0
 
 
-def _cell(name, text, path, lineno):
-    if name in ("model", "collective"):
-        if not text:
-            raise InputError(f"{where(path, lineno)}: empty {name}")
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where(path, lineno)}: {name} {text!r} is not a number") from None
-    if name == "scaling_factor" and not (0 < value <= 1):
-        raise InputError(f"{where(path, lineno)}: scaling_factor {text} must be in (0, 1]")
-    if name == "iteration_time" and not (value > 0 and math.isfinite(value)):
-        raise InputError(f"{where(path, lineno)}: iteration_time {text} must be > 0 seconds")
-    if name in NUMERIC_AXES:
-        try:
-            NUMERIC_AXES[name].check(value)
-        except InputError as e:
-            raise InputError(f"{where(path, lineno)}: {name} {text}: {NUMERIC_AXES[name].rule()}") from e
-    return value
+def _profile_for(meas, i, known, default_model):
+    """Row ``i``'s profile: its ``model`` (built-in or file), compute scaled to its ``t1`` column if any."""
+    name = meas.column("model", default_model)[i]
+    if name not in known:
+        path = Path(meas.path).parent / name
+        if not path.is_file():
+            raise InputError(f"{meas.where(i)}: model {name!r} is neither among {', '.join(known)} nor a profile "
+                             f"file next to {Path(meas.path).name}")
+        from sweep.profile import load_profile
+
+        known[name] = load_profile(path, t1=meas.column("t1", None)[i], model=name)
+    profile = known[name]
+    t1 = meas.column("t1", None)[i]
+    if t1 is None or t1 == profile.t1:
+        return profile
+    scale = t1 / profile.t1  # the run's own single-GPU time: compute scales, gradients do not
+    return make_profile(profile.model, profile.names, profile.grad_bytes, profile.wait * scale, t1,
+                        meas.where(i), source=f"{profile.source}, compute x{scale:.4g} to T1 = {t1:g} s")
 
 
-def _rows(meas, profiles, default_model, reduce_table, intra_bandwidth):
-    """The measured runs as :class:`kernels.fit.Rows` (float64, buckets padded to the longest)."""
+def build_rows(meas, profiles, default_model, settings):
+    """The measured runs as :class:`kernels.fit.Rows` (float64, buckets padded to the longest),
+    the models' names per row, and the :class:`~kernels.overlap.Features` they need."""
     n = len(meas)
-    col = meas.columns
-    models = col.get("model", [default_model] * n)
     known = {p.model: p for p in profiles}
-    for i, m in enumerate(models):
-        if m not in known:
-            raise InputError(f"{where(meas.path, meas.lines[i])}: model {m!r} is not among {', '.join(known)}")
-    collectives = col.get("collective", ["ring"] * n)
+    collectives = meas.column("collective", settings.collective)
     for i, c in enumerate(collectives):
         if c not in COLLECTIVES:
-            raise InputError(f"{where(meas.path, meas.lines[i])}: collective {c!r} unknown; "
-                             f"known: {', '.join(COLLECTIVES)}")
-    knobs = ("fusion_buffer", "fusion_timeout")
-    fusion = list(zip(*(si_values(d, col.get(d, [float(NUMERIC_AXES[d].default)] * n)) for d in knobs)))
-    fused = {(models[i], fusion[i]): fuse(known[models[i]], *fusion[i]) for i in range(n)}
-    length = max(len(b) for b in fused.values())
+            raise InputError(f"{meas.where(i)}: collective {c!r} unknown; known: {', '.join(COLLECTIVES)}")
+    table = default_table() if settings.reduce_table is None else settings.reduce_table
+    value = {d: meas.column(d, getattr(settings, d, None)) for d in ("nics_per_node", "fusion_buffer",
+                                                                      "fusion_timeout")}
+    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    fused = [fuse(p, float(si_values("fusion_buffer", value["fusion_buffer"][i])),
+                  float(si_values("fusion_timeout", value["fusion_timeout"][i]))) for i, p in enumerate(runs)]
+    length = max(len(b) for b in fused)
     buckets = np.zeros((3, n, length))
-    layout = np.zeros((3, n))
+    scalars = np.zeros((6, n))
     reduce = np.zeros((n, length))
-    intra_bits = float(si_values("bandwidth", intra_bandwidth))
-    for i in range(n):
-        b = fused[models[i], fusion[i]]
+    intra_bits = float(si_values("bandwidth", settings.intra_bandwidth))
+    for i, b in enumerate(fused):
         buckets[:, i, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
-        c = coefficients(collectives[i], [col["nodes"][i]], [col["gpus_per_node"][i]], buckets[1, i],
-                         reduce_table, intra_bits)
-        layout[:, i] = (c.transfer[0], c.wire[0], c.messages[0])
+        c = coefficients(collectives[i], [meas.columns["nodes"][i]], [meas.columns["gpus_per_node"][i]],
+                         buckets[1, i], table, intra_bits, nics_per_node=[value["nics_per_node"][i]])
+        scalars[:, i] = (c.transfer[0], c.wire[0], c.messages[0], c.straggle[0], c.multi[0], c.piped[0])
         reduce[i] = c.reduce[0]
-    config = Config(
-        bandwidth=si_values("bandwidth", col["bandwidth"]),
-        utilization=np.asarray(col.get("utilization", [1.0] * n), np.float64),
-        ratio=np.asarray(col.get("ratio", [1.0] * n), np.float64),
-        latency=si_values("latency", col.get("latency", [0.0] * n)),
-    )
-    t1 = np.array([known[m].t1 for m in models])
-    return Rows(config, Layout(*layout, reduce), Buckets(*buckets), t1), models
+    config = Config(*(si_values(d, meas.column(d, getattr(PAD_CONFIG, d) / NUMERIC_AXES[d].to_si))
+                      for d in INNER))
+    features = Features(piped=any(c in PIPELINED for c in collectives), compute=True)
+    rows = Rows(config, Layout(*scalars, reduce), Buckets(*buckets), np.array([p.t1 for p in runs]),
+                np.zeros((n, 0), np.int32))
+    return rows, [p.model for p in runs], features
 
 
-def _starts(fit_axes):
-    """Starting points of a coarse exact scan, unconstrained: dict name -> [S]."""
-    u = np.geomspace(1e-3, 0.999, 60)
-    grids = {"utilization": np.log(u / (1 - u)), "latency": np.log(np.expm1([0.5, 2.0, 10.0, 50.0]))}
-    mesh = np.meshgrid(*(grids[a] for a in fit_axes), indexing="ij")
-    return {a: m.ravel() for a, m in zip(fit_axes, mesh)}
+def _groups(meas, fit_axes, per):
+    """The parameters: [(family, group label or None)], and [R, F] the parameter each row uses."""
+    params, index = [], np.zeros((len(meas), len(fit_axes)), np.int32)
+    for f, axis in enumerate(fit_axes):
+        column = per.get(axis)
+        labels = meas.columns[column] if column else [None] * len(meas)
+        first = len(params)
+        order = list(dict.fromkeys(labels))
+        params += [(axis, label) for label in order]
+        index[:, f] = [first + order.index(label) for label in labels]
+    return params, index
 
 
-# Unconstrained values far apart in each parameter's domain, to see which rows depend on it.
-EXTREMES = {"utilization": (np.log(1e-3 / (1 - 1e-3)), np.log(0.999 / 0.001)),
-            "latency": (np.log(np.expm1(0.01)), 1e4)}  # softplus: 0.01 us and 10^4 us
+def _starts(params, spec, fit_axes, count=4096):
+    """Starting points [S, P], unconstrained: the product of each family's start values
+    (a family's groups start together), thinned evenly past ``count``."""
+    mesh = np.meshgrid(*(np.asarray(STARTS[a], np.float64) for a in fit_axes), indexing="ij")
+    points = np.stack([m.ravel() for m in mesh], axis=1)  # [S, F] in stored units
+    if len(points) > count:
+        points = points[np.linspace(0, len(points) - 1, count).astype(int)]
+    out = np.empty((len(points), len(params)))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        lo, hi = spec.lows[f], spec.highs[f]
+        frac = np.clip((si_values(axis, points[:, f]) - lo) / (hi - lo), 1e-6, 1 - 1e-6)
+        out[:, j] = np.log(frac / (1 - frac))
+    return out
 
 
-def _check_identifiable(meas, rows, fitted, predict_rows):
-    """Refuse a fit whose parameters the rows cannot determine.
-
-    A row informs a parameter when its prediction changes between the parameter's
-    extremes (the others held at their middles); each parameter needs at least one
-    such row, and together they need at least as many informative rows as parameters.
-    """
-    middle = {a: np.float64(sum(EXTREMES[a]) / 2) for a in fitted}
-    informative = np.zeros(len(meas), bool)
-    for a in fitted:
-        lo, hi = ({**middle, a: np.float64(x)} for x in EXTREMES[a])
-        changed = np.abs(np.asarray(predict_rows(lo, rows, fitted=fitted)[meas.measured])
-                         - np.asarray(predict_rows(hi, rows, fitted=fitted)[meas.measured])) > 1e-12
+def _check_identifiable(params, spec, rows, weights, measured, features, predict_rows):
+    """Refuse parameters no training row depends on, or more parameters than such rows."""
+    middle = np.zeros(len(params))
+    informative = np.zeros(len(weights), bool)
+    for j, (axis, label) in enumerate(params):
+        lo, hi = middle.copy(), middle.copy()
+        lo[j], hi[j] = -12.0, 12.0
+        changed = np.abs(np.asarray(predict_rows(lo, rows, spec=spec, features=features)[measured])
+                         - np.asarray(predict_rows(hi, rows, spec=spec, features=features)[measured])) > 1e-12
+        changed &= weights > 0
         if not changed.any():
-            raise InputError(f"{a}: no row depends on it (every run has a single worker, or nothing is "
-                             f"exposed); measure runs on several nodes to fit it", param="fit")
+            which = f"{axis}" + (f" for {label}" if label is not None else "")
+            raise InputError(f"{which}: no training row depends on it (one worker, nothing exposed, or no row "
+                             f"of that group); measure runs on several nodes, or fit fewer parameters", param="fit")
         informative |= changed
-    if informative.sum() < len(fitted):
-        raise InputError(f"{','.join(fitted)}: {len(fitted)} parameters need at least {len(fitted)} rows that "
-                         f"depend on them; the file has {int(informative.sum())}", param="fit")
+    if informative.sum() < len(params):
+        raise InputError(f"{len(params)} parameters need at least {len(params)} training rows that depend on them; "
+                         f"there are {int(informative.sum())}", param="fit")
 
 
-def fit(meas, profiles, default_model, fit_axes=("utilization",), steps=STEPS, learning_rate=LEARNING_RATE,
-        reduce_table=None, intra_bandwidth=DEFAULT_INTRA_GBPS):
-    """Fit ``fit_axes`` to the measurements. Returns a result dict (exact-model numbers)."""
+def _standard_errors(best, params, spec, rows, target, weights, measured, features, fit_axes):
+    """[P] standard errors of the fitted values (stored units), NaN where undefined."""
+    from sweep.compiled import residual_jacobian
+
+    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
+    jac = jac[weights > 0]
+    dof = jac.shape[0] - len(params)
+    if dof <= 0:
+        return np.full(len(params), np.nan)
+    from sweep.compiled import predict_rows
+
+    pred = np.asarray(predict_rows(best, rows, spec=spec, features=features)[measured])
+    res = ((pred - target) / (1.0 if measured == "scaling_factor" else target))[weights > 0]
+    s2 = float(np.sum(res**2)) / dof
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        return np.full(len(params), np.nan)
+    out = np.empty(len(params))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        sig = 1.0 / (1.0 + np.exp(-best[j]))
+        slope = (spec.highs[f] - spec.lows[f]) * sig * (1 - sig) / NUMERIC_AXES[axis].to_si
+        out[j] = abs(slope) * np.sqrt(cov[j, j]) if cov[j, j] >= 0 else np.nan
+    return out
+
+
+def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilization",), *, per=None, bounds=None,
+              train=None, settings=Settings(), steps=STEPS, learning_rate=LEARNING_RATE) -> dict:
+    """Fit ``fit_axes`` (one value per group of ``per[axis]``'s column, else shared) to the
+    rows ``train`` selects (all rows without it) and predict every row. Returns a result dict."""
+    per, bounds = dict(per or {}), dict(bounds or {})
+    fit_axes = tuple(fit_axes)
     for axis in fit_axes:
         if axis not in FITTABLE:
             raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
         if axis in meas.columns:
             raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
-    table = default_table() if reduce_table is None else reduce_table
-    rows, models = _rows(meas, profiles, default_model, table, intra_bandwidth)
-    fitted = tuple(fit_axes)
+    for axis, column in per.items():
+        if axis not in fit_axes:
+            raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
+        if column not in meas.columns:
+            raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
+    lows, highs = [], []
+    for axis in fit_axes:
+        lo, hi = bounds.get(axis, BOUNDS[axis])
+        if not (NUMERIC_AXES[axis].low <= lo < hi <= NUMERIC_AXES[axis].high):
+            raise InputError(f"{axis}={show(lo)}:{show(hi)}: needs {show(NUMERIC_AXES[axis].low)} <= low < high <= "
+                             f"{show(NUMERIC_AXES[axis].high)}", param="bounds")
+        lows.append(float(si_values(axis, lo)))
+        highs.append(float(si_values(axis, hi)))
+    spec = FitSpec(fit_axes, tuple(lows), tuple(highs))
+    keep = np.array(select(meas, train) if train else [True] * len(meas))
+    weights = keep.astype(np.float64)
+    rows, models, features = build_rows(meas, profiles, default_model, settings)
+    params, index = _groups(meas, fit_axes, per)
+    rows = rows._replace(index=index)
     target = np.array(meas.columns[meas.measured], np.float64)
     if meas.measured == "iteration_time":
         below = np.flatnonzero(target < rows.t1 * (1 - 1e-12))
         if below.size:
             i = below[0]
-            raise InputError(f"{where(meas.path, meas.lines[i])}: iteration_time {target[i]:g} s is below the "
-                             f"single-GPU time T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster "
-                             f"than one GPU")
+            raise InputError(f"{meas.where(i)}: iteration_time {target[i]:g} s is below the single-GPU time "
+                             f"T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster than one GPU")
     with precision("float64"):
         from sweep.compiled import fit_rows, predict_rows
 
-        _check_identifiable(meas, rows, fitted, predict_rows)
-        best, _ = fit_rows(_starts(fitted), rows, target, fitted=fitted, measured=meas.measured, steps=steps,
-                           learning_rate=learning_rate, softness=SOFTNESS)
-        pred = predict_rows(best, rows, fitted=fitted)
-        values = {a: float(TRANSFORMS[a](best[a])) for a in fitted}
+        _check_identifiable(params, spec, rows, weights, meas.measured, features, predict_rows)
+        best, _ = fit_rows(_starts(params, spec, fit_axes), rows, target, weights, spec=spec,
+                           measured=meas.measured, steps=steps, learning_rate=learning_rate, softness=SOFTNESS,
+                           features=features)
+        best = np.asarray(best)
+        pred = predict_rows(best, rows, spec=spec, features=features)
+        errors = _standard_errors(best, params, spec, rows, target, weights, meas.measured, features, fit_axes)
+    return _result(meas, models, params, spec, fit_axes, best, errors, pred, target, keep, rows)
+
+
+def _result(meas, models, params, spec, fit_axes, best, errors, pred, target, keep, rows):
     predicted = np.asarray(pred[meas.measured])
     res = (predicted - target) / (1.0 if meas.measured == "scaling_factor" else target)
-    u = np.full(len(meas), values["utilization"]) if "utilization" in fitted else np.asarray(rows.config.utilization)
+    fitted, warnings = [], []
+    for j, (axis, label) in enumerate(params):
+        f = fit_axes.index(axis)
+        value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
+        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
+        fitted.append({"name": axis, "group": label, "value": value, "stderr": float(errors[j]),
+                       "units": NUMERIC_AXES[axis].units, "bounds": [lo, hi]})
+        if not np.isfinite(errors[j]) or errors[j] > (hi - lo):
+            which = axis + (f" for {label}" if label is not None else "")
+            warnings.append(f"{which} is not identifiable from these rows (no standard error, or one wider than "
+                            f"its bounds)")
+    labels = [c for c in meas.columns if c not in NUMERIC_AXES and c not in ("model", "collective", "t1",
+                                                                            meas.measured)]
+    u_index = fit_axes.index("utilization") if "utilization" in fit_axes else None
+    utilization = (np.asarray(spec.value(u_index, best[rows.index[:, u_index]])) if u_index is not None
+                   else np.asarray(rows.config.utilization))
     col = meas.columns
     out = {
-        "measurements": meas.path, "measured": meas.measured, "fitted": list(fitted),
-        "rmse": float(np.sqrt(np.mean(res**2))),
+        "measurements": meas.path, "measured": meas.measured, "fitted": fitted, "warnings": warnings,
+        "rmse": float(np.sqrt(np.mean(res[keep] ** 2))), "train_rows": int(keep.sum()),
         "rows": [
-            {"line": meas.lines[i], "model": models[i],
+            {"line": meas.lines[i], "model": models[i], **{c: col[c][i] for c in labels},
              "nodes": int(col["nodes"][i]), "gpus_per_node": int(col["gpus_per_node"][i]),
              "bandwidth_gbps": col["bandwidth"][i], "measured": float(target[i]),
-             "predicted": float(predicted[i]), "residual": float(res[i]),
-             "effective_bandwidth_gbps": col["bandwidth"][i] * float(u[i])}
+             "predicted": float(predicted[i]), "residual": float(res[i]), "train": bool(keep[i]),
+             "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i])}
             for i in range(len(meas))
         ],
     }
-    if "utilization" in fitted:
-        out["utilization"] = values["utilization"]
-    if "latency" in fitted:
-        out["latency_us"] = values["latency"] * 1e6
+    if not keep.all():
+        held = res[~keep]
+        out["heldout_rmse"] = float(np.sqrt(np.mean(held**2)))
+        out["heldout_max_abs"] = float(np.max(np.abs(held)))
+    for axis, unit_key in (("utilization", "utilization"), ("latency", "latency_us")):  # one shared value
+        shared = [p for p in fitted if p["name"] == axis]
+        if len(shared) == 1 and shared[0]["group"] is None:
+            out[unit_key] = shared[0]["value"]
     return out
 
 
-def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=False, model="resnet50",
-                   profile=None, iteration_time=None):
-    """Read a measurements CSV, fit, and write the result as JSON to ``out`` (if given).
+def fit(meas, profiles, default_model, fit_axes=("utilization",), **kwargs):
+    """:func:`calibrate` with every row used for fitting (kept for the simple case)."""
+    return calibrate(meas, profiles, default_model, fit_axes, **kwargs)
 
-    ``model`` names the default profile(s); a ``model`` column may name other
-    built-ins. ``profile`` (a file) replaces them.
+
+def parse_pairs(items, param, value=str):
+    """``["overhead=framework"]`` -> {"overhead": "framework"} (``value`` parses the right side)."""
+    out = {}
+    for item in items or ():
+        name, sep, rest = item.partition("=")
+        if not sep or not name.strip() or not rest.strip():
+            raise InputError(f"{item!r}: expected NAME=VALUE", param=param)
+        out[name.strip()] = value(rest.strip(), item)
+    return out
+
+
+def _bounds(text, item):
+    lo, sep, hi = text.partition(":")
+    try:
+        return float(lo), float(hi)
+    except ValueError:
+        raise InputError(f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50", param="bounds") from None
+
+
+def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=False, model="resnet50",
+                   profile=None, iteration_time=None, per=(), bounds=(), train=None, settings=Settings()):
+    """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given).
+
+    ``model`` names the default profile(s) (a comma list of built-ins); a ``model``
+    column may name other built-ins or profile files. ``profile`` (files) replaces them.
+    ``per`` and ``bounds`` are ``NAME=COLUMN`` and ``NAME=LOW:HIGH`` items.
     """
     from sweep.axes import parse_names
     from sweep.builtin import builtin_names
@@ -247,30 +324,44 @@ def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=Fals
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
     axes = parse_names(fit_axes, "fit", FITTABLE)
+    per_map = parse_pairs(per, "per")
+    bounds_map = parse_pairs(bounds, "bounds", _bounds)
     meas = read_measurements(measurements)
-    if profile is None:
+    if profile:
+        profiles = tuple(p for path in ([profile] if isinstance(profile, (str, Path)) else profile)
+                         for p in resolve_models(profile=path, iteration_time=iteration_time))
+    else:
         names = parse_names(model, "model", builtin_names())
-        model = list(dict.fromkeys(names + [m for m in meas.columns.get("model", []) if m in builtin_names()]))
-    profiles = resolve_models(model, profile, iteration_time)
-    result = fit(meas, profiles, profiles[0].model, axes)
+        names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in builtin_names()]))
+        profiles = resolve_models(names, iteration_time=iteration_time)
+    result = calibrate(meas, profiles, profiles[0].model, axes, per=per_map, bounds=bounds_map, train=train,
+                       settings=settings)
     if out is not None:
         write_atomically(out, lambda path: path.write_text(json.dumps(result, indent=2) + "\n"))
     return result
 
 
 def report_text(result):
-    """Human-readable fit summary."""
+    """Human-readable calibration: fitted values with standard errors, errors, rows."""
     lines = []
-    if "utilization" in result:
-        lines.append(f"utilization: {result['utilization']:.4f}")
-    if "latency_us" in result:
-        lines.append(f"latency: {result['latency_us']:.3f} us per message")
+    for p in result["fitted"]:
+        units = "" if p["units"] == "1" else f" {p['units']}"
+        name = p["name"] + (f" [{p['group']}]" if p["group"] is not None else "")
+        err = f" +/- {p['stderr']:.2g}" if np.isfinite(p["stderr"]) else ""
+        lines.append(f"{name}: {p['value']:.4g}{err}{units}")
     unit = "" if result["measured"] == "scaling_factor" else " (relative)"
-    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {len(result['rows'])} rows")
+    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {result['train_rows']} rows")
+    if "heldout_rmse" in result:
+        held = len(result["rows"]) - result["train_rows"]
+        lines.append(f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {held} rows "
+                     f"(largest |residual| {result['heldout_max_abs']:.3g})")
+    lines += [f"warning: {w}" for w in result["warnings"]]
     lines.append(f"{'line':>5} {'model':<10} {'nodes':>5} {'gpus':>4} {'Gbit/s':>7} {'effective':>9} "
-                 f"{'measured':>9} {'predicted':>9} {'residual':>9}")
+                 f"{'measured':>9} {'predicted':>9} {'residual':>9}" + ("  set" if "heldout_rmse" in result else ""))
     for r in result["rows"]:
         lines.append(f"{r['line']:>5} {r['model']:<10} {r['nodes']:>5} {r['gpus_per_node']:>4} "
                      f"{r['bandwidth_gbps']:>7g} {r['effective_bandwidth_gbps']:>9.3g} {r['measured']:>9.4g} "
-                     f"{r['predicted']:>9.4g} {r['residual']:>+9.2e}")
+                     f"{r['predicted']:>9.4g} {r['residual']:>+9.2e}"
+                     + (("  train" if r["train"] else "  held out") if "heldout_rmse" in result else ""))
     return "\n".join(lines)
+

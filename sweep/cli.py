@@ -46,11 +46,14 @@ def _param(name, annotation, default, *flags, help, **extra):
                              annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)])
 
 
-def axis_parameters(defaults=None, help_suffix=""):
-    """One ``--option`` per numeric axis, in cube order; ``defaults`` overrides the schema's."""
+def axis_parameters(defaults=None, help_suffix="", names=None):
+    """One ``--option`` per numeric axis (or per axis in ``names``), in cube order;
+    ``defaults`` overrides the schema's."""
     defaults = defaults or {}
     out = []
     for name, spec in NUMERIC_AXES.items():
+        if names is not None and name not in names:
+            continue
         default = defaults.get(name, spec.default)
         text = f"{spec.help}{help_suffix}" + (f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw.")
         out.append(_param(name, str | None, default, spec.option, help=text))
@@ -65,11 +68,14 @@ MODEL = [
     _param("iteration_time", float | None, None, "--iteration-time",
            help="Single-GPU iteration time T1 in seconds, for --profile formats without it."),
 ]
-SETTINGS = [
+COLLECTIVE_SETTINGS = [
     _param("collective", str, "ring", "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
-    _param("intra_bandwidth", float, 1200.0, "--intra-bw", help="Intra-node bandwidth, Gbit/s, for hierarchical."),
+    _param("intra_bandwidth", float, 1200.0, "--intra-bw",
+           help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-*."),
     _param("reduce_table", Path | None, None, "--reduce-cost",
            help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
+]
+SETTINGS = COLLECTIVE_SETTINGS + [
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]
 KERNEL = [_param("kernel", str, "auto", "--kernel", envvar="NETSWEEP_KERNEL",
@@ -256,19 +262,43 @@ def need(
         typer.echo(f"wrote {out}")
 
 
+CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
+
+
 @app.command()
-@options(MODEL)
+@options(MODEL[:1], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
+                                                         help_suffix=" One value; a column may set it per row."))
 def calibrate(
-    measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model, ratio, latency, collective, fusion_buffer, fusion_timeout.")],
-    fit: Annotated[str, typer.Option("--fit", help="What to fit: utilization, or utilization,latency.")] = "utilization",
-    out: Annotated[Path | None, typer.Option("--out", help="Write the fit as JSON.")] = None,
+    measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train.")],
+    profile: Annotated[list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")] = None,
+    iteration_time: Annotated[float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")] = None,
+    fit: Annotated[str, typer.Option("--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter.")] = "utilization",
+    per: Annotated[list[str] | None, typer.Option("--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat).")] = None,
+    bounds: Annotated[list[str] | None, typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat).")] = None,
+    train: Annotated[str | None, typer.Option("--train", help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
 ):
-    """Infer the network utilization (and latency) that measured scaling implies."""
-    from sweep.calibrate import calibrate_file, report_text
+    """Infer the model parameters measured runs imply, and how well they predict held-out runs."""
+    from sweep.axes import parse_values
+    from sweep.calibrate import Settings, calibrate_file, report_text
 
-    result = calibrate_file(measurements, fit, out=out, force=force, **settings)
+    one = {}
+    for name in CALIBRATION_AXES:
+        values = parse_values(settings.pop(name), NUMERIC_AXES[name])
+        if len(values) != 1:
+            raise InputError(f"{settings.get(name)}: calibrate takes one value", param=name)
+        one[name] = float(values[0])
+    table = settings.pop("reduce_table")
+    if table is not None:
+        from sweep.reduce_cost import read_table
+
+        table = read_table(table)
+    setup = Settings(collective=settings.pop("collective"), reduce_table=table,
+                     intra_bandwidth=settings.pop("intra_bandwidth"), **one)
+    result = calibrate_file(measurements, fit, out=out, force=force, model=settings.pop("model"), profile=profile,
+                            iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup)
     typer.echo(report_text(result))
     if out is not None:
         typer.echo(f"wrote {out}")

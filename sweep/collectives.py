@@ -28,14 +28,36 @@ use the flat ring):
       2(G-1)/G * S' * 8 / b_intra + (G-1) * reduce(S/G) + 2(G-1) * a
     + 2(M-1)/M * S' * 8 / b      + (M-1) * reduce(S/(G*M)) + 2(M-1) * a
 
+  With P = nics_per_node NICs the G shards share P links: the inter-node term
+  is divided by min(P, G).
+
+Pipelined collectives, like NCCL's (the reduction runs inside the pipelined
+transfer, so a bucket takes as long as its slowest stage, not their sum; see
+:mod:`kernels.overlap`), with P' = min(nics_per_node, G) NICs used in parallel (one
+ring or tree per NIC, as NCCL's channels) and rho the reduce cost per byte (the
+slope of the reduce-cost table's top segment, no launch cost):
+
+- ``nccl-ring``: max(2(N-1)/N * S' * 8 / (P' b),  2(N-1)/N * S' * 8 / b_intra,  (N-1)/N * S * rho)
+  + 2(N-1) * a; the inter-node term is 0 on one node and the intra-node term 0 with
+  one GPU per node.
+- ``nccl-tree`` (double binary tree across nodes, a chain inside each): max(2 * S' * 8 / (P' b),
+  2 * S' * 8 / b_intra,  S * rho) + (2 ceil(log2 M) + 2(G-1)) * a, with the same zeros.
+
 where S' = S / r. With N = 1 every collective costs nothing.
+
+Each layout also carries e_N, the expected maximum of N independent standard normal
+variables (:func:`expected_max_normal`), for the jitter term.
 """
 
 import dataclasses
+import functools
+import math
 
 import numpy as np
 
 from sweep.schema import COLLECTIVES
+
+PIPELINED = ("nccl-ring", "nccl-tree")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,12 +68,18 @@ class Coefficients:
       transfer: [K] A, seconds per compressed byte on intra-node links.
       wire: [K] B, bits on the inter-node link per compressed byte.
       messages: [K] L, latency-bound message steps per bucket.
+      straggle: [K] e_N, expected maximum of N standard normal variables.
+      multi: [K] 1.0 when N > 1, else 0.0.
+      piped: [K] 1.0 for a pipelined collective, else 0.0.
       reduce: [K, Bk] F, seconds of reduction work per bucket (0 for padding).
     """
 
     transfer: np.ndarray
     wire: np.ndarray
     messages: np.ndarray
+    straggle: np.ndarray
+    multi: np.ndarray
+    piped: np.ndarray
     reduce: np.ndarray
 
 
@@ -64,7 +92,34 @@ def reduce_time(nbytes, table):
     return np.interp(nbytes, table[0], table[1])
 
 
-def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bits_per_s):
+@functools.lru_cache(maxsize=1)
+def _quadrature():
+    """x [Q], log phi(x) [Q], log Phi(x) [Q] on [-12, 12] (Phi from erfc: accurate in the upper tail)."""
+    x = np.linspace(-12.0, 12.0, 24001)
+    log_phi = -0.5 * x * x - 0.5 * math.log(2 * math.pi)
+    log_cdf = np.log(np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x]))
+    return x, log_phi, log_cdf
+
+
+def expected_max_normal(n):
+    """E[max of n independent standard normals], n >= 1 (array): the trapezoid rule on
+    integral x n phi(x) Phi(x)^(n-1) dx, in log space so n up to 10^9 stays exact."""
+    x, log_phi, log_cdf = _quadrature()
+    n = np.atleast_1d(np.asarray(n, np.float64))
+    out = np.empty(n.shape)
+    for i, m in enumerate(n.ravel()):
+        density = np.exp(np.log(m) + log_phi + (m - 1.0) * log_cdf)
+        out.flat[i] = np.trapezoid(x * density, x)
+    return np.where(n > 1, out, 0.0)
+
+
+def _per_byte(table):
+    """Seconds per byte of the reduce-cost table's top segment (its bandwidth part)."""
+    xs, ys = np.asarray(table[0], np.float64), np.asarray(table[1], np.float64)
+    return float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])) if len(xs) > 1 else 0.0
+
+
+def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bits_per_s, nics_per_node=1):
     """Coefficients of ``collective`` for each worker layout (see the module docstring).
 
     Args:
@@ -73,7 +128,8 @@ def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bi
       gpus_per_node: [K] GPUs per node G (integral values >= 1).
       bucket_bytes: [Bk] uncompressed bucket sizes S (bytes); padded buckets are 0.
       table: ([T] bytes, [T] seconds), the reduce-cost table.
-      intra_bits_per_s: intra-node bandwidth (bit/s), used by ``hierarchical``.
+      intra_bits_per_s: intra-node bandwidth (bit/s), used by ``hierarchical`` and ``nccl-*``.
+      nics_per_node: [K] or scalar P, NICs per node (``hierarchical`` and ``nccl-*``).
 
     Returns:
       :class:`Coefficients` for the K layouts.
@@ -82,9 +138,11 @@ def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bi
         raise ValueError(f"unknown collective {collective!r}; expected one of {COLLECTIVES}")
     m = np.asarray(nodes, np.float64)[:, None]
     g = np.asarray(gpus_per_node, np.float64)[:, None]
+    p = np.minimum(np.broadcast_to(np.asarray(nics_per_node, np.float64), m.shape[:1])[:, None], g)
     n = m * g
     s = np.asarray(bucket_bytes, np.float64)[None, :]
     comm = (n > 1).astype(np.float64)  # N = 1: no communication at all
+    across, within = (m > 1).astype(np.float64), (g > 1).astype(np.float64)
     zero = np.zeros_like(n)
     if collective == "ring":
         a, b, steps = zero, 2.0 * (n - 1.0) / n * 8.0, 2.0 * (n - 1.0)
@@ -95,10 +153,19 @@ def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bi
     elif collective == "ps":
         a, b, steps = zero, 8.0 * comm, 2.0 * comm
         f = reduce_time(s, table) * comm
-    else:  # hierarchical
+    elif collective == "hierarchical":
         a = 2.0 * (g - 1.0) / g * 8.0 / intra_bits_per_s
-        b = 2.0 * (m - 1.0) / m * 8.0
+        b = 2.0 * (m - 1.0) / m * 8.0 / p
         steps = 2.0 * (g - 1.0) + 2.0 * (m - 1.0)
         f = (g - 1.0) * reduce_time(s / g, table) + (m - 1.0) * reduce_time(s / n, table)
+    elif collective == "nccl-ring":
+        share = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * 8.0
+        a, b, steps = share / intra_bits_per_s * within, share / p * across, 2.0 * (n - 1.0)
+        f = (n - 1.0) / n * s * _per_byte(table)
+    else:  # nccl-tree
+        a, b = 2.0 * 8.0 / intra_bits_per_s * within, 2.0 * 8.0 / p * across
+        steps = (2.0 * np.ceil(np.log2(m)) + 2.0 * (g - 1.0)) * comm
+        f = s * _per_byte(table) * comm
     f = np.where(s > 0, f, 0.0)  # padded buckets cost nothing
-    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], f)
+    piped = np.full(n.shape[0], 1.0 if collective in PIPELINED else 0.0)
+    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], expected_max_normal(n[:, 0]), comm[:, 0], piped, f)

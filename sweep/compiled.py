@@ -13,55 +13,66 @@ import jax
 import jax.numpy as jnp
 
 from kernels import fit
-from kernels.bisect import smallest_reaching
-from kernels.overlap import Config, on_grid, on_table
+from kernels.bisect import boundary
+from kernels.overlap import PAPER, Config, on_grid, on_table
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency"))
-def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False):
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
+def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER):
     """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
-    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add).
+    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
+    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`).
     """
     if kernel == "xla":
-        return on_grid(config, layout, buckets, t1, None)
+        return on_grid(config, layout, buckets, t1, None, features)
     from kernels.pallas_overlap import on_grid_pallas  # only where asked for
 
-    return on_grid_pallas(config, layout, buckets, t1, interpret=kernel == "pallas-interpret",
+    return on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
                           zero_latency=zero_latency)
 
 
-@jax.jit
-def table_metrics(config, layout, buckets, t1):
+@functools.partial(jax.jit, static_argnames=("features",))
+def table_metrics(config, layout, buckets, t1, *, features=PAPER):
     """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
-    return on_table(config, layout, buckets, t1, None)
+    return on_table(config, layout, buckets, t1, None, features)
 
 
-@functools.partial(jax.jit, static_argnames=("axis", "iterations"))
-def smallest_on_grid(config, layout, buckets, t1, target, low, high, *, axis, iterations=40):
-    """Smallest value of Config field ``axis`` in [low, high] reaching scaling factor ``target``.
+@functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
+def solve_on_grid(config, layout, buckets, t1, target, low, high, *, axis, iterations=40, features=PAPER,
+                  increasing=True):
+    """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
 
-    Args as :func:`grid_metrics` (the ``axis`` field of ``config`` is ignored);
-    returns (value [K, C], status [K, C]) as :func:`kernels.bisect.smallest_reaching`.
+    The smallest value reaching it when the scaling factor grows with ``axis``
+    (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
+    ``axis`` field of ``config`` is ignored); returns (value [K, C], status [K, C]) as
+    :func:`kernels.bisect.boundary`.
     """
     shape = (layout.messages.shape[0], config.bandwidth.shape[0])
     cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
 
     def scaling(x):
-        return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None)["scaling_factor"]
+        return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None, features)["scaling_factor"]
 
-    return smallest_reaching(scaling, target, low, high, shape, config.bandwidth.dtype, iterations)
-
-
-@functools.partial(jax.jit, static_argnames=("fitted", "measured", "steps"))
-def fit_rows(starts, rows, target, *, fitted, measured, steps, learning_rate, softness):
-    """Fit parameters ``fitted`` to measured rows (see :func:`kernels.fit.fit`)."""
-    return fit.fit(starts, rows, target, fitted=fitted, measured=measured, steps=steps,
-                   learning_rate=learning_rate, softness=softness)
+    return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 
 
-@functools.partial(jax.jit, static_argnames=("fitted",))
-def predict_rows(params, rows, *, fitted):
+@functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features"))
+def fit_rows(starts, rows, target, weights, *, spec, measured, steps, learning_rate, softness, features=PAPER):
+    """Fit the parameters of ``spec`` to measured rows (see :func:`kernels.fit.fit`)."""
+    return fit.fit(starts, rows, target, weights, spec=spec, measured=measured, steps=steps,
+                   learning_rate=learning_rate, softness=softness, features=features)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "features"))
+def predict_rows(params, rows, *, spec, features=PAPER):
     """Exact-model predictions of every row under ``params`` (see :func:`kernels.fit.predict`)."""
-    return fit.predict(params, rows, fitted=fitted, softness=None)
+    return fit.predict(params, rows, spec=spec, softness=None, features=features)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "measured", "features"))
+def residual_jacobian(params, rows, target, *, spec, measured, features=PAPER):
+    """d residuals / d params [R, P] at ``params`` (exact model), for uncertainties."""
+    return jax.jacfwd(lambda p: fit.residuals(p, rows, target, spec=spec, measured=measured, softness=None,
+                                              features=features))(params)

@@ -75,7 +75,8 @@ class Dispatcher:
         layout = self._copy(layout_key, device, lambda: inp.layout(block.task, block.layout_slab))
         buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
         t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
-        return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency)
+        return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency,
+                            features=inp.features)
 
     def collect(self, block, result):
         """Device result -> dict name -> numpy array shaped like ``block.region()``."""

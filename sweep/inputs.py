@@ -13,14 +13,13 @@ Fusion and coefficients are cached: blocks that share a task or a layout share t
 
 import numpy as np
 
-from kernels.overlap import Buckets, Config, Layout
+from kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from sweep.axes import si_values
-from sweep.collectives import coefficients
+from sweep.collectives import PIPELINED, coefficients
 from sweep.fusion import fuse
 from sweep.schema import INNER, LAYOUT, STRUCTURAL
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
-PAD_CONFIG = Config(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0)  # finite, harmless
 
 
 class BlockInputs:
@@ -35,6 +34,9 @@ class BlockInputs:
         longest = max(len(self._fuse(t)) for t in plan.tasks())
         self.bucket_count = -(-longest // BUCKET_PAD) * BUCKET_PAD
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
+        self.features = Features(
+            piped=any(c in PIPELINED for c in grid.collectives),
+            compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")))
         self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
 
     def _named(self, task):
@@ -72,15 +74,16 @@ class BlockInputs:
         if key not in self._layouts:
             g = self.grid
             values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
-            nodes, gpus = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
+            nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
             c = coefficients(g.collectives[self._named(task)["collective"]], nodes, gpus,
-                             self.buckets(task).nbytes.astype(np.float64), g.reduce_table, self.intra_bits)
+                             self.buckets(task).nbytes.astype(np.float64), g.reduce_table, self.intra_bits,
+                             nics_per_node=nics)
             kb, k = self.plan.kb, nodes.size
-            out = np.zeros((3, kb), dtype=self.dtype)  # padding: zero cost, like a single worker
-            out[:, :k] = (c.transfer, c.wire, c.messages)
+            scalars = np.zeros((6, kb), dtype=self.dtype)  # padding: zero cost, like a single worker
+            scalars[:, :k] = (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped)
             reduce = np.zeros((kb, self.bucket_count), dtype=self.dtype)
             reduce[:k] = c.reduce
-            self._layouts[key] = Layout(out[0], out[1], out[2], reduce)
+            self._layouts[key] = Layout(*scalars, reduce)
         return self._layouts[key]
 
     def configs(self, inner_slab):

@@ -78,12 +78,20 @@ NUMERIC_AXES = {
         AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, 1e6, "5", 1e-3),
         AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, 1e6, "8", 1.0),
         AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, 1024, "8", 1.0),
+        AxisSpec("nics_per_node", "--nics-per-node", "1", "network interfaces per node, shared by its GPUs",
+                 True, 1, 64, "1", 1.0),
         AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 1e-3, 1e6, "1,10,25,40,100",
                  1e9),
         AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves", False, 1e-4,
                  1.0, "1", 1.0),
         AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0),
         AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, 1e6, "0", 1e-6),
+        AxisSpec("overhead", "--overhead", "ms", "time per iteration nothing overlaps, when N > 1", False, 0, 1e6,
+                 "0", 1e-3),
+        AxisSpec("slowdown", "--slowdown", "1", "compute stretched by 1 + slowdown when N > 1", False, 0, 100,
+                 "0", 1.0),
+        AxisSpec("jitter", "--jitter", "1", "coefficient of variation of a worker's compute time", False, 0, 10,
+                 "0", 1.0),
     )
 }
 
@@ -91,11 +99,11 @@ NUMERIC_AXES = {
 # worker layout (new collective coefficients), then the axes the kernel sweeps freely
 # (one configuration each). A write block is then one contiguous hyperslab.
 STRUCTURAL = ("model", "collective", "fusion_buffer", "fusion_timeout")
-LAYOUT = ("nodes", "gpus_per_node")
-INNER = ("bandwidth", "utilization", "ratio", "latency")
+LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
+INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter")
 DIMS = STRUCTURAL + LAYOUT + INNER
 
-COLLECTIVES = ("ring", "tree", "ps", "hierarchical")
+COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm"}
@@ -128,6 +136,9 @@ OTHER_OPTIONS = {
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
     "resume": "--resume",
+    "train": "--train",
+    "per": "--per",
+    "bounds": "--bounds",
     "distributed": "--distributed",
 }
 

@@ -8,9 +8,10 @@ from typer.testing import CliRunner
 
 from conftest import random_profile
 from sweep import builtin_profile, evaluate
-from sweep.calibrate import fit, read_measurements
+from sweep.calibrate import fit
 from sweep.cli import app
 from sweep.errors import InputError
+from sweep.measurements import read_measurements
 
 
 def synthetic_csv(path, profile, u_true, noise, seed=0, latency=0.0):
@@ -65,7 +66,7 @@ def test_cli_walkthrough_example(tmp_path):
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n", "m.csv: no measurement rows"),
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100\n", "m.csv:2: expected 4 cells, got 3"),
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n0,8,100,0.5\n", "m.csv:2: nodes 0"),
-    ("nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n", "m.csv:2: iteration_time -1 must be > 0"),
+    ("nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n", "m.csv:2: iteration_time -1 must be a number of seconds in (0, 1e4]"),
 ])
 def test_bad_measurements(tmp_path, text, message):
     path = tmp_path / "m.csv"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
-from kernels import Buckets, Config, Layout, on_grid
+from kernels import Buckets, Config, Features, Layout, on_grid
 from kernels.pallas_overlap import on_grid_pallas
 from sweep import evaluate
 from sweep.schema import OUTPUTS
@@ -37,22 +37,29 @@ def random_inputs(rng, k=3, c=700, b=37, real=30, zero_latency=False):
     f32 = np.float32
     config = Config(rng.uniform(1e9, 1e11, c).astype(f32), rng.uniform(0.1, 1, c).astype(f32),
                     rng.uniform(1, 10, c).astype(f32),
-                    np.zeros(c, f32) if zero_latency else rng.uniform(0, 1e-5, c).astype(f32))
+                    np.zeros(c, f32) if zero_latency else rng.uniform(0, 1e-5, c).astype(f32),
+                    rng.uniform(0, 5e-3, c).astype(f32), rng.uniform(0, 0.2, c).astype(f32),
+                    rng.uniform(0, 0.1, c).astype(f32))
     reduce = rng.uniform(0, 1e-4, (k, b)).astype(f32)
     reduce[:, real:] = 0  # padded buckets: zero bytes, cost and ready time
     layout = Layout(rng.uniform(0, 1e-10, k).astype(f32), rng.uniform(1, 16, k).astype(f32),
-                    rng.uniform(0, 100, k).astype(f32), reduce)
+                    rng.uniform(0, 100, k).astype(f32), rng.uniform(0, 3, k).astype(f32),
+                    np.ones(k, f32), (np.arange(k) % 2).astype(f32), reduce)
     ready = np.sort(rng.uniform(0, 0.06, b)).astype(f32)
     nbytes = rng.uniform(0, 1e7, b).astype(f32)
     ready[real:] = nbytes[real:] = 0
     return config, layout, Buckets(ready, nbytes, (np.arange(b) < real).astype(f32)), f32(0.1)
 
 
-@pytest.mark.parametrize("tile,unroll,zero_latency", [(128, False, False), (1024, False, True), (128, True, False)])
-def test_pallas_kernel_equals_xla_kernel(tile, unroll, zero_latency):
+@pytest.mark.parametrize("tile,unroll,zero_latency,features", [
+    (128, False, False, Features()), (1024, False, True, Features()), (128, True, False, Features()),
+    (256, False, False, Features(piped=True, compute=True)), (128, True, True, Features(piped=True, compute=True)),
+])
+def test_pallas_kernel_equals_xla_kernel(tile, unroll, zero_latency, features):
     args = random_inputs(np.random.default_rng(tile), zero_latency=zero_latency)
-    xla = on_grid(*args, None)
-    pallas = on_grid_pallas(*args, tile=tile, interpret=True, unroll=unroll, zero_latency=zero_latency)
+    xla = on_grid(*args, None, features)
+    pallas = on_grid_pallas(*args, features=features, tile=tile, interpret=True, unroll=unroll,
+                            zero_latency=zero_latency)
     for name in OUTPUTS:
         x, p = np.asarray(xla[name]), np.asarray(pallas[name])
         assert p.shape == (3, 700)

@@ -209,8 +209,8 @@ def test_need_answers_reach_the_target_when_fed_back():
 
 
 @pytest.mark.parametrize("rows,fit,message", [
-    ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no row depends on it"),
-    ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 rows"),
+    ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no training row depends on it"),
+    ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 training rows"),
 ])
 def test_calibrate_refuses_unidentifiable_fits(tmp_path, rows, fit, message):
     path = write(tmp_path / "m.csv", "nodes,gpus_per_node,bandwidth,scaling_factor\n" + rows)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
-from kernels import Buckets, Config, Layout, iteration
+from kernels import PAPER, Buckets, Config, Features, Layout, iteration
 from reference import simulate
 from sweep import evaluate
 from sweep.profile import make_profile
@@ -29,7 +29,8 @@ def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0):
             bandwidth=v["bandwidth"] * 1e9, utilization=v["utilization"], ratio=v["ratio"],
             nodes=int(v["nodes"]), gpus=int(v["gpus_per_node"]), latency=v["latency"] * 1e-6,
             collective=str(v["collective"]), buffer_bytes=v["fusion_buffer"] * 2**20,
-            timeout_s=v["fusion_timeout"] * 1e-3, table=table, intra_bw=intra * 1e9,
+            timeout_s=v["fusion_timeout"] * 1e-3, table=table, intra_bw=intra * 1e9, nics=int(v["nics_per_node"]),
+            overhead=v["overhead"] * 1e-3, slowdown=v["slowdown"], jitter=v["jitter"],
         )
         for name in OUTPUTS:
             got = float(ds[name].values[idx])
@@ -59,6 +60,53 @@ def test_random_profiles_match_reference(dtype, seed):
         block_configs=int(rng.integers(7, 200)),  # many blocks, padding on both sides
     )
     check_against_reference(profile, ds, dtype, intra=float(ds.attrs["intra_bandwidth_gbps"]))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("seed", [3, 4])
+def test_non_network_terms_and_pipelined_collectives_match_reference(dtype, seed):
+    rng = np.random.default_rng(seed)
+    profile = random_profile(rng)
+    ds = evaluate(
+        profile,
+        bandwidth=np.round(rng.uniform(0.5, 200, 2), 3),
+        ratio=float(np.round(rng.uniform(1, 30), 2)),
+        nodes=[1, int(rng.integers(2, 9))],
+        gpus_per_node=[1, int(rng.integers(2, 9))],
+        nics_per_node=[1, 2],
+        latency=float(np.round(rng.uniform(0, 50), 2)),
+        collective=["ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree"],
+        overhead=[0.0, float(np.round(rng.uniform(0, 20), 3))],
+        slowdown=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
+        jitter=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
+        reduce_table=TABLE,
+        dtype=dtype,
+        block_configs=int(rng.integers(7, 200)),
+    )
+    check_against_reference(profile, ds, dtype)
+
+
+@pytest.mark.parametrize("n,expected", [(2, 0.56419), (3, 0.84628), (5, 1.16296), (10, 1.53875),
+                                        (100, 2.50759), (1000, 3.24144)])
+def test_expected_maximum_of_normals(n, expected):
+    # Published values (e.g. Harter, "Expected values of normal order statistics", Biometrika 1961);
+    # N = 2 and 3 are 1/sqrt(pi) and 3/(2 sqrt(pi)) in closed form.
+    from reference import expected_max_normal as slow
+    from sweep.collectives import expected_max_normal
+
+    assert expected_max_normal([n])[0] == pytest.approx(expected, abs=1e-5)  # tables give 5 decimals
+    assert slow(n) == pytest.approx(expected, abs=1e-5)
+    if n <= 3:
+        closed = {2: 1.0, 3: 1.5}[n] / np.sqrt(np.pi)
+        assert expected_max_normal([n])[0] == pytest.approx(closed, rel=1e-9)
+
+
+def test_expected_maximum_up_to_a_billion_workers():
+    from reference import expected_max_normal as slow
+    from sweep.collectives import expected_max_normal
+
+    for n in (10**5, 10**9):
+        assert expected_max_normal([n])[0] == pytest.approx(slow(n), rel=1e-6)
 
 
 def one_tensor(wait=2e-3, nbytes=1e6, t1=0.1):
@@ -116,12 +164,13 @@ def test_fusion_merges_until_timeout():
 
 
 # Closed forms of the recurrence itself, on kernels.iteration (no grid, no fusion).
-def one_config(bandwidth=8e9, utilization=1.0, ratio=1.0, latency=0.0):
-    return Config(*(np.float64(v) for v in (bandwidth, utilization, ratio, latency)))
+def one_config(bandwidth=8e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0, jitter=0.0):
+    return Config(*(np.float64(v) for v in (bandwidth, utilization, ratio, latency, overhead, slowdown, jitter)))
 
 
-def layout(transfer=0.0, wire=8.0, messages=0.0, reduce=(0.0,)):
-    return Layout(np.float64(transfer), np.float64(wire), np.float64(messages), np.asarray(reduce, np.float64))
+def layout(transfer=0.0, wire=8.0, messages=0.0, reduce=(0.0,), straggle=0.0, multi=1.0, piped=0.0):
+    return Layout(*(np.float64(v) for v in (transfer, wire, messages, straggle, multi, piped)),
+                  np.asarray(reduce, np.float64))
 
 
 def buckets(ready, nbytes, valid=None):
@@ -129,9 +178,9 @@ def buckets(ready, nbytes, valid=None):
     return Buckets(*(np.asarray(a, np.float64) for a in (ready, nbytes, valid)))
 
 
-def kernel(*args, softness=None):
+def kernel(*args, softness=None, features=PAPER):
     with jax.enable_x64(True):
-        return {k: float(v) for k, v in iteration(*args, softness).items()}
+        return {k: float(v) for k, v in iteration(*args, softness, features).items()}
 
 
 def test_one_bucket_closed_form():
@@ -158,9 +207,35 @@ def test_two_buckets_queue_or_not(second_ready):
 
 def test_single_worker_layout_costs_nothing():
     # N = 1: every coefficient is 0 (sweep.collectives), so nothing is exposed.
-    out = kernel(one_config(bandwidth=1.0), layout(wire=0.0, reduce=[0.0, 0.0]), buckets([1e-3, 2e-3], [1e9, 1e9]),
-                 0.3)
+    out = kernel(one_config(bandwidth=1.0), layout(wire=0.0, reduce=[0.0, 0.0], multi=0.0),
+                 buckets([1e-3, 2e-3], [1e9, 1e9]), 0.3)
     assert out == {"scaling_factor": 1.0, "iteration_time": 0.3, "exposed_comm": 0.0, "comm_time": 0.0}
+
+
+def test_non_network_terms_closed_form():
+    # k = (1 + slowdown)(1 + jitter e_N); ready at k * 10 ms, 1 ms of transfer after it;
+    # iteration = k T1 + exposed + overhead.
+    cfg = one_config(overhead=4e-3, slowdown=0.1, jitter=0.05)
+    out = kernel(cfg, layout(straggle=1.5), buckets([0.01], [1e6]), 0.1, features=Features(compute=True))
+    k = 1.1 * (1 + 0.05 * 1.5)
+    assert out["exposed_comm"] == pytest.approx(1e-3, rel=1e-12)
+    assert out["iteration_time"] == pytest.approx(k * 0.1 + 1e-3 + 4e-3, rel=1e-12)
+    assert out["scaling_factor"] == pytest.approx(0.1 / (k * 0.1 + 5e-3), rel=1e-12)
+    single = kernel(cfg, layout(straggle=0.0, multi=0.0, wire=0.0), buckets([0.01], [1e6]), 0.1,
+                    features=Features(compute=True))
+    assert single["scaling_factor"] == 1.0  # one worker pays none of it
+
+
+def test_pipelined_bucket_takes_its_slowest_stage():
+    # network 8 Mbit / 8 Gbit/s = 1 ms, intra 1e6 B x 2e-10 s/B = 0.2 ms, reduce 0.5 ms: max is 1 ms,
+    # then 3 messages x 10 us; the paper's form would add them all.
+    lay = layout(transfer=2e-10, wire=8.0, messages=3.0, reduce=[5e-4], piped=1.0)
+    cfg = one_config(latency=1e-5)
+    piped = kernel(cfg, lay, buckets([0.0], [1e6]), 0.1, features=Features(piped=True))
+    assert piped["comm_time"] == pytest.approx(1e-3 + 3e-5, rel=1e-12)
+    summed = kernel(cfg, lay._replace(piped=np.float64(0.0)), buckets([0.0], [1e6]), 0.1,
+                    features=Features(piped=True))
+    assert summed["comm_time"] == pytest.approx(1e-3 + 2e-4 + 5e-4 + 3e-5, rel=1e-12)
 
 
 def test_padding_changes_nothing_exact_or_smooth():

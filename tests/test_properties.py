@@ -1,8 +1,8 @@
 """Properties of the model on random profiles and configurations (Hypothesis).
 
 The scaling factor is non-decreasing in bandwidth, utilization and compression
-ratio, non-increasing in per-message latency, always in (0, 1], and the iteration
-time is never below T1. Every example runs through the engine's one compiled
+ratio, non-increasing in per-message latency, overhead, slowdown and jitter,
+always in (0, 1], and the iteration time is never below T1, for every collective. Every example runs through the engine's one compiled
 kernel (fixed shapes: 2 configurations, 4 layouts, 32 buckets), so Hypothesis
 costs no recompiles.
 """
@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels import Buckets, Config, Layout
+from kernels import Buckets, Config, Features, Layout
 from sweep.collectives import coefficients
 from sweep.compiled import grid_metrics
 from sweep.reduce_cost import default_table
@@ -26,8 +26,10 @@ profiles = st.tuples(
     st.floats(0.05, 0.5),  # T1 (s)
     st.sampled_from(COLLECTIVES),
 )
-configs = st.tuples(st.floats(0.1, 1000), st.floats(0.01, 1), st.floats(1, 1000), st.floats(0, 100))
-AXES = {"bandwidth": 0, "utilization": 1, "ratio": 2, "latency": 3}
+configs = st.tuples(st.floats(0.1, 1000), st.floats(0.01, 1), st.floats(1, 1000), st.floats(0, 100),
+                    st.floats(0, 50), st.floats(0, 0.5), st.floats(0, 0.5))
+AXES = {"bandwidth": 0, "utilization": 1, "ratio": 2, "latency": 3, "overhead": 4, "slowdown": 5, "jitter": 6}
+FALLING = ("latency", "overhead", "slowdown", "jitter")
 
 
 def metrics(profile, config_pair):
@@ -38,11 +40,13 @@ def metrics(profile, config_pair):
     nbytes = np.zeros(BUCKETS, np.float32)
     nbytes[:n] = sizes
     c = coefficients(collective, *LAYOUTS, nbytes, default_table(), 1.2e12)
-    layout = Layout(*(np.asarray(a, np.float32) for a in (c.transfer, c.wire, c.messages, c.reduce)))
-    bw, util, ratio, lat = (np.array(v, np.float32) for v in zip(*config_pair))
-    config = Config(bw * 1e9, util, ratio, lat * 1e-6)
+    layout = Layout(*(np.asarray(a, np.float32) for a in (c.transfer, c.wire, c.messages, c.straggle, c.multi,
+                                                          c.piped, c.reduce)))
+    bw, util, ratio, lat, overhead, slowdown, jitter = (np.array(v, np.float32) for v in zip(*config_pair))
+    config = Config(bw * 1e9, util, ratio, lat * 1e-6, overhead * 1e-3, slowdown, jitter)
     valid = (np.arange(BUCKETS) < n).astype(np.float32)
-    out = grid_metrics(config, layout, Buckets(ready, nbytes, valid), np.float32(t1))
+    out = grid_metrics(config, layout, Buckets(ready, nbytes, valid), np.float32(t1),
+                       features=Features(piped=True, compute=True))
     return {k: np.asarray(v) for k, v in out.items()}, t1
 
 
@@ -51,13 +55,13 @@ def metrics(profile, config_pair):
 def test_monotone_in_each_axis(profile, config, axis, factor):
     i = AXES[axis]
     larger = list(config)
-    larger[i] = config[i] * factor + (1.0 if axis == "latency" else 0.0)  # latency may start at 0
+    larger[i] = config[i] * factor + (0.01 if axis in FALLING else 0.0)  # these may start at 0
     if axis == "utilization":
         larger[i] = min(larger[i], 1.0)
     out, _ = metrics(profile, [config, tuple(larger)])
     sf = out["scaling_factor"]
     slack = 1e-6  # float32 rounding
-    if axis == "latency":
+    if axis in FALLING:
         assert np.all(sf[:, 1] <= sf[:, 0] + slack)
     else:
         assert np.all(sf[:, 1] >= sf[:, 0] - slack)
