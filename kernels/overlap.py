@@ -160,12 +160,10 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         end, comm = carry
         ready, nbytes, reduce, valid = bucket
         start = smooth_max(ready * k if features.compute else ready, end, softness)
+        new = start + alpha * nbytes + (lat * valid + reduce)  # the paper's arithmetic, in the paper's order
         if features.piped:
             piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * valid
-            duration = jnp.where(layout.piped > 0, piped, alpha * nbytes + (lat * valid + reduce))
-            new, comm = start + duration, comm + duration
-        else:  # the paper's arithmetic, in the paper's order
-            new = start + alpha * nbytes + (lat * valid + reduce)
+            new, comm = jnp.where(layout.piped > 0, start + piped, new), comm + piped
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
@@ -177,7 +175,9 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
     exposed = smooth_max(r_last, end, softness) - r_last
     total = t1 * k + exposed + layout.multi * config.overhead if features.compute else t1 + exposed
     comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
-    return dict(zip(METRICS, (t1 / total, total, exposed, piped_comm if features.piped else comm)))
+    if features.piped:
+        comm = jnp.where(layout.piped > 0, piped_comm, comm)
+    return dict(zip(METRICS, (t1 / total, total, exposed, comm)))
 
 
 def _lift(inner, outer, features):

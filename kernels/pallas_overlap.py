@@ -75,7 +75,8 @@ def _program(steps, unroll, zero_latency, features, *refs):
     sf_ref[0, :] = jnp.minimum(t1 / total, 1.0)
     it_ref[0, :] = total
     ex_ref[0, :] = exposed
-    comm_ref[0, :] = piped_comm if features.piped else alpha * bytes_sum + lat * real_buckets + reduce_sum
+    closed = alpha * bytes_sum + lat * real_buckets + reduce_sum
+    comm_ref[0, :] = jnp.where(piped > 0, piped_comm, closed) if features.piped else closed
 
 
 def on_grid_pallas(config, layout, buckets, t1, *, features=PAPER, tile=DEFAULT_TILE, interpret=False,

@@ -289,8 +289,12 @@ def fit(meas, profiles, default_model, fit_axes=("utilization",), **kwargs):
     return calibrate(meas, profiles, default_model, fit_axes, **kwargs)
 
 
-def parse_pairs(items, param, value=str):
-    """``["overhead=framework"]`` -> {"overhead": "framework"} (``value`` parses the right side)."""
+def _text(text, item):
+    return text
+
+
+def parse_pairs(items, param, value=_text):
+    """``["overhead=framework"]`` -> {"overhead": "framework"} (``value(text, item)`` parses the right side)."""
     out = {}
     for item in items or ():
         name, sep, rest = item.partition("=")

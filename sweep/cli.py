@@ -21,7 +21,7 @@ import typer
 
 from sweep.errors import DiskFull, InputError, StitchTimeout
 from sweep.interrupts import Interrupted, exit_code
-from sweep.schema import COLLECTIVES, KERNELS, NUMERIC_AXES
+from sweep.schema import COLLECTIVES, KERNELS, NUMERIC_AXES, SOLVABLE
 
 app = typer.Typer(
     help="netsweep: is the network the bottleneck of my distributed training? "
@@ -229,19 +229,31 @@ def paper(
         typer.echo(f"wrote {path}")
 
 
-SOLVED_AXES = {name: None for name in ("bandwidth", "utilization", "ratio")}
+@app.command()
+@options()
+def validate(
+    out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
+):
+    """Predict published measurements of real clusters, fitting on small runs and predicting large ones."""
+    from sweep.validate import run
+
+    for path in run(out, command=command_line()):
+        typer.echo(f"wrote {path}")
+
+
+SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
 
 
 @app.command()
 @options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS)
 def need(
     target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
-    solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: ratio, utilization or bandwidth.")],
+    solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.")],
     out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
 ):
-    """Smallest compression ratio, utilization or bandwidth reaching a target scaling factor.
+    """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
 
     Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
     """

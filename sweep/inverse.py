@@ -24,13 +24,13 @@ from sweep.errors import InputError
 from sweep.grid import make_grid
 from sweep.inputs import BlockInputs
 from sweep.plan import MAX_BLOCK_CONFIGS, Plan
-from sweep.schema import DIMS, NUMERIC_AXES
+from sweep.schema import DIMS, GROWING, NUMERIC_AXES, SOLVABLE
 
 # Range searched for each solvable axis, in stored units, and whether the scaling
 # factor grows with it. Log-space bisection needs low > 0.
 BOUNDS = {"ratio": (1.0, 1e4), "utilization": (1e-4, 1.0), "bandwidth": (1e-3, 1e4),
           "latency": (1e-3, 1e6), "overhead": (1e-3, 1e6), "slowdown": (1e-6, 100.0), "jitter": (1e-6, 10.0)}
-GROWING = ("ratio", "utilization", "bandwidth")
+assert tuple(sorted(BOUNDS)) == tuple(sorted(SOLVABLE))
 ITERATIONS = 40  # bracket ratio (1e9)^(2^-40): exact to float rounding
 __all__ = ["BOUNDS", "MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "solve"]
 

@@ -6,13 +6,13 @@ Columns (header required; one row per measured run):
   ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s);
 - optional model settings: ``model`` (a built-in name, or a profile file relative to
   the CSV), ``collective``, ``t1`` (s: the run's single-GPU iteration time; the
-  profile's compute is scaled to it), and any numeric axis (``ratio``, ``latency``,
+  profile's compute is scaled to it; empty keeps the profile's), and any numeric axis (``ratio``, ``latency``,
   ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
   ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
 - any other column is a label (``framework``, ``network``, ``source``, ...), for
   ``--per`` and ``--train``.
 
-A filter is a Python-like boolean expression over the columns and ``gpus`` (nodes x
+Lines starting with ``#`` are comments. A filter is a Python-like boolean expression over the columns and ``gpus`` (nodes x
 gpus_per_node): comparisons, ``and``, ``or``, ``not``, numbers and quoted strings,
 e.g. ``gpus <= 16 and framework != 'mxnet'``. Nothing else is evaluated.
 """
@@ -57,20 +57,22 @@ class Measurements:
 def read_measurements(path):
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
-    rows = list(csv.reader(read_lines(path, "measurements file")))
+    # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
+    rows = [(n, next(csv.reader([line]), [])) for n, line in enumerate(read_lines(path, "measurements file"), 1)
+            if not line.startswith("#")]
     if not rows:
         raise InputError(f"{path}: empty file; expected a header and rows")
-    header = [c.strip() for c in rows[0]]
+    header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
     missing = [c for c in REQUIRED if c not in header]
     measured = [c for c in MEASURED if c in header]
     if missing or len(measured) != 1:
         need = ", ".join(missing) if missing else "exactly one of scaling_factor, iteration_time"
-        raise InputError(f"{where(path, 1)}: missing column(s) {need}; header is {','.join(header)}")
+        raise InputError(f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}")
     if len(set(header)) != len(header):
-        raise InputError(f"{where(path, 1)}: a column name appears twice")
+        raise InputError(f"{where(path, header_line)}: a column name appears twice")
     columns = {c: [] for c in header}
     lines = []
-    for lineno, cells in enumerate(rows[1:], start=2):
+    for lineno, cells in rows[1:]:
         if not "".join(cells).strip():
             continue
         if len(cells) != len(header):
@@ -85,6 +87,8 @@ def read_measurements(path):
 
 def _cell(name, text, path, lineno):
     numeric = name in NUMERIC_AXES or name in MEASURED or name == "t1"
+    if name == "t1" and not text:  # this row keeps its profile's own T1
+        return None
     if not numeric:  # a name, or a label
         if name in TEXT and not text:
             raise InputError(f"{where(path, lineno)}: empty {name}")

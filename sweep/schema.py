@@ -103,6 +103,10 @@ LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
 INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter")
 DIMS = STRUCTURAL + LAYOUT + INNER
 
+# Axes `need` solves for: the scaling factor grows with the first three and falls with the rest.
+GROWING = ("bandwidth", "utilization", "ratio")
+SOLVABLE = GROWING + ("latency", "overhead", "slowdown", "jitter")
+
 COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")

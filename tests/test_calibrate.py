@@ -96,3 +96,90 @@ def test_iteration_times_and_a_model_column(tmp_path):
     assert abs(data["utilization"] - u_true) <= 0.01
     assert {row["model"] for row in data["rows"]} == {"resnet50", "vgg16"}
     assert data["measured"] == "iteration_time" and data["rmse"] < 1e-6
+
+
+def synthetic_runs(path, truth, nodes=(1, 2, 4, 8, 16), frameworks=("a", "b"), noise=0.0, seed=0):
+    """Runs made by the exact model (nccl-ring, 8 GPUs per node, 1 NIC), one truth per framework."""
+    rng = np.random.default_rng(seed)
+    rows = ["framework,nodes,gpus_per_node,bandwidth,collective,scaling_factor"]
+    for fw in frameworks:
+        ds = evaluate("resnet50", bandwidth=100, nodes=list(nodes), collective="nccl-ring", dtype="float64",
+                      **truth[fw])
+        for n in nodes:
+            v = float(ds.scaling_factor.sel(nodes=n).squeeze()) + rng.normal(0, noise)
+            rows.append(f"{fw},{n},8,100,nccl-ring,{min(v, 1.0):.8f}")
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_per_group_parameters_and_held_out_prediction(tmp_path):
+    # Shared utilization, one jitter per framework; fit on up to 4 nodes, predict 8 and 16.
+    truth = {"a": dict(utilization=0.3, jitter=0.03), "b": dict(utilization=0.3, jitter=0.08)}
+    path = synthetic_runs(tmp_path / "m.csv", truth)
+    r = CliRunner().invoke(app, ["calibrate", str(path), "--fit", "utilization,jitter", "--per", "jitter=framework",
+                                 "--train", "nodes <= 4", "--out", str(tmp_path / "fit.json")])
+    assert r.exit_code == 0, r.output
+    data = json.loads((tmp_path / "fit.json").read_text())
+    got = {(p["name"], p["group"]): p["value"] for p in data["fitted"]}
+    assert got[("utilization", None)] == pytest.approx(0.3, abs=0.01)
+    assert got[("jitter", "a")] == pytest.approx(0.03, abs=0.002)
+    assert got[("jitter", "b")] == pytest.approx(0.08, abs=0.002)
+    assert data["heldout_rmse"] < 1e-3 and "held-out rmse" in r.output
+    assert sum(not row["train"] for row in data["rows"]) == 4
+
+
+def test_standard_errors_cover_the_truth(tmp_path):
+    truth = {"a": dict(utilization=0.4, overhead=3.0)}
+    path = synthetic_runs(tmp_path / "m.csv", truth, nodes=(1, 2, 3, 4, 6, 8, 12, 16), frameworks=("a",),
+                          noise=0.003, seed=2)
+    meas = read_measurements(path)
+    from sweep.calibrate import Settings, calibrate
+
+    result = calibrate(meas, [builtin_profile("resnet50")], "resnet50", ("utilization", "overhead"),
+                       settings=Settings(collective="nccl-ring"))
+    for p in result["fitted"]:
+        true = truth["a"][p["name"]]
+        assert np.isfinite(p["stderr"]) and p["stderr"] > 0
+        assert abs(p["value"] - true) <= 4 * p["stderr"], p
+
+
+def test_bounds_hold_the_fit(tmp_path):
+    truth = {"a": dict(utilization=0.4, overhead=3.0)}
+    path = synthetic_runs(tmp_path / "m.csv", truth, frameworks=("a",))
+    r = CliRunner().invoke(app, ["calibrate", str(path), "--fit", "utilization,overhead", "--bounds",
+                                 "overhead=0:1", "--out", str(tmp_path / "fit.json")])
+    assert r.exit_code == 0, r.output
+    overhead = next(p for p in json.loads((tmp_path / "fit.json").read_text())["fitted"] if p["name"] == "overhead")
+    assert 0 <= overhead["value"] <= 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--train", "cores <= 4"], "--train 'cores <= 4': no column 'cores'"),
+    (["--train", "nodes > 100"], "selects no row"),
+    (["--train", "nodes >= 1"], "selects every row"),
+    (["--train", "__import__('os')"], "only columns, numbers"),
+    (["--fit", "jitter", "--per", "jitter=team"], "--per jitter=team: no column 'team'"),
+    (["--fit", "jitter", "--per", "overhead=framework"], "overhead is not fitted"),
+    (["--fit", "jitter", "--bounds", "jitter=2:1"], "--bounds jitter=2:1"),
+    (["--fit", "jitter", "--bounds", "jitter"], "expected NAME=VALUE"),
+])
+def test_calibrate_bad_options(tmp_path, args, message):
+    path = synthetic_runs(tmp_path / "m.csv", {"a": {}, "b": {}})
+    r = CliRunner().invoke(app, ["calibrate", str(path), *args])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_model_column_naming_profiles(tmp_path):
+    profile = builtin_profile("vgg16")
+    (tmp_path / "mine.json").write_text(json.dumps({**profile.to_json(), "model": "mine"}))
+    ds = evaluate(profile, bandwidth=[10, 25], nodes=[2, 4], utilization=0.5, dtype="float64")
+    rows = ["model,nodes,gpus_per_node,bandwidth,scaling_factor"]
+    rows += [f"mine.json,{n},8,{b},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
+             for n in (2, 4) for b in (10, 25)]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "m.csv")])
+    assert r.exit_code == 0 and "utilization: 0.5" in r.output, r.output
+    (tmp_path / "m.csv").write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\nmissing.json,2,8,10,0.5\n")
+    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "m.csv")])
+    assert r.exit_code == 2 and "model 'missing.json' is neither" in r.output

@@ -62,3 +62,15 @@ def test_kernel_and_schema_agree_on_names():
     from sweep.schema import INNER, OUTPUTS
 
     assert METRICS == OUTPUTS and Config._fields == INNER
+
+
+def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():
+    # The non-network terms at 0 and a pipelined collective in the same sweep must not move
+    # a single bit of the paper's collectives.
+    kw = dict(bandwidth=[1, 10, 100], nodes=[1, 2, 8], ratio=[1, 5], latency=[0, 3], fusion_buffer=[0, 64])
+    plain = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical"], **kw)
+    mixed = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical", "nccl-ring"],
+                      overhead=[0, 1], jitter=[0, 0.1], **kw)
+    a, b = evaluate_arrays(plain), evaluate_arrays(mixed)
+    for name in a:
+        np.testing.assert_array_equal(b[name][:, :4, ..., :1, :, :1], a[name])

@@ -90,3 +90,30 @@ def test_cli_need_bad_input(args, message):
     base = ["need", "--target", "0.99"] if "--target" not in args else ["need"]
     r = CliRunner().invoke(app, base + args)
     assert r.exit_code == 2 and message in r.output
+
+
+@pytest.mark.parametrize("axis", ["overhead", "jitter", "latency"])
+def test_largest_affordable_value_of_a_falling_axis(axis):
+    p = builtin_profile("resnet50")
+    target = 0.9
+    ds = solve(p, target=target, axis=axis, bandwidth=[25, 100], nodes=[2, 8], collective="nccl-ring",
+               dtype="float64")
+    assert f"allowed_{axis}" in ds and "largest" in ds[f"allowed_{axis}"].attrs["long_name"]
+    units = {"overhead": 1e-3, "jitter": 1.0, "latency": 1e-6}[axis]
+    solved = 0
+    for idx in np.ndindex(ds.status.shape):
+        if int(ds.status.values[idx]) != SOLVED:
+            continue
+        solved += 1
+        point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
+        x = float(ds[f"allowed_{axis}"].values[idx])
+        args = dict(nodes=int(point["nodes"]), gpus=8, collective="nccl-ring", bandwidth=float(point["bandwidth"]) * 1e9)
+        assert ref_sf(p, **args, **{axis: x * units}) >= target - 1e-12
+        assert ref_sf(p, **args, **{axis: x * 1.005 * units}) < target
+    assert solved > 0
+
+
+def test_need_cli_for_overhead():
+    r = CliRunner().invoke(app, ["need", "--target", "0.95", "--solve", "overhead", "--bw", "100", "--nodes", "2,8",
+                                 "--collective", "nccl-ring"])
+    assert r.exit_code == 0 and "largest overhead reaching scaling factor 0.95" in r.output and "ms" in r.output

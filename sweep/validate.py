@@ -1,0 +1,226 @@
+"""``sweep validate``: how well netsweep predicts published measurements it was not fitted to.
+
+The dataset (:data:`DATASET`) holds the scaling factors of real data-parallel
+training runs, each row citing its source; facts copied from the publications
+(see ``../shared/published`` in the project's workspace for how each was measured).
+Profiles are the built-in ones, with compute scaled to each run's single-GPU
+iteration time T1 (the ``t1`` column: measured batch / single-GPU throughput where
+published, else an assumption stated in ``t1_basis``); gradient bytes are the
+architecture's.
+
+The protocol a user would run, per (source, framework) group: fit on the group's
+single-node rows and its smallest multi-node size, then predict its larger sizes
+(held out). A group with one size only is fitted in sample and has nothing held
+out. Three models, side by side:
+
+1. ``paper``: the paper's model as published: flat ``ring``, utilization 1, no fit.
+2. ``utilization``: the paper's model with one utilization per network, fitted.
+3. ``calibrated``: the pipelined ``nccl-ring`` with the node's NICs, fitting a
+   utilization and a jitter per group (the losses that are not the network).
+
+It writes ``REPORT.md`` (tables and errors), ``predictions.csv`` (row by row) and
+``measured_vs_predicted.png``; no timestamps, so regenerating gives the same files.
+"""
+
+import csv
+import dataclasses
+import io
+from pathlib import Path
+
+import numpy as np
+
+from sweep.calibrate import Settings, build_rows, calibrate
+from sweep.errors import InputError
+from sweep.measurements import Measurements, read_measurements
+
+DATASET = Path(__file__).resolve().parent / "data" / "published.csv"
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """One of the compared models: its collective, what it fits and per which column."""
+
+    name: str
+    description: str
+    collective: str
+    fit: tuple = ()
+    per: tuple = ()
+
+
+MODELS = (
+    Model("paper", "paper's model, utilization 1", "ring"),
+    Model("utilization", "paper's model, one utilization per network", "ring", ("utilization",),
+          (("utilization", "network"),)),
+    Model("calibrated", "nccl-ring + NICs, utilization and jitter fitted per group", "nccl-ring",
+          ("utilization", "jitter")),
+)
+
+
+def subset(meas, keep):
+    """The rows of ``meas`` where ``keep`` [R] is true."""
+    idx = np.flatnonzero(keep)
+    return Measurements(meas.path, {c: [v[i] for i in idx] for c, v in meas.columns.items()},
+                        [meas.lines[i] for i in idx], meas.measured)
+
+
+def groups(meas):
+    """[(source, framework, train [R] bools, group [R] bools)] of the protocol."""
+    keys = list(dict.fromkeys(zip(meas.columns["source"], meas.columns["framework"])))
+    out = []
+    for key in keys:
+        group = np.array([k == key for k in zip(meas.columns["source"], meas.columns["framework"])])
+        nodes = np.array(meas.columns["nodes"])
+        multi = sorted(set(nodes[group & (nodes > 1)]))
+        smallest = multi[0] if multi else nodes[group].min()
+        out.append((key[0], key[1], group & (nodes <= smallest), group))
+    return out
+
+
+def _predict(meas, model, train, builtin):
+    """[R] scaling factors of ``model`` for every row of ``meas``, fitted on ``train``."""
+    settings = Settings(collective=model.collective)
+    if not model.fit:
+        from kernels.fit import FitSpec
+        from sweep.compiled import predict_rows
+        from sweep.engine import precision
+
+        rows, _, features = build_rows(meas, builtin, builtin[0].model, settings)
+        with precision("float64"):
+            out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
+        return np.asarray(out["scaling_factor"]), {}
+    result = calibrate(meas, builtin, builtin[0].model, model.fit, per=dict(model.per),
+                       train=None if train.all() else _train_expression(meas, train), settings=settings)
+    fitted = {(p["name"], p["group"]): p["value"] for p in result["fitted"]}
+    return np.array([r["predicted"] for r in result["rows"]]), fitted
+
+
+def _train_expression(meas, train):
+    """A row filter selecting exactly ``train`` (the protocol's smallest sizes)."""
+    nodes = np.array(meas.columns["nodes"])
+    return f"nodes <= {int(nodes[train].max())}"
+
+
+def run_validation(dataset=DATASET):
+    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits)."""
+    from sweep.builtin import builtin_names, builtin_profile
+
+    meas = read_measurements(dataset)
+    builtin = [builtin_profile(n) for n in builtin_names()]
+    predictions = {m.name: np.full(len(meas), np.nan) for m in MODELS}
+    fits = {m.name: {} for m in MODELS}
+    train = np.zeros(len(meas), bool)
+    for source, framework, in_train, group in groups(meas):
+        train |= in_train
+        part = subset(meas, group)
+        part_train = in_train[group]
+        for model in MODELS:
+            if model.name == "utilization":
+                continue  # fitted across groups that share a network, below
+            pred, fitted = _predict(part, model, part_train, builtin)
+            predictions[model.name][group] = pred
+            fits[model.name].update({(source, framework, *k): v for k, v in fitted.items()})
+    # One utilization per network: every group's training rows on that network count.
+    model = MODELS[1]
+    pred, fitted = _predict(meas, model, train, builtin)
+    predictions[model.name][:] = pred
+    fits[model.name].update({("all", "all", *k): v for k, v in fitted.items()})
+    return meas, predictions, train, fits
+
+
+def _rmse(x):
+    return float(np.sqrt(np.mean(np.square(x)))) if len(x) else float("nan")
+
+
+def report(meas, predictions, train, fits, command="sweep validate"):
+    """REPORT.md text."""
+    measured = np.array(meas.columns["scaling_factor"])
+    held = ~train
+    lines = ["# netsweep against published measurements", "",
+             f"Generated by `{command}`. {len(meas)} published scaling factors of data-parallel training "
+             f"(`sweep/data/published.csv`, each row citing its source). Protocol, per source and framework: "
+             "fit on the single-node rows and the smallest multi-node size, predict the larger sizes "
+             f"({int(held.sum())} held-out rows); a group with one size only is fitted in sample.", "",
+             "![measured against predicted](measured_vs_predicted.png)", "",
+             "## Errors (scaling factor)", "",
+             "| model | held-out RMSE | held-out worst | in-sample RMSE | mean error, all rows |",
+             "|---|---|---|---|---|"]
+    for m in MODELS:
+        res = predictions[m.name] - measured
+        worst = float(np.max(np.abs(res[held]))) if held.any() else float("nan")
+        lines.append(f"| {m.name}: {m.description} | {_rmse(res[held]):.3f} | {worst:.3f} | "
+                     f"{_rmse(res[train]):.3f} | {np.mean(res):+.3f} |")
+    lines += ["", "## Row by row", "",
+              "| id | GPUs | network | measured | " + " | ".join(m.name for m in MODELS) + " | set |",
+              "|---|---|---|---|" + "---|" * len(MODELS) + "---|"]
+    col = meas.columns
+    for i in range(len(meas)):
+        gpus = int(col["nodes"][i] * col["gpus_per_node"][i])
+        cells = " | ".join(f"{predictions[m.name][i]:.3f}" for m in MODELS)
+        lines.append(f"| {col['id'][i]} | {gpus} | {col['network'][i]} | {measured[i]:.3f} | {cells} | "
+                     f"{'train' if train[i] else 'held out'} |")
+    lines += ["", "## Fitted values", ""]
+    for m in MODELS[1:]:
+        for key, value in fits[m.name].items():
+            source, framework, name, group = key
+            where = f"{source}, {framework}" if source != "all" else "all groups"
+            label = f" [{group}]" if group is not None else ""
+            lines.append(f"- {m.name}, {where}: {name}{label} = {value:.4g}")
+    lines += ["", "## Single-GPU times (T1) used", ""]
+    for i in range(len(meas)):
+        lines.append(f"- {col['id'][i]}: {col['t1_basis'][i]}")
+    return "\n".join(lines) + "\n"
+
+
+def predictions_csv(meas, predictions, train):
+    """predictions.csv text: one row per measurement, every model's prediction."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "source", "framework", "gpus", "measured", *[m.name for m in MODELS], "set"])
+    col = meas.columns
+    for i in range(len(meas)):
+        w.writerow([col["id"][i], col["source"][i], col["framework"][i],
+                    int(col["nodes"][i] * col["gpus_per_node"][i]), f"{col['scaling_factor'][i]:.4f}",
+                    *[f"{predictions[m.name][i]:.4f}" for m in MODELS], "train" if train[i] else "held out"])
+    return buf.getvalue()
+
+
+def figure(meas, predictions, train, out):
+    """Measured against predicted, one marker per model; held-out rows filled."""
+    from matplotlib.figure import Figure
+
+    from sweep.plot import save
+
+    fig = Figure(figsize=(5.2, 5))
+    ax = fig.gca()
+    measured = np.array(meas.columns["scaling_factor"])
+    for m, marker in zip(MODELS, "osD"):
+        p = predictions[m.name]
+        line = ax.plot(measured[~train], p[~train], marker, ms=6, label=f"{m.name}, held-out rows")[0]
+        ax.plot(measured[train], p[train], marker, ms=6, mfc="none", color=line.get_color(),
+                label=f"{m.name}, training rows")
+    ax.plot([0.4, 1.02], [0.4, 1.02], "k--", lw=0.8)
+    ax.set_xlim(0.4, 1.02)
+    ax.set_ylim(0.4, 1.02)
+    ax.set_xlabel("measured scaling factor")
+    ax.set_ylabel("predicted scaling factor")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return save(fig, out)
+
+
+def run(out_dir, command="sweep validate"):
+    """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return their paths."""
+    from sweep.outputs import writable_directory, write_atomically
+
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise InputError(f"{out_dir}: not a directory; give a directory for the report", param="out")
+    meas, predictions, train, fits = run_validation()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_directory(out_dir / "REPORT.md")
+    paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
+    text = predictions_csv(meas, predictions, train)
+    paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text)))
+    body = report(meas, predictions, train, fits, command)
+    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body)))
+    return paths
