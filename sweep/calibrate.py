@@ -33,7 +33,6 @@ from sweep.errors import InputError
 from sweep.fusion import fuse
 from sweep.grid import DEFAULT_INTRA_GBPS
 from sweep.measurements import Measurements, read_measurements, select
-from sweep.profile import make_profile
 from sweep.reduce_cost import default_table
 from sweep.schema import COLLECTIVES, INNER, NUMERIC_AXES, show
 
@@ -72,13 +71,8 @@ def _profile_for(meas, i, known, default_model):
         from sweep.profile import load_profile
 
         known[name] = load_profile(path, t1=meas.column("t1", None)[i], model=name)
-    profile = known[name]
     t1 = meas.column("t1", None)[i]
-    if t1 is None or t1 == profile.t1:
-        return profile
-    scale = t1 / profile.t1  # the run's own single-GPU time: compute scales, gradients do not
-    return make_profile(profile.model, profile.names, profile.grad_bytes, profile.wait * scale, t1,
-                        meas.where(i), source=f"{profile.source}, compute x{scale:.4g} to T1 = {t1:g} s")
+    return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
 
 
 def build_rows(meas, profiles, default_model, settings):
@@ -242,6 +236,7 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
 
 
 def _result(meas, models, params, spec, fit_axes, best, errors, pred, target, keep, rows):
+    dof = int(keep.sum()) - len(params)
     predicted = np.asarray(pred[meas.measured])
     res = (predicted - target) / (1.0 if meas.measured == "scaling_factor" else target)
     fitted, warnings = [], []
@@ -251,10 +246,15 @@ def _result(meas, models, params, spec, fit_axes, best, errors, pred, target, ke
         lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
         fitted.append({"name": axis, "group": label, "value": value, "stderr": float(errors[j]),
                        "units": NUMERIC_AXES[axis].units, "bounds": [lo, hi]})
+        which = axis + (f" for {label}" if label is not None else "")
+        if dof <= 0:
+            continue
         if not np.isfinite(errors[j]) or errors[j] > (hi - lo):
-            which = axis + (f" for {label}" if label is not None else "")
-            warnings.append(f"{which} is not identifiable from these rows (no standard error, or one wider than "
-                            f"its bounds)")
+            warnings.append(f"{which} is not identifiable from these rows (its standard error is undefined or "
+                            f"wider than its bounds)")
+    if dof <= 0:
+        warnings.append(f"{len(params)} parameters from {int(keep.sum())} training rows: they fit exactly, with no "
+                        f"residual left to estimate their standard errors")
     labels = [c for c in meas.columns if c not in NUMERIC_AXES and c not in ("model", "collective", "t1",
                                                                             meas.measured)]
     u_index = fit_axes.index("utilization") if "utilization" in fit_axes else None

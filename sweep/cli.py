@@ -66,7 +66,8 @@ MODEL = [
     _param("profile", Path | None, None, "--profile",
            help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
     _param("iteration_time", float | None, None, "--iteration-time",
-           help="Single-GPU iteration time T1 in seconds, for --profile formats without it."),
+           help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+                "model's compute to your GPU and batch (its gradients unchanged)."),
 ]
 COLLECTIVE_SETTINGS = [
     _param("collective", str, "ring", "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),

@@ -16,7 +16,7 @@ from sweep.builtin import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES
+from sweep.schema import COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, show
 
 DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
 
@@ -96,20 +96,24 @@ def resolve_models(model="resnet50", profile: str | Path | None = None,
       model: a built-in name or comma list of them, a :class:`Profile`, or a
         sequence of either (ignored when ``profile`` is given).
       profile: a profile file (.json, .csv, .bk.log), or None.
-      iteration_time: T1 in seconds for a profile file that has none (or to override).
+      iteration_time: T1 in seconds: for a profile file that has none, or to put a
+        built-in model on other hardware (its compute scaled to this T1).
     """
     from sweep.builtin import builtin_names
     from sweep.profile import load_profile
 
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
-    if iteration_time is not None:
-        raise InputError(f"{iteration_time:g}: only for --profile files; built-in models have their own",
-                         param="iteration_time")
     if isinstance(model, str):
-        return tuple(builtin_profile(m) for m in parse_names(model, "model", builtin_names()))
-    models = [model] if isinstance(model, Profile) else list(model)
-    return tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
+        models = tuple(builtin_profile(m) for m in parse_names(model, "model", builtin_names()))
+    else:
+        models = [model] if isinstance(model, Profile) else list(model)
+        models = tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
+    if iteration_time is None:
+        return models
+    if not (isinstance(iteration_time, (int, float)) and 0 < iteration_time <= 1e4):
+        raise InputError(f"{show(iteration_time)}: must be a number of seconds in (0, 1e4]", param="iteration_time")
+    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
 def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth: float = DEFAULT_INTRA_GBPS,

@@ -73,6 +73,16 @@ class Profile:
         h.update(repr(float(self.t1)).encode())
         return h.hexdigest()
 
+    def scaled_to(self, t1, where="<profile>"):
+        """This profile on faster or slower compute: every backward wait scaled by t1 / T1,
+        the gradients unchanged (another GPU or batch size, same model)."""
+        if t1 == self.t1:
+            return self
+        scale = t1 / self.t1
+        return make_profile(self.model, self.names, self.grad_bytes, self.wait * scale, t1, where,
+                            device=self.device, batch_size=self.batch_size, dtype=self.dtype,
+                            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s")
+
     def to_json(self):
         """The project's JSON format (a dict): metadata plus a list of tensors."""
         return {

@@ -38,7 +38,7 @@ def one_line_error(r, code=2):
     (["--ratio", "1..2@99999999999"], "99,999,999,999 points"),
     (["--ratio", "1...5"], "ranges are A..B"),
     (["--block-configs", "99999999999999999999999"], "--block-configs 99999999999999999999999: must be an integer"),
-    (["--iteration-time", "0.2"], "--iteration-time 0.2: only for --profile files"),
+    (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in (0, 1e4]"),
 ])
 def test_out_of_domain_values(tmp_path, args, message):
     r = invoke("grid", *args, "--out", tmp_path / "o.h5")

@@ -67,3 +67,13 @@ def test_bad_profiles_name_file_and_line(tmp_path, name, text, t1, message):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="profile file not found"):
         load_profile(tmp_path / "nope.csv", t1=0.1)
+
+
+def test_a_builtin_model_scaled_to_another_t1():
+    from sweep.grid import resolve_models
+
+    (p,) = resolve_models("resnet50")
+    (q,) = resolve_models("resnet50", iteration_time=2 * p.t1)
+    np.testing.assert_allclose(q.wait, 2 * p.wait)
+    np.testing.assert_array_equal(q.grad_bytes, p.grad_bytes)
+    assert q.t1 == 2 * p.t1 and "compute x2" in q.source
