@@ -38,6 +38,11 @@ def one_line_error(r, code=2):
     (["--ratio", "1..2@99999999999"], "99,999,999,999 points"),
     (["--ratio", "1...5"], "ranges are A..B"),
     (["--block-configs", "99999999999999999999999"], "--block-configs 99999999999999999999999: must be an integer"),
+    (["--overhead", "-1"], "--overhead -1: overhead must be a number from 0 to 1000000"),
+    (["--jitter", "-0.1"], "--jitter -0.1: jitter must be a number from 0 to 10"),
+    (["--slowdown", "-0.5"], "--slowdown -0.5: slowdown must be a number from 0 to 100"),
+    (["--nics-per-node", "0"], "--nics-per-node 0: nics_per_node must be an integer from 1 to 64"),
+    (["--collective", "nccl-butterfly"], "--collective 'nccl-butterfly': unknown"),
     (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in (0, 1e4]"),
 ])
 def test_out_of_domain_values(tmp_path, args, message):
