@@ -13,8 +13,8 @@ S_b bytes:
                                                                        (pipelined, NCCL-like: ``piped`` = 1)
     end_b          = max(k * ready_b, end_{b-1}) + duration_b,     end_{-1} = 0
     exposed_comm   = max(k * R_last, end_last) - k * R_last
-    iteration_time = k * T1 + exposed_comm + multi * overhead
-    scaling_factor = T1 / iteration_time
+    iteration_time = k * K * T1 + exposed_comm + multi * overhead
+    scaling_factor = K * T1 / iteration_time
     comm_time      = sum_b duration_b
 
 Losses that are not the network, paid only when there is more than one worker
@@ -28,7 +28,10 @@ synchronous step waits for the slowest of N workers, whose expected time is
 T (1 + jitter e_N) with e_N the expected maximum of N independent standard normal
 variables (``straggle``, computed on the host); ``overhead`` is time per iteration
 that nothing overlaps. At their defaults (0) k = 1 and the paper's model is
-unchanged. The scaling factor stays T1 / iteration_time with T1 the single-GPU time.
+unchanged. With gradient accumulation over K = ``accum`` micro-batches, a step does
+K micro-batches of compute and synchronizes once, during the last one's backward.
+The scaling factor stays (K T1) / iteration_time with T1 the single-GPU time of one
+micro-batch: K = 1 is the paper's.
 
 With a ``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s)
 (>= the max, by at most s log 2), so that calibration gets gradients on both sides
@@ -63,6 +66,7 @@ class Config(NamedTuple):
       overhead: time per iteration nothing overlaps, paid when N > 1 (s).
       slowdown: compute stretched by 1 + slowdown when N > 1 (1).
       jitter: coefficient of variation of a worker's compute time (1).
+      accum: micro-batches of compute per synchronization (gradient accumulation, >= 1).
     """
 
     bandwidth: jax.Array
@@ -72,6 +76,7 @@ class Config(NamedTuple):
     overhead: jax.Array
     slowdown: jax.Array
     jitter: jax.Array
+    accum: jax.Array
 
 
 class Layout(NamedTuple):
@@ -124,7 +129,7 @@ class Features(NamedTuple):
 
 PAPER = Features()
 PAD_CONFIG = Config(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0,
-                    jitter=0.0)  # for padding lanes: finite, harmless values (sliced off the outputs)
+                    jitter=0.0, accum=1.0)  # for padding lanes: finite, harmless values (sliced off the outputs)
 
 
 def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) -> jax.Array:
@@ -173,11 +178,12 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
                                     (buckets.ready, buckets.nbytes, layout.reduce, buckets.valid))
     r_last = jnp.max(buckets.ready) * k if features.compute else jnp.max(buckets.ready)
     exposed = smooth_max(r_last, end, softness) - r_last
-    total = t1 * k + exposed + layout.multi * config.overhead if features.compute else t1 + exposed
+    work = t1 * config.accum  # K micro-batches per step; the all-reduce overlaps the last one's backward
+    total = work * k + exposed + layout.multi * config.overhead if features.compute else work + exposed
     comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
-    return dict(zip(METRICS, (t1 / total, total, exposed, comm)))
+    return dict(zip(METRICS, (work / total, total, exposed, comm)))
 
 
 def _lift(inner, outer, features):

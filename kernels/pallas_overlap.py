@@ -38,8 +38,8 @@ SUM_COLUMNS = ("t1", "bytes", "real buckets", "R_last")
 
 def _program(steps, unroll, zero_latency, features, *refs):
     """One tile of configurations under one layout (refs as laid out in :func:`on_grid_pallas`)."""
-    config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = refs[:7], refs[7:12], refs[12:]
-    bandwidth, utilization, ratio, latency, overhead, slowdown, jitter = (r[...] for r in config_refs)
+    config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = refs[:8], refs[8:13], refs[13:]
+    bandwidth, utilization, ratio, latency, overhead, slowdown, jitter, accum = (r[...] for r in config_refs)
     transfer, wire, messages, straggle, multi, piped, reduce_sum = (layout_ref[0, i] for i in range(7))
     t1, bytes_sum, real_buckets, r_last = (sums_ref[i] for i in range(4))
     effective = bandwidth * utilization
@@ -68,11 +68,12 @@ def _program(steps, unroll, zero_latency, features, *refs):
     end, piped_comm = carry
     r_last = r_last * k if features.compute else r_last
     exposed = jnp.maximum(r_last, end) - r_last
-    total = t1 * k + exposed + multi * overhead if features.compute else t1 + exposed
+    work = t1 * accum
+    total = work * k + exposed + multi * overhead if features.compute else work + exposed
     sf_ref, it_ref, ex_ref, comm_ref = outs
     # exposed >= 0, so the exact ratio is <= 1; Triton's fast division can round
     # t1 / t1 to 1 + 1 ulp (seen on an H200), so clamp to the exact bound.
-    sf_ref[0, :] = jnp.minimum(t1 / total, 1.0)
+    sf_ref[0, :] = jnp.minimum(work / total, 1.0)
     it_ref[0, :] = total
     ex_ref[0, :] = exposed
     closed = alpha * bytes_sum + lat * real_buckets + reduce_sum

@@ -78,10 +78,29 @@ def builtin_profile(name):
 
 
 def models_table():
-    """The built-in profiles as a text table (``sweep models``)."""
-    lines = [f"{'model':<10} {'tensors':>7} {'grad bytes':>12} {'backward ms':>11} {'T1 s':>8}  device batch"]
+    """The built-in profiles, transformer families and GPU presets as text (``sweep models``)."""
+    from sweep.compute import EFFICIENCY, GPUS, PRECISIONS
+    from sweep.transformers import TRANSFORMERS
+
+    lines = ["The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
+             f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch"]
     for name in builtin_names():
         p = builtin_profile(name)
-        lines.append(f"{name:<10} {len(p.names):>7} {int(p.total_bytes):>12,} {p.backward_time * 1e3:>11.2f} "
+        lines.append(f"  {name:<11} {len(p.names):>7} {int(p.total_bytes):>14,} {p.backward_time * 1e3:>11.2f} "
                      f"{p.t1:>8.4f}  {p.device} {p.batch_size} ({p.source})")
+    lines += ["", "Transformers (profiles from the architecture and a compute model; set --gpu, --precision, "
+              "--batch, --seq-len):", f"  {'model':<11} {'family':<6} {'tensors':>7} {'parameters':>14} "
+              f"{'layers':>6} {'hidden':>6} {'context':>7}  mirrors"]
+    for name, arch in TRANSFORMERS.items():
+        tensors = arch.tensors()
+        lines.append(f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
+                     f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}")
+    lines += ["", "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
+              f"{EFFICIENCY:g} on the products:"]
+    for key, g in GPUS.items():
+        lines.append(f"  {key:<5} {g.name:<22} fp32 {g.fp32 / 1e12:5.1f} TFLOP/s, half {g.half / 1e12:5.0f} TFLOP/s, "
+                     f"HBM {g.hbm / 1e9:5.0f} GB/s")
+    lines += ["", "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
+              "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
+              "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context)."]
     return "\n".join(lines)

@@ -30,11 +30,11 @@ from sweep.axes import si_values
 from sweep.collectives import PIPELINED, coefficients
 from sweep.engine import precision
 from sweep.errors import InputError
-from sweep.fusion import fuse
+from sweep.fusion import buckets_for
 from sweep.grid import DEFAULT_INTRA_GBPS
 from sweep.measurements import Measurements, read_measurements, select
 from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES, INNER, NUMERIC_AXES, show
+from sweep.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, show
 
 FITTABLE = ("utilization", "latency", "overhead", "slowdown", "jitter")
 # Default bounds in stored units (fraction, us, ms, fraction, fraction), and starting values for the scan.
@@ -53,6 +53,7 @@ class Settings:
     """Model settings for rows whose file does not give them (each may also be a column)."""
 
     collective: str = "ring"
+    bucketing: str = "horovod"
     reduce_table: tuple | None = None
     intra_bandwidth: float = DEFAULT_INTRA_GBPS
     nics_per_node: float = 1.0
@@ -88,8 +89,12 @@ def build_rows(meas, profiles, default_model, settings):
     value = {d: meas.column(d, getattr(settings, d, None)) for d in ("nics_per_node", "fusion_buffer",
                                                                       "fusion_timeout")}
     runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
-    fused = [fuse(p, float(si_values("fusion_buffer", value["fusion_buffer"][i])),
-                  float(si_values("fusion_timeout", value["fusion_timeout"][i]))) for i, p in enumerate(runs)]
+    bucketing = meas.column("bucketing", settings.bucketing)
+    for i, b in enumerate(bucketing):
+        if b not in BUCKETINGS:
+            raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
+    fused = [buckets_for(p, bucketing[i], float(si_values("fusion_buffer", value["fusion_buffer"][i])),
+                         float(si_values("fusion_timeout", value["fusion_timeout"][i]))) for i, p in enumerate(runs)]
     length = max(len(b) for b in fused)
     buckets = np.zeros((3, n, length))
     scalars = np.zeros((6, n))

@@ -65,12 +65,22 @@ MODEL = [
            help="Built-in profile(s), comma-separated: resnet50, resnet101, vgg16."),
     _param("profile", Path | None, None, "--profile",
            help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
+    _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, a100, h100, h200 "
+           "[default: v100]."),
+    _param("precision", str | None, None, "--precision", help="Transformers: fp32, amp (half-precision math, fp32 "
+           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list [default: fp32]."),
+    _param("batch", str | None, None, "--batch", help="Transformers: samples per GPU per step, comma list "
+           "[default: 8]."),
+    _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list [default: "
+           "the model's context, e.g. 1024 for GPT-2]."),
     _param("iteration_time", float | None, None, "--iteration-time",
            help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
                 "model's compute to your GPU and batch (its gradients unchanged)."),
 ]
 COLLECTIVE_SETTINGS = [
     _param("collective", str, "ring", "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
+    _param("bucketing", str, "horovod", "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
+           "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout); comma list."),
     _param("intra_bandwidth", float, 1200.0, "--intra-bw",
            help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-*."),
     _param("reduce_table", Path | None, None, "--reduce-cost",
@@ -109,15 +119,20 @@ def options(*groups):
     return decorate
 
 
+WORKLOAD = ("gpu", "precision", "batch", "seq_len")
+
+
 def make_grid_from(settings):
     """The grid the model, settings and axis options describe (pops what it uses)."""
     from sweep.grid import make_grid, resolve_models
 
-    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"))
+    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
+                            **{k: settings.pop(k) for k in WORKLOAD})
     dtype = "float64" if settings.pop("x64") else "float32"
     axes = {name: settings.pop(name) for name in NUMERIC_AXES}
-    return make_grid(models, collective=settings.pop("collective"), reduce_table=settings.pop("reduce_table"),
-                     intra_bandwidth=settings.pop("intra_bandwidth"), dtype=dtype, **axes)
+    return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
+                     reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
+                     dtype=dtype, **axes)
 
 
 def command_line():
@@ -266,7 +281,8 @@ def need(
 
     if out is not None:
         check_new_file(out, force=force)
-    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"))
+    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
+                            **{k: settings.pop(k) for k in WORKLOAD})
     settings["dtype"] = "float64" if settings.pop("x64") else "float32"
     ds = solve_for(models, target=target, axis=solve, **settings)
     typer.echo(answer_table(ds))
@@ -308,7 +324,7 @@ def calibrate(
         from sweep.reduce_cost import read_table
 
         table = read_table(table)
-    setup = Settings(collective=settings.pop("collective"), reduce_table=table,
+    setup = Settings(collective=settings.pop("collective"), bucketing=settings.pop("bucketing"), reduce_table=table,
                      intra_bandwidth=settings.pop("intra_bandwidth"), **one)
     result = calibrate_file(measurements, fit, out=out, force=force, model=settings.pop("model"), profile=profile,
                             iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup)

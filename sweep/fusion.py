@@ -59,3 +59,35 @@ def fuse(profile, buffer_bytes, timeout_s):
         sizes.append(acc_bytes)
     last = np.array(bounds, dtype=np.int64)
     return Buckets(ready[last], np.array(sizes, dtype=np.float64), last)
+
+
+DDP_BUCKET_CAP = 25 * 2**20  # torch.nn.parallel.DistributedDataParallel bucket_cap_mb = 25
+DDP_FIRST_BUCKET = 2**20  # torch.distributed's default first-bucket size (1 MiB)
+
+
+def ddp_buckets(profile):
+    """Buckets of PyTorch DDP: tensors in reverse parameter order (the backward order
+    of a profile), a bucket closed once it holds >= its cap (1 MiB for the first,
+    25 MiB after), no timeout; a bucket is all-reduced once all its gradients are ready.
+
+    Unlike Horovod fusion, DDP's buckets are fixed when the model is wrapped (from
+    parameter order, not from when gradients arrive), have no timeout, and start
+    with a small bucket so the first all-reduce begins early.
+    """
+    bounds, sizes, acc, cap = [], [], 0.0, DDP_FIRST_BUCKET
+    for i, b in enumerate(profile.grad_bytes):
+        acc += b
+        if acc >= cap:
+            bounds.append(i)
+            sizes.append(acc)
+            acc, cap = 0.0, DDP_BUCKET_CAP
+    if not bounds or bounds[-1] != len(profile.grad_bytes) - 1:
+        bounds.append(len(profile.grad_bytes) - 1)
+        sizes.append(acc)
+    last = np.array(bounds, dtype=np.int64)
+    return Buckets(profile.ready[last], np.array(sizes, dtype=np.float64), last)
+
+
+def buckets_for(profile, bucketing, buffer_bytes, timeout_s):
+    """The buckets of ``profile`` under a bucketing schedule (``horovod`` uses the fusion knobs)."""
+    return ddp_buckets(profile) if bucketing == "ddp" else fuse(profile, buffer_bytes, timeout_s)

@@ -16,7 +16,7 @@ from sweep.builtin import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, show
+from sweep.schema import BUCKETINGS, COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, show
 
 DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
 
@@ -37,6 +37,7 @@ class Grid:
 
     profiles: tuple
     collectives: tuple
+    bucketings: tuple
     values: dict
     reduce_table: tuple
     reduce_source: str = "default V100 model"
@@ -61,12 +62,14 @@ class Grid:
             return len(self.profiles)
         if dim == "collective":
             return len(self.collectives)
+        if dim == "bucketing":
+            return len(self.bucketings)
         return len(self.values[dim])
 
     def coords(self):
         """dim -> coordinate values as typed (str array for model/collective)."""
         out = {"model": np.array([p.model for p in self.profiles]),
-               "collective": np.array(self.collectives)}
+               "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings)}
         for d in DIMS:
             if d not in NUMERIC_AXES:
                 continue
@@ -80,6 +83,7 @@ class Grid:
             "profiles": [p.content_hash() for p in self.profiles],
             "models": [p.model for p in self.profiles],
             "collectives": list(self.collectives),
+            "bucketings": list(self.bucketings),
             "values": {k: np.asarray(v).tolist() for k, v in sorted(self.values.items())},
             "reduce": [np.asarray(t).tolist() for t in self.reduce_table],
             "intra": self.intra_bandwidth,
@@ -88,27 +92,42 @@ class Grid:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def resolve_models(model="resnet50", profile: str | Path | None = None,
-                   iteration_time: float | None = None) -> tuple[Profile, ...]:
+def resolve_models(model="resnet50", profile: str | Path | None = None, iteration_time: float | None = None,
+                   *, gpu=None, precision=None, batch=None, seq_len=None) -> tuple[Profile, ...]:
     """The profiles a sweep runs on: a profile file, or built-in names.
 
     Args:
-      model: a built-in name or comma list of them, a :class:`Profile`, or a
-        sequence of either (ignored when ``profile`` is given).
+      model: a built-in name or comma list of them (the paper's CNNs, or a
+        transformer of :data:`sweep.transformers.TRANSFORMERS`), a :class:`Profile`,
+        or a sequence of either (ignored when ``profile`` is given).
       profile: a profile file (.json, .csv, .bk.log), or None.
       iteration_time: T1 in seconds: for a profile file that has none, or to put a
         built-in model on other hardware (its compute scaled to this T1).
+      gpu, precision, batch, seq_len: for transformers, each a value or a comma list
+        (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
+        see :mod:`sweep.compute`.
     """
     from sweep.builtin import builtin_names
     from sweep.profile import load_profile
+    from sweep.transformers import TRANSFORMERS
 
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
-    if isinstance(model, str):
-        models = tuple(builtin_profile(m) for m in parse_names(model, "model", builtin_names()))
-    else:
-        models = [model] if isinstance(model, Profile) else list(model)
-        models = tuple(builtin_profile(m) if isinstance(m, str) else m for m in models)
+    names = parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)) if isinstance(model, str) else model
+    names = [names] if isinstance(names, Profile) else list(names)
+    workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
+        raise InputError(f"{_text(next(iter(given.values())))}: only for transformer models "
+                         f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
+                         f"(--iteration-time scales them)", param=next(iter(given)))
+    models = []
+    for n in names:
+        if isinstance(n, str) and n in TRANSFORMERS:
+            models += _workloads(n, given)
+        else:
+            models.append(builtin_profile(n) if isinstance(n, str) else n)
+    models = tuple(models)
     if iteration_time is None:
         return models
     if not (isinstance(iteration_time, (int, float)) and 0 < iteration_time <= 1e4):
@@ -116,13 +135,50 @@ def resolve_models(model="resnet50", profile: str | Path | None = None,
     return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
-def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth: float = DEFAULT_INTRA_GBPS,
-              dtype: str = "float32", **axes) -> Grid:
+def _text(value):
+    return value if isinstance(value, str) else ",".join(map(str, value)) if isinstance(value, (list, tuple)) \
+        else str(value)
+
+
+def _values(value, param, integer):
+    """A comma list or a sequence -> list; integers checked."""
+    items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) \
+        else [value]
+    out = []
+    for item in items:
+        item = item.strip() if isinstance(item, str) else item
+        if integer:
+            try:
+                number = float(item)
+            except (TypeError, ValueError):
+                raise InputError(f"{item!r}: not a number", param=param) from None
+            if not number.is_integer():
+                raise InputError(f"{show(number)}: must be an integer", param=param)
+            item = int(number)
+        out.append(item)
+    return out
+
+
+def _workloads(name, given):
+    """Every combination of the transformer workload settings, as profiles."""
+    import itertools
+
+    from sweep.compute import Workload, transformer_profile
+
+    axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
+    keys = list(axes)
+    return [transformer_profile(Workload(name, **dict(zip(keys, combo))))
+            for combo in itertools.product(*(axes[k] for k in keys))]
+
+
+def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
+              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
       model: as :func:`resolve_models`.
       collective: a name, comma list or sequence of names from :data:`sweep.schema.COLLECTIVES`.
+      bucketing: ``horovod`` and/or ``ddp`` (:mod:`sweep.fusion`), likewise.
       reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
         the default V100 model.
       intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
@@ -142,6 +198,7 @@ def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth: f
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
+    bucketings = tuple(parse_names(bucketing, "bucketing", BUCKETINGS))
     unknown = set(axes) - set(NUMERIC_AXES)
     if unknown:
         raise InputError(f"unknown axis {sorted(unknown)[0]!r}; axes: {', '.join(NUMERIC_AXES)}")
@@ -157,4 +214,4 @@ def make_grid(model, *, collective="ring", reduce_table=None, intra_bandwidth: f
         table, source = read_table(reduce_table), str(reduce_table)
     else:
         table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
-    return Grid(profiles, collectives, values, table, source, float(intra_bandwidth), dtype)
+    return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype)

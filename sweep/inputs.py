@@ -16,7 +16,7 @@ import numpy as np
 from kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from sweep.axes import si_values
 from sweep.collectives import PIPELINED, coefficients
-from sweep.fusion import fuse
+from sweep.fusion import buckets_for
 from sweep.schema import INNER, LAYOUT, STRUCTURAL
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
@@ -45,11 +45,11 @@ class BlockInputs:
     def _fuse(self, task):
         """Fused buckets of a task (cached by profile and fusion knobs: not collective)."""
         t = self._named(task)
-        key = (t["model"], t["fusion_buffer"], t["fusion_timeout"])
+        key = (t["model"], t["bucketing"], t["fusion_buffer"], t["fusion_timeout"])
         if key not in self._fused:
             g = self.grid
-            self._fused[key] = fuse(
-                g.profiles[t["model"]],
+            self._fused[key] = buckets_for(
+                g.profiles[t["model"]], g.bucketings[t["bucketing"]],
                 float(si_values("fusion_buffer", g.values["fusion_buffer"][t["fusion_buffer"]])),
                 float(si_values("fusion_timeout", g.values["fusion_timeout"][t["fusion_timeout"]])),
             )

@@ -30,7 +30,7 @@ from sweep.textfile import read_lines
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
 MEASURED = ("scaling_factor", "iteration_time")
-TEXT = ("model", "collective")
+TEXT = ("model", "collective", "bucketing")
 
 
 @dataclasses.dataclass

@@ -92,15 +92,17 @@ NUMERIC_AXES = {
                  "0", 1.0),
         AxisSpec("jitter", "--jitter", "1", "coefficient of variation of a worker's compute time", False, 0, 10,
                  "0", 1.0),
+        AxisSpec("accum", "--accum", "1", "micro-batches of compute per gradient synchronization", True, 1, 1e6,
+                 "1", 1.0),
     )
 }
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # worker layout (new collective coefficients), then the axes the kernel sweeps freely
 # (one configuration each). A write block is then one contiguous hyperslab.
-STRUCTURAL = ("model", "collective", "fusion_buffer", "fusion_timeout")
+STRUCTURAL = ("model", "collective", "bucketing", "fusion_buffer", "fusion_timeout")
 LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
-INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter")
+INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter", "accum")
 DIMS = STRUCTURAL + LAYOUT + INNER
 
 # Axes `need` solves for: the scaling factor grows with the first three and falls with the rest.
@@ -110,7 +112,8 @@ SOLVABLE = GROWING + ("latency", "overhead", "slowdown", "jitter")
 COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
-LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm"}
+BUCKETINGS = ("horovod", "ddp")
+LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule"}
 
 # Output variables: name -> (units, long name). Their order is the cube's.
 VARIABLES = {
@@ -140,6 +143,11 @@ OTHER_OPTIONS = {
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
     "resume": "--resume",
+    "gpu": "--gpu",
+    "precision": "--precision",
+    "batch": "--batch",
+    "seq_len": "--seq-len",
+    "bucketing": "--bucketing",
     "train": "--train",
     "per": "--per",
     "bounds": "--bounds",

@@ -85,16 +85,33 @@ def duration(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw
     raise ValueError(collective)
 
 
+def ddp(waits, sizes, first=2**20, cap=25 * 2**20):
+    """[(ready_s, bytes)] per bucket, PyTorch DDP's: backward order, closed at >= its cap, no timeout."""
+    buckets, ready, acc, limit, pending = [], 0.0, 0.0, first, False
+    for w, b in zip(waits, sizes):
+        ready += w
+        acc += b
+        pending = True
+        if acc >= limit:
+            buckets.append((ready, acc))
+            acc, limit, pending = 0.0, cap, False
+    if pending:
+        buckets.append((ready, acc))
+    return buckets
+
+
 def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
              latency=0.0, collective="ring", buffer_bytes=64 * 2**20, timeout_s=5e-3,
-             table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0, jitter=0.0):
+             table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0, jitter=0.0, accum=1,
+             bucketing="horovod"):
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
     With more than one worker, compute is stretched by (1 + slowdown)(1 + jitter e_N)
-    and ``overhead`` is added to every iteration.
+    and ``overhead`` is added to every iteration. ``accum`` micro-batches of compute
+    per step; the all-reduce overlaps the last one's backward.
     """
-    buckets = fuse(waits, sizes, buffer_bytes, timeout_s)
+    buckets = ddp(waits, sizes) if bucketing == "ddp" else fuse(waits, sizes, buffer_bytes, timeout_s)
     eff = bandwidth * utilization
     n = nodes * gpus
     k = (1 + slowdown) * (1 + jitter * expected_max_normal(n)) if n > 1 else 1.0
@@ -105,5 +122,5 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
         comm += d
     r_last = k * sum(waits)
     exposed = max(r_last, end) - r_last
-    it = k * t1 + exposed + (overhead if n > 1 else 0.0)
-    return {"scaling_factor": t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+    it = k * accum * t1 + exposed + (overhead if n > 1 else 0.0)
+    return {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}

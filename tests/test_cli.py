@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
+from sweep.schema import DIMS
 
 runner = CliRunner()
 
@@ -21,7 +22,8 @@ def test_grid_as_written_in_the_issue(tmp_path, monkeypatch):
     files = list((tmp_path / "results").glob("resnet50-*.h5"))
     assert len(files) == 1 and "300 configurations" in r.output
     with h5py.File(files[0]) as f:
-        assert f["scaling_factor"].shape == (1, 1, 1, 1, 1, 1, 1, 3, 1, 100, 1, 1, 1, 1)
+        sizes = dict(zip(DIMS, f["scaling_factor"].shape))
+        assert sizes == {**{d: 1 for d in DIMS}, "bandwidth": 3, "ratio": 100}
         assert f.attrs["command"].startswith("sweep ")  # sys.argv: exact in test_resume.py
         assert np.all(np.isfinite(f["scaling_factor"][...]))
     assert not list((tmp_path / "results").glob("*.partial"))

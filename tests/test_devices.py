@@ -39,7 +39,7 @@ def random_inputs(rng, k=3, c=700, b=37, real=30, zero_latency=False):
                     rng.uniform(1, 10, c).astype(f32),
                     np.zeros(c, f32) if zero_latency else rng.uniform(0, 1e-5, c).astype(f32),
                     rng.uniform(0, 5e-3, c).astype(f32), rng.uniform(0, 0.2, c).astype(f32),
-                    rng.uniform(0, 0.1, c).astype(f32))
+                    rng.uniform(0, 0.1, c).astype(f32), rng.integers(1, 5, c).astype(f32))
     reduce = rng.uniform(0, 1e-4, (k, b)).astype(f32)
     reduce[:, real:] = 0  # padded buckets: zero bytes, cost and ready time
     layout = Layout(rng.uniform(0, 1e-10, k).astype(f32), rng.uniform(1, 16, k).astype(f32),

@@ -72,5 +72,9 @@ def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():
     mixed = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical", "nccl-ring"],
                       overhead=[0, 1], jitter=[0, 0.1], **kw)
     a, b = evaluate_arrays(plain), evaluate_arrays(mixed)
+    from sweep.schema import DIMS
+
+    paper_part = tuple(slice(0, 4) if d == "collective" else slice(0, 1) if d in ("overhead", "jitter") else slice(None)
+                       for d in DIMS)
     for name in a:
-        np.testing.assert_array_equal(b[name][:, :4, ..., :1, :, :1], a[name])
+        np.testing.assert_array_equal(b[name][paper_part], a[name])

@@ -30,7 +30,8 @@ def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0):
             nodes=int(v["nodes"]), gpus=int(v["gpus_per_node"]), latency=v["latency"] * 1e-6,
             collective=str(v["collective"]), buffer_bytes=v["fusion_buffer"] * 2**20,
             timeout_s=v["fusion_timeout"] * 1e-3, table=table, intra_bw=intra * 1e9, nics=int(v["nics_per_node"]),
-            overhead=v["overhead"] * 1e-3, slowdown=v["slowdown"], jitter=v["jitter"],
+            overhead=v["overhead"] * 1e-3, slowdown=v["slowdown"], jitter=v["jitter"], accum=int(v["accum"]),
+            bucketing=str(v["bucketing"]),
         )
         for name in OUTPUTS:
             got = float(ds[name].values[idx])
@@ -79,6 +80,8 @@ def test_non_network_terms_and_pipelined_collectives_match_reference(dtype, seed
         overhead=[0.0, float(np.round(rng.uniform(0, 20), 3))],
         slowdown=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
         jitter=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
+        accum=[1, int(rng.integers(2, 9))],
+        bucketing=["horovod", "ddp"],
         reduce_table=TABLE,
         dtype=dtype,
         block_configs=int(rng.integers(7, 200)),
@@ -164,8 +167,10 @@ def test_fusion_merges_until_timeout():
 
 
 # Closed forms of the recurrence itself, on kernels.iteration (no grid, no fusion).
-def one_config(bandwidth=8e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0, jitter=0.0):
-    return Config(*(np.float64(v) for v in (bandwidth, utilization, ratio, latency, overhead, slowdown, jitter)))
+def one_config(bandwidth=8e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0, jitter=0.0,
+               accum=1.0):
+    return Config(*(np.float64(v) for v in (bandwidth, utilization, ratio, latency, overhead, slowdown, jitter,
+                                            accum)))
 
 
 def layout(transfer=0.0, wire=8.0, messages=0.0, reduce=(0.0,), straggle=0.0, multi=1.0, piped=0.0):
@@ -252,3 +257,10 @@ def test_smooth_max_bounds_the_exact_recurrence():
     s = 1e-4
     exact, smooth = kernel(*args)["exposed_comm"], kernel(*args, softness=s)["exposed_comm"]
     assert exact <= smooth <= exact + 3 * s * np.log(2)
+
+
+def test_gradient_accumulation_closed_form():
+    # K micro-batches: K T1 of compute, one all-reduce overlapping the last backward.
+    out = kernel(one_config(accum=4.0), layout(), buckets([0.01], [1e6]), 0.1)
+    assert out["iteration_time"] == pytest.approx(0.4 + 1e-3, rel=1e-12)
+    assert out["scaling_factor"] == pytest.approx(0.4 / 0.401, rel=1e-12)

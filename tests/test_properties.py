@@ -43,7 +43,7 @@ def metrics(profile, config_pair):
     layout = Layout(*(np.asarray(a, np.float32) for a in (c.transfer, c.wire, c.messages, c.straggle, c.multi,
                                                           c.piped, c.reduce)))
     bw, util, ratio, lat, overhead, slowdown, jitter = (np.array(v, np.float32) for v in zip(*config_pair))
-    config = Config(bw * 1e9, util, ratio, lat * 1e-6, overhead * 1e-3, slowdown, jitter)
+    config = Config(bw * 1e9, util, ratio, lat * 1e-6, overhead * 1e-3, slowdown, jitter, np.ones_like(bw))
     valid = (np.arange(BUCKETS) < n).astype(np.float32)
     out = grid_metrics(config, layout, Buckets(ready, nbytes, valid), np.float32(t1),
                        features=Features(piped=True, compute=True))

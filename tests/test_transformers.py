@@ -1,0 +1,107 @@
+"""Transformer profiles: exact parameter counts, the compute model, DDP buckets, accumulation."""
+
+import h5py
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sweep.cli import app
+from sweep.compute import Workload, transformer_profile
+from sweep.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, ddp_buckets
+from sweep.profile import make_profile
+from sweep.transformers import TRANSFORMERS
+
+# Published totals of the models mirrored (Hugging Face model cards / torchvision's table).
+PUBLISHED = {
+    "bert-base": 109_482_240,    # bert-base-uncased BertModel, with the pooler
+    "bert-large": 335_141_888,   # bert-large-uncased BertModel, with the pooler
+    "gpt2": 124_439_808,         # gpt2 (the LM head is tied to wte)
+    "gpt2-medium": 354_823_168,
+    "gpt2-large": 774_030_080,
+    "gpt2-xl": 1_557_611_200,
+    "vit-b16": 86_567_656,       # torchvision vit_b_16, ImageNet-1k head
+    "llama-1b": 1_235_814_400,   # Llama 3.2 1B (tied embeddings)
+    "llama-7b": 6_738_415_616,   # Llama 2 7B
+}
+
+
+@pytest.mark.parametrize("name", list(PUBLISHED))
+def test_parameter_counts_match_the_published_totals(name):
+    tensors = TRANSFORMERS[name].tensors()
+    assert sum(t.numel for t in tensors) == PUBLISHED[name]
+    assert len({t.name for t in tensors}) == len(tensors)
+
+
+def test_parameter_order_is_the_reference_models():
+    gpt2 = [t.name for t in TRANSFORMERS["gpt2"].tensors()]
+    assert gpt2[:4] == ["transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.ln_1.weight",
+                        "transformer.h.0.ln_1.bias"]
+    assert gpt2[-1] == "transformer.ln_f.bias"
+    llama = [t.name for t in TRANSFORMERS["llama-7b"].tensors()]
+    assert llama[0] == "model.embed_tokens.weight" and llama[-1] == "lm_head.weight"
+    assert llama[1:4] == ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+                          "model.layers.0.self_attn.v_proj.weight"]
+
+
+def test_bert_base_on_a_v100_is_within_20_percent_of_published_throughput():
+    # OneFlow DLPerf report v1.0: BERT-base, fp32, batch 32, sequence 128, one V100: 107-145 sequences/s.
+    p = transformer_profile(Workload("bert-base", "v100", "fp32", 32, 128))
+    rate = 32 / p.t1
+    assert abs(rate - 126) / 126 <= 0.2, rate
+    assert 107 * 0.8 <= rate <= 145 * 1.2
+
+
+@pytest.mark.parametrize("precision,grad_bytes", [("fp32", 4), ("amp", 4), ("bf16", 2), ("fp16", 2)])
+def test_precision_sets_gradient_bytes(precision, grad_bytes):
+    p = transformer_profile(Workload("gpt2", "a100", precision, 4))
+    assert p.total_bytes == grad_bytes * PUBLISHED["gpt2"]
+
+
+def test_faster_gpus_and_half_precision_shorten_the_step():
+    t = {g: transformer_profile(Workload("gpt2-xl", g, "bf16" if g != "v100" else "amp", 8)).t1
+         for g in ("v100", "a100", "h100", "h200")}
+    assert t["v100"] > t["a100"] > t["h100"] >= t["h200"]
+    assert transformer_profile(Workload("gpt2", "a100", "fp32", 8)).t1 > transformer_profile(
+        Workload("gpt2", "a100", "bf16", 8)).t1
+
+
+def test_ddp_buckets_by_hand():
+    mib = 2**20
+    sizes = [0.5 * mib, 0.75 * mib, 10 * mib, 10 * mib, 10 * mib, 3 * mib]  # backward order
+    p = make_profile("d", list("abcdef"), sizes, [1e-3] * 6, 0.1)
+    b = ddp_buckets(p)
+    # first bucket closes at >= 1 MiB (a, b), then 25 MiB: c+d+e = 30 MiB, then the rest (f)
+    np.testing.assert_allclose(b.nbytes, [1.25 * mib, 30 * mib, 3 * mib])
+    np.testing.assert_allclose(b.ready, [2e-3, 5e-3, 6e-3])
+    assert DDP_FIRST_BUCKET == mib and DDP_BUCKET_CAP == 25 * mib
+
+
+def test_issue_command_writes_a_self_describing_cube(tmp_path):
+    out = tmp_path / "g.h5"
+    r = CliRunner().invoke(app, ["grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16", "--batch", "8",
+                                 "--bw", "25,100,400", "--bucketing", "ddp,horovod", "--nodes", "1..64", "--out",
+                                 str(out), "-q"])
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        assert [m.decode() for m in f["model"][...]] == ["gpt2-xl@h100-bf16-b8"]
+        assert [b.decode() for b in f["bucketing"][...]] == ["ddp", "horovod"]
+        attrs = f["profiles/gpt2-xl@h100-bf16-b8"].attrs
+        assert attrs["device"] == "NVIDIA H100 SXM5" and attrs["dtype"] == "bf16" and attrs["batch_size"] == 8
+        sf = f["scaling_factor"][...]
+        assert np.all(np.isfinite(sf)) and np.all((sf > 0) & (sf <= 1))
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "gpt5"], "--model 'gpt5': unknown"),
+    (["--model", "gpt2", "--gpu", "tpu"], "--gpu 'tpu': unknown; known: v100, a100, h100, h200"),
+    (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
+    (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),
+    (["--model", "gpt2", "--seq-len", "-5"], "--seq-len -5: must be an integer from 1"),
+    (["--model", "gpt2", "--batch", "2.5"], "--batch 2.5: must be an integer"),
+    (["--model", "resnet50", "--gpu", "h100"], "--gpu h100: only for transformer models"),
+    (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
+])
+def test_bad_workloads(tmp_path, args, message):
+    r = CliRunner().invoke(app, ["grid", *args, "--out", str(tmp_path / "o.h5")])
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "o.h5").exists()
