@@ -25,7 +25,8 @@ def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, ke
       block_configs: configurations per block (memory: 16 B each in float32).
       kernel: ``"auto"`` (Pallas on a GPU, the XLA scan elsewhere), ``"xla"``,
         ``"pallas"`` or ``"pallas-interpret"``.
-      **kwargs: other axes (``utilization``, ``ratio``, ``nodes``,
+      **kwargs: ``vars`` (the outputs to compute and keep) and ``store`` (their dtype),
+        other axes (``utilization``, ``ratio``, ``nodes``,
         ``gpus_per_node``, ``latency`` in us, ``fusion_buffer`` in MiB,
         ``fusion_timeout`` in ms), ``collective`` (name or list), ``reduce_table``,
         ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``).
@@ -36,10 +37,12 @@ def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, ke
       latency`` (each present, even with one value) and variables
       ``scaling_factor``, ``iteration_time``, ``exposed_comm``, ``comm_time``.
     """
+    if "vars" in kwargs:
+        kwargs["variables"] = kwargs.pop("vars")
     grid = make_grid(model, bandwidth=bandwidth, **kwargs)
     arrays = evaluate_arrays(grid, block_configs, kernel)
-    data = {name: xr.Variable(DIMS, arrays[name], {"units": u, "long_name": ln})
-            for name, (u, ln) in VARIABLES.items()}
+    data = {name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))
+            for name in grid.variables}
     attrs = {"dtype": grid.dtype, "intra_bandwidth_gbps": grid.intra_bandwidth,
              "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles])}
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -122,7 +122,7 @@ def options(*groups):
 WORKLOAD = ("gpu", "precision", "batch", "seq_len")
 
 
-def make_grid_from(settings):
+def make_grid_from(settings, **outputs):
     """The grid the model, settings and axis options describe (pops what it uses)."""
     from sweep.grid import make_grid, resolve_models
 
@@ -132,7 +132,7 @@ def make_grid_from(settings):
     axes = {name: settings.pop(name) for name in NUMERIC_AXES}
     return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
                      reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
-                     dtype=dtype, **axes)
+                     dtype=dtype, **outputs, **axes)
 
 
 def command_line():
@@ -165,6 +165,8 @@ def grid(
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144; with --resume, the partial file's].")] = None,
+    vars: Annotated[str, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time.")] = "scaling_factor,iteration_time,exposed_comm,comm_time",
+    store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 [default: the compute dtype]. float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
     **settings,
 ):
     """Sweep every combination of the axes and write an HDF5 cube.
@@ -174,7 +176,7 @@ def grid(
     from sweep import job
     from sweep.progress import progress_bar
 
-    g = make_grid_from(settings)
+    g = make_grid_from(settings, variables=vars, store=store)
     target = out if out is not None else job.default_out(g)
     common = dict(command=command_line(), force=force, resume=resume, block_configs=block_configs,
                   progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=settings.pop("kernel"))

@@ -17,20 +17,25 @@ from kernels.bisect import boundary
 from kernels.overlap import PAPER, Config, on_grid, on_table
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
-def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER):
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "outputs", "store"))
+def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER,
+                 outputs=None, store=None):
     """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
     ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
-    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`).
+    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
+    ``outputs``: the metrics to return (None: all), cast on the device to ``store``
+    (a dtype name; None: the compute dtype), so only what is kept is copied back.
     """
     if kernel == "xla":
-        return on_grid(config, layout, buckets, t1, None, features)
-    from kernels.pallas_overlap import on_grid_pallas  # only where asked for
+        out = on_grid(config, layout, buckets, t1, None, features)
+    else:
+        from kernels.pallas_overlap import on_grid_pallas  # only where asked for
 
-    return on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
-                          zero_latency=zero_latency)
+        out = on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
+                             zero_latency=zero_latency)
+    return {name: out[name] if store is None else out[name].astype(store) for name in (outputs or out)}
 
 
 @functools.partial(jax.jit, static_argnames=("features",))

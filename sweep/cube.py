@@ -41,7 +41,7 @@ def _str_dataset(group, name, values):
 
 def estimated_bytes(grid):
     """Bytes the cube's data variables take on disk (uncompressed)."""
-    return grid.size * len(VARIABLES) * np.dtype(grid.dtype).itemsize
+    return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
 
 
 def create(path, grid, plan, attrs, sparse=False):
@@ -55,6 +55,7 @@ def create(path, grid, plan, attrs, sparse=False):
     f = h5py.File(path, "w")  # default superblock: no open-for-write flag, so a killed run reopens
     f.attrs["format"] = FORMAT
     f.attrs["dtype"] = grid.dtype
+    f.attrs["store"] = grid.store_dtype
     f.attrs["grid_fingerprint"] = grid.fingerprint()
     f.attrs["dims"] = ",".join(DIMS)
     f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
@@ -69,12 +70,13 @@ def create(path, grid, plan, attrs, sparse=False):
         for k, v in coordinate_attrs(dim).items():
             ds.attrs[k] = v
         scales.append(ds)
-    dtype = np.dtype(grid.dtype)
+    dtype = np.dtype(grid.store_dtype)
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
     if sparse:
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
-    for name, (units, long_name) in VARIABLES.items():
+    for name in grid.variables:
+        units, long_name = VARIABLES[name]
         ds = f.create_dataset(name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape,
                               fillvalue=np.nan, dcpl=dcpl)
         ds.attrs["units"] = units
@@ -126,7 +128,7 @@ def open_for_resume(path, grid, plan):
     try:
         f = h5py.File(path, "r+")
         # Touch every object a sweep needs: damaged metadata shows here, not halfway through.
-        shapes = {name: f[name].shape for name in OUTPUTS}
+        shapes = {name: f[name].shape for name in grid.variables}
         progress = (f["progress/blocks_done"].shape, f["progress/block_checksum"].shape)
     except HDF5_ERRORS as e:
         if "f" in locals():
@@ -139,7 +141,7 @@ def open_for_resume(path, grid, plan):
         raise InputError(
             f"{path}: made for another grid or profile; rerun with the same options, or --force", param="resume"
         )
-    if f["scaling_factor"].chunks != plan.chunk_shape or any(s != plan.shape for s in shapes.values()) \
+    if f[grid.variables[0]].chunks != plan.chunk_shape or any(s != plan.shape for s in shapes.values()) \
             or progress != ((len(plan.blocks()),),) * 2:
         f.close()
         raise InputError(f"{path}: written with another block size; rerun with the same value", param="resume")
@@ -155,11 +157,17 @@ def stored_block_configs(path):
         return None
 
 
+def stored(f):
+    """The output variables a cube file holds, in cube order."""
+    return [name for name in OUTPUTS if name in f]
+
+
 def checksum(arrays):
     """CRC-32 over a block's data, variable by variable in cube order."""
     crc = 0
     for name in OUTPUTS:
-        crc = zlib.crc32(np.ascontiguousarray(arrays[name]).tobytes(), crc)
+        if name in arrays:
+            crc = zlib.crc32(np.ascontiguousarray(arrays[name]).tobytes(), crc)
     return crc
 
 
@@ -175,7 +183,7 @@ def verified_blocks(f, plan):
     for i in done:
         region = plan.blocks()[i].region()
         try:
-            ok = checksum({name: f[name][region] for name in OUTPUTS}) == sums[i]
+            ok = checksum({name: f[name][region] for name in stored(f)}) == sums[i]
         except HDF5_ERRORS:  # HDF5 cannot read the chunk
             ok = False
         (good if ok else damaged).append(i)
@@ -193,7 +201,7 @@ def verify(path):
     with h5py.File(path, "r") as f:
         if "progress/block_checksum" not in f:
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        sizes = dict(zip(DIMS, f["scaling_factor"].shape))
+        sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
         plan = Plan(sizes, int(f.attrs["block_configs"]))
         good, damaged = verified_blocks(f, plan)
         return len(good) + len(damaged), len(damaged), len(plan.blocks())

@@ -24,7 +24,6 @@ from sweep.errors import InputError, StitchTimeout
 from sweep.job import check_output, partial_path, run_grid
 from sweep.plan import Plan
 from sweep.provenance import provenance
-from sweep.schema import OUTPUTS
 
 
 def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=300):
@@ -126,7 +125,7 @@ def stitch(grid, shards, out, block_configs, command):
             for block in plan.blocks():
                 src = opened[block.index % count]
                 region = block.region()
-                cube.write_block(f, block, {name: src[name][region] for name in OUTPUTS})
+                cube.write_block(f, block, {name: src[name][region] for name in grid.variables})
         finally:
             for src in opened:
                 src.close()

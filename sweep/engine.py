@@ -18,7 +18,7 @@ import numpy as np
 from sweep.errors import InputError
 from sweep.inputs import BlockInputs
 from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
-from sweep.schema import KERNELS, OUTPUTS
+from sweep.schema import KERNELS
 
 
 def choose_kernel(name="auto"):
@@ -47,6 +47,7 @@ class Dispatcher:
     def __init__(self, grid, plan, kernel="auto", devices=None):
         import jax
 
+        self.grid = grid
         self.plan = plan
         self.inputs = BlockInputs(grid, plan)
         self.kernel = choose_kernel(kernel)
@@ -76,13 +77,13 @@ class Dispatcher:
         buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
         t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
         return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency,
-                            features=inp.features)
+                            features=inp.features, outputs=self.grid.variables, store=self.grid.store_dtype)
 
     def collect(self, block, result):
         """Device result -> dict name -> numpy array shaped like ``block.region()``."""
         k = block.layouts if self.plan.splits_layouts else 1
         c = block.size // k
-        return {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in OUTPUTS}
+        return {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}
 
 
 def run(grid, plan, sink, *, skip=(), progress=None, only=None, kernel="auto", devices=None):
@@ -118,7 +119,7 @@ def run(grid, plan, sink, *, skip=(), progress=None, only=None, kernel="auto", d
 def evaluate_arrays(grid, block_configs=DEFAULT_BLOCK_CONFIGS, kernel="auto"):
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
     plan = Plan(grid.sizes, block_configs)
-    out = {name: np.full(grid.shape, np.nan, dtype=grid.dtype) for name in OUTPUTS}
+    out = {name: np.full(grid.shape, np.nan, dtype=grid.store_dtype) for name in grid.variables}
 
     def sink(block, arrays):
         for name, a in arrays.items():

@@ -16,7 +16,7 @@ from sweep.builtin import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
-from sweep.schema import BUCKETINGS, COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, show
+from sweep.schema import BUCKETINGS, COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, OUTPUTS, STORE_DTYPES, show
 
 DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
 
@@ -32,7 +32,9 @@ class Grid:
       reduce_table: ([T] bytes, [T] seconds) reduce-cost table.
       reduce_source: where the table came from (text).
       intra_bandwidth: intra-node bandwidth (Gbit/s) for ``hierarchical``.
-      dtype: ``"float32"`` or ``"float64"``.
+      dtype: ``"float32"`` or ``"float64"``, the compute precision.
+      variables: the outputs the cube keeps (a subset of :data:`sweep.schema.OUTPUTS`, in its order).
+      store: the storage dtype (``float16``, ``float32``, ``float64``; empty: the compute dtype).
     """
 
     profiles: tuple
@@ -43,6 +45,13 @@ class Grid:
     reduce_source: str = "default V100 model"
     intra_bandwidth: float = DEFAULT_INTRA_GBPS
     dtype: str = "float32"
+    variables: tuple = OUTPUTS
+    store: str = ""
+
+    @property
+    def store_dtype(self):
+        """The dtype the cube stores (the compute dtype unless ``store`` says otherwise)."""
+        return self.store or self.dtype
 
     @property
     def sizes(self):
@@ -88,6 +97,8 @@ class Grid:
             "reduce": [np.asarray(t).tolist() for t in self.reduce_table],
             "intra": self.intra_bandwidth,
             "dtype": self.dtype,
+            "variables": list(self.variables),
+            "store": self.store_dtype,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -172,7 +183,8 @@ def _workloads(name, given):
 
 
 def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
-              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", **axes) -> Grid:
+              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=OUTPUTS, store=None,
+              **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
@@ -182,7 +194,9 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
       reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
         the default V100 model.
       intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
-      dtype: ``"float32"`` or ``"float64"``.
+      dtype: ``"float32"`` or ``"float64"`` (compute).
+      variables: outputs to keep: a comma list or sequence from :data:`sweep.schema.OUTPUTS`.
+      store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
       **axes: numeric axes by name (``bandwidth`` is required; others default as in
         the CLI). Each is a number, a sequence, or a value-syntax string.
 
@@ -208,10 +222,15 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
                          param="intra_bandwidth")
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    chosen = set(parse_names(variables, "vars", OUTPUTS))
+    variables = tuple(v for v in OUTPUTS if v in chosen)  # cube order, whatever order they were given in
+    if store is not None and store not in STORE_DTYPES:
+        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     if reduce_table is None:
         table, source = default_table(), "default V100 model"
     elif isinstance(reduce_table, (str, Path)):
         table, source = read_table(reduce_table), str(reduce_table)
     else:
         table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
-    return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype)
+    return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
+                variables, store or "")

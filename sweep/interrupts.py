@@ -50,10 +50,10 @@ def deferred():
 
     A signal the process ignores (a background job's SIGINT) stays ignored.
     """
+    _requested.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _requested.clear()
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     for s, handler in previous.items():
         if handler is not signal.SIG_IGN:
@@ -63,6 +63,16 @@ def deferred():
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def request(signum):
+    """Record a stop request as a signal would (any thread; the test hook uses it)."""
+    _requested.append(signum)
+
+
+def requested():
+    """Whether a stop has been requested inside :func:`deferred`."""
+    return bool(_requested)
 
 
 def raise_if_requested():

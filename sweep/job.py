@@ -15,6 +15,7 @@ from sweep.errors import DiskFull, InputError
 from sweep.outputs import in_use, partial_path, regular_or_absent, writable_directory
 from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
 from sweep.provenance import provenance
+from sweep.writer import BlockWriter
 
 
 def default_out(grid, directory="results"):
@@ -74,7 +75,9 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     and renamed when complete. ``share = (process_id, process_count)`` computes only
     the blocks with ``index % process_count == process_id`` into a sparse shard.
     ``block_configs`` None means the default, or on ``resume`` the partial file's.
-    ``kernel`` as :func:`sweep.evaluate`.
+    ``kernel`` as :func:`sweep.evaluate`. SIGINT and SIGTERM are deferred from the
+    moment the partial file is opened: it is never left half-made, and the sweep
+    stops at the next block boundary.
     """
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
@@ -83,50 +86,68 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         block_configs = (resume and cube.stored_block_configs(partial)) or DEFAULT_BLOCK_CONFIGS
     plan = Plan(grid.sizes, block_configs)
     mine = None if share is None else (lambda b: b.index % share[1] == share[0])
-    if resume:
-        f = cube.open_for_resume(partial, grid, plan)
-    else:
+    if not resume:
         check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
-        for stale in (partial, out):
-            if force and stale.exists():
-                stale.unlink()
-        attrs = provenance(command)
-        if share is not None:
-            attrs["shard"] = f"{share[0]} of {share[1]}"
-        f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
+    with interrupts.deferred():
+        if resume:
+            f = cube.open_for_resume(partial, grid, plan)
+        else:
+            for stale in (partial, out):
+                if force and stale.exists():
+                    stale.unlink()
+            attrs = provenance(command)
+            if share is not None:
+                attrs["shard"] = f"{share[0]} of {share[1]}"
+            f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
+        try:
+            summary = _fill(f, grid, plan, resume, mine, progress, kernel)
+        except OSError as e:
+            f.close()
+            if e.errno == errno.ENOSPC or "No space left" in str(e):
+                raise DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                               f"Free some space, then finish with the same command plus --resume") from None
+            raise
+        except BaseException:
+            f.close()  # finished blocks are already durable; the partial file stays for --resume
+            raise
+        cube.finish(f, partial, out)
+    return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def _fill(f, grid, plan, resume, mine, progress, kernel):
+    """Compute and write every block not yet done (on the writer thread); a summary dict."""
+    done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
+    all_blocks = plan.blocks()
+    blocks = [b for b in all_blocks if mine is None or mine(b)]
+    total = sum(b.size for b in blocks)
+    done_configs = sum(all_blocks[i].size for i in done)
+    start = time.perf_counter()
+    signal_after = _test_signal_hook()
+
+    def write(block, arrays):
+        cube.write_block(f, block, arrays)
+        signal_after(block)
+
+    writer = BlockWriter(write)
+
+    def sink(block, arrays):
+        interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
+        writer.put(block, arrays)
+
     try:
-        done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
-        all_blocks = plan.blocks()
-        blocks = [b for b in all_blocks if mine is None or mine(b)]
-        total = sum(b.size for b in blocks)
-        done_configs = sum(all_blocks[i].size for i in done)
-        start = time.perf_counter()
-        signal_after = _test_signal_hook()
-
-        def sink(block, arrays):
-            cube.write_block(f, block, arrays)
-            signal_after(block)
-            interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
-
-        with interrupts.deferred(), progress(total, done_configs) if progress else nullcontext() as advance:
+        interrupts.raise_if_requested()
+        with progress(total, done_configs) if progress else nullcontext() as advance:
             run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
-            interrupts.raise_if_requested()
-        elapsed = time.perf_counter() - start
-    except OSError as e:
-        f.close()
-        if e.errno == errno.ENOSPC or "No space left" in str(e):
-            raise DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
-                           f"Free some space, then finish with the same command plus --resume") from None
-        raise
+            writer.close()
+        interrupts.raise_if_requested()
     except BaseException:
-        f.close()  # finished blocks are already durable; the partial file stays for --resume
+        writer.abandon()
         raise
-    cube.finish(f, partial, out)
+    elapsed = time.perf_counter() - start
     computed = total - done_configs
-    return {"out": str(out), "configs": total, "computed": computed, "seconds": elapsed,
+    return {"configs": total, "computed": computed, "seconds": elapsed,
             "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
-            "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks),
-            "bytes": os.path.getsize(out)}
+            "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks)}
 
 
 # Test hook: "K:SIGNAME" makes the process send itself SIGNAME after writing K blocks,
@@ -141,12 +162,16 @@ def _test_signal_hook():
     count, name = spec.split(":")
     written = []
     if int(count) == 0:  # before any block: as if during start-up
+        interrupts.request(getattr(signal, name))
         os.kill(os.getpid(), getattr(signal, name))
 
-    def after(block):
+    def after(block):  # runs on the writer thread
         written.append(block.index)
         if len(written) == int(count):
-            os.kill(os.getpid(), getattr(signal, name))
+            signum = getattr(signal, name)
+            if signum != signal.SIGKILL:
+                interrupts.request(signum)  # so that no further block is written, deterministically
+            os.kill(os.getpid(), signum)
 
     return after
 

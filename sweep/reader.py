@@ -58,8 +58,11 @@ def describe(path):
         lines.append(f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
                      + (f"  ({missing:,} unset)" if missing else ""))
     with h5py.File(path, "r") as f:
-        lines.append("  profiles:" if "profiles" in f else f"  solved for {ds.attrs['solved_axis']} reaching "
-                     f"scaling factor {ds.attrs['target_scaling_factor']:g}")
+        if "profiles" in f:
+            lines.append("  profiles:")
+        elif "solved_axis" in ds.attrs:
+            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
+                         f"{ds.attrs['target_scaling_factor']:g}")
         for name, g in f.get("profiles", {}).items():
             a = g.attrs
             lines.append(f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "

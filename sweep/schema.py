@@ -112,6 +112,7 @@ SOLVABLE = GROWING + ("latency", "overhead", "slowdown", "jitter")
 COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
+STORE_DTYPES = ("float16", "float32", "float64")
 BUCKETINGS = ("horovod", "ddp")
 LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule"}
 
@@ -148,6 +149,8 @@ OTHER_OPTIONS = {
     "batch": "--batch",
     "seq_len": "--seq-len",
     "bucketing": "--bucketing",
+    "vars": "--vars",
+    "store": "--store",
     "train": "--train",
     "per": "--per",
     "bounds": "--bounds",

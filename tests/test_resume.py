@@ -100,12 +100,14 @@ def test_resume_refuses_another_grid(tmp_path):
 
 
 def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):
+    import sweep.cli
     import sweep.grid
+    import sweep.inverse  # noqa: F401  (imported now: its module-level names must not see the patch)
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep.grid, "make_grid", stop)  # as if Ctrl-C came while starting up
+    monkeypatch.setattr(sweep.cli, "make_grid_from", stop)  # as if Ctrl-C came while starting up
     r = invoke("--out", tmp_path / "o.h5")
     assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
     monkeypatch.setattr(sweep.grid, "resolve_models", stop)
