@@ -1,41 +1,85 @@
-"""End-to-end throughput of ``sweep grid``: kernel + HDF5 writing, configurations/s.
+"""End-to-end throughput of ``sweep grid`` against the kernel alone, in one run.
 
-Default settings (ring, 8 GPUs per node, paper fusion, float32, 2^18-config
-blocks) on the built-in resnet50 profile, over 100 bandwidths x 100 ratios x 100
-node counts x 10 utilizations = 10^7 configurations, written to a temporary file.
-Median of ``--repeats`` runs (each compiles anew in the same process only once).
-Run: ``python benchmarks/bench_grid.py``.
+The same grid (built-in resnet50, ring over 8 GPUs per node, fusion off: 161
+buckets, float32) is evaluated twice in one process: kernel only (every block
+dispatched and waited for, nothing copied or written) and end to end (blocks
+copied to the host and written to an HDF5 cube by the writer thread). The ratio
+says how much of the kernel's rate reaches the user. Then the whole command is
+timed twice in fresh processes, with and without the persistent compilation cache
+(the second run with the cache compiles nothing). Medians of ``--repeats``.
+Run: ``python benchmarks/bench_grid.py [--configs 100000000]``.
 """
 
 import argparse
 import datetime
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import jax
 
+from sweep.engine import Dispatcher, precision
 from sweep.grid import make_grid
 from sweep.job import run_grid
+from sweep.plan import Plan
+
+
+def kernel_only(grid, plan):
+    with precision(grid.dtype):
+        dispatcher = Dispatcher(grid, plan)
+        start = time.perf_counter()
+        pending = []
+        for block in plan.blocks():
+            pending.append(dispatcher.submit(block))
+            if len(pending) > 2:
+                jax.block_until_ready(pending.pop(0))
+        jax.block_until_ready(pending)
+        return grid.size / (time.perf_counter() - start)
+
+
+def whole_command(args, cache_dir, repeats=3):
+    cmd = [sys.executable, "-m", "sweep.cli", "grid", *args]
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "NETSWEEP_CACHE_DIR": cache_dir})
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--configs", type=int, default=10**8)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fusion-mb", type=float, default=64.0)
     args = ap.parse_args()
-    grid = make_grid("resnet50", bandwidth="1..100@100", ratio="1..100", nodes="1..100",
-                     utilization="0.1..1:0.1", fusion_buffer=args.fusion_mb)
-    rates = []
-    with tempfile.TemporaryDirectory() as d:
-        for i in range(args.repeats + 1):  # the first run includes compilation: not counted
-            s = run_grid(grid, Path(d) / f"b{i}.h5", command="bench")
-            if i:
-                rates.append(s["configs_per_s"])
-            (Path(d) / f"b{i}.h5").unlink()
+    ratios = args.configs // (1000 * 100)
+    grid = make_grid("resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100",
+                     fusion_buffer=0)
+    plan = Plan(grid.sizes)
+    kernel_only(grid, plan)  # compile
+    kernel = statistics.median(kernel_only(grid, plan) for _ in range(args.repeats))
+    ends = []
+    with tempfile.TemporaryDirectory(dir=".") as d:
+        for i in range(args.repeats):
+            out = Path(d) / f"b{i}.h5"
+            ends.append(run_grid(grid, out, command="bench")["configs_per_s"])
+            out.unlink()
+        small = ["--bw", "1..100@100", "--ratio", "1..100", "--nodes", "1..10", "--fusion-mb", "0", "-q", "--force",
+                 "--out", str(Path(d) / "small.h5")]
+        cached = Path(d) / "cache"
+        whole_command(small, str(cached), repeats=1)  # fills the cache
+        warm = whole_command(small, str(cached), args.repeats)
+        cold = whole_command([*small, "--no-compile-cache"], str(cached), args.repeats)
     device = jax.devices()[0].device_kind
-    print(f"| {datetime.date.today()} | {device} | {grid.size:,} | fusion {args.fusion_mb:g} MiB | "
-          f"{statistics.median(rates):.3g} configs/s end to end (median of {args.repeats}) |")
+    end = statistics.median(ends)
+    print(f"| {datetime.date.today()} | {device} | {grid.size:,} | kernel only {kernel:.3g} configs/s | "
+          f"end to end {end:.3g} configs/s | ratio {end / kernel:.2f} | medians of {args.repeats} |")
+    print(f"| {datetime.date.today()} | {device} | 10^5-config command | with the compilation cache {warm:.2f} s | "
+          f"without {cold:.2f} s | medians of {args.repeats} fresh processes |")
 
 
 if __name__ == "__main__":

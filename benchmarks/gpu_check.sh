@@ -13,3 +13,12 @@ out=$(mktemp -d)/gpu.h5
 /usr/bin/time -f "wall %e s" $PY -m sweep.cli grid --model resnet50 --bw 1..100@100 --ratio 1..100 \
   --nodes 1..100 --util 0.1..1:0.1 --out "$out"
 $PY -c "import h5py,sys; f=h5py.File(sys.argv[1]); print('device_kind:', f.attrs['device_kind'])" "$out"
+echo "--- whole commands (issue: let the GPU's speed reach the user): wall time, kernel rate above"
+for spec in "1..400@1000 1..1000@1000log 1..100 all float32" "1..400@1000 1..1000@1000log 1..1000 scaling_factor float16"; do
+  set -- $spec
+  vars=$4; [ "$vars" = all ] && vars=scaling_factor,iteration_time,exposed_comm,comm_time
+  /usr/bin/time -f "wall %e s: --bw $1 --ratio $2 --nodes $3 --vars $vars --store $5" $PY -m sweep.cli grid \
+    --model resnet50 --fusion-mb 0 --bw "$1" --ratio "$2" --nodes "$3" --vars "$vars" --store "$5" -q --force \
+    --out "$(dirname "$out")/whole.h5"
+  rm -f "$(dirname "$out")/whole.h5"
+done

@@ -89,6 +89,9 @@ COLLECTIVE_SETTINGS = [
 SETTINGS = COLLECTIVE_SETTINGS + [
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]
+CACHE = [_param("compile_cache", bool, True, "--compile-cache/--no-compile-cache",
+                help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
+                     "so a second run of the same shapes compiles nothing.")]
 KERNEL = [_param("kernel", str, "auto", "--kernel", envvar="NETSWEEP_KERNEL",
                  help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU, the XLA scan elsewhere).")]
 
@@ -104,6 +107,10 @@ def options(*groups):
 
         @functools.wraps(command)
         def wrapper(**kwargs):
+            if kwargs.pop("compile_cache", False):
+                from sweep.compile_cache import enable
+
+                enable()
             try:
                 return command(**kwargs)
             except InputError as e:
@@ -158,7 +165,7 @@ DISTRIBUTED = [
 
 
 @app.command()
-@options(MODEL, axis_parameters(), SETTINGS, KERNEL, DISTRIBUTED)
+@options(MODEL, axis_parameters(), SETTINGS, KERNEL, CACHE, DISTRIBUTED)
 def grid(
     out: Out = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
@@ -235,7 +242,7 @@ def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CS
 
 
 @app.command()
-@options()
+@options(CACHE)
 def paper(
     out: Annotated[Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")] = Path("results/paper"),
     profiles_dir: Annotated[Path | None, typer.Option("--profiles-dir", help="Directory of measured <model>.bk.log files to put beside the built-in profiles.")] = None,
@@ -248,7 +255,7 @@ def paper(
 
 
 @app.command()
-@options()
+@options(CACHE)
 def validate(
     out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
 ):
@@ -263,7 +270,7 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 
 
 @app.command()
-@options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS)
+@options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS, CACHE)
 def need(
     target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
     solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.")],
@@ -298,7 +305,8 @@ CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 
 @app.command()
 @options(MODEL[:1], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
-                                                         help_suffix=" One value; a column may set it per row."))
+                                                         help_suffix=" One value; a column may set it per row."),
+         CACHE)
 def calibrate(
     measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train.")],
     profile: Annotated[list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")] = None,

@@ -1,5 +1,6 @@
 """Shared fixtures: the paper's measured logs in ../shared/paper-data (optional)."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,12 @@ import pytest
 from sweep.profile import make_profile
 
 PAPER_DATA = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def compile_cache_in_a_temporary_directory(tmp_path_factory):
+    """The CLI's persistent compilation cache goes to a test directory, not the user's home."""
+    os.environ["NETSWEEP_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
 MEASURED_T1 = {
     "resnet50": 0.12808580219559176,
     "resnet101": 0.19200599479476405,
