@@ -62,7 +62,8 @@ def axis_parameters(defaults=None, help_suffix="", names=None):
 
 MODEL = [
     _param("model", str, "resnet50", "--model",
-           help="Built-in profile(s), comma-separated: resnet50, resnet101, vgg16."),
+           help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
+                "(gpt2-xl, llama-7b, ...: sweep models lists them)."),
     _param("profile", Path | None, None, "--profile",
            help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
     _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, a100, h100, h200 "

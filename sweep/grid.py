@@ -184,11 +184,12 @@ def _workloads(name, given):
 
 def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
               intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=OUTPUTS, store=None,
-              **axes) -> Grid:
+              gpu=None, precision=None, batch=None, seq_len=None, **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
-      model: as :func:`resolve_models`.
+      model: as :func:`resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
+        set a transformer's workload there.
       collective: a name, comma list or sequence of names from :data:`sweep.schema.COLLECTIVES`.
       bucketing: ``horovod`` and/or ``ddp`` (:mod:`sweep.fusion`), likewise.
       reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
@@ -205,7 +206,7 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
     """
     from sweep.reduce_cost import read_table
 
-    profiles = resolve_models(model)
+    profiles = resolve_models(model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len)
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
     names = [p.model for p in profiles]
