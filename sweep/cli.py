@@ -172,7 +172,7 @@ def grid(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144; with --resume, the partial file's].")] = None,
+    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's].")] = None,
     vars: Annotated[str, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time.")] = "scaling_factor,iteration_time,exposed_comm,comm_time",
     store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 [default: the compute dtype]. float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
     **settings,

@@ -32,6 +32,26 @@ def choose_kernel(name="auto"):
     return "pallas" if jax.default_backend() == "gpu" else "xla"
 
 
+# Device bytes one configuration of a block needs on an accelerator: the seven inputs,
+# four outputs and their store-dtype copies, and the scan's carry, with room to spare.
+DEVICE_BYTES_PER_CONFIG = 128
+MAX_DEVICE_BLOCK = 2**26  # past this, a block gains nothing (measured on an H200, benchmarks/README.md)
+
+
+def default_block_configs(device=None):
+    """Configurations per block: the CPU default, or on an accelerator the largest power of
+    two that a quarter of the device's free memory holds (at most 2^26)."""
+    import jax
+
+    device = device or jax.local_devices()[0]
+    stats = device.memory_stats() if device.platform != "cpu" else None
+    if not stats or "bytes_limit" not in stats:
+        return DEFAULT_BLOCK_CONFIGS
+    free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
+    fits = max(1, free // 4 // DEVICE_BYTES_PER_CONFIG)
+    return int(max(DEFAULT_BLOCK_CONFIGS, min(MAX_DEVICE_BLOCK, 1 << (int(fits).bit_length() - 1))))
+
+
 @contextlib.contextmanager
 def precision(dtype):
     """Compute in ``dtype`` inside the block, without changing JAX's global setting."""

@@ -10,10 +10,10 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from sweep import cube, interrupts
-from sweep.engine import run
+from sweep.engine import default_block_configs, run
 from sweep.errors import DiskFull, InputError
 from sweep.outputs import in_use, partial_path, regular_or_absent, writable_directory
-from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
+from sweep.plan import Plan
 from sweep.provenance import provenance
 from sweep.writer import BlockWriter
 
@@ -83,7 +83,7 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     check_output(out, force=force, resume=resume, default=default_out_dir)
     partial = partial_path(out)
     if block_configs is None:
-        block_configs = (resume and cube.stored_block_configs(partial)) or DEFAULT_BLOCK_CONFIGS
+        block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
     plan = Plan(grid.sizes, block_configs)
     mine = None if share is None else (lambda b: b.index % share[1] == share[0])
     if not resume:

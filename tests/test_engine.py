@@ -78,3 +78,23 @@ def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():
                        for d in DIMS)
     for name in a:
         np.testing.assert_array_equal(b[name][paper_part], a[name])
+
+
+class FakeDevice:
+    def __init__(self, platform, stats):
+        self.platform, self._stats = platform, stats
+
+    def memory_stats(self):
+        return self._stats
+
+
+def test_block_size_from_free_device_memory():
+    from sweep.engine import MAX_DEVICE_BLOCK, default_block_configs
+    from sweep.plan import DEFAULT_BLOCK_CONFIGS
+
+    assert default_block_configs(FakeDevice("cpu", None)) == DEFAULT_BLOCK_CONFIGS
+    gib = 2**30
+    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 140 * gib, "bytes_in_use": 0})) == MAX_DEVICE_BLOCK
+    # 2 GiB free: a quarter of it at 128 B per configuration is 2^22 configurations
+    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**22
+    assert default_block_configs(FakeDevice("gpu", {})) == DEFAULT_BLOCK_CONFIGS
