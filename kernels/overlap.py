@@ -102,17 +102,22 @@ class Layout(NamedTuple):
 
 
 class Buckets(NamedTuple):
-    """Fused buckets of one profile, real ones first, then padding.
+    """Fused buckets of one profile, real ones first, then padding; or FSDP units.
 
     Attributes:
       ready: [Bk] seconds from the start of backward; non-decreasing; padding 0.
-      nbytes: [Bk] uncompressed bytes; padding 0.
+        FSDP units: each unit's forward compute (s), in forward order.
+      nbytes: [Bk] uncompressed bytes; padding 0 (FSDP: each unit's parameter bytes).
       valid: [Bk] 1.0 for a real bucket, 0.0 for padding.
+      backward: [Bk] FSDP units' backward compute (s); None for all-reduce buckets.
+      fsdp: scalar 1.0 when these are FSDP units (padding first), 0.0 for buckets; or None.
     """
 
     ready: jax.Array
     nbytes: jax.Array
     valid: jax.Array
+    backward: jax.Array | None = None
+    fsdp: jax.Array | None = None
 
 
 class Features(NamedTuple):
@@ -121,10 +126,12 @@ class Features(NamedTuple):
     Attributes:
       piped: some layout is pipelined (``nccl-ring``, ``nccl-tree``).
       compute: some overhead, slowdown or jitter is not 0.
+      fsdp: some task is fully sharded (:func:`fsdp_step`).
     """
 
     piped: bool = False
     compute: bool = False
+    fsdp: bool = False
 
 
 PAPER = Features()
@@ -183,7 +190,78 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
     comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
-    return dict(zip(METRICS, (work / total, total, exposed, comm)))
+    out = (work / total, total, exposed, comm)
+    if features.fsdp:
+        sharded = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features)
+        out = tuple(jnp.where(buckets.fsdp > 0, a, b) for a, b in zip(sharded, out))
+    return dict(zip(METRICS, out))
+
+
+def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
+    """(scaling factor, iteration time, exposed comm, comm time) of a fully sharded step (FSDP, ZeRO-3).
+
+    Units u = 1..U in forward order (padding first), S_u parameter bytes, F_u and B_u
+    forward and backward compute (stretched by k). Each unit's parameters are
+    all-gathered before its forward and again before its backward; its gradients
+    are reduce-scattered after its backward. Half an all-reduce each (a ring
+    all-reduce is a reduce-scatter then an all-gather):
+
+        g_u = alpha S_u / 2 + L a / 2                 (all-gather)
+        s_u = alpha S_u / 2 + L a / 2 + F_u(reduce)   (reduce-scatter, with the reduction)
+
+    (pipelined collectives: the max of the halves' stages, as for buckets). One
+    compute stream and one communication stream, FIFO, with one unit prefetched:
+
+        forward, u = 1..U:   m = max(m, f_{u-1}) + g_u;  f_u = max(c, m);  c = f_u + k F_u
+        backward: the last unit gathered at the forward's end: m = max(m, c) + g_U; a = m
+        u = U..1:            b_u = max(c, a);  c = b_u + k B_u
+                             m = max(m, b_u) + g_{u-1};  a = m      (prefetch the next unit)
+                             m = max(m, c) + s_u                    (reduce-scatter)
+        iteration_time = max(c, m) + k (K T1 - sum F - sum B) + multi * overhead
+
+    with f_0 = 0 and g_0 = 0. The scaling factor is K T1 / iteration_time.
+    """
+    half_alpha, half_lat = 0.5 * alpha, 0.5 * lat
+    gather = half_alpha * units.nbytes + half_lat * units.valid
+    scatter = gather + layout.reduce
+    if features.piped:
+        eff = config.bandwidth * config.utilization
+        wire = jnp.maximum(0.5 * layout.wire / eff, 0.5 * layout.transfer) / config.ratio * units.nbytes
+        piped_gather = wire + half_lat * units.valid
+        piped_scatter = jnp.maximum(wire, layout.reduce) + half_lat * units.valid
+        gather = jnp.where(layout.piped > 0, piped_gather, gather)
+        scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
+    forward, backward = units.ready * k, units.backward * k
+
+    def forward_step(carry, unit):
+        c, m, issued = carry
+        g, f = unit
+        m = jnp.maximum(m, issued) + g
+        start = jnp.maximum(c, m)
+        return (start + f, m, start), None
+
+    zero = jnp.zeros_like(alpha)
+    (c, m, _), _ = lax.scan(forward_step, (zero, zero, zero), (gather, forward))
+    m = jnp.maximum(m, c) + gather[-1]  # the last unit, gathered again for its backward
+    next_gather = jnp.concatenate([jnp.zeros_like(gather[:1]), gather[:-1]])  # g_{u-1}
+
+    def backward_step(carry, unit):
+        c, m, ready = carry
+        g_prev, b, s = unit
+        start = jnp.maximum(c, ready)
+        c = start + b
+        m = jnp.maximum(m, start) + g_prev
+        ready = m
+        m = jnp.maximum(m, c) + s
+        return (c, m, ready), None
+
+    (c, m, _), _ = lax.scan(backward_step, (c, m, m), (next_gather[::-1], backward[::-1], scatter[::-1]))
+    work = t1 * config.accum
+    compute = jnp.sum(forward) + jnp.sum(backward)
+    total = jnp.maximum(c, m) + (k * work - compute) + layout.multi * config.overhead
+    exposed = total - k * work - layout.multi * config.overhead
+    comm = 2.0 * jnp.sum(gather) + jnp.sum(scatter)
+    return work / total, total, exposed, comm
 
 
 def _lift(inner, outer, features):

@@ -129,6 +129,7 @@ def transformer_profile(workload):
 
     tensors, forward, backward, optimizer, grad = times(workload)
     t1 = float(forward.sum() + backward.sum() + optimizer)
+    unit = fsdp_units([t.name for t in tensors])
     w = workload
     gpu = GPUS[w.gpu]
     arch = TRANSFORMERS[w.model]
@@ -137,4 +138,18 @@ def transformer_profile(workload):
         device=gpu.name, batch_size=w.batch, dtype=w.precision,
         source=f"netsweep compute model of {arch.source}, {w.precision}, batch {w.batch}, "
                f"sequence {w.seq_len or arch.seq_len}, efficiency {w.efficiency:g}",
+        forward=forward[::-1], unit=unit[::-1],
     )
+
+
+def fsdp_units(names):
+    """[L] FSDP unit per tensor (parameter order): one per transformer block (the first
+    number in its name), and the root unit 0 for everything else (embeddings, final
+    norm, head), as FSDP's transformer auto-wrap policy wraps them."""
+    import re
+
+    out = []
+    for name in names:
+        match = re.search(r"\.(?:h|layer|layers|encoder_layer_)\.?(\d+)\.", name) or re.search(r"_(\d+)\.", name)
+        out.append(int(match.group(1)) + 1 if match else 0)
+    return np.array(out)

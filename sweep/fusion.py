@@ -88,6 +88,44 @@ def ddp_buckets(profile):
     return Buckets(profile.ready[last], np.array(sizes, dtype=np.float64), last)
 
 
+@dataclasses.dataclass(frozen=True)
+class Units:
+    """FSDP units of one profile, in forward order.
+
+    Attributes:
+      forward: [U] seconds of forward compute.
+      nbytes: [U] parameter (and gradient) bytes.
+      backward: [U] seconds of backward compute.
+    """
+
+    forward: np.ndarray
+    nbytes: np.ndarray
+    backward: np.ndarray
+
+    def __len__(self):
+        return len(self.nbytes)
+
+
+def fsdp_units(profile):
+    """The FSDP units of ``profile``: its tensors grouped by ``unit`` (one unit per tensor
+    without), in the order the forward pass first reaches them (the profile's backward
+    order reversed). Needs the profile's forward times."""
+    from sweep.errors import InputError
+
+    if profile.forward is None:
+        raise InputError(f"{profile.model}: FSDP needs forward times per tensor, and this profile has none "
+                         f"(a JSON profile with forward_us, or a transformer built-in)", param="bucketing")
+    unit = profile.unit if profile.unit is not None else np.arange(len(profile.names))
+    order = list(dict.fromkeys(unit[::-1].tolist()))  # forward order of first appearance
+    index = np.array([order.index(u) for u in unit])
+    out = np.zeros((3, len(order)))
+    for row, values in enumerate((profile.forward, profile.grad_bytes, profile.wait)):
+        np.add.at(out[row], index, values)
+    return Units(*out)
+
+
 def buckets_for(profile, bucketing, buffer_bytes, timeout_s):
-    """The buckets of ``profile`` under a bucketing schedule (``horovod`` uses the fusion knobs)."""
+    """The buckets (or FSDP units) of ``profile`` under a schedule (``horovod`` uses the fusion knobs)."""
+    if bucketing == "fsdp":
+        return fsdp_units(profile)
     return ddp_buckets(profile) if bucketing == "ddp" else fuse(profile, buffer_bytes, timeout_s)

@@ -218,6 +218,9 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
     if unknown:
         raise InputError(f"unknown axis {sorted(unknown)[0]!r}; axes: {', '.join(NUMERIC_AXES)}")
     values = {name: coerce_axis(name, axes.get(name, spec.default)) for name, spec in NUMERIC_AXES.items()}
+    if "fsdp" in bucketings and np.any(values["accum"] > 1):
+        raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
+                         param="bucketing")
     if not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
         raise InputError(f"{intra_bandwidth:g}: intra-node bandwidth must be a number > 0 Gbit/s",
                          param="intra_bandwidth")

@@ -16,7 +16,7 @@ import numpy as np
 from kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from sweep.axes import si_values
 from sweep.collectives import PIPELINED, coefficients
-from sweep.fusion import buckets_for
+from sweep.fusion import Units, buckets_for
 from sweep.schema import INNER, LAYOUT, STRUCTURAL
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
@@ -36,7 +36,8 @@ class BlockInputs:
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
         self.features = Features(
             piped=any(c in PIPELINED for c in grid.collectives),
-            compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")))
+            compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")),
+            fsdp="fsdp" in grid.bucketings)
         self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
 
     def _named(self, task):
@@ -56,13 +57,17 @@ class BlockInputs:
         return self._fused[key]
 
     def buckets(self, task):
-        """:class:`~kernels.overlap.Buckets` of [bucket_count] arrays for a task."""
+        """:class:`~kernels.overlap.Buckets` of [bucket_count] arrays for a task (FSDP units: padding first)."""
         b = self._fuse(task)
-        out = np.zeros((3, self.bucket_count), dtype=self.dtype)
-        out[0, : len(b)] = b.ready
-        out[1, : len(b)] = b.nbytes
-        out[2, : len(b)] = 1.0
-        return Buckets(*out)
+        out = np.zeros((4, self.bucket_count), dtype=self.dtype)
+        if isinstance(b, Units):
+            real = slice(self.bucket_count - len(b), None)
+            out[:, real] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
+        else:
+            out[:3, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
+        if not self.features.fsdp:
+            return Buckets(*out[:3])
+        return Buckets(*out[:3], out[3], self.dtype.type(isinstance(b, Units)))
 
     def t1(self, task):
         """The task's single-GPU iteration time (s), a scalar of the compute dtype."""

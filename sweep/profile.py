@@ -39,6 +39,8 @@ class Profile:
       wait: [L] float64 seconds from the previous gradient being ready.
       t1: single-GPU iteration time (s).
       device, batch_size, dtype, source: metadata (free text).
+      forward: [L] float64 seconds of forward compute per tensor, or None (needed by FSDP).
+      unit: [L] int FSDP unit of each tensor (a transformer block, say), or None (one per tensor).
     """
 
     model: str
@@ -50,6 +52,8 @@ class Profile:
     batch_size: int = 0
     dtype: str = "float32"
     source: str = ""
+    forward: np.ndarray | None = None
+    unit: np.ndarray | None = None
 
     @property
     def ready(self):
@@ -71,17 +75,21 @@ class Profile:
         h.update(np.ascontiguousarray(self.grad_bytes, dtype=np.float64).tobytes())
         h.update(np.ascontiguousarray(self.wait, dtype=np.float64).tobytes())
         h.update(repr(float(self.t1)).encode())
+        for extra in (self.forward, self.unit):  # absent in older profiles: their hash is unchanged
+            if extra is not None:
+                h.update(np.ascontiguousarray(extra, dtype=np.float64).tobytes())
         return h.hexdigest()
 
     def scaled_to(self, t1, where="<profile>"):
-        """This profile on faster or slower compute: every backward wait scaled by t1 / T1,
-        the gradients unchanged (another GPU or batch size, same model)."""
+        """This profile on faster or slower compute: every backward wait (and forward time)
+        scaled by t1 / T1, the gradients unchanged (another GPU or batch size, same model)."""
         if t1 == self.t1:
             return self
         scale = t1 / self.t1
         return make_profile(self.model, self.names, self.grad_bytes, self.wait * scale, t1, where,
                             device=self.device, batch_size=self.batch_size, dtype=self.dtype,
-                            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s")
+                            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
+                            forward=None if self.forward is None else self.forward * scale, unit=self.unit)
 
     def to_json(self):
         """The project's JSON format (a dict): metadata plus a list of tensors."""
@@ -94,8 +102,10 @@ class Profile:
             "dtype": self.dtype,
             "source": self.source,
             "tensors": [
-                {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6}
-                for n, b, w in zip(self.names, self.grad_bytes, self.wait)
+                {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6,
+                 **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
+                 **({"unit": int(self.unit[i])} if self.unit is not None else {})}
+                for i, (n, b, w) in enumerate(zip(self.names, self.grad_bytes, self.wait))
             ],
         }
 
@@ -121,7 +131,19 @@ def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta)
                          f"({wait_s.sum():.6g} s); T1 covers forward, backward and update")
     if "/" in str(model) or not str(model).strip():
         raise InputError(f"{path}: model name {model!r} must be non-empty and have no '/'")
-    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), **meta)
+    forward, unit = meta.pop("forward", None), meta.pop("unit", None)
+    if forward is not None:
+        forward = np.asarray(forward, dtype=np.float64)
+        if forward.shape != wait_s.shape or not (np.all(np.isfinite(forward)) and np.all(forward >= 0)):
+            raise InputError(f"{path}: forward times must be one number >= 0 per tensor")
+        if t1 < wait_s.sum() + forward.sum() * (1 - 1e-9):
+            raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the forward and backward passes "
+                             f"({forward.sum() + wait_s.sum():.6g} s)")
+    if unit is not None:
+        unit = np.asarray(unit, dtype=np.int64)
+        if unit.shape != wait_s.shape:
+            raise InputError(f"{path}: one FSDP unit per tensor")
+    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, **meta)
 
 
 def _check_t1(t1, path):
@@ -196,7 +218,7 @@ def read_json(path, t1=None, model=None):
         raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
-    names, sizes, waits = [], [], []
+    names, sizes, waits, forwards, units = [], [], [], [], []
     for i, t in enumerate(data["tensors"]):
         label = f"{path}: tensors[{i}]"
         if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
@@ -204,8 +226,17 @@ def read_json(path, t1=None, model=None):
         names.append(str(t.get("name", f"tensor{i}")))
         sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes"))
         waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
+        if "forward_us" in t:
+            forwards.append(_number(str(t["forward_us"]), label, None, "forward_us") * 1e-6)
+        if "unit" in t:
+            units.append(_number(str(t["unit"]), label, None, "unit"))
     t1 = t1 if t1 is not None else data.get("iteration_time_s")
     meta = {k: data[k] for k in ("device", "batch_size", "dtype") if k in data}
+    for key, values in (("forward", forwards), ("unit", units)):
+        if values and len(values) != len(waits):
+            raise InputError(f"{path}: '{key}' is given for some tensors but not all")
+        if values:
+            meta[key] = values
     return make_profile(
         model or data.get("model") or path.stem, names, sizes, waits, t1, path,
         source=data.get("source") or str(path), **meta,

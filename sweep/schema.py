@@ -113,7 +113,7 @@ COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 STORE_DTYPES = ("float16", "float32", "float64")
-BUCKETINGS = ("horovod", "ddp")
+BUCKETINGS = ("horovod", "ddp", "fsdp")
 LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule"}
 
 # Output variables: name -> (units, long name). Their order is the cube's.

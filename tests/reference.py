@@ -54,11 +54,15 @@ def expected_max_normal(n, step=0.002):
     return total * step / 3
 
 
-def duration(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
-    """Seconds to all-reduce one bucket of ``s`` bytes."""
+def parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
+    """One all-reduce of ``s`` bytes split into (transfer s, reduction s, latency s, pipelined?).
+
+    Paper collectives take transfer + reduction + latency; pipelined ones max(stages) + latency,
+    where the transfer is given as (inter-node, intra-node) seconds.
+    """
     n = nodes * gpus
     if n == 1:
-        return 0.0
+        return (0.0, 0.0), 0.0, 0.0, False
     xs, ys = table
     sc = s / ratio
     p = min(nics, gpus)
@@ -66,23 +70,41 @@ def duration(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw
     if collective == "nccl-ring":
         inter = 2 * (n - 1) / n * sc * 8 / (p * eff_bw) if nodes > 1 else 0.0
         intra = 2 * (n - 1) / n * sc * 8 / intra_bw if gpus > 1 else 0.0
-        return max(inter, intra, (n - 1) / n * s * per_byte) + 2 * (n - 1) * latency
+        return (inter, intra), (n - 1) / n * s * per_byte, 2 * (n - 1) * latency, True
     if collective == "nccl-tree":
         inter = 2 * sc * 8 / (p * eff_bw) if nodes > 1 else 0.0
         intra = 2 * sc * 8 / intra_bw if gpus > 1 else 0.0
-        return max(inter, intra, s * per_byte) + (2 * math.ceil(math.log2(nodes)) + 2 * (gpus - 1)) * latency
+        return (inter, intra), s * per_byte, (2 * math.ceil(math.log2(nodes)) + 2 * (gpus - 1)) * latency, True
     if collective == "ring":
-        return 2 * (n - 1) / n * sc * 8 / eff_bw + (n - 1) * interp(s / n, xs, ys) + 2 * (n - 1) * latency
+        return (2 * (n - 1) / n * sc * 8 / eff_bw, 0.0), (n - 1) * interp(s / n, xs, ys), 2 * (n - 1) * latency, False
     if collective == "tree":
-        return 2 * sc * 8 / eff_bw + interp(s, xs, ys) + 2 * math.ceil(math.log2(n)) * latency
+        return (2 * sc * 8 / eff_bw, 0.0), interp(s, xs, ys), 2 * math.ceil(math.log2(n)) * latency, False
     if collective == "ps":
-        return sc * 8 / eff_bw + interp(s, xs, ys) + 2 * latency
+        return (sc * 8 / eff_bw, 0.0), interp(s, xs, ys), 2 * latency, False
     if collective == "hierarchical":
         g, m = gpus, nodes
-        t = 2 * (g - 1) / g * sc * 8 / intra_bw + (g - 1) * interp(s / g, xs, ys) + 2 * (g - 1) * latency
-        t += 2 * (m - 1) / m * sc * 8 / (eff_bw * p) + (m - 1) * interp(s / n, xs, ys) + 2 * (m - 1) * latency
-        return t
+        transfer = 2 * (g - 1) / g * sc * 8 / intra_bw + 2 * (m - 1) / m * sc * 8 / (eff_bw * p)
+        reduction = (g - 1) * interp(s / g, xs, ys) + (m - 1) * interp(s / n, xs, ys)
+        return (transfer, 0.0), reduction, 2 * (g - 1) * latency + 2 * (m - 1) * latency, False
     raise ValueError(collective)
+
+
+def duration(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
+    """Seconds to all-reduce one bucket of ``s`` bytes."""
+    (inter, intra), reduction, lat, piped = parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table,
+                                                  intra_bw, nics)
+    return max(inter, intra, reduction) + lat if piped else inter + intra + reduction + lat
+
+
+def halves(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
+    """(all-gather s, reduce-scatter s) of ``s`` bytes: each half an all-reduce's transfer and latency;
+    the reduce-scatter also does the reduction."""
+    (inter, intra), reduction, lat, piped = parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table,
+                                                  intra_bw, nics)
+    if piped:
+        wire = max(inter / 2, intra / 2)
+        return wire + lat / 2, max(wire, reduction) + lat / 2
+    return (inter + intra) / 2 + lat / 2, (inter + intra) / 2 + lat / 2 + reduction
 
 
 def ddp(waits, sizes, first=2**20, cap=25 * 2**20):
@@ -124,3 +146,53 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
     exposed = max(r_last, end) - r_last
     it = k * accum * t1 + exposed + (overhead if n > 1 else 0.0)
     return {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+
+
+def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
+                  latency=0.0, collective="ring", table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0,
+                  jitter=0.0):
+    """A fully sharded (FSDP) step: the same keys as :func:`simulate`.
+
+    Tensors are in backward order with their FSDP unit; units run forward in the order the
+    forward pass reaches them. One compute stream, one FIFO communication stream, the next
+    unit's all-gather issued when a unit's compute starts, its reduce-scatter when its
+    backward ends.
+    """
+    n = nodes * gpus
+    k = (1 + slowdown) * (1 + jitter * expected_max_normal(n)) if n > 1 else 1.0
+    order = []
+    for u in reversed(units):
+        if u not in order:
+            order.append(u)
+    size = {u: 0.0 for u in order}
+    fwd = {u: 0.0 for u in order}
+    bwd = {u: 0.0 for u in order}
+    for w, b, f, u in zip(waits, sizes, forward, units):
+        size[u] += b
+        fwd[u] += f * k
+        bwd[u] += w * k
+    eff = bandwidth * utilization
+    gather, scatter = {}, {}
+    for u in order:
+        gather[u], scatter[u] = halves(collective, size[u], ratio, eff, latency, nodes, gpus, table, intra_bw, nics)
+    c = m = issued = 0.0
+    for u in order:  # forward, prefetching one unit
+        m = max(m, issued) + gather[u]
+        start = max(c, m)
+        c = start + fwd[u]
+        issued = start
+    m = max(m, c) + gather[order[-1]]
+    ready = m
+    backward = list(reversed(order))
+    for i, u in enumerate(backward):
+        start = max(c, ready)
+        c = start + bwd[u]
+        if i + 1 < len(backward):
+            m = max(m, start) + gather[backward[i + 1]]
+            ready = m
+        m = max(m, c) + scatter[u]
+    compute = sum(fwd.values()) + sum(bwd.values())
+    total = max(c, m) + (k * t1 - compute) + (overhead if n > 1 else 0.0)
+    comm = 2 * sum(gather.values()) + sum(scatter.values())
+    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": total - k * t1 - (overhead if n > 1 else 0.0),
+            "comm_time": comm}
