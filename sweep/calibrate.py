@@ -193,7 +193,8 @@ def _standard_errors(best, params, spec, rows, target, weights, measured, featur
 def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilization",), *, per=None, bounds=None,
               train=None, settings=Settings(), steps=STEPS, learning_rate=LEARNING_RATE) -> dict:
     """Fit ``fit_axes`` (one value per group of ``per[axis]``'s column, else shared) to the
-    rows ``train`` selects (all rows without it) and predict every row. Returns a result dict."""
+    rows ``train`` selects (a filter expression or a row mask; all rows without it) and
+    predict every row. Returns a result dict."""
     per, bounds = dict(per or {}), dict(bounds or {})
     fit_axes = tuple(fit_axes)
     for axis in fit_axes:
@@ -215,7 +216,12 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
         lows.append(float(si_values(axis, lo)))
         highs.append(float(si_values(axis, hi)))
     spec = FitSpec(fit_axes, tuple(lows), tuple(highs))
-    keep = np.array(select(meas, train) if train else [True] * len(meas))
+    if train is None:
+        keep = np.ones(len(meas), bool)
+    elif isinstance(train, str):
+        keep = np.array(select(meas, train))
+    else:  # a row mask, from a program (sweep validate)
+        keep = np.asarray(train, bool)
     weights = keep.astype(np.float64)
     rows, models, features = build_rows(meas, profiles, default_model, settings)
     params, index = _groups(meas, fit_axes, per)

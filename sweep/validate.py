@@ -15,8 +15,11 @@ out. Three models, side by side:
 
 1. ``paper``: the paper's model as published: flat ``ring``, utilization 1, no fit.
 2. ``utilization``: the paper's model with one utilization per network, fitted.
-3. ``calibrated``: the pipelined ``nccl-ring`` with the node's NICs, fitting a
-   utilization and a jitter per group (the losses that are not the network).
+3. ``calibrated``: the pipelined ``nccl-ring`` with the node's NICs, fitting one
+   utilization per network (a property of the wires and the transport) and one
+   jitter per framework (the losses that are not the network).
+
+The fitted models are fitted once, on every group's training rows together.
 
 It writes ``REPORT.md`` (tables and errors), ``predictions.csv`` (row by row) and
 ``measured_vs_predicted.png``; no timestamps, so regenerating gives the same files.
@@ -31,7 +34,7 @@ import numpy as np
 
 from sweep.calibrate import Settings, build_rows, calibrate
 from sweep.errors import InputError
-from sweep.measurements import Measurements, read_measurements
+from sweep.measurements import read_measurements
 
 DATASET = Path(__file__).resolve().parent / "data" / "published.csv"
 
@@ -51,16 +54,9 @@ MODELS = (
     Model("paper", "paper's model, utilization 1", "ring"),
     Model("utilization", "paper's model, one utilization per network", "ring", ("utilization",),
           (("utilization", "network"),)),
-    Model("calibrated", "nccl-ring + NICs, utilization and jitter fitted per group", "nccl-ring",
-          ("utilization", "jitter")),
+    Model("calibrated", "nccl-ring + NICs, utilization per network, jitter per framework", "nccl-ring",
+          ("utilization", "jitter"), (("utilization", "network"), ("jitter", "framework"))),
 )
-
-
-def subset(meas, keep):
-    """The rows of ``meas`` where ``keep`` [R] is true."""
-    idx = np.flatnonzero(keep)
-    return Measurements(meas.path, {c: [v[i] for i in idx] for c, v in meas.columns.items()},
-                        [meas.lines[i] for i in idx], meas.measured)
 
 
 def groups(meas):
@@ -77,7 +73,7 @@ def groups(meas):
 
 
 def _predict(meas, model, train, builtin):
-    """[R] scaling factors of ``model`` for every row of ``meas``, fitted on ``train``."""
+    """[R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows."""
     settings = Settings(collective=model.collective)
     if not model.fit:
         from kernels.fit import FitSpec
@@ -88,16 +84,10 @@ def _predict(meas, model, train, builtin):
         with precision("float64"):
             out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
         return np.asarray(out["scaling_factor"]), {}
-    result = calibrate(meas, builtin, builtin[0].model, model.fit, per=dict(model.per),
-                       train=None if train.all() else _train_expression(meas, train), settings=settings)
+    result = calibrate(meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train,
+                       settings=settings)
     fitted = {(p["name"], p["group"]): p["value"] for p in result["fitted"]}
     return np.array([r["predicted"] for r in result["rows"]]), fitted
-
-
-def _train_expression(meas, train):
-    """A row filter selecting exactly ``train`` (the protocol's smallest sizes)."""
-    nodes = np.array(meas.columns["nodes"])
-    return f"nodes <= {int(nodes[train].max())}"
 
 
 def run_validation(dataset=DATASET):
@@ -106,24 +96,12 @@ def run_validation(dataset=DATASET):
 
     meas = read_measurements(dataset)
     builtin = [builtin_profile(n) for n in builtin_names()]
-    predictions = {m.name: np.full(len(meas), np.nan) for m in MODELS}
-    fits = {m.name: {} for m in MODELS}
     train = np.zeros(len(meas), bool)
-    for source, framework, in_train, group in groups(meas):
+    for *_, in_train, _ in groups(meas):
         train |= in_train
-        part = subset(meas, group)
-        part_train = in_train[group]
-        for model in MODELS:
-            if model.name == "utilization":
-                continue  # fitted across groups that share a network, below
-            pred, fitted = _predict(part, model, part_train, builtin)
-            predictions[model.name][group] = pred
-            fits[model.name].update({(source, framework, *k): v for k, v in fitted.items()})
-    # One utilization per network: every group's training rows on that network count.
-    model = MODELS[1]
-    pred, fitted = _predict(meas, model, train, builtin)
-    predictions[model.name][:] = pred
-    fits[model.name].update({("all", "all", *k): v for k, v in fitted.items()})
+    predictions, fits = {}, {}
+    for model in MODELS:
+        predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
     return meas, predictions, train, fits
 
 
@@ -160,11 +138,9 @@ def report(meas, predictions, train, fits, command="sweep validate"):
                      f"{'train' if train[i] else 'held out'} |")
     lines += ["", "## Fitted values", ""]
     for m in MODELS[1:]:
-        for key, value in fits[m.name].items():
-            source, framework, name, group = key
-            where = f"{source}, {framework}" if source != "all" else "all groups"
+        for (name, group), value in fits[m.name].items():
             label = f" [{group}]" if group is not None else ""
-            lines.append(f"- {m.name}, {where}: {name}{label} = {value:.4g}")
+            lines.append(f"- {m.name}: {name}{label} = {value:.4g}")
     lines += ["", "## Single-GPU times (T1) used", ""]
     for i in range(len(meas)):
         lines.append(f"- {col['id'][i]}: {col['t1_basis'][i]}")
