@@ -82,3 +82,12 @@ def test_readme_lists_every_axis_with_its_bounds():
     for spec in NUMERIC_AXES.values():
         row = next(line for line in text.splitlines() if line.startswith(f"| `{spec.option}` | `{spec.name}` |"))
         assert f"{show(spec.low)} to {show(spec.high)}" in row, row
+
+
+def test_readme_lists_every_dim_of_the_cube_in_order():
+    from sweep.schema import DIMS
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## The cube"):text.index("Every dim is present")]
+    listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+    assert listed == list(DIMS)
