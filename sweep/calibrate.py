@@ -45,7 +45,7 @@ STARTS = {"utilization": np.geomspace(1e-3, 0.999, 12), "latency": (0.5, 5.0, 50
 STEPS = 400
 LEARNING_RATE = 0.05
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
-__all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "fit", "read_measurements", "report_text"]
+__all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurements", "report_text"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,16 +143,16 @@ def _starts(params, spec, fit_axes, count=4096):
     return out
 
 
-def _check_identifiable(params, spec, rows, weights, measured, features, predict_rows):
+def _check_identifiable(params, spec, rows, keep, measured, features, predict_rows):
     """Refuse parameters no training row depends on, or more parameters than such rows."""
     middle = np.zeros(len(params))
-    informative = np.zeros(len(weights), bool)
+    informative = np.zeros(len(keep), bool)
     for j, (axis, label) in enumerate(params):
         lo, hi = middle.copy(), middle.copy()
         lo[j], hi[j] = -12.0, 12.0
         changed = np.abs(np.asarray(predict_rows(lo, rows, spec=spec, features=features)[measured])
                          - np.asarray(predict_rows(hi, rows, spec=spec, features=features)[measured])) > 1e-12
-        changed &= weights > 0
+        changed &= keep
         if not changed.any():
             which = f"{axis}" + (f" for {label}" if label is not None else "")
             raise InputError(f"{which}: no training row depends on it (one worker, nothing exposed, or no row "
@@ -163,20 +163,24 @@ def _check_identifiable(params, spec, rows, weights, measured, features, predict
                          f"there are {int(informative.sum())}", param="fit")
 
 
-def _standard_errors(best, params, spec, rows, target, weights, measured, features, fit_axes):
-    """[P] standard errors of the fitted values (stored units), NaN where undefined."""
+def _residuals(predicted, target, measured):
+    """[R] residuals as the fit weighs them (as :func:`kernels.fit.residuals`): absolute for
+    scaling factors, relative for iteration times."""
+    return (predicted - target) / (1.0 if measured == "scaling_factor" else target)
+
+
+def _standard_errors(best, params, spec, rows, target, res, keep, measured, features, fit_axes):
+    """[P] standard errors of the fitted values (stored units), NaN where undefined.
+
+    ``res`` [R]: the residuals at ``best``; ``keep`` [R]: the training rows.
+    """
     from sweep.compiled import residual_jacobian
 
-    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
-    jac = jac[weights > 0]
+    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[keep]
     dof = jac.shape[0] - len(params)
     if dof <= 0:
         return np.full(len(params), np.nan)
-    from sweep.compiled import predict_rows
-
-    pred = np.asarray(predict_rows(best, rows, spec=spec, features=features)[measured])
-    res = ((pred - target) / (1.0 if measured == "scaling_factor" else target))[weights > 0]
-    s2 = float(np.sum(res**2)) / dof
+    s2 = float(np.sum(res[keep] ** 2)) / dof
     try:
         cov = s2 * np.linalg.inv(jac.T @ jac)
     except np.linalg.LinAlgError:
@@ -236,20 +240,19 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
     with precision("float64"):
         from sweep.compiled import fit_rows, predict_rows
 
-        _check_identifiable(params, spec, rows, weights, meas.measured, features, predict_rows)
+        _check_identifiable(params, spec, rows, keep, meas.measured, features, predict_rows)
         best, _ = fit_rows(_starts(params, spec, fit_axes), rows, target, weights, spec=spec,
                            measured=meas.measured, steps=steps, learning_rate=learning_rate, softness=SOFTNESS,
                            features=features)
         best = np.asarray(best)
-        pred = predict_rows(best, rows, spec=spec, features=features)
-        errors = _standard_errors(best, params, spec, rows, target, weights, meas.measured, features, fit_axes)
-    return _result(meas, models, params, spec, fit_axes, best, errors, pred, target, keep, rows)
+        predicted = np.asarray(predict_rows(best, rows, spec=spec, features=features)[meas.measured])
+        res = _residuals(predicted, target, meas.measured)
+        errors = _standard_errors(best, params, spec, rows, target, res, keep, meas.measured, features, fit_axes)
+    return _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows)
 
 
-def _result(meas, models, params, spec, fit_axes, best, errors, pred, target, keep, rows):
+def _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows):
     dof = int(keep.sum()) - len(params)
-    predicted = np.asarray(pred[meas.measured])
-    res = (predicted - target) / (1.0 if meas.measured == "scaling_factor" else target)
     fitted, warnings = [], []
     for j, (axis, label) in enumerate(params):
         f = fit_axes.index(axis)
@@ -293,11 +296,6 @@ def _result(meas, models, params, spec, fit_axes, best, errors, pred, target, ke
         if len(shared) == 1 and shared[0]["group"] is None:
             out[unit_key] = shared[0]["value"]
     return out
-
-
-def fit(meas, profiles, default_model, fit_axes=("utilization",), **kwargs):
-    """:func:`calibrate` with every row used for fitting (kept for the simple case)."""
-    return calibrate(meas, profiles, default_model, fit_axes, **kwargs)
 
 
 def _text(text, item):

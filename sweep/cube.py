@@ -30,7 +30,7 @@ import h5py
 import numpy as np
 
 from sweep.errors import InputError
-from sweep.schema import DIMS, OUTPUTS, VARIABLES, coordinate_attrs
+from sweep.schema import DIMS, VARIABLES, coordinate_attrs, in_cube_order
 
 FORMAT = "netsweep-cube-1"
 
@@ -159,15 +159,14 @@ def stored_block_configs(path):
 
 def stored(f):
     """The output variables a cube file holds, in cube order."""
-    return [name for name in OUTPUTS if name in f]
+    return in_cube_order(f)
 
 
 def checksum(arrays):
     """CRC-32 over a block's data, variable by variable in cube order."""
     crc = 0
-    for name in OUTPUTS:
-        if name in arrays:
-            crc = zlib.crc32(memoryview(np.ascontiguousarray(arrays[name])).cast("B"), crc)  # no copy
+    for name in in_cube_order(arrays):
+        crc = zlib.crc32(memoryview(np.ascontiguousarray(arrays[name])).cast("B"), crc)  # no copy
     return crc
 
 

@@ -16,7 +16,17 @@ from sweep.builtin import builtin_profile
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
-from sweep.schema import BUCKETINGS, COLLECTIVES, DIMS, DTYPES, NUMERIC_AXES, OUTPUTS, STORE_DTYPES, show
+from sweep.schema import (
+    BUCKETINGS,
+    COLLECTIVES,
+    DIMS,
+    DTYPES,
+    NUMERIC_AXES,
+    OUTPUTS,
+    STORE_DTYPES,
+    in_cube_order,
+    show,
+)
 
 DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
 
@@ -226,8 +236,7 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
                          param="intra_bandwidth")
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
-    chosen = set(parse_names(variables, "vars", OUTPUTS))
-    variables = tuple(v for v in OUTPUTS if v in chosen)  # cube order, whatever order they were given in
+    variables = tuple(in_cube_order(parse_names(variables, "vars", OUTPUTS)))  # whatever order they came in
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     if reduce_table is None:

@@ -8,7 +8,7 @@ import xarray as xr
 
 from sweep.axes import parse_names, parse_values
 from sweep.errors import InputError
-from sweep.schema import DIMS, NUMERIC_AXES, OUTPUTS
+from sweep.schema import DIMS, NUMERIC_AXES, in_cube_order
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
 
@@ -33,7 +33,8 @@ def open_cube(path):
 
 def variables(ds):
     """A cube's data variables: the grid outputs in their order, then any others (``need``'s)."""
-    return [v for v in OUTPUTS if v in ds.data_vars] + sorted(v for v in ds.data_vars if v not in OUTPUTS)
+    outputs = in_cube_order(ds.data_vars)
+    return outputs + sorted(v for v in ds.data_vars if v not in outputs)
 
 
 def describe(path):

@@ -125,6 +125,11 @@ VARIABLES = {
 }
 OUTPUTS = tuple(VARIABLES)
 
+
+def in_cube_order(names):
+    """The output variables among ``names``, in the cube's order."""
+    return [name for name in OUTPUTS if name in names]
+
 # Library parameters that are not numeric axes, and the CLI options that set them.
 OTHER_OPTIONS = {
     "model": "--model",

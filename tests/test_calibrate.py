@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 from conftest import random_profile
 from sweep import builtin_profile, evaluate
-from sweep.calibrate import fit
+from sweep.calibrate import calibrate
 from sweep.cli import app
 from sweep.errors import InputError
 from sweep.measurements import read_measurements
@@ -33,7 +33,7 @@ def test_recovers_known_utilization(tmp_path, model, noise):
     p = builtin_profile(model) if model != "random" else random_profile(np.random.default_rng(3), 40)
     u_true = {"resnet50": 0.37, "vgg16": 0.6, "random": 0.25}[model]
     meas = read_measurements(synthetic_csv(tmp_path / "m.csv", p, u_true, noise))
-    result = fit(meas, [p], p.model)
+    result = calibrate(meas, [p], p.model)
     assert abs(result["utilization"] - u_true) <= 0.01
     assert result["rmse"] <= 2 * noise + 1e-6
 
@@ -41,7 +41,7 @@ def test_recovers_known_utilization(tmp_path, model, noise):
 def test_fits_latency_too(tmp_path):
     p = builtin_profile("resnet50")
     meas = read_measurements(synthetic_csv(tmp_path / "m.csv", p, 0.5, 0.0, latency=5.0))
-    result = fit(meas, [p], "resnet50", ("utilization", "latency"))
+    result = calibrate(meas, [p], "resnet50", ("utilization", "latency"))
     assert abs(result["utilization"] - 0.5) <= 0.01
     assert result["rmse"] < 1e-3
 

@@ -39,54 +39,52 @@ def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0):
             assert abs(got - ref[name]) <= tol * scale, (name, v, got, ref[name])
 
 
+def check_random_sweep(seed, dtype, axes):
+    """A random profile swept over ``axes(rng)``, in many padded blocks, against the reference."""
+    rng = np.random.default_rng(seed)
+    profile = random_profile(rng)
+    ds = evaluate(profile, reduce_table=TABLE, dtype=dtype, block_configs=int(rng.integers(7, 200)), **axes(rng))
+    check_against_reference(profile, ds, dtype, intra=float(ds.attrs["intra_bandwidth_gbps"]))
+
+
+def rounded(rng, low, high, digits=3):
+    return float(np.round(rng.uniform(low, high), digits))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_profiles_match_reference(dtype, seed):
-    rng = np.random.default_rng(seed)
-    profile = random_profile(rng)
-    ds = evaluate(
-        profile,
+    check_random_sweep(seed, dtype, lambda rng: dict(
         bandwidth=np.round(rng.uniform(0.5, 200, 3), 3),
-        utilization=[float(np.round(rng.uniform(0.05, 1), 3)), 1.0],
-        ratio=[1.0, float(np.round(rng.uniform(1, 300), 2))],
+        utilization=[rounded(rng, 0.05, 1), 1.0],
+        ratio=[1.0, rounded(rng, 1, 300, 2)],
         nodes=[1, 2, int(rng.integers(3, 17))],
         gpus_per_node=[1, int(rng.integers(2, 9))],
-        latency=[0.0, float(np.round(rng.uniform(0, 50), 2))],
+        latency=[0.0, rounded(rng, 0, 50, 2)],
         collective=["ring", "tree", "ps", "hierarchical"],
         fusion_buffer=[0.0, 4.0, 64.0],
         fusion_timeout=[0.0, 1.0, 5.0],
-        reduce_table=TABLE,
-        intra_bandwidth=float(np.round(rng.uniform(100, 2000))),
-        dtype=dtype,
-        block_configs=int(rng.integers(7, 200)),  # many blocks, padding on both sides
-    )
-    check_against_reference(profile, ds, dtype, intra=float(ds.attrs["intra_bandwidth_gbps"]))
+        intra_bandwidth=rounded(rng, 100, 2000, 0),
+    ))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("seed", [3, 4])
 def test_non_network_terms_and_pipelined_collectives_match_reference(dtype, seed):
-    rng = np.random.default_rng(seed)
-    profile = random_profile(rng)
-    ds = evaluate(
-        profile,
+    check_random_sweep(seed, dtype, lambda rng: dict(
         bandwidth=np.round(rng.uniform(0.5, 200, 2), 3),
-        ratio=float(np.round(rng.uniform(1, 30), 2)),
+        ratio=rounded(rng, 1, 30, 2),
         nodes=[1, int(rng.integers(2, 9))],
         gpus_per_node=[1, int(rng.integers(2, 9))],
         nics_per_node=[1, 2],
-        latency=float(np.round(rng.uniform(0, 50), 2)),
+        latency=rounded(rng, 0, 50, 2),
         collective=["ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree"],
-        overhead=[0.0, float(np.round(rng.uniform(0, 20), 3))],
-        slowdown=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
-        jitter=[0.0, float(np.round(rng.uniform(0, 0.2), 3))],
+        overhead=[0.0, rounded(rng, 0, 20)],
+        slowdown=[0.0, rounded(rng, 0, 0.2)],
+        jitter=[0.0, rounded(rng, 0, 0.2)],
         accum=[1, int(rng.integers(2, 9))],
         bucketing=["horovod", "ddp"],
-        reduce_table=TABLE,
-        dtype=dtype,
-        block_configs=int(rng.integers(7, 200)),
-    )
-    check_against_reference(profile, ds, dtype)
+    ))
 
 
 @pytest.mark.parametrize("n,expected", [(2, 0.56419), (3, 0.84628), (5, 1.16296), (10, 1.53875),
