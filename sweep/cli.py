@@ -130,13 +130,20 @@ def options(*groups):
 WORKLOAD = ("gpu", "precision", "batch", "seq_len")
 
 
-def make_grid_from(settings, **outputs):
-    """The grid the model, settings and axis options describe (pops what it uses)."""
-    from sweep.grid import make_grid, resolve_models
+def models_from(settings):
+    """The profiles the MODEL options describe, and the compute dtype (pops what it uses)."""
+    from sweep.grid import resolve_models
 
     models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
                             **{k: settings.pop(k) for k in WORKLOAD})
-    dtype = "float64" if settings.pop("x64") else "float32"
+    return models, "float64" if settings.pop("x64") else "float32"
+
+
+def make_grid_from(settings, **outputs):
+    """The grid the model, settings and axis options describe (pops what it uses)."""
+    from sweep.grid import make_grid
+
+    models, dtype = models_from(settings)
     axes = {name: settings.pop(name) for name in NUMERIC_AXES}
     return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
                      reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
@@ -283,7 +290,6 @@ def need(
 
     Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
     """
-    from sweep.grid import resolve_models
     from sweep.inverse import answer_table
     from sweep.inverse import solve as solve_for
     from sweep.outputs import check_new_file
@@ -291,9 +297,7 @@ def need(
 
     if out is not None:
         check_new_file(out, force=force)
-    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
-                            **{k: settings.pop(k) for k in WORKLOAD})
-    settings["dtype"] = "float64" if settings.pop("x64") else "float32"
+    models, settings["dtype"] = models_from(settings)
     ds = solve_for(models, target=target, axis=solve, **settings)
     typer.echo(answer_table(ds))
     if out is not None:
