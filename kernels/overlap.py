@@ -33,6 +33,28 @@ K micro-batches of compute and synchronizes once, during the last one's backward
 The scaling factor stays (K T1) / iteration_time with T1 the single-GPU time of one
 micro-batch: K = 1 is the paper's.
 
+Gradient compression (``compress``; :mod:`sweep.compressors` computes the per-bucket
+terms on the host). A compressor sends P_b bytes for bucket b (its ``payload``) in
+``rounds`` collectives; an all-reducible one with the collective's own
+coefficients, one that must all-gather (``gather`` = 1) moves ``spread`` times the
+all-reduce's bytes (N/2 on a ring) and decodes each of the N payloads. Encoding
+(E_b) runs on the compute stream when the bucket is ready, so it delays the send
+and every later gradient; decoding (D_b once, U_b per received payload) ends the
+bucket's communication:
+
+    n_b            = gather ? N : 1,   m_b = gather ? spread : 1
+    ready'_b       = k * ready_b + E_1 + ... + E_b
+    duration_b     = alpha * m_b * P_b + rounds * L * latency + F_b + D_b + n_b * U_b
+                     (pipelined: max(net m_b P_b, intra m_b P_b, F_b) + rounds L latency + D_b + n_b U_b)
+    iteration_time = k * K * T1 + sum_b E_b + exposed_comm + multi * overhead,
+                     exposed_comm from R'_last = k R_last + sum_b E_b
+
+with F_b the reduction of the payload (0 for an all-gather). ``time_to_accuracy``
+is ``factor`` (the iterations the compressor needs relative to none) times the
+iteration time over that of the same configuration with no compression at all
+(payload = bytes, no codec, ratio 1). With compressor ``none`` every term above is
+the plain model's, bit for bit.
+
 With a ``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s)
 (>= the max, by at most s log 2), so that calibration gets gradients on both sides
 of a tie.
@@ -52,7 +74,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time")  # = sweep.schema.OUTPUTS
+METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time", "time_to_accuracy")  # = schema.OUTPUTS
 
 
 class Config(NamedTuple):
@@ -89,7 +111,11 @@ class Layout(NamedTuple):
       straggle: e_N, expected maximum of N standard normal variables (0 for N = 1).
       multi: 1.0 when N > 1, else 0.0.
       piped: 1.0 for a pipelined (NCCL-like) collective, else 0.0.
-      reduce: [Bk] F, seconds of reduction work per bucket (0 for padding).
+      reduce: [Bk] F, seconds of reduction work per bucket (0 for padding); with
+        compression, the reduction of the compressed payload.
+      spread: all-gather bytes per all-reduce byte (compression only; N/2 on a ring).
+      workers: N when N > 1, else 0 (compression only: payloads to decode).
+      plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
     """
 
     transfer: jax.Array
@@ -99,6 +125,9 @@ class Layout(NamedTuple):
     multi: jax.Array
     piped: jax.Array
     reduce: jax.Array
+    spread: jax.Array | None = None
+    workers: jax.Array | None = None
+    plain_reduce: jax.Array | None = None
 
 
 class Buckets(NamedTuple):
@@ -111,6 +140,13 @@ class Buckets(NamedTuple):
       valid: [Bk] 1.0 for a real bucket, 0.0 for padding.
       backward: [Bk] FSDP units' backward compute (s); None for all-reduce buckets.
       fsdp: scalar 1.0 when these are FSDP units (padding first), 0.0 for buckets; or None.
+      payload: [Bk] compressed bytes each worker sends (compression only; padding 0).
+      encode: [Bk] seconds of encoding on the compute stream.
+      decode: [Bk] seconds of decoding once per bucket, after its communication.
+      unpack: [Bk] seconds of decoding per received payload (all-gather compressors).
+      gather: scalar 1.0 when the compressor all-gathers, else 0.0.
+      rounds: scalar collectives per bucket (PowerSGD: 2).
+      factor: scalar iterations to the same accuracy relative to no compression.
     """
 
     ready: jax.Array
@@ -118,6 +154,13 @@ class Buckets(NamedTuple):
     valid: jax.Array
     backward: jax.Array | None = None
     fsdp: jax.Array | None = None
+    payload: jax.Array | None = None
+    encode: jax.Array | None = None
+    decode: jax.Array | None = None
+    unpack: jax.Array | None = None
+    gather: jax.Array | None = None
+    rounds: jax.Array | None = None
+    factor: jax.Array | None = None
 
 
 class Features(NamedTuple):
@@ -127,11 +170,15 @@ class Features(NamedTuple):
       piped: some layout is pipelined (``nccl-ring``, ``nccl-tree``).
       compute: some overhead, slowdown or jitter is not 0.
       fsdp: some task is fully sharded (:func:`fsdp_step`).
+      compress: some task compresses (the buckets carry payloads and codec times).
+      accuracy: compute ``time_to_accuracy`` (a second, uncompressed evaluation).
     """
 
     piped: bool = False
     compute: bool = False
     fsdp: bool = False
+    compress: bool = False
+    accuracy: bool = False
 
 
 PAPER = Features()
@@ -167,34 +214,59 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
     lat = layout.messages * config.latency
     net, intra = layout.wire / effective / config.ratio, layout.transfer / config.ratio
     k = 1.0 + layout.multi * ((1.0 + config.slowdown) * (1.0 + config.jitter * layout.straggle) - 1.0)
+    ready = buckets.ready * k if features.compute else buckets.ready
+    sent, rounds, codec = buckets.nbytes, 1.0, 0.0
+    if features.compress:
+        # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
+        encode = buckets.encode * layout.multi
+        ready = ready + jnp.cumsum(encode)
+        spread = 1.0 + buckets.gather * (layout.spread - 1.0)
+        sent, rounds = buckets.payload * spread, buckets.rounds
+        payloads = 1.0 + buckets.gather * (layout.workers - 1.0)
+        codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
 
     def step(carry, bucket):
         end, comm = carry
-        ready, nbytes, reduce, valid = bucket
-        start = smooth_max(ready * k if features.compute else ready, end, softness)
-        new = start + alpha * nbytes + (lat * valid + reduce)  # the paper's arithmetic, in the paper's order
+        ready, nbytes, reduce, valid, codec = bucket
+        start = smooth_max(ready, end, softness)
+        new = start + alpha * nbytes + (lat * rounds * valid + reduce)  # the paper's arithmetic, in its order
+        if features.compress:
+            new = new + codec
         if features.piped:
-            piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * valid
+            piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * rounds * valid
+            if features.compress:
+                piped = piped + codec
             new, comm = jnp.where(layout.piped > 0, start + piped, new), comm + piped
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
     zero = jnp.zeros_like(alpha)
-    (end, piped_comm), _ = lax.scan(step, (zero, zero),
-                                    (buckets.ready, buckets.nbytes, layout.reduce, buckets.valid))
-    r_last = jnp.max(buckets.ready) * k if features.compute else jnp.max(buckets.ready)
+    codec_b = codec if features.compress else jnp.zeros_like(buckets.ready)
+    (end, piped_comm), _ = lax.scan(step, (zero, zero), (ready, sent, layout.reduce, buckets.valid, codec_b))
+    r_last = jnp.max(ready)
     exposed = smooth_max(r_last, end, softness) - r_last
     work = t1 * config.accum  # K micro-batches per step; the all-reduce overlaps the last one's backward
     total = work * k + exposed + layout.multi * config.overhead if features.compute else work + exposed
-    comm = alpha * jnp.sum(buckets.nbytes) + lat * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
+    if features.compress:
+        total = total + jnp.sum(encode)
+    comm = alpha * jnp.sum(sent) + lat * rounds * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
+    if features.compress:
+        comm = comm + jnp.sum(codec_b)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
     out = (work / total, total, exposed, comm)
     if features.fsdp:
         sharded = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features)
         out = tuple(jnp.where(buckets.fsdp > 0, a, b) for a, b in zip(sharded, out))
-    return dict(zip(METRICS, out))
+    relative = jnp.ones_like(out[1])
+    if features.accuracy:
+        plain = iteration(config._replace(ratio=jnp.ones_like(config.ratio)),
+                          layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
+                          buckets, t1, softness, features._replace(compress=False, accuracy=False))
+        factor = 1.0 if buckets.factor is None else buckets.factor
+        relative = factor * out[1] / plain["iteration_time"]
+    return dict(zip(METRICS, out + (relative,)))
 
 
 def fsdp_step(config, layout, units, t1, k, alpha, lat, features):

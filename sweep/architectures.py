@@ -26,7 +26,7 @@ class Layer:
 
     Attributes:
       kind: ``conv``, ``bn`` or ``linear``.
-      params: ((name, elements), ...) in PyTorch parameter order.
+      params: ((name, shape), ...) in PyTorch parameter order.
       macs: forward multiply-accumulates per image.
       act_bytes: output activation bytes per image (fp32).
       first: True for the network's first conv (no input gradient).
@@ -40,18 +40,18 @@ class Layer:
 
 
 def _conv(name, cin, cout, k, hout, bias=False, first=False):
-    params = ((f"{name}.weight", cout * cin * k * k),)
+    params = ((f"{name}.weight", (cout, cin, k, k)),)
     if bias:
-        params += ((f"{name}.bias", cout),)
+        params += ((f"{name}.bias", (cout,)),)
     return Layer("conv", params, cout * cin * k * k * hout * hout, cout * hout * hout * FP32, first)
 
 
 def _bn(name, c, h):
-    return Layer("bn", ((f"{name}.weight", c), (f"{name}.bias", c)), 0.0, c * h * h * FP32)
+    return Layer("bn", ((f"{name}.weight", (c,)), (f"{name}.bias", (c,))), 0.0, c * h * h * FP32)
 
 
 def _linear(name, cin, cout):
-    return Layer("linear", ((f"{name}.weight", cout * cin), (f"{name}.bias", cout)), cin * cout, cout * FP32)
+    return Layer("linear", ((f"{name}.weight", (cout, cin)), (f"{name}.bias", (cout,))), cin * cout, cout * FP32)
 
 
 def resnet(blocks_per_stage):

@@ -16,6 +16,8 @@ layer's time is the wait of its first tensor in backward order; the layer's othe
 tensors are ready with it (wait 0).
 """
 
+import math
+
 import numpy as np
 
 from sweep.architectures import ARCHITECTURES
@@ -46,7 +48,7 @@ DESCRIPTION = {
 def layer_seconds(layer, batch=BATCH):
     """Unscaled backward seconds of one :class:`~sweep.architectures.Layer`."""
     flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
-    weight_bytes = 4.0 * sum(n for _, n in layer.params)
+    weight_bytes = 4.0 * sum(math.prod(shape) for _, shape in layer.params)
     traffic = ACT_PASSES[layer.kind] * layer.act_bytes * batch + 2.0 * weight_bytes
     return (flops / V100_PEAK_FP32_FLOPS + traffic / V100_HBM_BYTES_PER_S
             + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S)
@@ -61,18 +63,19 @@ def builtin_profile(name):
     if name not in ARCHITECTURES:
         raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
     layers = ARCHITECTURES[name]()
-    names, sizes, waits = [], [], []
+    names, sizes, waits, shapes = [], [], [], []
     for layer in reversed(layers):
         t = layer_seconds(layer)
-        for j, (pname, numel) in enumerate(reversed(layer.params)):
+        for j, (pname, shape) in enumerate(reversed(layer.params)):
             names.append(pname)
-            sizes.append(4.0 * numel)
+            sizes.append(4.0 * math.prod(shape))
             waits.append(t if j == 0 else 0.0)
+            shapes.append(shape)
     waits = np.array(waits)
     total, t1 = MEASURED[name]
     waits *= total / waits.sum()
     return make_profile(
-        name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32",
+        name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32", shape=shapes,
         source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
     )
 

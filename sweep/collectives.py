@@ -45,6 +45,14 @@ slope of the reduce-cost table's top segment, no launch cost):
 
 where S' = S / r. With N = 1 every collective costs nothing.
 
+All-gather (the compressors whose payloads cannot be summed, :mod:`sweep.compressors`)
+runs as a ring, as NCCL's and Horovod's allgather do: each worker receives the other
+N-1 payloads, (N-1) P bytes, where an all-reduce of P bytes moves 2(N-1)/N P on a ring,
+2 P on a tree and P through a parameter server. ``spread`` is that ratio, the factor on
+the layout's own bandwidth terms: N/2 for ``ring``, ``nccl-ring`` and ``hierarchical``
+(whose NICs carry G (M-1) P against 2(M-1)/M P), (N-1)/2 for ``tree`` and ``nccl-tree``,
+N-1 for ``ps``; the message steps stay the layout's.
+
 Each layout also carries e_N, the expected maximum of N independent standard normal
 variables (:func:`expected_max_normal`), for the jitter term.
 """
@@ -72,6 +80,8 @@ class Coefficients:
       multi: [K] 1.0 when N > 1, else 0.0.
       piped: [K] 1.0 for a pipelined collective, else 0.0.
       reduce: [K, Bk] F, seconds of reduction work per bucket (0 for padding).
+      spread: [K] all-gather bytes per all-reduce byte (see the module docstring).
+      workers: [K] N when N > 1, else 0.
     """
 
     transfer: np.ndarray
@@ -81,6 +91,8 @@ class Coefficients:
     multi: np.ndarray
     piped: np.ndarray
     reduce: np.ndarray
+    spread: np.ndarray
+    workers: np.ndarray
 
 
 def reduce_time(nbytes, table):
@@ -168,4 +180,10 @@ def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bi
         f = s * _per_byte(table) * comm
     f = np.where(s > 0, f, 0.0)  # padded buckets cost nothing
     piped = np.full(n.shape[0], 1.0 if collective in PIPELINED else 0.0)
-    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], expected_max_normal(n[:, 0]), comm[:, 0], piped, f)
+    if collective in ("tree", "nccl-tree"):
+        spread = (n - 1.0) / 2.0
+    else:
+        spread = n - 1.0 if collective == "ps" else n / 2.0
+    spread = np.where(n > 1, spread, 1.0)
+    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], expected_max_normal(n[:, 0]), comm[:, 0], piped, f,
+                        spread[:, 0], (n * comm)[:, 0])

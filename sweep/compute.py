@@ -138,7 +138,7 @@ def transformer_profile(workload):
         device=gpu.name, batch_size=w.batch, dtype=w.precision,
         source=f"netsweep compute model of {arch.source}, {w.precision}, batch {w.batch}, "
                f"sequence {w.seq_len or arch.seq_len}, efficiency {w.efficiency:g}",
-        forward=forward[::-1], unit=unit[::-1],
+        forward=forward[::-1], unit=unit[::-1], shape=[t.shape for t in reversed(tensors)],
     )
 
 

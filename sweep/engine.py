@@ -70,8 +70,9 @@ class Dispatcher:
         self.grid = grid
         self.plan = plan
         self.inputs = BlockInputs(grid, plan)
-        # The Pallas kernel has no FSDP schedule: such sweeps run the XLA scan.
-        self.kernel = "xla" if self.inputs.features.fsdp else choose_kernel(kernel)
+        # The Pallas kernel has no FSDP schedule and no compressors: such sweeps run the XLA scan.
+        f = self.inputs.features
+        self.kernel = "xla" if f.fsdp or f.compress or f.accuracy else choose_kernel(kernel)
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device = {}  # (key, device) -> device copy of a long-lived input
 

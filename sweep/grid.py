@@ -13,12 +13,14 @@ import numpy as np
 
 from sweep.axes import coerce_axis, parse_names
 from sweep.builtin import builtin_profile
+from sweep.compressors import NONE, codec_cost_for, parse_compressors, parse_factors, read_codec_cost, tensor_codec
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
 from sweep.schema import (
     BUCKETINGS,
     COLLECTIVES,
+    DEFAULT_OUTPUTS,
     DIMS,
     DTYPES,
     NUMERIC_AXES,
@@ -45,6 +47,9 @@ class Grid:
       dtype: ``"float32"`` or ``"float64"``, the compute precision.
       variables: the outputs the cube keeps (a subset of :data:`sweep.schema.OUTPUTS`, in its order).
       store: the storage dtype (``float16``, ``float32``, ``float64``; empty: the compute dtype).
+      compressors: tuple of :class:`~sweep.compressors.Compressor`, the ``compressor`` axis.
+      factors: compressor name -> iterations to the same accuracy relative to none.
+      codec_overrides: :class:`~sweep.compressors.CodecCost` fields set by ``--codec-cost``.
     """
 
     profiles: tuple
@@ -55,8 +60,16 @@ class Grid:
     reduce_source: str = "default V100 model"
     intra_bandwidth: float = DEFAULT_INTRA_GBPS
     dtype: str = "float32"
-    variables: tuple = OUTPUTS
+    variables: tuple = DEFAULT_OUTPUTS
     store: str = ""
+    compressors: tuple = (NONE,)
+    factors: dict = dataclasses.field(default_factory=lambda: {"none": 1.0})
+    codec_overrides: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def compresses(self):
+        """True when some compressor is not ``none``."""
+        return any(c.method != "none" for c in self.compressors)
 
     @property
     def store_dtype(self):
@@ -83,12 +96,15 @@ class Grid:
             return len(self.collectives)
         if dim == "bucketing":
             return len(self.bucketings)
+        if dim == "compressor":
+            return len(self.compressors)
         return len(self.values[dim])
 
     def coords(self):
         """dim -> coordinate values as typed (str array for model/collective)."""
         out = {"model": np.array([p.model for p in self.profiles]),
-               "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings)}
+               "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings),
+               "compressor": np.array([c.name for c in self.compressors])}
         for d in DIMS:
             if d not in NUMERIC_AXES:
                 continue
@@ -110,6 +126,10 @@ class Grid:
             "variables": list(self.variables),
             "store": self.store_dtype,
         }
+        if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
+            payload["compression"] = {"compressors": [c.name for c in self.compressors], "factors": self.factors,
+                                      "codec": self.codec_overrides,
+                                      "shapes": [repr(p.shape) for p in self.profiles]}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -193,8 +213,9 @@ def _workloads(name, given):
 
 
 def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
-              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=OUTPUTS, store=None,
-              gpu=None, precision=None, batch=None, seq_len=None, **axes) -> Grid:
+              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=None, store=None,
+              gpu=None, precision=None, batch=None, seq_len=None, compressor="none", iterations_factor=None,
+              codec_cost=None, **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
@@ -206,8 +227,14 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
         the default V100 model.
       intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
       dtype: ``"float32"`` or ``"float64"`` (compute).
-      variables: outputs to keep: a comma list or sequence from :data:`sweep.schema.OUTPUTS`.
+      variables: outputs to keep: a comma list or sequence from :data:`sweep.schema.OUTPUTS`
+        (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
       store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
+      compressor: a spec, comma list or sequence (:mod:`sweep.compressors`: ``none``, ``fp16``,
+        ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
+      iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
+        reach the same accuracy, relative to none (default 1).
+      codec_cost: a JSON file or a dict overriding the codec throughput model.
       **axes: numeric axes by name (``bandwidth`` is required; others default as in
         the CLI). Each is a number, a sequence, or a value-syntax string.
 
@@ -236,6 +263,19 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
                          param="intra_bandwidth")
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    compressors = parse_compressors(compressor)
+    compresses = any(c.method != "none" for c in compressors)
+    if compresses and "fsdp" in bucketings:
+        raise InputError(f"fsdp with {compressor}: compression is modelled for all-reduce schedules (horovod, ddp)",
+                         param="compressor")
+    for c in compressors:  # refuse now what the engine could not build later
+        if c.method == "powersgd":
+            for p in profiles:
+                tensor_codec(c, p, codec_cost_for(p))
+    factors = parse_factors(iterations_factor, compressors)
+    overrides = read_codec_cost(codec_cost) if isinstance(codec_cost, (str, Path)) else dict(codec_cost or {})
+    if variables is None:
+        variables = DEFAULT_OUTPUTS + (("time_to_accuracy",) if compresses else ())
     variables = tuple(in_cube_order(parse_names(variables, "vars", OUTPUTS)))  # whatever order they came in
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
@@ -246,4 +286,4 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
     else:
         table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
     return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                variables, store or "")
+                variables, store or "", compressors, factors, overrides)

@@ -16,6 +16,7 @@ import numpy as np
 from kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from sweep.axes import si_values
 from sweep.collectives import PIPELINED, coefficients
+from sweep.compressors import bucket_codec, codec_cost_for, tensor_codec
 from sweep.fusion import Units, buckets_for
 from sweep.schema import INNER, LAYOUT, STRUCTURAL
 
@@ -31,13 +32,16 @@ class BlockInputs:
         self.dtype = np.dtype(grid.dtype)
         self._fused = {}
         self._layouts = {}
+        self._codecs = {}
         longest = max(len(self._fuse(t)) for t in plan.tasks())
         self.bucket_count = -(-longest // BUCKET_PAD) * BUCKET_PAD
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
         self.features = Features(
             piped=any(c in PIPELINED for c in grid.collectives),
             compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")),
-            fsdp="fsdp" in grid.bucketings)
+            fsdp="fsdp" in grid.bucketings,
+            compress=grid.compresses,
+            accuracy="time_to_accuracy" in grid.variables)
         self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
 
     def _named(self, task):
@@ -65,9 +69,26 @@ class BlockInputs:
             out[:, real] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
         else:
             out[:3, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
-        if not self.features.fsdp:
-            return Buckets(*out[:3])
-        return Buckets(*out[:3], out[3], self.dtype.type(isinstance(b, Units)))
+        sharded = self.dtype.type(isinstance(b, Units)) if self.features.fsdp else None
+        if not self.features.compress:
+            return Buckets(*out[:3], out[3] if self.features.fsdp else None, sharded)
+        compressor = self.grid.compressors[self._named(task)["compressor"]]
+        codec = np.zeros((4, self.bucket_count), dtype=self.dtype)
+        codec[:, : len(b)] = self._codec(task)
+        scalars = (compressor.gather, compressor.rounds, self.grid.factors[compressor.name])
+        return Buckets(*out[:3], out[3] if self.features.fsdp else None, sharded, *codec,
+                       *(self.dtype.type(v) for v in scalars))
+
+    def _codec(self, task):
+        """(payload, encode, decode, unpack) [buckets] float64 of a task's compressor (cached)."""
+        t = self._named(task)
+        key = (t["model"], t["bucketing"], t["fusion_buffer"], t["fusion_timeout"], t["compressor"])
+        if key not in self._codecs:
+            g = self.grid
+            profile = g.profiles[t["model"]]
+            codec = tensor_codec(g.compressors[t["compressor"]], profile, codec_cost_for(profile, g.codec_overrides))
+            self._codecs[key] = bucket_codec(codec, self._fuse(task).last_tensor)
+        return self._codecs[key]
 
     def t1(self, task):
         """The task's single-GPU iteration time (s), a scalar of the compute dtype."""
@@ -80,15 +101,33 @@ class BlockInputs:
             g = self.grid
             values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
             nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
-            c = coefficients(g.collectives[self._named(task)["collective"]], nodes, gpus,
-                             self.buckets(task).nbytes.astype(np.float64), g.reduce_table, self.intra_bits,
-                             nics_per_node=nics)
+            collective = g.collectives[self._named(task)["collective"]]
+            plain = self.buckets(task).nbytes.astype(np.float64)
+
+            def coefficients_for(nbytes):
+                return coefficients(collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits,
+                                    nics_per_node=nics)
+
+            c = coefficients_for(plain)
             kb, k = self.plan.kb, nodes.size
             scalars = np.zeros((6, kb), dtype=self.dtype)  # padding: zero cost, like a single worker
             scalars[:, :k] = (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped)
             reduce = np.zeros((kb, self.bucket_count), dtype=self.dtype)
             reduce[:k] = c.reduce
-            self._layouts[key] = Layout(*scalars, reduce)
+            if not self.features.compress:
+                self._layouts[key] = Layout(*scalars, reduce)
+                return self._layouts[key]
+            # The payload is what gets reduced; an all-gathered one is summed while decoding.
+            compressor = g.compressors[self._named(task)["compressor"]]
+            payload = np.zeros(self.bucket_count)
+            if not compressor.gather:
+                payload[: len(self._fuse(task))] = self._codec(task)[0]
+            compressed = np.zeros((kb, self.bucket_count), dtype=self.dtype)
+            compressed[:k] = coefficients_for(payload).reduce
+            extra = np.ones((2, kb), dtype=self.dtype)
+            extra[1] = 0.0
+            extra[:, :k] = (c.spread, c.workers)
+            self._layouts[key] = Layout(*scalars, compressed, *extra, reduce if self.features.accuracy else None)
         return self._layouts[key]
 
     def configs(self, inner_slab):

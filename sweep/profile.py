@@ -41,6 +41,7 @@ class Profile:
       device, batch_size, dtype, source: metadata (free text).
       forward: [L] float64 seconds of forward compute per tensor, or None (needed by FSDP).
       unit: [L] int FSDP unit of each tensor (a transformer block, say), or None (one per tensor).
+      shape: [L] tuples, each tensor's shape (needed by low-rank compression), or None.
     """
 
     model: str
@@ -54,6 +55,15 @@ class Profile:
     source: str = ""
     forward: np.ndarray | None = None
     unit: np.ndarray | None = None
+    shape: tuple | None = None
+
+    @property
+    def element_bytes(self):
+        """[L] bytes per gradient element: from the shapes, else from ``dtype`` (4 unless half precision)."""
+        if self.shape is not None:
+            return self.grad_bytes / np.array([max(1, math.prod(s)) for s in self.shape], np.float64)
+        half = str(self.dtype).lower() in HALF_DTYPES
+        return np.full(len(self.grad_bytes), 2.0 if half else 4.0)
 
     @property
     def ready(self):
@@ -78,6 +88,8 @@ class Profile:
         for extra in (self.forward, self.unit):  # absent in older profiles: their hash is unchanged
             if extra is not None:
                 h.update(np.ascontiguousarray(extra, dtype=np.float64).tobytes())
+        if self.shape is not None:
+            h.update(repr(self.shape).encode())
         return h.hexdigest()
 
     def scaled_to(self, t1, where="<profile>"):
@@ -89,7 +101,8 @@ class Profile:
         return make_profile(self.model, self.names, self.grad_bytes, self.wait * scale, t1, where,
                             device=self.device, batch_size=self.batch_size, dtype=self.dtype,
                             source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
-                            forward=None if self.forward is None else self.forward * scale, unit=self.unit)
+                            forward=None if self.forward is None else self.forward * scale, unit=self.unit,
+                            shape=self.shape)
 
     def to_json(self):
         """The project's JSON format (a dict): metadata plus a list of tensors."""
@@ -104,11 +117,15 @@ class Profile:
             "tensors": [
                 {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6,
                  **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
-                 **({"unit": int(self.unit[i])} if self.unit is not None else {})}
+                 **({"unit": int(self.unit[i])} if self.unit is not None else {}),
+                 **({"shape": list(self.shape[i])} if self.shape is not None else {})}
                 for i, (n, b, w) in enumerate(zip(self.names, self.grad_bytes, self.wait))
             ],
         }
 
+
+HALF_DTYPES = ("bf16", "fp16", "float16", "bfloat16", "half")  # dtype names with 2-byte gradients
+ELEMENT_BYTES = (1, 2, 4, 8)  # a gradient element's possible sizes
 
 # Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
 MAX_TOTAL_BYTES = 1e15
@@ -143,7 +160,28 @@ def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta)
         unit = np.asarray(unit, dtype=np.int64)
         if unit.shape != wait_s.shape:
             raise InputError(f"{path}: one FSDP unit per tensor")
-    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, **meta)
+    shape = meta.pop("shape", None)
+    if shape is not None:
+        if len(shape) != len(grad_bytes):
+            raise InputError(f"{path}: one shape per tensor")
+        shape = tuple(_check_shape(s, b, n, path) for s, b, n in zip(shape, grad_bytes, names))
+    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, shape=shape,
+                   **meta)
+
+
+def _check_shape(shape, nbytes, name, path):
+    """A tensor's shape as a tuple of ints >= 1 whose element count times 1, 2, 4 or 8 bytes is its gradient."""
+    try:
+        dims = tuple(int(d) for d in shape)
+        ok = all(float(d) == int(d) for d in shape) and len(dims) >= 1 and all(d >= 1 for d in dims)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{path}: tensor {name}: shape {shape!r} must be a list of integers >= 1")
+    if not any(math.prod(dims) * size == nbytes for size in ELEMENT_BYTES):
+        raise InputError(f"{path}: tensor {name}: shape {'x'.join(map(str, dims))} has {math.prod(dims)} elements, "
+                         f"which at 1, 2, 4 or 8 bytes each is not its {nbytes:.15g} gradient bytes")
+    return dims
 
 
 def _check_t1(t1, path):
@@ -190,23 +228,40 @@ def read_bklog(path, t1, model=None):
     return make_profile(name, names, sizes, waits, t1, path, source=str(path))
 
 
+CSV_HEADER = ["name", "grad_bytes", "backward_us"]
+
+
 def read_csv(path, t1, model=None):
-    """Read ``name,grad_bytes,backward_us`` rows (header required, backward order)."""
+    """Read ``name,grad_bytes,backward_us[,shape]`` rows (header required, backward order;
+    a shape is written ``768x3072``)."""
     path = Path(path)
     lines = _read_lines(path)
     reader = list(csv.reader(lines))
-    if not reader or [c.strip() for c in reader[0]] != ["name", "grad_bytes", "backward_us"]:
-        raise InputError(f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us")
-    names, sizes, waits = [], [], []
+    header = [c.strip() for c in reader[0]] if reader else []
+    if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
+        raise InputError(f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us (and optionally ,shape)")
+    names, sizes, waits, shapes = [], [], [], []
     for lineno, cols in enumerate(reader[1:], start=2):
         if not cols or not "".join(cols).strip():
             continue
-        if len(cols) != 3:
-            raise InputError(f"{where(path, lineno)}: expected 3 columns name,grad_bytes,backward_us, got {len(cols)}")
+        if len(cols) != len(header):
+            raise InputError(f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, "
+                             f"got {len(cols)}")
         names.append(cols[0].strip())
         sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
         waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
-    return make_profile(model or path.stem, names, sizes, waits, t1, path, source=str(path))
+        if len(header) == 4:
+            shapes.append(_shape_text(cols[3], path, lineno))
+    return make_profile(model or path.stem, names, sizes, waits, t1, path, source=str(path),
+                        **({"shape": shapes} if shapes else {}))
+
+
+def _shape_text(text, path, line):
+    """``768x3072`` -> (768, 3072)."""
+    try:
+        return tuple(int(d) for d in text.strip().lower().split("x"))
+    except ValueError:
+        raise InputError(f"{where(path, line)}: shape {text.strip()!r} must look like 768x3072") from None
 
 
 def read_json(path, t1=None, model=None):
@@ -218,7 +273,7 @@ def read_json(path, t1=None, model=None):
         raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
-    names, sizes, waits, forwards, units = [], [], [], [], []
+    names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
     for i, t in enumerate(data["tensors"]):
         label = f"{path}: tensors[{i}]"
         if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
@@ -230,9 +285,13 @@ def read_json(path, t1=None, model=None):
             forwards.append(_number(str(t["forward_us"]), label, None, "forward_us") * 1e-6)
         if "unit" in t:
             units.append(_number(str(t["unit"]), label, None, "unit"))
+        if "shape" in t:
+            if not isinstance(t["shape"], list):
+                raise InputError(f"{label}: shape must be a list of integers, like [768, 3072]")
+            shapes.append(t["shape"])
     t1 = t1 if t1 is not None else data.get("iteration_time_s")
     meta = {k: data[k] for k in ("device", "batch_size", "dtype") if k in data}
-    for key, values in (("forward", forwards), ("unit", units)):
+    for key, values in (("forward", forwards), ("unit", units), ("shape", shapes)):
         if values and len(values) != len(waits):
             raise InputError(f"{path}: '{key}' is given for some tensors but not all")
         if values:

@@ -100,7 +100,7 @@ NUMERIC_AXES = {
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # worker layout (new collective coefficients), then the axes the kernel sweeps freely
 # (one configuration each). A write block is then one contiguous hyperslab.
-STRUCTURAL = ("model", "collective", "bucketing", "fusion_buffer", "fusion_timeout")
+STRUCTURAL = ("model", "collective", "bucketing", "compressor", "fusion_buffer", "fusion_timeout")
 LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
 INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter", "accum")
 DIMS = STRUCTURAL + LAYOUT + INNER
@@ -114,7 +114,9 @@ KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 STORE_DTYPES = ("float16", "float32", "float64")
 BUCKETINGS = ("horovod", "ddp", "fsdp")
-LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule"}
+LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule",
+              "compressor": "gradient compressor"}
+TEXT_DIMS = tuple(LONG_NAMES)  # the dims whose coordinates are names, not numbers
 
 # Output variables: name -> (units, long name). Their order is the cube's.
 VARIABLES = {
@@ -122,8 +124,11 @@ VARIABLES = {
     "iteration_time": ("s", "time of one data-parallel training iteration"),
     "exposed_comm": ("s", "communication not hidden behind the backward pass"),
     "comm_time": ("s", "sum of all-reduce durations of all buckets"),
+    "time_to_accuracy": ("1", "iterations factor x iteration time, relative to the same run uncompressed"),
 }
 OUTPUTS = tuple(VARIABLES)
+# Kept unless --vars says otherwise; time_to_accuracy (a second evaluation) too when a sweep compresses.
+DEFAULT_OUTPUTS = OUTPUTS[:4]
 
 
 def in_cube_order(names):
@@ -154,6 +159,9 @@ OTHER_OPTIONS = {
     "batch": "--batch",
     "seq_len": "--seq-len",
     "bucketing": "--bucketing",
+    "compressor": "--compressor",
+    "iterations_factor": "--iterations-factor",
+    "codec_cost": "--codec-cost",
     "vars": "--vars",
     "store": "--store",
     "train": "--train",

@@ -12,7 +12,7 @@ from conftest import random_profile
 from kernels import Buckets, Config, Features, Layout, on_grid
 from kernels.pallas_overlap import on_grid_pallas
 from sweep import evaluate
-from sweep.schema import OUTPUTS
+from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8", "--collective", "ring,hierarchical",
         "--block-configs", "500", "-q"]

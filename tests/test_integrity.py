@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.job import TEST_SIGNAL_HOOK
-from sweep.schema import OUTPUTS
+from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 GRID = ["grid", "--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
         "--block-configs", "20"]

@@ -11,7 +11,7 @@ from kernels import PAPER, Buckets, Config, Features, Layout, iteration
 from reference import simulate
 from sweep import evaluate
 from sweep.profile import make_profile
-from sweep.schema import OUTPUTS
+from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 # float32: 1e-4 relative; float64: 1e-10. Times near 0 are compared against T1.
 TOL = {"float32": 1e-4, "float64": 1e-10}
@@ -212,7 +212,8 @@ def test_single_worker_layout_costs_nothing():
     # N = 1: every coefficient is 0 (sweep.collectives), so nothing is exposed.
     out = kernel(one_config(bandwidth=1.0), layout(wire=0.0, reduce=[0.0, 0.0], multi=0.0),
                  buckets([1e-3, 2e-3], [1e9, 1e9]), 0.3)
-    assert out == {"scaling_factor": 1.0, "iteration_time": 0.3, "exposed_comm": 0.0, "comm_time": 0.0}
+    assert out == {"scaling_factor": 1.0, "iteration_time": 0.3, "exposed_comm": 0.0, "comm_time": 0.0,
+                   "time_to_accuracy": 1.0}
 
 
 def test_non_network_terms_closed_form():

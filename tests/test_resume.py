@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.job import TEST_SIGNAL_HOOK
-from sweep.schema import OUTPUTS
+from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
         "--block-configs", "20", "-q"]  # 600 configs in 30 blocks
