@@ -29,13 +29,13 @@ def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, ke
         other axes (``utilization``, ``ratio``, ``nodes``,
         ``gpus_per_node``, ``latency`` in us, ``fusion_buffer`` in MiB,
         ``fusion_timeout`` in ms), ``collective`` (name or list), ``reduce_table``,
-        ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``).
+        ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``),
+        ``compressor``, ``iterations_factor``, ``codec_cost`` (:func:`sweep.grid.make_grid`).
 
     Returns:
-      ``xarray.Dataset`` with dims ``model, collective, fusion_buffer,
-      fusion_timeout, nodes, gpus_per_node, bandwidth, utilization, ratio,
-      latency`` (each present, even with one value) and variables
-      ``scaling_factor``, ``iteration_time``, ``exposed_comm``, ``comm_time``.
+      ``xarray.Dataset`` with every dim of :data:`sweep.schema.DIMS` (each present,
+      even with one value) and variables ``scaling_factor``, ``iteration_time``,
+      ``exposed_comm``, ``comm_time`` (and ``time_to_accuracy`` when compressing).
     """
     if "vars" in kwargs:
         kwargs["variables"] = kwargs.pop("vars")

@@ -87,7 +87,19 @@ COLLECTIVE_SETTINGS = [
     _param("reduce_table", Path | None, None, "--reduce-cost",
            help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
 ]
-SETTINGS = COLLECTIVE_SETTINGS + [
+COMPRESSION = [
+    _param("compressor", str, "none", "--compressor", rich_help_panel="Compression",
+           help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
+                "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
+                "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one."),
+    _param("iterations_factor", str | None, None, "--iterations-factor", rich_help_panel="Compression",
+           help="Extra iterations a compressor needs for the same accuracy, e.g. topk:0.01=1.3,powersgd:4=1.1 "
+                "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's."),
+    _param("codec_cost", Path | None, None, "--codec-cost", rich_help_panel="Compression",
+           help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
+                "memory_efficiency, matmul_efficiency, launch_s, topk_passes [default: the profile's GPU preset]."),
+]
+SETTINGS = COLLECTIVE_SETTINGS + COMPRESSION + [
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]
 CACHE = [_param("compile_cache", bool, True, "--compile-cache/--no-compile-cache",
@@ -145,9 +157,10 @@ def make_grid_from(settings, **outputs):
 
     models, dtype = models_from(settings)
     axes = {name: settings.pop(name) for name in NUMERIC_AXES}
+    compression = {p.name: settings.pop(p.name) for p in COMPRESSION}
     return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
                      reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
-                     dtype=dtype, **outputs, **axes)
+                     dtype=dtype, **compression, **outputs, **axes)
 
 
 def command_line():
@@ -180,7 +193,7 @@ def grid(
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's].")] = None,
-    vars: Annotated[str, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time.")] = "scaling_factor,iteration_time,exposed_comm,comm_time",
+    vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy [default: the first four, and time_to_accuracy when a --compressor is not none].")] = None,
     store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 [default: the compute dtype]. float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
     **settings,
 ):
@@ -239,7 +252,9 @@ def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also
 
 @app.command()
 @options([_param("model", str | None, None, "--model", help="Model name(s)."),
-          _param("collective", str | None, None, "--collective", help="Collective(s).")],
+          _param("collective", str | None, None, "--collective", help="Collective(s)."),
+          _param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
+          _param("compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01.")],
          axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."))
 def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
            **chosen):

@@ -213,25 +213,30 @@ OVERRIDES = {  # --codec-cost keys -> CodecCost fields, with their rule
 }
 
 
-def read_codec_cost(path):
-    """``--codec-cost FILE``: a JSON object of :data:`OVERRIDES` keys -> {field: value}."""
-    from sweep.textfile import read_lines
+def codec_overrides(value):
+    """``--codec-cost``: a JSON file, or a dict, of :data:`OVERRIDES` keys -> {CodecCost field: value}."""
+    if value is None:
+        return {}
+    where = "codec cost"
+    if isinstance(value, (str, Path)):
+        from sweep.textfile import read_lines
 
-    try:
-        data = json.loads("\n".join(read_lines(Path(path), "codec cost file")))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected an object like {{\"hbm_bytes_per_s\": 2e12}}", param="codec_cost")
+        where = str(value)
+        try:
+            value = json.loads("\n".join(read_lines(Path(value), "codec cost file")))
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected an object like {{\"hbm_bytes_per_s\": 2e12}}", param="codec_cost")
     out = {}
-    for key, value in data.items():
+    for key, number in value.items():
         if key not in OVERRIDES:
-            raise InputError(f"{path}: unknown key {key!r}; known: {', '.join(OVERRIDES)}", param="codec_cost")
+            raise InputError(f"{where}: unknown key {key!r}; known: {', '.join(OVERRIDES)}", param="codec_cost")
         field, low, high = OVERRIDES[key]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
-            raise InputError(f"{path}: {key} = {value!r} must be a number from {show(low)} to {show(high)}",
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not low <= number <= high:
+            raise InputError(f"{where}: {key} = {number!r} must be a number from {show(low)} to {show(high)}",
                              param="codec_cost")
-        out[field] = float(value)
+        out[field] = float(number)
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from sweep.axes import coerce_axis, parse_names
 from sweep.builtin import builtin_profile
-from sweep.compressors import NONE, codec_cost_for, parse_compressors, parse_factors, read_codec_cost, tensor_codec
+from sweep.compressors import NONE, codec_cost_for, codec_overrides, parse_compressors, parse_factors, tensor_codec
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table
@@ -273,7 +273,7 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
             for p in profiles:
                 tensor_codec(c, p, codec_cost_for(p))
     factors = parse_factors(iterations_factor, compressors)
-    overrides = read_codec_cost(codec_cost) if isinstance(codec_cost, (str, Path)) else dict(codec_cost or {})
+    overrides = codec_overrides(codec_cost)
     if variables is None:
         variables = DEFAULT_OUTPUTS + (("time_to_accuracy",) if compresses else ())
     variables = tuple(in_cube_order(parse_names(variables, "vars", OUTPUTS)))  # whatever order they came in

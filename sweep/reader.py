@@ -89,6 +89,10 @@ def _selection(ds, chosen):
             raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
         if dim in NUMERIC_AXES:
             values = parse_values(text, NUMERIC_AXES[dim])
+        elif dim == "compressor":  # topk:0.010 is topk:0.01
+            from sweep.compressors import parse_compressors
+
+            values = [c.name for c in parse_compressors(text)]
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values

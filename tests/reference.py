@@ -125,27 +125,153 @@ def ddp(waits, sizes, first=2**20, cap=25 * 2**20):
 def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
              latency=0.0, collective="ring", buffer_bytes=64 * 2**20, timeout_s=5e-3,
              table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0, jitter=0.0, accum=1,
-             bucketing="horovod"):
-    """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time.
+             bucketing="horovod", compressor="none", shapes=None, cost=None, factor=1.0):
+    """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
     With more than one worker, compute is stretched by (1 + slowdown)(1 + jitter e_N)
     and ``overhead`` is added to every iteration. ``accum`` micro-batches of compute
     per step; the all-reduce overlaps the last one's backward.
+
+    ``compressor`` (a spec, :func:`codec`) with ``shapes`` (one tuple per tensor) and
+    ``cost`` (dict hbm, peak, me, fe, launch, passes): each tensor compressed on its
+    own; a bucket sends the sum of its payloads, all-gathered (a ring: each worker
+    receives the other N - 1) for top-k and sign, else all-reduced with the reduction
+    over the payload; encoding runs on the compute stream as each bucket becomes
+    ready; decoding ends the bucket's communication. ``time_to_accuracy`` is
+    ``factor`` x the iteration time over the same run uncompressed at ratio 1.
     """
-    buckets = ddp(waits, sizes) if bucketing == "ddp" else fuse(waits, sizes, buffer_bytes, timeout_s)
+    groups = (ddp_groups(waits, sizes) if bucketing == "ddp"
+              else fuse_groups(waits, sizes, buffer_bytes, timeout_s))
     eff = bandwidth * utilization
     n = nodes * gpus
     k = (1 + slowdown) * (1 + jitter * expected_max_normal(n)) if n > 1 else 1.0
-    end, comm = 0.0, 0.0
-    for ready, s in buckets:
-        d = duration(collective, s, ratio, eff, latency, nodes, gpus, table, intra_bw, nics)
-        end = max(k * ready, end) + d
+    method = compressor.partition(":")[0]
+    gather = method in ("topk", "signsgd")
+    rounds = 2 if method in ("powersgd", "int8") else 1
+    end, comm, encoded, ready = 0.0, 0.0, 0.0, 0.0
+    for group in groups:
+        ready = sum(waits[: group[-1] + 1])
+        if method == "none":
+            payload, encode, decode, unpack = sum(sizes[i] for i in group), 0.0, 0.0, 0.0
+        else:
+            terms = [codec(compressor, sizes[i], shapes[i], cost) for i in group]
+            payload, encode, decode, unpack = (sum(t[j] for t in terms) for j in range(4))
+        if n > 1:
+            encoded += encode
+        if n == 1:
+            d = 0.0
+        elif gather:
+            inter, intra, piped = allgather(collective, payload, ratio, eff, nodes, gpus, intra_bw, nics)
+            lat = parts(collective, 1.0, 1.0, eff, latency, nodes, gpus, table, intra_bw, nics)[2]
+            codec_s = decode + n * unpack
+            d = (max(inter, intra) if piped else inter + intra) + rounds * lat + codec_s
+        else:
+            (inter, intra), reduction, lat, piped = parts(collective, payload, ratio, eff, latency, nodes, gpus,
+                                                          table, intra_bw, nics)
+            d = (max(inter, intra, reduction) if piped else inter + intra + reduction) + rounds * lat + decode
+        end = max(k * ready + encoded, end) + d
         comm += d
-    r_last = k * sum(waits)
+    r_last = k * sum(waits) + encoded
     exposed = max(r_last, end) - r_last
-    it = k * accum * t1 + exposed + (overhead if n > 1 else 0.0)
-    return {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+    it = k * accum * t1 + encoded + exposed + (overhead if n > 1 else 0.0)
+    out = {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+    plain = it
+    if method != "none" or ratio != 1.0:
+        plain = simulate(waits, sizes, t1, bandwidth=bandwidth, utilization=utilization, nodes=nodes, gpus=gpus,
+                         latency=latency, collective=collective, buffer_bytes=buffer_bytes, timeout_s=timeout_s,
+                         table=table, intra_bw=intra_bw, nics=nics, overhead=overhead, slowdown=slowdown,
+                         jitter=jitter, accum=accum, bucketing=bucketing)["iteration_time"]
+    out["time_to_accuracy"] = factor * it / plain
+    return out
+
+
+def fuse_groups(waits, sizes, buffer_bytes, timeout_s):
+    """Horovod fusion as lists of tensor indices per bucket (the same rule as :func:`fuse`)."""
+    groups, current, acc_w, acc_b = [], [], 0.0, 0.0
+    for i, (w, b) in enumerate(zip(waits, sizes)):
+        current.append(i)
+        acc_w += w
+        acc_b += b
+        if acc_w >= timeout_s or acc_b >= buffer_bytes:
+            groups.append(current)
+            current, acc_w, acc_b = [], 0.0, 0.0
+    return groups + ([current] if current else [])
+
+
+def ddp_groups(waits, sizes, first=2**20, cap=25 * 2**20):
+    """PyTorch DDP's buckets as lists of tensor indices (the same rule as :func:`ddp`)."""
+    groups, current, acc, limit = [], [], 0.0, first
+    for i, b in enumerate(sizes):
+        current.append(i)
+        acc += b
+        if acc >= limit:
+            groups.append(current)
+            current, acc, limit = [], 0.0, cap
+    return groups + ([current] if current else [])
+
+
+def allgather(collective, payload, ratio, eff_bw, nodes, gpus, intra_bw, nics=1):
+    """(inter-node s, intra-node s, pipelined?) of a ring all-gather of ``payload`` bytes per worker:
+    each worker receives the other N - 1 payloads."""
+    n, m, g = nodes * gpus, nodes, gpus
+    p = min(nics, gpus)
+    got = (n - 1) * payload / ratio * 8  # bits each worker receives
+    if collective == "ring":
+        return got / eff_bw, 0.0, False
+    if collective in ("tree", "ps"):
+        return got / eff_bw, 0.0, False
+    if collective == "hierarchical":  # G GPUs' (M-1) payloads each through the node's P NICs; M payloads per peer
+        return (g * (m - 1) * payload / ratio * 8 / (eff_bw * p), (g - 1) * m * payload / ratio * 8 / intra_bw,
+                False)
+    if collective in ("nccl-ring", "nccl-tree"):
+        return (got / (p * eff_bw) if m > 1 else 0.0), (got / intra_bw if g > 1 else 0.0), True
+    raise ValueError(collective)
+
+
+def codec(spec, nbytes, shape, cost):
+    """(payload bytes, encode s, decode s, unpack s per payload) of one tensor under compressor ``spec``.
+
+    ``cost``: hbm (bytes/s), peak (FLOP/s), me, fe (efficiencies), launch (s), passes (top-k).
+    """
+    method, _, arg = spec.partition(":")
+    n = math.prod(shape)
+    e = nbytes / n
+
+    def mem(b):
+        return cost["launch"] + b / (cost["hbm"] * cost["me"])
+
+    def product(flops, b):
+        return cost["launch"] + max(flops / (cost["peak"] * cost["fe"]), b / (cost["hbm"] * cost["me"]))
+
+    feedback = 2 * mem(3 * n * e)
+    if method == "none" or (method == "fp16" and e <= 2):
+        return nbytes, 0.0, 0.0, 0.0
+    if method == "fp16":
+        return 2 * n, mem(n * e + 2 * n), mem(2 * n + n * e), 0.0
+    if method == "int8":
+        return n, mem(n * e) + mem(n * e + n), mem(n + n * e), 0.0
+    if method == "signsgd":
+        return math.ceil(n / 8) + 4, feedback + mem(n * e) + mem(n * e + n / 8), mem(n * e), mem(n / 8 + 2 * n * e)
+    if method == "topk":
+        k = max(1, math.ceil(float(arg) * n))
+        select = cost["launch"] + cost["passes"] * n * e / (cost["hbm"] * cost["me"])
+        return k * (e + 4), feedback + select + mem(k * (e + 4)), mem(n * e), mem(k * (2 * e + 4))
+    if method == "randomk":
+        k = max(1, math.ceil(float(arg) * n))
+        return k * e, feedback + mem(2 * k * e), mem(n * e) + mem(2 * k * e), 0.0
+    if method == "powersgd":
+        if len(shape) < 2:
+            return nbytes, 0.0, 0.0, 0.0
+        rows, cols = shape[0], math.prod(shape[1:])
+        r = min(int(arg), rows, cols)
+        if rows * cols < 2 * (rows + cols) * r:
+            return nbytes, 0.0, 0.0, 0.0
+        flops = 2 * rows * cols * r
+        orth = 3 * r * cost["launch"] + 2 * rows * r * r * e / (cost["hbm"] * cost["me"])
+        return ((rows + cols) * r * e, mem(3 * n * e) + product(flops, n * e),
+                orth + 2 * product(flops, n * e) + mem(3 * n * e), 0.0)
+    raise ValueError(spec)
 
 
 def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,

@@ -44,6 +44,12 @@ def one_line_error(r, code=2):
     (["--nics-per-node", "0"], "--nics-per-node 0: nics_per_node must be an integer from 1 to 64"),
     (["--collective", "nccl-butterfly"], "--collective 'nccl-butterfly': unknown"),
     (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in (0, 1e4]"),
+    (["--compressor", "zip"], "--compressor 'zip': unknown compressor"),
+    (["--compressor", "topk:0"], "--compressor 'topk:0': topk needs a density D in (0, 1]"),
+    (["--compressor", "randomk:nan"], "randomk needs a density D in (0, 1]"),
+    (["--compressor", "powersgd:0"], "--compressor 'powersgd:0': powersgd needs an integer rank R >= 1"),
+    (["--compressor", "topk:0.1", "--iterations-factor", "topk:0.1=inf"], "--iterations-factor topk:0.1=inf:"),
+    (["--model", "gpt2", "--bucketing", "fsdp", "--compressor", "int8"], "compression is modelled for all-reduce"),
 ])
 def test_out_of_domain_values(tmp_path, args, message):
     r = invoke("grid", *args, "--out", tmp_path / "o.h5")
@@ -60,6 +66,13 @@ def test_every_accepted_extreme_gives_finite_positive_results(dtype):
     for name in ds.data_vars:
         assert np.all(np.isfinite(ds[name].values)), name
     assert np.all(ds.scaling_factor.values > 0) and np.all(ds.scaling_factor.values <= 1)
+    squeezed = evaluate("vgg16", collective=["ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree"],
+                        dtype=dtype, compressor="fp16,int8,topk:1e-300,randomk:1,signsgd,powersgd:1000000",
+                        **{**axes, "accum": 1})
+    for name in squeezed.data_vars:
+        assert np.all(np.isfinite(squeezed[name].values)) and np.all(squeezed[name].values >= 0), name
+    for name in ("scaling_factor", "iteration_time", "time_to_accuracy"):
+        assert np.all(squeezed[name].values > 0), name
 
 
 def write(path, text):
