@@ -13,7 +13,14 @@ import numpy as np
 
 from sweep.axes import coerce_axis, parse_names
 from sweep.builtin import builtin_profile
-from sweep.compressors import NONE, codec_cost_for, codec_overrides, parse_compressors, parse_factors, tensor_codec
+from sweep.compressors import (
+    NONE,
+    codec_cost_for,
+    codec_overrides,
+    parse_compressors,
+    parse_factors,
+    tensor_codec,
+)
 from sweep.errors import InputError
 from sweep.profile import Profile
 from sweep.reduce_cost import default_table

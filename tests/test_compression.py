@@ -1,6 +1,5 @@
 """Compressors: bytes, codec times and patterns against the float64 reference, and their edges."""
 
-import itertools
 import math
 
 import numpy as np
