@@ -289,6 +289,44 @@ def validate(
         typer.echo(f"wrote {path}")
 
 
+@app.command()
+@options(CACHE)
+def compare(
+    model: Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")] = "resnet50,vgg16,bert-large,gpt2-xl",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset [default: h100].")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 [default: bf16].")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Transformers: samples per GPU [default: 8].")] = None,
+    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Transformers: tokens per sample [default: the model's context].")] = None,
+    bandwidth: Annotated[str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)] = "10,25,100,400",
+    utilization: Annotated[float, typer.Option("--util", help="Today's utilization, one number below 1 [default: 0.32, the paper's measured ~32 Gbit/s of 100]; the fixed transport is 1.")] = 0.32,
+    nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
+    gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
+    nics_per_node: Annotated[str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")] = "1",
+    compressor: Annotated[str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
+    collective: Annotated[str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")] = "nccl-ring",
+    bucketing: Annotated[str, typer.Option("--bucketing", help="horovod or ddp.")] = "ddp",
+    iterations_factor: Annotated[str | None, typer.Option("--iterations-factor", help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).")] = None,
+    codec_cost: Annotated[Path | None, typer.Option("--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory.")] = None,
+):
+    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
+
+    Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
+    """
+    from sweep import compare as comparison
+
+    settings = dict(models=model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, bandwidth=bandwidth,
+                    utilization=utilization, nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
+                    compressor=compressor, collective=collective, bucketing=bucketing,
+                    iterations_factor=iterations_factor, codec_cost=codec_cost)
+    if out is None:
+        rows, _, _ = comparison.compare(**settings)
+        typer.echo(comparison.table(rows))
+        return
+    for path in comparison.run(out, command=command_line(), **settings):
+        typer.echo(f"wrote {path}")
+
+
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
 
 

@@ -57,6 +57,16 @@ def writable_directory(out, param="out", create=False):
         raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param=param) from None
 
 
+def report_directory(out_dir, param="out"):
+    """A directory for a report (created if absent); refuse a file or a link in its place, or one not writable."""
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+        raise InputError(f"{out_dir}: not a directory; give a directory for the report", param=param)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_directory(out_dir / "REPORT.md", param)
+    return out_dir
+
+
 def check_new_file(out, *, force, param="out", suffixes=None):
     """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
     out = Path(out)

@@ -18,7 +18,7 @@ from sweep.errors import InputError
 from sweep.grid import make_grid
 from sweep.inverse import SOLVED, solve
 from sweep.job import run_grid
-from sweep.outputs import writable_directory, write_atomically
+from sweep.outputs import report_directory, write_atomically
 from sweep.plot import line_plot, save
 from sweep.profile import read_bklog
 from sweep.reader import open_cube
@@ -214,10 +214,7 @@ def run_paper(out_dir, profiles_dir=None, command="sweep paper", force=True):
     """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
     measured = measured_profiles(profiles_dir) if profiles_dir else None  # checked before anything is made
-    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-        raise InputError(f"{out_dir}: not a directory; give a directory for the report", param="out")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    writable_directory(out_dir / "REPORT.md")
+    report_directory(out_dir)
     models = list(builtin_names())
     ds = _sweep(models, out_dir / "paper.h5", command, force)
     paths = [out_dir / "paper.h5"]

@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 
 from sweep.calibrate import Settings, build_rows, calibrate
-from sweep.errors import InputError
 from sweep.measurements import read_measurements
 
 DATASET = Path(__file__).resolve().parent / "data" / "published.csv"
@@ -186,14 +185,10 @@ def figure(meas, predictions, train, out):
 
 def run(out_dir, command="sweep validate"):
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return their paths."""
-    from sweep.outputs import writable_directory, write_atomically
+    from sweep.outputs import report_directory, write_atomically
 
-    out_dir = Path(out_dir)
-    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
-        raise InputError(f"{out_dir}: not a directory; give a directory for the report", param="out")
+    out_dir = report_directory(out_dir)
     meas, predictions, train, fits = run_validation()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    writable_directory(out_dir / "REPORT.md")
     paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
     text = predictions_csv(meas, predictions, train)
     paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text)))

@@ -1,0 +1,65 @@
+"""sweep compare: the committed compression report regenerates, and its answers follow from the cube."""
+
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from sweep.cli import app
+from sweep.compare import compare, run
+
+COMMITTED = Path(__file__).resolve().parents[1] / "results" / "compression"
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("compression")
+    run(out, command="sweep compare --out results/compression")
+    return out
+
+
+@pytest.mark.parametrize("name", ["REPORT.md", "compare.csv"])
+def test_report_matches_committed(regenerated, name):
+    assert (regenerated / name).read_text() == (COMMITTED / name).read_text()
+
+
+def test_figure_matches_committed(regenerated):
+    new, old = mpimg.imread(regenerated / "speedups.png"), mpimg.imread(COMMITTED / "speedups.png")
+    assert new.shape == old.shape and np.mean(np.abs(new - old) > 0.1) < 0.01
+
+
+def test_report_answers_every_asked_configuration(regenerated):
+    text = (regenerated / "REPORT.md").read_text()
+    for model in ("resnet50", "vgg16", "bert-large@h100-bf16-b8", "gpt2-xl@h100-bf16-b8"):
+        for bw in (10, 25, 100, 400):
+            assert f"| {model} | {bw} |" in text
+    for claim in ("2x-5x is enough", "no compression is needed", "rarely pays"):
+        assert claim in text
+
+
+def test_winner_follows_from_the_times():
+    rows, ds, _ = compare(["resnet50"], bandwidth=[10, 400], compressor="int8,powersgd:4")
+    slow, fast = rows
+    # At 10 Gbit/s PowerSGD beats everything; at 400 Gbit/s nothing beats no compression.
+    assert slow.best == "powersgd:4" and slow.winner == "compress (powersgd:4)" and slow.gain > 2
+    assert fast.gain < 1 and fast.winner == "fix the transport"
+    it = ds.iteration_time.sel(model="resnet50", bandwidth=10).squeeze()
+    assert slow.today == pytest.approx(float(it.sel(utilization=0.32, compressor="none")))
+    assert slow.fixed == pytest.approx(float(it.sel(utilization=1.0, compressor="none")))
+
+
+def test_an_iterations_factor_can_flip_the_answer():
+    plain, _, _ = compare(["resnet50"], bandwidth=[25], compressor="powersgd:4")
+    slower, _, _ = compare(["resnet50"], bandwidth=[25], compressor="powersgd:4",
+                           iterations_factor="powersgd:4=1.5")
+    assert plain[0].winner == "compress (powersgd:4)" and slower[0].winner == "fix the transport"
+
+
+def test_cli_prints_the_table_and_refuses_bad_input(tmp_path):
+    r = CliRunner().invoke(app, ["compare", "--model", "resnet50", "--bw", "10"])
+    assert r.exit_code == 0 and "compress (" in r.output
+    r = CliRunner().invoke(app, ["compare", "--model", "resnet50", "--compressor", "topk:2", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "density D in (0, 1]" in r.output
+    assert list(tmp_path.iterdir()) == []
