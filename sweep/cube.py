@@ -27,6 +27,8 @@ import os
 import zlib
 
 import h5py
+import json
+
 import numpy as np
 
 from sweep.errors import InputError
@@ -61,6 +63,10 @@ def create(path, grid, plan, attrs, sparse=False):
     f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
     f.attrs["reduce_cost_source"] = grid.reduce_source
     f.attrs["block_configs"] = plan.block_configs
+    if grid.compresses:  # what the compressor dim's results rest on
+        f.attrs["iterations_factor"] = ",".join(f"{name}={factor:g}" for name, factor in grid.factors.items())
+        f.attrs["codec_cost"] = json.dumps(grid.codec_overrides) if grid.codec_overrides else \
+            "GPU preset of each profile (sweep/compressors.py)"
     for k, v in attrs.items():
         f.attrs[k] = v
     scales = []

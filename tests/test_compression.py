@@ -181,3 +181,16 @@ def test_iterations_factor_scales_time_to_accuracy():
     assert slow.time_to_accuracy.sel(compressor="none").item() == 1.0
     with pytest.raises(InputError, match="from 0.01 to 100"):
         sweep.evaluate("resnet50", bandwidth=10, compressor="topk:0.01", iterations_factor="topk:0.01=0")
+
+
+def test_cli_refuses_powersgd_on_a_profile_without_shapes(tmp_path):
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
+
+    path = tmp_path / "p.csv"
+    path.write_text("name,grad_bytes,backward_us\na,4000,10\n")
+    r = CliRunner().invoke(app, ["grid", "--profile", str(path), "--iteration-time", "0.1", "--bw", "10",
+                                 "--compressor", "powersgd:2", "--out", str(tmp_path / "o.h5")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and "needs each tensor's shape" in r.output
+    assert not (tmp_path / "o.h5").exists() and not (tmp_path / "o.h5.partial").exists()
