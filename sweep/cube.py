@@ -23,12 +23,11 @@ computed again), and ``--resume`` continues from them. Compressed chunks move
 on every write, which would make that guarantee depend on HDF5's cache order.
 """
 
+import json
 import os
 import zlib
 
 import h5py
-import json
-
 import numpy as np
 
 from sweep.errors import InputError
