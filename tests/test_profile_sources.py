@@ -1,0 +1,99 @@
+"""Profiles from real runs: importing a torch.profiler trace (no torch needed) and measuring (torch only)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import sweep
+from sweep.cli import app
+from sweep.errors import InputError
+from sweep.trace import import_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACE = ROOT / "examples" / "tiny.trace.json"  # made by the command in the README (torch 2.13 on a CPU)
+# examples/tiny_model.py's parameters in backward order (last layer first; a layer's weight before its bias
+# in the trace: autograd accumulates the weight's gradient first).
+SHAPES = [(10,), (10, 64), (64,), (64, 256), (16,), (16,), (16, 3, 3, 3), (16,)]
+
+
+def test_the_committed_trace_gives_the_models_gradients_in_backward_order():
+    p = import_trace(TRACE)
+    assert p.shape == tuple(SHAPES)
+    assert p.grad_bytes.tolist() == [4.0 * __import__("math").prod(s) for s in SHAPES]
+    assert p.total_bytes == 70312
+    assert (p.wait >= 0).all() and 0 < p.backward_time < p.t1 < 1.0
+    assert p.forward is not None and (p.forward > 0).sum() == 4  # one forward op per layer: conv, bn, 2 linear
+    ds = sweep.evaluate(p, bandwidth=[1, 10], nodes=2, compressor="none,powersgd:2")
+    assert ds.scaling_factor.notnull().all()
+
+
+def test_gpu_kernels_set_the_ready_times(tmp_path):
+    data = json.loads(TRACE.read_text())
+    grads = [e for e in data["traceEvents"] if e.get("name") == "torch::autograd::AccumulateGrad"]
+    last = grads[-1]
+    data["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "vectorized_add", "ts": last["ts"] + 5000.0,
+                                "dur": 100.0, "args": {"External id": 424242}})
+    last.setdefault("args", {})["External id"] = 424242
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data))
+    cpu, gpu = import_trace(TRACE), import_trace(path)
+    # The last gradient is ready when its kernel ends, 5.1 ms after the op started.
+    assert gpu.backward_time == pytest.approx(cpu.backward_time - (last["dur"] * 1e-6) + 5.1e-3, rel=1e-9, abs=1e-9)
+
+
+def test_cli_import_writes_a_profile_that_loads(tmp_path):
+    out = tmp_path / "tiny.json"
+    r = CliRunner().invoke(app, ["profile", "import", str(TRACE), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert sweep.load_profile(out).shape == tuple(SHAPES)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("not json", "not valid JSON"),
+    ('{"foo": 1}', "no traceEvents list"),
+    ('{"traceEvents": []}', "no torch::autograd::AccumulateGrad events"),
+    ('{"traceEvents": [{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1}, '
+     '{"ph": "X", "name": "autograd::engine::evaluate_function: X", "ts": 0, "dur": 1}]}', "record_shapes=True"),
+])
+def test_malformed_traces_are_refused(tmp_path, text, message):
+    path = tmp_path / "t.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message):
+        import_trace(path)
+    r = CliRunner().invoke(app, ["profile", "import", str(path), "--out", str(tmp_path / "o.json")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and message in r.output
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_measure_without_torch_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    r = CliRunner().invoke(app, ["profile", "measure", f"{ROOT}/examples/tiny_model.py:model_and_batch", "--out",
+                                 str(tmp_path / "p.json")])
+    assert r.exit_code == 2 and "pip install -e '.[torch]'" in r.output and r.output.count("\n") == 1
+
+
+def test_measure_a_real_model(tmp_path):
+    pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
+    from sweep.measure import measure
+
+    p = measure(f"{ROOT}/examples/tiny_model.py:model_and_batch", warmup=1, iterations=3, device="cpu",
+                trace=tmp_path / "t.json")
+    assert p.names[0] == "7.bias" and p.names[-1] in ("0.bias", "0.weight")
+    assert sorted(p.shape) == sorted(SHAPES) and p.total_bytes == 70312
+    assert p.forward is not None and p.t1 >= p.backward_time > 0
+    assert import_trace(tmp_path / "t.json").total_bytes == 70312
+
+
+def test_measured_hugging_face_gpt2_has_the_builtin_tensors():
+    pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
+    pytest.importorskip("transformers", reason="hf: models need transformers")
+    from sweep.grid import resolve_models
+    from sweep.measure import measure
+
+    measured = measure("hf:gpt2", batch=1, seq_len=8, warmup=0, iterations=1, device="cpu")
+    builtin = resolve_models("gpt2")[0]
+    assert sorted(measured.names) == sorted(builtin.names)
+    assert measured.total_bytes == builtin.total_bytes == 4 * 124_439_808
