@@ -164,11 +164,11 @@ def measure(spec, *, batch=8, precision="fp32", device=None, warmup=2, iteration
     clock = {}
     owner = {id(p): n for n, p in params}
     handles = []
-    for _, p in params:
-        def on_grad(p, name=owner[id(p)]):
-            sync()
-            ready[name].append(time.perf_counter() - clock["backward"])
-        handles.append(p.register_post_accumulate_grad_hook(on_grad))
+    def on_grad(p):
+        sync()
+        ready[owner[id(p)]].append(time.perf_counter() - clock["backward"])
+
+    handles += [p.register_post_accumulate_grad_hook(on_grad) for _, p in params]
     for module in model.modules():
         own = [owner[id(p)] for p in module.parameters(recurse=False) if id(p) in owner]
         if not own:
