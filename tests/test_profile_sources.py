@@ -97,3 +97,22 @@ def test_measured_hugging_face_gpt2_has_the_builtin_tensors():
     builtin = resolve_models("gpt2")[0]
     assert sorted(measured.names) == sorted(builtin.names)
     assert measured.total_bytes == builtin.total_bytes == 4 * 124_439_808
+
+
+def test_measure_a_torchvision_name(monkeypatch):
+    torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
+    import types
+
+    from sweep.measure import measure
+
+    def tiny():  # stands in for a torchvision classifier: 3x224x224 images in, 1000 classes out
+        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 7, stride=8), torch.nn.AdaptiveAvgPool2d(1),
+                                   torch.nn.Flatten(), torch.nn.Linear(4, 1000))
+
+    fake = types.SimpleNamespace(models=types.SimpleNamespace(tiny=tiny))
+    monkeypatch.setitem(sys.modules, "torchvision", fake)
+    p = measure("torchvision:tiny", batch=2, warmup=0, iterations=1, device="cpu")
+    assert p.names[0] == "3.bias" and p.total_bytes == 4 * (4 * 3 * 49 + 4 + 4 * 1000 + 1000)
+    assert p.batch_size == 2 and "torch" in p.source
+    with pytest.raises(InputError, match="has no 'nope'"):
+        measure("torchvision:nope", device="cpu")
