@@ -195,6 +195,7 @@ def grid(
     block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's].")] = None,
     vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy [default: the first four, and time_to_accuracy when a --compressor is not none].")] = None,
     store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 [default: the compute dtype]. float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
+    reduce: Annotated[list[str] | None, typer.Option("--reduce", help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.")] = None,
     **settings,
 ):
     """Sweep every combination of the axes and write an HDF5 cube.
@@ -204,7 +205,10 @@ def grid(
     from sweep import job
     from sweep.progress import progress_bar
 
-    g = make_grid_from(settings, variables=vars, store=store)
+    if reduce and settings.get("distributed"):
+        raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
+                         f"reduction on one machine", param="reduce")
+    g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
     target = out if out is not None else job.default_out(g)
     common = dict(command=command_line(), force=force, resume=resume, block_configs=block_configs,
                   progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=settings.pop("kernel"))

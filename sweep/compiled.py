@@ -17,16 +17,18 @@ from kernels.bisect import boundary
 from kernels.overlap import PAPER, Config, on_grid, on_table
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "outputs", "store"))
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "outputs", "store", "reduce"))
 def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER,
-                 outputs=None, store=None):
+                 outputs=None, store=None, reduce=None):
     """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
     ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
     ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
     ``outputs``: the metrics to return (None: all), cast on the device to ``store``
-    (a dtype name; None: the compute dtype), so only what is kept is copied back.
+    (a dtype name; None: the compute dtype), so only what is kept is copied back;
+    ``reduce``: (block tensor shape, axes, family) to reduce each output over on the device
+    (:func:`sweep.reduce.device_reduce`), giving ``name`` and ``name@index`` (None: no reduction).
     """
     if kernel == "xla":
         out = on_grid(config, layout, buckets, t1, None, features)
@@ -35,6 +37,17 @@ def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=Fals
 
         out = on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
                              zero_latency=zero_latency)
+    if reduce is not None:
+        from sweep.reduce import device_reduce
+
+        shape, axes, family = reduce
+        reduced = {}
+        for name in outputs or out:
+            value, index = device_reduce(out[name].reshape(shape), axes, family)
+            reduced[name] = value
+            if index is not None:
+                reduced[f"{name}@index"] = index
+        return reduced
     return {name: out[name] if store is None else out[name].astype(store) for name in (outputs or out)}
 
 

@@ -75,6 +75,14 @@ class Dispatcher:
         self.kernel = "xla" if f.fsdp or f.compress or f.accuracy else choose_kernel(kernel)
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device = {}  # (key, device) -> device copy of a long-lived input
+        self.reduce = None  # (block tensor shape, axes, family) under --reduce
+        if grid.reduction is not None:
+            from sweep.plan import VARYING
+            from sweep.reduce import block_axes
+
+            after = VARYING[VARYING.index(plan.split_dim) + 1:]
+            shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
+            self.reduce = (shape, block_axes(plan, grid.reduction), grid.reduction.family)
 
     def _copy(self, key, device, make):
         """The device copy of the host value ``make()`` known as ``key``, sent once per device."""
@@ -99,10 +107,17 @@ class Dispatcher:
         buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
         t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
         return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency,
-                            features=inp.features, outputs=self.grid.variables, store=self.grid.store_dtype)
+                            features=inp.features, outputs=self.grid.variables,
+                            store=None if self.reduce else self.grid.store_dtype, reduce=self.reduce)
 
     def collect(self, block, result):
-        """Device result -> dict name -> numpy array shaped like ``block.region()``."""
+        """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
+        of the split dim this block holds, then the dims after it that are not reduced)."""
+        if self.reduce is not None:
+            from sweep.plan import VARYING
+
+            rows = block.slab[VARYING.index(self.plan.split_dim)]  # the last block's padded rows are dropped
+            return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
         k = block.layouts if self.plan.splits_layouts else 1
         c = block.size // k
         return {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}

@@ -72,6 +72,7 @@ class Grid:
     compressors: tuple = (NONE,)
     factors: dict = dataclasses.field(default_factory=lambda: {"none": 1.0})
     codec_overrides: dict = dataclasses.field(default_factory=dict)
+    reduction: object = None  # a sweep.reduce.Reduction under --reduce
 
     @property
     def compresses(self):
@@ -133,6 +134,9 @@ class Grid:
             "variables": list(self.variables),
             "store": self.store_dtype,
         }
+        if self.reduction is not None:
+            r = self.reduction
+            payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
         if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
             payload["compression"] = {"compressors": [c.name for c in self.compressors], "factors": self.factors,
                                       "codec": self.codec_overrides,
@@ -222,7 +226,7 @@ def _workloads(name, given):
 def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
               intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=None, store=None,
               gpu=None, precision=None, batch=None, seq_len=None, compressor="none", iterations_factor=None,
-              codec_cost=None, **axes) -> Grid:
+              codec_cost=None, reduce=None, **axes) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
@@ -242,6 +246,7 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
       iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
         reach the same accuracy, relative to none (default 1).
       codec_cost: a JSON file or a dict overriding the codec throughput model.
+      reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.reduce`).
       **axes: numeric axes by name (``bandwidth`` is required; others default as in
         the CLI). Each is a number, a sequence, or a value-syntax string.
 
@@ -292,5 +297,7 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
         table, source = read_table(reduce_table), str(reduce_table)
     else:
         table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
+    from sweep.reduce import parse_reductions
+
     return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                variables, store or "", compressors, factors, overrides)
+                variables, store or "", compressors, factors, overrides, parse_reductions(reduce))

@@ -86,6 +86,9 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
         block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
     plan = Plan(grid.sizes, block_configs)
     mine = None if share is None else (lambda b: b.index % share[1] == share[0])
+    if grid.reduction is not None:
+        return _run_reduced(grid, plan, out, partial, resume=resume, force=force, command=command,
+                            progress=progress, kernel=kernel, share=share)
     if not resume:
         check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
     with interrupts.deferred():
@@ -112,6 +115,26 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
             raise
         cube.finish(f, partial, out)
     return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def _run_reduced(grid, plan, out, partial, *, resume, force, command, progress, kernel, share):
+    """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
+    from sweep.reduce import run_reduced
+
+    if share is not None:
+        raise InputError("--reduce with --distributed is not supported yet; run the reduction on one machine",
+                         param="reduce")
+    with interrupts.deferred():
+        if not resume:
+            for stale in (partial, out):
+                if force and stale.exists():
+                    stale.unlink()
+        start = time.perf_counter()
+        summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
+                              kernel=kernel, after_block=_test_signal_hook())
+    elapsed = time.perf_counter() - start
+    return {**summary, "seconds": elapsed, "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
+            "out": str(out), "bytes": os.path.getsize(out)}
 
 
 def _fill(f, grid, plan, resume, mine, progress, kernel):

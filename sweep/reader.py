@@ -52,6 +52,10 @@ def describe(path):
     lines.append("  variables (min / median / max):")
     for name in variables(ds):
         a = ds[name].values
+        if a.dtype.kind in "USO":  # an argmax/argmin label: the coordinates it takes
+            values, counts = np.unique(a, return_counts=True)
+            lines.append(f"    {name:<15} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
+            continue
         finite = a[np.isfinite(a)]
         stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
                  else "no values")
@@ -61,6 +65,8 @@ def describe(path):
     with h5py.File(path, "r") as f:
         if "profiles" in f:
             lines.append("  profiles:")
+        elif "reduced" in ds.attrs:
+            lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
         elif "solved_axis" in ds.attrs:
             lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
                          f"{ds.attrs['target_scaling_factor']:g}")

@@ -1,0 +1,113 @@
+"""--reduce: on-device reductions equal reducing the full cube in numpy; resume stays bit-identical."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+from typer.testing import CliRunner
+
+import sweep
+from sweep.cli import app
+from sweep.errors import InputError
+from sweep.grid import make_grid
+from sweep.job import TEST_SIGNAL_HOOK, run_grid
+
+AXES = dict(bandwidth="1..100@4", ratio=[1, 2, 4, 50], nodes=[1, 2, 8], jitter=[0, 0.02],
+            collective="ring,tree,nccl-ring")
+MODELS = "resnet50,vgg16"
+
+
+FULL = {}
+
+
+def full(block_configs):
+    """The whole cube, computed with the same blocks (so with the same compiled shapes)."""
+    if block_configs not in FULL:
+        FULL[block_configs] = sweep.evaluate(MODELS, block_configs=block_configs, **AXES)
+    return FULL[block_configs]
+
+
+def numpy_reduce(da, dims, family):
+    """(values, {dim: coordinate of the extreme}) by numpy over the full cube."""
+    kept = [d for d in da.dims if d not in dims]
+    moved = da.transpose(*kept, *dims).values
+    flat = moved.reshape(moved.shape[: len(kept)] + (-1,))
+    if family == "mean":
+        return flat.mean(axis=-1), {}
+    pick = np.argmax(flat, axis=-1) if family == "max" else np.argmin(flat, axis=-1)
+    where = np.unravel_index(pick, [da.sizes[d] for d in dims])
+    values = np.take_along_axis(flat, pick[..., None], axis=-1)[..., 0]
+    return values, {d: da[d].values[i] for d, i in zip(dims, where)}
+
+
+@pytest.mark.parametrize("reduce,family", [
+    (["argmax:collective", "max:ratio"], "max"),
+    (["argmin:nodes,bandwidth"], "min"),
+    (["argmax:model,jitter", "max:ratio"], "max"),
+    (["mean:bandwidth,collective"], "mean"),
+])
+@pytest.mark.parametrize("block_configs", [5, 10**6])
+def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block_configs):
+    grid = make_grid(MODELS, reduce=reduce, **AXES)
+    out = tmp_path / "r.h5"
+    run_grid(grid, out, command="test", block_configs=block_configs)
+    got = xr.open_dataset(out, engine="h5netcdf").load()
+    dims = list(grid.reduction.dims)
+    for name in ("scaling_factor", "iteration_time"):
+        values, labels = numpy_reduce(full(block_configs)[name], dims, family)
+        if family == "mean":
+            np.testing.assert_allclose(got[name].values, values, rtol=2e-6)
+        else:
+            np.testing.assert_array_equal(got[name].values, values)
+        for d, want in labels.items():
+            if d in grid.reduction.labelled:
+                np.testing.assert_array_equal(got[f"{name}_arg{family}_{d}"].values, want)
+    assert got.attrs["reduced_dims"] == ",".join(dims) and not (tmp_path / "r.h5.partial").exists()
+
+
+RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+           "sys.argv[0] = 'sweep'; runpy.run_module('sweep.cli', run_name='__main__')")
+GRID = ["--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--nodes", "2,4,8", "--collective", "ring,tree",
+        "--reduce", "argmax:collective", "--reduce", "max:ratio", "--block-configs", "8", "-q"]  # 120 blocks
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGKILL, -9), (signal.SIGINT, 130)])
+def test_resume_after_an_interruption_is_bit_identical(tmp_path, sig, code):
+    clean = tmp_path / "clean.h5"
+    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(clean)]).exit_code == 0
+    out = tmp_path / "r.h5"
+    env = {**os.environ, TEST_SIGNAL_HOOK: f"40:{sig.name}"}
+    r = subprocess.run([sys.executable, "-c", RUN_CLI, "grid", *GRID, "--out", str(out)], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == code, r.stderr
+    assert (tmp_path / "r.h5.partial").exists() and not out.exists()
+    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(out), "--resume"]).exit_code == 0
+    a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (clean, out))
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+
+
+@pytest.mark.parametrize("reduce,message", [
+    (["sum:ratio"], "unknown op 'sum'"),
+    (["max:speed"], "'speed' is not a dim"),
+    (["max:ratio", "argmax:ratio"], "ratio is reduced twice"),
+    (["max:ratio", "min:nodes"], "would depend on their order"),
+    (["max:"], "name the dims to reduce"),
+])
+def test_bad_reductions_are_refused(tmp_path, reduce, message):
+    with pytest.raises(InputError, match=message):
+        make_grid("resnet50", bandwidth=10, reduce=reduce)
+    args = [a for item in reduce for a in ("--reduce", item)]
+    r = CliRunner().invoke(app, ["grid", "--bw", "10", *args, "--out", str(tmp_path / "o.h5")])
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and message in r.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_reduce_with_distributed_is_refused(tmp_path):
+    r = CliRunner().invoke(app, ["grid", "--bw", "10", "--reduce", "max:ratio", "--distributed",
+                                 "--out", str(tmp_path / "o.h5")])
+    assert r.exit_code == 2 and "not supported yet" in r.output and list(tmp_path.iterdir()) == []
