@@ -30,7 +30,8 @@ def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, ke
         ``gpus_per_node``, ``latency`` in us, ``fusion_buffer`` in MiB,
         ``fusion_timeout`` in ms), ``collective`` (name or list), ``reduce_table``,
         ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``),
-        ``compressor``, ``iterations_factor``, ``codec_cost`` (:func:`sweep.grid.make_grid`).
+        ``compressor``, ``iterations_factor``, ``codec_cost``, ``reduce`` (:func:`sweep.grid.make_grid`;
+        with ``reduce`` the Dataset has only the dims not reduced).
 
     Returns:
       ``xarray.Dataset`` with every dim of :data:`sweep.schema.DIMS` (each present,
@@ -40,6 +41,11 @@ def evaluate(model, *, bandwidth, block_configs: int = DEFAULT_BLOCK_CONFIGS, ke
     if "vars" in kwargs:
         kwargs["variables"] = kwargs.pop("vars")
     grid = make_grid(model, bandwidth=bandwidth, **kwargs)
+    if grid.reduction is not None:
+        from sweep.plan import Plan
+        from sweep.reduce import evaluate_reduced
+
+        return evaluate_reduced(grid, Plan(grid.sizes, block_configs), kernel)
     arrays = evaluate_arrays(grid, block_configs, kernel)
     data = {name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))
             for name in grid.variables}

@@ -309,3 +309,12 @@ def run_reduced(grid, plan, out, partial, *, resume, command, progress, kernel, 
     partial.unlink(missing_ok=True)
     return {"configs": total, "computed": total - done_configs, "resumed_blocks": resumed,
             "damaged_blocks": 0, "blocks": len(blocks)}
+
+
+def evaluate_reduced(grid, plan, kernel="auto"):
+    """The reduced result in memory (``sweep.evaluate(..., reduce=...)``), as an ``xarray.Dataset``."""
+    from sweep.engine import run
+
+    state = ReducedRun(grid, plan)
+    run(grid, plan, state.add, kernel=kernel)
+    return state.dataset()

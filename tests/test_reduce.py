@@ -67,6 +67,9 @@ def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block
             if d in grid.reduction.labelled:
                 np.testing.assert_array_equal(got[f"{name}_arg{family}_{d}"].values, want)
     assert got.attrs["reduced_dims"] == ",".join(dims) and not (tmp_path / "r.h5.partial").exists()
+    in_memory = sweep.evaluate(MODELS, reduce=reduce, block_configs=block_configs, **AXES)
+    for name in got.data_vars:
+        np.testing.assert_array_equal(in_memory[name].values, got[name].values)
 
 
 RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
