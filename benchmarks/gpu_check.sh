@@ -22,3 +22,8 @@ for spec in "1..400@1000 1..1000@1000log 1..100 all float32" "1..400@1000 1..100
     --out "$(dirname "$out")/whole.h5"
   rm -f "$(dirname "$out")/whole.h5"
 done
+echo "--- 10^10 configurations reduced on the device to 4*10^6 cells (argmax over collective, max over ratio):"
+/usr/bin/time -f "wall %e s: 10^10 reduced" $PY -m sweep.cli grid --model resnet50 --fusion-mb 0 \
+  --bw 1..400@4000 --ratio 1..1000@1000log --nodes 1..1024 --collective ring,tree,hierarchical \
+  --reduce argmax:collective --reduce max:ratio --vars scaling_factor -q --force --out "$(dirname "$out")/reduced.h5"
+rm -f "$(dirname "$out")/reduced.h5"
