@@ -204,6 +204,9 @@ def verify(path):
 
     with h5py.File(path, "r") as f:
         if "progress/block_checksum" not in f:
+            if "reduced" in f.attrs:
+                raise InputError(f"{path}: a reduced cube is written whole, atomically, when its sweep ends; "
+                                 f"it has no blocks to verify")
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
         sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
         plan = Plan(sizes, int(f.attrs["block_configs"]))
