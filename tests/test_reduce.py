@@ -44,13 +44,14 @@ def numpy_reduce(da, dims, family):
     return values, {d: da[d].values[i] for d, i in zip(dims, where)}
 
 
-@pytest.mark.parametrize("reduce,family", [
-    (["argmax:collective", "max:ratio"], "max"),
-    (["argmin:nodes,bandwidth"], "min"),
-    (["argmax:model,jitter", "max:ratio"], "max"),
-    (["mean:bandwidth,collective"], "mean"),
+@pytest.mark.parametrize("reduce,family,block_configs", [
+    (["argmax:collective", "max:ratio"], "max", 5),  # small blocks: ratio split across blocks, rows reduced on the host
+    (["argmax:collective", "max:ratio"], "max", 10**6),  # one block per task: ratio reduced on the device
+    (["argmin:nodes,bandwidth"], "min", 5),
+    (["argmax:model,jitter", "max:ratio"], "max", 10**6),
+    (["mean:bandwidth,collective"], "mean", 5),
+    (["mean:bandwidth,collective"], "mean", 10**6),
 ])
-@pytest.mark.parametrize("block_configs", [5, 10**6])
 def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block_configs):
     grid = make_grid(MODELS, reduce=reduce, **AXES)
     out = tmp_path / "r.h5"
