@@ -227,23 +227,23 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
 
     def step(carry, bucket):
         end, comm = carry
-        ready, nbytes, reduce, valid, codec = bucket
+        ready, nbytes, reduce, valid, *codec = bucket  # codec: [D_b + n_b U_b] when compressing
         start = smooth_max(ready, end, softness)
         new = start + alpha * nbytes + (lat * rounds * valid + reduce)  # the paper's arithmetic, in its order
         if features.compress:
-            new = new + codec
+            new = new + codec[0]
         if features.piped:
             piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * rounds * valid
             if features.compress:
-                piped = piped + codec
+                piped = piped + codec[0]
             new, comm = jnp.where(layout.piped > 0, start + piped, new), comm + piped
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
     zero = jnp.zeros_like(alpha)
-    codec_b = codec if features.compress else jnp.zeros_like(buckets.ready)
-    (end, piped_comm), _ = lax.scan(step, (zero, zero), (ready, sent, layout.reduce, buckets.valid, codec_b))
+    xs = (ready, sent, layout.reduce, buckets.valid) + ((codec,) if features.compress else ())
+    (end, piped_comm), _ = lax.scan(step, (zero, zero), xs)
     r_last = jnp.max(ready)
     exposed = smooth_max(r_last, end, softness) - r_last
     work = t1 * config.accum  # K micro-batches per step; the all-reduce overlaps the last one's backward
@@ -252,7 +252,7 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         total = total + jnp.sum(encode)
     comm = alpha * jnp.sum(sent) + lat * rounds * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
     if features.compress:
-        comm = comm + jnp.sum(codec_b)
+        comm = comm + jnp.sum(codec)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
     out = (work / total, total, exposed, comm)

@@ -99,9 +99,11 @@ def compare(models=MODELS, *, bandwidth=BANDWIDTHS, utilization=PAPER_UTILIZATIO
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     workload = {k: v for k, v in given.items() if v is not None} if any(given.values()) else dict(WORKLOAD)
+    from sweep.transformers import TRANSFORMERS
+
     names = models.split(",") if isinstance(models, str) else list(models)
-    if not any(isinstance(n, str) and n.strip() not in ("resnet50", "resnet101", "vgg16") for n in names):
-        workload = {}  # only the paper's CNNs: no workload settings apply
+    if not any(isinstance(n, str) and n.strip() in TRANSFORMERS for n in names):
+        workload = {}  # no transformer: the workload settings do not apply
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     ds = evaluate(list(profiles), bandwidth=bandwidth, utilization=[utilization, 1.0],
