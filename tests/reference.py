@@ -125,7 +125,7 @@ def ddp(waits, sizes, first=2**20, cap=25 * 2**20):
 def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
              latency=0.0, collective="ring", buffer_bytes=64 * 2**20, timeout_s=5e-3,
              table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0, jitter=0.0, accum=1,
-             bucketing="horovod", compressor="none", shapes=None, cost=None, factor=1.0):
+             bucketing="horovod", compressor="none", shapes=None, cost=None, factor=1.0, accuracy=False):
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
@@ -138,8 +138,9 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
     own; a bucket sends the sum of its payloads, all-gathered (a ring: each worker
     receives the other N - 1) for top-k and sign, else all-reduced with the reduction
     over the payload; encoding runs on the compute stream as each bucket becomes
-    ready; decoding ends the bucket's communication. ``time_to_accuracy`` is
-    ``factor`` x the iteration time over the same run uncompressed at ratio 1.
+    ready; decoding ends the bucket's communication. With ``accuracy``, also
+    ``time_to_accuracy``: ``factor`` x the iteration time over the same run
+    uncompressed at ratio 1.
     """
     groups = (ddp_groups(waits, sizes) if bucketing == "ddp"
               else fuse_groups(waits, sizes, buffer_bytes, timeout_s))
@@ -149,9 +150,13 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
     method = compressor.partition(":")[0]
     gather = method in ("topk", "signsgd")
     rounds = 2 if method in ("powersgd", "int8") else 1
-    end, comm, encoded, ready = 0.0, 0.0, 0.0, 0.0
+    readiness, total = [], 0.0
+    for w in waits:  # tensor i is ready at w_0 + ... + w_i
+        total += w
+        readiness.append(total)
+    end, comm, encoded = 0.0, 0.0, 0.0
     for group in groups:
-        ready = sum(waits[: group[-1] + 1])
+        ready = readiness[group[-1]]
         if method == "none":
             payload, encode, decode, unpack = sum(sizes[i] for i in group), 0.0, 0.0, 0.0
         else:
@@ -176,6 +181,8 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
     exposed = max(r_last, end) - r_last
     it = k * accum * t1 + encoded + exposed + (overhead if n > 1 else 0.0)
     out = {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+    if not accuracy:
+        return out
     plain = it
     if method != "none" or ratio != 1.0:
         plain = simulate(waits, sizes, t1, bandwidth=bandwidth, utilization=utilization, nodes=nodes, gpus=gpus,
