@@ -62,8 +62,8 @@ def test_every_compressor_matches_the_reference(seed, element_bytes):
 
 
 def test_none_is_bit_identical_to_the_model_without_compressors():
-    axes = dict(bandwidth=[1, 10, 100], utilization=[0.3, 1], ratio=[1, 4], nodes=[1, 2, 8], latency=[0, 5],
-                collective=["ring", "nccl-ring", "hierarchical"], bucketing=["horovod", "ddp"], jitter=[0, 0.05])
+    axes = dict(bandwidth=[1, 100], utilization=[0.3, 1], ratio=[1, 4], nodes=[1, 8], latency=[0, 5],
+                collective=["ring", "nccl-ring"], bucketing=["horovod", "ddp"], jitter=[0, 0.05])
     for dtype in ("float32", "float64"):
         plain = sweep.evaluate("resnet50", dtype=dtype, **axes)
         mixed = sweep.evaluate("resnet50", dtype=dtype, compressor="none,topk:0.01,powersgd:4", **axes)
