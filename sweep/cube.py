@@ -112,6 +112,8 @@ def _write_profiles(f, grid):
             "backward_wait": ("s", "wait since the previous gradient was ready", p.wait),
             "ready_time": ("s", "time from the start of backward to gradient ready", p.ready),
         }
+        if p.shape is not None:  # what the compressors' payloads were computed from
+            columns["shape"] = (None, "tensor shape", np.array(["x".join(map(str, d)) for d in p.shape], dtype=object))
         for name, (units, long_name, data) in columns.items():
             ds = _str_dataset(g, name, data) if units is None else g.create_dataset(name, data=data)
             if units:
