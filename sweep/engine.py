@@ -17,7 +17,7 @@ import numpy as np
 
 from sweep.errors import InputError
 from sweep.inputs import BlockInputs
-from sweep.plan import DEFAULT_BLOCK_CONFIGS, Plan
+from sweep.plan import DEFAULT_BLOCK_CONFIGS, VARYING, Plan
 from sweep.schema import KERNELS
 
 
@@ -77,12 +77,9 @@ class Dispatcher:
         self._on_device = {}  # (key, device) -> device copy of a long-lived input
         self.reduce = None  # (block tensor shape, axes, family) under --reduce
         if grid.reduction is not None:
-            from sweep.plan import VARYING
-            from sweep.reduce import block_axes
+            from sweep.reduce import device_plan
 
-            after = VARYING[VARYING.index(plan.split_dim) + 1:]
-            shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
-            self.reduce = (shape, block_axes(plan, grid.reduction), grid.reduction.family)
+            self.reduce = device_plan(plan, grid.reduction)
 
     def _copy(self, key, device, make):
         """The device copy of the host value ``make()`` known as ``key``, sent once per device."""
@@ -114,8 +111,6 @@ class Dispatcher:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced)."""
         if self.reduce is not None:
-            from sweep.plan import VARYING
-
             rows = block.slab[VARYING.index(self.plan.split_dim)]  # the last block's padded rows are dropped
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
         k = block.layouts if self.plan.splits_layouts else 1

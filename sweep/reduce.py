@@ -26,12 +26,12 @@ import math
 import numpy as np
 
 from sweep.errors import InputError
-from sweep.schema import DIMS, INNER, LAYOUT, STRUCTURAL
+from sweep.plan import VARYING
+from sweep.schema import DIMS, STRUCTURAL
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
 FAMILY = {"max": "max", "argmax": "max", "min": "min", "argmin": "min", "mean": "mean"}
 CHECKPOINT_BLOCKS = 16
-VARYING = LAYOUT + INNER
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,16 +90,22 @@ def parse_reductions(items):
     return Reduction(family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items)))
 
 
+def _after_split(plan):
+    """The varying dims after the split dim: every block holds them whole."""
+    return VARYING[VARYING.index(plan.split_dim) + 1:]
+
+
 def in_block(plan, reduction):
-    """The U dims every block of ``plan`` holds whole (after its split dim), in cube order."""
-    after = VARYING[VARYING.index(plan.split_dim) + 1:]
-    return tuple(d for d in after if d in reduction.dims)
+    """The U dims every block of ``plan`` holds whole, in cube order."""
+    return tuple(d for d in _after_split(plan) if d in reduction.dims)
 
 
-def block_axes(plan, reduction):
-    """Axes of the block tensor (rows of the split dim, then the dims after it) that the device reduces."""
-    after = VARYING[VARYING.index(plan.split_dim) + 1:]
-    return tuple(1 + after.index(d) for d in in_block(plan, reduction))
+def device_plan(plan, reduction):
+    """(block tensor shape: rows of the split dim, then the dims after it; the axes of it the device
+    reduces; the family): the static ``reduce`` argument of :func:`sweep.compiled.grid_metrics`."""
+    after = _after_split(plan)
+    shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
+    return shape, tuple(1 + after.index(d) for d in in_block(plan, reduction)), reduction.family
 
 
 def device_reduce(values, axes, family):
@@ -144,13 +150,9 @@ class Accumulator:
 
 
 def _block_where(plan, block, reduction):
-    """(index into the result for this block, per-U-dim index arrays broadcast over the reduced block's
-    axes except the in-block ones, the reduced block's axis names)."""
-    from sweep.plan import VARYING
-
+    """(index into the result for this reduced block, {dim: the block's first index along it})."""
     split = VARYING.index(plan.split_dim)
-    after = VARYING[split + 1:]
-    axes = [plan.split_dim] + [d for d in after if d not in reduction.dims]  # the reduced block's axes
+    axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
     start = dict(zip(STRUCTURAL, block.task))
     start.update({d: s.start for d, s in zip(VARYING, block.slab)})
     rows = block.slab[split]
@@ -162,7 +164,7 @@ def _block_where(plan, block, reduction):
             where.append(slice(None))
         else:
             where.append(start[d])
-    return tuple(where), axes, start
+    return tuple(where), start
 
 
 class ReducedRun:
@@ -178,7 +180,7 @@ class ReducedRun:
 
     def add(self, block, arrays):
         """Fold one reduced block (:meth:`sweep.engine.Dispatcher.collect`) into the accumulators."""
-        where, _, start = _block_where(self.plan, block, self.r)
+        where, start = _block_where(self.plan, block, self.r)
         split_reduced = self.plan.split_dim in self.r.dims  # its rows are reduced here, one by one
         sizes = [self.plan.sizes[d] for d in self.inside]
         for v, acc in self.acc.items():
