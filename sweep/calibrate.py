@@ -32,6 +32,7 @@ from sweep.engine import precision
 from sweep.errors import InputError
 from sweep.fusion import buckets_for
 from sweep.grid import DEFAULT_INTRA_GBPS
+from sweep.inputs import BUCKET_PAD
 from sweep.measurements import Measurements, read_measurements, select
 from sweep.reduce_cost import default_table
 from sweep.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, show
@@ -44,6 +45,7 @@ STARTS = {"utilization": np.geomspace(1e-3, 0.999, 12), "latency": (0.5, 5.0, 50
           "overhead": (0.0, 2.0, 10.0, 50.0), "slowdown": (0.0, 0.03, 0.1), "jitter": (0.0, 0.02, 0.05, 0.1)}
 STEPS = 400
 LEARNING_RATE = 0.05
+ROW_QUANTUM = 8  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
 __all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurements", "report_text"]
 
@@ -143,6 +145,29 @@ def _starts(params, spec, fit_axes, count=4096):
     return out
 
 
+def _padded(rows, target, weights):
+    """``rows``, ``target`` and ``weights`` padded to a multiple of ROW_QUANTUM rows (copies of
+    row 0 with weight 0) and BUCKET_PAD buckets (empty ones, which change nothing), so
+    fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
+    n, length = len(target), rows.buckets.nbytes.shape[1]
+    extra_rows = -n % ROW_QUANTUM
+    extra_buckets = -length % BUCKET_PAD
+
+    def rows_of(x):
+        return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
+
+    def buckets_of(x):
+        if x is None or np.ndim(x) < 2:
+            return rows_of(x)
+        return np.pad(rows_of(x), [(0, 0), (0, extra_buckets)] + [(0, 0)] * (np.ndim(x) - 2))
+
+    rows = rows._replace(config=type(rows.config)(*map(rows_of, rows.config)),
+                         layout=type(rows.layout)(*map(buckets_of, rows.layout)),
+                         buckets=type(rows.buckets)(*map(buckets_of, rows.buckets)),
+                         t1=rows_of(rows.t1), index=rows_of(rows.index))
+    return rows, rows_of(target), np.concatenate([weights, np.zeros(extra_rows)])
+
+
 def _check_identifiable(params, spec, rows, keep, measured, features, predict_rows):
     """Refuse parameters no training row depends on, or more parameters than such rows."""
     middle = np.zeros(len(params))
@@ -172,11 +197,13 @@ def _residuals(predicted, target, measured):
 def _standard_errors(best, params, spec, rows, target, res, keep, measured, features, fit_axes):
     """[P] standard errors of the fitted values (stored units), NaN where undefined.
 
-    ``res`` [R]: the residuals at ``best``; ``keep`` [R]: the training rows.
+    ``rows``, ``target``: possibly padded past the R real rows (:func:`_padded`); ``res`` [R]:
+    the residuals at ``best``; ``keep`` [R]: the training rows.
     """
     from sweep.compiled import residual_jacobian
 
-    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[keep]
+    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
+    jac = jac[: len(keep)][keep]
     dof = jac.shape[0] - len(params)
     if dof <= 0:
         return np.full(len(params), np.nan)
@@ -237,17 +264,21 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
             i = below[0]
             raise InputError(f"{meas.where(i)}: iteration_time {target[i]:g} s is below the single-GPU time "
                              f"T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster than one GPU")
+    n = len(meas)
+    padded, padded_target, padded_weights = _padded(rows, target, weights)
+    padded_keep = padded_weights > 0
     with precision("float64"):
         from sweep.compiled import fit_rows, predict_rows
 
-        _check_identifiable(params, spec, rows, keep, meas.measured, features, predict_rows)
-        best, _ = fit_rows(_starts(params, spec, fit_axes), rows, target, weights, spec=spec,
+        _check_identifiable(params, spec, padded, padded_keep, meas.measured, features, predict_rows)
+        best, _ = fit_rows(_starts(params, spec, fit_axes), padded, padded_target, padded_weights, spec=spec,
                            measured=meas.measured, steps=steps, learning_rate=learning_rate, softness=SOFTNESS,
                            features=features)
         best = np.asarray(best)
-        predicted = np.asarray(predict_rows(best, rows, spec=spec, features=features)[meas.measured])
+        predicted = np.asarray(predict_rows(best, padded, spec=spec, features=features)[meas.measured])[:n]
         res = _residuals(predicted, target, meas.measured)
-        errors = _standard_errors(best, params, spec, rows, target, res, keep, meas.measured, features, fit_axes)
+        errors = _standard_errors(best, params, spec, padded, padded_target, res, keep, meas.measured, features,
+                                  fit_axes)
     return _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows)
 
 

@@ -183,3 +183,27 @@ def test_model_column_naming_profiles(tmp_path):
     (tmp_path / "m.csv").write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\nmissing.json,2,8,10,0.5\n")
     r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "m.csv")])
     assert r.exit_code == 2 and "model 'missing.json' is neither" in r.output
+
+
+def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
+    # Fits pad rows (weight 0) and buckets (empty) so similar fits share a compile; the real rows must not move.
+    from kernels.fit import FitSpec
+    from sweep.calibrate import ROW_QUANTUM, Settings, _padded, build_rows
+    from sweep.compiled import predict_rows
+    from sweep.engine import precision
+
+    path = synthetic_runs(tmp_path / "m.csv", {"a": dict(utilization=0.3, jitter=0.05)}, frameworks=("a",))
+    meas = read_measurements(path)
+    rows, _, features = build_rows(meas, [builtin_profile("resnet50")], "resnet50", Settings(collective="nccl-ring"))
+    rows = rows._replace(index=np.zeros((len(meas), 0), np.int32))
+    target = np.array(meas.columns["scaling_factor"])
+    padded, padded_target, weights = _padded(rows, target, np.ones(len(meas)))
+    n = len(meas)
+    assert len(padded_target) % ROW_QUANTUM == 0 and len(padded_target) > n
+    assert padded.buckets.nbytes.shape[1] % 16 == 0 and padded.buckets.nbytes.shape[1] > rows.buckets.nbytes.shape[1]
+    assert np.all(weights[n:] == 0) and np.all(weights[:n] == 1)
+    spec = FitSpec((), (), ())
+    with precision("float64"):
+        plain = np.asarray(predict_rows(np.zeros(0), rows, spec=spec, features=features)["scaling_factor"])
+        more = np.asarray(predict_rows(np.zeros(0), padded, spec=spec, features=features)["scaling_factor"])
+    np.testing.assert_array_equal(more[:n], plain)
