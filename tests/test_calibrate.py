@@ -28,7 +28,7 @@ def synthetic_csv(path, profile, u_true, noise, seed=0, latency=0.0):
 
 
 @pytest.mark.parametrize("model", ["resnet50", "vgg16", "random"])
-@pytest.mark.parametrize("noise", [0.0, 0.005, 0.01])
+@pytest.mark.parametrize("noise", [0.0, 0.01])
 def test_recovers_known_utilization(tmp_path, model, noise):
     p = builtin_profile(model) if model != "random" else random_profile(np.random.default_rng(3), 40)
     u_true = {"resnet50": 0.37, "vgg16": 0.6, "random": 0.25}[model]

@@ -22,8 +22,7 @@ def sharded_profile(rng, n=30, units=6):
     return make_profile("sharded", [f"t{i}" for i in range(n)], sizes, waits, t1, forward=forward, unit=unit)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed,dtype", [(0, "float32"), (1, "float64")])
 def test_fsdp_matches_reference(dtype, seed):
     rng = np.random.default_rng(seed)
     p = sharded_profile(rng)

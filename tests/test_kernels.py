@@ -51,8 +51,8 @@ def rounded(rng, low, high, digits=3):
     return float(np.round(rng.uniform(low, high), digits))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# Each random profile in one dtype, both dtypes across the seeds (each compile costs about a second).
+@pytest.mark.parametrize("seed,dtype", [(0, "float32"), (1, "float64"), (2, "float32"), (5, "float64")])
 def test_random_profiles_match_reference(dtype, seed):
     check_random_sweep(seed, dtype, lambda rng: dict(
         bandwidth=np.round(rng.uniform(0.5, 200, 3), 3),
@@ -68,8 +68,7 @@ def test_random_profiles_match_reference(dtype, seed):
     ))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("seed", [3, 4])
+@pytest.mark.parametrize("seed,dtype", [(3, "float32"), (4, "float64")])
 def test_non_network_terms_and_pipelined_collectives_match_reference(dtype, seed):
     check_random_sweep(seed, dtype, lambda rng: dict(
         bandwidth=np.round(rng.uniform(0.5, 200, 2), 3),
