@@ -284,12 +284,18 @@ def paper(
 @app.command()
 @options(CACHE)
 def validate(
+    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate) [default: the shipped published measurements].", show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
 ):
-    """Predict published measurements of real clusters, fitting on small runs and predicting large ones."""
-    from sweep.validate import run
+    """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
+    smallest multi-node size, predict the larger sizes, and compare three models."""
+    from sweep.validate import DATASET, run
 
-    for path in run(out, command=command_line()):
+    paths, errors = run(out, command=command_line(), dataset=measurements or DATASET)
+    typer.echo("model        held-out RMSE  worst  in-sample RMSE")
+    for m, held, worst, in_sample, _ in errors:
+        typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")
+    for path in paths:
         typer.echo(f"wrote {path}")
 
 

@@ -63,3 +63,41 @@ def test_dataset_holds_the_published_numbers():
         assert int(row["nodes"]) == int(src["nodes"]) and int(row["gpus_per_node"]) == int(src["gpus_per_node"])
         if src["throughput_1gpu"]:  # T1 is the measured batch / single-GPU throughput
             assert float(row["t1"]) == pytest.approx(float(row["batch"]) / float(src["throughput_1gpu"]), rel=1e-5)
+
+
+def test_a_users_own_measurements(tmp_path):
+    # Runs made by the calibrated model's own family: it must predict the held-out sizes almost exactly.
+    from typer.testing import CliRunner
+
+    from sweep import evaluate
+    from sweep.cli import app
+
+    rows = ["framework,network,nodes,gpus_per_node,bandwidth,scaling_factor"]
+    for fw, jitter in (("a", 0.03), ("b", 0.08)):
+        ds = evaluate("resnet50", bandwidth=100, nodes=[1, 2, 4, 8], collective="nccl-ring", utilization=0.3,
+                      jitter=jitter, dtype="float64")
+        rows += [f"{fw},ib,{n},8,100,{float(ds.scaling_factor.sel(nodes=n).squeeze()):.9f}" for n in (1, 2, 4, 8)]
+    (tmp_path / "mine.csv").write_text("\n".join(rows) + "\n")
+    r = CliRunner().invoke(app, ["validate", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "v")])
+    assert r.exit_code == 0, r.output
+    table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in r.output.splitlines()[1:4]}
+    assert table["calibrated"][0] < 1e-3 < table["paper"][0]
+    held = [row for row in csv.DictReader(open(tmp_path / "v" / "predictions.csv")) if row["set"] == "held out"]
+    assert [int(row["gpus"]) for row in held] == [32, 64, 32, 64]
+    assert "# netsweep against mine.csv" in (tmp_path / "v" / "REPORT.md").read_text()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("nodes,gpus_per_node,bandwidth,scaling_factor\n1,8,100,0.9\n2,8,100,0.8\n", "no 'framework' or 'network'"),
+    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,2,8,100,0.8\nb,ib,4,8,100,0.7\n",
+     "nothing is held out"),
+])
+def test_files_validation_cannot_use(tmp_path, text, message):
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
+
+    (tmp_path / "m.csv").write_text(text)
+    r = CliRunner().invoke(app, ["validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v")])
+    assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert not (tmp_path / "v").exists()
