@@ -211,7 +211,7 @@ def _write_trace(torch, step, optimizer, path, device):
 
 
 def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
-    from sweep.profile import make_profile
+    from sweep.profile import make_profile, recorded_t1
 
     times = {n: statistics.median(v) for n, v in ready.items() if v}
     missing = [n for n, _ in params if n not in times]
@@ -225,10 +225,11 @@ def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
     forward_s = [statistics.median(forward[n]) if forward[n] else 0.0 for n, _ in order]
     name = str(spec).split(":")[-1] if ":" in str(spec) else str(spec)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({sys.platform})"
+    t1, floored = recorded_t1(t1, waits, forward_s)
     return make_profile(
         name, [n for n, _ in order], [p.numel() * p.element_size() for _, p in order], waits,
-        max(t1, sum(waits) + sum(forward_s)), spec, device=device_name, batch_size=batch,
+        t1, spec, device=device_name, batch_size=batch,
         dtype=precision, shape=[tuple(p.shape) or (1,) for _, p in order], forward=forward_s,
         source=f"measured by netsweep with torch {torch.__version__} on {device_name}, {spec}, batch {batch}, "
-               f"{precision}",
+               f"{precision}{floored}",
     )

@@ -132,6 +132,20 @@ MAX_TOTAL_BYTES = 1e15
 MAX_SECONDS = 1e4
 
 
+def recorded_t1(step_s, wait_s, forward_s=()):
+    """T1 (s) of a recorded step, and a note for the profile's ``source`` ("" when none).
+
+    T1 is the step's time, at least the recorded backward waits + forward times: hooks
+    and the profiler inflate those, and a T1 below their sum would leave the model
+    negative compute. The note says when the floor was applied, and by how much.
+    """
+    floor = float(sum(wait_s) + sum(forward_s))
+    if step_s >= floor:
+        return float(step_s), ""
+    return floor, (f"; T1 raised from the step's {step_s * 1e3:.4g} ms to the recorded forward + backward "
+                   f"{floor * 1e3:.4g} ms (profiling overhead)")
+
+
 def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta):
     """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
     grad_bytes = np.asarray(grad_bytes, dtype=np.float64)

@@ -115,7 +115,7 @@ def _forward_times(forward_ops, shapes_forward):
 
 def import_trace(path, model=None):
     """The :class:`~sweep.profile.Profile` of the training step in a torch.profiler Chrome trace."""
-    from sweep.profile import make_profile
+    from sweep.profile import make_profile, recorded_t1
 
     spans = _events(path)
     start, end = _step_window(path, spans)
@@ -137,11 +137,11 @@ def import_trace(path, model=None):
     forward_ops = [e for e in inside if e.get("cat") == "cpu_op" and e["ts"] < backward_start
                    and str(e["name"]).startswith("aten::")]
     forward = _forward_times(forward_ops, shapes[::-1])
-    t1 = (end - start) * 1e-6
+    t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
     name = model or Path(path).name.split(".")[0]
     note = "" if forward is not None else "; forward times omitted (not every parameter matched a forward op)"
     return make_profile(
-        name, [f"grad{i}" for i in range(len(grads))], sizes, waits, max(t1, sum(waits) + sum(forward or [])),
-        path, source=f"imported from torch.profiler trace {Path(path).name}{note}", shape=shapes,
+        name, [f"grad{i}" for i in range(len(grads))], sizes, waits, t1,
+        path, source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}", shape=shapes,
         **({"forward": forward[::-1]} if forward is not None else {}),
     )

@@ -116,3 +116,12 @@ def test_measure_a_torchvision_name(monkeypatch):
     assert p.batch_size == 2 and "torch" in p.source
     with pytest.raises(InputError, match="has no 'nope'"):
         measure("torchvision:nope", device="cpu")
+
+
+def test_t1_floor_is_applied_and_said():
+    from sweep.profile import recorded_t1
+
+    assert recorded_t1(0.010, [0.002, 0.003], [0.001]) == (0.010, "")
+    t1, note = recorded_t1(0.004, [0.002, 0.003], [0.001])
+    assert t1 == pytest.approx(0.006)
+    assert "raised from the step's 4 ms to the recorded forward + backward 6 ms" in note
