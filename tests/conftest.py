@@ -38,3 +38,18 @@ def random_profile(rng, n_tensors=None, name="random"):
     waits = rng.uniform(0.0, 2e-3, n) * (rng.uniform(size=n) < 0.7)
     t1 = float(waits.sum() + rng.uniform(0.05, 0.3))  # T1 covers the backward pass and more
     return make_profile(name, [f"t{i}" for i in range(n)], sizes, waits, t1)
+
+
+def assert_same_figure(new, old):
+    """Two PNGs show the same figure: same size, under 1% of pixels apart (fonts may rasterize differently
+    between library versions)."""
+    import matplotlib.image as mpimg
+
+    a, b = mpimg.imread(new), mpimg.imread(old)
+    assert a.shape == b.shape, (new, a.shape, b.shape)
+    assert np.mean(np.abs(a - b) > 0.1) < 0.01, new
+
+
+def assert_same_text(new, old):
+    """A regenerated report file equals the committed one, byte for byte."""
+    assert Path(new).read_text() == Path(old).read_text(), f"{new} differs from the committed {old}"

@@ -2,11 +2,10 @@
 
 from pathlib import Path
 
-import matplotlib.image as mpimg
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import assert_same_figure, assert_same_text
 from sweep.cli import app
 from sweep.compare import compare, run
 
@@ -22,12 +21,11 @@ def regenerated(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["REPORT.md", "compare.csv"])
 def test_report_matches_committed(regenerated, name):
-    assert (regenerated / name).read_text() == (COMMITTED / name).read_text()
+    assert_same_text(regenerated / name, COMMITTED / name)
 
 
 def test_figure_matches_committed(regenerated):
-    new, old = mpimg.imread(regenerated / "speedups.png"), mpimg.imread(COMMITTED / "speedups.png")
-    assert new.shape == old.shape and np.mean(np.abs(new - old) > 0.1) < 0.01
+    assert_same_figure(regenerated / "speedups.png", COMMITTED / "speedups.png")
 
 
 def test_report_answers_every_asked_configuration(regenerated):

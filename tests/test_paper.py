@@ -2,11 +2,10 @@
 
 from pathlib import Path
 
-import matplotlib.image as mpimg
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from conftest import assert_same_figure, assert_same_text
 from sweep.cli import app
 from sweep.paper import run_paper
 
@@ -21,15 +20,12 @@ def regenerated(tmp_path_factory):
 
 
 def test_report_matches_committed(regenerated):
-    assert (regenerated / "REPORT.md").read_text() == (COMMITTED / "REPORT.md").read_text()
+    assert_same_text(regenerated / "REPORT.md", COMMITTED / "REPORT.md")
 
 
 @pytest.mark.parametrize("name", ["scaling_vs_bandwidth.png", "scaling_vs_ratio.png"])
 def test_figures_match_committed(regenerated, name):
-    new, old = mpimg.imread(regenerated / name), mpimg.imread(COMMITTED / name)
-    assert new.shape == old.shape
-    # Same data, same layout; allow font rasterization to differ between library versions.
-    assert np.mean(np.abs(new - old) > 0.1) < 0.01
+    assert_same_figure(regenerated / name, COMMITTED / name)
 
 
 def test_report_checks_the_findings(regenerated):

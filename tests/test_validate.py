@@ -3,10 +3,10 @@
 import csv
 from pathlib import Path
 
-import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
+from conftest import assert_same_figure, assert_same_text
 from sweep.validate import DATASET, run
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "validation"
@@ -22,12 +22,11 @@ def regenerated(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["REPORT.md", "predictions.csv"])
 def test_report_matches_committed(regenerated, name):
-    assert (regenerated / name).read_text() == (COMMITTED / name).read_text()
+    assert_same_text(regenerated / name, COMMITTED / name)
 
 
 def test_figure_matches_committed(regenerated):
-    new, old = (mpimg.imread(d / "measured_vs_predicted.png") for d in (regenerated, COMMITTED))
-    assert new.shape == old.shape and np.mean(np.abs(new - old) > 0.1) < 0.01
+    assert_same_figure(regenerated / "measured_vs_predicted.png", COMMITTED / "measured_vs_predicted.png")
 
 
 def test_calibrated_model_beats_the_papers_on_held_out_rows(regenerated):
