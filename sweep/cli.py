@@ -67,13 +67,13 @@ MODEL = [
     _param("profile", Path | None, None, "--profile",
            help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
     _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, a100, h100, h200 "
-           "[default: v100]."),
+           "(default: v100)."),
     _param("precision", str | None, None, "--precision", help="Transformers: fp32, amp (half-precision math, fp32 "
-           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list [default: fp32]."),
+           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32)."),
     _param("batch", str | None, None, "--batch", help="Transformers: samples per GPU per step, comma list "
-           "[default: 8]."),
-    _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list [default: "
-           "the model's context, e.g. 1024 for GPT-2]."),
+           "(default: 8)."),
+    _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list (default: "
+           "the model's context, e.g. 1024 for GPT-2)."),
     _param("iteration_time", float | None, None, "--iteration-time",
            help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
                 "model's compute to your GPU and batch (its gradients unchanged)."),
@@ -97,7 +97,7 @@ COMPRESSION = [
                 "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's."),
     _param("codec_cost", Path | None, None, "--codec-cost", rich_help_panel="Compression",
            help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
-                "memory_efficiency, matmul_efficiency, launch_s, topk_passes [default: the profile's GPU preset]."),
+                "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset)."),
 ]
 SETTINGS = COLLECTIVE_SETTINGS + COMPRESSION + [
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
@@ -192,9 +192,9 @@ def grid(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) [default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's].")] = None,
-    vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy [default: the first four, and time_to_accuracy when a --compressor is not none].")] = None,
-    store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 [default: the compute dtype]. float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
+    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).")] = None,
+    vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).")] = None,
+    store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
     reduce: Annotated[list[str] | None, typer.Option("--reduce", help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.")] = None,
     **settings,
 ):
@@ -284,7 +284,7 @@ def paper(
 @app.command()
 @options(CACHE)
 def validate(
-    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate) [default: the shipped published measurements].", show_default=False)] = None,
+    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate); default: the shipped published measurements.", show_default=False)] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
 ):
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
@@ -303,12 +303,12 @@ def validate(
 @options(CACHE)
 def compare(
     model: Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")] = "resnet50,vgg16,bert-large,gpt2-xl",
-    gpu: Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset [default: h100].")] = None,
-    precision: Annotated[str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 [default: bf16].")] = None,
-    batch: Annotated[str | None, typer.Option("--batch", help="Transformers: samples per GPU [default: 8].")] = None,
-    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Transformers: tokens per sample [default: the model's context].")] = None,
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")] = None,
+    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context).")] = None,
     bandwidth: Annotated[str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)] = "10,25,100,400",
-    utilization: Annotated[float, typer.Option("--util", help="Today's utilization, one number below 1 [default: 0.32, the paper's measured ~32 Gbit/s of 100]; the fixed transport is 1.")] = 0.32,
+    utilization: Annotated[float, typer.Option("--util", help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.")] = 0.32,
     nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
     gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
     nics_per_node: Annotated[str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")] = "1",
@@ -458,14 +458,14 @@ def profile_measure(
     out: ProfileOut,
     batch: Annotated[int, typer.Option("--batch", help="Samples per step (torchvision and hf models).")] = 8,
     precision: Annotated[str, typer.Option("--precision", help="fp32, amp (autocast), bf16 or fp16 (the model in that type).")] = "fp32",
-    seq_len: Annotated[int | None, typer.Option("--seq-len", help="hf models: tokens per sample [default: 128].")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="cuda, cpu, ... [default: cuda when available].")] = None,
+    seq_len: Annotated[int | None, typer.Option("--seq-len", help="hf models: tokens per sample (default: 128).")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="cuda, cpu, ... (default: cuda when available).")] = None,
     warmup: Annotated[int, typer.Option("--warmup", help="Steps before measuring.")] = 2,
     iterations: Annotated[int, typer.Option("--iterations", help="Steps measured (medians).")] = 5,
     trace: Annotated[Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
 ):
-    """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.[torch]').
+    """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.\\[torch]').
 
     Example: sweep profile measure torchvision:resnet50 --batch 32 --out resnet50.json
     """
@@ -485,7 +485,7 @@ def profile_measure(
 def profile_import(
     trace: Annotated[Path, typer.Argument(help="A torch.profiler Chrome trace (export_chrome_trace) of a training step, recorded with record_shapes=True.")],
     out: ProfileOut,
-    model: Annotated[str | None, typer.Option("--model", help="Profile name [default: the file's].")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Profile name (default: the file's).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
 ):
     """Extract a profile from a PyTorch profiler trace (no torch needed).

@@ -129,3 +129,21 @@ def test_help_documents_value_syntax():
     assert r.exit_code == 0
     for text in ("--bw", "--ratio", "--resume", "1..1000@20log"):
         assert text in r.output
+
+
+def test_no_help_text_is_eaten_as_rich_markup():
+    # --help is rendered with Rich markup: "[default: x]" or ".[torch]" in a help text would vanish from the screen.
+    import typer
+    from rich.text import Text
+
+    def walk(command):
+        yield command.help or ""
+        for p in command.params:
+            yield getattr(p, "help", None) or ""
+        for sub in getattr(command, "commands", {}).values():
+            yield from walk(sub)
+
+    texts = list(walk(typer.main.get_command(app)))
+    assert len(texts) > 50
+    for text in texts:
+        assert Text.from_markup(text).plain == text.replace("\\[", "["), text
