@@ -291,7 +291,8 @@ def validate(
     smallest multi-node size, predict the larger sizes, and compare three models."""
     from sweep.validate import DATASET, run
 
-    paths, errors = run(out, command=command_line(), dataset=measurements or DATASET)
+    paths, errors = run(out, command=command_line(), dataset=measurements or DATASET,
+                        progress=lambda text: typer.echo(text, err=True))
     typer.echo("model        held-out RMSE  worst  in-sample RMSE")
     for m, held, worst, in_sample, _ in errors:
         typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")

@@ -97,8 +97,10 @@ def _predict(meas, model, train, builtin):
     return np.array([r["predicted"] for r in result["rows"]]), fitted
 
 
-def run_validation(dataset=DATASET):
-    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits)."""
+def run_validation(dataset=DATASET, progress=None):
+    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
+
+    ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
     from sweep.builtin import builtin_names, builtin_profile
 
     meas = read_measurements(dataset)
@@ -116,7 +118,10 @@ def run_validation(dataset=DATASET):
         raise InputError(f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
                          "measure some group at two or more node counts")
     predictions, fits = {}, {}
-    for model in MODELS:
+    for i, model in enumerate(MODELS, 1):
+        if progress:
+            doing = f"fitting on {int(train.sum())} training rows" if model.fit else "no fit"
+            progress(f"model {i}/{len(MODELS)}: {model.name} ({model.description}): {doing}")
         predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
     return meas, predictions, train, fits
 
@@ -219,12 +224,12 @@ def figure(meas, predictions, train, out):
     return save(fig, out)
 
 
-def run(out_dir, command="sweep validate", dataset=DATASET):
+def run(out_dir, command="sweep validate", dataset=DATASET, progress=None):
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
     (their paths, :func:`errors`)."""
     from sweep.outputs import report_directory, write_atomically
 
-    meas, predictions, train, fits = run_validation(dataset)
+    meas, predictions, train, fits = run_validation(dataset, progress)
     out_dir = report_directory(out_dir)
     paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
     text = predictions_csv(meas, predictions, train)

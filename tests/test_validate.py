@@ -79,7 +79,10 @@ def test_a_users_own_measurements(tmp_path):
     (tmp_path / "mine.csv").write_text("\n".join(rows) + "\n")
     r = CliRunner().invoke(app, ["validate", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "v")])
     assert r.exit_code == 0, r.output
-    table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in r.output.splitlines()[1:4]}
+    lines = r.output.splitlines()
+    start = lines.index("model        held-out RMSE  worst  in-sample RMSE") + 1
+    table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[start:start + 3]}
+    assert lines[0].startswith("model 1/3: paper")
     assert table["calibrated"][0] < 1e-3 < table["paper"][0]
     held = [row for row in csv.DictReader(open(tmp_path / "v" / "predictions.csv")) if row["set"] == "held out"]
     assert [int(row["gpus"]) for row in held] == [32, 64, 32, 64]
