@@ -64,30 +64,44 @@ def test_dataset_holds_the_published_numbers():
             assert float(row["t1"]) == pytest.approx(float(row["batch"]) / float(src["throughput_1gpu"]), rel=1e-5)
 
 
-def test_a_users_own_measurements(tmp_path):
-    # Runs made by the calibrated model's own family: it must predict the held-out sizes almost exactly.
+def test_a_users_own_measurements(tmp_path, regenerated):
+    # The shipped runs as a user's file without source, id or t1_basis: grouped by framework alone (one source
+    # each here), rows named by line, and the same predictions (the same fits, so no new compile either).
     from typer.testing import CliRunner
 
-    from sweep import evaluate
     from sweep.cli import app
 
-    rows = ["framework,network,nodes,gpus_per_node,bandwidth,scaling_factor"]
-    for fw, jitter in (("a", 0.03), ("b", 0.08)):
-        ds = evaluate("resnet50", bandwidth=100, nodes=[1, 2, 4, 8], collective="nccl-ring", utilization=0.3,
-                      jitter=jitter, dtype="float64")
-        rows += [f"{fw},ib,{n},8,100,{float(ds.scaling_factor.sel(nodes=n).squeeze()):.9f}" for n in (1, 2, 4, 8)]
-    (tmp_path / "mine.csv").write_text("\n".join(rows) + "\n")
+    rows = dataset_rows()
+    keep = [c for c in rows[0] if c not in ("source", "id", "t1_basis", "citation")]
+    with open(tmp_path / "mine.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, keep, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
     r = CliRunner().invoke(app, ["validate", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "v")])
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
+    assert lines[0].startswith("model 1/3: paper")
     start = lines.index("model        held-out RMSE  worst  in-sample RMSE") + 1
     table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[start:start + 3]}
-    assert lines[0].startswith("model 1/3: paper")
-    assert table["calibrated"][0] < 1e-3 < table["paper"][0]
-    held = [row for row in csv.DictReader(open(tmp_path / "v" / "predictions.csv")) if row["set"] == "held out"]
-    assert [int(row["gpus"]) for row in held] == [32, 64, 32, 64]
+    assert table["calibrated"][0] < table["utilization"][0] < table["paper"][0]
+    ours = list(csv.DictReader(open(tmp_path / "v" / "predictions.csv")))
+    shipped = list(csv.DictReader(open(regenerated / "predictions.csv")))
+    assert [r["calibrated"] for r in ours] == [r["calibrated"] for r in shipped]
+    assert ours[0]["id"] == "line 2" and ours[0]["source"] == ""
     text = (tmp_path / "v" / "REPORT.md").read_text()
-    assert "# netsweep against mine.csv" in text and "bucketed by Horovod's fusion" in text
+    assert "# netsweep against mine.csv" in text and "Single-GPU times" not in text
+
+
+def test_a_file_without_bucketing_says_so(tmp_path):
+    from sweep.measurements import read_measurements
+    from sweep.validate import report
+
+    text = "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.9\na,ib,2,8,100,0.8\n"
+    (tmp_path / "m.csv").write_text(text)
+    meas = read_measurements(tmp_path / "m.csv")
+    train = np.array([True, False])
+    predictions = {m: np.array([0.9, 0.8]) for m in ("paper", "utilization", "calibrated")}
+    assert "bucketed by Horovod's fusion" in report(meas, predictions, train, {"utilization": {}, "calibrated": {}})
 
 
 @pytest.mark.parametrize("text,message", [
