@@ -43,7 +43,6 @@ from sweep.errors import InputError
 from sweep.measurements import read_measurements
 
 DATASET = Path(__file__).resolve().parent / "data" / "published.csv"
-REQUIRED = ("framework", "network")  # the calibrated model's groups: one jitter per framework, one utilization per network
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,15 +63,16 @@ MODELS = (
     Model("calibrated", "nccl-ring + NICs, utilization per network, jitter per framework", "nccl-ring",
           ("utilization", "jitter"), (("utilization", "network"), ("jitter", "framework"))),
 )
+REQUIRED = tuple(sorted({column for m in MODELS for _, column in m.per}))  # the columns the fits group by
 
 
 def groups(meas):
     """[(source, framework, train [R] bools, group [R] bools)] of the protocol."""
     pairs = list(zip(meas.column("source", ""), meas.columns["framework"]))
+    nodes = np.array(meas.columns["nodes"])
     out = []
     for key in dict.fromkeys(pairs):
         group = np.array([k == key for k in pairs])
-        nodes = np.array(meas.columns["nodes"])
         multi = sorted(set(nodes[group & (nodes > 1)]))
         smallest = multi[0] if multi else nodes[group].min()
         out.append((key[0], key[1], group & (nodes <= smallest), group))
