@@ -15,9 +15,9 @@ import time
 
 import jax
 
-from sweep.engine import Dispatcher
-from sweep.grid import make_grid
-from sweep.plan import Plan
+from netsweep_jax.sweep.engine.dispatch import Dispatcher
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.plan import Plan
 
 
 def compiled(compressor, variables, configs):

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import jax
 
-from sweep.engine import Dispatcher, precision
-from sweep.grid import make_grid
-from sweep.job import run_grid
-from sweep.plan import Plan
+from netsweep_jax.sweep.engine.dispatch import Dispatcher, precision
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.plan import Plan
+from netsweep_jax.sweep.io.job import run_grid
 
 
 def kernel_only(grid, plan):
@@ -42,7 +42,7 @@ def kernel_only(grid, plan):
 
 
 def whole_command(args, cache_dir, repeats=3):
-    cmd = [sys.executable, "-m", "sweep.cli", "grid", *args]
+    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *args]
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -14,9 +14,9 @@ import time
 import jax
 import numpy as np
 
-from sweep.engine import Dispatcher
-from sweep.grid import make_grid
-from sweep.plan import Plan
+from netsweep_jax.sweep.engine.dispatch import Dispatcher
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.plan import Plan
 
 
 def median_seconds(fn, repeats):

@@ -19,13 +19,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from netsweep_jax.sweep import evaluate  # noqa: E402
+from netsweep_jax.sweep.engine.dispatch import Dispatcher  # noqa: E402
+from netsweep_jax.sweep.engine.grid import make_grid  # noqa: E402
+from netsweep_jax.sweep.engine.plan import Plan  # noqa: E402
+from netsweep_jax.sweep.model.profile import make_profile  # noqa: E402
+from netsweep_jax.sweep.model.vector_add import default_table  # noqa: E402
 from reference import simulate  # noqa: E402
-from sweep import evaluate  # noqa: E402
-from sweep.engine import Dispatcher  # noqa: E402
-from sweep.grid import make_grid  # noqa: E402
-from sweep.plan import Plan  # noqa: E402
-from sweep.profile import make_profile  # noqa: E402
-from sweep.reduce_cost import default_table  # noqa: E402
 
 # Per configuration and bucket with every latency 0 (this benchmark): one max, one
 # multiply-add (2 flops), one add. The FP32 share counts these against the chip's

@@ -13,10 +13,10 @@ import time
 import jax
 import numpy as np
 
-from kernels.pallas_overlap import on_grid_pallas
-from sweep.engine import Dispatcher
-from sweep.grid import make_grid
-from sweep.plan import Plan
+from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
+from netsweep_jax.sweep.engine.dispatch import Dispatcher
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.plan import Plan
 
 C = 2**24
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import optax
 from jax import lax
 
-from kernels.overlap import PAPER, Buckets, Config, Layout, on_rows
+from netsweep_jax.kernels.overlap import PAPER, Buckets, Config, Layout, on_rows
 
 
 class FitSpec(NamedTuple):

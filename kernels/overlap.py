@@ -4,7 +4,7 @@ Zhang et al., "Is Network the Bottleneck of Distributed Training?" (NetAI 2020),
 section 4: gradients become ready layer by layer during the backward pass; fused
 buckets are all-reduced one at a time in FIFO order, each starting when it is
 ready and the previous one has finished. With the layout coefficients A (transfer),
-B (wire), L (messages), F_b (reduce) of :mod:`sweep.collectives`, per bucket b of
+B (wire), L (messages), F_b (reduce) of :mod:`sweep.model.collectives`, per bucket b of
 S_b bytes:
 
     alpha          = (A + B / (bandwidth * utilization)) / ratio      (s per byte)
@@ -33,7 +33,7 @@ K micro-batches of compute and synchronizes once, during the last one's backward
 The scaling factor stays (K T1) / iteration_time with T1 the single-GPU time of one
 micro-batch: K = 1 is the paper's.
 
-Gradient compression (``compress``; :mod:`sweep.compressors` computes the per-bucket
+Gradient compression (``compress``; :mod:`sweep.model.compressors` computes the per-bucket
 terms on the host). A compressor sends P_b bytes for bucket b (its ``payload``) in
 ``rounds`` collectives; an all-reducible one with the collective's own
 coefficients, one that must all-gather (``gather`` = 1) moves ``spread`` times the
@@ -102,7 +102,7 @@ class Config(NamedTuple):
 
 
 class Layout(NamedTuple):
-    """Coefficients of one worker layout (:mod:`sweep.collectives`).
+    """Coefficients of one worker layout (:mod:`sweep.model.collectives`).
 
     Attributes:
       transfer: A, seconds per compressed byte on intra-node links.

@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from kernels.overlap import METRICS, PAD_CONFIG, PAPER
+from netsweep_jax.kernels.overlap import METRICS, PAD_CONFIG, PAPER
 
 DEFAULT_TILE = 1024
 DEFAULT_WARPS = 2  # measured best on an H200 with tile 1024 (benchmarks/README.md)

@@ -1,29 +1,44 @@
 """netsweep: is the network the bottleneck of my distributed training?
 
-Public API: :func:`evaluate`, :func:`load_profile`, :func:`builtin_profile`,
-:func:`builtin_names`, :class:`Profile`. Imported lazily, so ``import sweep`` (and
-the CLI's ``--help``) does not load JAX until something is computed.
+Public API, imported lazily so that ``import netsweep_jax.sweep`` (and the CLI's
+``--help``) does not load JAX until something is computed:
+
+- :func:`evaluate`: metrics over the outer product of axis values (an ``xarray.Dataset``).
+- :func:`solve`: the value of one axis that reaches a target scaling factor (``sweep need``).
+- :func:`calibrate`: fit utilization, latency, ... to measured runs (``sweep calibrate``).
+- :func:`validate`: the held-out protocol on published or your own runs (``sweep validate``).
+- :func:`compare`: fix the transport or compress? (``sweep compare``).
+- :func:`open_cube`: a cube written by ``sweep grid`` as an ``xarray.Dataset``.
+- :class:`Profile`, :func:`load_profile`, :func:`builtin_profile`, :func:`builtin_names`.
+
+Everything else is private: the rooms below (``core``, ``model``, ``engine``, ``io``,
+``analysis``, ``cli``) may change between releases.
 """
 
 import importlib
 
-__version__ = "0.1.0"
+from netsweep_jax.sweep.core.version import VERSION as __version__
 
 _EXPORTS = {
-    "evaluate": "sweep.api",
-    "builtin_names": "sweep.builtin",
-    "builtin_profile": "sweep.builtin",
-    "Profile": "sweep.profile",
-    "load_profile": "sweep.profile",
+    "evaluate": "netsweep_jax.sweep.engine.evaluate",
+    "solve": "netsweep_jax.sweep.analysis.need",
+    "calibrate": "netsweep_jax.sweep.analysis.calibrate",
+    "validate": "netsweep_jax.sweep.analysis.validate",
+    "compare": "netsweep_jax.sweep.analysis.compare",
+    "open_cube": "netsweep_jax.sweep.io.reader",
+    "builtin_names": "netsweep_jax.sweep.model.builtin",
+    "builtin_profile": "netsweep_jax.sweep.model.builtin",
+    "Profile": "netsweep_jax.sweep.model.profile",
+    "load_profile": "netsweep_jax.sweep.model.profile",
 }
 __all__ = [*_EXPORTS, "__version__"]
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> object:
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'sweep' has no attribute {name!r}")
+    raise AttributeError(f"module 'netsweep_jax.sweep' has no attribute {name!r}")
 
 
-def __dir__():
+def __dir__() -> list[str]:
     return sorted(__all__)

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sweep.profile import make_profile
+from netsweep_jax.sweep.model.profile import make_profile
 
 PAPER_DATA = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
 

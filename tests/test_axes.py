@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from sweep.axes import parse_values
-from sweep.errors import InputError
-from sweep.schema import NUMERIC_AXES
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, cli_message
+from netsweep_jax.sweep.core.values import parse_values
 
 R = NUMERIC_AXES["ratio"]
 
@@ -55,5 +55,5 @@ def test_decimal_steps_are_exact_as_typed():
 def test_bad_values(axis, text, message):
     with pytest.raises(InputError) as err:
         parse_values(text, NUMERIC_AXES[axis])
-    assert message in err.value.for_cli()  # the CLI spelling; the library names the axis
+    assert message in cli_message(err.value)  # the CLI spelling; the library names the axis
     assert str(err.value).startswith(axis)

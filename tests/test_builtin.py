@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from conftest import MEASURED_T1
+from netsweep_jax.sweep import builtin_profile
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.model.profile import read_bklog
+from netsweep_jax.sweep.model.vector_add import read_table
 from reference import simulate
-from sweep import builtin_profile
-from sweep.errors import InputError
-from sweep.profile import read_bklog
-from sweep.reduce_cost import read_table
 
 EXPECTED = {"resnet50": (161, 102_228_128), "resnet101": (314, 178_196_640), "vgg16": (58, 553_463_968)}
 
@@ -56,7 +56,7 @@ def test_matches_measured_log(paper_data, name):
 
 def test_paper_example_checks(paper_data):
     # The worked example: measured ResNet-50 log, 8x8 GPUs, ring, vec-add table.
-    from sweep import evaluate
+    from netsweep_jax.sweep import evaluate
 
     p = read_bklog(paper_data / "resnet50.bk.log", MEASURED_T1["resnet50"])
     ds = evaluate(p, bandwidth=[10, 100], reduce_table=read_table(paper_data / "cuda_vec_add.log"))

@@ -7,11 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import random_profile
-from sweep import builtin_profile, evaluate
-from sweep.calibrate import calibrate
-from sweep.cli import app
-from sweep.errors import InputError
-from sweep.measurements import read_measurements
+from netsweep_jax.sweep import builtin_profile, evaluate
+from netsweep_jax.sweep.analysis.calibrate import calibrate
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.measurements import read_measurements
 
 
 def synthetic_csv(path, profile, u_true, noise, seed=0, latency=0.0):
@@ -133,7 +133,7 @@ def test_standard_errors_cover_the_truth(tmp_path):
     path = synthetic_runs(tmp_path / "m.csv", truth, nodes=(1, 2, 3, 4, 6, 8, 12, 16), frameworks=("a",),
                           noise=0.003, seed=2)
     meas = read_measurements(path)
-    from sweep.calibrate import Settings, calibrate
+    from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate
 
     result = calibrate(meas, [builtin_profile("resnet50")], "resnet50", ("utilization", "overhead"),
                        settings=Settings(collective="nccl-ring"))
@@ -187,10 +187,10 @@ def test_model_column_naming_profiles(tmp_path):
 
 def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
     # Fits pad rows (weight 0) and buckets (empty) so similar fits share a compile; the real rows must not move.
-    from kernels.fit import FitSpec
-    from sweep.calibrate import ROW_QUANTUM, Settings, _padded, build_rows
-    from sweep.compiled import predict_rows
-    from sweep.engine import precision
+    from netsweep_jax.kernels.fit import FitSpec
+    from netsweep_jax.sweep.analysis.calibrate import ROW_QUANTUM, Settings, _padded, build_rows
+    from netsweep_jax.sweep.engine.compiled import predict_rows
+    from netsweep_jax.sweep.engine.dispatch import precision
 
     path = synthetic_runs(tmp_path / "m.csv", {"a": dict(utilization=0.3, jitter=0.05)}, frameworks=("a",))
     meas = read_measurements(path)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sweep.cli import app
-from sweep.schema import DIMS
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DIMS
 
 runner = CliRunner()
 

@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import assert_same_figure, assert_same_text
-from sweep.cli import app
-from sweep.compare import compare, run
+from netsweep_jax.sweep.analysis.compare import compare, run
+from netsweep_jax.sweep.cli.app import app
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "compression"
 

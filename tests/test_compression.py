@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-import sweep
-from sweep.compressors import codec_cost_for, parse_compressor, tensor_codec
-from sweep.errors import InputError
-from sweep.profile import make_profile
-from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES
+import netsweep_jax.sweep as sweep
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import COLLECTIVES
+from netsweep_jax.sweep.model.compressors import codec_cost_for, parse_compressor, tensor_codec
+from netsweep_jax.sweep.model.profile import make_profile
+from netsweep_jax.sweep.model.vector_add import default_table
 from tests import reference as ref
 
 COMPRESSORS = ["none", "fp16", "int8", "topk:0.01", "randomk:0.05", "signsgd", "powersgd:2", "powersgd:64"]
@@ -111,8 +111,8 @@ def test_payload_bytes_by_hand():
 
 
 def test_codec_cost_follows_the_profiles_gpu_and_precision():
-    from sweep.compute import GPUS
-    from sweep.grid import resolve_models
+    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.model.compute import GPUS
 
     assert codec_cost_for(sweep.builtin_profile("resnet50")).peak == GPUS["v100"].fp32
     h100 = resolve_models("gpt2", gpu="h100", precision="bf16")[0]
@@ -186,7 +186,7 @@ def test_iterations_factor_scales_time_to_accuracy():
 def test_cli_refuses_powersgd_on_a_profile_without_shapes(tmp_path):
     from typer.testing import CliRunner
 
-    from sweep.cli import app
+    from netsweep_jax.sweep.cli.app import app
 
     path = tmp_path / "p.csv"
     path.write_text("name,grad_bytes,backward_us\na,4000,10\n")

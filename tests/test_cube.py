@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sweep import evaluate
-from sweep.errors import InputError
-from sweep.grid import make_grid
-from sweep.job import run_grid
-from sweep.schema import DIMS
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DIMS
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.io.job import run_grid
 
 AXES = dict(bandwidth=[10, 25, 100], ratio=[1, 2, 5], nodes=[2, 8], utilization=[0.5, 1.0],
             collective=["ring", "tree"], fusion_buffer=[0, 64])

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
-from kernels import Buckets, Config, Features, Layout, on_grid
-from kernels.pallas_overlap import on_grid_pallas
-from sweep import evaluate
-from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.kernels import Buckets, Config, Features, Layout, on_grid
+from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8", "--collective", "ring,hierarchical",
         "--block-configs", "500", "-q"]
 
 
 def run(out, env=None):
-    cmd = [sys.executable, "-m", "sweep.cli", "grid", *GRID, "--out", str(out)]
+    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **(env or {})})
     with h5py.File(out) as f:
         return {k: f[k][...] for k in OUTPUTS}, f.attrs["device_kind"]

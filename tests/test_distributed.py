@@ -13,9 +13,9 @@ import h5py
 import numpy as np
 from typer.testing import CliRunner
 
-from sweep.cli import app
-from sweep.job import TEST_SIGNAL_HOOK
-from sweep.schema import DEFAULT_OUTPUTS as VARS
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as VARS
+from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
 
 GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
         "--block-configs", "20"]  # 600 configs in 30 blocks, 15 per process
@@ -28,7 +28,7 @@ def free_port():
 
 
 def cmd(out, pid, port, *extra):
-    return [sys.executable, "-m", "sweep.cli", "grid", *GRID, "--out", str(out), "--distributed",
+    return [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out), "--distributed",
             "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(pid), *extra]
 
 

@@ -4,10 +4,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sweep.compiled import grid_metrics
-from sweep.engine import evaluate_arrays
-from sweep.grid import make_grid
-from sweep.plan import Plan
+from netsweep_jax.sweep.engine.compiled import grid_metrics
+from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.plan import Plan
 
 
 @pytest.mark.parametrize("block_configs", [1, 7, 60, 600, 10**6])
@@ -58,8 +58,8 @@ def test_float64_is_scoped_to_the_computation():
 
 
 def test_kernel_and_schema_agree_on_names():
-    from kernels.overlap import METRICS, Config
-    from sweep.schema import INNER, OUTPUTS
+    from netsweep_jax.kernels.overlap import METRICS, Config
+    from netsweep_jax.sweep.core.schema import INNER, OUTPUTS
 
     assert METRICS == OUTPUTS and Config._fields == INNER
 
@@ -72,7 +72,7 @@ def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():
     mixed = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical", "nccl-ring"],
                       overhead=[0, 1], jitter=[0, 0.1], **kw)
     a, b = evaluate_arrays(plain), evaluate_arrays(mixed)
-    from sweep.schema import DIMS
+    from netsweep_jax.sweep.core.schema import DIMS
 
     paper_part = tuple(slice(0, 4) if d == "collective" else slice(0, 1) if d in ("overhead", "jitter") else slice(None)
                        for d in DIMS)
@@ -89,8 +89,8 @@ class FakeDevice:
 
 
 def test_block_size_from_free_device_memory():
-    from sweep.engine import MAX_DEVICE_BLOCK, default_block_configs
-    from sweep.plan import DEFAULT_BLOCK_CONFIGS
+    from netsweep_jax.sweep.engine.dispatch import MAX_DEVICE_BLOCK, default_block_configs
+    from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS
 
     assert default_block_configs(FakeDevice("cpu", None)) == DEFAULT_BLOCK_CONFIGS
     gib = 2**30

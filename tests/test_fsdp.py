@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.model.profile import make_profile
 from reference import simulate_fsdp
-from sweep import evaluate
-from sweep.cli import app
-from sweep.profile import make_profile
-from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 TABLE = (np.array([0.0, 1e4, 1e6, 1e8]), np.array([1e-5, 1.2e-5, 3e-5, 1.5e-3]))
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sweep import evaluate
-from sweep.cli import app
-from sweep.schema import NUMERIC_AXES
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES
 
 
 def invoke(*args):
@@ -121,8 +121,8 @@ def test_binary_files_are_refused(tmp_path, option):
 def test_the_disk_check_keeps_a_margin(tmp_path, monkeypatch):
     import shutil as sh
 
-    from sweep import cube, job
-    from sweep.grid import make_grid
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.io import cube, job
 
     need = cube.estimated_bytes(make_grid("resnet50", bandwidth="1..100"))
     monkeypatch.setattr(sh, "disk_usage", lambda p: sh._ntuple_diskusage(0, 0, int(need * 1.01)))
@@ -132,7 +132,7 @@ def test_the_disk_check_keeps_a_margin(tmp_path, monkeypatch):
 
 
 def test_a_full_disk_keeps_the_partial_file(tmp_path, monkeypatch):
-    from sweep import cube
+    from netsweep_jax.sweep.io import cube
 
     real = cube.write_block
     calls = []
@@ -212,7 +212,7 @@ def test_need_calibrate_paper_outputs(tmp_path):
 
 
 def test_need_answers_reach_the_target_when_fed_back():
-    from sweep.inverse import SOLVED, solve
+    from netsweep_jax.sweep.analysis.need import SOLVED, solve
 
     for axis in ("ratio", "utilization", "bandwidth"):
         for model in ("resnet50", "vgg16"):
@@ -246,7 +246,7 @@ def test_calibrate_refuses_a_time_below_t1(tmp_path):
     (["frob"], "No such command"),
 ])
 def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
-    from sweep.entry import main
+    from netsweep_jax.sweep.cli.entry import main
 
     monkeypatch.setattr(sys, "argv", ["sweep", *argv])
     with pytest.raises(SystemExit) as exit_:

@@ -9,9 +9,9 @@ import h5py
 import numpy as np
 from typer.testing import CliRunner
 
-from sweep.cli import app
-from sweep.job import TEST_SIGNAL_HOOK
-from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
 
 GRID = ["grid", "--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
         "--block-configs", "20"]
@@ -23,7 +23,7 @@ def invoke(*args):
 
 def killed_after(out, blocks):
     env = {**os.environ, TEST_SIGNAL_HOOK: f"{blocks}:SIGKILL"}
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
     assert r.returncode == -signal.SIGKILL
 
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from netsweep_jax.sweep import builtin_profile
+from netsweep_jax.sweep.analysis.need import MET_AT_MIN, SOLVED, UNREACHABLE, solve
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.model.vector_add import default_table
 from reference import simulate
-from sweep import builtin_profile
-from sweep.cli import app
-from sweep.inverse import MET_AT_MIN, SOLVED, UNREACHABLE, solve
-from sweep.reduce_cost import default_table
 
 TABLE = tuple(t.tolist() for t in default_table())
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
-from kernels import PAPER, Buckets, Config, Features, Layout, iteration
+from netsweep_jax.kernels import PAPER, Buckets, Config, Features, Layout, iteration
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.model.profile import make_profile
 from reference import simulate
-from sweep import evaluate
-from sweep.profile import make_profile
-from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
 
 # float32: 1e-4 relative; float64: 1e-10. Times near 0 are compared against T1.
 TOL = {"float32": 1e-4, "float64": 1e-10}
@@ -91,8 +91,8 @@ def test_non_network_terms_and_pipelined_collectives_match_reference(dtype, seed
 def test_expected_maximum_of_normals(n, expected):
     # Published values (e.g. Harter, "Expected values of normal order statistics", Biometrika 1961);
     # N = 2 and 3 are 1/sqrt(pi) and 3/(2 sqrt(pi)) in closed form.
+    from netsweep_jax.sweep.model.collectives import expected_max_normal
     from reference import expected_max_normal as slow
-    from sweep.collectives import expected_max_normal
 
     assert expected_max_normal([n])[0] == pytest.approx(expected, abs=1e-5)  # tables give 5 decimals
     assert slow(n) == pytest.approx(expected, abs=1e-5)
@@ -102,8 +102,8 @@ def test_expected_maximum_of_normals(n, expected):
 
 
 def test_expected_maximum_up_to_a_billion_workers():
+    from netsweep_jax.sweep.model.collectives import expected_max_normal
     from reference import expected_max_normal as slow
-    from sweep.collectives import expected_max_normal
 
     for n in (10**5, 10**9):
         assert expected_max_normal([n])[0] == pytest.approx(slow(n), rel=1e-6)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sweep import evaluate
-from sweep.cli import app
-from sweep.job import TEST_SIGNAL_HOOK
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
 
 GRID = ["grid", "--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0", "--block-configs", "20",
         "--vars", "scaling_factor,comm_time", "--store", "float16"]
@@ -45,7 +45,7 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
     assert invoke(*GRID, "--out", clean, "-q").exit_code == 0
     out = tmp_path / "r.h5"
     env = {**os.environ, TEST_SIGNAL_HOOK: "6:SIGKILL"}
-    r = subprocess.run([sys.executable, "-m", "sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
+    r = subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
     assert r.returncode == -signal.SIGKILL
     assert invoke(*GRID, "--out", out, "--resume").exit_code == 0
     with h5py.File(clean) as a, h5py.File(out) as b:
@@ -56,7 +56,7 @@ def test_kill_9_then_resume_is_bit_identical(tmp_path):
 def test_resume_refuses_other_outputs(tmp_path):
     out = tmp_path / "r.h5"
     env = {**os.environ, TEST_SIGNAL_HOOK: "3:SIGKILL"}
-    subprocess.run([sys.executable, "-m", "sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
+    subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
     other = [a if a != "float16" else "float32" for a in GRID]
     r = invoke(*other, "--out", out, "--resume")
     assert r.exit_code == 2 and "made for another grid" in r.output

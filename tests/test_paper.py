@@ -6,8 +6,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import assert_same_figure, assert_same_text
-from sweep.cli import app
-from sweep.paper import run_paper
+from netsweep_jax.sweep.analysis.paper import run_paper
+from netsweep_jax.sweep.cli.app import app
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "paper"
 

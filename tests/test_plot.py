@@ -3,7 +3,7 @@
 import pytest
 from typer.testing import CliRunner
 
-from sweep.cli import app
+from netsweep_jax.sweep.cli.app import app
 
 runner = CliRunner()
 

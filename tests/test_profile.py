@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from sweep.errors import InputError
-from sweep.profile import load_profile
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.model.profile import load_profile
 
 
 def write(tmp_path, name, text):
@@ -70,7 +70,7 @@ def test_missing_file(tmp_path):
 
 
 def test_a_builtin_model_scaled_to_another_t1():
-    from sweep.grid import resolve_models
+    from netsweep_jax.sweep.engine.grid import resolve_models
 
     (p,) = resolve_models("resnet50")
     (q,) = resolve_models("resnet50", iteration_time=2 * p.t1)

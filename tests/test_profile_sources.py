@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import sweep
-from sweep.cli import app
-from sweep.errors import InputError
-from sweep.trace import import_trace
+import netsweep_jax.sweep as sweep
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.trace import import_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "examples" / "tiny.trace.json"  # made by the command in the README (torch 2.13 on a CPU)
@@ -77,7 +77,7 @@ def test_measure_without_torch_says_how_to_install_it(tmp_path, monkeypatch):
 
 def test_measure_a_real_model(tmp_path):
     pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
-    from sweep.measure import measure
+    from netsweep_jax.sweep.io.measure import measure
 
     p = measure(f"{ROOT}/examples/tiny_model.py:model_and_batch", warmup=1, iterations=3, device="cpu",
                 trace=tmp_path / "t.json")
@@ -90,8 +90,8 @@ def test_measure_a_real_model(tmp_path):
 def test_measured_hugging_face_gpt2_has_the_builtin_tensors():
     pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
     pytest.importorskip("transformers", reason="hf: models need transformers")
-    from sweep.grid import resolve_models
-    from sweep.measure import measure
+    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.io.measure import measure
 
     measured = measure("hf:gpt2", batch=1, seq_len=8, warmup=0, iterations=1, device="cpu")
     builtin = resolve_models("gpt2")[0]
@@ -103,7 +103,7 @@ def test_measure_a_torchvision_name(monkeypatch):
     torch = pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
     import types
 
-    from sweep.measure import measure
+    from netsweep_jax.sweep.io.measure import measure
 
     def tiny():  # stands in for a torchvision classifier: 3x224x224 images in, 1000 classes out
         return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 7, stride=8), torch.nn.AdaptiveAvgPool2d(1),
@@ -119,7 +119,7 @@ def test_measure_a_torchvision_name(monkeypatch):
 
 
 def test_t1_floor_is_applied_and_said():
-    from sweep.profile import recorded_t1
+    from netsweep_jax.sweep.model.profile import recorded_t1
 
     assert recorded_t1(0.010, [0.002, 0.003], [0.001]) == (0.010, "")
     t1, note = recorded_t1(0.004, [0.002, 0.003], [0.001])

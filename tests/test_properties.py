@@ -11,11 +11,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernels import Buckets, Config, Features, Layout
-from sweep.collectives import coefficients
-from sweep.compiled import grid_metrics
-from sweep.reduce_cost import default_table
-from sweep.schema import COLLECTIVES
+from netsweep_jax.kernels import Buckets, Config, Features, Layout
+from netsweep_jax.sweep.core.schema import COLLECTIVES
+from netsweep_jax.sweep.engine.compiled import grid_metrics
+from netsweep_jax.sweep.model.collectives import coefficients
+from netsweep_jax.sweep.model.vector_add import default_table
 
 BUCKETS = 32
 LAYOUTS = (np.array([1, 2, 4, 16]), np.array([1, 8, 2, 8]))  # nodes, GPUs per node

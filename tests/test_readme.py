@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sweep.cli import app
+from netsweep_jax.sweep.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
@@ -76,7 +76,7 @@ def test_example_outputs_are_ignored_by_git(path):
 
 
 def test_readme_lists_every_axis_with_its_bounds():
-    from sweep.schema import NUMERIC_AXES, show
+    from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
 
     text = (ROOT / "README.md").read_text()
     for spec in NUMERIC_AXES.values():
@@ -85,7 +85,7 @@ def test_readme_lists_every_axis_with_its_bounds():
 
 
 def test_readme_lists_every_dim_of_the_cube_in_order():
-    from sweep.schema import DIMS
+    from netsweep_jax.sweep.core.schema import DIMS
 
     text = (ROOT / "README.md").read_text()
     section = text[text.index("## The cube"):text.index("Every dim is present")]

@@ -10,11 +10,11 @@ import pytest
 import xarray as xr
 from typer.testing import CliRunner
 
-import sweep
-from sweep.cli import app
-from sweep.errors import InputError
-from sweep.grid import make_grid
-from sweep.job import TEST_SIGNAL_HOOK, run_grid
+import netsweep_jax.sweep as sweep
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK, run_grid
 
 AXES = dict(bandwidth="1..100@4", ratio=[1, 2, 4, 50], nodes=[1, 2, 8], jitter=[0, 0.02],
             collective="ring,tree,nccl-ring")
@@ -72,7 +72,7 @@ def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block
 
 
 RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-           "sys.argv[0] = 'sweep'; runpy.run_module('sweep.cli', run_name='__main__')")
+           "sys.argv[0] = 'sweep'; runpy.run_module('netsweep_jax.sweep.cli', run_name='__main__')")
 GRID = ["--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--nodes", "2,4,8", "--collective", "ring,tree",
         "--reduce", "argmax:collective", "--reduce", "max:ratio", "--block-configs", "8", "-q"]  # 120 blocks
 

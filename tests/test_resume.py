@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sweep.cli import app
-from sweep.job import TEST_SIGNAL_HOOK
-from sweep.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
 
 GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
         "--block-configs", "20", "-q"]  # 600 configs in 30 blocks
@@ -26,7 +26,7 @@ STOP_AFTER = 7
 # that; the wrapper reinstalls Python's handler so the sweep sees Ctrl-C as a user's
 # terminal would deliver it.
 RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-           "sys.argv[0] = 'sweep'; runpy.run_module('sweep.cli', run_name='__main__')")
+           "sys.argv[0] = 'sweep'; runpy.run_module('netsweep_jax.sweep.cli', run_name='__main__')")
 
 
 def interrupted(out, sig, *extra, after=STOP_AFTER):
@@ -100,16 +100,16 @@ def test_resume_refuses_another_grid(tmp_path):
 
 
 def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):
-    import sweep.cli
-    import sweep.grid
-    import sweep.inverse  # noqa: F401  (imported now: its module-level names must not see the patch)
+    import netsweep_jax.sweep.analysis.need  # noqa: F401  (imported now: its module-level names must not see the patch)
+    import netsweep_jax.sweep.cli.app as cli_app
+    import netsweep_jax.sweep.engine.grid as grid_module
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sweep.cli, "make_grid_from", stop)  # as if Ctrl-C came while starting up
+    monkeypatch.setattr(cli_app, "make_grid_from", stop)  # as if Ctrl-C came while starting up
     r = invoke("--out", tmp_path / "o.h5")
     assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
-    monkeypatch.setattr(sweep.grid, "resolve_models", stop)
+    monkeypatch.setattr(grid_module, "resolve_models", stop)
     r = CliRunner().invoke(app, ["need", "--target", "0.9", "--solve", "ratio", "--bw", "10"])
     assert r.exit_code == 130 and r.output.strip() == "error: interrupted"

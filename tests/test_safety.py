@@ -6,9 +6,9 @@ import h5py
 import pytest
 from typer.testing import CliRunner
 
-from sweep import cube
-from sweep.cli import app
-from sweep.errors import InputError
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io import cube
 
 GRID = ["grid", "--bw", "10,25", "-q"]
 

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from sweep.cli import app
-from sweep.compute import Workload, transformer_profile
-from sweep.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, ddp_buckets
-from sweep.profile import make_profile
-from sweep.transformers import TRANSFORMERS
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.model.compute import Workload, transformer_profile
+from netsweep_jax.sweep.model.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, ddp_buckets
+from netsweep_jax.sweep.model.profile import make_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 # Published totals of the models mirrored (Hugging Face model cards / torchvision's table).
 PUBLISHED = {

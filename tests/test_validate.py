@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_same_figure, assert_same_text
-from sweep.validate import DATASET, run
+from netsweep_jax.sweep.analysis.validate import DATASET, run
 
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "validation"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "measurements.csv"
@@ -69,7 +69,7 @@ def test_a_users_own_measurements(tmp_path, regenerated):
     # each here), rows named by line, and the same predictions (the same fits, so no new compile either).
     from typer.testing import CliRunner
 
-    from sweep.cli import app
+    from netsweep_jax.sweep.cli.app import app
 
     rows = dataset_rows()
     keep = [c for c in rows[0] if c not in ("source", "id", "t1_basis", "citation")]
@@ -93,8 +93,8 @@ def test_a_users_own_measurements(tmp_path, regenerated):
 
 
 def test_a_file_without_bucketing_says_so(tmp_path):
-    from sweep.measurements import read_measurements
-    from sweep.validate import report
+    from netsweep_jax.sweep.analysis.validate import report
+    from netsweep_jax.sweep.io.measurements import read_measurements
 
     text = "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.9\na,ib,2,8,100,0.8\n"
     (tmp_path / "m.csv").write_text(text)
@@ -112,7 +112,7 @@ def test_a_file_without_bucketing_says_so(tmp_path):
 def test_files_validation_cannot_use(tmp_path, text, message):
     from typer.testing import CliRunner
 
-    from sweep.cli import app
+    from netsweep_jax.sweep.cli.app import app
 
     (tmp_path / "m.csv").write_text(text)
     r = CliRunner().invoke(app, ["validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v")])

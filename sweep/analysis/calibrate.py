@@ -1,0 +1,411 @@
+"""Calibration: the model parameters that measured runs imply, and how well they predict others.
+
+Given measured scaling factors (or iteration times) of real data-parallel runs
+(:mod:`sweep.io.measurements`), fit any subset of utilization, latency, overhead,
+slowdown and jitter (:mod:`kernels.overlap`), each within bounds, shared by all
+rows or one per value of a label column (``per``: one overhead per framework, one
+utilization per network). The fit starts from the best point of a coarse exact scan
+and refines by gradient descent (optax Adam) through the JAX kernel with the max
+smoothed (:mod:`kernels.fit`); the reported values and residuals use the exact model.
+
+``train`` (a row filter) fits on some rows and predicts the rest: the held-out
+error is the headline number of a calibration. Each fitted value gets a standard
+error from the curvature at the optimum (Gauss-Newton: s^2 (J^T J)^-1 with
+s^2 = RSS / (rows - parameters), mapped through the bounds' transform). A fit the
+rows cannot determine is refused: every parameter needs a training row whose
+prediction depends on it, and there must be at least as many such rows as
+parameters; a parameter whose standard error is undefined or larger than its bounds
+gets a warning.
+"""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.kernels.fit import FitSpec, Rows
+from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, show
+from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.dispatch import precision
+from netsweep_jax.sweep.engine.grid import DEFAULT_INTRA_GBPS
+from netsweep_jax.sweep.engine.inputs import BUCKET_PAD
+from netsweep_jax.sweep.io.measurements import Measurements, read_measurements, select
+from netsweep_jax.sweep.model.collectives import PIPELINED, coefficients
+from netsweep_jax.sweep.model.fusion import buckets_for
+from netsweep_jax.sweep.model.vector_add import default_table
+
+FITTABLE = ("utilization", "latency", "overhead", "slowdown", "jitter")
+# Default bounds in stored units (fraction, us, ms, fraction, fraction), and starting values for the scan.
+BOUNDS = {"utilization": (1e-4, 1.0), "latency": (0.0, 1000.0), "overhead": (0.0, 1000.0),
+          "slowdown": (0.0, 1.0), "jitter": (0.0, 1.0)}
+STARTS = {"utilization": np.geomspace(1e-3, 0.999, 12), "latency": (0.5, 5.0, 50.0),
+          "overhead": (0.0, 2.0, 10.0, 50.0), "slowdown": (0.0, 0.03, 0.1), "jitter": (0.0, 0.02, 0.05, 0.1)}
+STEPS = 400
+LEARNING_RATE = 0.05
+ROW_QUANTUM = 8  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
+SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
+__all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurements", "report_text"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Model settings for rows whose file does not give them (each may also be a column)."""
+
+    collective: str = "ring"
+    bucketing: str = "horovod"
+    reduce_table: tuple | None = None
+    intra_bandwidth: float = DEFAULT_INTRA_GBPS
+    nics_per_node: float = 1.0
+    fusion_buffer: float = 64.0
+    fusion_timeout: float = 5.0
+
+
+def _profile_for(meas, i, known, default_model):
+    """Row ``i``'s profile: its ``model`` (built-in or file), compute scaled to its ``t1`` column if any."""
+    name = meas.column("model", default_model)[i]
+    if name not in known:
+        path = Path(meas.path).parent / name
+        if not path.is_file():
+            raise InputError(f"{meas.where(i)}: model {name!r} is neither among {', '.join(known)} nor a profile "
+                             f"file next to {Path(meas.path).name}")
+        from netsweep_jax.sweep.model.profile import load_profile
+
+        known[name] = load_profile(path, t1=meas.column("t1", None)[i], model=name)
+    t1 = meas.column("t1", None)[i]
+    return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
+
+
+def build_rows(meas, profiles, default_model, settings):
+    """The measured runs as :class:`kernels.fit.Rows` (float64, buckets padded to the longest),
+    the models' names per row, and the :class:`~kernels.overlap.Features` they need."""
+    n = len(meas)
+    known = {p.model: p for p in profiles}
+    collectives = meas.column("collective", settings.collective)
+    for i, c in enumerate(collectives):
+        if c not in COLLECTIVES:
+            raise InputError(f"{meas.where(i)}: collective {c!r} unknown; known: {', '.join(COLLECTIVES)}")
+    table = default_table() if settings.reduce_table is None else settings.reduce_table
+    value = {d: meas.column(d, getattr(settings, d, None)) for d in ("nics_per_node", "fusion_buffer",
+                                                                      "fusion_timeout")}
+    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    bucketing = meas.column("bucketing", settings.bucketing)
+    for i, b in enumerate(bucketing):
+        if b not in BUCKETINGS:
+            raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
+    fused = [buckets_for(p, bucketing[i], float(si_values("fusion_buffer", value["fusion_buffer"][i])),
+                         float(si_values("fusion_timeout", value["fusion_timeout"][i]))) for i, p in enumerate(runs)]
+    length = max(len(b) for b in fused)
+    buckets = np.zeros((3, n, length))
+    scalars = np.zeros((6, n))
+    reduce = np.zeros((n, length))
+    intra_bits = float(si_values("bandwidth", settings.intra_bandwidth))
+    for i, b in enumerate(fused):
+        buckets[:, i, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
+        c = coefficients(collectives[i], [meas.columns["nodes"][i]], [meas.columns["gpus_per_node"][i]],
+                         buckets[1, i], table, intra_bits, nics_per_node=[value["nics_per_node"][i]])
+        scalars[:, i] = (c.transfer[0], c.wire[0], c.messages[0], c.straggle[0], c.multi[0], c.piped[0])
+        reduce[i] = c.reduce[0]
+    config = Config(*(si_values(d, meas.column(d, getattr(PAD_CONFIG, d) / NUMERIC_AXES[d].to_si))
+                      for d in INNER))
+    features = Features(piped=any(c in PIPELINED for c in collectives), compute=True)
+    rows = Rows(config, Layout(*scalars, reduce), Buckets(*buckets), np.array([p.t1 for p in runs]),
+                np.zeros((n, 0), np.int32))
+    return rows, [p.model for p in runs], features
+
+
+def _groups(meas, fit_axes, per):
+    """The parameters: [(family, group label or None)], and [R, F] the parameter each row uses."""
+    params, index = [], np.zeros((len(meas), len(fit_axes)), np.int32)
+    for f, axis in enumerate(fit_axes):
+        column = per.get(axis)
+        labels = meas.columns[column] if column else [None] * len(meas)
+        first = len(params)
+        order = list(dict.fromkeys(labels))
+        params += [(axis, label) for label in order]
+        index[:, f] = [first + order.index(label) for label in labels]
+    return params, index
+
+
+def _starts(params, spec, fit_axes, count=4096):
+    """Starting points [S, P], unconstrained: the product of each family's start values
+    (a family's groups start together), thinned evenly past ``count``."""
+    mesh = np.meshgrid(*(np.asarray(STARTS[a], np.float64) for a in fit_axes), indexing="ij")
+    points = np.stack([m.ravel() for m in mesh], axis=1)  # [S, F] in stored units
+    if len(points) > count:
+        points = points[np.linspace(0, len(points) - 1, count).astype(int)]
+    out = np.empty((len(points), len(params)))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        lo, hi = spec.lows[f], spec.highs[f]
+        frac = np.clip((si_values(axis, points[:, f]) - lo) / (hi - lo), 1e-6, 1 - 1e-6)
+        out[:, j] = np.log(frac / (1 - frac))
+    return out
+
+
+def _padded(rows, target, weights):
+    """``rows``, ``target`` and ``weights`` padded to a multiple of ROW_QUANTUM rows (copies of
+    row 0 with weight 0) and BUCKET_PAD buckets (empty ones, which change nothing), so
+    fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
+    n, length = len(target), rows.buckets.nbytes.shape[1]
+    extra_rows = -n % ROW_QUANTUM
+    extra_buckets = -length % BUCKET_PAD
+
+    def rows_of(x):
+        return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
+
+    def buckets_of(x):
+        if x is None or np.ndim(x) < 2:
+            return rows_of(x)
+        return np.pad(rows_of(x), [(0, 0), (0, extra_buckets)] + [(0, 0)] * (np.ndim(x) - 2))
+
+    rows = rows._replace(config=type(rows.config)(*map(rows_of, rows.config)),
+                         layout=type(rows.layout)(*map(buckets_of, rows.layout)),
+                         buckets=type(rows.buckets)(*map(buckets_of, rows.buckets)),
+                         t1=rows_of(rows.t1), index=rows_of(rows.index))
+    return rows, rows_of(target), np.concatenate([weights, np.zeros(extra_rows)])
+
+
+def _check_identifiable(params, spec, rows, keep, measured, features, predict_rows):
+    """Refuse parameters no training row depends on, or more parameters than such rows."""
+    middle = np.zeros(len(params))
+    informative = np.zeros(len(keep), bool)
+    for j, (axis, label) in enumerate(params):
+        lo, hi = middle.copy(), middle.copy()
+        lo[j], hi[j] = -12.0, 12.0
+        changed = np.abs(np.asarray(predict_rows(lo, rows, spec=spec, features=features)[measured])
+                         - np.asarray(predict_rows(hi, rows, spec=spec, features=features)[measured])) > 1e-12
+        changed &= keep
+        if not changed.any():
+            which = f"{axis}" + (f" for {label}" if label is not None else "")
+            raise InputError(f"{which}: no training row depends on it (one worker, nothing exposed, or no row "
+                             f"of that group); measure runs on several nodes, or fit fewer parameters", param="fit")
+        informative |= changed
+    if informative.sum() < len(params):
+        raise InputError(f"{len(params)} parameters need at least {len(params)} training rows that depend on them; "
+                         f"there are {int(informative.sum())}", param="fit")
+
+
+def _residuals(predicted, target, measured):
+    """[R] residuals as the fit weighs them (as :func:`kernels.fit.residuals`): absolute for
+    scaling factors, relative for iteration times."""
+    return (predicted - target) / (1.0 if measured == "scaling_factor" else target)
+
+
+def _standard_errors(best, params, spec, rows, target, res, keep, measured, features, fit_axes):
+    """[P] standard errors of the fitted values (stored units), NaN where undefined.
+
+    ``rows``, ``target``: possibly padded past the R real rows (:func:`_padded`); ``res`` [R]:
+    the residuals at ``best``; ``keep`` [R]: the training rows.
+    """
+    from netsweep_jax.sweep.engine.compiled import residual_jacobian
+
+    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
+    jac = jac[: len(keep)][keep]
+    dof = jac.shape[0] - len(params)
+    if dof <= 0:
+        return np.full(len(params), np.nan)
+    s2 = float(np.sum(res[keep] ** 2)) / dof
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        return np.full(len(params), np.nan)
+    out = np.empty(len(params))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        sig = 1.0 / (1.0 + np.exp(-best[j]))
+        slope = (spec.highs[f] - spec.lows[f]) * sig * (1 - sig) / NUMERIC_AXES[axis].to_si
+        out[j] = abs(slope) * np.sqrt(cov[j, j]) if cov[j, j] >= 0 else np.nan
+    return out
+
+
+def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilization",), *, per=None, bounds=None,
+              train=None, settings=Settings(), steps=STEPS, learning_rate=LEARNING_RATE) -> dict:
+    """Fit ``fit_axes`` (one value per group of ``per[axis]``'s column, else shared) to the
+    rows ``train`` selects (a filter expression or a row mask; all rows without it) and
+    predict every row. Returns a result dict."""
+    per, bounds = dict(per or {}), dict(bounds or {})
+    fit_axes = tuple(fit_axes)
+    for axis in fit_axes:
+        if axis not in FITTABLE:
+            raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
+        if axis in meas.columns:
+            raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
+    for axis, column in per.items():
+        if axis not in fit_axes:
+            raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
+        if column not in meas.columns:
+            raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
+    lows, highs = [], []
+    for axis in fit_axes:
+        lo, hi = bounds.get(axis, BOUNDS[axis])
+        if not (NUMERIC_AXES[axis].low <= lo < hi <= NUMERIC_AXES[axis].high):
+            raise InputError(f"{axis}={show(lo)}:{show(hi)}: needs {show(NUMERIC_AXES[axis].low)} <= low < high <= "
+                             f"{show(NUMERIC_AXES[axis].high)}", param="bounds")
+        lows.append(float(si_values(axis, lo)))
+        highs.append(float(si_values(axis, hi)))
+    spec = FitSpec(fit_axes, tuple(lows), tuple(highs))
+    if train is None:
+        keep = np.ones(len(meas), bool)
+    elif isinstance(train, str):
+        keep = np.array(select(meas, train))
+    else:  # a row mask, from a program (sweep validate)
+        keep = np.asarray(train, bool)
+    weights = keep.astype(np.float64)
+    rows, models, features = build_rows(meas, profiles, default_model, settings)
+    params, index = _groups(meas, fit_axes, per)
+    rows = rows._replace(index=index)
+    target = np.array(meas.columns[meas.measured], np.float64)
+    if meas.measured == "iteration_time":
+        below = np.flatnonzero(target < rows.t1 * (1 - 1e-12))
+        if below.size:
+            i = below[0]
+            raise InputError(f"{meas.where(i)}: iteration_time {target[i]:g} s is below the single-GPU time "
+                             f"T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster than one GPU")
+    n = len(meas)
+    padded, padded_target, padded_weights = _padded(rows, target, weights)
+    padded_keep = padded_weights > 0
+    with precision("float64"):
+        from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows
+
+        _check_identifiable(params, spec, padded, padded_keep, meas.measured, features, predict_rows)
+        best, _ = fit_rows(_starts(params, spec, fit_axes), padded, padded_target, padded_weights, spec=spec,
+                           measured=meas.measured, steps=steps, learning_rate=learning_rate, softness=SOFTNESS,
+                           features=features)
+        best = np.asarray(best)
+        predicted = np.asarray(predict_rows(best, padded, spec=spec, features=features)[meas.measured])[:n]
+        res = _residuals(predicted, target, meas.measured)
+        errors = _standard_errors(best, params, spec, padded, padded_target, res, keep, meas.measured, features,
+                                  fit_axes)
+    return _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows)
+
+
+def _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows):
+    dof = int(keep.sum()) - len(params)
+    fitted, warnings = [], []
+    for j, (axis, label) in enumerate(params):
+        f = fit_axes.index(axis)
+        value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
+        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
+        fitted.append({"name": axis, "group": label, "value": value, "stderr": float(errors[j]),
+                       "units": NUMERIC_AXES[axis].units, "bounds": [lo, hi]})
+        which = axis + (f" for {label}" if label is not None else "")
+        if dof <= 0:
+            continue
+        if not np.isfinite(errors[j]) or errors[j] > (hi - lo):
+            warnings.append(f"{which} is not identifiable from these rows (its standard error is undefined or "
+                            f"wider than its bounds)")
+    if dof <= 0:
+        warnings.append(f"{len(params)} parameters from {int(keep.sum())} training rows: they fit exactly, with no "
+                        f"residual left to estimate their standard errors")
+    labels = [c for c in meas.columns if c not in NUMERIC_AXES and c not in ("model", "collective", "t1",
+                                                                            meas.measured)]
+    u_index = fit_axes.index("utilization") if "utilization" in fit_axes else None
+    utilization = (np.asarray(spec.value(u_index, best[rows.index[:, u_index]])) if u_index is not None
+                   else np.asarray(rows.config.utilization))
+    col = meas.columns
+    out = {
+        "measurements": meas.path, "measured": meas.measured, "fitted": fitted, "warnings": warnings,
+        "rmse": float(np.sqrt(np.mean(res[keep] ** 2))), "train_rows": int(keep.sum()),
+        "rows": [
+            {"line": meas.lines[i], "model": models[i], **{c: col[c][i] for c in labels},
+             "nodes": int(col["nodes"][i]), "gpus_per_node": int(col["gpus_per_node"][i]),
+             "bandwidth_gbps": col["bandwidth"][i], "measured": float(target[i]),
+             "predicted": float(predicted[i]), "residual": float(res[i]), "train": bool(keep[i]),
+             "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i])}
+            for i in range(len(meas))
+        ],
+    }
+    if not keep.all():
+        held = res[~keep]
+        out["heldout_rmse"] = float(np.sqrt(np.mean(held**2)))
+        out["heldout_max_abs"] = float(np.max(np.abs(held)))
+    for axis, unit_key in (("utilization", "utilization"), ("latency", "latency_us")):  # one shared value
+        shared = [p for p in fitted if p["name"] == axis]
+        if len(shared) == 1 and shared[0]["group"] is None:
+            out[unit_key] = shared[0]["value"]
+    return out
+
+
+def _text(text, item):
+    return text
+
+
+def parse_pairs(items, param, value=_text):
+    """``["overhead=framework"]`` -> {"overhead": "framework"} (``value(text, item)`` parses the right side)."""
+    out = {}
+    for item in items or ():
+        name, sep, rest = item.partition("=")
+        if not sep or not name.strip() or not rest.strip():
+            raise InputError(f"{item!r}: expected NAME=VALUE", param=param)
+        out[name.strip()] = value(rest.strip(), item)
+    return out
+
+
+def _bounds(text, item):
+    lo, sep, hi = text.partition(":")
+    try:
+        return float(lo), float(hi)
+    except ValueError:
+        raise InputError(f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50", param="bounds") from None
+
+
+def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=False, model="resnet50",
+                   profile=None, iteration_time=None, per=(), bounds=(), train=None, settings=Settings()):
+    """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given).
+
+    ``model`` names the default profile(s) (a comma list of built-ins); a ``model``
+    column may name other built-ins or profile files. ``profile`` (files) replaces them.
+    ``per`` and ``bounds`` are ``NAME=COLUMN`` and ``NAME=LOW:HIGH`` items.
+    """
+    from netsweep_jax.sweep.core.values import parse_names
+    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+    from netsweep_jax.sweep.model.builtin import builtin_names
+
+    if out is not None:
+        check_new_file(out, force=force, suffixes=(".json",))
+    axes = parse_names(fit_axes, "fit", FITTABLE)
+    per_map = parse_pairs(per, "per")
+    bounds_map = parse_pairs(bounds, "bounds", _bounds)
+    meas = read_measurements(measurements)
+    if profile:
+        profiles = tuple(p for path in ([profile] if isinstance(profile, (str, Path)) else profile)
+                         for p in resolve_models(profile=path, iteration_time=iteration_time))
+    else:
+        names = parse_names(model, "model", builtin_names())
+        names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in builtin_names()]))
+        profiles = resolve_models(names, iteration_time=iteration_time)
+    result = calibrate(meas, profiles, profiles[0].model, axes, per=per_map, bounds=bounds_map, train=train,
+                       settings=settings)
+    if out is not None:
+        write_atomically(out, lambda path: path.write_text(json.dumps(result, indent=2) + "\n"))
+    return result
+
+
+def report_text(result):
+    """Human-readable calibration: fitted values with standard errors, errors, rows."""
+    lines = []
+    for p in result["fitted"]:
+        units = "" if p["units"] == "1" else f" {p['units']}"
+        name = p["name"] + (f" [{p['group']}]" if p["group"] is not None else "")
+        err = f" +/- {p['stderr']:.2g}" if np.isfinite(p["stderr"]) else ""
+        lines.append(f"{name}: {p['value']:.4g}{err}{units}")
+    unit = "" if result["measured"] == "scaling_factor" else " (relative)"
+    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {result['train_rows']} rows")
+    if "heldout_rmse" in result:
+        held = len(result["rows"]) - result["train_rows"]
+        lines.append(f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {held} rows "
+                     f"(largest |residual| {result['heldout_max_abs']:.3g})")
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    lines.append(f"{'line':>5} {'model':<10} {'nodes':>5} {'gpus':>4} {'Gbit/s':>7} {'effective':>9} "
+                 f"{'measured':>9} {'predicted':>9} {'residual':>9}" + ("  set" if "heldout_rmse" in result else ""))
+    for r in result["rows"]:
+        lines.append(f"{r['line']:>5} {r['model']:<10} {r['nodes']:>5} {r['gpus_per_node']:>4} "
+                     f"{r['bandwidth_gbps']:>7g} {r['effective_bandwidth_gbps']:>9.3g} {r['measured']:>9.4g} "
+                     f"{r['predicted']:>9.4g} {r['residual']:>+9.2e}"
+                     + (("  train" if r["train"] else "  held out") if "heldout_rmse" in result else ""))
+    return "\n".join(lines)
+

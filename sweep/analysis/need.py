@@ -1,0 +1,154 @@
+"""Inverse queries (``sweep need``): where a target scaling factor is reached, per combination.
+
+The scaling factor grows with bandwidth, utilization and compression ratio (``need``
+answers the smallest value that reaches the target) and falls with latency,
+overhead, slowdown and jitter (the largest value that still reaches it: how much
+can be afforded). For every combination of the other axes at once we bisect in log
+space (:func:`kernels.bisect.boundary`, jitted in :mod:`sweep.engine.compiled`): after
+``ITERATIONS`` halvings of [low, high] the bracket is far below the 0.5% asked for,
+and the answer is a value that reaches the target. Where no allowed value reaches
+it the answer is ``unreachable``; where the weakest allowed value already does,
+``met at the minimum`` (or, for the falling axes, ``met even at the maximum``). Each
+answer is then checked as a user would feed it back (in the grid's dtype, through
+the same units) and moved by an ulp where rounding took it past the boundary.
+"""
+
+import numpy as np
+import xarray as xr
+
+from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DIMS, GROWING, NUMERIC_AXES, SOLVABLE
+from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.dataset import coordinates
+from netsweep_jax.sweep.engine.dispatch import precision
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.inputs import BlockInputs
+from netsweep_jax.sweep.engine.plan import MAX_BLOCK_CONFIGS, Plan
+
+# Range searched for each solvable axis, in stored units, and whether the scaling
+# factor grows with it. Log-space bisection needs low > 0.
+BOUNDS = {"ratio": (1.0, 1e4), "utilization": (1e-4, 1.0), "bandwidth": (1e-3, 1e4),
+          "latency": (1e-3, 1e6), "overhead": (1e-3, 1e6), "slowdown": (1e-6, 100.0), "jitter": (1e-6, 10.0)}
+assert tuple(sorted(BOUNDS)) == tuple(sorted(SOLVABLE))
+ITERATIONS = 40  # bracket ratio (1e9)^(2^-40): exact to float rounding
+__all__ = ["BOUNDS", "MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "solve"]
+
+
+def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
+    """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
+
+    Args:
+      model: as :func:`sweep.evaluate`.
+      target: scaling factor in (0, 1].
+      axis: one of :data:`BOUNDS`: the smallest value reaching the target for the
+        axes in :data:`GROWING`, the largest value still reaching it for the others.
+      **kwargs: the other axes and settings, as :func:`sweep.evaluate` (``bandwidth``
+        is required unless solved for).
+
+    Returns:
+      ``xarray.Dataset`` over every dim but ``axis``: ``required_<axis>`` for a growing
+      axis or ``allowed_<axis>`` for a falling one (NaN where unreachable), and
+      ``status`` (0 solved, 1 met at the limit, 2 unreachable).
+    """
+    if axis not in BOUNDS:
+        raise InputError(f"{axis!r}: must be one of {', '.join(BOUNDS)}", param="solve")
+    if not (0 < target <= 1):
+        raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
+    if kwargs.get(axis) is not None:
+        raise InputError(f"{axis}: do not also give values for that axis", param="solve")
+    if axis != "bandwidth" and kwargs.get("bandwidth") is None:
+        raise InputError("required: give the bandwidth(s) in Gbit/s (only solving for bandwidth goes without)",
+                         param="bandwidth")
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    low, high = BOUNDS[axis]
+    increasing = axis in GROWING
+    # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
+    grid = make_grid(model, **{**kwargs, axis: high})
+    plan = Plan(grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS))  # a block per task: few combinations
+    value = np.full(grid.shape, np.nan, grid.dtype)
+    status = np.full(grid.shape, UNREACHABLE, np.int8)
+    with precision(grid.dtype):
+        from netsweep_jax.sweep.engine.compiled import solve_on_grid
+
+        inputs = BlockInputs(grid, plan)
+        dt = inputs.dtype.type
+        for block in plan.blocks():
+            args = (inputs.configs(block.inner_slab), inputs.layout(block.task, block.layout_slab),
+                    inputs.buckets(block.task), inputs.t1(block.task))
+            v, st = solve_on_grid(*args, dt(target), dt(si_values(axis, low)), dt(si_values(axis, high)),
+                                  axis=axis, iterations=ITERATIONS, features=inputs.features, increasing=increasing)
+            k, c = block.layouts, block.size // block.layouts
+            v = (np.asarray(v, np.float64)[:k, :c] / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
+            st = np.asarray(st)[:k, :c]
+            v = _reaching(v, st, args, axis, dt(target), inputs.features, increasing)
+            value[block.region()] = v.reshape(block.region_shape())
+            status[block.region()] = st.reshape(block.region_shape())
+    return _dataset(grid, axis, target, value, status)
+
+
+def _reaching(value, status, args, axis, target, features, increasing, max_steps=16):
+    """Solved answers, moved one ulp at a time (up for a growing axis, down for a falling
+    one) until the answer, stored in the grid's dtype and fed back as a user would
+    (stored units -> SI -> dtype), reaches the target in that dtype too."""
+    from netsweep_jax.sweep.engine.compiled import table_metrics
+
+    config = args[0]
+    k, c = value.shape
+    toward = np.inf if increasing else -np.inf
+    for _ in range(max_steps):
+        cells = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
+        cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(value.dtype)
+        sf = table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"]
+        short = (status == SOLVED) & ~(np.asarray(sf) >= target)
+        if not short.any():
+            return value
+        value = np.where(short, np.nextafter(value, toward, dtype=value.dtype), value)
+    return value
+
+
+def answer_name(axis):
+    """The variable of a need cube: ``required_<axis>`` or ``allowed_<axis>``."""
+    return f"{'required' if axis in GROWING else 'allowed'}_{axis}"
+
+
+def _dataset(grid, axis, target, value, status):
+    dims = tuple(d for d in DIMS if d != axis)
+    squeeze = DIMS.index(axis)
+    spec = NUMERIC_AXES[axis]
+    limit, which = ("smallest", "minimum") if axis in GROWING else ("largest", "maximum")
+    data = {
+        answer_name(axis): xr.Variable(dims, value.squeeze(squeeze), {
+            "units": spec.units, "long_name": f"{limit} {spec.long_name} reaching the target scaling factor"}),
+        "status": xr.Variable(dims, status.squeeze(squeeze), {
+            "flag_values": np.array([SOLVED, AT_LIMIT, UNREACHABLE], np.int8),
+            "flag_meanings": f"solved met_at_{which} unreachable",
+            "long_name": f"0: solved, 1: target met at the {which} searched, 2: unreachable"}),
+    }
+    low, high = BOUNDS[axis]
+    attrs = {"target_scaling_factor": target, "solved_axis": axis, "low": low, "high": high, "dtype": grid.dtype}
+    return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
+
+
+def answer_text(value, status, axis):
+    """One cell of the printed table."""
+    units = NUMERIC_AXES[axis].units
+    units = "" if units == "1" else f" {units}"
+    low, high = BOUNDS[axis]
+    growing = axis in GROWING
+    if status == UNREACHABLE:
+        return f"unreachable (> {high:g}{units})" if growing else f"unreachable (even at {low:g}{units})"
+    if status == AT_LIMIT:
+        return f"met at the minimum ({low:g}{units})" if growing else f"met even at the maximum ({high:g}{units})"
+    return f"{value:.4g}{units}"
+
+
+def answer_table(ds):
+    """The answers of :func:`solve` as a text table over the dims that vary (and model)."""
+    axis = ds.attrs["solved_axis"]
+    df = ds.to_dataframe().reset_index()
+    varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model"]
+    df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
+    limit = "smallest" if axis in GROWING else "largest"
+    head = f"{limit} {axis} reaching scaling factor {ds.attrs['target_scaling_factor']:g}:"
+    return head + "\n" + df[varying + ["answer"]].to_string(index=False)

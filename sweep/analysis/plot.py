@@ -1,0 +1,139 @@
+"""Figures from cubes: line plots and heatmaps with labels and units from attributes.
+
+Figures are plain :class:`matplotlib.figure.Figure` objects rendered by Agg when
+saved: no pyplot, so nothing here selects a backend or keeps global figure state.
+"""
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+
+# Fixed metadata so the same data give the same PNG bytes.
+PNG_METADATA = {"Software": None}
+
+
+def label(da):
+    """``long_name [units]`` of a DataArray (units omitted when dimensionless)."""
+    units = da.attrs.get("units", "")
+    name = da.attrs.get("long_name", da.name)
+    return f"{name} [{units}]" if units not in ("", "1") else str(name)
+
+
+def parse_sel(items, ds):
+    """``["ratio=1", "model=vgg16"]`` -> {dim: value} with values typed like the coords."""
+    sel = {}
+    for item in items:
+        if "=" not in item:
+            raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
+        dim, text = (s.strip() for s in item.split("=", 1))
+        if dim not in ds.dims:
+            raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(ds.dims)}", param="sel")
+        coord = ds[dim].values
+        value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
+        if value is None or not np.any(coord.astype(type(value)) == value):
+            shown = ", ".join(str(v) for v in coord[:12])
+            raise InputError(f"{item!r}: {text} is not a {dim} in the cube ({shown})", param="sel")
+        sel[dim] = value
+    return sel
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def reduce_to(ds, var, keep, sel):
+    """Select, squeeze, and refuse if dims other than ``keep`` remain."""
+    if var not in ds.data_vars:
+        raise InputError(f"{var!r}: not a variable; variables: {', '.join(ds.data_vars)}")
+    for d in keep:
+        if d is not None and d not in ds.dims:
+            raise InputError(f"{d!r}: not a dim; dims: {', '.join(ds.dims)}")
+    da = ds[var].sel(sel)
+    extra = [d for d in da.dims if d not in keep and da.sizes[d] > 1]
+    if extra:
+        left = ", ".join(f"{d} ({da.sizes[d]} values)" for d in extra)
+        raise InputError(f"the selection leaves {left} besides the plotted dims; add --sel DIM=VALUE for each")
+    return da.squeeze([d for d in da.dims if d not in keep])
+
+
+def line_plot(ds, x, var="scaling_factor", hue=None, sel=None, ax=None, title=None, hue_label=None):
+    """Draw ``var`` against dim ``x``, one line per value of ``hue``; returns the axes.
+
+    ``hue_label(value) -> str`` names the lines (default ``"hue=value"``).
+    """
+    da = reduce_to(ds, var, [x, hue], sel or {})
+    ax = ax or Figure(figsize=(6, 4)).gca()
+    hues = da[hue].values if hue else [None]
+    for h in hues:
+        line = da.sel({hue: h}) if hue else da
+        ax.plot(line[x].values, line.values, marker="o", ms=3, label=(hue_label(h) if hue_label else f"{hue}={h}") if hue else None)
+    ax.set_xlabel(label(ds[x]))
+    ax.set_ylabel(label(ds[var]))
+    if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):
+        v = ds[x].values
+        if v.max() / v.min() >= 50:
+            ax.set_xscale("log")
+    if hue:
+        ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
+    """Color ``var`` over dims ``x`` (columns) and ``y`` (rows)."""
+    da = reduce_to(ds, var, [x, y], sel or {}).transpose(y, x)
+    fig = None
+    if ax is None:
+        fig = Figure(figsize=(6, 4.5))
+        ax = fig.gca()
+    mesh = ax.pcolormesh(np.arange(da.sizes[x] + 1), np.arange(da.sizes[y] + 1), da.values, shading="flat")
+    for setter, ticks in ((ax.set_xticks, da[x].values), (ax.set_yticks, da[y].values)):
+        step = max(1, len(ticks) // 10)
+        idx = np.arange(0, len(ticks), step)
+        setter(idx + 0.5, [f"{t:g}" if not isinstance(t, str) else t for t in ticks[idx]])
+    ax.set_xlabel(label(ds[x]))
+    ax.set_ylabel(label(ds[y]))
+    (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
+    return ax
+
+
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def save(fig, out):
+    """Render ``fig`` to ``out`` (PNG, PDF or SVG by its suffix), atomically."""
+    from netsweep_jax.sweep.io.paths import write_atomically
+
+    out = Path(out)
+    fmt = out.suffix.lstrip(".").lower()
+    metadata = PNG_METADATA if fmt == "png" else None
+    return write_atomically(out, lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata,
+                                                          bbox_inches="tight"))
+
+
+def plot_cube(path, *, x, y="scaling_factor", hue=None, sel=(), kind="line", var="scaling_factor",
+              out="figure.png", force=False):
+    """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
+    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.reader import open_cube
+
+    if kind not in ("line", "heatmap"):
+        raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
+    dims = [x, hue] if kind == "line" else [x, y]
+    if dims[0] == dims[1]:
+        raise InputError(f"{x!r} is used twice; the two plotted dims must differ", param="x")
+    check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
+    ds = open_cube(path)
+    chosen = parse_sel(sel, ds)
+    ax = line_plot(ds, x, var=y, hue=hue, sel=chosen) if kind == "line" else heatmap(ds, x, y, var=var, sel=chosen)
+    return save(ax.figure, out)

@@ -1,0 +1,239 @@
+"""``sweep validate``: how well netsweep predicts published measurements it was not fitted to.
+
+The dataset (:data:`DATASET`) holds the scaling factors of real data-parallel
+training runs, each row citing its source; facts copied from the publications
+(see ``../shared/published`` in the project's workspace for how each was measured).
+Profiles are the built-in ones, with compute scaled to each run's single-GPU
+iteration time T1 (the ``t1`` column: measured batch / single-GPU throughput where
+published, else an assumption stated in ``t1_basis``); gradient bytes are the
+architecture's. Each row's gradients are bucketed as its stack does (the ``bucketing``
+and ``fusion_timeout`` columns: Horovod's fusion with its defaults or the run script's
+cycle time, PyTorch DDP's buckets).
+
+The protocol a user would run, per (source, framework) group: fit on the group's
+single-node rows and its smallest multi-node size, then predict its larger sizes
+(held out). A group with one size only is fitted in sample and has nothing held
+out. Three models, side by side:
+
+1. ``paper``: the paper's model as published: flat ``ring``, utilization 1, no fit.
+2. ``utilization``: the paper's model with one utilization per network, fitted.
+3. ``calibrated``: the pipelined ``nccl-ring`` with the node's NICs, fitting one
+   utilization per network (a property of the wires and the transport) and one
+   jitter per framework (the losses that are not the network).
+
+The fitted models are fitted once, on every group's training rows together.
+
+It writes ``REPORT.md`` (tables and errors), ``predictions.csv`` (row by row) and
+``measured_vs_predicted.png``; no timestamps, so regenerating gives the same files.
+
+Any measurements file with ``framework`` and ``network`` columns can be validated the
+same way (:func:`run_validation`); ``source`` (default: one source), ``id`` (default:
+the line) and ``t1_basis`` are optional.
+"""
+
+import csv
+import dataclasses
+import io
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.sweep.analysis.calibrate import Settings, build_rows, calibrate
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.measurements import read_measurements
+
+DATASET = Path(__file__).resolve().parents[1] / "data" / "published.csv"
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+    """One of the compared models: its collective, what it fits and per which column."""
+
+    name: str
+    description: str
+    collective: str
+    fit: tuple = ()
+    per: tuple = ()
+
+
+MODELS = (
+    Model("paper", "paper's model, utilization 1", "ring"),
+    Model("utilization", "paper's model, one utilization per network", "ring", ("utilization",),
+          (("utilization", "network"),)),
+    Model("calibrated", "nccl-ring + NICs, utilization per network, jitter per framework", "nccl-ring",
+          ("utilization", "jitter"), (("utilization", "network"), ("jitter", "framework"))),
+)
+REQUIRED = tuple(sorted({column for m in MODELS for _, column in m.per}))  # the columns the fits group by
+
+
+def groups(meas):
+    """[(source, framework, train [R] bools, group [R] bools)] of the protocol."""
+    pairs = list(zip(meas.column("source", ""), meas.columns["framework"]))
+    nodes = np.array(meas.columns["nodes"])
+    out = []
+    for key in dict.fromkeys(pairs):
+        group = np.array([k == key for k in pairs])
+        multi = sorted(set(nodes[group & (nodes > 1)]))
+        smallest = multi[0] if multi else nodes[group].min()
+        out.append((key[0], key[1], group & (nodes <= smallest), group))
+    return out
+
+
+def _predict(meas, model, train, builtin):
+    """[R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows."""
+    settings = Settings(collective=model.collective)
+    if not model.fit:
+        from netsweep_jax.kernels.fit import FitSpec
+        from netsweep_jax.sweep.engine.compiled import predict_rows
+        from netsweep_jax.sweep.engine.dispatch import precision
+
+        rows, _, features = build_rows(meas, builtin, builtin[0].model, settings)
+        with precision("float64"):
+            out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
+        return np.asarray(out["scaling_factor"]), {}
+    result = calibrate(meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train,
+                       settings=settings)
+    fitted = {(p["name"], p["group"]): p["value"] for p in result["fitted"]}
+    return np.array([r["predicted"] for r in result["rows"]]), fitted
+
+
+def run_validation(dataset=DATASET, progress=None):
+    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
+
+    ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
+    from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+
+    meas = read_measurements(dataset)
+    missing = [c for c in REQUIRED if c not in meas.columns]
+    if missing:
+        raise InputError(f"{dataset}: no {' or '.join(repr(c) for c in missing)} column; validation fits one "
+                         "jitter per framework and one utilization per network")
+    if meas.measured != "scaling_factor":
+        raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
+    builtin = [builtin_profile(n) for n in builtin_names()]
+    train = np.zeros(len(meas), bool)
+    for *_, in_train, _ in groups(meas):
+        train |= in_train
+    if train.all():
+        raise InputError(f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
+                         "measure some group at two or more node counts")
+    predictions, fits = {}, {}
+    for i, model in enumerate(MODELS, 1):
+        if progress:
+            doing = f"fitting on {int(train.sum())} training rows" if model.fit else "no fit"
+            progress(f"model {i}/{len(MODELS)}: {model.name} ({model.description}): {doing}")
+        predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
+    return meas, predictions, train, fits
+
+
+def _rmse(x):
+    return float(np.sqrt(np.mean(np.square(x)))) if len(x) else float("nan")
+
+
+def _ids(meas):
+    """[R] row names: the ``id`` column, else ``line N``."""
+    return meas.columns.get("id") or [f"line {n}" for n in meas.lines]
+
+
+def errors(meas, predictions, train):
+    """[(model, held-out RMSE, held-out worst |error|, in-sample RMSE, mean error over all rows)]."""
+    measured = np.array(meas.columns["scaling_factor"])
+    out = []
+    for m in MODELS:
+        res = predictions[m.name] - measured
+        worst = float(np.max(np.abs(res[~train]))) if (~train).any() else float("nan")
+        out.append((m, _rmse(res[~train]), worst, _rmse(res[train]), float(np.mean(res))))
+    return out
+
+
+def report(meas, predictions, train, fits, command="sweep validate"):
+    """REPORT.md text."""
+    measured = np.array(meas.columns["scaling_factor"])
+    held = ~train
+    shipped = Path(meas.path).resolve() == DATASET.resolve()
+    what = ("published scaling factors of data-parallel training (`sweep/data/published.csv`, each row citing its "
+            "source)") if shipped else f"measured scaling factors (`{Path(meas.path).name}`)"
+    bucketing = ("Each row's gradients are bucketed as its stack does (the dataset's `bucketing` and "
+                 "`fusion_timeout` columns)." if "bucketing" in meas.columns else
+                 "Every row's gradients are bucketed by Horovod's fusion (64 MiB, 5 ms): the file has no "
+                 "`bucketing` column.")
+    lines = ["# netsweep against " + ("published measurements" if shipped else Path(meas.path).name), "",
+             f"Generated by `{command}`. {len(meas)} {what}. Protocol, per source and framework: "
+             "fit on the single-node rows and the smallest multi-node size, predict the larger sizes "
+             f"({int(held.sum())} held-out rows); a group with one size only is fitted in sample. {bucketing}", "",
+             "![measured against predicted](measured_vs_predicted.png)", "",
+             "## Errors (scaling factor)", "",
+             "| model | held-out RMSE | held-out worst | in-sample RMSE | mean error, all rows |",
+             "|---|---|---|---|---|"]
+    for m, held_rmse, worst, in_rmse, mean in errors(meas, predictions, train):
+        lines.append(f"| {m.name}: {m.description} | {held_rmse:.3f} | {worst:.3f} | {in_rmse:.3f} | {mean:+.3f} |")
+    lines += ["", "## Row by row", "",
+              "| id | GPUs | network | measured | " + " | ".join(m.name for m in MODELS) + " | set |",
+              "|---|---|---|---|" + "---|" * len(MODELS) + "---|"]
+    col, ids = meas.columns, _ids(meas)
+    for i in range(len(meas)):
+        gpus = int(col["nodes"][i] * col["gpus_per_node"][i])
+        cells = " | ".join(f"{predictions[m.name][i]:.3f}" for m in MODELS)
+        lines.append(f"| {ids[i]} | {gpus} | {col['network'][i]} | {measured[i]:.3f} | {cells} | "
+                     f"{'train' if train[i] else 'held out'} |")
+    lines += ["", "## Fitted values", ""]
+    for m in MODELS[1:]:
+        for (name, group), value in fits[m.name].items():
+            label = f" [{group}]" if group is not None else ""
+            lines.append(f"- {m.name}: {name}{label} = {value:.4g}")
+    if "t1_basis" in col:
+        lines += ["", "## Single-GPU times (T1) used", ""]
+        lines += [f"- {ids[i]}: {col['t1_basis'][i]}" for i in range(len(meas))]
+    return "\n".join(lines) + "\n"
+
+
+def predictions_csv(meas, predictions, train):
+    """predictions.csv text: one row per measurement, every model's prediction."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "source", "framework", "gpus", "measured", *[m.name for m in MODELS], "set"])
+    col, ids, sources = meas.columns, _ids(meas), meas.column("source", "")
+    for i in range(len(meas)):
+        w.writerow([ids[i], sources[i], col["framework"][i],
+                    int(col["nodes"][i] * col["gpus_per_node"][i]), f"{col['scaling_factor'][i]:.4f}",
+                    *[f"{predictions[m.name][i]:.4f}" for m in MODELS], "train" if train[i] else "held out"])
+    return buf.getvalue()
+
+
+def figure(meas, predictions, train, out):
+    """Measured against predicted, one marker per model; held-out rows filled."""
+    from matplotlib.figure import Figure
+
+    from netsweep_jax.sweep.analysis.plot import save
+
+    fig = Figure(figsize=(5.2, 5))
+    ax = fig.gca()
+    measured = np.array(meas.columns["scaling_factor"])
+    for m, marker in zip(MODELS, "osD"):
+        p = predictions[m.name]
+        line = ax.plot(measured[~train], p[~train], marker, ms=6, label=f"{m.name}, held-out rows")[0]
+        ax.plot(measured[train], p[train], marker, ms=6, mfc="none", color=line.get_color(),
+                label=f"{m.name}, training rows")
+    ax.plot([0.4, 1.02], [0.4, 1.02], "k--", lw=0.8)
+    ax.set_xlim(0.4, 1.02)
+    ax.set_ylim(0.4, 1.02)
+    ax.set_xlabel("measured scaling factor")
+    ax.set_ylabel("predicted scaling factor")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return save(fig, out)
+
+
+def run(out_dir, command="sweep validate", dataset=DATASET, progress=None):
+    """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
+    (their paths, :func:`errors`)."""
+    from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+
+    meas, predictions, train, fits = run_validation(dataset, progress)
+    out_dir = report_directory(out_dir)
+    paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
+    text = predictions_csv(meas, predictions, train)
+    paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text)))
+    body = report(meas, predictions, train, fits, command)
+    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body)))
+    return paths, errors(meas, predictions, train)

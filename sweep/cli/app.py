@@ -1,0 +1,499 @@
+"""The ``sweep`` command line: parse options, call one library function, print.
+
+Options shared by several commands (the numeric axes, the model and its settings)
+are declared once, as parameter groups derived from :mod:`sweep.core.schema`, and added
+to each command's signature by :func:`options`. A domain error
+(:class:`~sweep.core.errors.InputError`) becomes one line on stderr naming the CLI
+option, and exit code 2, with no traceback and no output file.
+
+Only Typer and the schema are imported at start-up; each command imports what it
+needs, so ``sweep --help`` does not load JAX.
+"""
+
+import functools
+import inspect
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
+from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+from netsweep_jax.sweep.core.schema import COLLECTIVES, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
+
+app = typer.Typer(
+    help="netsweep: is the network the bottleneck of my distributed training? "
+    "Exact what-if sweeps of data-parallel training over bandwidth, utilization, "
+    "compression ratio, node count and more.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+SYNTAX = ("Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "
+          "1..1000@20 (20 points), 1..1000@20log (20 log-spaced points); mix with commas.")
+
+
+def fail(message, code=2):
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=code)
+
+
+def _param(name, annotation, default, *flags, help, **extra):
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)])
+
+
+def axis_parameters(defaults=None, help_suffix="", names=None):
+    """One ``--option`` per numeric axis (or per axis in ``names``), in cube order;
+    ``defaults`` overrides the schema's."""
+    defaults = defaults or {}
+    out = []
+    for name, spec in NUMERIC_AXES.items():
+        if names is not None and name not in names:
+            continue
+        default = defaults.get(name, spec.default)
+        text = f"{spec.help}{help_suffix}" + (f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw.")
+        out.append(_param(name, str | None, default, spec.option, help=text))
+    return out
+
+
+MODEL = [
+    _param("model", str, "resnet50", "--model",
+           help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
+                "(gpt2-xl, llama-7b, ...: sweep models lists them)."),
+    _param("profile", Path | None, None, "--profile",
+           help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
+    _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, a100, h100, h200 "
+           "(default: v100)."),
+    _param("precision", str | None, None, "--precision", help="Transformers: fp32, amp (half-precision math, fp32 "
+           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32)."),
+    _param("batch", str | None, None, "--batch", help="Transformers: samples per GPU per step, comma list "
+           "(default: 8)."),
+    _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list (default: "
+           "the model's context, e.g. 1024 for GPT-2)."),
+    _param("iteration_time", float | None, None, "--iteration-time",
+           help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+                "model's compute to your GPU and batch (its gradients unchanged)."),
+]
+COLLECTIVE_SETTINGS = [
+    _param("collective", str, "ring", "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
+    _param("bucketing", str, "horovod", "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
+           "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout); comma list."),
+    _param("intra_bandwidth", float, 1200.0, "--intra-bw",
+           help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-*."),
+    _param("reduce_table", Path | None, None, "--reduce-cost",
+           help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
+]
+COMPRESSION = [
+    _param("compressor", str, "none", "--compressor", rich_help_panel="Compression",
+           help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
+                "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
+                "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one."),
+    _param("iterations_factor", str | None, None, "--iterations-factor", rich_help_panel="Compression",
+           help="Extra iterations a compressor needs for the same accuracy, e.g. topk:0.01=1.3,powersgd:4=1.1 "
+                "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's."),
+    _param("codec_cost", Path | None, None, "--codec-cost", rich_help_panel="Compression",
+           help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
+                "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset)."),
+]
+SETTINGS = COLLECTIVE_SETTINGS + COMPRESSION + [
+    _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+]
+CACHE = [_param("compile_cache", bool, True, "--compile-cache/--no-compile-cache",
+                help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
+                     "so a second run of the same shapes compiles nothing.")]
+KERNEL = [_param("kernel", str, "auto", "--kernel", envvar="NETSWEEP_KERNEL",
+                 help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU, the XLA scan elsewhere).")]
+
+
+def options(*groups):
+    """Add parameter groups to a command's signature (the command gets them as keywords),
+    and turn an :class:`InputError` into one line naming the CLI option, exit code 2."""
+
+    def decorate(command):
+        sig = inspect.signature(command)
+        own = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+        added = [p for group in groups for p in group]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            if kwargs.pop("compile_cache", False):
+                from netsweep_jax.sweep.engine.compile_cache import enable
+
+                enable()
+            try:
+                return command(**kwargs)
+            except InputError as e:
+                fail(cli_message(e))
+            except (KeyboardInterrupt, Interrupted) as e:
+                fail("interrupted", code=exit_code(e))
+
+        del wrapper.__wrapped__  # Typer must see the new signature, not the original's
+        wrapper.__signature__ = sig.replace(parameters=own + added)
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + added}
+        return wrapper
+
+    return decorate
+
+
+WORKLOAD = ("gpu", "precision", "batch", "seq_len")
+
+
+def models_from(settings):
+    """The profiles the MODEL options describe, and the compute dtype (pops what it uses)."""
+    from netsweep_jax.sweep.engine.grid import resolve_models
+
+    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
+                            **{k: settings.pop(k) for k in WORKLOAD})
+    return models, "float64" if settings.pop("x64") else "float32"
+
+
+def make_grid_from(settings, **outputs):
+    """The grid the model, settings and axis options describe (pops what it uses)."""
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    models, dtype = models_from(settings)
+    axes = {name: settings.pop(name) for name in NUMERIC_AXES}
+    compression = {p.name: settings.pop(p.name) for p in COMPRESSION}
+    return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
+                     reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
+                     dtype=dtype, **compression, **outputs, **axes)
+
+
+def command_line():
+    """The command as typed, for the cube's provenance."""
+    return "sweep " + shlex.join(sys.argv[1:])
+
+
+Out = Annotated[Path | None, typer.Option("--out", help="Output cube (.h5). Default: results/<model>-<timestamp>.h5.")]
+Cube = Annotated[Path, typer.Argument(help="A cube written by sweep grid.")]
+DISTRIBUTED = [
+    _param("distributed", bool, False, "--distributed", rich_help_panel="Several machines",
+           help="Share the sweep among processes joined by jax.distributed; each writes a shard, "
+                "process 0 stitches OUT. OUT's directory must be shared."),
+    _param("coordinator", str | None, None, "--coordinator", rich_help_panel="Several machines",
+           help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's)."),
+    _param("num_processes", int | None, None, "--num-processes", min=1, rich_help_panel="Several machines",
+           help="Process count (default: $JAX_NUM_PROCESSES or the launcher's)."),
+    _param("process_id", int | None, None, "--process-id", min=0, rich_help_panel="Several machines",
+           help="This process's id (default: $JAX_PROCESS_ID or the launcher's)."),
+    _param("stitch_timeout", float, 600.0, "--stitch-timeout", rich_help_panel="Several machines",
+           help="Process 0 gives up waiting for a shard unchanged this many seconds."),
+]
+
+
+@app.command()
+@options(MODEL, axis_parameters(), SETTINGS, KERNEL, CACHE, DISTRIBUTED)
+def grid(
+    out: Out = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).")] = None,
+    vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).")] = None,
+    store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
+    reduce: Annotated[list[str] | None, typer.Option("--reduce", help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.")] = None,
+    **settings,
+):
+    """Sweep every combination of the axes and write an HDF5 cube.
+
+    Example: sweep grid --model resnet50 --bw 10,25,100 --ratio 1..100
+    """
+    from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.io import job
+
+    if reduce and settings.get("distributed"):
+        raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
+                         f"reduction on one machine", param="reduce")
+    g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
+    target = out if out is not None else job.default_out(g)
+    common = dict(command=command_line(), force=force, resume=resume, block_configs=block_configs,
+                  progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=settings.pop("kernel"))
+    try:
+        if settings.pop("distributed"):
+            from netsweep_jax.sweep.io import distributed
+
+            summary = distributed.run(g, out, **common, **settings)
+        else:
+            summary = job.run_grid(g, target, default_out_dir=out is None, **common)
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = Path(f"{target}.partial")
+        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+             if kept.exists() else "interrupted before any block was written; nothing was kept", code=exit_code(e))
+    except StitchTimeout as e:
+        fail(str(e), code=3)
+    except DiskFull as e:
+        fail(str(e), code=1)
+    except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
+        fail(f"writing {target} failed ({e.strerror or e}); finished blocks are kept in {target}.partial", code=1)
+    typer.echo(summary["out"] if quiet else job.summary_line(summary))
+
+
+@app.command()
+def models():
+    """List the built-in profiles."""
+    from netsweep_jax.sweep.model.builtin import models_table
+
+    typer.echo(models_table())
+
+
+@app.command()
+@options()
+def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also check every finished block against its checksum (exit code 1 if any is damaged).")] = False):
+    """Describe a cube: dims, variables (min / median / max), the command, the profiles."""
+    from netsweep_jax.sweep.io.reader import describe, verify_text
+
+    typer.echo(describe(file))
+    if verify:
+        text, damaged = verify_text(file)
+        typer.echo(text)
+        if damaged:
+            raise typer.Exit(code=1)
+
+
+@app.command()
+@options([_param("model", str | None, None, "--model", help="Model name(s)."),
+          _param("collective", str | None, None, "--collective", help="Collective(s)."),
+          _param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
+          _param("compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01.")],
+         axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."))
+def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+           **chosen):
+    """Print a slice of a cube as a table (one row per remaining combination)."""
+    from netsweep_jax.sweep.io.reader import select_table
+
+    typer.echo(select_table(file, {k: v for k, v in chosen.items() if v is not None}, csv=csv))
+
+
+@app.command()
+@options(CACHE)
+def paper(
+    out: Annotated[Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")] = Path("results/paper"),
+    profiles_dir: Annotated[Path | None, typer.Option("--profiles-dir", help="Directory of measured <model>.bk.log files to put beside the built-in profiles.")] = None,
+):
+    """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
+    from netsweep_jax.sweep.analysis.paper import run_paper
+
+    for path in run_paper(out, profiles_dir, command=command_line()):
+        typer.echo(f"wrote {path}")
+
+
+@app.command()
+@options(CACHE)
+def validate(
+    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate); default: the shipped published measurements.", show_default=False)] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
+):
+    """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
+    smallest multi-node size, predict the larger sizes, and compare three models."""
+    from netsweep_jax.sweep.analysis.validate import DATASET, run
+
+    paths, errors = run(out, command=command_line(), dataset=measurements or DATASET,
+                        progress=lambda text: typer.echo(text, err=True))
+    typer.echo("model        held-out RMSE  worst  in-sample RMSE")
+    for m, held, worst, in_sample, _ in errors:
+        typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")
+    for path in paths:
+        typer.echo(f"wrote {path}")
+
+
+@app.command()
+@options(CACHE)
+def compare(
+    model: Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")] = "resnet50,vgg16,bert-large,gpt2-xl",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")] = None,
+    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context).")] = None,
+    bandwidth: Annotated[str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)] = "10,25,100,400",
+    utilization: Annotated[float, typer.Option("--util", help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.")] = 0.32,
+    nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
+    gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
+    nics_per_node: Annotated[str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")] = "1",
+    compressor: Annotated[str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
+    collective: Annotated[str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")] = "nccl-ring",
+    bucketing: Annotated[str, typer.Option("--bucketing", help="horovod or ddp.")] = "ddp",
+    iterations_factor: Annotated[str | None, typer.Option("--iterations-factor", help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).")] = None,
+    codec_cost: Annotated[Path | None, typer.Option("--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory.")] = None,
+):
+    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
+
+    Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
+    """
+    from netsweep_jax.sweep.analysis import compare as comparison
+
+    settings = dict(models=model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, bandwidth=bandwidth,
+                    utilization=utilization, nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
+                    compressor=compressor, collective=collective, bucketing=bucketing,
+                    iterations_factor=iterations_factor, codec_cost=codec_cost)
+    if out is None:
+        rows, _, _ = comparison.compare(**settings)
+        typer.echo(comparison.table(rows))
+        return
+    for path in comparison.run(out, command=command_line(), **settings):
+        typer.echo(f"wrote {path}")
+
+
+SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
+
+
+@app.command()
+@options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS, CACHE)
+def need(
+    target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
+    solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    **settings,
+):
+    """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
+
+    Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
+    """
+    from netsweep_jax.sweep.analysis.need import answer_table
+    from netsweep_jax.sweep.analysis.need import solve as solve_for
+    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.reader import write_dataset
+
+    if out is not None:
+        check_new_file(out, force=force)
+    models, settings["dtype"] = models_from(settings)
+    ds = solve_for(models, target=target, axis=solve, **settings)
+    typer.echo(answer_table(ds))
+    if out is not None:
+        write_dataset(ds, out, command=command_line())
+        typer.echo(f"wrote {out}")
+
+
+CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
+
+
+@app.command()
+@options(MODEL[:1], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
+                                                         help_suffix=" One value; a column may set it per row."),
+         CACHE)
+def calibrate(
+    measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train.")],
+    profile: Annotated[list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")] = None,
+    iteration_time: Annotated[float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")] = None,
+    fit: Annotated[str, typer.Option("--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter.")] = "utilization",
+    per: Annotated[list[str] | None, typer.Option("--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat).")] = None,
+    bounds: Annotated[list[str] | None, typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat).")] = None,
+    train: Annotated[str | None, typer.Option("--train", help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    **settings,
+):
+    """Infer the model parameters measured runs imply, and how well they predict held-out runs."""
+    from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate_file, report_text
+    from netsweep_jax.sweep.core.values import parse_values
+
+    one = {}
+    for name in CALIBRATION_AXES:
+        values = parse_values(settings.pop(name), NUMERIC_AXES[name])
+        if len(values) != 1:
+            raise InputError(f"{settings.get(name)}: calibrate takes one value", param=name)
+        one[name] = float(values[0])
+    table = settings.pop("reduce_table")
+    if table is not None:
+        from netsweep_jax.sweep.model.vector_add import read_table
+
+        table = read_table(table)
+    setup = Settings(collective=settings.pop("collective"), bucketing=settings.pop("bucketing"), reduce_table=table,
+                     intra_bandwidth=settings.pop("intra_bandwidth"), **one)
+    result = calibrate_file(measurements, fit, out=out, force=force, model=settings.pop("model"), profile=profile,
+                            iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup)
+    typer.echo(report_text(result))
+    if out is not None:
+        typer.echo(f"wrote {out}")
+
+
+@app.command()
+@options()
+def plot(
+    file: Annotated[Path, typer.Argument(help="A cube from sweep grid or sweep need --out.")],
+    x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
+    y: Annotated[str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")] = "scaling_factor",
+    hue: Annotated[str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")] = None,
+    sel: Annotated[list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")] = None,
+    kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
+    var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
+    out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path("figure.png"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+):
+    """Line plots and heatmaps from a cube, labelled with its units.
+
+    Example: sweep plot r.h5 --x bandwidth --y scaling_factor --hue nodes --sel ratio=1 --out fig.png
+    """
+    from netsweep_jax.sweep.analysis.plot import plot_cube
+
+    typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}")
+
+
+profile_app = typer.Typer(help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
+                          no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+ProfileOut = Annotated[Path, typer.Option("--out", help="The JSON profile to write.")]
+
+
+def _write_profile(profile, out, force):
+    import json
+
+    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+
+    check_new_file(out, force=force, suffixes=(".json",))
+    text = json.dumps(profile.to_json(), indent=1)
+    write_atomically(out, lambda p: p.write_text(text + "\n"))
+    typer.echo(f"wrote {out}: {len(profile.names)} tensors, {int(profile.total_bytes):,} gradient bytes, "
+               f"backward {profile.backward_time * 1e3:.3f} ms, T1 {profile.t1 * 1e3:.3f} ms")
+
+
+@profile_app.command("measure")
+@options()
+def profile_measure(
+    model: Annotated[str, typer.Argument(help="torchvision:NAME, hf:TYPE (transformers' default config) or FILE.py:FUNCTION returning (model, (inputs, target)).")],
+    out: ProfileOut,
+    batch: Annotated[int, typer.Option("--batch", help="Samples per step (torchvision and hf models).")] = 8,
+    precision: Annotated[str, typer.Option("--precision", help="fp32, amp (autocast), bf16 or fp16 (the model in that type).")] = "fp32",
+    seq_len: Annotated[int | None, typer.Option("--seq-len", help="hf models: tokens per sample (default: 128).")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="cuda, cpu, ... (default: cuda when available).")] = None,
+    warmup: Annotated[int, typer.Option("--warmup", help="Steps before measuring.")] = 2,
+    iterations: Annotated[int, typer.Option("--iterations", help="Steps measured (medians).")] = 5,
+    trace: Annotated[Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+):
+    """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.\\[torch]').
+
+    Example: sweep profile measure torchvision:resnet50 --batch 32 --out resnet50.json
+    """
+    from netsweep_jax.sweep.io.measure import measure
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    check_new_file(out, force=force, suffixes=(".json",))
+    if trace is not None:
+        check_new_file(trace, force=force, suffixes=(".json",), param="trace")
+    profile = measure(model, batch=batch, precision=precision, device=device, warmup=warmup, iterations=iterations,
+                      seq_len=seq_len, trace=trace)
+    _write_profile(profile, out, force)
+
+
+@profile_app.command("import")
+@options()
+def profile_import(
+    trace: Annotated[Path, typer.Argument(help="A torch.profiler Chrome trace (export_chrome_trace) of a training step, recorded with record_shapes=True.")],
+    out: ProfileOut,
+    model: Annotated[str | None, typer.Option("--model", help="Profile name (default: the file's).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+):
+    """Extract a profile from a PyTorch profiler trace (no torch needed).
+
+    Example: sweep profile import examples/tiny.trace.json --out tiny.json
+    """
+    from netsweep_jax.sweep.io.trace import import_trace
+
+    _write_profile(import_trace(trace, model), out, force)
+

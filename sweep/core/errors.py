@@ -1,0 +1,30 @@
+"""The one error type users see: bad input, reported in one line, exit code 2."""
+
+
+class InputError(ValueError):
+    """Bad user input: a value that breaks a rule, or a malformed file.
+
+    ``InputError(detail, param=name)`` names the library parameter (``bandwidth``,
+    ``collective``, ...) the value was given for; the message reads
+    ``"<param> <detail>"`` in Python and ``"<option> <detail>"`` on the command line,
+    where :func:`sweep.core.schema.option_of` maps the parameter to its CLI flag. Without
+    ``param`` the detail is the whole message (files name themselves and the line).
+    """
+
+    def __init__(self, detail, param=None):
+        self.detail = detail
+        self.param = param
+        super().__init__(f"{param} {detail}" if param else detail)
+
+
+class DiskFull(RuntimeError):
+    """The disk filled up while a sweep wrote its cube; finished blocks are kept for --resume."""
+
+
+class StitchTimeout(RuntimeError):
+    """A ``--distributed`` shard did not complete in time (its process probably died)."""
+
+
+def where(path, line=None):
+    """``'path'`` or ``'path:line'``, for messages that point at input."""
+    return f"{path}:{line}" if line is not None else f"{path}"

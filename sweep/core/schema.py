@@ -1,0 +1,191 @@
+"""The vocabulary of netsweep, defined once: dims, axes, outputs, units, parameter names.
+
+Everything that names a dimension, an axis, an output variable or a CLI option reads
+it from here: the grid, the engine, the HDF5 writer and reader, the Python API and
+the CLI. Pure Python (no numpy, no JAX), so the CLI can answer ``--help`` without
+importing the numerical stack.
+
+An axis is spelled the same as a CLI option's parameter, a Python API keyword, a
+kernel argument and an HDF5 dimension (``bandwidth``, ``utilization``, ...). Values
+are stored as the user typed them (bandwidth in Gbit/s, latency in microseconds,
+fusion_buffer in MiB, fusion_timeout in ms); ``units`` says which and ``to_si``
+converts them for the kernels (bit/s, s, bytes).
+"""
+
+import dataclasses
+import math
+
+from netsweep_jax.sweep.core.errors import InputError
+
+MAX_AXIS_VALUES = 10**7  # values one axis may expand to (a range is refused before it is built)
+
+
+def show(value):
+    """A number as the user would recognise it: up to 15 significant digits, no trailing zeros."""
+    return f"{value:.15g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisSpec:
+    """How one numeric axis is spelled, checked and converted.
+
+    Attributes:
+      name: dimension name, Python keyword and kernel argument.
+      option: CLI option.
+      units: units of the stored values.
+      long_name: human description.
+      integer: values must be whole numbers.
+      low, high: inclusive bounds. They keep every result finite and > 0 in float32
+        as well as float64 (the widest case: 1024 GPUs on each of 10^6 nodes, 10^-3
+        Gbit/s at 10^-4 utilization, 1 s of latency per message).
+      default: default value text (value syntax).
+      to_si: factor from stored units to the kernel's (bit/s, s, bytes).
+    """
+
+    name: str
+    option: str
+    units: str
+    long_name: str
+    integer: bool
+    low: float
+    high: float
+    default: str
+    to_si: float
+
+    def rule(self):
+        """The validity rule as text, e.g. ``must be a number from 0.001 to 1000000``."""
+        kind = "an integer" if self.integer else "a number"
+        return f"must be {kind} from {show(self.low)} to {show(self.high)}"
+
+    def check(self, value):
+        """Raise :class:`InputError` (naming this axis) unless ``value`` obeys the rule."""
+        ok = math.isfinite(value) and self.low <= value <= self.high
+        ok = ok and (not self.integer or float(value).is_integer())
+        if not ok:
+            raise InputError(f"{show(value)}: {self.name} {self.rule()}", param=self.name)
+
+    @property
+    def help(self):
+        """Help text for the CLI option."""
+        unit = "" if self.units == "1" else f", {self.units}"
+        return f"{self.long_name[0].upper()}{self.long_name[1:]}{unit} ({self.rule()})."
+
+
+NUMERIC_AXES = {
+    s.name: s
+    for s in (
+        AxisSpec("fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, 1e6, "64", 2.0**20),
+        AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, 1e6, "5", 1e-3),
+        AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, 1e6, "8", 1.0),
+        AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, 1024, "8", 1.0),
+        AxisSpec("nics_per_node", "--nics-per-node", "1", "network interfaces per node, shared by its GPUs",
+                 True, 1, 64, "1", 1.0),
+        AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 1e-3, 1e6, "1,10,25,40,100",
+                 1e9),
+        AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves", False, 1e-4,
+                 1.0, "1", 1.0),
+        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0),
+        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, 1e6, "0", 1e-6),
+        AxisSpec("overhead", "--overhead", "ms", "time per iteration nothing overlaps, when N > 1", False, 0, 1e6,
+                 "0", 1e-3),
+        AxisSpec("slowdown", "--slowdown", "1", "compute stretched by 1 + slowdown when N > 1", False, 0, 100,
+                 "0", 1.0),
+        AxisSpec("jitter", "--jitter", "1", "coefficient of variation of a worker's compute time", False, 0, 10,
+                 "0", 1.0),
+        AxisSpec("accum", "--accum", "1", "micro-batches of compute per gradient synchronization", True, 1, 1e6,
+                 "1", 1.0),
+    )
+}
+
+# The cube's dimension order: structural dims (a new set of buckets) first, then the
+# worker layout (new collective coefficients), then the axes the kernel sweeps freely
+# (one configuration each). A write block is then one contiguous hyperslab.
+STRUCTURAL = ("model", "collective", "bucketing", "compressor", "fusion_buffer", "fusion_timeout")
+LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
+INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter", "accum")
+DIMS = STRUCTURAL + LAYOUT + INNER
+
+# Axes `need` solves for: the scaling factor grows with the first three and falls with the rest.
+GROWING = ("bandwidth", "utilization", "ratio")
+SOLVABLE = GROWING + ("latency", "overhead", "slowdown", "jitter")
+
+COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
+KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
+DTYPES = ("float32", "float64")
+STORE_DTYPES = ("float16", "float32", "float64")
+BUCKETINGS = ("horovod", "ddp", "fsdp")
+LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule",
+              "compressor": "gradient compressor"}
+TEXT_DIMS = tuple(LONG_NAMES)  # the dims whose coordinates are names, not numbers
+
+# Output variables: name -> (units, long name). Their order is the cube's.
+VARIABLES = {
+    "scaling_factor": ("1", "scaling factor (T1 / iteration time)"),
+    "iteration_time": ("s", "time of one data-parallel training iteration"),
+    "exposed_comm": ("s", "communication not hidden behind the backward pass"),
+    "comm_time": ("s", "sum of all-reduce durations of all buckets"),
+    "time_to_accuracy": ("1", "iterations factor x iteration time, relative to the same run uncompressed"),
+}
+OUTPUTS = tuple(VARIABLES)
+# Kept unless --vars says otherwise; time_to_accuracy (a second evaluation) too when a sweep compresses.
+DEFAULT_OUTPUTS = OUTPUTS[:4]
+
+
+def in_cube_order(names):
+    """The output variables among ``names``, in the cube's order."""
+    return [name for name in OUTPUTS if name in names]
+
+# Library parameters that are not numeric axes, and the CLI options that set them.
+OTHER_OPTIONS = {
+    "model": "--model",
+    "collective": "--collective",
+    "profile": "--profile",
+    "iteration_time": "--iteration-time",
+    "intra_bandwidth": "--intra-bw",
+    "reduce_table": "--reduce-cost",
+    "dtype": "--x64",
+    "kernel": "--kernel",
+    "block_configs": "--block-configs",
+    "target": "--target",
+    "solve": "--solve",
+    "fit": "--fit",
+    "out": "--out",
+    "sel": "--sel",
+    "kind": "--kind",
+    "profiles_dir": "--profiles-dir",
+    "resume": "--resume",
+    "gpu": "--gpu",
+    "precision": "--precision",
+    "batch": "--batch",
+    "seq_len": "--seq-len",
+    "bucketing": "--bucketing",
+    "compressor": "--compressor",
+    "iterations_factor": "--iterations-factor",
+    "codec_cost": "--codec-cost",
+    "vars": "--vars",
+    "store": "--store",
+    "train": "--train",
+    "per": "--per",
+    "bounds": "--bounds",
+    "distributed": "--distributed",
+}
+
+
+def option_of(param):
+    """The CLI option that sets library parameter ``param`` (the name itself if none)."""
+    if param in NUMERIC_AXES:
+        return NUMERIC_AXES[param].option
+    return OTHER_OPTIONS.get(param, param)
+
+
+def cli_message(error: InputError) -> str:
+    """``error`` as the command line says it: its parameter spelled as the CLI option that sets it."""
+    return f"{option_of(error.param)} {error.detail}" if error.param else error.detail
+
+
+def coordinate_attrs(dim):
+    """``units`` and ``long_name`` of a dimension's coordinate."""
+    if dim in NUMERIC_AXES:
+        spec = NUMERIC_AXES[dim]
+        return {"units": spec.units, "long_name": spec.long_name}
+    return {"units": "", "long_name": LONG_NAMES[dim]}

@@ -1,0 +1,16 @@
+"""Reading the user's text files: one rule for encodings and for files that are not text."""
+
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError
+
+
+def read_lines(path, what):
+    """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: " + (f"a directory, not a {what}" if path.is_dir() else f"{what} not found"))
+    try:
+        return path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file (expected a UTF-8 {what})") from None

@@ -1,0 +1,111 @@
+"""Axis values on the host: the value syntax, coercion and unit conversion.
+
+The axes themselves (names, units, bounds) are defined in :mod:`sweep.core.schema`.
+Value syntax (``parse_values``): a list ``10,25,100``; an inclusive range
+``1..100`` (step 1); ``1..100:5`` (step 5); ``1..1000@20`` (20 evenly spaced
+points); ``1..1000@20log`` (20 log-spaced points); items may be mixed
+(``1,2,5..10``).
+"""
+
+import math
+import re
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import MAX_AXIS_VALUES, NUMERIC_AXES, show
+
+_RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
+
+
+def _num(text, spec, item):
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{item!r}: {text!r} is not a number ({spec.rule()})", param=spec.name) from None
+
+
+def parse_values(text, spec):
+    """Parse ``text`` in the value syntax for axis ``spec``; return float64 [n].
+
+    Raises :class:`InputError` naming the option, the value and the rule.
+    """
+    text = str(text).strip()
+    if not text:
+        raise InputError("'': give at least one value", param=spec.name)
+    values = []
+    for item in (s.strip() for s in text.split(",")):
+        if ".." not in item:
+            values.append(_num(item, spec, item))
+            continue
+        m = _RANGE.match(item)
+        if "..." in item or not m:
+            raise InputError(f"{item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog", param=spec.name)
+        a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
+        if b < a:
+            raise InputError(f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name)
+        if m["n"] is not None:
+            n = int(m["n"])
+            if n > MAX_AXIS_VALUES:
+                raise InputError(f"{item!r}: {n:,} points; an axis takes at most {MAX_AXIS_VALUES:,} values",
+                                 param=spec.name)
+            if n < 1 or (n == 1 and a != b):
+                raise InputError(f"{item!r}: @N needs N >= 2 points (N = 1 only for A..A)", param=spec.name)
+            if m["log"]:
+                if a <= 0:
+                    raise InputError(f"{item!r}: a log range needs start > 0", param=spec.name)
+                values.extend(np.geomspace(a, b, n))
+            else:
+                values.extend(np.linspace(a, b, n))
+        else:
+            step = _num(m["step"], spec, item) if m["step"] is not None else 1.0
+            if not (step > 0 and math.isfinite(step)):
+                raise InputError(f"{item!r}: step {show(step)} is empty; it must be > 0", param=spec.name)
+            if (b - a) / step + 1 > MAX_AXIS_VALUES:
+                raise InputError(f"{item!r}: {(b - a) / step + 1:.3g} values; an axis takes at most "
+                                 f"{MAX_AXIS_VALUES:,} values", param=spec.name)
+            count = int(math.floor((b - a) / step + 1e-9)) + 1
+            values.extend(a + step * np.arange(count))
+    # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
+    # 0.30000000000000004, and .sel(utilization=0.3) finds it.
+    out = np.array([float(f"{v:.12g}") for v in values], dtype=np.float64)
+    for v in out:
+        spec.check(v)
+    if len(np.unique(out)) != len(out):
+        dup = next(v for i, v in enumerate(out) if v in out[:i])
+        raise InputError(f"{text!r}: value {show(dup)} appears twice; each value once", param=spec.name)
+    return out
+
+
+def parse_names(text, param, known):
+    """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
+    items = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
+    names = [s.strip() for s in items if s.strip()]
+    if not names:
+        raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
+    for n in names:
+        if n not in known:
+            raise InputError(f"{n!r}: unknown; known: {', '.join(known)}", param=param)
+    if len(set(names)) != len(names):
+        raise InputError(f"{', '.join(names)!r}: each name once", param=param)
+    return names
+
+
+def coerce_axis(name, value):
+    """Python API values (number, sequence, or syntax string) -> float64 [n]."""
+    spec = NUMERIC_AXES[name]
+    if isinstance(value, str):
+        return parse_values(value, spec)
+    out = np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
+    if out.size == 0:
+        raise InputError("[]: give at least one value", param=name)
+    for v in out:
+        spec.check(v)
+    if len(np.unique(out)) != len(out):
+        raise InputError(f"{out.tolist()}: each value once", param=name)
+    return out
+
+
+def si_values(name, values):
+    """Stored values of axis ``name`` in kernel units (bit/s, s, bytes, 1)."""
+    return np.asarray(values, dtype=np.float64) * NUMERIC_AXES[name].to_si

@@ -1,0 +1,96 @@
+"""The one module that calls ``jax.jit``: fixed-shape entry points around the kernels.
+
+Every argument that varies within a sweep, a query or a fit is a traced array;
+only structural choices are static (which kernel, which axis is solved, which
+parameters are fitted). Shapes are fixed per sweep (padded blocks, buckets padded
+to the sweep's maximum), so a sweep compiles once per dtype, and a second sweep or
+fit of the same shapes compiles nothing.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from netsweep_jax.kernels import fit
+from netsweep_jax.kernels.bisect import boundary
+from netsweep_jax.kernels.overlap import PAPER, Config, on_grid, on_table
+
+
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "outputs", "store", "reduce"))
+def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER,
+                 outputs=None, store=None, reduce=None):
+    """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
+
+    ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
+    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
+    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
+    ``outputs``: the metrics to return (None: all), cast on the device to ``store``
+    (a dtype name; None: the compute dtype), so only what is kept is copied back;
+    ``reduce``: (block tensor shape, axes, family) to reduce each output over on the device
+    (:func:`sweep.engine.reductions.device_reduce`), giving ``name`` and ``name@index`` (None: no reduction).
+    """
+    if kernel == "xla":
+        out = on_grid(config, layout, buckets, t1, None, features)
+    else:
+        from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for
+
+        out = on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
+                             zero_latency=zero_latency)
+    if reduce is not None:
+        from netsweep_jax.sweep.engine.reductions import device_reduce
+
+        shape, axes, family = reduce
+        reduced = {}
+        for name in outputs or out:
+            value, index = device_reduce(out[name].reshape(shape), axes, family)
+            reduced[name] = value
+            if index is not None:
+                reduced[f"{name}@index"] = index
+        return reduced
+    return {name: out[name] if store is None else out[name].astype(store) for name in (outputs or out)}
+
+
+@functools.partial(jax.jit, static_argnames=("features",))
+def table_metrics(config, layout, buckets, t1, *, features=PAPER):
+    """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
+    return on_table(config, layout, buckets, t1, None, features)
+
+
+@functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
+def solve_on_grid(config, layout, buckets, t1, target, low, high, *, axis, iterations=40, features=PAPER,
+                  increasing=True):
+    """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
+
+    The smallest value reaching it when the scaling factor grows with ``axis``
+    (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
+    ``axis`` field of ``config`` is ignored); returns (value [K, C], status [K, C]) as
+    :func:`kernels.bisect.boundary`.
+    """
+    shape = (layout.messages.shape[0], config.bandwidth.shape[0])
+    cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
+
+    def scaling(x):
+        return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None, features)["scaling_factor"]
+
+    return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features"))
+def fit_rows(starts, rows, target, weights, *, spec, measured, steps, learning_rate, softness, features=PAPER):
+    """Fit the parameters of ``spec`` to measured rows (see :func:`kernels.fit.fit`)."""
+    return fit.fit(starts, rows, target, weights, spec=spec, measured=measured, steps=steps,
+                   learning_rate=learning_rate, softness=softness, features=features)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "features"))
+def predict_rows(params, rows, *, spec, features=PAPER):
+    """Exact-model predictions of every row under ``params`` (see :func:`kernels.fit.predict`)."""
+    return fit.predict(params, rows, spec=spec, softness=None, features=features)
+
+
+@functools.partial(jax.jit, static_argnames=("spec", "measured", "features"))
+def residual_jacobian(params, rows, target, *, spec, measured, features=PAPER):
+    """d residuals / d params [R, P] at ``params`` (exact model), for uncertainties."""
+    return jax.jacfwd(lambda p: fit.residuals(p, rows, target, spec=spec, measured=measured, softness=None,
+                                              features=features))(params)

@@ -1,0 +1,303 @@
+"""A sweep grid: the profiles, the axes and the fixed settings of one sweep.
+
+The grid's dimension order is :data:`sweep.core.schema.DIMS` and is the cube's.
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import (
+    BUCKETINGS,
+    COLLECTIVES,
+    DEFAULT_OUTPUTS,
+    DIMS,
+    DTYPES,
+    NUMERIC_AXES,
+    OUTPUTS,
+    STORE_DTYPES,
+    in_cube_order,
+    show,
+)
+from netsweep_jax.sweep.core.values import coerce_axis, parse_names
+from netsweep_jax.sweep.model.builtin import builtin_profile
+from netsweep_jax.sweep.model.compressors import (
+    NONE,
+    codec_cost_for,
+    codec_overrides,
+    parse_compressors,
+    parse_factors,
+    tensor_codec,
+)
+from netsweep_jax.sweep.model.profile import Profile
+from netsweep_jax.sweep.model.vector_add import default_table
+
+DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
+
+
+@dataclasses.dataclass(frozen=True)
+class Grid:
+    """Everything that determines a sweep's results.
+
+    Attributes:
+      profiles: tuple of :class:`~sweep.model.profile.Profile`, the ``model`` axis.
+      collectives: tuple of collective names, the ``collective`` axis.
+      values: dict axis name -> float64 [n] values in stored units (numeric axes).
+      reduce_table: ([T] bytes, [T] seconds) reduce-cost table.
+      reduce_source: where the table came from (text).
+      intra_bandwidth: intra-node bandwidth (Gbit/s) for ``hierarchical``.
+      dtype: ``"float32"`` or ``"float64"``, the compute precision.
+      variables: the outputs the cube keeps (a subset of :data:`sweep.core.schema.OUTPUTS`, in its order).
+      store: the storage dtype (``float16``, ``float32``, ``float64``; empty: the compute dtype).
+      compressors: tuple of :class:`~sweep.model.compressors.Compressor`, the ``compressor`` axis.
+      factors: compressor name -> iterations to the same accuracy relative to none.
+      codec_overrides: :class:`~sweep.model.compressors.CodecCost` fields set by ``--codec-cost``.
+    """
+
+    profiles: tuple
+    collectives: tuple
+    bucketings: tuple
+    values: dict
+    reduce_table: tuple
+    reduce_source: str = "default V100 model"
+    intra_bandwidth: float = DEFAULT_INTRA_GBPS
+    dtype: str = "float32"
+    variables: tuple = DEFAULT_OUTPUTS
+    store: str = ""
+    compressors: tuple = (NONE,)
+    factors: dict = dataclasses.field(default_factory=lambda: {"none": 1.0})
+    codec_overrides: dict = dataclasses.field(default_factory=dict)
+    reduction: object = None  # a sweep.reduce.Reduction under --reduce
+
+    @property
+    def compresses(self):
+        """True when some compressor is not ``none``."""
+        return any(c.method != "none" for c in self.compressors)
+
+    @property
+    def store_dtype(self):
+        """The dtype the cube stores (the compute dtype unless ``store`` says otherwise)."""
+        return self.store or self.dtype
+
+    @property
+    def sizes(self):
+        """dim -> extent, in cube order."""
+        return {d: self.size_of(d) for d in DIMS}
+
+    @property
+    def shape(self):
+        return tuple(self.sizes.values())
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def size_of(self, dim):
+        if dim == "model":
+            return len(self.profiles)
+        if dim == "collective":
+            return len(self.collectives)
+        if dim == "bucketing":
+            return len(self.bucketings)
+        if dim == "compressor":
+            return len(self.compressors)
+        return len(self.values[dim])
+
+    def coords(self):
+        """dim -> coordinate values as typed (str array for model/collective)."""
+        out = {"model": np.array([p.model for p in self.profiles]),
+               "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings),
+               "compressor": np.array([c.name for c in self.compressors])}
+        for d in DIMS:
+            if d not in NUMERIC_AXES:
+                continue
+            v = self.values[d]
+            out[d] = v.astype(np.int64) if NUMERIC_AXES[d].integer else v
+        return out
+
+    def fingerprint(self):
+        """SHA-256 of everything that determines the results (for --resume)."""
+        payload = {
+            "profiles": [p.content_hash() for p in self.profiles],
+            "models": [p.model for p in self.profiles],
+            "collectives": list(self.collectives),
+            "bucketings": list(self.bucketings),
+            "values": {k: np.asarray(v).tolist() for k, v in sorted(self.values.items())},
+            "reduce": [np.asarray(t).tolist() for t in self.reduce_table],
+            "intra": self.intra_bandwidth,
+            "dtype": self.dtype,
+            "variables": list(self.variables),
+            "store": self.store_dtype,
+        }
+        if self.reduction is not None:
+            r = self.reduction
+            payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
+        if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
+            payload["compression"] = {"compressors": [c.name for c in self.compressors], "factors": self.factors,
+                                      "codec": self.codec_overrides,
+                                      "shapes": [repr(p.shape) for p in self.profiles]}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def resolve_models(model="resnet50", profile: str | Path | None = None, iteration_time: float | None = None,
+                   *, gpu=None, precision=None, batch=None, seq_len=None) -> tuple[Profile, ...]:
+    """The profiles a sweep runs on: a profile file, or built-in names.
+
+    Args:
+      model: a built-in name or comma list of them (the paper's CNNs, or a
+        transformer of :data:`sweep.model.transformers.TRANSFORMERS`), a :class:`Profile`,
+        or a sequence of either (ignored when ``profile`` is given).
+      profile: a profile file (.json, .csv, .bk.log), or None.
+      iteration_time: T1 in seconds: for a profile file that has none, or to put a
+        built-in model on other hardware (its compute scaled to this T1).
+      gpu, precision, batch, seq_len: for transformers, each a value or a comma list
+        (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
+        see :mod:`sweep.model.compute`.
+    """
+    from netsweep_jax.sweep.model.builtin import builtin_names
+    from netsweep_jax.sweep.model.profile import load_profile
+    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+
+    if profile is not None:
+        return (load_profile(profile, t1=iteration_time),)
+    names = parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)) if isinstance(model, str) else model
+    names = [names] if isinstance(names, Profile) else list(names)
+    workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
+        raise InputError(f"{_text(next(iter(given.values())))}: only for transformer models "
+                         f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
+                         f"(--iteration-time scales them)", param=next(iter(given)))
+    models = []
+    for n in names:
+        if isinstance(n, str) and n in TRANSFORMERS:
+            models += _workloads(n, given)
+        else:
+            models.append(builtin_profile(n) if isinstance(n, str) else n)
+    models = tuple(models)
+    if iteration_time is None:
+        return models
+    if not (isinstance(iteration_time, (int, float)) and 0 < iteration_time <= 1e4):
+        raise InputError(f"{show(iteration_time)}: must be a number of seconds in (0, 1e4]", param="iteration_time")
+    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
+
+
+def _text(value):
+    return value if isinstance(value, str) else ",".join(map(str, value)) if isinstance(value, (list, tuple)) \
+        else str(value)
+
+
+def _values(value, param, integer):
+    """A comma list or a sequence -> list; integers checked."""
+    items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) \
+        else [value]
+    out = []
+    for item in items:
+        item = item.strip() if isinstance(item, str) else item
+        if integer:
+            try:
+                number = float(item)
+            except (TypeError, ValueError):
+                raise InputError(f"{item!r}: not a number", param=param) from None
+            if not number.is_integer():
+                raise InputError(f"{show(number)}: must be an integer", param=param)
+            item = int(number)
+        out.append(item)
+    return out
+
+
+def _workloads(name, given):
+    """Every combination of the transformer workload settings, as profiles."""
+    import itertools
+
+    from netsweep_jax.sweep.model.compute import Workload, transformer_profile
+
+    axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
+    keys = list(axes)
+    return [transformer_profile(Workload(name, **dict(zip(keys, combo))))
+            for combo in itertools.product(*(axes[k] for k in keys))]
+
+
+def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
+              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=None, store=None,
+              gpu=None, precision=None, batch=None, seq_len=None, compressor="none", iterations_factor=None,
+              codec_cost=None, reduce=None, **axes) -> Grid:
+    """Build a validated :class:`Grid`.
+
+    Args:
+      model: as :func:`resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
+        set a transformer's workload there.
+      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`.
+      bucketing: ``horovod`` and/or ``ddp`` (:mod:`sweep.model.fusion`), likewise.
+      reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
+        the default V100 model.
+      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
+      dtype: ``"float32"`` or ``"float64"`` (compute).
+      variables: outputs to keep: a comma list or sequence from :data:`sweep.core.schema.OUTPUTS`
+        (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
+      store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
+      compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
+        ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
+      iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
+        reach the same accuracy, relative to none (default 1).
+      codec_cost: a JSON file or a dict overriding the codec throughput model.
+      reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`).
+      **axes: numeric axes by name (``bandwidth`` is required; others default as in
+        the CLI). Each is a number, a sequence, or a value-syntax string.
+
+    Raises:
+      InputError naming the parameter, the value and the rule.
+    """
+    from netsweep_jax.sweep.model.vector_add import read_table
+
+    profiles = resolve_models(model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len)
+    if not profiles:
+        raise InputError("[]: give at least one model or profile", param="model")
+    names = [p.model for p in profiles]
+    if len(set(names)) != len(names):
+        raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
+    collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
+    bucketings = tuple(parse_names(bucketing, "bucketing", BUCKETINGS))
+    unknown = set(axes) - set(NUMERIC_AXES)
+    if unknown:
+        raise InputError(f"unknown axis {sorted(unknown)[0]!r}; axes: {', '.join(NUMERIC_AXES)}")
+    values = {name: coerce_axis(name, axes.get(name, spec.default)) for name, spec in NUMERIC_AXES.items()}
+    if "fsdp" in bucketings and np.any(values["accum"] > 1):
+        raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
+                         param="bucketing")
+    if not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
+        raise InputError(f"{intra_bandwidth:g}: intra-node bandwidth must be a number > 0 Gbit/s",
+                         param="intra_bandwidth")
+    if dtype not in DTYPES:
+        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    compressors = parse_compressors(compressor)
+    compresses = any(c.method != "none" for c in compressors)
+    if compresses and "fsdp" in bucketings:
+        raise InputError(f"fsdp with {compressor}: compression is modelled for all-reduce schedules (horovod, ddp)",
+                         param="compressor")
+    for c in compressors:  # refuse now what the engine could not build later
+        if c.method == "powersgd":
+            for p in profiles:
+                tensor_codec(c, p, codec_cost_for(p))
+    factors = parse_factors(iterations_factor, compressors)
+    overrides = codec_overrides(codec_cost)
+    if variables is None:
+        variables = DEFAULT_OUTPUTS + (("time_to_accuracy",) if compresses else ())
+    variables = tuple(in_cube_order(parse_names(variables, "vars", OUTPUTS)))  # whatever order they came in
+    if store is not None and store not in STORE_DTYPES:
+        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
+    if reduce_table is None:
+        table, source = default_table(), "default V100 model"
+    elif isinstance(reduce_table, (str, Path)):
+        table, source = read_table(reduce_table), str(reduce_table)
+    else:
+        table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
+    from netsweep_jax.sweep.engine.reductions import parse_reductions
+
+    return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
+                variables, store or "", compressors, factors, overrides, parse_reductions(reduce))

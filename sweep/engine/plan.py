@@ -1,0 +1,135 @@
+"""Plan geometry: how a grid's cube is cut into blocks, and the one kernel shape.
+
+Pure index arithmetic over named dims, no arrays. The cube's dims are
+``STRUCTURAL + LAYOUT + INNER`` (:mod:`sweep.core.schema`). A *task* is one index along
+every structural dim (one set of fused buckets); within a task the remaining
+(varying) dims are cut into hyperslab blocks of at most ``block_configs``
+configurations. A block is handed to the kernel as ``kb`` worker layouts x ``ci``
+inner configurations (one of the two is always the whole extent), padded to that
+shape, which is fixed for the whole sweep: one compile per sweep.
+"""
+
+import dataclasses
+import itertools
+import math
+import numbers
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DIMS, INNER, LAYOUT, STRUCTURAL
+
+VARYING = LAYOUT + INNER
+DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
+MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """One unit of work and of writing.
+
+    Attributes:
+      index: position in :meth:`Plan.blocks` (the id recorded as done).
+      task: indices along :data:`~sweep.core.schema.STRUCTURAL`.
+      slab: ``slice`` objects along :data:`VARYING` (layout dims, then inner dims).
+    """
+
+    index: int
+    task: tuple
+    slab: tuple
+
+    @property
+    def layout_slab(self):
+        """Slices along :data:`~sweep.core.schema.LAYOUT`."""
+        return self.slab[: len(LAYOUT)]
+
+    @property
+    def inner_slab(self):
+        """Slices along :data:`~sweep.core.schema.INNER`."""
+        return self.slab[len(LAYOUT):]
+
+    def region(self):
+        """Index tuple into the full cube (one entry per dim of :data:`~sweep.core.schema.DIMS`)."""
+        return tuple(slice(i, i + 1) for i in self.task) + self.slab
+
+    def region_shape(self):
+        """The block's extent along every dim of the cube."""
+        return tuple(s.stop - s.start for s in self.region())
+
+    @property
+    def layouts(self):
+        """Worker layouts in the block."""
+        return math.prod(s.stop - s.start for s in self.layout_slab)
+
+    @property
+    def size(self):
+        """Configurations in the block."""
+        return math.prod(s.stop - s.start for s in self.slab)
+
+
+class Plan:
+    """How a cube of ``sizes`` is cut into blocks, and the fixed kernel shape (kb, ci).
+
+    Args:
+      sizes: dict dim -> extent for every dim of :data:`~sweep.core.schema.DIMS`.
+      block_configs: at most this many configurations per block (a memory budget),
+        except that a block holds at least one row of the innermost dims.
+    """
+
+    def __init__(self, sizes, block_configs=DEFAULT_BLOCK_CONFIGS):
+        self.sizes = {d: int(sizes[d]) for d in DIMS}
+        if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
+            raise InputError(f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}",
+                             param="block_configs")
+        self.block_configs = int(block_configs)
+        self._blocks = None
+        var = [self.sizes[d] for d in VARYING]
+        # Split dim: the outermost varying dim whose trailing extent fits a block.
+        split = next(i for i in range(len(VARYING)) if math.prod(var[i + 1:]) <= self.block_configs)
+        self.split_dim = VARYING[split]
+        trailing = math.prod(var[split + 1:])
+        self.rows = max(1, min(var[split], self.block_configs // trailing))
+        if self.split_dim in LAYOUT:  # whole inner extent, several layouts per block
+            self.kb = self.rows * math.prod(var[split + 1:len(LAYOUT)])
+            self.ci = math.prod(var[len(LAYOUT):])
+        else:  # one layout per block, part of the inner extent
+            self.kb = 1
+            self.ci = self.rows * trailing
+
+    @property
+    def shape(self):
+        return tuple(self.sizes[d] for d in DIMS)
+
+    @property
+    def splits_layouts(self):
+        """True when every block holds the whole inner extent (and a run of layouts)."""
+        return self.split_dim in LAYOUT
+
+    @property
+    def chunk_shape(self):
+        """Shape of one (full) block in the cube: the HDF5 chunk shape."""
+        split = VARYING.index(self.split_dim)
+        var = [1] * split + [self.rows] + [self.sizes[d] for d in VARYING[split + 1:]]
+        return (1,) * len(STRUCTURAL) + tuple(var)
+
+    def tasks(self):
+        """Every structural index tuple, in cube order."""
+        return itertools.product(*(range(self.sizes[d]) for d in STRUCTURAL))
+
+    def blocks(self):
+        """All blocks in a fixed order (the order ids refer to); computed once."""
+        if self._blocks is None:
+            self._blocks = tuple(self._cut())
+        return self._blocks
+
+    def _cut(self):
+        split = VARYING.index(self.split_dim)
+        outer = [self.sizes[d] for d in VARYING[:split]]
+        along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in VARYING[split + 1:]]
+        out = []
+        for task in self.tasks():
+            for prefix in itertools.product(*(range(n) for n in outer)):
+                for j in range(0, along, self.rows):
+                    slab = tuple(slice(p, p + 1) for p in prefix)
+                    slab += (slice(j, min(j + self.rows, along)),)
+                    slab += tuple(slice(0, n) for n in trailing)
+                    out.append(Block(len(out), task, slab))
+        return out

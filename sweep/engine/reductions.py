@@ -1,0 +1,225 @@
+"""On-device reductions (``--reduce OP:DIM[,DIM...]``): answer a question about a grid no disk could hold.
+
+Ops: ``max``, ``min``, ``mean``, ``argmax``, ``argmin``, over one or more dims; the
+option repeats. ``argmax``/``argmin`` reduce like ``max``/``min`` and also keep,
+per variable and per dim, the coordinate where the extreme is reached (a variable
+``<var>_argmax_<dim>``). One sweep uses one family, ``max``/``argmax``,
+``min``/``argmin`` or ``mean``, over the union U of the dims named: the result per
+remaining cell is the extreme (or mean) over every combination of U jointly, so
+the order the options come in does not matter; a tie goes to the first
+combination in cube order, as ``numpy.argmax`` over U flattened.
+
+How it runs: every block is reduced on the device over the U dims it holds whole
+(the dims after the block's split dim, :mod:`sweep.engine.plan`), so only the reduced block
+is copied back; the host reduces the split dim's rows if it is in U and combines
+the block into an accumulator the size of the result (max/min with the flat index
+of the extreme, mean as a float64 sum). :mod:`sweep.io.reduced` checkpoints
+the accumulators of a sweep written to a file.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DIMS, STRUCTURAL, VARIABLES
+from netsweep_jax.sweep.engine.dataset import coordinates
+from netsweep_jax.sweep.engine.plan import VARYING
+
+OPS = ("max", "min", "mean", "argmax", "argmin")
+FAMILY = {"max": "max", "argmax": "max", "min": "min", "argmin": "min", "mean": "mean"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """What a sweep reduces.
+
+    Attributes:
+      family: ``max``, ``min`` or ``mean``.
+      dims: the reduced dims U, in cube order.
+      labelled: the dims whose coordinate of the extreme is kept (argmax/argmin).
+      text: the options as given, for the cube's attributes.
+    """
+
+    family: str
+    dims: tuple
+    labelled: tuple
+    text: str
+
+    @property
+    def kept(self):
+        """The result's dims, in cube order."""
+        return tuple(d for d in DIMS if d not in self.dims)
+
+    def label_name(self, variable, dim):
+        return f"{variable}_arg{self.family}_{dim}"
+
+
+def parse_reductions(items):
+    """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` (None when empty)."""
+    if not items:
+        return None
+    items = [items] if isinstance(items, str) else list(items)
+    family, dims, labelled = None, [], []
+    for item in items:
+        op, _, names = str(item).partition(":")
+        op = op.strip().lower()
+        if op not in OPS:
+            raise InputError(f"{item!r}: unknown op {op!r}; ops: {', '.join(OPS)}", param="reduce")
+        names = [n.strip() for n in names.split(",") if n.strip()]
+        if not names:
+            raise InputError(f"{item!r}: name the dims to reduce, as max:ratio or argmax:collective,nodes",
+                             param="reduce")
+        for name in names:
+            if name not in DIMS:
+                raise InputError(f"{item!r}: {name!r} is not a dim; dims: {', '.join(DIMS)}", param="reduce")
+            if name in dims:
+                raise InputError(f"{item!r}: {name} is reduced twice", param="reduce")
+            dims.append(name)
+            if op.startswith("arg"):
+                labelled.append(name)
+        if family not in (None, FAMILY[op]):
+            raise InputError(f"{','.join(map(str, items))}: {family} and {FAMILY[op]} reductions in one sweep would "
+                             f"depend on their order; use one of max/argmax, min/argmin or mean", param="reduce")
+        family = FAMILY[op]
+    order = [d for d in DIMS if d in dims]
+    return Reduction(family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items)))
+
+
+def _after_split(plan):
+    """The varying dims after the split dim: every block holds them whole."""
+    return VARYING[VARYING.index(plan.split_dim) + 1:]
+
+
+def in_block(plan, reduction):
+    """The U dims every block of ``plan`` holds whole, in cube order."""
+    return tuple(d for d in _after_split(plan) if d in reduction.dims)
+
+
+def device_plan(plan, reduction):
+    """(block tensor shape: rows of the split dim, then the dims after it; the axes of it the device
+    reduces; the family): the static ``reduce`` argument of :func:`sweep.engine.compiled.grid_metrics`."""
+    after = _after_split(plan)
+    shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
+    return shape, tuple(1 + after.index(d) for d in in_block(plan, reduction)), reduction.family
+
+
+def device_reduce(values, axes, family):
+    """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
+
+    ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
+    """
+    import jax.numpy as jnp
+
+    if not axes:
+        return values, None
+    keep = [a for a in range(values.ndim) if a not in axes]
+    moved = jnp.transpose(values, keep + list(axes))
+    flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
+    if family == "mean":
+        return jnp.mean(flat, axis=-1), None
+    index = jnp.argmax(flat, axis=-1) if family == "max" else jnp.argmin(flat, axis=-1)
+    return jnp.take_along_axis(flat, index[..., None], axis=-1)[..., 0], index.astype(jnp.int32)
+
+
+class Accumulator:
+    """The reduced result of one variable, combined block by block on the host."""
+
+    def __init__(self, shape, family, labelled):
+        self.family = family
+        self.value = np.full(shape, np.nan if family != "mean" else 0.0, np.float64)
+        self.index = {d: np.zeros(shape, np.int64) for d in labelled}
+        self.position = np.full(shape, np.iinfo(np.int64).max, np.int64)  # flat index over U of the extreme
+
+    def combine(self, where, value, position, labels):
+        """Fold a candidate (value, flat position over U, {dim: index}) into the cells at ``where``."""
+        if self.family == "mean":
+            self.value[where] += value
+            return
+        old, old_pos = self.value[where], self.position[where]
+        better = value > old if self.family == "max" else value < old
+        better |= np.isnan(old) | ((value == old) & (position < old_pos))
+        self.value[where] = np.where(better, value, old)
+        self.position[where] = np.where(better, position, old_pos)
+        for d, idx in labels.items():
+            self.index[d][where] = np.where(better, idx, self.index[d][where])
+
+
+def _block_where(plan, block, reduction):
+    """(index into the result for this reduced block, {dim: the block's first index along it})."""
+    split = VARYING.index(plan.split_dim)
+    axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
+    start = dict(zip(STRUCTURAL, block.task))
+    start.update({d: s.start for d, s in zip(VARYING, block.slab)})
+    rows = block.slab[split]
+    where = []
+    for d in reduction.kept:
+        if d == plan.split_dim:
+            where.append(slice(rows.start, rows.stop))
+        elif d in axes:
+            where.append(slice(None))
+        else:
+            where.append(start[d])
+    return tuple(where), start
+
+
+class ReducedRun:
+    """Accumulators of every kept variable, fed one reduced block at a time."""
+
+    def __init__(self, grid, plan):
+        self.grid, self.plan, self.r = grid, plan, grid.reduction
+        shape = tuple(plan.sizes[d] for d in self.r.kept)
+        self.acc = {v: Accumulator(shape, self.r.family, self.r.labelled) for v in grid.variables}
+        self.inside = in_block(plan, self.r)
+        self.u_sizes = [plan.sizes[d] for d in self.r.dims]
+        self.done = 0
+
+    def add(self, block, arrays):
+        """Fold one reduced block (:meth:`sweep.engine.dispatch.Dispatcher.collect`) into the accumulators."""
+        where, start = _block_where(self.plan, block, self.r)
+        split_reduced = self.plan.split_dim in self.r.dims  # its rows are reduced here, one by one
+        sizes = [self.plan.sizes[d] for d in self.inside]
+        for v, acc in self.acc.items():
+            value = arrays[v].astype(np.float64)
+            flat = arrays.get(f"{v}@index")
+            inside = dict(zip(self.inside, np.unravel_index(flat, sizes))) if flat is not None else {}
+            for row in range(value.shape[0]) if split_reduced else [None]:
+                self._fold(acc, where, value, inside, start, row)
+        self.done += 1
+
+    def _fold(self, acc, where, value, inside, start, row):
+        """Fold a block (or one row of the split dim) into ``acc``, with each U dim's index of its extreme."""
+
+        def pick(a):
+            return a if row is None else a[row]
+
+        index = {d: pick(inside[d]) if d in inside else start[d] + (row if d == self.plan.split_dim else 0)
+                 for d in self.r.dims}
+        shape = pick(value).shape
+        position = None
+        if self.r.family != "mean":
+            position = np.broadcast_to(np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims],
+                                                            self.u_sizes), shape)
+        acc.combine(where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in self.r.labelled})
+
+    def dataset(self):
+        """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
+        import xarray as xr
+
+
+        outside = math.prod(self.plan.sizes[d] for d in self.r.dims if d not in self.inside)
+        coords = self.grid.coords()
+        data = {}
+        for v, acc in self.acc.items():
+            value = acc.value / outside if self.r.family == "mean" else acc.value
+            units, long_name = VARIABLES[v]
+            data[v] = xr.Variable(self.r.kept, value.astype(self.grid.store_dtype),
+                                  {"units": units, "long_name": f"{self.r.family} of {long_name} over "
+                                                                f"{', '.join(self.r.dims)}"})
+            for d in self.r.labelled:
+                data[self.r.label_name(v, d)] = xr.Variable(
+                    self.r.kept, coords[d][acc.index[d]],
+                    {"long_name": f"{d} where {v} reaches its {self.r.family} over {', '.join(self.r.dims)}"})
+        ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
+        return ds.assign_attrs(reduced=self.r.text, reduced_dims=",".join(self.r.dims))

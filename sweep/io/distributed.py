@@ -1,0 +1,137 @@
+"""``sweep grid --distributed``: several processes (hosts) share one sweep.
+
+Each process joins ``jax.distributed`` (coordinator address, process count and id
+from the options, the JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID
+variables, or the cluster launcher JAX detects: SLURM, Open MPI, ...), learns its
+id, then leaves the coordination service: a sweep needs no communication between
+processes, and leaving means a process that dies cannot take the others down.
+Process p computes blocks ``index % count == p`` on its local devices into its own
+shard ``OUT.shard<p>of<count>.h5`` (durable per block, resumable). Process 0 then
+waits for every shard and stitches them, block by block, into ``OUT``: a plain cube,
+like a single-machine one. The output directory must be shared by all processes.
+
+If a process dies, the others finish their shards; process 0 gives up waiting
+once no missing shard has changed for ``stitch_timeout`` seconds and says which.
+Rerunning every process with ``--resume`` computes only the missing blocks.
+"""
+
+import os
+import time
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
+from netsweep_jax.sweep.engine.plan import Plan
+from netsweep_jax.sweep.io import cube
+from netsweep_jax.sweep.io.job import check_output, partial_path, run_grid
+from netsweep_jax.sweep.io.provenance import provenance
+
+
+def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=300):
+    """Join jax.distributed, return (process_id, process_count), and leave again."""
+    import jax
+
+    env = os.environ
+    coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
+    num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES")
+    process_id = process_id if process_id is not None else _int_env("JAX_PROCESS_ID")
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                                   process_id=process_id, initialization_timeout=timeout_s)
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise InputError(f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed") from None
+    pid, count = jax.process_index(), jax.process_count()
+    jax.distributed.shutdown()
+    return pid, count
+
+
+def run(grid, out, *, coordinator=None, num_processes=None, process_id=None, **kwargs):
+    """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
+    if out is None:
+        raise InputError("needed with --distributed: a path every process can reach", param="out")
+    pid, count = rendezvous(coordinator, num_processes, process_id)
+    return run_distributed(grid, out, pid, count, **kwargs)
+
+
+def _int_env(name):
+    value = os.environ.get(name)
+    return int(value) if value not in (None, "") else None
+
+
+def shard_path(out, pid, count):
+    out = Path(out)
+    return out.with_name(f"{out.stem}.shard{pid}of{count}{out.suffix}")
+
+
+def run_distributed(grid, out, pid, count, *, command, force=False, resume=False, progress=None,
+                    block_configs, stitch_timeout=600.0, default_out_dir=False, kernel="auto"):
+    """This process's share of the sweep, then (process 0) the stitch. Returns a summary."""
+    out = Path(out)
+    shard = shard_path(out, pid, count)
+    if resume and shard.exists() and not partial_path(shard).exists():
+        summary = {"out": str(shard), "configs": 0, "computed": 0, "seconds": 0.0,
+                   "configs_per_s": float("nan"), "resumed_blocks": 0, "blocks": 0}
+    else:
+        if pid == 0 and not resume:
+            check_output(out, force=force, resume=False, default=default_out_dir)
+        summary = run_grid(grid, shard, command=command, force=force, resume=resume, progress=progress,
+                           block_configs=block_configs, share=(pid, count), default_out_dir=default_out_dir,
+                           kernel=kernel)
+    summary["shard"] = f"{pid} of {count}"
+    if pid == 0:
+        shards = [shard_path(out, p, count) for p in range(count)]
+        _wait_for(shards, stitch_timeout)
+        stitch(grid, shards, out, block_configs, command)
+        summary["out"] = str(out)
+        summary["stitched"] = True
+    return summary
+
+
+def _wait_for(shards, stitch_timeout):
+    last_change, seen = time.monotonic(), {}
+    while True:
+        missing = [s for s in shards if not s.exists()]
+        if not missing:
+            return
+        for s in missing:
+            p = partial_path(s)
+            stamp = p.stat().st_mtime if p.exists() else None
+            if seen.get(s) != stamp:
+                seen[s], last_change = stamp, time.monotonic()
+        if time.monotonic() - last_change > stitch_timeout:
+            names = ", ".join(s.name for s in missing)
+            raise StitchTimeout(f"{names} not complete and unchanged for {stitch_timeout:g} s (its process "
+                                f"stopped?); rerun every process with --resume to finish")
+        time.sleep(0.2)
+
+
+def stitch(grid, shards, out, block_configs, command):
+    """Copy every block from the shard that computed it into the cube ``out``."""
+    import h5py
+
+    with h5py.File(shards[0], "r") as first:
+        block_configs = block_configs or int(first.attrs["block_configs"])
+    plan = Plan(grid.sizes, block_configs)
+    count = len(shards)
+    partial = partial_path(out)
+    with h5py.File(shards[0], "r") as first:
+        attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
+    f = cube.create(partial, grid, plan, attrs)
+    try:
+        opened = [h5py.File(s, "r") for s in shards]
+        try:
+            for src in opened:
+                if src.attrs["grid_fingerprint"] != grid.fingerprint():
+                    raise InputError(f"{src.filename}: a shard of another grid; rerun with --force")
+            for block in plan.blocks():
+                src = opened[block.index % count]
+                region = block.region()
+                cube.write_block(f, block, {name: src[name][region] for name in grid.variables})
+        finally:
+            for src in opened:
+                src.close()
+    except BaseException:
+        f.close()
+        raise
+    cube.finish(f, partial, out)
+    for s in shards:
+        s.unlink()

@@ -1,0 +1,215 @@
+"""Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
+
+import datetime
+import errno
+import os
+import shutil
+import signal
+import time
+from contextlib import nullcontext
+from pathlib import Path
+
+from netsweep_jax.sweep.core import interrupts
+from netsweep_jax.sweep.core.errors import DiskFull, InputError
+from netsweep_jax.sweep.engine.dispatch import default_block_configs, run
+from netsweep_jax.sweep.engine.plan import Plan
+from netsweep_jax.sweep.io import cube
+from netsweep_jax.sweep.io.paths import in_use, partial_path, regular_or_absent, writable_directory
+from netsweep_jax.sweep.io.provenance import provenance
+from netsweep_jax.sweep.io.writer import BlockWriter
+
+
+def default_out(grid, directory="results"):
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(directory) / f"{'+'.join(p.model for p in grid.profiles)}-{stamp}.h5"
+
+
+def check_output(out, *, force, resume, default):
+    """Refuse an output that exists, is not a plain file, is being written by another run,
+    cannot be written, or has nothing to resume."""
+    out = Path(out)
+    partial = partial_path(out)
+    for path in (out, partial):
+        regular_or_absent(path)
+    if in_use(partial):
+        raise InputError(f"{out}: another run is writing {partial}; wait for it or choose another --out",
+                         param="out")
+    writable_directory(out, create=default)
+    if resume:
+        if not partial.exists():
+            raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
+        if partial.stat().st_size == 0:
+            raise InputError(f"{partial} is empty (the run stopped before writing anything); "
+                             f"rerun with --force", param="resume")
+        return
+    if out.exists() and not force:
+        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+    if partial.exists() and not force:
+        raise InputError(
+            f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
+            param="out",
+        )
+
+
+DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room for the rest of the disk
+DISK_METADATA_BYTES = 16 * 2**20
+
+
+def check_disk(out, grid, share=1.0):
+    """Refuse a cube that would not fit on the disk, with a margin for metadata."""
+    need = cube.estimated_bytes(grid) * share * DISK_MARGIN + DISK_METADATA_BYTES
+    free = shutil.disk_usage(Path(out).parent).free
+    if need > free:
+        raise InputError(
+            f"{out}: the cube needs {need / 1e9:.3g} GB ({grid.size:,} configurations) "
+            f"but only {free / 1e9:.3g} GB is free there; narrow the grid or write elsewhere",
+            param="out",
+        )
+
+
+def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
+             progress=None, block_configs=None, share=None, kernel="auto"):
+    """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
+
+    ``progress`` is a context manager factory ``progress(total, done)`` yielding a
+    callable ``advance(configs)``, or None. The cube is written to ``out.partial``
+    and renamed when complete. ``share = (process_id, process_count)`` computes only
+    the blocks with ``index % process_count == process_id`` into a sparse shard.
+    ``block_configs`` None means the default, or on ``resume`` the partial file's.
+    ``kernel`` as :func:`sweep.evaluate`. SIGINT and SIGTERM are deferred from the
+    moment the partial file is opened: it is never left half-made, and the sweep
+    stops at the next block boundary.
+    """
+    out = Path(out)
+    check_output(out, force=force, resume=resume, default=default_out_dir)
+    partial = partial_path(out)
+    if block_configs is None:
+        block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
+    plan = Plan(grid.sizes, block_configs)
+    mine = None if share is None else (lambda b: b.index % share[1] == share[0])
+    if grid.reduction is not None:
+        return _run_reduced(grid, plan, out, partial, resume=resume, force=force, command=command,
+                            progress=progress, kernel=kernel, share=share)
+    if not resume:
+        check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
+    with interrupts.deferred():
+        if resume:
+            f = cube.open_for_resume(partial, grid, plan)
+        else:
+            for stale in (partial, out):
+                if force and stale.exists():
+                    stale.unlink()
+            attrs = provenance(command)
+            if share is not None:
+                attrs["shard"] = f"{share[0]} of {share[1]}"
+            f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
+        try:
+            summary = _fill(f, grid, plan, resume, mine, progress, kernel)
+        except OSError as e:
+            f.close()
+            if e.errno == errno.ENOSPC or "No space left" in str(e):
+                raise DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                               f"Free some space, then finish with the same command plus --resume") from None
+            raise
+        except BaseException:
+            f.close()  # finished blocks are already durable; the partial file stays for --resume
+            raise
+        cube.finish(f, partial, out)
+    return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def _run_reduced(grid, plan, out, partial, *, resume, force, command, progress, kernel, share):
+    """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
+    from netsweep_jax.sweep.io.reduced import run_reduced
+
+    if share is not None:
+        raise InputError("--reduce with --distributed is not supported yet; run the reduction on one machine",
+                         param="reduce")
+    with interrupts.deferred():
+        if not resume:
+            for stale in (partial, out):
+                if force and stale.exists():
+                    stale.unlink()
+        start = time.perf_counter()
+        summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
+                              kernel=kernel, after_block=_test_signal_hook())
+    elapsed = time.perf_counter() - start
+    return {**summary, "seconds": elapsed, "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
+            "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def _fill(f, grid, plan, resume, mine, progress, kernel):
+    """Compute and write every block not yet done (on the writer thread); a summary dict."""
+    done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
+    all_blocks = plan.blocks()
+    blocks = [b for b in all_blocks if mine is None or mine(b)]
+    total = sum(b.size for b in blocks)
+    done_configs = sum(all_blocks[i].size for i in done)
+    start = time.perf_counter()
+    signal_after = _test_signal_hook()
+
+    def write(block, arrays):
+        cube.write_block(f, block, arrays)
+        signal_after(block)
+
+    writer = BlockWriter(write)
+
+    def sink(block, arrays):
+        interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
+        writer.put(block, arrays)
+
+    try:
+        interrupts.raise_if_requested()
+        with progress(total, done_configs) if progress else nullcontext() as advance:
+            run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
+            writer.close()
+        interrupts.raise_if_requested()
+    except BaseException:
+        writer.abandon()
+        raise
+    elapsed = time.perf_counter() - start
+    computed = total - done_configs
+    return {"configs": total, "computed": computed, "seconds": elapsed,
+            "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
+            "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks)}
+
+
+# Test hook: "K:SIGNAME" makes the process send itself SIGNAME after writing K blocks,
+# so interrupt tests stop a sweep at a known point instead of racing a timer.
+TEST_SIGNAL_HOOK = "NETSWEEP_TEST_SIGNAL_AFTER_BLOCKS"
+
+
+def _test_signal_hook():
+    spec = os.environ.get(TEST_SIGNAL_HOOK)
+    if not spec:
+        return lambda block: None
+    count, name = spec.split(":")
+    written = []
+    if int(count) == 0:  # before any block: as if during start-up
+        interrupts.request(getattr(signal, name))
+        os.kill(os.getpid(), getattr(signal, name))
+
+    def after(block):  # runs on the writer thread
+        written.append(block.index)
+        if len(written) == int(count):
+            signum = getattr(signal, name)
+            if signum != signal.SIGKILL:
+                interrupts.request(signum)  # so that no further block is written, deterministically
+            os.kill(os.getpid(), signum)
+
+    return after
+
+
+def summary_line(s):
+    rate = s["configs_per_s"]
+    resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
+    if s.get("damaged_blocks"):
+        resumed += f", {s['damaged_blocks']} damaged blocks computed again"
+    line = (f"{s['configs']:,} configurations in {s['seconds']:.2f} s "
+            f"({rate:,.0f}/s end to end{resumed})")
+    if "shard" in s:
+        line = f"process {s['shard']}: {line}"
+        return line + (f"; stitched every shard into {s['out']}" if s.get("stitched") else f" into {s['out']}")
+    return f"wrote {s['out']}: {line}"
+
+

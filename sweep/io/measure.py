@@ -1,0 +1,235 @@
+"""``sweep profile measure``: a profile measured from a real PyTorch run (the optional ``torch`` extra).
+
+As the paper's own measurement did, a hook on every parameter records when its
+gradient is accumulated during ``loss.backward()``; forward hooks on every module
+that owns parameters record its forward time. On a GPU each hook synchronizes the
+device first, so a time is when the work before it has finished (the hooks slow
+that measured step a little; T1 comes from separate steps without hooks).
+
+- T1: the median over ``iterations`` steps (zero_grad, forward, loss, backward,
+  optimizer step with SGD) without hooks, after ``warmup`` steps.
+- backward waits: gradient ready times (median over ``iterations`` hooked steps)
+  from the start of ``backward``, sorted into backward order.
+- forward times: a module's forward time is put on its first parameter.
+
+Models: ``torchvision:NAME`` (torchvision.models.NAME(), a batch of 3x224x224 images
+and 1000-class labels), ``hf:TYPE`` (transformers' default configuration for a model
+type, e.g. ``hf:gpt2``, as a causal LM on random tokens of ``seq_len``), or
+``FILE.py:FUNCTION`` / ``module:FUNCTION`` returning ``(model, (inputs, target))``
+(integer targets: cross-entropy; else mean squared error). This module is the
+only one that imports torch; without it the command says how to install it.
+"""
+
+import importlib
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError
+
+PRECISIONS = ("fp32", "amp", "bf16", "fp16")
+INSTALL = "pip install -e '.[torch]'"
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise InputError(f"torch is not installed; install the optional extra: {INSTALL}", param="model") from None
+    return torch
+
+
+def load(spec, batch, seq_len, torch):
+    """(model, (inputs, target)) for a model spec (see the module docstring)."""
+    kind, _, name = str(spec).partition(":")
+    if kind == "torchvision":
+        try:
+            import torchvision
+        except ImportError:
+            raise InputError(f"{spec}: torchvision is not installed (pip install torchvision)", param="model") from None
+        if not hasattr(torchvision.models, name):
+            raise InputError(f"{spec}: torchvision.models has no {name!r}", param="model")
+        model = getattr(torchvision.models, name)()
+        return model, (torch.randn(batch, 3, 224, 224), torch.randint(0, 1000, (batch,)))
+    if kind == "hf":
+        try:
+            import transformers
+        except ImportError:
+            raise InputError(f"{spec}: transformers is not installed (pip install transformers)", param="model") from None
+        config = transformers.AutoConfig.for_model(name)
+        model = transformers.AutoModelForCausalLM.from_config(config)
+        tokens = torch.randint(0, config.vocab_size, (batch, seq_len or 128))
+        return _causal_lm(model, torch), (tokens, tokens)
+    if not name:
+        raise InputError(f"{spec!r}: expected torchvision:NAME, hf:TYPE or FILE.py:FUNCTION", param="model")
+    module = _module(kind)
+    if not hasattr(module, name):
+        raise InputError(f"{spec}: {kind} has no function {name!r}", param="model")
+    out = getattr(module, name)()
+    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], tuple) and len(out[1]) == 2):
+        raise InputError(f"{spec}: must return (model, (inputs, target))", param="model")
+    return out
+
+
+def _causal_lm(model, torch):
+    """A causal LM as a module: tokens -> logits [B * S, V], scored against the tokens [B * S]
+    (its parameters keep their names under ``inner.``, which the profile strips)."""
+
+    class CausalLM(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, tokens):
+            logits = self.inner(input_ids=tokens).logits
+            return logits.reshape(-1, logits.shape[-1])
+
+    return CausalLM()
+
+
+def _module(text):
+    if text.endswith(".py"):
+        path = Path(text)
+        if not path.is_file():
+            raise InputError(f"{text}: no such file", param="model")
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(text)
+    except ImportError as e:
+        raise InputError(f"{text}: cannot import ({e})", param="model") from None
+
+
+def measure(spec, *, batch=8, precision="fp32", device=None, warmup=2, iterations=5, seq_len=None, trace=None):
+    """Measure a :class:`~sweep.model.profile.Profile` of one GPU (or CPU) training step.
+
+    Args:
+      spec: the model (module docstring).
+      batch: samples per step (torchvision and hf models; a FILE:FUNCTION sets its own).
+      precision: ``fp32``, ``amp`` (autocast), ``bf16`` or ``fp16`` (the model in that type).
+      device: ``cuda``, ``cpu``, ... (default: cuda when available).
+      warmup, iterations: steps before measuring, and steps measured.
+      trace: also write a torch.profiler Chrome trace of one step there (``sweep profile import`` reads it).
+    """
+    torch = _torch()
+    if precision not in PRECISIONS:
+        raise InputError(f"{precision!r}: must be one of {', '.join(PRECISIONS)}", param="precision")
+    for name, value, low in (("batch", batch, 1), ("warmup", warmup, 0), ("iterations", iterations, 1)):
+        if not (isinstance(value, int) and value >= low):
+            raise InputError(f"{value}: must be an integer >= {low}", param=name)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model, (inputs, target) = load(spec, batch, seq_len, torch)
+    model = model.to(device)
+    if precision in ("bf16", "fp16"):
+        model = model.to(torch.bfloat16 if precision == "bf16" else torch.float16)
+    inputs, target = inputs.to(device), target.to(device)
+    if precision in ("bf16", "fp16") and inputs.is_floating_point():
+        inputs = inputs.to(next(model.parameters()).dtype)
+    params = [(n.removeprefix("inner."), p) for n, p in model.named_parameters() if p.requires_grad]
+    if not params:
+        raise InputError(f"{spec}: the model has no trainable parameters", param="model")
+    optimizer = torch.optim.SGD([p for _, p in params], lr=1e-6)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    def loss_of(out):
+        if target.dtype in (torch.int64, torch.int32):
+            return torch.nn.functional.cross_entropy(out.float(), target.reshape(-1))
+        return torch.nn.functional.mse_loss(out.float(), target.float())
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, enabled=precision == "amp",
+                            dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
+            out = model(inputs)
+        loss = loss_of(out)
+        return loss
+
+    for _ in range(warmup):
+        step().backward()
+        optimizer.step()
+    t1s = []
+    for _ in range(iterations):
+        sync()
+        t0 = time.perf_counter()
+        step().backward()
+        optimizer.step()
+        sync()
+        t1s.append(time.perf_counter() - t0)
+
+    ready, forward = {n: [] for n, _ in params}, {n: [] for n, _ in params}
+    clock = {}
+    owner = {id(p): n for n, p in params}
+    handles = []
+    def on_grad(p):
+        sync()
+        ready[owner[id(p)]].append(time.perf_counter() - clock["backward"])
+
+    handles += [p.register_post_accumulate_grad_hook(on_grad) for _, p in params]
+    for module in model.modules():
+        own = [owner[id(p)] for p in module.parameters(recurse=False) if id(p) in owner]
+        if not own:
+            continue
+
+        def pre(module, args, first=own[0]):
+            sync()
+            clock[first] = time.perf_counter()
+
+        def post(module, args, out, first=own[0]):
+            sync()
+            forward[first].append(time.perf_counter() - clock[first])
+        handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
+    try:
+        for _ in range(iterations):
+            loss = step()
+            sync()
+            clock["backward"] = time.perf_counter()
+            loss.backward()
+            optimizer.step()
+    finally:
+        for h in handles:
+            h.remove()
+    if trace is not None:
+        _write_trace(torch, step, optimizer, trace, device)
+    return _profile(spec, params, ready, forward, statistics.median(t1s), device, batch, precision, torch)
+
+
+def _write_trace(torch, step, optimizer, path, device):
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities, record_shapes=True) as prof:
+        step().backward()
+        optimizer.step()
+        prof.step()
+    from netsweep_jax.sweep.io.paths import write_atomically
+
+    write_atomically(Path(path), lambda p: prof.export_chrome_trace(str(p)))
+
+
+def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
+    from netsweep_jax.sweep.model.profile import make_profile, recorded_t1
+
+    times = {n: statistics.median(v) for n, v in ready.items() if v}
+    missing = [n for n, _ in params if n not in times]
+    if missing:
+        raise InputError(f"{spec}: no gradient reached {missing[0]} (unused in the forward pass?)", param="model")
+    order = sorted(params, key=lambda item: times[item[0]])  # backward order
+    waits, last = [], 0.0
+    for n, _ in order:
+        waits.append(max(0.0, times[n] - last))
+        last = max(last, times[n])
+    forward_s = [statistics.median(forward[n]) if forward[n] else 0.0 for n, _ in order]
+    name = str(spec).split(":")[-1] if ":" in str(spec) else str(spec)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({sys.platform})"
+    t1, floored = recorded_t1(t1, waits, forward_s)
+    return make_profile(
+        name, [n for n, _ in order], [p.numel() * p.element_size() for _, p in order], waits,
+        t1, spec, device=device_name, batch_size=batch,
+        dtype=precision, shape=[tuple(p.shape) or (1,) for _, p in order], forward=forward_s,
+        source=f"measured by netsweep with torch {torch.__version__} on {device_name}, {spec}, batch {batch}, "
+               f"{precision}{floored}",
+    )

@@ -1,0 +1,159 @@
+"""Measured runs: the measurements CSV, and row filters such as ``gpus <= 16``.
+
+Columns (header required; one row per measured run):
+
+- required: ``nodes``, ``gpus_per_node``, ``bandwidth`` (Gbit/s), and exactly one of
+  ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s);
+- optional model settings: ``model`` (a built-in name, or a profile file relative to
+  the CSV), ``collective``, ``t1`` (s: the run's single-GPU iteration time; the
+  profile's compute is scaled to it; empty keeps the profile's), and any numeric axis (``ratio``, ``latency``,
+  ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
+  ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
+- any other column is a label (``framework``, ``network``, ``source``, ...), for
+  ``--per`` and ``--train``.
+
+Lines starting with ``#`` are comments. A filter is a Python-like boolean expression over the columns and ``gpus`` (nodes x
+gpus_per_node): comparisons, ``and``, ``or``, ``not``, numbers and quoted strings,
+e.g. ``gpus <= 16 and framework != 'mxnet'``. Nothing else is evaluated.
+"""
+
+import ast
+import csv
+import dataclasses
+import math
+import operator
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
+from netsweep_jax.sweep.core.textfile import read_lines
+
+REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
+MEASURED = ("scaling_factor", "iteration_time")
+TEXT = ("model", "collective", "bucketing")
+
+
+@dataclasses.dataclass
+class Measurements:
+    """Rows of a measurements file. ``columns``: name -> list; ``lines``: file line numbers."""
+
+    path: str
+    columns: dict
+    lines: list
+    measured: str  # "scaling_factor" or "iteration_time"
+
+    def __len__(self):
+        return len(self.lines)
+
+    def column(self, name, default):
+        """A column's values, or ``default`` for every row where the file has no such column."""
+        return self.columns.get(name, [default] * len(self))
+
+    def where(self, i):
+        """``path:line`` of row ``i``."""
+        return where(self.path, self.lines[i])
+
+
+def read_measurements(path):
+    """Read and validate a measurements CSV; errors name the file and line."""
+    path = Path(path)
+    # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
+    rows = [(n, next(csv.reader([line]), [])) for n, line in enumerate(read_lines(path, "measurements file"), 1)
+            if not line.startswith("#")]
+    if not rows:
+        raise InputError(f"{path}: empty file; expected a header and rows")
+    header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
+    missing = [c for c in REQUIRED if c not in header]
+    measured = [c for c in MEASURED if c in header]
+    if missing or len(measured) != 1:
+        need = ", ".join(missing) if missing else "exactly one of scaling_factor, iteration_time"
+        raise InputError(f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}")
+    if len(set(header)) != len(header):
+        raise InputError(f"{where(path, header_line)}: a column name appears twice")
+    columns = {c: [] for c in header}
+    lines = []
+    for lineno, cells in rows[1:]:
+        if not "".join(cells).strip():
+            continue
+        if len(cells) != len(header):
+            raise InputError(f"{where(path, lineno)}: expected {len(header)} cells, got {len(cells)}")
+        for name, cell in zip(header, cells):
+            columns[name].append(_cell(name, cell.strip(), path, lineno))
+        lines.append(lineno)
+    if not lines:
+        raise InputError(f"{path}: no measurement rows after the header")
+    return Measurements(str(path), columns, lines, measured[0])
+
+
+def _cell(name, text, path, lineno):
+    numeric = name in NUMERIC_AXES or name in MEASURED or name == "t1"
+    if name == "t1" and not text:  # this row keeps its profile's own T1
+        return None
+    if not numeric:  # a name, or a label
+        if name in TEXT and not text:
+            raise InputError(f"{where(path, lineno)}: empty {name}")
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where(path, lineno)}: {name} {text!r} is not a number") from None
+    if name == "scaling_factor" and not (0 < value <= 1):
+        raise InputError(f"{where(path, lineno)}: scaling_factor {text} must be in (0, 1]")
+    if name in ("iteration_time", "t1") and not (0 < value <= 1e4 and math.isfinite(value)):
+        raise InputError(f"{where(path, lineno)}: {name} {text} must be a number of seconds in (0, 1e4]")
+    if name in NUMERIC_AXES:
+        spec = NUMERIC_AXES[name]
+        try:
+            spec.check(value)
+        except InputError:
+            raise InputError(f"{where(path, lineno)}: {name} {show(value)}: {spec.rule()}") from None
+    return value
+
+
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.Eq: operator.eq, ast.NotEq: operator.ne}
+
+
+def select(meas, expression, param="train"):
+    """[R] bools: the rows ``expression`` keeps (see the module docstring)."""
+    try:
+        tree = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        raise InputError(f"{expression!r}: not an expression like 'gpus <= 16'", param=param) from None
+    names = {**meas.columns, "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])]}
+
+    def value(node, i):
+        if isinstance(node, ast.BoolOp):
+            parts = (value(v, i) for v in node.values)
+            return all(parts) if isinstance(node.op, ast.And) else any(parts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not value(node.operand, i)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand, i)
+        if isinstance(node, ast.Compare):
+            left = value(node.left, i)
+            for op, right_node in zip(node.ops, node.comparators):
+                right = value(right_node, i)
+                if type(op) not in _COMPARE:
+                    raise InputError(f"{expression!r}: only <, <=, >, >=, ==, != compare", param=param)
+                if isinstance(left, str) != isinstance(right, str) and type(op) not in (ast.Eq, ast.NotEq):
+                    raise InputError(f"{expression!r}: compares text with a number", param=param)
+                if not _COMPARE[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.Name):
+            if node.id not in names:
+                raise InputError(f"{expression!r}: no column {node.id!r}; columns: {', '.join(names)}", param=param)
+            return names[node.id][i]
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
+            return node.value
+        raise InputError(f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not",
+                         param=param)
+
+    keep = [bool(value(tree, i)) for i in range(len(meas))]
+    if not any(keep):
+        raise InputError(f"{expression!r}: selects no row", param=param)
+    if all(keep):
+        raise InputError(f"{expression!r}: selects every row, leaving none to predict", param=param)
+    return keep

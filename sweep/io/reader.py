@@ -1,0 +1,133 @@
+"""Reading cubes back: open with xarray, describe, select slices."""
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import xarray as xr
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DIMS, NUMERIC_AXES, in_cube_order
+from netsweep_jax.sweep.core.values import parse_names, parse_values
+
+EXPECTED = "expected a cube from sweep grid or sweep need --out"
+
+
+def open_cube(path):
+    """A cube from ``sweep grid`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily loaded)."""
+    from netsweep_jax.sweep.io.cube import FORMAT
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such cube")
+    try:
+        ds = xr.open_dataset(path, engine="h5netcdf", phony_dims="sort")
+    except (OSError, ValueError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise InputError(f"{path}: not a readable HDF5 cube ({reason}); {EXPECTED}") from None
+    if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
+        ds.close()
+        raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
+    return ds
+
+
+def variables(ds):
+    """A cube's data variables: the grid outputs in their order, then any others (``need``'s)."""
+    outputs = in_cube_order(ds.data_vars)
+    return outputs + sorted(v for v in ds.data_vars if v not in outputs)
+
+
+def describe(path):
+    """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
+    ds = open_cube(path)
+    lines = [f"{path}", f"  made by: {ds.attrs.get('command', '?')}",
+             f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
+             f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
+             f"dtype {ds.attrs.get('dtype', '?')}", "  dims:"]
+    for d in ds.dims:
+        v = ds[d].values
+        shown = ", ".join(str(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
+        units = ds[d].attrs.get("units", "")
+        lines.append(f"    {d:<15} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip())
+    lines.append("  variables (min / median / max):")
+    for name in variables(ds):
+        a = ds[name].values
+        if a.dtype.kind in "USO":  # an argmax/argmin label: the coordinates it takes
+            values, counts = np.unique(a, return_counts=True)
+            lines.append(f"    {name:<15} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
+            continue
+        finite = a[np.isfinite(a)]
+        stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
+                 else "no values")
+        missing = a.size - finite.size
+        lines.append(f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
+                     + (f"  ({missing:,} unset)" if missing else ""))
+    with h5py.File(path, "r") as f:
+        if "profiles" in f:
+            lines.append("  profiles:")
+        elif "reduced" in ds.attrs:
+            lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
+        elif "solved_axis" in ds.attrs:
+            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
+                         f"{ds.attrs['target_scaling_factor']:g}")
+        for name, g in f.get("profiles", {}).items():
+            a = g.attrs
+            lines.append(f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "
+                         f"backward {a['backward_time_s'] * 1e3:.2f} ms, T1 {a['iteration_time_single_gpu_s']:.6g} s, "
+                         f"source {a['source']}, sha256 {a['sha256'][:12]}")
+    ds.close()
+    return "\n".join(lines)
+
+
+def verify_text(path):
+    """A line on the cube's block checksums, and the number of damaged blocks."""
+    from netsweep_jax.sweep.io.cube import verify
+
+    finished, damaged, total = verify(path)
+    verdict = "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
+    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged
+
+
+def _selection(ds, chosen):
+    sel = {}
+    for dim, text in chosen.items():
+        if dim not in ds.dims:
+            raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
+        if dim in NUMERIC_AXES:
+            values = parse_values(text, NUMERIC_AXES[dim])
+        elif dim == "compressor":  # topk:0.010 is topk:0.01
+            from netsweep_jax.sweep.model.compressors import parse_compressors
+
+            values = [c.name for c in parse_compressors(text)]
+        else:
+            values = parse_names(text, dim, [str(x) for x in ds[dim].values])
+        have = ds[dim].values
+        for v in values:
+            if not np.any(have == v):
+                shown = f"{v:g}" if not isinstance(v, str) else v
+                raise InputError(f"{shown}: not in the cube; it has {', '.join(map(str, have))}", param=dim)
+        sel[dim] = list(values)
+    return sel
+
+
+def select_table(path, chosen, csv=False):
+    """The selected slice as text: a table of the remaining dims and the variables."""
+    ds = open_cube(path)
+    sub = ds.sel(_selection(ds, chosen))
+    names = variables(ds)
+    df = sub[names].to_dataframe().reset_index()
+    keep = [d for d in DIMS if d in df.columns and (sub.sizes[d] > 1 or d in chosen)]
+    df = df[keep + names]
+    ds.close()
+    if csv:
+        return df.to_csv(index=False).rstrip("\n")
+    return df.to_string(index=False)
+
+
+def write_dataset(ds, out, command):
+    """Write an in-memory Dataset as a cube (h5netcdf) with provenance, atomically via OUT.partial."""
+    from netsweep_jax.sweep.io.paths import write_atomically
+    from netsweep_jax.sweep.io.provenance import provenance
+
+    ds = ds.assign_attrs(provenance(command))
+    return write_atomically(out, lambda path: ds.to_netcdf(path, engine="h5netcdf"))

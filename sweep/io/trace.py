@@ -1,0 +1,147 @@
+"""``sweep profile import``: a profile from a PyTorch profiler Chrome trace (no torch needed).
+
+A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
+``export_chrome_trace`` holds, for one training step:
+
+- one ``torch::autograd::AccumulateGrad`` event per parameter gradient, in the
+  order backward produces them, with the gradient's shape (``Input Dims``) and
+  dtype (``Input type``): the gradient is ready when the event ends, or, on a GPU,
+  when the last kernel it launched ends (kernels carry the op's ``External id``);
+- the forward ops before backward, whose inputs include each parameter's shape;
+- the step itself (a ``ProfilerStep#k`` span when the profiler's ``step()`` was
+  called, else the span of the step's events), extended to the end of the last GPU
+  kernel its ops launched.
+
+From these: tensors in backward order with their bytes (elements x dtype size)
+and shapes, backward waits from the start of backward (the first
+``autograd::engine::evaluate_function`` event), T1 = the step's span, and each
+parameter's forward time: the duration of the first top-level forward op that
+reads its shape, walking parameters and ops both in forward order (omitted,
+with a note in the source, when not every parameter is matched). With several
+steps in one trace the last complete one is used.
+"""
+
+import json
+import math
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError
+
+DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "half": 2, "bfloat16": 2}
+ACCUMULATE = "torch::autograd::AccumulateGrad"
+BACKWARD = "autograd::engine::evaluate_function"
+
+
+def _events(path):
+    from netsweep_jax.sweep.core.textfile import read_lines
+
+    text = "\n".join(read_lines(Path(path), "trace file"))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})", param="trace") from None
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise InputError(f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace")
+    spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"
+             and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))]
+    return spans
+
+
+def _step_window(path, spans):
+    """(start, end) in us of the last ProfilerStep with gradients, or of all events."""
+    grads = [e for e in spans if e["name"] == ACCUMULATE]
+    if not grads:
+        raise InputError(f"{path}: no {ACCUMULATE} events: record a full training step (forward, backward, "
+                         f"optimizer) with torch.profiler", param="trace")
+    steps = [e for e in spans if str(e["name"]).startswith("ProfilerStep#")]
+    for step in sorted(steps, key=lambda e: e["ts"], reverse=True):
+        if any(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads):
+            return step["ts"], step["ts"] + step["dur"]
+    cpu = [e for e in spans if e.get("cat") in ("cpu_op", "user_annotation", "python_function")] or spans
+    return min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
+
+
+def _shape_and_bytes(path, event, index):
+    args = event.get("args", {})
+    dims, types = args.get("Input Dims"), args.get("Input type")
+    if not dims or not types or not isinstance(dims[0], list):
+        raise InputError(f"{path}: gradient {index} has no shape: record the trace with record_shapes=True",
+                         param="trace")
+    shape = tuple(int(d) for d in dims[0])
+    size = DTYPE_BYTES.get(str(types[0]))
+    if size is None:
+        raise InputError(f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPE_BYTES)}",
+                         param="trace")
+    return shape or (1,), size * max(1, math.prod(shape))
+
+
+def _gpu_end(spans):
+    """External id -> end (us) of the last GPU kernel that op launched."""
+    out = {}
+    for e in spans:
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
+            key = e.get("args", {}).get("External id")
+            if key is not None:
+                out[key] = max(out.get(key, 0.0), e["ts"] + e["dur"])
+    return out
+
+
+def _top_level(ops):
+    """Ops not nested inside another op of the list (by time)."""
+    out, end = [], -math.inf
+    for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
+        if e["ts"] >= end:
+            out.append(e)
+            end = e["ts"] + e["dur"]
+    return out
+
+
+def _forward_times(forward_ops, shapes_forward):
+    """Seconds of forward per parameter (forward order), or None when not every parameter is matched."""
+    times = [0.0] * len(shapes_forward)
+    i = 0
+    for op in _top_level(forward_ops):
+        dims = [tuple(d) for d in op.get("args", {}).get("Input Dims", []) if isinstance(d, list)]
+        first = True
+        while i < len(shapes_forward) and shapes_forward[i] in dims:
+            dims.remove(shapes_forward[i])
+            if first:
+                times[i] = op["dur"] * 1e-6
+                first = False
+            i += 1
+    return times if i == len(shapes_forward) else None
+
+
+def import_trace(path, model=None):
+    """The :class:`~sweep.model.profile.Profile` of the training step in a torch.profiler Chrome trace."""
+    from netsweep_jax.sweep.model.profile import make_profile, recorded_t1
+
+    spans = _events(path)
+    start, end = _step_window(path, spans)
+    inside = [e for e in spans if start <= e["ts"] <= end]
+    grads = sorted((e for e in inside if e["name"] == ACCUMULATE), key=lambda e: e["ts"])
+    backward_start = min(e["ts"] for e in inside if str(e["name"]).startswith(BACKWARD))
+    gpu = _gpu_end(spans)  # a GPU kernel may end after the CPU side of the step has
+    launched = [gpu[k] for k in (e.get("args", {}).get("External id") for e in inside) if k in gpu]
+    end = max([end] + launched)
+    ready, shapes, sizes = [], [], []
+    for i, g in enumerate(grads):
+        shape, size = _shape_and_bytes(path, g, i)
+        key = g.get("args", {}).get("External id")
+        ready.append(max(g["ts"] + g["dur"], gpu.get(key, 0.0)))
+        shapes.append(shape)
+        sizes.append(size)
+    ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
+    waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
+    forward_ops = [e for e in inside if e.get("cat") == "cpu_op" and e["ts"] < backward_start
+                   and str(e["name"]).startswith("aten::")]
+    forward = _forward_times(forward_ops, shapes[::-1])
+    t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
+    name = model or Path(path).name.split(".")[0]
+    note = "" if forward is not None else "; forward times omitted (not every parameter matched a forward op)"
+    return make_profile(
+        name, [f"grad{i}" for i in range(len(grads))], sizes, waits, t1,
+        path, source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}", shape=shapes,
+        **({"forward": forward[::-1]} if forward is not None else {}),
+    )

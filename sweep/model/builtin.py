@@ -1,0 +1,109 @@
+"""Built-in profiles: ResNet-50, ResNet-101, VGG-16-BN on one V100, batch 32, fp32.
+
+Tensors and sizes come from :mod:`sweep.model.architectures`. Backward waits come from a
+FLOP/byte cost model of each layer's backward pass on a V100:
+
+    t_layer = flops / V100_PEAK_FP32_FLOPS + bytes / V100_HBM_BYTES_PER_S + KERNELS * LAYER_KERNEL_LAUNCH_S
+
+with flops = 2 * macs * (2, or 1 for the first conv) * batch, bytes = the layer's
+activation traffic (``ACT_PASSES`` passes over its output activation: read the
+output gradient, read the saved input, write the input gradient; batch norm adds
+the fused ReLU's passes) plus reading the weight and writing its gradient. The
+whole profile is then scaled by one factor per model so that the backward total
+equals the measured total (Zhang et al. 2020, measured with PyTorch on one V100,
+see the README); the measured single-GPU iteration times are used as T1. Each
+layer's time is the wait of its first tensor in backward order; the layer's other
+tensors are ready with it (wait 0).
+"""
+
+import math
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.model.architectures import ARCHITECTURES
+from netsweep_jax.sweep.model.profile import make_profile
+
+V100_PEAK_FP32_FLOPS = 15.7e12  # V100 SXM2
+V100_HBM_BYTES_PER_S = 900e9  # peak
+LAYER_KERNEL_LAUNCH_S = 5e-6
+BATCH = 32
+ACT_PASSES = {"conv": 3.0, "bn": 5.0, "linear": 3.0}
+KERNELS = {"conv": 2, "bn": 2, "linear": 2}
+
+# Measured on one V100, batch 32, fp32 (Zhang et al. 2020): backward total (s) and
+# single-GPU iteration time T1 (s), the values the paper's simulator uses.
+MEASURED = {
+    "resnet50": (64.81e-3, 0.12808580219559176),
+    "resnet101": (106.41e-3, 0.19200599479476405),
+    "vgg16": (111.62e-3, 0.19452352295080985),
+}
+DESCRIPTION = {
+    "resnet50": "torchvision resnet50",
+    "resnet101": "torchvision resnet101",
+    "vgg16": "torchvision vgg16_bn",
+}
+
+
+def layer_seconds(layer, batch=BATCH):
+    """Unscaled backward seconds of one :class:`~sweep.model.architectures.Layer`."""
+    flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
+    weight_bytes = 4.0 * sum(math.prod(shape) for _, shape in layer.params)
+    traffic = ACT_PASSES[layer.kind] * layer.act_bytes * batch + 2.0 * weight_bytes
+    return (flops / V100_PEAK_FP32_FLOPS + traffic / V100_HBM_BYTES_PER_S
+            + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S)
+
+
+def builtin_names():
+    return tuple(ARCHITECTURES)
+
+
+def builtin_profile(name):
+    """The built-in :class:`~sweep.model.profile.Profile` called ``name``."""
+    if name not in ARCHITECTURES:
+        raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
+    layers = ARCHITECTURES[name]()
+    names, sizes, waits, shapes = [], [], [], []
+    for layer in reversed(layers):
+        t = layer_seconds(layer)
+        for j, (pname, shape) in enumerate(reversed(layer.params)):
+            names.append(pname)
+            sizes.append(4.0 * math.prod(shape))
+            waits.append(t if j == 0 else 0.0)
+            shapes.append(shape)
+    waits = np.array(waits)
+    total, t1 = MEASURED[name]
+    waits *= total / waits.sum()
+    return make_profile(
+        name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32", shape=shapes,
+        source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
+    )
+
+
+def models_table():
+    """The built-in profiles, transformer families and GPU presets as text (``sweep models``)."""
+    from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS
+    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+
+    lines = ["The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
+             f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch"]
+    for name in builtin_names():
+        p = builtin_profile(name)
+        lines.append(f"  {name:<11} {len(p.names):>7} {int(p.total_bytes):>14,} {p.backward_time * 1e3:>11.2f} "
+                     f"{p.t1:>8.4f}  {p.device} {p.batch_size} ({p.source})")
+    lines += ["", "Transformers (profiles from the architecture and a compute model; set --gpu, --precision, "
+              "--batch, --seq-len):", f"  {'model':<11} {'family':<6} {'tensors':>7} {'parameters':>14} "
+              f"{'layers':>6} {'hidden':>6} {'context':>7}  mirrors"]
+    for name, arch in TRANSFORMERS.items():
+        tensors = arch.tensors()
+        lines.append(f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
+                     f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}")
+    lines += ["", "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
+              f"{EFFICIENCY:g} on the products:"]
+    for key, g in GPUS.items():
+        lines.append(f"  {key:<5} {g.name:<22} fp32 {g.fp32 / 1e12:5.1f} TFLOP/s, half {g.half / 1e12:5.0f} TFLOP/s, "
+                     f"HBM {g.hbm / 1e9:5.0f} GB/s")
+    lines += ["", "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
+              "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
+              "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context)."]
+    return "\n".join(lines)

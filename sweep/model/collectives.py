@@ -1,0 +1,189 @@
+"""Cost of all-reducing one fused bucket, as per-layout coefficients, on the host.
+
+Every collective's duration for a bucket of ``S`` bytes, compression ratio ``r`` and
+effective inter-node bandwidth ``b`` (bit/s) has the form
+
+    duration = (A + B / b) * S / r  +  L * a  +  F(S)
+
+where ``A`` (s/byte, intra-node transfer), ``B`` (bits sent per byte of compressed
+bucket over the inter-node link) and ``L`` (message steps) depend only on the worker
+layout, ``a`` is the per-message latency (s), and ``F(S)`` is the reduction work
+(element-wise adds, costed by ``reduce(x)``). None of them depends on a swept inner
+axis, so they are computed here once per (task, layout) in float64 and handed to
+the kernel (:mod:`kernels.overlap`) as arrays: the kernel never branches on the
+collective, and one compiled kernel serves every collective of a sweep.
+
+Formulas, with N = nodes * gpus_per_node workers, M = nodes, G = gpus_per_node
+(Zhang et al., "Is Network the Bottleneck of Distributed Training?", NetAI 2020,
+use the flat ring):
+
+- ``ring``: 2(N-1)/N * S' * 8 / b + (N-1) * reduce(S/N) + 2(N-1) * a
+- ``tree`` (double binary tree, pipelined): 2 * S' * 8 / b + reduce(S) + 2 ceil(log2 N) * a
+- ``ps`` (push + pull, full duplex, N server NICs): S' * 8 / b + reduce(S) + 2a
+- ``hierarchical``: a ring reduce-scatter + all-gather inside each node over the
+  intra-node link (bandwidth ``b_intra``, not scaled by utilization), and between
+  them a ring all-reduce across the M nodes of each GPU's 1/G shard; the G shards
+  share the node's NIC, so the NIC carries 2(M-1)/M * S' bytes in all:
+
+      2(G-1)/G * S' * 8 / b_intra + (G-1) * reduce(S/G) + 2(G-1) * a
+    + 2(M-1)/M * S' * 8 / b      + (M-1) * reduce(S/(G*M)) + 2(M-1) * a
+
+  With P = nics_per_node NICs the G shards share P links: the inter-node term
+  is divided by min(P, G).
+
+Pipelined collectives, like NCCL's (the reduction runs inside the pipelined
+transfer, so a bucket takes as long as its slowest stage, not their sum; see
+:mod:`kernels.overlap`), with P' = min(nics_per_node, G) NICs used in parallel (one
+ring or tree per NIC, as NCCL's channels) and rho the reduce cost per byte (the
+slope of the reduce-cost table's top segment, no launch cost):
+
+- ``nccl-ring``: max(2(N-1)/N * S' * 8 / (P' b),  2(N-1)/N * S' * 8 / b_intra,  (N-1)/N * S * rho)
+  + 2(N-1) * a; the inter-node term is 0 on one node and the intra-node term 0 with
+  one GPU per node.
+- ``nccl-tree`` (double binary tree across nodes, a chain inside each): max(2 * S' * 8 / (P' b),
+  2 * S' * 8 / b_intra,  S * rho) + (2 ceil(log2 M) + 2(G-1)) * a, with the same zeros.
+
+where S' = S / r. With N = 1 every collective costs nothing.
+
+All-gather (the compressors whose payloads cannot be summed, :mod:`sweep.model.compressors`)
+runs as a ring, as NCCL's and Horovod's allgather do: each worker receives the other
+N-1 payloads, (N-1) P bytes, where an all-reduce of P bytes moves 2(N-1)/N P on a ring,
+2 P on a tree and P through a parameter server. ``spread`` is that ratio, the factor on
+the layout's own bandwidth terms: N/2 for ``ring``, ``nccl-ring`` and ``hierarchical``
+(whose NICs carry G (M-1) P against 2(M-1)/M P), (N-1)/2 for ``tree`` and ``nccl-tree``,
+N-1 for ``ps``; the message steps stay the layout's.
+
+Each layout also carries e_N, the expected maximum of N independent standard normal
+variables (:func:`expected_max_normal`), for the jitter term.
+"""
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from netsweep_jax.sweep.core.schema import COLLECTIVES
+
+PIPELINED = ("nccl-ring", "nccl-tree")
+
+
+@dataclasses.dataclass(frozen=True)
+class Coefficients:
+    """Bucket-duration coefficients of K worker layouts (float64, host).
+
+    Attributes:
+      transfer: [K] A, seconds per compressed byte on intra-node links.
+      wire: [K] B, bits on the inter-node link per compressed byte.
+      messages: [K] L, latency-bound message steps per bucket.
+      straggle: [K] e_N, expected maximum of N standard normal variables.
+      multi: [K] 1.0 when N > 1, else 0.0.
+      piped: [K] 1.0 for a pipelined collective, else 0.0.
+      reduce: [K, Bk] F, seconds of reduction work per bucket (0 for padding).
+      spread: [K] all-gather bytes per all-reduce byte (see the module docstring).
+      workers: [K] N when N > 1, else 0.
+    """
+
+    transfer: np.ndarray
+    wire: np.ndarray
+    messages: np.ndarray
+    straggle: np.ndarray
+    multi: np.ndarray
+    piped: np.ndarray
+    reduce: np.ndarray
+    spread: np.ndarray
+    workers: np.ndarray
+
+
+def reduce_time(nbytes, table):
+    """Seconds of one element-wise add over ``nbytes`` (array) bytes.
+
+    Piecewise-linear interpolation of a measured (bytes, seconds) table, clamped at
+    both ends (as the paper's simulator does with ``cuda_vec_add.log``).
+    """
+    return np.interp(nbytes, table[0], table[1])
+
+
+@functools.lru_cache(maxsize=1)
+def _quadrature():
+    """x [Q], log phi(x) [Q], log Phi(x) [Q] on [-12, 12] (Phi from erfc: accurate in the upper tail)."""
+    x = np.linspace(-12.0, 12.0, 24001)
+    log_phi = -0.5 * x * x - 0.5 * math.log(2 * math.pi)
+    log_cdf = np.log(np.array([0.5 * math.erfc(-v / math.sqrt(2.0)) for v in x]))
+    return x, log_phi, log_cdf
+
+
+def expected_max_normal(n):
+    """E[max of n independent standard normals], n >= 1 (array): the trapezoid rule on
+    integral x n phi(x) Phi(x)^(n-1) dx, in log space so n up to 10^9 stays exact."""
+    x, log_phi, log_cdf = _quadrature()
+    n = np.atleast_1d(np.asarray(n, np.float64))
+    out = np.empty(n.shape)
+    for i, m in enumerate(n.ravel()):
+        density = np.exp(np.log(m) + log_phi + (m - 1.0) * log_cdf)
+        out.flat[i] = np.trapezoid(x * density, x)
+    return np.where(n > 1, out, 0.0)
+
+
+def _per_byte(table):
+    """Seconds per byte of the reduce-cost table's top segment (its bandwidth part)."""
+    xs, ys = np.asarray(table[0], np.float64), np.asarray(table[1], np.float64)
+    return float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])) if len(xs) > 1 else 0.0
+
+
+def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bits_per_s, nics_per_node=1):
+    """Coefficients of ``collective`` for each worker layout (see the module docstring).
+
+    Args:
+      collective: one of :data:`sweep.core.schema.COLLECTIVES`.
+      nodes: [K] node counts M (integral values >= 1).
+      gpus_per_node: [K] GPUs per node G (integral values >= 1).
+      bucket_bytes: [Bk] uncompressed bucket sizes S (bytes); padded buckets are 0.
+      table: ([T] bytes, [T] seconds), the reduce-cost table.
+      intra_bits_per_s: intra-node bandwidth (bit/s), used by ``hierarchical`` and ``nccl-*``.
+      nics_per_node: [K] or scalar P, NICs per node (``hierarchical`` and ``nccl-*``).
+
+    Returns:
+      :class:`Coefficients` for the K layouts.
+    """
+    if collective not in COLLECTIVES:
+        raise ValueError(f"unknown collective {collective!r}; expected one of {COLLECTIVES}")
+    m = np.asarray(nodes, np.float64)[:, None]
+    g = np.asarray(gpus_per_node, np.float64)[:, None]
+    p = np.minimum(np.broadcast_to(np.asarray(nics_per_node, np.float64), m.shape[:1])[:, None], g)
+    n = m * g
+    s = np.asarray(bucket_bytes, np.float64)[None, :]
+    comm = (n > 1).astype(np.float64)  # N = 1: no communication at all
+    across, within = (m > 1).astype(np.float64), (g > 1).astype(np.float64)
+    zero = np.zeros_like(n)
+    if collective == "ring":
+        a, b, steps = zero, 2.0 * (n - 1.0) / n * 8.0, 2.0 * (n - 1.0)
+        f = (n - 1.0) * reduce_time(s / n, table)
+    elif collective == "tree":
+        a, b, steps = zero, 2.0 * 8.0 * comm, 2.0 * np.ceil(np.log2(n))
+        f = reduce_time(s, table) * comm
+    elif collective == "ps":
+        a, b, steps = zero, 8.0 * comm, 2.0 * comm
+        f = reduce_time(s, table) * comm
+    elif collective == "hierarchical":
+        a = 2.0 * (g - 1.0) / g * 8.0 / intra_bits_per_s
+        b = 2.0 * (m - 1.0) / m * 8.0 / p
+        steps = 2.0 * (g - 1.0) + 2.0 * (m - 1.0)
+        f = (g - 1.0) * reduce_time(s / g, table) + (m - 1.0) * reduce_time(s / n, table)
+    elif collective == "nccl-ring":
+        share = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * 8.0
+        a, b, steps = share / intra_bits_per_s * within, share / p * across, 2.0 * (n - 1.0)
+        f = (n - 1.0) / n * s * _per_byte(table)
+    else:  # nccl-tree
+        a, b = 2.0 * 8.0 / intra_bits_per_s * within, 2.0 * 8.0 / p * across
+        steps = (2.0 * np.ceil(np.log2(m)) + 2.0 * (g - 1.0)) * comm
+        f = s * _per_byte(table) * comm
+    f = np.where(s > 0, f, 0.0)  # padded buckets cost nothing
+    piped = np.full(n.shape[0], 1.0 if collective in PIPELINED else 0.0)
+    if collective in ("tree", "nccl-tree"):
+        spread = (n - 1.0) / 2.0
+    else:
+        spread = n - 1.0 if collective == "ps" else n / 2.0
+    spread = np.where(n > 1, spread, 1.0)
+    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], expected_max_normal(n[:, 0]), comm[:, 0], piped, f,
+                        spread[:, 0], (n * comm)[:, 0])

@@ -1,0 +1,332 @@
+"""Layer-wise backward profiles and their file formats.
+
+A profile is the model's parameter tensors in backward order (last layer first):
+for tensor i its name, gradient bytes and backward wait w_i (seconds from the
+previous gradient becoming ready; the first from the start of backward). Gradient
+i is ready at R_i = w_0 + ... + w_i. ``t1`` is the single-GPU iteration time
+(forward + backward + update, seconds).
+
+Formats read here (``load_profile`` picks by extension):
+
+- ``.json``: netsweep's own (see ``Profile.to_json``/README).
+- ``.csv``: header ``name,grad_bytes,backward_us`` then one row per tensor in
+  backward order; ``t1`` is passed by the caller.
+- ``.bk.log``: the paper's format (comment line, batch count, tensor count, then
+  ``wait_us,grad_bytes`` rows); ``t1`` is passed by the caller.
+"""
+
+import csv
+import dataclasses
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.textfile import read_lines
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """One model's backward profile.
+
+    Attributes:
+      model: short name, used as the cube's ``model`` coordinate.
+      names: [L] tensor names, backward order.
+      grad_bytes: [L] float64 gradient bytes per tensor.
+      wait: [L] float64 seconds from the previous gradient being ready.
+      t1: single-GPU iteration time (s).
+      device, batch_size, dtype, source: metadata (free text).
+      forward: [L] float64 seconds of forward compute per tensor, or None (needed by FSDP).
+      unit: [L] int FSDP unit of each tensor (a transformer block, say), or None (one per tensor).
+      shape: [L] tuples, each tensor's shape (needed by low-rank compression), or None.
+    """
+
+    model: str
+    names: tuple
+    grad_bytes: np.ndarray
+    wait: np.ndarray
+    t1: float
+    device: str = "unknown"
+    batch_size: int = 0
+    dtype: str = "float32"
+    source: str = ""
+    forward: np.ndarray | None = None
+    unit: np.ndarray | None = None
+    shape: tuple | None = None
+
+    @property
+    def element_bytes(self):
+        """[L] bytes per gradient element: from the shapes, else from ``dtype`` (4 unless half precision)."""
+        if self.shape is not None:
+            return self.grad_bytes / np.array([max(1, math.prod(s)) for s in self.shape], np.float64)
+        half = str(self.dtype).lower() in HALF_DTYPES
+        return np.full(len(self.grad_bytes), 2.0 if half else 4.0)
+
+    @property
+    def ready(self):
+        """[L] seconds from the start of backward at which each gradient is ready."""
+        return np.cumsum(self.wait)
+
+    @property
+    def backward_time(self):
+        """Seconds from the start of backward to the last gradient (R_last)."""
+        return float(np.sum(self.wait))
+
+    @property
+    def total_bytes(self):
+        return float(np.sum(self.grad_bytes))
+
+    def content_hash(self):
+        """SHA-256 over the numbers that determine results (names excluded)."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.grad_bytes, dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(self.wait, dtype=np.float64).tobytes())
+        h.update(repr(float(self.t1)).encode())
+        for extra in (self.forward, self.unit):  # absent in older profiles: their hash is unchanged
+            if extra is not None:
+                h.update(np.ascontiguousarray(extra, dtype=np.float64).tobytes())
+        if self.shape is not None:
+            h.update(repr(self.shape).encode())
+        return h.hexdigest()
+
+    def scaled_to(self, t1, where="<profile>"):
+        """This profile on faster or slower compute: every backward wait (and forward time)
+        scaled by t1 / T1, the gradients unchanged (another GPU or batch size, same model)."""
+        if t1 == self.t1:
+            return self
+        scale = t1 / self.t1
+        return make_profile(self.model, self.names, self.grad_bytes, self.wait * scale, t1, where,
+                            device=self.device, batch_size=self.batch_size, dtype=self.dtype,
+                            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
+                            forward=None if self.forward is None else self.forward * scale, unit=self.unit,
+                            shape=self.shape)
+
+    def to_json(self):
+        """The project's JSON format (a dict): metadata plus a list of tensors."""
+        return {
+            "format": "netsweep-profile-1",
+            "model": self.model,
+            "iteration_time_s": self.t1,
+            "device": self.device,
+            "batch_size": self.batch_size,
+            "dtype": self.dtype,
+            "source": self.source,
+            "tensors": [
+                {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6,
+                 **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
+                 **({"unit": int(self.unit[i])} if self.unit is not None else {}),
+                 **({"shape": list(self.shape[i])} if self.shape is not None else {})}
+                for i, (n, b, w) in enumerate(zip(self.names, self.grad_bytes, self.wait))
+            ],
+        }
+
+
+HALF_DTYPES = ("bf16", "fp16", "float16", "bfloat16", "half")  # dtype names with 2-byte gradients
+ELEMENT_BYTES = (1, 2, 4, 8)  # a gradient element's possible sizes
+
+# Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
+MAX_TOTAL_BYTES = 1e15
+MAX_SECONDS = 1e4
+
+
+def recorded_t1(step_s, wait_s, forward_s=()):
+    """T1 (s) of a recorded step, and a note for the profile's ``source`` ("" when none).
+
+    T1 is the step's time, at least the recorded backward waits + forward times: hooks
+    and the profiler inflate those, and a T1 below their sum would leave the model
+    negative compute. The note says when the floor was applied, and by how much.
+    """
+    floor = float(sum(wait_s) + sum(forward_s))
+    if step_s >= floor:
+        return float(step_s), ""
+    return floor, (f"; T1 raised from the step's {step_s * 1e3:.4g} ms to the recorded forward + backward "
+                   f"{floor * 1e3:.4g} ms (profiling overhead)")
+
+
+def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta):
+    """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
+    grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
+    wait_s = np.asarray(wait_s, dtype=np.float64)
+    if len(grad_bytes) == 0:
+        raise InputError(f"{path}: profile has no tensors")
+    if not (np.all(np.isfinite(grad_bytes)) and np.all(grad_bytes >= 0) and grad_bytes.sum() <= MAX_TOTAL_BYTES):
+        raise InputError(f"{path}: gradient bytes must be >= 0 and add up to at most {MAX_TOTAL_BYTES:.0e}")
+    if not (np.all(np.isfinite(wait_s)) and np.all(wait_s >= 0) and wait_s.sum() <= MAX_SECONDS):
+        raise InputError(f"{path}: backward waits must be >= 0 and add up to at most {MAX_SECONDS:.0e} s")
+    _check_t1(t1, path)
+    if t1 < wait_s.sum():
+        raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
+                         f"({wait_s.sum():.6g} s); T1 covers forward, backward and update")
+    if "/" in str(model) or not str(model).strip():
+        raise InputError(f"{path}: model name {model!r} must be non-empty and have no '/'")
+    forward, unit = meta.pop("forward", None), meta.pop("unit", None)
+    if forward is not None:
+        forward = np.asarray(forward, dtype=np.float64)
+        if forward.shape != wait_s.shape or not (np.all(np.isfinite(forward)) and np.all(forward >= 0)):
+            raise InputError(f"{path}: forward times must be one number >= 0 per tensor")
+        if t1 < wait_s.sum() + forward.sum() * (1 - 1e-9):
+            raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the forward and backward passes "
+                             f"({forward.sum() + wait_s.sum():.6g} s)")
+    if unit is not None:
+        unit = np.asarray(unit, dtype=np.int64)
+        if unit.shape != wait_s.shape:
+            raise InputError(f"{path}: one FSDP unit per tensor")
+    shape = meta.pop("shape", None)
+    if shape is not None:
+        if len(shape) != len(grad_bytes):
+            raise InputError(f"{path}: one shape per tensor")
+        shape = tuple(_check_shape(s, b, n, path) for s, b, n in zip(shape, grad_bytes, names))
+    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, shape=shape,
+                   **meta)
+
+
+def _check_shape(shape, nbytes, name, path):
+    """A tensor's shape as a tuple of ints >= 1 whose element count times 1, 2, 4 or 8 bytes is its gradient."""
+    try:
+        dims = tuple(int(d) for d in shape)
+        ok = all(float(d) == int(d) for d in shape) and len(dims) >= 1 and all(d >= 1 for d in dims)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"{path}: tensor {name}: shape {shape!r} must be a list of integers >= 1")
+    if not any(math.prod(dims) * size == nbytes for size in ELEMENT_BYTES):
+        raise InputError(f"{path}: tensor {name}: shape {'x'.join(map(str, dims))} has {math.prod(dims)} elements, "
+                         f"which at 1, 2, 4 or 8 bytes each is not its {nbytes:.15g} gradient bytes")
+    return dims
+
+
+def _check_t1(t1, path):
+    if t1 is None:
+        raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
+                         param="iteration_time")
+    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (0 < t1 <= MAX_SECONDS):
+        raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in (0, {MAX_SECONDS:.0e}]")
+
+
+def _number(text, path, line, what):
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"{where(path, line)}: {what} {text.strip()!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be finite and >= 0")
+    return value
+
+
+def read_bklog(path, t1, model=None):
+    """Read the paper's ``.bk.log`` (waits in microseconds, backward order)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    if len(lines) < 3:
+        raise InputError(f"{path}: expected a comment, a batch count and a tensor count line")
+    count_text = lines[2].strip()
+    try:
+        count = int(count_text)
+    except ValueError:
+        raise InputError(f"{where(path, 3)}: tensor count {count_text!r} is not an integer") from None
+    rows = [(i + 1, text) for i, text in enumerate(lines) if i >= 3 and text.strip()]
+    if len(rows) != count:
+        raise InputError(f"{where(path, 3)}: count line says {count} tensors but {len(rows)} rows follow")
+    waits, sizes = [], []
+    for lineno, text in rows:
+        cols = text.split(",")
+        if len(cols) != 2:
+            raise InputError(f"{where(path, lineno)}: expected 2 columns wait_us,grad_bytes, got {len(cols)}")
+        waits.append(_number(cols[0], path, lineno, "wait_us") * 1e-6)
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+    name = model or path.name.split(".")[0]
+    names = [f"tensor{i}" for i in range(count)]
+    return make_profile(name, names, sizes, waits, t1, path, source=str(path))
+
+
+CSV_HEADER = ["name", "grad_bytes", "backward_us"]
+
+
+def read_csv(path, t1, model=None):
+    """Read ``name,grad_bytes,backward_us[,shape]`` rows (header required, backward order;
+    a shape is written ``768x3072``)."""
+    path = Path(path)
+    lines = _read_lines(path)
+    reader = list(csv.reader(lines))
+    header = [c.strip() for c in reader[0]] if reader else []
+    if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
+        raise InputError(f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us (and optionally ,shape)")
+    names, sizes, waits, shapes = [], [], [], []
+    for lineno, cols in enumerate(reader[1:], start=2):
+        if not cols or not "".join(cols).strip():
+            continue
+        if len(cols) != len(header):
+            raise InputError(f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, "
+                             f"got {len(cols)}")
+        names.append(cols[0].strip())
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+        waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
+        if len(header) == 4:
+            shapes.append(_shape_text(cols[3], path, lineno))
+    return make_profile(model or path.stem, names, sizes, waits, t1, path, source=str(path),
+                        **({"shape": shapes} if shapes else {}))
+
+
+def _shape_text(text, path, line):
+    """``768x3072`` -> (768, 3072)."""
+    try:
+        return tuple(int(d) for d in text.strip().lower().split("x"))
+    except ValueError:
+        raise InputError(f"{where(path, line)}: shape {text.strip()!r} must look like 768x3072") from None
+
+
+def read_json(path, t1=None, model=None):
+    """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
+    path = Path(path)
+    try:
+        data = json.loads("\n".join(_read_lines(path)))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
+        raise InputError(f"{path}: expected an object with a 'tensors' list")
+    names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
+    for i, t in enumerate(data["tensors"]):
+        label = f"{path}: tensors[{i}]"
+        if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
+            raise InputError(f"{label} needs grad_bytes and backward_us")
+        names.append(str(t.get("name", f"tensor{i}")))
+        sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes"))
+        waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
+        if "forward_us" in t:
+            forwards.append(_number(str(t["forward_us"]), label, None, "forward_us") * 1e-6)
+        if "unit" in t:
+            units.append(_number(str(t["unit"]), label, None, "unit"))
+        if "shape" in t:
+            if not isinstance(t["shape"], list):
+                raise InputError(f"{label}: shape must be a list of integers, like [768, 3072]")
+            shapes.append(t["shape"])
+    t1 = t1 if t1 is not None else data.get("iteration_time_s")
+    meta = {k: data[k] for k in ("device", "batch_size", "dtype") if k in data}
+    for key, values in (("forward", forwards), ("unit", units), ("shape", shapes)):
+        if values and len(values) != len(waits):
+            raise InputError(f"{path}: '{key}' is given for some tensors but not all")
+        if values:
+            meta[key] = values
+    return make_profile(
+        model or data.get("model") or path.stem, names, sizes, waits, t1, path,
+        source=data.get("source") or str(path), **meta,
+    )
+
+
+def _read_lines(path):
+    return read_lines(path, "profile file")
+
+
+def load_profile(path, t1=None, model=None):
+    """Read a profile file, choosing the reader by extension (.json, .csv, .bk.log/.log)."""
+    name = str(path).lower()
+    if name.endswith(".json"):
+        return read_json(path, t1, model)
+    if name.endswith(".csv"):
+        return read_csv(path, t1, model)
+    if name.endswith(".log"):
+        return read_bklog(path, t1, model)
+    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")

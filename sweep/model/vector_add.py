@@ -1,0 +1,54 @@
+"""Cost of one element-wise add on the GPU: the (bytes, seconds) table for reduce(x).
+
+The default table models a V100: a fixed kernel-launch cost of 9.5 us, plus the
+HBM traffic of an add (read two buffers, write one: 3 bytes moved per byte) at an
+achieved 830 GB/s (92% of the V100's 900 GB/s). That is
+``t(x) = max(9.5e-6, 9.5e-6 + 3x / 830e9)``, tabulated at powers of two from
+64 B to 1 GiB. It agrees with measured V100 vector-add timings within ~10% above
+2 MiB; below that the launch cost dominates.
+
+A user table is a text file of ``bytes,seconds`` lines (the paper's
+``cuda_vec_add.log`` format), increasing in bytes.
+"""
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.textfile import read_lines
+
+ADD_LAUNCH_S = 9.5e-6  # one vector-add kernel launch on a V100
+ADD_HBM_BYTES_PER_S = 830e9  # achieved by that add: 92% of the V100's 900 GB/s
+
+
+def default_table():
+    """The V100 model table: ([T] bytes, [T] seconds), float64."""
+    nbytes = 2.0 ** np.arange(6, 31)
+    return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / ADD_HBM_BYTES_PER_S
+
+
+def read_table(path):
+    """Read a ``bytes,seconds`` table; errors name the file and line."""
+    path = Path(path)
+    nbytes, seconds = [], []
+    for lineno, text in enumerate(read_lines(path, "reduce-cost file"), start=1):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        cols = text.split(",")
+        if len(cols) != 2:
+            raise InputError(f"{where(path, lineno)}: expected 2 columns bytes,seconds, got {len(cols)}")
+        try:
+            b, s = float(cols[0]), float(cols[1])
+        except ValueError:
+            raise InputError(f"{where(path, lineno)}: {text.strip()!r} is not two numbers") from None
+        if not (math.isfinite(b) and math.isfinite(s) and b >= 0 and s >= 0):
+            raise InputError(f"{where(path, lineno)}: bytes and seconds must be finite and >= 0")
+        if nbytes and b <= nbytes[-1]:
+            raise InputError(f"{where(path, lineno)}: bytes {b:g} must increase down the file")
+        nbytes.append(b)
+        seconds.append(s)
+    if not nbytes:
+        raise InputError(f"{path}: reduce-cost table has no rows")
+    return np.array(nbytes), np.array(seconds)
