@@ -22,6 +22,9 @@ from pathlib import Path
 
 import jax
 
+# Internal on purpose: the kernel-only rate is the jitted block alone (Dispatcher.submit, documented in
+# sweep/engine/dispatch.py), and the end-to-end rate is the writer path of `sweep grid` (io.job.run_grid, which
+# reports configs/s) in the same process; the public API has no cube-writing function (the CLI is timed below).
 from netsweep_jax.sweep.engine.dispatch import Dispatcher, precision
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.plan import Plan

@@ -14,6 +14,8 @@ import time
 import jax
 import numpy as np
 
+# Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
+# sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.plan import Plan

@@ -19,11 +19,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from netsweep_jax.sweep import evaluate  # noqa: E402
+from netsweep_jax.sweep import Profile, evaluate  # noqa: E402
+
+# Internal on purpose: throughput times the jitted block alone (Dispatcher.submit, documented in
+# sweep/engine/dispatch.py; results stay on the device), and the float64 reference needs the model's
+# reduce-cost table (sweep/model/vector_add.py).
 from netsweep_jax.sweep.engine.dispatch import Dispatcher  # noqa: E402
 from netsweep_jax.sweep.engine.grid import make_grid  # noqa: E402
 from netsweep_jax.sweep.engine.plan import Plan  # noqa: E402
-from netsweep_jax.sweep.model.profile import make_profile  # noqa: E402
 from netsweep_jax.sweep.model.vector_add import default_table  # noqa: E402
 from reference import simulate  # noqa: E402
 
@@ -38,9 +41,9 @@ def peak_fp32(kind):
     return next((v for k, v in PEAK_FP32.items() if k in kind), float("nan"))
 
 
-def random_profile(rng, n=50):
-    return make_profile("rand", [f"t{i}" for i in range(n)], np.round(rng.uniform(1e3, 2e7, n)),
-                        rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7), 0.15)
+def random_profile(rng: np.random.Generator, n: int = 50) -> Profile:
+    return Profile("rand", tuple(f"t{i}" for i in range(n)), np.round(rng.uniform(1e3, 2e7, n)),
+                   rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7), 0.15)
 
 
 def correctness(kernel, rng, p, samples=300):

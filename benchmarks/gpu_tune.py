@@ -13,6 +13,8 @@ import time
 import jax
 import numpy as np
 
+# Internal on purpose: this tunes the Pallas kernel itself (kernels.pallas_overlap) and the engine's
+# per-block dispatch (Dispatcher.submit, documented in sweep/engine/dispatch.py); no public API exposes either.
 from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid

@@ -19,7 +19,7 @@ MET_AT_MIN = AT_LIMIT  # a growing metric reaches the target at the lowest allow
 
 
 def boundary(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: jax.Array, high: jax.Array,
-             shape: tuple[int, ...], dtype, iterations: int = 40, increasing: bool = True
+             shape: tuple[int, ...], dtype: jnp.dtype | type, iterations: int = 40, increasing: bool = True
              ) -> tuple[jax.Array, jax.Array]:
     """The x in [low, high] where ``metric(x) >= target`` starts (growing) or stops (falling).
 
@@ -41,7 +41,7 @@ def boundary(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: j
     lo = jnp.full(shape, low, dtype)
     hi = jnp.full(shape, high, dtype)
 
-    def halve(_, bracket):
+    def halve(_: int, bracket: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         lo, hi = bracket
         mid = jnp.sqrt(lo * hi)
         ok = metric(mid) >= target

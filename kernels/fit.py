@@ -16,14 +16,15 @@ max smoothed (softness x T1 per row, so the gradient does not vanish where
 communication is just hidden), keeping the parameters with the lowest exact loss.
 """
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 from jax import lax
+from jax.typing import ArrayLike
 
-from netsweep_jax.kernels.overlap import PAPER, Buckets, Config, Layout, on_rows
+from netsweep_jax.kernels.overlap import PAPER, Buckets, Config, Features, Layout, on_rows
 
 
 class FitSpec(NamedTuple):
@@ -34,11 +35,11 @@ class FitSpec(NamedTuple):
       lows, highs: each family's bounds in SI units.
     """
 
-    fields: tuple
-    lows: tuple
-    highs: tuple
+    fields: tuple[str, ...]
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
 
-    def value(self, f, p):
+    def value(self, f: int, p: ArrayLike) -> jax.Array:
         """Family ``f``'s value for unconstrained parameter(s) ``p``."""
         return self.lows[f] + (self.highs[f] - self.lows[f]) * jax.nn.sigmoid(p)
 
@@ -58,23 +59,35 @@ class Rows(NamedTuple):
     layout: Layout
     buckets: Buckets
     t1: jax.Array
-    index: jax.Array
+    index: jax.Array  # type: ignore[assignment]  # a field named as tuple.index: the callers' name
 
 
-def predict(params, rows, *, spec, softness, features=PAPER):
+def predict(params: jax.Array, rows: Rows, *, spec: FitSpec, softness: jax.Array | float | None,
+            features: Features = PAPER) -> dict[str, jax.Array]:
     """Metrics of every row with the fitted fields set from ``params`` [P]: dict of [R]."""
     values = {field: spec.value(f, params[rows.index[:, f]]) for f, field in enumerate(spec.fields)}
     soft = None if softness is None else softness * rows.t1
     return on_rows(rows.config._replace(**values), rows.layout, rows.buckets, rows.t1, soft, features)
 
 
-def residuals(params, rows, target, *, spec, measured, softness, features=PAPER):
-    """[R] residuals: absolute for scaling factors, relative for iteration times."""
+def residual(predicted: Any, target: Any, measured: str) -> Any:
+    """[R] residuals of predictions: absolute for scaling factors, relative for iteration times.
+
+    Plain arithmetic: numpy arrays in, numpy arrays out (the calibration report), JAX arrays
+    in, JAX arrays out (the fit's loss)."""
+    return (predicted - target) / (1.0 if measured == "scaling_factor" else target)
+
+
+def residuals(params: jax.Array, rows: Rows, target: jax.Array, *, spec: FitSpec, measured: str,
+              softness: jax.Array | float | None, features: Features = PAPER) -> jax.Array:
+    """[R] residuals of the model under ``params`` (:func:`residual`)."""
     pred = predict(params, rows, spec=spec, softness=softness, features=features)[measured]
-    return (pred - target) / (1.0 if measured == "scaling_factor" else target)
+    return residual(pred, target, measured)
 
 
-def fit(starts, rows, target, weights, *, spec, measured, steps, learning_rate, softness, features=PAPER):
+def fit(starts: jax.Array, rows: Rows, target: jax.Array, weights: jax.Array, *, spec: FitSpec, measured: str,
+        steps: int, learning_rate: float, softness: jax.Array | float,
+        features: Features = PAPER) -> tuple[jax.Array, jax.Array]:
     """Best parameters and their exact loss.
 
     Args:
@@ -87,20 +100,18 @@ def fit(starts, rows, target, weights, *, spec, measured, steps, learning_rate, 
     Returns:
       ([P] unconstrained parameters, scalar exact loss).
     """
-    kw = dict(spec=spec, measured=measured, features=features)
-
-    def loss(params, soft):
-        r = residuals(params, rows, target, softness=soft, **kw)
+    def loss(params: jax.Array, soft: jax.Array | float | None) -> jax.Array:
+        r = residuals(params, rows, target, spec=spec, measured=measured, softness=soft, features=features)
         return jnp.sum(weights * r**2) / jnp.sum(weights)
 
-    def exact(params):
+    def exact(params: jax.Array) -> jax.Array:
         return loss(params, None)
 
     params = starts[jnp.argmin(jax.vmap(exact)(starts))]
     opt = optax.adam(learning_rate)
     grad = jax.grad(loss)
 
-    def step(carry, _):
+    def step(carry: tuple[jax.Array, Any, jax.Array, jax.Array], _: None) -> tuple[Any, None]:
         params, state, best, best_loss = carry
         updates, state = opt.update(grad(params, softness), state)
         params = optax.apply_updates(params, updates)

@@ -68,6 +68,7 @@ against it. Two static :class:`Features` compile the extra terms in only when a
 sweep uses them, so the paper's collectives keep their exact arithmetic.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -79,6 +80,8 @@ METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time", "tim
 
 class Config(NamedTuple):
     """What varies per configuration (each field a scalar for one configuration).
+
+    Fields are arrays: numpy (or floats) on the host, traced ``jax.Array`` s inside the kernels.
 
     Attributes:
       bandwidth: inter-node link bandwidth (bit/s).
@@ -182,8 +185,10 @@ class Features(NamedTuple):
 
 
 PAPER = Features()
-PAD_CONFIG = Config(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0,
-                    jitter=0.0, accum=1.0)  # for padding lanes: finite, harmless values (sliced off the outputs)
+# For padding lanes: finite, harmless values (sliced off the outputs). Host floats (``_make`` takes any
+# values), so importing this module starts no device.
+PAD_CONFIG = Config._make(dict(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0,
+                               jitter=0.0, accum=1.0)[f] for f in Config._fields)
 
 
 def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) -> jax.Array:
@@ -215,8 +220,14 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
     net, intra = layout.wire / effective / config.ratio, layout.transfer / config.ratio
     k = 1.0 + layout.multi * ((1.0 + config.slowdown) * (1.0 + config.jitter * layout.straggle) - 1.0)
     ready = buckets.ready * k if features.compute else buckets.ready
-    sent, rounds, codec = buckets.nbytes, 1.0, 0.0
+    sent: jax.Array = buckets.nbytes
+    rounds: jax.Array | float = 1.0
+    extra: tuple[jax.Array, ...] = ()  # the codec terms, when compressing
     if features.compress:
+        # Features.compress promises the codec terms (static: checked once, at trace time).
+        assert buckets.encode is not None and buckets.payload is not None and buckets.gather is not None
+        assert buckets.rounds is not None and buckets.decode is not None and buckets.unpack is not None
+        assert layout.spread is not None and layout.workers is not None
         # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
         encode = buckets.encode * layout.multi
         ready = ready + jnp.cumsum(encode)
@@ -224,8 +235,10 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         sent, rounds = buckets.payload * spread, buckets.rounds
         payloads = 1.0 + buckets.gather * (layout.workers - 1.0)
         codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
+        extra = (codec,)
 
-    def step(carry, bucket):
+    def step(carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
+             ) -> tuple[tuple[jax.Array, jax.Array], None]:
         end, comm = carry
         ready, nbytes, reduce, valid, *codec = bucket  # codec: [D_b + n_b U_b] when compressing
         start = smooth_max(ready, end, softness)
@@ -242,7 +255,7 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
     zero = jnp.zeros_like(alpha)
-    xs = (ready, sent, layout.reduce, buckets.valid) + ((codec,) if features.compress else ())
+    xs = (ready, sent, layout.reduce, buckets.valid) + extra
     (end, piped_comm), _ = lax.scan(step, (zero, zero), xs)
     r_last = jnp.max(ready)
     exposed = smooth_max(r_last, end, softness) - r_last
@@ -255,10 +268,12 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         comm = comm + jnp.sum(codec)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
-    out = (work / total, total, exposed, comm)
+    out: tuple[jax.Array, ...] = (work / total, total, exposed, comm)
     if features.fsdp:
+        assert buckets.fsdp is not None  # Features.fsdp promises FSDP units
+        fsdp = buckets.fsdp
         sharded = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features)
-        out = tuple(jnp.where(buckets.fsdp > 0, a, b) for a, b in zip(sharded, out))
+        out = tuple(jnp.where(fsdp > 0, a, b) for a, b in zip(sharded, out))
     relative = jnp.ones_like(out[1])
     if features.accuracy:
         plain = iteration(config._replace(ratio=jnp.ones_like(config.ratio)),
@@ -269,7 +284,9 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
     return dict(zip(METRICS, out + (relative,)))
 
 
-def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
+def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: jax.Array | float,
+              alpha: jax.Array, lat: jax.Array, features: Features
+              ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """(scaling factor, iteration time, exposed comm, comm time) of a fully sharded step (FSDP, ZeRO-3).
 
     Units u = 1..U in forward order (padding first), S_u parameter bytes, F_u and B_u
@@ -293,6 +310,7 @@ def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
 
     with f_0 = 0 and g_0 = 0. The scaling factor is K T1 / iteration_time.
     """
+    assert units.backward is not None  # FSDP units carry their backward compute
     half_alpha, half_lat = 0.5 * alpha, 0.5 * lat
     gather = half_alpha * units.nbytes + half_lat * units.valid
     scatter = gather + layout.reduce
@@ -305,7 +323,8 @@ def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
         scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
     forward, backward = units.ready * k, units.backward * k
 
-    def forward_step(carry, unit):
+    def forward_step(carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array]
+                     ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
         c, m, issued = carry
         g, f = unit
         m = jnp.maximum(m, issued) + g
@@ -317,7 +336,8 @@ def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
     m = jnp.maximum(m, c) + gather[-1]  # the last unit, gathered again for its backward
     next_gather = jnp.concatenate([jnp.zeros_like(gather[:1]), gather[:-1]])  # g_{u-1}
 
-    def backward_step(carry, unit):
+    def backward_step(carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array, jax.Array]
+                      ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
         c, m, ready = carry
         g_prev, b, s = unit
         start = jnp.maximum(c, ready)
@@ -336,31 +356,38 @@ def fsdp_step(config, layout, units, t1, k, alpha, lat, features):
     return work / total, total, exposed, comm
 
 
-def _lift(inner, outer, features):
+Metrics = dict[str, jax.Array]
+
+
+def _lift(inner: tuple[int | None, ...], outer: tuple[int | None, ...], features: Features
+          ) -> Callable[..., Metrics]:
     """vmap :func:`iteration` over configurations (``inner`` axes) then layouts (``outer``)."""
 
-    def one(config, layout, buckets, t1, softness):
+    def one(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 
     return jax.vmap(jax.vmap(one, in_axes=inner), in_axes=outer)
 
 
-def on_grid(config, layout, buckets, t1, softness=None, features=PAPER):
+def on_grid(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
+            features: Features = PAPER) -> Metrics:
     """config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."""
     f = _lift((0, None, None, None, None), (None, 0, None, None, None), features)
     return f(config, layout, buckets, t1, softness)
 
 
-def on_table(config, layout, buckets, t1, softness=None, features=PAPER):
+def on_table(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
+             features: Features = PAPER) -> Metrics:
     """config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."""
     f = _lift((0, None, None, None, None), (0, 0, None, None, None), features)
     return f(config, layout, buckets, t1, softness)
 
 
-def on_rows(config, layout, buckets, t1, softness=None, features=PAPER):
+def on_rows(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
+            features: Features = PAPER) -> Metrics:
     """config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
 
-    def one(config, layout, buckets, t1, softness):
+    def one(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 
     return jax.vmap(one, in_axes=(0, 0, 0, 0, 0))(config, layout, buckets, t1, softness)

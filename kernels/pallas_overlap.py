@@ -16,19 +16,29 @@ default sweep) the latency add is compiled out. On CPU the tests run it with
 """
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from netsweep_jax.kernels.overlap import METRICS, PAD_CONFIG, PAPER
+from netsweep_jax.kernels.overlap import (
+    METRICS,
+    PAD_CONFIG,
+    PAPER,
+    Buckets,
+    Config,
+    Features,
+    Layout,
+    Metrics,
+)
 
 DEFAULT_TILE = 1024
 DEFAULT_WARPS = 2  # measured best on an H200 with tile 1024 (benchmarks/README.md)
 
 
-def _next_pow2(n):
+def _next_pow2(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
@@ -36,7 +46,7 @@ LAYOUT_COLUMNS = ("transfer", "wire", "messages", "straggle", "multi", "piped") 
 SUM_COLUMNS = ("t1", "bytes", "real buckets", "R_last")
 
 
-def _program(steps, unroll, zero_latency, features, *refs):
+def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *refs: Any) -> None:
     """One tile of configurations under one layout (refs as laid out in :func:`on_grid_pallas`)."""
     config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = refs[:8], refs[8:13], refs[13:]
     bandwidth, utilization, ratio, latency, overhead, slowdown, jitter, accum = (r[...] for r in config_refs)
@@ -48,7 +58,7 @@ def _program(steps, unroll, zero_latency, features, *refs):
     lat = messages * latency
     k = 1.0 + multi * ((1.0 + slowdown) * (1.0 + jitter * straggle) - 1.0)
 
-    def step(i, carry):
+    def step(i: int | jax.Array, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
         end, comm = carry
         ready = ready_ref[i] * k if features.compute else ready_ref[i]
         cost = alpha * nbytes_ref[i] + reduce_ref[0, i]
@@ -58,7 +68,7 @@ def _program(steps, unroll, zero_latency, features, *refs):
             duration = jnp.where(piped > 0, pipelined if zero_latency else pipelined + lat, duration)
         return jnp.maximum(ready, end) + duration, comm + duration
 
-    carry = (jnp.zeros_like(alpha), jnp.zeros_like(alpha))
+    carry: tuple[jax.Array, ...] = (jnp.zeros_like(alpha), jnp.zeros_like(alpha))
     if unroll:  # static indices only, padded buckets masked: for backends without dynamic loops
         for i in range(steps):
             new = step(i, carry)
@@ -80,8 +90,9 @@ def _program(steps, unroll, zero_latency, features, *refs):
     comm_ref[0, :] = jnp.where(piped > 0, piped_comm, closed) if features.piped else closed
 
 
-def on_grid_pallas(config, layout, buckets, t1, *, features=PAPER, tile=DEFAULT_TILE, interpret=False,
-                   unroll=False, num_warps=DEFAULT_WARPS, zero_latency=False):
+def on_grid_pallas(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER,
+                   tile: int = DEFAULT_TILE, interpret: bool = False, unroll: bool = False,
+                   num_warps: int = DEFAULT_WARPS, zero_latency: bool = False) -> Metrics:
     """Drop-in for :func:`kernels.overlap.on_grid` with the exact max.
 
     Args:
@@ -106,7 +117,7 @@ def on_grid_pallas(config, layout, buckets, t1, *, features=PAPER, tile=DEFAULT_
     cp = -(-c // tile) * tile
     bp = _next_pow2(steps)
 
-    def pad(x, n, value):
+    def pad(x: jax.Array, n: int, value: float) -> jax.Array:
         return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
 
     per_config = [pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]

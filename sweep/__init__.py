@@ -19,24 +19,28 @@ import importlib
 
 from netsweep_jax.sweep.core.version import VERSION as __version__
 
+# name -> the module that defines it. The facades live in :mod:`netsweep_jax.sweep.api` (which imports
+# JAX); profiles come straight from the model floor, so that reading a profile does not load JAX.
 _EXPORTS = {
-    "evaluate": "netsweep_jax.sweep.engine.evaluate",
-    "solve": "netsweep_jax.sweep.analysis.need",
-    "calibrate": "netsweep_jax.sweep.analysis.calibrate",
-    "validate": "netsweep_jax.sweep.analysis.validate",
-    "compare": "netsweep_jax.sweep.analysis.compare",
-    "open_cube": "netsweep_jax.sweep.io.reader",
-    "builtin_names": "netsweep_jax.sweep.model.builtin",
-    "builtin_profile": "netsweep_jax.sweep.model.builtin",
+    "evaluate": "netsweep_jax.sweep.api",
+    "solve": "netsweep_jax.sweep.api",
+    "calibrate": "netsweep_jax.sweep.api",
+    "validate": "netsweep_jax.sweep.api",
+    "compare": "netsweep_jax.sweep.api",
+    "open_cube": "netsweep_jax.sweep.api",
     "Profile": "netsweep_jax.sweep.model.profile",
     "load_profile": "netsweep_jax.sweep.model.profile",
+    "builtin_profile": "netsweep_jax.sweep.model.builtin",
+    "builtin_names": "netsweep_jax.sweep.model.builtin",
 }
 __all__ = [*_EXPORTS, "__version__"]
 
 
 def __getattr__(name: str) -> object:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # looked up once
+        return value
     raise AttributeError(f"module 'netsweep_jax.sweep' has no attribute {name!r}")
 
 

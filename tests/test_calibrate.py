@@ -4,12 +4,11 @@ import json
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 from conftest import random_profile
+from helpers import invoke
 from netsweep_jax.sweep import builtin_profile, evaluate
 from netsweep_jax.sweep.analysis.calibrate import calibrate
-from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.measurements import read_measurements
 
@@ -48,7 +47,7 @@ def test_fits_latency_too(tmp_path):
 
 def test_cli_walkthrough_example(tmp_path):
     out = tmp_path / "fit.json"
-    r = CliRunner().invoke(app, ["calibrate", "examples/resnet50_measured.csv", "--out", str(out)])
+    r = invoke("calibrate", "examples/resnet50_measured.csv", "--out", str(out))
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text())
     assert 0.1 < data["utilization"] < 0.3
@@ -74,7 +73,7 @@ def test_bad_measurements(tmp_path, text, message):
     with pytest.raises(InputError) as err:
         read_measurements(path)
     assert message in str(err.value)
-    r = CliRunner().invoke(app, ["calibrate", str(path)])
+    r = invoke("calibrate", str(path))
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1
 
 
@@ -90,7 +89,7 @@ def test_iteration_times_and_a_model_column(tmp_path):
                 rows.append(f"{model},{n},8,{bw},2,{t:.9f}")
     path = tmp_path / "m.csv"
     path.write_text("\n".join(rows) + "\n")
-    r = CliRunner().invoke(app, ["calibrate", str(path), "--out", str(tmp_path / "fit.json")])
+    r = invoke("calibrate", str(path), "--out", str(tmp_path / "fit.json"))
     assert r.exit_code == 0, r.output
     data = json.loads((tmp_path / "fit.json").read_text())
     assert abs(data["utilization"] - u_true) <= 0.01
@@ -116,8 +115,8 @@ def test_per_group_parameters_and_held_out_prediction(tmp_path):
     # Shared utilization, one jitter per framework; fit on up to 4 nodes, predict 8 and 16.
     truth = {"a": dict(utilization=0.3, jitter=0.03), "b": dict(utilization=0.3, jitter=0.08)}
     path = synthetic_runs(tmp_path / "m.csv", truth)
-    r = CliRunner().invoke(app, ["calibrate", str(path), "--fit", "utilization,jitter", "--per", "jitter=framework",
-                                 "--train", "nodes <= 4", "--out", str(tmp_path / "fit.json")])
+    r = invoke("calibrate", str(path), "--fit", "utilization,jitter", "--per", "jitter=framework",
+               "--train", "nodes <= 4", "--out", str(tmp_path / "fit.json"))
     assert r.exit_code == 0, r.output
     data = json.loads((tmp_path / "fit.json").read_text())
     got = {(p["name"], p["group"]): p["value"] for p in data["fitted"]}
@@ -146,8 +145,8 @@ def test_standard_errors_cover_the_truth(tmp_path):
 def test_bounds_hold_the_fit(tmp_path):
     truth = {"a": dict(utilization=0.4, overhead=3.0)}
     path = synthetic_runs(tmp_path / "m.csv", truth, frameworks=("a",))
-    r = CliRunner().invoke(app, ["calibrate", str(path), "--fit", "utilization,overhead", "--bounds",
-                                 "overhead=0:1", "--out", str(tmp_path / "fit.json")])
+    r = invoke("calibrate", str(path), "--fit", "utilization,overhead", "--bounds",
+               "overhead=0:1", "--out", str(tmp_path / "fit.json"))
     assert r.exit_code == 0, r.output
     overhead = next(p for p in json.loads((tmp_path / "fit.json").read_text())["fitted"] if p["name"] == "overhead")
     assert 0 <= overhead["value"] <= 1
@@ -165,7 +164,7 @@ def test_bounds_hold_the_fit(tmp_path):
 ])
 def test_calibrate_bad_options(tmp_path, args, message):
     path = synthetic_runs(tmp_path / "m.csv", {"a": {}, "b": {}})
-    r = CliRunner().invoke(app, ["calibrate", str(path), *args])
+    r = invoke("calibrate", str(path), *args)
     assert r.exit_code == 2 and message in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1
 
@@ -178,10 +177,10 @@ def test_model_column_naming_profiles(tmp_path):
     rows += [f"mine.json,{n},8,{b},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
              for n in (2, 4) for b in (10, 25)]
     (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
-    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "m.csv")])
+    r = invoke("calibrate", str(tmp_path / "m.csv"))
     assert r.exit_code == 0 and "utilization: 0.5" in r.output, r.output
     (tmp_path / "m.csv").write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\nmissing.json,2,8,10,0.5\n")
-    r = CliRunner().invoke(app, ["calibrate", str(tmp_path / "m.csv")])
+    r = invoke("calibrate", str(tmp_path / "m.csv"))
     assert r.exit_code == 2 and "model 'missing.json' is neither" in r.output
 
 

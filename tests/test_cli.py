@@ -3,16 +3,10 @@
 import h5py
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import invoke
 from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.core.schema import DIMS
-
-runner = CliRunner()
-
-
-def invoke(*args):
-    return runner.invoke(app, [str(a) for a in args])
 
 
 def test_grid_as_written_in_the_issue(tmp_path, monkeypatch):

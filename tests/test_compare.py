@@ -1,31 +1,21 @@
 """sweep compare: the committed compression report regenerates, and its answers follow from the cube."""
 
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
 
-from conftest import assert_same_figure, assert_same_text
+from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis.compare import compare, run
-from netsweep_jax.sweep.cli.app import app
 
-COMMITTED = Path(__file__).resolve().parents[1] / "results" / "compression"
+COMMITTED = RESULTS / "compression"
 
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("compression")
-    run(out, command="sweep compare --out results/compression")
-    return out
+    return regenerate(tmp_path_factory, run, "compression", "compare")
 
 
-@pytest.mark.parametrize("name", ["REPORT.md", "compare.csv"])
+@pytest.mark.parametrize("name", ["REPORT.md", "compare.csv", "speedups.png"])
 def test_report_matches_committed(regenerated, name):
-    assert_same_text(regenerated / name, COMMITTED / name)
-
-
-def test_figure_matches_committed(regenerated):
-    assert_same_figure(regenerated / "speedups.png", COMMITTED / "speedups.png")
+    assert_same_file(regenerated / name, COMMITTED / name)
 
 
 def test_report_answers_every_asked_configuration(regenerated):
@@ -56,8 +46,8 @@ def test_an_iterations_factor_can_flip_the_answer():
 
 
 def test_cli_prints_the_table_and_refuses_bad_input(tmp_path):
-    r = CliRunner().invoke(app, ["compare", "--model", "resnet50", "--bw", "10"])
+    r = invoke("compare", "--model", "resnet50", "--bw", "10")
     assert r.exit_code == 0 and "compress (" in r.output
-    r = CliRunner().invoke(app, ["compare", "--model", "resnet50", "--compressor", "topk:2", "--out", str(tmp_path / "o")])
+    r = invoke("compare", "--model", "resnet50", "--compressor", "topk:2", "--out", str(tmp_path / "o"))
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "density D in (0, 1]" in r.output
     assert list(tmp_path.iterdir()) == []

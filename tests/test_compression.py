@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import netsweep_jax.sweep as sweep
+from helpers import invoke
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 from netsweep_jax.sweep.model.compressors import codec_cost_for, parse_compressor, tensor_codec
@@ -184,13 +185,11 @@ def test_iterations_factor_scales_time_to_accuracy():
 
 
 def test_cli_refuses_powersgd_on_a_profile_without_shapes(tmp_path):
-    from typer.testing import CliRunner
 
-    from netsweep_jax.sweep.cli.app import app
 
     path = tmp_path / "p.csv"
     path.write_text("name,grad_bytes,backward_us\na,4000,10\n")
-    r = CliRunner().invoke(app, ["grid", "--profile", str(path), "--iteration-time", "0.1", "--bw", "10",
-                                 "--compressor", "powersgd:2", "--out", str(tmp_path / "o.h5")])
+    r = invoke("grid", "--profile", str(path), "--iteration-time", "0.1", "--bw", "10",
+               "--compressor", "powersgd:2", "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "needs each tensor's shape" in r.output
     assert not (tmp_path / "o.h5").exists() and not (tmp_path / "o.h5.partial").exists()

@@ -9,20 +9,23 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
+from helpers import read_outputs
 from netsweep_jax.kernels import Buckets, Config, Features, Layout, on_grid
 from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 
-GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8", "--collective", "ring,hierarchical",
-        "--block-configs", "500", "-q"]
+# 12,000 configurations in 24 blocks: several per device.
+DEVICES_GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8", "--collective", "ring,hierarchical",
+                "--block-configs", "500", "-q"]
 
 
 def run(out, env=None):
-    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out)]
+    """The CLI in a process of its own: the device count is fixed when JAX starts."""
+    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *DEVICES_GRID, "--out", str(out)]
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **(env or {})})
     with h5py.File(out) as f:
-        return {k: f[k][...] for k in OUTPUTS}, f.attrs["device_kind"]
+        return read_outputs(out), f.attrs["device_kind"]
 
 
 def test_four_devices_equal_one(tmp_path):

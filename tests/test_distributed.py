@@ -1,82 +1,120 @@
-"""--distributed over loopback: the stitched cube equals a single-process run; a dead
-process leaves the others to finish, and --resume completes only what is missing.
+"""--distributed: the stitched cube equals a single-process run; a dead process leaves the
+others to finish, and --resume completes only what is missing.
 
-Process 1 is killed at a known block through the test hook
-``NETSWEEP_TEST_SIGNAL_AFTER_BLOCKS`` (no timers, no races)."""
+Two processes join over a Unix socket (no TCP port to choose, so no port race). The
+dead-process case runs each process's share of ``sweep grid --distributed`` in this
+process, one after the other, as the id the (stubbed) rendezvous hands it: process 1
+stops at a known block (``run_grid(after_block=...)``), and process 0 waits for its
+shard on a fake clock (no timeout in wall-clock time)."""
 
+import functools
 import os
-import socket
 import subprocess
 import sys
 
 import h5py
 import numpy as np
-from typer.testing import CliRunner
+import pytest
 
-from netsweep_jax.sweep.cli.app import app
-from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as VARS
-from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
-
-GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
-        "--block-configs", "20"]  # 600 configs in 30 blocks, 15 per process
+from helpers import GRID, Stopped, blocks_done, invoke, read_outputs, stop_after
+from netsweep_jax.sweep.core.errors import StitchTimeout
+from netsweep_jax.sweep.io import distributed
+from netsweep_jax.sweep.io.distributed import POLL_S, wait_for
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def cmd(out, pid, port, *extra):
-    return [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out), "--distributed",
-            "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(pid), *extra]
-
-
-def start(out, port, *extra, env1=None):
-    env = {**os.environ, "XLA_FLAGS": ""}
-    return [subprocess.Popen(cmd(out, pid, port, *extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**env, **(env1 or {})} if pid == 1 else env) for pid in (0, 1)]
-
-
-def single(out):
-    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(out), "-q"]).exit_code == 0
-    with h5py.File(out) as f:
-        return {k: f[k][...] for k in VARS}
+@pytest.fixture(scope="module")
+def single(tmp_path_factory):
+    out = tmp_path_factory.mktemp("single") / "single.h5"
+    assert invoke("grid", *GRID, "--out", out, "-q").exit_code == 0
+    return read_outputs(out)
 
 
 def assert_same(path, ref):
+    got = read_outputs(path)
+    for k in ref:
+        np.testing.assert_array_equal(got[k], ref[k])
     with h5py.File(path) as f:
-        for k in VARS:
-            np.testing.assert_array_equal(f[k][...], ref[k])
         assert f.attrs["processes"] == 2
 
 
-def test_two_processes_stitch_to_the_single_process_cube(tmp_path):
-    ref = single(tmp_path / "single.h5")
+def test_two_processes_stitch_to_the_single_process_cube(tmp_path, single):
     out = tmp_path / "d.h5"
-    procs = start(out, free_port())
+    coordinator = f"unix:{tmp_path / 'coordinator.sock'}"
+    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out), "--distributed",
+           "--coordinator", coordinator, "--num-processes", "2"]
+    procs = [subprocess.Popen([*cmd, "--process-id", str(pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "XLA_FLAGS": ""}) for pid in (0, 1)]
     results = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert "stitched every shard" in results[0][0]
-    assert_same(out, ref)
-    assert sorted(x.name for x in tmp_path.iterdir()) == ["d.h5", "single.h5"]
+    assert_same(out, single)
+    assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["d.h5"]
 
 
-def test_dead_process_then_resume(tmp_path):
-    ref = single(tmp_path / "single.h5")
+class FakeClock:
+    """A clock that moves only when the code under test sleeps."""
+
+    def __init__(self):
+        self.now, self.sleeps = 0.0, 0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        self.sleeps += 1
+
+
+def test_waiting_gives_up_only_after_the_timeout_without_change(tmp_path):
+    shards = [tmp_path / "d.shard0of2.h5", tmp_path / "d.shard1of2.h5"]
+    shards[0].write_text("")
+    partial = tmp_path / "d.shard1of2.h5.partial"
+    clock = FakeClock()
+    writes = iter(range(1, 4))
+
+    def sleep(seconds):  # the missing shard's process writes a block at each of the first 3 looks
+        clock.sleep(seconds)
+        if (n := next(writes, None)) is not None:
+            partial.write_text("x" * n)
+            os.utime(partial, (n, n))
+
+    with pytest.raises(StitchTimeout, match=r"d.shard1of2.h5 not complete and unchanged for 10 s .*--resume"):
+        wait_for(shards, 10, clock=clock, sleep=sleep)
+    # the clock restarted at the last change (the 3rd look), then ran past 10 s
+    assert 3 * POLL_S + 10 < clock.now <= 3 * POLL_S + 10 + POLL_S + 1e-9
+    shards[1].write_text("")
+    clock.sleeps = 0
+    wait_for(shards, 10, clock=clock, sleep=clock.sleep)  # every shard there: no wait
+    assert clock.sleeps == 0
+
+
+def as_process(monkeypatch, pid, out, *extra, **hooks):
+    """``sweep grid GRID --distributed`` here as process ``pid`` of 2, with ``run_grid`` or waiting hooks."""
+    with monkeypatch.context() as m:
+        m.setattr(distributed, "rendezvous", lambda *args: (pid, 2))
+        if "after_block" in hooks:
+            m.setattr(distributed, "run_grid", functools.partial(distributed.run_grid,
+                                                                 after_block=hooks.pop("after_block")))
+        m.setattr(distributed, "run_distributed", functools.partial(distributed.run_distributed, **hooks))
+        return invoke("grid", *GRID, "--out", out, "--distributed", *extra)
+
+
+def test_dead_process_then_resume(tmp_path, single, monkeypatch):
     out = tmp_path / "d.h5"
-    p0, p1 = start(out, free_port(), "--stitch-timeout", "1", env1={TEST_SIGNAL_HOOK: "5:SIGKILL"})
-    p1.communicate(timeout=120)
-    out0, err0 = p0.communicate(timeout=240)
-    assert p1.returncode == -9
-    with h5py.File(tmp_path / "d.shard1of2.h5.partial", "r") as f:
-        assert int(f["progress/blocks_done"][...].sum()) == 5
-    # Process 0 finished its own shard, then gave up waiting for process 1's.
-    assert p0.returncode == 3, (out0, err0)
-    assert "d.shard1of2.h5 not complete" in err0 and "--resume" in err0
+    r = as_process(monkeypatch, 1, out, after_block=stop_after(5))  # process 1 dies after 5 of its 15 blocks
+    assert isinstance(r.exception, Stopped), r.output
+    assert blocks_done(tmp_path / "d.shard1of2.h5.partial") == 5
+    # Process 0 finishes its own shard, then gives up waiting for process 1's.
+    clock = FakeClock()
+    r = as_process(monkeypatch, 0, out, "--stitch-timeout", "60", clock=clock, sleep=clock.sleep)
+    assert r.exit_code == 3, r.output
+    assert "d.shard1of2.h5 not complete and unchanged for 60 s" in r.output and "--resume" in r.output
+    assert 60 < clock.now <= 60 + POLL_S + 1e-9  # gave up at the first look past the timeout
     assert (tmp_path / "d.shard0of2.h5").exists() and not out.exists()
-    procs = start(out, free_port(), "--resume")
-    results = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], results
-    assert "0 configurations" in results[0][0]  # process 0's shard was already complete
-    assert_same(out, ref)
+    # Every process again with --resume: process 1 computes only its missing blocks, process 0 none, then stitches.
+    r = as_process(monkeypatch, 1, out, "--resume")
+    assert r.exit_code == 0 and "process 1 of 2: 300 configurations" in r.output and "5 blocks resumed" in r.output
+    r = as_process(monkeypatch, 0, out, "--resume")
+    assert r.exit_code == 0 and "process 0 of 2: 0 configurations" in r.output and "stitched" in r.output, r.output
+    assert_same(out, single)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["d.h5"]

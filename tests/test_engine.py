@@ -1,10 +1,14 @@
 """Engine structure: blocks tile the grid once; a sweep compiles once; precision is scoped."""
 
+import contextlib
+
+import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from netsweep_jax.sweep.engine.compiled import grid_metrics
+from netsweep_jax.kernels.overlap import METRICS, Config
+from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.plan import Plan
@@ -25,19 +29,43 @@ def test_blocks_tile_the_grid_once(block_configs):
     assert plan.blocks() is plan.blocks()  # cut once: --resume looks blocks up by index
 
 
+# What JAX reports (jax.monitoring) as it traces a function and compiles it for XLA.
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration",  # lowered: then compiled or a cache hit
+                  "/jax/core/compile/backend_compile_duration")
+
+
+@contextlib.contextmanager
+def counting_compiles(fun_name):
+    """Count JAX's traces and compiles of the function named ``fun_name``: {event: count}."""
+    counts = dict.fromkeys((TRACE_EVENT, *COMPILE_EVENTS), 0)
+
+    def listen(event, duration_s, **kwargs):
+        if event in counts and kwargs.get("fun_name") in (fun_name, f"jit({fun_name})"):
+            counts[event] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield counts
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+
+
 def test_a_sweep_compiles_once():
     # Many blocks, a padded last block, two collectives, two fusion settings with
     # different bucket counts, latency on: one compile. An odd block size keeps
     # these shapes apart from other tests' compiles in the same process.
     grid = make_grid("resnet50", bandwidth="1..100@37", ratio=[1, 3], nodes=[2, 8], fusion_buffer=[0, 64],
                      collective=["ring", "ps"], latency=[0, 2])
-    before = grid_metrics._cache_size()
-    evaluate_arrays(grid, block_configs=23)
-    assert grid_metrics._cache_size() == before + 1
+    with counting_compiles("grid_metrics") as counts:
+        evaluate_arrays(grid, block_configs=23)
+    lowered, compiled = (counts[e] for e in COMPILE_EVENTS)
+    assert counts[TRACE_EVENT] == 1 and lowered == 1 and compiled <= 1  # 0: the persistent cache had it
     other = make_grid("resnet50", bandwidth="2..90@37", ratio=[1, 5], nodes=[4, 16], fusion_buffer=[0, 8],
                       collective=["tree", "hierarchical"], latency=[0, 9])
-    evaluate_arrays(other, block_configs=23)  # same shapes, other values: no new compile
-    assert grid_metrics._cache_size() == before + 1
+    with counting_compiles("grid_metrics") as counts:
+        evaluate_arrays(other, block_configs=23)  # same shapes, other values: no new trace, no new compile
+    assert counts == dict.fromkeys(counts, 0)
 
 
 def test_result_does_not_depend_on_block_size():
@@ -58,10 +86,7 @@ def test_float64_is_scoped_to_the_computation():
 
 
 def test_kernel_and_schema_agree_on_names():
-    from netsweep_jax.kernels.overlap import METRICS, Config
-    from netsweep_jax.sweep.core.schema import INNER, OUTPUTS
-
-    assert METRICS == OUTPUTS and Config._fields == INNER
+    assert METRICS == tuple(VARIABLES) and Config._fields == INNER
 
 
 def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():

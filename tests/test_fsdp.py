@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import invoke
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.cli.app import app
-from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.model.profile import make_profile
 from reference import simulate_fsdp
 
@@ -58,12 +57,12 @@ def test_two_units_by_hand():
 
 
 def test_cli_fsdp_and_its_refusals(tmp_path):
-    r = CliRunner().invoke(app, ["grid", "--model", "gpt2", "--gpu", "a100", "--precision", "bf16", "--bucketing",
-                                 "fsdp,ddp", "--collective", "nccl-ring", "--nodes", "1,8", "--bw", "100",
-                                 "--out", str(tmp_path / "f.h5"), "-q"])
+    r = invoke("grid", "--model", "gpt2", "--gpu", "a100", "--precision", "bf16", "--bucketing",
+               "fsdp,ddp", "--collective", "nccl-ring", "--nodes", "1,8", "--bw", "100",
+               "--out", str(tmp_path / "f.h5"), "-q")
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(app, ["grid", "--model", "resnet50", "--bucketing", "fsdp", "--out", str(tmp_path / "g.h5")])
+    r = invoke("grid", "--model", "resnet50", "--bucketing", "fsdp", "--out", str(tmp_path / "g.h5"))
     assert r.exit_code == 2 and "FSDP needs forward times per tensor" in r.output
-    r = CliRunner().invoke(app, ["grid", "--model", "gpt2", "--bucketing", "fsdp", "--accum", "2",
-                                 "--out", str(tmp_path / "h.h5")])
+    r = invoke("grid", "--model", "gpt2", "--bucketing", "fsdp", "--accum", "2",
+               "--out", str(tmp_path / "h.h5"))
     assert r.exit_code == 2 and "--bucketing fsdp with accum > 1" in r.output

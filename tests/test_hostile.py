@@ -8,15 +8,10 @@ import sys
 import h5py
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import invoke
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES
-
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def one_line_error(r, code=2):

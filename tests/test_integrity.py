@@ -1,35 +1,18 @@
-"""Integrity: every finished block carries a checksum; damage is found and computed again."""
+"""Integrity: every finished block carries a checksum; damage is found and computed again.
+
+A sweep is stopped at a known block in this process (``run_grid(after_block=...)``);
+its partial file is then damaged on purpose."""
 
 import os
-import signal
-import subprocess
-import sys
 
 import h5py
 import numpy as np
-from typer.testing import CliRunner
 
-from netsweep_jax.sweep.cli.app import app
-from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
-from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
-
-GRID = ["grid", "--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0",
-        "--block-configs", "20"]
+from helpers import GRID, invoke, invoke_stopped_after, read_outputs
 
 
-def invoke(*args):
-    return CliRunner().invoke(app, [*GRID, *map(str, args)])
-
-
-def killed_after(out, blocks):
-    env = {**os.environ, TEST_SIGNAL_HOOK: f"{blocks}:SIGKILL"}
-    r = subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
-    assert r.returncode == -signal.SIGKILL
-
-
-def read(path):
-    with h5py.File(path) as f:
-        return {k: f[k][...] for k in OUTPUTS}
+def stopped_after(monkeypatch, out, blocks):
+    invoke_stopped_after(monkeypatch, blocks, "grid", *GRID, "--out", out)
 
 
 def corrupt_chunk(partial, chunk_index, nbytes=12):
@@ -41,61 +24,61 @@ def corrupt_chunk(partial, chunk_index, nbytes=12):
         fh.write(b"\x7f" * nbytes)
 
 
-def test_changed_bytes_in_a_finished_block_are_found_and_recomputed(tmp_path):
+def test_changed_bytes_in_a_finished_block_are_found_and_recomputed(tmp_path, monkeypatch):
     clean = tmp_path / "clean.h5"
-    assert invoke("--out", clean).exit_code == 0
+    assert invoke("grid", *GRID, "-q", "--out", clean).exit_code == 0
     out = tmp_path / "r.h5"
-    killed_after(out, 10)
+    stopped_after(monkeypatch, out, 10)
     partial = tmp_path / "r.h5.partial"
     corrupt_chunk(partial, 3)
-    r = CliRunner().invoke(app, ["show", str(partial), "--verify"])
+    r = invoke("show", partial, "--verify")
     assert r.exit_code == 1 and "10 of 30 blocks finished, 1 damaged" in r.output
-    r = invoke("--out", out, "--resume")
+    r = invoke("grid", *GRID, "--out", out, "--resume")
     assert r.exit_code == 0 and "1 damaged blocks computed again" in r.output, r.output
-    for k, v in read(clean).items():
-        np.testing.assert_array_equal(read(out)[k], v)
-    r = CliRunner().invoke(app, ["show", str(out), "--verify"])
+    for k, v in read_outputs(clean).items():
+        np.testing.assert_array_equal(read_outputs(out)[k], v)
+    r = invoke("show", out, "--verify")
     assert r.exit_code == 0 and "30 of 30 blocks finished, all intact" in r.output
 
 
-def test_done_flags_without_data_are_recomputed(tmp_path):
+def test_done_flags_without_data_are_recomputed(tmp_path, monkeypatch):
     out = tmp_path / "r.h5"
-    killed_after(out, 4)
+    stopped_after(monkeypatch, out, 4)
     partial = tmp_path / "r.h5.partial"
     with h5py.File(partial, "r+") as f:
         f["progress/blocks_done"][...] = 1  # claims every block, holds 4
-    r = invoke("--out", out, "--resume")
+    r = invoke("grid", *GRID, "--out", out, "--resume")
     assert r.exit_code == 0 and "26 damaged blocks computed again" in r.output, r.output
-    assert np.all(np.isfinite(read(out)["scaling_factor"]))
+    assert np.all(np.isfinite(read_outputs(out)["scaling_factor"]))
 
 
-def test_an_unreadable_partial_is_refused_not_resumed(tmp_path):
+def test_an_unreadable_partial_is_refused_not_resumed(tmp_path, monkeypatch):
     out = tmp_path / "r.h5"
-    killed_after(out, 4)
+    stopped_after(monkeypatch, out, 4)
     partial = tmp_path / "r.h5.partial"
     with open(partial, "r+b") as fh:
         fh.write(os.urandom(4096))  # the superblock and root group are gone
-    r = invoke("--out", out, "--resume")
+    r = invoke("grid", *GRID, "--out", out, "--resume")
     assert r.exit_code == 2 and "HDF5 cannot read it" in r.output and len(r.output.strip().splitlines()) == 1
     assert partial.exists() and not out.exists()
 
 
-def test_random_bytes_in_the_middle_never_resume_into_a_wrong_cube(tmp_path):
+def test_random_bytes_in_the_middle_never_resume_into_a_wrong_cube(tmp_path, monkeypatch):
     clean = tmp_path / "clean.h5"
-    assert invoke("--out", clean).exit_code == 0
+    assert invoke("grid", *GRID, "-q", "--out", clean).exit_code == 0
     rng = np.random.default_rng(4)
     for trial in range(3):
         out = tmp_path / f"r{trial}.h5"
-        killed_after(out, 12)
+        stopped_after(monkeypatch, out, 12)
         partial = tmp_path / f"r{trial}.h5.partial"
         size = partial.stat().st_size
         with open(partial, "r+b") as fh:
             fh.seek(int(rng.integers(size // 4, 3 * size // 4)))
             fh.write(rng.bytes(4096))
-        r = invoke("--out", out, "--resume")
+        r = invoke("grid", *GRID, "--out", out, "--resume")
         if r.exit_code in (1, 2):  # HDF5 cannot read or write it: refused in one line, the file kept
             assert len(r.output.strip().splitlines()) == 1 and partial.exists() and not out.exists()
             continue
         assert r.exit_code == 0, r.output
-        for k, v in read(clean).items():  # or every damaged block was found and redone
-            np.testing.assert_array_equal(read(out)[k], v)
+        for k, v in read_outputs(clean).items():  # or every damaged block was found and redone
+            np.testing.assert_array_equal(read_outputs(out)[k], v)

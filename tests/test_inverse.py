@@ -2,11 +2,10 @@
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import invoke
 from netsweep_jax.sweep import builtin_profile
 from netsweep_jax.sweep.analysis.need import MET_AT_MIN, SOLVED, UNREACHABLE, solve
-from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.model.vector_add import default_table
 from reference import simulate
 
@@ -65,8 +64,8 @@ def test_statuses_met_and_unreachable():
 
 def test_cli_need_prints_and_writes_cube(tmp_path):
     out = tmp_path / "need.h5"
-    r = CliRunner().invoke(app, ["need", "--model", "resnet50", "--target", "0.99", "--solve", "ratio",
-                                 "--bw", "1,10,25,40,100", "--nodes", "2,4,8", "--out", str(out)])
+    r = invoke("need", "--model", "resnet50", "--target", "0.99", "--solve", "ratio",
+               "--bw", "1,10,25,40,100", "--nodes", "2,4,8", "--out", str(out))
     assert r.exit_code == 0, r.output
     assert "met at the minimum" in r.output and "3.011" in r.output
     import xarray as xr
@@ -88,7 +87,7 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
 ])
 def test_cli_need_bad_input(args, message):
     base = ["need", "--target", "0.99"] if "--target" not in args else ["need"]
-    r = CliRunner().invoke(app, base + args)
+    r = invoke(*base, *args)
     assert r.exit_code == 2 and message in r.output
 
 
@@ -114,6 +113,6 @@ def test_largest_affordable_value_of_a_falling_axis(axis):
 
 
 def test_need_cli_for_overhead():
-    r = CliRunner().invoke(app, ["need", "--target", "0.95", "--solve", "overhead", "--bw", "100", "--nodes", "2,8",
-                                 "--collective", "nccl-ring"])
+    r = invoke("need", "--target", "0.95", "--solve", "overhead", "--bw", "100", "--nodes", "2,8",
+               "--collective", "nccl-ring")
     assert r.exit_code == 0 and "largest overhead reaching scaling factor 0.95" in r.output and "ms" in r.output

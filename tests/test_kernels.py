@@ -9,7 +9,7 @@ import pytest
 from conftest import random_profile
 from netsweep_jax.kernels import PAPER, Buckets, Config, Features, Layout, iteration
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.core.schema import DEFAULT_OUTPUTS as OUTPUTS
+from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.model.profile import make_profile
 from reference import simulate
 

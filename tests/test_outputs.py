@@ -1,25 +1,14 @@
 """Smaller cubes on request: --vars and --store, with resume, show, select and plot."""
 
-import os
-import signal
-import subprocess
-import sys
-
 import h5py
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import GRID as SMALL_GRID
+from helpers import invoke, invoke_stopped_after
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.cli.app import app
-from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK
 
-GRID = ["grid", "--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0", "--block-configs", "20",
-        "--vars", "scaling_factor,comm_time", "--store", "float16"]
-
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
+GRID = ["grid", *SMALL_GRID, "--vars", "scaling_factor,comm_time", "--store", "float16"]
 
 
 def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
@@ -40,23 +29,20 @@ def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
     assert "iteration_time" not in invoke("select", out, "--bw", "10", "--csv").output
 
 
-def test_kill_9_then_resume_is_bit_identical(tmp_path):
+def test_stop_then_resume_is_bit_identical(tmp_path, monkeypatch):
     clean = tmp_path / "clean.h5"
     assert invoke(*GRID, "--out", clean, "-q").exit_code == 0
     out = tmp_path / "r.h5"
-    env = {**os.environ, TEST_SIGNAL_HOOK: "6:SIGKILL"}
-    r = subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
-    assert r.returncode == -signal.SIGKILL
+    invoke_stopped_after(monkeypatch, 6, *GRID, "--out", out)
     assert invoke(*GRID, "--out", out, "--resume").exit_code == 0
     with h5py.File(clean) as a, h5py.File(out) as b:
         for name in ("scaling_factor", "comm_time"):
             np.testing.assert_array_equal(a[name][...], b[name][...])
 
 
-def test_resume_refuses_other_outputs(tmp_path):
+def test_resume_refuses_other_outputs(tmp_path, monkeypatch):
     out = tmp_path / "r.h5"
-    env = {**os.environ, TEST_SIGNAL_HOOK: "3:SIGKILL"}
-    subprocess.run([sys.executable, "-m", "netsweep_jax.sweep.cli", *GRID, "--out", str(out)], env=env, capture_output=True)
+    invoke_stopped_after(monkeypatch, 3, *GRID, "--out", out)
     other = [a if a != "float16" else "float32" for a in GRID]
     r = invoke(*other, "--out", out, "--resume")
     assert r.exit_code == 2 and "made for another grid" in r.output

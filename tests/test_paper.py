@@ -1,31 +1,21 @@
 """sweep paper: the committed report and figures regenerate identically."""
 
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
 
-from conftest import assert_same_figure, assert_same_text
+from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis.paper import run_paper
-from netsweep_jax.sweep.cli.app import app
 
-COMMITTED = Path(__file__).resolve().parents[1] / "results" / "paper"
+COMMITTED = RESULTS / "paper"
 
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("paper")
-    run_paper(out, command="sweep paper --out results/paper")
-    return out
+    return regenerate(tmp_path_factory, run_paper, "paper", "paper")
 
 
-def test_report_matches_committed(regenerated):
-    assert_same_text(regenerated / "REPORT.md", COMMITTED / "REPORT.md")
-
-
-@pytest.mark.parametrize("name", ["scaling_vs_bandwidth.png", "scaling_vs_ratio.png"])
-def test_figures_match_committed(regenerated, name):
-    assert_same_figure(regenerated / name, COMMITTED / name)
+@pytest.mark.parametrize("name", ["REPORT.md", "scaling_vs_bandwidth.png", "scaling_vs_ratio.png"])
+def test_report_matches_committed(regenerated, name):
+    assert_same_file(regenerated / name, COMMITTED / name)
 
 
 def test_report_checks_the_findings(regenerated):
@@ -38,7 +28,7 @@ def test_report_checks_the_findings(regenerated):
 
 
 def test_with_measured_profiles(paper_data, tmp_path):
-    r = CliRunner().invoke(app, ["paper", "--out", str(tmp_path), "--profiles-dir", str(paper_data)])
+    r = invoke("paper", "--out", str(tmp_path), "--profiles-dir", str(paper_data))
     assert r.exit_code == 0, r.output
     text = (tmp_path / "REPORT.md").read_text()
     assert "built-in model / measured log" in text
@@ -48,5 +38,5 @@ def test_with_measured_profiles(paper_data, tmp_path):
 
 
 def test_profiles_dir_without_logs(tmp_path):
-    r = CliRunner().invoke(app, ["paper", "--out", str(tmp_path / "o"), "--profiles-dir", str(tmp_path)])
+    r = invoke("paper", "--out", str(tmp_path / "o"), "--profiles-dir", str(tmp_path))
     assert r.exit_code == 2 and "no resnet50.bk.log" in r.output

@@ -1,17 +1,14 @@
 """sweep plot: line plots and heatmaps from a cube; refusals list what remains."""
 
 import pytest
-from typer.testing import CliRunner
 
-from netsweep_jax.sweep.cli.app import app
-
-runner = CliRunner()
+from helpers import invoke
 
 
 @pytest.fixture(scope="module")
 def cube(tmp_path_factory):
     out = tmp_path_factory.mktemp("plot") / "c.h5"
-    r = runner.invoke(app, ["grid", "--bw", "1..100@8log", "--ratio", "1,2,5", "--nodes", "2,8", "--out", str(out), "-q"])
+    r = invoke("grid", "--bw", "1..100@8log", "--ratio", "1,2,5", "--nodes", "2,8", "--out", str(out), "-q")
     assert r.exit_code == 0, r.output
     return out
 
@@ -26,7 +23,7 @@ def is_png(path):
 ], ids=["line", "heatmap"])
 def test_plots(cube, tmp_path, args):
     out = tmp_path / "fig.png"
-    r = runner.invoke(app, ["plot", str(cube), *args, "--out", str(out)])
+    r = invoke("plot", str(cube), *args, "--out", str(out))
     assert r.exit_code == 0, r.output
     assert is_png(out)
 
@@ -42,6 +39,6 @@ def test_plots(cube, tmp_path, args):
 ])
 def test_refusals(cube, tmp_path, args, message):
     out = tmp_path / "f.png"
-    r = runner.invoke(app, ["plot", str(cube), *args, "--out", str(out)])
+    r = invoke("plot", str(cube), *args, "--out", str(out))
     assert r.exit_code == 2 and message in r.output, r.output
     assert not out.exists()

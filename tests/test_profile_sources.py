@@ -5,10 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 import netsweep_jax.sweep as sweep
-from netsweep_jax.sweep.cli.app import app
+from helpers import invoke
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.trace import import_trace
 
@@ -46,7 +45,7 @@ def test_gpu_kernels_set_the_ready_times(tmp_path):
 
 def test_cli_import_writes_a_profile_that_loads(tmp_path):
     out = tmp_path / "tiny.json"
-    r = CliRunner().invoke(app, ["profile", "import", str(TRACE), "--out", str(out)])
+    r = invoke("profile", "import", str(TRACE), "--out", str(out))
     assert r.exit_code == 0, r.output
     assert sweep.load_profile(out).shape == tuple(SHAPES)
 
@@ -63,15 +62,15 @@ def test_malformed_traces_are_refused(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(InputError, match=message):
         import_trace(path)
-    r = CliRunner().invoke(app, ["profile", "import", str(path), "--out", str(tmp_path / "o.json")])
+    r = invoke("profile", "import", str(path), "--out", str(tmp_path / "o.json"))
     assert r.exit_code == 2 and r.output.count("\n") == 1 and message in r.output
     assert not (tmp_path / "o.json").exists()
 
 
 def test_measure_without_torch_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
-    r = CliRunner().invoke(app, ["profile", "measure", f"{ROOT}/examples/tiny_model.py:model_and_batch", "--out",
-                                 str(tmp_path / "p.json")])
+    r = invoke("profile", "measure", f"{ROOT}/examples/tiny_model.py:model_and_batch", "--out",
+               str(tmp_path / "p.json"))
     assert r.exit_code == 2 and "pip install -e '.[torch]'" in r.output and r.output.count("\n") == 1
 
 

@@ -1,15 +1,25 @@
-"""Every example in the README runs, in order, as written, in a fresh directory.
+"""Every example in the README and in docs/ runs, in order, as written, in a fresh directory.
+
+The files run one after the other in one directory (``PAGES``: the README, then the guide,
+the model, the validation), so a page may use what an earlier page's examples wrote.
 
 Fenced blocks: ``sh`` (and unlabelled) blocks are commands, run one line at a time
 (``pip install`` and the test command itself are skipped: they are how you got
-here); ``console`` blocks show ``$ command`` and its output, and the command must
-print the first output line shown; ``python`` blocks run as one script each. ``text``
-and ``json`` blocks are formats and layouts, not examples.
+here); ``console`` blocks show ``$ command`` lines, each followed by its output, and
+the command must print that output, line for line (a line ``...`` stands for any
+number of lines; the timing of ``wrote ...: N configurations in T s (R/s end to end)``
+is not compared, and numbers agree within 1e-5 relative or 1e-9 absolute: a GPU's float32,
+round-off such as ``4.4e-13``); ``python`` blocks run as one script each. ``text`` and ``json``
+blocks are formats and layouts, not examples.
+
+Every relative link and every backquoted path into the repository must name a file
+that exists (and a heading, for an ``#anchor``).
 """
 
 import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,11 +28,16 @@ from typer.testing import CliRunner
 from netsweep_jax.sweep.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["README.md", "docs/guide.md", "docs/model.md", "docs/validation.md", "docs/development.md"]
+DOCS = [*PAGES, "benchmarks/README.md"]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
+TIMING = re.compile(r" in [\d.]+ s \([\d,.]+/s end to end\)")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+PATH = re.compile(r"`((?:sweep|kernels|tests|benchmarks|examples|docs)/[\w./-]+?)(?:::\w+)?`")
 
 
-def blocks():
-    return [(lang or "sh", body) for lang, body in FENCE.findall((ROOT / "README.md").read_text())]
+def blocks(page):
+    return [(lang or "sh", body) for lang, body in FENCE.findall((ROOT / page).read_text())]
 
 
 def commands(line):
@@ -31,38 +46,110 @@ def commands(line):
         if words and words[0] == "sweep":
             yield words[1:]
         elif words and words[:1] != ["pip"] and words[:3] != ["python", "-m", "pytest"]:
-            raise AssertionError(f"README command not understood: {part!r}")
+            raise AssertionError(f"command not understood: {part!r}")
 
 
 def run(args):
+    sys.argv = ["sweep", *args]  # as the shell would call it: cubes record their command line
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, f"sweep {shlex.join(args)}\n{r.output}"
     return r.output
 
 
-def test_readme_examples_run_in_order(tmp_path, monkeypatch):
+def console(body):
+    """[(args, shown output lines)] of a console block."""
+    out = []
+    for line in body.splitlines():
+        if line.startswith("$ "):
+            words = shlex.split(line[2:])
+            assert words[0] == "sweep", line
+            out.append((words[1:], []))
+        else:
+            assert out, f"console block does not start with '$ ': {line!r}"
+            out[-1][1].append(line)
+    return out
+
+
+def same(got, want):
+    got, want = (TIMING.sub(" in T s (R/s end to end)", s.rstrip()).split() for s in (got, want))
+    return len(got) == len(want) and all(g == w or close(g, w) for g, w in zip(got, want))
+
+
+def close(got, want):
+    try:
+        g, w = float(got), float(want)
+    except ValueError:
+        return False
+    return abs(g - w) <= max(1e-5 * abs(w), 1e-9)
+
+
+def assert_shows(shown, output, command):
+    got = output.splitlines()
+    i, skip = 0, False
+    for want in shown:
+        if want.strip() == "...":
+            skip = True
+            continue
+        while skip and i < len(got) and not same(got[i], want):
+            i += 1
+        assert i < len(got) and same(got[i], want), (
+            f"sweep {shlex.join(command)}: expected {want!r}\nfull output:\n{output}")
+        i, skip = i + 1, False
+
+
+def test_examples_run_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     monkeypatch.chdir(tmp_path)
-    ran = 0
-    for lang, body in blocks():
-        if lang == "sh":
-            for line in body.splitlines():
-                for args in commands(line):
-                    run(args)
-                    ran += 1
-        elif lang == "console":
-            lines = body.splitlines()
-            assert lines[0].startswith("$ sweep ")
-            out = run(shlex.split(lines[0][2:])[1:])
-            assert out.splitlines()[0] == lines[1]
-            ran += 1
-        elif lang == "python":
-            exec(compile(body, "README.md", "exec"), {})
-            ran += 1
-        else:
-            assert lang in ("text", "json"), lang
-    assert ran >= 15
+    ran = {}
+    for page in PAGES:
+        ran[page] = 0
+        for lang, body in blocks(page):
+            if lang == "sh":
+                for line in body.splitlines():
+                    for args in commands(line):
+                        run(args)
+                        ran[page] += 1
+            elif lang == "console":
+                for args, shown in console(body):
+                    assert_shows(shown, run(args), args)
+                    ran[page] += 1
+            elif lang == "python":
+                exec(compile(body, page, "exec"), {})
+                ran[page] += 1
+            else:
+                assert lang in ("text", "json"), (page, lang)
+    assert ran["README.md"] >= 6 and sum(ran.values()) >= 20, ran
     assert (tmp_path / "results" / "r.h5").exists() and (tmp_path / "results" / "heat.png").exists()
+
+
+def test_every_docs_page_is_run():
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) == sorted(PAGES[1:])
+
+
+def slug(heading):
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page):
+    text = FENCE.sub("", (ROOT / page).read_text())
+    return {slug(line.lstrip("#")) for line in text.splitlines() if re.match(r"#{1,6} ", line)}
+
+
+@pytest.mark.parametrize("page", DOCS)
+def test_links_and_paths_resolve(page):
+    text = FENCE.sub("", (ROOT / page).read_text())
+    for target in LINK.findall(text):
+        if re.match(r"\w+://|mailto:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (ROOT / page).parent / path if path else ROOT / page
+        assert file.exists(), f"{page}: link to {target} names no file"
+        if anchor:
+            assert anchor in anchors(str(file.resolve().relative_to(ROOT))), f"{page}: no heading for {target}"
+    for path in PATH.findall(text):
+        assert (ROOT / path).exists(), f"{page}: `{path}` names no file"
 
 
 @pytest.mark.parametrize("path", ["r.h5", "results/r.h5", "results/fig.png", "results/fit.json", "x.h5.partial"])
@@ -75,19 +162,19 @@ def test_example_outputs_are_ignored_by_git(path):
     assert r.returncode == 0, f"{path} is not ignored"
 
 
-def test_readme_lists_every_axis_with_its_bounds():
+def test_guide_lists_every_axis_with_its_bounds():
     from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide.md").read_text()
     for spec in NUMERIC_AXES.values():
         row = next(line for line in text.splitlines() if line.startswith(f"| `{spec.option}` | `{spec.name}` |"))
         assert f"{show(spec.low)} to {show(spec.high)}" in row, row
 
 
-def test_readme_lists_every_dim_of_the_cube_in_order():
+def test_guide_lists_every_dim_of_the_cube_in_order():
     from netsweep_jax.sweep.core.schema import DIMS
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide.md").read_text()
     section = text[text.index("## The cube"):text.index("Every dim is present")]
     listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert listed == list(DIMS)

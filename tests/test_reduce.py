@@ -1,20 +1,16 @@
 """--reduce: on-device reductions equal reducing the full cube in numpy; resume stays bit-identical."""
 
-import os
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import xarray as xr
-from typer.testing import CliRunner
 
 import netsweep_jax.sweep as sweep
-from netsweep_jax.sweep.cli.app import app
+from helpers import invoke, signalled_after
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
-from netsweep_jax.sweep.io.job import TEST_SIGNAL_HOOK, run_grid
+from netsweep_jax.sweep.io.job import run_grid
 
 AXES = dict(bandwidth="1..100@4", ratio=[1, 2, 4, 50], nodes=[1, 2, 8], jitter=[0, 0.02],
             collective="ring,tree,nccl-ring")
@@ -71,23 +67,19 @@ def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block
         np.testing.assert_array_equal(in_memory[name].values, got[name].values)
 
 
-RUN_CLI = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-           "sys.argv[0] = 'sweep'; runpy.run_module('netsweep_jax.sweep.cli', run_name='__main__')")
-GRID = ["--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--nodes", "2,4,8", "--collective", "ring,tree",
+REDUCED_GRID = ["--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--nodes", "2,4,8", "--collective", "ring,tree",
         "--reduce", "argmax:collective", "--reduce", "max:ratio", "--block-configs", "8", "-q"]  # 120 blocks
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGKILL, -9), (signal.SIGINT, 130)], ids=["kill-9", "ctrl-c"])
 def test_resume_after_an_interruption_is_bit_identical(tmp_path, sig, code):
     clean = tmp_path / "clean.h5"
-    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(clean)]).exit_code == 0
+    assert invoke("grid", *REDUCED_GRID, "--out", clean).exit_code == 0
     out = tmp_path / "r.h5"
-    env = {**os.environ, TEST_SIGNAL_HOOK: f"40:{sig.name}"}
-    r = subprocess.run([sys.executable, "-c", RUN_CLI, "grid", *GRID, "--out", str(out)], capture_output=True,
-                       text=True, env=env)
+    r = signalled_after(40, sig, "grid", *REDUCED_GRID, "--out", out)
     assert r.returncode == code, r.stderr
     assert (tmp_path / "r.h5.partial").exists() and not out.exists()
-    assert CliRunner().invoke(app, ["grid", *GRID, "--out", str(out), "--resume"]).exit_code == 0
+    assert invoke("grid", *REDUCED_GRID, "--out", out, "--resume").exit_code == 0
     a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (clean, out))
     for name in a.data_vars:
         np.testing.assert_array_equal(a[name].values, b[name].values)
@@ -104,12 +96,11 @@ def test_bad_reductions_are_refused(tmp_path, reduce, message):
     with pytest.raises(InputError, match=message):
         make_grid("resnet50", bandwidth=10, reduce=reduce)
     args = [a for item in reduce for a in ("--reduce", item)]
-    r = CliRunner().invoke(app, ["grid", "--bw", "10", *args, "--out", str(tmp_path / "o.h5")])
+    r = invoke("grid", "--bw", "10", *args, "--out", tmp_path / "o.h5")
     assert r.exit_code == 2 and r.output.count("\n") == 1 and message in r.output
     assert list(tmp_path.iterdir()) == []
 
 
 def test_reduce_with_distributed_is_refused(tmp_path):
-    r = CliRunner().invoke(app, ["grid", "--bw", "10", "--reduce", "max:ratio", "--distributed",
-                                 "--out", str(tmp_path / "o.h5")])
+    r = invoke("grid", "--bw", "10", "--reduce", "max:ratio", "--distributed", "--out", tmp_path / "o.h5")
     assert r.exit_code == 2 and "not supported yet" in r.output and list(tmp_path.iterdir()) == []

@@ -4,17 +4,15 @@ import os
 
 import h5py
 import pytest
-from typer.testing import CliRunner
 
-from netsweep_jax.sweep.cli.app import app
+from helpers import invoke
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io import cube
 
-GRID = ["grid", "--bw", "10,25", "-q"]
 
-
-def invoke(*args):
-    return CliRunner().invoke(app, [*GRID, *map(str, args)])
+def sweep(*args):
+    """A two-configuration ``sweep grid``."""
+    return invoke("grid", "--bw", "10,25", "-q", *args)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "link"])
@@ -28,7 +26,7 @@ def test_force_never_replaces_what_is_not_a_regular_file(tmp_path, kind):
         out.mkdir()
     else:
         out.symlink_to(keep)
-    r = invoke("--out", out, "--force")
+    r = sweep("--out", out, "--force")
     assert r.exit_code == 2 and "netsweep writes and replaces regular files only" in r.output
     assert len(r.output.strip().splitlines()) == 1
     assert out.is_symlink() if kind == "link" else out.exists()
@@ -42,10 +40,10 @@ def test_a_partial_file_held_by_a_live_run_is_not_touched(tmp_path):
     with h5py.File(partial, "w") as held:  # as a running sweep holds it
         held.attrs["mine"] = 1
         for extra in (["--force"], ["--resume"]):
-            r = invoke("--out", out, *extra)
+            r = sweep("--out", out, *extra)
             assert r.exit_code == 2 and "another run is writing" in r.output, r.output
         assert partial.exists()
-    assert invoke("--out", out, "--force").exit_code == 0  # once it is released, --force may start over
+    assert sweep("--out", out, "--force").exit_code == 0  # once it is released, --force may start over
 
 
 def test_finish_refuses_a_partial_file_another_run_replaced(tmp_path):

@@ -3,9 +3,8 @@
 import h5py
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from netsweep_jax.sweep.cli.app import app
+from helpers import invoke
 from netsweep_jax.sweep.model.compute import Workload, transformer_profile
 from netsweep_jax.sweep.model.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, ddp_buckets
 from netsweep_jax.sweep.model.profile import make_profile
@@ -87,9 +86,9 @@ def test_ddp_buckets_by_hand():
 
 def test_issue_command_writes_a_self_describing_cube(tmp_path):
     out = tmp_path / "g.h5"
-    r = CliRunner().invoke(app, ["grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16", "--batch", "8",
-                                 "--bw", "25,100,400", "--bucketing", "ddp,horovod", "--nodes", "1..64", "--out",
-                                 str(out), "-q"])
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16", "--batch", "8",
+               "--bw", "25,100,400", "--bucketing", "ddp,horovod", "--nodes", "1..64", "--out",
+               str(out), "-q")
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:
         assert [m.decode() for m in f["model"][...]] == ["gpt2-xl@h100-bf16-b8"]
@@ -102,7 +101,7 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
 
 @pytest.mark.parametrize("args,message", [
     (["--model", "gpt5"], "--model 'gpt5': unknown"),
-    (["--model", "gpt2", "--gpu", "tpu"], "--gpu 'tpu': unknown; known: v100, a100, h100, h200"),
+    (["--model", "gpt2", "--gpu", "tpu"], "--gpu 'tpu': unknown; known: v100, v100-16, a100, a100-40, h100, h200, b200, gb200"),
     (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
     (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),
     (["--model", "gpt2", "--seq-len", "-5"], "--seq-len -5: must be an integer from 1"),
@@ -111,6 +110,6 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
     (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
 ])
 def test_bad_workloads(tmp_path, args, message):
-    r = CliRunner().invoke(app, ["grid", *args, "--out", str(tmp_path / "o.h5")])
+    r = invoke("grid", *args, "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and message in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "o.h5").exists()

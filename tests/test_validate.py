@@ -6,27 +6,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import assert_same_figure, assert_same_text
+from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis.validate import DATASET, run
 
-COMMITTED = Path(__file__).resolve().parents[1] / "results" / "validation"
+COMMITTED = RESULTS / "validation"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "measurements.csv"
 
 
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("validation")
-    run(out, command="sweep validate --out results/validation")
-    return out
+    return regenerate(tmp_path_factory, run, "validation", "validate")
 
 
-@pytest.mark.parametrize("name", ["REPORT.md", "predictions.csv"])
+@pytest.mark.parametrize("name", ["REPORT.md", "predictions.csv", "measured_vs_predicted.png"])
 def test_report_matches_committed(regenerated, name):
-    assert_same_text(regenerated / name, COMMITTED / name)
-
-
-def test_figure_matches_committed(regenerated):
-    assert_same_figure(regenerated / "measured_vs_predicted.png", COMMITTED / "measured_vs_predicted.png")
+    assert_same_file(regenerated / name, COMMITTED / name)
 
 
 def test_calibrated_model_beats_the_papers_on_held_out_rows(regenerated):
@@ -67,9 +61,7 @@ def test_dataset_holds_the_published_numbers():
 def test_a_users_own_measurements(tmp_path, regenerated):
     # The shipped runs as a user's file without source, id or t1_basis: grouped by framework alone (one source
     # each here), rows named by line, and the same predictions (the same fits, so no new compile either).
-    from typer.testing import CliRunner
 
-    from netsweep_jax.sweep.cli.app import app
 
     rows = dataset_rows()
     keep = [c for c in rows[0] if c not in ("source", "id", "t1_basis", "citation")]
@@ -77,7 +69,7 @@ def test_a_users_own_measurements(tmp_path, regenerated):
         w = csv.DictWriter(f, keep, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
-    r = CliRunner().invoke(app, ["validate", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "v")])
+    r = invoke("validate", str(tmp_path / "mine.csv"), "--out", str(tmp_path / "v"))
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0].startswith("model 1/3: paper")
@@ -110,11 +102,9 @@ def test_a_file_without_bucketing_says_so(tmp_path):
      "nothing is held out"),
 ])
 def test_files_validation_cannot_use(tmp_path, text, message):
-    from typer.testing import CliRunner
 
-    from netsweep_jax.sweep.cli.app import app
 
     (tmp_path / "m.csv").write_text(text)
-    r = CliRunner().invoke(app, ["validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v")])
+    r = invoke("validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v"))
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not (tmp_path / "v").exists()

@@ -20,27 +20,38 @@ gets a warning.
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from netsweep_jax.kernels.fit import FitSpec, Rows
-from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
+from netsweep_jax.kernels.fit import FitSpec, Rows, residual
+from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, show
-from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.core.schema import (
+    BUCKETINGS,
+    COLLECTIVES,
+    DEFAULTS,
+    FITTABLE,
+    INNER,
+    NUMERIC_AXES,
+    default_value,
+    show,
+)
+from netsweep_jax.sweep.core.values import parse_names, si_values
+from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows, residual_jacobian
 from netsweep_jax.sweep.engine.dispatch import precision
-from netsweep_jax.sweep.engine.grid import DEFAULT_INTRA_GBPS
-from netsweep_jax.sweep.engine.inputs import BUCKET_PAD
+from netsweep_jax.sweep.engine.grid import resolve_models
+from netsweep_jax.sweep.engine.inputs import BUCKET_PAD, row_inputs
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements, select
-from netsweep_jax.sweep.model.collectives import PIPELINED, coefficients
-from netsweep_jax.sweep.model.fusion import buckets_for
+from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+from netsweep_jax.sweep.model.builtin import builtin_names
+from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.vector_add import default_table
 
-FITTABLE = ("utilization", "latency", "overhead", "slowdown", "jitter")
-# Default bounds in stored units (fraction, us, ms, fraction, fraction), and starting values for the scan.
-BOUNDS = {"utilization": (1e-4, 1.0), "latency": (0.0, 1000.0), "overhead": (0.0, 1000.0),
-          "slowdown": (0.0, 1.0), "jitter": (0.0, 1.0)}
+# The fittable axes and their default bounds are the schema's (AxisSpec.fit); starting values for the scan:
 STARTS = {"utilization": np.geomspace(1e-3, 0.999, 12), "latency": (0.5, 5.0, 50.0),
           "overhead": (0.0, 2.0, 10.0, 50.0), "slowdown": (0.0, 0.03, 0.1), "jitter": (0.0, 0.02, 0.05, 0.1)}
 STEPS = 400
@@ -54,16 +65,20 @@ __all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurem
 class Settings:
     """Model settings for rows whose file does not give them (each may also be a column)."""
 
-    collective: str = "ring"
-    bucketing: str = "horovod"
-    reduce_table: tuple | None = None
-    intra_bandwidth: float = DEFAULT_INTRA_GBPS
-    nics_per_node: float = 1.0
-    fusion_buffer: float = 64.0
-    fusion_timeout: float = 5.0
+    collective: str = DEFAULTS.collective
+    bucketing: str = DEFAULTS.bucketing
+    reduce_table: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+    intra_bandwidth: float = DEFAULTS.intra_bandwidth
+    nics_per_node: float = default_value("nics_per_node")
+    fusion_buffer: float = default_value("fusion_buffer")
+    fusion_timeout: float = default_value("fusion_timeout")
 
 
-def _profile_for(meas, i, known, default_model):
+Array = npt.NDArray[Any]
+Params = list[tuple[str, Any]]  # (fitted axis, group label or None), one per parameter
+
+
+def _profile_for(meas: Measurements, i: int, known: dict[str, Profile], default_model: str) -> Profile:
     """Row ``i``'s profile: its ``model`` (built-in or file), compute scaled to its ``t1`` column if any."""
     name = meas.column("model", default_model)[i]
     if name not in known:
@@ -71,54 +86,43 @@ def _profile_for(meas, i, known, default_model):
         if not path.is_file():
             raise InputError(f"{meas.where(i)}: model {name!r} is neither among {', '.join(known)} nor a profile "
                              f"file next to {Path(meas.path).name}")
-        from netsweep_jax.sweep.model.profile import load_profile
-
         known[name] = load_profile(path, t1=meas.column("t1", None)[i], model=name)
     t1 = meas.column("t1", None)[i]
     return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
 
 
-def build_rows(meas, profiles, default_model, settings):
-    """The measured runs as :class:`kernels.fit.Rows` (float64, buckets padded to the longest),
-    the models' names per row, and the :class:`~kernels.overlap.Features` they need."""
+def build_rows(meas: Measurements, profiles: Sequence[Profile], default_model: str,
+               settings: Settings) -> tuple[Rows, list[str], Features]:
+    """The measured runs as :class:`kernels.fit.Rows` (float64, built by the engine's
+    :func:`~sweep.engine.inputs.row_inputs`), the models' names per row, and the
+    :class:`~kernels.overlap.Features` they need."""
     n = len(meas)
     known = {p.model: p for p in profiles}
     collectives = meas.column("collective", settings.collective)
     for i, c in enumerate(collectives):
         if c not in COLLECTIVES:
             raise InputError(f"{meas.where(i)}: collective {c!r} unknown; known: {', '.join(COLLECTIVES)}")
-    table = default_table() if settings.reduce_table is None else settings.reduce_table
-    value = {d: meas.column(d, getattr(settings, d, None)) for d in ("nics_per_node", "fusion_buffer",
-                                                                      "fusion_timeout")}
-    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
     bucketing = meas.column("bucketing", settings.bucketing)
     for i, b in enumerate(bucketing):
         if b not in BUCKETINGS:
             raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
-    fused = [buckets_for(p, bucketing[i], float(si_values("fusion_buffer", value["fusion_buffer"][i])),
-                         float(si_values("fusion_timeout", value["fusion_timeout"][i]))) for i, p in enumerate(runs)]
-    length = max(len(b) for b in fused)
-    buckets = np.zeros((3, n, length))
-    scalars = np.zeros((6, n))
-    reduce = np.zeros((n, length))
-    intra_bits = float(si_values("bandwidth", settings.intra_bandwidth))
-    for i, b in enumerate(fused):
-        buckets[:, i, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
-        c = coefficients(collectives[i], [meas.columns["nodes"][i]], [meas.columns["gpus_per_node"][i]],
-                         buckets[1, i], table, intra_bits, nics_per_node=[value["nics_per_node"][i]])
-        scalars[:, i] = (c.transfer[0], c.wire[0], c.messages[0], c.straggle[0], c.multi[0], c.piped[0])
-        reduce[i] = c.reduce[0]
-    config = Config(*(si_values(d, meas.column(d, getattr(PAD_CONFIG, d) / NUMERIC_AXES[d].to_si))
-                      for d in INNER))
-    features = Features(piped=any(c in PIPELINED for c in collectives), compute=True)
-    rows = Rows(config, Layout(*scalars, reduce), Buckets(*buckets), np.array([p.t1 for p in runs]),
-                np.zeros((n, 0), np.int32))
+    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    rows, features = row_inputs(
+        runs, bucketing=bucketing, collective=collectives,
+        fusion_buffer=meas.column("fusion_buffer", settings.fusion_buffer),
+        fusion_timeout=meas.column("fusion_timeout", settings.fusion_timeout),
+        nodes=meas.columns["nodes"], gpus_per_node=meas.columns["gpus_per_node"],
+        nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
+        inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
+        reduce_table=default_table() if settings.reduce_table is None else settings.reduce_table,
+        intra_bandwidth=settings.intra_bandwidth)
     return rows, [p.model for p in runs], features
 
 
-def _groups(meas, fit_axes, per):
+def _groups(meas: Measurements, fit_axes: Sequence[str], per: Mapping[str, str]) -> tuple[Params, Any]:
     """The parameters: [(family, group label or None)], and [R, F] the parameter each row uses."""
-    params, index = [], np.zeros((len(meas), len(fit_axes)), np.int32)
+    params: Params = []
+    index = np.zeros((len(meas), len(fit_axes)), np.int32)
     for f, axis in enumerate(fit_axes):
         column = per.get(axis)
         labels = meas.columns[column] if column else [None] * len(meas)
@@ -129,7 +133,7 @@ def _groups(meas, fit_axes, per):
     return params, index
 
 
-def _starts(params, spec, fit_axes, count=4096):
+def _starts(params: Params, spec: FitSpec, fit_axes: Sequence[str], count: int = 4096) -> Array:
     """Starting points [S, P], unconstrained: the product of each family's start values
     (a family's groups start together), thinned evenly past ``count``."""
     mesh = np.meshgrid(*(np.asarray(STARTS[a], np.float64) for a in fit_axes), indexing="ij")
@@ -145,7 +149,7 @@ def _starts(params, spec, fit_axes, count=4096):
     return out
 
 
-def _padded(rows, target, weights):
+def _padded(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array, Array]:
     """``rows``, ``target`` and ``weights`` padded to a multiple of ROW_QUANTUM rows (copies of
     row 0 with weight 0) and BUCKET_PAD buckets (empty ones, which change nothing), so
     fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
@@ -153,10 +157,10 @@ def _padded(rows, target, weights):
     extra_rows = -n % ROW_QUANTUM
     extra_buckets = -length % BUCKET_PAD
 
-    def rows_of(x):
+    def rows_of(x: Any) -> Any:
         return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
 
-    def buckets_of(x):
+    def buckets_of(x: Any) -> Any:
         if x is None or np.ndim(x) < 2:
             return rows_of(x)
         return np.pad(rows_of(x), [(0, 0), (0, extra_buckets)] + [(0, 0)] * (np.ndim(x) - 2))
@@ -168,7 +172,8 @@ def _padded(rows, target, weights):
     return rows, rows_of(target), np.concatenate([weights, np.zeros(extra_rows)])
 
 
-def _check_identifiable(params, spec, rows, keep, measured, features, predict_rows):
+def _check_identifiable(params: Params, spec: FitSpec, rows: Rows, keep: Array, measured: str,
+                        features: Features) -> None:
     """Refuse parameters no training row depends on, or more parameters than such rows."""
     middle = np.zeros(len(params))
     informative = np.zeros(len(keep), bool)
@@ -188,20 +193,13 @@ def _check_identifiable(params, spec, rows, keep, measured, features, predict_ro
                          f"there are {int(informative.sum())}", param="fit")
 
 
-def _residuals(predicted, target, measured):
-    """[R] residuals as the fit weighs them (as :func:`kernels.fit.residuals`): absolute for
-    scaling factors, relative for iteration times."""
-    return (predicted - target) / (1.0 if measured == "scaling_factor" else target)
-
-
-def _standard_errors(best, params, spec, rows, target, res, keep, measured, features, fit_axes):
+def _standard_errors(best: Array, params: Params, spec: FitSpec, rows: Rows, target: Array, res: Array,
+                     keep: Array, measured: str, features: Features, fit_axes: Sequence[str]) -> Array:
     """[P] standard errors of the fitted values (stored units), NaN where undefined.
 
     ``rows``, ``target``: possibly padded past the R real rows (:func:`_padded`); ``res`` [R]:
     the residuals at ``best``; ``keep`` [R]: the training rows.
     """
-    from netsweep_jax.sweep.engine.compiled import residual_jacobian
-
     jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
     jac = jac[: len(keep)][keep]
     dof = jac.shape[0] - len(params)
@@ -221,8 +219,11 @@ def _standard_errors(best, params, spec, rows, target, res, keep, measured, feat
     return out
 
 
-def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilization",), *, per=None, bounds=None,
-              train=None, settings=Settings(), steps=STEPS, learning_rate=LEARNING_RATE) -> dict:
+def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: str,
+              fit_axes: Sequence[str] = ("utilization",), *, per: Mapping[str, str] | None = None,
+              bounds: Mapping[str, tuple[float, float]] | None = None, train: str | npt.ArrayLike | None = None,
+              settings: Settings = Settings(), steps: int = STEPS,
+              learning_rate: float = LEARNING_RATE) -> dict[str, Any]:
     """Fit ``fit_axes`` (one value per group of ``per[axis]``'s column, else shared) to the
     rows ``train`` selects (a filter expression or a row mask; all rows without it) and
     predict every row. Returns a result dict."""
@@ -240,7 +241,9 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
             raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
     lows, highs = [], []
     for axis in fit_axes:
-        lo, hi = bounds.get(axis, BOUNDS[axis])
+        default = NUMERIC_AXES[axis].fit
+        assert default is not None  # FITTABLE: the axes with fit bounds
+        lo, hi = bounds.get(axis, default)
         if not (NUMERIC_AXES[axis].low <= lo < hi <= NUMERIC_AXES[axis].high):
             raise InputError(f"{axis}={show(lo)}:{show(hi)}: needs {show(NUMERIC_AXES[axis].low)} <= low < high <= "
                              f"{show(NUMERIC_AXES[axis].high)}", param="bounds")
@@ -268,21 +271,21 @@ def calibrate(meas: Measurements, profiles, default_model, fit_axes=("utilizatio
     padded, padded_target, padded_weights = _padded(rows, target, weights)
     padded_keep = padded_weights > 0
     with precision("float64"):
-        from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows
-
-        _check_identifiable(params, spec, padded, padded_keep, meas.measured, features, predict_rows)
+        _check_identifiable(params, spec, padded, padded_keep, meas.measured, features)
         best, _ = fit_rows(_starts(params, spec, fit_axes), padded, padded_target, padded_weights, spec=spec,
                            measured=meas.measured, steps=steps, learning_rate=learning_rate, softness=SOFTNESS,
                            features=features)
         best = np.asarray(best)
         predicted = np.asarray(predict_rows(best, padded, spec=spec, features=features)[meas.measured])[:n]
-        res = _residuals(predicted, target, meas.measured)
+        res = np.asarray(residual(predicted, target, meas.measured))
         errors = _standard_errors(best, params, spec, padded, padded_target, res, keep, meas.measured, features,
                                   fit_axes)
     return _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows)
 
 
-def _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows):
+def _result(meas: Measurements, models: Sequence[str], params: Params, spec: FitSpec, fit_axes: Sequence[str],
+            best: Array, errors: Array, predicted: Array, res: Array, target: Array, keep: Array,
+            rows: Rows) -> dict[str, Any]:
     dof = int(keep.sum()) - len(params)
     fitted, warnings = [], []
     for j, (axis, label) in enumerate(params):
@@ -329,11 +332,12 @@ def _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, 
     return out
 
 
-def _text(text, item):
+def _text(text: str, item: str) -> str:
     return text
 
 
-def parse_pairs(items, param, value=_text):
+def parse_pairs(items: Iterable[str] | None, param: str,
+                value: Callable[[str, str], Any] = _text) -> dict[str, Any]:
     """``["overhead=framework"]`` -> {"overhead": "framework"} (``value(text, item)`` parses the right side)."""
     out = {}
     for item in items or ():
@@ -344,7 +348,7 @@ def parse_pairs(items, param, value=_text):
     return out
 
 
-def _bounds(text, item):
+def _bounds(text: str, item: str) -> tuple[float, float]:
     lo, sep, hi = text.partition(":")
     try:
         return float(lo), float(hi)
@@ -352,19 +356,17 @@ def _bounds(text, item):
         raise InputError(f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50", param="bounds") from None
 
 
-def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=False, model="resnet50",
-                   profile=None, iteration_time=None, per=(), bounds=(), train=None, settings=Settings()):
+def calibrate_file(measurements: str | Path, fit_axes: str | Sequence[str] = "utilization", *,
+                   out: str | Path | None = None, force: bool = False, model: str = DEFAULTS.model,
+                   profile: str | Path | Sequence[str | Path] | None = None, iteration_time: float | None = None,
+                   per: Iterable[str] | None = (), bounds: Iterable[str] | None = (), train: str | None = None,
+                   settings: Settings = Settings()) -> dict[str, Any]:
     """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given).
 
     ``model`` names the default profile(s) (a comma list of built-ins); a ``model``
     column may name other built-ins or profile files. ``profile`` (files) replaces them.
     ``per`` and ``bounds`` are ``NAME=COLUMN`` and ``NAME=LOW:HIGH`` items.
     """
-    from netsweep_jax.sweep.core.values import parse_names
-    from netsweep_jax.sweep.engine.grid import resolve_models
-    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-    from netsweep_jax.sweep.model.builtin import builtin_names
-
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
     axes = parse_names(fit_axes, "fit", FITTABLE)
@@ -385,7 +387,7 @@ def calibrate_file(measurements, fit_axes="utilization", *, out=None, force=Fals
     return result
 
 
-def report_text(result):
+def report_text(result: Mapping[str, Any]) -> str:
     """Human-readable calibration: fitted values with standard errors, errors, rows."""
     lines = []
     for p in result["fitted"]:

@@ -19,10 +19,25 @@ speed-up in only 6 of over 200 data-centre setups).
 
 import dataclasses
 import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.paper import PAPER_UTILIZATION
+from netsweep_jax.sweep.analysis.plot import save
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.evaluate import evaluate
+from netsweep_jax.sweep.engine.grid import AxisValues, Models, resolve_models
+from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+from netsweep_jax.sweep.model.compressors import parse_compressors
+from netsweep_jax.sweep.model.profile import Profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 MODELS = ("resnet50", "vgg16", "bert-large", "gpt2-xl")
 COMPRESSORS = ("fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
@@ -46,34 +61,39 @@ class Row:
       fixed_gain: the best compressor's speed-up over none at utilization 1.
     """
 
-    at: dict
+    at: dict[str, Any]
     today: float
     fixed: float
-    times: dict
-    scaling: dict
+    times: dict[str, float]
+    scaling: dict[str, float]
     fixed_scaling: float
     fixed_gain: float
 
     @property
-    def best(self):
-        return min(self.times, key=self.times.get)
+    def best(self) -> str:
+        """The fastest compressor today."""
+        return min(self.times, key=lambda c: self.times[c])
 
     @property
-    def gain(self):
+    def gain(self) -> float:
         """The best compressor's speed-up over no compression, today."""
         return self.today / self.times[self.best]
 
     @property
-    def winner(self):
+    def winner(self) -> str:
+        """``fix the transport``, ``compress (<best>)`` or ``tie``."""
         best = self.times[self.best]
         if abs(best - self.fixed) <= TIE * min(best, self.fixed):
             return "tie"
         return "fix the transport" if self.fixed < best else f"compress ({self.best})"
 
 
-def compare(models=MODELS, *, bandwidth=BANDWIDTHS, utilization=PAPER_UTILIZATION, compressor=COMPRESSORS,
-            nodes=8, gpus_per_node=8, collective="nccl-ring", bucketing="ddp", iterations_factor=None,
-            codec_cost=None, gpu=None, precision=None, batch=None, seq_len=None, **axes):
+def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
+            utilization: float = PAPER_UTILIZATION, compressor: str | Sequence[str] = COMPRESSORS,
+            nodes: Any = 8, gpus_per_node: Any = 8, collective: str = "nccl-ring", bucketing: str = "ddp",
+            iterations_factor: str | Mapping[str, float] | None = None, codec_cost: str | Path | None = None, gpu: str | None = None,
+            precision: str | None = None, batch: Any = None, seq_len: Any = None,
+            **axes: Any) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
     """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
 
     Args:
@@ -86,11 +106,6 @@ def compare(models=MODELS, *, bandwidth=BANDWIDTHS, utilization=PAPER_UTILIZATIO
       (one :class:`Row` per combination of the varying dims, the Dataset, the settings
       the claims are checked in).
     """
-    from netsweep_jax.sweep.core.errors import InputError
-    from netsweep_jax.sweep.engine.evaluate import evaluate
-    from netsweep_jax.sweep.engine.grid import resolve_models
-    from netsweep_jax.sweep.model.compressors import parse_compressors
-
     if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
         raise InputError(f"{utilization}: today's utilization must be one number from 0.0001 to below 1 "
                          f"(the transport fixed is utilization 1)", param="utilization")
@@ -99,15 +114,14 @@ def compare(models=MODELS, *, bandwidth=BANDWIDTHS, utilization=PAPER_UTILIZATIO
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     workload = {k: v for k, v in given.items() if v is not None} if any(given.values()) else dict(WORKLOAD)
-    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
-
-    names = models.split(",") if isinstance(models, str) else list(models)
+    names = models.split(",") if isinstance(models, str) else [models] if isinstance(models, Profile) else list(models)
     if not any(isinstance(n, str) and n.strip() in TRANSFORMERS for n in names):
         workload = {}  # no transformer: the workload settings do not apply
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
+    swept: list[Any] = ["none", *chosen]  # Compressor objects pass through as parsed (names round to 15 digits)
     ds = evaluate(list(profiles), bandwidth=bandwidth, utilization=[utilization, 1.0],
-                  compressor=["none"] + chosen, iterations_factor=iterations_factor, codec_cost=codec_cost,
+                  compressor=swept, iterations_factor=iterations_factor, codec_cost=codec_cost,
                   dtype="float64", vars="scaling_factor,iteration_time,time_to_accuracy", **setup)
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
@@ -128,7 +142,7 @@ def compare(models=MODELS, *, bandwidth=BANDWIDTHS, utilization=PAPER_UTILIZATIO
     return rows, ds, dict(profiles=list(profiles), utilization=utilization, **setup)
 
 
-def table(rows):
+def table(rows: Sequence[Row]) -> str:
     """The answers as aligned text: one line per configuration."""
     head = list(rows[0].at) + ["scaling today", "fixing the transport", "best compressor", "its speed-up", "winner"]
     lines = [head]
@@ -139,15 +153,14 @@ def table(rows):
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
 
 
-def _show(value):
+def _show(value: object) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
-def run(out_dir, *, command="sweep compare", **kwargs):
-    """Write REPORT.md, compare.csv and speedups.png into ``out_dir``; return their paths."""
-    from netsweep_jax.sweep.io.paths import report_directory, write_atomically
-
-    rows, ds, setup = compare(**kwargs)  # bad input is refused before anything is made
+def write_report(out_dir: str | Path, rows: Sequence[Row], setup: dict[str, Any],
+                 command: str = "sweep compare") -> list[Path]:
+    """Write REPORT.md, compare.csv and speedups.png (of :func:`compare`'s answers) into
+    ``out_dir``; return their paths."""
     out_dir = report_directory(out_dir)
     csv = csv_text(rows)
     paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv))]
@@ -157,7 +170,13 @@ def run(out_dir, *, command="sweep compare", **kwargs):
     return paths
 
 
-def csv_text(rows):
+def run(out_dir: str | Path, *, command: str = "sweep compare", **kwargs: Any) -> list[Path]:
+    """Write REPORT.md, compare.csv and speedups.png into ``out_dir``; return their paths."""
+    rows, _, setup = compare(**kwargs)  # bad input is refused before anything is made
+    return write_report(out_dir, rows, setup, command)
+
+
+def csv_text(rows: Sequence[Row]) -> str:
     """Every configuration and compressor: seconds per iteration of equal progress, and the winner."""
     compressors = list(rows[0].times)
     head = list(rows[0].at) + ["none_today_s", "fixed_s"] + [f"{c}_s" for c in compressors] + ["best", "winner"]
@@ -169,13 +188,8 @@ def csv_text(rows):
     return "\n".join(lines) + "\n"
 
 
-def figure(rows, out):
+def figure(rows: Sequence[Row], out: Path) -> Path:
     """Speed-up over no compression at today's utilization, against bandwidth: a panel per model."""
-    from matplotlib.figure import Figure
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
-
-    from netsweep_jax.sweep.analysis.plot import save
-
     models = list(dict.fromkeys(r.at["model"] for r in rows))
     fig = Figure(figsize=(4.2 * len(models), 3.6))
     axes = fig.subplots(1, len(models), squeeze=False)[0]
@@ -198,7 +212,7 @@ def figure(rows, out):
     return save(fig, out)
 
 
-def report(rows, setup, command):
+def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
     """REPORT.md text: the answers per configuration, all compressors, and the claims checked."""
     compressors = list(rows[0].times)
     factors = "as given by --iterations-factor" if "--iterations-factor" in command else \
@@ -238,15 +252,13 @@ def report(rows, setup, command):
     return "\n".join(out + claims(rows, setup)) + "\n"
 
 
-def _markdown(head, body):
+def _markdown(head: list[str], body: list[list[str]]) -> str:
     return "\n".join(["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
                      + ["| " + " | ".join(line) + " |" for line in body])
 
 
-def claims(rows, setup):
+def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
     """The paper's two claims and Agarwal et al.'s finding, restated and checked against ``rows``."""
-    from netsweep_jax.sweep.analysis.need import SOLVED, solve
-
     lines = []
     bandwidths = {r.at["bandwidth"] for r in rows}
     settings = {k: v for k, v in setup.items() if k not in ("profiles", "utilization")}
@@ -285,7 +297,7 @@ def claims(rows, setup):
             f"{PAYS:.0%} faster than none in {len(pays)} at today's utilization ({listed}) and in "
             f"{len(pays_fixed)} with the transport fixed. In at most a quarter with the transport fixed: "
             f"{_verdict(len(pays_fixed) <= len(fast) / 4)}.")
-    wins = {}
+    wins: dict[str, int] = {}
     for r in rows:
         key = r.winner.split(" (")[0]
         wins[key] = wins.get(key, 0) + 1
@@ -294,5 +306,5 @@ def claims(rows, setup):
     return lines
 
 
-def _verdict(ok):
+def _verdict(ok: bool) -> str:
     return "**holds**" if ok else "**does not hold**"

@@ -13,69 +13,79 @@ answer is then checked as a user would feed it back (in the grid's dtype, throug
 the same units) and moved by an ulp where rounding took it past the boundary.
 """
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
+from netsweep_jax.kernels.overlap import Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, NUMERIC_AXES, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
-from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.grid import Grid, Models, make_grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs
 from netsweep_jax.sweep.engine.plan import MAX_BLOCK_CONFIGS, Plan
 
-# Range searched for each solvable axis, in stored units, and whether the scaling
-# factor grows with it. Log-space bisection needs low > 0.
-BOUNDS = {"ratio": (1.0, 1e4), "utilization": (1e-4, 1.0), "bandwidth": (1e-3, 1e4),
-          "latency": (1e-3, 1e6), "overhead": (1e-3, 1e6), "slowdown": (1e-6, 100.0), "jitter": (1e-6, 10.0)}
-assert tuple(sorted(BOUNDS)) == tuple(sorted(SOLVABLE))
+# The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
+# for the log-space bisection); the scaling factor grows with the axes of GROWING.
 ITERATIONS = 40  # bracket ratio (1e9)^(2^-40): exact to float rounding
-__all__ = ["BOUNDS", "MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "solve"]
+__all__ = ["MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "search_range", "solve"]
+Array = npt.NDArray[Any]
 
 
-def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
+def search_range(axis: str) -> tuple[float, float]:
+    """(low, high) searched for ``axis``, in its stored units."""
+    searched = NUMERIC_AXES[axis].search
+    if searched is None:
+        raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+    return searched
+
+
+def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
 
     Args:
       model: as :func:`sweep.evaluate`.
       target: scaling factor in (0, 1].
-      axis: one of :data:`BOUNDS`: the smallest value reaching the target for the
-        axes in :data:`GROWING`, the largest value still reaching it for the others.
-      **kwargs: the other axes and settings, as :func:`sweep.evaluate` (``bandwidth``
-        is required unless solved for).
+      axis: one of :data:`~sweep.core.schema.SOLVABLE`: the smallest value reaching the target
+        for the axes in :data:`~sweep.core.schema.GROWING`, the largest value still reaching it
+        for the others.
+      **settings: the other axes and settings, the keywords of :func:`sweep.engine.grid.make_grid`
+        (``bandwidth`` is required unless solved for; None: not given). An unknown one raises
+        :class:`~sweep.core.errors.InputError`.
 
     Returns:
       ``xarray.Dataset`` over every dim but ``axis``: ``required_<axis>`` for a growing
       axis or ``allowed_<axis>`` for a falling one (NaN where unreachable), and
       ``status`` (0 solved, 1 met at the limit, 2 unreachable).
     """
-    if axis not in BOUNDS:
-        raise InputError(f"{axis!r}: must be one of {', '.join(BOUNDS)}", param="solve")
+    if axis not in NUMERIC_AXES:
+        raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+    low, high = search_range(axis)
     if not (0 < target <= 1):
         raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
-    if kwargs.get(axis) is not None:
+    if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
-    if axis != "bandwidth" and kwargs.get("bandwidth") is None:
+    if axis != "bandwidth" and settings.get("bandwidth") is None:
         raise InputError("required: give the bandwidth(s) in Gbit/s (only solving for bandwidth goes without)",
                          param="bandwidth")
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    low, high = BOUNDS[axis]
+    settings = {k: v for k, v in settings.items() if v is not None}  # None: not given
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
-    grid = make_grid(model, **{**kwargs, axis: high})
+    grid = make_grid(model, **{**settings, axis: high})
     plan = Plan(grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS))  # a block per task: few combinations
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):
-        from netsweep_jax.sweep.engine.compiled import solve_on_grid
-
         inputs = BlockInputs(grid, plan)
         dt = inputs.dtype.type
         for block in plan.blocks():
-            args = (inputs.configs(block.inner_slab), inputs.layout(block.task, block.layout_slab),
-                    inputs.buckets(block.task), inputs.t1(block.task))
+            args = inputs.block(block)
             v, st = solve_on_grid(*args, dt(target), dt(si_values(axis, low)), dt(si_values(axis, high)),
                                   axis=axis, iterations=ITERATIONS, features=inputs.features, increasing=increasing)
             k, c = block.layouts, block.size // block.layouts
@@ -87,17 +97,16 @@ def solve(model, *, target: float, axis: str, **kwargs) -> xr.Dataset:
     return _dataset(grid, axis, target, value, status)
 
 
-def _reaching(value, status, args, axis, target, features, increasing, max_steps=16):
+def _reaching(value: Array, status: Array, args: tuple[Config, Layout, Buckets, Any], axis: str, target: Any,
+              features: Features, increasing: bool, max_steps: int = 16) -> Array:
     """Solved answers, moved one ulp at a time (up for a growing axis, down for a falling
     one) until the answer, stored in the grid's dtype and fed back as a user would
     (stored units -> SI -> dtype), reaches the target in that dtype too."""
-    from netsweep_jax.sweep.engine.compiled import table_metrics
-
     config = args[0]
     k, c = value.shape
     toward = np.inf if increasing else -np.inf
     for _ in range(max_steps):
-        cells = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
+        cells: dict[str, Any] = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
         cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(value.dtype)
         sf = table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"]
         short = (status == SOLVED) & ~(np.asarray(sf) >= target)
@@ -107,12 +116,12 @@ def _reaching(value, status, args, axis, target, features, increasing, max_steps
     return value
 
 
-def answer_name(axis):
+def answer_name(axis: str) -> str:
     """The variable of a need cube: ``required_<axis>`` or ``allowed_<axis>``."""
     return f"{'required' if axis in GROWING else 'allowed'}_{axis}"
 
 
-def _dataset(grid, axis, target, value, status):
+def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) -> xr.Dataset:
     dims = tuple(d for d in DIMS if d != axis)
     squeeze = DIMS.index(axis)
     spec = NUMERIC_AXES[axis]
@@ -125,16 +134,16 @@ def _dataset(grid, axis, target, value, status):
             "flag_meanings": f"solved met_at_{which} unreachable",
             "long_name": f"0: solved, 1: target met at the {which} searched, 2: unreachable"}),
     }
-    low, high = BOUNDS[axis]
+    low, high = search_range(axis)
     attrs = {"target_scaling_factor": target, "solved_axis": axis, "low": low, "high": high, "dtype": grid.dtype}
     return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
 
 
-def answer_text(value, status, axis):
+def answer_text(value: float, status: int, axis: str) -> str:
     """One cell of the printed table."""
     units = NUMERIC_AXES[axis].units
     units = "" if units == "1" else f" {units}"
-    low, high = BOUNDS[axis]
+    low, high = search_range(axis)
     growing = axis in GROWING
     if status == UNREACHABLE:
         return f"unreachable (> {high:g}{units})" if growing else f"unreachable (even at {low:g}{units})"
@@ -143,7 +152,7 @@ def answer_text(value, status, axis):
     return f"{value:.4g}{units}"
 
 
-def answer_table(ds):
+def answer_table(ds: xr.Dataset) -> str:
     """The answers of :func:`solve` as a text table over the dims that vary (and model)."""
     axis = ds.attrs["solved_axis"]
     df = ds.to_dataframe().reset_index()

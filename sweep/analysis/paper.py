@@ -7,9 +7,11 @@ against the computed numbers; the report contains no timestamps, so regenerating
 it gives the same file.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
@@ -21,7 +23,7 @@ from netsweep_jax.sweep.io.job import run_grid
 from netsweep_jax.sweep.io.paths import report_directory, write_atomically
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.builtin import MEASURED, builtin_names, builtin_profile
-from netsweep_jax.sweep.model.profile import read_bklog
+from netsweep_jax.sweep.model.profile import Profile, read_bklog
 
 BANDWIDTHS = [1, 10, 25, 40, 100]
 NODES = [2, 4, 8]
@@ -32,7 +34,7 @@ PAPER_UTILIZATION = 0.32  # the paper saw ~32 Gbit/s in use on 100 Gbit/s links
 AXES = dict(bandwidth=BANDWIDTHS, nodes=NODES, gpus_per_node=GPUS_PER_NODE, ratio=RATIOS, utilization=1.0)
 
 
-def measured_profiles(directory):
+def measured_profiles(directory: str | Path) -> list[Profile]:
     """``<model>.bk.log`` files in ``directory`` for the built-in names, T1 from the paper."""
     directory = Path(directory)
     if not directory.is_dir():
@@ -55,7 +57,8 @@ def _gpus(nodes):
     return nodes * GPUS_PER_NODE
 
 
-def figures(ds, out_dir, models, measured_ds=None):
+def figures(ds: xr.Dataset, out_dir: Path, models: Sequence[str], measured_ds: xr.Dataset | None = None
+            ) -> list[Path]:
     """Scaling vs bandwidth (ratio 1) and vs ratio (10 and 25 Gbit/s), a panel per model."""
     fig = Figure(figsize=(4.2 * len(models), 3.6))
     axes = fig.subplots(1, len(models), squeeze=False)
@@ -102,7 +105,8 @@ def _verdict(ok):
     return "**holds**" if ok else "**does not hold**"
 
 
-def report(ds, models, measured_ds=None, command="sweep paper"):
+def report(ds: xr.Dataset, models: Sequence[str], measured_ds: xr.Dataset | None = None,
+           command: str = "sweep paper") -> str:
     """REPORT.md text: tables and each finding checked."""
     both = measured_ds is not None
     cell = "built-in model / measured log" if both else "built-in model"
@@ -210,7 +214,8 @@ def _sweep(models, cube, command, force):
         return ds.load()
 
 
-def run_paper(out_dir, profiles_dir=None, command="sweep paper", force=True):
+def run_paper(out_dir: str | Path, profiles_dir: str | Path | None = None, command: str = "sweep paper",
+              force: bool = True) -> list[Path]:
     """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
     measured = measured_profiles(profiles_dir) if profiles_dir else None  # checked before anything is made

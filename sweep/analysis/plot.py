@@ -4,26 +4,32 @@ Figures are plain :class:`matplotlib.figure.Figure` objects rendered by Agg when
 saved: no pyplot, so nothing here selects a backend or keeps global figure state.
 """
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+from netsweep_jax.sweep.io.reader import open_cube
 
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
 
 
-def label(da):
+def label(da: xr.DataArray) -> str:
     """``long_name [units]`` of a DataArray (units omitted when dimensionless)."""
     units = da.attrs.get("units", "")
     name = da.attrs.get("long_name", da.name)
     return f"{name} [{units}]" if units not in ("", "1") else str(name)
 
 
-def parse_sel(items, ds):
+def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
     """``["ratio=1", "model=vgg16"]`` -> {dim: value} with values typed like the coords."""
     sel = {}
     for item in items:
@@ -31,7 +37,7 @@ def parse_sel(items, ds):
             raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
         dim, text = (s.strip() for s in item.split("=", 1))
         if dim not in ds.dims:
-            raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(ds.dims)}", param="sel")
+            raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(map(str, ds.dims))}", param="sel")
         coord = ds[dim].values
         value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
         if value is None or not np.any(coord.astype(type(value)) == value):
@@ -49,13 +55,13 @@ def _is_number(text):
         return False
 
 
-def reduce_to(ds, var, keep, sel):
+def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping[str, Any]) -> xr.DataArray:
     """Select, squeeze, and refuse if dims other than ``keep`` remain."""
     if var not in ds.data_vars:
-        raise InputError(f"{var!r}: not a variable; variables: {', '.join(ds.data_vars)}")
+        raise InputError(f"{var!r}: not a variable; variables: {', '.join(map(str, ds.data_vars))}")
     for d in keep:
         if d is not None and d not in ds.dims:
-            raise InputError(f"{d!r}: not a dim; dims: {', '.join(ds.dims)}")
+            raise InputError(f"{d!r}: not a dim; dims: {', '.join(map(str, ds.dims))}")
     da = ds[var].sel(sel)
     extra = [d for d in da.dims if d not in keep and da.sizes[d] > 1]
     if extra:
@@ -64,7 +70,9 @@ def reduce_to(ds, var, keep, sel):
     return da.squeeze([d for d in da.dims if d not in keep])
 
 
-def line_plot(ds, x, var="scaling_factor", hue=None, sel=None, ax=None, title=None, hue_label=None):
+def line_plot(ds: xr.Dataset, x: str, var: str = "scaling_factor", hue: str | None = None,
+              sel: Mapping[str, Any] | None = None, ax: Axes | None = None, title: str | None = None,
+              hue_label: Callable[[Any], str] | None = None) -> Axes:
     """Draw ``var`` against dim ``x``, one line per value of ``hue``; returns the axes.
 
     ``hue_label(value) -> str`` names the lines (default ``"hue=value"``).
@@ -89,7 +97,8 @@ def line_plot(ds, x, var="scaling_factor", hue=None, sel=None, ax=None, title=No
     return ax
 
 
-def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
+def heatmap(ds: xr.Dataset, x: str, y: str, var: str = "scaling_factor", sel: Mapping[str, Any] | None = None,
+            ax: Axes | None = None) -> Axes:
     """Color ``var`` over dims ``x`` (columns) and ``y`` (rows)."""
     da = reduce_to(ds, var, [x, y], sel or {}).transpose(y, x)
     fig = None
@@ -110,10 +119,8 @@ def heatmap(ds, x, y, var="scaling_factor", sel=None, ax=None):
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
-def save(fig, out):
+def save(fig: Figure, out: str | Path) -> Path:
     """Render ``fig`` to ``out`` (PNG, PDF or SVG by its suffix), atomically."""
-    from netsweep_jax.sweep.io.paths import write_atomically
-
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     metadata = PNG_METADATA if fmt == "png" else None
@@ -121,12 +128,10 @@ def save(fig, out):
                                                           bbox_inches="tight"))
 
 
-def plot_cube(path, *, x, y="scaling_factor", hue=None, sel=(), kind="line", var="scaling_factor",
-              out="figure.png", force=False):
+def plot_cube(path: str | Path, *, x: str, y: str = "scaling_factor", hue: str | None = None,
+              sel: Iterable[str] = (), kind: str = "line", var: str = "scaling_factor",
+              out: str | Path = "figure.png", force: bool = False) -> Path:
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
-    from netsweep_jax.sweep.io.paths import check_new_file
-    from netsweep_jax.sweep.io.reader import open_cube
-
     if kind not in ("line", "heatmap"):
         raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
     dims = [x, hue] if kind == "line" else [x, y]
@@ -136,4 +141,6 @@ def plot_cube(path, *, x, y="scaling_factor", hue=None, sel=(), kind="line", var
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
     ax = line_plot(ds, x, var=y, hue=hue, sel=chosen) if kind == "line" else heatmap(ds, x, y, var=var, sel=chosen)
-    return save(ax.figure, out)
+    figure = ax.figure
+    assert isinstance(figure, Figure)  # drawn on a Figure of its own above
+    return save(figure, out)

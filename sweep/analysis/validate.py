@@ -34,13 +34,24 @@ the line) and ``t1_basis`` are optional.
 import csv
 import dataclasses
 import io
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib.figure import Figure
 
+from netsweep_jax.kernels.fit import FitSpec
 from netsweep_jax.sweep.analysis.calibrate import Settings, build_rows, calibrate
+from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.io.measurements import read_measurements
+from netsweep_jax.sweep.engine.compiled import predict_rows
+from netsweep_jax.sweep.engine.dispatch import precision
+from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
+from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.profile import Profile
+
+Fits = dict[tuple[str, str | None], float]  # (parameter, group or None) -> fitted value, stored units
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "published.csv"
 
@@ -52,8 +63,8 @@ class Model:
     name: str
     description: str
     collective: str
-    fit: tuple = ()
-    per: tuple = ()
+    fit: tuple[str, ...] = ()
+    per: tuple[tuple[str, str], ...] = ()
 
 
 MODELS = (
@@ -66,7 +77,7 @@ MODELS = (
 REQUIRED = tuple(sorted({column for m in MODELS for _, column in m.per}))  # the columns the fits group by
 
 
-def groups(meas):
+def groups(meas: Measurements) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
     """[(source, framework, train [R] bools, group [R] bools)] of the protocol."""
     pairs = list(zip(meas.column("source", ""), meas.columns["framework"]))
     nodes = np.array(meas.columns["nodes"])
@@ -79,14 +90,11 @@ def groups(meas):
     return out
 
 
-def _predict(meas, model, train, builtin):
+def _predict(meas: Measurements, model: Model, train: np.ndarray,
+             builtin: Sequence[Profile]) -> tuple[np.ndarray, Fits]:
     """[R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows."""
     settings = Settings(collective=model.collective)
     if not model.fit:
-        from netsweep_jax.kernels.fit import FitSpec
-        from netsweep_jax.sweep.engine.compiled import predict_rows
-        from netsweep_jax.sweep.engine.dispatch import precision
-
         rows, _, features = build_rows(meas, builtin, builtin[0].model, settings)
         with precision("float64"):
             out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
@@ -97,12 +105,11 @@ def _predict(meas, model, train, builtin):
     return np.array([r["predicted"] for r in result["rows"]]), fitted
 
 
-def run_validation(dataset=DATASET, progress=None):
+def run_validation(dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
+                   ) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
     """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
 
     ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
-    from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
-
     meas = read_measurements(dataset)
     missing = [c for c in REQUIRED if c not in meas.columns]
     if missing:
@@ -117,7 +124,8 @@ def run_validation(dataset=DATASET, progress=None):
     if train.all():
         raise InputError(f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
                          "measure some group at two or more node counts")
-    predictions, fits = {}, {}
+    predictions: dict[str, np.ndarray] = {}
+    fits: dict[str, Fits] = {}
     for i, model in enumerate(MODELS, 1):
         if progress:
             doing = f"fitting on {int(train.sum())} training rows" if model.fit else "no fit"
@@ -126,16 +134,17 @@ def run_validation(dataset=DATASET, progress=None):
     return meas, predictions, train, fits
 
 
-def _rmse(x):
+def _rmse(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x)))) if len(x) else float("nan")
 
 
-def _ids(meas):
+def _ids(meas: Measurements) -> list[str]:
     """[R] row names: the ``id`` column, else ``line N``."""
     return meas.columns.get("id") or [f"line {n}" for n in meas.lines]
 
 
-def errors(meas, predictions, train):
+def errors(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray
+           ) -> list[tuple[Model, float, float, float, float]]:
     """[(model, held-out RMSE, held-out worst |error|, in-sample RMSE, mean error over all rows)]."""
     measured = np.array(meas.columns["scaling_factor"])
     out = []
@@ -146,7 +155,8 @@ def errors(meas, predictions, train):
     return out
 
 
-def report(meas, predictions, train, fits, command="sweep validate"):
+def report(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray,
+           fits: Mapping[str, Fits], command: str = "sweep validate") -> str:
     """REPORT.md text."""
     measured = np.array(meas.columns["scaling_factor"])
     held = ~train
@@ -187,7 +197,7 @@ def report(meas, predictions, train, fits, command="sweep validate"):
     return "\n".join(lines) + "\n"
 
 
-def predictions_csv(meas, predictions, train):
+def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray) -> str:
     """predictions.csv text: one row per measurement, every model's prediction."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -200,12 +210,8 @@ def predictions_csv(meas, predictions, train):
     return buf.getvalue()
 
 
-def figure(meas, predictions, train, out):
+def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray, out: Path) -> Path:
     """Measured against predicted, one marker per model; held-out rows filled."""
-    from matplotlib.figure import Figure
-
-    from netsweep_jax.sweep.analysis.plot import save
-
     fig = Figure(figsize=(5.2, 5))
     ax = fig.gca()
     measured = np.array(meas.columns["scaling_factor"])
@@ -224,16 +230,24 @@ def figure(meas, predictions, train, out):
     return save(fig, out)
 
 
-def run(out_dir, command="sweep validate", dataset=DATASET, progress=None):
-    """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
-    (their paths, :func:`errors`)."""
-    from netsweep_jax.sweep.io.paths import report_directory, write_atomically
-
-    meas, predictions, train, fits = run_validation(dataset, progress)
+def write_report(out_dir: str | Path, meas: Measurements, predictions: Mapping[str, np.ndarray],
+                 train: np.ndarray, fits: Mapping[str, Fits], command: str = "sweep validate") -> list[Path]:
+    """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
+    results) into ``out_dir``; return their paths."""
     out_dir = report_directory(out_dir)
     paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
     text = predictions_csv(meas, predictions, train)
     paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text)))
     body = report(meas, predictions, train, fits, command)
     paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body)))
+    return paths
+
+
+def run(out_dir: str | Path, command: str = "sweep validate", dataset: str | Path = DATASET,
+        progress: Callable[[str], object] | None = None
+        ) -> tuple[list[Path], list[tuple[Model, float, float, float, float]]]:
+    """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
+    (their paths, :func:`errors`)."""
+    meas, predictions, train, fits = run_validation(dataset, progress)
+    paths = write_report(out_dir, meas, predictions, train, fits, command)
     return paths, errors(meas, predictions, train)

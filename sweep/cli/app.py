@@ -15,13 +15,13 @@ import inspect
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
-from netsweep_jax.sweep.core.schema import COLLECTIVES, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
+from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
 
 app = typer.Typer(
     help="netsweep: is the network the bottleneck of my distributed training? "
@@ -61,7 +61,7 @@ def axis_parameters(defaults=None, help_suffix="", names=None):
 
 
 MODEL = [
-    _param("model", str, "resnet50", "--model",
+    _param("model", str, DEFAULTS.model, "--model",
            help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
                 "(gpt2-xl, llama-7b, ...: sweep models lists them)."),
     _param("profile", Path | None, None, "--profile",
@@ -79,16 +79,16 @@ MODEL = [
                 "model's compute to your GPU and batch (its gradients unchanged)."),
 ]
 COLLECTIVE_SETTINGS = [
-    _param("collective", str, "ring", "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
-    _param("bucketing", str, "horovod", "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
+    _param("collective", str, DEFAULTS.collective, "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
+    _param("bucketing", str, DEFAULTS.bucketing, "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
            "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout); comma list."),
-    _param("intra_bandwidth", float, 1200.0, "--intra-bw",
+    _param("intra_bandwidth", float, DEFAULTS.intra_bandwidth, "--intra-bw",
            help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-*."),
     _param("reduce_table", Path | None, None, "--reduce-cost",
            help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
 ]
 COMPRESSION = [
-    _param("compressor", str, "none", "--compressor", rich_help_panel="Compression",
+    _param("compressor", str, DEFAULTS.compressor, "--compressor", rich_help_panel="Compression",
            help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
                 "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
                 "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one."),
@@ -105,8 +105,9 @@ SETTINGS = COLLECTIVE_SETTINGS + COMPRESSION + [
 CACHE = [_param("compile_cache", bool, True, "--compile-cache/--no-compile-cache",
                 help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
                      "so a second run of the same shapes compiles nothing.")]
-KERNEL = [_param("kernel", str, "auto", "--kernel", envvar="NETSWEEP_KERNEL",
-                 help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU, the XLA scan elsewhere).")]
+KERNEL = [_param("kernel", str, DEFAULTS.kernel, "--kernel", envvar="NETSWEEP_KERNEL",
+                 help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU where the sweep allows it, the XLA "
+                      f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).")]
 
 
 def options(*groups):
@@ -151,8 +152,9 @@ def models_from(settings):
     return models, "float64" if settings.pop("x64") else "float32"
 
 
-def make_grid_from(settings, **outputs):
-    """The grid the model, settings and axis options describe (pops what it uses)."""
+def make_grid_from(settings, **chosen):
+    """The grid the model, settings and axis options describe (pops what it uses); ``chosen``:
+    further keywords of :func:`~sweep.engine.grid.make_grid` (``variables``, ``store``, ``reduce``)."""
     from netsweep_jax.sweep.engine.grid import make_grid
 
     models, dtype = models_from(settings)
@@ -160,7 +162,7 @@ def make_grid_from(settings, **outputs):
     compression = {p.name: settings.pop(p.name) for p in COMPRESSION}
     return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
                      reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
-                     dtype=dtype, **compression, **outputs, **axes)
+                     dtype=dtype, **compression, **chosen, **axes)
 
 
 def command_line():
@@ -203,15 +205,18 @@ def grid(
     Example: sweep grid --model resnet50 --bw 10,25,100 --ratio 1..100
     """
     from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.engine.dispatch import check_kernel
     from netsweep_jax.sweep.io import job
 
     if reduce and settings.get("distributed"):
         raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
                          f"reduction on one machine", param="reduce")
     g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
+    kernel = settings.pop("kernel")
+    check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped
     target = out if out is not None else job.default_out(g)
     common = dict(command=command_line(), force=force, resume=resume, block_configs=block_configs,
-                  progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=settings.pop("kernel"))
+                  progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=kernel)
     try:
         if settings.pop("distributed"):
             from netsweep_jax.sweep.io import distributed
@@ -326,7 +331,7 @@ def compare(
     """
     from netsweep_jax.sweep.analysis import compare as comparison
 
-    settings = dict(models=model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, bandwidth=bandwidth,
+    settings: dict[str, Any] = dict(models=model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, bandwidth=bandwidth,
                     utilization=utilization, nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
                     compressor=compressor, collective=collective, bucketing=bucketing,
                     iterations_factor=iterations_factor, codec_cost=codec_cost)
@@ -356,8 +361,8 @@ def need(
     """
     from netsweep_jax.sweep.analysis.need import answer_table
     from netsweep_jax.sweep.analysis.need import solve as solve_for
+    from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.paths import check_new_file
-    from netsweep_jax.sweep.io.reader import write_dataset
 
     if out is not None:
         check_new_file(out, force=force)

@@ -3,9 +3,12 @@
 import sys
 
 
-def main():
+def main() -> None:
     """Install the SIGTERM handler, import the CLI and run it. An interrupt while
-    starting up is one line and exit code 130/143 too, and so is a usage error (exit 2)."""
+    starting up is one line and exit code 130/143 too, and so is a usage error (exit 2).
+
+    Its imports stay inside: the handler is installed before Typer and the CLI (and what they
+    import) are loaded, so that an early Ctrl-C or SIGTERM is handled too."""
     from netsweep_jax.sweep.core import interrupts
 
     interrupts.install()

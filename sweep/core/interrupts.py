@@ -14,7 +14,7 @@ import signal
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-_requested = []
+_requested: list[int] = []
 
 
 class Interrupted(BaseException):

@@ -13,14 +13,18 @@ converts them for the kernels (bit/s, s, bytes).
 """
 
 import dataclasses
+import functools
+import inspect
 import math
+from collections.abc import Callable, Iterable
+from typing import ParamSpec, TypeVar
 
 from netsweep_jax.sweep.core.errors import InputError
 
 MAX_AXIS_VALUES = 10**7  # values one axis may expand to (a range is refused before it is built)
 
 
-def show(value):
+def show(value: float) -> str:
     """A number as the user would recognise it: up to 15 significant digits, no trailing zeros."""
     return f"{value:.15g}"
 
@@ -40,6 +44,10 @@ class AxisSpec:
         Gbit/s at 10^-4 utilization, 1 s of latency per message).
       default: default value text (value syntax).
       to_si: factor from stored units to the kernel's (bit/s, s, bytes).
+      search: ``sweep need``'s search range (stored units, low > 0 for log-space
+        bisection), or None when the axis cannot be solved for.
+      fit: ``sweep calibrate``'s default fit bounds (stored units), or None when the
+        axis cannot be fitted.
     """
 
     name: str
@@ -51,13 +59,15 @@ class AxisSpec:
     high: float
     default: str
     to_si: float
+    search: tuple[float, float] | None = None
+    fit: tuple[float, float] | None = None
 
-    def rule(self):
+    def rule(self) -> str:
         """The validity rule as text, e.g. ``must be a number from 0.001 to 1000000``."""
         kind = "an integer" if self.integer else "a number"
         return f"must be {kind} from {show(self.low)} to {show(self.high)}"
 
-    def check(self, value):
+    def check(self, value: float) -> None:
         """Raise :class:`InputError` (naming this axis) unless ``value`` obeys the rule."""
         ok = math.isfinite(value) and self.low <= value <= self.high
         ok = ok and (not self.integer or float(value).is_integer())
@@ -65,13 +75,13 @@ class AxisSpec:
             raise InputError(f"{show(value)}: {self.name} {self.rule()}", param=self.name)
 
     @property
-    def help(self):
+    def help(self) -> str:
         """Help text for the CLI option."""
         unit = "" if self.units == "1" else f", {self.units}"
         return f"{self.long_name[0].upper()}{self.long_name[1:]}{unit} ({self.rule()})."
 
 
-NUMERIC_AXES = {
+NUMERIC_AXES: dict[str, AxisSpec] = {
     s.name: s
     for s in (
         AxisSpec("fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, 1e6, "64", 2.0**20),
@@ -81,21 +91,29 @@ NUMERIC_AXES = {
         AxisSpec("nics_per_node", "--nics-per-node", "1", "network interfaces per node, shared by its GPUs",
                  True, 1, 64, "1", 1.0),
         AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 1e-3, 1e6, "1,10,25,40,100",
-                 1e9),
+                 1e9, search=(1e-3, 1e4)),
         AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves", False, 1e-4,
-                 1.0, "1", 1.0),
-        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0),
-        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, 1e6, "0", 1e-6),
+                 1.0, "1", 1.0, search=(1e-4, 1.0), fit=(1e-4, 1.0)),
+        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0,
+                 search=(1.0, 1e4)),
+        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, 1e6, "0", 1e-6,
+                 search=(1e-3, 1e6), fit=(0.0, 1000.0)),
         AxisSpec("overhead", "--overhead", "ms", "time per iteration nothing overlaps, when N > 1", False, 0, 1e6,
-                 "0", 1e-3),
+                 "0", 1e-3, search=(1e-3, 1e6), fit=(0.0, 1000.0)),
         AxisSpec("slowdown", "--slowdown", "1", "compute stretched by 1 + slowdown when N > 1", False, 0, 100,
-                 "0", 1.0),
+                 "0", 1.0, search=(1e-6, 100.0), fit=(0.0, 1.0)),
         AxisSpec("jitter", "--jitter", "1", "coefficient of variation of a worker's compute time", False, 0, 10,
-                 "0", 1.0),
+                 "0", 1.0, search=(1e-6, 10.0), fit=(0.0, 1.0)),
         AxisSpec("accum", "--accum", "1", "micro-batches of compute per gradient synchronization", True, 1, 1e6,
                  "1", 1.0),
     )
 }
+
+
+def default_value(name: str) -> float:
+    """The default of a numeric axis whose default is one value (``fusion_buffer``: 64.0)."""
+    return float(NUMERIC_AXES[name].default)
+
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # worker layout (new collective coefficients), then the axes the kernel sweeps freely
@@ -105,35 +123,67 @@ LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
 INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter", "accum")
 DIMS = STRUCTURAL + LAYOUT + INNER
 
-# Axes `need` solves for: the scaling factor grows with the first three and falls with the rest.
+# Axes `need` solves for (those with a search range): the scaling factor grows with the
+# GROWING ones and falls with the rest. Axes `calibrate` fits: those with fit bounds.
 GROWING = ("bandwidth", "utilization", "ratio")
-SOLVABLE = GROWING + ("latency", "overhead", "slowdown", "jitter")
+SOLVABLE = ("ratio", "utilization", "bandwidth", "latency", "overhead", "slowdown", "jitter")  # as `need` lists them
+FITTABLE = tuple(name for name, spec in NUMERIC_AXES.items() if spec.fit is not None)
+assert set(SOLVABLE) == {name for name, spec in NUMERIC_AXES.items() if spec.search is not None}
+assert set(GROWING) <= set(SOLVABLE)
 
 COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 STORE_DTYPES = ("float16", "float32", "float64")
 BUCKETINGS = ("horovod", "ddp", "fsdp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Defaults:
+    """The default of every setting that is not a numeric axis, defined once for the CLI,
+    the Python API, the engine and ``calibrate``.
+
+    Attributes:
+      model: built-in profile.
+      collective: all-reduce algorithm (:data:`COLLECTIVES`).
+      bucketing: gradient bucketing schedule (:data:`BUCKETINGS`).
+      intra_bandwidth: intra-node bandwidth, Gbit/s: NVLink-class (V100 DGX-1: ~150 GB/s).
+      compressor: gradient compressor.
+      dtype: compute dtype (:data:`DTYPES`).
+      kernel: kernel choice (:data:`KERNELS`).
+    """
+
+    model: str = "resnet50"
+    collective: str = "ring"
+    bucketing: str = "horovod"
+    intra_bandwidth: float = 1200.0
+    compressor: str = "none"
+    dtype: str = "float32"
+    kernel: str = "auto"
+
+
+DEFAULTS = Defaults()
 LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule",
               "compressor": "gradient compressor"}
 TEXT_DIMS = tuple(LONG_NAMES)  # the dims whose coordinates are names, not numbers
 
 # Output variables: name -> (units, long name). Their order is the cube's.
-VARIABLES = {
+VARIABLES: dict[str, tuple[str, str]] = {
     "scaling_factor": ("1", "scaling factor (T1 / iteration time)"),
     "iteration_time": ("s", "time of one data-parallel training iteration"),
     "exposed_comm": ("s", "communication not hidden behind the backward pass"),
     "comm_time": ("s", "sum of all-reduce durations of all buckets"),
     "time_to_accuracy": ("1", "iterations factor x iteration time, relative to the same run uncompressed"),
 }
-OUTPUTS = tuple(VARIABLES)
 # Kept unless --vars says otherwise; time_to_accuracy (a second evaluation) too when a sweep compresses.
-DEFAULT_OUTPUTS = OUTPUTS[:4]
+DEFAULT_VARIABLES = tuple(VARIABLES)[:4]
 
 
-def in_cube_order(names):
+def in_cube_order(names: Iterable[str]) -> list[str]:
     """The output variables among ``names``, in the cube's order."""
-    return [name for name in OUTPUTS if name in names]
+    names = set(names)
+    return [name for name in VARIABLES if name in names]
+
 
 # Library parameters that are not numeric axes, and the CLI options that set them.
 OTHER_OPTIONS = {
@@ -171,11 +221,11 @@ OTHER_OPTIONS = {
 }
 
 
-def option_of(param):
+def option_of(param: str | None) -> str:
     """The CLI option that sets library parameter ``param`` (the name itself if none)."""
     if param in NUMERIC_AXES:
         return NUMERIC_AXES[param].option
-    return OTHER_OPTIONS.get(param, param)
+    return OTHER_OPTIONS.get(param, param) if param is not None else ""
 
 
 def cli_message(error: InputError) -> str:
@@ -183,9 +233,30 @@ def cli_message(error: InputError) -> str:
     return f"{option_of(error.param)} {error.detail}" if error.param else error.detail
 
 
-def coordinate_attrs(dim):
+def coordinate_attrs(dim: str) -> dict[str, str]:
     """``units`` and ``long_name`` of a dimension's coordinate."""
     if dim in NUMERIC_AXES:
         spec = NUMERIC_AXES[dim]
         return {"units": spec.units, "long_name": spec.long_name}
     return {"units": "", "long_name": LONG_NAMES[dim]}
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` unchanged, except that a keyword it does not take raises :class:`InputError`
+    (naming the keyword and the ones it takes) instead of ``TypeError``."""
+    taken = [p.name for p in inspect.signature(function).parameters.values()
+             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+    @functools.wraps(function)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = sorted(set(kwargs) - set(taken))
+        if unknown:
+            raise InputError(f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes "
+                             f"{', '.join(taken)}")
+        return function(*args, **kwargs)
+
+    return checked

@@ -9,8 +9,10 @@ and netsweep's take a fraction of one).
 import os
 from pathlib import Path
 
+import jax
 
-def directory():
+
+def directory() -> Path:
     """Where compiled kernels are kept."""
     if os.environ.get("NETSWEEP_CACHE_DIR"):
         return Path(os.environ["NETSWEEP_CACHE_DIR"])
@@ -18,10 +20,8 @@ def directory():
     return Path(base) / "netsweep" / "jax"
 
 
-def enable():
+def enable() -> Path | None:
     """Turn the persistent cache on for this process (a cache that cannot be made is skipped)."""
-    import jax
-
     path = directory()
     try:
         path.mkdir(parents=True, exist_ok=True)

@@ -8,24 +8,35 @@ fit of the same shapes compiles nothing.
 """
 
 import functools
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 
 from netsweep_jax.kernels import fit
 from netsweep_jax.kernels.bisect import boundary
-from netsweep_jax.kernels.overlap import PAPER, Config, on_grid, on_table
+from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
+from netsweep_jax.sweep.core.schema import INNER, VARIABLES
+from netsweep_jax.sweep.engine.reductions import DevicePlan, device_reduce
+
+# The kernels keep their own names (they cannot import the schema); they must be the schema's.
+if METRICS != tuple(VARIABLES) or Config._fields != INNER:
+    raise ImportError("kernels.overlap's METRICS or Config fields differ from sweep.core.schema's "
+                      "VARIABLES or INNER")
+
+Metrics = dict[str, jax.Array]
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "outputs", "store", "reduce"))
-def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=False, features=PAPER,
-                 outputs=None, store=None, reduce=None):
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "variables", "store", "reduce"))
+def grid_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, kernel: str = "xla",
+                 zero_latency: bool = False, features: Features = PAPER, variables: Sequence[str] | None = None,
+                 store: str | None = None, reduce: DevicePlan | None = None) -> Metrics:
     """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
     ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
     ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
-    ``outputs``: the metrics to return (None: all), cast on the device to ``store``
+    ``variables``: the metrics to return (None: all), cast on the device to ``store``
     (a dtype name; None: the compute dtype), so only what is kept is copied back;
     ``reduce``: (block tensor shape, axes, family) to reduce each output over on the device
     (:func:`sweep.engine.reductions.device_reduce`), giving ``name`` and ``name@index`` (None: no reduction).
@@ -33,33 +44,33 @@ def grid_metrics(config, layout, buckets, t1, *, kernel="xla", zero_latency=Fals
     if kernel == "xla":
         out = on_grid(config, layout, buckets, t1, None, features)
     else:
-        from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for
+        from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for (heavy)
 
         out = on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
                              zero_latency=zero_latency)
     if reduce is not None:
-        from netsweep_jax.sweep.engine.reductions import device_reduce
-
         shape, axes, family = reduce
         reduced = {}
-        for name in outputs or out:
+        for name in variables or out:
             value, index = device_reduce(out[name].reshape(shape), axes, family)
             reduced[name] = value
             if index is not None:
                 reduced[f"{name}@index"] = index
         return reduced
-    return {name: out[name] if store is None else out[name].astype(store) for name in (outputs or out)}
+    return {name: out[name] if store is None else out[name].astype(store) for name in (variables or out)}
 
 
 @functools.partial(jax.jit, static_argnames=("features",))
-def table_metrics(config, layout, buckets, t1, *, features=PAPER):
+def table_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *,
+                  features: Features = PAPER) -> Metrics:
     """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
     return on_table(config, layout, buckets, t1, None, features)
 
 
 @functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
-def solve_on_grid(config, layout, buckets, t1, target, low, high, *, axis, iterations=40, features=PAPER,
-                  increasing=True):
+def solve_on_grid(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, target: jax.Array,
+                  low: jax.Array, high: jax.Array, *, axis: str, iterations: int = 40, features: Features = PAPER,
+                  increasing: bool = True) -> tuple[jax.Array, jax.Array]:
     """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
 
     The smallest value reaching it when the scaling factor grows with ``axis``
@@ -70,27 +81,30 @@ def solve_on_grid(config, layout, buckets, t1, target, low, high, *, axis, itera
     shape = (layout.messages.shape[0], config.bandwidth.shape[0])
     cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
 
-    def scaling(x):
+    def scaling(x: jax.Array) -> jax.Array:
         return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None, features)["scaling_factor"]
 
     return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features"))
-def fit_rows(starts, rows, target, weights, *, spec, measured, steps, learning_rate, softness, features=PAPER):
+def fit_rows(starts: jax.Array, rows: fit.Rows, target: jax.Array, weights: jax.Array, *, spec: fit.FitSpec,
+             measured: str, steps: int, learning_rate: float, softness: float,
+             features: Features = PAPER) -> tuple[jax.Array, jax.Array]:
     """Fit the parameters of ``spec`` to measured rows (see :func:`kernels.fit.fit`)."""
     return fit.fit(starts, rows, target, weights, spec=spec, measured=measured, steps=steps,
                    learning_rate=learning_rate, softness=softness, features=features)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "features"))
-def predict_rows(params, rows, *, spec, features=PAPER):
+def predict_rows(params: jax.Array, rows: fit.Rows, *, spec: fit.FitSpec, features: Features = PAPER) -> Metrics:
     """Exact-model predictions of every row under ``params`` (see :func:`kernels.fit.predict`)."""
     return fit.predict(params, rows, spec=spec, softness=None, features=features)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "measured", "features"))
-def residual_jacobian(params, rows, target, *, spec, measured, features=PAPER):
+def residual_jacobian(params: jax.Array, rows: fit.Rows, target: jax.Array, *, spec: fit.FitSpec, measured: str,
+                      features: Features = PAPER) -> jax.Array:
     """d residuals / d params [R, P] at ``params`` (exact model), for uncertainties."""
     return jax.jacfwd(lambda p: fit.residuals(p, rows, target, spec=spec, measured=measured, softness=None,
                                               features=features))(params)

@@ -1,10 +1,20 @@
 """Results as ``xarray`` objects: coordinates with their units, shared by every in-memory result."""
 
+from collections.abc import Collection, Mapping
+from typing import Any, Protocol
+
+import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.sweep.core.schema import coordinate_attrs
 
 
-def coordinates(grid, drop=()):
+class Coordinated(Protocol):
+    """Anything with named coordinates: a :class:`~sweep.engine.grid.Grid`."""
+
+    def coords(self) -> Mapping[str, npt.NDArray[Any]]: ...
+
+
+def coordinates(grid: Coordinated, drop: Collection[str] = ()) -> dict[str, xr.Variable]:
     """xarray coordinate variables of ``grid``'s dims (except ``drop``), with units."""
     return {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items() if d not in drop}

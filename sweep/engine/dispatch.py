@@ -12,23 +12,53 @@ the process's JAX configuration as it found it.
 
 import collections
 import contextlib
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
 
+import jax
 import numpy as np
+import numpy.typing as npt
 
+from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import KERNELS
-from netsweep_jax.sweep.engine.inputs import BlockInputs
-from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, VARYING, Plan
+from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
+from netsweep_jax.sweep.engine.compiled import grid_metrics
+from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
+from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, VARYING, Block, Plan
+from netsweep_jax.sweep.engine.reductions import DevicePlan, device_plan
+
+Arrays = dict[str, npt.NDArray[Any]]
+Sink = Callable[[Block, Arrays], None]
 
 
-def choose_kernel(name="auto"):
-    """Resolve a kernel name: ``auto`` is Pallas on a GPU and the XLA scan elsewhere."""
+def _pallas_lacks(features: Features) -> list[str]:
+    """What a sweep with ``features`` needs that the Pallas kernel does not have."""
+    return [what for what, needed in (("FSDP", features.fsdp), ("compression", features.compress),
+                                      ("time_to_accuracy", features.accuracy)) if needed]
+
+
+def check_kernel(name: str, grid: Grid) -> None:
+    """Refuse a kernel name that is unknown, or an explicit Pallas kernel that cannot run ``grid``'s
+    sweep (``auto`` chooses the XLA scan there instead). Starts no JAX backend: call it before any file
+    is made (and before ``jax.distributed`` starts)."""
+    if name not in KERNELS:
+        raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
+    lacks = _pallas_lacks(features_of(grid))
+    if name.startswith("pallas") and lacks:
+        raise InputError(f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep "
+                         f"needs; use xla (or auto)", param="kernel")
+
+
+def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None) -> str:
+    """Resolve a kernel name: ``auto`` is Pallas on a GPU, where the sweep's ``features`` allow it,
+    and the XLA scan elsewhere; an explicit name is kept (:func:`check_kernel` refuses what cannot run)."""
     if name not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     if name != "auto":
         return name
-    import jax
-
+    if features is not None and _pallas_lacks(features):
+        return "xla"
     return "pallas" if jax.default_backend() == "gpu" else "xla"
 
 
@@ -38,11 +68,9 @@ DEVICE_BYTES_PER_CONFIG = 128
 MAX_DEVICE_BLOCK = 2**26  # past this, a block gains nothing (measured on an H200, benchmarks/README.md)
 
 
-def default_block_configs(device=None):
+def default_block_configs(device: jax.Device | None = None) -> int:
     """Configurations per block: the CPU default, or on an accelerator the largest power of
     two that a quarter of the device's free memory holds (at most 2^26)."""
-    import jax
-
     device = device or jax.local_devices()[0]
     stats = device.memory_stats() if device.platform != "cpu" else None
     if not stats or "bytes_limit" not in stats:
@@ -53,10 +81,8 @@ def default_block_configs(device=None):
 
 
 @contextlib.contextmanager
-def precision(dtype):
+def precision(dtype: str) -> Iterator[None]:
     """Compute in ``dtype`` inside the block, without changing JAX's global setting."""
-    import jax
-
     with jax.enable_x64(dtype == "float64"):
         yield
 
@@ -64,35 +90,26 @@ def precision(dtype):
 class Dispatcher:
     """Evaluates blocks of ``plan`` on ``devices`` (default: every local device)."""
 
-    def __init__(self, grid, plan, kernel="auto", devices=None):
-        import jax
-
+    def __init__(self, grid: Grid, plan: Plan, kernel: str = DEFAULTS.kernel,
+                 devices: Sequence[jax.Device] | None = None) -> None:
+        check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.plan = plan
         self.inputs = BlockInputs(grid, plan)
-        # The Pallas kernel has no FSDP schedule and no compressors: such sweeps run the XLA scan.
-        f = self.inputs.features
-        self.kernel = "xla" if f.fsdp or f.compress or f.accuracy else choose_kernel(kernel)
+        self.kernel = choose_kernel(kernel, self.inputs.features)
         self.devices = list(devices) if devices is not None else jax.local_devices()
-        self._on_device = {}  # (key, device) -> device copy of a long-lived input
-        self.reduce = None  # (block tensor shape, axes, family) under --reduce
-        if grid.reduction is not None:
-            from netsweep_jax.sweep.engine.reductions import device_plan
+        self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
+        # (block tensor shape, axes, family) under --reduce
+        self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
 
-            self.reduce = device_plan(plan, grid.reduction)
-
-    def _copy(self, key, device, make):
+    def _copy(self, key: Any, device: jax.Device, make: Callable[[], Any]) -> Any:
         """The device copy of the host value ``make()`` known as ``key``, sent once per device."""
-        import jax
-
         if (key, device) not in self._on_device:
             self._on_device[key, device] = jax.device_put(make(), device)
         return self._on_device[key, device]
 
-    def submit(self, block, device=None):
+    def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
         """Dispatch one block (asynchronously); returns a dict of device arrays [kb, ci]."""
-        from netsweep_jax.sweep.engine.compiled import grid_metrics
-
         device = device or self.devices[block.index % len(self.devices)]
         inp = self.inputs
         if self.plan.splits_layouts:  # every block has the whole inner extent: one copy
@@ -104,10 +121,10 @@ class Dispatcher:
         buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
         t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
         return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency,
-                            features=inp.features, outputs=self.grid.variables,
+                            features=inp.features, variables=self.grid.variables,
                             store=None if self.reduce else self.grid.store_dtype, reduce=self.reduce)
 
-    def collect(self, block, result):
+    def collect(self, block: Block, result: dict[str, jax.Array]) -> Arrays:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced)."""
         if self.reduce is not None:
@@ -118,7 +135,9 @@ class Dispatcher:
         return {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}
 
 
-def run(grid, plan, sink, *, skip=(), progress=None, only=None, kernel="auto", devices=None):
+def run(grid: Grid, plan: Plan, sink: Sink, *, skip: Collection[int] = (),
+        progress: Callable[[int], None] | None = None, only: Callable[[Block], bool] | None = None,
+        kernel: str = DEFAULTS.kernel, devices: Sequence[jax.Device] | None = None) -> None:
     """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
 
     ``sink(block, arrays)`` receives numpy arrays shaped like the block's region;
@@ -130,9 +149,9 @@ def run(grid, plan, sink, *, skip=(), progress=None, only=None, kernel="auto", d
     skip = set(skip)
     with precision(grid.dtype):
         dispatcher = Dispatcher(grid, plan, kernel, devices)
-        pending = collections.deque()
+        pending: collections.deque[tuple[Block, dict[str, jax.Array]]] = collections.deque()
 
-        def hand_off():
+        def hand_off() -> None:
             block, result = pending.popleft()
             sink(block, dispatcher.collect(block, result))
             if progress:
@@ -148,12 +167,12 @@ def run(grid, plan, sink, *, skip=(), progress=None, only=None, kernel="auto", d
             hand_off()
 
 
-def evaluate_arrays(grid, block_configs=DEFAULT_BLOCK_CONFIGS, kernel="auto"):
+def evaluate_arrays(grid: Grid, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = DEFAULTS.kernel) -> Arrays:
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
     plan = Plan(grid.sizes, block_configs)
     out = {name: np.full(grid.shape, np.nan, dtype=grid.store_dtype) for name in grid.variables}
 
-    def sink(block, arrays):
+    def sink(block: Block, arrays: Arrays) -> None:
         for name, a in arrays.items():
             out[name][block.region()] = a
 

@@ -1,43 +1,62 @@
 """A sweep grid: the profiles, the axes and the fixed settings of one sweep.
 
 The grid's dimension order is :data:`sweep.core.schema.DIMS` and is the cube's.
+:func:`make_grid` is the typed specification of a sweep that the Python API
+(:func:`sweep.evaluate`, :func:`sweep.solve`) and the CLI share: one keyword per
+numeric axis and per setting, each defaulting to the schema's registry.
 """
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import (
     BUCKETINGS,
     COLLECTIVES,
-    DEFAULT_OUTPUTS,
+    DEFAULT_VARIABLES,
+    DEFAULTS,
     DIMS,
     DTYPES,
     NUMERIC_AXES,
-    OUTPUTS,
     STORE_DTYPES,
+    VARIABLES,
     in_cube_order,
+    refuse_unknown_keywords,
     show,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
-from netsweep_jax.sweep.model.builtin import builtin_profile
+from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
+from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.compressors import (
     NONE,
+    Compressor,
     codec_cost_for,
     codec_overrides,
     parse_compressors,
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.profile import Profile
-from netsweep_jax.sweep.model.vector_add import default_table
+from netsweep_jax.sweep.model.compute import Workload, transformer_profile
+from netsweep_jax.sweep.model.profile import Profile, load_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+from netsweep_jax.sweep.model.vector_add import default_table, read_table
 
-DEFAULT_INTRA_GBPS = 1200.0  # NVLink-class intra-node bandwidth (V100 DGX-1: ~150 GB/s)
+# What the specification accepts (see make_grid).
+AxisValues = float | str | Sequence[float] | npt.NDArray[Any]  # a number, a sequence or value syntax
+Names = str | Sequence[str]  # a name, a comma list or a sequence
+Models = str | Profile | Sequence[str | Profile]
+WorkloadValues = str | int | Sequence[str | int] | None  # a transformer workload setting
+ReduceTable = str | Path | tuple[npt.ArrayLike, npt.ArrayLike] | None
+Table = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,52 +71,53 @@ class Grid:
       reduce_source: where the table came from (text).
       intra_bandwidth: intra-node bandwidth (Gbit/s) for ``hierarchical``.
       dtype: ``"float32"`` or ``"float64"``, the compute precision.
-      variables: the outputs the cube keeps (a subset of :data:`sweep.core.schema.OUTPUTS`, in its order).
+      variables: the variables the cube keeps (a subset of :data:`sweep.core.schema.VARIABLES`, in its order).
       store: the storage dtype (``float16``, ``float32``, ``float64``; empty: the compute dtype).
       compressors: tuple of :class:`~sweep.model.compressors.Compressor`, the ``compressor`` axis.
       factors: compressor name -> iterations to the same accuracy relative to none.
       codec_overrides: :class:`~sweep.model.compressors.CodecCost` fields set by ``--codec-cost``.
+      reduction: what ``--reduce`` reduces on the device (None: nothing).
     """
 
-    profiles: tuple
-    collectives: tuple
-    bucketings: tuple
-    values: dict
-    reduce_table: tuple
+    profiles: tuple[Profile, ...]
+    collectives: tuple[str, ...]
+    bucketings: tuple[str, ...]
+    values: dict[str, npt.NDArray[np.float64]]
+    reduce_table: Table
     reduce_source: str = "default V100 model"
-    intra_bandwidth: float = DEFAULT_INTRA_GBPS
-    dtype: str = "float32"
-    variables: tuple = DEFAULT_OUTPUTS
+    intra_bandwidth: float = DEFAULTS.intra_bandwidth
+    dtype: str = DEFAULTS.dtype
+    variables: tuple[str, ...] = DEFAULT_VARIABLES
     store: str = ""
-    compressors: tuple = (NONE,)
-    factors: dict = dataclasses.field(default_factory=lambda: {"none": 1.0})
-    codec_overrides: dict = dataclasses.field(default_factory=dict)
-    reduction: object = None  # a sweep.reduce.Reduction under --reduce
+    compressors: tuple[Compressor, ...] = (NONE,)
+    factors: dict[str, float] = dataclasses.field(default_factory=lambda: {"none": 1.0})
+    codec_overrides: dict[str, float] = dataclasses.field(default_factory=dict)
+    reduction: Reduction | None = None  # under --reduce
 
     @property
-    def compresses(self):
+    def compresses(self) -> bool:
         """True when some compressor is not ``none``."""
         return any(c.method != "none" for c in self.compressors)
 
     @property
-    def store_dtype(self):
+    def store_dtype(self) -> str:
         """The dtype the cube stores (the compute dtype unless ``store`` says otherwise)."""
         return self.store or self.dtype
 
     @property
-    def sizes(self):
+    def sizes(self) -> dict[str, int]:
         """dim -> extent, in cube order."""
         return {d: self.size_of(d) for d in DIMS}
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(self.sizes.values())
 
     @property
-    def size(self):
+    def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
-    def size_of(self, dim):
+    def size_of(self, dim: str) -> int:
         if dim == "model":
             return len(self.profiles)
         if dim == "collective":
@@ -108,9 +128,9 @@ class Grid:
             return len(self.compressors)
         return len(self.values[dim])
 
-    def coords(self):
+    def coords(self) -> dict[str, npt.NDArray[Any]]:
         """dim -> coordinate values as typed (str array for model/collective)."""
-        out = {"model": np.array([p.model for p in self.profiles]),
+        out: dict[str, npt.NDArray[Any]] = {"model": np.array([p.model for p in self.profiles]),
                "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings),
                "compressor": np.array([c.name for c in self.compressors])}
         for d in DIMS:
@@ -120,9 +140,9 @@ class Grid:
             out[d] = v.astype(np.int64) if NUMERIC_AXES[d].integer else v
         return out
 
-    def fingerprint(self):
+    def fingerprint(self) -> str:
         """SHA-256 of everything that determines the results (for --resume)."""
-        payload = {
+        payload: dict[str, object] = {
             "profiles": [p.content_hash() for p in self.profiles],
             "models": [p.model for p in self.profiles],
             "collectives": list(self.collectives),
@@ -144,8 +164,10 @@ class Grid:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def resolve_models(model="resnet50", profile: str | Path | None = None, iteration_time: float | None = None,
-                   *, gpu=None, precision=None, batch=None, seq_len=None) -> tuple[Profile, ...]:
+def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = None,
+                   iteration_time: float | None = None, *, gpu: WorkloadValues = None,
+                   precision: WorkloadValues = None, batch: WorkloadValues = None,
+                   seq_len: WorkloadValues = None) -> tuple[Profile, ...]:
     """The profiles a sweep runs on: a profile file, or built-in names.
 
     Args:
@@ -159,27 +181,26 @@ def resolve_models(model="resnet50", profile: str | Path | None = None, iteratio
         (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
         see :mod:`sweep.model.compute`.
     """
-    from netsweep_jax.sweep.model.builtin import builtin_names
-    from netsweep_jax.sweep.model.profile import load_profile
-    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
-
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
-    names = parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)) if isinstance(model, str) else model
-    names = [names] if isinstance(names, Profile) else list(names)
+    names: list[str | Profile]
+    if isinstance(model, str):
+        names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
+    else:
+        names = [model] if isinstance(model, Profile) else list(model)
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     given = {k: v for k, v in workload.items() if v is not None}
     if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
         raise InputError(f"{_text(next(iter(given.values())))}: only for transformer models "
                          f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
                          f"(--iteration-time scales them)", param=next(iter(given)))
-    models = []
+    found: list[Profile] = []
     for n in names:
         if isinstance(n, str) and n in TRANSFORMERS:
-            models += _workloads(n, given)
+            found += _workloads(n, given)
         else:
-            models.append(builtin_profile(n) if isinstance(n, str) else n)
-    models = tuple(models)
+            found.append(builtin_profile(n) if isinstance(n, str) else n)
+    models = tuple(found)
     if iteration_time is None:
         return models
     if not (isinstance(iteration_time, (int, float)) and 0 < iteration_time <= 1e4):
@@ -187,21 +208,21 @@ def resolve_models(model="resnet50", profile: str | Path | None = None, iteratio
     return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
-def _text(value):
+def _text(value: object) -> str:
     return value if isinstance(value, str) else ",".join(map(str, value)) if isinstance(value, (list, tuple)) \
         else str(value)
 
 
-def _values(value, param, integer):
+def _values(value: object, param: str, integer: bool) -> list[Any]:
     """A comma list or a sequence -> list; integers checked."""
     items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) \
         else [value]
-    out = []
+    out: list[Any] = []
     for item in items:
         item = item.strip() if isinstance(item, str) else item
         if integer:
             try:
-                number = float(item)
+                number = float(item)  # type: ignore[arg-type]  # anything: what float() refuses is reported
             except (TypeError, ValueError):
                 raise InputError(f"{item!r}: not a number", param=param) from None
             if not number.is_integer():
@@ -211,34 +232,61 @@ def _values(value, param, integer):
     return out
 
 
-def _workloads(name, given):
+def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
     """Every combination of the transformer workload settings, as profiles."""
-    import itertools
-
-    from netsweep_jax.sweep.model.compute import Workload, transformer_profile
-
     axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
     keys = list(axes)
     return [transformer_profile(Workload(name, **dict(zip(keys, combo))))
             for combo in itertools.product(*(axes[k] for k in keys))]
 
 
-def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=None,
-              intra_bandwidth: float = DEFAULT_INTRA_GBPS, dtype: str = "float32", variables=None, store=None,
-              gpu=None, precision=None, batch=None, seq_len=None, compressor="none", iterations_factor=None,
-              codec_cost=None, reduce=None, **axes) -> Grid:
+@refuse_unknown_keywords
+def make_grid(
+    model: Models = DEFAULTS.model, *,
+    fusion_buffer: AxisValues | None = NUMERIC_AXES["fusion_buffer"].default,
+    fusion_timeout: AxisValues | None = NUMERIC_AXES["fusion_timeout"].default,
+    nodes: AxisValues | None = NUMERIC_AXES["nodes"].default,
+    gpus_per_node: AxisValues | None = NUMERIC_AXES["gpus_per_node"].default,
+    nics_per_node: AxisValues | None = NUMERIC_AXES["nics_per_node"].default,
+    bandwidth: AxisValues | None = NUMERIC_AXES["bandwidth"].default,
+    utilization: AxisValues | None = NUMERIC_AXES["utilization"].default,
+    ratio: AxisValues | None = NUMERIC_AXES["ratio"].default,
+    latency: AxisValues | None = NUMERIC_AXES["latency"].default,
+    overhead: AxisValues | None = NUMERIC_AXES["overhead"].default,
+    slowdown: AxisValues | None = NUMERIC_AXES["slowdown"].default,
+    jitter: AxisValues | None = NUMERIC_AXES["jitter"].default,
+    accum: AxisValues | None = NUMERIC_AXES["accum"].default,
+    collective: Names = DEFAULTS.collective,
+    bucketing: Names = DEFAULTS.bucketing,
+    reduce_table: ReduceTable = None,
+    intra_bandwidth: float = DEFAULTS.intra_bandwidth,
+    dtype: str = DEFAULTS.dtype,
+    variables: Names | None = None,
+    store: str | None = None,
+    gpu: WorkloadValues = None,
+    precision: WorkloadValues = None,
+    batch: WorkloadValues = None,
+    seq_len: WorkloadValues = None,
+    compressor: Names = DEFAULTS.compressor,
+    iterations_factor: str | Mapping[Any, float | str] | None = None,
+    codec_cost: str | Path | Mapping[str, float] | None = None,
+    reduce: str | Sequence[str] | None = None,
+) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
       model: as :func:`resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
         set a transformer's workload there.
+      fusion_buffer ... accum: the numeric axes (:data:`sweep.core.schema.NUMERIC_AXES`),
+        each a number, a sequence, or a value-syntax string, in its stored units; None
+        (or not given): the schema's default.
       collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`.
-      bucketing: ``horovod`` and/or ``ddp`` (:mod:`sweep.model.fusion`), likewise.
+      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise.
       reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
         the default V100 model.
-      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` only).
+      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``).
       dtype: ``"float32"`` or ``"float64"`` (compute).
-      variables: outputs to keep: a comma list or sequence from :data:`sweep.core.schema.OUTPUTS`
+      variables: the variables to keep: a comma list or sequence from :data:`sweep.core.schema.VARIABLES`
         (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
       store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
       compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
@@ -247,14 +295,15 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
         reach the same accuracy, relative to none (default 1).
       codec_cost: a JSON file or a dict overriding the codec throughput model.
       reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`).
-      **axes: numeric axes by name (``bandwidth`` is required; others default as in
-        the CLI). Each is a number, a sequence, or a value-syntax string.
 
     Raises:
-      InputError naming the parameter, the value and the rule.
+      InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
-    from netsweep_jax.sweep.model.vector_add import read_table
-
+    given: dict[str, AxisValues | None] = {
+        "fusion_buffer": fusion_buffer, "fusion_timeout": fusion_timeout, "nodes": nodes,
+        "gpus_per_node": gpus_per_node, "nics_per_node": nics_per_node, "bandwidth": bandwidth,
+        "utilization": utilization, "ratio": ratio, "latency": latency, "overhead": overhead,
+        "slowdown": slowdown, "jitter": jitter, "accum": accum}
     profiles = resolve_models(model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len)
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
@@ -263,10 +312,8 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
     bucketings = tuple(parse_names(bucketing, "bucketing", BUCKETINGS))
-    unknown = set(axes) - set(NUMERIC_AXES)
-    if unknown:
-        raise InputError(f"unknown axis {sorted(unknown)[0]!r}; axes: {', '.join(NUMERIC_AXES)}")
-    values = {name: coerce_axis(name, axes.get(name, spec.default)) for name, spec in NUMERIC_AXES.items()}
+    values = {name: coerce_axis(name, spec.default if given[name] is None else given[name])
+              for name, spec in NUMERIC_AXES.items()}
     if "fsdp" in bucketings and np.any(values["accum"] > 1):
         raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
                          param="bucketing")
@@ -287,17 +334,17 @@ def make_grid(model, *, collective="ring", bucketing="horovod", reduce_table=Non
     factors = parse_factors(iterations_factor, compressors)
     overrides = codec_overrides(codec_cost)
     if variables is None:
-        variables = DEFAULT_OUTPUTS + (("time_to_accuracy",) if compresses else ())
-    variables = tuple(in_cube_order(parse_names(variables, "vars", OUTPUTS)))  # whatever order they came in
+        variables = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
+    kept = tuple(in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))  # whatever order they came in
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
+    table: Table
     if reduce_table is None:
         table, source = default_table(), "default V100 model"
     elif isinstance(reduce_table, (str, Path)):
         table, source = read_table(reduce_table), str(reduce_table)
     else:
-        table, source = tuple(np.asarray(t, np.float64) for t in reduce_table), "user table"
-    from netsweep_jax.sweep.engine.reductions import parse_reductions
-
+        table, source = (np.asarray(reduce_table[0], np.float64), np.asarray(reduce_table[1], np.float64)), \
+            "user table"
     return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                variables, store or "", compressors, factors, overrides, parse_reductions(reduce))
+                kept, store or "", compressors, factors, overrides, parse_reductions(reduce))

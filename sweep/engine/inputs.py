@@ -1,85 +1,155 @@
-"""Block inputs: the host arrays the kernel sees for one block, in SI units.
+"""The host-side input builder: the arrays the kernel sees, in SI units, for sweeps, ``need`` and ``calibrate``.
 
-For a block of a :class:`~sweep.engine.plan.Plan` over a :class:`~sweep.engine.grid.Grid`:
+Every kernel input is made here, from the same three steps:
 
-- its task's fused buckets (:func:`sweep.model.fusion.fuse`), padded to the sweep's
-  largest bucket count, so every task has the same shape;
-- its worker layouts' collective coefficients (:mod:`sweep.model.collectives`), computed
-  in float64 and padded to ``plan.kb`` with single workers (zero cost);
-- its inner configurations, padded to ``plan.ci`` with harmless finite values.
+- buckets: a profile's fused buckets (:func:`sweep.model.fusion.buckets_for`, the fusion
+  knobs converted once, by :func:`fused`), padded to a multiple of :data:`BUCKET_PAD`
+  (:func:`bucket_rows`);
+- layouts: the collective coefficients of worker layouts (:mod:`sweep.model.collectives`),
+  computed in float64 and padded with single workers (zero cost) (:func:`layout_arrays`);
+- configurations: the inner axes in SI units, padded with harmless finite values
+  (:func:`config_arrays`).
 
-Fusion and coefficients are cached: blocks that share a task or a layout share them.
+Two shapes use them: :class:`BlockInputs`, the blocks of a :class:`~sweep.engine.plan.Plan`
+over a :class:`~sweep.engine.grid.Grid` (every task padded to the sweep's largest bucket
+count; fusion and coefficients cached, as blocks share tasks and layouts), and
+:func:`row_inputs`, one configuration, layout and bucket set per row (measured runs,
+for calibration).
 """
 
-import numpy as np
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
+from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.model.collectives import PIPELINED, coefficients
+from netsweep_jax.sweep.engine.grid import Grid, Table
+from netsweep_jax.sweep.engine.plan import Block, Plan
+from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
+from netsweep_jax.sweep.model.fusion import Buckets as Fused
 from netsweep_jax.sweep.model.fusion import Units, buckets_for
+from netsweep_jax.sweep.model.profile import Profile
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
+Array = npt.NDArray[Any]
+Host = Any  # host (numpy) arrays, handed to the kernels' NamedTuples whose fields are typed jax.Array
+Task = tuple[int, ...]
+Slab = tuple[slice, ...]
+
+
+def padded_count(longest: int) -> int:
+    """The bucket count that holds ``longest`` buckets: the next multiple of :data:`BUCKET_PAD`."""
+    return -(-longest // BUCKET_PAD) * BUCKET_PAD
+
+
+def fused(profile: Profile, bucketing: str, fusion_buffer: float, fusion_timeout: float) -> Fused | Units:
+    """A profile's buckets (or FSDP units) under a schedule, the fusion knobs in stored units (MiB, ms)."""
+    return buckets_for(profile, bucketing, float(si_values("fusion_buffer", fusion_buffer)),
+                       float(si_values("fusion_timeout", fusion_timeout)))
+
+
+def bucket_rows(b: Fused | Units, count: int, dtype: np.dtype) -> Host:
+    """[4, count]: ready (FSDP: forward), nbytes, valid, and (FSDP only) backward; FSDP units are
+    right-aligned (padding first), buckets left-aligned."""
+    out = np.zeros((4, count), dtype=dtype)
+    if isinstance(b, Units):
+        out[:, count - len(b):] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
+    else:
+        out[:3, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
+    return out
+
+
+def layout_arrays(c: Coefficients, width: int, dtype: np.dtype) -> tuple[Host, Host]:
+    """(scalars [6, width], reduce [width, Bk]) of K <= width layouts' coefficients; the padding
+    lanes are single workers (zero cost)."""
+    k = c.transfer.shape[0]
+    scalars = np.zeros((6, width), dtype=dtype)
+    scalars[:, :k] = (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped)
+    reduce = np.zeros((width, c.reduce.shape[1]), dtype=dtype)
+    reduce[:k] = c.reduce
+    return scalars, reduce
+
+
+def _layout(scalars: Host, reduce: Host, *extra: Host) -> Layout:
+    """:class:`~kernels.overlap.Layout` from [6, K] scalars, [K, Bk] reduce and the optional fields."""
+    return Layout(scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], reduce, *extra)
+
+
+def _buckets(rows: Host, backward: Host, *extra: Host) -> Buckets:
+    """:class:`~kernels.overlap.Buckets` from [3+, Bk] (ready, nbytes, valid) rows and the optional fields."""
+    return Buckets(rows[0], rows[1], rows[2], backward, *extra)
+
+
+def config_arrays(values: Sequence[npt.ArrayLike], width: int, dtype: np.dtype) -> Config:
+    """:class:`~kernels.overlap.Config` of [width]: ``values`` (one SI array per field of
+    :data:`~sweep.core.schema.INNER`), then :data:`~kernels.overlap.PAD_CONFIG` lanes."""
+    out: Host = np.empty((len(INNER), width), dtype=dtype)
+    for row, given, pad in zip(out, values, PAD_CONFIG):
+        a = np.asarray(given).ravel()
+        row[:] = pad
+        row[: a.size] = a
+    return Config(*out)
+
+
+def features_of(grid: Grid) -> Features:
+    """The model terms a grid's sweep needs (static switches of the kernel)."""
+    return Features(
+        piped=any(c in PIPELINED for c in grid.collectives),
+        compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")),
+        fsdp="fsdp" in grid.bucketings,
+        compress=grid.compresses,
+        accuracy="time_to_accuracy" in grid.variables)
 
 
 class BlockInputs:
     """Host arrays for the blocks of ``plan`` over ``grid``, in the grid's dtype."""
 
-    def __init__(self, grid, plan):
+    def __init__(self, grid: Grid, plan: Plan) -> None:
         self.grid = grid
         self.plan = plan
         self.dtype = np.dtype(grid.dtype)
-        self._fused = {}
-        self._layouts = {}
-        self._codecs = {}
-        longest = max(len(self._fuse(t)) for t in plan.tasks())
-        self.bucket_count = -(-longest // BUCKET_PAD) * BUCKET_PAD
+        self._fused: dict[tuple[int, ...], Fused | Units] = {}
+        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._codecs: dict[tuple[int, ...], Host] = {}
+        self.bucket_count = padded_count(max(len(self._fuse(t)) for t in plan.tasks()))
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
-        self.features = Features(
-            piped=any(c in PIPELINED for c in grid.collectives),
-            compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")),
-            fsdp="fsdp" in grid.bucketings,
-            compress=grid.compresses,
-            accuracy="time_to_accuracy" in grid.variables)
+        self.features = features_of(grid)
         self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
 
-    def _named(self, task):
+    def _named(self, task: Task) -> dict[str, int]:
         return dict(zip(STRUCTURAL, task))
 
-    def _fuse(self, task):
+    def _fuse(self, task: Task) -> Fused | Units:
         """Fused buckets of a task (cached by profile and fusion knobs: not collective)."""
         t = self._named(task)
         key = (t["model"], t["bucketing"], t["fusion_buffer"], t["fusion_timeout"])
         if key not in self._fused:
             g = self.grid
-            self._fused[key] = buckets_for(
-                g.profiles[t["model"]], g.bucketings[t["bucketing"]],
-                float(si_values("fusion_buffer", g.values["fusion_buffer"][t["fusion_buffer"]])),
-                float(si_values("fusion_timeout", g.values["fusion_timeout"][t["fusion_timeout"]])),
-            )
+            self._fused[key] = fused(g.profiles[t["model"]], g.bucketings[t["bucketing"]],
+                                     g.values["fusion_buffer"][t["fusion_buffer"]],
+                                     g.values["fusion_timeout"][t["fusion_timeout"]])
         return self._fused[key]
 
-    def buckets(self, task):
+    def buckets(self, task: Task) -> Buckets:
         """:class:`~kernels.overlap.Buckets` of [bucket_count] arrays for a task (FSDP units: padding first)."""
         b = self._fuse(task)
-        out = np.zeros((4, self.bucket_count), dtype=self.dtype)
-        if isinstance(b, Units):
-            real = slice(self.bucket_count - len(b), None)
-            out[:, real] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
-        else:
-            out[:3, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
-        sharded = self.dtype.type(isinstance(b, Units)) if self.features.fsdp else None
+        out = bucket_rows(b, self.bucket_count, self.dtype)
+        fsdp = self.features.fsdp
+        sharded = self.dtype.type(isinstance(b, Units)) if fsdp else None
         if not self.features.compress:
-            return Buckets(*out[:3], out[3] if self.features.fsdp else None, sharded)
+            return _buckets(out, out[3] if fsdp else None, sharded)
         compressor = self.grid.compressors[self._named(task)["compressor"]]
-        codec = np.zeros((4, self.bucket_count), dtype=self.dtype)
+        codec: Host = np.zeros((4, self.bucket_count), dtype=self.dtype)
         codec[:, : len(b)] = self._codec(task)
         scalars = (compressor.gather, compressor.rounds, self.grid.factors[compressor.name])
-        return Buckets(*out[:3], out[3] if self.features.fsdp else None, sharded, *codec,
-                       *(self.dtype.type(v) for v in scalars))
+        return _buckets(out, out[3] if fsdp else None, sharded, *codec, *(self.dtype.type(v) for v in scalars))
 
-    def _codec(self, task):
+    def _codec(self, task: Task) -> Host:
         """(payload, encode, decode, unpack) [buckets] float64 of a task's compressor (cached)."""
         t = self._named(task)
         key = (t["model"], t["bucketing"], t["fusion_buffer"], t["fusion_timeout"], t["compressor"])
@@ -87,56 +157,94 @@ class BlockInputs:
             g = self.grid
             profile = g.profiles[t["model"]]
             codec = tensor_codec(g.compressors[t["compressor"]], profile, codec_cost_for(profile, g.codec_overrides))
-            self._codecs[key] = bucket_codec(codec, self._fuse(task).last_tensor)
+            b = self._fuse(task)
+            assert isinstance(b, Fused)  # compression is refused with FSDP (make_grid)
+            self._codecs[key] = bucket_codec(codec, b.last_tensor)
         return self._codecs[key]
 
-    def t1(self, task):
+    def t1(self, task: Task) -> np.floating:
         """The task's single-GPU iteration time (s), a scalar of the compute dtype."""
         return self.dtype.type(self.grid.profiles[self._named(task)["model"]].t1)
 
-    def layout(self, task, layout_slab):
+    def layout(self, task: Task, layout_slab: Slab) -> Layout:
         """:class:`~kernels.overlap.Layout` of [kb] coefficients (cached per task and slab)."""
         key = (task, tuple((s.start, s.stop) for s in layout_slab))
         if key not in self._layouts:
-            g = self.grid
-            values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
-            nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
-            collective = g.collectives[self._named(task)["collective"]]
-            plain = self.buckets(task).nbytes.astype(np.float64)
-
-            def coefficients_for(nbytes):
-                return coefficients(collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits,
-                                    nics_per_node=nics)
-
-            c = coefficients_for(plain)
-            kb, k = self.plan.kb, nodes.size
-            scalars = np.zeros((6, kb), dtype=self.dtype)  # padding: zero cost, like a single worker
-            scalars[:, :k] = (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped)
-            reduce = np.zeros((kb, self.bucket_count), dtype=self.dtype)
-            reduce[:k] = c.reduce
-            if not self.features.compress:
-                self._layouts[key] = Layout(*scalars, reduce)
-                return self._layouts[key]
-            # The payload is what gets reduced; an all-gathered one is summed while decoding.
-            compressor = g.compressors[self._named(task)["compressor"]]
-            payload = np.zeros(self.bucket_count)
-            if not compressor.gather:
-                payload[: len(self._fuse(task))] = self._codec(task)[0]
-            compressed = np.zeros((kb, self.bucket_count), dtype=self.dtype)
-            compressed[:k] = coefficients_for(payload).reduce
-            extra = np.ones((2, kb), dtype=self.dtype)
-            extra[1] = 0.0
-            extra[:, :k] = (c.spread, c.workers)
-            self._layouts[key] = Layout(*scalars, compressed, *extra, reduce if self.features.accuracy else None)
+            self._layouts[key] = self._make_layout(task, layout_slab)
         return self._layouts[key]
 
-    def configs(self, inner_slab):
+    def _make_layout(self, task: Task, layout_slab: Slab) -> Layout:
+        g = self.grid
+        values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
+        nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
+        collective = g.collectives[self._named(task)["collective"]]
+        plain: Host = self.buckets(task).nbytes.astype(np.float64)
+
+        def coefficients_for(nbytes: Array) -> Coefficients:
+            return coefficients(collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits,
+                                nics_per_node=nics)
+
+        c = coefficients_for(plain)
+        kb, k = self.plan.kb, nodes.size
+        scalars, reduce = layout_arrays(c, kb, self.dtype)
+        if not self.features.compress:
+            return _layout(scalars, reduce)
+        # The payload is what gets reduced; an all-gathered one is summed while decoding.
+        compressor = g.compressors[self._named(task)["compressor"]]
+        payload = np.zeros(self.bucket_count)
+        if not compressor.gather:
+            payload[: len(self._fuse(task))] = self._codec(task)[0]
+        _, compressed = layout_arrays(coefficients_for(payload), kb, self.dtype)
+        extra: Host = np.ones((2, kb), dtype=self.dtype)
+        extra[1] = 0.0
+        extra[:, :k] = (c.spread, c.workers)
+        return _layout(scalars, compressed, extra[0], extra[1], reduce if self.features.accuracy else None)
+
+    def configs(self, inner_slab: Slab) -> Config:
         """:class:`~kernels.overlap.Config` of [ci] SI values for the inner part of a slab."""
-        g, ci = self.grid, self.plan.ci
+        g = self.grid
         values = [si_values(d, g.values[d][s]) for d, s in zip(INNER, inner_slab)]
-        cells = [a.ravel() for a in np.meshgrid(*values, indexing="ij")]
-        out = np.empty((len(INNER), ci), dtype=self.dtype)
-        for row, a, pad in zip(out, cells, PAD_CONFIG):
-            row[:] = pad
-            row[: a.size] = a
-        return Config(*out)
+        return config_arrays(np.meshgrid(*values, indexing="ij"), self.plan.ci, self.dtype)
+
+    def block(self, block: Block) -> tuple[Config, Layout, Buckets, np.floating]:
+        """The four host inputs of one block: configurations [ci], layouts [kb], buckets, T1."""
+        return (self.configs(block.inner_slab), self.layout(block.task, block.layout_slab),
+                self.buckets(block.task), self.t1(block.task))
+
+
+def row_inputs(runs: Sequence[Profile], *, bucketing: Sequence[str], fusion_buffer: Sequence[float],
+               fusion_timeout: Sequence[float], collective: Sequence[str], nodes: Sequence[float],
+               gpus_per_node: Sequence[float], nics_per_node: Sequence[float],
+               inner: Mapping[str, Sequence[float]], reduce_table: Table, intra_bandwidth: float,
+               dtype: str = "float64") -> tuple[Rows, Features]:
+    """Kernel inputs of R rows, each its own run: a profile, schedule, fusion, layout and configuration.
+
+    Args:
+      runs: [R] profiles; bucketing, fusion_buffer (MiB), fusion_timeout (ms), collective,
+        nodes, gpus_per_node, nics_per_node: [R] each, in stored units.
+      inner: each axis of :data:`~sweep.core.schema.INNER` -> [R] stored values.
+      reduce_table: ([T] bytes, [T] seconds); intra_bandwidth: Gbit/s.
+
+    Returns:
+      (:class:`kernels.fit.Rows` with buckets padded to the longest row's and an empty [R, 0]
+      parameter index, the :class:`~kernels.overlap.Features` they need).
+    """
+    n, dt = len(runs), np.dtype(dtype)
+    fuses = [fused(p, bucketing[i], fusion_buffer[i], fusion_timeout[i]) for i, p in enumerate(runs)]
+    count = max(len(b) for b in fuses)  # a fit pads rows and buckets itself (calibrate._padded)
+    buckets: Host = np.stack([bucket_rows(b, count, dt) for b in fuses], axis=1)  # [4, R, count]
+    fsdp = any(isinstance(b, Units) for b in fuses)
+    intra_bits = float(si_values("bandwidth", intra_bandwidth))
+    scalars: Host = np.zeros((6, n), dt)
+    reduce: Host = np.zeros((n, count), dt)
+    for i in range(n):
+        c = coefficients(collective[i], [nodes[i]], [gpus_per_node[i]], buckets[1, i].astype(np.float64),
+                         reduce_table, intra_bits, nics_per_node=[nics_per_node[i]])
+        scalars[:, i : i + 1], reduce[i : i + 1] = layout_arrays(c, 1, dt)
+    config = config_arrays([si_values(d, inner[d]) for d in INNER], n, dt)
+    sharded: Host = np.array([isinstance(b, Units) for b in fuses], dt) if fsdp else None
+    t1: Host = np.array([p.t1 for p in runs], dt)
+    index: Host = np.zeros((n, 0), np.int32)
+    rows = Rows(config, _layout(scalars, reduce), _buckets(buckets, buckets[3] if fsdp else None, sharded), t1, index)
+    features = Features(piped=any(c in PIPELINED for c in collective), compute=True, fsdp=fsdp)
+    return rows, features

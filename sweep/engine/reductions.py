@@ -17,15 +17,27 @@ of the extreme, mean as a float64 sum). :mod:`sweep.io.reduced` checkpoints
 the accumulators of a sweep written to a file.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
+import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, STRUCTURAL, VARIABLES
-from netsweep_jax.sweep.engine.dataset import coordinates
-from netsweep_jax.sweep.engine.plan import VARYING
+from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
+from netsweep_jax.sweep.engine.plan import VARYING, Block, Plan
+
+DevicePlan = tuple[tuple[int, ...], tuple[int, ...], str]
+"""(block tensor shape, the axes of it reduced on the device, the family)."""
+Array = npt.NDArray[Any]
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
 FAMILY = {"max": "max", "argmax": "max", "min": "min", "argmin": "min", "mean": "mean"}
@@ -43,31 +55,33 @@ class Reduction:
     """
 
     family: str
-    dims: tuple
-    labelled: tuple
+    dims: tuple[str, ...]
+    labelled: tuple[str, ...]
     text: str
 
     @property
-    def kept(self):
+    def kept(self) -> tuple[str, ...]:
         """The result's dims, in cube order."""
         return tuple(d for d in DIMS if d not in self.dims)
 
-    def label_name(self, variable, dim):
+    def label_name(self, variable: str, dim: str) -> str:
         return f"{variable}_arg{self.family}_{dim}"
 
 
-def parse_reductions(items):
+def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
     """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` (None when empty)."""
-    if not items:
+    if not given:
         return None
-    items = [items] if isinstance(items, str) else list(items)
-    family, dims, labelled = None, [], []
+    items = [given] if isinstance(given, str) else list(given)
+    family: str | None = None
+    dims: list[str] = []
+    labelled: list[str] = []
     for item in items:
-        op, _, names = str(item).partition(":")
+        op, _, text = str(item).partition(":")
         op = op.strip().lower()
         if op not in OPS:
             raise InputError(f"{item!r}: unknown op {op!r}; ops: {', '.join(OPS)}", param="reduce")
-        names = [n.strip() for n in names.split(",") if n.strip()]
+        names = [n.strip() for n in text.split(",") if n.strip()]
         if not names:
             raise InputError(f"{item!r}: name the dims to reduce, as max:ratio or argmax:collective,nodes",
                              param="reduce")
@@ -84,20 +98,21 @@ def parse_reductions(items):
                              f"depend on their order; use one of max/argmax, min/argmin or mean", param="reduce")
         family = FAMILY[op]
     order = [d for d in DIMS if d in dims]
+    assert family is not None  # items is not empty
     return Reduction(family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items)))
 
 
-def _after_split(plan):
+def _after_split(plan: Plan) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
     return VARYING[VARYING.index(plan.split_dim) + 1:]
 
 
-def in_block(plan, reduction):
+def in_block(plan: Plan, reduction: Reduction) -> tuple[str, ...]:
     """The U dims every block of ``plan`` holds whole, in cube order."""
     return tuple(d for d in _after_split(plan) if d in reduction.dims)
 
 
-def device_plan(plan, reduction):
+def device_plan(plan: Plan, reduction: Reduction) -> DevicePlan:
     """(block tensor shape: rows of the split dim, then the dims after it; the axes of it the device
     reduces; the family): the static ``reduce`` argument of :func:`sweep.engine.compiled.grid_metrics`."""
     after = _after_split(plan)
@@ -105,13 +120,11 @@ def device_plan(plan, reduction):
     return shape, tuple(1 + after.index(d) for d in in_block(plan, reduction)), reduction.family
 
 
-def device_reduce(values, axes, family):
+def device_reduce(values: jax.Array, axes: tuple[int, ...], family: str) -> tuple[jax.Array, jax.Array | None]:
     """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
 
     ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
     """
-    import jax.numpy as jnp
-
     if not axes:
         return values, None
     keep = [a for a in range(values.ndim) if a not in axes]
@@ -126,13 +139,14 @@ def device_reduce(values, axes, family):
 class Accumulator:
     """The reduced result of one variable, combined block by block on the host."""
 
-    def __init__(self, shape, family, labelled):
+    def __init__(self, shape: tuple[int, ...], family: str, labelled: Sequence[str]) -> None:
         self.family = family
         self.value = np.full(shape, np.nan if family != "mean" else 0.0, np.float64)
         self.index = {d: np.zeros(shape, np.int64) for d in labelled}
         self.position = np.full(shape, np.iinfo(np.int64).max, np.int64)  # flat index over U of the extreme
 
-    def combine(self, where, value, position, labels):
+    def combine(self, where: tuple[Any, ...], value: Array, position: Array | None,
+                labels: Mapping[str, Array]) -> None:
         """Fold a candidate (value, flat position over U, {dim: index}) into the cells at ``where``."""
         if self.family == "mean":
             self.value[where] += value
@@ -146,14 +160,14 @@ class Accumulator:
             self.index[d][where] = np.where(better, idx, self.index[d][where])
 
 
-def _block_where(plan, block, reduction):
+def _block_where(plan: Plan, block: Block, reduction: Reduction) -> tuple[tuple[Any, ...], dict[str, int]]:
     """(index into the result for this reduced block, {dim: the block's first index along it})."""
     split = VARYING.index(plan.split_dim)
     axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
     start = dict(zip(STRUCTURAL, block.task))
     start.update({d: s.start for d, s in zip(VARYING, block.slab)})
     rows = block.slab[split]
-    where = []
+    where: list[Any] = []
     for d in reduction.kept:
         if d == plan.split_dim:
             where.append(slice(rows.start, rows.stop))
@@ -164,10 +178,25 @@ def _block_where(plan, block, reduction):
     return tuple(where), start
 
 
+class ReducedGrid(Coordinated, Protocol):
+    """What :class:`ReducedRun` reads of a :class:`~sweep.engine.grid.Grid` (which holds a
+    :class:`Reduction`, so this module cannot import it)."""
+
+    @property
+    def reduction(self) -> Reduction | None: ...
+
+    @property
+    def variables(self) -> tuple[str, ...]: ...
+
+    @property
+    def store_dtype(self) -> str: ...
+
+
 class ReducedRun:
     """Accumulators of every kept variable, fed one reduced block at a time."""
 
-    def __init__(self, grid, plan):
+    def __init__(self, grid: ReducedGrid, plan: Plan) -> None:
+        assert grid.reduction is not None
         self.grid, self.plan, self.r = grid, plan, grid.reduction
         shape = tuple(plan.sizes[d] for d in self.r.kept)
         self.acc = {v: Accumulator(shape, self.r.family, self.r.labelled) for v in grid.variables}
@@ -175,7 +204,7 @@ class ReducedRun:
         self.u_sizes = [plan.sizes[d] for d in self.r.dims]
         self.done = 0
 
-    def add(self, block, arrays):
+    def add(self, block: Block, arrays: Mapping[str, Array]) -> None:
         """Fold one reduced block (:meth:`sweep.engine.dispatch.Dispatcher.collect`) into the accumulators."""
         where, start = _block_where(self.plan, block, self.r)
         split_reduced = self.plan.split_dim in self.r.dims  # its rows are reduced here, one by one
@@ -188,13 +217,14 @@ class ReducedRun:
                 self._fold(acc, where, value, inside, start, row)
         self.done += 1
 
-    def _fold(self, acc, where, value, inside, start, row):
+    def _fold(self, acc: Accumulator, where: tuple[Any, ...], value: Array, inside: Mapping[str, Array],
+              start: Mapping[str, int], row: int | None) -> None:
         """Fold a block (or one row of the split dim) into ``acc``, with each U dim's index of its extreme."""
 
-        def pick(a):
+        def pick(a: Any) -> Any:
             return a if row is None else a[row]
 
-        index = {d: pick(inside[d]) if d in inside else start[d] + (row if d == self.plan.split_dim else 0)
+        index = {d: pick(inside[d]) if d in inside else start[d] + (row or 0 if d == self.plan.split_dim else 0)
                  for d in self.r.dims}
         shape = pick(value).shape
         position = None
@@ -203,11 +233,8 @@ class ReducedRun:
                                                             self.u_sizes), shape)
         acc.combine(where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in self.r.labelled})
 
-    def dataset(self):
+    def dataset(self) -> xr.Dataset:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
-        import xarray as xr
-
-
         outside = math.prod(self.plan.sizes[d] for d in self.r.dims if d not in self.inside)
         coords = self.grid.coords()
         data = {}

@@ -16,6 +16,11 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
   (CRC-32 of each finished block's data), the resume record: ``--resume`` and
   ``sweep show --verify`` recompute the checksums, and a damaged block is redone.
 
+A sweep's cube is written block by block (:func:`create`, :func:`write_block`, then
+:func:`finish` renames it into place). Every other result (``sweep need --out``, a
+reduced sweep) is held in memory and written whole by :func:`write_dataset`, the one
+writer of an in-memory result: a temporary file, renamed into place when complete.
+
 Why no compression: every chunk is allocated when the file is created, so writing
 a block never changes the file's metadata. A run killed at any moment (kill -9)
 leaves a file whose flagged blocks are intact or fail their checksum (and are
@@ -26,26 +31,53 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 import json
 import os
 import zlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
+import numpy.typing as npt
+import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs, in_cube_order
+from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.plan import Block, Plan
+from netsweep_jax.sweep.io.paths import partial_path
+from netsweep_jax.sweep.io.provenance import provenance
 
 FORMAT = "netsweep-cube-1"
 
 
-def _str_dataset(group, name, values):
+def write_dataset(ds: xr.Dataset, out: str | Path, *, command: str, attrs: Mapping[str, Any] | None = None,
+                  temporary: str | Path | None = None) -> Path:
+    """Write an in-memory result as a cube (h5netcdf), atomically: to ``temporary`` (default
+    ``OUT.partial``), then renamed to ``out``; nothing is left behind on failure.
+
+    The global attributes are the Dataset's, then ``attrs``, then the provenance of ``command``.
+    """
+    out = Path(out)
+    temp = Path(temporary) if temporary is not None else partial_path(out)
+    ds = ds.assign_attrs({**(attrs or {}), **provenance(command)})
+    try:
+        ds.to_netcdf(temp, engine="h5netcdf")
+        os.replace(temp, out)
+    finally:
+        temp.unlink(missing_ok=True)
+    return out
+
+
+def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Dataset:
     return group.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
 
 
-def estimated_bytes(grid):
+def estimated_bytes(grid: Grid) -> int:
     """Bytes the cube's data variables take on disk (uncompressed)."""
     return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
 
 
-def create(path, grid, plan, attrs, sparse=False):
+def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], sparse: bool = False) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
     ``attrs`` are extra global attributes (:func:`sweep.io.provenance.provenance`).
@@ -99,14 +131,14 @@ def create(path, grid, plan, attrs, sparse=False):
     return f
 
 
-def _write_profiles(f, grid):
+def _write_profiles(f: h5py.File, grid: Grid) -> None:
     group = f.create_group("profiles")
     for p in grid.profiles:
         g = group.create_group(p.model)
         layer = g.create_dataset("layer", data=np.arange(len(p.names)))
         layer.make_scale("layer")
         layer.attrs["long_name"] = "parameter tensor, backward order"
-        columns = {
+        columns: dict[str, tuple[str | None, str, npt.ArrayLike]] = {
             "name": (None, "tensor name", np.array(p.names, dtype=object)),
             "grad_bytes": ("B", "gradient bytes", p.grad_bytes),
             "backward_wait": ("s", "wait since the previous gradient was ready", p.wait),
@@ -130,7 +162,7 @@ def _write_profiles(f, grid):
 HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
 
 
-def open_for_resume(path, grid, plan):
+def open_for_resume(path: str | Path, grid: Grid, plan: Plan) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
@@ -155,7 +187,7 @@ def open_for_resume(path, grid, plan):
     return f
 
 
-def stored_block_configs(path):
+def stored_block_configs(path: str | Path) -> int | None:
     """The --block-configs a partial cube was written with (None if unreadable)."""
     try:
         with h5py.File(path, "r") as f:
@@ -164,20 +196,20 @@ def stored_block_configs(path):
         return None
 
 
-def stored(f):
+def stored(f: h5py.File) -> list[str]:
     """The output variables a cube file holds, in cube order."""
     return in_cube_order(f)
 
 
-def checksum(arrays):
+def checksum(arrays: Mapping[str, npt.NDArray[Any]]) -> int:
     """CRC-32 over a block's data, variable by variable in cube order."""
     crc = 0
     for name in in_cube_order(arrays):
-        crc = zlib.crc32(memoryview(np.ascontiguousarray(arrays[name])).cast("B"), crc)  # no copy
+        crc = zlib.crc32(np.ascontiguousarray(arrays[name]).data.cast("B"), crc)  # no copy
     return crc
 
 
-def verified_blocks(f, plan):
+def verified_blocks(f: h5py.File, plan: Plan) -> tuple[list[int], list[int]]:
     """(finished blocks whose data match their checksum, indices of the damaged ones).
 
     A damaged block (its bytes changed, or flagged done without its data) is marked
@@ -185,7 +217,8 @@ def verified_blocks(f, plan):
     """
     done = np.flatnonzero(f["progress/blocks_done"][...]).tolist()
     sums = f["progress/block_checksum"][...]
-    good, damaged = [], []
+    good: list[int] = []
+    damaged: list[int] = []
     for i in done:
         region = plan.blocks()[i].region()
         try:
@@ -200,10 +233,8 @@ def verified_blocks(f, plan):
     return good, damaged
 
 
-def verify(path):
+def verify(path: str | Path) -> tuple[int, int, int]:
     """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk."""
-    from netsweep_jax.sweep.engine.plan import Plan
-
     with h5py.File(path, "r") as f:
         if "progress/block_checksum" not in f:
             if "reduced" in f.attrs:
@@ -216,7 +247,7 @@ def verify(path):
         return len(good) + len(damaged), len(damaged), len(plan.blocks())
 
 
-def write_block(f, block, arrays):
+def write_block(f: h5py.File, block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
     """Write one block: its data, checksum and done flag, then one flush.
 
     One flush is enough: if a crash leaves the flag on disk but not all of the data,
@@ -227,7 +258,7 @@ def write_block(f, block, arrays):
     for name, a in arrays.items():
         ds = f[name]
         if a.shape == ds.chunks:  # a whole chunk: raw bytes, no selection or conversion (4x faster)
-            ds.id.write_direct_chunk(offset, memoryview(np.ascontiguousarray(a, dtype=ds.dtype)).cast("B"))
+            ds.id.write_direct_chunk(offset, np.ascontiguousarray(a, dtype=ds.dtype).data.cast("B"))
         else:
             ds[region] = a
     f["progress/block_checksum"][block.index] = checksum(arrays)
@@ -235,7 +266,7 @@ def write_block(f, block, arrays):
     f.flush()
 
 
-def finish(f, partial, final):
+def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
     """Close the complete cube and move it into place atomically, if it is still this run's file."""
     mine = os.fstat(f.id.get_vfd_handle()).st_ino
     f.close()

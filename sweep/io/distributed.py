@@ -13,30 +13,44 @@ like a single-machine one. The output directory must be shared by all processes.
 If a process dies, the others finish their shards; process 0 gives up waiting
 once no missing shard has changed for ``stitch_timeout`` seconds and says which.
 Rerunning every process with ``--resume`` computes only the missing blocks.
+
+The coordinator may also be a Unix socket, ``unix:PATH`` (processes on one host): the
+service binds that path, so no TCP port has to be chosen.
 """
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import h5py
+import jax
 
 from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
+from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Plan
 from netsweep_jax.sweep.io import cube
-from netsweep_jax.sweep.io.job import check_output, partial_path, run_grid
+from netsweep_jax.sweep.io.job import Progress, Summary, check_output, partial_path, run_grid
 from netsweep_jax.sweep.io.provenance import provenance
 
+POLL_S = 0.2
+"""Seconds between two looks at the missing shards."""
 
-def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=300):
+
+def rendezvous(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None,
+               timeout_s: int = 300) -> tuple[int, int]:
     """Join jax.distributed, return (process_id, process_count), and leave again."""
-    import jax
-
     env = os.environ
     coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
     num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES")
     process_id = process_id if process_id is not None else _int_env("JAX_PROCESS_ID")
+    # JAX binds "[::]:PORT" of a host:port address; a Unix socket is bound where it is named.
+    bind = coordinator if coordinator is not None and coordinator.startswith("unix:") else None
     try:
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
-                                   process_id=process_id, initialization_timeout=timeout_s)
+                                   process_id=process_id, initialization_timeout=timeout_s,
+                                   coordinator_bind_address=bind)
     except (ValueError, TypeError, RuntimeError) as e:
         raise InputError(f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed") from None
     pid, count = jax.process_index(), jax.process_count()
@@ -44,7 +58,8 @@ def rendezvous(coordinator=None, num_processes=None, process_id=None, timeout_s=
     return pid, count
 
 
-def run(grid, out, *, coordinator=None, num_processes=None, process_id=None, **kwargs):
+def run(grid: Grid, out: str | Path | None, *, coordinator: str | None = None, num_processes: int | None = None,
+        process_id: int | None = None, **kwargs: Any) -> Summary:
     """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
     if out is None:
         raise InputError("needed with --distributed: a path every process can reach", param="out")
@@ -52,21 +67,30 @@ def run(grid, out, *, coordinator=None, num_processes=None, process_id=None, **k
     return run_distributed(grid, out, pid, count, **kwargs)
 
 
-def _int_env(name):
+def _int_env(name: str) -> int | None:
     value = os.environ.get(name)
     return int(value) if value not in (None, "") else None
 
 
-def shard_path(out, pid, count):
+def shard_path(out: str | Path, pid: int, count: int) -> Path:
+    """Where process ``pid`` of ``count`` writes its shard of ``out``."""
     out = Path(out)
     return out.with_name(f"{out.stem}.shard{pid}of{count}{out.suffix}")
 
 
-def run_distributed(grid, out, pid, count, *, command, force=False, resume=False, progress=None,
-                    block_configs, stitch_timeout=600.0, default_out_dir=False, kernel="auto"):
-    """This process's share of the sweep, then (process 0) the stitch. Returns a summary."""
+def run_distributed(grid: Grid, out: str | Path, pid: int, count: int, *, command: str, force: bool = False,
+                    resume: bool = False, progress: Progress | None = None, block_configs: int | None,
+                    stitch_timeout: float = 600.0, default_out_dir: bool = False, kernel: str = "auto",
+                    clock: Callable[[], float] = time.monotonic,
+                    sleep: Callable[[float], None] = time.sleep) -> Summary:
+    """This process's share of the sweep, then (process 0) the stitch. Returns a summary.
+
+    ``clock`` and ``sleep`` are the clock process 0 measures ``stitch_timeout`` on
+    (seconds), and how it waits between looks at the missing shards.
+    """
     out = Path(out)
     shard = shard_path(out, pid, count)
+    summary: Summary
     if resume and shard.exists() and not partial_path(shard).exists():
         summary = {"out": str(shard), "configs": 0, "computed": 0, "seconds": 0.0,
                    "configs_per_s": float("nan"), "resumed_blocks": 0, "blocks": 0}
@@ -79,15 +103,18 @@ def run_distributed(grid, out, pid, count, *, command, force=False, resume=False
     summary["shard"] = f"{pid} of {count}"
     if pid == 0:
         shards = [shard_path(out, p, count) for p in range(count)]
-        _wait_for(shards, stitch_timeout)
+        wait_for(shards, stitch_timeout, clock=clock, sleep=sleep)
         stitch(grid, shards, out, block_configs, command)
         summary["out"] = str(out)
         summary["stitched"] = True
     return summary
 
 
-def _wait_for(shards, stitch_timeout):
-    last_change, seen = time.monotonic(), {}
+def wait_for(shards: Sequence[Path], stitch_timeout: float, *, clock: Callable[[], float] = time.monotonic,
+             sleep: Callable[[float], None] = time.sleep) -> None:
+    """Return once every shard exists; raise :class:`StitchTimeout` once the missing
+    ones' partial files have not changed for ``stitch_timeout`` seconds of ``clock``."""
+    last_change, seen = clock(), dict[Path, float | None]()
     while True:
         missing = [s for s in shards if not s.exists()]
         if not missing:
@@ -96,18 +123,16 @@ def _wait_for(shards, stitch_timeout):
             p = partial_path(s)
             stamp = p.stat().st_mtime if p.exists() else None
             if seen.get(s) != stamp:
-                seen[s], last_change = stamp, time.monotonic()
-        if time.monotonic() - last_change > stitch_timeout:
+                seen[s], last_change = stamp, clock()
+        if clock() - last_change > stitch_timeout:
             names = ", ".join(s.name for s in missing)
             raise StitchTimeout(f"{names} not complete and unchanged for {stitch_timeout:g} s (its process "
                                 f"stopped?); rerun every process with --resume to finish")
-        time.sleep(0.2)
+        sleep(POLL_S)
 
 
-def stitch(grid, shards, out, block_configs, command):
+def stitch(grid: Grid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
     """Copy every block from the shard that computed it into the cube ``out``."""
-    import h5py
-
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
     plan = Plan(grid.sizes, block_configs)

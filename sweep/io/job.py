@@ -4,27 +4,44 @@ import datetime
 import errno
 import os
 import shutil
-import signal
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
+
+import h5py
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.engine.dispatch import default_block_configs, run
-from netsweep_jax.sweep.engine.plan import Plan
+from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.paths import in_use, partial_path, regular_or_absent, writable_directory
 from netsweep_jax.sweep.io.provenance import provenance
-from netsweep_jax.sweep.io.writer import BlockWriter
+from netsweep_jax.sweep.io.reduced import run_reduced
+from netsweep_jax.sweep.io.writer import Arrays, BlockWriter
+
+Advance = Callable[[int], None]
+"""``advance(configs)``: called after each block computed, with its configuration count."""
+Progress = Callable[[int, int], AbstractContextManager[Advance | None]]
+"""``progress(total, done)``: a context manager factory yielding an :data:`Advance` (or None)."""
+AfterBlock = Callable[[Block], None]
+"""``after_block(block)``: called once each block is durably written (on the writer thread)."""
+Summary = dict[str, Any]
 
 
-def default_out(grid, directory="results"):
+def _nothing(block: Block) -> None:
+    """The default :data:`AfterBlock`: nothing to do."""
+
+
+def default_out(grid: Grid, directory: str | Path = "results") -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path(directory) / f"{'+'.join(p.model for p in grid.profiles)}-{stamp}.h5"
 
 
-def check_output(out, *, force, resume, default):
+def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -> None:
     """Refuse an output that exists, is not a plain file, is being written by another run,
     cannot be written, or has nothing to resume."""
     out = Path(out)
@@ -55,7 +72,7 @@ DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room f
 DISK_METADATA_BYTES = 16 * 2**20
 
 
-def check_disk(out, grid, share=1.0):
+def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
     """Refuse a cube that would not fit on the disk, with a margin for metadata."""
     need = cube.estimated_bytes(grid) * share * DISK_MARGIN + DISK_METADATA_BYTES
     free = shutil.disk_usage(Path(out).parent).free
@@ -67,8 +84,10 @@ def check_disk(out, grid, share=1.0):
         )
 
 
-def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=False,
-             progress=None, block_configs=None, share=None, kernel="auto"):
+def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, resume: bool = False,
+             default_out_dir: bool = False, progress: Progress | None = None, block_configs: int | None = None,
+             share: tuple[int, int] | None = None, kernel: str = "auto",
+             after_block: AfterBlock = _nothing) -> Summary:
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
@@ -78,7 +97,10 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     ``block_configs`` None means the default, or on ``resume`` the partial file's.
     ``kernel`` as :func:`sweep.evaluate`. SIGINT and SIGTERM are deferred from the
     moment the partial file is opened: it is never left half-made, and the sweep
-    stops at the next block boundary.
+    stops at the next block boundary. ``after_block(block)`` is called once each block
+    is written (on the writer thread; with ``--reduce``, once it is accumulated): an
+    exception it raises stops the sweep there, as a crash would (tests stop a sweep at a
+    known block this way).
     """
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
@@ -86,10 +108,10 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     if block_configs is None:
         block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
     plan = Plan(grid.sizes, block_configs)
-    mine = None if share is None else (lambda b: b.index % share[1] == share[0])
+    mine = None if share is None else _share_filter(*share)
     if grid.reduction is not None:
         return _run_reduced(grid, plan, out, partial, resume=resume, force=force, command=command,
-                            progress=progress, kernel=kernel, share=share)
+                            progress=progress, kernel=kernel, share=share, after_block=after_block)
     if not resume:
         check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
     with interrupts.deferred():
@@ -99,12 +121,12 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
             for stale in (partial, out):
                 if force and stale.exists():
                     stale.unlink()
-            attrs = provenance(command)
+            attrs: dict[str, Any] = provenance(command)
             if share is not None:
                 attrs["shard"] = f"{share[0]} of {share[1]}"
             f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
         try:
-            summary = _fill(f, grid, plan, resume, mine, progress, kernel)
+            summary = _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
         except OSError as e:
             f.close()
             if e.errno == errno.ENOSPC or "No space left" in str(e):
@@ -118,10 +140,15 @@ def run_grid(grid, out, *, command, force=False, resume=False, default_out_dir=F
     return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
 
 
-def _run_reduced(grid, plan, out, partial, *, resume, force, command, progress, kernel, share):
-    """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
-    from netsweep_jax.sweep.io.reduced import run_reduced
+def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
+    """Whether a block is process ``pid``'s (of ``count``) under --distributed."""
+    return lambda b: b.index % count == pid
 
+
+def _run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bool, force: bool, command: str,
+                 progress: Progress | None, kernel: str, share: tuple[int, int] | None,
+                 after_block: AfterBlock) -> Summary:
+    """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
     if share is not None:
         raise InputError("--reduce with --distributed is not supported yet; run the reduction on one machine",
                          param="reduce")
@@ -132,13 +159,14 @@ def _run_reduced(grid, plan, out, partial, *, resume, force, command, progress, 
                     stale.unlink()
         start = time.perf_counter()
         summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
-                              kernel=kernel, after_block=_test_signal_hook())
+                              kernel=kernel, after_block=after_block)
     elapsed = time.perf_counter() - start
     return {**summary, "seconds": elapsed, "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
             "out": str(out), "bytes": os.path.getsize(out)}
 
 
-def _fill(f, grid, plan, resume, mine, progress, kernel):
+def _fill(f: h5py.File, grid: Grid, plan: Plan, resume: bool, mine: Callable[[Block], bool] | None,
+          progress: Progress | None, kernel: str, after_block: AfterBlock) -> Summary:
     """Compute and write every block not yet done (on the writer thread); a summary dict."""
     done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
     all_blocks = plan.blocks()
@@ -146,15 +174,14 @@ def _fill(f, grid, plan, resume, mine, progress, kernel):
     total = sum(b.size for b in blocks)
     done_configs = sum(all_blocks[i].size for i in done)
     start = time.perf_counter()
-    signal_after = _test_signal_hook()
 
-    def write(block, arrays):
+    def write(block: Block, arrays: Arrays) -> None:
         cube.write_block(f, block, arrays)
-        signal_after(block)
+        after_block(block)
 
     writer = BlockWriter(write)
 
-    def sink(block, arrays):
+    def sink(block: Block, arrays: Arrays) -> None:
         interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
         writer.put(block, arrays)
 
@@ -174,33 +201,8 @@ def _fill(f, grid, plan, resume, mine, progress, kernel):
             "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks)}
 
 
-# Test hook: "K:SIGNAME" makes the process send itself SIGNAME after writing K blocks,
-# so interrupt tests stop a sweep at a known point instead of racing a timer.
-TEST_SIGNAL_HOOK = "NETSWEEP_TEST_SIGNAL_AFTER_BLOCKS"
-
-
-def _test_signal_hook():
-    spec = os.environ.get(TEST_SIGNAL_HOOK)
-    if not spec:
-        return lambda block: None
-    count, name = spec.split(":")
-    written = []
-    if int(count) == 0:  # before any block: as if during start-up
-        interrupts.request(getattr(signal, name))
-        os.kill(os.getpid(), getattr(signal, name))
-
-    def after(block):  # runs on the writer thread
-        written.append(block.index)
-        if len(written) == int(count):
-            signum = getattr(signal, name)
-            if signum != signal.SIGKILL:
-                interrupts.request(signum)  # so that no further block is written, deterministically
-            os.kill(os.getpid(), signum)
-
-    return after
-
-
-def summary_line(s):
+def summary_line(s: Summary) -> str:
+    """The one line the CLI prints for a finished sweep."""
     rate = s["configs_per_s"]
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
     if s.get("damaged_blocks"):

@@ -26,8 +26,11 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.paths import write_atomically
+from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
 PRECISIONS = ("fp32", "amp", "bf16", "fp16")
 INSTALL = "pip install -e '.[torch]'"
@@ -41,7 +44,7 @@ def _torch():
     return torch
 
 
-def load(spec, batch, seq_len, torch):
+def load(spec: str, batch: int, seq_len: int | None, torch: Any) -> tuple[Any, tuple[Any, Any]]:
     """(model, (inputs, target)) for a model spec (see the module docstring)."""
     kind, _, name = str(spec).partition(":")
     if kind == "torchvision":
@@ -104,14 +107,15 @@ def _module(text):
         raise InputError(f"{text}: cannot import ({e})", param="model") from None
 
 
-def measure(spec, *, batch=8, precision="fp32", device=None, warmup=2, iterations=5, seq_len=None, trace=None):
+def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any = None, warmup: int = 2,
+            iterations: int = 5, seq_len: int | None = None, trace: str | Path | None = None) -> Profile:
     """Measure a :class:`~sweep.model.profile.Profile` of one GPU (or CPU) training step.
 
     Args:
       spec: the model (module docstring).
       batch: samples per step (torchvision and hf models; a FILE:FUNCTION sets its own).
       precision: ``fp32``, ``amp`` (autocast), ``bf16`` or ``fp16`` (the model in that type).
-      device: ``cuda``, ``cpu``, ... (default: cuda when available).
+      device: ``cuda``, ``cpu``, ... or a ``torch.device`` (default: cuda when available).
       warmup, iterations: steps before measuring, and steps measured.
       trace: also write a torch.profiler Chrome trace of one step there (``sweep profile import`` reads it).
     """
@@ -160,8 +164,9 @@ def measure(spec, *, batch=8, precision="fp32", device=None, warmup=2, iteration
         sync()
         t1s.append(time.perf_counter() - t0)
 
-    ready, forward = {n: [] for n, _ in params}, {n: [] for n, _ in params}
-    clock = {}
+    ready: dict[str, list[float]] = {n: [] for n, _ in params}
+    forward: dict[str, list[float]] = {n: [] for n, _ in params}
+    clock: dict[str, float] = {}
     owner = {id(p): n for n, p in params}
     handles = []
     def on_grad(p):
@@ -205,14 +210,10 @@ def _write_trace(torch, step, optimizer, path, device):
         step().backward()
         optimizer.step()
         prof.step()
-    from netsweep_jax.sweep.io.paths import write_atomically
-
     write_atomically(Path(path), lambda p: prof.export_chrome_trace(str(p)))
 
 
 def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
-    from netsweep_jax.sweep.model.profile import make_profile, recorded_t1
-
     times = {n: statistics.median(v) for n, v in ready.items() if v}
     missing = [n for n, _ in params if n not in times]
     if missing:

@@ -23,6 +23,7 @@ import dataclasses
 import math
 import operator
 from pathlib import Path
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
@@ -38,23 +39,23 @@ class Measurements:
     """Rows of a measurements file. ``columns``: name -> list; ``lines``: file line numbers."""
 
     path: str
-    columns: dict
-    lines: list
+    columns: dict[str, list[Any]]
+    lines: list[int]
     measured: str  # "scaling_factor" or "iteration_time"
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.lines)
 
-    def column(self, name, default):
+    def column(self, name: str, default: Any) -> list[Any]:
         """A column's values, or ``default`` for every row where the file has no such column."""
         return self.columns.get(name, [default] * len(self))
 
-    def where(self, i):
+    def where(self, i: int) -> str:
         """``path:line`` of row ``i``."""
         return where(self.path, self.lines[i])
 
 
-def read_measurements(path):
+def read_measurements(path: str | Path) -> Measurements:
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
     # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
@@ -70,8 +71,8 @@ def read_measurements(path):
         raise InputError(f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}")
     if len(set(header)) != len(header):
         raise InputError(f"{where(path, header_line)}: a column name appears twice")
-    columns = {c: [] for c in header}
-    lines = []
+    columns: dict[str, list[Any]] = {c: [] for c in header}
+    lines: list[int] = []
     for lineno, cells in rows[1:]:
         if not "".join(cells).strip():
             continue
@@ -114,7 +115,7 @@ _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.
             ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
-def select(meas, expression, param="train"):
+def select(meas: Measurements, expression: str, param: str = "train") -> list[bool]:
     """[R] bools: the rows ``expression`` keeps (see the module docstring)."""
     try:
         tree = ast.parse(expression, mode="eval").body

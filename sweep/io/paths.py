@@ -9,17 +9,18 @@ renaming it into place only when it is complete.
 import fcntl
 import os
 import tempfile
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError
 
 
-def partial_path(out):
+def partial_path(out: str | Path) -> Path:
     """Where ``out`` is written until it is complete."""
     return Path(str(out) + ".partial")
 
 
-def regular_or_absent(path, param="out"):
+def regular_or_absent(path: str | Path, param: str = "out") -> None:
     """Refuse a path that exists as anything but a regular file."""
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
@@ -27,7 +28,7 @@ def regular_or_absent(path, param="out"):
         raise InputError(f"{path}: {kind}; netsweep writes and replaces regular files only", param=param)
 
 
-def in_use(path):
+def in_use(path: str | Path) -> bool:
     """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does)."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -43,7 +44,7 @@ def in_use(path):
         os.close(fd)
 
 
-def writable_directory(out, param="out", create=False):
+def writable_directory(out: str | Path, param: str = "out", create: bool = False) -> None:
     """Refuse ``out`` unless its directory exists (or is created) and can be written."""
     parent = Path(out).parent
     if create:
@@ -57,7 +58,7 @@ def writable_directory(out, param="out", create=False):
         raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param=param) from None
 
 
-def report_directory(out_dir, param="out"):
+def report_directory(out_dir: str | Path, param: str = "out") -> Path:
     """A directory for a report (created if absent); refuse a file or a link in its place, or one not writable."""
     out_dir = Path(out_dir)
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
@@ -67,7 +68,8 @@ def report_directory(out_dir, param="out"):
     return out_dir
 
 
-def check_new_file(out, *, force, param="out", suffixes=None):
+def check_new_file(out: str | Path, *, force: bool, param: str = "out",
+                   suffixes: Collection[str] | None = None) -> None:
     """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
     out = Path(out)
     regular_or_absent(out, param)
@@ -79,7 +81,7 @@ def check_new_file(out, *, force, param="out", suffixes=None):
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
 
 
-def write_atomically(out, write):
+def write_atomically(out: str | Path, write: Callable[[Path], object]) -> Path:
     """Call ``write(path)`` on ``OUT.partial``, then rename it to ``out``; nothing is left on failure."""
     out = Path(out)
     partial = partial_path(out)

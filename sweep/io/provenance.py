@@ -6,17 +6,17 @@ import sys
 from netsweep_jax.sweep.core.version import VERSION
 
 
-def device_kind():
+def device_kind() -> str:
     """``platform:device kind xcount`` of this process's JAX devices."""
-    import jax
+    import jax  # here, not above: reading a cube (show, select) does not load JAX
 
     d = jax.devices()[0]
     return f"{d.platform}:{d.device_kind} x{jax.device_count()}"
 
 
-def provenance(command):
+def provenance(command: str) -> dict[str, str]:
     """Tool and library versions, the command line, the device and the creation time."""
-    import jax
+    import jax  # as in device_kind
 
     return {
         "netsweep_version": VERSION,

@@ -1,6 +1,8 @@
-"""Reading cubes back: open with xarray, describe, select slices."""
+"""Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
+from collections.abc import Hashable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -9,14 +11,14 @@ import xarray as xr
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, NUMERIC_AXES, in_cube_order
 from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.io.cube import FORMAT, verify
+from netsweep_jax.sweep.model.compressors import parse_compressors
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
 
 
-def open_cube(path):
+def open_cube(path: str | Path) -> xr.Dataset:
     """A cube from ``sweep grid`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily loaded)."""
-    from netsweep_jax.sweep.io.cube import FORMAT
-
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such cube")
@@ -31,13 +33,14 @@ def open_cube(path):
     return ds
 
 
-def variables(ds):
-    """A cube's data variables: the grid outputs in their order, then any others (``need``'s)."""
-    outputs = in_cube_order(ds.data_vars)
-    return outputs + sorted(v for v in ds.data_vars if v not in outputs)
+def variables(ds: xr.Dataset) -> list[str]:
+    """A cube's data variables: the grid's variables in their order, then any others (``need``'s)."""
+    names = [str(v) for v in ds.data_vars]
+    known = in_cube_order(names)
+    return known + sorted(v for v in names if v not in known)
 
 
-def describe(path):
+def describe(path: str | Path) -> str:
     """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
     ds = open_cube(path)
     lines = [f"{path}", f"  made by: {ds.attrs.get('command', '?')}",
@@ -79,25 +82,22 @@ def describe(path):
     return "\n".join(lines)
 
 
-def verify_text(path):
+def verify_text(path: str | Path) -> tuple[str, int]:
     """A line on the cube's block checksums, and the number of damaged blocks."""
-    from netsweep_jax.sweep.io.cube import verify
-
     finished, damaged, total = verify(path)
     verdict = "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged
 
 
-def _selection(ds, chosen):
-    sel = {}
+def _selection(ds: xr.Dataset, chosen: Mapping[str, str]) -> dict[Hashable, list[Any]]:
+    sel: dict[Hashable, list[Any]] = {}
     for dim, text in chosen.items():
         if dim not in ds.dims:
             raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
+        values: Iterable[Any]
         if dim in NUMERIC_AXES:
             values = parse_values(text, NUMERIC_AXES[dim])
         elif dim == "compressor":  # topk:0.010 is topk:0.01
-            from netsweep_jax.sweep.model.compressors import parse_compressors
-
             values = [c.name for c in parse_compressors(text)]
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
@@ -110,7 +110,7 @@ def _selection(ds, chosen):
     return sel
 
 
-def select_table(path, chosen, csv=False):
+def select_table(path: str | Path, chosen: Mapping[str, str], csv: bool = False) -> str:
     """The selected slice as text: a table of the remaining dims and the variables."""
     ds = open_cube(path)
     sub = ds.sel(_selection(ds, chosen))
@@ -122,12 +122,3 @@ def select_table(path, chosen, csv=False):
     if csv:
         return df.to_csv(index=False).rstrip("\n")
     return df.to_string(index=False)
-
-
-def write_dataset(ds, out, command):
-    """Write an in-memory Dataset as a cube (h5netcdf) with provenance, atomically via OUT.partial."""
-    from netsweep_jax.sweep.io.paths import write_atomically
-    from netsweep_jax.sweep.io.provenance import provenance
-
-    ds = ds.assign_attrs(provenance(command))
-    return write_atomically(out, lambda path: ds.to_netcdf(path, engine="h5netcdf"))

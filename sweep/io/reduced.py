@@ -7,17 +7,21 @@ checkpoint, computing the same blocks in the same order: the result is bit-ident
 """
 
 import os
-from contextlib import nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import h5py
+import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.dispatch import run
+from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
-from netsweep_jax.sweep.io.cube import FORMAT
-from netsweep_jax.sweep.io.provenance import provenance
+from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
 
 CHECKPOINT_BLOCKS = 16
 
@@ -54,7 +58,9 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
         raise InputError(f"{path}: not a readable checkpoint ({e}); rerun with --force", param="resume") from None
 
 
-def run_reduced(grid, plan, out, partial, *, resume, command, progress, kernel, after_block):
+def run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bool, command: str,
+                progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
+                kernel: str, after_block: Callable[[Block], None]) -> dict[str, int]:
     """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims)."""
     state = ReducedRun(grid, plan)
     fingerprint = grid.fingerprint()
@@ -64,7 +70,7 @@ def run_reduced(grid, plan, out, partial, *, resume, command, progress, kernel, 
     skip = range(resumed)
     blocks = plan.blocks()
 
-    def sink(block, arrays):
+    def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
         state.add(block, arrays)
         if state.done % CHECKPOINT_BLOCKS == 0:
             save_checkpoint(state, partial, fingerprint)
@@ -79,14 +85,9 @@ def run_reduced(grid, plan, out, partial, *, resume, command, progress, kernel, 
     except BaseException:
         save_checkpoint(state, partial, fingerprint)  # every finished block is kept
         raise
-    ds = state.dataset().assign_attrs(format=FORMAT, dtype=grid.dtype, store=grid.store_dtype,
-                                      **provenance(command))
-    tmp = out.with_name(out.name + ".reduced.tmp")  # not OUT.partial: that is the checkpoint, kept until done
-    try:
-        ds.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # Not through OUT.partial: that is the checkpoint, kept until the result is in place.
+    write_dataset(state.dataset(), out, command=command, temporary=out.with_name(out.name + ".reduced.tmp"),
+                  attrs={"format": FORMAT, "dtype": grid.dtype, "store": grid.store_dtype})
     partial.unlink(missing_ok=True)
     return {"configs": total, "computed": total - done_configs, "resumed_blocks": resumed,
             "damaged_blocks": 0, "blocks": len(blocks)}

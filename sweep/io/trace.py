@@ -26,6 +26,8 @@ import math
 from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
 DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "half": 2, "bfloat16": 2}
 ACCUMULATE = "torch::autograd::AccumulateGrad"
@@ -33,8 +35,6 @@ BACKWARD = "autograd::engine::evaluate_function"
 
 
 def _events(path):
-    from netsweep_jax.sweep.core.textfile import read_lines
-
     text = "\n".join(read_lines(Path(path), "trace file"))
     try:
         data = json.loads(text)
@@ -113,10 +113,8 @@ def _forward_times(forward_ops, shapes_forward):
     return times if i == len(shapes_forward) else None
 
 
-def import_trace(path, model=None):
+def import_trace(path: str | Path, model: str | None = None) -> Profile:
     """The :class:`~sweep.model.profile.Profile` of the training step in a torch.profiler Chrome trace."""
-    from netsweep_jax.sweep.model.profile import make_profile, recorded_t1
-
     spans = _events(path)
     start, end = _step_window(path, spans)
     inside = [e for e in spans if start <= e["ts"] <= end]

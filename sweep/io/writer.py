@@ -14,24 +14,32 @@ a block boundary, and the blocks written so far are complete.
 
 import queue
 import threading
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from netsweep_jax.sweep.core import interrupts
+from netsweep_jax.sweep.engine.plan import Block
 
 DEPTH = 2
+
+Arrays = Mapping[str, np.ndarray]
+Write = Callable[[Block, Arrays], None]
+"""``write(block, arrays)``: writes one block (on the writer thread)."""
 
 
 class BlockWriter:
     """Calls ``write(block, arrays)`` for each block put, on one background thread."""
 
-    def __init__(self, write, depth=DEPTH):
+    def __init__(self, write: Write, depth: int = DEPTH) -> None:
         self._write = write
-        self._queue = queue.Queue(maxsize=depth)
-        self._error = None
+        self._queue: queue.Queue[tuple[Block, Arrays] | None] = queue.Queue(maxsize=depth)
+        self._error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="netsweep-writer", daemon=True)
         self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         while True:
             item = self._queue.get()
             if item is None:
@@ -43,23 +51,23 @@ class BlockWriter:
             except BaseException as e:  # handed to the caller
                 self._error = e
 
-    def _raise(self):
+    def _raise(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
-    def put(self, block, arrays):
+    def put(self, block: Block, arrays: Arrays) -> None:
         """Queue a block for writing (waits while ``depth`` blocks are already queued)."""
         self._raise()
         self._queue.put((block, arrays))
 
-    def close(self):
+    def close(self) -> None:
         """Write what is queued, stop the thread, and raise its error if it had one."""
         self._queue.put(None)
         self._thread.join()
         self._raise()
 
-    def abandon(self):
+    def abandon(self) -> None:
         """Stop without writing what is still queued (after an interrupt or an error)."""
         self._stop.set()
         self._queue.put(None)

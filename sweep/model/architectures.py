@@ -16,6 +16,7 @@ stride on the 3x3 conv; VGG ``cfg D`` with batch norm).
 """
 
 import dataclasses
+from collections.abc import Sequence
 
 FP32 = 4
 
@@ -33,7 +34,7 @@ class Layer:
     """
 
     kind: str
-    params: tuple
+    params: tuple[tuple[str, tuple[int, ...]], ...]
     macs: float
     act_bytes: float
     first: bool = False
@@ -54,7 +55,7 @@ def _linear(name, cin, cout):
     return Layer("linear", ((f"{name}.weight", (cout, cin)), (f"{name}.bias", (cout,))), cin * cout, cout * FP32)
 
 
-def resnet(blocks_per_stage):
+def resnet(blocks_per_stage: Sequence[int]) -> list[Layer]:
     """torchvision ResNet with Bottleneck blocks, e.g. (3, 4, 6, 3) for ResNet-50."""
     layers = [_conv("conv1", 3, 64, 7, 112, first=True), _bn("bn1", 64, 112)]
     cin, h = 64, 56  # after the stride-2 max pool
@@ -76,12 +77,12 @@ def resnet(blocks_per_stage):
     return layers
 
 
-def vgg16_bn():
+def vgg16_bn() -> list[Layer]:
     """torchvision vgg16_bn: 13 conv+BN layers (cfg D) and a 3-layer classifier."""
-    cfg = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    cfg: list[int | str] = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
     layers, cin, h, idx = [], 3, 224, 0
     for v in cfg:
-        if v == "M":
+        if not isinstance(v, int):  # "M": max pool
             h //= 2
             idx += 1
             continue

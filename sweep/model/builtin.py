@@ -21,8 +21,10 @@ import math
 import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.model.architectures import ARCHITECTURES
-from netsweep_jax.sweep.model.profile import make_profile
+from netsweep_jax.sweep.model.architectures import ARCHITECTURES, Layer
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS
+from netsweep_jax.sweep.model.profile import Profile, make_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 V100_PEAK_FP32_FLOPS = 15.7e12  # V100 SXM2
 V100_HBM_BYTES_PER_S = 900e9  # peak
@@ -45,7 +47,7 @@ DESCRIPTION = {
 }
 
 
-def layer_seconds(layer, batch=BATCH):
+def layer_seconds(layer: Layer, batch: int = BATCH) -> float:
     """Unscaled backward seconds of one :class:`~sweep.model.architectures.Layer`."""
     flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
     weight_bytes = 4.0 * sum(math.prod(shape) for _, shape in layer.params)
@@ -54,12 +56,25 @@ def layer_seconds(layer, batch=BATCH):
             + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S)
 
 
-def builtin_names():
+def builtin_names() -> tuple[str, ...]:
+    """The names of the built-in CNN profiles (``resnet50``, ``resnet101``, ``vgg16``): each a
+    :func:`builtin_profile`. The transformers are built by :func:`netsweep_jax.sweep.evaluate` from
+    their architecture and a GPU preset (``sweep models`` lists them)."""
     return tuple(ARCHITECTURES)
 
 
-def builtin_profile(name):
-    """The built-in :class:`~sweep.model.profile.Profile` called ``name``."""
+def builtin_profile(name: str) -> Profile:
+    """The built-in profile called ``name``: the paper's CNN runs on one V100, batch 32, fp32.
+
+    Args:
+      name: one of :func:`builtin_names`.
+
+    Returns:
+      The :class:`~netsweep_jax.sweep.model.profile.Profile` (gradient bytes per tensor, backward
+      waits in seconds, T1 in seconds), the same on every call.
+    """
+    if not isinstance(name, str):
+        raise InputError(f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model")
     if name not in ARCHITECTURES:
         raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
     layers = ARCHITECTURES[name]()
@@ -71,20 +86,17 @@ def builtin_profile(name):
             sizes.append(4.0 * math.prod(shape))
             waits.append(t if j == 0 else 0.0)
             shapes.append(shape)
-    waits = np.array(waits)
+    wait = np.array(waits)
     total, t1 = MEASURED[name]
-    waits *= total / waits.sum()
+    wait *= total / wait.sum()
     return make_profile(
-        name, names, sizes, waits, t1, name, device="V100", batch_size=BATCH, dtype="float32", shape=shapes,
+        name, names, sizes, wait, t1, name, device="V100", batch_size=BATCH, dtype="float32", shape=shapes,
         source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
     )
 
 
-def models_table():
+def models_table() -> str:
     """The built-in profiles, transformer families and GPU presets as text (``sweep models``)."""
-    from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS
-    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
-
     lines = ["The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
              f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch"]
     for name in builtin_names():

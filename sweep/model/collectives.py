@@ -62,10 +62,12 @@ import functools
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 
 PIPELINED = ("nccl-ring", "nccl-tree")
+ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +97,7 @@ class Coefficients:
     workers: np.ndarray
 
 
-def reduce_time(nbytes, table):
+def reduce_time(nbytes: np.ndarray | float, table: ReduceTable) -> np.ndarray | np.float64:
     """Seconds of one element-wise add over ``nbytes`` (array) bytes.
 
     Piecewise-linear interpolation of a measured (bytes, seconds) table, clamped at
@@ -113,7 +115,7 @@ def _quadrature():
     return x, log_phi, log_cdf
 
 
-def expected_max_normal(n):
+def expected_max_normal(n: npt.ArrayLike) -> np.ndarray:
     """E[max of n independent standard normals], n >= 1 (array): the trapezoid rule on
     integral x n phi(x) Phi(x)^(n-1) dx, in log space so n up to 10^9 stays exact."""
     x, log_phi, log_cdf = _quadrature()
@@ -131,7 +133,8 @@ def _per_byte(table):
     return float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])) if len(xs) > 1 else 0.0
 
 
-def coefficients(collective, nodes, gpus_per_node, bucket_bytes, table, intra_bits_per_s, nics_per_node=1):
+def coefficients(collective: str, nodes: npt.ArrayLike, gpus_per_node: npt.ArrayLike, bucket_bytes: npt.ArrayLike,
+                 table: ReduceTable, intra_bits_per_s: float, nics_per_node: npt.ArrayLike = 1) -> Coefficients:
     """Coefficients of ``collective`` for each worker layout (see the module docstring).
 
     Args:

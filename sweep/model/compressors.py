@@ -62,12 +62,17 @@ compressed on its own, as GRACE does).
 import dataclasses
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import show
+from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.profile import Profile
 
 METHODS = ("none", "fp16", "int8", "topk", "randomk", "signsgd", "powersgd")
 WITH_DENSITY = ("topk", "randomk")
@@ -87,7 +92,7 @@ class Compressor:
     rank: int = 0
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The coordinate on the cube's ``compressor`` dim: ``topk:0.01``, ``powersgd:4``, ``int8``."""
         if self.method in WITH_DENSITY:
             return f"{self.method}:{show(self.density)}"
@@ -96,11 +101,12 @@ class Compressor:
         return self.method
 
     @property
-    def gather(self):
+    def gather(self) -> bool:
+        """Whether its payloads cannot be added: all-gathered instead of all-reduced."""
         return self.method in GATHER
 
     @property
-    def rounds(self):
+    def rounds(self) -> float:
         """Collectives per bucket: PowerSGD's P and Q; int8's scale, then the data."""
         return 2.0 if self.method in ("powersgd", "int8") else 1.0
 
@@ -108,7 +114,7 @@ class Compressor:
 NONE = Compressor("none")
 
 
-def parse_compressor(text):
+def parse_compressor(text: object) -> Compressor:
     """``topk:0.01`` -> :class:`Compressor`; errors name the value and the rule."""
     raw = str(text).strip()
     method, _, arg = raw.partition(":")
@@ -137,7 +143,7 @@ def parse_compressor(text):
     return Compressor(method)
 
 
-def parse_compressors(value):
+def parse_compressors(value: str | Sequence[str | Compressor]) -> tuple[Compressor, ...]:
     """A comma list or a sequence of specs (or :class:`Compressor`) -> tuple, repeats refused."""
     items = value.split(",") if isinstance(value, str) else list(value)
     out = tuple(v if isinstance(v, Compressor) else parse_compressor(v) for v in items)
@@ -149,12 +155,13 @@ def parse_compressors(value):
     return out
 
 
-def parse_factors(value, compressors):
+def parse_factors(value: str | Mapping[str | Compressor, float | str] | None, compressors: Sequence[Compressor]
+                  ) -> dict[str, float]:
     """``--iterations-factor topk:0.01=1.3,powersgd:4=1.1`` -> {compressor name: factor} (default 1)."""
     factors = {c.name: 1.0 for c in compressors}
     if value is None or value == "" or value == {}:
         return factors
-    pairs = value.items() if isinstance(value, dict) else (item.rpartition("=")[::2] for item in value.split(","))
+    pairs = value.items() if isinstance(value, Mapping) else (item.rpartition("=")[::2] for item in value.split(","))
     for spec, number in pairs:
         name = parse_compressor(spec).name if not isinstance(spec, Compressor) else spec.name
         try:
@@ -193,11 +200,11 @@ class CodecCost:
     topk_passes: float = 4.8
     source: str = ""
 
-    def memory(self, nbytes, launches=1.0):
+    def memory(self, nbytes: np.ndarray, launches: float = 1.0) -> np.ndarray:
         """m(b): seconds of ``launches`` kernels streaming ``nbytes`` bytes."""
         return launches * self.launch + nbytes / (self.hbm * self.memory_efficiency)
 
-    def matmul(self, flops, nbytes):
+    def matmul(self, flops: np.ndarray | float, nbytes: np.ndarray | float) -> np.ndarray:
         """mm(f, b): seconds of one matrix product (roofline)."""
         return self.launch + np.maximum(flops / (self.peak * self.matmul_efficiency),
                                         nbytes / (self.hbm * self.memory_efficiency))
@@ -213,14 +220,12 @@ OVERRIDES = {  # --codec-cost keys -> CodecCost fields, with their rule
 }
 
 
-def codec_overrides(value):
+def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str, float]:
     """``--codec-cost``: a JSON file, or a dict, of :data:`OVERRIDES` keys -> {CodecCost field: value}."""
     if value is None:
         return {}
     where = "codec cost"
     if isinstance(value, (str, Path)):
-        from netsweep_jax.sweep.core.textfile import read_lines
-
         where = str(value)
         try:
             value = json.loads("\n".join(read_lines(Path(value), "codec cost file")))
@@ -228,7 +233,7 @@ def codec_overrides(value):
             raise InputError(f"{where}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected an object like {{\"hbm_bytes_per_s\": 2e12}}", param="codec_cost")
-    out = {}
+    out: dict[str, float] = {}
     for key, number in value.items():
         if key not in OVERRIDES:
             raise InputError(f"{where}: unknown key {key!r}; known: {', '.join(OVERRIDES)}", param="codec_cost")
@@ -240,11 +245,9 @@ def codec_overrides(value):
     return out
 
 
-def codec_cost_for(profile, overrides=None):
+def codec_cost_for(profile: Profile, overrides: Mapping[str, float] | None = None) -> CodecCost:
     """The :class:`CodecCost` of the GPU a profile ran on (its ``device`` names a preset; else
     the V100 of the paper's runs), in the precision of its gradients, with ``overrides``."""
-    from netsweep_jax.sweep.model.compute import GPUS
-
     device = str(profile.device).lower()
     key = next((k for k in GPUS if k in device), "v100")
     gpu = GPUS[key]
@@ -272,7 +275,7 @@ class TensorCodec:
     unpack: np.ndarray
 
 
-def tensor_codec(compressor, profile, cost):
+def tensor_codec(compressor: Compressor, profile: Profile, cost: CodecCost) -> TensorCodec:
     """:class:`TensorCodec` of ``compressor`` on ``profile`` (the module docstring's tables)."""
     e = profile.element_bytes
     n = profile.grad_bytes / e
@@ -321,7 +324,7 @@ def _powersgd(rank, profile, n, e, cost):
                        np.where(compress, decode, 0.0), zero)
 
 
-def bucket_codec(codec, last_tensor):
+def bucket_codec(codec: TensorCodec, last_tensor: npt.ArrayLike) -> tuple[np.ndarray, ...]:
     """Per-bucket sums of a :class:`TensorCodec` for buckets ending at ``last_tensor`` [Bk] ->
     (payload, encode, decode, unpack), each [Bk] float64."""
     bounds = np.concatenate([[0], np.asarray(last_tensor) + 1])

@@ -30,8 +30,9 @@ Precisions (``PRECISIONS``): what the math runs in and what the gradients are:
 GPU presets (dense peaks from NVIDIA's datasheets: "NVIDIA Tesla V100 GPU
 Architecture" whitepaper, 2017; "NVIDIA A100 Tensor Core GPU" datasheet, SXM4 80 GB;
 "NVIDIA H100 Tensor Core GPU" datasheet, SXM5; "NVIDIA H200 Tensor Core GPU"
-datasheet): fp32 FLOP/s, half-precision tensor-core FLOP/s (without sparsity), and
-HBM bandwidth.
+datasheet; B200 and GB200 below): fp32 FLOP/s, half-precision and fp8 tensor-core
+FLOP/s (without sparsity), HBM bandwidth and capacity, and the NVLink domain and NICs
+of the system each usually comes in (used by the layout model, :mod:`kernels.layout`).
 
 Check against published single-GPU throughput: BERT-base, fp32, batch 32, sequence
 128 on a V100 trains at 107-145 sequences/s across frameworks (OneFlow DLPerf report
@@ -43,28 +44,65 @@ for DGX A100); this model gives 657 (-5%). No comparable single-GPU H100 figure 
 """
 
 import dataclasses
+import re
+from collections.abc import Sequence
 
 import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+from netsweep_jax.sweep.model.profile import Profile, make_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS, Tensor
 
 
 @dataclasses.dataclass(frozen=True)
 class GPU:
-    """A GPU preset: matrix-product peaks (FLOP/s) by math precision, and HBM bandwidth (bytes/s)."""
+    """A GPU preset and the system it usually comes in.
+
+    Attributes:
+      name: the GPU.
+      fp32, half, fp8: dense matrix-product peaks, FLOP/s (fp8 0: none).
+      hbm: memory bandwidth, bytes/s.
+      memory: memory capacity, bytes.
+      nvlink: NVLink bandwidth per GPU, one direction, bytes/s.
+      domain: GPUs in one NVLink domain of the usual system.
+      gpus_per_node: GPUs that share a node's NICs.
+      nics, nic_gbps: the node's NICs and each one's rate (Gbit/s).
+      system: the usual system, for the line that says what was assumed.
+    """
 
     name: str
     fp32: float
     half: float
     hbm: float
+    memory: float = 0.0
+    fp8: float = 0.0
+    nvlink: float = 0.0
+    domain: int = 8
+    gpus_per_node: int = 8
+    nics: int = 8
+    nic_gbps: float = 100.0
+    system: str = ""
 
 
+# The systems: DGX-1 (V100: NVLink 2, 6 links of 25 GB/s per direction, 4 x 100 Gbit/s EDR),
+# DGX A100 (NVLink 3, 300 GB/s per direction, 8 x 200 Gbit/s HDR), DGX H100/H200 (NVLink 4,
+# 450 GB/s, 8 x 400 Gbit/s NDR), DGX B200 (NVLink 5, 900 GB/s, 8 x 400 Gbit/s) and GB200 NVL72
+# (72 GPUs in one NVLink 5 domain, trays of 4 GPUs with one 400 Gbit/s NIC each), from each
+# system's NVIDIA datasheet. B200 and GB200 peaks: NVIDIA's Blackwell datasheets (HGX B200 at
+# 1000 W: 2.25 PFLOP/s dense BF16; GB200 at 1200 W: 2.5), as tabulated by G. Lockwood's
+# "B200" notes (glennklockwood.com/garden/processors/B200); memory 180 GB (HGX B200: 1.44 TB
+# for 8) and 186 GB (GB200 NVL72: 13.4 TB for 72).
 GPUS = {
-    "v100": GPU("NVIDIA V100 SXM2", 15.7e12, 125e12, 900e9),
-    "a100": GPU("NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9),
-    "h100": GPU("NVIDIA H100 SXM5", 67e12, 989e12, 3350e9),
-    "h200": GPU("NVIDIA H200 SXM", 67e12, 989e12, 4800e9),
+    "v100": GPU("NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32e9, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
+    "v100-16": GPU("NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16e9, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
+    "a100": GPU("NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 80e9, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"),
+    "a100-40": GPU("NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40e9, 0.0, 300e9, 8, 8, 8, 200.0,
+                   "DGX A100"),
+    "h100": GPU("NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 80e9, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H100"),
+    "h200": GPU("NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 141e9, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H200"),
+    "b200": GPU("NVIDIA B200", 80e12, 2250e12, 8000e9, 180e9, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"),
+    "gb200": GPU("NVIDIA GB200 (B200 at 1200 W)", 90e12, 2500e12, 8000e9, 186e9, 5000e12, 900e9, 72, 4, 4, 400.0,
+                 "GB200 NVL72"),
 }
 
 # precision -> (math runs at half precision, gradient bytes, activation bytes)
@@ -85,7 +123,8 @@ class Workload:
     seq_len: int | None = None
     efficiency: float = EFFICIENCY
 
-    def check(self):
+    def check(self) -> "Workload":
+        """This workload, checked (``InputError`` names the bad setting)."""
         if self.model not in TRANSFORMERS:
             raise InputError(f"{self.model!r}: unknown; known: {', '.join(TRANSFORMERS)}", param="model")
         if self.gpu not in GPUS:
@@ -101,13 +140,13 @@ class Workload:
         return self
 
     @property
-    def name(self):
+    def name(self) -> str:
         """The model dim's coordinate: ``gpt2-xl@h100-bf16-b8`` (``-s1024`` when the sequence is set)."""
         seq = f"-s{self.seq_len}" if self.seq_len else ""
         return f"{self.model}@{self.gpu}-{self.precision}-b{self.batch}{seq}"
 
 
-def times(workload):
+def times(workload: Workload) -> tuple[list[Tensor], np.ndarray, np.ndarray, float, np.ndarray]:
     """(tensors, forward [L] s, backward [L] s, optimizer s, gradient bytes [L]) in parameter order."""
     w = workload.check()
     arch = TRANSFORMERS[w.model]
@@ -126,9 +165,8 @@ def times(workload):
     return tensors, forward, backward, optimizer, weights * grad_bytes
 
 
-def transformer_profile(workload):
+def transformer_profile(workload: Workload) -> Profile:
     """The :class:`~sweep.model.profile.Profile` of a workload (tensors in backward order)."""
-    from netsweep_jax.sweep.model.profile import make_profile
 
     tensors, forward, backward, optimizer, grad = times(workload)
     t1 = float(forward.sum() + backward.sum() + optimizer)
@@ -145,12 +183,10 @@ def transformer_profile(workload):
     )
 
 
-def fsdp_units(names):
+def fsdp_units(names: Sequence[str]) -> np.ndarray:
     """[L] FSDP unit per tensor (parameter order): one per transformer block (the first
     number in its name), and the root unit 0 for everything else (embeddings, final
     norm, head), as FSDP's transformer auto-wrap policy wraps them."""
-    import re
-
     out = []
     for name in names:
         match = re.search(r"\.(?:h|layer|layers|encoder_layer_)\.?(\d+)\.", name) or re.search(r"_(\d+)\.", name)

@@ -13,6 +13,10 @@ Fusion depends only on the profile and the two knobs, so it runs once per
 import dataclasses
 
 import numpy as np
+import numpy.typing as npt
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.model.profile import Profile
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,10 +33,10 @@ class Buckets:
     nbytes: np.ndarray
     last_tensor: np.ndarray
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.nbytes)
 
-    def padded(self, length, dtype):
+    def padded(self, length: int, dtype: npt.DTypeLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(ready, nbytes, valid), each [length] of ``dtype``, zero-padded."""
         n = len(self)
         out = np.zeros((3, length), dtype=dtype)
@@ -42,11 +46,12 @@ class Buckets:
         return out[0], out[1], out[2]
 
 
-def fuse(profile, buffer_bytes, timeout_s):
+def fuse(profile: Profile, buffer_bytes: float, timeout_s: float) -> Buckets:
     """Buckets of ``profile`` under fusion knobs (bytes, seconds)."""
     ready = profile.ready
     acc_wait = acc_bytes = 0.0
-    bounds, sizes = [], []
+    bounds: list[int] = []
+    sizes: list[float] = []
     for i, (w, b) in enumerate(zip(profile.wait, profile.grad_bytes)):
         acc_wait += w
         acc_bytes += b
@@ -65,7 +70,7 @@ DDP_BUCKET_CAP = 25 * 2**20  # torch.nn.parallel.DistributedDataParallel bucket_
 DDP_FIRST_BUCKET = 2**20  # torch.distributed's default first-bucket size (1 MiB)
 
 
-def ddp_buckets(profile):
+def ddp_buckets(profile: Profile) -> Buckets:
     """Buckets of PyTorch DDP: tensors in reverse parameter order (the backward order
     of a profile), a bucket closed once it holds >= its cap (1 MiB for the first,
     25 MiB after), no timeout; a bucket is all-reduced once all its gradients are ready.
@@ -74,7 +79,9 @@ def ddp_buckets(profile):
     parameter order, not from when gradients arrive), have no timeout, and start
     with a small bucket so the first all-reduce begins early.
     """
-    bounds, sizes, acc, cap = [], [], 0.0, DDP_FIRST_BUCKET
+    bounds: list[int] = []
+    sizes: list[float] = []
+    acc, cap = 0.0, DDP_FIRST_BUCKET
     for i, b in enumerate(profile.grad_bytes):
         acc += b
         if acc >= cap:
@@ -102,16 +109,14 @@ class Units:
     nbytes: np.ndarray
     backward: np.ndarray
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.nbytes)
 
 
-def fsdp_units(profile):
+def fsdp_units(profile: Profile) -> Units:
     """The FSDP units of ``profile``: its tensors grouped by ``unit`` (one unit per tensor
     without), in the order the forward pass first reaches them (the profile's backward
     order reversed). Needs the profile's forward times."""
-    from netsweep_jax.sweep.core.errors import InputError
-
     if profile.forward is None:
         raise InputError(f"{profile.model}: FSDP needs forward times per tensor, and this profile has none "
                          f"(a JSON profile with forward_us, or a transformer built-in)", param="bucketing")
@@ -124,7 +129,7 @@ def fsdp_units(profile):
     return Units(*out)
 
 
-def buckets_for(profile, bucketing, buffer_bytes, timeout_s):
+def buckets_for(profile: Profile, bucketing: str, buffer_bytes: float, timeout_s: float) -> Buckets | Units:
     """The buckets (or FSDP units) of ``profile`` under a schedule (``horovod`` uses the fusion knobs)."""
     if bucketing == "fsdp":
         return fsdp_units(profile)

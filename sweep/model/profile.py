@@ -20,9 +20,12 @@ import dataclasses
 import hashlib
 import json
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_lines
@@ -45,7 +48,7 @@ class Profile:
     """
 
     model: str
-    names: tuple
+    names: tuple[str, ...]
     grad_bytes: np.ndarray
     wait: np.ndarray
     t1: float
@@ -55,10 +58,10 @@ class Profile:
     source: str = ""
     forward: np.ndarray | None = None
     unit: np.ndarray | None = None
-    shape: tuple | None = None
+    shape: tuple[tuple[int, ...], ...] | None = None
 
     @property
-    def element_bytes(self):
+    def element_bytes(self) -> np.ndarray:
         """[L] bytes per gradient element: from the shapes, else from ``dtype`` (4 unless half precision)."""
         if self.shape is not None:
             return self.grad_bytes / np.array([max(1, math.prod(s)) for s in self.shape], np.float64)
@@ -66,20 +69,21 @@ class Profile:
         return np.full(len(self.grad_bytes), 2.0 if half else 4.0)
 
     @property
-    def ready(self):
+    def ready(self) -> np.ndarray:
         """[L] seconds from the start of backward at which each gradient is ready."""
         return np.cumsum(self.wait)
 
     @property
-    def backward_time(self):
+    def backward_time(self) -> float:
         """Seconds from the start of backward to the last gradient (R_last)."""
         return float(np.sum(self.wait))
 
     @property
-    def total_bytes(self):
+    def total_bytes(self) -> float:
+        """Gradient bytes of one iteration, all tensors."""
         return float(np.sum(self.grad_bytes))
 
-    def content_hash(self):
+    def content_hash(self) -> str:
         """SHA-256 over the numbers that determine results (names excluded)."""
         h = hashlib.sha256()
         h.update(np.ascontiguousarray(self.grad_bytes, dtype=np.float64).tobytes())
@@ -92,7 +96,7 @@ class Profile:
             h.update(repr(self.shape).encode())
         return h.hexdigest()
 
-    def scaled_to(self, t1, where="<profile>"):
+    def scaled_to(self, t1: float, where: str = "<profile>") -> "Profile":
         """This profile on faster or slower compute: every backward wait (and forward time)
         scaled by t1 / T1, the gradients unchanged (another GPU or batch size, same model)."""
         if t1 == self.t1:
@@ -104,7 +108,7 @@ class Profile:
                             forward=None if self.forward is None else self.forward * scale, unit=self.unit,
                             shape=self.shape)
 
-    def to_json(self):
+    def to_json(self) -> dict[str, Any]:
         """The project's JSON format (a dict): metadata plus a list of tensors."""
         return {
             "format": "netsweep-profile-1",
@@ -132,7 +136,7 @@ MAX_TOTAL_BYTES = 1e15
 MAX_SECONDS = 1e4
 
 
-def recorded_t1(step_s, wait_s, forward_s=()):
+def recorded_t1(step_s: float, wait_s: Iterable[float], forward_s: Iterable[float] = ()) -> tuple[float, str]:
     """T1 (s) of a recorded step, and a note for the profile's ``source`` ("" when none).
 
     T1 is the step's time, at least the recorded backward waits + forward times: hooks
@@ -146,7 +150,8 @@ def recorded_t1(step_s, wait_s, forward_s=()):
                    f"{floor * 1e3:.4g} ms (profiling overhead)")
 
 
-def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta):
+def make_profile(model: str, names: Sequence[str], grad_bytes: ArrayLike, wait_s: ArrayLike, t1: float | None,
+                 path: str | Path = "<profile>", **meta: Any) -> Profile:
     """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
     grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
     wait_s = np.asarray(wait_s, dtype=np.float64)
@@ -156,7 +161,7 @@ def make_profile(model, names, grad_bytes, wait_s, t1, path="<profile>", **meta)
         raise InputError(f"{path}: gradient bytes must be >= 0 and add up to at most {MAX_TOTAL_BYTES:.0e}")
     if not (np.all(np.isfinite(wait_s)) and np.all(wait_s >= 0) and wait_s.sum() <= MAX_SECONDS):
         raise InputError(f"{path}: backward waits must be >= 0 and add up to at most {MAX_SECONDS:.0e} s")
-    _check_t1(t1, path)
+    t1 = _check_t1(t1, path)
     if t1 < wait_s.sum():
         raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
                          f"({wait_s.sum():.6g} s); T1 covers forward, backward and update")
@@ -198,12 +203,13 @@ def _check_shape(shape, nbytes, name, path):
     return dims
 
 
-def _check_t1(t1, path):
+def _check_t1(t1: object, path: str | Path) -> float:
     if t1 is None:
         raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
                          param="iteration_time")
     if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (0 < t1 <= MAX_SECONDS):
         raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in (0, {MAX_SECONDS:.0e}]")
+    return t1
 
 
 def _number(text, path, line, what):
@@ -216,7 +222,7 @@ def _number(text, path, line, what):
     return value
 
 
-def read_bklog(path, t1, model=None):
+def read_bklog(path: str | Path, t1: float | None, model: str | None = None) -> Profile:
     """Read the paper's ``.bk.log`` (waits in microseconds, backward order)."""
     path = Path(path)
     lines = _read_lines(path)
@@ -245,7 +251,7 @@ def read_bklog(path, t1, model=None):
 CSV_HEADER = ["name", "grad_bytes", "backward_us"]
 
 
-def read_csv(path, t1, model=None):
+def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Profile:
     """Read ``name,grad_bytes,backward_us[,shape]`` rows (header required, backward order;
     a shape is written ``768x3072``)."""
     path = Path(path)
@@ -278,7 +284,7 @@ def _shape_text(text, path, line):
         raise InputError(f"{where(path, line)}: shape {text.strip()!r} must look like 768x3072") from None
 
 
-def read_json(path, t1=None, model=None):
+def read_json(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
     """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
     path = Path(path)
     try:
@@ -320,8 +326,18 @@ def _read_lines(path):
     return read_lines(path, "profile file")
 
 
-def load_profile(path, t1=None, model=None):
-    """Read a profile file, choosing the reader by extension (.json, .csv, .bk.log/.log)."""
+def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
+    """Read a profile file, choosing the reader by extension.
+
+    Args:
+      path: a ``.json`` (netsweep's own format), ``.csv`` (``name,grad_bytes,backward_us[,shape]``)
+        or ``.bk.log`` (the paper's) file.
+      t1: single-GPU iteration time (s); required for ``.csv`` and ``.bk.log``, overrides the JSON's.
+      model: the profile's name (default: the file's, else its stem).
+
+    Returns:
+      The :class:`Profile`. A malformed file raises ``InputError`` naming the file and line.
+    """
     name = str(path).lower()
     if name.endswith(".json"):
         return read_json(path, t1, model)

@@ -28,12 +28,13 @@ class Tensor:
     """One parameter tensor: name, shape, forward FLOPs and activation elements per token."""
 
     name: str
-    shape: tuple
+    shape: tuple[int, ...]
     flops: float = 0.0
     act: float = 0.0
 
     @property
-    def numel(self):
+    def numel(self) -> int:
+        """Elements of the tensor."""
         return math.prod(self.shape)
 
 
@@ -67,7 +68,7 @@ class Transformer:
     patch: int = 16
     source: str = ""
 
-    def tensors(self, seq_len=None):
+    def tensors(self, seq_len: int | None = None) -> list[Tensor]:
         """Every parameter tensor, in the reference model's parameter order."""
         seq = seq_len or self.seq_len
         return list(_BUILDERS[self.family](self, seq))

@@ -23,16 +23,17 @@ ADD_LAUNCH_S = 9.5e-6  # one vector-add kernel launch on a V100
 ADD_HBM_BYTES_PER_S = 830e9  # achieved by that add: 92% of the V100's 900 GB/s
 
 
-def default_table():
+def default_table() -> tuple[np.ndarray, np.ndarray]:
     """The V100 model table: ([T] bytes, [T] seconds), float64."""
     nbytes = 2.0 ** np.arange(6, 31)
     return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / ADD_HBM_BYTES_PER_S
 
 
-def read_table(path):
+def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read a ``bytes,seconds`` table; errors name the file and line."""
     path = Path(path)
-    nbytes, seconds = [], []
+    nbytes: list[float] = []
+    seconds: list[float] = []
     for lineno, text in enumerate(read_lines(path, "reduce-cost file"), start=1):
         if not text.strip() or text.lstrip().startswith("#"):
             continue

@@ -1,0 +1,278 @@
+"""The public API: typed entry points over the analysis floor, re-exported by :mod:`netsweep_jax.sweep`.
+
+Each function takes its model and main input positionally and every option by
+keyword, refuses bad input with :class:`~netsweep_jax.sweep.core.errors.InputError`
+(a ``ValueError`` with a one-line message), and returns plain data: an
+``xarray.Dataset``, a JSON-ready dict, or a small frozen dataclass. The commands of
+the CLI call the same functions underneath, so a result here is the number the
+command prints.
+
+Units are the CLI's throughout: bandwidth in Gbit/s, latency in us, overhead in ms,
+fusion buffer in MiB, fusion timeout in ms, times in seconds, utilization, ratio,
+slowdown and jitter as plain numbers.
+"""
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from netsweep_jax.sweep.analysis import calibrate as _calibration
+from netsweep_jax.sweep.analysis import compare as _comparison
+from netsweep_jax.sweep.analysis import need as _need
+from netsweep_jax.sweep.analysis import validate as _validation
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.evaluate import evaluate
+from netsweep_jax.sweep.engine.grid import AxisValues, Models
+from netsweep_jax.sweep.io.reader import open_cube as _open_cube
+from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.profile import Profile, load_profile
+from netsweep_jax.sweep.model.vector_add import read_table
+
+__all__ = ["Comparison", "ModelErrors", "Validation", "builtin_names", "builtin_profile", "calibrate", "compare",
+           "evaluate", "load_profile", "open_cube", "Profile", "solve", "validate"]
+
+
+
+def _number(value: object, param: str) -> float:
+    """``value`` as a finite float, else :class:`InputError` naming ``param``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise InputError(f"{value!r}: expected one finite number", param=param)
+    return float(value)
+
+
+def _path(value: object, param: str) -> Path:
+    if not isinstance(value, (str, Path)) or not str(value):
+        raise InputError(f"{value!r}: expected a file path (str or Path)", param=param)
+    return Path(value)
+
+
+def solve(model: Models, *, target: float, axis: str, **axes: Any) -> xr.Dataset:
+    """The value of ``axis`` at which the scaling factor reaches ``target``, for every combination (``sweep need``).
+
+    Args:
+      model: as :func:`evaluate`.
+      target: scaling factor to reach, in (0, 1].
+      axis: the axis solved for: ``bandwidth`` (Gbit/s), ``utilization`` or ``ratio``
+        (the smallest value reaching the target), or ``latency`` (us), ``overhead`` (ms),
+        ``slowdown`` or ``jitter`` (the largest value still reaching it).
+      **axes: the other axes and settings, as :func:`evaluate` (``bandwidth`` in Gbit/s is
+        required unless it is the axis solved for).
+
+    Returns:
+      ``xarray.Dataset`` over every dim but ``axis``: ``required_<axis>`` (growing axes) or
+      ``allowed_<axis>`` (falling ones) in the axis's units, NaN where unreachable, and
+      ``status`` (int8: 0 solved, 1 met at the limit searched, 2 unreachable).
+    """
+    if not isinstance(axis, str):
+        raise InputError(f"{axis!r}: expected an axis name", param="axis")
+    return _need.solve(model, target=_number(target, "target"), axis=axis, **axes)
+
+
+def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilization", model: str | Sequence[str] = "resnet50",
+              profile: str | Path | Sequence[str | Path] | None = None, iteration_time: float | None = None,
+              per: Mapping[str, str] | None = None, bounds: Mapping[str, tuple[float, float]] | None = None,
+              train: str | None = None, collective: str = "ring", bucketing: str = "horovod",
+              reduce_table: str | Path | None = None, intra_bandwidth: float | None = None,
+              nics_per_node: float = 1.0, fusion_buffer: float = 64.0, fusion_timeout: float = 5.0,
+              out: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+    """Fit model parameters to measured runs, and predict every run (``sweep calibrate``).
+
+    Args:
+      measurements: a CSV of measured runs: ``nodes``, ``gpus_per_node``, ``bandwidth`` (Gbit/s) and
+        ``scaling_factor`` or ``iteration_time`` (s); optional ``model``, ``collective``, ``t1`` (s), any
+        axis in its units, and label columns (see :mod:`netsweep_jax.sweep.io.measurements`).
+      fit: what to fit, a comma list or sequence of ``utilization``, ``latency``, ``overhead``,
+        ``slowdown``, ``jitter``.
+      model: built-in profile name(s) for rows without a ``model`` column.
+      profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the
+        format has none.
+      per: parameter -> label column: one value per value of that column (``{"jitter": "framework"}``).
+      bounds: parameter -> (low, high) in its units (defaults: utilization 1e-4..1, latency
+        0..1000 us, overhead 0..1000 ms, slowdown and jitter 0..1).
+      train: a row filter (``"gpus <= 16"``): fit on those rows, report the error on the others.
+      collective, bucketing, reduce_table (a ``bytes,seconds`` CSV), intra_bandwidth (Gbit/s; default
+        NVLink-class, as ``sweep grid``),
+        nics_per_node, fusion_buffer (MiB), fusion_timeout (ms): settings for rows whose file
+        does not give them.
+      out: also write the result as JSON here (``force``: overwrite).
+
+    Returns:
+      The result as a JSON-ready dict: ``fitted`` (``name``, ``group``, ``value``, ``stderr``,
+      ``units``, ``bounds`` each), ``rmse`` over the training rows (absolute for scaling factors,
+      relative for iteration times), ``heldout_rmse``/``heldout_max_abs`` with ``train``,
+      ``warnings``, and ``rows`` (measured, predicted, residual, ... per run).
+    """
+    path = _path(measurements, "measurements")
+    per_items = [f"{name}={column}" for name, column in _mapping(per, "per").items()]
+    bounds_items = []
+    for name, pair in _mapping(bounds, "bounds").items():
+        if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
+            raise InputError(f"{name}={pair!r}: expected a (low, high) pair", param="bounds")
+        bounds_items.append(f"{name}={_number(pair[0], 'bounds')!r}:{_number(pair[1], 'bounds')!r}")
+    if train is not None and not isinstance(train, str):
+        raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")
+    intra = {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
+    settings = _calibration.Settings(
+        collective=collective, bucketing=bucketing,
+        reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),
+        **intra, nics_per_node=_number(nics_per_node, "nics_per_node"), fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
+        fusion_timeout=_number(fusion_timeout, "fusion_timeout"))
+    return _calibration.calibrate_file(
+        path, fit, out=None if out is None else _path(out, "out"), force=force,
+        model=model if isinstance(model, str) else ",".join(model), profile=profile,
+        iteration_time=None if iteration_time is None else _number(iteration_time, "iteration_time"),
+        per=per_items, bounds=bounds_items, train=train, settings=settings)
+
+
+def _mapping(value: object, param: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InputError(f"{value!r}: expected a dict (parameter -> ...)", param=param)
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelErrors:
+    """How well one of :func:`validate`'s models predicts (errors in scaling factor).
+
+    Attributes:
+      model, description: the model's name (``paper``, ``utilization``, ``calibrated``) and what it is.
+      heldout_rmse, heldout_worst: RMSE and largest absolute error over the held-out rows (NaN if none).
+      insample_rmse: RMSE over the training rows.
+      mean_error: mean of predicted - measured over all rows.
+    """
+
+    model: str
+    description: str
+    heldout_rmse: float
+    heldout_worst: float
+    insample_rmse: float
+    mean_error: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Validation:
+    """What :func:`validate` found.
+
+    Attributes:
+      errors: one :class:`ModelErrors` per model, in the report's order.
+      predictions: model name -> [R] predicted scaling factors, one per row of the file.
+      measured: [R] measured scaling factors.
+      train: [R] bools, True for the rows the fits saw.
+      fitted: model name -> {(parameter, group): value in its units}.
+      paths: the files written (empty without ``out``).
+    """
+
+    errors: tuple[ModelErrors, ...]
+    predictions: dict[str, np.ndarray]
+    measured: np.ndarray
+    train: np.ndarray
+    fitted: dict[str, dict[tuple[str, str | None], float]]
+    paths: tuple[Path, ...] = ()
+
+
+def validate(dataset: str | Path | None = None, *, out: str | Path | None = None,
+             progress: Callable[[str], object] | None = None) -> Validation:
+    """The held-out protocol on measured runs (``sweep validate``): how well three models predict.
+
+    Per (``source``, ``framework``) group, fit on the single-node rows and the smallest
+    multi-node size, predict the larger sizes. Models: the paper's (utilization 1, no
+    fit), one utilization per network, and the pipelined ``nccl-ring`` with one
+    utilization per network and one jitter per framework.
+
+    Args:
+      dataset: a measurements CSV (as :func:`calibrate`'s, with ``framework`` and ``network``
+        columns and scaling factors); default: the shipped published measurements.
+      out: also write REPORT.md, predictions.csv and measured_vs_predicted.png into this directory.
+      progress: called with a line of text as each model is fitted (each takes seconds).
+
+    Returns:
+      :class:`Validation`: the errors per model, predictions per row, and the files written.
+    """
+    path = _validation.DATASET if dataset is None else _path(dataset, "dataset")
+    meas, predictions, train, fits = _validation.run_validation(path, progress)
+    paths = () if out is None else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits))
+    errors = tuple(ModelErrors(m.name, m.description, held, worst, in_sample, mean)
+                   for m, held, worst, in_sample, mean in _validation.errors(meas, predictions, train))
+    return Validation(errors, dict(predictions), np.array(meas.columns["scaling_factor"], np.float64), train,
+                      dict(fits), paths)
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` found.
+
+    Attributes:
+      rows: one answer per configuration (model, bandwidth and any dim that varies): its
+        ``today``, ``fixed`` and per-compressor ``times`` (s per iteration of equal progress),
+        ``best`` compressor, ``gain`` and ``winner``.
+      dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor).
+      paths: the files written (empty without ``out``).
+    """
+
+    rows: tuple[_comparison.Row, ...]
+    dataset: xr.Dataset
+    paths: tuple[Path, ...] = ()
+
+    def table(self) -> str:
+        """The answers as aligned text, one line per configuration (what ``sweep compare`` prints)."""
+        return _comparison.table(self.rows)
+
+
+def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comparison.BANDWIDTHS,
+            utilization: float = _comparison.PAPER_UTILIZATION,
+            compressor: str | Sequence[str] = _comparison.COMPRESSORS, nodes: int = 8, gpus_per_node: int = 8,
+            collective: str = "nccl-ring", bucketing: str = "ddp",
+            iterations_factor: str | Mapping[str, float] | None = None, codec_cost: str | Path | None = None,
+            gpu: str | None = None, precision: str | None = None, batch: int | None = None,
+            seq_len: int | None = None, out: str | Path | None = None, **axes: Any) -> Comparison:
+    """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
+
+    Compares no compression at today's ``utilization``, no compression with the transport
+    fixed (utilization 1), and the best of ``compressor`` at today's utilization.
+
+    Args:
+      model: as :func:`evaluate` (default: resnet50, vgg16, bert-large, gpt2-xl).
+      bandwidth: Gbit/s, a number, sequence or value-syntax string.
+      utilization: today's, one number in [1e-4, 1).
+      compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
+      nodes, gpus_per_node, collective, bucketing: one value each.
+      iterations_factor: extra iterations per compressor for the same accuracy
+        (``"topk:0.01=1.3"`` or ``{"topk:0.01": 1.3}``; default 1).
+      codec_cost: JSON file overriding the codec throughput model.
+      gpu, precision, batch, seq_len: the transformers' workload (default: h100, bf16, batch 8).
+      out: also write REPORT.md, compare.csv and speedups.png into this directory.
+      **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
+
+    Returns:
+      :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.
+    """
+    _number(utilization, "utilization")
+    rows, ds, setup = _comparison.compare(
+        model, bandwidth=bandwidth, utilization=utilization, compressor=compressor, nodes=nodes,
+        gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, iterations_factor=iterations_factor,
+        codec_cost=codec_cost, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, **axes)
+    paths = () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup))
+    return Comparison(tuple(rows), ds, paths)
+
+
+def open_cube(path: str | Path) -> xr.Dataset:
+    """A cube written by ``sweep grid`` or ``sweep need --out``, as an ``xarray.Dataset``.
+
+    Args:
+      path: the ``.h5`` file.
+
+    Returns:
+      ``xarray.Dataset`` (lazily loaded; close it, or use it in a ``with``) with named dims,
+      coordinates, ``units`` and ``long_name`` on every variable, and the sweep's settings
+      and provenance in ``attrs``.
+    """
+    return _open_cube(_path(path, "path"))
+

@@ -1,0 +1,84 @@
+"""What several test files share: running the CLI, the standard grid, stopping a sweep at a known block,
+reading a cube's outputs, and regenerating a committed report."""
+
+import functools
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+from typer.testing import CliRunner
+
+from conftest import assert_same_figure, assert_same_text
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES
+from netsweep_jax.sweep.io import job
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+DRIVER = Path(__file__).resolve().with_name("sweep_driver.py")
+
+# 600 configurations in 30 blocks of 20: enough blocks to stop a sweep in the middle of.
+GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0", "--block-configs", "20"]
+
+
+def invoke(*args):
+    """``sweep ARGS`` in this process (arguments may be paths or numbers)."""
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def read_outputs(path, names=DEFAULT_VARIABLES):
+    """The named variables of a cube, as numpy arrays."""
+    with h5py.File(path) as f:
+        return {k: f[k][...] for k in names}
+
+
+def blocks_done(partial):
+    """How many blocks a partial cube records as finished."""
+    with h5py.File(partial, "r") as f:
+        return int(f["progress/blocks_done"][...].sum())
+
+
+class Stopped(Exception):
+    """Raised by :func:`stop_after`'s hook: the sweep stopped as if its process had crashed."""
+
+
+def stop_after(count):
+    """An ``after_block`` hook that stops a sweep once ``count`` blocks are written."""
+    written = []
+
+    def after_block(block):  # on the writer thread
+        written.append(block.index)
+        if len(written) == count:
+            raise Stopped(f"after {count} blocks")
+
+    return after_block
+
+
+def invoke_stopped_after(monkeypatch, count, *args):
+    """``sweep ARGS`` in this process, stopped after ``count`` blocks are written (the partial file is kept)."""
+    with monkeypatch.context() as m:
+        m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=stop_after(count)))
+        r = invoke(*args)
+    assert isinstance(r.exception, Stopped), r.output
+    return r
+
+
+def signalled_after(count, sig, *args):
+    """``sweep ARGS`` in a process of its own that sends itself ``sig`` after ``count`` blocks are written
+    (``count`` 0: before any block, -1: never). The finished process (stdout and stderr as text)."""
+    name = sig.name if isinstance(sig, signal.Signals) else str(sig)
+    return subprocess.run([sys.executable, str(DRIVER), str(count), name, *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def regenerate(tmp_path_factory, run, name, command):
+    """Regenerate the committed report ``results/NAME`` (``sweep COMMAND``) into a temporary directory."""
+    out = tmp_path_factory.mktemp(name)
+    run(out, command=f"sweep {command} --out results/{name}")
+    return out
+
+
+def assert_same_file(new, old):
+    """A regenerated report file equals the committed one: text byte for byte, a PNG as a figure."""
+    (assert_same_figure if Path(old).suffix == ".png" else assert_same_text)(new, old)

@@ -1,0 +1,137 @@
+"""The public API: exactly the curated names, each typed, documented and working on a tiny input."""
+
+import inspect
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import netsweep_jax.sweep as sweep
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.cube import write_dataset
+
+PUBLIC = {"evaluate", "solve", "calibrate", "validate", "compare", "open_cube", "Profile", "load_profile",
+          "builtin_profile", "builtin_names"}
+FUNCTIONS = sorted(PUBLIC - {"Profile"})
+
+
+def test_dir_lists_exactly_the_public_names():
+    assert set(dir(sweep)) == PUBLIC | {"__version__"}
+    assert set(sweep.__all__) == PUBLIC | {"__version__"}
+    for name in PUBLIC:
+        assert getattr(sweep, name) is not None
+    with pytest.raises(AttributeError):
+        sweep.make_grid  # noqa: B018  (internal: not exported)
+
+
+def test_importing_the_package_does_not_import_jax():
+    code = ("import sys, netsweep_jax.sweep as s; dir(s); s.Profile; s.load_profile; s.builtin_names(); "
+            "print(sorted(m for m in ('jax', 'jaxlib', 'optax', 'h5py', 'matplotlib', 'typer') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_typed_documented_keyword_only(name):
+    fn = getattr(sweep, name)
+    sig = inspect.signature(fn)
+    doc = inspect.getdoc(fn)
+    assert doc and (name == "builtin_names" or "Returns" in doc or "returns" in doc.lower()), name
+    assert sig.return_annotation is not inspect.Signature.empty, name
+    params = list(sig.parameters.values())
+    for p in params:
+        assert p.annotation is not inspect.Parameter.empty, (name, p.name)
+    # at most the subject (model, file, name) positionally; every option by keyword
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert len(positional) <= 1, (name, [p.name for p in positional])
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """A small measurements file made by the model itself: two frameworks on two networks, nodes 2..8."""
+    ds = sweep.evaluate("resnet50", bandwidth=[10, 25], nodes=[2, 4, 8], gpus_per_node=1, utilization=[0.3, 0.6],
+                        dtype="float64")
+    lines = ["framework,network,nodes,gpus_per_node,bandwidth,scaling_factor"]
+    for framework, network, u in (("a", "tcp", 0.3), ("b", "ib", 0.6)):
+        for n in (2, 4, 8):
+            for bw in (10, 25):
+                v = float(ds.scaling_factor.sel(nodes=n, bandwidth=bw, utilization=u).squeeze())
+                lines.append(f"{framework},{network},{n},1,{bw},{v:.6f}")
+    path = tmp_path_factory.mktemp("api") / "measured.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_evaluate_solve_and_open_cube(tmp_path):
+    ds = sweep.evaluate("resnet50", bandwidth=[10, 100], nodes=2, dtype="float64")
+    assert ds.scaling_factor.dims[0] == "model" and ds.sizes["bandwidth"] == 2
+    need = sweep.solve("resnet50", target=0.9, axis="bandwidth", nodes=2, dtype="float64")
+    bw = float(need.required_bandwidth.squeeze())
+    assert int(need.status.squeeze()) == 0 and bw > 0
+    at = sweep.evaluate("resnet50", bandwidth=bw, nodes=2, dtype="float64")
+    assert float(at.scaling_factor.squeeze()) >= 0.9
+    cube = tmp_path / "need.h5"
+    write_dataset(need, cube, command="sweep need")
+    with sweep.open_cube(cube) as back:
+        assert float(back.required_bandwidth.squeeze()) == bw and back.attrs["solved_axis"] == "bandwidth"
+
+
+def test_calibrate_recovers_the_utilization(measured, tmp_path):
+    out = tmp_path / "fit.json"
+    result = sweep.calibrate(measured, per={"utilization": "network"}, train="nodes <= 4", out=out)
+    fitted = {p["group"]: p["value"] for p in result["fitted"]}
+    assert fitted["tcp"] == pytest.approx(0.3, abs=0.01) and fitted["ib"] == pytest.approx(0.6, abs=0.01)
+    assert result["heldout_rmse"] < 1e-3
+    assert json.loads(out.read_text())["fitted"] == result["fitted"]
+
+
+def test_validate_on_a_users_file(measured, tmp_path):
+    seen = []
+    v = sweep.validate(measured, out=tmp_path / "v", progress=seen.append)
+    assert [e.model for e in v.errors] == ["paper", "utilization", "calibrated"] and len(seen) == 3
+    assert v.train.sum() == 4 and v.predictions["calibrated"].shape == v.measured.shape == (12,)
+    by_model = {e.model: e for e in v.errors}
+    assert by_model["utilization"].heldout_rmse < 0.01 < by_model["paper"].heldout_rmse
+    assert {p.name for p in v.paths} == {"REPORT.md", "predictions.csv", "measured_vs_predicted.png"}
+
+
+def test_compare(tmp_path):
+    c = sweep.compare("resnet50", bandwidth=[10, 400], compressor="int8,powersgd:4", out=tmp_path / "c")
+    slow, fast = c.rows
+    assert slow.winner == "compress (powersgd:4)" and fast.winner == "fix the transport"
+    assert "powersgd:4" in c.table() and "compressor" in c.dataset.dims
+    assert {p.name for p in c.paths} == {"REPORT.md", "compare.csv", "speedups.png"}
+
+
+def test_profiles_round_trip(tmp_path):
+    assert sweep.builtin_names()[:3] == ("resnet50", "resnet101", "vgg16")
+    p = sweep.builtin_profile("vgg16")
+    assert isinstance(p, sweep.Profile)
+    path = tmp_path / "vgg16.json"
+    path.write_text(json.dumps(p.to_json()))
+    q = sweep.load_profile(path)
+    assert q.model == "vgg16" and q.names == p.names and q.t1 == p.t1 and q.shape == p.shape
+    np.testing.assert_array_equal(q.grad_bytes, p.grad_bytes)
+    np.testing.assert_allclose(q.wait, p.wait, rtol=1e-12)  # stored in microseconds
+
+
+@pytest.mark.parametrize("call,param", [
+    (lambda: sweep.solve("resnet50", target=0.9, axis="nodes", bandwidth=10), "solve"),
+    (lambda: sweep.solve("resnet50", target="high", axis="ratio", bandwidth=10), "target"),
+    (lambda: sweep.evaluate("resnet50", bandwidth="fast"), "bandwidth"),
+    (lambda: sweep.calibrate("no-such.csv"), "no-such.csv"),
+    (lambda: sweep.calibrate(3.5), "measurements"),
+    (lambda: sweep.calibrate("examples/resnet50_measured.csv", bounds={"utilization": 0.5}), "bounds"),
+    (lambda: sweep.validate("no-such.csv"), "no-such.csv"),
+    (lambda: sweep.compare("resnet50", utilization=2.0), "utilization"),
+    (lambda: sweep.open_cube("no-such.h5"), "no-such.h5"),
+    (lambda: sweep.load_profile("no-such.json"), "no-such.json"),
+    (lambda: sweep.builtin_profile("alexnet"), "model"),
+])
+def test_bad_input_is_one_line(call, param):
+    with pytest.raises(InputError) as info:
+        call()
+    message = str(info.value)
+    assert isinstance(info.value, ValueError) and "\n" not in message and param in message, message
