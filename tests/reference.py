@@ -329,3 +329,198 @@ def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.
     comm = 2 * sum(gather.values()) + sum(scatter.values())
     return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": total - k * t1 - (overhead if n > 1 else 0.0),
             "comm_time": comm}
+
+
+# --- the layout model (kernels/layout.py), one configuration at a time, every stage and layer walked ---
+
+LAYOUT_STATUS_RULES = 10
+
+
+def _group_bw(size, stride, lay):
+    """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart."""
+    if size <= 1 or stride * size <= lay["nvlink_domain"]:
+        return lay["nvlink_bw"], False
+    nic = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
+    return min(lay["nvlink_bw"], nic), True
+
+
+def _collective(kind, nbytes, size, stride, lay):
+    """Seconds for one collective: ``allreduce`` (ring/tree/nccl by lay['collective']), ``ring_allreduce``,
+    ``scatter`` (reduce-scatter, all-gather or all-to-all)."""
+    if size <= 1:
+        return 0.0
+    bw, leaves = _group_bw(size, stride, lay)
+    lat = lay["latency"] if leaves else 0.0
+    ring = 2 * (size - 1) / size * nbytes / bw + 2 * (size - 1) * lat
+    if kind == "scatter":
+        return (size - 1) / size * nbytes / bw + (size - 1) * lat
+    if kind == "ring_allreduce":
+        return ring
+    tree = 2 * nbytes / bw + 2 * math.ceil(math.log2(size)) * lat
+    return {0: ring, 1: tree, 2: min(ring, tree)}[int(lay["collective"])]
+
+
+def layout_status(arch, lay):
+    """The first layout rule broken (1-based, as kernels.layout.STATUS), or 0."""
+    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["chunks"]
+    mp = t * p * c
+    dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
+    gpus = dp * mp if lay["dp"] > 0 else lay["gpus"]
+    m = lay["global_batch"] // max(lay["micro_batch"] * dp, 1)
+    if gpus % mp:
+        return 1
+    if arch["heads"] % t:
+        return 2
+    if arch["kv_heads"] % t:
+        return 3
+    if arch["layers"] < p * V:
+        return 4
+    if lay["global_batch"] % (lay["micro_batch"] * dp) or m < 1:
+        return 5
+    if (arch["experts"] > 0 and arch["experts"] % e) or (arch["experts"] == 0 and e > 1):
+        return 6
+    if (dp * c) % e:
+        return 7
+    if c > 1 and arch["seq"] % (2 * c):
+        return 8
+    if V > 1 and (p < 2 or m % p):
+        return 9
+    if lay["dp"] > 0 and lay["gpus"] > 0 and gpus != lay["gpus"]:
+        return 10
+    return 0
+
+
+def layout_step(arch, dev, lay):
+    """Every output of kernels.layout for one configuration (dicts of floats), in float64 Python."""
+    status = layout_status(arch, lay)
+    if status:
+        return {"status": status}
+    L, h, a, v, s = arch["layers"], arch["hidden"], arch["heads"], arch["vocab"], arch["seq"]
+    qw, kvw, f = arch["q_width"], arch["kv_width"], arch["ffn"]
+    E, k, fe, S, Le = arch["experts"], arch["top_k"], arch["expert_ffn"], arch["shared_experts"], arch["moe_layers"]
+    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["chunks"]
+    b, B, zero, rec = lay["micro_batch"], lay["global_batch"], lay["zero"], lay["recompute"]
+    mp = t * p * c
+    dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
+    gpus = dp * mp
+    m = B // (b * dp)
+    mats = 3 if arch["gated"] else 2
+    sp = bool(lay["sequence_parallel"])
+    kappa = (1 + lay["slowdown"]) * (1 + lay["straggle"]) if gpus > 1 else 1.0
+
+    # one average layer of one micro-batch on one GPU
+    tokens = b * s / c
+    rate = dev["peak"] * lay["efficiency"]
+    flops = {"core": 4 * s * qw, "proj": 4 * h * qw + 4 * h * kvw}
+    flops["mlp"] = ((L - Le) * mats * 2 * h * f + Le * (mats * 2 * h * fe * (k + S) * lay["imbalance"] + 2 * h * E)) / L
+    per_token = sum(flops.values())
+    dense = 2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
+    experts = Le * E * mats * h * fe / L
+    params = dense / t + experts / (t * e)
+    embed = v * h / t
+    lin = 4 + (3 + 4 * qw / h + 4 * kvw / h) + (3 + (8 if arch["gated"] else 4) * f / h)
+    unsplit = 0 if (sp or t <= 1) else 10
+    lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
+    score_bytes = 5 * a * tokens * s / t
+    fwd = (tokens * per_token / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]) * kappa
+    core = (tokens * flops["core"] / t / rate + score_bytes / dev["hbm"]) * kappa
+    recompute = fwd if rec == 2 else core if rec == 1 else 0.0
+
+    x = tokens * h * dev["act_bytes"]
+    tp_one = _collective("ring_allreduce" if sp else "allreduce", x, t, 1, lay)
+    tp_fwd, tp_bwd = 2 * tp_one, (4 if rec == 2 else 2) * tp_one
+    cp_fwd = cp_bwd = 0.0
+    if c > 1:
+        bw, leaves = _group_bw(c, t, lay)
+        one = 2 * tokens * kvw * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
+        cp_fwd, cp_bwd = max(0.0, (c - 1) * one - core), max(0.0, 2 * (c - 1) * one - 2 * core)
+    ep_layer, ep_nic = 0.0, False
+    if e > 1:
+        xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
+        near = min(max(lay["nvlink_domain"] / (t * c), 1), e)
+        bw, _ = _group_bw(e, t * c, lay)
+        intra = (near - 1) / e * xe / lay["nvlink_bw"]
+        inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
+        ep_layer = 4 * max(intra, inter) * Le / L
+        ep_nic = near < e and inter >= intra
+    group = dp * c
+    grads = dense / t * dev["grad_bytes"], experts / (t * e) * dev["grad_bytes"]
+    z3 = 0.0
+    if zero >= 3:
+        ag = (_collective("scatter", dense / t * dev["param_bytes"], group, t, lay)
+              + _collective("scatter", experts / (t * e) * dev["param_bytes"], group / e, t * e, lay))
+        rs = _collective("scatter", grads[0], group, t, lay) + _collective("scatter", grads[1], group / e, t * e, lay)
+        z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - 2 * fwd - recompute)
+    layer = {"compute": 3 * fwd, "recompute_time": recompute, "tp_exposed": tp_fwd + tp_bwd,
+             "cp_exposed": cp_fwd + cp_bwd, "ep_exposed": ep_layer, "dp_exposed": z3}
+
+    # every stage, its layers as evenly as they go (the first L mod p one more)
+    counts = [L // p + (1 if i < L % p else 0) for i in range(p)]
+    embed_time = 3 * tokens * h * dev["act_bytes"] / dev["hbm"] * kappa
+    logits_fwd = (tokens * 2 * h * v / t / rate + 8 * tokens * v / t / dev["hbm"]) * kappa
+    bw, pp_leaves = _group_bw(p, t * c * dp, lay)
+    pp_micro = 2 * V * (tokens * h * dev["act_bytes"] / t / bw + (lay["latency"] if pp_leaves else 0.0)) if p > 1 else 0
+    stages = []
+    for i, n in enumerate(counts):
+        parts = {key: n * value for key, value in layer.items()}
+        parts["compute"] += (embed_time if i == 0 else 0.0) + (3 * logits_fwd if i == p - 1 else 0.0)
+        parts["pp_exposed"] = pp_micro
+        stages.append(parts)
+    slowest = max(stages, key=lambda st: sum(st.values()))  # the first of equals
+    t_max = sum(slowest.values())
+    out = {key: m * value for key, value in slowest.items()}
+    out["bubble"] = (p - 1) / V * t_max
+
+    # data-parallel reduction of the last micro-batch's gradients, layer by layer, FIFO
+    def reduce(nbytes, n_group, stride):
+        kind = "scatter" if zero >= 1 else "allreduce"
+        return _collective(kind, nbytes, n_group, stride, lay)
+
+    gamma = reduce(grads[0], group, t) + reduce(grads[1], group / e, t * e)
+    gamma_embed = reduce(embed * dev["grad_bytes"], group, t)
+    beta = 2 * fwd + recompute + tp_bwd + cp_bwd + ep_layer / 2
+    dp_sync = 0.0
+    if zero < 3 and group > 1:
+        for i, n in enumerate(counts):
+            clock, end = 0.0, 0.0
+            if i == p - 1:  # the logits' backward comes first
+                clock = 2 * logits_fwd
+                end = clock + (gamma_embed if (p > 1 or not arch["tied"]) else 0.0)
+            for _ in range(n):
+                clock += beta
+                end = max(end, clock) + gamma
+            if i == 0:
+                clock += embed_time / 3
+                end = max(end, clock) + gamma_embed
+            slack = i * n * beta
+            dp_sync = max(dp_sync, end - clock - slack)
+    stage_params = max(counts[0] * params + embed * (2 if p == 1 and not arch["tied"] else 1),
+                       counts[-1] * params + embed if p > 1 else 0.0)
+    gather = 0.0
+    if 1 <= zero < 3:
+        gather = max(0.0, _collective("scatter", stage_params * dev["param_bytes"], group, t, lay) - counts[0] * fwd)
+    out["dp_exposed"] += dp_sync + gather
+    shard = group if zero >= 1 else 1
+    out["optimizer"] = 32 * stage_params / shard / dev["hbm"] * kappa
+    out["overhead_time"] = lay["overhead"] if gpus > 1 else 0.0
+    time = sum(out.values())
+
+    model_flops = 3 * B * s * (L * per_token + 2 * h * v)
+    extra = B * s * L * (per_token if rec == 2 else flops["core"] if rec == 1 else 0.0)
+    crossing = {"tp_exposed": _group_bw(t, 1, lay)[1], "cp_exposed": _group_bw(c, t, lay)[1],
+                "ep_exposed": ep_nic, "pp_exposed": pp_leaves, "dp_exposed": _group_bw(group, t, lay)[1]}
+    network = sum(out[key] for key, leaves in crossing.items() if leaves)
+
+    states = stage_params * (dev["param_bytes"] / (group if zero >= 3 else 1)
+                             + dev["grad_bytes"] / (group if zero >= 2 else 1) + 12 / shard)
+    kept = (2 * tokens * h / (t if sp else 1) if rec == 2 else lin_bytes if rec == 1
+            else lin_bytes + score_bytes)
+    flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
+    acts = max(counts[0] * kept * flight, counts[-1] * kept * (flight if p == 1 else 1) + 4 * tokens * v / t)
+    memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
+    out.update(iteration_time=time, tokens_per_s=B * s / time, mfu=model_flops / (time * dev["peak"] * gpus),
+               tflops_per_gpu=model_flops / (time * gpus) / 1e12,
+               hardware_tflops_per_gpu=(model_flops + extra) / (time * gpus) / 1e12,
+               memory_gb=memory / 1e9, fits=float(memory <= dev["memory"]), network_fraction=network / time,
+               status=0)
+    return out

@@ -1,0 +1,489 @@
+"""One training step of a transformer under tensor, pipeline, context, expert and data parallelism.
+
+Pure JAX, elementwise: every argument is an array of one shape (one value per
+configuration, or broadcastable scalars), so a block of configurations is one call
+with no ``vmap`` and no scan, and every layout parameter (tp, pp, ...) is traced:
+a sweep over layouts compiles once. SI units throughout (s, bytes, bytes/s, FLOP/s).
+:func:`tests.reference.layout_step` is the same model as a plain float64 loop.
+
+Notation (per configuration). Architecture: L layers, h hidden, a heads, g key/value
+heads, w_q = a x head dimension and w_kv = g x head dimension, f feed-forward width,
+v vocabulary, s sequence, E experts (0 = dense), k experts per token, f_e expert width,
+S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2). Layout: N GPUs, t = tp, p = pp,
+c = cp, e = ep, D = dp = N / (t p c), micro-batch b, global batch B, V chunks per
+pipeline stage (1 = 1F1B), m = B / (b D) micro-batches per step.
+
+Work per token and layer, forward (Narayanan et al., SC'21, section 5.1; the
+attention core counted in full, as Megatron counts it):
+
+    attn   = 4 h w_q + 4 h w_kv + 4 s w_q              (projections; scores and context)
+    mlp    = (6 or 4) h f                             (dense layer: gated or not)
+    moe    = (6 or 4) h f_e (k + S) I + 2 h E         (MoE layer: routed and shared experts,
+                                                       router; I = load imbalance >= 1)
+    F      = attn + ((L - L_e) mlp + L_e moe) / L     (the average layer)
+    logits = 2 h v
+
+A GPU of a TP x CP group handles b s / c tokens of each micro-batch and 1 / t of each
+layer's work: t_f = b s F / (c t peak eff) + (activation bytes A + weight bytes) / hbm,
+t_b = 2 t_f. Recomputation adds t_f (full) or the attention core's forward (selective:
+4 s w_q FLOPs per token and the 5 a s^2 b score bytes) to every layer's backward.
+
+Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Megatron
+orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
+t c D). The group stays inside one NVLink domain of Q GPUs when stride n <= Q and then
+runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
+the domain through the node's NICs, shared equally by the node's G GPUs (every GPU is in
+such a group, and they communicate at once), as netsweep's ``nccl-*`` collectives share
+``--nics-per-node``:
+
+    bw(n, stride) = W                                   inside a domain
+                  = min(W, K beta u / G)                across domains (K NICs of beta bit/s
+                                                         each, utilization u)
+    all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
+                  = 2 X / bw + 2 log2(n) lambda                  (tree; ``nccl`` takes the cheaper)
+    reduce-scatter, all-gather, all-to-all = (n - 1) / n X / bw + (n - 1) lambda
+    point-to-point = X / bw + lambda
+
+with X each member's buffer in bytes and lambda the per-step latency of traffic that
+leaves the domain (0 inside it).
+
+Per layer and micro-batch, on the GPU's critical path:
+- TP (Shoeybi et al. 2019; Korthikanti et al., MLSys'23): 2 all-reduces forward and
+  2 backward (2 more with full recompute) of X = b s h bytes_act / c (with sequence
+  parallelism each is a reduce-scatter plus an all-gather: the same time on a ring).
+- CP (ring attention): c - 1 exchanges of the K and V chunk, X = 2 b (s / c) w_kv
+  bytes_act / t, forward, and twice that backward, hidden behind the attention
+  core's compute up to its length: exposed = max(0, exchange - core).
+- EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
+  bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
+  NICs (the slower sets the time).
+- ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
+  gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
+  compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
+
+Pipeline (Narayanan et al., SC'21, section 2.2): layers split as evenly as they go
+(the first L mod p stages one more), the embedding on the first stage and the logits
+on the last. A stage's time per micro-batch T_i = its layers' forward, backward,
+recompute and exposed TP/CP/EP/ZeRO-3 time, plus 2 V point-to-point sends of the
+b s h bytes_act / (c t) boundary activations (scatter/gather). The slowest stage
+sets the pace:
+
+    T_pipe = (m + (p - 1) / V) T_max,      bubble = (p - 1) / V T_max
+
+Data parallelism (the paper's model, per stage): during the last micro-batch's
+backward, each layer's gradients (grad_bytes per parameter) become ready in turn and
+are reduced in FIFO order over the D c data-parallel GPUs (expert gradients over
+D c / e), an all-reduce at ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
+identical layers, ready every beta_b seconds from time s0, with per-layer reduction
+time gamma and the previous reduction ending at F, the recurrence
+end_i = max(end_{i-1}, s0 + i beta_b) + gamma ends at
+
+    end_n = max(F + n gamma, s0 + beta_b + n gamma, s0 + n beta_b + gamma)
+
+(exact: the max of linear terms in i is reached at i = 1 or i = n). The segments are
+the logits (last stage), the stage's layers, and the embedding (first stage); what
+ends after the stage's backward is exposed, less the stage's slack in the pipeline
+drain (stage i ends its backward i stage-backward times before the first). At
+ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
+first micro-batch's forward (exposed: the excess). Optimizer step: 32 bytes per
+parameter the GPU updates (Adam with fp32 master weights: read and write 16) at HBM
+bandwidth. Stragglers and slowdown stretch every compute term by
+
+    kappa = 1 + multi ((1 + slowdown) (1 + jitter e_N) - 1),     multi = [N > 1]
+
+and ``overhead`` is added once per step when N > 1 (as :mod:`kernels.overlap`):
+
+    iteration_time = T_pipe + dp_exposed + optimizer + multi overhead
+
+Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA
+and gated MLPs): weights, gradients and Adam states of the GPU's parameters (P_w
+bytes_param + P grad_bytes + 12 P, divided by D c for what ZeRO shards: optimizer
+states from 1, gradients from 2, weights at 3), and activations per layer and
+micro-batch of b (s / c) tokens
+
+    A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
+                                                             term dropped by selective)
+    all = 4 + (3 + 4 w_q / h + 4 w_kv / h) + (3 + (4 or 8) f / h)   (norms, attention, MLP:
+                                                                     34 for GPT-3's shape)
+    u_ = 10, s_ = all - 10     (TP without SP: norms, block inputs, dropout masks unsplit)
+    u_ = 0,  s_ = all          (with SP, or t = 1)
+    A_full = 2 b (s / c) h / (t if SP else 1)                       (full recompute)
+
+held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
+1F1B), times 1 + (p - 1) / (p V) when interleaved, plus the logits' fp32
+4 b (s / c) v / t on the last stage. ``fits`` compares the larger stage with the
+GPU's memory.
+
+Outputs per configuration: ``iteration_time`` (s), ``tokens_per_s``, ``mfu`` (model
+FLOPs 3 B s (L F + logits) over time x peak x N), ``tflops_per_gpu`` (model FLOPs),
+``hardware_tflops_per_gpu`` (adds the recomputed forward, as SC'21 counts),
+``memory_gb``, ``fits``, ``status`` (0 = a layout that can exist, else the first rule
+it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
+``bubble``, ``tp_exposed``, ``cp_exposed``, ``ep_exposed``, ``pp_exposed``,
+``dp_exposed``, ``optimizer``, ``overhead_time`` (they add up to ``iteration_time``;
+the ``_time`` names keep clear of the ``recompute`` and ``overhead`` dims) and
+``network_fraction``: the share of the step spent waiting on traffic that leaves the
+NVLink domain.
+"""
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+STATUS = (
+    "ok",
+    "gpus not divisible by tp x pp x cp",
+    "heads not divisible by tp",
+    "kv heads not divisible by tp",
+    "fewer layers than pp x chunks",
+    "global batch not divisible by micro-batch x dp",
+    "experts not divisible by ep (or ep > 1 on a dense model)",
+    "dp x cp not divisible by ep",
+    "sequence not divisible by 2 x cp",
+    "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
+    "tp x pp x cp x dp is not the GPU count",
+)
+OUTPUTS = ("iteration_time", "tokens_per_s", "mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gb",
+           "fits", "status", "compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed",
+           "pp_exposed", "dp_exposed", "optimizer", "overhead_time", "network_fraction")
+BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
+             "dp_exposed", "optimizer", "overhead_time")
+Value = Any  # a float array of configurations, or a scalar that broadcasts with them
+ADAM_BYTES = 12.0  # fp32 master weights, first and second moments, per parameter
+OPTIMIZER_TRAFFIC = 32.0  # Adam with fp32 master weights: 16 bytes per parameter read and written
+
+
+class Arch(NamedTuple):
+    """A transformer (each field a float array). ``q_width`` = heads x head dimension, ``kv_width`` = KV heads
+    x head dimension; ``experts`` 0 is a dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e."""
+
+    layers: Value
+    hidden: Value
+    heads: Value
+    kv_heads: Value
+    q_width: Value
+    kv_width: Value
+    ffn: Value
+    vocab: Value
+    seq: Value
+    experts: Value
+    top_k: Value
+    expert_ffn: Value
+    shared_experts: Value
+    moe_layers: Value
+    gated: Value
+    tied: Value
+
+
+class Device(NamedTuple):
+    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes), bytes per element."""
+
+    peak: Value
+    hbm: Value
+    memory: Value
+    param_bytes: Value
+    grad_bytes: Value
+    act_bytes: Value
+
+
+class Layout(NamedTuple):
+    """How the step is split and what it runs on.
+
+    gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
+    chunks (V), recompute (0 none, 1 selective, 2 full), sequence_parallel (0/1),
+    zero (0-3), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
+    nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
+    (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
+    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1).
+    """
+
+    gpus: Value
+    tp: Value
+    pp: Value
+    cp: Value
+    ep: Value
+    dp: Value
+    micro_batch: Value
+    global_batch: Value
+    chunks: Value
+    recompute: Value
+    sequence_parallel: Value
+    zero: Value
+    nvlink_domain: Value
+    nvlink_bw: Value
+    gpus_per_node: Value
+    nics_per_node: Value
+    bandwidth: Value
+    utilization: Value
+    latency: Value
+    collective: Value
+    efficiency: Value
+    overhead: Value
+    slowdown: Value
+    straggle: Value
+    imbalance: Value
+
+
+def _divides(n: Value, d: Value) -> Value:
+    return jnp.mod(n, jnp.maximum(d, 1)) == 0
+
+
+def group_bandwidth(size: Value, stride: Value, lay: Layout) -> tuple[Value, Value]:
+    """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart."""
+    inside = (size <= 1) | (stride * size <= lay.nvlink_domain)
+    nic = lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization / lay.gpus_per_node
+    return jnp.where(inside, lay.nvlink_bw, jnp.minimum(lay.nvlink_bw, nic)), ~inside
+
+
+def _steps_latency(steps: Value, crosses: Value, lay: Layout) -> Value:
+    return jnp.where(crosses, steps * lay.latency, 0.0)
+
+
+def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only: bool = False) -> Value:
+    """Seconds for each of ``size`` GPUs to all-reduce ``nbytes`` (ring, tree or the cheaper: ``collective``)."""
+    bw, crosses = group_bandwidth(size, stride, lay)
+    n = jnp.maximum(size, 1.0)
+    ring = 2.0 * (n - 1.0) / n * nbytes / bw + _steps_latency(2.0 * (n - 1.0), crosses, lay)
+    tree = 2.0 * nbytes / bw + _steps_latency(2.0 * jnp.ceil(jnp.log2(n)), crosses, lay)
+    if ring_only:
+        chosen = ring
+    else:
+        chosen = jnp.where(lay.collective == 0, ring, jnp.where(lay.collective == 1, tree, jnp.minimum(ring, tree)))
+    return jnp.where(n > 1, chosen, 0.0)
+
+
+def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Layout) -> Value:
+    """Seconds for a reduce-scatter or all-gather of a ``nbytes`` buffer (ring), or an all-to-all of it."""
+    bw, crosses = group_bandwidth(size, stride, lay)
+    n = jnp.maximum(size, 1.0)
+    return jnp.where(n > 1, (n - 1.0) / n * nbytes / bw + _steps_latency(n - 1.0, crosses, lay), 0.0)
+
+
+def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, duration: Value) -> Value:
+    """End of the last of ``count`` identical reductions, ready at start + i ready_every (i = 1..count),
+    each taking ``duration``, FIFO after one that ends at ``prev_end``; ``prev_end`` if count is 0."""
+    end = jnp.maximum(jnp.maximum(prev_end + count * duration, start + ready_every + count * duration),
+                      start + count * ready_every + duration)
+    return jnp.where(count > 0, end, prev_end)
+
+
+def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
+    """Every output of :data:`OUTPUTS` for each configuration (the module docstring's equations)."""
+    f32 = jnp.result_type(lay.bandwidth)
+    L, h, a, g, f, v, s = arch.layers, arch.hidden, arch.heads, arch.kv_heads, arch.ffn, arch.vocab, arch.seq
+    E, k, fe, S, Le = arch.experts, arch.top_k, arch.expert_ffn, arch.shared_experts, arch.moe_layers
+    t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.chunks
+    b, B = lay.micro_batch, lay.global_batch
+    mats = jnp.where(arch.gated > 0, 3.0, 2.0)
+
+    # --- which layouts can exist --------------------------------------------------------------------
+    model_parallel = t * p * c
+    dp = jnp.where(lay.dp > 0, lay.dp, jnp.floor(lay.gpus / model_parallel))
+    gpus = jnp.where(lay.dp > 0, dp * model_parallel, lay.gpus)
+    m = jnp.floor(B / jnp.maximum(b * dp, 1.0))
+    rules = [
+        ~_divides(gpus, model_parallel),
+        ~_divides(a, t),
+        ~_divides(g, t),
+        L < p * V,
+        ~_divides(B, b * dp) | (m < 1),
+        jnp.where(E > 0, ~_divides(E, e), e > 1),
+        ~_divides(dp * c, e),
+        jnp.where(c > 1, ~_divides(s, 2.0 * c), False),
+        (V > 1) & ((p < 2) | ~_divides(m, p)),
+        (lay.dp > 0) & (lay.gpus > 0) & (gpus != lay.gpus),
+    ]
+    status = jnp.zeros(jnp.shape(rules[0]), jnp.int32)
+    for code, broken in reversed(list(enumerate(rules, start=1))):
+        status = jnp.where(broken, code, status)
+    m = jnp.maximum(m, 1.0)
+    dp = jnp.maximum(dp, 1.0)
+
+    # --- work per layer and micro-batch on one GPU ----------------------------------------------------
+    tokens = b * s / c  # tokens of a micro-batch on one CP rank
+    kappa = 1.0 + jnp.where(gpus > 1, (1.0 + lay.slowdown) * (1.0 + lay.straggle) - 1.0, 0.0)
+    rate = dev.peak * lay.efficiency
+    qw, kvw = arch.q_width, arch.kv_width
+    core_flops = 4.0 * s * qw
+    proj_flops = 4.0 * h * qw + 4.0 * h * kvw
+    mlp_flops = mats * 2.0 * h * f
+    moe_flops = mats * 2.0 * h * fe * (k + S) * lay.imbalance + 2.0 * h * E
+    dense_layers = L - Le
+    layer_flops = proj_flops + core_flops + (dense_layers * mlp_flops + Le * moe_flops) / L
+    logits_flops = 2.0 * h * v
+
+    attn_params = 2.0 * h * qw + 2.0 * h * kvw + 2.0 * h
+    expert_params_moe = E * mats * h * fe
+    dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
+    expert_params = Le * expert_params_moe / L  # per average layer
+    layer_params = dense_params / t + expert_params / (t * e)  # on one GPU
+    embed_params = v * h / t
+
+    sp = lay.sequence_parallel > 0
+    mlp_act = 3.0 + jnp.where(arch.gated > 0, 8.0, 4.0) * f / h
+    attention_act = 3.0 + 4.0 * qw / h + 4.0 * kvw / h
+    total_lin = 4.0 + attention_act + mlp_act  # layernorms, attention, MLP: 34 for GPT-3's shape
+    unsplit = jnp.where(sp | (t <= 1), 0.0, 10.0)
+    score_bytes = 5.0 * a * tokens * s / t
+    lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t)
+    act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
+    weight_bytes = layer_params * dev.param_bytes
+
+    t_f = (tokens * layer_flops / t / rate + (act_layer + weight_bytes) / dev.hbm) * kappa
+    t_b = 2.0 * t_f
+    core_time = (tokens * core_flops / t / rate + score_bytes / dev.hbm) * kappa
+    recompute = jnp.where(lay.recompute >= 2, t_f, jnp.where(lay.recompute >= 1, core_time, 0.0))
+
+    # --- communication per layer and micro-batch ------------------------------------------------------
+    x_tp = tokens * h * dev.act_bytes
+    tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=False)
+    tp_ar = jnp.where(sp, all_reduce(x_tp, t, 1.0, lay, ring_only=True), tp_ar)
+    tp_forward = 2.0 * tp_ar
+    tp_backward = tp_ar * (2.0 + jnp.where(lay.recompute >= 2, 2.0, 0.0))
+    tp_layer = tp_forward + tp_backward
+    _, tp_cross = group_bandwidth(t, 1.0, lay)
+
+    kv_chunk = 2.0 * tokens * kvw * dev.act_bytes / t
+    cp_bw, cp_cross = group_bandwidth(c, t, lay)
+    cp_step = kv_chunk / cp_bw + jnp.where(cp_cross, lay.latency, 0.0)
+    cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
+    cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
+    cp_layer = cp_forward + cp_backward
+
+    x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
+    ep_stride = t * c
+    ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
+    nic_ep, ep_cross = group_bandwidth(e, ep_stride, lay)
+    inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
+    intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
+    a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
+    a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
+    ep_layer = 4.0 * a2a * Le / L
+    ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
+
+    dp_group = dp * c
+    dense_grads = dense_params / t * dev.grad_bytes
+    expert_grads = expert_params / (t * e) * dev.grad_bytes
+    zero = lay.zero
+    # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
+    ag3 = (scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay)
+           + scatter_or_gather(expert_params / (t * e) * dev.param_bytes, dp_group / e, t * e, lay))
+    rs3 = (scatter_or_gather(dense_grads, dp_group, t, lay)
+           + scatter_or_gather(expert_grads, dp_group / e, t * e, lay))
+    z3_layer = jnp.where(zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0)
+    _, dp_cross = group_bandwidth(dp_group, t, lay)
+
+    # --- stages ------------------------------------------------------------------------------------
+    base = jnp.floor(L / p)
+    extra = L - base * p  # the first `extra` stages hold one more layer
+    n_first = base + jnp.where(extra > 0, 1.0, 0.0)
+    n_last = jnp.where(p > 1, base + jnp.where(extra >= p, 1.0, 0.0), n_first)
+    n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
+    embed_time = 3.0 * tokens * h * dev.act_bytes / dev.hbm * kappa
+    logits_f = (tokens * logits_flops / t / rate + 4.0 * tokens * v / t * 2.0 / dev.hbm) * kappa
+    logits_b = 2.0 * logits_f
+    x_pp = tokens * h * dev.act_bytes / t
+    pp_bw, pp_cross = group_bandwidth(p, t * c * dp, lay)
+    pp_micro = jnp.where(p > 1, 2.0 * V * (x_pp / pp_bw + jnp.where(pp_cross, lay.latency, 0.0)), 0.0)
+
+    per_layer = {"compute": t_f + t_b, "recompute_time": recompute, "tp_exposed": tp_layer, "cp_exposed": cp_layer,
+                 "ep_exposed": ep_layer, "dp_exposed": z3_layer}
+
+    def stage(n, first, last):
+        parts = {key: n * val for key, val in per_layer.items()}
+        parts["compute"] = parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(
+            last, logits_f + logits_b, 0.0)
+        parts["pp_exposed"] = pp_micro
+        return parts
+
+    is_one = p <= 1
+    # The stages that can be slowest, in pipeline order: the first, stage 1 (the fullest middle one), the last.
+    stages = [stage(n_first, True, is_one), stage(n_mid, False, False), stage(n_last, False, True)]
+    exists = [jnp.ones_like(p, dtype=bool), p > 2, ~is_one]
+    totals = [jnp.where(ex, sum(st.values()), 0.0) for st, ex in zip(stages, exists)]
+    t_max = jnp.maximum(jnp.maximum(totals[0], totals[1]), totals[2])
+    first_is_slowest = totals[0] >= t_max
+    mid_is_slowest = ~first_is_slowest & (totals[1] >= t_max)
+    slow = {key: jnp.where(first_is_slowest, stages[0][key], jnp.where(mid_is_slowest, stages[1][key],
+                                                                         stages[2][key])) for key in stages[0]}
+
+    bubble_steps = (p - 1.0) / V
+    out = {key: m * val for key, val in slow.items()}
+    bubble = bubble_steps * t_max
+
+    # --- data-parallel synchronisation during the last micro-batch's backward -------------------------
+    gamma = (jnp.where(zero >= 1, scatter_or_gather(dense_grads, dp_group, t, lay),
+                       all_reduce(dense_grads, dp_group, t, lay))
+             + jnp.where(zero >= 1, scatter_or_gather(expert_grads, dp_group / e, t * e, lay),
+                         all_reduce(expert_grads, dp_group / e, t * e, lay)))
+    embed_grads = embed_params * dev.grad_bytes
+    gamma_embed = jnp.where(zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay),
+                            all_reduce(embed_grads, dp_group, t, lay))
+    beta = t_b + recompute + tp_backward + cp_backward + ep_layer / 2.0  # one layer's backward, as paced
+    untied = 1.0 - arch.tied
+
+    def exposed(n, first, last, slack):
+        head_ready = jnp.where(last, logits_b, 0.0)
+        end = jnp.where(last, head_ready + gamma_embed * jnp.where(is_one, untied, 1.0), 0.0)
+        end = fifo_end(end, head_ready, n, beta, gamma)
+        backward_end = head_ready + n * beta
+        end = jnp.where(first, jnp.maximum(end, backward_end + embed_time / 3.0) + gamma_embed, end)
+        backward_end = backward_end + jnp.where(first, embed_time / 3.0, 0.0)
+        return jnp.maximum(0.0, end - backward_end - slack)
+
+    dp_sync = exposed(n_first, True, is_one, 0.0)
+    dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
+    dp_sync = jnp.maximum(dp_sync, jnp.where(exists[2], exposed(n_last, False, True, (p - 1.0) * n_last * beta),
+                                             0.0))
+    dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
+    # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
+    # holds the output layer (Megatron keeps a copy of tied embeddings there).
+    stage_params = jnp.maximum(n_first * layer_params + embed_params * (1.0 + jnp.where(is_one, untied, 0.0)),
+                               jnp.where(exists[2], n_last * layer_params + embed_params, 0.0))
+    gather = scatter_or_gather(stage_params * dev.param_bytes, dp_group, t, lay)
+    gather_exposed = jnp.where((zero >= 1) & (zero < 3), jnp.maximum(0.0, gather - n_first * t_f), 0.0)
+    out["dp_exposed"] = out["dp_exposed"] + dp_sync + gather_exposed
+
+    shard = jnp.where(zero >= 1, dp_group, 1.0)
+    optimizer = OPTIMIZER_TRAFFIC * stage_params / shard / dev.hbm * kappa
+    overhead = jnp.where(gpus > 1, lay.overhead, 0.0)
+    out.update(bubble=bubble, optimizer=optimizer, overhead_time=overhead)
+    iteration: Value = sum(out[key] for key in BREAKDOWN)
+
+    # --- what the step achieves --------------------------------------------------------------------
+    step_tokens = B * s
+    model_flops = 3.0 * step_tokens * (L * layer_flops + logits_flops)
+    recompute_flops = step_tokens * L * jnp.where(lay.recompute >= 2, layer_flops,
+                                                  jnp.where(lay.recompute >= 1, core_flops, 0.0))
+    network = (jnp.where(tp_cross, out["tp_exposed"], 0.0) + jnp.where(cp_cross, out["cp_exposed"], 0.0)
+               + jnp.where(ep_waits_on_nic, out["ep_exposed"], 0.0) + jnp.where(pp_cross, out["pp_exposed"], 0.0)
+               + jnp.where(dp_cross, out["dp_exposed"], 0.0))
+
+    # --- memory per GPU ------------------------------------------------------------------------------
+    weights_div = jnp.where(zero >= 3, dp_group, 1.0)
+    grads_div = jnp.where(zero >= 2, dp_group, 1.0)
+    states = stage_params * (dev.param_bytes / weights_div + dev.grad_bytes / grads_div + ADAM_BYTES / shard)
+    act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
+    act_kept = jnp.where(lay.recompute >= 2, act_full, jnp.where(lay.recompute >= 1, lin_bytes, act_layer))
+    in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
+    activations = jnp.maximum(n_first * act_kept * in_flight,
+                              n_last * act_kept * jnp.where(is_one, in_flight, 1.0) + 4.0 * tokens * v / t)
+    gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's
+    memory = states + gathered + activations
+
+    ok = status == 0
+    nan = jnp.asarray(jnp.nan, f32)
+    result = {key: out[key] for key in BREAKDOWN}
+    result.update(
+        iteration_time=iteration,
+        tokens_per_s=step_tokens / iteration,
+        mfu=model_flops / (iteration * dev.peak * gpus),
+        tflops_per_gpu=model_flops / (iteration * gpus) / 1e12,
+        hardware_tflops_per_gpu=(model_flops + recompute_flops) / (iteration * gpus) / 1e12,
+        memory_gb=memory / 1e9,
+        network_fraction=network / iteration,
+    )
+    result = {key: jnp.where(ok, val, nan).astype(f32) for key, val in result.items()}
+    result["fits"] = jnp.where(ok, (memory <= dev.memory).astype(f32), nan).astype(f32)
+    result["status"] = status
+    return result

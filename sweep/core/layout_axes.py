@@ -1,0 +1,91 @@
+"""The vocabulary of the layout family (large transformers under TP, PP, CP, EP and DP), defined once.
+
+A layout sweep (``sweep grid --model llama3-70b --tp ...`` and ``sweep plan``) has
+its own dims: what is trained (``model``, ``gpu``, ``precision``), how it is laid
+out (``tp``, ``pp``, ...: :data:`LAYOUT_DIMS`, the dims ``sweep plan`` searches) and
+what it runs on (the network, shared with the data-parallel family: ``bandwidth``,
+``utilization``, ``nics_per_node``, ``latency``, ``collective``). Numeric axes reuse
+:class:`~sweep.core.schema.AxisSpec` (option, units, bounds, default, SI factor) and
+the shared ones are the data-parallel family's own specs. Pure Python, so ``--help``
+stays fast.
+"""
+
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, AxisSpec
+
+SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
+RECOMPUTES = ("none", "selective", "full")
+LAYOUT_COLLECTIVES = ("ring", "tree", "nccl")  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
+LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
+
+_LAYOUT_AXES = (
+    AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
+    AxisSpec("dp", "--dp", "1", "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)", True, 1, 1e7,
+             "", 1.0),
+    AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
+    AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
+    AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
+    AxisSpec("zero", "--zero", "1", "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP", True, 0,
+             3, "0", 1.0),
+    AxisSpec("sequence_parallel", "--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True,
+             0, 1, "1", 1.0),
+    AxisSpec("nvlink_domain", "--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1,
+             1e6, "", 1.0),
+    AxisSpec("nvlink_bw", "--nvlink-bw", "GB/s", "NVLink bandwidth per GPU, one direction (default: the GPU's)",
+             False, 1e-3, 1e6, "", 1e9),
+    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.55",
+             1.0),
+    AxisSpec("imbalance", "--imbalance", "1", "MoE load imbalance: the busiest expert's tokens over the mean",
+             False, 1, 100, "1", 1.0),
+)
+LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
+SHARED_AXES = ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
+               "jitter")
+AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
+
+# Cube order: the outer dims (what is trained and what it runs on; `sweep plan` keeps them), then the
+# layout dims (`sweep plan` searches them). A block of a sweep is R outer cells by C layouts.
+TEXT_DIMS = ("model", "gpu", "precision", "schedule", "recompute", "collective")
+OUTER = ("model", "gpu", "precision", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
+         "nics_per_node", "bandwidth", "utilization", "latency", "collective", "efficiency", "imbalance", "overhead",
+         "slowdown", "jitter")
+INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
+DIMS = OUTER + INNER
+SYSTEM_DIMS = ("gpus_per_node", "nvlink_domain", "nvlink_bw", "nics_per_node", "bandwidth")  # 0: the GPU's system
+LONG_NAMES = {"model": "transformer", "gpu": "GPU preset", "precision": "training precision",
+              "schedule": "pipeline schedule", "recompute": "activation recomputation",
+              "collective": "collective algorithm"}
+
+# Output variables: name -> (units, long name), in cube order.
+VARIABLES: dict[str, tuple[str, str]] = {
+    "iteration_time": ("s", "time of one training step"),
+    "tokens_per_s": ("1/s", "tokens trained per second"),
+    "mfu": ("1", "model FLOPs utilization: model FLOPs / (time x peak x GPUs)"),
+    "tflops_per_gpu": ("TFLOP/s", "model FLOPs per second per GPU"),
+    "hardware_tflops_per_gpu": ("TFLOP/s", "FLOPs per second per GPU, the recomputed forward included"),
+    "memory_gb": ("GB", "memory per GPU: weights, gradients, optimizer states, activations"),
+    "fits": ("1", "1 if the memory fits the GPU, else 0"),
+    "status": ("1", "0 if the layout can exist, else the rule it breaks (attribute 'rules')"),
+    "compute": ("s", "forward and backward compute of the slowest stage"),
+    "recompute_time": ("s", "recomputed forward"),
+    "bubble": ("s", "pipeline fill and drain"),
+    "tp_exposed": ("s", "tensor-parallel communication"),
+    "cp_exposed": ("s", "context-parallel exchange not hidden behind attention"),
+    "ep_exposed": ("s", "expert-parallel all-to-alls"),
+    "pp_exposed": ("s", "pipeline point-to-point activations"),
+    "dp_exposed": ("s", "data-parallel synchronisation not hidden behind the backward pass"),
+    "optimizer": ("s", "optimizer step"),
+    "overhead_time": ("s", "time per step nothing overlaps"),
+    "network_fraction": ("1", "share of the step spent waiting on traffic that leaves the NVLink domain"),
+}
+BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
+             "dp_exposed", "optimizer", "overhead_time")
+
+
+def coordinate_attrs(dim: str) -> dict[str, str]:
+    """``units`` and ``long_name`` of a layout cube's coordinate."""
+    if dim in AXES:
+        return {"units": AXES[dim].units, "long_name": AXES[dim].long_name}
+    return {"units": "", "long_name": LONG_NAMES[dim]}

@@ -1,0 +1,373 @@
+"""Layout sweeps: large transformers over TP x PP x CP x EP x DP layouts and networks, evaluated in blocks.
+
+A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_axes`),
+in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
+GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
+schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
+Every dim's values live on the device once per sweep; a block is ``R`` outer cells by
+``C`` layouts, named by two start offsets, and the device unravels them into each
+dim's index and gathers the values itself, so a block needs no host-side input at
+all and every block has the same shape: a sweep compiles once.
+
+Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
+dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
+``nics_per_node`` or ``bandwidth`` means "the GPU preset's system" (resolved per
+cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line says.
+"""
+
+import dataclasses
+import functools
+import math
+from collections.abc import Iterable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from netsweep_jax.kernels import layout as kernel
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import (
+    AXES,
+    DIMS,
+    INNER,
+    LAYOUT_COLLECTIVES,
+    LAYOUT_PRECISIONS,
+    OUTER,
+    RECOMPUTES,
+    SYSTEM_DIMS,
+    VARIABLES,
+    coordinate_attrs,
+)
+from netsweep_jax.sweep.core.schema import show
+from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.engine.compiled import layout_block_best, layout_block_outputs
+from netsweep_jax.sweep.model.collectives import expected_max_normal
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
+
+BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
+MAX_COLUMNS = 2**16
+MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
+
+# Precision -> (parameter bytes, gradient bytes, activation bytes, matrix peak: "half" or "fp8").
+# Megatron-LM keeps bf16 models' gradients in fp32 (main_grad) and reduces them in fp32
+# (``accumulate_allreduce_grads_in_fp32`` is forced on for bf16); fp16 gradients stay 2 bytes.
+# fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations.
+PRECISION_BYTES = {"bf16": (2.0, 4.0, 2.0, "half"), "fp16": (2.0, 2.0, 2.0, "half"), "fp8": (2.0, 4.0, 2.0, "fp8")}
+# e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
+_STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
+
+
+@functools.lru_cache(maxsize=1)
+def straggle_table() -> tuple[np.ndarray, np.ndarray]:
+    """(log2 N [Q], e_N [Q]): the expected maximum of N standard normals (:mod:`sweep.model.collectives`),
+    which the device interpolates in log2 N for each cell's GPU count (error < 1e-4)."""
+    return np.log2(_STRAGGLE_N), expected_max_normal(_STRAGGLE_N)
+
+
+def parse_schedule(text: str) -> float:
+    """``1f1b`` -> 1, ``interleaved:V`` -> V (model chunks per pipeline stage, V >= 2)."""
+    name, _, chunks = text.strip().lower().partition(":")
+    if name == "1f1b" and not chunks:
+        return 1.0
+    if name == "interleaved" and chunks.isdigit() and 2 <= int(chunks) <= 1024:
+        return float(chunks)
+    raise InputError(f"{text!r}: must be 1f1b or interleaved:V with V from 2 to 1024", param="schedule")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutGrid:
+    """A validated layout sweep.
+
+    Attributes:
+      models: the transformers, one per ``model`` coordinate.
+      names: {text dim: coordinate names} for model, gpu, precision, schedule, recompute, collective.
+      values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
+      dtype: compute dtype.
+      assumed: what was assumed that the user did not set, one phrase each.
+      variables: the outputs to keep.
+    """
+
+    models: tuple[LLM, ...]
+    names: dict[str, tuple[str, ...]]
+    values: dict[str, np.ndarray]
+    dtype: str = "float32"
+    assumed: tuple[str, ...] = ()
+    variables: tuple[str, ...] = tuple(VARIABLES)
+
+    def coords(self) -> dict[str, np.ndarray]:
+        """Each dim's coordinate values, in cube order."""
+        return {d: np.asarray(self.names[d]) if d in self.names else self.values[d] for d in DIMS}
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {d: len(v) for d, v in self.coords().items()}
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes.values())
+
+    @property
+    def outer_size(self) -> int:
+        return math.prod(self.sizes[d] for d in OUTER)
+
+    @property
+    def inner_size(self) -> int:
+        return math.prod(self.sizes[d] for d in INNER)
+
+    def codes(self) -> dict[str, np.ndarray]:
+        """Each dim's values as the kernel reads them (SI units; text dims as codes)."""
+        out = {}
+        for d in DIMS:
+            if d == "model" or d == "gpu" or d == "precision":
+                out[d] = np.arange(self.sizes[d], dtype=np.float64)
+            elif d == "schedule":
+                out[d] = np.array([parse_schedule(s) for s in self.names[d]])
+            elif d == "recompute":
+                out[d] = np.array([RECOMPUTES.index(s) for s in self.names[d]], np.float64)
+            elif d == "collective":
+                out[d] = np.array([LAYOUT_COLLECTIVES.index(s) for s in self.names[d]], np.float64)
+            else:
+                out[d] = self.values[d] * AXES[d].to_si
+        return out
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """Per-model, per-GPU and per-precision constants the device gathers from."""
+        arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
+        gpus = np.array([_gpu_row(g) for g in self.names["gpu"]])
+        precision = np.array([PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",)
+                              for p in self.names["precision"]], np.float64)
+        log_n, e_n = straggle_table()
+        return {"arch": arch, "gpu": gpus, "precision": precision, "log_n": log_n, "e_n": e_n}
+
+
+def _arch_row(m: LLM) -> kernel.Arch:
+    return kernel.Arch(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
+                       q_width=m.heads * m.head_dim, kv_width=m.kv_heads * m.head_dim, ffn=m.ffn, vocab=m.vocab,
+                       seq=m.seq, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
+                       shared_experts=m.shared_experts, moe_layers=m.moe_layers, gated=float(m.mlp == "swiglu"),
+                       tied=float(m.tied))
+
+
+def _gpu_row(name: str) -> tuple[float, ...]:
+    g = GPUS[name]
+    return (g.half, g.fp8, g.hbm, g.memory, g.nvlink, g.domain, g.gpus_per_node, g.nics, g.nic_gbps * 1e9)
+
+
+def _values(name: str, given: object, default: str | None) -> np.ndarray:
+    spec = AXES[name]
+    text = given if given is not None else default
+    if text is None or text == "":
+        return np.zeros(1)
+    if isinstance(text, (int, float, np.integer, np.floating)):
+        text = show(float(text))
+    elif not isinstance(text, str) and isinstance(text, Iterable):
+        text = ",".join(show(float(v)) for v in text)
+    return parse_values(text, spec)
+
+
+def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: str = "h100",
+                     precision: str = "bf16", gpus: object = None, dp: object = None, tp: object = None,
+                     pp: object = None, cp: object = None, ep: object = None, micro_batch: object = None,
+                     global_batch: object = None, schedule: str = "1f1b", recompute: str = "none",
+                     sequence_parallel: object = None, zero: object = None, nvlink_domain: object = None,
+                     nvlink_bw: object = None, gpus_per_node: object = None, nics_per_node: object = None,
+                     bandwidth: object = None, utilization: object = None, latency: object = None,
+                     collective: str = "nccl", efficiency: object = None, imbalance: object = None,
+                     overhead: object = None, slowdown: object = None, jitter: object = None,
+                     dtype: str = "float32", search: dict[str, str] | None = None) -> LayoutGrid:
+    """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
+
+    ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
+    """
+    models: list[LLM] = []
+    model_names: list[str] = []
+    if arch is not None:
+        models.append(parse_arch(arch))
+        model_names.append("arch")
+    if model is not None:
+        for name in parse_names(model, "model", tuple(LLMS)):
+            models.append(resolve_llm(name))
+            model_names.append(name.lower())
+    if not models:
+        raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+    names = {
+        "model": tuple(model_names),
+        "gpu": tuple(n.lower() for n in parse_names(gpu, "gpu", tuple(GPUS))),
+        "precision": tuple(n.lower() for n in parse_names(precision, "precision", LAYOUT_PRECISIONS)),
+        "schedule": tuple(_schedules(schedule)),
+        "recompute": tuple(parse_names(recompute, "recompute", RECOMPUTES)),
+        "collective": tuple(parse_names(collective, "collective", LAYOUT_COLLECTIVES)),
+    }
+    for g in names["gpu"]:
+        if "fp8" in names["precision"] and GPUS[g].fp8 == 0:
+            raise InputError(f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision")
+    if gpus is None and dp is None:
+        raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
+    if global_batch is None:
+        raise InputError("give the global batch in samples (e.g. --global-batch 1024)", param="global_batch")
+    search = search or {}
+    given = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, global_batch=global_batch,
+                 sequence_parallel=sequence_parallel, zero=zero, nvlink_domain=nvlink_domain, nvlink_bw=nvlink_bw,
+                 gpus_per_node=gpus_per_node, nics_per_node=nics_per_node, bandwidth=bandwidth,
+                 utilization=utilization, latency=latency, efficiency=efficiency, imbalance=imbalance,
+                 overhead=overhead, slowdown=slowdown, jitter=jitter)
+    values = {}
+    for name, value in given.items():
+        default = search.get(name, AXES[name].default)
+        if name in SYSTEM_DIMS:
+            default = ""  # the GPU preset's, resolved per cell
+        if name == "efficiency":
+            default = show(EFFICIENCY)
+        values[name] = _values(name, value, default)
+    if not any(v for k, v in given.items() if k in ("ep",)) and "ep" not in search:
+        values["ep"] = np.ones(1)
+    assumed = _assumed(given, names, models, search)
+    return LayoutGrid(tuple(models), names, values, dtype, assumed)
+
+
+def _schedules(text: str) -> list[str]:
+    items = [s.strip().lower() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise InputError("'': give a schedule (1f1b or interleaved:V)", param="schedule")
+    for item in items:
+        parse_schedule(item)
+    if len(set(items)) != len(items):
+        raise InputError(f"{text!r}: a schedule appears twice", param="schedule")
+    return items
+
+
+def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple[str, ...]:
+    out = []
+    for g in names["gpu"]:
+        spec = GPUS[g]
+        parts = [f"{AXES[d].option.lstrip('-')} {v}" for d, v in (
+            ("nvlink_domain", show(spec.domain)), ("nvlink_bw", f"{show(spec.nvlink / 1e9)} GB/s"),
+            ("gpus_per_node", show(spec.gpus_per_node)), ("nics_per_node", show(spec.nics)),
+            ("bandwidth", f"{show(spec.nic_gbps)} Gbit/s")) if given[d] is None]
+        if parts:
+            out.append(f"{g}: {spec.system} ({', '.join(parts)})")
+    if given["efficiency"] is None:
+        out.append(f"matrix efficiency {show(EFFICIENCY)}")
+    if given["utilization"] is None:
+        out.append("utilization 1 (the links' full rate)")
+    for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
+        if given[d] is None:
+            out.append(f"{AXES[d].option} {search.get(d, AXES[d].default)}")
+    return tuple(out)
+
+
+# --- evaluation ----------------------------------------------------------------------------------------
+
+
+def _device_args(grid: LayoutGrid):
+    dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
+    codes = grid.codes()
+    values = {d: jnp.asarray(codes[d], dtype) for d in DIMS}
+    tables = {k: jnp.asarray(v, dtype) for k, v in grid.tables().items()}
+    return values, tables, dtype
+
+
+def _block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
+    cols = min(grid.inner_size, MAX_COLUMNS, block_configs)
+    rows = max(1, min(grid.outer_size, block_configs // cols))
+    return rows, cols
+
+
+def evaluate_layouts_arrays(grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress=None) -> dict:
+    """Every output over the whole grid: dict name -> array of ``grid.shape``."""
+    if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
+        raise InputError(f"{grid.outer_size * grid.inner_size:,} configurations are too many to keep; "
+                         f"search them with sweep plan (it keeps the best layouts only)", param="gpus")
+    if grid.inner_size >= 2**31 or grid.outer_size >= 2**31:
+        raise InputError("more than 2^31 layouts or settings in one sweep", param="gpus")
+    rows, cols = _block_shape(grid, block_configs)
+    sizes = grid.sizes
+    outer_sizes = tuple(sizes[d] for d in OUTER)
+    inner_sizes = tuple(sizes[d] for d in INNER)
+    full = {name: np.empty((grid.outer_size, grid.inner_size), np.int32 if name == "status" else
+                           np.dtype(grid.dtype)) for name in grid.variables}
+    with jax.enable_x64(grid.dtype == "float64"):
+        values, tables, dtype = _device_args(grid)
+        for o in range(0, grid.outer_size, rows):
+            for i in range(0, grid.inner_size, cols):
+                out = layout_block_outputs(jnp.int32(o), jnp.int32(i), values, tables, rows=rows, cols=cols,
+                                    outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype,
+                                    variables=grid.variables)
+                r = min(rows, grid.outer_size - o)
+                c = min(cols, grid.inner_size - i)
+                for name, a in out.items():
+                    full[name][o:o + r, i:i + c] = np.asarray(a)[:r, :c]
+                if progress:
+                    progress(r * c)
+    return {name: a.reshape(grid.shape) for name, a in full.items()}
+
+
+def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
+    """The grid's outputs as an ``xarray.Dataset`` with units, the status rules and what was assumed."""
+    coords = {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items()}
+    data = {}
+    for name, a in arrays.items():
+        units, long_name = VARIABLES[name]
+        attrs = {"units": units, "long_name": long_name}
+        if name == "status":
+            attrs["rules"] = "; ".join(f"{i}: {rule}" for i, rule in enumerate(kernel.STATUS))
+        data[name] = xr.Variable(DIMS, a, attrs)
+    attrs = {"family": "layouts", "dtype": grid.dtype, "assumed": "; ".join(grid.assumed),
+             "models": "; ".join(f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"],
+                                                                                       grid.models))}
+    return xr.Dataset(data, coords=coords, attrs=attrs)
+
+
+def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CONFIGS, progress=None) -> dict:
+    """The ``keep`` fastest feasible layouts of every outer cell.
+
+    Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
+    layout index, and every output at them [O, K] (O = the outer cells in cube order)."""
+    if grid.inner_size >= 2**31 or grid.outer_size >= 2**31:
+        raise InputError("more than 2^31 layouts or settings in one sweep", param="gpus")
+    keep = min(keep, grid.inner_size)
+    rows, cols = _block_shape(grid, block_configs)
+    cols = max(cols, keep)
+    sizes = grid.sizes
+    outer_sizes = tuple(sizes[d] for d in OUTER)
+    inner_sizes = tuple(sizes[d] for d in INNER)
+    # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
+    best = {"score": np.full((grid.outer_size, keep), -np.inf),
+            "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64)}
+    picked: dict[str, np.ndarray] = {}
+    with jax.enable_x64(grid.dtype == "float64"):
+        values, tables, dtype = _device_args(grid)
+        for o in range(0, grid.outer_size, rows):
+            r = min(rows, grid.outer_size - o)
+            for i in range(0, grid.inner_size, cols):
+                score, where, out = layout_block_best(jnp.int32(o), jnp.int32(i), values, tables, rows=rows, cols=cols,
+                                               outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype,
+                                               keep=keep)
+                score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r]
+                out = {k: np.asarray(v)[:r] for k, v in out.items()}
+                _merge(best, picked, slice(o, o + r), score, where, out, keep)
+                if progress:
+                    progress(r * min(cols, grid.inner_size - i))
+    missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
+    best["layout"][missing] = -1
+    for v in picked.values():
+        if v.dtype.kind == "f":
+            v[missing] = np.nan
+    return best | picked
+
+
+def _merge(best, picked, rows, score, where, out, keep):
+    """Fold a block's candidates into the running best (ties: the lower layout index first)."""
+    if not picked:
+        for k, v in out.items():
+            picked[k] = np.full((best["score"].shape[0], keep), np.nan if v.dtype.kind == "f" else -1, v.dtype)
+    scores = np.concatenate([best["score"][rows], score], axis=1)
+    layouts = np.concatenate([best["layout"][rows], where], axis=1)
+    order = np.lexsort((layouts, -scores), axis=1)[:, :keep]
+    best["score"][rows] = np.take_along_axis(scores, order, axis=1)
+    best["layout"][rows] = np.take_along_axis(layouts, order, axis=1)
+    for k, v in out.items():
+        both = np.concatenate([picked[k][rows], v], axis=1)
+        picked[k][rows] = np.take_along_axis(both, order, axis=1)

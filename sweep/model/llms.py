@@ -1,0 +1,194 @@
+"""Large transformers by shape: ``--arch`` and the named presets of published models.
+
+A :class:`LLM` is what the layout model (:mod:`kernels.layout`) needs of a dense or
+mixture-of-experts decoder: depth, widths, heads, vocabulary, sequence, experts.
+``--arch layers=96,hidden=12288,heads=96,seq=2048,vocab=51200`` builds one; the
+presets (``LLMS``) are the public configurations of published models:
+
+- ``gpt3-175b``: Brown et al., "Language Models are Few-Shot Learners" (NeurIPS 2020),
+  Table 2.1; vocabulary 51200 and tied embeddings as Megatron-LM trains it (Narayanan
+  et al., SC'21, Table 1).
+- ``llama3-8b``, ``llama3-70b``, ``llama3-405b``: Llama Team, "The Llama 3 Herd of
+  Models" (2024), Table 3 (layers, width, FFN, heads, KV heads, vocabulary 128256);
+  sequence 8192 as the Megatron recipes train them.
+- ``deepseek-v3-like``: DeepSeek-V3 Technical Report (2024), section 4.2: 61 layers,
+  hidden 7168, 128 heads, 256 routed experts (top 8) of width 2048 and 1 shared, the
+  first 3 layers dense (FFN 18432), vocabulary 129280. Multi-head latent attention is
+  modelled as plain multi-head attention of head dimension 128: hence "like". Its
+  routed experts and total (688B against 671B) match; its attention is larger than
+  the latent one, so 54.8B parameters are active per token against the published 37B.
+- ``qwen3-30b-a3b``, ``qwen3-235b-a22b``: the Qwen3 Technical Report (2025), Table 2
+  (layers, heads, KV heads, experts 128 with 8 active), widths from their published
+  ``config.json`` (hidden 2048 / 4096, expert FFN 768 / 1536, head dimension 128).
+- ``gpt-oss-120b``: OpenAI's gpt-oss model card (2025): 36 layers, hidden 2880, 64
+  query and 8 KV heads of dimension 64, 128 experts (top 4) of width 2880.
+
+Parameter counts (:meth:`LLM.parameters`) count the matrices, embeddings and norm
+weights; the tests check each preset against its published size.
+"""
+
+import dataclasses
+
+from netsweep_jax.sweep.core.errors import InputError
+
+MLPS = ("gelu", "swiglu")
+
+
+@dataclasses.dataclass(frozen=True)
+class LLM:
+    """A decoder-only transformer.
+
+    Attributes:
+      layers, hidden, heads: depth, width, query heads.
+      seq, vocab: tokens per sample, vocabulary size.
+      ffn: dense feed-forward width (default 4 x hidden).
+      kv_heads: key/value heads (grouped-query attention; default = heads).
+      head_dim: width of a head (default hidden / heads).
+      mlp: ``gelu`` (2 matrices) or ``swiglu`` (3).
+      experts, top_k, expert_ffn, shared_experts: routed experts (0 = dense), experts per
+        token, an expert's width (default ffn), always-active experts.
+      moe_every, first_dense: every ``moe_every``-th layer after the first ``first_dense``
+        is a mixture-of-experts layer.
+      tied: the output layer shares the token embedding.
+      source: where the shape comes from.
+    """
+
+    layers: int
+    hidden: int
+    heads: int
+    seq: int
+    vocab: int
+    ffn: int = 0
+    kv_heads: int = 0
+    head_dim: int = 0
+    mlp: str = "gelu"
+    experts: int = 0
+    top_k: int = 1
+    expert_ffn: int = 0
+    shared_experts: int = 0
+    moe_every: int = 1
+    first_dense: int = 0
+    tied: bool = False
+    source: str = ""
+
+    def __post_init__(self):
+        for name in ("ffn", "kv_heads", "head_dim", "expert_ffn"):
+            if getattr(self, name) == 0:
+                default = {"ffn": 4 * self.hidden, "kv_heads": self.heads,
+                           "head_dim": self.hidden // max(self.heads, 1), "expert_ffn": self.ffn or 4 * self.hidden}
+                object.__setattr__(self, name, default[name])
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts."""
+        if self.experts == 0:
+            return 0
+        return max(0, (self.layers - self.first_dense + self.moe_every - 1) // self.moe_every)
+
+    @property
+    def matrices(self) -> int:
+        return 3 if self.mlp == "swiglu" else 2
+
+    def parameters(self) -> dict[str, float]:
+        """Parameter counts: ``total``, ``active`` (per token), ``expert`` (routed experts)."""
+        h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
+        attention = h * q * 2 + h * kv * 2 + 2 * h
+        dense_mlp = self.matrices * h * self.ffn
+        expert = self.matrices * h * self.expert_ffn
+        moe = self.moe_layers
+        shared = moe * (self.shared_experts * expert + h * self.experts)
+        routed = moe * self.experts * expert
+        embeddings = self.vocab * h * (1 if self.tied else 2)
+        body = self.layers * attention + (self.layers - moe) * dense_mlp + shared + h
+        active = body + moe * self.top_k * expert + embeddings
+        return {"total": body + routed + embeddings, "active": active, "expert": routed}
+
+    def describe(self) -> str:
+        """One line: size, shape, experts."""
+        n = self.parameters()
+        size = f"{n['total'] / 1e9:.1f}B" + (f" ({n['active'] / 1e9:.1f}B active)" if self.experts else "")
+        moe = f", {self.experts} experts top-{self.top_k}" if self.experts else ""
+        return (f"{size}: {self.layers} layers, hidden {self.hidden}, {self.heads} heads"
+                f"{'' if self.kv_heads == self.heads else f' ({self.kv_heads} KV)'}, {self.mlp}{moe}, "
+                f"seq {self.seq}, vocab {self.vocab}")
+
+
+LLMS = {
+    "gpt3-175b": LLM(96, 12288, 96, 2048, 51200, tied=True,
+                     source="Brown et al. 2020, Table 2.1; Narayanan et al. SC'21, Table 1 (vocab 51200)"),
+    "llama3-8b": LLM(32, 4096, 32, 8192, 128256, ffn=14336, kv_heads=8, mlp="swiglu",
+                     source="Llama 3 Herd of Models 2024, Table 3"),
+    "llama3-70b": LLM(80, 8192, 64, 8192, 128256, ffn=28672, kv_heads=8, mlp="swiglu",
+                      source="Llama 3 Herd of Models 2024, Table 3"),
+    "llama3-405b": LLM(126, 16384, 128, 8192, 128256, ffn=53248, kv_heads=8, mlp="swiglu",
+                       source="Llama 3 Herd of Models 2024, Table 3"),
+    "deepseek-v3-like": LLM(61, 7168, 128, 4096, 129280, ffn=18432, head_dim=128, mlp="swiglu", experts=256,
+                            top_k=8, expert_ffn=2048, shared_experts=1, first_dense=3,
+                            source="DeepSeek-V3 Technical Report 2024, section 4.2 (MLA as MHA)"),
+    "qwen3-30b-a3b": LLM(48, 2048, 32, 4096, 151936, ffn=6144, kv_heads=4, head_dim=128, mlp="swiglu",
+                         experts=128, top_k=8, expert_ffn=768, source="Qwen3 Technical Report 2025, Table 2"),
+    "qwen3-235b-a22b": LLM(94, 4096, 64, 4096, 151936, ffn=12288, kv_heads=4, head_dim=128, mlp="swiglu",
+                           experts=128, top_k=8, expert_ffn=1536, source="Qwen3 Technical Report 2025, Table 2"),
+    "gpt-oss-120b": LLM(36, 2880, 64, 4096, 201088, ffn=2880, kv_heads=8, head_dim=64, mlp="swiglu", experts=128,
+                        top_k=4, expert_ffn=2880, source="OpenAI gpt-oss model card 2025"),
+}
+
+_INTEGER_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads", "head_dim", "experts", "top_k",
+                 "expert_ffn", "shared_experts", "moe_every", "first_dense")
+ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied")
+REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
+MAX_SIZE = 10**7  # any width, depth or count above this is a typo, not a model
+
+
+def parse_arch(text: str) -> LLM:
+    """``layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,ffn=,kv_heads=,...]`` -> :class:`LLM`."""
+    values: dict[str, object] = {}
+    for item in str(text).split(","):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise InputError(f"{item.strip()!r}: write key=value, e.g. layers=96 (keys: {', '.join(ARCH_KEYS)})",
+                             param="arch")
+        if key not in ARCH_KEYS:
+            raise InputError(f"{key!r} is not a key; keys: {', '.join(ARCH_KEYS)}", param="arch")
+        if key in values:
+            raise InputError(f"{key} is given twice", param="arch")
+        if key == "mlp":
+            if value not in MLPS:
+                raise InputError(f"mlp={value}: must be one of {', '.join(MLPS)}", param="arch")
+            values[key] = value
+        elif key == "tied":
+            if value not in ("0", "1", "true", "false"):
+                raise InputError(f"tied={value}: must be 0 or 1", param="arch")
+            values[key] = value in ("1", "true")
+        else:
+            if not value.isdigit() or not 0 <= int(value) <= MAX_SIZE:
+                raise InputError(f"{key}={value}: must be a whole number from 0 to {MAX_SIZE}", param="arch")
+            values[key] = int(value)
+    missing = [k for k in REQUIRED if k not in values]
+    if missing:
+        raise InputError(f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch")
+    for key in ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every"):
+        if key in values and values[key] == 0:
+            raise InputError(f"{key}=0: must be at least 1", param="arch")
+    arch = LLM(**values, source=f"--arch {text}")  # type: ignore[arg-type]
+    check(arch)
+    return arch
+
+
+def check(arch: LLM) -> None:
+    """Rules a shape must obey whatever the layout (layout rules are masked cells, not errors)."""
+    if arch.heads % arch.kv_heads:
+        raise InputError(f"heads={arch.heads} is not a multiple of kv_heads={arch.kv_heads}", param="arch")
+    if arch.experts and not 1 <= arch.top_k <= arch.experts:
+        raise InputError(f"top_k={arch.top_k}: must be from 1 to experts={arch.experts}", param="arch")
+    if arch.first_dense > arch.layers:
+        raise InputError(f"first_dense={arch.first_dense} exceeds layers={arch.layers}", param="arch")
+
+
+def resolve_llm(name: str) -> LLM:
+    """A preset by name (case-insensitive)."""
+    key = name.strip().lower()
+    if key not in LLMS:
+        raise InputError(f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use --arch)",
+                         param="model")
+    return LLMS[key]

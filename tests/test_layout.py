@@ -1,0 +1,225 @@
+"""The layout model (kernels/layout.py) against the float64 reference, hand-computed cases, and its sweeps."""
+
+import math
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import reference
+from netsweep_jax.kernels import layout as kernel
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine import layouts
+from netsweep_jax.sweep.model.llms import LLMS, parse_arch
+
+TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
+
+
+def random_case(rng):
+    heads = rng.choice([8, 12, 16, 32, 64])
+    kv = rng.choice([n for n in (1, 2, 4, 8, heads) if heads % n == 0])
+    head_dim = rng.choice([64, 128])
+    experts = rng.choice([0, 0, 8, 16])
+    layers = rng.randint(2, 40)
+    arch = dict(layers=layers, hidden=heads * head_dim, heads=heads, kv_heads=kv, q_width=heads * head_dim,
+                kv_width=kv * head_dim, ffn=rng.choice([2, 4]) * heads * head_dim, vocab=rng.choice([32000, 50257]),
+                seq=rng.choice([512, 1026, 2048]), experts=experts, top_k=rng.choice([1, 2]) if experts else 1,
+                expert_ffn=heads * head_dim, shared_experts=rng.choice([0, 1]) if experts else 0,
+                moe_layers=rng.randint(1, layers) if experts else 0, gated=rng.choice([0, 1]),
+                tied=rng.choice([0, 1]))
+    dev = dict(peak=rng.choice([312e12, 989e12]), hbm=rng.choice([2e12, 3.35e12]), memory=80e9, param_bytes=2.0,
+               grad_bytes=rng.choice([2.0, 4.0]), act_bytes=2.0)
+    lay = dict(gpus=rng.choice([8, 16, 64, 128, 96]), tp=rng.choice([1, 2, 4, 8]), pp=rng.choice([1, 2, 3, 4]),
+               cp=rng.choice([1, 1, 2]), ep=rng.choice([1, 1, 2, 4]), dp=rng.choice([0, 0, 0, 0, 2, 4]), micro_batch=rng.choice([1, 2, 4]),
+               global_batch=rng.choice([64, 128, 256]), chunks=rng.choice([1, 1, 2]), recompute=rng.choice([0, 1, 2]),
+               sequence_parallel=rng.choice([0, 1]), zero=rng.choice([0, 1, 2, 3]),
+               nvlink_domain=rng.choice([8, 16, 72]), nvlink_bw=rng.choice([300e9, 450e9]),
+               gpus_per_node=rng.choice([4, 8]), nics_per_node=rng.choice([1, 4, 8]),
+               bandwidth=rng.choice([100e9, 400e9]), utilization=rng.uniform(0.3, 1), latency=rng.choice([0, 5e-6]),
+               collective=rng.choice([0, 1, 2]), efficiency=rng.uniform(0.3, 0.7), overhead=rng.choice([0, 0.01]),
+               slowdown=rng.choice([0, 0.1]), straggle=rng.choice([0, 0.05]), imbalance=rng.choice([1.0, 1.2]))
+    return arch, dev, lay
+
+
+def run_kernel(cases, dtype):
+    def stack(i, fields):
+        return {f: jnp.asarray([float(c[i][f]) for c in cases], dtype) for f in fields}
+
+    with jax.enable_x64(dtype == "float64"):
+        out = jax.jit(kernel.step)(kernel.Arch(**stack(0, kernel.Arch._fields)),
+                                   kernel.Device(**stack(1, kernel.Device._fields)),
+                                   kernel.Layout(**stack(2, kernel.Layout._fields)))
+        return {k: np.asarray(v, np.float64) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("dtype,seed", [("float64", 0), ("float32", 1)])
+def test_kernel_matches_reference_on_random_configurations(dtype, seed):
+    rng = random.Random(seed)
+    cases = [random_case(rng) for _ in range(1500)]
+    out = run_kernel(cases, dtype)
+    valid = 0
+    for i, case in enumerate(cases):
+        ref = reference.layout_step(*case)
+        assert out["status"][i] == ref["status"], (i, case)
+        if ref["status"]:
+            assert all(np.isnan(out[k][i]) for k in out if k != "status")
+            continue
+        valid += 1
+        for key, value in ref.items():
+            assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (i, key, case)
+    assert valid > 200  # enough layouts that can exist to mean something
+    every_status = {reference.layout_status(c[0], c[2]) for c in cases}
+    assert every_status == set(range(len(kernel.STATUS)))  # every rule is hit
+
+
+def test_breakdown_adds_up_and_everything_is_finite():
+    cases = [random_case(random.Random(2)) for _ in range(1)] + [random_case(random.Random(s)) for s in range(400)]
+    out = run_kernel(cases, "float64")
+    ok = out["status"] == 0
+    total = sum(out[k] for k in kernel.BREAKDOWN)
+    np.testing.assert_allclose(total[ok], out["iteration_time"][ok], rtol=1e-12)
+    for key in kernel.OUTPUTS:
+        assert np.isfinite(out[key][ok]).all(), key
+    assert ((out["network_fraction"][ok] >= 0) & (out["network_fraction"][ok] <= 1)).all()
+    assert (out["mfu"][ok] > 0).all() and (out["mfu"][ok] < 1).all()
+
+
+def _gpt3(**changes):
+    m = LLMS["gpt3-175b"]
+    arch = dict(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads, q_width=m.hidden,
+                kv_width=m.hidden, ffn=m.ffn, vocab=m.vocab, seq=m.seq, experts=0, top_k=1, expert_ffn=m.ffn,
+                shared_experts=0, moe_layers=0, gated=0, tied=1)
+    dev = dict(peak=312e12, hbm=2.039e12, memory=80e9, param_bytes=2.0, grad_bytes=2.0, act_bytes=2.0)
+    lay = dict(gpus=8, tp=8, pp=1, cp=1, ep=1, dp=0, micro_batch=1, global_batch=1, chunks=1, recompute=0,
+               sequence_parallel=0, zero=0, nvlink_domain=8, nvlink_bw=300e9, gpus_per_node=8, nics_per_node=8,
+               bandwidth=200e9, utilization=1.0, latency=0.0, collective=0, efficiency=0.5, overhead=0.0,
+               slowdown=0.0, straggle=0.0, imbalance=1.0)
+    for key, value in changes.items():
+        (arch if key in arch else dev if key in dev else lay)[key] = value
+    return arch, dev, lay
+
+
+def _one(case):
+    return {k: v[0] for k, v in run_kernel([case], "float64").items()}
+
+
+def test_tp_all_reduce_on_nvlink_by_hand():
+    # GPT-3 175B, TP 8 inside a DGX A100: each all-reduce carries b s h = 1 x 2048 x 12288 two-byte
+    # activations, 50.33 MB; a ring of 8 on 300 GB/s NVLink moves 2 x 7/8 of it: 293.6 us. Four per
+    # layer (two forward, two backward), 96 layers, one micro-batch.
+    out = _one(_gpt3())
+    per_all_reduce = 2 * 7 / 8 * (2048 * 12288 * 2) / 300e9
+    assert per_all_reduce == pytest.approx(293.6e-6, rel=1e-3)
+    assert out["tp_exposed"] == pytest.approx(96 * 4 * per_all_reduce, rel=1e-12)
+    assert out["network_fraction"] == 0  # NVLink only
+
+
+def test_tp_across_nodes_is_network_time():
+    out = _one(_gpt3(tp=16, gpus=16, heads=96 * 2 // 2, nvlink_domain=8))
+    # 16 GPUs span two domains: the all-reduce runs at each GPU's share of the node's NICs, 8 x 200 Gbit/s / 8.
+    share = 8 * 200e9 / 8 / 8
+    assert out["tp_exposed"] == pytest.approx(96 * 4 * 2 * 15 / 16 * (2048 * 12288 * 2) / share, rel=1e-12)
+    assert out["network_fraction"] > 0.5
+
+
+def test_bubble_by_hand():
+    # Narayanan et al. SC'21, section 2.2: the bubble is (p - 1) / V stage-micro-batch times.
+    for chunks in (1, 2, 4):
+        out = _one(_gpt3(pp=8, gpus=64, tp=8, global_batch=32, chunks=chunks))
+        stage = (out["iteration_time"] - out["bubble"] - out["dp_exposed"] - out["optimizer"]) / 32
+        assert out["bubble"] == pytest.approx(7 / chunks * stage, rel=1e-12)
+        assert out["bubble"] / (32 * stage) == pytest.approx(7 / (chunks * 32), rel=1e-12)
+
+
+def test_zero3_step_by_hand():
+    # One layer's parameters (12 h^2 + 4h = 1.812e9, 2 bytes each) all-gathered over 1536 GPUs, each at its
+    # share of 8 x 200 Gbit/s NICs (25 GB/s), forward and backward, and its gradients reduce-scattered:
+    # per layer exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
+    case = _gpt3(tp=1, gpus=1536, global_batch=1536, zero=3)
+    out = _one(case)
+    h = 12288
+    params = 2 * h * h + 2 * h * h + 2 * h + 2 * h * 4 * h  # Q, O; K, V; the norms; the MLP
+    ag = 1535 / 1536 * params * 2 / 25e9
+    flops = 4 * h * h * 2 + 4 * 2048 * h + 4 * h * 4 * h  # projections, attention core, MLP per token
+    lin = 2048 * h * (4 + 11 + 19)
+    scores = 5 * 96 * 2048 * 2048
+    t_f = 2048 * flops / (312e12 * 0.5) + (lin + scores + params * 2) / 2.039e12
+    per_layer = max(0, ag - t_f) + max(0, 2 * ag - 2 * t_f)
+    assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
+
+
+def test_activation_memory_from_korthikanti_table_2():
+    # Korthikanti et al. MLSys'23, Table 2: per layer s b h (34 + 5 a s / h) without parallelism; with TP
+    # and sequence parallelism everything divides by t; selective recompute drops the 5 a s / h term.
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    per_layer_sp_selective = s * b * h * 34 / t
+    assert per_layer_sp_selective == pytest.approx(106.95e6, rel=1e-3)
+    base = _one(_gpt3(sequence_parallel=1, recompute=1, pp=1, global_batch=1))
+    more = _one(_gpt3(sequence_parallel=1, recompute=1, pp=1, global_batch=1, layers=97))
+    one_layer_states = (more["memory_gb"] - base["memory_gb"]) * 1e9
+    layer_params = (12 * h * h + 2 * h) / t  # matrices and the two norms (biases are not counted)
+    states = layer_params * (2 + 2 + 12)
+    assert one_layer_states - states == pytest.approx(per_layer_sp_selective, rel=1e-9)
+    none = _one(_gpt3(sequence_parallel=0, recompute=0, pp=1, global_batch=1))
+    none97 = _one(_gpt3(sequence_parallel=0, recompute=0, pp=1, global_batch=1, layers=97))
+    without_sp = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert (none97["memory_gb"] - none["memory_gb"]) * 1e9 - states == pytest.approx(without_sp, rel=1e-9)
+
+
+def test_more_bandwidth_is_never_slower():
+    rng = random.Random(5)
+    cases = [random_case(rng) for _ in range(300)]
+    faster = [(a, d, {**lay, "bandwidth": lay["bandwidth"] * 4}) for a, d, lay in cases]
+    slow, fast = run_kernel(cases, "float64"), run_kernel(faster, "float64")
+    ok = slow["status"] == 0
+    assert (fast["iteration_time"][ok] <= slow["iteration_time"][ok] * (1 + 1e-12)).all()
+
+
+def test_arch_parsing_and_presets():
+    m = parse_arch("layers=96,hidden=12288,heads=96,seq=2048,vocab=51200")
+    assert m.ffn == 4 * 12288 and m.kv_heads == 96 and m.head_dim == 128
+    # Published sizes (billions): GPT-3 175B, Llama 3 8B / 70B / 405B, DeepSeek-V3 671B (37B active).
+    sizes = {"gpt3-175b": 175, "llama3-8b": 8.0, "llama3-70b": 70.6, "llama3-405b": 405.9}
+    for name, size in sizes.items():
+        assert LLMS[name].parameters()["total"] / 1e9 == pytest.approx(size, rel=0.02), name
+    deepseek = LLMS["deepseek-v3-like"].parameters()
+    assert deepseek["total"] / 1e9 == pytest.approx(671, rel=0.05)
+    assert deepseek["expert"] / 1e9 == pytest.approx(256 * 58 * 3 * 7168 * 2048 / 1e9, rel=1e-12)
+    # Its attention is plain MHA, larger than DeepSeek's latent attention: 54.8B active, not 37B (documented).
+    assert 37 < deepseek["active"] / 1e9 < 56
+    for text, message in [("layers=2", "missing hidden"), ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
+                          ("layers=2,hidden=8,heads=3,kv_heads=2,seq=4,vocab=9", "multiple of kv_heads"),
+                          ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
+                          ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu")]:
+        with pytest.raises(InputError, match=message):
+            parse_arch(text)
+
+
+def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
+    grid = layouts.make_layout_grid("llama3-8b", gpu="h100", gpus="16,24", global_batch="64", tp="1,2,3,4",
+                                    pp="1,2,5", micro_batch="1,2", zero="0,1,3", recompute="none,full",
+                                    bandwidth="100,400", dtype="float64")
+    arrays = layouts.evaluate_layouts_arrays(grid)
+    ds = layouts.layouts_dataset(grid, arrays)
+    assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
+    assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
+    best = layouts.best_layouts(grid, keep=2, block_configs=64)  # several column blocks per outer cell
+    score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
+    flat = score.reshape(grid.outer_size, grid.inner_size)
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :2]
+    found = np.isfinite(np.take_along_axis(flat, order, axis=1))
+    assert found.any() and not found.all()  # some cells have fewer than two feasible layouts
+    np.testing.assert_array_equal(best["layout"], np.where(found, order, -1))
+    np.testing.assert_allclose(best["score"], np.take_along_axis(flat, order, axis=1), rtol=1e-12)
+    assert np.isnan(best["iteration_time"][~found]).all()
+
+
+def test_layout_grid_refuses_bad_axis_values():
+    for kwargs, message in [(dict(tp="0"), "tp"), (dict(zero="4"), "zero"), (dict(schedule="gpipe"), "1f1b"),
+                            (dict(gpu="tpu"), "gpu"), (dict(precision="fp8", gpu="a100"), "fp8"),
+                            (dict(global_batch=None), "global batch"), (dict(gpus=None), "--gpus")]:
+        args = dict(gpus="8", global_batch="8") | kwargs
+        with pytest.raises(InputError, match=message):
+            layouts.make_layout_grid("llama3-8b", **args)
