@@ -8,26 +8,17 @@ the paper's fusion (64 MiB / 5 ms). One block of ``--configs`` configurations
 
 import argparse
 import datetime
-import statistics
 import time
 
 import jax
 import numpy as np
+from timing import median_seconds
 
 # Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.plan import Plan
-
-
-def median_seconds(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def numpy_loop(ready, nbytes, fixed, alpha, lat):

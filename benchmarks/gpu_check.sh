@@ -27,3 +27,9 @@ echo "--- 10^10 configurations reduced on the device to 4*10^6 cells (argmax ove
   --bw 1..400@4000 --ratio 1..1000@1000log --nodes 1..1024 --collective ring,tree,hierarchical \
   --reduce argmax:collective --reduce max:ratio --vars scaling_factor -q --force --out "$(dirname "$out")/reduced.h5"
 rm -f "$(dirname "$out")/reduced.h5"
+echo "--- layouts (large models): the same benchmark and the same sweep plan command as on the CPU:"
+$PY benchmarks/bench_layouts.py --repeats 5 --bandwidths 64
+/usr/bin/time -f "wall %e s: sweep plan, llama3-70b on 1024 H100s" $PY -m netsweep_jax.sweep.cli plan \
+  --model llama3-70b --gpu h100 --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8 -q --force \
+  --out "$(dirname "$out")/plan.h5" | tail -3
+rm -f "$(dirname "$out")/plan.h5"

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from typing_extensions import Unpack
 
 from netsweep_jax.sweep.analysis import calibrate as _calibration
 from netsweep_jax.sweep.analysis import compare as _comparison
@@ -28,7 +29,7 @@ from netsweep_jax.sweep.analysis import need as _need
 from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import AxisValues, Models
+from netsweep_jax.sweep.engine.grid import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile, load_profile
@@ -52,7 +53,7 @@ def _path(value: object, param: str) -> Path:
     return Path(value)
 
 
-def solve(model: Models, *, target: float, axis: str, **axes: Any) -> xr.Dataset:
+def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions]) -> xr.Dataset:
     """The value of ``axis`` at which the scaling factor reaches ``target``, for every combination (``sweep need``).
 
     Args:
@@ -61,8 +62,9 @@ def solve(model: Models, *, target: float, axis: str, **axes: Any) -> xr.Dataset
       axis: the axis solved for: ``bandwidth`` (Gbit/s), ``utilization`` or ``ratio``
         (the smallest value reaching the target), or ``latency`` (us), ``overhead`` (ms),
         ``slowdown`` or ``jitter`` (the largest value still reaching it).
-      **axes: the other axes and settings, as :func:`evaluate` (``bandwidth`` in Gbit/s is
-        required unless it is the axis solved for).
+      **axes: the other axes and settings, the keys of :class:`~netsweep_jax.sweep.engine.grid.GridOptions`
+        (as :func:`evaluate`'s, the kept variables aside; ``bandwidth`` in Gbit/s is required unless
+        it is the axis solved for).
 
     Returns:
       ``xarray.Dataset`` over every dim but ``axis``: ``required_<axis>`` (growing axes) or

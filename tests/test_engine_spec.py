@@ -1,33 +1,71 @@
 """The typed specification of a sweep, and an explicit kernel that is never switched behind the user's back."""
 
 import inspect
+from typing import Any, get_args, get_origin
 
 import pytest
 from typer.testing import CliRunner
+from typing_extensions import Unpack, get_type_hints, is_typeddict
 
 from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE, NUMERIC_AXES, SOLVABLE
+from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE, NUMERIC_AXES, SOLVABLE, accepted_keywords
+from netsweep_jax.sweep.core.values import coerce_axis
 from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.grid import GridOptions, SweepOptions, make_grid
+from netsweep_jax.sweep.io.job import run_grid
+
+SETTINGS = ["collective", "bucketing", "intra_bandwidth", "dtype", "compressor", "store", "reduce", "reduce_table",
+            "iterations_factor", "codec_cost", "gpu", "precision", "batch", "seq_len"]
+NAMED = {make_grid: {"model"}, evaluate: {"model", "bandwidth", "vars", "block_configs", "kernel"}}  # in the signature
+OWN = {make_grid: {"variables"}, evaluate: {"vars", "block_configs", "kernel"}}  # beyond every axis and setting
+
+
+def options_of(function):
+    """The TypedDict of ``function``'s ``**options: Unpack[...]`` (PEP 692)."""
+    hint = get_type_hints(function, include_extras=True)["options"]
+    assert get_origin(hint) is Unpack
+    (options,) = get_args(hint)
+    assert is_typeddict(options) and not options.__required_keys__
+    return options
 
 
 @pytest.mark.parametrize("function", [make_grid, evaluate])
 def test_every_axis_and_setting_is_a_typed_keyword(function):
+    """The accepted keywords are the named ones and the TypedDict's keys: every axis and setting,
+    each typed for mypy, none twice, and exactly the ones refuse_unknown_keywords lets through."""
     params = inspect.signature(function).parameters
-    for name in list(NUMERIC_AXES) + ["collective", "bucketing", "intra_bandwidth", "dtype", "compressor", "store",
-                                      "reduce", "reduce_table", "iterations_factor", "codec_cost"]:
+    options = options_of(function)
+    named = {n for n, p in params.items() if p.kind is not p.VAR_KEYWORD}
+    assert named == NAMED[function] and not named & set(options.__annotations__)
+    assert set(options.__annotations__) | named == {"model", *NUMERIC_AXES, *SETTINGS, *OWN[function]}
+    assert accepted_keywords(function) == [n for n in params if n in named] + list(options.__annotations__)
+    for name, hint in get_type_hints(options).items():
+        assert hint is not Any, name
+    for name in named - {"model"}:
         assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
         assert params[name].annotation is not inspect.Parameter.empty
-    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def test_evaluate_and_make_grid_share_one_specification():
+    assert options_of(evaluate) is SweepOptions and options_of(make_grid) is GridOptions
+    shared, grid = get_type_hints(SweepOptions), get_type_hints(GridOptions)
+    assert {k: grid[k] for k in shared} == shared and set(grid) - set(shared) == {"bandwidth", "variables"}
+    assert "bandwidth" not in SweepOptions.__annotations__  # evaluate requires it by name
+    assert inspect.signature(evaluate).parameters["bandwidth"].default is inspect.Parameter.empty
 
 
 def test_defaults_come_from_the_registry():
-    params = inspect.signature(make_grid).parameters
-    assert params["collective"].default == DEFAULTS.collective
-    assert params["intra_bandwidth"].default == DEFAULTS.intra_bandwidth
-    assert all(params[name].default == spec.default for name, spec in NUMERIC_AXES.items())
-    assert make_grid("resnet50").values["fusion_buffer"].tolist() == [64.0]
+    grid = make_grid("resnet50")
+    default = make_grid("resnet50", **{name: None for name in NUMERIC_AXES})
+    for name, spec in NUMERIC_AXES.items():
+        assert grid.values[name].tolist() == default.values[name].tolist() == coerce_axis(name, spec.default).tolist()
+    assert grid.values["fusion_buffer"].tolist() == [64.0]
+    assert [p.model for p in grid.profiles] == [DEFAULTS.model] == [p.model for p in make_grid().profiles]
+    assert grid.collectives == (DEFAULTS.collective,) and grid.bucketings == (DEFAULTS.bucketing,)
+    assert grid.intra_bandwidth == DEFAULTS.intra_bandwidth and grid.dtype == DEFAULTS.dtype
+    assert [c.name for c in grid.compressors] == [DEFAULTS.compressor]
+    assert inspect.signature(evaluate).parameters["kernel"].default == DEFAULTS.kernel
     assert set(SOLVABLE) == {n for n, s in NUMERIC_AXES.items() if s.search} and "utilization" in FITTABLE
 
 
@@ -35,8 +73,14 @@ def test_defaults_come_from_the_registry():
                                   lambda: evaluate("resnet50", bandwidth=10, variables="comm_time"),
                                   lambda: evaluate("resnet50", bandwidth=10, speed=3)])
 def test_unknown_keyword_is_an_input_error(call):
-    with pytest.raises(InputError, match="unknown keyword"):
+    with pytest.raises(InputError, match="unknown keyword") as e:
         call()
+    assert "codec_cost" in str(e.value) and "fusion_buffer" in str(e.value)  # it lists what it takes
+
+
+def test_missing_bandwidth_is_still_a_type_error():
+    with pytest.raises(TypeError, match="bandwidth"):
+        evaluate("resnet50")  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize("kernel", ["pallas", "pallas-interpret"])
@@ -64,4 +108,15 @@ def test_cli_refuses_before_any_file_is_made(tmp_path):
     assert result.exit_code == 2
     assert "--kernel pallas: the Pallas kernel does not model compression" in result.output
     assert len(result.output.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("settings", [dict(compressor="topk:0.01"), dict(bucketing="fsdp")])
+def test_run_grid_refuses_explicit_pallas_before_any_file_is_made(tmp_path, settings):
+    """The Python path (run_grid) refuses as the CLI does: no cube, no .partial, no directory."""
+    grid = make_grid("gpt2" if "bucketing" in settings else "resnet50", bandwidth=10, **settings)
+    out = tmp_path / "sub" / "c.h5"
+    with pytest.raises(InputError, match="kernel") as e:
+        run_grid(grid, out, command="test", kernel="pallas")
+    assert e.value.param == "kernel"
     assert list(tmp_path.iterdir()) == []

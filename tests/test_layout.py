@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 import reference
+from helpers import invoke
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine import layouts
+from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 
 TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
@@ -223,3 +225,44 @@ def test_layout_grid_refuses_bad_axis_values():
         args = dict(gpus="8", global_batch="8") | kwargs
         with pytest.raises(InputError, match=message):
             layouts.make_layout_grid("llama3-8b", **args)
+
+
+def test_cli_plan_and_grid_on_a_large_model(tmp_path):
+    out = tmp_path / "plan.h5"
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "16,64", "--global-batch", "128", "--tp", "1,2,4",
+               "--pp", "1,2", "--cp", "1", "--keep", "2", "--bw", "100", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "assumed: h100: DGX H100" in r.stderr  # the GPU's system, said once
+    assert r.stdout.count("tokens/s") == 2 and "network-bound" in r.stdout and f"wrote {out}" in r.stdout
+    ds = open_cube(out)
+    assert dict(ds.sizes)["rank"] == 2 and ds.attrs["family"] == "layouts" and "DGX H100" in ds.attrs["assumed"]
+    assert (ds.tokens_per_s.isel(rank=0) >= ds.tokens_per_s.isel(rank=1)).all()
+    cube = tmp_path / "grid.h5"
+    r = invoke("grid", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000", "--gpus", "24", "--tp", "1,3",
+               "--global-batch", "24", "--gpu", "A100", "--out", str(cube))
+    assert r.exit_code == 0, r.output
+    ds = open_cube(cube)
+    assert ds.status.sel(tp=3).item() == 2 and "heads not divisible by tp" in ds.status.attrs["rules"]
+    assert np.isfinite(ds.iteration_time.sel(tp=1)).all()
+    r = invoke("select", str(cube), "--tp", "1", "--csv")
+    assert r.exit_code == 0 and "iteration_time" in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "0"], "--tp 0: tp must be"),
+    (["grid", "--model", "llama3-8b", "--gpus", "8"], "--global-batch"),
+    (["grid", "--model", "resnet50", "--tp", "2", "--bw", "10"], "--tp applies to large-model presets"),
+    (["grid", "--model", "llama3-8b,resnet50", "--gpus", "8", "--global-batch", "8"], "cannot share a sweep"),
+    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--compressor", "int8"],
+     "--compressor applies to data-parallel"),
+    (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", "fp8", "--gpu", "a100"],
+     "no fp8"),
+    (["plan", "--arch", "layers=2,hidden=8", "--gpus", "8", "--global-batch", "8"], "--arch"),
+    (["plan", "--model", "llama3-8b", "--nodes", "2", "--gpus", "8", "--global-batch", "8"], "one way"),
+])
+def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "o.h5"
+    r = invoke(*args, "--out", str(out))
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())

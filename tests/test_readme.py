@@ -28,7 +28,8 @@ from typer.testing import CliRunner
 from netsweep_jax.sweep.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["README.md", "docs/guide.md", "docs/model.md", "docs/validation.md", "docs/development.md"]
+PAGES = ["README.md", "docs/guide.md", "docs/model.md", "docs/validation.md", "docs/parallelism.md",
+         "docs/development.md"]
 DOCS = [*PAGES, "benchmarks/README.md"]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
 TIMING = re.compile(r" in [\d.]+ s \([\d,.]+/s end to end\)")

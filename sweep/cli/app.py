@@ -21,6 +21,7 @@ import typer
 
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES, RECOMPUTES, SCHEDULES_HELP
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
 
 app = typer.Typer(
@@ -110,6 +111,27 @@ KERNEL = [_param("kernel", str, DEFAULTS.kernel, "--kernel", envvar="NETSWEEP_KE
                       f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).")]
 
 
+def _layout_params() -> list[inspect.Parameter]:
+    """The layout family's options (large transformers: --arch, --tp, ...), declared once for grid and plan."""
+    panel = "Large models (layouts)"
+    out = [_param("arch", str | None, None, "--arch", rich_help_panel=panel,
+                  help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
+                       "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
+                       "moe_every=, first_dense=, tied=0|1).")]
+    for name, spec in LAYOUT_AXES.items():
+        out.append(_param(name, str | None, None, spec.option, rich_help_panel=panel,
+                          help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw."))
+    out += [_param("schedule", str | None, None, "--schedule", rich_help_panel=panel,
+                   help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b)."),
+            _param("recompute", str | None, None, "--recompute", rich_help_panel=panel,
+                   help=f"Activation recomputation: {', '.join(RECOMPUTES)}; comma list (default none).")]
+    return out
+
+
+LAYOUT = _layout_params()
+LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
+
+
 def options(*groups):
     """Add parameter groups to a command's signature (the command gets them as keywords),
     and turn an :class:`InputError` into one line naming the CLI option, exit code 2."""
@@ -187,9 +209,119 @@ DISTRIBUTED = [
 ]
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user set option ``name`` (on the command line or from its environment variable)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def is_layout_sweep(ctx: typer.Context, settings: dict[str, Any]) -> bool:
+    """A large-model preset or --arch: the layout family (kernels.layout), not the data-parallel profiles."""
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    names = [n.strip().lower() for n in str(settings.get("model") or "").split(",") if n.strip()]
+    large = [n for n in names if n in LLMS]
+    if large and len(large) != len(names) or (settings.get("arch") and given(ctx, "model")):
+        other = [n for n in names if n not in LLMS]
+        raise InputError(f"{settings.get('model')}: large-model presets ({', '.join(large) or '--arch'}) and "
+                         f"data-parallel profiles ({', '.join(other)}) cannot share a sweep", param="model")
+    return bool(large) or settings.get("arch") is not None
+
+
+def refuse_layout_options(settings: dict[str, Any]) -> None:
+    """Pop the layout options; refuse any that was set for a data-parallel profile."""
+    for name in LAYOUT_NAMES:
+        if settings.pop(name) is not None:
+            raise InputError(f"applies to large-model presets (sweep models lists them) or --arch, not to "
+                             f"{settings.get('model')}", param=name)
+
+
+def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bool = False) -> Any:
+    """The layout grid the options describe: network options the user did not set follow the GPU's system."""
+    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
+
+    for name in ("profile", "iteration_time", "batch", "seq_len"):
+        if settings.get(name) is not None:
+            raise InputError("applies to data-parallel profiles; large models take --arch, --micro-batch and "
+                             "--global-batch", param=name)
+    model = settings.get("model") if given(ctx, "model") or not settings.get("arch") else None
+    kwargs = {name: settings.get(name) for name in LAYOUT_NAMES if name not in ("schedule", "recompute")}
+    for name in ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
+                 "jitter"):
+        kwargs[name] = settings.get(name) if given(ctx, name) else None
+    if settings.get("nodes") is not None and given(ctx, "nodes"):
+        kwargs["gpus"] = _gpus_from_nodes(settings, kwargs)
+    space: dict[str, str] = {}
+    text = {name: settings.get(name) for name in ("schedule", "recompute")}
+    if search:
+        models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
+        if settings.get("arch"):
+            models += (parse_arch(settings["arch"]),)
+        space = search_space(models) if models else {}
+        text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
+    return make_layout_grid(model, gpu=settings.get("gpu") or "h100", precision=settings.get("precision") or "bf16",
+                            schedule=text["schedule"] or "1f1b", recompute=text["recompute"] or "none",
+                            collective=str(settings["collective"]) if given(ctx, "collective") else "nccl",
+                            dtype="float64" if settings.get("x64") else "float32", search=space, **kwargs)
+
+
+def _gpus_from_nodes(settings: dict[str, Any], kwargs: dict[str, Any]) -> str:
+    """--nodes x GPUs per node (--gpus-per-node, else the GPU preset's system) as --gpus values."""
+    from netsweep_jax.sweep.core.values import parse_values
+    from netsweep_jax.sweep.model.compute import GPUS
+
+    if kwargs["gpus"] is not None or kwargs["dp"] is not None:
+        raise InputError("give the GPU count one way: --nodes, --gpus or --dp", param="nodes")
+    nodes = parse_values(settings["nodes"], NUMERIC_AXES["nodes"])
+    if kwargs["gpus_per_node"] is not None:
+        per_node = parse_values(kwargs["gpus_per_node"], NUMERIC_AXES["gpus_per_node"])
+        if len(per_node) != 1:
+            raise InputError(f"{kwargs['gpus_per_node']}: with --nodes give one value", param="gpus_per_node")
+        count = per_node[0]
+    else:
+        first = str(settings.get("gpu") or "h100").split(",")[0].strip().lower()
+        count = GPUS[first].gpus_per_node if first in GPUS else 8
+    return ",".join(str(int(n * count)) for n in nodes)
+
+
+def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | None, force: bool, quiet: bool,
+                 extras: dict[str, Any]) -> None:
+    """``sweep grid`` for a large model: every layout, written as a cube."""
+    import datetime
+
+    from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, layouts_dataset
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    for name, value in extras.items():
+        if value:
+            raise InputError("is for data-parallel sweeps; a layout sweep keeps every variable in one pass "
+                             "(sweep plan keeps only the best layouts)", param=name)
+    for name in ("bucketing", "intra_bandwidth", "compressor", "iterations_factor", "codec_cost", "reduce_table",
+                 "distributed", "kernel"):
+        if given(ctx, name):
+            raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
+    g = layout_grid_from(ctx, settings)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out if out is not None else Path("results") / f"{'+'.join(g.names['model'])}-{stamp}.h5"
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    if g.assumed:
+        typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    ds = layouts_dataset(g, evaluate_layouts_arrays(g))
+    write_dataset(ds, target, command=command_line())
+    valid = int((ds["status"] == 0).sum())
+    fits = int((ds["fits"] == 1).sum())
+    typer.echo(str(target) if quiet else f"wrote {target}: {ds['status'].size:,} configurations, {valid:,} can "
+               f"exist, {fits:,} fit in memory")
+
+
 @app.command()
-@options(MODEL, axis_parameters(), SETTINGS, KERNEL, CACHE, DISTRIBUTED)
+@options(MODEL, axis_parameters(), SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
 def grid(
+    ctx: typer.Context,
     out: Out = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
     resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
@@ -208,6 +340,10 @@ def grid(
     from netsweep_jax.sweep.engine.dispatch import check_kernel
     from netsweep_jax.sweep.io import job
 
+    if is_layout_sweep(ctx, settings):
+        return _layout_grid(ctx, settings, out=out, force=force, quiet=quiet, extras=dict(
+            resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce))
+    refuse_layout_options(settings)
     if reduce and settings.get("distributed"):
         raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
                          f"reduction on one machine", param="reduce")
@@ -237,6 +373,80 @@ def grid(
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
 
 
+PLAN_MODEL = [
+    _param("model", str | None, None, "--model", rich_help_panel="Large models (layouts)",
+           help="Large-model preset(s), comma list (sweep models lists them), or give --arch."),
+    _param("gpu", str, "h100", "--gpu", rich_help_panel="Large models (layouts)",
+           help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set."),
+    _param("precision", str, "bf16", "--precision", rich_help_panel="Large models (layouts)",
+           help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list."),
+    _param("collective", str, "nccl", "--collective",
+           help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list."),
+    _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+]
+NETWORK = ("nodes", "gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown", "jitter")
+def _plan_default(name: str) -> str:
+    if name == "nodes":
+        return "none (give --gpus, or --nodes for nodes x GPUs per node)"
+    if name in ("gpus_per_node", "nics_per_node", "bandwidth"):
+        return "the GPU's usual system"
+    return NUMERIC_AXES[name].default
+
+
+PLAN_NETWORK = [
+    _param(name, str | None, None, NUMERIC_AXES[name].option,
+           help=f"{NUMERIC_AXES[name].help} Default: "
+                f"{_plan_default(name)}"
+                f". Value syntax as --bw.")
+    for name in NETWORK
+]
+
+
+@app.command()
+@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, CACHE)
+def plan(
+    ctx: typer.Context,
+    out: Annotated[Path | None, typer.Option("--out", help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.")] = None,
+    keep: Annotated[int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")] = 3,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    **settings: Any,
+):
+    """The fastest layouts of a large model on a cluster, per network setting, and what each waits on.
+
+    Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; every recompute mode; ZeRO 0, 1 and 3.
+
+    Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
+    """
+    import datetime
+
+    from netsweep_jax.sweep.analysis.planning import plan as best
+    from netsweep_jax.sweep.analysis.planning import plan_table
+    from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    if settings.get("model") is None and settings.get("arch") is None:
+        raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
+    g = layout_grid_from(ctx, settings, search=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out if out is not None else Path("results") / f"plan-{'+'.join(g.names['model'])}-{stamp}.h5"
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    if g.assumed:
+        typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
+    typer.echo(f"searching {g.inner_size:,} layouts x {g.outer_size:,} settings", err=True)
+    bar = progress_bar(not quiet and sys.stderr.isatty())
+    if bar is None:
+        ds = best(g, keep=keep)
+    else:
+        with bar(g.inner_size * g.outer_size, 0) as advance:
+            ds = best(g, keep=keep, progress=advance)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_dataset(ds, target, command=command_line())
+    typer.echo(plan_table(ds))
+    typer.echo(f"wrote {target}")
+
+
 @app.command()
 def models():
     """List the built-in profiles."""
@@ -264,7 +474,13 @@ def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also
           _param("collective", str | None, None, "--collective", help="Collective(s)."),
           _param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
           _param("compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01.")],
-         axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."))
+         axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."),
+         [_param(name, str | None, None, f"--{name.replace('_', '-')}", rich_help_panel="Layout cubes",
+                 help=f"{name.replace('_', ' ').capitalize()}(s), as in the cube.")
+          for name in ("gpu", "precision", "schedule", "recompute")]
+         + [_param(name, str | None, None, spec.option, rich_help_panel="Layout cubes",
+                   help=f"{spec.long_name.capitalize()}. Value(s) as in the cube.")
+            for name, spec in LAYOUT_AXES.items()])
 def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
            **chosen):
     """Print a slice of a cube as a table (one row per remaining combination)."""

@@ -11,7 +11,7 @@ class InputError(ValueError):
     ``param`` the detail is the whole message (files name themselves and the line).
     """
 
-    def __init__(self, detail, param=None):
+    def __init__(self, detail: str, param: str | None = None) -> None:
         self.detail = detail
         self.param = param
         super().__init__(f"{param} {detail}" if param else detail)
@@ -25,6 +25,6 @@ class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
 
 
-def where(path, line=None):
+def where(path: object, line: int | None = None) -> str:
     """``'path'`` or ``'path:line'``, for messages that point at input."""
     return f"{path}:{line}" if line is not None else f"{path}"

@@ -12,6 +12,8 @@ into one line and exit code 128 + the signal's number (130, 143).
 import contextlib
 import signal
 import threading
+from collections.abc import Iterator
+from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _requested: list[int] = []
@@ -20,32 +22,32 @@ _requested: list[int] = []
 class Interrupted(BaseException):
     """The process was asked to stop (like KeyboardInterrupt, not an ``Exception``)."""
 
-    def __init__(self, signum):
+    def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
     @property
-    def exit_code(self):
+    def exit_code(self) -> int:
         return 128 + self.signum
 
 
-def exit_code(exc):
+def exit_code(exc: BaseException) -> int:
     """128 + the signal's number for an Interrupted or a KeyboardInterrupt."""
     return exc.exit_code if isinstance(exc, Interrupted) else 128 + signal.SIGINT
 
 
-def _raise(signum, frame):
+def _raise(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
-def install():
+def install() -> None:
     """SIGTERM raises :class:`Interrupted` (call once, in the main thread, at start-up)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise)
 
 
 @contextlib.contextmanager
-def deferred():
+def deferred() -> Iterator[None]:
     """Within the block, SIGINT and SIGTERM are recorded, not raised (main thread only).
 
     A signal the process ignores (a background job's SIGINT) stays ignored.
@@ -65,17 +67,17 @@ def deferred():
             signal.signal(s, handler)
 
 
-def request(signum):
+def request(signum: int) -> None:
     """Record a stop request as a signal would (any thread; the test hook uses it)."""
     _requested.append(signum)
 
 
-def requested():
+def requested() -> bool:
     """Whether a stop has been requested inside :func:`deferred`."""
     return bool(_requested)
 
 
-def raise_if_requested():
+def raise_if_requested() -> None:
     """Raise :class:`Interrupted` if a signal arrived inside :func:`deferred`."""
     if _requested:
         raise Interrupted(_requested[0])

@@ -10,37 +10,14 @@ the shared ones are the data-parallel family's own specs. Pure Python, so ``--he
 stays fast.
 """
 
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, AxisSpec
+from netsweep_jax.sweep.core import schema
+from netsweep_jax.sweep.core.schema import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 RECOMPUTES = ("none", "selective", "full")
 LAYOUT_COLLECTIVES = ("ring", "tree", "nccl")  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 
-_LAYOUT_AXES = (
-    AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
-    AxisSpec("dp", "--dp", "1", "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)", True, 1, 1e7,
-             "", 1.0),
-    AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
-    AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
-    AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
-    AxisSpec("zero", "--zero", "1", "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP", True, 0,
-             3, "0", 1.0),
-    AxisSpec("sequence_parallel", "--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True,
-             0, 1, "1", 1.0),
-    AxisSpec("nvlink_domain", "--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1,
-             1e6, "", 1.0),
-    AxisSpec("nvlink_bw", "--nvlink-bw", "GB/s", "NVLink bandwidth per GPU, one direction (default: the GPU's)",
-             False, 1e-3, 1e6, "", 1e9),
-    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.55",
-             1.0),
-    AxisSpec("imbalance", "--imbalance", "1", "MoE load imbalance: the busiest expert's tokens over the mean",
-             False, 1, 100, "1", 1.0),
-)
-LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 SHARED_AXES = ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
                "jitter")
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
@@ -86,6 +63,4 @@ BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", 
 
 def coordinate_attrs(dim: str) -> dict[str, str]:
     """``units`` and ``long_name`` of a layout cube's coordinate."""
-    if dim in AXES:
-        return {"units": AXES[dim].units, "long_name": AXES[dim].long_name}
-    return {"units": "", "long_name": LONG_NAMES[dim]}
+    return schema.coordinate_attrs(dim, AXES, LONG_NAMES)

@@ -16,8 +16,10 @@ import dataclasses
 import functools
 import inspect
 import math
-from collections.abc import Callable, Iterable
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import ParamSpec, TypeVar, get_args, get_origin
+
+from typing_extensions import Unpack, get_type_hints, is_typeddict
 
 from netsweep_jax.sweep.core.errors import InputError
 
@@ -108,6 +110,33 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
                  "1", 1.0),
     )
 }
+
+
+# The layout family's own axes (large transformers: sweep/core/layout_axes.py has the rest of its vocabulary).
+_LAYOUT_AXES = (
+    AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
+    AxisSpec("dp", "--dp", "1", "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)", True, 1, 1e7,
+             "", 1.0),
+    AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
+    AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
+    AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
+    AxisSpec("zero", "--zero", "1", "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP", True, 0,
+             3, "0", 1.0),
+    AxisSpec("sequence_parallel", "--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True,
+             0, 1, "1", 1.0),
+    AxisSpec("nvlink_domain", "--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1,
+             1e6, "", 1.0),
+    AxisSpec("nvlink_bw", "--nvlink-bw", "GB/s", "NVLink bandwidth per GPU, one direction (default: the GPU's)",
+             False, 1e-3, 1e6, "", 1e9),
+    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.55",
+             1.0),
+    AxisSpec("imbalance", "--imbalance", "1", "MoE load imbalance: the busiest expert's tokens over the mean",
+             False, 1, 100, "1", 1.0),
+)
+LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 
 
 def default_value(name: str) -> float:
@@ -218,6 +247,9 @@ OTHER_OPTIONS = {
     "per": "--per",
     "bounds": "--bounds",
     "distributed": "--distributed",
+    "arch": "--arch",
+    "schedule": "--schedule",
+    "recompute": "--recompute",
 }
 
 
@@ -225,6 +257,8 @@ def option_of(param: str | None) -> str:
     """The CLI option that sets library parameter ``param`` (the name itself if none)."""
     if param in NUMERIC_AXES:
         return NUMERIC_AXES[param].option
+    if param in LAYOUT_AXES:
+        return LAYOUT_AXES[param].option
     return OTHER_OPTIONS.get(param, param) if param is not None else ""
 
 
@@ -233,12 +267,14 @@ def cli_message(error: InputError) -> str:
     return f"{option_of(error.param)} {error.detail}" if error.param else error.detail
 
 
-def coordinate_attrs(dim: str) -> dict[str, str]:
-    """``units`` and ``long_name`` of a dimension's coordinate."""
-    if dim in NUMERIC_AXES:
-        spec = NUMERIC_AXES[dim]
-        return {"units": spec.units, "long_name": spec.long_name}
-    return {"units": "", "long_name": LONG_NAMES[dim]}
+def coordinate_attrs(dim: str, axes: Mapping[str, AxisSpec] | None = None,
+                     long_names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``units`` and ``long_name`` of a dimension's coordinate: a numeric axis of ``axes`` (default the
+    data-parallel family's) or a text dim of ``long_names``."""
+    axes = NUMERIC_AXES if axes is None else axes
+    if dim in axes:
+        return {"units": axes[dim].units, "long_name": axes[dim].long_name}
+    return {"units": "", "long_name": (LONG_NAMES if long_names is None else long_names)[dim]}
 
 
 P = ParamSpec("P")
@@ -247,9 +283,12 @@ R = TypeVar("R")
 
 def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
     """``function`` unchanged, except that a keyword it does not take raises :class:`InputError`
-    (naming the keyword and the ones it takes) instead of ``TypeError``."""
-    taken = [p.name for p in inspect.signature(function).parameters.values()
-             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    (naming the keyword and the ones it takes) instead of ``TypeError``.
+
+    The keywords it takes are its named parameters and, for ``**options: Unpack[SomeTypedDict]``
+    (PEP 692), that TypedDict's keys.
+    """
+    taken = accepted_keywords(function)
 
     @functools.wraps(function)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -260,3 +299,21 @@ def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
         return function(*args, **kwargs)
 
     return checked
+
+
+def accepted_keywords(function: Callable[..., object]) -> list[str]:
+    """The keywords ``function`` takes: its named parameters, then the keys of the TypedDict
+    its ``**`` parameter is annotated with (``Unpack[...]``), if any."""
+    hints = get_type_hints(function, include_extras=True)
+    taken: list[str] = []
+    for p in inspect.signature(function).parameters.values():
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+            taken.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            spec = hints.get(p.name)
+            keys = get_args(spec)[0] if get_origin(spec) is Unpack else None
+            if not is_typeddict(keys):
+                raise TypeError(f"{function.__name__}(**{p.name}): annotate it Unpack[a TypedDict] "
+                                f"so the keywords it takes are known")
+            taken += keys.__annotations__
+    return taken

@@ -1,11 +1,12 @@
 """Reading the user's text files: one rule for encodings and for files that are not text."""
 
+import os
 from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError
 
 
-def read_lines(path, what):
+def read_lines(path: str | os.PathLike[str], what: str) -> list[str]:
     """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
     path = Path(path)
     if not path.is_file():

@@ -9,23 +9,26 @@ points); ``1..1000@20log`` (20 log-spaced points); items may be mixed
 
 import math
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import MAX_AXIS_VALUES, NUMERIC_AXES, show
+from netsweep_jax.sweep.core.schema import MAX_AXIS_VALUES, NUMERIC_AXES, AxisSpec, show
 
 _RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
 
 
-def _num(text, spec, item):
+def _num(text: str, spec: AxisSpec, item: str) -> float:
     try:
         return float(text)
     except ValueError:
         raise InputError(f"{item!r}: {text!r} is not a number ({spec.rule()})", param=spec.name) from None
 
 
-def parse_values(text, spec):
+def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
     """Parse ``text`` in the value syntax for axis ``spec``; return float64 [n].
 
     Raises :class:`InputError` naming the option, the value and the rule.
@@ -77,7 +80,7 @@ def parse_values(text, spec):
     return out
 
 
-def parse_names(text, param, known):
+def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
     items = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
     names = [s.strip() for s in items if s.strip()]
@@ -91,7 +94,7 @@ def parse_names(text, param, known):
     return names
 
 
-def coerce_axis(name, value):
+def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
     """Python API values (number, sequence, or syntax string) -> float64 [n]."""
     spec = NUMERIC_AXES[name]
     if isinstance(value, str):
@@ -106,6 +109,6 @@ def coerce_axis(name, value):
     return out
 
 
-def si_values(name, values):
+def si_values(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Stored values of axis ``name`` in kernel units (bit/s, s, bytes, 1)."""
     return np.asarray(values, dtype=np.float64) * NUMERIC_AXES[name].to_si

@@ -1,16 +1,13 @@
 """The Python entry point shared by notebooks and the CLI: :func:`evaluate`, whole or reduced."""
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 import xarray as xr
+from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES, refuse_unknown_keywords
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
-from netsweep_jax.sweep.engine.grid import AxisValues, Models, Names, ReduceTable, WorkloadValues, make_grid
+from netsweep_jax.sweep.engine.grid import AxisValues, Models, Names, SweepOptions, make_grid
 from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 
@@ -22,32 +19,7 @@ def evaluate(
     block_configs: int = DEFAULT_BLOCK_CONFIGS,
     kernel: str = DEFAULTS.kernel,
     vars: Names | None = None,  # noqa: A002 (the public keyword, as --vars)
-    store: str | None = None,
-    reduce: str | Sequence[str] | None = None,
-    fusion_buffer: AxisValues | None = None,
-    fusion_timeout: AxisValues | None = None,
-    nodes: AxisValues | None = None,
-    gpus_per_node: AxisValues | None = None,
-    nics_per_node: AxisValues | None = None,
-    utilization: AxisValues | None = None,
-    ratio: AxisValues | None = None,
-    latency: AxisValues | None = None,
-    overhead: AxisValues | None = None,
-    slowdown: AxisValues | None = None,
-    jitter: AxisValues | None = None,
-    accum: AxisValues | None = None,
-    collective: Names = DEFAULTS.collective,
-    bucketing: Names = DEFAULTS.bucketing,
-    reduce_table: ReduceTable = None,
-    intra_bandwidth: float = DEFAULTS.intra_bandwidth,
-    dtype: str = DEFAULTS.dtype,
-    gpu: WorkloadValues = None,
-    precision: WorkloadValues = None,
-    batch: WorkloadValues = None,
-    seq_len: WorkloadValues = None,
-    compressor: Names = DEFAULTS.compressor,
-    iterations_factor: str | Mapping[Any, float | str] | None = None,
-    codec_cost: str | Path | Mapping[str, float] | None = None,
+    **options: Unpack[SweepOptions],
 ) -> xr.Dataset:
     """Predict data-parallel training metrics over the outer product of axis values.
 
@@ -58,13 +30,17 @@ def evaluate(
       block_configs: configurations per block (memory: 16 B each in float32).
       kernel: ``"auto"`` (Pallas on a GPU where the sweep allows it, the XLA scan elsewhere),
         ``"xla"``, ``"pallas"`` or ``"pallas-interpret"`` (refused for a sweep Pallas cannot run).
-      vars: the variables to compute and keep; store: their dtype.
-      reduce: ``OP:DIM[,DIM...]`` or a list of them; the Dataset then has only the dims not reduced.
-      fusion_buffer ... accum: the other numeric axes (``latency`` in us, ``fusion_buffer`` in
-        MiB, ``fusion_timeout`` in ms, ...); None: the schema's default.
-      collective, bucketing, reduce_table, intra_bandwidth (Gbit/s), dtype (``"float32"``/``"float64"``),
-        gpu, precision, batch, seq_len, compressor, iterations_factor, codec_cost: as
-        :func:`sweep.engine.grid.make_grid`.
+      vars: the variables to compute and keep (a comma list or sequence: ``scaling_factor``,
+        ``iteration_time``, ``exposed_comm``, ``comm_time``, ``time_to_accuracy``); None: the first
+        four, and ``time_to_accuracy`` when some compressor is not ``none``.
+      **options: the other axes and settings, the keys of :class:`sweep.engine.grid.SweepOptions`
+        (each documented there with its units), among them ``store`` (the variables' dtype),
+        ``reduce`` (``OP:DIM[,DIM...]`` or a list of them; the Dataset then has only the dims
+        not reduced), the numeric axes (``latency`` in us, ``fusion_buffer`` in MiB,
+        ``fusion_timeout`` in ms, ...; None: the schema's default), ``collective``, ``bucketing``,
+        ``reduce_table``, ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``),
+        ``gpu``, ``precision``, ``batch``, ``seq_len``, ``compressor``, ``iterations_factor`` and
+        ``codec_cost``.
 
     Returns:
       ``xarray.Dataset`` with every dim of :data:`sweep.core.schema.DIMS` (each present,
@@ -74,13 +50,7 @@ def evaluate(
     Raises:
       InputError for a value that breaks a rule, or a keyword it does not take.
     """
-    grid = make_grid(
-        model, fusion_buffer=fusion_buffer, fusion_timeout=fusion_timeout, nodes=nodes,
-        gpus_per_node=gpus_per_node, nics_per_node=nics_per_node, bandwidth=bandwidth, utilization=utilization,
-        ratio=ratio, latency=latency, overhead=overhead, slowdown=slowdown, jitter=jitter, accum=accum,
-        collective=collective, bucketing=bucketing, reduce_table=reduce_table, intra_bandwidth=intra_bandwidth,
-        dtype=dtype, variables=vars, store=store, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len,
-        compressor=compressor, iterations_factor=iterations_factor, codec_cost=codec_cost, reduce=reduce)
+    grid = make_grid(model, bandwidth=bandwidth, variables=vars, **options)
     if grid.reduction is not None:
         plan = Plan(grid.sizes, block_configs)
         state = ReducedRun(grid, plan)

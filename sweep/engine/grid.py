@@ -3,7 +3,9 @@
 The grid's dimension order is :data:`sweep.core.schema.DIMS` and is the cube's.
 :func:`make_grid` is the typed specification of a sweep that the Python API
 (:func:`sweep.evaluate`, :func:`sweep.solve`) and the CLI share: one keyword per
-numeric axis and per setting, each defaulting to the schema's registry.
+numeric axis and per setting, each a key of :class:`GridOptions` (PEP 692 ``**options``,
+defined once and shared with ``evaluate`` through :class:`SweepOptions`), each
+defaulting to the schema's registry.
 """
 
 import dataclasses
@@ -17,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import TypedDict, Unpack
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import (
@@ -57,6 +60,94 @@ Models = str | Profile | Sequence[str | Profile]
 WorkloadValues = str | int | Sequence[str | int] | None  # a transformer workload setting
 ReduceTable = str | Path | tuple[npt.ArrayLike, npt.ArrayLike] | None
 Table = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
+
+
+class SweepOptions(TypedDict, total=False):
+    """The keywords of a sweep that :func:`make_grid` and :func:`sweep.evaluate` share, each optional.
+
+    ``bandwidth`` and the kept variables are the two each of them spells itself: ``make_grid``
+    (:class:`GridOptions`) takes ``bandwidth`` with a default and ``variables``, ``evaluate``
+    requires ``bandwidth`` and calls the variables ``vars`` (as ``--vars``). A key not given
+    takes its registry's default (:data:`sweep.core.schema.NUMERIC_AXES`, :data:`sweep.core.schema.DEFAULTS`).
+
+    Keys:
+      fusion_buffer: tensor fusion buffer size, MiB.
+      fusion_timeout: tensor fusion timeout, ms.
+      nodes: number of nodes (integer).
+      gpus_per_node: GPUs per node (integer).
+      nics_per_node: network interfaces per node, shared by its GPUs (integer).
+      utilization: fraction of link bandwidth the transport achieves, in [1e-4, 1].
+      ratio: gradient compression ratio (>= 1).
+      latency: per-message latency, us.
+      overhead: time per iteration nothing overlaps when N > 1, ms.
+      slowdown: compute stretched by 1 + slowdown when N > 1.
+      jitter: coefficient of variation of a worker's compute time.
+      accum: micro-batches of compute per gradient synchronization (integer).
+        Each numeric axis takes a number, a sequence, or a value-syntax string (``"1..100@10"``)
+        in those units; its bounds and default are :data:`sweep.core.schema.NUMERIC_AXES`'s
+        (None: the default).
+      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`.
+      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise.
+      reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
+        the default V100 model.
+      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``).
+      dtype: ``"float32"`` or ``"float64"`` (compute).
+      store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
+      gpu, precision, batch, seq_len: a transformer's workload, each a value or a comma list
+        (:func:`resolve_models`, :mod:`sweep.model.compute`); only for transformer models.
+      compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
+        ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
+      iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
+        reach the same accuracy, relative to none (default 1).
+      codec_cost: a JSON file or a dict overriding the codec throughput model.
+      reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`): reduce on
+        the device; the result keeps the other dims.
+    """
+
+    fusion_buffer: AxisValues | None
+    fusion_timeout: AxisValues | None
+    nodes: AxisValues | None
+    gpus_per_node: AxisValues | None
+    nics_per_node: AxisValues | None
+    utilization: AxisValues | None
+    ratio: AxisValues | None
+    latency: AxisValues | None
+    overhead: AxisValues | None
+    slowdown: AxisValues | None
+    jitter: AxisValues | None
+    accum: AxisValues | None
+    collective: Names
+    bucketing: Names
+    reduce_table: ReduceTable
+    intra_bandwidth: float
+    dtype: str
+    store: str | None
+    gpu: WorkloadValues
+    precision: WorkloadValues
+    batch: WorkloadValues
+    seq_len: WorkloadValues
+    compressor: Names
+    iterations_factor: str | Mapping[Any, float | str] | None
+    codec_cost: str | Path | Mapping[str, float] | None
+    reduce: str | Sequence[str] | None
+
+
+class GridOptions(SweepOptions, total=False):
+    """The keywords of :func:`make_grid`: those of :class:`SweepOptions`, and these two.
+
+    Keys:
+      bandwidth: Gbit/s, a numeric axis as the others (None or not given: the schema's default).
+      variables: the variables to keep: a comma list or sequence from :data:`sweep.core.schema.VARIABLES`
+        (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
+    """
+
+    bandwidth: AxisValues | None
+    variables: Names | None
+
+
+# Every key of GridOptions -> its default: the registries' where they hold one, else None (not given).
+_REGISTRY = {**dataclasses.asdict(DEFAULTS), **{name: spec.default for name, spec in NUMERIC_AXES.items()}}
+_DEFAULTS: dict[str, Any] = {key: _REGISTRY.get(key) for key in GridOptions.__annotations__}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,78 +332,31 @@ def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
 
 
 @refuse_unknown_keywords
-def make_grid(
-    model: Models = DEFAULTS.model, *,
-    fusion_buffer: AxisValues | None = NUMERIC_AXES["fusion_buffer"].default,
-    fusion_timeout: AxisValues | None = NUMERIC_AXES["fusion_timeout"].default,
-    nodes: AxisValues | None = NUMERIC_AXES["nodes"].default,
-    gpus_per_node: AxisValues | None = NUMERIC_AXES["gpus_per_node"].default,
-    nics_per_node: AxisValues | None = NUMERIC_AXES["nics_per_node"].default,
-    bandwidth: AxisValues | None = NUMERIC_AXES["bandwidth"].default,
-    utilization: AxisValues | None = NUMERIC_AXES["utilization"].default,
-    ratio: AxisValues | None = NUMERIC_AXES["ratio"].default,
-    latency: AxisValues | None = NUMERIC_AXES["latency"].default,
-    overhead: AxisValues | None = NUMERIC_AXES["overhead"].default,
-    slowdown: AxisValues | None = NUMERIC_AXES["slowdown"].default,
-    jitter: AxisValues | None = NUMERIC_AXES["jitter"].default,
-    accum: AxisValues | None = NUMERIC_AXES["accum"].default,
-    collective: Names = DEFAULTS.collective,
-    bucketing: Names = DEFAULTS.bucketing,
-    reduce_table: ReduceTable = None,
-    intra_bandwidth: float = DEFAULTS.intra_bandwidth,
-    dtype: str = DEFAULTS.dtype,
-    variables: Names | None = None,
-    store: str | None = None,
-    gpu: WorkloadValues = None,
-    precision: WorkloadValues = None,
-    batch: WorkloadValues = None,
-    seq_len: WorkloadValues = None,
-    compressor: Names = DEFAULTS.compressor,
-    iterations_factor: str | Mapping[Any, float | str] | None = None,
-    codec_cost: str | Path | Mapping[str, float] | None = None,
-    reduce: str | Sequence[str] | None = None,
-) -> Grid:
+def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
       model: as :func:`resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
         set a transformer's workload there.
-      fusion_buffer ... accum: the numeric axes (:data:`sweep.core.schema.NUMERIC_AXES`),
-        each a number, a sequence, or a value-syntax string, in its stored units; None
-        (or not given): the schema's default.
-      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`.
-      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise.
-      reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
-        the default V100 model.
-      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``).
-      dtype: ``"float32"`` or ``"float64"`` (compute).
-      variables: the variables to keep: a comma list or sequence from :data:`sweep.core.schema.VARIABLES`
-        (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
-      store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
-      compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
-        ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
-      iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
-        reach the same accuracy, relative to none (default 1).
-      codec_cost: a JSON file or a dict overriding the codec throughput model.
-      reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`).
+      **options: the keys of :class:`GridOptions` (each documented there, with its units);
+        one not given takes the registry's default (:data:`sweep.core.schema.NUMERIC_AXES`,
+        :data:`sweep.core.schema.DEFAULTS`), and so does a numeric axis given as None.
 
     Raises:
       InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
-    given: dict[str, AxisValues | None] = {
-        "fusion_buffer": fusion_buffer, "fusion_timeout": fusion_timeout, "nodes": nodes,
-        "gpus_per_node": gpus_per_node, "nics_per_node": nics_per_node, "bandwidth": bandwidth,
-        "utilization": utilization, "ratio": ratio, "latency": latency, "overhead": overhead,
-        "slowdown": slowdown, "jitter": jitter, "accum": accum}
-    profiles = resolve_models(model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len)
+    o: dict[str, Any] = {**_DEFAULTS, **options}
+    collective, compressor, intra_bandwidth, dtype, store = (
+        o["collective"], o["compressor"], o["intra_bandwidth"], o["dtype"], o["store"])
+    profiles = resolve_models(model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"])
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
-    bucketings = tuple(parse_names(bucketing, "bucketing", BUCKETINGS))
-    values = {name: coerce_axis(name, spec.default if given[name] is None else given[name])
+    bucketings = tuple(parse_names(o["bucketing"], "bucketing", BUCKETINGS))
+    values = {name: coerce_axis(name, spec.default if o[name] is None else o[name])
               for name, spec in NUMERIC_AXES.items()}
     if "fsdp" in bucketings and np.any(values["accum"] > 1):
         raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
@@ -331,14 +375,16 @@ def make_grid(
         if c.method == "powersgd":
             for p in profiles:
                 tensor_codec(c, p, codec_cost_for(p))
-    factors = parse_factors(iterations_factor, compressors)
-    overrides = codec_overrides(codec_cost)
+    factors = parse_factors(o["iterations_factor"], compressors)
+    overrides = codec_overrides(o["codec_cost"])
+    variables = o["variables"]
     if variables is None:
         variables = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
     kept = tuple(in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))  # whatever order they came in
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     table: Table
+    reduce_table = o["reduce_table"]
     if reduce_table is None:
         table, source = default_table(), "default V100 model"
     elif isinstance(reduce_table, (str, Path)):
@@ -347,4 +393,4 @@ def make_grid(
         table, source = (np.asarray(reduce_table[0], np.float64), np.asarray(reduce_table[1], np.float64)), \
             "user table"
     return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                kept, store or "", compressors, factors, overrides, parse_reductions(reduce))
+                kept, store or "", compressors, factors, overrides, parse_reductions(o["reduce"]))

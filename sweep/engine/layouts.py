@@ -187,18 +187,19 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
         models.append(parse_arch(arch))
         model_names.append("arch")
     if model is not None:
-        for name in parse_names(model, "model", tuple(LLMS)):
+        for name in parse_names(model.lower(), "model", tuple(LLMS)):
             models.append(resolve_llm(name))
             model_names.append(name.lower())
     if not models:
         raise InputError("name a model (sweep models lists them) or give --arch", param="model")
     names = {
         "model": tuple(model_names),
-        "gpu": tuple(n.lower() for n in parse_names(gpu, "gpu", tuple(GPUS))),
-        "precision": tuple(n.lower() for n in parse_names(precision, "precision", LAYOUT_PRECISIONS)),
+        # Names are case-insensitive (--gpu H100): presets are spelled in lower case.
+        "gpu": tuple(parse_names(gpu.lower(), "gpu", tuple(GPUS))),
+        "precision": tuple(parse_names(precision.lower(), "precision", LAYOUT_PRECISIONS)),
         "schedule": tuple(_schedules(schedule)),
-        "recompute": tuple(parse_names(recompute, "recompute", RECOMPUTES)),
-        "collective": tuple(parse_names(collective, "collective", LAYOUT_COLLECTIVES)),
+        "recompute": tuple(parse_names(recompute.lower(), "recompute", RECOMPUTES)),
+        "collective": tuple(parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES)),
     }
     for g in names["gpu"]:
         if "fp8" in names["precision"] and GPUS[g].fp8 == 0:

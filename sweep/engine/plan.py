@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import math
 import numbers
+from collections.abc import Iterator, Mapping
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, INNER, LAYOUT, STRUCTURAL
@@ -33,34 +34,34 @@ class Block:
     """
 
     index: int
-    task: tuple
-    slab: tuple
+    task: tuple[int, ...]
+    slab: tuple[slice, ...]
 
     @property
-    def layout_slab(self):
+    def layout_slab(self) -> tuple[slice, ...]:
         """Slices along :data:`~sweep.core.schema.LAYOUT`."""
         return self.slab[: len(LAYOUT)]
 
     @property
-    def inner_slab(self):
+    def inner_slab(self) -> tuple[slice, ...]:
         """Slices along :data:`~sweep.core.schema.INNER`."""
         return self.slab[len(LAYOUT):]
 
-    def region(self):
+    def region(self) -> tuple[slice, ...]:
         """Index tuple into the full cube (one entry per dim of :data:`~sweep.core.schema.DIMS`)."""
         return tuple(slice(i, i + 1) for i in self.task) + self.slab
 
-    def region_shape(self):
+    def region_shape(self) -> tuple[int, ...]:
         """The block's extent along every dim of the cube."""
         return tuple(s.stop - s.start for s in self.region())
 
     @property
-    def layouts(self):
+    def layouts(self) -> int:
         """Worker layouts in the block."""
         return math.prod(s.stop - s.start for s in self.layout_slab)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """Configurations in the block."""
         return math.prod(s.stop - s.start for s in self.slab)
 
@@ -74,57 +75,57 @@ class Plan:
         except that a block holds at least one row of the innermost dims.
     """
 
-    def __init__(self, sizes, block_configs=DEFAULT_BLOCK_CONFIGS):
-        self.sizes = {d: int(sizes[d]) for d in DIMS}
+    def __init__(self, sizes: Mapping[str, int], block_configs: int = DEFAULT_BLOCK_CONFIGS) -> None:
+        self.sizes: dict[str, int] = {d: int(sizes[d]) for d in DIMS}
         if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
             raise InputError(f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}",
                              param="block_configs")
-        self.block_configs = int(block_configs)
-        self._blocks = None
+        self.block_configs: int = int(block_configs)
+        self._blocks: tuple[Block, ...] | None = None
         var = [self.sizes[d] for d in VARYING]
         # Split dim: the outermost varying dim whose trailing extent fits a block.
         split = next(i for i in range(len(VARYING)) if math.prod(var[i + 1:]) <= self.block_configs)
-        self.split_dim = VARYING[split]
+        self.split_dim: str = VARYING[split]
         trailing = math.prod(var[split + 1:])
-        self.rows = max(1, min(var[split], self.block_configs // trailing))
+        self.rows: int = max(1, min(var[split], self.block_configs // trailing))
         if self.split_dim in LAYOUT:  # whole inner extent, several layouts per block
-            self.kb = self.rows * math.prod(var[split + 1:len(LAYOUT)])
-            self.ci = math.prod(var[len(LAYOUT):])
+            self.kb: int = self.rows * math.prod(var[split + 1:len(LAYOUT)])
+            self.ci: int = math.prod(var[len(LAYOUT):])
         else:  # one layout per block, part of the inner extent
             self.kb = 1
             self.ci = self.rows * trailing
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[int, ...]:
         return tuple(self.sizes[d] for d in DIMS)
 
     @property
-    def splits_layouts(self):
+    def splits_layouts(self) -> bool:
         """True when every block holds the whole inner extent (and a run of layouts)."""
         return self.split_dim in LAYOUT
 
     @property
-    def chunk_shape(self):
+    def chunk_shape(self) -> tuple[int, ...]:
         """Shape of one (full) block in the cube: the HDF5 chunk shape."""
         split = VARYING.index(self.split_dim)
         var = [1] * split + [self.rows] + [self.sizes[d] for d in VARYING[split + 1:]]
         return (1,) * len(STRUCTURAL) + tuple(var)
 
-    def tasks(self):
+    def tasks(self) -> Iterator[tuple[int, ...]]:
         """Every structural index tuple, in cube order."""
         return itertools.product(*(range(self.sizes[d]) for d in STRUCTURAL))
 
-    def blocks(self):
+    def blocks(self) -> tuple[Block, ...]:
         """All blocks in a fixed order (the order ids refer to); computed once."""
         if self._blocks is None:
             self._blocks = tuple(self._cut())
         return self._blocks
 
-    def _cut(self):
+    def _cut(self) -> list[Block]:
         split = VARYING.index(self.split_dim)
         outer = [self.sizes[d] for d in VARYING[:split]]
         along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in VARYING[split + 1:]]
-        out = []
+        out: list[Block] = []
         for task in self.tasks():
             for prefix in itertools.product(*(range(n) for n in outer)):
                 for j in range(0, along, self.rows):

@@ -55,11 +55,12 @@ def write_dataset(ds: xr.Dataset, out: str | Path, *, command: str, attrs: Mappi
     """Write an in-memory result as a cube (h5netcdf), atomically: to ``temporary`` (default
     ``OUT.partial``), then renamed to ``out``; nothing is left behind on failure.
 
-    The global attributes are the Dataset's, then ``attrs``, then the provenance of ``command``.
+    The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
+    of ``command``.
     """
     out = Path(out)
     temp = Path(temporary) if temporary is not None else partial_path(out)
-    ds = ds.assign_attrs({**(attrs or {}), **provenance(command)})
+    ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
     try:
         ds.to_netcdf(temp, engine="h5netcdf")
         os.replace(temp, out)

@@ -14,7 +14,7 @@ import h5py
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
-from netsweep_jax.sweep.engine.dispatch import default_block_configs, run
+from netsweep_jax.sweep.engine.dispatch import check_kernel, default_block_configs, run
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io import cube
@@ -95,13 +95,15 @@ def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, 
     and renamed when complete. ``share = (process_id, process_count)`` computes only
     the blocks with ``index % process_count == process_id`` into a sparse shard.
     ``block_configs`` None means the default, or on ``resume`` the partial file's.
-    ``kernel`` as :func:`sweep.evaluate`. SIGINT and SIGTERM are deferred from the
+    ``kernel`` as :func:`sweep.evaluate`, checked first (:func:`~sweep.engine.dispatch.check_kernel`: an
+    explicit Pallas kernel that cannot run the sweep is refused before any file is made). SIGINT and SIGTERM are deferred from the
     moment the partial file is opened: it is never left half-made, and the sweep
     stops at the next block boundary. ``after_block(block)`` is called once each block
     is written (on the writer thread; with ``--reduce``, once it is accumulated): an
     exception it raises stops the sweep there, as a crash would (tests stop a sweep at a
     known block this way).
     """
+    check_kernel(kernel, grid)
     out = Path(out)
     check_output(out, force=force, resume=resume, default=default_out_dir)
     partial = partial_path(out)

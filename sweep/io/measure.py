@@ -81,11 +81,11 @@ def _causal_lm(model, torch):
     (its parameters keep their names under ``inner.``, which the profile strips)."""
 
     class CausalLM(torch.nn.Module):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.inner = model
 
-        def forward(self, tokens):
+        def forward(self, tokens: Any) -> Any:
             logits = self.inner(input_ids=tokens).logits
             return logits.reshape(-1, logits.shape[-1])
 
@@ -139,12 +139,12 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
     optimizer = torch.optim.SGD([p for _, p in params], lr=1e-6)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
 
-    def loss_of(out):
+    def loss_of(out: Any) -> Any:
         if target.dtype in (torch.int64, torch.int32):
             return torch.nn.functional.cross_entropy(out.float(), target.reshape(-1))
         return torch.nn.functional.mse_loss(out.float(), target.float())
 
-    def step():
+    def step() -> Any:
         optimizer.zero_grad(set_to_none=True)
         with torch.autocast(device.type, enabled=precision == "amp",
                             dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
@@ -169,7 +169,7 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
     clock: dict[str, float] = {}
     owner = {id(p): n for n, p in params}
     handles = []
-    def on_grad(p):
+    def on_grad(p: Any) -> None:
         sync()
         ready[owner[id(p)]].append(time.perf_counter() - clock["backward"])
 
@@ -179,11 +179,11 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
         if not own:
             continue
 
-        def pre(module, args, first=own[0]):
+        def pre(module: Any, args: Any, first: str = own[0]) -> None:
             sync()
             clock[first] = time.perf_counter()
 
-        def post(module, args, out, first=own[0]):
+        def post(module: Any, args: Any, out: Any, first: str = own[0]) -> None:
             sync()
             forward[first].append(time.perf_counter() - clock[first])
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]

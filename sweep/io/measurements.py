@@ -123,7 +123,7 @@ def select(meas: Measurements, expression: str, param: str = "train") -> list[bo
         raise InputError(f"{expression!r}: not an expression like 'gpus <= 16'", param=param) from None
     names = {**meas.columns, "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])]}
 
-    def value(node, i):
+    def value(node: ast.expr, i: int) -> Any:
         if isinstance(node, ast.BoolOp):
             parts = (value(v, i) for v in node.values)
             return all(parts) if isinstance(node.op, ast.And) else any(parts)

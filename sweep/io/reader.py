@@ -9,7 +9,8 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DIMS, NUMERIC_AXES, in_cube_order
+from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, in_cube_order
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT, verify
 from netsweep_jax.sweep.model.compressors import parse_compressors
@@ -95,8 +96,9 @@ def _selection(ds: xr.Dataset, chosen: Mapping[str, str]) -> dict[Hashable, list
         if dim not in ds.dims:
             raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
         values: Iterable[Any]
-        if dim in NUMERIC_AXES:
-            values = parse_values(text, NUMERIC_AXES[dim])
+        specs = LAYOUT_AXES if ds.attrs.get("family") == "layouts" else NUMERIC_AXES  # the cube's own axes
+        if dim in specs:
+            values = parse_values(text, specs[dim])
         elif dim == "compressor":  # topk:0.010 is topk:0.01
             values = [c.name for c in parse_compressors(text)]
         else:
@@ -116,7 +118,7 @@ def select_table(path: str | Path, chosen: Mapping[str, str], csv: bool = False)
     sub = ds.sel(_selection(ds, chosen))
     names = variables(ds)
     df = sub[names].to_dataframe().reset_index()
-    keep = [d for d in DIMS if d in df.columns and (sub.sizes[d] > 1 or d in chosen)]
+    keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
     ds.close()
     if csv:

@@ -23,6 +23,7 @@ import numpy as np
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.model.architectures import ARCHITECTURES, Layer
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS
+from netsweep_jax.sweep.model.llms import LLMS
 from netsweep_jax.sweep.model.profile import Profile, make_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
@@ -110,11 +111,17 @@ def models_table() -> str:
         tensors = arch.tensors()
         lines.append(f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
                      f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}")
+    lines += ["", "Large models (sweep grid and sweep plan with --tp, --pp, ...; or any shape with --arch):"]
+    for name, llm in LLMS.items():
+        lines.append(f"  {name:<16} {llm.describe()}")
     lines += ["", "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
-              f"{EFFICIENCY:g} on the products:"]
+              f"{EFFICIENCY:g} on the products; memory, and the system large-model sweeps assume:"]
     for key, g in GPUS.items():
-        lines.append(f"  {key:<5} {g.name:<22} fp32 {g.fp32 / 1e12:5.1f} TFLOP/s, half {g.half / 1e12:5.0f} TFLOP/s, "
-                     f"HBM {g.hbm / 1e9:5.0f} GB/s")
+        fp8 = f", fp8 {g.fp8 / 1e12:4.0f}" if g.fp8 else ""
+        lines.append(f"  {key:<7} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
+                     f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 1e9:3.0f} GB; {g.system}: {g.domain} GPUs on "
+                     f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
+                     f"{g.gpus_per_node} GPUs")
     lines += ["", "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
               "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
               "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context)."]
