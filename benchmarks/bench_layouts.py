@@ -43,7 +43,7 @@ def reference_rate(grid, samples=4000):
         v = {d: float(rng.choice(list(codes[d]))) for d in DIMS}
         lay = dict(gpus=v["gpus"], tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"],
                    micro_batch=v["micro_batch"], global_batch=v["global_batch"], chunks=v["schedule"],
-                   recompute=v["recompute"], sequence_parallel=v["sequence_parallel"], zero=v["zero"],
+                   recompute=v["recompute"], sequence_parallel=v["sequence_parallel"], zero=v["zero"], flash=v["attention"],
                    nvlink_domain=gpu["domain"], nvlink_bw=gpu["nvlink"], gpus_per_node=gpu["gpus_per_node"],
                    nics_per_node=v["nics_per_node"], bandwidth=v["bandwidth"], utilization=1.0, latency=0.0,
                    collective=v["collective"], efficiency=v["efficiency"], overhead=0.0, slowdown=0.0, straggle=0.0,

@@ -18,15 +18,18 @@ attention core counted in full, as Megatron counts it):
 
     attn   = 4 h w_q + 4 h w_kv + 4 s w_q              (projections; scores and context)
     mlp    = (6 or 4) h f                             (dense layer: gated or not)
-    moe    = (6 or 4) h f_e (k + S) I + 2 h E         (MoE layer: routed and shared experts,
-                                                       router; I = load imbalance >= 1)
+    moe    = (6 or 4) h f_e (k + S) + 2 h E           (MoE layer: routed and shared experts,
+                                                       router; the time takes the routed part
+                                                       times I, the load imbalance >= 1)
     F      = attn + ((L - L_e) mlp + L_e moe) / L     (the average layer)
     logits = 2 h v
 
 A GPU of a TP x CP group handles b s / c tokens of each micro-batch and 1 / t of each
 layer's work: t_f = b s F / (c t peak eff) + (activation bytes A + weight bytes) / hbm,
 t_b = 2 t_f. Recomputation adds t_f (full) or the attention core's forward (selective:
-4 s w_q FLOPs per token and the 5 a s^2 b score bytes) to every layer's backward.
+4 s w_q FLOPs per token and, unfused, the 5 a s^2 b score bytes) to every layer's backward.
+With flash attention (``flash``, the default of today's stacks) the scores are never
+written to memory: no score bytes in time or memory.
 
 Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Megatron
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
@@ -102,7 +105,8 @@ states from 1, gradients from 2, weights at 3), and activations per layer and
 micro-batch of b (s / c) tokens
 
     A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
-                                                             term dropped by selective)
+                                                             term dropped by selective,
+                                                             absent with flash attention)
     all = 4 + (3 + 4 w_q / h + 4 w_kv / h) + (3 + (4 or 8) f / h)   (norms, attention, MLP:
                                                                      34 for GPT-3's shape)
     u_ = 10, s_ = all - 10     (TP without SP: norms, block inputs, dropout masks unsplit)
@@ -191,7 +195,7 @@ class Layout(NamedTuple):
 
     gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
     chunks (V), recompute (0 none, 1 selective, 2 full), sequence_parallel (0/1),
-    zero (0-3), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
+    zero (0-3), flash (1: fused flash attention, scores never stored; 0: unfused), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
     (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
     (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1).
@@ -209,6 +213,7 @@ class Layout(NamedTuple):
     recompute: Value
     sequence_parallel: Value
     zero: Value
+    flash: Value
     nvlink_domain: Value
     nvlink_bw: Value
     gpus_per_node: Value
@@ -307,9 +312,11 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     core_flops = 4.0 * s * qw
     proj_flops = 4.0 * h * qw + 4.0 * h * kvw
     mlp_flops = mats * 2.0 * h * f
-    moe_flops = mats * 2.0 * h * fe * (k + S) * lay.imbalance + 2.0 * h * E
+    moe_flops = mats * 2.0 * h * fe * (k + S) + 2.0 * h * E  # per token: what the model computes
     dense_layers = L - Le
     layer_flops = proj_flops + core_flops + (dense_layers * mlp_flops + Le * moe_flops) / L
+    # The busiest expert's GPU paces its EP group: its routed work is stretched by the imbalance.
+    paced_flops = layer_flops + Le * mats * 2.0 * h * fe * k * (lay.imbalance - 1.0) / L
     logits_flops = 2.0 * h * v
 
     attn_params = 2.0 * h * qw + 2.0 * h * kvw + 2.0 * h
@@ -324,12 +331,14 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     attention_act = 3.0 + 4.0 * qw / h + 4.0 * kvw / h
     total_lin = 4.0 + attention_act + mlp_act  # layernorms, attention, MLP: 34 for GPT-3's shape
     unsplit = jnp.where(sp | (t <= 1), 0.0, 10.0)
-    score_bytes = 5.0 * a * tokens * s / t
+    # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
+    # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
+    score_bytes = jnp.where(lay.flash > 0, 0.0, 5.0 * a * tokens * s / t)
     lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t)
     act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
     weight_bytes = layer_params * dev.param_bytes
 
-    t_f = (tokens * layer_flops / t / rate + (act_layer + weight_bytes) / dev.hbm) * kappa
+    t_f = (tokens * paced_flops / t / rate + (act_layer + weight_bytes) / dev.hbm) * kappa
     t_b = 2.0 * t_f
     core_time = (tokens * core_flops / t / rate + score_bytes / dev.hbm) * kappa
     recompute = jnp.where(lay.recompute >= 2, t_f, jnp.where(lay.recompute >= 1, core_time, 0.0))

@@ -412,8 +412,9 @@ def layout_step(arch, dev, lay):
     tokens = b * s / c
     rate = dev["peak"] * lay["efficiency"]
     flops = {"core": 4 * s * qw, "proj": 4 * h * qw + 4 * h * kvw}
-    flops["mlp"] = ((L - Le) * mats * 2 * h * f + Le * (mats * 2 * h * fe * (k + S) * lay["imbalance"] + 2 * h * E)) / L
-    per_token = sum(flops.values())
+    flops["mlp"] = ((L - Le) * mats * 2 * h * f + Le * (mats * 2 * h * fe * (k + S) + 2 * h * E)) / L
+    per_token = sum(flops.values())  # what the model computes
+    paced = per_token + Le * mats * 2 * h * fe * k * (lay["imbalance"] - 1) / L  # the busiest expert's GPU
     dense = 2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     experts = Le * E * mats * h * fe / L
     params = dense / t + experts / (t * e)
@@ -421,8 +422,8 @@ def layout_step(arch, dev, lay):
     lin = 4 + (3 + 4 * qw / h + 4 * kvw / h) + (3 + (8 if arch["gated"] else 4) * f / h)
     unsplit = 0 if (sp or t <= 1) else 10
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
-    score_bytes = 5 * a * tokens * s / t
-    fwd = (tokens * per_token / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]) * kappa
+    score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
+    fwd = (tokens * paced / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]) * kappa
     core = (tokens * flops["core"] / t / rate + score_bytes / dev["hbm"]) * kappa
     recompute = fwd if rec == 2 else core if rec == 1 else 0.0
 

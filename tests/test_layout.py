@@ -36,7 +36,7 @@ def random_case(rng):
     lay = dict(gpus=rng.choice([8, 16, 64, 128, 96]), tp=rng.choice([1, 2, 4, 8]), pp=rng.choice([1, 2, 3, 4]),
                cp=rng.choice([1, 1, 2]), ep=rng.choice([1, 1, 2, 4]), dp=rng.choice([0, 0, 0, 0, 2, 4]), micro_batch=rng.choice([1, 2, 4]),
                global_batch=rng.choice([64, 128, 256]), chunks=rng.choice([1, 1, 2]), recompute=rng.choice([0, 1, 2]),
-               sequence_parallel=rng.choice([0, 1]), zero=rng.choice([0, 1, 2, 3]),
+               sequence_parallel=rng.choice([0, 1]), zero=rng.choice([0, 1, 2, 3]), flash=rng.choice([0, 1]),
                nvlink_domain=rng.choice([8, 16, 72]), nvlink_bw=rng.choice([300e9, 450e9]),
                gpus_per_node=rng.choice([4, 8]), nics_per_node=rng.choice([1, 4, 8]),
                bandwidth=rng.choice([100e9, 400e9]), utilization=rng.uniform(0.3, 1), latency=rng.choice([0, 5e-6]),
@@ -95,7 +95,7 @@ def _gpt3(**changes):
                 shared_experts=0, moe_layers=0, gated=0, tied=1)
     dev = dict(peak=312e12, hbm=2.039e12, memory=80e9, param_bytes=2.0, grad_bytes=2.0, act_bytes=2.0)
     lay = dict(gpus=8, tp=8, pp=1, cp=1, ep=1, dp=0, micro_batch=1, global_batch=1, chunks=1, recompute=0,
-               sequence_parallel=0, zero=0, nvlink_domain=8, nvlink_bw=300e9, gpus_per_node=8, nics_per_node=8,
+               sequence_parallel=0, zero=0, flash=0, nvlink_domain=8, nvlink_bw=300e9, gpus_per_node=8, nics_per_node=8,
                bandwidth=200e9, utilization=1.0, latency=0.0, collective=0, efficiency=0.5, overhead=0.0,
                slowdown=0.0, straggle=0.0, imbalance=1.0)
     for key, value in changes.items():

@@ -15,6 +15,7 @@ from netsweep_jax.sweep.core.schema import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 RECOMPUTES = ("none", "selective", "full")
+ATTENTIONS = ("flash", "unfused")  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
 LAYOUT_COLLECTIVES = ("ring", "tree", "nccl")  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 
@@ -24,14 +25,15 @@ AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name
 
 # Cube order: the outer dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # layout dims (`sweep plan` searches them). A block of a sweep is R outer cells by C layouts.
-TEXT_DIMS = ("model", "gpu", "precision", "schedule", "recompute", "collective")
-OUTER = ("model", "gpu", "precision", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
+TEXT_DIMS = ("model", "gpu", "precision", "attention", "schedule", "recompute", "collective")
+OUTER = ("model", "gpu", "precision", "attention", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
          "nics_per_node", "bandwidth", "utilization", "latency", "collective", "efficiency", "imbalance", "overhead",
          "slowdown", "jitter")
 INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
 DIMS = OUTER + INNER
 SYSTEM_DIMS = ("gpus_per_node", "nvlink_domain", "nvlink_bw", "nics_per_node", "bandwidth")  # 0: the GPU's system
 LONG_NAMES = {"model": "transformer", "gpu": "GPU preset", "precision": "training precision",
+              "attention": "attention kernel (flash: scores never stored; unfused: stored)",
               "schedule": "pipeline schedule", "recompute": "activation recomputation",
               "collective": "collective algorithm"}
 

@@ -157,7 +157,7 @@ def _gather(outer_start, inner_start, values, tables, *, rows, cols, outer_sizes
     lay = layout_kernel.Layout(
         gpus=gpus, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"], micro_batch=v["micro_batch"],
         global_batch=v["global_batch"], chunks=v["schedule"], recompute=v["recompute"],
-        sequence_parallel=v["sequence_parallel"], zero=v["zero"],
+        sequence_parallel=v["sequence_parallel"], zero=v["zero"], flash=v["attention"],
         nvlink_domain=system("nvlink_domain", g["domain"]), nvlink_bw=system("nvlink_bw", g["nvlink"]),
         gpus_per_node=system("gpus_per_node", g["gpus_per_node"]), nics_per_node=system("nics_per_node", g["nics"]),
         bandwidth=system("bandwidth", g["nic_bits"]), utilization=v["utilization"], latency=v["latency"],

@@ -28,6 +28,7 @@ import xarray as xr
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
     AXES,
     DIMS,
     INNER,
@@ -82,7 +83,8 @@ class LayoutGrid:
 
     Attributes:
       models: the transformers, one per ``model`` coordinate.
-      names: {text dim: coordinate names} for model, gpu, precision, schedule, recompute, collective.
+      names: {text dim: coordinate names} for model, gpu, precision, attention, schedule, recompute,
+        collective.
       values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
       dtype: compute dtype.
       assumed: what was assumed that the user did not set, one phrase each.
@@ -126,6 +128,8 @@ class LayoutGrid:
                 out[d] = np.array([parse_schedule(s) for s in self.names[d]])
             elif d == "recompute":
                 out[d] = np.array([RECOMPUTES.index(s) for s in self.names[d]], np.float64)
+            elif d == "attention":
+                out[d] = np.array([float(s == "flash") for s in self.names[d]])
             elif d == "collective":
                 out[d] = np.array([LAYOUT_COLLECTIVES.index(s) for s in self.names[d]], np.float64)
             else:
@@ -168,7 +172,7 @@ def _values(name: str, given: object, default: str | None) -> np.ndarray:
 
 
 def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: str = "h100",
-                     precision: str = "bf16", gpus: object = None, dp: object = None, tp: object = None,
+                     precision: str = "bf16", attention: str = "flash", gpus: object = None, dp: object = None, tp: object = None,
                      pp: object = None, cp: object = None, ep: object = None, micro_batch: object = None,
                      global_batch: object = None, schedule: str = "1f1b", recompute: str = "none",
                      sequence_parallel: object = None, zero: object = None, nvlink_domain: object = None,
@@ -197,6 +201,7 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
         # Names are case-insensitive (--gpu H100): presets are spelled in lower case.
         "gpu": tuple(parse_names(gpu.lower(), "gpu", tuple(GPUS))),
         "precision": tuple(parse_names(precision.lower(), "precision", LAYOUT_PRECISIONS)),
+        "attention": tuple(parse_names(attention.lower(), "attention", ATTENTIONS)),
         "schedule": tuple(_schedules(schedule)),
         "recompute": tuple(parse_names(recompute.lower(), "recompute", RECOMPUTES)),
         "collective": tuple(parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES)),
