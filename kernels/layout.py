@@ -35,13 +35,18 @@ Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Meg
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
 t c D). The group stays inside one NVLink domain of Q GPUs when stride n <= Q and then
 runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
-the domain through the node's NICs, shared equally by the node's G GPUs (every GPU is in
-such a group, and they communicate at once), as netsweep's ``nccl-*`` collectives share
-``--nics-per-node``:
+the domain through the node's NICs, which the node's groups share: a group with
+q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as
+the node's G / q such groups communicate at once. A ring over them carries its whole
+volume across each node boundary, split over the group's NICs (NCCL's channels), so
 
     bw(n, stride) = W                                   inside a domain
-                  = min(W, K beta u / G)                across domains (K NICs of beta bit/s
-                                                         each, utilization u)
+                  = min(W, K beta u q / G)              across domains (K NICs of beta bit/s
+                                                         each, utilization u; W only when q > 1)
+
+which for a group spanning whole nodes (q = G) is netsweep's ``nccl-ring`` with
+``--nics-per-node`` K, and for one member per node (TP of 8 on 8-GPU nodes) each GPU's
+share of the node's NICs.
     all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
                   = 2 X / bw + 2 log2(n) lambda                  (tree; ``nccl`` takes the cheaper)
     reduce-scatter, all-gather, all-to-all = (n - 1) / n X / bw + (n - 1) lambda
@@ -142,7 +147,7 @@ STATUS = (
     "fewer layers than pp x chunks",
     "global batch not divisible by micro-batch x dp",
     "experts not divisible by ep (or ep > 1 on a dense model)",
-    "dp x cp not divisible by ep",
+    "tp x dp x cp not divisible by ep",
     "sequence not divisible by 2 x cp",
     "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
     "tp x pp x cp x dp is not the GPU count",
@@ -236,8 +241,11 @@ def _divides(n: Value, d: Value) -> Value:
 def group_bandwidth(size: Value, stride: Value, lay: Layout) -> tuple[Value, Value]:
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart."""
     inside = (size <= 1) | (stride * size <= lay.nvlink_domain)
-    nic = lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization / lay.gpus_per_node
-    return jnp.where(inside, lay.nvlink_bw, jnp.minimum(lay.nvlink_bw, nic)), ~inside
+    on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
+    nic = lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization * on_node / lay.gpus_per_node
+    # Across domains the ring also takes NVLink hops between the members on one node, if there are several.
+    across = jnp.where(on_node > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
+    return jnp.where(inside, lay.nvlink_bw, across), ~inside
 
 
 def _steps_latency(steps: Value, crosses: Value, lay: Layout) -> Value:
@@ -293,7 +301,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         L < p * V,
         ~_divides(B, b * dp) | (m < 1),
         jnp.where(E > 0, ~_divides(E, e), e > 1),
-        ~_divides(dp * c, e),
+        ~_divides(t * dp * c, e),
         jnp.where(c > 1, ~_divides(s, 2.0 * c), False),
         (V > 1) & ((p < 2) | ~_divides(m, p)),
         (lay.dp > 0) & (lay.gpus > 0) & (gpus != lay.gpus),
@@ -323,7 +331,14 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     expert_params_moe = E * mats * h * fe
     dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     expert_params = Le * expert_params_moe / L  # per average layer
-    layer_params = dense_params / t + expert_params / (t * e)  # on one GPU
+    # Experts: classic expert parallelism carves EP out of DP x CP and splits each expert over the TP group
+    # (expert TP = t); when EP does not divide DP x CP, Megatron-Core's MoE parallel folding spans EP over
+    # TP x CP x DP with whole experts (expert TP = 1). Their gradients are reduced over the rest.
+    classic = _divides(dp * c, e)
+    etp = jnp.where(classic, t, 1.0)
+    expert_dp = t * dp * c / (e * etp)
+    expert_stride = e * etp
+    layer_params = dense_params / t + expert_params / (etp * e)  # on one GPU
     embed_params = v * h / t
 
     sp = lay.sequence_parallel > 0
@@ -360,7 +375,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     cp_layer = cp_forward + cp_backward
 
     x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
-    ep_stride = t * c
+    ep_stride = jnp.where(classic, t * c, 1.0)  # EP after TP and CP in rank order, or spanning them
     ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
     nic_ep, ep_cross = group_bandwidth(e, ep_stride, lay)
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
@@ -372,13 +387,13 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
 
     dp_group = dp * c
     dense_grads = dense_params / t * dev.grad_bytes
-    expert_grads = expert_params / (t * e) * dev.grad_bytes
+    expert_grads = expert_params / (etp * e) * dev.grad_bytes
     zero = lay.zero
     # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
     ag3 = (scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay)
-           + scatter_or_gather(expert_params / (t * e) * dev.param_bytes, dp_group / e, t * e, lay))
+           + scatter_or_gather(expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay))
     rs3 = (scatter_or_gather(dense_grads, dp_group, t, lay)
-           + scatter_or_gather(expert_grads, dp_group / e, t * e, lay))
+           + scatter_or_gather(expert_grads, expert_dp, expert_stride, lay))
     z3_layer = jnp.where(zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0)
     _, dp_cross = group_bandwidth(dp_group, t, lay)
 
@@ -423,8 +438,8 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # --- data-parallel synchronisation during the last micro-batch's backward -------------------------
     gamma = (jnp.where(zero >= 1, scatter_or_gather(dense_grads, dp_group, t, lay),
                        all_reduce(dense_grads, dp_group, t, lay))
-             + jnp.where(zero >= 1, scatter_or_gather(expert_grads, dp_group / e, t * e, lay),
-                         all_reduce(expert_grads, dp_group / e, t * e, lay)))
+             + jnp.where(zero >= 1, scatter_or_gather(expert_grads, expert_dp, expert_stride, lay),
+                         all_reduce(expert_grads, expert_dp, expert_stride, lay)))
     embed_grads = embed_params * dev.grad_bytes
     gamma_embed = jnp.where(zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay),
                             all_reduce(embed_grads, dp_group, t, lay))

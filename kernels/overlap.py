@@ -351,7 +351,8 @@ def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: 
     work = t1 * config.accum
     compute = jnp.sum(forward) + jnp.sum(backward)
     total = jnp.maximum(c, m) + (k * work - compute) + layout.multi * config.overhead
-    exposed = total - k * work - layout.multi * config.overhead
+    # >= 0 exactly (the compute chain c covers every pass); rounding of total - k * work may dip below
+    exposed = jnp.maximum(total - k * work - layout.multi * config.overhead, 0.0)
     comm = 2.0 * jnp.sum(gather) + jnp.sum(scatter)
     return work / total, total, exposed, comm
 

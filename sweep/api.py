@@ -79,10 +79,11 @@ def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions
 def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilization", model: str | Sequence[str] = "resnet50",
               profile: str | Path | Sequence[str | Path] | None = None, iteration_time: float | None = None,
               per: Mapping[str, str] | None = None, bounds: Mapping[str, tuple[float, float]] | None = None,
-              train: str | None = None, collective: str = "ring", bucketing: str = "horovod",
+              train: str | None = None, collective: str | None = None, bucketing: str | None = None,
               reduce_table: str | Path | None = None, intra_bandwidth: float | None = None,
               nics_per_node: float = 1.0, fusion_buffer: float = 64.0, fusion_timeout: float = 5.0,
-              out: str | Path | None = None, force: bool = False) -> dict[str, Any]:
+              out: str | Path | None = None, force: bool = False, gpu: str | None = None,
+              precision: str | None = None, batch: int | None = None, seq_len: int | None = None) -> dict[str, Any]:
     """Fit model parameters to measured runs, and predict every run (``sweep calibrate``).
 
     Args:
@@ -91,18 +92,23 @@ def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilizati
         axis in its units, and label columns (see :mod:`netsweep_jax.sweep.io.measurements`).
       fit: what to fit, a comma list or sequence of ``utilization``, ``latency``, ``overhead``,
         ``slowdown``, ``jitter``.
-      model: built-in profile name(s) for rows without a ``model`` column.
+      model: built-in profile name(s) for rows without a ``model`` column: the paper's CNNs or
+        transformers (``gpu``, ``precision``, ``batch``, ``seq_len``: their workload, one value each).
       profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the
         format has none.
       per: parameter -> label column: one value per value of that column (``{"jitter": "framework"}``).
       bounds: parameter -> (low, high) in its units (defaults: utilization 1e-4..1, latency
         0..1000 us, overhead 0..1000 ms, slowdown and jitter 0..1).
       train: a row filter (``"gpus <= 16"``): fit on those rows, report the error on the others.
-      collective, bucketing, reduce_table (a ``bytes,seconds`` CSV), intra_bandwidth (Gbit/s; default
-        NVLink-class, as ``sweep grid``),
+      collective, bucketing, reduce_table (a ``bytes,seconds`` CSV), intra_bandwidth (Gbit/s): None
+        follows the workload as ``sweep grid`` (the paper's ring, Horovod fusion and V100 NVLink for its
+        CNNs; nccl-ring, DDP buckets and the GPU preset's NVLink for transformers),
         nics_per_node, fusion_buffer (MiB), fusion_timeout (ms): settings for rows whose file
         does not give them.
-      out: also write the result as JSON here (``force``: overwrite).
+      out: also write the result as JSON here (``force``: overwrite); NaN is written as null.
+
+    Rows whose measured value is blank are predicted, not fitted: their ``interval`` is the
+    95% interval from the fit's uncertainty.
 
     Returns:
       The result as a JSON-ready dict: ``fitted`` (``name``, ``group``, ``value``, ``stderr``,
@@ -111,6 +117,14 @@ def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilizati
       ``warnings``, and ``rows`` (measured, predicted, residual, ... per run).
     """
     path = _path(measurements, "measurements")
+    if not (isinstance(model, str) or isinstance(model, (list, tuple)) and model
+            and all(isinstance(m, str) for m in model)):
+        raise InputError(f"{model!r}: expected built-in model name(s)", param="model")
+    if profile is not None and not (isinstance(profile, (str, Path)) or isinstance(profile, (list, tuple))
+                                    and all(isinstance(p, (str, Path)) for p in profile)):
+        raise InputError(f"{profile!r}: expected a profile file path or a list of them", param="profile")
+    if not isinstance(force, bool):
+        raise InputError(f"{force!r}: expected True or False", param="force")
     per_items = [f"{name}={column}" for name, column in _mapping(per, "per").items()]
     bounds_items = []
     for name, pair in _mapping(bounds, "bounds").items():
@@ -129,7 +143,8 @@ def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilizati
         path, fit, out=None if out is None else _path(out, "out"), force=force,
         model=model if isinstance(model, str) else ",".join(model), profile=profile,
         iteration_time=None if iteration_time is None else _number(iteration_time, "iteration_time"),
-        per=per_items, bounds=bounds_items, train=train, settings=settings)
+        per=per_items, bounds=bounds_items, train=train, settings=settings, gpu=gpu, precision=precision,
+        batch=batch, seq_len=seq_len)
 
 
 def _mapping(value: object, param: str) -> Mapping[str, Any]:
@@ -257,6 +272,10 @@ def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comp
       :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.
     """
     _number(utilization, "utilization")
+    if not (isinstance(model, (str, Profile)) or isinstance(model, (list, tuple)) and all(
+            isinstance(m, (str, Profile)) for m in model)):
+        raise InputError(f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them",
+                         param="model")
     rows, ds, setup = _comparison.compare(
         model, bandwidth=bandwidth, utilization=utilization, compressor=compressor, nodes=nodes,
         gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, iterations_factor=iterations_factor,

@@ -13,8 +13,15 @@ PAPER_DATA = Path(__file__).resolve().parents[2] / "shared" / "paper-data"
 
 @pytest.fixture(autouse=True, scope="session")
 def compile_cache_in_a_temporary_directory(tmp_path_factory):
-    """The CLI's persistent compilation cache goes to a test directory, not the user's home."""
-    os.environ["NETSWEEP_CACHE_DIR"] = str(tmp_path_factory.mktemp("jax-cache"))
+    """The persistent compilation cache goes to a test directory, not the user's home, shared by the run's
+    workers (the parent of each worker's temporary root) and on for the library as for the CLI: a kernel
+    of the same shapes is compiled once in the whole run, whichever worker meets it first."""
+    from netsweep_jax.sweep.engine import compile_cache
+
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if root.name.startswith("popen-gw") else root) / "jax-cache"
+    os.environ["NETSWEEP_CACHE_DIR"] = str(shared)
+    compile_cache.enable()
 MEASURED_T1 = {
     "resnet50": 0.12808580219559176,
     "resnet101": 0.19200599479476405,

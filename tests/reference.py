@@ -327,7 +327,7 @@ def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.
     compute = sum(fwd.values()) + sum(bwd.values())
     total = max(c, m) + (k * t1 - compute) + (overhead if n > 1 else 0.0)
     comm = 2 * sum(gather.values()) + sum(scatter.values())
-    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": total - k * t1 - (overhead if n > 1 else 0.0),
+    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": max(total - k * t1 - (overhead if n > 1 else 0.0), 0.0),
             "comm_time": comm}
 
 
@@ -340,8 +340,9 @@ def _group_bw(size, stride, lay):
     """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart."""
     if size <= 1 or stride * size <= lay["nvlink_domain"]:
         return lay["nvlink_bw"], False
-    nic = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
-    return min(lay["nvlink_bw"], nic), True
+    on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)  # the group's members on one node
+    nic = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] * on_node / lay["gpus_per_node"]
+    return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
 
 
 def _collective(kind, nbytes, size, stride, lay):
@@ -379,7 +380,7 @@ def layout_status(arch, lay):
         return 5
     if (arch["experts"] > 0 and arch["experts"] % e) or (arch["experts"] == 0 and e > 1):
         return 6
-    if (dp * c) % e:
+    if (t * dp * c) % e:
         return 7
     if c > 1 and arch["seq"] % (2 * c):
         return 8
@@ -417,7 +418,10 @@ def layout_step(arch, dev, lay):
     paced = per_token + Le * mats * 2 * h * fe * k * (lay["imbalance"] - 1) / L  # the busiest expert's GPU
     dense = 2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     experts = Le * E * mats * h * fe / L
-    params = dense / t + experts / (t * e)
+    classic = (dp * c) % e == 0
+    etp = t if classic else 1  # expert TP: the TP group, or whole experts under MoE parallel folding
+    expert_dp, expert_stride = t * dp * c / (e * etp), e * etp
+    params = dense / t + experts / (etp * e)
     embed = v * h / t
     lin = 4 + (3 + 4 * qw / h + 4 * kvw / h) + (3 + (8 if arch["gated"] else 4) * f / h)
     unsplit = 0 if (sp or t <= 1) else 10
@@ -438,19 +442,21 @@ def layout_step(arch, dev, lay):
     ep_layer, ep_nic = 0.0, False
     if e > 1:
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
-        near = min(max(lay["nvlink_domain"] / (t * c), 1), e)
-        bw, _ = _group_bw(e, t * c, lay)
+        stride = t * c if classic else 1
+        near = min(max(lay["nvlink_domain"] / stride, 1), e)
+        bw, _ = _group_bw(e, stride, lay)
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
         ep_layer = 4 * max(intra, inter) * Le / L
         ep_nic = near < e and inter >= intra
     group = dp * c
-    grads = dense / t * dev["grad_bytes"], experts / (t * e) * dev["grad_bytes"]
+    grads = dense / t * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
     z3 = 0.0
     if zero >= 3:
         ag = (_collective("scatter", dense / t * dev["param_bytes"], group, t, lay)
-              + _collective("scatter", experts / (t * e) * dev["param_bytes"], group / e, t * e, lay))
-        rs = _collective("scatter", grads[0], group, t, lay) + _collective("scatter", grads[1], group / e, t * e, lay)
+              + _collective("scatter", experts / (etp * e) * dev["param_bytes"], expert_dp, expert_stride, lay))
+        rs = (_collective("scatter", grads[0], group, t, lay)
+              + _collective("scatter", grads[1], expert_dp, expert_stride, lay))
         z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - 2 * fwd - recompute)
     layer = {"compute": 3 * fwd, "recompute_time": recompute, "tp_exposed": tp_fwd + tp_bwd,
              "cp_exposed": cp_fwd + cp_bwd, "ep_exposed": ep_layer, "dp_exposed": z3}
@@ -477,7 +483,7 @@ def layout_step(arch, dev, lay):
         kind = "scatter" if zero >= 1 else "allreduce"
         return _collective(kind, nbytes, n_group, stride, lay)
 
-    gamma = reduce(grads[0], group, t) + reduce(grads[1], group / e, t * e)
+    gamma = reduce(grads[0], group, t) + reduce(grads[1], expert_dp, expert_stride)
     gamma_embed = reduce(embed * dev["grad_bytes"], group, t)
     beta = 2 * fwd + recompute + tp_bwd + cp_bwd + ep_layer / 2
     dp_sync = 0.0

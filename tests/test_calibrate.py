@@ -65,7 +65,7 @@ def test_cli_walkthrough_example(tmp_path):
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n", "m.csv: no measurement rows"),
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100\n", "m.csv:2: expected 4 cells, got 3"),
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n0,8,100,0.5\n", "m.csv:2: nodes 0"),
-    ("nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n", "m.csv:2: iteration_time -1 must be a number of seconds in (0, 1e4]"),
+    ("nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n", "m.csv:2: iteration_time -1 must be a number of seconds in [1e-6, 1e4]"),
 ])
 def test_bad_measurements(tmp_path, text, message):
     path = tmp_path / "m.csv"

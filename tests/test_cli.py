@@ -125,19 +125,116 @@ def test_help_documents_value_syntax():
         assert text in r.output
 
 
-def test_no_help_text_is_eaten_as_rich_markup():
-    # --help is rendered with Rich markup: "[default: x]" or ".[torch]" in a help text would vanish from the screen.
+# The choices each option's help must list in full when it lists any (two or more named): the registries.
+def choices(command, option):
+    from netsweep_jax.sweep.core.layout_axes import (
+        ATTENTIONS,
+        LAYOUT_COLLECTIVES,
+        LAYOUT_PRECISIONS,
+        RECOMPUTES,
+    )
+    from netsweep_jax.sweep.core.schema import (
+        BUCKETINGS,
+        COLLECTIVES,
+        FITTABLE,
+        KERNELS,
+        SOLVABLE,
+        STORE_DTYPES,
+        VARIABLES,
+    )
+    from netsweep_jax.sweep.engine.reductions import OPS
+    from netsweep_jax.sweep.model.compressors import METHODS
+    from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS
+
+    only = {("plan", "--precision"): LAYOUT_PRECISIONS, ("plan", "--collective"): LAYOUT_COLLECTIVES,
+            ("compare", "--precision"): tuple(PRECISIONS), ("compare", "--collective"): COLLECTIVES,
+            ("profile measure", "--precision"): tuple(PRECISIONS)}
+    registry = {"--collective": COLLECTIVES + LAYOUT_COLLECTIVES, "--bucketing": BUCKETINGS, "--kernel": KERNELS,
+                "--store": STORE_DTYPES, "--vars": tuple(VARIABLES), "--compressor": METHODS, "--gpu": tuple(GPUS),
+                "--precision": tuple(PRECISIONS) + LAYOUT_PRECISIONS, "--reduce": OPS, "--recompute": RECOMPUTES,
+                "--attention": ATTENTIONS, "--fit": FITTABLE, "--solve": SOLVABLE, "--kind": ("line", "heatmap")}
+    return only.get((command, option), registry.get(option, ()))
+
+
+def every_command():
     import typer
-    from rich.text import Text
 
-    def walk(command):
-        yield command.help or ""
+    def walk(command, path):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+
+    return list(walk(typer.main.get_command(app), ()))
+
+
+def test_every_help_fits_80_columns_uncut_and_lists_every_choice(monkeypatch):
+    import re
+
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = set()
+    commands = every_command()
+    assert len(commands) > 12
+    for path, command in commands:
+        r = invoke(*path, "--help")
+        assert r.exit_code == 0, (path, r.output)
+        lines = r.output.splitlines()
+        assert max(len(line) for line in lines) <= 80, path
+        assert "…" not in r.output and "\\[" not in r.output, path
+        columns = {m.start(2) for line in lines if (m := re.match(r"^  (-\S.*?)  +(\S)", line))}
+        assert max(columns, default=0) <= 26, (path, columns)  # the option column: at most 24 characters
+        flat = " ".join(r.output.split())
+        texts = [command.help or ""] + [p.help or "" for p in command.params]
+        texts += [sub.help.split("\n\n")[0] for sub in getattr(command, "commands", {}).values()]
+        for text in texts:
+            assert " ".join(text.replace("\\[", "[").split()) in flat, (path, text)  # shown in full
         for p in command.params:
-            yield getattr(p, "help", None) or ""
-        for sub in getattr(command, "commands", {}).values():
-            yield from walk(sub)
+            names = choices(" ".join(path), p.opts[0])
+            named = [c for c in names if re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", p.help or "")]
+            if len(named) >= 2:
+                listed.add((" ".join(path), p.opts[0]))
+                assert named == list(names), (path, p.opts[0], sorted(set(names) - set(named)))
+    assert {("grid", "--bucketing"), ("grid", "--gpu"), ("grid", "--precision"), ("grid", "--collective"),
+            ("grid", "--kernel"), ("grid", "--compressor"), ("plan", "--precision"), ("plan", "--collective"),
+            ("need", "--solve"), ("calibrate", "--fit"), ("compare", "--bucketing"), ("plot", "--kind"),
+            ("grid", "--recompute"), ("grid", "--reduce"), ("grid", "--store"), ("grid", "--vars")} <= listed
 
-    texts = list(walk(typer.main.get_command(app)))
-    assert len(texts) > 50
-    for text in texts:
-        assert Text.from_markup(text).plain == text.replace("\\[", "["), text
+
+def test_help_is_plain_text_with_brackets_as_typed(monkeypatch):
+    # Help texts are not Rich markup any more: "[default: x]" and ".[torch]" are printed as typed.
+    monkeypatch.setenv("COLUMNS", "80")
+    flat = " ".join(invoke("profile", "measure", "--help").output.split())
+    assert "pip install -e '.[torch]'" in flat and "[default: fp32]" in flat
+    assert invoke("select", "--help").output.startswith("Usage: root select [OPTIONS] FILE\n")
+
+
+def test_select_nearest_picks_a_coordinate_and_says_which(tmp_path):
+    out = tmp_path / "log.h5"
+    assert invoke("grid", "--bw", "1..1000@7log", "--nodes", "8", "--out", out, "-q").exit_code == 0
+    r = invoke("select", out, "--bw", "37")  # 1, 3.16, 10, 31.6, ...: no typed value hits a log-spaced axis
+    assert r.exit_code == 2 and "--bw 37: not in the cube" in r.output and "--nearest" in r.output
+    r = invoke("select", out, "--bw", "37,40,900", "--nearest", "--csv")
+    assert r.exit_code == 0, r.output
+    assert r.stderr.splitlines() == ["--bw 37: not in the cube; the nearest, 31.6227766017, selected",
+                                     "--bw 40: not in the cube; the nearest, 31.6227766017, selected",
+                                     "--bw 900: not in the cube; the nearest, 1000, selected"]
+    rows = r.stdout.strip().splitlines()
+    assert rows[0].startswith("bandwidth,") and [float(row.split(",")[0]) for row in rows[1:]] == [
+        pytest.approx(10 ** 1.5), 1000.0]  # each coordinate once
+    r = invoke("select", out, "--bw", "1000", "--nearest")  # a value in the cube: nothing to say
+    assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_presets_and_names_are_case_insensitive(tmp_path):
+    axes = ["--bw", "10", "--nodes", "2", "-q"]
+    lower, upper = tmp_path / "lower.h5", tmp_path / "upper.h5"
+    assert invoke("grid", "--model", "gpt2,resnet50", "--gpu", "h100", "--precision", "bf16", "--collective",
+                  "nccl-ring", "--bucketing", "ddp", *axes, "--out", lower).exit_code == 0
+    r = invoke("grid", "--model", "GPT2,ResNet50", "--gpu", "H100", "--precision", "BF16", "--collective",
+               "NCCL-RING", "--bucketing", "DDP", *axes, "--out", upper)
+    assert r.exit_code == 0, r.output
+    with h5py.File(lower) as a, h5py.File(upper) as b:
+        assert [m.decode() if isinstance(m, bytes) else m for m in b["model"][...]] == ["gpt2@h100-bf16-b8", "resnet50"]
+        np.testing.assert_array_equal(a["scaling_factor"][...], b["scaling_factor"][...])
+    r = invoke("select", upper, "--model", "ResNet50", "--collective", "NCCL-Ring", "--csv")
+    assert r.exit_code == 0 and r.stdout.splitlines()[1].startswith("resnet50,nccl-ring,"), r.output
+    assert len(r.stdout.splitlines()) == 2

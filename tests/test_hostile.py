@@ -38,7 +38,7 @@ def one_line_error(r, code=2):
     (["--slowdown", "-0.5"], "--slowdown -0.5: slowdown must be a number from 0 to 100"),
     (["--nics-per-node", "0"], "--nics-per-node 0: nics_per_node must be an integer from 1 to 64"),
     (["--collective", "nccl-butterfly"], "--collective 'nccl-butterfly': unknown"),
-    (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in (0, 1e4]"),
+    (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in [1e-6, 1e4]"),
     (["--compressor", "zip"], "--compressor 'zip': unknown compressor"),
     (["--compressor", "topk:0"], "--compressor 'topk:0': topk needs a density D in (0, 1]"),
     (["--compressor", "randomk:nan"], "randomk needs a density D in (0, 1]"),

@@ -17,6 +17,7 @@ from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 
 TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
+STEP = jax.jit(kernel.step)  # one jitted function: each shape and dtype compiles once for the whole file
 
 
 def random_case(rng):
@@ -46,14 +47,17 @@ def random_case(rng):
 
 
 def run_kernel(cases, dtype):
+    # Padded to 2,048 configurations (the last repeated): one compile per dtype for the whole file.
+    padded = list(cases) + [cases[-1]] * (2048 - len(cases))
+
     def stack(i, fields):
-        return {f: jnp.asarray([float(c[i][f]) for c in cases], dtype) for f in fields}
+        return {f: jnp.asarray([float(c[i][f]) for c in padded], dtype) for f in fields}
 
     with jax.enable_x64(dtype == "float64"):
-        out = jax.jit(kernel.step)(kernel.Arch(**stack(0, kernel.Arch._fields)),
+        out = STEP(kernel.Arch(**stack(0, kernel.Arch._fields)),
                                    kernel.Device(**stack(1, kernel.Device._fields)),
                                    kernel.Layout(**stack(2, kernel.Layout._fields)))
-        return {k: np.asarray(v, np.float64) for k, v in out.items()}
+        return {k: np.asarray(v, np.float64)[: len(cases)] for k, v in out.items()}
 
 
 @pytest.mark.parametrize("dtype,seed", [("float64", 0), ("float32", 1)])
@@ -120,10 +124,10 @@ def test_tp_all_reduce_on_nvlink_by_hand():
 
 def test_tp_across_nodes_is_network_time():
     out = _one(_gpt3(tp=16, gpus=16, heads=96 * 2 // 2, nvlink_domain=8))
-    # 16 GPUs span two domains: the all-reduce runs at each GPU's share of the node's NICs, 8 x 200 Gbit/s / 8.
-    share = 8 * 200e9 / 8 / 8
+    # 16 GPUs span two domains, 8 of the group on each node: the group has the node's NICs, 8 x 200 Gbit/s.
+    share = 8 * 200e9 / 8
     assert out["tp_exposed"] == pytest.approx(96 * 4 * 2 * 15 / 16 * (2048 * 12288 * 2) / share, rel=1e-12)
-    assert out["network_fraction"] > 0.5
+    assert out["network_fraction"] > 0.1
 
 
 def test_bubble_by_hand():
@@ -136,10 +140,10 @@ def test_bubble_by_hand():
 
 
 def test_zero3_step_by_hand():
-    # One layer's parameters (12 h^2 + 4h = 1.812e9, 2 bytes each) all-gathered over 1536 GPUs, each at its
-    # share of 8 x 200 Gbit/s NICs (25 GB/s), forward and backward, and its gradients reduce-scattered:
-    # per layer exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
-    case = _gpt3(tp=1, gpus=1536, global_batch=1536, zero=3)
+    # One layer's parameters (12 h^2 + 2h = 1.812e9, 2 bytes each) all-gathered over 1536 GPUs (8 per node:
+    # the group has the node's 8 x 25 Gbit/s NICs, 25 GB/s), forward and backward, and its gradients
+    # reduce-scattered: per layer exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
+    case = _gpt3(tp=1, gpus=1536, global_batch=1536, zero=3, bandwidth=25e9)
     out = _one(case)
     h = 12288
     params = 2 * h * h + 2 * h * h + 2 * h + 2 * h * 4 * h  # Q, O; K, V; the norms; the MLP
@@ -149,6 +153,7 @@ def test_zero3_step_by_hand():
     scores = 5 * 96 * 2048 * 2048
     t_f = 2048 * flops / (312e12 * 0.5) + (lin + scores + params * 2) / 2.039e12
     per_layer = max(0, ag - t_f) + max(0, 2 * ag - 2 * t_f)
+    assert per_layer > 0.1  # the gathers outlast the layer's compute: ZeRO-3 waits on the network
     assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
 
 
@@ -200,21 +205,23 @@ def test_arch_parsing_and_presets():
 
 
 def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
+    # 1,152 layouts: two blocks of 1,024 columns per setting, so the device's top-k is merged across blocks.
     grid = layouts.make_layout_grid("llama3-8b", gpu="h100", gpus="16,24", global_batch="64", tp="1,2,3,4",
-                                    pp="1,2,5", micro_batch="1,2", zero="0,1,3", recompute="none,full",
-                                    bandwidth="100,400", dtype="float64")
+                                    pp="1,2,5", cp="1,2", micro_batch="1,2,4,8", zero="0,1,2,3",
+                                    recompute="none,selective,full", bandwidth="100,400")
+    assert grid.inner_size == 1152 and layouts._block_shape(grid, 1024) == (1, 1024)
     arrays = layouts.evaluate_layouts_arrays(grid)
     ds = layouts.layouts_dataset(grid, arrays)
     assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
     assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
-    best = layouts.best_layouts(grid, keep=2, block_configs=64)  # several column blocks per outer cell
+    best = layouts.best_layouts(grid, keep=2, block_configs=1024)
     score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
     flat = score.reshape(grid.outer_size, grid.inner_size)
     order = np.argsort(-flat, axis=1, kind="stable")[:, :2]
     found = np.isfinite(np.take_along_axis(flat, order, axis=1))
     assert found.any() and not found.all()  # some cells have fewer than two feasible layouts
     np.testing.assert_array_equal(best["layout"], np.where(found, order, -1))
-    np.testing.assert_allclose(best["score"], np.take_along_axis(flat, order, axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(best["score"], np.take_along_axis(flat, order, axis=1))
     assert np.isnan(best["iteration_time"][~found]).all()
 
 
@@ -266,3 +273,44 @@ def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, mes
     r = invoke(*args, "--out", str(out))
     assert r.exit_code == 2 and message in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_dp_term_is_the_papers_recurrence_in_closed_form():
+    # end_i = max(end_{i-1}, s0 + i beta) + gamma over n identical layers (kernels/overlap.py's FIFO, as
+    # tests/reference.py walks it) equals fifo_end's closed form, for any inputs.
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        prev, s0, beta, gamma = rng.uniform(0, 2, 4) * rng.choice([1e-3, 1, 1e3])
+        n = int(rng.integers(0, 60))
+        end, clock = prev, s0
+        for _ in range(n):
+            clock += beta
+            end = max(end, clock) + gamma
+        with jax.enable_x64(True):
+            closed = float(kernel.fifo_end(jnp.float64(prev), jnp.float64(s0), jnp.float64(n), jnp.float64(beta),
+                                           jnp.float64(gamma)))
+        assert closed == pytest.approx(end, rel=1e-12, abs=1e-15)
+
+
+def test_a_data_parallel_group_over_whole_nodes_is_netsweeps_nccl_ring():
+    # tp = pp = cp = ep = 1: the data-parallel group holds every GPU of its nodes, and its all-reduce costs what
+    # the data-parallel family's nccl-ring charges a bucket (sweep/model/collectives.py), with no reduce cost.
+    from netsweep_jax.sweep.model.collectives import coefficients
+
+    rng = np.random.default_rng(3)
+    zero_table = (np.array([0.0, 1e12]), np.array([0.0, 0.0]))
+    for _ in range(200):
+        nodes, per_node = int(rng.integers(2, 64)), int(rng.choice([1, 2, 4, 8]))
+        nics = int(rng.integers(1, per_node + 1))
+        size, bw, util = rng.uniform(1e6, 1e9), rng.uniform(1e9, 4e11), rng.uniform(0.1, 1)
+        latency, nvlink = rng.uniform(0, 1e-5), rng.uniform(1e10, 1e12)
+        c = coefficients("nccl-ring", [nodes], [per_node], [size], zero_table, nvlink * 8, nics)
+        dp_family = max(c.wire[0] * size / (bw * util), c.transfer[0] * size, c.reduce[0, 0]) + c.messages[0] * latency
+        n = nodes * per_node
+        with jax.enable_x64(True):
+            lay = kernel.Layout(**{f: jnp.float64(0.0) for f in kernel.Layout._fields})._replace(
+                nvlink_domain=jnp.float64(per_node), nvlink_bw=jnp.float64(nvlink),
+                gpus_per_node=jnp.float64(per_node), nics_per_node=jnp.float64(nics), bandwidth=jnp.float64(bw),
+                utilization=jnp.float64(util), latency=jnp.float64(latency), collective=jnp.float64(0))
+            layout = float(kernel.all_reduce(jnp.float64(size), jnp.float64(n), jnp.float64(1), lay))
+        assert layout == pytest.approx(dp_family, rel=1e-12)

@@ -42,3 +42,20 @@ def test_refusals(cube, tmp_path, args, message):
     r = invoke("plot", str(cube), *args, "--out", str(out))
     assert r.exit_code == 2 and message in r.output, r.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args,title", [
+    (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1"], "ratio = 1"),
+    (["--kind", "heatmap", "--x", "bandwidth", "--y", "ratio", "--sel", "nodes=8", "--sel", "model=ResNet50"],
+     "nodes = 8, model = resnet50"),  # a name in any case
+    (["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1"], "nodes = 2, bandwidth = 1 Gbit/s"),
+], ids=["line", "heatmap", "units"])
+def test_a_figure_is_titled_with_its_sel_choices(cube, tmp_path, monkeypatch, args, title):
+    from netsweep_jax.sweep.analysis import plot
+
+    drawn = []
+    real = plot.save
+    monkeypatch.setattr(plot, "save", lambda fig, out: drawn.append(fig) or real(fig, out))
+    r = invoke("plot", str(cube), *args, "--out", str(tmp_path / "f.png"))
+    assert r.exit_code == 0, r.output
+    assert drawn[0].axes[0].get_title() == title

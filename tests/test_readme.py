@@ -179,3 +179,25 @@ def test_guide_lists_every_dim_of_the_cube_in_order():
     section = text[text.index("## The cube"):text.index("Every dim is present")]
     listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert listed == list(DIMS)
+
+
+def numbers(text):
+    return [float(t) for t in re.findall(r"\d+\.\d+(?:e[-+]?\d+)?", text)]
+
+
+@pytest.mark.parametrize("page,command", [
+    ("docs/validation.md", "sweep calibrate examples/dlperf_tensorflow.csv"),
+    ("docs/validation.md", "sweep grid --model resnet50 --iteration-time 0.353162"),
+])
+def test_numbers_quoted_after_an_example_are_its_output(page, command):
+    # The prose after an example quotes its output ("At 32 GPUs: 0.859 ..."): each number it quotes must be
+    # the output shown, rounded (the output itself is checked against the command by the test above).
+    text = (ROOT / page).read_text()
+    start = text.index(f"$ {command}")
+    end = text.index("```", start)
+    shown = numbers(text[start:end].split("\n", 1)[1])  # the output, not the command
+    paragraph = text[end + 3:].strip().split("\n\n")[0]
+    quoted = re.findall(r"(?<![\w.])(\d+\.\d{2,})(?!\d)", paragraph)
+    assert len(quoted) >= 3, paragraph
+    for q in quoted:
+        assert any(round(x, len(q.split(".")[1])) == float(q) for x in shown), f"{page}: {q} is not in the output"

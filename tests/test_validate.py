@@ -100,6 +100,12 @@ def test_a_file_without_bucketing_says_so(tmp_path):
     ("nodes,gpus_per_node,bandwidth,scaling_factor\n1,8,100,0.9\n2,8,100,0.8\n", "no 'framework' or 'network'"),
     ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,2,8,100,0.8\nb,ib,4,8,100,0.7\n",
      "nothing is held out"),
+    # What validation fits, fixed by a column or fitted from no row that depends on it: named by the file (validate
+    # has no --fit), one line, before any model's progress line.
+    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,jitter\na,ib,1,8,100,0.9,0\n"
+     "a,ib,2,8,100,0.8,0\na,ib,4,8,100,0.7,0\n", "m.csv: a 'jitter' column fixes what validation fits"),
+    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,0.9\n"
+     "a,ib,4,8,100,0.8\nb,ib,1,1,100,0.99\n", "m.csv: no training row of framework 'b' runs on several GPUs"),
 ])
 def test_files_validation_cannot_use(tmp_path, text, message):
 

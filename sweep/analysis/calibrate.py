@@ -43,12 +43,13 @@ from netsweep_jax.sweep.core.schema import (
 from netsweep_jax.sweep.core.values import parse_names, si_values
 from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows, residual_jacobian
 from netsweep_jax.sweep.engine.dispatch import precision
-from netsweep_jax.sweep.engine.grid import resolve_models
+from netsweep_jax.sweep.engine.grid import FOLLOWING, assumed_text, resolve_models, workload_defaults
 from netsweep_jax.sweep.engine.inputs import BUCKET_PAD, row_inputs
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements, select
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.model.builtin import builtin_names
 from netsweep_jax.sweep.model.profile import Profile, load_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 from netsweep_jax.sweep.model.vector_add import default_table
 
 # The fittable axes and their default bounds are the schema's (AxisSpec.fit); starting values for the scan:
@@ -63,12 +64,14 @@ __all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurem
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Model settings for rows whose file does not give them (each may also be a column)."""
+    """Model settings for rows whose file does not give them (each may also be a column).
+    ``collective``, ``bucketing`` and ``intra_bandwidth`` None: they follow the workload, as
+    ``sweep grid``'s (:func:`sweep.engine.grid.workload_defaults`)."""
 
-    collective: str = DEFAULTS.collective
-    bucketing: str = DEFAULTS.bucketing
+    collective: str | None = None
+    bucketing: str | None = None
     reduce_table: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
-    intra_bandwidth: float = DEFAULTS.intra_bandwidth
+    intra_bandwidth: float | None = None
     nics_per_node: float = default_value("nics_per_node")
     fusion_buffer: float = default_value("fusion_buffer")
     fusion_timeout: float = default_value("fusion_timeout")
@@ -78,26 +81,48 @@ Array = npt.NDArray[Any]
 Params = list[tuple[str, Any]]  # (fitted axis, group label or None), one per parameter
 
 
-def _profile_for(meas: Measurements, i: int, known: dict[str, Profile], default_model: str) -> Profile:
-    """Row ``i``'s profile: its ``model`` (built-in or file), compute scaled to its ``t1`` column if any."""
+def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_model: str) -> Profile:
+    """Row ``i``'s profile: its ``model`` (a built-in, a transformer, or a profile file), its compute
+    scaled to the row's own ``t1`` if it has one, exactly as for built-ins (a profile file with an
+    iteration time of its own is scaled from it; one without, as .csv and .bk.log, takes the row's
+    ``t1`` as its T1)."""
     name = meas.column("model", default_model)[i]
+    t1 = meas.column("t1", None)[i]
+    if name not in known and name in TRANSFORMERS:  # a transformer named plainly: its resolved workload
+        matches = [p for key, p in known.items() if isinstance(key, str) and key.startswith(f"{name}@")]
+        known[name] = matches[0] if len(matches) == 1 else resolve_models(name)[0]
     if name not in known:
         path = Path(meas.path).parent / name
         if not path.is_file():
-            raise InputError(f"{meas.where(i)}: model {name!r} is neither among {', '.join(known)} nor a profile "
-                             f"file next to {Path(meas.path).name}")
-        known[name] = load_profile(path, t1=meas.column("t1", None)[i], model=name)
-    t1 = meas.column("t1", None)[i]
+            raise InputError(f"{meas.where(i)}: model {name!r} is neither among "
+                             f"{', '.join(k for k in known if isinstance(k, str))} nor a profile file next to "
+                             f"{Path(meas.path).name}")
+        try:
+            known[name] = load_profile(path, model=name)  # with its own T1
+        except InputError as e:
+            if e.param != "iteration_time":  # anything but a format without an iteration time
+                raise
+            if t1 is None:
+                raise InputError(f"{meas.where(i)}: profile {name} has no single-GPU iteration time; give this "
+                                 f"row's in a t1 column") from None
+            if (name, t1) not in known:
+                known[(name, t1)] = load_profile(path, t1=t1, model=name)
+            return known[(name, t1)]
     return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
 
 
 def build_rows(meas: Measurements, profiles: Sequence[Profile], default_model: str,
-               settings: Settings) -> tuple[Rows, list[str], Features]:
+               settings: Settings, assumed: list[str] | None = None) -> tuple[Rows, list[str], Features]:
     """The measured runs as :class:`kernels.fit.Rows` (float64, built by the engine's
     :func:`~sweep.engine.inputs.row_inputs`), the models' names per row, and the
-    :class:`~kernels.overlap.Features` they need."""
+    :class:`~kernels.overlap.Features` they need. Settings left None follow the rows'
+    workload; ``assumed`` (a list) receives the line saying so, if any."""
     n = len(meas)
-    known = {p.model: p for p in profiles}
+    known: dict[Any, Profile] = {p.model: p for p in profiles}
+    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    settings, text = _following(settings, list({p.model: p for p in runs}.values()))
+    if text and assumed is not None:
+        assumed.append(text)
     collectives = meas.column("collective", settings.collective)
     for i, c in enumerate(collectives):
         if c not in COLLECTIVES:
@@ -106,7 +131,6 @@ def build_rows(meas: Measurements, profiles: Sequence[Profile], default_model: s
     for i, b in enumerate(bucketing):
         if b not in BUCKETINGS:
             raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
-    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
     rows, features = row_inputs(
         runs, bucketing=bucketing, collective=collectives,
         fusion_buffer=meas.column("fusion_buffer", settings.fusion_buffer),
@@ -115,8 +139,15 @@ def build_rows(meas: Measurements, profiles: Sequence[Profile], default_model: s
         nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
         reduce_table=default_table() if settings.reduce_table is None else settings.reduce_table,
-        intra_bandwidth=settings.intra_bandwidth)
+        intra_bandwidth=float(settings.intra_bandwidth))  # type: ignore[arg-type]  # set by _following
     return rows, [p.model for p in runs], features
+
+
+def _following(settings: Settings, profiles: Sequence[Profile]) -> tuple[Settings, str]:
+    """``settings`` with those left None set as the workload has them, and the line that says so."""
+    values, _ = workload_defaults(profiles)
+    chosen = {k: values[k] for k in FOLLOWING if getattr(settings, k) is None}
+    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen)
 
 
 def _groups(meas: Measurements, fit_axes: Sequence[str], per: Mapping[str, str]) -> tuple[Params, Any]:
@@ -194,29 +225,41 @@ def _check_identifiable(params: Params, spec: FitSpec, rows: Rows, keep: Array, 
 
 
 def _standard_errors(best: Array, params: Params, spec: FitSpec, rows: Rows, target: Array, res: Array,
-                     keep: Array, measured: str, features: Features, fit_axes: Sequence[str]) -> Array:
-    """[P] standard errors of the fitted values (stored units), NaN where undefined.
+                     keep: Array, measured: str, features: Features, fit_axes: Sequence[str],
+                     blank: Array | None = None) -> tuple[Array, Array]:
+    """[P] standard errors of the fitted values (stored units), NaN where undefined, and [R]
+    standard errors of the predictions of the ``blank`` rows (delta method: g^T cov g with g the
+    prediction's gradient in the fit's unconstrained parameters), NaN elsewhere or where undefined.
 
-    ``rows``, ``target``: possibly padded past the R real rows (:func:`_padded`); ``res`` [R]:
-    the residuals at ``best``; ``keep`` [R]: the training rows.
+    ``rows``, ``target``: possibly padded past the R real rows (:func:`_padded`), the blank rows'
+    target 1 (so their residual's gradient is the prediction's); ``res`` [R]: the residuals at
+    ``best``; ``keep`` [R]: the training rows.
     """
-    jac = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))
-    jac = jac[: len(keep)][keep]
+    n = len(keep)
+    blank = np.zeros(n, bool) if blank is None else blank
+    none = (np.full(len(params), np.nan), np.full(n, np.nan))
+    full = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[:n]
+    jac = full[keep]
     dof = jac.shape[0] - len(params)
     if dof <= 0:
-        return np.full(len(params), np.nan)
+        return none
     s2 = float(np.sum(res[keep] ** 2)) / dof
     try:
         cov = s2 * np.linalg.inv(jac.T @ jac)
     except np.linalg.LinAlgError:
-        return np.full(len(params), np.nan)
+        return none
+    spread = np.full(n, np.nan)
+    if blank.any():
+        g = full[blank]
+        var = np.einsum("rp,pq,rq->r", g, cov, g)
+        spread[blank] = np.where(var >= 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
     out = np.empty(len(params))
     for j, (axis, _) in enumerate(params):
         f = fit_axes.index(axis)
         sig = 1.0 / (1.0 + np.exp(-best[j]))
         slope = (spec.highs[f] - spec.lows[f]) * sig * (1 - sig) / NUMERIC_AXES[axis].to_si
         out[j] = abs(slope) * np.sqrt(cov[j, j]) if cov[j, j] >= 0 else np.nan
-    return out
+    return out, spread
 
 
 def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: str,
@@ -229,6 +272,7 @@ def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: st
     predict every row. Returns a result dict."""
     per, bounds = dict(per or {}), dict(bounds or {})
     fit_axes = tuple(fit_axes)
+    _check_settings(settings)
     for axis in fit_axes:
         if axis not in FITTABLE:
             raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
@@ -239,6 +283,10 @@ def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: st
             raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
         if column not in meas.columns:
             raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
+    for axis in bounds:
+        if axis not in fit_axes:
+            raise InputError(f"{axis}: {axis!r} is not fitted (--fit {','.join(fit_axes)}); bounds apply to a "
+                             f"fitted parameter", param="bounds")
     lows, highs = [], []
     for axis in fit_axes:
         default = NUMERIC_AXES[axis].fit
@@ -250,17 +298,21 @@ def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: st
         lows.append(float(si_values(axis, lo)))
         highs.append(float(si_values(axis, hi)))
     spec = FitSpec(fit_axes, tuple(lows), tuple(highs))
+    blank = np.array([v is None for v in meas.columns[meas.measured]], bool)  # rows to predict, not fit
+    if blank.all():
+        raise InputError(f"{meas.path}: every {meas.measured} is blank; give measured rows to fit")
     if train is None:
-        keep = np.ones(len(meas), bool)
+        keep = ~blank
     elif isinstance(train, str):
-        keep = np.array(select(meas, train))
+        keep = np.array(select(meas, train, rows=~blank))
     else:  # a row mask, from a program (sweep validate)
-        keep = np.asarray(train, bool)
+        keep = np.asarray(train, bool) & ~blank
     weights = keep.astype(np.float64)
-    rows, models, features = build_rows(meas, profiles, default_model, settings)
+    assumed: list[str] = []
+    rows, models, features = build_rows(meas, profiles, default_model, settings, assumed)
     params, index = _groups(meas, fit_axes, per)
     rows = rows._replace(index=index)
-    target = np.array(meas.columns[meas.measured], np.float64)
+    target = np.array([np.nan if v is None else v for v in meas.columns[meas.measured]], np.float64)
     if meas.measured == "iteration_time":
         below = np.flatnonzero(target < rows.t1 * (1 - 1e-12))
         if below.size:
@@ -268,7 +320,7 @@ def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: st
             raise InputError(f"{meas.where(i)}: iteration_time {target[i]:g} s is below the single-GPU time "
                              f"T1 = {rows.t1[i]:g} s of {models[i]}; the model never runs faster than one GPU")
     n = len(meas)
-    padded, padded_target, padded_weights = _padded(rows, target, weights)
+    padded, padded_target, padded_weights = _padded(rows, np.where(blank, 1.0, target), weights)
     padded_keep = padded_weights > 0
     with precision("float64"):
         _check_identifiable(params, spec, padded, padded_keep, meas.measured, features)
@@ -278,14 +330,49 @@ def calibrate(meas: Measurements, profiles: Sequence[Profile], default_model: st
         best = np.asarray(best)
         predicted = np.asarray(predict_rows(best, padded, spec=spec, features=features)[meas.measured])[:n]
         res = np.asarray(residual(predicted, target, meas.measured))
-        errors = _standard_errors(best, params, spec, padded, padded_target, res, keep, meas.measured, features,
-                                  fit_axes)
-    return _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows)
+        errors, spread = _standard_errors(best, params, spec, padded, padded_target, res, keep, meas.measured,
+                                          features, fit_axes, blank)
+    result = _result(meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows,
+                     blank, spread)
+    if assumed:
+        result["assumed"] = assumed[0]
+    return result
+
+
+def _check_settings(settings: Settings) -> None:
+    """Refuse settings ``sweep grid`` would refuse (one line naming the option)."""
+    intra = settings.intra_bandwidth
+    if intra is not None and (isinstance(intra, bool) or not isinstance(intra, (int, float))
+                              or not (np.isfinite(intra) and intra > 0)):
+        shown = show(intra) if isinstance(intra, (int, float)) else repr(intra)
+        raise InputError(f"{shown}: intra-node bandwidth must be a number > 0 Gbit/s", param="intra_bandwidth")
+    for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
+        value = getattr(settings, name)
+        if value is not None and (not isinstance(value, str) or value not in values):
+            raise InputError(f"{value!r}: calibrate takes one of {', '.join(values)}", param=name)
+    for name in ("nics_per_node", "fusion_buffer", "fusion_timeout"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{value!r}: expected one number", param=name)
+        NUMERIC_AXES[name].check(float(value))
+
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' intervals
+
+
+def _interval(measured: str, value: float, spread: float) -> list[float] | None:
+    """A blank row's 95% interval from the fit's uncertainty (None where it is undefined)."""
+    if not np.isfinite(spread):
+        return None
+    lo, hi = value - Z95 * spread, value + Z95 * spread
+    if measured == "scaling_factor":
+        lo, hi = max(lo, 0.0), min(hi, 1.0)
+    return [max(lo, 0.0), hi]
 
 
 def _result(meas: Measurements, models: Sequence[str], params: Params, spec: FitSpec, fit_axes: Sequence[str],
             best: Array, errors: Array, predicted: Array, res: Array, target: Array, keep: Array,
-            rows: Rows) -> dict[str, Any]:
+            rows: Rows, blank: Array, spread: Array) -> dict[str, Any]:
     dof = int(keep.sum()) - len(params)
     fitted, warnings = [], []
     for j, (axis, label) in enumerate(params):
@@ -302,7 +389,8 @@ def _result(meas: Measurements, models: Sequence[str], params: Params, spec: Fit
                             f"wider than its bounds)")
     if dof <= 0:
         warnings.append(f"{len(params)} parameters from {int(keep.sum())} training rows: they fit exactly, with no "
-                        f"residual left to estimate their standard errors")
+                        f"residual left to estimate their standard errors"
+                        + (" (nor the blank rows' intervals)" if blank.any() else ""))
     labels = [c for c in meas.columns if c not in NUMERIC_AXES and c not in ("model", "collective", "t1",
                                                                             meas.measured)]
     u_index = fit_axes.index("utilization") if "utilization" in fit_axes else None
@@ -315,14 +403,18 @@ def _result(meas: Measurements, models: Sequence[str], params: Params, spec: Fit
         "rows": [
             {"line": meas.lines[i], "model": models[i], **{c: col[c][i] for c in labels},
              "nodes": int(col["nodes"][i]), "gpus_per_node": int(col["gpus_per_node"][i]),
-             "bandwidth_gbps": col["bandwidth"][i], "measured": float(target[i]),
-             "predicted": float(predicted[i]), "residual": float(res[i]), "train": bool(keep[i]),
-             "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i])}
+             "gpus": int(col["nodes"][i]) * int(col["gpus_per_node"][i]),
+             "bandwidth_gbps": col["bandwidth"][i], "measured": None if blank[i] else float(target[i]),
+             "predicted": float(predicted[i]), "residual": None if blank[i] else float(res[i]),
+             "train": bool(keep[i]), "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i]),
+             **({"interval": _interval(meas.measured, float(predicted[i]), float(spread[i]))} if blank[i] else {})}
             for i in range(len(meas))
         ],
     }
-    if not keep.all():
-        held = res[~keep]
+    if blank.any():
+        out["predicted_rows"] = int(blank.sum())
+    if not (keep | blank).all():
+        held = res[~keep & ~blank]
         out["heldout_rmse"] = float(np.sqrt(np.mean(held**2)))
         out["heldout_max_abs"] = float(np.max(np.abs(held)))
     for axis, unit_key in (("utilization", "utilization"), ("latency", "latency_us")):  # one shared value
@@ -340,10 +432,19 @@ def parse_pairs(items: Iterable[str] | None, param: str,
                 value: Callable[[str, str], Any] = _text) -> dict[str, Any]:
     """``["overhead=framework"]`` -> {"overhead": "framework"} (``value(text, item)`` parses the right side)."""
     out = {}
+    if isinstance(items, str):
+        items = [items]
     for item in items or ():
+        if not isinstance(item, str):
+            raise InputError(f"{item!r}: expected NAME=VALUE text", param=param)
         name, sep, rest = item.partition("=")
         if not sep or not name.strip() or not rest.strip():
             raise InputError(f"{item!r}: expected NAME=VALUE", param=param)
+        if name.strip() not in FITTABLE:
+            raise InputError(f"{item!r}: {name.strip()!r} is not a parameter calibrate fits; known: "
+                             f"{', '.join(FITTABLE)}", param=param)
+        if name.strip() in out:
+            raise InputError(f"{item!r}: {name.strip()} is given twice", param=param)
         out[name.strip()] = value(rest.strip(), item)
     return out
 
@@ -351,6 +452,8 @@ def parse_pairs(items: Iterable[str] | None, param: str,
 def _bounds(text: str, item: str) -> tuple[float, float]:
     lo, sep, hi = text.partition(":")
     try:
+        if not sep:
+            raise ValueError(text)
         return float(lo), float(hi)
     except ValueError:
         raise InputError(f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50", param="bounds") from None
@@ -360,31 +463,66 @@ def calibrate_file(measurements: str | Path, fit_axes: str | Sequence[str] = "ut
                    out: str | Path | None = None, force: bool = False, model: str = DEFAULTS.model,
                    profile: str | Path | Sequence[str | Path] | None = None, iteration_time: float | None = None,
                    per: Iterable[str] | None = (), bounds: Iterable[str] | None = (), train: str | None = None,
-                   settings: Settings = Settings()) -> dict[str, Any]:
+                   settings: Settings = Settings(), gpu: str | None = None, precision: str | None = None,
+                   batch: int | str | None = None, seq_len: int | str | None = None) -> dict[str, Any]:
     """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given).
 
-    ``model`` names the default profile(s) (a comma list of built-ins); a ``model``
-    column may name other built-ins or profile files. ``profile`` (files) replaces them.
-    ``per`` and ``bounds`` are ``NAME=COLUMN`` and ``NAME=LOW:HIGH`` items.
+    ``model`` names the default profile(s) (a comma list of built-ins: the paper's CNNs or
+    transformers, whose workload ``gpu``, ``precision``, ``batch`` and ``seq_len`` set, one value
+    each, as ``sweep grid``'s); a ``model`` column may name other built-ins or profile files.
+    ``profile`` (files) replaces them. ``per`` and ``bounds`` are ``NAME=COLUMN`` and
+    ``NAME=LOW:HIGH`` items. Rows whose measured value is blank are predicted, not fitted, each
+    with a 95% interval from the fit's uncertainty. The JSON has ``null`` where a number is undefined.
     """
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
+    _check_settings(settings)
     axes = parse_names(fit_axes, "fit", FITTABLE)
     per_map = parse_pairs(per, "per")
     bounds_map = parse_pairs(bounds, "bounds", _bounds)
+    for name in bounds_map:
+        if name not in axes:
+            raise InputError(f"{name}: {name!r} is not fitted (--fit {','.join(axes)}); bounds apply to a fitted "
+                             f"parameter", param="bounds")
+    if train is not None and not isinstance(train, str):
+        raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")
+    workload: dict[str, Any] = {k: v for k, v in dict(gpu=gpu, precision=precision, batch=batch,
+                                                       seq_len=seq_len).items() if v is not None}
+    for name, value in workload.items():
+        if isinstance(value, str) and "," in value or isinstance(value, (list, tuple)):
+            raise InputError(f"{value if isinstance(value, str) else list(value)}: calibrate takes one value",
+                             param=name)
     meas = read_measurements(measurements)
     if profile:
+        if workload:
+            name = next(iter(workload))
+            raise InputError(f"{workload[name]}: only for built-in transformers, not with --profile", param=name)
         profiles = tuple(p for path in ([profile] if isinstance(profile, (str, Path)) else profile)
                          for p in resolve_models(profile=path, iteration_time=iteration_time))
     else:
-        names = parse_names(model, "model", builtin_names())
-        names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in builtin_names()]))
-        profiles = resolve_models(names, iteration_time=iteration_time)
+        if not isinstance(model, str):
+            raise InputError(f"{model!r}: expected built-in model name(s), a comma list", param="model")
+        known = builtin_names() + tuple(TRANSFORMERS)
+        names = parse_names(model, "model", known)
+        names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in known]))
+        profiles = resolve_models(names, iteration_time=iteration_time, **workload)
     result = calibrate(meas, profiles, profiles[0].model, axes, per=per_map, bounds=bounds_map, train=train,
                        settings=settings)
     if out is not None:
-        write_atomically(out, lambda path: path.write_text(json.dumps(result, indent=2) + "\n"))
+        text = json.dumps(_finite(result), indent=2, allow_nan=False) + "\n"
+        write_atomically(out, lambda path: path.write_text(text))
     return result
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None (JSON's null: JSON has no NaN)."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def report_text(result: Mapping[str, Any]) -> str:
@@ -398,16 +536,22 @@ def report_text(result: Mapping[str, Any]) -> str:
     unit = "" if result["measured"] == "scaling_factor" else " (relative)"
     lines.append(f"rmse: {result['rmse']:.4g}{unit} over {result['train_rows']} rows")
     if "heldout_rmse" in result:
-        held = len(result["rows"]) - result["train_rows"]
+        held = len(result["rows"]) - result["train_rows"] - result.get("predicted_rows", 0)
         lines.append(f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {held} rows "
                      f"(largest |residual| {result['heldout_max_abs']:.3g})")
     lines += [f"warning: {w}" for w in result["warnings"]]
+    sets = "heldout_rmse" in result or "predicted_rows" in result
     lines.append(f"{'line':>5} {'model':<10} {'nodes':>5} {'gpus':>4} {'Gbit/s':>7} {'effective':>9} "
-                 f"{'measured':>9} {'predicted':>9} {'residual':>9}" + ("  set" if "heldout_rmse" in result else ""))
+                 f"{'measured':>9} {'predicted':>9} {'residual':>9}" + ("  set" if sets else ""))
     for r in result["rows"]:
-        lines.append(f"{r['line']:>5} {r['model']:<10} {r['nodes']:>5} {r['gpus_per_node']:>4} "
-                     f"{r['bandwidth_gbps']:>7g} {r['effective_bandwidth_gbps']:>9.3g} {r['measured']:>9.4g} "
-                     f"{r['predicted']:>9.4g} {r['residual']:>+9.2e}"
-                     + (("  train" if r["train"] else "  held out") if "heldout_rmse" in result else ""))
+        blank = r["measured"] is None
+        interval = r.get("interval")
+        where = ("  predicted" + (f", 95% interval {interval[0]:.4g} to {interval[1]:.4g}" if interval else "")
+                 if blank else "  train" if r["train"] else "  held out")
+        lines.append(f"{r['line']:>5} {r['model']:<10} {r['nodes']:>5} {r['nodes'] * r['gpus_per_node']:>4} "
+                     f"{r['bandwidth_gbps']:>7g} {r['effective_bandwidth_gbps']:>9.3g} "
+                     f"{'-' if blank else format(r['measured'], '.4g'):>9} "
+                     f"{r['predicted']:>9.4g} {'-' if blank else format(r['residual'], '+.2e'):>9}"
+                     + (where if sets else ""))
     return "\n".join(lines)
 

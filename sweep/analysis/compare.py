@@ -34,7 +34,7 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import AxisValues, Models, resolve_models
-from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -113,9 +113,9 @@ def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
-    workload = {k: v for k, v in given.items() if v is not None} if any(given.values()) else dict(WORKLOAD)
+    workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}  # each unset one: the default
     names = models.split(",") if isinstance(models, str) else [models] if isinstance(models, Profile) else list(models)
-    if not any(isinstance(n, str) and n.strip() in TRANSFORMERS for n in names):
+    if not any(isinstance(n, str) and n.strip().lower() in TRANSFORMERS for n in names):
         workload = {}  # no transformer: the workload settings do not apply
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
@@ -157,23 +157,29 @@ def _show(value: object) -> str:
     return f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
+FILES = ("compare.csv", "speedups.png", "REPORT.md")
+"""What a report directory receives."""
+
+
 def write_report(out_dir: str | Path, rows: Sequence[Row], setup: dict[str, Any],
-                 command: str = "sweep compare") -> list[Path]:
+                 command: str = "sweep compare", force: bool = False) -> list[Path]:
     """Write REPORT.md, compare.csv and speedups.png (of :func:`compare`'s answers) into
-    ``out_dir``; return their paths."""
-    out_dir = report_directory(out_dir)
+    ``out_dir``; return their paths. An existing one is refused without ``force`` (a link, or
+    anything but a regular file, always), before any is written."""
+    out_dir = report_directory(out_dir, FILES, force=force)
     csv = csv_text(rows)
-    paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv))]
+    paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv), overwrite=force)]
     paths.append(figure(rows, out_dir / "speedups.png"))
     text = report(rows, setup, command)
-    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text)))
+    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text), overwrite=force))
     return paths
 
 
-def run(out_dir: str | Path, *, command: str = "sweep compare", **kwargs: Any) -> list[Path]:
+def run(out_dir: str | Path, *, command: str = "sweep compare", force: bool = False, **kwargs: Any) -> list[Path]:
     """Write REPORT.md, compare.csv and speedups.png into ``out_dir``; return their paths."""
+    check_report_directory(out_dir, FILES, force=force)  # before any work
     rows, _, setup = compare(**kwargs)  # bad input is refused before anything is made
-    return write_report(out_dir, rows, setup, command)
+    return write_report(out_dir, rows, setup, command, force=force)
 
 
 def csv_text(rows: Sequence[Row]) -> str:

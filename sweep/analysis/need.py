@@ -13,6 +13,7 @@ answer is then checked as a user would feed it back (in the grid's dtype, throug
 the same units) and moved by an ulp where rounding took it past the boundary.
 """
 
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 import numpy as np
@@ -97,22 +98,38 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     return _dataset(grid, axis, target, value, status)
 
 
+MARGIN_ULPS = 4  # the fed-back scaling factor must clear the target by this many ulps: a sweep's
+# kernel may round its last bits differently from the table evaluation that checks the answers
+
+
 def _reaching(value: Array, status: Array, args: tuple[Config, Layout, Buckets, Any], axis: str, target: Any,
-              features: Features, increasing: bool, max_steps: int = 16) -> Array:
-    """Solved answers, moved one ulp at a time (up for a growing axis, down for a falling
-    one) until the answer, stored in the grid's dtype and fed back as a user would
-    (stored units -> SI -> dtype), reaches the target in that dtype too."""
+              features: Features, increasing: bool, max_steps: int = 48) -> Array:
+    """Solved answers, moved in the safe direction (up for a growing axis, down for a falling
+    one: one ulp at a time, then by doubling steps) until the answer, stored in the grid's
+    dtype and fed back as a user would (stored units -> SI -> dtype), reaches the target in
+    that dtype with a margin of :data:`MARGIN_ULPS` ulps."""
     config = args[0]
     k, c = value.shape
     toward = np.inf if increasing else -np.inf
-    for _ in range(max_steps):
+    dtype = value.dtype
+    goal = dtype.type(target)
+    for _ in range(MARGIN_ULPS):  # the target, a few ulps up (never past 1, the most a scaling factor reaches)
+        goal = min(np.nextafter(goal, dtype.type(np.inf), dtype=dtype), dtype.type(1))
+    low, high = search_range(axis)
+    for step in range(max_steps):
         cells: dict[str, Any] = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
-        cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(value.dtype)
+        cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(dtype)
         sf = table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"]
-        short = (status == SOLVED) & ~(np.asarray(sf) >= target)
+        short = (status == SOLVED) & ~(np.asarray(sf) >= goal)
         if not short.any():
             return value
-        value = np.where(short, np.nextafter(value, toward, dtype=value.dtype), value)
+        if step < 8:
+            moved = np.nextafter(value, toward, dtype=dtype)
+        else:  # relative steps of 2^(step-8) ulps
+            factor = dtype.type(1 + np.finfo(dtype).eps * 2.0 ** (step - 8))
+            moved = (value * factor if increasing else value / factor).astype(dtype)
+        moved = np.clip(moved, dtype.type(low), dtype.type(high))
+        value = np.where(short, moved, value)
     return value
 
 
@@ -136,11 +153,29 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) 
     }
     low, high = search_range(axis)
     attrs = {"target_scaling_factor": target, "solved_axis": axis, "low": low, "high": high, "dtype": grid.dtype}
+    if grid.assumed:
+        attrs["assumed"] = grid.assumed
     return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
 
 
+SHOWN_DIGITS = 4  # significant digits of a printed answer
+
+
+def shown_value(value: float, axis: str, digits: int = SHOWN_DIGITS) -> str:
+    """``value`` to ``digits`` significant digits, rounded in the safe direction: up for a growing
+    axis (the smallest value required), down for a falling one (the largest allowed), so the
+    number shown, fed back, reaches the target as the stored answer does (the scaling factor is
+    monotone in the axis)."""
+    exact = Decimal(repr(float(value)))
+    if exact == 0:
+        return "0"
+    quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
+    rounded = exact.quantize(quantum, rounding=ROUND_CEILING if axis in GROWING else ROUND_FLOOR)
+    return f"{float(rounded):.{digits}g}"
+
+
 def answer_text(value: float, status: int, axis: str) -> str:
-    """One cell of the printed table."""
+    """One cell of the printed table (a solved answer rounded in the safe direction: :func:`shown_value`)."""
     units = NUMERIC_AXES[axis].units
     units = "" if units == "1" else f" {units}"
     low, high = search_range(axis)
@@ -149,7 +184,17 @@ def answer_text(value: float, status: int, axis: str) -> str:
         return f"unreachable (> {high:g}{units})" if growing else f"unreachable (even at {low:g}{units})"
     if status == AT_LIMIT:
         return f"met at the minimum ({low:g}{units})" if growing else f"met even at the maximum ({high:g}{units})"
-    return f"{value:.4g}{units}"
+    return f"{shown_value(value, axis)}{units}"
+
+
+def _nics(ds: xr.Dataset) -> str:
+    values: Any = np.unique(np.asarray(ds["nics_per_node"].values)) if "nics_per_node" in ds.coords else []
+    return f", {int(values[0])} NIC{'s' if int(values[0]) != 1 else ''} per node" if len(values) == 1 else ""
+
+
+def _utilization(ds: xr.Dataset) -> str:
+    values: Any = np.unique(np.asarray(ds["utilization"].values)) if "utilization" in ds.coords else []
+    return f"utilization {float(values[0]):g}" if len(values) == 1 else "the row's utilization"
 
 
 def answer_table(ds: xr.Dataset) -> str:
@@ -159,5 +204,8 @@ def answer_table(ds: xr.Dataset) -> str:
     varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model"]
     df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
     limit = "smallest" if axis in GROWING else "largest"
-    head = f"{limit} {axis} reaching scaling factor {ds.attrs['target_scaling_factor']:g}:"
+    head = f"{limit} {axis} reaching scaling factor {ds.attrs['target_scaling_factor']:g}"
+    if axis == "bandwidth":
+        head += f" (the link rate per NIC{_nics(ds)}, at {_utilization(ds)})"
+    head += ":"
     return head + "\n" + df[varying + ["answer"]].to_string(index=False)

@@ -215,11 +215,14 @@ def _sweep(models, cube, command, force):
 
 
 def run_paper(out_dir: str | Path, profiles_dir: str | Path | None = None, command: str = "sweep paper",
-              force: bool = True) -> list[Path]:
-    """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths."""
+              force: bool = False) -> list[Path]:
+    """Write ``paper.h5``, the figures and ``REPORT.md`` into ``out_dir``; return their paths. An existing
+    one is refused without ``force`` (a link, or anything but a regular file, always), before any work."""
     out_dir = Path(out_dir)
     measured = measured_profiles(profiles_dir) if profiles_dir else None  # checked before anything is made
-    report_directory(out_dir)
+    names = ["paper.h5", *(["paper-measured.h5"] if measured else []), "scaling_vs_bandwidth.png",
+             "scaling_vs_ratio.png", "REPORT.md"]
+    report_directory(out_dir, names, force=force)
     models = list(builtin_names())
     ds = _sweep(models, out_dir / "paper.h5", command, force)
     paths = [out_dir / "paper.h5"]
@@ -229,5 +232,5 @@ def run_paper(out_dir: str | Path, profiles_dir: str | Path | None = None, comma
         paths.append(out_dir / "paper-measured.h5")
     paths += figures(ds, out_dir, models, measured_ds)
     text = report(ds, models, measured_ds, command=command)
-    write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text))
+    write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text), overwrite=force)
     return paths + [out_dir / "REPORT.md"]

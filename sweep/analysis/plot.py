@@ -39,6 +39,8 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
         if dim not in ds.dims:
             raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(map(str, ds.dims))}", param="sel")
         coord = ds[dim].values
+        if coord.dtype.kind in "OUS":  # a name, in any case: VGG16 is vgg16
+            text = next((str(c) for c in coord if str(c).lower() == text.lower()), text)
         value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
         if value is None or not np.any(coord.astype(type(value)) == value):
             shown = ", ".join(str(v) for v in coord[:12])
@@ -98,7 +100,7 @@ def line_plot(ds: xr.Dataset, x: str, var: str = "scaling_factor", hue: str | No
 
 
 def heatmap(ds: xr.Dataset, x: str, y: str, var: str = "scaling_factor", sel: Mapping[str, Any] | None = None,
-            ax: Axes | None = None) -> Axes:
+            ax: Axes | None = None, title: str | None = None) -> Axes:
     """Color ``var`` over dims ``x`` (columns) and ``y`` (rows)."""
     da = reduce_to(ds, var, [x, y], sel or {}).transpose(y, x)
     fig = None
@@ -113,7 +115,19 @@ def heatmap(ds: xr.Dataset, x: str, y: str, var: str = "scaling_factor", sel: Ma
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[y]))
     (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
+    if title:
+        ax.set_title(title)
     return ax
+
+
+def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
+    """The fixed dims as a title: ``ratio = 1, bandwidth = 25 Gbit/s, model = vgg16``."""
+    parts = []
+    for dim, value in sel.items():
+        units = ds[dim].attrs.get("units", "")
+        shown = f"{value:g}" if isinstance(value, float) else str(value)
+        parts.append(f"{dim} = {shown}" + (f" {units}" if units not in ("", "1") else ""))
+    return ", ".join(parts)
 
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
@@ -140,7 +154,9 @@ def plot_cube(path: str | Path, *, x: str, y: str = "scaling_factor", hue: str |
     check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
-    ax = line_plot(ds, x, var=y, hue=hue, sel=chosen) if kind == "line" else heatmap(ds, x, y, var=var, sel=chosen)
+    title = selection_title(ds, chosen) or None  # the --sel choices: what the figure holds fixed
+    ax = (line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title) if kind == "line"
+          else heatmap(ds, x, y, var=var, sel=chosen, title=title))
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above
     return save(figure, out)

@@ -24,7 +24,8 @@ out. Three models, side by side:
 The fitted models are fitted once, on every group's training rows together.
 
 It writes ``REPORT.md`` (tables and errors), ``predictions.csv`` (row by row) and
-``measured_vs_predicted.png``; no timestamps, so regenerating gives the same files.
+``measured_vs_predicted.png``; no timestamps, so regenerating gives the same files. None of
+them is overwritten without ``force`` (checked before any fit), and a link is never replaced.
 
 Any measurements file with ``framework`` and ``network`` columns can be validated the
 same way (:func:`run_validation`); ``source`` (default: one source), ``id`` (default:
@@ -47,13 +48,15 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
-from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile
 
 Fits = dict[tuple[str, str | None], float]  # (parameter, group or None) -> fitted value, stored units
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "published.csv"
+FILES = ("measured_vs_predicted.png", "predictions.csv", "REPORT.md")
+"""What a report directory receives."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +120,10 @@ def run_validation(dataset: str | Path = DATASET, progress: Callable[[str], obje
                          "jitter per framework and one utilization per network")
     if meas.measured != "scaling_factor":
         raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
+    fixed = sorted({axis for m in MODELS for axis in m.fit if axis in meas.columns})
+    if fixed:
+        raise InputError(f"{dataset}: a {' and '.join(repr(a) for a in fixed)} column fixes what validation fits "
+                         f"(one utilization per network, one jitter per framework); drop it")
     builtin = [builtin_profile(n) for n in builtin_names()]
     train = np.zeros(len(meas), bool)
     for *_, in_train, _ in groups(meas):
@@ -124,13 +131,29 @@ def run_validation(dataset: str | Path = DATASET, progress: Callable[[str], obje
     if train.all():
         raise InputError(f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
                          "measure some group at two or more node counts")
+    nodes = np.array(meas.columns["nodes"])
+    workers = nodes * np.array(meas.columns["gpus_per_node"])
+    for column, what, uses in (("network", "utilization", nodes > 1), ("framework", "jitter", workers > 1)):
+        values = np.array(meas.columns[column], dtype=object)
+        for value in dict.fromkeys(values.tolist()):  # checked here, before any fit starts
+            if not np.any(train & (values == value) & uses):
+                raise InputError(f"{dataset}: no training row of {column} {value!r} runs on "
+                                 f"{'several nodes' if column == 'network' else 'several GPUs'}, so its {what} "
+                                 f"cannot be fitted; measure it at two sizes or more")
     predictions: dict[str, np.ndarray] = {}
     fits: dict[str, Fits] = {}
     for i, model in enumerate(MODELS, 1):
         if progress:
             doing = f"fitting on {int(train.sum())} training rows" if model.fit else "no fit"
             progress(f"model {i}/{len(MODELS)}: {model.name} ({model.description}): {doing}")
-        predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
+        try:
+            predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
+        except InputError as e:
+            if e.param not in ("fit", "per", "train", "bounds"):
+                raise
+            # validate has no such option: the file is what cannot be fitted
+            raise InputError(f"{dataset}: the {model.name} model cannot be fitted to its training rows "
+                             f"({e.detail})") from None
     return meas, predictions, train, fits
 
 
@@ -231,23 +254,26 @@ def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.
 
 
 def write_report(out_dir: str | Path, meas: Measurements, predictions: Mapping[str, np.ndarray],
-                 train: np.ndarray, fits: Mapping[str, Fits], command: str = "sweep validate") -> list[Path]:
+                 train: np.ndarray, fits: Mapping[str, Fits], command: str = "sweep validate",
+                 force: bool = False) -> list[Path]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
-    results) into ``out_dir``; return their paths."""
-    out_dir = report_directory(out_dir)
+    results) into ``out_dir``; return their paths. An existing one is refused without ``force``
+    (a link, or anything but a regular file, always), before any is written."""
+    out_dir = report_directory(out_dir, FILES, force=force)
     paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
     text = predictions_csv(meas, predictions, train)
-    paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text)))
+    paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text), overwrite=force))
     body = report(meas, predictions, train, fits, command)
-    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body)))
+    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body), overwrite=force))
     return paths
 
 
 def run(out_dir: str | Path, command: str = "sweep validate", dataset: str | Path = DATASET,
-        progress: Callable[[str], object] | None = None
+        progress: Callable[[str], object] | None = None, force: bool = False
         ) -> tuple[list[Path], list[tuple[Model, float, float, float, float]]]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
-    (their paths, :func:`errors`)."""
+    (their paths, :func:`errors`). ``out_dir`` is checked before anything is fitted."""
+    check_report_directory(out_dir, FILES, force=force)
     meas, predictions, train, fits = run_validation(dataset, progress)
-    paths = write_report(out_dir, meas, predictions, train, fits, command)
+    paths = write_report(out_dir, meas, predictions, train, fits, command, force=force)
     return paths, errors(meas, predictions, train)

@@ -19,12 +19,20 @@ from typing import Annotated, Any
 
 import typer
 
+from netsweep_jax.sweep.cli import helptext
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES, RECOMPUTES, SCHEDULES_HELP
+from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
+    LAYOUT_AXES,
+    LAYOUT_COLLECTIVES,
+    LAYOUT_PRECISIONS,
+    RECOMPUTES,
+    SCHEDULES_HELP,
+)
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
 
-app = typer.Typer(
+app = helptext.Typer(
     help="netsweep: is the network the bottleneck of my distributed training? "
     "Exact what-if sweeps of data-parallel training over bandwidth, utilization, "
     "compression ratio, node count and more.",
@@ -57,7 +65,7 @@ def axis_parameters(defaults=None, help_suffix="", names=None):
             continue
         default = defaults.get(name, spec.default)
         text = f"{spec.help}{help_suffix}" + (f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw.")
-        out.append(_param(name, str | None, default, spec.option, help=text))
+        out.append(_param(name, str | None, default, spec.option, help=text, metavar="VALUES"))
     return out
 
 
@@ -67,10 +75,11 @@ MODEL = [
                 "(gpt2-xl, llama-7b, ...: sweep models lists them)."),
     _param("profile", Path | None, None, "--profile",
            help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
-    _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, a100, h100, h200 "
+    _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h200, b200, gb200 "
            "(default: v100)."),
     _param("precision", str | None, None, "--precision", help="Transformers: fp32, amp (half-precision math, fp32 "
-           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32)."),
+           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
+           f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}."),
     _param("batch", str | None, None, "--batch", help="Transformers: samples per GPU per step, comma list "
            "(default: 8)."),
     _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list (default: "
@@ -80,11 +89,16 @@ MODEL = [
                 "model's compute to your GPU and batch (its gradients unchanged)."),
 ]
 COLLECTIVE_SETTINGS = [
-    _param("collective", str, DEFAULTS.collective, "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list)."),
-    _param("bucketing", str, DEFAULTS.bucketing, "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
-           "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout); comma list."),
-    _param("intra_bandwidth", float, DEFAULTS.intra_bandwidth, "--intra-bw",
-           help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-*."),
+    _param("collective", str | None, None, "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
+           f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
+           f"{', '.join(LAYOUT_COLLECTIVES)}."),
+    _param("bucketing", str | None, None, "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
+           "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout), fsdp (full sharding, ZeRO-3: "
+           "profiles with forward times, no compressor, --accum 1); comma list (default: horovod for the paper's CNNs, "
+           "ddp for transformers)."),
+    _param("intra_bandwidth", float | None, None, "--intra-bw",
+           help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
+                "preset: 1200 for the paper's V100 runs, 3600 for an H100)."),
     _param("reduce_table", Path | None, None, "--reduce-cost",
            help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
 ]
@@ -119,9 +133,12 @@ def _layout_params() -> list[inspect.Parameter]:
                        "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
                        "moe_every=, first_dense=, tied=0|1).")]
     for name, spec in LAYOUT_AXES.items():
-        out.append(_param(name, str | None, None, spec.option, rich_help_panel=panel,
+        out.append(_param(name, str | None, None, spec.option, rich_help_panel=panel, metavar="VALUES",
                           help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw."))
-    out += [_param("schedule", str | None, None, "--schedule", rich_help_panel=panel,
+    out += [_param("attention", str | None, None, "--attention", rich_help_panel=panel,
+                   help=f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; "
+                        "unfused: stored, as Megatron-LM in 2021-22); comma list (default flash)."),
+            _param("schedule", str | None, None, "--schedule", rich_help_panel=panel,
                    help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b)."),
             _param("recompute", str | None, None, "--recompute", rich_help_panel=panel,
                    help=f"Activation recomputation: {', '.join(RECOMPUTES)}; comma list (default none).")]
@@ -247,7 +264,7 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
             raise InputError("applies to data-parallel profiles; large models take --arch, --micro-batch and "
                              "--global-batch", param=name)
     model = settings.get("model") if given(ctx, "model") or not settings.get("arch") else None
-    kwargs = {name: settings.get(name) for name in LAYOUT_NAMES if name not in ("schedule", "recompute")}
+    kwargs = {name: settings.get(name) for name in LAYOUT_NAMES if name not in ("schedule", "recompute", "attention")}
     for name in ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
                  "jitter"):
         kwargs[name] = settings.get(name) if given(ctx, name) else None
@@ -263,6 +280,7 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
     return make_layout_grid(model, gpu=settings.get("gpu") or "h100", precision=settings.get("precision") or "bf16",
                             schedule=text["schedule"] or "1f1b", recompute=text["recompute"] or "none",
+                            attention=settings.get("attention") or "flash",
                             collective=str(settings["collective"]) if given(ctx, "collective") else "nccl",
                             dtype="float64" if settings.get("x64") else "float32", search=space, **kwargs)
 
@@ -293,7 +311,7 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
 
     from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, layouts_dataset
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
 
     for name, value in extras.items():
         if value:
@@ -306,10 +324,10 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
     g = layout_grid_from(ctx, settings)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out if out is not None else Path("results") / f"{'+'.join(g.names['model'])}-{stamp}.h5"
+    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
     check_new_file(target, force=force, suffixes=(".h5", ".nc"))
     if g.assumed:
         typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
     ds = layouts_dataset(g, evaluate_layouts_arrays(g))
     write_dataset(ds, target, command=command_line())
     valid = int((ds["status"] == 0).sum())
@@ -348,6 +366,8 @@ def grid(
         raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
                          f"reduction on one machine", param="reduce")
     g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
+    if g.assumed:
+        typer.echo(f"assumed: {g.assumed}", err=True)
     kernel = settings.pop("kernel")
     check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped
     target = out if out is not None else job.default_out(g)
@@ -361,15 +381,18 @@ def grid(
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = Path(f"{target}.partial")
+        kept = job.kept_partial(e)  # only this run's own partial file, never another run's
         fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
-             if kept.exists() else "interrupted before any block was written; nothing was kept", code=exit_code(e))
+             if kept is not None and kept.exists() else "interrupted before any block was written; nothing was kept",
+             code=exit_code(e))
     except StitchTimeout as e:
         fail(str(e), code=3)
     except DiskFull as e:
         fail(str(e), code=1)
     except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
-        fail(f"writing {target} failed ({e.strerror or e}); finished blocks are kept in {target}.partial", code=1)
+        kept = job.kept_partial(e)
+        fail(f"writing {target} failed ({e.strerror or e})"
+             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""), code=1)
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
 
 
@@ -394,7 +417,7 @@ def _plan_default(name: str) -> str:
 
 
 PLAN_NETWORK = [
-    _param(name, str | None, None, NUMERIC_AXES[name].option,
+    _param(name, str | None, None, NUMERIC_AXES[name].option, metavar="VALUES",
            help=f"{NUMERIC_AXES[name].help} Default: "
                 f"{_plan_default(name)}"
                 f". Value syntax as --bw.")
@@ -424,13 +447,14 @@ def plan(
     from netsweep_jax.sweep.analysis.planning import plan_table
     from netsweep_jax.sweep.cli.progress import progress_bar
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     g = layout_grid_from(ctx, settings, search=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     target = out if out is not None else Path("results") / f"plan-{'+'.join(g.names['model'])}-{stamp}.h5"
+    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
     check_new_file(target, force=force, suffixes=(".h5", ".nc"))
     if g.assumed:
         typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
@@ -441,7 +465,6 @@ def plan(
     else:
         with bar(g.inner_size * g.outer_size, 0) as advance:
             ds = best(g, keep=keep, progress=advance)
-    target.parent.mkdir(parents=True, exist_ok=True)
     write_dataset(ds, target, command=command_line())
     typer.echo(plan_table(ds))
     typer.echo(f"wrote {target}")
@@ -461,12 +484,41 @@ def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also
     """Describe a cube: dims, variables (min / median / max), the command, the profiles."""
     from netsweep_jax.sweep.io.reader import describe, verify_text
 
-    typer.echo(describe(file))
+    with damaged_file(file):
+        description = describe(file)
+        text, damaged = verify_text(file) if verify else ("", 0)
+    typer.echo(description)
     if verify:
-        text, damaged = verify_text(file)
         typer.echo(text)
         if damaged:
             raise typer.Exit(code=1)
+
+
+def damaged_file(path: Path) -> Any:
+    """A context in which HDF5 failing to read ``path`` (damaged metadata) is one line and exit code 1, as a
+    damaged block is for ``show --verify``: not a traceback."""
+    import contextlib
+    import traceback
+
+    @contextlib.contextmanager
+    def context() -> Any:
+        from netsweep_jax.sweep.io.cube import damage
+
+        try:
+            yield
+        except InputError:
+            reason = damage(path)  # an HDF5 file HDF5 cannot read is damaged, not bad input
+            if reason is not None:
+                fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+            raise
+        except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
+            readers = ("h5py", "h5netcdf", "xarray")
+            if not any(name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers):
+                raise
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+
+    return context()
 
 
 @app.command()
@@ -476,17 +528,27 @@ def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also
           _param("compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01.")],
          axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."),
          [_param(name, str | None, None, f"--{name.replace('_', '-')}", rich_help_panel="Layout cubes",
-                 help=f"{name.replace('_', ' ').capitalize()}(s), as in the cube.")
-          for name in ("gpu", "precision", "schedule", "recompute")]
+                 help=f"{text}(s), as in the cube.")
+          for name, text in (("gpu", "GPU preset"), ("precision", "Precision"), ("attention", "Attention kernel"),
+                             ("schedule", "Schedule"), ("recompute", "Recompute mode"))]
          + [_param(name, str | None, None, spec.option, rich_help_panel="Layout cubes",
-                   help=f"{spec.long_name.capitalize()}. Value(s) as in the cube.")
+                   help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.")
             for name, spec in LAYOUT_AXES.items()])
 def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+           nearest: Annotated[bool, typer.Option("--nearest", help="A number not in the cube selects the nearest "
+                                                 "value the cube has (a log-spaced axis by a typed value); each "
+                                                 "pick is said on stderr.")] = False,
            **chosen):
-    """Print a slice of a cube as a table (one row per remaining combination)."""
+    """Print a slice of a cube as a table (one row per remaining combination).
+
+    Example: sweep select r.h5 --bw 37 --nearest
+    """
     from netsweep_jax.sweep.io.reader import select_table
 
-    typer.echo(select_table(file, {k: v for k, v in chosen.items() if v is not None}, csv=csv))
+    with damaged_file(file):
+        table = select_table(file, {k: v for k, v in chosen.items() if v is not None}, csv=csv, nearest=nearest,
+                             picked=lambda text: typer.echo(text, err=True))
+    typer.echo(table)
 
 
 @app.command()
@@ -494,26 +556,46 @@ def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CS
 def paper(
     out: Annotated[Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")] = Path("results/paper"),
     profiles_dir: Annotated[Path | None, typer.Option("--profiles-dir", help="Directory of measured <model>.bk.log files to put beside the built-in profiles.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
 ):
     """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
     from netsweep_jax.sweep.analysis.paper import run_paper
 
-    for path in run_paper(out, profiles_dir, command=command_line()):
+    for path in run_paper(out, profiles_dir, command=command_line(), force=force):
         typer.echo(f"wrote {path}")
 
 
 @app.command()
 @options(CACHE)
 def validate(
-    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate); default: the shipped published measurements.", show_default=False)] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure.")] = Path("results/validation"),
+    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate); with --llm, a file of large-model runs; default: the shipped published ones.", show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
+    llm: Annotated[bool, typer.Option("--llm", help="Large models: the layout model against published runs of TP x PP x DP (ZeRO, MoE) training (sweep/data/llm_runs.csv) or your own.")] = False,
+    train: Annotated[str | None, typer.Option("--train", help="With --llm: the group of runs to fit on (a value of the file's group column; default sc21-t1, SC'21 Table 1).")] = None,
 ):
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
-    smallest multi-node size, predict the larger sizes, and compare three models."""
+    smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
+    fit few constants on one source, predict the others in each source's own units."""
+    if llm:
+        from netsweep_jax.sweep.analysis import llm_validation
+
+        paths, v = llm_validation.run(out or Path("results/validation-llm"), command=command_line(),
+                                      dataset=measurements or llm_validation.DATASET,
+                                      train=train or llm_validation.DEFAULT_TRAIN, force=force,
+                                      progress=lambda text: typer.echo(text, err=True))
+        for line in llm_validation.summary_lines(v):
+            typer.echo(line)
+        for path in paths:
+            typer.echo(f"wrote {path}")
+        return
+    if train is not None:
+        raise InputError("is for --llm (the data-parallel validation fits per source and framework)", param="train")
     from netsweep_jax.sweep.analysis.validate import DATASET, run
 
+    out = out or Path("results/validation")
     paths, errors = run(out, command=command_line(), dataset=measurements or DATASET,
-                        progress=lambda text: typer.echo(text, err=True))
+                        progress=lambda text: typer.echo(text, err=True), force=force)
     typer.echo("model        held-out RMSE  worst  in-sample RMSE")
     for m, held, worst, in_sample, _ in errors:
         typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")
@@ -536,10 +618,11 @@ def compare(
     nics_per_node: Annotated[str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")] = "1",
     compressor: Annotated[str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
     collective: Annotated[str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")] = "nccl-ring",
-    bucketing: Annotated[str, typer.Option("--bucketing", help="horovod or ddp.")] = "ddp",
+    bucketing: Annotated[str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")] = "ddp",
     iterations_factor: Annotated[str | None, typer.Option("--iterations-factor", help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).")] = None,
     codec_cost: Annotated[Path | None, typer.Option("--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
@@ -555,7 +638,7 @@ def compare(
         rows, _, _ = comparison.compare(**settings)
         typer.echo(comparison.table(rows))
         return
-    for path in comparison.run(out, command=command_line(), **settings):
+    for path in comparison.run(out, command=command_line(), force=force, **settings):
         typer.echo(f"wrote {path}")
 
 
@@ -584,6 +667,8 @@ def need(
         check_new_file(out, force=force)
     models, settings["dtype"] = models_from(settings)
     ds = solve_for(models, target=target, axis=solve, **settings)
+    if ds.attrs.get("assumed"):
+        typer.echo(f"assumed: {ds.attrs['assumed']}", err=True)
     typer.echo(answer_table(ds))
     if out is not None:
         write_dataset(ds, out, command=command_line())
@@ -594,10 +679,11 @@ CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 
 
 @app.command()
-@options(MODEL[:1], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
+@options(MODEL[:1], MODEL[2:6], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
                                                          help_suffix=" One value; a column may set it per row."),
          CACHE)
 def calibrate(
+    ctx: typer.Context,
     measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train.")],
     profile: Annotated[list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")] = None,
     iteration_time: Annotated[float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")] = None,
@@ -609,15 +695,23 @@ def calibrate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
 ):
-    """Infer the model parameters measured runs imply, and how well they predict held-out runs."""
+    """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
+    large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits the layout model's matrix
+    efficiency per GPU and NIC utilization instead; --train then names a group of its runs."""
+    from netsweep_jax.sweep.analysis import llm_validation
     from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate_file, report_text
     from netsweep_jax.sweep.core.values import parse_values
 
+    if llm_validation.is_runs_file(measurements):
+        return _calibrate_runs(ctx, measurements, train, out, force, dict(
+            profile=profile, iteration_time=iteration_time, per=per, bounds=bounds))
+
     one = {}
     for name in CALIBRATION_AXES:
-        values = parse_values(settings.pop(name), NUMERIC_AXES[name])
+        text = settings.pop(name)
+        values = parse_values(text, NUMERIC_AXES[name])
         if len(values) != 1:
-            raise InputError(f"{settings.get(name)}: calibrate takes one value", param=name)
+            raise InputError(f"{text}: calibrate takes one value", param=name)
         one[name] = float(values[0])
     table = settings.pop("reduce_table")
     if table is not None:
@@ -627,9 +721,36 @@ def calibrate(
     setup = Settings(collective=settings.pop("collective"), bucketing=settings.pop("bucketing"), reduce_table=table,
                      intra_bandwidth=settings.pop("intra_bandwidth"), **one)
     result = calibrate_file(measurements, fit, out=out, force=force, model=settings.pop("model"), profile=profile,
-                            iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup)
+                            iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup,
+                            **{name: settings.pop(name) for name in WORKLOAD})
+    if result.get("assumed"):
+        typer.echo(f"assumed: {result['assumed']}", err=True)
     typer.echo(report_text(result))
     if out is not None:
+        typer.echo(f"wrote {out}")
+
+
+def _calibrate_runs(ctx: typer.Context, measurements: Path, train: str | None, out: Path | None, force: bool,
+                    others: dict[str, Any]) -> None:
+    """``sweep calibrate`` of large-model runs: fit, predict every run, print, and write JSON."""
+    import json
+
+    from netsweep_jax.sweep.analysis import llm_validation
+    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+
+    for name, value in others.items():
+        if value:
+            raise InputError("is for data-parallel measurements, not large-model runs", param=name)
+    if given(ctx, "fit"):
+        raise InputError("large-model runs fit the matrix efficiency per GPU and the NIC utilization; --fit is "
+                         "for data-parallel measurements", param="fit")
+    if out is not None:
+        check_new_file(out, force=force, suffixes=(".json",))
+    fitted, v = llm_validation.calibrate_runs(measurements, train)
+    typer.echo(llm_validation.calibrate_table(fitted, v))
+    if out is not None:
+        text = json.dumps(llm_validation.calibration_json(fitted, v), indent=1, allow_nan=False)
+        write_atomically(out, lambda p: p.write_text(text + "\n"), overwrite=force)
         typer.echo(f"wrote {out}")
 
 
@@ -655,7 +776,7 @@ def plot(
     typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}")
 
 
-profile_app = typer.Typer(help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
+profile_app = helptext.Typer(help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
                           no_args_is_help=True)
 app.add_typer(profile_app, name="profile")
 ProfileOut = Annotated[Path, typer.Option("--out", help="The JSON profile to write.")]

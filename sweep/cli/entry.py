@@ -1,26 +1,57 @@
 """The ``sweep`` console script: signals are handled before anything heavy is imported."""
 
+import os
 import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imports at start-up are only those the interpreter has made already
+    from typing import NoReturn
 
 
 def main() -> None:
-    """Install the SIGTERM handler, import the CLI and run it. An interrupt while
-    starting up is one line and exit code 130/143 too, and so is a usage error (exit 2).
+    """Install the signal handlers, import the CLI and run it. A usage error is one line and
+    exit code 2; SIGINT or SIGTERM at any moment is one line, ``error: interrupted`` (or the
+    command's own line saying what it kept), and exit code 130 or 143: never a traceback,
+    never exit code 0.
 
-    Its imports stay inside: the handler is installed before Typer and the CLI (and what they
+    Its imports stay inside: the handlers are installed before Typer and the CLI (and what they
     import) are loaded, so that an early Ctrl-C or SIGTERM is handled too."""
-    from netsweep_jax.sweep.core import interrupts
-
-    interrupts.install()
     try:
-        import typer
+        from netsweep_jax.sweep.core import interrupts
 
-        from netsweep_jax.sweep.cli.app import app
+        interrupts.install()
+    except KeyboardInterrupt:  # before the handlers were in place
+        _interrupted(130, reported=False)
+    try:
+        code = _run()
+    except (KeyboardInterrupt, interrupts.Interrupted) as e:
+        _interrupted(interrupts.exit_code(e), reported=False)
+    except BaseException:
+        # A signal that landed inside an import comes out as another exception (an extension
+        # module's ImportError, say): the signal is what happened.
+        signum = interrupts.received()
+        if signum is None:
+            raise
+        _interrupted(128 + signum, reported=False)
+    signum = interrupts.received()
+    if signum is not None:  # swallowed by a library, or it came as the command ended: never exit 0
+        _interrupted(128 + signum, reported=code == 128 + signum)
+    sys.exit(code)
 
-        code = app(standalone_mode=False)
-    except typer.Abort:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
+
+def _run() -> int:
+    """Run the CLI on ``sys.argv``; its exit code. A usage error is printed here (exit code 2)."""
+    import signal
+
+    import typer
+
+    from netsweep_jax.sweep.cli.app import app
+    from netsweep_jax.sweep.core.interrupts import Interrupted
+
+    try:
+        return int(app(standalone_mode=False) or 0)
+    except typer.Abort:  # click's own Ctrl-C (or end of input at a prompt)
+        raise Interrupted(signal.SIGINT) from None
     except Exception as e:
         # A usage error (unknown option, missing value, ...): Typer would draw a box. Its
         # class lives in click or in Typer's copy of it, by version; both carry these.
@@ -29,8 +60,22 @@ def main() -> None:
         ctx = getattr(e, "ctx", None)
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         print(f"error: {e.format_message()}{hint}", file=sys.stderr)
-        sys.exit(e.exit_code)
-    except (KeyboardInterrupt, interrupts.Interrupted) as e:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(interrupts.exit_code(e))
-    sys.exit(code or 0)
+        return int(e.exit_code)
+
+
+def _interrupted(code: int, *, reported: bool) -> "NoReturn":
+    """Say so (unless the command did), and end the process now, with ``code``.
+
+    ``os._exit``: no interpreter teardown, which could run while XLA still compiles on
+    another thread (a Ctrl-C of ``calibrate`` while it compiles crashed there)."""
+    try:
+        from netsweep_jax.sweep.core import interrupts
+
+        interrupts.ignore()  # a second Ctrl-C while this runs changes nothing
+        if not reported:
+            print("error: interrupted", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # a closed pipe, a signal before ignore(): the exit code still says it
+        pass
+    os._exit(code)

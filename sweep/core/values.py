@@ -82,10 +82,15 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
 
 def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
+    if not isinstance(text, str) and not (isinstance(text, Sequence) and all(isinstance(t, str) for t in text)):
+        raise InputError(f"{text!r}: expected a name, a comma list or a list of names ({', '.join(known)})",
+                         param=param)
     items = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
     names = [s.strip() for s in items if s.strip()]
     if not names:
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
+    spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
+    names = [spelled.get(n.lower(), n) for n in names]
     for n in names:
         if n not in known:
             raise InputError(f"{n!r}: unknown; known: {', '.join(known)}", param=param)
@@ -99,7 +104,16 @@ def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
     spec = NUMERIC_AXES[name]
     if isinstance(value, str):
         return parse_values(value, spec)
-    out = np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
+    try:
+        if isinstance(value, (bool, np.bool_)) or (isinstance(value, (list, tuple)) and any(
+                isinstance(v, (bool, np.bool_)) for v in value)):
+            raise TypeError(value)
+        out = np.atleast_1d(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise InputError(f"{value!r}: expected a number, a sequence of numbers or value syntax such as "
+                         f"1..100@10 ({spec.rule()})", param=name) from None
+    if out.ndim > 1:
+        raise InputError(f"{np.asarray(value).tolist()}: expected a flat sequence of numbers", param=name)
     if out.size == 0:
         raise InputError("[]: give at least one value", param=name)
     for v in out:

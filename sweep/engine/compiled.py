@@ -8,7 +8,6 @@ fit of the same shapes compiles nothing.
 """
 
 import functools
-import math
 from collections.abc import Sequence
 
 import jax
@@ -18,7 +17,6 @@ from netsweep_jax.kernels import fit
 from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
 from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
-from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
 from netsweep_jax.sweep.core.layout_axes import INNER as LAYOUT_INNER
 from netsweep_jax.sweep.core.layout_axes import OUTER as LAYOUT_OUTER
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
@@ -117,77 +115,67 @@ def residual_jacobian(params: jax.Array, rows: fit.Rows, target: jax.Array, *, s
 
 # --- layout sweeps (kernels.layout): a block is R outer cells by C layouts, gathered on the device ---
 
-# The columns of the GPU table (sweep.engine.layouts builds it from sweep.model.compute.GPUS).
+# A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
+# (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
+# when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
 GPU_FIELDS = ("half", "fp8", "hbm", "memory", "nvlink", "domain", "gpus_per_node", "nics", "nic_bits")
+PRECISION_FIELDS = ("param_bytes", "grad_bytes", "act_bytes", "fp8_math")
+OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
+INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
 
 
-def _unravel(flat: jax.Array, sizes: tuple[int, ...]) -> list[jax.Array]:
-    out = []
-    for size in reversed(sizes):
-        out.append(flat % size)
-        flat = flat // size
-    return out[::-1]
+def _crossed(outer: jax.Array, inner: jax.Array) -> tuple[layout_kernel.Arch, layout_kernel.Device,
+                                                             layout_kernel.Layout]:
+    """(Arch, Device, Layout) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
+    o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
+    i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
+    v = {**o, **{d: i[d] for d in LAYOUT_INNER}}
+    arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
+    # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
+    dev = layout_kernel.Device(peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
+                               hbm=o["hbm"], memory=o["memory"], param_bytes=o["param_bytes"],
+                               grad_bytes=o["grad_bytes"], act_bytes=o["act_bytes"])
 
+    def system(name: str, own: str) -> jax.Array:
+        return jnp.where(v[name] > 0, v[name], o[own])
 
-def _gather(outer_start, inner_start, values, tables, *, rows, cols, outer_sizes, inner_sizes, dtype):
-    """(Arch, Device, Layout) of a block: rows outer cells [R, 1] by cols layouts [1, C]."""
-    total_outer = math.prod(outer_sizes)
-    total_inner = math.prod(inner_sizes)
-    o = jnp.minimum(outer_start + jnp.arange(rows, dtype=jnp.int32), total_outer - 1)[:, None]
-    i = jnp.minimum(inner_start + jnp.arange(cols, dtype=jnp.int32), total_inner - 1)[None, :]
-    idx = dict(zip(LAYOUT_OUTER, _unravel(o, outer_sizes))) | dict(zip(LAYOUT_INNER, _unravel(i, inner_sizes)))
-    v = {d: values[d].astype(dtype)[idx[d]] for d in LAYOUT_DIMS}
-    arch_row = tables["arch"].astype(dtype)[idx["model"][..., 0]]
-    arch = layout_kernel.Arch(*(arch_row[..., j][..., None] for j in range(len(layout_kernel.Arch._fields))))
-    gpu = tables["gpu"].astype(dtype)[idx["gpu"][..., 0]][:, None, :]
-    g = dict(zip(GPU_FIELDS, (gpu[..., j] for j in range(len(GPU_FIELDS)))))
-    prec = tables["precision"].astype(dtype)[idx["precision"][..., 0]][:, None, :]
-    peak = jnp.where(prec[..., 3] > 0, g["fp8"], g["half"])
-    dev = layout_kernel.Device(peak=peak, hbm=g["hbm"], memory=g["memory"], param_bytes=prec[..., 0],
-                        grad_bytes=prec[..., 1], act_bytes=prec[..., 2])
-
-    def system(name, own):
-        return jnp.where(v[name] > 0, v[name], own)
-
-    gpus = v["gpus"]
-    model_parallel = v["tp"] * v["pp"] * v["cp"]
-    n = jnp.where(v["dp"] > 0, v["dp"] * model_parallel, gpus)
-    log_n = jnp.log2(jnp.maximum(n, 1.0))
-    e_n = jnp.interp(log_n, tables["log_n"].astype(dtype), tables["e_n"].astype(dtype))
+    e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
     lay = layout_kernel.Layout(
-        gpus=gpus, tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"], micro_batch=v["micro_batch"],
+        gpus=v["gpus"], tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"], micro_batch=v["micro_batch"],
         global_batch=v["global_batch"], chunks=v["schedule"], recompute=v["recompute"],
         sequence_parallel=v["sequence_parallel"], zero=v["zero"], flash=v["attention"],
-        nvlink_domain=system("nvlink_domain", g["domain"]), nvlink_bw=system("nvlink_bw", g["nvlink"]),
-        gpus_per_node=system("gpus_per_node", g["gpus_per_node"]), nics_per_node=system("nics_per_node", g["nics"]),
-        bandwidth=system("bandwidth", g["nic_bits"]), utilization=v["utilization"], latency=v["latency"],
+        nvlink_domain=system("nvlink_domain", "domain"), nvlink_bw=system("nvlink_bw", "nvlink"),
+        gpus_per_node=system("gpus_per_node", "gpus_per_node"), nics_per_node=system("nics_per_node", "nics"),
+        bandwidth=system("bandwidth", "nic_bits"), utilization=v["utilization"], latency=v["latency"],
         collective=v["collective"], efficiency=v["efficiency"], overhead=v["overhead"], slowdown=v["slowdown"],
         straggle=v["jitter"] * e_n, imbalance=v["imbalance"])
     return arch, dev, lay
 
 
-@functools.partial(jax.jit, static_argnames=("rows", "cols", "outer_sizes", "inner_sizes", "dtype", "variables"))
-def layout_block_outputs(outer_start, inner_start, values, tables, *, rows, cols, outer_sizes, inner_sizes, dtype,
-                  variables):
-    """Every kept output of one block: dict name -> [rows, cols]."""
-    arch, dev, lay = _gather(outer_start, inner_start, values, tables, rows=rows, cols=cols,
-                             outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype)
-    out = layout_kernel.step(arch, dev, lay)
+@functools.partial(jax.jit, static_argnames=("variables",))
+def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, variables: tuple[str, ...]) -> Metrics:
+    """Every kept output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]."""
+    out = layout_kernel.step(*_crossed(outer, inner))
     return {name: out[name] for name in variables}
 
 
-@functools.partial(jax.jit, static_argnames=("rows", "cols", "outer_sizes", "inner_sizes", "dtype", "keep"))
-def layout_block_best(outer_start, inner_start, values, tables, *, rows, cols, outer_sizes, inner_sizes, dtype, keep):
-    """The ``keep`` fastest feasible layouts of each outer cell in one block: (score [R, K], column [R, K],
-    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist or
-    does not fit in memory."""
-    arch, dev, lay = _gather(outer_start, inner_start, values, tables, rows=rows, cols=cols,
-                             outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype)
-    out = layout_kernel.step(arch, dev, lay)
-    col = inner_start + jnp.arange(cols, dtype=jnp.int32)[None, :]
-    feasible = (out["status"] == 0) & (out["fits"] > 0) & (col < math.prod(inner_sizes))
+@functools.partial(jax.jit, static_argnames=("keep",))
+def layout_block_best(outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
+                      ) -> tuple[jax.Array, jax.Array, Metrics]:
+    """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
+    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
+    fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
+    out = layout_kernel.step(*_crossed(outer, inner))
+    feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)
     picked = {name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
               for name, val in out.items()}
-    return best, where + inner_start, picked
+    return best, where, picked
+
+
+@jax.jit
+def layout_rows(arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Layout) -> Metrics:
+    """:func:`kernels.layout.step` on arrays of one shape (one configuration per element): measured runs,
+    each with its own layout, and fits that try many constants per run at once."""
+    return layout_kernel.step(arch, dev, lay)

@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
+from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS, VARIABLES
 from netsweep_jax.sweep.engine.compiled import grid_metrics
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
@@ -132,7 +132,25 @@ class Dispatcher:
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
         k = block.layouts if self.plan.splits_layouts else 1
         c = block.size // k
-        return {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}
+        arrays = {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}
+        if self.grid.store_dtype == "float16":
+            check_float16(arrays)
+        return arrays
+
+
+# Variables that are never 0 or infinite in the model: a float16 store that shows one so has over- or
+# underflowed (float16 holds 6e-8 to 65504).
+POSITIVE = ("scaling_factor", "iteration_time")
+
+
+def check_float16(arrays: Arrays) -> None:
+    """Refuse a block that a float16 store cannot hold (one line, naming the variable and the limit)."""
+    for name, a in arrays.items():
+        if np.isinf(a).any():
+            raise InputError(f"float16: {name} exceeds 65504 ({VARIABLES[name][0]}) in this grid; "
+                             f"use --store float32", param="store")
+        if name in POSITIVE and (a == 0).any():
+            raise InputError(f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store")
 
 
 def run(grid: Grid, plan: Plan, sink: Sink, *, skip: Collection[int] = (),

@@ -61,4 +61,6 @@ def evaluate(
             for name in grid.variables}
     attrs = {"dtype": grid.dtype, "intra_bandwidth_gbps": grid.intra_bandwidth,
              "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles])}
+    if grid.assumed:
+        attrs["assumed"] = grid.assumed
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -48,8 +48,8 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import Workload, transformer_profile
-from netsweep_jax.sweep.model.profile import Profile, load_profile
+from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
+from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 from netsweep_jax.sweep.model.vector_add import default_table, read_table
 
@@ -86,11 +86,15 @@ class SweepOptions(TypedDict, total=False):
         Each numeric axis takes a number, a sequence, or a value-syntax string (``"1..100@10"``)
         in those units; its bounds and default are :data:`sweep.core.schema.NUMERIC_AXES`'s
         (None: the default).
-      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`.
-      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise.
+      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`
+        (None: follows the workload, :func:`workload_defaults`: ``ring`` for the paper's CNNs,
+        ``nccl-ring`` for transformers).
+      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise (None:
+        ``horovod`` for the paper's CNNs, ``ddp`` for transformers).
       reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
         the default V100 model.
-      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``).
+      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``) (None: the
+        NVLink of the models' GPU preset, 1200 for the paper's V100 runs).
       dtype: ``"float32"`` or ``"float64"`` (compute).
       store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
       gpu, precision, batch, seq_len: a transformer's workload, each a value or a comma list
@@ -116,10 +120,10 @@ class SweepOptions(TypedDict, total=False):
     slowdown: AxisValues | None
     jitter: AxisValues | None
     accum: AxisValues | None
-    collective: Names
-    bucketing: Names
+    collective: Names | None
+    bucketing: Names | None
     reduce_table: ReduceTable
-    intra_bandwidth: float
+    intra_bandwidth: float | None
     dtype: str
     store: str | None
     gpu: WorkloadValues
@@ -148,6 +152,65 @@ class GridOptions(SweepOptions, total=False):
 # Every key of GridOptions -> its default: the registries' where they hold one, else None (not given).
 _REGISTRY = {**dataclasses.asdict(DEFAULTS), **{name: spec.default for name, spec in NUMERIC_AXES.items()}}
 _DEFAULTS: dict[str, Any] = {key: _REGISTRY.get(key) for key in GridOptions.__annotations__}
+FOLLOWING = ("intra_bandwidth", "collective", "bucketing")  # None: follow the workload (workload_defaults)
+_DEFAULTS.update(dict.fromkeys(FOLLOWING))
+FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketing": "--bucketing"}
+
+
+def _gpu_of(profile: Profile) -> str | None:
+    """The GPU preset a profile ran on (by its device's name), or None."""
+    device = str(profile.device or "").strip().lower()
+    for key, gpu in GPUS.items():
+        if device in (key, gpu.name.lower()):
+            return key
+    return None
+
+
+def is_transformer(profile: Profile) -> bool:
+    """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``)."""
+    return "@" in profile.model and profile.model.split("@")[0] in TRANSFORMERS
+
+
+def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]:
+    """The settings that follow the workload, and what they rest on (text).
+
+    ``intra_bandwidth``: the NVLink of the models' GPU preset (:data:`sweep.model.compute.GPUS`,
+    one direction, in Gbit/s; the lowest where the models' GPUs differ; the V100's 1200 for a
+    profile on an unknown GPU); ``collective`` and ``bucketing``: ``nccl-ring`` and PyTorch
+    ``ddp`` buckets when every model is a transformer (what their stacks use), else the paper's
+    ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
+    """
+    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
+    gpu = min(links, key=lambda g: links[g]) if links else "v100"
+    transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
+    values = {"intra_bandwidth": links.get(gpu, DEFAULTS.intra_bandwidth),
+              "collective": "nccl-ring" if transformers else DEFAULTS.collective,
+              "bucketing": "ddp" if transformers else DEFAULTS.bucketing}
+    names = sorted({p.model.split("@")[0] for p in profiles})
+    where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
+    return values, where
+
+
+def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
+    """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
+    filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100)."""
+    if not chosen:
+        return ""
+    values, where = workload_defaults(profiles)
+    paper = {"intra_bandwidth": DEFAULTS.intra_bandwidth, "collective": DEFAULTS.collective,
+             "bucketing": DEFAULTS.bucketing}
+    if all(values[k] == paper[k] for k in chosen):
+        return ""
+    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    low = min(gpus, key=lambda g: GPUS[g].nvlink)
+    parts = []
+    for key in FOLLOWING:
+        if key in chosen:
+            value = chosen[key]
+            note = f" ({low.upper()} NVLink)" if key == "intra_bandwidth" else ""
+            parts.append(f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}")
+    return f"{where}: {', '.join(parts)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +231,8 @@ class Grid:
       factors: compressor name -> iterations to the same accuracy relative to none.
       codec_overrides: :class:`~sweep.model.compressors.CodecCost` fields set by ``--codec-cost``.
       reduction: what ``--reduce`` reduces on the device (None: nothing).
+      assumed: what the sweep assumed that the user did not set (:func:`assumed_text`; empty: nothing
+        beyond the paper's defaults).
     """
 
     profiles: tuple[Profile, ...]
@@ -184,6 +249,7 @@ class Grid:
     factors: dict[str, float] = dataclasses.field(default_factory=lambda: {"none": 1.0})
     codec_overrides: dict[str, float] = dataclasses.field(default_factory=dict)
     reduction: Reduction | None = None  # under --reduce
+    assumed: str = ""
 
     @property
     def compresses(self) -> bool:
@@ -275,6 +341,10 @@ def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = 
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
     names: list[str | Profile]
+    if not (isinstance(model, (str, Profile)) or isinstance(model, (list, tuple)) and all(
+            isinstance(m, (str, Profile)) for m in model)):
+        raise InputError(f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them",
+                         param="model")
     if isinstance(model, str):
         names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
     else:
@@ -294,9 +364,37 @@ def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = 
     models = tuple(found)
     if iteration_time is None:
         return models
-    if not (isinstance(iteration_time, (int, float)) and 0 < iteration_time <= 1e4):
-        raise InputError(f"{show(iteration_time)}: must be a number of seconds in (0, 1e4]", param="iteration_time")
+    if isinstance(iteration_time, bool) or not (isinstance(iteration_time, (int, float))
+                                                and MIN_SECONDS <= iteration_time <= MAX_SECONDS):
+        shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
+        raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]",
+                         param="iteration_time")
     return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
+
+
+def _table(value: object) -> Table:
+    """A ([T] bytes, [T] seconds) pair, checked as a ``bytes,seconds`` file is."""
+    try:
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            raise ValueError
+        nbytes, seconds = (np.asarray(v, np.float64) for v in value)
+    except (TypeError, ValueError):
+        raise InputError(f"{str(value)[:60]}: expected ([bytes, ...], [seconds, ...]) or a bytes,seconds file",
+                         param="reduce_table") from None
+    if nbytes.ndim != 1 or nbytes.shape != seconds.shape or nbytes.size == 0:
+        raise InputError("expected two flat sequences of the same length, at least one row", param="reduce_table")
+    if not (np.all(np.isfinite(nbytes)) and np.all(np.isfinite(seconds)) and np.all(nbytes >= 0)
+            and np.all(seconds >= 0) and np.all(np.diff(nbytes) > 0) and np.all(seconds <= MAX_SECONDS)):
+        raise InputError(f"bytes must increase, seconds be in [0, {MAX_SECONDS:g}], all finite",
+                         param="reduce_table")
+    return nbytes, seconds
+
+
+def _reductions(value: object) -> Any:
+    if value is not None and not isinstance(value, str) and not (
+            isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        raise InputError(f"{value!r}: expected OP:DIM[,DIM...] text or a list of them", param="reduce")
+    return value
 
 
 def _text(value: object) -> str:
@@ -310,7 +408,7 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
         else [value]
     out: list[Any] = []
     for item in items:
-        item = item.strip() if isinstance(item, str) else item
+        item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
         if integer:
             try:
                 number = float(item)  # type: ignore[arg-type]  # anything: what float() refuses is reported
@@ -346,11 +444,14 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
       InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
     o: dict[str, Any] = {**_DEFAULTS, **options}
-    collective, compressor, intra_bandwidth, dtype, store = (
-        o["collective"], o["compressor"], o["intra_bandwidth"], o["dtype"], o["store"])
     profiles = resolve_models(model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"])
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
+    following, _ = workload_defaults(profiles)
+    chosen = {k: following[k] for k in FOLLOWING if o[k] is None}
+    o.update(chosen)
+    collective, compressor, intra_bandwidth, dtype, store = (
+        o["collective"], o["compressor"], o["intra_bandwidth"], o["dtype"], o["store"])
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
@@ -361,8 +462,10 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     if "fsdp" in bucketings and np.any(values["accum"] > 1):
         raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
                          param="bucketing")
-    if not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
-        raise InputError(f"{intra_bandwidth:g}: intra-node bandwidth must be a number > 0 Gbit/s",
+    if isinstance(intra_bandwidth, bool) or not isinstance(intra_bandwidth, (int, float)) \
+            or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
+        raise InputError(f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
+                         f": intra-node bandwidth must be a number > 0 Gbit/s",
                          param="intra_bandwidth")
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
@@ -390,7 +493,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     elif isinstance(reduce_table, (str, Path)):
         table, source = read_table(reduce_table), str(reduce_table)
     else:
-        table, source = (np.asarray(reduce_table[0], np.float64), np.asarray(reduce_table[1], np.float64)), \
-            "user table"
+        table, source = _table(reduce_table), "user table"
     return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                kept, store or "", compressors, factors, overrides, parse_reductions(o["reduce"]))
+                kept, store or "", compressors, factors, overrides, parse_reductions(_reductions(o["reduce"])),
+                assumed_text(profiles, chosen))

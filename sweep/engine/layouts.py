@@ -4,10 +4,11 @@ A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_
 in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
 GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
 schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
-Every dim's values live on the device once per sweep; a block is ``R`` outer cells by
-``C`` layouts, named by two start offsets, and the device unravels them into each
-dim's index and gathers the values itself, so a block needs no host-side input at
-all and every block has the same shape: a sweep compiles once.
+A block is ``R`` outer cells by ``C`` layouts: the host hands the device one small
+table of the cells (their dims, model shape, GPU, precision) and one of the layouts
+(their dims), and the device crosses them, so the work per block on the host grows
+with R + C while the device's grows with R x C. Blocks have power-of-two shapes (at
+least 8 x 1,024), so a sweep compiles once and sweeps of similar sizes share it.
 
 Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
 dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
@@ -42,13 +43,15 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.schema import show
 from netsweep_jax.sweep.core.values import parse_names, parse_values
-from netsweep_jax.sweep.engine.compiled import layout_block_best, layout_block_outputs
+from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, layout_block_best, layout_block_outputs
+from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
 from netsweep_jax.sweep.model.collectives import expected_max_normal
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
 BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
 MAX_COLUMNS = 2**16
+MIN_COLUMNS = 2**10  # small sweeps share one block shape (and its compile); the padding is cheap
 MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
 
 # Precision -> (parameter bytes, gradient bytes, activation bytes, matrix peak: "half" or "fp8").
@@ -63,7 +66,7 @@ _STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
 @functools.lru_cache(maxsize=1)
 def straggle_table() -> tuple[np.ndarray, np.ndarray]:
     """(log2 N [Q], e_N [Q]): the expected maximum of N standard normals (:mod:`sweep.model.collectives`),
-    which the device interpolates in log2 N for each cell's GPU count (error < 1e-4)."""
+    interpolated in log2 N for each cell's GPU count (error < 1e-4)."""
     return np.log2(_STRAGGLE_N), expected_max_normal(_STRAGGLE_N)
 
 
@@ -137,13 +140,13 @@ class LayoutGrid:
         return out
 
     def tables(self) -> dict[str, np.ndarray]:
-        """Per-model, per-GPU and per-precision constants the device gathers from."""
+        """Per-model, per-GPU and per-precision constants (rows in coordinate order) that blocks take their
+        outer cells' columns from."""
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
         gpus = np.array([_gpu_row(g) for g in self.names["gpu"]])
         precision = np.array([PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",)
                               for p in self.names["precision"]], np.float64)
-        log_n, e_n = straggle_table()
-        return {"arch": arch, "gpu": gpus, "precision": precision, "log_n": log_n, "e_n": e_n}
+        return {"arch": arch, "gpu": gpus, "precision": precision}
 
 
 def _arch_row(m: LLM) -> kernel.Arch:
@@ -258,26 +261,64 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
     if given["utilization"] is None:
         out.append("utilization 1 (the links' full rate)")
+    searched = [f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search]
     for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
-        if given[d] is None:
-            out.append(f"{AXES[d].option} {search.get(d, AXES[d].default)}")
+        if given[d] is None and d not in search:
+            out.append(f"{AXES[d].option} {AXES[d].default}")
+    if searched:
+        out.append("searched: " + ", ".join(searched))
     return tuple(out)
 
 
 # --- evaluation ----------------------------------------------------------------------------------------
 
 
-def _device_args(grid: LayoutGrid):
-    dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
-    codes = grid.codes()
-    values = {d: jnp.asarray(codes[d], dtype) for d in DIMS}
-    tables = {k: jnp.asarray(v, dtype) for k, v in grid.tables().items()}
-    return values, tables, dtype
+def _pow2(n: int, low: int) -> int:
+    return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
+
+
+def _e_n(n: np.ndarray) -> np.ndarray:
+    """e_N for GPU counts ``n``, interpolated in log2 N on :func:`straggle_table`."""
+    log_n, e_n = straggle_table()
+    return np.interp(np.log2(np.maximum(n, 1.0)), log_n, e_n)
+
+
+class BlockTables:
+    """The host tables a block crosses on the device: one row per outer cell, one per layout
+    (:data:`sweep.engine.compiled.OUTER_COLUMNS`, :data:`~sweep.engine.compiled.INNER_COLUMNS`)."""
+
+    def __init__(self, grid: LayoutGrid):
+        self.grid = grid
+        self.codes = grid.codes()
+        self.outer_sizes = [len(self.codes[d]) for d in OUTER]
+        self.inner_sizes = [len(self.codes[d]) for d in INNER]
+        tables = grid.tables()
+        self.arch, self.gpu, self.precision = tables["arch"], tables["gpu"], tables["precision"]
+
+    def outer(self, start: int, rows: int) -> np.ndarray:
+        """[rows, OUTER_COLUMNS] for outer cells start.. (past the last: the last repeated)."""
+        flat = np.minimum(np.arange(start, start + rows), self.grid.outer_size - 1)
+        idx = dict(zip(OUTER, np.unravel_index(flat, self.outer_sizes)))
+        gpus = self.codes["gpus"][idx["gpus"]]
+        columns = [self.codes[d][idx[d]] for d in OUTER]
+        columns += list(self.arch[idx["model"]].T) + list(self.gpu[idx["gpu"]].T)
+        columns += list(self.precision[idx["precision"]].T) + [_e_n(gpus)]
+        return np.stack(columns, axis=1)
+
+    def inner(self, start: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+        """([cols, INNER_COLUMNS] for layouts start.., [cols] 1 for a layout of the sweep, 0 for padding)."""
+        flat = np.arange(start, start + cols)
+        real = (flat < self.grid.inner_size).astype(np.float64)
+        idx = dict(zip(INNER, np.unravel_index(np.minimum(flat, self.grid.inner_size - 1), self.inner_sizes)))
+        v = {d: self.codes[d][idx[d]] for d in INNER}
+        columns = [v[d] for d in INNER] + [_e_n(v["dp"] * v["tp"] * v["pp"] * v["cp"])]
+        return np.stack(columns, axis=1), real
 
 
 def _block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
-    cols = min(grid.inner_size, MAX_COLUMNS, block_configs)
-    rows = max(1, min(grid.outer_size, block_configs // cols))
+    """(rows, cols) of a block: powers of two, so sweeps of similar sizes share one compiled block."""
+    cols = min(_pow2(grid.inner_size, MIN_COLUMNS), MAX_COLUMNS, _pow2(block_configs, 8))
+    rows = max(1, min(_pow2(grid.outer_size, 8), block_configs // cols))
     return rows, cols
 
 
@@ -286,21 +327,17 @@ def evaluate_layouts_arrays(grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS
     if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
         raise InputError(f"{grid.outer_size * grid.inner_size:,} configurations are too many to keep; "
                          f"search them with sweep plan (it keeps the best layouts only)", param="gpus")
-    if grid.inner_size >= 2**31 or grid.outer_size >= 2**31:
-        raise InputError("more than 2^31 layouts or settings in one sweep", param="gpus")
     rows, cols = _block_shape(grid, block_configs)
-    sizes = grid.sizes
-    outer_sizes = tuple(sizes[d] for d in OUTER)
-    inner_sizes = tuple(sizes[d] for d in INNER)
     full = {name: np.empty((grid.outer_size, grid.inner_size), np.int32 if name == "status" else
                            np.dtype(grid.dtype)) for name in grid.variables}
+    tables = BlockTables(grid)
     with jax.enable_x64(grid.dtype == "float64"):
-        values, tables, dtype = _device_args(grid)
-        for o in range(0, grid.outer_size, rows):
-            for i in range(0, grid.inner_size, cols):
-                out = layout_block_outputs(jnp.int32(o), jnp.int32(i), values, tables, rows=rows, cols=cols,
-                                    outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype,
-                                    variables=grid.variables)
+        dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
+        for i in range(0, grid.inner_size, cols):
+            inner = jnp.asarray(tables.inner(i, cols)[0], dtype)
+            for o in range(0, grid.outer_size, rows):
+                out = layout_block_outputs(jnp.asarray(tables.outer(o, rows), dtype), inner,
+                                           variables=grid.variables)
                 r = min(rows, grid.outer_size - o)
                 c = min(cols, grid.inner_size - i)
                 for name, a in out.items():
@@ -331,27 +368,24 @@ def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CON
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
     layout index, and every output at them [O, K] (O = the outer cells in cube order)."""
-    if grid.inner_size >= 2**31 or grid.outer_size >= 2**31:
-        raise InputError("more than 2^31 layouts or settings in one sweep", param="gpus")
     keep = min(keep, grid.inner_size)
     rows, cols = _block_shape(grid, block_configs)
     cols = max(cols, keep)
-    sizes = grid.sizes
-    outer_sizes = tuple(sizes[d] for d in OUTER)
-    inner_sizes = tuple(sizes[d] for d in INNER)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {"score": np.full((grid.outer_size, keep), -np.inf),
             "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64)}
     picked: dict[str, np.ndarray] = {}
+    tables = BlockTables(grid)
     with jax.enable_x64(grid.dtype == "float64"):
-        values, tables, dtype = _device_args(grid)
-        for o in range(0, grid.outer_size, rows):
-            r = min(rows, grid.outer_size - o)
-            for i in range(0, grid.inner_size, cols):
-                score, where, out = layout_block_best(jnp.int32(o), jnp.int32(i), values, tables, rows=rows, cols=cols,
-                                               outer_sizes=outer_sizes, inner_sizes=inner_sizes, dtype=dtype,
-                                               keep=keep)
-                score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r]
+        dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
+        for i in range(0, grid.inner_size, cols):
+            inner, real = tables.inner(i, cols)
+            inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
+            for o in range(0, grid.outer_size, rows):
+                r = min(rows, grid.outer_size - o)
+                score, where, out = layout_block_best(jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d,
+                                                      keep=keep)
+                score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r] + i
                 out = {k: np.asarray(v)[:r] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
                 if progress:
@@ -377,3 +411,97 @@ def _merge(best, picked, rows, score, where, out, keep):
     for k, v in out.items():
         both = np.concatenate([picked[k][rows], v], axis=1)
         picked[k][rows] = np.take_along_axis(both, order, axis=1)
+
+
+# --- one configuration per row: measured runs, each with its own layout ---------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutRow:
+    """One training run to evaluate: a model, a GPU, a precision and a layout (stored units, as the CLI's).
+
+    ``None`` for a system setting means the GPU preset's; ``dp`` 0 means gpus / (tp pp cp).
+    """
+
+    llm: LLM
+    gpu: str
+    precision: str
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    dp: int = 0
+    micro_batch: int = 1
+    global_batch: int = 1
+    chunks: int = 1
+    recompute: str = "none"
+    sequence_parallel: int = 1
+    zero: int = 0
+    attention: str = "flash"
+    collective: str = "nccl"
+    nvlink_domain: float | None = None
+    nvlink_bw: float | None = None
+    gpus_per_node: float | None = None
+    nics_per_node: float | None = None
+    bandwidth: float | None = None
+    latency: float = 0.0
+    overhead: float = 0.0
+    imbalance: float = 1.0
+
+
+def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np.ndarray) -> dict[str, np.ndarray]:
+    """Every output of :mod:`kernels.layout` for each row and candidate constant, in float64.
+
+    ``efficiency`` and ``utilization``: [R, K] (K candidates per row, broadcast as arrays), or [R].
+    Returns dict name -> [R, K] (or [R])."""
+    efficiency, utilization = np.broadcast_arrays(np.asarray(efficiency, np.float64),
+                                                  np.asarray(utilization, np.float64))
+    one = efficiency.ndim == 1
+    if one:
+        efficiency, utilization = efficiency[:, None], utilization[:, None]
+    asked = efficiency.shape
+    # Pad to at least 64 rows by 2048 candidates, powers of two (repeating the last), so that every call of a
+    # fit or a validation shares one compiled shape; the padding is cut off the result.
+    padded = tuple(1 << max(low, (n - 1).bit_length()) for n, low in zip(asked, (6, 11)))
+    pad = [(0, p - n) for p, n in zip(padded, asked)]
+    efficiency, utilization = np.pad(efficiency, pad, mode="edge"), np.pad(utilization, pad, mode="edge")
+    rows = list(rows) + [rows[-1]] * (padded[0] - len(rows))
+    shape = efficiency.shape
+    extra = (1,) * (len(shape) - 1)
+
+    def column(values: list[float]) -> np.ndarray:
+        return np.broadcast_to(np.asarray(values, np.float64).reshape(-1, *extra), shape)
+
+    arch = {f: column([getattr(_arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
+    gpu = [dict(zip(GPU_FIELDS, _gpu_row(r.gpu))) for r in rows]
+    bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
+    dev = dict(peak=column([g["fp8"] if b[3] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
+               hbm=column([g["hbm"] for g in gpu]), memory=column([g["memory"] for g in gpu]),
+               param_bytes=column([b[0] for b in bytes_]), grad_bytes=column([b[1] for b in bytes_]),
+               act_bytes=column([b[2] for b in bytes_]))
+
+    def system(name: str, own: str, factor: float) -> np.ndarray:
+        return column([g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)])
+
+    lay = dict(
+        gpus=column([r.gpus for r in rows]), tp=column([r.tp for r in rows]), pp=column([r.pp for r in rows]),
+        cp=column([r.cp for r in rows]), ep=column([r.ep for r in rows]), dp=column([r.dp for r in rows]),
+        micro_batch=column([r.micro_batch for r in rows]), global_batch=column([r.global_batch for r in rows]),
+        chunks=column([r.chunks for r in rows]), recompute=column([RECOMPUTES.index(r.recompute) for r in rows]),
+        sequence_parallel=column([r.sequence_parallel for r in rows]), zero=column([r.zero for r in rows]),
+        flash=column([float(r.attention == "flash") for r in rows]),
+        nvlink_domain=system("nvlink_domain", "domain", 1.0), nvlink_bw=system("nvlink_bw", "nvlink", 1e9),
+        gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0), nics_per_node=system("nics_per_node", "nics", 1.0),
+        bandwidth=system("bandwidth", "nic_bits", 1e9), utilization=utilization,
+        latency=column([r.latency * 1e-6 for r in rows]),
+        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]), efficiency=efficiency,
+        overhead=column([r.overhead * 1e-3 for r in rows]), slowdown=column([0.0] * len(rows)),
+        straggle=column([0.0] * len(rows)), imbalance=column([r.imbalance for r in rows]))
+    with jax.enable_x64(True):
+        out = layout_block_rows(kernel.Arch(**{k: jnp.asarray(v) for k, v in arch.items()}),
+                                kernel.Device(**{k: jnp.asarray(v) for k, v in dev.items()}),
+                                kernel.Layout(**{k: jnp.asarray(v) for k, v in lay.items()}))
+        cut = tuple(slice(0, n) for n in asked)
+        result = {k: np.asarray(v, np.float64)[cut] for k, v in out.items()}
+        return {k: v[:, 0] for k, v in result.items()} if one else result

@@ -14,7 +14,10 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
 - group ``reduce_cost``: the reduce-cost table used;
 - group ``progress``: ``blocks_done`` (uint8 per block) and ``block_checksum``
   (CRC-32 of each finished block's data), the resume record: ``--resume`` and
-  ``sweep show --verify`` recompute the checksums, and a damaged block is redone.
+  ``sweep show --verify`` recompute the checksums, and a damaged block is redone;
+  its attribute ``checksums`` (JSON) holds the CRC-32 of every other dataset
+  written at creation (coordinates, profiles with their attributes and SHA-256,
+  the reduce-cost table), which ``sweep show --verify`` checks too.
 
 A sweep's cube is written block by block (:func:`create`, :func:`write_block`, then
 :func:`finish` renames it into place). Every other result (``sweep need --out``, a
@@ -44,29 +47,23 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs, in_cube_order
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
-from netsweep_jax.sweep.io.paths import partial_path
+from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
 FORMAT = "netsweep-cube-1"
 
 
-def write_dataset(ds: xr.Dataset, out: str | Path, *, command: str, attrs: Mapping[str, Any] | None = None,
-                  temporary: str | Path | None = None) -> Path:
-    """Write an in-memory result as a cube (h5netcdf), atomically: to ``temporary`` (default
-    ``OUT.partial``), then renamed to ``out``; nothing is left behind on failure.
+def write_dataset(ds: xr.Dataset, out: str | Path, *, command: str,
+                  attrs: Mapping[str, Any] | None = None) -> Path:
+    """Write an in-memory result as a cube (h5netcdf), atomically: to a new temporary file of its own
+    (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind on failure,
+    and no existing file (a link, ``OUT.partial``) is written through or deleted.
 
     The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
     of ``command``.
     """
-    out = Path(out)
-    temp = Path(temporary) if temporary is not None else partial_path(out)
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
-    try:
-        ds.to_netcdf(temp, engine="h5netcdf")
-        os.replace(temp, out)
-    finally:
-        temp.unlink(missing_ok=True)
-    return out
+    return write_atomically(out, lambda temp: ds.to_netcdf(temp, engine="h5netcdf"))
 
 
 def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Dataset:
@@ -86,7 +83,9 @@ def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], s
     only its own blocks; the unwritten chunks stay holes in the file and are never
     read back).
     """
-    f = h5py.File(path, "w")  # default superblock: no open-for-write flag, so a killed run reopens
+    # "x": a new file or an error, never an existing file (another run's, a link's target) truncated.
+    # Default superblock: no open-for-write flag, so a killed run reopens.
+    f = h5py.File(path, "x")
     f.attrs["format"] = FORMAT
     f.attrs["dtype"] = grid.dtype
     f.attrs["store"] = grid.store_dtype
@@ -95,6 +94,8 @@ def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], s
     f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
     f.attrs["reduce_cost_source"] = grid.reduce_source
     f.attrs["block_configs"] = plan.block_configs
+    if getattr(grid, "assumed", ""):  # what the workload's defaults chose that the user did not set
+        f.attrs["assumed"] = grid.assumed
     if grid.compresses:  # what the compressor dim's results rest on
         f.attrs["iterations_factor"] = ",".join(f"{name}={factor:g}" for name, factor in grid.factors.items())
         f.attrs["codec_cost"] = json.dumps(grid.codec_overrides) if grid.codec_overrides else \
@@ -128,8 +129,55 @@ def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], s
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
     progress.create_dataset("block_checksum", data=np.zeros(len(plan.blocks()), np.uint32))
+    progress.attrs["checksums"] = json.dumps(static_checksums(f))
     f.flush()
     return f
+
+
+def _crc_bytes(values: Any) -> bytes:
+    """Bytes to checksum for a dataset's values or an attribute (strings as UTF-8)."""
+    a = np.asarray(values)
+    if a.dtype.kind in "OUS":
+        return b"\x00".join(v if isinstance(v, bytes) else str(v).encode() for v in a.ravel())
+    return np.ascontiguousarray(a).tobytes()
+
+
+def static_checksums(f: h5py.File) -> dict[str, int]:
+    """CRC-32 of every dataset a cube holds besides its data variables and resume record: coordinates,
+    profiles (their columns, and each profile's attributes with its SHA-256, under ``<group>@attrs``),
+    the reduce-cost table. Written at creation; :func:`verify_static` recomputes them."""
+    sums: dict[str, int] = {}
+
+    def visit(name: str, obj: Any) -> None:
+        if name.startswith("progress") or name in VARIABLES:
+            return
+        if isinstance(obj, h5py.Dataset):
+            sums[name] = zlib.crc32(_crc_bytes(obj[...]))
+        elif name.startswith("profiles/"):
+            crc = 0
+            for key in sorted(obj.attrs):
+                crc = zlib.crc32(key.encode() + b"=" + _crc_bytes(obj.attrs[key]), crc)
+            sums[f"{name}@attrs"] = crc
+
+    f.visititems(visit)
+    return sums
+
+
+def verify_static(f: h5py.File) -> list[str] | None:
+    """The coordinates and profile datasets whose checksum no longer matches (None: a cube made before
+    they were recorded)."""
+    recorded = f["progress"].attrs.get("checksums")
+    if recorded is None:
+        return None
+    try:
+        expected = json.loads(recorded)
+    except (TypeError, ValueError):
+        return ["progress@checksums"]
+    try:
+        now = static_checksums(f)
+    except HDF5_ERRORS as e:
+        return [f"(unreadable: {str(e).splitlines()[0] if str(e) else type(e).__name__})"]
+    return sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
 
 
 def _write_profiles(f: h5py.File, grid: Grid) -> None:
@@ -271,7 +319,44 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
     """Close the complete cube and move it into place atomically, if it is still this run's file."""
     mine = os.fstat(f.id.get_vfd_handle()).st_ino
     f.close()
-    if os.stat(partial).st_ino != mine:
-        raise InputError(f"{partial} was replaced by another run while this one wrote it; "
-                         f"this run's result is not kept", param="out")
+    try:
+        now = os.stat(partial, follow_symlinks=False).st_ino
+    except FileNotFoundError:
+        now = None
+    if now != mine:
+        raise InputError(f"{partial} was {'removed' if now is None else 'replaced'} by another run while this "
+                         f"one wrote it; the other run holds the output, this run's result is not kept",
+                         param="out")
     os.replace(partial, final)
+
+
+def damage(path: str | Path) -> str | None:
+    """Why HDF5 cannot read a file that starts as an HDF5 file does (damaged metadata: every object, attribute
+    and coordinate is read; data variables only opened), or None: it reads, or it is not an HDF5 file."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
+                return None
+    except OSError:
+        return None
+
+    def visit(name: str, obj: Any) -> None:
+        dict(obj.attrs)
+        if isinstance(obj, h5py.Dataset) and obj.chunks is None:
+            obj[...]
+
+    try:
+        with h5py.File(path, "r") as f:
+            dict(f.attrs)
+            f.visititems(visit)
+    except HDF5_ERRORS as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    return None
+
+
+def verify_static_file(path: str | Path) -> list[str] | None:
+    """:func:`verify_static` of the cube at ``path``."""
+    with h5py.File(path, "r") as f:
+        if "progress" not in f:
+            return None
+        return verify_static(f)

@@ -31,7 +31,15 @@ from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Plan
 from netsweep_jax.sweep.io import cube
-from netsweep_jax.sweep.io.job import Progress, Summary, check_output, partial_path, run_grid
+from netsweep_jax.sweep.io.job import (
+    Progress,
+    Summary,
+    check_output,
+    create_partial,
+    partial_path,
+    remove_stale,
+    run_grid,
+)
 from netsweep_jax.sweep.io.provenance import provenance
 
 POLL_S = 0.2
@@ -140,7 +148,9 @@ def stitch(grid: Grid, shards: Sequence[Path], out: Path, block_configs: int | N
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:
         attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
-    f = cube.create(partial, grid, plan, attrs)
+    if partial.exists():  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
+        remove_stale(partial)
+    f = create_partial(partial, grid, plan, attrs, sparse=False)
     try:
         opened = [h5py.File(s, "r") for s in shards]
         try:

@@ -18,7 +18,13 @@ from netsweep_jax.sweep.engine.dispatch import check_kernel, default_block_confi
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io import cube
-from netsweep_jax.sweep.io.paths import in_use, partial_path, regular_or_absent, writable_directory
+from netsweep_jax.sweep.io.paths import (
+    in_use,
+    made_by_a_sweep,
+    partial_path,
+    regular_or_absent,
+    writable_directory,
+)
 from netsweep_jax.sweep.io.provenance import provenance
 from netsweep_jax.sweep.io.reduced import run_reduced
 from netsweep_jax.sweep.io.writer import Arrays, BlockWriter
@@ -58,6 +64,9 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
         if partial.stat().st_size == 0:
             raise InputError(f"{partial} is empty (the run stopped before writing anything); "
                              f"rerun with --force", param="resume")
+        if partial.stat().st_nlink > 1:
+            raise InputError(f"{partial}: has other hard links; netsweep does not write through them "
+                             f"(copy it to a file of its own to resume it)", param="resume")
         return
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
@@ -66,6 +75,48 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
             param="out",
         )
+    if partial.exists() and not made_by_a_sweep(partial):
+        raise InputError(f"{partial}: not a partial cube of netsweep's (not HDF5, or it has other hard links); "
+                         f"--force deletes only its own partial files: move it away or choose another --out",
+                         param="out")
+
+
+KEPT = "netsweep_kept_partial"
+"""Attribute set on an exception that stopped a sweep once its partial file held this run's blocks: that file."""
+
+
+def kept_partial(error: BaseException) -> Path | None:
+    """The partial file a stopped sweep kept for ``--resume`` (None: it kept none of its own)."""
+    return getattr(error, KEPT, None)
+
+
+def _keep(error: BaseException, partial: Path) -> None:
+    try:
+        setattr(error, KEPT, partial)
+    except AttributeError:
+        pass
+
+
+def _remove_own(partial: Path, inode: int | None) -> None:
+    """Delete ``partial`` if it is still the file this run created (inode ``inode``), and nobody else's."""
+    try:
+        if inode is not None and os.stat(partial, follow_symlinks=False).st_ino == inode:
+            partial.unlink()
+    except OSError:
+        pass
+
+
+def create_partial(partial: Path, grid: Grid, plan: Plan, attrs: dict[str, Any], sparse: bool) -> h5py.File:
+    """A new partial cube, or a refusal when another run created the file first."""
+    try:
+        return cube.create(partial, grid, plan, attrs, sparse=sparse)
+    except FileExistsError:
+        pass
+    except OSError:
+        if not partial.exists():
+            raise
+    raise InputError(f"{partial.with_suffix('')}: another run holds the output ({partial} appeared while this "
+                     f"one started); wait for it or choose another --out", param="out")
 
 
 DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room for the rest of the disk
@@ -120,26 +171,44 @@ def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, 
         if resume:
             f = cube.open_for_resume(partial, grid, plan)
         else:
-            for stale in (partial, out):
-                if force and stale.exists():
-                    stale.unlink()
+            if force and partial.exists():
+                remove_stale(partial)
             attrs: dict[str, Any] = provenance(command)
             if share is not None:
                 attrs["shard"] = f"{share[0]} of {share[1]}"
-            f = cube.create(partial, grid, plan, attrs, sparse=share is not None)
+            f = create_partial(partial, grid, plan, attrs, sparse=share is not None)
+        inode = os.fstat(f.id.get_vfd_handle()).st_ino
         try:
             summary = _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
+        except InputError:
+            f.close()
+            if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
+                _remove_own(partial, inode)
+            raise
         except OSError as e:
             f.close()
             if e.errno == errno.ENOSPC or "No space left" in str(e):
-                raise DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
-                               f"Free some space, then finish with the same command plus --resume") from None
+                error = DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                                 f"Free some space, then finish with the same command plus --resume")
+                _keep(error, partial)
+                raise error from None
+            _keep(e, partial)
             raise
-        except BaseException:
+        except BaseException as e:
             f.close()  # finished blocks are already durable; the partial file stays for --resume
+            _keep(e, partial)
             raise
         cube.finish(f, partial, out)
     return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def remove_stale(partial: Path) -> None:
+    """--force: delete an earlier run's partial file (checked by :func:`check_output`: netsweep's own, and no
+    live run holds it); refuse once more if another run has taken it meanwhile."""
+    if in_use(partial) or not made_by_a_sweep(partial):
+        raise InputError(f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "
+                         f"choose another --out", param="out")
+    partial.unlink(missing_ok=True)
 
 
 def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
@@ -155,13 +224,20 @@ def _run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bo
         raise InputError("--reduce with --distributed is not supported yet; run the reduction on one machine",
                          param="reduce")
     with interrupts.deferred():
-        if not resume:
-            for stale in (partial, out):
-                if force and stale.exists():
-                    stale.unlink()
+        if not resume and force and partial.exists():
+            remove_stale(partial)
         start = time.perf_counter()
-        summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
-                              kernel=kernel, after_block=after_block)
+        try:
+            summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
+                                  kernel=kernel, after_block=after_block)
+        except InputError:
+            if not resume and made_by_a_sweep(partial) and not in_use(partial):
+                partial.unlink(missing_ok=True)  # a checkpoint of this run's, refused late
+            raise
+        except BaseException as e:
+            if partial.exists():  # run_reduced checkpoints every finished block before it stops
+                _keep(e, partial)
+            raise
     elapsed = time.perf_counter() - start
     return {**summary, "seconds": elapsed, "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
             "out": str(out), "bytes": os.path.getsize(out)}

@@ -3,7 +3,8 @@
 Columns (header required; one row per measured run):
 
 - required: ``nodes``, ``gpus_per_node``, ``bandwidth`` (Gbit/s), and exactly one of
-  ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s);
+  ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s); a blank measured value marks a row
+  to predict (``sweep calibrate`` fits the others and predicts it, with an interval);
 - optional model settings: ``model`` (a built-in name, or a profile file relative to
   the CSV), ``collective``, ``t1`` (s: the run's single-GPU iteration time; the
   profile's compute is scaled to it; empty keeps the profile's), and any numeric axis (``ratio``, ``latency``,
@@ -88,7 +89,7 @@ def read_measurements(path: str | Path) -> Measurements:
 
 def _cell(name, text, path, lineno):
     numeric = name in NUMERIC_AXES or name in MEASURED or name == "t1"
-    if name == "t1" and not text:  # this row keeps its profile's own T1
+    if name in ("t1", *MEASURED) and not text:  # t1: the profile's own; measured: a row to predict
         return None
     if not numeric:  # a name, or a label
         if name in TEXT and not text:
@@ -100,8 +101,8 @@ def _cell(name, text, path, lineno):
         raise InputError(f"{where(path, lineno)}: {name} {text!r} is not a number") from None
     if name == "scaling_factor" and not (0 < value <= 1):
         raise InputError(f"{where(path, lineno)}: scaling_factor {text} must be in (0, 1]")
-    if name in ("iteration_time", "t1") and not (0 < value <= 1e4 and math.isfinite(value)):
-        raise InputError(f"{where(path, lineno)}: {name} {text} must be a number of seconds in (0, 1e4]")
+    if name in ("iteration_time", "t1") and not (1e-6 <= value <= 1e4 and math.isfinite(value)):
+        raise InputError(f"{where(path, lineno)}: {name} {text} must be a number of seconds in [1e-6, 1e4]")
     if name in NUMERIC_AXES:
         spec = NUMERIC_AXES[name]
         try:
@@ -115,26 +116,52 @@ _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.
             ast.Eq: operator.eq, ast.NotEq: operator.ne}
 
 
-def select(meas: Measurements, expression: str, param: str = "train") -> list[bool]:
-    """[R] bools: the rows ``expression`` keeps (see the module docstring)."""
+MAX_EXPRESSION = 2000  # characters of a filter: far more than any real one, far less than Python's parser limits
+
+
+def select(meas: Measurements, expression: str, param: str = "train", rows: Any = None) -> list[bool]:
+    """[R] bools: the rows ``expression`` keeps (see the module docstring). ``rows`` ([R] bools, default
+    all): the rows it is evaluated on (the others are not kept; rows to predict have no measured value)."""
+    if not isinstance(expression, str):
+        raise InputError(f"{expression!r}: expected a row filter such as 'gpus <= 16'", param=param)
+    if len(expression) > MAX_EXPRESSION:
+        raise InputError(f"{expression[:20]!r}...: longer than {MAX_EXPRESSION} characters", param=param)
     try:
         tree = ast.parse(expression, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte
         raise InputError(f"{expression!r}: not an expression like 'gpus <= 16'", param=param) from None
+    except (RecursionError, MemoryError):
+        raise InputError(f"{expression[:20]!r}...: nested too deeply", param=param) from None
     names = {**meas.columns, "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])]}
+    rows = [True] * len(meas) if rows is None else [bool(r) for r in rows]
 
     def value(node: ast.expr, i: int) -> Any:
+        try:
+            return evaluated(node, i)
+        except RecursionError:
+            raise InputError(f"{expression[:20]!r}...: nested too deeply", param=param) from None
+
+    def number(node: ast.expr, i: int, what: str) -> Any:
+        v = evaluated(node, i)
+        if v is None:
+            name = node.id if isinstance(node, ast.Name) else "a value"
+            raise InputError(f"{expression!r}: {name} is empty at {meas.where(i)}", param=param)
+        if what == "-" and (isinstance(v, str) or isinstance(v, bool)):
+            raise InputError(f"{expression!r}: '-' applies to numbers, not to {v!r}", param=param)
+        return v
+
+    def evaluated(node: ast.expr, i: int) -> Any:
         if isinstance(node, ast.BoolOp):
-            parts = (value(v, i) for v in node.values)
+            parts = (number(v, i, "and") for v in node.values)
             return all(parts) if isinstance(node.op, ast.And) else any(parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not value(node.operand, i)
+            return not number(node.operand, i, "not")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -value(node.operand, i)
+            return -number(node.operand, i, "-")
         if isinstance(node, ast.Compare):
-            left = value(node.left, i)
+            left = number(node.left, i, "compare")
             for op, right_node in zip(node.ops, node.comparators):
-                right = value(right_node, i)
+                right = number(right_node, i, "compare")
                 if type(op) not in _COMPARE:
                     raise InputError(f"{expression!r}: only <, <=, >, >=, ==, != compare", param=param)
                 if isinstance(left, str) != isinstance(right, str) and type(op) not in (ast.Eq, ast.NotEq):
@@ -147,14 +174,15 @@ def select(meas: Measurements, expression: str, param: str = "train") -> list[bo
             if node.id not in names:
                 raise InputError(f"{expression!r}: no column {node.id!r}; columns: {', '.join(names)}", param=param)
             return names[node.id][i]
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) \
+                and not isinstance(node.value, bool):
             return node.value
         raise InputError(f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not",
                          param=param)
 
-    keep = [bool(value(tree, i)) for i in range(len(meas))]
+    keep = [bool(value(tree, i)) if rows[i] else False for i in range(len(meas))]
     if not any(keep):
         raise InputError(f"{expression!r}: selects no row", param=param)
-    if all(keep):
+    if all(k for k, r in zip(keep, rows) if r):
         raise InputError(f"{expression!r}: selects every row, leaving none to predict", param=param)
     return keep

@@ -2,12 +2,15 @@
 
 netsweep writes and replaces regular files only (never a directory, a link, a device
 or a FIFO), refuses a file another run holds, checks that the directory can be
-written before any work starts, and writes each file under ``OUT.partial`` first,
-renaming it into place only when it is complete.
+written before any work starts, and writes each file to a temporary file of its own
+first (:func:`new_temporary`: a new name beside it, created exclusively, so that no
+existing file, link or hard link is ever written through or deleted), renaming it into
+place only when it is complete. A sweep's resumable ``OUT.partial`` is :mod:`sweep.io.job`'s.
 """
 
 import fcntl
 import os
+import secrets
 import tempfile
 from collections.abc import Callable, Collection
 from pathlib import Path
@@ -26,6 +29,24 @@ def regular_or_absent(path: str | Path, param: str = "out") -> None:
     if path.is_symlink() or (path.exists() and not path.is_file()):
         kind = "a link" if path.is_symlink() else "a directory" if path.is_dir() else "not a regular file"
         raise InputError(f"{path}: {kind}; netsweep writes and replaces regular files only", param=param)
+
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def made_by_a_sweep(path: str | Path) -> bool:
+    """Whether ``path`` (a regular file) can be a partial file a sweep made: empty (a run stopped before
+    writing anything) or an HDF5 file, with no other hard link. Anything else is not netsweep's to delete."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+        if st.st_nlink > 1:
+            return False
+        if st.st_size == 0:
+            return True
+        with open(path, "rb") as fh:
+            return fh.read(len(HDF5_SIGNATURE)) == HDF5_SIGNATURE
+    except OSError:
+        return False
 
 
 def in_use(path: str | Path) -> bool:
@@ -58,11 +79,33 @@ def writable_directory(out: str | Path, param: str = "out", create: bool = False
         raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param=param) from None
 
 
-def report_directory(out_dir: str | Path, param: str = "out") -> Path:
-    """A directory for a report (created if absent); refuse a file or a link in its place, or one not writable."""
+def check_report_directory(out_dir: str | Path, names: Collection[str], *, force: bool,
+                           param: str = "out") -> Path:
+    """Refuse a report directory before any work starts: a file or a link in its place, one that cannot be
+    created or written, or any of the files ``names`` it would write that exists (without ``force``) or is
+    not a regular file (a link is refused even with ``force``: never replaced, never written through).
+    Creates nothing (:func:`report_directory` does, when the report is written)."""
     out_dir = Path(out_dir)
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise InputError(f"{out_dir}: not a directory; give a directory for the report", param=param)
+    for name in names:
+        path = out_dir / name
+        regular_or_absent(path, param)
+        if path.exists() and not force:
+            raise InputError(f"{path}: file exists; pass --force to overwrite it, or give another --out",
+                             param=param)
+    existing = out_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{out_dir}: cannot be written ({existing} is not a writable directory)", param=param)
+    return out_dir
+
+
+def report_directory(out_dir: str | Path, names: Collection[str] = (), *, force: bool = False,
+                     param: str = "out") -> Path:
+    """A directory for a report, checked (:func:`check_report_directory`), then created if absent."""
+    out_dir = check_report_directory(out_dir, names, force=force, param=param)
     out_dir.mkdir(parents=True, exist_ok=True)
     writable_directory(out_dir / "REPORT.md", param)
     return out_dir
@@ -73,7 +116,6 @@ def check_new_file(out: str | Path, *, force: bool, param: str = "out",
     """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
     out = Path(out)
     regular_or_absent(out, param)
-    regular_or_absent(partial_path(out), param)
     if suffixes and out.suffix.lower() not in suffixes:
         raise InputError(f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param)
     writable_directory(out, param)
@@ -81,13 +123,35 @@ def check_new_file(out: str | Path, *, force: bool, param: str = "out",
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
 
 
-def write_atomically(out: str | Path, write: Callable[[Path], object]) -> Path:
-    """Call ``write(path)`` on ``OUT.partial``, then rename it to ``out``; nothing is left on failure."""
+def new_temporary(out: str | Path) -> Path:
+    """A new empty file beside ``out`` (``OUT.<random>.partial``), created exclusively (``O_CREAT|O_EXCL``,
+    never following a link), with the permissions a new file gets. No existing file is ever opened, so none
+    is written through (a link, a hard link) or deleted."""
     out = Path(out)
-    partial = partial_path(out)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        temp = out.with_name(f"{out.name}.{secrets.token_hex(4)}.partial")
+        try:
+            os.close(os.open(temp, flags, 0o666))
+            return temp
+        except FileExistsError:
+            continue
+
+
+def write_atomically(out: str | Path, write: Callable[[Path], object], *, overwrite: bool = True,
+                     param: str = "out") -> Path:
+    """Call ``write(path)`` on a new temporary file of its own (:func:`new_temporary`), then rename it to
+    ``out``; nothing is left on failure. ``out`` is replaced only if it is a regular file (a link is never
+    replaced), and only with ``overwrite`` (checked again just before the rename: a file that appeared
+    while this one was computed is kept)."""
+    out = Path(out)
+    temp = new_temporary(out)
     try:
-        write(partial)
-        os.replace(partial, out)
+        write(temp)
+        regular_or_absent(out, param)
+        if not overwrite and out.exists():
+            raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
+        os.replace(temp, out)
     finally:
-        partial.unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)  # this run's own name: nobody else's file
     return out

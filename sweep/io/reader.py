@@ -1,6 +1,6 @@
 """Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, in_cube_order
 from netsweep_jax.sweep.core.values import parse_names, parse_values
-from netsweep_jax.sweep.io.cube import FORMAT, verify
+from netsweep_jax.sweep.io.cube import FORMAT, verify, verify_static_file
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
@@ -87,10 +87,28 @@ def verify_text(path: str | Path) -> tuple[str, int]:
     """A line on the cube's block checksums, and the number of damaged blocks."""
     finished, damaged, total = verify(path)
     verdict = "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
-    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged
+    changed = verify_static_file(path) or []  # coordinates and profiles, against their checksums at creation
+    if changed:
+        verdict += (f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
+                    f"must be run again)")
+    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
 
 
-def _selection(ds: xr.Dataset, chosen: Mapping[str, str]) -> dict[Hashable, list[Any]]:
+def _nearest(have: np.ndarray, values: Iterable[Any], option: str, picked: Callable[[str], None] | None
+             ) -> list[Any]:
+    """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said."""
+    out: list[Any] = []
+    for v in values:
+        c = have[int(np.argmin(np.abs(have.astype(np.float64) - v)))]
+        if c != v and picked is not None:
+            picked(f"{option} {v:g}: not in the cube; the nearest, {c:.12g}, selected")
+        if not any(c == o for o in out):
+            out.append(c)
+    return out
+
+
+def _selection(ds: xr.Dataset, chosen: Mapping[str, str], nearest: bool = False,
+               picked: Callable[[str], None] | None = None) -> dict[Hashable, list[Any]]:
     sel: dict[Hashable, list[Any]] = {}
     for dim, text in chosen.items():
         if dim not in ds.dims:
@@ -104,18 +122,25 @@ def _selection(ds: xr.Dataset, chosen: Mapping[str, str]) -> dict[Hashable, list
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
+        if nearest and dim in specs and have.dtype.kind in "iuf":
+            values = _nearest(have, values, specs[dim].option, picked)
         for v in values:
             if not np.any(have == v):
                 shown = f"{v:g}" if not isinstance(v, str) else v
-                raise InputError(f"{shown}: not in the cube; it has {', '.join(map(str, have))}", param=dim)
+                hint = " (--nearest selects the nearest)" if dim in specs else ""
+                raise InputError(f"{shown}: not in the cube; it has {', '.join(map(str, have))}{hint}", param=dim)
         sel[dim] = list(values)
     return sel
 
 
-def select_table(path: str | Path, chosen: Mapping[str, str], csv: bool = False) -> str:
-    """The selected slice as text: a table of the remaining dims and the variables."""
+def select_table(path: str | Path, chosen: Mapping[str, str], csv: bool = False, nearest: bool = False,
+                 picked: Callable[[str], None] | None = None) -> str:
+    """The selected slice as text: a table of the remaining dims and the variables.
+
+    ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
+    ``picked(text)`` is told which."""
     ds = open_cube(path)
-    sub = ds.sel(_selection(ds, chosen))
+    sub = ds.sel(_selection(ds, chosen, nearest, picked))
     names = variables(ds)
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]

@@ -40,12 +40,25 @@ def _events(path):
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})", param="trace") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply; expected a torch.profiler Chrome trace",
+                         param="trace") from None
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError(f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace")
-    spans = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"
-             and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))]
-    return spans
+    # Complete events ("X") with a name, a finite start and a duration >= 0; ``args`` an object (else none)
+    return [{**e, "args": e["args"] if isinstance(e.get("args"), dict) else {}} for e in events
+            if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("name"), str)
+            and _finite(e.get("ts")) and _finite(e.get("dur")) and e["dur"] >= 0]
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _key(value: object) -> object:
+    """An ``External id`` usable as a key (a number or text), else None."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
 def _step_window(path, spans):
@@ -65,11 +78,15 @@ def _step_window(path, spans):
 def _shape_and_bytes(path, event, index):
     args = event.get("args", {})
     dims, types = args.get("Input Dims"), args.get("Input type")
-    if not dims or not types or not isinstance(dims[0], list):
+    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types \
+            or not isinstance(dims[0], list):
         raise InputError(f"{path}: gradient {index} has no shape: record the trace with record_shapes=True",
                          param="trace")
+    if not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**53 for d in dims[0]):
+        raise InputError(f"{path}: gradient {index} has shape {str(dims[0])[:60]}; expected a list of integers "
+                         f">= 0", param="trace")
     shape = tuple(int(d) for d in dims[0])
-    size = DTYPE_BYTES.get(str(types[0]))
+    size = DTYPE_BYTES.get(str(types[0])) if isinstance(types[0], str) else None
     if size is None:
         raise InputError(f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPE_BYTES)}",
                          param="trace")
@@ -81,7 +98,7 @@ def _gpu_end(spans):
     out = {}
     for e in spans:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
-            key = e.get("args", {}).get("External id")
+            key = _key(e["args"].get("External id"))
             if key is not None:
                 out[key] = max(out.get(key, 0.0), e["ts"] + e["dur"])
     return out
@@ -102,7 +119,9 @@ def _forward_times(forward_ops, shapes_forward):
     times = [0.0] * len(shapes_forward)
     i = 0
     for op in _top_level(forward_ops):
-        dims = [tuple(d) for d in op.get("args", {}).get("Input Dims", []) if isinstance(d, list)]
+        listed = op["args"].get("Input Dims")
+        dims = [tuple(d) for d in (listed if isinstance(listed, list) else []) if isinstance(d, list)
+                and all(isinstance(x, int) for x in d)]
         first = True
         while i < len(shapes_forward) and shapes_forward[i] in dims:
             dims.remove(shapes_forward[i])
@@ -119,15 +138,19 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     start, end = _step_window(path, spans)
     inside = [e for e in spans if start <= e["ts"] <= end]
     grads = sorted((e for e in inside if e["name"] == ACCUMULATE), key=lambda e: e["ts"])
-    backward_start = min(e["ts"] for e in inside if str(e["name"]).startswith(BACKWARD))
+    backward = [e["ts"] for e in inside if e["name"].startswith(BACKWARD)]
+    if not backward:
+        raise InputError(f"{path}: no {BACKWARD} events in the step: record a full training step (forward, "
+                         f"backward, optimizer) with torch.profiler", param="trace")
+    backward_start = min(backward)
     gpu = _gpu_end(spans)  # a GPU kernel may end after the CPU side of the step has
-    launched = [gpu[k] for k in (e.get("args", {}).get("External id") for e in inside) if k in gpu]
+    launched = [gpu[k] for k in (_key(e["args"].get("External id")) for e in inside) if k in gpu]
     end = max([end] + launched)
     ready, shapes, sizes = [], [], []
     for i, g in enumerate(grads):
         shape, size = _shape_and_bytes(path, g, i)
-        key = g.get("args", {}).get("External id")
-        ready.append(max(g["ts"] + g["dur"], gpu.get(key, 0.0)))
+        key = _key(g["args"].get("External id"))
+        ready.append(max(g["ts"] + g["dur"], gpu.get(key, 0.0) if key is not None else 0.0))
         shapes.append(shape)
         sizes.append(size)
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended

@@ -64,6 +64,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -145,6 +146,9 @@ def parse_compressor(text: object) -> Compressor:
 
 def parse_compressors(value: str | Sequence[str | Compressor]) -> tuple[Compressor, ...]:
     """A comma list or a sequence of specs (or :class:`Compressor`) -> tuple, repeats refused."""
+    if not isinstance(value, (str, Sequence)) or not isinstance(value, str) and not all(
+            isinstance(v, (str, Compressor)) for v in value):
+        raise InputError(f"{value!r}: expected a compressor spec, a comma list or a list of them", param="compressor")
     items = value.split(",") if isinstance(value, str) else list(value)
     out = tuple(v if isinstance(v, Compressor) else parse_compressor(v) for v in items)
     names = [c.name for c in out]
@@ -161,11 +165,31 @@ def parse_factors(value: str | Mapping[str | Compressor, float | str] | None, co
     factors = {c.name: 1.0 for c in compressors}
     if value is None or value == "" or value == {}:
         return factors
-    pairs = value.items() if isinstance(value, Mapping) else (item.rpartition("=")[::2] for item in value.split(","))
+    if not isinstance(value, (str, Mapping)):
+        raise InputError(f"{value!r}: expected text like topk:0.01=1.3,powersgd:4=1.1 or a dict",
+                         param="iterations_factor")
+    if isinstance(value, str):
+        items = [item.strip() for item in value.split(",")]
+        for item in items:
+            if "=" not in item or not item.rpartition("=")[0].strip():
+                raise InputError(f"{item!r}: expected COMPRESSOR=FACTOR, e.g. topk:0.01=1.3",
+                                 param="iterations_factor")
+        pairs: Any = [item.rpartition("=")[::2] for item in items]
+    else:
+        pairs = list(value.items())
+    seen: set[str] = set()
     for spec, number in pairs:
-        name = parse_compressor(spec).name if not isinstance(spec, Compressor) else spec.name
+        if not isinstance(spec, (str, Compressor)):
+            raise InputError(f"{spec!r}: expected a compressor name", param="iterations_factor")
         try:
-            factor = float(number)
+            name = parse_compressor(spec).name if not isinstance(spec, Compressor) else spec.name
+        except InputError as e:
+            raise InputError(f"{spec}={number}: {e.args[0].split(': ', 1)[-1]}", param="iterations_factor") from None
+        if name in seen:
+            raise InputError(f"{spec}={number}: {name} is given twice", param="iterations_factor")
+        seen.add(name)
+        try:
+            factor = float(number) if not isinstance(number, bool) else float("nan")
         except (TypeError, ValueError):
             factor = float("nan")
         if name not in factors:

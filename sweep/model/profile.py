@@ -134,6 +134,7 @@ ELEMENT_BYTES = (1, 2, 4, 8)  # a gradient element's possible sizes
 # Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
 MAX_TOTAL_BYTES = 1e15
 MAX_SECONDS = 1e4
+MIN_SECONDS = 1e-6  # a T1 shorter than a microsecond would leave float32 results 0 (the waits underflow)
 
 
 def recorded_t1(step_s: float, wait_s: Iterable[float], forward_s: Iterable[float] = ()) -> tuple[float, str]:
@@ -207,8 +208,8 @@ def _check_t1(t1: object, path: str | Path) -> float:
     if t1 is None:
         raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
                          param="iteration_time")
-    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (0 < t1 <= MAX_SECONDS):
-        raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in (0, {MAX_SECONDS:.0e}]")
+    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (MIN_SECONDS <= t1 <= MAX_SECONDS):
+        raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in [1e-6, 1e4]")
     return t1
 
 
@@ -291,8 +292,15 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
         data = json.loads("\n".join(_read_lines(path)))
     except json.JSONDecodeError as e:
         raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply; expected an object with a 'tensors' list") from None
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
+    for key, kinds, what in (("model", (str,), "a name"), ("source", (str,), "text"), ("device", (str,), "text"),
+                             ("dtype", (str,), "text"), ("batch_size", (int, float), "a number")):
+        if key in data and data[key] is not None and (isinstance(data[key], bool)
+                                                      or not isinstance(data[key], kinds)):
+            raise InputError(f"{path}: '{key}' is {data[key]!r}; expected {what}")
     names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
     for i, t in enumerate(data["tensors"]):
         label = f"{path}: tensors[{i}]"

@@ -29,6 +29,9 @@ def default_table() -> tuple[np.ndarray, np.ndarray]:
     return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / ADD_HBM_BYTES_PER_S
 
 
+MAX_TABLE_SECONDS = 1e4  # one vector add: beyond this, results would leave float32's range
+
+
 def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read a ``bytes,seconds`` table; errors name the file and line."""
     path = Path(path)
@@ -44,8 +47,9 @@ def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             b, s = float(cols[0]), float(cols[1])
         except ValueError:
             raise InputError(f"{where(path, lineno)}: {text.strip()!r} is not two numbers") from None
-        if not (math.isfinite(b) and math.isfinite(s) and b >= 0 and s >= 0):
-            raise InputError(f"{where(path, lineno)}: bytes and seconds must be finite and >= 0")
+        if not (math.isfinite(b) and math.isfinite(s) and b >= 0 and 0 <= s <= MAX_TABLE_SECONDS):
+            raise InputError(f"{where(path, lineno)}: bytes must be finite and >= 0, seconds in [0, "
+                             f"{MAX_TABLE_SECONDS:g}]")
         if nbytes and b <= nbytes[-1]:
             raise InputError(f"{where(path, lineno)}: bytes {b:g} must increase down the file")
         nbytes.append(b)

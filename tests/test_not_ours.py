@@ -1,0 +1,310 @@
+"""Never touch what is not ours: a user's files beside an output (a report, ``OUT.partial``, links, a
+checkpoint's neighbours) are never overwritten, deleted or written through; damaged files are called damaged;
+a refusal leaves nothing behind; a run that loses a race for ``--out`` says so."""
+
+import os
+from pathlib import Path
+
+import h5py
+import pytest
+
+from helpers import invoke
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io import cube, job
+from netsweep_jax.sweep.io.paths import write_atomically
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+TINY = ["--bw", "1,2", "--ratio", "1..3", "-q"]  # six configurations, one block
+REDUCED = ["--bw", "1..4", "--ratio", "1..3", "--nodes", "2,4", "--collective", "ring,tree", "--reduce",
+           "max:ratio", "--block-configs", "4", "-q"]  # twelve blocks
+
+
+run_grid_original = job.run_grid
+
+
+def stop(count):
+    """An ``after_block`` hook: Ctrl-C once ``count`` blocks are written."""
+    done = []
+
+    def after_block(block):
+        done.append(block)
+        if len(done) == count:
+            raise KeyboardInterrupt
+
+    return after_block
+
+
+def stopped(monkeypatch, count, *args):
+    """``sweep ARGS``, interrupted once ``count`` blocks are written."""
+    with monkeypatch.context() as m:
+        m.setattr(job, "run_grid", lambda *a, **k: run_grid_original(*a, after_block=stop(count), **k))
+        return invoke(*args)
+
+
+def one_line(r, code=2):
+    assert r.exit_code == code and len(r.output.strip().splitlines()) == 1, r.output
+    return r.output
+
+
+def precious(tmp_path, name="precious.txt"):
+    path = tmp_path / name
+    path.write_text("the user's")
+    return path
+
+
+# --- 1. report directories: validate, compare, paper -------------------------------------------------------
+
+REPORTS = {
+    "validate": (["validate"], ["measured_vs_predicted.png", "predictions.csv", "REPORT.md"]),
+    "compare": (["compare", "--model", "resnet50", "--bw", "10", "--compressor", "int8"],
+                ["compare.csv", "speedups.png", "REPORT.md"]),
+    "paper": (["paper"], ["paper.h5", "scaling_vs_bandwidth.png", "scaling_vs_ratio.png", "REPORT.md"]),
+}
+
+
+@pytest.mark.parametrize("command", REPORTS)
+def test_a_report_never_overwrites_a_users_file(tmp_path, command):
+    args, names = REPORTS[command]
+    for name in names:  # each of the files it writes, alone, is enough to refuse (before any work)
+        out = tmp_path / name.replace(".", "_")
+        out.mkdir()
+        mine = precious(out, name)
+        r = invoke(*args, "--out", out)
+        assert f"{mine}: file exists; pass --force" in one_line(r)
+        assert mine.read_text() == "the user's" and sorted(p.name for p in out.iterdir()) == [name]
+
+
+@pytest.mark.parametrize("command", REPORTS)
+def test_a_link_or_directory_in_a_report_directory_is_refused_even_with_force(tmp_path, command):
+    args, names = REPORTS[command]
+    target = precious(tmp_path)
+    for kind in ("link", "directory"):
+        out = tmp_path / kind
+        out.mkdir()
+        if kind == "link":
+            (out / "REPORT.md").symlink_to(target)
+        else:
+            (out / "REPORT.md").mkdir()
+        r = invoke(*args, "--out", out, "--force")
+        assert f"a {kind}; netsweep writes and replaces regular files only" in one_line(r)
+        assert [p.name for p in out.iterdir()] == ["REPORT.md"]  # nothing written first (no figure, no CSV)
+    assert target.read_text() == "the user's" and (tmp_path / "link" / "REPORT.md").is_symlink()
+
+
+def test_plain_validate_keeps_the_committed_report(tmp_path, monkeypatch):
+    # In a checkout results/validation holds the committed report: plain `sweep validate` refuses, before fitting.
+    monkeypatch.chdir(tmp_path)
+    committed = tmp_path / "results" / "validation"
+    committed.mkdir(parents=True)
+    report = precious(committed, "REPORT.md")
+    r = invoke("validate")
+    assert "results/validation/REPORT.md: file exists; pass --force" in one_line(r)
+    assert "model 1/3" not in r.output and report.read_text() == "the user's"
+
+
+def test_compare_force_replaces_its_own_files_only(tmp_path):
+    args, names = REPORTS["compare"]
+    out = tmp_path / "o"
+    out.mkdir()
+    old = precious(out, "REPORT.md")
+    notes = precious(out, "notes.txt")
+    r = invoke(*args, "--out", out, "--force")
+    assert r.exit_code == 0, r.output
+    assert old.read_text().startswith("# Fix the transport or compress?") and notes.read_text() == "the user's"
+    assert sorted(p.name for p in out.iterdir()) == sorted(names + ["notes.txt"])
+
+
+# --- 2. files written through a temporary file: never a user's OUT.partial, never through a link -------------
+
+@pytest.mark.parametrize("kind", ["file", "hard link", "symlink"])
+def test_a_users_out_partial_is_never_deleted_or_written_through(tmp_path, kind):
+    out = tmp_path / "tiny.json"
+    partial = tmp_path / "tiny.json.partial"
+    target = precious(tmp_path)
+    if kind == "file":
+        partial.write_text("the user's")
+    elif kind == "hard link":
+        os.link(target, partial)
+    else:
+        partial.symlink_to(target)
+    r = invoke("profile", "import", EXAMPLES / "tiny.trace.json", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("{") and partial.read_text() == "the user's"
+    assert target.read_text() == "the user's" and partial.is_symlink() == (kind == "symlink")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"tiny.json", "tiny.json.partial", target.name})
+
+
+def test_write_atomically_leaves_nothing_on_failure_and_replaces_no_link(tmp_path):
+    out = tmp_path / "o.txt"
+    partial = precious(tmp_path, "o.txt.partial")
+
+    def broken(path):
+        path.write_text("half")
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        write_atomically(out, broken)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.txt.partial"] and partial.read_text() == "the user's"
+    link_target = precious(tmp_path)
+    out.symlink_to(link_target)
+    with pytest.raises(InputError, match="a link"):
+        write_atomically(out, lambda p: p.write_text("new"))
+    assert out.is_symlink() and link_target.read_text() == "the user's"
+    out.unlink()
+    out.write_text("theirs")
+    with pytest.raises(InputError, match="file exists"):  # a file that appeared while this one was computed
+        write_atomically(out, lambda p: p.write_text("new"), overwrite=False)
+    assert out.read_text() == "theirs" and len(list(tmp_path.iterdir())) == 3
+
+
+# --- 3. --reduce: its temporary files and its checkpoint ---------------------------------------------------
+
+def test_reduce_never_follows_or_deletes_its_neighbours(tmp_path, monkeypatch):
+    out = tmp_path / "r.h5"
+    target = precious(tmp_path)
+    (tmp_path / "r.h5.partial.tmp").symlink_to(target)
+    mine = precious(tmp_path, "r.h5.reduced.tmp")
+    r = stopped(monkeypatch, 5, "grid", *REDUCED, "--out", out)  # the checkpoint is written as it stops
+    assert r.exit_code == 130 and (tmp_path / "r.h5.partial").exists(), r.output
+    assert invoke("grid", *REDUCED, "--out", out, "--resume").exit_code == 0
+    assert target.read_text() == "the user's" and (tmp_path / "r.h5.partial.tmp").is_symlink()
+    assert mine.read_text() == "the user's" and out.exists() and not (tmp_path / "r.h5.partial").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt", "r.h5", "r.h5.partial.tmp",
+                                                          "r.h5.reduced.tmp"]
+
+
+def test_a_flipped_byte_in_the_reduce_checkpoint_is_refused_not_resumed(tmp_path, monkeypatch):
+    out = tmp_path / "r.h5"
+    r = stopped(monkeypatch, 5, "grid", *REDUCED, "--out", out)
+    assert r.exit_code == 130 and "finished blocks are kept in" in r.output, r.output
+    partial = tmp_path / "r.h5.partial"
+    with h5py.File(partial, "r") as f:
+        offset = f["scaling_factor/value"].id.get_offset()
+    with open(partial, "r+b") as fh:
+        fh.seek(offset)
+        fh.write(b"\x55" * 8)
+    before = partial.read_bytes()
+    r = invoke("grid", *REDUCED, "--out", out, "--resume")
+    assert "checkpoint is damaged" in one_line(r) and not out.exists() and partial.read_bytes() == before
+    assert invoke("grid", *REDUCED, "--out", out, "--force").exit_code == 0  # --force starts over
+
+
+# --- 4. show --verify and select on damaged files ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_cube(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cube") / "c.h5"
+    assert invoke("grid", *TINY, "--out", out).exit_code == 0
+    return out
+
+
+def flipped(cube_path, tmp_path, name):
+    """A copy of the cube with one bit of the dataset ``name`` flipped."""
+    copy = tmp_path / f"{name.replace('/', '_')}.h5"
+    copy.write_bytes(cube_path.read_bytes())
+    with h5py.File(copy, "r") as f:
+        offset = f[name].id.get_offset() + 3
+    with open(copy, "r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)[0]
+        fh.seek(offset)
+        fh.write(bytes([byte ^ 0x10]))
+    return copy
+
+
+@pytest.mark.parametrize("name", ["bandwidth", "ratio", "profiles/resnet50/grad_bytes",
+                                  "profiles/resnet50/backward_wait", "reduce_cost/seconds"])
+def test_show_verify_finds_a_flipped_coordinate_or_profile_value(small_cube, tmp_path, name):
+    assert invoke("show", small_cube, "--verify").output.endswith("all intact\n")
+    r = invoke("show", flipped(small_cube, tmp_path, name), "--verify")
+    assert r.exit_code == 1 and f"{name} changed since the cube was made" in r.output, r.output
+
+
+def test_show_verify_checks_the_recorded_profile_hash(small_cube, tmp_path):
+    copy = tmp_path / "c.h5"
+    copy.write_bytes(small_cube.read_bytes())
+    with h5py.File(copy, "r+") as f:
+        f["profiles/resnet50"].attrs["sha256"] = "0" * 64
+    r = invoke("show", copy, "--verify")
+    assert r.exit_code == 1 and "profiles/resnet50@attrs changed" in r.output, r.output
+
+
+def test_damaged_metadata_is_one_line_and_exit_code_1(small_cube, tmp_path):
+    copy = tmp_path / "c.h5"
+    copy.write_bytes(small_cube.read_bytes())
+    with open(copy, "r+b") as fh:  # the root group's symbol table: HDF5 cannot list the file's objects
+        fh.seek(194)
+        fh.write(b"\xff" * 8)
+    for args in (["show", copy, "--verify"], ["show", copy], ["select", copy]):
+        assert "damaged" in one_line(invoke(*args), code=1)
+
+
+# --- 5. a refusal found late leaves nothing behind -----------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [[], ["--reduce", "max:ratio"]], ids=["cube", "reduce"])
+def test_a_late_refusal_leaves_no_partial_file(tmp_path, extra):
+    out = tmp_path / "o.h5"
+    r = invoke("grid", *TINY, *extra, "--bucketing", "fsdp", "--out", out)
+    assert "FSDP needs forward times" in one_line(r)
+    assert list(tmp_path.iterdir()) == []
+    assert invoke("grid", *TINY, *extra, "--out", out).exit_code == 0  # the next correct run is not refused
+
+
+def test_a_late_refusal_on_resume_keeps_the_partial(tmp_path, monkeypatch):
+    out = tmp_path / "o.h5"
+    stopped(monkeypatch, 2, "grid", "--bw", "1..10", "--block-configs", "2", "-q", "--out", out)
+    partial = tmp_path / "o.h5.partial"
+    before = partial.read_bytes()
+    with monkeypatch.context() as m:
+        def refuse(*a, **k):
+            raise InputError("refused late", param="kernel")
+        m.setattr(job, "run", refuse)
+        assert "refused late" in one_line(invoke("grid", "--bw", "1..10", "-q", "--out", out, "--resume"))
+    assert partial.read_bytes() == before
+
+
+# --- 6. two runs racing for one --out ------------------------------------------------------------------------
+
+def test_the_loser_of_a_race_says_the_other_run_holds_the_output(tmp_path, monkeypatch):
+    out = tmp_path / "o.h5"
+    partial = tmp_path / "o.h5.partial"
+
+    def the_other_run_starts(*args, **kwargs):  # between this run's checks and its partial file
+        with h5py.File(partial, "w") as f:
+            f.attrs["other"] = 1
+
+    monkeypatch.setattr(job, "check_disk", the_other_run_starts)
+    r = invoke("grid", *TINY, "--out", out)
+    assert "another run holds the output" in one_line(r) and "kept" not in r.output
+    with h5py.File(partial, "r") as f:
+        assert f.attrs["other"] == 1
+
+
+def test_interrupted_before_its_own_partial_it_claims_no_blocks(tmp_path, monkeypatch):
+    partial = tmp_path / "o.h5.partial"
+
+    def the_other_run_starts_then_ctrl_c(*args, **kwargs):
+        with h5py.File(partial, "w") as f:
+            f.attrs["other"] = 1
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(job, "check_disk", the_other_run_starts_then_ctrl_c)
+    r = invoke("grid", *TINY, "--out", tmp_path / "o.h5")
+    assert r.exit_code == 130 and "nothing was kept" in r.output and "kept in" not in r.output, r.output
+
+
+def test_finish_says_the_other_run_holds_the_output_when_the_partial_is_gone(tmp_path):
+    partial, final = tmp_path / "o.h5.partial", tmp_path / "o.h5"
+    f = h5py.File(partial, "w")
+    partial.unlink()
+    with pytest.raises(InputError, match="removed by another run.*the other run holds the output"):
+        cube.finish(f, partial, final)
+    assert not final.exists()
+
+
+def test_force_deletes_only_a_partial_file_of_netsweeps(tmp_path):
+    out = tmp_path / "o.h5"
+    partial = precious(tmp_path, "o.h5.partial")
+    r = invoke("grid", *TINY, "--out", out, "--force")
+    assert "not a partial cube of netsweep's" in one_line(r)
+    assert partial.read_text() == "the user's" and not out.exists()

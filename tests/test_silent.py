@@ -1,0 +1,234 @@
+"""Never answer wrong in silence: defaults kept, calibrate's profiles scaled as built-ins, need's answers
+reaching their target as shown, defaults that follow the workload, and bad input as one line, exit 2."""
+
+import json
+
+import numpy as np
+import pytest
+
+from helpers import invoke
+from netsweep_jax import sweep
+from netsweep_jax.sweep import builtin_profile, evaluate
+from netsweep_jax.sweep.analysis.calibrate import calibrate_file
+from netsweep_jax.sweep.analysis.need import answer_name, shown_value
+from netsweep_jax.sweep.core.errors import InputError
+
+
+def one_line_refusal(r, text):
+    assert r.exit_code == 2 and text in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_compare_keeps_its_defaults_when_one_workload_option_is_given():
+    r = invoke("compare", "--model", "gpt2", "--bw", "10", "--batch", "8")
+    assert r.exit_code == 0, r.output
+    assert "gpt2@h100-bf16-b8" in r.output and " 0.020 " in r.output
+
+
+def _rows(name, profile, t1s=(0.2, 0.4)):
+    out = []
+    for t1 in t1s:
+        ds = evaluate(profile.scaled_to(t1), bandwidth=[10, 25], nodes=[2, 4], utilization=0.3, dtype="float64",
+                      collective="ring", bucketing="horovod")  # a profile file's defaults (the paper's)
+        out += [f"{name},{n},8,{b},{t1},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
+                for n in (2, 4) for b in (10, 25)]
+    return out
+
+
+def test_calibrate_scales_a_profile_file_per_row_as_a_builtin(tmp_path):
+    p = builtin_profile("resnet50")
+    (tmp_path / "r50.json").write_text(json.dumps(p.to_json()))
+    head = "model,nodes,gpus_per_node,bandwidth,t1,scaling_factor"
+    fits = []
+    for name in ("r50.json", "resnet50"):
+        rows = _rows(name, p)
+        for order in (rows, rows[::-1]):  # row order must not change the fit
+            (tmp_path / "m.csv").write_text("\n".join([head, *order]) + "\n")
+            fits.append(calibrate_file(tmp_path / "m.csv")["utilization"])
+    assert max(fits) - min(fits) < 1e-6 and abs(fits[0] - 0.3) < 1e-4
+
+
+def test_calibrate_a_transformer_profile_faster_than_its_recorded_passes(tmp_path):
+    from netsweep_jax.sweep.engine.grid import resolve_models
+
+    gpt = resolve_models("gpt2", gpu="v100")[0]
+    (tmp_path / "g.json").write_text(json.dumps({**gpt.to_json(), "model": "g"}))
+    fast = gpt.t1 / 3  # faster than the forward + backward the file records: scaled, not refused
+    rows = _rows("g.json", gpt, t1s=(fast,))
+    (tmp_path / "m.csv").write_text("\n".join(["model,nodes,gpus_per_node,bandwidth,t1,scaling_factor", *rows]))
+    assert abs(calibrate_file(tmp_path / "m.csv")["utilization"] - 0.3) < 1e-3
+
+
+def test_calibrate_builtin_transformer_predicts_blank_rows_with_intervals(tmp_path):
+    ds = evaluate("gpt2", gpu="h100", precision="bf16", bandwidth=[10, 100], nodes=[2, 4, 8], utilization=0.4,
+                  dtype="float64")
+    rng = np.random.default_rng(0)
+    rows = ["model,nodes,gpus_per_node,bandwidth,scaling_factor"]
+    for n in (2, 4, 8):
+        for b in (10, 100):
+            v = float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze())
+            rows.append(f"gpt2,{n},8,{b},{'' if n == 8 else round(v + rng.normal(0, 0.002), 6)}")
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "fit.json"
+    r = invoke("calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "assumed: gpt2 on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp" in r.output
+    data = json.loads(out.read_text())  # strict JSON: no bare NaN
+    blank = [row for row in data["rows"] if row["measured"] is None]
+    assert len(blank) == 2 and data["train_rows"] == 4
+    for row in blank:
+        true = float(ds.scaling_factor.sel(nodes=8, bandwidth=row["bandwidth_gbps"]).squeeze())
+        lo, hi = row["interval"]
+        assert lo < row["predicted"] < hi and abs(row["predicted"] - true) < 0.01
+    assert "predicted, 95% interval" in r.output
+    # the printed gpus are nodes x GPUs per node, what --train's gpus means
+    r = invoke("calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--train", "gpus <= 16")
+    assert r.exit_code == 0 and "    2   16 " in r.output and "    8   64 " in r.output, r.output
+
+
+def test_calibrate_json_has_no_bare_nan(tmp_path):
+    out = tmp_path / "fit.json"
+    r = invoke("calibrate", "examples/resnet50_measured.csv", "--out", out)
+    assert r.exit_code == 0, r.output
+    json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_need_answers_reach_the_target_as_stored_and_as_printed(dtype):
+    target = 0.99
+    ds = sweep.solve("resnet50", target=target, axis="ratio", bandwidth=[1, 10, 25], nodes=[2, 4, 8], dtype=dtype)
+    df = ds.to_dataframe().reset_index()
+    df = df[df.status == 0]
+    assert len(df) >= 6
+    for _, row in df.iterrows():
+        stored = row[answer_name("ratio")]
+        for answer in (float(np.float64(stored)), float(shown_value(stored, "ratio"))):
+            got = evaluate("resnet50", bandwidth=row.bandwidth, nodes=int(row.nodes), ratio=answer, dtype=dtype)
+            assert float(got.scaling_factor.squeeze()) >= np.asarray(target, dtype), (answer, row)
+    assert shown_value(1.04031, "ratio") == "1.041" and shown_value(157.19, "latency") == "157.1"
+
+
+def test_need_bandwidth_says_per_nic_and_utilization():
+    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--nodes", "2",
+               "--util", "0.5")
+    assert r.exit_code == 0 and "per NIC, 1 NIC per node, at utilization 0.5" in r.output, r.output
+
+
+def test_fsdp_exposed_comm_is_never_negative():
+    from netsweep_jax.sweep.model.profile import make_profile
+
+    rng = np.random.default_rng(5)
+    n = 12
+    p = make_profile("sharded", [f"t{i}" for i in range(n)], rng.uniform(1e3, 1e7, n), rng.uniform(0, 2e-3, n), 0.5,
+                     forward=rng.uniform(0, 1e-3, n), unit=np.sort(rng.integers(0, 4, n))[::-1])
+    ds = evaluate(p, bucketing="fsdp", bandwidth=[1e-3, 1e4], nodes=[2, 64], utilization=[1e-4, 1], dtype="float32")
+    assert float(ds.exposed_comm.min()) >= 0
+
+
+def test_defaults_follow_the_workload():
+    gpt = evaluate("gpt2-xl", gpu="h100", bandwidth=100, nodes=8)
+    assert gpt.attrs["intra_bandwidth_gbps"] == 3600 and list(gpt.collective.values) == ["nccl-ring"]
+    assert list(gpt.bucketing.values) == ["ddp"] and "--intra-bw 3600 (H100 NVLink)" in gpt.attrs["assumed"]
+    cnn = evaluate("resnet50", bandwidth=100, nodes=8)  # the paper's model for the paper's CNNs
+    assert cnn.attrs["intra_bandwidth_gbps"] == 1200 and list(cnn.collective.values) == ["ring"]
+    assert list(cnn.bucketing.values) == ["horovod"] and "assumed" not in cnn.attrs
+    mine = evaluate("gpt2-xl", gpu="h100", bandwidth=100, nodes=8, collective="ring", intra_bandwidth=100)
+    assert mine.attrs["intra_bandwidth_gbps"] == 100 and list(mine.collective.values) == ["ring"]
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
+    assert "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp" \
+        in r.output
+
+
+@pytest.mark.parametrize("args,text", [
+    (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number > 0"),
+    (["--intra-bw", "inf"], "--intra-bw inf"),
+    (["--nics-per-node", "1,2"], "--nics-per-node 1,2: calibrate takes one value"),
+    (["--bounds", "foo=0:1"], "'foo' is not a parameter calibrate fits"),
+    (["--bounds", "latency=0:1"], "'latency' is not fitted"),
+    (["--bounds", "utilization=0.1:1", "--bounds", "utilization=0.2:1"], "utilization is given twice"),
+    (["--fit", "utilization,jitter", "--per", "jitter=model", "--per", "jitter=nodes"], "jitter is given twice"),
+    (["--train", "-framework == 'x'"], "'-' applies to numbers"),
+    (["--train", "t1 < 1"], "t1 is empty at"),
+    (["--train", "not " * 3000 + "nodes"], "--train"),
+    (["--train", "not " * 490 + "nodes"], "nested too deeply"),
+    (["--iteration-time", "1e-40"], "--iteration-time 1e-40: must be a number of seconds in [1e-6, 1e4]"),
+])
+def test_calibrate_refusals(tmp_path, args, text):
+    path = tmp_path / "m.csv"
+    path.write_text("framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+                    "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n")
+    one_line_refusal(invoke("calibrate", path, *args), text)
+
+
+def test_grid_refusals_name_the_right_thing(tmp_path):
+    one_line_refusal(invoke("grid", "--compressor", "topk:0.01", "--iterations-factor", "topk:0.01",
+                            "--out", tmp_path / "x.h5"), "--iterations-factor 'topk:0.01': expected COMPRESSOR=FACTOR")
+    one_line_refusal(invoke("grid", "--compressor", "topk:0.01", "--iterations-factor", "topk:0.01=1.2,topk:0.010=1.3",
+                            "--out", tmp_path / "x.h5"), "given twice")
+    one_line_refusal(invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time")
+    (tmp_path / "cost.csv").write_text("0,1e300\n")
+    one_line_refusal(invoke("grid", "--reduce-cost", tmp_path / "cost.csv", "--out", tmp_path / "x.h5"),
+                     "seconds in [0, 10000]")
+    assert not list(tmp_path.glob("x.h5*"))
+
+
+@pytest.mark.parametrize("events,text", [
+    ([{"ph": "X", "ts": 0, "dur": 1}], "no torch::autograd::AccumulateGrad events"),
+    ([{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 0, "dur": 1, "args": 5}], "no autograd::engine"),
+    ([{"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
+      {"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1,
+       "args": {"Input Dims": "[3, 4]", "Input type": ["float"]}}], "has no shape"),
+    ([{"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
+      {"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1,
+       "args": {"Input Dims": [[[3], 4]], "Input type": ["float"]}}], "expected a list of integers"),
+])
+def test_profile_import_refusals(tmp_path, events, text):
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    one_line_refusal(invoke("profile", "import", tmp_path / "t.json", "--out", tmp_path / "p.json"), text)
+    assert not (tmp_path / "p.json").exists()
+
+
+def test_deep_json_and_a_numeric_model_name_are_refused(tmp_path):
+    (tmp_path / "t.json").write_text("[" * 100_000 + "]" * 100_000)
+    one_line_refusal(invoke("profile", "import", tmp_path / "t.json", "--out", tmp_path / "p.json"), "nested")
+    (tmp_path / "p.json").write_text(json.dumps({**builtin_profile("resnet50").to_json(), "model": 5}))
+    with pytest.raises(InputError, match="'model' is 5"):
+        sweep.load_profile(tmp_path / "p.json")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: sweep.evaluate(None, bandwidth=10),
+    lambda: sweep.evaluate([5], bandwidth=10),
+    lambda: sweep.evaluate("resnet50", bandwidth=object()),
+    lambda: sweep.evaluate("resnet50", bandwidth=10, compressor="topk:0.01", iterations_factor=[1]),
+    lambda: sweep.evaluate("resnet50", bandwidth=10, collective=5),
+    lambda: sweep.evaluate("resnet50", bandwidth=10, vars=5),
+    lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=5),
+    lambda: sweep.evaluate("resnet50", bandwidth=10, reduce_table=([1, 2], [1])),
+    lambda: sweep.solve(None, target=0.9, axis="ratio", bandwidth=10),
+    lambda: sweep.calibrate("examples/resnet50_measured.csv", fit=5),
+    lambda: sweep.calibrate("examples/resnet50_measured.csv", model=None),
+    lambda: sweep.calibrate("examples/resnet50_measured.csv", profile=5),
+    lambda: sweep.compare(None, bandwidth=10),
+    lambda: sweep.compare("resnet50", bandwidth=10, compressor=5),
+])
+def test_api_bad_types_raise_input_error(call):
+    with pytest.raises(InputError):
+        call()
+
+
+def test_a_float16_store_that_overflows_says_so_and_leaves_nothing(tmp_path):
+    out = tmp_path / "f16.h5"
+    r = invoke("grid", "--model", "resnet50", "--bw", "0.001", "--util", "0.0001", "--store", "float16", "--out", out)
+    assert r.exit_code == 2 and "--store float16" in r.output and "use --store float32" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_cube_keeps_what_was_assumed(tmp_path):
+    import h5py
+
+    out = tmp_path / "gpt.h5"
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--nodes", "8", "--out", out)
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        assert "nccl-ring" in f.attrs["assumed"] and "3600" in f.attrs["assumed"]

@@ -1,0 +1,118 @@
+"""Start-up: SIGINT or SIGTERM at any moment of ``sweep`` is one line and exit code 130 or 143.
+
+Each case runs the real entry point in a process of its own and delivers the signal at a
+chosen point, synchronously (``signal.raise_signal``), from an import hook or a patched
+function: no timers, no sleeps. The points are the ones a hostile probe hit by timing: while
+Typer is imported (an ``UnboundLocalError``), inside an extension module's import (which turns
+what it catches into an ``ImportError``), in a library that swallows it (the run went on to
+exit 0), in a gc callback (Python drops exceptions there), and the interpreter's teardown after
+an interrupt (``calibrate`` crashed there while XLA compiled on another thread).
+"""
+
+import signal
+import subprocess
+import sys
+
+import pytest
+
+DRIVER = r"""
+import atexit, gc, importlib.abc, signal, sys
+
+point, name, *argv = sys.argv[1:]
+sig = getattr(signal, name)
+atexit.register(lambda: sys.stderr.write("teardown ran\n"))  # an interrupted sweep ends before teardown
+
+
+def deliver():
+    signal.raise_signal(sig)  # the handler runs at the next bytecode, here
+    sum(range(100))
+
+
+if point.startswith("import:"):  # while this module is imported, by a loader that turns errors into ImportError
+    module = point.removeprefix("import:")
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path, target=None):
+            if fullname == module:
+                sys.meta_path.remove(self)
+                try:
+                    deliver()
+                except BaseException as e:
+                    raise ImportError(f"{fullname} failed to initialise: {e!r}") from None
+            return None
+
+    sys.meta_path.insert(0, Finder())
+elif point in ("swallowed", "gc-callback"):  # in the command, by code that drops what it catches
+    import netsweep_jax.sweep.model.builtin as builtin
+
+    real = builtin.models_table
+
+    def once(phase, info):
+        gc.callbacks.remove(once)
+        deliver()
+
+    def models_table():
+        if point == "gc-callback":
+            gc.callbacks.append(once)
+            gc.collect()
+        else:
+            try:
+                deliver()
+            except BaseException:
+                pass
+        return real()
+
+    builtin.models_table = models_table
+
+sys.argv = ["sweep", *argv]
+from netsweep_jax.sweep.cli import entry
+
+entry.main()
+"""
+
+
+def run(point, sig, *args):
+    return subprocess.run([sys.executable, "-c", DRIVER, point, sig.name, *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("point,sig,args", [
+    ("import:typer", signal.SIGINT, ["models"]),  # was UnboundLocalError
+    ("import:netsweep_jax.sweep.cli.app", signal.SIGTERM, ["models"]),
+    ("import:numpy", signal.SIGINT, ["models"]),  # an extension module: was its ImportError
+    ("import:numpy", signal.SIGTERM, ["models"]),
+    ("swallowed", signal.SIGINT, ["models"]),  # the run went on, exit code 0
+    ("gc-callback", signal.SIGTERM, ["models"]),  # dropped by Python, with a traceback
+], ids=["typer-import", "app-import-sigterm", "extension-import", "extension-import-sigterm", "swallowed",
+        "gc-callback"])
+def test_signal_at_start_up_is_one_line_and_128_plus_signal(point, sig, args):
+    r = run(point, sig, *args)
+    assert r.returncode == 128 + sig, r.stderr
+    assert r.stderr == "error: interrupted\n"  # one line: no traceback, and no teardown after it
+
+
+def test_a_run_without_a_signal_is_untouched():
+    r = run("none", signal.SIGINT, "models")
+    assert r.returncode == 0 and "resnet50" in r.stdout
+    assert r.stderr == "teardown ran\n"  # a normal exit tears the interpreter down as usual
+
+
+def test_a_signal_swallowed_before_a_sweep_stops_it_before_any_block(monkeypatch, tmp_path):
+    from helpers import invoke
+    from netsweep_jax.sweep.core import interrupts
+
+    monkeypatch.setattr(interrupts, "_received", [signal.SIGTERM])  # seen at start-up, dropped by a library
+    r = invoke("grid", "--bw", "10", "-q", "--out", tmp_path / "o.h5")
+    assert r.exit_code == 143
+    assert r.output.strip() == "error: interrupted before any block was written; nothing was kept"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_help_loads_no_numerical_library():
+    # `sweep --help` stays fast (well under 0.3 s) because it imports Typer and the schema only.
+    code = ("import sys; sys.argv = ['sweep', '--help']; from netsweep_jax.sweep.cli import entry\n"
+            "import atexit; atexit.register(lambda: print(sorted(m for m in ('numpy', 'jax', 'rich', 'xarray', "
+            "'h5py') if m in sys.modules)))\nentry.main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Usage: sweep [OPTIONS] COMMAND" in r.stdout
+    assert r.stdout.strip().splitlines()[-1] == "[]"
