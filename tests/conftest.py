@@ -60,3 +60,17 @@ def assert_same_figure(new, old):
 def assert_same_text(new, old):
     """A regenerated report file equals the committed one, byte for byte."""
     assert Path(new).read_text() == Path(old).read_text(), f"{new} differs from the committed {old}"
+
+
+# The longest files first: the two workers then finish together instead of one waiting on a long file that
+# started last (pytest-xdist's loadfile hands out whole files in collection order).
+LONGEST_FIRST = ("test_readme.py", "test_layout.py", "test_calibrate.py", "test_devices.py", "test_validate.py",
+                 "test_llm_validation.py", "test_api.py", "test_reduce.py", "test_resume.py")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order

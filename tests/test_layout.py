@@ -209,12 +209,12 @@ def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
     grid = layouts.make_layout_grid("llama3-8b", gpu="h100", gpus="16,24", global_batch="64", tp="1,2,3,4",
                                     pp="1,2,5", cp="1,2", micro_batch="1,2,4,8", zero="0,1,2,3",
                                     recompute="none,selective,full", bandwidth="100,400")
-    assert grid.inner_size == 1152 and layouts._block_shape(grid, 1024) == (1, 1024)
+    assert grid.inner_size == 1152
     arrays = layouts.evaluate_layouts_arrays(grid)
     ds = layouts.layouts_dataset(grid, arrays)
     assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
     assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
-    best = layouts.best_layouts(grid, keep=2, block_configs=1024)
+    best = layouts.best_layouts(grid, keep=2, columns=1024)  # two blocks of layouts per setting, merged
     score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
     flat = score.reshape(grid.outer_size, grid.inner_size)
     order = np.argsort(-flat, axis=1, kind="stable")[:, :2]

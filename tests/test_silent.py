@@ -232,3 +232,13 @@ def test_the_cube_keeps_what_was_assumed(tmp_path):
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:
         assert "nccl-ring" in f.attrs["assumed"] and "3600" in f.attrs["assumed"]
+
+
+def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
+    r = invoke("compare", "--model", "gpt2", "--bw", "10")
+    assert r.exit_code == 0 and "assumed: transformers: --gpu h100, --precision bf16, --batch 8" in r.output
+    r = invoke("compare", "--model", "gpt2", "--bw", "10", "--bucketing", "fsdp")
+    assert r.exit_code == 2 and "Compressor(" not in r.output and "with fsdp" in r.output
+    out = tmp_path / "k.h5"
+    r = invoke("grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out)
+    assert r.exit_code == 0 and out.exists(), r.output

@@ -139,7 +139,11 @@ def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
         rows.append(Row({d: cell[d].item() for d in shown}, base, float(fixed.iteration_time.sel(compressor="none")),
                         times, {c: float(today.scaling_factor.sel(compressor=c)) for c in names},
                         float(fixed.scaling_factor.sel(compressor="none")), 1.0 / fixed_best))
-    return rows, ds, dict(profiles=list(profiles), utilization=utilization, **setup)
+    unset = [k for k in WORKLOAD if given[k] is None] if workload else []
+    assumed = ["transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset)] if unset else []
+    if ds.attrs.get("assumed"):
+        assumed.append(str(ds.attrs["assumed"]))
+    return rows, ds, dict(profiles=list(profiles), utilization=utilization, assumed="; ".join(assumed), **setup)
 
 
 def table(rows: Sequence[Row]) -> str:
@@ -267,7 +271,7 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
     """The paper's two claims and Agarwal et al.'s finding, restated and checked against ``rows``."""
     lines = []
     bandwidths = {r.at["bandwidth"] for r in rows}
-    settings = {k: v for k, v in setup.items() if k not in ("profiles", "utilization")}
+    settings = {k: v for k, v in setup.items() if k not in ("profiles", "utilization", "assumed")}
     if 10 in bandwidths:
         need = solve(setup["profiles"], target=TARGET, axis="ratio", **{**settings, "bandwidth": 10})
         parts, ok = [], True

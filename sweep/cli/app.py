@@ -304,14 +304,28 @@ def _gpus_from_nodes(settings: dict[str, Any], kwargs: dict[str, Any]) -> str:
     return ",".join(str(int(n * count)) for n in nodes)
 
 
+def _layout_target(g: Any, out: Path | None, force: bool, prefix: str) -> Path:
+    """The cube a layout command writes (default ``results/PREFIXMODEL-TIMESTAMP.h5``), checked before any work;
+    then the one line on what was assumed."""
+    import datetime
+
+    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = out if out is not None else Path("results") / f"{prefix}{'+'.join(g.names['model'])}-{stamp}.h5"
+    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    if g.assumed:
+        typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
+    return target
+
+
 def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | None, force: bool, quiet: bool,
                  extras: dict[str, Any]) -> None:
     """``sweep grid`` for a large model: every layout, written as a cube."""
-    import datetime
 
     from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, layouts_dataset
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
 
     for name, value in extras.items():
         if value:
@@ -322,12 +336,7 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
         if given(ctx, name):
             raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
     g = layout_grid_from(ctx, settings)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = out if out is not None else Path("results") / f"{'+'.join(g.names['model'])}-{stamp}.h5"
-    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
-    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
-    if g.assumed:
-        typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
+    target = _layout_target(g, out, force, "")
     ds = layouts_dataset(g, evaluate_layouts_arrays(g))
     write_dataset(ds, target, command=command_line())
     valid = int((ds["status"] == 0).sum())
@@ -441,23 +450,16 @@ def plan(
 
     Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
     """
-    import datetime
 
     from netsweep_jax.sweep.analysis.planning import plan as best
     from netsweep_jax.sweep.analysis.planning import plan_table
     from netsweep_jax.sweep.cli.progress import progress_bar
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     g = layout_grid_from(ctx, settings, search=True)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = out if out is not None else Path("results") / f"plan-{'+'.join(g.names['model'])}-{stamp}.h5"
-    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
-    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
-    if g.assumed:
-        typer.echo(f"assumed: {'; '.join(g.assumed)}", err=True)
+    target = _layout_target(g, out, force, "plan-")
     typer.echo(f"searching {g.inner_size:,} layouts x {g.outer_size:,} settings", err=True)
     bar = progress_bar(not quiet and sys.stderr.isatty())
     if bar is None:
@@ -635,7 +637,9 @@ def compare(
                     compressor=compressor, collective=collective, bucketing=bucketing,
                     iterations_factor=iterations_factor, codec_cost=codec_cost)
     if out is None:
-        rows, _, _ = comparison.compare(**settings)
+        rows, _, setup = comparison.compare(**settings)
+        if setup["assumed"]:
+            typer.echo(f"assumed: {setup['assumed']}", err=True)
         typer.echo(comparison.table(rows))
         return
     for path in comparison.run(out, command=command_line(), force=force, **settings):

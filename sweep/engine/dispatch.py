@@ -42,6 +42,7 @@ def check_kernel(name: str, grid: Grid) -> None:
     """Refuse a kernel name that is unknown, or an explicit Pallas kernel that cannot run ``grid``'s
     sweep (``auto`` chooses the XLA scan there instead). Starts no JAX backend: call it before any file
     is made (and before ``jax.distributed`` starts)."""
+    name = name.lower()  # --kernel XLA is xla
     if name not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     lacks = _pallas_lacks(features_of(grid))
@@ -53,6 +54,7 @@ def check_kernel(name: str, grid: Grid) -> None:
 def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None) -> str:
     """Resolve a kernel name: ``auto`` is Pallas on a GPU, where the sweep's ``features`` allow it,
     and the XLA scan elsewhere; an explicit name is kept (:func:`check_kernel` refuses what cannot run)."""
+    name = name.lower()
     if name not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     if name != "auto":

@@ -472,7 +472,8 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     compressors = parse_compressors(compressor)
     compresses = any(c.method != "none" for c in compressors)
     if compresses and "fsdp" in bucketings:
-        raise InputError(f"fsdp with {compressor}: compression is modelled for all-reduce schedules (horovod, ddp)",
+        named = ",".join(c.name for c in compressors)
+        raise InputError(f"{named} with fsdp: compression is modelled for all-reduce schedules (horovod, ddp)",
                          param="compressor")
     for c in compressors:  # refuse now what the engine could not build later
         if c.method == "powersgd":
@@ -484,6 +485,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     if variables is None:
         variables = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
     kept = tuple(in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))  # whatever order they came in
+    store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     table: Table

@@ -363,13 +363,17 @@ def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CONFIGS, progress=None) -> dict:
+def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CONFIGS, progress=None,
+                 columns: int | None = None) -> dict:
     """The ``keep`` fastest feasible layouts of every outer cell.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
-    layout index, and every output at them [O, K] (O = the outer cells in cube order)."""
+    layout index, and every output at them [O, K] (O = the outer cells in cube order). ``columns``
+    caps the layouts per block (a power of two)."""
     keep = min(keep, grid.inner_size)
     rows, cols = _block_shape(grid, block_configs)
+    if columns is not None:  # layouts per block, a power of two: a smaller block, the same compiled shape
+        cols = min(cols, _pow2(columns, 8))
     cols = max(cols, keep)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {"score": np.full((grid.outer_size, keep), -np.inf),
