@@ -45,6 +45,7 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, LAYOUT_PRECISIONS, RECOMPUTES
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
@@ -102,10 +103,7 @@ def _int(cells: dict[str, str], name: str, path: Path, line: int, rid: str, defa
         if default is None and name in REQUIRED:
             raise InputError(f"{where(path, line)} (row {rid}): {name} is empty; it is required")
         return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where(path, line)} (row {rid}): {name} {text!r} is not a number") from None
+    value = number(text, f"{where(path, line)} (row {rid}): {name}")
     if not value.is_integer() or value < low or value > 1e9:
         raise InputError(f"{where(path, line)} (row {rid}): {name} {text} must be a whole number from {low}")
     return int(value)
@@ -209,10 +207,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     value_text = cells["value"]
     value = None
     if value_text:
-        try:
-            value = float(value_text)
-        except ValueError:
-            raise bad(f"value {value_text!r} is not a number") from None
+        value = number(value_text, f"{where(path, line)} (row {rid}): value")
         if not (math.isfinite(value) and value > 0):
             raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
     year = _int(cells, "year", path, line, rid, default=2025, low=2000)

@@ -126,3 +126,11 @@ def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
 def si_values(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """Stored values of axis ``name`` in kernel units (bit/s, s, bytes, 1)."""
     return np.asarray(values, dtype=np.float64) * NUMERIC_AXES[name].to_si
+
+
+def number(text: str, where_: str) -> float:
+    """``text`` as a float, or one :class:`InputError` ``"<where_> '<text>' is not a number"``."""
+    try:
+        return float(text)
+    except ValueError:
+        raise InputError(f"{where_} {text!r} is not a number") from None

@@ -29,6 +29,7 @@ from typing import Any
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import number
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
 MEASURED = ("scaling_factor", "iteration_time")
@@ -95,10 +96,7 @@ def _cell(name, text, path, lineno):
         if name in TEXT and not text:
             raise InputError(f"{where(path, lineno)}: empty {name}")
         return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where(path, lineno)}: {name} {text!r} is not a number") from None
+    value = number(text, f"{where(path, lineno)}: {name}")
     if name == "scaling_factor" and not (0 < value <= 1):
         raise InputError(f"{where(path, lineno)}: scaling_factor {text} must be in (0, 1]")
     if name in ("iteration_time", "t1") and not (1e-6 <= value <= 1e4 and math.isfinite(value)):
