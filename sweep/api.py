@@ -30,6 +30,7 @@ from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import AxisValues, GridOptions, Models
+from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile, load_profile
@@ -195,7 +196,7 @@ class Validation:
     paths: tuple[Path, ...] = ()
 
 
-def validate(dataset: str | Path | None = None, *, out: str | Path | None = None,
+def validate(dataset: str | Path | None = None, *, out: str | Path | None = None, force: bool = False,
              progress: Callable[[str], object] | None = None) -> Validation:
     """The held-out protocol on measured runs (``sweep validate``): how well three models predict.
 
@@ -208,14 +209,19 @@ def validate(dataset: str | Path | None = None, *, out: str | Path | None = None
       dataset: a measurements CSV (as :func:`calibrate`'s, with ``framework`` and ``network``
         columns and scaling factors); default: the shipped published measurements.
       out: also write REPORT.md, predictions.csv and measured_vs_predicted.png into this directory.
+      force: replace those files where they exist (never through a link); without it they are refused,
+        before anything is fitted.
       progress: called with a line of text as each model is fitted (each takes seconds).
 
     Returns:
       :class:`Validation`: the errors per model, predictions per row, and the files written.
     """
     path = _validation.DATASET if dataset is None else _path(dataset, "dataset")
+    if out is not None:
+        _check_report_directory(_path(out, "out"), _validation.FILES, force=force)
     meas, predictions, train, fits = _validation.run_validation(path, progress)
-    paths = () if out is None else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits))
+    paths = () if out is None else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits,
+                                                                  force=force))
     errors = tuple(ModelErrors(m.name, m.description, held, worst, in_sample, mean)
                    for m, held, worst, in_sample, mean in _validation.errors(meas, predictions, train))
     return Validation(errors, dict(predictions), np.array(meas.columns["scaling_factor"], np.float64), train,
@@ -249,7 +255,8 @@ def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comp
             collective: str = "nccl-ring", bucketing: str = "ddp",
             iterations_factor: str | Mapping[str, float] | None = None, codec_cost: str | Path | None = None,
             gpu: str | None = None, precision: str | None = None, batch: int | None = None,
-            seq_len: int | None = None, out: str | Path | None = None, **axes: Any) -> Comparison:
+            seq_len: int | None = None, out: str | Path | None = None, force: bool = False,
+            **axes: Any) -> Comparison:
     """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
 
     Compares no compression at today's ``utilization``, no compression with the transport
@@ -266,6 +273,7 @@ def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comp
       codec_cost: JSON file overriding the codec throughput model.
       gpu, precision, batch, seq_len: the transformers' workload (default: h100, bf16, batch 8).
       out: also write REPORT.md, compare.csv and speedups.png into this directory.
+      force: replace those files where they exist (never through a link); without it they are refused.
       **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
 
     Returns:
@@ -280,7 +288,7 @@ def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comp
         model, bandwidth=bandwidth, utilization=utilization, compressor=compressor, nodes=nodes,
         gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, iterations_factor=iterations_factor,
         codec_cost=codec_cost, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, **axes)
-    paths = () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup))
+    paths = () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup, force=force))
     return Comparison(tuple(rows), ds, paths)
 
 

@@ -135,3 +135,12 @@ def test_bad_input_is_one_line(call, param):
         call()
     message = str(info.value)
     assert isinstance(info.value, ValueError) and "\n" not in message and param in message, message
+
+
+def test_reports_from_python_keep_a_users_files_unless_forced(tmp_path):
+    (tmp_path / "REPORT.md").write_text("mine")
+    with pytest.raises(InputError, match="file exists"):
+        sweep.compare("resnet50", bandwidth=10, out=tmp_path)
+    assert (tmp_path / "REPORT.md").read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
+    result = sweep.compare("resnet50", bandwidth=10, out=tmp_path, force=True)
+    assert len(result.paths) == 3 and (tmp_path / "REPORT.md").read_text().startswith("# Fix the transport")
