@@ -252,17 +252,15 @@ def _steps_latency(steps: Value, crosses: Value, lay: Layout) -> Value:
     return jnp.where(crosses, steps * lay.latency, 0.0)
 
 
-def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only: bool = False) -> Value:
-    """Seconds for each of ``size`` GPUs to all-reduce ``nbytes`` (ring, tree or the cheaper: ``collective``)."""
+def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only: Value = False) -> Value:
+    """Seconds for each of ``size`` GPUs to all-reduce ``nbytes`` (ring, tree or the cheaper: ``collective``;
+    a ring where ``ring_only``)."""
     bw, crosses = group_bandwidth(size, stride, lay)
     n = jnp.maximum(size, 1.0)
     ring = 2.0 * (n - 1.0) / n * nbytes / bw + _steps_latency(2.0 * (n - 1.0), crosses, lay)
     tree = 2.0 * nbytes / bw + _steps_latency(2.0 * jnp.ceil(jnp.log2(n)), crosses, lay)
-    if ring_only:
-        chosen = ring
-    else:
-        chosen = jnp.where(lay.collective == 0, ring, jnp.where(lay.collective == 1, tree, jnp.minimum(ring, tree)))
-    return jnp.where(n > 1, chosen, 0.0)
+    chosen = jnp.where(lay.collective == 0, ring, jnp.where(lay.collective == 1, tree, jnp.minimum(ring, tree)))
+    return jnp.where(n > 1, jnp.where(ring_only, ring, chosen), 0.0)
 
 
 def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Layout) -> Value:
@@ -328,9 +326,8 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     logits_flops = 2.0 * h * v
 
     attn_params = 2.0 * h * qw + 2.0 * h * kvw + 2.0 * h
-    expert_params_moe = E * mats * h * fe
     dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
-    expert_params = Le * expert_params_moe / L  # per average layer
+    expert_params = Le * E * mats * h * fe / L  # per average layer
     # Experts: classic expert parallelism carves EP out of DP x CP and splits each expert over the TP group
     # (expert TP = t); when EP does not divide DP x CP, Megatron-Core's MoE parallel folding spans EP over
     # TP x CP x DP with whole experts (expert TP = 1). Their gradients are reduced over the rest.
@@ -360,8 +357,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
 
     # --- communication per layer and micro-batch ------------------------------------------------------
     x_tp = tokens * h * dev.act_bytes
-    tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=False)
-    tp_ar = jnp.where(sp, all_reduce(x_tp, t, 1.0, lay, ring_only=True), tp_ar)
+    tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=sp)  # with SP: reduce-scatter + all-gather, a ring
     tp_forward = 2.0 * tp_ar
     tp_backward = tp_ar * (2.0 + jnp.where(lay.recompute >= 2, 2.0, 0.0))
     tp_layer = tp_forward + tp_backward
@@ -377,7 +373,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
     ep_stride = jnp.where(classic, t * c, 1.0)  # EP after TP and CP in rank order, or spanning them
     ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
-    nic_ep, ep_cross = group_bandwidth(e, ep_stride, lay)
+    nic_ep, _ = group_bandwidth(e, ep_stride, lay)
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
@@ -392,8 +388,10 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
     ag3 = (scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay)
            + scatter_or_gather(expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay))
+    # The layer's gradients reduced over their data-parallel groups: dense over dp x cp, experts over the rest.
     rs3 = (scatter_or_gather(dense_grads, dp_group, t, lay)
            + scatter_or_gather(expert_grads, expert_dp, expert_stride, lay))
+    ar_grads = all_reduce(dense_grads, dp_group, t, lay) + all_reduce(expert_grads, expert_dp, expert_stride, lay)
     z3_layer = jnp.where(zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0)
     _, dp_cross = group_bandwidth(dp_group, t, lay)
 
@@ -436,10 +434,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     bubble = bubble_steps * t_max
 
     # --- data-parallel synchronisation during the last micro-batch's backward -------------------------
-    gamma = (jnp.where(zero >= 1, scatter_or_gather(dense_grads, dp_group, t, lay),
-                       all_reduce(dense_grads, dp_group, t, lay))
-             + jnp.where(zero >= 1, scatter_or_gather(expert_grads, expert_dp, expert_stride, lay),
-                         all_reduce(expert_grads, expert_dp, expert_stride, lay)))
+    gamma = jnp.where(zero >= 1, rs3, ar_grads)  # a reduce-scatter at ZeRO 1/2, else an all-reduce
     embed_grads = embed_params * dev.grad_bytes
     gamma_embed = jnp.where(zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay),
                             all_reduce(embed_grads, dp_group, t, lay))

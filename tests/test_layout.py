@@ -314,3 +314,14 @@ def test_a_data_parallel_group_over_whole_nodes_is_netsweeps_nccl_ring():
                 utilization=jnp.float64(util), latency=jnp.float64(latency), collective=jnp.float64(0))
             layout = float(kernel.all_reduce(jnp.float64(size), jnp.float64(n), jnp.float64(1), lay))
         assert layout == pytest.approx(dp_family, rel=1e-12)
+
+
+def test_cli_arch_and_presets_share_a_sweep_but_not_with_profiles(tmp_path):
+    out = tmp_path / "both.h5"
+    r = invoke("grid", "--model", "llama3-8b", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+               "--gpus", "8", "--global-batch", "8", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert list(open_cube(out).model.values) == ["arch", "llama3-8b"]
+    r = invoke("grid", "--model", "resnet50", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+               "--gpus", "8", "--global-batch", "8", "--out", tmp_path / "no.h5")
+    assert r.exit_code == 2 and "(resnet50) cannot share a sweep" in r.output and not (tmp_path / "no.h5").exists()

@@ -124,3 +124,11 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
     assert set(fitted["constants"]) == {"efficiency", "utilization"} and len(fitted["runs"]) == 19
     r = invoke("calibrate", runs, "--fit", "latency")
     assert r.exit_code == 2 and "--fit" in r.output
+
+
+def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):
+    rows = lambda edit: _write(tmp_path, lambda rs: [edit(next(r for r in rs if r["id"] == "MB-H100-02"))])  # noqa: E731
+    (run,) = V.read_runs(rows(lambda r: {**r, "seq_len": "4096"}))
+    assert run.llm.seq == 4096 and run.llm.layers == 80  # llama3-70b trained at 4096 tokens
+    with pytest.raises(InputError, match="layers 81 is not preset llama3-70b's 80"):
+        V.read_runs(rows(lambda r: {**r, "layers": "81"}))

@@ -43,7 +43,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, LAYOUT_PRECISIONS, RECOMPUTES
+from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, BREAKDOWN, LAYOUT_PRECISIONS, RECOMPUTES, waits_on
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
@@ -151,6 +151,14 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
         llm = LLMS[preset]
         model = preset
+        for name, field in (("layers", "layers"), ("hidden", "hidden"), ("heads", "heads"), ("vocab", "vocab")):
+            stated = _int(cells, name, path, line, rid, default=0)
+            if stated and stated != getattr(llm, field):
+                raise bad(f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
+                          f"the shape instead of the preset")
+        seq = _int(cells, "seq_len", path, line, rid, default=0)
+        if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
+            llm = dataclasses.replace(llm, seq=seq)
     else:
         shape = {name: _int(cells, name, path, line, rid) for name in SHAPE}
         if any(v is None for v in shape.values()):
@@ -412,9 +420,6 @@ GROUP_NAMES = {
     "megatron-h100": "NVIDIA Megatron-LM / Megatron-Bridge recipes, H100",
     "megatron-gb200": "NVIDIA Megatron-LM / Megatron-Bridge recipes, GB200",
 }
-WAITS = {"compute": "compute", "recompute_time": "recompute", "bubble": "bubble", "tp_exposed": "TP",
-         "cp_exposed": "CP", "ep_exposed": "EP", "pp_exposed": "PP", "dp_exposed": "DP", "optimizer": "optimizer",
-         "overhead_time": "overhead"}
 TARGET_MEDIAN, TARGET_MAX = 0.08, 0.20
 
 
@@ -425,9 +430,7 @@ def _pct(x: float) -> str:
 def _terms(v: Validation, model: str, i: int) -> str:
     """The step's two largest terms for row i, as shares."""
     out = v.outputs[model]
-    total = out["iteration_time"][i]
-    ranked = sorted(WAITS, key=lambda k: -out[k][i])[:2]
-    return ", ".join(f"{WAITS[k]} {out[k][i] / total:.0%}" for k in ranked)
+    return waits_on({k: out[k][i] for k in BREAKDOWN}, out["iteration_time"][i])
 
 
 def findings(v: Validation, model: str = "trained") -> list[str]:

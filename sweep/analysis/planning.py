@@ -14,17 +14,13 @@ import math
 import numpy as np
 import xarray as xr
 
-from netsweep_jax.kernels.layout import BREAKDOWN
-from netsweep_jax.sweep.core.layout_axes import AXES, INNER, OUTER, VARIABLES, coordinate_attrs
+from netsweep_jax.sweep.core.layout_axes import AXES, INNER, OUTER, VARIABLES, coordinate_attrs, waits_on
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 from netsweep_jax.sweep.model.llms import LLM
 
 # What the network must cost for it to be called the bottleneck: the share of the step spent waiting
 # on traffic that leaves the NVLink domain.
 BOTTLENECK_SHARE = 0.2
-WAITS_ON = {"compute": "compute", "recompute_time": "recompute", "bubble": "pipeline bubble",
-            "tp_exposed": "TP comm", "cp_exposed": "CP comm", "ep_exposed": "EP all-to-all",
-            "pp_exposed": "PP sends", "dp_exposed": "DP sync", "optimizer": "optimizer", "overhead_time": "overhead"}
 
 
 def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
@@ -125,9 +121,7 @@ def plan_table(ds: xr.Dataset) -> str:
                 lines.append(f"  {r + 1} (no other layout can exist and fit in memory)")
                 break
             row["dp"] = _dp(row, cell)
-            terms = {WAITS_ON[k]: row[k] for k in BREAKDOWN}
-            top = sorted(terms.items(), key=lambda kv: -kv[1])[:2]
-            waits = ", ".join(f"{name} {value / row['iteration_time']:.0%}" for name, value in top)
+            waits = waits_on(row, row["iteration_time"])
             share = row["network_fraction"]
             flag = " <- network-bound" if share >= BOTTLENECK_SHARE else ""
             lines.append(f"  {r + 1} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} {row['mfu']:>5.2f} "

@@ -236,13 +236,16 @@ def is_layout_sweep(ctx: typer.Context, settings: dict[str, Any]) -> bool:
     """A large-model preset or --arch: the layout family (kernels.layout), not the data-parallel profiles."""
     from netsweep_jax.sweep.model.llms import LLMS
 
-    names = [n.strip().lower() for n in str(settings.get("model") or "").split(",") if n.strip()]
+    arch = settings.get("arch") is not None
+    # Without --model the default profile stands for nothing when --arch is given.
+    text = settings.get("model") if given(ctx, "model") or not arch else ""
+    names = [n.strip().lower() for n in str(text or "").split(",") if n.strip()]
     large = [n for n in names if n in LLMS]
-    if large and len(large) != len(names) or (settings.get("arch") and given(ctx, "model")):
-        other = [n for n in names if n not in LLMS]
-        raise InputError(f"{settings.get('model')}: large-model presets ({', '.join(large) or '--arch'}) and "
-                         f"data-parallel profiles ({', '.join(other)}) cannot share a sweep", param="model")
-    return bool(large) or settings.get("arch") is not None
+    other = [n for n in names if n not in LLMS]
+    if (large or arch) and other:
+        raise InputError(f"{text}: large-model presets or --arch and data-parallel profiles ({', '.join(other)}) "
+                         f"cannot share a sweep", param="model")
+    return bool(large) or arch
 
 
 def refuse_layout_options(settings: dict[str, Any]) -> None:

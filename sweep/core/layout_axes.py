@@ -61,6 +61,16 @@ VARIABLES: dict[str, tuple[str, str]] = {
 }
 BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
              "dp_exposed", "optimizer", "overhead_time")
+# How a breakdown term reads where a step is said to wait on it.
+WAITS_ON = {"compute": "compute", "recompute_time": "recompute", "bubble": "pipeline bubble",
+            "tp_exposed": "TP comm", "cp_exposed": "CP comm", "ep_exposed": "EP all-to-all",
+            "pp_exposed": "PP sends", "dp_exposed": "DP sync", "optimizer": "optimizer", "overhead_time": "overhead"}
+
+
+def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:
+    """The ``count`` largest breakdown terms as shares of ``total``: ``compute 66%, DP sync 21%``."""
+    ranked = sorted(BREAKDOWN, key=lambda k: -terms[k])[:count]
+    return ", ".join(f"{WAITS_ON[k]} {terms[k] / total:.0%}" for k in ranked)
 
 
 def coordinate_attrs(dim: str) -> dict[str, str]:

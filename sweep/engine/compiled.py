@@ -17,8 +17,10 @@ from netsweep_jax.kernels import fit
 from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
 from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
+from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
 from netsweep_jax.sweep.core.layout_axes import INNER as LAYOUT_INNER
 from netsweep_jax.sweep.core.layout_axes import OUTER as LAYOUT_OUTER
+from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.engine.reductions import DevicePlan, device_reduce
 
@@ -114,6 +116,9 @@ def residual_jacobian(params: jax.Array, rows: fit.Rows, target: jax.Array, *, s
 
 
 # --- layout sweeps (kernels.layout): a block is R outer cells by C layouts, gathered on the device ---
+
+if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN != LAYOUT_BREAKDOWN:
+    raise ImportError("kernels.layout's OUTPUTS or BREAKDOWN differ from sweep.core.layout_axes' VARIABLES or BREAKDOWN")
 
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N

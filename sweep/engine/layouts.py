@@ -230,8 +230,6 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)
-    if not any(v for k, v in given.items() if k in ("ep",)) and "ep" not in search:
-        values["ep"] = np.ones(1)
     assumed = _assumed(given, names, models, search)
     return LayoutGrid(tuple(models), names, values, dtype, assumed)
 
@@ -274,6 +272,7 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
 
 
 def _pow2(n: int, low: int) -> int:
+    """The smallest power of two that holds ``n`` and is at least ``low`` (a power of two)."""
     return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
 
 
@@ -467,7 +466,7 @@ def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np
     asked = efficiency.shape
     # Pad to at least 64 rows by 2048 candidates, powers of two (repeating the last), so that every call of a
     # fit or a validation shares one compiled shape; the padding is cut off the result.
-    padded = tuple(1 << max(low, (n - 1).bit_length()) for n, low in zip(asked, (6, 11)))
+    padded = tuple(_pow2(n, low) for n, low in zip(asked, (64, 2048)))
     pad = [(0, p - n) for p, n in zip(padded, asked)]
     efficiency, utilization = np.pad(efficiency, pad, mode="edge"), np.pad(utilization, pad, mode="edge")
     rows = list(rows) + [rows[-1]] * (padded[0] - len(rows))
