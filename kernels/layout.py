@@ -64,7 +64,9 @@ Per layer and micro-batch, on the GPU's critical path:
   core's compute up to its length: exposed = max(0, exchange - core).
 - EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
   bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
-  NICs (the slower sets the time).
+  NICs (the slower sets the time). Every member sends its off-domain share at once, so
+  each goes through its own K / G of the node's NICs, K beta u / G bytes/s (not a ring's
+  q / G: that would credit one GPU with its group's NICs on the node).
 - ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
@@ -248,6 +250,11 @@ def group_bandwidth(size: Value, stride: Value, lay: Layout) -> tuple[Value, Val
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
 
 
+def nic_per_gpu(lay: Layout) -> Value:
+    """Bytes/s of one GPU's share of its node's NICs, when every GPU of the node sends at once."""
+    return lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization / lay.gpus_per_node
+
+
 def _steps_latency(steps: Value, crosses: Value, lay: Layout) -> Value:
     return jnp.where(crosses, steps * lay.latency, 0.0)
 
@@ -373,7 +380,10 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
     ep_stride = jnp.where(classic, t * c, 1.0)  # EP after TP and CP in rank order, or spanning them
     ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
-    nic_ep, _ = group_bandwidth(e, ep_stride, lay)
+    # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
+    # once, each GPU through its own share of the node's NICs: K / G of them, however many of its group
+    # share the node.
+    nic_ep = nic_per_gpu(lay)
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)

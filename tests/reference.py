@@ -444,7 +444,7 @@ def layout_step(arch, dev, lay):
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
         stride = t * c if classic else 1
         near = min(max(lay["nvlink_domain"] / stride, 1), e)
-        bw, _ = _group_bw(e, stride, lay)
+        bw = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]  # own NIC share
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
         ep_layer = 4 * max(intra, inter) * Le / L

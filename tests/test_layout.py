@@ -130,6 +130,21 @@ def test_tp_across_nodes_is_network_time():
     assert out["network_fraction"] > 0.1
 
 
+def test_expert_all_to_all_takes_each_gpus_own_nic_share_by_hand():
+    # One MoE layer, EP 16 over two 8-GPU nodes (TP 1), 8 x 200 Gbit/s NICs per node: each GPU dispatches
+    # X = b s h k bytes, 7/16 of it to the peers on its node (NVLink, 300 GB/s) and 8/16 to the other node,
+    # all 16 at once, so each through its own 25 GB/s NIC (not the 8 NICs of its group's members on the node).
+    h, s, k = 4096, 2048, 2
+    case = _gpt3(layers=1, moe_layers=1, experts=16, top_k=k, expert_ffn=1024, hidden=h, heads=32, kv_heads=32,
+                 q_width=h, kv_width=h, ffn=4 * h, seq=s, tp=1, ep=16, gpus=16, global_batch=16)
+    out = _one(case)
+    x = s * h * k * 2
+    nvlink, nic = 7 / 16 * x / 300e9, 8 / 16 * x / (8 * 200e9 / 8 / 8)
+    assert nic > nvlink
+    assert out["ep_exposed"] == pytest.approx(4 * nic, rel=1e-12)  # dispatch and combine, forward and backward
+    assert out["ep_exposed"] > 0 and out["network_fraction"] > 0
+
+
 def test_bubble_by_hand():
     # Narayanan et al. SC'21, section 2.2: the bubble is (p - 1) / V stage-micro-batch times.
     for chunks in (1, 2, 4):
