@@ -34,10 +34,11 @@ def reference_rate(grid, samples=4000):
     rng = random.Random(0)
     codes, tables = grid.codes(), grid.tables()
     arch_fields = dict(zip(("layers", "hidden", "heads", "kv_heads", "q_width", "kv_width", "ffn", "vocab", "seq",
-                            "experts", "top_k", "expert_ffn", "shared_experts", "moe_layers", "gated", "tied"),
+                            "experts", "top_k", "expert_ffn", "shared_experts", "moe_layers", "gated", "tied", "dropout"),
                            (int(x) for x in tables["arch"][0])))
     gpu = dict(zip(GPU_FIELDS, tables["gpu"][0]))
-    dev = dict(peak=gpu["half"], hbm=gpu["hbm"], memory=gpu["memory"], param_bytes=2.0, grad_bytes=4.0, act_bytes=2.0)
+    dev = dict(peak=gpu["half"], hbm=gpu["hbm"], memory=gpu["memory"], param_bytes=2.0, grad_bytes=4.0, act_bytes=2.0,
+               usable=0.95, gemm_input_bytes=2.0)
     cells = []
     for _ in range(samples):
         v = {d: float(rng.choice(list(codes[d]))) for d in DIMS}
@@ -47,7 +48,7 @@ def reference_rate(grid, samples=4000):
                    nvlink_domain=gpu["domain"], nvlink_bw=gpu["nvlink"], gpus_per_node=gpu["gpus_per_node"],
                    nics_per_node=v["nics_per_node"], bandwidth=v["bandwidth"], utilization=1.0, latency=0.0,
                    collective=v["collective"], efficiency=v["efficiency"], overhead=0.0, slowdown=0.0, straggle=0.0,
-                   imbalance=1.0)
+                   imbalance=1.0, offload_layers=0)
         cells.append({k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()})
     cells = [lay for lay in cells if reference.layout_status(arch_fields, lay) == 0]  # the full computation only
     t = time.perf_counter()

@@ -105,30 +105,44 @@ and ``overhead`` is added once per step when N > 1 (as :mod:`kernels.overlap`):
 
     iteration_time = T_pipe + dp_exposed + optimizer + multi overhead
 
-Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA
-and gated MLPs): weights, gradients and Adam states of the GPU's parameters (P_w
-bytes_param + P grad_bytes + 12 P, divided by D c for what ZeRO shards: optimizer
-states from 1, gradients from 2, weights at 3), and activations per layer and
-micro-batch of b (s / c) tokens
+Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA,
+gated MLPs and experts): weights, gradients and Adam states of the GPU's parameters
+(P_w bytes_param + P grad_bytes + 12 P; grad_bytes as the gradients are kept and reduced:
+4 in fp32, 2 in bf16), what ZeRO shards divided by its group (optimizer states from 1,
+gradients from 2, weights at 3): dense parameters over the D c data-parallel GPUs, expert
+parameters over the expert data-parallel group D c t / (e etp) (Megatron-Core's expert
+optimizer), and activations per layer and micro-batch of b (s / c) tokens
 
     A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
                                                              term dropped by selective,
                                                              absent with flash attention)
-    all = 4 + (3 + 4 w_q / h + 4 w_kv / h) + (3 + (4 or 8) f / h)   (norms, attention, MLP:
-                                                                     34 for GPT-3's shape)
-    u_ = 10, s_ = all - 10     (TP without SP: norms, block inputs, dropout masks unsplit)
+    all  = 4 + (g + d + (2 + g) w_q / h + 4 w_kv / h) + ((L - L_e) mlp + L_e moe) / L
+    mlp  = g + d + ((4 or 2) + g) f / h      (fc1's input and the dropout mask; fused SwiGLU
+                                              saves only its 2f input, GELU its input, and
+                                              fc2 its f input; 34 in all for GPT-3's shape)
+    moe  = g + d + (g + 2) k I + ((4 or 2) + g) f_e (k I + S) / h   (k dispatched copies and
+                                              expert outputs, the experts' MLPs on the busiest GPU)
+    g = 2 bytes per GEMM input kept for the backward (1 under fp8: Transformer Engine keeps the
+    fp8 cast), d = 1 for a model trained with dropout (its masks), else 0
+    u_ = 4 + 2 (g + d), s_ = all - u_   (TP without SP: norms, block inputs, masks unsplit)
     u_ = 0,  s_ = all          (with SP, or t = 1)
     A_full = 2 b (s / c) h / (t if SP else 1)                       (full recompute)
 
 held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
-1F1B), times 1 + (p - 1) / (p V) when interleaved, plus the logits' fp32
-4 b (s / c) v / t on the last stage. ``fits`` compares the larger stage with the
-GPU's memory.
+1F1B), times 1 + (p - 1) / (p V) when interleaved, for all but ``offload_layers`` of a
+stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
+host; at least one layer stays; the copies are taken to hide behind compute), with each
+micro-batch's token ids and embedding dropout mask b (s / c) (8 + d h) (/ t with SP) on the
+first stage and the fp32
+logits and output-layer input 4 b (s / c) (v + h) / t on the last (the terms of
+Megatron-LM's theoretical_memory_usage.py). The larger stage must fit the usable memory,
+``usable`` x the capacity the driver reports: ``fits``, and ``memory_free_gb`` what it
+leaves (negative: what it lacks).
 
 Outputs per configuration: ``iteration_time`` (s), ``tokens_per_s``, ``mfu`` (model
 FLOPs 3 B s (L F + logits) over time x peak x N), ``tflops_per_gpu`` (model FLOPs),
 ``hardware_tflops_per_gpu`` (adds the recomputed forward, as SC'21 counts),
-``memory_gb``, ``fits``, ``status`` (0 = a layout that can exist, else the first rule
+``memory_gb``, ``memory_free_gb``, ``fits``, ``status`` (0 = a layout that can exist, else the first rule
 it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
 ``bubble``, ``tp_exposed``, ``cp_exposed``, ``ep_exposed``, ``pp_exposed``,
 ``dp_exposed``, ``optimizer``, ``overhead_time`` (they add up to ``iteration_time``;
@@ -155,7 +169,7 @@ STATUS = (
     "tp x pp x cp x dp is not the GPU count",
 )
 OUTPUTS = ("iteration_time", "tokens_per_s", "mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gb",
-           "fits", "status", "compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed",
+           "memory_free_gb", "fits", "status", "compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed",
            "pp_exposed", "dp_exposed", "optimizer", "overhead_time", "network_fraction")
 BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
              "dp_exposed", "optimizer", "overhead_time")
@@ -166,7 +180,7 @@ OPTIMIZER_TRAFFIC = 32.0  # Adam with fp32 master weights: 16 bytes per paramete
 
 class Arch(NamedTuple):
     """A transformer (each field a float array). ``q_width`` = heads x head dimension, ``kv_width`` = KV heads
-    x head dimension; ``experts`` 0 is a dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e."""
+    x head dimension; ``experts`` 0 is a dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
 
     layers: Value
     hidden: Value
@@ -184,10 +198,14 @@ class Arch(NamedTuple):
     moe_layers: Value
     gated: Value
     tied: Value
+    dropout: Value
 
 
 class Device(NamedTuple):
-    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes), bytes per element."""
+    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes, as the driver reports
+    it), bytes per element (gradients as kept and reduced), and ``usable``: the fraction of the memory a
+    training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
+    allocator's fragmentation)."""
 
     peak: Value
     hbm: Value
@@ -195,6 +213,8 @@ class Device(NamedTuple):
     param_bytes: Value
     grad_bytes: Value
     act_bytes: Value
+    gemm_input_bytes: Value
+    usable: Value
 
 
 class Layout(NamedTuple):
@@ -205,7 +225,8 @@ class Layout(NamedTuple):
     zero (0-3), flash (1: fused flash attention, scores never stored; 0: unfused), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
     (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
-    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1).
+    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1), offload_layers (layers per stage
+    whose activations are offloaded to the host).
     """
 
     gpus: Value
@@ -234,6 +255,7 @@ class Layout(NamedTuple):
     slowdown: Value
     straggle: Value
     imbalance: Value
+    offload_layers: Value
 
 
 def _divides(n: Value, d: Value) -> Value:
@@ -346,10 +368,22 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     embed_params = v * h / t
 
     sp = lay.sequence_parallel > 0
-    mlp_act = 3.0 + jnp.where(arch.gated > 0, 8.0, 4.0) * f / h
-    attention_act = 3.0 + 4.0 * qw / h + 4.0 * kvw / h
-    total_lin = 4.0 + attention_act + mlp_act  # layernorms, attention, MLP: 34 for GPT-3's shape
-    unsplit = jnp.where(sp | (t <= 1), 0.0, 10.0)
+    # Activations per token, in units of h bytes. A GEMM's input is kept in g bytes (2; 1 under fp8, as
+    # Transformer Engine keeps its fp8 cast for the backward), everything else in 2; dropout masks (1 each)
+    # only where the model trains with dropout. MLP: fc1's input and the mask, then per f wide the saved
+    # GELU input and fc2's input (2 + g), or fused SwiGLU's one saved input, the 2f-wide gate and up pair,
+    # and fc2's input (4 + g: Megatron-Core's fused_bias_swiglu saves only its input).
+    g_in, mask = dev.gemm_input_bytes, arch.dropout
+    per_width = jnp.where(arch.gated > 0, 4.0, 2.0) + g_in
+    mlp_act = g_in + mask + per_width * f / h
+    # A MoE layer: each token's k dispatched copies (fc1's inputs) and k expert outputs (kept to combine
+    # them), the routed and shared experts' MLPs at their width (imbalance I on the busiest GPU's tokens).
+    moe_act = g_in + mask + (g_in + 2.0) * k * lay.imbalance + per_width * fe * (k * lay.imbalance + S) / h
+    ffn_act = (dense_layers * mlp_act + Le * moe_act) / L
+    # Attention: QKV's input and the mask; Q, K and V as flash attention keeps them; the output projection's input.
+    attention_act = g_in + mask + (2.0 + g_in) * qw / h + 4.0 * kvw / h
+    total_lin = 4.0 + attention_act + ffn_act  # the two norms' inputs, attention, MLP: 34 for GPT-3's shape
+    unsplit = jnp.where(sp | (t <= 1), 0.0, 4.0 + 2.0 * (g_in + mask))  # norms' and blocks' inputs, masks
     # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
     # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
     score_bytes = jnp.where(lay.flash > 0, 0.0, 5.0 * a * tokens * s / t)
@@ -466,15 +500,24 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
                                              0.0))
     dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
     # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
-    # holds the output layer (Megatron keeps a copy of tied embeddings there).
-    stage_params = jnp.maximum(n_first * layer_params + embed_params * (1.0 + jnp.where(is_one, untied, 0.0)),
-                               jnp.where(exists[2], n_last * layer_params + embed_params, 0.0))
-    gather = scatter_or_gather(stage_params * dev.param_bytes, dp_group, t, lay)
+    # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
+    # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's
+    # expert optimizer: world / (etp ep pp) GPUs).
+    dense_layer, expert_layer = dense_params / t, expert_params / (etp * e)
+    first_dense = n_first * dense_layer + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
+    last_dense = n_last * dense_layer + embed_params
+    first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[2]
+    stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
+    stage_expert = jnp.where(first_is_larger, n_first, n_last) * expert_layer
+    stage_params = stage_dense + stage_expert
+    gather = (scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay)
+              + scatter_or_gather(stage_expert * dev.param_bytes, expert_dp, expert_stride, lay))
     gather_exposed = jnp.where((zero >= 1) & (zero < 3), jnp.maximum(0.0, gather - n_first * t_f), 0.0)
     out["dp_exposed"] = out["dp_exposed"] + dp_sync + gather_exposed
 
     shard = jnp.where(zero >= 1, dp_group, 1.0)
-    optimizer = OPTIMIZER_TRAFFIC * stage_params / shard / dev.hbm * kappa
+    expert_shard = jnp.where(zero >= 1, expert_dp, 1.0)
+    optimizer = OPTIMIZER_TRAFFIC * (stage_dense / shard + stage_expert / expert_shard) / dev.hbm * kappa
     overhead = jnp.where(gpus > 1, lay.overhead, 0.0)
     out.update(bubble=bubble, optimizer=optimizer, overhead_time=overhead)
     iteration: Value = sum(out[key] for key in BREAKDOWN)
@@ -489,14 +532,25 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
                + jnp.where(dp_cross, out["dp_exposed"], 0.0))
 
     # --- memory per GPU ------------------------------------------------------------------------------
-    weights_div = jnp.where(zero >= 3, dp_group, 1.0)
-    grads_div = jnp.where(zero >= 2, dp_group, 1.0)
-    states = stage_params * (dev.param_bytes / weights_div + dev.grad_bytes / grads_div + ADAM_BYTES / shard)
+    def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO
+        return (dev.param_bytes / jnp.where(zero >= 3, group, 1.0) + dev.grad_bytes / jnp.where(zero >= 2, group, 1.0)
+                + ADAM_BYTES / jnp.where(zero >= 1, group, 1.0))
+
+    states = stage_dense * states_per_param(dp_group) + stage_expert * states_per_param(expert_dp)
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
     act_kept = jnp.where(lay.recompute >= 2, act_full, jnp.where(lay.recompute >= 1, lin_bytes, act_layer))
     in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
-    activations = jnp.maximum(n_first * act_kept * in_flight,
-                              n_last * act_kept * jnp.where(is_one, in_flight, 1.0) + 4.0 * tokens * v / t)
+    # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
+    # the last, the fp32 logits and the fp32 input of the output layer.
+    embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
+    head_act = 4.0 * tokens * (v + h) / t
+
+    def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
+        return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
+
+    activations = jnp.maximum(on_gpu(n_first) * act_kept * in_flight + embed_act,
+                              on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0) + head_act
+                              + jnp.where(is_one, embed_act, 0.0))
     gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's
     memory = states + gathered + activations
 
@@ -510,9 +564,10 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         tflops_per_gpu=model_flops / (iteration * gpus) / 1e12,
         hardware_tflops_per_gpu=(model_flops + recompute_flops) / (iteration * gpus) / 1e12,
         memory_gb=memory / 1e9,
+        memory_free_gb=(dev.usable * dev.memory - memory) / 1e9,
         network_fraction=network / iteration,
     )
     result = {key: jnp.where(ok, val, nan).astype(f32) for key, val in result.items()}
-    result["fits"] = jnp.where(ok, (memory <= dev.memory).astype(f32), nan).astype(f32)
+    result["fits"] = jnp.where(ok, (memory <= dev.usable * dev.memory).astype(f32), nan).astype(f32)
     result["status"] = status
     return result

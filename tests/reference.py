@@ -423,8 +423,12 @@ def layout_step(arch, dev, lay):
     expert_dp, expert_stride = t * dp * c / (e * etp), e * etp
     params = dense / t + experts / (etp * e)
     embed = v * h / t
-    lin = 4 + (3 + 4 * qw / h + 4 * kvw / h) + (3 + (8 if arch["gated"] else 4) * f / h)
-    unsplit = 0 if (sp or t <= 1) else 10
+    g, d = dev["gemm_input_bytes"], arch["dropout"]  # bytes of a GEMM input kept; 1 for dropout masks
+    width = (4 if arch["gated"] else 2) + g  # fused SwiGLU keeps its 2f input, GELU its input; fc2's input
+    mlp_act = g + d + width * f / h
+    moe_act = g + d + (g + 2) * k * lay["imbalance"] + width * fe * (k * lay["imbalance"] + S) / h
+    lin = 4 + (g + d + (2 + g) * qw / h + 4 * kvw / h) + ((L - Le) * mlp_act + Le * moe_act) / L
+    unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
     score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
     fwd = (tokens * paced / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]) * kappa
@@ -501,14 +505,18 @@ def layout_step(arch, dev, lay):
                 end = max(end, clock) + gamma_embed
             slack = i * n * beta
             dp_sync = max(dp_sync, end - clock - slack)
-    stage_params = max(counts[0] * params + embed * (2 if p == 1 and not arch["tied"] else 1),
-                       counts[-1] * params + embed if p > 1 else 0.0)
+    # (dense, expert) parameters of the first and the last stage; the larger one is kept
+    first = (counts[0] * dense / t + embed * (2 if p == 1 and not arch["tied"] else 1), counts[0] * experts / (etp * e))
+    last = (counts[-1] * dense / t + embed, counts[-1] * experts / (etp * e)) if p > 1 else (0.0, 0.0)
+    stage_dense, stage_expert = first if sum(first) >= sum(last) else last
     gather = 0.0
     if 1 <= zero < 3:
-        gather = max(0.0, _collective("scatter", stage_params * dev["param_bytes"], group, t, lay) - counts[0] * fwd)
+        gather = max(0.0, _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay)
+                     + _collective("scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay)
+                     - counts[0] * fwd)
     out["dp_exposed"] += dp_sync + gather
-    shard = group if zero >= 1 else 1
-    out["optimizer"] = 32 * stage_params / shard / dev["hbm"] * kappa
+    shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
+    out["optimizer"] = 32 * (stage_dense / shard + stage_expert / expert_shard) / dev["hbm"] * kappa
     out["overhead_time"] = lay["overhead"] if gpus > 1 else 0.0
     time = sum(out.values())
 
@@ -518,16 +526,66 @@ def layout_step(arch, dev, lay):
                 "ep_exposed": ep_nic, "pp_exposed": pp_leaves, "dp_exposed": _group_bw(group, t, lay)[1]}
     network = sum(out[key] for key, leaves in crossing.items() if leaves)
 
-    states = stage_params * (dev["param_bytes"] / (group if zero >= 3 else 1)
-                             + dev["grad_bytes"] / (group if zero >= 2 else 1) + 12 / shard)
+    def per_param(n):  # bytes per parameter that ZeRO shards over n GPUs
+        return (dev["param_bytes"] / (n if zero >= 3 else 1) + dev["grad_bytes"] / (n if zero >= 2 else 1)
+                + 12 / (n if zero >= 1 else 1))
+
+    states = stage_dense * per_param(group) + stage_expert * per_param(expert_dp)
     kept = (2 * tokens * h / (t if sp else 1) if rec == 2 else lin_bytes if rec == 1
             else lin_bytes + score_bytes)
     flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
-    acts = max(counts[0] * kept * flight, counts[-1] * kept * (flight if p == 1 else 1) + 4 * tokens * v / t)
+    ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
+    head = 4 * tokens * (v + h) / t
+
+    def kept_layers(n):  # all but the offloaded ones, at least one
+        return n - min(max(lay["offload_layers"], 0), max(n - 1, 0))
+
+    acts = max(kept_layers(counts[0]) * kept * flight + ids_and_mask,
+               kept_layers(counts[-1]) * kept * (flight if p == 1 else 1) + head + (ids_and_mask if p == 1 else 0.0))
     memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
     out.update(iteration_time=time, tokens_per_s=B * s / time, mfu=model_flops / (time * dev["peak"] * gpus),
                tflops_per_gpu=model_flops / (time * gpus) / 1e12,
                hardware_tflops_per_gpu=(model_flops + extra) / (time * gpus) / 1e12,
-               memory_gb=memory / 1e9, fits=float(memory <= dev["memory"]), network_fraction=network / time,
+               memory_gb=memory / 1e9, memory_free_gb=(dev["usable"] * dev["memory"] - memory) / 1e9,
+               fits=float(memory <= dev["usable"] * dev["memory"]), network_fraction=network / time,
                status=0)
     return out
+
+
+def megatron_memory(arch, lay, grad_bytes):
+    """Bytes per GPU on the first pipeline stage as Megatron-LM's ``theoretical_memory_usage.py`` counts them
+    (distributed optimizer, sequence parallelism, selective recomputation), with the terms it lacks added:
+    CP (b s / c tokens per GPU; the optimizer shards over dp x cp, as Megatron-Core's does), GQA and SwiGLU
+    in the activations (fused SwiGLU saves its 2f input), bf16 gradients (``grad_bytes`` 2). Dense models.
+
+    Weights and optimizer: (2 + grad_bytes + 12 / (dp cp)) bytes per parameter of the stage: its L / p
+    layers (attention 2 h w_q + 2 h w_kv and the MLP (3 or 2) h f over t; two norms of h replicated) and the
+    embedding v h / t (twice when p = 1 and untied). Activations: per layer s b h (18 + 4 f / h) / t,
+    generalised to 4 + (3 + 4 w_q / h + 4 w_kv / h) + (3 + (6 or 4) f / h), times L / p layers and p
+    micro-batches in flight (min(1, m / p) of them under 1F1B, 1 + (p - 1) / (p V) interleaved), plus
+    8 s b p + s b h p of token ids and embedding dropout, and when p = 1 the output layer's 4 s b h (1 + v / h),
+    all over t. Megatron counts the first stage only; the last stage is added (below)."""
+    L, h, v, f = arch["layers"], arch["hidden"], arch["vocab"], arch["ffn"]
+    qw, kvw = arch["q_width"], arch["kv_width"]
+    t, p, c, V, b = lay["tp"], lay["pp"], lay["cp"], lay["chunks"], lay["micro_batch"]
+    dp = lay["gpus"] // (t * p * c)
+    m = lay["global_batch"] // (b * dp)
+    mats = 3 if arch["gated"] else 2
+    per_layer = (2 * h * qw + 2 * h * kvw + mats * h * f) / t + 2 * h
+    layers = -(-L // p)  # the first stage holds the extra layer
+    params = layers * per_layer + v * h / t * (2 if p == 1 and not arch["tied"] else 1)
+    weights = params * (2 + grad_bytes + 12 / (dp * c))
+    s = arch["seq"] / c
+    width = 6 if arch["gated"] else 4
+    act_layer = s * b * h * (4 + (3 + 4 * qw / h + 4 * kvw / h) + (3 + width * f / h))
+    flight = (1 + (p - 1) / (p * V)) * p if V > 1 else min(m, p)
+    acts = layers * flight * act_layer + flight * (8 * s * b + s * b * h)
+    if p == 1:
+        acts += 4 * s * b * h * (1 + v / h)
+        return weights + acts / t
+    # Megatron's formula is the first stage's; the last stage (L // p layers, one micro-batch, the output
+    # layer's 4 s b h (1 + v / h)) is added, and the larger taken, as a planner must.
+    last_layers = L // p if L % p else layers
+    last_params = last_layers * per_layer + v * h / t
+    last = last_params * (2 + grad_bytes + 12 / (dp * c)) + (last_layers * act_layer + 4 * s * b * h * (1 + v / h)) / t
+    return max(weights + acts / t, last)

@@ -31,9 +31,10 @@ def random_case(rng):
                 seq=rng.choice([512, 1026, 2048]), experts=experts, top_k=rng.choice([1, 2]) if experts else 1,
                 expert_ffn=heads * head_dim, shared_experts=rng.choice([0, 1]) if experts else 0,
                 moe_layers=rng.randint(1, layers) if experts else 0, gated=rng.choice([0, 1]),
-                tied=rng.choice([0, 1]))
+                tied=rng.choice([0, 1]), dropout=rng.choice([0, 1]))
     dev = dict(peak=rng.choice([312e12, 989e12]), hbm=rng.choice([2e12, 3.35e12]), memory=80e9, param_bytes=2.0,
-               grad_bytes=rng.choice([2.0, 4.0]), act_bytes=2.0)
+               grad_bytes=rng.choice([2.0, 4.0]), act_bytes=2.0, usable=rng.choice([0.9, 1.0]),
+               gemm_input_bytes=rng.choice([1.0, 2.0]))
     lay = dict(gpus=rng.choice([8, 16, 64, 128, 96]), tp=rng.choice([1, 2, 4, 8]), pp=rng.choice([1, 2, 3, 4]),
                cp=rng.choice([1, 1, 2]), ep=rng.choice([1, 1, 2, 4]), dp=rng.choice([0, 0, 0, 0, 2, 4]), micro_batch=rng.choice([1, 2, 4]),
                global_batch=rng.choice([64, 128, 256]), chunks=rng.choice([1, 1, 2]), recompute=rng.choice([0, 1, 2]),
@@ -42,7 +43,8 @@ def random_case(rng):
                gpus_per_node=rng.choice([4, 8]), nics_per_node=rng.choice([1, 4, 8]),
                bandwidth=rng.choice([100e9, 400e9]), utilization=rng.uniform(0.3, 1), latency=rng.choice([0, 5e-6]),
                collective=rng.choice([0, 1, 2]), efficiency=rng.uniform(0.3, 0.7), overhead=rng.choice([0, 0.01]),
-               slowdown=rng.choice([0, 0.1]), straggle=rng.choice([0, 0.05]), imbalance=rng.choice([1.0, 1.2]))
+               slowdown=rng.choice([0, 0.1]), straggle=rng.choice([0, 0.05]), imbalance=rng.choice([1.0, 1.2]),
+               offload_layers=rng.choice([0, 0, 1, 3]))
     return arch, dev, lay
 
 
@@ -96,12 +98,12 @@ def _gpt3(**changes):
     m = LLMS["gpt3-175b"]
     arch = dict(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads, q_width=m.hidden,
                 kv_width=m.hidden, ffn=m.ffn, vocab=m.vocab, seq=m.seq, experts=0, top_k=1, expert_ffn=m.ffn,
-                shared_experts=0, moe_layers=0, gated=0, tied=1)
-    dev = dict(peak=312e12, hbm=2.039e12, memory=80e9, param_bytes=2.0, grad_bytes=2.0, act_bytes=2.0)
+                shared_experts=0, moe_layers=0, gated=0, tied=1, dropout=1)
+    dev = dict(peak=312e12, hbm=2.039e12, memory=80e9, param_bytes=2.0, grad_bytes=2.0, act_bytes=2.0, usable=1.0, gemm_input_bytes=2.0)
     lay = dict(gpus=8, tp=8, pp=1, cp=1, ep=1, dp=0, micro_batch=1, global_batch=1, chunks=1, recompute=0,
                sequence_parallel=0, zero=0, flash=0, nvlink_domain=8, nvlink_bw=300e9, gpus_per_node=8, nics_per_node=8,
                bandwidth=200e9, utilization=1.0, latency=0.0, collective=0, efficiency=0.5, overhead=0.0,
-               slowdown=0.0, straggle=0.0, imbalance=1.0)
+               slowdown=0.0, straggle=0.0, imbalance=1.0, offload_layers=0)
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value
     return arch, dev, lay
@@ -212,7 +214,8 @@ def test_arch_parsing_and_presets():
     # Its attention is plain MHA, larger than DeepSeek's latent attention: 54.8B active, not 37B (documented).
     assert 37 < deepseek["active"] / 1e9 < 56
     for text, message in [("layers=2", "missing hidden"), ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
-                          ("layers=2,hidden=8,heads=3,kv_heads=2,seq=4,vocab=9", "multiple of kv_heads"),
+                          ("layers=2,hidden=9,heads=3,kv_heads=2,seq=4,vocab=9", "multiple of kv_heads"),
+                          ("layers=2,hidden=500,heads=8,seq=4,vocab=9", "not a multiple of heads=8; give head_dim"),
                           ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
                           ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu")]:
         with pytest.raises(InputError, match=message):
@@ -282,6 +285,25 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
      "no fp8"),
     (["plan", "--arch", "layers=2,hidden=8", "--gpus", "8", "--global-batch", "8"], "--arch"),
     (["plan", "--model", "llama3-8b", "--nodes", "2", "--gpus", "8", "--global-batch", "8"], "one way"),
+    # Fixes users hit (#27): a non-ASCII digit, an empty name, one schedule spelled twice, a head width that
+    # does not divide, an option named in its message.
+    (["plan", "--arch", "layers=²,hidden=512,heads=8,seq=64,vocab=100", "--gpus", "8", "--global-batch", "8"],
+     "--arch layers=²: must be a whole number"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", "interleaved:²"],
+     "--schedule 'interleaved:²'"),
+    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", "interleaved:2,interleaved:02"],
+     "a schedule appears twice"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", ""], "--schedule ''"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", ""], "--recompute ''"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", ""], "--attention ''"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", ""], "--precision ''"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", ""], "--gpu ''"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],
+     "--attention 'sparse'"),
+    (["plan", "--arch", "layers=2,hidden=500,heads=8,seq=64,vocab=100", "--gpus", "8", "--global-batch", "8"],
+     "not a multiple of heads=8"),
+    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--grad-bytes", "3"],
+     "--grad-bytes 3: must be 0"),
 ])
 def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "o.h5"
@@ -340,3 +362,76 @@ def test_cli_arch_and_presets_share_a_sweep_but_not_with_profiles(tmp_path):
     r = invoke("grid", "--model", "resnet50", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
                "--gpus", "8", "--global-batch", "8", "--out", tmp_path / "no.h5")
     assert r.exit_code == 2 and "(resnet50) cannot share a sweep" in r.output and not (tmp_path / "no.h5").exists()
+
+
+def test_memory_agrees_with_megatrons_formula_on_random_layouts():
+    # Megatron-LM's theoretical_memory_usage.py (distributed optimizer, SP, selective recompute) with the terms
+    # it lacks added on both sides (reference.megatron_memory): the kernel's first stage within 2%.
+    rng = random.Random(11)
+    cases, twins = [], []
+    while len(cases) < 1000:
+        arch, dev, lay = random_case(rng)
+        heads = arch["heads"]
+        t = rng.choice([n for n in (1, 2, 4, 8) if heads % n == 0 and arch["kv_heads"] % n == 0])
+        p, c = rng.choice([1, 2, 4]), rng.choice([1, 2])
+        chunks = rng.choice([1, 2]) if p > 1 else 1
+        arch.update(experts=0, moe_layers=0, shared_experts=0, top_k=1, layers=rng.randint(8, 48) * p * chunks,
+                    dropout=1)  # Megatron's formula counts dropout masks and 2-byte GEMM inputs
+        dev.update(gemm_input_bytes=2.0)
+        dp = rng.choice([1, 2, 4, 8])
+        b = rng.choice([1, 2])
+        m = p * rng.choice([1, 2, 4]) if chunks > 1 else rng.choice([1, 2, 4, 8])
+        lay.update(tp=t, pp=p, cp=c, ep=1, dp=0, gpus=t * p * c * dp, micro_batch=b, global_batch=b * dp * m,
+                   chunks=chunks, recompute=1, sequence_parallel=1, zero=1, imbalance=1.0, offload_layers=0)
+        if arch["seq"] % (2 * c):
+            continue
+        cases.append((arch, dev, lay))
+        twins.append(reference.megatron_memory(arch, lay, dev["grad_bytes"]))
+    out = run_kernel(cases, "float64")
+    assert (out["status"] == 0).all()
+    ratio = out["memory_gb"] * 1e9 / np.array(twins)
+    assert np.abs(ratio - 1).max() < 0.02, np.abs(ratio - 1).max()
+
+
+def test_memory_terms_by_hand():
+    # Llama-style layer (SwiGLU, f = 3.5 h): fused SwiGLU keeps 3 + 6 f / h bytes per token and h, not 3 + 8 f / h.
+    h, f, s = 4096, 14336, 2048
+    base = _gpt3(hidden=h, heads=32, kv_heads=32, q_width=h, kv_width=h, ffn=f, gated=1, seq=s, tp=1, gpus=1,
+                 sequence_parallel=1, recompute=1, flash=1)
+    one, two = _one(base), _one(_gpt3(**{**base[0], **base[1], **base[2], "layers": 97}))
+    params = 4 * h * h + 2 * h + 3 * h * f
+    per_layer = s * h * (4 + 11 + 3 + 6 * f / h) + params * (2 + 2 + 12)
+    assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(per_layer, rel=1e-9)
+    # Expert states over the expert data-parallel group: EP 8 of 16 GPUs leaves 2 copies of each expert,
+    # whose Adam states ZeRO-1 splits 2 ways, not over the 16 dense data-parallel GPUs.
+    moe = dict(layers=1, moe_layers=1, experts=8, top_k=2, expert_ffn=1024, shared_experts=0, hidden=h, heads=32,
+               kv_heads=32, q_width=h, kv_width=h, ffn=f, gated=1, seq=s, tp=1, gpus=16, ep=8, zero=1,
+               global_batch=16, recompute=2, usable=0.5)
+    out = _one(_gpt3(**moe))
+    experts = 8 * 3 * h * 1024 / 8  # one GPU's expert parameters
+    dense = 4 * h * h + 2 * h + h * 8 + 51200 * h  # attention, norms, router; the (tied) embedding
+    states = dense * (2 + 2 + 12 / 16) + experts * (2 + 2 + 12 / 2)
+    acts = 2 * s * h + s * (8 + h) + 4 * s * (51200 + h)  # full recompute: the layer's input; ids, mask; head
+    assert out["memory_gb"] * 1e9 == pytest.approx(states + acts, rel=1e-9)
+    assert out["memory_free_gb"] * 1e9 == pytest.approx(0.5 * 80e9 - states - acts, rel=1e-9)
+
+
+def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte():
+    # --cpu-offloading-num-layers takes a stage's layers' activations to the host, all but one at most.
+    kept = _one(_gpt3(recompute=2, sequence_parallel=1))
+    off = _one(_gpt3(recompute=2, sequence_parallel=1, offload_layers=500))
+    per_layer = 2 * 2048 * 12288 / 8  # full recompute: each layer's input, split by SP over 8
+    assert (kept["memory_gb"] - off["memory_gb"]) * 1e9 == pytest.approx(95 * per_layer, rel=1e-9)
+    # fp8: QKV's, the output projection's, fc1's and fc2's inputs in 1 byte (GPT-3: 1 + 1 + 1 + 4 h bytes
+    # a token fewer), dropout-free: the two masks and the embedding's go.
+    base = dict(sequence_parallel=1, recompute=1, flash=1)
+    bf16 = _one(_gpt3(**base)), _one(_gpt3(**base, layers=97))
+    fp8 = _one(_gpt3(**base, gemm_input_bytes=1.0)), _one(_gpt3(**base, layers=97, gemm_input_bytes=1.0))
+    dry = _one(_gpt3(**base, dropout=0)), _one(_gpt3(**base, layers=97, dropout=0))
+
+    def layer(pair):
+        return (pair[1]["memory_gb"] - pair[0]["memory_gb"]) * 1e9
+
+    tokens_h = 2048 * 12288 / 8
+    assert layer(bf16) - layer(fp8) == pytest.approx(7 * tokens_h, rel=1e-9)
+    assert layer(bf16) - layer(dry) == pytest.approx(2 * tokens_h, rel=1e-9)

@@ -17,7 +17,10 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    Megatron-LM recomputed every layer then), none for the recipes (they say when they recompute).
    Sequence parallelism: off for 2021-22 (it came with Korthikanti et al., 2022), on for the
    recipes when tp > 1. ZeRO: as stated; otherwise 0 for 2021-22, 1 (the distributed optimizer
-   the recipes turn on) for the recipes. Attention: unfused for 2021-22, flash for the recipes.
+   the recipes turn on) for the recipes. Gradients: fp16 for 2021-22; bf16 for the recipes
+   (Megatron-Bridge's performance recipes set ``grad_reduce_in_fp32 = False``, NeMo's do for fp8,
+   Megatron-LM's Llama 3 script passes ``--grad-reduce-in-bf16``). Activation offload: as stated
+   (``offload_layers``), else none. Attention: unfused for 2021-22, flash for the recipes.
    Network: the GPU preset's system (DGX A100 = Selene's 8 x 200 Gbit/s; DGX H100 8 x 400;
    GB200 NVL72), the ``nccl`` collective, no latency or overhead term.
 3. **Fit few global constants**: the matrix efficiency of each GPU generation (``a100``,
@@ -45,7 +48,7 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, BREAKDOWN, LAYOUT_PRECISIONS, RECOMPUTES, waits_on
 from netsweep_jax.sweep.core.textfile import read_lines
-from netsweep_jax.sweep.core.values import number
+from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
@@ -90,6 +93,7 @@ class Run:
     metric: str
     value: float | None
     source: str
+    offload_layers: int = 0
 
     @property
     def moe(self) -> bool:
@@ -195,7 +199,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     if zero is not None and zero > 3:
         raise bad(f"zero {zero} must be 0, 1, 2 or 3")
     chunks = cells.get("chunks", "").lower()
-    if chunks and chunks != "interleaved" and not (chunks.isdigit() and int(chunks) >= 1):
+    if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
         raise bad(f"chunks {chunks!r} must be a whole number (V) or 'interleaved'")
     recompute = cells.get("recompute", "").lower()
     if recompute and recompute not in RECOMPUTES:
@@ -222,7 +226,8 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     assert year is not None
     return Run(rid, line, cells.get("group") or "your runs", year, llm, model, gpu, gpus, tp, pp, dp, cp, ep, micro,
                global_batch, precision, zero, chunks, recompute, int(sp_text) if sp_text else None,
-               attention, flops, metric, value, cells.get("source", ""))
+               attention, flops, metric, value, cells.get("source", ""),
+               _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0)
 
 
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
@@ -233,8 +238,9 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     if micro is None:
         micro = 1
         assumed.append("micro-batch 1")
-    if run.chunks.isdigit():
-        chunks = int(run.chunks)
+    stated = whole_number(run.chunks)
+    if stated is not None:
+        chunks = stated
     else:
         chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
         if run.chunks == "interleaved" and run.pp > 1:
@@ -254,9 +260,15 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     attention = run.attention or ("unfused" if old else "flash")
     if not run.attention:
         assumed.append(f"{attention} attention")
+    # Megatron-LM of 2021-22 reduced fp16 gradients in fp16; the recipes keep and reduce them in bf16
+    # (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's do for fp8).
+    grad_bytes = 2
+    if not old:
+        assumed.append("bf16 gradients")
     row = LayoutRow(run.llm, run.gpu, run.precision, run.gpus, tp=run.tp, pp=run.pp, cp=run.cp, ep=run.ep, dp=run.dp,
                     micro_batch=micro, global_batch=run.global_batch, chunks=chunks, recompute=recompute,
-                    sequence_parallel=sp, zero=zero, attention=attention)
+                    grad_bytes=grad_bytes, offload_layers=run.offload_layers, sequence_parallel=sp, zero=zero,
+                    attention=attention)
     return row, assumed
 
 

@@ -106,7 +106,7 @@ def plan_table(ds: xr.Dataset) -> str:
     """The plan as text: per kept setting, each ranked layout with its speed, memory and what it waits on."""
     kept = list(OUTER)
     lines = []
-    header = (f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} "
+    header = (f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} {'free':>5} "
               f"{'network':>7}  waits on")
     shape = [ds.sizes[d] for d in kept]
     for flat in range(math.prod(shape)):
@@ -125,7 +125,8 @@ def plan_table(ds: xr.Dataset) -> str:
             share = row["network_fraction"]
             flag = " <- network-bound" if share >= BOTTLENECK_SHARE else ""
             lines.append(f"  {r + 1} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} {row['mfu']:>5.2f} "
-                         f"{row['tflops_per_gpu']:>6.0f} {row['memory_gb']:>6.1f} {share:>7.0%}  {waits}{flag}")
+                         f"{row['tflops_per_gpu']:>6.0f} {row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {share:>7.0%}  "
+                         f"{waits}{flag}")
         lines.append("")
     verdict = ds["network_fraction"].isel(rank=0)
     bound = int((verdict >= BOTTLENECK_SHARE).sum())

@@ -131,7 +131,7 @@ def _layout_params() -> list[inspect.Parameter]:
     out = [_param("arch", str | None, None, "--arch", rich_help_panel=panel,
                   help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
                        "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
-                       "moe_every=, first_dense=, tied=0|1).")]
+                       "moe_every=, first_dense=, tied=0|1, dropout=0|1).")]
     for name, spec in LAYOUT_AXES.items():
         out.append(_param(name, str | None, None, spec.option, rich_help_panel=panel, metavar="VALUES",
                           help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw."))
@@ -281,9 +281,13 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
             models += (parse_arch(settings["arch"]),)
         space = search_space(models) if models else {}
         text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
-    return make_layout_grid(model, gpu=settings.get("gpu") or "h100", precision=settings.get("precision") or "bf16",
-                            schedule=text["schedule"] or "1f1b", recompute=text["recompute"] or "none",
-                            attention=settings.get("attention") or "flash",
+    def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
+        return default if value is None else value
+
+    return make_layout_grid(model, gpu=named(settings.get("gpu"), "h100"),
+                            precision=named(settings.get("precision"), "bf16"),
+                            schedule=named(text["schedule"], "1f1b"), recompute=named(text["recompute"], "none"),
+                            attention=named(settings.get("attention"), "flash"),
                             collective=str(settings["collective"]) if given(ctx, "collective") else "nccl",
                             dtype="float64" if settings.get("x64") else "float32", search=space, **kwargs)
 

@@ -26,7 +26,7 @@ AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name
 # Cube order: the outer dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # layout dims (`sweep plan` searches them). A block of a sweep is R outer cells by C layouts.
 TEXT_DIMS = ("model", "gpu", "precision", "attention", "schedule", "recompute", "collective")
-OUTER = ("model", "gpu", "precision", "attention", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
+OUTER = ("model", "gpu", "precision", "grad_bytes", "attention", "usable_memory", "offload_layers", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
          "nics_per_node", "bandwidth", "utilization", "latency", "collective", "efficiency", "imbalance", "overhead",
          "slowdown", "jitter")
 INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
@@ -45,6 +45,7 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "tflops_per_gpu": ("TFLOP/s", "model FLOPs per second per GPU"),
     "hardware_tflops_per_gpu": ("TFLOP/s", "FLOPs per second per GPU, the recomputed forward included"),
     "memory_gb": ("GB", "memory per GPU: weights, gradients, optimizer states, activations"),
+    "memory_free_gb": ("GB", "usable memory the layout leaves free (negative: what it lacks)"),
     "fits": ("1", "1 if the memory fits the GPU, else 0"),
     "status": ("1", "0 if the layout can exist, else the rule it breaks (attribute 'rules')"),
     "compute": ("s", "forward and backward compute of the slowest stage"),

@@ -131,8 +131,17 @@ _LAYOUT_AXES = (
              1e6, "", 1.0),
     AxisSpec("nvlink_bw", "--nvlink-bw", "GB/s", "NVLink bandwidth per GPU, one direction (default: the GPU's)",
              False, 1e-3, 1e6, "", 1e9),
-    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.55",
+    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.6",
              1.0),
+    AxisSpec("grad_bytes", "--grad-bytes", "bytes", "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
+             "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
+             "Megatron-LM reduces them in fp32; 2 for fp16)", True, 0, 4, "0", 1.0),
+    AxisSpec("offload_layers", "--cpu-offloading-num-layers", "1", "layers per pipeline stage whose activations "
+             "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
+             "hide behind compute)", True, 0, 1e6, "0", 1.0),
+    AxisSpec("usable_memory", "--usable-memory", "1", "fraction of the GPU's memory, as the driver reports it, that "
+             "training can fill (the rest: driver reservation, CUDA context, NCCL buffers, fragmentation)", False,
+             0.05, 1, "0.95", 1.0),
     AxisSpec("imbalance", "--imbalance", "1", "MoE load imbalance: the busiest expert's tokens over the mean",
              False, 1, 100, "1", 1.0),
 )
@@ -250,6 +259,9 @@ OTHER_OPTIONS = {
     "arch": "--arch",
     "schedule": "--schedule",
     "recompute": "--recompute",
+    "attention": "--attention",
+    "reduce": "--reduce",
+    "keep": "--keep",
 }
 
 

@@ -128,6 +128,12 @@ def si_values(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return np.asarray(values, dtype=np.float64) * NUMERIC_AXES[name].to_si
 
 
+def whole_number(text: str) -> int | None:
+    """``text`` as a whole number when it is ASCII digits only (``str.isdigit`` also takes ``²``, which
+    ``int`` refuses), else None."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def number(text: str, where_: str) -> float:
     """``text`` as a float, or one :class:`InputError` ``"<where_> '<text>' is not a number"``."""
     try:

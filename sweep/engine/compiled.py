@@ -124,7 +124,7 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
 GPU_FIELDS = ("half", "fp8", "hbm", "memory", "nvlink", "domain", "gpus_per_node", "nics", "nic_bits")
-PRECISION_FIELDS = ("param_bytes", "grad_bytes", "act_bytes", "fp8_math")
+PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
 INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
 
@@ -139,7 +139,10 @@ def _crossed(outer: jax.Array, inner: jax.Array) -> tuple[layout_kernel.Arch, la
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
     dev = layout_kernel.Device(peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
                                hbm=o["hbm"], memory=o["memory"], param_bytes=o["param_bytes"],
-                               grad_bytes=o["grad_bytes"], act_bytes=o["act_bytes"])
+                               grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
+                               act_bytes=o["act_bytes"], usable=o["usable_memory"],
+                               # Transformer Engine keeps an fp8 GEMM's input as its fp8 cast for the backward.
+                               gemm_input_bytes=jnp.where(o["fp8_math"] > 0, 1.0, o["act_bytes"]))
 
     def system(name: str, own: str) -> jax.Array:
         return jnp.where(v[name] > 0, v[name], o[own])
@@ -153,7 +156,7 @@ def _crossed(outer: jax.Array, inner: jax.Array) -> tuple[layout_kernel.Arch, la
         gpus_per_node=system("gpus_per_node", "gpus_per_node"), nics_per_node=system("nics_per_node", "nics"),
         bandwidth=system("bandwidth", "nic_bits"), utilization=v["utilization"], latency=v["latency"],
         collective=v["collective"], efficiency=v["efficiency"], overhead=v["overhead"], slowdown=v["slowdown"],
-        straggle=v["jitter"] * e_n, imbalance=v["imbalance"])
+        straggle=v["jitter"] * e_n, imbalance=v["imbalance"], offload_layers=v["offload_layers"])
     return arch, dev, lay
 
 

@@ -42,7 +42,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     coordinate_attrs,
 )
 from netsweep_jax.sweep.core.schema import show
-from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.core.values import parse_names, parse_values, whole_number
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, layout_block_best, layout_block_outputs
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
 from netsweep_jax.sweep.model.collectives import expected_max_normal
@@ -55,9 +55,10 @@ MIN_COLUMNS = 2**10  # small sweeps share one block shape (and its compile); the
 MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
 
 # Precision -> (parameter bytes, gradient bytes, activation bytes, matrix peak: "half" or "fp8").
-# Megatron-LM keeps bf16 models' gradients in fp32 (main_grad) and reduces them in fp32
-# (``accumulate_allreduce_grads_in_fp32`` is forced on for bf16); fp16 gradients stay 2 bytes.
-# fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations.
+# The gradient bytes are the precision's default, which --grad-bytes overrides: Megatron-LM keeps bf16
+# models' gradients in fp32 (main_grad) and reduces them in fp32 (``accumulate_allreduce_grads_in_fp32``
+# is on for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py); fp16 gradients stay 2
+# bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations.
 PRECISION_BYTES = {"bf16": (2.0, 4.0, 2.0, "half"), "fp16": (2.0, 2.0, 2.0, "half"), "fp8": (2.0, 4.0, 2.0, "fp8")}
 # e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
 _STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
@@ -75,8 +76,9 @@ def parse_schedule(text: str) -> float:
     name, _, chunks = text.strip().lower().partition(":")
     if name == "1f1b" and not chunks:
         return 1.0
-    if name == "interleaved" and chunks.isdigit() and 2 <= int(chunks) <= 1024:
-        return float(chunks)
+    count = whole_number(chunks)
+    if name == "interleaved" and count is not None and 2 <= count <= 1024:
+        return float(count)
     raise InputError(f"{text!r}: must be 1f1b or interleaved:V with V from 2 to 1024", param="schedule")
 
 
@@ -154,7 +156,7 @@ def _arch_row(m: LLM) -> kernel.Arch:
                        q_width=m.heads * m.head_dim, kv_width=m.kv_heads * m.head_dim, ffn=m.ffn, vocab=m.vocab,
                        seq=m.seq, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
                        shared_experts=m.shared_experts, moe_layers=m.moe_layers, gated=float(m.mlp == "swiglu"),
-                       tied=float(m.tied))
+                       tied=float(m.tied), dropout=float(bool(m.dropout)))
 
 
 def _gpu_row(name: str) -> tuple[float, ...]:
@@ -175,7 +177,8 @@ def _values(name: str, given: object, default: str | None) -> np.ndarray:
 
 
 def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: str = "h100",
-                     precision: str = "bf16", attention: str = "flash", gpus: object = None, dp: object = None, tp: object = None,
+                     precision: str = "bf16", attention: str = "flash", grad_bytes: object = None,
+                     usable_memory: object = None, offload_layers: object = None, gpus: object = None, dp: object = None, tp: object = None,
                      pp: object = None, cp: object = None, ep: object = None, micro_batch: object = None,
                      global_batch: object = None, schedule: str = "1f1b", recompute: str = "none",
                      sequence_parallel: object = None, zero: object = None, nvlink_domain: object = None,
@@ -217,7 +220,7 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
     if global_batch is None:
         raise InputError("give the global batch in samples (e.g. --global-batch 1024)", param="global_batch")
     search = search or {}
-    given = dict(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, global_batch=global_batch,
+    given = dict(grad_bytes=grad_bytes, usable_memory=usable_memory, offload_layers=offload_layers, gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, global_batch=global_batch,
                  sequence_parallel=sequence_parallel, zero=zero, nvlink_domain=nvlink_domain, nvlink_bw=nvlink_bw,
                  gpus_per_node=gpus_per_node, nics_per_node=nics_per_node, bandwidth=bandwidth,
                  utilization=utilization, latency=latency, efficiency=efficiency, imbalance=imbalance,
@@ -230,6 +233,10 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)
+    if not set(values["grad_bytes"].tolist()) <= {0.0, 2.0, 4.0}:
+        bad = next(v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0))
+        raise InputError(f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)",
+                         param="grad_bytes")
     assumed = _assumed(given, names, models, search)
     return LayoutGrid(tuple(models), names, values, dtype, assumed)
 
@@ -238,8 +245,8 @@ def _schedules(text: str) -> list[str]:
     items = [s.strip().lower() for s in str(text).split(",") if s.strip()]
     if not items:
         raise InputError("'': give a schedule (1f1b or interleaved:V)", param="schedule")
-    for item in items:
-        parse_schedule(item)
+    # One spelling per schedule (interleaved:02 is interleaved:2), so a repeat is found.
+    items = ["1f1b" if parse_schedule(item) == 1 else f"interleaved:{int(parse_schedule(item))}" for item in items]
     if len(set(items)) != len(items):
         raise InputError(f"{text!r}: a schedule appears twice", param="schedule")
     return items
@@ -259,6 +266,11 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
     if given["utilization"] is None:
         out.append("utilization 1 (the links' full rate)")
+    if given["grad_bytes"] is None:
+        kinds = {"fp32" if PRECISION_BYTES[p][1] == 4 else p: p for p in names["precision"]}
+        out.append("gradients " + ", ".join(f"{k} ({p}'s)" for k, p in kinds.items()))
+    if given["usable_memory"] is None:
+        out.append(f"usable memory {AXES['usable_memory'].default}")
     searched = [f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search]
     for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
         if given[d] is None and d not in search:
@@ -439,6 +451,9 @@ class LayoutRow:
     global_batch: int = 1
     chunks: int = 1
     recompute: str = "none"
+    grad_bytes: int = 0
+    offload_layers: int = 0
+    usable_memory: float = float(AXES["usable_memory"].default)
     sequence_parallel: int = 1
     zero: int = 0
     attention: str = "flash"
@@ -481,8 +496,10 @@ def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np
     bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
     dev = dict(peak=column([g["fp8"] if b[3] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
                hbm=column([g["hbm"] for g in gpu]), memory=column([g["memory"] for g in gpu]),
-               param_bytes=column([b[0] for b in bytes_]), grad_bytes=column([b[1] for b in bytes_]),
-               act_bytes=column([b[2] for b in bytes_]))
+               param_bytes=column([b[0] for b in bytes_]),
+               grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
+               act_bytes=column([b[2] for b in bytes_]), usable=column([r.usable_memory for r in rows]),
+               gemm_input_bytes=column([1.0 if b[3] == "fp8" else b[2] for b in bytes_]))
 
     def system(name: str, own: str, factor: float) -> np.ndarray:
         return column([g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)])
@@ -500,7 +517,8 @@ def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np
         latency=column([r.latency * 1e-6 for r in rows]),
         collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]), efficiency=efficiency,
         overhead=column([r.overhead * 1e-3 for r in rows]), slowdown=column([0.0] * len(rows)),
-        straggle=column([0.0] * len(rows)), imbalance=column([r.imbalance for r in rows]))
+        straggle=column([0.0] * len(rows)), imbalance=column([r.imbalance for r in rows]),
+        offload_layers=column([r.offload_layers for r in rows]))
     with jax.enable_x64(True):
         out = layout_block_rows(kernel.Arch(**{k: jnp.asarray(v) for k, v in arch.items()}),
                                 kernel.Device(**{k: jnp.asarray(v) for k, v in dev.items()}),

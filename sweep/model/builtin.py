@@ -119,7 +119,7 @@ def models_table() -> str:
     for key, g in GPUS.items():
         fp8 = f", fp8 {g.fp8 / 1e12:4.0f}" if g.fp8 else ""
         lines.append(f"  {key:<7} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
-                     f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 1e9:3.0f} GB; {g.system}: {g.domain} GPUs on "
+                     f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 2**20:6.0f} MiB; {g.system}: {g.domain} GPUs on "
                      f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
                      f"{g.gpus_per_node} GPUs")
     lines += ["", "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "

@@ -90,19 +90,29 @@ class GPU:
 # (72 GPUs in one NVLink 5 domain, trays of 4 GPUs with one 400 Gbit/s NIC each), from each
 # system's NVIDIA datasheet. B200 and GB200 peaks: NVIDIA's Blackwell datasheets (HGX B200 at
 # 1000 W: 2.25 PFLOP/s dense BF16; GB200 at 1200 W: 2.5), as tabulated by G. Lockwood's
-# "B200" notes (glennklockwood.com/garden/processors/B200); memory 180 GB (HGX B200: 1.44 TB
-# for 8) and 186 GB (GB200 NVL72: 13.4 TB for 72).
+# "B200" notes (glennklockwood.com/garden/processors/B200).
+# Memory: the total nvidia-smi reports (MiB; the driver's own reservation, a few hundred MiB, included:
+# the usable fraction of the layout family takes it out), from nvidia-smi output published in issues:
+# V100 16384 and 32768 (drivers R525+; 1CatAI/1Cat-vLLM#85, Wan-Video/Wan2.1#5), A100 40960 and 81920
+# (modal-labs/modal-client#2797; thamada/nvidia-smi gls/A100SXMx4_smi.py), H100 SXM5 81559
+# (NVIDIA/nccl#1264), H200 143771 (sgl-project/sglang#3196), B200 183359 (NVIDIA/TensorRT-LLM#10278),
+# GB200 189471 (nvidia-smi logs of GB200 trays in public repositories; 13.4 TB / 72 on the datasheet).
+MIB = 2.0**20
 GPUS = {
-    "v100": GPU("NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32e9, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
-    "v100-16": GPU("NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16e9, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
-    "a100": GPU("NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 80e9, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"),
-    "a100-40": GPU("NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40e9, 0.0, 300e9, 8, 8, 8, 200.0,
+    "v100": GPU("NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32768 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
+    "v100-16": GPU("NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16384 * MIB, 0.0, 150e9, 8, 8, 4, 100.0,
+                   "DGX-1"),
+    "a100": GPU("NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 81920 * MIB, 0.0, 300e9, 8, 8, 8, 200.0,
+                "DGX A100"),
+    "a100-40": GPU("NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40960 * MIB, 0.0, 300e9, 8, 8, 8, 200.0,
                    "DGX A100"),
-    "h100": GPU("NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 80e9, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H100"),
-    "h200": GPU("NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 141e9, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H200"),
-    "b200": GPU("NVIDIA B200", 80e12, 2250e12, 8000e9, 180e9, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"),
-    "gb200": GPU("NVIDIA GB200 (B200 at 1200 W)", 90e12, 2500e12, 8000e9, 186e9, 5000e12, 900e9, 72, 4, 4, 400.0,
-                 "GB200 NVL72"),
+    "h100": GPU("NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 81559 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0,
+                "DGX H100"),
+    "h200": GPU("NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 143771 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0,
+                "DGX H200"),
+    "b200": GPU("NVIDIA B200", 80e12, 2250e12, 8000e9, 183359 * MIB, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"),
+    "gb200": GPU("NVIDIA GB200 (B200 at 1200 W)", 90e12, 2500e12, 8000e9, 189471 * MIB, 5000e12, 900e9, 72, 4, 4,
+                 400.0, "GB200 NVL72"),
 }
 
 # precision -> (math runs at half precision, gradient bytes, activation bytes)

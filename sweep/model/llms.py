@@ -30,6 +30,7 @@ weights; the tests check each preset against its published size.
 import dataclasses
 
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.values import whole_number
 
 MLPS = ("gelu", "swiglu")
 
@@ -50,6 +51,10 @@ class LLM:
       moe_every, first_dense: every ``moe_every``-th layer after the first ``first_dense``
         is a mixture-of-experts layer.
       tied: the output layer shares the token embedding.
+      dropout: the model trains with dropout, whose masks are kept for the backward pass (default:
+        GPT-style models with GELU do, as GPT-3 and Megatron-LM's GPT do; SwiGLU models of today's
+        families (Llama, Qwen, DeepSeek, gpt-oss) train without: their recipes set attention and hidden
+        dropout to 0).
       source: where the shape comes from.
     """
 
@@ -69,6 +74,7 @@ class LLM:
     moe_every: int = 1
     first_dense: int = 0
     tied: bool = False
+    dropout: bool | None = None
     source: str = ""
 
     def __post_init__(self):
@@ -77,6 +83,8 @@ class LLM:
                 default = {"ffn": 4 * self.hidden, "kv_heads": self.heads,
                            "head_dim": self.hidden // max(self.heads, 1), "expert_ffn": self.ffn or 4 * self.hidden}
                 object.__setattr__(self, name, default[name])
+        if self.dropout is None:
+            object.__setattr__(self, "dropout", self.mlp == "gelu")
 
     @property
     def moe_layers(self) -> int:
@@ -135,7 +143,7 @@ LLMS = {
 
 _INTEGER_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads", "head_dim", "experts", "top_k",
                  "expert_ffn", "shared_experts", "moe_every", "first_dense")
-ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied")
+ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 MAX_SIZE = 10**7  # any width, depth or count above this is a typo, not a model
 
@@ -156,20 +164,25 @@ def parse_arch(text: str) -> LLM:
             if value not in MLPS:
                 raise InputError(f"mlp={value}: must be one of {', '.join(MLPS)}", param="arch")
             values[key] = value
-        elif key == "tied":
+        elif key in ("tied", "dropout"):
             if value not in ("0", "1", "true", "false"):
-                raise InputError(f"tied={value}: must be 0 or 1", param="arch")
+                raise InputError(f"{key}={value}: must be 0 or 1", param="arch")
             values[key] = value in ("1", "true")
         else:
-            if not value.isdigit() or not 0 <= int(value) <= MAX_SIZE:
+            size = whole_number(value)
+            if size is None or not 0 <= size <= MAX_SIZE:
                 raise InputError(f"{key}={value}: must be a whole number from 0 to {MAX_SIZE}", param="arch")
-            values[key] = int(value)
+            values[key] = size
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         raise InputError(f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch")
     for key in ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every"):
         if key in values and values[key] == 0:
             raise InputError(f"{key}=0: must be at least 1", param="arch")
+    hidden, heads = values["hidden"], values["heads"]
+    if "head_dim" not in values and hidden % heads:  # type: ignore[operator]
+        raise InputError(f"hidden={hidden} is not a multiple of heads={heads}; give head_dim= if the heads are "
+                         "narrower or wider than hidden / heads", param="arch")
     arch = LLM(**values, source=f"--arch {text}")  # type: ignore[arg-type]
     check(arch)
     return arch
