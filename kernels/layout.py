@@ -509,7 +509,6 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[2]
     stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
     stage_expert = jnp.where(first_is_larger, n_first, n_last) * expert_layer
-    stage_params = stage_dense + stage_expert
     gather = (scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay)
               + scatter_or_gather(stage_expert * dev.param_bytes, expert_dp, expert_stride, lay))
     gather_exposed = jnp.where((zero >= 1) & (zero < 3), jnp.maximum(0.0, gather - n_first * t_f), 0.0)

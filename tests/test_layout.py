@@ -1,5 +1,6 @@
 """The layout model (kernels/layout.py) against the float64 reference, hand-computed cases, and its sweeps."""
 
+import json
 import math
 import random
 
@@ -435,3 +436,20 @@ def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte(
     tokens_h = 2048 * 12288 / 8
     assert layer(bf16) - layer(fp8) == pytest.approx(7 * tokens_h, rel=1e-9)
     assert layer(bf16) - layer(dry) == pytest.approx(2 * tokens_h, rel=1e-9)
+
+
+def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
+    # The paper's question of a plan: the best step against the best step on an ideal network, layout changes
+    # included; a slower network never costs less, and the ideal step does not depend on the bandwidth.
+    out = tmp_path / "p.h5"
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", "--bw", "1,1000", "--tp",
+               "1,8", "--pp", "1", "--cp", "1", "--keep", "2", "--out", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    best = {row["bandwidth"]: row for row in rows if row["rank"] == 1}
+    assert best[1.0]["ideal_iteration_time"] == pytest.approx(best[1000.0]["ideal_iteration_time"], rel=1e-6)
+    assert best[1.0]["network_cost"] > 0.2 > best[1000.0]["network_cost"] >= 0
+    assert best[1.0]["network_cost"] == pytest.approx(
+        1 - best[1.0]["ideal_iteration_time"] / best[1.0]["iteration_time"], rel=1e-6)
+    ds = open_cube(out)
+    assert float(ds.network_cost.max()) == pytest.approx(best[1.0]["network_cost"], rel=1e-6)

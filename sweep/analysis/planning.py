@@ -6,9 +6,21 @@ is kept. :func:`sweep.engine.layouts.best_layouts` keeps the ``keep`` fastest la
 that can exist and fit in memory (tokens per second) of each kept cell on the device,
 so no layout is written. The result is a cube over the kept dims and ``rank``, each
 layout's coordinates and outputs its variables, and a table that says, for each
-layout, what the step waits on and whether the network is the bottleneck.
+layout, what the step waits on.
+
+Whether the network is the bottleneck is the paper's question asked of the plan: per
+setting, the best layout's step T against the best layout's step T_ideal on an ideal
+network (NICs of unbounded bandwidth at full utilization, no latency; NVLink as it is),
+searched over the same layouts, so a layout that only wins because the network is slow
+(full recomputation to fit a smaller TP, say) is charged to the network:
+
+    network_cost = 1 - T_ideal / T          (the share of the step the network costs)
+
+and the setting is network-bound when network_cost >= :data:`BOTTLENECK_SHARE`.
 """
 
+import dataclasses
+import json
 import math
 
 import numpy as np
@@ -18,9 +30,20 @@ from netsweep_jax.sweep.core.layout_axes import AXES, INNER, OUTER, VARIABLES, c
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 from netsweep_jax.sweep.model.llms import LLM
 
-# What the network must cost for it to be called the bottleneck: the share of the step spent waiting
-# on traffic that leaves the NVLink domain.
+# What the network must cost for it to be called the bottleneck: the share of the best layout's step
+# that an ideal network would save.
 BOTTLENECK_SHARE = 0.2
+IDEAL_GBPS = 1e9  # an ideal NIC, Gbit/s: every transfer across nodes takes no time worth counting
+
+
+def ideal_network(grid: LayoutGrid) -> LayoutGrid:
+    """The same grid (the same cells, in the same order) on an ideal network: unbounded NIC bandwidth at full
+    utilization and no latency."""
+    values = dict(grid.values)
+    values["bandwidth"] = np.full_like(values["bandwidth"], IDEAL_GBPS)
+    values["utilization"] = np.ones_like(values["utilization"])
+    values["latency"] = np.zeros_like(values["latency"])
+    return dataclasses.replace(grid, values=values)
 
 
 def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
@@ -37,8 +60,11 @@ SEARCHED_TEXT = {"schedule": "1f1b,interleaved:2", "recompute": "none,selective,
 
 
 def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
-    """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``."""
+    """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
+    with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring)."""
     best = best_layouts(grid, keep=keep, progress=progress)
+    # The same keep as the plan's, so the ideal pass reuses its compiled block.
+    ideal = best_layouts(ideal_network(grid), keep=keep, progress=progress)
     keep = best["score"].shape[1]
     kept = list(OUTER)
     kept_shape = tuple(grid.sizes[d] for d in kept)
@@ -58,6 +84,12 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
         data[name] = xr.Variable(dims, best[name].reshape(*kept_shape, keep), {"units": units, "long_name": long_name})
+    ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
+    step = best["iteration_time"][:, 0].reshape(kept_shape)
+    data["ideal_iteration_time"] = xr.Variable(kept, ideal_time, {
+        "units": "s", "long_name": "the best layout's step on an ideal network (unbounded NICs, no latency)"})
+    data["network_cost"] = xr.Variable(kept, 1.0 - ideal_time / step, {
+        "units": "1", "long_name": "share of the best layout's step that an ideal network would save"})
     out_coords = {d: xr.Variable(d, coords[d], coordinate_attrs(d)) for d in kept}
     out_coords["rank"] = xr.Variable("rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"})
     attrs = {"family": "layouts", "planned": f"the {keep} fastest layouts that can exist and fit in memory",
@@ -102,37 +134,99 @@ def _setting(ds: xr.Dataset, cell: dict) -> str:
     return " ".join(parts) or "(one setting)"
 
 
-def plan_table(ds: xr.Dataset) -> str:
-    """The plan as text: per kept setting, each ranked layout with its speed, memory and what it waits on."""
+def _cells(ds: xr.Dataset):
+    """(setting text, its coordinates, its sub-dataset) for every kept cell, in cube order."""
     kept = list(OUTER)
-    lines = []
-    header = (f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} {'free':>5} "
-              f"{'network':>7}  waits on")
     shape = [ds.sizes[d] for d in kept]
     for flat in range(math.prod(shape)):
         idx = dict(zip(kept, np.unravel_index(flat, shape)))
         cell = {d: ds[d].values[i].item() for d, i in idx.items()}
-        lines.append(_setting(ds, cell) + ":")
+        yield _setting(ds, cell), cell, ds.isel(idx)
+
+
+def _ranked(sub: xr.Dataset, cell: dict):
+    """The ranked layouts of one cell as dicts (layout and output values, ``dp`` resolved), found ones only."""
+    for r in range(sub.sizes["rank"]):
+        row = {k: sub[k].values[r].item() for k in sub.data_vars if "rank" in sub[k].dims}
+        if not np.isfinite(row["tokens_per_s"]):
+            return
+        row["dp"] = _dp(row, cell)
+        yield r + 1, row
+
+
+def plan_table(ds: xr.Dataset) -> str:
+    """The plan as text: per kept setting, each ranked layout with its speed, step, memory and what it waits on,
+    and what the network costs the best layout against an ideal one."""
+    lines = []
+    header = (f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} "
+              f"{'free':>5} {'on NICs':>7}  waits on")
+    for setting, cell, sub in _cells(ds):
+        lines.append(setting + ":")
         lines.append(header)
-        sub = ds.isel(idx)
-        for r in range(ds.sizes["rank"]):
-            row = {k: sub[k].values[r].item() for k in sub.data_vars}
-            if not np.isfinite(row["tokens_per_s"]):
-                lines.append(f"  {r + 1} (no other layout can exist and fit in memory)")
-                break
-            row["dp"] = _dp(row, cell)
+        found = 0
+        for rank, row in _ranked(sub, cell):
+            found = rank
             waits = waits_on(row, row["iteration_time"])
-            share = row["network_fraction"]
-            flag = " <- network-bound" if share >= BOTTLENECK_SHARE else ""
-            lines.append(f"  {r + 1} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} {row['mfu']:>5.2f} "
-                         f"{row['tflops_per_gpu']:>6.0f} {row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {share:>7.0%}  "
-                         f"{waits}{flag}")
+            lines.append(f"  {rank} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} "
+                         f"{row['iteration_time']:>7.3g} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
+                         f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
+                         f"{waits}")
+        if found < ds.sizes["rank"]:
+            lines.append(f"  {found + 1} (no other layout can exist and fit in memory)")
+        cost = sub["network_cost"].item()
+        if np.isfinite(cost):
+            flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
+            lines.append(f"  the network costs {cost:.0%} of the best step (on an ideal network: "
+                         f"{sub['ideal_iteration_time'].item():.3g} s){flag}")
         lines.append("")
-    verdict = ds["network_fraction"].isel(rank=0)
-    bound = int((verdict >= BOTTLENECK_SHARE).sum())
-    lines.append(f"network-bound (>= {BOTTLENECK_SHARE:.0%} of the best layout's step waits on traffic that leaves "
-                 f"the NVLink domain): {bound} of {verdict.size} settings")
+    cost = ds["network_cost"].values
+    bound = int((cost >= BOTTLENECK_SHARE).sum())
+    lines.append(f"network-bound (an ideal network would save >= {BOTTLENECK_SHARE:.0%} of the best layout's step): "
+                 f"{bound} of {cost.size} settings")
     return "\n".join(lines)
+
+
+def plan_rows(ds: xr.Dataset) -> list[dict]:
+    """One dict per kept setting and ranked layout: the setting's coordinates, the layout, its outputs, what it
+    waits on, and the setting's ``network_cost`` and ``ideal_iteration_time`` (NaN as None)."""
+    out = []
+    for _, cell, sub in _cells(ds):
+        for rank, row in _ranked(sub, cell):
+            record = {**cell, "rank": rank, "layout": _layout_text(row)}
+            record.update({k: v for k, v in row.items()})
+            record["waits_on"] = waits_on(row, row["iteration_time"])
+            record["network_cost"] = sub["network_cost"].item()
+            record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
+            out.append({k: _plain(v) for k, v in record.items()})
+    return out
+
+
+def _plain(value: object) -> object:
+    """A JSON-ready value: NaN and infinities as None, numpy scalars as Python ones."""
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def plan_csv(ds: xr.Dataset) -> str:
+    """:func:`plan_rows` as CSV (empty cells for NaN)."""
+    import csv
+    import io
+
+    rows = plan_rows(ds)
+    text = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: "" if v is None else v for k, v in r.items()} for r in rows)
+    return text.getvalue()
+
+
+def plan_json(ds: xr.Dataset) -> str:
+    """:func:`plan_rows` as JSON (null for NaN)."""
+    return json.dumps(plan_rows(ds), indent=1, allow_nan=False)
 
 
 def _dp(row: dict, cell: dict) -> float:

@@ -449,9 +449,12 @@ def plan(
     keep: Annotated[int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")] = 3,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")] = False,
     **settings: Any,
 ):
-    """The fastest layouts of a large model on a cluster, per network setting, and what each waits on.
+    """The fastest layouts of a large model on a cluster, per network setting, what each waits on, and what the
+    network costs the best one against an ideal network.
 
     Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; every recompute mode; ZeRO 0, 1 and 3.
 
@@ -459,12 +462,14 @@ def plan(
     """
 
     from netsweep_jax.sweep.analysis.planning import plan as best
-    from netsweep_jax.sweep.analysis.planning import plan_table
+    from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.cli.progress import progress_bar
     from netsweep_jax.sweep.io.cube import write_dataset
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
+    if as_csv and as_json:
+        raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(ctx, settings, search=True)
     target = _layout_target(g, out, force, "plan-")
     typer.echo(f"searching {g.inner_size:,} layouts x {g.outer_size:,} settings", err=True)
@@ -472,11 +477,11 @@ def plan(
     if bar is None:
         ds = best(g, keep=keep)
     else:
-        with bar(g.inner_size * g.outer_size, 0) as advance:
+        with bar(2 * g.inner_size * g.outer_size, 0) as advance:  # the plan, then the same on an ideal network
             ds = best(g, keep=keep, progress=advance)
     write_dataset(ds, target, command=command_line())
-    typer.echo(plan_table(ds))
-    typer.echo(f"wrote {target}")
+    typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
+    typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
 
 
 @app.command()
