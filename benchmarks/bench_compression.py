@@ -25,8 +25,15 @@ from netsweep_jax.sweep.engine.plan import Plan
 def compiled(compressor, variables, configs):
     """A function running one block of this sweep (compiled on the first call, here)."""
     n_bw = 256
-    grid = make_grid("resnet50", bandwidth=f"1..400@{n_bw}", utilization=f"0.1..1@{configs // n_bw}",
-                     collective="nccl-ring", bucketing="ddp", compressor=compressor, variables=variables)
+    grid = make_grid(
+        "resnet50",
+        bandwidth=f"1..400@{n_bw}",
+        utilization=f"0.1..1@{configs // n_bw}",
+        collective="nccl-ring",
+        bucketing="ddp",
+        compressor=compressor,
+        variables=variables,
+    )
     plan = Plan(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
@@ -40,8 +47,11 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
     four = "scaling_factor,iteration_time,exposed_comm,comm_time"
-    cases = [("none", "none", four), ("topk:0.01", "topk:0.01", four),
-             ("topk:0.01 + time_to_accuracy", "topk:0.01", four + ",time_to_accuracy")]
+    cases = [
+        ("none", "none", four),
+        ("topk:0.01", "topk:0.01", four),
+        ("topk:0.01 + time_to_accuracy", "topk:0.01", four + ",time_to_accuracy"),
+    ]
     runs = [compiled(c, v, args.configs) for _, c, v in cases]
     times = [[] for _ in cases]
     for _ in range(args.repeats):  # interleaved, so that the machine's drift hits every case alike
@@ -50,7 +60,9 @@ def main():
             fn()
             out.append(time.perf_counter() - t)
     rates = [(label, args.configs / statistics.median(t)) for (label, _, _), t in zip(cases, times)]
-    print(f"{datetime.date.today()} {jax.devices()[0].device_kind}, {args.configs} configs, median of {args.repeats}")
+    print(
+        f"{datetime.date.today()} {jax.devices()[0].device_kind}, {args.configs} configs, median of {args.repeats}"
+    )
     for label, r in rates:
         print(f"  {label:<30} {r:12.4g} configs/s  {r / rates[0][1]:.2f}x of none")
 

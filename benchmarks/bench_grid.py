@@ -49,7 +49,9 @@ def whole_command(args, cache_dir, repeats=3):
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "NETSWEEP_CACHE_DIR": cache_dir})
+        subprocess.run(
+            cmd, check=True, capture_output=True, env={**os.environ, "NETSWEEP_CACHE_DIR": cache_dir}
+        )
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -60,8 +62,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     ratios = args.configs // (1000 * 100)
-    grid = make_grid("resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100",
-                     fusion_buffer=0)
+    grid = make_grid(
+        "resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100", fusion_buffer=0
+    )
     plan = Plan(grid.sizes)
     kernel_only(grid, plan)  # compile
     kernel = statistics.median(kernel_only(grid, plan) for _ in range(args.repeats))
@@ -71,18 +74,34 @@ def main():
             out = Path(d) / f"b{i}.h5"
             ends.append(run_grid(grid, out, command="bench")["configs_per_s"])
             out.unlink()
-        small = ["--bw", "1..100@100", "--ratio", "1..100", "--nodes", "1..10", "--fusion-mb", "0", "-q", "--force",
-                 "--out", str(Path(d) / "small.h5")]
+        small = [
+            "--bw",
+            "1..100@100",
+            "--ratio",
+            "1..100",
+            "--nodes",
+            "1..10",
+            "--fusion-mb",
+            "0",
+            "-q",
+            "--force",
+            "--out",
+            str(Path(d) / "small.h5"),
+        ]
         cached = Path(d) / "cache"
         whole_command(small, str(cached), repeats=1)  # fills the cache
         warm = whole_command(small, str(cached), args.repeats)
         cold = whole_command([*small, "--no-compile-cache"], str(cached), args.repeats)
     device = jax.devices()[0].device_kind
     end = statistics.median(ends)
-    print(f"| {datetime.date.today()} | {device} | {grid.size:,} | kernel only {kernel:.3g} configs/s | "
-          f"end to end {end:.3g} configs/s | ratio {end / kernel:.2f} | medians of {args.repeats} |")
-    print(f"| {datetime.date.today()} | {device} | 10^5-config command | with the compilation cache {warm:.2f} s | "
-          f"without {cold:.2f} s | medians of {args.repeats} fresh processes |")
+    print(
+        f"| {datetime.date.today()} | {device} | {grid.size:,} | kernel only {kernel:.3g} configs/s | "
+        f"end to end {end:.3g} configs/s | ratio {end / kernel:.2f} | medians of {args.repeats} |"
+    )
+    print(
+        f"| {datetime.date.today()} | {device} | 10^5-config command | with the compilation cache {warm:.2f} s | "
+        f"without {cold:.2f} s | medians of {args.repeats} fresh processes |"
+    )
 
 
 if __name__ == "__main__":

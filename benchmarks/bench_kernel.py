@@ -41,8 +41,9 @@ def python_loop(ready, nbytes, fixed, alpha, lat):
 
 def bench(fusion_mb, configs, repeats):
     n_bw = 512
-    grid = make_grid("resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}",
-                     fusion_buffer=fusion_mb)
+    grid = make_grid(
+        "resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}", fusion_buffer=fusion_mb
+    )
     plan = Plan(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
@@ -58,13 +59,20 @@ def bench(fusion_mb, configs, repeats):
     n = int(buckets.valid.sum())
     ready, nbytes, fixed = buckets.ready[:n], buckets.nbytes[:n], layout.reduce[0, :n]
     c = inputs.configs(block.inner_slab)
-    alpha = ((layout.transfer[0] + layout.wire[0] / (c.bandwidth * c.utilization)) / c.ratio).astype(np.float32)
+    alpha = ((layout.transfer[0] + layout.wire[0] / (c.bandwidth * c.utilization)) / c.ratio).astype(
+        np.float32
+    )
     lat = (layout.messages[0] * c.latency).astype(np.float32)
     np_s = median_seconds(lambda: numpy_loop(ready, nbytes, fixed, alpha, lat), repeats)
     py_n = 2000
     py_s = median_seconds(lambda: python_loop(ready, nbytes, fixed, alpha[:py_n], lat[:py_n]), 3)
-    return {"buckets": n, "compile_s": compile_s, "jax": configs / jax_s, "numpy": configs / np_s,
-            "python": py_n / py_s}
+    return {
+        "buckets": n,
+        "compile_s": compile_s,
+        "jax": configs / jax_s,
+        "numpy": configs / np_s,
+        "python": py_n / py_s,
+    }
 
 
 def main():
@@ -73,15 +81,21 @@ def main():
     ap.add_argument("--repeats", type=int, default=7)
     args = ap.parse_args()
     device = jax.devices()[0].device_kind
-    print(f"device: {jax.devices()[0].platform}:{device}, block of {args.configs:,} configurations, "
-          f"median of {args.repeats}")
-    print("| date | device | fusion | buckets | JAX configs/s | numpy configs/s | Python configs/s "
-          "| JAX / numpy | compile s |")
+    print(
+        f"device: {jax.devices()[0].platform}:{device}, block of {args.configs:,} configurations, "
+        f"median of {args.repeats}"
+    )
+    print(
+        "| date | device | fusion | buckets | JAX configs/s | numpy configs/s | Python configs/s "
+        "| JAX / numpy | compile s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for label, fusion_mb in (("off", 0.0), ("64 MiB / 5 ms", 64.0)):
         r = bench(fusion_mb, args.configs, args.repeats)
-        print(f"| {datetime.date.today()} | {device} | {label} | {r['buckets']} | {r['jax']:.3g} | "
-              f"{r['numpy']:.3g} | {r['python']:.3g} | {r['jax'] / r['numpy']:.1f}x | {r['compile_s']:.2f} |")
+        print(
+            f"| {datetime.date.today()} | {device} | {label} | {r['buckets']} | {r['jax']:.3g} | "
+            f"{r['numpy']:.3g} | {r['python']:.3g} | {r['jax'] / r['numpy']:.1f}x | {r['compile_s']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -33,24 +33,79 @@ def reference_rate(grid, samples=4000):
     """Layouts per second of the float64 reference on random cells of ``grid`` that can exist."""
     rng = random.Random(0)
     codes, tables = grid.codes(), grid.tables()
-    arch_fields = dict(zip(("layers", "hidden", "heads", "kv_heads", "q_width", "kv_width", "ffn", "vocab", "seq",
-                            "experts", "top_k", "expert_ffn", "shared_experts", "moe_layers", "gated", "tied", "dropout"),
-                           (int(x) for x in tables["arch"][0])))
+    arch_fields = dict(
+        zip(
+            (
+                "layers",
+                "hidden",
+                "heads",
+                "kv_heads",
+                "q_width",
+                "kv_width",
+                "ffn",
+                "vocab",
+                "seq",
+                "experts",
+                "top_k",
+                "expert_ffn",
+                "shared_experts",
+                "moe_layers",
+                "gated",
+                "tied",
+                "dropout",
+            ),
+            (int(x) for x in tables["arch"][0]),
+        )
+    )
     gpu = dict(zip(GPU_FIELDS, tables["gpu"][0]))
-    dev = dict(peak=gpu["half"], hbm=gpu["hbm"], memory=gpu["memory"], param_bytes=2.0, grad_bytes=4.0, act_bytes=2.0,
-               usable=0.95, gemm_input_bytes=2.0)
+    dev = dict(
+        peak=gpu["half"],
+        hbm=gpu["hbm"],
+        memory=gpu["memory"],
+        param_bytes=2.0,
+        grad_bytes=4.0,
+        act_bytes=2.0,
+        usable=0.95,
+        gemm_input_bytes=2.0,
+    )
     cells = []
     for _ in range(samples):
         v = {d: float(rng.choice(list(codes[d]))) for d in DIMS}
-        lay = dict(gpus=v["gpus"], tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"],
-                   micro_batch=v["micro_batch"], global_batch=v["global_batch"], chunks=v["schedule"],
-                   recompute=v["recompute"], sequence_parallel=v["sequence_parallel"], zero=v["zero"], flash=v["attention"],
-                   nvlink_domain=gpu["domain"], nvlink_bw=gpu["nvlink"], gpus_per_node=gpu["gpus_per_node"],
-                   nics_per_node=v["nics_per_node"], bandwidth=v["bandwidth"], utilization=1.0, latency=0.0,
-                   collective=v["collective"], efficiency=v["efficiency"], overhead=0.0, slowdown=0.0, straggle=0.0,
-                   imbalance=1.0, offload_layers=0)
-        cells.append({k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()})
-    cells = [lay for lay in cells if reference.layout_status(arch_fields, lay) == 0]  # the full computation only
+        lay = dict(
+            gpus=v["gpus"],
+            tp=v["tp"],
+            pp=v["pp"],
+            cp=v["cp"],
+            ep=v["ep"],
+            dp=v["dp"],
+            micro_batch=v["micro_batch"],
+            global_batch=v["global_batch"],
+            chunks=v["schedule"],
+            recompute=v["recompute"],
+            sequence_parallel=v["sequence_parallel"],
+            zero=v["zero"],
+            flash=v["attention"],
+            nvlink_domain=gpu["domain"],
+            nvlink_bw=gpu["nvlink"],
+            gpus_per_node=gpu["gpus_per_node"],
+            nics_per_node=v["nics_per_node"],
+            bandwidth=v["bandwidth"],
+            utilization=1.0,
+            latency=0.0,
+            collective=v["collective"],
+            efficiency=v["efficiency"],
+            overhead=0.0,
+            slowdown=0.0,
+            straggle=0.0,
+            imbalance=1.0,
+            offload_layers=0,
+        )
+        cells.append(
+            {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}
+        )
+    cells = [
+        lay for lay in cells if reference.layout_status(arch_fields, lay) == 0
+    ]  # the full computation only
     t = time.perf_counter()
     for lay in cells:
         reference.layout_step(arch_fields, dev, lay)
@@ -60,15 +115,31 @@ def reference_rate(grid, samples=4000):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--bandwidths", type=int, default=16, help="network settings: bandwidth values x 2 NIC counts")
+    parser.add_argument(
+        "--bandwidths", type=int, default=16, help="network settings: bandwidth values x 2 NIC counts"
+    )
     args = parser.parse_args()
     grid = layouts.make_layout_grid(
-        "llama3-70b", gpu="h100", gpus="1024", global_batch="1024", bandwidth=f"25..400@{args.bandwidths}",
-        nics_per_node="1,8", tp="1,2,4,8", pp="1,2,4,8,16,32,64", cp="1,2,4", micro_batch="1,2,4,8",
-        schedule="1f1b,interleaved:2", recompute="none,selective,full", zero="0,1,3", sequence_parallel="1")
+        "llama3-70b",
+        gpu="h100",
+        gpus="1024",
+        global_batch="1024",
+        bandwidth=f"25..400@{args.bandwidths}",
+        nics_per_node="1,8",
+        tp="1,2,4,8",
+        pp="1,2,4,8,16,32,64",
+        cp="1,2,4",
+        micro_batch="1,2,4,8",
+        schedule="1f1b,interleaved:2",
+        recompute="none,selective,full",
+        zero="0,1,3",
+        sequence_parallel="1",
+    )
     configs = grid.outer_size * grid.inner_size
-    print(f"# {datetime.date.today()}  {jax.devices()[0].device_kind} x{jax.device_count()}, "
-          f"{configs:,} layouts ({grid.inner_size:,} per setting x {grid.outer_size} settings)")
+    print(
+        f"# {datetime.date.today()}  {jax.devices()[0].device_kind} x{jax.device_count()}, "
+        f"{configs:,} layouts ({grid.inner_size:,} per setting x {grid.outer_size} settings)"
+    )
     t = time.perf_counter()
     layouts.best_layouts(grid, keep=3)
     compile_s = time.perf_counter() - t
@@ -77,8 +148,10 @@ def main():
     ref = reference_rate(grid)
     print(f"first search (with compile) {compile_s:.2f} s")
     print("| path | layouts/s | vs reference |\n|---|---|---|")
-    print(f"| sweep plan search (top 3 per setting, on the device) | {configs / search:,.0f} | "
-          f"{configs / search / ref:,.0f}x |")
+    print(
+        f"| sweep plan search (top 3 per setting, on the device) | {configs / search:,.0f} | "
+        f"{configs / search / ref:,.0f}x |"
+    )
     print(f"| whole grid kept in memory | {configs / keep_all:,.0f} | {configs / keep_all / ref:,.0f}x |")
     print(f"| reference loop (float64 Python) | {ref:,.0f} | 1x |")
 

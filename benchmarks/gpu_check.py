@@ -42,25 +42,50 @@ def peak_fp32(kind):
 
 
 def random_profile(rng: np.random.Generator, n: int = 50) -> Profile:
-    return Profile("rand", tuple(f"t{i}" for i in range(n)), np.round(rng.uniform(1e3, 2e7, n)),
-                   rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7), 0.15)
+    return Profile(
+        "rand",
+        tuple(f"t{i}" for i in range(n)),
+        np.round(rng.uniform(1e3, 2e7, n)),
+        rng.uniform(0, 2e-3, n) * (rng.uniform(size=n) < 0.7),
+        0.15,
+    )
 
 
 def correctness(kernel, rng, p, samples=300):
-    ds = evaluate(p, kernel=kernel, bandwidth=[1, 10, 40, 100], utilization=[0.3, 1.0], ratio=[1, 7.5], nodes=[1, 2, 16],
-                  gpus_per_node=[1, 8], latency=[0, 20], collective=["ring", "tree", "ps", "hierarchical"],
-                  fusion_buffer=[0, 64], fusion_timeout=[0, 5])
+    ds = evaluate(
+        p,
+        kernel=kernel,
+        bandwidth=[1, 10, 40, 100],
+        utilization=[0.3, 1.0],
+        ratio=[1, 7.5],
+        nodes=[1, 2, 16],
+        gpus_per_node=[1, 8],
+        latency=[0, 20],
+        collective=["ring", "tree", "ps", "hierarchical"],
+        fusion_buffer=[0, 64],
+        fusion_timeout=[0, 5],
+    )
     table = tuple(t.tolist() for t in default_table())
     flat = ds.scaling_factor.values.reshape(-1)
     worst = 0.0
     for i in rng.choice(flat.size, samples, replace=False):
         idx = np.unravel_index(i, ds.scaling_factor.shape)
         v = {d: ds[d].values[j] for d, j in zip(ds.scaling_factor.dims, idx)}
-        ref = simulate(p.wait.tolist(), p.grad_bytes.tolist(), p.t1, bandwidth=v["bandwidth"] * 1e9,
-                       utilization=v["utilization"], ratio=v["ratio"], nodes=int(v["nodes"]),
-                       gpus=int(v["gpus_per_node"]), latency=v["latency"] * 1e-6,
-                       collective=str(v["collective"]), buffer_bytes=v["fusion_buffer"] * 2**20,
-                       timeout_s=v["fusion_timeout"] * 1e-3, table=table)
+        ref = simulate(
+            p.wait.tolist(),
+            p.grad_bytes.tolist(),
+            p.t1,
+            bandwidth=v["bandwidth"] * 1e9,
+            utilization=v["utilization"],
+            ratio=v["ratio"],
+            nodes=int(v["nodes"]),
+            gpus=int(v["gpus_per_node"]),
+            latency=v["latency"] * 1e-6,
+            collective=str(v["collective"]),
+            buffer_bytes=v["fusion_buffer"] * 2**20,
+            timeout_s=v["fusion_timeout"] * 1e-3,
+            table=table,
+        )
         for name in ("scaling_factor", "iteration_time"):
             got = float(ds[name].values[idx])
             assert np.isfinite(got), (name, v)
@@ -70,8 +95,9 @@ def correctness(kernel, rng, p, samples=300):
 
 def throughput(kernel, fusion_mb, total, block=2**24, repeats=3):
     side = int(np.sqrt(block))
-    grid = make_grid("resnet50", bandwidth=f"1..400@{side}", ratio=f"1..100@{block // side}",
-                     fusion_buffer=fusion_mb)
+    grid = make_grid(
+        "resnet50", bandwidth=f"1..400@{side}", ratio=f"1..100@{block // side}", fusion_buffer=fusion_mb
+    )
     plan = Plan(grid.sizes, block_configs=block)
     runner = Dispatcher(grid, plan, kernel=kernel)
     (b,) = plan.blocks()
@@ -101,12 +127,16 @@ def main():
         try:
             err, ds = correctness(kernel, rng, profile)
             results[kernel] = ds
-            print(f"{kernel}: max relative error vs float64 reference over 300 random configs: {err:.2e}",
-                  flush=True)
+            print(
+                f"{kernel}: max relative error vs float64 reference over 300 random configs: {err:.2e}",
+                flush=True,
+            )
         except Exception as e:  # report and go on: the other kernel still gets measured
             print(f"{kernel}: FAILED correctness: {type(e).__name__}: {str(e)[:400]}", flush=True)
     if len(results) == 2:
-        diff = np.nanmax(np.abs(results["xla"].scaling_factor.values - results["pallas"].scaling_factor.values))
+        diff = np.nanmax(
+            np.abs(results["xla"].scaling_factor.values - results["pallas"].scaling_factor.values)
+        )
         print(f"pallas vs xla, whole sample grid: max |scaling factor difference| {diff:.2e}", flush=True)
     print("blocks of 2^24 configurations for 10^8, 2^26 for 10^9 (per-block host dispatch is ~0.7 ms)")
     print("| kernel | fusion | buckets | configs | configs/s | FP32 share |")
@@ -116,7 +146,9 @@ def main():
             for total, block in ((10**8, 2**24), (10**9, 2**26)):
                 rate, buckets = throughput(kernel, fusion_mb, total, block=block)
                 share = rate * buckets * FLOPS_PER_STEP / peak_fp32(kind)
-                print(f"| {kernel} | {label} | {buckets} | {total:.0e} | {rate:.3g} | {share:.1%} |", flush=True)
+                print(
+                    f"| {kernel} | {label} | {buckets} | {total:.0e} | {rate:.3g} | {share:.1%} |", flush=True
+                )
 
 
 if __name__ == "__main__":

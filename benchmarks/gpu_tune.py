@@ -39,13 +39,20 @@ def main():
     runner = Dispatcher(grid, plan, kernel="pallas")
     (block,) = plan.blocks()
     inputs = runner.inputs
-    args = jax.device_put((inputs.configs(block.inner_slab), inputs.layout(block.task, block.layout_slab),
-                           inputs.buckets(block.task), inputs.t1(block.task)))
+    args = jax.device_put(
+        (
+            inputs.configs(block.inner_slab),
+            inputs.layout(block.task, block.layout_slab),
+            inputs.buckets(block.task),
+            inputs.t1(block.task),
+        )
+    )
     nb = int(args[2].valid.sum())
     print(f"{jax.devices()[0].device_kind}: {C:,} configs, {nb} buckets (padded {args[2].ready.shape[0]})")
 
     def pallas(**options):
         return jax.jit(functools.partial(on_grid_pallas, **options))
+
     print("| tile | warps | loop | ms | configs/s |")
     print("|---|---|---|---|---|")
     best = None
@@ -58,16 +65,23 @@ def main():
 
                 def fn(kernel=kernel):
                     return kernel(*args)
+
                 try:
                     t = median_time(fn)
                 except Exception as e:  # report, keep tuning
-                    print(f"| {tile} | {warps} | {'unrolled' if unroll else 'loop'} | failed: {type(e).__name__} | |")
+                    print(
+                        f"| {tile} | {warps} | {'unrolled' if unroll else 'loop'} | failed: {type(e).__name__} | |"
+                    )
                     continue
-                print(f"| {tile} | {warps} | {'unrolled' if unroll else 'loop'} | {t * 1e3:.3f} | {C / t:.3g} |",
-                      flush=True)
+                print(
+                    f"| {tile} | {warps} | {'unrolled' if unroll else 'loop'} | {t * 1e3:.3f} | {C / t:.3g} |",
+                    flush=True,
+                )
                 if best is None or t < best[0]:
                     best = (t, tile, warps, unroll)
-    print(f"best: tile {best[1]}, warps {best[2]}, {'unrolled' if best[3] else 'loop'}: {C / best[0]:.3g} configs/s")
+    print(
+        f"best: tile {best[1]}, warps {best[2]}, {'unrolled' if best[3] else 'loop'}: {C / best[0]:.3g} configs/s"
+    )
     with_latency = pallas(tile=best[1], num_warps=best[2], zero_latency=False)
     t = median_time(lambda: with_latency(*args))
     print(f"same, with the latency add: {C / t:.3g} configs/s")
@@ -80,7 +94,9 @@ def main():
     t_dispatch = time.perf_counter() - t0
     jax.block_until_ready(outs)
     t_all = time.perf_counter() - t0
-    print(f"20 blocks: dispatch {t_dispatch * 1e3:.1f} ms, total {t_all * 1e3:.1f} ms, {20 * C / t_all:.3g} configs/s")
+    print(
+        f"20 blocks: dispatch {t_dispatch * 1e3:.1f} ms, total {t_all * 1e3:.1f} ms, {20 * C / t_all:.3g} configs/s"
+    )
     np.asarray(outs[0]["scaling_factor"][:, :10])
 
 

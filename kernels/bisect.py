@@ -18,9 +18,16 @@ SOLVED, AT_LIMIT, UNREACHABLE = 0, 1, 2
 MET_AT_MIN = AT_LIMIT  # a growing metric reaches the target at the lowest allowed value already
 
 
-def boundary(metric: Callable[[jax.Array], jax.Array], target: jax.Array, low: jax.Array, high: jax.Array,
-             shape: tuple[int, ...], dtype: jnp.dtype | type, iterations: int = 40, increasing: bool = True
-             ) -> tuple[jax.Array, jax.Array]:
+def boundary(
+    metric: Callable[[jax.Array], jax.Array],
+    target: jax.Array,
+    low: jax.Array,
+    high: jax.Array,
+    shape: tuple[int, ...],
+    dtype: jnp.dtype | type,
+    iterations: int = 40,
+    increasing: bool = True,
+) -> tuple[jax.Array, jax.Array]:
     """The x in [low, high] where ``metric(x) >= target`` starts (growing) or stops (falling).
 
     Args:

@@ -62,8 +62,14 @@ class Rows(NamedTuple):
     index: jax.Array  # type: ignore[assignment]  # a field named as tuple.index: the callers' name
 
 
-def predict(params: jax.Array, rows: Rows, *, spec: FitSpec, softness: jax.Array | float | None,
-            features: Features = PAPER) -> dict[str, jax.Array]:
+def predict(
+    params: jax.Array,
+    rows: Rows,
+    *,
+    spec: FitSpec,
+    softness: jax.Array | float | None,
+    features: Features = PAPER,
+) -> dict[str, jax.Array]:
     """Metrics of every row with the fitted fields set from ``params`` [P]: dict of [R]."""
     values = {field: spec.value(f, params[rows.index[:, f]]) for f, field in enumerate(spec.fields)}
     soft = None if softness is None else softness * rows.t1
@@ -78,16 +84,34 @@ def residual(predicted: Any, target: Any, measured: str) -> Any:
     return (predicted - target) / (1.0 if measured == "scaling_factor" else target)
 
 
-def residuals(params: jax.Array, rows: Rows, target: jax.Array, *, spec: FitSpec, measured: str,
-              softness: jax.Array | float | None, features: Features = PAPER) -> jax.Array:
+def residuals(
+    params: jax.Array,
+    rows: Rows,
+    target: jax.Array,
+    *,
+    spec: FitSpec,
+    measured: str,
+    softness: jax.Array | float | None,
+    features: Features = PAPER,
+) -> jax.Array:
     """[R] residuals of the model under ``params`` (:func:`residual`)."""
     pred = predict(params, rows, spec=spec, softness=softness, features=features)[measured]
     return residual(pred, target, measured)
 
 
-def fit(starts: jax.Array, rows: Rows, target: jax.Array, weights: jax.Array, *, spec: FitSpec, measured: str,
-        steps: int, learning_rate: float, softness: jax.Array | float,
-        features: Features = PAPER) -> tuple[jax.Array, jax.Array]:
+def fit(
+    starts: jax.Array,
+    rows: Rows,
+    target: jax.Array,
+    weights: jax.Array,
+    *,
+    spec: FitSpec,
+    measured: str,
+    steps: int,
+    learning_rate: float,
+    softness: jax.Array | float,
+    features: Features = PAPER,
+) -> tuple[jax.Array, jax.Array]:
     """Best parameters and their exact loss.
 
     Args:
@@ -100,6 +124,7 @@ def fit(starts: jax.Array, rows: Rows, target: jax.Array, weights: jax.Array, *,
     Returns:
       ([P] unconstrained parameters, scalar exact loss).
     """
+
     def loss(params: jax.Array, soft: jax.Array | float | None) -> jax.Array:
         r = residuals(params, rows, target, spec=spec, measured=measured, softness=soft, features=features)
         return jnp.sum(weights * r**2) / jnp.sum(weights)

@@ -168,11 +168,40 @@ STATUS = (
     "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
     "tp x pp x cp x dp is not the GPU count",
 )
-OUTPUTS = ("iteration_time", "tokens_per_s", "mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "memory_gb",
-           "memory_free_gb", "fits", "status", "compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed",
-           "pp_exposed", "dp_exposed", "optimizer", "overhead_time", "network_fraction")
-BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
-             "dp_exposed", "optimizer", "overhead_time")
+OUTPUTS = (
+    "iteration_time",
+    "tokens_per_s",
+    "mfu",
+    "tflops_per_gpu",
+    "hardware_tflops_per_gpu",
+    "memory_gb",
+    "memory_free_gb",
+    "fits",
+    "status",
+    "compute",
+    "recompute_time",
+    "bubble",
+    "tp_exposed",
+    "cp_exposed",
+    "ep_exposed",
+    "pp_exposed",
+    "dp_exposed",
+    "optimizer",
+    "overhead_time",
+    "network_fraction",
+)
+BREAKDOWN = (
+    "compute",
+    "recompute_time",
+    "bubble",
+    "tp_exposed",
+    "cp_exposed",
+    "ep_exposed",
+    "pp_exposed",
+    "dp_exposed",
+    "optimizer",
+    "overhead_time",
+)
 Value = Any  # a float array of configurations, or a scalar that broadcasts with them
 ADAM_BYTES = 12.0  # fp32 master weights, first and second moments, per parameter
 OPTIMIZER_TRAFFIC = 32.0  # Adam with fp32 master weights: 16 bytes per parameter read and written
@@ -288,7 +317,9 @@ def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only
     n = jnp.maximum(size, 1.0)
     ring = 2.0 * (n - 1.0) / n * nbytes / bw + _steps_latency(2.0 * (n - 1.0), crosses, lay)
     tree = 2.0 * nbytes / bw + _steps_latency(2.0 * jnp.ceil(jnp.log2(n)), crosses, lay)
-    chosen = jnp.where(lay.collective == 0, ring, jnp.where(lay.collective == 1, tree, jnp.minimum(ring, tree)))
+    chosen = jnp.where(
+        lay.collective == 0, ring, jnp.where(lay.collective == 1, tree, jnp.minimum(ring, tree))
+    )
     return jnp.where(n > 1, jnp.where(ring_only, ring, chosen), 0.0)
 
 
@@ -302,8 +333,10 @@ def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Layout) ->
 def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, duration: Value) -> Value:
     """End of the last of ``count`` identical reductions, ready at start + i ready_every (i = 1..count),
     each taking ``duration``, FIFO after one that ends at ``prev_end``; ``prev_end`` if count is 0."""
-    end = jnp.maximum(jnp.maximum(prev_end + count * duration, start + ready_every + count * duration),
-                      start + count * ready_every + duration)
+    end = jnp.maximum(
+        jnp.maximum(prev_end + count * duration, start + ready_every + count * duration),
+        start + count * ready_every + duration,
+    )
     return jnp.where(count > 0, end, prev_end)
 
 
@@ -430,13 +463,19 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     expert_grads = expert_params / (etp * e) * dev.grad_bytes
     zero = lay.zero
     # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
-    ag3 = (scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay)
-           + scatter_or_gather(expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay))
+    ag3 = scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
+        expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay
+    )
     # The layer's gradients reduced over their data-parallel groups: dense over dp x cp, experts over the rest.
-    rs3 = (scatter_or_gather(dense_grads, dp_group, t, lay)
-           + scatter_or_gather(expert_grads, expert_dp, expert_stride, lay))
-    ar_grads = all_reduce(dense_grads, dp_group, t, lay) + all_reduce(expert_grads, expert_dp, expert_stride, lay)
-    z3_layer = jnp.where(zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0)
+    rs3 = scatter_or_gather(dense_grads, dp_group, t, lay) + scatter_or_gather(
+        expert_grads, expert_dp, expert_stride, lay
+    )
+    ar_grads = all_reduce(dense_grads, dp_group, t, lay) + all_reduce(
+        expert_grads, expert_dp, expert_stride, lay
+    )
+    z3_layer = jnp.where(
+        zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0
+    )
     _, dp_cross = group_bandwidth(dp_group, t, lay)
 
     # --- stages ------------------------------------------------------------------------------------
@@ -452,13 +491,20 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     pp_bw, pp_cross = group_bandwidth(p, t * c * dp, lay)
     pp_micro = jnp.where(p > 1, 2.0 * V * (x_pp / pp_bw + jnp.where(pp_cross, lay.latency, 0.0)), 0.0)
 
-    per_layer = {"compute": t_f + t_b, "recompute_time": recompute, "tp_exposed": tp_layer, "cp_exposed": cp_layer,
-                 "ep_exposed": ep_layer, "dp_exposed": z3_layer}
+    per_layer = {
+        "compute": t_f + t_b,
+        "recompute_time": recompute,
+        "tp_exposed": tp_layer,
+        "cp_exposed": cp_layer,
+        "ep_exposed": ep_layer,
+        "dp_exposed": z3_layer,
+    }
 
     def stage(n, first, last):
         parts = {key: n * val for key, val in per_layer.items()}
-        parts["compute"] = parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(
-            last, logits_f + logits_b, 0.0)
+        parts["compute"] = (
+            parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(last, logits_f + logits_b, 0.0)
+        )
         parts["pp_exposed"] = pp_micro
         return parts
 
@@ -470,8 +516,12 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     t_max = jnp.maximum(jnp.maximum(totals[0], totals[1]), totals[2])
     first_is_slowest = totals[0] >= t_max
     mid_is_slowest = ~first_is_slowest & (totals[1] >= t_max)
-    slow = {key: jnp.where(first_is_slowest, stages[0][key], jnp.where(mid_is_slowest, stages[1][key],
-                                                                         stages[2][key])) for key in stages[0]}
+    slow = {
+        key: jnp.where(
+            first_is_slowest, stages[0][key], jnp.where(mid_is_slowest, stages[1][key], stages[2][key])
+        )
+        for key in stages[0]
+    }
 
     bubble_steps = (p - 1.0) / V
     out = {key: m * val for key, val in slow.items()}
@@ -480,8 +530,9 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # --- data-parallel synchronisation during the last micro-batch's backward -------------------------
     gamma = jnp.where(zero >= 1, rs3, ar_grads)  # a reduce-scatter at ZeRO 1/2, else an all-reduce
     embed_grads = embed_params * dev.grad_bytes
-    gamma_embed = jnp.where(zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay),
-                            all_reduce(embed_grads, dp_group, t, lay))
+    gamma_embed = jnp.where(
+        zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay), all_reduce(embed_grads, dp_group, t, lay)
+    )
     beta = t_b + recompute + tp_backward + cp_backward + ep_layer / 2.0  # one layer's backward, as paced
     untied = 1.0 - arch.tied
 
@@ -496,8 +547,9 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
 
     dp_sync = exposed(n_first, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
-    dp_sync = jnp.maximum(dp_sync, jnp.where(exists[2], exposed(n_last, False, True, (p - 1.0) * n_last * beta),
-                                             0.0))
+    dp_sync = jnp.maximum(
+        dp_sync, jnp.where(exists[2], exposed(n_last, False, True, (p - 1.0) * n_last * beta), 0.0)
+    )
     dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
     # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
     # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
@@ -506,11 +558,14 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     dense_layer, expert_layer = dense_params / t, expert_params / (etp * e)
     first_dense = n_first * dense_layer + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
     last_dense = n_last * dense_layer + embed_params
-    first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[2]
+    first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[
+        2
+    ]
     stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
     stage_expert = jnp.where(first_is_larger, n_first, n_last) * expert_layer
-    gather = (scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay)
-              + scatter_or_gather(stage_expert * dev.param_bytes, expert_dp, expert_stride, lay))
+    gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
+        stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
+    )
     gather_exposed = jnp.where((zero >= 1) & (zero < 3), jnp.maximum(0.0, gather - n_first * t_f), 0.0)
     out["dp_exposed"] = out["dp_exposed"] + dp_sync + gather_exposed
 
@@ -524,16 +579,26 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # --- what the step achieves --------------------------------------------------------------------
     step_tokens = B * s
     model_flops = 3.0 * step_tokens * (L * layer_flops + logits_flops)
-    recompute_flops = step_tokens * L * jnp.where(lay.recompute >= 2, layer_flops,
-                                                  jnp.where(lay.recompute >= 1, core_flops, 0.0))
-    network = (jnp.where(tp_cross, out["tp_exposed"], 0.0) + jnp.where(cp_cross, out["cp_exposed"], 0.0)
-               + jnp.where(ep_waits_on_nic, out["ep_exposed"], 0.0) + jnp.where(pp_cross, out["pp_exposed"], 0.0)
-               + jnp.where(dp_cross, out["dp_exposed"], 0.0))
+    recompute_flops = (
+        step_tokens
+        * L
+        * jnp.where(lay.recompute >= 2, layer_flops, jnp.where(lay.recompute >= 1, core_flops, 0.0))
+    )
+    network = (
+        jnp.where(tp_cross, out["tp_exposed"], 0.0)
+        + jnp.where(cp_cross, out["cp_exposed"], 0.0)
+        + jnp.where(ep_waits_on_nic, out["ep_exposed"], 0.0)
+        + jnp.where(pp_cross, out["pp_exposed"], 0.0)
+        + jnp.where(dp_cross, out["dp_exposed"], 0.0)
+    )
 
     # --- memory per GPU ------------------------------------------------------------------------------
     def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO
-        return (dev.param_bytes / jnp.where(zero >= 3, group, 1.0) + dev.grad_bytes / jnp.where(zero >= 2, group, 1.0)
-                + ADAM_BYTES / jnp.where(zero >= 1, group, 1.0))
+        return (
+            dev.param_bytes / jnp.where(zero >= 3, group, 1.0)
+            + dev.grad_bytes / jnp.where(zero >= 2, group, 1.0)
+            + ADAM_BYTES / jnp.where(zero >= 1, group, 1.0)
+        )
 
     states = stage_dense * states_per_param(dp_group) + stage_expert * states_per_param(expert_dp)
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
@@ -547,9 +612,12 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
-    activations = jnp.maximum(on_gpu(n_first) * act_kept * in_flight + embed_act,
-                              on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0) + head_act
-                              + jnp.where(is_one, embed_act, 0.0))
+    activations = jnp.maximum(
+        on_gpu(n_first) * act_kept * in_flight + embed_act,
+        on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0)
+        + head_act
+        + jnp.where(is_one, embed_act, 0.0),
+    )
     gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's
     memory = states + gathered + activations
 

@@ -75,7 +75,13 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-METRICS = ("scaling_factor", "iteration_time", "exposed_comm", "comm_time", "time_to_accuracy")  # = schema.OUTPUTS
+METRICS = (
+    "scaling_factor",
+    "iteration_time",
+    "exposed_comm",
+    "comm_time",
+    "time_to_accuracy",
+)  # = schema.OUTPUTS
 
 
 class Config(NamedTuple):
@@ -187,8 +193,19 @@ class Features(NamedTuple):
 PAPER = Features()
 # For padding lanes: finite, harmless values (sliced off the outputs). Host floats (``_make`` takes any
 # values), so importing this module starts no device.
-PAD_CONFIG = Config._make(dict(bandwidth=1e9, utilization=1.0, ratio=1.0, latency=0.0, overhead=0.0, slowdown=0.0,
-                               jitter=0.0, accum=1.0)[f] for f in Config._fields)
+PAD_CONFIG = Config._make(
+    dict(
+        bandwidth=1e9,
+        utilization=1.0,
+        ratio=1.0,
+        latency=0.0,
+        overhead=0.0,
+        slowdown=0.0,
+        jitter=0.0,
+        accum=1.0,
+    )[f]
+    for f in Config._fields
+)
 
 
 def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) -> jax.Array:
@@ -198,8 +215,14 @@ def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) ->
     return softness * jnp.logaddexp(x / softness, y / softness)
 
 
-def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
-              softness: jax.Array | None = None, features: Features = PAPER) -> dict[str, jax.Array]:
+def iteration(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    softness: jax.Array | None = None,
+    features: Features = PAPER,
+) -> dict[str, jax.Array]:
     """Iteration metrics of one configuration (the module docstring's recurrence).
 
     Args:
@@ -237,8 +260,9 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
         extra = (codec,)
 
-    def step(carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
-             ) -> tuple[tuple[jax.Array, jax.Array], None]:
+    def step(
+        carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
+    ) -> tuple[tuple[jax.Array, jax.Array], None]:
         end, comm = carry
         ready, nbytes, reduce, valid, *codec = bucket  # codec: [D_b + n_b U_b] when compressing
         start = smooth_max(ready, end, softness)
@@ -276,17 +300,29 @@ def iteration(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array,
         out = tuple(jnp.where(fsdp > 0, a, b) for a, b in zip(sharded, out))
     relative = jnp.ones_like(out[1])
     if features.accuracy:
-        plain = iteration(config._replace(ratio=jnp.ones_like(config.ratio)),
-                          layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
-                          buckets, t1, softness, features._replace(compress=False, accuracy=False))
+        plain = iteration(
+            config._replace(ratio=jnp.ones_like(config.ratio)),
+            layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
+            buckets,
+            t1,
+            softness,
+            features._replace(compress=False, accuracy=False),
+        )
         factor = 1.0 if buckets.factor is None else buckets.factor
         relative = factor * out[1] / plain["iteration_time"]
     return dict(zip(METRICS, out + (relative,)))
 
 
-def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: jax.Array | float,
-              alpha: jax.Array, lat: jax.Array, features: Features
-              ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+def fsdp_step(
+    config: Config,
+    layout: Layout,
+    units: Buckets,
+    t1: jax.Array,
+    k: jax.Array | float,
+    alpha: jax.Array,
+    lat: jax.Array,
+    features: Features,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """(scaling factor, iteration time, exposed comm, comm time) of a fully sharded step (FSDP, ZeRO-3).
 
     Units u = 1..U in forward order (padding first), S_u parameter bytes, F_u and B_u
@@ -323,8 +359,9 @@ def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: 
         scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
     forward, backward = units.ready * k, units.backward * k
 
-    def forward_step(carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array]
-                     ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
+    def forward_step(
+        carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array]
+    ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
         c, m, issued = carry
         g, f = unit
         m = jnp.maximum(m, issued) + g
@@ -336,8 +373,9 @@ def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: 
     m = jnp.maximum(m, c) + gather[-1]  # the last unit, gathered again for its backward
     next_gather = jnp.concatenate([jnp.zeros_like(gather[:1]), gather[:-1]])  # g_{u-1}
 
-    def backward_step(carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array, jax.Array]
-                      ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
+    def backward_step(
+        carry: tuple[jax.Array, jax.Array, jax.Array], unit: tuple[jax.Array, jax.Array, jax.Array]
+    ) -> tuple[tuple[jax.Array, jax.Array, jax.Array], None]:
         c, m, ready = carry
         g_prev, b, s = unit
         start = jnp.maximum(c, ready)
@@ -360,35 +398,58 @@ def fsdp_step(config: Config, layout: Layout, units: Buckets, t1: jax.Array, k: 
 Metrics = dict[str, jax.Array]
 
 
-def _lift(inner: tuple[int | None, ...], outer: tuple[int | None, ...], features: Features
-          ) -> Callable[..., Metrics]:
+def _lift(
+    inner: tuple[int | None, ...], outer: tuple[int | None, ...], features: Features
+) -> Callable[..., Metrics]:
     """vmap :func:`iteration` over configurations (``inner`` axes) then layouts (``outer``)."""
 
-    def one(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None) -> Metrics:
+    def one(
+        config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+    ) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 
     return jax.vmap(jax.vmap(one, in_axes=inner), in_axes=outer)
 
 
-def on_grid(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
-            features: Features = PAPER) -> Metrics:
+def on_grid(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    softness: jax.Array | None = None,
+    features: Features = PAPER,
+) -> Metrics:
     """config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."""
     f = _lift((0, None, None, None, None), (None, 0, None, None, None), features)
     return f(config, layout, buckets, t1, softness)
 
 
-def on_table(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
-             features: Features = PAPER) -> Metrics:
+def on_table(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    softness: jax.Array | None = None,
+    features: Features = PAPER,
+) -> Metrics:
     """config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."""
     f = _lift((0, None, None, None, None), (0, 0, None, None, None), features)
     return f(config, layout, buckets, t1, softness)
 
 
-def on_rows(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None = None,
-            features: Features = PAPER) -> Metrics:
+def on_rows(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    softness: jax.Array | None = None,
+    features: Features = PAPER,
+) -> Metrics:
     """config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
 
-    def one(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None) -> Metrics:
+    def one(
+        config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+    ) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 
     return jax.vmap(one, in_axes=(0, 0, 0, 0, 0))(config, layout, buckets, t1, softness)

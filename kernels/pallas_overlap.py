@@ -48,7 +48,11 @@ SUM_COLUMNS = ("t1", "bytes", "real buckets", "R_last")
 
 def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *refs: Any) -> None:
     """One tile of configurations under one layout (refs as laid out in :func:`on_grid_pallas`)."""
-    config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = refs[:8], refs[8:13], refs[13:]
+    config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = (
+        refs[:8],
+        refs[8:13],
+        refs[13:],
+    )
     bandwidth, utilization, ratio, latency, overhead, slowdown, jitter, accum = (r[...] for r in config_refs)
     transfer, wire, messages, straggle, multi, piped, reduce_sum = (layout_ref[0, i] for i in range(7))
     t1, bytes_sum, real_buckets, r_last = (sums_ref[i] for i in range(4))
@@ -90,9 +94,19 @@ def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *
     comm_ref[0, :] = jnp.where(piped > 0, piped_comm, closed) if features.piped else closed
 
 
-def on_grid_pallas(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER,
-                   tile: int = DEFAULT_TILE, interpret: bool = False, unroll: bool = False,
-                   num_warps: int = DEFAULT_WARPS, zero_latency: bool = False) -> Metrics:
+def on_grid_pallas(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    *,
+    features: Features = PAPER,
+    tile: int = DEFAULT_TILE,
+    interpret: bool = False,
+    unroll: bool = False,
+    num_warps: int = DEFAULT_WARPS,
+    zero_latency: bool = False,
+) -> Metrics:
     """Drop-in for :func:`kernels.overlap.on_grid` with the exact max.
 
     Args:
@@ -121,12 +135,15 @@ def on_grid_pallas(config: Config, layout: Layout, buckets: Buckets, t1: jax.Arr
         return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
 
     per_config = [pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]
-    coeffs = jnp.stack([getattr(layout, c) for c in LAYOUT_COLUMNS] + [jnp.sum(layout.reduce, axis=1),
-                                                                        jnp.zeros_like(layout.wire)],
-                       axis=1).astype(dt)
+    coeffs = jnp.stack(
+        [getattr(layout, c) for c in LAYOUT_COLUMNS]
+        + [jnp.sum(layout.reduce, axis=1), jnp.zeros_like(layout.wire)],
+        axis=1,
+    ).astype(dt)
     real = jnp.sum(buckets.valid)
-    sums = jnp.stack([jnp.asarray(t1, dt), jnp.sum(buckets.nbytes), real, jnp.max(buckets.ready),
-                      0, 0, 0, 0]).astype(dt)
+    sums = jnp.stack(
+        [jnp.asarray(t1, dt), jnp.sum(buckets.nbytes), real, jnp.max(buckets.ready), 0, 0, 0, 0]
+    ).astype(dt)
     config_spec = pl.BlockSpec((tile,), lambda i, j: (j,))
     out_spec = pl.BlockSpec((1, tile), lambda i, j: (i, j))
     whole = lambda n: pl.BlockSpec((n,), lambda i, j: (0,))  # noqa: E731
@@ -138,12 +155,24 @@ def on_grid_pallas(config: Config, layout: Layout, buckets: Buckets, t1: jax.Arr
     outs = pl.pallas_call(
         functools.partial(_program, steps, unroll, zero_latency, features),
         grid=(k, cp // tile),
-        in_specs=[config_spec] * len(per_config) + [pl.BlockSpec((1, 8), lambda i, j: (i, 0)), whole(8),
-                                      pl.BlockSpec((1, bp), lambda i, j: (i, 0)), whole(bp), whole(bp)],
+        in_specs=[config_spec] * len(per_config)
+        + [
+            pl.BlockSpec((1, 8), lambda i, j: (i, 0)),
+            whole(8),
+            pl.BlockSpec((1, bp), lambda i, j: (i, 0)),
+            whole(bp),
+            whole(bp),
+        ],
         out_specs=[out_spec] * 4,
         out_shape=[jax.ShapeDtypeStruct((k, cp), dt)] * 4,
         interpret=interpret,
         compiler_params=params,
-    )(*per_config, coeffs, sums, jnp.pad(layout.reduce, ((0, 0), (0, bp - steps))),
-      pad(buckets.ready, bp, 0.0), pad(buckets.nbytes, bp, 0.0))
+    )(
+        *per_config,
+        coeffs,
+        sums,
+        jnp.pad(layout.reduce, ((0, 0), (0, bp - steps))),
+        pad(buckets.ready, bp, 0.0),
+        pad(buckets.nbytes, bp, 0.0),
+    )
     return {n: o[:, :c] for n, o in zip(METRICS, outs)}

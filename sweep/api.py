@@ -36,9 +36,21 @@ from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
-__all__ = ["Comparison", "ModelErrors", "Validation", "builtin_names", "builtin_profile", "calibrate", "compare",
-           "evaluate", "load_profile", "open_cube", "Profile", "solve", "validate"]
-
+__all__ = [
+    "Comparison",
+    "ModelErrors",
+    "Validation",
+    "builtin_names",
+    "builtin_profile",
+    "calibrate",
+    "compare",
+    "evaluate",
+    "load_profile",
+    "open_cube",
+    "Profile",
+    "solve",
+    "validate",
+]
 
 
 def _number(value: object, param: str) -> float:
@@ -77,14 +89,30 @@ def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions
     return _need.solve(model, target=_number(target, "target"), axis=axis, **axes)
 
 
-def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilization", model: str | Sequence[str] = "resnet50",
-              profile: str | Path | Sequence[str | Path] | None = None, iteration_time: float | None = None,
-              per: Mapping[str, str] | None = None, bounds: Mapping[str, tuple[float, float]] | None = None,
-              train: str | None = None, collective: str | None = None, bucketing: str | None = None,
-              reduce_table: str | Path | None = None, intra_bandwidth: float | None = None,
-              nics_per_node: float = 1.0, fusion_buffer: float = 64.0, fusion_timeout: float = 5.0,
-              out: str | Path | None = None, force: bool = False, gpu: str | None = None,
-              precision: str | None = None, batch: int | None = None, seq_len: int | None = None) -> dict[str, Any]:
+def calibrate(
+    measurements: str | Path,
+    *,
+    fit: str | Sequence[str] = "utilization",
+    model: str | Sequence[str] = "resnet50",
+    profile: str | Path | Sequence[str | Path] | None = None,
+    iteration_time: float | None = None,
+    per: Mapping[str, str] | None = None,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    train: str | None = None,
+    collective: str | None = None,
+    bucketing: str | None = None,
+    reduce_table: str | Path | None = None,
+    intra_bandwidth: float | None = None,
+    nics_per_node: float = 1.0,
+    fusion_buffer: float = 64.0,
+    fusion_timeout: float = 5.0,
+    out: str | Path | None = None,
+    force: bool = False,
+    gpu: str | None = None,
+    precision: str | None = None,
+    batch: int | None = None,
+    seq_len: int | None = None,
+) -> dict[str, Any]:
     """Fit model parameters to measured runs, and predict every run (``sweep calibrate``).
 
     Args:
@@ -118,11 +146,18 @@ def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilizati
       ``warnings``, and ``rows`` (measured, predicted, residual, ... per run).
     """
     path = _path(measurements, "measurements")
-    if not (isinstance(model, str) or isinstance(model, (list, tuple)) and model
-            and all(isinstance(m, str) for m in model)):
+    if not (
+        isinstance(model, str)
+        or isinstance(model, (list, tuple))
+        and model
+        and all(isinstance(m, str) for m in model)
+    ):
         raise InputError(f"{model!r}: expected built-in model name(s)", param="model")
-    if profile is not None and not (isinstance(profile, (str, Path)) or isinstance(profile, (list, tuple))
-                                    and all(isinstance(p, (str, Path)) for p in profile)):
+    if profile is not None and not (
+        isinstance(profile, (str, Path))
+        or isinstance(profile, (list, tuple))
+        and all(isinstance(p, (str, Path)) for p in profile)
+    ):
         raise InputError(f"{profile!r}: expected a profile file path or a list of them", param="profile")
     if not isinstance(force, bool):
         raise InputError(f"{force!r}: expected True or False", param="force")
@@ -134,18 +169,35 @@ def calibrate(measurements: str | Path, *, fit: str | Sequence[str] = "utilizati
         bounds_items.append(f"{name}={_number(pair[0], 'bounds')!r}:{_number(pair[1], 'bounds')!r}")
     if train is not None and not isinstance(train, str):
         raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")
-    intra = {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
+    intra = (
+        {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
+    )
     settings = _calibration.Settings(
-        collective=collective, bucketing=bucketing,
+        collective=collective,
+        bucketing=bucketing,
         reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),
-        **intra, nics_per_node=_number(nics_per_node, "nics_per_node"), fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
-        fusion_timeout=_number(fusion_timeout, "fusion_timeout"))
+        **intra,
+        nics_per_node=_number(nics_per_node, "nics_per_node"),
+        fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
+        fusion_timeout=_number(fusion_timeout, "fusion_timeout"),
+    )
     return _calibration.calibrate_file(
-        path, fit, out=None if out is None else _path(out, "out"), force=force,
-        model=model if isinstance(model, str) else ",".join(model), profile=profile,
+        path,
+        fit,
+        out=None if out is None else _path(out, "out"),
+        force=force,
+        model=model if isinstance(model, str) else ",".join(model),
+        profile=profile,
         iteration_time=None if iteration_time is None else _number(iteration_time, "iteration_time"),
-        per=per_items, bounds=bounds_items, train=train, settings=settings, gpu=gpu, precision=precision,
-        batch=batch, seq_len=seq_len)
+        per=per_items,
+        bounds=bounds_items,
+        train=train,
+        settings=settings,
+        gpu=gpu,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+    )
 
 
 def _mapping(value: object, param: str) -> Mapping[str, Any]:
@@ -196,8 +248,13 @@ class Validation:
     paths: tuple[Path, ...] = ()
 
 
-def validate(dataset: str | Path | None = None, *, out: str | Path | None = None, force: bool = False,
-             progress: Callable[[str], object] | None = None) -> Validation:
+def validate(
+    dataset: str | Path | None = None,
+    *,
+    out: str | Path | None = None,
+    force: bool = False,
+    progress: Callable[[str], object] | None = None,
+) -> Validation:
     """The held-out protocol on measured runs (``sweep validate``): how well three models predict.
 
     Per (``source``, ``framework``) group, fit on the single-node rows and the smallest
@@ -220,12 +277,23 @@ def validate(dataset: str | Path | None = None, *, out: str | Path | None = None
     if out is not None:
         _check_report_directory(_path(out, "out"), _validation.FILES, force=force)
     meas, predictions, train, fits = _validation.run_validation(path, progress)
-    paths = () if out is None else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits,
-                                                                  force=force))
-    errors = tuple(ModelErrors(m.name, m.description, held, worst, in_sample, mean)
-                   for m, held, worst, in_sample, mean in _validation.errors(meas, predictions, train))
-    return Validation(errors, dict(predictions), np.array(meas.columns["scaling_factor"], np.float64), train,
-                      dict(fits), paths)
+    paths = (
+        ()
+        if out is None
+        else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits, force=force))
+    )
+    errors = tuple(
+        ModelErrors(m.name, m.description, held, worst, in_sample, mean)
+        for m, held, worst, in_sample, mean in _validation.errors(meas, predictions, train)
+    )
+    return Validation(
+        errors,
+        dict(predictions),
+        np.array(meas.columns["scaling_factor"], np.float64),
+        train,
+        dict(fits),
+        paths,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,14 +317,26 @@ class Comparison:
         return _comparison.table(self.rows)
 
 
-def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comparison.BANDWIDTHS,
-            utilization: float = _comparison.PAPER_UTILIZATION,
-            compressor: str | Sequence[str] = _comparison.COMPRESSORS, nodes: int = 8, gpus_per_node: int = 8,
-            collective: str = "nccl-ring", bucketing: str = "ddp",
-            iterations_factor: str | Mapping[str, float] | None = None, codec_cost: str | Path | None = None,
-            gpu: str | None = None, precision: str | None = None, batch: int | None = None,
-            seq_len: int | None = None, out: str | Path | None = None, force: bool = False,
-            **axes: Any) -> Comparison:
+def compare(
+    model: Models = _comparison.MODELS,
+    *,
+    bandwidth: AxisValues = _comparison.BANDWIDTHS,
+    utilization: float = _comparison.PAPER_UTILIZATION,
+    compressor: str | Sequence[str] = _comparison.COMPRESSORS,
+    nodes: int = 8,
+    gpus_per_node: int = 8,
+    collective: str = "nccl-ring",
+    bucketing: str = "ddp",
+    iterations_factor: str | Mapping[str, float] | None = None,
+    codec_cost: str | Path | None = None,
+    gpu: str | None = None,
+    precision: str | None = None,
+    batch: int | None = None,
+    seq_len: int | None = None,
+    out: str | Path | None = None,
+    force: bool = False,
+    **axes: Any,
+) -> Comparison:
     """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
 
     Compares no compression at today's ``utilization``, no compression with the transport
@@ -280,15 +360,34 @@ def compare(model: Models = _comparison.MODELS, *, bandwidth: AxisValues = _comp
       :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.
     """
     _number(utilization, "utilization")
-    if not (isinstance(model, (str, Profile)) or isinstance(model, (list, tuple)) and all(
-            isinstance(m, (str, Profile)) for m in model)):
-        raise InputError(f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them",
-                         param="model")
+    if not (
+        isinstance(model, (str, Profile))
+        or isinstance(model, (list, tuple))
+        and all(isinstance(m, (str, Profile)) for m in model)
+    ):
+        raise InputError(
+            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
+        )
     rows, ds, setup = _comparison.compare(
-        model, bandwidth=bandwidth, utilization=utilization, compressor=compressor, nodes=nodes,
-        gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, iterations_factor=iterations_factor,
-        codec_cost=codec_cost, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, **axes)
-    paths = () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup, force=force))
+        model,
+        bandwidth=bandwidth,
+        utilization=utilization,
+        compressor=compressor,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        collective=collective,
+        bucketing=bucketing,
+        iterations_factor=iterations_factor,
+        codec_cost=codec_cost,
+        gpu=gpu,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+        **axes,
+    )
+    paths = (
+        () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup, force=force))
+    )
     return Comparison(tuple(rows), ds, paths)
 
 
@@ -304,4 +403,3 @@ def open_cube(path: str | Path) -> xr.Dataset:
       and provenance in ``attrs``.
     """
     return _open_cube(_path(path, "path"))
-

@@ -22,6 +22,8 @@ def compile_cache_in_a_temporary_directory(tmp_path_factory):
     shared = (root.parent if root.name.startswith("popen-gw") else root) / "jax-cache"
     os.environ["NETSWEEP_CACHE_DIR"] = str(shared)
     compile_cache.enable()
+
+
 MEASURED_T1 = {
     "resnet50": 0.12808580219559176,
     "resnet101": 0.19200599479476405,
@@ -64,8 +66,17 @@ def assert_same_text(new, old):
 
 # The longest files first: the two workers then finish together instead of one waiting on a long file that
 # started last (pytest-xdist's loadfile hands out whole files in collection order).
-LONGEST_FIRST = ("test_readme.py", "test_layout.py", "test_calibrate.py", "test_devices.py", "test_validate.py",
-                 "test_llm_validation.py", "test_api.py", "test_reduce.py", "test_resume.py")
+LONGEST_FIRST = (
+    "test_readme.py",
+    "test_layout.py",
+    "test_calibrate.py",
+    "test_devices.py",
+    "test_validate.py",
+    "test_llm_validation.py",
+    "test_api.py",
+    "test_reduce.py",
+    "test_resume.py",
+)
 
 
 def pytest_collection_modifyitems(items):

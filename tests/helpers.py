@@ -68,8 +68,9 @@ def signalled_after(count, sig, *args):
     """``sweep ARGS`` in a process of its own that sends itself ``sig`` after ``count`` blocks are written
     (``count`` 0: before any block, -1: never). The finished process (stdout and stderr as text)."""
     name = sig.name if isinstance(sig, signal.Signals) else str(sig)
-    return subprocess.run([sys.executable, str(DRIVER), str(count), name, *map(str, args)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(DRIVER), str(count), name, *map(str, args)], capture_output=True, text=True
+    )
 
 
 def regenerate(tmp_path_factory, run, name, command):

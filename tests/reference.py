@@ -74,9 +74,19 @@ def parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, n
     if collective == "nccl-tree":
         inter = 2 * sc * 8 / (p * eff_bw) if nodes > 1 else 0.0
         intra = 2 * sc * 8 / intra_bw if gpus > 1 else 0.0
-        return (inter, intra), s * per_byte, (2 * math.ceil(math.log2(nodes)) + 2 * (gpus - 1)) * latency, True
+        return (
+            (inter, intra),
+            s * per_byte,
+            (2 * math.ceil(math.log2(nodes)) + 2 * (gpus - 1)) * latency,
+            True,
+        )
     if collective == "ring":
-        return (2 * (n - 1) / n * sc * 8 / eff_bw, 0.0), (n - 1) * interp(s / n, xs, ys), 2 * (n - 1) * latency, False
+        return (
+            (2 * (n - 1) / n * sc * 8 / eff_bw, 0.0),
+            (n - 1) * interp(s / n, xs, ys),
+            2 * (n - 1) * latency,
+            False,
+        )
     if collective == "tree":
         return (2 * sc * 8 / eff_bw, 0.0), interp(s, xs, ys), 2 * math.ceil(math.log2(n)) * latency, False
     if collective == "ps":
@@ -91,16 +101,18 @@ def parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, n
 
 def duration(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
     """Seconds to all-reduce one bucket of ``s`` bytes."""
-    (inter, intra), reduction, lat, piped = parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table,
-                                                  intra_bw, nics)
+    (inter, intra), reduction, lat, piped = parts(
+        collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics
+    )
     return max(inter, intra, reduction) + lat if piped else inter + intra + reduction + lat
 
 
 def halves(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics=1):
     """(all-gather s, reduce-scatter s) of ``s`` bytes: each half an all-reduce's transfer and latency;
     the reduce-scatter also does the reduction."""
-    (inter, intra), reduction, lat, piped = parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table,
-                                                  intra_bw, nics)
+    (inter, intra), reduction, lat, piped = parts(
+        collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, nics
+    )
     if piped:
         wire = max(inter / 2, intra / 2)
         return wire + lat / 2, max(wire, reduction) + lat / 2
@@ -122,10 +134,34 @@ def ddp(waits, sizes, first=2**20, cap=25 * 2**20):
     return buckets
 
 
-def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
-             latency=0.0, collective="ring", buffer_bytes=64 * 2**20, timeout_s=5e-3,
-             table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0, jitter=0.0, accum=1,
-             bucketing="horovod", compressor="none", shapes=None, cost=None, factor=1.0, accuracy=False):
+def simulate(
+    waits,
+    sizes,
+    t1,
+    *,
+    bandwidth,
+    utilization=1.0,
+    ratio=1.0,
+    nodes=8,
+    gpus=8,
+    latency=0.0,
+    collective="ring",
+    buffer_bytes=64 * 2**20,
+    timeout_s=5e-3,
+    table,
+    intra_bw=1200e9,
+    nics=1,
+    overhead=0.0,
+    slowdown=0.0,
+    jitter=0.0,
+    accum=1,
+    bucketing="horovod",
+    compressor="none",
+    shapes=None,
+    cost=None,
+    factor=1.0,
+    accuracy=False,
+):
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
@@ -142,8 +178,9 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
     ``time_to_accuracy``: ``factor`` x the iteration time over the same run
     uncompressed at ratio 1.
     """
-    groups = (ddp_groups(waits, sizes) if bucketing == "ddp"
-              else fuse_groups(waits, sizes, buffer_bytes, timeout_s))
+    groups = (
+        ddp_groups(waits, sizes) if bucketing == "ddp" else fuse_groups(waits, sizes, buffer_bytes, timeout_s)
+    )
     eff = bandwidth * utilization
     n = nodes * gpus
     k = (1 + slowdown) * (1 + jitter * expected_max_normal(n)) if n > 1 else 1.0
@@ -172,23 +209,46 @@ def simulate(waits, sizes, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8
             codec_s = decode + n * unpack
             d = (max(inter, intra) if piped else inter + intra) + rounds * lat + codec_s
         else:
-            (inter, intra), reduction, lat, piped = parts(collective, payload, ratio, eff, latency, nodes, gpus,
-                                                          table, intra_bw, nics)
+            (inter, intra), reduction, lat, piped = parts(
+                collective, payload, ratio, eff, latency, nodes, gpus, table, intra_bw, nics
+            )
             d = (max(inter, intra, reduction) if piped else inter + intra + reduction) + rounds * lat + decode
         end = max(k * ready + encoded, end) + d
         comm += d
     r_last = k * sum(waits) + encoded
     exposed = max(r_last, end) - r_last
     it = k * accum * t1 + encoded + exposed + (overhead if n > 1 else 0.0)
-    out = {"scaling_factor": accum * t1 / it, "iteration_time": it, "exposed_comm": exposed, "comm_time": comm}
+    out = {
+        "scaling_factor": accum * t1 / it,
+        "iteration_time": it,
+        "exposed_comm": exposed,
+        "comm_time": comm,
+    }
     if not accuracy:
         return out
     plain = it
     if method != "none" or ratio != 1.0:
-        plain = simulate(waits, sizes, t1, bandwidth=bandwidth, utilization=utilization, nodes=nodes, gpus=gpus,
-                         latency=latency, collective=collective, buffer_bytes=buffer_bytes, timeout_s=timeout_s,
-                         table=table, intra_bw=intra_bw, nics=nics, overhead=overhead, slowdown=slowdown,
-                         jitter=jitter, accum=accum, bucketing=bucketing)["iteration_time"]
+        plain = simulate(
+            waits,
+            sizes,
+            t1,
+            bandwidth=bandwidth,
+            utilization=utilization,
+            nodes=nodes,
+            gpus=gpus,
+            latency=latency,
+            collective=collective,
+            buffer_bytes=buffer_bytes,
+            timeout_s=timeout_s,
+            table=table,
+            intra_bw=intra_bw,
+            nics=nics,
+            overhead=overhead,
+            slowdown=slowdown,
+            jitter=jitter,
+            accum=accum,
+            bucketing=bucketing,
+        )["iteration_time"]
     out["time_to_accuracy"] = factor * it / plain
     return out
 
@@ -228,9 +288,14 @@ def allgather(collective, payload, ratio, eff_bw, nodes, gpus, intra_bw, nics=1)
         return got / eff_bw, 0.0, False
     if collective in ("tree", "ps"):
         return got / eff_bw, 0.0, False
-    if collective == "hierarchical":  # G GPUs' (M-1) payloads each through the node's P NICs; M payloads per peer
-        return (g * (m - 1) * payload / ratio * 8 / (eff_bw * p), (g - 1) * m * payload / ratio * 8 / intra_bw,
-                False)
+    if (
+        collective == "hierarchical"
+    ):  # G GPUs' (M-1) payloads each through the node's P NICs; M payloads per peer
+        return (
+            g * (m - 1) * payload / ratio * 8 / (eff_bw * p),
+            (g - 1) * m * payload / ratio * 8 / intra_bw,
+            False,
+        )
     if collective in ("nccl-ring", "nccl-tree"):
         return (got / (p * eff_bw) if m > 1 else 0.0), (got / intra_bw if g > 1 else 0.0), True
     raise ValueError(collective)
@@ -259,7 +324,12 @@ def codec(spec, nbytes, shape, cost):
     if method == "int8":
         return n, mem(n * e) + mem(n * e + n), mem(n + n * e), 0.0
     if method == "signsgd":
-        return math.ceil(n / 8) + 4, feedback + mem(n * e) + mem(n * e + n / 8), mem(n * e), mem(n / 8 + 2 * n * e)
+        return (
+            math.ceil(n / 8) + 4,
+            feedback + mem(n * e) + mem(n * e + n / 8),
+            mem(n * e),
+            mem(n / 8 + 2 * n * e),
+        )
     if method == "topk":
         k = max(1, math.ceil(float(arg) * n))
         select = cost["launch"] + cost["passes"] * n * e / (cost["hbm"] * cost["me"])
@@ -276,14 +346,36 @@ def codec(spec, nbytes, shape, cost):
             return nbytes, 0.0, 0.0, 0.0
         flops = 2 * rows * cols * r
         orth = 3 * r * cost["launch"] + 2 * rows * r * r * e / (cost["hbm"] * cost["me"])
-        return ((rows + cols) * r * e, mem(3 * n * e) + product(flops, n * e),
-                orth + 2 * product(flops, n * e) + mem(3 * n * e), 0.0)
+        return (
+            (rows + cols) * r * e,
+            mem(3 * n * e) + product(flops, n * e),
+            orth + 2 * product(flops, n * e) + mem(3 * n * e),
+            0.0,
+        )
     raise ValueError(spec)
 
 
-def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.0, ratio=1.0, nodes=8, gpus=8,
-                  latency=0.0, collective="ring", table, intra_bw=1200e9, nics=1, overhead=0.0, slowdown=0.0,
-                  jitter=0.0):
+def simulate_fsdp(
+    waits,
+    sizes,
+    forward,
+    units,
+    t1,
+    *,
+    bandwidth,
+    utilization=1.0,
+    ratio=1.0,
+    nodes=8,
+    gpus=8,
+    latency=0.0,
+    collective="ring",
+    table,
+    intra_bw=1200e9,
+    nics=1,
+    overhead=0.0,
+    slowdown=0.0,
+    jitter=0.0,
+):
     """A fully sharded (FSDP) step: the same keys as :func:`simulate`.
 
     Tensors are in backward order with their FSDP unit; units run forward in the order the
@@ -307,7 +399,9 @@ def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.
     eff = bandwidth * utilization
     gather, scatter = {}, {}
     for u in order:
-        gather[u], scatter[u] = halves(collective, size[u], ratio, eff, latency, nodes, gpus, table, intra_bw, nics)
+        gather[u], scatter[u] = halves(
+            collective, size[u], ratio, eff, latency, nodes, gpus, table, intra_bw, nics
+        )
     c = m = issued = 0.0
     for u in order:  # forward, prefetching one unit
         m = max(m, issued) + gather[u]
@@ -327,8 +421,12 @@ def simulate_fsdp(waits, sizes, forward, units, t1, *, bandwidth, utilization=1.
     compute = sum(fwd.values()) + sum(bwd.values())
     total = max(c, m) + (k * t1 - compute) + (overhead if n > 1 else 0.0)
     comm = 2 * sum(gather.values()) + sum(scatter.values())
-    return {"scaling_factor": t1 / total, "iteration_time": total, "exposed_comm": max(total - k * t1 - (overhead if n > 1 else 0.0), 0.0),
-            "comm_time": comm}
+    return {
+        "scaling_factor": t1 / total,
+        "iteration_time": total,
+        "exposed_comm": max(total - k * t1 - (overhead if n > 1 else 0.0), 0.0),
+        "comm_time": comm,
+    }
 
 
 # --- the layout model (kernels/layout.py), one configuration at a time, every stage and layer walked ---
@@ -398,7 +496,13 @@ def layout_step(arch, dev, lay):
         return {"status": status}
     L, h, a, v, s = arch["layers"], arch["hidden"], arch["heads"], arch["vocab"], arch["seq"]
     qw, kvw, f = arch["q_width"], arch["kv_width"], arch["ffn"]
-    E, k, fe, S, Le = arch["experts"], arch["top_k"], arch["expert_ffn"], arch["shared_experts"], arch["moe_layers"]
+    E, k, fe, S, Le = (
+        arch["experts"],
+        arch["top_k"],
+        arch["expert_ffn"],
+        arch["shared_experts"],
+        arch["moe_layers"],
+    )
     t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["chunks"]
     b, B, zero, rec = lay["micro_batch"], lay["global_batch"], lay["zero"], lay["recompute"]
     mp = t * p * c
@@ -416,7 +520,9 @@ def layout_step(arch, dev, lay):
     flops["mlp"] = ((L - Le) * mats * 2 * h * f + Le * (mats * 2 * h * fe * (k + S) + 2 * h * E)) / L
     per_token = sum(flops.values())  # what the model computes
     paced = per_token + Le * mats * 2 * h * fe * k * (lay["imbalance"] - 1) / L  # the busiest expert's GPU
-    dense = 2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
+    dense = (
+        2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
+    )
     experts = Le * E * mats * h * fe / L
     classic = (dp * c) % e == 0
     etp = t if classic else 1  # expert TP: the TP group, or whole experts under MoE parallel folding
@@ -431,7 +537,9 @@ def layout_step(arch, dev, lay):
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
     score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
-    fwd = (tokens * paced / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]) * kappa
+    fwd = (
+        tokens * paced / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]
+    ) * kappa
     core = (tokens * flops["core"] / t / rate + score_bytes / dev["hbm"]) * kappa
     recompute = fwd if rec == 2 else core if rec == 1 else 0.0
 
@@ -448,7 +556,9 @@ def layout_step(arch, dev, lay):
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
         stride = t * c if classic else 1
         near = min(max(lay["nvlink_domain"] / stride, 1), e)
-        bw = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]  # own NIC share
+        bw = (
+            lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
+        )  # own NIC share
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
         ep_layer = 4 * max(intra, inter) * Le / L
@@ -457,20 +567,32 @@ def layout_step(arch, dev, lay):
     grads = dense / t * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
     z3 = 0.0
     if zero >= 3:
-        ag = (_collective("scatter", dense / t * dev["param_bytes"], group, t, lay)
-              + _collective("scatter", experts / (etp * e) * dev["param_bytes"], expert_dp, expert_stride, lay))
-        rs = (_collective("scatter", grads[0], group, t, lay)
-              + _collective("scatter", grads[1], expert_dp, expert_stride, lay))
+        ag = _collective("scatter", dense / t * dev["param_bytes"], group, t, lay) + _collective(
+            "scatter", experts / (etp * e) * dev["param_bytes"], expert_dp, expert_stride, lay
+        )
+        rs = _collective("scatter", grads[0], group, t, lay) + _collective(
+            "scatter", grads[1], expert_dp, expert_stride, lay
+        )
         z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - 2 * fwd - recompute)
-    layer = {"compute": 3 * fwd, "recompute_time": recompute, "tp_exposed": tp_fwd + tp_bwd,
-             "cp_exposed": cp_fwd + cp_bwd, "ep_exposed": ep_layer, "dp_exposed": z3}
+    layer = {
+        "compute": 3 * fwd,
+        "recompute_time": recompute,
+        "tp_exposed": tp_fwd + tp_bwd,
+        "cp_exposed": cp_fwd + cp_bwd,
+        "ep_exposed": ep_layer,
+        "dp_exposed": z3,
+    }
 
     # every stage, its layers as evenly as they go (the first L mod p one more)
     counts = [L // p + (1 if i < L % p else 0) for i in range(p)]
     embed_time = 3 * tokens * h * dev["act_bytes"] / dev["hbm"] * kappa
     logits_fwd = (tokens * 2 * h * v / t / rate + 8 * tokens * v / t / dev["hbm"]) * kappa
     bw, pp_leaves = _group_bw(p, t * c * dp, lay)
-    pp_micro = 2 * V * (tokens * h * dev["act_bytes"] / t / bw + (lay["latency"] if pp_leaves else 0.0)) if p > 1 else 0
+    pp_micro = (
+        2 * V * (tokens * h * dev["act_bytes"] / t / bw + (lay["latency"] if pp_leaves else 0.0))
+        if p > 1
+        else 0
+    )
     stages = []
     for i, n in enumerate(counts):
         parts = {key: n * value for key, value in layer.items()}
@@ -506,14 +628,20 @@ def layout_step(arch, dev, lay):
             slack = i * n * beta
             dp_sync = max(dp_sync, end - clock - slack)
     # (dense, expert) parameters of the first and the last stage; the larger one is kept
-    first = (counts[0] * dense / t + embed * (2 if p == 1 and not arch["tied"] else 1), counts[0] * experts / (etp * e))
+    first = (
+        counts[0] * dense / t + embed * (2 if p == 1 and not arch["tied"] else 1),
+        counts[0] * experts / (etp * e),
+    )
     last = (counts[-1] * dense / t + embed, counts[-1] * experts / (etp * e)) if p > 1 else (0.0, 0.0)
     stage_dense, stage_expert = first if sum(first) >= sum(last) else last
     gather = 0.0
     if 1 <= zero < 3:
-        gather = max(0.0, _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay)
-                     + _collective("scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay)
-                     - counts[0] * fwd)
+        gather = max(
+            0.0,
+            _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay)
+            + _collective("scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay)
+            - counts[0] * fwd,
+        )
     out["dp_exposed"] += dp_sync + gather
     shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
     out["optimizer"] = 32 * (stage_dense / shard + stage_expert / expert_shard) / dev["hbm"] * kappa
@@ -522,17 +650,26 @@ def layout_step(arch, dev, lay):
 
     model_flops = 3 * B * s * (L * per_token + 2 * h * v)
     extra = B * s * L * (per_token if rec == 2 else flops["core"] if rec == 1 else 0.0)
-    crossing = {"tp_exposed": _group_bw(t, 1, lay)[1], "cp_exposed": _group_bw(c, t, lay)[1],
-                "ep_exposed": ep_nic, "pp_exposed": pp_leaves, "dp_exposed": _group_bw(group, t, lay)[1]}
+    crossing = {
+        "tp_exposed": _group_bw(t, 1, lay)[1],
+        "cp_exposed": _group_bw(c, t, lay)[1],
+        "ep_exposed": ep_nic,
+        "pp_exposed": pp_leaves,
+        "dp_exposed": _group_bw(group, t, lay)[1],
+    }
     network = sum(out[key] for key, leaves in crossing.items() if leaves)
 
     def per_param(n):  # bytes per parameter that ZeRO shards over n GPUs
-        return (dev["param_bytes"] / (n if zero >= 3 else 1) + dev["grad_bytes"] / (n if zero >= 2 else 1)
-                + 12 / (n if zero >= 1 else 1))
+        return (
+            dev["param_bytes"] / (n if zero >= 3 else 1)
+            + dev["grad_bytes"] / (n if zero >= 2 else 1)
+            + 12 / (n if zero >= 1 else 1)
+        )
 
     states = stage_dense * per_param(group) + stage_expert * per_param(expert_dp)
-    kept = (2 * tokens * h / (t if sp else 1) if rec == 2 else lin_bytes if rec == 1
-            else lin_bytes + score_bytes)
+    kept = (
+        2 * tokens * h / (t if sp else 1) if rec == 2 else lin_bytes if rec == 1 else lin_bytes + score_bytes
+    )
     flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
     ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
     head = 4 * tokens * (v + h) / t
@@ -540,15 +677,23 @@ def layout_step(arch, dev, lay):
     def kept_layers(n):  # all but the offloaded ones, at least one
         return n - min(max(lay["offload_layers"], 0), max(n - 1, 0))
 
-    acts = max(kept_layers(counts[0]) * kept * flight + ids_and_mask,
-               kept_layers(counts[-1]) * kept * (flight if p == 1 else 1) + head + (ids_and_mask if p == 1 else 0.0))
+    acts = max(
+        kept_layers(counts[0]) * kept * flight + ids_and_mask,
+        kept_layers(counts[-1]) * kept * (flight if p == 1 else 1) + head + (ids_and_mask if p == 1 else 0.0),
+    )
     memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
-    out.update(iteration_time=time, tokens_per_s=B * s / time, mfu=model_flops / (time * dev["peak"] * gpus),
-               tflops_per_gpu=model_flops / (time * gpus) / 1e12,
-               hardware_tflops_per_gpu=(model_flops + extra) / (time * gpus) / 1e12,
-               memory_gb=memory / 1e9, memory_free_gb=(dev["usable"] * dev["memory"] - memory) / 1e9,
-               fits=float(memory <= dev["usable"] * dev["memory"]), network_fraction=network / time,
-               status=0)
+    out.update(
+        iteration_time=time,
+        tokens_per_s=B * s / time,
+        mfu=model_flops / (time * dev["peak"] * gpus),
+        tflops_per_gpu=model_flops / (time * gpus) / 1e12,
+        hardware_tflops_per_gpu=(model_flops + extra) / (time * gpus) / 1e12,
+        memory_gb=memory / 1e9,
+        memory_free_gb=(dev["usable"] * dev["memory"] - memory) / 1e9,
+        fits=float(memory <= dev["usable"] * dev["memory"]),
+        network_fraction=network / time,
+        status=0,
+    )
     return out
 
 
@@ -587,5 +732,8 @@ def megatron_memory(arch, lay, grad_bytes):
     # layer's 4 s b h (1 + v / h)) is added, and the larger taken, as a planner must.
     last_layers = L // p if L % p else layers
     last_params = last_layers * per_layer + v * h / t
-    last = last_params * (2 + grad_bytes + 12 / (dp * c)) + (last_layers * act_layer + 4 * s * b * h * (1 + v / h)) / t
+    last = (
+        last_params * (2 + grad_bytes + 12 / (dp * c))
+        + (last_layers * act_layer + 4 * s * b * h * (1 + v / h)) / t
+    )
     return max(weights + acts / t, last)

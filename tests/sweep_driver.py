@@ -23,7 +23,9 @@ from netsweep_jax.sweep.io import job
 
 def stop(signum):
     if signum != signal.SIGKILL:
-        interrupts.request(signum)  # as the signal handler would: no further block is written, deterministically
+        interrupts.request(
+            signum
+        )  # as the signal handler would: no further block is written, deterministically
     os.kill(os.getpid(), signum)
 
 

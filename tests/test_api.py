@@ -12,8 +12,18 @@ import netsweep_jax.sweep as sweep
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.cube import write_dataset
 
-PUBLIC = {"evaluate", "solve", "calibrate", "validate", "compare", "open_cube", "Profile", "load_profile",
-          "builtin_profile", "builtin_names"}
+PUBLIC = {
+    "evaluate",
+    "solve",
+    "calibrate",
+    "validate",
+    "compare",
+    "open_cube",
+    "Profile",
+    "load_profile",
+    "builtin_profile",
+    "builtin_names",
+}
 FUNCTIONS = sorted(PUBLIC - {"Profile"})
 
 
@@ -27,8 +37,10 @@ def test_dir_lists_exactly_the_public_names():
 
 
 def test_importing_the_package_does_not_import_jax():
-    code = ("import sys, netsweep_jax.sweep as s; dir(s); s.Profile; s.load_profile; s.builtin_names(); "
-            "print(sorted(m for m in ('jax', 'jaxlib', 'optax', 'h5py', 'matplotlib', 'typer') if m in sys.modules))")
+    code = (
+        "import sys, netsweep_jax.sweep as s; dir(s); s.Profile; s.load_profile; s.builtin_names(); "
+        "print(sorted(m for m in ('jax', 'jaxlib', 'optax', 'h5py', 'matplotlib', 'typer') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -51,8 +63,14 @@ def test_typed_documented_keyword_only(name):
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     """A small measurements file made by the model itself: two frameworks on two networks, nodes 2..8."""
-    ds = sweep.evaluate("resnet50", bandwidth=[10, 25], nodes=[2, 4, 8], gpus_per_node=1, utilization=[0.3, 0.6],
-                        dtype="float64")
+    ds = sweep.evaluate(
+        "resnet50",
+        bandwidth=[10, 25],
+        nodes=[2, 4, 8],
+        gpus_per_node=1,
+        utilization=[0.3, 0.6],
+        dtype="float64",
+    )
     lines = ["framework,network,nodes,gpus_per_node,bandwidth,scaling_factor"]
     for framework, network, u in (("a", "tcp", 0.3), ("b", "ib", 0.6)):
         for n in (2, 4, 8):
@@ -117,19 +135,22 @@ def test_profiles_round_trip(tmp_path):
     np.testing.assert_allclose(q.wait, p.wait, rtol=1e-12)  # stored in microseconds
 
 
-@pytest.mark.parametrize("call,param", [
-    (lambda: sweep.solve("resnet50", target=0.9, axis="nodes", bandwidth=10), "solve"),
-    (lambda: sweep.solve("resnet50", target="high", axis="ratio", bandwidth=10), "target"),
-    (lambda: sweep.evaluate("resnet50", bandwidth="fast"), "bandwidth"),
-    (lambda: sweep.calibrate("no-such.csv"), "no-such.csv"),
-    (lambda: sweep.calibrate(3.5), "measurements"),
-    (lambda: sweep.calibrate("examples/resnet50_measured.csv", bounds={"utilization": 0.5}), "bounds"),
-    (lambda: sweep.validate("no-such.csv"), "no-such.csv"),
-    (lambda: sweep.compare("resnet50", utilization=2.0), "utilization"),
-    (lambda: sweep.open_cube("no-such.h5"), "no-such.h5"),
-    (lambda: sweep.load_profile("no-such.json"), "no-such.json"),
-    (lambda: sweep.builtin_profile("alexnet"), "model"),
-])
+@pytest.mark.parametrize(
+    "call,param",
+    [
+        (lambda: sweep.solve("resnet50", target=0.9, axis="nodes", bandwidth=10), "solve"),
+        (lambda: sweep.solve("resnet50", target="high", axis="ratio", bandwidth=10), "target"),
+        (lambda: sweep.evaluate("resnet50", bandwidth="fast"), "bandwidth"),
+        (lambda: sweep.calibrate("no-such.csv"), "no-such.csv"),
+        (lambda: sweep.calibrate(3.5), "measurements"),
+        (lambda: sweep.calibrate("examples/resnet50_measured.csv", bounds={"utilization": 0.5}), "bounds"),
+        (lambda: sweep.validate("no-such.csv"), "no-such.csv"),
+        (lambda: sweep.compare("resnet50", utilization=2.0), "utilization"),
+        (lambda: sweep.open_cube("no-such.h5"), "no-such.h5"),
+        (lambda: sweep.load_profile("no-such.json"), "no-such.json"),
+        (lambda: sweep.builtin_profile("alexnet"), "model"),
+    ],
+)
 def test_bad_input_is_one_line(call, param):
     with pytest.raises(InputError) as info:
         call()

@@ -27,8 +27,13 @@ def test_tensor_counts_and_bytes(name):
 
 def test_backward_order_starts_at_the_classifier():
     p = builtin_profile("resnet50")
-    assert p.names[:5] == ("fc.bias", "fc.weight", "layer4.2.bn3.bias", "layer4.2.bn3.weight",
-                           "layer4.2.conv3.weight")
+    assert p.names[:5] == (
+        "fc.bias",
+        "fc.weight",
+        "layer4.2.bn3.bias",
+        "layer4.2.bn3.weight",
+        "layer4.2.conv3.weight",
+    )
     assert p.names[-1] == "conv1.weight"
 
 

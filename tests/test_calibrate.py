@@ -14,8 +14,14 @@ from netsweep_jax.sweep.io.measurements import read_measurements
 
 
 def synthetic_csv(path, profile, u_true, noise, seed=0, latency=0.0):
-    ds = evaluate(profile, bandwidth=[5, 10, 25, 40], nodes=[2, 4, 8], utilization=u_true,
-                  latency=latency, dtype="float64")
+    ds = evaluate(
+        profile,
+        bandwidth=[5, 10, 25, 40],
+        nodes=[2, 4, 8],
+        utilization=u_true,
+        latency=latency,
+        dtype="float64",
+    )
     rng = np.random.default_rng(seed)
     rows = ["nodes,gpus_per_node,bandwidth,scaling_factor"]
     for n in (2, 4, 8):
@@ -56,17 +62,32 @@ def test_cli_walkthrough_example(tmp_path):
     assert "utilization:" in r.output and "rmse" in r.output
 
 
-@pytest.mark.parametrize("text,message", [
-    ("nodes,gpus_per_node,scaling_factor\n8,8,0.7\n", "m.csv:1: missing column(s) bandwidth"),
-    ("nodes,gpus_per_node,bandwidth\n8,8,100\n", "exactly one of scaling_factor, iteration_time"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,x\n", "m.csv:2: scaling_factor 'x' is not a number"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,0.5\n8,8,100,1.5\n", "m.csv:3: scaling_factor 1.5 must be in (0, 1]"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,0\n", "m.csv:2: scaling_factor 0 must be in (0, 1]"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n", "m.csv: no measurement rows"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100\n", "m.csv:2: expected 4 cells, got 3"),
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n0,8,100,0.5\n", "m.csv:2: nodes 0"),
-    ("nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n", "m.csv:2: iteration_time -1 must be a number of seconds in [1e-6, 1e4]"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("nodes,gpus_per_node,scaling_factor\n8,8,0.7\n", "m.csv:1: missing column(s) bandwidth"),
+        ("nodes,gpus_per_node,bandwidth\n8,8,100\n", "exactly one of scaling_factor, iteration_time"),
+        (
+            "nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,x\n",
+            "m.csv:2: scaling_factor 'x' is not a number",
+        ),
+        (
+            "nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,0.5\n8,8,100,1.5\n",
+            "m.csv:3: scaling_factor 1.5 must be in (0, 1]",
+        ),
+        (
+            "nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,0\n",
+            "m.csv:2: scaling_factor 0 must be in (0, 1]",
+        ),
+        ("nodes,gpus_per_node,bandwidth,scaling_factor\n", "m.csv: no measurement rows"),
+        ("nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100\n", "m.csv:2: expected 4 cells, got 3"),
+        ("nodes,gpus_per_node,bandwidth,scaling_factor\n0,8,100,0.5\n", "m.csv:2: nodes 0"),
+        (
+            "nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n",
+            "m.csv:2: iteration_time -1 must be a number of seconds in [1e-6, 1e4]",
+        ),
+    ],
+)
 def test_bad_measurements(tmp_path, text, message):
     path = tmp_path / "m.csv"
     path.write_text(text)
@@ -102,8 +123,9 @@ def synthetic_runs(path, truth, nodes=(1, 2, 4, 8, 16), frameworks=("a", "b"), n
     rng = np.random.default_rng(seed)
     rows = ["framework,nodes,gpus_per_node,bandwidth,collective,scaling_factor"]
     for fw in frameworks:
-        ds = evaluate("resnet50", bandwidth=100, nodes=list(nodes), collective="nccl-ring", dtype="float64",
-                      **truth[fw])
+        ds = evaluate(
+            "resnet50", bandwidth=100, nodes=list(nodes), collective="nccl-ring", dtype="float64", **truth[fw]
+        )
         for n in nodes:
             v = float(ds.scaling_factor.sel(nodes=n).squeeze()) + rng.normal(0, noise)
             rows.append(f"{fw},{n},8,100,nccl-ring,{min(v, 1.0):.8f}")
@@ -115,8 +137,18 @@ def test_per_group_parameters_and_held_out_prediction(tmp_path):
     # Shared utilization, one jitter per framework; fit on up to 4 nodes, predict 8 and 16.
     truth = {"a": dict(utilization=0.3, jitter=0.03), "b": dict(utilization=0.3, jitter=0.08)}
     path = synthetic_runs(tmp_path / "m.csv", truth)
-    r = invoke("calibrate", str(path), "--fit", "utilization,jitter", "--per", "jitter=framework",
-               "--train", "nodes <= 4", "--out", str(tmp_path / "fit.json"))
+    r = invoke(
+        "calibrate",
+        str(path),
+        "--fit",
+        "utilization,jitter",
+        "--per",
+        "jitter=framework",
+        "--train",
+        "nodes <= 4",
+        "--out",
+        str(tmp_path / "fit.json"),
+    )
     assert r.exit_code == 0, r.output
     data = json.loads((tmp_path / "fit.json").read_text())
     got = {(p["name"], p["group"]): p["value"] for p in data["fitted"]}
@@ -129,13 +161,19 @@ def test_per_group_parameters_and_held_out_prediction(tmp_path):
 
 def test_standard_errors_cover_the_truth(tmp_path):
     truth = {"a": dict(utilization=0.4, overhead=3.0)}
-    path = synthetic_runs(tmp_path / "m.csv", truth, nodes=(1, 2, 3, 4, 6, 8, 12, 16), frameworks=("a",),
-                          noise=0.003, seed=2)
+    path = synthetic_runs(
+        tmp_path / "m.csv", truth, nodes=(1, 2, 3, 4, 6, 8, 12, 16), frameworks=("a",), noise=0.003, seed=2
+    )
     meas = read_measurements(path)
     from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate
 
-    result = calibrate(meas, [builtin_profile("resnet50")], "resnet50", ("utilization", "overhead"),
-                       settings=Settings(collective="nccl-ring"))
+    result = calibrate(
+        meas,
+        [builtin_profile("resnet50")],
+        "resnet50",
+        ("utilization", "overhead"),
+        settings=Settings(collective="nccl-ring"),
+    )
     for p in result["fitted"]:
         true = truth["a"][p["name"]]
         assert np.isfinite(p["stderr"]) and p["stderr"] > 0
@@ -145,23 +183,36 @@ def test_standard_errors_cover_the_truth(tmp_path):
 def test_bounds_hold_the_fit(tmp_path):
     truth = {"a": dict(utilization=0.4, overhead=3.0)}
     path = synthetic_runs(tmp_path / "m.csv", truth, frameworks=("a",))
-    r = invoke("calibrate", str(path), "--fit", "utilization,overhead", "--bounds",
-               "overhead=0:1", "--out", str(tmp_path / "fit.json"))
+    r = invoke(
+        "calibrate",
+        str(path),
+        "--fit",
+        "utilization,overhead",
+        "--bounds",
+        "overhead=0:1",
+        "--out",
+        str(tmp_path / "fit.json"),
+    )
     assert r.exit_code == 0, r.output
-    overhead = next(p for p in json.loads((tmp_path / "fit.json").read_text())["fitted"] if p["name"] == "overhead")
+    overhead = next(
+        p for p in json.loads((tmp_path / "fit.json").read_text())["fitted"] if p["name"] == "overhead"
+    )
     assert 0 <= overhead["value"] <= 1
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--train", "cores <= 4"], "--train 'cores <= 4': no column 'cores'"),
-    (["--train", "nodes > 100"], "selects no row"),
-    (["--train", "nodes >= 1"], "selects every row"),
-    (["--train", "__import__('os')"], "only columns, numbers"),
-    (["--fit", "jitter", "--per", "jitter=team"], "--per jitter=team: no column 'team'"),
-    (["--fit", "jitter", "--per", "overhead=framework"], "overhead is not fitted"),
-    (["--fit", "jitter", "--bounds", "jitter=2:1"], "--bounds jitter=2:1"),
-    (["--fit", "jitter", "--bounds", "jitter"], "expected NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--train", "cores <= 4"], "--train 'cores <= 4': no column 'cores'"),
+        (["--train", "nodes > 100"], "selects no row"),
+        (["--train", "nodes >= 1"], "selects every row"),
+        (["--train", "__import__('os')"], "only columns, numbers"),
+        (["--fit", "jitter", "--per", "jitter=team"], "--per jitter=team: no column 'team'"),
+        (["--fit", "jitter", "--per", "overhead=framework"], "overhead is not fitted"),
+        (["--fit", "jitter", "--bounds", "jitter=2:1"], "--bounds jitter=2:1"),
+        (["--fit", "jitter", "--bounds", "jitter"], "expected NAME=VALUE"),
+    ],
+)
 def test_calibrate_bad_options(tmp_path, args, message):
     path = synthetic_runs(tmp_path / "m.csv", {"a": {}, "b": {}})
     r = invoke("calibrate", str(path), *args)
@@ -174,12 +225,17 @@ def test_model_column_naming_profiles(tmp_path):
     (tmp_path / "mine.json").write_text(json.dumps({**profile.to_json(), "model": "mine"}))
     ds = evaluate(profile, bandwidth=[10, 25], nodes=[2, 4], utilization=0.5, dtype="float64")
     rows = ["model,nodes,gpus_per_node,bandwidth,scaling_factor"]
-    rows += [f"mine.json,{n},8,{b},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
-             for n in (2, 4) for b in (10, 25)]
+    rows += [
+        f"mine.json,{n},8,{b},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
+        for n in (2, 4)
+        for b in (10, 25)
+    ]
     (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
     r = invoke("calibrate", str(tmp_path / "m.csv"))
     assert r.exit_code == 0 and "utilization: 0.5" in r.output, r.output
-    (tmp_path / "m.csv").write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\nmissing.json,2,8,10,0.5\n")
+    (tmp_path / "m.csv").write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor\nmissing.json,2,8,10,0.5\n"
+    )
     r = invoke("calibrate", str(tmp_path / "m.csv"))
     assert r.exit_code == 2 and "model 'missing.json' is neither" in r.output
 
@@ -193,13 +249,18 @@ def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
 
     path = synthetic_runs(tmp_path / "m.csv", {"a": dict(utilization=0.3, jitter=0.05)}, frameworks=("a",))
     meas = read_measurements(path)
-    rows, _, features = build_rows(meas, [builtin_profile("resnet50")], "resnet50", Settings(collective="nccl-ring"))
+    rows, _, features = build_rows(
+        meas, [builtin_profile("resnet50")], "resnet50", Settings(collective="nccl-ring")
+    )
     rows = rows._replace(index=np.zeros((len(meas), 0), np.int32))
     target = np.array(meas.columns["scaling_factor"])
     padded, padded_target, weights = _padded(rows, target, np.ones(len(meas)))
     n = len(meas)
     assert len(padded_target) % ROW_QUANTUM == 0 and len(padded_target) > n
-    assert padded.buckets.nbytes.shape[1] % 16 == 0 and padded.buckets.nbytes.shape[1] > rows.buckets.nbytes.shape[1]
+    assert (
+        padded.buckets.nbytes.shape[1] % 16 == 0
+        and padded.buckets.nbytes.shape[1] > rows.buckets.nbytes.shape[1]
+    )
     assert np.all(weights[n:] == 0) and np.all(weights[:n] == 1)
     spec = FitSpec((), (), ())
     with precision("float64"):

@@ -146,13 +146,29 @@ def choices(command, option):
     from netsweep_jax.sweep.model.compressors import METHODS
     from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS
 
-    only = {("plan", "--precision"): LAYOUT_PRECISIONS, ("plan", "--collective"): LAYOUT_COLLECTIVES,
-            ("compare", "--precision"): tuple(PRECISIONS), ("compare", "--collective"): COLLECTIVES,
-            ("profile measure", "--precision"): tuple(PRECISIONS)}
-    registry = {"--collective": COLLECTIVES + LAYOUT_COLLECTIVES, "--bucketing": BUCKETINGS, "--kernel": KERNELS,
-                "--store": STORE_DTYPES, "--vars": tuple(VARIABLES), "--compressor": METHODS, "--gpu": tuple(GPUS),
-                "--precision": tuple(PRECISIONS) + LAYOUT_PRECISIONS, "--reduce": OPS, "--recompute": RECOMPUTES,
-                "--attention": ATTENTIONS, "--fit": FITTABLE, "--solve": SOLVABLE, "--kind": ("line", "heatmap")}
+    only = {
+        ("plan", "--precision"): LAYOUT_PRECISIONS,
+        ("plan", "--collective"): LAYOUT_COLLECTIVES,
+        ("compare", "--precision"): tuple(PRECISIONS),
+        ("compare", "--collective"): COLLECTIVES,
+        ("profile measure", "--precision"): tuple(PRECISIONS),
+    }
+    registry = {
+        "--collective": COLLECTIVES + LAYOUT_COLLECTIVES,
+        "--bucketing": BUCKETINGS,
+        "--kernel": KERNELS,
+        "--store": STORE_DTYPES,
+        "--vars": tuple(VARIABLES),
+        "--compressor": METHODS,
+        "--gpu": tuple(GPUS),
+        "--precision": tuple(PRECISIONS) + LAYOUT_PRECISIONS,
+        "--reduce": OPS,
+        "--recompute": RECOMPUTES,
+        "--attention": ATTENTIONS,
+        "--fit": FITTABLE,
+        "--solve": SOLVABLE,
+        "--kind": ("line", "heatmap"),
+    }
     return only.get((command, option), registry.get(option, ()))
 
 
@@ -193,10 +209,24 @@ def test_every_help_fits_80_columns_uncut_and_lists_every_choice(monkeypatch):
             if len(named) >= 2:
                 listed.add((" ".join(path), p.opts[0]))
                 assert named == list(names), (path, p.opts[0], sorted(set(names) - set(named)))
-    assert {("grid", "--bucketing"), ("grid", "--gpu"), ("grid", "--precision"), ("grid", "--collective"),
-            ("grid", "--kernel"), ("grid", "--compressor"), ("plan", "--precision"), ("plan", "--collective"),
-            ("need", "--solve"), ("calibrate", "--fit"), ("compare", "--bucketing"), ("plot", "--kind"),
-            ("grid", "--recompute"), ("grid", "--reduce"), ("grid", "--store"), ("grid", "--vars")} <= listed
+    assert {
+        ("grid", "--bucketing"),
+        ("grid", "--gpu"),
+        ("grid", "--precision"),
+        ("grid", "--collective"),
+        ("grid", "--kernel"),
+        ("grid", "--compressor"),
+        ("plan", "--precision"),
+        ("plan", "--collective"),
+        ("need", "--solve"),
+        ("calibrate", "--fit"),
+        ("compare", "--bucketing"),
+        ("plot", "--kind"),
+        ("grid", "--recompute"),
+        ("grid", "--reduce"),
+        ("grid", "--store"),
+        ("grid", "--vars"),
+    } <= listed
 
 
 def test_help_is_plain_text_with_brackets_as_typed(monkeypatch):
@@ -214,12 +244,16 @@ def test_select_nearest_picks_a_coordinate_and_says_which(tmp_path):
     assert r.exit_code == 2 and "--bw 37: not in the cube" in r.output and "--nearest" in r.output
     r = invoke("select", out, "--bw", "37,40,900", "--nearest", "--csv")
     assert r.exit_code == 0, r.output
-    assert r.stderr.splitlines() == ["--bw 37: not in the cube; the nearest, 31.6227766017, selected",
-                                     "--bw 40: not in the cube; the nearest, 31.6227766017, selected",
-                                     "--bw 900: not in the cube; the nearest, 1000, selected"]
+    assert r.stderr.splitlines() == [
+        "--bw 37: not in the cube; the nearest, 31.6227766017, selected",
+        "--bw 40: not in the cube; the nearest, 31.6227766017, selected",
+        "--bw 900: not in the cube; the nearest, 1000, selected",
+    ]
     rows = r.stdout.strip().splitlines()
     assert rows[0].startswith("bandwidth,") and [float(row.split(",")[0]) for row in rows[1:]] == [
-        pytest.approx(10 ** 1.5), 1000.0]  # each coordinate once
+        pytest.approx(10**1.5),
+        1000.0,
+    ]  # each coordinate once
     r = invoke("select", out, "--bw", "1000", "--nearest")  # a value in the cube: nothing to say
     assert r.exit_code == 0 and r.stderr == ""
 
@@ -227,13 +261,47 @@ def test_select_nearest_picks_a_coordinate_and_says_which(tmp_path):
 def test_presets_and_names_are_case_insensitive(tmp_path):
     axes = ["--bw", "10", "--nodes", "2", "-q"]
     lower, upper = tmp_path / "lower.h5", tmp_path / "upper.h5"
-    assert invoke("grid", "--model", "gpt2,resnet50", "--gpu", "h100", "--precision", "bf16", "--collective",
-                  "nccl-ring", "--bucketing", "ddp", *axes, "--out", lower).exit_code == 0
-    r = invoke("grid", "--model", "GPT2,ResNet50", "--gpu", "H100", "--precision", "BF16", "--collective",
-               "NCCL-RING", "--bucketing", "DDP", *axes, "--out", upper)
+    assert (
+        invoke(
+            "grid",
+            "--model",
+            "gpt2,resnet50",
+            "--gpu",
+            "h100",
+            "--precision",
+            "bf16",
+            "--collective",
+            "nccl-ring",
+            "--bucketing",
+            "ddp",
+            *axes,
+            "--out",
+            lower,
+        ).exit_code
+        == 0
+    )
+    r = invoke(
+        "grid",
+        "--model",
+        "GPT2,ResNet50",
+        "--gpu",
+        "H100",
+        "--precision",
+        "BF16",
+        "--collective",
+        "NCCL-RING",
+        "--bucketing",
+        "DDP",
+        *axes,
+        "--out",
+        upper,
+    )
     assert r.exit_code == 0, r.output
     with h5py.File(lower) as a, h5py.File(upper) as b:
-        assert [m.decode() if isinstance(m, bytes) else m for m in b["model"][...]] == ["gpt2@h100-bf16-b8", "resnet50"]
+        assert [m.decode() if isinstance(m, bytes) else m for m in b["model"][...]] == [
+            "gpt2@h100-bf16-b8",
+            "resnet50",
+        ]
         np.testing.assert_array_equal(a["scaling_factor"][...], b["scaling_factor"][...])
     r = invoke("select", upper, "--model", "ResNet50", "--collective", "NCCL-Ring", "--csv")
     assert r.exit_code == 0 and r.stdout.splitlines()[1].startswith("resnet50,nccl-ring,"), r.output

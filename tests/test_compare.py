@@ -40,8 +40,9 @@ def test_winner_follows_from_the_times():
 
 def test_an_iterations_factor_can_flip_the_answer():
     plain, _, _ = compare(["resnet50"], bandwidth=[25], compressor="powersgd:4")
-    slower, _, _ = compare(["resnet50"], bandwidth=[25], compressor="powersgd:4",
-                           iterations_factor="powersgd:4=1.5")
+    slower, _, _ = compare(
+        ["resnet50"], bandwidth=[25], compressor="powersgd:4", iterations_factor="powersgd:4=1.5"
+    )
     assert plain[0].winner == "compress (powersgd:4)" and slower[0].winner == "fix the transport"
 
 

@@ -15,8 +15,14 @@ from netsweep_jax.sweep.model.vector_add import default_table
 from tests import reference as ref
 
 COMPRESSORS = ["none", "fp16", "int8", "topk:0.01", "randomk:0.05", "signsgd", "powersgd:2", "powersgd:64"]
-CODEC = {"hbm_bytes_per_s": 1.3e12, "matmul_flops_per_s": 2e13, "memory_efficiency": 0.7, "matmul_efficiency": 0.5,
-         "launch_s": 3e-6, "topk_passes": 3.0}
+CODEC = {
+    "hbm_bytes_per_s": 1.3e12,
+    "matmul_flops_per_s": 2e13,
+    "memory_efficiency": 0.7,
+    "matmul_efficiency": 0.5,
+    "launch_s": 3e-6,
+    "topk_passes": 3.0,
+}
 COST = {"hbm": 1.3e12, "peak": 2e13, "me": 0.7, "fe": 0.5, "launch": 3e-6, "passes": 3.0}
 
 
@@ -34,28 +40,63 @@ def random_profile(seed, element_bytes):
             shapes.append((int(rng.integers(8, 256)), int(rng.integers(3, 256)), 3, 3))
     sizes = [math.prod(s) * element_bytes for s in shapes]
     waits = rng.uniform(0, 2e-3, len(shapes))
-    return make_profile(f"rand{seed}", [f"t{i}" for i in range(len(shapes))], sizes, waits, 0.06, shape=shapes)
+    return make_profile(
+        f"rand{seed}", [f"t{i}" for i in range(len(shapes))], sizes, waits, 0.06, shape=shapes
+    )
 
 
 @pytest.mark.parametrize("seed,element_bytes", [(0, 4), (1, 2), (2, 4)])
 def test_every_compressor_matches_the_reference(seed, element_bytes):
     profile = random_profile(seed, element_bytes)
     table = default_table()
-    axes = dict(bandwidth=[3, 40], utilization=[0.5, 1], ratio=[1, 3], latency=[0, 7], nodes=[1, 2, 3],
-                gpus_per_node=[1, 4], nics_per_node=[1, 2], fusion_buffer=[0.5], fusion_timeout=[1], jitter=[0, 0.1])
-    ds = sweep.evaluate(profile, compressor=COMPRESSORS, collective=list(COLLECTIVES),
-                        bucketing=["horovod", "ddp"], codec_cost=CODEC, dtype="float64", **axes)
+    axes = dict(
+        bandwidth=[3, 40],
+        utilization=[0.5, 1],
+        ratio=[1, 3],
+        latency=[0, 7],
+        nodes=[1, 2, 3],
+        gpus_per_node=[1, 4],
+        nics_per_node=[1, 2],
+        fusion_buffer=[0.5],
+        fusion_timeout=[1],
+        jitter=[0, 0.1],
+    )
+    ds = sweep.evaluate(
+        profile,
+        compressor=COMPRESSORS,
+        collective=list(COLLECTIVES),
+        bucketing=["horovod", "ddp"],
+        codec_cost=CODEC,
+        dtype="float64",
+        **axes,
+    )
     rng = np.random.default_rng(seed)
     worst = 0.0
     for _ in range(160):  # random cells: every compressor, collective and layout is drawn often
         index = {d: int(rng.integers(ds.sizes[d])) for d in ds.dims}
         at = {d: ds[d].values[i] for d, i in index.items()}
-        want = ref.simulate(profile.wait.tolist(), profile.grad_bytes.tolist(), profile.t1,
-                            bandwidth=at["bandwidth"] * 1e9, utilization=at["utilization"], ratio=at["ratio"],
-                            latency=at["latency"] * 1e-6, nodes=int(at["nodes"]), gpus=int(at["gpus_per_node"]),
-                            nics=int(at["nics_per_node"]), jitter=at["jitter"], collective=str(at["collective"]),
-                            bucketing=str(at["bucketing"]), buffer_bytes=0.5 * 2**20, timeout_s=1e-3, table=table,
-                            compressor=str(at["compressor"]), shapes=profile.shape, cost=COST, accuracy=True)
+        want = ref.simulate(
+            profile.wait.tolist(),
+            profile.grad_bytes.tolist(),
+            profile.t1,
+            bandwidth=at["bandwidth"] * 1e9,
+            utilization=at["utilization"],
+            ratio=at["ratio"],
+            latency=at["latency"] * 1e-6,
+            nodes=int(at["nodes"]),
+            gpus=int(at["gpus_per_node"]),
+            nics=int(at["nics_per_node"]),
+            jitter=at["jitter"],
+            collective=str(at["collective"]),
+            bucketing=str(at["bucketing"]),
+            buffer_bytes=0.5 * 2**20,
+            timeout_s=1e-3,
+            table=table,
+            compressor=str(at["compressor"]),
+            shapes=profile.shape,
+            cost=COST,
+            accuracy=True,
+        )
         cell = tuple(index[d] for d in ds.scaling_factor.dims)
         for name, value in want.items():
             worst = max(worst, abs(float(ds[name].values[cell]) - value) / max(abs(value), 1e-12))
@@ -63,8 +104,16 @@ def test_every_compressor_matches_the_reference(seed, element_bytes):
 
 
 def test_none_is_bit_identical_to_the_model_without_compressors():
-    axes = dict(bandwidth=[1, 100], utilization=[0.3, 1], ratio=[1, 4], nodes=[1, 8], latency=[0, 5],
-                collective=["ring", "nccl-ring"], bucketing=["horovod", "ddp"], jitter=[0, 0.05])
+    axes = dict(
+        bandwidth=[1, 100],
+        utilization=[0.3, 1],
+        ratio=[1, 4],
+        nodes=[1, 8],
+        latency=[0, 5],
+        collective=["ring", "nccl-ring"],
+        bucketing=["horovod", "ddp"],
+        jitter=[0, 0.05],
+    )
     for dtype in ("float32", "float64"):
         plain = sweep.evaluate("resnet50", dtype=dtype, **axes)
         mixed = sweep.evaluate("resnet50", dtype=dtype, compressor="none,topk:0.01,powersgd:4", **axes)
@@ -83,8 +132,15 @@ def test_hand_computed_topk_on_two_workers():
     # encode = EF 2 x 12 MB + 4.8 passes x 4 MB + pack 80 kB = 24 + 19.2 + 0.08 us
     # decode = 4 us (zero 4 MB); unpack = 120 kB = 0.12 us per payload, 2 payloads.
     profile = make_profile("one", ["w"], [4e6], [0.01], 0.05, shape=[(1000, 1000)])
-    ds = sweep.evaluate(profile, bandwidth=8, nodes=1, gpus_per_node=2, compressor="topk:0.01", dtype="float64",
-                        codec_cost={"hbm_bytes_per_s": 1e12, "memory_efficiency": 1.0, "launch_s": 0.0})
+    ds = sweep.evaluate(
+        profile,
+        bandwidth=8,
+        nodes=1,
+        gpus_per_node=2,
+        compressor="topk:0.01",
+        dtype="float64",
+        codec_cost={"hbm_bytes_per_s": 1e12, "memory_efficiency": 1.0, "launch_s": 0.0},
+    )
     encode = 24e-6 + 19.2e-6 + 0.08e-6
     comm = 80e-6 + 4e-6 + 2 * 0.12e-6
     assert float(ds.comm_time.squeeze()) == pytest.approx(comm, rel=1e-12)
@@ -97,11 +153,14 @@ def test_hand_computed_topk_on_two_workers():
 
 
 def test_payload_bytes_by_hand():
-    profile = make_profile("p", ["w", "b"], [4 * 768 * 3072, 4 * 3072], [1e-3, 0.0], 0.05,
-                           shape=[(768, 3072), (3072,)])
+    profile = make_profile(
+        "p", ["w", "b"], [4 * 768 * 3072, 4 * 3072], [1e-3, 0.0], 0.05, shape=[(768, 3072), (3072,)]
+    )
     cost = codec_cost_for(profile)
-    bytes_of = {spec: tensor_codec(parse_compressor(spec), profile, cost).payload.tolist()
-                for spec in ("none", "fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")}
+    bytes_of = {
+        spec: tensor_codec(parse_compressor(spec), profile, cost).payload.tolist()
+        for spec in ("none", "fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
+    }
     assert bytes_of["none"] == [4 * 768 * 3072, 4 * 3072]
     assert bytes_of["fp16"] == [2 * 768 * 3072, 2 * 3072]
     assert bytes_of["int8"] == [768 * 3072, 3072]
@@ -125,21 +184,37 @@ def test_codec_cost_follows_the_profiles_gpu_and_precision():
 
 
 def test_compression_pays_on_slow_links_and_all_gather_grows_with_workers():
-    ds = sweep.evaluate("vgg16", bandwidth=[1, 100], nodes=[2, 16], collective="nccl-ring", bucketing="ddp",
-                        compressor="none,powersgd:4,topk:0.01")
+    ds = sweep.evaluate(
+        "vgg16",
+        bandwidth=[1, 100],
+        nodes=[2, 16],
+        collective="nccl-ring",
+        bucketing="ddp",
+        compressor="none,powersgd:4,topk:0.01",
+    )
     sf = ds.scaling_factor.squeeze()
-    assert sf.sel(bandwidth=1, nodes=16, compressor="powersgd:4") > 3 * sf.sel(bandwidth=1, nodes=16, compressor="none")
+    assert sf.sel(bandwidth=1, nodes=16, compressor="powersgd:4") > 3 * sf.sel(
+        bandwidth=1, nodes=16, compressor="none"
+    )
     # top-k all-gathers: from 16 to 128 GPUs its bytes per worker grow about 8x; PowerSGD's stay flat.
     comm = ds.comm_time.squeeze()
     growth = comm.sel(bandwidth=1, nodes=16) / comm.sel(bandwidth=1, nodes=2)
     assert growth.sel(compressor="topk:0.01") > 6 and growth.sel(compressor="powersgd:4") < 1.1
 
 
-@pytest.mark.parametrize("spec,message", [
-    ("bogus", "unknown compressor"), ("topk:0", "density D in (0, 1]"), ("randomk:1.5", "density D in (0, 1]"),
-    ("topk", "density D in (0, 1]"), ("powersgd:0", "rank R >= 1"), ("powersgd:2.5", "rank R >= 1"),
-    ("signsgd:3", "takes no argument"), ("none,none", "repeats"),
-])
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("bogus", "unknown compressor"),
+        ("topk:0", "density D in (0, 1]"),
+        ("randomk:1.5", "density D in (0, 1]"),
+        ("topk", "density D in (0, 1]"),
+        ("powersgd:0", "rank R >= 1"),
+        ("powersgd:2.5", "rank R >= 1"),
+        ("signsgd:3", "takes no argument"),
+        ("none,none", "repeats"),
+    ],
+)
 def test_bad_compressors_are_refused(spec, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         sweep.evaluate("resnet50", bandwidth=10, compressor=spec)
@@ -176,7 +251,9 @@ def test_profile_shapes_round_trip_and_are_checked(tmp_path):
 
 def test_iterations_factor_scales_time_to_accuracy():
     base = sweep.evaluate("resnet50", bandwidth=10, compressor="none,topk:0.01")
-    slow = sweep.evaluate("resnet50", bandwidth=10, compressor="none,topk:0.01", iterations_factor="topk:0.01=1.5")
+    slow = sweep.evaluate(
+        "resnet50", bandwidth=10, compressor="none,topk:0.01", iterations_factor="topk:0.01=1.5"
+    )
     a, b = (d.time_to_accuracy.sel(compressor="topk:0.01").item() for d in (base, slow))
     assert b == pytest.approx(1.5 * a, rel=1e-6)
     assert slow.time_to_accuracy.sel(compressor="none").item() == 1.0
@@ -186,10 +263,20 @@ def test_iterations_factor_scales_time_to_accuracy():
 
 def test_cli_refuses_powersgd_on_a_profile_without_shapes(tmp_path):
 
-
     path = tmp_path / "p.csv"
     path.write_text("name,grad_bytes,backward_us\na,4000,10\n")
-    r = invoke("grid", "--profile", str(path), "--iteration-time", "0.1", "--bw", "10",
-               "--compressor", "powersgd:2", "--out", str(tmp_path / "o.h5"))
+    r = invoke(
+        "grid",
+        "--profile",
+        str(path),
+        "--iteration-time",
+        "0.1",
+        "--bw",
+        "10",
+        "--compressor",
+        "powersgd:2",
+        "--out",
+        str(tmp_path / "o.h5"),
+    )
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "needs each tensor's shape" in r.output
     assert not (tmp_path / "o.h5").exists() and not (tmp_path / "o.h5.partial").exists()

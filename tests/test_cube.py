@@ -11,8 +11,14 @@ from netsweep_jax.sweep.core.schema import DIMS
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
 
-AXES = dict(bandwidth=[10, 25, 100], ratio=[1, 2, 5], nodes=[2, 8], utilization=[0.5, 1.0],
-            collective=["ring", "tree"], fusion_buffer=[0, 64])
+AXES = dict(
+    bandwidth=[10, 25, 100],
+    ratio=[1, 2, 5],
+    nodes=[2, 8],
+    utilization=[0.5, 1.0],
+    collective=["ring", "tree"],
+    fusion_buffer=[0, 64],
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +39,9 @@ def test_xarray_sees_named_dims_coords_and_units(cube_path):
     assert ds.fusion_buffer.attrs["units"] == "MiB" and ds.fusion_timeout.attrs["units"] == "ms"
     assert ds.iteration_time.attrs["units"] == "s" and "long_name" in ds.scaling_factor.attrs
     assert ds.nodes.dtype.kind == "i"
-    sel = ds.scaling_factor.sel(bandwidth=25, nodes=8, model="vgg16", ratio=1, utilization=1.0,
-                                collective="ring", fusion_buffer=64)
+    sel = ds.scaling_factor.sel(
+        bandwidth=25, nodes=8, model="vgg16", ratio=1, utilization=1.0, collective="ring", fusion_buffer=64
+    )
     assert sel.size == 1 and 0 < float(sel.squeeze()) < 1
     for key in ("netsweep_version", "command", "created", "jax_version", "device_kind", "dtype"):
         assert key in ds.attrs

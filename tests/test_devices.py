@@ -16,8 +16,19 @@ from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 
 # 12,000 configurations in 24 blocks: several per device.
-DEVICES_GRID = ["--bw", "1..50", "--ratio", "1..40", "--nodes", "2,4,8", "--collective", "ring,hierarchical",
-                "--block-configs", "500", "-q"]
+DEVICES_GRID = [
+    "--bw",
+    "1..50",
+    "--ratio",
+    "1..40",
+    "--nodes",
+    "2,4,8",
+    "--collective",
+    "ring,hierarchical",
+    "--block-configs",
+    "500",
+    "-q",
+]
 
 
 def run(out, env=None):
@@ -38,31 +49,49 @@ def test_four_devices_equal_one(tmp_path):
 
 def random_inputs(rng, k=3, c=700, b=37, real=30, zero_latency=False):
     f32 = np.float32
-    config = Config(rng.uniform(1e9, 1e11, c).astype(f32), rng.uniform(0.1, 1, c).astype(f32),
-                    rng.uniform(1, 10, c).astype(f32),
-                    np.zeros(c, f32) if zero_latency else rng.uniform(0, 1e-5, c).astype(f32),
-                    rng.uniform(0, 5e-3, c).astype(f32), rng.uniform(0, 0.2, c).astype(f32),
-                    rng.uniform(0, 0.1, c).astype(f32), rng.integers(1, 5, c).astype(f32))
+    config = Config(
+        rng.uniform(1e9, 1e11, c).astype(f32),
+        rng.uniform(0.1, 1, c).astype(f32),
+        rng.uniform(1, 10, c).astype(f32),
+        np.zeros(c, f32) if zero_latency else rng.uniform(0, 1e-5, c).astype(f32),
+        rng.uniform(0, 5e-3, c).astype(f32),
+        rng.uniform(0, 0.2, c).astype(f32),
+        rng.uniform(0, 0.1, c).astype(f32),
+        rng.integers(1, 5, c).astype(f32),
+    )
     reduce = rng.uniform(0, 1e-4, (k, b)).astype(f32)
     reduce[:, real:] = 0  # padded buckets: zero bytes, cost and ready time
-    layout = Layout(rng.uniform(0, 1e-10, k).astype(f32), rng.uniform(1, 16, k).astype(f32),
-                    rng.uniform(0, 100, k).astype(f32), rng.uniform(0, 3, k).astype(f32),
-                    np.ones(k, f32), (np.arange(k) % 2).astype(f32), reduce)
+    layout = Layout(
+        rng.uniform(0, 1e-10, k).astype(f32),
+        rng.uniform(1, 16, k).astype(f32),
+        rng.uniform(0, 100, k).astype(f32),
+        rng.uniform(0, 3, k).astype(f32),
+        np.ones(k, f32),
+        (np.arange(k) % 2).astype(f32),
+        reduce,
+    )
     ready = np.sort(rng.uniform(0, 0.06, b)).astype(f32)
     nbytes = rng.uniform(0, 1e7, b).astype(f32)
     ready[real:] = nbytes[real:] = 0
     return config, layout, Buckets(ready, nbytes, (np.arange(b) < real).astype(f32)), f32(0.1)
 
 
-@pytest.mark.parametrize("tile,unroll,zero_latency,features", [
-    (128, False, False, Features()), (1024, False, True, Features()), (128, True, False, Features()),
-    (256, False, False, Features(piped=True, compute=True)), (128, True, True, Features(piped=True, compute=True)),
-])
+@pytest.mark.parametrize(
+    "tile,unroll,zero_latency,features",
+    [
+        (128, False, False, Features()),
+        (1024, False, True, Features()),
+        (128, True, False, Features()),
+        (256, False, False, Features(piped=True, compute=True)),
+        (128, True, True, Features(piped=True, compute=True)),
+    ],
+)
 def test_pallas_kernel_equals_xla_kernel(tile, unroll, zero_latency, features):
     args = random_inputs(np.random.default_rng(tile), zero_latency=zero_latency)
     xla = on_grid(*args, None, features)
-    pallas = on_grid_pallas(*args, features=features, tile=tile, interpret=True, unroll=unroll,
-                            zero_latency=zero_latency)
+    pallas = on_grid_pallas(
+        *args, features=features, tile=tile, interpret=True, unroll=unroll, zero_latency=zero_latency
+    )
     for name in OUTPUTS:
         x, p = np.asarray(xla[name]), np.asarray(pallas[name])
         assert p.shape == (3, 700)
@@ -73,8 +102,14 @@ def test_pallas_kernel_equals_xla_kernel(tile, unroll, zero_latency, features):
 @pytest.mark.parametrize("latency", [[0.0], [0.0, 3.0]])
 def test_engine_uses_pallas_when_asked(latency):
     p = random_profile(np.random.default_rng(9), 20)
-    axes = dict(bandwidth=[1, 10, 100], ratio=[1, 4], nodes=[2, 8], collective=["ring", "tree"], block_configs=5,
-                latency=latency)
+    axes = dict(
+        bandwidth=[1, 10, 100],
+        ratio=[1, 4],
+        nodes=[2, 8],
+        collective=["ring", "tree"],
+        block_configs=5,
+        latency=latency,
+    )
     xla = evaluate(p, kernel="xla", **axes)
     pallas = evaluate(p, kernel="pallas-interpret", **axes)
     for name in OUTPUTS:

@@ -40,10 +40,30 @@ def assert_same(path, ref):
 def test_two_processes_stitch_to_the_single_process_cube(tmp_path, single):
     out = tmp_path / "d.h5"
     coordinator = f"unix:{tmp_path / 'coordinator.sock'}"
-    cmd = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *GRID, "--out", str(out), "--distributed",
-           "--coordinator", coordinator, "--num-processes", "2"]
-    procs = [subprocess.Popen([*cmd, "--process-id", str(pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env={**os.environ, "XLA_FLAGS": ""}) for pid in (0, 1)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "netsweep_jax.sweep.cli",
+        "grid",
+        *GRID,
+        "--out",
+        str(out),
+        "--distributed",
+        "--coordinator",
+        coordinator,
+        "--num-processes",
+        "2",
+    ]
+    procs = [
+        subprocess.Popen(
+            [*cmd, "--process-id", str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XLA_FLAGS": ""},
+        )
+        for pid in (0, 1)
+    ]
     results = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
     assert "stitched every shard" in results[0][0]
@@ -93,8 +113,11 @@ def as_process(monkeypatch, pid, out, *extra, **hooks):
     with monkeypatch.context() as m:
         m.setattr(distributed, "rendezvous", lambda *args: (pid, 2))
         if "after_block" in hooks:
-            m.setattr(distributed, "run_grid", functools.partial(distributed.run_grid,
-                                                                 after_block=hooks.pop("after_block")))
+            m.setattr(
+                distributed,
+                "run_grid",
+                functools.partial(distributed.run_grid, after_block=hooks.pop("after_block")),
+            )
         m.setattr(distributed, "run_distributed", functools.partial(distributed.run_distributed, **hooks))
         return invoke("grid", *GRID, "--out", out, "--distributed", *extra)
 
@@ -113,8 +136,14 @@ def test_dead_process_then_resume(tmp_path, single, monkeypatch):
     assert (tmp_path / "d.shard0of2.h5").exists() and not out.exists()
     # Every process again with --resume: process 1 computes only its missing blocks, process 0 none, then stitches.
     r = as_process(monkeypatch, 1, out, "--resume")
-    assert r.exit_code == 0 and "process 1 of 2: 300 configurations" in r.output and "5 blocks resumed" in r.output
+    assert (
+        r.exit_code == 0
+        and "process 1 of 2: 300 configurations" in r.output
+        and "5 blocks resumed" in r.output
+    )
     r = as_process(monkeypatch, 0, out, "--resume")
-    assert r.exit_code == 0 and "process 0 of 2: 0 configurations" in r.output and "stitched" in r.output, r.output
+    assert r.exit_code == 0 and "process 0 of 2: 0 configurations" in r.output and "stitched" in r.output, (
+        r.output
+    )
     assert_same(out, single)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d.h5"]

@@ -16,8 +16,15 @@ from netsweep_jax.sweep.engine.plan import Plan
 
 @pytest.mark.parametrize("block_configs", [1, 7, 60, 600, 10**6])
 def test_blocks_tile_the_grid_once(block_configs):
-    grid = make_grid(["resnet50", "vgg16"], bandwidth=[1, 10, 100], ratio=[1, 2, 5, 10], nodes=[2, 4, 8],
-                     gpus_per_node=[4, 8], utilization=[0.5, 1.0], collective=["ring", "tree"])
+    grid = make_grid(
+        ["resnet50", "vgg16"],
+        bandwidth=[1, 10, 100],
+        ratio=[1, 2, 5, 10],
+        nodes=[2, 4, 8],
+        gpus_per_node=[4, 8],
+        utilization=[0.5, 1.0],
+        collective=["ring", "tree"],
+    )
     plan = Plan(grid.sizes, block_configs)
     count = np.zeros(grid.shape, np.int64)
     for block in plan.blocks():
@@ -31,8 +38,10 @@ def test_blocks_tile_the_grid_once(block_configs):
 
 # What JAX reports (jax.monitoring) as it traces a function and compiles it for XLA.
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration",  # lowered: then compiled or a cache hit
-                  "/jax/core/compile/backend_compile_duration")
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",  # lowered: then compiled or a cache hit
+    "/jax/core/compile/backend_compile_duration",
+)
 
 
 @contextlib.contextmanager
@@ -55,14 +64,28 @@ def test_a_sweep_compiles_once():
     # Many blocks, a padded last block, two collectives, two fusion settings with
     # different bucket counts, latency on: one compile. An odd block size keeps
     # these shapes apart from other tests' compiles in the same process.
-    grid = make_grid("resnet50", bandwidth="1..100@37", ratio=[1, 3], nodes=[2, 8], fusion_buffer=[0, 64],
-                     collective=["ring", "ps"], latency=[0, 2])
+    grid = make_grid(
+        "resnet50",
+        bandwidth="1..100@37",
+        ratio=[1, 3],
+        nodes=[2, 8],
+        fusion_buffer=[0, 64],
+        collective=["ring", "ps"],
+        latency=[0, 2],
+    )
     with counting_compiles("grid_metrics") as counts:
         evaluate_arrays(grid, block_configs=23)
     lowered, compiled = (counts[e] for e in COMPILE_EVENTS)
     assert counts[TRACE_EVENT] == 1 and lowered == 1 and compiled <= 1  # 0: the persistent cache had it
-    other = make_grid("resnet50", bandwidth="2..90@37", ratio=[1, 5], nodes=[4, 16], fusion_buffer=[0, 8],
-                      collective=["tree", "hierarchical"], latency=[0, 9])
+    other = make_grid(
+        "resnet50",
+        bandwidth="2..90@37",
+        ratio=[1, 5],
+        nodes=[4, 16],
+        fusion_buffer=[0, 8],
+        collective=["tree", "hierarchical"],
+        latency=[0, 9],
+    )
     with counting_compiles("grid_metrics") as counts:
         evaluate_arrays(other, block_configs=23)  # same shapes, other values: no new trace, no new compile
     assert counts == dict.fromkeys(counts, 0)
@@ -94,13 +117,20 @@ def test_paper_collectives_are_bit_identical_with_the_new_terms_compiled_in():
     # a single bit of the paper's collectives.
     kw = dict(bandwidth=[1, 10, 100], nodes=[1, 2, 8], ratio=[1, 5], latency=[0, 3], fusion_buffer=[0, 64])
     plain = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical"], **kw)
-    mixed = make_grid("resnet50", collective=["ring", "tree", "ps", "hierarchical", "nccl-ring"],
-                      overhead=[0, 1], jitter=[0, 0.1], **kw)
+    mixed = make_grid(
+        "resnet50",
+        collective=["ring", "tree", "ps", "hierarchical", "nccl-ring"],
+        overhead=[0, 1],
+        jitter=[0, 0.1],
+        **kw,
+    )
     a, b = evaluate_arrays(plain), evaluate_arrays(mixed)
     from netsweep_jax.sweep.core.schema import DIMS
 
-    paper_part = tuple(slice(0, 4) if d == "collective" else slice(0, 1) if d in ("overhead", "jitter") else slice(None)
-                       for d in DIMS)
+    paper_part = tuple(
+        slice(0, 4) if d == "collective" else slice(0, 1) if d in ("overhead", "jitter") else slice(None)
+        for d in DIMS
+    )
     for name in a:
         np.testing.assert_array_equal(b[name][paper_part], a[name])
 
@@ -119,7 +149,10 @@ def test_block_size_from_free_device_memory():
 
     assert default_block_configs(FakeDevice("cpu", None)) == DEFAULT_BLOCK_CONFIGS
     gib = 2**30
-    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 140 * gib, "bytes_in_use": 0})) == MAX_DEVICE_BLOCK
+    assert (
+        default_block_configs(FakeDevice("gpu", {"bytes_limit": 140 * gib, "bytes_in_use": 0}))
+        == MAX_DEVICE_BLOCK
+    )
     # 2 GiB free: a quarter of it at 128 B per configuration is 2^22 configurations
     assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**22
     assert default_block_configs(FakeDevice("gpu", {})) == DEFAULT_BLOCK_CONFIGS

@@ -15,10 +15,30 @@ from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import GridOptions, SweepOptions, make_grid
 from netsweep_jax.sweep.io.job import run_grid
 
-SETTINGS = ["collective", "bucketing", "intra_bandwidth", "dtype", "compressor", "store", "reduce", "reduce_table",
-            "iterations_factor", "codec_cost", "gpu", "precision", "batch", "seq_len"]
-NAMED = {make_grid: {"model"}, evaluate: {"model", "bandwidth", "vars", "block_configs", "kernel"}}  # in the signature
-OWN = {make_grid: {"variables"}, evaluate: {"vars", "block_configs", "kernel"}}  # beyond every axis and setting
+SETTINGS = [
+    "collective",
+    "bucketing",
+    "intra_bandwidth",
+    "dtype",
+    "compressor",
+    "store",
+    "reduce",
+    "reduce_table",
+    "iterations_factor",
+    "codec_cost",
+    "gpu",
+    "precision",
+    "batch",
+    "seq_len",
+]
+NAMED = {
+    make_grid: {"model"},
+    evaluate: {"model", "bandwidth", "vars", "block_configs", "kernel"},
+}  # in the signature
+OWN = {
+    make_grid: {"variables"},
+    evaluate: {"vars", "block_configs", "kernel"},
+}  # beyond every axis and setting
 
 
 def options_of(function):
@@ -59,7 +79,11 @@ def test_defaults_come_from_the_registry():
     grid = make_grid("resnet50")
     default = make_grid("resnet50", **{name: None for name in NUMERIC_AXES})
     for name, spec in NUMERIC_AXES.items():
-        assert grid.values[name].tolist() == default.values[name].tolist() == coerce_axis(name, spec.default).tolist()
+        assert (
+            grid.values[name].tolist()
+            == default.values[name].tolist()
+            == coerce_axis(name, spec.default).tolist()
+        )
     assert grid.values["fusion_buffer"].tolist() == [64.0]
     assert [p.model for p in grid.profiles] == [DEFAULTS.model] == [p.model for p in make_grid().profiles]
     assert grid.collectives == (DEFAULTS.collective,) and grid.bucketings == (DEFAULTS.bucketing,)
@@ -69,9 +93,14 @@ def test_defaults_come_from_the_registry():
     assert set(SOLVABLE) == {n for n, s in NUMERIC_AXES.items() if s.search} and "utilization" in FITTABLE
 
 
-@pytest.mark.parametrize("call", [lambda: make_grid("resnet50", bandwith=10),
-                                  lambda: evaluate("resnet50", bandwidth=10, variables="comm_time"),
-                                  lambda: evaluate("resnet50", bandwidth=10, speed=3)])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: make_grid("resnet50", bandwith=10),
+        lambda: evaluate("resnet50", bandwidth=10, variables="comm_time"),
+        lambda: evaluate("resnet50", bandwidth=10, speed=3),
+    ],
+)
 def test_unknown_keyword_is_an_input_error(call):
     with pytest.raises(InputError, match="unknown keyword") as e:
         call()
@@ -103,8 +132,21 @@ def test_auto_still_runs_such_a_sweep():
 
 def test_cli_refuses_before_any_file_is_made(tmp_path):
     out = tmp_path / "c.h5"
-    result = CliRunner().invoke(app, ["grid", "--bw", "10", "--compressor", "topk:0.01", "--kernel", "pallas",
-                                      "--out", str(out), "--no-compile-cache"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "grid",
+            "--bw",
+            "10",
+            "--compressor",
+            "topk:0.01",
+            "--kernel",
+            "pallas",
+            "--out",
+            str(out),
+            "--no-compile-cache",
+        ],
+    )
     assert result.exit_code == 2
     assert "--kernel pallas: the Pallas kernel does not model compression" in result.output
     assert len(result.output.strip().splitlines()) == 1

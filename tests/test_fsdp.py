@@ -25,19 +25,40 @@ def sharded_profile(rng, n=30, units=6):
 def test_fsdp_matches_reference(dtype, seed):
     rng = np.random.default_rng(seed)
     p = sharded_profile(rng)
-    ds = evaluate(p, bucketing=["fsdp", "ddp"], bandwidth=[float(np.round(rng.uniform(1, 100), 2)), 400],
-                  nodes=[1, 2, int(rng.integers(3, 9))], gpus_per_node=[1, 8], latency=[0, 5],
-                  collective=["ring", "tree", "hierarchical", "nccl-ring", "nccl-tree"], jitter=[0, 0.05],
-                  overhead=[0, 2], reduce_table=TABLE, dtype=dtype, block_configs=37)
+    ds = evaluate(
+        p,
+        bucketing=["fsdp", "ddp"],
+        bandwidth=[float(np.round(rng.uniform(1, 100), 2)), 400],
+        nodes=[1, 2, int(rng.integers(3, 9))],
+        gpus_per_node=[1, 8],
+        latency=[0, 5],
+        collective=["ring", "tree", "hierarchical", "nccl-ring", "nccl-tree"],
+        jitter=[0, 0.05],
+        overhead=[0, 2],
+        reduce_table=TABLE,
+        dtype=dtype,
+        block_configs=37,
+    )
     tol = {"float32": 1e-4, "float64": 1e-10}[dtype]
     c = {d: ds[d].values for d in ds.dims}
     sf = ds.scaling_factor.sel(bucketing="fsdp")
     for idx in np.ndindex(sf.shape):
         v = {d: sf[d].values[i] for d, i in zip(sf.dims, idx)}
-        ref = simulate_fsdp(p.wait.tolist(), p.grad_bytes.tolist(), p.forward.tolist(), p.unit.tolist(), p.t1,
-                            bandwidth=v["bandwidth"] * 1e9, nodes=int(v["nodes"]), gpus=int(v["gpus_per_node"]),
-                            latency=v["latency"] * 1e-6, collective=str(v["collective"]), table=TABLE,
-                            overhead=v["overhead"] * 1e-3, jitter=v["jitter"])
+        ref = simulate_fsdp(
+            p.wait.tolist(),
+            p.grad_bytes.tolist(),
+            p.forward.tolist(),
+            p.unit.tolist(),
+            p.t1,
+            bandwidth=v["bandwidth"] * 1e9,
+            nodes=int(v["nodes"]),
+            gpus=int(v["gpus_per_node"]),
+            latency=v["latency"] * 1e-6,
+            collective=str(v["collective"]),
+            table=TABLE,
+            overhead=v["overhead"] * 1e-3,
+            jitter=v["jitter"],
+        )
         for name in OUTPUTS:
             got = float(ds[name].sel(bucketing="fsdp").values[idx])
             assert abs(got - ref[name]) <= tol * max(abs(ref[name]), p.t1), (name, v, got, ref[name])
@@ -49,7 +70,9 @@ def test_two_units_by_hand():
     # unit takes 2(N-1)/N x 1 ms = 1 ms, so an all-gather or a reduce-scatter takes 0.5 ms.
     p = make_profile("two", ["b", "a"], [1e6, 1e6], [4e-3, 4e-3], 0.05, forward=[2e-3, 2e-3], unit=[1, 0])
     zero = (np.array([0.0, 1e9]), np.array([0.0, 0.0]))
-    ds = evaluate(p, bucketing="fsdp", bandwidth=8, nodes=2, gpus_per_node=1, reduce_table=zero, dtype="float64")
+    ds = evaluate(
+        p, bucketing="fsdp", bandwidth=8, nodes=2, gpus_per_node=1, reduce_table=zero, dtype="float64"
+    )
     # forward: AG_a 0-0.5, F_a 0.5-2.5 (AG_b 0.5-1), F_b 2.5-4.5; backward: AG_b 4.5-5, B_b 5-9
     # (AG_a 5-5.5), RS_b 9-9.5, B_a 9-13, RS_a 13-13.5: 13.5 ms against 12 ms of compute.
     assert float(ds.iteration_time.squeeze()) == pytest.approx(0.05 + 1.5e-3, rel=1e-12)
@@ -57,12 +80,30 @@ def test_two_units_by_hand():
 
 
 def test_cli_fsdp_and_its_refusals(tmp_path):
-    r = invoke("grid", "--model", "gpt2", "--gpu", "a100", "--precision", "bf16", "--bucketing",
-               "fsdp,ddp", "--collective", "nccl-ring", "--nodes", "1,8", "--bw", "100",
-               "--out", str(tmp_path / "f.h5"), "-q")
+    r = invoke(
+        "grid",
+        "--model",
+        "gpt2",
+        "--gpu",
+        "a100",
+        "--precision",
+        "bf16",
+        "--bucketing",
+        "fsdp,ddp",
+        "--collective",
+        "nccl-ring",
+        "--nodes",
+        "1,8",
+        "--bw",
+        "100",
+        "--out",
+        str(tmp_path / "f.h5"),
+        "-q",
+    )
     assert r.exit_code == 0, r.output
     r = invoke("grid", "--model", "resnet50", "--bucketing", "fsdp", "--out", str(tmp_path / "g.h5"))
     assert r.exit_code == 2 and "FSDP needs forward times per tensor" in r.output
-    r = invoke("grid", "--model", "gpt2", "--bucketing", "fsdp", "--accum", "2",
-               "--out", str(tmp_path / "h.h5"))
+    r = invoke(
+        "grid", "--model", "gpt2", "--bucketing", "fsdp", "--accum", "2", "--out", str(tmp_path / "h.h5")
+    )
     assert r.exit_code == 2 and "--bucketing fsdp with accum > 1" in r.output

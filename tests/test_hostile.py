@@ -21,31 +21,43 @@ def one_line_error(r, code=2):
     return lines[0]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--bw", "1e-50"], "--bw 1e-50: bandwidth must be a number from 0.001"),
-    (["--latency", "1e308"], "--latency 1e+308: latency must be a number from 0 to 1000000"),
-    (["--util", "1e-45"], "--util 1e-45: utilization must be a number from 0.0001 to 1"),
-    (["--util", "1.0000001"], "--util 1.0000001:"),
-    (["--nodes", "1e19"], "--nodes 1e+19: nodes must be an integer from 1 to 1000000"),
-    (["--bw", "1..1e9"], "an axis takes at most 10,000,000 values"),
-    (["--ratio", "1..100:1e-300"], "an axis takes at most"),
-    (["--ratio", "1..1e308:1e-10"], "an axis takes at most"),
-    (["--ratio", "1..2@99999999999"], "99,999,999,999 points"),
-    (["--ratio", "1...5"], "ranges are A..B"),
-    (["--block-configs", "99999999999999999999999"], "--block-configs 99999999999999999999999: must be an integer"),
-    (["--overhead", "-1"], "--overhead -1: overhead must be a number from 0 to 1000000"),
-    (["--jitter", "-0.1"], "--jitter -0.1: jitter must be a number from 0 to 10"),
-    (["--slowdown", "-0.5"], "--slowdown -0.5: slowdown must be a number from 0 to 100"),
-    (["--nics-per-node", "0"], "--nics-per-node 0: nics_per_node must be an integer from 1 to 64"),
-    (["--collective", "nccl-butterfly"], "--collective 'nccl-butterfly': unknown"),
-    (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in [1e-6, 1e4]"),
-    (["--compressor", "zip"], "--compressor 'zip': unknown compressor"),
-    (["--compressor", "topk:0"], "--compressor 'topk:0': topk needs a density D in (0, 1]"),
-    (["--compressor", "randomk:nan"], "randomk needs a density D in (0, 1]"),
-    (["--compressor", "powersgd:0"], "--compressor 'powersgd:0': powersgd needs an integer rank R >= 1"),
-    (["--compressor", "topk:0.1", "--iterations-factor", "topk:0.1=inf"], "--iterations-factor topk:0.1=inf:"),
-    (["--model", "gpt2", "--bucketing", "fsdp", "--compressor", "int8"], "compression is modelled for all-reduce"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--bw", "1e-50"], "--bw 1e-50: bandwidth must be a number from 0.001"),
+        (["--latency", "1e308"], "--latency 1e+308: latency must be a number from 0 to 1000000"),
+        (["--util", "1e-45"], "--util 1e-45: utilization must be a number from 0.0001 to 1"),
+        (["--util", "1.0000001"], "--util 1.0000001:"),
+        (["--nodes", "1e19"], "--nodes 1e+19: nodes must be an integer from 1 to 1000000"),
+        (["--bw", "1..1e9"], "an axis takes at most 10,000,000 values"),
+        (["--ratio", "1..100:1e-300"], "an axis takes at most"),
+        (["--ratio", "1..1e308:1e-10"], "an axis takes at most"),
+        (["--ratio", "1..2@99999999999"], "99,999,999,999 points"),
+        (["--ratio", "1...5"], "ranges are A..B"),
+        (
+            ["--block-configs", "99999999999999999999999"],
+            "--block-configs 99999999999999999999999: must be an integer",
+        ),
+        (["--overhead", "-1"], "--overhead -1: overhead must be a number from 0 to 1000000"),
+        (["--jitter", "-0.1"], "--jitter -0.1: jitter must be a number from 0 to 10"),
+        (["--slowdown", "-0.5"], "--slowdown -0.5: slowdown must be a number from 0 to 100"),
+        (["--nics-per-node", "0"], "--nics-per-node 0: nics_per_node must be an integer from 1 to 64"),
+        (["--collective", "nccl-butterfly"], "--collective 'nccl-butterfly': unknown"),
+        (["--iteration-time", "-1"], "--iteration-time -1: must be a number of seconds in [1e-6, 1e4]"),
+        (["--compressor", "zip"], "--compressor 'zip': unknown compressor"),
+        (["--compressor", "topk:0"], "--compressor 'topk:0': topk needs a density D in (0, 1]"),
+        (["--compressor", "randomk:nan"], "randomk needs a density D in (0, 1]"),
+        (["--compressor", "powersgd:0"], "--compressor 'powersgd:0': powersgd needs an integer rank R >= 1"),
+        (
+            ["--compressor", "topk:0.1", "--iterations-factor", "topk:0.1=inf"],
+            "--iterations-factor topk:0.1=inf:",
+        ),
+        (
+            ["--model", "gpt2", "--bucketing", "fsdp", "--compressor", "int8"],
+            "compression is modelled for all-reduce",
+        ),
+    ],
+)
 def test_out_of_domain_values(tmp_path, args, message):
     r = invoke("grid", *args, "--out", tmp_path / "o.h5")
     assert message in one_line_error(r)
@@ -61,9 +73,13 @@ def test_every_accepted_extreme_gives_finite_positive_results(dtype):
     for name in ds.data_vars:
         assert np.all(np.isfinite(ds[name].values)), name
     assert np.all(ds.scaling_factor.values > 0) and np.all(ds.scaling_factor.values <= 1)
-    squeezed = evaluate("vgg16", collective=["ps", "hierarchical", "nccl-tree"],
-                        dtype=dtype, compressor="fp16,int8,topk:1e-300,randomk:1,signsgd,powersgd:1000000",
-                        **{**axes, "accum": 1})
+    squeezed = evaluate(
+        "vgg16",
+        collective=["ps", "hierarchical", "nccl-tree"],
+        dtype=dtype,
+        compressor="fp16,int8,topk:1e-300,randomk:1,signsgd,powersgd:1000000",
+        **{**axes, "accum": 1},
+    )
     for name in squeezed.data_vars:
         assert np.all(np.isfinite(squeezed[name].values)) and np.all(squeezed[name].values >= 0), name
     for name in ("scaling_factor", "iteration_time", "time_to_accuracy"):
@@ -75,41 +91,75 @@ def write(path, text):
     return path
 
 
-@pytest.mark.parametrize("name,content,message", [
-    ("p.csv", "name,grad_bytes,backward_us\na,1000,200000\n", "shorter than the profile's backward pass"),
-    ("p.json", json.dumps({"tensors": [{"grad_bytes": "lots", "backward_us": 1}], "iteration_time_s": 1}),
-     "grad_bytes 'lots' is not a number"),
-    ("p.json", json.dumps({"tensors": [{"grad_bytes": [1], "backward_us": 1}], "iteration_time_s": 1}),
-     "is not a number"),
-    ("p.json", json.dumps({"tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": True}),
-     "iteration time True must be a number of seconds"),
-    ("p.json", json.dumps({"model": "a/b", "tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": 1}),
-     "must be non-empty and have no '/'"),
-    ("p.csv", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not a text file"),
-    ("missing.json", None, "profile file not found"),
-])
+@pytest.mark.parametrize(
+    "name,content,message",
+    [
+        ("p.csv", "name,grad_bytes,backward_us\na,1000,200000\n", "shorter than the profile's backward pass"),
+        (
+            "p.json",
+            json.dumps({"tensors": [{"grad_bytes": "lots", "backward_us": 1}], "iteration_time_s": 1}),
+            "grad_bytes 'lots' is not a number",
+        ),
+        (
+            "p.json",
+            json.dumps({"tensors": [{"grad_bytes": [1], "backward_us": 1}], "iteration_time_s": 1}),
+            "is not a number",
+        ),
+        (
+            "p.json",
+            json.dumps({"tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": True}),
+            "iteration time True must be a number of seconds",
+        ),
+        (
+            "p.json",
+            json.dumps(
+                {"model": "a/b", "tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": 1}
+            ),
+            "must be non-empty and have no '/'",
+        ),
+        ("p.csv", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not a text file"),
+        ("missing.json", None, "profile file not found"),
+    ],
+)
 def test_bad_profiles(tmp_path, name, content, message):
     path = tmp_path / name
     if content is not None:
         write(path, content)
-    r = invoke("grid", "--profile", path, "--iteration-time", "0.1" if name.endswith(".csv") else None,
-               "--out", tmp_path / "o.h5") if name.endswith(".csv") else invoke("grid", "--profile", path,
-                                                                                 "--out", tmp_path / "o.h5")
+    r = (
+        invoke(
+            "grid",
+            "--profile",
+            path,
+            "--iteration-time",
+            "0.1" if name.endswith(".csv") else None,
+            "--out",
+            tmp_path / "o.h5",
+        )
+        if name.endswith(".csv")
+        else invoke("grid", "--profile", path, "--out", tmp_path / "o.h5")
+    )
     assert message in one_line_error(r)
     assert not (tmp_path / "o.h5").exists()
 
 
 def test_a_byte_order_mark_is_not_a_wrong_header(tmp_path):
     p = write(tmp_path / "p.csv", "\ufeffname,grad_bytes,backward_us\na,1000,20\n")
-    assert invoke("grid", "--profile", p, "--iteration-time", "0.1", "--bw", "10", "--out", tmp_path / "o.h5",
-                  "-q").exit_code == 0
+    assert (
+        invoke(
+            "grid", "--profile", p, "--iteration-time", "0.1", "--bw", "10", "--out", tmp_path / "o.h5", "-q"
+        ).exit_code
+        == 0
+    )
 
 
 @pytest.mark.parametrize("option", ["--reduce-cost", "measurements"])
 def test_binary_files_are_refused(tmp_path, option):
     junk = write(tmp_path / "junk.bin", bytes(range(256)) * 4)
-    r = invoke("grid", "--reduce-cost", junk, "--out", tmp_path / "o.h5") if option == "--reduce-cost" else \
-        invoke("calibrate", junk)
+    r = (
+        invoke("grid", "--reduce-cost", junk, "--out", tmp_path / "o.h5")
+        if option == "--reduce-cost"
+        else invoke("calibrate", junk)
+    )
     assert "not a text file" in one_line_error(r)
 
 
@@ -165,17 +215,21 @@ def test_foreign_files_are_refused_by_show_select_plot(tmp_path):
     text = write(tmp_path / "t.h5", "hello")
     for path, message in ((foreign, "not made by netsweep"), (text, "not a readable HDF5 cube")):
         for args in (["show", path], ["select", path, "--bw", "10"], ["plot", path, "--x", "bandwidth"]):
-            assert message in one_line_error(invoke(*args, *(["--out", tmp_path / "p.png"] if args[0] == "plot"
-                                                              else [])))
+            assert message in one_line_error(
+                invoke(*args, *(["--out", tmp_path / "p.png"] if args[0] == "plot" else []))
+            )
     assert not (tmp_path / "p.png").exists()
 
 
-@pytest.mark.parametrize("out,message", [
-    ("missing/fig.png", "does not exist"),
-    ("fig.bmpx", "unknown file type '.bmpx'"),
-    ("/proc/fig.png", "cannot be written"),  # not writable even for root
-    ("a_dir", "a directory"),
-])
+@pytest.mark.parametrize(
+    "out,message",
+    [
+        ("missing/fig.png", "does not exist"),
+        ("fig.bmpx", "unknown file type '.bmpx'"),
+        ("/proc/fig.png", "cannot be written"),  # not writable even for root
+        ("a_dir", "a directory"),
+    ],
+)
 def test_plot_outputs(cube_file, tmp_path, out, message):
     (tmp_path / "a_dir").mkdir()
     r = invoke("plot", cube_file, "--x", "bandwidth", "--hue", "nodes", "--out", tmp_path / out)
@@ -184,8 +238,18 @@ def test_plot_outputs(cube_file, tmp_path, out, message):
 
 
 def test_plot_refuses_the_same_dim_twice(cube_file, tmp_path):
-    r = invoke("plot", cube_file, "--x", "nodes", "--hue", "nodes", "--sel", "bandwidth=10", "--out",
-               tmp_path / "f.png")
+    r = invoke(
+        "plot",
+        cube_file,
+        "--x",
+        "nodes",
+        "--hue",
+        "nodes",
+        "--sel",
+        "bandwidth=10",
+        "--out",
+        tmp_path / "f.png",
+    )
     assert "used twice" in one_line_error(r)
 
 
@@ -196,9 +260,12 @@ def test_need_calibrate_paper_outputs(tmp_path):
     need = ["need", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--out"]
     assert "a directory" in one_line_error(invoke(*need, a_dir))
     assert "file exists; pass --force" in one_line_error(invoke(*need, plain))
-    assert "a directory" in one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--out", a_dir))
-    assert "file exists" in one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--out",
-                                                  write(tmp_path / "fit.json", "keep")))
+    assert "a directory" in one_line_error(
+        invoke("calibrate", "examples/resnet50_measured.csv", "--out", a_dir)
+    )
+    assert "file exists" in one_line_error(
+        invoke("calibrate", "examples/resnet50_measured.csv", "--out", write(tmp_path / "fit.json", "keep"))
+    )
     assert "not a directory" in one_line_error(invoke("paper", "--out", plain))
     assert plain.read_text() == "keep"
     r = invoke("paper", "--out", tmp_path / "new", "--profiles-dir", tmp_path / "nothing")
@@ -216,15 +283,24 @@ def test_need_answers_reach_the_target_when_fed_back():
             for idx in zip(*np.nonzero(ds.status.values == SOLVED)):
                 point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
                 value = ds[f"required_{axis}"].values[idx]
-                back = evaluate(model, **{"bandwidth": 1.0, **{k: v for k, v in point.items() if k in NUMERIC_AXES},
-                                          axis: value})
+                back = evaluate(
+                    model,
+                    **{
+                        "bandwidth": 1.0,
+                        **{k: v for k, v in point.items() if k in NUMERIC_AXES},
+                        axis: value,
+                    },
+                )
                 assert back.scaling_factor.values.item() >= np.float32(0.99), (axis, point, value)
 
 
-@pytest.mark.parametrize("rows,fit,message", [
-    ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no training row depends on it"),
-    ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 training rows"),
-])
+@pytest.mark.parametrize(
+    "rows,fit,message",
+    [
+        ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no training row depends on it"),
+        ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 training rows"),
+    ],
+)
 def test_calibrate_refuses_unidentifiable_fits(tmp_path, rows, fit, message):
     path = write(tmp_path / "m.csv", "nodes,gpus_per_node,bandwidth,scaling_factor\n" + rows)
     assert message in one_line_error(invoke("calibrate", path, "--fit", fit))
@@ -235,11 +311,14 @@ def test_calibrate_refuses_a_time_below_t1(tmp_path):
     assert "below the single-GPU time T1" in one_line_error(invoke("calibrate", path))
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["grid", "--bogus", "1"], "No such option: --bogus"),
-    (["grid", "--nodes"], "requires an argument"),
-    (["frob"], "No such command"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["grid", "--bogus", "1"], "No such option: --bogus"),
+        (["grid", "--nodes"], "requires an argument"),
+        (["frob"], "No such command"),
+    ],
+)
 def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
     from netsweep_jax.sweep.cli.entry import main
 

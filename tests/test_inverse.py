@@ -31,8 +31,12 @@ def test_threshold_within_half_percent(axis, model):
         point = {d: values[d].values[i] for d, i in zip(values.dims, idx)}
         st = int(ds.status.values[idx])
         x = float(values.values[idx])
-        args = dict(nodes=int(point["nodes"]), gpus=8, collective=str(point["collective"]),
-                    bandwidth=float(point.get("bandwidth", 1)) * 1e9)
+        args = dict(
+            nodes=int(point["nodes"]),
+            gpus=8,
+            collective=str(point["collective"]),
+            bandwidth=float(point.get("bandwidth", 1)) * 1e9,
+        )
         if st == SOLVED:
             solved += 1
             above = {**args, **_axis_kw(axis, x)}
@@ -49,7 +53,9 @@ def test_threshold_within_half_percent(axis, model):
 
 
 def _axis_kw(axis, x):
-    return {"ratio": {"ratio": x}, "utilization": {"utilization": x}, "bandwidth": {"bandwidth": x * 1e9}}[axis]
+    return {"ratio": {"ratio": x}, "utilization": {"utilization": x}, "bandwidth": {"bandwidth": x * 1e9}}[
+        axis
+    ]
 
 
 def test_statuses_met_and_unreachable():
@@ -64,8 +70,21 @@ def test_statuses_met_and_unreachable():
 
 def test_cli_need_prints_and_writes_cube(tmp_path):
     out = tmp_path / "need.h5"
-    r = invoke("need", "--model", "resnet50", "--target", "0.99", "--solve", "ratio",
-               "--bw", "1,10,25,40,100", "--nodes", "2,4,8", "--out", str(out))
+    r = invoke(
+        "need",
+        "--model",
+        "resnet50",
+        "--target",
+        "0.99",
+        "--solve",
+        "ratio",
+        "--bw",
+        "1,10,25,40,100",
+        "--nodes",
+        "2,4,8",
+        "--out",
+        str(out),
+    )
     assert r.exit_code == 0, r.output
     assert "met at the minimum" in r.output and "3.011" in r.output
     import xarray as xr
@@ -79,12 +98,18 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     ds.close()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--solve", "nodes"], "--solve 'nodes': must be one of ratio, utilization, bandwidth"),
-    (["--solve", "ratio", "--ratio", "2"], "do not also give values"),
-    (["--solve", "ratio"], "--bw required: give the bandwidth"),
-    (["--solve", "ratio", "--bw", "10", "--target", "1.5"], "--target 1.5: must be a scaling factor in (0, 1]"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--solve", "nodes"], "--solve 'nodes': must be one of ratio, utilization, bandwidth"),
+        (["--solve", "ratio", "--ratio", "2"], "do not also give values"),
+        (["--solve", "ratio"], "--bw required: give the bandwidth"),
+        (
+            ["--solve", "ratio", "--bw", "10", "--target", "1.5"],
+            "--target 1.5: must be a scaling factor in (0, 1]",
+        ),
+    ],
+)
 def test_cli_need_bad_input(args, message):
     base = ["need", "--target", "0.99"] if "--target" not in args else ["need"]
     r = invoke(*base, *args)
@@ -95,8 +120,15 @@ def test_cli_need_bad_input(args, message):
 def test_largest_affordable_value_of_a_falling_axis(axis):
     p = builtin_profile("resnet50")
     target = 0.9
-    ds = solve(p, target=target, axis=axis, bandwidth=[25, 100], nodes=[2, 8], collective="nccl-ring",
-               dtype="float64")
+    ds = solve(
+        p,
+        target=target,
+        axis=axis,
+        bandwidth=[25, 100],
+        nodes=[2, 8],
+        collective="nccl-ring",
+        dtype="float64",
+    )
     assert f"allowed_{axis}" in ds and "largest" in ds[f"allowed_{axis}"].attrs["long_name"]
     units = {"overhead": 1e-3, "jitter": 1.0, "latency": 1e-6}[axis]
     solved = 0
@@ -106,13 +138,31 @@ def test_largest_affordable_value_of_a_falling_axis(axis):
         solved += 1
         point = {d: ds[d].values[i] for d, i in zip(ds.status.dims, idx)}
         x = float(ds[f"allowed_{axis}"].values[idx])
-        args = dict(nodes=int(point["nodes"]), gpus=8, collective="nccl-ring", bandwidth=float(point["bandwidth"]) * 1e9)
+        args = dict(
+            nodes=int(point["nodes"]),
+            gpus=8,
+            collective="nccl-ring",
+            bandwidth=float(point["bandwidth"]) * 1e9,
+        )
         assert ref_sf(p, **args, **{axis: x * units}) >= target - 1e-12
         assert ref_sf(p, **args, **{axis: x * 1.005 * units}) < target
     assert solved > 0
 
 
 def test_need_cli_for_overhead():
-    r = invoke("need", "--target", "0.95", "--solve", "overhead", "--bw", "100", "--nodes", "2,8",
-               "--collective", "nccl-ring")
-    assert r.exit_code == 0 and "largest overhead reaching scaling factor 0.95" in r.output and "ms" in r.output
+    r = invoke(
+        "need",
+        "--target",
+        "0.95",
+        "--solve",
+        "overhead",
+        "--bw",
+        "100",
+        "--nodes",
+        "2,8",
+        "--collective",
+        "nccl-ring",
+    )
+    assert (
+        r.exit_code == 0 and "largest overhead reaching scaling factor 0.95" in r.output and "ms" in r.output
+    )

@@ -12,7 +12,16 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NS = "netsweep_jax"
-FLOORS = ["kernels", "sweep.core", "sweep.model", "sweep.engine", "sweep.io", "sweep.analysis", "sweep.cli", "sweep"]
+FLOORS = [
+    "kernels",
+    "sweep.core",
+    "sweep.model",
+    "sweep.engine",
+    "sweep.io",
+    "sweep.analysis",
+    "sweep.cli",
+    "sweep",
+]
 
 
 def modules():
@@ -37,7 +46,9 @@ def imports(name, path):
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             out.add(base)
             out |= {f"{base}.{a.name}" for a in node.names}
     known = modules()
@@ -73,7 +84,7 @@ def test_no_circles():
         stack.append(n)
         for m in sorted(graph[n]):
             if state.get(m) == "open":
-                circles.append(stack[stack.index(m):] + [m])
+                circles.append(stack[stack.index(m) :] + [m])
             elif m not in state:
                 visit(m)
         stack.pop()

@@ -27,25 +27,64 @@ def random_case(rng):
     head_dim = rng.choice([64, 128])
     experts = rng.choice([0, 0, 8, 16])
     layers = rng.randint(2, 40)
-    arch = dict(layers=layers, hidden=heads * head_dim, heads=heads, kv_heads=kv, q_width=heads * head_dim,
-                kv_width=kv * head_dim, ffn=rng.choice([2, 4]) * heads * head_dim, vocab=rng.choice([32000, 50257]),
-                seq=rng.choice([512, 1026, 2048]), experts=experts, top_k=rng.choice([1, 2]) if experts else 1,
-                expert_ffn=heads * head_dim, shared_experts=rng.choice([0, 1]) if experts else 0,
-                moe_layers=rng.randint(1, layers) if experts else 0, gated=rng.choice([0, 1]),
-                tied=rng.choice([0, 1]), dropout=rng.choice([0, 1]))
-    dev = dict(peak=rng.choice([312e12, 989e12]), hbm=rng.choice([2e12, 3.35e12]), memory=80e9, param_bytes=2.0,
-               grad_bytes=rng.choice([2.0, 4.0]), act_bytes=2.0, usable=rng.choice([0.9, 1.0]),
-               gemm_input_bytes=rng.choice([1.0, 2.0]))
-    lay = dict(gpus=rng.choice([8, 16, 64, 128, 96]), tp=rng.choice([1, 2, 4, 8]), pp=rng.choice([1, 2, 3, 4]),
-               cp=rng.choice([1, 1, 2]), ep=rng.choice([1, 1, 2, 4]), dp=rng.choice([0, 0, 0, 0, 2, 4]), micro_batch=rng.choice([1, 2, 4]),
-               global_batch=rng.choice([64, 128, 256]), chunks=rng.choice([1, 1, 2]), recompute=rng.choice([0, 1, 2]),
-               sequence_parallel=rng.choice([0, 1]), zero=rng.choice([0, 1, 2, 3]), flash=rng.choice([0, 1]),
-               nvlink_domain=rng.choice([8, 16, 72]), nvlink_bw=rng.choice([300e9, 450e9]),
-               gpus_per_node=rng.choice([4, 8]), nics_per_node=rng.choice([1, 4, 8]),
-               bandwidth=rng.choice([100e9, 400e9]), utilization=rng.uniform(0.3, 1), latency=rng.choice([0, 5e-6]),
-               collective=rng.choice([0, 1, 2]), efficiency=rng.uniform(0.3, 0.7), overhead=rng.choice([0, 0.01]),
-               slowdown=rng.choice([0, 0.1]), straggle=rng.choice([0, 0.05]), imbalance=rng.choice([1.0, 1.2]),
-               offload_layers=rng.choice([0, 0, 1, 3]))
+    arch = dict(
+        layers=layers,
+        hidden=heads * head_dim,
+        heads=heads,
+        kv_heads=kv,
+        q_width=heads * head_dim,
+        kv_width=kv * head_dim,
+        ffn=rng.choice([2, 4]) * heads * head_dim,
+        vocab=rng.choice([32000, 50257]),
+        seq=rng.choice([512, 1026, 2048]),
+        experts=experts,
+        top_k=rng.choice([1, 2]) if experts else 1,
+        expert_ffn=heads * head_dim,
+        shared_experts=rng.choice([0, 1]) if experts else 0,
+        moe_layers=rng.randint(1, layers) if experts else 0,
+        gated=rng.choice([0, 1]),
+        tied=rng.choice([0, 1]),
+        dropout=rng.choice([0, 1]),
+    )
+    dev = dict(
+        peak=rng.choice([312e12, 989e12]),
+        hbm=rng.choice([2e12, 3.35e12]),
+        memory=80e9,
+        param_bytes=2.0,
+        grad_bytes=rng.choice([2.0, 4.0]),
+        act_bytes=2.0,
+        usable=rng.choice([0.9, 1.0]),
+        gemm_input_bytes=rng.choice([1.0, 2.0]),
+    )
+    lay = dict(
+        gpus=rng.choice([8, 16, 64, 128, 96]),
+        tp=rng.choice([1, 2, 4, 8]),
+        pp=rng.choice([1, 2, 3, 4]),
+        cp=rng.choice([1, 1, 2]),
+        ep=rng.choice([1, 1, 2, 4]),
+        dp=rng.choice([0, 0, 0, 0, 2, 4]),
+        micro_batch=rng.choice([1, 2, 4]),
+        global_batch=rng.choice([64, 128, 256]),
+        chunks=rng.choice([1, 1, 2]),
+        recompute=rng.choice([0, 1, 2]),
+        sequence_parallel=rng.choice([0, 1]),
+        zero=rng.choice([0, 1, 2, 3]),
+        flash=rng.choice([0, 1]),
+        nvlink_domain=rng.choice([8, 16, 72]),
+        nvlink_bw=rng.choice([300e9, 450e9]),
+        gpus_per_node=rng.choice([4, 8]),
+        nics_per_node=rng.choice([1, 4, 8]),
+        bandwidth=rng.choice([100e9, 400e9]),
+        utilization=rng.uniform(0.3, 1),
+        latency=rng.choice([0, 5e-6]),
+        collective=rng.choice([0, 1, 2]),
+        efficiency=rng.uniform(0.3, 0.7),
+        overhead=rng.choice([0, 0.01]),
+        slowdown=rng.choice([0, 0.1]),
+        straggle=rng.choice([0, 0.05]),
+        imbalance=rng.choice([1.0, 1.2]),
+        offload_layers=rng.choice([0, 0, 1, 3]),
+    )
     return arch, dev, lay
 
 
@@ -57,9 +96,11 @@ def run_kernel(cases, dtype):
         return {f: jnp.asarray([float(c[i][f]) for c in padded], dtype) for f in fields}
 
     with jax.enable_x64(dtype == "float64"):
-        out = STEP(kernel.Arch(**stack(0, kernel.Arch._fields)),
-                                   kernel.Device(**stack(1, kernel.Device._fields)),
-                                   kernel.Layout(**stack(2, kernel.Layout._fields)))
+        out = STEP(
+            kernel.Arch(**stack(0, kernel.Arch._fields)),
+            kernel.Device(**stack(1, kernel.Device._fields)),
+            kernel.Layout(**stack(2, kernel.Layout._fields)),
+        )
         return {k: np.asarray(v, np.float64)[: len(cases)] for k, v in out.items()}
 
 
@@ -84,7 +125,9 @@ def test_kernel_matches_reference_on_random_configurations(dtype, seed):
 
 
 def test_breakdown_adds_up_and_everything_is_finite():
-    cases = [random_case(random.Random(2)) for _ in range(1)] + [random_case(random.Random(s)) for s in range(400)]
+    cases = [random_case(random.Random(2)) for _ in range(1)] + [
+        random_case(random.Random(s)) for s in range(400)
+    ]
     out = run_kernel(cases, "float64")
     ok = out["status"] == 0
     total = sum(out[k] for k in kernel.BREAKDOWN)
@@ -97,14 +140,64 @@ def test_breakdown_adds_up_and_everything_is_finite():
 
 def _gpt3(**changes):
     m = LLMS["gpt3-175b"]
-    arch = dict(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads, q_width=m.hidden,
-                kv_width=m.hidden, ffn=m.ffn, vocab=m.vocab, seq=m.seq, experts=0, top_k=1, expert_ffn=m.ffn,
-                shared_experts=0, moe_layers=0, gated=0, tied=1, dropout=1)
-    dev = dict(peak=312e12, hbm=2.039e12, memory=80e9, param_bytes=2.0, grad_bytes=2.0, act_bytes=2.0, usable=1.0, gemm_input_bytes=2.0)
-    lay = dict(gpus=8, tp=8, pp=1, cp=1, ep=1, dp=0, micro_batch=1, global_batch=1, chunks=1, recompute=0,
-               sequence_parallel=0, zero=0, flash=0, nvlink_domain=8, nvlink_bw=300e9, gpus_per_node=8, nics_per_node=8,
-               bandwidth=200e9, utilization=1.0, latency=0.0, collective=0, efficiency=0.5, overhead=0.0,
-               slowdown=0.0, straggle=0.0, imbalance=1.0, offload_layers=0)
+    arch = dict(
+        layers=m.layers,
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        q_width=m.hidden,
+        kv_width=m.hidden,
+        ffn=m.ffn,
+        vocab=m.vocab,
+        seq=m.seq,
+        experts=0,
+        top_k=1,
+        expert_ffn=m.ffn,
+        shared_experts=0,
+        moe_layers=0,
+        gated=0,
+        tied=1,
+        dropout=1,
+    )
+    dev = dict(
+        peak=312e12,
+        hbm=2.039e12,
+        memory=80e9,
+        param_bytes=2.0,
+        grad_bytes=2.0,
+        act_bytes=2.0,
+        usable=1.0,
+        gemm_input_bytes=2.0,
+    )
+    lay = dict(
+        gpus=8,
+        tp=8,
+        pp=1,
+        cp=1,
+        ep=1,
+        dp=0,
+        micro_batch=1,
+        global_batch=1,
+        chunks=1,
+        recompute=0,
+        sequence_parallel=0,
+        zero=0,
+        flash=0,
+        nvlink_domain=8,
+        nvlink_bw=300e9,
+        gpus_per_node=8,
+        nics_per_node=8,
+        bandwidth=200e9,
+        utilization=1.0,
+        latency=0.0,
+        collective=0,
+        efficiency=0.5,
+        overhead=0.0,
+        slowdown=0.0,
+        straggle=0.0,
+        imbalance=1.0,
+        offload_layers=0,
+    )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value
     return arch, dev, lay
@@ -138,13 +231,31 @@ def test_expert_all_to_all_takes_each_gpus_own_nic_share_by_hand():
     # X = b s h k bytes, 7/16 of it to the peers on its node (NVLink, 300 GB/s) and 8/16 to the other node,
     # all 16 at once, so each through its own 25 GB/s NIC (not the 8 NICs of its group's members on the node).
     h, s, k = 4096, 2048, 2
-    case = _gpt3(layers=1, moe_layers=1, experts=16, top_k=k, expert_ffn=1024, hidden=h, heads=32, kv_heads=32,
-                 q_width=h, kv_width=h, ffn=4 * h, seq=s, tp=1, ep=16, gpus=16, global_batch=16)
+    case = _gpt3(
+        layers=1,
+        moe_layers=1,
+        experts=16,
+        top_k=k,
+        expert_ffn=1024,
+        hidden=h,
+        heads=32,
+        kv_heads=32,
+        q_width=h,
+        kv_width=h,
+        ffn=4 * h,
+        seq=s,
+        tp=1,
+        ep=16,
+        gpus=16,
+        global_batch=16,
+    )
     out = _one(case)
     x = s * h * k * 2
     nvlink, nic = 7 / 16 * x / 300e9, 8 / 16 * x / (8 * 200e9 / 8 / 8)
     assert nic > nvlink
-    assert out["ep_exposed"] == pytest.approx(4 * nic, rel=1e-12)  # dispatch and combine, forward and backward
+    assert out["ep_exposed"] == pytest.approx(
+        4 * nic, rel=1e-12
+    )  # dispatch and combine, forward and backward
     assert out["ep_exposed"] > 0 and out["network_fraction"] > 0
 
 
@@ -214,20 +325,33 @@ def test_arch_parsing_and_presets():
     assert deepseek["expert"] / 1e9 == pytest.approx(256 * 58 * 3 * 7168 * 2048 / 1e9, rel=1e-12)
     # Its attention is plain MHA, larger than DeepSeek's latent attention: 54.8B active, not 37B (documented).
     assert 37 < deepseek["active"] / 1e9 < 56
-    for text, message in [("layers=2", "missing hidden"), ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
-                          ("layers=2,hidden=9,heads=3,kv_heads=2,seq=4,vocab=9", "multiple of kv_heads"),
-                          ("layers=2,hidden=500,heads=8,seq=4,vocab=9", "not a multiple of heads=8; give head_dim"),
-                          ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
-                          ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu")]:
+    for text, message in [
+        ("layers=2", "missing hidden"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
+        ("layers=2,hidden=9,heads=3,kv_heads=2,seq=4,vocab=9", "multiple of kv_heads"),
+        ("layers=2,hidden=500,heads=8,seq=4,vocab=9", "not a multiple of heads=8; give head_dim"),
+        ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu"),
+    ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)
 
 
 def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
     # 1,152 layouts: two blocks of 1,024 columns per setting, so the device's top-k is merged across blocks.
-    grid = layouts.make_layout_grid("llama3-8b", gpu="h100", gpus="16,24", global_batch="64", tp="1,2,3,4",
-                                    pp="1,2,5", cp="1,2", micro_batch="1,2,4,8", zero="0,1,2,3",
-                                    recompute="none,selective,full", bandwidth="100,400")
+    grid = layouts.make_layout_grid(
+        "llama3-8b",
+        gpu="h100",
+        gpus="16,24",
+        global_batch="64",
+        tp="1,2,3,4",
+        pp="1,2,5",
+        cp="1,2",
+        micro_batch="1,2,4,8",
+        zero="0,1,2,3",
+        recompute="none,selective,full",
+        bandwidth="100,400",
+    )
     assert grid.inner_size == 1152
     arrays = layouts.evaluate_layouts_arrays(grid)
     ds = layouts.layouts_dataset(grid, arrays)
@@ -245,9 +369,15 @@ def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
 
 
 def test_layout_grid_refuses_bad_axis_values():
-    for kwargs, message in [(dict(tp="0"), "tp"), (dict(zero="4"), "zero"), (dict(schedule="gpipe"), "1f1b"),
-                            (dict(gpu="tpu"), "gpu"), (dict(precision="fp8", gpu="a100"), "fp8"),
-                            (dict(global_batch=None), "global batch"), (dict(gpus=None), "--gpus")]:
+    for kwargs, message in [
+        (dict(tp="0"), "tp"),
+        (dict(zero="4"), "zero"),
+        (dict(schedule="gpipe"), "1f1b"),
+        (dict(gpu="tpu"), "gpu"),
+        (dict(precision="fp8", gpu="a100"), "fp8"),
+        (dict(global_batch=None), "global batch"),
+        (dict(gpus=None), "--gpus"),
+    ]:
         args = dict(gpus="8", global_batch="8") | kwargs
         with pytest.raises(InputError, match=message):
             layouts.make_layout_grid("llama3-8b", **args)
@@ -255,17 +385,51 @@ def test_layout_grid_refuses_bad_axis_values():
 
 def test_cli_plan_and_grid_on_a_large_model(tmp_path):
     out = tmp_path / "plan.h5"
-    r = invoke("plan", "--model", "llama3-8b", "--gpus", "16,64", "--global-batch", "128", "--tp", "1,2,4",
-               "--pp", "1,2", "--cp", "1", "--keep", "2", "--bw", "100", "--out", str(out))
+    r = invoke(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "16,64",
+        "--global-batch",
+        "128",
+        "--tp",
+        "1,2,4",
+        "--pp",
+        "1,2",
+        "--cp",
+        "1",
+        "--keep",
+        "2",
+        "--bw",
+        "100",
+        "--out",
+        str(out),
+    )
     assert r.exit_code == 0, r.output
     assert "assumed: h100: DGX H100" in r.stderr  # the GPU's system, said once
     assert r.stdout.count("tokens/s") == 2 and "network-bound" in r.stdout and f"wrote {out}" in r.stdout
     ds = open_cube(out)
-    assert dict(ds.sizes)["rank"] == 2 and ds.attrs["family"] == "layouts" and "DGX H100" in ds.attrs["assumed"]
+    assert (
+        dict(ds.sizes)["rank"] == 2 and ds.attrs["family"] == "layouts" and "DGX H100" in ds.attrs["assumed"]
+    )
     assert (ds.tokens_per_s.isel(rank=0) >= ds.tokens_per_s.isel(rank=1)).all()
     cube = tmp_path / "grid.h5"
-    r = invoke("grid", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000", "--gpus", "24", "--tp", "1,3",
-               "--global-batch", "24", "--gpu", "A100", "--out", str(cube))
+    r = invoke(
+        "grid",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "24",
+        "--tp",
+        "1,3",
+        "--global-batch",
+        "24",
+        "--gpu",
+        "A100",
+        "--out",
+        str(cube),
+    )
     assert r.exit_code == 0, r.output
     ds = open_cube(cube)
     assert ds.status.sel(tp=3).item() == 2 and "heads not divisible by tp" in ds.status.attrs["rules"]
@@ -274,38 +438,123 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
     assert r.exit_code == 0 and "iteration_time" in r.stdout
 
 
-@pytest.mark.parametrize("args,message", [
-    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "0"], "--tp 0: tp must be"),
-    (["grid", "--model", "llama3-8b", "--gpus", "8"], "--global-batch"),
-    (["grid", "--model", "resnet50", "--tp", "2", "--bw", "10"], "--tp applies to large-model presets"),
-    (["grid", "--model", "llama3-8b,resnet50", "--gpus", "8", "--global-batch", "8"], "cannot share a sweep"),
-    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--compressor", "int8"],
-     "--compressor applies to data-parallel"),
-    (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", "fp8", "--gpu", "a100"],
-     "no fp8"),
-    (["plan", "--arch", "layers=2,hidden=8", "--gpus", "8", "--global-batch", "8"], "--arch"),
-    (["plan", "--model", "llama3-8b", "--nodes", "2", "--gpus", "8", "--global-batch", "8"], "one way"),
-    # Fixes users hit (#27): a non-ASCII digit, an empty name, one schedule spelled twice, a head width that
-    # does not divide, an option named in its message.
-    (["plan", "--arch", "layers=²,hidden=512,heads=8,seq=64,vocab=100", "--gpus", "8", "--global-batch", "8"],
-     "--arch layers=²: must be a whole number"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", "interleaved:²"],
-     "--schedule 'interleaved:²'"),
-    (["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", "interleaved:2,interleaved:02"],
-     "a schedule appears twice"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", ""], "--schedule ''"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", ""], "--recompute ''"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", ""], "--attention ''"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", ""], "--precision ''"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", ""], "--gpu ''"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],
-     "--attention 'sparse'"),
-    (["plan", "--arch", "layers=2,hidden=500,heads=8,seq=64,vocab=100", "--gpus", "8", "--global-batch", "8"],
-     "not a multiple of heads=8"),
-    (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--grad-bytes", "3"],
-     "--grad-bytes 3: must be 0"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "0"],
+            "--tp 0: tp must be",
+        ),
+        (["grid", "--model", "llama3-8b", "--gpus", "8"], "--global-batch"),
+        (["grid", "--model", "resnet50", "--tp", "2", "--bw", "10"], "--tp applies to large-model presets"),
+        (
+            ["grid", "--model", "llama3-8b,resnet50", "--gpus", "8", "--global-batch", "8"],
+            "cannot share a sweep",
+        ),
+        (
+            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--compressor", "int8"],
+            "--compressor applies to data-parallel",
+        ),
+        (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
+        (
+            [
+                "plan",
+                "--model",
+                "llama3-8b",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+                "--precision",
+                "fp8",
+                "--gpu",
+                "a100",
+            ],
+            "no fp8",
+        ),
+        (["plan", "--arch", "layers=2,hidden=8", "--gpus", "8", "--global-batch", "8"], "--arch"),
+        (["plan", "--model", "llama3-8b", "--nodes", "2", "--gpus", "8", "--global-batch", "8"], "one way"),
+        # Fixes users hit (#27): a non-ASCII digit, an empty name, one schedule spelled twice, a head width that
+        # does not divide, an option named in its message.
+        (
+            [
+                "plan",
+                "--arch",
+                "layers=²,hidden=512,heads=8,seq=64,vocab=100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+            ],
+            "--arch layers=²: must be a whole number",
+        ),
+        (
+            [
+                "plan",
+                "--model",
+                "llama3-8b",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+                "--schedule",
+                "interleaved:²",
+            ],
+            "--schedule 'interleaved:²'",
+        ),
+        (
+            [
+                "grid",
+                "--model",
+                "llama3-8b",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+                "--schedule",
+                "interleaved:2,interleaved:02",
+            ],
+            "a schedule appears twice",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", ""],
+            "--schedule ''",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", ""],
+            "--recompute ''",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", ""],
+            "--attention ''",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", ""],
+            "--precision ''",
+        ),
+        (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", ""], "--gpu ''"),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],
+            "--attention 'sparse'",
+        ),
+        (
+            [
+                "plan",
+                "--arch",
+                "layers=2,hidden=500,heads=8,seq=64,vocab=100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+            ],
+            "not a multiple of heads=8",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--grad-bytes", "3"],
+            "--grad-bytes 3: must be 0",
+        ),
+    ],
+)
 def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "o.h5"
     r = invoke(*args, "--out", str(out))
@@ -325,8 +574,11 @@ def test_the_dp_term_is_the_papers_recurrence_in_closed_form():
             clock += beta
             end = max(end, clock) + gamma
         with jax.enable_x64(True):
-            closed = float(kernel.fifo_end(jnp.float64(prev), jnp.float64(s0), jnp.float64(n), jnp.float64(beta),
-                                           jnp.float64(gamma)))
+            closed = float(
+                kernel.fifo_end(
+                    jnp.float64(prev), jnp.float64(s0), jnp.float64(n), jnp.float64(beta), jnp.float64(gamma)
+                )
+            )
         assert closed == pytest.approx(end, rel=1e-12, abs=1e-15)
 
 
@@ -343,26 +595,61 @@ def test_a_data_parallel_group_over_whole_nodes_is_netsweeps_nccl_ring():
         size, bw, util = rng.uniform(1e6, 1e9), rng.uniform(1e9, 4e11), rng.uniform(0.1, 1)
         latency, nvlink = rng.uniform(0, 1e-5), rng.uniform(1e10, 1e12)
         c = coefficients("nccl-ring", [nodes], [per_node], [size], zero_table, nvlink * 8, nics)
-        dp_family = max(c.wire[0] * size / (bw * util), c.transfer[0] * size, c.reduce[0, 0]) + c.messages[0] * latency
+        dp_family = (
+            max(c.wire[0] * size / (bw * util), c.transfer[0] * size, c.reduce[0, 0])
+            + c.messages[0] * latency
+        )
         n = nodes * per_node
         with jax.enable_x64(True):
             lay = kernel.Layout(**{f: jnp.float64(0.0) for f in kernel.Layout._fields})._replace(
-                nvlink_domain=jnp.float64(per_node), nvlink_bw=jnp.float64(nvlink),
-                gpus_per_node=jnp.float64(per_node), nics_per_node=jnp.float64(nics), bandwidth=jnp.float64(bw),
-                utilization=jnp.float64(util), latency=jnp.float64(latency), collective=jnp.float64(0))
+                nvlink_domain=jnp.float64(per_node),
+                nvlink_bw=jnp.float64(nvlink),
+                gpus_per_node=jnp.float64(per_node),
+                nics_per_node=jnp.float64(nics),
+                bandwidth=jnp.float64(bw),
+                utilization=jnp.float64(util),
+                latency=jnp.float64(latency),
+                collective=jnp.float64(0),
+            )
             layout = float(kernel.all_reduce(jnp.float64(size), jnp.float64(n), jnp.float64(1), lay))
         assert layout == pytest.approx(dp_family, rel=1e-12)
 
 
 def test_cli_arch_and_presets_share_a_sweep_but_not_with_profiles(tmp_path):
     out = tmp_path / "both.h5"
-    r = invoke("grid", "--model", "llama3-8b", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
-               "--gpus", "8", "--global-batch", "8", "--out", out)
+    r = invoke(
+        "grid",
+        "--model",
+        "llama3-8b",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "8",
+        "--out",
+        out,
+    )
     assert r.exit_code == 0, r.output
     assert list(open_cube(out).model.values) == ["arch", "llama3-8b"]
-    r = invoke("grid", "--model", "resnet50", "--arch", "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
-               "--gpus", "8", "--global-batch", "8", "--out", tmp_path / "no.h5")
-    assert r.exit_code == 2 and "(resnet50) cannot share a sweep" in r.output and not (tmp_path / "no.h5").exists()
+    r = invoke(
+        "grid",
+        "--model",
+        "resnet50",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "8",
+        "--out",
+        tmp_path / "no.h5",
+    )
+    assert (
+        r.exit_code == 2
+        and "(resnet50) cannot share a sweep" in r.output
+        and not (tmp_path / "no.h5").exists()
+    )
 
 
 def test_memory_agrees_with_megatrons_formula_on_random_layouts():
@@ -376,14 +663,34 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
         t = rng.choice([n for n in (1, 2, 4, 8) if heads % n == 0 and arch["kv_heads"] % n == 0])
         p, c = rng.choice([1, 2, 4]), rng.choice([1, 2])
         chunks = rng.choice([1, 2]) if p > 1 else 1
-        arch.update(experts=0, moe_layers=0, shared_experts=0, top_k=1, layers=rng.randint(8, 48) * p * chunks,
-                    dropout=1)  # Megatron's formula counts dropout masks and 2-byte GEMM inputs
+        arch.update(
+            experts=0,
+            moe_layers=0,
+            shared_experts=0,
+            top_k=1,
+            layers=rng.randint(8, 48) * p * chunks,
+            dropout=1,
+        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs
         dev.update(gemm_input_bytes=2.0)
         dp = rng.choice([1, 2, 4, 8])
         b = rng.choice([1, 2])
         m = p * rng.choice([1, 2, 4]) if chunks > 1 else rng.choice([1, 2, 4, 8])
-        lay.update(tp=t, pp=p, cp=c, ep=1, dp=0, gpus=t * p * c * dp, micro_batch=b, global_batch=b * dp * m,
-                   chunks=chunks, recompute=1, sequence_parallel=1, zero=1, imbalance=1.0, offload_layers=0)
+        lay.update(
+            tp=t,
+            pp=p,
+            cp=c,
+            ep=1,
+            dp=0,
+            gpus=t * p * c * dp,
+            micro_batch=b,
+            global_batch=b * dp * m,
+            chunks=chunks,
+            recompute=1,
+            sequence_parallel=1,
+            zero=1,
+            imbalance=1.0,
+            offload_layers=0,
+        )
         if arch["seq"] % (2 * c):
             continue
         cases.append((arch, dev, lay))
@@ -397,17 +704,50 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
 def test_memory_terms_by_hand():
     # Llama-style layer (SwiGLU, f = 3.5 h): fused SwiGLU keeps 3 + 6 f / h bytes per token and h, not 3 + 8 f / h.
     h, f, s = 4096, 14336, 2048
-    base = _gpt3(hidden=h, heads=32, kv_heads=32, q_width=h, kv_width=h, ffn=f, gated=1, seq=s, tp=1, gpus=1,
-                 sequence_parallel=1, recompute=1, flash=1)
+    base = _gpt3(
+        hidden=h,
+        heads=32,
+        kv_heads=32,
+        q_width=h,
+        kv_width=h,
+        ffn=f,
+        gated=1,
+        seq=s,
+        tp=1,
+        gpus=1,
+        sequence_parallel=1,
+        recompute=1,
+        flash=1,
+    )
     one, two = _one(base), _one(_gpt3(**{**base[0], **base[1], **base[2], "layers": 97}))
     params = 4 * h * h + 2 * h + 3 * h * f
     per_layer = s * h * (4 + 11 + 3 + 6 * f / h) + params * (2 + 2 + 12)
     assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(per_layer, rel=1e-9)
     # Expert states over the expert data-parallel group: EP 8 of 16 GPUs leaves 2 copies of each expert,
     # whose Adam states ZeRO-1 splits 2 ways, not over the 16 dense data-parallel GPUs.
-    moe = dict(layers=1, moe_layers=1, experts=8, top_k=2, expert_ffn=1024, shared_experts=0, hidden=h, heads=32,
-               kv_heads=32, q_width=h, kv_width=h, ffn=f, gated=1, seq=s, tp=1, gpus=16, ep=8, zero=1,
-               global_batch=16, recompute=2, usable=0.5)
+    moe = dict(
+        layers=1,
+        moe_layers=1,
+        experts=8,
+        top_k=2,
+        expert_ffn=1024,
+        shared_experts=0,
+        hidden=h,
+        heads=32,
+        kv_heads=32,
+        q_width=h,
+        kv_width=h,
+        ffn=f,
+        gated=1,
+        seq=s,
+        tp=1,
+        gpus=16,
+        ep=8,
+        zero=1,
+        global_batch=16,
+        recompute=2,
+        usable=0.5,
+    )
     out = _one(_gpt3(**moe))
     experts = 8 * 3 * h * 1024 / 8  # one GPU's expert parameters
     dense = 4 * h * h + 2 * h + h * 8 + 51200 * h  # attention, norms, router; the (tied) embedding
@@ -442,14 +782,35 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
     # The paper's question of a plan: the best step against the best step on an ideal network, layout changes
     # included; a slower network never costs less, and the ideal step does not depend on the bandwidth.
     out = tmp_path / "p.h5"
-    r = invoke("plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", "--bw", "1,1000", "--tp",
-               "1,8", "--pp", "1", "--cp", "1", "--keep", "2", "--out", str(out), "--json")
+    r = invoke(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--bw",
+        "1,1000",
+        "--tp",
+        "1,8",
+        "--pp",
+        "1",
+        "--cp",
+        "1",
+        "--keep",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     best = {row["bandwidth"]: row for row in rows if row["rank"] == 1}
     assert best[1.0]["ideal_iteration_time"] == pytest.approx(best[1000.0]["ideal_iteration_time"], rel=1e-6)
     assert best[1.0]["network_cost"] > 0.2 > best[1000.0]["network_cost"] >= 0
     assert best[1.0]["network_cost"] == pytest.approx(
-        1 - best[1.0]["ideal_iteration_time"] / best[1.0]["iteration_time"], rel=1e-6)
+        1 - best[1.0]["ideal_iteration_time"] / best[1.0]["iteration_time"], rel=1e-6
+    )
     ds = open_cube(out)
     assert float(ds.network_cost.max()) == pytest.approx(best[1.0]["network_cost"], rel=1e-6)

@@ -56,10 +56,24 @@ def test_every_row_keeps_its_source_and_the_published_numbers():
 def test_the_rules_fill_what_is_not_stated():
     runs = {r.id: r for r in V.read_runs(V.DATASET)}
     row, assumed = V.settings(runs["SC21-T1-05"])  # SC'21 Table 1: interleaved, micro-batch and V not stated
-    assert (row.micro_batch, row.chunks, row.recompute, row.zero, row.attention) == (1, 2, "full", 0, "unfused")
+    assert (row.micro_batch, row.chunks, row.recompute, row.zero, row.attention) == (
+        1,
+        2,
+        "full",
+        0,
+        "unfused",
+    )
     assert "micro-batch 1" in assumed and "interleaved V=2" in assumed
-    row, assumed = V.settings(runs["MB-H100-02"])  # a 2025 recipe: VP=5 stated, the rest by the recipes' rules
-    assert (row.chunks, row.recompute, row.zero, row.sequence_parallel, row.attention) == (5, "none", 1, 1, "flash")
+    row, assumed = V.settings(
+        runs["MB-H100-02"]
+    )  # a 2025 recipe: VP=5 stated, the rest by the recipes' rules
+    assert (row.chunks, row.recompute, row.zero, row.sequence_parallel, row.attention) == (
+        5,
+        "none",
+        1,
+        1,
+        "flash",
+    )
     row, _ = V.settings(runs["K23-T5-04"])  # stated: selective recomputation with sequence parallelism, V = 3
     assert (row.recompute, row.sequence_parallel, row.chunks) == ("selective", 1, 3)
 
@@ -76,15 +90,24 @@ def _write(tmp_path, edit):
     return path
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda rows: [{**rows[0], "dp": "31"}], "row SC21-T1-01): tp x pp x cp x dp = 1 x 1 x 1 x 31 = 31 is not gpus 32"),
-    (lambda rows: [{k: v for k, v in rows[0].items() if k != "metric"}], "missing column(s) metric"),
-    (lambda rows: [{**rows[0], "gpu": "tpu"}], "row SC21-T1-01): gpu 'tpu' is not a preset"),
-    (lambda rows: [{**rows[0], "metric": "samples"}], "metric 'samples' must be one of"),
-    (lambda rows: [{**rows[0], "value": "-3"}], "value -3 must be a positive number"),
-    (lambda rows: [rows[0], rows[0]], "row id SC21-T1-01 appears twice"),
-    (lambda rows: [{**rows[0], "global_batch": "500"}], "global_batch 500 is not divisible by micro_batch x dp"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (
+            lambda rows: [{**rows[0], "dp": "31"}],
+            "row SC21-T1-01): tp x pp x cp x dp = 1 x 1 x 1 x 31 = 31 is not gpus 32",
+        ),
+        (lambda rows: [{k: v for k, v in rows[0].items() if k != "metric"}], "missing column(s) metric"),
+        (lambda rows: [{**rows[0], "gpu": "tpu"}], "row SC21-T1-01): gpu 'tpu' is not a preset"),
+        (lambda rows: [{**rows[0], "metric": "samples"}], "metric 'samples' must be one of"),
+        (lambda rows: [{**rows[0], "value": "-3"}], "value -3 must be a positive number"),
+        (lambda rows: [rows[0], rows[0]], "row id SC21-T1-01 appears twice"),
+        (
+            lambda rows: [{**rows[0], "global_batch": "500"}],
+            "global_batch 500 is not divisible by micro_batch x dp",
+        ),
+    ],
+)
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):
     with pytest.raises(InputError) as err:
         V.read_runs(_write(tmp_path, edit))
@@ -94,7 +117,14 @@ def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, mess
 def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     def edit(rows):
         mine = [r for r in rows if r["group"] == "sc21-t1"][:6]
-        bigger = {**mine[-1], "id": "mine-2048", "gpus": "2048", "dp": "64", "global_batch": "3584", "value": ""}
+        bigger = {
+            **mine[-1],
+            "id": "mine-2048",
+            "gpus": "2048",
+            "dp": "64",
+            "global_batch": "3584",
+            "value": "",
+        }
         return mine + [bigger]
 
     fitted, v = V.calibrate_runs(_write(tmp_path, edit))
@@ -108,7 +138,10 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     bad = _write(tmp_path, lambda rows: [{**rows[0], "tp": "3"}, rows[1]])
     out = tmp_path / "report"
     r = invoke("validate", "--llm", bad, "--out", out)
-    assert r.exit_code == 2 and "(row SC21-T1-01): tp x pp x cp x dp = 3 x 1 x 1 x 32 = 96 is not gpus 32" in r.output
+    assert (
+        r.exit_code == 2
+        and "(row SC21-T1-01): tp x pp x cp x dp = 3 x 1 x 1 x 32 = 96 is not gpus 32" in r.output
+    )
     assert len(r.output.strip().splitlines()) == 1 and not out.exists()
     r = invoke("validate", "--llm", "--train", "nope", "--out", out)
     assert r.exit_code == 2 and "--train 'nope': no runs in that group" in r.output and not out.exists()

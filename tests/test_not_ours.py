@@ -15,8 +15,21 @@ from netsweep_jax.sweep.io.paths import write_atomically
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 TINY = ["--bw", "1,2", "--ratio", "1..3", "-q"]  # six configurations, one block
-REDUCED = ["--bw", "1..4", "--ratio", "1..3", "--nodes", "2,4", "--collective", "ring,tree", "--reduce",
-           "max:ratio", "--block-configs", "4", "-q"]  # twelve blocks
+REDUCED = [
+    "--bw",
+    "1..4",
+    "--ratio",
+    "1..3",
+    "--nodes",
+    "2,4",
+    "--collective",
+    "ring,tree",
+    "--reduce",
+    "max:ratio",
+    "--block-configs",
+    "4",
+    "-q",
+]  # twelve blocks
 
 
 run_grid_original = job.run_grid
@@ -56,8 +69,10 @@ def precious(tmp_path, name="precious.txt"):
 
 REPORTS = {
     "validate": (["validate"], ["measured_vs_predicted.png", "predictions.csv", "REPORT.md"]),
-    "compare": (["compare", "--model", "resnet50", "--bw", "10", "--compressor", "int8"],
-                ["compare.csv", "speedups.png", "REPORT.md"]),
+    "compare": (
+        ["compare", "--model", "resnet50", "--bw", "10", "--compressor", "int8"],
+        ["compare.csv", "speedups.png", "REPORT.md"],
+    ),
     "paper": (["paper"], ["paper.h5", "scaling_vs_bandwidth.png", "scaling_vs_ratio.png", "REPORT.md"]),
 }
 
@@ -110,11 +125,14 @@ def test_compare_force_replaces_its_own_files_only(tmp_path):
     notes = precious(out, "notes.txt")
     r = invoke(*args, "--out", out, "--force")
     assert r.exit_code == 0, r.output
-    assert old.read_text().startswith("# Fix the transport or compress?") and notes.read_text() == "the user's"
+    assert (
+        old.read_text().startswith("# Fix the transport or compress?") and notes.read_text() == "the user's"
+    )
     assert sorted(p.name for p in out.iterdir()) == sorted(names + ["notes.txt"])
 
 
 # --- 2. files written through a temporary file: never a user's OUT.partial, never through a link -------------
+
 
 @pytest.mark.parametrize("kind", ["file", "hard link", "symlink"])
 def test_a_users_out_partial_is_never_deleted_or_written_through(tmp_path, kind):
@@ -131,7 +149,9 @@ def test_a_users_out_partial_is_never_deleted_or_written_through(tmp_path, kind)
     assert r.exit_code == 0, r.output
     assert out.read_text().startswith("{") and partial.read_text() == "the user's"
     assert target.read_text() == "the user's" and partial.is_symlink() == (kind == "symlink")
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"tiny.json", "tiny.json.partial", target.name})
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        {"tiny.json", "tiny.json.partial", target.name}
+    )
 
 
 def test_write_atomically_leaves_nothing_on_failure_and_replaces_no_link(tmp_path):
@@ -144,7 +164,10 @@ def test_write_atomically_leaves_nothing_on_failure_and_replaces_no_link(tmp_pat
 
     with pytest.raises(RuntimeError):
         write_atomically(out, broken)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.txt.partial"] and partial.read_text() == "the user's"
+    assert (
+        sorted(p.name for p in tmp_path.iterdir()) == ["o.txt.partial"]
+        and partial.read_text() == "the user's"
+    )
     link_target = precious(tmp_path)
     out.symlink_to(link_target)
     with pytest.raises(InputError, match="a link"):
@@ -159,6 +182,7 @@ def test_write_atomically_leaves_nothing_on_failure_and_replaces_no_link(tmp_pat
 
 # --- 3. --reduce: its temporary files and its checkpoint ---------------------------------------------------
 
+
 def test_reduce_never_follows_or_deletes_its_neighbours(tmp_path, monkeypatch):
     out = tmp_path / "r.h5"
     target = precious(tmp_path)
@@ -169,8 +193,12 @@ def test_reduce_never_follows_or_deletes_its_neighbours(tmp_path, monkeypatch):
     assert invoke("grid", *REDUCED, "--out", out, "--resume").exit_code == 0
     assert target.read_text() == "the user's" and (tmp_path / "r.h5.partial.tmp").is_symlink()
     assert mine.read_text() == "the user's" and out.exists() and not (tmp_path / "r.h5.partial").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["precious.txt", "r.h5", "r.h5.partial.tmp",
-                                                          "r.h5.reduced.tmp"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "precious.txt",
+        "r.h5",
+        "r.h5.partial.tmp",
+        "r.h5.reduced.tmp",
+    ]
 
 
 def test_a_flipped_byte_in_the_reduce_checkpoint_is_refused_not_resumed(tmp_path, monkeypatch):
@@ -190,6 +218,7 @@ def test_a_flipped_byte_in_the_reduce_checkpoint_is_refused_not_resumed(tmp_path
 
 
 # --- 4. show --verify and select on damaged files ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def small_cube(tmp_path_factory):
@@ -212,8 +241,16 @@ def flipped(cube_path, tmp_path, name):
     return copy
 
 
-@pytest.mark.parametrize("name", ["bandwidth", "ratio", "profiles/resnet50/grad_bytes",
-                                  "profiles/resnet50/backward_wait", "reduce_cost/seconds"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bandwidth",
+        "ratio",
+        "profiles/resnet50/grad_bytes",
+        "profiles/resnet50/backward_wait",
+        "reduce_cost/seconds",
+    ],
+)
 def test_show_verify_finds_a_flipped_coordinate_or_profile_value(small_cube, tmp_path, name):
     assert invoke("show", small_cube, "--verify").output.endswith("all intact\n")
     r = invoke("show", flipped(small_cube, tmp_path, name), "--verify")
@@ -241,6 +278,7 @@ def test_damaged_metadata_is_one_line_and_exit_code_1(small_cube, tmp_path):
 
 # --- 5. a refusal found late leaves nothing behind -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("extra", [[], ["--reduce", "max:ratio"]], ids=["cube", "reduce"])
 def test_a_late_refusal_leaves_no_partial_file(tmp_path, extra):
     out = tmp_path / "o.h5"
@@ -256,14 +294,17 @@ def test_a_late_refusal_on_resume_keeps_the_partial(tmp_path, monkeypatch):
     partial = tmp_path / "o.h5.partial"
     before = partial.read_bytes()
     with monkeypatch.context() as m:
+
         def refuse(*a, **k):
             raise InputError("refused late", param="kernel")
+
         m.setattr(job, "run", refuse)
         assert "refused late" in one_line(invoke("grid", "--bw", "1..10", "-q", "--out", out, "--resume"))
     assert partial.read_bytes() == before
 
 
 # --- 6. two runs racing for one --out ------------------------------------------------------------------------
+
 
 def test_the_loser_of_a_race_says_the_other_run_holds_the_output(tmp_path, monkeypatch):
     out = tmp_path / "o.h5"

@@ -16,14 +16,19 @@ def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
     assert invoke(*GRID, "--out", out, "-q").exit_code == 0
     full = evaluate("resnet50", bandwidth="1..20", ratio="1..10", nodes=[2, 4, 8], fusion_buffer=0)
     with h5py.File(out) as f:
-        assert [v for v in ("scaling_factor", "iteration_time", "exposed_comm", "comm_time") if v in f] == \
-            ["scaling_factor", "comm_time"]
+        assert [v for v in ("scaling_factor", "iteration_time", "exposed_comm", "comm_time") if v in f] == [
+            "scaling_factor",
+            "comm_time",
+        ]
         assert f["scaling_factor"].dtype == np.float16 and f.attrs["store"] == "float16"
         sf = f["scaling_factor"][...]
     # float16 keeps the float32 result to its own resolution (2^-11 relative)
     np.testing.assert_allclose(sf.astype(np.float32), full.scaling_factor.values, rtol=2**-11)
-    for args in (["show", out, "--verify"], ["select", out, "--bw", "10", "--nodes", "8", "--csv"],
-                 ["plot", out, "--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1", "--out", tmp_path / "p.png"]):
+    for args in (
+        ["show", out, "--verify"],
+        ["select", out, "--bw", "10", "--nodes", "8", "--csv"],
+        ["plot", out, "--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1", "--out", tmp_path / "p.png"],
+    ):
         r = invoke(*args)
         assert r.exit_code == 0, r.output
     assert "iteration_time" not in invoke("select", out, "--bw", "10", "--csv").output
@@ -48,11 +53,14 @@ def test_resume_refuses_other_outputs(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "made for another grid" in r.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--vars", "speedup"], "--vars 'speedup': unknown; known: scaling_factor"),
-    (["--vars", ""], "--vars '': give at least one name"),
-    (["--store", "float8"], "--store 'float8': must be one of float16, float32, float64"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--vars", "speedup"], "--vars 'speedup': unknown; known: scaling_factor"),
+        (["--vars", ""], "--vars '': give at least one name"),
+        (["--store", "float8"], "--store 'float8': must be one of float16, float32, float64"),
+    ],
+)
 def test_bad_output_options(tmp_path, args, message):
     r = invoke("grid", *args, "--out", tmp_path / "o.h5")
     assert r.exit_code == 2 and message in r.output and not (tmp_path / "o.h5").exists()

@@ -17,10 +17,14 @@ def is_png(path):
     return path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
 
 
-@pytest.mark.parametrize("args", [
-    ["--x", "bandwidth", "--y", "scaling_factor", "--hue", "nodes", "--sel", "ratio=1"],
-    ["--kind", "heatmap", "--x", "bandwidth", "--y", "ratio", "--sel", "nodes=8"],
-], ids=["line", "heatmap"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--x", "bandwidth", "--y", "scaling_factor", "--hue", "nodes", "--sel", "ratio=1"],
+        ["--kind", "heatmap", "--x", "bandwidth", "--y", "ratio", "--sel", "nodes=8"],
+    ],
+    ids=["line", "heatmap"],
+)
 def test_plots(cube, tmp_path, args):
     out = tmp_path / "fig.png"
     r = invoke("plot", str(cube), *args, "--out", str(out))
@@ -28,15 +32,21 @@ def test_plots(cube, tmp_path, args):
     assert is_png(out)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--x", "bandwidth", "--hue", "nodes"], "the selection leaves ratio (3 values)"),
-    (["--x", "bandwidth"], "nodes (2 values), ratio (3 values)"),
-    (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a ratio in the cube"),
-    (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
-    (["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"], "'speedup': not a variable"),
-    (["--x", "bandwidth", "--sel", "ratio"], "expected DIM=VALUE"),
-    (["--x", "bandwidth", "--kind", "pie"], "--kind 'pie'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--x", "bandwidth", "--hue", "nodes"], "the selection leaves ratio (3 values)"),
+        (["--x", "bandwidth"], "nodes (2 values), ratio (3 values)"),
+        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a ratio in the cube"),
+        (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
+        (
+            ["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"],
+            "'speedup': not a variable",
+        ),
+        (["--x", "bandwidth", "--sel", "ratio"], "expected DIM=VALUE"),
+        (["--x", "bandwidth", "--kind", "pie"], "--kind 'pie'"),
+    ],
+)
 def test_refusals(cube, tmp_path, args, message):
     out = tmp_path / "f.png"
     r = invoke("plot", str(cube), *args, "--out", str(out))
@@ -44,12 +54,29 @@ def test_refusals(cube, tmp_path, args, message):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("args,title", [
-    (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1"], "ratio = 1"),
-    (["--kind", "heatmap", "--x", "bandwidth", "--y", "ratio", "--sel", "nodes=8", "--sel", "model=ResNet50"],
-     "nodes = 8, model = resnet50"),  # a name in any case
-    (["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1"], "nodes = 2, bandwidth = 1 Gbit/s"),
-], ids=["line", "heatmap", "units"])
+@pytest.mark.parametrize(
+    "args,title",
+    [
+        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1"], "ratio = 1"),
+        (
+            [
+                "--kind",
+                "heatmap",
+                "--x",
+                "bandwidth",
+                "--y",
+                "ratio",
+                "--sel",
+                "nodes=8",
+                "--sel",
+                "model=ResNet50",
+            ],
+            "nodes = 8, model = resnet50",
+        ),  # a name in any case
+        (["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1"], "nodes = 2, bandwidth = 1 Gbit/s"),
+    ],
+    ids=["line", "heatmap", "units"],
+)
 def test_a_figure_is_titled_with_its_sel_choices(cube, tmp_path, monkeypatch, args, title):
     from netsweep_jax.sweep.analysis import plot
 

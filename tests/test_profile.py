@@ -53,7 +53,7 @@ def test_bklog(tmp_path):
         ("a.bk.log", "c\n1\n1\n1,2,3\n", 0.1, "a.bk.log:4: expected 2 columns"),
         ("a.bk.log", "c\n1\nx\n", 0.1, "a.bk.log:3: tensor count 'x'"),
         ("a.bk.log", "c\n1\n1\n1,2\n", None, "iteration_time needed: "),
-        ("a.json", "{\"tensors\": [}", 0.1, "a.json:1: not valid JSON"),
+        ("a.json", '{"tensors": [}', 0.1, "a.json:1: not valid JSON"),
         ("a.txt", "", 0.1, "unknown profile format"),
     ],
 )

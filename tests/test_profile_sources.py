@@ -24,7 +24,9 @@ def test_the_committed_trace_gives_the_models_gradients_in_backward_order():
     assert p.grad_bytes.tolist() == [4.0 * __import__("math").prod(s) for s in SHAPES]
     assert p.total_bytes == 70312
     assert (p.wait >= 0).all() and 0 < p.backward_time < p.t1 < 1.0
-    assert p.forward is not None and (p.forward > 0).sum() == 4  # one forward op per layer: conv, bn, 2 linear
+    assert (
+        p.forward is not None and (p.forward > 0).sum() == 4
+    )  # one forward op per layer: conv, bn, 2 linear
     ds = sweep.evaluate(p, bandwidth=[1, 10], nodes=2, compressor="none,powersgd:2")
     assert ds.scaling_factor.notnull().all()
 
@@ -33,14 +35,24 @@ def test_gpu_kernels_set_the_ready_times(tmp_path):
     data = json.loads(TRACE.read_text())
     grads = [e for e in data["traceEvents"] if e.get("name") == "torch::autograd::AccumulateGrad"]
     last = grads[-1]
-    data["traceEvents"].append({"ph": "X", "cat": "kernel", "name": "vectorized_add", "ts": last["ts"] + 5000.0,
-                                "dur": 100.0, "args": {"External id": 424242}})
+    data["traceEvents"].append(
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "vectorized_add",
+            "ts": last["ts"] + 5000.0,
+            "dur": 100.0,
+            "args": {"External id": 424242},
+        }
+    )
     last.setdefault("args", {})["External id"] = 424242
     path = tmp_path / "gpu.json"
     path.write_text(json.dumps(data))
     cpu, gpu = import_trace(TRACE), import_trace(path)
     # The last gradient is ready when its kernel ends, 5.1 ms after the op started.
-    assert gpu.backward_time == pytest.approx(cpu.backward_time - (last["dur"] * 1e-6) + 5.1e-3, rel=1e-9, abs=1e-9)
+    assert gpu.backward_time == pytest.approx(
+        cpu.backward_time - (last["dur"] * 1e-6) + 5.1e-3, rel=1e-9, abs=1e-9
+    )
 
 
 def test_cli_import_writes_a_profile_that_loads(tmp_path):
@@ -50,13 +62,19 @@ def test_cli_import_writes_a_profile_that_loads(tmp_path):
     assert sweep.load_profile(out).shape == tuple(SHAPES)
 
 
-@pytest.mark.parametrize("text,message", [
-    ("not json", "not valid JSON"),
-    ('{"foo": 1}', "no traceEvents list"),
-    ('{"traceEvents": []}', "no torch::autograd::AccumulateGrad events"),
-    ('{"traceEvents": [{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1}, '
-     '{"ph": "X", "name": "autograd::engine::evaluate_function: X", "ts": 0, "dur": 1}]}', "record_shapes=True"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("not json", "not valid JSON"),
+        ('{"foo": 1}', "no traceEvents list"),
+        ('{"traceEvents": []}', "no torch::autograd::AccumulateGrad events"),
+        (
+            '{"traceEvents": [{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1}, '
+            '{"ph": "X", "name": "autograd::engine::evaluate_function: X", "ts": 0, "dur": 1}]}',
+            "record_shapes=True",
+        ),
+    ],
+)
 def test_malformed_traces_are_refused(tmp_path, text, message):
     path = tmp_path / "t.json"
     path.write_text(text)
@@ -69,8 +87,13 @@ def test_malformed_traces_are_refused(tmp_path, text, message):
 
 def test_measure_without_torch_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
-    r = invoke("profile", "measure", f"{ROOT}/examples/tiny_model.py:model_and_batch", "--out",
-               str(tmp_path / "p.json"))
+    r = invoke(
+        "profile",
+        "measure",
+        f"{ROOT}/examples/tiny_model.py:model_and_batch",
+        "--out",
+        str(tmp_path / "p.json"),
+    )
     assert r.exit_code == 2 and "pip install -e '.[torch]'" in r.output and r.output.count("\n") == 1
 
 
@@ -78,8 +101,13 @@ def test_measure_a_real_model(tmp_path):
     pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
     from netsweep_jax.sweep.io.measure import measure
 
-    p = measure(f"{ROOT}/examples/tiny_model.py:model_and_batch", warmup=1, iterations=3, device="cpu",
-                trace=tmp_path / "t.json")
+    p = measure(
+        f"{ROOT}/examples/tiny_model.py:model_and_batch",
+        warmup=1,
+        iterations=3,
+        device="cpu",
+        trace=tmp_path / "t.json",
+    )
     assert p.names[0] == "7.bias" and p.names[-1] in ("0.bias", "0.weight")
     assert sorted(p.shape) == sorted(SHAPES) and p.total_bytes == 70312
     assert p.forward is not None and p.t1 >= p.backward_time > 0
@@ -105,8 +133,12 @@ def test_measure_a_torchvision_name(monkeypatch):
     from netsweep_jax.sweep.io.measure import measure
 
     def tiny():  # stands in for a torchvision classifier: 3x224x224 images in, 1000 classes out
-        return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 7, stride=8), torch.nn.AdaptiveAvgPool2d(1),
-                                   torch.nn.Flatten(), torch.nn.Linear(4, 1000))
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(3, 4, 7, stride=8),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(4, 1000),
+        )
 
     fake = types.SimpleNamespace(models=types.SimpleNamespace(tiny=tiny))
     monkeypatch.setitem(sys.modules, "torchvision", fake)

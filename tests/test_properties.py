@@ -21,13 +21,20 @@ BUCKETS = 32
 LAYOUTS = (np.array([1, 2, 4, 16]), np.array([1, 8, 2, 8]))  # nodes, GPUs per node
 
 profiles = st.tuples(
-    st.lists(st.floats(1e3, 5e7), min_size=1, max_size=BUCKETS),   # bucket bytes
+    st.lists(st.floats(1e3, 5e7), min_size=1, max_size=BUCKETS),  # bucket bytes
     st.lists(st.floats(0, 5e-3), min_size=BUCKETS, max_size=BUCKETS),  # waits (s)
     st.floats(0.05, 0.5),  # T1 (s)
     st.sampled_from(COLLECTIVES),
 )
-configs = st.tuples(st.floats(0.1, 1000), st.floats(0.01, 1), st.floats(1, 1000), st.floats(0, 100),
-                    st.floats(0, 50), st.floats(0, 0.5), st.floats(0, 0.5))
+configs = st.tuples(
+    st.floats(0.1, 1000),
+    st.floats(0.01, 1),
+    st.floats(1, 1000),
+    st.floats(0, 100),
+    st.floats(0, 50),
+    st.floats(0, 0.5),
+    st.floats(0, 0.5),
+)
 AXES = {"bandwidth": 0, "utilization": 1, "ratio": 2, "latency": 3, "overhead": 4, "slowdown": 5, "jitter": 6}
 FALLING = ("latency", "overhead", "slowdown", "jitter")
 
@@ -40,13 +47,22 @@ def metrics(profile, config_pair):
     nbytes = np.zeros(BUCKETS, np.float32)
     nbytes[:n] = sizes
     c = coefficients(collective, *LAYOUTS, nbytes, default_table(), 1.2e12)
-    layout = Layout(*(np.asarray(a, np.float32) for a in (c.transfer, c.wire, c.messages, c.straggle, c.multi,
-                                                          c.piped, c.reduce)))
+    layout = Layout(
+        *(
+            np.asarray(a, np.float32)
+            for a in (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped, c.reduce)
+        )
+    )
     bw, util, ratio, lat, overhead, slowdown, jitter = (np.array(v, np.float32) for v in zip(*config_pair))
     config = Config(bw * 1e9, util, ratio, lat * 1e-6, overhead * 1e-3, slowdown, jitter, np.ones_like(bw))
     valid = (np.arange(BUCKETS) < n).astype(np.float32)
-    out = grid_metrics(config, layout, Buckets(ready, nbytes, valid), np.float32(t1),
-                       features=Features(piped=True, compute=True))
+    out = grid_metrics(
+        config,
+        layout,
+        Buckets(ready, nbytes, valid),
+        np.float32(t1),
+        features=Features(piped=True, compute=True),
+    )
     return {k: np.asarray(v) for k, v in out.items()}, t1
 
 
@@ -74,5 +90,7 @@ def test_bounded_and_never_faster_than_one_gpu(profile, a, b):
     assert np.all(np.isfinite(out["scaling_factor"]))
     assert np.all((out["scaling_factor"] > 0) & (out["scaling_factor"] <= 1))
     assert np.all(out["iteration_time"] >= np.float32(t1))
-    assert np.all(out["exposed_comm"] >= 0) and np.all(out["exposed_comm"] <= out["comm_time"] * (1 + 1e-6) + 1e-9)
+    assert np.all(out["exposed_comm"] >= 0) and np.all(
+        out["exposed_comm"] <= out["comm_time"] * (1 + 1e-6) + 1e-9
+    )
     np.testing.assert_array_equal(out["scaling_factor"][0], 1.0)  # one worker: nothing to communicate

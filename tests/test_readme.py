@@ -28,8 +28,14 @@ from typer.testing import CliRunner
 from netsweep_jax.sweep.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["README.md", "docs/guide.md", "docs/model.md", "docs/validation.md", "docs/parallelism.md",
-         "docs/development.md"]
+PAGES = [
+    "README.md",
+    "docs/guide.md",
+    "docs/model.md",
+    "docs/validation.md",
+    "docs/parallelism.md",
+    "docs/development.md",
+]
 DOCS = [*PAGES, "benchmarks/README.md"]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
 TIMING = re.compile(r" in [\d.]+ s \([\d,.]+/s end to end\)")
@@ -94,7 +100,8 @@ def assert_shows(shown, output, command):
         while skip and i < len(got) and not same(got[i], want):
             i += 1
         assert i < len(got) and same(got[i], want), (
-            f"sweep {shlex.join(command)}: expected {want!r}\nfull output:\n{output}")
+            f"sweep {shlex.join(command)}: expected {want!r}\nfull output:\n{output}"
+        )
         i, skip = i + 1, False
 
 
@@ -148,12 +155,16 @@ def test_links_and_paths_resolve(page):
         file = (ROOT / page).parent / path if path else ROOT / page
         assert file.exists(), f"{page}: link to {target} names no file"
         if anchor:
-            assert anchor in anchors(str(file.resolve().relative_to(ROOT))), f"{page}: no heading for {target}"
+            assert anchor in anchors(str(file.resolve().relative_to(ROOT))), (
+                f"{page}: no heading for {target}"
+            )
     for path in PATH.findall(text):
         assert (ROOT / path).exists(), f"{page}: `{path}` names no file"
 
 
-@pytest.mark.parametrize("path", ["r.h5", "results/r.h5", "results/fig.png", "results/fit.json", "x.h5.partial"])
+@pytest.mark.parametrize(
+    "path", ["r.h5", "results/r.h5", "results/fig.png", "results/fit.json", "x.h5.partial"]
+)
 def test_example_outputs_are_ignored_by_git(path):
     import subprocess
 
@@ -168,7 +179,9 @@ def test_guide_lists_every_axis_with_its_bounds():
 
     text = (ROOT / "docs" / "guide.md").read_text()
     for spec in NUMERIC_AXES.values():
-        row = next(line for line in text.splitlines() if line.startswith(f"| `{spec.option}` | `{spec.name}` |"))
+        row = next(
+            line for line in text.splitlines() if line.startswith(f"| `{spec.option}` | `{spec.name}` |")
+        )
         assert f"{show(spec.low)} to {show(spec.high)}" in row, row
 
 
@@ -176,7 +189,7 @@ def test_guide_lists_every_dim_of_the_cube_in_order():
     from netsweep_jax.sweep.core.schema import DIMS
 
     text = (ROOT / "docs" / "guide.md").read_text()
-    section = text[text.index("## The cube"):text.index("Every dim is present")]
+    section = text[text.index("## The cube") : text.index("Every dim is present")]
     listed = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
     assert listed == list(DIMS)
 
@@ -185,10 +198,13 @@ def numbers(text):
     return [float(t) for t in re.findall(r"\d+\.\d+(?:e[-+]?\d+)?", text)]
 
 
-@pytest.mark.parametrize("page,command", [
-    ("docs/validation.md", "sweep calibrate examples/dlperf_tensorflow.csv"),
-    ("docs/validation.md", "sweep grid --model resnet50 --iteration-time 0.353162"),
-])
+@pytest.mark.parametrize(
+    "page,command",
+    [
+        ("docs/validation.md", "sweep calibrate examples/dlperf_tensorflow.csv"),
+        ("docs/validation.md", "sweep grid --model resnet50 --iteration-time 0.353162"),
+    ],
+)
 def test_numbers_quoted_after_an_example_are_its_output(page, command):
     # The prose after an example quotes its output ("At 32 GPUs: 0.859 ..."): each number it quotes must be
     # the output shown, rounded (the output itself is checked against the command by the test above).
@@ -196,8 +212,10 @@ def test_numbers_quoted_after_an_example_are_its_output(page, command):
     start = text.index(f"$ {command}")
     end = text.index("```", start)
     shown = numbers(text[start:end].split("\n", 1)[1])  # the output, not the command
-    paragraph = text[end + 3:].strip().split("\n\n")[0]
+    paragraph = text[end + 3 :].strip().split("\n\n")[0]
     quoted = re.findall(r"(?<![\w.])(\d+\.\d{2,})(?!\d)", paragraph)
     assert len(quoted) >= 3, paragraph
     for q in quoted:
-        assert any(round(x, len(q.split(".")[1])) == float(q) for x in shown), f"{page}: {q} is not in the output"
+        assert any(round(x, len(q.split(".")[1])) == float(q) for x in shown), (
+            f"{page}: {q} is not in the output"
+        )

@@ -12,8 +12,13 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
 
-AXES = dict(bandwidth="1..100@4", ratio=[1, 2, 4, 50], nodes=[1, 2, 8], jitter=[0, 0.02],
-            collective="ring,tree,nccl-ring")
+AXES = dict(
+    bandwidth="1..100@4",
+    ratio=[1, 2, 4, 50],
+    nodes=[1, 2, 8],
+    jitter=[0, 0.02],
+    collective="ring,tree,nccl-ring",
+)
 MODELS = "resnet50,vgg16"
 
 
@@ -40,12 +45,23 @@ def numpy_reduce(da, dims, family):
     return values, {d: da[d].values[i] for d, i in zip(dims, where)}
 
 
-@pytest.mark.parametrize("reduce,family,block_configs", [
-    (["argmax:collective", "max:ratio"], "max", 5),  # small blocks: ratio split across blocks, rows reduced on the host
-    (["argmax:model,jitter", "max:ratio"], "max", 10**6),  # one block per task: ratio, jitter reduced on the device
-    (["argmin:nodes,bandwidth"], "min", 5),
-    (["mean:bandwidth,collective"], "mean", 10**6),
-])
+@pytest.mark.parametrize(
+    "reduce,family,block_configs",
+    [
+        (
+            ["argmax:collective", "max:ratio"],
+            "max",
+            5,
+        ),  # small blocks: ratio split across blocks, rows reduced on the host
+        (
+            ["argmax:model,jitter", "max:ratio"],
+            "max",
+            10**6,
+        ),  # one block per task: ratio, jitter reduced on the device
+        (["argmin:nodes,bandwidth"], "min", 5),
+        (["mean:bandwidth,collective"], "mean", 10**6),
+    ],
+)
 def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block_configs):
     grid = make_grid(MODELS, reduce=reduce, **AXES)
     out = tmp_path / "r.h5"
@@ -67,8 +83,25 @@ def test_reductions_equal_numpy_on_the_full_cube(tmp_path, reduce, family, block
         np.testing.assert_array_equal(in_memory[name].values, got[name].values)
 
 
-REDUCED_GRID = ["--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--nodes", "2,4,8", "--collective", "ring,tree",
-        "--reduce", "argmax:collective", "--reduce", "max:ratio", "--block-configs", "8", "-q"]  # 120 blocks
+REDUCED_GRID = [
+    "--model",
+    "resnet50",
+    "--bw",
+    "1..20",
+    "--ratio",
+    "1..6",
+    "--nodes",
+    "2,4,8",
+    "--collective",
+    "ring,tree",
+    "--reduce",
+    "argmax:collective",
+    "--reduce",
+    "max:ratio",
+    "--block-configs",
+    "8",
+    "-q",
+]  # 120 blocks
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGKILL, -9), (signal.SIGINT, 130)], ids=["kill-9", "ctrl-c"])
@@ -85,13 +118,16 @@ def test_resume_after_an_interruption_is_bit_identical(tmp_path, sig, code):
         np.testing.assert_array_equal(a[name].values, b[name].values)
 
 
-@pytest.mark.parametrize("reduce,message", [
-    (["sum:ratio"], "unknown op 'sum'"),
-    (["max:speed"], "'speed' is not a dim"),
-    (["max:ratio", "argmax:ratio"], "ratio is reduced twice"),
-    (["max:ratio", "min:nodes"], "would depend on their order"),
-    (["max:"], "name the dims to reduce"),
-])
+@pytest.mark.parametrize(
+    "reduce,message",
+    [
+        (["sum:ratio"], "unknown op 'sum'"),
+        (["max:speed"], "'speed' is not a dim"),
+        (["max:ratio", "argmax:ratio"], "ratio is reduced twice"),
+        (["max:ratio", "min:nodes"], "would depend on their order"),
+        (["max:"], "name the dims to reduce"),
+    ],
+)
 def test_bad_reductions_are_refused(tmp_path, reduce, message):
     with pytest.raises(InputError, match=message):
         make_grid("resnet50", bandwidth=10, reduce=reduce)

@@ -28,9 +28,16 @@ def assert_same(path, clean):
         np.testing.assert_array_equal(v, clean[k])
 
 
-@pytest.mark.parametrize("sig,code,after", [(signal.SIGKILL, -9, STOP_AFTER), (signal.SIGINT, 130, STOP_AFTER),
-                                            (signal.SIGTERM, 143, STOP_AFTER), (signal.SIGINT, 130, 0)],
-                         ids=["kill-9", "ctrl-c", "sigterm", "ctrl-c-before-any-block"])
+@pytest.mark.parametrize(
+    "sig,code,after",
+    [
+        (signal.SIGKILL, -9, STOP_AFTER),
+        (signal.SIGINT, 130, STOP_AFTER),
+        (signal.SIGTERM, 143, STOP_AFTER),
+        (signal.SIGINT, 130, 0),
+    ],
+    ids=["kill-9", "ctrl-c", "sigterm", "ctrl-c-before-any-block"],
+)
 def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig, code, after):
     out = tmp_path / "r.h5"
     partial = tmp_path / "r.h5.partial"
@@ -38,7 +45,8 @@ def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig, code
     assert r.returncode == code, r.stderr
     if sig != signal.SIGKILL:  # one line, the resume hint, no traceback
         assert r.stderr.strip().splitlines() == [
-            f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."]
+            f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."
+        ]
     assert partial.exists() and not out.exists()
     assert blocks_done(partial) == after  # stopped exactly at the block boundary it was signalled at
     resume = [a for a in GRID if a not in ("--block-configs", "20")]  # block size read from the partial file

@@ -28,10 +28,20 @@ def test_compare_keeps_its_defaults_when_one_workload_option_is_given():
 def _rows(name, profile, t1s=(0.2, 0.4)):
     out = []
     for t1 in t1s:
-        ds = evaluate(profile.scaled_to(t1), bandwidth=[10, 25], nodes=[2, 4], utilization=0.3, dtype="float64",
-                      collective="ring", bucketing="horovod")  # a profile file's defaults (the paper's)
-        out += [f"{name},{n},8,{b},{t1},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
-                for n in (2, 4) for b in (10, 25)]
+        ds = evaluate(
+            profile.scaled_to(t1),
+            bandwidth=[10, 25],
+            nodes=[2, 4],
+            utilization=0.3,
+            dtype="float64",
+            collective="ring",
+            bucketing="horovod",
+        )  # a profile file's defaults (the paper's)
+        out += [
+            f"{name},{n},8,{b},{t1},{float(ds.scaling_factor.sel(nodes=n, bandwidth=b).squeeze()):.9f}"
+            for n in (2, 4)
+            for b in (10, 25)
+        ]
     return out
 
 
@@ -55,13 +65,22 @@ def test_calibrate_a_transformer_profile_faster_than_its_recorded_passes(tmp_pat
     (tmp_path / "g.json").write_text(json.dumps({**gpt.to_json(), "model": "g"}))
     fast = gpt.t1 / 3  # faster than the forward + backward the file records: scaled, not refused
     rows = _rows("g.json", gpt, t1s=(fast,))
-    (tmp_path / "m.csv").write_text("\n".join(["model,nodes,gpus_per_node,bandwidth,t1,scaling_factor", *rows]))
+    (tmp_path / "m.csv").write_text(
+        "\n".join(["model,nodes,gpus_per_node,bandwidth,t1,scaling_factor", *rows])
+    )
     assert abs(calibrate_file(tmp_path / "m.csv")["utilization"] - 0.3) < 1e-3
 
 
 def test_calibrate_builtin_transformer_predicts_blank_rows_with_intervals(tmp_path):
-    ds = evaluate("gpt2", gpu="h100", precision="bf16", bandwidth=[10, 100], nodes=[2, 4, 8], utilization=0.4,
-                  dtype="float64")
+    ds = evaluate(
+        "gpt2",
+        gpu="h100",
+        precision="bf16",
+        bandwidth=[10, 100],
+        nodes=[2, 4, 8],
+        utilization=0.4,
+        dtype="float64",
+    )
     rng = np.random.default_rng(0)
     rows = ["model,nodes,gpus_per_node,bandwidth,scaling_factor"]
     for n in (2, 4, 8):
@@ -72,7 +91,10 @@ def test_calibrate_builtin_transformer_predicts_blank_rows_with_intervals(tmp_pa
     out = tmp_path / "fit.json"
     r = invoke("calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "assumed: gpt2 on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp" in r.output
+    assert (
+        "assumed: gpt2 on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
+        in r.output
+    )
     data = json.loads(out.read_text())  # strict JSON: no bare NaN
     blank = [row for row in data["rows"] if row["measured"] is None]
     assert len(blank) == 2 and data["train_rows"] == 4
@@ -82,7 +104,9 @@ def test_calibrate_builtin_transformer_predicts_blank_rows_with_intervals(tmp_pa
         assert lo < row["predicted"] < hi and abs(row["predicted"] - true) < 0.01
     assert "predicted, 95% interval" in r.output
     # the printed gpus are nodes x GPUs per node, what --train's gpus means
-    r = invoke("calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--train", "gpus <= 16")
+    r = invoke(
+        "calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--train", "gpus <= 16"
+    )
     assert r.exit_code == 0 and "    2   16 " in r.output and "    8   64 " in r.output, r.output
 
 
@@ -96,21 +120,36 @@ def test_calibrate_json_has_no_bare_nan(tmp_path):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_need_answers_reach_the_target_as_stored_and_as_printed(dtype):
     target = 0.99
-    ds = sweep.solve("resnet50", target=target, axis="ratio", bandwidth=[1, 10, 25], nodes=[2, 4, 8], dtype=dtype)
+    ds = sweep.solve(
+        "resnet50", target=target, axis="ratio", bandwidth=[1, 10, 25], nodes=[2, 4, 8], dtype=dtype
+    )
     df = ds.to_dataframe().reset_index()
     df = df[df.status == 0]
     assert len(df) >= 6
     for _, row in df.iterrows():
         stored = row[answer_name("ratio")]
         for answer in (float(np.float64(stored)), float(shown_value(stored, "ratio"))):
-            got = evaluate("resnet50", bandwidth=row.bandwidth, nodes=int(row.nodes), ratio=answer, dtype=dtype)
+            got = evaluate(
+                "resnet50", bandwidth=row.bandwidth, nodes=int(row.nodes), ratio=answer, dtype=dtype
+            )
             assert float(got.scaling_factor.squeeze()) >= np.asarray(target, dtype), (answer, row)
     assert shown_value(1.04031, "ratio") == "1.041" and shown_value(157.19, "latency") == "157.1"
 
 
 def test_need_bandwidth_says_per_nic_and_utilization():
-    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "bandwidth", "--nodes", "2",
-               "--util", "0.5")
+    r = invoke(
+        "need",
+        "--model",
+        "resnet50",
+        "--target",
+        "0.9",
+        "--solve",
+        "bandwidth",
+        "--nodes",
+        "2",
+        "--util",
+        "0.5",
+    )
     assert r.exit_code == 0 and "per NIC, 1 NIC per node, at utilization 0.5" in r.output, r.output
 
 
@@ -119,9 +158,18 @@ def test_fsdp_exposed_comm_is_never_negative():
 
     rng = np.random.default_rng(5)
     n = 12
-    p = make_profile("sharded", [f"t{i}" for i in range(n)], rng.uniform(1e3, 1e7, n), rng.uniform(0, 2e-3, n), 0.5,
-                     forward=rng.uniform(0, 1e-3, n), unit=np.sort(rng.integers(0, 4, n))[::-1])
-    ds = evaluate(p, bucketing="fsdp", bandwidth=[1e-3, 1e4], nodes=[2, 64], utilization=[1e-4, 1], dtype="float32")
+    p = make_profile(
+        "sharded",
+        [f"t{i}" for i in range(n)],
+        rng.uniform(1e3, 1e7, n),
+        rng.uniform(0, 2e-3, n),
+        0.5,
+        forward=rng.uniform(0, 1e-3, n),
+        unit=np.sort(rng.integers(0, 4, n))[::-1],
+    )
+    ds = evaluate(
+        p, bucketing="fsdp", bandwidth=[1e-3, 1e4], nodes=[2, 64], utilization=[1e-4, 1], dtype="float32"
+    )
     assert float(ds.exposed_comm.min()) >= 0
 
 
@@ -135,53 +183,113 @@ def test_defaults_follow_the_workload():
     mine = evaluate("gpt2-xl", gpu="h100", bandwidth=100, nodes=8, collective="ring", intra_bandwidth=100)
     assert mine.attrs["intra_bandwidth_gbps"] == 100 and list(mine.collective.values) == ["ring"]
     r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
-    assert "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp" \
+    assert (
+        "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
         in r.output
+    )
 
 
-@pytest.mark.parametrize("args,text", [
-    (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number > 0"),
-    (["--intra-bw", "inf"], "--intra-bw inf"),
-    (["--nics-per-node", "1,2"], "--nics-per-node 1,2: calibrate takes one value"),
-    (["--bounds", "foo=0:1"], "'foo' is not a parameter calibrate fits"),
-    (["--bounds", "latency=0:1"], "'latency' is not fitted"),
-    (["--bounds", "utilization=0.1:1", "--bounds", "utilization=0.2:1"], "utilization is given twice"),
-    (["--fit", "utilization,jitter", "--per", "jitter=model", "--per", "jitter=nodes"], "jitter is given twice"),
-    (["--train", "-framework == 'x'"], "'-' applies to numbers"),
-    (["--train", "t1 < 1"], "t1 is empty at"),
-    (["--train", "not " * 3000 + "nodes"], "--train"),
-    (["--train", "not " * 490 + "nodes"], "nested too deeply"),
-    (["--iteration-time", "1e-40"], "--iteration-time 1e-40: must be a number of seconds in [1e-6, 1e4]"),
-])
+@pytest.mark.parametrize(
+    "args,text",
+    [
+        (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number > 0"),
+        (["--intra-bw", "inf"], "--intra-bw inf"),
+        (["--nics-per-node", "1,2"], "--nics-per-node 1,2: calibrate takes one value"),
+        (["--bounds", "foo=0:1"], "'foo' is not a parameter calibrate fits"),
+        (["--bounds", "latency=0:1"], "'latency' is not fitted"),
+        (["--bounds", "utilization=0.1:1", "--bounds", "utilization=0.2:1"], "utilization is given twice"),
+        (
+            ["--fit", "utilization,jitter", "--per", "jitter=model", "--per", "jitter=nodes"],
+            "jitter is given twice",
+        ),
+        (["--train", "-framework == 'x'"], "'-' applies to numbers"),
+        (["--train", "t1 < 1"], "t1 is empty at"),
+        (["--train", "not " * 3000 + "nodes"], "--train"),
+        (["--train", "not " * 490 + "nodes"], "nested too deeply"),
+        (["--iteration-time", "1e-40"], "--iteration-time 1e-40: must be a number of seconds in [1e-6, 1e4]"),
+    ],
+)
 def test_calibrate_refusals(tmp_path, args, text):
     path = tmp_path / "m.csv"
-    path.write_text("framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
-                    "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n")
+    path.write_text(
+        "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+        "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
+    )
     one_line_refusal(invoke("calibrate", path, *args), text)
 
 
 def test_grid_refusals_name_the_right_thing(tmp_path):
-    one_line_refusal(invoke("grid", "--compressor", "topk:0.01", "--iterations-factor", "topk:0.01",
-                            "--out", tmp_path / "x.h5"), "--iterations-factor 'topk:0.01': expected COMPRESSOR=FACTOR")
-    one_line_refusal(invoke("grid", "--compressor", "topk:0.01", "--iterations-factor", "topk:0.01=1.2,topk:0.010=1.3",
-                            "--out", tmp_path / "x.h5"), "given twice")
-    one_line_refusal(invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time")
+    one_line_refusal(
+        invoke(
+            "grid",
+            "--compressor",
+            "topk:0.01",
+            "--iterations-factor",
+            "topk:0.01",
+            "--out",
+            tmp_path / "x.h5",
+        ),
+        "--iterations-factor 'topk:0.01': expected COMPRESSOR=FACTOR",
+    )
+    one_line_refusal(
+        invoke(
+            "grid",
+            "--compressor",
+            "topk:0.01",
+            "--iterations-factor",
+            "topk:0.01=1.2,topk:0.010=1.3",
+            "--out",
+            tmp_path / "x.h5",
+        ),
+        "given twice",
+    )
+    one_line_refusal(
+        invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time"
+    )
     (tmp_path / "cost.csv").write_text("0,1e300\n")
-    one_line_refusal(invoke("grid", "--reduce-cost", tmp_path / "cost.csv", "--out", tmp_path / "x.h5"),
-                     "seconds in [0, 10000]")
+    one_line_refusal(
+        invoke("grid", "--reduce-cost", tmp_path / "cost.csv", "--out", tmp_path / "x.h5"),
+        "seconds in [0, 10000]",
+    )
     assert not list(tmp_path.glob("x.h5*"))
 
 
-@pytest.mark.parametrize("events,text", [
-    ([{"ph": "X", "ts": 0, "dur": 1}], "no torch::autograd::AccumulateGrad events"),
-    ([{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 0, "dur": 1, "args": 5}], "no autograd::engine"),
-    ([{"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
-      {"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1,
-       "args": {"Input Dims": "[3, 4]", "Input type": ["float"]}}], "has no shape"),
-    ([{"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
-      {"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": 1,
-       "args": {"Input Dims": [[[3], 4]], "Input type": ["float"]}}], "expected a list of integers"),
-])
+@pytest.mark.parametrize(
+    "events,text",
+    [
+        ([{"ph": "X", "ts": 0, "dur": 1}], "no torch::autograd::AccumulateGrad events"),
+        (
+            [{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 0, "dur": 1, "args": 5}],
+            "no autograd::engine",
+        ),
+        (
+            [
+                {"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
+                {
+                    "ph": "X",
+                    "name": "torch::autograd::AccumulateGrad",
+                    "ts": 1,
+                    "dur": 1,
+                    "args": {"Input Dims": "[3, 4]", "Input type": ["float"]},
+                },
+            ],
+            "has no shape",
+        ),
+        (
+            [
+                {"ph": "X", "name": "autograd::engine::evaluate_function: x", "ts": 0, "dur": 1},
+                {
+                    "ph": "X",
+                    "name": "torch::autograd::AccumulateGrad",
+                    "ts": 1,
+                    "dur": 1,
+                    "args": {"Input Dims": [[[3], 4]], "Input type": ["float"]},
+                },
+            ],
+            "expected a list of integers",
+        ),
+    ],
+)
 def test_profile_import_refusals(tmp_path, events, text):
     (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
     one_line_refusal(invoke("profile", "import", tmp_path / "t.json", "--out", tmp_path / "p.json"), text)
@@ -196,22 +304,25 @@ def test_deep_json_and_a_numeric_model_name_are_refused(tmp_path):
         sweep.load_profile(tmp_path / "p.json")
 
 
-@pytest.mark.parametrize("call", [
-    lambda: sweep.evaluate(None, bandwidth=10),
-    lambda: sweep.evaluate([5], bandwidth=10),
-    lambda: sweep.evaluate("resnet50", bandwidth=object()),
-    lambda: sweep.evaluate("resnet50", bandwidth=10, compressor="topk:0.01", iterations_factor=[1]),
-    lambda: sweep.evaluate("resnet50", bandwidth=10, collective=5),
-    lambda: sweep.evaluate("resnet50", bandwidth=10, vars=5),
-    lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=5),
-    lambda: sweep.evaluate("resnet50", bandwidth=10, reduce_table=([1, 2], [1])),
-    lambda: sweep.solve(None, target=0.9, axis="ratio", bandwidth=10),
-    lambda: sweep.calibrate("examples/resnet50_measured.csv", fit=5),
-    lambda: sweep.calibrate("examples/resnet50_measured.csv", model=None),
-    lambda: sweep.calibrate("examples/resnet50_measured.csv", profile=5),
-    lambda: sweep.compare(None, bandwidth=10),
-    lambda: sweep.compare("resnet50", bandwidth=10, compressor=5),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: sweep.evaluate(None, bandwidth=10),
+        lambda: sweep.evaluate([5], bandwidth=10),
+        lambda: sweep.evaluate("resnet50", bandwidth=object()),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, compressor="topk:0.01", iterations_factor=[1]),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, collective=5),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, vars=5),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=5),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, reduce_table=([1, 2], [1])),
+        lambda: sweep.solve(None, target=0.9, axis="ratio", bandwidth=10),
+        lambda: sweep.calibrate("examples/resnet50_measured.csv", fit=5),
+        lambda: sweep.calibrate("examples/resnet50_measured.csv", model=None),
+        lambda: sweep.calibrate("examples/resnet50_measured.csv", profile=5),
+        lambda: sweep.compare(None, bandwidth=10),
+        lambda: sweep.compare("resnet50", bandwidth=10, compressor=5),
+    ],
+)
 def test_api_bad_types_raise_input_error(call):
     with pytest.raises(InputError):
         call()
@@ -219,7 +330,9 @@ def test_api_bad_types_raise_input_error(call):
 
 def test_a_float16_store_that_overflows_says_so_and_leaves_nothing(tmp_path):
     out = tmp_path / "f16.h5"
-    r = invoke("grid", "--model", "resnet50", "--bw", "0.001", "--util", "0.0001", "--store", "float16", "--out", out)
+    r = invoke(
+        "grid", "--model", "resnet50", "--bw", "0.001", "--util", "0.0001", "--store", "float16", "--out", out
+    )
     assert r.exit_code == 2 and "--store float16" in r.output and "use --store float32" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
 
@@ -240,5 +353,7 @@ def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
     r = invoke("compare", "--model", "gpt2", "--bw", "10", "--bucketing", "fsdp")
     assert r.exit_code == 2 and "Compressor(" not in r.output and "with fsdp" in r.output
     out = tmp_path / "k.h5"
-    r = invoke("grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out)
+    r = invoke(
+        "grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out
+    )
     assert r.exit_code == 0 and out.exists(), r.output

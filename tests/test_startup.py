@@ -72,19 +72,30 @@ entry.main()
 
 
 def run(point, sig, *args):
-    return subprocess.run([sys.executable, "-c", DRIVER, point, sig.name, *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", DRIVER, point, sig.name, *args], capture_output=True, text=True, timeout=120
+    )
 
 
-@pytest.mark.parametrize("point,sig,args", [
-    ("import:typer", signal.SIGINT, ["models"]),  # was UnboundLocalError
-    ("import:netsweep_jax.sweep.cli.app", signal.SIGTERM, ["models"]),
-    ("import:numpy", signal.SIGINT, ["models"]),  # an extension module: was its ImportError
-    ("import:numpy", signal.SIGTERM, ["models"]),
-    ("swallowed", signal.SIGINT, ["models"]),  # the run went on, exit code 0
-    ("gc-callback", signal.SIGTERM, ["models"]),  # dropped by Python, with a traceback
-], ids=["typer-import", "app-import-sigterm", "extension-import", "extension-import-sigterm", "swallowed",
-        "gc-callback"])
+@pytest.mark.parametrize(
+    "point,sig,args",
+    [
+        ("import:typer", signal.SIGINT, ["models"]),  # was UnboundLocalError
+        ("import:netsweep_jax.sweep.cli.app", signal.SIGTERM, ["models"]),
+        ("import:numpy", signal.SIGINT, ["models"]),  # an extension module: was its ImportError
+        ("import:numpy", signal.SIGTERM, ["models"]),
+        ("swallowed", signal.SIGINT, ["models"]),  # the run went on, exit code 0
+        ("gc-callback", signal.SIGTERM, ["models"]),  # dropped by Python, with a traceback
+    ],
+    ids=[
+        "typer-import",
+        "app-import-sigterm",
+        "extension-import",
+        "extension-import-sigterm",
+        "swallowed",
+        "gc-callback",
+    ],
+)
 def test_signal_at_start_up_is_one_line_and_128_plus_signal(point, sig, args):
     r = run(point, sig, *args)
     assert r.returncode == 128 + sig, r.stderr
@@ -110,9 +121,11 @@ def test_a_signal_swallowed_before_a_sweep_stops_it_before_any_block(monkeypatch
 
 def test_help_loads_no_numerical_library():
     # `sweep --help` stays fast (well under 0.3 s) because it imports Typer and the schema only.
-    code = ("import sys; sys.argv = ['sweep', '--help']; from netsweep_jax.sweep.cli import entry\n"
-            "import atexit; atexit.register(lambda: print(sorted(m for m in ('numpy', 'jax', 'rich', 'xarray', "
-            "'h5py') if m in sys.modules)))\nentry.main()")
+    code = (
+        "import sys; sys.argv = ['sweep', '--help']; from netsweep_jax.sweep.cli import entry\n"
+        "import atexit; atexit.register(lambda: print(sorted(m for m in ('numpy', 'jax', 'rich', 'xarray', "
+        "'h5py') if m in sys.modules)))\nentry.main()"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "Usage: sweep [OPTIONS] COMMAND" in r.stdout
     assert r.stdout.strip().splitlines()[-1] == "[]"

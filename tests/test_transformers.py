@@ -12,15 +12,15 @@ from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 # Published totals of the models mirrored (Hugging Face model cards / torchvision's table).
 PUBLISHED = {
-    "bert-base": 109_482_240,    # bert-base-uncased BertModel, with the pooler
-    "bert-large": 335_141_888,   # bert-large-uncased BertModel, with the pooler
-    "gpt2": 124_439_808,         # gpt2 (the LM head is tied to wte)
+    "bert-base": 109_482_240,  # bert-base-uncased BertModel, with the pooler
+    "bert-large": 335_141_888,  # bert-large-uncased BertModel, with the pooler
+    "gpt2": 124_439_808,  # gpt2 (the LM head is tied to wte)
     "gpt2-medium": 354_823_168,
     "gpt2-large": 774_030_080,
     "gpt2-xl": 1_557_611_200,
-    "vit-b16": 86_567_656,       # torchvision vit_b_16, ImageNet-1k head
-    "llama-1b": 1_235_814_400,   # Llama 3.2 1B (tied embeddings)
-    "llama-7b": 6_738_415_616,   # Llama 2 7B
+    "vit-b16": 86_567_656,  # torchvision vit_b_16, ImageNet-1k head
+    "llama-1b": 1_235_814_400,  # Llama 3.2 1B (tied embeddings)
+    "llama-7b": 6_738_415_616,  # Llama 2 7B
 }
 
 
@@ -33,13 +33,20 @@ def test_parameter_counts_match_the_published_totals(name):
 
 def test_parameter_order_is_the_reference_models():
     gpt2 = [t.name for t in TRANSFORMERS["gpt2"].tensors()]
-    assert gpt2[:4] == ["transformer.wte.weight", "transformer.wpe.weight", "transformer.h.0.ln_1.weight",
-                        "transformer.h.0.ln_1.bias"]
+    assert gpt2[:4] == [
+        "transformer.wte.weight",
+        "transformer.wpe.weight",
+        "transformer.h.0.ln_1.weight",
+        "transformer.h.0.ln_1.bias",
+    ]
     assert gpt2[-1] == "transformer.ln_f.bias"
     llama = [t.name for t in TRANSFORMERS["llama-7b"].tensors()]
     assert llama[0] == "model.embed_tokens.weight" and llama[-1] == "lm_head.weight"
-    assert llama[1:4] == ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
-                          "model.layers.0.self_attn.v_proj.weight"]
+    assert llama[1:4] == [
+        "model.layers.0.self_attn.q_proj.weight",
+        "model.layers.0.self_attn.k_proj.weight",
+        "model.layers.0.self_attn.v_proj.weight",
+    ]
 
 
 def test_bert_base_on_a_v100_is_within_20_percent_of_published_throughput():
@@ -66,11 +73,15 @@ def test_precision_sets_gradient_bytes(precision, grad_bytes):
 
 
 def test_faster_gpus_and_half_precision_shorten_the_step():
-    t = {g: transformer_profile(Workload("gpt2-xl", g, "bf16" if g != "v100" else "amp", 8)).t1
-         for g in ("v100", "a100", "h100", "h200")}
+    t = {
+        g: transformer_profile(Workload("gpt2-xl", g, "bf16" if g != "v100" else "amp", 8)).t1
+        for g in ("v100", "a100", "h100", "h200")
+    }
     assert t["v100"] > t["a100"] > t["h100"] >= t["h200"]
-    assert transformer_profile(Workload("gpt2", "a100", "fp32", 8)).t1 > transformer_profile(
-        Workload("gpt2", "a100", "bf16", 8)).t1
+    assert (
+        transformer_profile(Workload("gpt2", "a100", "fp32", 8)).t1
+        > transformer_profile(Workload("gpt2", "a100", "bf16", 8)).t1
+    )
 
 
 def test_ddp_buckets_by_hand():
@@ -86,9 +97,26 @@ def test_ddp_buckets_by_hand():
 
 def test_issue_command_writes_a_self_describing_cube(tmp_path):
     out = tmp_path / "g.h5"
-    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16", "--batch", "8",
-               "--bw", "25,100,400", "--bucketing", "ddp,horovod", "--nodes", "1..64", "--out",
-               str(out), "-q")
+    r = invoke(
+        "grid",
+        "--model",
+        "gpt2-xl",
+        "--gpu",
+        "h100",
+        "--precision",
+        "bf16",
+        "--batch",
+        "8",
+        "--bw",
+        "25,100,400",
+        "--bucketing",
+        "ddp,horovod",
+        "--nodes",
+        "1..64",
+        "--out",
+        str(out),
+        "-q",
+    )
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:
         assert [m.decode() for m in f["model"][...]] == ["gpt2-xl@h100-bf16-b8"]
@@ -99,16 +127,22 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
         assert np.all(np.isfinite(sf)) and np.all((sf > 0) & (sf <= 1))
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--model", "gpt5"], "--model 'gpt5': unknown"),
-    (["--model", "gpt2", "--gpu", "tpu"], "--gpu 'tpu': unknown; known: v100, v100-16, a100, a100-40, h100, h200, b200, gb200"),
-    (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
-    (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),
-    (["--model", "gpt2", "--seq-len", "-5"], "--seq-len -5: must be an integer from 1"),
-    (["--model", "gpt2", "--batch", "2.5"], "--batch 2.5: must be an integer"),
-    (["--model", "resnet50", "--gpu", "h100"], "--gpu h100: only for transformer models"),
-    (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--model", "gpt5"], "--model 'gpt5': unknown"),
+        (
+            ["--model", "gpt2", "--gpu", "tpu"],
+            "--gpu 'tpu': unknown; known: v100, v100-16, a100, a100-40, h100, h200, b200, gb200",
+        ),
+        (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
+        (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),
+        (["--model", "gpt2", "--seq-len", "-5"], "--seq-len -5: must be an integer from 1"),
+        (["--model", "gpt2", "--batch", "2.5"], "--batch 2.5: must be an integer"),
+        (["--model", "resnet50", "--gpu", "h100"], "--gpu h100: only for transformer models"),
+        (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
+    ],
+)
 def test_bad_workloads(tmp_path, args, message):
     r = invoke("grid", *args, "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and message in r.output, r.output

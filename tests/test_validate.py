@@ -46,22 +46,27 @@ def test_every_row_names_its_source():
 
 def test_dataset_holds_the_published_numbers():
     if not PUBLISHED.is_file():
-        pytest.skip(f"published measurements not found at {PUBLISHED} (../shared/published is not laid out here)")
+        pytest.skip(
+            f"published measurements not found at {PUBLISHED} (../shared/published is not laid out here)"
+        )
     published = {r["id"]: r for r in csv.DictReader(open(PUBLISHED))}
     ours = dataset_rows()
     assert {r["id"] for r in ours} == set(published)
     for row in ours:
         src = published[row["id"]]
         assert float(row["scaling_factor"]) == float(src["scaling_factor"])
-        assert int(row["nodes"]) == int(src["nodes"]) and int(row["gpus_per_node"]) == int(src["gpus_per_node"])
+        assert int(row["nodes"]) == int(src["nodes"]) and int(row["gpus_per_node"]) == int(
+            src["gpus_per_node"]
+        )
         if src["throughput_1gpu"]:  # T1 is the measured batch / single-GPU throughput
-            assert float(row["t1"]) == pytest.approx(float(row["batch"]) / float(src["throughput_1gpu"]), rel=1e-5)
+            assert float(row["t1"]) == pytest.approx(
+                float(row["batch"]) / float(src["throughput_1gpu"]), rel=1e-5
+            )
 
 
 def test_a_users_own_measurements(tmp_path, regenerated):
     # The shipped runs as a user's file without source, id or t1_basis: grouped by framework alone (one source
     # each here), rows named by line, and the same predictions (the same fits, so no new compile either).
-
 
     rows = dataset_rows()
     keep = [c for c in rows[0] if c not in ("source", "id", "t1_basis", "citation")]
@@ -74,7 +79,7 @@ def test_a_users_own_measurements(tmp_path, regenerated):
     lines = r.output.splitlines()
     assert lines[0].startswith("model 1/3: paper")
     start = lines.index("model        held-out RMSE  worst  in-sample RMSE") + 1
-    table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[start:start + 3]}
+    table = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in lines[start : start + 3]}
     assert table["calibrated"][0] < table["utilization"][0] < table["paper"][0]
     ours = list(csv.DictReader(open(tmp_path / "v" / "predictions.csv")))
     shipped = list(csv.DictReader(open(regenerated / "predictions.csv")))
@@ -88,27 +93,44 @@ def test_a_file_without_bucketing_says_so(tmp_path):
     from netsweep_jax.sweep.analysis.validate import report
     from netsweep_jax.sweep.io.measurements import read_measurements
 
-    text = "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.9\na,ib,2,8,100,0.8\n"
+    text = (
+        "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.9\na,ib,2,8,100,0.8\n"
+    )
     (tmp_path / "m.csv").write_text(text)
     meas = read_measurements(tmp_path / "m.csv")
     train = np.array([True, False])
     predictions = {m: np.array([0.9, 0.8]) for m in ("paper", "utilization", "calibrated")}
-    assert "bucketed by Horovod's fusion" in report(meas, predictions, train, {"utilization": {}, "calibrated": {}})
+    assert "bucketed by Horovod's fusion" in report(
+        meas, predictions, train, {"utilization": {}, "calibrated": {}}
+    )
 
 
-@pytest.mark.parametrize("text,message", [
-    ("nodes,gpus_per_node,bandwidth,scaling_factor\n1,8,100,0.9\n2,8,100,0.8\n", "no 'framework' or 'network'"),
-    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,2,8,100,0.8\nb,ib,4,8,100,0.7\n",
-     "nothing is held out"),
-    # What validation fits, fixed by a column or fitted from no row that depends on it: named by the file (validate
-    # has no --fit), one line, before any model's progress line.
-    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,jitter\na,ib,1,8,100,0.9,0\n"
-     "a,ib,2,8,100,0.8,0\na,ib,4,8,100,0.7,0\n", "m.csv: a 'jitter' column fixes what validation fits"),
-    ("framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,0.9\n"
-     "a,ib,4,8,100,0.8\nb,ib,1,1,100,0.99\n", "m.csv: no training row of framework 'b' runs on several GPUs"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        (
+            "nodes,gpus_per_node,bandwidth,scaling_factor\n1,8,100,0.9\n2,8,100,0.8\n",
+            "no 'framework' or 'network'",
+        ),
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,2,8,100,0.8\nb,ib,4,8,100,0.7\n",
+            "nothing is held out",
+        ),
+        # What validation fits, fixed by a column or fitted from no row that depends on it: named by the file (validate
+        # has no --fit), one line, before any model's progress line.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,jitter\na,ib,1,8,100,0.9,0\n"
+            "a,ib,2,8,100,0.8,0\na,ib,4,8,100,0.7,0\n",
+            "m.csv: a 'jitter' column fixes what validation fits",
+        ),
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,0.9\n"
+            "a,ib,4,8,100,0.8\nb,ib,1,1,100,0.99\n",
+            "m.csv: no training row of framework 'b' runs on several GPUs",
+        ),
+    ],
+)
 def test_files_validation_cannot_use(tmp_path, text, message):
-
 
     (tmp_path / "m.csv").write_text(text)
     r = invoke("validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v"))

@@ -42,7 +42,11 @@ from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 MODELS = ("resnet50", "vgg16", "bert-large", "gpt2-xl")
 COMPRESSORS = ("fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
 BANDWIDTHS = (10, 25, 100, 400)
-WORKLOAD = {"gpu": "h100", "precision": "bf16", "batch": "8"}  # the transformers' default (CNNs: the paper's V100 runs)
+WORKLOAD = {
+    "gpu": "h100",
+    "precision": "bf16",
+    "batch": "8",
+}  # the transformers' default (CNNs: the paper's V100 runs)
 TARGET = 0.99
 TIE = 0.01  # relative difference below which neither fix wins
 PAYS = 0.05  # a compressor "pays" when it is at least this much faster than no compression
@@ -88,12 +92,24 @@ class Row:
         return "fix the transport" if self.fixed < best else f"compress ({self.best})"
 
 
-def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
-            utilization: float = PAPER_UTILIZATION, compressor: str | Sequence[str] = COMPRESSORS,
-            nodes: Any = 8, gpus_per_node: Any = 8, collective: str = "nccl-ring", bucketing: str = "ddp",
-            iterations_factor: str | Mapping[str, float] | None = None, codec_cost: str | Path | None = None, gpu: str | None = None,
-            precision: str | None = None, batch: Any = None, seq_len: Any = None,
-            **axes: Any) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
+def compare(
+    models: Models = MODELS,
+    *,
+    bandwidth: AxisValues = BANDWIDTHS,
+    utilization: float = PAPER_UTILIZATION,
+    compressor: str | Sequence[str] = COMPRESSORS,
+    nodes: Any = 8,
+    gpus_per_node: Any = 8,
+    collective: str = "nccl-ring",
+    bucketing: str = "ddp",
+    iterations_factor: str | Mapping[str, float] | None = None,
+    codec_cost: str | Path | None = None,
+    gpu: str | None = None,
+    precision: str | None = None,
+    batch: Any = None,
+    seq_len: Any = None,
+    **axes: Any,
+) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
     """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
 
     Args:
@@ -107,22 +123,45 @@ def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
       the claims are checked in).
     """
     if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
-        raise InputError(f"{utilization}: today's utilization must be one number from 0.0001 to below 1 "
-                         f"(the transport fixed is utilization 1)", param="utilization")
+        raise InputError(
+            f"{utilization}: today's utilization must be one number from 0.0001 to below 1 "
+            f"(the transport fixed is utilization 1)",
+            param="utilization",
+        )
     chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
-    workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}  # each unset one: the default
-    names = models.split(",") if isinstance(models, str) else [models] if isinstance(models, Profile) else list(models)
+    workload = {
+        **WORKLOAD,
+        **{k: v for k, v in given.items() if v is not None},
+    }  # each unset one: the default
+    names = (
+        models.split(",")
+        if isinstance(models, str)
+        else [models]
+        if isinstance(models, Profile)
+        else list(models)
+    )
     if not any(isinstance(n, str) and n.strip().lower() in TRANSFORMERS for n in names):
         workload = {}  # no transformer: the workload settings do not apply
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
-    swept: list[Any] = ["none", *chosen]  # Compressor objects pass through as parsed (names round to 15 digits)
-    ds = evaluate(list(profiles), bandwidth=bandwidth, utilization=[utilization, 1.0],
-                  compressor=swept, iterations_factor=iterations_factor, codec_cost=codec_cost,
-                  dtype="float64", vars="scaling_factor,iteration_time,time_to_accuracy", **setup)
+    swept: list[Any] = [
+        "none",
+        *chosen,
+    ]  # Compressor objects pass through as parsed (names round to 15 digits)
+    ds = evaluate(
+        list(profiles),
+        bandwidth=bandwidth,
+        utilization=[utilization, 1.0],
+        compressor=swept,
+        iterations_factor=iterations_factor,
+        codec_cost=codec_cost,
+        dtype="float64",
+        vars="scaling_factor,iteration_time,time_to_accuracy",
+        **setup,
+    )
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
@@ -136,23 +175,47 @@ def compare(models: Models = MODELS, *, bandwidth: AxisValues = BANDWIDTHS,
         base = float(today.iteration_time.sel(compressor="none"))
         times = {c: float(today.time_to_accuracy.sel(compressor=c)) * base for c in names if c != "none"}
         fixed_best = min(float(fixed.time_to_accuracy.sel(compressor=c)) for c in names if c != "none")
-        rows.append(Row({d: cell[d].item() for d in shown}, base, float(fixed.iteration_time.sel(compressor="none")),
-                        times, {c: float(today.scaling_factor.sel(compressor=c)) for c in names},
-                        float(fixed.scaling_factor.sel(compressor="none")), 1.0 / fixed_best))
+        rows.append(
+            Row(
+                {d: cell[d].item() for d in shown},
+                base,
+                float(fixed.iteration_time.sel(compressor="none")),
+                times,
+                {c: float(today.scaling_factor.sel(compressor=c)) for c in names},
+                float(fixed.scaling_factor.sel(compressor="none")),
+                1.0 / fixed_best,
+            )
+        )
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
-    assumed = ["transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset)] if unset else []
+    assumed = (
+        ["transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset)]
+        if unset
+        else []
+    )
     if ds.attrs.get("assumed"):
         assumed.append(str(ds.attrs["assumed"]))
-    return rows, ds, dict(profiles=list(profiles), utilization=utilization, assumed="; ".join(assumed), **setup)
+    return (
+        rows,
+        ds,
+        dict(profiles=list(profiles), utilization=utilization, assumed="; ".join(assumed), **setup),
+    )
 
 
 def table(rows: Sequence[Row]) -> str:
     """The answers as aligned text: one line per configuration."""
-    head = list(rows[0].at) + ["scaling today", "fixing the transport", "best compressor", "its speed-up", "winner"]
+    head = list(rows[0].at) + [
+        "scaling today",
+        "fixing the transport",
+        "best compressor",
+        "its speed-up",
+        "winner",
+    ]
     lines = [head]
     for r in rows:
-        lines.append([_show(v) for v in r.at.values()] + [
-            f"{r.scaling['none']:.3f}", f"{r.today / r.fixed:.3f}x", r.best, f"{r.gain:.3f}x", r.winner])
+        lines.append(
+            [_show(v) for v in r.at.values()]
+            + [f"{r.scaling['none']:.3f}", f"{r.today / r.fixed:.3f}x", r.best, f"{r.gain:.3f}x", r.winner]
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
 
@@ -165,8 +228,13 @@ FILES = ("compare.csv", "speedups.png", "REPORT.md")
 """What a report directory receives."""
 
 
-def write_report(out_dir: str | Path, rows: Sequence[Row], setup: dict[str, Any],
-                 command: str = "sweep compare", force: bool = False) -> list[Path]:
+def write_report(
+    out_dir: str | Path,
+    rows: Sequence[Row],
+    setup: dict[str, Any],
+    command: str = "sweep compare",
+    force: bool = False,
+) -> list[Path]:
     """Write REPORT.md, compare.csv and speedups.png (of :func:`compare`'s answers) into
     ``out_dir``; return their paths. An existing one is refused without ``force`` (a link, or
     anything but a regular file, always), before any is written."""
@@ -179,7 +247,9 @@ def write_report(out_dir: str | Path, rows: Sequence[Row], setup: dict[str, Any]
     return paths
 
 
-def run(out_dir: str | Path, *, command: str = "sweep compare", force: bool = False, **kwargs: Any) -> list[Path]:
+def run(
+    out_dir: str | Path, *, command: str = "sweep compare", force: bool = False, **kwargs: Any
+) -> list[Path]:
     """Write REPORT.md, compare.csv and speedups.png into ``out_dir``; return their paths."""
     check_report_directory(out_dir, FILES, force=force)  # before any work
     rows, _, setup = compare(**kwargs)  # bad input is refused before anything is made
@@ -189,7 +259,9 @@ def run(out_dir: str | Path, *, command: str = "sweep compare", force: bool = Fa
 def csv_text(rows: Sequence[Row]) -> str:
     """Every configuration and compressor: seconds per iteration of equal progress, and the winner."""
     compressors = list(rows[0].times)
-    head = list(rows[0].at) + ["none_today_s", "fixed_s"] + [f"{c}_s" for c in compressors] + ["best", "winner"]
+    head = (
+        list(rows[0].at) + ["none_today_s", "fixed_s"] + [f"{c}_s" for c in compressors] + ["best", "winner"]
+    )
     lines = [",".join(head)]
     for r in rows:
         cells = [_show(v) for v in r.at.values()] + [f"{r.today:.6g}", f"{r.fixed:.6g}"]
@@ -225,8 +297,11 @@ def figure(rows: Sequence[Row], out: Path) -> Path:
 def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
     """REPORT.md text: the answers per configuration, all compressors, and the claims checked."""
     compressors = list(rows[0].times)
-    factors = "as given by --iterations-factor" if "--iterations-factor" in command else \
-        "1 (the same accuracy per iteration): time per iteration is compared, not time to accuracy"
+    factors = (
+        "as given by --iterations-factor"
+        if "--iterations-factor" in command
+        else "1 (the same accuracy per iteration): time per iteration is compared, not time to accuracy"
+    )
     out = [
         "# Fix the transport or compress?",
         "",
@@ -245,16 +320,40 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "Speed-ups are over no compression at today's utilization (seconds per iteration, times the iterations "
         "factor). *Winner*: the faster of the fixed transport and the best compressor (a tie within 1%).",
         "",
-        _markdown(["model", "Gbit/s", "scaling today", "fixed transport", "best compressor", "its speed-up",
-                   "winner"],
-                  [[str(r.at["model"]), _show(r.at["bandwidth"]), f"{r.scaling['none']:.3f}",
-                    f"{r.today / r.fixed:.3f}x", r.best, f"{r.gain:.3f}x", r.winner] for r in rows]),
+        _markdown(
+            [
+                "model",
+                "Gbit/s",
+                "scaling today",
+                "fixed transport",
+                "best compressor",
+                "its speed-up",
+                "winner",
+            ],
+            [
+                [
+                    str(r.at["model"]),
+                    _show(r.at["bandwidth"]),
+                    f"{r.scaling['none']:.3f}",
+                    f"{r.today / r.fixed:.3f}x",
+                    r.best,
+                    f"{r.gain:.3f}x",
+                    r.winner,
+                ]
+                for r in rows
+            ],
+        ),
         "",
         "## Every compressor: scaling factor at today's utilization",
         "",
-        _markdown(["model", "Gbit/s", "none"] + compressors,
-                  [[str(r.at["model"]), _show(r.at["bandwidth"])]
-                   + [f"{r.scaling[c]:.3f}" for c in ["none"] + compressors] for r in rows]),
+        _markdown(
+            ["model", "Gbit/s", "none"] + compressors,
+            [
+                [str(r.at["model"]), _show(r.at["bandwidth"])]
+                + [f"{r.scaling[c]:.3f}" for c in ["none"] + compressors]
+                for r in rows
+            ],
+        ),
         "",
         "## Claims, checked",
         "",
@@ -263,8 +362,10 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
 
 
 def _markdown(head: list[str], body: list[list[str]]) -> str:
-    return "\n".join(["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
-                     + ["| " + " | ".join(line) + " |" for line in body])
+    return "\n".join(
+        ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        + ["| " + " | ".join(line) + " |" for line in body]
+    )
 
 
 def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
@@ -282,37 +383,51 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
             ok = ok and not np.any(status == 2) and ratio <= 5
             text = "unreachable" if np.any(status == 2) else f"{ratio:.2f}x"
             parts.append(f"{p.model} {text}")
-        lines.append(f"1. *Zhang et al.: at 10 Gbit/s an ideal compression of 2x-5x is enough.* Smallest ideal "
-                     f"ratio (`--ratio`, up to 10^4) reaching {TARGET} at 10 Gbit/s, utilization 1, in this setup: "
-                     + ", ".join(parts) + f". All within 5x: {_verdict(ok)}. (The ideal ratio divides the bytes, "
-                     "not the reduction work, which the default `--reduce-cost` table prices at a V100's speed; "
-                     "where that alone exceeds 1% of an iteration no ratio is enough. `sweep paper` checks the "
-                     "claim in the paper's own setup.)")
+        lines.append(
+            f"1. *Zhang et al.: at 10 Gbit/s an ideal compression of 2x-5x is enough.* Smallest ideal "
+            f"ratio (`--ratio`, up to 10^4) reaching {TARGET} at 10 Gbit/s, utilization 1, in this setup: "
+            + ", ".join(parts)
+            + f". All within 5x: {_verdict(ok)}. (The ideal ratio divides the bytes, "
+            "not the reduction work, which the default `--reduce-cost` table prices at a V100's speed; "
+            "where that alone exceeds 1% of an iteration no ratio is enough. `sweep paper` checks the "
+            "claim in the paper's own setup.)"
+        )
     at100 = [r for r in rows if r.at["bandwidth"] == 100]
     if at100:
         ok = all(r.fixed_scaling >= TARGET for r in at100)
-        lines.append("2. *Zhang et al.: at 100 Gbit/s no compression is needed.* Scaling factor without "
-                     "compression at 100 Gbit/s, utilization 1: "
-                     + ", ".join(f"{r.at['model']} {r.fixed_scaling:.3f}" for r in at100)
-                     + f". All >= {TARGET}: {_verdict(ok)}.")
+        lines.append(
+            "2. *Zhang et al.: at 100 Gbit/s no compression is needed.* Scaling factor without "
+            "compression at 100 Gbit/s, utilization 1: "
+            + ", ".join(f"{r.at['model']} {r.fixed_scaling:.3f}" for r in at100)
+            + f". All >= {TARGET}: {_verdict(ok)}."
+        )
     fast = [r for r in rows if r.at["bandwidth"] >= 100]
     if fast:
         pays = [r for r in fast if r.gain >= 1 + PAYS]
         pays_fixed = [r for r in fast if r.fixed_gain >= 1 + PAYS]
-        listed = ", ".join(f"{r.at['model']} at {_show(r.at['bandwidth'])} Gbit/s with {r.best}, {r.gain:.2f}x"
-                           for r in pays) or "none"
+        listed = (
+            ", ".join(
+                f"{r.at['model']} at {_show(r.at['bandwidth'])} Gbit/s with {r.best}, {r.gain:.2f}x"
+                for r in pays
+            )
+            or "none"
+        )
         lines.append(
             f"3. *Agarwal et al.: compression rarely pays at 100 Gbit/s and above* (a speed-up in 6 of over 200 "
             f"setups). Of the {len(fast)} configurations here at >= 100 Gbit/s, the best compressor is at least "
             f"{PAYS:.0%} faster than none in {len(pays)} at today's utilization ({listed}) and in "
             f"{len(pays_fixed)} with the transport fixed. In at most a quarter with the transport fixed: "
-            f"{_verdict(len(pays_fixed) <= len(fast) / 4)}.")
+            f"{_verdict(len(pays_fixed) <= len(fast) / 4)}."
+        )
     wins: dict[str, int] = {}
     for r in rows:
         key = r.winner.split(" (")[0]
         wins[key] = wins.get(key, 0) + 1
-    lines.append(f"4. *Fix the transport or compress?* Over all {len(rows)} configurations: "
-                 + ", ".join(f"{k}: {v}" for k, v in sorted(wins.items())) + ".")
+    lines.append(
+        f"4. *Fix the transport or compress?* Over all {len(rows)} configurations: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(wins.items()))
+        + "."
+    )
     return lines
 
 

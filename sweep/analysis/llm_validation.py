@@ -100,8 +100,15 @@ class Run:
         return self.llm.experts > 0
 
 
-def _int(cells: dict[str, str], name: str, path: Path, line: int, rid: str, default: int | None = None,
-         low: int = 1) -> int | None:
+def _int(
+    cells: dict[str, str],
+    name: str,
+    path: Path,
+    line: int,
+    rid: str,
+    default: int | None = None,
+    low: int = 1,
+) -> int | None:
     text = cells.get(name, "").strip()
     if not text:
         if default is None and name in REQUIRED:
@@ -116,7 +123,9 @@ def _int(cells: dict[str, str], name: str, path: Path, line: int, rid: str, defa
 def read_runs(path: str | Path) -> list[Run]:
     """Read and check a file of measured runs; any bad row is one error naming the file, line, row and rule."""
     path = Path(path)
-    numbered = [(n, line) for n, line in enumerate(read_lines(path, "runs file"), 1) if not line.startswith("#")]
+    numbered = [
+        (n, line) for n, line in enumerate(read_lines(path, "runs file"), 1) if not line.startswith("#")
+    ]
     if not numbered:
         raise InputError(f"{path}: empty file; expected a header and rows")
     header_line, header = numbered[0][0], [c.strip() for c in next(csv.reader([numbered[0][1]]))]
@@ -155,11 +164,18 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
         llm = LLMS[preset]
         model = preset
-        for name, field in (("layers", "layers"), ("hidden", "hidden"), ("heads", "heads"), ("vocab", "vocab")):
+        for name, field in (
+            ("layers", "layers"),
+            ("hidden", "hidden"),
+            ("heads", "heads"),
+            ("vocab", "vocab"),
+        ):
             stated = _int(cells, name, path, line, rid, default=0)
             if stated and stated != getattr(llm, field):
-                raise bad(f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
-                          f"the shape instead of the preset")
+                raise bad(
+                    f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
+                    f"the shape instead of the preset"
+                )
         seq = _int(cells, "seq_len", path, line, rid, default=0)
         if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
             llm = dataclasses.replace(llm, seq=seq)
@@ -167,8 +183,15 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         shape = {name: _int(cells, name, path, line, rid) for name in SHAPE}
         if any(v is None for v in shape.values()):
             raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
-        llm = LLM(shape["layers"], shape["hidden"], shape["heads"], shape["seq_len"], shape["vocab"],  # type: ignore[arg-type]
-                  tied=True, source="GPT shape from the row (4h GELU MLP, tied embeddings)")
+        llm = LLM(
+            shape["layers"],
+            shape["hidden"],
+            shape["heads"],
+            shape["seq_len"],
+            shape["vocab"],  # type: ignore[arg-type]
+            tied=True,
+            source="GPT shape from the row (4h GELU MLP, tied embeddings)",
+        )
         model = f"gpt-{shape['layers']}x{shape['hidden']}"
     gpu = cells["gpu"].lower()
     if gpu not in GPUS:
@@ -185,7 +208,9 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     assert gpus is not None and tp is not None and pp is not None and cp is not None and ep is not None
     if dp:
         if tp * pp * cp * dp != gpus:
-            raise bad(f"tp x pp x cp x dp = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} is not gpus {gpus}")
+            raise bad(
+                f"tp x pp x cp x dp = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} is not gpus {gpus}"
+            )
     elif gpus % (tp * pp * cp):
         raise bad(f"gpus {gpus} is not divisible by tp x pp x cp = {tp * pp * cp}")
     dp = dp or gpus // (tp * pp * cp)
@@ -224,10 +249,34 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
     year = _int(cells, "year", path, line, rid, default=2025, low=2000)
     assert year is not None
-    return Run(rid, line, cells.get("group") or "your runs", year, llm, model, gpu, gpus, tp, pp, dp, cp, ep, micro,
-               global_batch, precision, zero, chunks, recompute, int(sp_text) if sp_text else None,
-               attention, flops, metric, value, cells.get("source", ""),
-               _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0)
+    return Run(
+        rid,
+        line,
+        cells.get("group") or "your runs",
+        year,
+        llm,
+        model,
+        gpu,
+        gpus,
+        tp,
+        pp,
+        dp,
+        cp,
+        ep,
+        micro,
+        global_batch,
+        precision,
+        zero,
+        chunks,
+        recompute,
+        int(sp_text) if sp_text else None,
+        attention,
+        flops,
+        metric,
+        value,
+        cells.get("source", ""),
+        _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
+    )
 
 
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
@@ -265,10 +314,26 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     grad_bytes = 2
     if not old:
         assumed.append("bf16 gradients")
-    row = LayoutRow(run.llm, run.gpu, run.precision, run.gpus, tp=run.tp, pp=run.pp, cp=run.cp, ep=run.ep, dp=run.dp,
-                    micro_batch=micro, global_batch=run.global_batch, chunks=chunks, recompute=recompute,
-                    grad_bytes=grad_bytes, offload_layers=run.offload_layers, sequence_parallel=sp, zero=zero,
-                    attention=attention)
+    row = LayoutRow(
+        run.llm,
+        run.gpu,
+        run.precision,
+        run.gpus,
+        tp=run.tp,
+        pp=run.pp,
+        cp=run.cp,
+        ep=run.ep,
+        dp=run.dp,
+        micro_batch=micro,
+        global_batch=run.global_batch,
+        chunks=chunks,
+        recompute=recompute,
+        grad_bytes=grad_bytes,
+        offload_layers=run.offload_layers,
+        sequence_parallel=sp,
+        zero=zero,
+        attention=attention,
+    )
     return row, assumed
 
 
@@ -317,14 +382,21 @@ class Fit:
     rows: tuple[str, ...]  # the ids it was fitted on
 
     def describe(self) -> str:
-        eff = ", ".join(f"{g} {e:.4g}{'' if f'efficiency {g}' in self.fitted else ' (default)'}"
-                        for g, e in sorted(self.efficiency.items()))
+        eff = ", ".join(
+            f"{g} {e:.4g}{'' if f'efficiency {g}' in self.fitted else ' (default)'}"
+            for g, e in sorted(self.efficiency.items())
+        )
         util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else ' (default)'}"
         return f"efficiency {eff}; utilization {util}"
 
 
-def _loss(rows: list[LayoutRow], runs: Sequence[Run], measured: np.ndarray, efficiency: np.ndarray,
-          utilization: np.ndarray) -> np.ndarray:
+def _loss(
+    rows: list[LayoutRow],
+    runs: Sequence[Run],
+    measured: np.ndarray,
+    efficiency: np.ndarray,
+    utilization: np.ndarray,
+) -> np.ndarray:
     """Squared log errors [R, K] of ``rows`` for K candidate constants ([R, K] each); 1e6 where undefined."""
     out = evaluate_rows(rows, efficiency, utilization)
     err = np.log(_metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured[:, None]) ** 2
@@ -351,9 +423,16 @@ def fit(runs: Sequence[Run], train: Sequence[bool], name: str) -> Fit:
     gpu_of = np.array([r.gpu for r in sub])
     train_gpus = sorted(set(gpu_of))
     u_grid, e_grid = (a.ravel() for a in np.meshgrid(UTILIZATIONS, EFFICIENCIES, indexing="ij"))
-    err = _loss(rows, sub, measured, np.broadcast_to(e_grid, (len(sub), e_grid.size)),
-                np.broadcast_to(u_grid, (len(sub), u_grid.size)))
-    per_gpu = {g: err[gpu_of == g].sum(axis=0).reshape(len(UTILIZATIONS), len(EFFICIENCIES)) for g in train_gpus}
+    err = _loss(
+        rows,
+        sub,
+        measured,
+        np.broadcast_to(e_grid, (len(sub), e_grid.size)),
+        np.broadcast_to(u_grid, (len(sub), u_grid.size)),
+    )
+    per_gpu = {
+        g: err[gpu_of == g].sum(axis=0).reshape(len(UTILIZATIONS), len(EFFICIENCIES)) for g in train_gpus
+    }
     per_u = sum(loss.min(axis=1) for loss in per_gpu.values())
     # Utilization is identifiable only if some training row's prediction depends on it.
     identifiable_u = bool(np.ptp(per_u) > 1e-9 * max(float(per_u.max()), 1e-30))
@@ -365,15 +444,24 @@ def fit(runs: Sequence[Run], train: Sequence[bool], name: str) -> Fit:
         for g in train_gpus:
             mask = gpu_of == g
             grid = _local(EFFICIENCIES, efficiency[g])
-            e2 = _loss([rows[i] for i in np.flatnonzero(mask)], [sub[i] for i in np.flatnonzero(mask)],
-                       measured[mask], np.broadcast_to(grid, (mask.sum(), REFINE)),
-                       np.full((mask.sum(), REFINE), utilization))
+            e2 = _loss(
+                [rows[i] for i in np.flatnonzero(mask)],
+                [sub[i] for i in np.flatnonzero(mask)],
+                measured[mask],
+                np.broadcast_to(grid, (mask.sum(), REFINE)),
+                np.full((mask.sum(), REFINE), utilization),
+            )
             efficiency[g] = float(grid[int(np.argmin(e2.sum(axis=0)))])
         if identifiable_u:
             grid = _local(UTILIZATIONS, utilization, log=True)
             eff = np.array([efficiency[r.gpu] for r in sub])[:, None]
-            e2 = _loss(rows, sub, measured, np.broadcast_to(eff, (len(sub), REFINE)),
-                       np.broadcast_to(grid, (len(sub), REFINE)))
+            e2 = _loss(
+                rows,
+                sub,
+                measured,
+                np.broadcast_to(eff, (len(sub), REFINE)),
+                np.broadcast_to(grid, (len(sub), REFINE)),
+            )
             utilization = float(grid[int(np.argmin(e2.sum(axis=0)))])
     fitted = tuple(f"efficiency {g}" for g in train_gpus) + (("utilization",) if identifiable_u else ())
     return Fit(name, efficiency, utilization, fitted, tuple(r.id for r in sub))
@@ -401,8 +489,9 @@ class Validation:
         return (len(e), float(np.median(e)) if len(e) else math.nan, float(e.max()) if len(e) else math.nan)
 
 
-def run_validation(path: str | Path = DATASET, train: str = DEFAULT_TRAIN,
-                   progress: Callable[[str], None] | None = None) -> Validation:
+def run_validation(
+    path: str | Path = DATASET, train: str = DEFAULT_TRAIN, progress: Callable[[str], None] | None = None
+) -> Validation:
     """Fit and predict every run of ``path``; the training set is the runs whose ``group`` is ``train``."""
     runs = read_runs(path)
     groups = sorted({r.group for r in runs})
@@ -412,8 +501,11 @@ def run_validation(path: str | Path = DATASET, train: str = DEFAULT_TRAIN,
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
-    fits = {"defaults": Fit("defaults", {g: EFFICIENCY for g in sorted({r.gpu for r in runs})},
-                            UTILIZATION_DEFAULT, (), ())}
+    fits = {
+        "defaults": Fit(
+            "defaults", {g: EFFICIENCY for g in sorted({r.gpu for r in runs})}, UTILIZATION_DEFAULT, (), ()
+        )
+    }
     say(f"fitting on {sum(in_train)} runs of {train} ...")
     fits["trained"] = fit(runs, in_train, "trained")
     say(f"fitting on every dense run ({sum(not r.moe and r.value is not None for r in runs)}) ...")
@@ -456,53 +548,73 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
         out = v.outputs[model]
         share = [out["dp_exposed"][i] / out["iteration_time"][i] for i in (a, b)]
         ok = abs(predicted / measured - 1) <= 0.25
-        head = (f"- **The ZeRO-3 collapse** (SC'21 Table 2, GPT-3 175B at a global batch of 1536): measured "
-                f"{v.runs[a].value:g} to {v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s, a ratio of "
-                f"{measured:.2f}; predicted {pred[a]:.0f} to {pred[b]:.0f}, a ratio of {predicted:.2f} "
-                f"({predicted / measured - 1:+.0%}: {'within' if ok else 'outside'} the 25% target). ")
+        head = (
+            f"- **The ZeRO-3 collapse** (SC'21 Table 2, GPT-3 175B at a global batch of 1536): measured "
+            f"{v.runs[a].value:g} to {v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s, a ratio of "
+            f"{measured:.2f}; predicted {pred[a]:.0f} to {pred[b]:.0f}, a ratio of {predicted:.2f} "
+            f"({predicted / measured - 1:+.0%}: {'within' if ok else 'outside'} the 25% target). "
+        )
         if ok:
-            lines.append(head + f"The term: ZeRO-3's exposed parameter gathers and gradient reduce-scatters "
-                         f"(`dp_exposed`) grow from {share[0]:.0%} to {share[1]:.0%} of the step.")
+            lines.append(
+                head + f"The term: ZeRO-3's exposed parameter gathers and gradient reduce-scatters "
+                f"(`dp_exposed`) grow from {share[0]:.0%} to {share[1]:.0%} of the step."
+            )
         else:
             run = v.runs[b]
             step = source_flops(run) / (run.value * 1e12 * run.gpus)  # type: ignore[operator]
             busy = out["compute"][b] + out["recompute_time"][b]
-            traffic = 3 * run.llm.parameters()["total"] * 2.0  # gather forward and backward, reduce-scatter: 2 bytes
-            lines.append(head + f"The model does not reproduce it: `dp_exposed` is {share[0]:.0%} and {share[1]:.0%} "
-                         f"of the step. A ZeRO-3 group of every GPU holds whole nodes, so each layer's gathers run "
-                         f"over all eight of a node's NICs, as NCCL's rings do, and hide behind the layer's compute. "
-                         f"Measured, the 1536-GPU step took {step:.0f} s where the model's compute takes {busy:.0f} s: "
-                         f"the gathers and reduce-scatters ({traffic / 1e9:,.0f} GB per GPU per step) ran at about "
-                         f"{traffic / max(step - busy, 1e-9) / 1e9:.0f} GB/s per GPU, far below the node's "
-                         f"{8 * 200 / 8:.0f} GB/s of NICs: DeepSpeed's ZeRO-3 of 2021 did not reach the links' rate, "
-                         f"and one utilization cannot say so without slowing every other run (fitted on every dense "
-                         f"run, utilization {v.fits['in-sample'].utilization:.2f}).")
+            traffic = (
+                3 * run.llm.parameters()["total"] * 2.0
+            )  # gather forward and backward, reduce-scatter: 2 bytes
+            lines.append(
+                head + f"The model does not reproduce it: `dp_exposed` is {share[0]:.0%} and {share[1]:.0%} "
+                f"of the step. A ZeRO-3 group of every GPU holds whole nodes, so each layer's gathers run "
+                f"over all eight of a node's NICs, as NCCL's rings do, and hide behind the layer's compute. "
+                f"Measured, the 1536-GPU step took {step:.0f} s where the model's compute takes {busy:.0f} s: "
+                f"the gathers and reduce-scatters ({traffic / 1e9:,.0f} GB per GPU per step) ran at about "
+                f"{traffic / max(step - busy, 1e-9) / 1e9:.0f} GB/s per GPU, far below the node's "
+                f"{8 * 200 / 8:.0f} GB/s of NICs: DeepSpeed's ZeRO-3 of 2021 did not reach the links' rate, "
+                f"and one utilization cannot say so without slowing every other run (fitted on every dense "
+                f"run, utilization {v.fits['in-sample'].utilization:.2f})."
+            )
     if {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
         a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
-        lines.append(f"- **TP x PP x DP holds** (SC'21 Table 2, TP 8 x PP 12): measured {v.runs[a].value:g} to "
-                     f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
-                     f"{pred[b]:.0f} (ratio {v.runs[b].value / v.runs[a].value:.2f} measured, "  # type: ignore[operator]
-                     f"{pred[b] / pred[a]:.2f} predicted): the per-layer TP traffic stays on NVLink; what crosses the "
-                     f"NICs (pipeline sends, data-parallel gradients behind the backward pass) stays small.")
+        lines.append(
+            f"- **TP x PP x DP holds** (SC'21 Table 2, TP 8 x PP 12): measured {v.runs[a].value:g} to "
+            f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
+            f"{pred[b]:.0f} (ratio {v.runs[b].value / v.runs[a].value:.2f} measured, "  # type: ignore[operator]
+            f"{pred[b] / pred[a]:.2f} predicted): the per-layer TP traffic stays on NVLink; what crosses the "
+            f"NICs (pipeline sends, data-parallel gradients behind the backward pass) stays small."
+        )
     if {"K23-T5-03", "K23-T5-04"} <= ids.keys():
         a, b = ids["K23-T5-03"], ids["K23-T5-04"]
-        lines.append(f"- **Full against selective recomputation** (Korthikanti Table 5, GPT-3 175B on 64 A100s): "
-                     f"measured {v.runs[a].value:g} s to {v.runs[b].value:g} s per iteration (ratio "
-                     f"{v.runs[b].value / v.runs[a].value:.3f}); predicted {pred[a]:.2f} s to {pred[b]:.2f} s "  # type: ignore[operator]
-                     f"(ratio {pred[b] / pred[a]:.3f}): the recomputed forward ({_terms(v, model, a)} with full; "
-                     f"{_terms(v, model, b)} with selective) and sequence parallelism's smaller TP time.")
-    pairs = [("MB-H100-02", "MLM-LLAMA-02"), ("MB-H100-03", "MLM-LLAMA-03"), ("MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02")]
+        lines.append(
+            f"- **Full against selective recomputation** (Korthikanti Table 5, GPT-3 175B on 64 A100s): "
+            f"measured {v.runs[a].value:g} s to {v.runs[b].value:g} s per iteration (ratio "
+            f"{v.runs[b].value / v.runs[a].value:.3f}); predicted {pred[a]:.2f} s to {pred[b]:.2f} s "  # type: ignore[operator]
+            f"(ratio {pred[b] / pred[a]:.3f}): the recomputed forward ({_terms(v, model, a)} with full; "
+            f"{_terms(v, model, b)} with selective) and sequence parallelism's smaller TP time."
+        )
+    pairs = [
+        ("MB-H100-02", "MLM-LLAMA-02"),
+        ("MB-H100-03", "MLM-LLAMA-03"),
+        ("MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"),
+    ]
     same = [(x, y) for x, y in pairs if {x, y} <= ids.keys()]
     if same:
-        text = "; ".join(f"{x} {v.runs[ids[x]].value:g} and {y} {v.runs[ids[y]].value:g} "
-                         f"({abs(v.runs[ids[y]].value / v.runs[ids[x]].value - 1):.0%} apart)"  # type: ignore[operator]
-                         for x, y in same)
-        lines.append(f"- **How far the sources repeat themselves**: the same model, GPU and layout, published twice: "
-                     f"{text}. Where both Megatron-LM's and Megatron-Bridge's recipe pages publish a layout, they "
-                     f"disagree like this; the DeepSeek pair is one layout before and after software "
-                     f"optimizations. A model that predicts one of each pair cannot be "
-                     f"closer to the other than they are to each other, so a target of 8% median and 20% worst is "
-                     f"about as fine as the recipe rows themselves repeat.")
+        text = "; ".join(
+            f"{x} {v.runs[ids[x]].value:g} and {y} {v.runs[ids[y]].value:g} "
+            f"({abs(v.runs[ids[y]].value / v.runs[ids[x]].value - 1):.0%} apart)"  # type: ignore[operator]
+            for x, y in same
+        )
+        lines.append(
+            f"- **How far the sources repeat themselves**: the same model, GPU and layout, published twice: "
+            f"{text}. Where both Megatron-LM's and Megatron-Bridge's recipe pages publish a layout, they "
+            f"disagree like this; the DeepSeek pair is one layout before and after software "
+            f"optimizations. A model that predicts one of each pair cannot be "
+            f"closer to the other than they are to each other, so a target of 8% median and 20% worst is "
+            f"about as fine as the recipe rows themselves repeat."
+        )
     return lines
 
 
@@ -512,22 +624,39 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
     held_dense = [not t and not r.moe for r, t in zip(v.runs, v.train)]
     groups = list(dict.fromkeys(r.group for r in v.runs))
     train_group = next((r.group for r, t in zip(v.runs, v.train) if t), "")
-    lines = ["# netsweep's layout model against " + ("published large-model runs" if shipped else Path(v.path).name),
-             "", f"Generated by `{command}`. {len(v.runs)} runs "
-             + ("(`sweep/data/llm_runs.csv`, each row citing its source and table)" if shipped else
-                f"(`{Path(v.path).name}`)")
-             + f"; the metric each source reports, in its own units (its FLOP counting). Constants fitted on "
-             f"`{train_group}` ({sum(v.train)} runs: chosen by source, not by row), every other run held out. "
-             "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
-             "docstring; they were fixed before any held-out error was seen.", "",
-             "![predicted over measured](predicted_over_measured.png)", "",
-             "## The three models", "", "| model | constants |", "|---|---|"]
+    lines = [
+        "# netsweep's layout model against "
+        + ("published large-model runs" if shipped else Path(v.path).name),
+        "",
+        f"Generated by `{command}`. {len(v.runs)} runs "
+        + (
+            "(`sweep/data/llm_runs.csv`, each row citing its source and table)"
+            if shipped
+            else f"(`{Path(v.path).name}`)"
+        )
+        + f"; the metric each source reports, in its own units (its FLOP counting). Constants fitted on "
+        f"`{train_group}` ({sum(v.train)} runs: chosen by source, not by row), every other run held out. "
+        "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
+        "docstring; they were fixed before any held-out error was seen.",
+        "",
+        "![predicted over measured](predicted_over_measured.png)",
+        "",
+        "## The three models",
+        "",
+        "| model | constants |",
+        "|---|---|",
+    ]
     for name in MODELS:
         lines.append(f"| {name} | {v.fits[name].describe()} |")
-    lines += ["", "## Errors", "",
-              "Absolute percentage error of the predicted metric; dense and mixture-of-experts (MoE) rows apart.", "",
-              "| rows | n | defaults: median / max | trained: median / max | in-sample: median / max |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Errors",
+        "",
+        "Absolute percentage error of the predicted metric; dense and mixture-of-experts (MoE) rows apart.",
+        "",
+        "| rows | n | defaults: median / max | trained: median / max | in-sample: median / max |",
+        "|---|---|---|---|---|",
+    ]
 
     def row(label: str, mask: Sequence[bool]) -> None:
         cells = []
@@ -546,31 +675,54 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
     n, med, mx = v.summary("trained", held_dense)
     met = med <= TARGET_MEDIAN and mx <= TARGET_MAX
     over = sum(1 for e, h in zip(np.abs(v.errors("trained")), held_dense) if h and e > TARGET_MAX)
-    lines += ["", f"Held out and dense, trained: median {_pct(med)}, worst {_pct(mx)}, {over} of {n} rows over 20%: "
-              f"the targets are {'met' if met else 'not met'}.", "", "## Findings", ""]
+    lines += [
+        "",
+        f"Held out and dense, trained: median {_pct(med)}, worst {_pct(mx)}, {over} of {n} rows over 20%: "
+        f"the targets are {'met' if met else 'not met'}.",
+        "",
+        "## Findings",
+        "",
+    ]
     lines += findings(v) or ["- (none of the published findings' rows are in this file)"]
-    lines += ["", "## Row by row", "",
-              "Predicted with the trained constants; `waits on`: the two largest terms of the predicted step; "
-              "`assumed`: what the source does not state, filled by the rules.", "",
-              "| id | set | model | GPUs | layout | measured | predicted | error | waits on | assumed |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Row by row",
+        "",
+        "Predicted with the trained constants; `waits on`: the two largest terms of the predicted step; "
+        "`assumed`: what the source does not state, filled by the rules.",
+        "",
+        "| id | set | model | GPUs | layout | measured | predicted | error | waits on | assumed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     out = v.outputs["trained"]
     err = v.errors("trained")
     for i, r in enumerate(v.runs):
         lay, assumed = settings(r)
-        layout = (f"tp{r.tp} pp{r.pp} dp{r.dp}" + (f" cp{r.cp}" if r.cp > 1 else "") + (f" ep{r.ep}" if r.ep > 1 else "")
-                  + f" mb{lay.micro_batch}" + (f" V{lay.chunks}" if lay.chunks > 1 else "") + f" z{lay.zero}")
+        layout = (
+            f"tp{r.tp} pp{r.pp} dp{r.dp}"
+            + (f" cp{r.cp}" if r.cp > 1 else "")
+            + (f" ep{r.ep}" if r.ep > 1 else "")
+            + f" mb{lay.micro_batch}"
+            + (f" V{lay.chunks}" if lay.chunks > 1 else "")
+            + f" z{lay.zero}"
+        )
         fits_note = "" if out["fits"][i] == 1 else " (memory: does not fit)"
         measured = f"{r.value:g}" if r.value is not None else "-"
-        lines.append(f"| {r.id} | {'train' if v.train[i] else 'held out'} | {r.model}{' (MoE)' if r.moe else ''} | "
-                     f"{r.gpus} {r.gpu} | {layout} | {measured} {METRICS[r.metric]} | {out['predicted'][i]:.4g}"
-                     f"{fits_note} | {err[i]:+.1%} | {_terms(v, 'trained', i)} | {', '.join(assumed) or '-'} |")
-    worst = sorted((i for i, h in enumerate(held_dense) if h and np.isfinite(err[i])), key=lambda i: -abs(err[i]))[:5]
+        lines.append(
+            f"| {r.id} | {'train' if v.train[i] else 'held out'} | {r.model}{' (MoE)' if r.moe else ''} | "
+            f"{r.gpus} {r.gpu} | {layout} | {measured} {METRICS[r.metric]} | {out['predicted'][i]:.4g}"
+            f"{fits_note} | {err[i]:+.1%} | {_terms(v, 'trained', i)} | {', '.join(assumed) or '-'} |"
+        )
+    worst = sorted(
+        (i for i, h in enumerate(held_dense) if h and np.isfinite(err[i])), key=lambda i: -abs(err[i])
+    )[:5]
     lines += ["", "## The worst held-out dense rows", ""]
     for i in worst:
         r = v.runs[i]
-        lines.append(f"- **{r.id}** ({err[i]:+.1%}, {r.model} on {r.gpus} {r.gpu}): the step waits on "
-                     f"{_terms(v, 'trained', i)}. " + _why(v, i))
+        lines.append(
+            f"- **{r.id}** ({err[i]:+.1%}, {r.model} on {r.gpus} {r.gpu}): the step waits on "
+            f"{_terms(v, 'trained', i)}. " + _why(v, i)
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -579,14 +731,20 @@ def _why(v: Validation, i: int) -> str:
     r, fit_ = v.runs[i], v.fits["trained"]
     reasons = []
     if f"efficiency {r.gpu}" not in fit_.fitted:
-        reasons.append(f"no training run is on a {r.gpu}, so its matrix efficiency is the default "
-                       f"{fit_.efficiency[r.gpu]:g} (in-sample it fits {v.fits['in-sample'].efficiency[r.gpu]:.3g})")
+        reasons.append(
+            f"no training run is on a {r.gpu}, so its matrix efficiency is the default "
+            f"{fit_.efficiency[r.gpu]:g} (in-sample it fits {v.fits['in-sample'].efficiency[r.gpu]:.3g})"
+        )
     if settings(r)[0].zero == 3:
-        reasons.append("ZeRO-3/FSDP: the gathers' overlap with compute is modelled per layer, none of the "
-                       "training runs use it")
+        reasons.append(
+            "ZeRO-3/FSDP: the gathers' overlap with compute is modelled per layer, none of the "
+            "training runs use it"
+        )
     if v.outputs["trained"]["fits"][i] != 1:
-        reasons.append("the memory model says this layout does not fit, so the run must save memory in a way the "
-                       "rules did not assume (recomputation, offloading), which also costs time")
+        reasons.append(
+            "the memory model says this layout does not fit, so the run must save memory in a way the "
+            "rules did not assume (recomputation, offloading), which also costs time"
+        )
     if not reasons:
         reasons.append("nothing in the rules or the fit singles it out: the error is the model's")
     text = "; ".join(reasons)
@@ -599,9 +757,20 @@ def predictions_csv(v: Validation) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["id", "group", "model", "gpu", "gpus", "metric", "measured", *MODELS, "set", "assumed"])
     for i, r in enumerate(v.runs):
-        w.writerow([r.id, r.group, r.model, r.gpu, r.gpus, r.metric, "" if r.value is None else f"{r.value:g}",
-                    *[f"{v.outputs[m]['predicted'][i]:.6g}" for m in MODELS], "train" if v.train[i] else "held out",
-                    "; ".join(settings(r)[1])])
+        w.writerow(
+            [
+                r.id,
+                r.group,
+                r.model,
+                r.gpu,
+                r.gpus,
+                r.metric,
+                "" if r.value is None else f"{r.value:g}",
+                *[f"{v.outputs[m]['predicted'][i]:.6g}" for m in MODELS],
+                "train" if v.train[i] else "held out",
+                "; ".join(settings(r)[1]),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -614,7 +783,15 @@ def figure(v: Validation, out: Path) -> Path:
         ratio = v.outputs[name]["predicted"] / np.array([r.value or np.nan for r in v.runs])
         held = ~np.array(v.train)
         line = ax.plot(x[held], ratio[held], marker, ms=5, label=f"{name}, held out")[0]
-        ax.plot(x[~held], ratio[~held], marker, ms=5, mfc="none", color=line.get_color(), label=f"{name}, training")
+        ax.plot(
+            x[~held],
+            ratio[~held],
+            marker,
+            ms=5,
+            mfc="none",
+            color=line.get_color(),
+            label=f"{name}, training",
+        )
     ax.axhspan(0.8, 1.2, color="0.9", zorder=0, label="within 20%")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_yscale("log")
@@ -629,8 +806,9 @@ def figure(v: Validation, out: Path) -> Path:
     return save(fig, out)
 
 
-def write_report(out_dir: str | Path, v: Validation, command: str = "sweep validate --llm",
-                 force: bool = False) -> list[Path]:
+def write_report(
+    out_dir: str | Path, v: Validation, command: str = "sweep validate --llm", force: bool = False
+) -> list[Path]:
     """Write the figure, predictions.csv and REPORT.md into ``out_dir``; an existing one is refused without
     ``force`` (a link always), before any is written."""
     out_dir = report_directory(out_dir, FILES, force=force)
@@ -642,9 +820,15 @@ def write_report(out_dir: str | Path, v: Validation, command: str = "sweep valid
     return paths
 
 
-def run(out_dir: str | Path, *, dataset: str | Path = DATASET, train: str = DEFAULT_TRAIN,
-        command: str = "sweep validate --llm", force: bool = False,
-        progress: Callable[[str], None] | None = None) -> tuple[list[Path], Validation]:
+def run(
+    out_dir: str | Path,
+    *,
+    dataset: str | Path = DATASET,
+    train: str = DEFAULT_TRAIN,
+    command: str = "sweep validate --llm",
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[Path], Validation]:
     """Check ``out_dir``, fit and predict, write the report; return (its paths, the validation)."""
     check_report_directory(out_dir, FILES, force=force)
     v = run_validation(dataset, train, progress)
@@ -659,8 +843,10 @@ def summary_lines(v: Validation) -> list[str]:
     for name in MODELS:
         n, med, mx = v.summary(name, held)
         m, mmed, mmx = v.summary(name, moe)
-        lines.append(f"{name:>9}: held-out dense median {_pct(med)}, worst {_pct(mx)} ({n} runs)"
-                     + (f"; MoE median {_pct(mmed)}, worst {_pct(mmx)} ({m})" if m else ""))
+        lines.append(
+            f"{name:>9}: held-out dense median {_pct(med)}, worst {_pct(mx)} ({n} runs)"
+            + (f"; MoE median {_pct(mmed)}, worst {_pct(mmx)} ({m})" if m else "")
+        )
     return lines
 
 
@@ -675,8 +861,13 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
     if not any(t and not r.moe for r, t in zip(runs, in_train)):
         raise InputError(f"{path}: no dense run with a measured value to fit on", param="train")
     fitted = fit(runs, in_train, "fitted")
-    v = Validation(runs, in_train, {"fitted": fitted}, {"fitted": predict(runs, fitted.efficiency,
-                                                                          fitted.utilization)}, str(path))
+    v = Validation(
+        runs,
+        in_train,
+        {"fitted": fitted},
+        {"fitted": predict(runs, fitted.efficiency, fitted.utilization)},
+        str(path),
+    )
     return fitted, v
 
 
@@ -688,7 +879,10 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     held = [not t and np.isfinite(e) for t, e in zip(v.train, err)]
     basis = held if any(held) else [t and np.isfinite(e) for t, e in zip(v.train, err)]
     spread = np.abs(err[np.asarray(basis, bool)])
-    lines = [fitted.describe(), f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on"]
+    lines = [
+        fitted.describe(),
+        f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
+    ]
     out = v.outputs["fitted"]
     for i, r in enumerate(v.runs):
         if r.value is None:
@@ -696,11 +890,15 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
         else:
             what, shown = ("train" if v.train[i] else "held out"), f"{err[i]:+7.1%}"
         measured = "-" if r.value is None else f"{r.value:.4g}"
-        lines.append(f"{r.id:<18} {what:<9} {measured:>10} {out['predicted'][i]:>10.4g} {shown}  "
-                     f"{_terms(v, 'fitted', i)}")
+        lines.append(
+            f"{r.id:<18} {what:<9} {measured:>10} {out['predicted'][i]:>10.4g} {shown}  "
+            f"{_terms(v, 'fitted', i)}"
+        )
     n = len(spread)
-    lines.append(f"error of {'held-out' if any(held) else 'training'} runs ({n}): median {np.median(spread):.1%}, "
-                 f"worst {spread.max():.1%}")
+    lines.append(
+        f"error of {'held-out' if any(held) else 'training'} runs ({n}): median {np.median(spread):.1%}, "
+        f"worst {spread.max():.1%}"
+    )
     return "\n".join(lines)
 
 
@@ -724,9 +922,21 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
     def number(x: float) -> float | None:
         return float(x) if np.isfinite(x) else None
 
-    return {"constants": {"efficiency": fitted.efficiency, "utilization": fitted.utilization},
-            "fitted": list(fitted.fitted), "trained_on": list(fitted.rows),
-            "runs": [{"id": r.id, "set": "train" if v.train[i] else ("predict" if r.value is None else "held out"),
-                      "metric": r.metric, "measured": r.value, "predicted": number(out["predicted"][i]),
-                      "error": number(err[i]), "iteration_time_s": number(out["iteration_time"][i]),
-                      "assumed": settings(r)[1]} for i, r in enumerate(v.runs)]}
+    return {
+        "constants": {"efficiency": fitted.efficiency, "utilization": fitted.utilization},
+        "fitted": list(fitted.fitted),
+        "trained_on": list(fitted.rows),
+        "runs": [
+            {
+                "id": r.id,
+                "set": "train" if v.train[i] else ("predict" if r.value is None else "held out"),
+                "metric": r.metric,
+                "measured": r.value,
+                "predicted": number(out["predicted"][i]),
+                "error": number(err[i]),
+                "iteration_time_s": number(out["iteration_time"][i]),
+                "assumed": settings(r)[1],
+            }
+            for i, r in enumerate(v.runs)
+        ],
+    }

@@ -73,13 +73,17 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
     if axis != "bandwidth" and settings.get("bandwidth") is None:
-        raise InputError("required: give the bandwidth(s) in Gbit/s (only solving for bandwidth goes without)",
-                         param="bandwidth")
+        raise InputError(
+            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth goes without)",
+            param="bandwidth",
+        )
     settings = {k: v for k, v in settings.items() if v is not None}  # None: not given
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
     grid = make_grid(model, **{**settings, axis: high})
-    plan = Plan(grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS))  # a block per task: few combinations
+    plan = Plan(
+        grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
+    )  # a block per task: few combinations
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):
@@ -87,8 +91,16 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         dt = inputs.dtype.type
         for block in plan.blocks():
             args = inputs.block(block)
-            v, st = solve_on_grid(*args, dt(target), dt(si_values(axis, low)), dt(si_values(axis, high)),
-                                  axis=axis, iterations=ITERATIONS, features=inputs.features, increasing=increasing)
+            v, st = solve_on_grid(
+                *args,
+                dt(target),
+                dt(si_values(axis, low)),
+                dt(si_values(axis, high)),
+                axis=axis,
+                iterations=ITERATIONS,
+                features=inputs.features,
+                increasing=increasing,
+            )
             k, c = block.layouts, block.size // block.layouts
             v = (np.asarray(v, np.float64)[:k, :c] / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
             st = np.asarray(st)[:k, :c]
@@ -102,8 +114,16 @@ MARGIN_ULPS = 4  # the fed-back scaling factor must clear the target by this man
 # kernel may round its last bits differently from the table evaluation that checks the answers
 
 
-def _reaching(value: Array, status: Array, args: tuple[Config, Layout, Buckets, Any], axis: str, target: Any,
-              features: Features, increasing: bool, max_steps: int = 48) -> Array:
+def _reaching(
+    value: Array,
+    status: Array,
+    args: tuple[Config, Layout, Buckets, Any],
+    axis: str,
+    target: Any,
+    features: Features,
+    increasing: bool,
+    max_steps: int = 48,
+) -> Array:
     """Solved answers, moved in the safe direction (up for a growing axis, down for a falling
     one: one ulp at a time, then by doubling steps) until the answer, stored in the grid's
     dtype and fed back as a user would (stored units -> SI -> dtype), reaches the target in
@@ -113,11 +133,15 @@ def _reaching(value: Array, status: Array, args: tuple[Config, Layout, Buckets, 
     toward = np.inf if increasing else -np.inf
     dtype = value.dtype
     goal = dtype.type(target)
-    for _ in range(MARGIN_ULPS):  # the target, a few ulps up (never past 1, the most a scaling factor reaches)
+    for _ in range(
+        MARGIN_ULPS
+    ):  # the target, a few ulps up (never past 1, the most a scaling factor reaches)
         goal = min(np.nextafter(goal, dtype.type(np.inf), dtype=dtype), dtype.type(1))
     low, high = search_range(axis)
     for step in range(max_steps):
-        cells: dict[str, Any] = {f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields}
+        cells: dict[str, Any] = {
+            f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields
+        }
         cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(dtype)
         sf = table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"]
         short = (status == SOLVED) & ~(np.asarray(sf) >= goal)
@@ -144,15 +168,32 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) 
     spec = NUMERIC_AXES[axis]
     limit, which = ("smallest", "minimum") if axis in GROWING else ("largest", "maximum")
     data = {
-        answer_name(axis): xr.Variable(dims, value.squeeze(squeeze), {
-            "units": spec.units, "long_name": f"{limit} {spec.long_name} reaching the target scaling factor"}),
-        "status": xr.Variable(dims, status.squeeze(squeeze), {
-            "flag_values": np.array([SOLVED, AT_LIMIT, UNREACHABLE], np.int8),
-            "flag_meanings": f"solved met_at_{which} unreachable",
-            "long_name": f"0: solved, 1: target met at the {which} searched, 2: unreachable"}),
+        answer_name(axis): xr.Variable(
+            dims,
+            value.squeeze(squeeze),
+            {
+                "units": spec.units,
+                "long_name": f"{limit} {spec.long_name} reaching the target scaling factor",
+            },
+        ),
+        "status": xr.Variable(
+            dims,
+            status.squeeze(squeeze),
+            {
+                "flag_values": np.array([SOLVED, AT_LIMIT, UNREACHABLE], np.int8),
+                "flag_meanings": f"solved met_at_{which} unreachable",
+                "long_name": f"0: solved, 1: target met at the {which} searched, 2: unreachable",
+            },
+        ),
     }
     low, high = search_range(axis)
-    attrs = {"target_scaling_factor": target, "solved_axis": axis, "low": low, "high": high, "dtype": grid.dtype}
+    attrs = {
+        "target_scaling_factor": target,
+        "solved_axis": axis,
+        "low": low,
+        "high": high,
+        "dtype": grid.dtype,
+    }
     if grid.assumed:
         attrs["assumed"] = grid.assumed
     return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
@@ -183,7 +224,11 @@ def answer_text(value: float, status: int, axis: str) -> str:
     if status == UNREACHABLE:
         return f"unreachable (> {high:g}{units})" if growing else f"unreachable (even at {low:g}{units})"
     if status == AT_LIMIT:
-        return f"met at the minimum ({low:g}{units})" if growing else f"met even at the maximum ({high:g}{units})"
+        return (
+            f"met at the minimum ({low:g}{units})"
+            if growing
+            else f"met even at the maximum ({high:g}{units})"
+        )
     return f"{shown_value(value, axis)}{units}"
 
 

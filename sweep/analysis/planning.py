@@ -52,8 +52,15 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
     experts = max(m.experts for m in models)
     pp = ",".join(str(2**i) for i in range(7) if 2**i <= layers)
     ep = ",".join(str(2**i) for i in range(7) if 2**i <= max(experts, 1)) if experts else "1"
-    return {"tp": "1,2,4,8", "pp": pp, "cp": "1,2,4", "ep": ep, "micro_batch": "1,2,4,8", "zero": "0,1,3",
-            "sequence_parallel": "1"}
+    return {
+        "tp": "1,2,4,8",
+        "pp": pp,
+        "cp": "1,2,4",
+        "ep": ep,
+        "micro_batch": "1,2,4,8",
+        "zero": "0,1,3",
+        "sequence_parallel": "1",
+    }
 
 
 SEARCHED_TEXT = {"schedule": "1f1b,interleaved:2", "recompute": "none,selective,full"}
@@ -83,20 +90,38 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
         data[f"layout_{d}"] = xr.Variable(dims, values.reshape(*kept_shape, keep), coordinate_attrs(d))
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
-        data[name] = xr.Variable(dims, best[name].reshape(*kept_shape, keep), {"units": units, "long_name": long_name})
+        data[name] = xr.Variable(
+            dims, best[name].reshape(*kept_shape, keep), {"units": units, "long_name": long_name}
+        )
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)
-    data["ideal_iteration_time"] = xr.Variable(kept, ideal_time, {
-        "units": "s", "long_name": "the best layout's step on an ideal network (unbounded NICs, no latency)"})
-    data["network_cost"] = xr.Variable(kept, 1.0 - ideal_time / step, {
-        "units": "1", "long_name": "share of the best layout's step that an ideal network would save"})
+    data["ideal_iteration_time"] = xr.Variable(
+        kept,
+        ideal_time,
+        {
+            "units": "s",
+            "long_name": "the best layout's step on an ideal network (unbounded NICs, no latency)",
+        },
+    )
+    data["network_cost"] = xr.Variable(
+        kept,
+        1.0 - ideal_time / step,
+        {"units": "1", "long_name": "share of the best layout's step that an ideal network would save"},
+    )
     out_coords = {d: xr.Variable(d, coords[d], coordinate_attrs(d)) for d in kept}
-    out_coords["rank"] = xr.Variable("rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"})
-    attrs = {"family": "layouts", "planned": f"the {keep} fastest layouts that can exist and fit in memory",
-             "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in INNER if grid.sizes[d] > 1),
-             "assumed": "; ".join(grid.assumed), "dtype": grid.dtype,
-             "models": "; ".join(f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"],
-                                                                                       grid.models))}
+    out_coords["rank"] = xr.Variable(
+        "rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"}
+    )
+    attrs = {
+        "family": "layouts",
+        "planned": f"the {keep} fastest layouts that can exist and fit in memory",
+        "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in INNER if grid.sizes[d] > 1),
+        "assumed": "; ".join(grid.assumed),
+        "dtype": grid.dtype,
+        "models": "; ".join(
+            f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)
+        ),
+    }
     return xr.Dataset(data, coords=out_coords, attrs=attrs)
 
 
@@ -158,8 +183,10 @@ def plan_table(ds: xr.Dataset) -> str:
     """The plan as text: per kept setting, each ranked layout with its speed, step, memory and what it waits on,
     and what the network costs the best layout against an ideal one."""
     lines = []
-    header = (f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} "
-              f"{'free':>5} {'on NICs':>7}  waits on")
+    header = (
+        f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} "
+        f"{'free':>5} {'on NICs':>7}  waits on"
+    )
     for setting, cell, sub in _cells(ds):
         lines.append(setting + ":")
         lines.append(header)
@@ -167,22 +194,28 @@ def plan_table(ds: xr.Dataset) -> str:
         for rank, row in _ranked(sub, cell):
             found = rank
             waits = waits_on(row, row["iteration_time"])
-            lines.append(f"  {rank} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} "
-                         f"{row['iteration_time']:>7.3g} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
-                         f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
-                         f"{waits}")
+            lines.append(
+                f"  {rank} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} "
+                f"{row['iteration_time']:>7.3g} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
+                f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
+                f"{waits}"
+            )
         if found < ds.sizes["rank"]:
             lines.append(f"  {found + 1} (no other layout can exist and fit in memory)")
         cost = sub["network_cost"].item()
         if np.isfinite(cost):
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
-            lines.append(f"  the network costs {cost:.0%} of the best step (on an ideal network: "
-                         f"{sub['ideal_iteration_time'].item():.3g} s){flag}")
+            lines.append(
+                f"  the network costs {cost:.0%} of the best step (on an ideal network: "
+                f"{sub['ideal_iteration_time'].item():.3g} s){flag}"
+            )
         lines.append("")
     cost = ds["network_cost"].values
     bound = int((cost >= BOTTLENECK_SHARE).sum())
-    lines.append(f"network-bound (an ideal network would save >= {BOTTLENECK_SHARE:.0%} of the best layout's step): "
-                 f"{bound} of {cost.size} settings")
+    lines.append(
+        f"network-bound (an ideal network would save >= {BOTTLENECK_SHARE:.0%} of the best layout's step): "
+        f"{bound} of {cost.size} settings"
+    )
     return "\n".join(lines)
 
 

@@ -68,13 +68,22 @@ def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping
     extra = [d for d in da.dims if d not in keep and da.sizes[d] > 1]
     if extra:
         left = ", ".join(f"{d} ({da.sizes[d]} values)" for d in extra)
-        raise InputError(f"the selection leaves {left} besides the plotted dims; add --sel DIM=VALUE for each")
+        raise InputError(
+            f"the selection leaves {left} besides the plotted dims; add --sel DIM=VALUE for each"
+        )
     return da.squeeze([d for d in da.dims if d not in keep])
 
 
-def line_plot(ds: xr.Dataset, x: str, var: str = "scaling_factor", hue: str | None = None,
-              sel: Mapping[str, Any] | None = None, ax: Axes | None = None, title: str | None = None,
-              hue_label: Callable[[Any], str] | None = None) -> Axes:
+def line_plot(
+    ds: xr.Dataset,
+    x: str,
+    var: str = "scaling_factor",
+    hue: str | None = None,
+    sel: Mapping[str, Any] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+    hue_label: Callable[[Any], str] | None = None,
+) -> Axes:
     """Draw ``var`` against dim ``x``, one line per value of ``hue``; returns the axes.
 
     ``hue_label(value) -> str`` names the lines (default ``"hue=value"``).
@@ -84,7 +93,13 @@ def line_plot(ds: xr.Dataset, x: str, var: str = "scaling_factor", hue: str | No
     hues = da[hue].values if hue else [None]
     for h in hues:
         line = da.sel({hue: h}) if hue else da
-        ax.plot(line[x].values, line.values, marker="o", ms=3, label=(hue_label(h) if hue_label else f"{hue}={h}") if hue else None)
+        ax.plot(
+            line[x].values,
+            line.values,
+            marker="o",
+            ms=3,
+            label=(hue_label(h) if hue_label else f"{hue}={h}") if hue else None,
+        )
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
     if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):
@@ -99,8 +114,15 @@ def line_plot(ds: xr.Dataset, x: str, var: str = "scaling_factor", hue: str | No
     return ax
 
 
-def heatmap(ds: xr.Dataset, x: str, y: str, var: str = "scaling_factor", sel: Mapping[str, Any] | None = None,
-            ax: Axes | None = None, title: str | None = None) -> Axes:
+def heatmap(
+    ds: xr.Dataset,
+    x: str,
+    y: str,
+    var: str = "scaling_factor",
+    sel: Mapping[str, Any] | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
     """Color ``var`` over dims ``x`` (columns) and ``y`` (rows)."""
     da = reduce_to(ds, var, [x, y], sel or {}).transpose(y, x)
     fig = None
@@ -138,13 +160,23 @@ def save(fig: Figure, out: str | Path) -> Path:
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     metadata = PNG_METADATA if fmt == "png" else None
-    return write_atomically(out, lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata,
-                                                          bbox_inches="tight"))
+    return write_atomically(
+        out, lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata, bbox_inches="tight")
+    )
 
 
-def plot_cube(path: str | Path, *, x: str, y: str = "scaling_factor", hue: str | None = None,
-              sel: Iterable[str] = (), kind: str = "line", var: str = "scaling_factor",
-              out: str | Path = "figure.png", force: bool = False) -> Path:
+def plot_cube(
+    path: str | Path,
+    *,
+    x: str,
+    y: str = "scaling_factor",
+    hue: str | None = None,
+    sel: Iterable[str] = (),
+    kind: str = "line",
+    var: str = "scaling_factor",
+    out: str | Path = "figure.png",
+    force: bool = False,
+) -> Path:
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
     if kind not in ("line", "heatmap"):
         raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
@@ -155,8 +187,11 @@ def plot_cube(path: str | Path, *, x: str, y: str = "scaling_factor", hue: str |
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
     title = selection_title(ds, chosen) or None  # the --sel choices: what the figure holds fixed
-    ax = (line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title) if kind == "line"
-          else heatmap(ds, x, y, var=var, sel=chosen, title=title))
+    ax = (
+        line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title)
+        if kind == "line"
+        else heatmap(ds, x, y, var=var, sel=chosen, title=title)
+    )
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above
     return save(figure, out)

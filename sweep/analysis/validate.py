@@ -72,10 +72,20 @@ class Model:
 
 MODELS = (
     Model("paper", "paper's model, utilization 1", "ring"),
-    Model("utilization", "paper's model, one utilization per network", "ring", ("utilization",),
-          (("utilization", "network"),)),
-    Model("calibrated", "nccl-ring + NICs, utilization per network, jitter per framework", "nccl-ring",
-          ("utilization", "jitter"), (("utilization", "network"), ("jitter", "framework"))),
+    Model(
+        "utilization",
+        "paper's model, one utilization per network",
+        "ring",
+        ("utilization",),
+        (("utilization", "network"),),
+    ),
+    Model(
+        "calibrated",
+        "nccl-ring + NICs, utilization per network, jitter per framework",
+        "nccl-ring",
+        ("utilization", "jitter"),
+        (("utilization", "network"), ("jitter", "framework")),
+    ),
 )
 REQUIRED = tuple(sorted({column for m in MODELS for _, column in m.per}))  # the columns the fits group by
 
@@ -93,8 +103,9 @@ def groups(meas: Measurements) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
     return out
 
 
-def _predict(meas: Measurements, model: Model, train: np.ndarray,
-             builtin: Sequence[Profile]) -> tuple[np.ndarray, Fits]:
+def _predict(
+    meas: Measurements, model: Model, train: np.ndarray, builtin: Sequence[Profile]
+) -> tuple[np.ndarray, Fits]:
     """[R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows."""
     settings = Settings(collective=model.collective)
     if not model.fit:
@@ -102,44 +113,54 @@ def _predict(meas: Measurements, model: Model, train: np.ndarray,
         with precision("float64"):
             out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
         return np.asarray(out["scaling_factor"]), {}
-    result = calibrate(meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train,
-                       settings=settings)
+    result = calibrate(
+        meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train, settings=settings
+    )
     fitted = {(p["name"], p["group"]): p["value"] for p in result["fitted"]}
     return np.array([r["predicted"] for r in result["rows"]]), fitted
 
 
-def run_validation(dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
-                   ) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
+def run_validation(
+    dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
+) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
     """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
 
     ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
     meas = read_measurements(dataset)
     missing = [c for c in REQUIRED if c not in meas.columns]
     if missing:
-        raise InputError(f"{dataset}: no {' or '.join(repr(c) for c in missing)} column; validation fits one "
-                         "jitter per framework and one utilization per network")
+        raise InputError(
+            f"{dataset}: no {' or '.join(repr(c) for c in missing)} column; validation fits one "
+            "jitter per framework and one utilization per network"
+        )
     if meas.measured != "scaling_factor":
         raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
     fixed = sorted({axis for m in MODELS for axis in m.fit if axis in meas.columns})
     if fixed:
-        raise InputError(f"{dataset}: a {' and '.join(repr(a) for a in fixed)} column fixes what validation fits "
-                         f"(one utilization per network, one jitter per framework); drop it")
+        raise InputError(
+            f"{dataset}: a {' and '.join(repr(a) for a in fixed)} column fixes what validation fits "
+            f"(one utilization per network, one jitter per framework); drop it"
+        )
     builtin = [builtin_profile(n) for n in builtin_names()]
     train = np.zeros(len(meas), bool)
     for *_, in_train, _ in groups(meas):
         train |= in_train
     if train.all():
-        raise InputError(f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
-                         "measure some group at two or more node counts")
+        raise InputError(
+            f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
+            "measure some group at two or more node counts"
+        )
     nodes = np.array(meas.columns["nodes"])
     workers = nodes * np.array(meas.columns["gpus_per_node"])
     for column, what, uses in (("network", "utilization", nodes > 1), ("framework", "jitter", workers > 1)):
         values = np.array(meas.columns[column], dtype=object)
         for value in dict.fromkeys(values.tolist()):  # checked here, before any fit starts
             if not np.any(train & (values == value) & uses):
-                raise InputError(f"{dataset}: no training row of {column} {value!r} runs on "
-                                 f"{'several nodes' if column == 'network' else 'several GPUs'}, so its {what} "
-                                 f"cannot be fitted; measure it at two sizes or more")
+                raise InputError(
+                    f"{dataset}: no training row of {column} {value!r} runs on "
+                    f"{'several nodes' if column == 'network' else 'several GPUs'}, so its {what} "
+                    f"cannot be fitted; measure it at two sizes or more"
+                )
     predictions: dict[str, np.ndarray] = {}
     fits: dict[str, Fits] = {}
     for i, model in enumerate(MODELS, 1):
@@ -152,8 +173,9 @@ def run_validation(dataset: str | Path = DATASET, progress: Callable[[str], obje
             if e.param not in ("fit", "per", "train", "bounds"):
                 raise
             # validate has no such option: the file is what cannot be fitted
-            raise InputError(f"{dataset}: the {model.name} model cannot be fitted to its training rows "
-                             f"({e.detail})") from None
+            raise InputError(
+                f"{dataset}: the {model.name} model cannot be fitted to its training rows ({e.detail})"
+            ) from None
     return meas, predictions, train, fits
 
 
@@ -166,8 +188,9 @@ def _ids(meas: Measurements) -> list[str]:
     return meas.columns.get("id") or [f"line {n}" for n in meas.lines]
 
 
-def errors(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray
-           ) -> list[tuple[Model, float, float, float, float]]:
+def errors(
+    meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray
+) -> list[tuple[Model, float, float, float, float]]:
     """[(model, held-out RMSE, held-out worst |error|, in-sample RMSE, mean error over all rows)]."""
     measured = np.array(meas.columns["scaling_factor"])
     out = []
@@ -178,37 +201,65 @@ def errors(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.
     return out
 
 
-def report(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray,
-           fits: Mapping[str, Fits], command: str = "sweep validate") -> str:
+def report(
+    meas: Measurements,
+    predictions: Mapping[str, np.ndarray],
+    train: np.ndarray,
+    fits: Mapping[str, Fits],
+    command: str = "sweep validate",
+) -> str:
     """REPORT.md text."""
     measured = np.array(meas.columns["scaling_factor"])
     held = ~train
     shipped = Path(meas.path).resolve() == DATASET.resolve()
-    what = ("published scaling factors of data-parallel training (`sweep/data/published.csv`, each row citing its "
-            "source)") if shipped else f"measured scaling factors (`{Path(meas.path).name}`)"
-    bucketing = ("Each row's gradients are bucketed as its stack does (the dataset's `bucketing` and "
-                 "`fusion_timeout` columns)." if "bucketing" in meas.columns else
-                 "Every row's gradients are bucketed by Horovod's fusion (64 MiB, 5 ms): the file has no "
-                 "`bucketing` column.")
-    lines = ["# netsweep against " + ("published measurements" if shipped else Path(meas.path).name), "",
-             f"Generated by `{command}`. {len(meas)} {what}. Protocol, per source and framework: "
-             "fit on the single-node rows and the smallest multi-node size, predict the larger sizes "
-             f"({int(held.sum())} held-out rows); a group with one size only is fitted in sample. {bucketing}", "",
-             "![measured against predicted](measured_vs_predicted.png)", "",
-             "## Errors (scaling factor)", "",
-             "| model | held-out RMSE | held-out worst | in-sample RMSE | mean error, all rows |",
-             "|---|---|---|---|---|"]
+    what = (
+        (
+            "published scaling factors of data-parallel training (`sweep/data/published.csv`, each row citing its "
+            "source)"
+        )
+        if shipped
+        else f"measured scaling factors (`{Path(meas.path).name}`)"
+    )
+    bucketing = (
+        "Each row's gradients are bucketed as its stack does (the dataset's `bucketing` and "
+        "`fusion_timeout` columns)."
+        if "bucketing" in meas.columns
+        else "Every row's gradients are bucketed by Horovod's fusion (64 MiB, 5 ms): the file has no "
+        "`bucketing` column."
+    )
+    lines = [
+        "# netsweep against " + ("published measurements" if shipped else Path(meas.path).name),
+        "",
+        f"Generated by `{command}`. {len(meas)} {what}. Protocol, per source and framework: "
+        "fit on the single-node rows and the smallest multi-node size, predict the larger sizes "
+        f"({int(held.sum())} held-out rows); a group with one size only is fitted in sample. {bucketing}",
+        "",
+        "![measured against predicted](measured_vs_predicted.png)",
+        "",
+        "## Errors (scaling factor)",
+        "",
+        "| model | held-out RMSE | held-out worst | in-sample RMSE | mean error, all rows |",
+        "|---|---|---|---|---|",
+    ]
     for m, held_rmse, worst, in_rmse, mean in errors(meas, predictions, train):
-        lines.append(f"| {m.name}: {m.description} | {held_rmse:.3f} | {worst:.3f} | {in_rmse:.3f} | {mean:+.3f} |")
-    lines += ["", "## Row by row", "",
-              "| id | GPUs | network | measured | " + " | ".join(m.name for m in MODELS) + " | set |",
-              "|---|---|---|---|" + "---|" * len(MODELS) + "---|"]
+        lines.append(
+            f"| {m.name}: {m.description} | {held_rmse:.3f} | {worst:.3f} | {in_rmse:.3f} | {mean:+.3f} |"
+        )
+    lines += [
+        "",
+        "## Row by row",
+        "",
+        "| id | GPUs | network | measured | " + " | ".join(m.name for m in MODELS) + " | set |",
+        "|---|---|---|---|" + "---|" * len(MODELS) + "---|",
+    ]
     col, ids = meas.columns, _ids(meas)
     for i in range(len(meas)):
         gpus = int(col["nodes"][i] * col["gpus_per_node"][i])
         cells = " | ".join(f"{predictions[m.name][i]:.3f}" for m in MODELS)
-        lines.append(f"| {ids[i]} | {gpus} | {col['network'][i]} | {measured[i]:.3f} | {cells} | "
-                     f"{'train' if train[i] else 'held out'} |")
+        lines.append(
+            f"| {ids[i]} | {gpus} | {col['network'][i]} | {measured[i]:.3f} | {cells} | "
+            f"{'train' if train[i] else 'held out'} |"
+        )
     lines += ["", "## Fitted values", ""]
     for m in MODELS[1:]:
         for (name, group), value in fits[m.name].items():
@@ -227,9 +278,17 @@ def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], t
     w.writerow(["id", "source", "framework", "gpus", "measured", *[m.name for m in MODELS], "set"])
     col, ids, sources = meas.columns, _ids(meas), meas.column("source", "")
     for i in range(len(meas)):
-        w.writerow([ids[i], sources[i], col["framework"][i],
-                    int(col["nodes"][i] * col["gpus_per_node"][i]), f"{col['scaling_factor'][i]:.4f}",
-                    *[f"{predictions[m.name][i]:.4f}" for m in MODELS], "train" if train[i] else "held out"])
+        w.writerow(
+            [
+                ids[i],
+                sources[i],
+                col["framework"][i],
+                int(col["nodes"][i] * col["gpus_per_node"][i]),
+                f"{col['scaling_factor'][i]:.4f}",
+                *[f"{predictions[m.name][i]:.4f}" for m in MODELS],
+                "train" if train[i] else "held out",
+            ]
+        )
     return buf.getvalue()
 
 
@@ -241,8 +300,15 @@ def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.
     for m, marker in zip(MODELS, "osD"):
         p = predictions[m.name]
         line = ax.plot(measured[~train], p[~train], marker, ms=6, label=f"{m.name}, held-out rows")[0]
-        ax.plot(measured[train], p[train], marker, ms=6, mfc="none", color=line.get_color(),
-                label=f"{m.name}, training rows")
+        ax.plot(
+            measured[train],
+            p[train],
+            marker,
+            ms=6,
+            mfc="none",
+            color=line.get_color(),
+            label=f"{m.name}, training rows",
+        )
     ax.plot([0.4, 1.02], [0.4, 1.02], "k--", lw=0.8)
     ax.set_xlim(0.4, 1.02)
     ax.set_ylim(0.4, 1.02)
@@ -253,9 +319,15 @@ def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.
     return save(fig, out)
 
 
-def write_report(out_dir: str | Path, meas: Measurements, predictions: Mapping[str, np.ndarray],
-                 train: np.ndarray, fits: Mapping[str, Fits], command: str = "sweep validate",
-                 force: bool = False) -> list[Path]:
+def write_report(
+    out_dir: str | Path,
+    meas: Measurements,
+    predictions: Mapping[str, np.ndarray],
+    train: np.ndarray,
+    fits: Mapping[str, Fits],
+    command: str = "sweep validate",
+    force: bool = False,
+) -> list[Path]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
     results) into ``out_dir``; return their paths. An existing one is refused without ``force``
     (a link, or anything but a regular file, always), before any is written."""
@@ -268,9 +340,13 @@ def write_report(out_dir: str | Path, meas: Measurements, predictions: Mapping[s
     return paths
 
 
-def run(out_dir: str | Path, command: str = "sweep validate", dataset: str | Path = DATASET,
-        progress: Callable[[str], object] | None = None, force: bool = False
-        ) -> tuple[list[Path], list[tuple[Model, float, float, float, float]]]:
+def run(
+    out_dir: str | Path,
+    command: str = "sweep validate",
+    dataset: str | Path = DATASET,
+    progress: Callable[[str], object] | None = None,
+    force: bool = False,
+) -> tuple[list[Path], list[tuple[Model, float, float, float, float]]]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
     (their paths, :func:`errors`). ``out_dir`` is checked before anything is fitted."""
     check_report_directory(out_dir, FILES, force=force)

@@ -41,8 +41,10 @@ app = helptext.Typer(
     pretty_exceptions_enable=False,
 )
 
-SYNTAX = ("Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "
-          "1..1000@20 (20 points), 1..1000@20log (20 log-spaced points); mix with commas.")
+SYNTAX = (
+    "Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "
+    "1..1000@20 (20 points), 1..1000@20log (20 log-spaced points); mix with commas."
+)
 
 
 def fail(message, code=2):
@@ -51,8 +53,12 @@ def fail(message, code=2):
 
 
 def _param(name, annotation, default, *flags, help, **extra):
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)])
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)],
+    )
 
 
 def axis_parameters(defaults=None, help_suffix="", names=None):
@@ -64,84 +70,220 @@ def axis_parameters(defaults=None, help_suffix="", names=None):
         if names is not None and name not in names:
             continue
         default = defaults.get(name, spec.default)
-        text = f"{spec.help}{help_suffix}" + (f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw.")
+        text = f"{spec.help}{help_suffix}" + (
+            f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw."
+        )
         out.append(_param(name, str | None, default, spec.option, help=text, metavar="VALUES"))
     return out
 
 
 MODEL = [
-    _param("model", str, DEFAULTS.model, "--model",
-           help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
-                "(gpt2-xl, llama-7b, ...: sweep models lists them)."),
-    _param("profile", Path | None, None, "--profile",
-           help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."),
-    _param("gpu", str | None, None, "--gpu", help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h200, b200, gb200 "
-           "(default: v100)."),
-    _param("precision", str | None, None, "--precision", help="Transformers: fp32, amp (half-precision math, fp32 "
-           "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
-           f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}."),
-    _param("batch", str | None, None, "--batch", help="Transformers: samples per GPU per step, comma list "
-           "(default: 8)."),
-    _param("seq_len", str | None, None, "--seq-len", help="Transformers: tokens per sample, comma list (default: "
-           "the model's context, e.g. 1024 for GPT-2)."),
-    _param("iteration_time", float | None, None, "--iteration-time",
-           help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
-                "model's compute to your GPU and batch (its gradients unchanged)."),
+    _param(
+        "model",
+        str,
+        DEFAULTS.model,
+        "--model",
+        help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
+        "(gpt2-xl, llama-7b, ...: sweep models lists them).",
+    ),
+    _param(
+        "profile",
+        Path | None,
+        None,
+        "--profile",
+        help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model.",
+    ),
+    _param(
+        "gpu",
+        str | None,
+        None,
+        "--gpu",
+        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h200, b200, gb200 "
+        "(default: v100).",
+    ),
+    _param(
+        "precision",
+        str | None,
+        None,
+        "--precision",
+        help="Transformers: fp32, amp (half-precision math, fp32 "
+        "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
+        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}.",
+    ),
+    _param(
+        "batch",
+        str | None,
+        None,
+        "--batch",
+        help="Transformers: samples per GPU per step, comma list (default: 8).",
+    ),
+    _param(
+        "seq_len",
+        str | None,
+        None,
+        "--seq-len",
+        help="Transformers: tokens per sample, comma list (default: "
+        "the model's context, e.g. 1024 for GPT-2).",
+    ),
+    _param(
+        "iteration_time",
+        float | None,
+        None,
+        "--iteration-time",
+        help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+        "model's compute to your GPU and batch (its gradients unchanged).",
+    ),
 ]
 COLLECTIVE_SETTINGS = [
-    _param("collective", str | None, None, "--collective", help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
-           f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
-           f"{', '.join(LAYOUT_COLLECTIVES)}."),
-    _param("bucketing", str | None, None, "--bucketing", help="Gradient buckets: horovod (fusion by --fusion-mb and "
-           "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout), fsdp (full sharding, ZeRO-3: "
-           "profiles with forward times, no compressor, --accum 1); comma list (default: horovod for the paper's CNNs, "
-           "ddp for transformers)."),
-    _param("intra_bandwidth", float | None, None, "--intra-bw",
-           help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
-                "preset: 1200 for the paper's V100 runs, 3600 for an H100)."),
-    _param("reduce_table", Path | None, None, "--reduce-cost",
-           help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model."),
+    _param(
+        "collective",
+        str | None,
+        None,
+        "--collective",
+        help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
+        f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
+        f"{', '.join(LAYOUT_COLLECTIVES)}.",
+    ),
+    _param(
+        "bucketing",
+        str | None,
+        None,
+        "--bucketing",
+        help="Gradient buckets: horovod (fusion by --fusion-mb and "
+        "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout), fsdp (full sharding, ZeRO-3: "
+        "profiles with forward times, no compressor, --accum 1); comma list (default: horovod for the paper's CNNs, "
+        "ddp for transformers).",
+    ),
+    _param(
+        "intra_bandwidth",
+        float | None,
+        None,
+        "--intra-bw",
+        help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
+        "preset: 1200 for the paper's V100 runs, 3600 for an H100).",
+    ),
+    _param(
+        "reduce_table",
+        Path | None,
+        None,
+        "--reduce-cost",
+        help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model.",
+    ),
 ]
 COMPRESSION = [
-    _param("compressor", str, DEFAULTS.compressor, "--compressor", rich_help_panel="Compression",
-           help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
-                "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
-                "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one."),
-    _param("iterations_factor", str | None, None, "--iterations-factor", rich_help_panel="Compression",
-           help="Extra iterations a compressor needs for the same accuracy, e.g. topk:0.01=1.3,powersgd:4=1.1 "
-                "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's."),
-    _param("codec_cost", Path | None, None, "--codec-cost", rich_help_panel="Compression",
-           help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
-                "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset)."),
+    _param(
+        "compressor",
+        str,
+        DEFAULTS.compressor,
+        "--compressor",
+        rich_help_panel="Compression",
+        help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
+        "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
+        "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one.",
+    ),
+    _param(
+        "iterations_factor",
+        str | None,
+        None,
+        "--iterations-factor",
+        rich_help_panel="Compression",
+        help="Extra iterations a compressor needs for the same accuracy, e.g. topk:0.01=1.3,powersgd:4=1.1 "
+        "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's.",
+    ),
+    _param(
+        "codec_cost",
+        Path | None,
+        None,
+        "--codec-cost",
+        rich_help_panel="Compression",
+        help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
+        "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset).",
+    ),
 ]
-SETTINGS = COLLECTIVE_SETTINGS + COMPRESSION + [
-    _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+SETTINGS = (
+    COLLECTIVE_SETTINGS
+    + COMPRESSION
+    + [
+        _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+    ]
+)
+CACHE = [
+    _param(
+        "compile_cache",
+        bool,
+        True,
+        "--compile-cache/--no-compile-cache",
+        help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
+        "so a second run of the same shapes compiles nothing.",
+    )
 ]
-CACHE = [_param("compile_cache", bool, True, "--compile-cache/--no-compile-cache",
-                help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
-                     "so a second run of the same shapes compiles nothing.")]
-KERNEL = [_param("kernel", str, DEFAULTS.kernel, "--kernel", envvar="NETSWEEP_KERNEL",
-                 help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU where the sweep allows it, the XLA "
-                      f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).")]
+KERNEL = [
+    _param(
+        "kernel",
+        str,
+        DEFAULTS.kernel,
+        "--kernel",
+        envvar="NETSWEEP_KERNEL",
+        help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU where the sweep allows it, the XLA "
+        f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).",
+    )
+]
 
 
 def _layout_params() -> list[inspect.Parameter]:
     """The layout family's options (large transformers: --arch, --tp, ...), declared once for grid and plan."""
     panel = "Large models (layouts)"
-    out = [_param("arch", str | None, None, "--arch", rich_help_panel=panel,
-                  help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
-                       "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
-                       "moe_every=, first_dense=, tied=0|1, dropout=0|1).")]
+    out = [
+        _param(
+            "arch",
+            str | None,
+            None,
+            "--arch",
+            rich_help_panel=panel,
+            help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
+            "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
+            "moe_every=, first_dense=, tied=0|1, dropout=0|1).",
+        )
+    ]
     for name, spec in LAYOUT_AXES.items():
-        out.append(_param(name, str | None, None, spec.option, rich_help_panel=panel, metavar="VALUES",
-                          help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw."))
-    out += [_param("attention", str | None, None, "--attention", rich_help_panel=panel,
-                   help=f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; "
-                        "unfused: stored, as Megatron-LM in 2021-22); comma list (default flash)."),
-            _param("schedule", str | None, None, "--schedule", rich_help_panel=panel,
-                   help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b)."),
-            _param("recompute", str | None, None, "--recompute", rich_help_panel=panel,
-                   help=f"Activation recomputation: {', '.join(RECOMPUTES)}; comma list (default none).")]
+        out.append(
+            _param(
+                name,
+                str | None,
+                None,
+                spec.option,
+                rich_help_panel=panel,
+                metavar="VALUES",
+                help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw.",
+            )
+        )
+    out += [
+        _param(
+            "attention",
+            str | None,
+            None,
+            "--attention",
+            rich_help_panel=panel,
+            help=f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; "
+            "unfused: stored, as Megatron-LM in 2021-22); comma list (default flash).",
+        ),
+        _param(
+            "schedule",
+            str | None,
+            None,
+            "--schedule",
+            rich_help_panel=panel,
+            help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b).",
+        ),
+        _param(
+            "recompute",
+            str | None,
+            None,
+            "--recompute",
+            rich_help_panel=panel,
+            help=f"Activation recomputation: {', '.join(RECOMPUTES)}; comma list (default none).",
+        ),
+    ]
     return out
 
 
@@ -186,8 +328,12 @@ def models_from(settings):
     """The profiles the MODEL options describe, and the compute dtype (pops what it uses)."""
     from netsweep_jax.sweep.engine.grid import resolve_models
 
-    models = resolve_models(settings.pop("model"), settings.pop("profile"), settings.pop("iteration_time"),
-                            **{k: settings.pop(k) for k in WORKLOAD})
+    models = resolve_models(
+        settings.pop("model"),
+        settings.pop("profile"),
+        settings.pop("iteration_time"),
+        **{k: settings.pop(k) for k in WORKLOAD},
+    )
     return models, "float64" if settings.pop("x64") else "float32"
 
 
@@ -199,9 +345,17 @@ def make_grid_from(settings, **chosen):
     models, dtype = models_from(settings)
     axes = {name: settings.pop(name) for name in NUMERIC_AXES}
     compression = {p.name: settings.pop(p.name) for p in COMPRESSION}
-    return make_grid(models, collective=settings.pop("collective"), bucketing=settings.pop("bucketing"),
-                     reduce_table=settings.pop("reduce_table"), intra_bandwidth=settings.pop("intra_bandwidth"),
-                     dtype=dtype, **compression, **chosen, **axes)
+    return make_grid(
+        models,
+        collective=settings.pop("collective"),
+        bucketing=settings.pop("bucketing"),
+        reduce_table=settings.pop("reduce_table"),
+        intra_bandwidth=settings.pop("intra_bandwidth"),
+        dtype=dtype,
+        **compression,
+        **chosen,
+        **axes,
+    )
 
 
 def command_line():
@@ -209,20 +363,54 @@ def command_line():
     return "sweep " + shlex.join(sys.argv[1:])
 
 
-Out = Annotated[Path | None, typer.Option("--out", help="Output cube (.h5). Default: results/<model>-<timestamp>.h5.")]
+Out = Annotated[
+    Path | None, typer.Option("--out", help="Output cube (.h5). Default: results/<model>-<timestamp>.h5.")
+]
 Cube = Annotated[Path, typer.Argument(help="A cube written by sweep grid.")]
 DISTRIBUTED = [
-    _param("distributed", bool, False, "--distributed", rich_help_panel="Several machines",
-           help="Share the sweep among processes joined by jax.distributed; each writes a shard, "
-                "process 0 stitches OUT. OUT's directory must be shared."),
-    _param("coordinator", str | None, None, "--coordinator", rich_help_panel="Several machines",
-           help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's)."),
-    _param("num_processes", int | None, None, "--num-processes", min=1, rich_help_panel="Several machines",
-           help="Process count (default: $JAX_NUM_PROCESSES or the launcher's)."),
-    _param("process_id", int | None, None, "--process-id", min=0, rich_help_panel="Several machines",
-           help="This process's id (default: $JAX_PROCESS_ID or the launcher's)."),
-    _param("stitch_timeout", float, 600.0, "--stitch-timeout", rich_help_panel="Several machines",
-           help="Process 0 gives up waiting for a shard unchanged this many seconds."),
+    _param(
+        "distributed",
+        bool,
+        False,
+        "--distributed",
+        rich_help_panel="Several machines",
+        help="Share the sweep among processes joined by jax.distributed; each writes a shard, "
+        "process 0 stitches OUT. OUT's directory must be shared.",
+    ),
+    _param(
+        "coordinator",
+        str | None,
+        None,
+        "--coordinator",
+        rich_help_panel="Several machines",
+        help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's).",
+    ),
+    _param(
+        "num_processes",
+        int | None,
+        None,
+        "--num-processes",
+        min=1,
+        rich_help_panel="Several machines",
+        help="Process count (default: $JAX_NUM_PROCESSES or the launcher's).",
+    ),
+    _param(
+        "process_id",
+        int | None,
+        None,
+        "--process-id",
+        min=0,
+        rich_help_panel="Several machines",
+        help="This process's id (default: $JAX_PROCESS_ID or the launcher's).",
+    ),
+    _param(
+        "stitch_timeout",
+        float,
+        600.0,
+        "--stitch-timeout",
+        rich_help_panel="Several machines",
+        help="Process 0 gives up waiting for a shard unchanged this many seconds.",
+    ),
 ]
 
 
@@ -243,8 +431,11 @@ def is_layout_sweep(ctx: typer.Context, settings: dict[str, Any]) -> bool:
     large = [n for n in names if n in LLMS]
     other = [n for n in names if n not in LLMS]
     if (large or arch) and other:
-        raise InputError(f"{text}: large-model presets or --arch and data-parallel profiles ({', '.join(other)}) "
-                         f"cannot share a sweep", param="model")
+        raise InputError(
+            f"{text}: large-model presets or --arch and data-parallel profiles ({', '.join(other)}) "
+            f"cannot share a sweep",
+            param="model",
+        )
     return bool(large) or arch
 
 
@@ -252,8 +443,11 @@ def refuse_layout_options(settings: dict[str, Any]) -> None:
     """Pop the layout options; refuse any that was set for a data-parallel profile."""
     for name in LAYOUT_NAMES:
         if settings.pop(name) is not None:
-            raise InputError(f"applies to large-model presets (sweep models lists them) or --arch, not to "
-                             f"{settings.get('model')}", param=name)
+            raise InputError(
+                f"applies to large-model presets (sweep models lists them) or --arch, not to "
+                f"{settings.get('model')}",
+                param=name,
+            )
 
 
 def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bool = False) -> Any:
@@ -264,12 +458,27 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
 
     for name in ("profile", "iteration_time", "batch", "seq_len"):
         if settings.get(name) is not None:
-            raise InputError("applies to data-parallel profiles; large models take --arch, --micro-batch and "
-                             "--global-batch", param=name)
+            raise InputError(
+                "applies to data-parallel profiles; large models take --arch, --micro-batch and "
+                "--global-batch",
+                param=name,
+            )
     model = settings.get("model") if given(ctx, "model") or not settings.get("arch") else None
-    kwargs = {name: settings.get(name) for name in LAYOUT_NAMES if name not in ("schedule", "recompute", "attention")}
-    for name in ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
-                 "jitter"):
+    kwargs = {
+        name: settings.get(name)
+        for name in LAYOUT_NAMES
+        if name not in ("schedule", "recompute", "attention")
+    }
+    for name in (
+        "gpus_per_node",
+        "nics_per_node",
+        "bandwidth",
+        "utilization",
+        "latency",
+        "overhead",
+        "slowdown",
+        "jitter",
+    ):
         kwargs[name] = settings.get(name) if given(ctx, name) else None
     if settings.get("nodes") is not None and given(ctx, "nodes"):
         kwargs["gpus"] = _gpus_from_nodes(settings, kwargs)
@@ -281,15 +490,22 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
             models += (parse_arch(settings["arch"]),)
         space = search_space(models) if models else {}
         text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
+
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
 
-    return make_layout_grid(model, gpu=named(settings.get("gpu"), "h100"),
-                            precision=named(settings.get("precision"), "bf16"),
-                            schedule=named(text["schedule"], "1f1b"), recompute=named(text["recompute"], "none"),
-                            attention=named(settings.get("attention"), "flash"),
-                            collective=str(settings["collective"]) if given(ctx, "collective") else "nccl",
-                            dtype="float64" if settings.get("x64") else "float32", search=space, **kwargs)
+    return make_layout_grid(
+        model,
+        gpu=named(settings.get("gpu"), "h100"),
+        precision=named(settings.get("precision"), "bf16"),
+        schedule=named(text["schedule"], "1f1b"),
+        recompute=named(text["recompute"], "none"),
+        attention=named(settings.get("attention"), "flash"),
+        collective=str(settings["collective"]) if given(ctx, "collective") else "nccl",
+        dtype="float64" if settings.get("x64") else "float32",
+        search=space,
+        **kwargs,
+    )
 
 
 def _gpus_from_nodes(settings: dict[str, Any], kwargs: dict[str, Any]) -> str:
@@ -327,8 +543,15 @@ def _layout_target(g: Any, out: Path | None, force: bool, prefix: str) -> Path:
     return target
 
 
-def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | None, force: bool, quiet: bool,
-                 extras: dict[str, Any]) -> None:
+def _layout_grid(
+    ctx: typer.Context,
+    settings: dict[str, Any],
+    *,
+    out: Path | None,
+    force: bool,
+    quiet: bool,
+    extras: dict[str, Any],
+) -> None:
     """``sweep grid`` for a large model: every layout, written as a cube."""
 
     from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, layouts_dataset
@@ -336,10 +559,21 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
 
     for name, value in extras.items():
         if value:
-            raise InputError("is for data-parallel sweeps; a layout sweep keeps every variable in one pass "
-                             "(sweep plan keeps only the best layouts)", param=name)
-    for name in ("bucketing", "intra_bandwidth", "compressor", "iterations_factor", "codec_cost", "reduce_table",
-                 "distributed", "kernel"):
+            raise InputError(
+                "is for data-parallel sweeps; a layout sweep keeps every variable in one pass "
+                "(sweep plan keeps only the best layouts)",
+                param=name,
+            )
+    for name in (
+        "bucketing",
+        "intra_bandwidth",
+        "compressor",
+        "iterations_factor",
+        "codec_cost",
+        "reduce_table",
+        "distributed",
+        "kernel",
+    ):
         if given(ctx, name):
             raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
     g = layout_grid_from(ctx, settings)
@@ -348,8 +582,12 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
     write_dataset(ds, target, command=command_line())
     valid = int((ds["status"] == 0).sum())
     fits = int((ds["fits"] == 1).sum())
-    typer.echo(str(target) if quiet else f"wrote {target}: {ds['status'].size:,} configurations, {valid:,} can "
-               f"exist, {fits:,} fit in memory")
+    typer.echo(
+        str(target)
+        if quiet
+        else f"wrote {target}: {ds['status'].size:,} configurations, {valid:,} can "
+        f"exist, {fits:,} fit in memory"
+    )
 
 
 @app.command()
@@ -357,13 +595,42 @@ def _layout_grid(ctx: typer.Context, settings: dict[str, Any], *, out: Path | No
 def grid(
     ctx: typer.Context,
     out: Out = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")] = False,
-    resume: Annotated[bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    block_configs: Annotated[int | None, typer.Option("--block-configs", min=1, help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).")] = None,
-    vars: Annotated[str | None, typer.Option("--vars", help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).")] = None,
-    store: Annotated[str | None, typer.Option("--store", help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.")] = None,
-    reduce: Annotated[list[str] | None, typer.Option("--reduce", help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.")] = None,
+    block_configs: Annotated[
+        int | None,
+        typer.Option(
+            "--block-configs",
+            min=1,
+            help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).",
+        ),
+    ] = None,
+    vars: Annotated[
+        str | None,
+        typer.Option(
+            "--vars",
+            help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.",
+        ),
+    ] = None,
+    reduce: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reduce",
+            help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.",
+        ),
+    ] = None,
     **settings,
 ):
     """Sweep every combination of the axes and write an HDF5 cube.
@@ -375,20 +642,35 @@ def grid(
     from netsweep_jax.sweep.io import job
 
     if is_layout_sweep(ctx, settings):
-        return _layout_grid(ctx, settings, out=out, force=force, quiet=quiet, extras=dict(
-            resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce))
+        return _layout_grid(
+            ctx,
+            settings,
+            out=out,
+            force=force,
+            quiet=quiet,
+            extras=dict(resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce),
+        )
     refuse_layout_options(settings)
     if reduce and settings.get("distributed"):
-        raise InputError(f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
-                         f"reduction on one machine", param="reduce")
+        raise InputError(
+            f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
+            f"reduction on one machine",
+            param="reduce",
+        )
     g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
     if g.assumed:
         typer.echo(f"assumed: {g.assumed}", err=True)
     kernel = settings.pop("kernel")
     check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped
     target = out if out is not None else job.default_out(g)
-    common = dict(command=command_line(), force=force, resume=resume, block_configs=block_configs,
-                  progress=progress_bar(not quiet and sys.stderr.isatty()), kernel=kernel)
+    common = dict(
+        command=command_line(),
+        force=force,
+        resume=resume,
+        block_configs=block_configs,
+        progress=progress_bar(not quiet and sys.stderr.isatty()),
+        kernel=kernel,
+    )
     try:
         if settings.pop("distributed"):
             from netsweep_jax.sweep.io import distributed
@@ -398,32 +680,73 @@ def grid(
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
         kept = job.kept_partial(e)  # only this run's own partial file, never another run's
-        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
-             if kept is not None and kept.exists() else "interrupted before any block was written; nothing was kept",
-             code=exit_code(e))
+        fail(
+            f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+            if kept is not None and kept.exists()
+            else "interrupted before any block was written; nothing was kept",
+            code=exit_code(e),
+        )
     except StitchTimeout as e:
         fail(str(e), code=3)
     except DiskFull as e:
         fail(str(e), code=1)
     except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
         kept = job.kept_partial(e)
-        fail(f"writing {target} failed ({e.strerror or e})"
-             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""), code=1)
+        fail(
+            f"writing {target} failed ({e.strerror or e})"
+            + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
+            code=1,
+        )
     typer.echo(summary["out"] if quiet else job.summary_line(summary))
 
 
 PLAN_MODEL = [
-    _param("model", str | None, None, "--model", rich_help_panel="Large models (layouts)",
-           help="Large-model preset(s), comma list (sweep models lists them), or give --arch."),
-    _param("gpu", str, "h100", "--gpu", rich_help_panel="Large models (layouts)",
-           help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set."),
-    _param("precision", str, "bf16", "--precision", rich_help_panel="Large models (layouts)",
-           help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list."),
-    _param("collective", str, "nccl", "--collective",
-           help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list."),
+    _param(
+        "model",
+        str | None,
+        None,
+        "--model",
+        rich_help_panel="Large models (layouts)",
+        help="Large-model preset(s), comma list (sweep models lists them), or give --arch.",
+    ),
+    _param(
+        "gpu",
+        str,
+        "h100",
+        "--gpu",
+        rich_help_panel="Large models (layouts)",
+        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set.",
+    ),
+    _param(
+        "precision",
+        str,
+        "bf16",
+        "--precision",
+        rich_help_panel="Large models (layouts)",
+        help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list.",
+    ),
+    _param(
+        "collective",
+        str,
+        "nccl",
+        "--collective",
+        help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list.",
+    ),
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]
-NETWORK = ("nodes", "gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown", "jitter")
+NETWORK = (
+    "nodes",
+    "gpus_per_node",
+    "nics_per_node",
+    "bandwidth",
+    "utilization",
+    "latency",
+    "overhead",
+    "slowdown",
+    "jitter",
+)
+
+
 def _plan_default(name: str) -> str:
     if name == "nodes":
         return "none (give --gpus, or --nodes for nodes x GPUs per node)"
@@ -433,10 +756,14 @@ def _plan_default(name: str) -> str:
 
 
 PLAN_NETWORK = [
-    _param(name, str | None, None, NUMERIC_AXES[name].option, metavar="VALUES",
-           help=f"{NUMERIC_AXES[name].help} Default: "
-                f"{_plan_default(name)}"
-                f". Value syntax as --bw.")
+    _param(
+        name,
+        str | None,
+        None,
+        NUMERIC_AXES[name].option,
+        metavar="VALUES",
+        help=f"{NUMERIC_AXES[name].help} Default: {_plan_default(name)}. Value syntax as --bw.",
+    )
     for name in NETWORK
 ]
 
@@ -445,12 +772,24 @@ PLAN_NETWORK = [
 @options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, CACHE)
 def plan(
     ctx: typer.Context,
-    out: Annotated[Path | None, typer.Option("--out", help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.")] = None,
-    keep: Annotated[int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")] = 3,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.",
+        ),
+    ] = None,
+    keep: Annotated[
+        int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
+    ] = 3,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")
+    ] = False,
     **settings: Any,
 ):
     """The fastest layouts of a large model on a cluster, per network setting, what each waits on, and what the
@@ -477,7 +816,9 @@ def plan(
     if bar is None:
         ds = best(g, keep=keep)
     else:
-        with bar(2 * g.inner_size * g.outer_size, 0) as advance:  # the plan, then the same on an ideal network
+        with bar(
+            2 * g.inner_size * g.outer_size, 0
+        ) as advance:  # the plan, then the same on an ideal network
             ds = best(g, keep=keep, progress=advance)
     write_dataset(ds, target, command=command_line())
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
@@ -494,7 +835,16 @@ def models():
 
 @app.command()
 @options()
-def show(file: Cube, verify: Annotated[bool, typer.Option("--verify", help="Also check every finished block against its checksum (exit code 1 if any is damaged).")] = False):
+def show(
+    file: Cube,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Also check every finished block against its checksum (exit code 1 if any is damaged).",
+        ),
+    ] = False,
+):
     """Describe a cube: dims, variables (min / median / max), the command, the profiles."""
     from netsweep_jax.sweep.io.reader import describe, verify_text
 
@@ -527,7 +877,9 @@ def damaged_file(path: Path) -> Any:
             raise
         except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
             readers = ("h5py", "h5netcdf", "xarray")
-            if not any(name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers):
+            if not any(
+                name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers
+            ):
                 raise
             reason = str(e).splitlines()[0] if str(e) else type(e).__name__
             fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
@@ -536,23 +888,59 @@ def damaged_file(path: Path) -> Any:
 
 
 @app.command()
-@options([_param("model", str | None, None, "--model", help="Model name(s)."),
-          _param("collective", str | None, None, "--collective", help="Collective(s)."),
-          _param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
-          _param("compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01.")],
-         axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."),
-         [_param(name, str | None, None, f"--{name.replace('_', '-')}", rich_help_panel="Layout cubes",
-                 help=f"{text}(s), as in the cube.")
-          for name, text in (("gpu", "GPU preset"), ("precision", "Precision"), ("attention", "Attention kernel"),
-                             ("schedule", "Schedule"), ("recompute", "Recompute mode"))]
-         + [_param(name, str | None, None, spec.option, rich_help_panel="Layout cubes",
-                   help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.")
-            for name, spec in LAYOUT_AXES.items()])
-def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
-           nearest: Annotated[bool, typer.Option("--nearest", help="A number not in the cube selects the nearest "
-                                                 "value the cube has (a log-spaced axis by a typed value); each "
-                                                 "pick is said on stderr.")] = False,
-           **chosen):
+@options(
+    [
+        _param("model", str | None, None, "--model", help="Model name(s)."),
+        _param("collective", str | None, None, "--collective", help="Collective(s)."),
+        _param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
+        _param(
+            "compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01."
+        ),
+    ],
+    axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."),
+    [
+        _param(
+            name,
+            str | None,
+            None,
+            f"--{name.replace('_', '-')}",
+            rich_help_panel="Layout cubes",
+            help=f"{text}(s), as in the cube.",
+        )
+        for name, text in (
+            ("gpu", "GPU preset"),
+            ("precision", "Precision"),
+            ("attention", "Attention kernel"),
+            ("schedule", "Schedule"),
+            ("recompute", "Recompute mode"),
+        )
+    ]
+    + [
+        _param(
+            name,
+            str | None,
+            None,
+            spec.option,
+            rich_help_panel="Layout cubes",
+            help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.",
+        )
+        for name, spec in LAYOUT_AXES.items()
+    ],
+)
+def select(
+    file: Cube,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    nearest: Annotated[
+        bool,
+        typer.Option(
+            "--nearest",
+            help="A number not in the cube selects the nearest "
+            "value the cube has (a log-spaced axis by a typed value); each "
+            "pick is said on stderr.",
+        ),
+    ] = False,
+    **chosen,
+):
     """Print a slice of a cube as a table (one row per remaining combination).
 
     Example: sweep select r.h5 --bw 37 --nearest
@@ -560,17 +948,36 @@ def select(file: Cube, csv: Annotated[bool, typer.Option("--csv", help="Print CS
     from netsweep_jax.sweep.io.reader import select_table
 
     with damaged_file(file):
-        table = select_table(file, {k: v for k, v in chosen.items() if v is not None}, csv=csv, nearest=nearest,
-                             picked=lambda text: typer.echo(text, err=True))
+        table = select_table(
+            file,
+            {k: v for k, v in chosen.items() if v is not None},
+            csv=csv,
+            nearest=nearest,
+            picked=lambda text: typer.echo(text, err=True),
+        )
     typer.echo(table)
 
 
 @app.command()
 @options(CACHE)
 def paper(
-    out: Annotated[Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")] = Path("results/paper"),
-    profiles_dir: Annotated[Path | None, typer.Option("--profiles-dir", help="Directory of measured <model>.bk.log files to put beside the built-in profiles.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
+    out: Annotated[
+        Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")
+    ] = Path("results/paper"),
+    profiles_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--profiles-dir",
+            help="Directory of measured <model>.bk.log files to put beside the built-in profiles.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
 ):
     """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
     from netsweep_jax.sweep.analysis.paper import run_paper
@@ -582,11 +989,41 @@ def paper(
 @app.command()
 @options(CACHE)
 def validate(
-    measurements: Annotated[Path | None, typer.Argument(help="A measurements CSV with framework and network columns (see sweep calibrate); with --llm, a file of large-model runs; default: the shipped published ones.", show_default=False)] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
-    llm: Annotated[bool, typer.Option("--llm", help="Large models: the layout model against published runs of TP x PP x DP (ZeRO, MoE) training (sweep/data/llm_runs.csv) or your own.")] = False,
-    train: Annotated[str | None, typer.Option("--train", help="With --llm: the group of runs to fit on (a value of the file's group column; default sc21-t1, SC'21 Table 1).")] = None,
+    measurements: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A measurements CSV with framework and network columns (see sweep calibrate); with --llm, a file of large-model runs; default: the shipped published ones.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
+    llm: Annotated[
+        bool,
+        typer.Option(
+            "--llm",
+            help="Large models: the layout model against published runs of TP x PP x DP (ZeRO, MoE) training (sweep/data/llm_runs.csv) or your own.",
+        ),
+    ] = False,
+    train: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="With --llm: the group of runs to fit on (a value of the file's group column; default sc21-t1, SC'21 Table 1).",
+        ),
+    ] = None,
 ):
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
@@ -594,22 +1031,33 @@ def validate(
     if llm:
         from netsweep_jax.sweep.analysis import llm_validation
 
-        paths, v = llm_validation.run(out or Path("results/validation-llm"), command=command_line(),
-                                      dataset=measurements or llm_validation.DATASET,
-                                      train=train or llm_validation.DEFAULT_TRAIN, force=force,
-                                      progress=lambda text: typer.echo(text, err=True))
+        paths, v = llm_validation.run(
+            out or Path("results/validation-llm"),
+            command=command_line(),
+            dataset=measurements or llm_validation.DATASET,
+            train=train or llm_validation.DEFAULT_TRAIN,
+            force=force,
+            progress=lambda text: typer.echo(text, err=True),
+        )
         for line in llm_validation.summary_lines(v):
             typer.echo(line)
         for path in paths:
             typer.echo(f"wrote {path}")
         return
     if train is not None:
-        raise InputError("is for --llm (the data-parallel validation fits per source and framework)", param="train")
+        raise InputError(
+            "is for --llm (the data-parallel validation fits per source and framework)", param="train"
+        )
     from netsweep_jax.sweep.analysis.validate import DATASET, run
 
     out = out or Path("results/validation")
-    paths, errors = run(out, command=command_line(), dataset=measurements or DATASET,
-                        progress=lambda text: typer.echo(text, err=True), force=force)
+    paths, errors = run(
+        out,
+        command=command_line(),
+        dataset=measurements or DATASET,
+        progress=lambda text: typer.echo(text, err=True),
+        force=force,
+    )
     typer.echo("model        held-out RMSE  worst  in-sample RMSE")
     for m, held, worst, in_sample, _ in errors:
         typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")
@@ -620,23 +1068,70 @@ def validate(
 @app.command()
 @options(CACHE)
 def compare(
-    model: Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")] = "resnet50,vgg16,bert-large,gpt2-xl",
-    gpu: Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")] = None,
-    precision: Annotated[str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")] = None,
-    batch: Annotated[str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")] = None,
-    seq_len: Annotated[str | None, typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context).")] = None,
-    bandwidth: Annotated[str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)] = "10,25,100,400",
-    utilization: Annotated[float, typer.Option("--util", help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.")] = 0.32,
+    model: Annotated[
+        str, typer.Option("--model", help="Built-in model(s), comma list.")
+    ] = "resnet50,vgg16,bert-large,gpt2-xl",
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")
+    ] = None,
+    precision: Annotated[
+        str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
+    ] = None,
+    batch: Annotated[
+        str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")
+    ] = None,
+    seq_len: Annotated[
+        str | None,
+        typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context)."),
+    ] = None,
+    bandwidth: Annotated[
+        str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)
+    ] = "10,25,100,400",
+    utilization: Annotated[
+        float,
+        typer.Option(
+            "--util",
+            help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
+        ),
+    ] = 0.32,
     nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
     gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
-    nics_per_node: Annotated[str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")] = "1",
-    compressor: Annotated[str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
-    collective: Annotated[str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")] = "nccl-ring",
-    bucketing: Annotated[str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")] = "ddp",
-    iterations_factor: Annotated[str | None, typer.Option("--iterations-factor", help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).")] = None,
-    codec_cost: Annotated[Path | None, typer.Option("--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite the files it writes that already exist in --out (never through a link).")] = False,
+    nics_per_node: Annotated[
+        str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")
+    ] = "1",
+    compressor: Annotated[
+        str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
+    ] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
+    collective: Annotated[
+        str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")
+    ] = "nccl-ring",
+    bucketing: Annotated[
+        str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")
+    ] = "ddp",
+    iterations_factor: Annotated[
+        str | None,
+        typer.Option(
+            "--iterations-factor",
+            help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).",
+        ),
+    ] = None,
+    codec_cost: Annotated[
+        Path | None,
+        typer.Option(
+            "--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
@@ -644,10 +1139,23 @@ def compare(
     """
     from netsweep_jax.sweep.analysis import compare as comparison
 
-    settings: dict[str, Any] = dict(models=model, gpu=gpu, precision=precision, batch=batch, seq_len=seq_len, bandwidth=bandwidth,
-                    utilization=utilization, nodes=nodes, gpus_per_node=gpus_per_node, nics_per_node=nics_per_node,
-                    compressor=compressor, collective=collective, bucketing=bucketing,
-                    iterations_factor=iterations_factor, codec_cost=codec_cost)
+    settings: dict[str, Any] = dict(
+        models=model,
+        gpu=gpu,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+        bandwidth=bandwidth,
+        utilization=utilization,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        compressor=compressor,
+        collective=collective,
+        bucketing=bucketing,
+        iterations_factor=iterations_factor,
+        codec_cost=codec_cost,
+    )
     if out is None:
         rows, _, setup = comparison.compare(**settings)
         if setup["assumed"]:
@@ -665,7 +1173,13 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 @options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS, CACHE)
 def need(
     target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
-    solve: Annotated[str, typer.Option("--solve", help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.")],
+    solve: Annotated[
+        str,
+        typer.Option(
+            "--solve",
+            help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.",
+        ),
+    ],
     out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
@@ -695,18 +1209,50 @@ CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 
 
 @app.command()
-@options(MODEL[:1], MODEL[2:6], COLLECTIVE_SETTINGS, axis_parameters(names=CALIBRATION_AXES,
-                                                         help_suffix=" One value; a column may set it per row."),
-         CACHE)
+@options(
+    MODEL[:1],
+    MODEL[2:6],
+    COLLECTIVE_SETTINGS,
+    axis_parameters(names=CALIBRATION_AXES, help_suffix=" One value; a column may set it per row."),
+    CACHE,
+)
 def calibrate(
     ctx: typer.Context,
-    measurements: Annotated[Path, typer.Argument(help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train.")],
-    profile: Annotated[list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")] = None,
-    iteration_time: Annotated[float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")] = None,
-    fit: Annotated[str, typer.Option("--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter.")] = "utilization",
-    per: Annotated[list[str] | None, typer.Option("--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat).")] = None,
-    bounds: Annotated[list[str] | None, typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat).")] = None,
-    train: Annotated[str | None, typer.Option("--train", help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.")] = None,
+    measurements: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train."
+        ),
+    ],
+    profile: Annotated[
+        list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
+    ] = None,
+    iteration_time: Annotated[
+        float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")
+    ] = None,
+    fit: Annotated[
+        str,
+        typer.Option(
+            "--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter."
+        ),
+    ] = "utilization",
+    per: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat)."
+        ),
+    ] = None,
+    bounds: Annotated[
+        list[str] | None,
+        typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat)."),
+    ] = None,
+    train: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
     **settings,
@@ -719,8 +1265,14 @@ def calibrate(
     from netsweep_jax.sweep.core.values import parse_values
 
     if llm_validation.is_runs_file(measurements):
-        return _calibrate_runs(ctx, measurements, train, out, force, dict(
-            profile=profile, iteration_time=iteration_time, per=per, bounds=bounds))
+        return _calibrate_runs(
+            ctx,
+            measurements,
+            train,
+            out,
+            force,
+            dict(profile=profile, iteration_time=iteration_time, per=per, bounds=bounds),
+        )
 
     one = {}
     for name in CALIBRATION_AXES:
@@ -734,11 +1286,27 @@ def calibrate(
         from netsweep_jax.sweep.model.vector_add import read_table
 
         table = read_table(table)
-    setup = Settings(collective=settings.pop("collective"), bucketing=settings.pop("bucketing"), reduce_table=table,
-                     intra_bandwidth=settings.pop("intra_bandwidth"), **one)
-    result = calibrate_file(measurements, fit, out=out, force=force, model=settings.pop("model"), profile=profile,
-                            iteration_time=iteration_time, per=per, bounds=bounds, train=train, settings=setup,
-                            **{name: settings.pop(name) for name in WORKLOAD})
+    setup = Settings(
+        collective=settings.pop("collective"),
+        bucketing=settings.pop("bucketing"),
+        reduce_table=table,
+        intra_bandwidth=settings.pop("intra_bandwidth"),
+        **one,
+    )
+    result = calibrate_file(
+        measurements,
+        fit,
+        out=out,
+        force=force,
+        model=settings.pop("model"),
+        profile=profile,
+        iteration_time=iteration_time,
+        per=per,
+        bounds=bounds,
+        train=train,
+        settings=setup,
+        **{name: settings.pop(name) for name in WORKLOAD},
+    )
     if result.get("assumed"):
         typer.echo(f"assumed: {result['assumed']}", err=True)
     typer.echo(report_text(result))
@@ -746,8 +1314,14 @@ def calibrate(
         typer.echo(f"wrote {out}")
 
 
-def _calibrate_runs(ctx: typer.Context, measurements: Path, train: str | None, out: Path | None, force: bool,
-                    others: dict[str, Any]) -> None:
+def _calibrate_runs(
+    ctx: typer.Context,
+    measurements: Path,
+    train: str | None,
+    out: Path | None,
+    force: bool,
+    others: dict[str, Any],
+) -> None:
     """``sweep calibrate`` of large-model runs: fit, predict every run, print, and write JSON."""
     import json
 
@@ -758,8 +1332,11 @@ def _calibrate_runs(ctx: typer.Context, measurements: Path, train: str | None, o
         if value:
             raise InputError("is for data-parallel measurements, not large-model runs", param=name)
     if given(ctx, "fit"):
-        raise InputError("large-model runs fit the matrix efficiency per GPU and the NIC utilization; --fit is "
-                         "for data-parallel measurements", param="fit")
+        raise InputError(
+            "large-model runs fit the matrix efficiency per GPU and the NIC utilization; --fit is "
+            "for data-parallel measurements",
+            param="fit",
+        )
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
     fitted, v = llm_validation.calibrate_runs(measurements, train)
@@ -775,12 +1352,20 @@ def _calibrate_runs(ctx: typer.Context, measurements: Path, train: str | None, o
 def plot(
     file: Annotated[Path, typer.Argument(help="A cube from sweep grid or sweep need --out.")],
     x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
-    y: Annotated[str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")] = "scaling_factor",
-    hue: Annotated[str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")] = None,
-    sel: Annotated[list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")] = None,
+    y: Annotated[
+        str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")
+    ] = "scaling_factor",
+    hue: Annotated[
+        str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")
+    ] = None,
+    sel: Annotated[
+        list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")
+    ] = None,
     kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
     var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
-    out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path("figure.png"),
+    out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path(
+        "figure.png"
+    ),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
 ):
     """Line plots and heatmaps from a cube, labelled with its units.
@@ -789,11 +1374,15 @@ def plot(
     """
     from netsweep_jax.sweep.analysis.plot import plot_cube
 
-    typer.echo(f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}")
+    typer.echo(
+        f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}"
+    )
 
 
-profile_app = helptext.Typer(help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
-                          no_args_is_help=True)
+profile_app = helptext.Typer(
+    help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
+    no_args_is_help=True,
+)
 app.add_typer(profile_app, name="profile")
 ProfileOut = Annotated[Path, typer.Option("--out", help="The JSON profile to write.")]
 
@@ -806,22 +1395,37 @@ def _write_profile(profile, out, force):
     check_new_file(out, force=force, suffixes=(".json",))
     text = json.dumps(profile.to_json(), indent=1)
     write_atomically(out, lambda p: p.write_text(text + "\n"))
-    typer.echo(f"wrote {out}: {len(profile.names)} tensors, {int(profile.total_bytes):,} gradient bytes, "
-               f"backward {profile.backward_time * 1e3:.3f} ms, T1 {profile.t1 * 1e3:.3f} ms")
+    typer.echo(
+        f"wrote {out}: {len(profile.names)} tensors, {int(profile.total_bytes):,} gradient bytes, "
+        f"backward {profile.backward_time * 1e3:.3f} ms, T1 {profile.t1 * 1e3:.3f} ms"
+    )
 
 
 @profile_app.command("measure")
 @options()
 def profile_measure(
-    model: Annotated[str, typer.Argument(help="torchvision:NAME, hf:TYPE (transformers' default config) or FILE.py:FUNCTION returning (model, (inputs, target)).")],
+    model: Annotated[
+        str,
+        typer.Argument(
+            help="torchvision:NAME, hf:TYPE (transformers' default config) or FILE.py:FUNCTION returning (model, (inputs, target))."
+        ),
+    ],
     out: ProfileOut,
     batch: Annotated[int, typer.Option("--batch", help="Samples per step (torchvision and hf models).")] = 8,
-    precision: Annotated[str, typer.Option("--precision", help="fp32, amp (autocast), bf16 or fp16 (the model in that type).")] = "fp32",
-    seq_len: Annotated[int | None, typer.Option("--seq-len", help="hf models: tokens per sample (default: 128).")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="cuda, cpu, ... (default: cuda when available).")] = None,
+    precision: Annotated[
+        str, typer.Option("--precision", help="fp32, amp (autocast), bf16 or fp16 (the model in that type).")
+    ] = "fp32",
+    seq_len: Annotated[
+        int | None, typer.Option("--seq-len", help="hf models: tokens per sample (default: 128).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="cuda, cpu, ... (default: cuda when available).")
+    ] = None,
     warmup: Annotated[int, typer.Option("--warmup", help="Steps before measuring.")] = 2,
     iterations: Annotated[int, typer.Option("--iterations", help="Steps measured (medians).")] = 5,
-    trace: Annotated[Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")] = None,
+    trace: Annotated[
+        Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
 ):
     """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.\\[torch]').
@@ -834,15 +1438,28 @@ def profile_measure(
     check_new_file(out, force=force, suffixes=(".json",))
     if trace is not None:
         check_new_file(trace, force=force, suffixes=(".json",), param="trace")
-    profile = measure(model, batch=batch, precision=precision, device=device, warmup=warmup, iterations=iterations,
-                      seq_len=seq_len, trace=trace)
+    profile = measure(
+        model,
+        batch=batch,
+        precision=precision,
+        device=device,
+        warmup=warmup,
+        iterations=iterations,
+        seq_len=seq_len,
+        trace=trace,
+    )
     _write_profile(profile, out, force)
 
 
 @profile_app.command("import")
 @options()
 def profile_import(
-    trace: Annotated[Path, typer.Argument(help="A torch.profiler Chrome trace (export_chrome_trace) of a training step, recorded with record_shapes=True.")],
+    trace: Annotated[
+        Path,
+        typer.Argument(
+            help="A torch.profiler Chrome trace (export_chrome_trace) of a training step, recorded with record_shapes=True."
+        ),
+    ],
     out: ProfileOut,
     model: Annotated[str | None, typer.Option("--model", help="Profile name (default: the file's).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
@@ -854,4 +1471,3 @@ def profile_import(
     from netsweep_jax.sweep.io.trace import import_trace
 
     _write_profile(import_trace(trace, model), out, force)
-

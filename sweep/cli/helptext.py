@@ -32,7 +32,7 @@ def metavar(param: Any, ctx: _click.Context) -> str:
     shown = param.display_type(ctx).strip("<>")
     for prefix in ("list[", "int range", "float range"):
         if shown.startswith(prefix):
-            shown = shown[len(prefix):].rstrip("]") if prefix == "list[" else prefix.split()[0]
+            shown = shown[len(prefix) :].rstrip("]") if prefix == "list[" else prefix.split()[0]
     return METAVARS.get(shown, shown.upper())
 
 
@@ -60,7 +60,9 @@ def wrap(text: str, width: int) -> list[str]:
     for paragraph in text.split("\n\n"):
         if lines:
             lines.append("")
-        lines += textwrap.wrap(" ".join(paragraph.split()), width, break_long_words=False, break_on_hyphens=False)
+        lines += textwrap.wrap(
+            " ".join(paragraph.split()), width, break_long_words=False, break_on_hyphens=False
+        )
     return lines
 
 
@@ -81,8 +83,10 @@ def write_rows(formatter: _click.HelpFormatter, rows: list[tuple[str, str]], col
 
 def column_width(rows: list[tuple[str, str]]) -> int:
     """The option column's width: the longest spelling that fits :data:`OPTION_COLUMN`, plus 2 spaces."""
-    return min(max((len(first) + 2 for first, _ in rows if len(first) + 2 <= OPTION_COLUMN), default=0),
-               OPTION_COLUMN)
+    return min(
+        max((len(first) + 2 for first, _ in rows if len(first) + 2 <= OPTION_COLUMN), default=0),
+        OPTION_COLUMN,
+    )
 
 
 def format_options(command: _click.Command, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:

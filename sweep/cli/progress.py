@@ -25,8 +25,15 @@ def progress_bar(enabled: bool) -> ProgressFactory | None:
             TimeRemainingColumn,
         )
 
-        columns = [TextColumn("sweep"), BarColumn(), TaskProgressColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn()]
+        columns = [
+            TextColumn("sweep"),
+            BarColumn(),
+            TaskProgressColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        ]
         with Progress(*columns, console=Console(stderr=True), transient=False) as bar:
             task = bar.add_task("sweep", total=total, completed=done, rate="")
 

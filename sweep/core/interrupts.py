@@ -100,7 +100,9 @@ def _unraisable(unraisable: Any) -> None:
     if not isinstance(unraisable.exc_value, Interrupted):
         _hooks[0](unraisable)
     elif threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGALRM, lambda alarm, later: _raise_where_safe(unraisable.exc_value.signum, later))
+        signal.signal(
+            signal.SIGALRM, lambda alarm, later: _raise_where_safe(unraisable.exc_value.signum, later)
+        )
         signal.setitimer(signal.ITIMER_REAL, RETRY_S)
 
 

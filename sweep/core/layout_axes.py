@@ -15,27 +15,74 @@ from netsweep_jax.sweep.core.schema import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 RECOMPUTES = ("none", "selective", "full")
-ATTENTIONS = ("flash", "unfused")  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
-LAYOUT_COLLECTIVES = ("ring", "tree", "nccl")  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
+ATTENTIONS = (
+    "flash",
+    "unfused",
+)  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
+LAYOUT_COLLECTIVES = (
+    "ring",
+    "tree",
+    "nccl",
+)  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 
-SHARED_AXES = ("gpus_per_node", "nics_per_node", "bandwidth", "utilization", "latency", "overhead", "slowdown",
-               "jitter")
+SHARED_AXES = (
+    "gpus_per_node",
+    "nics_per_node",
+    "bandwidth",
+    "utilization",
+    "latency",
+    "overhead",
+    "slowdown",
+    "jitter",
+)
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
 
 # Cube order: the outer dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # layout dims (`sweep plan` searches them). A block of a sweep is R outer cells by C layouts.
 TEXT_DIMS = ("model", "gpu", "precision", "attention", "schedule", "recompute", "collective")
-OUTER = ("model", "gpu", "precision", "grad_bytes", "attention", "usable_memory", "offload_layers", "gpus", "global_batch", "gpus_per_node", "nvlink_domain", "nvlink_bw",
-         "nics_per_node", "bandwidth", "utilization", "latency", "collective", "efficiency", "imbalance", "overhead",
-         "slowdown", "jitter")
+OUTER = (
+    "model",
+    "gpu",
+    "precision",
+    "grad_bytes",
+    "attention",
+    "usable_memory",
+    "offload_layers",
+    "gpus",
+    "global_batch",
+    "gpus_per_node",
+    "nvlink_domain",
+    "nvlink_bw",
+    "nics_per_node",
+    "bandwidth",
+    "utilization",
+    "latency",
+    "collective",
+    "efficiency",
+    "imbalance",
+    "overhead",
+    "slowdown",
+    "jitter",
+)
 INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
 DIMS = OUTER + INNER
-SYSTEM_DIMS = ("gpus_per_node", "nvlink_domain", "nvlink_bw", "nics_per_node", "bandwidth")  # 0: the GPU's system
-LONG_NAMES = {"model": "transformer", "gpu": "GPU preset", "precision": "training precision",
-              "attention": "attention kernel (flash: scores never stored; unfused: stored)",
-              "schedule": "pipeline schedule", "recompute": "activation recomputation",
-              "collective": "collective algorithm"}
+SYSTEM_DIMS = (
+    "gpus_per_node",
+    "nvlink_domain",
+    "nvlink_bw",
+    "nics_per_node",
+    "bandwidth",
+)  # 0: the GPU's system
+LONG_NAMES = {
+    "model": "transformer",
+    "gpu": "GPU preset",
+    "precision": "training precision",
+    "attention": "attention kernel (flash: scores never stored; unfused: stored)",
+    "schedule": "pipeline schedule",
+    "recompute": "activation recomputation",
+    "collective": "collective algorithm",
+}
 
 # Output variables: name -> (units, long name), in cube order.
 VARIABLES: dict[str, tuple[str, str]] = {
@@ -60,12 +107,31 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "overhead_time": ("s", "time per step nothing overlaps"),
     "network_fraction": ("1", "share of the step spent waiting on traffic that leaves the NVLink domain"),
 }
-BREAKDOWN = ("compute", "recompute_time", "bubble", "tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed",
-             "dp_exposed", "optimizer", "overhead_time")
+BREAKDOWN = (
+    "compute",
+    "recompute_time",
+    "bubble",
+    "tp_exposed",
+    "cp_exposed",
+    "ep_exposed",
+    "pp_exposed",
+    "dp_exposed",
+    "optimizer",
+    "overhead_time",
+)
 # How a breakdown term reads where a step is said to wait on it.
-WAITS_ON = {"compute": "compute", "recompute_time": "recompute", "bubble": "pipeline bubble",
-            "tp_exposed": "TP comm", "cp_exposed": "CP comm", "ep_exposed": "EP all-to-all",
-            "pp_exposed": "PP sends", "dp_exposed": "DP sync", "optimizer": "optimizer", "overhead_time": "overhead"}
+WAITS_ON = {
+    "compute": "compute",
+    "recompute_time": "recompute",
+    "bubble": "pipeline bubble",
+    "tp_exposed": "TP comm",
+    "cp_exposed": "CP comm",
+    "ep_exposed": "EP all-to-all",
+    "pp_exposed": "PP sends",
+    "dp_exposed": "DP sync",
+    "optimizer": "optimizer",
+    "overhead_time": "overhead",
+}
 
 
 def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:

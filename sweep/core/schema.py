@@ -86,28 +86,114 @@ class AxisSpec:
 NUMERIC_AXES: dict[str, AxisSpec] = {
     s.name: s
     for s in (
-        AxisSpec("fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, 1e6, "64", 2.0**20),
+        AxisSpec(
+            "fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, 1e6, "64", 2.0**20
+        ),
         AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, 1e6, "5", 1e-3),
         AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, 1e6, "8", 1.0),
         AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, 1024, "8", 1.0),
-        AxisSpec("nics_per_node", "--nics-per-node", "1", "network interfaces per node, shared by its GPUs",
-                 True, 1, 64, "1", 1.0),
-        AxisSpec("bandwidth", "--bw", "Gbit/s", "inter-node link bandwidth", False, 1e-3, 1e6, "1,10,25,40,100",
-                 1e9, search=(1e-3, 1e4)),
-        AxisSpec("utilization", "--util", "1", "fraction of link bandwidth the transport achieves", False, 1e-4,
-                 1.0, "1", 1.0, search=(1e-4, 1.0), fit=(1e-4, 1.0)),
-        AxisSpec("ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0,
-                 search=(1.0, 1e4)),
-        AxisSpec("latency", "--latency", "us", "per-message latency", False, 0, 1e6, "0", 1e-6,
-                 search=(1e-3, 1e6), fit=(0.0, 1000.0)),
-        AxisSpec("overhead", "--overhead", "ms", "time per iteration nothing overlaps, when N > 1", False, 0, 1e6,
-                 "0", 1e-3, search=(1e-3, 1e6), fit=(0.0, 1000.0)),
-        AxisSpec("slowdown", "--slowdown", "1", "compute stretched by 1 + slowdown when N > 1", False, 0, 100,
-                 "0", 1.0, search=(1e-6, 100.0), fit=(0.0, 1.0)),
-        AxisSpec("jitter", "--jitter", "1", "coefficient of variation of a worker's compute time", False, 0, 10,
-                 "0", 1.0, search=(1e-6, 10.0), fit=(0.0, 1.0)),
-        AxisSpec("accum", "--accum", "1", "micro-batches of compute per gradient synchronization", True, 1, 1e6,
-                 "1", 1.0),
+        AxisSpec(
+            "nics_per_node",
+            "--nics-per-node",
+            "1",
+            "network interfaces per node, shared by its GPUs",
+            True,
+            1,
+            64,
+            "1",
+            1.0,
+        ),
+        AxisSpec(
+            "bandwidth",
+            "--bw",
+            "Gbit/s",
+            "inter-node link bandwidth",
+            False,
+            1e-3,
+            1e6,
+            "1,10,25,40,100",
+            1e9,
+            search=(1e-3, 1e4),
+        ),
+        AxisSpec(
+            "utilization",
+            "--util",
+            "1",
+            "fraction of link bandwidth the transport achieves",
+            False,
+            1e-4,
+            1.0,
+            "1",
+            1.0,
+            search=(1e-4, 1.0),
+            fit=(1e-4, 1.0),
+        ),
+        AxisSpec(
+            "ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0, search=(1.0, 1e4)
+        ),
+        AxisSpec(
+            "latency",
+            "--latency",
+            "us",
+            "per-message latency",
+            False,
+            0,
+            1e6,
+            "0",
+            1e-6,
+            search=(1e-3, 1e6),
+            fit=(0.0, 1000.0),
+        ),
+        AxisSpec(
+            "overhead",
+            "--overhead",
+            "ms",
+            "time per iteration nothing overlaps, when N > 1",
+            False,
+            0,
+            1e6,
+            "0",
+            1e-3,
+            search=(1e-3, 1e6),
+            fit=(0.0, 1000.0),
+        ),
+        AxisSpec(
+            "slowdown",
+            "--slowdown",
+            "1",
+            "compute stretched by 1 + slowdown when N > 1",
+            False,
+            0,
+            100,
+            "0",
+            1.0,
+            search=(1e-6, 100.0),
+            fit=(0.0, 1.0),
+        ),
+        AxisSpec(
+            "jitter",
+            "--jitter",
+            "1",
+            "coefficient of variation of a worker's compute time",
+            False,
+            0,
+            10,
+            "0",
+            1.0,
+            search=(1e-6, 10.0),
+            fit=(0.0, 1.0),
+        ),
+        AxisSpec(
+            "accum",
+            "--accum",
+            "1",
+            "micro-batches of compute per gradient synchronization",
+            True,
+            1,
+            1e6,
+            "1",
+            1.0,
+        ),
     )
 }
 
@@ -115,35 +201,127 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
 # The layout family's own axes (large transformers: sweep/core/layout_axes.py has the rest of its vocabulary).
 _LAYOUT_AXES = (
     AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
-    AxisSpec("dp", "--dp", "1", "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)", True, 1, 1e7,
-             "", 1.0),
+    AxisSpec(
+        "dp",
+        "--dp",
+        "1",
+        "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)",
+        True,
+        1,
+        1e7,
+        "",
+        1.0,
+    ),
     AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
     AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
     AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
     AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
     AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
     AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
-    AxisSpec("zero", "--zero", "1", "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP", True, 0,
-             3, "0", 1.0),
-    AxisSpec("sequence_parallel", "--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True,
-             0, 1, "1", 1.0),
-    AxisSpec("nvlink_domain", "--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1,
-             1e6, "", 1.0),
-    AxisSpec("nvlink_bw", "--nvlink-bw", "GB/s", "NVLink bandwidth per GPU, one direction (default: the GPU's)",
-             False, 1e-3, 1e6, "", 1e9),
-    AxisSpec("efficiency", "--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.6",
-             1.0),
-    AxisSpec("grad_bytes", "--grad-bytes", "bytes", "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
-             "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
-             "Megatron-LM reduces them in fp32; 2 for fp16)", True, 0, 4, "0", 1.0),
-    AxisSpec("offload_layers", "--cpu-offloading-num-layers", "1", "layers per pipeline stage whose activations "
-             "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
-             "hide behind compute)", True, 0, 1e6, "0", 1.0),
-    AxisSpec("usable_memory", "--usable-memory", "1", "fraction of the GPU's memory, as the driver reports it, that "
-             "training can fill (the rest: driver reservation, CUDA context, NCCL buffers, fragmentation)", False,
-             0.05, 1, "0.95", 1.0),
-    AxisSpec("imbalance", "--imbalance", "1", "MoE load imbalance: the busiest expert's tokens over the mean",
-             False, 1, 100, "1", 1.0),
+    AxisSpec(
+        "zero",
+        "--zero",
+        "1",
+        "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP",
+        True,
+        0,
+        3,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "sequence_parallel",
+        "--sequence-parallel",
+        "1",
+        "sequence parallelism with TP: 0 off, 1 on",
+        True,
+        0,
+        1,
+        "1",
+        1.0,
+    ),
+    AxisSpec(
+        "nvlink_domain",
+        "--nvlink-domain",
+        "1",
+        "GPUs per NVLink domain (default: the GPU's system)",
+        True,
+        1,
+        1e6,
+        "",
+        1.0,
+    ),
+    AxisSpec(
+        "nvlink_bw",
+        "--nvlink-bw",
+        "GB/s",
+        "NVLink bandwidth per GPU, one direction (default: the GPU's)",
+        False,
+        1e-3,
+        1e6,
+        "",
+        1e9,
+    ),
+    AxisSpec(
+        "efficiency",
+        "--efficiency",
+        "1",
+        "achieved fraction of the GPU's matrix peak",
+        False,
+        1e-3,
+        1,
+        "0.6",
+        1.0,
+    ),
+    AxisSpec(
+        "grad_bytes",
+        "--grad-bytes",
+        "bytes",
+        "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
+        "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
+        "Megatron-LM reduces them in fp32; 2 for fp16)",
+        True,
+        0,
+        4,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "offload_layers",
+        "--cpu-offloading-num-layers",
+        "1",
+        "layers per pipeline stage whose activations "
+        "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
+        "hide behind compute)",
+        True,
+        0,
+        1e6,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "usable_memory",
+        "--usable-memory",
+        "1",
+        "fraction of the GPU's memory, as the driver reports it, that "
+        "training can fill (the rest: driver reservation, CUDA context, NCCL buffers, fragmentation)",
+        False,
+        0.05,
+        1,
+        "0.95",
+        1.0,
+    ),
+    AxisSpec(
+        "imbalance",
+        "--imbalance",
+        "1",
+        "MoE load imbalance: the busiest expert's tokens over the mean",
+        False,
+        1,
+        100,
+        "1",
+        1.0,
+    ),
 )
 LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 
@@ -164,7 +342,15 @@ DIMS = STRUCTURAL + LAYOUT + INNER
 # Axes `need` solves for (those with a search range): the scaling factor grows with the
 # GROWING ones and falls with the rest. Axes `calibrate` fits: those with fit bounds.
 GROWING = ("bandwidth", "utilization", "ratio")
-SOLVABLE = ("ratio", "utilization", "bandwidth", "latency", "overhead", "slowdown", "jitter")  # as `need` lists them
+SOLVABLE = (
+    "ratio",
+    "utilization",
+    "bandwidth",
+    "latency",
+    "overhead",
+    "slowdown",
+    "jitter",
+)  # as `need` lists them
 FITTABLE = tuple(name for name, spec in NUMERIC_AXES.items() if spec.fit is not None)
 assert set(SOLVABLE) == {name for name, spec in NUMERIC_AXES.items() if spec.search is not None}
 assert set(GROWING) <= set(SOLVABLE)
@@ -201,8 +387,12 @@ class Defaults:
 
 
 DEFAULTS = Defaults()
-LONG_NAMES = {"model": "model profile", "collective": "all-reduce algorithm", "bucketing": "gradient bucketing schedule",
-              "compressor": "gradient compressor"}
+LONG_NAMES = {
+    "model": "model profile",
+    "collective": "all-reduce algorithm",
+    "bucketing": "gradient bucketing schedule",
+    "compressor": "gradient compressor",
+}
 TEXT_DIMS = tuple(LONG_NAMES)  # the dims whose coordinates are names, not numbers
 
 # Output variables: name -> (units, long name). Their order is the cube's.
@@ -279,8 +469,9 @@ def cli_message(error: InputError) -> str:
     return f"{option_of(error.param)} {error.detail}" if error.param else error.detail
 
 
-def coordinate_attrs(dim: str, axes: Mapping[str, AxisSpec] | None = None,
-                     long_names: Mapping[str, str] | None = None) -> dict[str, str]:
+def coordinate_attrs(
+    dim: str, axes: Mapping[str, AxisSpec] | None = None, long_names: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``units`` and ``long_name`` of a dimension's coordinate: a numeric axis of ``axes`` (default the
     data-parallel family's) or a text dim of ``long_names``."""
     axes = NUMERIC_AXES if axes is None else axes
@@ -306,8 +497,9 @@ def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
         unknown = sorted(set(kwargs) - set(taken))
         if unknown:
-            raise InputError(f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes "
-                             f"{', '.join(taken)}")
+            raise InputError(
+                f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes {', '.join(taken)}"
+            )
         return function(*args, **kwargs)
 
     return checked
@@ -325,7 +517,9 @@ def accepted_keywords(function: Callable[..., object]) -> list[str]:
             spec = hints.get(p.name)
             keys = get_args(spec)[0] if get_origin(spec) is Unpack else None
             if not is_typeddict(keys):
-                raise TypeError(f"{function.__name__}(**{p.name}): annotate it Unpack[a TypedDict] "
-                                f"so the keywords it takes are known")
+                raise TypeError(
+                    f"{function.__name__}(**{p.name}): annotate it Unpack[a TypedDict] "
+                    f"so the keywords it takes are known"
+                )
             taken += keys.__annotations__
     return taken

@@ -10,7 +10,9 @@ def read_lines(path: str | os.PathLike[str], what: str) -> list[str]:
     """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: " + (f"a directory, not a {what}" if path.is_dir() else f"{what} not found"))
+        raise InputError(
+            f"{path}: " + (f"a directory, not a {what}" if path.is_dir() else f"{what} not found")
+        )
     try:
         return path.read_text(encoding="utf-8-sig").splitlines()
     except UnicodeDecodeError:

@@ -46,12 +46,16 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
             raise InputError(f"{item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog", param=spec.name)
         a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
         if b < a:
-            raise InputError(f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name)
+            raise InputError(
+                f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name
+            )
         if m["n"] is not None:
             n = int(m["n"])
             if n > MAX_AXIS_VALUES:
-                raise InputError(f"{item!r}: {n:,} points; an axis takes at most {MAX_AXIS_VALUES:,} values",
-                                 param=spec.name)
+                raise InputError(
+                    f"{item!r}: {n:,} points; an axis takes at most {MAX_AXIS_VALUES:,} values",
+                    param=spec.name,
+                )
             if n < 1 or (n == 1 and a != b):
                 raise InputError(f"{item!r}: @N needs N >= 2 points (N = 1 only for A..A)", param=spec.name)
             if m["log"]:
@@ -65,8 +69,11 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
             if not (step > 0 and math.isfinite(step)):
                 raise InputError(f"{item!r}: step {show(step)} is empty; it must be > 0", param=spec.name)
             if (b - a) / step + 1 > MAX_AXIS_VALUES:
-                raise InputError(f"{item!r}: {(b - a) / step + 1:.3g} values; an axis takes at most "
-                                 f"{MAX_AXIS_VALUES:,} values", param=spec.name)
+                raise InputError(
+                    f"{item!r}: {(b - a) / step + 1:.3g} values; an axis takes at most "
+                    f"{MAX_AXIS_VALUES:,} values",
+                    param=spec.name,
+                )
             count = int(math.floor((b - a) / step + 1e-9)) + 1
             values.extend(a + step * np.arange(count))
     # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
@@ -82,9 +89,12 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
 
 def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
-    if not isinstance(text, str) and not (isinstance(text, Sequence) and all(isinstance(t, str) for t in text)):
-        raise InputError(f"{text!r}: expected a name, a comma list or a list of names ({', '.join(known)})",
-                         param=param)
+    if not isinstance(text, str) and not (
+        isinstance(text, Sequence) and all(isinstance(t, str) for t in text)
+    ):
+        raise InputError(
+            f"{text!r}: expected a name, a comma list or a list of names ({', '.join(known)})", param=param
+        )
     items = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
     names = [s.strip() for s in items if s.strip()]
     if not names:
@@ -105,13 +115,17 @@ def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
     if isinstance(value, str):
         return parse_values(value, spec)
     try:
-        if isinstance(value, (bool, np.bool_)) or (isinstance(value, (list, tuple)) and any(
-                isinstance(v, (bool, np.bool_)) for v in value)):
+        if isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value)
+        ):
             raise TypeError(value)
         out = np.atleast_1d(np.asarray(value, dtype=np.float64))
     except (TypeError, ValueError):
-        raise InputError(f"{value!r}: expected a number, a sequence of numbers or value syntax such as "
-                         f"1..100@10 ({spec.rule()})", param=name) from None
+        raise InputError(
+            f"{value!r}: expected a number, a sequence of numbers or value syntax such as "
+            f"1..100@10 ({spec.rule()})",
+            param=name,
+        ) from None
     if out.ndim > 1:
         raise InputError(f"{np.asarray(value).tolist()}: expected a flat sequence of numbers", param=name)
     if out.size == 0:

@@ -26,16 +26,29 @@ from netsweep_jax.sweep.engine.reductions import DevicePlan, device_reduce
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
 if METRICS != tuple(VARIABLES) or Config._fields != INNER:
-    raise ImportError("kernels.overlap's METRICS or Config fields differ from sweep.core.schema's "
-                      "VARIABLES or INNER")
+    raise ImportError(
+        "kernels.overlap's METRICS or Config fields differ from sweep.core.schema's VARIABLES or INNER"
+    )
 
 Metrics = dict[str, jax.Array]
 
 
-@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features", "variables", "store", "reduce"))
-def grid_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, kernel: str = "xla",
-                 zero_latency: bool = False, features: Features = PAPER, variables: Sequence[str] | None = None,
-                 store: str | None = None, reduce: DevicePlan | None = None) -> Metrics:
+@functools.partial(
+    jax.jit, static_argnames=("kernel", "zero_latency", "features", "variables", "store", "reduce")
+)
+def grid_metrics(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    *,
+    kernel: str = "xla",
+    zero_latency: bool = False,
+    features: Features = PAPER,
+    variables: Sequence[str] | None = None,
+    store: str | None = None,
+    reduce: DevicePlan | None = None,
+) -> Metrics:
     """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
@@ -51,8 +64,15 @@ def grid_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array
     else:
         from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for (heavy)
 
-        out = on_grid_pallas(config, layout, buckets, t1, features=features, interpret=kernel == "pallas-interpret",
-                             zero_latency=zero_latency)
+        out = on_grid_pallas(
+            config,
+            layout,
+            buckets,
+            t1,
+            features=features,
+            interpret=kernel == "pallas-interpret",
+            zero_latency=zero_latency,
+        )
     if reduce is not None:
         shape, axes, family = reduce
         reduced = {}
@@ -66,16 +86,28 @@ def grid_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array
 
 
 @functools.partial(jax.jit, static_argnames=("features",))
-def table_metrics(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *,
-                  features: Features = PAPER) -> Metrics:
+def table_metrics(
+    config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER
+) -> Metrics:
     """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
     return on_table(config, layout, buckets, t1, None, features)
 
 
 @functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
-def solve_on_grid(config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, target: jax.Array,
-                  low: jax.Array, high: jax.Array, *, axis: str, iterations: int = 40, features: Features = PAPER,
-                  increasing: bool = True) -> tuple[jax.Array, jax.Array]:
+def solve_on_grid(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    target: jax.Array,
+    low: jax.Array,
+    high: jax.Array,
+    *,
+    axis: str,
+    iterations: int = 40,
+    features: Features = PAPER,
+    increasing: bool = True,
+) -> tuple[jax.Array, jax.Array]:
     """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
 
     The smallest value reaching it when the scaling factor grows with ``axis``
@@ -93,32 +125,66 @@ def solve_on_grid(config: Config, layout: Layout, buckets: Buckets, t1: jax.Arra
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features"))
-def fit_rows(starts: jax.Array, rows: fit.Rows, target: jax.Array, weights: jax.Array, *, spec: fit.FitSpec,
-             measured: str, steps: int, learning_rate: float, softness: float,
-             features: Features = PAPER) -> tuple[jax.Array, jax.Array]:
+def fit_rows(
+    starts: jax.Array,
+    rows: fit.Rows,
+    target: jax.Array,
+    weights: jax.Array,
+    *,
+    spec: fit.FitSpec,
+    measured: str,
+    steps: int,
+    learning_rate: float,
+    softness: float,
+    features: Features = PAPER,
+) -> tuple[jax.Array, jax.Array]:
     """Fit the parameters of ``spec`` to measured rows (see :func:`kernels.fit.fit`)."""
-    return fit.fit(starts, rows, target, weights, spec=spec, measured=measured, steps=steps,
-                   learning_rate=learning_rate, softness=softness, features=features)
+    return fit.fit(
+        starts,
+        rows,
+        target,
+        weights,
+        spec=spec,
+        measured=measured,
+        steps=steps,
+        learning_rate=learning_rate,
+        softness=softness,
+        features=features,
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "features"))
-def predict_rows(params: jax.Array, rows: fit.Rows, *, spec: fit.FitSpec, features: Features = PAPER) -> Metrics:
+def predict_rows(
+    params: jax.Array, rows: fit.Rows, *, spec: fit.FitSpec, features: Features = PAPER
+) -> Metrics:
     """Exact-model predictions of every row under ``params`` (see :func:`kernels.fit.predict`)."""
     return fit.predict(params, rows, spec=spec, softness=None, features=features)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "measured", "features"))
-def residual_jacobian(params: jax.Array, rows: fit.Rows, target: jax.Array, *, spec: fit.FitSpec, measured: str,
-                      features: Features = PAPER) -> jax.Array:
+def residual_jacobian(
+    params: jax.Array,
+    rows: fit.Rows,
+    target: jax.Array,
+    *,
+    spec: fit.FitSpec,
+    measured: str,
+    features: Features = PAPER,
+) -> jax.Array:
     """d residuals / d params [R, P] at ``params`` (exact model), for uncertainties."""
-    return jax.jacfwd(lambda p: fit.residuals(p, rows, target, spec=spec, measured=measured, softness=None,
-                                              features=features))(params)
+    return jax.jacfwd(
+        lambda p: fit.residuals(
+            p, rows, target, spec=spec, measured=measured, softness=None, features=features
+        )
+    )(params)
 
 
 # --- layout sweeps (kernels.layout): a block is R outer cells by C layouts, gathered on the device ---
 
 if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN != LAYOUT_BREAKDOWN:
-    raise ImportError("kernels.layout's OUTPUTS or BREAKDOWN differ from sweep.core.layout_axes' VARIABLES or BREAKDOWN")
+    raise ImportError(
+        "kernels.layout's OUTPUTS or BREAKDOWN differ from sweep.core.layout_axes' VARIABLES or BREAKDOWN"
+    )
 
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
@@ -129,34 +195,60 @@ OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECI
 INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
 
 
-def _crossed(outer: jax.Array, inner: jax.Array) -> tuple[layout_kernel.Arch, layout_kernel.Device,
-                                                             layout_kernel.Layout]:
+def _crossed(
+    outer: jax.Array, inner: jax.Array
+) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Layout]:
     """(Arch, Device, Layout) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
     v = {**o, **{d: i[d] for d in LAYOUT_INNER}}
     arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
-    dev = layout_kernel.Device(peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
-                               hbm=o["hbm"], memory=o["memory"], param_bytes=o["param_bytes"],
-                               grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
-                               act_bytes=o["act_bytes"], usable=o["usable_memory"],
-                               # Transformer Engine keeps an fp8 GEMM's input as its fp8 cast for the backward.
-                               gemm_input_bytes=jnp.where(o["fp8_math"] > 0, 1.0, o["act_bytes"]))
+    dev = layout_kernel.Device(
+        peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
+        hbm=o["hbm"],
+        memory=o["memory"],
+        param_bytes=o["param_bytes"],
+        grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
+        act_bytes=o["act_bytes"],
+        usable=o["usable_memory"],
+        # Transformer Engine keeps an fp8 GEMM's input as its fp8 cast for the backward.
+        gemm_input_bytes=jnp.where(o["fp8_math"] > 0, 1.0, o["act_bytes"]),
+    )
 
     def system(name: str, own: str) -> jax.Array:
         return jnp.where(v[name] > 0, v[name], o[own])
 
     e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
     lay = layout_kernel.Layout(
-        gpus=v["gpus"], tp=v["tp"], pp=v["pp"], cp=v["cp"], ep=v["ep"], dp=v["dp"], micro_batch=v["micro_batch"],
-        global_batch=v["global_batch"], chunks=v["schedule"], recompute=v["recompute"],
-        sequence_parallel=v["sequence_parallel"], zero=v["zero"], flash=v["attention"],
-        nvlink_domain=system("nvlink_domain", "domain"), nvlink_bw=system("nvlink_bw", "nvlink"),
-        gpus_per_node=system("gpus_per_node", "gpus_per_node"), nics_per_node=system("nics_per_node", "nics"),
-        bandwidth=system("bandwidth", "nic_bits"), utilization=v["utilization"], latency=v["latency"],
-        collective=v["collective"], efficiency=v["efficiency"], overhead=v["overhead"], slowdown=v["slowdown"],
-        straggle=v["jitter"] * e_n, imbalance=v["imbalance"], offload_layers=v["offload_layers"])
+        gpus=v["gpus"],
+        tp=v["tp"],
+        pp=v["pp"],
+        cp=v["cp"],
+        ep=v["ep"],
+        dp=v["dp"],
+        micro_batch=v["micro_batch"],
+        global_batch=v["global_batch"],
+        chunks=v["schedule"],
+        recompute=v["recompute"],
+        sequence_parallel=v["sequence_parallel"],
+        zero=v["zero"],
+        flash=v["attention"],
+        nvlink_domain=system("nvlink_domain", "domain"),
+        nvlink_bw=system("nvlink_bw", "nvlink"),
+        gpus_per_node=system("gpus_per_node", "gpus_per_node"),
+        nics_per_node=system("nics_per_node", "nics"),
+        bandwidth=system("bandwidth", "nic_bits"),
+        utilization=v["utilization"],
+        latency=v["latency"],
+        collective=v["collective"],
+        efficiency=v["efficiency"],
+        overhead=v["overhead"],
+        slowdown=v["slowdown"],
+        straggle=v["jitter"] * e_n,
+        imbalance=v["imbalance"],
+        offload_layers=v["offload_layers"],
+    )
     return arch, dev, lay
 
 
@@ -168,8 +260,9 @@ def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, variables: tuple
 
 
 @functools.partial(jax.jit, static_argnames=("keep",))
-def layout_block_best(outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
-                      ) -> tuple[jax.Array, jax.Array, Metrics]:
+def layout_block_best(
+    outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
+) -> tuple[jax.Array, jax.Array, Metrics]:
     """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
     outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
     fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
@@ -177,8 +270,10 @@ def layout_block_best(outer: jax.Array, inner: jax.Array, real: jax.Array, *, ke
     feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)
-    picked = {name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
-              for name, val in out.items()}
+    picked = {
+        name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
+        for name, val in out.items()
+    }
     return best, where, picked
 
 

@@ -34,8 +34,15 @@ Sink = Callable[[Block, Arrays], None]
 
 def _pallas_lacks(features: Features) -> list[str]:
     """What a sweep with ``features`` needs that the Pallas kernel does not have."""
-    return [what for what, needed in (("FSDP", features.fsdp), ("compression", features.compress),
-                                      ("time_to_accuracy", features.accuracy)) if needed]
+    return [
+        what
+        for what, needed in (
+            ("FSDP", features.fsdp),
+            ("compression", features.compress),
+            ("time_to_accuracy", features.accuracy),
+        )
+        if needed
+    ]
 
 
 def check_kernel(name: str, grid: Grid) -> None:
@@ -47,8 +54,11 @@ def check_kernel(name: str, grid: Grid) -> None:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     lacks = _pallas_lacks(features_of(grid))
     if name.startswith("pallas") and lacks:
-        raise InputError(f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep "
-                         f"needs; use xla (or auto)", param="kernel")
+        raise InputError(
+            f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep "
+            f"needs; use xla (or auto)",
+            param="kernel",
+        )
 
 
 def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None) -> str:
@@ -92,8 +102,13 @@ def precision(dtype: str) -> Iterator[None]:
 class Dispatcher:
     """Evaluates blocks of ``plan`` on ``devices`` (default: every local device)."""
 
-    def __init__(self, grid: Grid, plan: Plan, kernel: str = DEFAULTS.kernel,
-                 devices: Sequence[jax.Device] | None = None) -> None:
+    def __init__(
+        self,
+        grid: Grid,
+        plan: Plan,
+        kernel: str = DEFAULTS.kernel,
+        devices: Sequence[jax.Device] | None = None,
+    ) -> None:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.plan = plan
@@ -122,9 +137,18 @@ class Dispatcher:
         layout = self._copy(layout_key, device, lambda: inp.layout(block.task, block.layout_slab))
         buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
         t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
-        return grid_metrics(config, layout, buckets, t1, kernel=self.kernel, zero_latency=inp.zero_latency,
-                            features=inp.features, variables=self.grid.variables,
-                            store=None if self.reduce else self.grid.store_dtype, reduce=self.reduce)
+        return grid_metrics(
+            config,
+            layout,
+            buckets,
+            t1,
+            kernel=self.kernel,
+            zero_latency=inp.zero_latency,
+            features=inp.features,
+            variables=self.grid.variables,
+            store=None if self.reduce else self.grid.store_dtype,
+            reduce=self.reduce,
+        )
 
     def collect(self, block: Block, result: dict[str, jax.Array]) -> Arrays:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
@@ -134,7 +158,10 @@ class Dispatcher:
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
         k = block.layouts if self.plan.splits_layouts else 1
         c = block.size // k
-        arrays = {name: np.asarray(result[name])[:k, :c].reshape(block.region_shape()) for name in self.grid.variables}
+        arrays = {
+            name: np.asarray(result[name])[:k, :c].reshape(block.region_shape())
+            for name in self.grid.variables
+        }
         if self.grid.store_dtype == "float16":
             check_float16(arrays)
         return arrays
@@ -149,15 +176,27 @@ def check_float16(arrays: Arrays) -> None:
     """Refuse a block that a float16 store cannot hold (one line, naming the variable and the limit)."""
     for name, a in arrays.items():
         if np.isinf(a).any():
-            raise InputError(f"float16: {name} exceeds 65504 ({VARIABLES[name][0]}) in this grid; "
-                             f"use --store float32", param="store")
+            raise InputError(
+                f"float16: {name} exceeds 65504 ({VARIABLES[name][0]}) in this grid; use --store float32",
+                param="store",
+            )
         if name in POSITIVE and (a == 0).any():
-            raise InputError(f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store")
+            raise InputError(
+                f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store"
+            )
 
 
-def run(grid: Grid, plan: Plan, sink: Sink, *, skip: Collection[int] = (),
-        progress: Callable[[int], None] | None = None, only: Callable[[Block], bool] | None = None,
-        kernel: str = DEFAULTS.kernel, devices: Sequence[jax.Device] | None = None) -> None:
+def run(
+    grid: Grid,
+    plan: Plan,
+    sink: Sink,
+    *,
+    skip: Collection[int] = (),
+    progress: Callable[[int], None] | None = None,
+    only: Callable[[Block], bool] | None = None,
+    kernel: str = DEFAULTS.kernel,
+    devices: Sequence[jax.Device] | None = None,
+) -> None:
     """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
 
     ``sink(block, arrays)`` receives numpy arrays shaped like the block's region;
@@ -187,7 +226,9 @@ def run(grid: Grid, plan: Plan, sink: Sink, *, skip: Collection[int] = (),
             hand_off()
 
 
-def evaluate_arrays(grid: Grid, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = DEFAULTS.kernel) -> Arrays:
+def evaluate_arrays(
+    grid: Grid, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = DEFAULTS.kernel
+) -> Arrays:
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
     plan = Plan(grid.sizes, block_configs)
     out = {name: np.full(grid.shape, np.nan, dtype=grid.store_dtype) for name in grid.variables}

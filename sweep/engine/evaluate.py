@@ -14,7 +14,8 @@ from netsweep_jax.sweep.engine.reductions import ReducedRun
 
 @refuse_unknown_keywords
 def evaluate(
-    model: Models, *,
+    model: Models,
+    *,
     bandwidth: AxisValues,
     block_configs: int = DEFAULT_BLOCK_CONFIGS,
     kernel: str = DEFAULTS.kernel,
@@ -57,10 +58,15 @@ def evaluate(
         run(grid, plan, state.add, kernel=kernel)
         return state.dataset()
     arrays = evaluate_arrays(grid, block_configs, kernel)
-    data = {name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))
-            for name in grid.variables}
-    attrs = {"dtype": grid.dtype, "intra_bandwidth_gbps": grid.intra_bandwidth,
-             "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles])}
+    data = {
+        name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))
+        for name in grid.variables
+    }
+    attrs = {
+        "dtype": grid.dtype,
+        "intra_bandwidth_gbps": grid.intra_bandwidth,
+        "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles]),
+    }
     if grid.assumed:
         attrs["assumed"] = grid.assumed
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -184,9 +184,11 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
     gpu = min(links, key=lambda g: links[g]) if links else "v100"
     transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
-    values = {"intra_bandwidth": links.get(gpu, DEFAULTS.intra_bandwidth),
-              "collective": "nccl-ring" if transformers else DEFAULTS.collective,
-              "bucketing": "ddp" if transformers else DEFAULTS.bucketing}
+    values = {
+        "intra_bandwidth": links.get(gpu, DEFAULTS.intra_bandwidth),
+        "collective": "nccl-ring" if transformers else DEFAULTS.collective,
+        "bucketing": "ddp" if transformers else DEFAULTS.bucketing,
+    }
     names = sorted({p.model.split("@")[0] for p in profiles})
     where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
     return values, where
@@ -198,8 +200,11 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
     if not chosen:
         return ""
     values, where = workload_defaults(profiles)
-    paper = {"intra_bandwidth": DEFAULTS.intra_bandwidth, "collective": DEFAULTS.collective,
-             "bucketing": DEFAULTS.bucketing}
+    paper = {
+        "intra_bandwidth": DEFAULTS.intra_bandwidth,
+        "collective": DEFAULTS.collective,
+        "bucketing": DEFAULTS.bucketing,
+    }
     if all(values[k] == paper[k] for k in chosen):
         return ""
     gpus = [_gpu_of(p) or "v100" for p in profiles]
@@ -209,7 +214,9 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
         if key in chosen:
             value = chosen[key]
             note = f" ({low.upper()} NVLink)" if key == "intra_bandwidth" else ""
-            parts.append(f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}")
+            parts.append(
+                f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
+            )
     return f"{where}: {', '.join(parts)}"
 
 
@@ -287,9 +294,12 @@ class Grid:
 
     def coords(self) -> dict[str, npt.NDArray[Any]]:
         """dim -> coordinate values as typed (str array for model/collective)."""
-        out: dict[str, npt.NDArray[Any]] = {"model": np.array([p.model for p in self.profiles]),
-               "collective": np.array(self.collectives), "bucketing": np.array(self.bucketings),
-               "compressor": np.array([c.name for c in self.compressors])}
+        out: dict[str, npt.NDArray[Any]] = {
+            "model": np.array([p.model for p in self.profiles]),
+            "collective": np.array(self.collectives),
+            "bucketing": np.array(self.bucketings),
+            "compressor": np.array([c.name for c in self.compressors]),
+        }
         for d in DIMS:
             if d not in NUMERIC_AXES:
                 continue
@@ -315,16 +325,25 @@ class Grid:
             r = self.reduction
             payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
         if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
-            payload["compression"] = {"compressors": [c.name for c in self.compressors], "factors": self.factors,
-                                      "codec": self.codec_overrides,
-                                      "shapes": [repr(p.shape) for p in self.profiles]}
+            payload["compression"] = {
+                "compressors": [c.name for c in self.compressors],
+                "factors": self.factors,
+                "codec": self.codec_overrides,
+                "shapes": [repr(p.shape) for p in self.profiles],
+            }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = None,
-                   iteration_time: float | None = None, *, gpu: WorkloadValues = None,
-                   precision: WorkloadValues = None, batch: WorkloadValues = None,
-                   seq_len: WorkloadValues = None) -> tuple[Profile, ...]:
+def resolve_models(
+    model: Models = DEFAULTS.model,
+    profile: str | Path | None = None,
+    iteration_time: float | None = None,
+    *,
+    gpu: WorkloadValues = None,
+    precision: WorkloadValues = None,
+    batch: WorkloadValues = None,
+    seq_len: WorkloadValues = None,
+) -> tuple[Profile, ...]:
     """The profiles a sweep runs on: a profile file, or built-in names.
 
     Args:
@@ -341,10 +360,14 @@ def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = 
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
     names: list[str | Profile]
-    if not (isinstance(model, (str, Profile)) or isinstance(model, (list, tuple)) and all(
-            isinstance(m, (str, Profile)) for m in model)):
-        raise InputError(f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them",
-                         param="model")
+    if not (
+        isinstance(model, (str, Profile))
+        or isinstance(model, (list, tuple))
+        and all(isinstance(m, (str, Profile)) for m in model)
+    ):
+        raise InputError(
+            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
+        )
     if isinstance(model, str):
         names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
     else:
@@ -352,9 +375,12 @@ def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = 
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     given = {k: v for k, v in workload.items() if v is not None}
     if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
-        raise InputError(f"{_text(next(iter(given.values())))}: only for transformer models "
-                         f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
-                         f"(--iteration-time scales them)", param=next(iter(given)))
+        raise InputError(
+            f"{_text(next(iter(given.values())))}: only for transformer models "
+            f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
+            f"(--iteration-time scales them)",
+            param=next(iter(given)),
+        )
     found: list[Profile] = []
     for n in names:
         if isinstance(n, str) and n in TRANSFORMERS:
@@ -364,11 +390,11 @@ def resolve_models(model: Models = DEFAULTS.model, profile: str | Path | None = 
     models = tuple(found)
     if iteration_time is None:
         return models
-    if isinstance(iteration_time, bool) or not (isinstance(iteration_time, (int, float))
-                                                and MIN_SECONDS <= iteration_time <= MAX_SECONDS):
+    if isinstance(iteration_time, bool) or not (
+        isinstance(iteration_time, (int, float)) and MIN_SECONDS <= iteration_time <= MAX_SECONDS
+    ):
         shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
-        raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]",
-                         param="iteration_time")
+        raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]", param="iteration_time")
     return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
@@ -379,33 +405,57 @@ def _table(value: object) -> Table:
             raise ValueError
         nbytes, seconds = (np.asarray(v, np.float64) for v in value)
     except (TypeError, ValueError):
-        raise InputError(f"{str(value)[:60]}: expected ([bytes, ...], [seconds, ...]) or a bytes,seconds file",
-                         param="reduce_table") from None
+        raise InputError(
+            f"{str(value)[:60]}: expected ([bytes, ...], [seconds, ...]) or a bytes,seconds file",
+            param="reduce_table",
+        ) from None
     if nbytes.ndim != 1 or nbytes.shape != seconds.shape or nbytes.size == 0:
-        raise InputError("expected two flat sequences of the same length, at least one row", param="reduce_table")
-    if not (np.all(np.isfinite(nbytes)) and np.all(np.isfinite(seconds)) and np.all(nbytes >= 0)
-            and np.all(seconds >= 0) and np.all(np.diff(nbytes) > 0) and np.all(seconds <= MAX_SECONDS)):
-        raise InputError(f"bytes must increase, seconds be in [0, {MAX_SECONDS:g}], all finite",
-                         param="reduce_table")
+        raise InputError(
+            "expected two flat sequences of the same length, at least one row", param="reduce_table"
+        )
+    if not (
+        np.all(np.isfinite(nbytes))
+        and np.all(np.isfinite(seconds))
+        and np.all(nbytes >= 0)
+        and np.all(seconds >= 0)
+        and np.all(np.diff(nbytes) > 0)
+        and np.all(seconds <= MAX_SECONDS)
+    ):
+        raise InputError(
+            f"bytes must increase, seconds be in [0, {MAX_SECONDS:g}], all finite", param="reduce_table"
+        )
     return nbytes, seconds
 
 
 def _reductions(value: object) -> Any:
-    if value is not None and not isinstance(value, str) and not (
-            isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+    if (
+        value is not None
+        and not isinstance(value, str)
+        and not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+    ):
         raise InputError(f"{value!r}: expected OP:DIM[,DIM...] text or a list of them", param="reduce")
     return value
 
 
 def _text(value: object) -> str:
-    return value if isinstance(value, str) else ",".join(map(str, value)) if isinstance(value, (list, tuple)) \
+    return (
+        value
+        if isinstance(value, str)
+        else ",".join(map(str, value))
+        if isinstance(value, (list, tuple))
         else str(value)
+    )
 
 
 def _values(value: object, param: str, integer: bool) -> list[Any]:
     """A comma list or a sequence -> list; integers checked."""
-    items = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) \
+    items = (
+        value.split(",")
+        if isinstance(value, str)
+        else list(value)
+        if isinstance(value, (list, tuple))
         else [value]
+    )
     out: list[Any] = []
     for item in items:
         item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
@@ -425,8 +475,10 @@ def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
     """Every combination of the transformer workload settings, as profiles."""
     axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
     keys = list(axes)
-    return [transformer_profile(Workload(name, **dict(zip(keys, combo))))
-            for combo in itertools.product(*(axes[k] for k in keys))]
+    return [
+        transformer_profile(Workload(name, **dict(zip(keys, combo))))
+        for combo in itertools.product(*(axes[k] for k in keys))
+    ]
 
 
 @refuse_unknown_keywords
@@ -444,37 +496,55 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
       InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
     o: dict[str, Any] = {**_DEFAULTS, **options}
-    profiles = resolve_models(model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"])
+    profiles = resolve_models(
+        model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"]
+    )
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
     following, _ = workload_defaults(profiles)
     chosen = {k: following[k] for k in FOLLOWING if o[k] is None}
     o.update(chosen)
     collective, compressor, intra_bandwidth, dtype, store = (
-        o["collective"], o["compressor"], o["intra_bandwidth"], o["dtype"], o["store"])
+        o["collective"],
+        o["compressor"],
+        o["intra_bandwidth"],
+        o["dtype"],
+        o["store"],
+    )
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
     bucketings = tuple(parse_names(o["bucketing"], "bucketing", BUCKETINGS))
-    values = {name: coerce_axis(name, spec.default if o[name] is None else o[name])
-              for name, spec in NUMERIC_AXES.items()}
+    values = {
+        name: coerce_axis(name, spec.default if o[name] is None else o[name])
+        for name, spec in NUMERIC_AXES.items()
+    }
     if "fsdp" in bucketings and np.any(values["accum"] > 1):
-        raise InputError("fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
-                         param="bucketing")
-    if isinstance(intra_bandwidth, bool) or not isinstance(intra_bandwidth, (int, float)) \
-            or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0):
-        raise InputError(f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
-                         f": intra-node bandwidth must be a number > 0 Gbit/s",
-                         param="intra_bandwidth")
+        raise InputError(
+            "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
+            param="bucketing",
+        )
+    if (
+        isinstance(intra_bandwidth, bool)
+        or not isinstance(intra_bandwidth, (int, float))
+        or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0)
+    ):
+        raise InputError(
+            f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
+            f": intra-node bandwidth must be a number > 0 Gbit/s",
+            param="intra_bandwidth",
+        )
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     compressors = parse_compressors(compressor)
     compresses = any(c.method != "none" for c in compressors)
     if compresses and "fsdp" in bucketings:
         named = ",".join(c.name for c in compressors)
-        raise InputError(f"{named} with fsdp: compression is modelled for all-reduce schedules (horovod, ddp)",
-                         param="compressor")
+        raise InputError(
+            f"{named} with fsdp: compression is modelled for all-reduce schedules (horovod, ddp)",
+            param="compressor",
+        )
     for c in compressors:  # refuse now what the engine could not build later
         if c.method == "powersgd":
             for p in profiles:
@@ -484,7 +554,9 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     variables = o["variables"]
     if variables is None:
         variables = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
-    kept = tuple(in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))  # whatever order they came in
+    kept = tuple(
+        in_cube_order(parse_names(variables, "vars", tuple(VARIABLES)))
+    )  # whatever order they came in
     store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
@@ -496,6 +568,20 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         table, source = read_table(reduce_table), str(reduce_table)
     else:
         table, source = _table(reduce_table), "user table"
-    return Grid(profiles, collectives, bucketings, values, table, source, float(intra_bandwidth), dtype,
-                kept, store or "", compressors, factors, overrides, parse_reductions(_reductions(o["reduce"])),
-                assumed_text(profiles, chosen))
+    return Grid(
+        profiles,
+        collectives,
+        bucketings,
+        values,
+        table,
+        source,
+        float(intra_bandwidth),
+        dtype,
+        kept,
+        store or "",
+        compressors,
+        factors,
+        overrides,
+        parse_reductions(_reductions(o["reduce"])),
+        assumed_text(profiles, chosen),
+    )

@@ -49,8 +49,12 @@ def padded_count(longest: int) -> int:
 
 def fused(profile: Profile, bucketing: str, fusion_buffer: float, fusion_timeout: float) -> Fused | Units:
     """A profile's buckets (or FSDP units) under a schedule, the fusion knobs in stored units (MiB, ms)."""
-    return buckets_for(profile, bucketing, float(si_values("fusion_buffer", fusion_buffer)),
-                       float(si_values("fusion_timeout", fusion_timeout)))
+    return buckets_for(
+        profile,
+        bucketing,
+        float(si_values("fusion_buffer", fusion_buffer)),
+        float(si_values("fusion_timeout", fusion_timeout)),
+    )
 
 
 def bucket_rows(b: Fused | Units, count: int, dtype: np.dtype) -> Host:
@@ -58,7 +62,7 @@ def bucket_rows(b: Fused | Units, count: int, dtype: np.dtype) -> Host:
     right-aligned (padding first), buckets left-aligned."""
     out = np.zeros((4, count), dtype=dtype)
     if isinstance(b, Units):
-        out[:, count - len(b):] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
+        out[:, count - len(b) :] = (b.forward, b.nbytes, np.ones(len(b)), b.backward)
     else:
         out[:3, : len(b)] = (b.ready, b.nbytes, np.ones(len(b)))
     return out
@@ -103,7 +107,8 @@ def features_of(grid: Grid) -> Features:
         compute=any(np.any(grid.values[d] != 0) for d in ("overhead", "slowdown", "jitter")),
         fsdp="fsdp" in grid.bucketings,
         compress=grid.compresses,
-        accuracy="time_to_accuracy" in grid.variables)
+        accuracy="time_to_accuracy" in grid.variables,
+    )
 
 
 class BlockInputs:
@@ -130,9 +135,12 @@ class BlockInputs:
         key = (t["model"], t["bucketing"], t["fusion_buffer"], t["fusion_timeout"])
         if key not in self._fused:
             g = self.grid
-            self._fused[key] = fused(g.profiles[t["model"]], g.bucketings[t["bucketing"]],
-                                     g.values["fusion_buffer"][t["fusion_buffer"]],
-                                     g.values["fusion_timeout"][t["fusion_timeout"]])
+            self._fused[key] = fused(
+                g.profiles[t["model"]],
+                g.bucketings[t["bucketing"]],
+                g.values["fusion_buffer"][t["fusion_buffer"]],
+                g.values["fusion_timeout"][t["fusion_timeout"]],
+            )
         return self._fused[key]
 
     def buckets(self, task: Task) -> Buckets:
@@ -147,7 +155,9 @@ class BlockInputs:
         codec: Host = np.zeros((4, self.bucket_count), dtype=self.dtype)
         codec[:, : len(b)] = self._codec(task)
         scalars = (compressor.gather, compressor.rounds, self.grid.factors[compressor.name])
-        return _buckets(out, out[3] if fsdp else None, sharded, *codec, *(self.dtype.type(v) for v in scalars))
+        return _buckets(
+            out, out[3] if fsdp else None, sharded, *codec, *(self.dtype.type(v) for v in scalars)
+        )
 
     def _codec(self, task: Task) -> Host:
         """(payload, encode, decode, unpack) [buckets] float64 of a task's compressor (cached)."""
@@ -156,7 +166,9 @@ class BlockInputs:
         if key not in self._codecs:
             g = self.grid
             profile = g.profiles[t["model"]]
-            codec = tensor_codec(g.compressors[t["compressor"]], profile, codec_cost_for(profile, g.codec_overrides))
+            codec = tensor_codec(
+                g.compressors[t["compressor"]], profile, codec_cost_for(profile, g.codec_overrides)
+            )
             b = self._fuse(task)
             assert isinstance(b, Fused)  # compression is refused with FSDP (make_grid)
             self._codecs[key] = bucket_codec(codec, b.last_tensor)
@@ -181,8 +193,9 @@ class BlockInputs:
         plain: Host = self.buckets(task).nbytes.astype(np.float64)
 
         def coefficients_for(nbytes: Array) -> Coefficients:
-            return coefficients(collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits,
-                                nics_per_node=nics)
+            return coefficients(
+                collective, nodes, gpus, nbytes, g.reduce_table, self.intra_bits, nics_per_node=nics
+            )
 
         c = coefficients_for(plain)
         kb, k = self.plan.kb, nodes.size
@@ -208,15 +221,29 @@ class BlockInputs:
 
     def block(self, block: Block) -> tuple[Config, Layout, Buckets, np.floating]:
         """The four host inputs of one block: configurations [ci], layouts [kb], buckets, T1."""
-        return (self.configs(block.inner_slab), self.layout(block.task, block.layout_slab),
-                self.buckets(block.task), self.t1(block.task))
+        return (
+            self.configs(block.inner_slab),
+            self.layout(block.task, block.layout_slab),
+            self.buckets(block.task),
+            self.t1(block.task),
+        )
 
 
-def row_inputs(runs: Sequence[Profile], *, bucketing: Sequence[str], fusion_buffer: Sequence[float],
-               fusion_timeout: Sequence[float], collective: Sequence[str], nodes: Sequence[float],
-               gpus_per_node: Sequence[float], nics_per_node: Sequence[float],
-               inner: Mapping[str, Sequence[float]], reduce_table: Table, intra_bandwidth: float,
-               dtype: str = "float64") -> tuple[Rows, Features]:
+def row_inputs(
+    runs: Sequence[Profile],
+    *,
+    bucketing: Sequence[str],
+    fusion_buffer: Sequence[float],
+    fusion_timeout: Sequence[float],
+    collective: Sequence[str],
+    nodes: Sequence[float],
+    gpus_per_node: Sequence[float],
+    nics_per_node: Sequence[float],
+    inner: Mapping[str, Sequence[float]],
+    reduce_table: Table,
+    intra_bandwidth: float,
+    dtype: str = "float64",
+) -> tuple[Rows, Features]:
     """Kernel inputs of R rows, each its own run: a profile, schedule, fusion, layout and configuration.
 
     Args:
@@ -238,13 +265,22 @@ def row_inputs(runs: Sequence[Profile], *, bucketing: Sequence[str], fusion_buff
     scalars: Host = np.zeros((6, n), dt)
     reduce: Host = np.zeros((n, count), dt)
     for i in range(n):
-        c = coefficients(collective[i], [nodes[i]], [gpus_per_node[i]], buckets[1, i].astype(np.float64),
-                         reduce_table, intra_bits, nics_per_node=[nics_per_node[i]])
+        c = coefficients(
+            collective[i],
+            [nodes[i]],
+            [gpus_per_node[i]],
+            buckets[1, i].astype(np.float64),
+            reduce_table,
+            intra_bits,
+            nics_per_node=[nics_per_node[i]],
+        )
         scalars[:, i : i + 1], reduce[i : i + 1] = layout_arrays(c, 1, dt)
     config = config_arrays([si_values(d, inner[d]) for d in INNER], n, dt)
     sharded: Host = np.array([isinstance(b, Units) for b in fuses], dt) if fsdp else None
     t1: Host = np.array([p.t1 for p in runs], dt)
     index: Host = np.zeros((n, 0), np.int32)
-    rows = Rows(config, _layout(scalars, reduce), _buckets(buckets, buckets[3] if fsdp else None, sharded), t1, index)
+    rows = Rows(
+        config, _layout(scalars, reduce), _buckets(buckets, buckets[3] if fsdp else None, sharded), t1, index
+    )
     features = Features(piped=any(c in PIPELINED for c in collective), compute=True, fsdp=fsdp)
     return rows, features

@@ -59,7 +59,11 @@ MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
 # models' gradients in fp32 (main_grad) and reduces them in fp32 (``accumulate_allreduce_grads_in_fp32``
 # is on for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py); fp16 gradients stay 2
 # bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations.
-PRECISION_BYTES = {"bf16": (2.0, 4.0, 2.0, "half"), "fp16": (2.0, 2.0, 2.0, "half"), "fp8": (2.0, 4.0, 2.0, "fp8")}
+PRECISION_BYTES = {
+    "bf16": (2.0, 4.0, 2.0, "half"),
+    "fp16": (2.0, 2.0, 2.0, "half"),
+    "fp8": (2.0, 4.0, 2.0, "fp8"),
+}
 # e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
 _STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
 
@@ -146,17 +150,33 @@ class LayoutGrid:
         outer cells' columns from."""
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
         gpus = np.array([_gpu_row(g) for g in self.names["gpu"]])
-        precision = np.array([PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",)
-                              for p in self.names["precision"]], np.float64)
+        precision = np.array(
+            [PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",) for p in self.names["precision"]],
+            np.float64,
+        )
         return {"arch": arch, "gpu": gpus, "precision": precision}
 
 
 def _arch_row(m: LLM) -> kernel.Arch:
-    return kernel.Arch(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv_heads,
-                       q_width=m.heads * m.head_dim, kv_width=m.kv_heads * m.head_dim, ffn=m.ffn, vocab=m.vocab,
-                       seq=m.seq, experts=m.experts, top_k=m.top_k, expert_ffn=m.expert_ffn,
-                       shared_experts=m.shared_experts, moe_layers=m.moe_layers, gated=float(m.mlp == "swiglu"),
-                       tied=float(m.tied), dropout=float(bool(m.dropout)))
+    return kernel.Arch(
+        layers=m.layers,
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        q_width=m.heads * m.head_dim,
+        kv_width=m.kv_heads * m.head_dim,
+        ffn=m.ffn,
+        vocab=m.vocab,
+        seq=m.seq,
+        experts=m.experts,
+        top_k=m.top_k,
+        expert_ffn=m.expert_ffn,
+        shared_experts=m.shared_experts,
+        moe_layers=m.moe_layers,
+        gated=float(m.mlp == "swiglu"),
+        tied=float(m.tied),
+        dropout=float(bool(m.dropout)),
+    )
 
 
 def _gpu_row(name: str) -> tuple[float, ...]:
@@ -176,17 +196,44 @@ def _values(name: str, given: object, default: str | None) -> np.ndarray:
     return parse_values(text, spec)
 
 
-def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: str = "h100",
-                     precision: str = "bf16", attention: str = "flash", grad_bytes: object = None,
-                     usable_memory: object = None, offload_layers: object = None, gpus: object = None, dp: object = None, tp: object = None,
-                     pp: object = None, cp: object = None, ep: object = None, micro_batch: object = None,
-                     global_batch: object = None, schedule: str = "1f1b", recompute: str = "none",
-                     sequence_parallel: object = None, zero: object = None, nvlink_domain: object = None,
-                     nvlink_bw: object = None, gpus_per_node: object = None, nics_per_node: object = None,
-                     bandwidth: object = None, utilization: object = None, latency: object = None,
-                     collective: str = "nccl", efficiency: object = None, imbalance: object = None,
-                     overhead: object = None, slowdown: object = None, jitter: object = None,
-                     dtype: str = "float32", search: dict[str, str] | None = None) -> LayoutGrid:
+def make_layout_grid(
+    model: str | None = None,
+    *,
+    arch: str | None = None,
+    gpu: str = "h100",
+    precision: str = "bf16",
+    attention: str = "flash",
+    grad_bytes: object = None,
+    usable_memory: object = None,
+    offload_layers: object = None,
+    gpus: object = None,
+    dp: object = None,
+    tp: object = None,
+    pp: object = None,
+    cp: object = None,
+    ep: object = None,
+    micro_batch: object = None,
+    global_batch: object = None,
+    schedule: str = "1f1b",
+    recompute: str = "none",
+    sequence_parallel: object = None,
+    zero: object = None,
+    nvlink_domain: object = None,
+    nvlink_bw: object = None,
+    gpus_per_node: object = None,
+    nics_per_node: object = None,
+    bandwidth: object = None,
+    utilization: object = None,
+    latency: object = None,
+    collective: str = "nccl",
+    efficiency: object = None,
+    imbalance: object = None,
+    overhead: object = None,
+    slowdown: object = None,
+    jitter: object = None,
+    dtype: str = "float32",
+    search: dict[str, str] | None = None,
+) -> LayoutGrid:
     """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
 
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
@@ -214,17 +261,41 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
     }
     for g in names["gpu"]:
         if "fp8" in names["precision"] and GPUS[g].fp8 == 0:
-            raise InputError(f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision")
+            raise InputError(
+                f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
+            )
     if gpus is None and dp is None:
         raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
     if global_batch is None:
         raise InputError("give the global batch in samples (e.g. --global-batch 1024)", param="global_batch")
     search = search or {}
-    given = dict(grad_bytes=grad_bytes, usable_memory=usable_memory, offload_layers=offload_layers, gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, micro_batch=micro_batch, global_batch=global_batch,
-                 sequence_parallel=sequence_parallel, zero=zero, nvlink_domain=nvlink_domain, nvlink_bw=nvlink_bw,
-                 gpus_per_node=gpus_per_node, nics_per_node=nics_per_node, bandwidth=bandwidth,
-                 utilization=utilization, latency=latency, efficiency=efficiency, imbalance=imbalance,
-                 overhead=overhead, slowdown=slowdown, jitter=jitter)
+    given = dict(
+        grad_bytes=grad_bytes,
+        usable_memory=usable_memory,
+        offload_layers=offload_layers,
+        gpus=gpus,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        sequence_parallel=sequence_parallel,
+        zero=zero,
+        nvlink_domain=nvlink_domain,
+        nvlink_bw=nvlink_bw,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        bandwidth=bandwidth,
+        utilization=utilization,
+        latency=latency,
+        efficiency=efficiency,
+        imbalance=imbalance,
+        overhead=overhead,
+        slowdown=slowdown,
+        jitter=jitter,
+    )
     values = {}
     for name, value in given.items():
         default = search.get(name, AXES[name].default)
@@ -235,8 +306,9 @@ def make_layout_grid(model: str | None = None, *, arch: str | None = None, gpu: 
         values[name] = _values(name, value, default)
     if not set(values["grad_bytes"].tolist()) <= {0.0, 2.0, 4.0}:
         bad = next(v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0))
-        raise InputError(f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)",
-                         param="grad_bytes")
+        raise InputError(
+            f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
+        )
     assumed = _assumed(given, names, models, search)
     return LayoutGrid(tuple(models), names, values, dtype, assumed)
 
@@ -246,7 +318,9 @@ def _schedules(text: str) -> list[str]:
     if not items:
         raise InputError("'': give a schedule (1f1b or interleaved:V)", param="schedule")
     # One spelling per schedule (interleaved:02 is interleaved:2), so a repeat is found.
-    items = ["1f1b" if parse_schedule(item) == 1 else f"interleaved:{int(parse_schedule(item))}" for item in items]
+    items = [
+        "1f1b" if parse_schedule(item) == 1 else f"interleaved:{int(parse_schedule(item))}" for item in items
+    ]
     if len(set(items)) != len(items):
         raise InputError(f"{text!r}: a schedule appears twice", param="schedule")
     return items
@@ -256,10 +330,17 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
     out = []
     for g in names["gpu"]:
         spec = GPUS[g]
-        parts = [f"{AXES[d].option.lstrip('-')} {v}" for d, v in (
-            ("nvlink_domain", show(spec.domain)), ("nvlink_bw", f"{show(spec.nvlink / 1e9)} GB/s"),
-            ("gpus_per_node", show(spec.gpus_per_node)), ("nics_per_node", show(spec.nics)),
-            ("bandwidth", f"{show(spec.nic_gbps)} Gbit/s")) if given[d] is None]
+        parts = [
+            f"{AXES[d].option.lstrip('-')} {v}"
+            for d, v in (
+                ("nvlink_domain", show(spec.domain)),
+                ("nvlink_bw", f"{show(spec.nvlink / 1e9)} GB/s"),
+                ("gpus_per_node", show(spec.gpus_per_node)),
+                ("nics_per_node", show(spec.nics)),
+                ("bandwidth", f"{show(spec.nic_gbps)} Gbit/s"),
+            )
+            if given[d] is None
+        ]
         if parts:
             out.append(f"{g}: {spec.system} ({', '.join(parts)})")
     if given["efficiency"] is None:
@@ -271,7 +352,9 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
         out.append("gradients " + ", ".join(f"{k} ({p}'s)" for k, p in kinds.items()))
     if given["usable_memory"] is None:
         out.append(f"usable memory {AXES['usable_memory'].default}")
-    searched = [f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search]
+    searched = [
+        f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search
+    ]
     for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
         if given[d] is None and d not in search:
             out.append(f"{AXES[d].option} {AXES[d].default}")
@@ -336,23 +419,31 @@ def _block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
 def evaluate_layouts_arrays(grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress=None) -> dict:
     """Every output over the whole grid: dict name -> array of ``grid.shape``."""
     if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
-        raise InputError(f"{grid.outer_size * grid.inner_size:,} configurations are too many to keep; "
-                         f"search them with sweep plan (it keeps the best layouts only)", param="gpus")
+        raise InputError(
+            f"{grid.outer_size * grid.inner_size:,} configurations are too many to keep; "
+            f"search them with sweep plan (it keeps the best layouts only)",
+            param="gpus",
+        )
     rows, cols = _block_shape(grid, block_configs)
-    full = {name: np.empty((grid.outer_size, grid.inner_size), np.int32 if name == "status" else
-                           np.dtype(grid.dtype)) for name in grid.variables}
+    full = {
+        name: np.empty(
+            (grid.outer_size, grid.inner_size), np.int32 if name == "status" else np.dtype(grid.dtype)
+        )
+        for name in grid.variables
+    }
     tables = BlockTables(grid)
     with jax.enable_x64(grid.dtype == "float64"):
         dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
         for i in range(0, grid.inner_size, cols):
             inner = jnp.asarray(tables.inner(i, cols)[0], dtype)
             for o in range(0, grid.outer_size, rows):
-                out = layout_block_outputs(jnp.asarray(tables.outer(o, rows), dtype), inner,
-                                           variables=grid.variables)
+                out = layout_block_outputs(
+                    jnp.asarray(tables.outer(o, rows), dtype), inner, variables=grid.variables
+                )
                 r = min(rows, grid.outer_size - o)
                 c = min(cols, grid.inner_size - i)
                 for name, a in out.items():
-                    full[name][o:o + r, i:i + c] = np.asarray(a)[:r, :c]
+                    full[name][o : o + r, i : i + c] = np.asarray(a)[:r, :c]
                 if progress:
                     progress(r * c)
     return {name: a.reshape(grid.shape) for name, a in full.items()}
@@ -368,14 +459,24 @@ def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
         if name == "status":
             attrs["rules"] = "; ".join(f"{i}: {rule}" for i, rule in enumerate(kernel.STATUS))
         data[name] = xr.Variable(DIMS, a, attrs)
-    attrs = {"family": "layouts", "dtype": grid.dtype, "assumed": "; ".join(grid.assumed),
-             "models": "; ".join(f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"],
-                                                                                       grid.models))}
+    attrs = {
+        "family": "layouts",
+        "dtype": grid.dtype,
+        "assumed": "; ".join(grid.assumed),
+        "models": "; ".join(
+            f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)
+        ),
+    }
     return xr.Dataset(data, coords=coords, attrs=attrs)
 
 
-def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CONFIGS, progress=None,
-                 columns: int | None = None) -> dict:
+def best_layouts(
+    grid: LayoutGrid,
+    keep: int = 3,
+    block_configs: int = BLOCK_CONFIGS,
+    progress=None,
+    columns: int | None = None,
+) -> dict:
     """The ``keep`` fastest feasible layouts of every outer cell.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
@@ -387,8 +488,10 @@ def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CON
         cols = min(cols, _pow2(columns, 8))
     cols = max(cols, keep)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
-    best = {"score": np.full((grid.outer_size, keep), -np.inf),
-            "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64)}
+    best = {
+        "score": np.full((grid.outer_size, keep), -np.inf),
+        "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64),
+    }
     picked: dict[str, np.ndarray] = {}
     tables = BlockTables(grid)
     with jax.enable_x64(grid.dtype == "float64"):
@@ -398,8 +501,9 @@ def best_layouts(grid: LayoutGrid, keep: int = 3, block_configs: int = BLOCK_CON
             inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
             for o in range(0, grid.outer_size, rows):
                 r = min(rows, grid.outer_size - o)
-                score, where, out = layout_block_best(jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d,
-                                                      keep=keep)
+                score, where, out = layout_block_best(
+                    jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=keep
+                )
                 score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r] + i
                 out = {k: np.asarray(v)[:r] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
@@ -417,7 +521,9 @@ def _merge(best, picked, rows, score, where, out, keep):
     """Fold a block's candidates into the running best (ties: the lower layout index first)."""
     if not picked:
         for k, v in out.items():
-            picked[k] = np.full((best["score"].shape[0], keep), np.nan if v.dtype.kind == "f" else -1, v.dtype)
+            picked[k] = np.full(
+                (best["score"].shape[0], keep), np.nan if v.dtype.kind == "f" else -1, v.dtype
+            )
     scores = np.concatenate([best["score"][rows], score], axis=1)
     layouts = np.concatenate([best["layout"][rows], where], axis=1)
     order = np.lexsort((layouts, -scores), axis=1)[:, :keep]
@@ -468,13 +574,16 @@ class LayoutRow:
     imbalance: float = 1.0
 
 
-def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np.ndarray) -> dict[str, np.ndarray]:
+def evaluate_rows(
+    rows: list[LayoutRow], efficiency: np.ndarray, utilization: np.ndarray
+) -> dict[str, np.ndarray]:
     """Every output of :mod:`kernels.layout` for each row and candidate constant, in float64.
 
     ``efficiency`` and ``utilization``: [R, K] (K candidates per row, broadcast as arrays), or [R].
     Returns dict name -> [R, K] (or [R])."""
-    efficiency, utilization = np.broadcast_arrays(np.asarray(efficiency, np.float64),
-                                                  np.asarray(utilization, np.float64))
+    efficiency, utilization = np.broadcast_arrays(
+        np.asarray(efficiency, np.float64), np.asarray(utilization, np.float64)
+    )
     one = efficiency.ndim == 1
     if one:
         efficiency, utilization = efficiency[:, None], utilization[:, None]
@@ -494,35 +603,57 @@ def evaluate_rows(rows: list[LayoutRow], efficiency: np.ndarray, utilization: np
     arch = {f: column([getattr(_arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
     gpu = [dict(zip(GPU_FIELDS, _gpu_row(r.gpu))) for r in rows]
     bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
-    dev = dict(peak=column([g["fp8"] if b[3] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
-               hbm=column([g["hbm"] for g in gpu]), memory=column([g["memory"] for g in gpu]),
-               param_bytes=column([b[0] for b in bytes_]),
-               grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
-               act_bytes=column([b[2] for b in bytes_]), usable=column([r.usable_memory for r in rows]),
-               gemm_input_bytes=column([1.0 if b[3] == "fp8" else b[2] for b in bytes_]))
+    dev = dict(
+        peak=column([g["fp8"] if b[3] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
+        hbm=column([g["hbm"] for g in gpu]),
+        memory=column([g["memory"] for g in gpu]),
+        param_bytes=column([b[0] for b in bytes_]),
+        grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
+        act_bytes=column([b[2] for b in bytes_]),
+        usable=column([r.usable_memory for r in rows]),
+        gemm_input_bytes=column([1.0 if b[3] == "fp8" else b[2] for b in bytes_]),
+    )
 
     def system(name: str, own: str, factor: float) -> np.ndarray:
-        return column([g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)])
+        return column(
+            [g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)]
+        )
 
     lay = dict(
-        gpus=column([r.gpus for r in rows]), tp=column([r.tp for r in rows]), pp=column([r.pp for r in rows]),
-        cp=column([r.cp for r in rows]), ep=column([r.ep for r in rows]), dp=column([r.dp for r in rows]),
-        micro_batch=column([r.micro_batch for r in rows]), global_batch=column([r.global_batch for r in rows]),
-        chunks=column([r.chunks for r in rows]), recompute=column([RECOMPUTES.index(r.recompute) for r in rows]),
-        sequence_parallel=column([r.sequence_parallel for r in rows]), zero=column([r.zero for r in rows]),
+        gpus=column([r.gpus for r in rows]),
+        tp=column([r.tp for r in rows]),
+        pp=column([r.pp for r in rows]),
+        cp=column([r.cp for r in rows]),
+        ep=column([r.ep for r in rows]),
+        dp=column([r.dp for r in rows]),
+        micro_batch=column([r.micro_batch for r in rows]),
+        global_batch=column([r.global_batch for r in rows]),
+        chunks=column([r.chunks for r in rows]),
+        recompute=column([RECOMPUTES.index(r.recompute) for r in rows]),
+        sequence_parallel=column([r.sequence_parallel for r in rows]),
+        zero=column([r.zero for r in rows]),
         flash=column([float(r.attention == "flash") for r in rows]),
-        nvlink_domain=system("nvlink_domain", "domain", 1.0), nvlink_bw=system("nvlink_bw", "nvlink", 1e9),
-        gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0), nics_per_node=system("nics_per_node", "nics", 1.0),
-        bandwidth=system("bandwidth", "nic_bits", 1e9), utilization=utilization,
+        nvlink_domain=system("nvlink_domain", "domain", 1.0),
+        nvlink_bw=system("nvlink_bw", "nvlink", 1e9),
+        gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0),
+        nics_per_node=system("nics_per_node", "nics", 1.0),
+        bandwidth=system("bandwidth", "nic_bits", 1e9),
+        utilization=utilization,
         latency=column([r.latency * 1e-6 for r in rows]),
-        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]), efficiency=efficiency,
-        overhead=column([r.overhead * 1e-3 for r in rows]), slowdown=column([0.0] * len(rows)),
-        straggle=column([0.0] * len(rows)), imbalance=column([r.imbalance for r in rows]),
-        offload_layers=column([r.offload_layers for r in rows]))
+        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
+        efficiency=efficiency,
+        overhead=column([r.overhead * 1e-3 for r in rows]),
+        slowdown=column([0.0] * len(rows)),
+        straggle=column([0.0] * len(rows)),
+        imbalance=column([r.imbalance for r in rows]),
+        offload_layers=column([r.offload_layers for r in rows]),
+    )
     with jax.enable_x64(True):
-        out = layout_block_rows(kernel.Arch(**{k: jnp.asarray(v) for k, v in arch.items()}),
-                                kernel.Device(**{k: jnp.asarray(v) for k, v in dev.items()}),
-                                kernel.Layout(**{k: jnp.asarray(v) for k, v in lay.items()}))
+        out = layout_block_rows(
+            kernel.Arch(**{k: jnp.asarray(v) for k, v in arch.items()}),
+            kernel.Device(**{k: jnp.asarray(v) for k, v in dev.items()}),
+            kernel.Layout(**{k: jnp.asarray(v) for k, v in lay.items()}),
+        )
         cut = tuple(slice(0, n) for n in asked)
         result = {k: np.asarray(v, np.float64)[cut] for k, v in out.items()}
         return {k: v[:, 0] for k, v in result.items()} if one else result

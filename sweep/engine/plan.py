@@ -45,7 +45,7 @@ class Block:
     @property
     def inner_slab(self) -> tuple[slice, ...]:
         """Slices along :data:`~sweep.core.schema.INNER`."""
-        return self.slab[len(LAYOUT):]
+        return self.slab[len(LAYOUT) :]
 
     def region(self) -> tuple[slice, ...]:
         """Index tuple into the full cube (one entry per dim of :data:`~sweep.core.schema.DIMS`)."""
@@ -78,19 +78,20 @@ class Plan:
     def __init__(self, sizes: Mapping[str, int], block_configs: int = DEFAULT_BLOCK_CONFIGS) -> None:
         self.sizes: dict[str, int] = {d: int(sizes[d]) for d in DIMS}
         if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
-            raise InputError(f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}",
-                             param="block_configs")
+            raise InputError(
+                f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}", param="block_configs"
+            )
         self.block_configs: int = int(block_configs)
         self._blocks: tuple[Block, ...] | None = None
         var = [self.sizes[d] for d in VARYING]
         # Split dim: the outermost varying dim whose trailing extent fits a block.
-        split = next(i for i in range(len(VARYING)) if math.prod(var[i + 1:]) <= self.block_configs)
+        split = next(i for i in range(len(VARYING)) if math.prod(var[i + 1 :]) <= self.block_configs)
         self.split_dim: str = VARYING[split]
-        trailing = math.prod(var[split + 1:])
+        trailing = math.prod(var[split + 1 :])
         self.rows: int = max(1, min(var[split], self.block_configs // trailing))
         if self.split_dim in LAYOUT:  # whole inner extent, several layouts per block
-            self.kb: int = self.rows * math.prod(var[split + 1:len(LAYOUT)])
-            self.ci: int = math.prod(var[len(LAYOUT):])
+            self.kb: int = self.rows * math.prod(var[split + 1 : len(LAYOUT)])
+            self.ci: int = math.prod(var[len(LAYOUT) :])
         else:  # one layout per block, part of the inner extent
             self.kb = 1
             self.ci = self.rows * trailing
@@ -108,7 +109,7 @@ class Plan:
     def chunk_shape(self) -> tuple[int, ...]:
         """Shape of one (full) block in the cube: the HDF5 chunk shape."""
         split = VARYING.index(self.split_dim)
-        var = [1] * split + [self.rows] + [self.sizes[d] for d in VARYING[split + 1:]]
+        var = [1] * split + [self.rows] + [self.sizes[d] for d in VARYING[split + 1 :]]
         return (1,) * len(STRUCTURAL) + tuple(var)
 
     def tasks(self) -> Iterator[tuple[int, ...]]:
@@ -124,7 +125,7 @@ class Plan:
     def _cut(self) -> list[Block]:
         split = VARYING.index(self.split_dim)
         outer = [self.sizes[d] for d in VARYING[:split]]
-        along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in VARYING[split + 1:]]
+        along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in VARYING[split + 1 :]]
         out: list[Block] = []
         for task in self.tasks():
             for prefix in itertools.product(*(range(n) for n in outer)):

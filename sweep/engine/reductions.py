@@ -83,8 +83,9 @@ def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
             raise InputError(f"{item!r}: unknown op {op!r}; ops: {', '.join(OPS)}", param="reduce")
         names = [n.strip() for n in text.split(",") if n.strip()]
         if not names:
-            raise InputError(f"{item!r}: name the dims to reduce, as max:ratio or argmax:collective,nodes",
-                             param="reduce")
+            raise InputError(
+                f"{item!r}: name the dims to reduce, as max:ratio or argmax:collective,nodes", param="reduce"
+            )
         for name in names:
             if name not in DIMS:
                 raise InputError(f"{item!r}: {name!r} is not a dim; dims: {', '.join(DIMS)}", param="reduce")
@@ -94,17 +95,22 @@ def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
             if op.startswith("arg"):
                 labelled.append(name)
         if family not in (None, FAMILY[op]):
-            raise InputError(f"{','.join(map(str, items))}: {family} and {FAMILY[op]} reductions in one sweep would "
-                             f"depend on their order; use one of max/argmax, min/argmin or mean", param="reduce")
+            raise InputError(
+                f"{','.join(map(str, items))}: {family} and {FAMILY[op]} reductions in one sweep would "
+                f"depend on their order; use one of max/argmax, min/argmin or mean",
+                param="reduce",
+            )
         family = FAMILY[op]
     order = [d for d in DIMS if d in dims]
     assert family is not None  # items is not empty
-    return Reduction(family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items)))
+    return Reduction(
+        family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items))
+    )
 
 
 def _after_split(plan: Plan) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
-    return VARYING[VARYING.index(plan.split_dim) + 1:]
+    return VARYING[VARYING.index(plan.split_dim) + 1 :]
 
 
 def in_block(plan: Plan, reduction: Reduction) -> tuple[str, ...]:
@@ -120,7 +126,9 @@ def device_plan(plan: Plan, reduction: Reduction) -> DevicePlan:
     return shape, tuple(1 + after.index(d) for d in in_block(plan, reduction)), reduction.family
 
 
-def device_reduce(values: jax.Array, axes: tuple[int, ...], family: str) -> tuple[jax.Array, jax.Array | None]:
+def device_reduce(
+    values: jax.Array, axes: tuple[int, ...], family: str
+) -> tuple[jax.Array, jax.Array | None]:
     """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
 
     ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
@@ -145,8 +153,9 @@ class Accumulator:
         self.index = {d: np.zeros(shape, np.int64) for d in labelled}
         self.position = np.full(shape, np.iinfo(np.int64).max, np.int64)  # flat index over U of the extreme
 
-    def combine(self, where: tuple[Any, ...], value: Array, position: Array | None,
-                labels: Mapping[str, Array]) -> None:
+    def combine(
+        self, where: tuple[Any, ...], value: Array, position: Array | None, labels: Mapping[str, Array]
+    ) -> None:
         """Fold a candidate (value, flat position over U, {dim: index}) into the cells at ``where``."""
         if self.family == "mean":
             self.value[where] += value
@@ -217,21 +226,33 @@ class ReducedRun:
                 self._fold(acc, where, value, inside, start, row)
         self.done += 1
 
-    def _fold(self, acc: Accumulator, where: tuple[Any, ...], value: Array, inside: Mapping[str, Array],
-              start: Mapping[str, int], row: int | None) -> None:
+    def _fold(
+        self,
+        acc: Accumulator,
+        where: tuple[Any, ...],
+        value: Array,
+        inside: Mapping[str, Array],
+        start: Mapping[str, int],
+        row: int | None,
+    ) -> None:
         """Fold a block (or one row of the split dim) into ``acc``, with each U dim's index of its extreme."""
 
         def pick(a: Any) -> Any:
             return a if row is None else a[row]
 
-        index = {d: pick(inside[d]) if d in inside else start[d] + (row or 0 if d == self.plan.split_dim else 0)
-                 for d in self.r.dims}
+        index = {
+            d: pick(inside[d]) if d in inside else start[d] + (row or 0 if d == self.plan.split_dim else 0)
+            for d in self.r.dims
+        }
         shape = pick(value).shape
         position = None
         if self.r.family != "mean":
-            position = np.broadcast_to(np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims],
-                                                            self.u_sizes), shape)
-        acc.combine(where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in self.r.labelled})
+            position = np.broadcast_to(
+                np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims], self.u_sizes), shape
+            )
+        acc.combine(
+            where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in self.r.labelled}
+        )
 
     def dataset(self) -> xr.Dataset:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
@@ -241,12 +262,19 @@ class ReducedRun:
         for v, acc in self.acc.items():
             value = acc.value / outside if self.r.family == "mean" else acc.value
             units, long_name = VARIABLES[v]
-            data[v] = xr.Variable(self.r.kept, value.astype(self.grid.store_dtype),
-                                  {"units": units, "long_name": f"{self.r.family} of {long_name} over "
-                                                                f"{', '.join(self.r.dims)}"})
+            data[v] = xr.Variable(
+                self.r.kept,
+                value.astype(self.grid.store_dtype),
+                {
+                    "units": units,
+                    "long_name": f"{self.r.family} of {long_name} over {', '.join(self.r.dims)}",
+                },
+            )
             for d in self.r.labelled:
                 data[self.r.label_name(v, d)] = xr.Variable(
-                    self.r.kept, coords[d][acc.index[d]],
-                    {"long_name": f"{d} where {v} reaches its {self.r.family} over {', '.join(self.r.dims)}"})
+                    self.r.kept,
+                    coords[d][acc.index[d]],
+                    {"long_name": f"{d} where {v} reaches its {self.r.family} over {', '.join(self.r.dims)}"},
+                )
         ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
         return ds.assign_attrs(reduced=self.r.text, reduced_dims=",".join(self.r.dims))

@@ -53,8 +53,9 @@ from netsweep_jax.sweep.io.provenance import provenance
 FORMAT = "netsweep-cube-1"
 
 
-def write_dataset(ds: xr.Dataset, out: str | Path, *, command: str,
-                  attrs: Mapping[str, Any] | None = None) -> Path:
+def write_dataset(
+    ds: xr.Dataset, out: str | Path, *, command: str, attrs: Mapping[str, Any] | None = None
+) -> Path:
     """Write an in-memory result as a cube (h5netcdf), atomically: to a new temporary file of its own
     (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind on failure,
     and no existing file (a link, ``OUT.partial``) is written through or deleted.
@@ -75,7 +76,9 @@ def estimated_bytes(grid: Grid) -> int:
     return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
 
 
-def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], sparse: bool = False) -> h5py.File:
+def create(
+    path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], sparse: bool = False
+) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
     ``attrs`` are extra global attributes (:func:`sweep.io.provenance.provenance`).
@@ -98,8 +101,11 @@ def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], s
         f.attrs["assumed"] = grid.assumed
     if grid.compresses:  # what the compressor dim's results rest on
         f.attrs["iterations_factor"] = ",".join(f"{name}={factor:g}" for name, factor in grid.factors.items())
-        f.attrs["codec_cost"] = json.dumps(grid.codec_overrides) if grid.codec_overrides else \
-            "GPU preset of each profile (sweep/compressors.py)"
+        f.attrs["codec_cost"] = (
+            json.dumps(grid.codec_overrides)
+            if grid.codec_overrides
+            else "GPU preset of each profile (sweep/compressors.py)"
+        )
     for k, v in attrs.items():
         f.attrs[k] = v
     scales = []
@@ -116,8 +122,9 @@ def create(path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], s
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     for name in grid.variables:
         units, long_name = VARIABLES[name]
-        ds = f.create_dataset(name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape,
-                              fillvalue=np.nan, dcpl=dcpl)
+        ds = f.create_dataset(
+            name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape, fillvalue=np.nan, dcpl=dcpl
+        )
         ds.attrs["units"] = units
         ds.attrs["long_name"] = long_name
         for i, scale in enumerate(scales):
@@ -194,18 +201,29 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
             "ready_time": ("s", "time from the start of backward to gradient ready", p.ready),
         }
         if p.shape is not None:  # what the compressors' payloads were computed from
-            columns["shape"] = (None, "tensor shape", np.array(["x".join(map(str, d)) for d in p.shape], dtype=object))
+            columns["shape"] = (
+                None,
+                "tensor shape",
+                np.array(["x".join(map(str, d)) for d in p.shape], dtype=object),
+            )
         for name, (units, long_name, data) in columns.items():
             ds = _str_dataset(g, name, data) if units is None else g.create_dataset(name, data=data)
             if units:
                 ds.attrs["units"] = units
             ds.attrs["long_name"] = long_name
             ds.dims[0].attach_scale(layer)
-        g.attrs.update({
-            "model": p.model, "iteration_time_single_gpu_s": p.t1, "source": p.source,
-            "device": p.device, "batch_size": p.batch_size, "dtype": p.dtype,
-            "sha256": p.content_hash(), "backward_time_s": p.backward_time,
-        })
+        g.attrs.update(
+            {
+                "model": p.model,
+                "iteration_time_single_gpu_s": p.t1,
+                "source": p.source,
+                "device": p.device,
+                "batch_size": p.batch_size,
+                "dtype": p.dtype,
+                "sha256": p.content_hash(),
+                "backward_time_s": p.backward_time,
+            }
+        )
 
 
 HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
@@ -222,17 +240,25 @@ def open_for_resume(path: str | Path, grid: Grid, plan: Plan) -> h5py.File:
         if "f" in locals():
             f.close()
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(f"{path}: HDF5 cannot read it ({reason}); it cannot be resumed, rerun with --force",
-                         param="resume") from None
+        raise InputError(
+            f"{path}: HDF5 cannot read it ({reason}); it cannot be resumed, rerun with --force",
+            param="resume",
+        ) from None
     if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
         f.close()
         raise InputError(
-            f"{path}: made for another grid or profile; rerun with the same options, or --force", param="resume"
+            f"{path}: made for another grid or profile; rerun with the same options, or --force",
+            param="resume",
         )
-    if f[grid.variables[0]].chunks != plan.chunk_shape or any(s != plan.shape for s in shapes.values()) \
-            or progress != ((len(plan.blocks()),),) * 2:
+    if (
+        f[grid.variables[0]].chunks != plan.chunk_shape
+        or any(s != plan.shape for s in shapes.values())
+        or progress != ((len(plan.blocks()),),) * 2
+    ):
         f.close()
-        raise InputError(f"{path}: written with another block size; rerun with the same value", param="resume")
+        raise InputError(
+            f"{path}: written with another block size; rerun with the same value", param="resume"
+        )
     return f
 
 
@@ -287,8 +313,10 @@ def verify(path: str | Path) -> tuple[int, int, int]:
     with h5py.File(path, "r") as f:
         if "progress/block_checksum" not in f:
             if "reduced" in f.attrs:
-                raise InputError(f"{path}: a reduced cube is written whole, atomically, when its sweep ends; "
-                                 f"it has no blocks to verify")
+                raise InputError(
+                    f"{path}: a reduced cube is written whole, atomically, when its sweep ends; "
+                    f"it has no blocks to verify"
+                )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
         sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
         plan = Plan(sizes, int(f.attrs["block_configs"]))
@@ -324,9 +352,11 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
     except FileNotFoundError:
         now = None
     if now != mine:
-        raise InputError(f"{partial} was {'removed' if now is None else 'replaced'} by another run while this "
-                         f"one wrote it; the other run holds the output, this run's result is not kept",
-                         param="out")
+        raise InputError(
+            f"{partial} was {'removed' if now is None else 'replaced'} by another run while this "
+            f"one wrote it; the other run holds the output, this run's result is not kept",
+            param="out",
+        )
     os.replace(partial, final)
 
 

@@ -46,8 +46,12 @@ POLL_S = 0.2
 """Seconds between two looks at the missing shards."""
 
 
-def rendezvous(coordinator: str | None = None, num_processes: int | None = None, process_id: int | None = None,
-               timeout_s: int = 300) -> tuple[int, int]:
+def rendezvous(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    timeout_s: int = 300,
+) -> tuple[int, int]:
     """Join jax.distributed, return (process_id, process_count), and leave again."""
     env = os.environ
     coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
@@ -56,18 +60,31 @@ def rendezvous(coordinator: str | None = None, num_processes: int | None = None,
     # JAX binds "[::]:PORT" of a host:port address; a Unix socket is bound where it is named.
     bind = coordinator if coordinator is not None and coordinator.startswith("unix:") else None
     try:
-        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
-                                   process_id=process_id, initialization_timeout=timeout_s,
-                                   coordinator_bind_address=bind)
+        jax.distributed.initialize(
+            coordinator_address=coordinator,
+            num_processes=num_processes,
+            process_id=process_id,
+            initialization_timeout=timeout_s,
+            coordinator_bind_address=bind,
+        )
     except (ValueError, TypeError, RuntimeError) as e:
-        raise InputError(f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed") from None
+        raise InputError(
+            f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed"
+        ) from None
     pid, count = jax.process_index(), jax.process_count()
     jax.distributed.shutdown()
     return pid, count
 
 
-def run(grid: Grid, out: str | Path | None, *, coordinator: str | None = None, num_processes: int | None = None,
-        process_id: int | None = None, **kwargs: Any) -> Summary:
+def run(
+    grid: Grid,
+    out: str | Path | None,
+    *,
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    **kwargs: Any,
+) -> Summary:
     """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
     if out is None:
         raise InputError("needed with --distributed: a path every process can reach", param="out")
@@ -86,11 +103,23 @@ def shard_path(out: str | Path, pid: int, count: int) -> Path:
     return out.with_name(f"{out.stem}.shard{pid}of{count}{out.suffix}")
 
 
-def run_distributed(grid: Grid, out: str | Path, pid: int, count: int, *, command: str, force: bool = False,
-                    resume: bool = False, progress: Progress | None = None, block_configs: int | None,
-                    stitch_timeout: float = 600.0, default_out_dir: bool = False, kernel: str = "auto",
-                    clock: Callable[[], float] = time.monotonic,
-                    sleep: Callable[[float], None] = time.sleep) -> Summary:
+def run_distributed(
+    grid: Grid,
+    out: str | Path,
+    pid: int,
+    count: int,
+    *,
+    command: str,
+    force: bool = False,
+    resume: bool = False,
+    progress: Progress | None = None,
+    block_configs: int | None,
+    stitch_timeout: float = 600.0,
+    default_out_dir: bool = False,
+    kernel: str = "auto",
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Summary:
     """This process's share of the sweep, then (process 0) the stitch. Returns a summary.
 
     ``clock`` and ``sleep`` are the clock process 0 measures ``stitch_timeout`` on
@@ -100,14 +129,30 @@ def run_distributed(grid: Grid, out: str | Path, pid: int, count: int, *, comman
     shard = shard_path(out, pid, count)
     summary: Summary
     if resume and shard.exists() and not partial_path(shard).exists():
-        summary = {"out": str(shard), "configs": 0, "computed": 0, "seconds": 0.0,
-                   "configs_per_s": float("nan"), "resumed_blocks": 0, "blocks": 0}
+        summary = {
+            "out": str(shard),
+            "configs": 0,
+            "computed": 0,
+            "seconds": 0.0,
+            "configs_per_s": float("nan"),
+            "resumed_blocks": 0,
+            "blocks": 0,
+        }
     else:
         if pid == 0 and not resume:
             check_output(out, force=force, resume=False, default=default_out_dir)
-        summary = run_grid(grid, shard, command=command, force=force, resume=resume, progress=progress,
-                           block_configs=block_configs, share=(pid, count), default_out_dir=default_out_dir,
-                           kernel=kernel)
+        summary = run_grid(
+            grid,
+            shard,
+            command=command,
+            force=force,
+            resume=resume,
+            progress=progress,
+            block_configs=block_configs,
+            share=(pid, count),
+            default_out_dir=default_out_dir,
+            kernel=kernel,
+        )
     summary["shard"] = f"{pid} of {count}"
     if pid == 0:
         shards = [shard_path(out, p, count) for p in range(count)]
@@ -118,8 +163,13 @@ def run_distributed(grid: Grid, out: str | Path, pid: int, count: int, *, comman
     return summary
 
 
-def wait_for(shards: Sequence[Path], stitch_timeout: float, *, clock: Callable[[], float] = time.monotonic,
-             sleep: Callable[[float], None] = time.sleep) -> None:
+def wait_for(
+    shards: Sequence[Path],
+    stitch_timeout: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
     """Return once every shard exists; raise :class:`StitchTimeout` once the missing
     ones' partial files have not changed for ``stitch_timeout`` seconds of ``clock``."""
     last_change, seen = clock(), dict[Path, float | None]()
@@ -134,8 +184,10 @@ def wait_for(shards: Sequence[Path], stitch_timeout: float, *, clock: Callable[[
                 seen[s], last_change = stamp, clock()
         if clock() - last_change > stitch_timeout:
             names = ", ".join(s.name for s in missing)
-            raise StitchTimeout(f"{names} not complete and unchanged for {stitch_timeout:g} s (its process "
-                                f"stopped?); rerun every process with --resume to finish")
+            raise StitchTimeout(
+                f"{names} not complete and unchanged for {stitch_timeout:g} s (its process "
+                f"stopped?); rerun every process with --resume to finish"
+            )
         sleep(POLL_S)
 
 

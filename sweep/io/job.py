@@ -55,18 +55,24 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     for path in (out, partial):
         regular_or_absent(path)
     if in_use(partial):
-        raise InputError(f"{out}: another run is writing {partial}; wait for it or choose another --out",
-                         param="out")
+        raise InputError(
+            f"{out}: another run is writing {partial}; wait for it or choose another --out", param="out"
+        )
     writable_directory(out, create=default)
     if resume:
         if not partial.exists():
             raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
         if partial.stat().st_size == 0:
-            raise InputError(f"{partial} is empty (the run stopped before writing anything); "
-                             f"rerun with --force", param="resume")
+            raise InputError(
+                f"{partial} is empty (the run stopped before writing anything); rerun with --force",
+                param="resume",
+            )
         if partial.stat().st_nlink > 1:
-            raise InputError(f"{partial}: has other hard links; netsweep does not write through them "
-                             f"(copy it to a file of its own to resume it)", param="resume")
+            raise InputError(
+                f"{partial}: has other hard links; netsweep does not write through them "
+                f"(copy it to a file of its own to resume it)",
+                param="resume",
+            )
         return
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
@@ -76,9 +82,11 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             param="out",
         )
     if partial.exists() and not made_by_a_sweep(partial):
-        raise InputError(f"{partial}: not a partial cube of netsweep's (not HDF5, or it has other hard links); "
-                         f"--force deletes only its own partial files: move it away or choose another --out",
-                         param="out")
+        raise InputError(
+            f"{partial}: not a partial cube of netsweep's (not HDF5, or it has other hard links); "
+            f"--force deletes only its own partial files: move it away or choose another --out",
+            param="out",
+        )
 
 
 KEPT = "netsweep_kept_partial"
@@ -115,8 +123,11 @@ def create_partial(partial: Path, grid: Grid, plan: Plan, attrs: dict[str, Any],
     except OSError:
         if not partial.exists():
             raise
-    raise InputError(f"{partial.with_suffix('')}: another run holds the output ({partial} appeared while this "
-                     f"one started); wait for it or choose another --out", param="out")
+    raise InputError(
+        f"{partial.with_suffix('')}: another run holds the output ({partial} appeared while this "
+        f"one started); wait for it or choose another --out",
+        param="out",
+    )
 
 
 DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room for the rest of the disk
@@ -135,10 +146,20 @@ def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
         )
 
 
-def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, resume: bool = False,
-             default_out_dir: bool = False, progress: Progress | None = None, block_configs: int | None = None,
-             share: tuple[int, int] | None = None, kernel: str = "auto",
-             after_block: AfterBlock = _nothing) -> Summary:
+def run_grid(
+    grid: Grid,
+    out: str | Path,
+    *,
+    command: str,
+    force: bool = False,
+    resume: bool = False,
+    default_out_dir: bool = False,
+    progress: Progress | None = None,
+    block_configs: int | None = None,
+    share: tuple[int, int] | None = None,
+    kernel: str = "auto",
+    after_block: AfterBlock = _nothing,
+) -> Summary:
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
@@ -163,8 +184,19 @@ def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, 
     plan = Plan(grid.sizes, block_configs)
     mine = None if share is None else _share_filter(*share)
     if grid.reduction is not None:
-        return _run_reduced(grid, plan, out, partial, resume=resume, force=force, command=command,
-                            progress=progress, kernel=kernel, share=share, after_block=after_block)
+        return _run_reduced(
+            grid,
+            plan,
+            out,
+            partial,
+            resume=resume,
+            force=force,
+            command=command,
+            progress=progress,
+            kernel=kernel,
+            share=share,
+            after_block=after_block,
+        )
     if not resume:
         check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
     with interrupts.deferred():
@@ -188,8 +220,10 @@ def run_grid(grid: Grid, out: str | Path, *, command: str, force: bool = False, 
         except OSError as e:
             f.close()
             if e.errno == errno.ENOSPC or "No space left" in str(e):
-                error = DiskFull(f"the disk filled up while writing {partial}; finished blocks are kept there. "
-                                 f"Free some space, then finish with the same command plus --resume")
+                error = DiskFull(
+                    f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                    f"Free some space, then finish with the same command plus --resume"
+                )
                 _keep(error, partial)
                 raise error from None
             _keep(e, partial)
@@ -206,8 +240,11 @@ def remove_stale(partial: Path) -> None:
     """--force: delete an earlier run's partial file (checked by :func:`check_output`: netsweep's own, and no
     live run holds it); refuse once more if another run has taken it meanwhile."""
     if in_use(partial) or not made_by_a_sweep(partial):
-        raise InputError(f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "
-                         f"choose another --out", param="out")
+        raise InputError(
+            f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "
+            f"choose another --out",
+            param="out",
+        )
     partial.unlink(missing_ok=True)
 
 
@@ -216,20 +253,42 @@ def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
     return lambda b: b.index % count == pid
 
 
-def _run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bool, force: bool, command: str,
-                 progress: Progress | None, kernel: str, share: tuple[int, int] | None,
-                 after_block: AfterBlock) -> Summary:
+def _run_reduced(
+    grid: Grid,
+    plan: Plan,
+    out: Path,
+    partial: Path,
+    *,
+    resume: bool,
+    force: bool,
+    command: str,
+    progress: Progress | None,
+    kernel: str,
+    share: tuple[int, int] | None,
+    after_block: AfterBlock,
+) -> Summary:
     """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
     if share is not None:
-        raise InputError("--reduce with --distributed is not supported yet; run the reduction on one machine",
-                         param="reduce")
+        raise InputError(
+            "--reduce with --distributed is not supported yet; run the reduction on one machine",
+            param="reduce",
+        )
     with interrupts.deferred():
         if not resume and force and partial.exists():
             remove_stale(partial)
         start = time.perf_counter()
         try:
-            summary = run_reduced(grid, plan, out, partial, resume=resume, command=command, progress=progress,
-                                  kernel=kernel, after_block=after_block)
+            summary = run_reduced(
+                grid,
+                plan,
+                out,
+                partial,
+                resume=resume,
+                command=command,
+                progress=progress,
+                kernel=kernel,
+                after_block=after_block,
+            )
         except InputError:
             if not resume and made_by_a_sweep(partial) and not in_use(partial):
                 partial.unlink(missing_ok=True)  # a checkpoint of this run's, refused late
@@ -239,12 +298,25 @@ def _run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bo
                 _keep(e, partial)
             raise
     elapsed = time.perf_counter() - start
-    return {**summary, "seconds": elapsed, "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
-            "out": str(out), "bytes": os.path.getsize(out)}
+    return {
+        **summary,
+        "seconds": elapsed,
+        "configs_per_s": summary["computed"] / elapsed if elapsed > 0 else 0.0,
+        "out": str(out),
+        "bytes": os.path.getsize(out),
+    }
 
 
-def _fill(f: h5py.File, grid: Grid, plan: Plan, resume: bool, mine: Callable[[Block], bool] | None,
-          progress: Progress | None, kernel: str, after_block: AfterBlock) -> Summary:
+def _fill(
+    f: h5py.File,
+    grid: Grid,
+    plan: Plan,
+    resume: bool,
+    mine: Callable[[Block], bool] | None,
+    progress: Progress | None,
+    kernel: str,
+    after_block: AfterBlock,
+) -> Summary:
     """Compute and write every block not yet done (on the writer thread); a summary dict."""
     done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
     all_blocks = plan.blocks()
@@ -274,9 +346,15 @@ def _fill(f: h5py.File, grid: Grid, plan: Plan, resume: bool, mine: Callable[[Bl
         raise
     elapsed = time.perf_counter() - start
     computed = total - done_configs
-    return {"configs": total, "computed": computed, "seconds": elapsed,
-            "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
-            "resumed_blocks": len(done), "damaged_blocks": len(damaged), "blocks": len(blocks)}
+    return {
+        "configs": total,
+        "computed": computed,
+        "seconds": elapsed,
+        "configs_per_s": computed / elapsed if elapsed > 0 else float("nan"),
+        "resumed_blocks": len(done),
+        "damaged_blocks": len(damaged),
+        "blocks": len(blocks),
+    }
 
 
 def summary_line(s: Summary) -> str:
@@ -285,11 +363,10 @@ def summary_line(s: Summary) -> str:
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
     if s.get("damaged_blocks"):
         resumed += f", {s['damaged_blocks']} damaged blocks computed again"
-    line = (f"{s['configs']:,} configurations in {s['seconds']:.2f} s "
-            f"({rate:,.0f}/s end to end{resumed})")
+    line = f"{s['configs']:,} configurations in {s['seconds']:.2f} s ({rate:,.0f}/s end to end{resumed})"
     if "shard" in s:
         line = f"process {s['shard']}: {line}"
-        return line + (f"; stitched every shard into {s['out']}" if s.get("stitched") else f" into {s['out']}")
+        return line + (
+            f"; stitched every shard into {s['out']}" if s.get("stitched") else f" into {s['out']}"
+        )
     return f"wrote {s['out']}: {line}"
-
-

@@ -40,7 +40,9 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise InputError(f"torch is not installed; install the optional extra: {INSTALL}", param="model") from None
+        raise InputError(
+            f"torch is not installed; install the optional extra: {INSTALL}", param="model"
+        ) from None
     return torch
 
 
@@ -51,7 +53,9 @@ def load(spec: str, batch: int, seq_len: int | None, torch: Any) -> tuple[Any, t
         try:
             import torchvision
         except ImportError:
-            raise InputError(f"{spec}: torchvision is not installed (pip install torchvision)", param="model") from None
+            raise InputError(
+                f"{spec}: torchvision is not installed (pip install torchvision)", param="model"
+            ) from None
         if not hasattr(torchvision.models, name):
             raise InputError(f"{spec}: torchvision.models has no {name!r}", param="model")
         model = getattr(torchvision.models, name)()
@@ -60,7 +64,9 @@ def load(spec: str, batch: int, seq_len: int | None, torch: Any) -> tuple[Any, t
         try:
             import transformers
         except ImportError:
-            raise InputError(f"{spec}: transformers is not installed (pip install transformers)", param="model") from None
+            raise InputError(
+                f"{spec}: transformers is not installed (pip install transformers)", param="model"
+            ) from None
         config = transformers.AutoConfig.for_model(name)
         model = transformers.AutoModelForCausalLM.from_config(config)
         tokens = torch.randint(0, config.vocab_size, (batch, seq_len or 128))
@@ -107,8 +113,17 @@ def _module(text):
         raise InputError(f"{text}: cannot import ({e})", param="model") from None
 
 
-def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any = None, warmup: int = 2,
-            iterations: int = 5, seq_len: int | None = None, trace: str | Path | None = None) -> Profile:
+def measure(
+    spec: str,
+    *,
+    batch: int = 8,
+    precision: str = "fp32",
+    device: Any = None,
+    warmup: int = 2,
+    iterations: int = 5,
+    seq_len: int | None = None,
+    trace: str | Path | None = None,
+) -> Profile:
     """Measure a :class:`~sweep.model.profile.Profile` of one GPU (or CPU) training step.
 
     Args:
@@ -146,8 +161,11 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
 
     def step() -> Any:
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, enabled=precision == "amp",
-                            dtype=torch.float16 if device.type == "cuda" else torch.bfloat16):
+        with torch.autocast(
+            device.type,
+            enabled=precision == "amp",
+            dtype=torch.float16 if device.type == "cuda" else torch.bfloat16,
+        ):
             out = model(inputs)
         loss = loss_of(out)
         return loss
@@ -169,6 +187,7 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
     clock: dict[str, float] = {}
     owner = {id(p): n for n, p in params}
     handles = []
+
     def on_grad(p: Any) -> None:
         sync()
         ready[owner[id(p)]].append(time.perf_counter() - clock["backward"])
@@ -186,6 +205,7 @@ def measure(spec: str, *, batch: int = 8, precision: str = "fp32", device: Any =
         def post(module: Any, args: Any, out: Any, first: str = own[0]) -> None:
             sync()
             forward[first].append(time.perf_counter() - clock[first])
+
         handles += [module.register_forward_pre_hook(pre), module.register_forward_hook(post)]
     try:
         for _ in range(iterations):
@@ -217,7 +237,9 @@ def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
     times = {n: statistics.median(v) for n, v in ready.items() if v}
     missing = [n for n, _ in params if n not in times]
     if missing:
-        raise InputError(f"{spec}: no gradient reached {missing[0]} (unused in the forward pass?)", param="model")
+        raise InputError(
+            f"{spec}: no gradient reached {missing[0]} (unused in the forward pass?)", param="model"
+        )
     order = sorted(params, key=lambda item: times[item[0]])  # backward order
     waits, last = [], 0.0
     for n, _ in order:
@@ -228,9 +250,17 @@ def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({sys.platform})"
     t1, floored = recorded_t1(t1, waits, forward_s)
     return make_profile(
-        name, [n for n, _ in order], [p.numel() * p.element_size() for _, p in order], waits,
-        t1, spec, device=device_name, batch_size=batch,
-        dtype=precision, shape=[tuple(p.shape) or (1,) for _, p in order], forward=forward_s,
+        name,
+        [n for n, _ in order],
+        [p.numel() * p.element_size() for _, p in order],
+        waits,
+        t1,
+        spec,
+        device=device_name,
+        batch_size=batch,
+        dtype=precision,
+        shape=[tuple(p.shape) or (1,) for _, p in order],
+        forward=forward_s,
         source=f"measured by netsweep with torch {torch.__version__} on {device_name}, {spec}, batch {batch}, "
-               f"{precision}{floored}",
+        f"{precision}{floored}",
     )

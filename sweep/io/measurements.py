@@ -61,8 +61,11 @@ def read_measurements(path: str | Path) -> Measurements:
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
     # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
-    rows = [(n, next(csv.reader([line]), [])) for n, line in enumerate(read_lines(path, "measurements file"), 1)
-            if not line.startswith("#")]
+    rows = [
+        (n, next(csv.reader([line]), []))
+        for n, line in enumerate(read_lines(path, "measurements file"), 1)
+        if not line.startswith("#")
+    ]
     if not rows:
         raise InputError(f"{path}: empty file; expected a header and rows")
     header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
@@ -70,7 +73,9 @@ def read_measurements(path: str | Path) -> Measurements:
     measured = [c for c in MEASURED if c in header]
     if missing or len(measured) != 1:
         need = ", ".join(missing) if missing else "exactly one of scaling_factor, iteration_time"
-        raise InputError(f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}")
+        raise InputError(
+            f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}"
+        )
     if len(set(header)) != len(header):
         raise InputError(f"{where(path, header_line)}: a column name appears twice")
     columns: dict[str, list[Any]] = {c: [] for c in header}
@@ -110,11 +115,19 @@ def _cell(name, text, path, lineno):
     return value
 
 
-_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-            ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_COMPARE = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+}
 
 
-MAX_EXPRESSION = 2000  # characters of a filter: far more than any real one, far less than Python's parser limits
+MAX_EXPRESSION = (
+    2000  # characters of a filter: far more than any real one, far less than Python's parser limits
+)
 
 
 def select(meas: Measurements, expression: str, param: str = "train", rows: Any = None) -> list[bool]:
@@ -130,7 +143,10 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
         raise InputError(f"{expression!r}: not an expression like 'gpus <= 16'", param=param) from None
     except (RecursionError, MemoryError):
         raise InputError(f"{expression[:20]!r}...: nested too deeply", param=param) from None
-    names = {**meas.columns, "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])]}
+    names = {
+        **meas.columns,
+        "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])],
+    }
     rows = [True] * len(meas) if rows is None else [bool(r) for r in rows]
 
     def value(node: ast.expr, i: int) -> Any:
@@ -170,13 +186,19 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
             return True
         if isinstance(node, ast.Name):
             if node.id not in names:
-                raise InputError(f"{expression!r}: no column {node.id!r}; columns: {', '.join(names)}", param=param)
+                raise InputError(
+                    f"{expression!r}: no column {node.id!r}; columns: {', '.join(names)}", param=param
+                )
             return names[node.id][i]
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)) \
-                and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float, str))
+            and not isinstance(node.value, bool)
+        ):
             return node.value
-        raise InputError(f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not",
-                         param=param)
+        raise InputError(
+            f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not", param=param
+        )
 
     keep = [bool(value(tree, i)) if rows[i] else False for i in range(len(meas))]
     if not any(keep):

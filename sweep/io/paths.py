@@ -79,8 +79,9 @@ def writable_directory(out: str | Path, param: str = "out", create: bool = False
         raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param=param) from None
 
 
-def check_report_directory(out_dir: str | Path, names: Collection[str], *, force: bool,
-                           param: str = "out") -> Path:
+def check_report_directory(
+    out_dir: str | Path, names: Collection[str], *, force: bool, param: str = "out"
+) -> Path:
     """Refuse a report directory before any work starts: a file or a link in its place, one that cannot be
     created or written, or any of the files ``names`` it would write that exists (without ``force``) or is
     not a regular file (a link is refused even with ``force``: never replaced, never written through).
@@ -92,18 +93,22 @@ def check_report_directory(out_dir: str | Path, names: Collection[str], *, force
         path = out_dir / name
         regular_or_absent(path, param)
         if path.exists() and not force:
-            raise InputError(f"{path}: file exists; pass --force to overwrite it, or give another --out",
-                             param=param)
+            raise InputError(
+                f"{path}: file exists; pass --force to overwrite it, or give another --out", param=param
+            )
     existing = out_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(f"{out_dir}: cannot be written ({existing} is not a writable directory)", param=param)
+        raise InputError(
+            f"{out_dir}: cannot be written ({existing} is not a writable directory)", param=param
+        )
     return out_dir
 
 
-def report_directory(out_dir: str | Path, names: Collection[str] = (), *, force: bool = False,
-                     param: str = "out") -> Path:
+def report_directory(
+    out_dir: str | Path, names: Collection[str] = (), *, force: bool = False, param: str = "out"
+) -> Path:
     """A directory for a report, checked (:func:`check_report_directory`), then created if absent."""
     out_dir = check_report_directory(out_dir, names, force=force, param=param)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -111,13 +116,16 @@ def report_directory(out_dir: str | Path, names: Collection[str] = (), *, force:
     return out_dir
 
 
-def check_new_file(out: str | Path, *, force: bool, param: str = "out",
-                   suffixes: Collection[str] | None = None) -> None:
+def check_new_file(
+    out: str | Path, *, force: bool, param: str = "out", suffixes: Collection[str] | None = None
+) -> None:
     """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
     out = Path(out)
     regular_or_absent(out, param)
     if suffixes and out.suffix.lower() not in suffixes:
-        raise InputError(f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param)
+        raise InputError(
+            f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param
+        )
     writable_directory(out, param)
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
@@ -138,8 +146,9 @@ def new_temporary(out: str | Path) -> Path:
             continue
 
 
-def write_atomically(out: str | Path, write: Callable[[Path], object], *, overwrite: bool = True,
-                     param: str = "out") -> Path:
+def write_atomically(
+    out: str | Path, write: Callable[[Path], object], *, overwrite: bool = True, param: str = "out"
+) -> Path:
     """Call ``write(path)`` on a new temporary file of its own (:func:`new_temporary`), then rename it to
     ``out``; nothing is left on failure. ``out`` is replaced only if it is a regular file (a link is never
     replaced), and only with ``overwrite`` (checked again just before the rename: a file that appeared

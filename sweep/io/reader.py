@@ -44,10 +44,14 @@ def variables(ds: xr.Dataset) -> list[str]:
 def describe(path: str | Path) -> str:
     """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
     ds = open_cube(path)
-    lines = [f"{path}", f"  made by: {ds.attrs.get('command', '?')}",
-             f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
-             f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
-             f"dtype {ds.attrs.get('dtype', '?')}", "  dims:"]
+    lines = [
+        f"{path}",
+        f"  made by: {ds.attrs.get('command', '?')}",
+        f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
+        f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
+        f"dtype {ds.attrs.get('dtype', '?')}",
+        "  dims:",
+    ]
     for d in ds.dims:
         v = ds[d].values
         shown = ", ".join(str(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
@@ -61,24 +65,33 @@ def describe(path: str | Path) -> str:
             lines.append(f"    {name:<15} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
             continue
         finite = a[np.isfinite(a)]
-        stats = (f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}" if finite.size
-                 else "no values")
+        stats = (
+            f"{finite.min():.6g} / {np.median(finite):.6g} / {finite.max():.6g}"
+            if finite.size
+            else "no values"
+        )
         missing = a.size - finite.size
-        lines.append(f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
-                     + (f"  ({missing:,} unset)" if missing else ""))
+        lines.append(
+            f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
+            + (f"  ({missing:,} unset)" if missing else "")
+        )
     with h5py.File(path, "r") as f:
         if "profiles" in f:
             lines.append("  profiles:")
         elif "reduced" in ds.attrs:
             lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
         elif "solved_axis" in ds.attrs:
-            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
-                         f"{ds.attrs['target_scaling_factor']:g}")
+            lines.append(
+                f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
+                f"{ds.attrs['target_scaling_factor']:g}"
+            )
         for name, g in f.get("profiles", {}).items():
             a = g.attrs
-            lines.append(f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "
-                         f"backward {a['backward_time_s'] * 1e3:.2f} ms, T1 {a['iteration_time_single_gpu_s']:.6g} s, "
-                         f"source {a['source']}, sha256 {a['sha256'][:12]}")
+            lines.append(
+                f"    {name}: {len(g['layer'])} tensors, {int(np.sum(g['grad_bytes'])):,} B, "
+                f"backward {a['backward_time_s'] * 1e3:.2f} ms, T1 {a['iteration_time_single_gpu_s']:.6g} s, "
+                f"source {a['source']}, sha256 {a['sha256'][:12]}"
+            )
     ds.close()
     return "\n".join(lines)
 
@@ -86,16 +99,21 @@ def describe(path: str | Path) -> str:
 def verify_text(path: str | Path) -> tuple[str, int]:
     """A line on the cube's block checksums, and the number of damaged blocks."""
     finished, damaged, total = verify(path)
-    verdict = "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
+    verdict = (
+        "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
+    )
     changed = verify_static_file(path) or []  # coordinates and profiles, against their checksums at creation
     if changed:
-        verdict += (f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
-                    f"must be run again)")
+        verdict += (
+            f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
+            f"must be run again)"
+        )
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
 
 
-def _nearest(have: np.ndarray, values: Iterable[Any], option: str, picked: Callable[[str], None] | None
-             ) -> list[Any]:
+def _nearest(
+    have: np.ndarray, values: Iterable[Any], option: str, picked: Callable[[str], None] | None
+) -> list[Any]:
     """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said."""
     out: list[Any] = []
     for v in values:
@@ -107,8 +125,12 @@ def _nearest(have: np.ndarray, values: Iterable[Any], option: str, picked: Calla
     return out
 
 
-def _selection(ds: xr.Dataset, chosen: Mapping[str, str], nearest: bool = False,
-               picked: Callable[[str], None] | None = None) -> dict[Hashable, list[Any]]:
+def _selection(
+    ds: xr.Dataset,
+    chosen: Mapping[str, str],
+    nearest: bool = False,
+    picked: Callable[[str], None] | None = None,
+) -> dict[Hashable, list[Any]]:
     sel: dict[Hashable, list[Any]] = {}
     for dim, text in chosen.items():
         if dim not in ds.dims:
@@ -128,13 +150,20 @@ def _selection(ds: xr.Dataset, chosen: Mapping[str, str], nearest: bool = False,
             if not np.any(have == v):
                 shown = f"{v:g}" if not isinstance(v, str) else v
                 hint = " (--nearest selects the nearest)" if dim in specs else ""
-                raise InputError(f"{shown}: not in the cube; it has {', '.join(map(str, have))}{hint}", param=dim)
+                raise InputError(
+                    f"{shown}: not in the cube; it has {', '.join(map(str, have))}{hint}", param=dim
+                )
         sel[dim] = list(values)
     return sel
 
 
-def select_table(path: str | Path, chosen: Mapping[str, str], csv: bool = False, nearest: bool = False,
-                 picked: Callable[[str], None] | None = None) -> str:
+def select_table(
+    path: str | Path,
+    chosen: Mapping[str, str],
+    csv: bool = False,
+    nearest: bool = False,
+    picked: Callable[[str], None] | None = None,
+) -> str:
     """The selected slice as text: a table of the remaining dims and the variables.
 
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and

@@ -77,8 +77,10 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     try:
         with h5py.File(path, "r") as f:
             if f.attrs.get("grid_fingerprint") != fingerprint:
-                raise InputError(f"{path}: made for another grid or reduction; rerun with the same options, "
-                                 f"or --force", param="resume")
+                raise InputError(
+                    f"{path}: made for another grid or reduction; rerun with the same options, or --force",
+                    param="resume",
+                )
             done, block_configs = int(f.attrs["blocks_done"]), int(f.attrs["block_configs"])
             recorded = f.attrs.get("checksum")
             arrays = {name: f[name][...] for name in _arrays(state)}
@@ -86,23 +88,41 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
         raise
     except HDF5_ERRORS as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(f"{path}: not a readable checkpoint ({reason}); rerun with --force",
-                         param="resume") from None
-    if recorded is None or int(recorded) != _checksum(done, block_configs, arrays) \
-            or block_configs != state.plan.block_configs or not 0 <= done <= len(state.plan.blocks()):
-        raise InputError(f"{path}: the checkpoint is damaged (its checksum does not match what it holds); "
-                         f"resuming would give a wrong cube: rerun with --force to start over", param="resume")
+        raise InputError(
+            f"{path}: not a readable checkpoint ({reason}); rerun with --force", param="resume"
+        ) from None
+    if (
+        recorded is None
+        or int(recorded) != _checksum(done, block_configs, arrays)
+        or block_configs != state.plan.block_configs
+        or not 0 <= done <= len(state.plan.blocks())
+    ):
+        raise InputError(
+            f"{path}: the checkpoint is damaged (its checksum does not match what it holds); "
+            f"resuming would give a wrong cube: rerun with --force to start over",
+            param="resume",
+        )
     for name, a in _arrays(state).items():
         if a.shape != arrays[name].shape:
-            raise InputError(f"{path}: written with another block size; rerun with the same value",
-                             param="resume")
+            raise InputError(
+                f"{path}: written with another block size; rerun with the same value", param="resume"
+            )
         a[...] = arrays[name]
     state.done = done
 
 
-def run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: bool, command: str,
-                progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
-                kernel: str, after_block: Callable[[Block], None]) -> dict[str, int]:
+def run_reduced(
+    grid: Grid,
+    plan: Plan,
+    out: Path,
+    partial: Path,
+    *,
+    resume: bool,
+    command: str,
+    progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
+    kernel: str,
+    after_block: Callable[[Block], None],
+) -> dict[str, int]:
     """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims)."""
     state = ReducedRun(grid, plan)
     fingerprint = grid.fingerprint()
@@ -130,8 +150,17 @@ def run_reduced(grid: Grid, plan: Plan, out: Path, partial: Path, *, resume: boo
         save_checkpoint(state, partial, fingerprint)  # every finished block is kept
         raise
     # Through a temporary file of its own: OUT.partial is the checkpoint, kept until the result is in place.
-    write_dataset(state.dataset(), out, command=command,
-                  attrs={"format": FORMAT, "dtype": grid.dtype, "store": grid.store_dtype})
+    write_dataset(
+        state.dataset(),
+        out,
+        command=command,
+        attrs={"format": FORMAT, "dtype": grid.dtype, "store": grid.store_dtype},
+    )
     partial.unlink(missing_ok=True)
-    return {"configs": total, "computed": total - done_configs, "resumed_blocks": resumed,
-            "damaged_blocks": 0, "blocks": len(blocks)}
+    return {
+        "configs": total,
+        "computed": total - done_configs,
+        "resumed_blocks": resumed,
+        "damaged_blocks": 0,
+        "blocks": len(blocks),
+    }

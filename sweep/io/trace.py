@@ -41,15 +41,25 @@ def _events(path):
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})", param="trace") from None
     except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply; expected a torch.profiler Chrome trace",
-                         param="trace") from None
+        raise InputError(
+            f"{path}: JSON nested too deeply; expected a torch.profiler Chrome trace", param="trace"
+        ) from None
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
-        raise InputError(f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace")
+        raise InputError(
+            f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace"
+        )
     # Complete events ("X") with a name, a finite start and a duration >= 0; ``args`` an object (else none)
-    return [{**e, "args": e["args"] if isinstance(e.get("args"), dict) else {}} for e in events
-            if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("name"), str)
-            and _finite(e.get("ts")) and _finite(e.get("dur")) and e["dur"] >= 0]
+    return [
+        {**e, "args": e["args"] if isinstance(e.get("args"), dict) else {}}
+        for e in events
+        if isinstance(e, dict)
+        and e.get("ph") == "X"
+        and isinstance(e.get("name"), str)
+        and _finite(e.get("ts"))
+        and _finite(e.get("dur"))
+        and e["dur"] >= 0
+    ]
 
 
 def _finite(value: object) -> bool:
@@ -65,8 +75,11 @@ def _step_window(path, spans):
     """(start, end) in us of the last ProfilerStep with gradients, or of all events."""
     grads = [e for e in spans if e["name"] == ACCUMULATE]
     if not grads:
-        raise InputError(f"{path}: no {ACCUMULATE} events: record a full training step (forward, backward, "
-                         f"optimizer) with torch.profiler", param="trace")
+        raise InputError(
+            f"{path}: no {ACCUMULATE} events: record a full training step (forward, backward, "
+            f"optimizer) with torch.profiler",
+            param="trace",
+        )
     steps = [e for e in spans if str(e["name"]).startswith("ProfilerStep#")]
     for step in sorted(steps, key=lambda e: e["ts"], reverse=True):
         if any(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads):
@@ -78,18 +91,27 @@ def _step_window(path, spans):
 def _shape_and_bytes(path, event, index):
     args = event.get("args", {})
     dims, types = args.get("Input Dims"), args.get("Input type")
-    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types \
-            or not isinstance(dims[0], list):
-        raise InputError(f"{path}: gradient {index} has no shape: record the trace with record_shapes=True",
-                         param="trace")
+    if (
+        not isinstance(dims, list)
+        or not isinstance(types, list)
+        or not dims
+        or not types
+        or not isinstance(dims[0], list)
+    ):
+        raise InputError(
+            f"{path}: gradient {index} has no shape: record the trace with record_shapes=True", param="trace"
+        )
     if not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**53 for d in dims[0]):
-        raise InputError(f"{path}: gradient {index} has shape {str(dims[0])[:60]}; expected a list of integers "
-                         f">= 0", param="trace")
+        raise InputError(
+            f"{path}: gradient {index} has shape {str(dims[0])[:60]}; expected a list of integers >= 0",
+            param="trace",
+        )
     shape = tuple(int(d) for d in dims[0])
     size = DTYPE_BYTES.get(str(types[0])) if isinstance(types[0], str) else None
     if size is None:
-        raise InputError(f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPE_BYTES)}",
-                         param="trace")
+        raise InputError(
+            f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPE_BYTES)}", param="trace"
+        )
     return shape or (1,), size * max(1, math.prod(shape))
 
 
@@ -120,8 +142,11 @@ def _forward_times(forward_ops, shapes_forward):
     i = 0
     for op in _top_level(forward_ops):
         listed = op["args"].get("Input Dims")
-        dims = [tuple(d) for d in (listed if isinstance(listed, list) else []) if isinstance(d, list)
-                and all(isinstance(x, int) for x in d)]
+        dims = [
+            tuple(d)
+            for d in (listed if isinstance(listed, list) else [])
+            if isinstance(d, list) and all(isinstance(x, int) for x in d)
+        ]
         first = True
         while i < len(shapes_forward) and shapes_forward[i] in dims:
             dims.remove(shapes_forward[i])
@@ -140,8 +165,11 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     grads = sorted((e for e in inside if e["name"] == ACCUMULATE), key=lambda e: e["ts"])
     backward = [e["ts"] for e in inside if e["name"].startswith(BACKWARD)]
     if not backward:
-        raise InputError(f"{path}: no {BACKWARD} events in the step: record a full training step (forward, "
-                         f"backward, optimizer) with torch.profiler", param="trace")
+        raise InputError(
+            f"{path}: no {BACKWARD} events in the step: record a full training step (forward, "
+            f"backward, optimizer) with torch.profiler",
+            param="trace",
+        )
     backward_start = min(backward)
     gpu = _gpu_end(spans)  # a GPU kernel may end after the CPU side of the step has
     launched = [gpu[k] for k in (_key(e["args"].get("External id")) for e in inside) if k in gpu]
@@ -155,14 +183,23 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         sizes.append(size)
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
     waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
-    forward_ops = [e for e in inside if e.get("cat") == "cpu_op" and e["ts"] < backward_start
-                   and str(e["name"]).startswith("aten::")]
+    forward_ops = [
+        e
+        for e in inside
+        if e.get("cat") == "cpu_op" and e["ts"] < backward_start and str(e["name"]).startswith("aten::")
+    ]
     forward = _forward_times(forward_ops, shapes[::-1])
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
     name = model or Path(path).name.split(".")[0]
     note = "" if forward is not None else "; forward times omitted (not every parameter matched a forward op)"
     return make_profile(
-        name, [f"grad{i}" for i in range(len(grads))], sizes, waits, t1,
-        path, source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}", shape=shapes,
+        name,
+        [f"grad{i}" for i in range(len(grads))],
+        sizes,
+        waits,
+        t1,
+        path,
+        source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}",
+        shape=shapes,
         **({"forward": forward[::-1]} if forward is not None else {}),
     )

@@ -52,7 +52,9 @@ def _bn(name, c, h):
 
 
 def _linear(name, cin, cout):
-    return Layer("linear", ((f"{name}.weight", (cout, cin)), (f"{name}.bias", (cout,))), cin * cout, cout * FP32)
+    return Layer(
+        "linear", ((f"{name}.weight", (cout, cin)), (f"{name}.bias", (cout,))), cin * cout, cout * FP32
+    )
 
 
 def resnet(blocks_per_stage: Sequence[int]) -> list[Layer]:
@@ -65,13 +67,18 @@ def resnet(blocks_per_stage: Sequence[int]) -> list[Layer]:
             hout = h // stride
             p = f"layer{stage + 1}.{b}"
             layers += [
-                _conv(f"{p}.conv1", cin, planes, 1, h), _bn(f"{p}.bn1", planes, h),
-                _conv(f"{p}.conv2", planes, planes, 3, hout), _bn(f"{p}.bn2", planes, hout),
-                _conv(f"{p}.conv3", planes, 4 * planes, 1, hout), _bn(f"{p}.bn3", 4 * planes, hout),
+                _conv(f"{p}.conv1", cin, planes, 1, h),
+                _bn(f"{p}.bn1", planes, h),
+                _conv(f"{p}.conv2", planes, planes, 3, hout),
+                _bn(f"{p}.bn2", planes, hout),
+                _conv(f"{p}.conv3", planes, 4 * planes, 1, hout),
+                _bn(f"{p}.bn3", 4 * planes, hout),
             ]
             if b == 0:
-                layers += [_conv(f"{p}.downsample.0", cin, 4 * planes, 1, hout),
-                           _bn(f"{p}.downsample.1", 4 * planes, hout)]
+                layers += [
+                    _conv(f"{p}.downsample.0", cin, 4 * planes, 1, hout),
+                    _bn(f"{p}.downsample.1", 4 * planes, hout),
+                ]
             cin, h = 4 * planes, hout
     layers.append(_linear("fc", 2048, 1000))
     return layers
@@ -79,18 +86,42 @@ def resnet(blocks_per_stage: Sequence[int]) -> list[Layer]:
 
 def vgg16_bn() -> list[Layer]:
     """torchvision vgg16_bn: 13 conv+BN layers (cfg D) and a 3-layer classifier."""
-    cfg: list[int | str] = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    cfg: list[int | str] = [
+        64,
+        64,
+        "M",
+        128,
+        128,
+        "M",
+        256,
+        256,
+        256,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+        512,
+        512,
+        512,
+        "M",
+    ]
     layers, cin, h, idx = [], 3, 224, 0
     for v in cfg:
         if not isinstance(v, int):  # "M": max pool
             h //= 2
             idx += 1
             continue
-        layers += [_conv(f"features.{idx}", cin, v, 3, h, bias=True, first=(cin == 3)),
-                   _bn(f"features.{idx + 1}", v, h)]
+        layers += [
+            _conv(f"features.{idx}", cin, v, 3, h, bias=True, first=(cin == 3)),
+            _bn(f"features.{idx + 1}", v, h),
+        ]
         cin, idx = v, idx + 3  # conv, bn, relu
-    layers += [_linear("classifier.0", 512 * 7 * 7, 4096), _linear("classifier.3", 4096, 4096),
-               _linear("classifier.6", 4096, 1000)]
+    layers += [
+        _linear("classifier.0", 512 * 7 * 7, 4096),
+        _linear("classifier.3", 4096, 4096),
+        _linear("classifier.6", 4096, 1000),
+    ]
     return layers
 
 

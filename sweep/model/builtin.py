@@ -53,8 +53,11 @@ def layer_seconds(layer: Layer, batch: int = BATCH) -> float:
     flops = 2.0 * layer.macs * (1.0 if layer.first else 2.0) * batch
     weight_bytes = 4.0 * sum(math.prod(shape) for _, shape in layer.params)
     traffic = ACT_PASSES[layer.kind] * layer.act_bytes * batch + 2.0 * weight_bytes
-    return (flops / V100_PEAK_FP32_FLOPS + traffic / V100_HBM_BYTES_PER_S
-            + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S)
+    return (
+        flops / V100_PEAK_FP32_FLOPS
+        + traffic / V100_HBM_BYTES_PER_S
+        + KERNELS[layer.kind] * LAYER_KERNEL_LAUNCH_S
+    )
 
 
 def builtin_names() -> tuple[str, ...]:
@@ -75,7 +78,9 @@ def builtin_profile(name: str) -> Profile:
       waits in seconds, T1 in seconds), the same on every call.
     """
     if not isinstance(name, str):
-        raise InputError(f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model")
+        raise InputError(
+            f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model"
+        )
     if name not in ARCHITECTURES:
         raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
     layers = ARCHITECTURES[name]()
@@ -91,38 +96,65 @@ def builtin_profile(name: str) -> Profile:
     total, t1 = MEASURED[name]
     wait *= total / wait.sum()
     return make_profile(
-        name, names, sizes, wait, t1, name, device="V100", batch_size=BATCH, dtype="float32", shape=shapes,
+        name,
+        names,
+        sizes,
+        wait,
+        t1,
+        name,
+        device="V100",
+        batch_size=BATCH,
+        dtype="float32",
+        shape=shapes,
         source=f"netsweep cost model of {DESCRIPTION[name]}, calibrated to measured backward total",
     )
 
 
 def models_table() -> str:
     """The built-in profiles, transformer families and GPU presets as text (``sweep models``)."""
-    lines = ["The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
-             f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch"]
+    lines = [
+        "The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
+        f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch",
+    ]
     for name in builtin_names():
         p = builtin_profile(name)
-        lines.append(f"  {name:<11} {len(p.names):>7} {int(p.total_bytes):>14,} {p.backward_time * 1e3:>11.2f} "
-                     f"{p.t1:>8.4f}  {p.device} {p.batch_size} ({p.source})")
-    lines += ["", "Transformers (profiles from the architecture and a compute model; set --gpu, --precision, "
-              "--batch, --seq-len):", f"  {'model':<11} {'family':<6} {'tensors':>7} {'parameters':>14} "
-              f"{'layers':>6} {'hidden':>6} {'context':>7}  mirrors"]
+        lines.append(
+            f"  {name:<11} {len(p.names):>7} {int(p.total_bytes):>14,} {p.backward_time * 1e3:>11.2f} "
+            f"{p.t1:>8.4f}  {p.device} {p.batch_size} ({p.source})"
+        )
+    lines += [
+        "",
+        "Transformers (profiles from the architecture and a compute model; set --gpu, --precision, "
+        "--batch, --seq-len):",
+        f"  {'model':<11} {'family':<6} {'tensors':>7} {'parameters':>14} "
+        f"{'layers':>6} {'hidden':>6} {'context':>7}  mirrors",
+    ]
     for name, arch in TRANSFORMERS.items():
         tensors = arch.tensors()
-        lines.append(f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
-                     f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}")
+        lines.append(
+            f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
+            f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}"
+        )
     lines += ["", "Large models (sweep grid and sweep plan with --tp, --pp, ...; or any shape with --arch):"]
     for name, llm in LLMS.items():
         lines.append(f"  {name:<16} {llm.describe()}")
-    lines += ["", "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
-              f"{EFFICIENCY:g} on the products; memory, and the system large-model sweeps assume:"]
+    lines += [
+        "",
+        "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
+        f"{EFFICIENCY:g} on the products; memory, and the system large-model sweeps assume:",
+    ]
     for key, g in GPUS.items():
         fp8 = f", fp8 {g.fp8 / 1e12:4.0f}" if g.fp8 else ""
-        lines.append(f"  {key:<7} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
-                     f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 2**20:6.0f} MiB; {g.system}: {g.domain} GPUs on "
-                     f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
-                     f"{g.gpus_per_node} GPUs")
-    lines += ["", "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
-              "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
-              "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context)."]
+        lines.append(
+            f"  {key:<7} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
+            f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 2**20:6.0f} MiB; {g.system}: {g.domain} GPUs on "
+            f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
+            f"{g.gpus_per_node} GPUs"
+        )
+    lines += [
+        "",
+        "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
+        "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
+        "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context).",
+    ]
     return "\n".join(lines)

@@ -133,8 +133,15 @@ def _per_byte(table):
     return float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])) if len(xs) > 1 else 0.0
 
 
-def coefficients(collective: str, nodes: npt.ArrayLike, gpus_per_node: npt.ArrayLike, bucket_bytes: npt.ArrayLike,
-                 table: ReduceTable, intra_bits_per_s: float, nics_per_node: npt.ArrayLike = 1) -> Coefficients:
+def coefficients(
+    collective: str,
+    nodes: npt.ArrayLike,
+    gpus_per_node: npt.ArrayLike,
+    bucket_bytes: npt.ArrayLike,
+    table: ReduceTable,
+    intra_bits_per_s: float,
+    nics_per_node: npt.ArrayLike = 1,
+) -> Coefficients:
     """Coefficients of ``collective`` for each worker layout (see the module docstring).
 
     Args:
@@ -188,5 +195,14 @@ def coefficients(collective: str, nodes: npt.ArrayLike, gpus_per_node: npt.Array
     else:
         spread = n - 1.0 if collective == "ps" else n / 2.0
     spread = np.where(n > 1, spread, 1.0)
-    return Coefficients(a[:, 0], b[:, 0], steps[:, 0], expected_max_normal(n[:, 0]), comm[:, 0], piped, f,
-                        spread[:, 0], (n * comm)[:, 0])
+    return Coefficients(
+        a[:, 0],
+        b[:, 0],
+        steps[:, 0],
+        expected_max_normal(n[:, 0]),
+        comm[:, 0],
+        piped,
+        f,
+        spread[:, 0],
+        (n * comm)[:, 0],
+    )

@@ -121,15 +121,19 @@ def parse_compressor(text: object) -> Compressor:
     method, _, arg = raw.partition(":")
     method = method.strip().lower()
     if method not in METHODS:
-        raise InputError(f"{raw!r}: unknown compressor; known: none, fp16, int8, topk:D, randomk:D, signsgd, "
-                         f"powersgd:R", param="compressor")
+        raise InputError(
+            f"{raw!r}: unknown compressor; known: none, fp16, int8, topk:D, randomk:D, signsgd, powersgd:R",
+            param="compressor",
+        )
     if method in WITH_DENSITY:
         try:
             density = float(arg)
         except ValueError:
             density = float("nan")
         if not (math.isfinite(density) and 0 < density <= 1):
-            raise InputError(f"{raw!r}: {method} needs a density D in (0, 1], as {method}:0.01", param="compressor")
+            raise InputError(
+                f"{raw!r}: {method} needs a density D in (0, 1], as {method}:0.01", param="compressor"
+            )
         return Compressor(method, density=density)
     if method in WITH_RANK:
         try:
@@ -137,7 +141,9 @@ def parse_compressor(text: object) -> Compressor:
         except ValueError:
             rank = float("nan")
         if not (math.isfinite(rank) and rank.is_integer() and 1 <= rank <= MAX_RANK):
-            raise InputError(f"{raw!r}: powersgd needs an integer rank R >= 1, as powersgd:4", param="compressor")
+            raise InputError(
+                f"{raw!r}: powersgd needs an integer rank R >= 1, as powersgd:4", param="compressor"
+            )
         return Compressor(method, rank=int(rank))
     if arg:
         raise InputError(f"{raw!r}: {method} takes no argument", param="compressor")
@@ -146,9 +152,14 @@ def parse_compressor(text: object) -> Compressor:
 
 def parse_compressors(value: str | Sequence[str | Compressor]) -> tuple[Compressor, ...]:
     """A comma list or a sequence of specs (or :class:`Compressor`) -> tuple, repeats refused."""
-    if not isinstance(value, (str, Sequence)) or not isinstance(value, str) and not all(
-            isinstance(v, (str, Compressor)) for v in value):
-        raise InputError(f"{value!r}: expected a compressor spec, a comma list or a list of them", param="compressor")
+    if (
+        not isinstance(value, (str, Sequence))
+        or not isinstance(value, str)
+        and not all(isinstance(v, (str, Compressor)) for v in value)
+    ):
+        raise InputError(
+            f"{value!r}: expected a compressor spec, a comma list or a list of them", param="compressor"
+        )
     items = value.split(",") if isinstance(value, str) else list(value)
     out = tuple(v if isinstance(v, Compressor) else parse_compressor(v) for v in items)
     names = [c.name for c in out]
@@ -159,21 +170,24 @@ def parse_compressors(value: str | Sequence[str | Compressor]) -> tuple[Compress
     return out
 
 
-def parse_factors(value: str | Mapping[str | Compressor, float | str] | None, compressors: Sequence[Compressor]
-                  ) -> dict[str, float]:
+def parse_factors(
+    value: str | Mapping[str | Compressor, float | str] | None, compressors: Sequence[Compressor]
+) -> dict[str, float]:
     """``--iterations-factor topk:0.01=1.3,powersgd:4=1.1`` -> {compressor name: factor} (default 1)."""
     factors = {c.name: 1.0 for c in compressors}
     if value is None or value == "" or value == {}:
         return factors
     if not isinstance(value, (str, Mapping)):
-        raise InputError(f"{value!r}: expected text like topk:0.01=1.3,powersgd:4=1.1 or a dict",
-                         param="iterations_factor")
+        raise InputError(
+            f"{value!r}: expected text like topk:0.01=1.3,powersgd:4=1.1 or a dict", param="iterations_factor"
+        )
     if isinstance(value, str):
         items = [item.strip() for item in value.split(",")]
         for item in items:
             if "=" not in item or not item.rpartition("=")[0].strip():
-                raise InputError(f"{item!r}: expected COMPRESSOR=FACTOR, e.g. topk:0.01=1.3",
-                                 param="iterations_factor")
+                raise InputError(
+                    f"{item!r}: expected COMPRESSOR=FACTOR, e.g. topk:0.01=1.3", param="iterations_factor"
+                )
         pairs: Any = [item.rpartition("=")[::2] for item in items]
     else:
         pairs = list(value.items())
@@ -184,7 +198,9 @@ def parse_factors(value: str | Mapping[str | Compressor, float | str] | None, co
         try:
             name = parse_compressor(spec).name if not isinstance(spec, Compressor) else spec.name
         except InputError as e:
-            raise InputError(f"{spec}={number}: {e.args[0].split(': ', 1)[-1]}", param="iterations_factor") from None
+            raise InputError(
+                f"{spec}={number}: {e.args[0].split(': ', 1)[-1]}", param="iterations_factor"
+            ) from None
         if name in seen:
             raise InputError(f"{spec}={number}: {name} is given twice", param="iterations_factor")
         seen.add(name)
@@ -193,11 +209,15 @@ def parse_factors(value: str | Mapping[str | Compressor, float | str] | None, co
         except (TypeError, ValueError):
             factor = float("nan")
         if name not in factors:
-            raise InputError(f"{spec}: not among the swept compressors ({', '.join(factors)})",
-                             param="iterations_factor")
+            raise InputError(
+                f"{spec}: not among the swept compressors ({', '.join(factors)})", param="iterations_factor"
+            )
         if not (math.isfinite(factor) and 0.01 <= factor <= 100):
-            raise InputError(f"{spec}={number}: the iterations factor must be a number from 0.01 to 100 "
-                             f"(as topk:0.01=1.3)", param="iterations_factor")
+            raise InputError(
+                f"{spec}={number}: the iterations factor must be a number from 0.01 to 100 "
+                f"(as topk:0.01=1.3)",
+                param="iterations_factor",
+            )
         factors[name] = factor
     return factors
 
@@ -230,8 +250,9 @@ class CodecCost:
 
     def matmul(self, flops: np.ndarray | float, nbytes: np.ndarray | float) -> np.ndarray:
         """mm(f, b): seconds of one matrix product (roofline)."""
-        return self.launch + np.maximum(flops / (self.peak * self.matmul_efficiency),
-                                        nbytes / (self.hbm * self.memory_efficiency))
+        return self.launch + np.maximum(
+            flops / (self.peak * self.matmul_efficiency), nbytes / (self.hbm * self.memory_efficiency)
+        )
 
 
 OVERRIDES = {  # --codec-cost keys -> CodecCost fields, with their rule
@@ -256,15 +277,19 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
         except json.JSONDecodeError as e:
             raise InputError(f"{where}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
     if not isinstance(value, dict):
-        raise InputError(f"{where}: expected an object like {{\"hbm_bytes_per_s\": 2e12}}", param="codec_cost")
+        raise InputError(f'{where}: expected an object like {{"hbm_bytes_per_s": 2e12}}', param="codec_cost")
     out: dict[str, float] = {}
     for key, number in value.items():
         if key not in OVERRIDES:
-            raise InputError(f"{where}: unknown key {key!r}; known: {', '.join(OVERRIDES)}", param="codec_cost")
+            raise InputError(
+                f"{where}: unknown key {key!r}; known: {', '.join(OVERRIDES)}", param="codec_cost"
+            )
         field, low, high = OVERRIDES[key]
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not low <= number <= high:
-            raise InputError(f"{where}: {key} = {number!r} must be a number from {show(low)} to {show(high)}",
-                             param="codec_cost")
+            raise InputError(
+                f"{where}: {key} = {number!r} must be a number from {show(low)} to {show(high)}",
+                param="codec_cost",
+            )
         out[field] = float(number)
     return out
 
@@ -310,19 +335,28 @@ def tensor_codec(compressor: Compressor, profile: Profile, cost: CodecCost) -> T
     feedback = m(3 * n * e) + m(3 * n * e)
     if method == "fp16":
         cast = e > 2
-        return TensorCodec(np.where(cast, 2 * n, n * e), np.where(cast, m(n * e + 2 * n), 0.0),
-                           np.where(cast, m(2 * n + n * e), 0.0), zero)
+        return TensorCodec(
+            np.where(cast, 2 * n, n * e),
+            np.where(cast, m(n * e + 2 * n), 0.0),
+            np.where(cast, m(2 * n + n * e), 0.0),
+            zero,
+        )
     if method == "int8":
         return TensorCodec(n.copy(), m(n * e) + m(n * e + n), m(n + n * e), zero)
     if method == "signsgd":
-        return TensorCodec(np.ceil(n / 8) + 4, feedback + m(n * e) + m(n * e + n / 8), m(n * e),
-                           m(n / 8 + 2 * n * e))
+        return TensorCodec(
+            np.ceil(n / 8) + 4, feedback + m(n * e) + m(n * e + n / 8), m(n * e), m(n / 8 + 2 * n * e)
+        )
     if method in WITH_DENSITY:
         k = np.maximum(1.0, np.ceil(compressor.density * n))
         if method == "topk":
             select = cost.launch + cost.topk_passes * n * e / (cost.hbm * cost.memory_efficiency)
-            return TensorCodec(k * (e + INDEX_BYTES), feedback + select + m(k * (e + INDEX_BYTES)), m(n * e),
-                               m(k * (2 * e + INDEX_BYTES)))
+            return TensorCodec(
+                k * (e + INDEX_BYTES),
+                feedback + select + m(k * (e + INDEX_BYTES)),
+                m(n * e),
+                m(k * (2 * e + INDEX_BYTES)),
+            )
         return TensorCodec(k * e, feedback + m(2 * k * e), m(n * e) + m(2 * k * e), zero)
     return _powersgd(compressor.rank, profile, n, e, cost)
 
@@ -330,9 +364,11 @@ def tensor_codec(compressor: Compressor, profile: Profile, cost: CodecCost) -> T
 def _powersgd(rank, profile, n, e, cost):
     """PowerSGD's per-tensor terms (matrices worth compressing; the rest sent as they are)."""
     if profile.shape is None:
-        raise InputError(f"{profile.model}: powersgd needs each tensor's shape, and this profile has none "
-                         f"(a JSON profile with shape, a CSV with a shape column, or a built-in model)",
-                         param="compressor")
+        raise InputError(
+            f"{profile.model}: powersgd needs each tensor's shape, and this profile has none "
+            f"(a JSON profile with shape, a CSV with a shape column, or a built-in model)",
+            param="compressor",
+        )
     rows = np.array([s[0] for s in profile.shape], np.float64)
     cols = np.array([math.prod(s[1:]) for s in profile.shape], np.float64)
     r = np.minimum(rank, np.minimum(rows, cols))
@@ -344,13 +380,19 @@ def _powersgd(rank, profile, n, e, cost):
     encode = m(3 * n * e) + cost.matmul(product, n * e)
     decode = orth + 2.0 * cost.matmul(product, n * e) + m(3 * n * e)
     zero = np.zeros_like(n)
-    return TensorCodec(np.where(compress, (rows + cols) * r * e, n * e), np.where(compress, encode, 0.0),
-                       np.where(compress, decode, 0.0), zero)
+    return TensorCodec(
+        np.where(compress, (rows + cols) * r * e, n * e),
+        np.where(compress, encode, 0.0),
+        np.where(compress, decode, 0.0),
+        zero,
+    )
 
 
 def bucket_codec(codec: TensorCodec, last_tensor: npt.ArrayLike) -> tuple[np.ndarray, ...]:
     """Per-bucket sums of a :class:`TensorCodec` for buckets ending at ``last_tensor`` [Bk] ->
     (payload, encode, decode, unpack), each [Bk] float64."""
     bounds = np.concatenate([[0], np.asarray(last_tensor) + 1])
-    return tuple(np.add.reduceat(a, bounds[:-1]) if len(a) else a
-                 for a in (codec.payload, codec.encode, codec.decode, codec.unpack))
+    return tuple(
+        np.add.reduceat(a, bounds[:-1]) if len(a) else a
+        for a in (codec.payload, codec.encode, codec.decode, codec.unpack)
+    )

@@ -99,20 +99,41 @@ class GPU:
 # GB200 189471 (nvidia-smi logs of GB200 trays in public repositories; 13.4 TB / 72 on the datasheet).
 MIB = 2.0**20
 GPUS = {
-    "v100": GPU("NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32768 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"),
-    "v100-16": GPU("NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16384 * MIB, 0.0, 150e9, 8, 8, 4, 100.0,
-                   "DGX-1"),
-    "a100": GPU("NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 81920 * MIB, 0.0, 300e9, 8, 8, 8, 200.0,
-                "DGX A100"),
-    "a100-40": GPU("NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40960 * MIB, 0.0, 300e9, 8, 8, 8, 200.0,
-                   "DGX A100"),
-    "h100": GPU("NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 81559 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0,
-                "DGX H100"),
-    "h200": GPU("NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 143771 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0,
-                "DGX H200"),
-    "b200": GPU("NVIDIA B200", 80e12, 2250e12, 8000e9, 183359 * MIB, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"),
-    "gb200": GPU("NVIDIA GB200 (B200 at 1200 W)", 90e12, 2500e12, 8000e9, 189471 * MIB, 5000e12, 900e9, 72, 4, 4,
-                 400.0, "GB200 NVL72"),
+    "v100": GPU(
+        "NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32768 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"
+    ),
+    "v100-16": GPU(
+        "NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16384 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"
+    ),
+    "a100": GPU(
+        "NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 81920 * MIB, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"
+    ),
+    "a100-40": GPU(
+        "NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40960 * MIB, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"
+    ),
+    "h100": GPU(
+        "NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 81559 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H100"
+    ),
+    "h200": GPU(
+        "NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 143771 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H200"
+    ),
+    "b200": GPU(
+        "NVIDIA B200", 80e12, 2250e12, 8000e9, 183359 * MIB, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"
+    ),
+    "gb200": GPU(
+        "NVIDIA GB200 (B200 at 1200 W)",
+        90e12,
+        2500e12,
+        8000e9,
+        189471 * MIB,
+        5000e12,
+        900e9,
+        72,
+        4,
+        4,
+        400.0,
+        "GB200 NVL72",
+    ),
 }
 
 # precision -> (math runs at half precision, gradient bytes, activation bytes)
@@ -140,10 +161,14 @@ class Workload:
         if self.gpu not in GPUS:
             raise InputError(f"{self.gpu!r}: unknown; known: {', '.join(GPUS)}", param="gpu")
         if self.precision not in PRECISIONS:
-            raise InputError(f"{self.precision!r}: unknown; known: {', '.join(PRECISIONS)}", param="precision")
+            raise InputError(
+                f"{self.precision!r}: unknown; known: {', '.join(PRECISIONS)}", param="precision"
+            )
         if not (isinstance(self.batch, int) and 1 <= self.batch <= 1_000_000):
             raise InputError(f"{self.batch}: must be an integer from 1 to 1000000", param="batch")
-        if self.seq_len is not None and not (isinstance(self.seq_len, int) and 1 <= self.seq_len <= 1_000_000):
+        if self.seq_len is not None and not (
+            isinstance(self.seq_len, int) and 1 <= self.seq_len <= 1_000_000
+        ):
             raise InputError(f"{self.seq_len}: must be an integer from 1 to 1000000", param="seq_len")
         if not (0 < self.efficiency <= 1):
             raise InputError(f"{self.efficiency}: must be in (0, 1]", param="efficiency")
@@ -185,11 +210,20 @@ def transformer_profile(workload: Workload) -> Profile:
     gpu = GPUS[w.gpu]
     arch = TRANSFORMERS[w.model]
     return make_profile(
-        w.name, [t.name for t in reversed(tensors)], grad[::-1], backward[::-1], t1, w.name,
-        device=gpu.name, batch_size=w.batch, dtype=w.precision,
+        w.name,
+        [t.name for t in reversed(tensors)],
+        grad[::-1],
+        backward[::-1],
+        t1,
+        w.name,
+        device=gpu.name,
+        batch_size=w.batch,
+        dtype=w.precision,
         source=f"netsweep compute model of {arch.source}, {w.precision}, batch {w.batch}, "
-               f"sequence {w.seq_len or arch.seq_len}, efficiency {w.efficiency:g}",
-        forward=forward[::-1], unit=unit[::-1], shape=[t.shape for t in reversed(tensors)],
+        f"sequence {w.seq_len or arch.seq_len}, efficiency {w.efficiency:g}",
+        forward=forward[::-1],
+        unit=unit[::-1],
+        shape=[t.shape for t in reversed(tensors)],
     )
 
 
@@ -199,6 +233,8 @@ def fsdp_units(names: Sequence[str]) -> np.ndarray:
     norm, head), as FSDP's transformer auto-wrap policy wraps them."""
     out = []
     for name in names:
-        match = re.search(r"\.(?:h|layer|layers|encoder_layer_)\.?(\d+)\.", name) or re.search(r"_(\d+)\.", name)
+        match = re.search(r"\.(?:h|layer|layers|encoder_layer_)\.?(\d+)\.", name) or re.search(
+            r"_(\d+)\.", name
+        )
         out.append(int(match.group(1)) + 1 if match else 0)
     return np.array(out)

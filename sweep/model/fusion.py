@@ -118,8 +118,11 @@ def fsdp_units(profile: Profile) -> Units:
     without), in the order the forward pass first reaches them (the profile's backward
     order reversed). Needs the profile's forward times."""
     if profile.forward is None:
-        raise InputError(f"{profile.model}: FSDP needs forward times per tensor, and this profile has none "
-                         f"(a JSON profile with forward_us, or a transformer built-in)", param="bucketing")
+        raise InputError(
+            f"{profile.model}: FSDP needs forward times per tensor, and this profile has none "
+            f"(a JSON profile with forward_us, or a transformer built-in)",
+            param="bucketing",
+        )
     unit = profile.unit if profile.unit is not None else np.arange(len(profile.names))
     order = list(dict.fromkeys(unit[::-1].tolist()))  # forward order of first appearance
     index = np.array([order.index(u) for u in unit])

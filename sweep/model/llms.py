@@ -80,8 +80,12 @@ class LLM:
     def __post_init__(self):
         for name in ("ffn", "kv_heads", "head_dim", "expert_ffn"):
             if getattr(self, name) == 0:
-                default = {"ffn": 4 * self.hidden, "kv_heads": self.heads,
-                           "head_dim": self.hidden // max(self.heads, 1), "expert_ffn": self.ffn or 4 * self.hidden}
+                default = {
+                    "ffn": 4 * self.hidden,
+                    "kv_heads": self.heads,
+                    "head_dim": self.hidden // max(self.heads, 1),
+                    "expert_ffn": self.ffn or 4 * self.hidden,
+                }
                 object.__setattr__(self, name, default[name])
         if self.dropout is None:
             object.__setattr__(self, "dropout", self.mlp == "gelu")
@@ -116,33 +120,135 @@ class LLM:
         n = self.parameters()
         size = f"{n['total'] / 1e9:.1f}B" + (f" ({n['active'] / 1e9:.1f}B active)" if self.experts else "")
         moe = f", {self.experts} experts top-{self.top_k}" if self.experts else ""
-        return (f"{size}: {self.layers} layers, hidden {self.hidden}, {self.heads} heads"
-                f"{'' if self.kv_heads == self.heads else f' ({self.kv_heads} KV)'}, {self.mlp}{moe}, "
-                f"seq {self.seq}, vocab {self.vocab}")
+        return (
+            f"{size}: {self.layers} layers, hidden {self.hidden}, {self.heads} heads"
+            f"{'' if self.kv_heads == self.heads else f' ({self.kv_heads} KV)'}, {self.mlp}{moe}, "
+            f"seq {self.seq}, vocab {self.vocab}"
+        )
 
 
 LLMS = {
-    "gpt3-175b": LLM(96, 12288, 96, 2048, 51200, tied=True,
-                     source="Brown et al. 2020, Table 2.1; Narayanan et al. SC'21, Table 1 (vocab 51200)"),
-    "llama3-8b": LLM(32, 4096, 32, 8192, 128256, ffn=14336, kv_heads=8, mlp="swiglu",
-                     source="Llama 3 Herd of Models 2024, Table 3"),
-    "llama3-70b": LLM(80, 8192, 64, 8192, 128256, ffn=28672, kv_heads=8, mlp="swiglu",
-                      source="Llama 3 Herd of Models 2024, Table 3"),
-    "llama3-405b": LLM(126, 16384, 128, 8192, 128256, ffn=53248, kv_heads=8, mlp="swiglu",
-                       source="Llama 3 Herd of Models 2024, Table 3"),
-    "deepseek-v3-like": LLM(61, 7168, 128, 4096, 129280, ffn=18432, head_dim=128, mlp="swiglu", experts=256,
-                            top_k=8, expert_ffn=2048, shared_experts=1, first_dense=3,
-                            source="DeepSeek-V3 Technical Report 2024, section 4.2 (MLA as MHA)"),
-    "qwen3-30b-a3b": LLM(48, 2048, 32, 4096, 151936, ffn=6144, kv_heads=4, head_dim=128, mlp="swiglu",
-                         experts=128, top_k=8, expert_ffn=768, source="Qwen3 Technical Report 2025, Table 2"),
-    "qwen3-235b-a22b": LLM(94, 4096, 64, 4096, 151936, ffn=12288, kv_heads=4, head_dim=128, mlp="swiglu",
-                           experts=128, top_k=8, expert_ffn=1536, source="Qwen3 Technical Report 2025, Table 2"),
-    "gpt-oss-120b": LLM(36, 2880, 64, 4096, 201088, ffn=2880, kv_heads=8, head_dim=64, mlp="swiglu", experts=128,
-                        top_k=4, expert_ffn=2880, source="OpenAI gpt-oss model card 2025"),
+    "gpt3-175b": LLM(
+        96,
+        12288,
+        96,
+        2048,
+        51200,
+        tied=True,
+        source="Brown et al. 2020, Table 2.1; Narayanan et al. SC'21, Table 1 (vocab 51200)",
+    ),
+    "llama3-8b": LLM(
+        32,
+        4096,
+        32,
+        8192,
+        128256,
+        ffn=14336,
+        kv_heads=8,
+        mlp="swiglu",
+        source="Llama 3 Herd of Models 2024, Table 3",
+    ),
+    "llama3-70b": LLM(
+        80,
+        8192,
+        64,
+        8192,
+        128256,
+        ffn=28672,
+        kv_heads=8,
+        mlp="swiglu",
+        source="Llama 3 Herd of Models 2024, Table 3",
+    ),
+    "llama3-405b": LLM(
+        126,
+        16384,
+        128,
+        8192,
+        128256,
+        ffn=53248,
+        kv_heads=8,
+        mlp="swiglu",
+        source="Llama 3 Herd of Models 2024, Table 3",
+    ),
+    "deepseek-v3-like": LLM(
+        61,
+        7168,
+        128,
+        4096,
+        129280,
+        ffn=18432,
+        head_dim=128,
+        mlp="swiglu",
+        experts=256,
+        top_k=8,
+        expert_ffn=2048,
+        shared_experts=1,
+        first_dense=3,
+        source="DeepSeek-V3 Technical Report 2024, section 4.2 (MLA as MHA)",
+    ),
+    "qwen3-30b-a3b": LLM(
+        48,
+        2048,
+        32,
+        4096,
+        151936,
+        ffn=6144,
+        kv_heads=4,
+        head_dim=128,
+        mlp="swiglu",
+        experts=128,
+        top_k=8,
+        expert_ffn=768,
+        source="Qwen3 Technical Report 2025, Table 2",
+    ),
+    "qwen3-235b-a22b": LLM(
+        94,
+        4096,
+        64,
+        4096,
+        151936,
+        ffn=12288,
+        kv_heads=4,
+        head_dim=128,
+        mlp="swiglu",
+        experts=128,
+        top_k=8,
+        expert_ffn=1536,
+        source="Qwen3 Technical Report 2025, Table 2",
+    ),
+    "gpt-oss-120b": LLM(
+        36,
+        2880,
+        64,
+        4096,
+        201088,
+        ffn=2880,
+        kv_heads=8,
+        head_dim=64,
+        mlp="swiglu",
+        experts=128,
+        top_k=4,
+        expert_ffn=2880,
+        source="OpenAI gpt-oss model card 2025",
+    ),
 }
 
-_INTEGER_KEYS = ("layers", "hidden", "heads", "seq", "vocab", "ffn", "kv_heads", "head_dim", "experts", "top_k",
-                 "expert_ffn", "shared_experts", "moe_every", "first_dense")
+_INTEGER_KEYS = (
+    "layers",
+    "hidden",
+    "heads",
+    "seq",
+    "vocab",
+    "ffn",
+    "kv_heads",
+    "head_dim",
+    "experts",
+    "top_k",
+    "expert_ffn",
+    "shared_experts",
+    "moe_every",
+    "first_dense",
+)
 ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 MAX_SIZE = 10**7  # any width, depth or count above this is a typo, not a model
@@ -154,8 +260,10 @@ def parse_arch(text: str) -> LLM:
     for item in str(text).split(","):
         key, sep, value = (part.strip() for part in item.partition("="))
         if not sep or not key:
-            raise InputError(f"{item.strip()!r}: write key=value, e.g. layers=96 (keys: {', '.join(ARCH_KEYS)})",
-                             param="arch")
+            raise InputError(
+                f"{item.strip()!r}: write key=value, e.g. layers=96 (keys: {', '.join(ARCH_KEYS)})",
+                param="arch",
+            )
         if key not in ARCH_KEYS:
             raise InputError(f"{key!r} is not a key; keys: {', '.join(ARCH_KEYS)}", param="arch")
         if key in values:
@@ -175,14 +283,19 @@ def parse_arch(text: str) -> LLM:
             values[key] = size
     missing = [k for k in REQUIRED if k not in values]
     if missing:
-        raise InputError(f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch")
+        raise InputError(
+            f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch"
+        )
     for key in ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every"):
         if key in values and values[key] == 0:
             raise InputError(f"{key}=0: must be at least 1", param="arch")
     hidden, heads = values["hidden"], values["heads"]
     if "head_dim" not in values and hidden % heads:  # type: ignore[operator]
-        raise InputError(f"hidden={hidden} is not a multiple of heads={heads}; give head_dim= if the heads are "
-                         "narrower or wider than hidden / heads", param="arch")
+        raise InputError(
+            f"hidden={hidden} is not a multiple of heads={heads}; give head_dim= if the heads are "
+            "narrower or wider than hidden / heads",
+            param="arch",
+        )
     arch = LLM(**values, source=f"--arch {text}")  # type: ignore[arg-type]
     check(arch)
     return arch
@@ -202,6 +315,7 @@ def resolve_llm(name: str) -> LLM:
     """A preset by name (case-insensitive)."""
     key = name.strip().lower()
     if key not in LLMS:
-        raise InputError(f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use --arch)",
-                         param="model")
+        raise InputError(
+            f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use --arch)", param="model"
+        )
     return LLMS[key]

@@ -102,11 +102,21 @@ class Profile:
         if t1 == self.t1:
             return self
         scale = t1 / self.t1
-        return make_profile(self.model, self.names, self.grad_bytes, self.wait * scale, t1, where,
-                            device=self.device, batch_size=self.batch_size, dtype=self.dtype,
-                            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
-                            forward=None if self.forward is None else self.forward * scale, unit=self.unit,
-                            shape=self.shape)
+        return make_profile(
+            self.model,
+            self.names,
+            self.grad_bytes,
+            self.wait * scale,
+            t1,
+            where,
+            device=self.device,
+            batch_size=self.batch_size,
+            dtype=self.dtype,
+            source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
+            forward=None if self.forward is None else self.forward * scale,
+            unit=self.unit,
+            shape=self.shape,
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The project's JSON format (a dict): metadata plus a list of tensors."""
@@ -119,10 +129,14 @@ class Profile:
             "dtype": self.dtype,
             "source": self.source,
             "tensors": [
-                {"name": n, "grad_bytes": int(b), "backward_us": w * 1e6,
-                 **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
-                 **({"unit": int(self.unit[i])} if self.unit is not None else {}),
-                 **({"shape": list(self.shape[i])} if self.shape is not None else {})}
+                {
+                    "name": n,
+                    "grad_bytes": int(b),
+                    "backward_us": w * 1e6,
+                    **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
+                    **({"unit": int(self.unit[i])} if self.unit is not None else {}),
+                    **({"shape": list(self.shape[i])} if self.shape is not None else {}),
+                }
                 for i, (n, b, w) in enumerate(zip(self.names, self.grad_bytes, self.wait))
             ],
         }
@@ -147,25 +161,38 @@ def recorded_t1(step_s: float, wait_s: Iterable[float], forward_s: Iterable[floa
     floor = float(sum(wait_s) + sum(forward_s))
     if step_s >= floor:
         return float(step_s), ""
-    return floor, (f"; T1 raised from the step's {step_s * 1e3:.4g} ms to the recorded forward + backward "
-                   f"{floor * 1e3:.4g} ms (profiling overhead)")
+    return floor, (
+        f"; T1 raised from the step's {step_s * 1e3:.4g} ms to the recorded forward + backward "
+        f"{floor * 1e3:.4g} ms (profiling overhead)"
+    )
 
 
-def make_profile(model: str, names: Sequence[str], grad_bytes: ArrayLike, wait_s: ArrayLike, t1: float | None,
-                 path: str | Path = "<profile>", **meta: Any) -> Profile:
+def make_profile(
+    model: str,
+    names: Sequence[str],
+    grad_bytes: ArrayLike,
+    wait_s: ArrayLike,
+    t1: float | None,
+    path: str | Path = "<profile>",
+    **meta: Any,
+) -> Profile:
     """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
     grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
     wait_s = np.asarray(wait_s, dtype=np.float64)
     if len(grad_bytes) == 0:
         raise InputError(f"{path}: profile has no tensors")
-    if not (np.all(np.isfinite(grad_bytes)) and np.all(grad_bytes >= 0) and grad_bytes.sum() <= MAX_TOTAL_BYTES):
+    if not (
+        np.all(np.isfinite(grad_bytes)) and np.all(grad_bytes >= 0) and grad_bytes.sum() <= MAX_TOTAL_BYTES
+    ):
         raise InputError(f"{path}: gradient bytes must be >= 0 and add up to at most {MAX_TOTAL_BYTES:.0e}")
     if not (np.all(np.isfinite(wait_s)) and np.all(wait_s >= 0) and wait_s.sum() <= MAX_SECONDS):
         raise InputError(f"{path}: backward waits must be >= 0 and add up to at most {MAX_SECONDS:.0e} s")
     t1 = _check_t1(t1, path)
     if t1 < wait_s.sum():
-        raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
-                         f"({wait_s.sum():.6g} s); T1 covers forward, backward and update")
+        raise InputError(
+            f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
+            f"({wait_s.sum():.6g} s); T1 covers forward, backward and update"
+        )
     if "/" in str(model) or not str(model).strip():
         raise InputError(f"{path}: model name {model!r} must be non-empty and have no '/'")
     forward, unit = meta.pop("forward", None), meta.pop("unit", None)
@@ -174,8 +201,10 @@ def make_profile(model: str, names: Sequence[str], grad_bytes: ArrayLike, wait_s
         if forward.shape != wait_s.shape or not (np.all(np.isfinite(forward)) and np.all(forward >= 0)):
             raise InputError(f"{path}: forward times must be one number >= 0 per tensor")
         if t1 < wait_s.sum() + forward.sum() * (1 - 1e-9):
-            raise InputError(f"{path}: iteration time {t1:.6g} s is shorter than the forward and backward passes "
-                             f"({forward.sum() + wait_s.sum():.6g} s)")
+            raise InputError(
+                f"{path}: iteration time {t1:.6g} s is shorter than the forward and backward passes "
+                f"({forward.sum() + wait_s.sum():.6g} s)"
+            )
     if unit is not None:
         unit = np.asarray(unit, dtype=np.int64)
         if unit.shape != wait_s.shape:
@@ -185,8 +214,9 @@ def make_profile(model: str, names: Sequence[str], grad_bytes: ArrayLike, wait_s
         if len(shape) != len(grad_bytes):
             raise InputError(f"{path}: one shape per tensor")
         shape = tuple(_check_shape(s, b, n, path) for s, b, n in zip(shape, grad_bytes, names))
-    return Profile(model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, shape=shape,
-                   **meta)
+    return Profile(
+        model, tuple(names), grad_bytes, wait_s, float(t1), forward=forward, unit=unit, shape=shape, **meta
+    )
 
 
 def _check_shape(shape, nbytes, name, path):
@@ -199,15 +229,18 @@ def _check_shape(shape, nbytes, name, path):
     if not ok:
         raise InputError(f"{path}: tensor {name}: shape {shape!r} must be a list of integers >= 1")
     if not any(math.prod(dims) * size == nbytes for size in ELEMENT_BYTES):
-        raise InputError(f"{path}: tensor {name}: shape {'x'.join(map(str, dims))} has {math.prod(dims)} elements, "
-                         f"which at 1, 2, 4 or 8 bytes each is not its {nbytes:.15g} gradient bytes")
+        raise InputError(
+            f"{path}: tensor {name}: shape {'x'.join(map(str, dims))} has {math.prod(dims)} elements, "
+            f"which at 1, 2, 4 or 8 bytes each is not its {nbytes:.15g} gradient bytes"
+        )
     return dims
 
 
 def _check_t1(t1: object, path: str | Path) -> float:
     if t1 is None:
-        raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds",
-                         param="iteration_time")
+        raise InputError(
+            f"needed: {path} has no single-GPU iteration time; give it in seconds", param="iteration_time"
+        )
     if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (MIN_SECONDS <= t1 <= MAX_SECONDS):
         raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in [1e-6, 1e4]")
     return t1
@@ -260,21 +293,32 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
     reader = list(csv.reader(lines))
     header = [c.strip() for c in reader[0]] if reader else []
     if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
-        raise InputError(f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us (and optionally ,shape)")
+        raise InputError(
+            f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us (and optionally ,shape)"
+        )
     names, sizes, waits, shapes = [], [], [], []
     for lineno, cols in enumerate(reader[1:], start=2):
         if not cols or not "".join(cols).strip():
             continue
         if len(cols) != len(header):
-            raise InputError(f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, "
-                             f"got {len(cols)}")
+            raise InputError(
+                f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, got {len(cols)}"
+            )
         names.append(cols[0].strip())
         sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
         waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
         if len(header) == 4:
             shapes.append(_shape_text(cols[3], path, lineno))
-    return make_profile(model or path.stem, names, sizes, waits, t1, path, source=str(path),
-                        **({"shape": shapes} if shapes else {}))
+    return make_profile(
+        model or path.stem,
+        names,
+        sizes,
+        waits,
+        t1,
+        path,
+        source=str(path),
+        **({"shape": shapes} if shapes else {}),
+    )
 
 
 def _shape_text(text, path, line):
@@ -293,13 +337,23 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
     except json.JSONDecodeError as e:
         raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
     except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply; expected an object with a 'tensors' list") from None
+        raise InputError(
+            f"{path}: JSON nested too deeply; expected an object with a 'tensors' list"
+        ) from None
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
-    for key, kinds, what in (("model", (str,), "a name"), ("source", (str,), "text"), ("device", (str,), "text"),
-                             ("dtype", (str,), "text"), ("batch_size", (int, float), "a number")):
-        if key in data and data[key] is not None and (isinstance(data[key], bool)
-                                                      or not isinstance(data[key], kinds)):
+    for key, kinds, what in (
+        ("model", (str,), "a name"),
+        ("source", (str,), "text"),
+        ("device", (str,), "text"),
+        ("dtype", (str,), "text"),
+        ("batch_size", (int, float), "a number"),
+    ):
+        if (
+            key in data
+            and data[key] is not None
+            and (isinstance(data[key], bool) or not isinstance(data[key], kinds))
+        ):
             raise InputError(f"{path}: '{key}' is {data[key]!r}; expected {what}")
     names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
     for i, t in enumerate(data["tensors"]):
@@ -325,8 +379,14 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
         if values:
             meta[key] = values
     return make_profile(
-        model or data.get("model") or path.stem, names, sizes, waits, t1, path,
-        source=data.get("source") or str(path), **meta,
+        model or data.get("model") or path.stem,
+        names,
+        sizes,
+        waits,
+        t1,
+        path,
+        source=data.get("source") or str(path),
+        **meta,
     )
 
 

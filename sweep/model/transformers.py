@@ -99,7 +99,9 @@ def _bert(t, seq):
         for part in ("query", "key", "value"):
             yield from _linear(f"{p}.attention.self.{part}", h, h)
         out = _linear(f"{p}.attention.output.dense", h, h)
-        yield dataclasses.replace(out[0], flops=out[0].flops + _attention_flops(seq, h), act=3.0 * seq * t.heads)
+        yield dataclasses.replace(
+            out[0], flops=out[0].flops + _attention_flops(seq, h), act=3.0 * seq * t.heads
+        )
         yield out[1]
         yield from _norm(f"{p}.attention.output.LayerNorm", h)
         inter = _linear(f"{p}.intermediate.dense", h, f)
@@ -121,7 +123,9 @@ def _gpt2(t, seq):
         # GPT-2's Conv1D stores (in, out); the work is the same as a linear layer's.
         yield Tensor(f"{p}.attn.c_attn.weight", (h, 3 * h), 2.0 * h * 3 * h)
         yield Tensor(f"{p}.attn.c_attn.bias", (3 * h,))
-        yield Tensor(f"{p}.attn.c_proj.weight", (h, h), 2.0 * h * h + _attention_flops(seq, h), 3.0 * seq * t.heads)
+        yield Tensor(
+            f"{p}.attn.c_proj.weight", (h, h), 2.0 * h * h + _attention_flops(seq, h), 3.0 * seq * t.heads
+        )
         yield Tensor(f"{p}.attn.c_proj.bias", (h,))
         yield from _norm(f"{p}.ln_2", h)
         yield Tensor(f"{p}.mlp.c_fc.weight", (h, f), 2.0 * h * f, 2.0 * f)
@@ -135,7 +139,9 @@ def _vit(t, seq):
     h, f = t.hidden, t.ffn
     patches = (t.image // t.patch) ** 2
     yield Tensor("class_token", (1, 1, h))
-    yield Tensor("conv_proj.weight", (h, 3, t.patch, t.patch), 2.0 * 3 * t.patch * t.patch * h * patches / seq)
+    yield Tensor(
+        "conv_proj.weight", (h, 3, t.patch, t.patch), 2.0 * 3 * t.patch * t.patch * h * patches / seq
+    )
     yield Tensor("conv_proj.bias", (h,))
     yield Tensor("encoder.pos_embedding", (1, patches + 1, h), 0.0, h)
     for i in range(t.layers):
@@ -144,7 +150,9 @@ def _vit(t, seq):
         yield Tensor(f"{p}.self_attention.in_proj_weight", (3 * h, h), 2.0 * h * 3 * h)
         yield Tensor(f"{p}.self_attention.in_proj_bias", (3 * h,))
         out = _linear(f"{p}.self_attention.out_proj", h, h)
-        yield dataclasses.replace(out[0], flops=out[0].flops + _attention_flops(seq, h), act=3.0 * seq * t.heads)
+        yield dataclasses.replace(
+            out[0], flops=out[0].flops + _attention_flops(seq, h), act=3.0 * seq * t.heads
+        )
         yield out[1]
         yield from _norm(f"{p}.ln_2", h)
         fc1 = _linear(f"{p}.mlp.0", h, f)
@@ -165,8 +173,12 @@ def _llama(t, seq):
         yield Tensor(f"{p}.self_attn.q_proj.weight", (h, h), 2.0 * h * h)
         yield Tensor(f"{p}.self_attn.k_proj.weight", (kv, h), 2.0 * h * kv)
         yield Tensor(f"{p}.self_attn.v_proj.weight", (kv, h), 2.0 * h * kv)
-        yield Tensor(f"{p}.self_attn.o_proj.weight", (h, h), 2.0 * h * h + _attention_flops(seq, h),
-                     3.0 * seq * t.heads)
+        yield Tensor(
+            f"{p}.self_attn.o_proj.weight",
+            (h, h),
+            2.0 * h * h + _attention_flops(seq, h),
+            3.0 * seq * t.heads,
+        )
         yield Tensor(f"{p}.mlp.gate_proj.weight", (f, h), 2.0 * h * f, 3.0 * f)  # SiLU and the gate product
         yield Tensor(f"{p}.mlp.up_proj.weight", (f, h), 2.0 * h * f)
         yield Tensor(f"{p}.mlp.down_proj.weight", (h, f), 2.0 * f * h)
@@ -182,23 +194,71 @@ FAMILIES = tuple(_BUILDERS)
 
 
 def _gpt2_size(layers, hidden, heads):
-    return Transformer("gpt2", layers, hidden, heads, 4 * hidden, 50257, 1024, positions=1024,
-                       source=f"Hugging Face GPT2LMHeadModel ({layers} layers, hidden {hidden})")
+    return Transformer(
+        "gpt2",
+        layers,
+        hidden,
+        heads,
+        4 * hidden,
+        50257,
+        1024,
+        positions=1024,
+        source=f"Hugging Face GPT2LMHeadModel ({layers} layers, hidden {hidden})",
+    )
 
 
 TRANSFORMERS = {
-    "bert-base": Transformer("bert", 12, 768, 12, 3072, 30522, 128, positions=512,
-                             source="Hugging Face BertModel, bert-base-uncased (with the pooler)"),
-    "bert-large": Transformer("bert", 24, 1024, 16, 4096, 30522, 128, positions=512,
-                              source="Hugging Face BertModel, bert-large-uncased (with the pooler)"),
+    "bert-base": Transformer(
+        "bert",
+        12,
+        768,
+        12,
+        3072,
+        30522,
+        128,
+        positions=512,
+        source="Hugging Face BertModel, bert-base-uncased (with the pooler)",
+    ),
+    "bert-large": Transformer(
+        "bert",
+        24,
+        1024,
+        16,
+        4096,
+        30522,
+        128,
+        positions=512,
+        source="Hugging Face BertModel, bert-large-uncased (with the pooler)",
+    ),
     "gpt2": _gpt2_size(12, 768, 12),
     "gpt2-medium": _gpt2_size(24, 1024, 16),
     "gpt2-large": _gpt2_size(36, 1280, 20),
     "gpt2-xl": _gpt2_size(48, 1600, 25),
-    "vit-b16": Transformer("vit", 12, 768, 12, 3072, 1000, 197, image=224, patch=16,
-                           source="torchvision vit_b_16 (ImageNet-1k head)"),
-    "llama-1b": Transformer("llama", 16, 2048, 32, 8192, 128256, 2048, kv_heads=8, tied=True,
-                            source="Llama 3.2 1B shape (LlamaForCausalLM, tied embeddings)"),
-    "llama-7b": Transformer("llama", 32, 4096, 32, 11008, 32000, 4096,
-                            source="Llama 2 7B shape (LlamaForCausalLM)"),
+    "vit-b16": Transformer(
+        "vit",
+        12,
+        768,
+        12,
+        3072,
+        1000,
+        197,
+        image=224,
+        patch=16,
+        source="torchvision vit_b_16 (ImageNet-1k head)",
+    ),
+    "llama-1b": Transformer(
+        "llama",
+        16,
+        2048,
+        32,
+        8192,
+        128256,
+        2048,
+        kv_heads=8,
+        tied=True,
+        source="Llama 3.2 1B shape (LlamaForCausalLM, tied embeddings)",
+    ),
+    "llama-7b": Transformer(
+        "llama", 32, 4096, 32, 11008, 32000, 4096, source="Llama 2 7B shape (LlamaForCausalLM)"
+    ),
 }

@@ -48,8 +48,9 @@ def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         except ValueError:
             raise InputError(f"{where(path, lineno)}: {text.strip()!r} is not two numbers") from None
         if not (math.isfinite(b) and math.isfinite(s) and b >= 0 and 0 <= s <= MAX_TABLE_SECONDS):
-            raise InputError(f"{where(path, lineno)}: bytes must be finite and >= 0, seconds in [0, "
-                             f"{MAX_TABLE_SECONDS:g}]")
+            raise InputError(
+                f"{where(path, lineno)}: bytes must be finite and >= 0, seconds in [0, {MAX_TABLE_SECONDS:g}]"
+            )
         if nbytes and b <= nbytes[-1]:
             raise InputError(f"{where(path, lineno)}: bytes {b:g} must increase down the file")
         nbytes.append(b)
