@@ -67,6 +67,7 @@ def reference_rate(grid, samples=4000):
         act_bytes=2.0,
         usable=0.95,
         gemm_input_bytes=2.0,
+        half_peak=gpu["half"],
     )
     cells = []
     for _ in range(samples):
@@ -99,6 +100,7 @@ def reference_rate(grid, samples=4000):
             straggle=0.0,
             imbalance=1.0,
             offload_layers=0,
+            attention_efficiency=0.5,
         )
         cells.append(
             {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}

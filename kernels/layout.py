@@ -25,8 +25,15 @@ attention core counted in full, as Megatron counts it):
     logits = 2 h v
 
 A GPU of a TP x CP group handles b s / c tokens of each micro-batch and 1 / t of each
-layer's work: t_f = b s F / (c t peak eff) + (activation bytes A + weight bytes) / hbm,
-t_b = 2 t_f. Recomputation adds t_f (full) or the attention core's forward (selective:
+layer's work: t_f = b s (F - core) / (c t peak eff) + core time + (activation bytes A +
+weight bytes + fp8 cast bytes) / hbm, t_b = 2 t_f (+ 1/2 the core's with flash attention).
+The GEMMs run at ``peak`` (fp8's under fp8), the attention core at the half-precision
+``half_peak``: unfused, its full 4 s w_q FLOPs at the GEMM efficiency; flash (causal),
+half of them at ``attention_efficiency``, and its backward 2.5 times its forward (5 products
+to 2). fp8 casts every GEMM input: 3 bytes (read 2, write 1) per element of QKV's and fc1's
+inputs (h), the output projection's (w_q) and fc2's (f; on MoE layers the k I dispatched
+copies and the experts' (k I + S) f_e). The logits' GEMM also stays at ``half_peak``
+(Megatron's output layer is not a Transformer Engine module). Recomputation adds t_f (full) or the attention core's forward (selective:
 4 s w_q FLOPs per token and, unfused, the 5 a s^2 b score bytes) to every layer's backward.
 With flash attention (``flash``, the default of today's stacks) the scores are never
 written to memory: no score bytes in time or memory.
@@ -243,6 +250,7 @@ class Device(NamedTuple):
     grad_bytes: Value
     act_bytes: Value
     gemm_input_bytes: Value
+    half_peak: Value
     usable: Value
 
 
@@ -285,6 +293,7 @@ class Layout(NamedTuple):
     straggle: Value
     imbalance: Value
     offload_layers: Value
+    attention_efficiency: Value
 
 
 def _divides(n: Value, d: Value) -> Value:
@@ -424,9 +433,28 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
     weight_bytes = layer_params * dev.param_bytes
 
-    t_f = (tokens * paced_flops / t / rate + (act_layer + weight_bytes) / dev.hbm) * kappa
-    t_b = 2.0 * t_f
-    core_time = (tokens * core_flops / t / rate + score_bytes / dev.hbm) * kappa
+    # The attention core never runs in fp8 in these stacks: at the half-precision peak. Unfused, it is two
+    # batched GEMMs over every score (the GEMMs' efficiency); a causal flash kernel computes only the half of
+    # the scores below the diagonal, at its own efficiency, and its backward takes 5 products to the
+    # forward's 2 (Dao, FlashAttention-2, ICLR 2024, section 3.1).
+    flash = lay.flash > 0
+    core_rate = dev.half_peak * jnp.where(flash, lay.attention_efficiency, lay.efficiency)
+    core_run = tokens * core_flops * jnp.where(flash, 0.5, 1.0) / t / core_rate
+    # fp8 casts each GEMM input (read 2 bytes, write 1): QKV's and fc1's inputs (h), the output projection's
+    # (w_q), fc2's (f; on MoE layers the k I dispatched copies and the experts' (k I + S) f_e).
+    cast_elems = (
+        2.0 * h
+        + qw
+        + (dense_layers * f + Le * ((k * lay.imbalance + S) * fe + (k * lay.imbalance - 1.0) * h)) / L
+    )
+    cast_bytes = jnp.where(dev.gemm_input_bytes < 2.0, 3.0 * tokens * cast_elems / t, 0.0)
+    t_f = (
+        tokens * (paced_flops - core_flops) / t / rate
+        + core_run
+        + (act_layer + weight_bytes + cast_bytes) / dev.hbm
+    ) * kappa
+    core_time = (core_run + score_bytes / dev.hbm) * kappa
+    t_b = 2.0 * t_f + jnp.where(flash, 0.5 * core_run * kappa, 0.0)
     recompute = jnp.where(lay.recompute >= 2, t_f, jnp.where(lay.recompute >= 1, core_time, 0.0))
 
     # --- communication per layer and micro-batch ------------------------------------------------------
@@ -485,7 +513,10 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     n_last = jnp.where(p > 1, base + jnp.where(extra >= p, 1.0, 0.0), n_first)
     n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
     embed_time = 3.0 * tokens * h * dev.act_bytes / dev.hbm * kappa
-    logits_f = (tokens * logits_flops / t / rate + 4.0 * tokens * v / t * 2.0 / dev.hbm) * kappa
+    # The output layer is Megatron's own ColumnParallelLinear, not Transformer Engine's: never in fp8.
+    logits_f = (
+        tokens * logits_flops / t / (dev.half_peak * lay.efficiency) + 4.0 * tokens * v / t * 2.0 / dev.hbm
+    ) * kappa
     logits_b = 2.0 * logits_f
     x_pp = tokens * h * dev.act_bytes / t
     pp_bw, pp_cross = group_bandwidth(p, t * c * dp, lay)

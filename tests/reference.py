@@ -537,10 +537,27 @@ def layout_step(arch, dev, lay):
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
     score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
+    flash = bool(lay["flash"])
+    core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
+    core_run = (
+        tokens * flops["core"] * (0.5 if flash else 1.0) / t / core_rate
+    )  # causal flash: half the scores
+    if dev["gemm_input_bytes"] < 2:  # fp8 casts of the GEMM inputs: read 2 bytes, write 1
+        io = (
+            2 * h
+            + qw
+            + ((L - Le) * f + Le * ((k * lay["imbalance"] + S) * fe + (k * lay["imbalance"] - 1) * h)) / L
+        )
+        cast = 3 * tokens * io / t
+    else:
+        cast = 0.0
     fwd = (
-        tokens * paced / t / rate + (lin_bytes + score_bytes + params * dev["param_bytes"]) / dev["hbm"]
+        tokens * (paced - flops["core"]) / t / rate
+        + core_run
+        + (lin_bytes + score_bytes + params * dev["param_bytes"] + cast) / dev["hbm"]
     ) * kappa
-    core = (tokens * flops["core"] / t / rate + score_bytes / dev["hbm"]) * kappa
+    core = (core_run + score_bytes / dev["hbm"]) * kappa
+    bwd = 2 * fwd + (0.5 * core_run * kappa if flash else 0.0)  # flash's backward: 5 products to 2
     recompute = fwd if rec == 2 else core if rec == 1 else 0.0
 
     x = tokens * h * dev["act_bytes"]
@@ -573,9 +590,9 @@ def layout_step(arch, dev, lay):
         rs = _collective("scatter", grads[0], group, t, lay) + _collective(
             "scatter", grads[1], expert_dp, expert_stride, lay
         )
-        z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - 2 * fwd - recompute)
+        z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - bwd - recompute)
     layer = {
-        "compute": 3 * fwd,
+        "compute": fwd + bwd,
         "recompute_time": recompute,
         "tp_exposed": tp_fwd + tp_bwd,
         "cp_exposed": cp_fwd + cp_bwd,
@@ -586,7 +603,10 @@ def layout_step(arch, dev, lay):
     # every stage, its layers as evenly as they go (the first L mod p one more)
     counts = [L // p + (1 if i < L % p else 0) for i in range(p)]
     embed_time = 3 * tokens * h * dev["act_bytes"] / dev["hbm"] * kappa
-    logits_fwd = (tokens * 2 * h * v / t / rate + 8 * tokens * v / t / dev["hbm"]) * kappa
+    # the output layer never runs in fp8 (Megatron's ColumnParallelLinear)
+    logits_fwd = (
+        tokens * 2 * h * v / t / (dev["half_peak"] * lay["efficiency"]) + 8 * tokens * v / t / dev["hbm"]
+    ) * kappa
     bw, pp_leaves = _group_bw(p, t * c * dp, lay)
     pp_micro = (
         2 * V * (tokens * h * dev["act_bytes"] / t / bw + (lay["latency"] if pp_leaves else 0.0))
@@ -611,7 +631,7 @@ def layout_step(arch, dev, lay):
 
     gamma = reduce(grads[0], group, t) + reduce(grads[1], expert_dp, expert_stride)
     gamma_embed = reduce(embed * dev["grad_bytes"], group, t)
-    beta = 2 * fwd + recompute + tp_bwd + cp_bwd + ep_layer / 2
+    beta = bwd + recompute + tp_bwd + cp_bwd + ep_layer / 2
     dp_sync = 0.0
     if zero < 3 and group > 1:
         for i, n in enumerate(counts):

@@ -55,6 +55,7 @@ def random_case(rng):
         act_bytes=2.0,
         usable=rng.choice([0.9, 1.0]),
         gemm_input_bytes=rng.choice([1.0, 2.0]),
+        half_peak=rng.choice([312e12, 989e12]),
     )
     lay = dict(
         gpus=rng.choice([8, 16, 64, 128, 96]),
@@ -84,6 +85,7 @@ def random_case(rng):
         straggle=rng.choice([0, 0.05]),
         imbalance=rng.choice([1.0, 1.2]),
         offload_layers=rng.choice([0, 0, 1, 3]),
+        attention_efficiency=rng.uniform(0.3, 0.7),
     )
     return arch, dev, lay
 
@@ -168,6 +170,7 @@ def _gpt3(**changes):
         act_bytes=2.0,
         usable=1.0,
         gemm_input_bytes=2.0,
+        half_peak=312e12,
     )
     lay = dict(
         gpus=8,
@@ -197,6 +200,7 @@ def _gpt3(**changes):
         straggle=0.0,
         imbalance=1.0,
         offload_layers=0,
+        attention_efficiency=0.5,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value
@@ -814,3 +818,21 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
     )
     ds = open_cube(out)
     assert float(ds.network_cost.max()) == pytest.approx(best[1.0]["network_cost"], rel=1e-6)
+
+
+def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms():
+    # A causal flash kernel computes half of the 4 s w_q FLOPs a token's scores and context cost, at the
+    # half-precision peak times its own efficiency; selective recomputation repeats exactly that.
+    case = dict(flash=1, recompute=1, sequence_parallel=1, attention_efficiency=0.4)
+    bf16 = _one(_gpt3(**case))
+    core = 2048 * 4 * 2048 * 12288 * 0.5 / 8 / (312e12 * 0.4)
+    assert bf16["recompute_time"] == pytest.approx(96 * core, rel=1e-12)
+    fp8 = _one(_gpt3(**case, peak=624e12, gemm_input_bytes=1.0))
+    assert fp8["recompute_time"] == pytest.approx(bf16["recompute_time"], rel=1e-12)  # the core stays bf16
+    # The GEMMs' time halves; the casts add 3 bytes per element of the four GEMM inputs (2h + w_q + f).
+    gemm = 2048 * (4 * 12288 * 12288 * 2 + 2 * 2 * 12288 * 4 * 12288) / 8 / (312e12 * 0.5)
+    casts = 3 * 2048 * (2 * 12288 + 12288 + 4 * 12288) / 8 / 2.039e12
+    saved_bytes = 2048 * 12288 * 7 / 8 / 2.039e12  # the fp8 GEMM inputs kept in 1 byte (written once)
+    per_layer_forward = -gemm / 2 + casts - saved_bytes
+    forward_and_backward = 3 * per_layer_forward
+    assert fp8["compute"] - bf16["compute"] == pytest.approx(96 * forward_and_backward, rel=1e-9)

@@ -158,8 +158,8 @@ def build_rows(
         nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
         reduce_table=default_table() if settings.reduce_table is None else settings.reduce_table,
-        intra_bandwidth=float(settings.intra_bandwidth),
-    )  # type: ignore[arg-type]  # set by _following
+        intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
+    )
     return rows, [p.model for p in runs], features
 
 

@@ -180,15 +180,16 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
             llm = dataclasses.replace(llm, seq=seq)
     else:
-        shape = {name: _int(cells, name, path, line, rid) for name in SHAPE}
-        if any(v is None for v in shape.values()):
+        given = {name: _int(cells, name, path, line, rid) for name in SHAPE}
+        if any(v is None for v in given.values()):
             raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
+        shape = {name: int(v or 0) for name, v in given.items()}
         llm = LLM(
             shape["layers"],
             shape["hidden"],
             shape["heads"],
             shape["seq_len"],
-            shape["vocab"],  # type: ignore[arg-type]
+            shape["vocab"],
             tied=True,
             source="GPT shape from the row (4h GELU MLP, tied embeddings)",
         )

@@ -274,6 +274,18 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
+        "attention_efficiency",
+        "--attention-efficiency",
+        "1",
+        "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: half "
+        "the scores)",
+        False,
+        1e-3,
+        1,
+        "0.5",
+        1.0,
+    ),
+    AxisSpec(
         "grad_bytes",
         "--grad-bytes",
         "bytes",

@@ -189,7 +189,19 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
-GPU_FIELDS = ("half", "fp8", "hbm", "memory", "nvlink", "domain", "gpus_per_node", "nics", "nic_bits")
+# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory.
+GPU_FIELDS = (
+    "half",
+    "fp8",
+    "hbm",
+    "memory",
+    "nvlink",
+    "domain",
+    "gpus_per_node",
+    "nics",
+    "nic_bits",
+    "usable",
+)
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
 INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
@@ -211,9 +223,10 @@ def _crossed(
         param_bytes=o["param_bytes"],
         grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
         act_bytes=o["act_bytes"],
-        usable=o["usable_memory"],
+        usable=o["usable"],
         # Transformer Engine keeps an fp8 GEMM's input as its fp8 cast for the backward.
         gemm_input_bytes=jnp.where(o["fp8_math"] > 0, 1.0, o["act_bytes"]),
+        half_peak=o["half"],
     )
 
     def system(name: str, own: str) -> jax.Array:
@@ -248,6 +261,7 @@ def _crossed(
         straggle=v["jitter"] * e_n,
         imbalance=v["imbalance"],
         offload_layers=v["offload_layers"],
+        attention_efficiency=v["attention_efficiency"],
     )
     return arch, dev, lay
 

@@ -96,6 +96,7 @@ class LayoutGrid:
         collective.
       values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
       dtype: compute dtype.
+      usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep.
     """
@@ -106,6 +107,7 @@ class LayoutGrid:
     dtype: str = "float32"
     assumed: tuple[str, ...] = ()
     variables: tuple[str, ...] = tuple(VARIABLES)
+    usable_memory: float = float(AXES["usable_memory"].default)
 
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
@@ -149,7 +151,7 @@ class LayoutGrid:
         """Per-model, per-GPU and per-precision constants (rows in coordinate order) that blocks take their
         outer cells' columns from."""
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
-        gpus = np.array([_gpu_row(g) for g in self.names["gpu"]])
+        gpus = np.array([(*_gpu_row(g), self.usable_memory) for g in self.names["gpu"]])
         precision = np.array(
             [PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",) for p in self.names["precision"]],
             np.float64,
@@ -227,6 +229,7 @@ def make_layout_grid(
     latency: object = None,
     collective: str = "nccl",
     efficiency: object = None,
+    attention_efficiency: object = None,
     imbalance: object = None,
     overhead: object = None,
     slowdown: object = None,
@@ -291,6 +294,7 @@ def make_layout_grid(
         utilization=utilization,
         latency=latency,
         efficiency=efficiency,
+        attention_efficiency=attention_efficiency,
         imbalance=imbalance,
         overhead=overhead,
         slowdown=slowdown,
@@ -309,8 +313,12 @@ def make_layout_grid(
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
+    # One usable fraction per sweep: a property of the stack and allocator, not a dim (a cube holds at most 32).
+    usable = values.pop("usable_memory")
+    if usable.size != 1:
+        raise InputError(f"{usable_memory}: give one value", param="usable_memory")
     assumed = _assumed(given, names, models, search)
-    return LayoutGrid(tuple(models), names, values, dtype, assumed)
+    return LayoutGrid(tuple(models), names, values, dtype, assumed, usable_memory=float(usable[0]))
 
 
 def _schedules(text: str) -> list[str]:
@@ -345,6 +353,8 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
             out.append(f"{g}: {spec.system} ({', '.join(parts)})")
     if given["efficiency"] is None:
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
+    if given["attention_efficiency"] is None:
+        out.append(f"flash-attention efficiency {AXES['attention_efficiency'].default}")
     if given["utilization"] is None:
         out.append("utilization 1 (the links' full rate)")
     if given["grad_bytes"] is None:
@@ -559,6 +569,7 @@ class LayoutRow:
     recompute: str = "none"
     grad_bytes: int = 0
     offload_layers: int = 0
+    attention_efficiency: float = float(AXES["attention_efficiency"].default)
     usable_memory: float = float(AXES["usable_memory"].default)
     sequence_parallel: int = 1
     zero: int = 0
@@ -612,6 +623,7 @@ def evaluate_rows(
         act_bytes=column([b[2] for b in bytes_]),
         usable=column([r.usable_memory for r in rows]),
         gemm_input_bytes=column([1.0 if b[3] == "fp8" else b[2] for b in bytes_]),
+        half_peak=column([g["half"] for g in gpu]),
     )
 
     def system(name: str, own: str, factor: float) -> np.ndarray:
@@ -647,6 +659,7 @@ def evaluate_rows(
         straggle=column([0.0] * len(rows)),
         imbalance=column([r.imbalance for r in rows]),
         offload_layers=column([r.offload_layers for r in rows]),
+        attention_efficiency=column([r.attention_efficiency for r in rows]),
     )
     with jax.enable_x64(True):
         out = layout_block_rows(
