@@ -836,3 +836,23 @@ def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms
     per_layer_forward = -gemm / 2 + casts - saved_bytes
     forward_and_backward = 3 * per_layer_forward
     assert fp8["compute"] - bf16["compute"] == pytest.approx(96 * forward_and_backward, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--model", "llama3-70b", "--gpus", "1", "--pp", "1,2", "--cp", "1"],
+            "none fits: the least hungry lacks",
+        ),
+        (
+            ["--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1"],
+            "most often: gpus not divisible",
+        ),
+    ],
+)
+def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, args, message):
+    # After the search (the lines before it say what was assumed and searched): exit 2, the reason, no cube.
+    r = invoke("plan", *args, "--global-batch", "8", "--out", str(tmp_path / "o.h5"))
+    assert r.exit_code == 2 and message in r.output.strip().splitlines()[-1], r.output
+    assert "error: no feasible layout" in r.output and not list(tmp_path.iterdir())

@@ -26,6 +26,8 @@ import math
 import numpy as np
 import xarray as xr
 
+from netsweep_jax.kernels.layout import STATUS
+from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES, INNER, OUTER, VARIABLES, coordinate_attrs, waits_on
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 from netsweep_jax.sweep.model.llms import LLM
@@ -70,6 +72,7 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
     with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring)."""
     best = best_layouts(grid, keep=keep, progress=progress)
+    refuse_infeasible(grid, best)
     # The same keep as the plan's, so the ideal pass reuses its compiled block.
     ideal = best_layouts(ideal_network(grid), keep=keep, progress=progress)
     keep = best["score"].shape[1]
@@ -123,6 +126,36 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
         ),
     }
     return xr.Dataset(data, coords=out_coords, attrs=attrs)
+
+
+def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
+    """One :class:`InputError` when some setting has no layout that can exist and fit, saying why: the rule
+    its layouts broke most often, or the memory the least hungry one lacked."""
+    empty = np.flatnonzero(best["layout"][:, 0] < 0)
+    if not empty.size:
+        return
+    cell = int(empty[0])
+    idx = np.unravel_index(cell, [grid.sizes[d] for d in OUTER])
+    coords = grid.coords()
+    setting = {d: coords[d][i].item() for d, i in zip(OUTER, idx)}
+    varying = ", ".join(f"{d} {setting[d]}" for d in OUTER if grid.sizes[d] > 1)
+    where = f" ({varying})" if varying else ""
+    counts = best["status_counts"][cell]
+    total = int(counts.sum())
+    others = f"{empty.size} of {best['layout'].shape[0]} settings have none" if empty.size > 1 else ""
+    if counts[0] == 0:
+        code = int(np.argmax(counts[1:])) + 1
+        why = (
+            f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
+            f"({int(counts[code]):,} of them)"
+        )
+    else:
+        why = (
+            f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
+            f"{-best['most_free_gb'][cell]:.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
+            f"or a GPU with more memory might)"
+        )
+    raise InputError(f"no feasible layout{where}: {why}" + (f"; {others}" if others else ""))
 
 
 def _layout_text(row: dict) -> str:

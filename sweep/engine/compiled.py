@@ -276,19 +276,26 @@ def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, variables: tuple
 @functools.partial(jax.jit, static_argnames=("keep",))
 def layout_block_best(
     outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
-) -> tuple[jax.Array, jax.Array, Metrics]:
+) -> tuple[jax.Array, jax.Array, Metrics, jax.Array, jax.Array]:
     """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
-    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
-    fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
+    outputs at them {name: [R, K]}, the count of the block's layouts per status code [R, S], the least
+    memory any layout that can exist lacks [R] in GB: -inf where none can). Score: tokens per second, -inf
+    where the layout cannot exist, does not fit in memory, or is padding (``real`` [C]: 1 for a layout of
+    the sweep)."""
     out = layout_kernel.step(*_crossed(outer, inner))
-    feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
+    real_row = real[None, :] > 0
+    exists = (out["status"] == 0) & real_row
+    feasible = exists & (out["fits"] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)
     picked = {
         name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
         for name, val in out.items()
     }
-    return best, where, picked
+    codes = jnp.arange(len(layout_kernel.STATUS))
+    broken = jnp.sum((out["status"][..., None] == codes) & real_row[..., None], axis=1)
+    lacks = jnp.max(jnp.where(exists, out["memory_free_gb"], -jnp.inf), axis=1)  # the least lacking: max free
+    return best, where, picked, broken, lacks
 
 
 @jax.jit

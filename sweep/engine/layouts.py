@@ -490,8 +490,10 @@ def best_layouts(
     """The ``keep`` fastest feasible layouts of every outer cell.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
-    layout index, and every output at them [O, K] (O = the outer cells in cube order). ``columns``
-    caps the layouts per block (a power of two)."""
+    layout index, and every output at them [O, K] (O = the outer cells in cube order); for saying why a
+    cell has none: ``status_counts`` [O, S] its layouts per status code (:data:`kernels.layout.STATUS`)
+    and ``most_free_gb`` [O] the most memory any layout that can exist leaves (negative: the least it
+    lacks; -inf: none can exist). ``columns`` caps the layouts per block (a power of two)."""
     keep = min(keep, grid.inner_size)
     rows, cols = _block_shape(grid, block_configs)
     if columns is not None:  # layouts per block, a power of two: a smaller block, the same compiled shape
@@ -501,6 +503,8 @@ def best_layouts(
     best = {
         "score": np.full((grid.outer_size, keep), -np.inf),
         "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64),
+        "status_counts": np.zeros((grid.outer_size, len(kernel.STATUS)), np.int64),
+        "most_free_gb": np.full(grid.outer_size, -np.inf),
     }
     picked: dict[str, np.ndarray] = {}
     tables = BlockTables(grid)
@@ -511,12 +515,16 @@ def best_layouts(
             inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
             for o in range(0, grid.outer_size, rows):
                 r = min(rows, grid.outer_size - o)
-                score, where, out = layout_block_best(
+                score, where, out, broken, free = layout_block_best(
                     jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=keep
                 )
                 score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r] + i
                 out = {k: np.asarray(v)[:r] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
+                best["status_counts"][o : o + r] += np.asarray(broken, np.int64)[:r]
+                best["most_free_gb"][o : o + r] = np.maximum(
+                    best["most_free_gb"][o : o + r], np.asarray(free, np.float64)[:r]
+                )
                 if progress:
                     progress(r * min(cols, grid.inner_size - i))
     missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
