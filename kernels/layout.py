@@ -531,7 +531,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         "dp_exposed": z3_layer,
     }
 
-    def stage(n, first, last):
+    def stage(n: Value, first: Value, last: Value) -> dict[str, Value]:
         parts = {key: n * val for key, val in per_layer.items()}
         parts["compute"] = (
             parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(last, logits_f + logits_b, 0.0)
@@ -567,7 +567,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     beta = t_b + recompute + tp_backward + cp_backward + ep_layer / 2.0  # one layer's backward, as paced
     untied = 1.0 - arch.tied
 
-    def exposed(n, first, last, slack):
+    def exposed(n: Value, first: Value, last: Value, slack: Value) -> Value:
         head_ready = jnp.where(last, logits_b, 0.0)
         end = jnp.where(last, head_ready + gamma_embed * jnp.where(is_one, untied, 1.0), 0.0)
         end = fifo_end(end, head_ready, n, beta, gamma)

@@ -9,6 +9,7 @@ it gives the same file.
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -31,7 +32,9 @@ GPUS_PER_NODE = 8
 RATIOS = [1, 2, 5, 10, 50, 100]
 TARGET = 0.99
 PAPER_UTILIZATION = 0.32  # the paper saw ~32 Gbit/s in use on 100 Gbit/s links
-AXES = dict(bandwidth=BANDWIDTHS, nodes=NODES, gpus_per_node=GPUS_PER_NODE, ratio=RATIOS, utilization=1.0)
+AXES: dict[str, Any] = dict(
+    bandwidth=BANDWIDTHS, nodes=NODES, gpus_per_node=GPUS_PER_NODE, ratio=RATIOS, utilization=1.0
+)
 
 
 def measured_profiles(directory: str | Path) -> list[Profile]:
@@ -157,8 +160,8 @@ def _findings(ds, models, measured_ds):
         + f". Every model >= {TARGET}: {_verdict(ok)}."
     ]
     if not ok:
-        low = [m for m, v in vals.items() if v < TARGET]
-        lines[-1] += f" Below {TARGET}: {', '.join(low)}."
+        below = [m for m, v in vals.items() if v < TARGET]
+        lines[-1] += f" Below {TARGET}: {', '.join(below)}."
     # 2. 10 Gbit/s needs only 2x-5x compression.
     need = solve(
         list(_profiles(models)),

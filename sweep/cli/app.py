@@ -314,7 +314,7 @@ def options(*groups):
                 fail("interrupted", code=exit_code(e))
 
         del wrapper.__wrapped__  # Typer must see the new signature, not the original's
-        wrapper.__signature__ = sig.replace(parameters=own + added)
+        wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in own + added}
         return wrapper
 

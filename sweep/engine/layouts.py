@@ -19,7 +19,7 @@ cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line s
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import jax
 import jax.numpy as jnp
@@ -426,7 +426,9 @@ def _block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
     return rows, cols
 
 
-def evaluate_layouts_arrays(grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress=None) -> dict:
+def evaluate_layouts_arrays(
+    grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress: Callable[[int], object] | None = None
+) -> dict:
     """Every output over the whole grid: dict name -> array of ``grid.shape``."""
     if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
         raise InputError(
@@ -484,7 +486,7 @@ def best_layouts(
     grid: LayoutGrid,
     keep: int = 3,
     block_configs: int = BLOCK_CONFIGS,
-    progress=None,
+    progress: Callable[[int], object] | None = None,
     columns: int | None = None,
 ) -> dict:
     """The ``keep`` fastest feasible layouts of every outer cell.
@@ -535,7 +537,15 @@ def best_layouts(
     return best | picked
 
 
-def _merge(best, picked, rows, score, where, out, keep):
+def _merge(
+    best: dict[str, np.ndarray],
+    picked: dict[str, np.ndarray],
+    rows: slice,
+    score: np.ndarray,
+    where: np.ndarray,
+    out: dict[str, np.ndarray],
+    keep: int,
+) -> None:
     """Fold a block's candidates into the running best (ties: the lower layout index first)."""
     if not picked:
         for k, v in out.items():

@@ -86,7 +86,7 @@ def _causal_lm(model, torch):
     """A causal LM as a module: tokens -> logits [B * S, V], scored against the tokens [B * S]
     (its parameters keep their names under ``inner.``, which the profile strips)."""
 
-    class CausalLM(torch.nn.Module):
+    class CausalLM(torch.nn.Module):  # type: ignore[name-defined]  # torch is the caller's module
         def __init__(self) -> None:
             super().__init__()
             self.inner = model
@@ -104,6 +104,8 @@ def _module(text):
         if not path.is_file():
             raise InputError(f"{text}: no such file", param="model")
         spec = importlib.util.spec_from_file_location(path.stem, path)
+        if spec is None or spec.loader is None:
+            raise InputError(f"{text}: not a Python module", param="model")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module

@@ -24,6 +24,7 @@ steps in one trace the last complete one is used.
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
@@ -117,7 +118,7 @@ def _shape_and_bytes(path, event, index):
 
 def _gpu_end(spans):
     """External id -> end (us) of the last GPU kernel that op launched."""
-    out = {}
+    out: dict[Any, float] = {}
     for e in spans:
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"):
             key = _key(e["args"].get("External id"))

@@ -41,7 +41,7 @@ class Layer:
 
 
 def _conv(name, cin, cout, k, hout, bias=False, first=False):
-    params = ((f"{name}.weight", (cout, cin, k, k)),)
+    params: tuple[tuple[str, tuple[int, ...]], ...] = ((f"{name}.weight", (cout, cin, k, k)),)
     if bias:
         params += ((f"{name}.bias", (cout,)),)
     return Layer("conv", params, cout * cin * k * k * hout * hout, cout * hout * hout * FP32, first)
