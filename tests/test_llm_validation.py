@@ -106,6 +106,17 @@ def _write(tmp_path, edit):
             lambda rows: [{**rows[0], "global_batch": "500"}],
             "global_batch 500 is not divisible by micro_batch x dp",
         ),
+        # Runs that cannot exist, by the rules every sweep masks with (#27).
+        (
+            lambda rows: [{**rows[1], "heads": "31"}],
+            "row SC21-T1-02): this layout cannot exist: heads not divisible",
+        ),
+        (
+            lambda rows: [{**rows[0], "ep": "2"}],
+            "cannot exist: experts not divisible by ep (or ep > 1 on a dense",
+        ),
+        (lambda rows: [{**rows[0], "pp": "32", "dp": "1"}], "cannot exist: fewer layers than pp x chunks"),
+        (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be a whole number"),
     ],
 )
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):

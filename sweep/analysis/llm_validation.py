@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, BREAKDOWN, LAYOUT_PRECISIONS, RECOMPUTES, waits_on
@@ -149,7 +150,21 @@ def read_runs(path: str | Path) -> list[Run]:
     if len(set(ids)) != len(ids):
         twice = sorted({i for i in ids if ids.count(i) > 1})
         raise InputError(f"{path}: row id {twice[0]} appears twice; ids must be unique")
+    _check_layouts(runs, path)
     return runs
+
+
+def _check_layouts(runs: Sequence[Run], path: Path) -> None:
+    """Refuse a run that cannot exist by the rules every sweep masks with (:data:`kernels.layout.STATUS`): a
+    runs file describes runs that happened. One error naming the file, line, row and rule."""
+    status = evaluate_rows(
+        [settings(r)[0] for r in runs], np.full(len(runs), EFFICIENCY), np.ones(len(runs))
+    )["status"]
+    for run, code in zip(runs, status.astype(int)):
+        if code:
+            raise InputError(
+                f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]}"
+            )
 
 
 def _run(cells: dict[str, str], path: Path, line: int) -> Run:
