@@ -155,7 +155,8 @@ it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
 ``dp_exposed``, ``optimizer``, ``overhead_time`` (they add up to ``iteration_time``;
 the ``_time`` names keep clear of the ``recompute`` and ``overhead`` dims) and
 ``network_fraction``: the share of the step spent waiting on traffic that leaves the
-NVLink domain.
+NVLink domain; ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
+the NVLink domain and the off-domain share takes longer than the NVLink share), else 0.
 """
 
 from typing import Any, NamedTuple
@@ -196,6 +197,7 @@ OUTPUTS = (
     "optimizer",
     "overhead_time",
     "network_fraction",
+    "ep_on_nics",
 )
 BREAKDOWN = (
     "compute",
@@ -664,6 +666,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         memory_gb=memory / 1e9,
         memory_free_gb=(dev.usable * dev.memory - memory) / 1e9,
         network_fraction=network / iteration,
+        ep_on_nics=ep_waits_on_nic.astype(f32),
     )
     result = {key: jnp.where(ok, val, nan).astype(f32) for key, val in result.items()}
     result["fits"] = jnp.where(ok, (memory <= dev.usable * dev.memory).astype(f32), nan).astype(f32)

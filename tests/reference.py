@@ -702,6 +702,7 @@ def layout_step(arch, dev, lay):
         kept_layers(counts[-1]) * kept * (flight if p == 1 else 1) + head + (ids_and_mask if p == 1 else 0.0),
     )
     memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
+    out["ep_on_nics"] = float(ep_nic)
     out.update(
         iteration_time=time,
         tokens_per_s=B * s / time,

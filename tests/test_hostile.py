@@ -64,6 +64,15 @@ def test_out_of_domain_values(tmp_path, args, message):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_number_with_a_unit_and_a_setting_that_does_not_apply_are_named(tmp_path):
+    # #27: '100G' says the unit the option takes; --gpu on a measured CNN profile is refused, not ignored.
+    r = invoke("grid", "--model", "resnet50", "--bw", "100G", "--out", tmp_path / "o.h5")
+    assert "'100G' is not a number (must be a number from 0.001 to 1000000 in Gbit/s" in one_line_error(r)
+    r = invoke("compare", "--model", "resnet50", "--gpu", "bogus", "--bw", "10")
+    assert "--gpu applies to transformers" in one_line_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_every_accepted_extreme_gives_finite_positive_results(dtype):
     lo = {name: spec.low for name, spec in NUMERIC_AXES.items()}

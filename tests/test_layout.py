@@ -260,7 +260,11 @@ def test_expert_all_to_all_takes_each_gpus_own_nic_share_by_hand():
     assert out["ep_exposed"] == pytest.approx(
         4 * nic, rel=1e-12
     )  # dispatch and combine, forward and backward
-    assert out["ep_exposed"] > 0 and out["network_fraction"] > 0
+    assert out["ep_exposed"] > 0 and out["network_fraction"] > 0 and out["ep_on_nics"] == 1
+    inside = _one(
+        _gpt3(**{**case[0], **case[1], **case[2], "ep": 8, "gpus": 8, "global_batch": 8, "experts": 16})
+    )
+    assert inside["ep_exposed"] > 0 and inside["ep_on_nics"] == 0  # one node: NVLink only
 
 
 def test_bubble_by_hand():

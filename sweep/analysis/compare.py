@@ -144,6 +144,13 @@ def compare(
         else list(models)
     )
     if not any(isinstance(n, str) and n.strip().lower() in TRANSFORMERS for n in names):
+        for name, value in given.items():
+            if value is not None:  # set by the user for a profile that has its own: refused, not ignored
+                raise InputError(
+                    f"applies to transformers (sweep models lists them); {', '.join(map(str, names))} "
+                    "brings its own measured times",
+                    param=name,
+                )
         workload = {}  # no transformer: the workload settings do not apply
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)

@@ -235,6 +235,14 @@ def plan_table(ds: xr.Dataset) -> str:
             )
         if found < ds.sizes["rank"]:
             lines.append(f"  {found + 1} (no other layout can exist and fit in memory)")
+        first = next(_ranked(sub, cell), None)
+        if first is not None and first[1]["layout_ep"] > 1:
+            row = first[1]
+            paced = "paced by the NICs" if row["ep_on_nics"] > 0 else "on NVLink"
+            lines.append(
+                f"  the expert all-to-all takes {row['ep_exposed'] / row['iteration_time']:.0%} of the best "
+                f"step, {paced}"
+            )
         cost = sub["network_cost"].item()
         if np.isfinite(cost):
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""

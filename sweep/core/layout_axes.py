@@ -106,6 +106,7 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "optimizer": ("s", "optimizer step"),
     "overhead_time": ("s", "time per step nothing overlaps"),
     "network_fraction": ("1", "share of the step spent waiting on traffic that leaves the NVLink domain"),
+    "ep_on_nics": ("1", "1 if the expert all-to-all is paced by the NICs, else 0"),
 }
 BREAKDOWN = (
     "compute",

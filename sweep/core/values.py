@@ -25,7 +25,11 @@ def _num(text: str, spec: AxisSpec, item: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise InputError(f"{item!r}: {text!r} is not a number ({spec.rule()})", param=spec.name) from None
+        unit = f" in {spec.units}" if spec.units not in ("", "1") else ""
+        raise InputError(
+            f"{item!r}: {text!r} is not a number ({spec.rule()}{unit}; write the number alone)",
+            param=spec.name,
+        ) from None
 
 
 def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
