@@ -860,3 +860,18 @@ def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, ar
     r = invoke("plan", *args, "--global-batch", "8", "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and message in r.output.strip().splitlines()[-1], r.output
     assert "error: no feasible layout" in r.output and not list(tmp_path.iterdir())
+
+
+def test_every_layout_default_shown_in_help_is_the_one_used():
+    # #24: --help shows each option's default from its spec, and the grid uses exactly that value.
+    from netsweep_jax.sweep.core.schema import LAYOUT_AXES
+    from netsweep_jax.sweep.core.values import parse_values
+
+    grid = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8)
+    text = " ".join(invoke("plan", "--help").output.split())
+    for name, spec in LAYOUT_AXES.items():
+        if not spec.default:
+            continue
+        used = [grid.usable_memory] if name == "usable_memory" else grid.values[name].tolist()
+        assert used == parse_values(spec.default, spec).tolist(), name
+        assert f"Default {spec.default}" in text, name

@@ -28,7 +28,15 @@ import xarray as xr
 
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import AXES, INNER, OUTER, VARIABLES, coordinate_attrs, waits_on
+from netsweep_jax.sweep.core.layout_axes import (
+    AXES,
+    INNER,
+    OUTER,
+    PLAN_SEARCHED,
+    VARIABLES,
+    coordinate_attrs,
+    waits_on,
+)
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 from netsweep_jax.sweep.model.llms import LLM
 
@@ -54,7 +62,7 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
     experts = max(m.experts for m in models)
     pp = ",".join(str(2**i) for i in range(7) if 2**i <= layers)
     ep = ",".join(str(2**i) for i in range(7) if 2**i <= max(experts, 1)) if experts else "1"
-    return {
+    space = {
         "tp": "1,2,4,8",
         "pp": pp,
         "cp": "1,2,4",
@@ -63,6 +71,8 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
         "zero": "0,1,3",
         "sequence_parallel": "1",
     }
+    assert tuple(space) == PLAN_SEARCHED  # the vocabulary's list, which --help reads
+    return space
 
 
 SEARCHED_TEXT = {"schedule": "1f1b,interleaved:2", "recompute": "none,selective,full"}

@@ -27,6 +27,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_AXES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
+    PLAN_SEARCHED,
     RECOMPUTES,
     SCHEDULES_HELP,
 )
@@ -254,7 +255,9 @@ def _layout_params() -> list[inspect.Parameter]:
                 spec.option,
                 rich_help_panel=panel,
                 metavar="VALUES",
-                help=f"{spec.help}{f' Default {spec.default}.' if spec.default else ''} Value syntax as --bw.",
+                help=f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
+                f"{' (sweep plan: searched)' if name in PLAN_SEARCHED else ''}{'.' if spec.default else ''} "
+                "Value syntax as --bw.",
             )
         )
     out += [

@@ -67,6 +67,8 @@ OUTER = (
 )
 INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
 DIMS = OUTER + INNER
+# The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
+PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
     "gpus_per_node",
     "nvlink_domain",
