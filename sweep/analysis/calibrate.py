@@ -40,7 +40,7 @@ from netsweep_jax.sweep.core.schema import (
     default_value,
     show,
 )
-from netsweep_jax.sweep.core.values import parse_names, si_values
+from netsweep_jax.sweep.core.values import json_ready, parse_names, si_values
 from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows, residual_jacobian
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.grid import FOLLOWING, assumed_text, resolve_models, workload_defaults
@@ -670,20 +670,9 @@ def calibrate_file(
         settings=settings,
     )
     if out is not None:
-        text = json.dumps(_finite(result), indent=2, allow_nan=False) + "\n"
+        text = json.dumps(json_ready(result), indent=2, allow_nan=False) + "\n"
         write_atomically(out, lambda path: path.write_text(text))
     return result
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with every NaN or infinite float as None (JSON's null: JSON has no NaN)."""
-    if isinstance(value, float):
-        return value if np.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def report_text(result: Mapping[str, Any]) -> str:

@@ -325,9 +325,10 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     attention = run.attention or ("unfused" if old else "flash")
     if not run.attention:
         assumed.append(f"{attention} attention")
-    # Megatron-LM of 2021-22 reduced fp16 gradients in fp16; the recipes keep and reduce them in bf16
-    # (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's do for fp8).
-    grad_bytes = 2
+    # Megatron-LM of 2021-22 kept the precision's gradients (fp16 ones in fp16: 0 says so); the recipes keep
+    # and reduce them in bf16 (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's
+    # do for fp8).
+    grad_bytes = 0 if old else 2
     if not old:
         assumed.append("bf16 gradients")
     row = LayoutRow(

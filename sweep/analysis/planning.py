@@ -37,7 +37,8 @@ from netsweep_jax.sweep.core.layout_axes import (
     coordinate_attrs,
     waits_on,
 )
-from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
+from netsweep_jax.sweep.core.values import json_ready
+from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts, evaluate_layouts_arrays
 from netsweep_jax.sweep.model.llms import LLM
 
 # What the network must cost for it to be called the bottleneck: the share of the best layout's step
@@ -144,13 +145,16 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
     empty = np.flatnonzero(best["layout"][:, 0] < 0)
     if not empty.size:
         return
-    cell = int(empty[0])
-    idx = np.unravel_index(cell, [grid.sizes[d] for d in OUTER])
+    idx = np.unravel_index(int(empty[0]), [grid.sizes[d] for d in OUTER])
     coords = grid.coords()
     setting = {d: coords[d][i].item() for d, i in zip(OUTER, idx)}
     varying = ", ".join(f"{d} {setting[d]}" for d in OUTER if grid.sizes[d] > 1)
     where = f" ({varying})" if varying else ""
-    counts = best["status_counts"][cell]
+    # Why, from every layout of that one setting (off the search's hot path: only when a plan fails).
+    cell = _one_cell(grid, {d: int(i) for d, i in zip(OUTER, idx)})
+    arrays = evaluate_layouts_arrays(cell)
+    status, free = arrays["status"].ravel(), arrays["memory_free_gb"].ravel()
+    counts = np.bincount(status, minlength=len(STATUS))
     total = int(counts.sum())
     others = f"{empty.size} of {best['layout'].shape[0]} settings have none" if empty.size > 1 else ""
     if counts[0] == 0:
@@ -162,10 +166,17 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
     else:
         why = (
             f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
-            f"{-best['most_free_gb'][cell]:.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
+            f"{-free[status == 0].max():.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
             f"or a GPU with more memory might)"
         )
     raise InputError(f"no feasible layout{where}: {why}" + (f"; {others}" if others else ""))
+
+
+def _one_cell(grid: LayoutGrid, index: dict[str, int]) -> LayoutGrid:
+    """The grid of one outer cell (``index``: its position on each outer dim), every layout kept."""
+    names = {d: (v[index[d]],) if d in index else v for d, v in grid.names.items()}
+    values = {d: v[index[d] : index[d] + 1] if d in index else v for d, v in grid.values.items()}
+    return dataclasses.replace(grid, models=(grid.models[index["model"]],), names=names, values=values)
 
 
 def _layout_text(row: dict) -> str:
@@ -233,9 +244,9 @@ def plan_table(ds: xr.Dataset) -> str:
     for setting, cell, sub in _cells(ds):
         lines.append(setting + ":")
         lines.append(header)
-        found = 0
+        found, best_row = 0, None
         for rank, row in _ranked(sub, cell):
-            found = rank
+            found, best_row = rank, best_row or row
             waits = waits_on(row, row["iteration_time"])
             lines.append(
                 f"  {rank} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} "
@@ -245,9 +256,8 @@ def plan_table(ds: xr.Dataset) -> str:
             )
         if found < ds.sizes["rank"]:
             lines.append(f"  {found + 1} (no other layout can exist and fit in memory)")
-        first = next(_ranked(sub, cell), None)
-        if first is not None and first[1]["layout_ep"] > 1:
-            row = first[1]
+        if best_row is not None and best_row["layout_ep"] > 1:
+            row = best_row
             paced = "paced by the NICs" if row["ep_on_nics"] > 0 else "on NVLink"
             lines.append(
                 f"  the expert all-to-all takes {row['ep_exposed'] / row['iteration_time']:.0%} of the best "
@@ -281,17 +291,8 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
             record["waits_on"] = waits_on(row, row["iteration_time"])
             record["network_cost"] = sub["network_cost"].item()
             record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
-            out.append({k: _plain(v) for k, v in record.items()})
+            out.append(json_ready(record))
     return out
-
-
-def _plain(value: object) -> object:
-    """A JSON-ready value: NaN and infinities as None, numpy scalars as Python ones."""
-    if isinstance(value, (float, np.floating)):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
 
 
 def plan_csv(ds: xr.Dataset) -> str:

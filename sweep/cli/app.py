@@ -31,6 +31,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     RECOMPUTES,
     SCHEDULES_HELP,
 )
+from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
 
 app = helptext.Typer(
@@ -928,6 +929,7 @@ def damaged_file(path: Path) -> Any:
             help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.",
         )
         for name, spec in LAYOUT_AXES.items()
+        if name in LAYOUT_DIMS  # --usable-memory is one value per sweep, not a dim to select on
     ],
 )
 def select(

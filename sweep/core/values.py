@@ -158,3 +158,17 @@ def number(text: str, where_: str) -> float:
         return float(text)
     except ValueError:
         raise InputError(f"{where_} {text!r} is not a number") from None
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with every NaN or infinite float as None (JSON's null: JSON has no NaN) and numpy scalars as
+    Python numbers, through mappings, lists and tuples."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value

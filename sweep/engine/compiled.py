@@ -202,7 +202,7 @@ GPU_FIELDS = (
     "nic_bits",
     "usable",
 )
-PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "fp8_math")
+PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
 INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
 
@@ -224,8 +224,7 @@ def _crossed(
         grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
         act_bytes=o["act_bytes"],
         usable=o["usable"],
-        # Transformer Engine keeps an fp8 GEMM's input as its fp8 cast for the backward.
-        gemm_input_bytes=jnp.where(o["fp8_math"] > 0, 1.0, o["act_bytes"]),
+        gemm_input_bytes=o["gemm_input_bytes"],
         half_peak=o["half"],
     )
 
@@ -276,26 +275,19 @@ def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, variables: tuple
 @functools.partial(jax.jit, static_argnames=("keep",))
 def layout_block_best(
     outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
-) -> tuple[jax.Array, jax.Array, Metrics, jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, Metrics]:
     """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
-    outputs at them {name: [R, K]}, the count of the block's layouts per status code [R, S], the least
-    memory any layout that can exist lacks [R] in GB: -inf where none can). Score: tokens per second, -inf
-    where the layout cannot exist, does not fit in memory, or is padding (``real`` [C]: 1 for a layout of
-    the sweep)."""
+    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
+    fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
     out = layout_kernel.step(*_crossed(outer, inner))
-    real_row = real[None, :] > 0
-    exists = (out["status"] == 0) & real_row
-    feasible = exists & (out["fits"] > 0)
+    feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)
     picked = {
         name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
         for name, val in out.items()
     }
-    codes = jnp.arange(len(layout_kernel.STATUS))
-    broken = jnp.sum((out["status"][..., None] == codes) & real_row[..., None], axis=1)
-    lacks = jnp.max(jnp.where(exists, out["memory_free_gb"], -jnp.inf), axis=1)  # the least lacking: max free
-    return best, where, picked, broken, lacks
+    return best, where, picked
 
 
 @jax.jit

@@ -54,15 +54,17 @@ MAX_COLUMNS = 2**16
 MIN_COLUMNS = 2**10  # small sweeps share one block shape (and its compile); the padding is cheap
 MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
 
-# Precision -> (parameter bytes, gradient bytes, activation bytes, matrix peak: "half" or "fp8").
+# Precision -> (parameter bytes, gradient bytes, activation bytes, bytes of a GEMM input kept for the
+# backward, matrix peak: "half" or "fp8").
 # The gradient bytes are the precision's default, which --grad-bytes overrides: Megatron-LM keeps bf16
 # models' gradients in fp32 (main_grad) and reduces them in fp32 (``accumulate_allreduce_grads_in_fp32``
 # is on for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py); fp16 gradients stay 2
-# bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations.
+# bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations, and
+# keeps each GEMM's input as its fp8 cast for the backward.
 PRECISION_BYTES = {
-    "bf16": (2.0, 4.0, 2.0, "half"),
-    "fp16": (2.0, 2.0, 2.0, "half"),
-    "fp8": (2.0, 4.0, 2.0, "fp8"),
+    "bf16": (2.0, 4.0, 2.0, 2.0, "half"),
+    "fp16": (2.0, 2.0, 2.0, 2.0, "half"),
+    "fp8": (2.0, 4.0, 2.0, 1.0, "fp8"),
 }
 # e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
 _STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
@@ -153,7 +155,7 @@ class LayoutGrid:
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
         gpus = np.array([(*_gpu_row(g), self.usable_memory) for g in self.names["gpu"]])
         precision = np.array(
-            [PRECISION_BYTES[p][:3] + (PRECISION_BYTES[p][3] == "fp8",) for p in self.names["precision"]],
+            [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
             np.float64,
         )
         return {"arch": arch, "gpu": gpus, "precision": precision}
@@ -308,8 +310,7 @@ def make_layout_grid(
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)
-    if not set(values["grad_bytes"].tolist()) <= {0.0, 2.0, 4.0}:
-        bad = next(v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0))
+    for bad in (v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0)):
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
@@ -358,8 +359,10 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
     if given["utilization"] is None:
         out.append("utilization 1 (the links' full rate)")
     if given["grad_bytes"] is None:
-        kinds = {"fp32" if PRECISION_BYTES[p][1] == 4 else p: p for p in names["precision"]}
-        out.append("gradients " + ", ".join(f"{k} ({p}'s)" for k, p in kinds.items()))
+        kinds: dict[str, list[str]] = {}  # gradient dtype -> the precisions whose default it is
+        for p in names["precision"]:
+            kinds.setdefault("fp32" if PRECISION_BYTES[p][1] == 4 else p, []).append(f"{p}'s")
+        out.append("gradients " + ", ".join(f"{k} ({', '.join(ps)})" for k, ps in kinds.items()))
     if given["usable_memory"] is None:
         out.append(f"usable memory {AXES['usable_memory'].default}")
     searched = [
@@ -492,10 +495,8 @@ def best_layouts(
     """The ``keep`` fastest feasible layouts of every outer cell.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
-    layout index, and every output at them [O, K] (O = the outer cells in cube order); for saying why a
-    cell has none: ``status_counts`` [O, S] its layouts per status code (:data:`kernels.layout.STATUS`)
-    and ``most_free_gb`` [O] the most memory any layout that can exist leaves (negative: the least it
-    lacks; -inf: none can exist). ``columns`` caps the layouts per block (a power of two)."""
+    layout index, and every output at them [O, K] (O = the outer cells in cube order). ``columns``
+    caps the layouts per block (a power of two)."""
     keep = min(keep, grid.inner_size)
     rows, cols = _block_shape(grid, block_configs)
     if columns is not None:  # layouts per block, a power of two: a smaller block, the same compiled shape
@@ -505,8 +506,6 @@ def best_layouts(
     best = {
         "score": np.full((grid.outer_size, keep), -np.inf),
         "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64),
-        "status_counts": np.zeros((grid.outer_size, len(kernel.STATUS)), np.int64),
-        "most_free_gb": np.full(grid.outer_size, -np.inf),
     }
     picked: dict[str, np.ndarray] = {}
     tables = BlockTables(grid)
@@ -517,16 +516,12 @@ def best_layouts(
             inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
             for o in range(0, grid.outer_size, rows):
                 r = min(rows, grid.outer_size - o)
-                score, where, out, broken, free = layout_block_best(
+                score, where, out = layout_block_best(
                     jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=keep
                 )
                 score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r] + i
                 out = {k: np.asarray(v)[:r] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
-                best["status_counts"][o : o + r] += np.asarray(broken, np.int64)[:r]
-                best["most_free_gb"][o : o + r] = np.maximum(
-                    best["most_free_gb"][o : o + r], np.asarray(free, np.float64)[:r]
-                )
                 if progress:
                     progress(r * min(cols, grid.inner_size - i))
     missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
@@ -633,14 +628,14 @@ def evaluate_rows(
     gpu = [dict(zip(GPU_FIELDS, _gpu_row(r.gpu))) for r in rows]
     bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
     dev = dict(
-        peak=column([g["fp8"] if b[3] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
+        peak=column([g["fp8"] if b[4] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
         hbm=column([g["hbm"] for g in gpu]),
         memory=column([g["memory"] for g in gpu]),
         param_bytes=column([b[0] for b in bytes_]),
         grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
         act_bytes=column([b[2] for b in bytes_]),
         usable=column([r.usable_memory for r in rows]),
-        gemm_input_bytes=column([1.0 if b[3] == "fp8" else b[2] for b in bytes_]),
+        gemm_input_bytes=column([b[3] for b in bytes_]),
         half_peak=column([g["half"] for g in gpu]),
     )
 
