@@ -875,3 +875,12 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
         used = [grid.usable_memory] if name == "usable_memory" else grid.values[name].tolist()
         assert used == parse_values(spec.default, spec).tolist(), name
         assert f"Default {spec.default}" in text, name
+
+
+def test_a_refused_plan_leaves_no_default_results_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1", "--global-batch", "8"
+    )
+    assert r.exit_code == 2 and "no feasible layout" in r.output
+    assert not list(tmp_path.iterdir())

@@ -814,16 +814,20 @@ def plan(
     if as_csv and as_json:
         raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(ctx, settings, search=True)
+    made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
     target = _layout_target(g, out, force, "plan-")
     typer.echo(f"searching {g.inner_size:,} layouts x {g.outer_size:,} settings", err=True)
     bar = progress_bar(not quiet and sys.stderr.isatty())
-    if bar is None:
-        ds = best(g, keep=keep)
-    else:
-        with bar(
-            2 * g.inner_size * g.outer_size, 0
-        ) as advance:  # the plan, then the same on an ideal network
-            ds = best(g, keep=keep, progress=advance)
+    try:
+        if bar is None:
+            ds = best(g, keep=keep)
+        else:
+            with bar(2 * g.inner_size * g.outer_size, 0) as advance:  # the plan, then on an ideal network
+                ds = best(g, keep=keep, progress=advance)
+    except InputError:  # a plan refused after its search (no feasible layout) leaves no empty results/
+        if made is not None and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+        raise
     write_dataset(ds, target, command=command_line())
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
     typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
