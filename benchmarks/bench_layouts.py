@@ -68,6 +68,7 @@ def reference_rate(grid, samples=4000):
         usable=0.95,
         gemm_input_bytes=2.0,
         half_peak=gpu["half"],
+        gemm_latency=gpu["gemm_latency"],
     )
     cells = []
     for _ in range(samples):

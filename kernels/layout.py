@@ -25,8 +25,20 @@ attention core counted in full, as Megatron counts it):
     logits = 2 h v
 
 A GPU of a TP x CP group handles b s / c tokens of each micro-batch and 1 / t of each
-layer's work: t_f = b s (F - core) / (c t peak eff) + core time + (activation bytes A +
-weight bytes + fp8 cast bytes) / hbm, t_b = 2 t_f (+ 1/2 the core's with flash attention).
+layer's work: t_f = b s (F - core) / (c t peak eff) + n_gemm tau + core time + (activation
+bytes A + weight bytes + fp8 cast bytes) / hbm, t_b = 2 t_f (+ 1/2 the core's with flash
+attention). GEMM efficiency by size: each matrix kernel takes a fixed time tau
+(``gemm_latency``) besides its W FLOPs at ``peak eff``, so a GEMM runs at
+
+    eff(W) = eff W / (W + W_half),      W_half = tau peak eff
+
+(eff: the large-GEMM efficiency; with tau = 6.5 us an H100 at eff 0.6 halves its rate at
+W_half = 3.9 GFLOP, a 1,250^3 GEMM). n_gemm per layer and micro-batch, forward: 4 on a dense
+layer (QKV, output projection, fc1 with SwiGLU's gate and up fused, fc2), and on a MoE layer
+3 + 2 E / e + 2 [S > 0] (attention's two, the router, fc1 and fc2 of each of the E / e local
+experts, whose grouped GEMM runs at each expert's token count, and the shared experts' pair);
+the backward twice as many. The attention core is one kernel with flash attention, two
+unfused (scores and context); the logits one.
 The GEMMs run at ``peak`` (fp8's under fp8), the attention core at the half-precision
 ``half_peak``: unfused, its full 4 s w_q FLOPs at the GEMM efficiency; flash (causal),
 half of them at ``attention_efficiency``, and its backward 2.5 times its forward (5 products
@@ -241,9 +253,10 @@ class Arch(NamedTuple):
 
 class Device(NamedTuple):
     """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes, as the driver reports
-    it), bytes per element (gradients as kept and reduced), and ``usable``: the fraction of the memory a
+    it), bytes per element (gradients as kept and reduced), ``usable``: the fraction of the memory a
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
-    allocator's fragmentation)."""
+    allocator's fragmentation), and ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
+    the efficiency of a GEMM falls with its size."""
 
     peak: Value
     hbm: Value
@@ -254,6 +267,7 @@ class Device(NamedTuple):
     gemm_input_bytes: Value
     half_peak: Value
     usable: Value
+    gemm_latency: Value
 
 
 class Layout(NamedTuple):
@@ -441,7 +455,17 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # forward's 2 (Dao, FlashAttention-2, ICLR 2024, section 3.1).
     flash = lay.flash > 0
     core_rate = dev.half_peak * jnp.where(flash, lay.attention_efficiency, lay.efficiency)
-    core_run = tokens * core_flops * jnp.where(flash, 0.5, 1.0) / t / core_rate
+    core_kernels = jnp.where(flash, 1.0, 2.0)  # one fused kernel, or two batched GEMMs (scores, context)
+    core_run = (
+        tokens * core_flops * jnp.where(flash, 0.5, 1.0) / t / core_rate + core_kernels * dev.gemm_latency
+    )
+    # GEMM efficiency by size: every matrix kernel takes a fixed time besides its FLOPs at the large-GEMM rate,
+    # so a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = gemm_latency x peak x efficiency.
+    # Forward kernels per layer: QKV, output projection, fc1 (SwiGLU's gate and up fused), fc2; a MoE layer
+    # has the router and, per local expert (E / e of them: a grouped GEMM runs at each expert's size), fc1
+    # and fc2, and the shared experts' pair. The backward runs two kernels (data and weight gradients) per one.
+    moe_kernels = 3.0 + 2.0 * E / jnp.maximum(e, 1.0) + jnp.where(S > 0, 2.0, 0.0)
+    layer_kernels = (dense_layers * 4.0 + Le * moe_kernels) / L
     # fp8 casts each GEMM input (read 2 bytes, write 1): QKV's and fc1's inputs (h), the output projection's
     # (w_q), fc2's (f; on MoE layers the k I dispatched copies and the experts' (k I + S) f_e).
     cast_elems = (
@@ -452,6 +476,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     cast_bytes = jnp.where(dev.gemm_input_bytes < 2.0, 3.0 * tokens * cast_elems / t, 0.0)
     t_f = (
         tokens * (paced_flops - core_flops) / t / rate
+        + layer_kernels * dev.gemm_latency
         + core_run
         + (act_layer + weight_bytes + cast_bytes) / dev.hbm
     ) * kappa
@@ -517,7 +542,9 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     embed_time = 3.0 * tokens * h * dev.act_bytes / dev.hbm * kappa
     # The output layer is Megatron's own ColumnParallelLinear, not Transformer Engine's: never in fp8.
     logits_f = (
-        tokens * logits_flops / t / (dev.half_peak * lay.efficiency) + 4.0 * tokens * v / t * 2.0 / dev.hbm
+        tokens * logits_flops / t / (dev.half_peak * lay.efficiency)
+        + dev.gemm_latency
+        + 4.0 * tokens * v / t * 2.0 / dev.hbm
     ) * kappa
     logits_b = 2.0 * logits_f
     x_pp = tokens * h * dev.act_bytes / t

@@ -539,9 +539,13 @@ def layout_step(arch, dev, lay):
     score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
     flash = bool(lay["flash"])
     core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
+    tau = dev["gemm_latency"]  # fixed time of one matrix kernel
     core_run = (
-        tokens * flops["core"] * (0.5 if flash else 1.0) / t / core_rate
-    )  # causal flash: half the scores
+        tokens * flops["core"] * (0.5 if flash else 1.0) / t / core_rate + (1 if flash else 2) * tau
+    )  # causal flash: half the scores, one kernel; unfused: two batched GEMMs
+    # matrix kernels per layer, forward: QKV, out, fc1, fc2; MoE: attention's 2, router, 2 per local expert,
+    # the shared experts' 2
+    kernels = ((L - Le) * 4 + Le * (3 + 2 * E / max(e, 1) + (2 if S > 0 else 0))) / L
     if dev["gemm_input_bytes"] < 2:  # fp8 casts of the GEMM inputs: read 2 bytes, write 1
         io = (
             2 * h
@@ -553,6 +557,7 @@ def layout_step(arch, dev, lay):
         cast = 0.0
     fwd = (
         tokens * (paced - flops["core"]) / t / rate
+        + kernels * tau
         + core_run
         + (lin_bytes + score_bytes + params * dev["param_bytes"] + cast) / dev["hbm"]
     ) * kappa
@@ -605,7 +610,9 @@ def layout_step(arch, dev, lay):
     embed_time = 3 * tokens * h * dev["act_bytes"] / dev["hbm"] * kappa
     # the output layer never runs in fp8 (Megatron's ColumnParallelLinear)
     logits_fwd = (
-        tokens * 2 * h * v / t / (dev["half_peak"] * lay["efficiency"]) + 8 * tokens * v / t / dev["hbm"]
+        tokens * 2 * h * v / t / (dev["half_peak"] * lay["efficiency"])
+        + dev["gemm_latency"]
+        + 8 * tokens * v / t / dev["hbm"]
     ) * kappa
     bw, pp_leaves = _group_bw(p, t * c * dp, lay)
     pp_micro = (

@@ -56,6 +56,7 @@ def random_case(rng):
         usable=rng.choice([0.9, 1.0]),
         gemm_input_bytes=rng.choice([1.0, 2.0]),
         half_peak=rng.choice([312e12, 989e12]),
+        gemm_latency=rng.choice([0.0, 6.5e-6, 2e-5]),
     )
     lay = dict(
         gpus=rng.choice([8, 16, 64, 128, 96]),
@@ -171,6 +172,7 @@ def _gpt3(**changes):
         usable=1.0,
         gemm_input_bytes=2.0,
         half_peak=312e12,
+        gemm_latency=0.0,
     )
     lay = dict(
         gpus=8,
@@ -220,6 +222,30 @@ def test_tp_all_reduce_on_nvlink_by_hand():
     assert per_all_reduce == pytest.approx(293.6e-6, rel=1e-3)
     assert out["tp_exposed"] == pytest.approx(96 * 4 * per_all_reduce, rel=1e-12)
     assert out["network_fraction"] == 0  # NVLink only
+
+
+def test_gemm_latency_prices_each_matrix_kernel_by_hand():
+    # #25: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = tau x peak x efficiency: each
+    # matrix kernel costs tau besides its FLOPs. GPT-3 175B at TP 8 (unfused attention, no recompute, one
+    # micro-batch, one stage): per layer forward 4 GEMMs + 2 batched attention GEMMs, backward twice as many:
+    # 18 kernels a layer; the logits one forward, two backward.
+    tau = 10e-6
+    base, slow = _one(_gpt3()), _one(_gpt3(gemm_latency=tau))
+    assert slow["compute"] - base["compute"] == pytest.approx((96 * 18 + 3) * tau, rel=1e-9)
+    assert slow["recompute_time"] == base["recompute_time"] == 0
+    # Selective recomputation reruns the attention core: its two kernels once more.
+    base, slow = _one(_gpt3(recompute=1)), _one(_gpt3(recompute=1, gemm_latency=tau))
+    assert slow["recompute_time"] - base["recompute_time"] == pytest.approx(96 * 2 * tau, rel=1e-9)
+    # A MoE layer (flash attention): attention's QKV and output GEMMs, the router, fc1 and fc2 of each of the
+    # E / e = 4 local experts and the shared expert's pair: 13 forward kernels, 39 with the backward, plus
+    # the flash kernel's 1 forward and 2.5 backward (its backward takes 5 products to the forward's 2).
+    moe = dict(layers=1, moe_layers=1, experts=16, top_k=2, expert_ffn=1024, shared_experts=1, tp=1, ep=4)
+    moe.update(gpus=4, global_batch=4, flash=1, ffn=4 * 12288)
+    base, slow = _one(_gpt3(**moe)), _one(_gpt3(gemm_latency=tau, **moe))
+    assert slow["compute"] - base["compute"] == pytest.approx((39 + 3.5 + 3) * tau, rel=1e-9)
+    # So a larger micro-batch, whose GEMMs are larger, runs each token faster.
+    one, two = _one(_gpt3(gemm_latency=tau)), _one(_gpt3(gemm_latency=tau, micro_batch=2, global_batch=2))
+    assert two["compute"] / 2 < one["compute"]
 
 
 def test_tp_across_nodes_is_network_time():
@@ -872,7 +898,8 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
     for name, spec in LAYOUT_AXES.items():
         if not spec.default:
             continue
-        used = [grid.usable_memory] if name == "usable_memory" else grid.values[name].tolist()
+        one_per_sweep = {"usable_memory": grid.usable_memory, "gemm_latency": grid.gemm_latency}
+        used = [one_per_sweep[name]] if name in one_per_sweep else grid.values[name].tolist()
         assert used == parse_values(spec.default, spec).tolist(), name
         assert f"Default {spec.default}" in text, name
 

@@ -13,6 +13,7 @@ from netsweep_jax.sweep.core.errors import InputError
 
 COMMITTED = RESULTS / "validation-llm"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "llm_runs.csv"
+PUBLISHED_FSDP = PUBLISHED.with_name("llm_runs_fsdp.csv")
 
 
 @pytest.fixture(scope="module")
@@ -42,15 +43,20 @@ def test_every_row_keeps_its_source_and_the_published_numbers():
     ours = list(csv.DictReader(line for line in open(V.DATASET) if not line.startswith("#")))
     for row in ours:
         assert row["source"].strip() and row["table"].strip(), row["id"]
-    if not PUBLISHED.is_file():
-        pytest.skip(f"published runs not found at {PUBLISHED} (../shared/published is not laid out here)")
+    if not (PUBLISHED.is_file() and PUBLISHED_FSDP.is_file()):
+        pytest.skip(f"published runs not found beside {PUBLISHED} (../shared/published is not laid out here)")
     published = {r["id"]: r for r in csv.DictReader(open(PUBLISHED))}
-    assert {r["id"] for r in ours} == set(published)
+    fsdp = {r["id"]: r for r in csv.DictReader(open(PUBLISHED_FSDP))}
+    assert {r["id"] for r in ours} == set(published) | set(fsdp)
     for row in ours:
-        src = published[row["id"]]
-        for name in ("gpus", "tp", "pp", "dp", "cp", "ep", "global_batch", "micro_batch", "metric", "source"):
+        src = published.get(row["id"]) or fsdp[row["id"]]
+        stated = ["gpus", "tp", "pp", "dp", "cp", "micro_batch", "metric", "source"]
+        # An FSDP source that leaves ep or the global batch unstated: 1, and local batch x dp (its notes say).
+        stated += [name for name in ("ep", "global_batch") if src[name] or row["id"] not in fsdp]
+        for name in stated:
             assert row[name] == src[name], (row["id"], name)
         assert float(row["value"]) == float(src["value"])
+        assert (row["stack"] == "fsdp") == (row["id"] in fsdp), row["id"]
 
 
 def test_the_rules_fill_what_is_not_stated():
@@ -76,6 +82,28 @@ def test_the_rules_fill_what_is_not_stated():
     )
     row, _ = V.settings(runs["K23-T5-04"])  # stated: selective recomputation with sequence parallelism, V = 3
     assert (row.recompute, row.sequence_parallel, row.chunks) == ("selective", 1, 3)
+    # PyTorch FSDP stacks: ZeRO 3 as stated, fp32 gradients (the precision's: FSDP2 reduces in fp32), flash
+    # attention, SP with TP; with pipelining, as many micro-batches as stages (torchtitan's default).
+    row, assumed = V.settings(runs["fsdp-tt_70b_fsdp32_tp8_bf16"])
+    assert (row.zero, row.grad_bytes, row.attention, row.sequence_parallel, row.gpu) == (
+        3,
+        0,
+        "flash",
+        1,
+        "h100-hbm2e",
+    )
+    assert "bf16 gradients" not in assumed
+    row, assumed = V.settings(runs["fsdp-tt_405b_3d_1f1b"])  # local batch 32 over 8 stages
+    assert (row.micro_batch, 256 // (row.micro_batch * row.dp)) == (4, 8)
+    assert "micro-batch 4 (as many micro-batches as stages)" in assumed
+
+
+def test_tokens_per_gpu_is_the_steps_tokens_over_time_and_gpus():
+    runs = [r for r in V.read_runs(V.DATASET) if r.metric == "tokens_per_s_per_GPU"]
+    assert len(runs) == 20 and {r.group for r in runs} == {"torchtitan", "llm-foundry"}
+    out = V.predict(runs, {"h100": 0.6, "a100": 0.6}, 1.0)
+    for r, time, tokens in zip(runs, out["iteration_time"], out["predicted"]):
+        assert tokens == pytest.approx(r.global_batch * r.llm.seq / (time * r.gpus), rel=1e-12)
 
 
 def _write(tmp_path, edit):
@@ -117,6 +145,8 @@ def _write(tmp_path, edit):
         ),
         (lambda rows: [{**rows[0], "pp": "32", "dp": "1"}], "cannot exist: fewer layers than pp x chunks"),
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be a whole number"),
+        (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),
+        (lambda rows: [{**rows[0], "flops": "tokens"}], "flops 'tokens' must be one of"),
     ],
 )
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):

@@ -133,7 +133,7 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
         (["--model", "gpt5"], "--model 'gpt5': unknown"),
         (
             ["--model", "gpt2", "--gpu", "tpu"],
-            "--gpu 'tpu': unknown; known: v100, v100-16, a100, a100-40, h100, h200, b200, gb200",
+            "--gpu 'tpu': unknown; known: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200",
         ),
         (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
         (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),

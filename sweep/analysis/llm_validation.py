@@ -21,15 +21,22 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    (Megatron-Bridge's performance recipes set ``grad_reduce_in_fp32 = False``, NeMo's do for fp8,
    Megatron-LM's Llama 3 script passes ``--grad-reduce-in-bf16``). Activation offload: as stated
    (``offload_layers``), else none. Attention: unfused for 2021-22, flash for the recipes.
+   PyTorch FSDP stacks (``stack`` fsdp: torchtitan, llm-foundry): ZeRO 3, sequence parallelism with
+   TP (torchtitan's TP plan shards the norms), flash attention, gradients in fp32 (FSDP2's and
+   llm-foundry's default reduce dtype), recomputation as stated else none, and with pipelining as many
+   micro-batches as stages (torchtitan's default); the metric ``tokens_per_s_per_GPU`` (``flops``
+   tokens) is global tokens per second over the GPUs, as both log it.
    Network: the GPU preset's system (DGX A100 = Selene's 8 x 200 Gbit/s; DGX H100 8 x 400;
    GB200 NVL72), the ``nccl`` collective, no latency or overhead term.
-3. **Fit few global constants**: the matrix efficiency of each GPU generation (``a100``,
-   ``h100``, ``gb200``, ...) and one NIC utilization, by least squares on log(predicted /
+3. **Fit few global constants**: the matrix efficiency of each GPU die (``a100``, ``h100``,
+   ``gb200``, ...; :data:`EFFICIENCY_KEY` maps the H200 and other parts of one die to it) and one NIC
+   utilization, by least squares on log(predicted /
    measured) over the training rows (dense models only), on a grid fine enough that the grid's
    step changes a prediction by under 0.3%. A constant no training row depends on keeps its
    documented default (efficiency 0.6, utilization 1) and the report says so. Three columns:
-   the defaults (nothing fitted), fitted on the training set (default: SC'21 Table 1, by
-   source, not by row), fitted on every dense row (in-sample).
+   the defaults (nothing fitted), fitted on the training set (default: SC'21 Table 1 for the
+   A100 and llm-foundry's MPT runs for the H100, by source, not by row), fitted on every dense row
+   (in-sample).
 4. **Report** the absolute percentage error of every row, per source group; dense held-out rows
    (median, maximum) apart from the MoE rows (the recipes force balanced routing: best cases).
 """
@@ -56,11 +63,31 @@ from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"
-METRICS = {"s_per_iter": "s", "TFLOPs_per_GPU": "TFLOP/s", "model_TFLOPs_per_GPU": "TFLOP/s"}
-FLOP_RULES = ("megatron", "sc21-eq3", "time")
+METRICS = {
+    "s_per_iter": "s",
+    "TFLOPs_per_GPU": "TFLOP/s",
+    "model_TFLOPs_per_GPU": "TFLOP/s",
+    "tokens_per_s_per_GPU": "tokens/s",
+}
+FLOP_RULES = ("megatron", "sc21-eq3", "time", "tokens")
+# The metrics that count no FLOPs, each with its one rule.
+COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
+STACKS = ("megatron", "fsdp")
+# GPUs that share a die share a fitted matrix efficiency (the H200 and torchtitan's 500 W H100 are H100s).
+EFFICIENCY_KEY = {"h200": "h100", "h100-hbm2e": "h100", "a100-40": "a100", "v100-16": "v100"}
+
+
+def die(gpu: str) -> str:
+    """The GPU whose fitted matrix efficiency ``gpu`` shares."""
+    return EFFICIENCY_KEY.get(gpu, gpu)
+
+
 REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
-DEFAULT_TRAIN = "sc21-t1"
+# One source per GPU generation that has one with a plain stack, chosen by source before any held-out error of
+# the FSDP rows was seen: SC'21 Table 1 (A100, Megatron-LM) and llm-foundry's MPT tables (H100, pure FSDP in
+# bf16, 1B to 70B on 128 to 512 GPUs). GB200 has only NVIDIA's recipes, all held out.
+DEFAULT_TRAIN = "sc21-t1,llm-foundry"
 UTILIZATION_DEFAULT = 1.0
 MODELS = ("defaults", "trained", "in-sample")
 
@@ -95,6 +122,7 @@ class Run:
     value: float | None
     source: str
     offload_layers: int = 0
+    stack: str = "megatron"
 
     @property
     def moe(self) -> bool:
@@ -254,9 +282,19 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     metric = cells["metric"]
     if metric not in METRICS:
         raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
-    flops = cells.get("flops") or ("time" if metric == "s_per_iter" else "megatron")
-    if flops not in FLOP_RULES or (flops == "time") != (metric == "s_per_iter"):
-        raise bad(f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter)")
+    flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
+    if (
+        flops not in FLOP_RULES
+        or COUNTED_BY.get(metric) not in (None, flops)
+        or (metric not in COUNTED_BY and flops in COUNTED_BY.values())
+    ):
+        raise bad(
+            f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
+            f"exactly for tokens_per_s_per_GPU)"
+        )
+    stack = (cells.get("stack") or "megatron").lower()
+    if stack not in STACKS:
+        raise bad(f"stack {stack!r} must be one of {', '.join(STACKS)} (empty: megatron)")
     value_text = cells["value"]
     value = None
     if value_text:
@@ -292,14 +330,21 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         value,
         cells.get("source", ""),
         _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
+        stack,
     )
 
 
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     """The run as the model sees it, and what was assumed (one phrase per rule applied)."""
-    old = run.year <= 2022  # Megatron-LM / DeepSpeed of 2021-22, else Megatron-Core recipes
+    fsdp = run.stack == "fsdp"  # PyTorch FSDP / FSDP2 (torchtitan, llm-foundry)
+    old = run.year <= 2022 and not fsdp  # Megatron-LM / DeepSpeed of 2021-22, else Megatron-Core recipes
     assumed = []
     micro = run.micro_batch
+    if micro is None and fsdp and run.pp > 1:
+        # torchtitan splits each data-parallel rank's batch into as many micro-batches as pipeline stages
+        # (pipeline_parallel_microbatches unset).
+        micro = max(1, run.global_batch // (run.dp * run.pp))
+        assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
     if micro is None:
         micro = 1
         assumed.append("micro-batch 1")
@@ -320,7 +365,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
             assumed.append(f"sequence parallelism {'on' if sp else 'off'}")
     zero = run.zero
     if zero is None:
-        zero = 0 if old else 1
+        zero = 3 if fsdp else 0 if old else 1
         assumed.append(f"ZeRO {zero}")
     attention = run.attention or ("unfused" if old else "flash")
     if not run.attention:
@@ -328,8 +373,10 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     # Megatron-LM of 2021-22 kept the precision's gradients (fp16 ones in fp16: 0 says so); the recipes keep
     # and reduce them in bf16 (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's
     # do for fp8).
-    grad_bytes = 0 if old else 2
-    if not old:
+    # FSDP2's default mixed precision (torchtitan) and PyTorch FSDP's (llm-foundry) reduce in fp32: the
+    # precision's gradients.
+    grad_bytes = 0 if old or fsdp else 2
+    if not (old or fsdp):
         assumed.append("bf16 gradients")
     row = LayoutRow(
         run.llm,
@@ -366,7 +413,7 @@ def source_flops(run: Run) -> float:
 def predict(runs: Sequence[Run], efficiency: dict[str, float], utilization: float) -> dict[str, np.ndarray]:
     """Each run's predicted metric (``predicted``) and the model's outputs, with the given constants."""
     rows = [settings(r)[0] for r in runs]
-    eff = np.array([efficiency.get(r.gpu, EFFICIENCY) for r in runs])
+    eff = np.array([efficiency.get(die(r.gpu), EFFICIENCY) for r in runs])
     out = evaluate_rows(rows, eff, np.full(len(runs), utilization))
     out["predicted"] = _metric(runs, out["iteration_time"], out["tflops_per_gpu"])
     return out
@@ -377,7 +424,12 @@ def _metric(runs: Sequence[Run], time: np.ndarray, model_tflops: np.ndarray) -> 
     extra = (1,) * (time.ndim - 1)
     kind = np.array([r.flops for r in runs]).reshape(-1, *extra)
     eq3 = np.array([source_flops(r) / r.gpus / 1e12 for r in runs]).reshape(-1, *extra)
-    return np.where(kind == "time", time, np.where(kind == "sc21-eq3", eq3 / time, model_tflops))
+    tokens = np.array([r.global_batch * r.llm.seq / r.gpus for r in runs]).reshape(-1, *extra)
+    return np.where(
+        kind == "time",
+        time,
+        np.where(kind == "sc21-eq3", eq3 / time, np.where(kind == "tokens", tokens / time, model_tflops)),
+    )
 
 
 # The fit's search: a coarse joint grid (efficiency in steps of 0.02, utilization in 40 log steps from
@@ -430,14 +482,14 @@ def _local(grid: np.ndarray, best: float, log: bool = False) -> np.ndarray:
 def fit(runs: Sequence[Run], train: Sequence[bool], name: str) -> Fit:
     """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, one utilization."""
     idx = [i for i, (r, t) in enumerate(zip(runs, train)) if t and r.value is not None and not r.moe]
-    gpus = sorted({r.gpu for r in runs})
+    gpus = sorted({die(r.gpu) for r in runs})
     efficiency = {g: EFFICIENCY for g in gpus}
     if not idx:
         return Fit(name, efficiency, UTILIZATION_DEFAULT, (), ())
     sub = [runs[i] for i in idx]
     measured = np.array([r.value for r in sub], np.float64)
     rows = [settings(r)[0] for r in sub]
-    gpu_of = np.array([r.gpu for r in sub])
+    gpu_of = np.array([die(r.gpu) for r in sub])
     train_gpus = sorted(set(gpu_of))
     u_grid, e_grid = (a.ravel() for a in np.meshgrid(UTILIZATIONS, EFFICIENCIES, indexing="ij"))
     err = _loss(
@@ -471,7 +523,7 @@ def fit(runs: Sequence[Run], train: Sequence[bool], name: str) -> Fit:
             efficiency[g] = float(grid[int(np.argmin(e2.sum(axis=0)))])
         if identifiable_u:
             grid = _local(UTILIZATIONS, utilization, log=True)
-            eff = np.array([efficiency[r.gpu] for r in sub])[:, None]
+            eff = np.array([efficiency[die(r.gpu)] for r in sub])[:, None]
             e2 = _loss(
                 rows,
                 sub,
@@ -512,15 +564,21 @@ def run_validation(
     """Fit and predict every run of ``path``; the training set is the runs whose ``group`` is ``train``."""
     runs = read_runs(path)
     groups = sorted({r.group for r in runs})
-    if train not in groups:
-        raise InputError(f"{train!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
-    in_train = [r.group == train for r in runs]
+    chosen = [g.strip() for g in train.split(",") if g.strip()]
+    for g in chosen or [train]:
+        if g not in groups:
+            raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    in_train = [r.group in chosen for r in runs]
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
     fits = {
         "defaults": Fit(
-            "defaults", {g: EFFICIENCY for g in sorted({r.gpu for r in runs})}, UTILIZATION_DEFAULT, (), ()
+            "defaults",
+            {g: EFFICIENCY for g in sorted({die(r.gpu) for r in runs})},
+            UTILIZATION_DEFAULT,
+            (),
+            (),
         )
     }
     say(f"fitting on {sum(in_train)} runs of {train} ...")
@@ -540,6 +598,8 @@ GROUP_NAMES = {
     "k23": "Korthikanti et al. MLSys'23, Table 5 and text (A100)",
     "megatron-h100": "NVIDIA Megatron-LM / Megatron-Bridge recipes, H100",
     "megatron-gb200": "NVIDIA Megatron-LM / Megatron-Bridge recipes, GB200",
+    "torchtitan": "PyTorch torchtitan benchmarks (FSDP2 with TP/PP/CP; A100, H100, H200)",
+    "llm-foundry": "MosaicML llm-foundry MPT benchmarks (FSDP; H100, A100)",
 }
 TARGET_MEDIAN, TARGET_MAX = 0.08, 0.20
 
@@ -640,7 +700,7 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
     shipped = Path(v.path).resolve() == DATASET.resolve()
     held_dense = [not t and not r.moe for r, t in zip(v.runs, v.train)]
     groups = list(dict.fromkeys(r.group for r in v.runs))
-    train_group = next((r.group for r, t in zip(v.runs, v.train) if t), "")
+    train_groups = list(dict.fromkeys(r.group for r, t in zip(v.runs, v.train) if t))
     lines = [
         "# netsweep's layout model against "
         + ("published large-model runs" if shipped else Path(v.path).name),
@@ -652,7 +712,8 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
             else f"(`{Path(v.path).name}`)"
         )
         + f"; the metric each source reports, in its own units (its FLOP counting). Constants fitted on "
-        f"`{train_group}` ({sum(v.train)} runs: chosen by source, not by row), every other run held out. "
+        f"{', '.join(f'`{g}`' for g in train_groups)} ({sum(v.train)} runs: chosen by source, not by row), "
+        "every other run held out. "
         "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
         "docstring; they were fixed before any held-out error was seen.",
         "",
@@ -685,8 +746,14 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
             lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
 
     row("**held-out dense (the targets: median <= 8%, none over 20%)**", held_dense)
+    for stack, label in (("megatron", "Megatron-LM / Megatron-Core / DeepSpeed"), ("fsdp", "PyTorch FSDP")):
+        if any(r.stack != stack for r in v.runs):  # by stack only where a file holds more than one
+            row(
+                f"held-out dense, {label} stacks",
+                [h and r.stack == stack for r, h in zip(v.runs, held_dense)],
+            )
     for g in groups:
-        name = GROUP_NAMES.get(g, g) + (" (training)" if g == train_group else "")
+        name = GROUP_NAMES.get(g, g) + (" (training)" if g in train_groups else "")
         row(f"{name}, dense", [r.group == g and not r.moe for r in v.runs])
         row(f"{name}, MoE", [r.group == g and r.moe for r in v.runs])
     n, med, mx = v.summary("trained", held_dense)
@@ -747,12 +814,13 @@ def _why(v: Validation, i: int) -> str:
     """Why a held-out row misses, from what the model knows of it."""
     r, fit_ = v.runs[i], v.fits["trained"]
     reasons = []
-    if f"efficiency {r.gpu}" not in fit_.fitted:
+    key = die(r.gpu)
+    if f"efficiency {key}" not in fit_.fitted:
         reasons.append(
-            f"no training run is on a {r.gpu}, so its matrix efficiency is the default "
-            f"{fit_.efficiency[r.gpu]:g} (in-sample it fits {v.fits['in-sample'].efficiency[r.gpu]:.3g})"
+            f"no training run is on a {key}, so its matrix efficiency is the default "
+            f"{fit_.efficiency[key]:g} (in-sample it fits {v.fits['in-sample'].efficiency[key]:.3g})"
         )
-    if settings(r)[0].zero == 3:
+    if settings(r)[0].zero == 3 and not any(settings(t)[0].zero == 3 for t in v.runs if t.id in fit_.rows):
         reasons.append(
             "ZeRO-3/FSDP: the gathers' overlap with compute is modelled per layer, none of the "
             "training runs use it"

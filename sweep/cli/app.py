@@ -100,7 +100,7 @@ MODEL = [
         str | None,
         None,
         "--gpu",
-        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h200, b200, gb200 "
+        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200 "
         "(default: v100).",
     ),
     _param(
@@ -1030,7 +1030,7 @@ def validate(
         str | None,
         typer.Option(
             "--train",
-            help="With --llm: the group of runs to fit on (a value of the file's group column; default sc21-t1, SC'21 Table 1).",
+            help="With --llm: the groups of runs to fit on, comma-separated values of the file's group column (default sc21-t1,llm-foundry: SC'21 Table 1 on A100s, llm-foundry's MPT runs on H100s).",
         ),
     ] = None,
 ):

@@ -324,6 +324,18 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
+        "gemm_latency",
+        "--gemm-latency",
+        "us",
+        "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
+        "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
+        False,
+        0,
+        1e4,
+        "6.5",
+        1e-6,
+    ),
+    AxisSpec(
         "imbalance",
         "--imbalance",
         "1",

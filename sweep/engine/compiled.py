@@ -189,7 +189,7 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
-# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory.
+# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory and GEMM latency.
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -201,6 +201,7 @@ GPU_FIELDS = (
     "nics",
     "nic_bits",
     "usable",
+    "gemm_latency",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -226,6 +227,7 @@ def _crossed(
         usable=o["usable"],
         gemm_input_bytes=o["gemm_input_bytes"],
         half_peak=o["half"],
+        gemm_latency=o["gemm_latency"],
     )
 
     def system(name: str, own: str) -> jax.Array:

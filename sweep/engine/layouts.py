@@ -99,6 +99,7 @@ class LayoutGrid:
       values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
       dtype: compute dtype.
       usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
+      gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep.
     """
@@ -110,6 +111,7 @@ class LayoutGrid:
     assumed: tuple[str, ...] = ()
     variables: tuple[str, ...] = tuple(VARIABLES)
     usable_memory: float = float(AXES["usable_memory"].default)
+    gemm_latency: float = float(AXES["gemm_latency"].default)
 
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
@@ -153,7 +155,8 @@ class LayoutGrid:
         """Per-model, per-GPU and per-precision constants (rows in coordinate order) that blocks take their
         outer cells' columns from."""
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
-        gpus = np.array([(*_gpu_row(g), self.usable_memory) for g in self.names["gpu"]])
+        latency = self.gemm_latency * AXES["gemm_latency"].to_si
+        gpus = np.array([(*_gpu_row(g), self.usable_memory, latency) for g in self.names["gpu"]])
         precision = np.array(
             [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
             np.float64,
@@ -209,6 +212,7 @@ def make_layout_grid(
     attention: str = "flash",
     grad_bytes: object = None,
     usable_memory: object = None,
+    gemm_latency: object = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -277,6 +281,7 @@ def make_layout_grid(
     given = dict(
         grad_bytes=grad_bytes,
         usable_memory=usable_memory,
+        gemm_latency=gemm_latency,
         offload_layers=offload_layers,
         gpus=gpus,
         dp=dp,
@@ -318,8 +323,19 @@ def make_layout_grid(
     usable = values.pop("usable_memory")
     if usable.size != 1:
         raise InputError(f"{usable_memory}: give one value", param="usable_memory")
+    kernel_time = values.pop("gemm_latency")
+    if kernel_time.size != 1:
+        raise InputError(f"{gemm_latency}: give one value", param="gemm_latency")
     assumed = _assumed(given, names, models, search)
-    return LayoutGrid(tuple(models), names, values, dtype, assumed, usable_memory=float(usable[0]))
+    return LayoutGrid(
+        tuple(models),
+        names,
+        values,
+        dtype,
+        assumed,
+        usable_memory=float(usable[0]),
+        gemm_latency=float(kernel_time[0]),
+    )
 
 
 def _schedules(text: str) -> list[str]:
@@ -354,6 +370,8 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
             out.append(f"{g}: {spec.system} ({', '.join(parts)})")
     if given["efficiency"] is None:
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
+    if given["gemm_latency"] is None:
+        out.append(f"GEMM latency {AXES['gemm_latency'].default} us")
     if given["attention_efficiency"] is None:
         out.append(f"flash-attention efficiency {AXES['attention_efficiency'].default}")
     if given["utilization"] is None:
@@ -584,6 +602,7 @@ class LayoutRow:
     offload_layers: int = 0
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     usable_memory: float = float(AXES["usable_memory"].default)
+    gemm_latency: float = float(AXES["gemm_latency"].default)
     sequence_parallel: int = 1
     zero: int = 0
     attention: str = "flash"
@@ -637,6 +656,7 @@ def evaluate_rows(
         usable=column([r.usable_memory for r in rows]),
         gemm_input_bytes=column([b[3] for b in bytes_]),
         half_peak=column([g["half"] for g in gpu]),
+        gemm_latency=column([r.gemm_latency * AXES["gemm_latency"].to_si for r in rows]),
     )
 
     def system(name: str, own: str, factor: float) -> np.ndarray:

@@ -114,6 +114,25 @@ GPUS = {
     "h100": GPU(
         "NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 81559 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H100"
     ),
+    # torchtitan's benchmark machines (Meta's Grand Teton): H100s with 96 GB of HBM2e held to 500 W. No
+    # datasheet: the half-precision peak is taken midway between the H100 NVL's 835 and the SXM5's 989 TFLOP/s
+    # (torchtitan's performance notes say the true peak lies between the two), HBM bandwidth at the H100 PCIe's
+    # HBM2e rate per stack (2.0 TB/s over 5 stacks) for 6 stacks, and the memory at the 96 GB the source states;
+    # NVLink within the 8-GPU host and 400 Gbit/s RDMA per GPU, as the source describes them.
+    "h100-hbm2e": GPU(
+        "NVIDIA H100 96GB HBM2e at 500 W",
+        67e12,
+        912e12,
+        2400e9,
+        96e9,
+        1824e12,
+        450e9,
+        8,
+        8,
+        8,
+        400.0,
+        "Grand Teton",
+    ),
     "h200": GPU(
         "NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 143771 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H200"
     ),
