@@ -13,6 +13,7 @@ import reference
 from helpers import invoke
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import PER_SWEEP
 from netsweep_jax.sweep.engine import layouts
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
@@ -898,8 +899,7 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
     for name, spec in LAYOUT_AXES.items():
         if not spec.default:
             continue
-        one_per_sweep = {"usable_memory": grid.usable_memory, "gemm_latency": grid.gemm_latency}
-        used = [one_per_sweep[name]] if name in one_per_sweep else grid.values[name].tolist()
+        used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
         assert used == parse_values(spec.default, spec).tolist(), name
         assert f"Default {spec.default}" in text, name
 

@@ -29,7 +29,7 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    Network: the GPU preset's system (DGX A100 = Selene's 8 x 200 Gbit/s; DGX H100 8 x 400;
    GB200 NVL72), the ``nccl`` collective, no latency or overhead term.
 3. **Fit few global constants**: the matrix efficiency of each GPU die (``a100``, ``h100``,
-   ``gb200``, ...; :data:`EFFICIENCY_KEY` maps the H200 and other parts of one die to it) and one NIC
+   ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it) and one NIC
    utilization, by least squares on log(predicted /
    measured) over the training rows (dense models only), on a grid fine enough that the grid's
    step changes a prediction by under 0.3%. A constant no training row depends on keeps its
@@ -73,13 +73,11 @@ FLOP_RULES = ("megatron", "sc21-eq3", "time", "tokens")
 # The metrics that count no FLOPs, each with its one rule.
 COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
 STACKS = ("megatron", "fsdp")
-# GPUs that share a die share a fitted matrix efficiency (the H200 and torchtitan's 500 W H100 are H100s).
-EFFICIENCY_KEY = {"h200": "h100", "h100-hbm2e": "h100", "a100-40": "a100", "v100-16": "v100"}
 
 
 def die(gpu: str) -> str:
-    """The GPU whose fitted matrix efficiency ``gpu`` shares."""
-    return EFFICIENCY_KEY.get(gpu, gpu)
+    """The GPU preset whose fitted matrix efficiency ``gpu`` shares (its ``die``, or itself)."""
+    return GPUS[gpu].die or gpu
 
 
 REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
@@ -283,11 +281,12 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     if metric not in METRICS:
         raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
     flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
-    if (
-        flops not in FLOP_RULES
-        or COUNTED_BY.get(metric) not in (None, flops)
-        or (metric not in COUNTED_BY and flops in COUNTED_BY.values())
-    ):
+    allowed = (
+        [COUNTED_BY[metric]]
+        if metric in COUNTED_BY
+        else [f for f in FLOP_RULES if f not in COUNTED_BY.values()]
+    )
+    if flops not in allowed:
         raise bad(
             f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
             f"exactly for tokens_per_s_per_GPU)"
@@ -425,10 +424,10 @@ def _metric(runs: Sequence[Run], time: np.ndarray, model_tflops: np.ndarray) -> 
     kind = np.array([r.flops for r in runs]).reshape(-1, *extra)
     eq3 = np.array([source_flops(r) / r.gpus / 1e12 for r in runs]).reshape(-1, *extra)
     tokens = np.array([r.global_batch * r.llm.seq / r.gpus for r in runs]).reshape(-1, *extra)
-    return np.where(
-        kind == "time",
-        time,
-        np.where(kind == "sc21-eq3", eq3 / time, np.where(kind == "tokens", tokens / time, model_tflops)),
+    return np.select(
+        [kind == "time", kind == "sc21-eq3", kind == "tokens"],
+        [time, eq3 / time, tokens / time],
+        model_tflops,
     )
 
 

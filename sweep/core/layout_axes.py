@@ -68,6 +68,8 @@ OUTER = (
 INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
 DIMS = OUTER + INNER
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
+# Layout settings that take one value per sweep (a property of the stack, not a dim: a cube holds at most 32).
+PER_SWEEP = ("usable_memory", "gemm_latency")
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
     "gpus_per_node",

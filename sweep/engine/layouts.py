@@ -36,6 +36,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     OUTER,
+    PER_SWEEP,
     RECOMPUTES,
     SYSTEM_DIMS,
     VARIABLES,
@@ -319,13 +320,12 @@ def make_layout_grid(
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
-    # One usable fraction per sweep: a property of the stack and allocator, not a dim (a cube holds at most 32).
-    usable = values.pop("usable_memory")
-    if usable.size != 1:
-        raise InputError(f"{usable_memory}: give one value", param="usable_memory")
-    kernel_time = values.pop("gemm_latency")
-    if kernel_time.size != 1:
-        raise InputError(f"{gemm_latency}: give one value", param="gemm_latency")
+    per_sweep = {}
+    for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
+        one = values.pop(name)
+        if one.size != 1:
+            raise InputError(f"{given[name]}: give one value", param=name)
+        per_sweep[name] = float(one[0])
     assumed = _assumed(given, names, models, search)
     return LayoutGrid(
         tuple(models),
@@ -333,8 +333,8 @@ def make_layout_grid(
         values,
         dtype,
         assumed,
-        usable_memory=float(usable[0]),
-        gemm_latency=float(kernel_time[0]),
+        usable_memory=per_sweep["usable_memory"],
+        gemm_latency=per_sweep["gemm_latency"],
     )
 
 

@@ -68,6 +68,8 @@ class GPU:
       gpus_per_node: GPUs that share a node's NICs.
       nics, nic_gbps: the node's NICs and each one's rate (Gbit/s).
       system: the usual system, for the line that says what was assumed.
+      die: the preset whose fitted matrix efficiency this one shares ("" = its own): the same chip
+        with other memory or power (an H200 is an H100).
     """
 
     name: str
@@ -82,6 +84,7 @@ class GPU:
     nics: int = 8
     nic_gbps: float = 100.0
     system: str = ""
+    die: str = ""
 
 
 # The systems: DGX-1 (V100: NVLink 2, 6 links of 25 GB/s per direction, 4 x 100 Gbit/s EDR),
@@ -103,13 +106,37 @@ GPUS = {
         "NVIDIA V100 SXM2 32GB", 15.7e12, 125e12, 900e9, 32768 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"
     ),
     "v100-16": GPU(
-        "NVIDIA V100 SXM2 16GB", 15.7e12, 125e12, 900e9, 16384 * MIB, 0.0, 150e9, 8, 8, 4, 100.0, "DGX-1"
+        "NVIDIA V100 SXM2 16GB",
+        15.7e12,
+        125e12,
+        900e9,
+        16384 * MIB,
+        0.0,
+        150e9,
+        8,
+        8,
+        4,
+        100.0,
+        "DGX-1",
+        "v100",
     ),
     "a100": GPU(
         "NVIDIA A100 SXM4 80GB", 19.5e12, 312e12, 2039e9, 81920 * MIB, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"
     ),
     "a100-40": GPU(
-        "NVIDIA A100 SXM4 40GB", 19.5e12, 312e12, 1555e9, 40960 * MIB, 0.0, 300e9, 8, 8, 8, 200.0, "DGX A100"
+        "NVIDIA A100 SXM4 40GB",
+        19.5e12,
+        312e12,
+        1555e9,
+        40960 * MIB,
+        0.0,
+        300e9,
+        8,
+        8,
+        8,
+        200.0,
+        "DGX A100",
+        "a100",
     ),
     "h100": GPU(
         "NVIDIA H100 SXM5", 67e12, 989e12, 3350e9, 81559 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H100"
@@ -132,9 +159,22 @@ GPUS = {
         8,
         400.0,
         "Grand Teton",
+        "h100",
     ),
     "h200": GPU(
-        "NVIDIA H200 SXM", 67e12, 989e12, 4800e9, 143771 * MIB, 1979e12, 450e9, 8, 8, 8, 400.0, "DGX H200"
+        "NVIDIA H200 SXM",
+        67e12,
+        989e12,
+        4800e9,
+        143771 * MIB,
+        1979e12,
+        450e9,
+        8,
+        8,
+        8,
+        400.0,
+        "DGX H200",
+        "h100",
     ),
     "b200": GPU(
         "NVIDIA B200", 80e12, 2250e12, 8000e9, 183359 * MIB, 4500e12, 900e9, 8, 8, 8, 400.0, "DGX B200"
