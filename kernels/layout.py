@@ -45,8 +45,8 @@ half of them at ``attention_efficiency``, and its backward 2.5 times its forward
 to 2). fp8 casts every GEMM input: 3 bytes (read 2, write 1) per element of QKV's and fc1's
 inputs (h), the output projection's (w_q) and fc2's (f; on MoE layers the k I dispatched
 copies and the experts' (k I + S) f_e). The logits' GEMM also stays at ``half_peak``
-(Megatron's output layer is not a Transformer Engine module). Recomputation adds t_f (full) or the attention core's forward (selective:
-4 s w_q FLOPs per token and, unfused, the 5 a s^2 b score bytes) to every layer's backward.
+(Megatron's output layer is not a Transformer Engine module). Recomputation adds to every layer's
+backward the forward it re-runs (below).
 With flash attention (``flash``, the default of today's stacks) the scores are never
 written to memory: no score bytes in time or memory.
 
@@ -114,8 +114,9 @@ the logits (last stage), the stage's layers, and the embedding (first stage); wh
 ends after the stage's backward is exposed, less the stage's slack in the pipeline
 drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
-first micro-batch's forward (exposed: the excess). Optimizer step: 32 bytes per
-parameter the GPU updates (Adam with fp32 master weights: read and write 16) at HBM
+first micro-batch's forward (exposed: the excess). Optimizer step: 2 (8 + 2 M) bytes per
+parameter the GPU updates (Adam reads and writes its fp32 master weight and gradient and its two
+moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments) at HBM
 bandwidth. Stragglers and slowdown stretch every compute term by
 
     kappa = 1 + multi ((1 + slowdown) (1 + jitter e_N) - 1),     multi = [N > 1]
@@ -126,15 +127,15 @@ and ``overhead`` is added once per step when N > 1 (as :mod:`kernels.overlap`):
 
 Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA,
 gated MLPs and experts): weights, gradients and Adam states of the GPU's parameters
-(P_w bytes_param + P grad_bytes + 12 P; grad_bytes as the gradients are kept and reduced:
+(P_w bytes_param + P grad_bytes + (4 + 2 M) P: 12 with fp32 moments, 8 with bf16 ones; grad_bytes as the
+gradients are kept and reduced:
 4 in fp32, 2 in bf16), what ZeRO shards divided by its group (optimizer states from 1,
 gradients from 2, weights at 3): dense parameters over the D c data-parallel GPUs, expert
 parameters over the expert data-parallel group D c t / (e etp) (Megatron-Core's expert
 optimizer), and activations per layer and micro-batch of b (s / c) tokens
 
     A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
-                                                             term dropped by selective,
-                                                             absent with flash attention)
+                                                             term absent with flash attention)
     all  = 4 + (g + d + (2 + g) w_q / h + 4 w_kv / h) + ((L - L_e) mlp + L_e moe) / L
     mlp  = g + d + ((4 or 2) + g) f / h      (fc1's input and the dropout mask; fused SwiGLU
                                               saves only its 2f input, GELU its input, and
@@ -147,7 +148,29 @@ optimizer), and activations per layer and micro-batch of b (s / c) tokens
     u_ = 0,  s_ = all          (with SP, or t = 1)
     A_full = 2 b (s / c) h / (t if SP else 1)                       (full recompute)
 
-held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
+Activation recomputation (``recompute``, a sum of bits: sweep.core.layout_axes.RECOMPUTE_BITS). Full (2)
+keeps A_full and re-runs t_f (and the layer's two TP collectives). Otherwise each part keeps
+A less what it drops, D (units of h bytes a token, over t unless said), and re-runs
+
+    rerun = b (s / c) W / (t peak eff) + n tau + b (s / c) h D / hbm   (W FLOPs a token, n kernels)
+
+    part (bit)                        D                                   W, n
+    core_attn (1; "selective")        the score term (unfused)            the core's forward, as above
+    layernorm (8)                     2 g (unsplit without SP)            0, 0
+    up_proj (16; MLA's up-projection) (2 w_q + 4 w_kv) / h                2 h w_q + 4 h w_kv, 1
+    mlp (32; dense layers)            (4 or 2 + g) f / h                  (6 or 4) h f, 2
+    moe_act (64; MoE layers)          g f_e k I / h                       0, 0
+    moe (128; MoE layers)             (g + 2) k I + (4 or 2 + g) f_e (k I + S) / h    the layer's expert
+                                      and router work, 1 + 2 E / e + 2 [S > 0]; two more all-to-alls
+    op (4; torchtitan)                keeps only 2 (h + 2 w_q + w_kv) + 2 (f + h) (dense) or
+                                      2 (k I + S)(f_e + h) (MoE) a token: the block input, wq's, wv's,
+                                      the attention kernel's, w1's and w2's outputs (every second
+                                      matrix product); re-runs wk, wo, w3: 2 h (w_kv + w_q + f), 3
+
+(mlp, moe and the MoE share weighted by the layers they apply to). up_proj, mlp and moe re-run one
+of their layer's TP collectives (half a TP all-reduce's time); moe_act is moot under moe.
+
+Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
 1F1B), times 1 + (p - 1) / (p V) when interleaved, for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
 host; at least one layer stays; the copies are taken to hide behind compute), with each
@@ -224,13 +247,15 @@ BREAKDOWN = (
     "overhead_time",
 )
 Value = Any  # a float array of configurations, or a scalar that broadcasts with them
-ADAM_BYTES = 12.0  # fp32 master weights, first and second moments, per parameter
-OPTIMIZER_TRAFFIC = 32.0  # Adam with fp32 master weights: 16 bytes per parameter read and written
+MASTER_BYTES = 4.0  # Adam's fp32 master weights, per parameter (its two moments: Device.moment_bytes each)
 
 
 class Arch(NamedTuple):
-    """A transformer (each field a float array). ``q_width`` = heads x head dimension, ``kv_width`` = KV heads
-    x head dimension; ``experts`` 0 is a dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
+    """A transformer (each field a float array). ``q_width`` = heads x the query-key head dimension,
+    ``kv_width`` = KV heads x the same (K's width), ``v_width`` = KV heads x V's head dimension (= kv_width
+    unless V's heads are narrower); ``q_rank``, ``kv_rank`` > 0: multi-head latent attention (MLA) with
+    those down-projection widths and a shared rotary key of ``rope_width`` (0 otherwise); ``experts`` 0 is a
+    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
 
     layers: Value
     hidden: Value
@@ -238,6 +263,10 @@ class Arch(NamedTuple):
     kv_heads: Value
     q_width: Value
     kv_width: Value
+    v_width: Value
+    q_rank: Value
+    kv_rank: Value
+    rope_width: Value
     ffn: Value
     vocab: Value
     seq: Value
@@ -255,8 +284,9 @@ class Device(NamedTuple):
     """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes, as the driver reports
     it), bytes per element (gradients as kept and reduced), ``usable``: the fraction of the memory a
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
-    allocator's fragmentation), and ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
-    the efficiency of a GEMM falls with its size."""
+    allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
+    the efficiency of a GEMM falls with its size, and ``moment_bytes``: bytes of each of Adam's two moments
+    (4 in fp32; 2 in bf16, Megatron-Core's precision-aware optimizer)."""
 
     peak: Value
     hbm: Value
@@ -268,6 +298,7 @@ class Device(NamedTuple):
     half_peak: Value
     usable: Value
     gemm_latency: Value
+    moment_bytes: Value
 
 
 class Layout(NamedTuple):
@@ -310,6 +341,11 @@ class Layout(NamedTuple):
     imbalance: Value
     offload_layers: Value
     attention_efficiency: Value
+
+
+def _bit(code: Value, value: float) -> Value:
+    """Whether the bit ``value`` (a power of two) is set in a float ``code``."""
+    return jnp.mod(jnp.floor(code / value), 2.0) > 0
 
 
 def _divides(n: Value, d: Value) -> Value:
@@ -401,9 +437,21 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     tokens = b * s / c  # tokens of a micro-batch on one CP rank
     kappa = 1.0 + jnp.where(gpus > 1, (1.0 + lay.slowdown) * (1.0 + lay.straggle) - 1.0, 0.0)
     rate = dev.peak * lay.efficiency
-    qw, kvw = arch.q_width, arch.kv_width
-    core_flops = 4.0 * s * qw
-    proj_flops = 4.0 * h * qw + 4.0 * h * kvw
+    qw, kvw, vw = arch.q_width, arch.kv_width, arch.v_width
+    ctx = qw * vw / kvw  # the attention output (heads x V's head width): the output projection's input
+    # Attention's matrices. Q from h, or (MLA: q_rank > 0) down to q_rank and up; K and V from h, or (MLA:
+    # kv_rank > 0) down to kv_rank plus the one shared rotary key of rope_width, and up to K's rotary-free
+    # part and V. Megatron-Core replicates MLA's down projections over the TP group (the rest is split).
+    low_q, low_kv = arch.q_rank > 0, arch.kv_rank > 0
+    q_down = jnp.where(low_q, h * arch.q_rank, 0.0)
+    q_up = jnp.where(low_q, arch.q_rank * qw, h * qw)
+    kv_down = jnp.where(low_kv, h * (arch.kv_rank + arch.rope_width), 0.0)
+    kv_up = jnp.where(low_kv, arch.kv_rank * (kvw - arch.kv_heads * arch.rope_width + vw), h * (kvw + vw))
+    down = q_down + kv_down
+    attn_matrices = q_down + q_up + kv_down + kv_up + ctx * h
+    latent_norms = jnp.where(low_q, arch.q_rank, 0.0) + jnp.where(low_kv, arch.kv_rank, 0.0)
+    core_flops = 2.0 * s * qw + 2.0 * s * ctx  # scores and context
+    proj_flops = 2.0 * attn_matrices
     mlp_flops = mats * 2.0 * h * f
     moe_flops = mats * 2.0 * h * fe * (k + S) + 2.0 * h * E  # per token: what the model computes
     dense_layers = L - Le
@@ -412,7 +460,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     paced_flops = layer_flops + Le * mats * 2.0 * h * fe * k * (lay.imbalance - 1.0) / L
     logits_flops = 2.0 * h * v
 
-    attn_params = 2.0 * h * qw + 2.0 * h * kvw + 2.0 * h
+    attn_params = attn_matrices + 2.0 * h + latent_norms
     dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     expert_params = Le * E * mats * h * fe / L  # per average layer
     # Experts: classic expert parallelism carves EP out of DP x CP and splits each expert over the TP group
@@ -422,7 +470,8 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     etp = jnp.where(classic, t, 1.0)
     expert_dp = t * dp * c / (e * etp)
     expert_stride = e * etp
-    layer_params = dense_params / t + expert_params / (etp * e)  # on one GPU
+    dense_gpu = (dense_params - down) / t + down  # one GPU's share of a layer's dense parameters
+    layer_params = dense_gpu + expert_params / (etp * e)  # on one GPU
     embed_params = v * h / t
 
     sp = lay.sequence_parallel > 0
@@ -439,13 +488,16 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     moe_act = g_in + mask + (g_in + 2.0) * k * lay.imbalance + per_width * fe * (k * lay.imbalance + S) / h
     ffn_act = (dense_layers * mlp_act + Le * moe_act) / L
     # Attention: QKV's input and the mask; Q, K and V as flash attention keeps them; the output projection's input.
-    attention_act = g_in + mask + (2.0 + g_in) * qw / h + 4.0 * kvw / h
+    attention_act = g_in + mask + 2.0 * (qw + kvw + vw) / h + g_in * ctx / h
+    # MLA's latents, on every GPU of the TP group: each down projection's output (the norm's input, 2 bytes)
+    # and the norm's output (the up projection's input, g).
+    latent_bytes = tokens * (2.0 + g_in) * latent_norms
     total_lin = 4.0 + attention_act + ffn_act  # the two norms' inputs, attention, MLP: 34 for GPT-3's shape
     unsplit = jnp.where(sp | (t <= 1), 0.0, 4.0 + 2.0 * (g_in + mask))  # norms' and blocks' inputs, masks
     # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
     # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
     score_bytes = jnp.where(lay.flash > 0, 0.0, 5.0 * a * tokens * s / t)
-    lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t)
+    lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t) + latent_bytes
     act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
     weight_bytes = layer_params * dev.param_bytes
 
@@ -464,35 +516,113 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # Forward kernels per layer: QKV, output projection, fc1 (SwiGLU's gate and up fused), fc2; a MoE layer
     # has the router and, per local expert (E / e of them: a grouped GEMM runs at each expert's size), fc1
     # and fc2, and the shared experts' pair. The backward runs two kernels (data and weight gradients) per one.
-    moe_kernels = 3.0 + 2.0 * E / jnp.maximum(e, 1.0) + jnp.where(S > 0, 2.0, 0.0)
-    layer_kernels = (dense_layers * 4.0 + Le * moe_kernels) / L
-    # fp8 casts each GEMM input (read 2 bytes, write 1): QKV's and fc1's inputs (h), the output projection's
-    # (w_q), fc2's (f; on MoE layers the k I dispatched copies and the experts' (k I + S) f_e).
+    # MLA's attention runs five (Q down and up, KV down and up, the output projection) where QKV is one.
+    attn_kernels = 2.0 + 2.0 * low_q + 2.0 * low_kv - 1.0 * (low_q & low_kv)
+    moe_ffn_kernels = 1.0 + 2.0 * E / jnp.maximum(e, 1.0) + jnp.where(S > 0, 2.0, 0.0)
+    layer_kernels = attn_kernels + (dense_layers * 2.0 + Le * moe_ffn_kernels) / L
+    # fp8 casts each GEMM input (read 2 bytes, write 1): QKV's and fc1's inputs (h), MLA's up projections'
+    # (the latents), the output projection's (the attention output), fc2's (f; on MoE layers the k I
+    # dispatched copies and the experts' (k I + S) f_e).
     cast_elems = (
         2.0 * h
-        + qw
+        + ctx
+        + latent_norms
         + (dense_layers * f + Le * ((k * lay.imbalance + S) * fe + (k * lay.imbalance - 1.0) * h)) / L
     )
     cast_bytes = jnp.where(dev.gemm_input_bytes < 2.0, 3.0 * tokens * cast_elems / t, 0.0)
     t_f = (
-        tokens * (paced_flops - core_flops) / t / rate
+        tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate
         + layer_kernels * dev.gemm_latency
         + core_run
         + (act_layer + weight_bytes + cast_bytes) / dev.hbm
     ) * kappa
     core_time = (core_run + score_bytes / dev.hbm) * kappa
     t_b = 2.0 * t_f + jnp.where(flash, 0.5 * core_run * kappa, 0.0)
-    recompute = jnp.where(lay.recompute >= 2, t_f, jnp.where(lay.recompute >= 1, core_time, 0.0))
+
+    # --- activation recomputation: what each mode drops from memory and re-runs in the backward ---------
+    # A mode is a sum of bits (sweep.core.layout_axes.RECOMPUTE_BITS): 1 the attention core, 2 every layer,
+    # 4 torchtitan's per-op policy, then Megatron-Core's --recompute-modules: 8 layernorm, 16 up_proj, 32 mlp,
+    # 64 moe_act, 128 moe. Full recomputation overrides the rest.
+    full = _bit(lay.recompute, 2.0)
+    per_op = _bit(lay.recompute, 4.0) & ~full
+    core_rc = _bit(lay.recompute, 1.0) & ~full
+    norm_rc = _bit(lay.recompute, 8.0) & ~full
+    up_rc = _bit(lay.recompute, 16.0) & ~full
+    mlp_rc = _bit(lay.recompute, 32.0) & ~full
+    moe_rc = _bit(lay.recompute, 128.0) & ~full
+    act_rc = _bit(lay.recompute, 64.0) & ~full & ~moe_rc
+    dense_share, moe_share = dense_layers / L, Le / L
+    routed = k * lay.imbalance  # expert copies of a token on the busiest GPU
+    # Bytes per token (units of h) each module no longer keeps: the two norms' outputs (unsplit under TP
+    # without SP), Q, K and V (re-projected from the kept QKV input), the dense MLP's SwiGLU or GELU input and
+    # fc2's input, the experts' fc2 inputs, or all of a MoE layer but its input.
+    split_share = jnp.where(unsplit > 0, 1.0, 1.0 / t)
+    drop_norm = 2.0 * g_in * split_share
+    drop_up = 2.0 * (qw + kvw + vw) / h / t
+    drop_mlp = dense_share * per_width * f / h / t
+    drop_moe = moe_share * ((g_in + 2.0) * routed + per_width * fe * (routed + S) / h) / t
+    drop_act = moe_share * g_in * fe * routed / h / t
+    dropped = (
+        jnp.where(norm_rc, drop_norm, 0.0)
+        + jnp.where(up_rc, drop_up, 0.0)
+        + jnp.where(mlp_rc, drop_mlp, 0.0)
+        + jnp.where(moe_rc, drop_moe, 0.0)
+        + jnp.where(act_rc, drop_act, 0.0)
+    )
+    # torchtitan's per-op policy keeps only the block input, the attention kernel's output and every second
+    # matrix product's output (wq, wv, w1, w2 of a Llama block; each expert copy's w1 and w2), all in 2 bytes.
+    op_ffn = dense_share * 2.0 * (f + h) / h + moe_share * 2.0 * (routed + S) * (fe + h) / h
+    op_total = 2.0 + 2.0 * (qw + vw + ctx) / h + op_ffn
+    op_unsplit = jnp.where(unsplit > 0, 2.0, 0.0)
+    op_bytes = tokens * h * (op_unsplit + (op_total - op_unsplit) / t)
+    module_bytes = lin_bytes - tokens * h * dropped + jnp.where(core_rc, 0.0, score_bytes)
+
+    def rerun(flops: Value, kernels: Value, nbytes: Value) -> Value:  # a recomputed forward piece, in s
+        return tokens * flops / t / rate + kernels * dev.gemm_latency + nbytes / dev.hbm
+
+    moe_flops_paced = mats * 2.0 * h * fe * (routed + S) + 2.0 * h * E
+    op_flops = 2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (routed + S)
+    module_time = (
+        jnp.where(core_rc | (per_op & ~flash), core_time / kappa, 0.0)
+        + jnp.where(norm_rc, rerun(0.0, 0.0, tokens * h * drop_norm), 0.0)
+        + jnp.where(up_rc, rerun(2.0 * (q_up + kv_up), 1.0, tokens * h * drop_up), 0.0)
+        + jnp.where(mlp_rc, rerun(dense_share * mlp_flops, 2.0 * dense_share, tokens * h * drop_mlp), 0.0)
+        + jnp.where(
+            moe_rc,
+            rerun(moe_share * moe_flops_paced, moe_share * moe_ffn_kernels, tokens * h * drop_moe),
+            0.0,
+        )
+        + jnp.where(act_rc, rerun(0.0, 0.0, tokens * h * drop_act), 0.0)
+        + jnp.where(
+            per_op,
+            rerun(
+                op_flops,
+                3.0 * dense_share + moe_share * (2.0 + E / jnp.maximum(e, 1.0)),
+                act_layer - op_bytes,
+            ),
+            0.0,
+        )
+    )
+    recompute = jnp.where(full, t_f, module_time * kappa)
+    act_recomputed = jnp.where(per_op, op_bytes, module_bytes)  # kept per layer and micro-batch, unless full
 
     # --- communication per layer and micro-batch ------------------------------------------------------
     x_tp = tokens * h * dev.act_bytes
     tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=sp)  # with SP: reduce-scatter + all-gather, a ring
     tp_forward = 2.0 * tp_ar
-    tp_backward = tp_ar * (2.0 + jnp.where(lay.recompute >= 2, 2.0, 0.0))
+    # Full recomputation re-runs a layer's two TP collectives; a recomputed QKV projection, dense MLP or MoE
+    # layer re-runs the one at its entry (SP's all-gather) or exit (the all-reduce), half an all-reduce's time.
+    tp_reruns = (
+        jnp.where(full, 2.0, 0.0)
+        + 0.5 * jnp.where(up_rc, 1.0, 0.0)
+        + 0.5 * jnp.where(mlp_rc, dense_share, 0.0)
+        + 0.5 * jnp.where(moe_rc, moe_share, 0.0)
+    )
+    tp_backward = tp_ar * (2.0 + tp_reruns)
     tp_layer = tp_forward + tp_backward
     _, tp_cross = group_bandwidth(t, 1.0, lay)
 
-    kv_chunk = 2.0 * tokens * kvw * dev.act_bytes / t
+    kv_chunk = tokens * (kvw + vw) * dev.act_bytes / t
     cp_bw, cp_cross = group_bandwidth(c, t, lay)
     cp_step = kv_chunk / cp_bw + jnp.where(cp_cross, lay.latency, 0.0)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
@@ -510,15 +640,15 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
     a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
-    ep_layer = 4.0 * a2a * Le / L
+    ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * a2a * Le / L  # a recomputed MoE layer dispatches again
     ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
 
     dp_group = dp * c
-    dense_grads = dense_params / t * dev.grad_bytes
+    dense_grads = dense_gpu * dev.grad_bytes
     expert_grads = expert_params / (etp * e) * dev.grad_bytes
     zero = lay.zero
     # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
-    ag3 = scatter_or_gather(dense_params / t * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
+    ag3 = scatter_or_gather(dense_gpu * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay
     )
     # The layer's gradients reduced over their data-parallel groups: dense over dp x cp, experts over the rest.
@@ -615,7 +745,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
     # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's
     # expert optimizer: world / (etp ep pp) GPUs).
-    dense_layer, expert_layer = dense_params / t, expert_params / (etp * e)
+    dense_layer, expert_layer = dense_gpu, expert_params / (etp * e)
     first_dense = n_first * dense_layer + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
     last_dense = n_last * dense_layer + embed_params
     first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[
@@ -631,7 +761,11 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
 
     shard = jnp.where(zero >= 1, dp_group, 1.0)
     expert_shard = jnp.where(zero >= 1, expert_dp, 1.0)
-    optimizer = OPTIMIZER_TRAFFIC * (stage_dense / shard + stage_expert / expert_shard) / dev.hbm * kappa
+    # Adam reads and writes its master weights, gradient (fp32) and moments: 2 (4 + 4 + 2 moment_bytes) bytes.
+    adam_states = MASTER_BYTES + 2.0 * dev.moment_bytes
+    optimizer = (
+        2.0 * (adam_states + 4.0) * (stage_dense / shard + stage_expert / expert_shard) / dev.hbm * kappa
+    )
     overhead = jnp.where(gpus > 1, lay.overhead, 0.0)
     out.update(bubble=bubble, optimizer=optimizer, overhead_time=overhead)
     iteration: Value = sum(out[key] for key in BREAKDOWN)
@@ -642,7 +776,19 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     recompute_flops = (
         step_tokens
         * L
-        * jnp.where(lay.recompute >= 2, layer_flops, jnp.where(lay.recompute >= 1, core_flops, 0.0))
+        * jnp.where(
+            full,
+            layer_flops,
+            jnp.where(core_rc | (per_op & ~flash), core_flops, 0.0)
+            + jnp.where(up_rc, 2.0 * (q_up + kv_up), 0.0)
+            + jnp.where(mlp_rc, dense_share * mlp_flops, 0.0)
+            + jnp.where(moe_rc, moe_share * moe_flops, 0.0)
+            + jnp.where(
+                per_op,
+                2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (k + S),
+                0.0,
+            ),
+        )
     )
     network = (
         jnp.where(tp_cross, out["tp_exposed"], 0.0)
@@ -657,12 +803,12 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         return (
             dev.param_bytes / jnp.where(zero >= 3, group, 1.0)
             + dev.grad_bytes / jnp.where(zero >= 2, group, 1.0)
-            + ADAM_BYTES / jnp.where(zero >= 1, group, 1.0)
+            + adam_states / jnp.where(zero >= 1, group, 1.0)
         )
 
     states = stage_dense * states_per_param(dp_group) + stage_expert * states_per_param(expert_dp)
     act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
-    act_kept = jnp.where(lay.recompute >= 2, act_full, jnp.where(lay.recompute >= 1, lin_bytes, act_layer))
+    act_kept = jnp.where(full, act_full, act_recomputed)
     in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
     # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
     # the last, the fp32 logits and the fp32 input of the output layer.

@@ -489,6 +489,19 @@ def layout_status(arch, lay):
     return 0
 
 
+# A recompute mode's code is a sum of these bits (as sweep.core.layout_axes spells them).
+RECOMPUTE_BITS = {
+    "core_attn": 1,
+    "full": 2,
+    "op": 4,
+    "layernorm": 8,
+    "up_proj": 16,
+    "mlp": 32,
+    "moe_act": 64,
+    "moe": 128,
+}
+
+
 def layout_step(arch, dev, lay):
     """Every output of kernels.layout for one configuration (dicts of floats), in float64 Python."""
     status = layout_status(arch, lay)
@@ -516,26 +529,37 @@ def layout_step(arch, dev, lay):
     # one average layer of one micro-batch on one GPU
     tokens = b * s / c
     rate = dev["peak"] * lay["efficiency"]
-    flops = {"core": 4 * s * qw, "proj": 4 * h * qw + 4 * h * kvw}
+    vw, rq, rkv, rope = arch["v_width"], arch["q_rank"], arch["kv_rank"], arch["rope_width"]
+    out_w = qw * vw / kvw  # heads x V's head width
+    # attention's matrices: Q direct or through MLA's latent, K and V direct or through theirs
+    mats_q = (h * rq, rq * qw) if rq > 0 else (0.0, h * qw)
+    mats_kv = (
+        (h * (rkv + rope), rkv * (kvw - arch["kv_heads"] * rope + vw)) if rkv > 0 else (0.0, h * (kvw + vw))
+    )
+    replicated = mats_q[0] + mats_kv[0]  # MLA's down projections: on every GPU of the TP group
+    up = mats_q[1] + mats_kv[1]
+    attn = replicated + up + out_w * h
+    lat = (rq if rq > 0 else 0) + (rkv if rkv > 0 else 0)
+    flops = {"core": 2 * s * qw + 2 * s * out_w, "proj": 2 * attn}
     flops["mlp"] = ((L - Le) * mats * 2 * h * f + Le * (mats * 2 * h * fe * (k + S) + 2 * h * E)) / L
     per_token = sum(flops.values())  # what the model computes
     paced = per_token + Le * mats * 2 * h * fe * k * (lay["imbalance"] - 1) / L  # the busiest expert's GPU
-    dense = (
-        2 * h * qw + 2 * h * kvw + 2 * h + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
-    )
+    dense = attn + 2 * h + lat + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     experts = Le * E * mats * h * fe / L
     classic = (dp * c) % e == 0
     etp = t if classic else 1  # expert TP: the TP group, or whole experts under MoE parallel folding
     expert_dp, expert_stride = t * dp * c / (e * etp), e * etp
-    params = dense / t + experts / (etp * e)
+    dense_gpu = (dense - replicated) / t + replicated
+    params = dense_gpu + experts / (etp * e)
     embed = v * h / t
     g, d = dev["gemm_input_bytes"], arch["dropout"]  # bytes of a GEMM input kept; 1 for dropout masks
     width = (4 if arch["gated"] else 2) + g  # fused SwiGLU keeps its 2f input, GELU its input; fc2's input
     mlp_act = g + d + width * f / h
     moe_act = g + d + (g + 2) * k * lay["imbalance"] + width * fe * (k * lay["imbalance"] + S) / h
-    lin = 4 + (g + d + (2 + g) * qw / h + 4 * kvw / h) + ((L - Le) * mlp_act + Le * moe_act) / L
+    lin = 4 + (g + d + 2 * (qw + kvw + vw) / h + g * out_w / h) + ((L - Le) * mlp_act + Le * moe_act) / L
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
-    lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t)
+    # MLA's latents are not split over the TP group
+    lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t) + tokens * (2 + g) * lat
     score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
     flash = bool(lay["flash"])
     core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
@@ -545,33 +569,85 @@ def layout_step(arch, dev, lay):
     )  # causal flash: half the scores, one kernel; unfused: two batched GEMMs
     # matrix kernels per layer, forward: QKV, out, fc1, fc2; MoE: attention's 2, router, 2 per local expert,
     # the shared experts' 2
-    kernels = ((L - Le) * 4 + Le * (3 + 2 * E / max(e, 1) + (2 if S > 0 else 0))) / L
+    attn_kernels = {(False, False): 2, (True, False): 4, (False, True): 4, (True, True): 5}[(rq > 0, rkv > 0)]
+    kernels = attn_kernels + ((L - Le) * 2 + Le * (1 + 2 * E / max(e, 1) + (2 if S > 0 else 0))) / L
     if dev["gemm_input_bytes"] < 2:  # fp8 casts of the GEMM inputs: read 2 bytes, write 1
         io = (
             2 * h
-            + qw
+            + out_w
+            + lat
             + ((L - Le) * f + Le * ((k * lay["imbalance"] + S) * fe + (k * lay["imbalance"] - 1) * h)) / L
         )
         cast = 3 * tokens * io / t
     else:
         cast = 0.0
     fwd = (
-        tokens * (paced - flops["core"]) / t / rate
+        tokens * ((paced - flops["core"]) / t + 2 * replicated * (1 - 1 / t)) / rate
         + kernels * tau
         + core_run
         + (lin_bytes + score_bytes + params * dev["param_bytes"] + cast) / dev["hbm"]
     ) * kappa
     core = (core_run + score_bytes / dev["hbm"]) * kappa
     bwd = 2 * fwd + (0.5 * core_run * kappa if flash else 0.0)  # flash's backward: 5 products to 2
-    recompute = fwd if rec == 2 else core if rec == 1 else 0.0
+    bits = {name: bool(int(rec) // value % 2) for name, value in RECOMPUTE_BITS.items()}
+    full = bits["full"]
+    per_op = bits["op"] and not full
+    mods = {name: bits[name] and not full for name in ("core_attn", "layernorm", "up_proj", "mlp", "moe")}
+    mods["moe_act"] = bits["moe_act"] and not full and not bits["moe"]
+    dense_share, moe_share, routed = (L - Le) / L, Le / L, k * lay["imbalance"]
+    # bytes per token (units of h) a recomputed module no longer keeps
+    drops = {
+        "layernorm": 2 * g * (1 if unsplit else 1 / t),
+        "up_proj": 2 * (qw + kvw + vw) / h / t,
+        "mlp": dense_share * width * f / h / t,
+        "moe": moe_share * ((g + 2) * routed + width * fe * (routed + S) / h) / t,
+        "moe_act": moe_share * g * fe * routed / h / t,
+    }
+    dropped = sum(drops[name] for name in drops if mods[name])
+    op_total = (
+        2
+        + 2 * (qw + vw + out_w) / h
+        + dense_share * 2 * (f + h) / h
+        + moe_share * 2 * (routed + S) * (fe + h) / h
+    )
+    op_unsplit = 2 if unsplit else 0
+    op_bytes = tokens * h * (op_unsplit + (op_total - op_unsplit) / t)
+
+    def rerun(work, n, nbytes):  # FLOPs per token at the GEMM rate, n kernels, bytes re-written
+        return tokens * work / t / rate + n * tau + nbytes / dev["hbm"]
+
+    moe_kernels = 3 + 2 * E / max(e, 1) + (2 if S > 0 else 0)
+    moe_paced = mats * 2 * h * fe * (routed + S) + 2 * h * E
+    op_work = 2 * h * (kvw + out_w) + dense_share * 2 * h * f + moe_share * 2 * h * fe * (routed + S)
+    again = {
+        "layernorm": rerun(0, 0, tokens * h * drops["layernorm"]),
+        "up_proj": rerun(2 * up, 1, tokens * h * drops["up_proj"]),
+        "mlp": rerun(dense_share * mats * 2 * h * f, 2 * dense_share, tokens * h * drops["mlp"]),
+        "moe": rerun(moe_share * moe_paced, moe_share * (moe_kernels - 2), tokens * h * drops["moe"]),
+        "moe_act": rerun(0, 0, tokens * h * drops["moe_act"]),
+    }
+    module_time = sum(again[name] for name in again if mods[name])
+    if mods["core_attn"] or (per_op and not flash):
+        module_time += core / kappa
+    if per_op:
+        dense_frac = L - Le
+        module_time += rerun(
+            op_work,
+            (3 * dense_frac + Le * (2 + E / max(e, 1))) / L,
+            lin_bytes + score_bytes - op_bytes,
+        )
+    recompute = fwd if full else module_time * kappa
 
     x = tokens * h * dev["act_bytes"]
     tp_one = _collective("ring_allreduce" if sp else "allreduce", x, t, 1, lay)
-    tp_fwd, tp_bwd = 2 * tp_one, (4 if rec == 2 else 2) * tp_one
+    reruns = (2 if full else 0) + 0.5 * (
+        mods["up_proj"] + dense_share * mods["mlp"] + moe_share * mods["moe"]
+    )  # each recomputed module re-runs one of its two TP collectives
+    tp_fwd, tp_bwd = 2 * tp_one, (2 + reruns) * tp_one
     cp_fwd = cp_bwd = 0.0
     if c > 1:
         bw, leaves = _group_bw(c, t, lay)
-        one = 2 * tokens * kvw * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
+        one = tokens * (kvw + vw) * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
         cp_fwd, cp_bwd = max(0.0, (c - 1) * one - core), max(0.0, 2 * (c - 1) * one - 2 * core)
     ep_layer, ep_nic = 0.0, False
     if e > 1:
@@ -583,13 +659,14 @@ def layout_step(arch, dev, lay):
         )  # own NIC share
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
-        ep_layer = 4 * max(intra, inter) * Le / L
+        dispatches = 6 if mods["moe"] else 4  # a recomputed MoE layer dispatches again
+        ep_layer = dispatches * max(intra, inter) * Le / L
         ep_nic = near < e and inter >= intra
     group = dp * c
-    grads = dense / t * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
+    grads = dense_gpu * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
     z3 = 0.0
     if zero >= 3:
-        ag = _collective("scatter", dense / t * dev["param_bytes"], group, t, lay) + _collective(
+        ag = _collective("scatter", dense_gpu * dev["param_bytes"], group, t, lay) + _collective(
             "scatter", experts / (etp * e) * dev["param_bytes"], expert_dp, expert_stride, lay
         )
         rs = _collective("scatter", grads[0], group, t, lay) + _collective(
@@ -656,10 +733,10 @@ def layout_step(arch, dev, lay):
             dp_sync = max(dp_sync, end - clock - slack)
     # (dense, expert) parameters of the first and the last stage; the larger one is kept
     first = (
-        counts[0] * dense / t + embed * (2 if p == 1 and not arch["tied"] else 1),
+        counts[0] * dense_gpu + embed * (2 if p == 1 and not arch["tied"] else 1),
         counts[0] * experts / (etp * e),
     )
-    last = (counts[-1] * dense / t + embed, counts[-1] * experts / (etp * e)) if p > 1 else (0.0, 0.0)
+    last = (counts[-1] * dense_gpu + embed, counts[-1] * experts / (etp * e)) if p > 1 else (0.0, 0.0)
     stage_dense, stage_expert = first if sum(first) >= sum(last) else last
     gather = 0.0
     if 1 <= zero < 3:
@@ -671,12 +748,29 @@ def layout_step(arch, dev, lay):
         )
     out["dp_exposed"] += dp_sync + gather
     shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
-    out["optimizer"] = 32 * (stage_dense / shard + stage_expert / expert_shard) / dev["hbm"] * kappa
+    adam = 4 + 2 * dev["moment_bytes"]  # fp32 master weights and the two moments
+    out["optimizer"] = (
+        2 * (adam + 4) * (stage_dense / shard + stage_expert / expert_shard) / dev["hbm"] * kappa
+    )
     out["overhead_time"] = lay["overhead"] if gpus > 1 else 0.0
     time = sum(out.values())
 
     model_flops = 3 * B * s * (L * per_token + 2 * h * v)
-    extra = B * s * L * (per_token if rec == 2 else flops["core"] if rec == 1 else 0.0)
+    if full:
+        again_flops = per_token
+    else:
+        again_flops = (
+            (flops["core"] if mods["core_attn"] or (per_op and not flash) else 0.0)
+            + (2 * up if mods["up_proj"] else 0.0)
+            + (dense_share * mats * 2 * h * f if mods["mlp"] else 0.0)
+            + (moe_share * (mats * 2 * h * fe * (k + S) + 2 * h * E) if mods["moe"] else 0.0)
+            + (
+                2 * h * (kvw + out_w) + dense_share * 2 * h * f + moe_share * 2 * h * fe * (k + S)
+                if per_op
+                else 0.0
+            )
+        )
+    extra = B * s * L * again_flops
     crossing = {
         "tp_exposed": _group_bw(t, 1, lay)[1],
         "cp_exposed": _group_bw(c, t, lay)[1],
@@ -690,13 +784,16 @@ def layout_step(arch, dev, lay):
         return (
             dev["param_bytes"] / (n if zero >= 3 else 1)
             + dev["grad_bytes"] / (n if zero >= 2 else 1)
-            + 12 / (n if zero >= 1 else 1)
+            + adam / (n if zero >= 1 else 1)
         )
 
     states = stage_dense * per_param(group) + stage_expert * per_param(expert_dp)
-    kept = (
-        2 * tokens * h / (t if sp else 1) if rec == 2 else lin_bytes if rec == 1 else lin_bytes + score_bytes
-    )
+    if full:
+        kept = 2 * tokens * h / (t if sp else 1)
+    elif per_op:
+        kept = op_bytes
+    else:
+        kept = lin_bytes - tokens * h * dropped + (0.0 if mods["core_attn"] else score_bytes)
     flight = min(m, p) * (1 + (p - 1) / (p * V) if V > 1 else 1)
     ids_and_mask = flight * tokens * (8 + h * d) / (t if sp else 1)
     head = 4 * tokens * (v + h) / t

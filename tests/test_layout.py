@@ -28,6 +28,9 @@ def random_case(rng):
     head_dim = rng.choice([64, 128])
     experts = rng.choice([0, 0, 8, 16])
     layers = rng.randint(2, 40)
+    mla = rng.random() < 0.3  # multi-head latent attention: one KV head per query head, low-rank K and V
+    kv = heads if mla else kv
+    v_head = rng.choice([32, head_dim]) if mla else head_dim
     arch = dict(
         layers=layers,
         hidden=heads * head_dim,
@@ -35,6 +38,10 @@ def random_case(rng):
         kv_heads=kv,
         q_width=heads * head_dim,
         kv_width=kv * head_dim,
+        v_width=kv * v_head,
+        q_rank=rng.choice([0, 256]) if mla else 0,
+        kv_rank=128 if mla else 0,
+        rope_width=32 if mla else 0,
         ffn=rng.choice([2, 4]) * heads * head_dim,
         vocab=rng.choice([32000, 50257]),
         seq=rng.choice([512, 1026, 2048]),
@@ -58,6 +65,7 @@ def random_case(rng):
         gemm_input_bytes=rng.choice([1.0, 2.0]),
         half_peak=rng.choice([312e12, 989e12]),
         gemm_latency=rng.choice([0.0, 6.5e-6, 2e-5]),
+        moment_bytes=rng.choice([2.0, 4.0]),
     )
     lay = dict(
         gpus=rng.choice([8, 16, 64, 128, 96]),
@@ -69,7 +77,7 @@ def random_case(rng):
         micro_batch=rng.choice([1, 2, 4]),
         global_batch=rng.choice([64, 128, 256]),
         chunks=rng.choice([1, 1, 2]),
-        recompute=rng.choice([0, 1, 2]),
+        recompute=rng.choice([0, 1, 2, 4, 8, 16, 32, 64, 128, 33, 96, 248, 34, 192]),  # modes as bit sums
         sequence_parallel=rng.choice([0, 1]),
         zero=rng.choice([0, 1, 2, 3]),
         flash=rng.choice([0, 1]),
@@ -151,6 +159,10 @@ def _gpt3(**changes):
         kv_heads=m.kv_heads,
         q_width=m.hidden,
         kv_width=m.hidden,
+        v_width=m.hidden,
+        q_rank=0,
+        kv_rank=0,
+        rope_width=0,
         ffn=m.ffn,
         vocab=m.vocab,
         seq=m.seq,
@@ -174,6 +186,7 @@ def _gpt3(**changes):
         gemm_input_bytes=2.0,
         half_peak=312e12,
         gemm_latency=0.0,
+        moment_bytes=4.0,
     )
     lay = dict(
         gpus=8,
@@ -207,6 +220,7 @@ def _gpt3(**changes):
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value
+    arch["v_width"] = changes.get("v_width", arch["kv_width"])  # V as wide as K unless said
     return arch, dev, lay
 
 
@@ -356,10 +370,11 @@ def test_arch_parsing_and_presets():
     for name, size in sizes.items():
         assert LLMS[name].parameters()["total"] / 1e9 == pytest.approx(size, rel=0.02), name
     deepseek = LLMS["deepseek-v3-like"].parameters()
-    assert deepseek["total"] / 1e9 == pytest.approx(671, rel=0.05)
+    assert deepseek["total"] / 1e9 == pytest.approx(671, rel=0.005)
     assert deepseek["expert"] / 1e9 == pytest.approx(256 * 58 * 3 * 7168 * 2048 / 1e9, rel=1e-12)
-    # Its attention is plain MHA, larger than DeepSeek's latent attention: 54.8B active, not 37B (documented).
-    assert 37 < deepseek["active"] / 1e9 < 56
+    # Multi-head latent attention (1536 / 512 compressions, 192-wide query-key and 128-wide value heads):
+    # 37B active, as published (DeepSeek-V3 Technical Report, section 4.2).
+    assert deepseek["active"] / 1e9 == pytest.approx(37, rel=0.02)
     for text, message in [
         ("layers=2", "missing hidden"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
@@ -367,6 +382,8 @@ def test_arch_parsing_and_presets():
         ("layers=2,hidden=500,heads=8,seq=4,vocab=9", "not a multiple of heads=8; give head_dim"),
         ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,rope_dim=2", "needs kv_rank"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,kv_rank=4,rope_dim=4", "below head_dim=4"),
     ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)
@@ -705,8 +722,12 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
             top_k=1,
             layers=rng.randint(8, 48) * p * chunks,
             dropout=1,
-        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs
-        dev.update(gemm_input_bytes=2.0)
+            q_rank=0,
+            kv_rank=0,
+            rope_width=0,
+            v_width=arch["kv_width"],
+        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs, and plain attention
+        dev.update(gemm_input_bytes=2.0, moment_bytes=4.0)  # and fp32 Adam moments
         dp = rng.choice([1, 2, 4, 8])
         b = rng.choice([1, 2])
         m = p * rng.choice([1, 2, 4]) if chunks > 1 else rng.choice([1, 2, 4, 8])
@@ -790,6 +811,87 @@ def test_memory_terms_by_hand():
     acts = 2 * s * h + s * (8 + h) + 4 * s * (51200 + h)  # full recompute: the layer's input; ids, mask; head
     assert out["memory_gb"] * 1e9 == pytest.approx(states + acts, rel=1e-9)
     assert out["memory_free_gb"] * 1e9 == pytest.approx(0.5 * 80e9 - states - acts, rel=1e-9)
+    # bf16 moments (Megatron-Core's precision-aware optimizer): Adam keeps 4 + 2 x 2 bytes, not 12, and its
+    # step moves 2 (4 + 4 + 4) bytes per parameter, not 32.
+    bf16 = _one(_gpt3(**moe, moment_bytes=2.0))
+    states_bf16 = dense * (2 + 2 + 8 / 16) + experts * (2 + 2 + 8 / 2)
+    assert bf16["memory_gb"] * 1e9 == pytest.approx(states_bf16 + acts, rel=1e-9)
+    assert bf16["optimizer"] / out["optimizer"] == pytest.approx(24 / 32, rel=1e-12)
+
+
+def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():
+    # Megatron-Core's --recompute-modules (bits: layernorm 8, up_proj 16, mlp 32) on GPT-3 175B at TP 8 with
+    # SP, one micro-batch of 2,048 tokens, 96 layers, no GEMM latency: each module drops what it no longer
+    # keeps (units of h bytes a token, over t) and re-runs its forward in the backward.
+    s, h, t, rate, hbm = 2048, 12288, 8, 312e12 * 0.5, 2.039e12
+    tokens_h = s * h / t
+    base = dict(sequence_parallel=1, flash=1)
+    none = _one(_gpt3(**base))
+    drops = {8: 2 * 2, 16: 2 + 4, 32: (2 + 2) * 4}  # norm outputs 2 x 2; Q, K, V 2 + 4; GELU and fc2 inputs
+    work = {8: 0.0, 16: 2 * h * h + 4 * h * h, 32: 2 * 2 * h * 4 * h}  # FLOPs a token re-runs: none, QKV, MLP
+    tp_ar = 2 * 7 / 8 * (s * h * 2) / 300e9  # SP's reduce-scatter and all-gather, a ring on NVLink
+    for bit, drop in drops.items():
+        out = _one(_gpt3(**base, recompute=bit))
+        assert (none["memory_gb"] - out["memory_gb"]) * 1e9 == pytest.approx(96 * drop * tokens_h, rel=1e-9)
+        again = s * work[bit] / t / rate + drop * tokens_h / hbm
+        assert out["recompute_time"] == pytest.approx(96 * again, rel=1e-9)
+        reruns = 0.0 if bit == 8 else 0.5  # up_proj and mlp re-run one of their TP collectives
+        assert out["tp_exposed"] - none["tp_exposed"] == pytest.approx(96 * reruns * tp_ar, rel=1e-9)
+    both = _one(_gpt3(**base, recompute=8 + 32))  # a list of modules drops and re-runs what each does
+    assert (none["memory_gb"] - both["memory_gb"]) * 1e9 == pytest.approx(96 * 20 * tokens_h, rel=1e-9)
+    # torchtitan's per-op policy (bit 4) on a Llama 3 8B layer (gated, 8 KV heads, no dropout), 2 x 8,192
+    # tokens, one GPU: it keeps the block input, wq's, wv's, the attention kernel's, w1's and w2's outputs,
+    # 2 (4096 + 4096 + 1024 + 4096 + 14336 + 4096) = 63,488 bytes a token; the rest of the 139,264 that a
+    # layer keeps without recomputation (4 h + 2 h + 4 w_q + 4 w_kv + 2 h + 6 f) is re-written, and wk, wo
+    # and w3 re-run (three kernels of tau each).
+    llama = dict(
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        q_width=4096,
+        kv_width=1024,
+        ffn=14336,
+        seq=8192,
+        gated=1,
+        dropout=0,
+    )
+    llama.update(tp=1, gpus=1, micro_batch=2, global_batch=2, flash=1, gemm_latency=6.5e-6)
+    plain, op = _one(_gpt3(**llama)), _one(_gpt3(**llama, recompute=4))
+    tokens = 2 * 8192
+    assert (plain["memory_gb"] - op["memory_gb"]) * 1e9 == pytest.approx(
+        96 * tokens * (139264 - 63488), rel=1e-9
+    )
+    again = tokens * 2 * 4096 * (1024 + 4096 + 14336) / rate + 3 * 6.5e-6 + tokens * (139264 - 63488) / hbm
+    assert op["recompute_time"] == pytest.approx(96 * again, rel=1e-9)
+    assert plain["recompute_time"] == 0
+
+
+def test_multi_head_latent_attention_by_hand():
+    # A DeepSeek-V3 layer (MLA: query and KV compressions 1536 and 512, 128 heads of 192 query-key width
+    # with a shared 64-wide rotary key, value heads of 128; a dense SwiGLU MLP of 18,432), TP 2 with SP,
+    # 4,096 tokens. Attention's matrices: Q down 7168 x 1536 and up 1536 x 24576, KV down 7168 x (512 + 64)
+    # and up 512 x (128 x 128 + 16384), the output projection 16384 x 7168: 187,105,280 weights.
+    h, f, s = 7168, 18432, 4096
+    mla = dict(hidden=h, heads=128, kv_heads=128, q_width=24576, kv_width=24576, v_width=16384, q_rank=1536)
+    mla.update(
+        kv_rank=512, rope_width=64, ffn=f, seq=s, gated=1, dropout=0, tp=2, gpus=2, sequence_parallel=1
+    )
+    mla.update(flash=1, pp=1)
+    one, two = _one(_gpt3(**mla, layers=1)), _one(_gpt3(**mla, layers=2))
+    matrices = 7168 * 1536 + 1536 * 24576 + 7168 * 576 + 512 * 32768 + 16384 * 7168
+    assert matrices == 187_105_280
+    model_flops = [o["tflops_per_gpu"] * 1e12 * o["iteration_time"] * 2 for o in (one, two)]
+    per_token = 2 * matrices + 2 * s * (24576 + 16384) + 6 * h * f  # projections, scores and context, MLP
+    assert model_flops[1] - model_flops[0] == pytest.approx(3 * s * per_token, rel=1e-9)
+    # Memory a layer adds on one GPU: its weights at 2 + 2 + 12 bytes, the down projections on both GPUs
+    # (Megatron-Core replicates them), the rest halved; activations split by SP but for the latents, whose
+    # down projections' outputs and norms' outputs (2 + 2 bytes each of 1536 + 512) every GPU keeps.
+    down = 7168 * 1536 + 7168 * 576
+    dense = matrices + 2 * h + 1536 + 512 + 3 * h * f  # with the norms
+    weights = 16 * ((dense - down) / 2 + down)
+    kept = 4 * h + 2 * h + 2 * (24576 + 24576 + 16384) + 2 * 16384 + 2 * h + 6 * f  # norms' inputs ... fc2's
+    acts = s * (kept / 2 + 4 * (1536 + 512))
+    assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(weights + acts, rel=1e-9)
 
 
 def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte():

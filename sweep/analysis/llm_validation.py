@@ -54,7 +54,14 @@ from matplotlib.figure import Figure
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.layout_axes import ATTENTIONS, BREAKDOWN, LAYOUT_PRECISIONS, RECOMPUTES, waits_on
+from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
+    BREAKDOWN,
+    LAYOUT_PRECISIONS,
+    RECOMPUTE_HELP,
+    recompute_mode,
+    waits_on,
+)
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
@@ -121,6 +128,7 @@ class Run:
     source: str
     offload_layers: int = 0
     stack: str = "megatron"
+    moment_bytes: int = 4
 
     @property
     def moe(self) -> bool:
@@ -268,9 +276,10 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     chunks = cells.get("chunks", "").lower()
     if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
         raise bad(f"chunks {chunks!r} must be a whole number (V) or 'interleaved'")
-    recompute = cells.get("recompute", "").lower()
-    if recompute and recompute not in RECOMPUTES:
-        raise bad(f"recompute {recompute!r} must be one of {', '.join(RECOMPUTES)}")
+    recompute_text = cells.get("recompute", "")
+    recompute = recompute_mode(recompute_text) if recompute_text else ""
+    if recompute is None:
+        raise bad(f"recompute {recompute_text!r} must be {RECOMPUTE_HELP}")
     sp_text = cells.get("sequence_parallel", "")
     if sp_text and sp_text not in ("0", "1"):
         raise bad(f"sequence_parallel {sp_text!r} must be 0 or 1")
@@ -302,6 +311,9 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
     year = _int(cells, "year", path, line, rid, default=2025, low=2000)
     assert year is not None
+    moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
+    if moments not in (2, 4):
+        raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
     return Run(
         rid,
         line,
@@ -330,6 +342,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         cells.get("source", ""),
         _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
         stack,
+        moments or 4,
     )
 
 
@@ -393,6 +406,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         recompute=recompute,
         grad_bytes=grad_bytes,
         offload_layers=run.offload_layers,
+        moment_bytes=run.moment_bytes,
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
@@ -763,6 +777,8 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         f"Held out and dense, trained: median {_pct(med)}, worst {_pct(mx)}, {over} of {n} rows over 20%: "
         f"the targets are {'met' if met else 'not met'}.",
         "",
+        memory_line(v),
+        "",
         "## Findings",
         "",
     ]
@@ -809,6 +825,21 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
     return "\n".join(lines) + "\n"
 
 
+def memory_line(v: Validation) -> str:
+    """Whether every run fits the memory model (a run that ran must), and the tightest."""
+    out = v.outputs["trained"]
+    free = out["memory_free_gb"]
+    unfit = [r.id for r, f in zip(v.runs, out["fits"]) if f != 1]
+    tight = int(np.nanargmin(free))
+    tightest = f"the tightest, {v.runs[tight].id}, leaves {free[tight]:.1f} GB of its usable memory"
+    if not unfit:
+        return f"Memory: every one of the {len(v.runs)} runs fits the memory model; {tightest}."
+    return (
+        f"Memory: {len(unfit)} of the {len(v.runs)} runs do not fit the memory model ({', '.join(unfit)}), "
+        f"though they ran: there the memory model is wrong, not the run; {tightest}."
+    )
+
+
 def _why(v: Validation, i: int) -> str:
     """Why a held-out row misses, from what the model knows of it."""
     r, fit_ = v.runs[i], v.fits["trained"]
@@ -836,10 +867,12 @@ def _why(v: Validation, i: int) -> str:
 
 
 def predictions_csv(v: Validation) -> str:
-    """predictions.csv text: every run's measured value and the three models' predictions."""
+    """predictions.csv text: every run's measured value, the three models' predictions and the memory the
+    run leaves free by the model (GB; negative: what it lacks)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["id", "group", "model", "gpu", "gpus", "metric", "measured", *MODELS, "set", "assumed"])
+    header = ["id", "group", "model", "gpu", "gpus", "metric", "measured", *MODELS, "memory_free_gb"]
+    w.writerow([*header, "set", "assumed"])
     for i, r in enumerate(v.runs):
         w.writerow(
             [
@@ -851,6 +884,7 @@ def predictions_csv(v: Validation) -> str:
                 r.metric,
                 "" if r.value is None else f"{r.value:g}",
                 *[f"{v.outputs[m]['predicted'][i]:.6g}" for m in MODELS],
+                f"{v.outputs['trained']['memory_free_gb'][i]:.4g}",
                 "train" if v.train[i] else "held out",
                 "; ".join(settings(r)[1]),
             ]

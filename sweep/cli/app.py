@@ -28,7 +28,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     PLAN_SEARCHED,
-    RECOMPUTES,
+    RECOMPUTE_HELP,
     SCHEDULES_HELP,
 )
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
@@ -285,7 +285,7 @@ def _layout_params() -> list[inspect.Parameter]:
             None,
             "--recompute",
             rich_help_panel=panel,
-            help=f"Activation recomputation: {', '.join(RECOMPUTES)}; comma list (default none).",
+            help=f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
         ),
     ]
     return out
@@ -799,7 +799,7 @@ def plan(
     """The fastest layouts of a large model on a cluster, per network setting, what each waits on, and what the
     network costs the best one against an ideal network.
 
-    Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; every recompute mode; ZeRO 0, 1 and 3.
+    Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; recompute none, selective and full; ZeRO 0, 1 and 3.
 
     Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
     """

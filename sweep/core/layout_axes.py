@@ -14,7 +14,45 @@ from netsweep_jax.sweep.core import schema
 from netsweep_jax.sweep.core.schema import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
-RECOMPUTES = ("none", "selective", "full")
+RECOMPUTES = ("none", "selective", "full", "op")
+# Activation recomputation, as the stacks name it. A mode is a policy (none; selective: Megatron-Core's default
+# recompute-modules, the attention core; full: every layer; op: torchtitan's per-op selective checkpointing)
+# or a "+" list of Megatron-Core's --recompute-modules (up_proj stands for mla_up_proj: the QKV projection).
+# The kernel reads a mode as a sum of these bits (kernels.layout's docstring).
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "up_proj", "mlp", "moe_act", "moe")
+RECOMPUTE_BITS = {
+    "none": 0,
+    "selective": 1,
+    "full": 2,
+    "op": 4,
+    "core_attn": 1,
+    "layernorm": 8,
+    "up_proj": 16,
+    "mlp": 32,
+    "moe_act": 64,
+    "moe": 128,
+}
+RECOMPUTE_HELP = "none, selective, full, op, or a + list of " + ", ".join(RECOMPUTE_MODULES)
+
+
+def recompute_mode(text: str) -> str | None:
+    """The canonical spelling of a recompute mode (modules in :data:`RECOMPUTE_MODULES` order, so
+    ``moe_act+mlp`` is ``mlp+moe_act``), or None when it is not one."""
+    name = text.strip().lower()
+    if name in RECOMPUTES:
+        return name
+    parts = [part.strip() for part in name.split("+")]
+    if not parts or any(part not in RECOMPUTE_MODULES for part in parts) or len(set(parts)) != len(parts):
+        return None
+    ordered = [module for module in RECOMPUTE_MODULES if module in parts]
+    return "selective" if ordered == ["core_attn"] else "+".join(ordered)
+
+
+def recompute_code(mode: str) -> int:
+    """The kernel's code of a canonical recompute mode: the sum of its bits."""
+    return sum(RECOMPUTE_BITS[part] for part in mode.split("+"))
+
+
 ATTENTIONS = (
     "flash",
     "unfused",
@@ -69,7 +107,7 @@ INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "
 DIMS = OUTER + INNER
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
 # Layout settings that take one value per sweep (a property of the stack, not a dim: a cube holds at most 32).
-PER_SWEEP = ("usable_memory", "gemm_latency")
+PER_SWEEP = ("usable_memory", "gemm_latency", "moment_bytes")
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
     "gpus_per_node",

@@ -336,6 +336,18 @@ _LAYOUT_AXES = (
         1e-6,
     ),
     AxisSpec(
+        "moment_bytes",
+        "--moment-bytes",
+        "bytes",
+        "bytes of each of Adam's two moments: 4 (fp32), or 2 (bf16, Megatron-Core's "
+        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16)",
+        True,
+        2,
+        4,
+        "4",
+        1.0,
+    ),
+    AxisSpec(
         "imbalance",
         "--imbalance",
         "1",

@@ -202,6 +202,7 @@ GPU_FIELDS = (
     "nic_bits",
     "usable",
     "gemm_latency",
+    "moment_bytes",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -228,6 +229,7 @@ def _crossed(
         gemm_input_bytes=o["gemm_input_bytes"],
         half_peak=o["half"],
         gemm_latency=o["gemm_latency"],
+        moment_bytes=o["moment_bytes"],
     )
 
     def system(name: str, own: str) -> jax.Array:

@@ -37,10 +37,12 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_PRECISIONS,
     OUTER,
     PER_SWEEP,
-    RECOMPUTES,
+    RECOMPUTE_HELP,
     SYSTEM_DIMS,
     VARIABLES,
     coordinate_attrs,
+    recompute_code,
+    recompute_mode,
 )
 from netsweep_jax.sweep.core.schema import show
 from netsweep_jax.sweep.core.values import parse_names, parse_values, whole_number
@@ -101,6 +103,7 @@ class LayoutGrid:
       dtype: compute dtype.
       usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
       gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
+      moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep.
     """
@@ -113,6 +116,7 @@ class LayoutGrid:
     variables: tuple[str, ...] = tuple(VARIABLES)
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
+    moment_bytes: float = float(AXES["moment_bytes"].default)
 
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
@@ -143,7 +147,7 @@ class LayoutGrid:
             elif d == "schedule":
                 out[d] = np.array([parse_schedule(s) for s in self.names[d]])
             elif d == "recompute":
-                out[d] = np.array([RECOMPUTES.index(s) for s in self.names[d]], np.float64)
+                out[d] = np.array([recompute_code(s) for s in self.names[d]], np.float64)
             elif d == "attention":
                 out[d] = np.array([float(s == "flash") for s in self.names[d]])
             elif d == "collective":
@@ -157,7 +161,9 @@ class LayoutGrid:
         outer cells' columns from."""
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
         latency = self.gemm_latency * AXES["gemm_latency"].to_si
-        gpus = np.array([(*_gpu_row(g), self.usable_memory, latency) for g in self.names["gpu"]])
+        gpus = np.array(
+            [(*_gpu_row(g), self.usable_memory, latency, self.moment_bytes) for g in self.names["gpu"]]
+        )
         precision = np.array(
             [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
             np.float64,
@@ -173,6 +179,10 @@ def _arch_row(m: LLM) -> kernel.Arch:
         kv_heads=m.kv_heads,
         q_width=m.heads * m.head_dim,
         kv_width=m.kv_heads * m.head_dim,
+        v_width=m.kv_heads * m.v_head_dim,
+        q_rank=m.q_rank,
+        kv_rank=m.kv_rank,
+        rope_width=m.rope_dim,
         ffn=m.ffn,
         vocab=m.vocab,
         seq=m.seq,
@@ -214,6 +224,7 @@ def make_layout_grid(
     grad_bytes: object = None,
     usable_memory: object = None,
     gemm_latency: object = None,
+    moment_bytes: object = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -266,7 +277,7 @@ def make_layout_grid(
         "precision": tuple(parse_names(precision.lower(), "precision", LAYOUT_PRECISIONS)),
         "attention": tuple(parse_names(attention.lower(), "attention", ATTENTIONS)),
         "schedule": tuple(_schedules(schedule)),
-        "recompute": tuple(parse_names(recompute.lower(), "recompute", RECOMPUTES)),
+        "recompute": tuple(_recomputes(recompute)),
         "collective": tuple(parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES)),
     }
     for g in names["gpu"]:
@@ -283,6 +294,7 @@ def make_layout_grid(
         grad_bytes=grad_bytes,
         usable_memory=usable_memory,
         gemm_latency=gemm_latency,
+        moment_bytes=moment_bytes,
         offload_layers=offload_layers,
         gpus=gpus,
         dp=dp,
@@ -320,6 +332,8 @@ def make_layout_grid(
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
+    for bad in (v for v in values["moment_bytes"] if v not in (2.0, 4.0)):
+        raise InputError(f"{show(bad)}: must be 4 (fp32) or 2 (bf16)", param="moment_bytes")
     per_sweep = {}
     for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
         one = values.pop(name)
@@ -335,7 +349,22 @@ def make_layout_grid(
         assumed,
         usable_memory=per_sweep["usable_memory"],
         gemm_latency=per_sweep["gemm_latency"],
+        moment_bytes=per_sweep["moment_bytes"],
     )
+
+
+def _recomputes(text: str) -> list[str]:
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise InputError(f"'': give a recompute mode ({RECOMPUTE_HELP})", param="recompute")
+    modes = [recompute_mode(item) for item in items]
+    for item, mode in zip(items, modes):
+        if mode is None:
+            raise InputError(f"{item!r}: unknown; known: {RECOMPUTE_HELP}", param="recompute")
+    # One spelling per mode (moe_act+mlp is mlp+moe_act), so a repeat is found.
+    if len(set(modes)) != len(modes):
+        raise InputError(f"{text!r}: a recompute mode appears twice", param="recompute")
+    return [str(mode) for mode in modes]
 
 
 def _schedules(text: str) -> list[str]:
@@ -383,6 +412,8 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
         out.append("gradients " + ", ".join(f"{k} ({', '.join(ps)})" for k, ps in kinds.items()))
     if given["usable_memory"] is None:
         out.append(f"usable memory {AXES['usable_memory'].default}")
+    if given["moment_bytes"] is None:
+        out.append("Adam moments fp32")
     searched = [
         f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search
     ]
@@ -603,6 +634,7 @@ class LayoutRow:
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
+    moment_bytes: float = float(AXES["moment_bytes"].default)
     sequence_parallel: int = 1
     zero: int = 0
     attention: str = "flash"
@@ -657,6 +689,7 @@ def evaluate_rows(
         gemm_input_bytes=column([b[3] for b in bytes_]),
         half_peak=column([g["half"] for g in gpu]),
         gemm_latency=column([r.gemm_latency * AXES["gemm_latency"].to_si for r in rows]),
+        moment_bytes=column([r.moment_bytes for r in rows]),
     )
 
     def system(name: str, own: str, factor: float) -> np.ndarray:
@@ -674,7 +707,7 @@ def evaluate_rows(
         micro_batch=column([r.micro_batch for r in rows]),
         global_batch=column([r.global_batch for r in rows]),
         chunks=column([r.chunks for r in rows]),
-        recompute=column([RECOMPUTES.index(r.recompute) for r in rows]),
+        recompute=column([recompute_code(r.recompute) for r in rows]),
         sequence_parallel=column([r.sequence_parallel for r in rows]),
         zero=column([r.zero for r in rows]),
         flash=column([float(r.attention == "flash") for r in rows]),

@@ -13,10 +13,10 @@ presets (``LLMS``) are the public configurations of published models:
   sequence 8192 as the Megatron recipes train them.
 - ``deepseek-v3-like``: DeepSeek-V3 Technical Report (2024), section 4.2: 61 layers,
   hidden 7168, 128 heads, 256 routed experts (top 8) of width 2048 and 1 shared, the
-  first 3 layers dense (FFN 18432), vocabulary 129280. Multi-head latent attention is
-  modelled as plain multi-head attention of head dimension 128: hence "like". Its
-  routed experts and total (688B against 671B) match; its attention is larger than
-  the latent one, so 54.8B parameters are active per token against the published 37B.
+  first 3 layers dense (FFN 18432), vocabulary 129280, multi-head latent attention
+  (query and KV compressions 1536 and 512, query-key heads of 128 + a shared rotary 64,
+  value heads of 128): 671B parameters, 37B active, as published. "Like": its
+  multi-token-prediction module is not modelled.
 - ``qwen3-30b-a3b``, ``qwen3-235b-a22b``: the Qwen3 Technical Report (2025), Table 2
   (layers, heads, KV heads, experts 128 with 8 active), widths from their published
   ``config.json`` (hidden 2048 / 4096, expert FFN 768 / 1536, head dimension 128).
@@ -44,7 +44,10 @@ class LLM:
       seq, vocab: tokens per sample, vocabulary size.
       ffn: dense feed-forward width (default 4 x hidden).
       kv_heads: key/value heads (grouped-query attention; default = heads).
-      head_dim: width of a head (default hidden / heads).
+      head_dim: width of a query-key head (default hidden / heads; MLA's includes its rotary part).
+      v_head_dim: width of a value head (default head_dim).
+      q_rank, kv_rank, rope_dim: multi-head latent attention (DeepSeek-V2/V3): the query's and the
+        keys' and values' down-projection widths and the shared rotary key's width (0: plain attention).
       mlp: ``gelu`` (2 matrices) or ``swiglu`` (3).
       experts, top_k, expert_ffn, shared_experts: routed experts (0 = dense), experts per
         token, an expert's width (default ffn), always-active experts.
@@ -66,6 +69,10 @@ class LLM:
     ffn: int = 0
     kv_heads: int = 0
     head_dim: int = 0
+    v_head_dim: int = 0
+    q_rank: int = 0
+    kv_rank: int = 0
+    rope_dim: int = 0
     mlp: str = "gelu"
     experts: int = 0
     top_k: int = 1
@@ -78,13 +85,14 @@ class LLM:
     source: str = ""
 
     def __post_init__(self):
-        for name in ("ffn", "kv_heads", "head_dim", "expert_ffn"):
+        for name in ("ffn", "kv_heads", "head_dim", "expert_ffn", "v_head_dim"):
             if getattr(self, name) == 0:
                 default = {
                     "ffn": 4 * self.hidden,
                     "kv_heads": self.heads,
                     "head_dim": self.hidden // max(self.heads, 1),
                     "expert_ffn": self.ffn or 4 * self.hidden,
+                    "v_head_dim": self.head_dim,
                 }
                 object.__setattr__(self, name, default[name])
         if self.dropout is None:
@@ -104,7 +112,17 @@ class LLM:
     def parameters(self) -> dict[str, float]:
         """Parameter counts: ``total``, ``active`` (per token), ``expert`` (routed experts)."""
         h, q, kv = self.hidden, self.heads * self.head_dim, self.kv_heads * self.head_dim
-        attention = h * q * 2 + h * kv * 2 + 2 * h
+        v, out = self.kv_heads * self.v_head_dim, self.heads * self.v_head_dim
+        # Q from h or through its latent; K and V from h or through theirs (plus the shared rotary key).
+        query = h * self.q_rank + self.q_rank * q + self.q_rank if self.q_rank else h * q
+        keys_values = (
+            h * (self.kv_rank + self.rope_dim)
+            + self.kv_rank * (kv - self.kv_heads * self.rope_dim + v)
+            + self.kv_rank
+            if self.kv_rank
+            else h * (kv + v)
+        )
+        attention = query + keys_values + out * h + 2 * h
         dense_mlp = self.matrices * h * self.ffn
         expert = self.matrices * h * self.expert_ffn
         moe = self.moe_layers
@@ -177,14 +195,18 @@ LLMS = {
         4096,
         129280,
         ffn=18432,
-        head_dim=128,
+        head_dim=192,
+        v_head_dim=128,
+        q_rank=1536,
+        kv_rank=512,
+        rope_dim=64,
         mlp="swiglu",
         experts=256,
         top_k=8,
         expert_ffn=2048,
         shared_experts=1,
         first_dense=3,
-        source="DeepSeek-V3 Technical Report 2024, section 4.2 (MLA as MHA)",
+        source="DeepSeek-V3 Technical Report 2024, section 4.2 (no multi-token prediction)",
     ),
     "qwen3-30b-a3b": LLM(
         48,
@@ -242,6 +264,10 @@ _INTEGER_KEYS = (
     "ffn",
     "kv_heads",
     "head_dim",
+    "v_head_dim",
+    "q_rank",
+    "kv_rank",
+    "rope_dim",
     "experts",
     "top_k",
     "expert_ffn",
@@ -307,6 +333,13 @@ def check(arch: LLM) -> None:
         raise InputError(f"heads={arch.heads} is not a multiple of kv_heads={arch.kv_heads}", param="arch")
     if arch.experts and not 1 <= arch.top_k <= arch.experts:
         raise InputError(f"top_k={arch.top_k}: must be from 1 to experts={arch.experts}", param="arch")
+    if arch.rope_dim and not arch.kv_rank:
+        raise InputError(f"rope_dim={arch.rope_dim}: a shared rotary key needs kv_rank (MLA)", param="arch")
+    if arch.kv_rank and arch.rope_dim >= arch.head_dim:
+        raise InputError(
+            f"rope_dim={arch.rope_dim}: must be below head_dim={arch.head_dim} (MLA's head_dim includes it)",
+            param="arch",
+        )
     if arch.first_dense > arch.layers:
         raise InputError(f"first_dense={arch.first_dense} exceeds layers={arch.layers}", param="arch")
 
