@@ -19,6 +19,7 @@ import time
 import jax
 
 # Internal on purpose: the benchmark times the engine's block loop alone, without the CLI's cube writing.
+from netsweep_jax.kernels.layout import Arch
 from netsweep_jax.sweep.core.layout_axes import DIMS
 from netsweep_jax.sweep.engine import layouts
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
@@ -33,30 +34,7 @@ def reference_rate(grid, samples=4000):
     """Layouts per second of the float64 reference on random cells of ``grid`` that can exist."""
     rng = random.Random(0)
     codes, tables = grid.codes(), grid.tables()
-    arch_fields = dict(
-        zip(
-            (
-                "layers",
-                "hidden",
-                "heads",
-                "kv_heads",
-                "q_width",
-                "kv_width",
-                "ffn",
-                "vocab",
-                "seq",
-                "experts",
-                "top_k",
-                "expert_ffn",
-                "shared_experts",
-                "moe_layers",
-                "gated",
-                "tied",
-                "dropout",
-            ),
-            (int(x) for x in tables["arch"][0]),
-        )
-    )
+    arch_fields = dict(zip(Arch._fields, (int(x) for x in tables["arch"][0])))
     gpu = dict(zip(GPU_FIELDS, tables["gpu"][0]))
     dev = dict(
         peak=gpu["half"],
@@ -69,6 +47,7 @@ def reference_rate(grid, samples=4000):
         gemm_input_bytes=2.0,
         half_peak=gpu["half"],
         gemm_latency=gpu["gemm_latency"],
+        moment_bytes=gpu["moment_bytes"],
     )
     cells = []
     for _ in range(samples):
