@@ -90,6 +90,24 @@ Per layer and micro-batch, on the GPU's critical path:
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
 
+Overlap switches (``overlap``, a sum of bits named after Megatron-Core's switches,
+sweep.core.layout_axes.OVERLAP_BITS), per layer and micro-batch:
+- grad_reduce (1, --overlap-grad-reduce): the data-parallel reduction runs FIFO behind the last
+  micro-batch's backward (below); off, all of it starts when the stage's backward ends:
+  exposed = max(0, n gamma + the embedding's - slack). Under ZeRO-3 it hides the reduce-scatters.
+- param_gather (2, --overlap-param-gather; FSDP's prefetch): at ZeRO 1/2 the updated parameters'
+  all-gather hides behind the first micro-batch's forward (off: all exposed); at ZeRO-3 each layer's
+  gathers hide behind its forward and backward:
+      exposed = max(0, ag [param] - t_f) + max(0, ag [param] + rs [grad] - t_b - recompute)
+                + ag [not param] + rs [not grad]                    (twice ag: forward and backward)
+- tp_comm (4, --tp-comm-overlap: Transformer Engine's userbuffers split each TP collective and its
+  neighbouring GEMM into chunks): TP's forward collectives hide behind the linear layers' forward
+  GEMMs G = b (s / c) (F - core) / (t peak eff), its backward ones behind 2 G (3 G with full
+  recomputation): exposed = max(0, tp_f - G) + max(0, tp_b - 2 G).
+- moe_a2a (8, --overlap-moe-expert-parallel-comm): a MoE layer's all-to-alls hide behind another
+  micro-batch's forward and backward: exposed = max(0, ep - t_f - t_b).
+The default, grad_reduce + param_gather, is what the model assumed before the switches existed.
+
 Pipeline (Narayanan et al., SC'21, section 2.2): layers split as evenly as they go
 (the first L mod p stages one more), the embedding on the first stage and the logits
 on the last. A stage's time per micro-batch T_i = its layers' forward, backward,
@@ -310,7 +328,9 @@ class Layout(NamedTuple):
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
     (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
     (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1), offload_layers (layers per stage
-    whose activations are offloaded to the host).
+    whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
+    overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
+    all-to-all).
     """
 
     gpus: Value
@@ -341,6 +361,7 @@ class Layout(NamedTuple):
     imbalance: Value
     offload_layers: Value
     attention_efficiency: Value
+    overlap: Value
 
 
 def _bit(code: Value, value: float) -> Value:
@@ -619,6 +640,20 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         + 0.5 * jnp.where(moe_rc, moe_share, 0.0)
     )
     tp_backward = tp_ar * (2.0 + tp_reruns)
+    # Overlap switches (a sum of bits, sweep.core.layout_axes.OVERLAP_BITS): 1 the gradient reduce behind the
+    # backward, 2 the parameter gather behind the forward (Megatron-Core's --overlap-grad-reduce and
+    # --overlap-param-gather), 4 TP communication behind the GEMMs beside it (--tp-comm-overlap: Transformer
+    # Engine's userbuffers pipeline each collective with its neighbouring GEMM in chunks), 8 the expert
+    # all-to-alls behind another micro-batch's compute (--overlap-moe-expert-parallel-comm).
+    grad_overlap = _bit(lay.overlap, 1.0)
+    param_overlap = _bit(lay.overlap, 2.0)
+    tp_overlap = _bit(lay.overlap, 4.0)
+    a2a_overlap = _bit(lay.overlap, 8.0)
+    linear_forward = tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate * kappa
+    tp_forward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), tp_forward)
+    # The backward's GEMMs are twice the forward's; full recomputation adds the recomputed forward's.
+    behind_backward = linear_forward * (2.0 + jnp.where(full, 1.0, 0.0))
+    tp_backward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), tp_backward)
     tp_layer = tp_forward + tp_backward
     _, tp_cross = group_bandwidth(t, 1.0, lay)
 
@@ -641,6 +676,7 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
     a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
     ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * a2a * Le / L  # a recomputed MoE layer dispatches again
+    ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
     ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
 
     dp_group = dp * c
@@ -658,9 +694,14 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     ar_grads = all_reduce(dense_grads, dp_group, t, lay) + all_reduce(
         expert_grads, expert_dp, expert_stride, lay
     )
-    z3_layer = jnp.where(
-        zero >= 3, jnp.maximum(0.0, ag3 - t_f) + jnp.maximum(0.0, ag3 + rs3 - t_b - recompute), 0.0
+    # Each gather hides behind the layer's forward or backward when the parameter gather overlaps (FSDP's
+    # prefetch), the reduce-scatter behind the backward when the gradient reduce does; the rest is exposed.
+    ag_hidden, rs_hidden = jnp.where(param_overlap, ag3, 0.0), jnp.where(grad_overlap, rs3, 0.0)
+    z3_forward = jnp.maximum(0.0, ag_hidden - t_f) + ag3 - ag_hidden
+    z3_backward = (
+        jnp.maximum(0.0, ag_hidden + rs_hidden - t_b - recompute) + ag3 - ag_hidden + rs3 - rs_hidden
     )
+    z3_layer = jnp.where(zero >= 3, z3_forward + z3_backward, 0.0)
     _, dp_cross = group_bandwidth(dp_group, t, lay)
 
     # --- stages ------------------------------------------------------------------------------------
@@ -728,12 +769,15 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
 
     def exposed(n: Value, first: Value, last: Value, slack: Value) -> Value:
         head_ready = jnp.where(last, logits_b, 0.0)
-        end = jnp.where(last, head_ready + gamma_embed * jnp.where(is_one, untied, 1.0), 0.0)
+        head_grads = gamma_embed * jnp.where(is_one, untied, 1.0)
+        end = jnp.where(last, head_ready + head_grads, 0.0)
         end = fifo_end(end, head_ready, n, beta, gamma)
         backward_end = head_ready + n * beta
         end = jnp.where(first, jnp.maximum(end, backward_end + embed_time / 3.0) + gamma_embed, end)
         backward_end = backward_end + jnp.where(first, embed_time / 3.0, 0.0)
-        return jnp.maximum(0.0, end - backward_end - slack)
+        # Without the overlap, every reduction starts when the stage's backward ends.
+        serial = n * gamma + jnp.where(last, head_grads, 0.0) + jnp.where(first, gamma_embed, 0.0)
+        return jnp.maximum(0.0, jnp.where(grad_overlap, end - backward_end, serial) - slack)
 
     dp_sync = exposed(n_first, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
@@ -756,7 +800,8 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
     )
-    gather_exposed = jnp.where((zero >= 1) & (zero < 3), jnp.maximum(0.0, gather - n_first * t_f), 0.0)
+    hidden_gather = jnp.where(param_overlap, jnp.maximum(0.0, gather - n_first * t_f), gather)
+    gather_exposed = jnp.where((zero >= 1) & (zero < 3), hidden_gather, 0.0)
     out["dp_exposed"] = out["dp_exposed"] + dp_sync + gather_exposed
 
     shard = jnp.where(zero >= 1, dp_group, 1.0)

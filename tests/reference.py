@@ -489,6 +489,9 @@ def layout_status(arch, lay):
     return 0
 
 
+# An overlap mode's code is a sum of these bits (as sweep.core.layout_axes spells them).
+OVERLAP_BITS = {"grad_reduce": 1, "param_gather": 2, "tp_comm": 4, "moe_a2a": 8}
+
 # A recompute mode's code is a sum of these bits (as sweep.core.layout_axes spells them).
 RECOMPUTE_BITS = {
     "core_attn": 1,
@@ -644,6 +647,13 @@ def layout_step(arch, dev, lay):
         mods["up_proj"] + dense_share * mods["mlp"] + moe_share * mods["moe"]
     )  # each recomputed module re-runs one of its two TP collectives
     tp_fwd, tp_bwd = 2 * tp_one, (2 + reruns) * tp_one
+    switch = {name: bool(int(lay["overlap"]) // value % 2) for name, value in OVERLAP_BITS.items()}
+    gemms = (
+        tokens * ((paced - flops["core"]) / t + 2 * replicated * (1 - 1 / t)) / rate * kappa
+    )  # linear layers
+    if switch["tp_comm"]:  # TP collectives behind the GEMMs beside them: forward, backward (and recomputed)
+        tp_fwd = max(0.0, tp_fwd - gemms)
+        tp_bwd = max(0.0, tp_bwd - gemms * (3 if full else 2))
     cp_fwd = cp_bwd = 0.0
     if c > 1:
         bw, leaves = _group_bw(c, t, lay)
@@ -661,6 +671,8 @@ def layout_step(arch, dev, lay):
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
         dispatches = 6 if mods["moe"] else 4  # a recomputed MoE layer dispatches again
         ep_layer = dispatches * max(intra, inter) * Le / L
+        if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
+            ep_layer = max(0.0, ep_layer - (fwd + bwd))
         ep_nic = near < e and inter >= intra
     group = dp * c
     grads = dense_gpu * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
@@ -672,7 +684,10 @@ def layout_step(arch, dev, lay):
         rs = _collective("scatter", grads[0], group, t, lay) + _collective(
             "scatter", grads[1], expert_dp, expert_stride, lay
         )
-        z3 = max(0.0, ag - fwd) + max(0.0, ag + rs - bwd - recompute)
+        hide_ag = ag if switch["param_gather"] else 0.0  # FSDP's prefetch
+        hide_rs = rs if switch["grad_reduce"] else 0.0
+        z3 = max(0.0, hide_ag - fwd) + (ag - hide_ag)
+        z3 += max(0.0, hide_ag + hide_rs - bwd - recompute) + (ag - hide_ag) + (rs - hide_rs)
     layer = {
         "compute": fwd + bwd,
         "recompute_time": recompute,
@@ -729,6 +744,9 @@ def layout_step(arch, dev, lay):
             if i == 0:
                 clock += embed_time / 3
                 end = max(end, clock) + gamma_embed
+            if not switch["grad_reduce"]:  # every reduction after the stage's backward
+                head = gamma_embed if (i == p - 1 and (p > 1 or not arch["tied"])) else 0.0
+                end = clock + n * gamma + head + (gamma_embed if i == 0 else 0.0)
             slack = i * n * beta
             dp_sync = max(dp_sync, end - clock - slack)
     # (dense, expert) parameters of the first and the last stage; the larger one is kept
@@ -740,12 +758,11 @@ def layout_step(arch, dev, lay):
     stage_dense, stage_expert = first if sum(first) >= sum(last) else last
     gather = 0.0
     if 1 <= zero < 3:
-        gather = max(
-            0.0,
-            _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay)
-            + _collective("scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay)
-            - counts[0] * fwd,
+        gather = _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay) + _collective(
+            "scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay
         )
+        if switch["param_gather"]:  # behind the next step's first forward
+            gather = max(0.0, gather - counts[0] * fwd)
     out["dp_exposed"] += dp_sync + gather
     shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
     adam = 4 + 2 * dev["moment_bytes"]  # fp32 master weights and the two moments

@@ -96,6 +96,7 @@ def random_case(rng):
         imbalance=rng.choice([1.0, 1.2]),
         offload_layers=rng.choice([0, 0, 1, 3]),
         attention_efficiency=rng.uniform(0.3, 0.7),
+        overlap=rng.choice([0, 1, 2, 3, 4, 8, 15, 7]),
     )
     return arch, dev, lay
 
@@ -217,6 +218,7 @@ def _gpt3(**changes):
         imbalance=1.0,
         offload_layers=0,
         attention_efficiency=0.5,
+        overlap=3,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value
@@ -586,6 +588,18 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
         ),
         (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", ""], "--gpu ''"),
         (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--overlap", "tp_comm+tp"],
+            "--overlap 'tp_comm+tp': one mode, none or a + list of grad_reduce",
+        ),
+        (
+            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", "mlp+foo"],
+            "--recompute 'mlp+foo': unknown; known: none, selective, full, op, or a + list",
+        ),
+        (
+            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--moment-bytes", "3"],
+            "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
+        ),
+        (
             ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],
             "--attention 'sparse'",
         ),
@@ -894,6 +908,48 @@ def test_multi_head_latent_attention_by_hand():
     assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(weights + acts, rel=1e-9)
 
 
+def test_overlap_switches_by_hand():
+    # GPT-3 175B at TP 8 (one 2,048-token micro-batch, 96 layers). --tp-comm-overlap: each layer's TP
+    # collectives hide behind its linear layers' GEMMs, 24 h^2 FLOPs a token over 8 GPUs at 156 TFLOP/s:
+    # 5.95 ms forward, twice that backward, where the four all-reduces take 4 x 293.6 us.
+    h, s = 12288, 2048
+    gemms = s * 24 * h * h / 8 / (312e12 * 0.5)
+    assert gemms == pytest.approx(5.95e-3, rel=1e-3)
+    base, hidden = _one(_gpt3()), _one(_gpt3(overlap=3 + 4))
+    assert base["tp_exposed"] > 0 and hidden["tp_exposed"] == 0
+    # On a 1 GB/s link the collectives outlast the GEMMs: the excess is exposed, forward and backward.
+    slow = dict(nvlink_bw=1e9)
+    ring = 2 * 7 / 8 * (s * h * 2) / 1e9
+    exposed = max(0.0, 2 * ring - gemms) + max(0.0, 2 * ring - 2 * gemms)
+    assert _one(_gpt3(**slow, overlap=7))["tp_exposed"] == pytest.approx(96 * exposed, rel=1e-9)
+    assert _one(_gpt3(**slow))["tp_exposed"] == pytest.approx(96 * 4 * ring, rel=1e-9)
+    # Without --overlap-grad-reduce every layer's gradients (12 h^2 + 2 h two-byte values over 8) and the
+    # tied embedding's (51,200 h over 8) are all-reduced after the backward: TP 8 x DP 2 on two DGX A100s,
+    # each GPU's DP pair across nodes through its own 200 Gbit/s NIC (25 GB/s), a ring of two.
+    dp2 = dict(gpus=16, global_batch=2)
+    layer_grads, embed_grads = (12 * h * h + 2 * h) / 8 * 2, 51200 * h / 8 * 2
+    serial = _one(_gpt3(**dp2, overlap=2))
+    assert serial["dp_exposed"] == pytest.approx((96 * layer_grads + embed_grads) / 25e9, rel=1e-9)
+    assert _one(_gpt3(**dp2))["dp_exposed"] < serial["dp_exposed"]  # the overlap hides most of it
+    # Without --overlap-param-gather (ZeRO 1) the updated parameters' all-gather, (n - 1) / n of the stage's
+    # 96 layers and embedding at 2 bytes, is exposed in full; with it, on 400 Gbit/s NICs (50 GB/s), it
+    # hides behind the first micro-batch's forward (0.44 s of gather, 0.63 s of forward).
+    gathered = _one(_gpt3(**dp2, zero=1, overlap=1, bandwidth=400e9))
+    overlapped = _one(_gpt3(**dp2, zero=1, overlap=3, bandwidth=400e9))
+    gather = (96 * layer_grads + embed_grads) / 2 / 50e9
+    assert gathered["dp_exposed"] - overlapped["dp_exposed"] == pytest.approx(gather, rel=1e-9)
+    # --overlap-moe-expert-parallel-comm: a MoE layer's all-to-alls behind another micro-batch's forward and
+    # backward, the excess exposed (one layer more adds its compute and its all-to-all time).
+    moe = dict(experts=8, top_k=2, expert_ffn=1024, tp=1, gpus=64, ep=8, global_batch=64)
+    moe.update(nvlink_bw=1e9, flash=1)  # EP 8 inside a DGX, on a slow NVLink
+    runs = {o: [_one(_gpt3(**moe, layers=n, moe_layers=n, overlap=o)) for n in (1, 2)] for o in (3, 11)}
+    compute = runs[3][1]["compute"] - runs[3][0]["compute"]
+    a2a = runs[3][1]["ep_exposed"] - runs[3][0]["ep_exposed"]
+    assert a2a > compute > 0  # on a slow network the all-to-alls outlast the compute
+    hidden_a2a = runs[11][1]["ep_exposed"] - runs[11][0]["ep_exposed"]
+    assert hidden_a2a == pytest.approx(a2a - compute, rel=1e-9)
+
+
 def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte():
     # --cpu-offloading-num-layers takes a stage's layers' activations to the host, all but one at most.
     kept = _one(_gpt3(recompute=2, sequence_parallel=1))
@@ -951,6 +1007,28 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
     )
     ds = open_cube(out)
     assert float(ds.network_cost.max()) == pytest.approx(best[1.0]["network_cost"], rel=1e-6)
+    # What flipping each overlap switch does to the best step (layouts searched again): turning an overlap
+    # off never saves time, turning one on never costs; the expert all-to-all's is moot on a dense model.
+    for row in best.values():
+        assert row["flip_grad_reduce"] >= -1e-6 and row["flip_param_gather"] >= -1e-6
+        assert row["flip_tp_comm"] <= 1e-6 and row["flip_moe_a2a"] is None
+    assert best[1.0]["flip_grad_reduce"] > 0.01  # on a 1 Gbit/s network the gradient reduce is hidden
+    assert ds.switch_change.attrs["overlap"] == "grad_reduce+param_gather"
+    args = (
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--bw",
+        "1",
+        "--tp",
+        "1,8",
+    )
+    text = invoke(*args, "--out", str(tmp_path / "t.h5"))
+    assert text.exit_code == 0 and "  overlap grad_reduce+param_gather: tp_comm on saves" in text.output
 
 
 def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms():

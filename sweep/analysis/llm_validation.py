@@ -21,6 +21,10 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    (Megatron-Bridge's performance recipes set ``grad_reduce_in_fp32 = False``, NeMo's do for fp8,
    Megatron-LM's Llama 3 script passes ``--grad-reduce-in-bf16``). Activation offload: as stated
    (``offload_layers``), else none. Attention: unfused for 2021-22, flash for the recipes.
+   Overlap (``overlap``): as stated, else none for 2021-22 (Megatron-LM all-reduced the gradients
+   after the pipeline flush and ran TP's collectives blocking), the gradient reduce and parameter
+   gather for the recipes, and TP communication too where tp > 1 with SP (Megatron-Bridge's
+   ``CommOverlapConfig``). Recompute modules and bf16 Adam moments (``moment_bytes``): as stated.
    PyTorch FSDP stacks (``stack`` fsdp: torchtitan, llm-foundry): ZeRO 3, sequence parallelism with
    TP (torchtitan's TP plan shards the norms), flash attention, gradients in fp32 (FSDP2's and
    llm-foundry's default reduce dtype), recomputation as stated else none, and with pipelining as many
@@ -58,7 +62,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     BREAKDOWN,
     LAYOUT_PRECISIONS,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
     RECOMPUTE_HELP,
+    overlap_mode,
     recompute_mode,
     waits_on,
 )
@@ -129,6 +136,7 @@ class Run:
     offload_layers: int = 0
     stack: str = "megatron"
     moment_bytes: int = 4
+    overlap: str = ""
 
     @property
     def moe(self) -> bool:
@@ -314,6 +322,10 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
     if moments not in (2, 4):
         raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
+    overlap_text = cells.get("overlap", "")
+    overlap = overlap_mode(overlap_text) if overlap_text else ""
+    if overlap is None:
+        raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
     return Run(
         rid,
         line,
@@ -343,6 +355,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
         stack,
         moments or 4,
+        overlap,
     )
 
 
@@ -390,6 +403,15 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     grad_bytes = 0 if old or fsdp else 2
     if not (old or fsdp):
         assumed.append("bf16 gradients")
+    # Megatron-LM of 2021-22 all-reduced the gradients after the pipeline flush and ran TP's collectives
+    # blocking (DDP-impl local; training.py at f32a638 and 3f4e71d); Megatron-Core's recipes overlap the
+    # gradient reduce and the parameter gather, and TP communication where TP >= 2 with SP (Megatron-Bridge's
+    # CommOverlapConfig at 00b7660); FSDP overlaps its per-layer gathers and reduce-scatters.
+    overlap = run.overlap
+    if not overlap:
+        recipe_tp = not (old or fsdp) and run.tp > 1 and sp
+        overlap = "none" if old else OVERLAP_DEFAULT + ("+tp_comm" if recipe_tp else "")
+        assumed.append(f"overlap {overlap}")
     row = LayoutRow(
         run.llm,
         run.gpu,
@@ -407,6 +429,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         grad_bytes=grad_bytes,
         offload_layers=run.offload_layers,
         moment_bytes=run.moment_bytes,
+        overlap=overlap,
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
@@ -659,7 +682,8 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
             lines.append(
                 head + f"The model does not reproduce it: `dp_exposed` is {share[0]:.0%} and {share[1]:.0%} "
                 f"of the step. A ZeRO-3 group of every GPU holds whole nodes, so each layer's gathers run "
-                f"over all eight of a node's NICs, as NCCL's rings do, and hide behind the layer's compute. "
+                f"over all eight of a node's NICs, as NCCL's rings do (exposed: DeepSpeed's ZeRO-3 of 2021 "
+                f"synchronized around each fetch; its reduce-scatters hide behind the backward). "
                 f"Measured, the 1536-GPU step took {step:.0f} s where the model's compute takes {busy:.0f} s: "
                 f"the gathers and reduce-scatters ({traffic / 1e9:,.0f} GB per GPU per step) ran at about "
                 f"{traffic / max(step - busy, 1e-9) / 1e9:.0f} GB/s per GPU, far below the node's "
@@ -674,7 +698,8 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
             f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
             f"{pred[b]:.0f} (ratio {v.runs[b].value / v.runs[a].value:.2f} measured, "  # type: ignore[operator]
             f"{pred[b] / pred[a]:.2f} predicted): the per-layer TP traffic stays on NVLink; what crosses the "
-            f"NICs (pipeline sends, data-parallel gradients behind the backward pass) stays small."
+            f"NICs (pipeline sends, and the data-parallel gradients, all-reduced after the backward as "
+            f"Megatron-LM did in 2021) stays small."
         )
     if {"K23-T5-03", "K23-T5-04"} <= ids.keys():
         a, b = ids["K23-T5-03"], ids["K23-T5-04"]

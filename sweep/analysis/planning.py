@@ -17,6 +17,11 @@ searched over the same layouts, so a layout that only wins because the network i
     network_cost = 1 - T_ideal / T          (the share of the step the network costs)
 
 and the setting is network-bound when network_cost >= :data:`BOTTLENECK_SHARE`.
+
+What the stack's overlap switches would change (:func:`switch_changes`): each setting searched
+again with each switch flipped (on if the sweep had it off, off if on), its best step over the best
+step less one (``switch_change``: negative saves time). The switches are one value per sweep, not a
+searched dim: a cube holds at most 32 dims (HDF5's rank limit) and a layout cube has them all.
 """
 
 import dataclasses
@@ -32,6 +37,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     INNER,
     OUTER,
+    OVERLAP_SWITCHES,
     PLAN_SEARCHED,
     VARIABLES,
     coordinate_attrs,
@@ -122,7 +128,18 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
         1.0 - ideal_time / step,
         {"units": "1", "long_name": "share of the best layout's step that an ideal network would save"},
     )
+    data["switch_change"] = xr.Variable(
+        (*kept, "switch"),
+        switch_changes(grid, best, keep, progress).reshape(*kept_shape, len(OVERLAP_SWITCHES)),
+        {
+            "units": "1",
+            "long_name": "the best step with this overlap switch flipped (layouts searched again), over the "
+            "best step, less one",
+            "overlap": grid.overlap,
+        },
+    )
     out_coords = {d: xr.Variable(d, coords[d], coordinate_attrs(d)) for d in kept}
+    out_coords["switch"] = xr.Variable("switch", np.array(OVERLAP_SWITCHES), {"long_name": "overlap switch"})
     out_coords["rank"] = xr.Variable(
         "rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"}
     )
@@ -170,6 +187,31 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
             f"or a GPU with more memory might)"
         )
     raise InputError(f"no feasible layout{where}: {why}" + (f"; {others}" if others else ""))
+
+
+def flipped(mode: str, switch: str) -> str:
+    """The overlap mode with ``switch`` turned on if it was off, off if it was on (canonical spelling)."""
+    on = set() if mode == "none" else set(mode.split("+"))
+    on ^= {switch}
+    return "+".join(s for s in OVERLAP_SWITCHES if s in on) or "none"
+
+
+def switch_changes(grid: LayoutGrid, best: dict, keep: int, progress=None) -> np.ndarray:
+    """[O, switches]: each outer cell's best step with each overlap switch flipped, the layouts searched again
+    (as for the ideal network), over the best step, less one; NaN where a setting has no feasible layout or
+    the switch cannot matter (the expert all-to-all of dense models). The same block shape as the plan's
+    search, so no compile."""
+    step = best["iteration_time"][:, 0]
+    out = np.full((step.size, len(OVERLAP_SWITCHES)), np.nan)
+    experts = any(m.experts for m in grid.models)
+    for k, switch in enumerate(OVERLAP_SWITCHES):
+        if switch == "moe_a2a" and not experts:
+            continue
+        again = best_layouts(
+            dataclasses.replace(grid, overlap=flipped(grid.overlap, switch)), keep, progress=progress
+        )
+        out[:, k] = again["iteration_time"][:, 0] / step - 1.0
+    return out
 
 
 def _one_cell(grid: LayoutGrid, index: dict[str, int]) -> LayoutGrid:
@@ -263,6 +305,8 @@ def plan_table(ds: xr.Dataset) -> str:
                 f"  the expert all-to-all takes {row['ep_exposed'] / row['iteration_time']:.0%} of the best "
                 f"step, {paced}"
             )
+        if best_row is not None:
+            lines.append("  " + _switch_text(sub, ds["switch_change"].attrs.get("overlap", "")))
         cost = sub["network_cost"].item()
         if np.isfinite(cost):
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
@@ -280,9 +324,22 @@ def plan_table(ds: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
+def _switch_text(sub: xr.Dataset, mode: str) -> str:
+    """One line: what flipping each overlap switch would do to the best layout's step."""
+    on = set() if mode in ("", "none") else set(mode.split("+"))
+    parts = []
+    for switch, change in zip(sub["switch"].values, sub["switch_change"].values):
+        if np.isfinite(change) and abs(change) >= 0.005:
+            verb = "off" if switch in on else "on"
+            parts.append(f"{switch} {verb} {'saves' if change < 0 else 'costs'} {abs(change):.0%}")
+    said = "; ".join(parts) if parts else "no other switch changes it by 0.5% or more"
+    return f"overlap {mode or 'none'}: {said}"
+
+
 def plan_rows(ds: xr.Dataset) -> list[dict]:
     """One dict per kept setting and ranked layout: the setting's coordinates, the layout, its outputs, what it
-    waits on, and the setting's ``network_cost`` and ``ideal_iteration_time`` (NaN as None)."""
+    waits on, the setting's ``network_cost`` and ``ideal_iteration_time``, and ``flip_<switch>``: its best step
+    with that overlap switch flipped, over the best step, less one (NaN as None)."""
     out = []
     for _, cell, sub in _cells(ds):
         for rank, row in _ranked(sub, cell):
@@ -291,6 +348,10 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
             record["waits_on"] = waits_on(row, row["iteration_time"])
             record["network_cost"] = sub["network_cost"].item()
             record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
+            for switch, change in zip(sub["switch"].values, sub["switch_change"].values):
+                record[f"flip_{switch}"] = float(
+                    change
+                )  # the best step with it flipped, over the best, less one
             out.append(json_ready(record))
     return out
 

@@ -27,6 +27,8 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_AXES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
     PLAN_SEARCHED,
     RECOMPUTE_HELP,
     SCHEDULES_HELP,
@@ -286,6 +288,16 @@ def _layout_params() -> list[inspect.Parameter]:
             "--recompute",
             rich_help_panel=panel,
             help=f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
+        ),
+        _param(
+            "overlap",
+            str | None,
+            None,
+            "--overlap",
+            rich_help_panel=panel,
+            help=f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
+            "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, "
+            f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
         ),
     ]
     return out

@@ -53,6 +53,30 @@ def recompute_code(mode: str) -> int:
     return sum(RECOMPUTE_BITS[part] for part in mode.split("+"))
 
 
+# The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
+# --tp-comm-overlap, --overlap-moe-expert-parallel-comm. A mode is none or a "+" list of them (one per sweep).
+OVERLAP_BITS = {"grad_reduce": 1, "param_gather": 2, "tp_comm": 4, "moe_a2a": 8}
+OVERLAP_SWITCHES = tuple(OVERLAP_BITS)
+OVERLAP_DEFAULT = "grad_reduce+param_gather"  # what the model assumed before the switches existed
+OVERLAP_HELP = "none or a + list of " + ", ".join(OVERLAP_SWITCHES)
+
+
+def overlap_mode(text: str) -> str | None:
+    """The canonical spelling of an overlap mode (switches in :data:`OVERLAP_SWITCHES` order), or None."""
+    name = text.strip().lower()
+    if name == "none":
+        return name
+    parts = [part.strip() for part in name.split("+")]
+    if any(part not in OVERLAP_BITS for part in parts) or len(set(parts)) != len(parts):
+        return None
+    return "+".join(switch for switch in OVERLAP_SWITCHES if switch in parts)
+
+
+def overlap_code(mode: str) -> int:
+    """The kernel's code of a canonical overlap mode: the sum of its bits."""
+    return 0 if mode == "none" else sum(OVERLAP_BITS[part] for part in mode.split("+"))
+
+
 ATTENTIONS = (
     "flash",
     "unfused",

@@ -485,6 +485,7 @@ OTHER_OPTIONS = {
     "arch": "--arch",
     "schedule": "--schedule",
     "recompute": "--recompute",
+    "overlap": "--overlap",
     "attention": "--attention",
     "reduce": "--reduce",
     "keep": "--keep",

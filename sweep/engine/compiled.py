@@ -203,6 +203,7 @@ GPU_FIELDS = (
     "usable",
     "gemm_latency",
     "moment_bytes",
+    "overlap",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -265,6 +266,7 @@ def _crossed(
         imbalance=v["imbalance"],
         offload_layers=v["offload_layers"],
         attention_efficiency=v["attention_efficiency"],
+        overlap=o["overlap"],
     )
     return arch, dev, lay
 

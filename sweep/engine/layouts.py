@@ -36,11 +36,15 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     OUTER,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
     PER_SWEEP,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
     VARIABLES,
     coordinate_attrs,
+    overlap_code,
+    overlap_mode,
     recompute_code,
     recompute_mode,
 )
@@ -104,6 +108,7 @@ class LayoutGrid:
       usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
       gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
       moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
+      overlap: the stack's overlap switches on, canonical (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep.
     """
@@ -117,6 +122,7 @@ class LayoutGrid:
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
+    overlap: str = OVERLAP_DEFAULT
 
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
@@ -162,7 +168,10 @@ class LayoutGrid:
         arch = np.array([[getattr(_arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
         latency = self.gemm_latency * AXES["gemm_latency"].to_si
         gpus = np.array(
-            [(*_gpu_row(g), self.usable_memory, latency, self.moment_bytes) for g in self.names["gpu"]]
+            [
+                (*_gpu_row(g), self.usable_memory, latency, self.moment_bytes, overlap_code(self.overlap))
+                for g in self.names["gpu"]
+            ]
         )
         precision = np.array(
             [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
@@ -225,6 +234,7 @@ def make_layout_grid(
     usable_memory: object = None,
     gemm_latency: object = None,
     moment_bytes: object = None,
+    overlap: str | None = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -340,7 +350,7 @@ def make_layout_grid(
         if one.size != 1:
             raise InputError(f"{given[name]}: give one value", param=name)
         per_sweep[name] = float(one[0])
-    assumed = _assumed(given, names, models, search)
+    assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
     return LayoutGrid(
         tuple(models),
         names,
@@ -350,7 +360,17 @@ def make_layout_grid(
         usable_memory=per_sweep["usable_memory"],
         gemm_latency=per_sweep["gemm_latency"],
         moment_bytes=per_sweep["moment_bytes"],
+        overlap=_overlap(overlap),
     )
+
+
+def _overlap(text: str | None) -> str:
+    if text is None:
+        return OVERLAP_DEFAULT
+    mode = overlap_mode(str(text))
+    if mode is None:
+        raise InputError(f"{text!r}: one mode, {OVERLAP_HELP} (e.g. grad_reduce+tp_comm)", param="overlap")
+    return mode
 
 
 def _recomputes(text: str) -> list[str]:
@@ -380,7 +400,9 @@ def _schedules(text: str) -> list[str]:
     return items
 
 
-def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple[str, ...]:
+def _assumed(
+    given: dict, names: dict, models: list[LLM], search: dict, overlap_given: bool = True
+) -> tuple[str, ...]:
     out = []
     for g in names["gpu"]:
         spec = GPUS[g]
@@ -414,6 +436,8 @@ def _assumed(given: dict, names: dict, models: list[LLM], search: dict) -> tuple
         out.append(f"usable memory {AXES['usable_memory'].default}")
     if given["moment_bytes"] is None:
         out.append("Adam moments fp32")
+    if not overlap_given:
+        out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [
         f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search
     ]
@@ -635,6 +659,7 @@ class LayoutRow:
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
+    overlap: str = OVERLAP_DEFAULT
     sequence_parallel: int = 1
     zero: int = 0
     attention: str = "flash"
@@ -726,6 +751,7 @@ def evaluate_rows(
         imbalance=column([r.imbalance for r in rows]),
         offload_layers=column([r.offload_layers for r in rows]),
         attention_efficiency=column([r.attention_efficiency for r in rows]),
+        overlap=column([overlap_code(r.overlap) for r in rows]),
     )
     with jax.enable_x64(True):
         out = layout_block_rows(
