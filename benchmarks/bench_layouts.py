@@ -81,6 +81,7 @@ def reference_rate(grid, samples=4000):
             imbalance=1.0,
             offload_layers=0,
             attention_efficiency=0.5,
+            overlap=gpu["overlap"],
         )
         cells.append(
             {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}

@@ -481,12 +481,19 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
         "24",
         "--gpu",
         "A100",
+        "--overlap",
+        "tp_comm+grad_reduce",
+        "--moment-bytes",
+        "2",
         "--out",
         str(cube),
     )
     assert r.exit_code == 0, r.output
     ds = open_cube(cube)
     assert ds.status.sel(tp=3).item() == 2 and "heads not divisible by tp" in ds.status.attrs["rules"]
+    # Settings given once per sweep are the cube's attributes, in one spelling; not "assumed".
+    assert ds.attrs["overlap"] == "grad_reduce+tp_comm" and float(ds.attrs["moment_bytes"]) == 2
+    assert "overlap" not in ds.attrs["assumed"] and "Adam moments" not in ds.attrs["assumed"]
     assert np.isfinite(ds.iteration_time.sel(tp=1)).all()
     r = invoke("select", str(cube), "--tp", "1", "--csv")
     assert r.exit_code == 0 and "iteration_time" in r.stdout
@@ -1014,6 +1021,9 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
         assert row["flip_tp_comm"] <= 1e-6 and row["flip_moe_a2a"] is None
     assert best[1.0]["flip_grad_reduce"] > 0.01  # on a 1 Gbit/s network the gradient reduce is hidden
     assert ds.switch_change.attrs["overlap"] == "grad_reduce+param_gather"
+    # The one-per-sweep settings are the cube's attributes.
+    assert ds.attrs["overlap"] == "grad_reduce+param_gather" and float(ds.attrs["moment_bytes"]) == 4
+    assert float(ds.attrs["usable_memory"]) == 0.95 and float(ds.attrs["gemm_latency_us"]) == 6.5
     args = (
         "plan",
         "--model",

@@ -148,6 +148,7 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
         "planned": f"the {keep} fastest layouts that can exist and fit in memory",
         "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in INNER if grid.sizes[d] > 1),
         "assumed": "; ".join(grid.assumed),
+        **grid.per_sweep(),
         "dtype": grid.dtype,
         "models": "; ".join(
             f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)

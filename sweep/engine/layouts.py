@@ -124,6 +124,15 @@ class LayoutGrid:
     moment_bytes: float = float(AXES["moment_bytes"].default)
     overlap: str = OVERLAP_DEFAULT
 
+    def per_sweep(self) -> dict[str, float | str]:
+        """The settings that take one value per sweep, as a cube's attributes keep them."""
+        return {
+            "usable_memory": self.usable_memory,
+            "gemm_latency_us": self.gemm_latency,
+            "moment_bytes": self.moment_bytes,
+            "overlap": self.overlap,
+        }
+
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
         return {d: np.asarray(self.names[d]) if d in self.names else self.values[d] for d in DIMS}
@@ -547,15 +556,16 @@ def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
         if name == "status":
             attrs["rules"] = "; ".join(f"{i}: {rule}" for i, rule in enumerate(kernel.STATUS))
         data[name] = xr.Variable(DIMS, a, attrs)
-    attrs = {
+    cube_attrs: dict[str, float | str] = {
         "family": "layouts",
         "dtype": grid.dtype,
         "assumed": "; ".join(grid.assumed),
+        **grid.per_sweep(),
         "models": "; ".join(
             f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)
         ),
     }
-    return xr.Dataset(data, coords=coords, attrs=attrs)
+    return xr.Dataset(data, coords=coords, attrs=cube_attrs)
 
 
 def best_layouts(
