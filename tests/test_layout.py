@@ -499,6 +499,23 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
     assert r.exit_code == 0 and "iteration_time" in r.stdout
 
 
+def test_megatron_option_names_are_aliases(tmp_path):
+    # #27: a Megatron-LM launch line's layout options can be pasted: they set the same dims.
+    ours = ["--tp", "2", "--pp", "1", "--cp", "2", "--micro-batch", "1", "--global-batch", "8"]
+    theirs = ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "1"]
+    theirs += ["--context-parallel-size", "2", "--micro-batch-size", "1", "--global-batch-size", "8"]
+    cubes = []
+    for i, (layout, recompute) in enumerate([(ours, "--recompute"), (theirs, "--recompute-granularity")]):
+        out = tmp_path / f"{i}.h5"
+        r = invoke(
+            "grid", "--model", "llama3-8b", "--gpus", "8", *layout, recompute, "selective", "--out", str(out)
+        )
+        assert r.exit_code == 0, r.output
+        cubes.append(open_cube(out))
+    assert dict(cubes[0].sizes) == dict(cubes[1].sizes)
+    assert float(cubes[0].iteration_time.max()) == float(cubes[1].iteration_time.max())
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -955,6 +972,44 @@ def test_overlap_switches_by_hand():
     assert a2a > compute > 0  # on a slow network the all-to-alls outlast the compute
     hidden_a2a = runs[11][1]["ep_exposed"] - runs[11][0]["ep_exposed"]
     assert hidden_a2a == pytest.approx(a2a - compute, rel=1e-9)
+
+
+def test_one_moe_layer_on_two_nodes_by_hand():
+    # #26: one MoE layer (16 experts of width 512, top-2, SwiGLU; hidden 1024, 8 heads of 128) on two DGX H100
+    # nodes, EP 16 = DP 16, one micro-batch of 1,024 tokens, flash attention, a GEMM latency of 6.5 us.
+    h, s, fe, E, k, v = 1024, 1024, 512, 16, 2, 1000
+    peak, hbm, tau, lam = 989e12, 3.35e12, 6.5e-6, 5e-6
+    arch = dict(layers=1, moe_layers=1, hidden=h, heads=8, kv_heads=8, q_width=h, kv_width=h, seq=s, vocab=v)
+    arch.update(experts=E, top_k=k, expert_ffn=fe, shared_experts=0, gated=1, dropout=0, ffn=4 * h)
+    dev = dict(peak=peak, half_peak=peak, hbm=hbm, gemm_latency=tau)
+    lay = dict(gpus=16, tp=1, ep=16, global_batch=16, flash=1, nvlink_domain=8, nvlink_bw=450e9)
+    lay.update(gpus_per_node=8, nics_per_node=8, bandwidth=400e9, latency=lam, attention_efficiency=0.5)
+    out = _one(_gpt3(**arch, **dev, **lay))
+    rate = peak * 0.5
+    # Forward work a token: Q, K, V and output projections 8 h^2, the core 4 s h (causal flash: half, at the
+    # flash efficiency), the router 2 h E, the two experts' SwiGLU GEMMs 6 h f_e each.
+    gemm = s * (8 * h * h + 2 * h * E + k * 6 * h * fe) / rate
+    core = s * 4 * s * h * 0.5 / (peak * 0.5)
+    # Kernels: QKV and output projection, the router, fc1 and fc2 of the one local expert; the flash kernel.
+    kernels = (2 + 1 + 2) * tau + tau
+    # Bytes: the activations the layer keeps (units of h a token: 4 norm inputs, QKV's input 2, Q, K, V 6,
+    # the projection's input 2; the router's input 2, the 2 dispatched copies and expert outputs 4 each, the
+    # experts' SwiGLU and fc2 inputs 6 f_e / h each: 30) and its weights (attention 4 h^2 + 2 h norms, router
+    # h E, the local expert 3 h f_e) at 2 bytes.
+    acts = s * h * (4 + 2 + 6 + 2 + 2 + 2 * 4 + 2 * 6 * fe / h)
+    weights = 2 * (4 * h * h + 2 * h + h * E + 3 * h * fe)
+    forward = gemm + kernels + core + (acts + weights) / hbm
+    backward = 2 * forward + 0.5 * (core + tau)  # flash's backward: 5 products to 2
+    embed = 3 * s * h * 2 / hbm
+    logits = s * 2 * h * v / rate + tau + 8 * s * v / hbm  # the output layer's GEMM and its fp32 logits
+    assert out["compute"] == pytest.approx(forward + backward + embed + 3 * logits, rel=1e-9)
+    # Dispatch and combine, forward and backward: each GPU sends 1,024 x 2 copies x 2 bytes x h = 4.19 MB, 7/16
+    # of it to the 7 others of its node on NVLink, 8/16 to the other node through its own 400 Gbit/s NIC with a
+    # per-step latency to each of the 8 peers there: the NICs pace it.
+    x = s * k * 2 * h
+    nvlink, nics = 7 / 16 * x / 450e9, 8 / 16 * x / 50e9 + 8 * lam
+    assert nics > nvlink and out["ep_on_nics"] == 1
+    assert out["ep_exposed"] == pytest.approx(4 * nics, rel=1e-9)
 
 
 def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte():

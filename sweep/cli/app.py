@@ -27,6 +27,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_AXES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
+    MEGATRON_ALIASES,
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
     PLAN_SEARCHED,
@@ -256,6 +257,7 @@ def _layout_params() -> list[inspect.Parameter]:
                 str | None,
                 None,
                 spec.option,
+                *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
                 rich_help_panel=panel,
                 metavar="VALUES",
                 help=f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
@@ -286,6 +288,7 @@ def _layout_params() -> list[inspect.Parameter]:
             str | None,
             None,
             "--recompute",
+            MEGATRON_ALIASES["recompute"],
             rich_help_panel=panel,
             help=f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
         ),

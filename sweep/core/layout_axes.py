@@ -53,6 +53,18 @@ def recompute_code(mode: str) -> int:
     return sum(RECOMPUTE_BITS[part] for part in mode.split("+"))
 
 
+# Megatron-LM's names for the layout options whose values mean the same here, accepted as aliases so a launch
+# line's settings can be pasted: --tensor-model-parallel-size 8 is --tp 8.
+MEGATRON_ALIASES = {
+    "tp": "--tensor-model-parallel-size",
+    "pp": "--pipeline-model-parallel-size",
+    "cp": "--context-parallel-size",
+    "ep": "--expert-model-parallel-size",
+    "micro_batch": "--micro-batch-size",
+    "global_batch": "--global-batch-size",
+    "recompute": "--recompute-granularity",
+}
+
 # The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
 # --tp-comm-overlap, --overlap-moe-expert-parallel-comm. A mode is none or a "+" list of them (one per sweep).
 OVERLAP_BITS = {"grad_reduce": 1, "param_gather": 2, "tp_comm": 4, "moe_a2a": 8}
