@@ -94,3 +94,15 @@ def test_no_circles():
         if n not in state:
             visit(n)
     assert not circles, "import circles: " + "; ".join(" -> ".join(c) for c in circles)
+
+
+def test_every_module_is_in_the_development_map():
+    # #24: a newcomer finds every module, the large-model family's included, in docs/development.md's map.
+    text = (ROOT / "docs" / "development.md").read_text()
+    modules = sorted(ROOT.glob("kernels/*.py")) + sorted(ROOT.glob("sweep/*/*.py"))
+    missing = [
+        str(path.relative_to(ROOT))
+        for path in modules
+        if path.name != "__init__.py" and f"`{path.relative_to(ROOT)}`" not in text
+    ]
+    assert not missing, f"not in docs/development.md's module map: {', '.join(missing)}"
