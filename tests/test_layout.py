@@ -501,8 +501,22 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
 
 def test_megatron_option_names_are_aliases(tmp_path):
     # #27: a Megatron-LM launch line's layout options can be pasted: they set the same dims.
-    ours = ["--tp", "2", "--pp", "1", "--cp", "2", "--micro-batch", "1", "--global-batch", "8"]
+    ours = [
+        "--tp",
+        "2",
+        "--pp",
+        "1",
+        "--cp",
+        "2",
+        "--micro-batch",
+        "1",
+        "--global-batch",
+        "8",
+        "--schedule",
+        "1f1b",
+    ]
     theirs = ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "1"]
+    theirs += ["--virtual-pipeline-model-parallel-size", "1"]
     theirs += ["--context-parallel-size", "2", "--micro-batch-size", "1", "--global-batch-size", "8"]
     cubes = []
     for i, (layout, recompute) in enumerate([(ours, "--recompute"), (theirs, "--recompute-granularity")]):
@@ -622,6 +636,16 @@ def test_megatron_option_names_are_aliases(tmp_path):
         (
             ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--moment-bytes", "3"],
             "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--pp", "2"]
+            + ["--virtual-pipeline-model-parallel-size", "2", "--schedule", "1f1b"],
+            "--virtual-pipeline-model-parallel-size give the schedule one way",
+        ),
+        (
+            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+            + ["--virtual-pipeline-model-parallel-size", "0"],
+            "--virtual-pipeline-model-parallel-size '0': give whole numbers from 1",
         ),
         (
             ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],

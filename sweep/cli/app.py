@@ -284,6 +284,16 @@ def _layout_params() -> list[inspect.Parameter]:
             help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b).",
         ),
         _param(
+            "virtual_stages",
+            str | None,
+            None,
+            "--virtual-pipeline-model-parallel-size",
+            rich_help_panel=panel,
+            metavar="VALUES",
+            help="Megatron-LM's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); "
+            "comma list of whole numbers. Give it or --schedule.",
+        ),
+        _param(
             "recompute",
             str | None,
             None,
@@ -486,7 +496,7 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
     kwargs = {
         name: settings.get(name)
         for name in LAYOUT_NAMES
-        if name not in ("schedule", "recompute", "attention")
+        if name not in ("schedule", "recompute", "attention", "virtual_stages")
     }
     for name in (
         "gpus_per_node",
@@ -503,6 +513,8 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         kwargs["gpus"] = _gpus_from_nodes(settings, kwargs)
     space: dict[str, str] = {}
     text = {name: settings.get(name) for name in ("schedule", "recompute")}
+    if settings.get("virtual_stages") is not None:
+        text["schedule"] = _schedule_of_virtual_stages(settings["virtual_stages"], text["schedule"])
     if search:
         models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
         if settings.get("arch"):
@@ -525,6 +537,18 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         search=space,
         **kwargs,
     )
+
+
+def _schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
+    """--virtual-pipeline-model-parallel-size V[,V...] as --schedule's values (V = 1: 1f1b)."""
+    from netsweep_jax.sweep.core.values import whole_number
+
+    if schedule is not None:
+        raise InputError("give the schedule one way: --schedule or this", param="virtual_stages")
+    chunks = [whole_number(item.strip()) for item in str(text).split(",")]
+    if not chunks or any(v is None or v < 1 for v in chunks):
+        raise InputError(f"{text!r}: give whole numbers from 1 (V chunks per stage)", param="virtual_stages")
+    return ",".join("1f1b" if v == 1 else f"interleaved:{v}" for v in chunks)
 
 
 def _gpus_from_nodes(settings: dict[str, Any], kwargs: dict[str, Any]) -> str:

@@ -486,6 +486,7 @@ OTHER_OPTIONS = {
     "schedule": "--schedule",
     "recompute": "--recompute",
     "overlap": "--overlap",
+    "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "attention": "--attention",
     "reduce": "--reduce",
     "keep": "--keep",
