@@ -35,7 +35,15 @@ from netsweep_jax.sweep.core.layout_axes import (
     SCHEDULES_HELP,
 )
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
-from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES, SOLVABLE, cli_message
+from netsweep_jax.sweep.core.schema import (
+    COLLECTIVES,
+    DEFAULTS,
+    KERNELS,
+    NUMERIC_AXES,
+    SOLVABLE,
+    cli_message,
+    option_of,
+)
 
 app = helptext.Typer(
     help="netsweep: is the network the bottleneck of my distributed training? "
@@ -284,6 +292,17 @@ def _layout_params() -> list[inspect.Parameter]:
             help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b).",
         ),
         _param(
+            "launch",
+            Path | None,
+            None,
+            "--launch",
+            rich_help_panel=panel,
+            metavar="FILE",
+            help="A Megatron-LM launch command (a script or the command line): its parallel sizes, batch "
+            "sizes, recomputation, sequence parallelism, distributed optimizer, overlap switches and "
+            "precision, as if given here (the model comes from --model or --arch).",
+        ),
+        _param(
             "virtual_stages",
             str | None,
             None,
@@ -492,11 +511,13 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
                 "--global-batch",
                 param=name,
             )
+    if settings.get("launch") is not None:
+        _take_launch(ctx, settings)
     model = settings.get("model") if given(ctx, "model") or not settings.get("arch") else None
     kwargs = {
         name: settings.get(name)
         for name in LAYOUT_NAMES
-        if name not in ("schedule", "recompute", "attention", "virtual_stages")
+        if name not in ("schedule", "recompute", "attention", "virtual_stages", "launch")
     }
     for name in (
         "gpus_per_node",
@@ -537,6 +558,22 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         search=space,
         **kwargs,
     )
+
+
+def _take_launch(ctx: typer.Context, settings: dict[str, Any]) -> None:
+    """The launch command's settings into ``settings``, each refused if also given as an option; one line
+    (stderr) on what was taken and what was not used."""
+    from netsweep_jax.sweep.io.launch import read_launch
+
+    path = settings["launch"]
+    taken, unused = read_launch(path)
+    for name, value in taken.items():
+        if given(ctx, name):
+            raise InputError(f"given twice: as an option and in {path}", param=name)
+        settings[name] = value
+    said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items())
+    more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
+    typer.echo(f"from {path}: {said}{more if unused else ''}", err=True)
 
 
 def _schedule_of_virtual_stages(text: str, schedule: str | None) -> str:

@@ -487,6 +487,7 @@ OTHER_OPTIONS = {
     "recompute": "--recompute",
     "overlap": "--overlap",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
+    "launch": "--launch",
     "attention": "--attention",
     "reduce": "--reduce",
     "keep": "--keep",

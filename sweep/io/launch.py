@@ -1,0 +1,123 @@
+"""A Megatron-LM launch command read from a file: the layout settings it gives, as ``sweep`` options.
+
+``sweep plan --launch train.sh`` (and ``grid``) takes the parallel layout from the flags of a
+``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, ``#``
+comments and shell variables that are not numbers are fine: a flag whose value is not a literal is
+listed as ignored):
+
+    --tensor-model-parallel-size T     --tp T
+    --pipeline-model-parallel-size P   --pp P
+    --context-parallel-size C          --cp C
+    --expert-model-parallel-size E     --ep E
+    --virtual-pipeline-model-parallel-size V   --schedule interleaved:V
+    --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
+    --recompute-granularity full|selective [--recompute-modules m ...]   --recompute
+    --sequence-parallel                --sequence-parallel 1 (else 0 where TP > 1)
+    --use-distributed-optimizer        --zero 1
+    --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
+    --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
+    --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
+
+A parallel size the command leaves out is Megatron-LM's default, 1. Every other flag (the model's
+shape, the optimizer, data, logging) is listed as not used: the model comes from ``--model`` or
+``--arch``. Pure Python: no JAX.
+"""
+
+import os
+import shlex
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import OVERLAP_SWITCHES, recompute_mode
+from netsweep_jax.sweep.core.textfile import read_lines
+
+# Flags that take a value, and the sweep parameter it sets.
+VALUED = {
+    "--tensor-model-parallel-size": "tp",
+    "--pipeline-model-parallel-size": "pp",
+    "--context-parallel-size": "cp",
+    "--expert-model-parallel-size": "ep",
+    "--virtual-pipeline-model-parallel-size": "virtual_stages",
+    "--micro-batch-size": "micro_batch",
+    "--global-batch-size": "global_batch",
+    "--cpu-offloading-num-layers": "offload_layers",
+}
+OVERLAP_FLAGS = {
+    "--overlap-grad-reduce": "grad_reduce",
+    "--overlap-param-gather": "param_gather",
+    "--tp-comm-overlap": "tp_comm",
+    "--overlap-moe-expert-parallel-comm": "moe_a2a",
+}
+MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
+
+
+def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]]:
+    """The sweep settings a launch command gives ({parameter: value text}) and the flags it does not use."""
+    lines = [line.split("#", 1)[0] for line in read_lines(path, "launch command")]
+    try:
+        words = shlex.split(" ".join(line.rstrip().rstrip("\\") for line in lines))
+    except ValueError as error:
+        raise InputError(f"{path}: not a command line ({error})") from None
+    flags: dict[str, list[str]] = {}
+    current = None
+    for word in words:
+        if word.startswith("--"):
+            current = word.split("=", 1)[0]
+            flags[current] = [word.split("=", 1)[1]] if "=" in word else []
+        elif current is not None:
+            flags[current].append(word)
+    settings: dict[str, str] = {}
+    unused = []
+    for flag, values in flags.items():
+        if flag in VALUED:
+            if len(values) != 1 or not values[0].isascii() or not values[0].isdigit():
+                unused.append(f"{flag} (not a whole number)")
+                continue
+            settings[VALUED[flag]] = values[0]
+        elif flag not in OVERLAP_FLAGS and flag not in _OTHER_USED:
+            unused.append(flag)
+    for name in (
+        "tp",
+        "pp",
+        "cp",
+        "ep",
+    ):  # Megatron-LM's default size of a parallel dim the command leaves out
+        settings.setdefault(name, "1")
+    if "--recompute-granularity" in flags:
+        granularity = " ".join(flags["--recompute-granularity"])
+        if granularity == "full":
+            settings["recompute"] = "full"
+        elif granularity == "selective":
+            modules = [MODULE_NAMES.get(m, m) for m in flags.get("--recompute-modules", [])] or ["core_attn"]
+            mode = recompute_mode("+".join(modules))
+            if mode is None:
+                raise InputError(
+                    f"{path}: --recompute-modules {' '.join(modules)}: a module netsweep does not know"
+                )
+            settings["recompute"] = mode
+        else:
+            raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
+    else:
+        settings["recompute"] = "none"
+    settings["sequence_parallel"] = "1" if "--sequence-parallel" in flags else "0"
+    settings["zero"] = "1" if "--use-distributed-optimizer" in flags else "0"
+    switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
+    settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
+    if "--fp8-format" in flags:
+        settings["precision"] = "fp8"
+    elif "--fp16" in flags:
+        settings["precision"] = "fp16"
+    elif "--bf16" in flags:
+        settings["precision"] = "bf16"
+    return settings, unused
+
+
+# Flags read above besides the valued ones.
+_OTHER_USED = {
+    "--recompute-granularity",
+    "--recompute-modules",
+    "--sequence-parallel",
+    "--use-distributed-optimizer",
+    "--fp8-format",
+    "--bf16",
+    "--fp16",
+}
