@@ -203,6 +203,12 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     assert len(r.output.strip().splitlines()) == 1 and not out.exists()
     r = invoke("validate", "--llm", "--train", "nope", "--out", out)
     assert r.exit_code == 2 and "--train 'nope': no runs in that group" in r.output and not out.exists()
+    # #27: a training group of mixture-of-experts runs only would fit nothing and call the defaults "trained".
+    moe_ids = {"MB-H100-04", "MB-H100-05", "MB-H100-06", "MB-H100-07"}
+    moe = _write(tmp_path, lambda rows: [{**r, "group": "moe"} if r["id"] in moe_ids else r for r in rows])
+    r = invoke("validate", "--llm", moe, "--train", "moe", "--out", out)
+    assert r.exit_code == 2 and "--train 'moe': no dense run with a measured value" in r.output
+    assert not out.exists()
 
 
 def test_cli_calibrate_reads_large_model_runs(tmp_path):

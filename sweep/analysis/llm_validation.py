@@ -604,6 +604,13 @@ def run_validation(
     for g in chosen or [train]:
         if g not in groups:
             raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    for g in chosen:
+        if not any(r.group == g and not r.moe and r.value is not None for r in runs):
+            raise InputError(
+                f"{g!r}: no dense run with a measured value in that group; the fit uses dense runs only "
+                f"(mixture-of-experts runs are reported, never fitted)",
+                param="train",
+            )
     in_train = [r.group in chosen for r in runs]
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
