@@ -602,11 +602,18 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
         return tokens * flops / t / rate + kernels * dev.gemm_latency + nbytes / dev.hbm
 
     moe_flops_paced = mats * 2.0 * h * fe * (routed + S) + 2.0 * h * E
-    op_flops = 2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (routed + S)
+    # FLOPs a token that each module re-runs: the up projections; torchtitan's wk, wo and w3 (the busiest
+    # expert GPU's routed copies for the time, the model's k for the hardware FLOPs).
+    up_flops = 2.0 * (q_up + kv_up)
+
+    def per_op_flops(copies: Value) -> Value:
+        return 2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (copies + S)
+
+    op_flops = per_op_flops(routed)
     module_time = (
         jnp.where(core_rc | (per_op & ~flash), core_time / kappa, 0.0)
         + jnp.where(norm_rc, rerun(0.0, 0.0, tokens * h * drop_norm), 0.0)
-        + jnp.where(up_rc, rerun(2.0 * (q_up + kv_up), 1.0, tokens * h * drop_up), 0.0)
+        + jnp.where(up_rc, rerun(up_flops, 1.0, tokens * h * drop_up), 0.0)
         + jnp.where(mlp_rc, rerun(dense_share * mlp_flops, 2.0 * dense_share, tokens * h * drop_mlp), 0.0)
         + jnp.where(
             moe_rc,
@@ -825,14 +832,10 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
             full,
             layer_flops,
             jnp.where(core_rc | (per_op & ~flash), core_flops, 0.0)
-            + jnp.where(up_rc, 2.0 * (q_up + kv_up), 0.0)
+            + jnp.where(up_rc, up_flops, 0.0)
             + jnp.where(mlp_rc, dense_share * mlp_flops, 0.0)
             + jnp.where(moe_rc, moe_share * moe_flops, 0.0)
-            + jnp.where(
-                per_op,
-                2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (k + S),
-                0.0,
-            ),
+            + jnp.where(per_op, per_op_flops(k), 0.0),
         )
     )
     network = (

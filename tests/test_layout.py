@@ -19,6 +19,8 @@ from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 
 TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
+# The options of a small large-model sweep (the bad-input cases add one bad option to them).
+LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
 STEP = jax.jit(kernel.step)  # one jitted function: each shape and dtype compiles once for the whole file
 
 
@@ -534,7 +536,7 @@ def test_megatron_option_names_are_aliases(tmp_path):
     "args,message",
     [
         (
-            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "0"],
+            ["grid", *LLAMA_8B, "--tp", "0"],
             "--tp 0: tp must be",
         ),
         (["grid", "--model", "llama3-8b", "--gpus", "8"], "--global-batch"),
@@ -544,19 +546,14 @@ def test_megatron_option_names_are_aliases(tmp_path):
             "cannot share a sweep",
         ),
         (
-            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--compressor", "int8"],
+            ["grid", *LLAMA_8B, "--compressor", "int8"],
             "--compressor applies to data-parallel",
         ),
         (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
         (
             [
                 "plan",
-                "--model",
-                "llama3-8b",
-                "--gpus",
-                "8",
-                "--global-batch",
-                "8",
+                *LLAMA_8B,
                 "--precision",
                 "fp8",
                 "--gpu",
@@ -583,12 +580,7 @@ def test_megatron_option_names_are_aliases(tmp_path):
         (
             [
                 "plan",
-                "--model",
-                "llama3-8b",
-                "--gpus",
-                "8",
-                "--global-batch",
-                "8",
+                *LLAMA_8B,
                 "--schedule",
                 "interleaved:²",
             ],
@@ -597,58 +589,60 @@ def test_megatron_option_names_are_aliases(tmp_path):
         (
             [
                 "grid",
-                "--model",
-                "llama3-8b",
-                "--gpus",
-                "8",
-                "--global-batch",
-                "8",
+                *LLAMA_8B,
                 "--schedule",
                 "interleaved:2,interleaved:02",
             ],
             "a schedule appears twice",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--schedule", ""],
+            ["plan", *LLAMA_8B, "--schedule", ""],
             "--schedule ''",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", ""],
+            ["plan", *LLAMA_8B, "--recompute", ""],
             "--recompute ''",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", ""],
+            ["plan", *LLAMA_8B, "--attention", ""],
             "--attention ''",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--precision", ""],
+            ["plan", *LLAMA_8B, "--precision", ""],
             "--precision ''",
         ),
-        (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", ""], "--gpu ''"),
+        (["plan", *LLAMA_8B, "--gpu", ""], "--gpu ''"),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--overlap", "tp_comm+tp"],
+            ["plan", *LLAMA_8B, "--overlap", "tp_comm+tp"],
             "--overlap 'tp_comm+tp': one mode, none or a + list of grad_reduce",
         ),
         (
-            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", "mlp+foo"],
+            ["grid", *LLAMA_8B, "--recompute", "mlp+foo"],
             "--recompute 'mlp+foo': unknown; known: none, selective, full, op, or a + list",
         ),
         (
-            ["grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--moment-bytes", "3"],
+            ["grid", *LLAMA_8B, "--moment-bytes", "3"],
             "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--pp", "2"]
-            + ["--virtual-pipeline-model-parallel-size", "2", "--schedule", "1f1b"],
+            [
+                "plan",
+                *LLAMA_8B,
+                "--pp",
+                "2",
+                "--virtual-pipeline-model-parallel-size",
+                "2",
+                "--schedule",
+                "1f1b",
+            ],
             "--virtual-pipeline-model-parallel-size give the schedule one way",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
-            + ["--virtual-pipeline-model-parallel-size", "0"],
+            ["plan", *LLAMA_8B, "--virtual-pipeline-model-parallel-size", "0"],
             "--virtual-pipeline-model-parallel-size '0': give whole numbers from 1",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--attention", "sparse"],
+            ["plan", *LLAMA_8B, "--attention", "sparse"],
             "--attention 'sparse'",
         ),
         (
@@ -664,7 +658,7 @@ def test_megatron_option_names_are_aliases(tmp_path):
             "not a multiple of heads=8",
         ),
         (
-            ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--grad-bytes", "3"],
+            ["plan", *LLAMA_8B, "--grad-bytes", "3"],
             "--grad-bytes 3: must be 0",
         ),
     ],

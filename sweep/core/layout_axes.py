@@ -35,17 +35,22 @@ RECOMPUTE_BITS = {
 RECOMPUTE_HELP = "none, selective, full, op, or a + list of " + ", ".join(RECOMPUTE_MODULES)
 
 
+def _plus_list(text: str, known: tuple[str, ...]) -> str | None:
+    """``a+b`` with every part in ``known``, once each, spelled in ``known``'s order; else None."""
+    parts = [part.strip() for part in text.split("+")]
+    if any(part not in known for part in parts) or len(set(parts)) != len(parts):
+        return None
+    return "+".join(name for name in known if name in parts)
+
+
 def recompute_mode(text: str) -> str | None:
     """The canonical spelling of a recompute mode (modules in :data:`RECOMPUTE_MODULES` order, so
     ``moe_act+mlp`` is ``mlp+moe_act``), or None when it is not one."""
     name = text.strip().lower()
     if name in RECOMPUTES:
         return name
-    parts = [part.strip() for part in name.split("+")]
-    if not parts or any(part not in RECOMPUTE_MODULES for part in parts) or len(set(parts)) != len(parts):
-        return None
-    ordered = [module for module in RECOMPUTE_MODULES if module in parts]
-    return "selective" if ordered == ["core_attn"] else "+".join(ordered)
+    mode = _plus_list(name, RECOMPUTE_MODULES)
+    return "selective" if mode == "core_attn" else mode
 
 
 def recompute_code(mode: str) -> int:
@@ -76,12 +81,7 @@ OVERLAP_HELP = "none or a + list of " + ", ".join(OVERLAP_SWITCHES)
 def overlap_mode(text: str) -> str | None:
     """The canonical spelling of an overlap mode (switches in :data:`OVERLAP_SWITCHES` order), or None."""
     name = text.strip().lower()
-    if name == "none":
-        return name
-    parts = [part.strip() for part in name.split("+")]
-    if any(part not in OVERLAP_BITS for part in parts) or len(set(parts)) != len(parts):
-        return None
-    return "+".join(switch for switch in OVERLAP_SWITCHES if switch in parts)
+    return name if name == "none" else _plus_list(name, OVERLAP_SWITCHES)
 
 
 def overlap_code(mode: str) -> int:

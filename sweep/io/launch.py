@@ -47,6 +47,16 @@ OVERLAP_FLAGS = {
     "--tp-comm-overlap": "tp_comm",
     "--overlap-moe-expert-parallel-comm": "moe_a2a",
 }
+# Flags read besides the valued ones and the overlap switches.
+OTHER_USED = {
+    "--recompute-granularity",
+    "--recompute-modules",
+    "--sequence-parallel",
+    "--use-distributed-optimizer",
+    "--fp8-format",
+    "--bf16",
+    "--fp16",
+}
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
 
 
@@ -73,7 +83,7 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
                 unused.append(f"{flag} (not a whole number)")
                 continue
             settings[VALUED[flag]] = values[0]
-        elif flag not in OVERLAP_FLAGS and flag not in _OTHER_USED:
+        elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED:
             unused.append(flag)
     for name in (
         "tp",
@@ -109,15 +119,3 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
     elif "--bf16" in flags:
         settings["precision"] = "bf16"
     return settings, unused
-
-
-# Flags read above besides the valued ones.
-_OTHER_USED = {
-    "--recompute-granularity",
-    "--recompute-modules",
-    "--sequence-parallel",
-    "--use-distributed-optimizer",
-    "--fp8-format",
-    "--bf16",
-    "--fp16",
-}
