@@ -1,6 +1,13 @@
-"""Shared fixtures: the paper's measured logs in ../shared/paper-data (optional)."""
+"""Shared fixtures: the paper's measured logs in ../shared/paper-data (optional); the tests' XLA flags."""
 
 import os
+
+# The tests compile a few hundred kernels and run each on a few thousand configurations: there LLVM's
+# optimization of the generated code costs more than it saves (the layout kernel compiles in 5 s instead of
+# 8-10 on a 2-core machine; the suite runs about a third faster). The programs are the same; float32 results
+# may differ in the last bit (no fused multiply-adds), which every comparison allows. The CLI, the API and
+# the benchmarks keep XLA's default (-O2). Set before JAX starts its backend; subprocesses inherit it.
+os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 from pathlib import Path
 
 import numpy as np

@@ -74,3 +74,28 @@ def test_disk_check_refuses_huge_grid(tmp_path):
     with pytest.raises(InputError, match="the cube needs .* GB .* but only"):
         run_grid(grid, tmp_path / "huge.h5", command="t")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_in_memory_result_is_written_as_netcdf4_that_xarray_reads_back(tmp_path):
+    # write_dataset's h5py writer against what xarray itself would write: dims with and without coordinates,
+    # a non-index coordinate, booleans, strings, integers, a scalar, every attribute.
+    rng = np.random.default_rng(0)
+    ds = xr.Dataset(
+        {
+            "time": (("x", "rank"), rng.uniform(size=(3, 2)), {"units": "s", "long_name": "a time"}),
+            "fits": ("x", np.array([True, False, True])),
+            "status": (("x", "rank"), np.arange(6, dtype=np.int32).reshape(3, 2), {"rules": "0: ok; 1: no"}),
+            "name": ("rank", np.array(["first", "second"], dtype=object)),
+            "total": ((), 3.5),
+        },
+        coords={"x": [10.0, 25.0, 100.0], "label": ("x", ["a", "bb", "ccc"]), "switch": ["grad", "param"]},
+        attrs={"family": "layouts", "count": 3, "assumed": "gpu h100"},
+    )
+    from netsweep_jax.sweep.io.cube import write_dataset
+
+    out = write_dataset(ds, tmp_path / "d.h5", command="sweep test")
+    back = xr.open_dataset(out, engine="h5netcdf").load()
+    xr.testing.assert_identical(back.drop_attrs(), ds.drop_attrs())
+    assert back.attrs["family"] == "layouts" and back.attrs["count"] == 3 and back.attrs["format"]
+    assert back["time"].attrs == {"units": "s", "long_name": "a time"} and back["fits"].dtype == bool
+    assert "rank" not in back.coords and "label" in back.coords  # a dim without coordinate stays one

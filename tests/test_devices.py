@@ -41,7 +41,9 @@ def run(out, env=None):
 
 def test_four_devices_equal_one(tmp_path):
     one, kind1 = run(tmp_path / "one.h5")
-    four, kind4 = run(tmp_path / "four.h5", {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"})
+    # The run's own XLA flags kept (conftest's): both processes compile alike, only the device count differs.
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
+    four, kind4 = run(tmp_path / "four.h5", {"XLA_FLAGS": flags})
     assert kind1.endswith("x1") and kind4.endswith("x4")
     for k in OUTPUTS:
         np.testing.assert_array_equal(one[k], four[k])

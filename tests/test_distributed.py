@@ -21,6 +21,9 @@ from netsweep_jax.sweep.core.errors import StitchTimeout
 from netsweep_jax.sweep.io import distributed
 from netsweep_jax.sweep.io.distributed import POLL_S, wait_for
 
+# One device per process (no forced host device count), compiled as the single-process run is (conftest's flags).
+ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
+
 
 @pytest.fixture(scope="module")
 def single(tmp_path_factory):
@@ -60,7 +63,7 @@ def test_two_processes_stitch_to_the_single_process_cube(tmp_path, single):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "XLA_FLAGS": ""},
+            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
         )
         for pid in (0, 1)
     ]

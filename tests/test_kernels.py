@@ -21,6 +21,7 @@ TABLE = (np.array([0.0, 1e4, 1e6, 1e8]), np.array([1e-5, 1.2e-5, 3e-5, 1.5e-3]))
 def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0):
     tol = TOL[dtype]
     c = {d: ds[d].values for d in ds.dims}
+    outputs = {name: ds[name].values for name in OUTPUTS}  # once: indexing a Dataset per point is slow
     for idx in itertools.product(*(range(len(v)) for v in c.values())):
         point = dict(zip(c, idx))
         v = {d: c[d][i] for d, i in point.items()}
@@ -47,7 +48,7 @@ def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0):
             bucketing=str(v["bucketing"]),
         )
         for name in OUTPUTS:
-            got = float(ds[name].values[idx])
+            got = float(outputs[name][idx])
             scale = max(abs(ref[name]), profile.t1)
             assert abs(got - ref[name]) <= tol * scale, (name, v, got, ref[name])
 

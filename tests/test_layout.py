@@ -15,13 +15,14 @@ from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import PER_SWEEP
 from netsweep_jax.sweep.engine import layouts
+from netsweep_jax.sweep.engine.compiled import layout_rows
+from netsweep_jax.sweep.engine.layouts import ROWS_BLOCK
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 
 TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
 # The options of a small large-model sweep (the bad-input cases add one bad option to them).
 LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
-STEP = jax.jit(kernel.step)  # one jitted function: each shape and dtype compiles once for the whole file
 
 
 def random_case(rng):
@@ -104,14 +105,18 @@ def random_case(rng):
 
 
 def run_kernel(cases, dtype):
-    # Padded to 2,048 configurations (the last repeated): one compile per dtype for the whole file.
-    padded = list(cases) + [cases[-1]] * (2048 - len(cases))
-
+    # Padded to the rows kernel's block (the last repeated), through the product's own jitted entry point: in
+    # float64 the same compiled function as every fit and validation, one compile per dtype for the suite.
     def stack(i, fields):
-        return {f: jnp.asarray([float(c[i][f]) for c in padded], dtype) for f in fields}
+        return {
+            f: jnp.asarray(
+                np.pad([float(c[i][f]) for c in cases], (0, ROWS_BLOCK - len(cases)), "edge"), dtype
+            )
+            for f in fields
+        }
 
     with jax.enable_x64(dtype == "float64"):
-        out = STEP(
+        out = layout_rows(
             kernel.Arch(**stack(0, kernel.Arch._fields)),
             kernel.Device(**stack(1, kernel.Device._fields)),
             kernel.Layout(**stack(2, kernel.Layout._fields)),

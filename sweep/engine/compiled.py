@@ -271,11 +271,19 @@ def _crossed(
     return arch, dev, lay
 
 
-@functools.partial(jax.jit, static_argnames=("variables",))
-def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, variables: tuple[str, ...]) -> Metrics:
-    """Every kept output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]."""
-    out = layout_kernel.step(*_crossed(outer, inner))
-    return {name: out[name] for name in variables}
+@jax.jit
+def layout_block_outputs(outer: jax.Array, inner: jax.Array) -> Metrics:
+    """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
+    whichever a sweep keeps: one compiled function serves every sweep of the block's shape (a compile of the
+    layout kernel takes seconds; copying the unkept outputs back costs far less)."""
+    return {
+        name: jnp.broadcast_to(v, (outer.shape[0], inner.shape[0]))
+        for name, v in _block_step(outer, inner).items()
+    }
+
+
+def _block_step(outer: jax.Array, inner: jax.Array) -> Metrics:
+    return layout_kernel.step(*_crossed(outer, inner))
 
 
 @functools.partial(jax.jit, static_argnames=("keep",))
@@ -285,7 +293,7 @@ def layout_block_best(
     """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
     outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
     fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
-    out = layout_kernel.step(*_crossed(outer, inner))
+    out = _block_step(outer, inner)
     feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)

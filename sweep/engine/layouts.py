@@ -58,8 +58,11 @@ from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
 BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
 MAX_COLUMNS = 2**16
-MIN_COLUMNS = 2**10  # small sweeps share one block shape (and its compile); the padding is cheap
+# Sweeps of up to 8192 layouts share one block shape, and its compile (seconds for the layout kernel);
+# the padding costs milliseconds.
+MIN_COLUMNS = 2**13
 MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
+ROWS_BLOCK = 2**14  # (run, candidate constants) pairs per call of the rows kernel: one compiled shape
 
 # Precision -> (parameter bytes, gradient bytes, activation bytes, bytes of a GEMM input kept for the
 # backward, matrix peak: "half" or "fp8").
@@ -534,13 +537,11 @@ def evaluate_layouts_arrays(
         for i in range(0, grid.inner_size, cols):
             inner = jnp.asarray(tables.inner(i, cols)[0], dtype)
             for o in range(0, grid.outer_size, rows):
-                out = layout_block_outputs(
-                    jnp.asarray(tables.outer(o, rows), dtype), inner, variables=grid.variables
-                )
+                out = layout_block_outputs(jnp.asarray(tables.outer(o, rows), dtype), inner)
                 r = min(rows, grid.outer_size - o)
                 c = min(cols, grid.inner_size - i)
-                for name, a in out.items():
-                    full[name][o : o + r, i : i + c] = np.asarray(a)[:r, :c]
+                for name in grid.variables:
+                    full[name][o : o + r, i : i + c] = np.asarray(out[name])[:r, :c]
                 if progress:
                     progress(r * c)
     return {name: a.reshape(grid.shape) for name, a in full.items()}
@@ -585,6 +586,8 @@ def best_layouts(
     if columns is not None:  # layouts per block, a power of two: a smaller block, the same compiled shape
         cols = min(cols, _pow2(columns, 8))
     cols = max(cols, keep)
+    # Searches keeping 1 to 4 layouts share one compiled block (top_k's k is a shape); the extra are cut off.
+    compiled_keep = min(_pow2(keep, 4), cols)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {
         "score": np.full((grid.outer_size, keep), -np.inf),
@@ -600,10 +603,11 @@ def best_layouts(
             for o in range(0, grid.outer_size, rows):
                 r = min(rows, grid.outer_size - o)
                 score, where, out = layout_block_best(
-                    jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=keep
+                    jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=compiled_keep
                 )
-                score, where = np.asarray(score, np.float64)[:r], np.asarray(where, np.int64)[:r] + i
-                out = {k: np.asarray(v)[:r] for k, v in out.items()}
+                score = np.asarray(score, np.float64)[:r, :keep]
+                where = np.asarray(where, np.int64)[:r, :keep] + i
+                out = {k: np.asarray(v)[:r, :keep] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
                 if progress:
                     progress(r * min(cols, grid.inner_size - i))
@@ -698,17 +702,9 @@ def evaluate_rows(
     if one:
         efficiency, utilization = efficiency[:, None], utilization[:, None]
     asked = efficiency.shape
-    # Pad to at least 64 rows by 2048 candidates, powers of two (repeating the last), so that every call of a
-    # fit or a validation shares one compiled shape; the padding is cut off the result.
-    padded = tuple(_pow2(n, low) for n, low in zip(asked, (64, 2048)))
-    pad = [(0, p - n) for p, n in zip(padded, asked)]
-    efficiency, utilization = np.pad(efficiency, pad, mode="edge"), np.pad(utilization, pad, mode="edge")
-    rows = list(rows) + [rows[-1]] * (padded[0] - len(rows))
-    shape = efficiency.shape
-    extra = (1,) * (len(shape) - 1)
 
-    def column(values: list[float]) -> np.ndarray:
-        return np.broadcast_to(np.asarray(values, np.float64).reshape(-1, *extra), shape)
+    def column(values: list[float]) -> np.ndarray:  # [R]: one value per row
+        return np.asarray(values, np.float64)
 
     arch = {f: column([getattr(_arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
     gpu = [dict(zip(GPU_FIELDS, _gpu_row(r.gpu))) for r in rows]
@@ -751,10 +747,10 @@ def evaluate_rows(
         gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0),
         nics_per_node=system("nics_per_node", "nics", 1.0),
         bandwidth=system("bandwidth", "nic_bits", 1e9),
-        utilization=utilization,
+        utilization=column([0.0] * len(rows)),  # per candidate: set block by block below
         latency=column([r.latency * 1e-6 for r in rows]),
         collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
-        efficiency=efficiency,
+        efficiency=column([0.0] * len(rows)),
         overhead=column([r.overhead * 1e-3 for r in rows]),
         slowdown=column([0.0] * len(rows)),
         straggle=column([0.0] * len(rows)),
@@ -763,12 +759,25 @@ def evaluate_rows(
         attention_efficiency=column([r.attention_efficiency for r in rows]),
         overlap=column([overlap_code(r.overlap) for r in rows]),
     )
+    # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
+    # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
+    # one block's inputs at a time.
+    n = efficiency.size
+    flat = {"efficiency": efficiency.ravel(), "utilization": utilization.ravel()}
+    result: dict[str, np.ndarray] = {}
     with jax.enable_x64(True):
-        out = layout_block_rows(
-            kernel.Arch(**{k: jnp.asarray(v) for k, v in arch.items()}),
-            kernel.Device(**{k: jnp.asarray(v) for k, v in dev.items()}),
-            kernel.Layout(**{k: jnp.asarray(v) for k, v in lay.items()}),
-        )
-        cut = tuple(slice(0, n) for n in asked)
-        result = {k: np.asarray(v, np.float64)[cut] for k, v in out.items()}
-        return {k: v[:, 0] for k, v in result.items()} if one else result
+        for start in range(0, n, ROWS_BLOCK):
+            pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
+            row = pair // asked[1]
+            per_pair = {k: v[pair] for k, v in flat.items()}
+            out = layout_block_rows(
+                kernel.Arch(**{k: jnp.asarray(v[row]) for k, v in arch.items()}),
+                kernel.Device(**{k: jnp.asarray(v[row]) for k, v in dev.items()}),
+                kernel.Layout(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
+            )
+            for k, v in out.items():
+                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
+                    v, np.float64
+                )[: n - start]
+    result = {k: v.reshape(asked) for k, v in result.items()}
+    return {k: v[:, 0] for k, v in result.items()} if one else result

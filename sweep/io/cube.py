@@ -64,7 +64,66 @@ def write_dataset(
     of ``command``.
     """
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
-    return write_atomically(out, lambda temp: ds.to_netcdf(temp, engine="h5netcdf"))
+    return write_atomically(out, lambda temp: write_netcdf4(ds, temp))
+
+
+# netCDF-4's name for a dimension scale that is not also a coordinate variable (netCDF-C, nc4hdf.c).
+PHONY_DIMENSION = "This is a netCDF dimension but not a netCDF variable.{:10d}"
+
+
+def _h5_data(values: npt.ArrayLike) -> tuple[np.ndarray, dict[str, str]]:
+    """``values`` as HDF5 stores them, and the attributes xarray needs to read them back as they were
+    (booleans are int8 with ``dtype = "bool"``, as xarray encodes them)."""
+    a = np.asarray(values)
+    if a.dtype.kind in "OUS":
+        return np.array(a, dtype=object), {}
+    if a.dtype.kind == "b":
+        return a.astype(np.int8), {"dtype": "bool"}
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"cannot write values of dtype {a.dtype} to a cube")
+    return a, {}
+
+
+def write_netcdf4(ds: xr.Dataset, path: str | Path) -> None:
+    """``ds`` as a netCDF-4 file through h5py, as :func:`create` lays out a sweep's cube: one dimension scale
+    per dim (its coordinate, or a netCDF "phony" scale where the dim has none), each variable with its
+    attributes and its dims' scales attached, non-index coordinates named in each variable's
+    ``coordinates`` attribute; ``xarray.open_dataset(path, engine="h5netcdf")`` gives ``ds`` back.
+
+    Why not ``ds.to_netcdf``: h5netcdf looks every dim up again for every variable, and a layout cube (24
+    dims, 34 variables) took 3-4 s to write that way, against 0.2 s here."""
+    with h5py.File(path, "w") as f:
+        for key, value in ds.attrs.items():
+            f.attrs[key] = value
+        scales = {}
+        for dim, size in ds.sizes.items():
+            if dim in ds.indexes:
+                scales[dim] = _write_variable(f, str(dim), ds.variables[dim])
+                scales[dim].make_scale(str(dim))
+            else:
+                scales[dim] = f.create_dataset(str(dim), shape=(size,), dtype="f4")
+                scales[dim].make_scale(PHONY_DIMENSION.format(size))
+        extra_coords = [str(name) for name in ds.coords if name not in ds.indexes]
+        for name, var in ds.variables.items():
+            if name in ds.indexes:
+                continue
+            h5var = _write_variable(f, str(name), var)
+            for i, dim in enumerate(var.dims):
+                h5var.dims[i].attach_scale(scales[dim])
+            named = [c for c in extra_coords if c != name and set(ds[c].dims) <= set(var.dims)]
+            if name in ds.data_vars and named:
+                h5var.attrs["coordinates"] = " ".join(named)
+
+
+def _write_variable(f: h5py.File, name: str, var: xr.Variable) -> h5py.Dataset:
+    data, encoding = _h5_data(var.values)
+    if data.dtype == object:
+        h5var = f.create_dataset(name, data=data, dtype=h5py.string_dtype())
+    else:
+        h5var = f.create_dataset(name, data=data)
+    for key, value in {**var.attrs, **encoding}.items():
+        h5var.attrs[key] = value
+    return h5var
 
 
 def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Dataset:
