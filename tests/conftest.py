@@ -72,17 +72,22 @@ def assert_same_text(new, old):
 
 
 # The longest files first: the two workers then finish together instead of one waiting on a long file that
-# started last (pytest-xdist's loadfile hands out whole files in collection order).
+# started last (pytest-xdist's loadfile hands out whole files in collection order). test_layout.py first, and
+# the README's examples (plan, a layout grid, validate --llm) a few files later on the other worker: by then the
+# layout kernel's blocks are in the shared compilation cache, instead of both workers compiling them at once.
 LONGEST_FIRST = (
-    "test_readme.py",
     "test_layout.py",
     "test_calibrate.py",
+    "test_resume.py",
+    "test_readme.py",
+    "test_reduce.py",
+    "test_silent.py",
+    "test_hostile.py",
     "test_devices.py",
+    "test_kernels.py",
     "test_validate.py",
     "test_llm_validation.py",
     "test_api.py",
-    "test_reduce.py",
-    "test_resume.py",
 )
 
 

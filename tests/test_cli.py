@@ -23,6 +23,32 @@ def test_grid_as_written_in_the_issue(tmp_path, monkeypatch):
     assert not list((tmp_path / "results").glob("*.partial"))
 
 
+def test_nics_per_node_says_which_collectives_ignore_it(tmp_path):
+    # The paper's ring, tree and ps give every GPU its own link: their rows do not move with the NIC count,
+    # and the sweep says so once; the NCCL collectives share the node's NICs and speed up with more.
+    args = [
+        "--model",
+        "resnet50",
+        "--nodes",
+        "2",
+        "--gpus-per-node",
+        "8",
+        "--bw",
+        "10",
+        "--nics-per-node",
+        "1,8",
+    ]
+    r = invoke("grid", *args, "--collective", "ring,nccl-ring", "--out", tmp_path / "r.h5", "-q")
+    assert r.exit_code == 0, r.output
+    assert "ring: one link of --bw per GPU, as in the paper, whatever --nics-per-node" in r.output
+    with h5py.File(tmp_path / "r.h5") as f:
+        sf = f["scaling_factor"][...].squeeze()  # [collective, nics_per_node]
+        assert [c.decode() for c in f["collective"][...]] == ["ring", "nccl-ring"]
+    assert sf[0, 0] == sf[0, 1] and sf[1, 1] > sf[1, 0]
+    quiet = invoke("grid", *args, "--collective", "nccl-ring", "--out", tmp_path / "n.h5", "-q")
+    assert quiet.exit_code == 0 and "--nics-per-node" not in quiet.output
+
+
 def test_models_lists_builtins():
     r = invoke("models")
     assert r.exit_code == 0

@@ -554,6 +554,10 @@ def test_megatron_option_names_are_aliases(tmp_path):
             ["grid", *LLAMA_8B, "--compressor", "int8"],
             "--compressor applies to data-parallel",
         ),
+        # Every data-parallel option a layout sweep does not read is refused, not silently ignored.
+        (["grid", *LLAMA_8B, "--ratio", "2"], "--ratio applies to data-parallel"),
+        (["grid", *LLAMA_8B, "--fusion-mb", "5"], "--fusion-mb applies to data-parallel"),
+        (["grid", *LLAMA_8B, "--accum", "2"], "--accum applies to data-parallel"),
         (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
         (
             [

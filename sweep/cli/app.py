@@ -498,6 +498,23 @@ def refuse_layout_options(settings: dict[str, Any]) -> None:
             )
 
 
+# The data-parallel grid's options a layout sweep reads (the GPU's system where not given); with LAYOUT_NAMES,
+# "model", "arch", "nodes", "gpu", "precision", "collective" and "x64", every option a layout sweep takes.
+LAYOUT_SYSTEM_NAMES = (
+    "gpus_per_node",
+    "nics_per_node",
+    "bandwidth",
+    "utilization",
+    "latency",
+    "overhead",
+    "slowdown",
+    "jitter",
+)
+LAYOUT_GRID_READS = frozenset(
+    (*LAYOUT_NAMES, *LAYOUT_SYSTEM_NAMES, "model", "arch", "nodes", "gpu", "precision", "collective", "x64")
+)
+
+
 def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bool = False) -> Any:
     """The layout grid the options describe: network options the user did not set follow the GPU's system."""
     from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
@@ -519,16 +536,7 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         for name in LAYOUT_NAMES
         if name not in ("schedule", "recompute", "attention", "virtual_stages", "launch")
     }
-    for name in (
-        "gpus_per_node",
-        "nics_per_node",
-        "bandwidth",
-        "utilization",
-        "latency",
-        "overhead",
-        "slowdown",
-        "jitter",
-    ):
+    for name in LAYOUT_SYSTEM_NAMES:
         kwargs[name] = settings.get(name) if given(ctx, name) else None
     if settings.get("nodes") is not None and given(ctx, "nodes"):
         kwargs["gpus"] = _gpus_from_nodes(settings, kwargs)
@@ -644,17 +652,8 @@ def _layout_grid(
                 "(sweep plan keeps only the best layouts)",
                 param=name,
             )
-    for name in (
-        "bucketing",
-        "intra_bandwidth",
-        "compressor",
-        "iterations_factor",
-        "codec_cost",
-        "reduce_table",
-        "distributed",
-        "kernel",
-    ):
-        if given(ctx, name):
+    for name in settings:  # --ratio, --fusion-mb, --accum, --compressor, ...: refused, never silently ignored
+        if name not in LAYOUT_GRID_READS and given(ctx, name):
             raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
     g = layout_grid_from(ctx, settings)
     target = _layout_target(g, out, force, "")

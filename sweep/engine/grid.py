@@ -39,6 +39,7 @@ from netsweep_jax.sweep.core.schema import (
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.collectives import ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.compressors import (
     NONE,
     Compressor,
@@ -583,5 +584,16 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         factors,
         overrides,
         parse_reductions(_reductions(o["reduce"])),
-        assumed_text(profiles, chosen),
+        "; ".join(filter(None, (assumed_text(profiles, chosen), _nics_unused(collectives, values)))),
+    )
+
+
+def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:
+    """What the sweep says when --nics-per-node meets a collective that has no use for it (else "")."""
+    flat = [c for c in collectives if c in ONE_LINK_PER_WORKER]
+    if not flat or np.all(values["nics_per_node"] == 1):
+        return ""
+    return (
+        f"{', '.join(flat)}: one link of --bw per GPU, as in the paper, whatever --nics-per-node "
+        f"(it applies to hierarchical, nccl-ring and nccl-tree)"
     )

@@ -580,12 +580,12 @@ def best_layouts(
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
     layout index, and every output at them [O, K] (O = the outer cells in cube order). ``columns``
-    caps the layouts per block (a power of two)."""
+    caps the layouts each block searches (a power of two; the rest of the block is padding, so the compiled
+    shape is the same)."""
     keep = min(keep, grid.inner_size)
     rows, cols = _block_shape(grid, block_configs)
-    if columns is not None:  # layouts per block, a power of two: a smaller block, the same compiled shape
-        cols = min(cols, _pow2(columns, 8))
     cols = max(cols, keep)
+    step = cols if columns is None else max(min(cols, _pow2(columns, 8)), keep)
     # Searches keeping 1 to 4 layouts share one compiled block (top_k's k is a shape); the extra are cut off.
     compiled_keep = min(_pow2(keep, 4), cols)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
@@ -597,8 +597,9 @@ def best_layouts(
     tables = BlockTables(grid)
     with jax.enable_x64(grid.dtype == "float64"):
         dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
-        for i in range(0, grid.inner_size, cols):
+        for i in range(0, grid.inner_size, step):
             inner, real = tables.inner(i, cols)
+            real[step:] = 0.0  # the next block's layouts
             inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
             for o in range(0, grid.outer_size, rows):
                 r = min(rows, grid.outer_size - o)
@@ -610,7 +611,7 @@ def best_layouts(
                 out = {k: np.asarray(v)[:r, :keep] for k, v in out.items()}
                 _merge(best, picked, slice(o, o + r), score, where, out, keep)
                 if progress:
-                    progress(r * min(cols, grid.inner_size - i))
+                    progress(r * min(step, grid.inner_size - i))
     missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
     best["layout"][missing] = -1
     for v in picked.values():

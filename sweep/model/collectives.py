@@ -66,6 +66,8 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 
+# The paper's collectives: every worker has a link of the full bandwidth b, and nics_per_node plays no part.
+ONE_LINK_PER_WORKER = ("ring", "tree", "ps")
 PIPELINED = ("nccl-ring", "nccl-tree")
 ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)
 
