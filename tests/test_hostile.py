@@ -3,6 +3,7 @@ code, and leaves nothing behind (issue: nothing lost, nothing silently wrong).""
 
 import errno
 import json
+import os
 import sys
 
 import h5py
@@ -228,6 +229,24 @@ def test_foreign_files_are_refused_by_show_select_plot(tmp_path):
                 invoke(*args, *(["--out", tmp_path / "p.png"] if args[0] == "plot" else []))
             )
     assert not (tmp_path / "p.png").exists()
+
+
+def test_a_fifo_is_refused_without_being_opened(tmp_path):
+    # #27: show and select waited forever on a FIFO (opening one waits for a writer); validate and calibrate
+    # called it "not found". Each says what it is, exit 2, and never opens it.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for args, what in (
+        (["show", fifo], "not a cube"),
+        (["select", fifo, "--bw", "10"], "not a cube"),
+        (["plot", fifo, "--x", "bandwidth", "--out", tmp_path / "p.png"], "not a cube"),
+        (["validate", "--llm", fifo, "--out", tmp_path / "v"], "not a runs file"),
+        (["calibrate", fifo], "not a measurements file"),
+    ):
+        assert f"{fifo}: not a regular file (a FIFO, socket or device), {what}" in one_line_error(
+            invoke(*args)
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]
 
 
 @pytest.mark.parametrize(

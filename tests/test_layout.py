@@ -475,6 +475,12 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
         dict(ds.sizes)["rank"] == 2 and ds.attrs["family"] == "layouts" and "DGX H100" in ds.attrs["assumed"]
     )
     assert (ds.tokens_per_s.isel(rank=0) >= ds.tokens_per_s.isel(rank=1)).all()
+    # #27: a searched axis is a variable of a plan cube, not a dim; select says where it is.
+    r = invoke("select", str(out), "--tp", "1")
+    assert (
+        r.exit_code == 2
+        and "--tp 1: a plan cube has no tp dim: each rank's tp is its variable layout_tp" in r.output
+    )
     cube = tmp_path / "grid.h5"
     r = invoke(
         "grid",

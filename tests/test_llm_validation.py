@@ -209,6 +209,11 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     r = invoke("validate", "--llm", moe, "--train", "moe", "--out", out)
     assert r.exit_code == 2 and "--train 'moe': no dense run with a measured value" in r.output
     assert not out.exists()
+    # #27: a file without a group column does not blame a --train the user never gave; it names the file.
+    ungrouped = _write(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "group"} for r in rows])
+    r = invoke("validate", "--llm", ungrouped, "--out", out)
+    assert r.exit_code == 2 and not r.output.startswith("error: --train") and not out.exists()
+    assert f"{ungrouped}: no run is in the default training groups" in r.output and "your runs" in r.output
 
 
 def test_cli_calibrate_reads_large_model_runs(tmp_path):

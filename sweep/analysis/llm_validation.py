@@ -595,11 +595,20 @@ class Validation:
 
 
 def run_validation(
-    path: str | Path = DATASET, train: str = DEFAULT_TRAIN, progress: Callable[[str], None] | None = None
+    path: str | Path = DATASET, train: str | None = None, progress: Callable[[str], None] | None = None
 ) -> Validation:
-    """Fit and predict every run of ``path``; the training set is the runs whose ``group`` is ``train``."""
+    """Fit and predict every run of ``path``; the training set is the runs whose ``group`` is one of ``train``
+    (comma-separated; None: :data:`DEFAULT_TRAIN`, the shipped file's training sources)."""
     runs = read_runs(path)
     groups = sorted({r.group for r in runs})
+    if train is None:
+        train = DEFAULT_TRAIN
+        if not set(train.split(",")) <= set(groups):  # a file of the user's: the shipped groups mean nothing
+            raise InputError(
+                f"{path}: no run is in the default training groups ({train}); its groups: "
+                f"{', '.join(groups)}. Name the groups to fit on with --train (a 'group' column sets them; "
+                f"without one every run is in 'your runs')"
+            )
     chosen = [g.strip() for g in train.split(",") if g.strip()]
     for g in chosen or [train]:
         if g not in groups:
@@ -974,7 +983,7 @@ def run(
     out_dir: str | Path,
     *,
     dataset: str | Path = DATASET,
-    train: str = DEFAULT_TRAIN,
+    train: str | None = None,
     command: str = "sweep validate --llm",
     force: bool = False,
     progress: Callable[[str], None] | None = None,

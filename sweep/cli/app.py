@@ -1120,7 +1120,7 @@ def validate(
             out or Path("results/validation-llm"),
             command=command_line(),
             dataset=measurements or llm_validation.DATASET,
-            train=train or llm_validation.DEFAULT_TRAIN,
+            train=train,
             force=force,
             progress=lambda text: typer.echo(text, err=True),
         )

@@ -421,7 +421,10 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
 
 def damage(path: str | Path) -> str | None:
     """Why HDF5 cannot read a file that starts as an HDF5 file does (damaged metadata: every object, attribute
-    and coordinate is read; data variables only opened), or None: it reads, or it is not an HDF5 file."""
+    and coordinate is read; data variables only opened), or None: it reads, or it is not an HDF5 file (nor a
+    regular file: a FIFO is never opened, which would wait for a writer)."""
+    if not Path(path).is_file():
+        return None
     try:
         with open(path, "rb") as fh:
             if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:

@@ -11,6 +11,7 @@ import xarray as xr
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, in_cube_order
+from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT, verify, verify_static_file
 from netsweep_jax.sweep.model.compressors import parse_compressors
@@ -22,7 +23,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     """A cube from ``sweep grid`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily loaded)."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such cube")
+        raise InputError(f"{path}: {'no such cube' if not path.exists() else not_a_file(path, 'cube')}")
     try:
         ds = xr.open_dataset(path, engine="h5netcdf", phony_dims="sort")
     except (OSError, ValueError) as e:
@@ -125,6 +126,16 @@ def _nearest(
     return out
 
 
+def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
+    """Why a cube has no ``dim`` to select on: a plan searched it (each rank's value is ``layout_<dim>``), an
+    inverse query solved for it, or it is not one of this cube's dims."""
+    if f"layout_{dim}" in ds.data_vars:
+        return f"a plan cube has no {dim} dim: each rank's {dim} is its variable layout_{dim}, in every row"
+    if ds.attrs.get("solved_axis") == dim:
+        return f"this cube has no {dim} dim (it was solved for it)"
+    return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
+
+
 def _selection(
     ds: xr.Dataset,
     chosen: Mapping[str, str],
@@ -134,7 +145,7 @@ def _selection(
     sel: dict[Hashable, list[Any]] = {}
     for dim, text in chosen.items():
         if dim not in ds.dims:
-            raise InputError(f"{text}: this cube has no {dim} dim (it was solved for it)", param=dim)
+            raise InputError(f"{text}: {_why_no_dim(ds, dim)}", param=dim)
         values: Iterable[Any]
         specs = LAYOUT_AXES if ds.attrs.get("family") == "layouts" else NUMERIC_AXES  # the cube's own axes
         if dim in specs:
