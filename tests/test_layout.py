@@ -1189,3 +1189,27 @@ def test_a_refused_plan_leaves_no_default_results_directory(tmp_path, monkeypatc
     )
     assert r.exit_code == 2 and "no feasible layout" in r.output
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", ["plan", "grid"])
+def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatch, command):
+    # #27: the output is checked before the work and again at the rename: a file another run (or the user)
+    # put at --out meanwhile is kept and this run refused, unless --force.
+    from netsweep_jax.sweep.analysis import planning
+
+    out = tmp_path / "o.h5"
+    module, name = (planning, "plan") if command == "plan" else (layouts, "evaluate_layouts_arrays")
+    compute = getattr(module, name)
+
+    def and_meanwhile(*args, **kwargs):
+        result = compute(*args, **kwargs)
+        out.write_text("the user's")
+        return result
+
+    monkeypatch.setattr(module, name, and_meanwhile)
+    r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out)
+    assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
+    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
+    r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out, "--force")
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes().startswith(b"\x89HDF")

@@ -658,7 +658,7 @@ def _layout_grid(
     g = layout_grid_from(ctx, settings)
     target = _layout_target(g, out, force, "")
     ds = layouts_dataset(g, evaluate_layouts_arrays(g))
-    write_dataset(ds, target, command=command_line())
+    write_dataset(ds, target, command=command_line(), overwrite=force)
     valid = int((ds["status"] == 0).sum())
     fits = int((ds["fits"] == 1).sum())
     typer.echo(
@@ -903,7 +903,7 @@ def plan(
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
         raise
-    write_dataset(ds, target, command=command_line())
+    write_dataset(ds, target, command=command_line(), overwrite=force)
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
     typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
 
@@ -1286,7 +1286,7 @@ def need(
         typer.echo(f"assumed: {ds.attrs['assumed']}", err=True)
     typer.echo(answer_table(ds))
     if out is not None:
-        write_dataset(ds, out, command=command_line())
+        write_dataset(ds, out, command=command_line(), overwrite=force)
         typer.echo(f"wrote {out}")
 
 

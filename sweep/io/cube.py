@@ -54,17 +54,24 @@ FORMAT = "netsweep-cube-1"
 
 
 def write_dataset(
-    ds: xr.Dataset, out: str | Path, *, command: str, attrs: Mapping[str, Any] | None = None
+    ds: xr.Dataset,
+    out: str | Path,
+    *,
+    command: str,
+    attrs: Mapping[str, Any] | None = None,
+    overwrite: bool = True,
 ) -> Path:
-    """Write an in-memory result as a cube (h5netcdf), atomically: to a new temporary file of its own
-    (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind on failure,
-    and no existing file (a link, ``OUT.partial``) is written through or deleted.
+    """Write an in-memory result as a cube (netCDF-4, :func:`write_netcdf4`), atomically: to a new temporary
+    file of its own (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind
+    on failure, and no existing file (a link, ``OUT.partial``) is written through or deleted. Without
+    ``overwrite``, a file that appeared at ``out`` while the result was computed (another run's, the user's)
+    is kept and this one refused.
 
     The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
     of ``command``.
     """
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
-    return write_atomically(out, lambda temp: write_netcdf4(ds, temp))
+    return write_atomically(out, lambda temp: write_netcdf4(ds, temp), overwrite=overwrite)
 
 
 # netCDF-4's name for a dimension scale that is not also a coordinate variable (netCDF-C, nc4hdf.c).
