@@ -234,3 +234,25 @@ def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):
     assert run.llm.seq == 4096 and run.llm.layers == 80  # llama3-70b trained at 4096 tokens
     with pytest.raises(InputError, match="layers 81 is not preset llama3-70b's 80"):
         V.read_runs(rows(lambda r: {**r, "layers": "81"}))
+
+
+def test_a_report_file_that_appears_meanwhile_is_kept(tmp_path, monkeypatch):
+    # #27: two validate --llm on one --out: the second replaced the first's figure, then refused. Every file
+    # is checked again at its rename: one that appeared while this run computed is kept, nothing is written.
+    runs = _write(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
+    out = tmp_path / "report"
+    compute = V.run_validation
+
+    def and_meanwhile(*args, **kwargs):
+        result = compute(*args, **kwargs)
+        out.mkdir(exist_ok=True)
+        (out / V.FILES[0]).write_text("another run's")
+        return result
+
+    monkeypatch.setattr(V, "run_validation", and_meanwhile)
+    r = invoke("validate", "--llm", runs, "--train", "sc21-t1", "--out", out)
+    assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
+    assert (
+        sorted(p.name for p in out.iterdir()) == [V.FILES[0]]
+        and (out / V.FILES[0]).read_text() == "another run's"
+    )

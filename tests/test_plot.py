@@ -82,7 +82,7 @@ def test_a_figure_is_titled_with_its_sel_choices(cube, tmp_path, monkeypatch, ar
 
     drawn = []
     real = plot.save
-    monkeypatch.setattr(plot, "save", lambda fig, out: drawn.append(fig) or real(fig, out))
+    monkeypatch.setattr(plot, "save", lambda fig, out, **kw: drawn.append(fig) or real(fig, out, **kw))
     r = invoke("plot", str(cube), *args, "--out", str(tmp_path / "f.png"))
     assert r.exit_code == 0, r.output
     assert drawn[0].axes[0].get_title() == title

@@ -248,7 +248,7 @@ def write_report(
     out_dir = report_directory(out_dir, FILES, force=force)
     csv = csv_text(rows)
     paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv), overwrite=force)]
-    paths.append(figure(rows, out_dir / "speedups.png"))
+    paths.append(figure(rows, out_dir / "speedups.png", overwrite=force))
     text = report(rows, setup, command)
     paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text), overwrite=force))
     return paths
@@ -277,7 +277,7 @@ def csv_text(rows: Sequence[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(rows: Sequence[Row], out: Path) -> Path:
+def figure(rows: Sequence[Row], out: Path, overwrite: bool = True) -> Path:
     """Speed-up over no compression at today's utilization, against bandwidth: a panel per model."""
     models = list(dict.fromkeys(r.at["model"] for r in rows))
     fig = Figure(figsize=(4.2 * len(models), 3.6))
@@ -298,7 +298,7 @@ def figure(rows: Sequence[Row], out: Path) -> Path:
         ax.set_title(model, fontsize=9)
         ax.legend(fontsize=6)
     fig.tight_layout()
-    return save(fig, out)
+    return save(fig, out, overwrite=overwrite)
 
 
 def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:

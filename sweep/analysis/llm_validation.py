@@ -933,7 +933,7 @@ def predictions_csv(v: Validation) -> str:
     return buf.getvalue()
 
 
-def figure(v: Validation, out: Path) -> Path:
+def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
     """Predicted over measured, run by run, grouped by source: one marker per model; held-out rows filled."""
     fig = Figure(figsize=(9, 4.2))
     ax = fig.gca()
@@ -962,7 +962,7 @@ def figure(v: Validation, out: Path) -> Path:
     ax.legend(fontsize=6, ncol=4, loc="upper left")
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
-    return save(fig, out)
+    return save(fig, out, overwrite=overwrite)
 
 
 def write_report(
@@ -971,7 +971,7 @@ def write_report(
     """Write the figure, predictions.csv and REPORT.md into ``out_dir``; an existing one is refused without
     ``force`` (a link always), before any is written."""
     out_dir = report_directory(out_dir, FILES, force=force)
-    paths = [figure(v, out_dir / FILES[0])]
+    paths = [figure(v, out_dir / FILES[0], overwrite=force)]
     text = predictions_csv(v)
     paths.append(write_atomically(out_dir / FILES[1], lambda p: p.write_text(text), overwrite=force))
     body = report(v, command)

@@ -63,7 +63,11 @@ def _gpus(nodes):
 
 
 def figures(
-    ds: xr.Dataset, out_dir: Path, models: Sequence[str], measured_ds: xr.Dataset | None = None
+    ds: xr.Dataset,
+    out_dir: Path,
+    models: Sequence[str],
+    measured_ds: xr.Dataset | None = None,
+    overwrite: bool = True,
 ) -> list[Path]:
     """Scaling vs bandwidth (ratio 1) and vs ratio (10 and 25 Gbit/s), a panel per model."""
     fig = Figure(figsize=(4.2 * len(models), 3.6))
@@ -71,14 +75,14 @@ def figures(
     for ax, m in zip(axes[0], models):
         _lines(ax, ds, m, "bandwidth", {"ratio": 1}, measured_ds)
         ax.set_title(f"{m}, no compression")
-    paths = [save(fig, Path(out_dir) / "scaling_vs_bandwidth.png")]
+    paths = [save(fig, Path(out_dir) / "scaling_vs_bandwidth.png", overwrite=overwrite)]
     fig = Figure(figsize=(4.2 * len(models), 6.6))
     axes = fig.subplots(2, len(models), squeeze=False)
     for row, bw in enumerate((10, 25)):
         for ax, m in zip(axes[row], models):
             _lines(ax, ds, m, "ratio", {"bandwidth": bw}, measured_ds)
             ax.set_title(f"{m}, {bw} Gbit/s")
-    paths.append(save(fig, Path(out_dir) / "scaling_vs_ratio.png"))
+    paths.append(save(fig, Path(out_dir) / "scaling_vs_ratio.png", overwrite=overwrite))
     return paths
 
 
@@ -276,7 +280,7 @@ def run_paper(
     if measured:
         measured_ds = _sweep(measured, out_dir / "paper-measured.h5", command, force)
         paths.append(out_dir / "paper-measured.h5")
-    paths += figures(ds, out_dir, models, measured_ds)
+    paths += figures(ds, out_dir, models, measured_ds, overwrite=force)
     text = report(ds, models, measured_ds, command=command)
     write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text), overwrite=force)
     return paths + [out_dir / "REPORT.md"]

@@ -155,13 +155,16 @@ def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
-def save(fig: Figure, out: str | Path) -> Path:
-    """Render ``fig`` to ``out`` (PNG, PDF or SVG by its suffix), atomically."""
+def save(fig: Figure, out: str | Path, *, overwrite: bool = True) -> Path:
+    """Render ``fig`` to ``out`` (PNG, PDF or SVG by its suffix), atomically; without ``overwrite``, a file that
+    appeared at ``out`` since it was checked is kept and this one refused (:func:`~sweep.io.paths.write_atomically`)."""
     out = Path(out)
     fmt = out.suffix.lstrip(".").lower()
     metadata = PNG_METADATA if fmt == "png" else None
     return write_atomically(
-        out, lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata, bbox_inches="tight")
+        out,
+        lambda path: fig.savefig(path, format=fmt, dpi=110, metadata=metadata, bbox_inches="tight"),
+        overwrite=overwrite,
     )
 
 
@@ -194,4 +197,4 @@ def plot_cube(
     )
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above
-    return save(figure, out)
+    return save(figure, out, overwrite=force)

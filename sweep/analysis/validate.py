@@ -292,7 +292,13 @@ def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], t
     return buf.getvalue()
 
 
-def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray, out: Path) -> Path:
+def figure(
+    meas: Measurements,
+    predictions: Mapping[str, np.ndarray],
+    train: np.ndarray,
+    out: Path,
+    overwrite: bool = True,
+) -> Path:
     """Measured against predicted, one marker per model; held-out rows filled."""
     fig = Figure(figsize=(5.2, 5))
     ax = fig.gca()
@@ -316,7 +322,7 @@ def figure(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.
     ax.set_ylabel("predicted scaling factor")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    return save(fig, out)
+    return save(fig, out, overwrite=overwrite)
 
 
 def write_report(
@@ -332,7 +338,7 @@ def write_report(
     results) into ``out_dir``; return their paths. An existing one is refused without ``force``
     (a link, or anything but a regular file, always), before any is written."""
     out_dir = report_directory(out_dir, FILES, force=force)
-    paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png")]
+    paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png", overwrite=force)]
     text = predictions_csv(meas, predictions, train)
     paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text), overwrite=force))
     body = report(meas, predictions, train, fits, command)
