@@ -256,3 +256,15 @@ def test_a_report_file_that_appears_meanwhile_is_kept(tmp_path, monkeypatch):
         sorted(p.name for p in out.iterdir()) == [V.FILES[0]]
         and (out / V.FILES[0]).read_text() == "another run's"
     )
+
+
+def test_a_runs_file_too_large_to_fit_is_refused_before_parsing(tmp_path, monkeypatch):
+    # #27: a runs file of 10^5 rows grew to 10 GB before failing. Its size is checked before any row is parsed
+    # (the limit lowered here so the shipped file exceeds it), one line, nothing written.
+    monkeypatch.setattr(V, "MAX_RUNS", 3)
+    runs = _write(tmp_path, lambda rows: rows)
+    out = tmp_path / "report"
+    for args in (["validate", "--llm", runs, "--out", out], ["calibrate", runs]):
+        r = invoke(*args)
+        assert r.exit_code == 2 and f"{runs}: 68 rows; a runs file holds at most 3 runs" in r.output, r.output
+    assert not out.exists()

@@ -45,6 +45,7 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    (median, maximum) apart from the MoE rows (the recipes force balanced routing: best cases).
 """
 
+import collections
 import csv
 import dataclasses
 import io
@@ -177,6 +178,11 @@ def read_runs(path: str | Path) -> list[Run]:
         missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
     if missing:
         raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}")
+    if len(numbered) - 1 > MAX_RUNS:  # before any row is parsed: the fit's memory grows with the runs
+        raise InputError(
+            f"{path}: {len(numbered) - 1:,} rows; a runs file holds at most {MAX_RUNS:,} runs (the fit keeps "
+            f"{len(EFFICIENCIES) * len(UTILIZATIONS):,} candidate constants per run); split it by source"
+        )
     runs = []
     for line, text in numbered[1:]:
         cells_list = next(csv.reader([text]), [])
@@ -188,9 +194,9 @@ def read_runs(path: str | Path) -> list[Run]:
         runs.append(_run(cells, path, line))
     if not runs:
         raise InputError(f"{path}: no runs after the header")
-    ids = [r.id for r in runs]
-    if len(set(ids)) != len(ids):
-        twice = sorted({i for i in ids if ids.count(i) > 1})
+    counts = collections.Counter(r.id for r in runs)
+    if len(counts) != len(runs):
+        twice = sorted(i for i, n in counts.items() if n > 1)
         raise InputError(f"{path}: row id {twice[0]} appears twice; ids must be unique")
     _check_layouts(runs, path)
     return runs
@@ -200,7 +206,10 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
     """Refuse a run that cannot exist by the rules every sweep masks with (:data:`kernels.layout.STATUS`): a
     runs file describes runs that happened. One error naming the file, line, row and rule."""
     status = evaluate_rows(
-        [settings(r)[0] for r in runs], np.full(len(runs), EFFICIENCY), np.ones(len(runs))
+        [settings(r)[0] for r in runs],
+        np.full(len(runs), EFFICIENCY),
+        np.ones(len(runs)),
+        outputs=("status",),
     )["status"]
     for run, code in zip(runs, status.astype(int)):
         if code:
@@ -474,6 +483,9 @@ def _metric(runs: Sequence[Run], time: np.ndarray, model_tflops: np.ndarray) -> 
 EFFICIENCIES = np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 6)
 UTILIZATIONS = np.geomspace(0.02, 1.0, 40)
 REFINE = 64
+# The most runs a file may hold: the fit's coarse search keeps [runs, candidates] float64 arrays (147 MB each
+# at this size); a file of published or measured runs is far smaller.
+MAX_RUNS = 10_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -503,7 +515,7 @@ def _loss(
     utilization: np.ndarray,
 ) -> np.ndarray:
     """Squared log errors [R, K] of ``rows`` for K candidate constants ([R, K] each); 1e6 where undefined."""
-    out = evaluate_rows(rows, efficiency, utilization)
+    out = evaluate_rows(rows, efficiency, utilization, outputs=("iteration_time", "tflops_per_gpu"))
     err = np.log(_metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured[:, None]) ** 2
     return np.where(np.isfinite(err), err, 1e6)
 

@@ -19,7 +19,7 @@ cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line s
 import dataclasses
 import functools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -690,12 +690,16 @@ class LayoutRow:
 
 
 def evaluate_rows(
-    rows: list[LayoutRow], efficiency: np.ndarray, utilization: np.ndarray
+    rows: list[LayoutRow],
+    efficiency: np.ndarray,
+    utilization: np.ndarray,
+    outputs: Sequence[str] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every output of :mod:`kernels.layout` for each row and candidate constant, in float64.
+    """Every output of :mod:`kernels.layout` (or those named in ``outputs``) for each row and candidate
+    constant, in float64.
 
     ``efficiency`` and ``utilization``: [R, K] (K candidates per row, broadcast as arrays), or [R].
-    Returns dict name -> [R, K] (or [R])."""
+    Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it needs, so the host holds those only."""
     efficiency, utilization = np.broadcast_arrays(
         np.asarray(efficiency, np.float64), np.asarray(utilization, np.float64)
     )
@@ -776,9 +780,9 @@ def evaluate_rows(
                 kernel.Device(**{k: jnp.asarray(v[row]) for k, v in dev.items()}),
                 kernel.Layout(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
             )
-            for k, v in out.items():
+            for k in outputs or out:
                 result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
-                    v, np.float64
+                    out[k], np.float64
                 )[: n - start]
     result = {k: v.reshape(asked) for k, v in result.items()}
     return {k: v[:, 0] for k, v in result.items()} if one else result
