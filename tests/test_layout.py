@@ -676,6 +676,15 @@ def test_megatron_option_names_are_aliases(tmp_path):
             ["plan", *LLAMA_8B, "--grad-bytes", "3"],
             "--grad-bytes 3: must be 0",
         ),
+        # #27: work too large is refused before any, naming the options that made it large (not --gpus).
+        (
+            ["plan", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000"],
+            "1,000,000 settings (--bw 1,000 x --util 1,000) are too many for one plan (at most 100,000",
+        ),
+        (
+            ["grid", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000", "--latency", "0..99"],
+            "100,000,000 configurations (--bw 1,000 x --util 1,000 x --latency 100) are too many to keep",
+        ),
     ],
 )
 def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, message):

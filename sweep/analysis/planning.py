@@ -51,6 +51,18 @@ from netsweep_jax.sweep.model.llms import LLM
 # that an ideal network would save.
 BOTTLENECK_SHARE = 0.2
 IDEAL_GBPS = 1e9  # an ideal NIC, Gbit/s: every transfer across nodes takes no time worth counting
+# The most network settings one plan searches: it prints a line and keeps ``keep`` layouts' outputs per setting,
+# and searches each setting six times (the plan, an ideal network, each overlap switch flipped).
+MAX_SETTINGS = 10**5
+
+
+def check_size(grid: LayoutGrid) -> None:
+    """Refuse, before any work, a plan of more settings than :data:`MAX_SETTINGS`, naming what made it large."""
+    if grid.outer_size > MAX_SETTINGS:
+        raise InputError(
+            f"{grid.outer_size:,} settings ({grid.size_text(OUTER)}) are too many for one plan (at most "
+            f"{MAX_SETTINGS:,}: a line and the best layouts of each); give fewer values"
+        )
 
 
 def ideal_network(grid: LayoutGrid) -> LayoutGrid:
@@ -88,6 +100,7 @@ SEARCHED_TEXT = {"schedule": "1f1b,interleaved:2", "recompute": "none,selective,
 def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
     with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring)."""
+    check_size(grid)
     best = best_layouts(grid, keep=keep, progress=progress)
     refuse_infeasible(grid, best)
     # The same keep as the plan's, so the ideal pass reuses its compiled block.

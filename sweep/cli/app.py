@@ -642,7 +642,7 @@ def _layout_grid(
 ) -> None:
     """``sweep grid`` for a large model: every layout, written as a cube."""
 
-    from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, layouts_dataset
+    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
     from netsweep_jax.sweep.io.cube import write_dataset
 
     for name, value in extras.items():
@@ -656,6 +656,7 @@ def _layout_grid(
         if name not in LAYOUT_GRID_READS and given(ctx, name):
             raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
     g = layout_grid_from(ctx, settings)
+    check_in_memory(g)  # before the output is claimed
     target = _layout_target(g, out, force, "")
     ds = layouts_dataset(g, evaluate_layouts_arrays(g))
     write_dataset(ds, target, command=command_line(), overwrite=force)
@@ -879,8 +880,8 @@ def plan(
     Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
     """
 
+    from netsweep_jax.sweep.analysis.planning import check_size, plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.analysis.planning import plan as best
-    from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.cli.progress import progress_bar
     from netsweep_jax.sweep.io.cube import write_dataset
 
@@ -889,6 +890,7 @@ def plan(
     if as_csv and as_json:
         raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(ctx, settings, search=True)
+    check_size(g)  # before the output is claimed
     made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
     target = _layout_target(g, out, force, "plan-")
     typer.echo(f"searching {g.inner_size:,} layouts x {g.outer_size:,} settings", err=True)

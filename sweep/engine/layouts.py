@@ -48,7 +48,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_code,
     recompute_mode,
 )
-from netsweep_jax.sweep.core.schema import show
+from netsweep_jax.sweep.core.schema import option_of, show
 from netsweep_jax.sweep.core.values import parse_names, parse_values, whole_number
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, layout_block_best, layout_block_outputs
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
@@ -147,6 +147,12 @@ class LayoutGrid:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.sizes.values())
+
+    def size_text(self, dims: Sequence[str]) -> str:
+        """What makes the sweep as large as it is: each of ``dims`` with several values, largest first, as the
+        options that set them (``--bw 1,000 x --util 1,000``)."""
+        many = sorted((d for d in dims if self.sizes[d] > 1), key=lambda d: -self.sizes[d])
+        return " x ".join(f"{option_of(d)} {self.sizes[d]:,}" for d in many) or "one value each"
 
     @property
     def outer_size(self) -> int:
@@ -514,16 +520,21 @@ def _block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
     return rows, cols
 
 
+def check_in_memory(grid: LayoutGrid) -> None:
+    """Refuse, before any work, a grid of more configurations than it can keep, naming what made it large."""
+    if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
+        raise InputError(
+            f"{grid.outer_size * grid.inner_size:,} configurations ({grid.size_text(DIMS)}) are too many to "
+            f"keep (at most {MAX_CELLS_IN_MEMORY:,}); give fewer values, or search them with sweep plan (it "
+            f"keeps the best layouts only)"
+        )
+
+
 def evaluate_layouts_arrays(
     grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress: Callable[[int], object] | None = None
 ) -> dict:
     """Every output over the whole grid: dict name -> array of ``grid.shape``."""
-    if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
-        raise InputError(
-            f"{grid.outer_size * grid.inner_size:,} configurations are too many to keep; "
-            f"search them with sweep plan (it keeps the best layouts only)",
-            param="gpus",
-        )
+    check_in_memory(grid)
     rows, cols = _block_shape(grid, block_configs)
     full = {
         name: np.empty(
