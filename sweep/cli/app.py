@@ -33,6 +33,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     PLAN_SEARCHED,
     RECOMPUTE_HELP,
     SCHEDULES_HELP,
+    SHARED_AXES,
 )
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
 from netsweep_jax.sweep.core.schema import (
@@ -498,20 +499,10 @@ def refuse_layout_options(settings: dict[str, Any]) -> None:
             )
 
 
-# The data-parallel grid's options a layout sweep reads (the GPU's system where not given); with LAYOUT_NAMES,
-# "model", "arch", "nodes", "gpu", "precision", "collective" and "x64", every option a layout sweep takes.
-LAYOUT_SYSTEM_NAMES = (
-    "gpus_per_node",
-    "nics_per_node",
-    "bandwidth",
-    "utilization",
-    "latency",
-    "overhead",
-    "slowdown",
-    "jitter",
-)
+# Every option a layout sweep takes: its own, the data-parallel network axes it shares (the GPU's system where
+# not given), and the model, GPU, precision and collective.
 LAYOUT_GRID_READS = frozenset(
-    (*LAYOUT_NAMES, *LAYOUT_SYSTEM_NAMES, "model", "arch", "nodes", "gpu", "precision", "collective", "x64")
+    (*LAYOUT_NAMES, *SHARED_AXES, "model", "arch", "nodes", "gpu", "precision", "collective", "x64")
 )
 
 
@@ -521,13 +512,6 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
     from netsweep_jax.sweep.engine.layouts import make_layout_grid
     from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
 
-    for name in ("profile", "iteration_time", "batch", "seq_len"):
-        if settings.get(name) is not None:
-            raise InputError(
-                "applies to data-parallel profiles; large models take --arch, --micro-batch and "
-                "--global-batch",
-                param=name,
-            )
     if settings.get("launch") is not None:
         _take_launch(ctx, settings)
     model = settings.get("model") if given(ctx, "model") or not settings.get("arch") else None
@@ -536,7 +520,7 @@ def layout_grid_from(ctx: typer.Context, settings: dict[str, Any], *, search: bo
         for name in LAYOUT_NAMES
         if name not in ("schedule", "recompute", "attention", "virtual_stages", "launch")
     }
-    for name in LAYOUT_SYSTEM_NAMES:
+    for name in SHARED_AXES:
         kwargs[name] = settings.get(name) if given(ctx, name) else None
     if settings.get("nodes") is not None and given(ctx, "nodes"):
         kwargs["gpus"] = _gpus_from_nodes(settings, kwargs)
@@ -654,7 +638,9 @@ def _layout_grid(
             )
     for name in settings:  # --ratio, --fusion-mb, --accum, --compressor, ...: refused, never silently ignored
         if name not in LAYOUT_GRID_READS and given(ctx, name):
-            raise InputError("applies to data-parallel profiles, not to a layout sweep", param=name)
+            workload = name in ("profile", "iteration_time", "batch", "seq_len")
+            hint = "; large models take --arch, --micro-batch and --global-batch" if workload else ""
+            raise InputError(f"applies to data-parallel profiles, not to a layout sweep{hint}", param=name)
     g = layout_grid_from(ctx, settings)
     check_in_memory(g)  # before the output is claimed
     target = _layout_target(g, out, force, "")
@@ -814,17 +800,7 @@ PLAN_MODEL = [
     ),
     _param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]
-NETWORK = (
-    "nodes",
-    "gpus_per_node",
-    "nics_per_node",
-    "bandwidth",
-    "utilization",
-    "latency",
-    "overhead",
-    "slowdown",
-    "jitter",
-)
+NETWORK = ("nodes", *SHARED_AXES)
 
 
 def _plan_default(name: str) -> str:
