@@ -102,9 +102,11 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
                 increasing=increasing,
             )
             k, c = block.layouts, block.size // block.layouts
-            v = (np.asarray(v, np.float64)[:k, :c] / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
-            st = np.asarray(st)[:k, :c]
-            v = _reaching(v, st, args, axis, dt(target), inputs.features, increasing)
+            v = (np.asarray(v, np.float64) / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
+            st = np.array(st)
+            st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
+            v = _reaching(v, st, args, axis, dt(target), inputs.features, increasing)[:k, :c]
+            st = st[:k, :c]
             value[block.region()] = v.reshape(block.region_shape())
             status[block.region()] = st.reshape(block.region_shape())
     return _dataset(grid, axis, target, value, status)

@@ -56,7 +56,7 @@ def grid_metrics(
     ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
     ``variables``: the metrics to return (None: all), cast on the device to ``store``
     (a dtype name; None: the compute dtype), so only what is kept is copied back;
-    ``reduce``: (block tensor shape, axes, family) to reduce each output over on the device
+    ``reduce``: (real lanes, block tensor shape, axes, family) to reduce each output over on the device
     (:func:`sweep.engine.reductions.device_reduce`), giving ``name`` and ``name@index`` (None: no reduction).
     """
     if kernel == "xla":
@@ -74,10 +74,10 @@ def grid_metrics(
             zero_latency=zero_latency,
         )
     if reduce is not None:
-        shape, axes, family = reduce
+        (kb, ci), shape, axes, family = reduce
         reduced = {}
         for name in variables or out:
-            value, index = device_reduce(out[name].reshape(shape), axes, family)
+            value, index = device_reduce(out[name][:kb, :ci].reshape(shape), axes, family)
             reduced[name] = value
             if index is not None:
                 reduced[f"{name}@index"] = index

@@ -116,7 +116,7 @@ class Dispatcher:
         self.kernel = choose_kernel(kernel, self.inputs.features)
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
-        # (block tensor shape, axes, family) under --reduce
+        # (real lanes, block tensor shape, axes, family) under --reduce
         self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
 
     def _copy(self, key: Any, device: jax.Device, make: Callable[[], Any]) -> Any:

@@ -179,7 +179,7 @@ class BlockInputs:
         return self.dtype.type(self.grid.profiles[self._named(task)["model"]].t1)
 
     def layout(self, task: Task, layout_slab: Slab) -> Layout:
-        """:class:`~kernels.overlap.Layout` of [kb] coefficients (cached per task and slab)."""
+        """:class:`~kernels.overlap.Layout` of [kb_width] coefficients (cached per task and slab)."""
         key = (task, tuple((s.start, s.stop) for s in layout_slab))
         if key not in self._layouts:
             self._layouts[key] = self._make_layout(task, layout_slab)
@@ -198,7 +198,7 @@ class BlockInputs:
             )
 
         c = coefficients_for(plain)
-        kb, k = self.plan.kb, nodes.size
+        kb, k = self.plan.kb_width, nodes.size
         scalars, reduce = layout_arrays(c, kb, self.dtype)
         if not self.features.compress:
             return _layout(scalars, reduce)
@@ -214,13 +214,13 @@ class BlockInputs:
         return _layout(scalars, compressed, extra[0], extra[1], reduce if self.features.accuracy else None)
 
     def configs(self, inner_slab: Slab) -> Config:
-        """:class:`~kernels.overlap.Config` of [ci] SI values for the inner part of a slab."""
+        """:class:`~kernels.overlap.Config` of [ci_width] SI values for the inner part of a slab."""
         g = self.grid
         values = [si_values(d, g.values[d][s]) for d, s in zip(INNER, inner_slab)]
-        return config_arrays(np.meshgrid(*values, indexing="ij"), self.plan.ci, self.dtype)
+        return config_arrays(np.meshgrid(*values, indexing="ij"), self.plan.ci_width, self.dtype)
 
     def block(self, block: Block) -> tuple[Config, Layout, Buckets, np.floating]:
-        """The four host inputs of one block: configurations [ci], layouts [kb], buckets, T1."""
+        """The four host inputs of one block: configurations [ci_width], layouts [kb_width], buckets, T1."""
         return (
             self.configs(block.inner_slab),
             self.layout(block.task, block.layout_slab),

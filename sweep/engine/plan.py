@@ -6,7 +6,9 @@ every structural dim (one set of fused buckets); within a task the remaining
 (varying) dims are cut into hyperslab blocks of at most ``block_configs``
 configurations. A block is handed to the kernel as ``kb`` worker layouts x ``ci``
 inner configurations (one of the two is always the whole extent), padded to that
-shape, which is fixed for the whole sweep: one compile per sweep.
+shape, which is fixed for the whole sweep: one compile per sweep. Both widths are rounded up
+(:func:`padded_width`), so sweeps of similar sizes share one compiled kernel too (through JAX's
+persistent compilation cache, across commands).
 """
 
 import dataclasses
@@ -21,6 +23,17 @@ from netsweep_jax.sweep.core.schema import DIMS, INNER, LAYOUT, STRUCTURAL
 VARYING = LAYOUT + INNER
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
 MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
+SMALL_WIDTH = 64  # widths up to this are rounded to a power of two: their compute is negligible
+
+
+def padded_width(n: int, least: int = 1) -> int:
+    """The kernel width that holds ``n`` lanes: the next power of two (at least ``least``) up to
+    :data:`SMALL_WIDTH`; above it the next multiple of an eighth of the power of two below ``n``
+    (at most 12.5% padding). So 5 -> 8, 300 -> 320, and every width from 33 to 64 compiles as 64."""
+    if n <= SMALL_WIDTH:
+        return max(least, 1 << max(0, n - 1).bit_length())
+    step = 1 << ((n - 1).bit_length() - 4)
+    return -(-n // step) * step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +80,8 @@ class Block:
 
 
 class Plan:
-    """How a cube of ``sizes`` is cut into blocks, and the fixed kernel shape (kb, ci).
+    """How a cube of ``sizes`` is cut into blocks, and the fixed kernel shape (kb, ci), padded to
+    (kb_width, ci_width) lanes.
 
     Args:
       sizes: dict dim -> extent for every dim of :data:`~sweep.core.schema.DIMS`.
@@ -95,6 +109,9 @@ class Plan:
         else:  # one layout per block, part of the inner extent
             self.kb = 1
             self.ci = self.rows * trailing
+        # The compiled shape: padded lanes are single workers and harmless configurations, dropped on return.
+        self.kb_width: int = padded_width(self.kb)
+        self.ci_width: int = padded_width(self.ci, least=8)
 
     @property
     def shape(self) -> tuple[int, ...]:

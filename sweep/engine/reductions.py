@@ -35,8 +35,9 @@ from netsweep_jax.sweep.core.schema import DIMS, STRUCTURAL, VARIABLES
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 from netsweep_jax.sweep.engine.plan import VARYING, Block, Plan
 
-DevicePlan = tuple[tuple[int, ...], tuple[int, ...], str]
-"""(block tensor shape, the axes of it reduced on the device, the family)."""
+DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
+"""(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
+reduced on the device, the family)."""
 Array = npt.NDArray[Any]
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
@@ -119,11 +120,13 @@ def in_block(plan: Plan, reduction: Reduction) -> tuple[str, ...]:
 
 
 def device_plan(plan: Plan, reduction: Reduction) -> DevicePlan:
-    """(block tensor shape: rows of the split dim, then the dims after it; the axes of it the device
-    reduces; the family): the static ``reduce`` argument of :func:`sweep.engine.compiled.grid_metrics`."""
+    """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
+    then the dims after it; the axes of it the device reduces; the family): the static ``reduce`` argument
+    of :func:`sweep.engine.compiled.grid_metrics`."""
     after = _after_split(plan)
     shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
-    return shape, tuple(1 + after.index(d) for d in in_block(plan, reduction)), reduction.family
+    axes = tuple(1 + after.index(d) for d in in_block(plan, reduction))
+    return (plan.kb, plan.ci), shape, axes, reduction.family
 
 
 def device_reduce(
