@@ -343,6 +343,11 @@ def test_calibrate_refuses_a_time_below_t1(tmp_path):
     "argv,message",
     [
         (["grid", "--bogus", "1"], "No such option: --bogus"),
+        (["grid", "--bandwith", "10"], "No such option: --bandwith (Possible options: --bandwidth"),
+        (
+            ["plan", "--utilisation", "0.5"],
+            "No such option: --utilisation (Possible options: --util, --utilization)",
+        ),
         (["grid", "--nodes"], "requires an argument"),
         (["frob"], "No such command"),
     ],

@@ -272,8 +272,29 @@ def test_damaged_metadata_is_one_line_and_exit_code_1(small_cube, tmp_path):
     with open(copy, "r+b") as fh:  # the root group's symbol table: HDF5 cannot list the file's objects
         fh.seek(194)
         fh.write(b"\xff" * 8)
-    for args in (["show", copy, "--verify"], ["show", copy], ["select", copy]):
+    figure = tmp_path / "f.png"
+    for args in (
+        ["show", copy, "--verify"],
+        ["show", copy],
+        ["select", copy],
+        ["plot", copy, "--x", "bandwidth", "--out", figure],
+    ):
         assert "damaged" in one_line(invoke(*args), code=1)
+    assert not figure.exists()
+
+
+def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad_input(small_cube, tmp_path):
+    cut, text, figure = tmp_path / "cut.h5", tmp_path / "text.h5", tmp_path / "f.png"
+    cut.write_bytes(small_cube.read_bytes()[:3000])
+    text.write_text("bandwidth,scaling_factor\n")
+    for args in (
+        ["show", "{}"],
+        ["select", "{}", "--bw", "10"],
+        ["plot", "{}", "--x", "bandwidth", "--out", str(figure)],
+    ):
+        assert "damaged (HDF5 cannot read it: " in one_line(invoke(*(a.format(cut) for a in args)), code=1)
+        assert "not a readable HDF5 cube" in one_line(invoke(*(a.format(text) for a in args)), code=2)
+    assert not figure.exists()
 
 
 # --- 5. a refusal found late leaves nothing behind -----------------------------------------------------------

@@ -75,6 +75,16 @@ def _param(name, annotation, default, *flags, help, **extra):
     )
 
 
+# The cube's own names of the two options users type most, accepted beside the short ones, so that a typo
+# of either (--bandwith) is answered with the option meant, not the nearest short name (--batch).
+FULL_NAMES = {"bandwidth": "--bandwidth", "utilization": "--utilization"}
+
+
+def axis_flags(name: str, option: str) -> tuple[str, ...]:
+    """The option's flags: its short name, then the cube's name where :data:`FULL_NAMES` has one."""
+    return (option, FULL_NAMES[name]) if name in FULL_NAMES else (option,)
+
+
 def axis_parameters(defaults=None, help_suffix="", names=None):
     """One ``--option`` per numeric axis (or per axis in ``names``), in cube order;
     ``defaults`` overrides the schema's."""
@@ -87,7 +97,9 @@ def axis_parameters(defaults=None, help_suffix="", names=None):
         text = f"{spec.help}{help_suffix}" + (
             f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw."
         )
-        out.append(_param(name, str | None, default, spec.option, help=text, metavar="VALUES"))
+        out.append(
+            _param(name, str | None, default, *axis_flags(name, spec.option), help=text, metavar="VALUES")
+        )
     return out
 
 
@@ -816,7 +828,7 @@ PLAN_NETWORK = [
         name,
         str | None,
         None,
-        NUMERIC_AXES[name].option,
+        *axis_flags(name, NUMERIC_AXES[name].option),
         metavar="VALUES",
         help=f"{NUMERIC_AXES[name].help} Default: {_plan_default(name)}. Value syntax as --bw.",
     )
@@ -1148,12 +1160,12 @@ def compare(
         typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context)."),
     ] = None,
     bandwidth: Annotated[
-        str, typer.Option("--bw", help="Link bandwidth(s), Gbit/s. " + SYNTAX)
+        str, typer.Option(*axis_flags("bandwidth", "--bw"), help="Link bandwidth(s), Gbit/s. " + SYNTAX)
     ] = "10,25,100,400",
     utilization: Annotated[
         float,
         typer.Option(
-            "--util",
+            *axis_flags("utilization", "--util"),
             help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
         ),
     ] = 0.32,
@@ -1437,9 +1449,9 @@ def plot(
     """
     from netsweep_jax.sweep.analysis.plot import plot_cube
 
-    typer.echo(
-        f"wrote {plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)}"
-    )
+    with damaged_file(file):  # as show and select: a cube HDF5 cannot read is damaged (exit 1)
+        written = plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)
+    typer.echo(f"wrote {written}")
 
 
 profile_app = helptext.Typer(
