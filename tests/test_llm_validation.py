@@ -172,6 +172,33 @@ def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, mess
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_quoted_cell_may_hold_a_newline_a_comma_or_a_line_separator(tmp_path):
+    sources = ["first line\nsecond, with a comma", "a\u2028b (U+2028)", 'a "quoted" word']
+
+    def edit(rows):
+        return [{**r, "source": t} for r, t in zip(rows, sources)] + rows[3:]
+
+    def commented(path):  # a comment above the header and one between the header and the first row
+        text = path.read_text()
+        path.write_text("# a comment\n" + text.replace("\n", "\n# another\n", 1))
+        return path
+
+    runs = V.read_runs(commented(_write(tmp_path, edit)))
+    assert [r.id for r in runs] == [r.id for r in V.read_runs(V.DATASET)]
+    assert [r.source for r in runs[:3]] == sources
+    # The row after a two-line cell (lines 4-5) starts on line 6, and an error there says so.
+    bad = commented(_write(tmp_path, lambda rows: edit(rows)[:1] + [{**rows[1], "dp": "31"}]))
+    with pytest.raises(InputError, match=r"runs.csv:6 \(row SC21-T1-02\): tp x pp x cp x dp"):
+        V.read_runs(bad)
+
+
+def test_an_unterminated_quote_is_one_line_naming_where_the_record_starts(tmp_path):
+    path = _write(tmp_path, lambda rows: [{**rows[0], "source": "x"}, rows[1]])
+    path.write_text(path.read_text().replace(",x,", ',"x,', 1))  # the quote is never closed
+    with pytest.raises(InputError, match=r"runs.csv:2: not a CSV record \("):
+        V.read_runs(path)
+
+
 def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     def edit(rows):
         mine = [r for r in rows if r["group"] == "sc21-t1"][:6]
@@ -213,7 +240,7 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     ungrouped = _write(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "group"} for r in rows])
     r = invoke("validate", "--llm", ungrouped, "--out", out)
     assert r.exit_code == 2 and not r.output.startswith("error: --train") and not out.exists()
-    assert f"{ungrouped}: no run is in the default training groups" in r.output and "your runs" in r.output
+    assert f"{ungrouped}: no run is in the default training group(s) " in r.output and "your runs" in r.output
 
 
 def test_cli_calibrate_reads_large_model_runs(tmp_path):

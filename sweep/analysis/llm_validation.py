@@ -70,7 +70,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
     waits_on,
 )
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
@@ -167,12 +167,10 @@ def _int(
 def read_runs(path: str | Path) -> list[Run]:
     """Read and check a file of measured runs; any bad row is one error naming the file, line, row and rule."""
     path = Path(path)
-    numbered = [
-        (n, line) for n, line in enumerate(read_lines(path, "runs file"), 1) if not line.startswith("#")
-    ]
+    numbered = read_csv_records(path, "runs file")
     if not numbered:
         raise InputError(f"{path}: empty file; expected a header and rows")
-    header_line, header = numbered[0][0], [c.strip() for c in next(csv.reader([numbered[0][1]]))]
+    header_line, header = numbered[0][0], [c.strip() for c in numbered[0][1]]
     missing = [c for c in REQUIRED if c not in header]
     if "preset" not in header and any(c not in header for c in SHAPE):
         missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
@@ -184,8 +182,7 @@ def read_runs(path: str | Path) -> list[Run]:
             f"{len(EFFICIENCIES) * len(UTILIZATIONS):,} candidate constants per run); split it by source"
         )
     runs = []
-    for line, text in numbered[1:]:
-        cells_list = next(csv.reader([text]), [])
+    for line, cells_list in numbered[1:]:
         if not "".join(cells_list).strip():
             continue
         if len(cells_list) != len(header):
@@ -616,10 +613,11 @@ def run_validation(
     if train is None:
         train = DEFAULT_TRAIN
         if not set(train.split(",")) <= set(groups):  # a file of the user's: the shipped groups mean nothing
+            absent = [g for g in train.split(",") if g not in groups]
             raise InputError(
-                f"{path}: no run is in the default training groups ({train}); its groups: "
-                f"{', '.join(groups)}. Name the groups to fit on with --train (a 'group' column sets them; "
-                f"without one every run is in 'your runs')"
+                f"{path}: no run is in the default training group(s) {', '.join(absent)} (the shipped "
+                f"file's); its groups: {', '.join(groups)}. Name the groups to fit on with --train (a 'group' "
+                f"column sets them; without one every run is in 'your runs')"
             )
     chosen = [g.strip() for g in train.split(",") if g.strip()]
     for g in chosen or [train]:

@@ -1,6 +1,9 @@
 """Reading the user's text files: one rule for encodings and for files that are not text."""
 
+import csv
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError
@@ -18,12 +21,48 @@ def not_a_file(path: Path, what: str) -> str:
     )
 
 
-def read_lines(path: str | os.PathLike[str], what: str) -> list[str]:
-    """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
-    path = Path(path)
+def _text(path: Path, what: str) -> str:
     if not path.is_file():
         raise InputError(f"{path}: {not_a_file(path, what)}")
     try:
-        return path.read_text(encoding="utf-8-sig").splitlines()
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file (expected a UTF-8 {what})") from None
+
+
+def _physical_lines(text: str) -> list[str]:
+    # Lines as an editor numbers them: ends at \n, \r\n or \r only (str.splitlines also ends a line at
+    # U+2028, form feeds and other separators, which may sit inside a cell).
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def read_lines(path: str | os.PathLike[str], what: str) -> list[str]:
+    """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
+    return _physical_lines(_text(Path(path), what))
+
+
+def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int, list[str]]]:
+    """The records of a UTF-8 CSV file as (line where the record starts, cells): a quoted cell may hold
+    commas, newlines or any other character; a line starting with ``#`` where a record would start is a
+    comment (a file may say where its numbers come from); blank lines give empty records."""
+    path = Path(path)
+    lines = _physical_lines(_text(path, what))
+    at = {"start": True, "line": 0}
+
+    def feed() -> Iterator[str]:
+        for number, line in enumerate(lines, 1):
+            if at["start"]:
+                if line.startswith("#"):
+                    continue
+                at["start"], at["line"] = False, number
+            yield line + "\n"
+
+    records = []
+    try:
+        for cells in csv.reader(feed(), strict=True):
+            records.append((at["line"], cells))
+            at["start"] = True
+    except csv.Error as e:
+        raise InputError(f"{path}:{at['line']}: not a CSV record ({e})") from None
+    return records

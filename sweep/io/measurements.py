@@ -19,7 +19,6 @@ e.g. ``gpus <= 16 and framework != 'mxnet'``. Nothing else is evaluated.
 """
 
 import ast
-import csv
 import dataclasses
 import math
 import operator
@@ -28,7 +27,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import number
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
@@ -61,11 +60,7 @@ def read_measurements(path: str | Path) -> Measurements:
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
     # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
-    rows = [
-        (n, next(csv.reader([line]), []))
-        for n, line in enumerate(read_lines(path, "measurements file"), 1)
-        if not line.startswith("#")
-    ]
+    rows = read_csv_records(path, "measurements file")
     if not rows:
         raise InputError(f"{path}: empty file; expected a header and rows")
     header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
