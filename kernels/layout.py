@@ -823,11 +823,14 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     iteration: Value = sum(out[key] for key in BREAKDOWN)
 
     # --- what the step achieves --------------------------------------------------------------------
+    # Work per GPU in TFLOP: the step's FLOP count of the largest accepted shape (1e7 layers, widths and
+    # tokens, a batch of 1e9) is 1e39, past float32's 3.4e38; per GPU in TFLOP it is at most about 1e27.
     step_tokens = B * s
-    model_flops = 3.0 * step_tokens * (L * layer_flops + logits_flops)
-    recompute_flops = (
-        step_tokens
-        * L
+    gpu_tokens = step_tokens / gpus
+    model_tflop = 3.0 * gpu_tokens * ((L * layer_flops + logits_flops) / 1e12)
+    recompute_tflop = (
+        gpu_tokens
+        * (L / 1e12)
         * jnp.where(
             full,
             layer_flops,
@@ -881,9 +884,9 @@ def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
     result.update(
         iteration_time=iteration,
         tokens_per_s=step_tokens / iteration,
-        mfu=model_flops / (iteration * dev.peak * gpus),
-        tflops_per_gpu=model_flops / (iteration * gpus) / 1e12,
-        hardware_tflops_per_gpu=(model_flops + recompute_flops) / (iteration * gpus) / 1e12,
+        mfu=model_tflop / iteration / (dev.peak / 1e12),
+        tflops_per_gpu=model_tflop / iteration,
+        hardware_tflops_per_gpu=(model_tflop + recompute_tflop) / iteration,
         memory_gb=memory / 1e9,
         memory_free_gb=(dev.usable * dev.memory - memory) / 1e9,
         network_fraction=network / iteration,

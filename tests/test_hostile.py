@@ -96,6 +96,28 @@ def test_every_accepted_extreme_gives_finite_positive_results(dtype):
         assert np.all(squeezed[name].values > 0), name
 
 
+def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtypes(tmp_path):
+    # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf.
+    import xarray as xr
+
+    from netsweep_jax.sweep.model.llms import MAX_SIZE
+
+    arch = f"layers={MAX_SIZE},hidden={MAX_SIZE},heads=1,seq={MAX_SIZE},vocab={MAX_SIZE},ffn={MAX_SIZE}"
+    values = {}
+    for dtype, flag in (("float32", []), ("float64", ["--x64"])):
+        out = tmp_path / f"{dtype}.h5"
+        layout = ["--gpus", "1,10000000", "--global-batch", "1000000000", "--micro-batch", "100"]
+        r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", *flag, "--out", out)
+        assert r.exit_code == 0, r.output
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            values[dtype] = {str(k): ds[k].values.astype(np.float64) for k in ds.data_vars}
+        for name, v in values[dtype].items():
+            assert np.isfinite(v).all(), (dtype, name)
+    for name in ("mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s", "iteration_time"):
+        np.testing.assert_allclose(values["float32"][name], values["float64"][name], rtol=1e-4, err_msg=name)
+    assert 0 < values["float64"]["mfu"].min() and values["float64"]["mfu"].max() < 1
+
+
 def write(path, text):
     path.write_text(text) if isinstance(text, str) else path.write_bytes(text)
     return path
