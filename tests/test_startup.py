@@ -64,6 +64,36 @@ elif point in ("swallowed", "gc-callback"):  # in the command, by code that drop
 
     builtin.models_table = models_table
 
+elif point == "after-run":  # the moment the command has returned, before the end's handlers are in place
+    from netsweep_jax.sweep.core import interrupts
+
+    real_finishing = interrupts.finishing
+
+    def signal_then_finish(on_signal):
+        deliver()
+        real_finishing(on_signal)
+
+    interrupts.finishing = signal_then_finish
+elif point == "teardown-import":  # in an import during the interpreter's teardown, after the command ended
+    import types
+
+    class Late(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != "late_module":
+                return None
+            return importlib.machinery.ModuleSpec(fullname, self)
+
+        def create_module(self, spec):
+            return types.ModuleType(spec.name)
+
+        def exec_module(self, module):
+            deliver()
+
+    import importlib.machinery
+
+    sys.meta_path.insert(0, Late())
+    atexit.register(lambda: __import__("late_module"))  # runs before "teardown ran" (last in, first out)
+
 sys.argv = ["sweep", *argv]
 from netsweep_jax.sweep.cli import entry
 
@@ -100,6 +130,17 @@ def test_signal_at_start_up_is_one_line_and_128_plus_signal(point, sig, args):
     r = run(point, sig, *args)
     assert r.returncode == 128 + sig, r.stderr
     assert r.stderr == "error: interrupted\n"  # one line: no traceback, and no teardown after it
+
+
+@pytest.mark.parametrize("point", ["after-run", "teardown-import"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+def test_a_signal_as_the_command_ends_says_its_work_is_complete(point, sig):
+    # #27: it exited 142 (the retry alarm outliving the handlers) with nothing said, or said "interrupted"
+    # of a command whose output was complete.
+    r = run(point, sig, "models")
+    assert r.returncode == 128 + sig, (r.returncode, r.stderr)
+    assert r.stderr == "error: interrupted as the command ended; what it wrote is complete\n"
+    assert "resnet50" in r.stdout
 
 
 def test_a_run_without_a_signal_is_untouched():

@@ -22,10 +22,14 @@ def main() -> None:
         interrupts.install()
     except KeyboardInterrupt:  # before the handlers were in place
         _interrupted(130, reported=False)
+    code: int | None = None
     try:
         code = _run()
+        interrupts.finishing(lambda signum: _interrupted(128 + signum, reported=False, message=_ended(code)))
     except (KeyboardInterrupt, interrupts.Interrupted) as e:
-        _interrupted(interrupts.exit_code(e), reported=False)
+        # One that lands between the command's return and finishing(): its work is as done.
+        message = "error: interrupted" if code is None else _ended(code)
+        _interrupted(interrupts.exit_code(e), reported=False, message=message)
     except BaseException:
         # A signal that landed inside an import comes out as another exception (an extension
         # module's ImportError, say): the signal is what happened.
@@ -63,19 +67,31 @@ def _run() -> int:
         return int(e.exit_code)
 
 
-def _interrupted(code: int, *, reported: bool) -> "NoReturn":
+def _ended(code: int) -> str:
+    """The line for a signal that came as the command had ended with ``code``."""
+    if code == 0:
+        return "error: interrupted as the command ended; what it wrote is complete"
+    return "error: interrupted as the command ended"
+
+
+def _interrupted(code: int, *, reported: bool, message: str = "error: interrupted") -> "NoReturn":
     """Say so (unless the command did), and end the process now, with ``code``.
 
     ``os._exit``: no interpreter teardown, which could run while XLA still compiles on
     another thread (a Ctrl-C of ``calibrate`` while it compiles crashed there)."""
-    try:
-        from netsweep_jax.sweep.core import interrupts
+    for _ in range(100):  # a second signal inside ignore() raises again: try until the handlers are off
+        try:
+            from netsweep_jax.sweep.core import interrupts
 
-        interrupts.ignore()  # a second Ctrl-C while this runs changes nothing
+            interrupts.ignore()  # a second Ctrl-C while this runs changes nothing
+            break
+        except BaseException:
+            continue
+    try:
         if not reported:
-            print("error: interrupted", file=sys.stderr)
+            print(message, file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
-    except BaseException:  # a closed pipe, a signal before ignore(): the exit code still says it
+    except BaseException:  # a closed pipe: the exit code still says it
         pass
     os._exit(code)

@@ -106,6 +106,25 @@ def _unraisable(unraisable: Any) -> None:
         signal.setitimer(signal.ITIMER_REAL, RETRY_S)
 
 
+def finishing(on_signal: Callable[[int], object]) -> None:
+    """The command has returned: SIGINT and SIGTERM from now on (the interpreter's teardown included) call
+    ``on_signal(signum)``, which should end the process, and a retry pending from a signal that landed in an
+    import is dropped (its alarm, firing after the teardown restores SIGALRM's default, killed the process
+    with exit code 142 and nothing said). Main thread only; a signal the process ignores stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_IGN)
+
+    def late(signum: int, frame: FrameType | None) -> None:
+        _received.append(signum)
+        on_signal(signum)
+
+    for s in SIGNALS:
+        if signal.getsignal(s) is not signal.SIG_IGN:
+            signal.signal(s, late)
+
+
 def ignore() -> None:
     """Ignore SIGINT and SIGTERM from now on (the CLI, reporting an interrupt and exiting)."""
     if threading.current_thread() is threading.main_thread():
