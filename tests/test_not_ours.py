@@ -2,7 +2,9 @@
 checkpoint's neighbours) are never overwritten, deleted or written through; damaged files are called damaged;
 a refusal leaves nothing behind; a run that loses a race for ``--out`` says so."""
 
+import contextlib
 import os
+import resource
 from pathlib import Path
 
 import h5py
@@ -370,3 +372,54 @@ def test_force_deletes_only_a_partial_file_of_netsweeps(tmp_path):
     r = invoke("grid", *TINY, "--out", out, "--force")
     assert "not a partial cube of netsweep's" in one_line(r)
     assert partial.read_text() == "the user's" and not out.exists()
+
+
+# --- 6. a write the disk refuses (full, a file-size limit) is one line, exit code 1, nothing left ---------------
+
+
+@contextlib.contextmanager
+def file_size_limit(nbytes):
+    """This process may write files of at most ``nbytes`` (as ``ulimit -f``; Python ignores SIGXFSZ, so a
+    longer write fails with EFBIG, as on a full disk with ENOSPC)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+@pytest.mark.parametrize(
+    "args,out",
+    [
+        (["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "1,2"], "p.h5"),
+        (["need", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--nodes", "2,4"], "n.h5"),
+        (["compare", "--model", "resnet50", "--bw", "10,100"], "report"),
+        (["grid", "--bw", "1..5", "--reduce", "max:bandwidth", "-q"], "r.h5"),
+    ],
+    ids=["plan", "need", "compare", "reduced-grid"],
+)
+def test_a_write_the_disk_refuses_is_one_line_exit_1_and_leaves_nothing(tmp_path, args, out):
+    # #27: plan and a layout grid aborted (double free) or segfaulted inside HDF5, validate and compare ended
+    # in OSError tracebacks and left an empty report directory.
+    warm, where = tmp_path / "warm", tmp_path / "refused"
+    warm.mkdir(), where.mkdir()
+    assert invoke(*args, "--out", warm / out).exit_code == 0  # compiled now: no cache write under the limit
+    with file_size_limit(12_000):
+        r = invoke(*args, "--out", where / out)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output  # what it printed before may stay
+    assert (
+        r.output.strip()
+        .splitlines()[-1]
+        .endswith("could not be written (File too large); nothing was written")
+    )
+    assert list(where.iterdir()) == []
+
+
+def test_a_cube_larger_than_the_file_size_limit_is_refused_before_any_work(tmp_path):
+    with file_size_limit(12_000):
+        r = invoke("grid", *TINY, "--out", tmp_path / "o.h5")
+    assert "ulimit -f" in one_line(r) and list(tmp_path.iterdir()) == []
+    with file_size_limit(12_000):  # a report's cube: the report's directory is not left behind either
+        r = invoke("paper", "--out", tmp_path / "paper")
+    assert "ulimit -f" in one_line(r) and list(tmp_path.iterdir()) == []

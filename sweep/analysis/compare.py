@@ -34,7 +34,12 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import AxisValues, Models, resolve_models
-from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import (
+    all_or_nothing,
+    check_report_directory,
+    report_directory,
+    write_atomically,
+)
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -245,12 +250,13 @@ def write_report(
     """Write REPORT.md, compare.csv and speedups.png (of :func:`compare`'s answers) into
     ``out_dir``; return their paths. An existing one is refused without ``force`` (a link, or
     anything but a regular file, always), before any is written."""
-    out_dir = report_directory(out_dir, FILES, force=force)
-    csv = csv_text(rows)
-    paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv), overwrite=force)]
-    paths.append(figure(rows, out_dir / "speedups.png", overwrite=force))
-    text = report(rows, setup, command)
-    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text), overwrite=force))
+    with all_or_nothing(out_dir):
+        out_dir = report_directory(out_dir, FILES, force=force)
+        csv = csv_text(rows)
+        paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv), overwrite=force)]
+        paths.append(figure(rows, out_dir / "speedups.png", overwrite=force))
+        text = report(rows, setup, command)
+        paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text), overwrite=force))
     return paths
 
 

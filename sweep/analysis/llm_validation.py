@@ -73,7 +73,12 @@ from netsweep_jax.sweep.core.layout_axes import (
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
-from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import (
+    all_or_nothing,
+    check_report_directory,
+    report_directory,
+    write_atomically,
+)
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 
@@ -980,12 +985,13 @@ def write_report(
 ) -> list[Path]:
     """Write the figure, predictions.csv and REPORT.md into ``out_dir``; an existing one is refused without
     ``force`` (a link always), before any is written."""
-    out_dir = report_directory(out_dir, FILES, force=force)
-    paths = [figure(v, out_dir / FILES[0], overwrite=force)]
-    text = predictions_csv(v)
-    paths.append(write_atomically(out_dir / FILES[1], lambda p: p.write_text(text), overwrite=force))
-    body = report(v, command)
-    paths.append(write_atomically(out_dir / FILES[2], lambda p: p.write_text(body), overwrite=force))
+    with all_or_nothing(out_dir):
+        out_dir = report_directory(out_dir, FILES, force=force)
+        paths = [figure(v, out_dir / FILES[0], overwrite=force)]
+        text = predictions_csv(v)
+        paths.append(write_atomically(out_dir / FILES[1], lambda p: p.write_text(text), overwrite=force))
+        body = report(v, command)
+        paths.append(write_atomically(out_dir / FILES[2], lambda p: p.write_text(body), overwrite=force))
     return paths
 
 

@@ -21,7 +21,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
-from netsweep_jax.sweep.io.paths import report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import all_or_nothing, record_created, report_directory, write_atomically
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.builtin import MEASURED, builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile, read_bklog
@@ -250,7 +250,10 @@ def _profiles(models):
 
 def _sweep(models, cube, command, force):
     """Write the paper's grid for ``models`` to ``cube`` and return it, loaded."""
+    new = not Path(cube).exists()
     run_grid(make_grid(models, **AXES), cube, command=command, force=force)
+    if new:
+        record_created(cube)
     with open_cube(cube) as ds:
         return ds.load()
 
@@ -272,15 +275,16 @@ def run_paper(
         "scaling_vs_ratio.png",
         "REPORT.md",
     ]
-    report_directory(out_dir, names, force=force)
-    models = list(builtin_names())
-    ds = _sweep(models, out_dir / "paper.h5", command, force)
-    paths = [out_dir / "paper.h5"]
-    measured_ds = None
-    if measured:
-        measured_ds = _sweep(measured, out_dir / "paper-measured.h5", command, force)
-        paths.append(out_dir / "paper-measured.h5")
-    paths += figures(ds, out_dir, models, measured_ds, overwrite=force)
-    text = report(ds, models, measured_ds, command=command)
-    write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text), overwrite=force)
+    with all_or_nothing(out_dir):
+        report_directory(out_dir, names, force=force)
+        models = list(builtin_names())
+        ds = _sweep(models, out_dir / "paper.h5", command, force)
+        paths = [out_dir / "paper.h5"]
+        measured_ds = None
+        if measured:
+            measured_ds = _sweep(measured, out_dir / "paper-measured.h5", command, force)
+            paths.append(out_dir / "paper-measured.h5")
+        paths += figures(ds, out_dir, models, measured_ds, overwrite=force)
+        text = report(ds, models, measured_ds, command=command)
+        write_atomically(out_dir / "REPORT.md", lambda path: path.write_text(text), overwrite=force)
     return paths + [out_dir / "REPORT.md"]

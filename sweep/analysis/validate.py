@@ -48,7 +48,12 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
-from netsweep_jax.sweep.io.paths import check_report_directory, report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import (
+    all_or_nothing,
+    check_report_directory,
+    report_directory,
+    write_atomically,
+)
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile
 
@@ -337,12 +342,15 @@ def write_report(
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
     results) into ``out_dir``; return their paths. An existing one is refused without ``force``
     (a link, or anything but a regular file, always), before any is written."""
-    out_dir = report_directory(out_dir, FILES, force=force)
-    paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png", overwrite=force)]
-    text = predictions_csv(meas, predictions, train)
-    paths.append(write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text), overwrite=force))
-    body = report(meas, predictions, train, fits, command)
-    paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body), overwrite=force))
+    with all_or_nothing(out_dir):
+        out_dir = report_directory(out_dir, FILES, force=force)
+        paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png", overwrite=force)]
+        text = predictions_csv(meas, predictions, train)
+        paths.append(
+            write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text), overwrite=force)
+        )
+        body = report(meas, predictions, train, fits, command)
+        paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body), overwrite=force))
     return paths
 
 

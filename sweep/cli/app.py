@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli import helptext
-from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
+from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
@@ -371,6 +371,8 @@ def options(*groups):
                 return command(**kwargs)
             except InputError as e:
                 fail(cli_message(e))
+            except WriteFailed as e:  # the disk refused an output: a fault, not bad input
+                fail(str(e), code=1)
             except (KeyboardInterrupt, Interrupted) as e:
                 fail("interrupted", code=exit_code(e))
 

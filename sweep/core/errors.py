@@ -21,6 +21,11 @@ class DiskFull(RuntimeError):
     """The disk filled up while a sweep wrote its cube; finished blocks are kept for --resume."""
 
 
+class WriteFailed(RuntimeError):
+    """The file system refused an output (a full disk, a file-size limit, a read-only or failing disk): a
+    fault, not bad input; one line, exit code 1, and nothing of the write is left behind."""
+
+
 class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
 

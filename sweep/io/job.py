@@ -3,6 +3,7 @@
 import datetime
 import errno
 import os
+import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -132,11 +133,22 @@ def create_partial(partial: Path, grid: Grid, plan: Plan, attrs: dict[str, Any],
 
 DISK_MARGIN = 1.05  # HDF5 metadata, the profiles, the resume record; and room for the rest of the disk
 DISK_METADATA_BYTES = 16 * 2**20
+FILE_METADATA_BYTES = 2**20  # a cube's metadata and profiles: the paper's five models' take 0.2 MB
 
 
 def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
     """Refuse a cube that would not fit on the disk, with a margin for metadata."""
     need = cube.estimated_bytes(grid) * share * DISK_MARGIN + DISK_METADATA_BYTES
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the shell's `ulimit -f`, in bytes
+    # HDF5 cannot end a file it may not grow (it crashed); the file's own size counts here, not the disk's
+    # margin: its data and at most FILE_METADATA_BYTES of metadata and profiles.
+    file_bytes = cube.estimated_bytes(grid) * share * DISK_MARGIN + FILE_METADATA_BYTES
+    if limit != resource.RLIM_INFINITY and file_bytes > limit:
+        raise InputError(
+            f"{out}: the cube may need {file_bytes / 1e6:.3g} MB ({grid.size:,} configurations) but this process may "
+            f"write files of at most {limit / 1e6:.3g} MB (ulimit -f); raise the limit or narrow the grid",
+            param="out",
+        )
     free = shutil.disk_usage(Path(out).parent).free
     if need > free:
         raise InputError(

@@ -8,14 +8,19 @@ existing file, link or hard link is ever written through or deleted), renaming i
 place only when it is complete. A sweep's resumable ``OUT.partial`` is :mod:`sweep.io.job`'s.
 """
 
+import contextlib
+import contextvars
 import fcntl
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, WriteFailed
+
+# The files written inside the current all_or_nothing() block that did not exist before it.
+_created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("created", default=None)
 
 
 def partial_path(out: str | Path) -> Path:
@@ -156,11 +161,55 @@ def write_atomically(
     out = Path(out)
     temp = new_temporary(out)
     try:
-        write(temp)
+        try:
+            write(temp)
+        except OSError as e:  # a full disk, a file-size limit, a failing disk: a fault, said in one line
+            raise WriteFailed(f"{out}: could not be written ({failure(e)}); nothing was written") from None
         regular_or_absent(out, param)
         if not overwrite and out.exists():
             raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
+        new = not out.exists()
         os.replace(temp, out)
+        created = _created.get()
+        if new and created is not None:
+            created.append(out)
     finally:
         temp.unlink(missing_ok=True)  # this run's own name: nobody else's file
     return out
+
+
+def record_created(path: str | Path) -> None:
+    """Count ``path``, a file this run created by other means than :func:`write_atomically` (a sweep's
+    cube), as one of the current :func:`all_or_nothing` block's."""
+    created = _created.get()
+    if created is not None:
+        created.append(Path(path))
+
+
+def failure(e: OSError) -> str:
+    """An OSError's reason in a few words (HDF5's carry a paragraph after its first line)."""
+    if e.errno is not None and e.strerror:
+        return os.strerror(e.errno)
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+@contextlib.contextmanager
+def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
+    """A report's files: if the block fails (a write refused by the disk, a refusal, an interrupt), the files
+    it created are removed, and ``out_dir`` too if the block created it and nothing else is in it. A file the
+    block replaced (with --force) stays replaced; no other file is touched."""
+    out_dir = Path(out_dir)
+    existed = out_dir.exists()
+    created: list[Path] = []
+    token = _created.set(created)
+    try:
+        yield
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        if not existed:
+            with contextlib.suppress(OSError):  # not empty (another's file): kept
+                out_dir.rmdir()
+        raise
+    finally:
+        _created.reset(token)
