@@ -9,6 +9,7 @@ exit 0), in a gc callback (Python drops exceptions there), and the interpreter's
 an interrupt (``calibrate`` crashed there while XLA compiled on another thread).
 """
 
+import os
 import signal
 import subprocess
 import sys
@@ -141,6 +142,37 @@ def test_a_signal_as_the_command_ends_says_its_work_is_complete(point, sig):
     assert r.returncode == 128 + sig, (r.returncode, r.stderr)
     assert r.stderr == "error: interrupted as the command ended; what it wrote is complete\n"
     assert "resnet50" in r.stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="this system has no /dev/full")
+def test_standard_output_that_cannot_be_written_is_one_line_and_exit_1():
+    # #27: `sweep plan > /dev/full` wrote its cube, then ended in a traceback.
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-c", DRIVER, "none", "SIGINT", "models"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [
+        "error: standard output could not be written (No space left on device); files written are complete",
+        "teardown ran",
+    ]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly():
+    # `sweep ... | head`: no traceback; 141, as a program SIGPIPE ends, so `set -o pipefail` sees it.
+    p = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "none", "SIGINT", "models"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    p.stdout.close()
+    assert p.wait(timeout=120) == 128 + signal.SIGPIPE
+    assert p.stderr.read() == "teardown ran\n"
 
 
 def test_a_run_without_a_signal_is_untouched():

@@ -5,7 +5,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imports at start-up are only those the interpreter has made already
-    from typing import NoReturn
+    from typing import NoReturn, TextIO
 
 
 def main() -> None:
@@ -43,8 +43,42 @@ def main() -> None:
     sys.exit(code)
 
 
+class _StdoutFailed(Exception):
+    """Writing to standard output failed (a full disk behind a redirection, a closed pipe)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _GuardedStdout:
+    """``sys.stdout``, whose write and flush failures are :class:`_StdoutFailed` (told apart from the
+    command's own files' failures); everything else is the stream's."""
+
+    def __init__(self, stream: "TextIO") -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            raise _StdoutFailed(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise _StdoutFailed(e) from None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
 def _run() -> int:
-    """Run the CLI on ``sys.argv``; its exit code. A usage error is printed here (exit code 2)."""
+    """Run the CLI on ``sys.argv``; its exit code. A usage error is printed here (exit code 2). Standard output
+    that cannot be written is one line (exit code 1), or nothing when the reader has gone (a pipe into
+    ``head``: exit code 141, as a program SIGPIPE ends)."""
+    import errno
     import signal
 
     import typer
@@ -52,8 +86,20 @@ def _run() -> int:
     from netsweep_jax.sweep.cli.app import app
     from netsweep_jax.sweep.core.interrupts import Interrupted
 
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)  # a TextIO in all but name
     try:
         return int(app(standalone_mode=False) or 0)
+    except _StdoutFailed as e:
+        sys.stdout = open(os.devnull, "w")  # nothing more goes there, not even at exit
+        if e.error.errno == errno.EPIPE:
+            return 128 + signal.SIGPIPE
+        reason = os.strerror(e.error.errno) if e.error.errno else str(e.error)
+        print(
+            f"error: standard output could not be written ({reason}); files written are complete",
+            file=sys.stderr,
+        )
+        return 1
     except typer.Abort:  # click's own Ctrl-C (or end of input at a prompt)
         raise Interrupted(signal.SIGINT) from None
     except Exception as e:
