@@ -5,6 +5,7 @@ a refusal leaves nothing behind; a run that loses a race for ``--out`` says so."
 import contextlib
 import os
 import resource
+import signal
 from pathlib import Path
 
 import h5py
@@ -283,6 +284,26 @@ def test_damaged_metadata_is_one_line_and_exit_code_1(small_cube, tmp_path):
     ):
         assert "damaged" in one_line(invoke(*args), code=1)
     assert not figure.exists()
+
+
+def test_a_cube_whose_metadata_crashes_hdf5_is_called_damaged(small_cube, tmp_path, monkeypatch):
+    # #27: one byte of the small cube's object headers made `sweep show` die of a segmentation fault inside
+    # HDF5 (exit code 139, nothing said). Each reader now walks the metadata in a forked child first.
+    copy = tmp_path / "c.h5"
+    data = bytearray(small_cube.read_bytes())
+    data[993] ^= 0xFF
+    copy.write_bytes(bytes(data))
+    figure = tmp_path / "f.png"
+    for args in (["show", copy], ["select", copy], ["plot", copy, "--x", "bandwidth", "--out", figure]):
+        assert "damaged" in one_line(invoke(*args), code=1)
+    assert not figure.exists()
+    # The probe: a child killed by a signal is a crash; one that raises, or reads, is not.
+    monkeypatch.setattr(cube, "damage", lambda path: os.kill(os.getpid(), signal.SIGSEGV))
+    assert cube.crashes_hdf5(small_cube)
+    monkeypatch.setattr(cube, "damage", lambda path: 1 / 0)
+    assert not cube.crashes_hdf5(small_cube)
+    monkeypatch.undo()
+    assert not cube.crashes_hdf5(small_cube) and not any(tmp_path.glob("core*"))
 
 
 def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad_input(small_cube, tmp_path):

@@ -464,6 +464,46 @@ def damage(path: str | Path) -> str | None:
     return None
 
 
+PROBE_TIMEOUT_S = 60.0  # a child still reading after this long is stopped, and the read goes on as it would
+
+
+def crashes_hdf5(path: str | Path) -> bool:
+    """Whether reading ``path``'s metadata (:func:`damage`'s walk) crashes HDF5 itself: some damaged bytes
+    make the library read out of bounds (a segmentation fault no Python code can catch). Tried first in a
+    forked copy of this process, whose death by a signal says so; where ``fork`` is missing, False."""
+    if not hasattr(os, "fork") or not Path(path).is_file():
+        return False
+    import signal
+    import time
+    import warnings
+
+    with warnings.catch_warnings():  # JAX warns of forking a threaded process: the child only reads a file
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: walk, then leave at once (no teardown, no handlers of the parent's)
+        try:
+            import faulthandler
+            import resource
+
+            faulthandler.disable()  # a crash here is an answer, not a report
+            resource.setrlimit(
+                resource.RLIMIT_CORE, (0, 0)
+            )  # and leaves no core file in the user's directory
+            damage(path)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + PROBE_TIMEOUT_S
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WIFSIGNALED(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.002)
+
+
 def verify_static_file(path: str | Path) -> list[str] | None:
     """:func:`verify_static` of the cube at ``path``."""
     with h5py.File(path, "r") as f:
