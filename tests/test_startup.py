@@ -102,9 +102,19 @@ entry.main()
 """
 
 
+def as_from_a_terminal():
+    # A shell that runs the tests in the background ignores SIGINT, and children inherit that: the driver gets
+    # SIGINT's default back, as a command typed at a terminal has it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(point, sig, *args):
     return subprocess.run(
-        [sys.executable, "-c", DRIVER, point, sig.name, *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", DRIVER, point, sig.name, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=as_from_a_terminal,
     )
 
 
