@@ -97,25 +97,33 @@ def test_every_accepted_extreme_gives_finite_positive_results(dtype):
 
 
 def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtypes(tmp_path):
-    # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf.
+    # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf. The grid
+    # runs in float32; the same runs through the float64 rows path (validation's compiled shape) check it.
     import xarray as xr
 
-    from netsweep_jax.sweep.model.llms import MAX_SIZE
+    from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import MAX_SIZE, parse_arch
 
     arch = f"layers={MAX_SIZE},hidden={MAX_SIZE},heads=1,seq={MAX_SIZE},vocab={MAX_SIZE},ffn={MAX_SIZE}"
-    values = {}
-    for dtype, flag in (("float32", []), ("float64", ["--x64"])):
-        out = tmp_path / f"{dtype}.h5"
-        layout = ["--gpus", "1,10000000", "--global-batch", "1000000000", "--micro-batch", "100"]
-        r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", *flag, "--out", out)
-        assert r.exit_code == 0, r.output
-        with xr.open_dataset(out, engine="h5netcdf") as ds:
-            values[dtype] = {str(k): ds[k].values.astype(np.float64) for k in ds.data_vars}
-        for name, v in values[dtype].items():
-            assert np.isfinite(v).all(), (dtype, name)
+    gpus = [1, 10_000_000]
+    layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", "1000000000", "--micro-batch", "100"]
+    out = tmp_path / "big.h5"
+    r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", "--out", out)
+    assert r.exit_code == 0, r.output
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
+    runs = [
+        LayoutRow(
+            llm=parse_arch(arch), gpu="h100", precision="bf16", gpus=n, global_batch=10**9, micro_batch=100
+        )
+        for n in gpus
+    ]
+    f64 = evaluate_rows(runs, np.full(2, 0.6), np.ones(2))
+    for name, v in f32.items():
+        assert np.isfinite(v).all() and np.isfinite(f64[name]).all(), name
     for name in ("mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s", "iteration_time"):
-        np.testing.assert_allclose(values["float32"][name], values["float64"][name], rtol=1e-4, err_msg=name)
-    assert 0 < values["float64"]["mfu"].min() and values["float64"]["mfu"].max() < 1
+        np.testing.assert_allclose(f32[name], f64[name], rtol=1e-4, err_msg=name)
+    assert 0 < f64["mfu"].min() and f64["mfu"].max() < 1
 
 
 def write(path, text):

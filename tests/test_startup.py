@@ -21,6 +21,9 @@ import atexit, gc, importlib.abc, signal, sys
 
 point, name, *argv = sys.argv[1:]
 sig = getattr(signal, name)
+# A shell that runs the tests in the background ignores SIGINT, and children inherit that: Python's handler
+# back, as a command typed at a terminal has it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 atexit.register(lambda: sys.stderr.write("teardown ran\n"))  # an interrupted sweep ends before teardown
 
 
@@ -102,19 +105,9 @@ entry.main()
 """
 
 
-def as_from_a_terminal():
-    # A shell that runs the tests in the background ignores SIGINT, and children inherit that: the driver gets
-    # SIGINT's default back, as a command typed at a terminal has it.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def run(point, sig, *args):
     return subprocess.run(
-        [sys.executable, "-c", DRIVER, point, sig.name, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=as_from_a_terminal,
+        [sys.executable, "-c", DRIVER, point, sig.name, *args], capture_output=True, text=True, timeout=120
     )
 
 
