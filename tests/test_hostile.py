@@ -390,3 +390,53 @@ def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
         main()
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and len(err) == 1 and err[0].startswith("error: ") and message in err[0]
+
+
+def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
+    # #27: nccl-tests' busbw enters directly: 9 GB/s over 100 Gbit/s links is utilization 0.72.
+    import xarray as xr
+
+    def cube(*args):
+        out = tmp_path / f"{len(list(tmp_path.iterdir()))}.h5"
+        r = invoke("grid", *args, "--out", out)
+        assert r.exit_code == 0, r.output
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            return r.output, {str(k): ds[k].values for k in ds.data_vars}
+
+    said, by_busbw = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--busbw", "9")
+    assert "from --busbw: utilization 0.72 = 8 x busbw 9 GB/s / 100 Gbit/s links" in said
+    _, by_util = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--util", "0.72")
+    for name in by_util:
+        np.testing.assert_array_equal(by_busbw[name], by_util[name], err_msg=name)
+    # A large model: the link named after @, and the GPU system's default utilization (1) is overridden.
+    layout = ["--model", "llama3-8b", "--gpus", "64", "--global-batch", "512", "--tp", "8", "--pp", "1"]
+    said, by_busbw = cube(*layout, "--busbw", "40@400")
+    assert "utilization 1 (the links' full rate)" not in said
+    _, by_util = cube(*layout, "--util", "0.8")
+    np.testing.assert_array_equal(by_busbw["iteration_time"], by_util["iteration_time"])
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["grid", "--bw", "10,100", "--busbw", "9"],
+            "--busbw 9: say the link rate it was measured on, as 9@400",
+        ),
+        (["grid", "--bw", "100", "--busbw", "9", "--util", "0.5"], "--util is given too"),
+        (
+            ["grid", "--bw", "100", "--busbw", "90"],
+            "is a utilization of 7.2; a number from 0.0001 to 1 is needed",
+        ),
+        (["grid", "--busbw", "9@0"], "--busbw 9@0: the link rate 0 must be a number from 0.001"),
+        (["grid", "--busbw", "fast@100"], "--busbw 'fast' is not a number"),
+        (
+            ["need", "--target", "0.9", "--solve", "utilization", "--bw", "100", "--busbw", "9"],
+            "drop --busbw",
+        ),
+    ],
+)
+def test_bad_bus_bandwidths_are_one_line(tmp_path, args, message):
+    r = invoke(*args, "--out", tmp_path / "o.h5")
+    assert message in one_line_error(r)
+    assert list(tmp_path.iterdir()) == []

@@ -352,6 +352,38 @@ LAYOUT = _layout_params()
 LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
 
 
+BUSBW = [
+    _param(
+        "busbw",
+        str | None,
+        None,
+        "--busbw",
+        metavar="GB/S[@GBIT]",
+        help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s) for the job's collective "
+        "across nodes, at its message size; @GBIT: the link rate it was measured on (default: the one --bw). "
+        "Utilization = 8 busbw / link.",
+    )
+]
+
+
+def take_busbw(kwargs: dict[str, Any]) -> None:
+    """--busbw: the utilization it implies, in place of --util (one line on stderr says how)."""
+    from netsweep_jax.sweep.core.values import utilization_from_busbw
+
+    text = kwargs.pop("busbw", None)
+    if text is None:
+        return
+    ctx = kwargs.get("ctx")
+    if given(ctx, "utilization") if ctx is not None else kwargs.get("utilization") is not None:
+        raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
+    if kwargs.get("solve") == "utilization":
+        raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
+    kwargs["utilization"], how = utilization_from_busbw(text, kwargs.get("bandwidth"))
+    if ctx is not None:  # set by the user, as --util would be: it overrides the GPU system's default
+        ctx.set_parameter_source("utilization", ctx.get_parameter_source("busbw"))
+    typer.echo(f"from --busbw: {how}", err=True)
+
+
 def options(*groups):
     """Add parameter groups to a command's signature (the command gets them as keywords),
     and turn an :class:`InputError` into one line naming the CLI option, exit code 2."""
@@ -368,6 +400,7 @@ def options(*groups):
 
                 enable()
             try:
+                take_busbw(kwargs)
                 return command(**kwargs)
             except InputError as e:
                 fail(cli_message(e))
@@ -671,7 +704,7 @@ def _layout_grid(
 
 
 @app.command()
-@options(MODEL, axis_parameters(), SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
+@options(MODEL, axis_parameters(), BUSBW, SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
 def grid(
     ctx: typer.Context,
     out: Out = None,
@@ -839,7 +872,7 @@ PLAN_NETWORK = [
 
 
 @app.command()
-@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, CACHE)
+@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE)
 def plan(
     ctx: typer.Context,
     out: Annotated[
@@ -1249,7 +1282,7 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 
 
 @app.command()
-@options(MODEL, axis_parameters(SOLVED_AXES), SETTINGS, CACHE)
+@options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
 def need(
     target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
     solve: Annotated[

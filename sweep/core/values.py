@@ -172,3 +172,38 @@ def json_ready(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_ready(v) for v in value]
     return value
+
+
+def utilization_from_busbw(text: str, bandwidth: object) -> tuple[str, str]:
+    """The utilization a measured bus bandwidth implies: (``--util`` value, a line saying how).
+
+    ``text``: ``X`` or ``X@LINK``: nccl-tests' ``busbw`` (GB/s) of the job's collective across nodes, measured
+    over links of LINK Gbit/s (without LINK: the one ``bandwidth`` value). nccl-tests normalizes busbw so it
+    compares with a link's rate (all-reduce: busbw = algbw x 2(n-1)/n), so utilization = 8 X / LINK.
+    """
+    spec = NUMERIC_AXES["utilization"]
+    measured, at, link_text = str(text).strip().partition("@")
+    busbw = number(measured, "--busbw")
+    if not (math.isfinite(busbw) and busbw > 0):
+        raise InputError(f"--busbw {text}: the bus bandwidth must be a positive number of GB/s")
+    if at:
+        link = number(link_text, "--busbw link")
+    else:
+        links = parse_values(bandwidth, NUMERIC_AXES["bandwidth"]) if bandwidth is not None else np.zeros(0)
+        if links.size != 1:
+            raise InputError(
+                f"--busbw {text}: say the link rate it was measured on, as {measured}@400 (Gbit/s), or give "
+                f"one --bw"
+            )
+        link = float(links[0])
+    links_spec = NUMERIC_AXES["bandwidth"]
+    if not links_spec.low <= link <= links_spec.high:
+        raise InputError(f"--busbw {text}: the link rate {link:g} {links_spec.rule()} Gbit/s")
+    utilization = 8.0 * busbw / link
+    if not spec.low <= utilization <= spec.high:
+        raise InputError(
+            f"--busbw {text}: {8 * busbw:g} Gbit/s over {link:g} Gbit/s links is a utilization of "
+            f"{utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed (busbw is in GB/s: bytes)"
+        )
+    how = f"utilization {utilization:.4g} = 8 x busbw {busbw:g} GB/s / {link:g} Gbit/s links"
+    return repr(utilization), how
