@@ -162,3 +162,24 @@ def test_run_grid_refuses_explicit_pallas_before_any_file_is_made(tmp_path, sett
         run_grid(grid, out, command="test", kernel="pallas")
     assert e.value.param == "kernel"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kernel", [None, 3, "cuda"])
+def test_a_kernel_that_is_not_a_name_is_refused(kernel):
+    # #27: kernel=None was an AttributeError.
+    with pytest.raises(InputError, match="must be one of auto, xla, pallas, pallas-interpret") as e:
+        evaluate("resnet50", bandwidth=10, kernel=kernel)
+    assert e.value.param == "kernel"
+
+
+def test_compiled_pallas_without_a_gpu_plugin_is_refused_before_any_file(tmp_path):
+    # #27: --kernel pallas on a CPU ended in JAX's traceback ("Only interpret mode is supported on CPU").
+    from netsweep_jax.sweep.engine.dispatch import _gpu_installed
+
+    if _gpu_installed():
+        pytest.skip("this JAX has a GPU plugin: compiled Pallas may run here")
+    out = tmp_path / "sub" / "c.h5"
+    result = CliRunner().invoke(app, ["grid", "--bw", "10", "--kernel", "pallas", "--out", str(out)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "--kernel pallas: compiled Pallas kernels run on a GPU" in result.output
+    assert list(tmp_path.iterdir()) == []

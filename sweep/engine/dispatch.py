@@ -49,9 +49,9 @@ def check_kernel(name: str, grid: Grid) -> None:
     """Refuse a kernel name that is unknown, or an explicit Pallas kernel that cannot run ``grid``'s
     sweep (``auto`` chooses the XLA scan there instead). Starts no JAX backend: call it before any file
     is made (and before ``jax.distributed`` starts)."""
-    name = name.lower()  # --kernel XLA is xla
-    if name not in KERNELS:
+    if not isinstance(name, str) or name.lower() not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
+    name = name.lower()  # --kernel XLA is xla
     lacks = _pallas_lacks(features_of(grid))
     if name.startswith("pallas") and lacks:
         raise InputError(
@@ -59,14 +59,31 @@ def check_kernel(name: str, grid: Grid) -> None:
             f"needs; use xla (or auto)",
             param="kernel",
         )
+    if name == "pallas" and not _gpu_installed():
+        raise InputError(
+            "pallas: compiled Pallas kernels run on a GPU and this installation of JAX has no GPU plugin; "
+            "use xla (or auto), or pallas-interpret to run the Pallas kernel slowly on the CPU",
+            param="kernel",
+        )
+
+
+def _gpu_installed() -> bool:
+    """Whether JAX here has a GPU plugin (CUDA or ROCm) installed, known without starting JAX's backend (which
+    --distributed must start itself); the GPU may still be absent."""
+    import importlib.metadata
+
+    return any(
+        (d.metadata["Name"] or "").lower().replace("_", "-").startswith(("jax-cuda", "jax-rocm"))
+        for d in importlib.metadata.distributions()
+    )
 
 
 def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None) -> str:
     """Resolve a kernel name: ``auto`` is Pallas on a GPU, where the sweep's ``features`` allow it,
     and the XLA scan elsewhere; an explicit name is kept (:func:`check_kernel` refuses what cannot run)."""
-    name = name.lower()
-    if name not in KERNELS:
+    if not isinstance(name, str) or name.lower() not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
+    name = name.lower()
     if name != "auto":
         return name
     if features is not None and _pallas_lacks(features):
