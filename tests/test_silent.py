@@ -349,7 +349,12 @@ def test_the_cube_keeps_what_was_assumed(tmp_path):
 
 def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
     r = invoke("compare", "--model", "gpt2", "--bw", "10")
-    assert r.exit_code == 0 and "assumed: transformers: --gpu h100, --precision bf16, --batch 8" in r.output
+    assert r.exit_code == 0 and "; transformers: --gpu h100, --precision bf16, --batch 8" in r.output
+    # #27: its defaults differ from grid's (utilization 0.32, not 1): said, so 0.226 against grid's 0.54 reads.
+    assert "assumed: compare's defaults: --util 0.32 (today's: the paper's measured" in r.output
+    assert "--collective nccl-ring, --bucketing ddp, --nodes 8" in r.output
+    r = invoke("compare", "--model", "resnet50", "--bw", "10", "--util", "0.5", "--nodes", "4")
+    assert r.exit_code == 0 and "--util" not in r.output and "--nodes" not in r.output
     r = invoke("compare", "--model", "gpt2", "--bw", "10", "--bucketing", "fsdp")
     assert r.exit_code == 2 and "Compressor(" not in r.output and "with fsdp" in r.output
     out = tmp_path / "k.h5"

@@ -113,6 +113,7 @@ def compare(
     precision: str | None = None,
     batch: Any = None,
     seq_len: Any = None,
+    defaults: Sequence[str] = (),
     **axes: Any,
 ) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
     """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
@@ -121,6 +122,8 @@ def compare(
       models: model names or profiles (:func:`sweep.engine.grid.resolve_models`, with ``gpu``,
         ``precision``, ``batch``, ``seq_len`` for the transformers; default :data:`WORKLOAD`).
       nodes, gpus_per_node, collective, bucketing: one value each.
+      defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
+        in the ``assumed`` text.
       **axes: other axes (``latency``, ``jitter``, ...), which may vary.
 
     Returns:
@@ -199,11 +202,9 @@ def compare(
             )
         )
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
-    assumed = (
-        ["transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset)]
-        if unset
-        else []
-    )
+    assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []
+    if unset:
+        assumed.append("transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset))
     if ds.attrs.get("assumed"):
         assumed.append(str(ds.attrs["assumed"]))
     return (

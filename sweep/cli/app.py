@@ -1180,6 +1180,7 @@ def validate(
 @app.command()
 @options(CACHE)
 def compare(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Option("--model", help="Built-in model(s), comma list.")
     ] = "resnet50,vgg16,bert-large,gpt2-xl",
@@ -1252,6 +1253,7 @@ def compare(
     from netsweep_jax.sweep.analysis import compare as comparison
 
     settings: dict[str, Any] = dict(
+        defaults=_compare_defaults(ctx, locals()),
         models=model,
         gpu=gpu,
         precision=precision,
@@ -1276,6 +1278,26 @@ def compare(
         return
     for path in comparison.run(out, command=command_line(), force=force, **settings):
         typer.echo(f"wrote {path}")
+
+
+# compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).
+COMPARE_DEFAULTS = {
+    "utilization": ("--util", "(today's: the paper's measured ~32 Gbit/s of 100)"),
+    "collective": ("--collective", ""),
+    "bucketing": ("--bucketing", ""),
+    "nodes": ("--nodes", ""),
+    "gpus_per_node": ("--gpus-per-node", ""),
+    "nics_per_node": ("--nics-per-node", ""),
+}
+
+
+def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
+    """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values."""
+    return [
+        f"{option} {values[name]}{f' {why}' if why else ''}"
+        for name, (option, why) in COMPARE_DEFAULTS.items()
+        if not given(ctx, name)
+    ]
 
 
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
