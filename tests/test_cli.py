@@ -332,3 +332,20 @@ def test_presets_and_names_are_case_insensitive(tmp_path):
     r = invoke("select", upper, "--model", "ResNet50", "--collective", "NCCL-Ring", "--csv")
     assert r.exit_code == 0 and r.stdout.splitlines()[1].startswith("resnet50,nccl-ring,"), r.output
     assert len(r.stdout.splitlines()) == 2
+
+
+def test_show_and_select_read_a_layout_cube_as_it_was_asked(tmp_path):
+    # #27: integer dims printed as floats, 0.0 where a value follows the GPU's system, layout dp 0.0, status
+    # codes undecoded, and nothing said of what was assumed.
+    out = tmp_path / "l.h5"
+    args = ["--model", "llama3-8b", "--gpus", "48", "--global-batch", "48", "--tp", "1,3", "--pp", "1"]
+    assert invoke("grid", *args, "--out", out).exit_code == 0
+    shown = invoke("show", out).output
+    assert "  assumed: h100: DGX H100" in shown
+    assert "[48]" in shown and "[1, 3]" in shown and "48.0" not in shown
+    assert "[0 = the GPU's system] Gbit/s" in shown and "[0 = gpus / (tp pp cp)]" in shown
+    assert "ok (1), heads not divisible by tp (1)" in shown
+    table = invoke("select", out, "--csv").output.splitlines()
+    assert table[0].startswith("tp,") and table[1].startswith("1,") and table[2].startswith("3,")
+    assert table[1].split(",")[table[0].split(",").index("status")] == "ok"
+    assert table[2].split(",")[table[0].split(",").index("status")] == "heads not divisible by tp"

@@ -10,6 +10,7 @@ import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
+from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.schema import NUMERIC_AXES, in_cube_order
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import parse_names, parse_values
@@ -42,28 +43,72 @@ def variables(ds: xr.Dataset) -> list[str]:
     return known + sorted(v for v in names if v not in known)
 
 
+# A layout cube's dims where 0 stands for a value the sweep derives, and what it is.
+DERIVED_ZERO = {
+    **dict.fromkeys(SYSTEM_DIMS, "the GPU's system"),
+    "dp": "gpus / (tp pp cp)",
+    "grad_bytes": "the precision's",
+}
+
+
+def _value(x: Any) -> str:
+    """A coordinate as a reader writes it: integers without a decimal point (64, not 64.0)."""
+    if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        return f"{float(x):.12g}"
+    return str(x)
+
+
+def _rules(attr: str) -> dict[int, str]:
+    """A status variable's ``rules`` attribute (``0: ok; 1: ...``) as {code: rule}."""
+    out = {}
+    for item in attr.split("; "):
+        code, _, rule = item.partition(": ")
+        if code.strip().isdigit():
+            out[int(code)] = rule
+    return out
+
+
 def describe(path: str | Path) -> str:
-    """Human summary of a cube: dims, variables' min/median/max, command, profiles."""
+    """Human summary of a cube: dims, variables' min/median/max, command, what was assumed, profiles."""
     ds = open_cube(path)
+    layouts = ds.attrs.get("family") == "layouts"
     lines = [
         f"{path}",
         f"  made by: {ds.attrs.get('command', '?')}",
         f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
         f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
         f"dtype {ds.attrs.get('dtype', '?')}",
-        "  dims:",
     ]
+    if ds.attrs.get("assumed"):
+        lines.append(f"  assumed: {ds.attrs['assumed']}")
+    lines.append("  dims:")
+    width = max([15, *(len(str(n)) for n in [*ds.dims, *ds.data_vars])])
     for d in ds.dims:
         v = ds[d].values
-        shown = ", ".join(str(x) for x in v[:6]) + (", ..." if len(v) > 6 else "")
+        texts = [_value(x) for x in v[:6]]
+        if layouts and str(d) in DERIVED_ZERO:
+            texts = [f"0 = {DERIVED_ZERO[str(d)]}" if t == "0" else t for t in texts]
+        shown = ", ".join(texts) + (", ..." if len(v) > 6 else "")
         units = ds[d].attrs.get("units", "")
-        lines.append(f"    {d:<15} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip())
+        lines.append(
+            f"    {d:<{width}} {len(v):>6}  [{shown}] {units if units not in ('', '1') else ''}".rstrip()
+        )
     lines.append("  variables (min / median / max):")
     for name in variables(ds):
         a = ds[name].values
         if a.dtype.kind in "USO":  # an argmax/argmin label: the coordinates it takes
             values, counts = np.unique(a, return_counts=True)
-            lines.append(f"    {name:<15} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
+            lines.append(f"    {name:<{width}} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
+            continue
+        if "rules" in ds[name].attrs:  # a status: how many configurations each rule stopped
+            rules = _rules(str(ds[name].attrs["rules"]))
+            codes, counts = np.unique(a[np.isfinite(a)].astype(np.int64), return_counts=True)
+            lines.append(
+                f"    {name:<{width}} "
+                + ", ".join(f"{rules.get(int(c), f'code {c}')} ({n:,})" for c, n in zip(codes, counts))
+            )
             continue
         finite = a[np.isfinite(a)]
         stats = (
@@ -72,8 +117,9 @@ def describe(path: str | Path) -> str:
             else "no values"
         )
         missing = a.size - finite.size
+        units = ds[name].attrs.get("units", "")
         lines.append(
-            f"    {name:<15} {stats} {ds[name].attrs.get('units', '')}"
+            f"    {name:<{width}} {stats} {units if units != '1' else ''}".rstrip()
             + (f"  ({missing:,} unset)" if missing else "")
         )
     with h5py.File(path, "r") as f:
@@ -185,6 +231,14 @@ def select_table(
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
+    if ds.attrs.get("family") == "layouts":  # layout dims that count (tp 8, gpus 1024) read as whole numbers,
+        for d in keep:  # and the status as the rule a layout breaks
+            if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
+                df[d] = df[d].astype(np.int64)
+        for name in names:
+            if "rules" in ds[name].attrs:
+                rules = _rules(str(ds[name].attrs["rules"]))
+                df[name] = [rules.get(int(c), f"code {c}") if np.isfinite(c) else "" for c in df[name]]
     ds.close()
     if csv:
         return df.to_csv(index=False).rstrip("\n")
