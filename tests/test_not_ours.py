@@ -327,9 +327,16 @@ def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad
 def test_a_late_refusal_leaves_no_partial_file(tmp_path, extra):
     out = tmp_path / "o.h5"
     r = invoke("grid", *TINY, *extra, "--bucketing", "fsdp", "--out", out)
-    assert "FSDP needs forward times" in one_line(r)
+    assert "--bucketing fsdp: FSDP needs forward times per tensor, and resnet50's" in one_line(r)
     assert list(tmp_path.iterdir()) == []
     assert invoke("grid", *TINY, *extra, "--out", out).exit_code == 0  # the next correct run is not refused
+
+
+def test_a_late_refusal_leaves_no_empty_default_directory(tmp_path, monkeypatch):
+    # #27: a refusal found as the sweep starts left an empty results/ behind.
+    monkeypatch.chdir(tmp_path)
+    assert "FSDP needs forward times" in one_line(invoke("grid", *TINY, "--bucketing", "fsdp"))
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_late_refusal_on_resume_keeps_the_partial(tmp_path, monkeypatch):

@@ -189,6 +189,40 @@ def run_grid(
     """
     check_kernel(kernel, grid)
     out = Path(out)
+    made = default_out_dir and not out.parent.exists()  # results/, made for this run
+    try:
+        return _run_grid(
+            grid,
+            out,
+            command,
+            force,
+            resume,
+            default_out_dir,
+            progress,
+            block_configs,
+            share,
+            kernel,
+            after_block,
+        )
+    except BaseException:
+        if made and out.parent.is_dir() and not any(out.parent.iterdir()):
+            out.parent.rmdir()  # a refusal or an interrupt before any block leaves no empty results/
+        raise
+
+
+def _run_grid(
+    grid: Grid,
+    out: Path,
+    command: str,
+    force: bool,
+    resume: bool,
+    default_out_dir: bool,
+    progress: Progress | None,
+    block_configs: int | None,
+    share: tuple[int, int] | None,
+    kernel: str,
+    after_block: AfterBlock,
+) -> Summary:
     check_output(out, force=force, resume=resume, default=default_out_dir)
     partial = partial_path(out)
     if block_configs is None:

@@ -119,7 +119,7 @@ def fsdp_units(profile: Profile) -> Units:
     order reversed). Needs the profile's forward times."""
     if profile.forward is None:
         raise InputError(
-            f"{profile.model}: FSDP needs forward times per tensor, and this profile has none "
+            f"fsdp: FSDP needs forward times per tensor, and {profile.model}'s profile has none "
             f"(a JSON profile with forward_us, or a transformer built-in)",
             param="bucketing",
         )
