@@ -1222,3 +1222,60 @@ def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatc
     r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out, "--force")
     assert r.exit_code == 0, r.output
     assert out.read_bytes().startswith(b"\x89HDF")
+
+
+# Here, not in test_hostile.py: they use the layout kernel's compiled shapes, which this file has warm.
+
+
+def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtypes(tmp_path):
+    # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf. The grid
+    # runs in float32; the same runs through the float64 rows path (validation's compiled shape) check it.
+    import xarray as xr
+
+    from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import MAX_SIZE, parse_arch
+
+    arch = f"layers={MAX_SIZE},hidden={MAX_SIZE},heads=1,seq={MAX_SIZE},vocab={MAX_SIZE},ffn={MAX_SIZE}"
+    gpus = [1, 10_000_000]
+    layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", "1000000000", "--micro-batch", "100"]
+    out = tmp_path / "big.h5"
+    r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", "--out", out)
+    assert r.exit_code == 0, r.output
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
+    runs = [
+        LayoutRow(
+            llm=parse_arch(arch), gpu="h100", precision="bf16", gpus=n, global_batch=10**9, micro_batch=100
+        )
+        for n in gpus
+    ]
+    f64 = evaluate_rows(runs, np.full(2, 0.6), np.ones(2))
+    for name, v in f32.items():
+        assert np.isfinite(v).all() and np.isfinite(f64[name]).all(), name
+    for name in ("mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s", "iteration_time"):
+        np.testing.assert_allclose(f32[name], f64[name], rtol=1e-4, err_msg=name)
+    assert 0 < f64["mfu"].min() and f64["mfu"].max() < 1
+
+
+def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
+    # #27: nccl-tests' busbw enters directly: 9 GB/s over 100 Gbit/s links is utilization 0.72.
+    import xarray as xr
+
+    def cube(*args):
+        out = tmp_path / f"{len(list(tmp_path.iterdir()))}.h5"
+        r = invoke("grid", *args, "--out", out)
+        assert r.exit_code == 0, r.output
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            return r.output, {str(k): ds[k].values for k in ds.data_vars}
+
+    said, by_busbw = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--busbw", "9")
+    assert "from --busbw: utilization 0.72 = 8 x busbw 9 GB/s / 100 Gbit/s links" in said
+    _, by_util = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--util", "0.72")
+    for name in by_util:
+        np.testing.assert_array_equal(by_busbw[name], by_util[name], err_msg=name)
+    # A large model: the link named after @, and the GPU system's default utilization (1) is overridden.
+    layout = ["--model", "llama3-8b", "--gpus", "64", "--global-batch", "512", "--tp", "8", "--pp", "1"]
+    said, by_busbw = cube(*layout, "--busbw", "40@400")
+    assert "utilization 1 (the links' full rate)" not in said
+    _, by_util = cube(*layout, "--util", "0.8")
+    np.testing.assert_array_equal(by_busbw["iteration_time"], by_util["iteration_time"])
