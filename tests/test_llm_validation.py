@@ -192,6 +192,13 @@ def test_a_quoted_cell_may_hold_a_newline_a_comma_or_a_line_separator(tmp_path):
         V.read_runs(bad)
 
 
+def test_a_runs_file_missing_a_layout_column_is_told_so_by_calibrate_too(tmp_path):
+    # #27: calibrate took it for a data-parallel file and asked for nodes, gpus_per_node, bandwidth.
+    path = _write(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "tp"} for r in rows])
+    r = invoke("calibrate", path)
+    assert r.exit_code == 2 and "runs.csv:1: missing column(s) tp" in r.output and "nodes" not in r.output
+
+
 def test_an_unterminated_quote_is_one_line_naming_where_the_record_starts(tmp_path):
     path = _write(tmp_path, lambda rows: [{**rows[0], "source": "x"}, rows[1]])
     path.write_text(path.read_text().replace(",x,", ',"x,', 1))  # the quote is never closed

@@ -1078,12 +1078,17 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
 
 
 def is_runs_file(path: str | Path) -> bool:
-    """Whether a CSV holds large-model runs (a ``tp``, ``pp`` and ``metric`` column), not data-parallel ones."""
+    """Whether a CSV holds large-model runs, not data-parallel ones: any of a runs file's own columns (``tp``,
+    ``pp``, ``metric``) and neither data-parallel measurement (so a runs file missing ``tp`` is told so, not
+    asked for data-parallel columns)."""
     try:
         for line in read_lines(Path(path), "measurements file"):
             if not line.startswith("#"):
                 header = {c.strip() for c in next(csv.reader([line]), [])}
-                return {"tp", "pp", "metric"} <= header
+                return (
+                    bool({"tp", "pp", "metric"} & header)
+                    and not {"scaling_factor", "iteration_time"} & header
+                )
     except InputError:
         return False
     return False
