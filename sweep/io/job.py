@@ -1,5 +1,6 @@
 """Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
 
+import contextlib
 import datetime
 import errno
 import os
@@ -20,6 +21,7 @@ from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.paths import (
+    all_or_nothing,
     in_use,
     made_by_a_sweep,
     partial_path,
@@ -138,11 +140,12 @@ FILE_METADATA_BYTES = 2**20  # a cube's metadata and profiles: the paper's five 
 
 def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
     """Refuse a cube that would not fit on the disk, with a margin for metadata."""
-    need = cube.estimated_bytes(grid) * share * DISK_MARGIN + DISK_METADATA_BYTES
+    data = cube.estimated_bytes(grid) * share * DISK_MARGIN
+    need = data + DISK_METADATA_BYTES
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]  # the shell's `ulimit -f`, in bytes
     # HDF5 cannot end a file it may not grow (it crashed); the file's own size counts here, not the disk's
     # margin: its data and at most FILE_METADATA_BYTES of metadata and profiles.
-    file_bytes = cube.estimated_bytes(grid) * share * DISK_MARGIN + FILE_METADATA_BYTES
+    file_bytes = data + FILE_METADATA_BYTES
     if limit != resource.RLIM_INFINITY and file_bytes > limit:
         raise InputError(
             f"{out}: the cube may need {file_bytes / 1e6:.3g} MB ({grid.size:,} configurations) but this process may "
@@ -189,97 +192,65 @@ def run_grid(
     """
     check_kernel(kernel, grid)
     out = Path(out)
-    made = default_out_dir and not out.parent.exists()  # results/, made for this run
-    try:
-        return _run_grid(
-            grid,
-            out,
-            command,
-            force,
-            resume,
-            default_out_dir,
-            progress,
-            block_configs,
-            share,
-            kernel,
-            after_block,
-        )
-    except BaseException:
-        if made and out.parent.is_dir() and not any(out.parent.iterdir()):
-            out.parent.rmdir()  # a refusal or an interrupt before any block leaves no empty results/
-        raise
-
-
-def _run_grid(
-    grid: Grid,
-    out: Path,
-    command: str,
-    force: bool,
-    resume: bool,
-    default_out_dir: bool,
-    progress: Progress | None,
-    block_configs: int | None,
-    share: tuple[int, int] | None,
-    kernel: str,
-    after_block: AfterBlock,
-) -> Summary:
-    check_output(out, force=force, resume=resume, default=default_out_dir)
-    partial = partial_path(out)
-    if block_configs is None:
-        block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
-    plan = Plan(grid.sizes, block_configs)
-    mine = None if share is None else _share_filter(*share)
-    if grid.reduction is not None:
-        return _run_reduced(
-            grid,
-            plan,
-            out,
-            partial,
-            resume=resume,
-            force=force,
-            command=command,
-            progress=progress,
-            kernel=kernel,
-            share=share,
-            after_block=after_block,
-        )
-    if not resume:
-        check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
-    with interrupts.deferred():
-        if resume:
-            f = cube.open_for_resume(partial, grid, plan)
-        else:
-            if force and partial.exists():
-                remove_stale(partial)
-            attrs: dict[str, Any] = provenance(command)
-            if share is not None:
-                attrs["shard"] = f"{share[0]} of {share[1]}"
-            f = create_partial(partial, grid, plan, attrs, sparse=share is not None)
-        inode = os.fstat(f.id.get_vfd_handle()).st_ino
-        try:
-            summary = _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
-        except InputError:
-            f.close()
-            if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
-                _remove_own(partial, inode)
-            raise
-        except OSError as e:
-            f.close()
-            if e.errno == errno.ENOSPC or "No space left" in str(e):
-                error = DiskFull(
-                    f"the disk filled up while writing {partial}; finished blocks are kept there. "
-                    f"Free some space, then finish with the same command plus --resume"
-                )
-                _keep(error, partial)
-                raise error from None
-            _keep(e, partial)
-            raise
-        except BaseException as e:
-            f.close()  # finished blocks are already durable; the partial file stays for --resume
-            _keep(e, partial)
-            raise
-        cube.finish(f, partial, out)
-    return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+    # results/, made for this run, is not left empty by a refusal or an interrupt before any block
+    with all_or_nothing(out.parent) if default_out_dir else contextlib.nullcontext():
+        check_output(out, force=force, resume=resume, default=default_out_dir)
+        partial = partial_path(out)
+        if block_configs is None:
+            block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
+        plan = Plan(grid.sizes, block_configs)
+        mine = None if share is None else _share_filter(*share)
+        if grid.reduction is not None:
+            return _run_reduced(
+                grid,
+                plan,
+                out,
+                partial,
+                resume=resume,
+                force=force,
+                command=command,
+                progress=progress,
+                kernel=kernel,
+                share=share,
+                after_block=after_block,
+            )
+        if not resume:
+            check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
+        with interrupts.deferred():
+            if resume:
+                f = cube.open_for_resume(partial, grid, plan)
+            else:
+                if force and partial.exists():
+                    remove_stale(partial)
+                attrs: dict[str, Any] = provenance(command)
+                if share is not None:
+                    attrs["shard"] = f"{share[0]} of {share[1]}"
+                f = create_partial(partial, grid, plan, attrs, sparse=share is not None)
+            inode = os.fstat(f.id.get_vfd_handle()).st_ino
+            try:
+                summary = _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
+            except InputError:
+                f.close()
+                if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
+                    _remove_own(partial, inode)
+                raise
+            except OSError as e:
+                f.close()
+                if e.errno == errno.ENOSPC or "No space left" in str(e):
+                    error = DiskFull(
+                        f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                        f"Free some space, then finish with the same command plus --resume"
+                    )
+                    _keep(error, partial)
+                    raise error from None
+                _keep(e, partial)
+                raise
+            except BaseException as e:
+                f.close()  # finished blocks are already durable; the partial file stays for --resume
+                _keep(e, partial)
+                raise
+            cube.finish(f, partial, out)
+        return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
 
 
 def remove_stale(partial: Path) -> None:

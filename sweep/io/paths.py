@@ -200,10 +200,13 @@ def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
     block replaced (with --force) stays replaced; no other file is touched."""
     out_dir = Path(out_dir)
     existed = out_dir.exists()
+    outer = _created.get()
     created: list[Path] = []
     token = _created.set(created)
     try:
         yield
+        if outer is not None:  # a block within another's: its files are the outer block's too
+            outer.extend(created)
     except BaseException:
         for path in created:
             path.unlink(missing_ok=True)
