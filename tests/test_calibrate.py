@@ -243,7 +243,8 @@ def test_model_column_naming_profiles(tmp_path):
 def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
     # Fits pad rows (weight 0) and buckets (empty) so similar fits share a compile; the real rows must not move.
     from netsweep_jax.kernels.fit import FitSpec
-    from netsweep_jax.sweep.analysis.calibrate import ROW_QUANTUM, Settings, _padded, build_rows
+    from netsweep_jax.sweep.analysis.calibration_fit import ROW_QUANTUM, padded_rows
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
     from netsweep_jax.sweep.engine.compiled import predict_rows
     from netsweep_jax.sweep.engine.dispatch import precision
 
@@ -254,7 +255,7 @@ def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
     )
     rows = rows._replace(index=np.zeros((len(meas), 0), np.int32))
     target = np.array(meas.columns["scaling_factor"])
-    padded, padded_target, weights = _padded(rows, target, np.ones(len(meas)))
+    padded, padded_target, weights = padded_rows(rows, target, np.ones(len(meas)))
     n = len(meas)
     assert len(padded_target) % ROW_QUANTUM == 0 and len(padded_target) > n
     assert (

@@ -9,7 +9,12 @@ import pytest
 
 from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis import llm_validation as V
+from netsweep_jax.sweep.analysis.llm_fit import EFFICIENCIES, UTILIZATIONS
+from netsweep_jax.sweep.analysis.llm_predict import predict
+from netsweep_jax.sweep.analysis.llm_report import FILES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io import runs as runs_file
+from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 
 COMMITTED = RESULTS / "validation-llm"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "llm_runs.csv"
@@ -27,7 +32,7 @@ def regenerated(tmp_path_factory):
     return regenerate(tmp_path_factory, V.run, "validation-llm", "validate --llm")
 
 
-@pytest.mark.parametrize("name", V.FILES)
+@pytest.mark.parametrize("name", FILES)
 def test_report_matches_committed(regenerated, name):
     assert_same_file(regenerated / name, COMMITTED / name)
 
@@ -51,7 +56,7 @@ def test_findings_are_checked_against_the_numbers(regenerated):
 
 
 def test_every_row_keeps_its_source_and_the_published_numbers():
-    ours = list(csv.DictReader(line for line in open(V.DATASET) if not line.startswith("#")))
+    ours = list(csv.DictReader(line for line in open(DATASET) if not line.startswith("#")))
     for row in ours:
         assert row["source"].strip() and row["table"].strip(), row["id"]
     if not (PUBLISHED.is_file() and PUBLISHED_FSDP.is_file()):
@@ -77,8 +82,8 @@ def test_every_row_keeps_its_source_and_the_published_numbers():
 
 
 def test_the_rules_fill_what_is_not_stated():
-    runs = {r.id: r for r in V.read_runs(V.DATASET)}
-    row, assumed = V.settings(runs["SC21-T1-05"])  # SC'21 Table 1: interleaved, micro-batch and V not stated
+    runs = {r.id: r for r in read_runs(DATASET)}
+    row, assumed = settings(runs["SC21-T1-05"])  # SC'21 Table 1: interleaved, micro-batch and V not stated
     assert (row.micro_batch, row.chunks, row.recompute, row.zero, row.attention) == (
         1,
         2,
@@ -87,9 +92,7 @@ def test_the_rules_fill_what_is_not_stated():
         "unfused",
     )
     assert "micro-batch 1" in assumed and "interleaved V=2" in assumed
-    row, assumed = V.settings(
-        runs["MB-H100-02"]
-    )  # a 2025 recipe: VP=5 stated, the rest by the recipes' rules
+    row, assumed = settings(runs["MB-H100-02"])  # a 2025 recipe: VP=5 stated, the rest by the recipes' rules
     assert (row.chunks, row.recompute, row.zero, row.sequence_parallel, row.attention) == (
         5,
         "none",
@@ -97,11 +100,11 @@ def test_the_rules_fill_what_is_not_stated():
         1,
         "flash",
     )
-    row, _ = V.settings(runs["K23-T5-04"])  # stated: selective recomputation with sequence parallelism, V = 3
+    row, _ = settings(runs["K23-T5-04"])  # stated: selective recomputation with sequence parallelism, V = 3
     assert (row.recompute, row.sequence_parallel, row.chunks) == ("selective", 1, 3)
     # PyTorch FSDP stacks: ZeRO 3 as stated, fp32 gradients (the precision's: FSDP2 reduces in fp32), flash
     # attention, SP with TP; with pipelining, as many micro-batches as stages (torchtitan's default).
-    row, assumed = V.settings(runs["fsdp-tt_70b_fsdp32_tp8_bf16"])
+    row, assumed = settings(runs["fsdp-tt_70b_fsdp32_tp8_bf16"])
     assert (row.zero, row.grad_bytes, row.attention, row.sequence_parallel, row.gpu) == (
         3,
         0,
@@ -110,21 +113,21 @@ def test_the_rules_fill_what_is_not_stated():
         "h100-hbm2e",
     )
     assert "bf16 gradients" not in assumed
-    row, assumed = V.settings(runs["fsdp-tt_405b_3d_1f1b"])  # local batch 32 over 8 stages
+    row, assumed = settings(runs["fsdp-tt_405b_3d_1f1b"])  # local batch 32 over 8 stages
     assert (row.micro_batch, 256 // (row.micro_batch * row.dp)) == (4, 8)
     assert "micro-batch 4 (as many micro-batches as stages)" in assumed
 
 
 def test_tokens_per_gpu_is_the_steps_tokens_over_time_and_gpus():
-    runs = [r for r in V.read_runs(V.DATASET) if r.metric == "tokens_per_s_per_GPU"]
+    runs = [r for r in read_runs(DATASET) if r.metric == "tokens_per_s_per_GPU"]
     assert len(runs) == 20 and {r.group for r in runs} == {"torchtitan", "llm-foundry"}
-    out = V.predict(runs, {"h100": 0.6, "a100": 0.6}, 1.0)
+    out = predict(runs, {"h100": 0.6, "a100": 0.6}, 1.0)
     for r, time, tokens in zip(runs, out["iteration_time"], out["predicted"]):
         assert tokens == pytest.approx(r.global_batch * r.llm.seq / (time * r.gpus), rel=1e-12)
 
 
 def _write(tmp_path, edit):
-    lines = [line for line in V.DATASET.read_text().splitlines() if not line.startswith("#")]
+    lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
     rows = list(csv.DictReader(lines))
     rows = edit(rows)
     path = tmp_path / "runs.csv"
@@ -168,7 +171,7 @@ def _write(tmp_path, edit):
 )
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):
     with pytest.raises(InputError) as err:
-        V.read_runs(_write(tmp_path, edit))
+        read_runs(_write(tmp_path, edit))
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
@@ -183,13 +186,13 @@ def test_a_quoted_cell_may_hold_a_newline_a_comma_or_a_line_separator(tmp_path):
         path.write_text("# a comment\n" + text.replace("\n", "\n# another\n", 1))
         return path
 
-    runs = V.read_runs(commented(_write(tmp_path, edit)))
-    assert [r.id for r in runs] == [r.id for r in V.read_runs(V.DATASET)]
+    runs = read_runs(commented(_write(tmp_path, edit)))
+    assert [r.id for r in runs] == [r.id for r in read_runs(DATASET)]
     assert [r.source for r in runs[:3]] == sources
     # The row after a two-line cell (lines 4-5) starts on line 6, and an error there says so.
     bad = commented(_write(tmp_path, lambda rows: edit(rows)[:1] + [{**rows[1], "dp": "31"}]))
     with pytest.raises(InputError, match=r"runs.csv:6 \(row SC21-T1-02\): tp x pp x cp x dp"):
-        V.read_runs(bad)
+        read_runs(bad)
 
 
 def test_a_runs_file_missing_a_layout_column_is_told_so_by_calibrate_too(tmp_path):
@@ -203,7 +206,7 @@ def test_an_unterminated_quote_is_one_line_naming_where_the_record_starts(tmp_pa
     path = _write(tmp_path, lambda rows: [{**rows[0], "source": "x"}, rows[1]])
     path.write_text(path.read_text().replace(",x,", ',"x,', 1))  # the quote is never closed
     with pytest.raises(InputError, match=r"runs.csv:2: not a CSV record \("):
-        V.read_runs(path)
+        read_runs(path)
 
 
 def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
@@ -264,10 +267,10 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
 
 def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):
     rows = lambda edit: _write(tmp_path, lambda rs: [edit(next(r for r in rs if r["id"] == "MB-H100-02"))])  # noqa: E731
-    (run,) = V.read_runs(rows(lambda r: {**r, "seq_len": "4096"}))
+    (run,) = read_runs(rows(lambda r: {**r, "seq_len": "4096"}))
     assert run.llm.seq == 4096 and run.llm.layers == 80  # llama3-70b trained at 4096 tokens
     with pytest.raises(InputError, match="layers 81 is not preset llama3-70b's 80"):
-        V.read_runs(rows(lambda r: {**r, "layers": "81"}))
+        read_runs(rows(lambda r: {**r, "layers": "81"}))
 
 
 def test_a_report_file_that_appears_meanwhile_is_kept(tmp_path, monkeypatch):
@@ -280,25 +283,31 @@ def test_a_report_file_that_appears_meanwhile_is_kept(tmp_path, monkeypatch):
     def and_meanwhile(*args, **kwargs):
         result = compute(*args, **kwargs)
         out.mkdir(exist_ok=True)
-        (out / V.FILES[0]).write_text("another run's")
+        (out / FILES[0]).write_text("another run's")
         return result
 
     monkeypatch.setattr(V, "run_validation", and_meanwhile)
     r = invoke("validate", "--llm", runs, "--train", "sc21-t1", "--out", out)
     assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
     assert (
-        sorted(p.name for p in out.iterdir()) == [V.FILES[0]]
-        and (out / V.FILES[0]).read_text() == "another run's"
+        sorted(p.name for p in out.iterdir()) == [FILES[0]]
+        and (out / FILES[0]).read_text() == "another run's"
     )
 
 
 def test_a_runs_file_too_large_to_fit_is_refused_before_parsing(tmp_path, monkeypatch):
     # #27: a runs file of 10^5 rows grew to 10 GB before failing. Its size is checked before any row is parsed
     # (the limit lowered here so the shipped file exceeds it), one line, nothing written.
-    monkeypatch.setattr(V, "MAX_RUNS", 3)
+    monkeypatch.setattr(runs_file, "MAX_RUNS", 3)
     runs = _write(tmp_path, lambda rows: rows)
     out = tmp_path / "report"
     for args in (["validate", "--llm", runs, "--out", out], ["calibrate", runs]):
         r = invoke(*args)
         assert r.exit_code == 2 and f"{runs}: 68 rows; a runs file holds at most 3 runs" in r.output, r.output
     assert not out.exists()
+
+
+def test_the_runs_limit_is_sized_by_the_fits_grid():
+    # The reader (sweep/io/runs.py) refuses a file by the fit's memory (sweep/analysis/llm_fit.py), which it may
+    # not import: its count of candidate constants per run is the fit's coarse grid.
+    assert runs_file.FIT_CANDIDATES == EFFICIENCIES.size * UTILIZATIONS.size

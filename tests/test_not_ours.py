@@ -14,7 +14,7 @@ import pytest
 
 from helpers import invoke
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.io import cube, job
+from netsweep_jax.sweep.io import cube, integrity, job
 from netsweep_jax.sweep.io.paths import write_atomically
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -300,12 +300,12 @@ def test_a_cube_whose_metadata_crashes_hdf5_is_called_damaged(small_cube, tmp_pa
         assert "damaged" in one_line(invoke(*args), code=1)
     assert not figure.exists()
     # The probe: a child killed by a signal is a crash; one that raises, or reads, is not.
-    monkeypatch.setattr(cube, "damage", lambda path: os.kill(os.getpid(), signal.SIGSEGV))
-    assert cube.crashes_hdf5(small_cube)
-    monkeypatch.setattr(cube, "damage", lambda path: 1 / 0)
-    assert not cube.crashes_hdf5(small_cube)
+    monkeypatch.setattr(integrity, "damage", lambda path: os.kill(os.getpid(), signal.SIGSEGV))
+    assert integrity.crashes_hdf5(small_cube)
+    monkeypatch.setattr(integrity, "damage", lambda path: 1 / 0)
+    assert not integrity.crashes_hdf5(small_cube)
     monkeypatch.undo()
-    assert not cube.crashes_hdf5(small_cube) and not any(tmp_path.glob("core*"))
+    assert not integrity.crashes_hdf5(small_cube) and not any(tmp_path.glob("core*"))
 
 
 def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad_input(small_cube, tmp_path):

@@ -6,11 +6,13 @@ The grid's dimension order is :data:`sweep.core.schema.DIMS` and is the cube's.
 numeric axis and per setting, each a key of :class:`GridOptions` (PEP 692 ``**options``,
 defined once and shared with ``evaluate`` through :class:`SweepOptions`), each
 defaulting to the schema's registry.
+
+Those keywords are declared in :mod:`sweep.engine.grid_options`; the profiles a grid runs on,
+and the settings that follow their workload, come from :mod:`sweep.engine.workloads`.
 """
 
 import dataclasses
 import hashlib
-import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -19,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import (
@@ -37,8 +39,21 @@ from netsweep_jax.sweep.core.schema import (
     show,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
+from netsweep_jax.sweep.engine.grid_options import (  # noqa: F401  (re-exported: imported from here)
+    AxisValues,
+    GridOptions,
+    Models,
+    Names,
+    SweepOptions,
+    Table,
+)
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
-from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.engine.workloads import (  # noqa: F401  (re-exported: imported from here)
+    FOLLOWING,
+    assumed_text,
+    resolve_models,
+    workload_defaults,
+)
 from netsweep_jax.sweep.model.collectives import ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.compressors import (
     NONE,
@@ -49,176 +64,13 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
-from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
-from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import default_table, read_table
-
-# What the specification accepts (see make_grid).
-AxisValues = float | str | Sequence[float] | npt.NDArray[Any]  # a number, a sequence or value syntax
-Names = str | Sequence[str]  # a name, a comma list or a sequence
-Models = str | Profile | Sequence[str | Profile]
-WorkloadValues = str | int | Sequence[str | int] | None  # a transformer workload setting
-ReduceTable = str | Path | tuple[npt.ArrayLike, npt.ArrayLike] | None
-Table = tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]
-
-
-class SweepOptions(TypedDict, total=False):
-    """The keywords of a sweep that :func:`make_grid` and :func:`sweep.evaluate` share, each optional.
-
-    ``bandwidth`` and the kept variables are the two each of them spells itself: ``make_grid``
-    (:class:`GridOptions`) takes ``bandwidth`` with a default and ``variables``, ``evaluate``
-    requires ``bandwidth`` and calls the variables ``vars`` (as ``--vars``). A key not given
-    takes its registry's default (:data:`sweep.core.schema.NUMERIC_AXES`, :data:`sweep.core.schema.DEFAULTS`).
-
-    Keys:
-      fusion_buffer: tensor fusion buffer size, MiB.
-      fusion_timeout: tensor fusion timeout, ms.
-      nodes: number of nodes (integer).
-      gpus_per_node: GPUs per node (integer).
-      nics_per_node: network interfaces per node, shared by its GPUs (integer).
-      utilization: fraction of link bandwidth the transport achieves, in [1e-4, 1].
-      ratio: gradient compression ratio (>= 1).
-      latency: per-message latency, us.
-      overhead: time per iteration nothing overlaps when N > 1, ms.
-      slowdown: compute stretched by 1 + slowdown when N > 1.
-      jitter: coefficient of variation of a worker's compute time.
-      accum: micro-batches of compute per gradient synchronization (integer).
-        Each numeric axis takes a number, a sequence, or a value-syntax string (``"1..100@10"``)
-        in those units; its bounds and default are :data:`sweep.core.schema.NUMERIC_AXES`'s
-        (None: the default).
-      collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`
-        (None: follows the workload, :func:`workload_defaults`: ``ring`` for the paper's CNNs,
-        ``nccl-ring`` for transformers).
-      bucketing: ``horovod``, ``ddp`` and/or ``fsdp`` (:mod:`sweep.model.fusion`), likewise (None:
-        ``horovod`` for the paper's CNNs, ``ddp`` for transformers).
-      reduce_table: ([T] bytes, [T] seconds), a ``bytes,seconds`` file, or None for
-        the default V100 model.
-      intra_bandwidth: Gbit/s, intra-node links (``hierarchical`` and ``nccl-*``) (None: the
-        NVLink of the models' GPU preset, 1200 for the paper's V100 runs).
-      dtype: ``"float32"`` or ``"float64"`` (compute).
-      store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
-      gpu, precision, batch, seq_len: a transformer's workload, each a value or a comma list
-        (:func:`resolve_models`, :mod:`sweep.model.compute`); only for transformer models.
-      compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
-        ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
-      iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
-        reach the same accuracy, relative to none (default 1).
-      codec_cost: a JSON file or a dict overriding the codec throughput model.
-      reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`): reduce on
-        the device; the result keeps the other dims.
-    """
-
-    fusion_buffer: AxisValues | None
-    fusion_timeout: AxisValues | None
-    nodes: AxisValues | None
-    gpus_per_node: AxisValues | None
-    nics_per_node: AxisValues | None
-    utilization: AxisValues | None
-    ratio: AxisValues | None
-    latency: AxisValues | None
-    overhead: AxisValues | None
-    slowdown: AxisValues | None
-    jitter: AxisValues | None
-    accum: AxisValues | None
-    collective: Names | None
-    bucketing: Names | None
-    reduce_table: ReduceTable
-    intra_bandwidth: float | None
-    dtype: str
-    store: str | None
-    gpu: WorkloadValues
-    precision: WorkloadValues
-    batch: WorkloadValues
-    seq_len: WorkloadValues
-    compressor: Names
-    iterations_factor: str | Mapping[Any, float | str] | None
-    codec_cost: str | Path | Mapping[str, float] | None
-    reduce: str | Sequence[str] | None
-
-
-class GridOptions(SweepOptions, total=False):
-    """The keywords of :func:`make_grid`: those of :class:`SweepOptions`, and these two.
-
-    Keys:
-      bandwidth: Gbit/s, a numeric axis as the others (None or not given: the schema's default).
-      variables: the variables to keep: a comma list or sequence from :data:`sweep.core.schema.VARIABLES`
-        (None: the first four, and ``time_to_accuracy`` when some compressor is not ``none``).
-    """
-
-    bandwidth: AxisValues | None
-    variables: Names | None
-
 
 # Every key of GridOptions -> its default: the registries' where they hold one, else None (not given).
 _REGISTRY = {**dataclasses.asdict(DEFAULTS), **{name: spec.default for name, spec in NUMERIC_AXES.items()}}
 _DEFAULTS: dict[str, Any] = {key: _REGISTRY.get(key) for key in GridOptions.__annotations__}
-FOLLOWING = ("intra_bandwidth", "collective", "bucketing")  # None: follow the workload (workload_defaults)
 _DEFAULTS.update(dict.fromkeys(FOLLOWING))
-FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketing": "--bucketing"}
-
-
-def _gpu_of(profile: Profile) -> str | None:
-    """The GPU preset a profile ran on (by its device's name), or None."""
-    device = str(profile.device or "").strip().lower()
-    for key, gpu in GPUS.items():
-        if device in (key, gpu.name.lower()):
-            return key
-    return None
-
-
-def is_transformer(profile: Profile) -> bool:
-    """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``)."""
-    return "@" in profile.model and profile.model.split("@")[0] in TRANSFORMERS
-
-
-def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]:
-    """The settings that follow the workload, and what they rest on (text).
-
-    ``intra_bandwidth``: the NVLink of the models' GPU preset (:data:`sweep.model.compute.GPUS`,
-    one direction, in Gbit/s; the lowest where the models' GPUs differ; the V100's 1200 for a
-    profile on an unknown GPU); ``collective`` and ``bucketing``: ``nccl-ring`` and PyTorch
-    ``ddp`` buckets when every model is a transformer (what their stacks use), else the paper's
-    ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
-    """
-    gpus = [_gpu_of(p) or "v100" for p in profiles]
-    links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
-    gpu = min(links, key=lambda g: links[g]) if links else "v100"
-    transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
-    values = {
-        "intra_bandwidth": links.get(gpu, DEFAULTS.intra_bandwidth),
-        "collective": "nccl-ring" if transformers else DEFAULTS.collective,
-        "bucketing": "ddp" if transformers else DEFAULTS.bucketing,
-    }
-    names = sorted({p.model.split("@")[0] for p in profiles})
-    where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
-    return values, where
-
-
-def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
-    """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
-    filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100)."""
-    if not chosen:
-        return ""
-    values, where = workload_defaults(profiles)
-    paper = {
-        "intra_bandwidth": DEFAULTS.intra_bandwidth,
-        "collective": DEFAULTS.collective,
-        "bucketing": DEFAULTS.bucketing,
-    }
-    if all(values[k] == paper[k] for k in chosen):
-        return ""
-    gpus = [_gpu_of(p) or "v100" for p in profiles]
-    low = min(gpus, key=lambda g: GPUS[g].nvlink)
-    parts = []
-    for key in FOLLOWING:
-        if key in chosen:
-            value = chosen[key]
-            note = f" ({low.upper()} NVLink)" if key == "intra_bandwidth" else ""
-            parts.append(
-                f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
-            )
-    return f"{where}: {', '.join(parts)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +91,7 @@ class Grid:
       factors: compressor name -> iterations to the same accuracy relative to none.
       codec_overrides: :class:`~sweep.model.compressors.CodecCost` fields set by ``--codec-cost``.
       reduction: what ``--reduce`` reduces on the device (None: nothing).
-      assumed: what the sweep assumed that the user did not set (:func:`assumed_text`; empty: nothing
+      assumed: what the sweep assumed that the user did not set (:func:`~sweep.engine.workloads.assumed_text`; empty: nothing
         beyond the paper's defaults).
     """
 
@@ -335,70 +187,6 @@ class Grid:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def resolve_models(
-    model: Models = DEFAULTS.model,
-    profile: str | Path | None = None,
-    iteration_time: float | None = None,
-    *,
-    gpu: WorkloadValues = None,
-    precision: WorkloadValues = None,
-    batch: WorkloadValues = None,
-    seq_len: WorkloadValues = None,
-) -> tuple[Profile, ...]:
-    """The profiles a sweep runs on: a profile file, or built-in names.
-
-    Args:
-      model: a built-in name or comma list of them (the paper's CNNs, or a
-        transformer of :data:`sweep.model.transformers.TRANSFORMERS`), a :class:`Profile`,
-        or a sequence of either (ignored when ``profile`` is given).
-      profile: a profile file (.json, .csv, .bk.log), or None.
-      iteration_time: T1 in seconds: for a profile file that has none, or to put a
-        built-in model on other hardware (its compute scaled to this T1).
-      gpu, precision, batch, seq_len: for transformers, each a value or a comma list
-        (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
-        see :mod:`sweep.model.compute`.
-    """
-    if profile is not None:
-        return (load_profile(profile, t1=iteration_time),)
-    names: list[str | Profile]
-    if not (
-        isinstance(model, (str, Profile))
-        or isinstance(model, (list, tuple))
-        and all(isinstance(m, (str, Profile)) for m in model)
-    ):
-        raise InputError(
-            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
-        )
-    if isinstance(model, str):
-        names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
-    else:
-        names = [model] if isinstance(model, Profile) else list(model)
-    workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
-    given = {k: v for k, v in workload.items() if v is not None}
-    if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
-        raise InputError(
-            f"{_text(next(iter(given.values())))}: only for transformer models "
-            f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
-            f"(--iteration-time scales them)",
-            param=next(iter(given)),
-        )
-    found: list[Profile] = []
-    for n in names:
-        if isinstance(n, str) and n in TRANSFORMERS:
-            found += _workloads(n, given)
-        else:
-            found.append(builtin_profile(n) if isinstance(n, str) else n)
-    models = tuple(found)
-    if iteration_time is None:
-        return models
-    if isinstance(iteration_time, bool) or not (
-        isinstance(iteration_time, (int, float)) and MIN_SECONDS <= iteration_time <= MAX_SECONDS
-    ):
-        shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
-        raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]", param="iteration_time")
-    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
-
-
 def _table(value: object) -> Table:
     """A ([T] bytes, [T] seconds) pair, checked as a ``bytes,seconds`` file is."""
     try:
@@ -438,56 +226,12 @@ def _reductions(value: object) -> Any:
     return value
 
 
-def _text(value: object) -> str:
-    return (
-        value
-        if isinstance(value, str)
-        else ",".join(map(str, value))
-        if isinstance(value, (list, tuple))
-        else str(value)
-    )
-
-
-def _values(value: object, param: str, integer: bool) -> list[Any]:
-    """A comma list or a sequence -> list; integers checked."""
-    items = (
-        value.split(",")
-        if isinstance(value, str)
-        else list(value)
-        if isinstance(value, (list, tuple))
-        else [value]
-    )
-    out: list[Any] = []
-    for item in items:
-        item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
-        if integer:
-            try:
-                number = float(item)  # type: ignore[arg-type]  # anything: what float() refuses is reported
-            except (TypeError, ValueError):
-                raise InputError(f"{item!r}: not a number", param=param) from None
-            if not number.is_integer():
-                raise InputError(f"{show(number)}: must be an integer", param=param)
-            item = int(number)
-        out.append(item)
-    return out
-
-
-def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
-    """Every combination of the transformer workload settings, as profiles."""
-    axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
-    keys = list(axes)
-    return [
-        transformer_profile(Workload(name, **dict(zip(keys, combo))))
-        for combo in itertools.product(*(axes[k] for k in keys))
-    ]
-
-
 @refuse_unknown_keywords
 def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) -> Grid:
     """Build a validated :class:`Grid`.
 
     Args:
-      model: as :func:`resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
+      model: as :func:`~sweep.engine.workloads.resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
         set a transformer's workload there.
       **options: the keys of :class:`GridOptions` (each documented there, with its units);
         one not given takes the registry's default (:data:`sweep.core.schema.NUMERIC_AXES`,

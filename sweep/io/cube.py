@@ -17,7 +17,8 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
   ``sweep show --verify`` recompute the checksums, and a damaged block is redone;
   its attribute ``checksums`` (JSON) holds the CRC-32 of every other dataset
   written at creation (coordinates, profiles with their attributes and SHA-256,
-  the reduce-cost table), which ``sweep show --verify`` checks too.
+  the reduce-cost table), which ``sweep show --verify`` checks too (the checksums and their
+  verification are :mod:`sweep.io.integrity`'s).
 
 A sweep's cube is written block by block (:func:`create`, :func:`write_block`, then
 :func:`finish` renames it into place). Every other result (``sweep need --out``, a
@@ -34,8 +35,6 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 import io
 import json
 import os
-import sys
-import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,20 @@ import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs, in_cube_order
+from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
-from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE, write_atomically
+from netsweep_jax.sweep.io.integrity import (  # noqa: F401  (re-exported: imported from here)
+    HDF5_ERRORS,
+    checksum,
+    crashes_hdf5,
+    damage,
+    static_checksums,
+    verified_blocks,
+    verify,
+    verify_static_file,
+)
+from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
 FORMAT = "netsweep-cube-1"
@@ -219,52 +228,6 @@ def create(
     return f
 
 
-def _crc_bytes(values: Any) -> bytes:
-    """Bytes to checksum for a dataset's values or an attribute (strings as UTF-8)."""
-    a = np.asarray(values)
-    if a.dtype.kind in "OUS":
-        return b"\x00".join(v if isinstance(v, bytes) else str(v).encode() for v in a.ravel())
-    return np.ascontiguousarray(a).tobytes()
-
-
-def static_checksums(f: h5py.File) -> dict[str, int]:
-    """CRC-32 of every dataset a cube holds besides its data variables and resume record: coordinates,
-    profiles (their columns, and each profile's attributes with its SHA-256, under ``<group>@attrs``),
-    the reduce-cost table. Written at creation; :func:`verify_static` recomputes them."""
-    sums: dict[str, int] = {}
-
-    def visit(name: str, obj: Any) -> None:
-        if name.startswith("progress") or name in VARIABLES:
-            return
-        if isinstance(obj, h5py.Dataset):
-            sums[name] = zlib.crc32(_crc_bytes(obj[...]))
-        elif name.startswith("profiles/"):
-            crc = 0
-            for key in sorted(obj.attrs):
-                crc = zlib.crc32(key.encode() + b"=" + _crc_bytes(obj.attrs[key]), crc)
-            sums[f"{name}@attrs"] = crc
-
-    f.visititems(visit)
-    return sums
-
-
-def verify_static(f: h5py.File) -> list[str] | None:
-    """The coordinates and profile datasets whose checksum no longer matches (None: a cube made before
-    they were recorded)."""
-    recorded = f["progress"].attrs.get("checksums")
-    if recorded is None:
-        return None
-    try:
-        expected = json.loads(recorded)
-    except (TypeError, ValueError):
-        return ["progress@checksums"]
-    try:
-        now = static_checksums(f)
-    except HDF5_ERRORS as e:
-        return [f"(unreadable: {str(e).splitlines()[0] if str(e) else type(e).__name__})"]
-    return sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
-
-
 def _write_profiles(f: h5py.File, grid: Grid) -> None:
     group = f.create_group("profiles")
     for p in grid.profiles:
@@ -302,9 +265,6 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
                 "backward_time_s": p.backward_time,
             }
         )
-
-
-HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
 
 
 def open_for_resume(path: str | Path, grid: Grid, plan: Plan) -> h5py.File:
@@ -349,59 +309,6 @@ def stored_block_configs(path: str | Path) -> int | None:
         return None
 
 
-def stored(f: h5py.File) -> list[str]:
-    """The output variables a cube file holds, in cube order."""
-    return in_cube_order(f)
-
-
-def checksum(arrays: Mapping[str, npt.NDArray[Any]]) -> int:
-    """CRC-32 over a block's data, variable by variable in cube order."""
-    crc = 0
-    for name in in_cube_order(arrays):
-        crc = zlib.crc32(np.ascontiguousarray(arrays[name]).data.cast("B"), crc)  # no copy
-    return crc
-
-
-def verified_blocks(f: h5py.File, plan: Plan) -> tuple[list[int], list[int]]:
-    """(finished blocks whose data match their checksum, indices of the damaged ones).
-
-    A damaged block (its bytes changed, or flagged done without its data) is marked
-    not done when the file is writable, so that the sweep computes it again.
-    """
-    done = np.flatnonzero(f["progress/blocks_done"][...]).tolist()
-    sums = f["progress/block_checksum"][...]
-    good: list[int] = []
-    damaged: list[int] = []
-    for i in done:
-        region = plan.blocks()[i].region()
-        try:
-            ok = checksum({name: f[name][region] for name in stored(f)}) == sums[i]
-        except HDF5_ERRORS:  # HDF5 cannot read the chunk
-            ok = False
-        (good if ok else damaged).append(i)
-    if damaged and f.mode == "r+":
-        for i in damaged:
-            f["progress/blocks_done"][i] = 0
-        f.flush()
-    return good, damaged
-
-
-def verify(path: str | Path) -> tuple[int, int, int]:
-    """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk."""
-    with h5py.File(path, "r") as f:
-        if "progress/block_checksum" not in f:
-            if "reduced" in f.attrs:
-                raise InputError(
-                    f"{path}: a reduced cube is written whole, atomically, when its sweep ends; "
-                    f"it has no blocks to verify"
-                )
-            raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
-        plan = Plan(sizes, int(f.attrs["block_configs"]))
-        good, damaged = verified_blocks(f, plan)
-        return len(good) + len(damaged), len(damaged), len(plan.blocks())
-
-
 def write_block(f: h5py.File, block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
     """Write one block: its data, checksum and done flag, then one flush.
 
@@ -436,79 +343,3 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
             param="out",
         )
     os.replace(partial, final)
-
-
-def damage(path: str | Path) -> str | None:
-    """Why HDF5 cannot read a file that starts as an HDF5 file does (damaged metadata: every object, attribute
-    and coordinate is read; data variables only opened), or None: it reads, or it is not an HDF5 file (nor a
-    regular file: a FIFO is never opened, which would wait for a writer)."""
-    if not Path(path).is_file():
-        return None
-    try:
-        with open(path, "rb") as fh:
-            if fh.read(len(HDF5_SIGNATURE)) != HDF5_SIGNATURE:
-                return None
-    except OSError:
-        return None
-
-    def visit(name: str, obj: Any) -> None:
-        dict(obj.attrs)
-        if isinstance(obj, h5py.Dataset) and obj.chunks is None:
-            obj[...]
-
-    try:
-        with h5py.File(path, "r") as f:
-            dict(f.attrs)
-            f.visititems(visit)
-    except HDF5_ERRORS as e:
-        return str(e).splitlines()[0] if str(e) else type(e).__name__
-    return None
-
-
-PROBE_TIMEOUT_S = 60.0  # a child still reading after this long is stopped, and the read goes on as it would
-
-
-def crashes_hdf5(path: str | Path) -> bool:
-    """Whether reading ``path``'s metadata (:func:`damage`'s walk) crashes HDF5 itself: some damaged bytes
-    make the library read out of bounds (a segmentation fault no Python code can catch). Tried first in a
-    forked copy of this process, whose death by a signal says so. On Linux only (elsewhere False): macOS may
-    end a forked child of a process that has started system frameworks, which would read as a crash."""
-    if not sys.platform.startswith("linux") or not Path(path).is_file():
-        return False
-    import signal
-    import time
-    import warnings
-
-    with warnings.catch_warnings():  # JAX warns of forking a threaded process: the child only reads a file
-        warnings.simplefilter("ignore", RuntimeWarning)
-        pid = os.fork()
-    if pid == 0:  # the child: walk, then leave at once (no teardown, no handlers of the parent's)
-        try:
-            import faulthandler
-            import resource
-
-            faulthandler.disable()  # a crash here is an answer, not a report
-            resource.setrlimit(
-                resource.RLIMIT_CORE, (0, 0)
-            )  # and leaves no core file in the user's directory
-            damage(path)
-        finally:
-            os._exit(0)
-    deadline = time.monotonic() + PROBE_TIMEOUT_S
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.WIFSIGNALED(status)
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return False
-        time.sleep(0.002)
-
-
-def verify_static_file(path: str | Path) -> list[str] | None:
-    """:func:`verify_static` of the cube at ``path``."""
-    with h5py.File(path, "r") as f:
-        if "progress" not in f:
-            return None
-        return verify_static(f)

@@ -1,0 +1,196 @@
+"""The communication of one layer and micro-batch, and how much of it the step waits on.
+
+The notation is :mod:`kernels.layout`'s; the collectives' times are :mod:`kernels.layout_collectives`'.
+
+Per layer and micro-batch, on the GPU's critical path:
+- TP (Shoeybi et al. 2019; Korthikanti et al., MLSys'23): 2 all-reduces forward and
+  2 backward (2 more with full recompute) of X = b s h bytes_act / c (with sequence
+  parallelism each is a reduce-scatter plus an all-gather: the same time on a ring).
+- CP (ring attention): c - 1 exchanges of the K and V chunk, X = 2 b (s / c) w_kv
+  bytes_act / t, forward, and twice that backward, hidden behind the attention
+  core's compute up to its length: exposed = max(0, exchange - core).
+- EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
+  bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
+  NICs (the slower sets the time). Every member sends its off-domain share at once, so
+  each goes through its own K / G of the node's NICs, K beta u / G bytes/s (not a ring's
+  q / G: that would credit one GPU with its group's NICs on the node).
+- ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
+  gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
+  compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
+
+Overlap switches (``overlap``, a sum of bits named after Megatron-Core's switches,
+sweep.core.layout_axes.OVERLAP_BITS), per layer and micro-batch:
+- grad_reduce (1, --overlap-grad-reduce): the data-parallel reduction runs FIFO behind the last
+  micro-batch's backward (:mod:`kernels.layout_data_parallel`); off, all of it starts when the stage's
+  backward ends: exposed = max(0, n gamma + the embedding's - slack). Under ZeRO-3 it hides the
+  reduce-scatters.
+- param_gather (2, --overlap-param-gather; FSDP's prefetch): at ZeRO 1/2 the updated parameters'
+  all-gather hides behind the first micro-batch's forward (off: all exposed); at ZeRO-3 each layer's
+  gathers hide behind its forward and backward:
+      exposed = max(0, ag [param] - t_f) + max(0, ag [param] + rs [grad] - t_b - recompute)
+                + ag [not param] + rs [not grad]                    (twice ag: forward and backward)
+- tp_comm (4, --tp-comm-overlap: Transformer Engine's userbuffers split each TP collective and its
+  neighbouring GEMM into chunks): TP's forward collectives hide behind the linear layers' forward
+  GEMMs G = b (s / c) (F - core) / (t peak eff), its backward ones behind 2 G (3 G with full
+  recomputation): exposed = max(0, tp_f - G) + max(0, tp_b - 2 G).
+- moe_a2a (8, --overlap-moe-expert-parallel-comm): a MoE layer's all-to-alls hide behind another
+  micro-batch's forward and backward: exposed = max(0, ep - t_f - t_b).
+The default, grad_reduce + param_gather, is what the model assumed before the switches existed.
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from netsweep_jax.kernels.layout_collectives import (
+    all_reduce,
+    group_bandwidth,
+    nic_per_gpu,
+    scatter_or_gather,
+)
+from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value, has_bit
+from netsweep_jax.kernels.layout_memory import LayerActivations, LayerParams
+from netsweep_jax.kernels.layout_recompute import Recompute
+
+
+class LayerCommunication(NamedTuple):
+    """One layer's exposed communication per micro-batch (s), what leaves the NVLink domain, and what the
+    data-parallel synchronisation takes from here."""
+
+    grad_overlap: Value  # overlap switch 1: the gradient reduce behind the backward
+    param_overlap: Value  # overlap switch 2: the parameter gather behind the forward
+    tp_backward: Value  # TP's exposed backward collectives
+    tp_layer: Value  # TP, forward and backward
+    tp_cross: Value  # the TP group leaves the NVLink domain
+    cp_backward: Value
+    cp_layer: Value
+    cp_cross: Value
+    ep_layer: Value  # the expert all-to-alls, over the average layer
+    ep_waits_on_nic: Value  # the all-to-all is paced by the NICs
+    dp_group: Value  # D c: the dense parameters' data-parallel GPUs
+    rs3: Value  # the layer's gradients reduce-scattered over their data-parallel groups
+    ar_grads: Value  # or all-reduced
+    z3_layer: Value  # ZeRO-3's exposed gathers and reduce-scatters
+    dp_cross: Value  # the data-parallel group leaves the NVLink domain
+
+
+def layer_communication(
+    arch: Arch,
+    dev: Device,
+    lay: Layout,
+    dp: Value,
+    work: LayerWork,
+    params: LayerParams,
+    acts: LayerActivations,
+    times: LayerTimes,
+    rc: Recompute,
+) -> LayerCommunication:
+    """TP, CP, EP and ZeRO-3 time per layer and micro-batch, less what the overlap switches hide."""
+    L, h, k, Le = arch.layers, arch.hidden, arch.top_k, arch.moe_layers
+    kvw, vw = arch.kv_width, arch.v_width
+    t, c, e = lay.tp, lay.cp, lay.ep
+    tokens, kappa, rate, down = work.tokens, work.kappa, work.rate, work.down
+    paced_flops, core_flops = work.paced_flops, work.core_flops
+    classic, etp, expert_dp, expert_stride = (
+        params.classic,
+        params.etp,
+        params.expert_dp,
+        params.expert_stride,
+    )
+    dense_gpu, expert_params, sp = params.dense_gpu, params.expert_params, acts.sp
+    t_f, t_b, core_time = times.t_f, times.t_b, times.core_time
+    full, up_rc, mlp_rc, moe_rc, recompute = rc.full, rc.up_rc, rc.mlp_rc, rc.moe_rc, rc.recompute
+    dense_share, moe_share = rc.dense_share, rc.moe_share
+    x_tp = tokens * h * dev.act_bytes
+    tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=sp)  # with SP: reduce-scatter + all-gather, a ring
+    tp_forward = 2.0 * tp_ar
+    # Full recomputation re-runs a layer's two TP collectives; a recomputed QKV projection, dense MLP or MoE
+    # layer re-runs the one at its entry (SP's all-gather) or exit (the all-reduce), half an all-reduce's time.
+    tp_reruns = (
+        jnp.where(full, 2.0, 0.0)
+        + 0.5 * jnp.where(up_rc, 1.0, 0.0)
+        + 0.5 * jnp.where(mlp_rc, dense_share, 0.0)
+        + 0.5 * jnp.where(moe_rc, moe_share, 0.0)
+    )
+    tp_backward = tp_ar * (2.0 + tp_reruns)
+    # Overlap switches (a sum of bits, sweep.core.layout_axes.OVERLAP_BITS): 1 the gradient reduce behind the
+    # backward, 2 the parameter gather behind the forward (Megatron-Core's --overlap-grad-reduce and
+    # --overlap-param-gather), 4 TP communication behind the GEMMs beside it (--tp-comm-overlap: Transformer
+    # Engine's userbuffers pipeline each collective with its neighbouring GEMM in chunks), 8 the expert
+    # all-to-alls behind another micro-batch's compute (--overlap-moe-expert-parallel-comm).
+    grad_overlap = has_bit(lay.overlap, 1.0)
+    param_overlap = has_bit(lay.overlap, 2.0)
+    tp_overlap = has_bit(lay.overlap, 4.0)
+    a2a_overlap = has_bit(lay.overlap, 8.0)
+    linear_forward = tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate * kappa
+    tp_forward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), tp_forward)
+    # The backward's GEMMs are twice the forward's; full recomputation adds the recomputed forward's.
+    behind_backward = linear_forward * (2.0 + jnp.where(full, 1.0, 0.0))
+    tp_backward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), tp_backward)
+    tp_layer = tp_forward + tp_backward
+    _, tp_cross = group_bandwidth(t, 1.0, lay)
+
+    kv_chunk = tokens * (kvw + vw) * dev.act_bytes / t
+    cp_bw, cp_cross = group_bandwidth(c, t, lay)
+    cp_step = kv_chunk / cp_bw + jnp.where(cp_cross, lay.latency, 0.0)
+    cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
+    cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
+    cp_layer = cp_forward + cp_backward
+
+    x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
+    ep_stride = jnp.where(classic, t * c, 1.0)  # EP after TP and CP in rank order, or spanning them
+    ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
+    # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
+    # once, each GPU through its own share of the node's NICs: K / G of them, however many of its group
+    # share the node.
+    nic_ep = nic_per_gpu(lay)
+    inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
+    intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
+    a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
+    a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
+    ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * a2a * Le / L  # a recomputed MoE layer dispatches again
+    ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
+    ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
+
+    dp_group = dp * c
+    dense_grads = dense_gpu * dev.grad_bytes
+    expert_grads = expert_params / (etp * e) * dev.grad_bytes
+    zero = lay.zero
+    # ZeRO-3: gather each layer's parameters forward and backward, reduce-scatter its gradients.
+    ag3 = scatter_or_gather(dense_gpu * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
+        expert_params / (etp * e) * dev.param_bytes, expert_dp, expert_stride, lay
+    )
+    # The layer's gradients reduced over their data-parallel groups: dense over dp x cp, experts over the rest.
+    rs3 = scatter_or_gather(dense_grads, dp_group, t, lay) + scatter_or_gather(
+        expert_grads, expert_dp, expert_stride, lay
+    )
+    ar_grads = all_reduce(dense_grads, dp_group, t, lay) + all_reduce(
+        expert_grads, expert_dp, expert_stride, lay
+    )
+    # Each gather hides behind the layer's forward or backward when the parameter gather overlaps (FSDP's
+    # prefetch), the reduce-scatter behind the backward when the gradient reduce does; the rest is exposed.
+    ag_hidden, rs_hidden = jnp.where(param_overlap, ag3, 0.0), jnp.where(grad_overlap, rs3, 0.0)
+    z3_forward = jnp.maximum(0.0, ag_hidden - t_f) + ag3 - ag_hidden
+    z3_backward = (
+        jnp.maximum(0.0, ag_hidden + rs_hidden - t_b - recompute) + ag3 - ag_hidden + rs3 - rs_hidden
+    )
+    z3_layer = jnp.where(zero >= 3, z3_forward + z3_backward, 0.0)
+    _, dp_cross = group_bandwidth(dp_group, t, lay)
+    return LayerCommunication(
+        grad_overlap=grad_overlap,
+        param_overlap=param_overlap,
+        tp_backward=tp_backward,
+        tp_layer=tp_layer,
+        tp_cross=tp_cross,
+        cp_backward=cp_backward,
+        cp_layer=cp_layer,
+        cp_cross=cp_cross,
+        ep_layer=ep_layer,
+        ep_waits_on_nic=ep_waits_on_nic,
+        dp_group=dp_group,
+        rs3=rs3,
+        ar_grads=ar_grads,
+        z3_layer=z3_layer,
+        dp_cross=dp_cross,
+    )

@@ -1,0 +1,149 @@
+"""Data parallelism: the gradients' reduction behind the last micro-batch's backward, the parameters'
+gather, and the optimizer step.
+
+The notation is :mod:`kernels.layout`'s; gamma is a reduction's time (:mod:`kernels.layout_collectives`),
+beta_b one layer's backward as the pipeline paces it (:mod:`kernels.layout_pipeline`).
+
+Data parallelism (the paper's model, per stage): during the last micro-batch's
+backward, each layer's gradients (grad_bytes per parameter) become ready in turn and
+are reduced in FIFO order over the D c data-parallel GPUs (expert gradients over
+D c / e), an all-reduce at ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
+identical layers, ready every beta_b seconds from time s0, with per-layer reduction
+time gamma and the previous reduction ending at F, the recurrence
+end_i = max(end_{i-1}, s0 + i beta_b) + gamma ends at
+
+    end_n = max(F + n gamma, s0 + beta_b + n gamma, s0 + n beta_b + gamma)
+
+(exact: the max of linear terms in i is reached at i = 1 or i = n). The segments are
+the logits (last stage), the stage's layers, and the embedding (first stage); what
+ends after the stage's backward is exposed, less the stage's slack in the pipeline
+drain (stage i ends its backward i stage-backward times before the first). At
+ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
+first micro-batch's forward (exposed: the excess). Optimizer step: 2 (8 + 2 M) bytes per
+parameter the GPU updates (Adam reads and writes its fp32 master weight and gradient and its two
+moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments) at HBM
+bandwidth.
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from netsweep_jax.kernels.layout_collectives import all_reduce, scatter_or_gather
+from netsweep_jax.kernels.layout_communication import LayerCommunication
+from netsweep_jax.kernels.layout_compute import LayerTimes
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value
+from netsweep_jax.kernels.layout_memory import LayerParams
+from netsweep_jax.kernels.layout_pipeline import Pipeline
+from netsweep_jax.kernels.layout_recompute import Recompute
+
+MASTER_BYTES = 4.0  # Adam's fp32 master weights, per parameter (its two moments: Device.moment_bytes each)
+
+
+def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, duration: Value) -> Value:
+    """End of the last of ``count`` identical reductions, ready at start + i ready_every (i = 1..count),
+    each taking ``duration``, FIFO after one that ends at ``prev_end``; ``prev_end`` if count is 0."""
+    end = jnp.maximum(
+        jnp.maximum(prev_end + count * duration, start + ready_every + count * duration),
+        start + count * ready_every + duration,
+    )
+    return jnp.where(count > 0, end, prev_end)
+
+
+class DataParallel(NamedTuple):
+    """The data-parallel time the step waits on, and the larger stage's parameters on one GPU."""
+
+    dp_sync: Value  # the gradients' reduction exposed after the slowest stage's backward (s)
+    gather_exposed: Value  # the parameters' all-gather at ZeRO 1/2 (s)
+    stage_dense: Value  # the larger of the first and last stage's dense parameters on one GPU
+    stage_expert: Value  # its expert parameters on one GPU
+
+
+def data_parallel_exposed(
+    arch: Arch,
+    dev: Device,
+    lay: Layout,
+    params: LayerParams,
+    times: LayerTimes,
+    rc: Recompute,
+    comm: LayerCommunication,
+    pipe: Pipeline,
+) -> DataParallel:
+    """The exposed gradient reduction of the stages that can be slowest, and the parameter gather."""
+    t, p, e, zero = lay.tp, lay.pp, lay.ep, lay.zero
+    t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
+    embed_params, dense_gpu, expert_params = params.embed_params, params.dense_gpu, params.expert_params
+    etp, expert_dp, expert_stride = params.etp, params.expert_dp, params.expert_stride
+    grad_overlap, param_overlap, dp_group = comm.grad_overlap, comm.param_overlap, comm.dp_group
+    rs3, ar_grads, tp_backward = comm.rs3, comm.ar_grads, comm.tp_backward
+    cp_backward, ep_layer = comm.cp_backward, comm.ep_layer
+    n_first, n_mid, n_last, is_one = pipe.n_first, pipe.n_mid, pipe.n_last, pipe.is_one
+    exists, embed_time, logits_b = pipe.exists, pipe.embed_time, pipe.logits_b
+    gamma = jnp.where(zero >= 1, rs3, ar_grads)  # a reduce-scatter at ZeRO 1/2, else an all-reduce
+    embed_grads = embed_params * dev.grad_bytes
+    gamma_embed = jnp.where(
+        zero >= 1, scatter_or_gather(embed_grads, dp_group, t, lay), all_reduce(embed_grads, dp_group, t, lay)
+    )
+    beta = t_b + recompute + tp_backward + cp_backward + ep_layer / 2.0  # one layer's backward, as paced
+    untied = 1.0 - arch.tied
+
+    def exposed(n: Value, first: Value, last: Value, slack: Value) -> Value:
+        head_ready = jnp.where(last, logits_b, 0.0)
+        head_grads = gamma_embed * jnp.where(is_one, untied, 1.0)
+        end = jnp.where(last, head_ready + head_grads, 0.0)
+        end = fifo_end(end, head_ready, n, beta, gamma)
+        backward_end = head_ready + n * beta
+        end = jnp.where(first, jnp.maximum(end, backward_end + embed_time / 3.0) + gamma_embed, end)
+        backward_end = backward_end + jnp.where(first, embed_time / 3.0, 0.0)
+        # Without the overlap, every reduction starts when the stage's backward ends.
+        serial = n * gamma + jnp.where(last, head_grads, 0.0) + jnp.where(first, gamma_embed, 0.0)
+        return jnp.maximum(0.0, jnp.where(grad_overlap, end - backward_end, serial) - slack)
+
+    dp_sync = exposed(n_first, True, is_one, 0.0)
+    dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
+    dp_sync = jnp.maximum(
+        dp_sync, jnp.where(exists[2], exposed(n_last, False, True, (p - 1.0) * n_last * beta), 0.0)
+    )
+    dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
+    # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
+    # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
+    # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's
+    # expert optimizer: world / (etp ep pp) GPUs).
+    dense_layer, expert_layer = dense_gpu, expert_params / (etp * e)
+    first_dense = n_first * dense_layer + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
+    last_dense = n_last * dense_layer + embed_params
+    first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[
+        2
+    ]
+    stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
+    stage_expert = jnp.where(first_is_larger, n_first, n_last) * expert_layer
+    gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
+        stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
+    )
+    hidden_gather = jnp.where(param_overlap, jnp.maximum(0.0, gather - n_first * t_f), gather)
+    gather_exposed = jnp.where((zero >= 1) & (zero < 3), hidden_gather, 0.0)
+    return DataParallel(
+        dp_sync=dp_sync, gather_exposed=gather_exposed, stage_dense=stage_dense, stage_expert=stage_expert
+    )
+
+
+def optimizer_step(
+    dev: Device,
+    lay: Layout,
+    kappa: Value,
+    dp_group: Value,
+    expert_dp: Value,
+    stage_dense: Value,
+    stage_expert: Value,
+) -> tuple[Value, Value]:
+    """(The optimizer step's time, s; Adam's bytes per parameter of master weight and moments): the larger
+    stage's parameters on one GPU, less what ZeRO shards over ``dp_group`` (dense) and ``expert_dp``."""
+    zero = lay.zero
+    shard = jnp.where(zero >= 1, dp_group, 1.0)
+    expert_shard = jnp.where(zero >= 1, expert_dp, 1.0)
+    # Adam reads and writes its master weights, gradient (fp32) and moments: 2 (4 + 4 + 2 moment_bytes) bytes.
+    adam_states = MASTER_BYTES + 2.0 * dev.moment_bytes
+    optimizer = (
+        2.0 * (adam_states + 4.0) * (stage_dense / shard + stage_expert / expert_shard) / dev.hbm * kappa
+    )
+    return optimizer, adam_states

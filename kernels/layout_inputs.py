@@ -1,0 +1,176 @@
+"""What the layout step takes, and the rules a layout must keep.
+
+:class:`Arch` (the transformer), :class:`Device` (the GPU and its precision) and :class:`Layout` (how the
+step is split and what it runs on) hold float arrays of one shape, or scalars that broadcast with them,
+in SI units; the notation is :mod:`kernels.layout`'s. :func:`degrees` derives what the layout leaves
+implicit,
+
+    D = N / (t p c)  (or D as given, and then N = t p c D),     m = B / (b D),
+
+and each configuration's ``status``: 0 for a layout that can exist, else the first rule of
+:data:`STATUS` it breaks (counted from 1).
+"""
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+STATUS = (
+    "ok",
+    "gpus not divisible by tp x pp x cp",
+    "heads not divisible by tp",
+    "kv heads not divisible by tp",
+    "fewer layers than pp x chunks",
+    "global batch not divisible by micro-batch x dp",
+    "experts not divisible by ep (or ep > 1 on a dense model)",
+    "tp x dp x cp not divisible by ep",
+    "sequence not divisible by 2 x cp",
+    "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
+    "tp x pp x cp x dp is not the GPU count",
+)
+Value = Any  # a float array of configurations, or a scalar that broadcasts with them
+
+
+class Arch(NamedTuple):
+    """A transformer (each field a float array). ``q_width`` = heads x the query-key head dimension,
+    ``kv_width`` = KV heads x the same (K's width), ``v_width`` = KV heads x V's head dimension (= kv_width
+    unless V's heads are narrower); ``q_rank``, ``kv_rank`` > 0: multi-head latent attention (MLA) with
+    those down-projection widths and a shared rotary key of ``rope_width`` (0 otherwise); ``experts`` 0 is a
+    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
+
+    layers: Value
+    hidden: Value
+    heads: Value
+    kv_heads: Value
+    q_width: Value
+    kv_width: Value
+    v_width: Value
+    q_rank: Value
+    kv_rank: Value
+    rope_width: Value
+    ffn: Value
+    vocab: Value
+    seq: Value
+    experts: Value
+    top_k: Value
+    expert_ffn: Value
+    shared_experts: Value
+    moe_layers: Value
+    gated: Value
+    tied: Value
+    dropout: Value
+
+
+class Device(NamedTuple):
+    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes, as the driver reports
+    it), bytes per element (gradients as kept and reduced), ``usable``: the fraction of the memory a
+    training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
+    allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
+    the efficiency of a GEMM falls with its size, and ``moment_bytes``: bytes of each of Adam's two moments
+    (4 in fp32; 2 in bf16, Megatron-Core's precision-aware optimizer)."""
+
+    peak: Value
+    hbm: Value
+    memory: Value
+    param_bytes: Value
+    grad_bytes: Value
+    act_bytes: Value
+    gemm_input_bytes: Value
+    half_peak: Value
+    usable: Value
+    gemm_latency: Value
+    moment_bytes: Value
+
+
+class Layout(NamedTuple):
+    """How the step is split and what it runs on.
+
+    gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
+    chunks (V), recompute (0 none, 1 selective, 2 full), sequence_parallel (0/1),
+    zero (0-3), flash (1: fused flash attention, scores never stored; 0: unfused), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
+    nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
+    (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
+    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1), offload_layers (layers per stage
+    whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
+    overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
+    all-to-all).
+    """
+
+    gpus: Value
+    tp: Value
+    pp: Value
+    cp: Value
+    ep: Value
+    dp: Value
+    micro_batch: Value
+    global_batch: Value
+    chunks: Value
+    recompute: Value
+    sequence_parallel: Value
+    zero: Value
+    flash: Value
+    nvlink_domain: Value
+    nvlink_bw: Value
+    gpus_per_node: Value
+    nics_per_node: Value
+    bandwidth: Value
+    utilization: Value
+    latency: Value
+    collective: Value
+    efficiency: Value
+    overhead: Value
+    slowdown: Value
+    straggle: Value
+    imbalance: Value
+    offload_layers: Value
+    attention_efficiency: Value
+    overlap: Value
+
+
+def has_bit(code: Value, value: float) -> Value:
+    """Whether the bit ``value`` (a power of two) is set in a float ``code``."""
+    return jnp.mod(jnp.floor(code / value), 2.0) > 0
+
+
+def divides(n: Value, d: Value) -> Value:
+    """Whether ``d`` (at least 1) divides ``n``."""
+    return jnp.mod(n, jnp.maximum(d, 1)) == 0
+
+
+class Degrees(NamedTuple):
+    """What a layout leaves implicit, per configuration: the data-parallel degree D (at least 1), the GPU
+    count N, the micro-batches per step m (at least 1), and ``status`` (int32: 0 or the rule broken)."""
+
+    dp: Value
+    gpus: Value
+    m: Value
+    status: Value
+
+
+def degrees(arch: Arch, lay: Layout) -> Degrees:
+    """D, N, m and the status of each configuration (the rules of :data:`STATUS`, in order)."""
+    L, a, g, s, E = arch.layers, arch.heads, arch.kv_heads, arch.seq, arch.experts
+    t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.chunks
+    b, B = lay.micro_batch, lay.global_batch
+    model_parallel = t * p * c
+    dp = jnp.where(lay.dp > 0, lay.dp, jnp.floor(lay.gpus / model_parallel))
+    gpus = jnp.where(lay.dp > 0, dp * model_parallel, lay.gpus)
+    m = jnp.floor(B / jnp.maximum(b * dp, 1.0))
+    rules = [
+        ~divides(gpus, model_parallel),
+        ~divides(a, t),
+        ~divides(g, t),
+        L < p * V,
+        ~divides(B, b * dp) | (m < 1),
+        jnp.where(E > 0, ~divides(E, e), e > 1),
+        ~divides(t * dp * c, e),
+        jnp.where(c > 1, ~divides(s, 2.0 * c), False),
+        (V > 1) & ((p < 2) | ~divides(m, p)),
+        (lay.dp > 0) & (lay.gpus > 0) & (gpus != lay.gpus),
+    ]
+    status = jnp.zeros(jnp.shape(rules[0]), jnp.int32)
+    for code, broken in reversed(list(enumerate(rules, start=1))):
+        status = jnp.where(broken, code, status)
+    m = jnp.maximum(m, 1.0)
+    dp = jnp.maximum(dp, 1.0)
+    return Degrees(dp=dp, gpus=gpus, m=m, status=status)

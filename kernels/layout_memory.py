@@ -1,0 +1,205 @@
+"""What one GPU holds: its share of a layer's parameters, the activations a layer keeps, its memory.
+
+The notation is :mod:`kernels.layout`'s.
+
+Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA,
+gated MLPs and experts): weights, gradients and Adam states of the GPU's parameters
+(P_w bytes_param + P grad_bytes + (4 + 2 M) P: 12 with fp32 moments, 8 with bf16 ones; grad_bytes as the
+gradients are kept and reduced:
+4 in fp32, 2 in bf16), what ZeRO shards divided by its group (optimizer states from 1,
+gradients from 2, weights at 3): dense parameters over the D c data-parallel GPUs, expert
+parameters over the expert data-parallel group D c t / (e etp) (Megatron-Core's expert
+optimizer), and activations per layer and micro-batch of b (s / c) tokens
+
+    A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
+                                                             term absent with flash attention)
+    all  = 4 + (g + d + (2 + g) w_q / h + 4 w_kv / h) + ((L - L_e) mlp + L_e moe) / L
+    mlp  = g + d + ((4 or 2) + g) f / h      (fc1's input and the dropout mask; fused SwiGLU
+                                              saves only its 2f input, GELU its input, and
+                                              fc2 its f input; 34 in all for GPT-3's shape)
+    moe  = g + d + (g + 2) k I + ((4 or 2) + g) f_e (k I + S) / h   (k dispatched copies and
+                                              expert outputs, the experts' MLPs on the busiest GPU)
+    g = 2 bytes per GEMM input kept for the backward (1 under fp8: Transformer Engine keeps the
+    fp8 cast), d = 1 for a model trained with dropout (its masks), else 0
+    u_ = 4 + 2 (g + d), s_ = all - u_   (TP without SP: norms, block inputs, masks unsplit)
+    u_ = 0,  s_ = all          (with SP, or t = 1)
+    A_full = 2 b (s / c) h / (t if SP else 1)                       (full recompute)
+
+What recomputation drops from A is in :mod:`kernels.layout_recompute`.
+
+Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
+1F1B), times 1 + (p - 1) / (p V) when interleaved, for all but ``offload_layers`` of a
+stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
+host; at least one layer stays; the copies are taken to hide behind compute), with each
+micro-batch's token ids and embedding dropout mask b (s / c) (8 + d h) (/ t with SP) on the
+first stage and the fp32
+logits and output-layer input 4 b (s / c) (v + h) / t on the last (the terms of
+Megatron-LM's theoretical_memory_usage.py). The larger stage must fit the usable memory,
+``usable`` x the capacity the driver reports: ``fits``, and ``memory_free_gb`` what it
+leaves (negative: what it lacks).
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from netsweep_jax.kernels.layout_compute import LayerWork
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value, divides
+
+
+class LayerParams(NamedTuple):
+    """The average layer's parameters (elements) and how its experts are split."""
+
+    expert_params: Value  # the layer's expert parameters, all experts
+    classic: Value  # EP carved out of DP x CP (else Megatron-Core's MoE parallel folding)
+    etp: Value  # expert TP: t when classic, else 1
+    expert_dp: Value  # the expert data-parallel group, D c t / (e etp)
+    expert_stride: Value  # its members' distance in ranks, e etp
+    dense_gpu: Value  # one GPU's share of the layer's dense parameters
+    layer_params: Value  # on one GPU, dense and expert
+    embed_params: Value  # one GPU's share of the embedding (v h / t)
+
+
+def params_per_gpu(arch: Arch, lay: Layout, dp: Value, work: LayerWork) -> LayerParams:
+    """One GPU's share of the average layer's parameters, and the expert groups that shard them."""
+    L, h, f, v = arch.layers, arch.hidden, arch.ffn, arch.vocab
+    E, fe, S, Le = arch.experts, arch.expert_ffn, arch.shared_experts, arch.moe_layers
+    t, c, e = lay.tp, lay.cp, lay.ep
+    mats, down, attn_matrices, latent_norms = work.mats, work.down, work.attn_matrices, work.latent_norms
+    dense_layers = work.dense_layers
+    attn_params = attn_matrices + 2.0 * h + latent_norms
+    dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
+    expert_params = Le * E * mats * h * fe / L  # per average layer
+    # Experts: classic expert parallelism carves EP out of DP x CP and splits each expert over the TP group
+    # (expert TP = t); when EP does not divide DP x CP, Megatron-Core's MoE parallel folding spans EP over
+    # TP x CP x DP with whole experts (expert TP = 1). Their gradients are reduced over the rest.
+    classic = divides(dp * c, e)
+    etp = jnp.where(classic, t, 1.0)
+    expert_dp = t * dp * c / (e * etp)
+    expert_stride = e * etp
+    dense_gpu = (dense_params - down) / t + down  # one GPU's share of a layer's dense parameters
+    layer_params = dense_gpu + expert_params / (etp * e)  # on one GPU
+    embed_params = v * h / t
+    return LayerParams(
+        expert_params=expert_params,
+        classic=classic,
+        etp=etp,
+        expert_dp=expert_dp,
+        expert_stride=expert_stride,
+        dense_gpu=dense_gpu,
+        layer_params=layer_params,
+        embed_params=embed_params,
+    )
+
+
+class LayerActivations(NamedTuple):
+    """The activation bytes the average layer's forward writes for one micro-batch on one GPU."""
+
+    sp: Value  # sequence parallelism (bool)
+    per_width: Value  # bytes kept per element of an MLP's width (4 or 2, + g)
+    unsplit: Value  # bytes per token (units of h) TP leaves unsplit without SP
+    score_bytes: Value  # attention scores (0 with flash attention)
+    lin_bytes: Value  # all but the scores
+    act_layer: Value  # A: everything the forward writes, kept without recomputation
+
+
+def activations_per_layer(arch: Arch, dev: Device, lay: Layout, work: LayerWork) -> LayerActivations:
+    """A, in bytes, and its parts (no recomputation)."""
+    L, h, a, f, s = arch.layers, arch.hidden, arch.heads, arch.ffn, arch.seq
+    k, fe, S, Le = arch.top_k, arch.expert_ffn, arch.shared_experts, arch.moe_layers
+    t = lay.tp
+    tokens, ctx, latent_norms, dense_layers = work.tokens, work.ctx, work.latent_norms, work.dense_layers
+    qw, kvw, vw = arch.q_width, arch.kv_width, arch.v_width
+    sp = lay.sequence_parallel > 0
+    # Activations per token, in units of h bytes. A GEMM's input is kept in g bytes (2; 1 under fp8, as
+    # Transformer Engine keeps its fp8 cast for the backward), everything else in 2; dropout masks (1 each)
+    # only where the model trains with dropout. MLP: fc1's input and the mask, then per f wide the saved
+    # GELU input and fc2's input (2 + g), or fused SwiGLU's one saved input, the 2f-wide gate and up pair,
+    # and fc2's input (4 + g: Megatron-Core's fused_bias_swiglu saves only its input).
+    g_in, mask = dev.gemm_input_bytes, arch.dropout
+    per_width = jnp.where(arch.gated > 0, 4.0, 2.0) + g_in
+    mlp_act = g_in + mask + per_width * f / h
+    # A MoE layer: each token's k dispatched copies (fc1's inputs) and k expert outputs (kept to combine
+    # them), the routed and shared experts' MLPs at their width (imbalance I on the busiest GPU's tokens).
+    moe_act = g_in + mask + (g_in + 2.0) * k * lay.imbalance + per_width * fe * (k * lay.imbalance + S) / h
+    ffn_act = (dense_layers * mlp_act + Le * moe_act) / L
+    # Attention: QKV's input and the mask; Q, K and V as flash attention keeps them; the output projection's input.
+    attention_act = g_in + mask + 2.0 * (qw + kvw + vw) / h + g_in * ctx / h
+    # MLA's latents, on every GPU of the TP group: each down projection's output (the norm's input, 2 bytes)
+    # and the norm's output (the up projection's input, g).
+    latent_bytes = tokens * (2.0 + g_in) * latent_norms
+    total_lin = 4.0 + attention_act + ffn_act  # the two norms' inputs, attention, MLP: 34 for GPT-3's shape
+    unsplit = jnp.where(sp | (t <= 1), 0.0, 4.0 + 2.0 * (g_in + mask))  # norms' and blocks' inputs, masks
+    # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
+    # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
+    score_bytes = jnp.where(lay.flash > 0, 0.0, 5.0 * a * tokens * s / t)
+    lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t) + latent_bytes
+    act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
+    return LayerActivations(
+        sp=sp,
+        per_width=per_width,
+        unsplit=unsplit,
+        score_bytes=score_bytes,
+        lin_bytes=lin_bytes,
+        act_layer=act_layer,
+    )
+
+
+def memory_per_gpu(
+    arch: Arch,
+    dev: Device,
+    lay: Layout,
+    params: LayerParams,
+    sp: Value,
+    *,
+    m: Value,
+    tokens: Value,
+    full: Value,
+    act_recomputed: Value,
+    n_first: Value,
+    n_last: Value,
+    is_one: Value,
+    dp_group: Value,
+    stage_dense: Value,
+    stage_expert: Value,
+    adam_states: Value,
+) -> Value:
+    """Bytes on one GPU of the stage that holds the most: its parameters' states as ZeRO shards them, the
+    gathered layers under ZeRO-3, and the activations in flight.
+
+    ``full``: full recomputation (bool); ``act_recomputed``: activation bytes a layer keeps otherwise;
+    ``n_first``, ``n_last``: layers on the first and last stage; ``is_one``: p = 1; ``dp_group``: D c;
+    ``stage_dense``, ``stage_expert``: the larger stage's parameters on one GPU; ``adam_states``: bytes per
+    parameter of Adam's master weight and moments."""
+    h, v, mask = arch.hidden, arch.vocab, arch.dropout
+    t, p, V, zero = lay.tp, lay.pp, lay.chunks, lay.zero
+    expert_dp, layer_params = params.expert_dp, params.layer_params
+
+    def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO
+        return (
+            dev.param_bytes / jnp.where(zero >= 3, group, 1.0)
+            + dev.grad_bytes / jnp.where(zero >= 2, group, 1.0)
+            + adam_states / jnp.where(zero >= 1, group, 1.0)
+        )
+
+    states = stage_dense * states_per_param(dp_group) + stage_expert * states_per_param(expert_dp)
+    act_full = 2.0 * tokens * h / jnp.where(sp, t, 1.0)
+    act_kept = jnp.where(full, act_full, act_recomputed)
+    in_flight = jnp.minimum(m, p) * jnp.where(V > 1, 1.0 + (p - 1.0) / (p * V), 1.0)
+    # The first stage also keeps each micro-batch's token ids (8 bytes) and embedding dropout mask (h bytes);
+    # the last, the fp32 logits and the fp32 input of the output layer.
+    embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
+    head_act = 4.0 * tokens * (v + h) / t
+
+    def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
+        return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
+
+    activations = jnp.maximum(
+        on_gpu(n_first) * act_kept * in_flight + embed_act,
+        on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0)
+        + head_act
+        + jnp.where(is_one, embed_act, 0.0),
+    )
+    gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's
+    memory = states + gathered + activations
+    return memory

@@ -1,0 +1,126 @@
+"""The pipeline: layers split over the stages, the slowest stage's pace, and the bubble.
+
+The notation is :mod:`kernels.layout`'s; a layer's times are :mod:`kernels.layout_compute`'s,
+:mod:`kernels.layout_recompute`'s and :mod:`kernels.layout_communication`'s.
+
+Pipeline (Narayanan et al., SC'21, section 2.2): layers split as evenly as they go
+(the first L mod p stages one more), the embedding on the first stage and the logits
+on the last. A stage's time per micro-batch T_i = its layers' forward, backward,
+recompute and exposed TP/CP/EP/ZeRO-3 time, plus 2 V point-to-point sends of the
+b s h bytes_act / (c t) boundary activations (scatter/gather). The slowest stage
+sets the pace:
+
+    T_pipe = (m + (p - 1) / V) T_max,      bubble = (p - 1) / V T_max
+
+The first stage's compute adds the embedding's (b (s / c) h bytes_act moved 3 times at HBM bandwidth),
+the last stage's the logits' forward (2 h v FLOPs a token at ``half_peak``, one kernel, and the logits'
+bytes) and backward (twice the forward).
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from netsweep_jax.kernels.layout_collectives import group_bandwidth
+from netsweep_jax.kernels.layout_communication import LayerCommunication
+from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value
+from netsweep_jax.kernels.layout_recompute import Recompute
+
+
+class Pipeline(NamedTuple):
+    """The stages that can be slowest (the first, stage 1, the last) and the step's pipelined time."""
+
+    n_first: Value  # layers on the first stage
+    n_mid: Value  # on stage 1 (the fullest middle stage), when p > 2
+    n_last: Value  # on the last stage
+    is_one: Value  # p = 1: one stage, both first and last
+    exists: list[Value]  # whether each of the three stages exists
+    embed_time: Value  # the embedding's forward and backward (s)
+    logits_b: Value  # the output layer's backward (s)
+    pp_cross: Value  # the point-to-point sends leave the NVLink domain
+    breakdown: dict[str, Value]  # the slowest stage's terms of BREAKDOWN, times m
+    bubble: Value
+
+
+def pipeline(
+    arch: Arch,
+    dev: Device,
+    lay: Layout,
+    dp: Value,
+    m: Value,
+    work: LayerWork,
+    times: LayerTimes,
+    rc: Recompute,
+    comm: LayerCommunication,
+) -> Pipeline:
+    """The slowest stage's time per micro-batch, each of its terms over the m micro-batches, and the bubble."""
+    L, h, v = arch.layers, arch.hidden, arch.vocab
+    t, p, c, V = lay.tp, lay.pp, lay.cp, lay.chunks
+    tokens, kappa, logits_flops = work.tokens, work.kappa, work.logits_flops
+    t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
+    tp_layer, cp_layer, ep_layer, z3_layer = comm.tp_layer, comm.cp_layer, comm.ep_layer, comm.z3_layer
+    base = jnp.floor(L / p)
+    extra = L - base * p  # the first `extra` stages hold one more layer
+    n_first = base + jnp.where(extra > 0, 1.0, 0.0)
+    n_last = jnp.where(p > 1, base + jnp.where(extra >= p, 1.0, 0.0), n_first)
+    n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
+    embed_time = 3.0 * tokens * h * dev.act_bytes / dev.hbm * kappa
+    # The output layer is Megatron's own ColumnParallelLinear, not Transformer Engine's: never in fp8.
+    logits_f = (
+        tokens * logits_flops / t / (dev.half_peak * lay.efficiency)
+        + dev.gemm_latency
+        + 4.0 * tokens * v / t * 2.0 / dev.hbm
+    ) * kappa
+    logits_b = 2.0 * logits_f
+    x_pp = tokens * h * dev.act_bytes / t
+    pp_bw, pp_cross = group_bandwidth(p, t * c * dp, lay)
+    pp_micro = jnp.where(p > 1, 2.0 * V * (x_pp / pp_bw + jnp.where(pp_cross, lay.latency, 0.0)), 0.0)
+
+    per_layer = {
+        "compute": t_f + t_b,
+        "recompute_time": recompute,
+        "tp_exposed": tp_layer,
+        "cp_exposed": cp_layer,
+        "ep_exposed": ep_layer,
+        "dp_exposed": z3_layer,
+    }
+
+    def stage(n: Value, first: Value, last: Value) -> dict[str, Value]:
+        parts = {key: n * val for key, val in per_layer.items()}
+        parts["compute"] = (
+            parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(last, logits_f + logits_b, 0.0)
+        )
+        parts["pp_exposed"] = pp_micro
+        return parts
+
+    is_one = p <= 1
+    # The stages that can be slowest, in pipeline order: the first, stage 1 (the fullest middle one), the last.
+    stages = [stage(n_first, True, is_one), stage(n_mid, False, False), stage(n_last, False, True)]
+    exists = [jnp.ones_like(p, dtype=bool), p > 2, ~is_one]
+    totals = [jnp.where(ex, sum(st.values()), 0.0) for st, ex in zip(stages, exists)]
+    t_max = jnp.maximum(jnp.maximum(totals[0], totals[1]), totals[2])
+    first_is_slowest = totals[0] >= t_max
+    mid_is_slowest = ~first_is_slowest & (totals[1] >= t_max)
+    slow = {
+        key: jnp.where(
+            first_is_slowest, stages[0][key], jnp.where(mid_is_slowest, stages[1][key], stages[2][key])
+        )
+        for key in stages[0]
+    }
+
+    bubble_steps = (p - 1.0) / V
+    out = {key: m * val for key, val in slow.items()}
+    bubble = bubble_steps * t_max
+    return Pipeline(
+        n_first=n_first,
+        n_mid=n_mid,
+        n_last=n_last,
+        is_one=is_one,
+        exists=exists,
+        embed_time=embed_time,
+        logits_b=logits_b,
+        pp_cross=pp_cross,
+        breakdown=out,
+        bubble=bubble,
+    )

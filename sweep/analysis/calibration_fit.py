@@ -1,0 +1,182 @@
+"""The numerical pieces of a calibration's fit: its parameters, starting points, padding,
+identifiability check and standard errors.
+
+The fit itself (a coarse exact scan, then optax Adam through the smoothed kernel) is the
+engine's :func:`~sweep.engine.compiled.fit_rows`; these prepare its inputs and read its result.
+A parameter is one fitted axis, shared by all rows or one per value of a label column; it is
+fitted unconstrained, through a logistic map onto its bounds.
+"""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from netsweep_jax.kernels.fit import FitSpec, Rows
+from netsweep_jax.kernels.overlap import Features
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.compiled import predict_rows, residual_jacobian
+from netsweep_jax.sweep.engine.inputs import BUCKET_PAD
+from netsweep_jax.sweep.io.measurements import Measurements
+
+# The fittable axes and their default bounds are the schema's (AxisSpec.fit); starting values for the scan:
+STARTS = {
+    "utilization": np.geomspace(1e-3, 0.999, 12),
+    "latency": (0.5, 5.0, 50.0),
+    "overhead": (0.0, 2.0, 10.0, 50.0),
+    "slowdown": (0.0, 0.03, 0.1),
+    "jitter": (0.0, 0.02, 0.05, 0.1),
+}
+STEPS = 400
+LEARNING_RATE = 0.05
+ROW_QUANTUM = (
+    8  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
+)
+SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
+
+Array = npt.NDArray[Any]
+Params = list[tuple[str, Any]]  # (fitted axis, group label or None), one per parameter
+
+
+def parameter_groups(
+    meas: Measurements, fit_axes: Sequence[str], per: Mapping[str, str]
+) -> tuple[Params, Any]:
+    """The parameters: [(family, group label or None)], and [R, F] the parameter each row uses."""
+    params: Params = []
+    index = np.zeros((len(meas), len(fit_axes)), np.int32)
+    for f, axis in enumerate(fit_axes):
+        column = per.get(axis)
+        labels = meas.columns[column] if column else [None] * len(meas)
+        first = len(params)
+        order = list(dict.fromkeys(labels))
+        params += [(axis, label) for label in order]
+        index[:, f] = [first + order.index(label) for label in labels]
+    return params, index
+
+
+def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], count: int = 4096) -> Array:
+    """Starting points [S, P], unconstrained: the product of each family's start values
+    (a family's groups start together), thinned evenly past ``count``."""
+    mesh = np.meshgrid(*(np.asarray(STARTS[a], np.float64) for a in fit_axes), indexing="ij")
+    points = np.stack([m.ravel() for m in mesh], axis=1)  # [S, F] in stored units
+    if len(points) > count:
+        points = points[np.linspace(0, len(points) - 1, count).astype(int)]
+    out = np.empty((len(points), len(params)))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        lo, hi = spec.lows[f], spec.highs[f]
+        frac = np.clip((si_values(axis, points[:, f]) - lo) / (hi - lo), 1e-6, 1 - 1e-6)
+        out[:, j] = np.log(frac / (1 - frac))
+    return out
+
+
+def padded_rows(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array, Array]:
+    """``rows``, ``target`` and ``weights`` padded to a multiple of ROW_QUANTUM rows (copies of
+    row 0 with weight 0) and BUCKET_PAD buckets (empty ones, which change nothing), so
+    fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
+    n, length = len(target), rows.buckets.nbytes.shape[1]
+    extra_rows = -n % ROW_QUANTUM
+    extra_buckets = -length % BUCKET_PAD
+
+    def rows_of(x: Any) -> Any:
+        return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
+
+    def buckets_of(x: Any) -> Any:
+        if x is None or np.ndim(x) < 2:
+            return rows_of(x)
+        return np.pad(rows_of(x), [(0, 0), (0, extra_buckets)] + [(0, 0)] * (np.ndim(x) - 2))
+
+    rows = rows._replace(
+        config=type(rows.config)(*map(rows_of, rows.config)),
+        layout=type(rows.layout)(*map(buckets_of, rows.layout)),
+        buckets=type(rows.buckets)(*map(buckets_of, rows.buckets)),
+        t1=rows_of(rows.t1),
+        index=rows_of(rows.index),
+    )
+    return rows, rows_of(target), np.concatenate([weights, np.zeros(extra_rows)])
+
+
+def check_identifiable(
+    params: Params, spec: FitSpec, rows: Rows, keep: Array, measured: str, features: Features
+) -> None:
+    """Refuse parameters no training row depends on, or more parameters than such rows."""
+    middle = np.zeros(len(params))
+    informative = np.zeros(len(keep), bool)
+    for j, (axis, label) in enumerate(params):
+        lo, hi = middle.copy(), middle.copy()
+        lo[j], hi[j] = -12.0, 12.0
+        changed = (
+            np.abs(
+                np.asarray(predict_rows(lo, rows, spec=spec, features=features)[measured])
+                - np.asarray(predict_rows(hi, rows, spec=spec, features=features)[measured])
+            )
+            > 1e-12
+        )
+        changed &= keep
+        if not changed.any():
+            which = f"{axis}" + (f" for {label}" if label is not None else "")
+            raise InputError(
+                f"{which}: no training row depends on it (one worker, nothing exposed, or no row "
+                f"of that group); measure runs on several nodes, or fit fewer parameters",
+                param="fit",
+            )
+        informative |= changed
+    if informative.sum() < len(params):
+        raise InputError(
+            f"{len(params)} parameters need at least {len(params)} training rows that depend on them; "
+            f"there are {int(informative.sum())}",
+            param="fit",
+        )
+
+
+def standard_errors(
+    best: Array,
+    params: Params,
+    spec: FitSpec,
+    rows: Rows,
+    target: Array,
+    res: Array,
+    keep: Array,
+    measured: str,
+    features: Features,
+    fit_axes: Sequence[str],
+    blank: Array | None = None,
+) -> tuple[Array, Array]:
+    """[P] standard errors of the fitted values (stored units), NaN where undefined, and [R]
+    standard errors of the predictions of the ``blank`` rows (delta method: g^T cov g with g the
+    prediction's gradient in the fit's unconstrained parameters), NaN elsewhere or where undefined.
+
+    ``rows``, ``target``: possibly padded past the R real rows (:func:`padded_rows`), the blank rows'
+    target 1 (so their residual's gradient is the prediction's); ``res`` [R]: the residuals at
+    ``best``; ``keep`` [R]: the training rows.
+    """
+    n = len(keep)
+    blank = np.zeros(n, bool) if blank is None else blank
+    none = (np.full(len(params), np.nan), np.full(n, np.nan))
+    full = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[
+        :n
+    ]
+    jac = full[keep]
+    dof = jac.shape[0] - len(params)
+    if dof <= 0:
+        return none
+    s2 = float(np.sum(res[keep] ** 2)) / dof
+    try:
+        cov = s2 * np.linalg.inv(jac.T @ jac)
+    except np.linalg.LinAlgError:
+        return none
+    spread = np.full(n, np.nan)
+    if blank.any():
+        g = full[blank]
+        var = np.einsum("rp,pq,rq->r", g, cov, g)
+        spread[blank] = np.where(var >= 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
+    out = np.empty(len(params))
+    for j, (axis, _) in enumerate(params):
+        f = fit_axes.index(axis)
+        sig = 1.0 / (1.0 + np.exp(-best[j]))
+        slope = (spec.highs[f] - spec.lows[f]) * sig * (1 - sig) / NUMERIC_AXES[axis].to_si
+        out[j] = abs(slope) * np.sqrt(cov[j, j]) if cov[j, j] >= 0 else np.nan
+    return out, spread

@@ -1,0 +1,172 @@
+"""A calibration's result: the dict :func:`~sweep.analysis.calibrate.calibrate` returns (fitted
+values with standard errors and warnings, errors on the training and held-out rows, every row's
+prediction, a blank row's 95% interval), and its text for the terminal."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from netsweep_jax.kernels.fit import FitSpec, Rows
+from netsweep_jax.sweep.analysis.calibration_fit import Array, Params
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+from netsweep_jax.sweep.io.measurements import Measurements
+
+Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' intervals
+
+
+def _interval(measured: str, value: float, spread: float) -> list[float] | None:
+    """A blank row's 95% interval from the fit's uncertainty (None where it is undefined)."""
+    if not np.isfinite(spread):
+        return None
+    lo, hi = value - Z95 * spread, value + Z95 * spread
+    if measured == "scaling_factor":
+        lo, hi = max(lo, 0.0), min(hi, 1.0)
+    return [max(lo, 0.0), hi]
+
+
+def calibration_result(
+    meas: Measurements,
+    models: Sequence[str],
+    params: Params,
+    spec: FitSpec,
+    fit_axes: Sequence[str],
+    best: Array,
+    errors: Array,
+    predicted: Array,
+    res: Array,
+    target: Array,
+    keep: Array,
+    rows: Rows,
+    blank: Array,
+    spread: Array,
+) -> dict[str, Any]:
+    """The result dict of a fit at ``best`` (unconstrained [P]): fitted values in stored units with
+    their ``errors`` and bounds, warnings, training and held-out errors, and every row's measured and
+    ``predicted`` value, residual ``res`` and set (``keep``: trained on; ``blank``: predicted, with an
+    interval from ``spread``)."""
+    dof = int(keep.sum()) - len(params)
+    fitted, warnings = [], []
+    for j, (axis, label) in enumerate(params):
+        f = fit_axes.index(axis)
+        value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
+        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
+        fitted.append(
+            {
+                "name": axis,
+                "group": label,
+                "value": value,
+                "stderr": float(errors[j]),
+                "units": NUMERIC_AXES[axis].units,
+                "bounds": [lo, hi],
+            }
+        )
+        which = axis + (f" for {label}" if label is not None else "")
+        if dof <= 0:
+            continue
+        if not np.isfinite(errors[j]) or errors[j] > (hi - lo):
+            warnings.append(
+                f"{which} is not identifiable from these rows (its standard error is undefined or "
+                f"wider than its bounds)"
+            )
+    if dof <= 0:
+        warnings.append(
+            f"{len(params)} parameters from {int(keep.sum())} training rows: they fit exactly, with no "
+            f"residual left to estimate their standard errors"
+            + (" (nor the blank rows' intervals)" if blank.any() else "")
+        )
+    labels = [
+        c
+        for c in meas.columns
+        if c not in NUMERIC_AXES and c not in ("model", "collective", "t1", meas.measured)
+    ]
+    u_index = fit_axes.index("utilization") if "utilization" in fit_axes else None
+    utilization = (
+        np.asarray(spec.value(u_index, best[rows.index[:, u_index]]))
+        if u_index is not None
+        else np.asarray(rows.config.utilization)
+    )
+    col = meas.columns
+    out = {
+        "measurements": meas.path,
+        "measured": meas.measured,
+        "fitted": fitted,
+        "warnings": warnings,
+        "rmse": float(np.sqrt(np.mean(res[keep] ** 2))),
+        "train_rows": int(keep.sum()),
+        "rows": [
+            {
+                "line": meas.lines[i],
+                "model": models[i],
+                **{c: col[c][i] for c in labels},
+                "nodes": int(col["nodes"][i]),
+                "gpus_per_node": int(col["gpus_per_node"][i]),
+                "gpus": int(col["nodes"][i]) * int(col["gpus_per_node"][i]),
+                "bandwidth_gbps": col["bandwidth"][i],
+                "measured": None if blank[i] else float(target[i]),
+                "predicted": float(predicted[i]),
+                "residual": None if blank[i] else float(res[i]),
+                "train": bool(keep[i]),
+                "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i]),
+                **(
+                    {"interval": _interval(meas.measured, float(predicted[i]), float(spread[i]))}
+                    if blank[i]
+                    else {}
+                ),
+            }
+            for i in range(len(meas))
+        ],
+    }
+    if blank.any():
+        out["predicted_rows"] = int(blank.sum())
+    if not (keep | blank).all():
+        held = res[~keep & ~blank]
+        out["heldout_rmse"] = float(np.sqrt(np.mean(held**2)))
+        out["heldout_max_abs"] = float(np.max(np.abs(held)))
+    for axis, unit_key in (("utilization", "utilization"), ("latency", "latency_us")):  # one shared value
+        shared = [p for p in fitted if p["name"] == axis]
+        if len(shared) == 1 and shared[0]["group"] is None:
+            out[unit_key] = shared[0]["value"]
+    return out
+
+
+def report_text(result: Mapping[str, Any]) -> str:
+    """Human-readable calibration: fitted values with standard errors, errors, rows."""
+    lines = []
+    for p in result["fitted"]:
+        units = "" if p["units"] == "1" else f" {p['units']}"
+        name = p["name"] + (f" [{p['group']}]" if p["group"] is not None else "")
+        err = f" +/- {p['stderr']:.2g}" if np.isfinite(p["stderr"]) else ""
+        lines.append(f"{name}: {p['value']:.4g}{err}{units}")
+    unit = "" if result["measured"] == "scaling_factor" else " (relative)"
+    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {result['train_rows']} rows")
+    if "heldout_rmse" in result:
+        held = len(result["rows"]) - result["train_rows"] - result.get("predicted_rows", 0)
+        lines.append(
+            f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {held} rows "
+            f"(largest |residual| {result['heldout_max_abs']:.3g})"
+        )
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    sets = "heldout_rmse" in result or "predicted_rows" in result
+    lines.append(
+        f"{'line':>5} {'model':<10} {'nodes':>5} {'gpus':>4} {'Gbit/s':>7} {'effective':>9} "
+        f"{'measured':>9} {'predicted':>9} {'residual':>9}" + ("  set" if sets else "")
+    )
+    for r in result["rows"]:
+        blank = r["measured"] is None
+        interval = r.get("interval")
+        where = (
+            "  predicted" + (f", 95% interval {interval[0]:.4g} to {interval[1]:.4g}" if interval else "")
+            if blank
+            else "  train"
+            if r["train"]
+            else "  held out"
+        )
+        lines.append(
+            f"{r['line']:>5} {r['model']:<10} {r['nodes']:>5} {r['nodes'] * r['gpus_per_node']:>4} "
+            f"{r['bandwidth_gbps']:>7g} {r['effective_bandwidth_gbps']:>9.3g} "
+            f"{'-' if blank else format(r['measured'], '.4g'):>9} "
+            f"{r['predicted']:>9.4g} {'-' if blank else format(r['residual'], '+.2e'):>9}"
+            + (where if sets else "")
+        )
+    return "\n".join(lines)

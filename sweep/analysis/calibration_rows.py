@@ -1,0 +1,147 @@
+"""The measured runs of a calibration as the kernel's rows, and the model settings they run under.
+
+Each row of a measurements file (:mod:`sweep.io.measurements`) names its model (a built-in, a
+transformer, or a profile file next to the CSV) and may give its own settings in columns;
+:class:`Settings` holds those the file does not give, and the ones left None follow the
+workload as ``sweep grid``'s do. :func:`build_rows` makes the :class:`kernels.fit.Rows` the fit
+and the predictions run on.
+"""
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from netsweep_jax.kernels.fit import Rows
+from netsweep_jax.kernels.overlap import Features
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, default_value, show
+from netsweep_jax.sweep.engine.inputs import row_inputs
+from netsweep_jax.sweep.engine.workloads import FOLLOWING, assumed_text, resolve_models, workload_defaults
+from netsweep_jax.sweep.io.measurements import Measurements
+from netsweep_jax.sweep.model.profile import Profile, load_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+from netsweep_jax.sweep.model.vector_add import default_table
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Model settings for rows whose file does not give them (each may also be a column).
+    ``collective``, ``bucketing`` and ``intra_bandwidth`` None: they follow the workload, as
+    ``sweep grid``'s (:func:`sweep.engine.workloads.workload_defaults`)."""
+
+    collective: str | None = None
+    bucketing: str | None = None
+    reduce_table: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
+    intra_bandwidth: float | None = None
+    nics_per_node: float = default_value("nics_per_node")
+    fusion_buffer: float = default_value("fusion_buffer")
+    fusion_timeout: float = default_value("fusion_timeout")
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse settings ``sweep grid`` would refuse (one line naming the option)."""
+    intra = settings.intra_bandwidth
+    if intra is not None and (
+        isinstance(intra, bool)
+        or not isinstance(intra, (int, float))
+        or not (np.isfinite(intra) and intra > 0)
+    ):
+        shown = show(intra) if isinstance(intra, (int, float)) else repr(intra)
+        raise InputError(
+            f"{shown}: intra-node bandwidth must be a number > 0 Gbit/s", param="intra_bandwidth"
+        )
+    for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
+        value = getattr(settings, name)
+        if value is not None and (not isinstance(value, str) or value not in values):
+            raise InputError(f"{value!r}: calibrate takes one of {', '.join(values)}", param=name)
+    for name in ("nics_per_node", "fusion_buffer", "fusion_timeout"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(f"{value!r}: expected one number", param=name)
+        NUMERIC_AXES[name].check(float(value))
+
+
+def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_model: str) -> Profile:
+    """Row ``i``'s profile: its ``model`` (a built-in, a transformer, or a profile file), its compute
+    scaled to the row's own ``t1`` if it has one, exactly as for built-ins (a profile file with an
+    iteration time of its own is scaled from it; one without, as .csv and .bk.log, takes the row's
+    ``t1`` as its T1)."""
+    name = meas.column("model", default_model)[i]
+    t1 = meas.column("t1", None)[i]
+    if name not in known and name in TRANSFORMERS:  # a transformer named plainly: its resolved workload
+        matches = [p for key, p in known.items() if isinstance(key, str) and key.startswith(f"{name}@")]
+        known[name] = matches[0] if len(matches) == 1 else resolve_models(name)[0]
+    if name not in known:
+        path = Path(meas.path).parent / name
+        if not path.is_file():
+            raise InputError(
+                f"{meas.where(i)}: model {name!r} is neither among "
+                f"{', '.join(k for k in known if isinstance(k, str))} nor a profile file next to "
+                f"{Path(meas.path).name}"
+            )
+        try:
+            known[name] = load_profile(path, model=name)  # with its own T1
+        except InputError as e:
+            if e.param != "iteration_time":  # anything but a format without an iteration time
+                raise
+            if t1 is None:
+                raise InputError(
+                    f"{meas.where(i)}: profile {name} has no single-GPU iteration time; give this "
+                    f"row's in a t1 column"
+                ) from None
+            if (name, t1) not in known:
+                known[(name, t1)] = load_profile(path, t1=t1, model=name)
+            return known[(name, t1)]
+    return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
+
+
+def build_rows(
+    meas: Measurements,
+    profiles: Sequence[Profile],
+    default_model: str,
+    settings: Settings,
+    assumed: list[str] | None = None,
+) -> tuple[Rows, list[str], Features]:
+    """The measured runs as :class:`kernels.fit.Rows` (float64, built by the engine's
+    :func:`~sweep.engine.inputs.row_inputs`), the models' names per row, and the
+    :class:`~kernels.overlap.Features` they need. Settings left None follow the rows'
+    workload; ``assumed`` (a list) receives the line saying so, if any."""
+    n = len(meas)
+    known: dict[Any, Profile] = {p.model: p for p in profiles}
+    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    settings, text = _following(settings, list({p.model: p for p in runs}.values()))
+    if text and assumed is not None:
+        assumed.append(text)
+    collectives = meas.column("collective", settings.collective)
+    for i, c in enumerate(collectives):
+        if c not in COLLECTIVES:
+            raise InputError(f"{meas.where(i)}: collective {c!r} unknown; known: {', '.join(COLLECTIVES)}")
+    bucketing = meas.column("bucketing", settings.bucketing)
+    for i, b in enumerate(bucketing):
+        if b not in BUCKETINGS:
+            raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
+    rows, features = row_inputs(
+        runs,
+        bucketing=bucketing,
+        collective=collectives,
+        fusion_buffer=meas.column("fusion_buffer", settings.fusion_buffer),
+        fusion_timeout=meas.column("fusion_timeout", settings.fusion_timeout),
+        nodes=meas.columns["nodes"],
+        gpus_per_node=meas.columns["gpus_per_node"],
+        nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
+        inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
+        reduce_table=default_table() if settings.reduce_table is None else settings.reduce_table,
+        intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
+    )
+    return rows, [p.model for p in runs], features
+
+
+def _following(settings: Settings, profiles: Sequence[Profile]) -> tuple[Settings, str]:
+    """``settings`` with those left None set as the workload has them, and the line that says so."""
+    values, _ = workload_defaults(profiles)
+    chosen = {k: values[k] for k in FOLLOWING if getattr(settings, k) is None}
+    return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen)

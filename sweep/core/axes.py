@@ -1,0 +1,356 @@
+"""The numeric axes, each defined once: its name, CLI option, units, long name, bounds, default,
+conversion to the kernels' units, and (where it has them) ``sweep need``'s search range and
+``sweep calibrate``'s fit bounds.
+
+Two families: :data:`NUMERIC_AXES`, the data-parallel sweep's (``sweep grid``), and
+:data:`LAYOUT_AXES`, the large-model layout family's own (:mod:`sweep.core.layout_axes` has the
+rest of its vocabulary). Pure Python (no numpy, no JAX), as :mod:`sweep.core.schema`.
+"""
+
+import dataclasses
+import math
+
+from netsweep_jax.sweep.core.errors import InputError
+
+MAX_AXIS_VALUES = 10**7  # values one axis may expand to (a range is refused before it is built)
+
+
+def show(value: float) -> str:
+    """A number as the user would recognise it: up to 15 significant digits, no trailing zeros."""
+    return f"{value:.15g}"
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisSpec:
+    """How one numeric axis is spelled, checked and converted.
+
+    Attributes:
+      name: dimension name, Python keyword and kernel argument.
+      option: CLI option.
+      units: units of the stored values.
+      long_name: human description.
+      integer: values must be whole numbers.
+      low, high: inclusive bounds. They keep every result finite and > 0 in float32
+        as well as float64 (the widest case: 1024 GPUs on each of 10^6 nodes, 10^-3
+        Gbit/s at 10^-4 utilization, 1 s of latency per message).
+      default: default value text (value syntax).
+      to_si: factor from stored units to the kernel's (bit/s, s, bytes).
+      search: ``sweep need``'s search range (stored units, low > 0 for log-space
+        bisection), or None when the axis cannot be solved for.
+      fit: ``sweep calibrate``'s default fit bounds (stored units), or None when the
+        axis cannot be fitted.
+    """
+
+    name: str
+    option: str
+    units: str
+    long_name: str
+    integer: bool
+    low: float
+    high: float
+    default: str
+    to_si: float
+    search: tuple[float, float] | None = None
+    fit: tuple[float, float] | None = None
+
+    def rule(self) -> str:
+        """The validity rule as text, e.g. ``must be a number from 0.001 to 1000000``."""
+        kind = "an integer" if self.integer else "a number"
+        return f"must be {kind} from {show(self.low)} to {show(self.high)}"
+
+    def check(self, value: float) -> None:
+        """Raise :class:`InputError` (naming this axis) unless ``value`` obeys the rule."""
+        ok = math.isfinite(value) and self.low <= value <= self.high
+        ok = ok and (not self.integer or float(value).is_integer())
+        if not ok:
+            raise InputError(f"{show(value)}: {self.name} {self.rule()}", param=self.name)
+
+    @property
+    def help(self) -> str:
+        """Help text for the CLI option."""
+        unit = "" if self.units == "1" else f", {self.units}"
+        return f"{self.long_name[0].upper()}{self.long_name[1:]}{unit} ({self.rule()})."
+
+
+NUMERIC_AXES: dict[str, AxisSpec] = {
+    s.name: s
+    for s in (
+        AxisSpec(
+            "fusion_buffer", "--fusion-mb", "MiB", "tensor fusion buffer size", False, 0, 1e6, "64", 2.0**20
+        ),
+        AxisSpec("fusion_timeout", "--fusion-ms", "ms", "tensor fusion timeout", False, 0, 1e6, "5", 1e-3),
+        AxisSpec("nodes", "--nodes", "1", "number of nodes", True, 1, 1e6, "8", 1.0),
+        AxisSpec("gpus_per_node", "--gpus-per-node", "1", "GPUs per node", True, 1, 1024, "8", 1.0),
+        AxisSpec(
+            "nics_per_node",
+            "--nics-per-node",
+            "1",
+            "network interfaces per node, shared by its GPUs",
+            True,
+            1,
+            64,
+            "1",
+            1.0,
+        ),
+        AxisSpec(
+            "bandwidth",
+            "--bw",
+            "Gbit/s",
+            "inter-node link bandwidth",
+            False,
+            1e-3,
+            1e6,
+            "1,10,25,40,100",
+            1e9,
+            search=(1e-3, 1e4),
+        ),
+        AxisSpec(
+            "utilization",
+            "--util",
+            "1",
+            "fraction of link bandwidth the transport achieves",
+            False,
+            1e-4,
+            1.0,
+            "1",
+            1.0,
+            search=(1e-4, 1.0),
+            fit=(1e-4, 1.0),
+        ),
+        AxisSpec(
+            "ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0, search=(1.0, 1e4)
+        ),
+        AxisSpec(
+            "latency",
+            "--latency",
+            "us",
+            "per-message latency",
+            False,
+            0,
+            1e6,
+            "0",
+            1e-6,
+            search=(1e-3, 1e6),
+            fit=(0.0, 1000.0),
+        ),
+        AxisSpec(
+            "overhead",
+            "--overhead",
+            "ms",
+            "time per iteration nothing overlaps, when N > 1",
+            False,
+            0,
+            1e6,
+            "0",
+            1e-3,
+            search=(1e-3, 1e6),
+            fit=(0.0, 1000.0),
+        ),
+        AxisSpec(
+            "slowdown",
+            "--slowdown",
+            "1",
+            "compute stretched by 1 + slowdown when N > 1",
+            False,
+            0,
+            100,
+            "0",
+            1.0,
+            search=(1e-6, 100.0),
+            fit=(0.0, 1.0),
+        ),
+        AxisSpec(
+            "jitter",
+            "--jitter",
+            "1",
+            "coefficient of variation of a worker's compute time",
+            False,
+            0,
+            10,
+            "0",
+            1.0,
+            search=(1e-6, 10.0),
+            fit=(0.0, 1.0),
+        ),
+        AxisSpec(
+            "accum",
+            "--accum",
+            "1",
+            "micro-batches of compute per gradient synchronization",
+            True,
+            1,
+            1e6,
+            "1",
+            1.0,
+        ),
+    )
+}
+
+
+# The layout family's own axes (large transformers: sweep/core/layout_axes.py has the rest of its vocabulary).
+_LAYOUT_AXES = (
+    AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
+    AxisSpec(
+        "dp",
+        "--dp",
+        "1",
+        "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)",
+        True,
+        1,
+        1e7,
+        "",
+        1.0,
+    ),
+    AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
+    AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
+    AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
+    AxisSpec(
+        "zero",
+        "--zero",
+        "1",
+        "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP",
+        True,
+        0,
+        3,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "sequence_parallel",
+        "--sequence-parallel",
+        "1",
+        "sequence parallelism with TP: 0 off, 1 on",
+        True,
+        0,
+        1,
+        "1",
+        1.0,
+    ),
+    AxisSpec(
+        "nvlink_domain",
+        "--nvlink-domain",
+        "1",
+        "GPUs per NVLink domain (default: the GPU's system)",
+        True,
+        1,
+        1e6,
+        "",
+        1.0,
+    ),
+    AxisSpec(
+        "nvlink_bw",
+        "--nvlink-bw",
+        "GB/s",
+        "NVLink bandwidth per GPU, one direction (default: the GPU's)",
+        False,
+        1e-3,
+        1e6,
+        "",
+        1e9,
+    ),
+    AxisSpec(
+        "efficiency",
+        "--efficiency",
+        "1",
+        "achieved fraction of the GPU's matrix peak",
+        False,
+        1e-3,
+        1,
+        "0.6",
+        1.0,
+    ),
+    AxisSpec(
+        "attention_efficiency",
+        "--attention-efficiency",
+        "1",
+        "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: half "
+        "the scores)",
+        False,
+        1e-3,
+        1,
+        "0.5",
+        1.0,
+    ),
+    AxisSpec(
+        "grad_bytes",
+        "--grad-bytes",
+        "bytes",
+        "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
+        "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
+        "Megatron-LM reduces them in fp32; 2 for fp16)",
+        True,
+        0,
+        4,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "offload_layers",
+        "--cpu-offloading-num-layers",
+        "1",
+        "layers per pipeline stage whose activations "
+        "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
+        "hide behind compute)",
+        True,
+        0,
+        1e6,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "usable_memory",
+        "--usable-memory",
+        "1",
+        "fraction of the GPU's memory, as the driver reports it, that "
+        "training can fill (the rest: driver reservation, CUDA context, NCCL buffers, fragmentation)",
+        False,
+        0.05,
+        1,
+        "0.95",
+        1.0,
+    ),
+    AxisSpec(
+        "gemm_latency",
+        "--gemm-latency",
+        "us",
+        "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
+        "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
+        False,
+        0,
+        1e4,
+        "6.5",
+        1e-6,
+    ),
+    AxisSpec(
+        "moment_bytes",
+        "--moment-bytes",
+        "bytes",
+        "bytes of each of Adam's two moments: 4 (fp32), or 2 (bf16, Megatron-Core's "
+        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16)",
+        True,
+        2,
+        4,
+        "4",
+        1.0,
+    ),
+    AxisSpec(
+        "imbalance",
+        "--imbalance",
+        "1",
+        "MoE load imbalance: the busiest expert's tokens over the mean",
+        False,
+        1,
+        100,
+        "1",
+        1.0,
+    ),
+)
+LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
+
+
+def default_value(name: str) -> float:
+    """The default of a numeric axis whose default is one value (``fusion_buffer``: 64.0)."""
+    return float(NUMERIC_AXES[name].default)

@@ -1,0 +1,59 @@
+"""Keyword checking for the public functions: a keyword a function does not take is an
+:class:`~sweep.core.errors.InputError` naming it and the keywords it takes, not a ``TypeError``.
+
+The keywords a function takes are its named parameters and, for ``**options: Unpack[SomeTypedDict]``
+(PEP 692), that TypedDict's keys.
+"""
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar, get_args, get_origin
+
+from typing_extensions import Unpack, get_type_hints, is_typeddict
+
+from netsweep_jax.sweep.core.errors import InputError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
+    """``function`` unchanged, except that a keyword it does not take raises :class:`InputError`
+    (naming the keyword and the ones it takes) instead of ``TypeError``.
+
+    The keywords it takes are its named parameters and, for ``**options: Unpack[SomeTypedDict]``
+    (PEP 692), that TypedDict's keys.
+    """
+    taken = accepted_keywords(function)
+
+    @functools.wraps(function)
+    def checked(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = sorted(set(kwargs) - set(taken))
+        if unknown:
+            raise InputError(
+                f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes {', '.join(taken)}"
+            )
+        return function(*args, **kwargs)
+
+    return checked
+
+
+def accepted_keywords(function: Callable[..., object]) -> list[str]:
+    """The keywords ``function`` takes: its named parameters, then the keys of the TypedDict
+    its ``**`` parameter is annotated with (``Unpack[...]``), if any."""
+    hints = get_type_hints(function, include_extras=True)
+    taken: list[str] = []
+    for p in inspect.signature(function).parameters.values():
+        if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+            taken.append(p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            spec = hints.get(p.name)
+            keys = get_args(spec)[0] if get_origin(spec) is Unpack else None
+            if not is_typeddict(keys):
+                raise TypeError(
+                    f"{function.__name__}(**{p.name}): annotate it Unpack[a TypedDict] "
+                    f"so the keywords it takes are known"
+                )
+            taken += keys.__annotations__
+    return taken

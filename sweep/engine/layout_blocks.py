@@ -1,0 +1,81 @@
+"""A layout sweep's blocks: their shape, and the host tables the device crosses.
+
+A block is ``R`` outer cells by ``C`` layouts: the host hands the device one small
+table of the cells (their dims, model shape, GPU, precision) and one of the layouts
+(their dims), and the device crosses them, so the work per block on the host grows
+with R + C while the device's grows with R x C. Blocks have power-of-two shapes (at
+least 8 x 1,024), so a sweep compiles once and sweeps of similar sizes share it.
+"""
+
+import functools
+
+import numpy as np
+
+from netsweep_jax.sweep.core.layout_axes import INNER, OUTER
+from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
+from netsweep_jax.sweep.model.collectives import expected_max_normal
+
+BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
+MAX_COLUMNS = 2**16
+# Sweeps of up to 8192 layouts share one block shape, and its compile (seconds for the layout kernel);
+# the padding costs milliseconds.
+MIN_COLUMNS = 2**13
+# e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
+_STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
+
+
+@functools.lru_cache(maxsize=1)
+def straggle_table() -> tuple[np.ndarray, np.ndarray]:
+    """(log2 N [Q], e_N [Q]): the expected maximum of N standard normals (:mod:`sweep.model.collectives`),
+    interpolated in log2 N for each cell's GPU count (error < 1e-4)."""
+    return np.log2(_STRAGGLE_N), expected_max_normal(_STRAGGLE_N)
+
+
+def pow2(n: int, low: int) -> int:
+    """The smallest power of two that holds ``n`` and is at least ``low`` (a power of two)."""
+    return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
+
+
+def _e_n(n: np.ndarray) -> np.ndarray:
+    """e_N for GPU counts ``n``, interpolated in log2 N on :func:`straggle_table`."""
+    log_n, e_n = straggle_table()
+    return np.interp(np.log2(np.maximum(n, 1.0)), log_n, e_n)
+
+
+class BlockTables:
+    """The host tables a block crosses on the device: one row per outer cell, one per layout
+    (:data:`sweep.engine.compiled.OUTER_COLUMNS`, :data:`~sweep.engine.compiled.INNER_COLUMNS`)."""
+
+    def __init__(self, grid: LayoutGrid):
+        self.grid = grid
+        self.codes = grid.codes()
+        self.outer_sizes = [len(self.codes[d]) for d in OUTER]
+        self.inner_sizes = [len(self.codes[d]) for d in INNER]
+        tables = grid.tables()
+        self.arch, self.gpu, self.precision = tables["arch"], tables["gpu"], tables["precision"]
+
+    def outer(self, start: int, rows: int) -> np.ndarray:
+        """[rows, OUTER_COLUMNS] for outer cells start.. (past the last: the last repeated)."""
+        flat = np.minimum(np.arange(start, start + rows), self.grid.outer_size - 1)
+        idx = dict(zip(OUTER, np.unravel_index(flat, self.outer_sizes)))
+        gpus = self.codes["gpus"][idx["gpus"]]
+        columns = [self.codes[d][idx[d]] for d in OUTER]
+        columns += list(self.arch[idx["model"]].T) + list(self.gpu[idx["gpu"]].T)
+        columns += list(self.precision[idx["precision"]].T) + [_e_n(gpus)]
+        return np.stack(columns, axis=1)
+
+    def inner(self, start: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+        """([cols, INNER_COLUMNS] for layouts start.., [cols] 1 for a layout of the sweep, 0 for padding)."""
+        flat = np.arange(start, start + cols)
+        real = (flat < self.grid.inner_size).astype(np.float64)
+        idx = dict(zip(INNER, np.unravel_index(np.minimum(flat, self.grid.inner_size - 1), self.inner_sizes)))
+        v = {d: self.codes[d][idx[d]] for d in INNER}
+        columns = [v[d] for d in INNER] + [_e_n(v["dp"] * v["tp"] * v["pp"] * v["cp"])]
+        return np.stack(columns, axis=1), real
+
+
+def block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
+    """(rows, cols) of a block: powers of two, so sweeps of similar sizes share one compiled block."""
+    cols = min(pow2(grid.inner_size, MIN_COLUMNS), MAX_COLUMNS, pow2(block_configs, 8))
+    rows = max(1, min(pow2(grid.outer_size, 8), block_configs // cols))
+    return rows, cols

@@ -1,0 +1,194 @@
+"""A layout sweep's grid: the outer product of its dims, and the constants its blocks read.
+
+A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_axes`),
+in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
+GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
+schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
+:func:`sweep.engine.layout_validation.make_layout_grid` makes one from the user's options.
+
+Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
+dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
+``nics_per_node`` or ``bandwidth`` means "the GPU preset's system" (resolved per
+cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line says.
+"""
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from netsweep_jax.kernels import layout as kernel
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import (
+    AXES,
+    DIMS,
+    INNER,
+    LAYOUT_COLLECTIVES,
+    OUTER,
+    OVERLAP_DEFAULT,
+    VARIABLES,
+    overlap_code,
+    recompute_code,
+)
+from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.core.values import whole_number
+from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.llms import LLM
+
+# Precision -> (parameter bytes, gradient bytes, activation bytes, bytes of a GEMM input kept for the
+# backward, matrix peak: "half" or "fp8").
+# The gradient bytes are the precision's default, which --grad-bytes overrides: Megatron-LM keeps bf16
+# models' gradients in fp32 (main_grad) and reduces them in fp32 (``accumulate_allreduce_grads_in_fp32``
+# is on for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py); fp16 gradients stay 2
+# bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations, and
+# keeps each GEMM's input as its fp8 cast for the backward.
+PRECISION_BYTES = {
+    "bf16": (2.0, 4.0, 2.0, 2.0, "half"),
+    "fp16": (2.0, 2.0, 2.0, 2.0, "half"),
+    "fp8": (2.0, 4.0, 2.0, 1.0, "fp8"),
+}
+
+
+def parse_schedule(text: str) -> float:
+    """``1f1b`` -> 1, ``interleaved:V`` -> V (model chunks per pipeline stage, V >= 2)."""
+    name, _, chunks = text.strip().lower().partition(":")
+    if name == "1f1b" and not chunks:
+        return 1.0
+    count = whole_number(chunks)
+    if name == "interleaved" and count is not None and 2 <= count <= 1024:
+        return float(count)
+    raise InputError(f"{text!r}: must be 1f1b or interleaved:V with V from 2 to 1024", param="schedule")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutGrid:
+    """A validated layout sweep.
+
+    Attributes:
+      models: the transformers, one per ``model`` coordinate.
+      names: {text dim: coordinate names} for model, gpu, precision, attention, schedule, recompute,
+        collective.
+      values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
+      dtype: compute dtype.
+      usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
+      gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
+      moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
+      overlap: the stack's overlap switches on, canonical (one per sweep).
+      assumed: what was assumed that the user did not set, one phrase each.
+      variables: the outputs to keep.
+    """
+
+    models: tuple[LLM, ...]
+    names: dict[str, tuple[str, ...]]
+    values: dict[str, np.ndarray]
+    dtype: str = "float32"
+    assumed: tuple[str, ...] = ()
+    variables: tuple[str, ...] = tuple(VARIABLES)
+    usable_memory: float = float(AXES["usable_memory"].default)
+    gemm_latency: float = float(AXES["gemm_latency"].default)
+    moment_bytes: float = float(AXES["moment_bytes"].default)
+    overlap: str = OVERLAP_DEFAULT
+
+    def per_sweep(self) -> dict[str, float | str]:
+        """The settings that take one value per sweep, as a cube's attributes keep them."""
+        return {
+            "usable_memory": self.usable_memory,
+            "gemm_latency_us": self.gemm_latency,
+            "moment_bytes": self.moment_bytes,
+            "overlap": self.overlap,
+        }
+
+    def coords(self) -> dict[str, np.ndarray]:
+        """Each dim's coordinate values, in cube order."""
+        return {d: np.asarray(self.names[d]) if d in self.names else self.values[d] for d in DIMS}
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {d: len(v) for d, v in self.coords().items()}
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes.values())
+
+    def size_text(self, dims: Sequence[str]) -> str:
+        """What makes the sweep as large as it is: each of ``dims`` with several values, largest first, as the
+        options that set them (``--bw 1,000 x --util 1,000``)."""
+        many = sorted((d for d in dims if self.sizes[d] > 1), key=lambda d: -self.sizes[d])
+        return " x ".join(f"{option_of(d)} {self.sizes[d]:,}" for d in many) or "one value each"
+
+    @property
+    def outer_size(self) -> int:
+        return math.prod(self.sizes[d] for d in OUTER)
+
+    @property
+    def inner_size(self) -> int:
+        return math.prod(self.sizes[d] for d in INNER)
+
+    def codes(self) -> dict[str, np.ndarray]:
+        """Each dim's values as the kernel reads them (SI units; text dims as codes)."""
+        out = {}
+        for d in DIMS:
+            if d == "model" or d == "gpu" or d == "precision":
+                out[d] = np.arange(self.sizes[d], dtype=np.float64)
+            elif d == "schedule":
+                out[d] = np.array([parse_schedule(s) for s in self.names[d]])
+            elif d == "recompute":
+                out[d] = np.array([recompute_code(s) for s in self.names[d]], np.float64)
+            elif d == "attention":
+                out[d] = np.array([float(s == "flash") for s in self.names[d]])
+            elif d == "collective":
+                out[d] = np.array([LAYOUT_COLLECTIVES.index(s) for s in self.names[d]], np.float64)
+            else:
+                out[d] = self.values[d] * AXES[d].to_si
+        return out
+
+    def tables(self) -> dict[str, np.ndarray]:
+        """Per-model, per-GPU and per-precision constants (rows in coordinate order) that blocks take their
+        outer cells' columns from."""
+        arch = np.array([[getattr(arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
+        latency = self.gemm_latency * AXES["gemm_latency"].to_si
+        gpus = np.array(
+            [
+                (*gpu_row(g), self.usable_memory, latency, self.moment_bytes, overlap_code(self.overlap))
+                for g in self.names["gpu"]
+            ]
+        )
+        precision = np.array(
+            [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
+            np.float64,
+        )
+        return {"arch": arch, "gpu": gpus, "precision": precision}
+
+
+def arch_row(m: LLM) -> kernel.Arch:
+    """The kernel's :class:`~kernels.layout.Arch` of a model (widths: heads x head dimensions)."""
+    return kernel.Arch(
+        layers=m.layers,
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        q_width=m.heads * m.head_dim,
+        kv_width=m.kv_heads * m.head_dim,
+        v_width=m.kv_heads * m.v_head_dim,
+        q_rank=m.q_rank,
+        kv_rank=m.kv_rank,
+        rope_width=m.rope_dim,
+        ffn=m.ffn,
+        vocab=m.vocab,
+        seq=m.seq,
+        experts=m.experts,
+        top_k=m.top_k,
+        expert_ffn=m.expert_ffn,
+        shared_experts=m.shared_experts,
+        moe_layers=m.moe_layers,
+        gated=float(m.mlp == "swiglu"),
+        tied=float(m.tied),
+        dropout=float(bool(m.dropout)),
+    )
+
+
+def gpu_row(name: str) -> tuple[float, ...]:
+    """A GPU preset's columns of the GPU table, the first of :data:`sweep.engine.compiled.GPU_FIELDS`."""
+    g = GPUS[name]
+    return (g.half, g.fp8, g.hbm, g.memory, g.nvlink, g.domain, g.gpus_per_node, g.nics, g.nic_gbps * 1e9)

@@ -1,0 +1,164 @@
+"""One configuration per row: measured runs, each with its own layout, evaluated for many candidate
+constants at once (``validate --llm`` and ``calibrate`` of layouts)."""
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from netsweep_jax.kernels import layout as kernel
+from netsweep_jax.sweep.core.layout_axes import (
+    AXES,
+    LAYOUT_COLLECTIVES,
+    OVERLAP_DEFAULT,
+    overlap_code,
+    recompute_code,
+)
+from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
+from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
+from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, arch_row, gpu_row
+from netsweep_jax.sweep.model.llms import LLM
+
+ROWS_BLOCK = 2**14  # (run, candidate constants) pairs per call of the rows kernel: one compiled shape
+
+
+@dataclasses.dataclass(frozen=True)
+class LayoutRow:
+    """One training run to evaluate: a model, a GPU, a precision and a layout (stored units, as the CLI's).
+
+    ``None`` for a system setting means the GPU preset's; ``dp`` 0 means gpus / (tp pp cp).
+    """
+
+    llm: LLM
+    gpu: str
+    precision: str
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    dp: int = 0
+    micro_batch: int = 1
+    global_batch: int = 1
+    chunks: int = 1
+    recompute: str = "none"
+    grad_bytes: int = 0
+    offload_layers: int = 0
+    attention_efficiency: float = float(AXES["attention_efficiency"].default)
+    usable_memory: float = float(AXES["usable_memory"].default)
+    gemm_latency: float = float(AXES["gemm_latency"].default)
+    moment_bytes: float = float(AXES["moment_bytes"].default)
+    overlap: str = OVERLAP_DEFAULT
+    sequence_parallel: int = 1
+    zero: int = 0
+    attention: str = "flash"
+    collective: str = "nccl"
+    nvlink_domain: float | None = None
+    nvlink_bw: float | None = None
+    gpus_per_node: float | None = None
+    nics_per_node: float | None = None
+    bandwidth: float | None = None
+    latency: float = 0.0
+    overhead: float = 0.0
+    imbalance: float = 1.0
+
+
+def evaluate_rows(
+    rows: list[LayoutRow],
+    efficiency: np.ndarray,
+    utilization: np.ndarray,
+    outputs: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every output of :mod:`kernels.layout` (or those named in ``outputs``) for each row and candidate
+    constant, in float64.
+
+    ``efficiency`` and ``utilization``: [R, K] (K candidates per row, broadcast as arrays), or [R].
+    Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it needs, so the host holds those only."""
+    efficiency, utilization = np.broadcast_arrays(
+        np.asarray(efficiency, np.float64), np.asarray(utilization, np.float64)
+    )
+    one = efficiency.ndim == 1
+    if one:
+        efficiency, utilization = efficiency[:, None], utilization[:, None]
+    asked = efficiency.shape
+
+    def column(values: list[float]) -> np.ndarray:  # [R]: one value per row
+        return np.asarray(values, np.float64)
+
+    arch = {f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
+    gpu = [dict(zip(GPU_FIELDS, gpu_row(r.gpu))) for r in rows]
+    bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
+    dev = dict(
+        peak=column([g["fp8"] if b[4] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
+        hbm=column([g["hbm"] for g in gpu]),
+        memory=column([g["memory"] for g in gpu]),
+        param_bytes=column([b[0] for b in bytes_]),
+        grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
+        act_bytes=column([b[2] for b in bytes_]),
+        usable=column([r.usable_memory for r in rows]),
+        gemm_input_bytes=column([b[3] for b in bytes_]),
+        half_peak=column([g["half"] for g in gpu]),
+        gemm_latency=column([r.gemm_latency * AXES["gemm_latency"].to_si for r in rows]),
+        moment_bytes=column([r.moment_bytes for r in rows]),
+    )
+
+    def system(name: str, own: str, factor: float) -> np.ndarray:
+        return column(
+            [g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)]
+        )
+
+    lay = dict(
+        gpus=column([r.gpus for r in rows]),
+        tp=column([r.tp for r in rows]),
+        pp=column([r.pp for r in rows]),
+        cp=column([r.cp for r in rows]),
+        ep=column([r.ep for r in rows]),
+        dp=column([r.dp for r in rows]),
+        micro_batch=column([r.micro_batch for r in rows]),
+        global_batch=column([r.global_batch for r in rows]),
+        chunks=column([r.chunks for r in rows]),
+        recompute=column([recompute_code(r.recompute) for r in rows]),
+        sequence_parallel=column([r.sequence_parallel for r in rows]),
+        zero=column([r.zero for r in rows]),
+        flash=column([float(r.attention == "flash") for r in rows]),
+        nvlink_domain=system("nvlink_domain", "domain", 1.0),
+        nvlink_bw=system("nvlink_bw", "nvlink", 1e9),
+        gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0),
+        nics_per_node=system("nics_per_node", "nics", 1.0),
+        bandwidth=system("bandwidth", "nic_bits", 1e9),
+        utilization=column([0.0] * len(rows)),  # per candidate: set block by block below
+        latency=column([r.latency * 1e-6 for r in rows]),
+        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
+        efficiency=column([0.0] * len(rows)),
+        overhead=column([r.overhead * 1e-3 for r in rows]),
+        slowdown=column([0.0] * len(rows)),
+        straggle=column([0.0] * len(rows)),
+        imbalance=column([r.imbalance for r in rows]),
+        offload_layers=column([r.offload_layers for r in rows]),
+        attention_efficiency=column([r.attention_efficiency for r in rows]),
+        overlap=column([overlap_code(r.overlap) for r in rows]),
+    )
+    # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
+    # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
+    # one block's inputs at a time.
+    n = efficiency.size
+    flat = {"efficiency": efficiency.ravel(), "utilization": utilization.ravel()}
+    result: dict[str, np.ndarray] = {}
+    with jax.enable_x64(True):
+        for start in range(0, n, ROWS_BLOCK):
+            pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
+            row = pair // asked[1]
+            per_pair = {k: v[pair] for k, v in flat.items()}
+            out = layout_block_rows(
+                kernel.Arch(**{k: jnp.asarray(v[row]) for k, v in arch.items()}),
+                kernel.Device(**{k: jnp.asarray(v[row]) for k, v in dev.items()}),
+                kernel.Layout(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
+            )
+            for k in outputs or out:
+                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
+                    out[k], np.float64
+                )[: n - start]
+    result = {k: v.reshape(asked) for k, v in result.items()}
+    return {k: v[:, 0] for k, v in result.items()} if one else result

@@ -1,0 +1,266 @@
+"""A layout sweep from the user's options: :func:`make_layout_grid` validates them into a
+:class:`~sweep.engine.layout_grid.LayoutGrid` and names what it assumed that the user did not set.
+"""
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
+    AXES,
+    INNER,
+    LAYOUT_COLLECTIVES,
+    LAYOUT_PRECISIONS,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
+    PER_SWEEP,
+    RECOMPUTE_HELP,
+    SYSTEM_DIMS,
+    overlap_mode,
+    recompute_mode,
+)
+from netsweep_jax.sweep.core.schema import show
+from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, LayoutGrid, parse_schedule
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
+
+
+def _values(name: str, given: object, default: str | None) -> np.ndarray:
+    spec = AXES[name]
+    text = given if given is not None else default
+    if text is None or text == "":
+        return np.zeros(1)
+    if isinstance(text, (int, float, np.integer, np.floating)):
+        text = show(float(text))
+    elif not isinstance(text, str) and isinstance(text, Iterable):
+        text = ",".join(show(float(v)) for v in text)
+    return parse_values(text, spec)
+
+
+def make_layout_grid(
+    model: str | None = None,
+    *,
+    arch: str | None = None,
+    gpu: str = "h100",
+    precision: str = "bf16",
+    attention: str = "flash",
+    grad_bytes: object = None,
+    usable_memory: object = None,
+    gemm_latency: object = None,
+    moment_bytes: object = None,
+    overlap: str | None = None,
+    offload_layers: object = None,
+    gpus: object = None,
+    dp: object = None,
+    tp: object = None,
+    pp: object = None,
+    cp: object = None,
+    ep: object = None,
+    micro_batch: object = None,
+    global_batch: object = None,
+    schedule: str = "1f1b",
+    recompute: str = "none",
+    sequence_parallel: object = None,
+    zero: object = None,
+    nvlink_domain: object = None,
+    nvlink_bw: object = None,
+    gpus_per_node: object = None,
+    nics_per_node: object = None,
+    bandwidth: object = None,
+    utilization: object = None,
+    latency: object = None,
+    collective: str = "nccl",
+    efficiency: object = None,
+    attention_efficiency: object = None,
+    imbalance: object = None,
+    overhead: object = None,
+    slowdown: object = None,
+    jitter: object = None,
+    dtype: str = "float32",
+    search: dict[str, str] | None = None,
+) -> LayoutGrid:
+    """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
+
+    ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
+    """
+    models: list[LLM] = []
+    model_names: list[str] = []
+    if arch is not None:
+        models.append(parse_arch(arch))
+        model_names.append("arch")
+    if model is not None:
+        for name in parse_names(model.lower(), "model", tuple(LLMS)):
+            models.append(resolve_llm(name))
+            model_names.append(name.lower())
+    if not models:
+        raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+    names = {
+        "model": tuple(model_names),
+        # Names are case-insensitive (--gpu H100): presets are spelled in lower case.
+        "gpu": tuple(parse_names(gpu.lower(), "gpu", tuple(GPUS))),
+        "precision": tuple(parse_names(precision.lower(), "precision", LAYOUT_PRECISIONS)),
+        "attention": tuple(parse_names(attention.lower(), "attention", ATTENTIONS)),
+        "schedule": tuple(_schedules(schedule)),
+        "recompute": tuple(_recomputes(recompute)),
+        "collective": tuple(parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES)),
+    }
+    for g in names["gpu"]:
+        if "fp8" in names["precision"] and GPUS[g].fp8 == 0:
+            raise InputError(
+                f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
+            )
+    if gpus is None and dp is None:
+        raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
+    if global_batch is None:
+        raise InputError("give the global batch in samples (e.g. --global-batch 1024)", param="global_batch")
+    search = search or {}
+    given = dict(
+        grad_bytes=grad_bytes,
+        usable_memory=usable_memory,
+        gemm_latency=gemm_latency,
+        moment_bytes=moment_bytes,
+        offload_layers=offload_layers,
+        gpus=gpus,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        sequence_parallel=sequence_parallel,
+        zero=zero,
+        nvlink_domain=nvlink_domain,
+        nvlink_bw=nvlink_bw,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        bandwidth=bandwidth,
+        utilization=utilization,
+        latency=latency,
+        efficiency=efficiency,
+        attention_efficiency=attention_efficiency,
+        imbalance=imbalance,
+        overhead=overhead,
+        slowdown=slowdown,
+        jitter=jitter,
+    )
+    values = {}
+    for name, value in given.items():
+        default = search.get(name, AXES[name].default)
+        if name in SYSTEM_DIMS:
+            default = ""  # the GPU preset's, resolved per cell
+        if name == "efficiency":
+            default = show(EFFICIENCY)
+        values[name] = _values(name, value, default)
+    for bad in (v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0)):
+        raise InputError(
+            f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
+        )
+    for bad in (v for v in values["moment_bytes"] if v not in (2.0, 4.0)):
+        raise InputError(f"{show(bad)}: must be 4 (fp32) or 2 (bf16)", param="moment_bytes")
+    per_sweep = {}
+    for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
+        one = values.pop(name)
+        if one.size != 1:
+            raise InputError(f"{given[name]}: give one value", param=name)
+        per_sweep[name] = float(one[0])
+    assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
+    return LayoutGrid(
+        tuple(models),
+        names,
+        values,
+        dtype,
+        assumed,
+        usable_memory=per_sweep["usable_memory"],
+        gemm_latency=per_sweep["gemm_latency"],
+        moment_bytes=per_sweep["moment_bytes"],
+        overlap=_overlap(overlap),
+    )
+
+
+def _overlap(text: str | None) -> str:
+    if text is None:
+        return OVERLAP_DEFAULT
+    mode = overlap_mode(str(text))
+    if mode is None:
+        raise InputError(f"{text!r}: one mode, {OVERLAP_HELP} (e.g. grad_reduce+tp_comm)", param="overlap")
+    return mode
+
+
+def _recomputes(text: str) -> list[str]:
+    items = [s.strip() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise InputError(f"'': give a recompute mode ({RECOMPUTE_HELP})", param="recompute")
+    modes = [recompute_mode(item) for item in items]
+    for item, mode in zip(items, modes):
+        if mode is None:
+            raise InputError(f"{item!r}: unknown; known: {RECOMPUTE_HELP}", param="recompute")
+    # One spelling per mode (moe_act+mlp is mlp+moe_act), so a repeat is found.
+    if len(set(modes)) != len(modes):
+        raise InputError(f"{text!r}: a recompute mode appears twice", param="recompute")
+    return [str(mode) for mode in modes]
+
+
+def _schedules(text: str) -> list[str]:
+    items = [s.strip().lower() for s in str(text).split(",") if s.strip()]
+    if not items:
+        raise InputError("'': give a schedule (1f1b or interleaved:V)", param="schedule")
+    # One spelling per schedule (interleaved:02 is interleaved:2), so a repeat is found.
+    items = [
+        "1f1b" if parse_schedule(item) == 1 else f"interleaved:{int(parse_schedule(item))}" for item in items
+    ]
+    if len(set(items)) != len(items):
+        raise InputError(f"{text!r}: a schedule appears twice", param="schedule")
+    return items
+
+
+def _assumed(
+    given: dict, names: dict, models: list[LLM], search: dict, overlap_given: bool = True
+) -> tuple[str, ...]:
+    out = []
+    for g in names["gpu"]:
+        spec = GPUS[g]
+        parts = [
+            f"{AXES[d].option.lstrip('-')} {v}"
+            for d, v in (
+                ("nvlink_domain", show(spec.domain)),
+                ("nvlink_bw", f"{show(spec.nvlink / 1e9)} GB/s"),
+                ("gpus_per_node", show(spec.gpus_per_node)),
+                ("nics_per_node", show(spec.nics)),
+                ("bandwidth", f"{show(spec.nic_gbps)} Gbit/s"),
+            )
+            if given[d] is None
+        ]
+        if parts:
+            out.append(f"{g}: {spec.system} ({', '.join(parts)})")
+    if given["efficiency"] is None:
+        out.append(f"matrix efficiency {show(EFFICIENCY)}")
+    if given["gemm_latency"] is None:
+        out.append(f"GEMM latency {AXES['gemm_latency'].default} us")
+    if given["attention_efficiency"] is None:
+        out.append(f"flash-attention efficiency {AXES['attention_efficiency'].default}")
+    if given["utilization"] is None:
+        out.append("utilization 1 (the links' full rate)")
+    if given["grad_bytes"] is None:
+        kinds: dict[str, list[str]] = {}  # gradient dtype -> the precisions whose default it is
+        for p in names["precision"]:
+            kinds.setdefault("fp32" if PRECISION_BYTES[p][1] == 4 else p, []).append(f"{p}'s")
+        out.append("gradients " + ", ".join(f"{k} ({', '.join(ps)})" for k, ps in kinds.items()))
+    if given["usable_memory"] is None:
+        out.append(f"usable memory {AXES['usable_memory'].default}")
+    if given["moment_bytes"] is None:
+        out.append("Adam moments fp32")
+    if not overlap_given:
+        out.append(f"overlap {OVERLAP_DEFAULT}")
+    searched = [
+        f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search
+    ]
+    for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
+        if given[d] is None and d not in search:
+            out.append(f"{AXES[d].option} {AXES[d].default}")
+    if searched:
+        out.append("searched: " + ", ".join(searched))
+    return tuple(out)

@@ -1,0 +1,196 @@
+"""The profiles a sweep runs on, and the settings that follow their workload.
+
+:func:`resolve_models` turns built-in names (the paper's CNNs, transformers with their
+``gpu``, ``precision``, ``batch`` and ``seq_len``), profile files and :class:`Profile`
+objects into the profiles of a sweep. The settings of :data:`FOLLOWING`, when the user leaves
+them unset, follow those profiles (:func:`workload_defaults`: a transformer's stack, its GPU's
+NVLink), and :func:`assumed_text` says what was filled in.
+"""
+
+import itertools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DEFAULTS, show
+from netsweep_jax.sweep.core.values import parse_names
+from netsweep_jax.sweep.engine.grid_options import Models, WorkloadValues
+from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
+from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
+from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+
+FOLLOWING = ("intra_bandwidth", "collective", "bucketing")  # None: follow the workload (workload_defaults)
+FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketing": "--bucketing"}
+
+
+def _gpu_of(profile: Profile) -> str | None:
+    """The GPU preset a profile ran on (by its device's name), or None."""
+    device = str(profile.device or "").strip().lower()
+    for key, gpu in GPUS.items():
+        if device in (key, gpu.name.lower()):
+            return key
+    return None
+
+
+def is_transformer(profile: Profile) -> bool:
+    """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``)."""
+    return "@" in profile.model and profile.model.split("@")[0] in TRANSFORMERS
+
+
+def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]:
+    """The settings that follow the workload, and what they rest on (text).
+
+    ``intra_bandwidth``: the NVLink of the models' GPU preset (:data:`sweep.model.compute.GPUS`,
+    one direction, in Gbit/s; the lowest where the models' GPUs differ; the V100's 1200 for a
+    profile on an unknown GPU); ``collective`` and ``bucketing``: ``nccl-ring`` and PyTorch
+    ``ddp`` buckets when every model is a transformer (what their stacks use), else the paper's
+    ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
+    """
+    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
+    gpu = min(links, key=lambda g: links[g]) if links else "v100"
+    transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
+    values = {
+        "intra_bandwidth": links.get(gpu, DEFAULTS.intra_bandwidth),
+        "collective": "nccl-ring" if transformers else DEFAULTS.collective,
+        "bucketing": "ddp" if transformers else DEFAULTS.bucketing,
+    }
+    names = sorted({p.model.split("@")[0] for p in profiles})
+    where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
+    return values, where
+
+
+def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
+    """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
+    filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100)."""
+    if not chosen:
+        return ""
+    values, where = workload_defaults(profiles)
+    paper = {
+        "intra_bandwidth": DEFAULTS.intra_bandwidth,
+        "collective": DEFAULTS.collective,
+        "bucketing": DEFAULTS.bucketing,
+    }
+    if all(values[k] == paper[k] for k in chosen):
+        return ""
+    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    low = min(gpus, key=lambda g: GPUS[g].nvlink)
+    parts = []
+    for key in FOLLOWING:
+        if key in chosen:
+            value = chosen[key]
+            note = f" ({low.upper()} NVLink)" if key == "intra_bandwidth" else ""
+            parts.append(
+                f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
+            )
+    return f"{where}: {', '.join(parts)}"
+
+
+def resolve_models(
+    model: Models = DEFAULTS.model,
+    profile: str | Path | None = None,
+    iteration_time: float | None = None,
+    *,
+    gpu: WorkloadValues = None,
+    precision: WorkloadValues = None,
+    batch: WorkloadValues = None,
+    seq_len: WorkloadValues = None,
+) -> tuple[Profile, ...]:
+    """The profiles a sweep runs on: a profile file, or built-in names.
+
+    Args:
+      model: a built-in name or comma list of them (the paper's CNNs, or a
+        transformer of :data:`sweep.model.transformers.TRANSFORMERS`), a :class:`Profile`,
+        or a sequence of either (ignored when ``profile`` is given).
+      profile: a profile file (.json, .csv, .bk.log), or None.
+      iteration_time: T1 in seconds: for a profile file that has none, or to put a
+        built-in model on other hardware (its compute scaled to this T1).
+      gpu, precision, batch, seq_len: for transformers, each a value or a comma list
+        (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
+        see :mod:`sweep.model.compute`.
+    """
+    if profile is not None:
+        return (load_profile(profile, t1=iteration_time),)
+    names: list[str | Profile]
+    if not (
+        isinstance(model, (str, Profile))
+        or isinstance(model, (list, tuple))
+        and all(isinstance(m, (str, Profile)) for m in model)
+    ):
+        raise InputError(
+            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
+        )
+    if isinstance(model, str):
+        names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
+    else:
+        names = [model] if isinstance(model, Profile) else list(model)
+    workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
+    given = {k: v for k, v in workload.items() if v is not None}
+    if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
+        raise InputError(
+            f"{_text(next(iter(given.values())))}: only for transformer models "
+            f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
+            f"(--iteration-time scales them)",
+            param=next(iter(given)),
+        )
+    found: list[Profile] = []
+    for n in names:
+        if isinstance(n, str) and n in TRANSFORMERS:
+            found += _workloads(n, given)
+        else:
+            found.append(builtin_profile(n) if isinstance(n, str) else n)
+    models = tuple(found)
+    if iteration_time is None:
+        return models
+    if isinstance(iteration_time, bool) or not (
+        isinstance(iteration_time, (int, float)) and MIN_SECONDS <= iteration_time <= MAX_SECONDS
+    ):
+        shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
+        raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]", param="iteration_time")
+    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
+
+
+def _text(value: object) -> str:
+    return (
+        value
+        if isinstance(value, str)
+        else ",".join(map(str, value))
+        if isinstance(value, (list, tuple))
+        else str(value)
+    )
+
+
+def _values(value: object, param: str, integer: bool) -> list[Any]:
+    """A comma list or a sequence -> list; integers checked."""
+    items = (
+        value.split(",")
+        if isinstance(value, str)
+        else list(value)
+        if isinstance(value, (list, tuple))
+        else [value]
+    )
+    out: list[Any] = []
+    for item in items:
+        item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
+        if integer:
+            try:
+                number = float(item)  # type: ignore[arg-type]  # anything: what float() refuses is reported
+            except (TypeError, ValueError):
+                raise InputError(f"{item!r}: not a number", param=param) from None
+            if not number.is_integer():
+                raise InputError(f"{show(number)}: must be an integer", param=param)
+            item = int(number)
+        out.append(item)
+    return out
+
+
+def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
+    """Every combination of the transformer workload settings, as profiles."""
+    axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
+    keys = list(axes)
+    return [
+        transformer_profile(Workload(name, **dict(zip(keys, combo))))
+        for combo in itertools.product(*(axes[k] for k in keys))
+    ]

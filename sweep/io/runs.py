@@ -1,0 +1,417 @@
+"""Files of large-model runs (``validate --llm``, ``calibrate``): read, checked, and their blanks filled in.
+
+Columns (header required; one row per run): ``id``, ``gpu`` (a GPU preset), ``gpus``, ``tp``, ``pp``,
+``global_batch``, ``metric`` (one of :data:`METRICS`) and ``value`` (empty: predict it), and a ``preset``
+(:data:`sweep.model.llms.LLMS`) or the shape (``layers``, ``hidden``, ``heads``, ``seq_len``, ``vocab``);
+optional: ``group``, ``stack``, ``year``, ``dp``, ``cp``, ``ep``, ``micro_batch``, ``precision``, ``zero``,
+``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
+``moment_bytes``, ``flops`` (:data:`FLOP_RULES`), ``source``; any other column is a note. Lines starting
+with ``#`` are comments.
+
+:func:`read_runs` refuses a bad row, a layout that does not add up or one that cannot exist by the rules
+every sweep masks with, in one error naming the file, line, row and rule. :func:`settings` fills what a
+row does not state by one rule per setting, by the run's stack and year (the rules are the protocol's, in
+:mod:`sweep.analysis.llm_validation`), and says what it assumed.
+"""
+
+import collections
+import csv
+import dataclasses
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.kernels.layout import STATUS
+from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
+    LAYOUT_PRECISIONS,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
+    RECOMPUTE_HELP,
+    overlap_mode,
+    recompute_mode,
+)
+from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
+from netsweep_jax.sweep.core.values import number, whole_number
+from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.model.llms import LLM, LLMS
+
+DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
+METRICS = {
+    "s_per_iter": "s",
+    "TFLOPs_per_GPU": "TFLOP/s",
+    "model_TFLOPs_per_GPU": "TFLOP/s",
+    "tokens_per_s_per_GPU": "tokens/s",
+}
+FLOP_RULES = ("megatron", "sc21-eq3", "time", "tokens")
+# The metrics that count no FLOPs, each with its one rule.
+COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
+STACKS = ("megatron", "fsdp")
+
+REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
+SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
+# The most runs a file may hold, checked before any row is parsed: the fit (sweep/analysis/llm_fit.py) keeps
+# [runs, candidates] float64 arrays over FIT_CANDIDATES candidate constants per run, its coarse grid of 46
+# efficiencies by 40 utilizations (147 MB each at this size); a file of published or measured runs is far
+# smaller. tests/test_llm_validation.py checks that FIT_CANDIDATES is the fit's grid.
+MAX_RUNS = 10_000
+FIT_CANDIDATES = 46 * 40
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One published (or the user's) measured run: its settings as the file states them."""
+
+    id: str
+    line: int
+    group: str
+    year: int
+    llm: LLM
+    model: str
+    gpu: str
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    cp: int
+    ep: int
+    micro_batch: int | None
+    global_batch: int
+    precision: str
+    zero: int | None
+    chunks: str
+    recompute: str
+    sequence_parallel: int | None
+    attention: str
+    flops: str
+    metric: str
+    value: float | None
+    source: str
+    offload_layers: int = 0
+    stack: str = "megatron"
+    moment_bytes: int = 4
+    overlap: str = ""
+
+    @property
+    def moe(self) -> bool:
+        return self.llm.experts > 0
+
+
+def _int(
+    cells: dict[str, str],
+    name: str,
+    path: Path,
+    line: int,
+    rid: str,
+    default: int | None = None,
+    low: int = 1,
+) -> int | None:
+    text = cells.get(name, "").strip()
+    if not text:
+        if default is None and name in REQUIRED:
+            raise InputError(f"{where(path, line)} (row {rid}): {name} is empty; it is required")
+        return default
+    value = number(text, f"{where(path, line)} (row {rid}): {name}")
+    if not value.is_integer() or value < low or value > 1e9:
+        raise InputError(f"{where(path, line)} (row {rid}): {name} {text} must be a whole number from {low}")
+    return int(value)
+
+
+def read_runs(path: str | Path) -> list[Run]:
+    """Read and check a file of measured runs; any bad row is one error naming the file, line, row and rule."""
+    path = Path(path)
+    numbered = read_csv_records(path, "runs file")
+    if not numbered:
+        raise InputError(f"{path}: empty file; expected a header and rows")
+    header_line, header = numbered[0][0], [c.strip() for c in numbered[0][1]]
+    missing = [c for c in REQUIRED if c not in header]
+    if "preset" not in header and any(c not in header for c in SHAPE):
+        missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
+    if missing:
+        raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}")
+    if len(numbered) - 1 > MAX_RUNS:  # before any row is parsed: the fit's memory grows with the runs
+        raise InputError(
+            f"{path}: {len(numbered) - 1:,} rows; a runs file holds at most {MAX_RUNS:,} runs (the fit keeps "
+            f"{FIT_CANDIDATES:,} candidate constants per run); split it by source"
+        )
+    runs = []
+    for line, cells_list in numbered[1:]:
+        if not "".join(cells_list).strip():
+            continue
+        if len(cells_list) != len(header):
+            raise InputError(f"{where(path, line)}: expected {len(header)} cells, got {len(cells_list)}")
+        cells = dict(zip(header, (c.strip() for c in cells_list)))
+        runs.append(_run(cells, path, line))
+    if not runs:
+        raise InputError(f"{path}: no runs after the header")
+    counts = collections.Counter(r.id for r in runs)
+    if len(counts) != len(runs):
+        twice = sorted(i for i, n in counts.items() if n > 1)
+        raise InputError(f"{path}: row id {twice[0]} appears twice; ids must be unique")
+    _check_layouts(runs, path)
+    return runs
+
+
+def _check_layouts(runs: Sequence[Run], path: Path) -> None:
+    """Refuse a run that cannot exist by the rules every sweep masks with (:data:`kernels.layout.STATUS`): a
+    runs file describes runs that happened. One error naming the file, line, row and rule."""
+    status = evaluate_rows(
+        [settings(r)[0] for r in runs],
+        np.full(len(runs), EFFICIENCY),
+        np.ones(len(runs)),
+        outputs=("status",),
+    )["status"]
+    for run, code in zip(runs, status.astype(int)):
+        if code:
+            raise InputError(
+                f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]}"
+            )
+
+
+def _run(cells: dict[str, str], path: Path, line: int) -> Run:
+    rid = cells["id"] or f"line {line}"
+
+    def bad(rule: str) -> InputError:
+        return InputError(f"{where(path, line)} (row {rid}): {rule}")
+
+    preset = cells.get("preset", "").lower()
+    if preset:
+        if preset not in LLMS:
+            raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
+        llm = LLMS[preset]
+        model = preset
+        for name, field in (
+            ("layers", "layers"),
+            ("hidden", "hidden"),
+            ("heads", "heads"),
+            ("vocab", "vocab"),
+        ):
+            stated = _int(cells, name, path, line, rid, default=0)
+            if stated and stated != getattr(llm, field):
+                raise bad(
+                    f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
+                    f"the shape instead of the preset"
+                )
+        seq = _int(cells, "seq_len", path, line, rid, default=0)
+        if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
+            llm = dataclasses.replace(llm, seq=seq)
+    else:
+        given = {name: _int(cells, name, path, line, rid) for name in SHAPE}
+        if any(v is None for v in given.values()):
+            raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
+        shape = {name: int(v or 0) for name, v in given.items()}
+        llm = LLM(
+            shape["layers"],
+            shape["hidden"],
+            shape["heads"],
+            shape["seq_len"],
+            shape["vocab"],
+            tied=True,
+            source="GPT shape from the row (4h GELU MLP, tied embeddings)",
+        )
+        model = f"gpt-{shape['layers']}x{shape['hidden']}"
+    gpu = cells["gpu"].lower()
+    if gpu not in GPUS:
+        raise bad(f"gpu {cells['gpu']!r} is not a preset; presets: {', '.join(GPUS)}")
+    precision = (cells.get("precision") or "bf16").lower()
+    if precision not in LAYOUT_PRECISIONS:
+        raise bad(f"precision {precision!r} must be one of {', '.join(LAYOUT_PRECISIONS)}")
+    if precision == "fp8" and GPUS[gpu].fp8 == 0:
+        raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
+    gpus, tp, pp = (_int(cells, n, path, line, rid) for n in ("gpus", "tp", "pp"))
+    cp = _int(cells, "cp", path, line, rid, default=1)
+    ep = _int(cells, "ep", path, line, rid, default=1)
+    dp = _int(cells, "dp", path, line, rid, default=0, low=1)
+    assert gpus is not None and tp is not None and pp is not None and cp is not None and ep is not None
+    if dp:
+        if tp * pp * cp * dp != gpus:
+            raise bad(
+                f"tp x pp x cp x dp = {tp} x {pp} x {cp} x {dp} = {tp * pp * cp * dp} is not gpus {gpus}"
+            )
+    elif gpus % (tp * pp * cp):
+        raise bad(f"gpus {gpus} is not divisible by tp x pp x cp = {tp * pp * cp}")
+    dp = dp or gpus // (tp * pp * cp)
+    global_batch = _int(cells, "global_batch", path, line, rid)
+    assert global_batch is not None
+    micro = _int(cells, "micro_batch", path, line, rid, default=0) or None
+    if global_batch % ((micro or 1) * dp):
+        raise bad(f"global_batch {global_batch} is not divisible by micro_batch x dp = {(micro or 1) * dp}")
+    zero_text = cells.get("zero", "")
+    zero = _int(cells, "zero", path, line, rid, default=0, low=0) if zero_text else None
+    if zero is not None and zero > 3:
+        raise bad(f"zero {zero} must be 0, 1, 2 or 3")
+    chunks = cells.get("chunks", "").lower()
+    if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
+        raise bad(f"chunks {chunks!r} must be a whole number (V) or 'interleaved'")
+    recompute_text = cells.get("recompute", "")
+    recompute = recompute_mode(recompute_text) if recompute_text else ""
+    if recompute is None:
+        raise bad(f"recompute {recompute_text!r} must be {RECOMPUTE_HELP}")
+    sp_text = cells.get("sequence_parallel", "")
+    if sp_text and sp_text not in ("0", "1"):
+        raise bad(f"sequence_parallel {sp_text!r} must be 0 or 1")
+    attention = cells.get("attention", "").lower()
+    if attention and attention not in ATTENTIONS:
+        raise bad(f"attention {attention!r} must be one of {', '.join(ATTENTIONS)}")
+    metric = cells["metric"]
+    if metric not in METRICS:
+        raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
+    flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
+    allowed = (
+        [COUNTED_BY[metric]]
+        if metric in COUNTED_BY
+        else [f for f in FLOP_RULES if f not in COUNTED_BY.values()]
+    )
+    if flops not in allowed:
+        raise bad(
+            f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
+            f"exactly for tokens_per_s_per_GPU)"
+        )
+    stack = (cells.get("stack") or "megatron").lower()
+    if stack not in STACKS:
+        raise bad(f"stack {stack!r} must be one of {', '.join(STACKS)} (empty: megatron)")
+    value_text = cells["value"]
+    value = None
+    if value_text:
+        value = number(value_text, f"{where(path, line)} (row {rid}): value")
+        if not (math.isfinite(value) and value > 0):
+            raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
+    year = _int(cells, "year", path, line, rid, default=2025, low=2000)
+    assert year is not None
+    moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
+    if moments not in (2, 4):
+        raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
+    overlap_text = cells.get("overlap", "")
+    overlap = overlap_mode(overlap_text) if overlap_text else ""
+    if overlap is None:
+        raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
+    return Run(
+        rid,
+        line,
+        cells.get("group") or "your runs",
+        year,
+        llm,
+        model,
+        gpu,
+        gpus,
+        tp,
+        pp,
+        dp,
+        cp,
+        ep,
+        micro,
+        global_batch,
+        precision,
+        zero,
+        chunks,
+        recompute,
+        int(sp_text) if sp_text else None,
+        attention,
+        flops,
+        metric,
+        value,
+        cells.get("source", ""),
+        _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
+        stack,
+        moments or 4,
+        overlap,
+    )
+
+
+def settings(run: Run) -> tuple[LayoutRow, list[str]]:
+    """The run as the model sees it, and what was assumed (one phrase per rule applied)."""
+    fsdp = run.stack == "fsdp"  # PyTorch FSDP / FSDP2 (torchtitan, llm-foundry)
+    old = run.year <= 2022 and not fsdp  # Megatron-LM / DeepSpeed of 2021-22, else Megatron-Core recipes
+    assumed = []
+    micro = run.micro_batch
+    if micro is None and fsdp and run.pp > 1:
+        # torchtitan splits each data-parallel rank's batch into as many micro-batches as pipeline stages
+        # (pipeline_parallel_microbatches unset).
+        micro = max(1, run.global_batch // (run.dp * run.pp))
+        assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
+    if micro is None:
+        micro = 1
+        assumed.append("micro-batch 1")
+    stated = whole_number(run.chunks)
+    if stated is not None:
+        chunks = stated
+    else:
+        chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
+        if run.chunks == "interleaved" and run.pp > 1:
+            assumed.append("interleaved V=2")
+    recompute = run.recompute or ("full" if old else "none")
+    if not run.recompute:
+        assumed.append(f"recompute {recompute}")
+    sp = run.sequence_parallel
+    if sp is None:
+        sp = 0 if old else int(run.tp > 1)
+        if run.tp > 1:
+            assumed.append(f"sequence parallelism {'on' if sp else 'off'}")
+    zero = run.zero
+    if zero is None:
+        zero = 3 if fsdp else 0 if old else 1
+        assumed.append(f"ZeRO {zero}")
+    attention = run.attention or ("unfused" if old else "flash")
+    if not run.attention:
+        assumed.append(f"{attention} attention")
+    # Megatron-LM of 2021-22 kept the precision's gradients (fp16 ones in fp16: 0 says so); the recipes keep
+    # and reduce them in bf16 (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's
+    # do for fp8).
+    # FSDP2's default mixed precision (torchtitan) and PyTorch FSDP's (llm-foundry) reduce in fp32: the
+    # precision's gradients.
+    grad_bytes = 0 if old or fsdp else 2
+    if not (old or fsdp):
+        assumed.append("bf16 gradients")
+    # Megatron-LM of 2021-22 all-reduced the gradients after the pipeline flush and ran TP's collectives
+    # blocking (DDP-impl local; training.py at f32a638 and 3f4e71d); Megatron-Core's recipes overlap the
+    # gradient reduce and the parameter gather, and TP communication where TP >= 2 with SP (Megatron-Bridge's
+    # CommOverlapConfig at 00b7660); FSDP overlaps its per-layer gathers and reduce-scatters.
+    overlap = run.overlap
+    if not overlap:
+        recipe_tp = not (old or fsdp) and run.tp > 1 and sp
+        overlap = "none" if old else OVERLAP_DEFAULT + ("+tp_comm" if recipe_tp else "")
+        assumed.append(f"overlap {overlap}")
+    row = LayoutRow(
+        run.llm,
+        run.gpu,
+        run.precision,
+        run.gpus,
+        tp=run.tp,
+        pp=run.pp,
+        cp=run.cp,
+        ep=run.ep,
+        dp=run.dp,
+        micro_batch=micro,
+        global_batch=run.global_batch,
+        chunks=chunks,
+        recompute=recompute,
+        grad_bytes=grad_bytes,
+        offload_layers=run.offload_layers,
+        moment_bytes=run.moment_bytes,
+        overlap=overlap,
+        sequence_parallel=sp,
+        zero=zero,
+        attention=attention,
+    )
+    return row, assumed
+
+
+def is_runs_file(path: str | Path) -> bool:
+    """Whether a CSV holds large-model runs, not data-parallel ones: any of a runs file's own columns (``tp``,
+    ``pp``, ``metric``) and neither data-parallel measurement (so a runs file missing ``tp`` is told so, not
+    asked for data-parallel columns)."""
+    try:
+        for line in read_lines(Path(path), "measurements file"):
+            if not line.startswith("#"):
+                header = {c.strip() for c in next(csv.reader([line]), [])}
+                return (
+                    bool({"tp", "pp", "metric"} & header)
+                    and not {"scaling_factor", "iteration_time"} & header
+                )
+    except InputError:
+        return False
+    return False
