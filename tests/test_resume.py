@@ -79,13 +79,13 @@ def test_resume_refuses_another_grid(tmp_path):
 
 def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):
     import netsweep_jax.sweep.analysis.need  # noqa: F401  (imported now: its module-level names must not see the patch)
-    import netsweep_jax.sweep.cli.app as cli_app
+    import netsweep_jax.sweep.cli.sweeps as cli_sweeps
     import netsweep_jax.sweep.engine.grid as grid_module
 
     def stop(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_app, "make_grid_from", stop)  # as if Ctrl-C came while starting up
+    monkeypatch.setattr(cli_sweeps, "make_grid_from", stop)  # as if Ctrl-C came while starting up
     r = invoke("grid", *GRID, "-q", "--out", tmp_path / "o.h5")
     assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
     monkeypatch.setattr(grid_module, "resolve_models", stop)

@@ -1,0 +1,237 @@
+"""The large-model commands' work: a layout grid from the options a user gave, its output, its run.
+
+``sweep grid --model llama3-70b ...`` and ``sweep plan`` parse their options in :mod:`sweep.cli`
+and call :func:`layout_grid_from` with the options' values and the names the user set (a value
+the user did not set follows the GPU's usual system, not the option's default), then
+:func:`write_layout_grid` or :func:`write_plan`. Each takes ``say``, a function that shows one
+line to the user (the CLI's stderr), for what it assumed or read from a launch file.
+"""
+
+import datetime
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES, SHARED_AXES
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, option_of
+
+if TYPE_CHECKING:
+    import xarray as xr
+
+Say = Callable[[str], None]
+
+# The layout options beside LAYOUT_AXES that a layout grid reads as text (the CLI declares them).
+TEXT_OPTIONS = ("attention", "schedule", "launch", "virtual_stages", "recompute", "overlap")
+LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *TEXT_OPTIONS)
+# Every option a layout sweep takes: its own, the data-parallel network axes it shares (the GPU's system where
+# not given), and the model, GPU, precision and collective.
+LAYOUT_GRID_READS = frozenset(
+    (*LAYOUT_OPTIONS, *SHARED_AXES, "model", "nodes", "gpu", "precision", "collective", "x64")
+)
+# Options of a data-parallel profile: named in the refusal of one given to a layout sweep.
+WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
+
+
+def is_layout_sweep(model: str | None, arch: str | None, model_given: bool) -> bool:
+    """A large-model preset or ``arch``: the layout family (kernels.layout), not the data-parallel profiles.
+    ``model_given``: whether the user set the model (its default stands for nothing beside ``arch``)."""
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    text = model if model_given or arch is None else ""
+    names = [n.strip().lower() for n in str(text or "").split(",") if n.strip()]
+    large = [n for n in names if n in LLMS]
+    other = [n for n in names if n not in LLMS]
+    if (large or arch is not None) and other:
+        raise InputError(
+            f"{text}: large-model presets or --arch and data-parallel profiles ({', '.join(other)}) "
+            f"cannot share a sweep",
+            param="model",
+        )
+    return bool(large) or arch is not None
+
+
+def refuse_layout_options(settings: Mapping[str, Any]) -> None:
+    """Refuse any layout option set for a data-parallel profile."""
+    for name in LAYOUT_OPTIONS:
+        if settings.get(name) is not None:
+            raise InputError(
+                f"applies to large-model presets (sweep models lists them) or --arch, not to "
+                f"{settings.get('model')}",
+                param=name,
+            )
+
+
+def refuse_data_parallel_options(settings: Mapping[str, Any], given: Collection[str]) -> None:
+    """Refuse, for a layout sweep, every data-parallel option the user set (--ratio, --fusion-mb, --accum,
+    --compressor, ...): never silently ignored."""
+    for name in settings:
+        if name not in LAYOUT_GRID_READS and name in given:
+            hint = (
+                "; large models take --arch, --micro-batch and --global-batch"
+                if name in WORKLOAD_OPTIONS
+                else ""
+            )
+            raise InputError(f"applies to data-parallel profiles, not to a layout sweep{hint}", param=name)
+
+
+def layout_grid_from(
+    settings: dict[str, Any], given: Collection[str], *, search: bool = False, say: Say = lambda _: None
+) -> Any:
+    """The layout grid the options describe (``settings``: option name to value, None where unset; ``given``:
+    the names the user set). Network options the user did not set follow the GPU's system; with ``search``
+    (``sweep plan``) the layout options not given are searched over :func:`~sweep.analysis.planning.search_space`.
+    A ``launch`` file's settings are taken into ``settings`` first."""
+    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
+
+    if settings.get("launch") is not None:
+        take_launch(settings, given, say)
+    model = settings.get("model") if "model" in given or not settings.get("arch") else None
+    kwargs = {name: settings.get(name) for name in (*LAYOUT_AXES, "arch", "overlap")}
+    for name in SHARED_AXES:
+        kwargs[name] = settings.get(name) if name in given else None
+    if settings.get("nodes") is not None and "nodes" in given:
+        kwargs["gpus"] = gpus_from_nodes(settings["nodes"], kwargs, settings.get("gpu"))
+    space: dict[str, str] = {}
+    text = {name: settings.get(name) for name in ("schedule", "recompute")}
+    if settings.get("virtual_stages") is not None:
+        text["schedule"] = schedule_of_virtual_stages(settings["virtual_stages"], text["schedule"])
+    if search:
+        models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
+        if settings.get("arch"):
+            models += (parse_arch(settings["arch"]),)
+        space = search_space(models) if models else {}
+        text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
+
+    def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
+        return default if value is None else value
+
+    return make_layout_grid(
+        model,
+        gpu=named(settings.get("gpu"), "h100"),
+        precision=named(settings.get("precision"), "bf16"),
+        schedule=named(text["schedule"], "1f1b"),
+        recompute=named(text["recompute"], "none"),
+        attention=named(settings.get("attention"), "flash"),
+        collective=str(settings["collective"]) if "collective" in given else "nccl",
+        dtype="float64" if settings.get("x64") else "float32",
+        search=space,
+        **kwargs,
+    )
+
+
+def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> None:
+    """A Megatron-LM launch file's settings (``settings['launch']``) into ``settings``, each refused if also
+    given as an option; one line on what was taken and what was not used."""
+    from netsweep_jax.sweep.io.launch import read_launch
+
+    path = settings["launch"]
+    taken, unused = read_launch(path)
+    for name, value in taken.items():
+        if name in given:
+            raise InputError(f"given twice: as an option and in {path}", param=name)
+        settings[name] = value
+    said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items())
+    more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
+    say(f"from {path}: {said}{more if unused else ''}")
+
+
+def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
+    """--virtual-pipeline-model-parallel-size V[,V...] as --schedule's values (V = 1: 1f1b)."""
+    from netsweep_jax.sweep.core.values import whole_number
+
+    if schedule is not None:
+        raise InputError("give the schedule one way: --schedule or this", param="virtual_stages")
+    chunks = [whole_number(item.strip()) for item in str(text).split(",")]
+    if not chunks or any(v is None or v < 1 for v in chunks):
+        raise InputError(f"{text!r}: give whole numbers from 1 (V chunks per stage)", param="virtual_stages")
+    return ",".join("1f1b" if v == 1 else f"interleaved:{v}" for v in chunks)
+
+
+def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> str:
+    """--nodes x GPUs per node (--gpus-per-node, else the GPU preset's system) as --gpus values."""
+    from netsweep_jax.sweep.core.values import parse_values
+    from netsweep_jax.sweep.model.compute import GPUS
+
+    if kwargs["gpus"] is not None or kwargs["dp"] is not None:
+        raise InputError("give the GPU count one way: --nodes, --gpus or --dp", param="nodes")
+    counts = parse_values(nodes, NUMERIC_AXES["nodes"])
+    if kwargs["gpus_per_node"] is not None:
+        per_node = parse_values(kwargs["gpus_per_node"], NUMERIC_AXES["gpus_per_node"])
+        if len(per_node) != 1:
+            raise InputError(f"{kwargs['gpus_per_node']}: with --nodes give one value", param="gpus_per_node")
+        count = per_node[0]
+    else:
+        first = str(gpu or "h100").split(",")[0].strip().lower()
+        count = GPUS[first].gpus_per_node if first in GPUS else 8
+    return ",".join(str(int(n * count)) for n in counts)
+
+
+def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Say) -> Path:
+    """The cube a layout command writes (default ``results/PREFIXMODEL-TIMESTAMP.h5``), checked before any
+    work; then the one line on what was assumed."""
+    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    target = (
+        out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
+    )
+    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    if grid.assumed:
+        say(f"assumed: {'; '.join(grid.assumed)}")
+    return target
+
+
+def write_layout_grid(grid: Any, out: Path | None, *, force: bool, command: str, say: Say) -> dict[str, Any]:
+    """``sweep grid`` on a large model: every layout evaluated and written as a cube. Returns ``out`` (the
+    cube), ``size``, ``valid`` (layouts that can exist) and ``fits`` (those that fit in memory)."""
+    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
+    from netsweep_jax.sweep.io.cube import write_dataset
+
+    check_in_memory(grid)  # before the output is claimed
+    target = layout_target(grid, out, force, "", say)
+    ds = layouts_dataset(grid, evaluate_layouts_arrays(grid))
+    write_dataset(ds, target, command=command, overwrite=force)
+    return dict(
+        out=target,
+        size=int(ds["status"].size),
+        valid=int((ds["status"] == 0).sum()),
+        fits=int((ds["fits"] == 1).sum()),
+    )
+
+
+def write_plan(
+    grid: Any,
+    out: Path | None,
+    *,
+    keep: int,
+    force: bool,
+    command: str,
+    say: Say,
+    progress_bar: Callable[[int, int], Any] | None = None,
+) -> "tuple[xr.Dataset, Path]":
+    """``sweep plan``: the ``keep`` best layouts per setting (:func:`~sweep.analysis.planning.plan`), written
+    as a cube. ``progress_bar(total, done)``: a context giving an ``advance(n)`` function, or None. A plan
+    refused after its search (no feasible layout) leaves no empty default ``results/``."""
+    from netsweep_jax.sweep.analysis.planning import check_size, plan
+    from netsweep_jax.sweep.io.cube import write_dataset
+
+    check_size(grid)  # before the output is claimed
+    made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
+    target = layout_target(grid, out, force, "plan-", say)
+    say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+    try:
+        if progress_bar is None:
+            ds = plan(grid, keep=keep)
+        else:
+            with progress_bar(2 * grid.inner_size * grid.outer_size, 0) as advance:  # the plan, then ideal
+                ds = plan(grid, keep=keep, progress=advance)
+    except InputError:
+        if made is not None and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+        raise
+    write_dataset(ds, target, command=command, overwrite=force)
+    return ds, target

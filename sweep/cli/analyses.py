@@ -1,0 +1,425 @@
+"""``sweep paper``, ``validate``, ``compare``, ``need`` and ``calibrate``: the analyses and their reports."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from netsweep_jax.sweep.cli.options import SYNTAX, axis_flags, axis_parameters, command_line, given, options
+from netsweep_jax.sweep.cli.parameters import (
+    BUSBW,
+    CACHE,
+    COLLECTIVE_SETTINGS,
+    MODEL,
+    SETTINGS,
+    WORKLOAD,
+    models_from,
+)
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import COLLECTIVES, NUMERIC_AXES, SOLVABLE
+
+
+@options(CACHE)
+def paper(
+    out: Annotated[
+        Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")
+    ] = Path("results/paper"),
+    profiles_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--profiles-dir",
+            help="Directory of measured <model>.bk.log files to put beside the built-in profiles.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
+):
+    """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
+    from netsweep_jax.sweep.analysis.paper import run_paper
+
+    for path in run_paper(out, profiles_dir, command=command_line(), force=force):
+        typer.echo(f"wrote {path}")
+
+
+@options(CACHE)
+def validate(
+    measurements: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A measurements CSV with framework and network columns (see sweep calibrate); with --llm, a file of large-model runs; default: the shipped published ones.",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
+    llm: Annotated[
+        bool,
+        typer.Option(
+            "--llm",
+            help="Large models: the layout model against published runs of TP x PP x DP (ZeRO, MoE) training (sweep/data/llm_runs.csv) or your own.",
+        ),
+    ] = False,
+    train: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="With --llm: the groups of runs to fit on, comma-separated values of the file's group column (default sc21-t1,llm-foundry: SC'21 Table 1 on A100s, llm-foundry's MPT runs on H100s).",
+        ),
+    ] = None,
+):
+    """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
+    smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
+    fit few constants on one source, predict the others in each source's own units."""
+    if llm:
+        from netsweep_jax.sweep.analysis import llm_validation
+
+        paths, v = llm_validation.run(
+            out or Path("results/validation-llm"),
+            command=command_line(),
+            dataset=measurements or llm_validation.DATASET,
+            train=train,
+            force=force,
+            progress=lambda text: typer.echo(text, err=True),
+        )
+        for line in llm_validation.summary_lines(v):
+            typer.echo(line)
+        for path in paths:
+            typer.echo(f"wrote {path}")
+        return
+    if train is not None:
+        raise InputError(
+            "is for --llm (the data-parallel validation fits per source and framework)", param="train"
+        )
+    from netsweep_jax.sweep.analysis.validate import DATASET, run
+
+    out = out or Path("results/validation")
+    paths, errors = run(
+        out,
+        command=command_line(),
+        dataset=measurements or DATASET,
+        progress=lambda text: typer.echo(text, err=True),
+        force=force,
+    )
+    typer.echo("model        held-out RMSE  worst  in-sample RMSE")
+    for m, held, worst, in_sample, _ in errors:
+        typer.echo(f"{m.name:12s} {held:13.3f} {worst:6.3f} {in_sample:15.3f}")
+    for path in paths:
+        typer.echo(f"wrote {path}")
+
+
+@options(CACHE)
+def compare(
+    ctx: typer.Context,
+    model: Annotated[
+        str, typer.Option("--model", help="Built-in model(s), comma list.")
+    ] = "resnet50,vgg16,bert-large,gpt2-xl",
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")
+    ] = None,
+    precision: Annotated[
+        str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
+    ] = None,
+    batch: Annotated[
+        str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")
+    ] = None,
+    seq_len: Annotated[
+        str | None,
+        typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context)."),
+    ] = None,
+    bandwidth: Annotated[
+        str, typer.Option(*axis_flags("bandwidth", "--bw"), help="Link bandwidth(s), Gbit/s. " + SYNTAX)
+    ] = "10,25,100,400",
+    utilization: Annotated[
+        float,
+        typer.Option(
+            *axis_flags("utilization", "--util"),
+            help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
+        ),
+    ] = 0.32,
+    nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
+    gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
+    nics_per_node: Annotated[
+        str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")
+    ] = "1",
+    compressor: Annotated[
+        str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
+    ] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
+    collective: Annotated[
+        str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")
+    ] = "nccl-ring",
+    bucketing: Annotated[
+        str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")
+    ] = "ddp",
+    iterations_factor: Annotated[
+        str | None,
+        typer.Option(
+            "--iterations-factor",
+            help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).",
+        ),
+    ] = None,
+    codec_cost: Annotated[
+        Path | None,
+        typer.Option(
+            "--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Overwrite the files it writes that already exist in --out (never through a link).",
+        ),
+    ] = False,
+):
+    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
+
+    Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
+    """
+    from netsweep_jax.sweep.analysis import compare as comparison
+
+    settings: dict[str, Any] = dict(
+        defaults=_compare_defaults(ctx, locals()),
+        models=model,
+        gpu=gpu,
+        precision=precision,
+        batch=batch,
+        seq_len=seq_len,
+        bandwidth=bandwidth,
+        utilization=utilization,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        nics_per_node=nics_per_node,
+        compressor=compressor,
+        collective=collective,
+        bucketing=bucketing,
+        iterations_factor=iterations_factor,
+        codec_cost=codec_cost,
+    )
+    if out is None:
+        rows, _, setup = comparison.compare(**settings)
+        if setup["assumed"]:
+            typer.echo(f"assumed: {setup['assumed']}", err=True)
+        typer.echo(comparison.table(rows))
+        return
+    for path in comparison.run(out, command=command_line(), force=force, **settings):
+        typer.echo(f"wrote {path}")
+
+
+# compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).
+COMPARE_DEFAULTS = {
+    "utilization": ("--util", "(today's: the paper's measured ~32 Gbit/s of 100)"),
+    "collective": ("--collective", ""),
+    "bucketing": ("--bucketing", ""),
+    "nodes": ("--nodes", ""),
+    "gpus_per_node": ("--gpus-per-node", ""),
+    "nics_per_node": ("--nics-per-node", ""),
+}
+
+
+def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
+    """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values."""
+    return [
+        f"{option} {values[name]}{f' {why}' if why else ''}"
+        for name, (option, why) in COMPARE_DEFAULTS.items()
+        if not given(ctx, name)
+    ]
+
+
+SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
+
+
+@options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
+def need(
+    target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
+    solve: Annotated[
+        str,
+        typer.Option(
+            "--solve",
+            help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.",
+        ),
+    ],
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    **settings,
+):
+    """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
+
+    Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
+    """
+    from netsweep_jax.sweep.analysis.need import answer_table
+    from netsweep_jax.sweep.analysis.need import solve as solve_for
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    if out is not None:
+        check_new_file(out, force=force)
+    models, settings["dtype"] = models_from(settings)
+    ds = solve_for(models, target=target, axis=solve, **settings)
+    if ds.attrs.get("assumed"):
+        typer.echo(f"assumed: {ds.attrs['assumed']}", err=True)
+    typer.echo(answer_table(ds))
+    if out is not None:
+        write_dataset(ds, out, command=command_line(), overwrite=force)
+        typer.echo(f"wrote {out}")
+
+
+CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
+
+
+@options(
+    MODEL[:1],
+    MODEL[2:6],
+    COLLECTIVE_SETTINGS,
+    axis_parameters(names=CALIBRATION_AXES, help_suffix=" One value; a column may set it per row."),
+    CACHE,
+)
+def calibrate(
+    ctx: typer.Context,
+    measurements: Annotated[
+        Path,
+        typer.Argument(
+            help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train."
+        ),
+    ],
+    profile: Annotated[
+        list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
+    ] = None,
+    iteration_time: Annotated[
+        float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")
+    ] = None,
+    fit: Annotated[
+        str,
+        typer.Option(
+            "--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter."
+        ),
+    ] = "utilization",
+    per: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat)."
+        ),
+    ] = None,
+    bounds: Annotated[
+        list[str] | None,
+        typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat)."),
+    ] = None,
+    train: Annotated[
+        str | None,
+        typer.Option(
+            "--train",
+            help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
+        ),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    **settings,
+):
+    """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
+    large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits the layout model's matrix
+    efficiency per GPU and NIC utilization instead; --train then names a group of its runs."""
+    from netsweep_jax.sweep.analysis import llm_validation
+    from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate_file, report_text
+    from netsweep_jax.sweep.core.values import parse_values
+
+    if llm_validation.is_runs_file(measurements):
+        return _calibrate_runs(
+            ctx,
+            measurements,
+            train,
+            out,
+            force,
+            dict(profile=profile, iteration_time=iteration_time, per=per, bounds=bounds),
+        )
+
+    one = {}
+    for name in CALIBRATION_AXES:
+        text = settings.pop(name)
+        values = parse_values(text, NUMERIC_AXES[name])
+        if len(values) != 1:
+            raise InputError(f"{text}: calibrate takes one value", param=name)
+        one[name] = float(values[0])
+    table = settings.pop("reduce_table")
+    if table is not None:
+        from netsweep_jax.sweep.model.vector_add import read_table
+
+        table = read_table(table)
+    setup = Settings(
+        collective=settings.pop("collective"),
+        bucketing=settings.pop("bucketing"),
+        reduce_table=table,
+        intra_bandwidth=settings.pop("intra_bandwidth"),
+        **one,
+    )
+    result = calibrate_file(
+        measurements,
+        fit,
+        out=out,
+        force=force,
+        model=settings.pop("model"),
+        profile=profile,
+        iteration_time=iteration_time,
+        per=per,
+        bounds=bounds,
+        train=train,
+        settings=setup,
+        **{name: settings.pop(name) for name in WORKLOAD},
+    )
+    if result.get("assumed"):
+        typer.echo(f"assumed: {result['assumed']}", err=True)
+    typer.echo(report_text(result))
+    if out is not None:
+        typer.echo(f"wrote {out}")
+
+
+def _calibrate_runs(
+    ctx: typer.Context,
+    measurements: Path,
+    train: str | None,
+    out: Path | None,
+    force: bool,
+    others: dict[str, Any],
+) -> None:
+    """``sweep calibrate`` of large-model runs: fit, predict every run, print, and write JSON."""
+    import json
+
+    from netsweep_jax.sweep.analysis import llm_validation
+    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+
+    for name, value in others.items():
+        if value:
+            raise InputError("is for data-parallel measurements, not large-model runs", param=name)
+    if given(ctx, "fit"):
+        raise InputError(
+            "large-model runs fit the matrix efficiency per GPU and the NIC utilization; --fit is "
+            "for data-parallel measurements",
+            param="fit",
+        )
+    if out is not None:
+        check_new_file(out, force=force, suffixes=(".json",))
+    fitted, v = llm_validation.calibrate_runs(measurements, train)
+    typer.echo(llm_validation.calibrate_table(fitted, v))
+    if out is not None:
+        text = json.dumps(llm_validation.calibration_json(fitted, v), indent=1, allow_nan=False)
+        write_atomically(out, lambda p: p.write_text(text + "\n"), overwrite=force)
+        typer.echo(f"wrote {out}")

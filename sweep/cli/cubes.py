@@ -1,0 +1,171 @@
+"""``sweep show``, ``sweep select`` and ``sweep plot``: reading a cube, and saying so when it is damaged."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
+from netsweep_jax.sweep.cli.parameters import Cube
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+
+
+@options()
+def show(
+    file: Cube,
+    verify: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Also check every finished block against its checksum (exit code 1 if any is damaged).",
+        ),
+    ] = False,
+):
+    """Describe a cube: dims, variables (min / median / max), the command, the profiles."""
+    from netsweep_jax.sweep.io.reader import describe, verify_text
+
+    with damaged_file(file):
+        description = describe(file)
+        text, damaged = verify_text(file) if verify else ("", 0)
+    typer.echo(description)
+    if verify:
+        typer.echo(text)
+        if damaged:
+            raise typer.Exit(code=1)
+
+
+def damaged_file(path: Path) -> Any:
+    """A context in which HDF5 failing to read ``path`` (damaged metadata) is one line and exit code 1, as a
+    damaged block is for ``show --verify``: not a traceback."""
+    import contextlib
+    import traceback
+
+    @contextlib.contextmanager
+    def context() -> Any:
+        from netsweep_jax.sweep.io.cube import crashes_hdf5, damage
+
+        if crashes_hdf5(path):
+            fail(f"{path}: damaged (HDF5 crashes reading its metadata)", code=1)
+        try:
+            yield
+        except InputError:
+            reason = damage(path)  # an HDF5 file HDF5 cannot read is damaged, not bad input
+            if reason is not None:
+                fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+            raise
+        except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
+            readers = ("h5py", "h5netcdf", "xarray")
+            if not any(
+                name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers
+            ):
+                raise
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+
+    return context()
+
+
+@options(
+    [
+        param("model", str | None, None, "--model", help="Model name(s)."),
+        param("collective", str | None, None, "--collective", help="Collective(s)."),
+        param("bucketing", str | None, None, "--bucketing", help="Bucketing schedule(s)."),
+        param(
+            "compressor", str | None, None, "--compressor", help="Compressor(s), as in the cube: topk:0.01."
+        ),
+    ],
+    axis_parameters({name: None for name in NUMERIC_AXES}, help_suffix=" Value(s) as in the cube."),
+    [
+        param(
+            name,
+            str | None,
+            None,
+            f"--{name.replace('_', '-')}",
+            rich_help_panel="Layout cubes",
+            help=f"{text}(s), as in the cube.",
+        )
+        for name, text in (
+            ("gpu", "GPU preset"),
+            ("precision", "Precision"),
+            ("attention", "Attention kernel"),
+            ("schedule", "Schedule"),
+            ("recompute", "Recompute mode"),
+        )
+    ]
+    + [
+        param(
+            name,
+            str | None,
+            None,
+            spec.option,
+            rich_help_panel="Layout cubes",
+            help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.",
+        )
+        for name, spec in LAYOUT_AXES.items()
+        if name
+        in LAYOUT_DIMS  # --usable-memory and --gemm-latency: one value per sweep, not dims to select on
+    ],
+)
+def select(
+    file: Cube,
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    nearest: Annotated[
+        bool,
+        typer.Option(
+            "--nearest",
+            help="A number not in the cube selects the nearest "
+            "value the cube has (a log-spaced axis by a typed value); each "
+            "pick is said on stderr.",
+        ),
+    ] = False,
+    **chosen,
+):
+    """Print a slice of a cube as a table (one row per remaining combination).
+
+    Example: sweep select r.h5 --bw 37 --nearest
+    """
+    from netsweep_jax.sweep.io.reader import select_table
+
+    with damaged_file(file):
+        table = select_table(
+            file,
+            {k: v for k, v in chosen.items() if v is not None},
+            csv=csv,
+            nearest=nearest,
+            picked=lambda text: typer.echo(text, err=True),
+        )
+    typer.echo(table)
+
+
+@options()
+def plot(
+    file: Annotated[Path, typer.Argument(help="A cube from sweep grid or sweep need --out.")],
+    x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
+    y: Annotated[
+        str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")
+    ] = "scaling_factor",
+    hue: Annotated[
+        str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")
+    ] = None,
+    sel: Annotated[
+        list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")
+    ] = None,
+    kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
+    var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
+    out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path(
+        "figure.png"
+    ),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+):
+    """Line plots and heatmaps from a cube, labelled with its units.
+
+    Example: sweep plot r.h5 --x bandwidth --y scaling_factor --hue nodes --sel ratio=1 --out fig.png
+    """
+    from netsweep_jax.sweep.analysis.plot import plot_cube
+
+    with damaged_file(file):  # as show and select: a cube HDF5 cannot read is damaged (exit 1)
+        written = plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)
+    typer.echo(f"wrote {written}")

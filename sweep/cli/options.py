@@ -1,0 +1,142 @@
+"""The command line's machinery: options declared as ``inspect.Parameter`` groups, added to a command by
+:func:`options`, which also turns a domain error (:class:`~sweep.core.errors.InputError`) into one line on
+stderr naming the CLI option and exit code 2, with no traceback and no output file.
+
+Only Typer and the schema are imported at start-up; each command imports what it needs, so
+``sweep --help`` does not load JAX.
+"""
+
+import functools
+import inspect
+import shlex
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from netsweep_jax.sweep.core.errors import InputError, WriteFailed
+from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+from netsweep_jax.sweep.core.schema import NUMERIC_AXES, cli_message
+
+SYNTAX = (
+    "Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "
+    "1..1000@20 (20 points), 1..1000@20log (20 log-spaced points); mix with commas."
+)
+
+
+def fail(message: str, code: int = 2) -> Any:
+    """One line ``error: MESSAGE`` on stderr, and exit with ``code``."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=code)
+
+
+def param(
+    name: str, annotation: Any, default: Any, *flags: str, help: str, **extra: Any
+) -> inspect.Parameter:
+    """A keyword-only option: its name, type, default, flags (``--tp``) and help."""
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=default,
+        annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)],
+    )
+
+
+# The cube's own names of the two options users type most, accepted beside the short ones, so that a typo
+# of either (--bandwith) is answered with the option meant, not the nearest short name (--batch).
+FULL_NAMES = {"bandwidth": "--bandwidth", "utilization": "--utilization"}
+
+
+def axis_flags(name: str, option: str) -> tuple[str, ...]:
+    """The option's flags: its short name, then the cube's name where :data:`FULL_NAMES` has one."""
+    return (option, FULL_NAMES[name]) if name in FULL_NAMES else (option,)
+
+
+def axis_parameters(defaults=None, help_suffix="", names=None):
+    """One ``--option`` per numeric axis (or per axis in ``names``), in cube order;
+    ``defaults`` overrides the schema's."""
+    defaults = defaults or {}
+    out = []
+    for name, spec in NUMERIC_AXES.items():
+        if names is not None and name not in names:
+            continue
+        default = defaults.get(name, spec.default)
+        text = f"{spec.help}{help_suffix}" + (
+            f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw."
+        )
+        out.append(
+            param(name, str | None, default, *axis_flags(name, spec.option), help=text, metavar="VALUES")
+        )
+    return out
+
+
+def take_busbw(kwargs: dict[str, Any]) -> None:
+    """--busbw: the utilization it implies, in place of --util (one line on stderr says how)."""
+    from netsweep_jax.sweep.core.values import utilization_from_busbw
+
+    text = kwargs.pop("busbw", None)
+    if text is None:
+        return
+    ctx = kwargs.get("ctx")
+    if given(ctx, "utilization") if ctx is not None else kwargs.get("utilization") is not None:
+        raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
+    if kwargs.get("solve") == "utilization":
+        raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
+    kwargs["utilization"], how = utilization_from_busbw(text, kwargs.get("bandwidth"))
+    if ctx is not None:  # set by the user, as --util would be: it overrides the GPU system's default
+        ctx.set_parameter_source("utilization", ctx.get_parameter_source("busbw"))
+    typer.echo(f"from --busbw: {how}", err=True)
+
+
+def options(*groups):
+    """Add parameter groups to a command's signature (the command gets them as keywords),
+    and turn an :class:`InputError` into one line naming the CLI option, exit code 2."""
+
+    def decorate(command):
+        sig = inspect.signature(command)
+        own = [p for p in sig.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+        added = [p for group in groups for p in group]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs):
+            if kwargs.pop("compile_cache", False):
+                from netsweep_jax.sweep.engine.compile_cache import enable
+
+                enable()
+            try:
+                take_busbw(kwargs)
+                return command(**kwargs)
+            except InputError as e:
+                fail(cli_message(e))
+            except WriteFailed as e:  # the disk refused an output: a fault, not bad input
+                fail(str(e), code=1)
+            except (KeyboardInterrupt, Interrupted) as e:
+                fail("interrupted", code=exit_code(e))
+
+        del wrapper.__wrapped__  # Typer must see the new signature, not the original's
+        wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in own + added}
+        return wrapper
+
+    return decorate
+
+
+def command_line():
+    """The command as typed, for the cube's provenance."""
+    return "sweep " + shlex.join(sys.argv[1:])
+
+
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user set option ``name`` (on the command line or from its environment variable)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def given_options(ctx: typer.Context) -> frozenset[str]:
+    """The names of every option the user set (see :func:`given`)."""
+    return frozenset(name for name in ctx.params if given(ctx, name))
+
+
+def say(text: str) -> None:
+    """One line to the user beside the answer (stderr: stdout keeps the answer alone)."""
+    typer.echo(text, err=True)

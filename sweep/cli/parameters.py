@@ -1,0 +1,434 @@
+"""The option groups the commands share, declared once: the data-parallel model and its settings, the
+numeric axes (from :mod:`sweep.core.schema`), the large-model layout options (from
+:mod:`sweep.core.layout_axes`), and how the data-parallel groups become the library's arguments.
+"""
+
+import inspect
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from netsweep_jax.sweep.cli.options import axis_flags, param
+from netsweep_jax.sweep.core.layout_axes import (
+    ATTENTIONS,
+    LAYOUT_AXES,
+    LAYOUT_COLLECTIVES,
+    LAYOUT_PRECISIONS,
+    MEGATRON_ALIASES,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
+    PLAN_SEARCHED,
+    RECOMPUTE_HELP,
+    SCHEDULES_HELP,
+    SHARED_AXES,
+)
+from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES
+
+MODEL = [
+    param(
+        "model",
+        str,
+        DEFAULTS.model,
+        "--model",
+        help="Built-in model(s), comma-separated: resnet50, resnet101, vgg16 (the paper's), or a transformer "
+        "(gpt2-xl, llama-7b, ...: sweep models lists them).",
+    ),
+    param(
+        "profile",
+        Path | None,
+        None,
+        "--profile",
+        help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model.",
+    ),
+    param(
+        "gpu",
+        str | None,
+        None,
+        "--gpu",
+        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200 "
+        "(default: v100).",
+    ),
+    param(
+        "precision",
+        str | None,
+        None,
+        "--precision",
+        help="Transformers: fp32, amp (half-precision math, fp32 "
+        "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
+        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}.",
+    ),
+    param(
+        "batch",
+        str | None,
+        None,
+        "--batch",
+        help="Transformers: samples per GPU per step, comma list (default: 8).",
+    ),
+    param(
+        "seq_len",
+        str | None,
+        None,
+        "--seq-len",
+        help="Transformers: tokens per sample, comma list (default: "
+        "the model's context, e.g. 1024 for GPT-2).",
+    ),
+    param(
+        "iteration_time",
+        float | None,
+        None,
+        "--iteration-time",
+        help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+        "model's compute to your GPU and batch (its gradients unchanged).",
+    ),
+]
+COLLECTIVE_SETTINGS = [
+    param(
+        "collective",
+        str | None,
+        None,
+        "--collective",
+        help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
+        f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
+        f"{', '.join(LAYOUT_COLLECTIVES)}.",
+    ),
+    param(
+        "bucketing",
+        str | None,
+        None,
+        "--bucketing",
+        help="Gradient buckets: horovod (fusion by --fusion-mb and "
+        "--fusion-ms), ddp (PyTorch DDP: 25 MiB buckets, the first 1 MiB, no timeout), fsdp (full sharding, ZeRO-3: "
+        "profiles with forward times, no compressor, --accum 1); comma list (default: horovod for the paper's CNNs, "
+        "ddp for transformers).",
+    ),
+    param(
+        "intra_bandwidth",
+        float | None,
+        None,
+        "--intra-bw",
+        help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
+        "preset: 1200 for the paper's V100 runs, 3600 for an H100).",
+    ),
+    param(
+        "reduce_table",
+        Path | None,
+        None,
+        "--reduce-cost",
+        help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model.",
+    ),
+]
+COMPRESSION = [
+    param(
+        "compressor",
+        str,
+        DEFAULTS.compressor,
+        "--compressor",
+        rich_help_panel="Compression",
+        help="Gradient compressor(s), comma list: none, fp16 (cast), int8 (shared scale), topk:D and randomk:D "
+        "(density D in (0, 1]), signsgd (1 bit, error feedback), powersgd:R (rank R >= 1). Each has its "
+        "bytes, encode/decode time and pattern (top-k and sign all-gather); --ratio stays the ideal one.",
+    ),
+    param(
+        "iterations_factor",
+        str | None,
+        None,
+        "--iterations-factor",
+        rich_help_panel="Compression",
+        help="Extra iterations a compressor needs for the same accuracy, e.g. topk:0.01=1.3,powersgd:4=1.1 "
+        "(default 1): time_to_accuracy is this x the iteration time over the uncompressed run's.",
+    ),
+    param(
+        "codec_cost",
+        Path | None,
+        None,
+        "--codec-cost",
+        rich_help_panel="Compression",
+        help="JSON overriding the codec throughput model: hbm_bytes_per_s, matmul_flops_per_s, "
+        "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset).",
+    ),
+]
+SETTINGS = (
+    COLLECTIVE_SETTINGS
+    + COMPRESSION
+    + [
+        param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+    ]
+)
+CACHE = [
+    param(
+        "compile_cache",
+        bool,
+        True,
+        "--compile-cache/--no-compile-cache",
+        help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
+        "so a second run of the same shapes compiles nothing.",
+    )
+]
+KERNEL = [
+    param(
+        "kernel",
+        str,
+        DEFAULTS.kernel,
+        "--kernel",
+        envvar="NETSWEEP_KERNEL",
+        help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU where the sweep allows it, the XLA "
+        f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).",
+    )
+]
+
+
+def _layout_params() -> list[inspect.Parameter]:
+    """The layout family's options (large transformers: --arch, --tp, ...), declared once for grid and plan."""
+    panel = "Large models (layouts)"
+    out = [
+        param(
+            "arch",
+            str | None,
+            None,
+            "--arch",
+            rich_help_panel=panel,
+            help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
+            "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
+            "moe_every=, first_dense=, tied=0|1, dropout=0|1).",
+        )
+    ]
+    for name, spec in LAYOUT_AXES.items():
+        out.append(
+            param(
+                name,
+                str | None,
+                None,
+                spec.option,
+                *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
+                rich_help_panel=panel,
+                metavar="VALUES",
+                help=f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
+                f"{' (sweep plan: searched)' if name in PLAN_SEARCHED else ''}{'.' if spec.default else ''} "
+                "Value syntax as --bw.",
+            )
+        )
+    out += [
+        param(
+            "attention",
+            str | None,
+            None,
+            "--attention",
+            rich_help_panel=panel,
+            help=f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; "
+            "unfused: stored, as Megatron-LM in 2021-22); comma list (default flash).",
+        ),
+        param(
+            "schedule",
+            str | None,
+            None,
+            "--schedule",
+            rich_help_panel=panel,
+            help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b).",
+        ),
+        param(
+            "launch",
+            Path | None,
+            None,
+            "--launch",
+            rich_help_panel=panel,
+            metavar="FILE",
+            help="A Megatron-LM launch command (a script or the command line): its parallel sizes, batch "
+            "sizes, recomputation, sequence parallelism, distributed optimizer, overlap switches and "
+            "precision, as if given here (the model comes from --model or --arch).",
+        ),
+        param(
+            "virtual_stages",
+            str | None,
+            None,
+            "--virtual-pipeline-model-parallel-size",
+            rich_help_panel=panel,
+            metavar="VALUES",
+            help="Megatron-LM's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); "
+            "comma list of whole numbers. Give it or --schedule.",
+        ),
+        param(
+            "recompute",
+            str | None,
+            None,
+            "--recompute",
+            MEGATRON_ALIASES["recompute"],
+            rich_help_panel=panel,
+            help=f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
+        ),
+        param(
+            "overlap",
+            str | None,
+            None,
+            "--overlap",
+            rich_help_panel=panel,
+            help=f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
+            "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, "
+            f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
+        ),
+    ]
+    return out
+
+
+LAYOUT = _layout_params()
+LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
+
+
+BUSBW = [
+    param(
+        "busbw",
+        str | None,
+        None,
+        "--busbw",
+        metavar="GB/S[@GBIT]",
+        help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s) for the job's collective "
+        "across nodes, at its message size; @GBIT: the link rate it was measured on (default: the one --bw). "
+        "Utilization = 8 busbw / link.",
+    )
+]
+
+
+WORKLOAD = ("gpu", "precision", "batch", "seq_len")
+
+
+def models_from(settings: dict[str, Any]) -> tuple[Any, str]:
+    """The profiles the MODEL options describe, and the compute dtype (pops what it uses)."""
+    from netsweep_jax.sweep.engine.grid import resolve_models
+
+    models = resolve_models(
+        settings.pop("model"),
+        settings.pop("profile"),
+        settings.pop("iteration_time"),
+        **{k: settings.pop(k) for k in WORKLOAD},
+    )
+    return models, "float64" if settings.pop("x64") else "float32"
+
+
+def make_grid_from(settings: dict[str, Any], **chosen: Any) -> Any:
+    """The grid the model, settings and axis options describe (pops what it uses); ``chosen``:
+    further keywords of :func:`~sweep.engine.grid.make_grid` (``variables``, ``store``, ``reduce``)."""
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    models, dtype = models_from(settings)
+    axes = {name: settings.pop(name) for name in NUMERIC_AXES}
+    compression = {p.name: settings.pop(p.name) for p in COMPRESSION}
+    return make_grid(
+        models,
+        collective=settings.pop("collective"),
+        bucketing=settings.pop("bucketing"),
+        reduce_table=settings.pop("reduce_table"),
+        intra_bandwidth=settings.pop("intra_bandwidth"),
+        dtype=dtype,
+        **compression,
+        **chosen,
+        **axes,
+    )
+
+
+Out = Annotated[
+    Path | None, typer.Option("--out", help="Output cube (.h5). Default: results/<model>-<timestamp>.h5.")
+]
+Cube = Annotated[Path, typer.Argument(help="A cube written by sweep grid.")]
+DISTRIBUTED = [
+    param(
+        "distributed",
+        bool,
+        False,
+        "--distributed",
+        rich_help_panel="Several machines",
+        help="Share the sweep among processes joined by jax.distributed; each writes a shard, "
+        "process 0 stitches OUT. OUT's directory must be shared.",
+    ),
+    param(
+        "coordinator",
+        str | None,
+        None,
+        "--coordinator",
+        rich_help_panel="Several machines",
+        help="host:port of process 0 (default: $JAX_COORDINATOR_ADDRESS or the cluster launcher's).",
+    ),
+    param(
+        "num_processes",
+        int | None,
+        None,
+        "--num-processes",
+        min=1,
+        rich_help_panel="Several machines",
+        help="Process count (default: $JAX_NUM_PROCESSES or the launcher's).",
+    ),
+    param(
+        "process_id",
+        int | None,
+        None,
+        "--process-id",
+        min=0,
+        rich_help_panel="Several machines",
+        help="This process's id (default: $JAX_PROCESS_ID or the launcher's).",
+    ),
+    param(
+        "stitch_timeout",
+        float,
+        600.0,
+        "--stitch-timeout",
+        rich_help_panel="Several machines",
+        help="Process 0 gives up waiting for a shard unchanged this many seconds.",
+    ),
+]
+
+
+PLAN_MODEL = [
+    param(
+        "model",
+        str | None,
+        None,
+        "--model",
+        rich_help_panel="Large models (layouts)",
+        help="Large-model preset(s), comma list (sweep models lists them), or give --arch.",
+    ),
+    param(
+        "gpu",
+        str,
+        "h100",
+        "--gpu",
+        rich_help_panel="Large models (layouts)",
+        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set.",
+    ),
+    param(
+        "precision",
+        str,
+        "bf16",
+        "--precision",
+        rich_help_panel="Large models (layouts)",
+        help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list.",
+    ),
+    param(
+        "collective",
+        str,
+        "nccl",
+        "--collective",
+        help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list.",
+    ),
+    param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
+]
+NETWORK = ("nodes", *SHARED_AXES)
+
+
+def _plan_default(name: str) -> str:
+    if name == "nodes":
+        return "none (give --gpus, or --nodes for nodes x GPUs per node)"
+    if name in ("gpus_per_node", "nics_per_node", "bandwidth"):
+        return "the GPU's usual system"
+    return NUMERIC_AXES[name].default
+
+
+PLAN_NETWORK = [
+    param(
+        name,
+        str | None,
+        None,
+        *axis_flags(name, NUMERIC_AXES[name].option),
+        metavar="VALUES",
+        help=f"{NUMERIC_AXES[name].help} Default: {_plan_default(name)}. Value syntax as --bw.",
+    )
+    for name in NETWORK
+]

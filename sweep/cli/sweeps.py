@@ -1,0 +1,229 @@
+"""``sweep grid``, ``sweep plan`` and ``sweep models``: sweeps of either model family into a cube."""
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from netsweep_jax.sweep.cli.options import (
+    axis_parameters,
+    command_line,
+    fail,
+    given,
+    given_options,
+    options,
+    say,
+)
+from netsweep_jax.sweep.cli.parameters import (
+    BUSBW,
+    CACHE,
+    DISTRIBUTED,
+    KERNEL,
+    LAYOUT,
+    LAYOUT_NAMES,
+    MODEL,
+    PLAN_MODEL,
+    PLAN_NETWORK,
+    SETTINGS,
+    Out,
+    make_grid_from,
+)
+from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
+from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+
+
+def _layout_grid(
+    ctx: typer.Context,
+    settings: dict[str, Any],
+    *,
+    out: Path | None,
+    force: bool,
+    quiet: bool,
+    extras: dict[str, Any],
+) -> None:
+    """``sweep grid`` for a large model: every layout, written as a cube."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    for name, value in extras.items():
+        if value:
+            raise InputError(
+                "is for data-parallel sweeps; a layout sweep keeps every variable in one pass "
+                "(sweep plan keeps only the best layouts)",
+                param=name,
+            )
+    chosen = given_options(ctx)
+    layout_jobs.refuse_data_parallel_options(settings, chosen)
+    g = layout_jobs.layout_grid_from(settings, chosen, say=say)
+    done = layout_jobs.write_layout_grid(g, out, force=force, command=command_line(), say=say)
+    typer.echo(
+        str(done["out"])
+        if quiet
+        else f"wrote {done['out']}: {done['size']:,} configurations, {done['valid']:,} can "
+        f"exist, {done['fits']:,} fit in memory"
+    )
+
+
+@options(MODEL, axis_parameters(), BUSBW, SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
+def grid(
+    ctx: typer.Context,
+    out: Out = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")
+    ] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    block_configs: Annotated[
+        int | None,
+        typer.Option(
+            "--block-configs",
+            min=1,
+            help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).",
+        ),
+    ] = None,
+    vars: Annotated[
+        str | None,
+        typer.Option(
+            "--vars",
+            help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).",
+        ),
+    ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.",
+        ),
+    ] = None,
+    reduce: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--reduce",
+            help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.",
+        ),
+    ] = None,
+    **settings,
+):
+    """Sweep every combination of the axes and write an HDF5 cube.
+
+    Example: sweep grid --model resnet50 --bw 10,25,100 --ratio 1..100
+    """
+    from netsweep_jax.sweep.analysis.layout_jobs import is_layout_sweep, refuse_layout_options
+    from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.engine.dispatch import check_kernel
+    from netsweep_jax.sweep.io import job
+
+    if is_layout_sweep(settings.get("model"), settings.get("arch"), given(ctx, "model")):
+        return _layout_grid(
+            ctx,
+            settings,
+            out=out,
+            force=force,
+            quiet=quiet,
+            extras=dict(resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce),
+        )
+    refuse_layout_options(settings)
+    for name in LAYOUT_NAMES:
+        settings.pop(name)
+    if reduce and settings.get("distributed"):
+        raise InputError(
+            f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
+            f"reduction on one machine",
+            param="reduce",
+        )
+    g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
+    if g.assumed:
+        typer.echo(f"assumed: {g.assumed}", err=True)
+    kernel = settings.pop("kernel")
+    check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped
+    target = out if out is not None else job.default_out(g)
+    common = dict(
+        command=command_line(),
+        force=force,
+        resume=resume,
+        block_configs=block_configs,
+        progress=progress_bar(not quiet and sys.stderr.isatty()),
+        kernel=kernel,
+    )
+    try:
+        if settings.pop("distributed"):
+            from netsweep_jax.sweep.io import distributed
+
+            summary = distributed.run(g, out, **common, **settings)
+        else:
+            summary = job.run_grid(g, target, default_out_dir=out is None, **common)
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = job.kept_partial(e)  # only this run's own partial file, never another run's
+        fail(
+            f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+            if kept is not None and kept.exists()
+            else "interrupted before any block was written; nothing was kept",
+            code=exit_code(e),
+        )
+    except StitchTimeout as e:
+        fail(str(e), code=3)
+    except DiskFull as e:
+        fail(str(e), code=1)
+    except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
+        kept = job.kept_partial(e)
+        fail(
+            f"writing {target} failed ({e.strerror or e})"
+            + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
+            code=1,
+        )
+    typer.echo(summary["out"] if quiet else job.summary_line(summary))
+
+
+@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE)
+def plan(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.",
+        ),
+    ] = None,
+    keep: Annotated[
+        int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
+    ] = 3,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")
+    ] = False,
+    **settings: Any,
+):
+    """The fastest layouts of a large model on a cluster, per network setting, what each waits on, and what the
+    network costs the best one against an ideal network.
+
+    Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; recompute none, selective and full; ZeRO 0, 1 and 3.
+
+    Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
+    """
+
+    from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
+    from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
+    from netsweep_jax.sweep.cli.progress import progress_bar
+
+    if settings.get("model") is None and settings.get("arch") is None:
+        raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
+    if as_csv and as_json:
+        raise InputError("give one of --csv and --json", param="json")
+    g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
+    bar = progress_bar(not quiet and sys.stderr.isatty())
+    ds, target = write_plan(g, out, keep=keep, force=force, command=command_line(), say=say, progress_bar=bar)
+    typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
+    typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
+
+
+def models():
+    """List the built-in profiles."""
+    from netsweep_jax.sweep.model.builtin import models_table
+
+    typer.echo(models_table())
