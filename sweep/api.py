@@ -27,9 +27,10 @@ from netsweep_jax.sweep.analysis import calibrate as _calibration
 from netsweep_jax.sweep.analysis import compare as _comparison
 from netsweep_jax.sweep.analysis import need as _need
 from netsweep_jax.sweep.analysis import validate as _validation
+from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import AxisValues, GridOptions, Models
+from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
@@ -75,7 +76,7 @@ def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions
       axis: the axis solved for: ``bandwidth`` (Gbit/s), ``utilization`` or ``ratio``
         (the smallest value reaching the target), or ``latency`` (us), ``overhead`` (ms),
         ``slowdown`` or ``jitter`` (the largest value still reaching it).
-      **axes: the other axes and settings, the keys of :class:`~netsweep_jax.sweep.engine.grid.GridOptions`
+      **axes: the other axes and settings, the keys of :class:`~netsweep_jax.sweep.engine.grid_options.GridOptions`
         (as :func:`evaluate`'s, the kept variables aside; ``bandwidth`` in Gbit/s is required unless
         it is the axis solved for).
 
@@ -172,7 +173,7 @@ def calibrate(
     intra = (
         {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
     )
-    settings = _calibration.Settings(
+    settings = _Settings(
         collective=collective,
         bucketing=bucketing,
         reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),

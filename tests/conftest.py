@@ -77,6 +77,7 @@ def assert_same_text(new, old):
 # layout kernel's blocks are in the shared compilation cache, instead of both workers compiling them at once.
 LONGEST_FIRST = (
     "test_layout.py",
+    "test_layout_sweeps.py",
     "test_calibrate.py",
     "test_resume.py",
     "test_readme.py",

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, cli_message
+from netsweep_jax.sweep.core.schema import cli_message
 from netsweep_jax.sweep.core.values import parse_values
 
 R = NUMERIC_AXES["ratio"]

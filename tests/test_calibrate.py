@@ -165,7 +165,8 @@ def test_standard_errors_cover_the_truth(tmp_path):
         tmp_path / "m.csv", truth, nodes=(1, 2, 3, 4, 6, 8, 12, 16), frameworks=("a",), noise=0.003, seed=2
     )
     meas = read_measurements(path)
-    from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate
+    from netsweep_jax.sweep.analysis.calibrate import calibrate
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings
 
     result = calibrate(
         meas,

@@ -171,7 +171,7 @@ def test_payload_bytes_by_hand():
 
 
 def test_codec_cost_follows_the_profiles_gpu_and_precision():
-    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.engine.workloads import resolve_models
     from netsweep_jax.sweep.model.compute import GPUS
 
     assert codec_cost_for(sweep.builtin_profile("resnet50")).peak == GPUS["v100"].fp32

@@ -8,11 +8,14 @@ from typer.testing import CliRunner
 from typing_extensions import Unpack, get_type_hints, is_typeddict
 
 from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE, NUMERIC_AXES, SOLVABLE, accepted_keywords
+from netsweep_jax.sweep.core.keywords import accepted_keywords
+from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE, SOLVABLE
 from netsweep_jax.sweep.core.values import coerce_axis
 from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import GridOptions, SweepOptions, make_grid
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.grid_options import GridOptions, SweepOptions
 from netsweep_jax.sweep.io.job import run_grid
 
 SETTINGS = [

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import invoke
 from netsweep_jax.sweep import evaluate
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 
 
 def one_line_error(r, code=2):

@@ -70,7 +70,7 @@ def test_missing_file(tmp_path):
 
 
 def test_a_builtin_model_scaled_to_another_t1():
-    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.engine.workloads import resolve_models
 
     (p,) = resolve_models("resnet50")
     (q,) = resolve_models("resnet50", iteration_time=2 * p.t1)

@@ -117,7 +117,7 @@ def test_measure_a_real_model(tmp_path):
 def test_measured_hugging_face_gpt2_has_the_builtin_tensors():
     pytest.importorskip("torch", reason="torch is an optional extra (pip install -e '.[torch]')")
     pytest.importorskip("transformers", reason="hf: models need transformers")
-    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.engine.workloads import resolve_models
     from netsweep_jax.sweep.io.measure import measure
 
     measured = measure("hf:gpt2", batch=1, seq_len=8, warmup=0, iterations=1, device="cpu")

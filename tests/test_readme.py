@@ -175,7 +175,7 @@ def test_example_outputs_are_ignored_by_git(path):
 
 
 def test_guide_lists_every_axis_with_its_bounds():
-    from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
+    from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 
     text = (ROOT / "docs" / "guide.md").read_text()
     for spec in NUMERIC_AXES.values():

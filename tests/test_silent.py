@@ -59,7 +59,7 @@ def test_calibrate_scales_a_profile_file_per_row_as_a_builtin(tmp_path):
 
 
 def test_calibrate_a_transformer_profile_faster_than_its_recorded_passes(tmp_path):
-    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.engine.workloads import resolve_models
 
     gpt = resolve_models("gpt2", gpu="v100")[0]
     (tmp_path / "g.json").write_text(json.dumps({**gpt.to_json(), "model": "g"}))

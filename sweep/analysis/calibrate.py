@@ -41,10 +41,11 @@ from netsweep_jax.sweep.analysis.calibration_fit import (
     standard_errors,
     starting_points,
 )
-from netsweep_jax.sweep.analysis.calibration_report import calibration_result, report_text
+from netsweep_jax.sweep.analysis.calibration_report import calibration_result
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows, check_settings
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE, NUMERIC_AXES, show
+from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE
 from netsweep_jax.sweep.core.values import json_ready, parse_names, si_values
 from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
@@ -55,7 +56,7 @@ from netsweep_jax.sweep.model.builtin import builtin_names
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
-__all__ = ["FITTABLE", "Settings", "calibrate", "calibrate_file", "read_measurements", "report_text"]
+__all__ = ["calibrate", "calibrate_file"]
 
 
 def calibrate(

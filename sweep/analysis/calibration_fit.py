@@ -15,8 +15,8 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import FitSpec, Rows
 from netsweep_jax.kernels.overlap import Features
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.compiled import predict_rows, residual_jacobian
 from netsweep_jax.sweep.engine.inputs import BUCKET_PAD

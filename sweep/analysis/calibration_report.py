@@ -9,7 +9,7 @@ import numpy as np
 
 from netsweep_jax.kernels.fit import FitSpec, Rows
 from netsweep_jax.sweep.analysis.calibration_fit import Array, Params
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.io.measurements import Measurements
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' intervals

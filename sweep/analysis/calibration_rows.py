@@ -17,8 +17,9 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import Features
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value, show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, NUMERIC_AXES, default_value, show
+from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import FOLLOWING, assumed_text, resolve_models, workload_defaults
 from netsweep_jax.sweep.io.measurements import Measurements

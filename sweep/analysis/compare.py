@@ -33,7 +33,8 @@ from netsweep_jax.sweep.analysis.paper import PAPER_UTILIZATION
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import AxisValues, Models, resolve_models
+from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
+from netsweep_jax.sweep.engine.workloads import resolve_models
 from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
     check_report_directory,
@@ -119,7 +120,7 @@ def compare(
     """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
 
     Args:
-      models: model names or profiles (:func:`sweep.engine.grid.resolve_models`, with ``gpu``,
+      models: model names or profiles (:func:`sweep.engine.workloads.resolve_models`, with ``gpu``,
         ``precision``, ``batch``, ``seq_len`` for the transformers; default :data:`WORKLOAD`).
       nodes, gpus_per_node, collective, bucketing: one value each.
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first

@@ -12,9 +12,10 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES, SHARED_AXES
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, option_of
+from netsweep_jax.sweep.core.layout_axes import SHARED_AXES
+from netsweep_jax.sweep.core.schema import option_of
 
 if TYPE_CHECKING:
     import xarray as xr

@@ -27,7 +27,7 @@ GROUP_NAMES = {
     "torchtitan": "PyTorch torchtitan benchmarks (FSDP2 with TP/PP/CP; A100, H100, H200)",
     "llm-foundry": "MosaicML llm-foundry MPT benchmarks (FSDP; H100, A100)",
 }
-TARGET_MEDIAN, TARGET_MAX = 0.08, 0.20
+TARGET_MEDIAN, TARGET_MAX = 0.06, 0.20  # issue #25's targets for held-out dense rows
 
 
 def pct(x: float) -> str:
@@ -111,7 +111,7 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
             f"{text}. Where both Megatron-LM's and Megatron-Bridge's recipe pages publish a layout, they "
             f"disagree like this; the DeepSeek pair is one layout before and after software "
             f"optimizations. A model that predicts one of each pair cannot be "
-            f"closer to the other than they are to each other, so a target of 8% median and 20% worst is "
+            f"closer to the other than they are to each other, so a target of {TARGET_MEDIAN:.0%} median and {TARGET_MAX:.0%} worst is "
             f"about as fine as the recipe rows themselves repeat."
         )
     return lines
@@ -167,7 +167,10 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         if n:
             lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
 
-    row("**held-out dense (the targets: median <= 8%, none over 20%)**", held_dense)
+    row(
+        f"**held-out dense (the targets: median <= {TARGET_MEDIAN:.0%}, none over {TARGET_MAX:.0%})**",
+        held_dense,
+    )
     for stack, label in (("megatron", "Megatron-LM / Megatron-Core / DeepSpeed"), ("fsdp", "PyTorch FSDP")):
         if any(r.stack != stack for r in v.runs):  # by stack only where a file holds more than one
             row(

@@ -60,16 +60,14 @@ from netsweep_jax.sweep.analysis.llm_predict import die, predict
 from netsweep_jax.sweep.analysis.llm_report import FILES, pct, write_report
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
-from netsweep_jax.sweep.io.runs import DATASET, is_runs_file, read_runs, settings
+from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY
 
 __all__ = [
-    "DATASET",
     "DEFAULT_TRAIN",
     "calibrate_runs",
     "calibrate_table",
     "calibration_json",
-    "is_runs_file",
     "run",
     "run_validation",
     "summary_lines",

@@ -22,13 +22,15 @@ import xarray as xr
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Layout
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DIMS, GROWING, NUMERIC_AXES, SOLVABLE
+from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
-from netsweep_jax.sweep.engine.grid import Grid, Models, make_grid
+from netsweep_jax.sweep.engine.grid import Grid, make_grid
+from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
 from netsweep_jax.sweep.engine.plan import MAX_BLOCK_CONFIGS, Plan
 

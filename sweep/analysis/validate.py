@@ -42,7 +42,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from netsweep_jax.kernels.fit import FitSpec
-from netsweep_jax.sweep.analysis.calibrate import Settings, build_rows, calibrate
+from netsweep_jax.sweep.analysis.calibrate import calibrate
+from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import predict_rows

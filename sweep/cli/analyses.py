@@ -15,8 +15,9 @@ from netsweep_jax.sweep.cli.parameters import (
     WORKLOAD,
     models_from,
 )
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import COLLECTIVES, NUMERIC_AXES, SOLVABLE
+from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
 
 
 @options(CACHE)
@@ -89,11 +90,12 @@ def validate(
     fit few constants on one source, predict the others in each source's own units."""
     if llm:
         from netsweep_jax.sweep.analysis import llm_validation
+        from netsweep_jax.sweep.io.runs import DATASET
 
         paths, v = llm_validation.run(
             out or Path("results/validation-llm"),
             command=command_line(),
-            dataset=measurements or llm_validation.DATASET,
+            dataset=measurements or DATASET,
             train=train,
             force=force,
             progress=lambda text: typer.echo(text, err=True),
@@ -338,11 +340,13 @@ def calibrate(
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
     large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits the layout model's matrix
     efficiency per GPU and NIC utilization instead; --train then names a group of its runs."""
-    from netsweep_jax.sweep.analysis import llm_validation
-    from netsweep_jax.sweep.analysis.calibrate import Settings, calibrate_file, report_text
+    from netsweep_jax.sweep.analysis.calibrate import calibrate_file
+    from netsweep_jax.sweep.analysis.calibration_report import report_text
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings
     from netsweep_jax.sweep.core.values import parse_values
+    from netsweep_jax.sweep.io.runs import is_runs_file
 
-    if llm_validation.is_runs_file(measurements):
+    if is_runs_file(measurements):
         return _calibrate_runs(
             ctx,
             measurements,

@@ -7,10 +7,9 @@ import typer
 
 from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
 from netsweep_jax.sweep.cli.parameters import Cube
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES
 
 
 @options()
@@ -45,7 +44,7 @@ def damaged_file(path: Path) -> Any:
 
     @contextlib.contextmanager
     def context() -> Any:
-        from netsweep_jax.sweep.io.cube import crashes_hdf5, damage
+        from netsweep_jax.sweep.io.integrity import crashes_hdf5, damage
 
         if crashes_hdf5(path):
             fail(f"{path}: damaged (HDF5 crashes reading its metadata)", code=1)

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, cli_message
+from netsweep_jax.sweep.core.schema import cli_message
 
 SYNTAX = (
     "Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "

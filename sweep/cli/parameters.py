@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import axis_flags, param
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
-    LAYOUT_AXES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
@@ -23,7 +23,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     SCHEDULES_HELP,
     SHARED_AXES,
 )
-from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS, NUMERIC_AXES
+from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
 
 MODEL = [
     param(
@@ -293,7 +293,7 @@ WORKLOAD = ("gpu", "precision", "batch", "seq_len")
 
 def models_from(settings: dict[str, Any]) -> tuple[Any, str]:
     """The profiles the MODEL options describe, and the compute dtype (pops what it uses)."""
-    from netsweep_jax.sweep.engine.grid import resolve_models
+    from netsweep_jax.sweep.engine.workloads import resolve_models
 
     models = resolve_models(
         settings.pop("model"),

@@ -5,13 +5,13 @@ its own dims: what is trained (``model``, ``gpu``, ``precision``), how it is lai
 out (``tp``, ``pp``, ...: :data:`LAYOUT_DIMS`, the dims ``sweep plan`` searches) and
 what it runs on (the network, shared with the data-parallel family: ``bandwidth``,
 ``utilization``, ``nics_per_node``, ``latency``, ``collective``). Numeric axes reuse
-:class:`~sweep.core.schema.AxisSpec` (option, units, bounds, default, SI factor) and
+:class:`~sweep.core.axes.AxisSpec` (option, units, bounds, default, SI factor) and
 the shared ones are the data-parallel family's own specs. Pure Python, so ``--help``
 stays fast.
 """
 
 from netsweep_jax.sweep.core import schema
-from netsweep_jax.sweep.core.schema import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 RECOMPUTES = ("none", "selective", "full", "op")

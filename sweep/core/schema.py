@@ -12,22 +12,14 @@ fusion_buffer in MiB, fusion_timeout in ms); ``units`` says which and ``to_si``
 converts them for the kernels (bit/s, s, bytes).
 
 The numeric axes themselves are :mod:`sweep.core.axes`'s and the keyword check of the public
-functions is :mod:`sweep.core.keywords`'s; both are importable from here too.
+functions is :mod:`sweep.core.keywords`'s.
 """
 
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from netsweep_jax.sweep.core.axes import (  # noqa: F401  (re-exported: the vocabulary is read from here)
-    LAYOUT_AXES,
-    MAX_AXIS_VALUES,
-    NUMERIC_AXES,
-    AxisSpec,
-    default_value,
-    show,
-)
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.keywords import accepted_keywords, refuse_unknown_keywords  # noqa: F401
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # worker layout (new collective coefficients), then the axes the kernel sweeps freely

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netsweep_jax.sweep.core.axes import MAX_AXIS_VALUES, NUMERIC_AXES, AxisSpec, show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import MAX_AXIS_VALUES, NUMERIC_AXES, AxisSpec, show
 
 _RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
 

@@ -4,10 +4,12 @@ import numpy as np
 import xarray as xr
 from typing_extensions import Unpack
 
-from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES, refuse_unknown_keywords
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
+from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
-from netsweep_jax.sweep.engine.grid import AxisValues, Models, Names, SweepOptions, make_grid
+from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.grid_options import AxisValues, Models, Names, SweepOptions
 from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 
@@ -34,7 +36,7 @@ def evaluate(
       vars: the variables to compute and keep (a comma list or sequence: ``scaling_factor``,
         ``iteration_time``, ``exposed_comm``, ``comm_time``, ``time_to_accuracy``); None: the first
         four, and ``time_to_accuracy`` when some compressor is not ``none``.
-      **options: the other axes and settings, the keys of :class:`sweep.engine.grid.SweepOptions`
+      **options: the other axes and settings, the keys of :class:`sweep.engine.grid_options.SweepOptions`
         (each documented there with its units), among them ``store`` (the variables' dtype),
         ``reduce`` (``OP:DIM[,DIM...]`` or a list of them; the Dataset then has only the dims
         not reduced), the numeric axes (``latency`` in us, ``fusion_buffer`` in MiB,

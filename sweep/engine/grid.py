@@ -4,7 +4,7 @@ The grid's dimension order is :data:`sweep.core.schema.DIMS` and is the cube's.
 :func:`make_grid` is the typed specification of a sweep that the Python API
 (:func:`sweep.evaluate`, :func:`sweep.solve`) and the CLI share: one keyword per
 numeric axis and per setting, each a key of :class:`GridOptions` (PEP 692 ``**options``,
-defined once and shared with ``evaluate`` through :class:`SweepOptions`), each
+defined once and shared with ``evaluate`` through :class:`~sweep.engine.grid_options.SweepOptions`), each
 defaulting to the schema's registry.
 
 Those keywords are declared in :mod:`sweep.engine.grid_options`; the profiles a grid runs on,
@@ -23,7 +23,9 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import (
     BUCKETINGS,
     COLLECTIVES,
@@ -31,24 +33,14 @@ from netsweep_jax.sweep.core.schema import (
     DEFAULTS,
     DIMS,
     DTYPES,
-    NUMERIC_AXES,
     STORE_DTYPES,
     VARIABLES,
     in_cube_order,
-    refuse_unknown_keywords,
-    show,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
-from netsweep_jax.sweep.engine.grid_options import (  # noqa: F401  (re-exported: imported from here)
-    AxisValues,
-    GridOptions,
-    Models,
-    Names,
-    SweepOptions,
-    Table,
-)
+from netsweep_jax.sweep.engine.grid_options import GridOptions, Models, Table
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
-from netsweep_jax.sweep.engine.workloads import (  # noqa: F401  (re-exported: imported from here)
+from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
     resolve_models,
@@ -234,7 +226,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
       model: as :func:`~sweep.engine.workloads.resolve_models`; ``gpu``, ``precision``, ``batch``, ``seq_len``
         set a transformer's workload there.
       **options: the keys of :class:`GridOptions` (each documented there, with its units);
-        one not given takes the registry's default (:data:`sweep.core.schema.NUMERIC_AXES`,
+        one not given takes the registry's default (:data:`sweep.core.axes.NUMERIC_AXES`,
         :data:`sweep.core.schema.DEFAULTS`), and so does a numeric axis given as None.
 
     Raises:

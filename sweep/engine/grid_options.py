@@ -29,7 +29,7 @@ class SweepOptions(TypedDict, total=False):
     ``bandwidth`` and the kept variables are the two each of them spells itself: ``make_grid``
     (:class:`GridOptions`) takes ``bandwidth`` with a default and ``variables``, ``evaluate``
     requires ``bandwidth`` and calls the variables ``vars`` (as ``--vars``). A key not given
-    takes its registry's default (:data:`sweep.core.schema.NUMERIC_AXES`, :data:`sweep.core.schema.DEFAULTS`).
+    takes its registry's default (:data:`sweep.core.axes.NUMERIC_AXES`, :data:`sweep.core.schema.DEFAULTS`).
 
     Keys:
       fusion_buffer: tensor fusion buffer size, MiB.
@@ -45,7 +45,7 @@ class SweepOptions(TypedDict, total=False):
       jitter: coefficient of variation of a worker's compute time.
       accum: micro-batches of compute per gradient synchronization (integer).
         Each numeric axis takes a number, a sequence, or a value-syntax string (``"1..100@10"``)
-        in those units; its bounds and default are :data:`sweep.core.schema.NUMERIC_AXES`'s
+        in those units; its bounds and default are :data:`sweep.core.axes.NUMERIC_AXES`'s
         (None: the default).
       collective: a name, comma list or sequence of names from :data:`sweep.core.schema.COLLECTIVES`
         (None: follows the workload, :func:`~sweep.engine.workloads.workload_defaults`: ``ring`` for the paper's CNNs,

@@ -27,7 +27,8 @@ from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.engine.grid import Grid, Table
+from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
@@ -21,7 +22,6 @@ from netsweep_jax.sweep.core.layout_axes import (
     overlap_mode,
     recompute_mode,
 )
-from netsweep_jax.sweep.core.schema import show
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, LayoutGrid, parse_schedule
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS

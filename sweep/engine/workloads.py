@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, show
+from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.values import parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile

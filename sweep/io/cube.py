@@ -48,16 +48,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
-from netsweep_jax.sweep.io.integrity import (  # noqa: F401  (re-exported: imported from here)
-    HDF5_ERRORS,
-    checksum,
-    crashes_hdf5,
-    damage,
-    static_checksums,
-    verified_blocks,
-    verify,
-    verify_static_file,
-)
+from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, static_checksums
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 

@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.engine.dispatch import check_kernel, default_block_configs, run
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
-from netsweep_jax.sweep.io import cube
+from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
     in_use,
@@ -335,7 +335,7 @@ def _fill(
     after_block: AfterBlock,
 ) -> Summary:
     """Compute and write every block not yet done (on the writer thread); a summary dict."""
-    done, damaged = cube.verified_blocks(f, plan) if resume else ([], [])
+    done, damaged = integrity.verified_blocks(f, plan) if resume else ([], [])
     all_blocks = plan.blocks()
     blocks = [b for b in all_blocks if mine is None or mine(b)]
     total = sum(b.size for b in blocks)

@@ -25,8 +25,8 @@ import operator
 from pathlib import Path
 from typing import Any
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import number
 

@@ -8,13 +8,15 @@ import h5py
 import numpy as np
 import xarray as xr
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
-from netsweep_jax.sweep.core.schema import NUMERIC_AXES, in_cube_order
+from netsweep_jax.sweep.core.schema import in_cube_order
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import parse_names, parse_values
-from netsweep_jax.sweep.io.cube import FORMAT, verify, verify_static_file
+from netsweep_jax.sweep.io.cube import FORMAT
+from netsweep_jax.sweep.io.integrity import verify, verify_static_file
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"

@@ -27,7 +27,8 @@ from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
-from netsweep_jax.sweep.io.cube import FORMAT, HDF5_ERRORS, write_dataset
+from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
+from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
 from netsweep_jax.sweep.io.paths import new_temporary
 
 CHECKPOINT_BLOCKS = 16

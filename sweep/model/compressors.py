@@ -69,8 +69,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import show
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.profile import Profile

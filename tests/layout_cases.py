@@ -1,0 +1,192 @@
+"""Shared by the layout tests: random layouts for the float64 reference, the kernel run on them."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from netsweep_jax.kernels import layout as kernel
+from netsweep_jax.sweep.engine.compiled import layout_rows
+from netsweep_jax.sweep.engine.layouts import ROWS_BLOCK
+from netsweep_jax.sweep.model.llms import LLMS
+
+TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
+# The options of a small large-model sweep (the bad-input cases add one bad option to them).
+LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+
+
+def random_case(rng):
+    heads = rng.choice([8, 12, 16, 32, 64])
+    kv = rng.choice([n for n in (1, 2, 4, 8, heads) if heads % n == 0])
+    head_dim = rng.choice([64, 128])
+    experts = rng.choice([0, 0, 8, 16])
+    layers = rng.randint(2, 40)
+    mla = rng.random() < 0.3  # multi-head latent attention: one KV head per query head, low-rank K and V
+    kv = heads if mla else kv
+    v_head = rng.choice([32, head_dim]) if mla else head_dim
+    arch = dict(
+        layers=layers,
+        hidden=heads * head_dim,
+        heads=heads,
+        kv_heads=kv,
+        q_width=heads * head_dim,
+        kv_width=kv * head_dim,
+        v_width=kv * v_head,
+        q_rank=rng.choice([0, 256]) if mla else 0,
+        kv_rank=128 if mla else 0,
+        rope_width=32 if mla else 0,
+        ffn=rng.choice([2, 4]) * heads * head_dim,
+        vocab=rng.choice([32000, 50257]),
+        seq=rng.choice([512, 1026, 2048]),
+        experts=experts,
+        top_k=rng.choice([1, 2]) if experts else 1,
+        expert_ffn=heads * head_dim,
+        shared_experts=rng.choice([0, 1]) if experts else 0,
+        moe_layers=rng.randint(1, layers) if experts else 0,
+        gated=rng.choice([0, 1]),
+        tied=rng.choice([0, 1]),
+        dropout=rng.choice([0, 1]),
+    )
+    dev = dict(
+        peak=rng.choice([312e12, 989e12]),
+        hbm=rng.choice([2e12, 3.35e12]),
+        memory=80e9,
+        param_bytes=2.0,
+        grad_bytes=rng.choice([2.0, 4.0]),
+        act_bytes=2.0,
+        usable=rng.choice([0.9, 1.0]),
+        gemm_input_bytes=rng.choice([1.0, 2.0]),
+        half_peak=rng.choice([312e12, 989e12]),
+        gemm_latency=rng.choice([0.0, 6.5e-6, 2e-5]),
+        moment_bytes=rng.choice([2.0, 4.0]),
+    )
+    lay = dict(
+        gpus=rng.choice([8, 16, 64, 128, 96]),
+        tp=rng.choice([1, 2, 4, 8]),
+        pp=rng.choice([1, 2, 3, 4]),
+        cp=rng.choice([1, 1, 2]),
+        ep=rng.choice([1, 1, 2, 4]),
+        dp=rng.choice([0, 0, 0, 0, 2, 4]),
+        micro_batch=rng.choice([1, 2, 4]),
+        global_batch=rng.choice([64, 128, 256]),
+        chunks=rng.choice([1, 1, 2]),
+        recompute=rng.choice([0, 1, 2, 4, 8, 16, 32, 64, 128, 33, 96, 248, 34, 192]),  # modes as bit sums
+        sequence_parallel=rng.choice([0, 1]),
+        zero=rng.choice([0, 1, 2, 3]),
+        flash=rng.choice([0, 1]),
+        nvlink_domain=rng.choice([8, 16, 72]),
+        nvlink_bw=rng.choice([300e9, 450e9]),
+        gpus_per_node=rng.choice([4, 8]),
+        nics_per_node=rng.choice([1, 4, 8]),
+        bandwidth=rng.choice([100e9, 400e9]),
+        utilization=rng.uniform(0.3, 1),
+        latency=rng.choice([0, 5e-6]),
+        collective=rng.choice([0, 1, 2]),
+        efficiency=rng.uniform(0.3, 0.7),
+        overhead=rng.choice([0, 0.01]),
+        slowdown=rng.choice([0, 0.1]),
+        straggle=rng.choice([0, 0.05]),
+        imbalance=rng.choice([1.0, 1.2]),
+        offload_layers=rng.choice([0, 0, 1, 3]),
+        attention_efficiency=rng.uniform(0.3, 0.7),
+        overlap=rng.choice([0, 1, 2, 3, 4, 8, 15, 7]),
+    )
+    return arch, dev, lay
+
+
+def run_kernel(cases, dtype):
+    # Padded to the rows kernel's block (the last repeated), through the product's own jitted entry point: in
+    # float64 the same compiled function as every fit and validation, one compile per dtype for the suite.
+    def stack(i, fields):
+        return {
+            f: jnp.asarray(
+                np.pad([float(c[i][f]) for c in cases], (0, ROWS_BLOCK - len(cases)), "edge"), dtype
+            )
+            for f in fields
+        }
+
+    with jax.enable_x64(dtype == "float64"):
+        out = layout_rows(
+            kernel.Arch(**stack(0, kernel.Arch._fields)),
+            kernel.Device(**stack(1, kernel.Device._fields)),
+            kernel.Layout(**stack(2, kernel.Layout._fields)),
+        )
+        return {k: np.asarray(v, np.float64)[: len(cases)] for k, v in out.items()}
+
+
+def run_one(case):
+    return {k: v[0] for k, v in run_kernel([case], "float64").items()}
+
+
+def gpt3_case(**changes):
+    m = LLMS["gpt3-175b"]
+    arch = dict(
+        layers=m.layers,
+        hidden=m.hidden,
+        heads=m.heads,
+        kv_heads=m.kv_heads,
+        q_width=m.hidden,
+        kv_width=m.hidden,
+        v_width=m.hidden,
+        q_rank=0,
+        kv_rank=0,
+        rope_width=0,
+        ffn=m.ffn,
+        vocab=m.vocab,
+        seq=m.seq,
+        experts=0,
+        top_k=1,
+        expert_ffn=m.ffn,
+        shared_experts=0,
+        moe_layers=0,
+        gated=0,
+        tied=1,
+        dropout=1,
+    )
+    dev = dict(
+        peak=312e12,
+        hbm=2.039e12,
+        memory=80e9,
+        param_bytes=2.0,
+        grad_bytes=2.0,
+        act_bytes=2.0,
+        usable=1.0,
+        gemm_input_bytes=2.0,
+        half_peak=312e12,
+        gemm_latency=0.0,
+        moment_bytes=4.0,
+    )
+    lay = dict(
+        gpus=8,
+        tp=8,
+        pp=1,
+        cp=1,
+        ep=1,
+        dp=0,
+        micro_batch=1,
+        global_batch=1,
+        chunks=1,
+        recompute=0,
+        sequence_parallel=0,
+        zero=0,
+        flash=0,
+        nvlink_domain=8,
+        nvlink_bw=300e9,
+        gpus_per_node=8,
+        nics_per_node=8,
+        bandwidth=200e9,
+        utilization=1.0,
+        latency=0.0,
+        collective=0,
+        efficiency=0.5,
+        overhead=0.0,
+        slowdown=0.0,
+        straggle=0.0,
+        imbalance=1.0,
+        offload_layers=0,
+        attention_efficiency=0.5,
+        overlap=3,
+    )
+    for key, value in changes.items():
+        (arch if key in arch else dev if key in dev else lay)[key] = value
+    arch["v_width"] = changes.get("v_width", arch["kv_width"])  # V as wide as K unless said
+    return arch, dev, lay

@@ -1,0 +1,214 @@
+"""The layout model's memory (kernels/layout_memory.py) and recomputation: Megatron-LM's formula, Korthikanti et al.'s
+Table 2 and hand-computed cases."""
+
+import random
+
+import numpy as np
+import pytest
+from layout_cases import gpt3_case, random_case, run_kernel, run_one
+
+import reference
+
+
+def test_activation_memory_from_korthikanti_table_2():
+    # Korthikanti et al. MLSys'23, Table 2: per layer s b h (34 + 5 a s / h) without parallelism; with TP
+    # and sequence parallelism everything divides by t; selective recompute drops the 5 a s / h term.
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+    per_layer_sp_selective = s * b * h * 34 / t
+    assert per_layer_sp_selective == pytest.approx(106.95e6, rel=1e-3)
+    base = run_one(gpt3_case(sequence_parallel=1, recompute=1, pp=1, global_batch=1))
+    more = run_one(gpt3_case(sequence_parallel=1, recompute=1, pp=1, global_batch=1, layers=97))
+    one_layer_states = (more["memory_gb"] - base["memory_gb"]) * 1e9
+    layer_params = (12 * h * h + 2 * h) / t  # matrices and the two norms (biases are not counted)
+    states = layer_params * (2 + 2 + 12)
+    assert one_layer_states - states == pytest.approx(per_layer_sp_selective, rel=1e-9)
+    none = run_one(gpt3_case(sequence_parallel=0, recompute=0, pp=1, global_batch=1))
+    none97 = run_one(gpt3_case(sequence_parallel=0, recompute=0, pp=1, global_batch=1, layers=97))
+    without_sp = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    assert (none97["memory_gb"] - none["memory_gb"]) * 1e9 - states == pytest.approx(without_sp, rel=1e-9)
+
+
+def test_memory_agrees_with_megatrons_formula_on_random_layouts():
+    # Megatron-LM's theoretical_memory_usage.py (distributed optimizer, SP, selective recompute) with the terms
+    # it lacks added on both sides (reference.megatron_memory): the kernel's first stage within 2%.
+    rng = random.Random(11)
+    cases, twins = [], []
+    while len(cases) < 1000:
+        arch, dev, lay = random_case(rng)
+        heads = arch["heads"]
+        t = rng.choice([n for n in (1, 2, 4, 8) if heads % n == 0 and arch["kv_heads"] % n == 0])
+        p, c = rng.choice([1, 2, 4]), rng.choice([1, 2])
+        chunks = rng.choice([1, 2]) if p > 1 else 1
+        arch.update(
+            experts=0,
+            moe_layers=0,
+            shared_experts=0,
+            top_k=1,
+            layers=rng.randint(8, 48) * p * chunks,
+            dropout=1,
+            q_rank=0,
+            kv_rank=0,
+            rope_width=0,
+            v_width=arch["kv_width"],
+        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs, and plain attention
+        dev.update(gemm_input_bytes=2.0, moment_bytes=4.0)  # and fp32 Adam moments
+        dp = rng.choice([1, 2, 4, 8])
+        b = rng.choice([1, 2])
+        m = p * rng.choice([1, 2, 4]) if chunks > 1 else rng.choice([1, 2, 4, 8])
+        lay.update(
+            tp=t,
+            pp=p,
+            cp=c,
+            ep=1,
+            dp=0,
+            gpus=t * p * c * dp,
+            micro_batch=b,
+            global_batch=b * dp * m,
+            chunks=chunks,
+            recompute=1,
+            sequence_parallel=1,
+            zero=1,
+            imbalance=1.0,
+            offload_layers=0,
+        )
+        if arch["seq"] % (2 * c):
+            continue
+        cases.append((arch, dev, lay))
+        twins.append(reference.megatron_memory(arch, lay, dev["grad_bytes"]))
+    out = run_kernel(cases, "float64")
+    assert (out["status"] == 0).all()
+    ratio = out["memory_gb"] * 1e9 / np.array(twins)
+    assert np.abs(ratio - 1).max() < 0.02, np.abs(ratio - 1).max()
+
+
+def test_memory_terms_by_hand():
+    # Llama-style layer (SwiGLU, f = 3.5 h): fused SwiGLU keeps 3 + 6 f / h bytes per token and h, not 3 + 8 f / h.
+    h, f, s = 4096, 14336, 2048
+    base = gpt3_case(
+        hidden=h,
+        heads=32,
+        kv_heads=32,
+        q_width=h,
+        kv_width=h,
+        ffn=f,
+        gated=1,
+        seq=s,
+        tp=1,
+        gpus=1,
+        sequence_parallel=1,
+        recompute=1,
+        flash=1,
+    )
+    one, two = run_one(base), run_one(gpt3_case(**{**base[0], **base[1], **base[2], "layers": 97}))
+    params = 4 * h * h + 2 * h + 3 * h * f
+    per_layer = s * h * (4 + 11 + 3 + 6 * f / h) + params * (2 + 2 + 12)
+    assert (two["memory_gb"] - one["memory_gb"]) * 1e9 == pytest.approx(per_layer, rel=1e-9)
+    # Expert states over the expert data-parallel group: EP 8 of 16 GPUs leaves 2 copies of each expert,
+    # whose Adam states ZeRO-1 splits 2 ways, not over the 16 dense data-parallel GPUs.
+    moe = dict(
+        layers=1,
+        moe_layers=1,
+        experts=8,
+        top_k=2,
+        expert_ffn=1024,
+        shared_experts=0,
+        hidden=h,
+        heads=32,
+        kv_heads=32,
+        q_width=h,
+        kv_width=h,
+        ffn=f,
+        gated=1,
+        seq=s,
+        tp=1,
+        gpus=16,
+        ep=8,
+        zero=1,
+        global_batch=16,
+        recompute=2,
+        usable=0.5,
+    )
+    out = run_one(gpt3_case(**moe))
+    experts = 8 * 3 * h * 1024 / 8  # one GPU's expert parameters
+    dense = 4 * h * h + 2 * h + h * 8 + 51200 * h  # attention, norms, router; the (tied) embedding
+    states = dense * (2 + 2 + 12 / 16) + experts * (2 + 2 + 12 / 2)
+    acts = 2 * s * h + s * (8 + h) + 4 * s * (51200 + h)  # full recompute: the layer's input; ids, mask; head
+    assert out["memory_gb"] * 1e9 == pytest.approx(states + acts, rel=1e-9)
+    assert out["memory_free_gb"] * 1e9 == pytest.approx(0.5 * 80e9 - states - acts, rel=1e-9)
+    # bf16 moments (Megatron-Core's precision-aware optimizer): Adam keeps 4 + 2 x 2 bytes, not 12, and its
+    # step moves 2 (4 + 4 + 4) bytes per parameter, not 32.
+    bf16 = run_one(gpt3_case(**moe, moment_bytes=2.0))
+    states_bf16 = dense * (2 + 2 + 8 / 16) + experts * (2 + 2 + 8 / 2)
+    assert bf16["memory_gb"] * 1e9 == pytest.approx(states_bf16 + acts, rel=1e-9)
+    assert bf16["optimizer"] / out["optimizer"] == pytest.approx(24 / 32, rel=1e-12)
+
+
+def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():
+    # Megatron-Core's --recompute-modules (bits: layernorm 8, up_proj 16, mlp 32) on GPT-3 175B at TP 8 with
+    # SP, one micro-batch of 2,048 tokens, 96 layers, no GEMM latency: each module drops what it no longer
+    # keeps (units of h bytes a token, over t) and re-runs its forward in the backward.
+    s, h, t, rate, hbm = 2048, 12288, 8, 312e12 * 0.5, 2.039e12
+    tokens_h = s * h / t
+    base = dict(sequence_parallel=1, flash=1)
+    none = run_one(gpt3_case(**base))
+    drops = {8: 2 * 2, 16: 2 + 4, 32: (2 + 2) * 4}  # norm outputs 2 x 2; Q, K, V 2 + 4; GELU and fc2 inputs
+    work = {8: 0.0, 16: 2 * h * h + 4 * h * h, 32: 2 * 2 * h * 4 * h}  # FLOPs a token re-runs: none, QKV, MLP
+    tp_ar = 2 * 7 / 8 * (s * h * 2) / 300e9  # SP's reduce-scatter and all-gather, a ring on NVLink
+    for bit, drop in drops.items():
+        out = run_one(gpt3_case(**base, recompute=bit))
+        assert (none["memory_gb"] - out["memory_gb"]) * 1e9 == pytest.approx(96 * drop * tokens_h, rel=1e-9)
+        again = s * work[bit] / t / rate + drop * tokens_h / hbm
+        assert out["recompute_time"] == pytest.approx(96 * again, rel=1e-9)
+        reruns = 0.0 if bit == 8 else 0.5  # up_proj and mlp re-run one of their TP collectives
+        assert out["tp_exposed"] - none["tp_exposed"] == pytest.approx(96 * reruns * tp_ar, rel=1e-9)
+    both = run_one(gpt3_case(**base, recompute=8 + 32))  # a list of modules drops and re-runs what each does
+    assert (none["memory_gb"] - both["memory_gb"]) * 1e9 == pytest.approx(96 * 20 * tokens_h, rel=1e-9)
+    # torchtitan's per-op policy (bit 4) on a Llama 3 8B layer (gated, 8 KV heads, no dropout), 2 x 8,192
+    # tokens, one GPU: it keeps the block input, wq's, wv's, the attention kernel's, w1's and w2's outputs,
+    # 2 (4096 + 4096 + 1024 + 4096 + 14336 + 4096) = 63,488 bytes a token; the rest of the 139,264 that a
+    # layer keeps without recomputation (4 h + 2 h + 4 w_q + 4 w_kv + 2 h + 6 f) is re-written, and wk, wo
+    # and w3 re-run (three kernels of tau each).
+    llama = dict(
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        q_width=4096,
+        kv_width=1024,
+        ffn=14336,
+        seq=8192,
+        gated=1,
+        dropout=0,
+    )
+    llama.update(tp=1, gpus=1, micro_batch=2, global_batch=2, flash=1, gemm_latency=6.5e-6)
+    plain, op = run_one(gpt3_case(**llama)), run_one(gpt3_case(**llama, recompute=4))
+    tokens = 2 * 8192
+    assert (plain["memory_gb"] - op["memory_gb"]) * 1e9 == pytest.approx(
+        96 * tokens * (139264 - 63488), rel=1e-9
+    )
+    again = tokens * 2 * 4096 * (1024 + 4096 + 14336) / rate + 3 * 6.5e-6 + tokens * (139264 - 63488) / hbm
+    assert op["recompute_time"] == pytest.approx(96 * again, rel=1e-9)
+    assert plain["recompute_time"] == 0
+
+
+def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte():
+    # --cpu-offloading-num-layers takes a stage's layers' activations to the host, all but one at most.
+    kept = run_one(gpt3_case(recompute=2, sequence_parallel=1))
+    off = run_one(gpt3_case(recompute=2, sequence_parallel=1, offload_layers=500))
+    per_layer = 2 * 2048 * 12288 / 8  # full recompute: each layer's input, split by SP over 8
+    assert (kept["memory_gb"] - off["memory_gb"]) * 1e9 == pytest.approx(95 * per_layer, rel=1e-9)
+    # fp8: QKV's, the output projection's, fc1's and fc2's inputs in 1 byte (GPT-3: 1 + 1 + 1 + 4 h bytes
+    # a token fewer), dropout-free: the two masks and the embedding's go.
+    base = dict(sequence_parallel=1, recompute=1, flash=1)
+    bf16 = run_one(gpt3_case(**base)), run_one(gpt3_case(**base, layers=97))
+    fp8 = (
+        run_one(gpt3_case(**base, gemm_input_bytes=1.0)),
+        run_one(gpt3_case(**base, layers=97, gemm_input_bytes=1.0)),
+    )
+    dry = run_one(gpt3_case(**base, dropout=0)), run_one(gpt3_case(**base, layers=97, dropout=0))
+
+    def layer(pair):
+        return (pair[1]["memory_gb"] - pair[0]["memory_gb"]) * 1e9
+
+    tokens_h = 2048 * 12288 / 8
+    assert layer(bf16) - layer(fp8) == pytest.approx(7 * tokens_h, rel=1e-9)
+    assert layer(bf16) - layer(dry) == pytest.approx(2 * tokens_h, rel=1e-9)

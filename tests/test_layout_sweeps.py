@@ -1,0 +1,535 @@
+"""The layout family's sweeps: layout grids, sweep plan and their command lines."""
+
+import json
+
+import numpy as np
+import pytest
+from layout_cases import LLAMA_8B
+
+from helpers import invoke
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import PER_SWEEP
+from netsweep_jax.sweep.engine import layouts
+from netsweep_jax.sweep.io.reader import open_cube
+from netsweep_jax.sweep.model.llms import parse_arch
+
+
+def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
+    # 1,152 layouts: two blocks of 1,024 columns per setting, so the device's top-k is merged across blocks.
+    grid = layouts.make_layout_grid(
+        "llama3-8b",
+        gpu="h100",
+        gpus="16,24",
+        global_batch="64",
+        tp="1,2,3,4",
+        pp="1,2,5",
+        cp="1,2",
+        micro_batch="1,2,4,8",
+        zero="0,1,2,3",
+        recompute="none,selective,full",
+        bandwidth="100,400",
+    )
+    assert grid.inner_size == 1152
+    arrays = layouts.evaluate_layouts_arrays(grid)
+    ds = layouts.layouts_dataset(grid, arrays)
+    assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
+    assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
+    best = layouts.best_layouts(grid, keep=2, columns=1024)  # two blocks of layouts per setting, merged
+    score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
+    flat = score.reshape(grid.outer_size, grid.inner_size)
+    order = np.argsort(-flat, axis=1, kind="stable")[:, :2]
+    found = np.isfinite(np.take_along_axis(flat, order, axis=1))
+    assert found.any() and not found.all()  # some cells have fewer than two feasible layouts
+    np.testing.assert_array_equal(best["layout"], np.where(found, order, -1))
+    np.testing.assert_array_equal(best["score"], np.take_along_axis(flat, order, axis=1))
+    assert np.isnan(best["iteration_time"][~found]).all()
+
+
+def test_layout_grid_refuses_bad_axis_values():
+    for kwargs, message in [
+        (dict(tp="0"), "tp"),
+        (dict(zero="4"), "zero"),
+        (dict(schedule="gpipe"), "1f1b"),
+        (dict(gpu="tpu"), "gpu"),
+        (dict(precision="fp8", gpu="a100"), "fp8"),
+        (dict(global_batch=None), "global batch"),
+        (dict(gpus=None), "--gpus"),
+    ]:
+        args = dict(gpus="8", global_batch="8") | kwargs
+        with pytest.raises(InputError, match=message):
+            layouts.make_layout_grid("llama3-8b", **args)
+
+
+def test_cli_plan_and_grid_on_a_large_model(tmp_path):
+    out = tmp_path / "plan.h5"
+    r = invoke(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "16,64",
+        "--global-batch",
+        "128",
+        "--tp",
+        "1,2,4",
+        "--pp",
+        "1,2",
+        "--cp",
+        "1",
+        "--keep",
+        "2",
+        "--bw",
+        "100",
+        "--out",
+        str(out),
+    )
+    assert r.exit_code == 0, r.output
+    assert "assumed: h100: DGX H100" in r.stderr  # the GPU's system, said once
+    assert r.stdout.count("tokens/s") == 2 and "network-bound" in r.stdout and f"wrote {out}" in r.stdout
+    ds = open_cube(out)
+    assert (
+        dict(ds.sizes)["rank"] == 2 and ds.attrs["family"] == "layouts" and "DGX H100" in ds.attrs["assumed"]
+    )
+    assert (ds.tokens_per_s.isel(rank=0) >= ds.tokens_per_s.isel(rank=1)).all()
+    # #27: a searched axis is a variable of a plan cube, not a dim; select says where it is.
+    r = invoke("select", str(out), "--tp", "1")
+    assert (
+        r.exit_code == 2
+        and "--tp 1: a plan cube has no tp dim: each rank's tp is its variable layout_tp" in r.output
+    )
+    cube = tmp_path / "grid.h5"
+    r = invoke(
+        "grid",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "24",
+        "--tp",
+        "1,3",
+        "--global-batch",
+        "24",
+        "--gpu",
+        "A100",
+        "--overlap",
+        "tp_comm+grad_reduce",
+        "--moment-bytes",
+        "2",
+        "--out",
+        str(cube),
+    )
+    assert r.exit_code == 0, r.output
+    ds = open_cube(cube)
+    assert ds.status.sel(tp=3).item() == 2 and "heads not divisible by tp" in ds.status.attrs["rules"]
+    # Settings given once per sweep are the cube's attributes, in one spelling; not "assumed".
+    assert ds.attrs["overlap"] == "grad_reduce+tp_comm" and float(ds.attrs["moment_bytes"]) == 2
+    assert "overlap" not in ds.attrs["assumed"] and "Adam moments" not in ds.attrs["assumed"]
+    assert np.isfinite(ds.iteration_time.sel(tp=1)).all()
+    r = invoke("select", str(cube), "--tp", "1", "--csv")
+    assert r.exit_code == 0 and "iteration_time" in r.stdout
+
+
+def test_megatron_option_names_are_aliases(tmp_path):
+    # #27: a Megatron-LM launch line's layout options can be pasted: they set the same dims.
+    ours = [
+        "--tp",
+        "2",
+        "--pp",
+        "1",
+        "--cp",
+        "2",
+        "--micro-batch",
+        "1",
+        "--global-batch",
+        "8",
+        "--schedule",
+        "1f1b",
+    ]
+    theirs = ["--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "1"]
+    theirs += ["--virtual-pipeline-model-parallel-size", "1"]
+    theirs += ["--context-parallel-size", "2", "--micro-batch-size", "1", "--global-batch-size", "8"]
+    cubes = []
+    for i, (layout, recompute) in enumerate([(ours, "--recompute"), (theirs, "--recompute-granularity")]):
+        out = tmp_path / f"{i}.h5"
+        r = invoke(
+            "grid", "--model", "llama3-8b", "--gpus", "8", *layout, recompute, "selective", "--out", str(out)
+        )
+        assert r.exit_code == 0, r.output
+        cubes.append(open_cube(out))
+    assert dict(cubes[0].sizes) == dict(cubes[1].sizes)
+    assert float(cubes[0].iteration_time.max()) == float(cubes[1].iteration_time.max())
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["grid", *LLAMA_8B, "--tp", "0"],
+            "--tp 0: tp must be",
+        ),
+        (["grid", "--model", "llama3-8b", "--gpus", "8"], "--global-batch"),
+        (["grid", "--model", "resnet50", "--tp", "2", "--bw", "10"], "--tp applies to large-model presets"),
+        (
+            ["grid", "--model", "llama3-8b,resnet50", "--gpus", "8", "--global-batch", "8"],
+            "cannot share a sweep",
+        ),
+        (
+            ["grid", *LLAMA_8B, "--compressor", "int8"],
+            "--compressor applies to data-parallel",
+        ),
+        # Every data-parallel option a layout sweep does not read is refused, not silently ignored.
+        (["grid", *LLAMA_8B, "--ratio", "2"], "--ratio applies to data-parallel"),
+        (["grid", *LLAMA_8B, "--fusion-mb", "5"], "--fusion-mb applies to data-parallel"),
+        (["grid", *LLAMA_8B, "--accum", "2"], "--accum applies to data-parallel"),
+        (["plan", "--gpus", "8", "--global-batch", "8"], "--model name a large-model preset"),
+        (
+            [
+                "plan",
+                *LLAMA_8B,
+                "--precision",
+                "fp8",
+                "--gpu",
+                "a100",
+            ],
+            "no fp8",
+        ),
+        (["plan", "--arch", "layers=2,hidden=8", "--gpus", "8", "--global-batch", "8"], "--arch"),
+        (["plan", "--model", "llama3-8b", "--nodes", "2", "--gpus", "8", "--global-batch", "8"], "one way"),
+        # Fixes users hit (#27): a non-ASCII digit, an empty name, one schedule spelled twice, a head width that
+        # does not divide, an option named in its message.
+        (
+            [
+                "plan",
+                "--arch",
+                "layers=²,hidden=512,heads=8,seq=64,vocab=100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+            ],
+            "--arch layers=²: must be a whole number",
+        ),
+        (
+            [
+                "plan",
+                *LLAMA_8B,
+                "--schedule",
+                "interleaved:²",
+            ],
+            "--schedule 'interleaved:²'",
+        ),
+        (
+            [
+                "grid",
+                *LLAMA_8B,
+                "--schedule",
+                "interleaved:2,interleaved:02",
+            ],
+            "a schedule appears twice",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--schedule", ""],
+            "--schedule ''",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--recompute", ""],
+            "--recompute ''",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--attention", ""],
+            "--attention ''",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--precision", ""],
+            "--precision ''",
+        ),
+        (["plan", *LLAMA_8B, "--gpu", ""], "--gpu ''"),
+        (
+            ["plan", *LLAMA_8B, "--overlap", "tp_comm+tp"],
+            "--overlap 'tp_comm+tp': one mode, none or a + list of grad_reduce",
+        ),
+        (
+            ["grid", *LLAMA_8B, "--recompute", "mlp+foo"],
+            "--recompute 'mlp+foo': unknown; known: none, selective, full, op, or a + list",
+        ),
+        (
+            ["grid", *LLAMA_8B, "--moment-bytes", "3"],
+            "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
+        ),
+        (
+            [
+                "plan",
+                *LLAMA_8B,
+                "--pp",
+                "2",
+                "--virtual-pipeline-model-parallel-size",
+                "2",
+                "--schedule",
+                "1f1b",
+            ],
+            "--virtual-pipeline-model-parallel-size give the schedule one way",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--virtual-pipeline-model-parallel-size", "0"],
+            "--virtual-pipeline-model-parallel-size '0': give whole numbers from 1",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--attention", "sparse"],
+            "--attention 'sparse'",
+        ),
+        (
+            [
+                "plan",
+                "--arch",
+                "layers=2,hidden=500,heads=8,seq=64,vocab=100",
+                "--gpus",
+                "8",
+                "--global-batch",
+                "8",
+            ],
+            "not a multiple of heads=8",
+        ),
+        (
+            ["plan", *LLAMA_8B, "--grad-bytes", "3"],
+            "--grad-bytes 3: must be 0",
+        ),
+        # #27: work too large is refused before any, naming the options that made it large (not --gpus).
+        (
+            ["plan", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000"],
+            "1,000,000 settings (--bw 1,000 x --util 1,000) are too many for one plan (at most 100,000",
+        ),
+        (
+            ["grid", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000", "--latency", "0..99"],
+            "100,000,000 configurations (--bw 1,000 x --util 1,000 x --latency 100) are too many to keep",
+        ),
+    ],
+)
+def test_cli_bad_layout_input_is_one_line_and_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "o.h5"
+    r = invoke(*args, "--out", str(out))
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_cli_arch_and_presets_share_a_sweep_but_not_with_profiles(tmp_path):
+    out = tmp_path / "both.h5"
+    r = invoke(
+        "grid",
+        "--model",
+        "llama3-8b",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "8",
+        "--out",
+        out,
+    )
+    assert r.exit_code == 0, r.output
+    assert list(open_cube(out).model.values) == ["arch", "llama3-8b"]
+    r = invoke(
+        "grid",
+        "--model",
+        "resnet50",
+        "--arch",
+        "layers=8,hidden=1024,heads=8,seq=1024,vocab=32000",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "8",
+        "--out",
+        tmp_path / "no.h5",
+    )
+    assert (
+        r.exit_code == 2
+        and "(resnet50) cannot share a sweep" in r.output
+        and not (tmp_path / "no.h5").exists()
+    )
+
+
+def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
+    # The paper's question of a plan: the best step against the best step on an ideal network, layout changes
+    # included; a slower network never costs less, and the ideal step does not depend on the bandwidth.
+    out = tmp_path / "p.h5"
+    r = invoke(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--bw",
+        "1,1000",
+        "--tp",
+        "1,8",
+        "--pp",
+        "1",
+        "--cp",
+        "1",
+        "--keep",
+        "2",
+        "--out",
+        str(out),
+        "--json",
+    )
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    best = {row["bandwidth"]: row for row in rows if row["rank"] == 1}
+    assert best[1.0]["ideal_iteration_time"] == pytest.approx(best[1000.0]["ideal_iteration_time"], rel=1e-6)
+    assert best[1.0]["network_cost"] > 0.2 > best[1000.0]["network_cost"] >= 0
+    assert best[1.0]["network_cost"] == pytest.approx(
+        1 - best[1.0]["ideal_iteration_time"] / best[1.0]["iteration_time"], rel=1e-6
+    )
+    ds = open_cube(out)
+    assert float(ds.network_cost.max()) == pytest.approx(best[1.0]["network_cost"], rel=1e-6)
+    # What flipping each overlap switch does to the best step (layouts searched again): turning an overlap
+    # off never saves time, turning one on never costs; the expert all-to-all's is moot on a dense model.
+    for row in best.values():
+        assert row["flip_grad_reduce"] >= -1e-6 and row["flip_param_gather"] >= -1e-6
+        assert row["flip_tp_comm"] <= 1e-6 and row["flip_moe_a2a"] is None
+    assert best[1.0]["flip_grad_reduce"] > 0.01  # on a 1 Gbit/s network the gradient reduce is hidden
+    assert ds.switch_change.attrs["overlap"] == "grad_reduce+param_gather"
+    # The one-per-sweep settings are the cube's attributes.
+    assert ds.attrs["overlap"] == "grad_reduce+param_gather" and float(ds.attrs["moment_bytes"]) == 4
+    assert float(ds.attrs["usable_memory"]) == 0.95 and float(ds.attrs["gemm_latency_us"]) == 6.5
+    args = (
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "64",
+        "--global-batch",
+        "64",
+        "--bw",
+        "1",
+        "--tp",
+        "1,8",
+    )
+    text = invoke(*args, "--out", str(tmp_path / "t.h5"))
+    assert text.exit_code == 0 and "  overlap grad_reduce+param_gather: tp_comm on saves" in text.output
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--model", "llama3-70b", "--gpus", "1", "--pp", "1,2", "--cp", "1"],
+            "none fits: the least hungry lacks",
+        ),
+        (
+            ["--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1"],
+            "most often: gpus not divisible",
+        ),
+    ],
+)
+def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, args, message):
+    # After the search (the lines before it say what was assumed and searched): exit 2, the reason, no cube.
+    r = invoke("plan", *args, "--global-batch", "8", "--out", str(tmp_path / "o.h5"))
+    assert r.exit_code == 2 and message in r.output.strip().splitlines()[-1], r.output
+    assert "error: no feasible layout" in r.output and not list(tmp_path.iterdir())
+
+
+def test_every_layout_default_shown_in_help_is_the_one_used():
+    # #24: --help shows each option's default from its spec, and the grid uses exactly that value.
+    from netsweep_jax.sweep.core.axes import LAYOUT_AXES
+    from netsweep_jax.sweep.core.values import parse_values
+
+    grid = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8)
+    text = " ".join(invoke("plan", "--help").output.split())
+    for name, spec in LAYOUT_AXES.items():
+        if not spec.default:
+            continue
+        used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
+        assert used == parse_values(spec.default, spec).tolist(), name
+        assert f"Default {spec.default}" in text, name
+
+
+def test_a_refused_plan_leaves_no_default_results_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1", "--global-batch", "8"
+    )
+    assert r.exit_code == 2 and "no feasible layout" in r.output
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("command", ["plan", "grid"])
+def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatch, command):
+    # #27: the output is checked before the work and again at the rename: a file another run (or the user)
+    # put at --out meanwhile is kept and this run refused, unless --force.
+    from netsweep_jax.sweep.analysis import planning
+
+    out = tmp_path / "o.h5"
+    module, name = (planning, "plan") if command == "plan" else (layouts, "evaluate_layouts_arrays")
+    compute = getattr(module, name)
+
+    def and_meanwhile(*args, **kwargs):
+        result = compute(*args, **kwargs)
+        out.write_text("the user's")
+        return result
+
+    monkeypatch.setattr(module, name, and_meanwhile)
+    r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out)
+    assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
+    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
+    r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out, "--force")
+    assert r.exit_code == 0, r.output
+    assert out.read_bytes().startswith(b"\x89HDF")
+
+
+# Here, not in test_hostile.py: they use the layout kernel's compiled shapes, which this file has warm.
+
+
+def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtypes(tmp_path):
+    # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf. The grid
+    # runs in float32; the same runs through the float64 rows path (validation's compiled shape) check it.
+    import xarray as xr
+
+    from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import MAX_SIZE
+
+    arch = f"layers={MAX_SIZE},hidden={MAX_SIZE},heads=1,seq={MAX_SIZE},vocab={MAX_SIZE},ffn={MAX_SIZE}"
+    gpus = [1, 10_000_000]
+    layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", "1000000000", "--micro-batch", "100"]
+    out = tmp_path / "big.h5"
+    r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", "--out", out)
+    assert r.exit_code == 0, r.output
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
+    runs = [
+        LayoutRow(
+            llm=parse_arch(arch), gpu="h100", precision="bf16", gpus=n, global_batch=10**9, micro_batch=100
+        )
+        for n in gpus
+    ]
+    f64 = evaluate_rows(runs, np.full(2, 0.6), np.ones(2))
+    for name, v in f32.items():
+        assert np.isfinite(v).all() and np.isfinite(f64[name]).all(), name
+    for name in ("mfu", "tflops_per_gpu", "hardware_tflops_per_gpu", "tokens_per_s", "iteration_time"):
+        np.testing.assert_allclose(f32[name], f64[name], rtol=1e-4, err_msg=name)
+    assert 0 < f64["mfu"].min() and f64["mfu"].max() < 1
+
+
+def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
+    # #27: nccl-tests' busbw enters directly: 9 GB/s over 100 Gbit/s links is utilization 0.72.
+    import xarray as xr
+
+    def cube(*args):
+        out = tmp_path / f"{len(list(tmp_path.iterdir()))}.h5"
+        r = invoke("grid", *args, "--out", out)
+        assert r.exit_code == 0, r.output
+        with xr.open_dataset(out, engine="h5netcdf") as ds:
+            return r.output, {str(k): ds[k].values for k in ds.data_vars}
+
+    said, by_busbw = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--busbw", "9")
+    assert "from --busbw: utilization 0.72 = 8 x busbw 9 GB/s / 100 Gbit/s links" in said
+    _, by_util = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--util", "0.72")
+    for name in by_util:
+        np.testing.assert_array_equal(by_busbw[name], by_util[name], err_msg=name)
+    # A large model: the link named after @, and the GPU system's default utilization (1) is overridden.
+    layout = ["--model", "llama3-8b", "--gpus", "64", "--global-batch", "512", "--tp", "8", "--pp", "1"]
+    said, by_busbw = cube(*layout, "--busbw", "40@400")
+    assert "utilization 1 (the links' full rate)" not in said
+    _, by_util = cube(*layout, "--util", "0.8")
+    np.testing.assert_array_equal(by_busbw["iteration_time"], by_util["iteration_time"])
