@@ -533,3 +533,24 @@ def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
     assert "utilization 1 (the links' full rate)" not in said
     _, by_util = cube(*layout, "--util", "0.8")
     np.testing.assert_array_equal(by_busbw["iteration_time"], by_util["iteration_time"])
+
+
+def test_plan_columns_stay_aligned_for_long_layouts_and_two_digit_ranks(tmp_path, monkeypatch):
+    from netsweep_jax.sweep.analysis import planning
+
+    text = planning._layout_text
+    # One layout's text longer than the column's usual 34 characters (as a DeepSeek layout with vpp and
+    # recompute gets), and ranks 10 to 12: every row's numbers still end where the header's do.
+    monkeypatch.setattr(
+        planning, "_layout_text", lambda row: text(row) + (" x" * 10 if row["layout_tp"] == 2 else "")
+    )
+    r = invoke("plan", *LLAMA_8B, "--keep", "12", "--out", tmp_path / "p.h5")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    header = next(line for line in lines if "tokens/s" in line)
+    rows = [line for line in lines if line[:4].strip().isdigit()]
+    assert len(rows) == 12 and any(" x x" in line for line in rows)
+    end = header.index("tokens/s") + len("tokens/s")
+    for line in rows:
+        number = line[:end].split()[-1]
+        assert line[end - len(number) : end] == number and line[end] == " ", line

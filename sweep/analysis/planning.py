@@ -293,11 +293,15 @@ def plan_table(ds: xr.Dataset) -> str:
     """The plan as text: per kept setting, each ranked layout with its speed, step, memory and what it waits on,
     and what the network costs the best layout against an ideal one."""
     lines = []
+    cells = list(_cells(ds))
+    # Columns as wide as their longest entry (a long layout or a rank of 10 and more keeps the columns aligned).
+    wide = max([34] + [len(_layout_text(row)) for _, cell, sub in cells for _, row in _ranked(sub, cell)])
+    digits = len(str(ds.sizes["rank"]))
     header = (
-        f"  {'#':>1} {'layout':<34} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} {'mem GB':>6} "
-        f"{'free':>5} {'on NICs':>7}  waits on"
+        f"  {'#':>{digits}} {'layout':<{wide}} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} "
+        f"{'mem GB':>6} {'free':>5} {'on NICs':>7}  waits on"
     )
-    for setting, cell, sub in _cells(ds):
+    for setting, cell, sub in cells:
         lines.append(setting + ":")
         lines.append(header)
         found, best_row = 0, None
@@ -305,7 +309,7 @@ def plan_table(ds: xr.Dataset) -> str:
             found, best_row = rank, best_row or row
             waits = waits_on(row, row["iteration_time"])
             lines.append(
-                f"  {rank} {_layout_text(row):<34} {row['tokens_per_s']:>10,.0f} "
+                f"  {rank:>{digits}} {_layout_text(row):<{wide}} {row['tokens_per_s']:>10,.0f} "
                 f"{row['iteration_time']:>7.3g} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
                 f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
                 f"{waits}"
