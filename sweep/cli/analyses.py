@@ -201,7 +201,6 @@ def compare(
     from netsweep_jax.sweep.analysis import compare as comparison
 
     settings: dict[str, Any] = dict(
-        defaults=_compare_defaults(ctx, locals()),
         models=model,
         gpu=gpu,
         precision=precision,
@@ -218,6 +217,7 @@ def compare(
         iterations_factor=iterations_factor,
         codec_cost=codec_cost,
     )
+    settings["defaults"] = _compare_defaults(ctx, settings)
     if out is None:
         rows, _, setup = comparison.compare(**settings)
         if setup["assumed"]:

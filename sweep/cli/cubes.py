@@ -8,7 +8,7 @@ import typer
 from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
 from netsweep_jax.sweep.cli.parameters import Cube
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
 
 
@@ -51,9 +51,9 @@ def damaged_file(path: Path) -> Any:
         try:
             yield
         except InputError:
-            reason = damage(path)  # an HDF5 file HDF5 cannot read is damaged, not bad input
-            if reason is not None:
-                fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+            why = damage(path)  # an HDF5 file HDF5 cannot read is damaged, not bad input
+            if why is not None:
+                fail(f"{path}: damaged (HDF5 cannot read it: {why})", code=1)
             raise
         except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
             readers = ("h5py", "h5netcdf", "xarray")
@@ -61,8 +61,7 @@ def damaged_file(path: Path) -> Any:
                 name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers
             ):
                 raise
-            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-            fail(f"{path}: damaged (HDF5 cannot read it: {reason})", code=1)
+            fail(f"{path}: damaged (HDF5 cannot read it: {reason(e)})", code=1)
 
     return context()
 

@@ -33,3 +33,10 @@ class StitchTimeout(RuntimeError):
 def where(path: object, line: int | None = None) -> str:
     """``'path'`` or ``'path:line'``, for messages that point at input."""
     return f"{path}:{line}" if line is not None else f"{path}"
+
+
+def reason(e: BaseException) -> str:
+    """An exception's reason in a few words, for one line to the user: the first line of its message (HDF5's
+    errors carry a paragraph after it), or its type's name when it has none."""
+    text = str(e)
+    return text.splitlines()[0] if text else type(e).__name__

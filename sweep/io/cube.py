@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 import xarray as xr
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
@@ -268,9 +268,8 @@ def open_for_resume(path: str | Path, grid: Grid, plan: Plan) -> h5py.File:
     except HDF5_ERRORS as e:
         if "f" in locals():
             f.close()
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(
-            f"{path}: HDF5 cannot read it ({reason}); it cannot be resumed, rerun with --force",
+            f"{path}: HDF5 cannot read it ({reason(e)}); it cannot be resumed, rerun with --force",
             param="resume",
         ) from None
     if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():

@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, in_cube_order
 from netsweep_jax.sweep.engine.plan import Plan
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
@@ -124,7 +124,7 @@ def verify_static(f: h5py.File) -> list[str] | None:
     try:
         now = static_checksums(f)
     except HDF5_ERRORS as e:
-        return [f"(unreadable: {str(e).splitlines()[0] if str(e) else type(e).__name__})"]
+        return [f"(unreadable: {reason(e)})"]
     return sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
 
 
@@ -159,7 +159,7 @@ def damage(path: str | Path) -> str | None:
             dict(f.attrs)
             f.visititems(visit)
     except HDF5_ERRORS as e:
-        return str(e).splitlines()[0] if str(e) else type(e).__name__
+        return reason(e)
     return None
 
 

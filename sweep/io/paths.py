@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from netsweep_jax.sweep.core.errors import InputError, WriteFailed
+from netsweep_jax.sweep.core.errors import InputError, WriteFailed, reason
 
 # The files written inside the current all_or_nothing() block that did not exist before it.
 _created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("created", default=None)
@@ -190,7 +190,7 @@ def failure(e: OSError) -> str:
     """An OSError's reason in a few words (HDF5's carry a paragraph after its first line)."""
     if e.errno is not None and e.strerror:
         return os.strerror(e.errno)
-    return str(e).splitlines()[0] if str(e) else type(e).__name__
+    return reason(e)
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.schema import in_cube_order
@@ -30,8 +30,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     try:
         ds = xr.open_dataset(path, engine="h5netcdf", phony_dims="sort")
     except (OSError, ValueError) as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise InputError(f"{path}: not a readable HDF5 cube ({reason}); {EXPECTED}") from None
+        raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
         ds.close()
         raise InputError(f"{path}: not made by netsweep; {EXPECTED}")

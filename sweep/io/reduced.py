@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.plan import Block, Plan
@@ -88,9 +88,8 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     except InputError:
         raise
     except HDF5_ERRORS as e:
-        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise InputError(
-            f"{path}: not a readable checkpoint ({reason}); rerun with --force", param="resume"
+            f"{path}: not a readable checkpoint ({reason(e)}); rerun with --force", param="resume"
         ) from None
     if (
         recorded is None
