@@ -9,13 +9,13 @@ a sweep over layouts compiles once. SI units throughout (s, bytes, bytes/s, FLOP
 Notation (per configuration). Architecture: L layers, h hidden, a heads, g key/value
 heads, w_q = a x head dimension and w_kv = g x head dimension, f feed-forward width,
 v vocabulary, s sequence, E experts (0 = dense), k experts per token, f_e expert width,
-S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2). Layout: N GPUs, t = tp, p = pp,
+S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2). Parallelism: N GPUs, t = tp, p = pp,
 c = cp, e = ep, D = dp = N / (t p c), micro-batch b, global batch B, V chunks per
 pipeline stage (1 = 1F1B), m = B / (b D) micro-batches per step.
 
 The model, module by module (each module's docstring has the formulas of the terms it computes):
 
-- :mod:`kernels.layout_inputs`: :class:`Arch`, :class:`Device`, :class:`Layout`; D, m and the rules a
+- :mod:`kernels.layout_inputs`: :class:`Arch`, :class:`Device`, :class:`Parallelism`; D, m and the rules a
   layout must keep (:data:`STATUS`).
 - :mod:`kernels.layout_compute`: work per token and layer (FLOPs), GEMM efficiency by size, fp8 casts,
   flash attention; the forward t_f and backward t_b of a layer on one GPU; the stragglers' kappa.
@@ -65,7 +65,7 @@ from netsweep_jax.kernels.layout_data_parallel import (
     fifo_end,
     optimizer_step,
 )
-from netsweep_jax.kernels.layout_inputs import STATUS, Arch, Device, Layout, Value, degrees
+from netsweep_jax.kernels.layout_inputs import STATUS, Arch, Device, Parallelism, Value, degrees
 from netsweep_jax.kernels.layout_memory import activations_per_layer, memory_per_gpu, params_per_gpu
 from netsweep_jax.kernels.layout_pipeline import pipeline
 from netsweep_jax.kernels.layout_recompute import per_op_flops, recomputation
@@ -77,7 +77,7 @@ __all__ = [
     "STATUS",
     "Arch",
     "Device",
-    "Layout",
+    "Parallelism",
     "Value",
     "all_reduce",
     "fifo_end",
@@ -124,7 +124,7 @@ BREAKDOWN = (
 )
 
 
-def step(arch: Arch, dev: Device, lay: Layout) -> dict[str, Value]:
+def step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     """Every output of :data:`OUTPUTS` for each configuration (the equations of this module's docstring and
     of the modules it names)."""
     f32 = jnp.result_type(lay.bandwidth)

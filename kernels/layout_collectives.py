@@ -29,10 +29,10 @@ leaves the domain (0 inside it).
 
 import jax.numpy as jnp
 
-from netsweep_jax.kernels.layout_inputs import Layout, Value
+from netsweep_jax.kernels.layout_inputs import Parallelism, Value
 
 
-def group_bandwidth(size: Value, stride: Value, lay: Layout) -> tuple[Value, Value]:
+def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart."""
     inside = (size <= 1) | (stride * size <= lay.nvlink_domain)
     on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
@@ -42,16 +42,18 @@ def group_bandwidth(size: Value, stride: Value, lay: Layout) -> tuple[Value, Val
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
 
 
-def nic_per_gpu(lay: Layout) -> Value:
+def nic_per_gpu(lay: Parallelism) -> Value:
     """Bytes/s of one GPU's share of its node's NICs, when every GPU of the node sends at once."""
     return lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization / lay.gpus_per_node
 
 
-def _steps_latency(steps: Value, crosses: Value, lay: Layout) -> Value:
+def _steps_latency(steps: Value, crosses: Value, lay: Parallelism) -> Value:
     return jnp.where(crosses, steps * lay.latency, 0.0)
 
 
-def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only: Value = False) -> Value:
+def all_reduce(
+    nbytes: Value, size: Value, stride: Value, lay: Parallelism, ring_only: Value = False
+) -> Value:
     """Seconds for each of ``size`` GPUs to all-reduce ``nbytes`` (ring, tree or the cheaper: ``collective``;
     a ring where ``ring_only``)."""
     bw, crosses = group_bandwidth(size, stride, lay)
@@ -64,7 +66,7 @@ def all_reduce(nbytes: Value, size: Value, stride: Value, lay: Layout, ring_only
     return jnp.where(n > 1, jnp.where(ring_only, ring, chosen), 0.0)
 
 
-def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Layout) -> Value:
+def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:
     """Seconds for a reduce-scatter or all-gather of a ``nbytes`` buffer (ring), or an all-to-all of it."""
     bw, crosses = group_bandwidth(size, stride, lay)
     n = jnp.maximum(size, 1.0)

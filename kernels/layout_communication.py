@@ -49,7 +49,7 @@ from netsweep_jax.kernels.layout_collectives import (
     scatter_or_gather,
 )
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value, has_bit
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, has_bit
 from netsweep_jax.kernels.layout_memory import LayerActivations, LayerParams
 from netsweep_jax.kernels.layout_recompute import Recompute
 
@@ -78,7 +78,7 @@ class LayerCommunication(NamedTuple):
 def layer_communication(
     arch: Arch,
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     dp: Value,
     work: LayerWork,
     params: LayerParams,

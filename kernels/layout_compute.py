@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
 
 
 class LayerWork(NamedTuple):
@@ -75,7 +75,7 @@ class LayerWork(NamedTuple):
     logits_flops: Value
 
 
-def layer_work(arch: Arch, dev: Device, lay: Layout, gpus: Value, mats: Value) -> LayerWork:
+def layer_work(arch: Arch, dev: Device, lay: Parallelism, gpus: Value, mats: Value) -> LayerWork:
     """The work of the average layer per token, a micro-batch's tokens on one GPU, and its rates."""
     L, h, f, v, s = arch.layers, arch.hidden, arch.ffn, arch.vocab, arch.seq
     E, k, fe, S, Le = arch.experts, arch.top_k, arch.expert_ffn, arch.shared_experts, arch.moe_layers
@@ -141,7 +141,7 @@ class LayerTimes(NamedTuple):
 def layer_times(
     arch: Arch,
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     work: LayerWork,
     layer_params: Value,
     act_layer: Value,

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from netsweep_jax.kernels.layout_collectives import all_reduce, scatter_or_gather
 from netsweep_jax.kernels.layout_communication import LayerCommunication
 from netsweep_jax.kernels.layout_compute import LayerTimes
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
 from netsweep_jax.kernels.layout_memory import LayerParams
 from netsweep_jax.kernels.layout_pipeline import Pipeline
 from netsweep_jax.kernels.layout_recompute import Recompute
@@ -62,7 +62,7 @@ class DataParallel(NamedTuple):
 def data_parallel_exposed(
     arch: Arch,
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     params: LayerParams,
     times: LayerTimes,
     rc: Recompute,
@@ -129,7 +129,7 @@ def data_parallel_exposed(
 
 def optimizer_step(
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     kappa: Value,
     dp_group: Value,
     expert_dp: Value,

@@ -1,6 +1,6 @@
 """What the layout step takes, and the rules a layout must keep.
 
-:class:`Arch` (the transformer), :class:`Device` (the GPU and its precision) and :class:`Layout` (how the
+:class:`Arch` (the transformer), :class:`Device` (the GPU and its precision) and :class:`Parallelism` (how the
 step is split and what it runs on) hold float arrays of one shape, or scalars that broadcast with them,
 in SI units; the notation is :mod:`kernels.layout`'s. :func:`degrees` derives what the layout leaves
 implicit,
@@ -82,7 +82,7 @@ class Device(NamedTuple):
     moment_bytes: Value
 
 
-class Layout(NamedTuple):
+class Parallelism(NamedTuple):
     """How the step is split and what it runs on.
 
     gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
@@ -147,7 +147,7 @@ class Degrees(NamedTuple):
     status: Value
 
 
-def degrees(arch: Arch, lay: Layout) -> Degrees:
+def degrees(arch: Arch, lay: Parallelism) -> Degrees:
     """D, N, m and the status of each configuration (the rules of :data:`STATUS`, in order)."""
     L, a, g, s, E = arch.layers, arch.heads, arch.kv_heads, arch.seq, arch.experts
     t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.chunks

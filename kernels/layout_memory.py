@@ -44,7 +44,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from netsweep_jax.kernels.layout_compute import LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value, divides
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, divides
 
 
 class LayerParams(NamedTuple):
@@ -60,7 +60,7 @@ class LayerParams(NamedTuple):
     embed_params: Value  # one GPU's share of the embedding (v h / t)
 
 
-def params_per_gpu(arch: Arch, lay: Layout, dp: Value, work: LayerWork) -> LayerParams:
+def params_per_gpu(arch: Arch, lay: Parallelism, dp: Value, work: LayerWork) -> LayerParams:
     """One GPU's share of the average layer's parameters, and the expert groups that shard them."""
     L, h, f, v = arch.layers, arch.hidden, arch.ffn, arch.vocab
     E, fe, S, Le = arch.experts, arch.expert_ffn, arch.shared_experts, arch.moe_layers
@@ -103,7 +103,7 @@ class LayerActivations(NamedTuple):
     act_layer: Value  # A: everything the forward writes, kept without recomputation
 
 
-def activations_per_layer(arch: Arch, dev: Device, lay: Layout, work: LayerWork) -> LayerActivations:
+def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: LayerWork) -> LayerActivations:
     """A, in bytes, and its parts (no recomputation)."""
     L, h, a, f, s = arch.layers, arch.hidden, arch.heads, arch.ffn, arch.seq
     k, fe, S, Le = arch.top_k, arch.expert_ffn, arch.shared_experts, arch.moe_layers
@@ -148,7 +148,7 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Layout, work: LayerWork)
 def memory_per_gpu(
     arch: Arch,
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     params: LayerParams,
     sp: Value,
     *,

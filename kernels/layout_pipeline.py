@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from netsweep_jax.kernels.layout_collectives import group_bandwidth
 from netsweep_jax.kernels.layout_communication import LayerCommunication
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
 from netsweep_jax.kernels.layout_recompute import Recompute
 
 
@@ -46,7 +46,7 @@ class Pipeline(NamedTuple):
 def pipeline(
     arch: Arch,
     dev: Device,
-    lay: Layout,
+    lay: Parallelism,
     dp: Value,
     m: Value,
     work: LayerWork,

@@ -31,7 +31,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Layout, Value, has_bit
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, has_bit
 from netsweep_jax.kernels.layout_memory import LayerActivations
 
 
@@ -59,7 +59,7 @@ def per_op_flops(arch: Arch, ctx: Value, dense_share: Value, moe_share: Value, c
 
 
 def recomputation(
-    arch: Arch, dev: Device, lay: Layout, work: LayerWork, acts: LayerActivations, times: LayerTimes
+    arch: Arch, dev: Device, lay: Parallelism, work: LayerWork, acts: LayerActivations, times: LayerTimes
 ) -> Recompute:
     """The recompute mode's time and kept activation bytes (``lay.recompute``, a sum of bits)."""
     L, h, f, E, k = arch.layers, arch.hidden, arch.ffn, arch.experts, arch.top_k

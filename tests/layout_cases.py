@@ -4,12 +4,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from helpers import TOLERANCE as REFERENCE_TOLERANCE
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.engine.compiled import layout_rows
 from netsweep_jax.sweep.engine.layouts import ROWS_BLOCK
 from netsweep_jax.sweep.model.llms import LLMS
 
-TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
+TOLERANCE = REFERENCE_TOLERANCE["layout"]
 # The options of a small large-model sweep (the bad-input cases add one bad option to them).
 LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
 
@@ -108,7 +109,7 @@ def run_kernel(cases, dtype):
         out = layout_rows(
             kernel.Arch(**stack(0, kernel.Arch._fields)),
             kernel.Device(**stack(1, kernel.Device._fields)),
-            kernel.Layout(**stack(2, kernel.Layout._fields)),
+            kernel.Parallelism(**stack(2, kernel.Parallelism._fields)),
         )
         return {k: np.asarray(v, np.float64)[: len(cases)] for k, v in out.items()}
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from helpers import invoke
+from helpers import TOLERANCE, invoke
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.model.profile import make_profile
@@ -39,7 +39,7 @@ def test_fsdp_matches_reference(dtype, seed):
         dtype=dtype,
         block_configs=37,
     )
-    tol = {"float32": 1e-4, "float64": 1e-10}[dtype]
+    tol = TOLERANCE["overlap"][dtype]
     c = {d: ds[d].values for d in ds.dims}
     sf = ds.scaling_factor.sel(bucketing="fsdp")
     fsdp = {name: ds[name].sel(bucketing="fsdp").values for name in OUTPUTS}  # once, not per point

@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from conftest import random_profile
+from helpers import TOLERANCE
 from netsweep_jax.kernels import PAPER, Buckets, Config, Features, Layout, iteration
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.model.profile import make_profile
 from reference import simulate
 
-# float32: 1e-4 relative; float64: 1e-10. Times near 0 are compared against T1.
-TOL = {"float32": 1e-4, "float64": 1e-10}
+# Times near 0 are compared against T1.
+TOL = TOLERANCE["overlap"]
 TABLE = (np.array([0.0, 1e4, 1e6, 1e8]), np.array([1e-5, 1.2e-5, 3e-5, 1.5e-3]))
 
 

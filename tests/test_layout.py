@@ -234,7 +234,7 @@ def test_a_data_parallel_group_over_whole_nodes_is_netsweeps_nccl_ring():
         )
         n = nodes * per_node
         with jax.enable_x64(True):
-            lay = kernel.Layout(**{f: jnp.float64(0.0) for f in kernel.Layout._fields})._replace(
+            lay = kernel.Parallelism(**{f: jnp.float64(0.0) for f in kernel.Parallelism._fields})._replace(
                 nvlink_domain=jnp.float64(per_node),
                 nvlink_bw=jnp.float64(nvlink),
                 gpus_per_node=jnp.float64(per_node),

@@ -212,8 +212,8 @@ INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
 
 def _crossed(
     outer: jax.Array, inner: jax.Array
-) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Layout]:
-    """(Arch, Device, Layout) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
+) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Parallelism]:
+    """(Arch, Device, Parallelism) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
     v = {**o, **{d: i[d] for d in LAYOUT_INNER}}
@@ -237,7 +237,7 @@ def _crossed(
         return jnp.where(v[name] > 0, v[name], o[own])
 
     e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
-    lay = layout_kernel.Layout(
+    lay = layout_kernel.Parallelism(
         gpus=v["gpus"],
         tp=v["tp"],
         pp=v["pp"],
@@ -305,7 +305,9 @@ def layout_block_best(
 
 
 @jax.jit
-def layout_rows(arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Layout) -> Metrics:
+def layout_rows(
+    arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Parallelism
+) -> Metrics:
     """:func:`kernels.layout.step` on arrays of one shape (one configuration per element): measured runs,
     each with its own layout, and fits that try many constants per run at once."""
     return layout_kernel.step(arch, dev, lay)

@@ -154,7 +154,7 @@ def evaluate_rows(
             out = layout_block_rows(
                 kernel.Arch(**{k: jnp.asarray(v[row]) for k, v in arch.items()}),
                 kernel.Device(**{k: jnp.asarray(v[row]) for k, v in dev.items()}),
-                kernel.Layout(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
+                kernel.Parallelism(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
             )
             for k in outputs or out:
                 result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
