@@ -9,6 +9,8 @@ Public API, imported lazily so that ``import netsweep_jax.sweep`` (and the CLI's
 - :func:`validate`: the held-out protocol on published or your own runs (``sweep validate``).
 - :func:`compare`: fix the transport or compress? (``sweep compare``).
 - :func:`open_cube`: a cube written by ``sweep grid`` as an ``xarray.Dataset``.
+- :func:`evaluate_layouts`, :func:`plan`: large models, every layout or the best ones (``sweep grid --model
+  llama3-70b ...``, ``sweep plan``).
 - :class:`Profile`, :func:`load_profile`, :func:`builtin_profile`, :func:`builtin_names`.
 
 Everything else is private: the rooms below (``core``, ``model``, ``engine``, ``io``,
@@ -28,6 +30,8 @@ _EXPORTS = {
     "validate": "netsweep_jax.sweep.api",
     "compare": "netsweep_jax.sweep.api",
     "open_cube": "netsweep_jax.sweep.api",
+    "evaluate_layouts": "netsweep_jax.sweep.large_models",
+    "plan": "netsweep_jax.sweep.large_models",
     "Profile": "netsweep_jax.sweep.model.profile",
     "load_profile": "netsweep_jax.sweep.model.profile",
     "builtin_profile": "netsweep_jax.sweep.model.builtin",

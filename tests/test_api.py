@@ -23,6 +23,8 @@ PUBLIC = {
     "load_profile",
     "builtin_profile",
     "builtin_names",
+    "evaluate_layouts",
+    "plan",
 }
 FUNCTIONS = sorted(PUBLIC - {"Profile"})
 
@@ -165,3 +167,55 @@ def test_reports_from_python_keep_a_users_files_unless_forced(tmp_path):
     assert (tmp_path / "REPORT.md").read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
     result = sweep.compare("resnet50", bandwidth=10, out=tmp_path, force=True)
     assert len(result.paths) == 3 and (tmp_path / "REPORT.md").read_text().startswith("# Fix the transport")
+
+
+LLAMA = dict(gpus=8, global_batch=8)
+
+
+def test_evaluate_layouts_is_the_layout_grid_the_command_writes(tmp_path):
+    from helpers import invoke
+
+    ds = sweep.evaluate_layouts("llama3-8b", tp=[1, 2], micro_batch="1,2", bandwidth=100, **LLAMA)
+    r = invoke(
+        "grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "1,2",
+        "--micro-batch", "1,2", "--bw", "100", "--out", tmp_path / "g.h5", "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    with sweep.open_cube(tmp_path / "g.h5") as cube:
+        for name in ("tokens_per_s", "memory_gb", "status"):
+            np.testing.assert_array_equal(ds[name].values, cube[name].values, err_msg=name)
+    assert ds.sizes["tp"] == 2 and ds.sizes["micro_batch"] == 2
+    assert "DGX H100" in ds.attrs["assumed"]  # the network not given follows the GPU's system, said so
+    assert np.isfinite(ds.tokens_per_s.sel(tp=2, micro_batch=2).squeeze().item())
+
+
+def test_plan_is_the_command_plan(tmp_path):
+    from helpers import invoke
+
+    best = sweep.plan("llama3-8b", bandwidth=[100, 400], keep=2, **LLAMA)
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--bw", "100,400",
+        "--keep", "2", "--out", tmp_path / "p.h5", "-q",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    with sweep.open_cube(tmp_path / "p.h5") as cube:
+        for name in ("tokens_per_s", "network_cost", "switch_change", "layout_tp"):
+            np.testing.assert_array_equal(best[name].values, cube[name].values, err_msg=name)
+    assert best.sizes["rank"] == 2 and best.sizes["bandwidth"] == 2
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sweep.plan("llama3-8b", bandwith=100, **LLAMA), "unknown keyword 'bandwith' of plan()"),
+        (lambda: sweep.plan("llama3-8b", keep=0, **LLAMA), "keep 0: an integer from 1 to 100"),
+        (lambda: sweep.plan(**LLAMA), "model name a large-model preset"),
+        (lambda: sweep.evaluate_layouts("llama3-8b", tp=True, **LLAMA), "tp True: give a number"),
+        (lambda: sweep.evaluate_layouts("llama3-8b", tp=0, **LLAMA), "tp 0"),
+        (lambda: sweep.evaluate_layouts("llama3-8b", dtype="float16", **LLAMA), "dtype 'float16'"),
+    ],
+)
+def test_layout_functions_refuse_bad_input_naming_the_keyword(call, message):
+    with pytest.raises(InputError) as e:
+        call()
+    assert str(e.value).startswith(message) or message in str(e.value), str(e.value)

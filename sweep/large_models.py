@@ -1,0 +1,174 @@
+"""The public API of the large-model family: every layout of a transformer on a cluster, and the best ones.
+
+:func:`evaluate_layouts` is ``sweep grid --model llama3-70b ...``: the layout model
+(:mod:`netsweep_jax.kernels.layout`) over the outer product of the values given, as an
+``xarray.Dataset`` with the dims, coordinates and variables of a layout cube. :func:`plan` is
+``sweep plan``: the layout options not given are searched, and the ``keep`` fastest layouts
+that can exist and fit in memory are kept per network setting, with what the network costs the
+best one against an ideal network. Both take their options by keyword, named as the CLI's
+(``tp``, ``micro_batch``, ``bandwidth``, ...), each a number, a sequence, or the CLI's value
+syntax (``"1..8"``); network options not given follow the GPU's usual system, and what was
+assumed is the result's ``assumed`` attribute. Bad input raises
+:class:`~netsweep_jax.sweep.core.errors.InputError`, naming the keyword.
+
+Units are the CLI's: bandwidth in Gbit/s per NIC, latency in us, overhead in ms, NVLink in
+GB/s, GEMM latency in us, memory fractions and efficiencies as plain numbers.
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+import xarray as xr
+from typing_extensions import TypedDict, Unpack
+
+from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+from netsweep_jax.sweep.core.axes import show
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
+
+Values = float | str | Sequence[float | str]  # a number, a sequence, or value syntax ("1..8", "bf16,fp8")
+
+__all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
+
+
+class LayoutOptions(TypedDict, total=False):
+    """The keywords of :func:`evaluate_layouts` and :func:`plan`, each optional, named and in the units of
+    the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
+
+    Keys:
+      gpus, dp, tp, pp, cp, ep, micro_batch, global_batch, zero, sequence_parallel: the layout.
+      nodes: nodes x GPUs per node, instead of ``gpus``.
+      schedule, recompute, attention, overlap: the pipeline schedule(s), recomputation, attention kernel
+        and the stack's overlap switches, as the CLI's text (``"1f1b,interleaved:2"``).
+      gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
+      gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
+        (not given: the GPU's usual system and the links' full rate).
+      efficiency, attention_efficiency, gemm_latency, usable_memory, grad_bytes, moment_bytes,
+        offload_layers, imbalance, overhead, slowdown, jitter: the model's constants and the stack's
+        settings.
+      dtype: ``"float32"`` (default) or ``"float64"``.
+    """
+
+    gpus: Values
+    dp: Values
+    tp: Values
+    pp: Values
+    cp: Values
+    ep: Values
+    micro_batch: Values
+    global_batch: Values
+    zero: Values
+    sequence_parallel: Values
+    nodes: Values
+    schedule: Values
+    recompute: Values
+    attention: Values
+    overlap: str
+    gpu: Values
+    precision: Values
+    collective: Values
+    gpus_per_node: Values
+    nics_per_node: Values
+    bandwidth: Values
+    utilization: Values
+    latency: Values
+    nvlink_domain: Values
+    nvlink_bw: Values
+    efficiency: Values
+    attention_efficiency: Values
+    gemm_latency: Values
+    usable_memory: Values
+    grad_bytes: Values
+    moment_bytes: Values
+    offload_layers: Values
+    imbalance: Values
+    overhead: Values
+    slowdown: Values
+    jitter: Values
+    dtype: str
+
+
+def _text(name: str, value: object) -> str:
+    """A keyword's value as the CLI's text: numbers shown as the CLI would take them, sequences joined."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)
+    if isinstance(value, (int, float)):
+        return show(float(value))
+    if isinstance(value, Sequence):
+        return ",".join(_text(name, item) for item in value)
+    raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)
+
+
+def _grid(model: str | Sequence[str] | None, arch: str | None, options: dict[str, Any], search: bool) -> Any:
+    """The layout grid of ``model`` (or ``arch``) and the options, as the CLI builds it."""
+    if model is None and arch is None:
+        raise InputError("name a large-model preset (sweep models lists them) or give arch", param="model")
+    dtype = options.pop("dtype", "float32")
+    if dtype not in ("float32", "float64"):
+        raise InputError(f"{dtype!r}: float32 or float64", param="dtype")
+    settings: dict[str, Any] = {name: _text(name, value) for name, value in options.items()}
+    given = set(settings)
+    if model is not None:
+        settings["model"] = _text("model", model)
+        given.add("model")
+    settings["arch"] = arch
+    settings["x64"] = dtype == "float64"
+    return layout_grid_from(settings, given, search=search)
+
+
+@refuse_unknown_keywords
+def evaluate_layouts(
+    model: str | Sequence[str] | None = None, *, arch: str | None = None, **options: Unpack[LayoutOptions]
+) -> xr.Dataset:
+    """Every layout of a large model on a cluster (``sweep grid --model llama3-70b ...``).
+
+    Args:
+      model: a large-model preset or several (``"llama3-70b"``, ``["llama3-8b", "llama3-70b"]``).
+      arch: instead, a transformer by shape (``"layers=32,hidden=4096,heads=32,seq=4096,vocab=32000"``).
+      **options: :class:`LayoutOptions`.
+
+    Returns:
+      A layout cube: every layout option a dim, every output (``tokens_per_s``, ``iteration_time``,
+      ``memory_gb``, ``fits``, ``status``, what the step waits on, ...) a variable over all of them;
+      ``status`` 0 where the layout can exist (its ``rules`` attribute says what the others break).
+    """
+    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
+
+    grid = _grid(model, arch, dict(options), search=False)
+    check_in_memory(grid)
+    return layouts_dataset(grid, evaluate_layouts_arrays(grid))
+
+
+@refuse_unknown_keywords
+def plan(
+    model: str | Sequence[str] | None = None,
+    *,
+    arch: str | None = None,
+    keep: int = 3,
+    **options: Unpack[LayoutOptions],
+) -> xr.Dataset:
+    """The ``keep`` fastest layouts of a large model per network setting (``sweep plan``).
+
+    The layout options not given are searched (tp 1, 2, 4, 8; pp in powers of two; cp 1, 2, 4; ep for
+    MoE models; micro-batch 1, 2, 4, 8; 1f1b and interleaved:2; recompute none, selective and full;
+    ZeRO 0, 1 and 3); those given are kept as dims.
+
+    Args:
+      model, arch, **options: as :func:`evaluate_layouts`.
+      keep: layouts kept per setting, fastest first (1 to 100).
+
+    Returns:
+      A cube over the kept dims and ``rank``: each ranked layout's coordinates and outputs, and per
+      setting ``network_cost`` (the share of the best step an ideal network would save) and
+      ``switch_change`` (what flipping each overlap switch would do to the best step).
+    """
+    from netsweep_jax.sweep.analysis.planning import check_size
+    from netsweep_jax.sweep.analysis.planning import plan as best
+
+    if isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 100:
+        raise InputError(f"{keep!r}: an integer from 1 to 100", param="keep")
+    grid = _grid(model, arch, dict(options), search=True)
+    check_size(grid)
+    return best(grid, keep=keep)
