@@ -15,8 +15,18 @@ attention core counted in full, as Megatron counts it):
 
 A GPU of a TP x CP group handles b s / c tokens of each micro-batch and 1 / t of each
 layer's work: t_f = b s (F - core) / (c t peak eff) + n_gemm tau + core time + (activation
-bytes A + weight bytes + fp8 cast bytes) / hbm, t_b = 2 t_f (+ 1/2 the core's with flash
-attention). GEMM efficiency by size: each matrix kernel takes a fixed time tau
+bytes A + weight bytes + fp8 cast bytes + MoE token movement M) / hbm, t_b = 2 t_f - M / hbm
+(+ 1/2 the core's with flash attention). MoE token movement (Megatron-Core's alltoall
+dispatcher with fused permutation, as NVIDIA's 2025 recipes run it; counted from
+megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py: permute, sort_chunks_by_idxs,
+unpermute), on the b s / (c t) tokens of a GPU, per forward and again per backward:
+
+    M = L_e / L  x  2 h bytes_act (k I (1 + 2 [E / e > 1]) + 1)    (permute: read h, write k I h;
+                                                                     sort to local-expert order and
+                                                                     back when a GPU holds several
+                                                                     experts: k I h each way, twice;
+                                                                     unpermute: read k I h, write h)
+ GEMM efficiency by size: each matrix kernel takes a fixed time tau
 (``gemm_latency``) besides its W FLOPs at ``peak eff``, so a GEMM runs at
 
     eff(W) = eff W / (W + W_half),      W_half = tau peak eff
@@ -136,6 +146,9 @@ class LayerTimes(NamedTuple):
     t_f: Value  # the forward
     core_time: Value  # the attention core's forward, with its score bytes
     t_b: Value  # the backward (without recomputation)
+    token_move: (
+        Value  # a MoE layer's token permutation, sorting and unpermutation per forward (s, unstretched)
+    )
 
 
 def layer_times(
@@ -186,12 +199,29 @@ def layer_times(
         + (dense_layers * f + Le * ((k * lay.imbalance + S) * fe + (k * lay.imbalance - 1.0) * h)) / L
     )
     cast_bytes = jnp.where(dev.gemm_input_bytes < 2.0, 3.0 * tokens * cast_elems / t, 0.0)
+    # MoE token movement (Megatron-Core's alltoall dispatcher with fused permutation, as NVIDIA's 2025 recipes
+    # run it): each token is permuted into its k I routed copies (read h, write k I h), sorted into local-expert
+    # order and back where the GPU holds more than one expert (read and write k I h, twice), and unpermuted
+    # (read k I h, write h). The copies are transient (not in A); the all-to-alls' own buffers move at the
+    # network's pace. The backward's mirror kernels move as much again, once (not twice as the rest).
+    local_experts = E / jnp.maximum(e, 1.0)
+    sorts = jnp.where(local_experts > 1.0, 2.0, 0.0)
+    move_elems = jnp.where(E > 0, 2.0 * h * (k * lay.imbalance * (1.0 + sorts) + 1.0), 0.0)
+    token_move = tokens / t * (Le / L) * move_elems * dev.act_bytes / dev.hbm
     t_f = (
         tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate
         + layer_kernels * dev.gemm_latency
         + core_run
         + (act_layer + weight_bytes + cast_bytes) / dev.hbm
+        + token_move
     ) * kappa
     core_time = (core_run + score_bytes / dev.hbm) * kappa
-    t_b = 2.0 * t_f + jnp.where(flash, 0.5 * core_run * kappa, 0.0)
-    return LayerTimes(flash=flash, moe_ffn_kernels=moe_ffn_kernels, t_f=t_f, core_time=core_time, t_b=t_b)
+    t_b = 2.0 * t_f - token_move * kappa + jnp.where(flash, 0.5 * core_run * kappa, 0.0)
+    return LayerTimes(
+        flash=flash,
+        moe_ffn_kernels=moe_ffn_kernels,
+        t_f=t_f,
+        core_time=core_time,
+        t_b=t_b,
+        token_move=token_move,
+    )

@@ -16,7 +16,8 @@ A less what it drops, D (units of h bytes a token, over t unless said), and re-r
     mlp (32; dense layers)            (4 or 2 + g) f / h                  (6 or 4) h f, 2
     moe_act (64; MoE layers)          g f_e k I / h                       0, 0
     moe (128; MoE layers)             (g + 2) k I + (4 or 2 + g) f_e (k I + S) / h    the layer's expert
-                                      and router work, 1 + 2 E / e + 2 [S > 0]; two more all-to-alls
+                                      and router work, 1 + 2 E / e + 2 [S > 0], and its token
+                                      movement M; two more all-to-alls
     op (4; torchtitan)                keeps only 2 (h + 2 w_q + w_kv) + 2 (f + h) (dense) or
                                       2 (k I + S)(f_e + h) (MoE) a token: the block input, wq's, wv's,
                                       the attention kernel's, w1's and w2's outputs (every second
@@ -125,7 +126,8 @@ def recomputation(
         + jnp.where(mlp_rc, rerun(dense_share * mlp_flops, 2.0 * dense_share, tokens * h * drop_mlp), 0.0)
         + jnp.where(
             moe_rc,
-            rerun(moe_share * moe_flops_paced, moe_share * moe_ffn_kernels, tokens * h * drop_moe),
+            rerun(moe_share * moe_flops_paced, moe_share * moe_ffn_kernels, tokens * h * drop_moe)
+            + times.token_move,  # the re-run forward permutes, sorts and unpermutes its tokens again
             0.0,
         )
         + jnp.where(act_rc, rerun(0.0, 0.0, tokens * h * drop_act), 0.0)

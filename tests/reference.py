@@ -584,14 +584,25 @@ def layout_step(arch, dev, lay):
         cast = 3 * tokens * io / t
     else:
         cast = 0.0
+    # a MoE layer's tokens through the alltoall dispatcher: permuted into k I copies, sorted to local-expert
+    # order and back (several local experts), unpermuted; as much again in the backward
+    if E > 0:
+        sorts = 2 if E / max(e, 1) > 1 else 0
+        moved = 2 * h * (k * lay["imbalance"] * (1 + sorts) + 1)  # elements a token
+        move = tokens / t * Le / L * moved * dev["act_bytes"] / dev["hbm"]
+    else:
+        move = 0.0
     fwd = (
         tokens * ((paced - flops["core"]) / t + 2 * replicated * (1 - 1 / t)) / rate
         + kernels * tau
         + core_run
         + (lin_bytes + score_bytes + params * dev["param_bytes"] + cast) / dev["hbm"]
+        + move
     ) * kappa
     core = (core_run + score_bytes / dev["hbm"]) * kappa
-    bwd = 2 * fwd + (0.5 * core_run * kappa if flash else 0.0)  # flash's backward: 5 products to 2
+    bwd = (
+        2 * fwd - move * kappa + (0.5 * core_run * kappa if flash else 0.0)
+    )  # flash's backward: 5 products to 2
     bits = {name: bool(int(rec) // value % 2) for name, value in RECOMPUTE_BITS.items()}
     full = bits["full"]
     per_op = bits["op"] and not full
@@ -626,7 +637,7 @@ def layout_step(arch, dev, lay):
         "layernorm": rerun(0, 0, tokens * h * drops["layernorm"]),
         "up_proj": rerun(2 * up, 1, tokens * h * drops["up_proj"]),
         "mlp": rerun(dense_share * mats * 2 * h * f, 2 * dense_share, tokens * h * drops["mlp"]),
-        "moe": rerun(moe_share * moe_paced, moe_share * (moe_kernels - 2), tokens * h * drops["moe"]),
+        "moe": rerun(moe_share * moe_paced, moe_share * (moe_kernels - 2), tokens * h * drops["moe"]) + move,
         "moe_act": rerun(0, 0, tokens * h * drops["moe_act"]),
     }
     module_time = sum(again[name] for name in again if mods[name])

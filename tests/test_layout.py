@@ -344,11 +344,22 @@ def test_one_moe_layer_on_two_nodes_by_hand():
     # h E, the local expert 3 h f_e) at 2 bytes.
     acts = s * h * (4 + 2 + 6 + 2 + 2 + 2 * 4 + 2 * 6 * fe / h)
     weights = 2 * (4 * h * h + 2 * h + h * E + 3 * h * fe)
-    forward = gemm + kernels + core + (acts + weights) / hbm
-    backward = 2 * forward + 0.5 * (core + tau)  # flash's backward: 5 products to 2
+    # Token movement through the dispatcher, at 2 bytes: the permutation reads each token (h) and writes its 2
+    # copies (2 h), the unpermutation reads the 2 copies back and writes the token; no sort, one expert a GPU.
+    # The backward's mirror kernels move as much again.
+    move = s * (h + 2 * h + 2 * h + h) * 2 / hbm
+    forward = gemm + kernels + core + (acts + weights) / hbm + move
+    backward = 2 * forward - move + 0.5 * (core + tau)  # flash's backward: 5 products to 2
     embed = 3 * s * h * 2 / hbm
     logits = s * 2 * h * v / rate + tau + 8 * s * v / hbm  # the output layer's GEMM and its fp32 logits
     assert out["compute"] == pytest.approx(forward + backward + embed + 3 * logits, rel=1e-9)
+    # With 4 experts a GPU (EP 4 over the 16 GPUs), each copy is also sorted into its expert's order and
+    # back (read and write 2 h a token, twice), forward and backward; the 3 more local experts add their fc1 and
+    # fc2 kernels and weights to each pass (the forward and the backward's two).
+    four = run_one(gpt3_case(**arch, **dev, **lay | dict(ep=4)))
+    sorts = s * 2 * (2 * h + 2 * h) * 2 / hbm
+    experts = 3 * (2 * tau + 3 * h * fe * 2 / hbm)
+    assert four["compute"] - out["compute"] == pytest.approx(2 * sorts + 3 * experts, rel=1e-9)
     # Dispatch and combine, forward and backward: each GPU sends 1,024 x 2 copies x 2 bytes x h = 4.19 MB, 7/16
     # of it to the 7 others of its node on NVLink, 8/16 to the other node through its own 400 Gbit/s NIC with a
     # per-step latency to each of the 8 peers there: the NICs pace it.
