@@ -375,6 +375,12 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         recipe_tp = not (old or fsdp) and run.tp > 1 and sp
         overlap = "none" if old else OVERLAP_DEFAULT + ("+tp_comm" if recipe_tp else "")
         assumed.append(f"overlap {overlap}")
+    # Load imbalance of MoE runs: NVIDIA's performance recipes force balanced routing
+    # (moe_router_force_load_balancing=True in Megatron-Bridge's scripts/performance/*_llm_pretrain.py at
+    # 953aabf: deepseek 54, qwen3 76, gpt_oss 40), so the busiest expert's tokens equal the mean's.
+    imbalance = 1.0
+    if run.llm.experts > 0:
+        assumed.append("load imbalance 1 (balanced routing, as the recipes force it)")
     row = LayoutRow(
         run.llm,
         run.gpu,
@@ -396,6 +402,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
+        imbalance=imbalance,
     )
     return row, assumed
 
