@@ -170,14 +170,14 @@ def choices(command, option):
     )
     from netsweep_jax.sweep.engine.reductions import OPS
     from netsweep_jax.sweep.model.compressors import METHODS
-    from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS
+    from netsweep_jax.sweep.model.compute import GPUS, WORKLOAD_PRECISIONS
 
     only = {
         ("plan", "--precision"): LAYOUT_PRECISIONS,
         ("plan", "--collective"): LAYOUT_COLLECTIVES,
-        ("compare", "--precision"): tuple(PRECISIONS),
+        ("compare", "--precision"): tuple(WORKLOAD_PRECISIONS),
         ("compare", "--collective"): COLLECTIVES,
-        ("profile measure", "--precision"): tuple(PRECISIONS),
+        ("profile measure", "--precision"): tuple(WORKLOAD_PRECISIONS),
     }
     registry = {
         "--collective": COLLECTIVES + LAYOUT_COLLECTIVES,
@@ -187,7 +187,7 @@ def choices(command, option):
         "--vars": tuple(VARIABLES),
         "--compressor": METHODS,
         "--gpu": tuple(GPUS),
-        "--precision": tuple(PRECISIONS) + LAYOUT_PRECISIONS,
+        "--precision": tuple(WORKLOAD_PRECISIONS) + LAYOUT_PRECISIONS,
         "--reduce": OPS,
         "--recompute": RECOMPUTES,
         "--attention": ATTENTIONS,

@@ -554,3 +554,18 @@ def test_plan_columns_stay_aligned_for_long_layouts_and_two_digit_ranks(tmp_path
     for line in rows:
         number = line[:end].split()[-1]
         assert line[end - len(number) : end] == number and line[end] == " ", line
+
+
+def test_one_precision_table_says_which_gradient_dtype_each_family_keeps():
+    # #24: one table (sweep.model.compute.PRECISIONS) for both families. bf16's own gradients are 2 bytes (the
+    # data-parallel family's model cast to bf16: tests/test_transformers.py); the large-model family keeps them
+    # in Megatron-LM's fp32 main_grad unless --grad-bytes says otherwise, and its assumed line says so.
+    from netsweep_jax.sweep.model.compute import MAIN_GRAD_BYTES, PRECISIONS
+
+    assert PRECISIONS["bf16"].grad_bytes == 2 and MAIN_GRAD_BYTES["bf16"] == 4
+    default = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, precision="bf16,fp16")
+    assert "gradients fp32 for bf16 (Megatron-LM main_grad), fp16 for fp16" in default.assumed
+    kept = {g: layouts.evaluate_layouts_arrays(layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8,
+            grad_bytes=g))["memory_gb"].ravel()[0] for g in (2, 4)}  # fmt: skip
+    params = 8.03e9  # Llama 3 8B, every parameter on the one GPU (ZeRO 0, no TP)
+    assert kept[4] - kept[2] == pytest.approx(2 * params / 1e9, rel=0.01)

@@ -33,21 +33,16 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.values import whole_number
-from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS
 from netsweep_jax.sweep.model.llms import LLM
 
-# Precision -> (parameter bytes, gradient bytes, activation bytes, bytes of a GEMM input kept for the
-# backward, matrix peak: "half" or "fp8").
-# The gradient bytes are the precision's default, which --grad-bytes overrides: Megatron-LM keeps bf16
-# models' gradients in fp32 (main_grad) and reduces them in fp32 (``accumulate_allreduce_grads_in_fp32``
-# is on for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py); fp16 gradients stay 2
-# bytes. fp8 runs the matrix products in fp8 (Transformer Engine) with bf16 weights and activations, and
-# keeps each GEMM's input as its fp8 cast for the backward.
-PRECISION_BYTES = {
-    "bf16": (2.0, 4.0, 2.0, 2.0, "half"),
-    "fp16": (2.0, 2.0, 2.0, 2.0, "half"),
-    "fp8": (2.0, 4.0, 2.0, 1.0, "fp8"),
-}
+
+def precision_bytes(name: str) -> tuple[float, float, float, float, float]:
+    """A layout precision's (param, gradient, activation, GEMM-input) bytes and whether its GEMMs run at the fp8
+    peak: :data:`~sweep.model.compute.PRECISIONS`' one table, with Megatron-LM's fp32 ``main_grad`` as the
+    gradients (:data:`~sweep.model.compute.MAIN_GRAD_BYTES`; ``--grad-bytes`` overrides it)."""
+    p = PRECISIONS[name]
+    return p.param_bytes, MAIN_GRAD_BYTES[name], p.act_bytes, p.gemm_input_bytes, float(p.math == "fp8")
 
 
 def parse_schedule(text: str) -> float:
@@ -155,7 +150,7 @@ class LayoutGrid:
             ]
         )
         precision = np.array(
-            [PRECISION_BYTES[p][:4] + (PRECISION_BYTES[p][4] == "fp8",) for p in self.names["precision"]],
+            [precision_bytes(p) for p in self.names["precision"]],
             np.float64,
         )
         return {"arch": arch, "gpu": gpus, "precision": precision}

@@ -18,7 +18,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
-from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, arch_row, gpu_row
+from netsweep_jax.sweep.engine.layout_grid import arch_row, gpu_row, precision_bytes
 from netsweep_jax.sweep.model.llms import LLM
 
 ROWS_BLOCK = 2**14  # (run, candidate constants) pairs per call of the rows kernel: one compiled shape
@@ -89,9 +89,9 @@ def evaluate_rows(
 
     arch = {f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
     gpu = [dict(zip(GPU_FIELDS, gpu_row(r.gpu))) for r in rows]
-    bytes_ = [PRECISION_BYTES[r.precision] for r in rows]
+    bytes_ = [precision_bytes(r.precision) for r in rows]
     dev = dict(
-        peak=column([g["fp8"] if b[4] == "fp8" else g["half"] for g, b in zip(gpu, bytes_)]),
+        peak=column([g["fp8"] if b[4] else g["half"] for g, b in zip(gpu, bytes_)]),
         hbm=column([g["hbm"] for g in gpu]),
         memory=column([g["memory"] for g in gpu]),
         param_bytes=column([b[0] for b in bytes_]),

@@ -23,8 +23,8 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
 )
 from netsweep_jax.sweep.core.values import parse_names, parse_values
-from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, LayoutGrid, parse_schedule
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
 
@@ -247,8 +247,14 @@ def _assumed(
     if given["grad_bytes"] is None:
         kinds: dict[str, list[str]] = {}  # gradient dtype -> the precisions whose default it is
         for p in names["precision"]:
-            kinds.setdefault("fp32" if PRECISION_BYTES[p][1] == 4 else p, []).append(f"{p}'s")
-        out.append("gradients " + ", ".join(f"{k} ({', '.join(ps)})" for k, ps in kinds.items()))
+            kinds.setdefault("fp32" if MAIN_GRAD_BYTES[p] == 4 else p, []).append(p)
+        out.append(
+            "gradients "
+            + ", ".join(
+                f"{k} for {', '.join(ps)}{' (Megatron-LM main_grad)' if k == 'fp32' else ''}"
+                for k, ps in kinds.items()
+            )
+        )
     if given["usable_memory"] is None:
         out.append(f"usable memory {AXES['usable_memory'].default}")
     if given["moment_bytes"] is None:

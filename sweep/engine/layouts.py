@@ -17,7 +17,7 @@ cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line s
 
 The family's names, importable from here, live in:
 
-- :mod:`sweep.engine.layout_grid`: :class:`LayoutGrid`, ``PRECISION_BYTES``, :func:`parse_schedule`.
+- :mod:`sweep.engine.layout_grid`: :class:`LayoutGrid`, ``precision_bytes``, :func:`parse_schedule`.
 - :mod:`sweep.engine.layout_validation`: :func:`make_layout_grid`, a grid from the user's options.
 - :mod:`sweep.engine.layout_blocks`: block shapes and :class:`BlockTables`, the host tables of a block.
 - :mod:`sweep.engine.layout_evaluation`: :func:`evaluate_layouts_arrays` and :func:`layouts_dataset`
@@ -39,7 +39,7 @@ from netsweep_jax.sweep.engine.layout_evaluation import (
     evaluate_layouts_arrays,
     layouts_dataset,
 )
-from netsweep_jax.sweep.engine.layout_grid import PRECISION_BYTES, LayoutGrid, parse_schedule
+from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule, precision_bytes
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, LayoutRow, evaluate_rows
 from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 
@@ -48,7 +48,7 @@ __all__ = [
     "MAX_CELLS_IN_MEMORY",
     "MAX_COLUMNS",
     "MIN_COLUMNS",
-    "PRECISION_BYTES",
+    "precision_bytes",
     "ROWS_BLOCK",
     "BlockTables",
     "LayoutGrid",

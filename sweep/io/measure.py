@@ -30,9 +30,9 @@ from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import write_atomically
+from netsweep_jax.sweep.model.compute import WORKLOAD_PRECISIONS as PRECISIONS
 from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
-PRECISIONS = ("fp32", "amp", "bf16", "fp16")
 INSTALL = "pip install -e '.[torch]'"
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.model.architectures import ARCHITECTURES, Layer
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, WORKLOAD_PRECISIONS
 from netsweep_jax.sweep.model.llms import LLMS
 from netsweep_jax.sweep.model.profile import Profile, make_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -153,7 +153,7 @@ def models_table() -> str:
         )
     lines += [
         "",
-        "Precisions (--precision): " + ", ".join(PRECISIONS) + " (amp: half-precision math, fp32 "
+        "Precisions (--precision): " + ", ".join(WORKLOAD_PRECISIONS) + " (amp: half-precision math, fp32 "
         "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
         "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context).",
     ]

@@ -18,7 +18,8 @@ and tensor i's gradient is ready when the backward pass, walking the tensors in
 reverse parameter order, has finished it. ``efficiency`` (default 0.6) is the
 achieved fraction of the matrix-product peak; it is an assumption, checked below.
 
-Precisions (``PRECISIONS``): what the math runs in and what the gradients are:
+Precisions (``PRECISIONS``, one table for both families): what the math runs in and what
+each tensor is stored in, its gradient dtype explicit:
 
 - ``fp32``: fp32 math, 4-byte gradients.
 - ``amp``: PyTorch automatic mixed precision (fp16/bf16 autocast): half-precision
@@ -26,6 +27,12 @@ Precisions (``PRECISIONS``): what the math runs in and what the gradients are:
   4-byte gradients.
 - ``bf16`` / ``fp16``: the model itself in that type (``model.to(torch.bfloat16)``):
   half-precision math and 2-byte gradients.
+- ``fp8``: the matrix products in fp8 (Transformer Engine) with bf16 weights and
+  activations, each GEMM's input kept as its 1-byte cast for the backward (large models).
+
+A precision's ``grad_bytes`` is its own dtype's. Megatron-LM's mixed precision, which the
+large-model family models, keeps each gradient in an fp32 ``main_grad`` instead for bf16 and
+fp8 models (``MAIN_GRAD_BYTES``; ``--grad-bytes`` overrides it).
 
 GPU presets (dense peaks from NVIDIA's datasheets: "NVIDIA Tesla V100 GPU
 Architecture" whitepaper, 2017; "NVIDIA A100 Tensor Core GPU" datasheet, SXM4 80 GB;
@@ -46,6 +53,7 @@ for DGX A100); this model gives 657 (-5%). No comparable single-GPU H100 figure 
 import dataclasses
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -195,8 +203,38 @@ GPUS = {
     ),
 }
 
-# precision -> (math runs at half precision, gradient bytes, activation bytes)
-PRECISIONS = {"fp32": (False, 4, 4), "amp": (True, 4, 2), "bf16": (True, 2, 2), "fp16": (True, 2, 2)}
+
+class Precision(NamedTuple):
+    """What a precision runs its matrix products at and stores, in bytes per element.
+
+    Attributes:
+      math: the matrix peak its GEMMs run at: ``fp32``, ``half`` or ``fp8``.
+      param_bytes: the weights as the GEMMs read them.
+      grad_bytes: the gradients in the precision's own dtype (autocast keeps fp32 ones).
+      act_bytes: the activations.
+      gemm_input_bytes: a GEMM's input as kept for the backward (fp8: its cast).
+    """
+
+    math: str
+    param_bytes: float
+    grad_bytes: float
+    act_bytes: float
+    gemm_input_bytes: float
+
+
+PRECISIONS = {
+    "fp32": Precision("fp32", 4.0, 4.0, 4.0, 4.0),
+    "amp": Precision("half", 4.0, 4.0, 2.0, 2.0),
+    "bf16": Precision("half", 2.0, 2.0, 2.0, 2.0),
+    "fp16": Precision("half", 2.0, 2.0, 2.0, 2.0),
+    "fp8": Precision("fp8", 2.0, 2.0, 2.0, 1.0),
+}
+# The data-parallel family's transformer workloads (this module's compute model has no fp8 peak path).
+WORKLOAD_PRECISIONS = ("fp32", "amp", "bf16", "fp16")
+# Megatron-LM keeps bf16 and fp8 models' gradients in fp32 (main_grad) and reduces them in fp32
+# (``accumulate_allreduce_grads_in_fp32`` is on for bf16 unless --grad-reduce-in-bf16,
+# megatron/training/arguments.py); fp16 gradients stay 2 bytes: the large-model family's default.
+MAIN_GRAD_BYTES = {"bf16": 4.0, "fp16": 2.0, "fp8": 4.0}
 EFFICIENCY = 0.6
 LAUNCH_S = 5e-6  # one kernel launch per tensor and pass
 OPTIMIZER_BYTES = 32.0  # Adam with fp32 master weights: 16 bytes per parameter, read and written
@@ -219,9 +257,9 @@ class Workload:
             raise InputError(f"{self.model!r}: unknown; known: {', '.join(TRANSFORMERS)}", param="model")
         if self.gpu not in GPUS:
             raise InputError(f"{self.gpu!r}: unknown; known: {', '.join(GPUS)}", param="gpu")
-        if self.precision not in PRECISIONS:
+        if self.precision not in WORKLOAD_PRECISIONS:
             raise InputError(
-                f"{self.precision!r}: unknown; known: {', '.join(PRECISIONS)}", param="precision"
+                f"{self.precision!r}: unknown; known: {', '.join(WORKLOAD_PRECISIONS)}", param="precision"
             )
         if not (isinstance(self.batch, int) and 1 <= self.batch <= 1_000_000):
             raise InputError(f"{self.batch}: must be an integer from 1 to 1000000", param="batch")
@@ -247,8 +285,9 @@ def times(workload: Workload) -> tuple[list[Tensor], np.ndarray, np.ndarray, flo
     seq = w.seq_len or arch.seq_len
     tensors = arch.tensors(seq)
     gpu = GPUS[w.gpu]
-    half, grad_bytes, act_bytes = PRECISIONS[w.precision]
-    peak = (gpu.half if half else gpu.fp32) * w.efficiency
+    precision = PRECISIONS[w.precision]
+    grad_bytes, act_bytes = precision.grad_bytes, precision.act_bytes
+    peak = (gpu.half if precision.math == "half" else gpu.fp32) * w.efficiency
     tokens = w.batch * seq
     flops = np.array([t.flops for t in tensors]) * tokens
     act = np.array([t.act for t in tensors]) * tokens * act_bytes
