@@ -31,6 +31,7 @@ from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
+from netsweep_jax.sweep.engine.workloads import check_models
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
@@ -361,14 +362,7 @@ def compare(
       :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.
     """
     _number(utilization, "utilization")
-    if not (
-        isinstance(model, (str, Profile))
-        or isinstance(model, (list, tuple))
-        and all(isinstance(m, (str, Profile)) for m in model)
-    ):
-        raise InputError(
-            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
-        )
+    check_models(model)
     rows, ds, setup = _comparison.compare(
         model,
         bandwidth=bandwidth,

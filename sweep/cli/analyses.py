@@ -13,6 +13,8 @@ from netsweep_jax.sweep.cli.parameters import (
     MODEL,
     SETTINGS,
     WORKLOAD,
+    Force,
+    ReportForce,
     models_from,
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
@@ -32,13 +34,7 @@ def paper(
             help="Directory of measured <model>.bk.log files to put beside the built-in profiles.",
         ),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Overwrite the files it writes that already exist in --out (never through a link).",
-        ),
-    ] = False,
+    force: ReportForce = False,
 ):
     """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
     from netsweep_jax.sweep.analysis.paper import run_paper
@@ -63,13 +59,7 @@ def validate(
             help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).",
         ),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Overwrite the files it writes that already exist in --out (never through a link).",
-        ),
-    ] = False,
+    force: ReportForce = False,
     llm: Annotated[
         bool,
         typer.Option(
@@ -186,13 +176,7 @@ def compare(
         Path | None,
         typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
     ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Overwrite the files it writes that already exist in --out (never through a link).",
-        ),
-    ] = False,
+    force: ReportForce = False,
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
@@ -262,7 +246,7 @@ def need(
         ),
     ],
     out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
     **settings,
 ):
     """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
@@ -334,7 +318,7 @@ def calibrate(
         ),
     ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
     **settings,
 ):
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
-from netsweep_jax.sweep.cli.parameters import Cube
+from netsweep_jax.sweep.cli.parameters import Cube, Force
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
@@ -156,7 +156,7 @@ def plot(
     out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path(
         "figure.png"
     ),
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
 ):
     """Line plots and heatmaps from a cube, labelled with its units.
 

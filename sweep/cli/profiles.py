@@ -7,6 +7,7 @@ import typer
 
 from netsweep_jax.sweep.cli import helptext
 from netsweep_jax.sweep.cli.options import options
+from netsweep_jax.sweep.cli.parameters import Force
 
 profile_app = helptext.Typer(
     help="Profiles from real runs: measure a PyTorch model, or import a torch.profiler trace.",
@@ -54,7 +55,7 @@ def profile_measure(
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
 ):
     """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.\\[torch]').
 
@@ -90,7 +91,7 @@ def profile_import(
     ],
     out: ProfileOut,
     model: Annotated[str | None, typer.Option("--model", help="Profile name (default: the file's).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
 ):
     """Extract a profile from a PyTorch profiler trace (no torch needed).
 

@@ -26,6 +26,7 @@ from netsweep_jax.sweep.cli.parameters import (
     PLAN_MODEL,
     PLAN_NETWORK,
     SETTINGS,
+    Force,
     Out,
     make_grid_from,
 )
@@ -189,7 +190,7 @@ def plan(
     keep: Annotated[
         int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
     ] = 3,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")] = False,
+    force: Force = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     as_csv: Annotated[
         bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")

@@ -89,6 +89,18 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
     return f"{where}: {', '.join(parts)}"
 
 
+def check_models(model: object) -> None:
+    """Refuse a ``model`` that is not a built-in name, a comma list, a Profile or a list of them."""
+    if not (
+        isinstance(model, (str, Profile))
+        or isinstance(model, (list, tuple))
+        and all(isinstance(m, (str, Profile)) for m in model)
+    ):
+        raise InputError(
+            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
+        )
+
+
 def resolve_models(
     model: Models = DEFAULTS.model,
     profile: str | Path | None = None,
@@ -115,14 +127,7 @@ def resolve_models(
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
     names: list[str | Profile]
-    if not (
-        isinstance(model, (str, Profile))
-        or isinstance(model, (list, tuple))
-        and all(isinstance(m, (str, Profile)) for m in model)
-    ):
-        raise InputError(
-            f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
-        )
+    check_models(model)
     if isinstance(model, str):
         names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
     else:
