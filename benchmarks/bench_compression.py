@@ -15,11 +15,12 @@ import time
 
 import jax
 
+from netsweep_jax.sweep.engine.blocks import BlockPlan
+
 # Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid
-from netsweep_jax.sweep.engine.plan import Plan
 
 
 def compiled(compressor, variables, configs):
@@ -34,7 +35,7 @@ def compiled(compressor, variables, configs):
         compressor=compressor,
         variables=variables,
     )
-    plan = Plan(grid.sizes, block_configs=configs)
+    plan = BlockPlan(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
     jax.block_until_ready(dispatcher.submit(block))

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import jax
 
+from netsweep_jax.sweep.engine.blocks import BlockPlan
+
 # Internal on purpose: the kernel-only rate is the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), and the end-to-end rate is the writer path of `sweep grid` (io.job.run_grid, which
 # reports configs/s) in the same process; the public API has no cube-writing function (the CLI is timed below).
 from netsweep_jax.sweep.engine.dispatch import Dispatcher, precision
 from netsweep_jax.sweep.engine.grid import make_grid
-from netsweep_jax.sweep.engine.plan import Plan
 from netsweep_jax.sweep.io.job import run_grid
 
 
@@ -65,7 +66,7 @@ def main():
     grid = make_grid(
         "resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100", fusion_buffer=0
     )
-    plan = Plan(grid.sizes)
+    plan = BlockPlan(grid.sizes)
     kernel_only(grid, plan)  # compile
     kernel = statistics.median(kernel_only(grid, plan) for _ in range(args.repeats))
     ends = []

@@ -14,11 +14,12 @@ import jax
 import numpy as np
 from timing import median_seconds
 
+from netsweep_jax.sweep.engine.blocks import BlockPlan
+
 # Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid
-from netsweep_jax.sweep.engine.plan import Plan
 
 
 def numpy_loop(ready, nbytes, fixed, alpha, lat):
@@ -44,7 +45,7 @@ def bench(fusion_mb, configs, repeats):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}", fusion_buffer=fusion_mb
     )
-    plan = Plan(grid.sizes, block_configs=configs)
+    plan = BlockPlan(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
     t = time.perf_counter()

@@ -9,9 +9,9 @@ import pytest
 
 from netsweep_jax.kernels.overlap import METRICS, Config
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
+from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
 from netsweep_jax.sweep.engine.grid import make_grid
-from netsweep_jax.sweep.engine.plan import Plan
 
 
 @pytest.mark.parametrize("block_configs", [1, 7, 60, 600, 10**6])
@@ -25,7 +25,7 @@ def test_blocks_tile_the_grid_once(block_configs):
         utilization=[0.5, 1.0],
         collective=["ring", "tree"],
     )
-    plan = Plan(grid.sizes, block_configs)
+    plan = BlockPlan(grid.sizes, block_configs)
     count = np.zeros(grid.shape, np.int64)
     for block in plan.blocks():
         assert block.size <= block_configs or plan.split_dim == "latency"
@@ -144,8 +144,8 @@ class FakeDevice:
 
 
 def test_block_size_from_free_device_memory():
+    from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS
     from netsweep_jax.sweep.engine.dispatch import MAX_DEVICE_BLOCK, default_block_configs
-    from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS
 
     assert default_block_configs(FakeDevice("cpu", None)) == DEFAULT_BLOCK_CONFIGS
     gib = 2**30

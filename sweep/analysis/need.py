@@ -26,13 +26,13 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, BlockPlan
 from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
-from netsweep_jax.sweep.engine.plan import MAX_BLOCK_CONFIGS, Plan
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
 # for the log-space bisection); the scaling factor grows with the axes of GROWING.
@@ -83,7 +83,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
     grid = make_grid(model, **{**settings, axis: high})
-    plan = Plan(
+    plan = BlockPlan(
         grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
     )  # a block per task: few combinations
     value = np.full(grid.shape, np.nan, grid.dtype)

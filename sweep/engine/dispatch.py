@@ -1,6 +1,6 @@
 """The sweep engine: dispatch fixed-shape blocks to the devices, collect them for a sink.
 
-A :class:`~sweep.engine.plan.Plan` says how the cube is cut; :class:`~sweep.engine.inputs.BlockInputs`
+A :class:`~sweep.engine.blocks.BlockPlan` says how the cube is cut; :class:`~sweep.engine.inputs.BlockInputs`
 builds each block's host arrays; :func:`sweep.engine.compiled.grid_metrics` evaluates them
 (one compile per sweep and dtype). This module sends inputs to the devices (long-
 lived arrays once per device), keeps a few blocks in flight, and turns each
@@ -22,10 +22,10 @@ import numpy.typing as npt
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS, VARIABLES
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, VARYING, Block, BlockPlan
 from netsweep_jax.sweep.engine.compiled import grid_metrics
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
-from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, VARYING, Block, Plan
 from netsweep_jax.sweep.engine.reductions import DevicePlan, device_plan
 
 Arrays = dict[str, npt.NDArray[Any]]
@@ -122,7 +122,7 @@ class Dispatcher:
     def __init__(
         self,
         grid: Grid,
-        plan: Plan,
+        plan: BlockPlan,
         kernel: str = DEFAULTS.kernel,
         devices: Sequence[jax.Device] | None = None,
     ) -> None:
@@ -205,7 +205,7 @@ def check_float16(arrays: Arrays) -> None:
 
 def run(
     grid: Grid,
-    plan: Plan,
+    plan: BlockPlan,
     sink: Sink,
     *,
     skip: Collection[int] = (),
@@ -247,7 +247,7 @@ def evaluate_arrays(
     grid: Grid, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = DEFAULTS.kernel
 ) -> Arrays:
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
-    plan = Plan(grid.sizes, block_configs)
+    plan = BlockPlan(grid.sizes, block_configs)
     out = {name: np.full(grid.shape, np.nan, dtype=grid.store_dtype) for name in grid.variables}
 
     def sink(block: Block, arrays: Arrays) -> None:

@@ -6,11 +6,11 @@ from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, BlockPlan
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models, Names, SweepOptions
-from netsweep_jax.sweep.engine.plan import DEFAULT_BLOCK_CONFIGS, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 
 
@@ -55,7 +55,7 @@ def evaluate(
     """
     grid = make_grid(model, bandwidth=bandwidth, variables=vars, **options)
     if grid.reduction is not None:
-        plan = Plan(grid.sizes, block_configs)
+        plan = BlockPlan(grid.sizes, block_configs)
         state = ReducedRun(grid, plan)
         run(grid, plan, state.add, kernel=kernel)
         return state.dataset()

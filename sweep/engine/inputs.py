@@ -10,7 +10,7 @@ Every kernel input is made here, from the same three steps:
 - configurations: the inner axes in SI units, padded with harmless finite values
   (:func:`config_arrays`).
 
-Two shapes use them: :class:`BlockInputs`, the blocks of a :class:`~sweep.engine.plan.Plan`
+Two shapes use them: :class:`BlockInputs`, the blocks of a :class:`~sweep.engine.blocks.BlockPlan`
 over a :class:`~sweep.engine.grid.Grid` (every task padded to the sweep's largest bucket
 count; fusion and coefficients cached, as blocks share tasks and layouts), and
 :func:`row_inputs`, one configuration, layout and bucket set per row (measured runs,
@@ -27,9 +27,9 @@ from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
 from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
-from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
 from netsweep_jax.sweep.model.fusion import Buckets as Fused
@@ -115,7 +115,7 @@ def features_of(grid: Grid) -> Features:
 class BlockInputs:
     """Host arrays for the blocks of ``plan`` over ``grid``, in the grid's dtype."""
 
-    def __init__(self, grid: Grid, plan: Plan) -> None:
+    def __init__(self, grid: Grid, plan: BlockPlan) -> None:
         self.grid = grid
         self.plan = plan
         self.dtype = np.dtype(grid.dtype)

@@ -10,7 +10,7 @@ the order the options come in does not matter; a tie goes to the first
 combination in cube order, as ``numpy.argmax`` over U flattened.
 
 How it runs: every block is reduced on the device over the U dims it holds whole
-(the dims after the block's split dim, :mod:`sweep.engine.plan`), so only the reduced block
+(the dims after the block's split dim, :mod:`sweep.engine.blocks`), so only the reduced block
 is copied back; the host reduces the split dim's rows if it is in U and combines
 the block into an accumulator the size of the result (max/min with the flat index
 of the extreme, mean as a float64 sum). :mod:`sweep.io.reduced` checkpoints
@@ -32,8 +32,8 @@ import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, STRUCTURAL, VARIABLES
+from netsweep_jax.sweep.engine.blocks import VARYING, Block, BlockPlan
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
-from netsweep_jax.sweep.engine.plan import VARYING, Block, Plan
 
 DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
 """(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
@@ -109,17 +109,17 @@ def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
     )
 
 
-def _after_split(plan: Plan) -> tuple[str, ...]:
+def _after_split(plan: BlockPlan) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
     return VARYING[VARYING.index(plan.split_dim) + 1 :]
 
 
-def in_block(plan: Plan, reduction: Reduction) -> tuple[str, ...]:
+def in_block(plan: BlockPlan, reduction: Reduction) -> tuple[str, ...]:
     """The U dims every block of ``plan`` holds whole, in cube order."""
     return tuple(d for d in _after_split(plan) if d in reduction.dims)
 
 
-def device_plan(plan: Plan, reduction: Reduction) -> DevicePlan:
+def device_plan(plan: BlockPlan, reduction: Reduction) -> DevicePlan:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
     then the dims after it; the axes of it the device reduces; the family): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
@@ -172,7 +172,9 @@ class Accumulator:
             self.index[d][where] = np.where(better, idx, self.index[d][where])
 
 
-def _block_where(plan: Plan, block: Block, reduction: Reduction) -> tuple[tuple[Any, ...], dict[str, int]]:
+def _block_where(
+    plan: BlockPlan, block: Block, reduction: Reduction
+) -> tuple[tuple[Any, ...], dict[str, int]]:
     """(index into the result for this reduced block, {dim: the block's first index along it})."""
     split = VARYING.index(plan.split_dim)
     axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
@@ -207,7 +209,7 @@ class ReducedGrid(Coordinated, Protocol):
 class ReducedRun:
     """Accumulators of every kept variable, fed one reduced block at a time."""
 
-    def __init__(self, grid: ReducedGrid, plan: Plan) -> None:
+    def __init__(self, grid: ReducedGrid, plan: BlockPlan) -> None:
         assert grid.reduction is not None
         self.grid, self.plan, self.r = grid, plan, grid.reduction
         shape = tuple(plan.sizes[d] for d in self.r.kept)

@@ -46,8 +46,8 @@ import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, static_checksums
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
@@ -155,7 +155,7 @@ def estimated_bytes(grid: Grid) -> int:
 
 
 def create(
-    path: str | Path, grid: Grid, plan: Plan, attrs: Mapping[str, Any], sparse: bool = False
+    path: str | Path, grid: Grid, plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
 ) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
@@ -258,7 +258,7 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
         )
 
 
-def open_for_resume(path: str | Path, grid: Grid, plan: Plan) -> h5py.File:
+def open_for_resume(path: str | Path, grid: Grid, plan: BlockPlan) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")

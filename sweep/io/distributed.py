@@ -28,8 +28,8 @@ import h5py
 import jax
 
 from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
+from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.engine.plan import Plan
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
     Progress,
@@ -195,7 +195,7 @@ def stitch(grid: Grid, shards: Sequence[Path], out: Path, block_configs: int | N
     """Copy every block from the shard that computed it into the cube ``out``."""
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
-    plan = Plan(grid.sizes, block_configs)
+    plan = BlockPlan(grid.sizes, block_configs)
     count = len(shards)
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:

@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, in_cube_order
-from netsweep_jax.sweep.engine.plan import Plan
+from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
 
 HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
@@ -42,7 +42,7 @@ def checksum(arrays: Mapping[str, npt.NDArray[Any]]) -> int:
     return crc
 
 
-def verified_blocks(f: h5py.File, plan: Plan) -> tuple[list[int], list[int]]:
+def verified_blocks(f: h5py.File, plan: BlockPlan) -> tuple[list[int], list[int]]:
     """(finished blocks whose data match their checksum, indices of the damaged ones).
 
     A damaged block (its bytes changed, or flagged done without its data) is marked
@@ -77,7 +77,7 @@ def verify(path: str | Path) -> tuple[int, int, int]:
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
         sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
-        plan = Plan(sizes, int(f.attrs["block_configs"]))
+        plan = BlockPlan(sizes, int(f.attrs["block_configs"]))
         good, damaged = verified_blocks(f, plan)
         return len(good) + len(damaged), len(damaged), len(plan.blocks())
 

@@ -16,9 +16,9 @@ import h5py
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import check_kernel, default_block_configs, run
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
@@ -117,7 +117,9 @@ def _remove_own(partial: Path, inode: int | None) -> None:
         pass
 
 
-def create_partial(partial: Path, grid: Grid, plan: Plan, attrs: dict[str, Any], sparse: bool) -> h5py.File:
+def create_partial(
+    partial: Path, grid: Grid, plan: BlockPlan, attrs: dict[str, Any], sparse: bool
+) -> h5py.File:
     """A new partial cube, or a refusal when another run created the file first."""
     try:
         return cube.create(partial, grid, plan, attrs, sparse=sparse)
@@ -198,7 +200,7 @@ def run_grid(
         partial = partial_path(out)
         if block_configs is None:
             block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
-        plan = Plan(grid.sizes, block_configs)
+        plan = BlockPlan(grid.sizes, block_configs)
         mine = None if share is None else _share_filter(*share)
         if grid.reduction is not None:
             return _run_reduced(
@@ -272,7 +274,7 @@ def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
 
 def _run_reduced(
     grid: Grid,
-    plan: Plan,
+    plan: BlockPlan,
     out: Path,
     partial: Path,
     *,
@@ -327,7 +329,7 @@ def _run_reduced(
 def _fill(
     f: h5py.File,
     grid: Grid,
-    plan: Plan,
+    plan: BlockPlan,
     resume: bool,
     mine: Callable[[Block], bool] | None,
     progress: Progress | None,

@@ -23,9 +23,9 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.engine.plan import Block, Plan
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
@@ -113,7 +113,7 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
 
 def run_reduced(
     grid: Grid,
-    plan: Plan,
+    plan: BlockPlan,
     out: Path,
     partial: Path,
     *,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from netsweep_jax.sweep.core import interrupts
-from netsweep_jax.sweep.engine.plan import Block
+from netsweep_jax.sweep.engine.blocks import Block
 
 DEPTH = 2
 

@@ -1,4 +1,4 @@
-"""Plan geometry: how a grid's cube is cut into blocks, and the one kernel shape.
+"""Block geometry (the block plan; not `sweep plan`): how a grid's cube is cut into blocks, and the one kernel shape.
 
 Pure index arithmetic over named dims, no arrays. The cube's dims are
 ``STRUCTURAL + LAYOUT + INNER`` (:mod:`sweep.core.schema`). A *task* is one index along
@@ -41,7 +41,7 @@ class Block:
     """One unit of work and of writing.
 
     Attributes:
-      index: position in :meth:`Plan.blocks` (the id recorded as done).
+      index: position in :meth:`BlockPlan.blocks` (the id recorded as done).
       task: indices along :data:`~sweep.core.schema.STRUCTURAL`.
       slab: ``slice`` objects along :data:`VARYING` (layout dims, then inner dims).
     """
@@ -79,7 +79,7 @@ class Block:
         return math.prod(s.stop - s.start for s in self.slab)
 
 
-class Plan:
+class BlockPlan:
     """How a cube of ``sizes`` is cut into blocks, and the fixed kernel shape (kb, ci), padded to
     (kb_width, ci_width) lanes.
 
