@@ -35,10 +35,10 @@ from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
-    INNER,
-    OUTER,
     OVERLAP_SWITCHES,
+    PARALLEL_DIMS,
     PLAN_SEARCHED,
+    SETTING_DIMS,
     VARIABLES,
     coordinate_attrs,
     waits_on,
@@ -60,7 +60,7 @@ def check_size(grid: LayoutGrid) -> None:
     """Refuse, before any work, a plan of more settings than :data:`MAX_SETTINGS`, naming what made it large."""
     if grid.outer_size > MAX_SETTINGS:
         raise InputError(
-            f"{grid.outer_size:,} settings ({grid.size_text(OUTER)}) are too many for one plan (at most "
+            f"{grid.outer_size:,} settings ({grid.size_text(SETTING_DIMS)}) are too many for one plan (at most "
             f"{MAX_SETTINGS:,}: a line and the best layouts of each); give fewer values"
         )
 
@@ -106,15 +106,15 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     # The same keep as the plan's, so the ideal pass reuses its compiled block.
     ideal = best_layouts(ideal_network(grid), keep=keep, progress=progress)
     keep = best["score"].shape[1]
-    kept = list(OUTER)
+    kept = list(SETTING_DIMS)
     kept_shape = tuple(grid.sizes[d] for d in kept)
     coords = grid.coords()
-    inner_sizes = [grid.sizes[d] for d in INNER]
+    inner_sizes = [grid.sizes[d] for d in PARALLEL_DIMS]
     found = best["layout"] >= 0
     index = np.unravel_index(np.where(found, best["layout"], 0), inner_sizes)
     dims = (*kept, "rank")
     data: dict[str, xr.Variable] = {}
-    for d, idx in zip(INNER, index):
+    for d, idx in zip(PARALLEL_DIMS, index):
         values = coords[d][idx]
         if values.dtype.kind == "f":
             values = np.where(found, values, np.nan)
@@ -159,7 +159,7 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     attrs = {
         "family": "layouts",
         "planned": f"the {keep} fastest layouts that can exist and fit in memory",
-        "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in INNER if grid.sizes[d] > 1),
+        "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in PARALLEL_DIMS if grid.sizes[d] > 1),
         "assumed": "; ".join(grid.assumed),
         **grid.per_sweep(),
         "dtype": grid.dtype,
@@ -176,13 +176,13 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
     empty = np.flatnonzero(best["layout"][:, 0] < 0)
     if not empty.size:
         return
-    idx = np.unravel_index(int(empty[0]), [grid.sizes[d] for d in OUTER])
+    idx = np.unravel_index(int(empty[0]), [grid.sizes[d] for d in SETTING_DIMS])
     coords = grid.coords()
-    setting = {d: coords[d][i].item() for d, i in zip(OUTER, idx)}
-    varying = ", ".join(f"{d} {setting[d]}" for d in OUTER if grid.sizes[d] > 1)
+    setting = {d: coords[d][i].item() for d, i in zip(SETTING_DIMS, idx)}
+    varying = ", ".join(f"{d} {setting[d]}" for d in SETTING_DIMS if grid.sizes[d] > 1)
     where = f" ({varying})" if varying else ""
     # Why, from every layout of that one setting (off the search's hot path: only when a plan fails).
-    cell = _one_cell(grid, {d: int(i) for d, i in zip(OUTER, idx)})
+    cell = _one_cell(grid, {d: int(i) for d, i in zip(SETTING_DIMS, idx)})
     arrays = evaluate_layouts_arrays(cell)
     status, free = arrays["status"].ravel(), arrays["memory_free_gb"].ravel()
     counts = np.bincount(status, minlength=len(STATUS))
@@ -271,7 +271,7 @@ def _setting(ds: xr.Dataset, cell: dict) -> str:
 
 def _cells(ds: xr.Dataset):
     """(setting text, its coordinates, its sub-dataset) for every kept cell, in cube order."""
-    kept = list(OUTER)
+    kept = list(SETTING_DIMS)
     shape = [ds.sizes[d] for d in kept]
     for flat in range(math.prod(shape)):
         idx = dict(zip(kept, np.unravel_index(flat, shape)))

@@ -112,10 +112,11 @@ SHARED_AXES = (
 )
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
 
-# Cube order: the outer dims (what is trained and what it runs on; `sweep plan` keeps them), then the
-# layout dims (`sweep plan` searches them). A block of a sweep is R outer cells by C layouts.
+# Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the
+# parallel dims, the layout's own choices (`sweep plan` searches them). A block of a sweep is R setting cells
+# by C layouts. (The data-parallel family's STRUCTURAL, LAYOUT and INNER, in sweep.core.schema, are other sets.)
 TEXT_DIMS = ("model", "gpu", "precision", "attention", "schedule", "recompute", "collective")
-OUTER = (
+SETTING_DIMS = (
     "model",
     "gpu",
     "precision",
@@ -139,8 +140,19 @@ OUTER = (
     "slowdown",
     "jitter",
 )
-INNER = ("dp", "tp", "pp", "cp", "ep", "micro_batch", "schedule", "recompute", "sequence_parallel", "zero")
-DIMS = OUTER + INNER
+PARALLEL_DIMS = (
+    "dp",
+    "tp",
+    "pp",
+    "cp",
+    "ep",
+    "micro_batch",
+    "schedule",
+    "recompute",
+    "sequence_parallel",
+    "zero",
+)
+DIMS = SETTING_DIMS + PARALLEL_DIMS
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
 # Layout settings that take one value per sweep (a property of the stack, not a dim: a cube holds at most 32).
 PER_SWEEP = ("usable_memory", "gemm_latency", "moment_bytes")

@@ -18,8 +18,7 @@ from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
 from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
 from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
-from netsweep_jax.sweep.core.layout_axes import INNER as LAYOUT_INNER
-from netsweep_jax.sweep.core.layout_axes import OUTER as LAYOUT_OUTER
+from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.engine.reductions import DevicePlan, device_reduce
@@ -206,8 +205,8 @@ GPU_FIELDS = (
     "overlap",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
-OUTER_COLUMNS = (*LAYOUT_OUTER, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
-INNER_COLUMNS = (*LAYOUT_INNER, "e_n")
+OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
+INNER_COLUMNS = (*PARALLEL_DIMS, "e_n")
 
 
 def _crossed(
@@ -216,7 +215,7 @@ def _crossed(
     """(Arch, Device, Parallelism) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
-    v = {**o, **{d: i[d] for d in LAYOUT_INNER}}
+    v = {**o, **{d: i[d] for d in PARALLEL_DIMS}}
     arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
     dev = layout_kernel.Device(

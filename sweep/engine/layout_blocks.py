@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from netsweep_jax.sweep.core.layout_axes import INNER, OUTER
+from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 from netsweep_jax.sweep.model.collectives import expected_max_normal
 
@@ -49,17 +49,17 @@ class BlockTables:
     def __init__(self, grid: LayoutGrid):
         self.grid = grid
         self.codes = grid.codes()
-        self.outer_sizes = [len(self.codes[d]) for d in OUTER]
-        self.inner_sizes = [len(self.codes[d]) for d in INNER]
+        self.outer_sizes = [len(self.codes[d]) for d in SETTING_DIMS]
+        self.inner_sizes = [len(self.codes[d]) for d in PARALLEL_DIMS]
         tables = grid.tables()
         self.arch, self.gpu, self.precision = tables["arch"], tables["gpu"], tables["precision"]
 
     def outer(self, start: int, rows: int) -> np.ndarray:
         """[rows, OUTER_COLUMNS] for outer cells start.. (past the last: the last repeated)."""
         flat = np.minimum(np.arange(start, start + rows), self.grid.outer_size - 1)
-        idx = dict(zip(OUTER, np.unravel_index(flat, self.outer_sizes)))
+        idx = dict(zip(SETTING_DIMS, np.unravel_index(flat, self.outer_sizes)))
         gpus = self.codes["gpus"][idx["gpus"]]
-        columns = [self.codes[d][idx[d]] for d in OUTER]
+        columns = [self.codes[d][idx[d]] for d in SETTING_DIMS]
         columns += list(self.arch[idx["model"]].T) + list(self.gpu[idx["gpu"]].T)
         columns += list(self.precision[idx["precision"]].T) + [_e_n(gpus)]
         return np.stack(columns, axis=1)
@@ -68,9 +68,11 @@ class BlockTables:
         """([cols, INNER_COLUMNS] for layouts start.., [cols] 1 for a layout of the sweep, 0 for padding)."""
         flat = np.arange(start, start + cols)
         real = (flat < self.grid.inner_size).astype(np.float64)
-        idx = dict(zip(INNER, np.unravel_index(np.minimum(flat, self.grid.inner_size - 1), self.inner_sizes)))
-        v = {d: self.codes[d][idx[d]] for d in INNER}
-        columns = [v[d] for d in INNER] + [_e_n(v["dp"] * v["tp"] * v["pp"] * v["cp"])]
+        idx = dict(
+            zip(PARALLEL_DIMS, np.unravel_index(np.minimum(flat, self.grid.inner_size - 1), self.inner_sizes))
+        )
+        v = {d: self.codes[d][idx[d]] for d in PARALLEL_DIMS}
+        columns = [v[d] for d in PARALLEL_DIMS] + [_e_n(v["dp"] * v["tp"] * v["pp"] * v["cp"])]
         return np.stack(columns, axis=1), real
 
 

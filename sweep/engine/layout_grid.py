@@ -23,10 +23,10 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     DIMS,
-    INNER,
     LAYOUT_COLLECTIVES,
-    OUTER,
     OVERLAP_DEFAULT,
+    PARALLEL_DIMS,
+    SETTING_DIMS,
     VARIABLES,
     overlap_code,
     recompute_code,
@@ -114,11 +114,11 @@ class LayoutGrid:
 
     @property
     def outer_size(self) -> int:
-        return math.prod(self.sizes[d] for d in OUTER)
+        return math.prod(self.sizes[d] for d in SETTING_DIMS)
 
     @property
     def inner_size(self) -> int:
-        return math.prod(self.sizes[d] for d in INNER)
+        return math.prod(self.sizes[d] for d in PARALLEL_DIMS)
 
     def codes(self) -> dict[str, np.ndarray]:
         """Each dim's values as the kernel reads them (SI units; text dims as codes)."""

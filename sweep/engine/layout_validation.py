@@ -11,11 +11,11 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
-    INNER,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
+    PARALLEL_DIMS,
     PER_SWEEP,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
@@ -262,7 +262,9 @@ def _assumed(
     if not overlap_given:
         out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [
-        f"{AXES[d].option.lstrip('-')} {search[d]}" for d in INNER if given.get(d) is None and d in search
+        f"{AXES[d].option.lstrip('-')} {search[d]}"
+        for d in PARALLEL_DIMS
+        if given.get(d) is None and d in search
     ]
     for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
         if given[d] is None and d not in search:
