@@ -569,3 +569,25 @@ def test_one_precision_table_says_which_gradient_dtype_each_family_keeps():
             grad_bytes=g))["memory_gb"].ravel()[0] for g in (2, 4)}  # fmt: skip
     params = 8.03e9  # Llama 3 8B, every parameter on the one GPU (ZeRO 0, no TP)
     assert kept[4] - kept[2] == pytest.approx(2 * params / 1e9, rel=0.01)
+
+
+def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_node_takes_effect():
+    # #24: a block's tables and a measured run's row reach the kernel through one function (compiled.layout_inputs):
+    # the same settings give the same step. --gpus-per-node was hidden by the GPU preset's column of that name
+    # (2 and 8 gave one step); now 2 GPUs a node share the preset's 8 NICs, and the step differs.
+    from netsweep_jax.sweep.engine.layout_rows import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    g = layouts.make_layout_grid(
+        "llama3-70b", gpus=64, global_batch=64, tp=8, gpus_per_node="2,8", nvlink_domain=8, dtype="float64"
+    )
+    grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
+    assert grid[0] != grid[1]
+    rows = [
+        LayoutRow(
+            LLMS["llama3-70b"], "h100", "bf16", 64, tp=8, global_batch=64, gpus_per_node=n, nvlink_domain=8
+        )
+        for n in (2, 8)
+    ]
+    measured = evaluate_rows(rows, np.full(2, 0.6), np.ones(2))["iteration_time"]
+    np.testing.assert_allclose(measured, grid, rtol=1e-12)

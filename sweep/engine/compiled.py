@@ -8,7 +8,7 @@ fit of the same shapes compiles nothing.
 """
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -196,7 +196,7 @@ GPU_FIELDS = (
     "memory",
     "nvlink",
     "domain",
-    "gpus_per_node",
+    "preset_gpus_per_node",  # the preset's: the setting of that name, 0 where not given, follows it
     "nics",
     "nic_bits",
     "usable",
@@ -207,6 +207,8 @@ GPU_FIELDS = (
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
 INNER_COLUMNS = (*PARALLEL_DIMS, "e_n")
+if len(set(OUTER_COLUMNS)) != len(OUTER_COLUMNS):  # a name twice: the later column would hide the first
+    raise ImportError("sweep.engine.compiled: OUTER_COLUMNS names a column twice")
 
 
 def _crossed(
@@ -215,6 +217,16 @@ def _crossed(
     """(Arch, Device, Parallelism) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
+    return layout_inputs(o, i)
+
+
+def layout_inputs(
+    o: Mapping[str, jax.Array], i: Mapping[str, jax.Array]
+) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Parallelism]:
+    """The kernel's inputs from a setting cell's columns ``o`` (:data:`OUTER_COLUMNS`: SI values, 0 for a system
+    setting that follows the GPU's preset) and a layout's ``i`` (:data:`INNER_COLUMNS`), broadcastable arrays:
+    the one place the fp8 peak is chosen, a precision's gradient bytes defaulted and "0 = the GPU's system"
+    resolved, for a block's crossed tables (on the device) and for measured runs' rows alike."""
     v = {**o, **{d: i[d] for d in PARALLEL_DIMS}}
     arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
@@ -252,7 +264,7 @@ def _crossed(
         flash=v["attention"],
         nvlink_domain=system("nvlink_domain", "domain"),
         nvlink_bw=system("nvlink_bw", "nvlink"),
-        gpus_per_node=system("gpus_per_node", "gpus_per_node"),
+        gpus_per_node=system("gpus_per_node", "preset_gpus_per_node"),
         nics_per_node=system("nics_per_node", "nics"),
         bandwidth=system("bandwidth", "nic_bits"),
         utilization=v["utilization"],

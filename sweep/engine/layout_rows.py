@@ -16,7 +16,13 @@ from netsweep_jax.sweep.core.layout_axes import (
     overlap_code,
     recompute_code,
 )
-from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
+from netsweep_jax.sweep.engine.compiled import (
+    GPU_FIELDS,
+    INNER_COLUMNS,
+    OUTER_COLUMNS,
+    PRECISION_FIELDS,
+    layout_inputs,
+)
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
 from netsweep_jax.sweep.engine.layout_grid import arch_row, gpu_row, precision_bytes
 from netsweep_jax.sweep.model.llms import LLM
@@ -87,58 +93,47 @@ def evaluate_rows(
     def column(values: list[float]) -> np.ndarray:  # [R]: one value per row
         return np.asarray(values, np.float64)
 
-    arch = {f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields}
-    gpu = [dict(zip(GPU_FIELDS, gpu_row(r.gpu))) for r in rows]
-    bytes_ = [precision_bytes(r.precision) for r in rows]
-    dev = dict(
-        peak=column([g["fp8"] if b[4] else g["half"] for g, b in zip(gpu, bytes_)]),
-        hbm=column([g["hbm"] for g in gpu]),
-        memory=column([g["memory"] for g in gpu]),
-        param_bytes=column([b[0] for b in bytes_]),
-        grad_bytes=column([r.grad_bytes or b[1] for r, b in zip(rows, bytes_)]),
-        act_bytes=column([b[2] for b in bytes_]),
-        usable=column([r.usable_memory for r in rows]),
-        gemm_input_bytes=column([b[3] for b in bytes_]),
-        half_peak=column([g["half"] for g in gpu]),
-        gemm_latency=column([r.gemm_latency * AXES["gemm_latency"].to_si for r in rows]),
-        moment_bytes=column([r.moment_bytes for r in rows]),
-    )
-
-    def system(name: str, own: str, factor: float) -> np.ndarray:
-        return column(
-            [g[own] if getattr(r, name) is None else getattr(r, name) * factor for r, g in zip(rows, gpu)]
+    # Each run as a setting cell's columns and a layout's, in the block tables' units (SI; 0 for a system setting
+    # that follows the GPU's preset): compiled.layout_inputs maps them to the kernel's inputs, as for a sweep.
+    settings = {name: column([0.0] * len(rows)) for name in OUTER_COLUMNS}
+    settings.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
+    gpu_columns = [
+        (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.moment_bytes,
+         overlap_code(r.overlap))
+        for r in rows
+    ]  # fmt: skip
+    settings.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})
+    precision = [precision_bytes(r.precision) for r in rows]
+    settings.update({name: column([b[k] for b in precision]) for k, name in enumerate(PRECISION_FIELDS)})
+    for name, factor in (("nvlink_domain", 1.0), ("nvlink_bw", 1e9), ("gpus_per_node", 1.0),
+                         ("nics_per_node", 1.0), ("bandwidth", 1e9)):  # fmt: skip
+        settings[name] = column(
+            [0.0 if getattr(r, name) is None else getattr(r, name) * factor for r in rows]
         )
-
-    lay = dict(
+    settings.update(
         gpus=column([r.gpus for r in rows]),
+        global_batch=column([r.global_batch for r in rows]),
+        grad_bytes=column([r.grad_bytes for r in rows]),
+        attention=column([float(r.attention == "flash") for r in rows]),
+        offload_layers=column([r.offload_layers for r in rows]),
+        latency=column([r.latency * 1e-6 for r in rows]),
+        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
+        attention_efficiency=column([r.attention_efficiency for r in rows]),
+        imbalance=column([r.imbalance for r in rows]),
+        overhead=column([r.overhead * 1e-3 for r in rows]),
+    )  # slowdown, jitter and e_N stay 0: a measured run's stragglers are in its measurement
+    layout = {name: column([0.0] * len(rows)) for name in INNER_COLUMNS}
+    layout.update(
+        dp=column([r.dp for r in rows]),
         tp=column([r.tp for r in rows]),
         pp=column([r.pp for r in rows]),
         cp=column([r.cp for r in rows]),
         ep=column([r.ep for r in rows]),
-        dp=column([r.dp for r in rows]),
         micro_batch=column([r.micro_batch for r in rows]),
-        global_batch=column([r.global_batch for r in rows]),
-        chunks=column([r.chunks for r in rows]),
+        schedule=column([r.chunks for r in rows]),
         recompute=column([recompute_code(r.recompute) for r in rows]),
         sequence_parallel=column([r.sequence_parallel for r in rows]),
         zero=column([r.zero for r in rows]),
-        flash=column([float(r.attention == "flash") for r in rows]),
-        nvlink_domain=system("nvlink_domain", "domain", 1.0),
-        nvlink_bw=system("nvlink_bw", "nvlink", 1e9),
-        gpus_per_node=system("gpus_per_node", "gpus_per_node", 1.0),
-        nics_per_node=system("nics_per_node", "nics", 1.0),
-        bandwidth=system("bandwidth", "nic_bits", 1e9),
-        utilization=column([0.0] * len(rows)),  # per candidate: set block by block below
-        latency=column([r.latency * 1e-6 for r in rows]),
-        collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
-        efficiency=column([0.0] * len(rows)),
-        overhead=column([r.overhead * 1e-3 for r in rows]),
-        slowdown=column([0.0] * len(rows)),
-        straggle=column([0.0] * len(rows)),
-        imbalance=column([r.imbalance for r in rows]),
-        offload_layers=column([r.offload_layers for r in rows]),
-        attention_efficiency=column([r.attention_efficiency for r in rows]),
-        overlap=column([overlap_code(r.overlap) for r in rows]),
     )
     # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
     # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
@@ -151,11 +146,8 @@ def evaluate_rows(
             pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
             row = pair // asked[1]
             per_pair = {k: v[pair] for k, v in flat.items()}
-            out = layout_block_rows(
-                kernel.Arch(**{k: jnp.asarray(v[row]) for k, v in arch.items()}),
-                kernel.Device(**{k: jnp.asarray(v[row]) for k, v in dev.items()}),
-                kernel.Parallelism(**{k: jnp.asarray(per_pair.get(k, v[row])) for k, v in lay.items()}),
-            )
+            cell = {k: jnp.asarray(per_pair.get(k, v[row])) for k, v in settings.items()}
+            out = layout_block_rows(*layout_inputs(cell, {k: jnp.asarray(v[row]) for k, v in layout.items()}))
             for k in outputs or out:
                 result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
                     out[k], np.float64
