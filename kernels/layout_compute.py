@@ -37,7 +37,8 @@ layer (QKV, output projection, fc1 with SwiGLU's gate and up fused, fc2), and on
 3 + 2 E / e + 2 [S > 0] (attention's two, the router, fc1 and fc2 of each of the E / e local
 experts, whose grouped GEMM runs at each expert's token count, and the shared experts' pair);
 the backward twice as many. The attention core is one kernel with flash attention, two
-unfused (scores and context); the logits one.
+unfused (scores and context), for each of the c steps of context parallelism's ring (one
+kernel per KV chunk, as Transformer Engine's ring attention runs it); the logits one.
 The GEMMs run at ``peak`` (fp8's under fp8), the attention core at the half-precision
 ``half_peak``: unfused, its full 4 s w_q FLOPs at the GEMM efficiency; flash (causal),
 half of them at ``attention_efficiency``, and its backward 2.5 times its forward (5 products
@@ -176,7 +177,9 @@ def layer_times(
     # forward's 2 (Dao, FlashAttention-2, ICLR 2024, section 3.1).
     flash = lay.flash > 0
     core_rate = dev.half_peak * jnp.where(flash, lay.attention_efficiency, lay.efficiency)
-    core_kernels = jnp.where(flash, 1.0, 2.0)  # one fused kernel, or two batched GEMMs (scores, context)
+    # One fused kernel, or two batched GEMMs (scores, context), per step of context parallelism's ring: each of
+    # the c KV chunks a rank sees is its own attention kernel (Transformer Engine's AttnFuncWithCPAndKVP2P).
+    core_kernels = jnp.where(flash, 1.0, 2.0) * lay.cp
     core_run = (
         tokens * core_flops * jnp.where(flash, 0.5, 1.0) / t / core_rate + core_kernels * dev.gemm_latency
     )

@@ -568,8 +568,8 @@ def layout_step(arch, dev, lay):
     core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
     tau = dev["gemm_latency"]  # fixed time of one matrix kernel
     core_run = (
-        tokens * flops["core"] * (0.5 if flash else 1.0) / t / core_rate + (1 if flash else 2) * tau
-    )  # causal flash: half the scores, one kernel; unfused: two batched GEMMs
+        tokens * flops["core"] * (0.5 if flash else 1.0) / t / core_rate + (1 if flash else 2) * c * tau
+    )  # causal flash: half the scores, one kernel per ring step of CP; unfused: two batched GEMMs
     # matrix kernels per layer, forward: QKV, out, fc1, fc2; MoE: attention's 2, router, 2 per local expert,
     # the shared experts' 2
     attn_kernels = {(False, False): 2, (True, False): 4, (False, True): 4, (True, True): 5}[(rq > 0, rkv > 0)]

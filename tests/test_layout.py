@@ -79,6 +79,11 @@ def test_gemm_latency_prices_each_matrix_kernel_by_hand():
     moe.update(gpus=4, global_batch=4, flash=1, ffn=4 * 12288)
     base, slow = run_one(gpt3_case(**moe)), run_one(gpt3_case(gemm_latency=tau, **moe))
     assert slow["compute"] - base["compute"] == pytest.approx((39 + 3.5 + 3) * tau, rel=1e-9)
+    # Context parallelism runs the attention core as one kernel per step of its ring (one per KV chunk): at
+    # CP 2 the selectively recomputed core costs its two kernels twice.
+    cp2 = dict(cp=2, gpus=16, recompute=1)
+    base, slow = run_one(gpt3_case(**cp2)), run_one(gpt3_case(gemm_latency=tau, **cp2))
+    assert slow["recompute_time"] - base["recompute_time"] == pytest.approx(96 * 2 * 2 * tau, rel=1e-9)
     # So a larger micro-batch, whose GEMMs are larger, runs each token faster.
     one, two = (
         run_one(gpt3_case(gemm_latency=tau)),
