@@ -21,11 +21,12 @@ dispatcher with fused permutation, as NVIDIA's 2025 recipes run it; counted from
 megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py: permute, sort_chunks_by_idxs,
 unpermute), on the b s / (c t) tokens of a GPU, per forward and again per backward:
 
-    M = L_e / L  x  2 h bytes_act (k I (1 + 2 [E / e > 1]) + 1)    (permute: read h, write k I h;
-                                                                     sort to local-expert order and
-                                                                     back when a GPU holds several
-                                                                     experts: k I h each way, twice;
-                                                                     unpermute: read k I h, write h)
+    M = L_e / L  x  2 h bytes_act (k + 1 + 2 k I [E / e > 1])      (permute: read h, write k h;
+                                                                     unpermute: read k h, write h;
+                                                                     the k I copies received sorted
+                                                                     to local-expert order and back
+                                                                     when a GPU holds several
+                                                                     experts: k I h each way, twice)
  GEMM efficiency by size: each matrix kernel takes a fixed time tau
 (``gemm_latency``) besides its W FLOPs at ``peak eff``, so a GEMM runs at
 
@@ -203,13 +204,14 @@ def layer_times(
     )
     cast_bytes = jnp.where(dev.gemm_input_bytes < 2.0, 3.0 * tokens * cast_elems / t, 0.0)
     # MoE token movement (Megatron-Core's alltoall dispatcher with fused permutation, as NVIDIA's 2025 recipes
-    # run it): each token is permuted into its k I routed copies (read h, write k I h), sorted into local-expert
-    # order and back where the GPU holds more than one expert (read and write k I h, twice), and unpermuted
-    # (read k I h, write h). The copies are transient (not in A); the all-to-alls' own buffers move at the
-    # network's pace. The backward's mirror kernels move as much again, once (not twice as the rest).
+    # run it): each of the GPU's tokens is permuted into its k routed copies (read h, write k h) and, back from
+    # the experts, unpermuted (read k h, write h); the k I copies the busiest GPU receives are sorted into
+    # local-expert order and back where it holds more than one expert (read and write k I h, twice). The copies
+    # are transient (not in A); the all-to-alls' own buffers move at the network's pace. The backward's mirror
+    # kernels move as much again, once (not twice as the rest).
     local_experts = E / jnp.maximum(e, 1.0)
     sorts = jnp.where(local_experts > 1.0, 2.0, 0.0)
-    move_elems = jnp.where(E > 0, 2.0 * h * (k * lay.imbalance * (1.0 + sorts) + 1.0), 0.0)
+    move_elems = jnp.where(E > 0, 2.0 * h * (k + 1.0 + k * lay.imbalance * sorts), 0.0)
     token_move = tokens / t * (Le / L) * move_elems * dev.act_bytes / dev.hbm
     t_f = (
         tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate

@@ -15,9 +15,11 @@ Units are the CLI's: bandwidth in Gbit/s per NIC, latency in us, overhead in ms,
 GB/s, GEMM latency in us, memory fractions and efficiencies as plain numbers.
 """
 
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import xarray as xr
 from typing_extensions import TypedDict, Unpack
 
@@ -26,7 +28,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 
-Values = float | str | Sequence[float | str]  # a number, a sequence, or value syntax ("1..8", "bf16,fp8")
+Values = float | str | Sequence[float | str] | np.ndarray  # a number, a sequence or array, or value syntax
 
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
@@ -89,13 +91,16 @@ class LayoutOptions(TypedDict, total=False):
 
 
 def _text(name: str, value: object) -> str:
-    """A keyword's value as the CLI's text: numbers shown as the CLI would take them, sequences joined."""
+    """A keyword's value as the CLI's text: numbers (Python's or NumPy's) shown as the CLI would take them,
+    sequences and arrays joined."""
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):
         return show(float(value))
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, Sequence):
         return ",".join(_text(name, item) for item in value)
     raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)

@@ -584,11 +584,12 @@ def layout_step(arch, dev, lay):
         cast = 3 * tokens * io / t
     else:
         cast = 0.0
-    # a MoE layer's tokens through the alltoall dispatcher: permuted into k I copies, sorted to local-expert
-    # order and back (several local experts), unpermuted; as much again in the backward
+    # a MoE layer's tokens through the alltoall dispatcher: each permuted into its k copies and unpermuted back,
+    # the k I copies received sorted to local-expert order and back (several local experts); as much again in
+    # the backward
     if E > 0:
         sorts = 2 if E / max(e, 1) > 1 else 0
-        moved = 2 * h * (k * lay["imbalance"] * (1 + sorts) + 1)  # elements a token
+        moved = 2 * h * (k + 1) + 2 * h * k * lay["imbalance"] * sorts  # elements a token
         move = tokens / t * Le / L * moved * dev["act_bytes"] / dev["hbm"]
     else:
         move = 0.0

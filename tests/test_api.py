@@ -172,6 +172,12 @@ def test_reports_from_python_keep_a_users_files_unless_forced(tmp_path):
 LLAMA = dict(gpus=8, global_batch=8)
 
 
+def test_layout_functions_take_numpy_values_as_evaluate_does():
+    a = sweep.evaluate_layouts("llama3-8b", tp=np.array([1, 2]), micro_batch=np.int64(2), **LLAMA)
+    b = sweep.evaluate_layouts("llama3-8b", tp=[1, 2], micro_batch=2, **LLAMA)
+    np.testing.assert_array_equal(a.tokens_per_s.values, b.tokens_per_s.values)
+
+
 def test_evaluate_layouts_is_the_layout_grid_the_command_writes(tmp_path):
     from helpers import invoke
 

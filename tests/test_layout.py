@@ -365,6 +365,15 @@ def test_one_moe_layer_on_two_nodes_by_hand():
     sorts = s * 2 * (2 * h + 2 * h) * 2 / hbm
     experts = 3 * (2 * tau + 3 * h * fe * 2 / hbm)
     assert four["compute"] - out["compute"] == pytest.approx(2 * sorts + 3 * experts, rel=1e-9)
+    # With the busiest GPU receiving I = 1.5 times the mean's copies, its experts' GEMMs (6 h f_e a copy), the
+    # copies and SwiGLU inputs it keeps (4 h + 6 f_e bytes a copy) and its sorts grow by the extra 0.5 k
+    # copies a token; the permutation and unpermutation of its own tokens do not (k copies each).
+    busy = run_one(gpt3_case(**arch, **dev, **lay | dict(ep=4, imbalance=1.5)))
+    extra = 0.5 * k  # copies a token
+    gemms = s * extra * 6 * h * fe / rate
+    kept = s * extra * (4 * h + 6 * fe) / hbm
+    sorted_more = s * extra * 2 * (2 * h) * 2 / hbm  # read and write, two sorts, 2 bytes
+    assert busy["compute"] - four["compute"] == pytest.approx(3 * (gemms + kept) + 2 * sorted_more, rel=1e-9)
     # Dispatch and combine, forward and backward: each GPU sends 1,024 x 2 copies x 2 bytes x h = 4.19 MB, 7/16
     # of it to the 7 others of its node on NVLink, 8/16 to the other node through its own 400 Gbit/s NIC with a
     # per-step latency to each of the 8 peers there: the NICs pace it.
