@@ -28,6 +28,7 @@ from netsweep_jax.sweep.cli.parameters import (
     SETTINGS,
     Force,
     Out,
+    Quiet,
     make_grid_from,
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
@@ -75,7 +76,7 @@ def grid(
     resume: Annotated[
         bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Quiet = False,
     block_configs: Annotated[
         int | None,
         typer.Option(
@@ -191,7 +192,7 @@ def plan(
         int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
     ] = 3,
     force: Force = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    quiet: Quiet = False,
     as_csv: Annotated[
         bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")
     ] = False,
