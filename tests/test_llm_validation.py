@@ -167,6 +167,11 @@ def _write(tmp_path, edit):
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be a whole number"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),
         (lambda rows: [{**rows[0], "flops": "tokens"}], "flops 'tokens' must be one of"),
+        # The same rules as the sweeps' options (sweep.core.layout_axes.AXES): tp at most 4096.
+        (
+            lambda rows: [{**rows[0], "tp": "8192"}],
+            "row SC21-T1-01): tp 8192 must be an integer from 1 to 4096",
+        ),
     ],
 )
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):

@@ -27,6 +27,7 @@ from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
+    AXES,
     LAYOUT_PRECISIONS,
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
@@ -116,6 +117,9 @@ def _int(
             raise InputError(f"{where(path, line)} (row {rid}): {name} is empty; it is required")
         return default
     value = number(text, f"{where(path, line)} (row {rid}): {name}")
+    spec = AXES.get(name)  # a layout setting is held to the rule the sweeps hold it to
+    if spec is not None and value >= low and not (spec.low <= value <= spec.high and value.is_integer()):
+        raise InputError(f"{where(path, line)} (row {rid}): {name} {text} {spec.rule()}")
     if not value.is_integer() or value < low or value > 1e9:
         raise InputError(f"{where(path, line)} (row {rid}): {name} {text} must be a whole number from {low}")
     return int(value)
