@@ -326,7 +326,7 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         f"{setup['utilization']:g} (Zhang et al., NetAI 2020, measured ~32 Gbit/s in use on 100 Gbit/s links); "
         "*fixed* is utilization 1. The CNNs are the paper's V100 runs (fp32, batch 32); the transformers run "
         "on the GPU preset, precision and batch in their names. Each compressor's bytes, encode and decode "
-        f"times and pattern come from `sweep/compressors.py`; the iterations factor is {factors}.",
+        f"times and pattern come from `sweep/model/compressors.py`; the iterations factor is {factors}.",
         "",
         "![speed-up over no compression](speedups.png)",
         "",

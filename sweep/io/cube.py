@@ -182,7 +182,7 @@ def create(
         f.attrs["codec_cost"] = (
             json.dumps(grid.codec_overrides)
             if grid.codec_overrides
-            else "GPU preset of each profile (sweep/compressors.py)"
+            else "GPU preset of each profile (sweep/model/compressors.py)"
         )
     for k, v in attrs.items():
         f.attrs[k] = v
