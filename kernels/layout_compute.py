@@ -18,8 +18,9 @@ layer's work: t_f = b s (F - core) / (c t peak eff) + n_gemm tau + core time + (
 bytes A + weight bytes + fp8 cast bytes + MoE token movement M) / hbm, t_b = 2 t_f - M / hbm
 (+ 1/2 the core's with flash attention). MoE token movement (Megatron-Core's alltoall
 dispatcher with fused permutation, as NVIDIA's 2025 recipes run it; counted from
-megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py: permute, sort_chunks_by_idxs,
-unpermute), on the b s / (c t) tokens of a GPU, per forward and again per backward:
+megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py at Megatron-LM a427c479, 2025-12-31:
+permute, sort_chunks_by_idxs, unpermute), on the b s / (c t) tokens of a GPU, per forward and again per
+backward:
 
     M = L_e / L  x  2 h bytes_act (k + 1 + 2 k I [E / e > 1])      (permute: read h, write k h;
                                                                      unpermute: read k h, write h;

@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 from typing_extensions import TypedDict, Unpack
 
-from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+from netsweep_jax.sweep.analysis.layout_jobs import layout_cube, layout_grid_from
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
@@ -139,11 +139,7 @@ def evaluate_layouts(
       ``memory_gb``, ``fits``, ``status``, what the step waits on, ...) a variable over all of them;
       ``status`` 0 where the layout can exist (its ``rules`` attribute says what the others break).
     """
-    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
-
-    grid = _grid(model, arch, dict(options), search=False)
-    check_in_memory(grid)
-    return layouts_dataset(grid, evaluate_layouts_arrays(grid))
+    return layout_cube(_grid(model, arch, dict(options), search=False))
 
 
 @refuse_unknown_keywords

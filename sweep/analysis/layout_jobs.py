@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import SHARED_AXES
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS, SHARED_AXES
 from netsweep_jax.sweep.core.schema import option_of
 
 if TYPE_CHECKING:
@@ -22,9 +22,6 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 
-# The layout options beside LAYOUT_AXES that a layout grid reads as text (the CLI declares them).
-TEXT_OPTIONS = ("attention", "schedule", "launch", "virtual_stages", "recompute", "overlap")
-LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *TEXT_OPTIONS)
 # Every option a layout sweep takes: its own, the data-parallel network axes it shares (the GPU's system where
 # not given), and the model, GPU, precision and collective.
 LAYOUT_GRID_READS = frozenset(
@@ -186,15 +183,23 @@ def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Sa
     return target
 
 
+def layout_cube(grid: Any) -> "xr.Dataset":
+    """Every layout of ``grid`` evaluated, as a layout cube (refused first if too large to keep)."""
+    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
+
+    check_in_memory(grid)
+    return layouts_dataset(grid, evaluate_layouts_arrays(grid))
+
+
 def write_layout_grid(grid: Any, out: Path | None, *, force: bool, command: str, say: Say) -> dict[str, Any]:
     """``sweep grid`` on a large model: every layout evaluated and written as a cube. Returns ``out`` (the
     cube), ``size``, ``valid`` (layouts that can exist) and ``fits`` (those that fit in memory)."""
-    from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
+    from netsweep_jax.sweep.engine.layouts import check_in_memory
     from netsweep_jax.sweep.io.cube import write_dataset
 
     check_in_memory(grid)  # before the output is claimed
     target = layout_target(grid, out, force, "", say)
-    ds = layouts_dataset(grid, evaluate_layouts_arrays(grid))
+    ds = layout_cube(grid)
     write_dataset(ds, target, command=command, overwrite=force)
     return dict(
         out=target,

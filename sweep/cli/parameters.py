@@ -14,6 +14,7 @@ from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     LAYOUT_COLLECTIVES,
+    LAYOUT_OPTIONS,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
     OVERLAP_DEFAULT,
@@ -271,7 +272,10 @@ def _layout_params() -> list[inspect.Parameter]:
 
 
 LAYOUT = _layout_params()
-LAYOUT_NAMES = tuple(p.name for p in LAYOUT)
+if tuple(p.name for p in LAYOUT) != LAYOUT_OPTIONS:  # the vocabulary's list, which the commands check against
+    raise ImportError(
+        "sweep.cli.parameters: the layout options differ from sweep.core.layout_axes.LAYOUT_OPTIONS"
+    )
 
 
 BUSBW = [

@@ -21,7 +21,6 @@ from netsweep_jax.sweep.cli.parameters import (
     DISTRIBUTED,
     KERNEL,
     LAYOUT,
-    LAYOUT_NAMES,
     MODEL,
     PLAN_MODEL,
     PLAN_NETWORK,
@@ -33,6 +32,7 @@ from netsweep_jax.sweep.cli.parameters import (
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 
 
 def _layout_grid(
@@ -127,7 +127,7 @@ def grid(
             extras=dict(resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce),
         )
     refuse_layout_options(settings)
-    for name in LAYOUT_NAMES:
+    for name in LAYOUT_OPTIONS:
         settings.pop(name)
     if reduce and settings.get("distributed"):
         raise InputError(

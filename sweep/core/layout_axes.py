@@ -111,6 +111,10 @@ SHARED_AXES = (
     "jitter",
 )
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
+# The layout family's own options: --arch, one per layout axis, and those it reads as text (declared once: the
+# CLI's parameters, the large-model commands' checks and the public API take their names from here).
+LAYOUT_TEXT_OPTIONS = ("attention", "schedule", "launch", "virtual_stages", "recompute", "overlap")
+LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # parallel dims, the layout's own choices (`sweep plan` searches them). A block of a sweep is R setting cells

@@ -30,7 +30,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import write_atomically
-from netsweep_jax.sweep.model.compute import WORKLOAD_PRECISIONS as PRECISIONS
+from netsweep_jax.sweep.model.compute import WORKLOAD_PRECISIONS
 from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
 INSTALL = "pip install -e '.[torch]'"
@@ -137,8 +137,8 @@ def measure(
       trace: also write a torch.profiler Chrome trace of one step there (``sweep profile import`` reads it).
     """
     torch = _torch()
-    if precision not in PRECISIONS:
-        raise InputError(f"{precision!r}: must be one of {', '.join(PRECISIONS)}", param="precision")
+    if precision not in WORKLOAD_PRECISIONS:
+        raise InputError(f"{precision!r}: must be one of {', '.join(WORKLOAD_PRECISIONS)}", param="precision")
     for name, value, low in (("batch", batch, 1), ("warmup", warmup, 0), ("iterations", iterations, 1)):
         if not (isinstance(value, int) and value >= low):
             raise InputError(f"{value}: must be an integer >= {low}", param=name)
