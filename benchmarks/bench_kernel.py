@@ -56,7 +56,7 @@ def bench(fusion_mb, configs, repeats):
     # Baselines get the same per-bucket constants and per-config coefficients.
     inputs = dispatcher.inputs
     buckets = inputs.buckets(block.task)
-    layout = inputs.layout(block.task, block.layout_slab)
+    layout = inputs.layout(block.task, block.outer_slab)
     n = int(buckets.valid.sum())
     ready, nbytes, fixed = buckets.ready[:n], buckets.nbytes[:n], layout.reduce[0, :n]
     c = inputs.configs(block.inner_slab)

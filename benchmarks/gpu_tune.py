@@ -42,7 +42,7 @@ def main():
     args = jax.device_put(
         (
             inputs.configs(block.inner_slab),
-            inputs.layout(block.task, block.layout_slab),
+            inputs.layout(block.task, block.outer_slab),
             inputs.buckets(block.task),
             inputs.t1(block.task),
         )

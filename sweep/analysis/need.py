@@ -103,7 +103,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
                 features=inputs.features,
                 increasing=increasing,
             )
-            k, c = block.layouts, block.size // block.layouts
+            k, c = block.outer_lanes, block.size // block.outer_lanes
             v = (np.asarray(v, np.float64) / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
             st = np.array(st)
             st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved

@@ -1,26 +1,28 @@
 """Block geometry (the block plan; not `sweep plan`): how a grid's cube is cut into blocks, and the one kernel shape.
 
-Pure index arithmetic over named dims, no arrays. The cube's dims are
-``STRUCTURAL + LAYOUT + INNER`` (:mod:`sweep.core.schema`). A *task* is one index along
-every structural dim (one set of fused buckets); within a task the remaining
-(varying) dims are cut into hyperslab blocks of at most ``block_configs``
-configurations. A block is handed to the kernel as ``kb`` worker layouts x ``ci``
-inner configurations (one of the two is always the whole extent), padded to that
-shape, which is fixed for the whole sweep: one compile per sweep. Both widths are rounded up
-(:func:`padded_width`), so sweeps of similar sizes share one compiled kernel too (through JAX's
-persistent compilation cache, across commands).
+Pure index arithmetic over named dims, no arrays, the same for every model family
+(:mod:`sweep.core.families`). A cube's dims are its family's ``structural + outer + inner``
+(the data-parallel family's: ``STRUCTURAL + LAYOUT + INNER`` of :mod:`sweep.core.schema`; the
+layout family's: no structural dim, the settings, then the layouts). A *task* is one index along
+every structural dim (for the data-parallel family, one set of fused buckets); within a task the
+remaining (varying) dims are cut into hyperslab blocks of at most ``block_configs``
+configurations. A block is handed to the kernel as ``kb`` outer lanes x ``ci`` inner lanes (one
+of the two is always the whole extent), padded to that shape, which is fixed for the whole
+sweep: one compile per sweep. Both widths are rounded up (:data:`WIDTHS`: the data-parallel
+family's by :func:`padded_width`, the layout family's to powers of two of at least 8 x 8,192, a
+compile of the layout kernel being seconds), so sweeps of similar sizes share one compiled kernel
+too (through JAX's persistent compilation cache, across commands).
 """
 
 import dataclasses
 import itertools
 import math
 import numbers
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DIMS, INNER, LAYOUT, STRUCTURAL
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
 
-VARYING = LAYOUT + INNER
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
 MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
 SMALL_WIDTH = 64  # widths up to this are rounded to a power of two: their compute is negligible
@@ -36,32 +38,68 @@ def padded_width(n: int, least: int = 1) -> int:
     return -(-n // step) * step
 
 
+def pow2(n: int, low: int = 1) -> int:
+    """The smallest power of two that holds ``n`` and is at least ``low`` (a power of two)."""
+    return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
+
+
+MIN_LAYOUT_COLUMNS = 2**13  # layout sweeps of up to 8,192 layouts share one compiled block; padding costs ms
+MIN_LAYOUT_ROWS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class Widths:
+    """How a family's block is padded to the compiled shape.
+
+    Attributes:
+      outer, inner: lanes -> padded width (``inner`` also takes the block budget, which caps its floor).
+      padded_budget: whether the block budget counts the padded inner width (the layout family's floor of
+        8,192 columns would otherwise make a block of few layouts thousands of times its budget).
+    """
+
+    outer: Callable[[int], int]
+    inner: Callable[[int, int], int]
+    padded_budget: bool
+
+
+WIDTHS = {
+    DATA_PARALLEL.name: Widths(padded_width, lambda n, budget: padded_width(n, least=8), False),
+    LAYOUTS.name: Widths(
+        lambda n: 1 if n == 1 else pow2(n, MIN_LAYOUT_ROWS),
+        lambda n, budget: pow2(n, min(MIN_LAYOUT_COLUMNS, pow2(budget, 8))),
+        True,
+    ),
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Block:
     """One unit of work and of writing.
 
     Attributes:
       index: position in :meth:`BlockPlan.blocks` (the id recorded as done).
-      task: indices along :data:`~sweep.core.schema.STRUCTURAL`.
-      slab: ``slice`` objects along :data:`VARYING` (layout dims, then inner dims).
+      task: indices along the family's structural dims.
+      slab: ``slice`` objects along its varying dims (outer dims, then inner dims).
+      outer_dims: how many of ``slab`` are outer dims.
     """
 
     index: int
     task: tuple[int, ...]
     slab: tuple[slice, ...]
+    outer_dims: int = len(DATA_PARALLEL.outer)
 
     @property
-    def layout_slab(self) -> tuple[slice, ...]:
-        """Slices along :data:`~sweep.core.schema.LAYOUT`."""
-        return self.slab[: len(LAYOUT)]
+    def outer_slab(self) -> tuple[slice, ...]:
+        """Slices along the outer dims (the data-parallel family's worker layout)."""
+        return self.slab[: self.outer_dims]
 
     @property
     def inner_slab(self) -> tuple[slice, ...]:
-        """Slices along :data:`~sweep.core.schema.INNER`."""
-        return self.slab[len(LAYOUT) :]
+        """Slices along the inner dims."""
+        return self.slab[self.outer_dims :]
 
     def region(self) -> tuple[slice, ...]:
-        """Index tuple into the full cube (one entry per dim of :data:`~sweep.core.schema.DIMS`)."""
+        """Index tuple into the full cube (one entry per dim of the family)."""
         return tuple(slice(i, i + 1) for i in self.task) + self.slab
 
     def region_shape(self) -> tuple[int, ...]:
@@ -69,9 +107,9 @@ class Block:
         return tuple(s.stop - s.start for s in self.region())
 
     @property
-    def layouts(self) -> int:
-        """Worker layouts in the block."""
-        return math.prod(s.stop - s.start for s in self.layout_slab)
+    def outer_lanes(self) -> int:
+        """Outer lanes in the block (the data-parallel family's worker layouts)."""
+        return math.prod(s.stop - s.start for s in self.outer_slab)
 
     @property
     def size(self) -> int:
@@ -84,54 +122,71 @@ class BlockPlan:
     (kb_width, ci_width) lanes.
 
     Args:
-      sizes: dict dim -> extent for every dim of :data:`~sweep.core.schema.DIMS`.
+      sizes: dict dim -> extent for every dim of ``family``.
       block_configs: at most this many configurations per block (a memory budget),
         except that a block holds at least one row of the innermost dims.
+      family: the cube's model family (default the data-parallel one).
     """
 
-    def __init__(self, sizes: Mapping[str, int], block_configs: int = DEFAULT_BLOCK_CONFIGS) -> None:
-        self.sizes: dict[str, int] = {d: int(sizes[d]) for d in DIMS}
+    def __init__(
+        self,
+        sizes: Mapping[str, int],
+        block_configs: int = DEFAULT_BLOCK_CONFIGS,
+        family: Family = DATA_PARALLEL,
+    ) -> None:
+        self.family = family
+        self.sizes: dict[str, int] = {d: int(sizes[d]) for d in family.dims}
         if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
             raise InputError(
                 f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}", param="block_configs"
             )
         self.block_configs: int = int(block_configs)
         self._blocks: tuple[Block, ...] | None = None
-        var = [self.sizes[d] for d in VARYING]
+        varying, n_outer = family.varying, len(family.outer)
+        widths = WIDTHS[family.name]
+        var = [self.sizes[d] for d in varying]
+        inner = math.prod(var[n_outer:])
+        # The inner extent as the block budget counts it (the padded width where the family says so).
+        counted = widths.inner(inner, self.block_configs) if widths.padded_budget else inner
+
+        def trailing(i: int) -> int:  # extent of the dims after varying dim i, as the budget counts it
+            return math.prod(var[i + 1 : n_outer]) * counted if i < n_outer else math.prod(var[i + 1 :])
+
         # Split dim: the outermost varying dim whose trailing extent fits a block.
-        split = next(i for i in range(len(VARYING)) if math.prod(var[i + 1 :]) <= self.block_configs)
-        self.split_dim: str = VARYING[split]
-        trailing = math.prod(var[split + 1 :])
-        self.rows: int = max(1, min(var[split], self.block_configs // trailing))
-        if self.split_dim in LAYOUT:  # whole inner extent, several layouts per block
-            self.kb: int = self.rows * math.prod(var[split + 1 : len(LAYOUT)])
-            self.ci: int = math.prod(var[len(LAYOUT) :])
-        else:  # one layout per block, part of the inner extent
+        split = next(i for i in range(len(varying)) if trailing(i) <= self.block_configs)
+        self.split_dim: str = varying[split]
+        self.rows: int = max(1, min(var[split], self.block_configs // trailing(split)))
+        if split < n_outer:  # whole inner extent, several outer lanes per block
+            self.kb: int = self.rows * math.prod(var[split + 1 : n_outer])
+            self.ci: int = inner
+        else:  # one outer lane per block, part of the inner extent
             self.kb = 1
-            self.ci = self.rows * trailing
-        # The compiled shape: padded lanes are single workers and harmless configurations, dropped on return.
-        self.kb_width: int = padded_width(self.kb)
-        self.ci_width: int = padded_width(self.ci, least=8)
+            self.ci = self.rows * math.prod(var[split + 1 :])
+        # The compiled shape: padded lanes are harmless configurations (the data-parallel family's: single
+        # workers), dropped on return.
+        self.kb_width: int = widths.outer(self.kb) if self.splits_layouts else 1
+        self.ci_width: int = widths.inner(self.ci, self.block_configs)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self.sizes[d] for d in DIMS)
+        return tuple(self.sizes[d] for d in self.family.dims)
 
     @property
     def splits_layouts(self) -> bool:
-        """True when every block holds the whole inner extent (and a run of layouts)."""
-        return self.split_dim in LAYOUT
+        """True when every block holds the whole inner extent (and a run of outer lanes)."""
+        return self.split_dim in self.family.outer
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
         """Shape of one (full) block in the cube: the HDF5 chunk shape."""
-        split = VARYING.index(self.split_dim)
-        var = [1] * split + [self.rows] + [self.sizes[d] for d in VARYING[split + 1 :]]
-        return (1,) * len(STRUCTURAL) + tuple(var)
+        varying = self.family.varying
+        split = varying.index(self.split_dim)
+        var = [1] * split + [self.rows] + [self.sizes[d] for d in varying[split + 1 :]]
+        return (1,) * len(self.family.structural) + tuple(var)
 
     def tasks(self) -> Iterator[tuple[int, ...]]:
         """Every structural index tuple, in cube order."""
-        return itertools.product(*(range(self.sizes[d]) for d in STRUCTURAL))
+        return itertools.product(*(range(self.sizes[d]) for d in self.family.structural))
 
     def blocks(self) -> tuple[Block, ...]:
         """All blocks in a fixed order (the order ids refer to); computed once."""
@@ -140,9 +195,10 @@ class BlockPlan:
         return self._blocks
 
     def _cut(self) -> list[Block]:
-        split = VARYING.index(self.split_dim)
-        outer = [self.sizes[d] for d in VARYING[:split]]
-        along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in VARYING[split + 1 :]]
+        varying = self.family.varying
+        split = varying.index(self.split_dim)
+        outer = [self.sizes[d] for d in varying[:split]]
+        along, trailing = self.sizes[self.split_dim], [self.sizes[d] for d in varying[split + 1 :]]
         out: list[Block] = []
         for task in self.tasks():
             for prefix in itertools.product(*(range(n) for n in outer)):
@@ -150,5 +206,5 @@ class BlockPlan:
                     slab = tuple(slice(p, p + 1) for p in prefix)
                     slab += (slice(j, min(j + self.rows, along)),)
                     slab += tuple(slice(0, n) for n in trailing)
-                    out.append(Block(len(out), task, slab))
+                    out.append(Block(len(out), task, slab, len(self.family.outer)))
         return out

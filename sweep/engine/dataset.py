@@ -6,15 +6,19 @@ from typing import Any, Protocol
 import numpy.typing as npt
 import xarray as xr
 
-from netsweep_jax.sweep.core.schema import coordinate_attrs
+from netsweep_jax.sweep.core.families import Family
 
 
 class Coordinated(Protocol):
-    """Anything with named coordinates: a :class:`~sweep.engine.grid.Grid`."""
+    """Anything with named coordinates: a :class:`~sweep.engine.grid.Grid` or a layout grid."""
+
+    @property
+    def family(self) -> Family: ...
 
     def coords(self) -> Mapping[str, npt.NDArray[Any]]: ...
 
 
 def coordinates(grid: Coordinated, drop: Collection[str] = ()) -> dict[str, xr.Variable]:
     """xarray coordinate variables of ``grid``'s dims (except ``drop``), with units."""
-    return {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items() if d not in drop}
+    attrs = grid.family.coordinate_attrs
+    return {d: xr.Variable(d, v, attrs(d)) for d, v in grid.coords().items() if d not in drop}

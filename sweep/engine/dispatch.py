@@ -1,10 +1,14 @@
 """The sweep engine: dispatch fixed-shape blocks to the devices, collect them for a sink.
 
-A :class:`~sweep.engine.blocks.BlockPlan` says how the cube is cut; :class:`~sweep.engine.inputs.BlockInputs`
-builds each block's host arrays; :func:`sweep.engine.compiled.grid_metrics` evaluates them
-(one compile per sweep and dtype). This module sends inputs to the devices (long-
-lived arrays once per device), keeps a few blocks in flight, and turns each
-device result into numpy arrays shaped like the block's region of the cube.
+One engine for both model families (:mod:`sweep.core.families`). A
+:class:`~sweep.engine.blocks.BlockPlan` says how the cube is cut; a family's block kernel builds
+each block's host arrays and calls its compiled kernel (one compile per sweep and dtype): the
+data-parallel family's :class:`~sweep.engine.inputs.BlockInputs` and
+:func:`sweep.engine.compiled.grid_metrics`, the layout family's
+:class:`~sweep.engine.layout_blocks.BlockTables` and :func:`sweep.engine.compiled.layout_block_outputs`.
+This module sends inputs to the devices (long-lived arrays once per device), keeps a few blocks
+in flight, and turns each device result into numpy arrays shaped like the block's region of the
+cube (or, under ``--reduce``, reduced on the device).
 
 Precision is scoped: a float64 grid runs inside ``jax.enable_x64(True)`` and leaves
 the process's JAX configuration as it found it.
@@ -12,7 +16,7 @@ the process's JAX configuration as it found it.
 
 import collections
 import contextlib
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -21,15 +25,20 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS, VARIABLES
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, VARYING, Block, BlockPlan
-from netsweep_jax.sweep.engine.compiled import grid_metrics
+from netsweep_jax.sweep.core.families import LAYOUTS
+from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan
+from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_outputs
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
+from netsweep_jax.sweep.engine.layout_blocks import BlockTables
+from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 from netsweep_jax.sweep.engine.reductions import DevicePlan, device_plan
 
 Arrays = dict[str, npt.NDArray[Any]]
 Sink = Callable[[Block, Arrays], None]
+AnyGrid = Grid | LayoutGrid
+"""A sweep of either family."""
 
 
 def _pallas_lacks(features: Features) -> list[str]:
@@ -45,13 +54,21 @@ def _pallas_lacks(features: Features) -> list[str]:
     ]
 
 
-def check_kernel(name: str, grid: Grid) -> None:
+def check_kernel(name: str, grid: AnyGrid) -> None:
     """Refuse a kernel name that is unknown, or an explicit Pallas kernel that cannot run ``grid``'s
     sweep (``auto`` chooses the XLA scan there instead). Starts no JAX backend: call it before any file
     is made (and before ``jax.distributed`` starts)."""
     if not isinstance(name, str) or name.lower() not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     name = name.lower()  # --kernel XLA is xla
+    if isinstance(grid, LayoutGrid):
+        if name.startswith("pallas"):
+            raise InputError(
+                f"{name}: the Pallas kernel is the data-parallel recurrence's; a layout sweep runs on XLA "
+                f"(use xla or auto)",
+                param="kernel",
+            )
+        return
     lacks = _pallas_lacks(features_of(grid))
     if name.startswith("pallas") and lacks:
         raise InputError(
@@ -116,44 +133,24 @@ def precision(dtype: str) -> Iterator[None]:
         yield
 
 
-class Dispatcher:
-    """Evaluates blocks of ``plan`` on ``devices`` (default: every local device)."""
+class _DataParallelBlocks:
+    """The data-parallel family's blocks: buckets, layouts and configurations to :func:`grid_metrics`."""
 
-    def __init__(
-        self,
-        grid: Grid,
-        plan: BlockPlan,
-        kernel: str = DEFAULTS.kernel,
-        devices: Sequence[jax.Device] | None = None,
-    ) -> None:
-        check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
-        self.grid = grid
-        self.plan = plan
+    def __init__(self, grid: Grid, plan: BlockPlan, kernel: str) -> None:
+        self.grid, self.plan = grid, plan
         self.inputs = BlockInputs(grid, plan)
         self.kernel = choose_kernel(kernel, self.inputs.features)
-        self.devices = list(devices) if devices is not None else jax.local_devices()
-        self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
-        # (real lanes, block tensor shape, axes, family) under --reduce
-        self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
 
-    def _copy(self, key: Any, device: jax.Device, make: Callable[[], Any]) -> Any:
-        """The device copy of the host value ``make()`` known as ``key``, sent once per device."""
-        if (key, device) not in self._on_device:
-            self._on_device[key, device] = jax.device_put(make(), device)
-        return self._on_device[key, device]
-
-    def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
-        """Dispatch one block (asynchronously); returns a dict of device arrays [kb, ci]."""
-        device = device or self.devices[block.index % len(self.devices)]
+    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
         inp = self.inputs
         if self.plan.splits_layouts:  # every block has the whole inner extent: one copy
-            config = self._copy("configs", device, lambda: inp.configs(block.inner_slab))
+            config = copy("configs", lambda: inp.configs(block.inner_slab))
         else:
             config = inp.configs(block.inner_slab)
-        layout_key = ("layout", block.task, tuple((s.start, s.stop) for s in block.layout_slab))
-        layout = self._copy(layout_key, device, lambda: inp.layout(block.task, block.layout_slab))
-        buckets = self._copy(("buckets", block.task), device, lambda: inp.buckets(block.task))
-        t1 = self._copy(("t1", block.task), device, lambda: inp.t1(block.task))
+        layout_key = ("layout", block.task, tuple((s.start, s.stop) for s in block.outer_slab))
+        layout = copy(layout_key, lambda: inp.layout(block.task, block.outer_slab))
+        buckets = copy(("buckets", block.task), lambda: inp.buckets(block.task))
+        t1 = copy(("t1", block.task), lambda: inp.t1(block.task))
         return grid_metrics(
             config,
             layout,
@@ -163,48 +160,117 @@ class Dispatcher:
             zero_latency=inp.zero_latency,
             features=inp.features,
             variables=self.grid.variables,
-            store=None if self.reduce else self.grid.store_dtype,
-            reduce=self.reduce,
+            store=None if reduce else self.grid.store_dtype,
+            reduce=reduce,
         )
+
+
+class _LayoutBlocks:
+    """The layout family's blocks: a table of setting cells and one of layouts, crossed on the device by
+    :func:`layout_block_outputs`."""
+
+    kernel = "xla"
+
+    def __init__(self, grid: LayoutGrid, plan: BlockPlan) -> None:
+        self.grid, self.plan = grid, plan
+        self.tables = BlockTables(grid)
+        self.dtype = np.dtype(grid.dtype)
+        self.variables = None if grid.variables == tuple(LAYOUTS.variables) else grid.variables
+
+    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
+        plan, tables = self.plan, self.tables
+        outer = int(np.ravel_multi_index([s.start for s in block.outer_slab], tables.outer_sizes))
+        inner = int(np.ravel_multi_index([s.start for s in block.inner_slab], tables.inner_sizes))
+
+        def layouts() -> np.ndarray:
+            return tables.inner(inner, plan.ci_width)[0].astype(self.dtype)
+
+        if plan.splits_layouts:  # every block has the whole inner extent: one copy
+            columns = copy("layouts", layouts)
+        else:
+            columns = layouts()
+        rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
+        store = None if reduce or self.grid.store_dtype == self.grid.dtype else self.grid.store_dtype
+        return layout_block_outputs(rows, columns, variables=self.variables, store=store, reduce=reduce)
+
+
+Copy = Callable[[Any, Callable[[], Any]], Any]
+"""``copy(key, make)``: the device copy of the host value ``make()`` known as ``key``, sent once."""
+
+
+class Dispatcher:
+    """Evaluates blocks of ``plan`` on ``devices`` (default: every local device), for either family."""
+
+    def __init__(
+        self,
+        grid: AnyGrid,
+        plan: BlockPlan,
+        kernel: str = DEFAULTS.kernel,
+        devices: Sequence[jax.Device] | None = None,
+    ) -> None:
+        check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
+        self.grid = grid
+        self.plan = plan
+        self.blocks: _DataParallelBlocks | _LayoutBlocks = (
+            _LayoutBlocks(grid, plan)
+            if isinstance(grid, LayoutGrid)
+            else _DataParallelBlocks(grid, plan, kernel)
+        )
+        self.kernel = self.blocks.kernel
+        self.devices = list(devices) if devices is not None else jax.local_devices()
+        self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
+        # (real lanes, block tensor shape, axes, family) under --reduce
+        self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
+
+    def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
+        """Dispatch one block (asynchronously); returns a dict of device arrays [kb, ci]."""
+        device = device or self.devices[block.index % len(self.devices)]
+
+        def copy(key: Any, make: Callable[[], Any]) -> Any:
+            if (key, device) not in self._on_device:
+                self._on_device[key, device] = jax.device_put(make(), device)
+            return self._on_device[key, device]
+
+        return self.blocks(block, copy, self.reduce)
 
     def collect(self, block: Block, result: dict[str, jax.Array]) -> Arrays:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced)."""
         if self.reduce is not None:
-            rows = block.slab[VARYING.index(self.plan.split_dim)]  # the last block's padded rows are dropped
+            # the last block's padded rows are dropped
+            rows = block.slab[self.plan.family.varying.index(self.plan.split_dim)]
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
-        k = block.layouts if self.plan.splits_layouts else 1
+        k = block.outer_lanes if self.plan.splits_layouts else 1
         c = block.size // k
         arrays = {
             name: np.asarray(result[name])[:k, :c].reshape(block.region_shape())
             for name in self.grid.variables
         }
         if self.grid.store_dtype == "float16":
-            check_float16(arrays)
+            check_float16(arrays, self.plan.family.positive, self.plan.family.variables)
         return arrays
 
 
-# Variables that are never 0 or infinite in the model: a float16 store that shows one so has over- or
-# underflowed (float16 holds 6e-8 to 65504).
-POSITIVE = ("scaling_factor", "iteration_time")
-
-
-def check_float16(arrays: Arrays) -> None:
-    """Refuse a block that a float16 store cannot hold (one line, naming the variable and the limit)."""
+def check_float16(
+    arrays: Arrays, positive: Collection[str], variables: Mapping[str, tuple[str, str]]
+) -> None:
+    """Refuse a block that a float16 store cannot hold (one line, naming the variable and the limit).
+    ``positive``: the variables never 0 where defined (float16 holds 6e-8 to 65504); ``variables``: their
+    units."""
     for name, a in arrays.items():
-        if np.isinf(a).any():
+        if a.dtype.kind == "f" and np.isinf(a).any():
             raise InputError(
-                f"float16: {name} exceeds 65504 ({VARIABLES[name][0]}) in this grid; use --store float32",
+                f"float16: {name} exceeds 65504 ({variables[name][0]}) in this grid; use --store float32",
                 param="store",
             )
-        if name in POSITIVE and (a == 0).any():
+        if name in positive and (a == 0).any():
             raise InputError(
                 f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store"
             )
 
 
 def run(
-    grid: Grid,
+    grid: AnyGrid,
     plan: BlockPlan,
     sink: Sink,
     *,
@@ -244,15 +310,25 @@ def run(
 
 
 def evaluate_arrays(
-    grid: Grid, block_configs: int = DEFAULT_BLOCK_CONFIGS, kernel: str = DEFAULTS.kernel
+    grid: AnyGrid,
+    block_configs: int = DEFAULT_BLOCK_CONFIGS,
+    kernel: str = DEFAULTS.kernel,
+    progress: Callable[[int], None] | None = None,
 ) -> Arrays:
-    """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset)."""
-    plan = BlockPlan(grid.sizes, block_configs)
-    out = {name: np.full(grid.shape, np.nan, dtype=grid.store_dtype) for name in grid.variables}
+    """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset; an integer output,
+    -1). ``progress(configs)`` is called after each block."""
+    plan = BlockPlan(grid.sizes, block_configs, grid.family)
+    integer = grid.family.integer
+    out = {
+        name: np.full(grid.shape, -1, np.int32)
+        if name in integer
+        else np.full(grid.shape, np.nan, grid.store_dtype)
+        for name in grid.variables
+    }
 
     def sink(block: Block, arrays: Arrays) -> None:
         for name, a in arrays.items():
             out[name][block.region()] = a
 
-    run(grid, plan, sink, kernel=kernel)
+    run(grid, plan, sink, kernel=kernel, progress=progress)
     return out

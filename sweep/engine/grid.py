@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +25,7 @@ from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import (
     BUCKETINGS,
@@ -87,6 +88,7 @@ class Grid:
         beyond the paper's defaults).
     """
 
+    family: ClassVar[Family] = DATA_PARALLEL
     profiles: tuple[Profile, ...]
     collectives: tuple[str, ...]
     bucketings: tuple[str, ...]
@@ -102,6 +104,35 @@ class Grid:
     codec_overrides: dict[str, float] = dataclasses.field(default_factory=dict)
     reduction: Reduction | None = None  # under --reduce
     assumed: str = ""
+
+    def label(self) -> str:
+        """The profiles, as an output's default name holds them."""
+        return "+".join(p.model for p in self.profiles)
+
+    def cube_attrs(self) -> dict[str, float | str]:
+        """What a cube of this sweep says of it besides its coordinates and profiles: the intra-node bandwidth,
+        the reduce-cost table's source, what was assumed, and what the compressor dim's results rest on."""
+        attrs: dict[str, float | str] = {
+            "intra_bandwidth_gbps": self.intra_bandwidth,
+            "reduce_cost_source": self.reduce_source,
+        }
+        if self.assumed:  # what the workload's defaults chose that the user did not set
+            attrs["assumed"] = self.assumed
+        if self.compresses:
+            attrs["iterations_factor"] = ",".join(
+                f"{name}={factor:g}" for name, factor in self.factors.items()
+            )
+            attrs["codec_cost"] = (
+                json.dumps(self.codec_overrides)
+                if self.codec_overrides
+                else "GPU preset of each profile (sweep/model/compressors.py)"
+            )
+        return attrs
+
+    def variable_attrs(self, name: str) -> dict[str, str]:
+        """``units`` and ``long_name`` of an output variable."""
+        units, long_name = VARIABLES[name]
+        return {"units": units, "long_name": long_name}
 
     @property
     def compresses(self) -> bool:

@@ -224,7 +224,7 @@ class BlockInputs:
         """The four host inputs of one block: configurations [ci_width], layouts [kb_width], buckets, T1."""
         return (
             self.configs(block.inner_slab),
-            self.layout(block.task, block.layout_slab),
+            self.layout(block.task, block.outer_slab),
             self.buckets(block.task),
             self.t1(block.task),
         )

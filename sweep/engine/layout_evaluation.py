@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import DIMS, VARIABLES, coordinate_attrs
-from netsweep_jax.sweep.engine.compiled import layout_block_best, layout_block_outputs
+from netsweep_jax.sweep.core.layout_axes import DIMS, coordinate_attrs
+from netsweep_jax.sweep.engine.compiled import layout_block_best
+from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
 from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS, BlockTables, block_shape, pow2
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 
@@ -31,51 +31,20 @@ def check_in_memory(grid: LayoutGrid) -> None:
 def evaluate_layouts_arrays(
     grid: LayoutGrid, block_configs: int = BLOCK_CONFIGS, progress: Callable[[int], object] | None = None
 ) -> dict:
-    """Every output over the whole grid: dict name -> array of ``grid.shape``."""
+    """Every kept output over the whole grid, through the engine's block loop
+    (:func:`sweep.engine.dispatch.evaluate_arrays`): dict name -> array of ``grid.shape``."""
     check_in_memory(grid)
-    rows, cols = block_shape(grid, block_configs)
-    full = {
-        name: np.empty(
-            (grid.outer_size, grid.inner_size), np.int32 if name == "status" else np.dtype(grid.dtype)
-        )
-        for name in grid.variables
-    }
-    tables = BlockTables(grid)
-    with jax.enable_x64(grid.dtype == "float64"):
-        dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
-        for i in range(0, grid.inner_size, cols):
-            inner = jnp.asarray(tables.inner(i, cols)[0], dtype)
-            for o in range(0, grid.outer_size, rows):
-                out = layout_block_outputs(jnp.asarray(tables.outer(o, rows), dtype), inner)
-                r = min(rows, grid.outer_size - o)
-                c = min(cols, grid.inner_size - i)
-                for name in grid.variables:
-                    full[name][o : o + r, i : i + c] = np.asarray(out[name])[:r, :c]
-                if progress:
-                    progress(r * c)
-    return {name: a.reshape(grid.shape) for name, a in full.items()}
+    return evaluate_arrays(grid, block_configs, progress=progress)  # type: ignore[arg-type]
 
 
 def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
     """The grid's outputs as an ``xarray.Dataset`` with units, the status rules and what was assumed."""
     coords = {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items()}
-    data = {}
-    for name, a in arrays.items():
-        units, long_name = VARIABLES[name]
-        attrs = {"units": units, "long_name": long_name}
-        if name == "status":
-            attrs["rules"] = "; ".join(f"{i}: {rule}" for i, rule in enumerate(kernel.STATUS))
-        data[name] = xr.Variable(DIMS, a, attrs)
-    cube_attrs: dict[str, float | str] = {
-        "family": "layouts",
-        "dtype": grid.dtype,
-        "assumed": "; ".join(grid.assumed),
-        **grid.per_sweep(),
-        "models": "; ".join(
-            f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)
-        ),
-    }
-    return xr.Dataset(data, coords=coords, attrs=cube_attrs)
+    data = {name: xr.Variable(DIMS, a, grid.variable_attrs(name)) for name, a in arrays.items()}
+    attrs = grid.cube_attrs()
+    return xr.Dataset(
+        data, coords=coords, attrs={"family": attrs.pop("family"), "dtype": grid.dtype, **attrs}
+    )
 
 
 def best_layouts(

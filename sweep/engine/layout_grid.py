@@ -13,13 +13,17 @@ cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line s
 """
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import LAYOUTS, Family
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     DIMS,
@@ -33,6 +37,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.values import whole_number
+from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS
 from netsweep_jax.sweep.model.llms import LLM
 
@@ -71,9 +76,12 @@ class LayoutGrid:
       moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
       overlap: the stack's overlap switches on, canonical (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
-      variables: the outputs to keep.
+      variables: the outputs to keep, in cube order.
+      store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
+      reduction: what ``--reduce`` reduces on the device (None: nothing).
     """
 
+    family: ClassVar[Family] = LAYOUTS
     models: tuple[LLM, ...]
     names: dict[str, tuple[str, ...]]
     values: dict[str, np.ndarray]
@@ -84,6 +92,60 @@ class LayoutGrid:
     gemm_latency: float = float(AXES["gemm_latency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
     overlap: str = OVERLAP_DEFAULT
+    store: str = ""
+    reduction: Reduction | None = None
+
+    @property
+    def store_dtype(self) -> str:
+        """The dtype the cube stores its float outputs in."""
+        return self.store or self.dtype
+
+    @property
+    def size(self) -> int:
+        """Configurations in the sweep."""
+        return self.outer_size * self.inner_size
+
+    def label(self) -> str:
+        """The models, as an output's default name holds them."""
+        return "+".join(self.names["model"])
+
+    def cube_attrs(self) -> dict[str, float | str]:
+        """What a cube of this sweep says of it besides its coordinates: the family, what was assumed, the
+        settings of one value per sweep, and each model's shape and source."""
+        return {
+            "family": self.family.name,
+            "assumed": "; ".join(self.assumed),
+            **self.per_sweep(),
+            "models": "; ".join(
+                f"{n}: {m.describe()} [{m.source}]" for n, m in zip(self.names["model"], self.models)
+            ),
+        }
+
+    def variable_attrs(self, name: str) -> dict[str, str]:
+        """``units`` and ``long_name`` of an output variable (and the status's ``rules``: code -> rule)."""
+        units, long_name = VARIABLES[name]
+        attrs = {"units": units, "long_name": long_name}
+        if name == "status":
+            attrs["rules"] = "; ".join(f"{i}: {rule}" for i, rule in enumerate(kernel.STATUS))
+        return attrs
+
+    def fingerprint(self) -> str:
+        """SHA-256 of everything that determines the results (for --resume)."""
+        payload: dict[str, object] = {
+            "family": self.family.name,
+            "models": [dataclasses.asdict(m) for m in self.models],
+            "names": {k: list(v) for k, v in sorted(self.names.items())},
+            "values": {k: np.asarray(v).tolist() for k, v in sorted(self.values.items())},
+            "tables": {k: np.asarray(v).tolist() for k, v in sorted(self.tables().items())},
+            "dtype": self.dtype,
+            "variables": list(self.variables),
+            "store": self.store_dtype,
+            "per_sweep": self.per_sweep(),
+        }
+        if self.reduction is not None:
+            r = self.reduction
+            payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def per_sweep(self) -> dict[str, float | str]:
         """The settings that take one value per sweep, as a cube's attributes keep them."""

@@ -2,12 +2,13 @@
 :class:`~sweep.engine.layout_grid.LayoutGrid` and names what it assumed that the user did not set.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
@@ -19,11 +20,14 @@ from netsweep_jax.sweep.core.layout_axes import (
     PER_SWEEP,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
+    VARIABLES,
     overlap_mode,
     recompute_mode,
 )
+from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
+from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
@@ -81,10 +85,15 @@ def make_layout_grid(
     jitter: object = None,
     dtype: str = "float32",
     search: dict[str, str] | None = None,
+    variables: str | Sequence[str] | None = None,
+    store: str | None = None,
+    reduce: str | Sequence[str] | None = None,
 ) -> LayoutGrid:
     """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
 
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
+    ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
+    a cube keeps, the dtype it stores them in, the dims it reduces on the device).
     """
     models: list[LLM] = []
     model_names: list[str] = []
@@ -168,16 +177,29 @@ def make_layout_grid(
             raise InputError(f"{given[name]}: give one value", param=name)
         per_sweep[name] = float(one[0])
     assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
+    if dtype not in DTYPES:
+        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    kept = (
+        tuple(VARIABLES)
+        if variables is None
+        else tuple(LAYOUTS.in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))
+    )
+    store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
+    if store is not None and store not in STORE_DTYPES:
+        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     return LayoutGrid(
         tuple(models),
         names,
         values,
         dtype,
         assumed,
+        kept,
         usable_memory=per_sweep["usable_memory"],
         gemm_latency=per_sweep["gemm_latency"],
         moment_bytes=per_sweep["moment_bytes"],
         overlap=_overlap(overlap),
+        store=store or "",
+        reduction=parse_reductions(reduce, LAYOUTS),
     )
 
 

@@ -31,8 +31,8 @@ import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import DIMS, STRUCTURAL, VARIABLES
-from netsweep_jax.sweep.engine.blocks import VARYING, Block, BlockPlan
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 
 DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
@@ -53,28 +53,31 @@ class Reduction:
       dims: the reduced dims U, in cube order.
       labelled: the dims whose coordinate of the extreme is kept (argmax/argmin).
       text: the options as given, for the cube's attributes.
+      cube_dims: every dim of the cube reduced, in cube order.
     """
 
     family: str
     dims: tuple[str, ...]
     labelled: tuple[str, ...]
     text: str
+    cube_dims: tuple[str, ...] = DATA_PARALLEL.dims
 
     @property
     def kept(self) -> tuple[str, ...]:
         """The result's dims, in cube order."""
-        return tuple(d for d in DIMS if d not in self.dims)
+        return tuple(d for d in self.cube_dims if d not in self.dims)
 
     def label_name(self, variable: str, dim: str) -> str:
         return f"{variable}_arg{self.family}_{dim}"
 
 
-def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
-    """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` (None when empty)."""
+def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PARALLEL) -> Reduction | None:
+    """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` of a cube of ``family`` (None when
+    empty)."""
     if not given:
         return None
     items = [given] if isinstance(given, str) else list(given)
-    family: str | None = None
+    op_family: str | None = None
     dims: list[str] = []
     labelled: list[str] = []
     for item in items:
@@ -88,30 +91,37 @@ def parse_reductions(given: str | Sequence[str] | None) -> Reduction | None:
                 f"{item!r}: name the dims to reduce, as max:ratio or argmax:collective,nodes", param="reduce"
             )
         for name in names:
-            if name not in DIMS:
-                raise InputError(f"{item!r}: {name!r} is not a dim; dims: {', '.join(DIMS)}", param="reduce")
+            if name not in family.dims:
+                raise InputError(
+                    f"{item!r}: {name!r} is not a dim; dims: {', '.join(family.dims)}", param="reduce"
+                )
             if name in dims:
                 raise InputError(f"{item!r}: {name} is reduced twice", param="reduce")
             dims.append(name)
             if op.startswith("arg"):
                 labelled.append(name)
-        if family not in (None, FAMILY[op]):
+        if op_family not in (None, FAMILY[op]):
             raise InputError(
-                f"{','.join(map(str, items))}: {family} and {FAMILY[op]} reductions in one sweep would "
+                f"{','.join(map(str, items))}: {op_family} and {FAMILY[op]} reductions in one sweep would "
                 f"depend on their order; use one of max/argmax, min/argmin or mean",
                 param="reduce",
             )
-        family = FAMILY[op]
-    order = [d for d in DIMS if d in dims]
-    assert family is not None  # items is not empty
+        op_family = FAMILY[op]
+    order = [d for d in family.dims if d in dims]
+    assert op_family is not None  # items is not empty
     return Reduction(
-        family, tuple(order), tuple(d for d in order if d in labelled), "; ".join(map(str, items))
+        op_family,
+        tuple(order),
+        tuple(d for d in order if d in labelled),
+        "; ".join(map(str, items)),
+        family.dims,
     )
 
 
 def _after_split(plan: BlockPlan) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
-    return VARYING[VARYING.index(plan.split_dim) + 1 :]
+    varying = plan.family.varying
+    return varying[varying.index(plan.split_dim) + 1 :]
 
 
 def in_block(plan: BlockPlan, reduction: Reduction) -> tuple[str, ...]:
@@ -176,10 +186,11 @@ def _block_where(
     plan: BlockPlan, block: Block, reduction: Reduction
 ) -> tuple[tuple[Any, ...], dict[str, int]]:
     """(index into the result for this reduced block, {dim: the block's first index along it})."""
-    split = VARYING.index(plan.split_dim)
+    varying = plan.family.varying
+    split = varying.index(plan.split_dim)
     axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
-    start = dict(zip(STRUCTURAL, block.task))
-    start.update({d: s.start for d, s in zip(VARYING, block.slab)})
+    start = dict(zip(plan.family.structural, block.task))
+    start.update({d: s.start for d, s in zip(varying, block.slab)})
     rows = block.slab[split]
     where: list[Any] = []
     for d in reduction.kept:
@@ -266,7 +277,7 @@ class ReducedRun:
         data = {}
         for v, acc in self.acc.items():
             value = acc.value / outside if self.r.family == "mean" else acc.value
-            units, long_name = VARIABLES[v]
+            units, long_name = self.plan.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
                 value.astype(self.grid.store_dtype),

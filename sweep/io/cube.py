@@ -2,16 +2,19 @@
 
 Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
 
-- one coordinate dataset per dim (:data:`sweep.core.schema.DIMS`), made a dimension scale,
+- one coordinate dataset per dim of the cube's model family (:mod:`sweep.core.families`; the
+  data-parallel family's :data:`sweep.core.schema.DIMS`), made a dimension scale,
   with ``units`` and ``long_name``; values as typed by the user;
-- data variables ``scaling_factor``, ``iteration_time``, ``exposed_comm``,
-  ``comm_time`` over all dims, NaN fill, chunked as the engine's write blocks,
-  every dim's scale attached;
-- global attributes: tool version, command line, creation time, JAX version,
-  device kind, dtype, grid fingerprint;
-- group ``profiles/<model>``: each profile on a ``layer`` dimension (names,
-  gradient bytes, backward waits, ready times) with T1, source and SHA-256;
-- group ``reduce_cost``: the reduce-cost table used;
+- data variables (the data-parallel family's ``scaling_factor``, ``iteration_time``,
+  ``exposed_comm``, ``comm_time``; the layout family's ``iteration_time``, ``tokens_per_s``, ...)
+  over all dims, NaN fill (an integer code such as the layout family's ``status``: int32, -1),
+  chunked as the engine's write blocks, every dim's scale attached;
+- global attributes: the family, tool version, command line, creation time, JAX version,
+  device kind, dtype, grid fingerprint, and what the grid says of itself (``cube_attrs``:
+  what was assumed; the layout family's models and per-sweep settings);
+- the data-parallel family's group ``profiles/<model>``: each profile on a ``layer`` dimension
+  (names, gradient bytes, backward waits, ready times) with T1, source and SHA-256, and group
+  ``reduce_cost``: the reduce-cost table used;
 - group ``progress``: ``blocks_done`` (uint8 per block) and ``block_checksum``
   (CRC-32 of each finished block's data), the resume record: ``--resume`` and
   ``sweep show --verify`` recompute the checksums, and a damaged block is redone;
@@ -45,8 +48,9 @@ import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, coordinate_attrs
+from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, static_checksums
 from netsweep_jax.sweep.io.paths import write_atomically
@@ -149,13 +153,13 @@ def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Da
     return group.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
 
 
-def estimated_bytes(grid: Grid) -> int:
+def estimated_bytes(grid: AnyGrid) -> int:
     """Bytes the cube's data variables take on disk (uncompressed)."""
     return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
 
 
 def create(
-    path: str | Path, grid: Grid, plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
+    path: str | Path, grid: AnyGrid, plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
 ) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
@@ -166,51 +170,47 @@ def create(
     """
     # "x": a new file or an error, never an existing file (another run's, a link's target) truncated.
     # Default superblock: no open-for-write flag, so a killed run reopens.
+    family = grid.family
     f = h5py.File(path, "x")
     f.attrs["format"] = FORMAT
+    f.attrs["family"] = family.name
     f.attrs["dtype"] = grid.dtype
     f.attrs["store"] = grid.store_dtype
     f.attrs["grid_fingerprint"] = grid.fingerprint()
-    f.attrs["dims"] = ",".join(DIMS)
-    f.attrs["intra_bandwidth_gbps"] = grid.intra_bandwidth
-    f.attrs["reduce_cost_source"] = grid.reduce_source
+    f.attrs["dims"] = ",".join(family.dims)
     f.attrs["block_configs"] = plan.block_configs
-    if getattr(grid, "assumed", ""):  # what the workload's defaults chose that the user did not set
-        f.attrs["assumed"] = grid.assumed
-    if grid.compresses:  # what the compressor dim's results rest on
-        f.attrs["iterations_factor"] = ",".join(f"{name}={factor:g}" for name, factor in grid.factors.items())
-        f.attrs["codec_cost"] = (
-            json.dumps(grid.codec_overrides)
-            if grid.codec_overrides
-            else "GPU preset of each profile (sweep/model/compressors.py)"
-        )
-    for k, v in attrs.items():
+    for k, v in {**grid.cube_attrs(), **attrs}.items():
         f.attrs[k] = v
     scales = []
     for dim, values in grid.coords().items():
         ds = _str_dataset(f, dim, values) if values.dtype.kind in "US" else f.create_dataset(dim, data=values)
         ds.make_scale(dim)
-        for k, v in coordinate_attrs(dim).items():
+        for k, v in family.coordinate_attrs(dim).items():
             ds.attrs[k] = v
         scales.append(ds)
-    dtype = np.dtype(grid.store_dtype)
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
     if sparse:
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     for name in grid.variables:
-        units, long_name = VARIABLES[name]
+        integer = name in family.integer
         ds = f.create_dataset(
-            name, shape=grid.shape, dtype=dtype, chunks=plan.chunk_shape, fillvalue=np.nan, dcpl=dcpl
+            name,
+            shape=grid.shape,
+            dtype=np.int32 if integer else np.dtype(grid.store_dtype),
+            chunks=plan.chunk_shape,
+            fillvalue=-1 if integer else np.nan,
+            dcpl=dcpl,
         )
-        ds.attrs["units"] = units
-        ds.attrs["long_name"] = long_name
+        for k, v in grid.variable_attrs(name).items():
+            ds.attrs[k] = v
         for i, scale in enumerate(scales):
             ds.dims[i].attach_scale(scale)
-    _write_profiles(f, grid)
-    rc = f.create_group("reduce_cost")
-    rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
-    rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+    if isinstance(grid, Grid):  # the data-parallel family's inputs: its profiles and reduce-cost table
+        _write_profiles(f, grid)
+        rc = f.create_group("reduce_cost")
+        rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
+        rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
     progress.create_dataset("block_checksum", data=np.zeros(len(plan.blocks()), np.uint32))
@@ -258,7 +258,7 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
         )
 
 
-def open_for_resume(path: str | Path, grid: Grid, plan: BlockPlan) -> h5py.File:
+def open_for_resume(path: str | Path, grid: AnyGrid, plan: BlockPlan) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
@@ -313,7 +313,7 @@ def write_block(f: h5py.File, block: Block, arrays: Mapping[str, npt.NDArray[Any
             ds.id.write_direct_chunk(offset, np.ascontiguousarray(a, dtype=ds.dtype).data.cast("B"))
         else:
             ds[region] = a
-    f["progress/block_checksum"][block.index] = checksum(arrays)
+    f["progress/block_checksum"][block.index] = checksum(arrays, family_of(f.attrs))
     f["progress/blocks_done"][block.index] = 1
     f.flush()
 

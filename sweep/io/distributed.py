@@ -29,7 +29,7 @@ import jax
 
 from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
 from netsweep_jax.sweep.engine.blocks import BlockPlan
-from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
     Progress,
@@ -77,7 +77,7 @@ def rendezvous(
 
 
 def run(
-    grid: Grid,
+    grid: AnyGrid,
     out: str | Path | None,
     *,
     coordinator: str | None = None,
@@ -104,7 +104,7 @@ def shard_path(out: str | Path, pid: int, count: int) -> Path:
 
 
 def run_distributed(
-    grid: Grid,
+    grid: AnyGrid,
     out: str | Path,
     pid: int,
     count: int,
@@ -191,11 +191,11 @@ def wait_for(
         sleep(POLL_S)
 
 
-def stitch(grid: Grid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
+def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
     """Copy every block from the shard that computed it into the cube ``out``."""
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
-    plan = BlockPlan(grid.sizes, block_configs)
+    plan = BlockPlan(grid.sizes, block_configs, grid.family)
     count = len(shards)
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:

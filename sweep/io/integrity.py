@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.schema import DIMS, VARIABLES, in_cube_order
+from netsweep_jax.sweep.core.families import Family, family_of
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
 
@@ -31,13 +31,13 @@ HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h
 
 def stored(f: h5py.File) -> list[str]:
     """The output variables a cube file holds, in cube order."""
-    return in_cube_order(f)
+    return family_of(f.attrs).in_cube_order(f)
 
 
-def checksum(arrays: Mapping[str, npt.NDArray[Any]]) -> int:
-    """CRC-32 over a block's data, variable by variable in cube order."""
+def checksum(arrays: Mapping[str, npt.NDArray[Any]], family: Family) -> int:
+    """CRC-32 over a block's data, variable by variable in the cube order of ``family``."""
     crc = 0
-    for name in in_cube_order(arrays):
+    for name in family.in_cube_order(arrays):
         crc = zlib.crc32(np.ascontiguousarray(arrays[name]).data.cast("B"), crc)  # no copy
     return crc
 
@@ -50,12 +50,13 @@ def verified_blocks(f: h5py.File, plan: BlockPlan) -> tuple[list[int], list[int]
     """
     done = np.flatnonzero(f["progress/blocks_done"][...]).tolist()
     sums = f["progress/block_checksum"][...]
+    family = family_of(f.attrs)
     good: list[int] = []
     damaged: list[int] = []
     for i in done:
         region = plan.blocks()[i].region()
         try:
-            ok = checksum({name: f[name][region] for name in stored(f)}) == sums[i]
+            ok = checksum({name: f[name][region] for name in stored(f)}, family) == sums[i]
         except HDF5_ERRORS:  # HDF5 cannot read the chunk
             ok = False
         (good if ok else damaged).append(i)
@@ -76,8 +77,9 @@ def verify(path: str | Path) -> tuple[int, int, int]:
                     f"it has no blocks to verify"
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        sizes = dict(zip(DIMS, f[stored(f)[0]].shape))
-        plan = BlockPlan(sizes, int(f.attrs["block_configs"]))
+        family = family_of(f.attrs)
+        sizes = dict(zip(family.dims, f[stored(f)[0]].shape))
+        plan = BlockPlan(sizes, int(f.attrs["block_configs"]), family)
         good, damaged = verified_blocks(f, plan)
         return len(good) + len(damaged), len(damaged), len(plan.blocks())
 
@@ -95,9 +97,10 @@ def static_checksums(f: h5py.File) -> dict[str, int]:
     profiles (their columns, and each profile's attributes with its SHA-256, under ``<group>@attrs``),
     the reduce-cost table. Written at creation; :func:`verify_static` recomputes them."""
     sums: dict[str, int] = {}
+    variables = family_of(f.attrs).variables
 
     def visit(name: str, obj: Any) -> None:
-        if name.startswith("progress") or name in VARIABLES:
+        if name.startswith("progress") or name in variables:
             return
         if isinstance(obj, h5py.Dataset):
             sums[name] = zlib.crc32(_crc_bytes(obj[...]))

@@ -17,8 +17,7 @@ import h5py
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
-from netsweep_jax.sweep.engine.dispatch import check_kernel, default_block_configs, run
-from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
@@ -45,9 +44,9 @@ def _nothing(block: Block) -> None:
     """The default :data:`AfterBlock`: nothing to do."""
 
 
-def default_out(grid: Grid, directory: str | Path = "results") -> Path:
+def default_out(grid: AnyGrid, directory: str | Path = "results") -> Path:
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(directory) / f"{'+'.join(p.model for p in grid.profiles)}-{stamp}.h5"
+    return Path(directory) / f"{grid.label()}-{stamp}.h5"
 
 
 def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -> None:
@@ -118,7 +117,7 @@ def _remove_own(partial: Path, inode: int | None) -> None:
 
 
 def create_partial(
-    partial: Path, grid: Grid, plan: BlockPlan, attrs: dict[str, Any], sparse: bool
+    partial: Path, grid: AnyGrid, plan: BlockPlan, attrs: dict[str, Any], sparse: bool
 ) -> h5py.File:
     """A new partial cube, or a refusal when another run created the file first."""
     try:
@@ -140,7 +139,7 @@ DISK_METADATA_BYTES = 16 * 2**20
 FILE_METADATA_BYTES = 2**20  # a cube's metadata and profiles: the paper's five models' take 0.2 MB
 
 
-def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
+def check_disk(out: str | Path, grid: AnyGrid, share: float = 1.0) -> None:
     """Refuse a cube that would not fit on the disk, with a margin for metadata."""
     data = cube.estimated_bytes(grid) * share * DISK_MARGIN
     need = data + DISK_METADATA_BYTES
@@ -164,7 +163,7 @@ def check_disk(out: str | Path, grid: Grid, share: float = 1.0) -> None:
 
 
 def run_grid(
-    grid: Grid,
+    grid: AnyGrid,
     out: str | Path,
     *,
     command: str,
@@ -200,7 +199,7 @@ def run_grid(
         partial = partial_path(out)
         if block_configs is None:
             block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
-        plan = BlockPlan(grid.sizes, block_configs)
+        plan = BlockPlan(grid.sizes, block_configs, grid.family)
         mine = None if share is None else _share_filter(*share)
         if grid.reduction is not None:
             return _run_reduced(
@@ -273,7 +272,7 @@ def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
 
 
 def _run_reduced(
-    grid: Grid,
+    grid: AnyGrid,
     plan: BlockPlan,
     out: Path,
     partial: Path,
@@ -328,7 +327,7 @@ def _run_reduced(
 
 def _fill(
     f: h5py.File,
-    grid: Grid,
+    grid: AnyGrid,
     plan: BlockPlan,
     resume: bool,
     mine: Callable[[Block], bool] | None,

@@ -10,9 +10,9 @@ import xarray as xr
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
-from netsweep_jax.sweep.core.schema import in_cube_order
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT
@@ -40,7 +40,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
 def variables(ds: xr.Dataset) -> list[str]:
     """A cube's data variables: the grid's variables in their order, then any others (``need``'s)."""
     names = [str(v) for v in ds.data_vars]
-    known = in_cube_order(names)
+    known = family_of(ds.attrs).in_cube_order(names)
     return known + sorted(v for v in names if v not in known)
 
 

@@ -24,8 +24,7 @@ import numpy.typing as npt
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
-from netsweep_jax.sweep.engine.dispatch import run
-from netsweep_jax.sweep.engine.grid import Grid
+from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
@@ -112,7 +111,7 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
 
 
 def run_reduced(
-    grid: Grid,
+    grid: AnyGrid,
     plan: BlockPlan,
     out: Path,
     partial: Path,
@@ -154,7 +153,13 @@ def run_reduced(
         state.dataset(),
         out,
         command=command,
-        attrs={"format": FORMAT, "dtype": grid.dtype, "store": grid.store_dtype},
+        attrs={
+            "format": FORMAT,
+            "family": grid.family.name,
+            "dtype": grid.dtype,
+            "store": grid.store_dtype,
+            **grid.cube_attrs(),
+        },
     )
     partial.unlink(missing_ok=True)
     return {

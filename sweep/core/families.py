@@ -1,0 +1,86 @@
+"""The two model families as the engine sees them: dims in cube order, cut into three groups, and outputs.
+
+A family's cube has the dims ``structural + outer + inner``. The engine (:mod:`sweep.engine.blocks`)
+evaluates one index of the *structural* dims at a time (a task), and hands the kernel a block of
+``outer`` lanes by ``inner`` lanes: the rows and columns the kernel crosses. The data-parallel family's
+structural dims are those that make new buckets (a model, a collective, ...), its outer dims the worker
+layout, its inner dims the axes the recurrence sweeps freely; the layout family has no structural dim, its
+outer dims are the setting (what is trained and on what) and its inner dims the layout (what ``sweep plan``
+searches). Block plan, dispatch, cube writer, reader, reductions and checksums read these groups from
+here, not from either family's vocabulary. Pure Python (the CLI's ``--help`` imports it).
+"""
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+from netsweep_jax.sweep.core import layout_axes, schema
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One model family's cube.
+
+    Attributes:
+      name: the cube's ``family`` attribute.
+      structural: dims evaluated one index at a time (one task each).
+      outer: dims of a block's rows (the kernel's first axis).
+      inner: dims of a block's columns (the kernel's second axis).
+      variables: output name -> (units, long name), in cube order.
+      integer: outputs kept as int32 whatever the store dtype (codes), filled with -1 until written.
+      positive: outputs that are never 0 or infinite where they are defined: a float16 store that shows one
+        so has over- or underflowed.
+    """
+
+    name: str
+    structural: tuple[str, ...]
+    outer: tuple[str, ...]
+    inner: tuple[str, ...]
+    variables: Mapping[str, tuple[str, str]]
+    integer: tuple[str, ...] = ()
+    positive: tuple[str, ...] = ()
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """Every dim, in cube order."""
+        return self.structural + self.outer + self.inner
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        """The dims a block cuts (outer, then inner)."""
+        return self.outer + self.inner
+
+    def in_cube_order(self, names: Iterable[str]) -> list[str]:
+        """The outputs among ``names``, in the cube's order."""
+        names = set(names)
+        return [name for name in self.variables if name in names]
+
+    def coordinate_attrs(self, dim: str) -> dict[str, str]:
+        """``units`` and ``long_name`` of a coordinate of this family's cube."""
+        if self is LAYOUTS:
+            return layout_axes.coordinate_attrs(dim)
+        return schema.coordinate_attrs(dim)
+
+
+DATA_PARALLEL = Family(
+    "data-parallel",
+    schema.STRUCTURAL,
+    schema.LAYOUT,
+    schema.INNER,
+    schema.VARIABLES,
+    positive=("scaling_factor", "iteration_time"),
+)
+LAYOUTS = Family(
+    "layouts",
+    (),
+    layout_axes.SETTING_DIMS,
+    layout_axes.PARALLEL_DIMS,
+    layout_axes.VARIABLES,
+    integer=("status",),
+    positive=("iteration_time", "tokens_per_s", "memory_gb"),
+)
+FAMILIES = {f.name: f for f in (DATA_PARALLEL, LAYOUTS)}
+
+
+def family_of(attrs: Mapping[str, object]) -> Family:
+    """The family of a cube with global attributes ``attrs`` (a cube made before the attribute: data-parallel)."""
+    return FAMILIES.get(str(attrs.get("family", DATA_PARALLEL.name)), DATA_PARALLEL)
