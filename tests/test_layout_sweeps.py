@@ -297,9 +297,21 @@ def test_megatron_option_names_are_aliases(tmp_path):
             ["plan", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000"],
             "1,000,000 settings (--bw 1,000 x --util 1,000) are too many for one plan (at most 100,000",
         ),
+        # a layout grid is written block by block, as a data-parallel one: refused only where the disk cannot hold it
         (
-            ["grid", *LLAMA_8B, "--bw", "1..1000", "--util", "0.001..1@1000", "--latency", "0..99"],
-            "100,000,000 configurations (--bw 1,000 x --util 1,000 x --latency 100) are too many to keep",
+            [
+                "grid",
+                *LLAMA_8B,
+                "--bw",
+                "1..1000",
+                "--util",
+                "0.001..1@1000",
+                "--latency",
+                "0..999",
+                "--overhead",
+                "0..999",
+            ],
+            "(1,000,000,000,000 configurations) but only",
         ),
     ],
 )
@@ -459,9 +471,10 @@ def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatc
     # #27: the output is checked before the work and again at the rename: a file another run (or the user)
     # put at --out meanwhile is kept and this run refused, unless --force.
     from netsweep_jax.sweep.analysis import planning
+    from netsweep_jax.sweep.io import job
 
     out = tmp_path / "o.h5"
-    module, name = (planning, "plan") if command == "plan" else (layouts, "evaluate_layouts_arrays")
+    module, name = (planning, "plan") if command == "plan" else (job, "_fill")
     compute = getattr(module, name)
 
     def and_meanwhile(*args, **kwargs):
@@ -472,10 +485,12 @@ def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatc
     monkeypatch.setattr(module, name, and_meanwhile)
     r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out)
     assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
-    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
+    # grid keeps its finished cube for --resume, as a data-parallel sweep does; plan has nothing to resume
+    kept = ["o.h5"] if command == "plan" else ["o.h5", "o.h5.partial"]
+    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == kept
     r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out, "--force")
     assert r.exit_code == 0, r.output
-    assert out.read_bytes().startswith(b"\x89HDF")
+    assert out.read_bytes().startswith(b"\x89HDF") and sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
 
 
 # Here, not in test_hostile.py: they use the layout kernel's compiled shapes, which this file has warm.

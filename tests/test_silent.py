@@ -173,7 +173,7 @@ def test_fsdp_exposed_comm_is_never_negative():
     assert float(ds.exposed_comm.min()) >= 0
 
 
-def test_defaults_follow_the_workload():
+def test_defaults_follow_the_workload(tmp_path):
     gpt = evaluate("gpt2-xl", gpu="h100", bandwidth=100, nodes=8)
     assert gpt.attrs["intra_bandwidth_gbps"] == 3600 and list(gpt.collective.values) == ["nccl-ring"]
     assert list(gpt.bucketing.values) == ["ddp"] and "--intra-bw 3600 (H100 NVLink)" in gpt.attrs["assumed"]
@@ -182,11 +182,14 @@ def test_defaults_follow_the_workload():
     assert list(cnn.bucketing.values) == ["horovod"] and "assumed" not in cnn.attrs
     mine = evaluate("gpt2-xl", gpu="h100", bandwidth=100, nodes=8, collective="ring", intra_bandwidth=100)
     assert mine.attrs["intra_bandwidth_gbps"] == 100 and list(mine.collective.values) == ["ring"]
-    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", tmp_path / "x.h5")
     assert (
         "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
         in r.output
     )
+    # said once the output is claimed, so a refused output is one line
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
 
 
 @pytest.mark.parametrize(

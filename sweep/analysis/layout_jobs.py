@@ -2,9 +2,10 @@
 
 ``sweep grid --model llama3-70b ...`` and ``sweep plan`` parse their options in :mod:`sweep.cli`
 and call :func:`layout_grid_from` with the options' values and the names the user set (a value
-the user did not set follows the GPU's usual system, not the option's default), then
-:func:`write_layout_grid` or :func:`write_plan`. Each takes ``say``, a function that shows one
-line to the user (the CLI's stderr), for what it assumed or read from a launch file.
+the user did not set follows the GPU's usual system, not the option's default). ``sweep grid``
+runs the grid through the engine (:func:`sweep.io.job.run_grid`, as a data-parallel grid), ``sweep
+plan`` through :func:`write_plan`. Each takes ``say``, a function that shows one line to the user
+(the CLI's stderr), for what it assumed or read from a launch file.
 """
 
 import datetime
@@ -23,9 +24,18 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 # Every option a layout sweep takes: its own, the data-parallel network axes it shares (the GPU's system where
-# not given), and the model, GPU, precision and collective.
+# not given), the model, GPU, precision and collective, and the engine's (kernel, compile cache, several machines).
 LAYOUT_GRID_READS = frozenset(
     (*LAYOUT_OPTIONS, *SHARED_AXES, "model", "nodes", "gpu", "precision", "collective", "x64")
+    + (
+        "kernel",
+        "compile_cache",
+        "distributed",
+        "coordinator",
+        "num_processes",
+        "process_id",
+        "stitch_timeout",
+    )
 )
 # Options of a data-parallel profile: named in the refusal of one given to a layout sweep.
 WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
@@ -74,12 +84,18 @@ def refuse_data_parallel_options(settings: Mapping[str, Any], given: Collection[
 
 
 def layout_grid_from(
-    settings: dict[str, Any], given: Collection[str], *, search: bool = False, say: Say = lambda _: None
+    settings: dict[str, Any],
+    given: Collection[str],
+    *,
+    search: bool = False,
+    say: Say = lambda _: None,
+    **kept: Any,
 ) -> Any:
     """The layout grid the options describe (``settings``: option name to value, None where unset; ``given``:
     the names the user set). Network options the user did not set follow the GPU's system; with ``search``
     (``sweep plan``) the layout options not given are searched over :func:`~sweep.analysis.planning.search_space`.
-    A ``launch`` file's settings are taken into ``settings`` first."""
+    A ``launch`` file's settings are taken into ``settings`` first. ``kept``: what a cube keeps (``variables``,
+    ``store``, ``reduce``: :func:`~sweep.engine.layout_validation.make_layout_grid`'s)."""
     from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
     from netsweep_jax.sweep.engine.layouts import make_layout_grid
     from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
@@ -116,6 +132,7 @@ def layout_grid_from(
         collective=str(settings["collective"]) if "collective" in given else "nccl",
         dtype="float64" if settings.get("x64") else "float32",
         search=space,
+        **kept,
         **kwargs,
     )
 
@@ -191,22 +208,20 @@ def layout_cube(grid: Any) -> "xr.Dataset":
     return layouts_dataset(grid, evaluate_layouts_arrays(grid))
 
 
-def write_layout_grid(grid: Any, out: Path | None, *, force: bool, command: str, say: Say) -> dict[str, Any]:
-    """``sweep grid`` on a large model: every layout evaluated and written as a cube. Returns ``out`` (the
-    cube), ``size``, ``valid`` (layouts that can exist) and ``fits`` (those that fit in memory)."""
-    from netsweep_jax.sweep.engine.layouts import check_in_memory
-    from netsweep_jax.sweep.io.cube import write_dataset
+def layout_counts(path: str | Path) -> str:
+    """What a layout cube's layouts are: ``N can exist, M fit in memory`` (read back from the cube, from the
+    variables it keeps)."""
+    import h5py
+    import numpy as np
 
-    check_in_memory(grid)  # before the output is claimed
-    target = layout_target(grid, out, force, "", say)
-    ds = layout_cube(grid)
-    write_dataset(ds, target, command=command, overwrite=force)
-    return dict(
-        out=target,
-        size=int(ds["status"].size),
-        valid=int((ds["status"] == 0).sum()),
-        fits=int((ds["fits"] == 1).sum()),
-    )
+    parts = []
+    with h5py.File(path, "r") as f:
+        for name, value, said in (("status", 0, "can exist"), ("fits", 1, "fit in memory")):
+            if name in f:
+                data = f[name]
+                count = sum(int(np.count_nonzero(data[i] == value)) for i in range(data.shape[0]))
+                parts.append(f"{count:,} {said}")
+    return ", ".join(parts)
 
 
 def write_plan(

@@ -388,6 +388,9 @@ DISTRIBUTED = [
     ),
 ]
 
+DISTRIBUTED_NAMES = tuple(p.name for p in DISTRIBUTED if p.name != "distributed")
+"""What ``--distributed`` reads besides itself (keywords of :func:`sweep.io.distributed.run`)."""
+
 
 PLAN_MODEL = [
     param(

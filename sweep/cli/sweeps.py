@@ -19,6 +19,7 @@ from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
     CACHE,
     DISTRIBUTED,
+    DISTRIBUTED_NAMES,
     KERNEL,
     LAYOUT,
     MODEL,
@@ -33,37 +34,6 @@ from netsweep_jax.sweep.cli.parameters import (
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
-
-
-def _layout_grid(
-    ctx: typer.Context,
-    settings: dict[str, Any],
-    *,
-    out: Path | None,
-    force: bool,
-    quiet: bool,
-    extras: dict[str, Any],
-) -> None:
-    """``sweep grid`` for a large model: every layout, written as a cube."""
-    from netsweep_jax.sweep.analysis import layout_jobs
-
-    for name, value in extras.items():
-        if value:
-            raise InputError(
-                "is for data-parallel sweeps; a layout sweep keeps every variable in one pass "
-                "(sweep plan keeps only the best layouts)",
-                param=name,
-            )
-    chosen = given_options(ctx)
-    layout_jobs.refuse_data_parallel_options(settings, chosen)
-    g = layout_jobs.layout_grid_from(settings, chosen, say=say)
-    done = layout_jobs.write_layout_grid(g, out, force=force, command=command_line(), say=say)
-    typer.echo(
-        str(done["out"])
-        if quiet
-        else f"wrote {done['out']}: {done['size']:,} configurations, {done['valid']:,} can "
-        f"exist, {done['fits']:,} fit in memory"
-    )
 
 
 @options(MODEL, axis_parameters(), BUSBW, SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
@@ -89,7 +59,7 @@ def grid(
         str | None,
         typer.Option(
             "--vars",
-            help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none).",
+            help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none); for a large model, any of the outputs sweep show lists (default: all).",
         ),
     ] = None,
     store: Annotated[
@@ -112,32 +82,38 @@ def grid(
 
     Example: sweep grid --model resnet50 --bw 10,25,100 --ratio 1..100
     """
-    from netsweep_jax.sweep.analysis.layout_jobs import is_layout_sweep, refuse_layout_options
+    from netsweep_jax.sweep.analysis import layout_jobs
     from netsweep_jax.sweep.cli.progress import progress_bar
     from netsweep_jax.sweep.engine.dispatch import check_kernel
     from netsweep_jax.sweep.io import job
 
-    if is_layout_sweep(settings.get("model"), settings.get("arch"), given(ctx, "model")):
-        return _layout_grid(
-            ctx,
-            settings,
-            out=out,
-            force=force,
-            quiet=quiet,
-            extras=dict(resume=resume, block_configs=block_configs, vars=vars, store=store, reduce=reduce),
-        )
-    refuse_layout_options(settings)
-    for name in LAYOUT_OPTIONS:
-        settings.pop(name)
+    layouts = layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), given(ctx, "model"))
     if reduce and settings.get("distributed"):
         raise InputError(
             f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
             f"reduction on one machine",
             param="reduce",
         )
-    g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
-    if g.assumed:
-        typer.echo(f"assumed: {g.assumed}", err=True)
+    g: Any
+    if layouts:
+        chosen = given_options(ctx)
+        layout_jobs.refuse_data_parallel_options(settings, chosen)
+        g = layout_jobs.layout_grid_from(
+            settings, chosen, say=say, variables=vars, store=store, reduce=reduce
+        )
+        assumed = "; ".join(g.assumed)
+        settings = {name: settings[name] for name in ("kernel", "distributed", *DISTRIBUTED_NAMES)}
+    else:
+        layout_jobs.refuse_layout_options(settings)
+        for name in LAYOUT_OPTIONS:
+            settings.pop(name)
+        g = make_grid_from(settings, variables=vars, store=store, reduce=reduce)
+        assumed = g.assumed
+
+    def announce() -> None:  # once the output is claimed: a refusal is one line
+        if assumed:
+            say(f"assumed: {assumed}")
+
     kernel = settings.pop("kernel")
     check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped
     target = out if out is not None else job.default_out(g)
@@ -148,6 +124,7 @@ def grid(
         block_configs=block_configs,
         progress=progress_bar(not quiet and sys.stderr.isatty()),
         kernel=kernel,
+        announce=announce,
     )
     try:
         if settings.pop("distributed"):
@@ -175,7 +152,14 @@ def grid(
             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
             code=1,
         )
-    typer.echo(summary["out"] if quiet else job.summary_line(summary))
+    if quiet:
+        typer.echo(summary["out"])
+    elif (
+        layouts and g.reduction is None and "shard" not in summary
+    ):  # what the layouts are, as plan would say
+        typer.echo(f"{job.summary_line(summary)}; {layout_jobs.layout_counts(summary['out'])}")
+    else:
+        typer.echo(job.summary_line(summary))
 
 
 @options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE)

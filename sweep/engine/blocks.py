@@ -65,7 +65,7 @@ class Widths:
 WIDTHS = {
     DATA_PARALLEL.name: Widths(padded_width, lambda n, budget: padded_width(n, least=8), False),
     LAYOUTS.name: Widths(
-        lambda n: 1 if n == 1 else pow2(n, MIN_LAYOUT_ROWS),
+        lambda n: pow2(n, MIN_LAYOUT_ROWS),
         lambda n, budget: pow2(n, min(MIN_LAYOUT_COLUMNS, pow2(budget, 8))),
         True,
     ),

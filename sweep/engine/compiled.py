@@ -282,45 +282,31 @@ def layout_inputs(
     return arch, dev, lay
 
 
-@functools.partial(jax.jit, static_argnames=("variables", "store", "reduce"))
-def layout_block_outputs(
-    outer: jax.Array,
-    inner: jax.Array,
-    *,
-    variables: Sequence[str] | None = None,
-    store: str | None = None,
-    reduce: DevicePlan | None = None,
-) -> Metrics:
-    """The outputs of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C].
+@functools.partial(jax.jit, static_argnames=("reduce",))
+def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, reduce: DevicePlan | None = None) -> Metrics:
+    """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
+    whichever a sweep keeps, in the compute dtype: one compiled function serves every sweep of the block's
+    shape (a compile of the layout kernel takes seconds; copying the unkept outputs back costs far less).
 
-    ``variables``: the outputs to return (None: all; a sweep keeping all of them, the default, shares one
-    compile of the block's shape whatever else it sets); ``store``: the dtype the float outputs are cast to
-    on the device (None: the compute dtype; ``status`` stays int32); ``reduce``: as :func:`grid_metrics`,
-    over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an extreme; a
-    mean over them is NaN)."""
+    ``reduce``: as :func:`grid_metrics`, over the layouts that can exist (a NaN output, a layout whose status
+    is not 0, is never an extreme; a mean over them is NaN)."""
     out = _block_step(outer, inner)
     shape = (outer.shape[0], inner.shape[0])
-    names = tuple(variables or out)
-    if reduce is not None:
-        (kb, ci), block, axes, family = reduce
-        reduced = {}
-        for name in names:
-            value = jnp.broadcast_to(out[name], shape)[:kb, :ci].reshape(block)
-            if family != "mean" and value.dtype.kind == "f":  # NaN (cannot exist) loses to every layout
-                value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
-            value, index = device_reduce(value, axes, family)
-            if value.dtype.kind == "f":
-                value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
-            reduced[name] = value
-            if index is not None:
-                reduced[f"{name}@index"] = index
-        return reduced
-    return {
-        name: jnp.broadcast_to(
-            out[name] if store is None or name == "status" else out[name].astype(store), shape
-        )
-        for name in names
-    }
+    if reduce is None:
+        return {name: jnp.broadcast_to(v, shape) for name, v in out.items()}
+    (kb, ci), block, axes, family = reduce
+    reduced = {}
+    for name, v in out.items():
+        value = jnp.broadcast_to(v, shape)[:kb, :ci].reshape(block)
+        if family != "mean" and value.dtype.kind == "f":  # NaN (cannot exist) loses to every layout
+            value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
+        value, index = device_reduce(value, axes, family)
+        if value.dtype.kind == "f":
+            value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
+        reduced[name] = value
+        if index is not None:
+            reduced[f"{name}@index"] = index
+    return reduced
 
 
 def _block_step(outer: jax.Array, inner: jax.Array) -> Metrics:

@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan
 from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_outputs
@@ -175,7 +174,6 @@ class _LayoutBlocks:
         self.grid, self.plan = grid, plan
         self.tables = BlockTables(grid)
         self.dtype = np.dtype(grid.dtype)
-        self.variables = None if grid.variables == tuple(LAYOUTS.variables) else grid.variables
 
     def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
         plan, tables = self.plan, self.tables
@@ -190,8 +188,7 @@ class _LayoutBlocks:
         else:
             columns = layouts()
         rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
-        store = None if reduce or self.grid.store_dtype == self.grid.dtype else self.grid.store_dtype
-        return layout_block_outputs(rows, columns, variables=self.variables, store=store, reduce=reduce)
+        return layout_block_outputs(rows, columns, reduce=reduce)  # every output; kept and cast on return
 
 
 Copy = Callable[[Any, Callable[[], Any]], Any]
@@ -242,13 +239,21 @@ class Dispatcher:
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
         k = block.outer_lanes if self.plan.splits_layouts else 1
         c = block.size // k
-        arrays = {
-            name: np.asarray(result[name])[:k, :c].reshape(block.region_shape())
-            for name in self.grid.variables
-        }
+        store = np.dtype(self.grid.store_dtype)
+        with np.errstate(over="ignore"):  # a value float16 cannot hold is refused below, by name
+            arrays = {
+                name: _as_stored(np.asarray(result[name])[:k, :c].reshape(block.region_shape()), store)
+                for name in self.grid.variables
+            }
         if self.grid.store_dtype == "float16":
             check_float16(arrays, self.plan.family.positive, self.plan.family.variables)
         return arrays
+
+
+def _as_stored(a: npt.NDArray[Any], store: np.dtype) -> npt.NDArray[Any]:
+    """A float output in the store dtype (the data-parallel family's is cast on the device already); an
+    integer code as it is."""
+    return a.astype(store) if a.dtype.kind == "f" and a.dtype != store else a
 
 
 def check_float16(

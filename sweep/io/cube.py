@@ -153,6 +153,19 @@ def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Da
     return group.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
 
 
+# HDF5 (2.0.0, as h5py 3.x ships it) crashes (SIGFPE) reading a strided selection of a chunked dataset of its
+# largest rank, 32: found on the layout family's cubes (32 dims), reproduced on a bare h5py file of rank 32 and
+# not of rank 31. A cube of that rank is stored contiguous: allocated at creation all the same, so writing a
+# block still never changes the file's metadata, and a block (a contiguous run of the cube in C order) is one
+# hyperslab write.
+CHUNKED_RANKS = range(1, 32)
+
+
+def storage_chunks(plan: BlockPlan) -> tuple[int, ...] | None:
+    """The HDF5 chunk shape of a cube cut by ``plan`` (its block's shape), or None: stored contiguous."""
+    return plan.chunk_shape if len(plan.shape) in CHUNKED_RANKS else None
+
+
 def estimated_bytes(grid: AnyGrid) -> int:
     """Bytes the cube's data variables take on disk (uncompressed)."""
     return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
@@ -198,7 +211,7 @@ def create(
             name,
             shape=grid.shape,
             dtype=np.int32 if integer else np.dtype(grid.store_dtype),
-            chunks=plan.chunk_shape,
+            chunks=storage_chunks(plan),
             fillvalue=-1 if integer else np.nan,
             dcpl=dcpl,
         )
@@ -279,7 +292,7 @@ def open_for_resume(path: str | Path, grid: AnyGrid, plan: BlockPlan) -> h5py.Fi
             param="resume",
         )
     if (
-        f[grid.variables[0]].chunks != plan.chunk_shape
+        f[grid.variables[0]].chunks != storage_chunks(plan)
         or any(s != plan.shape for s in shapes.values())
         or progress != ((len(plan.blocks()),),) * 2
     ):
@@ -318,8 +331,10 @@ def write_block(f: h5py.File, block: Block, arrays: Mapping[str, npt.NDArray[Any
     f.flush()
 
 
-def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
-    """Close the complete cube and move it into place atomically, if it is still this run's file."""
+def finish(f: h5py.File, partial: str | Path, final: str | Path, overwrite: bool = True) -> None:
+    """Close the complete cube and move it into place atomically, if it is still this run's file. Without
+    ``overwrite``, a file that appeared at ``final`` while the cube was computed (another run's, the user's) is
+    kept, and the cube stays in ``partial`` for ``--resume``."""
     mine = os.fstat(f.id.get_vfd_handle()).st_ino
     f.close()
     try:
@@ -332,4 +347,20 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path) -> None:
             f"one wrote it; the other run holds the output, this run's result is not kept",
             param="out",
         )
-    os.replace(partial, final)
+    if overwrite:
+        os.replace(partial, final)
+        return
+    try:
+        os.link(partial, final)  # never onto an existing file: the check and the move are one step
+    except FileExistsError:
+        raise InputError(
+            f"{final}: file exists; pass --force to overwrite it (it appeared while this run computed; the "
+            f"finished cube is kept in {partial}: move {final} away and finish with --resume)",
+            param="out",
+        ) from None
+    except OSError:  # a file system without hard links: look, then move
+        if os.path.lexists(final):
+            raise InputError(f"{final}: file exists; pass --force to overwrite it", param="out") from None
+        os.replace(partial, final)
+        return
+    os.unlink(partial)

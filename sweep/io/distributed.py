@@ -119,8 +119,10 @@ def run_distributed(
     kernel: str = "auto",
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    announce: Callable[[], None] = lambda: None,
 ) -> Summary:
     """This process's share of the sweep, then (process 0) the stitch. Returns a summary.
+    ``announce()``: as :func:`~sweep.io.job.run_grid`'s.
 
     ``clock`` and ``sleep`` are the clock process 0 measures ``stitch_timeout`` on
     (seconds), and how it waits between looks at the missing shards.
@@ -152,6 +154,7 @@ def run_distributed(
             share=(pid, count),
             default_out_dir=default_out_dir,
             kernel=kernel,
+            announce=announce,
         )
     summary["shard"] = f"{pid} of {count}"
     if pid == 0:

@@ -175,8 +175,12 @@ def run_grid(
     share: tuple[int, int] | None = None,
     kernel: str = "auto",
     after_block: AfterBlock = _nothing,
+    announce: Callable[[], None] = lambda: None,
 ) -> Summary:
     """Sweep ``grid`` into the cube ``out``. Returns a summary dict.
+
+    ``announce()`` is called once the output is checked, before any work (the CLI says what the sweep
+    assumed there, so a refusal is one line).
 
     ``progress`` is a context manager factory ``progress(total, done)`` yielding a
     callable ``advance(configs)``, or None. The cube is written to ``out.partial``
@@ -214,9 +218,11 @@ def run_grid(
                 kernel=kernel,
                 share=share,
                 after_block=after_block,
+                announce=announce,
             )
         if not resume:
             check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
+        announce()
         with interrupts.deferred():
             if resume:
                 f = cube.open_for_resume(partial, grid, plan)
@@ -250,7 +256,7 @@ def run_grid(
                 f.close()  # finished blocks are already durable; the partial file stays for --resume
                 _keep(e, partial)
                 raise
-            cube.finish(f, partial, out)
+            cube.finish(f, partial, out, overwrite=force)
         return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
 
 
@@ -284,6 +290,7 @@ def _run_reduced(
     kernel: str,
     share: tuple[int, int] | None,
     after_block: AfterBlock,
+    announce: Callable[[], None],
 ) -> Summary:
     """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
     if share is not None:
@@ -291,6 +298,7 @@ def _run_reduced(
             "--reduce with --distributed is not supported yet; run the reduction on one machine",
             param="reduce",
         )
+    announce()
     with interrupts.deferred():
         if not resume and force and partial.exists():
             remove_stale(partial)

@@ -1,0 +1,146 @@
+"""Layout sweeps run on the data-parallel family's engine: one block loop, dispatcher, cube writer and reader.
+
+``sweep grid`` on a large model is cut into blocks by the same block plan, written block by block with
+checksums, and so gets what a data-parallel sweep has: a SIGTERM keeps the finished blocks and ``--resume``
+completes them into the cube one run writes, bit for bit; two processes over ``jax.distributed`` stitch the
+same cube as one; ``--store float16``, ``--vars`` and ``--reduce`` work on it. The grid is small and cut
+into blocks of the shape the other layout tests compile (8 x 8,192 lanes), so it adds no compile of the
+layout kernel but the reduced one.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from helpers import blocks_done, invoke, signalled_after
+from netsweep_jax.sweep.core.layout_axes import VARIABLES
+from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
+
+# 24 layouts x 6 settings, one setting per block: 6 blocks.
+LAYOUT_GRID = [
+    "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--tp", "1,2,4,8", "--pp", "1,2,4",
+    "--micro-batch", "1,2", "--bw", "100,200,400", "--util", "0.5,1",
+]  # fmt: skip
+BLOCKS = ["--block-configs", "8192"]
+ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
+
+
+def read_all(path):
+    with h5py.File(path) as f:
+        return {name: f[name][...] for name in VARIABLES if name in f}
+
+
+def assert_same(got, ref):
+    assert set(got) == set(ref)
+    for name in ref:
+        np.testing.assert_array_equal(got[name], ref[name], err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def one_path(tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "one.h5"
+    r = invoke("grid", *LAYOUT_GRID, *BLOCKS, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "144 configurations" in r.output and "144 can exist, 102 fit in memory" in r.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def one_run(one_path):
+    return read_all(one_path)
+
+
+def test_the_cube_is_the_in_memory_grid_block_by_block(one_path, one_run):
+    grid = make_layout_grid(
+        "llama3-8b", gpus=64, global_batch=256, tp="1,2,4,8", pp="1,2,4", micro_batch="1,2", bandwidth="100,200,400",
+        utilization="0.5,1",
+    )  # fmt: skip
+    plan = BlockPlan(grid.sizes, 8192, grid.family)
+    assert len(plan.blocks()) == 6 and (plan.kb_width, plan.ci_width) == (8, 8192)
+    assert_same(one_run, evaluate_layouts_arrays(grid))  # one block of all of it, the same numbers
+    with h5py.File(one_path, "r") as f:
+        assert f.attrs["family"] == "layouts" and f["status"].dtype == np.int32
+        assert "0: ok" in f["status"].attrs["rules"] and "llama3-8b" in f.attrs["models"]
+
+
+def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, one_run):
+    out, partial = tmp_path / "r.h5", tmp_path / "r.h5.partial"
+    r = signalled_after(2, signal.SIGTERM, "grid", *LAYOUT_GRID, *BLOCKS, "-q", "--out", out)
+    assert r.returncode == 143, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."
+    )
+    assert blocks_done(partial) == 2 and not out.exists()
+    r = invoke("grid", *LAYOUT_GRID, "--out", out, "--resume")  # the block size is the partial file's
+    assert r.exit_code == 0 and "2 blocks resumed" in r.output, r.output
+    assert_same(read_all(out), one_run)
+    assert invoke("show", out, "--verify").output.splitlines()[-1].strip() == (
+        "verify: 6 of 6 blocks finished, all intact"
+    )
+
+
+def test_two_processes_stitch_the_cube_of_one(tmp_path, one_run):
+    out = tmp_path / "d.h5"
+    command = [
+        sys.executable,
+        "-m",
+        "netsweep_jax.sweep.cli",
+        "grid",
+        *LAYOUT_GRID,
+        *BLOCKS,
+        "--out",
+        str(out),
+    ]
+    command += ["--distributed", "--coordinator", f"unix:{tmp_path / 'c.sock'}", "--num-processes", "2"]
+    procs = [
+        subprocess.Popen(
+            [*command, "--process-id", str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
+        )
+        for pid in (0, 1)
+    ]
+    results = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert "stitched every shard" in results[0][0]
+    assert_same(read_all(out), one_run)
+    with h5py.File(out) as f:
+        assert f.attrs["processes"] == 2
+    assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["d.h5"]
+
+
+def test_store_float16_and_vars(tmp_path, one_run):
+    out = tmp_path / "h.h5"
+    r = invoke("grid", *LAYOUT_GRID, *BLOCKS, "--out", out, "--store", "float16")
+    assert r.exit_code == 2 and "--store float16: tokens_per_s exceeds 65504 (1/s)" in r.output
+    assert not list(tmp_path.iterdir())  # refused: nothing written
+    kept = "iteration_time,memory_gb,status"
+    r = invoke("grid", *LAYOUT_GRID, *BLOCKS, "--out", out, "--store", "float16", "--vars", kept)
+    assert r.exit_code == 0 and "144 can exist" in r.output and "fit in memory" not in r.output, r.output
+    got = read_all(out)
+    assert (
+        list(got) == ["iteration_time", "memory_gb", "status"] and got["iteration_time"].dtype == np.float16
+    )
+    np.testing.assert_array_equal(got["status"], one_run["status"])
+    np.testing.assert_array_equal(got["iteration_time"], one_run["iteration_time"].astype(np.float16))
+
+
+def test_reduce_keeps_the_best_layout_of_each_setting(tmp_path, one_run):
+    out = tmp_path / "m.h5"
+    r = invoke("grid", *LAYOUT_GRID, *BLOCKS, "--out", out, "--reduce", "argmax:tp,pp,micro_batch", "--vars",
+               "tokens_per_s")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        best, tp = f["tokens_per_s"][...], f["tokens_per_s_argmax_tp"][...]
+    layouts = one_run["tokens_per_s"].reshape(2 * 3, 4 * 3 * 2)  # settings x layouts (bw, util; tp, pp, mb)
+    np.testing.assert_array_equal(best.ravel(), layouts.max(axis=1))
+    tp_of = np.repeat([1, 2, 4, 8], 6)
+    np.testing.assert_array_equal(tp.ravel(), tp_of[layouts.argmax(axis=1)])
