@@ -15,7 +15,8 @@ from netsweep_jax.sweep.model.llms import parse_arch
 
 
 def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
-    # 1,152 layouts: two blocks of 1,024 columns per setting, so the device's top-k is merged across blocks.
+    # 1,152 layouts: two blocks of layouts per setting (864 and 288: --block-configs 1024), so the device's top-k
+    # is merged across blocks.
     grid = layouts.make_layout_grid(
         "llama3-8b",
         gpu="h100",
@@ -34,7 +35,7 @@ def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
     ds = layouts.layouts_dataset(grid, arrays)
     assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
     assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
-    best = layouts.best_layouts(grid, keep=2, columns=1024)  # two blocks of layouts per setting, merged
+    best = layouts.best_layouts(grid, keep=2, block_configs=1024)  # two blocks of layouts per setting, merged
     score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
     flat = score.reshape(grid.outer_size, grid.inner_size)
     order = np.argsort(-flat, axis=1, kind="stable")[:, :2]

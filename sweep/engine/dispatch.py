@@ -26,8 +26,8 @@ import numpy.typing as npt
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan
-from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_outputs
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan, pow2
+from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_best, layout_block_outputs
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
 from netsweep_jax.sweep.engine.layout_blocks import BlockTables
@@ -166,19 +166,29 @@ class _DataParallelBlocks:
 
 class _LayoutBlocks:
     """The layout family's blocks: a table of setting cells and one of layouts, crossed on the device by
-    :func:`layout_block_outputs`."""
+    :func:`layout_block_outputs`; with ``keep``, only each setting's ``keep`` fastest feasible layouts come
+    back (:func:`layout_block_best`: ``sweep plan``'s search)."""
 
     kernel = "xla"
 
-    def __init__(self, grid: LayoutGrid, plan: BlockPlan) -> None:
+    def __init__(self, grid: LayoutGrid, plan: BlockPlan, keep: int | None = None) -> None:
         self.grid, self.plan = grid, plan
         self.tables = BlockTables(grid)
         self.dtype = np.dtype(grid.dtype)
+        self.keep = keep
+        # Searches keeping 1 to 4 layouts share one compiled block (top_k's k is a shape); the extra are cut off.
+        self.compiled_keep = None if keep is None else min(pow2(keep, 4), plan.ci_width)
 
-    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
-        plan, tables = self.plan, self.tables
+    def starts(self, block: Block) -> tuple[int, int]:
+        """The block's first setting cell and first layout, as flat indices."""
+        tables = self.tables
         outer = int(np.ravel_multi_index([s.start for s in block.outer_slab], tables.outer_sizes))
         inner = int(np.ravel_multi_index([s.start for s in block.inner_slab], tables.inner_sizes))
+        return outer, inner
+
+    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> Any:
+        plan, tables = self.plan, self.tables
+        outer, inner = self.starts(block)
 
         def layouts() -> np.ndarray:
             return tables.inner(inner, plan.ci_width)[0].astype(self.dtype)
@@ -188,7 +198,26 @@ class _LayoutBlocks:
         else:
             columns = layouts()
         rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
-        return layout_block_outputs(rows, columns, reduce=reduce)  # every output; kept and cast on return
+        if self.compiled_keep is None:
+            return layout_block_outputs(rows, columns, reduce=reduce)  # every output; kept and cast on return
+        count = block.size // (block.outer_lanes if plan.splits_layouts else 1)  # the block's layouts
+
+        def real() -> np.ndarray:  # 1 for a layout of this block, 0 for padding (or the next block's)
+            return (np.arange(plan.ci_width) < count).astype(self.dtype)
+
+        mask = copy("real", real) if plan.splits_layouts else real()
+        return layout_block_best(rows, columns, mask, keep=self.compiled_keep)
+
+    def collect_best(self, block: Block, result: Any) -> Arrays:
+        """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
+        output at them, for the block's R setting cells."""
+        score, where, picked = result
+        rows = block.outer_lanes if self.plan.splits_layouts else 1
+        keep = self.keep or 0
+        out = {name: np.asarray(v)[:rows, :keep] for name, v in picked.items()}
+        out["score"] = np.asarray(score, np.float64)[:rows, :keep]
+        out["layout"] = np.asarray(where, np.int64)[:rows, :keep] + self.starts(block)[1]
+        return out
 
 
 Copy = Callable[[Any, Callable[[], Any]], Any]
@@ -204,15 +233,18 @@ class Dispatcher:
         plan: BlockPlan,
         kernel: str = DEFAULTS.kernel,
         devices: Sequence[jax.Device] | None = None,
+        keep: int | None = None,
     ) -> None:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.plan = plan
-        self.blocks: _DataParallelBlocks | _LayoutBlocks = (
-            _LayoutBlocks(grid, plan)
-            if isinstance(grid, LayoutGrid)
-            else _DataParallelBlocks(grid, plan, kernel)
-        )
+        self.blocks: _DataParallelBlocks | _LayoutBlocks
+        if isinstance(grid, LayoutGrid):
+            self.blocks = _LayoutBlocks(grid, plan, keep)
+        elif keep is not None:
+            raise ValueError("keep: the best layouts of each setting are a layout sweep's")
+        else:
+            self.blocks = _DataParallelBlocks(grid, plan, kernel)
         self.kernel = self.blocks.kernel
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
@@ -232,7 +264,10 @@ class Dispatcher:
 
     def collect(self, block: Block, result: dict[str, jax.Array]) -> Arrays:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
-        of the split dim this block holds, then the dims after it that are not reduced)."""
+        of the split dim this block holds, then the dims after it that are not reduced; with ``keep``, the
+        best layouts of the block's settings)."""
+        if isinstance(self.blocks, _LayoutBlocks) and self.blocks.keep is not None:
+            return self.blocks.collect_best(block, result)
         if self.reduce is not None:
             # the last block's padded rows are dropped
             rows = block.slab[self.plan.family.varying.index(self.plan.split_dim)]
@@ -284,6 +319,7 @@ def run(
     only: Callable[[Block], bool] | None = None,
     kernel: str = DEFAULTS.kernel,
     devices: Sequence[jax.Device] | None = None,
+    keep: int | None = None,
 ) -> None:
     """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
 
@@ -291,11 +327,13 @@ def run(
     ``progress(configs)`` is called after each block. ``only(block) -> bool`` keeps a
     share of the blocks (one process's, under --distributed). Blocks go round-robin
     to every local device; one more than the device count is kept in flight, so
-    computing overlaps the hand-off (JAX dispatches asynchronously).
+    computing overlaps the hand-off (JAX dispatches asynchronously). ``keep`` (a layout sweep): each block
+    hands over the ``keep`` fastest feasible layouts of its settings instead of every output
+    (:meth:`_LayoutBlocks.collect_best`).
     """
     skip = set(skip)
     with precision(grid.dtype):
-        dispatcher = Dispatcher(grid, plan, kernel, devices)
+        dispatcher = Dispatcher(grid, plan, kernel, devices, keep)
         pending: collections.deque[tuple[Block, dict[str, jax.Array]]] = collections.deque()
 
         def hand_off() -> None:

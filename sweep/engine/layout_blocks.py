@@ -1,10 +1,9 @@
-"""A layout sweep's blocks: their shape, and the host tables the device crosses.
+"""A layout sweep's blocks: the host tables the device crosses.
 
-A block is ``R`` outer cells by ``C`` layouts: the host hands the device one small
-table of the cells (their dims, model shape, GPU, precision) and one of the layouts
-(their dims), and the device crosses them, so the work per block on the host grows
-with R + C while the device's grows with R x C. Blocks have power-of-two shapes (at
-least 8 x 1,024), so a sweep compiles once and sweeps of similar sizes share it.
+A block (cut by :class:`sweep.engine.blocks.BlockPlan`, as a data-parallel sweep's) is ``R`` outer
+cells by ``C`` layouts: the host hands the device one small table of the cells (their dims, model
+shape, GPU, precision) and one of the layouts (their dims), and the device crosses them, so the work
+per block on the host grows with R + C while the device's grows with R x C.
 """
 
 import functools
@@ -16,10 +15,6 @@ from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 from netsweep_jax.sweep.model.collectives import expected_max_normal
 
 BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
-MAX_COLUMNS = 2**16
-# Sweeps of up to 8192 layouts share one block shape, and its compile (seconds for the layout kernel);
-# the padding costs milliseconds.
-MIN_COLUMNS = 2**13
 # e_N on a log grid of N (1/16 octave up to 2^30), interpolated on the device for each cell's GPU count.
 _STRAGGLE_N = 2.0 ** (np.arange(0, 30 * 16 + 1) / 16.0)
 
@@ -29,11 +24,6 @@ def straggle_table() -> tuple[np.ndarray, np.ndarray]:
     """(log2 N [Q], e_N [Q]): the expected maximum of N standard normals (:mod:`sweep.model.collectives`),
     interpolated in log2 N for each cell's GPU count (error < 1e-4)."""
     return np.log2(_STRAGGLE_N), expected_max_normal(_STRAGGLE_N)
-
-
-def pow2(n: int, low: int) -> int:
-    """The smallest power of two that holds ``n`` and is at least ``low`` (a power of two)."""
-    return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
 
 
 def _e_n(n: np.ndarray) -> np.ndarray:
@@ -74,10 +64,3 @@ class BlockTables:
         v = {d: self.codes[d][idx[d]] for d in PARALLEL_DIMS}
         columns = [v[d] for d in PARALLEL_DIMS] + [_e_n(v["dp"] * v["tp"] * v["pp"] * v["cp"])]
         return np.stack(columns, axis=1), real
-
-
-def block_shape(grid: LayoutGrid, block_configs: int) -> tuple[int, int]:
-    """(rows, cols) of a block: powers of two, so sweeps of similar sizes share one compiled block."""
-    cols = min(pow2(grid.inner_size, MIN_COLUMNS), MAX_COLUMNS, pow2(block_configs, 8))
-    rows = max(1, min(pow2(grid.outer_size, 8), block_configs // cols))
-    return rows, cols

@@ -1,18 +1,16 @@
-"""A layout grid evaluated block by block: every output kept in memory, or the best layouts of each outer
-cell kept on the device (``sweep plan``'s search)."""
+"""A layout grid evaluated by the engine's block loop: every output kept in memory, or the best layouts of
+each outer cell found on the device (``sweep plan``'s search)."""
 
 from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import DIMS, coordinate_attrs
-from netsweep_jax.sweep.engine.compiled import layout_block_best
-from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
-from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS, BlockTables, block_shape, pow2
+from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS, coordinate_attrs
+from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
+from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 
 MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
@@ -52,44 +50,29 @@ def best_layouts(
     keep: int = 3,
     block_configs: int = BLOCK_CONFIGS,
     progress: Callable[[int], object] | None = None,
-    columns: int | None = None,
 ) -> dict:
-    """The ``keep`` fastest feasible layouts of every outer cell.
+    """The ``keep`` fastest feasible layouts of every outer cell, searched through the engine's block loop
+    (:func:`sweep.engine.dispatch.run` with ``keep``: each block's best are found on the device and merged
+    here).
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
-    layout index, and every output at them [O, K] (O = the outer cells in cube order). ``columns``
-    caps the layouts each block searches (a power of two; the rest of the block is padding, so the compiled
-    shape is the same)."""
+    layout index, and every output at them [O, K] (O = the outer cells in cube order)."""
     keep = min(keep, grid.inner_size)
-    rows, cols = block_shape(grid, block_configs)
-    cols = max(cols, keep)
-    step = cols if columns is None else max(min(cols, pow2(columns, 8)), keep)
-    # Searches keeping 1 to 4 layouts share one compiled block (top_k's k is a shape); the extra are cut off.
-    compiled_keep = min(pow2(keep, 4), cols)
+    plan = BlockPlan(grid.sizes, block_configs, grid.family)
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {
         "score": np.full((grid.outer_size, keep), -np.inf),
         "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64),
     }
     picked: dict[str, np.ndarray] = {}
-    tables = BlockTables(grid)
-    with jax.enable_x64(grid.dtype == "float64"):
-        dtype = jnp.float64 if grid.dtype == "float64" else jnp.float32
-        for i in range(0, grid.inner_size, step):
-            inner, real = tables.inner(i, cols)
-            real[step:] = 0.0  # the next block's layouts
-            inner_d, real_d = jnp.asarray(inner, dtype), jnp.asarray(real, dtype)
-            for o in range(0, grid.outer_size, rows):
-                r = min(rows, grid.outer_size - o)
-                score, where, out = layout_block_best(
-                    jnp.asarray(tables.outer(o, rows), dtype), inner_d, real_d, keep=compiled_keep
-                )
-                score = np.asarray(score, np.float64)[:r, :keep]
-                where = np.asarray(where, np.int64)[:r, :keep] + i
-                out = {k: np.asarray(v)[:r, :keep] for k, v in out.items()}
-                _merge(best, picked, slice(o, o + r), score, where, out, keep)
-                if progress:
-                    progress(r * min(step, grid.inner_size - i))
+    sizes = [grid.sizes[d] for d in SETTING_DIMS]
+
+    def sink(block: Block, arrays: dict) -> None:
+        start = int(np.ravel_multi_index([s.start for s in block.outer_slab], sizes))
+        rows = slice(start, start + arrays["score"].shape[0])
+        _merge(best, picked, rows, arrays.pop("score"), arrays.pop("layout"), arrays, keep)
+
+    run(grid, plan, sink, progress=progress, keep=keep)  # type: ignore[arg-type]
     missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
     best["layout"][missing] = -1
     for v in picked.values():

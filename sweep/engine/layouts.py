@@ -4,11 +4,12 @@ A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_
 in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
 GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
 schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
-A block is ``R`` outer cells by ``C`` layouts: the host hands the device one small
-table of the cells (their dims, model shape, GPU, precision) and one of the layouts
-(their dims), and the device crosses them, so the work per block on the host grows
-with R + C while the device's grows with R x C. Blocks have power-of-two shapes (at
-least 8 x 1,024), so a sweep compiles once and sweeps of similar sizes share it.
+A block is ``R`` outer cells by ``C`` layouts, cut by the engine's one block plan
+(:mod:`sweep.engine.blocks`): the host hands the device one small table of the cells
+(their dims, model shape, GPU, precision) and one of the layouts (their dims), and the
+device crosses them, so the work per block on the host grows with R + C while the
+device's grows with R x C. Blocks have power-of-two shapes (at least 8 x 8,192), so a
+sweep compiles once and sweeps of similar sizes share it.
 
 Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
 dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
@@ -19,7 +20,7 @@ The family's names, importable from here, live in:
 
 - :mod:`sweep.engine.layout_grid`: :class:`LayoutGrid`, ``precision_bytes``, :func:`parse_schedule`.
 - :mod:`sweep.engine.layout_validation`: :func:`make_layout_grid`, a grid from the user's options.
-- :mod:`sweep.engine.layout_blocks`: block shapes and :class:`BlockTables`, the host tables of a block.
+- :mod:`sweep.engine.layout_blocks`: :class:`BlockTables`, the host tables of a block.
 - :mod:`sweep.engine.layout_evaluation`: :func:`evaluate_layouts_arrays` and :func:`layouts_dataset`
   (every output kept), :func:`best_layouts` (the best layouts of each outer cell, kept on the device).
 - :mod:`sweep.engine.layout_rows`: :class:`LayoutRow` and :func:`evaluate_rows`, measured runs one per row.
@@ -27,8 +28,6 @@ The family's names, importable from here, live in:
 
 from netsweep_jax.sweep.engine.layout_blocks import (
     BLOCK_CONFIGS,
-    MAX_COLUMNS,
-    MIN_COLUMNS,
     BlockTables,
     straggle_table,
 )
@@ -46,8 +45,6 @@ from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 __all__ = [
     "BLOCK_CONFIGS",
     "MAX_CELLS_IN_MEMORY",
-    "MAX_COLUMNS",
-    "MIN_COLUMNS",
     "precision_bytes",
     "ROWS_BLOCK",
     "BlockTables",
