@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from netsweep_jax.sweep.engine.compiled import LAYOUT_RUN_METRICS
 from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
@@ -40,14 +41,32 @@ def predict(runs: Sequence[Run], efficiency: dict[str, float], utilization: floa
     return out
 
 
+def metric_terms(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's metric as the layout kernel's outputs give it: ([R] int, an index into
+    :data:`~sweep.engine.compiled.LAYOUT_RUN_METRICS`; [R] the count per step ``count_per_s`` divides by the
+    iteration time: tokens over the GPUs, or TFLOP per GPU by eq. 3, else 0)."""
+    rule = {"time": "iteration_time", "sc21-eq3": "count_per_s", "tokens": "count_per_s"}
+    code = np.array([LAYOUT_RUN_METRICS.index(rule.get(r.flops, "tflops_per_gpu")) for r in runs], np.int32)
+    count = np.array(
+        [
+            source_flops(r) / r.gpus / 1e12
+            if r.flops == "sc21-eq3"
+            else r.global_batch * r.llm.seq / r.gpus
+            if r.flops == "tokens"
+            else 0.0
+            for r in runs
+        ],
+        np.float64,
+    )
+    return code, count
+
+
 def metric(runs: Sequence[Run], time: np.ndarray, model_tflops: np.ndarray) -> np.ndarray:
-    """The metric each run's source reports, from predicted iteration times [R, ...]."""
+    """The metric each run's source reports, from predicted iteration times [R, ...] (:func:`metric_terms`)."""
     extra = (1,) * (time.ndim - 1)
-    kind = np.array([r.flops for r in runs]).reshape(-1, *extra)
-    eq3 = np.array([source_flops(r) / r.gpus / 1e12 for r in runs]).reshape(-1, *extra)
-    tokens = np.array([r.global_batch * r.llm.seq / r.gpus for r in runs]).reshape(-1, *extra)
+    code, count = (a.reshape(-1, *extra) for a in metric_terms(runs))
     return np.select(
-        [kind == "time", kind == "sc21-eq3", kind == "tokens"],
-        [time, eq3 / time, tokens / time],
+        [code == LAYOUT_RUN_METRICS.index("iteration_time"), code == LAYOUT_RUN_METRICS.index("count_per_s")],
+        [time, count / time],
         model_tflops,
     )

@@ -35,8 +35,9 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
 3. **Fit few global constants**: the matrix efficiency of each GPU die (``a100``, ``h100``,
    ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it) and one NIC
    utilization, by least squares on log(predicted /
-   measured) over the training rows (dense models only), on a grid fine enough that the grid's
-   step changes a prediction by under 0.3%. A constant no training row depends on keeps its
+   measured) over the training rows (dense models only), with ``calibrate``'s fitter
+   (:mod:`kernels.fit`: the best of a coarse grid's starting points, then Adam steps through the
+   layout kernel, the lowest loss kept). A constant no training row depends on keeps its
    documented default (efficiency 0.6, utilization 1) and the report says so. Three columns:
    the defaults (nothing fitted), fitted on the training set (default: SC'21 Table 1 for the
    A100 and llm-foundry's MPT runs for the H100, by source, not by row), fitted on every dense row

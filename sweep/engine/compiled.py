@@ -338,3 +338,78 @@ def layout_rows(
     """:func:`kernels.layout.step` on arrays of one shape (one configuration per element): measured runs,
     each with its own layout, and fits that try many constants per run at once."""
     return layout_kernel.step(arch, dev, lay)
+
+
+# --- the layout model's constants fitted to measured runs (sweep.analysis.llm_fit), by kernels.fit's fitter ---
+
+# A measured run's metric from the layout kernel's outputs (its code in ``metric``): the model FLOP/s per GPU the
+# kernel counts, the iteration time, or a count per step (``count``: tokens, or TFLOP as the run's source counts
+# them, per GPU) over the iteration time.
+LAYOUT_RUN_METRICS = ("tflops_per_gpu", "iteration_time", "count_per_s")
+
+
+def layout_run_metrics(
+    values: jax.Array,
+    cell: Mapping[str, jax.Array],
+    layout: Mapping[str, jax.Array],
+    die: jax.Array,
+    metric: jax.Array,
+    count: jax.Array,
+) -> jax.Array:
+    """[R] measured runs' metrics under the layout model's fitted constants ``values`` [P]: ``values[0]`` the NIC
+    utilization (1), ``values[1 + d]`` the matrix efficiency (1) of GPU die d. Not jitted: the model
+    :func:`fit_layout_runs` fits.
+
+    Args:
+      cell: each run's setting-cell columns (:data:`OUTER_COLUMNS`, SI, 0 for a system setting that follows the
+        GPU's preset): name -> [R]; ``efficiency`` and ``utilization`` are replaced by the constants.
+      layout: each run's layout columns (:data:`INNER_COLUMNS`): name -> [R].
+      die: [R] int, the die whose efficiency each run uses; metric: [R] int, an index into
+        :data:`LAYOUT_RUN_METRICS`; count: [R] what ``count_per_s`` divides by the iteration time (tokens, or
+        TFLOP, per GPU and step), else 0.
+    """
+    cell = {**cell, "efficiency": values[1 + die], "utilization": jnp.broadcast_to(values[0], die.shape)}
+    out = layout_kernel.step(*layout_inputs(cell, layout))
+    time = out["iteration_time"]
+    per_step = jnp.where(
+        metric == LAYOUT_RUN_METRICS.index("count_per_s"), count / time, out["tflops_per_gpu"]
+    )
+    return jnp.where(metric == LAYOUT_RUN_METRICS.index("iteration_time"), time, per_step)
+
+
+@functools.partial(jax.jit, static_argnames=("steps",))
+def fit_layout_runs(
+    starts: jax.Array,
+    cell: Mapping[str, jax.Array],
+    layout: Mapping[str, jax.Array],
+    die: jax.Array,
+    metric: jax.Array,
+    count: jax.Array,
+    target: jax.Array,
+    weights: jax.Array,
+    lows: jax.Array,
+    highs: jax.Array,
+    *,
+    steps: int,
+    learning_rate: float,
+) -> tuple[jax.Array, jax.Array]:
+    """The layout model's constants (as :func:`layout_run_metrics`) fitted to measured metrics ``target`` [R] by
+    least squares on log(predicted / measured) over the rows of nonzero ``weights`` [R]: :func:`kernels.fit.
+    fit_model` from ``starts`` [S, P] (unconstrained) within ``lows``, ``highs`` [P] (equal: held there),
+    ``steps`` Adam steps. Returns ([P] unconstrained parameters, scalar exact loss). The layout kernel has no
+    max to smooth: the descent follows the exact model."""
+
+    def predict(values: jax.Array, smooth: bool) -> jax.Array:
+        return layout_run_metrics(values, cell, layout, die, metric, count)
+
+    return fit.fit_model(
+        predict,
+        starts,
+        target,
+        weights,
+        lows=lows,
+        highs=highs,
+        residual="log",
+        steps=steps,
+        learning_rate=learning_rate,
+    )

@@ -90,27 +90,52 @@ def evaluate_rows(
         efficiency, utilization = efficiency[:, None], utilization[:, None]
     asked = efficiency.shape
 
-    def column(values: list[float]) -> np.ndarray:  # [R]: one value per row
+    settings, layout = row_columns(rows)
+    # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
+    # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
+    # one block's inputs at a time.
+    n = efficiency.size
+    flat = {"efficiency": efficiency.ravel(), "utilization": utilization.ravel()}
+    result: dict[str, np.ndarray] = {}
+    with jax.enable_x64(True):
+        for start in range(0, n, ROWS_BLOCK):
+            pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
+            row = pair // asked[1]
+            per_pair = {k: v[pair] for k, v in flat.items()}
+            cell = {k: jnp.asarray(per_pair.get(k, v[row])) for k, v in settings.items()}
+            out = layout_block_rows(*layout_inputs(cell, {k: jnp.asarray(v[row]) for k, v in layout.items()}))
+            for k in outputs or out:
+                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
+                    out[k], np.float64
+                )[: n - start]
+    result = {k: v.reshape(asked) for k, v in result.items()}
+    return {k: v[:, 0] for k, v in result.items()} if one else result
+
+
+def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Each run as a setting cell's columns (:data:`~sweep.engine.compiled.OUTER_COLUMNS`) and a layout's
+    (:data:`~sweep.engine.compiled.INNER_COLUMNS`), [R] float64 each, in the block tables' units (SI; 0 for a
+    system setting that follows the GPU's preset; efficiency and utilization 0, the caller's to set):
+    :func:`~sweep.engine.compiled.layout_inputs` maps them to the kernel's inputs, as for a sweep's block.
+    :func:`evaluate_rows` and the validation's fit (:mod:`sweep.analysis.llm_fit`) both read them."""
+
+    def column(values: Sequence[float]) -> np.ndarray:  # [R]: one value per row
         return np.asarray(values, np.float64)
 
-    # Each run as a setting cell's columns and a layout's, in the block tables' units (SI; 0 for a system setting
-    # that follows the GPU's preset): compiled.layout_inputs maps them to the kernel's inputs, as for a sweep.
-    settings = {name: column([0.0] * len(rows)) for name in OUTER_COLUMNS}
-    settings.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
+    cell = {name: column([0.0] * len(rows)) for name in OUTER_COLUMNS}
+    cell.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
     gpu_columns = [
         (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.moment_bytes,
          overlap_code(r.overlap))
         for r in rows
     ]  # fmt: skip
-    settings.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})
+    cell.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})
     precision = [precision_bytes(r.precision) for r in rows]
-    settings.update({name: column([b[k] for b in precision]) for k, name in enumerate(PRECISION_FIELDS)})
+    cell.update({name: column([b[k] for b in precision]) for k, name in enumerate(PRECISION_FIELDS)})
     for name, factor in (("nvlink_domain", 1.0), ("nvlink_bw", 1e9), ("gpus_per_node", 1.0),
                          ("nics_per_node", 1.0), ("bandwidth", 1e9)):  # fmt: skip
-        settings[name] = column(
-            [0.0 if getattr(r, name) is None else getattr(r, name) * factor for r in rows]
-        )
-    settings.update(
+        cell[name] = column([0.0 if getattr(r, name) is None else getattr(r, name) * factor for r in rows])
+    cell.update(
         gpus=column([r.gpus for r in rows]),
         global_batch=column([r.global_batch for r in rows]),
         grad_bytes=column([r.grad_bytes for r in rows]),
@@ -135,22 +160,4 @@ def evaluate_rows(
         sequence_parallel=column([r.sequence_parallel for r in rows]),
         zero=column([r.zero for r in rows]),
     )
-    # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
-    # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
-    # one block's inputs at a time.
-    n = efficiency.size
-    flat = {"efficiency": efficiency.ravel(), "utilization": utilization.ravel()}
-    result: dict[str, np.ndarray] = {}
-    with jax.enable_x64(True):
-        for start in range(0, n, ROWS_BLOCK):
-            pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
-            row = pair // asked[1]
-            per_pair = {k: v[pair] for k, v in flat.items()}
-            cell = {k: jnp.asarray(per_pair.get(k, v[row])) for k, v in settings.items()}
-            out = layout_block_rows(*layout_inputs(cell, {k: jnp.asarray(v[row]) for k, v in layout.items()}))
-            for k in outputs or out:
-                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
-                    out[k], np.float64
-                )[: n - start]
-    result = {k: v.reshape(asked) for k, v in result.items()}
-    return {k: v[:, 0] for k, v in result.items()} if one else result
+    return cell, layout
