@@ -251,6 +251,13 @@ class Dispatcher:
         # (real lanes, block tensor shape, axes, family) under --reduce
         self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
 
+    @property
+    def inputs(self) -> BlockInputs:
+        """A data-parallel sweep's block inputs (the benchmarks build their baselines from them)."""
+        if not isinstance(self.blocks, _DataParallelBlocks):
+            raise TypeError("a layout sweep's blocks are built from BlockTables, not BlockInputs")
+        return self.blocks.inputs
+
     def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
         """Dispatch one block (asynchronously); returns a dict of device arrays [kb, ci]."""
         device = device or self.devices[block.index % len(self.devices)]
