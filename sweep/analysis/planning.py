@@ -157,15 +157,10 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
         "rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"}
     )
     attrs = {
-        "family": "layouts",
+        **grid.cube_attrs(),  # the family, what was assumed, the per-sweep settings, the models
         "planned": f"the {keep} fastest layouts that can exist and fit in memory",
         "searched": ", ".join(f"{d} ({grid.sizes[d]})" for d in PARALLEL_DIMS if grid.sizes[d] > 1),
-        "assumed": "; ".join(grid.assumed),
-        **grid.per_sweep(),
         "dtype": grid.dtype,
-        "models": "; ".join(
-            f"{n}: {m.describe()} [{m.source}]" for n, m in zip(grid.names["model"], grid.models)
-        ),
     }
     return xr.Dataset(data, coords=out_coords, attrs=attrs)
 

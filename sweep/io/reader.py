@@ -10,7 +10,7 @@ import xarray as xr
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.families import family_of
+from netsweep_jax.sweep.core.families import LAYOUTS, family_of
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.textfile import not_a_file
@@ -74,7 +74,7 @@ def _rules(attr: str) -> dict[int, str]:
 def describe(path: str | Path) -> str:
     """Human summary of a cube: dims, variables' min/median/max, command, what was assumed, profiles."""
     ds = open_cube(path)
-    layouts = ds.attrs.get("family") == "layouts"
+    layouts = family_of(ds.attrs) is LAYOUTS
     lines = [
         f"{path}",
         f"  made by: {ds.attrs.get('command', '?')}",
@@ -194,7 +194,7 @@ def _selection(
         if dim not in ds.dims:
             raise InputError(f"{text}: {_why_no_dim(ds, dim)}", param=dim)
         values: Iterable[Any]
-        specs = LAYOUT_AXES if ds.attrs.get("family") == "layouts" else NUMERIC_AXES  # the cube's own axes
+        specs = LAYOUT_AXES if family_of(ds.attrs) is LAYOUTS else NUMERIC_AXES  # the cube's own axes
         if dim in specs:
             values = parse_values(text, specs[dim])
         elif dim == "compressor":  # topk:0.010 is topk:0.01
@@ -232,7 +232,7 @@ def select_table(
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
-    if ds.attrs.get("family") == "layouts":  # layout dims that count (tp 8, gpus 1024) read as whole numbers,
+    if family_of(ds.attrs) is LAYOUTS:  # layout dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
                 df[d] = df[d].astype(np.int64)
