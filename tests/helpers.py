@@ -2,6 +2,7 @@
 reading a cube's outputs, and regenerating a committed report."""
 
 import functools
+import os
 import signal
 import subprocess
 import sys
@@ -90,3 +91,28 @@ def regenerate(tmp_path_factory, run, name, command):
 def assert_same_file(new, old):
     """A regenerated report file equals the committed one: text byte for byte, a PNG as a figure."""
     (assert_same_figure if Path(old).suffix == ".png" else assert_same_text)(new, old)
+
+
+# One device per process (no forced host device count), compiled as the single-process run is (conftest's flags).
+ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
+
+
+def two_processes(tmp_path, *args):
+    """``sweep grid ARGS --distributed`` as two processes joined over a Unix socket in ``tmp_path`` (no TCP port
+    to choose, so no port race); asserts both succeed and process 0 stitched. Their (stdout, stderr) texts."""
+    command = [sys.executable, "-m", "netsweep_jax.sweep.cli", "grid", *map(str, args), "--distributed"]
+    command += ["--coordinator", f"unix:{tmp_path / 'coordinator.sock'}", "--num-processes", "2"]
+    procs = [
+        subprocess.Popen(
+            [*command, "--process-id", str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
+        )
+        for pid in (0, 1)
+    ]
+    results = [p.communicate(timeout=240) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    assert "stitched every shard" in results[0][0]
+    return results

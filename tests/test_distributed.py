@@ -9,20 +9,15 @@ shard on a fake clock (no timeout in wall-clock time)."""
 
 import functools
 import os
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import GRID, Stopped, blocks_done, invoke, read_outputs, stop_after
+from helpers import GRID, Stopped, blocks_done, invoke, read_outputs, stop_after, two_processes
 from netsweep_jax.sweep.core.errors import StitchTimeout
 from netsweep_jax.sweep.io import distributed
 from netsweep_jax.sweep.io.distributed import POLL_S, wait_for
-
-# One device per process (no forced host device count), compiled as the single-process run is (conftest's flags).
-ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
 
 
 @pytest.fixture(scope="module")
@@ -42,34 +37,7 @@ def assert_same(path, ref):
 
 def test_two_processes_stitch_to_the_single_process_cube(tmp_path, single):
     out = tmp_path / "d.h5"
-    coordinator = f"unix:{tmp_path / 'coordinator.sock'}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "netsweep_jax.sweep.cli",
-        "grid",
-        *GRID,
-        "--out",
-        str(out),
-        "--distributed",
-        "--coordinator",
-        coordinator,
-        "--num-processes",
-        "2",
-    ]
-    procs = [
-        subprocess.Popen(
-            [*cmd, "--process-id", str(pid)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
-        )
-        for pid in (0, 1)
-    ]
-    results = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], results
-    assert "stitched every shard" in results[0][0]
+    two_processes(tmp_path, *GRID, "--out", out)
     assert_same(out, single)
     assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["d.h5"]
 

@@ -8,16 +8,13 @@ into blocks of the shape the other layout tests compile (8 x 8,192 lanes), so it
 layout kernel but the reduced one.
 """
 
-import os
 import signal
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import blocks_done, invoke, signalled_after
+from helpers import blocks_done, invoke, signalled_after, two_processes
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
@@ -28,7 +25,6 @@ LAYOUT_GRID = [
     "--micro-batch", "1,2", "--bw", "100,200,400", "--util", "0.5,1",
 ]  # fmt: skip
 BLOCKS = ["--block-configs", "8192"]
-ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
 
 
 def read_all(path):
@@ -87,30 +83,7 @@ def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, one_run):
 
 def test_two_processes_stitch_the_cube_of_one(tmp_path, one_run):
     out = tmp_path / "d.h5"
-    command = [
-        sys.executable,
-        "-m",
-        "netsweep_jax.sweep.cli",
-        "grid",
-        *LAYOUT_GRID,
-        *BLOCKS,
-        "--out",
-        str(out),
-    ]
-    command += ["--distributed", "--coordinator", f"unix:{tmp_path / 'c.sock'}", "--num-processes", "2"]
-    procs = [
-        subprocess.Popen(
-            [*command, "--process-id", str(pid)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
-        )
-        for pid in (0, 1)
-    ]
-    results = [p.communicate(timeout=240) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], results
-    assert "stitched every shard" in results[0][0]
+    two_processes(tmp_path, *LAYOUT_GRID, *BLOCKS, "--out", out)
     assert_same(read_all(out), one_run)
     with h5py.File(out) as f:
         assert f.attrs["processes"] == 2
