@@ -142,8 +142,9 @@ def _write(tmp_path, edit):
     "edit,message",
     [
         (
-            lambda rows: [{**rows[0], "dp": "31"}],
-            "row SC21-T1-01): tp x pp x cp x dp = 1 x 1 x 1 x 31 = 31 is not gpus 32",
+            lambda rows: [{**rows[0], "dp": "31", "global_batch": "496"}],
+            "row SC21-T1-01): this layout cannot exist: tp x pp x cp x dp is not the GPU count (gpus 32, tp 1, "
+            "pp 1, cp 1, dp 31,",
         ),
         (lambda rows: [{k: v for k, v in rows[0].items() if k != "metric"}], "missing column(s) metric"),
         (lambda rows: [{**rows[0], "gpu": "tpu"}], "row SC21-T1-01): gpu 'tpu' is not a preset"),
@@ -152,7 +153,8 @@ def _write(tmp_path, edit):
         (lambda rows: [rows[0], rows[0]], "row id SC21-T1-01 appears twice"),
         (
             lambda rows: [{**rows[0], "global_batch": "500"}],
-            "global_batch 500 is not divisible by micro_batch x dp",
+            "cannot exist: global batch not divisible by micro-batch x dp (gpus 32, tp 1, pp 1, cp 1, dp 32, ep 1, "
+            "micro_batch 1, global_batch 500)",
         ),
         # Runs that cannot exist, by the rules every sweep masks with (#27).
         (
@@ -196,7 +198,7 @@ def test_a_quoted_cell_may_hold_a_newline_a_comma_or_a_line_separator(tmp_path):
     assert [r.source for r in runs[:3]] == sources
     # The row after a two-line cell (lines 4-5) starts on line 6, and an error there says so.
     bad = commented(_write(tmp_path, lambda rows: edit(rows)[:1] + [{**rows[1], "dp": "31"}]))
-    with pytest.raises(InputError, match=r"runs.csv:6 \(row SC21-T1-02\): tp x pp x cp x dp"):
+    with pytest.raises(InputError, match=r"runs.csv:6 \(row SC21-T1-02\): this layout cannot exist"):
         read_runs(bad)
 
 
@@ -240,7 +242,8 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     r = invoke("validate", "--llm", bad, "--out", out)
     assert (
         r.exit_code == 2
-        and "(row SC21-T1-01): tp x pp x cp x dp = 3 x 1 x 1 x 32 = 96 is not gpus 32" in r.output
+        and "(row SC21-T1-01): this layout cannot exist: tp x pp x cp x dp is not the GPU count (gpus 32, tp 3"
+        in r.output
     )
     assert len(r.output.strip().splitlines()) == 1 and not out.exists()
     r = invoke("validate", "--llm", "--train", "nope", "--out", out)
