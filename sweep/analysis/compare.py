@@ -32,6 +32,7 @@ from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.paper import PAPER_UTILIZATION
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
 from netsweep_jax.sweep.engine.workloads import resolve_models
@@ -211,7 +212,7 @@ def compare(
     return (
         rows,
         ds,
-        dict(profiles=list(profiles), utilization=utilization, assumed="; ".join(assumed), **setup),
+        dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS, SHARED_AXES
-from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.core.schema import assumed_line, option_of
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -196,7 +196,7 @@ def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Sa
     writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
     check_new_file(target, force=force, suffixes=(".h5", ".nc"))
     if grid.assumed:
-        say(f"assumed: {'; '.join(grid.assumed)}")
+        say(f"assumed: {assumed_line(grid.assumed)}")
     return target
 
 

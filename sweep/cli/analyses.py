@@ -5,7 +5,15 @@ from typing import Annotated, Any
 
 import typer
 
-from netsweep_jax.sweep.cli.options import SYNTAX, axis_flags, axis_parameters, command_line, given, options
+from netsweep_jax.sweep.cli.options import (
+    SYNTAX,
+    axis_flags,
+    axis_parameters,
+    command_line,
+    given,
+    options,
+    say_assumed,
+)
 from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
     CACHE,
@@ -204,8 +212,7 @@ def compare(
     settings["defaults"] = _compare_defaults(ctx, settings)
     if out is None:
         rows, _, setup = comparison.compare(**settings)
-        if setup["assumed"]:
-            typer.echo(f"assumed: {setup['assumed']}", err=True)
+        say_assumed(setup["assumed"])
         typer.echo(comparison.table(rows))
         return
     for path in comparison.run(out, command=command_line(), force=force, **settings):
@@ -262,8 +269,7 @@ def need(
         check_new_file(out, force=force)
     models, settings["dtype"] = models_from(settings)
     ds = solve_for(models, target=target, axis=solve, **settings)
-    if ds.attrs.get("assumed"):
-        typer.echo(f"assumed: {ds.attrs['assumed']}", err=True)
+    say_assumed(str(ds.attrs.get("assumed", "")))
     typer.echo(answer_table(ds))
     if out is not None:
         write_dataset(ds, out, command=command_line(), overwrite=force)
@@ -373,8 +379,7 @@ def calibrate(
         settings=setup,
         **{name: settings.pop(name) for name in WORKLOAD},
     )
-    if result.get("assumed"):
-        typer.echo(f"assumed: {result['assumed']}", err=True)
+    say_assumed(str(result.get("assumed") or ""))
     typer.echo(report_text(result))
     if out is not None:
         typer.echo(f"wrote {out}")

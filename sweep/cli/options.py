@@ -141,3 +141,9 @@ def given_options(ctx: typer.Context) -> frozenset[str]:
 def say(text: str) -> None:
     """One line to the user beside the answer (stderr: stdout keeps the answer alone)."""
     typer.echo(text, err=True)
+
+
+def say_assumed(text: str) -> None:
+    """The ``assumed:`` line (:func:`~sweep.core.schema.assumed_line`), where something was assumed."""
+    if text:
+        say(f"assumed: {text}")

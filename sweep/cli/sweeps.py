@@ -14,6 +14,7 @@ from netsweep_jax.sweep.cli.options import (
     given_options,
     options,
     say,
+    say_assumed,
 )
 from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
@@ -34,6 +35,7 @@ from netsweep_jax.sweep.cli.parameters import (
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
+from netsweep_jax.sweep.core.schema import assumed_line
 
 
 @options(MODEL, axis_parameters(), BUSBW, SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
@@ -101,7 +103,7 @@ def grid(
         g = layout_jobs.layout_grid_from(
             settings, chosen, say=say, variables=vars, store=store, reduce=reduce
         )
-        assumed = "; ".join(g.assumed)
+        assumed = assumed_line(g.assumed)
         settings = {name: settings[name] for name in ("kernel", "distributed", *DISTRIBUTED_NAMES)}
     else:
         layout_jobs.refuse_layout_options(settings)
@@ -111,8 +113,7 @@ def grid(
         assumed = g.assumed
 
     def announce() -> None:  # once the output is claimed: a refusal is one line
-        if assumed:
-            say(f"assumed: {assumed}")
+        say_assumed(assumed)
 
     kernel = settings.pop("kernel")
     check_kernel(kernel, g)  # before any file is made: an explicit --kernel pallas is never swapped

@@ -157,6 +157,12 @@ def option_of(param: str | None) -> str:
     return OTHER_OPTIONS.get(param, param) if param is not None else ""
 
 
+def assumed_line(phrases: Iterable[str]) -> str:
+    """What a sweep or a report assumed that the user did not set, as the one line every command says and every
+    cube keeps (attribute ``assumed``): its phrases joined by ``; `` (empty ones dropped)."""
+    return "; ".join(phrase for phrase in phrases if phrase)
+
+
 def cli_message(error: InputError) -> str:
     """``error`` as the command line says it: its parameter spelled as the CLI option that sets it."""
     return f"{option_of(error.param)} {error.detail}" if error.param else error.detail

@@ -36,6 +36,7 @@ from netsweep_jax.sweep.core.schema import (
     DTYPES,
     STORE_DTYPES,
     VARIABLES,
+    assumed_line,
     in_cube_order,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
@@ -351,7 +352,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         factors,
         overrides,
         parse_reductions(_reductions(o["reduce"])),
-        "; ".join(filter(None, (assumed_text(profiles, chosen), _nics_unused(collectives, values)))),
+        assumed_line((assumed_text(profiles, chosen), _nics_unused(collectives, values))),
     )
 
 

@@ -35,7 +35,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     overlap_code,
     recompute_code,
 )
-from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS
@@ -114,7 +114,7 @@ class LayoutGrid:
         settings of one value per sweep, and each model's shape and source."""
         return {
             "family": self.family.name,
-            "assumed": "; ".join(self.assumed),
+            "assumed": assumed_line(self.assumed),
             **self.per_sweep(),
             "models": "; ".join(
                 f"{n}: {m.describe()} [{m.source}]" for n, m in zip(self.names["model"], self.models)
