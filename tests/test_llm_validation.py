@@ -126,6 +126,16 @@ def test_tokens_per_gpu_is_the_steps_tokens_over_time_and_gpus():
         assert tokens == pytest.approx(r.global_batch * r.llm.seq / (time * r.gpus), rel=1e-12)
 
 
+def test_the_chunks_column_takes_a_schedule_as_the_sweeps_spell_it(tmp_path):
+    for text, chunks in (("interleaved:3", 3), ("1f1b", 1), ("Interleaved:03", 3), ("3", 3)):
+        path = _write(
+            tmp_path,
+            lambda rows, text=text: [{**r, "chunks": text} if r["id"] == "K23-T5-04" else r for r in rows],
+        )
+        (run,) = [r for r in read_runs(path) if r.id == "K23-T5-04"]
+        assert settings(run)[0].chunks == chunks, text
+
+
 def _write(tmp_path, edit):
     lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
     rows = list(csv.DictReader(lines))
@@ -166,7 +176,8 @@ def _write(tmp_path, edit):
             "cannot exist: experts not divisible by ep (or ep > 1 on a dense",
         ),
         (lambda rows: [{**rows[0], "pp": "32", "dp": "1"}], "cannot exist: fewer layers than pp x chunks"),
-        (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be a whole number"),
+        (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be V (model chunks per stage)"),
+        (lambda rows: [{**rows[1], "chunks": "interleaved:1"}], "chunks 'interleaved:1' must be V"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),
         (lambda rows: [{**rows[0], "flops": "tokens"}], "flops 'tokens' must be one of"),
         # The same rules as the sweeps' options (sweep.core.layout_axes.AXES): tp at most 4096.

@@ -37,6 +37,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
+from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 from netsweep_jax.sweep.model.llms import LLM, LLMS
@@ -246,9 +247,15 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     zero = _int(cells, "zero", path, line, rid, default=0, low=0) if zero_text else None
     if zero is not None and zero > 3:
         raise bad(f"zero {zero} must be 0, 1, 2 or 3")
-    chunks = cells.get("chunks", "").lower()
+    chunks = cells.get("chunks", "").strip().lower()
     if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
-        raise bad(f"chunks {chunks!r} must be a whole number (V) or 'interleaved'")
+        try:  # a schedule as --schedule spells it (1f1b, interleaved:V), read by the sweeps' own parser
+            chunks = str(int(parse_schedule(chunks)))
+        except InputError:
+            raise bad(
+                f"chunks {chunks!r} must be V (model chunks per stage), 'interleaved' (V not stated), or a "
+                f"schedule as --schedule takes it (1f1b, interleaved:V)"
+            ) from None
     recompute_text = cells.get("recompute", "")
     recompute = recompute_mode(recompute_text) if recompute_text else ""
     if recompute is None:
