@@ -177,7 +177,7 @@ def layer_times(
     # batched GEMMs over every score (the GEMMs' efficiency); a causal flash kernel computes only the half of
     # the scores below the diagonal, at its own efficiency, and its backward takes 5 products to the
     # forward's 2 (Dao, FlashAttention-2, ICLR 2024, section 3.1).
-    flash = lay.flash > 0
+    flash = lay.attention > 0
     core_rate = dev.half_peak * jnp.where(flash, lay.attention_efficiency, lay.efficiency)
     # One fused kernel, or two batched GEMMs (scores, context), per step of context parallelism's ring: each of
     # the c KV chunks a rank sees is its own attention kernel (Transformer Engine's AttnFuncWithCPAndKVP2P).

@@ -86,8 +86,10 @@ class Parallelism(NamedTuple):
     """How the step is split and what it runs on.
 
     gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
-    chunks (V), recompute (0 none, 1 selective, 2 full), sequence_parallel (0/1),
-    zero (0-3), flash (1: fused flash attention, scores never stored; 0: unfused), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
+    schedule (V, the model chunks per pipeline stage: 1 is 1F1B, V >= 2 interleaved, as the sweeps' ``schedule``
+    dim codes it), recompute (its code: the sum of the mode's bits), sequence_parallel (0/1),
+    zero (0-3), attention (1: fused flash attention, scores never stored; 0: unfused, as the ``attention`` dim
+    codes it), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
     (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
     (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1), offload_layers (layers per stage
@@ -104,11 +106,11 @@ class Parallelism(NamedTuple):
     dp: Value
     micro_batch: Value
     global_batch: Value
-    chunks: Value
+    schedule: Value
     recompute: Value
     sequence_parallel: Value
     zero: Value
-    flash: Value
+    attention: Value
     nvlink_domain: Value
     nvlink_bw: Value
     gpus_per_node: Value
@@ -150,7 +152,7 @@ class Degrees(NamedTuple):
 def degrees(arch: Arch, lay: Parallelism) -> Degrees:
     """D, N, m and the status of each configuration (the rules of :data:`STATUS`, in order)."""
     L, a, g, s, E = arch.layers, arch.heads, arch.kv_heads, arch.seq, arch.experts
-    t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.chunks
+    t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.schedule
     b, B = lay.micro_batch, lay.global_batch
     model_parallel = t * p * c
     dp = jnp.where(lay.dp > 0, lay.dp, jnp.floor(lay.gpus / model_parallel))

@@ -132,7 +132,7 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: Layer
     unsplit = jnp.where(sp | (t <= 1), 0.0, 4.0 + 2.0 * (g_in + mask))  # norms' and blocks' inputs, masks
     # Attention scores (softmax output, dropout mask and output: 5 a s^2 b bytes) exist only unfused; a
     # flash-attention kernel keeps them on chip (Dao et al., NeurIPS 2022).
-    score_bytes = jnp.where(lay.flash > 0, 0.0, 5.0 * a * tokens * s / t)
+    score_bytes = jnp.where(lay.attention > 0, 0.0, 5.0 * a * tokens * s / t)
     lin_bytes = tokens * h * (unsplit + (total_lin - unsplit) / t) + latent_bytes
     act_layer = lin_bytes + score_bytes  # activation bytes written by a layer's forward (no recompute)
     return LayerActivations(
@@ -172,7 +172,7 @@ def memory_per_gpu(
     ``stage_dense``, ``stage_expert``: the larger stage's parameters on one GPU; ``adam_states``: bytes per
     parameter of Adam's master weight and moments."""
     h, v, mask = arch.hidden, arch.vocab, arch.dropout
-    t, p, V, zero = lay.tp, lay.pp, lay.chunks, lay.zero
+    t, p, V, zero = lay.tp, lay.pp, lay.schedule, lay.zero
     expert_dp, layer_params = params.expert_dp, params.layer_params
 
     def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO

@@ -56,7 +56,7 @@ def pipeline(
 ) -> Pipeline:
     """The slowest stage's time per micro-batch, each of its terms over the m micro-batches, and the bubble."""
     L, h, v = arch.layers, arch.hidden, arch.vocab
-    t, p, c, V = lay.tp, lay.pp, lay.cp, lay.chunks
+    t, p, c, V = lay.tp, lay.pp, lay.cp, lay.schedule
     tokens, kappa, logits_flops = work.tokens, work.kappa, work.logits_flops
     t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
     tp_layer, cp_layer, ep_layer, z3_layer = comm.tp_layer, comm.cp_layer, comm.ep_layer, comm.z3_layer

@@ -461,7 +461,7 @@ def _collective(kind, nbytes, size, stride, lay):
 
 def layout_status(arch, lay):
     """The first layout rule broken (1-based, as kernels.layout.STATUS), or 0."""
-    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["chunks"]
+    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["schedule"]
     mp = t * p * c
     dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
     gpus = dp * mp if lay["dp"] > 0 else lay["gpus"]
@@ -519,7 +519,7 @@ def layout_step(arch, dev, lay):
         arch["shared_experts"],
         arch["moe_layers"],
     )
-    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["chunks"]
+    t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["schedule"]
     b, B, zero, rec = lay["micro_batch"], lay["global_batch"], lay["zero"], lay["recompute"]
     mp = t * p * c
     dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
@@ -563,8 +563,8 @@ def layout_step(arch, dev, lay):
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     # MLA's latents are not split over the TP group
     lin_bytes = tokens * h * (unsplit + (lin - unsplit) / t) + tokens * (2 + g) * lat
-    score_bytes = 0.0 if lay["flash"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
-    flash = bool(lay["flash"])
+    score_bytes = 0.0 if lay["attention"] else 5 * a * tokens * s / t  # flash attention keeps scores on chip
+    flash = bool(lay["attention"])
     core_rate = dev["half_peak"] * (lay["attention_efficiency"] if flash else lay["efficiency"])
     tau = dev["gemm_latency"]  # fixed time of one matrix kernel
     core_run = (
@@ -866,7 +866,7 @@ def megatron_memory(arch, lay, grad_bytes):
     all over t. Megatron counts the first stage only; the last stage is added (below)."""
     L, h, v, f = arch["layers"], arch["hidden"], arch["vocab"], arch["ffn"]
     qw, kvw = arch["q_width"], arch["kv_width"]
-    t, p, c, V, b = lay["tp"], lay["pp"], lay["cp"], lay["chunks"], lay["micro_batch"]
+    t, p, c, V, b = lay["tp"], lay["pp"], lay["cp"], lay["schedule"], lay["micro_batch"]
     dp = lay["gpus"] // (t * p * c)
     m = lay["global_batch"] // (b * dp)
     mats = 3 if arch["gated"] else 2

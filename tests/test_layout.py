@@ -76,7 +76,7 @@ def test_gemm_latency_prices_each_matrix_kernel_by_hand():
     # E / e = 4 local experts and the shared expert's pair: 13 forward kernels, 39 with the backward, plus
     # the flash kernel's 1 forward and 2.5 backward (its backward takes 5 products to the forward's 2).
     moe = dict(layers=1, moe_layers=1, experts=16, top_k=2, expert_ffn=1024, shared_experts=1, tp=1, ep=4)
-    moe.update(gpus=4, global_batch=4, flash=1, ffn=4 * 12288)
+    moe.update(gpus=4, global_batch=4, attention=1, ffn=4 * 12288)
     base, slow = run_one(gpt3_case(**moe)), run_one(gpt3_case(gemm_latency=tau, **moe))
     assert slow["compute"] - base["compute"] == pytest.approx((39 + 3.5 + 3) * tau, rel=1e-9)
     # Context parallelism runs the attention core as one kernel per step of its ring (one per KV chunk): at
@@ -140,7 +140,7 @@ def test_expert_all_to_all_takes_each_gpus_own_nic_share_by_hand():
 def test_bubble_by_hand():
     # Narayanan et al. SC'21, section 2.2: the bubble is (p - 1) / V stage-micro-batch times.
     for chunks in (1, 2, 4):
-        out = run_one(gpt3_case(pp=8, gpus=64, tp=8, global_batch=32, chunks=chunks))
+        out = run_one(gpt3_case(pp=8, gpus=64, tp=8, global_batch=32, schedule=chunks))
         stage = (out["iteration_time"] - out["bubble"] - out["dp_exposed"] - out["optimizer"]) / 32
         assert out["bubble"] == pytest.approx(7 / chunks * stage, rel=1e-12)
         assert out["bubble"] / (32 * stage) == pytest.approx(7 / (chunks * 32), rel=1e-12)
@@ -263,7 +263,7 @@ def test_multi_head_latent_attention_by_hand():
     mla.update(
         kv_rank=512, rope_width=64, ffn=f, seq=s, gated=1, dropout=0, tp=2, gpus=2, sequence_parallel=1
     )
-    mla.update(flash=1, pp=1)
+    mla.update(attention=1, pp=1)
     one, two = run_one(gpt3_case(**mla, layers=1)), run_one(gpt3_case(**mla, layers=2))
     matrices = 7168 * 1536 + 1536 * 24576 + 7168 * 576 + 512 * 32768 + 16384 * 7168
     assert matrices == 187_105_280
@@ -314,7 +314,7 @@ def test_overlap_switches_by_hand():
     # --overlap-moe-expert-parallel-comm: a MoE layer's all-to-alls behind another micro-batch's forward and
     # backward, the excess exposed (one layer more adds its compute and its all-to-all time).
     moe = dict(experts=8, top_k=2, expert_ffn=1024, tp=1, gpus=64, ep=8, global_batch=64)
-    moe.update(nvlink_bw=1e9, flash=1)  # EP 8 inside a DGX, on a slow NVLink
+    moe.update(nvlink_bw=1e9, attention=1)  # EP 8 inside a DGX, on a slow NVLink
     runs = {
         o: [run_one(gpt3_case(**moe, layers=n, moe_layers=n, overlap=o)) for n in (1, 2)] for o in (3, 11)
     }
@@ -333,7 +333,7 @@ def test_one_moe_layer_on_two_nodes_by_hand():
     arch = dict(layers=1, moe_layers=1, hidden=h, heads=8, kv_heads=8, q_width=h, kv_width=h, seq=s, vocab=v)
     arch.update(experts=E, top_k=k, expert_ffn=fe, shared_experts=0, gated=1, dropout=0, ffn=4 * h)
     dev = dict(peak=peak, half_peak=peak, hbm=hbm, gemm_latency=tau)
-    lay = dict(gpus=16, tp=1, ep=16, global_batch=16, flash=1, nvlink_domain=8, nvlink_bw=450e9)
+    lay = dict(gpus=16, tp=1, ep=16, global_batch=16, attention=1, nvlink_domain=8, nvlink_bw=450e9)
     lay.update(gpus_per_node=8, nics_per_node=8, bandwidth=400e9, latency=lam, attention_efficiency=0.5)
     out = run_one(gpt3_case(**arch, **dev, **lay))
     rate = peak * 0.5
@@ -386,7 +386,7 @@ def test_one_moe_layer_on_two_nodes_by_hand():
 def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms():
     # A causal flash kernel computes half of the 4 s w_q FLOPs a token's scores and context cost, at the
     # half-precision peak times its own efficiency; selective recomputation repeats exactly that.
-    case = dict(flash=1, recompute=1, sequence_parallel=1, attention_efficiency=0.4)
+    case = dict(attention=1, recompute=1, sequence_parallel=1, attention_efficiency=0.4)
     bf16 = run_one(gpt3_case(**case))
     core = 2048 * 4 * 2048 * 12288 * 0.5 / 8 / (312e12 * 0.4)
     assert bf16["recompute_time"] == pytest.approx(96 * core, rel=1e-12)

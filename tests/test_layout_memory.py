@@ -64,7 +64,7 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
             gpus=t * p * c * dp,
             micro_batch=b,
             global_batch=b * dp * m,
-            chunks=chunks,
+            schedule=chunks,
             recompute=1,
             sequence_parallel=1,
             zero=1,
@@ -97,7 +97,7 @@ def test_memory_terms_by_hand():
         gpus=1,
         sequence_parallel=1,
         recompute=1,
-        flash=1,
+        attention=1,
     )
     one, two = run_one(base), run_one(gpt3_case(**{**base[0], **base[1], **base[2], "layers": 97}))
     params = 4 * h * h + 2 * h + 3 * h * f
@@ -149,7 +149,7 @@ def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():
     # keeps (units of h bytes a token, over t) and re-runs its forward in the backward.
     s, h, t, rate, hbm = 2048, 12288, 8, 312e12 * 0.5, 2.039e12
     tokens_h = s * h / t
-    base = dict(sequence_parallel=1, flash=1)
+    base = dict(sequence_parallel=1, attention=1)
     none = run_one(gpt3_case(**base))
     drops = {8: 2 * 2, 16: 2 + 4, 32: (2 + 2) * 4}  # norm outputs 2 x 2; Q, K, V 2 + 4; GELU and fc2 inputs
     work = {8: 0.0, 16: 2 * h * h + 4 * h * h, 32: 2 * 2 * h * 4 * h}  # FLOPs a token re-runs: none, QKV, MLP
@@ -179,7 +179,7 @@ def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():
         gated=1,
         dropout=0,
     )
-    llama.update(tp=1, gpus=1, micro_batch=2, global_batch=2, flash=1, gemm_latency=6.5e-6)
+    llama.update(tp=1, gpus=1, micro_batch=2, global_batch=2, attention=1, gemm_latency=6.5e-6)
     plain, op = run_one(gpt3_case(**llama)), run_one(gpt3_case(**llama, recompute=4))
     tokens = 2 * 8192
     assert (plain["memory_gb"] - op["memory_gb"]) * 1e9 == pytest.approx(
@@ -198,7 +198,7 @@ def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte(
     assert (kept["memory_gb"] - off["memory_gb"]) * 1e9 == pytest.approx(95 * per_layer, rel=1e-9)
     # fp8: QKV's, the output projection's, fc1's and fc2's inputs in 1 byte (GPT-3: 1 + 1 + 1 + 4 h bytes
     # a token fewer), dropout-free: the two masks and the embedding's go.
-    base = dict(sequence_parallel=1, recompute=1, flash=1)
+    base = dict(sequence_parallel=1, recompute=1, attention=1)
     bf16 = run_one(gpt3_case(**base)), run_one(gpt3_case(**base, layers=97))
     fp8 = (
         run_one(gpt3_case(**base, gemm_input_bytes=1.0)),
