@@ -167,8 +167,9 @@ def storage_chunks(plan: BlockPlan) -> tuple[int, ...] | None:
 
 
 def estimated_bytes(grid: AnyGrid) -> int:
-    """Bytes the cube's data variables take on disk (uncompressed)."""
-    return grid.size * len(grid.variables) * np.dtype(grid.store_dtype).itemsize
+    """Bytes the cube's data variables take on disk (uncompressed; an integer code as int32)."""
+    item = np.dtype(grid.store_dtype).itemsize
+    return grid.size * sum(4 if name in grid.family.integer else item for name in grid.variables)
 
 
 def create(
