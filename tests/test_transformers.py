@@ -147,3 +147,15 @@ def test_bad_workloads(tmp_path, args, message):
     r = invoke("grid", *args, "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and message in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "o.h5").exists()
+
+
+@pytest.mark.parametrize("name", ["llama-1b", "llama-7b"])
+def test_one_shape_for_both_families(name):
+    # #24: a data-parallel transformer profile holds the same shape description the layout kernel reads
+    # (sweep.model.llms.LLM); for a decoder of today's kind, its Hugging Face parameter list and the shape's
+    # own parameter count agree exactly.
+    from netsweep_jax.sweep.model.llms import LLM
+
+    t = TRANSFORMERS[name]
+    assert isinstance(t.shape, LLM) and t.shape.mlp == "swiglu" and t.seq_len == t.shape.seq
+    assert sum(x.numel for x in t.tensors()) == t.shape.parameters()["total"]

@@ -1,7 +1,9 @@
 """Large transformers by shape: ``--arch`` and the named presets of published models.
 
 A :class:`LLM` is what the layout model (:mod:`kernels.layout`) needs of a dense or
-mixture-of-experts decoder: depth, widths, heads, vocabulary, sequence, experts.
+mixture-of-experts decoder: depth, widths, heads, vocabulary, sequence, experts. It is the one
+description of a transformer's shape: the data-parallel family's transformer profiles
+(:class:`sweep.model.transformers.Transformer`) hold one too.
 ``--arch layers=96,hidden=12288,heads=96,seq=2048,vocab=51200`` builds one; the
 presets (``LLMS``) are the public configurations of published models:
 

@@ -1,8 +1,9 @@
 """Transformer architectures: parameter tensors in Hugging Face order, and their work per token.
 
-A small description (:class:`Transformer`) produces every parameter tensor, in the
-order ``model.named_parameters()`` gives them for the Hugging Face (or torchvision)
-model named in ``source``, each with its shape and the forward work it drives:
+A :class:`Transformer` is a shape (:class:`~sweep.model.llms.LLM`, the one description of a
+transformer both model families read) and the naming scheme of a reference model; it produces
+every parameter tensor, in the order ``model.named_parameters()`` gives them for the Hugging
+Face (or torchvision) model named in ``source``, each with its shape and the forward work it drives:
 
 - ``flops``: forward FLOPs per token of the matrix products that read this tensor
   (2 x its elements for a weight applied to every token; the attention score and
@@ -22,6 +23,8 @@ ViT-B/16, and Llama shapes of the 1B class (Llama 3.2 1B) and 7B class (Llama 2 
 import dataclasses
 import math
 
+from netsweep_jax.sweep.model.llms import LLM
+
 
 @dataclasses.dataclass(frozen=True)
 class Tensor:
@@ -40,33 +43,61 @@ class Tensor:
 
 @dataclasses.dataclass(frozen=True)
 class Transformer:
-    """An architecture description.
+    """A reference model's parameter list: its shape, and what the list adds to the shape.
+
+    The shape is an :class:`~sweep.model.llms.LLM`, the one description of a transformer that both model
+    families read (the layout kernel takes it as it is; the data-parallel profiles list its tensors here).
 
     Attributes:
-      family: ``bert``, ``gpt2``, ``vit`` or ``llama``.
-      layers, hidden, heads, ffn: depth, width, attention heads, feed-forward width.
-      vocab: vocabulary size (``vit``: classes of the head).
-      seq_len: tokens per sample (``vit``: patches + 1, from ``image`` and ``patch``).
-      kv_heads: key/value heads (``llama`` grouped-query attention; else = heads).
+      family: ``bert``, ``gpt2``, ``vit`` or ``llama``: whose parameter names and order the list follows.
+      shape: depth, width, heads (and key/value heads), feed-forward width, vocabulary (``vit``: classes of the
+        head), tokens per sample (``vit``: patches + 1, from ``image`` and ``patch``), tied head, source.
       positions: learned position embeddings (``bert``, ``gpt2``).
-      tied: ``llama``: the head shares the token embedding.
       image, patch: ``vit`` input size and patch size.
-      source: the reference model whose parameters these mirror.
     """
 
     family: str
-    layers: int
-    hidden: int
-    heads: int
-    ffn: int
-    vocab: int
-    seq_len: int
-    kv_heads: int = 0
+    shape: LLM
     positions: int = 0
-    tied: bool = False
     image: int = 224
     patch: int = 16
-    source: str = ""
+
+    @property
+    def layers(self) -> int:
+        return self.shape.layers
+
+    @property
+    def hidden(self) -> int:
+        return self.shape.hidden
+
+    @property
+    def heads(self) -> int:
+        return self.shape.heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.shape.kv_heads
+
+    @property
+    def ffn(self) -> int:
+        return self.shape.ffn
+
+    @property
+    def vocab(self) -> int:
+        return self.shape.vocab
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens per sample (the shape's ``seq``)."""
+        return self.shape.seq
+
+    @property
+    def tied(self) -> bool:
+        return self.shape.tied
+
+    @property
+    def source(self) -> str:
+        return self.shape.source
 
     def tensors(self, seq_len: int | None = None) -> list[Tensor]:
         """Every parameter tensor, in the reference model's parameter order."""
@@ -193,8 +224,32 @@ _BUILDERS = {"bert": _bert, "gpt2": _gpt2, "vit": _vit, "llama": _llama}
 FAMILIES = tuple(_BUILDERS)
 
 
+def transformer(
+    family: str,
+    layers: int,
+    hidden: int,
+    heads: int,
+    ffn: int,
+    vocab: int,
+    seq_len: int,
+    *,
+    kv_heads: int = 0,
+    positions: int = 0,
+    tied: bool = False,
+    image: int = 224,
+    patch: int = 16,
+    source: str = "",
+) -> Transformer:
+    """A :class:`Transformer` of ``family`` with this shape (``llama``: SwiGLU; the others GELU)."""
+    mlp = "swiglu" if family == "llama" else "gelu"
+    shape = LLM(
+        layers, hidden, heads, seq_len, vocab, ffn=ffn, kv_heads=kv_heads, mlp=mlp, tied=tied, source=source
+    )
+    return Transformer(family, shape, positions, image, patch)
+
+
 def _gpt2_size(layers, hidden, heads):
-    return Transformer(
+    return transformer(
         "gpt2",
         layers,
         hidden,
@@ -208,7 +263,7 @@ def _gpt2_size(layers, hidden, heads):
 
 
 TRANSFORMERS = {
-    "bert-base": Transformer(
+    "bert-base": transformer(
         "bert",
         12,
         768,
@@ -219,7 +274,7 @@ TRANSFORMERS = {
         positions=512,
         source="Hugging Face BertModel, bert-base-uncased (with the pooler)",
     ),
-    "bert-large": Transformer(
+    "bert-large": transformer(
         "bert",
         24,
         1024,
@@ -234,7 +289,7 @@ TRANSFORMERS = {
     "gpt2-medium": _gpt2_size(24, 1024, 16),
     "gpt2-large": _gpt2_size(36, 1280, 20),
     "gpt2-xl": _gpt2_size(48, 1600, 25),
-    "vit-b16": Transformer(
+    "vit-b16": transformer(
         "vit",
         12,
         768,
@@ -246,7 +301,7 @@ TRANSFORMERS = {
         patch=16,
         source="torchvision vit_b_16 (ImageNet-1k head)",
     ),
-    "llama-1b": Transformer(
+    "llama-1b": transformer(
         "llama",
         16,
         2048,
@@ -258,7 +313,7 @@ TRANSFORMERS = {
         tied=True,
         source="Llama 3.2 1B shape (LlamaForCausalLM, tied embeddings)",
     ),
-    "llama-7b": Transformer(
+    "llama-7b": transformer(
         "llama", 32, 4096, 32, 11008, 32000, 4096, source="Llama 2 7B shape (LlamaForCausalLM)"
     ),
 }
