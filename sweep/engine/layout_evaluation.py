@@ -13,7 +13,9 @@ from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 
-MAX_CELLS_IN_MEMORY = 5 * 10**7  # a larger grid must be reduced (sweep plan)
+MAX_CELLS_IN_MEMORY = (
+    5 * 10**7
+)  # a larger grid is written block by block (sweep grid) or searched (sweep plan)
 
 
 def check_in_memory(grid: LayoutGrid) -> None:
@@ -21,8 +23,8 @@ def check_in_memory(grid: LayoutGrid) -> None:
     if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
         raise InputError(
             f"{grid.outer_size * grid.inner_size:,} configurations ({grid.size_text(DIMS)}) are too many to "
-            f"keep (at most {MAX_CELLS_IN_MEMORY:,}); give fewer values, or search them with sweep plan (it "
-            f"keeps the best layouts only)"
+            f"keep in memory (at most {MAX_CELLS_IN_MEMORY:,}); give fewer values, write them to a cube block by "
+            f"block (sweep grid), or search them with sweep plan (it keeps the best layouts only)"
         )
 
 
