@@ -141,3 +141,39 @@ def test_four_devices_give_the_cube_of_one(tmp_path, one_run):
     with h5py.File(out) as f:
         assert f.attrs["device_kind"].endswith("x4")
     assert_same(read_all(out), one_run)
+
+
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@40", "--util",
+        "0.5,1"]  # fmt: skip  # 80 settings: 3 blocks per search, 5 searches (the plan, ideal, 3 switches)
+
+
+def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path, monkeypatch):
+    import xarray as xr
+
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+    one, two = tmp_path / "one.h5", tmp_path / "two.h5"
+    assert invoke(*PLAN, "--out", one).exit_code == 0
+    kept, calls = PlanCheckpoint.keep, []
+
+    def keep_then_stop(self, index, done, state):  # SIGTERM as the 4th block is kept (mid second search)
+        kept(self, index, done, state)
+        calls.append(index)
+        if len(calls) == 4:
+            interrupts.request(signal.SIGTERM)
+
+    with monkeypatch.context() as m:
+        m.setattr(PlanCheckpoint, "keep", keep_then_stop)
+        r = invoke(*PLAN, "--out", two)
+    partial = tmp_path / "two.h5.partial"
+    assert r.exit_code == 143 and f"finished blocks are kept in {partial}" in r.output, r.output
+    assert partial.exists() and not two.exists() and calls == [0, 0, 0, 1]
+    r = invoke(*PLAN, "--out", two)  # a partial file is never started over without --force
+    assert r.exit_code == 2 and "pass --resume to finish it or --force" in r.output
+    r = invoke(*PLAN, "--out", two, "--resume")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "two.h5"]
+    a, b = xr.open_dataset(one, engine="h5netcdf"), xr.open_dataset(two, engine="h5netcdf")
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)

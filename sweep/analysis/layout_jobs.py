@@ -232,27 +232,65 @@ def write_plan(
     force: bool,
     command: str,
     say: Say,
+    resume: bool = False,
     progress_bar: Callable[[int, int], Any] | None = None,
 ) -> "tuple[xr.Dataset, Path]":
     """``sweep plan``: the ``keep`` best layouts per setting (:func:`~sweep.analysis.planning.plan`), written
     as a cube. ``progress_bar(total, done)``: a context giving an ``advance(n)`` function, or None. A plan
-    refused after its search (no feasible layout) leaves no empty default ``results/``."""
+    refused after its search (no feasible layout) leaves no empty default ``results/``.
+
+    The searches are checkpointed to ``OUT.partial`` (:class:`~sweep.io.plan_checkpoint.PlanCheckpoint`):
+    SIGINT and SIGTERM stop the plan at a block boundary with the checkpoint kept (named on the exception,
+    :func:`sweep.io.job.kept_partial`), and ``resume`` goes on from it to the cube one run writes."""
     from netsweep_jax.sweep.analysis.planning import check_size, plan
+    from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.job import KEPT
+    from netsweep_jax.sweep.io.paths import in_use, made_by_a_sweep, partial_path
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     check_size(grid)  # before the output is claimed
     made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
     target = layout_target(grid, out, force, "plan-", say)
+    partial = partial_path(target)
+    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
+    if resume:
+        if not partial.exists():
+            raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
+        checkpoint.load()
+    elif partial.exists():
+        if not force:
+            raise InputError(
+                f"{target}: an interrupted plan left {partial}; pass --resume to finish it or --force to start "
+                f"over",
+                param="out",
+            )
+        if in_use(partial) or not made_by_a_sweep(partial):
+            raise InputError(
+                f"{partial}: not a checkpoint of netsweep's; --force deletes only its own partial files: move "
+                f"it away or choose another --out",
+                param="out",
+            )
+        partial.unlink()
     say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
     try:
-        if progress_bar is None:
-            ds = plan(grid, keep=keep)
-        else:
-            with progress_bar(2 * grid.inner_size * grid.outer_size, 0) as advance:  # the plan, then ideal
-                ds = plan(grid, keep=keep, progress=advance)
+        with interrupts.deferred():
+            if progress_bar is None:
+                ds = plan(grid, keep=keep, checkpoint=checkpoint)
+            else:
+                with progress_bar(
+                    2 * grid.inner_size * grid.outer_size, 0
+                ) as advance:  # the plan, then ideal
+                    ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
     except InputError:
+        partial.unlink(missing_ok=True)  # refused (no feasible layout): nothing of this plan is kept
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
         raise
+    except BaseException as e:
+        if partial.exists():
+            setattr(e, KEPT, partial)
+        raise
     write_dataset(ds, target, command=command, overwrite=force)
+    partial.unlink(missing_ok=True)
     return ds, target

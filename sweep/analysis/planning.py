@@ -27,6 +27,8 @@ searched dim: a cube holds at most 32 dims (HDF5's rank limit) and a layout cube
 import dataclasses
 import json
 import math
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import xarray as xr
@@ -97,14 +99,49 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
 SEARCHED_TEXT = {"schedule": "1f1b,interleaved:2", "recompute": "none,selective,full"}
 
 
-def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
+class Checkpoint(Protocol):
+    """Where a plan's searches go on from, and what keeps them (:class:`sweep.io.plan_checkpoint.PlanCheckpoint`)."""
+
+    def start(self, index: int) -> tuple[int, dict[str, np.ndarray]] | None: ...
+
+    def after_block(self, index: int) -> Callable[[int, dict[str, np.ndarray]], None]: ...
+
+    def save(self) -> None: ...
+
+
+def _search(grid: LayoutGrid, keep: int, progress, checkpoint: Checkpoint | None, index: int) -> dict:
+    """Search ``index`` of a plan (0 the plan, 1 the ideal network, 2 + k overlap switch k flipped), going on
+    from ``checkpoint`` where it holds one."""
+    if checkpoint is None:
+        return best_layouts(grid, keep=keep, progress=progress)
+    return best_layouts(
+        grid,
+        keep=keep,
+        progress=progress,
+        start=checkpoint.start(index),
+        after_block=checkpoint.after_block(index),
+    )
+
+
+def plan(grid: LayoutGrid, keep: int = 3, progress=None, checkpoint: Checkpoint | None = None) -> xr.Dataset:
     """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
-    with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring)."""
+    with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring). ``checkpoint``:
+    where the searches go on from and are kept (``sweep plan --resume``); saved as the plan stops, whatever
+    stops it."""
     check_size(grid)
-    best = best_layouts(grid, keep=keep, progress=progress)
+    try:
+        return _plan(grid, keep, progress, checkpoint)
+    except BaseException:
+        if checkpoint is not None:
+            checkpoint.save()
+        raise
+
+
+def _plan(grid: LayoutGrid, keep: int, progress, checkpoint: Checkpoint | None) -> xr.Dataset:
+    best = _search(grid, keep, progress, checkpoint, 0)
     refuse_infeasible(grid, best)
     # The same keep as the plan's, so the ideal pass reuses its compiled block.
-    ideal = best_layouts(ideal_network(grid), keep=keep, progress=progress)
+    ideal = _search(ideal_network(grid), keep, progress, checkpoint, 1)
     keep = best["score"].shape[1]
     kept = list(SETTING_DIMS)
     kept_shape = tuple(grid.sizes[d] for d in kept)
@@ -143,7 +180,7 @@ def plan(grid: LayoutGrid, keep: int = 3, progress=None) -> xr.Dataset:
     )
     data["switch_change"] = xr.Variable(
         (*kept, "switch"),
-        switch_changes(grid, best, keep, progress).reshape(*kept_shape, len(OVERLAP_SWITCHES)),
+        switch_changes(grid, best, keep, progress, checkpoint).reshape(*kept_shape, len(OVERLAP_SWITCHES)),
         {
             "units": "1",
             "long_name": "the best step with this overlap switch flipped (layouts searched again), over the "
@@ -205,7 +242,9 @@ def flipped(mode: str, switch: str) -> str:
     return "+".join(s for s in OVERLAP_SWITCHES if s in on) or "none"
 
 
-def switch_changes(grid: LayoutGrid, best: dict, keep: int, progress=None) -> np.ndarray:
+def switch_changes(
+    grid: LayoutGrid, best: dict, keep: int, progress=None, checkpoint: Checkpoint | None = None
+) -> np.ndarray:
     """[O, switches]: each outer cell's best step with each overlap switch flipped, the layouts searched again
     (as for the ideal network), over the best step, less one; NaN where a setting has no feasible layout or
     the switch cannot matter (the expert all-to-all of dense models). The same block shape as the plan's
@@ -216,8 +255,12 @@ def switch_changes(grid: LayoutGrid, best: dict, keep: int, progress=None) -> np
     for k, switch in enumerate(OVERLAP_SWITCHES):
         if switch == "moe_a2a" and not experts:
             continue
-        again = best_layouts(
-            dataclasses.replace(grid, overlap=flipped(grid.overlap, switch)), keep, progress=progress
+        again = _search(
+            dataclasses.replace(grid, overlap=flipped(grid.overlap, switch)),
+            keep,
+            progress,
+            checkpoint,
+            2 + k,
         )
         out[:, k] = again["iteration_time"][:, 0] / step - 1.0
     return out

@@ -177,6 +177,10 @@ def plan(
         int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
     ] = 3,
     force: Force = False,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Finish an interrupted plan of the same command from OUT.partial."),
+    ] = False,
     quiet: Quiet = False,
     as_csv: Annotated[
         bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")
@@ -197,6 +201,7 @@ def plan(
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
     from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.io import job
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
@@ -204,7 +209,18 @@ def plan(
         raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
     bar = progress_bar(not quiet and sys.stderr.isatty())
-    ds, target = write_plan(g, out, keep=keep, force=force, command=command_line(), say=say, progress_bar=bar)
+    try:
+        ds, target = write_plan(
+            g, out, keep=keep, force=force, resume=resume, command=command_line(), say=say, progress_bar=bar
+        )
+    except (KeyboardInterrupt, Interrupted) as e:
+        kept = job.kept_partial(e)
+        fail(
+            f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+            if kept is not None and kept.exists()
+            else "interrupted before any block was kept; nothing was kept",
+            code=exit_code(e),
+        )
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
     typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
 

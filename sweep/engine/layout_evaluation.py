@@ -6,6 +6,7 @@ from collections.abc import Callable
 import numpy as np
 import xarray as xr
 
+from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS, coordinate_attrs
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
@@ -47,40 +48,63 @@ def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
     )
 
 
+SearchState = dict[str, np.ndarray]
+"""A search under way: ``score`` and ``layout`` [O, K] and every output at them [O, K], before the layouts
+not found are marked (what :func:`best_layouts` continues from, and hands ``after_block``)."""
+
+
 def best_layouts(
     grid: LayoutGrid,
     keep: int = 3,
     block_configs: int = BLOCK_CONFIGS,
     progress: Callable[[int], object] | None = None,
+    *,
+    start: tuple[int, SearchState] | None = None,
+    after_block: Callable[[int, SearchState], None] | None = None,
 ) -> dict:
     """The ``keep`` fastest feasible layouts of every outer cell, searched through the engine's block loop
     (:func:`sweep.engine.dispatch.run` with ``keep``: each block's best are found on the device and merged
-    here).
+    here, block after block in a fixed order).
+
+    ``start`` = (blocks done, state): go on from a search stopped after that many blocks (``sweep plan
+    --resume``); ``after_block(blocks done, state)`` is called once each block is merged. A stop requested by
+    SIGINT or SIGTERM (:mod:`sweep.core.interrupts`) is raised at the next block boundary.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
-    layout index, and every output at them [O, K] (O = the outer cells in cube order)."""
+    layout index (-1: none), and every output at them [O, K] (O = the outer cells in cube order)."""
     keep = min(keep, grid.inner_size)
     plan = BlockPlan(grid.sizes, block_configs, grid.family)
+    done = 0
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {
         "score": np.full((grid.outer_size, keep), -np.inf),
         "layout": np.full((grid.outer_size, keep), grid.inner_size, np.int64),
     }
     picked: dict[str, np.ndarray] = {}
+    if start is not None:
+        done, state = start[0], {k: v.copy() for k, v in start[1].items()}
+        best = {k: state.pop(k) for k in ("score", "layout")}
+        picked = state
     sizes = [grid.sizes[d] for d in SETTING_DIMS]
 
     def sink(block: Block, arrays: dict) -> None:
+        nonlocal done
+        interrupts.raise_if_requested()  # stop here, at a block boundary, if asked to
         start = int(np.ravel_multi_index([s.start for s in block.outer_slab], sizes))
         rows = slice(start, start + arrays["score"].shape[0])
         _merge(best, picked, rows, arrays.pop("score"), arrays.pop("layout"), arrays, keep)
+        done += 1
+        if after_block is not None:
+            after_block(done, best | picked)
 
-    run(grid, plan, sink, progress=progress, keep=keep)  # type: ignore[arg-type]
-    missing = ~np.isfinite(best["score"])  # fewer feasible layouts than asked for
-    best["layout"][missing] = -1
-    for v in picked.values():
-        if v.dtype.kind == "f":
+    run(grid, plan, sink, skip=range(done), progress=progress, keep=keep)  # type: ignore[arg-type]
+    out = {k: v.copy() for k, v in (best | picked).items()}
+    missing = ~np.isfinite(out["score"])  # fewer feasible layouts than asked for
+    out["layout"][missing] = -1
+    for k, v in out.items():
+        if k != "score" and v.dtype.kind == "f":
             v[missing] = np.nan
-    return best | picked
+    return out
 
 
 def _merge(
