@@ -143,24 +143,40 @@ def test_four_devices_give_the_cube_of_one(tmp_path, one_run):
     assert_same(read_all(out), one_run)
 
 
-PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@40", "--util",
-        "0.5,1"]  # fmt: skip  # 80 settings: 3 blocks per search, 5 searches (the plan, ideal, 3 switches)
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
+        "0.5,1"]  # fmt: skip  # 40 settings: 2 blocks per search, 5 searches (the plan, ideal, 3 switches)
 
 
-def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def one_plan(tmp_path_factory):
     import xarray as xr
 
+    out = tmp_path_factory.mktemp("plan") / "one.h5"
+    assert invoke(*PLAN, "--out", out).exit_code == 0
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        return ds.load()
+
+
+def assert_same_plan(path, one_plan):
+    import xarray as xr
+
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        for name in one_plan.data_vars:
+            np.testing.assert_array_equal(ds[name].values, one_plan[name].values, err_msg=name)
+        return dict(ds.attrs)
+
+
+def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path, monkeypatch, one_plan):
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-    one, two = tmp_path / "one.h5", tmp_path / "two.h5"
-    assert invoke(*PLAN, "--out", one).exit_code == 0
+    two = tmp_path / "two.h5"
     kept, calls = PlanCheckpoint.keep, []
 
-    def keep_then_stop(self, index, done, state):  # SIGTERM as the 4th block is kept (mid second search)
+    def keep_then_stop(self, index, done, state):  # SIGTERM as the 3rd block is kept (mid second search)
         kept(self, index, done, state)
         calls.append(index)
-        if len(calls) == 4:
+        if len(calls) == 3:
             interrupts.request(signal.SIGTERM)
 
     with monkeypatch.context() as m:
@@ -168,12 +184,18 @@ def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path
         r = invoke(*PLAN, "--out", two)
     partial = tmp_path / "two.h5.partial"
     assert r.exit_code == 143 and f"finished blocks are kept in {partial}" in r.output, r.output
-    assert partial.exists() and not two.exists() and calls == [0, 0, 0, 1]
+    assert partial.exists() and not two.exists() and calls == [0, 0, 1]
     r = invoke(*PLAN, "--out", two)  # a partial file is never started over without --force
     assert r.exit_code == 2 and "pass --resume to finish it or --force" in r.output
     r = invoke(*PLAN, "--out", two, "--resume")
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "two.h5"]
-    a, b = xr.open_dataset(one, engine="h5netcdf"), xr.open_dataset(two, engine="h5netcdf")
-    for name in a.data_vars:
-        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["two.h5"]
+    assert_same_plan(two, one_plan)
+
+
+def test_a_plan_over_two_processes_is_the_plan_of_one(tmp_path, one_plan):
+    two = tmp_path / "two.h5"
+    (out0, _), (out1, _) = two_processes(tmp_path, *PLAN[1:], "--out", two, command="plan")
+    assert "network-bound" in out0 and "process 1 of 2: searched its share of the plan" in out1
+    assert assert_same_plan(two, one_plan)["processes"] == 2
+    assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["two.h5"]

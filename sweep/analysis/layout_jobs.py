@@ -234,14 +234,21 @@ def write_plan(
     say: Say,
     resume: bool = False,
     progress_bar: Callable[[int, int], Any] | None = None,
-) -> "tuple[xr.Dataset, Path]":
+    share: tuple[int, int] | None = None,
+    stitch_timeout: float = 600.0,
+) -> "tuple[xr.Dataset | None, Path]":
     """``sweep plan``: the ``keep`` best layouts per setting (:func:`~sweep.analysis.planning.plan`), written
     as a cube. ``progress_bar(total, done)``: a context giving an ``advance(n)`` function, or None. A plan
     refused after its search (no feasible layout) leaves no empty default ``results/``.
 
     The searches are checkpointed to ``OUT.partial`` (:class:`~sweep.io.plan_checkpoint.PlanCheckpoint`):
     SIGINT and SIGTERM stop the plan at a block boundary with the checkpoint kept (named on the exception,
-    :func:`sweep.io.job.kept_partial`), and ``resume`` goes on from it to the cube one run writes."""
+    :func:`sweep.io.job.kept_partial`), and ``resume`` goes on from it to the cube one run writes.
+
+    ``share = (process, processes)`` (``--distributed``): this process searches its share of every search's
+    blocks into its shard (:func:`plan_share`); process 0 then waits for every shard (at most
+    ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
+    Another process returns (None, its shard)."""
     from netsweep_jax.sweep.analysis.planning import check_size, plan
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
@@ -250,6 +257,15 @@ def write_plan(
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     check_size(grid)  # before the output is claimed
+    if share is not None:
+        if resume:
+            raise InputError(
+                "--resume with --distributed is not supported for a plan; rerun it", param="resume"
+            )
+        if out is None:
+            raise InputError("needed with --distributed: a path every process can reach", param="out")
+        return plan_share(grid, out, keep=keep, share=share, force=force, command=command, say=say,
+                          stitch_timeout=stitch_timeout)  # fmt: skip
     made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
@@ -293,4 +309,58 @@ def write_plan(
         raise
     write_dataset(ds, target, command=command, overwrite=force)
     partial.unlink(missing_ok=True)
+    return ds, target
+
+
+def plan_share(
+    grid: Any,
+    out: Path,
+    *,
+    keep: int,
+    share: tuple[int, int],
+    force: bool,
+    command: str,
+    say: Say,
+    stitch_timeout: float,
+) -> "tuple[xr.Dataset | None, Path]":
+    """``sweep plan --distributed`` as process ``share[0]`` of ``share[1]``: every search of the plan
+    (:func:`~sweep.analysis.planning.searches`) over the blocks ``index % processes == process``, its states
+    written to ``OUT.shard<p>of<n>.h5``; process 0 then merges every shard's states
+    (:func:`~sweep.engine.layout_evaluation.merge_searches`) into the plan and writes it to ``out``."""
+    import os
+
+    from netsweep_jax.sweep.analysis.planning import plan, searches
+    from netsweep_jax.sweep.engine.layouts import best_layouts, merge_searches
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.distributed import shard_path, wait_for
+    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+    pid, count = share
+    target = layout_target(grid, out, force, "plan-", say if pid == 0 else (lambda _: None))
+    fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {count}"
+    shard = shard_path(target, pid, count)
+    mine = PlanCheckpoint(partial_path(shard), fingerprint)
+    for index, searched in searches(grid):
+        state = best_layouts(searched, keep=keep, only=lambda b: b.index % count == pid, raw=True)
+        mine.record(index, 0, state)
+    mine.save()
+    os.replace(mine.path, shard)
+    if pid != 0:
+        return None, shard
+    shards = [shard_path(target, p, count) for p in range(count)]
+    wait_for(shards, stitch_timeout)
+    found = []
+    for path in shards:
+        checkpoint = PlanCheckpoint(path, fingerprint)
+        checkpoint.load()
+        found.append(checkpoint.searches)
+    kept = min(keep, grid.inner_size)
+    results = {index: merge_searches([f[index][1] for f in found], kept) for index in found[0]}
+    try:
+        ds = plan(grid, keep=keep, search=lambda index, _: results[index])
+    finally:
+        for path in shards:
+            path.unlink(missing_ok=True)
+    write_dataset(ds.assign_attrs(processes=count), target, command=command, overwrite=force)
     return ds, target

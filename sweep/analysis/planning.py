@@ -109,39 +109,65 @@ class Checkpoint(Protocol):
     def save(self) -> None: ...
 
 
-def _search(grid: LayoutGrid, keep: int, progress, checkpoint: Checkpoint | None, index: int) -> dict:
-    """Search ``index`` of a plan (0 the plan, 1 the ideal network, 2 + k overlap switch k flipped), going on
-    from ``checkpoint`` where it holds one."""
-    if checkpoint is None:
-        return best_layouts(grid, keep=keep, progress=progress)
-    return best_layouts(
-        grid,
-        keep=keep,
-        progress=progress,
-        start=checkpoint.start(index),
-        after_block=checkpoint.after_block(index),
-    )
+Search = Callable[[int, LayoutGrid], dict]
+"""``search(index, grid)``: the best layouts of search ``index`` of a plan (:func:`searches`), on ``grid``."""
 
 
-def plan(grid: LayoutGrid, keep: int = 3, progress=None, checkpoint: Checkpoint | None = None) -> xr.Dataset:
+def searches(grid: LayoutGrid) -> list[tuple[int, LayoutGrid]]:
+    """Every search a plan makes, (index, grid) in order: 0 the plan, 1 on an ideal network, 2 + k with overlap
+    switch k flipped (not the expert all-to-all's for dense models: it cannot matter there)."""
+    out = [(0, grid), (1, ideal_network(grid))]
+    experts = any(m.experts for m in grid.models)
+    for k, switch in enumerate(OVERLAP_SWITCHES):
+        if switch != "moe_a2a" or experts:
+            out.append((2 + k, dataclasses.replace(grid, overlap=flipped(grid.overlap, switch))))
+    return out
+
+
+def searcher(keep: int, progress=None, checkpoint: Checkpoint | None = None) -> Search:
+    """A plan's searches on this machine, going on from ``checkpoint`` where it holds one."""
+
+    def search(index: int, grid: LayoutGrid) -> dict:
+        if checkpoint is None:
+            return best_layouts(grid, keep=keep, progress=progress)
+        return best_layouts(
+            grid,
+            keep=keep,
+            progress=progress,
+            start=checkpoint.start(index),
+            after_block=checkpoint.after_block(index),
+        )
+
+    return search
+
+
+def plan(
+    grid: LayoutGrid,
+    keep: int = 3,
+    progress=None,
+    checkpoint: Checkpoint | None = None,
+    search: Search | None = None,
+) -> xr.Dataset:
     """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
     with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring). ``checkpoint``:
     where the searches go on from and are kept (``sweep plan --resume``); saved as the plan stops, whatever
-    stops it."""
+    stops it. ``search``: how each search is made (default :func:`searcher`'s; ``sweep plan --distributed``
+    hands the searches the processes made)."""
     check_size(grid)
     try:
-        return _plan(grid, keep, progress, checkpoint)
+        return _plan(grid, keep, search or searcher(keep, progress, checkpoint))
     except BaseException:
         if checkpoint is not None:
             checkpoint.save()
         raise
 
 
-def _plan(grid: LayoutGrid, keep: int, progress, checkpoint: Checkpoint | None) -> xr.Dataset:
-    best = _search(grid, keep, progress, checkpoint, 0)
+def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
+    grids = dict(searches(grid))
+    best = search(0, grids[0])
     refuse_infeasible(grid, best)
     # The same keep as the plan's, so the ideal pass reuses its compiled block.
-    ideal = _search(ideal_network(grid), keep, progress, checkpoint, 1)
+    ideal = search(1, grids[1])
     keep = best["score"].shape[1]
     kept = list(SETTING_DIMS)
     kept_shape = tuple(grid.sizes[d] for d in kept)
@@ -180,7 +206,7 @@ def _plan(grid: LayoutGrid, keep: int, progress, checkpoint: Checkpoint | None) 
     )
     data["switch_change"] = xr.Variable(
         (*kept, "switch"),
-        switch_changes(grid, best, keep, progress, checkpoint).reshape(*kept_shape, len(OVERLAP_SWITCHES)),
+        switch_changes(grids, best, search).reshape(*kept_shape, len(OVERLAP_SWITCHES)),
         {
             "units": "1",
             "long_name": "the best step with this overlap switch flipped (layouts searched again), over the "
@@ -242,27 +268,16 @@ def flipped(mode: str, switch: str) -> str:
     return "+".join(s for s in OVERLAP_SWITCHES if s in on) or "none"
 
 
-def switch_changes(
-    grid: LayoutGrid, best: dict, keep: int, progress=None, checkpoint: Checkpoint | None = None
-) -> np.ndarray:
+def switch_changes(grids: dict[int, LayoutGrid], best: dict, search: Search) -> np.ndarray:
     """[O, switches]: each outer cell's best step with each overlap switch flipped, the layouts searched again
     (as for the ideal network), over the best step, less one; NaN where a setting has no feasible layout or
-    the switch cannot matter (the expert all-to-all of dense models). The same block shape as the plan's
-    search, so no compile."""
+    the switch cannot matter (the expert all-to-all of dense models: no search, :func:`searches`). The same
+    block shape as the plan's search, so no compile."""
     step = best["iteration_time"][:, 0]
     out = np.full((step.size, len(OVERLAP_SWITCHES)), np.nan)
-    experts = any(m.experts for m in grid.models)
-    for k, switch in enumerate(OVERLAP_SWITCHES):
-        if switch == "moe_a2a" and not experts:
-            continue
-        again = _search(
-            dataclasses.replace(grid, overlap=flipped(grid.overlap, switch)),
-            keep,
-            progress,
-            checkpoint,
-            2 + k,
-        )
-        out[:, k] = again["iteration_time"][:, 0] / step - 1.0
+    for k in range(len(OVERLAP_SWITCHES)):
+        if 2 + k in grids:
+            out[:, k] = search(2 + k, grids[2 + k])["iteration_time"][:, 0] / step - 1.0
     return out
 
 

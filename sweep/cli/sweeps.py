@@ -163,7 +163,7 @@ def grid(
         typer.echo(job.summary_line(summary))
 
 
-@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE)
+@options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE, DISTRIBUTED)
 def plan(
     ctx: typer.Context,
     out: Annotated[
@@ -209,10 +209,26 @@ def plan(
         raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
     bar = progress_bar(not quiet and sys.stderr.isatty())
+    share = None
+    if settings.get("distributed"):
+        from netsweep_jax.sweep.io.distributed import rendezvous
+
+        share = rendezvous(settings["coordinator"], settings["num_processes"], settings["process_id"])
     try:
         ds, target = write_plan(
-            g, out, keep=keep, force=force, resume=resume, command=command_line(), say=say, progress_bar=bar
+            g,
+            out,
+            keep=keep,
+            force=force,
+            resume=resume,
+            command=command_line(),
+            say=say,
+            progress_bar=bar,
+            share=share,
+            stitch_timeout=settings["stitch_timeout"],
         )
+    except StitchTimeout as e:
+        fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
         kept = job.kept_partial(e)
         fail(
@@ -221,6 +237,10 @@ def plan(
             else "interrupted before any block was kept; nothing was kept",
             code=exit_code(e),
         )
+    if ds is None:  # another process than 0 under --distributed: its share is in its shard
+        assert share is not None
+        typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
+        return
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
     typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
 

@@ -1,7 +1,7 @@
 """A layout grid evaluated by the engine's block loop: every output kept in memory, or the best layouts of
 each outer cell found on the device (``sweep plan``'s search)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import xarray as xr
@@ -61,6 +61,8 @@ def best_layouts(
     *,
     start: tuple[int, SearchState] | None = None,
     after_block: Callable[[int, SearchState], None] | None = None,
+    only: Callable[[Block], bool] | None = None,
+    raw: bool = False,
 ) -> dict:
     """The ``keep`` fastest feasible layouts of every outer cell, searched through the engine's block loop
     (:func:`sweep.engine.dispatch.run` with ``keep``: each block's best are found on the device and merged
@@ -68,7 +70,9 @@ def best_layouts(
 
     ``start`` = (blocks done, state): go on from a search stopped after that many blocks (``sweep plan
     --resume``); ``after_block(blocks done, state)`` is called once each block is merged. A stop requested by
-    SIGINT or SIGTERM (:mod:`sweep.core.interrupts`) is raised at the next block boundary.
+    SIGINT or SIGTERM (:mod:`sweep.core.interrupts`) is raised at the next block boundary. ``only(block)``
+    keeps a share of the blocks (one process's, under ``sweep plan --distributed``), and ``raw`` returns the
+    state as it stands (:data:`SearchState`), for :func:`merge_searches` to fold with the other shares'.
 
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
     layout index (-1: none), and every output at them [O, K] (O = the outer cells in cube order)."""
@@ -97,14 +101,33 @@ def best_layouts(
         if after_block is not None:
             after_block(done, best | picked)
 
-    run(grid, plan, sink, skip=range(done), progress=progress, keep=keep)  # type: ignore[arg-type]
-    out = {k: v.copy() for k, v in (best | picked).items()}
-    missing = ~np.isfinite(out["score"])  # fewer feasible layouts than asked for
+    run(grid, plan, sink, skip=range(done), progress=progress, only=only, keep=keep)  # type: ignore[arg-type]
+    return best | picked if raw else _finished(best | picked)
+
+
+def _finished(state: SearchState) -> dict:
+    """A search's result from its state: the layouts not found (fewer feasible than asked for) marked -1, the
+    outputs at them NaN."""
+    out = {k: v.copy() for k, v in state.items()}
+    missing = ~np.isfinite(out["score"])
     out["layout"][missing] = -1
     for k, v in out.items():
         if k != "score" and v.dtype.kind == "f":
             v[missing] = np.nan
     return out
+
+
+def merge_searches(states: Sequence[SearchState], keep: int) -> dict:
+    """One search's result from the states of its shares (each over every outer cell, -inf where its blocks
+    found nothing): the best ``keep`` of each cell over all of them, ties to the lower layout index, as one
+    search over every block gives."""
+    best = {k: states[0][k].copy() for k in ("score", "layout")}
+    picked = {k: v.copy() for k, v in states[0].items() if k not in best}
+    everything = slice(0, best["score"].shape[0])
+    for state in states[1:]:
+        rest = {k: v for k, v in state.items() if k not in ("score", "layout")}
+        _merge(best, picked, everything, state["score"], state["layout"], rest, keep)
+    return _finished(best | picked)
 
 
 def _merge(

@@ -37,6 +37,7 @@ from netsweep_jax.sweep.engine.layout_evaluation import (
     check_in_memory,
     evaluate_layouts_arrays,
     layouts_dataset,
+    merge_searches,
 )
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule, precision_bytes
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, LayoutRow, evaluate_rows
@@ -56,6 +57,7 @@ __all__ = [
     "evaluate_rows",
     "layouts_dataset",
     "make_layout_grid",
+    "merge_searches",
     "parse_schedule",
     "straggle_table",
 ]

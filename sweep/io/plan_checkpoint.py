@@ -1,4 +1,5 @@
-"""``sweep plan --resume``: a plan's searches, checkpointed to ``OUT.partial`` as a reduced sweep's are.
+"""``sweep plan --resume``: a plan's searches, checkpointed to ``OUT.partial`` as a reduced sweep's are (and
+under ``--distributed``, each process's share of them, in a shard of the same format).
 
 A plan searches its grid up to six times (the plan, an ideal network, each overlap switch flipped:
 :func:`sweep.analysis.planning.plan`), each a search of the engine's block loop
@@ -54,8 +55,13 @@ class PlanCheckpoint:
         """``after_block(done, state)`` for search ``index``: keeps its state, saved every few blocks."""
         return _Hook(self, index)
 
-    def keep(self, index: int, done: int, state: State) -> None:
+    def record(self, index: int, done: int, state: State) -> None:
+        """Hold search ``index``'s state (``done`` blocks merged), to be written by the next :meth:`save`."""
         self.searches[index] = (done, {k: np.array(v) for k, v in state.items()})
+
+    def keep(self, index: int, done: int, state: State) -> None:
+        """:meth:`record`, and :meth:`save` every ``CHECKPOINT_BLOCKS`` blocks."""
+        self.record(index, done, state)
         self._unsaved += 1
         if self._unsaved >= CHECKPOINT_BLOCKS:
             self.save()
