@@ -8,10 +8,7 @@ into blocks of the shape the other layout tests compile (8 x 8,192 lanes), so it
 layout kernel but the reduced one.
 """
 
-import os
 import signal
-import subprocess
-import sys
 
 import h5py
 import numpy as np
@@ -120,27 +117,6 @@ def test_reduce_keeps_the_best_layout_of_each_setting(tmp_path, one_run):
     np.testing.assert_array_equal(best.ravel(), layouts.max(axis=1))
     tp_of = np.repeat([1, 2, 4, 8], 6)
     np.testing.assert_array_equal(tp.ravel(), tp_of[layouts.argmax(axis=1)])
-
-
-def test_four_devices_give_the_cube_of_one(tmp_path, one_run):
-    # Blocks go round-robin to every local device, as a data-parallel sweep's (the run's XLA flags kept: only
-    # the device count differs).
-    out = tmp_path / "four.h5"
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
-    command = [
-        sys.executable,
-        "-m",
-        "netsweep_jax.sweep.cli",
-        "grid",
-        *LAYOUT_GRID,
-        *BLOCKS,
-        "--out",
-        str(out),
-    ]
-    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "XLA_FLAGS": flags})
-    with h5py.File(out) as f:
-        assert f.attrs["device_kind"].endswith("x4")
-    assert_same(read_all(out), one_run)
 
 
 PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
