@@ -252,8 +252,8 @@ def write_plan(
     from netsweep_jax.sweep.analysis.planning import check_size, plan
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.job import KEPT
-    from netsweep_jax.sweep.io.paths import in_use, made_by_a_sweep, partial_path
+    from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
+    from netsweep_jax.sweep.io.paths import partial_path
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     check_size(grid)  # before the output is claimed
@@ -269,25 +269,14 @@ def write_plan(
     made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
+    check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
     checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
     if resume:
-        if not partial.exists():
-            raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
         checkpoint.load()
     elif partial.exists():
-        if not force:
-            raise InputError(
-                f"{target}: an interrupted plan left {partial}; pass --resume to finish it or --force to start "
-                f"over",
-                param="out",
-            )
-        if in_use(partial) or not made_by_a_sweep(partial):
-            raise InputError(
-                f"{partial}: not a checkpoint of netsweep's; --force deletes only its own partial files: move "
-                f"it away or choose another --out",
-                param="out",
-            )
-        partial.unlink()
+        remove_stale(
+            partial
+        )  # --force: an earlier plan's checkpoint (check_output: netsweep's, no live run's)
     say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
     try:
         with interrupts.deferred():

@@ -73,15 +73,28 @@ def grid_metrics(
             zero_latency=zero_latency,
         )
     if reduce is not None:
-        (kb, ci), shape, axes, family = reduce
-        reduced = {}
-        for name in variables or out:
-            value, index = device_reduce(out[name][:kb, :ci].reshape(shape), axes, family)
-            reduced[name] = value
-            if index is not None:
-                reduced[f"{name}@index"] = index
-        return reduced
+        return _reduced({name: out[name] for name in variables or out}, reduce, skip_nan=False)
     return {name: out[name] if store is None else out[name].astype(store) for name in (variables or out)}
+
+
+def _reduced(out: Metrics, reduce: DevicePlan, *, skip_nan: bool) -> Metrics:
+    """Each output [kb_width, ci_width] reduced on the device as ``reduce`` says: ``name`` and, for max and min,
+    ``name@index`` (:func:`sweep.engine.reductions.device_reduce`). ``skip_nan``: a NaN (a layout that cannot
+    exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN)."""
+    (kb, ci), shape, axes, family = reduce
+    reduced = {}
+    for name, v in out.items():
+        value = v[:kb, :ci].reshape(shape)
+        nan_aware = skip_nan and family != "mean" and value.dtype.kind == "f"
+        if nan_aware:
+            value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
+        value, index = device_reduce(value, axes, family)
+        if nan_aware:
+            value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
+        reduced[name] = value
+        if index is not None:
+            reduced[f"{name}@index"] = index
+    return reduced
 
 
 @functools.partial(jax.jit, static_argnames=("features",))
@@ -290,23 +303,9 @@ def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, reduce: DevicePl
 
     ``reduce``: as :func:`grid_metrics`, over the layouts that can exist (a NaN output, a layout whose status
     is not 0, is never an extreme; a mean over them is NaN)."""
-    out = _block_step(outer, inner)
     shape = (outer.shape[0], inner.shape[0])
-    if reduce is None:
-        return {name: jnp.broadcast_to(v, shape) for name, v in out.items()}
-    (kb, ci), block, axes, family = reduce
-    reduced = {}
-    for name, v in out.items():
-        value = jnp.broadcast_to(v, shape)[:kb, :ci].reshape(block)
-        if family != "mean" and value.dtype.kind == "f":  # NaN (cannot exist) loses to every layout
-            value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
-        value, index = device_reduce(value, axes, family)
-        if value.dtype.kind == "f":
-            value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
-        reduced[name] = value
-        if index is not None:
-            reduced[f"{name}@index"] = index
-    return reduced
+    out = {name: jnp.broadcast_to(v, shape) for name, v in _block_step(outer, inner).items()}
+    return out if reduce is None else _reduced(out, reduce, skip_nan=True)
 
 
 def _block_step(outer: jax.Array, inner: jax.Array) -> Metrics:

@@ -16,7 +16,7 @@ the process's JAX configuration as it found it.
 
 import collections
 import contextlib
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan, pow2
 from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_best, layout_block_outputs
@@ -288,7 +289,7 @@ class Dispatcher:
                 for name in self.grid.variables
             }
         if self.grid.store_dtype == "float16":
-            check_float16(arrays, self.plan.family.positive, self.plan.family.variables)
+            check_float16(arrays, self.plan.family)
         return arrays
 
 
@@ -298,12 +299,10 @@ def _as_stored(a: npt.NDArray[Any], store: np.dtype) -> npt.NDArray[Any]:
     return a.astype(store) if a.dtype.kind == "f" and a.dtype != store else a
 
 
-def check_float16(
-    arrays: Arrays, positive: Collection[str], variables: Mapping[str, tuple[str, str]]
-) -> None:
-    """Refuse a block that a float16 store cannot hold (one line, naming the variable and the limit).
-    ``positive``: the variables never 0 where defined (float16 holds 6e-8 to 65504); ``variables``: their
-    units."""
+def check_float16(arrays: Arrays, family: Family) -> None:
+    """Refuse a block of ``family``'s outputs that a float16 store cannot hold (one line, naming the variable
+    and the limit: float16 holds 6e-8 to 65504; the family's ``positive`` outputs are never 0 where defined)."""
+    positive, variables = family.positive, family.variables
     for name, a in arrays.items():
         if a.dtype.kind == "f" and np.isinf(a).any():
             raise InputError(

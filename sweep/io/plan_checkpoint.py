@@ -2,40 +2,23 @@
 under ``--distributed``, each process's share of them, in a shard of the same format).
 
 A plan searches its grid up to six times (the plan, an ideal network, each overlap switch flipped:
-:func:`sweep.analysis.planning.plan`), each a search of the engine's block loop
+:func:`sweep.analysis.planning.searches`), each a search of the engine's block loop
 (:func:`sweep.engine.layout_evaluation.best_layouts`). The checkpoint holds, for every search begun, the
-blocks it has merged and its state (the best layouts so far), written every ``CHECKPOINT_BLOCKS`` blocks,
-when a search ends and when the plan stops, to a new file renamed over ``OUT.partial`` (never a link or a
-user's file), with the grid's fingerprint and a CRC-32 of everything it restores (a changed byte is
-refused, not resumed into another plan). A resumed plan computes the same blocks in the same order, so its
-cube equals one run's.
+blocks it has merged and its state (the best layouts so far), written every ``CHECKPOINT_BLOCKS`` blocks
+and when the plan stops, as :mod:`sweep.io.checkpoints` writes a checkpoint (a new file renamed over
+``OUT.partial``, the grid's fingerprint, a CRC-32 of everything it restores). A resumed plan computes the
+same blocks in the same order, so its cube equals one run's.
 """
 
-import os
-import zlib
 from pathlib import Path
 
-import h5py
 import numpy as np
 
-from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
-from netsweep_jax.sweep.io.paths import new_temporary
+from netsweep_jax.sweep.io import checkpoints
 
 CHECKPOINT_BLOCKS = 16
 State = dict[str, np.ndarray]
-
-
-def _checksum(fingerprint: str, searches: dict[int, tuple[int, State]]) -> int:
-    crc = zlib.crc32(fingerprint.encode())
-    for index in sorted(searches):
-        done, state = searches[index]
-        crc = zlib.crc32(f"{index}:{done}".encode(), crc)
-        for name in sorted(state):
-            a = np.ascontiguousarray(state[name])
-            crc = zlib.crc32(name.encode() + str(a.dtype).encode() + str(a.shape).encode(), crc)
-            crc = zlib.crc32(a.tobytes(), crc)
-    return crc
+DONE = "blocks_done"  # the array of (search, blocks merged) rows
 
 
 class PlanCheckpoint:
@@ -56,8 +39,10 @@ class PlanCheckpoint:
         return _Hook(self, index)
 
     def record(self, index: int, done: int, state: State) -> None:
-        """Hold search ``index``'s state (``done`` blocks merged), to be written by the next :meth:`save`."""
-        self.searches[index] = (done, {k: np.array(v) for k, v in state.items()})
+        """Hold search ``index``'s state (``done`` blocks merged), to be written by the next :meth:`save`. The
+        arrays are held, not copied (a search merges each block into them in place, and its state is whole at
+        every block boundary, where this is called)."""
+        self.searches[index] = (done, dict(state))
 
     def keep(self, index: int, done: int, state: State) -> None:
         """:meth:`record`, and :meth:`save` every ``CHECKPOINT_BLOCKS`` blocks."""
@@ -68,51 +53,22 @@ class PlanCheckpoint:
 
     def save(self) -> None:
         """Write every search's state to a new file, then rename it over the checkpoint."""
-        tmp = new_temporary(self.path)
-        try:
-            with h5py.File(tmp, "w") as f:
-                f.attrs["grid_fingerprint"] = self.fingerprint
-                f.attrs["checksum"] = _checksum(self.fingerprint, self.searches)
-                for index, (done, state) in self.searches.items():
-                    g = f.create_group(f"search{index}")
-                    g.attrs["blocks_done"] = done
-                    for name, a in state.items():
-                        g[name] = a
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)  # this run's own name
+        arrays = {
+            f"search{i}/{name}": a for i, (_, state) in self.searches.items() for name, a in state.items()
+        }
+        arrays[DONE] = np.array([(i, done) for i, (done, _) in sorted(self.searches.items())], np.int64)
+        checkpoints.write(self.path, self.fingerprint, {}, arrays, "")
         self._unsaved = 0
 
     def load(self) -> None:
         """Restore the searches from a checkpoint of the same plan; refuse another plan's or a damaged one."""
-        try:
-            with h5py.File(self.path, "r") as f:
-                if f.attrs.get("grid_fingerprint") != self.fingerprint:
-                    raise InputError(
-                        f"{self.path}: made for another plan; rerun with the same options, or --force",
-                        param="resume",
-                    )
-                recorded = f.attrs.get("checksum")
-                searches = {
-                    int(name.removeprefix("search")): (
-                        int(g.attrs["blocks_done"]),
-                        {k: g[k][...] for k in g},
-                    )
-                    for name, g in f.items()
-                }
-        except InputError:
-            raise
-        except HDF5_ERRORS as e:
-            raise InputError(
-                f"{self.path}: not a readable checkpoint ({reason(e)}); rerun with --force", param="resume"
-            ) from None
-        if recorded is None or int(recorded) != _checksum(self.fingerprint, searches):
-            raise InputError(
-                f"{self.path}: the checkpoint is damaged (its checksum does not match what it holds); "
-                f"resuming would give a wrong plan: rerun with --force to start over",
-                param="resume",
-            )
-        self.searches = searches
+        _, arrays = checkpoints.read(self.path, self.fingerprint, lambda _: "", "plan", "plan")
+        done = {int(i): int(n) for i, n in arrays.pop(DONE, np.zeros((0, 2), np.int64))}
+        states: dict[int, State] = {i: {} for i in done}
+        for key, a in arrays.items():
+            group, _, name = key.partition("/")
+            states.setdefault(int(group.removeprefix("search")), {})[name] = a
+        self.searches = {i: (done.get(i, 0), state) for i, state in states.items()}
 
 
 class _Hook:

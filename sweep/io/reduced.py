@@ -2,45 +2,32 @@
 
 The accumulators (:class:`~sweep.engine.reductions.ReducedRun`) live in memory; every
 ``CHECKPOINT_BLOCKS`` blocks they and the count of finished blocks are written to a new
-file renamed over ``OUT.partial``, so ``--resume`` after a kill goes on from the last
-checkpoint, computing the same blocks in the same order: the result is bit-identical.
-The new file has a name of its own (:func:`~sweep.io.paths.new_temporary`: never a link
-or a user's file), and the checkpoint carries a CRC-32 of everything it restores
-(attribute ``checksum``): a changed byte is refused on ``--resume``, not resumed into
-another result.
+file renamed over ``OUT.partial`` (:mod:`sweep.io.checkpoints`: a name of its own, a CRC-32 of
+everything it restores), so ``--resume`` after a kill goes on from the last checkpoint, computing
+the same blocks in the same order: the result is bit-identical.
 """
 
-import os
-import zlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
-import h5py
-import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
-from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
+from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
-from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
-from netsweep_jax.sweep.io.paths import new_temporary
 
 CHECKPOINT_BLOCKS = 16
 
 
-def _checksum(done: int, block_configs: int, arrays: Mapping[str, npt.NDArray[Any]]) -> int:
-    """CRC-32 over what a checkpoint restores: the block counts, then every array by name."""
-    crc = zlib.crc32(f"{done},{block_configs}".encode())
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        crc = zlib.crc32(name.encode() + str(a.dtype).encode() + str(a.shape).encode(), crc)
-        crc = zlib.crc32(a.tobytes(), crc)
-    return crc
+def _header(done: int, block_configs: int) -> str:
+    """What a checkpoint's CRC-32 covers before the arrays: the block counts."""
+    return f"{done},{block_configs}"
 
 
 def _arrays(state: ReducedRun) -> dict[str, npt.NDArray[Any]]:
@@ -56,52 +43,33 @@ def _arrays(state: ReducedRun) -> dict[str, npt.NDArray[Any]]:
 
 def save_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     """Checkpoint: accumulators and the count of finished blocks, written to a new file, then renamed."""
-    arrays = _arrays(state)
-    tmp = new_temporary(path)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["grid_fingerprint"] = fingerprint
-            f.attrs["blocks_done"] = state.done
-            f.attrs["block_configs"] = state.plan.block_configs
-            f.attrs["checksum"] = _checksum(state.done, state.plan.block_configs, arrays)
-            for name, a in arrays.items():
-                f[name] = a
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # this run's own name
+    block_configs = state.plan.block_configs
+    attrs = {"blocks_done": state.done, "block_configs": block_configs}
+    checkpoints.write(path, fingerprint, attrs, _arrays(state), _header(state.done, block_configs))
 
 
 def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     """Restore the accumulators and the count of finished blocks from a checkpoint of the same grid;
     refuse one whose checksum does not match what it holds."""
-    try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("grid_fingerprint") != fingerprint:
-                raise InputError(
-                    f"{path}: made for another grid or reduction; rerun with the same options, or --force",
-                    param="resume",
-                )
-            done, block_configs = int(f.attrs["blocks_done"]), int(f.attrs["block_configs"])
-            recorded = f.attrs.get("checksum")
-            arrays = {name: f[name][...] for name in _arrays(state)}
-    except InputError:
-        raise
-    except HDF5_ERRORS as e:
-        raise InputError(
-            f"{path}: not a readable checkpoint ({reason(e)}); rerun with --force", param="resume"
-        ) from None
-    if (
-        recorded is None
-        or int(recorded) != _checksum(done, block_configs, arrays)
-        or block_configs != state.plan.block_configs
-        or not 0 <= done <= len(state.plan.blocks())
-    ):
+    attrs, arrays = checkpoints.read(
+        path,
+        fingerprint,
+        lambda a: _header(int(a["blocks_done"]), int(a["block_configs"])),
+        "grid or reduction",
+        "cube",
+    )
+    done, block_configs = int(attrs["blocks_done"]), int(attrs["block_configs"])
+    if block_configs != state.plan.block_configs or not 0 <= done <= len(state.plan.blocks()):
         raise InputError(
             f"{path}: the checkpoint is damaged (its checksum does not match what it holds); "
             f"resuming would give a wrong cube: rerun with --force to start over",
             param="resume",
         )
     for name, a in _arrays(state).items():
+        if name not in arrays:
+            raise InputError(
+                f"{path}: not a readable checkpoint (no {name}); rerun with --force", param="resume"
+            )
         if a.shape != arrays[name].shape:
             raise InputError(
                 f"{path}: written with another block size; rerun with the same value", param="resume"
