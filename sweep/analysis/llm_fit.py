@@ -7,7 +7,8 @@ as :func:`sweep.engine.compiled.fit_layout_runs`), as ``calibrate`` fits the dat
 constant bounded by a sigmoid, the best of several starting points under the model, then Adam steps through
 the layout kernel, keeping the constants of the lowest loss. The starting points are a coarse grid's best:
 for each utilization of :data:`UTILIZATIONS`, each die's best efficiency of :data:`EFFICIENCIES`. A constant
-no training run depends on keeps its documented default (efficiency 0.6, utilization 1).
+no training run depends on keeps its documented default (efficiency 0.6, utilization 1). The utilization can
+instead be held at a measured value (``sweep validate --llm`` holds it at :data:`NIC_UTILIZATION`).
 A :class:`Validation` holds every run's predictions under each model (:data:`MODELS`) and their errors.
 """
 
@@ -39,6 +40,11 @@ UTILIZATIONS = np.geomspace(0.02, 1.0, 40)
 STEPS = 300
 LEARNING_RATE = 0.02
 UTILIZATION_DEFAULT = 1.0
+# The share of its NICs' line rate NCCL's collectives reach, as measured and not fitted: NCCL's maintainers expect
+# 46-48 GB/s of bus bandwidth per 400 Gbit/s NDR NIC (NVIDIA/nccl-tests#290, 2025-03-03: 0.92-0.96 of 50 GB/s); on
+# 3 DGX-like A100 nodes with 4 HDR NICs each, all_reduce_perf averaged 84.8 and peaked at 96 of 100 GB/s
+# (NVIDIA/nccl-tests#119, 2022-11-17). The lower end of the maintainers' range.
+NIC_UTILIZATION = 0.92
 MODELS = ("defaults", "trained", "in-sample")
 # The fitted vector: the utilization, then every GPU die's efficiency (a die no training run uses held at its
 # default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every
@@ -56,13 +62,14 @@ class Fit:
     utilization: float
     fitted: tuple[str, ...]
     rows: tuple[str, ...]  # the ids it was fitted on
+    held: str = "default"  # what an unfitted utilization is: its default, or a measured value held
 
     def describe(self) -> str:
         eff = ", ".join(
             f"{g} {e:.4g}{'' if f'efficiency {g}' in self.fitted else ' (default)'}"
             for g, e in sorted(self.efficiency.items())
         )
-        util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else ' (default)'}"
+        util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else f' ({self.held})'}"
         return f"efficiency {eff}; utilization {util}"
 
 
@@ -138,35 +145,48 @@ def _coarse_grid(runs: Sequence[Run], measured: np.ndarray) -> dict[str, np.ndar
     }
 
 
-def fit(runs: Sequence[Run], train: Sequence[bool], name: str, steps: int = STEPS) -> Fit:
-    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, one utilization."""
+def fit(
+    runs: Sequence[Run],
+    train: Sequence[bool],
+    name: str,
+    steps: int = STEPS,
+    utilization: float | None = None,
+) -> Fit:
+    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, and one
+    utilization unless ``utilization`` holds it at a measured value."""
     idx = [i for i, (r, t) in enumerate(zip(runs, train)) if t and r.value is not None and not r.moe]
     gpus = sorted({die(r.gpu) for r in runs})
     efficiency = {g: EFFICIENCY for g in gpus}
+    held = "default" if utilization is None else "measured, held"
     if not idx:
-        return Fit(name, efficiency, UTILIZATION_DEFAULT, (), ())
+        return Fit(
+            name, efficiency, UTILIZATION_DEFAULT if utilization is None else utilization, (), (), held
+        )
     sub = [runs[i] for i in idx]
     measured = np.array([r.value for r in sub], np.float64)
     per_die = _coarse_grid(sub, measured)
     per_u = sum(loss.min(axis=1) for loss in per_die.values())
-    # Utilization is identifiable only if some training row's prediction depends on it; else it is held at its
-    # default (equal bounds), as is the efficiency of a die no training run uses.
-    identifiable_u = bool(np.ptp(per_u) > 1e-9 * max(float(per_u.max()), 1e-30))
-    u_bounds = (UTILIZATIONS[0], UTILIZATIONS[-1]) if identifiable_u else (UTILIZATION_DEFAULT,) * 2
+    # Utilization is fitted only if not held at a measured value and some training row's prediction depends on
+    # it; else it is held (equal bounds) at that value or its default, as is the efficiency of a die no training
+    # run uses.
+    identifiable_u = utilization is None and bool(np.ptp(per_u) > 1e-9 * max(float(per_u.max()), 1e-30))
+    kept = UTILIZATION_DEFAULT if utilization is None else utilization
+    u_bounds = (UTILIZATIONS[0], UTILIZATIONS[-1]) if identifiable_u else (kept,) * 2
     lows = np.array([u_bounds[0]] + [EFFICIENCY] * len(DIES))
     highs = np.array([u_bounds[1]] + [EFFICIENCY] * len(DIES))
     # The starting points [U, P]: at each utilization of the coarse grid, each die's best efficiency there.
     starts = np.full((len(UTILIZATIONS), len(lows)), EFFICIENCY)
-    starts[:, 0] = UTILIZATIONS
+    starts[:, 0] = UTILIZATIONS if identifiable_u else kept
     for g, loss in per_die.items():
         d = 1 + DIES.index(g)
         lows[d], highs[d] = EFFICIENCIES[0], EFFICIENCIES[-1]
-        starts[:, d] = EFFICIENCIES[np.argmin(loss, axis=1)]
+        starts[:, d] = EFFICIENCIES[np.argmin(loss, axis=1)]  # held, u's bounds keep it; these still vary
     values, _ = fit_constants(sub, starts, lows, highs, steps)
     efficiency.update({g: float(values[1 + DIES.index(g)]) for g in per_die})
-    utilization = float(values[0]) if identifiable_u else UTILIZATION_DEFAULT
     fitted = tuple(f"efficiency {g}" for g in per_die) + (("utilization",) if identifiable_u else ())
-    return Fit(name, efficiency, utilization, fitted, tuple(r.id for r in sub))
+    return Fit(
+        name, efficiency, float(values[0]) if identifiable_u else kept, fitted, tuple(r.id for r in sub), held
+    )
 
 
 @dataclasses.dataclass
