@@ -4,7 +4,9 @@
 tokens per second over the GPUs. ``model_TFLOPs_per_GPU`` and Megatron-LM's ``TFLOPs_per_GPU``
 (``megatron``): model FLOPs as :mod:`kernels.layout` counts them, over time and GPUs. Narayanan et al.'s
 ``TFLOPs_per_GPU`` (``sc21-eq3``): their eq. 3, ``96 B s l h^2 (1 + s / 6h + v / 16 l h)``, which counts a
-recomputed forward (:func:`source_flops`), over time and GPUs. The protocol is
+recomputed forward (:func:`source_flops`), over time and GPUs. Megatron-Bridge's tables of 2025
+(``megatron-causal``): its own count (:func:`megatron_causal_flops`: the attention core's causal half, no router),
+over time and GPUs. The protocol is
 :mod:`sweep.analysis.llm_validation`'s.
 """
 
@@ -23,12 +25,50 @@ def die(gpu: str) -> str:
     return GPUS[gpu].die or gpu
 
 
+# Models whose gated MLP Megatron-Core runs with an activation other than SiLU (gpt-oss: quick_gelu, Megatron-Bridge's
+# GPTOSSProvider), which Megatron-Bridge's FLOP count takes for 2 matrices (its 3/2 factor needs F.silu).
+GATED_NOT_SILU = ("gpt-oss-120b",)
+
+
+def megatron_causal_flops(run: Run) -> float:
+    """Forward FLOPs per token as Megatron-Bridge counts them (``megatron-causal``: ``num_floating_point_operations``
+    of ``src/megatron/bridge/training/utils/flop_utils.py`` from v0.2.0rc5, 2025-09-27, which the 25.09 and 25.11
+    performance tables use; Megatron-LM's since 2025-03-06). The attention core counted for the causal half,
+    the router not counted, a gated MLP 3 matrices only with SiLU, no multi-token prediction:
+
+        plain attention   4 h a d (1 + g / a) + 2 s a d
+        MLA               2 (r (h + a (d_qk + d_r) + 1) + c (h + a (d_qk + d_v) + 1) + h d_r + a d_v h)
+                          + s a (d_qk + d_r + d_v)
+        MLP               2 h f x (3 gated with SiLU, else 2);  MoE: 2 h f_e (k + S) x (3 or 2)
+        per token         L attention + (L - L_e) MLP + L_e MoE + 2 h v
+    """
+    m = run.llm
+    L, h, a, s, v = m.layers, m.hidden, m.heads, m.seq, m.vocab
+    d = m.head_dim or h // a
+    if m.q_rank or m.kv_rank:
+        dr, dv, r, c = m.rope_dim, m.v_head_dim or d, m.q_rank, m.kv_rank
+        dqk = d - dr  # the preset's head_dim includes the rotary part
+        attention = 2.0 * (
+            r * (h + a * (dqk + dr) + 1) + c * (h + a * (dqk + dv) + 1) + h * dr + a * dv * h
+        ) + s * a * (dqk + dr + dv)
+    else:
+        g = m.kv_heads or a
+        attention = 4.0 * h * a * d * (1 + g / a) + 2.0 * s * a * d
+    matrices = 3.0 if m.mlp == "swiglu" and run.model not in GATED_NOT_SILU else 2.0
+    dense = 2.0 * h * m.ffn * matrices
+    moe = 2.0 * h * m.expert_ffn * (m.top_k + m.shared_experts) * matrices
+    return L * attention + (L - m.moe_layers) * dense + m.moe_layers * moe + 2.0 * h * v
+
+
 def source_flops(run: Run) -> float:
-    """FLOPs per iteration as the run's source counts them (``sc21-eq3``; 0 for other rules)."""
-    if run.flops != "sc21-eq3":
-        return 0.0
+    """FLOPs per iteration as the run's source counts them (``sc21-eq3``, ``megatron-causal``; 0 for other
+    rules)."""
     m = run.llm
     B, s, L, h, v = run.global_batch, m.seq, m.layers, m.hidden, m.vocab
+    if run.flops == "megatron-causal":
+        return 3.0 * B * s * megatron_causal_flops(run)
+    if run.flops != "sc21-eq3":
+        return 0.0
     return 96.0 * B * s * L * h * h * (1 + s / (6 * h) + v / (16 * L * h))
 
 
@@ -45,12 +85,17 @@ def metric_terms(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
     """Each run's metric as the layout kernel's outputs give it: ([R] int, an index into
     :data:`~sweep.engine.compiled.LAYOUT_RUN_METRICS`; [R] the count per step ``count_per_s`` divides by the
     iteration time: tokens over the GPUs, or TFLOP per GPU by eq. 3, else 0)."""
-    rule = {"time": "iteration_time", "sc21-eq3": "count_per_s", "tokens": "count_per_s"}
+    rule = {
+        "time": "iteration_time",
+        "sc21-eq3": "count_per_s",
+        "megatron-causal": "count_per_s",
+        "tokens": "count_per_s",
+    }
     code = np.array([LAYOUT_RUN_METRICS.index(rule.get(r.flops, "tflops_per_gpu")) for r in runs], np.int32)
     count = np.array(
         [
             source_flops(r) / r.gpus / 1e12
-            if r.flops == "sc21-eq3"
+            if r.flops in ("sc21-eq3", "megatron-causal")
             else r.global_batch * r.llm.seq / r.gpus
             if r.flops == "tokens"
             else 0.0

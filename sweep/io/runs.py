@@ -49,7 +49,7 @@ METRICS = {
     "model_TFLOPs_per_GPU": "TFLOP/s",
     "tokens_per_s_per_GPU": "tokens/s",
 }
-FLOP_RULES = ("megatron", "sc21-eq3", "time", "tokens")
+FLOP_RULES = ("megatron", "megatron-causal", "sc21-eq3", "time", "tokens")
 # The metrics that count no FLOPs, each with its one rule.
 COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
 STACKS = ("megatron", "fsdp")
