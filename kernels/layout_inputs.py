@@ -62,7 +62,8 @@ class Arch(NamedTuple):
 
 
 class Device(NamedTuple):
-    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s), memory (bytes, as the driver reports
+    """A GPU and its precision: matrix peak (FLOP/s), HBM (bytes/s: the rate memory-bound work achieves, the
+    GPU's bandwidth times the sweep's ``memory_efficiency``), memory (bytes, as the driver reports
     it), bytes per element (gradients as kept and reduced), ``usable``: the fraction of the memory a
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
     allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how

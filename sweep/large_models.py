@@ -45,7 +45,7 @@ class LayoutOptions(TypedDict, total=False):
       gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
-      efficiency, attention_efficiency, gemm_latency, usable_memory, grad_bytes, moment_bytes,
+      efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
         offload_layers, imbalance, overhead, slowdown, jitter: the model's constants and the stack's
         settings.
       dtype: ``"float32"`` (default) or ``"float64"``.
@@ -79,6 +79,7 @@ class LayoutOptions(TypedDict, total=False):
     efficiency: Values
     attention_efficiency: Values
     gemm_latency: Values
+    memory_efficiency: Values
     usable_memory: Values
     grad_bytes: Values
     moment_bytes: Values

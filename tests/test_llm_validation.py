@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
@@ -14,6 +15,8 @@ from netsweep_jax.sweep.analysis import llm_validation as V
 from netsweep_jax.sweep.analysis.llm_predict import die, megatron_causal_flops, predict, source_flops
 from netsweep_jax.sweep.analysis.llm_report import FILES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.compiled import layout_inputs, layout_rows
+from netsweep_jax.sweep.engine.layout_rows import row_columns
 from netsweep_jax.sweep.io import runs as runs_file
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 
@@ -304,7 +307,8 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
     assert r.exit_code == 0, r.output
     assert "efficiency a100" in r.stdout and "error of held-out runs (9)" in r.stdout
     fitted = json.loads(out.read_text())
-    assert set(fitted["constants"]) == {"efficiency", "utilization"} and len(fitted["runs"]) == 19
+    assert set(fitted["constants"]) == {"efficiency", "utilization", "memory_efficiency"}
+    assert len(fitted["runs"]) == 19 and fitted["constants"]["memory_efficiency"] == F.MEMORY_DEFAULT
     r = invoke("calibrate", runs, "--fit", "latency")
     assert r.exit_code == 2 and "--fit" in r.output
 
@@ -361,9 +365,9 @@ def _training(runs, train):
     return [r for r, t in zip(runs, train) if t and r.value is not None and not r.moe]
 
 
-def _loss(runs, efficiency, utilization):
+def _loss(runs, efficiency, utilization, memory_efficiency=1.0):
     """The fit's loss, from the report's predictions (float64): mean squared log(predicted / measured)."""
-    predicted = predict(runs, efficiency, utilization)["predicted"]
+    predicted = predict(runs, efficiency, utilization, memory_efficiency)["predicted"]
     return float(np.mean(np.log(predicted / np.array([r.value for r in runs])) ** 2))
 
 
@@ -423,6 +427,40 @@ def test_the_fit_reaches_at_most_the_grid_searchs_loss_and_a_minimum():
         assert loss <= _loss(sub, fitted.efficiency, fitted.utilization * (1 + step))
 
 
+def test_validations_fit_holds_the_utilization_and_fits_the_memory_efficiency():
+    # validate --llm's protocol: the NIC utilization held at NCCL's measured rate, the memory efficiency fitted
+    # with the dies' efficiencies, to a minimum no step of 0.06% (efficiency) or 0.3% (memory efficiency) improves.
+    runs = read_runs(DATASET)
+    train = [r.group in V.DEFAULT_TRAIN.split(",") for r in runs]
+    fitted = F.fit(runs, train, "trained", utilization=F.NIC_UTILIZATION, memory_efficiency=None)
+    sub = _training(runs, train)
+    assert fitted.fitted == ("efficiency a100", "efficiency h100", "memory efficiency")
+    assert fitted.utilization == F.NIC_UTILIZATION and "0.92 (measured, held)" in fitted.describe()
+    assert F.MEMORY_EFFICIENCIES[0] < fitted.memory_efficiency < 1.0
+    u, m = fitted.utilization, fitted.memory_efficiency
+    loss = _loss(sub, fitted.efficiency, u, m)
+    for g in ("a100", "h100"):
+        for step in (-6e-4, 6e-4):
+            assert loss <= _loss(sub, {**fitted.efficiency, g: fitted.efficiency[g] * (1 + step)}, u, m)
+    for step in (-3e-3, 3e-3):
+        assert loss <= _loss(sub, fitted.efficiency, u, m * (1 + step))
+
+
+def test_a_memory_efficiency_is_a_slower_hbm():
+    # The sweeps' memory efficiency scales the HBM rate the kernel sees (sweep.engine.compiled.layout_inputs), so a
+    # run at memory efficiency m is the run on a GPU whose HBM is m times as fast, output for output.
+    run = {r.id: r for r in read_runs(DATASET)}["MB-H100-05"]
+    cell, layout = row_columns([settings(run)[0]])
+    cell = {**cell, "efficiency": np.array([0.6]), "utilization": np.array([0.9])}
+    with jax.enable_x64(True):
+        slower = layout_rows(*layout_inputs({**cell, "memory_efficiency": np.array([0.4])}, layout))
+        halved = layout_rows(*layout_inputs({**cell, "hbm": cell["hbm"] * 0.4}, layout))
+        full = layout_rows(*layout_inputs(cell, layout))
+    for k in slower:
+        np.testing.assert_allclose(np.asarray(slower[k]), np.asarray(halved[k]), rtol=1e-12, err_msg=k)
+    assert float(slower["iteration_time"][0]) > float(full["iteration_time"][0])
+
+
 def test_a_constant_no_training_run_depends_on_keeps_its_default(tmp_path):
     # Two runs on one node (tp 8: no traffic on the NICs) train; an H100 run is held out: the A100's efficiency
     # is fitted, the utilization and the H100's efficiency keep their defaults (the fit holds them there).
@@ -439,9 +477,9 @@ def test_the_fits_loss_is_the_reports():
     # The fit builds its kernel inputs itself (layout_rows.row_columns, fit_inputs): under constants it holds (equal
     # bounds), its loss over every dense run must be the one the report's predictions give.
     runs = [r for r in read_runs(DATASET) if not r.moe and r.value is not None]
-    values = np.array([0.37] + [0.45 + 0.05 * k for k in range(len(F.DIES))])
-    eff = {g: float(values[1 + k]) for k, g in enumerate(F.DIES)}
+    values = np.array([0.37, 0.6] + [0.45 + 0.05 * k for k in range(len(F.DIES))])
+    eff = {g: float(values[2 + k]) for k, g in enumerate(F.DIES)}
     starts = np.tile(values, (len(F.UTILIZATIONS), 1))  # as many as fit's: the fits' one compiled shape
     held, loss = F.fit_constants(runs, starts, values, values)
     np.testing.assert_array_equal(held, values)
-    assert loss == pytest.approx(_loss(runs, eff, 0.37), rel=1e-12)
+    assert loss == pytest.approx(_loss(runs, eff, 0.37, 0.6), rel=1e-12)

@@ -1,14 +1,17 @@
 """The layout model's few global constants fitted to large-model runs, and the runs predicted with them.
 
 The constants: the matrix efficiency of each GPU die (a preset's ``die`` maps the H200 and other parts of
-one chip to it) and one NIC utilization. :func:`fit` minimizes the mean squared log(predicted / measured)
+one chip to it), one NIC utilization and one memory efficiency (the achieved fraction of HBM bandwidth in
+memory-bound work). :func:`fit` minimizes the mean squared log(predicted / measured)
 over the training runs (dense models only) with the project's fitter (:func:`kernels.fit.fit_model`, jitted
 as :func:`sweep.engine.compiled.fit_layout_runs`), as ``calibrate`` fits the data-parallel model: each
 constant bounded by a sigmoid, the best of several starting points under the model, then Adam steps through
-the layout kernel, keeping the constants of the lowest loss. The starting points are a coarse grid's best:
-for each utilization of :data:`UTILIZATIONS`, each die's best efficiency of :data:`EFFICIENCIES`. A constant
-no training run depends on keeps its documented default (efficiency 0.6, utilization 1). The utilization can
-instead be held at a measured value (``sweep validate --llm`` holds it at :data:`NIC_UTILIZATION`).
+the layout kernel, keeping the constants of the lowest loss. Either shared constant can be held at a value
+instead (``sweep validate --llm`` holds the utilization at the measured :data:`NIC_UTILIZATION` and fits the
+memory efficiency; ``calibrate`` of a runs file fits the utilization and holds the memory efficiency at 1). The
+starting points are a coarse grid's best: for each value of the shared constant fitted (:data:`UTILIZATIONS`
+or :data:`MEMORY_EFFICIENCIES`), each die's best efficiency of :data:`EFFICIENCIES`. A constant no training run
+depends on keeps its documented default (efficiency 0.6, utilization 1, memory efficiency 1).
 A :class:`Validation` holds every run's predictions under each model (:data:`MODELS`) and their errors.
 """
 
@@ -33,10 +36,13 @@ from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 
-# The starting points' coarse grid (efficiency in steps of 0.02, utilization in 40 log steps from 0.02 to 1),
-# whose ranges are the constants' bounds; then STEPS Adam steps of LEARNING_RATE (unconstrained units).
+# The starting points' coarse grid (efficiency in steps of 0.02, utilization in 40 log steps from 0.02 to 1,
+# memory efficiency in 40 from 0.05 to 1), whose ranges are the constants' bounds; then STEPS Adam steps of
+# LEARNING_RATE (unconstrained units).
 EFFICIENCIES = np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 6)
 UTILIZATIONS = np.geomspace(0.02, 1.0, 40)
+MEMORY_EFFICIENCIES = np.geomspace(0.05, 1.0, len(UTILIZATIONS))  # as many: one compiled shape of starts
+MEMORY_DEFAULT = 1.0
 STEPS = 300
 LEARNING_RATE = 0.02
 UTILIZATION_DEFAULT = 1.0
@@ -46,8 +52,8 @@ UTILIZATION_DEFAULT = 1.0
 # (NVIDIA/nccl-tests#119, 2022-11-17). The lower end of the maintainers' range.
 NIC_UTILIZATION = 0.92
 MODELS = ("defaults", "trained", "in-sample")
-# The fitted vector: the utilization, then every GPU die's efficiency (a die no training run uses held at its
-# default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every
+# The fitted vector: the utilization, the memory efficiency, then every GPU die's efficiency (a die no training
+# run uses held at its default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every
 # fit of a size) shares one compile.
 DIES = tuple(sorted({g.die or name for name, g in GPUS.items()}))
 ROW_QUANTUM = 64
@@ -55,7 +61,8 @@ ROW_QUANTUM = 64
 
 @dataclasses.dataclass(frozen=True)
 class Fit:
-    """Constants of one model: efficiency per GPU, one utilization, and which were fitted."""
+    """Constants of one model: efficiency per GPU, one utilization, one memory efficiency, and which were
+    fitted."""
 
     name: str
     efficiency: dict[str, float]
@@ -63,6 +70,7 @@ class Fit:
     fitted: tuple[str, ...]
     rows: tuple[str, ...]  # the ids it was fitted on
     held: str = "default"  # what an unfitted utilization is: its default, or a measured value held
+    memory_efficiency: float = MEMORY_DEFAULT
 
     def describe(self) -> str:
         eff = ", ".join(
@@ -70,7 +78,8 @@ class Fit:
             for g, e in sorted(self.efficiency.items())
         )
         util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else f' ({self.held})'}"
-        return f"efficiency {eff}; utilization {util}"
+        memory = f"{self.memory_efficiency:.3g}{'' if 'memory efficiency' in self.fitted else ' (default)'}"
+        return f"efficiency {eff}; utilization {util}; memory efficiency {memory}"
 
 
 def _loss(
@@ -79,10 +88,14 @@ def _loss(
     measured: np.ndarray,
     efficiency: np.ndarray,
     utilization: np.ndarray,
+    memory_efficiency: np.ndarray | float = MEMORY_DEFAULT,
 ) -> np.ndarray:
     """Squared log errors [R, K] of ``rows`` for K candidate constants ([R, K] each); 1e6 where undefined
     (:func:`kernels.fit.mean_square`'s terms)."""
-    out = evaluate_rows(rows, efficiency, utilization, outputs=("iteration_time", "tflops_per_gpu"))
+    memory = np.broadcast_to(np.asarray(memory_efficiency, np.float64), np.shape(efficiency))
+    out = evaluate_rows(
+        rows, efficiency, utilization, outputs=("iteration_time", "tflops_per_gpu"), memory_efficiency=memory
+    )
     err = np.log(metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured[:, None]) ** 2
     return np.where(np.isfinite(err), err, fitter.UNDEFINED)
 
@@ -110,8 +123,8 @@ def fit_inputs(
 def fit_constants(
     runs: Sequence[Run], starts: np.ndarray, lows: np.ndarray, highs: np.ndarray, steps: int = STEPS
 ) -> tuple[np.ndarray, float]:
-    """The fitter on ``runs`` (each with a measured value): the constants [P] (the utilization, then each die of
-    :data:`DIES`' efficiency) of the lowest mean squared log(predicted / measured), and that loss. ``starts``
+    """The fitter on ``runs`` (each with a measured value): the constants [P] (the utilization, the memory
+    efficiency, then each die of :data:`DIES`' efficiency) of the lowest mean squared log(predicted / measured), and that loss. ``starts``
     [S, P]: starting values; ``lows``, ``highs`` [P]: each constant's bounds (equal: held there)."""
     inputs = fit_inputs(runs)
     weights = (np.arange(len(inputs[2])) < len(runs)).astype(np.float64)
@@ -131,16 +144,27 @@ def fit_constants(
         return np.asarray(fitter.bounded(best, lows, highs), np.float64), float(loss)
 
 
-def _coarse_grid(runs: Sequence[Run], measured: np.ndarray) -> dict[str, np.ndarray]:
-    """Each training die's summed squared log error [U, E] at every (utilization, efficiency) of the coarse
-    grid (:data:`UTILIZATIONS` x :data:`EFFICIENCIES`): a die's runs depend on its own efficiency only."""
+def _coarse_grid(
+    runs: Sequence[Run], measured: np.ndarray, utilization: np.ndarray, memory: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Each training die's summed squared log error [K, E] at every (shared constant, efficiency) of the coarse
+    grid: the K (``utilization``, ``memory``) pairs [K] by :data:`EFFICIENCIES`; a die's runs depend on its own
+    efficiency only."""
     rows = [settings(r)[0] for r in runs]
-    u_grid, e_grid = (a.ravel() for a in np.meshgrid(UTILIZATIONS, EFFICIENCIES, indexing="ij"))
+    pairs = np.arange(len(utilization))
+    k_grid, e_grid = (a.ravel() for a in np.meshgrid(pairs, EFFICIENCIES, indexing="ij"))
     shape = (len(runs), e_grid.size)
-    err = _loss(rows, runs, measured, np.broadcast_to(e_grid, shape), np.broadcast_to(u_grid, shape))
+    err = _loss(
+        rows,
+        runs,
+        measured,
+        np.broadcast_to(e_grid, shape),
+        np.broadcast_to(utilization[k_grid], shape),
+        np.broadcast_to(memory[k_grid], shape),
+    )
     dies = np.array([die(r.gpu) for r in runs])
     return {
-        g: err[dies == g].sum(axis=0).reshape(len(UTILIZATIONS), len(EFFICIENCIES))
+        g: err[dies == g].sum(axis=0).reshape(len(pairs), len(EFFICIENCIES))
         for g in sorted({die(r.gpu) for r in runs})
     }
 
@@ -151,41 +175,65 @@ def fit(
     name: str,
     steps: int = STEPS,
     utilization: float | None = None,
+    memory_efficiency: float | None = MEMORY_DEFAULT,
 ) -> Fit:
-    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, and one
-    utilization unless ``utilization`` holds it at a measured value."""
+    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, and the
+    utilization and the memory efficiency unless held (a value: held there; None: fitted)."""
     idx = [i for i, (r, t) in enumerate(zip(runs, train)) if t and r.value is not None and not r.moe]
     gpus = sorted({die(r.gpu) for r in runs})
     efficiency = {g: EFFICIENCY for g in gpus}
     held = "default" if utilization is None else "measured, held"
+    kept_u = UTILIZATION_DEFAULT if utilization is None else utilization
+    kept_m = MEMORY_DEFAULT if memory_efficiency is None else memory_efficiency
     if not idx:
-        return Fit(
-            name, efficiency, UTILIZATION_DEFAULT if utilization is None else utilization, (), (), held
-        )
+        return Fit(name, efficiency, kept_u, (), (), held, kept_m)
     sub = [runs[i] for i in idx]
     measured = np.array([r.value for r in sub], np.float64)
-    per_die = _coarse_grid(sub, measured)
-    per_u = sum(loss.min(axis=1) for loss in per_die.values())
-    # Utilization is fitted only if not held at a measured value and some training row's prediction depends on
-    # it; else it is held (equal bounds) at that value or its default, as is the efficiency of a die no training
-    # run uses.
-    identifiable_u = utilization is None and bool(np.ptp(per_u) > 1e-9 * max(float(per_u.max()), 1e-30))
-    kept = UTILIZATION_DEFAULT if utilization is None else utilization
-    u_bounds = (UTILIZATIONS[0], UTILIZATIONS[-1]) if identifiable_u else (kept,) * 2
-    lows = np.array([u_bounds[0]] + [EFFICIENCY] * len(DIES))
-    highs = np.array([u_bounds[1]] + [EFFICIENCY] * len(DIES))
-    # The starting points [U, P]: at each utilization of the coarse grid, each die's best efficiency there.
-    starts = np.full((len(UTILIZATIONS), len(lows)), EFFICIENCY)
-    starts[:, 0] = UTILIZATIONS if identifiable_u else kept
+    # The coarse grid sweeps one shared constant, the utilization if it is fitted, else the memory efficiency
+    # if it is (the other held, or starting at its default); each die's best efficiency at each value starts
+    # the descent.
+    n = len(UTILIZATIONS)
+    sweep_u, sweep_m = utilization is None, utilization is not None and memory_efficiency is None
+    k = n if sweep_u or sweep_m else 1  # nothing to sweep: one point
+    grid_u = UTILIZATIONS if sweep_u else np.full(k, kept_u)
+    grid_m = MEMORY_EFFICIENCIES if sweep_m else np.full(k, kept_m)
+    per_die = _coarse_grid(sub, measured, grid_u, grid_m)
+    per_k = sum(loss.min(axis=1) for loss in per_die.values())
+    # A shared constant is fitted only if not held and some training row's prediction depends on it (checked on
+    # the swept one; one fitted beside it is taken to); else it is held (equal bounds), as is the efficiency of
+    # a die no training run uses.
+    varies = bool(np.ptp(per_k) > 1e-9 * max(float(per_k.max()), 1e-30))
+    fit_u = sweep_u and varies
+    fit_m = memory_efficiency is None and (varies or sweep_u)  # swept, or fitted beside the utilization
+    lows = np.array(
+        [UTILIZATIONS[0] if fit_u else kept_u, MEMORY_EFFICIENCIES[0] if fit_m else kept_m]
+        + [EFFICIENCY] * len(DIES)
+    )
+    highs = np.array(
+        [UTILIZATIONS[-1] if fit_u else kept_u, MEMORY_EFFICIENCIES[-1] if fit_m else kept_m]
+        + [EFFICIENCY] * len(DIES)
+    )
+    starts = np.full((n, len(lows)), EFFICIENCY)
+    starts[:, 0], starts[:, 1] = grid_u, grid_m
     for g, loss in per_die.items():
-        d = 1 + DIES.index(g)
+        d = 2 + DIES.index(g)
         lows[d], highs[d] = EFFICIENCIES[0], EFFICIENCIES[-1]
-        starts[:, d] = EFFICIENCIES[np.argmin(loss, axis=1)]  # held, u's bounds keep it; these still vary
+        starts[:, d] = EFFICIENCIES[np.argmin(loss, axis=1)]
     values, _ = fit_constants(sub, starts, lows, highs, steps)
-    efficiency.update({g: float(values[1 + DIES.index(g)]) for g in per_die})
-    fitted = tuple(f"efficiency {g}" for g in per_die) + (("utilization",) if identifiable_u else ())
+    efficiency.update({g: float(values[2 + DIES.index(g)]) for g in per_die})
+    fitted = (
+        tuple(f"efficiency {g}" for g in per_die)
+        + (("utilization",) if fit_u else ())
+        + (("memory efficiency",) if fit_m else ())
+    )
     return Fit(
-        name, efficiency, float(values[0]) if identifiable_u else kept, fitted, tuple(r.id for r in sub), held
+        name,
+        efficiency,
+        float(values[0]) if fit_u else kept_u,
+        fitted,
+        tuple(r.id for r in sub),
+        held,
+        float(values[1]) if fit_m else kept_m,
     )
 
 

@@ -17,13 +17,7 @@ import numpy as np
 from netsweep_jax.sweep.engine.compiled import LAYOUT_RUN_METRICS
 from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
-
-
-def die(gpu: str) -> str:
-    """The GPU preset whose fitted matrix efficiency ``gpu`` shares (its ``die``, or itself)."""
-    return GPUS[gpu].die or gpu
-
+from netsweep_jax.sweep.model.compute import EFFICIENCY, die
 
 # Models whose gated MLP Megatron-Core runs with an activation other than SiLU (gpt-oss: quick_gelu, Megatron-Bridge's
 # GPTOSSProvider), which Megatron-Bridge's FLOP count takes for 2 matrices (its 3/2 factor needs F.silu).
@@ -72,11 +66,15 @@ def source_flops(run: Run) -> float:
     return 96.0 * B * s * L * h * h * (1 + s / (6 * h) + v / (16 * L * h))
 
 
-def predict(runs: Sequence[Run], efficiency: dict[str, float], utilization: float) -> dict[str, np.ndarray]:
+def predict(
+    runs: Sequence[Run], efficiency: dict[str, float], utilization: float, memory_efficiency: float = 1.0
+) -> dict[str, np.ndarray]:
     """Each run's predicted metric (``predicted``) and the model's outputs, with the given constants."""
     rows = [settings(r)[0] for r in runs]
     eff = np.array([efficiency.get(die(r.gpu), EFFICIENCY) for r in runs])
-    out = evaluate_rows(rows, eff, np.full(len(runs), utilization))
+    out = evaluate_rows(
+        rows, eff, np.full(len(runs), utilization), memory_efficiency=np.full(len(runs), memory_efficiency)
+    )
     out["predicted"] = metric(runs, out["iteration_time"], out["tflops_per_gpu"])
     return out
 

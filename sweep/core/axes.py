@@ -325,6 +325,18 @@ _LAYOUT_AXES = (
         1e-6,
     ),
     AxisSpec(
+        "memory_efficiency",
+        "--memory-efficiency",
+        "1",
+        "achieved fraction of the GPU's HBM bandwidth in memory-bound work (norms, activations, casts, "
+        "token permutation, the optimizer), on the bytes the layout model counts (1: the full rate)",
+        False,
+        1e-3,
+        1,
+        "1",
+        1.0,
+    ),
+    AxisSpec(
         "moment_bytes",
         "--moment-bytes",
         "bytes",

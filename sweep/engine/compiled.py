@@ -201,7 +201,8 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
-# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory and GEMM latency.
+# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory, GEMM latency and memory
+# efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work achieves).
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -214,6 +215,7 @@ GPU_FIELDS = (
     "nic_bits",
     "usable",
     "gemm_latency",
+    "memory_efficiency",
     "moment_bytes",
     "overlap",
 )
@@ -245,7 +247,7 @@ def layout_inputs(
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
     dev = layout_kernel.Device(
         peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
-        hbm=o["hbm"],
+        hbm=o["hbm"] * o["memory_efficiency"],  # the rate memory-bound work achieves
         memory=o["memory"],
         param_bytes=o["param_bytes"],
         grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
@@ -356,18 +358,24 @@ def layout_run_metrics(
     count: jax.Array,
 ) -> jax.Array:
     """[R] measured runs' metrics under the layout model's fitted constants ``values`` [P]: ``values[0]`` the NIC
-    utilization (1), ``values[1 + d]`` the matrix efficiency (1) of GPU die d. Not jitted: the model
-    :func:`fit_layout_runs` fits.
+    utilization (1), ``values[1]`` the memory efficiency (1), ``values[2 + d]`` the matrix efficiency (1) of
+    GPU die d. Not jitted: the model :func:`fit_layout_runs` fits.
 
     Args:
       cell: each run's setting-cell columns (:data:`OUTER_COLUMNS`, SI, 0 for a system setting that follows the
-        GPU's preset): name -> [R]; ``efficiency`` and ``utilization`` are replaced by the constants.
+        GPU's preset): name -> [R]; ``efficiency``, ``utilization`` and ``memory_efficiency`` are replaced by
+        the constants.
       layout: each run's layout columns (:data:`INNER_COLUMNS`): name -> [R].
       die: [R] int, the die whose efficiency each run uses; metric: [R] int, an index into
         :data:`LAYOUT_RUN_METRICS`; count: [R] what ``count_per_s`` divides by the iteration time (tokens, or
         TFLOP, per GPU and step), else 0.
     """
-    cell = {**cell, "efficiency": values[1 + die], "utilization": jnp.broadcast_to(values[0], die.shape)}
+    cell = {
+        **cell,
+        "efficiency": values[2 + die],
+        "utilization": jnp.broadcast_to(values[0], die.shape),
+        "memory_efficiency": jnp.broadcast_to(values[1], die.shape),
+    }
     out = layout_kernel.step(*layout_inputs(cell, layout))
     time = out["iteration_time"]
     per_step = jnp.where(

@@ -73,6 +73,7 @@ class LayoutGrid:
       dtype: compute dtype.
       usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
       gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
+      memory_efficiency: the achieved fraction of HBM bandwidth in memory-bound work (one per sweep).
       moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
       overlap: the stack's overlap switches on, canonical (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
@@ -90,6 +91,7 @@ class LayoutGrid:
     variables: tuple[str, ...] = tuple(VARIABLES)
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
+    memory_efficiency: float = float(AXES["memory_efficiency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
     overlap: str = OVERLAP_DEFAULT
     store: str = ""
@@ -152,6 +154,7 @@ class LayoutGrid:
         return {
             "usable_memory": self.usable_memory,
             "gemm_latency_us": self.gemm_latency,
+            "memory_efficiency": self.memory_efficiency,
             "moment_bytes": self.moment_bytes,
             "overlap": self.overlap,
         }
@@ -207,7 +210,14 @@ class LayoutGrid:
         latency = self.gemm_latency * AXES["gemm_latency"].to_si
         gpus = np.array(
             [
-                (*gpu_row(g), self.usable_memory, latency, self.moment_bytes, overlap_code(self.overlap))
+                (
+                    *gpu_row(g),
+                    self.usable_memory,
+                    latency,
+                    self.memory_efficiency,
+                    self.moment_bytes,
+                    overlap_code(self.overlap),
+                )
                 for g in self.names["gpu"]
             ]
         )

@@ -55,6 +55,7 @@ class LayoutRow:
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     usable_memory: float = float(AXES["usable_memory"].default)
     gemm_latency: float = float(AXES["gemm_latency"].default)
+    memory_efficiency: float = float(AXES["memory_efficiency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
     overlap: str = OVERLAP_DEFAULT
     sequence_parallel: int = 1
@@ -76,18 +77,23 @@ def evaluate_rows(
     efficiency: np.ndarray,
     utilization: np.ndarray,
     outputs: Sequence[str] | None = None,
+    memory_efficiency: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Every output of :mod:`kernels.layout` (or those named in ``outputs``) for each row and candidate
     constant, in float64.
 
-    ``efficiency`` and ``utilization``: [R, K] (K candidates per row, broadcast as arrays), or [R].
-    Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it needs, so the host holds those only."""
-    efficiency, utilization = np.broadcast_arrays(
-        np.asarray(efficiency, np.float64), np.asarray(utilization, np.float64)
+    ``efficiency``, ``utilization`` and ``memory_efficiency`` (None: each row's own): [R, K] (K candidates per
+    row, broadcast as arrays), or [R]. Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it
+    needs, so the host holds those only."""
+    memory = np.array([r.memory_efficiency for r in rows]) if memory_efficiency is None else memory_efficiency
+    efficiency, utilization, memory = np.broadcast_arrays(
+        np.asarray(efficiency, np.float64),
+        np.asarray(utilization, np.float64),
+        np.asarray(memory, np.float64),
     )
     one = efficiency.ndim == 1
     if one:
-        efficiency, utilization = efficiency[:, None], utilization[:, None]
+        efficiency, utilization, memory = efficiency[:, None], utilization[:, None], memory[:, None]
     asked = efficiency.shape
 
     settings, layout = row_columns(rows)
@@ -95,7 +101,11 @@ def evaluate_rows(
     # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
     # one block's inputs at a time.
     n = efficiency.size
-    flat = {"efficiency": efficiency.ravel(), "utilization": utilization.ravel()}
+    flat = {
+        "efficiency": efficiency.ravel(),
+        "utilization": utilization.ravel(),
+        "memory_efficiency": memory.ravel(),
+    }
     result: dict[str, np.ndarray] = {}
     with jax.enable_x64(True):
         for start in range(0, n, ROWS_BLOCK):
@@ -125,8 +135,8 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
     cell = {name: column([0.0] * len(rows)) for name in OUTER_COLUMNS}
     cell.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
     gpu_columns = [
-        (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.moment_bytes,
-         overlap_code(r.overlap))
+        (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.memory_efficiency,
+         r.moment_bytes, overlap_code(r.overlap))
         for r in rows
     ]  # fmt: skip
     cell.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})

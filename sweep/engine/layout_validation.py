@@ -54,6 +54,7 @@ def make_layout_grid(
     grad_bytes: object = None,
     usable_memory: object = None,
     gemm_latency: object = None,
+    memory_efficiency: object = None,
     moment_bytes: object = None,
     overlap: str | None = None,
     offload_layers: object = None,
@@ -130,6 +131,7 @@ def make_layout_grid(
         grad_bytes=grad_bytes,
         usable_memory=usable_memory,
         gemm_latency=gemm_latency,
+        memory_efficiency=memory_efficiency,
         moment_bytes=moment_bytes,
         offload_layers=offload_layers,
         gpus=gpus,
@@ -196,6 +198,7 @@ def make_layout_grid(
         kept,
         usable_memory=per_sweep["usable_memory"],
         gemm_latency=per_sweep["gemm_latency"],
+        memory_efficiency=per_sweep["memory_efficiency"],
         moment_bytes=per_sweep["moment_bytes"],
         overlap=_overlap(overlap),
         store=store or "",
@@ -262,6 +265,8 @@ def _assumed(
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
     if given["gemm_latency"] is None:
         out.append(f"GEMM latency {AXES['gemm_latency'].default} us")
+    if given["memory_efficiency"] is None:
+        out.append(f"memory efficiency {AXES['memory_efficiency'].default}")
     if given["attention_efficiency"] is None:
         out.append(f"flash-attention efficiency {AXES['attention_efficiency'].default}")
     if given["utilization"] is None:

@@ -39,7 +39,7 @@ from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
@@ -53,6 +53,7 @@ FLOP_RULES = ("megatron", "megatron-causal", "sc21-eq3", "time", "tokens")
 # The metrics that count no FLOPs, each with its one rule.
 COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
 STACKS = ("megatron", "fsdp")
+FA2_ON_HOPPER = 0.33  # FlashAttention-2's fraction of an H100's half-precision peak (settings: the sources)
 
 REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
@@ -384,6 +385,17 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         recipe_tp = not (old or fsdp) and run.tp > 1 and sp
         overlap = "none" if old else OVERLAP_DEFAULT + ("+tp_comm" if recipe_tp else "")
         assumed.append(f"overlap {overlap}")
+    # The flash-attention kernel's efficiency: PyTorch's SDPA ran FlashAttention-2 on Hopper in the FSDP stacks'
+    # runs (torchtitan calls F.scaled_dot_product_attention with no backend forced, models/llama/model.py at
+    # 9dec370; PyTorch made cuDNN attention opt-in in 2.5.1, pytorch/pytorch#138522, and its default reached 329
+    # TFLOP/s at head dim 128 on an H100 in Dec 2024, #142132; llm-foundry's attn_impl flash is flash-attn 2),
+    # which on an H100 SXM5 runs at 333-335 TFLOP/s forward (causal) and 318-322 backward at head dim 128, 8k-16k
+    # tokens: 0.32-0.34 of its 989 (Shah et al., FlashAttention-3, arXiv 2407.08608, Figures 5-6). Elsewhere the
+    # documented default (Transformer Engine's fused attention, FlashAttention-2 on the A100).
+    attention_efficiency = AXES["attention_efficiency"].default
+    if fsdp and attention == "flash" and die(run.gpu) == "h100":
+        attention_efficiency = str(FA2_ON_HOPPER)
+        assumed.append(f"attention efficiency {FA2_ON_HOPPER} (FlashAttention-2 on Hopper)")
     # Load imbalance of MoE runs: NVIDIA's performance recipes force balanced routing
     # (moe_router_force_load_balancing=True in Megatron-Bridge's scripts/performance/*_llm_pretrain.py at
     # 953aabf: deepseek 54, qwen3 76, gpt_oss 40), so the busiest expert's tokens equal the mean's.
@@ -411,6 +423,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
+        attention_efficiency=float(attention_efficiency),
         imbalance=imbalance,
     )
     return row, assumed

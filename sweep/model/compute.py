@@ -336,3 +336,9 @@ def fsdp_units(names: Sequence[str]) -> np.ndarray:
         )
         out.append(int(match.group(1)) + 1 if match else 0)
     return np.array(out)
+
+
+def die(gpu: str) -> str:
+    """The GPU preset whose chip ``gpu`` is (its ``die``, or itself): the one whose fitted matrix efficiency it
+    shares."""
+    return GPUS[gpu].die or gpu
