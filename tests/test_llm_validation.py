@@ -1,11 +1,11 @@
 """sweep validate --llm: the committed report regenerates; the dataset holds the published facts; bad rows."""
 
 import csv
+import dataclasses
 import json
 import re
 from pathlib import Path
 
-import jax
 import numpy as np
 import pytest
 
@@ -15,10 +15,10 @@ from netsweep_jax.sweep.analysis import llm_validation as V
 from netsweep_jax.sweep.analysis.llm_predict import die, megatron_causal_flops, predict, source_flops
 from netsweep_jax.sweep.analysis.llm_report import FILES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.engine.compiled import layout_inputs, layout_rows
-from netsweep_jax.sweep.engine.layout_rows import row_columns
+from netsweep_jax.sweep.engine.layout_rows import evaluate_rows
 from netsweep_jax.sweep.io import runs as runs_file
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
+from netsweep_jax.sweep.model.compute import GPUS
 
 COMMITTED = RESULTS / "validation-llm"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "llm_runs.csv"
@@ -32,8 +32,20 @@ CORRECTED = {("MB-H100-04", "micro_batch"): "micro-batch 1 from the recipe's cod
 
 
 @pytest.fixture(scope="module")
-def regenerated(tmp_path_factory):
-    return regenerate(tmp_path_factory, V.run, "validation-llm", "validate --llm")
+def validation(tmp_path_factory):
+    """The committed report regenerated (its directory) and the validation it reports."""
+    held = {}
+
+    def run(out, **kwargs):
+        paths, held["v"] = V.run(out, **kwargs)
+        return paths
+
+    return regenerate(tmp_path_factory, run, "validation-llm", "validate --llm"), held["v"]
+
+
+@pytest.fixture(scope="module")
+def regenerated(validation):
+    return validation[0]
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -427,13 +439,11 @@ def test_the_fit_reaches_at_most_the_grid_searchs_loss_and_a_minimum():
         assert loss <= _loss(sub, fitted.efficiency, fitted.utilization * (1 + step))
 
 
-def test_validations_fit_holds_the_utilization_and_fits_the_memory_efficiency():
+def test_validations_fit_holds_the_utilization_and_fits_the_memory_efficiency(validation):
     # validate --llm's protocol: the NIC utilization held at NCCL's measured rate, the memory efficiency fitted
     # with the dies' efficiencies, to a minimum no step of 0.06% (efficiency) or 0.3% (memory efficiency) improves.
-    runs = read_runs(DATASET)
-    train = [r.group in V.DEFAULT_TRAIN.split(",") for r in runs]
-    fitted = F.fit(runs, train, "trained", utilization=F.NIC_UTILIZATION, memory_efficiency=None)
-    sub = _training(runs, train)
+    v = validation[1]
+    fitted, sub = v.fits["trained"], _training(v.runs, v.train)
     assert fitted.fitted == ("efficiency a100", "efficiency h100", "memory efficiency")
     assert fitted.utilization == F.NIC_UTILIZATION and "0.92 (measured, held)" in fitted.describe()
     assert F.MEMORY_EFFICIENCIES[0] < fitted.memory_efficiency < 1.0
@@ -446,19 +456,17 @@ def test_validations_fit_holds_the_utilization_and_fits_the_memory_efficiency():
         assert loss <= _loss(sub, fitted.efficiency, u, m * (1 + step))
 
 
-def test_a_memory_efficiency_is_a_slower_hbm():
+def test_a_memory_efficiency_is_a_slower_hbm(monkeypatch):
     # The sweeps' memory efficiency scales the HBM rate the kernel sees (sweep.engine.compiled.layout_inputs), so a
     # run at memory efficiency m is the run on a GPU whose HBM is m times as fast, output for output.
-    run = {r.id: r for r in read_runs(DATASET)}["MB-H100-05"]
-    cell, layout = row_columns([settings(run)[0]])
-    cell = {**cell, "efficiency": np.array([0.6]), "utilization": np.array([0.9])}
-    with jax.enable_x64(True):
-        slower = layout_rows(*layout_inputs({**cell, "memory_efficiency": np.array([0.4])}, layout))
-        halved = layout_rows(*layout_inputs({**cell, "hbm": cell["hbm"] * 0.4}, layout))
-        full = layout_rows(*layout_inputs(cell, layout))
+    row = settings({r.id: r for r in read_runs(DATASET)}["MB-H100-05"])[0]
+    slower = evaluate_rows([row], np.full(1, 0.6), np.full(1, 0.9), memory_efficiency=np.full(1, 0.4))
+    full = evaluate_rows([row], np.full(1, 0.6), np.full(1, 0.9))
+    monkeypatch.setitem(GPUS, row.gpu, dataclasses.replace(GPUS[row.gpu], hbm=GPUS[row.gpu].hbm * 0.4))
+    halved = evaluate_rows([row], np.full(1, 0.6), np.full(1, 0.9))
     for k in slower:
-        np.testing.assert_allclose(np.asarray(slower[k]), np.asarray(halved[k]), rtol=1e-12, err_msg=k)
-    assert float(slower["iteration_time"][0]) > float(full["iteration_time"][0])
+        np.testing.assert_allclose(slower[k], halved[k], rtol=1e-12, err_msg=k)
+    assert slower["iteration_time"][0] > full["iteration_time"][0]
 
 
 def test_a_constant_no_training_run_depends_on_keeps_its_default(tmp_path):
