@@ -53,8 +53,8 @@ UTILIZATION_DEFAULT = 1.0
 NIC_UTILIZATION = 0.92
 MODELS = ("defaults", "trained", "in-sample")
 # The fitted vector: the utilization, the memory efficiency, then every GPU die's efficiency (a die no training
-# run uses held at its default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every
-# fit of a size) shares one compile.
+# run uses held at its default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to
+# ROW_QUANTUM runs (and every fit of a size) shares one compile.
 DIES = tuple(sorted({g.die or name for name, g in GPUS.items()}))
 ROW_QUANTUM = 64
 
@@ -124,8 +124,9 @@ def fit_constants(
     runs: Sequence[Run], starts: np.ndarray, lows: np.ndarray, highs: np.ndarray, steps: int = STEPS
 ) -> tuple[np.ndarray, float]:
     """The fitter on ``runs`` (each with a measured value): the constants [P] (the utilization, the memory
-    efficiency, then each die of :data:`DIES`' efficiency) of the lowest mean squared log(predicted / measured), and that loss. ``starts``
-    [S, P]: starting values; ``lows``, ``highs`` [P]: each constant's bounds (equal: held there)."""
+    efficiency, then each die of :data:`DIES`' efficiency) of the lowest mean squared log(predicted / measured),
+    and that loss. ``starts`` [S, P]: starting values; ``lows``, ``highs`` [P]: each constant's bounds (equal:
+    held there)."""
     inputs = fit_inputs(runs)
     weights = (np.arange(len(inputs[2])) < len(runs)).astype(np.float64)
     target = np.ones(len(weights))

@@ -85,7 +85,10 @@ def evaluate_rows(
     ``efficiency``, ``utilization`` and ``memory_efficiency`` (None: each row's own): [R, K] (K candidates per
     row, broadcast as arrays), or [R]. Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it
     needs, so the host holds those only."""
-    memory = np.array([r.memory_efficiency for r in rows]) if memory_efficiency is None else memory_efficiency
+    if memory_efficiency is None:  # each row's own, [R] or [R, 1] beside [R, K] candidates
+        own = np.array([r.memory_efficiency for r in rows], np.float64)
+        memory_efficiency = own.reshape(-1, *(1,) * (np.ndim(efficiency) - 1))
+    memory = memory_efficiency
     efficiency, utilization, memory = np.broadcast_arrays(
         np.asarray(efficiency, np.float64),
         np.asarray(utilization, np.float64),

@@ -388,13 +388,14 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     # The flash-attention kernel's efficiency: PyTorch's SDPA ran FlashAttention-2 on Hopper in the FSDP stacks'
     # runs (torchtitan calls F.scaled_dot_product_attention with no backend forced, models/llama/model.py at
     # 9dec370; PyTorch made cuDNN attention opt-in in 2.5.1, pytorch/pytorch#138522, and its default reached 329
-    # TFLOP/s at head dim 128 on an H100 in Dec 2024, #142132; llm-foundry's attn_impl flash is flash-attn 2),
+    # TFLOP/s at head dim 128 on an H100 in Dec 2024, #142132; llm-foundry's attn_impl flash is the flash-attn
+    # package, no faster on Hopper),
     # which on an H100 SXM5 runs at 333-335 TFLOP/s forward (causal) and 318-322 backward at head dim 128, 8k-16k
     # tokens: 0.32-0.34 of its 989 (Shah et al., FlashAttention-3, arXiv 2407.08608, Figures 5-6). Elsewhere the
     # documented default (Transformer Engine's fused attention, FlashAttention-2 on the A100).
-    attention_efficiency = AXES["attention_efficiency"].default
+    attention_efficiency = float(AXES["attention_efficiency"].default)
     if fsdp and attention == "flash" and die(run.gpu) == "h100":
-        attention_efficiency = str(FA2_ON_HOPPER)
+        attention_efficiency = FA2_ON_HOPPER
         assumed.append(f"attention efficiency {FA2_ON_HOPPER} (FlashAttention-2 on Hopper)")
     # Load imbalance of MoE runs: NVIDIA's performance recipes force balanced routing
     # (moe_router_force_load_balancing=True in Megatron-Bridge's scripts/performance/*_llm_pretrain.py at
@@ -423,7 +424,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
-        attention_efficiency=float(attention_efficiency),
+        attention_efficiency=attention_efficiency,
         imbalance=imbalance,
     )
     return row, assumed
