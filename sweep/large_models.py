@@ -46,6 +46,7 @@ class LayoutOptions(TypedDict, total=False):
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
+      capacity_factor, pad_to_capacity,
         offload_layers, imbalance, overhead, slowdown, jitter: the model's constants and the stack's
         settings.
       dtype: ``"float32"`` (default) or ``"float64"``.
@@ -83,6 +84,8 @@ class LayoutOptions(TypedDict, total=False):
     usable_memory: Values
     grad_bytes: Values
     moment_bytes: Values
+    capacity_factor: Values
+    pad_to_capacity: Values
     offload_layers: Values
     imbalance: Values
     overhead: Values

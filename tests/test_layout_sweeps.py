@@ -607,3 +607,42 @@ def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_n
     ]
     measured = evaluate_rows(rows, np.full(2, 0.6), np.ones(2))["iteration_time"]
     np.testing.assert_allclose(measured, grid, rtol=1e-12)
+
+
+def test_a_capacity_factor_caps_or_pads_the_busiest_experts_load():
+    # Megatron-Core's --moe-expert-capacity-factor C drops the busiest expert's tokens beyond C (it runs
+    # min(I, C)); --moe-pad-expert-input-to-capacity pads every expert's input to C: each output is the run at
+    # that load imbalance. Dropless (C = 0) leaves the imbalance as given.
+    from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import resolve_llm
+
+    def row(**kw):
+        return LayoutRow(
+            resolve_llm("qwen3-30b-a3b"), "h100", "bf16", 16, pp=2, ep=8, global_batch=512, zero=1, **kw
+        )
+
+    rows = [
+        row(imbalance=2.0, capacity_factor=1.25),
+        row(imbalance=1.25),
+        row(imbalance=1.0, capacity_factor=1.5, pad_to_capacity=1),
+        row(imbalance=1.5),
+        row(imbalance=2.0),
+        row(imbalance=2.0, capacity_factor=3.0),
+    ]
+    out = evaluate_rows(rows, np.full(len(rows), 0.6), np.ones(len(rows)))
+    for k, v in out.items():
+        np.testing.assert_array_equal(v[[0, 2, 4]], v[[1, 3, 5]], err_msg=k)
+    assert out["iteration_time"][1] < out["iteration_time"][4] and out["ep_exposed"][0] < out["ep_exposed"][4]
+
+
+def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name():
+    for args, message in (
+        (
+            ["--moe-expert-capacity-factor", "0.5"],
+            "--moe-expert-capacity-factor 0.5: must be 0 (dropless) or at",
+        ),
+        (["--moe-pad-expert-input-to-capacity", "1"], "padding needs a capacity"),
+        (["--moe-expert-capacity-factor", "1,2"], "give one value"),
+    ):
+        r = invoke("plan", "--model", "qwen3-30b-a3b", "--gpus", "16", "--global-batch", "512", *args)
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

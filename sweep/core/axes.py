@@ -359,6 +359,30 @@ _LAYOUT_AXES = (
         "1",
         1.0,
     ),
+    AxisSpec(
+        "capacity_factor",
+        "--moe-expert-capacity-factor",
+        "1",
+        "MoE: each expert's capacity over the mean tokens (Megatron-Core's switch of that name); the busiest "
+        "expert's tokens beyond it are dropped. 0: dropless, else at least 1",
+        False,
+        0,
+        100,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
+        "pad_to_capacity",
+        "--moe-pad-expert-input-to-capacity",
+        "1",
+        "MoE with a capacity factor: 1 pads every expert's input to its capacity (Megatron-Core's switch of "
+        "that name), so the busiest runs at the capacity",
+        True,
+        0,
+        1,
+        "0",
+        1.0,
+    ),
 )
 LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 

@@ -201,8 +201,9 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # A block's inputs are two small tables built on the host (sweep.engine.layouts): one row per outer cell
 # (its dims, its model's shape, its GPU and precision, its e_N) and one row per layout (its dims, its e_N
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
-# The GPU table's columns: the preset's, then the sweep's usable fraction of its memory, GEMM latency and memory
-# efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work achieves).
+# The GPU table's columns: the preset's, then the sweep's per-sweep settings: usable fraction of its memory, GEMM
+# latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
+# achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert).
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -217,6 +218,8 @@ GPU_FIELDS = (
     "gemm_latency",
     "memory_efficiency",
     "moment_bytes",
+    "capacity_factor",
+    "pad_to_capacity",
     "overlap",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
@@ -233,6 +236,14 @@ def _crossed(
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
     return layout_inputs(o, i)
+
+
+def busiest_expert(imbalance: jax.Array, capacity: jax.Array, pad: jax.Array) -> jax.Array:
+    """The busiest expert's tokens over the mean that the step runs: the load ``imbalance``; with a capacity
+    factor (> 0) the tokens beyond it dropped, min(imbalance, capacity), or with padding to it (``pad``) the
+    capacity, which every expert then runs (Megatron-Core's --moe-expert-capacity-factor and
+    --moe-pad-expert-input-to-capacity)."""
+    return jnp.where(capacity > 0, jnp.where(pad > 0, capacity, jnp.minimum(imbalance, capacity)), imbalance)
 
 
 def layout_inputs(
@@ -289,7 +300,7 @@ def layout_inputs(
         overhead=v["overhead"],
         slowdown=v["slowdown"],
         straggle=v["jitter"] * e_n,
-        imbalance=v["imbalance"],
+        imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
         offload_layers=v["offload_layers"],
         attention_efficiency=v["attention_efficiency"],
         overlap=o["overlap"],

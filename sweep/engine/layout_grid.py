@@ -75,6 +75,8 @@ class LayoutGrid:
       gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
       memory_efficiency: the achieved fraction of HBM bandwidth in memory-bound work (one per sweep).
       moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
+      capacity_factor, pad_to_capacity: MoE experts' capacity over the mean tokens (0: dropless) and whether
+        their inputs are padded to it (one per sweep).
       overlap: the stack's overlap switches on, canonical (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
@@ -93,6 +95,8 @@ class LayoutGrid:
     gemm_latency: float = float(AXES["gemm_latency"].default)
     memory_efficiency: float = float(AXES["memory_efficiency"].default)
     moment_bytes: float = float(AXES["moment_bytes"].default)
+    capacity_factor: float = float(AXES["capacity_factor"].default)
+    pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
     overlap: str = OVERLAP_DEFAULT
     store: str = ""
     reduction: Reduction | None = None
@@ -156,6 +160,8 @@ class LayoutGrid:
             "gemm_latency_us": self.gemm_latency,
             "memory_efficiency": self.memory_efficiency,
             "moment_bytes": self.moment_bytes,
+            "capacity_factor": self.capacity_factor,
+            "pad_to_capacity": self.pad_to_capacity,
             "overlap": self.overlap,
         }
 
@@ -216,6 +222,8 @@ class LayoutGrid:
                     latency,
                     self.memory_efficiency,
                     self.moment_bytes,
+                    self.capacity_factor,
+                    self.pad_to_capacity,
                     overlap_code(self.overlap),
                 )
                 for g in self.names["gpu"]

@@ -56,6 +56,8 @@ def make_layout_grid(
     gemm_latency: object = None,
     memory_efficiency: object = None,
     moment_bytes: object = None,
+    capacity_factor: object = None,
+    pad_to_capacity: object = None,
     overlap: str | None = None,
     offload_layers: object = None,
     gpus: object = None,
@@ -133,6 +135,8 @@ def make_layout_grid(
         gemm_latency=gemm_latency,
         memory_efficiency=memory_efficiency,
         moment_bytes=moment_bytes,
+        capacity_factor=capacity_factor,
+        pad_to_capacity=pad_to_capacity,
         offload_layers=offload_layers,
         gpus=gpus,
         dp=dp,
@@ -178,6 +182,15 @@ def make_layout_grid(
         if one.size != 1:
             raise InputError(f"{given[name]}: give one value", param=name)
         per_sweep[name] = float(one[0])
+    if 0 < per_sweep["capacity_factor"] < 1:
+        raise InputError(
+            f"{show(per_sweep['capacity_factor'])}: must be 0 (dropless) or at least 1",
+            param="capacity_factor",
+        )
+    if per_sweep["pad_to_capacity"] and not per_sweep["capacity_factor"]:
+        raise InputError(
+            "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
+        )
     assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
@@ -200,6 +213,8 @@ def make_layout_grid(
         gemm_latency=per_sweep["gemm_latency"],
         memory_efficiency=per_sweep["memory_efficiency"],
         moment_bytes=per_sweep["moment_bytes"],
+        capacity_factor=per_sweep["capacity_factor"],
+        pad_to_capacity=per_sweep["pad_to_capacity"],
         overlap=_overlap(overlap),
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
@@ -286,6 +301,11 @@ def _assumed(
         out.append(f"usable memory {AXES['usable_memory'].default}")
     if given["moment_bytes"] is None:
         out.append("Adam moments fp32")
+    if any(m.experts > 0 for m in models):
+        if given["imbalance"] is None:
+            out.append("MoE load imbalance 1 (balanced routing)")
+        if given["capacity_factor"] is None:
+            out.append("MoE dropless")
     if not overlap_given:
         out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [
