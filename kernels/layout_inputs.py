@@ -93,8 +93,9 @@ class Parallelism(NamedTuple):
     codes it), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
     (0 ring, 1 tree, 2 nccl: the cheaper per message), efficiency (matrix), overhead
-    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1), offload_layers (layers per stage
-    whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
+    (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1: the busiest expert's tokens over
+    the mean that the step runs, a capacity factor's cap or padding applied by the caller), offload_layers
+    (layers per stage whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
     overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
     all-to-all).
     """
