@@ -505,6 +505,14 @@ RECOMPUTE_BITS = {
 }
 
 
+def busiest_expert(imbalance, capacity, pad):
+    """The busiest expert's load the step runs (float64): the imbalance, capped at a capacity factor > 0 where
+    tokens are dropped, or the capacity itself where every expert's input is padded to it."""
+    if capacity <= 0:
+        return float(imbalance)
+    return float(capacity) if pad else min(float(imbalance), float(capacity))
+
+
 def layout_step(arch, dev, lay):
     """Every output of kernels.layout for one configuration (dicts of floats), in float64 Python."""
     status = layout_status(arch, lay)

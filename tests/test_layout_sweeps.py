@@ -635,7 +635,28 @@ def test_a_capacity_factor_caps_or_pads_the_busiest_experts_load():
     assert out["iteration_time"][1] < out["iteration_time"][4] and out["ep_exposed"][0] < out["ep_exposed"][4]
 
 
-def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name():
+def test_busiest_expert_matches_the_reference_on_random_loads():
+    # engine.compiled.busiest_expert against tests/reference.py's float64 twin: random loads, capacities (0 or
+    # >= 1) and padding, and by hand: I 2, C 1.25 dropping -> 1.25; I 1, C 1.5 padded -> 1.5; dropless -> I.
+    import reference
+    from netsweep_jax.sweep.engine.compiled import busiest_expert
+
+    rng = np.random.default_rng(0)
+    imbalance = rng.uniform(1.0, 4.0, 200)
+    capacity = np.where(rng.random(200) < 0.3, 0.0, rng.uniform(1.0, 4.0, 200))
+    pad = (rng.random(200) < 0.5).astype(np.float64)
+    got = np.asarray(busiest_expert(imbalance, capacity, pad))
+    want = [reference.busiest_expert(i, c, p) for i, c, p in zip(imbalance, capacity, pad)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert [float(busiest_expert(*map(np.float32, x))) for x in ((2, 1.25, 0), (1, 1.5, 1), (3, 0, 1))] == [
+        1.25,
+        1.5,
+        3.0,
+    ]
+
+
+def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name(tmp_path):
+    out = tmp_path / "plan.h5"
     for args, message in (
         (
             ["--moe-expert-capacity-factor", "0.5"],
@@ -644,5 +665,8 @@ def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name():
         (["--moe-pad-expert-input-to-capacity", "1"], "padding needs a capacity"),
         (["--moe-expert-capacity-factor", "1,2"], "give one value"),
     ):
-        r = invoke("plan", "--model", "qwen3-30b-a3b", "--gpus", "16", "--global-batch", "512", *args)
+        r = invoke(
+            "plan", "--model", "qwen3-30b-a3b", "--gpus", "16", "--global-batch", "512", *args, "--out", out
+        )
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+        assert not list(tmp_path.iterdir())  # nothing written, no OUT.partial

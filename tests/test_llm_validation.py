@@ -12,13 +12,13 @@ import pytest
 from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis import llm_fit as F
 from netsweep_jax.sweep.analysis import llm_validation as V
-from netsweep_jax.sweep.analysis.llm_predict import die, megatron_causal_flops, predict, source_flops
+from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, predict, source_flops
 from netsweep_jax.sweep.analysis.llm_report import FILES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layout_rows import evaluate_rows
 from netsweep_jax.sweep.io import runs as runs_file
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
-from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.compute import GPUS, die
 
 COMMITTED = RESULTS / "validation-llm"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "llm_runs.csv"

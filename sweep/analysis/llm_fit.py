@@ -23,8 +23,9 @@ import jax
 import numpy as np
 
 from netsweep_jax.kernels import fit as fitter
-from netsweep_jax.sweep.analysis.llm_predict import die, metric, metric_terms
+from netsweep_jax.sweep.analysis.llm_predict import metric, metric_terms
 from netsweep_jax.sweep.core.layout_axes import (
+    AXES,
     BREAKDOWN,
     waits_on,
 )
@@ -34,7 +35,7 @@ from netsweep_jax.sweep.engine.compiled import (
 from netsweep_jax.sweep.engine.layout_rows import row_columns
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
 
 # The starting points' coarse grid (efficiency in steps of 0.02, utilization in 40 log steps from 0.02 to 1,
 # memory efficiency in 40 from 0.05 to 1), whose ranges are the constants' bounds; then STEPS Adam steps of
@@ -42,7 +43,7 @@ from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS
 EFFICIENCIES = np.round(np.arange(0.10, 1.0 + 1e-9, 0.02), 6)
 UTILIZATIONS = np.geomspace(0.02, 1.0, 40)
 MEMORY_EFFICIENCIES = np.geomspace(0.05, 1.0, len(UTILIZATIONS))  # as many: one compiled shape of starts
-MEMORY_DEFAULT = 1.0
+MEMORY_DEFAULT = float(AXES["memory_efficiency"].default)
 STEPS = 300
 LEARNING_RATE = 0.02
 UTILIZATION_DEFAULT = 1.0

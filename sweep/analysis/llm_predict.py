@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.engine.compiled import LAYOUT_RUN_METRICS
 from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
@@ -67,7 +68,10 @@ def source_flops(run: Run) -> float:
 
 
 def predict(
-    runs: Sequence[Run], efficiency: dict[str, float], utilization: float, memory_efficiency: float = 1.0
+    runs: Sequence[Run],
+    efficiency: dict[str, float],
+    utilization: float,
+    memory_efficiency: float = float(AXES["memory_efficiency"].default),
 ) -> dict[str, np.ndarray]:
     """Each run's predicted metric (``predicted``) and the model's outputs, with the given constants."""
     rows = [settings(r)[0] for r in runs]

@@ -12,10 +12,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
-from netsweep_jax.sweep.analysis.llm_predict import die, megatron_causal_flops, source_flops
+from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, source_flops
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
+from netsweep_jax.sweep.model.compute import die
 
 FILES = ("predicted_over_measured.png", "predictions.csv", "REPORT.md")
 GROUP_NAMES = {

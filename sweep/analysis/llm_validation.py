@@ -84,12 +84,12 @@ from netsweep_jax.sweep.analysis.llm_fit import (
     Validation,
     fit,
 )
-from netsweep_jax.sweep.analysis.llm_predict import die, predict
+from netsweep_jax.sweep.analysis.llm_predict import predict
 from netsweep_jax.sweep.analysis.llm_report import FILES, pct, write_report
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
-from netsweep_jax.sweep.model.compute import EFFICIENCY
+from netsweep_jax.sweep.model.compute import EFFICIENCY, die
 
 __all__ = [
     "DEFAULT_TRAIN",
