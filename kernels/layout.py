@@ -10,7 +10,8 @@ Notation (per configuration). Architecture: L layers, h hidden, a heads, g key/v
 heads, w_q = a x head dimension and w_kv = g x head dimension, f feed-forward width,
 v vocabulary, s sequence, E experts (0 = dense), k experts per token, f_e expert width,
 S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2). Parallelism: N GPUs, t = tp, p = pp,
-c = cp, e = ep, D = dp = N / (t p c), micro-batch b, global batch B, V chunks per
+c = cp, e = ep, etp = expert TP (the experts' grid etp x e x expert DP folded over t x c x D), D = dp =
+N / (t p c), micro-batch b, global batch B, V chunks per
 pipeline stage (1 = 1F1B), m = B / (b D) micro-batches per step.
 
 The model, module by module (each module's docstring has the formulas of the terms it computes):

@@ -11,9 +11,12 @@ Per layer and micro-batch, on the GPU's critical path:
   core's compute up to its length: exposed = max(0, exchange - core).
 - EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
   bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
-  NICs (the slower sets the time). Every member sends its off-domain share at once, so
+  NICs (the slower sets the time; EP ranks etp apart, so q_e = clip(Q / etp, 1, e) share a
+  domain of Q). Every member sends its off-domain share at once, so
   each goes through its own K / G of the node's NICs, K beta u / G bytes/s (not a ring's
-  q / G: that would credit one GPU with its group's NICs on the node).
+  q / G: that would credit one GPU with its group's NICs on the node). With expert TP
+  (etp > 1) each all-to-all is followed (or preceded) by an all-gather or reduce-scatter of
+  etp X bytes over the etp GPUs of the expert TP group (a ring of adjacent ranks).
 - ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
@@ -92,12 +95,7 @@ def layer_communication(
     t, c, e = lay.tp, lay.cp, lay.ep
     tokens, kappa, rate, down = work.tokens, work.kappa, work.rate, work.down
     paced_flops, core_flops = work.paced_flops, work.core_flops
-    classic, etp, expert_dp, expert_stride = (
-        params.classic,
-        params.etp,
-        params.expert_dp,
-        params.expert_stride,
-    )
+    etp, expert_dp, expert_stride = params.etp, params.expert_dp, params.expert_stride
     dense_gpu, expert_params, sp = params.dense_gpu, params.expert_params, acts.sp
     t_f, t_b, core_time = times.t_f, times.t_b, times.core_time
     full, up_rc, mlp_rc, moe_rc, recompute = rc.full, rc.up_rc, rc.mlp_rc, rc.moe_rc, rc.recompute
@@ -139,8 +137,8 @@ def layer_communication(
     cp_layer = cp_forward + cp_backward
 
     x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
-    ep_stride = jnp.where(classic, t * c, 1.0)  # EP after TP and CP in rank order, or spanning them
-    ep_near = jnp.clip(lay.nvlink_domain / ep_stride, 1.0, jnp.maximum(e, 1.0))  # members in one domain
+    # EP ranks lie etp apart (the expert grid's rank order: expert TP, EP, expert DP).
+    ep_near = jnp.clip(lay.nvlink_domain / etp, 1.0, jnp.maximum(e, 1.0))  # members in one domain
     # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
     # once, each GPU through its own share of the node's NICs: K / G of them, however many of its group
     # share the node.
@@ -149,7 +147,11 @@ def layer_communication(
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
     a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
-    ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * a2a * Le / L  # a recomputed MoE layer dispatches again
+    # Expert TP: the dispatched tokens all-gathered over the expert TP group after the all-to-all, the experts'
+    # outputs reduce-scattered before the combine (Megatron-Core's alltoall dispatcher: A2A, AG, experts, RS,
+    # A2A), and their mirrors in the backward: each a ring over etp GPUs etp x_ep bytes long.
+    etp_gather = scatter_or_gather(etp * x_ep, etp, 1.0, lay)
+    ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * (a2a + etp_gather) * Le / L  # recomputed: once more
     ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
     ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
 

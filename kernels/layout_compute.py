@@ -22,9 +22,11 @@ megatron/core/transformer/moe/token_dispatcher.py and moe_utils.py at Megatron-L
 permute, sort_chunks_by_idxs, unpermute), on the b s / (c t) tokens of a GPU, per forward and again per
 backward:
 
-    M = L_e / L  x  2 h bytes_act (k + 1 + 2 k I [E / e > 1])      (permute: read h, write k h;
+    M = L_e / L  x  2 h bytes_act (k + 1 + 2 k I etp [E / e > 1])  (permute: read h, write k h;
                                                                      unpermute: read k h, write h;
-                                                                     the k I copies received sorted
+                                                                     the k I copies received (etp
+                                                                     times as many, gathered over
+                                                                     the expert TP group) sorted
                                                                      to local-expert order and back
                                                                      when a GPU holds several
                                                                      experts: k I h each way, twice)
@@ -212,7 +214,8 @@ def layer_times(
     # kernels move as much again, once (not twice as the rest).
     local_experts = E / jnp.maximum(e, 1.0)
     sorts = jnp.where(local_experts > 1.0, 2.0, 0.0)
-    move_elems = jnp.where(E > 0, 2.0 * h * (k + 1.0 + k * lay.imbalance * sorts), 0.0)
+    # Under expert TP the sort runs on the copies gathered over the expert TP group: etp times as many.
+    move_elems = jnp.where(E > 0, 2.0 * h * (k + 1.0 + k * lay.imbalance * sorts * lay.expert_tp), 0.0)
     token_move = tokens / t * (Le / L) * move_elems * dev.act_bytes / dev.hbm
     t_f = (
         tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate

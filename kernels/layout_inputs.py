@@ -22,8 +22,8 @@ STATUS = (
     "kv heads not divisible by tp",
     "fewer layers than pp x chunks",
     "global batch not divisible by micro-batch x dp",
-    "experts not divisible by ep (or ep > 1 on a dense model)",
-    "tp x dp x cp not divisible by ep",
+    "experts not divisible by ep (or ep or expert tp > 1 on a dense model)",
+    "tp x dp x cp not divisible by ep x expert tp",
     "sequence not divisible by 2 x cp",
     "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
     "tp x pp x cp x dp is not the GPU count",
@@ -86,7 +86,9 @@ class Device(NamedTuple):
 class Parallelism(NamedTuple):
     """How the step is split and what it runs on.
 
-    gpus, tp, pp, cp, ep, dp (0 = gpus / (tp pp cp)), micro_batch, global_batch,
+    gpus, tp, pp, cp, ep, expert_tp (each expert's matrices split over that many GPUs: Megatron-Core's
+    expert tensor parallelism, its expert grid ETP x EP x expert-DP folded over TP x CP x DP), dp (0 = gpus /
+    (tp pp cp)), micro_batch, global_batch,
     schedule (V, the model chunks per pipeline stage: 1 is 1F1B, V >= 2 interleaved, as the sweeps' ``schedule``
     dim codes it), recompute (its code: the sum of the mode's bits), sequence_parallel (0/1),
     zero (0-3), attention (1: fused flash attention, scores never stored; 0: unfused, as the ``attention`` dim
@@ -105,6 +107,7 @@ class Parallelism(NamedTuple):
     pp: Value
     cp: Value
     ep: Value
+    expert_tp: Value
     dp: Value
     micro_batch: Value
     global_batch: Value
@@ -154,7 +157,7 @@ class Degrees(NamedTuple):
 def degrees(arch: Arch, lay: Parallelism) -> Degrees:
     """D, N, m and the status of each configuration (the rules of :data:`STATUS`, in order)."""
     L, a, g, s, E = arch.layers, arch.heads, arch.kv_heads, arch.seq, arch.experts
-    t, p, c, e, V = lay.tp, lay.pp, lay.cp, lay.ep, lay.schedule
+    t, p, c, e, V, etp = lay.tp, lay.pp, lay.cp, lay.ep, lay.schedule, lay.expert_tp
     b, B = lay.micro_batch, lay.global_batch
     model_parallel = t * p * c
     dp = jnp.where(lay.dp > 0, lay.dp, jnp.floor(lay.gpus / model_parallel))
@@ -166,8 +169,8 @@ def degrees(arch: Arch, lay: Parallelism) -> Degrees:
         ~divides(g, t),
         L < p * V,
         ~divides(B, b * dp) | (m < 1),
-        jnp.where(E > 0, ~divides(E, e), e > 1),
-        ~divides(t * dp * c, e),
+        jnp.where(E > 0, ~divides(E, e), (e > 1) | (etp > 1)),
+        ~divides(t * dp * c, e * etp),
         jnp.where(c > 1, ~divides(s, 2.0 * c), False),
         (V > 1) & ((p < 2) | ~divides(m, p)),
         (lay.dp > 0) & (lay.gpus > 0) & (gpus != lay.gpus),

@@ -9,7 +9,8 @@ gradients are kept and reduced:
 4 in fp32, 2 in bf16), what ZeRO shards divided by its group (optimizer states from 1,
 gradients from 2, weights at 3): dense parameters over the D c data-parallel GPUs, expert
 parameters over the expert data-parallel group D c t / (e etp) (Megatron-Core's expert
-optimizer), and activations per layer and micro-batch of b (s / c) tokens
+optimizer; etp the expert TP degree: each expert's matrices split over etp GPUs, its E / e experts per
+GPU), and activations per layer and micro-batch of b (s / c) tokens
 
     A = b (s / c) h (u_ + s_ / t) + 5 a b (s / c) s / t     (no recompute; the score
                                                              term absent with flash attention)
@@ -17,8 +18,9 @@ optimizer), and activations per layer and micro-batch of b (s / c) tokens
     mlp  = g + d + ((4 or 2) + g) f / h      (fc1's input and the dropout mask; fused SwiGLU
                                               saves only its 2f input, GELU its input, and
                                               fc2 its f input; 34 in all for GPT-3's shape)
-    moe  = g + d + (g + 2) k I + ((4 or 2) + g) f_e (k I + S) / h   (k dispatched copies and
-                                              expert outputs, the experts' MLPs on the busiest GPU)
+    moe  = g + d + (g etp + 2) k I + ((4 or 2) + g) f_e (k I + S) / h   (k dispatched copies,
+                                              gathered over the expert TP group, and expert outputs,
+                                              the experts' MLPs on the busiest GPU)
     g = 2 bytes per GEMM input kept for the backward (1 under fp8: Transformer Engine keeps the
     fp8 cast), d = 1 for a model trained with dropout (its masks), else 0
     u_ = 4 + 2 (g + d), s_ = all - u_   (TP without SP: norms, block inputs, masks unsplit)
@@ -44,15 +46,14 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from netsweep_jax.kernels.layout_compute import LayerWork
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, divides
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
 
 
 class LayerParams(NamedTuple):
     """The average layer's parameters (elements) and how its experts are split."""
 
     expert_params: Value  # the layer's expert parameters, all experts
-    classic: Value  # EP carved out of DP x CP (else Megatron-Core's MoE parallel folding)
-    etp: Value  # expert TP: t when classic, else 1
+    etp: Value  # expert TP: each expert's matrices split over this many GPUs
     expert_dp: Value  # the expert data-parallel group, D c t / (e etp)
     expert_stride: Value  # its members' distance in ranks, e etp
     dense_gpu: Value  # one GPU's share of the layer's dense parameters
@@ -70,11 +71,10 @@ def params_per_gpu(arch: Arch, lay: Parallelism, dp: Value, work: LayerWork) -> 
     attn_params = attn_matrices + 2.0 * h + latent_norms
     dense_params = attn_params + (dense_layers * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     expert_params = Le * E * mats * h * fe / L  # per average layer
-    # Experts: classic expert parallelism carves EP out of DP x CP and splits each expert over the TP group
-    # (expert TP = t); when EP does not divide DP x CP, Megatron-Core's MoE parallel folding spans EP over
-    # TP x CP x DP with whole experts (expert TP = 1). Their gradients are reduced over the rest.
-    classic = divides(dp * c, e)
-    etp = jnp.where(classic, t, 1.0)
+    # Experts: Megatron-Core's MoE parallel folding lays its expert grid, expert TP x EP x expert DP (in that
+    # rank order), over the same GPUs as TP x CP x DP: each expert's matrices split over the etp GPUs of its
+    # expert TP group, E / e experts per EP rank, and their gradients reduced over the expert DP group.
+    etp = lay.expert_tp
     expert_dp = t * dp * c / (e * etp)
     expert_stride = e * etp
     dense_gpu = (dense_params - down) / t + down  # one GPU's share of a layer's dense parameters
@@ -82,7 +82,6 @@ def params_per_gpu(arch: Arch, lay: Parallelism, dp: Value, work: LayerWork) -> 
     embed_params = v * h / t
     return LayerParams(
         expert_params=expert_params,
-        classic=classic,
         etp=etp,
         expert_dp=expert_dp,
         expert_stride=expert_stride,
@@ -119,9 +118,11 @@ def activations_per_layer(arch: Arch, dev: Device, lay: Parallelism, work: Layer
     g_in, mask = dev.gemm_input_bytes, arch.dropout
     per_width = jnp.where(arch.gated > 0, 4.0, 2.0) + g_in
     mlp_act = g_in + mask + per_width * f / h
-    # A MoE layer: each token's k dispatched copies (fc1's inputs) and k expert outputs (kept to combine
-    # them), the routed and shared experts' MLPs at their width (imbalance I on the busiest GPU's tokens).
-    moe_act = g_in + mask + (g_in + 2.0) * k * lay.imbalance + per_width * fe * (k * lay.imbalance + S) / h
+    # A MoE layer: each token's k dispatched copies (fc1's inputs: all-gathered over the expert TP group, so
+    # etp times the GPU's own) and k expert outputs (kept to combine them), the routed and shared experts'
+    # MLPs at their width (imbalance I on the busiest GPU's tokens; etp times the tokens at 1 / etp the width).
+    routed = k * lay.imbalance
+    moe_act = g_in + mask + (g_in * lay.expert_tp + 2.0) * routed + per_width * fe * (routed + S) / h
     ffn_act = (dense_layers * mlp_act + Le * moe_act) / L
     # Attention: QKV's input and the mask; Q, K and V as flash attention keeps them; the output projection's input.
     attention_act = g_in + mask + 2.0 * (qw + kvw + vw) / h + g_in * ctx / h

@@ -15,7 +15,7 @@ A less what it drops, D (units of h bytes a token, over t unless said), and re-r
     up_proj (16; MLA's up-projection) (2 w_q + 4 w_kv) / h                2 h w_q + 4 h w_kv, 1
     mlp (32; dense layers)            (4 or 2 + g) f / h                  (6 or 4) h f, 2
     moe_act (64; MoE layers)          g f_e k I / h                       0, 0
-    moe (128; MoE layers)             (g + 2) k I + (4 or 2 + g) f_e (k I + S) / h    the layer's expert
+    moe (128; MoE layers)             (g etp + 2) k I + (4 or 2 + g) f_e (k I + S) / h    its expert
                                       and router work, 1 + 2 E / e + 2 [S > 0], and its token
                                       movement M; two more all-to-alls
     op (4; torchtitan)                keeps only 2 (h + 2 w_q + w_kv) + 2 (f + h) (dense) or
@@ -93,7 +93,7 @@ def recomputation(
     drop_norm = 2.0 * g_in * split_share
     drop_up = 2.0 * (qw + kvw + vw) / h / t
     drop_mlp = dense_share * per_width * f / h / t
-    drop_moe = moe_share * ((g_in + 2.0) * routed + per_width * fe * (routed + S) / h) / t
+    drop_moe = moe_share * ((g_in * lay.expert_tp + 2.0) * routed + per_width * fe * (routed + S) / h) / t
     drop_act = moe_share * g_in * fe * routed / h / t
     dropped = (
         jnp.where(norm_rc, drop_norm, 0.0)

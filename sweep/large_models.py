@@ -38,7 +38,7 @@ class LayoutOptions(TypedDict, total=False):
     the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
 
     Keys:
-      gpus, dp, tp, pp, cp, ep, micro_batch, global_batch, zero, sequence_parallel: the layout.
+      gpus, dp, tp, pp, cp, ep, expert_tp, micro_batch, global_batch, zero, sequence_parallel: the layout.
       nodes: nodes x GPUs per node, instead of ``gpus``.
       schedule, recompute, attention, overlap: the pipeline schedule(s), recomputation, attention kernel
         and the stack's overlap switches, as the CLI's text (``"1f1b,interleaved:2"``).
@@ -58,6 +58,7 @@ class LayoutOptions(TypedDict, total=False):
     pp: Values
     cp: Values
     ep: Values
+    expert_tp: Values
     micro_batch: Values
     global_batch: Values
     zero: Values

@@ -476,9 +476,10 @@ def layout_status(arch, lay):
         return 4
     if lay["global_batch"] % (lay["micro_batch"] * dp) or m < 1:
         return 5
-    if (arch["experts"] > 0 and arch["experts"] % e) or (arch["experts"] == 0 and e > 1):
+    etp = lay["expert_tp"]
+    if (arch["experts"] > 0 and arch["experts"] % e) or (arch["experts"] == 0 and (e > 1 or etp > 1)):
         return 6
-    if (t * dp * c) % e:
+    if (t * dp * c) % (e * etp):
         return 7
     if c > 1 and arch["seq"] % (2 * c):
         return 8
@@ -557,8 +558,7 @@ def layout_step(arch, dev, lay):
     paced = per_token + Le * mats * 2 * h * fe * k * (lay["imbalance"] - 1) / L  # the busiest expert's GPU
     dense = attn + 2 * h + lat + ((L - Le) * mats * h * f + Le * (S * mats * h * fe + h * E)) / L
     experts = Le * E * mats * h * fe / L
-    classic = (dp * c) % e == 0
-    etp = t if classic else 1  # expert TP: the TP group, or whole experts under MoE parallel folding
+    etp = lay["expert_tp"]  # each expert's matrices over etp GPUs (the expert grid: ETP x EP x expert DP)
     expert_dp, expert_stride = t * dp * c / (e * etp), e * etp
     dense_gpu = (dense - replicated) / t + replicated
     params = dense_gpu + experts / (etp * e)
@@ -566,7 +566,7 @@ def layout_step(arch, dev, lay):
     g, d = dev["gemm_input_bytes"], arch["dropout"]  # bytes of a GEMM input kept; 1 for dropout masks
     width = (4 if arch["gated"] else 2) + g  # fused SwiGLU keeps its 2f input, GELU its input; fc2's input
     mlp_act = g + d + width * f / h
-    moe_act = g + d + (g + 2) * k * lay["imbalance"] + width * fe * (k * lay["imbalance"] + S) / h
+    moe_act = g + d + (g * etp + 2) * k * lay["imbalance"] + width * fe * (k * lay["imbalance"] + S) / h
     lin = 4 + (g + d + 2 * (qw + kvw + vw) / h + g * out_w / h) + ((L - Le) * mlp_act + Le * moe_act) / L
     unsplit = 0 if (sp or t <= 1) else 4 + 2 * (g + d)
     # MLA's latents are not split over the TP group
@@ -597,7 +597,7 @@ def layout_step(arch, dev, lay):
     # the backward
     if E > 0:
         sorts = 2 if E / max(e, 1) > 1 else 0
-        moved = 2 * h * (k + 1) + 2 * h * k * lay["imbalance"] * sorts  # elements a token
+        moved = 2 * h * (k + 1) + 2 * h * k * lay["imbalance"] * sorts * etp  # elements a token (gathered)
         move = tokens / t * Le / L * moved * dev["act_bytes"] / dev["hbm"]
     else:
         move = 0.0
@@ -623,7 +623,7 @@ def layout_step(arch, dev, lay):
         "layernorm": 2 * g * (1 if unsplit else 1 / t),
         "up_proj": 2 * (qw + kvw + vw) / h / t,
         "mlp": dense_share * width * f / h / t,
-        "moe": moe_share * ((g + 2) * routed + width * fe * (routed + S) / h) / t,
+        "moe": moe_share * ((g * etp + 2) * routed + width * fe * (routed + S) / h) / t,
         "moe_act": moe_share * g * fe * routed / h / t,
     }
     dropped = sum(drops[name] for name in drops if mods[name])
@@ -680,17 +680,18 @@ def layout_step(arch, dev, lay):
         one = tokens * (kvw + vw) * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
         cp_fwd, cp_bwd = max(0.0, (c - 1) * one - core), max(0.0, 2 * (c - 1) * one - 2 * core)
     ep_layer, ep_nic = 0.0, False
-    if e > 1:
+    if e > 1 or etp > 1:
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
-        stride = t * c if classic else 1
-        near = min(max(lay["nvlink_domain"] / stride, 1), e)
+        near = min(max(lay["nvlink_domain"] / etp, 1), e)  # EP ranks etp apart
         bw = (
             lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
         )  # own NIC share
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
+        a2a = max(intra, inter) if e > 1 else 0.0
+        gather = _collective("scatter", etp * xe, etp, 1, lay)  # expert TP's all-gather / reduce-scatter
         dispatches = 6 if mods["moe"] else 4  # a recomputed MoE layer dispatches again
-        ep_layer = dispatches * max(intra, inter) * Le / L
+        ep_layer = dispatches * (a2a + gather) * Le / L
         if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
             ep_layer = max(0.0, ep_layer - (fwd + bwd))
         ep_nic = near < e and inter >= intra

@@ -399,3 +399,36 @@ def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms
     per_layer_forward = -gemm / 2 + casts - saved_bytes
     forward_and_backward = 3 * per_layer_forward
     assert fp8["compute"] - bf16["compute"] == pytest.approx(96 * forward_and_backward, rel=1e-9)
+
+
+def test_expert_tensor_parallelism_by_hand():
+    # #26: the same MoE layer under TP 2 with sequence parallelism on two DGX H100 nodes, EP 8 x expert TP 2
+    # against EP 16 x expert TP 1 (both fold over TP 2 x DP 8). Each GPU dispatches its half of the tokens,
+    # X = (s / 2) k h 2 bytes. With expert TP 2 the EP ranks lie 2 apart, so 4 of the 8 share a node: 3/8 of X
+    # on NVLink, 4/8 through the GPU's own NIC (4 peers, a latency each); after the all-to-all the copies are
+    # all-gathered over the expert TP pair (a 2-GPU ring of 2 X bytes: X on NVLink), and before the combine
+    # reduce-scattered, forward and backward (one micro-batch: DP 8, global batch 8).
+    h, s, fe, E, k = 1024, 1024, 512, 16, 2
+    lam = 5e-6
+    arch = dict(
+        layers=1, moe_layers=1, hidden=h, heads=8, kv_heads=8, q_width=h, kv_width=h, seq=s, vocab=1000
+    )
+    arch.update(experts=E, top_k=k, expert_ffn=fe, shared_experts=0, gated=1, dropout=0, ffn=4 * h)
+    lay = dict(gpus=16, tp=2, sequence_parallel=1, global_batch=8, attention=1, nvlink_domain=8)
+    lay.update(nvlink_bw=450e9, gpus_per_node=8, nics_per_node=8, bandwidth=400e9, latency=lam)
+    folded = run_one(gpt3_case(**arch, **lay, ep=16, expert_tp=1))
+    split = run_one(gpt3_case(**arch, **lay, ep=8, expert_tp=2))
+    assert folded["status"] == 0 and split["status"] == 0
+    x = s / 2 * k * h * 2
+    a2a = max(3 / 8 * x / 450e9, 4 / 8 * x / 50e9 + 4 * lam)
+    gather = 1 / 2 * (2 * x) / 450e9
+    assert split["ep_exposed"] == pytest.approx(4 * (a2a + gather), rel=1e-9)
+    assert folded["ep_exposed"] == pytest.approx(4 * (8 / 16 * x / 50e9 + 8 * lam), rel=1e-9)
+    # Memory: the same expert parameters a GPU (16 experts over 16 GPUs either way), but fc1's input is the
+    # gathered copies: (2 - 1) k tokens more of h at 2 bytes, over the TP pair's sequence split.
+    more = (2 - 1) * k * 2 * s * h / 2
+    assert (split["memory_gb"] - folded["memory_gb"]) * 1e9 == pytest.approx(more, rel=1e-9)
+    # Expert TP needs experts, and TP x DP x CP divisible by EP x expert TP.
+    dense = dict(arch, experts=0, moe_layers=0, top_k=0)
+    assert run_one(gpt3_case(**dense, **lay, ep=1, expert_tp=2))["status"] == 6
+    assert run_one(gpt3_case(**arch, **lay, ep=16, expert_tp=2))["status"] == 7

@@ -60,6 +60,7 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
             pp=p,
             cp=c,
             ep=1,
+            expert_tp=1,
             dp=0,
             gpus=t * p * c * dp,
             micro_batch=b,

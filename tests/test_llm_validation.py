@@ -176,6 +176,25 @@ def test_the_chunks_column_takes_a_schedule_as_the_sweeps_spell_it(tmp_path):
         assert settings(run)[0].chunks == chunks, text
 
 
+def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
+    # MB-H100-07 (DeepSeek-V3, TP 2, EP 64) states none: the recipes' expert_tensor_parallel_size 1, said.
+    (run,) = [r for r in read_runs(DATASET) if r.id == "MB-H100-07"]
+    row, assumed = settings(run)
+    assert row.expert_tp == 1 and "expert TP 1 (the recipes' expert_tensor_parallel_size)" in assumed
+    path = _write(tmp_path, lambda rows: [{**r, "expert_tp": "2"} for r in rows if r["id"] == "MB-H100-07"])
+    (stated,) = read_runs(path)
+    row, assumed = settings(stated)
+    assert row.expert_tp == 2 and not any("expert TP" in a for a in assumed)
+    # Expert TP 2 adds a gather and a reduce-scatter over each expert's pair of GPUs, and spaces EP's ranks
+    # two apart (fewer of them on one node): more expert-parallel time.
+    both = evaluate_rows([settings(run)[0], row], np.full(2, 0.6), np.full(2, 0.92))
+    assert both["ep_exposed"][1] > both["ep_exposed"][0] and (both["status"] == 0).all()
+    # EP 64 x expert TP 4 is more than TP 2 x DP 64: refused by the sweeps' rule, naming the row's expert TP.
+    path = _write(tmp_path, lambda rows: [{**r, "expert_tp": "4"} for r in rows if r["id"] == "MB-H100-07"])
+    with pytest.raises(InputError, match="not divisible by ep x expert tp .*expert_tp 4"):
+        read_runs(path)
+
+
 def _write(tmp_path, edit):
     lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
     rows = list(csv.DictReader(lines))
@@ -213,7 +232,7 @@ def _write(tmp_path, edit):
         ),
         (
             lambda rows: [{**rows[0], "ep": "2"}],
-            "cannot exist: experts not divisible by ep (or ep > 1 on a dense",
+            "cannot exist: experts not divisible by ep (or ep or expert tp > 1 on a dense",
         ),
         (lambda rows: [{**rows[0], "pp": "32", "dp": "1"}], "cannot exist: fewer layers than pp x chunks"),
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be V (model chunks per stage)"),

@@ -164,7 +164,8 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         "docstring; they were fixed before any held-out error was seen, but for four changes on 2026-12-02, made "
         "after, for reasons the docstring gives: the NIC utilization held at NCCL's measured "
         f"{NIC_UTILIZATION:g}, a fitted memory efficiency, Megatron-Bridge's own FLOP count for its rows, and "
-        "FlashAttention-2's efficiency for the FSDP stacks on Hopper.",
+        "FlashAttention-2's efficiency for the FSDP stacks on Hopper; and one on 2026-12-03: MoE rows at the "
+        "expert TP their recipes set (1), where the model had taken the TP size.",
         "",
         "![predicted over measured](predicted_over_measured.png)",
         "",

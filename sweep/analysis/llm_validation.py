@@ -28,7 +28,10 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    Overlap (``overlap``): as stated, else none for 2021-22 (Megatron-LM all-reduced the gradients
    after the pipeline flush and ran TP's collectives blocking), the gradient reduce and parameter
    gather for the recipes, and TP communication too where tp > 1 with SP (Megatron-Bridge's
-   ``CommOverlapConfig``). Recompute modules and bf16 Adam moments (``moment_bytes``): as stated.
+   ``CommOverlapConfig``). Recompute modules and bf16 Adam moments (``moment_bytes``): as stated. Expert
+   TP of MoE rows (``expert_tp``): as stated, else 1, what Megatron-Bridge's performance recipes set for every
+   MoE model they publish (``expert_tensor_parallel_size=1``; until 2026-12-03 the model took the TP size
+   wherever EP divided DP x CP, which put MB-H100-07 at expert TP 2 where its recipe runs 1).
    PyTorch FSDP stacks (``stack`` fsdp: torchtitan, llm-foundry): ZeRO 3, sequence parallelism with
    TP (torchtitan's TP plan shards the norms), flash attention, gradients in fp32 (FSDP2's and
    llm-foundry's default reduce dtype), recomputation as stated else none, and with pipelining as many

@@ -88,11 +88,14 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
         "pp": pp,
         "cp": "1,2,4",
         "ep": ep,
+        "expert_tp": "1,2,4,8",
         "micro_batch": "1,2,4,8",
         "zero": "0,1,3",
         "sequence_parallel": "1",
     }
     assert tuple(space) == PLAN_SEARCHED  # the vocabulary's list, which --help reads
+    if not experts:
+        del space["expert_tp"]  # no experts to split: the default 1, unsaid
     return space
 
 
@@ -294,6 +297,8 @@ def _layout_text(row: dict) -> str:
         parts.append(f"cp{_i(row['layout_cp'])}")
     if row["layout_ep"] > 1:
         parts.append(f"ep{_i(row['layout_ep'])}")
+    if row["layout_expert_tp"] > 1:
+        parts.append(f"etp{_i(row['layout_expert_tp'])}")
     parts.append(f"dp{_i(row['dp'])}")
     text = "x".join(parts) + f" mb{_i(row['layout_micro_batch'])}"
     schedule = str(row["layout_schedule"])

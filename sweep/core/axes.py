@@ -205,6 +205,17 @@ _LAYOUT_AXES = (
     AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
     AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
     AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
+    AxisSpec(
+        "expert_tp",
+        "--expert-tp",
+        "1",
+        "expert tensor-parallel degree: GPUs each expert's matrices are split over (NVIDIA's MoE recipes: 1)",
+        True,
+        1,
+        4096,
+        "1",
+        1.0,
+    ),
     AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
     AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
     AxisSpec(

@@ -65,6 +65,7 @@ MEGATRON_ALIASES = {
     "pp": "--pipeline-model-parallel-size",
     "cp": "--context-parallel-size",
     "ep": "--expert-model-parallel-size",
+    "expert_tp": "--expert-tensor-parallel-size",
     "micro_batch": "--micro-batch-size",
     "global_batch": "--global-batch-size",
     "recompute": "--recompute-granularity",
@@ -138,7 +139,6 @@ SETTING_DIMS = (
     "latency",
     "collective",
     "efficiency",
-    "attention_efficiency",
     "imbalance",
     "overhead",
     "slowdown",
@@ -150,6 +150,7 @@ PARALLEL_DIMS = (
     "pp",
     "cp",
     "ep",
+    "expert_tp",
     "micro_batch",
     "schedule",
     "recompute",
@@ -160,6 +161,7 @@ DIMS = SETTING_DIMS + PARALLEL_DIMS
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
 # Layout settings that take one value per sweep (a property of the stack, not a dim: a cube holds at most 32).
 PER_SWEEP = (
+    "attention_efficiency",
     "usable_memory",
     "gemm_latency",
     "memory_efficiency",
@@ -167,7 +169,7 @@ PER_SWEEP = (
     "capacity_factor",
     "pad_to_capacity",
 )
-PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "micro_batch", "zero", "sequence_parallel")
+PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "expert_tp", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
     "gpus_per_node",
     "nvlink_domain",

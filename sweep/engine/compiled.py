@@ -203,7 +203,8 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # when dp is set); the device crosses them. No gather: the compiled block is the kernel and little else.
 # The GPU table's columns: the preset's, then the sweep's per-sweep settings: usable fraction of its memory, GEMM
 # latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
-# achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert).
+# achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
+# overlap switches and the flash-attention kernel's efficiency.
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -221,6 +222,7 @@ GPU_FIELDS = (
     "capacity_factor",
     "pad_to_capacity",
     "overlap",
+    "attention_efficiency",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -280,6 +282,7 @@ def layout_inputs(
         pp=v["pp"],
         cp=v["cp"],
         ep=v["ep"],
+        expert_tp=v["expert_tp"],
         dp=v["dp"],
         micro_batch=v["micro_batch"],
         global_batch=v["global_batch"],
@@ -302,7 +305,7 @@ def layout_inputs(
         straggle=v["jitter"] * e_n,
         imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
         offload_layers=v["offload_layers"],
-        attention_efficiency=v["attention_efficiency"],
+        attention_efficiency=o["attention_efficiency"],
         overlap=o["overlap"],
     )
     return arch, dev, lay

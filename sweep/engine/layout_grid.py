@@ -78,6 +78,7 @@ class LayoutGrid:
       capacity_factor, pad_to_capacity: MoE experts' capacity over the mean tokens (0: dropless) and whether
         their inputs are padded to it (one per sweep).
       overlap: the stack's overlap switches on, canonical (one per sweep).
+      attention_efficiency: the flash-attention kernel's fraction of the half-precision peak (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -98,6 +99,7 @@ class LayoutGrid:
     capacity_factor: float = float(AXES["capacity_factor"].default)
     pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
     overlap: str = OVERLAP_DEFAULT
+    attention_efficiency: float = float(AXES["attention_efficiency"].default)
     store: str = ""
     reduction: Reduction | None = None
 
@@ -163,6 +165,7 @@ class LayoutGrid:
             "capacity_factor": self.capacity_factor,
             "pad_to_capacity": self.pad_to_capacity,
             "overlap": self.overlap,
+            "attention_efficiency": self.attention_efficiency,
         }
 
     def coords(self) -> dict[str, np.ndarray]:
@@ -225,6 +228,7 @@ class LayoutGrid:
                     self.capacity_factor,
                     self.pad_to_capacity,
                     overlap_code(self.overlap),
+                    self.attention_efficiency,
                 )
                 for g in self.names["gpu"]
             ]

@@ -45,6 +45,7 @@ class LayoutRow:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    expert_tp: int = 1
     dp: int = 0
     micro_batch: int = 1
     global_batch: int = 1
@@ -141,7 +142,7 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
     cell.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
     gpu_columns = [
         (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.memory_efficiency,
-         r.moment_bytes, r.capacity_factor, r.pad_to_capacity, overlap_code(r.overlap))
+         r.moment_bytes, r.capacity_factor, r.pad_to_capacity, overlap_code(r.overlap), r.attention_efficiency)
         for r in rows
     ]  # fmt: skip
     cell.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})
@@ -158,7 +159,6 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
         offload_layers=column([r.offload_layers for r in rows]),
         latency=column([r.latency * 1e-6 for r in rows]),
         collective=column([LAYOUT_COLLECTIVES.index(r.collective) for r in rows]),
-        attention_efficiency=column([r.attention_efficiency for r in rows]),
         imbalance=column([r.imbalance for r in rows]),
         overhead=column([r.overhead * 1e-3 for r in rows]),
     )  # slowdown, jitter and e_N stay 0: a measured run's stragglers are in its measurement
@@ -169,6 +169,7 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
         pp=column([r.pp for r in rows]),
         cp=column([r.cp for r in rows]),
         ep=column([r.ep for r in rows]),
+        expert_tp=column([r.expert_tp for r in rows]),
         micro_batch=column([r.micro_batch for r in rows]),
         schedule=column([r.chunks for r in rows]),
         recompute=column([recompute_code(r.recompute) for r in rows]),

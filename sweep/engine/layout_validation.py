@@ -66,6 +66,7 @@ def make_layout_grid(
     pp: object = None,
     cp: object = None,
     ep: object = None,
+    expert_tp: object = None,
     micro_batch: object = None,
     global_batch: object = None,
     schedule: str = "1f1b",
@@ -144,6 +145,7 @@ def make_layout_grid(
         pp=pp,
         cp=cp,
         ep=ep,
+        expert_tp=expert_tp,
         micro_batch=micro_batch,
         global_batch=global_batch,
         sequence_parallel=sequence_parallel,
@@ -216,6 +218,7 @@ def make_layout_grid(
         capacity_factor=per_sweep["capacity_factor"],
         pad_to_capacity=per_sweep["pad_to_capacity"],
         overlap=_overlap(overlap),
+        attention_efficiency=per_sweep["attention_efficiency"],
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )
@@ -306,6 +309,8 @@ def _assumed(
             out.append("MoE load imbalance 1 (balanced routing)")
         if given["capacity_factor"] is None:
             out.append("MoE dropless")
+        if given["expert_tp"] is None and "expert_tp" not in search:
+            out.append("expert tp 1")
     if not overlap_given:
         out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [

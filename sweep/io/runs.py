@@ -3,7 +3,8 @@
 Columns (header required; one row per run): ``id``, ``gpu`` (a GPU preset), ``gpus``, ``tp``, ``pp``,
 ``global_batch``, ``metric`` (one of :data:`METRICS`) and ``value`` (empty: predict it), and a ``preset``
 (:data:`sweep.model.llms.LLMS`) or the shape (``layers``, ``hidden``, ``heads``, ``seq_len``, ``vocab``);
-optional: ``group``, ``stack``, ``year``, ``dp``, ``cp``, ``ep``, ``micro_batch``, ``precision``, ``zero``,
+optional: ``group``, ``stack``, ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
+recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
 ``moment_bytes``, ``flops`` (:data:`FLOP_RULES`), ``source``; any other column is a note. Lines starting
 with ``#`` are comments.
@@ -98,6 +99,7 @@ class Run:
     stack: str = "megatron"
     moment_bytes: int = 4
     overlap: str = ""
+    expert_tp: int | None = None
 
     @property
     def moe(self) -> bool:
@@ -176,7 +178,8 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
             row, _ = settings(run)
             layout = ", ".join(
                 f"{name} {getattr(row, name)}"
-                for name in ("gpus", "tp", "pp", "cp", "dp", "ep", "micro_batch", "global_batch")
+                for name in ("gpus", "tp", "pp", "cp", "dp", "ep", "expert_tp", "micro_batch", "global_batch")
+                if name != "expert_tp" or run.moe
             )
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
@@ -329,6 +332,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         stack,
         moments or 4,
         overlap,
+        _int(cells, "expert_tp", path, line, rid, default=None),
     )
 
 
@@ -403,6 +407,12 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     imbalance = 1.0
     if run.llm.experts > 0:
         assumed.append("load imbalance 1 (balanced routing, as the recipes force it)")
+    # Expert TP of MoE runs: Megatron-Bridge's performance recipes set expert_tensor_parallel_size 1 for every
+    # MoE model they publish (qwen3, deepseek and gpt_oss presets at 00b7660 and 0a25f91), where
+    # Megatron-Core would default it to the TP size.
+    expert_tp = run.expert_tp or 1
+    if run.llm.experts > 0 and run.expert_tp is None and run.tp > 1:
+        assumed.append("expert TP 1 (the recipes' expert_tensor_parallel_size)")
     row = LayoutRow(
         run.llm,
         run.gpu,
@@ -412,6 +422,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         pp=run.pp,
         cp=run.cp,
         ep=run.ep,
+        expert_tp=expert_tp,
         dp=run.dp,
         micro_batch=micro,
         global_batch=run.global_batch,
