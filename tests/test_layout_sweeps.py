@@ -670,3 +670,40 @@ def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name(tmp_path
         )
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
         assert not list(tmp_path.iterdir())  # nothing written, no OUT.partial
+
+
+def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
+    # #26: --expert-tp (Megatron-Core's --expert-tensor-parallel-size) is a layout dim: a grid's cells equal the
+    # measured-row path's at each value, a dense model refuses it above 1 (status 6), and sweep plan searches
+    # it beside EP for MoE models only.
+    from netsweep_jax.sweep.analysis.planning import search_space
+    from netsweep_jax.sweep.engine.layout_rows import LayoutRow, evaluate_rows
+    from netsweep_jax.sweep.model.llms import LLMS, resolve_llm
+
+    qwen = resolve_llm("qwen3-30b-a3b")
+    g = layouts.make_layout_grid(
+        "qwen3-30b-a3b", gpus=16, global_batch=64, tp=2, ep=4, expert_tp="1,2", zero=1, dtype="float64"
+    )
+    grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
+    rows = [
+        LayoutRow(qwen, "h100", "bf16", 16, tp=2, ep=4, expert_tp=n, global_batch=64, zero=1) for n in (1, 2)
+    ]
+    np.testing.assert_allclose(
+        evaluate_rows(rows, np.full(2, 0.6), np.ones(2))["iteration_time"], grid, rtol=1e-12
+    )
+    assert grid[0] != grid[1]
+    dense = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, expert_tp=2)
+    assert (layouts.evaluate_layouts_arrays(dense)["status"] == 6).all()
+    assert search_space((qwen,))["expert_tp"] == "1,2,4,8" and "expert_tp" not in search_space(
+        (LLMS["llama3-8b"],)
+    )
+    for args, message in (
+        (["--expert-tp", "0"], "--expert-tp 0: expert_tp must be an integer from 1"),
+        (["--attention-efficiency", "0.4,0.5"], "give one value"),
+    ):
+        out = tmp_path / "plan.h5"
+        r = invoke(
+            "plan", "--model", "qwen3-30b-a3b", "--gpus", "16", "--global-batch", "512", *args, "--out", out
+        )
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+        assert not list(tmp_path.iterdir())
