@@ -58,6 +58,7 @@ def reference_rate(grid, samples=4000):
             pp=v["pp"],
             cp=v["cp"],
             ep=v["ep"],
+            expert_tp=v["expert_tp"],
             dp=v["dp"],
             micro_batch=v["micro_batch"],
             global_batch=v["global_batch"],
@@ -80,7 +81,7 @@ def reference_rate(grid, samples=4000):
             straggle=0.0,
             imbalance=1.0,
             offload_layers=0,
-            attention_efficiency=0.5,
+            attention_efficiency=gpu["attention_efficiency"],
             overlap=gpu["overlap"],
         )
         cells.append(
