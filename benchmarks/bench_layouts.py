@@ -83,6 +83,7 @@ def reference_rate(grid, samples=4000):
             offload_layers=0,
             attention_efficiency=gpu["attention_efficiency"],
             overlap=gpu["overlap"],
+            dispatch_fp8=gpu["dispatch_fp8"],
         )
         cells.append(
             {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}

@@ -16,7 +16,9 @@ Per layer and micro-batch, on the GPU's critical path:
   each goes through its own K / G of the node's NICs, K beta u / G bytes/s (not a ring's
   q / G: that would credit one GPU with its group's NICs on the node). With expert TP
   (etp > 1) each all-to-all is followed (or preceded) by an all-gather or reduce-scatter of
-  etp X bytes over the etp GPUs of the expert TP group (a ring of adjacent ranks).
+  etp X bytes over the etp GPUs of the expert TP group (a ring of adjacent ranks). With
+  ``dispatch_fp8`` the forward dispatch carries (1 + 1/32) / bytes_act of X (MXFP8: a byte an
+  element, a scale a 32); the combines and the backward stay in bf16.
 - ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
@@ -146,12 +148,29 @@ def layer_communication(
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
     a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
-    a2a = jnp.where(e > 1, jnp.maximum(intra_share * x_ep / lay.nvlink_bw, a2a_inter), 0.0)
+
+    def all_to_all(inter: Value, nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares
+        return jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, inter), 0.0)
+
+    a2a = all_to_all(a2a_inter, x_ep)
+    # An fp8 dispatch (DeepEP's; Megatron-LM's moe_dispatch_fwd_dtype mxfp8) sends the forward dispatch in
+    # 1 byte an element and a 1-byte scale per 32 (MXFP8's blocks); its backward, and the combines, in bf16.
+    fp8_share = (1.0 + 1.0 / 32.0) / dev.act_bytes
+    dispatch = jnp.where(
+        lay.dispatch_fp8 > 0,
+        all_to_all(
+            inter_share * x_ep * fp8_share / nic_ep
+            + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0),
+            x_ep * fp8_share,
+        ),
+        a2a,
+    )
     # Expert TP: the dispatched tokens all-gathered over the expert TP group after the all-to-all, the experts'
     # outputs reduce-scattered before the combine (Megatron-Core's alltoall dispatcher: A2A, AG, experts, RS,
     # A2A), and their mirrors in the backward: each a ring over etp GPUs etp x_ep bytes long.
     etp_gather = scatter_or_gather(etp * x_ep, etp, 1.0, lay)
-    ep_layer = (4.0 + jnp.where(moe_rc, 2.0, 0.0)) * (a2a + etp_gather) * Le / L  # recomputed: once more
+    passes = 1.0 + jnp.where(moe_rc, 1.0, 0.0)  # a recomputed MoE layer dispatches and combines again
+    ep_layer = (passes * dispatch + (2.0 + passes) * a2a + (2.0 + 2.0 * passes) * etp_gather) * Le / L
     ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
     ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
 

@@ -99,7 +99,7 @@ class Parallelism(NamedTuple):
     the mean that the step runs, a capacity factor's cap or padding applied by the caller), offload_layers
     (layers per stage whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
     overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
-    all-to-all).
+    all-to-all), dispatch_fp8 (1: MoE tokens dispatched forward in MXFP8, 1 + 1/32 bytes an element).
     """
 
     gpus: Value
@@ -132,6 +132,7 @@ class Parallelism(NamedTuple):
     offload_layers: Value
     attention_efficiency: Value
     overlap: Value
+    dispatch_fp8: Value
 
 
 def has_bit(code: Value, value: float) -> Value:

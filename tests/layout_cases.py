@@ -91,6 +91,7 @@ def random_case(rng):
         offload_layers=rng.choice([0, 0, 1, 3]),
         attention_efficiency=rng.uniform(0.3, 0.7),
         overlap=rng.choice([0, 1, 2, 3, 4, 8, 15, 7]),
+        dispatch_fp8=rng.choice([0, 1]),
     )
     return arch, dev, lay
 
@@ -188,6 +189,7 @@ def gpt3_case(**changes):
         offload_layers=0,
         attention_efficiency=0.5,
         overlap=3,
+        dispatch_fp8=0,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value

@@ -686,12 +686,20 @@ def layout_step(arch, dev, lay):
         bw = (
             lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
         )  # own NIC share
+
+        def a2a_of(nbytes):  # the slower of the NVLink and NIC shares
+            intra = (near - 1) / e * nbytes / lay["nvlink_bw"]
+            inter = (e - near) / e * nbytes / bw + ((e - near) * lay["latency"] if near < e else 0.0)
+            return max(intra, inter) if e > 1 else 0.0
+
         intra = (near - 1) / e * xe / lay["nvlink_bw"]
         inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
-        a2a = max(intra, inter) if e > 1 else 0.0
+        a2a = a2a_of(xe)
+        # the forward dispatch in MXFP8 (a byte an element, a scale a 32) when asked; the rest bf16
+        dispatch = a2a_of(xe * (1 + 1 / 32) / dev["act_bytes"]) if lay["dispatch_fp8"] else a2a
         gather = _collective("scatter", etp * xe, etp, 1, lay)  # expert TP's all-gather / reduce-scatter
-        dispatches = 6 if mods["moe"] else 4  # a recomputed MoE layer dispatches again
-        ep_layer = dispatches * (a2a + gather) * Le / L
+        passes = 2 if mods["moe"] else 1  # a recomputed MoE layer dispatches and combines again
+        ep_layer = (passes * dispatch + (2 + passes) * a2a + (2 + 2 * passes) * gather) * Le / L
         if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
             ep_layer = max(0.0, ep_layer - (fwd + bwd))
         ep_nic = near < e and inter >= intra

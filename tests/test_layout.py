@@ -381,6 +381,11 @@ def test_one_moe_layer_on_two_nodes_by_hand():
     nvlink, nics = 7 / 16 * x / 450e9, 8 / 16 * x / 50e9 + 8 * lam
     assert nics > nvlink and out["ep_on_nics"] == 1
     assert out["ep_exposed"] == pytest.approx(4 * nics, rel=1e-9)
+    # An fp8 dispatch sends the forward dispatch in MXFP8, a byte an element and a scale a 32: (1 + 1/32) / 2
+    # of X; the combine and both backward all-to-alls stay bf16.
+    fp8 = run_one(gpt3_case(**arch, **dev, **lay, dispatch_fp8=1))
+    x8 = x * (1 + 1 / 32) / 2
+    assert fp8["ep_exposed"] == pytest.approx(8 / 16 * x8 / 50e9 + 8 * lam + 3 * nics, rel=1e-9)
 
 
 def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms():

@@ -700,6 +700,7 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
     for args, message in (
         (["--expert-tp", "0"], "--expert-tp 0: expert_tp must be an integer from 1"),
         (["--attention-efficiency", "0.4,0.5"], "give one value"),
+        (["--moe-dispatch-fp8", "2"], "--moe-dispatch-fp8 2: dispatch_fp8 must be"),
     ):
         out = tmp_path / "plan.h5"
         r = invoke(

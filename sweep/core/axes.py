@@ -383,6 +383,18 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
+        "dispatch_fp8",
+        "--moe-dispatch-fp8",
+        "1",
+        "MoE: 1 dispatches the tokens forward in MXFP8 (1 byte an element and a scale a 32: DeepEP's fp8 "
+        "dispatch, Megatron-LM's moe_dispatch_fwd_dtype mxfp8); combines and the backward stay bf16",
+        True,
+        0,
+        1,
+        "0",
+        1.0,
+    ),
+    AxisSpec(
         "pad_to_capacity",
         "--moe-pad-expert-input-to-capacity",
         "1",

@@ -168,6 +168,7 @@ PER_SWEEP = (
     "moment_bytes",
     "capacity_factor",
     "pad_to_capacity",
+    "dispatch_fp8",
 )
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "expert_tp", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (

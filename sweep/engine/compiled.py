@@ -204,7 +204,7 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # The GPU table's columns: the preset's, then the sweep's per-sweep settings: usable fraction of its memory, GEMM
 # latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
 # achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
-# overlap switches and the flash-attention kernel's efficiency.
+# overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8.
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -223,6 +223,7 @@ GPU_FIELDS = (
     "pad_to_capacity",
     "overlap",
     "attention_efficiency",
+    "dispatch_fp8",
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -307,6 +308,7 @@ def layout_inputs(
         offload_layers=v["offload_layers"],
         attention_efficiency=o["attention_efficiency"],
         overlap=o["overlap"],
+        dispatch_fp8=o["dispatch_fp8"],
     )
     return arch, dev, lay
 

@@ -79,6 +79,7 @@ class LayoutGrid:
         their inputs are padded to it (one per sweep).
       overlap: the stack's overlap switches on, canonical (one per sweep).
       attention_efficiency: the flash-attention kernel's fraction of the half-precision peak (one per sweep).
+      dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -100,6 +101,7 @@ class LayoutGrid:
     pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
     overlap: str = OVERLAP_DEFAULT
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
+    dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
     store: str = ""
     reduction: Reduction | None = None
 
@@ -166,6 +168,7 @@ class LayoutGrid:
             "pad_to_capacity": self.pad_to_capacity,
             "overlap": self.overlap,
             "attention_efficiency": self.attention_efficiency,
+            "dispatch_fp8": self.dispatch_fp8,
         }
 
     def coords(self) -> dict[str, np.ndarray]:
@@ -229,6 +232,7 @@ class LayoutGrid:
                     self.pad_to_capacity,
                     overlap_code(self.overlap),
                     self.attention_efficiency,
+                    self.dispatch_fp8,
                 )
                 for g in self.names["gpu"]
             ]

@@ -60,6 +60,7 @@ class LayoutRow:
     moment_bytes: float = float(AXES["moment_bytes"].default)
     capacity_factor: float = float(AXES["capacity_factor"].default)
     pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
+    dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
     overlap: str = OVERLAP_DEFAULT
     sequence_parallel: int = 1
     zero: int = 0
@@ -142,7 +143,8 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
     cell.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
     gpu_columns = [
         (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.memory_efficiency,
-         r.moment_bytes, r.capacity_factor, r.pad_to_capacity, overlap_code(r.overlap), r.attention_efficiency)
+         r.moment_bytes, r.capacity_factor, r.pad_to_capacity, overlap_code(r.overlap), r.attention_efficiency,
+         r.dispatch_fp8)
         for r in rows
     ]  # fmt: skip
     cell.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})

@@ -58,6 +58,7 @@ def make_layout_grid(
     moment_bytes: object = None,
     capacity_factor: object = None,
     pad_to_capacity: object = None,
+    dispatch_fp8: object = None,
     overlap: str | None = None,
     offload_layers: object = None,
     gpus: object = None,
@@ -138,6 +139,7 @@ def make_layout_grid(
         moment_bytes=moment_bytes,
         capacity_factor=capacity_factor,
         pad_to_capacity=pad_to_capacity,
+        dispatch_fp8=dispatch_fp8,
         offload_layers=offload_layers,
         gpus=gpus,
         dp=dp,
@@ -219,6 +221,7 @@ def make_layout_grid(
         pad_to_capacity=per_sweep["pad_to_capacity"],
         overlap=_overlap(overlap),
         attention_efficiency=per_sweep["attention_efficiency"],
+        dispatch_fp8=per_sweep["dispatch_fp8"],
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )
@@ -311,6 +314,8 @@ def _assumed(
             out.append("MoE dropless")
         if given["expert_tp"] is None and "expert_tp" not in search:
             out.append("expert tp 1")
+        if given["dispatch_fp8"] is None:
+            out.append("MoE dispatch bf16")
     if not overlap_given:
         out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [
