@@ -697,6 +697,10 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
     assert search_space((qwen,))["expert_tp"] == "1,2,4,8" and "expert_tp" not in search_space(
         (LLMS["llama3-8b"],)
     )
+    said = layouts.make_layout_grid(
+        "qwen3-30b-a3b", gpus=16, global_batch=64, search=search_space((qwen,))
+    ).assumed
+    assert "MoE dispatch bf16" in said and any("expert-tp 1,2,4,8" in phrase for phrase in said)
     for args, message in (
         (["--expert-tp", "0"], "--expert-tp 0: expert_tp must be an integer from 1"),
         (["--attention-efficiency", "0.4,0.5"], "give one value"),
