@@ -147,24 +147,18 @@ def layer_communication(
     nic_ep = nic_per_gpu(lay)
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
     intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
-    a2a_inter = inter_share * x_ep / nic_ep + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
+    latencies = jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
 
-    def all_to_all(inter: Value, nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares
-        return jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, inter), 0.0)
+    def on_nics(nbytes: Value) -> Value:  # the off-domain share through the GPU's own NICs
+        return inter_share * nbytes / nic_ep + latencies
 
-    a2a = all_to_all(a2a_inter, x_ep)
+    def all_to_all(nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares
+        return jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, on_nics(nbytes)), 0.0)
+
+    a2a = all_to_all(x_ep)
     # An fp8 dispatch (DeepEP's; Megatron-LM's moe_dispatch_fwd_dtype mxfp8) sends the forward dispatch in
     # 1 byte an element and a 1-byte scale per 32 (MXFP8's blocks); its backward, and the combines, in bf16.
-    fp8_share = (1.0 + 1.0 / 32.0) / dev.act_bytes
-    dispatch = jnp.where(
-        lay.dispatch_fp8 > 0,
-        all_to_all(
-            inter_share * x_ep * fp8_share / nic_ep
-            + jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0),
-            x_ep * fp8_share,
-        ),
-        a2a,
-    )
+    dispatch = jnp.where(lay.dispatch_fp8 > 0, all_to_all(x_ep * (1.0 + 1.0 / 32.0) / dev.act_bytes), a2a)
     # Expert TP: the dispatched tokens all-gathered over the expert TP group after the all-to-all, the experts'
     # outputs reduce-scattered before the combine (Megatron-Core's alltoall dispatcher: A2A, AG, experts, RS,
     # A2A), and their mirrors in the backward: each a ring over etp GPUs etp x_ep bytes long.
@@ -172,7 +166,7 @@ def layer_communication(
     passes = 1.0 + jnp.where(moe_rc, 1.0, 0.0)  # a recomputed MoE layer dispatches and combines again
     ep_layer = (passes * dispatch + (2.0 + passes) * a2a + (2.0 + 2.0 * passes) * etp_gather) * Le / L
     ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
-    ep_waits_on_nic = (e > 1) & (inter_share > 0) & (a2a_inter >= intra_share * x_ep / lay.nvlink_bw)
+    ep_waits_on_nic = (e > 1) & (inter_share > 0) & (on_nics(x_ep) >= intra_share * x_ep / lay.nvlink_bw)
 
     dp_group = dp * c
     dense_grads = dense_gpu * dev.grad_bytes
