@@ -687,13 +687,15 @@ def layout_step(arch, dev, lay):
             lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
         )  # own NIC share
 
-        def a2a_of(nbytes):  # the slower of the NVLink and NIC shares
+        def shares(nbytes):  # the NVLink share's time and the NIC share's
             intra = (near - 1) / e * nbytes / lay["nvlink_bw"]
             inter = (e - near) / e * nbytes / bw + ((e - near) * lay["latency"] if near < e else 0.0)
-            return max(intra, inter) if e > 1 else 0.0
+            return intra, inter
 
-        intra = (near - 1) / e * xe / lay["nvlink_bw"]
-        inter = (e - near) / e * xe / bw + ((e - near) * lay["latency"] if near < e else 0.0)
+        def a2a_of(nbytes):  # the slower of the two
+            return max(shares(nbytes)) if e > 1 else 0.0
+
+        intra, inter = shares(xe)
         a2a = a2a_of(xe)
         # the forward dispatch in MXFP8 (a byte an element, a scale a 32) when asked; the rest bf16
         dispatch = a2a_of(xe * (1 + 1 / 32) / dev["act_bytes"]) if lay["dispatch_fp8"] else a2a

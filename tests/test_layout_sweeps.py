@@ -692,8 +692,8 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
         evaluate_rows(rows, np.full(2, 0.6), np.ones(2))["iteration_time"], grid, rtol=1e-12
     )
     assert grid[0] != grid[1]
-    dense = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, expert_tp=2)
-    assert (layouts.evaluate_layouts_arrays(dense)["status"] == 6).all()
+    dense = LayoutRow(LLMS["llama3-8b"], "h100", "bf16", 8, expert_tp=2, global_batch=8)
+    assert evaluate_rows([dense], np.full(1, 0.6), np.ones(1), outputs=("status",))["status"][0] == 6
     assert search_space((qwen,))["expert_tp"] == "1,2,4,8" and "expert_tp" not in search_space(
         (LLMS["llama3-8b"],)
     )

@@ -313,7 +313,7 @@ def _assumed(
         if given["capacity_factor"] is None:
             out.append("MoE dropless")
         if given["expert_tp"] is None and "expert_tp" not in search:
-            out.append("expert tp 1")
+            out.append(f"{AXES['expert_tp'].option} {AXES['expert_tp'].default}")
         if given["dispatch_fp8"] is None:
             out.append("MoE dispatch bf16")
     if not overlap_given:

@@ -176,10 +176,9 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
     for run, code in zip(runs, status.astype(int)):
         if code:
             row, _ = settings(run)
+            names = ("gpus", "tp", "pp", "cp", "dp", "ep", *(("expert_tp",) if run.moe else ()))
             layout = ", ".join(
-                f"{name} {getattr(row, name)}"
-                for name in ("gpus", "tp", "pp", "cp", "dp", "ep", "expert_tp", "micro_batch", "global_batch")
-                if name != "expert_tp" or run.moe
+                f"{name} {getattr(row, name)}" for name in (*names, "micro_batch", "global_batch")
             )
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
@@ -411,7 +410,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     # MoE model they publish (qwen3, deepseek and gpt_oss presets at 00b7660 and 0a25f91), where
     # Megatron-Core would default it to the TP size.
     expert_tp = run.expert_tp or 1
-    if run.llm.experts > 0 and run.expert_tp is None and run.tp > 1:
+    if run.moe and run.expert_tp is None and run.tp > 1:
         assumed.append("expert TP 1 (the recipes' expert_tensor_parallel_size)")
     row = LayoutRow(
         run.llm,
