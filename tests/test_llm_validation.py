@@ -11,9 +11,11 @@ import pytest
 
 from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis import llm_fit as F
+from netsweep_jax.sweep.analysis import llm_sources
 from netsweep_jax.sweep.analysis import llm_validation as V
 from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, predict, source_flops
-from netsweep_jax.sweep.analysis.llm_report import FILES
+from netsweep_jax.sweep.analysis.llm_report import FILES, tokens_per_gpu
+from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, same_setup_pairs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layout_rows import evaluate_rows
 from netsweep_jax.sweep.io import runs as runs_file
@@ -510,3 +512,62 @@ def test_the_fits_loss_is_the_reports():
     held, loss = F.fit_constants(runs, starts, values, values)
     np.testing.assert_array_equal(held, values)
     assert loss == pytest.approx(_loss(runs, eff, 0.37, 0.6), rel=1e-12)
+
+
+def test_one_setup_in_two_sources_is_its_measured_over_predicted_rates_ratio():
+    runs = read_runs(DATASET)
+    ids = {r.id: i for i, r in enumerate(runs)}
+    predicted = np.full(len(runs), np.nan)
+    # SC21-T1-10 (TFLOP/s) and K23-T5-07 (s per iteration): GPT 1T, A100, TP 8, PP 64, full recomputation.
+    a, b = ids["SC21-T1-10"], ids["K23-T5-07"]
+    predicted[a], predicted[b] = 150.0, 110.0
+    pairs = same_setup_pairs(runs, predicted)
+    assert [(p.a, p.b) for p in pairs] == [(a, b)]  # the rows without a prediction are left out
+    assert pairs[0].relative == pytest.approx((110.0 / 94.42) / (163 / 150.0))  # b's rate inverted: a time
+    # The same group, another TP or another recomputation is not one setup in two sources.
+    predicted[:] = 100.0
+    found = {(runs[p.a].id, runs[p.b].id) for p in same_setup_pairs(runs, predicted)}
+    assert ("SC21-T1-10", "K23-T5-07") in found and ("SC21-T1-09", "SC21-T2-10") in found
+    assert ("K23-T5-07", "K23-T5-08") not in found  # one group
+    assert ("K23-T5-05", "K23-TXT-01") not in found  # one group (k23), and full against selective
+    for p in same_setup_pairs(runs, predicted):
+        x, y = runs[p.a], runs[p.b]
+        assert not (x.moe or y.moe) and settings(x)[0].recompute == settings(y)[0].recompute
+
+
+def test_the_lowest_median_is_a_minimum_of_the_grid_and_the_reports(validation):
+    regenerated, v = validation
+    floor = v.fits[LOWEST_MEDIAN]
+    held = [not t and not r.moe for r, t in zip(v.runs, v.train)]
+    assert set(floor.rows) == {r.id for r, h in zip(v.runs, held) if h}
+    rows = [v.runs[i] for i, h in enumerate(held) if h]
+    measured = np.array([r.value for r in rows])
+
+    def median(efficiency, memory):
+        p = predict(rows, efficiency, F.NIC_UTILIZATION, memory)["predicted"]
+        return float(np.median(np.abs(p / measured - 1)))
+
+    best = median(floor.efficiency, floor.memory_efficiency)
+    _, med, _ = v.summary(LOWEST_MEDIAN, held)
+    assert best == pytest.approx(med)
+    assert best < v.summary("trained", held)[1]  # the trained constants are on no better a point
+    # No neighbouring point of the grid (one die's efficiency or the memory efficiency a step away) is lower.
+    m = int(np.argmin(np.abs(F.MEMORY_EFFICIENCIES - floor.memory_efficiency)))
+    for g, e in floor.efficiency.items():
+        for step in (-0.02, 0.02):
+            if F.EFFICIENCIES[0] <= e + step <= F.EFFICIENCIES[-1]:
+                assert median({**floor.efficiency, g: e + step}, floor.memory_efficiency) >= best - 1e-12
+    for k in (m - 1, m + 1):
+        if 0 <= k < len(F.MEMORY_EFFICIENCIES):
+            assert median(floor.efficiency, F.MEMORY_EFFICIENCIES[k]) >= best - 1e-12
+    text = (regenerated / "REPORT.md").read_text()
+    assert f"the lowest median is {med:.1%}" in text
+    # The repeats are compared in tokens per second per GPU, what both recipe pages print beside TFLOP/s.
+    assert tokens_per_gpu(v, [r.id for r in v.runs].index("MB-H100-02")) == pytest.approx(1602, rel=0.005)
+
+
+def test_the_searchs_median_is_numpys():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 6, 43):
+        a = rng.random((7, 5, n))
+        np.testing.assert_allclose(llm_sources._median(a), np.median(a, axis=-1))

@@ -66,7 +66,10 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    A100 and llm-foundry's MPT runs for the H100, by source, not by row), fitted on every dense row
    (in-sample).
 4. **Report** the absolute percentage error of every row, per source group; dense held-out rows
-   (median, maximum) apart from the MoE rows (the recipes force balanced routing: best cases).
+   (median, maximum) apart from the MoE rows (the recipes force balanced routing: best cases). Beside the
+   errors, how far the sources agree with each other through the model (:mod:`sweep.analysis.llm_sources`,
+   added 2026-12-03): rows of one setup in two sources, and the lowest held-out median any per-GPU constants
+   reach, searched on the held-out rows themselves (a floor, never a prediction).
 
 Where each step lives: the runs file and the rules of step 2, :mod:`sweep.io.runs`; step 1,
 :mod:`sweep.analysis.llm_predict`; step 3, :mod:`sweep.analysis.llm_fit`; step 4,
@@ -89,6 +92,7 @@ from netsweep_jax.sweep.analysis.llm_fit import (
 )
 from netsweep_jax.sweep.analysis.llm_predict import predict
 from netsweep_jax.sweep.analysis.llm_report import FILES, pct, write_report
+from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
@@ -156,6 +160,11 @@ def run_validation(
     fits["in-sample"] = fit(
         runs, [True] * len(runs), "in-sample", utilization=NIC_UTILIZATION, memory_efficiency=None
     )
+    held_dense = [not t and not r.moe for r, t in zip(runs, in_train)]
+    say("searching the per-GPU constants of the lowest held-out median ...")
+    floor = lowest_median(runs, held_dense, NIC_UTILIZATION)
+    if floor is not None:  # a floor the report gives beside the three models, never a prediction
+        fits[LOWEST_MEDIAN] = floor
     outputs = {
         name: predict(runs, f.efficiency, f.utilization, f.memory_efficiency) for name, f in fits.items()
     }

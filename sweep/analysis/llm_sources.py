@@ -1,0 +1,131 @@
+"""How far the published runs agree with each other, measured through the layout model: what no choice of its
+constants can remove (``sweep validate --llm``'s findings on issue #25's targets).
+
+Two measures, both on dense runs with a measured value:
+
+- **Rows of one setup in two sources** (:func:`same_setup_pairs`): runs with the same model (layers, hidden
+  size, sequence), GPU, TP, PP and recomputation, from different source groups. They differ in what the model
+  prices (batch, data parallelism, interleaving), so each pair's
+
+      relative = (measured_b / predicted_b) / (measured_a / predicted_a)      (rates; a time metric inverted)
+
+  is how much faster row b ran than row a beyond what the model says their differences are worth. Every
+  prediction scales with the constants alike, so ``relative`` barely depends on them (the report's runs: within
+  0.2% from the trained constants to the in-sample ones), and a model with one set of constants errs by at
+  least ``|log relative| / 2`` on one row of each pair.
+- **The lowest median any per-GPU constants reach** (:func:`lowest_median`): an exhaustive search of the
+  fit's grid (:data:`~sweep.analysis.llm_fit.EFFICIENCIES` for each GPU die, one memory efficiency of
+  :data:`~sweep.analysis.llm_fit.MEMORY_EFFICIENCIES`, the NIC utilization held) for the constants of the
+  lowest median absolute error over the rows given: on the held-out rows themselves, which no prediction
+  may use, so a floor of what the model's constants could do there, and with them the training rows'
+  errors (what those constants cost the sources they would be fitted on).
+"""
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from netsweep_jax.sweep.analysis.llm_fit import EFFICIENCIES, MEMORY_EFFICIENCIES, NIC_UTILIZATION, Fit
+from netsweep_jax.sweep.analysis.llm_predict import metric
+from netsweep_jax.sweep.engine.layouts import evaluate_rows
+from netsweep_jax.sweep.io.runs import Run, settings
+from netsweep_jax.sweep.model.compute import die
+
+__all__ = ["LOWEST_MEDIAN", "MAX_DIES", "Pair", "lowest_median", "same_setup_pairs"]
+
+LOWEST_MEDIAN = "lowest median"  # its name among a validation's fits (not one of the report's three models)
+MAX_DIES = 3  # the search tries every combination of the dies' efficiencies: len(EFFICIENCIES) ** dies
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """Two runs of one setup from two sources; ``relative``: how much faster ``b`` ran than ``a`` beyond what
+    the model prices (1: as the model says)."""
+
+    a: int  # indices into the runs
+    b: int
+    relative: float
+
+
+def _setup(run: Run) -> tuple[object, ...]:
+    m = run.llm
+    return (m.layers, m.hidden, m.seq, run.gpu, run.tp, run.pp, settings(run)[0].recompute)
+
+
+def _measured_rate(run: Run, predicted: float) -> float:
+    """measured / predicted as a rate (a time metric inverted): above 1, the run ran faster than predicted."""
+    ratio = float(run.value) / predicted  # type: ignore[arg-type]
+    return 1.0 / ratio if run.flops == "time" else ratio
+
+
+def same_setup_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
+    """Every pair of dense runs with a measured value from different groups with the same model, GPU, TP, PP and
+    recomputation, in file order, with how much faster the later ran than the earlier beyond the model
+    (``predicted`` [R]: each run's predicted metric under one set of constants)."""
+    usable = [
+        i for i, r in enumerate(runs) if not r.moe and r.value is not None and np.isfinite(predicted[i])
+    ]
+    setups = {i: _setup(runs[i]) for i in usable}
+    return [
+        Pair(a, b, _measured_rate(runs[b], predicted[b]) / _measured_rate(runs[a], predicted[a]))
+        for n, a in enumerate(usable)
+        for b in usable[n + 1 :]
+        if runs[a].group != runs[b].group and setups[a] == setups[b]
+    ]
+
+
+def lowest_median(
+    runs: Sequence[Run], rows: Sequence[bool], utilization: float = NIC_UTILIZATION
+) -> Fit | None:
+    """The grid's per-GPU constants of the lowest median |predicted / measured - 1| over the dense ``rows`` with
+    a measured value (utilization held); None where no such row is, or they span more than :data:`MAX_DIES`
+    GPU dies (the search is exhaustive). Ties go to the lowest constants."""
+    idx = [i for i, (r, m) in enumerate(zip(runs, rows)) if m and not r.moe and r.value is not None]
+    dies = sorted({die(runs[i].gpu) for i in idx})
+    if not idx or len(dies) > MAX_DIES:
+        return None
+    sub = [runs[i] for i in idx]
+    measured = np.array([r.value for r in sub], np.float64)[:, None]
+    E, M = len(EFFICIENCIES), len(MEMORY_EFFICIENCIES)
+    e_grid, m_grid = (a.ravel() for a in np.meshgrid(EFFICIENCIES, MEMORY_EFFICIENCIES, indexing="ij"))
+    shape = (len(sub), e_grid.size)
+    out = evaluate_rows(
+        [settings(r)[0] for r in sub],
+        np.broadcast_to(e_grid, shape),
+        np.full(shape, utilization),
+        outputs=("iteration_time", "tflops_per_gpu"),
+        memory_efficiency=np.broadcast_to(m_grid, shape),
+    )
+    err = np.abs(metric(sub, out["iteration_time"], out["tflops_per_gpu"]) / measured - 1.0)
+    err = np.where(np.isfinite(err), err, np.inf).reshape(len(sub), E, M)  # a row depends on its die's only
+    on = np.array([dies.index(die(r.gpu)) for r in sub])
+    best_median, best = np.inf, (0, (0,) * len(dies))
+    for m in range(M):
+        # Every combination of the dies' efficiencies: axis d of [E] * dies picks die d's; the last axis, rows.
+        parts = []
+        for d in range(len(dies)):
+            own = err[on == d, :, m].T  # [E, rows on die d]
+            axes = [1] * len(dies)
+            axes[d] = E
+            parts.append(np.broadcast_to(own.reshape(*axes, -1), (E,) * len(dies) + own.shape[-1:]))
+        median = _median(np.concatenate(parts, axis=-1))
+        at = np.unravel_index(int(np.argmin(median)), median.shape)
+        if median[at] < best_median:
+            best_median, best = float(median[at]), (m, tuple(int(a) for a in at))
+    return Fit(
+        LOWEST_MEDIAN,
+        {g: float(EFFICIENCIES[best[1][d]]) for d, g in enumerate(dies)},
+        utilization,
+        tuple(f"efficiency {g}" for g in dies) + ("memory efficiency",),
+        tuple(r.id for r in sub),
+        "measured, held",
+        float(MEMORY_EFFICIENCIES[best[0]]),
+    )
+
+
+def _median(a: np.ndarray) -> np.ndarray:
+    """np.median over the last axis, by partition (several times faster on the search's 10^5 combinations)."""
+    n = a.shape[-1]
+    part = np.partition(a, (n - 1) // 2 if n % 2 else (n // 2 - 1, n // 2), axis=-1)
+    return part[..., n // 2] if n % 2 else 0.5 * (part[..., n // 2 - 1] + part[..., n // 2])
