@@ -15,7 +15,7 @@ from netsweep_jax.sweep.analysis import llm_sources
 from netsweep_jax.sweep.analysis import llm_validation as V
 from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, predict, source_flops
 from netsweep_jax.sweep.analysis.llm_report import FILES, tokens_per_gpu
-from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, same_setup_pairs
+from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, cross_stack_pairs, same_setup_pairs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layout_rows import evaluate_rows
 from netsweep_jax.sweep.io import runs as runs_file
@@ -571,3 +571,17 @@ def test_the_searchs_median_is_numpys():
     for n in (1, 2, 5, 6, 43):
         a = rng.random((7, 5, n))
         np.testing.assert_allclose(llm_sources._median(a), np.median(a, axis=-1))
+
+
+def test_one_model_on_one_die_in_two_stacks_pairs_megatron_and_fsdp_runs():
+    runs = read_runs(DATASET)
+    ids = {r.id: i for i, r in enumerate(runs)}
+    predicted = np.full(len(runs), 100.0)
+    found = {(runs[p.a].id, runs[p.b].id): p.relative for p in cross_stack_pairs(runs, predicted)}
+    # Llama 3 8B in fp8 on H100 dies: Megatron-Bridge's 8 SXM5s against torchtitan's 32 H200s (the H200 is an H100 die).
+    a, b = ids["MB-H100-01"], ids["fsdp-tt_8b_h200x32_fp8"]
+    assert found[runs[a].id, runs[b].id] == pytest.approx((10938 / 100.0) / (744 / 100.0))
+    assert ("MB-H100-01", "fsdp-tt_8b_fsdp8_eager") not in found  # fp8 against bf16
+    assert ("MB-H100-01", "fsdp-tt_8b_fsdp4_cp2_64k") not in found  # another sequence length
+    assert ("MB-H100-01", "MLM-LLAMA-01") not in found  # one stack
+    assert all(runs[ids[x]].stack != runs[ids[y]].stack for x, y in found)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
 from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, source_flops
-from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, Pair, same_setup_pairs
+from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, Pair, cross_stack_pairs, same_setup_pairs
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
@@ -173,6 +173,17 @@ def _between_sources(v: Validation, model: str) -> list[str]:
             f"of constants moves these (every prediction scales alike), and a model with one set of constants "
             f"errs on one row of each pair by at least half of it (in logs): by "
             f"{np.expm1(abs(np.log(worst.relative)) / 2):.1%} on {v.runs[worst.a].id} or {v.runs[worst.b].id}."
+        )
+    stacks = cross_stack_pairs(v.runs, v.outputs[model]["predicted"])
+    if stacks:
+        listed = ", ".join(f"{v.runs[p.a].id} / {v.runs[p.b].id} {p.relative - 1:+.1%}" for p in stacks)
+        rel = [p.relative - 1 for p in stacks]
+        lines.append(
+            f"- **One model on one GPU in two stacks**: the same model, sequence, GPU die and precision under "
+            f"Megatron and under PyTorch FSDP, whatever their layouts (which the model prices), measured over "
+            f"predicted as above (below 0: the second ran slower): {listed}; from {min(rel):+.1%} to "
+            f"{max(rel):+.1%}. One efficiency per GPU die cannot hold both stacks' software: the training "
+            f"source on a die stands for its own stack."
         )
     if LOWEST_MEDIAN in v.fits:
         floor = v.fits[LOWEST_MEDIAN]

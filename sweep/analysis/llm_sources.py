@@ -13,6 +13,9 @@ Two measures, both on dense runs with a measured value:
   prediction scales with the constants alike, so ``relative`` barely depends on them (the report's runs: within
   0.2% from the trained constants to the in-sample ones), and a model with one set of constants errs by at
   least ``|log relative| / 2`` on one row of each pair.
+- **One model on one GPU die in two stacks** (:func:`cross_stack_pairs`): the same model, sequence, die and
+  precision under Megatron and under PyTorch FSDP, whatever their layouts (the model prices those), as above:
+  what one stack's software runs faster than the other's, which one efficiency per die cannot hold.
 - **The lowest median any per-GPU constants reach** (:func:`lowest_median`): an exhaustive search of the
   fit's grid (:data:`~sweep.analysis.llm_fit.EFFICIENCIES` for each GPU die, one memory efficiency of
   :data:`~sweep.analysis.llm_fit.MEMORY_EFFICIENCIES`, the NIC utilization held) for the constants of the
@@ -22,7 +25,7 @@ Two measures, both on dense runs with a measured value:
 """
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -32,7 +35,7 @@ from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import die
 
-__all__ = ["LOWEST_MEDIAN", "MAX_DIES", "Pair", "lowest_median", "same_setup_pairs"]
+__all__ = ["LOWEST_MEDIAN", "MAX_DIES", "Pair", "cross_stack_pairs", "lowest_median", "same_setup_pairs"]
 
 LOWEST_MEDIAN = "lowest median"  # its name among a validation's fits (not one of the report's three models)
 MAX_DIES = 3  # the search tries every combination of the dies' efficiencies: len(EFFICIENCIES) ** dies
@@ -53,26 +56,44 @@ def _setup(run: Run) -> tuple[object, ...]:
     return (m.layers, m.hidden, m.seq, run.gpu, run.tp, run.pp, settings(run)[0].recompute)
 
 
+def _model_on_die(run: Run) -> tuple[object, ...]:
+    m = run.llm
+    return (m.layers, m.hidden, m.seq, die(run.gpu), run.precision)
+
+
 def _measured_rate(run: Run, predicted: float) -> float:
     """measured / predicted as a rate (a time metric inverted): above 1, the run ran faster than predicted."""
     ratio = float(run.value) / predicted  # type: ignore[arg-type]
     return 1.0 / ratio if run.flops == "time" else ratio
 
 
-def same_setup_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
-    """Every pair of dense runs with a measured value from different groups with the same model, GPU, TP, PP and
-    recomputation, in file order, with how much faster the later ran than the earlier beyond the model
-    (``predicted`` [R]: each run's predicted metric under one set of constants)."""
+def _pairs(
+    runs: Sequence[Run], predicted: np.ndarray, same: Callable[[Run], object], apart: Callable[[Run], object]
+) -> list[Pair]:
     usable = [
         i for i, r in enumerate(runs) if not r.moe and r.value is not None and np.isfinite(predicted[i])
     ]
-    setups = {i: _setup(runs[i]) for i in usable}
+    keys = {i: same(runs[i]) for i in usable}
     return [
         Pair(a, b, _measured_rate(runs[b], predicted[b]) / _measured_rate(runs[a], predicted[a]))
         for n, a in enumerate(usable)
         for b in usable[n + 1 :]
-        if runs[a].group != runs[b].group and setups[a] == setups[b]
+        if apart(runs[a]) != apart(runs[b]) and keys[a] == keys[b]
     ]
+
+
+def same_setup_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
+    """Every pair of dense runs with a measured value from different groups with the same model, GPU, TP, PP and
+    recomputation, in file order, with how much faster the later ran than the earlier beyond the model
+    (``predicted`` [R]: each run's predicted metric under one set of constants)."""
+    return _pairs(runs, predicted, _setup, lambda r: r.group)
+
+
+def cross_stack_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
+    """Every pair of dense runs with a measured value on two stacks (Megatron, PyTorch FSDP) with the same model
+    (layers, hidden size, sequence), GPU die and precision, whatever their layouts, as :func:`same_setup_pairs`
+    gives them."""
+    return _pairs(runs, predicted, _model_on_die, lambda r: r.stack)
 
 
 def lowest_median(
