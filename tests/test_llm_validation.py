@@ -585,3 +585,17 @@ def test_one_model_on_one_die_in_two_stacks_pairs_megatron_and_fsdp_runs():
     assert ("MB-H100-01", "fsdp-tt_8b_fsdp4_cp2_64k") not in found  # another sequence length
     assert ("MB-H100-01", "MLM-LLAMA-01") not in found  # one stack
     assert all(runs[ids[x]].stack != runs[ids[y]].stack for x, y in found)
+
+
+def test_a_pairs_range_in_the_report_holds_each_models_predictions(regenerated):
+    rows = {r["id"]: r for r in csv.DictReader(open(regenerated / "predictions.csv"))}
+    text = (regenerated / "REPORT.md").read_text()
+    low, high = map(
+        float, re.search(r"SC21-T1-10 / K23-T5-07 stays between \+([\d.]+)% and \+([\d.]+)%", text).groups()
+    )
+    for model in F.MODELS:  # a rate (TFLOP/s) against a time (s per iteration): the time's ratio inverted
+        sc21, k23 = rows["SC21-T1-10"], rows["K23-T5-07"]
+        relative = (float(k23[model]) / float(k23["measured"])) / (
+            float(sc21["measured"]) / float(sc21[model])
+        )
+        assert low - 0.05 <= 100 * (relative - 1) <= high + 0.05, model

@@ -5,7 +5,7 @@ why they miss, the published findings checked against the numbers), predictions.
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, sourc
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, Pair, cross_stack_pairs, same_setup_pairs
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
-from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
+from netsweep_jax.sweep.io.runs import DATASET, METRICS, Run, settings
 from netsweep_jax.sweep.model.compute import die
 
 FILES = ("predicted_over_measured.png", "predictions.csv", "REPORT.md")
@@ -113,8 +113,9 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
         lines.append(
             f"- **How far the sources repeat themselves**: the same model, GPU and layout, published twice, in "
             f"tokens per second per GPU (Megatron-LM's and Megatron-Bridge's TFLOP/s count the attention core "
-            f"differently; converted by the model's FLOP count): {text}. The DeepSeek pair is one layout before and after software optimizations. A "
-            f"model that predicts one of each pair cannot be closer to the other than they are to each other."
+            f"differently; converted by the model's FLOP count): {text}. The DeepSeek pair is one layout before "
+            f"and after software optimizations. A model that predicts one of each pair cannot be closer to the "
+            f"other than they are to each other."
         )
     lines += _between_sources(v, model)
     if {"MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"} <= ids.keys():
@@ -152,64 +153,77 @@ def tokens_per_gpu(v: Validation, i: int) -> float:
 
 
 def _between_sources(v: Validation, model: str) -> list[str]:
-    """The findings on how far the sources agree through the model: one setup in two sources, and the lowest
-    held-out median any per-GPU constants reach (:mod:`sweep.analysis.llm_sources`)."""
+    """The findings on how far the sources agree through the model: one setup in two sources, one model on one
+    GPU die in two stacks, and the lowest held-out median any per-GPU constants reach
+    (:mod:`sweep.analysis.llm_sources`)."""
     lines = []
-    pairs = same_setup_pairs(v.runs, v.outputs[model]["predicted"])
-    by_groups: dict[tuple[str, str], list[Pair]] = {}
-    for p in pairs:
-        by_groups.setdefault((v.runs[p.a].group, v.runs[p.b].group), []).append(p)
-    if by_groups:
-        spans = "; ".join(
-            f"`{a}` against `{b}` "
-            + ", ".join(f"{v.runs[p.a].id} / {v.runs[p.b].id} {p.relative - 1:+.1%}" for p in group)
-            for (a, b), group in by_groups.items()
+    predicted = v.outputs[model]["predicted"]
+
+    def listed(pairs: list[Pair]) -> str:
+        return ", ".join(f"{v.runs[p.a].id} / {v.runs[p.b].id} {p.relative - 1:+.1%}" for p in pairs)
+
+    def least_error(find: Callable[[Sequence[Run], np.ndarray], list[Pair]]) -> str:
+        # Each pair's ratio under every set of constants the report holds: the pair it is furthest from 1 under
+        # all of them binds any one set of constants (|log(1 + e)| >= |log relative| / 2 on one of its rows).
+        under = np.array([[p.relative for p in find(v.runs, out["predicted"])] for out in v.outputs.values()])
+        floor = np.abs(np.log(under)).min(axis=0)
+        k = int(np.argmax(floor))
+        pair = find(v.runs, predicted)[k]
+        return (
+            f"{v.runs[pair.a].id} / {v.runs[pair.b].id} stays between {under[:, k].min() - 1:+.1%} and "
+            f"{under[:, k].max() - 1:+.1%} under every set of constants in this report ({', '.join(v.outputs)}), "
+            f"so each of them errs by at least {-np.expm1(-floor[k] / 2):.1%} on one of those two rows"
         )
-        worst = max(pairs, key=lambda p: abs(np.log(p.relative)))
+
+    setups = same_setup_pairs(v.runs, predicted)
+    if setups:
+        by_groups: dict[tuple[str, str], list[Pair]] = {}
+        for p in setups:
+            by_groups.setdefault((v.runs[p.a].group, v.runs[p.b].group), []).append(p)
+        spans = "; ".join(f"`{a}` against `{b}` {listed(group)}" for (a, b), group in by_groups.items())
         lines.append(
             f"- **One setup in two sources**: runs of the same model, GPU, TP, PP and recomputation in two "
             f"source groups, and how much faster the second ran than the first beyond what the model says "
-            f"their other differences (batch, data parallelism, interleaving) are worth: {spans}. No choice "
-            f"of constants moves these (every prediction scales alike), and a model with one set of constants "
-            f"errs on one row of each pair by at least half of it (in logs): by "
-            f"{np.expm1(abs(np.log(worst.relative)) / 2):.1%} on {v.runs[worst.a].id} or {v.runs[worst.b].id}."
+            f"their other differences (batch, data parallelism, interleaving) are worth: {spans}. The constants "
+            f"barely move these (every prediction scales with them alike): {least_error(same_setup_pairs)}."
         )
-    stacks = cross_stack_pairs(v.runs, v.outputs[model]["predicted"])
+    stacks = cross_stack_pairs(v.runs, predicted)
     if stacks:
-        listed = ", ".join(f"{v.runs[p.a].id} / {v.runs[p.b].id} {p.relative - 1:+.1%}" for p in stacks)
         rel = [p.relative - 1 for p in stacks]
         lines.append(
             f"- **One model on one GPU in two stacks**: the same model, sequence, GPU die and precision under "
             f"Megatron and under PyTorch FSDP, whatever their layouts (which the model prices), measured over "
-            f"predicted as above (below 0: the second ran slower): {listed}; from {min(rel):+.1%} to "
-            f"{max(rel):+.1%}. One efficiency per GPU die cannot hold both stacks' software: the training "
-            f"source on a die stands for its own stack."
+            f"predicted as above (below 0: the second ran slower): {listed(stacks)}; from {min(rel):+.1%} to "
+            f"{max(rel):+.1%}. The model has one efficiency per GPU die: {least_error(cross_stack_pairs)}."
         )
     if LOWEST_MEDIAN in v.fits:
-        floor = v.fits[LOWEST_MEDIAN]
-        searched = set(floor.rows)
+        searched = set(v.fits[LOWEST_MEDIAN].rows)
         rows = [r.id in searched for r in v.runs]
         n, med, _ = v.summary(LOWEST_MEDIAN, rows)
         err = np.abs(v.errors(LOWEST_MEDIAN))
         over = sum(1 for e, m in zip(err, rows) if m and e > TARGET_MAX)
+        trained_rows = [t and not r.moe for r, t in zip(v.runs, v.train)]
         cost = "; ".join(
             f"`{g}` {pct(v.summary(LOWEST_MEDIAN, mask)[1])} / {pct(v.summary(LOWEST_MEDIAN, mask)[2])} "
             f"(trained: {pct(v.summary('trained', mask)[1])} / {pct(v.summary('trained', mask)[2])})"
-            for g in dict.fromkeys(r.group for r, t in zip(v.runs, v.train) if t)
-            for mask in [[r.group == g and not r.moe and t for r, t in zip(v.runs, v.train)]]
+            for g in dict.fromkeys(r.group for r, t in zip(v.runs, trained_rows) if t)
+            for mask in [[r.group == g and t for r, t in zip(v.runs, trained_rows)]]
         )
-        constants = floor.describe().split("; utilization")[0]
-        k23 = [r.id.startswith("K23-T5") for r in v.runs]
-        table5 = (
-            f"; Korthikanti's Table 5 mean {pct(float(np.mean(err[np.asarray(k23)])))}" if any(k23) else ""
-        )
+        worse = v.summary(LOWEST_MEDIAN, trained_rows)[1] > v.summary("trained", trained_rows)[1]
+        constants = v.fits[LOWEST_MEDIAN].describe().split("; utilization")[0]
+        k23 = np.array([r.id.startswith("K23-T5") for r in v.runs])
+        table5 = f"; Korthikanti's Table 5 mean {pct(float(np.mean(err[k23])))}" if k23.any() else ""
         lines.append(
             f"- **What per-GPU constants could reach**: searched on the {n} held-out dense rows themselves "
             f"(every combination of the fit's grid; never a prediction, a floor), the lowest median is "
             f"{pct(med)} ({constants}), with {over} of {n} rows over {TARGET_MAX:.0%}{table5}. Those "
-            f"constants cost the training sources (median / worst): {cost}. The held-out median is within "
-            f"the constants' reach only where they contradict the sources they are fitted on: what is left "
-            f"lies between sources, not in a constant."
+            f"constants give the training sources (median / worst): {cost}."
+            + (
+                " The held-out median is within the constants' reach only where they contradict the sources "
+                "they are fitted on: what is left lies between sources, not in a constant."
+                if worse
+                else ""
+            )
         )
     return lines
 
