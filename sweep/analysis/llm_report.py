@@ -13,7 +13,13 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
 from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, source_flops
-from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, Pair, cross_stack_pairs, same_setup_pairs
+from netsweep_jax.sweep.analysis.llm_sources import (
+    LOWEST_MEDIAN,
+    Pair,
+    cross_stack_pairs,
+    lowest_worst,
+    same_setup_pairs,
+)
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, Run, settings
@@ -78,6 +84,13 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
                 f"NCCL's rate on that fabric, which no term pricing NCCL's collectives can say; these rows "
                 f"are reported, not reached."
             )
+            zero3 = [r.group == run.group and settings(r)[0].zero == 3 for r in v.runs]
+            worst = lowest_worst(v.runs, zero3)
+            if np.isfinite(worst):
+                lines[-1] += (
+                    f" Nor can a constant: over every efficiency and memory efficiency of the fit's grid, the "
+                    f"worst of the {sum(zero3)} ZeRO-3 rows is never under {worst:.1%}."
+                )
     if {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
         a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
         lines.append(

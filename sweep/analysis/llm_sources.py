@@ -21,7 +21,8 @@ Two measures, both on dense runs with a measured value:
   :data:`~sweep.analysis.llm_fit.MEMORY_EFFICIENCIES`, the NIC utilization held) for the constants of the
   lowest median absolute error over the rows given: on the held-out rows themselves, which no prediction
   may use, so a floor of what the model's constants could do there, and with them the training rows'
-  errors (what those constants cost the sources they would be fitted on).
+  errors (what those constants cost the sources they would be fitted on). :func:`lowest_worst` searches the
+  same grid for the lowest largest error over rows of one die (the ZeRO-3 rows the report does not reach).
 """
 
 import dataclasses
@@ -35,7 +36,15 @@ from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import die
 
-__all__ = ["LOWEST_MEDIAN", "MAX_DIES", "Pair", "cross_stack_pairs", "lowest_median", "same_setup_pairs"]
+__all__ = [
+    "LOWEST_MEDIAN",
+    "MAX_DIES",
+    "Pair",
+    "cross_stack_pairs",
+    "lowest_median",
+    "lowest_worst",
+    "same_setup_pairs",
+]
 
 LOWEST_MEDIAN = "lowest median"  # its name among a validation's fits (not one of the report's three models)
 MAX_DIES = 3  # the search tries every combination of the dies' efficiencies: len(EFFICIENCIES) ** dies
@@ -96,30 +105,42 @@ def cross_stack_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
     return _pairs(runs, predicted, _model_on_die, lambda r: r.stack)
 
 
+def _grid_errors(runs: Sequence[Run], utilization: float) -> np.ndarray:
+    """|predicted / measured - 1| [R, E, M] of ``runs`` (dense, each with a measured value) at every efficiency
+    of :data:`EFFICIENCIES` and memory efficiency of :data:`MEMORY_EFFICIENCIES` (inf where undefined); a run
+    depends on its own die's efficiency only."""
+    measured = np.array([r.value for r in runs], np.float64)[:, None]
+    e_grid, m_grid = (a.ravel() for a in np.meshgrid(EFFICIENCIES, MEMORY_EFFICIENCIES, indexing="ij"))
+    shape = (len(runs), e_grid.size)
+    out = evaluate_rows(
+        [settings(r)[0] for r in runs],
+        np.broadcast_to(e_grid, shape),
+        np.full(shape, utilization),
+        outputs=("iteration_time", "tflops_per_gpu"),
+        memory_efficiency=np.broadcast_to(m_grid, shape),
+    )
+    err = np.abs(metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured - 1.0)
+    return np.where(np.isfinite(err), err, np.inf).reshape(
+        len(runs), len(EFFICIENCIES), len(MEMORY_EFFICIENCIES)
+    )
+
+
+def _dense_measured(runs: Sequence[Run], rows: Sequence[bool]) -> list[Run]:
+    return [r for r, m in zip(runs, rows) if m and not r.moe and r.value is not None]
+
+
 def lowest_median(
     runs: Sequence[Run], rows: Sequence[bool], utilization: float = NIC_UTILIZATION
 ) -> Fit | None:
     """The grid's per-GPU constants of the lowest median |predicted / measured - 1| over the dense ``rows`` with
     a measured value (utilization held); None where no such row is, or they span more than :data:`MAX_DIES`
     GPU dies (the search is exhaustive). Ties go to the lowest constants."""
-    idx = [i for i, (r, m) in enumerate(zip(runs, rows)) if m and not r.moe and r.value is not None]
-    dies = sorted({die(runs[i].gpu) for i in idx})
-    if not idx or len(dies) > MAX_DIES:
+    sub = _dense_measured(runs, rows)
+    dies = sorted({die(r.gpu) for r in sub})
+    if not sub or len(dies) > MAX_DIES:
         return None
-    sub = [runs[i] for i in idx]
-    measured = np.array([r.value for r in sub], np.float64)[:, None]
+    err = _grid_errors(sub, utilization)
     E, M = len(EFFICIENCIES), len(MEMORY_EFFICIENCIES)
-    e_grid, m_grid = (a.ravel() for a in np.meshgrid(EFFICIENCIES, MEMORY_EFFICIENCIES, indexing="ij"))
-    shape = (len(sub), e_grid.size)
-    out = evaluate_rows(
-        [settings(r)[0] for r in sub],
-        np.broadcast_to(e_grid, shape),
-        np.full(shape, utilization),
-        outputs=("iteration_time", "tflops_per_gpu"),
-        memory_efficiency=np.broadcast_to(m_grid, shape),
-    )
-    err = np.abs(metric(sub, out["iteration_time"], out["tflops_per_gpu"]) / measured - 1.0)
-    err = np.where(np.isfinite(err), err, np.inf).reshape(len(sub), E, M)  # a row depends on its die's only
     on = np.array([dies.index(die(r.gpu)) for r in sub])
     best_median, best = np.inf, (0, (0,) * len(dies))
     for m in range(M):
@@ -143,6 +164,16 @@ def lowest_median(
         "measured, held",
         float(MEMORY_EFFICIENCIES[best[0]]),
     )
+
+
+def lowest_worst(runs: Sequence[Run], rows: Sequence[bool], utilization: float = NIC_UTILIZATION) -> float:
+    """The lowest, over every efficiency and memory efficiency of the fit's grid, of the largest |error| among the
+    dense ``rows`` with a measured value, all on one GPU die (NaN where none is): no constants bring every
+    one of them closer."""
+    sub = _dense_measured(runs, rows)
+    if not sub or len({die(r.gpu) for r in sub}) > 1:
+        return float("nan")
+    return float(_grid_errors(sub, utilization).max(axis=0).min())
 
 
 def _median(a: np.ndarray) -> np.ndarray:
