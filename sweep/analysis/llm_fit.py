@@ -33,7 +33,7 @@ from netsweep_jax.sweep.engine.compiled import (
     fit_layout_runs,
 )
 from netsweep_jax.sweep.engine.layout_rows import row_columns
-from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
+from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
 
@@ -83,21 +83,35 @@ class Fit:
         return f"efficiency {eff}; utilization {util}; memory efficiency {memory}"
 
 
-def _loss(
-    rows: list[LayoutRow],
+def predicted_over_measured(
     runs: Sequence[Run],
-    measured: np.ndarray,
     efficiency: np.ndarray,
     utilization: np.ndarray,
     memory_efficiency: np.ndarray | float = MEMORY_DEFAULT,
 ) -> np.ndarray:
-    """Squared log errors [R, K] of ``rows`` for K candidate constants ([R, K] each); 1e6 where undefined
-    (:func:`kernels.fit.mean_square`'s terms)."""
+    """predicted / measured [R, K] of ``runs`` (each with a measured value) for K candidate constants ([R, K]
+    each, or broadcast to it); NaN or inf where the prediction is undefined."""
     memory = np.broadcast_to(np.asarray(memory_efficiency, np.float64), np.shape(efficiency))
     out = evaluate_rows(
-        rows, efficiency, utilization, outputs=("iteration_time", "tflops_per_gpu"), memory_efficiency=memory
+        [settings(r)[0] for r in runs],
+        efficiency,
+        utilization,
+        outputs=("iteration_time", "tflops_per_gpu"),
+        memory_efficiency=memory,
     )
-    err = np.log(metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured[:, None]) ** 2
+    measured = np.array([r.value for r in runs], np.float64)[:, None]
+    return metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured
+
+
+def _loss(
+    runs: Sequence[Run],
+    efficiency: np.ndarray,
+    utilization: np.ndarray,
+    memory_efficiency: np.ndarray | float = MEMORY_DEFAULT,
+) -> np.ndarray:
+    """Squared log errors [R, K] of ``runs`` for K candidate constants ([R, K] each); 1e6 where undefined
+    (:func:`kernels.fit.mean_square`'s terms)."""
+    err = np.log(predicted_over_measured(runs, efficiency, utilization, memory_efficiency)) ** 2
     return np.where(np.isfinite(err), err, fitter.UNDEFINED)
 
 
@@ -146,20 +160,15 @@ def fit_constants(
         return np.asarray(fitter.bounded(best, lows, highs), np.float64), float(loss)
 
 
-def _coarse_grid(
-    runs: Sequence[Run], measured: np.ndarray, utilization: np.ndarray, memory: np.ndarray
-) -> dict[str, np.ndarray]:
+def _coarse_grid(runs: Sequence[Run], utilization: np.ndarray, memory: np.ndarray) -> dict[str, np.ndarray]:
     """Each training die's summed squared log error [K, E] at every (shared constant, efficiency) of the coarse
     grid: the K (``utilization``, ``memory``) pairs [K] by :data:`EFFICIENCIES`; a die's runs depend on its own
     efficiency only."""
-    rows = [settings(r)[0] for r in runs]
     pairs = np.arange(len(utilization))
     k_grid, e_grid = (a.ravel() for a in np.meshgrid(pairs, EFFICIENCIES, indexing="ij"))
     shape = (len(runs), e_grid.size)
     err = _loss(
-        rows,
         runs,
-        measured,
         np.broadcast_to(e_grid, shape),
         np.broadcast_to(utilization[k_grid], shape),
         np.broadcast_to(memory[k_grid], shape),
@@ -190,7 +199,6 @@ def fit(
     if not idx:
         return Fit(name, efficiency, kept_u, (), (), held, kept_m)
     sub = [runs[i] for i in idx]
-    measured = np.array([r.value for r in sub], np.float64)
     # The coarse grid sweeps one shared constant, the utilization if it is fitted, else the memory efficiency
     # if it is (the other held, or starting at its default); each die's best efficiency at each value starts
     # the descent.
@@ -199,7 +207,7 @@ def fit(
     k = n if sweep_u or sweep_m else 1  # nothing to sweep: one point
     grid_u = UTILIZATIONS if sweep_u else np.full(k, kept_u)
     grid_m = MEMORY_EFFICIENCIES if sweep_m else np.full(k, kept_m)
-    per_die = _coarse_grid(sub, measured, grid_u, grid_m)
+    per_die = _coarse_grid(sub, grid_u, grid_m)
     per_k = sum(loss.min(axis=1) for loss in per_die.values())
     # A shared constant is fitted only if not held and some training row's prediction depends on it (checked on
     # the swept one; one fitted beside it is taken to); else it is held (equal bounds), as is the efficiency of
@@ -241,7 +249,8 @@ def fit(
 
 @dataclasses.dataclass
 class Validation:
-    """Predictions of every run under the three models, with errors and the breakdown."""
+    """Predictions of every run under the three models (:data:`MODELS`), and any other constants the report
+    gives beside them (the grid's lowest held-out median), with errors and the breakdown."""
 
     runs: list[Run]
     train: list[bool]

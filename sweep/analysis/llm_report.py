@@ -5,7 +5,7 @@ why they miss, the published findings checked against the numbers), predictions.
 
 import csv
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ from netsweep_jax.sweep.analysis.llm_sources import (
 )
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
-from netsweep_jax.sweep.io.runs import DATASET, METRICS, Run, settings
+from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
 from netsweep_jax.sweep.model.compute import die
 
 FILES = ("predicted_over_measured.png", "predictions.csv", "REPORT.md")
@@ -84,12 +84,16 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
                 f"NCCL's rate on that fabric, which no term pricing NCCL's collectives can say; these rows "
                 f"are reported, not reached."
             )
-            zero3 = [r.group == run.group and settings(r)[0].zero == 3 for r in v.runs]
+            zero3 = [
+                r.group == run.group and settings(r)[0].zero == 3 and not r.moe and r.value is not None
+                for r in v.runs
+            ]
             worst = lowest_worst(v.runs, zero3)
             if np.isfinite(worst):
                 lines[-1] += (
-                    f" Nor can a constant: over every efficiency and memory efficiency of the fit's grid, the "
-                    f"worst of the {sum(zero3)} ZeRO-3 rows is never under {worst:.1%}."
+                    f" Nor can a constant: over every efficiency and memory efficiency of the fit's grid (the NIC "
+                    f"utilization held at {NIC_UTILIZATION:g}, as measured), the worst of the {sum(zero3)} "
+                    f"ZeRO-3 rows is never under {worst:.1%}."
                 )
     if {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
         a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
@@ -167,25 +171,23 @@ def tokens_per_gpu(v: Validation, i: int) -> float:
 
 def _between_sources(v: Validation, model: str) -> list[str]:
     """The findings on how far the sources agree through the model: one setup in two sources, one model on one
-    GPU die in two stacks, and the lowest held-out median any per-GPU constants reach
-    (:mod:`sweep.analysis.llm_sources`)."""
+    GPU die in two stacks, and the grid's lowest held-out median (:mod:`sweep.analysis.llm_sources`)."""
     lines = []
     predicted = v.outputs[model]["predicted"]
+    held_at = f"the NIC utilization held at {NIC_UTILIZATION:g}"
 
     def listed(pairs: list[Pair]) -> str:
         return ", ".join(f"{v.runs[p.a].id} / {v.runs[p.b].id} {p.relative - 1:+.1%}" for p in pairs)
 
-    def least_error(find: Callable[[Sequence[Run], np.ndarray], list[Pair]]) -> str:
-        # Each pair's ratio under every set of constants the report holds: the pair it is furthest from 1 under
-        # all of them binds any one set of constants (|log(1 + e)| >= |log relative| / 2 on one of its rows).
-        under = np.array([[p.relative for p in find(v.runs, out["predicted"])] for out in v.outputs.values()])
-        floor = np.abs(np.log(under)).min(axis=0)
-        k = int(np.argmax(floor))
-        pair = find(v.runs, predicted)[k]
+    def least_error(pairs: list[Pair]) -> str:
+        # The pair furthest apart: the fit's whole grid of constants leaves one of its two rows at least this far.
+        p = max(pairs, key=lambda p: abs(np.log(p.relative)))
+        worst = lowest_worst(v.runs, [i in (p.a, p.b) for i in range(len(v.runs))])
+        if not np.isfinite(worst):  # two dies: one efficiency each, nothing binds them
+            return ""
         return (
-            f"{v.runs[pair.a].id} / {v.runs[pair.b].id} stays between {under[:, k].min() - 1:+.1%} and "
-            f"{under[:, k].max() - 1:+.1%} under every set of constants in this report ({', '.join(v.outputs)}), "
-            f"so each of them errs by at least {-np.expm1(-floor[k] / 2):.1%} on one of those two rows"
+            f" Over every constant of the fit's grid ({held_at}), {v.runs[p.a].id} or {v.runs[p.b].id} errs "
+            f"by at least {worst:.1%}."
         )
 
     setups = same_setup_pairs(v.runs, predicted)
@@ -197,40 +199,42 @@ def _between_sources(v: Validation, model: str) -> list[str]:
         lines.append(
             f"- **One setup in two sources**: runs of the same model, GPU, TP, PP and recomputation in two "
             f"source groups, and how much faster the second ran than the first beyond what the model says "
-            f"their other differences (batch, data parallelism, interleaving) are worth: {spans}. The constants "
-            f"barely move these (every prediction scales with them alike): {least_error(same_setup_pairs)}."
+            f"their other differences (batch, data parallelism, interleaving) are worth ({model} constants; "
+            f"they scale every prediction about alike, so barely move these): {spans}." + least_error(setups)
         )
     stacks = cross_stack_pairs(v.runs, predicted)
     if stacks:
         rel = [p.relative - 1 for p in stacks]
         lines.append(
-            f"- **One model on one GPU in two stacks**: the same model, sequence, GPU die and precision under "
-            f"Megatron and under PyTorch FSDP, whatever their layouts (which the model prices), measured over "
-            f"predicted as above (below 0: the second ran slower): {listed(stacks)}; from {min(rel):+.1%} to "
-            f"{max(rel):+.1%}. The model has one efficiency per GPU die: {least_error(cross_stack_pairs)}."
+            f"- **One model on one GPU die in two stacks**: the same model, sequence, GPU die and precision "
+            f"under Megatron and under PyTorch FSDP, whatever their layouts (which the model prices), measured "
+            f"over predicted as above (below 0: the second ran slower): {listed(stacks)}; from {min(rel):+.1%} "
+            f"to {max(rel):+.1%}. The model has one efficiency per GPU die." + least_error(stacks)
         )
     if LOWEST_MEDIAN in v.fits:
-        searched = set(v.fits[LOWEST_MEDIAN].rows)
-        rows = [r.id in searched for r in v.runs]
+        floor = v.fits[LOWEST_MEDIAN]
+        rows = [r.id in set(floor.rows) for r in v.runs]
         n, med, _ = v.summary(LOWEST_MEDIAN, rows)
         err = np.abs(v.errors(LOWEST_MEDIAN))
         over = sum(1 for e, m in zip(err, rows) if m and e > TARGET_MAX)
         trained_rows = [t and not r.moe for r, t in zip(v.runs, v.train)]
-        cost = "; ".join(
-            f"`{g}` {pct(v.summary(LOWEST_MEDIAN, mask)[1])} / {pct(v.summary(LOWEST_MEDIAN, mask)[2])} "
-            f"(trained: {pct(v.summary('trained', mask)[1])} / {pct(v.summary('trained', mask)[2])})"
-            for g in dict.fromkeys(r.group for r, t in zip(v.runs, trained_rows) if t)
-            for mask in [[r.group == g and t for r, t in zip(v.runs, trained_rows)]]
-        )
+        costs = []
+        for g in dict.fromkeys(r.group for r, t in zip(v.runs, trained_rows) if t):
+            mask = [r.group == g and t for r, t in zip(v.runs, trained_rows)]
+            _, there, there_max = v.summary(LOWEST_MEDIAN, mask)
+            _, now, now_max = v.summary("trained", mask)
+            costs.append(f"`{g}` {pct(there)} / {pct(there_max)} (trained: {pct(now)} / {pct(now_max)})")
         worse = v.summary(LOWEST_MEDIAN, trained_rows)[1] > v.summary("trained", trained_rows)[1]
-        constants = v.fits[LOWEST_MEDIAN].describe().split("; utilization")[0]
-        k23 = np.array([r.id.startswith("K23-T5") for r in v.runs])
-        table5 = f"; Korthikanti's Table 5 mean {pct(float(np.mean(err[k23])))}" if k23.any() else ""
+        constants = ", ".join(f"{g} {e:.2f}" for g, e in sorted(floor.efficiency.items()))
+        table5 = np.array([r.id.startswith("K23-T5") and r.value is not None for r in v.runs])
+        k23 = f"; Korthikanti's Table 5 mean {pct(float(np.mean(err[table5])))}" if table5.any() else ""
         lines.append(
-            f"- **What per-GPU constants could reach**: searched on the {n} held-out dense rows themselves "
-            f"(every combination of the fit's grid; never a prediction, a floor), the lowest median is "
-            f"{pct(med)} ({constants}), with {over} of {n} rows over {TARGET_MAX:.0%}{table5}. Those "
-            f"constants give the training sources (median / worst): {cost}."
+            f"- **The grid's lowest median**: searched on the {n} held-out dense rows themselves (every "
+            f"combination of the fit's grid, {held_at}; never a prediction: the best the model's constants "
+            f"could do there, to the grid's step), the lowest median is {pct(med)} (efficiency {constants}; "
+            f"memory efficiency {floor.memory_efficiency:.3g}), with {over} of {n} rows over "
+            f"{TARGET_MAX:.0%}{k23}. Those constants give the training sources (median / worst): "
+            f"{'; '.join(costs)}."
             + (
                 " The held-out median is within the constants' reach only where they contradict the sources "
                 "they are fitted on: what is left lies between sources, not in a constant."

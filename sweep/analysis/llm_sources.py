@@ -1,7 +1,6 @@
-"""How far the published runs agree with each other, measured through the layout model: what no choice of its
-constants can remove (``sweep validate --llm``'s findings on issue #25's targets).
-
-Two measures, both on dense runs with a measured value:
+"""How far the published runs agree with each other, measured through the layout model: what the model's
+constants cannot remove (``sweep validate --llm``'s findings on issue #25's targets). On dense runs with a
+measured value, the NIC utilization held at the protocol's measured value throughout:
 
 - **Rows of one setup in two sources** (:func:`same_setup_pairs`): runs with the same model (layers, hidden
   size, sequence), GPU, TP, PP and recomputation, from different source groups. They differ in what the model
@@ -10,19 +9,21 @@ Two measures, both on dense runs with a measured value:
       relative = (measured_b / predicted_b) / (measured_a / predicted_a)      (rates; a time metric inverted)
 
   is how much faster row b ran than row a beyond what the model says their differences are worth. Every
-  prediction scales with the constants alike, so ``relative`` barely depends on them (the report's runs: within
-  0.2% from the trained constants to the in-sample ones), and a model with one set of constants errs by at
-  least ``|log relative| / 2`` on one row of each pair.
+  prediction scales with the constants about alike, so ``relative`` barely depends on them, and constants
+  that put row a at error e_a put row b near (1 + e_a) / relative - 1: one of the two errs by about
+  ``1 - exp(-|log relative| / 2)`` or more. The report gives, for the pair furthest apart, the exact lowest
+  over the fit's grid (:func:`lowest_worst` of the two rows).
 - **One model on one GPU die in two stacks** (:func:`cross_stack_pairs`): the same model, sequence, die and
   precision under Megatron and under PyTorch FSDP, whatever their layouts (the model prices those), as above:
   what one stack's software runs faster than the other's, which one efficiency per die cannot hold.
-- **The lowest median any per-GPU constants reach** (:func:`lowest_median`): an exhaustive search of the
-  fit's grid (:data:`~sweep.analysis.llm_fit.EFFICIENCIES` for each GPU die, one memory efficiency of
-  :data:`~sweep.analysis.llm_fit.MEMORY_EFFICIENCIES`, the NIC utilization held) for the constants of the
-  lowest median absolute error over the rows given: on the held-out rows themselves, which no prediction
-  may use, so a floor of what the model's constants could do there, and with them the training rows'
-  errors (what those constants cost the sources they would be fitted on). :func:`lowest_worst` searches the
-  same grid for the lowest largest error over rows of one die (the ZeRO-3 rows the report does not reach).
+- **The grid's lowest median** (:func:`lowest_median`): an exhaustive search of the fit's grid
+  (:data:`~sweep.analysis.llm_fit.EFFICIENCIES` for each GPU die, one memory efficiency of
+  :data:`~sweep.analysis.llm_fit.MEMORY_EFFICIENCIES`) for the per-GPU constants of the lowest median
+  absolute error over the rows given: run on the held-out rows themselves, which no prediction may use, it
+  says what the model's constants could do there at best (to the grid's step), and with them the training
+  rows' errors (what those constants cost the sources they would be fitted on).
+- **The grid's lowest worst error** (:func:`lowest_worst`): the same grid's lowest largest error over rows of
+  one die (the ZeRO-3 rows the report does not reach; the two rows of a pair).
 """
 
 import dataclasses
@@ -30,9 +31,13 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from netsweep_jax.sweep.analysis.llm_fit import EFFICIENCIES, MEMORY_EFFICIENCIES, NIC_UTILIZATION, Fit
-from netsweep_jax.sweep.analysis.llm_predict import metric
-from netsweep_jax.sweep.engine.layouts import evaluate_rows
+from netsweep_jax.sweep.analysis.llm_fit import (
+    EFFICIENCIES,
+    MEMORY_EFFICIENCIES,
+    NIC_UTILIZATION,
+    Fit,
+    predicted_over_measured,
+)
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import die
 
@@ -47,6 +52,7 @@ __all__ = [
 ]
 
 LOWEST_MEDIAN = "lowest median"  # its name among a validation's fits (not one of the report's three models)
+CHUNK_ELEMENTS = 2**22  # errors the lowest-median search holds at once (32 MiB of float64)
 MAX_DIES = 3  # the search tries every combination of the dies' efficiencies: len(EFFICIENCIES) ** dies
 
 
@@ -109,17 +115,12 @@ def _grid_errors(runs: Sequence[Run], utilization: float) -> np.ndarray:
     """|predicted / measured - 1| [R, E, M] of ``runs`` (dense, each with a measured value) at every efficiency
     of :data:`EFFICIENCIES` and memory efficiency of :data:`MEMORY_EFFICIENCIES` (inf where undefined); a run
     depends on its own die's efficiency only."""
-    measured = np.array([r.value for r in runs], np.float64)[:, None]
     e_grid, m_grid = (a.ravel() for a in np.meshgrid(EFFICIENCIES, MEMORY_EFFICIENCIES, indexing="ij"))
     shape = (len(runs), e_grid.size)
-    out = evaluate_rows(
-        [settings(r)[0] for r in runs],
-        np.broadcast_to(e_grid, shape),
-        np.full(shape, utilization),
-        outputs=("iteration_time", "tflops_per_gpu"),
-        memory_efficiency=np.broadcast_to(m_grid, shape),
+    ratio = predicted_over_measured(
+        runs, np.broadcast_to(e_grid, shape), np.full(shape, utilization), np.broadcast_to(m_grid, shape)
     )
-    err = np.abs(metric(runs, out["iteration_time"], out["tflops_per_gpu"]) / measured - 1.0)
+    err = np.abs(ratio - 1.0)
     return np.where(np.isfinite(err), err, np.inf).reshape(
         len(runs), len(EFFICIENCIES), len(MEMORY_EFFICIENCIES)
     )
@@ -143,18 +144,29 @@ def lowest_median(
     E, M = len(EFFICIENCIES), len(MEMORY_EFFICIENCIES)
     on = np.array([dies.index(die(r.gpu)) for r in sub])
     best_median, best = np.inf, (0, (0,) * len(dies))
+    # The first die's efficiencies in chunks, so each step holds at most CHUNK_ELEMENTS errors (E ** dies x rows
+    # at once would be 1 GB at 3 dies and 500 rows).
+    chunk = max(1, CHUNK_ELEMENTS // (E ** (len(dies) - 1) * len(sub)))
     for m in range(M):
-        # Every combination of the dies' efficiencies: axis d of [E] * dies picks die d's; the last axis, rows.
-        parts = []
-        for d in range(len(dies)):
-            own = err[on == d, :, m].T  # [E, rows on die d]
-            axes = [1] * len(dies)
-            axes[d] = E
-            parts.append(np.broadcast_to(own.reshape(*axes, -1), (E,) * len(dies) + own.shape[-1:]))
-        median = _median(np.concatenate(parts, axis=-1))
-        at = np.unravel_index(int(np.argmin(median)), median.shape)
-        if median[at] < best_median:
-            best_median, best = float(median[at]), (m, tuple(int(a) for a in at))
+        for lo in range(0, E, chunk):
+            first = np.arange(lo, min(lo + chunk, E))
+            # Every combination of the dies' efficiencies: axis d picks die d's (axis 0 from ``first``); the
+            # last axis, the rows.
+            sizes = (len(first),) + (E,) * (len(dies) - 1)
+            parts = []
+            for d in range(len(dies)):
+                own = err[on == d, :, m].T  # [E, rows on die d]
+                own = own[first] if d == 0 else own
+                axes = [1] * len(dies)
+                axes[d] = sizes[d]
+                parts.append(np.broadcast_to(own.reshape(*axes, -1), sizes + own.shape[-1:]))
+            median = _median(np.concatenate(parts, axis=-1))
+            at = np.unravel_index(int(np.argmin(median)), median.shape)
+            if median[at] < best_median:
+                best_median, best = (
+                    float(median[at]),
+                    (m, (int(first[at[0]]),) + tuple(int(a) for a in at[1:])),
+                )
     return Fit(
         LOWEST_MEDIAN,
         {g: float(EFFICIENCIES[best[1][d]]) for d, g in enumerate(dies)},
@@ -167,9 +179,9 @@ def lowest_median(
 
 
 def lowest_worst(runs: Sequence[Run], rows: Sequence[bool], utilization: float = NIC_UTILIZATION) -> float:
-    """The lowest, over every efficiency and memory efficiency of the fit's grid, of the largest |error| among the
-    dense ``rows`` with a measured value, all on one GPU die (NaN where none is): no constants bring every
-    one of them closer."""
+    """The lowest, over every efficiency and memory efficiency of the fit's grid (utilization held), of the
+    largest |error| among the dense ``rows`` with a measured value: no constants of the grid bring every one of
+    them closer. NaN where no such row is, or they are on more than one GPU die."""
     sub = _dense_measured(runs, rows)
     if not sub or len({die(r.gpu) for r in sub}) > 1:
         return float("nan")
