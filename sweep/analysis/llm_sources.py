@@ -66,6 +66,11 @@ class Pair:
     relative: float
 
 
+def _dense_measured(run: Run) -> bool:
+    """What every measure here compares: dense runs (MoE runs are reported, never fitted) with a measured value."""
+    return not run.moe and run.value is not None
+
+
 def _setup(run: Run) -> tuple[object, ...]:
     m = run.llm
     return (m.layers, m.hidden, m.seq, run.gpu, run.tp, run.pp, settings(run)[0].recompute)
@@ -85,9 +90,7 @@ def _measured_rate(run: Run, predicted: float) -> float:
 def _pairs(
     runs: Sequence[Run], predicted: np.ndarray, same: Callable[[Run], object], apart: Callable[[Run], object]
 ) -> list[Pair]:
-    usable = [
-        i for i, r in enumerate(runs) if not r.moe and r.value is not None and np.isfinite(predicted[i])
-    ]
+    usable = [i for i, r in enumerate(runs) if _dense_measured(r) and np.isfinite(predicted[i])]
     keys = {i: same(runs[i]) for i in usable}
     return [
         Pair(a, b, _measured_rate(runs[b], predicted[b]) / _measured_rate(runs[a], predicted[a]))
@@ -126,17 +129,13 @@ def _grid_errors(runs: Sequence[Run], utilization: float) -> np.ndarray:
     )
 
 
-def _dense_measured(runs: Sequence[Run], rows: Sequence[bool]) -> list[Run]:
-    return [r for r, m in zip(runs, rows) if m and not r.moe and r.value is not None]
-
-
 def lowest_median(
     runs: Sequence[Run], rows: Sequence[bool], utilization: float = NIC_UTILIZATION
 ) -> Fit | None:
     """The grid's per-GPU constants of the lowest median |predicted / measured - 1| over the dense ``rows`` with
     a measured value (utilization held); None where no such row is, or they span more than :data:`MAX_DIES`
     GPU dies (the search is exhaustive). Ties go to the lowest constants."""
-    sub = _dense_measured(runs, rows)
+    sub = [r for r, m in zip(runs, rows) if m and _dense_measured(r)]
     dies = sorted({die(r.gpu) for r in sub})
     if not sub or len(dies) > MAX_DIES:
         return None
@@ -148,14 +147,14 @@ def lowest_median(
     # at once would be 1 GB at 3 dies and 500 rows).
     chunk = max(1, CHUNK_ELEMENTS // (E ** (len(dies) - 1) * len(sub)))
     for m in range(M):
+        per_die = [err[on == d, :, m].T for d in range(len(dies))]  # [E, rows on die d] each
         for lo in range(0, E, chunk):
             first = np.arange(lo, min(lo + chunk, E))
             # Every combination of the dies' efficiencies: axis d picks die d's (axis 0 from ``first``); the
             # last axis, the rows.
             sizes = (len(first),) + (E,) * (len(dies) - 1)
             parts = []
-            for d in range(len(dies)):
-                own = err[on == d, :, m].T  # [E, rows on die d]
+            for d, own in enumerate(per_die):
                 own = own[first] if d == 0 else own
                 axes = [1] * len(dies)
                 axes[d] = sizes[d]
@@ -182,7 +181,7 @@ def lowest_worst(runs: Sequence[Run], rows: Sequence[bool], utilization: float =
     """The lowest, over every efficiency and memory efficiency of the fit's grid (utilization held), of the
     largest |error| among the dense ``rows`` with a measured value: no constants of the grid bring every one of
     them closer. NaN where no such row is, or they are on more than one GPU die."""
-    sub = _dense_measured(runs, rows)
+    sub = [r for r, m in zip(runs, rows) if m and _dense_measured(r)]
     if not sub or len({die(r.gpu) for r in sub}) > 1:
         return float("nan")
     return float(_grid_errors(sub, utilization).max(axis=0).min())
