@@ -313,38 +313,39 @@ def layout_inputs(
     return arch, dev, lay
 
 
-@functools.partial(jax.jit, static_argnames=("reduce",))
-def layout_block_outputs(outer: jax.Array, inner: jax.Array, *, reduce: DevicePlan | None = None) -> Metrics:
+@jax.jit
+def layout_block_outputs(outer: jax.Array, inner: jax.Array) -> Metrics:
     """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
     whichever a sweep keeps, in the compute dtype: one compiled function serves every sweep of the block's
     shape (a compile of the layout kernel takes seconds; copying the unkept outputs back costs far less).
 
-    ``reduce``: as :func:`grid_metrics`, over the layouts that can exist (a NaN output, a layout whose status
-    is not 0, is never an extreme; a mean over them is NaN)."""
+    What a sweep does with them (``--reduce``, ``sweep plan``'s search) is a second, small compiled function
+    (:func:`layout_block_reduced`, :func:`layout_block_best`) on these outputs, so that every reduction and
+    search of a block shape shares this one compile of the kernel."""
     shape = (outer.shape[0], inner.shape[0])
-    out = {name: jnp.broadcast_to(v, shape) for name, v in _block_step(outer, inner).items()}
-    return out if reduce is None else _reduced(out, reduce, skip_nan=True)
+    return {
+        name: jnp.broadcast_to(v, shape) for name, v in layout_kernel.step(*_crossed(outer, inner)).items()
+    }
 
 
-def _block_step(outer: jax.Array, inner: jax.Array) -> Metrics:
-    return layout_kernel.step(*_crossed(outer, inner))
+@functools.partial(jax.jit, static_argnames=("reduce",))
+def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
+    """A block's outputs {name: [R, C]} (:func:`layout_block_outputs`) reduced as :func:`grid_metrics`
+    reduces, over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an
+    extreme; a mean over them is NaN)."""
+    return _reduced(dict(out), reduce, skip_nan=True)
 
 
 @functools.partial(jax.jit, static_argnames=("keep",))
-def layout_block_best(
-    outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int
-) -> tuple[jax.Array, jax.Array, Metrics]:
-    """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
-    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
-    fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep)."""
-    out = _block_step(outer, inner)
+def layout_block_best(out: Metrics, real: jax.Array, *, keep: int) -> tuple[jax.Array, jax.Array, Metrics]:
+    """The ``keep`` fastest feasible layouts of each outer cell of a block's outputs {name: [R, C]}
+    (:func:`layout_block_outputs`): (score [R, K], column [R, K], outputs at them {name: [R, K]}). Score:
+    tokens per second, -inf where the layout cannot exist, does not fit in memory, or is padding (``real``
+    [C]: 1 for a layout of the sweep)."""
     feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)
-    picked = {
-        name: jnp.take_along_axis(jnp.broadcast_to(val, score.shape), where, axis=1)
-        for name, val in out.items()
-    }
+    picked = {name: jnp.take_along_axis(val, where, axis=1) for name, val in out.items()}
     return best, where, picked
 
 

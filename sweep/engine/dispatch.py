@@ -28,7 +28,12 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan, pow2
-from netsweep_jax.sweep.engine.compiled import grid_metrics, layout_block_best, layout_block_outputs
+from netsweep_jax.sweep.engine.compiled import (
+    grid_metrics,
+    layout_block_best,
+    layout_block_outputs,
+    layout_block_reduced,
+)
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
 from netsweep_jax.sweep.engine.layout_blocks import BlockTables
@@ -199,15 +204,18 @@ class _LayoutBlocks:
         else:
             columns = layouts()
         rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
-        if self.compiled_keep is None:
-            return layout_block_outputs(rows, columns, reduce=reduce)  # every output; kept and cast on return
+        # One compile of the kernel per block shape and dtype, whatever is then done with its outputs (a
+        # reduction or a search is its own small compile): the layout kernel takes seconds to compile.
+        out = layout_block_outputs(rows, columns)
+        if self.compiled_keep is None:  # every output; kept and cast on return
+            return out if reduce is None else layout_block_reduced(out, reduce=reduce)
         count = block.size // (block.outer_lanes if plan.splits_layouts else 1)  # the block's layouts
 
         def real() -> np.ndarray:  # 1 for a layout of this block, 0 for padding (or the next block's)
             return (np.arange(plan.ci_width) < count).astype(self.dtype)
 
         mask = copy("real", real) if plan.splits_layouts else real()
-        return layout_block_best(rows, columns, mask, keep=self.compiled_keep)
+        return layout_block_best(out, mask, keep=self.compiled_keep)
 
     def collect_best(self, block: Block, result: Any) -> Arrays:
         """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
