@@ -349,6 +349,29 @@ def test_a_runs_file_and_a_measurements_file_take_the_same_notation(tmp_path):
     assert r.exit_code == 2 and "m.csv:3: bandwidth '1_0' is not a number" in r.output, r.output
 
 
+def test_the_other_files_and_options_take_the_same_notation(tmp_path, monkeypatch, capsys):
+    from netsweep_jax.sweep.model.profile import load_profile
+    from netsweep_jax.sweep.model.vector_add import read_table
+
+    (tmp_path / "table.csv").write_text("0,0\n1_000,1e-3\n")
+    with pytest.raises(InputError, match="table.csv:2: '1_000,1e-3' is not two numbers"):
+        read_table(tmp_path / "table.csv")
+    (tmp_path / "p.csv").write_text("name,grad_bytes,backward_us\na,٤٠٠٠,100\n")
+    with pytest.raises(InputError, match="p.csv:2: grad_bytes '٤٠٠٠' is not a number"):
+        load_profile(tmp_path / "p.csv", t1=1.0)
+    measurements = tmp_path / "m.csv"
+    measurements.write_text(
+        "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+        "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
+    )
+    r = invoke("calibrate", measurements, "--fit", "latency", "--bounds", "latency=0:1_0")
+    assert r.exit_code == 2 and "--bounds 'latency=0:1_0': expected NAME=LOW:HIGH" in r.output, r.output
+    code, _, err = run_cli(
+        monkeypatch, capsys, "profile", "measure", "x.py:f", "--out", tmp_path / "x.json", "--batch", "٢"
+    )
+    one_line_refusal(code, err, "'--batch': '٢' is not a number")
+
+
 @pytest.mark.parametrize("value", ["٨", "４００", "1_000", ["٨"], ["inf"]])
 def test_the_apis_strings_take_the_same_notation(value):
     with pytest.raises(InputError, match="^bandwidth .*is not a number"):
