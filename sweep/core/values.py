@@ -151,8 +151,12 @@ def flat_values(value: object, param: str, rule: str) -> list[float]:
             raise InputError(f"{_shown(value)}: expected a flat sequence of numbers, not nested", param=param)
         raise InputError(f"{item!r}: {kind}", param=param)
 
+    if not isinstance(value, (np.ndarray, str, bytes)) and hasattr(value, "__array__"):
+        value = np.asarray(value)  # an array by another name (pandas, xarray, JAX): as NumPy's
     if isinstance(value, np.ndarray) and value.ndim > 1:
         raise InputError(f"{_shown(value)}: expected a flat sequence of numbers, not nested", param=param)
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size:
+        return value.astype(np.float64).tolist()  # numbers already: no item to check
     if isinstance(value, (Sequence, np.ndarray)) and not (isinstance(value, np.ndarray) and value.ndim == 0):
         if isinstance(value, (str, bytes)):
             raise InputError(f"{value!r}: {kind}", param=param)
