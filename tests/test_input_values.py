@@ -133,6 +133,12 @@ def test_the_api_refuses_an_empty_value_for_a_layout_option(name, empty):
         sweep.evaluate_layouts("llama3-8b", **{**LLAMA, name: empty})
 
 
+@pytest.mark.parametrize("name", ["batch", "seq_len", "gpu", "precision"])
+def test_an_empty_transformer_setting_is_refused_by_its_name(name):
+    with pytest.raises(InputError, match=rf"^{name} (\[\]|''): give at least one value"):
+        sweep.evaluate("gpt2", bandwidth=10, **{name: []})
+
+
 def test_an_empty_iterations_factor_is_refused_in_the_api_too():
     with pytest.raises(InputError, match="^iterations_factor '': give COMPRESSOR=FACTOR"):
         sweep.evaluate("resnet50", bandwidth=10, compressor="fp16", iterations_factor="")

@@ -177,6 +177,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
         if isinstance(value, (list, tuple))
         else [value]
     )
+    if not items:  # an empty value is refused by name, never an empty sweep of this setting
+        raise InputError(f"{value!r}: give at least one value", param=param)
     out: list[Any] = []
     for item in items:
         item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
