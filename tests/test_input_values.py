@@ -370,6 +370,8 @@ def test_the_other_files_and_options_take_the_same_notation(tmp_path, monkeypatc
         "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
         "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
     )
+    r = invoke("calibrate", measurements, "--train", "nodes <= 0x2")
+    assert r.exit_code == 2 and "--train 'nodes <= 0x2': '0x2' is not a number" in r.output, r.output
     r = invoke("calibrate", measurements, "--fit", "latency", "--bounds", "latency=0:1_0")
     assert r.exit_code == 2 and "--bounds 'latency=0:1_0': expected NAME=LOW:HIGH" in r.output, r.output
     code, _, err = run_cli(
