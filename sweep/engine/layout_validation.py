@@ -31,6 +31,9 @@ from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
+# The settings only a mixture-of-experts model reads: refused on dense models.
+MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8")
+
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
     """The values of option ``name``: ``given`` (the user's: text, a number or numbers; an empty one is
@@ -128,17 +131,19 @@ def make_layout_grid(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
             )
     if not any(m.experts > 0 for m in models):  # a setting that changes nothing is refused, never ignored
-        for name, value in (
-            ("imbalance", imbalance),
-            ("capacity_factor", capacity_factor),
-            ("pad_to_capacity", pad_to_capacity),
-            ("dispatch_fp8", dispatch_fp8),
-        ):
+        moe = dict(
+            imbalance=imbalance,
+            capacity_factor=capacity_factor,
+            pad_to_capacity=pad_to_capacity,
+            dispatch_fp8=dispatch_fp8,
+        )
+        for name in MOE_ONLY:
+            value = moe[name]
             if value is not None:
+                shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
+                dense = "is a dense model" if len(models) == 1 else "are dense models"
                 raise InputError(
-                    f"{value if isinstance(value, str) else repr(value)}: a mixture-of-experts setting; "
-                    f"{', '.join(model_names)} {'is a dense model' if len(models) == 1 else 'are dense models'}",
-                    param=name,
+                    f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
                 )
     if gpus is None and dp is None:
         raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
