@@ -380,6 +380,18 @@ def test_the_other_files_and_options_take_the_same_notation(tmp_path, monkeypatc
     one_line_refusal(code, err, "'--batch': '٢' is not a number")
 
 
+@pytest.mark.parametrize("text", ["１０", "1_0", "١٠"])
+def test_a_plots_selection_takes_the_same_notation(text):
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import parse_sel
+
+    ds = xr.Dataset({"x": ("bandwidth", [1.0])}, coords={"bandwidth": [10.0]})
+    assert parse_sel(["bandwidth=10"], ds) == {"bandwidth": 10.0}
+    with pytest.raises(InputError, match=f"^sel 'bandwidth={text}': {text} is not a bandwidth in the cube"):
+        parse_sel([f"bandwidth={text}"], ds)
+
+
 @pytest.mark.parametrize("value", ["٨", "４００", "1_000", ["٨"], ["inf"]])
 def test_the_apis_strings_take_the_same_notation(value):
     with pytest.raises(InputError, match="^bandwidth .*is not a number"):
