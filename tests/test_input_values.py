@@ -2,8 +2,8 @@
 every number in every place, a runs file's unknown column and a launch file's unreadable value refused, a
 blank measured value predicted, MoE settings on a dense model refused, the API's values taken as the CLI's.
 Each refusal is one line naming the value and the rule, exit code 2, nothing written, and comes on the host
-before any kernel is compiled (two tests compile the shapes other tests share: the runs' rows, one layout
-block)."""
+before any kernel is compiled (the blank-value test reads a runs file, which compiles the rows block other
+tests share)."""
 
 import collections
 import csv
@@ -428,7 +428,12 @@ def test_the_api_takes_numpys_integers_and_0d_arrays_as_numbers():
         sweep.solve("resnet50", target=np.array(0.9), axis="nope", bandwidth=10)
     with pytest.raises(InputError, match="^keep 2.5"):
         sweep.plan("llama3-8b", **LLAMA, keep=np.float64(2.5))
-    ds = sweep.evaluate_layouts(
-        "llama3-8b", gpus=np.array(8), global_batch=np.int64(8), tp=np.array(8), micro_batch=np.array([1])
-    )
-    assert ds.tp.values.tolist() == [8] and ds.gpus.values.tolist() == [8]
+    # 0-d arrays and NumPy's integers are taken as the layout's values (refused before, "tp 8: give a
+    # number"): the refusal is the efficiency's, checked after them (no kernel compiled)
+    zero_d = dict(gpus=np.array(8), global_batch=np.int64(8), tp=np.array(8), micro_batch=np.array([1]))
+    with pytest.raises(InputError, match="^efficiency 2: efficiency must be a number"):
+        sweep.evaluate_layouts("llama3-8b", **zero_d, efficiency=np.array(2))
+    from netsweep_jax.sweep.large_models import _text  # the API's values as the CLI's text
+
+    taken = {name: _text(name, value) for name, value in zero_d.items()}
+    assert taken == {"gpus": "8", "global_batch": "8", "tp": "8", "micro_batch": "1"}
