@@ -56,8 +56,15 @@ __all__ = [
 
 
 def _number(value: object, param: str) -> float:
-    """``value`` as a finite float, else :class:`InputError` naming ``param``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+    """``value`` (a number, NumPy's too, or a 0-d array) as a finite float, else :class:`InputError` naming
+    ``param``."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # a 0-d array is its one number, as for the axes
+        value = value.item()
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+    ):
         raise InputError(f"{value!r}: expected one finite number", param=param)
     return float(value)
 

@@ -24,9 +24,11 @@ import xarray as xr
 from typing_extensions import TypedDict, Unpack
 
 from netsweep_jax.sweep.analysis.layout_jobs import layout_cube, layout_grid_from
-from netsweep_jax.sweep.core.axes import show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
+from netsweep_jax.sweep.core.layout_axes import AXES
+from netsweep_jax.sweep.core.values import flat_values
 
 Values = float | str | Sequence[float | str] | np.ndarray  # a number, a sequence or array, or value syntax
 
@@ -97,19 +99,18 @@ class LayoutOptions(TypedDict, total=False):
 
 
 def _text(name: str, value: object) -> str:
-    """A keyword's value as the CLI's text: numbers (Python's or NumPy's) shown as the CLI would take them,
-    sequences and arrays joined."""
+    """A keyword's value as the CLI's text. A numeric option's (a number, Python's or NumPy's, a 0-d array, a
+    flat sequence or 1-D array) by :func:`~sweep.core.values.flat_values`'s rule, the one the data-parallel
+    axes keep: nesting and empties refused, never flattened or joined into an empty value. A name option's
+    (``model``, ``schedule``, ...): a string or a flat sequence of them."""
     if isinstance(value, str):
         return value
-    if isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)
-    if isinstance(value, numbers.Real):
-        return show(float(value))
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, Sequence):
-        return ",".join(_text(name, item) for item in value)
-    raise InputError(f"{value!r}: give a number, a sequence or value syntax", param=name)
+    spec = AXES.get(name) or (NUMERIC_AXES["nodes"] if name == "nodes" else None)
+    if spec is not None:
+        return ",".join(show(v) for v in flat_values(value, name, spec.rule()))
+    if isinstance(value, Sequence) and value and all(isinstance(item, str) for item in value):
+        return ",".join(value)
+    raise InputError(f"{value!r}: give a name, a comma list or a sequence of names", param=name)
 
 
 def _grid(model: str | Sequence[str] | None, arch: str | None, options: dict[str, Any], search: bool) -> Any:
@@ -174,8 +175,12 @@ def plan(
     from netsweep_jax.sweep.analysis.planning import check_size
     from netsweep_jax.sweep.analysis.planning import plan as best
 
-    if isinstance(keep, bool) or not isinstance(keep, int) or not 1 <= keep <= 100:
-        raise InputError(f"{keep!r}: an integer from 1 to 100", param="keep")
+    if isinstance(keep, np.ndarray) and keep.ndim == 0:  # a 0-d array is its one number, as anywhere here
+        keep = keep.item()
+    if isinstance(keep, (bool, np.bool_)) or not isinstance(keep, numbers.Integral) or not 1 <= keep <= 100:
+        shown = keep if isinstance(keep, numbers.Real) else repr(keep)  # NumPy's 2.5 as 2.5
+        raise InputError(f"{shown}: an integer from 1 to 100", param="keep")
+    keep = int(keep)
     grid = _grid(model, arch, dict(options), search=True)
     check_size(grid)
     return best(grid, keep=keep)

@@ -38,10 +38,13 @@ def test_a_launch_command_gives_its_layout(tmp_path):
         "precision": "fp8",
     }
     assert unused == ["--nproc_per_node", "--lr", "--train-iters"]
-    path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size $TP")
+    path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size 2")
     settings, unused = read_launch(path)
-    assert settings["recompute"] == "full" and settings["tp"] == "1" and settings["overlap"] == "none"
-    assert unused == ["--tensor-model-parallel-size (not a whole number)"]
+    assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"
+    # #42: a shell variable is a value netsweep cannot read: refused, never Megatron-LM's default 1 instead
+    path.write_text("pretrain_gpt.py --recompute-granularity full \\\n  --tensor-model-parallel-size $TP")
+    with pytest.raises(InputError, match=r"train.sh:2: --tensor-model-parallel-size '\$TP': give one whole"):
+        read_launch(path)
     path.write_text("pretrain_gpt.py --recompute-granularity selective")
     assert read_launch(path)[0]["recompute"] == "selective"  # Megatron-Core's default modules: core_attn
     path.write_text("pretrain_gpt.py --recompute-granularity block")

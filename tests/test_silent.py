@@ -196,7 +196,7 @@ def test_defaults_follow_the_workload(tmp_path):
     "args,text",
     [
         (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number > 0"),
-        (["--intra-bw", "inf"], "--intra-bw inf"),
+        (["--intra-bw", "0"], "--intra-bw 0: intra-node bandwidth must be a number > 0"),
         (["--nics-per-node", "1,2"], "--nics-per-node 1,2: calibrate takes one value"),
         (["--bounds", "foo=0:1"], "'foo' is not a parameter calibrate fits"),
         (["--bounds", "latency=0:1"], "'latency' is not fitted"),

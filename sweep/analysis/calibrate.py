@@ -46,7 +46,7 @@ from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows, c
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE
-from netsweep_jax.sweep.core.values import json_ready, parse_names, si_values
+from netsweep_jax.sweep.core.values import NOTATION, decimal, json_ready, parse_names, si_values
 from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.workloads import resolve_models
@@ -196,9 +196,11 @@ def _bounds(text: str, item: str) -> tuple[float, float]:
     try:
         if not sep:
             raise ValueError(text)
-        return float(lo), float(hi)
+        return decimal(lo), decimal(hi)
     except ValueError:
-        raise InputError(f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50", param="bounds") from None
+        raise InputError(
+            f"{item!r}: expected NAME=LOW:HIGH, e.g. overhead=0:50 (numbers: {NOTATION})", param="bounds"
+        ) from None
 
 
 def calibrate_file(

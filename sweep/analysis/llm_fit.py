@@ -263,6 +263,11 @@ class Validation:
         measured = np.array([r.value if r.value is not None else np.nan for r in self.runs])
         return self.outputs[model]["predicted"] / measured - 1.0
 
+    def role(self, i: int) -> str:
+        """Run i's part in the protocol: ``train``, ``held out``, or ``predict`` (the file's ``value`` is empty:
+        it asks for a prediction, which has no error)."""
+        return "predict" if self.runs[i].value is None else "train" if self.train[i] else "held out"
+
     def summary(self, model: str, rows: Sequence[bool]) -> tuple[int, float, float]:
         """(count, median |error|, max |error|) over ``rows`` with a measured value."""
         e = np.abs(self.errors(model))[np.asarray(rows, bool)]

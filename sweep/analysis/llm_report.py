@@ -43,8 +43,9 @@ def pct(x: float) -> str:
 
 
 def findings(v: Validation, model: str = "trained") -> list[str]:
-    """The published findings, checked against the model's numbers (rows absent from a user's file are skipped)."""
-    ids = {r.id: i for i, r in enumerate(v.runs)}
+    """The published findings, checked against the model's numbers (rows absent from a user's file, or without a
+    measured value there, are skipped: each finding compares measured values)."""
+    ids = {r.id: i for i, r in enumerate(v.runs) if r.value is not None}
     pred = v.outputs[model]["predicted"]
     lines = []
     if {"SC21-T2-01", "SC21-T2-03"} <= ids.keys():
@@ -352,9 +353,10 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         fits_note = "" if out["fits"][i] == 1 else " (memory: does not fit)"
         measured = f"{r.value:g}" if r.value is not None else "-"
         lines.append(
-            f"| {r.id} | {'train' if v.train[i] else 'held out'} | {r.model}{' (MoE)' if r.moe else ''} | "
+            f"| {r.id} | {v.role(i)} | {r.model}{' (MoE)' if r.moe else ''} | "
             f"{r.gpus} {r.gpu} | {layout} | {measured} {METRICS[r.metric]} | {out['predicted'][i]:.4g}"
-            f"{fits_note} | {err[i]:+.1%} | {v.terms('trained', i)} | {', '.join(assumed) or '-'} |"
+            f"{fits_note} | {'-' if r.value is None else f'{err[i]:+.1%}'} | {v.terms('trained', i)} | "
+            f"{', '.join(assumed) or '-'} |"
         )
     worst = sorted(
         (i for i, h in enumerate(held_dense) if h and np.isfinite(err[i])), key=lambda i: -abs(err[i])
@@ -429,7 +431,7 @@ def predictions_csv(v: Validation) -> str:
                 "" if r.value is None else f"{r.value:g}",
                 *[f"{v.outputs[m]['predicted'][i]:.6g}" for m in MODELS],
                 f"{v.outputs['trained']['memory_free_gb'][i]:.4g}",
-                "train" if v.train[i] else "held out",
+                v.role(i),
                 "; ".join(settings(r)[1]),
             ]
         )

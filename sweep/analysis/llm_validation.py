@@ -239,7 +239,7 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
         if r.value is None:
             what, shown = "predict", f"+/-{np.median(spread):.0%} (median), {spread.max():.0%} (worst)"
         else:
-            what, shown = ("train" if v.train[i] else "held out"), f"{err[i]:+7.1%}"
+            what, shown = v.role(i), f"{err[i]:+7.1%}"
         measured = "-" if r.value is None else f"{r.value:.4g}"
         lines.append(
             f"{r.id:<18} {what:<9} {measured:>10} {out['predicted'][i]:>10.4g} {shown}  "
@@ -272,7 +272,7 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
         "runs": [
             {
                 "id": r.id,
-                "set": "train" if v.train[i] else ("predict" if r.value is None else "held out"),
+                "set": v.role(i),
                 "metric": r.metric,
                 "measured": r.value,
                 "predicted": number(out["predicted"][i]),

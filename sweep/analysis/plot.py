@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import open_cube
 
@@ -51,7 +52,7 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
 
 def _is_number(text):
     try:
-        float(text)
+        decimal(text)  # the one notation of a number (values.decimal), as every option takes it
         return True
     except ValueError:
         return False

@@ -13,6 +13,7 @@ from netsweep_jax.sweep.cli.options import (
     given,
     options,
     say_assumed,
+    typed_number,
 )
 from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
@@ -150,6 +151,7 @@ def compare(
         float,
         typer.Option(
             *axis_flags("utilization", "--util"),
+            parser=typed_number(float),
             help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
         ),
     ] = 0.32,
@@ -244,7 +246,10 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 
 @options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
 def need(
-    target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
+    target: Annotated[
+        float,
+        typer.Option("--target", parser=typed_number(float), help="Scaling factor to reach, in (0, 1]."),
+    ],
     solve: Annotated[
         str,
         typer.Option(
@@ -298,7 +303,12 @@ def calibrate(
         list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
     ] = None,
     iteration_time: Annotated[
-        float | None, typer.Option("--iteration-time", help="T1 in seconds for --profile formats without it.")
+        float | None,
+        typer.Option(
+            "--iteration-time",
+            parser=typed_number(float),
+            help="T1 in seconds for --profile formats without it.",
+        ),
     ] = None,
     fit: Annotated[
         str,

@@ -10,6 +10,7 @@ import functools
 import inspect
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -41,6 +42,35 @@ def param(
         default=default,
         annotation=Annotated[annotation, typer.Option(*flags, help=help, **extra)],
     )
+
+
+def typed_number(kind: type, low: float | None = None, high: float | None = None) -> Callable[[str], Any]:
+    """The ``parser`` of an option typed ``int`` or ``float``: its text by the one rule for a number
+    (:func:`~sweep.core.values.decimal`: plain ASCII decimal notation; not Python's, which takes other
+    scripts' digits, ``1_000``, ``inf`` and ``nan``), a whole number for ``int``, within ``low`` and ``high``
+    where given. A refusal is Typer's one line naming the option."""
+
+    def parse(text: Any) -> Any:
+        from netsweep_jax.sweep.core.values import decimal  # at use: --help loads no numpy
+
+        if not isinstance(text, str):  # the option's default, not the user's text
+            return text
+
+        try:
+            value = decimal(text)
+        except ValueError as e:
+            raise typer.BadParameter(str(e)) from None
+        if kind is int and not value.is_integer():
+            raise typer.BadParameter(f"{text.strip()!r}: give a whole number")
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = f"from {low:g}" if high is None else f"from {low:g} to {high:g}"
+            raise typer.BadParameter(f"{text.strip()!r}: must be {bounds}")
+        if kind is int:  # digits alone exactly (a float would round 10^23); 1e3 through its float
+            digits = text.strip()
+            return int(digits) if digits.lstrip("+-").isdigit() else int(value)
+        return value
+
+    return parse
 
 
 # The cube's own names of the two options users type most, accepted beside the short ones, so that a typo

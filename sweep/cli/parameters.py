@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from netsweep_jax.sweep.cli.options import axis_flags, param
+from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
@@ -79,6 +79,7 @@ MODEL = [
         float | None,
         None,
         "--iteration-time",
+        parser=typed_number(float),
         help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
         "model's compute to your GPU and batch (its gradients unchanged).",
     ),
@@ -108,6 +109,7 @@ COLLECTIVE_SETTINGS = [
         float | None,
         None,
         "--intra-bw",
+        parser=typed_number(float),
         help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
         "preset: 1200 for the paper's V100 runs, 3600 for an H100).",
     ),

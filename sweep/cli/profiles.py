@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from netsweep_jax.sweep.cli import helptext
-from netsweep_jax.sweep.cli.options import options
+from netsweep_jax.sweep.cli.options import options, typed_number
 from netsweep_jax.sweep.cli.parameters import Force
 
 profile_app = helptext.Typer(
@@ -40,18 +40,30 @@ def profile_measure(
         ),
     ],
     out: ProfileOut,
-    batch: Annotated[int, typer.Option("--batch", help="Samples per step (torchvision and hf models).")] = 8,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch", parser=typed_number(int), help="Samples per step (torchvision and hf models)."
+        ),
+    ] = 8,
     precision: Annotated[
         str, typer.Option("--precision", help="fp32, amp (autocast), bf16 or fp16 (the model in that type).")
     ] = "fp32",
     seq_len: Annotated[
-        int | None, typer.Option("--seq-len", help="hf models: tokens per sample (default: 128).")
+        int | None,
+        typer.Option(
+            "--seq-len", parser=typed_number(int), help="hf models: tokens per sample (default: 128)."
+        ),
     ] = None,
     device: Annotated[
         str | None, typer.Option("--device", help="cuda, cpu, ... (default: cuda when available).")
     ] = None,
-    warmup: Annotated[int, typer.Option("--warmup", help="Steps before measuring.")] = 2,
-    iterations: Annotated[int, typer.Option("--iterations", help="Steps measured (medians).")] = 5,
+    warmup: Annotated[
+        int, typer.Option("--warmup", parser=typed_number(int), help="Steps before measuring.")
+    ] = 2,
+    iterations: Annotated[
+        int, typer.Option("--iterations", parser=typed_number(int), help="Steps measured (medians).")
+    ] = 5,
     trace: Annotated[
         Path | None, typer.Option("--trace", help="Also write a torch.profiler Chrome trace of one step.")
     ] = None,

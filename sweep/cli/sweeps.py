@@ -15,6 +15,7 @@ from netsweep_jax.sweep.cli.options import (
     options,
     say,
     say_assumed,
+    typed_number,
 )
 from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
@@ -53,7 +54,7 @@ def grid(
         int | None,
         typer.Option(
             "--block-configs",
-            min=1,
+            parser=typed_number(int, 1),
             help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).",
         ),
     ] = None,
@@ -174,7 +175,12 @@ def plan(
         ),
     ] = None,
     keep: Annotated[
-        int, typer.Option("--keep", min=1, max=100, help="Layouts to keep per setting, fastest first.")
+        int,
+        typer.Option(
+            "--keep",
+            parser=typed_number(int, 1, 100),
+            help="Layouts to keep per setting, fastest first (1-100).",
+        ),
     ] = 3,
     force: Force = False,
     resume: Annotated[

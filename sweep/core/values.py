@@ -8,6 +8,7 @@ points); ``1..1000@20log`` (20 log-spaced points); items may be mixed
 """
 
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -18,16 +19,30 @@ import numpy.typing as npt
 from netsweep_jax.sweep.core.axes import MAX_AXIS_VALUES, NUMERIC_AXES, AxisSpec, show
 from netsweep_jax.sweep.core.errors import InputError
 
-_RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>\d+)(?P<log>log)?)?$")
+_RANGE = re.compile(r"^(?P<a>.+?)\.\.(?P<b>[^@:]+)(?::(?P<step>.+)|@(?P<n>[0-9]+)(?P<log>log)?)?$")
+# The one notation of a number, wherever a user writes one (options, the API's strings, runs, measurement
+# and launch files): ASCII digits, an optional sign, point and exponent. Python's float() also takes other
+# scripts' digits (a Devanagari or full-width 400), '1_000', 'inf' and 'nan'; none of them is written here.
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+NOTATION = "digits 0-9 with an optional sign, point and exponent, as 400, 0.5 or 1e-3"
+
+
+def decimal(text: object) -> float:
+    """``text`` (spaces around it aside) as a float when it is plain ASCII decimal notation (:data:`NOTATION`);
+    else ``ValueError``. The one rule for a number a user writes: every parser of numbers calls it."""
+    stripped = str(text).strip()
+    if not _DECIMAL.fullmatch(stripped):
+        raise ValueError(f"{stripped!r} is not a number ({NOTATION})")
+    return float(stripped)
 
 
 def _num(text: str, spec: AxisSpec, item: str) -> float:
     try:
-        return float(text)
+        return decimal(text)
     except ValueError:
         unit = f" in {spec.units}" if spec.units not in ("", "1") else ""
         raise InputError(
-            f"{item!r}: {text!r} is not a number ({spec.rule()}{unit}; write the number alone)",
+            f"{item!r}: {text!r} is not a number ({spec.rule()}{unit}; write the number alone: {NOTATION})",
             param=spec.name,
         ) from None
 
@@ -113,27 +128,55 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
     return names
 
 
+def flat_values(value: object, param: str, rule: str) -> list[float]:
+    """An API keyword's value that is not value syntax, as floats [n]: a number (Python's or NumPy's, a 0-d
+    array too), or a flat sequence or 1-D array of them (a string item by :func:`decimal`'s rule). Refused,
+    naming ``param`` and ``rule`` (the axis's, for the message): a bool, a nested sequence or an array of
+    more than one dimension (one value per point of the axis, never flattened), and an empty one."""
+    kind = f"give a number, a sequence of numbers or value syntax such as 1..100@10 ({rule})"
+
+    def one(item: object) -> float:
+        if isinstance(item, np.ndarray) and item.ndim == 0:
+            item = item.item()
+        if isinstance(item, (bool, np.bool_)):
+            raise InputError(f"{item!r}: {kind}", param=param)
+        if isinstance(item, (numbers.Real, np.integer, np.floating)):
+            return float(item)
+        if isinstance(item, str):
+            try:
+                return decimal(item)
+            except ValueError as e:
+                raise InputError(f"{item!r}: {e}", param=param) from None
+        if isinstance(item, (Sequence, np.ndarray)):
+            raise InputError(f"{_shown(value)}: expected a flat sequence of numbers, not nested", param=param)
+        raise InputError(f"{item!r}: {kind}", param=param)
+
+    if not isinstance(value, (np.ndarray, str, bytes)) and hasattr(value, "__array__"):
+        value = np.asarray(value)  # an array by another name (pandas, xarray, JAX): as NumPy's
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        raise InputError(f"{_shown(value)}: expected a flat sequence of numbers, not nested", param=param)
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size:
+        return value.astype(np.float64).tolist()  # numbers already: no item to check
+    if isinstance(value, (Sequence, np.ndarray)) and not (isinstance(value, np.ndarray) and value.ndim == 0):
+        if isinstance(value, (str, bytes)):
+            raise InputError(f"{value!r}: {kind}", param=param)
+        items = [one(item) for item in value]
+        if not items:
+            raise InputError(f"{_shown(value)}: give at least one value", param=param)
+        return items
+    return [one(value)]
+
+
+def _shown(value: object) -> str:
+    return repr(value.tolist()) if isinstance(value, np.ndarray) else repr(value)
+
+
 def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
     """Python API values (number, sequence, or syntax string) -> float64 [n]."""
     spec = NUMERIC_AXES[name]
     if isinstance(value, str):
         return parse_values(value, spec)
-    try:
-        if isinstance(value, (bool, np.bool_)) or (
-            isinstance(value, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in value)
-        ):
-            raise TypeError(value)
-        out = np.atleast_1d(np.asarray(value, dtype=np.float64))
-    except (TypeError, ValueError):
-        raise InputError(
-            f"{value!r}: expected a number, a sequence of numbers or value syntax such as "
-            f"1..100@10 ({spec.rule()})",
-            param=name,
-        ) from None
-    if out.ndim > 1:
-        raise InputError(f"{np.asarray(value).tolist()}: expected a flat sequence of numbers", param=name)
-    if out.size == 0:
-        raise InputError("[]: give at least one value", param=name)
+    out = np.array(flat_values(value, name, spec.rule()), dtype=np.float64)
     for v in out:
         spec.check(v)
     if len(np.unique(out)) != len(out):
@@ -147,17 +190,18 @@ def si_values(name: str, values: npt.ArrayLike) -> npt.NDArray[np.float64]:
 
 
 def whole_number(text: str) -> int | None:
-    """``text`` as a whole number when it is ASCII digits only (``str.isdigit`` also takes ``²``, which
-    ``int`` refuses), else None."""
+    """``text`` as a whole number when it is ASCII digits only (``str.isdigit`` also takes ``²`` and other
+    scripts' digits), else None."""
     return int(text) if text.isascii() and text.isdigit() else None
 
 
 def number(text: str, where_: str) -> float:
-    """``text`` as a float, or one :class:`InputError` ``"<where_> '<text>' is not a number"``."""
+    """``text`` as a float by :func:`decimal`'s rule, or one :class:`InputError`
+    ``"<where_> '<text>' is not a number (<the notation>)"``."""
     try:
-        return float(text)
+        return decimal(text)
     except ValueError:
-        raise InputError(f"{where_} {text!r} is not a number") from None
+        raise InputError(f"{where_} {text!r} is not a number ({NOTATION})") from None
 
 
 def json_ready(value: Any) -> Any:

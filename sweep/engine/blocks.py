@@ -22,10 +22,28 @@ from collections.abc import Callable, Iterator, Mapping
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
+from netsweep_jax.sweep.core.schema import option_of
 
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
 MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
 SMALL_WIDTH = 64  # widths up to this are rounded to a power of two: their compute is negligible
+# The most configurations a sweep returned in memory may have (either family): every output of each is
+# kept, so a larger one is written block by block to a cube, reduced on the device, or searched.
+MAX_CELLS_IN_MEMORY = 5 * 10**7
+
+
+def check_in_memory(sizes: Mapping[str, int], instead: str) -> None:
+    """Refuse, before any work, a sweep kept in memory of more configurations than
+    :data:`MAX_CELLS_IN_MEMORY` (``sizes``: dim -> extent), naming the options that made it large; ``instead``:
+    what to do instead (the family's way of a large sweep)."""
+    size = math.prod(sizes.values())
+    if size > MAX_CELLS_IN_MEMORY:
+        many = sorted((d for d, n in sizes.items() if n > 1), key=lambda d: -sizes[d])
+        text = " x ".join(f"{option_of(d)} {sizes[d]:,}" for d in many)
+        raise InputError(
+            f"{size:,} configurations ({text}) are too many to keep in memory (at most "
+            f"{MAX_CELLS_IN_MEMORY:,}); give fewer values, {instead}"
+        )
 
 
 def padded_width(n: int, least: int = 1) -> int:

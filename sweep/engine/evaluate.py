@@ -6,7 +6,7 @@ from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, BlockPlan
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, BlockPlan, check_in_memory
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.grid import make_grid
@@ -54,7 +54,13 @@ def evaluate(
       InputError for a value that breaks a rule, or a keyword it does not take.
     """
     grid = make_grid(model, bandwidth=bandwidth, variables=vars, **options)
-    if grid.reduction is not None:
+    if grid.reduction is None:  # kept whole in memory: the rule evaluate_layouts keeps too
+        check_in_memory(
+            grid.sizes,
+            "reduce them on the device as they are computed (reduce='max:...'), or write them to a cube block "
+            "by block (sweep grid)",
+        )
+    else:
         plan = BlockPlan(grid.sizes, block_configs)
         state = ReducedRun(grid, plan)
         run(grid, plan, state.add, kernel=kernel)

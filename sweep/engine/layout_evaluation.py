@@ -7,26 +7,22 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core import interrupts
-from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS, coordinate_attrs
+from netsweep_jax.sweep.engine import blocks
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 
-MAX_CELLS_IN_MEMORY = (
-    5 * 10**7
-)  # a larger grid is written block by block (sweep grid) or searched (sweep plan)
-
 
 def check_in_memory(grid: LayoutGrid) -> None:
-    """Refuse, before any work, a grid of more configurations than it can keep, naming what made it large."""
-    if grid.outer_size * grid.inner_size > MAX_CELLS_IN_MEMORY:
-        raise InputError(
-            f"{grid.outer_size * grid.inner_size:,} configurations ({grid.size_text(DIMS)}) are too many to "
-            f"keep in memory (at most {MAX_CELLS_IN_MEMORY:,}); give fewer values, write them to a cube block by "
-            f"block (sweep grid), or search them with sweep plan (it keeps the best layouts only)"
-        )
+    """Refuse, before any work, a grid of more configurations than it can keep (:func:`blocks.check_in_memory`,
+    the rule both families keep), naming what made it large."""
+    blocks.check_in_memory(
+        grid.sizes,
+        "write them to a cube block by block (sweep grid), or search them with sweep plan (it keeps the best "
+        "layouts only)",
+    )
 
 
 def evaluate_layouts_arrays(

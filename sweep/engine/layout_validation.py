@@ -2,7 +2,7 @@
 :class:`~sweep.engine.layout_grid.LayoutGrid` and names what it assumed that the user did not set.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -25,22 +25,26 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
 )
 from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
-from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 
+# The settings only a mixture-of-experts model reads: refused on dense models.
+MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8")
+
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
+    """The values of option ``name``: ``given`` (the user's: text, a number or numbers; an empty one is
+    refused by :func:`parse_values`, never read as unset), else ``default``; ``[0.]``, the kernel's "derived
+    or the GPU preset's", where both are None (None: no value a user can type)."""
     spec = AXES[name]
     text = given if given is not None else default
-    if text is None or text == "":
+    if text is None:
         return np.zeros(1)
-    if isinstance(text, (int, float, np.integer, np.floating)):
-        text = show(float(text))
-    elif not isinstance(text, str) and isinstance(text, Iterable):
-        text = ",".join(show(float(v)) for v in text)
+    if not isinstance(text, str):
+        text = ",".join(show(v) for v in flat_values(text, name, spec.rule()))
     return parse_values(text, spec)
 
 
@@ -126,6 +130,21 @@ def make_layout_grid(
             raise InputError(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
             )
+    if not any(m.experts > 0 for m in models):  # a setting that changes nothing is refused, never ignored
+        moe = dict(
+            imbalance=imbalance,
+            capacity_factor=capacity_factor,
+            pad_to_capacity=pad_to_capacity,
+            dispatch_fp8=dispatch_fp8,
+        )
+        for name in MOE_ONLY:
+            value = moe[name]
+            if value is not None:
+                shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
+                dense = "is a dense model" if len(models) == 1 else "are dense models"
+                raise InputError(
+                    f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
+                )
     if gpus is None and dp is None:
         raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
     if global_batch is None:
@@ -168,9 +187,10 @@ def make_layout_grid(
     )
     values = {}
     for name, value in given.items():
-        default = search.get(name, AXES[name].default)
+        # An axis without a default ('' in the schema: the GPU count, the batch) is derived or required.
+        default: str | None = search.get(name, AXES[name].default or None)
         if name in SYSTEM_DIMS:
-            default = ""  # the GPU preset's, resolved per cell
+            default = None  # the GPU preset's, resolved per cell
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)

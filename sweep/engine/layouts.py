@@ -26,13 +26,13 @@ The family's names, importable from here, live in:
 - :mod:`sweep.engine.layout_rows`: :class:`LayoutRow` and :func:`evaluate_rows`, measured runs one per row.
 """
 
+from netsweep_jax.sweep.engine.blocks import MAX_CELLS_IN_MEMORY
 from netsweep_jax.sweep.engine.layout_blocks import (
     BLOCK_CONFIGS,
     BlockTables,
     straggle_table,
 )
 from netsweep_jax.sweep.engine.layout_evaluation import (
-    MAX_CELLS_IN_MEMORY,
     best_layouts,
     check_in_memory,
     evaluate_layouts_arrays,

@@ -15,7 +15,7 @@ from typing import Any
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
-from netsweep_jax.sweep.core.values import parse_names
+from netsweep_jax.sweep.core.values import decimal, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
@@ -177,12 +177,15 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
         if isinstance(value, (list, tuple))
         else [value]
     )
+    if not items:  # an empty value is refused by name, never an empty sweep of this setting
+        raise InputError(f"{value!r}: give at least one value", param=param)
     out: list[Any] = []
     for item in items:
         item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
         if integer:
             try:
-                number = float(item)  # type: ignore[arg-type]  # anything: what float() refuses is reported
+                # anything: what decimal() or float() refuses is reported
+                number = decimal(item) if isinstance(item, str) else float(item)  # type: ignore[arg-type]
             except (TypeError, ValueError):
                 raise InputError(f"{item!r}: not a number", param=param) from None
             if not number.is_integer():

@@ -1,9 +1,10 @@
 """A Megatron-LM launch command read from a file: the layout settings it gives, as ``sweep`` options.
 
 ``sweep plan --launch train.sh`` (and ``grid``) takes the parallel layout from the flags of a
-``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, ``#``
-comments and shell variables that are not numbers are fine: a flag whose value is not a literal is
-listed as ignored):
+``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations and ``#``
+comments are fine). A flag below whose value is not a whole number (``eight``, a shell variable
+``$TP``) is refused, naming the flag and the file's line: netsweep cannot know its value, and
+Megatron-LM's default in its place would be a silent guess. So is a file that gives none of them:
 
     --tensor-model-parallel-size T     --tp T
     --pipeline-model-parallel-size P   --pp P
@@ -26,9 +27,11 @@ shape, the optimizer, data, logging) is listed as not used: the model comes from
 import os
 import shlex
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import OVERLAP_SWITCHES, recompute_mode
+from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import whole_number
 
 # Flags that take a value, and the sweep parameter it sets.
 VALUED = {
@@ -63,6 +66,11 @@ MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where o
 def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]]:
     """The sweep settings a launch command gives ({parameter: value text}) and the flags it does not use."""
     lines = [line.split("#", 1)[0] for line in read_lines(path, "launch command")]
+
+    def line_of(flag: str) -> str:  # the file's line that gives the flag, for the message
+        number = next((i for i, line in enumerate(lines, 1) if flag in line), None)
+        return where(path, number)
+
     try:
         words = shlex.split(" ".join(line.rstrip().rstrip("\\") for line in lines))
     except ValueError as error:
@@ -77,11 +85,19 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
             flags[current].append(word)
     settings: dict[str, str] = {}
     unused = []
+    if not set(flags) & (set(VALUED) | set(OVERLAP_FLAGS) | OTHER_USED):
+        raise InputError(
+            f"{path}: {'no command in it' if not words else 'no flag netsweep reads'}; expected a Megatron-LM "
+            f"launch command (pretrain_gpt.py --tensor-model-parallel-size T ...)"
+        )
     for flag, values in flags.items():
         if flag in VALUED:
-            if len(values) != 1 or not values[0].isascii() or not values[0].isdigit():
-                unused.append(f"{flag} (not a whole number)")
-                continue
+            if len(values) != 1 or whole_number(values[0]) is None:
+                given = " ".join(values) or "nothing"
+                raise InputError(
+                    f"{line_of(flag)}: {flag} {given!r}: give one whole number in ASCII digits (a shell "
+                    f"variable cannot be read here), or leave the flag out and give {option_of(VALUED[flag])}"
+                )
             settings[VALUED[flag]] = values[0]
         elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED:
             unused.append(flag)

@@ -28,7 +28,7 @@ from typing import Any
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_csv_records
-from netsweep_jax.sweep.core.values import number
+from netsweep_jax.sweep.core.values import NOTATION, decimal, number
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
 MEASURED = ("scaling_factor", "iteration_time")
@@ -190,6 +190,14 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
             and isinstance(node.value, (int, float, str))
             and not isinstance(node.value, bool)
         ):
+            if not isinstance(node.value, str):  # a number as written: Python's 1_000 and 0x10 are not ours
+                text = ast.get_source_segment(expression, node) or ""
+                try:
+                    decimal(text)
+                except ValueError:
+                    raise InputError(
+                        f"{expression!r}: {text!r} is not a number ({NOTATION})", param=param
+                    ) from None
             return node.value
         raise InputError(
             f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not", param=param

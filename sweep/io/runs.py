@@ -6,8 +6,9 @@ Columns (header required; one row per run): ``id``, ``gpu`` (a GPU preset), ``gp
 optional: ``group``, ``stack``, ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
-``moment_bytes``, ``flops`` (:data:`FLOP_RULES`), ``source``; any other column is a note. Lines starting
-with ``#`` are comments.
+``moment_bytes``, ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
+``model``, ``notes``, ...). Any other column is refused by name (a misspelt setting is never ignored). Lines
+starting with ``#`` are comments.
 
 :func:`read_runs` refuses a bad row, a layout that does not add up or one that cannot exist by the rules
 every sweep masks with, in one error naming the file, line, row and rule. :func:`settings` fills what a
@@ -18,6 +19,7 @@ row does not state by one rule per setting, by the run's stack and year (the rul
 import collections
 import csv
 import dataclasses
+import difflib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,6 +60,41 @@ FA2_ON_HOPPER = 0.33  # FlashAttention-2's fraction of an H100's half-precision 
 
 REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
+OPTIONAL = (
+    "preset",
+    "group",
+    "stack",
+    "year",
+    "dp",
+    "cp",
+    "ep",
+    "expert_tp",
+    "micro_batch",
+    "precision",
+    "zero",
+    "chunks",
+    "recompute",
+    "sequence_parallel",
+    "attention",
+    "offload_layers",
+    "overlap",
+    "moment_bytes",
+    "flops",
+)
+# Columns read by no rule, kept for the reader (the published files' own): where a run comes from and what it
+# says in words. Any other column is refused by name, so that a misspelt setting (recompte) is never ignored
+# while the fill-in rules take its place.
+NOTES = (
+    "source",
+    "table",
+    "model",
+    "notes",
+    "interconnect",
+    "params_b",
+    "stated_precision",
+    "stated_recompute",
+)
+COLUMNS = (*REQUIRED, *SHAPE, *OPTIONAL, *NOTES)
 # The most runs a file may hold, checked before any row is parsed: the fit (sweep/analysis/llm_fit.py) keeps
 # [runs, candidates] float64 arrays over FIT_CANDIDATES candidate constants per run, its coarse grid of 46
 # efficiencies by 40 utilizations (147 MB each at this size); a file of published or measured runs is far
@@ -141,6 +178,17 @@ def read_runs(path: str | Path) -> list[Run]:
         missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
     if missing:
         raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}")
+    for column in header:
+        if column not in COLUMNS:
+            close = difflib.get_close_matches(column, COLUMNS, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise InputError(
+                f"{where(path, header_line)}: unknown column {column!r}; {hint}a runs file's columns are "
+                f"{', '.join(COLUMNS)}"
+            )
+    twice = [c for c, n in collections.Counter(header).items() if n > 1]
+    if twice:
+        raise InputError(f"{where(path, header_line)}: column {twice[0]!r} appears twice; each column once")
     if len(numbered) - 1 > MAX_RUNS:  # before any row is parsed: the fit's memory grows with the runs
         raise InputError(
             f"{path}: {len(numbered) - 1:,} rows; a runs file holds at most {MAX_RUNS:,} runs (the fit keeps "

@@ -72,6 +72,7 @@ import numpy.typing as npt
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.profile import Profile
 
@@ -127,7 +128,7 @@ def parse_compressor(text: object) -> Compressor:
         )
     if method in WITH_DENSITY:
         try:
-            density = float(arg)
+            density = decimal(arg)
         except ValueError:
             density = float("nan")
         if not (math.isfinite(density) and 0 < density <= 1):
@@ -137,7 +138,7 @@ def parse_compressor(text: object) -> Compressor:
         return Compressor(method, density=density)
     if method in WITH_RANK:
         try:
-            rank = float(arg)
+            rank = decimal(arg)
         except ValueError:
             rank = float("nan")
         if not (math.isfinite(rank) and rank.is_integer() and 1 <= rank <= MAX_RANK):
@@ -175,8 +176,10 @@ def parse_factors(
 ) -> dict[str, float]:
     """``--iterations-factor topk:0.01=1.3,powersgd:4=1.1`` -> {compressor name: factor} (default 1)."""
     factors = {c.name: 1.0 for c in compressors}
-    if value is None or value == "" or value == {}:
+    if value is None or (isinstance(value, Mapping) and not value):
         return factors
+    if isinstance(value, str) and not value.strip():  # empty is a value to refuse, never "the default"
+        raise InputError("'': give COMPRESSOR=FACTOR, e.g. topk:0.01=1.3", param="iterations_factor")
     if not isinstance(value, (str, Mapping)):
         raise InputError(
             f"{value!r}: expected text like topk:0.01=1.3,powersgd:4=1.1 or a dict", param="iterations_factor"
@@ -205,7 +208,13 @@ def parse_factors(
             raise InputError(f"{spec}={number}: {name} is given twice", param="iterations_factor")
         seen.add(name)
         try:
-            factor = float(number) if not isinstance(number, bool) else float("nan")
+            factor = (
+                float("nan")
+                if isinstance(number, bool)
+                else decimal(number)
+                if isinstance(number, str)
+                else float(number)
+            )
         except (TypeError, ValueError):
             factor = float("nan")
         if name not in factors:

@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import decimal
 
 
 @dataclasses.dataclass(frozen=True)
@@ -248,7 +249,7 @@ def _check_t1(t1: object, path: str | Path) -> float:
 
 def _number(text, path, line, what):
     try:
-        value = float(text)
+        value = decimal(text)
     except ValueError:
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} is not a number") from None
     if not math.isfinite(value) or value < 0:

@@ -18,6 +18,7 @@ import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import decimal
 
 ADD_LAUNCH_S = 9.5e-6  # one vector-add kernel launch on a V100
 ADD_HBM_BYTES_PER_S = 830e9  # achieved by that add: 92% of the V100's 900 GB/s
@@ -44,7 +45,7 @@ def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         if len(cols) != 2:
             raise InputError(f"{where(path, lineno)}: expected 2 columns bytes,seconds, got {len(cols)}")
         try:
-            b, s = float(cols[0]), float(cols[1])
+            b, s = decimal(cols[0]), decimal(cols[1])
         except ValueError:
             raise InputError(f"{where(path, lineno)}: {text.strip()!r} is not two numbers") from None
         if not (math.isfinite(b) and math.isfinite(s) and b >= 0 and 0 <= s <= MAX_TABLE_SECONDS):

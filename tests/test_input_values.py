@@ -1,0 +1,439 @@
+"""#42, input values: an empty value is refused by name everywhere (never 0 or a default), one notation for
+every number in every place, a runs file's unknown column and a launch file's unreadable value refused, a
+blank measured value predicted, MoE settings on a dense model refused, the API's values taken as the CLI's.
+Each refusal is one line naming the value and the rule, exit code 2, nothing written, and comes on the host
+before any kernel is compiled (the blank-value test reads a runs file, which compiles the rows block other
+tests share)."""
+
+import collections
+import csv
+import sys
+
+import numpy as np
+import pytest
+import typer
+
+import netsweep_jax.sweep as sweep
+from helpers import invoke
+from netsweep_jax.sweep.analysis.llm_fit import MODELS, Fit, Validation
+from netsweep_jax.sweep.analysis.llm_report import findings, predictions_csv, report
+from netsweep_jax.sweep.cli import entry
+from netsweep_jax.sweep.cli.app import app
+from netsweep_jax.sweep.core import values
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import AXES
+from netsweep_jax.sweep.core.values import number, parse_values
+from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
+from netsweep_jax.sweep.io import runs as runs_file
+from netsweep_jax.sweep.io.launch import read_launch
+from netsweep_jax.sweep.io.runs import DATASET, read_runs
+
+LLAMA = dict(gpus=8, global_batch=8)
+
+
+def run_cli(monkeypatch, capsys, *args):
+    """``sweep ARGS`` as the console script runs it (usage errors included): (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["sweep", *map(str, args)])
+    monkeypatch.setattr(sys, "stdout", sys.stdout)  # restored after: the script wraps it
+    code = entry._run()
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def one_line_refusal(code, err, *named):
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and all(n in lines[0] for n in named), err
+    return lines[0]
+
+
+# -- 1. an empty value: refused by name, for every option of these commands that takes a value -------------
+
+BASE = {
+    "grid": ["--model", "resnet50", "--bw", "10", "--nodes", "2"],
+    "plan": ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"],
+    "need": ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10"],
+    "compare": ["--model", "resnet50", "--bw", "10"],
+    "calibrate": [],  # the measurements file, made by the test
+}
+# --distributed's own options are checked with --distributed (tests/test_distributed.py); --profile takes
+# paths (a profile file's rules); need's --solve axis refuses any value (need's own rule).
+SKIPPED = {"coordinator", "num_processes", "process_id", "stitch_timeout", "profile"}
+
+
+def valued_options(command):
+    """Every option of ``command`` that takes a value other than a path: (its longest flag, its name)."""
+    click_command = typer.main.get_command(app).commands[command]
+    for p in click_command.params:
+        if p.param_type_name == "option" and not p.is_flag and p.bare_type() not in ("Path", "bool"):
+            if p.name not in SKIPPED and p.name != "out":
+                yield max(p.opts, key=len), p
+
+
+@pytest.mark.parametrize("command", list(BASE))
+def test_an_empty_value_is_refused_by_name_for_every_option(command, tmp_path, monkeypatch, capsys):
+    measurements = tmp_path / "m.csv"
+    measurements.write_text(
+        "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+        "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    checked = 0
+    for flag, p in valued_options(command):
+        if command == "need" and p.name == "ratio":
+            continue
+        args = list(BASE[command]) or [measurements]
+        for o in p.opts:  # the option itself, given empty, in place of the base's value
+            if o in args:
+                del args[args.index(o) : args.index(o) + 2]
+        if command == "plan" and p.name == "nodes":  # --nodes is the GPU count's other spelling
+            del args[args.index("--gpus") : args.index("--gpus") + 2]
+        target = (
+            out / f"{p.name}{'.json' if command == 'calibrate' else '.h5' if command != 'compare' else ''}"
+        )
+        code, _, err = run_cli(monkeypatch, capsys, command, *args, flag, "", "--out", target)
+        line = one_line_refusal(code, err)
+        assert any(o in line for o in p.opts), (flag, line)
+        assert list(out.iterdir()) == [], flag
+        checked += 1
+    assert (
+        checked >= {"grid": 61, "plan": 46, "need": 26, "compare": 14, "calibrate": 16}[command]
+    )  # all found
+
+
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--gpus", ""], "--gpus ''"),  # was tp8xpp8xcp4xdp0 with an infinite MFU
+        (["--gpus", "8", "--efficiency", ""], "--efficiency ''"),  # was an infinite step
+        (["--gpus", "8", "--usable-memory", ""], "--usable-memory ''"),  # was every layout unfit
+        (["--gpus", "8", "--bw", ""], "--bw ''"),  # was the GPU's default
+        (["--gpus", "8", "--iterations-factor", ""], "--iterations-factor"),
+    ],
+)
+def test_plan_refuses_the_issues_empty_values(tmp_path, monkeypatch, capsys, args, named):
+    code, _, err = run_cli(
+        monkeypatch,
+        capsys,
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--global-batch",
+        "8",
+        *args,
+        "--out",
+        tmp_path / "p.h5",
+    )
+    one_line_refusal(code, err, named)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["efficiency", "gpus", "usable_memory", "bandwidth", "tp"])
+@pytest.mark.parametrize("empty", [[], "", (), np.zeros(0)])
+def test_the_api_refuses_an_empty_value_for_a_layout_option(name, empty):
+    with pytest.raises(InputError, match=rf"^{name} .*give at least one value"):
+        sweep.evaluate_layouts("llama3-8b", **{**LLAMA, name: empty})
+
+
+@pytest.mark.parametrize("name", ["batch", "seq_len", "gpu", "precision"])
+def test_an_empty_transformer_setting_is_refused_by_its_name(name):
+    with pytest.raises(InputError, match=rf"^{name} (\[\]|''): give at least one value"):
+        sweep.evaluate("gpt2", bandwidth=10, **{name: []})
+
+
+def test_an_empty_iterations_factor_is_refused_in_the_api_too():
+    with pytest.raises(InputError, match="^iterations_factor '': give COMPRESSOR=FACTOR"):
+        sweep.evaluate("resnet50", bandwidth=10, compressor="fp16", iterations_factor="")
+
+
+# -- 2. a runs file's unknown column ------------------------------------------------------------------------
+
+
+def _runs(tmp_path, edit=lambda rows: rows, rename=None):
+    lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
+    rows = edit(list(csv.DictReader(lines)))
+    header = [rename.get(c, c) if rename else c for c in rows[0]]
+    path = tmp_path / "runs.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows([list(r.values()) for r in rows])
+    return path
+
+
+@pytest.mark.parametrize(
+    "column, meant", [("recompute", "recompte"), ("zero", "zreo"), ("sequence_parallel", "sequence_paralel")]
+)
+def test_a_misspelt_runs_column_is_refused_naming_the_one_meant(tmp_path, column, meant):
+    path = _runs(tmp_path, rename={column: meant})
+    with pytest.raises(InputError, match=rf"runs.csv:\d+: unknown column '{meant}'; did you mean {column}\?"):
+        read_runs(path)
+    r = invoke("calibrate", path, "--out", tmp_path / "fit.json")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and meant in r.output
+    assert not (tmp_path / "fit.json").exists()
+
+
+def test_the_shipped_runs_files_columns_are_all_known_and_each_is_once(tmp_path):
+    header = next(csv.reader(line for line in DATASET.read_text().splitlines() if not line.startswith("#")))
+    assert set(header) <= set(runs_file.COLUMNS)
+    path = _runs(tmp_path, rename={"notes": "tp"})
+    with pytest.raises(InputError, match="column 'tp' appears twice"):
+        read_runs(path)
+
+
+# -- 3. a blank measured value is predicted, never a crash ----------------------------------------------------
+
+
+def test_a_blank_value_is_predicted_and_reported_without_an_error(tmp_path):
+    blank = {"SC21-T2-01", "MB-H100-02", "SC21-T1-01"}  # a finding's row, a repeated setup's, a training row
+    keep = blank | {"SC21-T2-03", "MLM-LLAMA-02", "SC21-T1-02", "SC21-T1-03"}
+    path = _runs(
+        tmp_path,
+        lambda rows: [{**r, "value": ""} if r["id"] in blank else r for r in rows if r["id"] in keep],
+    )
+    runs = read_runs(path)
+    n = len(runs)
+    train = [r.group == "sc21-t1" for r in runs]
+    constants = Fit("x", {"a100": 0.6, "h100": 0.6}, 0.92, (), ())
+    outputs = {name: collections.defaultdict(lambda: np.ones(n)) for name in MODELS}
+    for out in outputs.values():
+        out["predicted"] = np.linspace(100.0, 200.0, n)
+    v = Validation(runs, train, {name: constants for name in MODELS}, outputs, str(path))
+    # The findings compare measured values: a pair with a blank row is skipped (it crashed with a TypeError).
+    assert not any("ZeRO-3 collapse" in line or "repeat themselves" in line for line in findings(v))
+    text = report(v)
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    for rid in blank:
+        assert f"| {rid} | predict |" in rows[rid] and " - | " in rows[rid] and "nan" not in rows[rid], rows[
+            rid
+        ]
+    table = list(csv.DictReader(predictions_csv(v).splitlines()))
+    assert {r["id"] for r in table if r["set"] == "predict"} == blank
+    assert {r["id"] for r in table if r["set"] == "train"} == {"SC21-T1-02", "SC21-T1-03"}
+
+
+# -- 4. MoE settings on a dense model; a launch file's value that is not a number; an empty launch file --------
+
+
+@pytest.mark.parametrize(
+    "option, name, value",
+    [
+        ("--moe-dispatch-fp8", "dispatch_fp8", "1"),
+        ("--moe-expert-capacity-factor", "capacity_factor", "1.5"),
+        ("--imbalance", "imbalance", "2"),
+        ("--moe-pad-expert-input-to-capacity", "pad_to_capacity", "0"),
+    ],
+)
+def test_a_moe_setting_on_a_dense_model_is_refused(tmp_path, option, name, value):
+    with pytest.raises(
+        InputError, match=rf"^{name} {value}: a mixture-of-experts setting; llama3-8b is a dense"
+    ):
+        make_layout_grid("llama3-8b", gpus="8", global_batch="8", **{name: value})
+    r = invoke(
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "8",
+        "--global-batch",
+        "8",
+        option,
+        value,
+        "--out",
+        tmp_path / "p.h5",
+    )
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        f"error: {option} {value}: a mixture-of-experts setting; llama3-8b is a dense model"
+    ]
+    assert list(tmp_path.iterdir()) == []
+    make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", **{name: value})  # a MoE model takes it
+
+
+@pytest.mark.parametrize("value", ["eight", "٨", "8.0", "$TP", "1_0"])
+def test_a_launch_value_that_is_not_a_whole_number_is_refused_naming_the_flag_and_line(tmp_path, value):
+    path = tmp_path / "train.sh"
+    path.write_text(
+        f"#!/bin/bash\ntorchrun pretrain_gpt.py \\\n  --tensor-model-parallel-size {value} \\\n  --bf16\n"
+    )
+    with pytest.raises(
+        InputError, match=r"train.sh:3: --tensor-model-parallel-size '.*': give one whole number"
+    ):
+        read_launch(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n", "torchrun train.py --lr 3e-4\n"])
+def test_a_launch_file_that_gives_nothing_is_refused(tmp_path, text):
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    with pytest.raises(InputError, match=r"train.sh: no (command in it|flag netsweep reads)"):
+        read_launch(path)
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "8", "--launch", path, "--out", tmp_path / "p.h5")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and not (tmp_path / "p.h5").exists()
+
+
+# -- 5. evaluate keeps evaluate_layouts' size rule --------------------------------------------------------------
+
+
+def test_evaluate_refuses_a_grid_too_large_to_keep_as_evaluate_layouts_does():
+    with pytest.raises(
+        InputError, match=r"10,000,000,000 configurations \(--bw 10,000 x --ratio 10,000 x --nodes"
+    ):
+        sweep.evaluate("resnet50", bandwidth="1..1000@10000", ratio="1..1000@10000", nodes="1..100")
+    with pytest.raises(InputError, match="too many to keep in memory"):
+        sweep.evaluate_layouts(
+            "llama3-8b", **{**LLAMA, "bandwidth": "1..1000@10000", "utilization": "0.001..1@10000"}
+        )
+
+
+# -- 6. one notation for every number, in every place ------------------------------------------------------------
+
+NOT_NUMBERS = ["٨", "４００", "1_000", "²", "inf", "nan", "-inf", "0x10", "1e", "", " ", "8.0.0", "１"]
+
+
+@pytest.mark.parametrize("text", ["400", "-1.5e3", ".5", "5.", "+2", " 8 ", "1E-3"])
+def test_plain_decimal_notation_is_a_number(text):
+    assert values.decimal(text) == float(text)
+
+
+@pytest.mark.parametrize("text", NOT_NUMBERS)
+def test_anything_else_is_not_a_number_anywhere(text):
+    with pytest.raises(ValueError, match="is not a number"):
+        values.decimal(text)
+    with pytest.raises(InputError, match=r"is not a number \(digits 0-9"):
+        number(text, "runs.csv:2 (row x): value")
+    with pytest.raises(InputError, match="tp|give at least one value"):
+        parse_values(text, AXES["tp"])
+
+
+@pytest.mark.parametrize(
+    "command, args, named",
+    [
+        ("plan", ["--tp", "٨"], "--tp '٨'"),
+        ("plan", ["--bw", "４００"], "--bw '４００'"),
+        ("plan", ["--bw", "1_000"], "--bw '1_000'"),
+        ("plan", ["--keep", "٣"], "--keep"),
+        ("plan", ["--keep", "1_0"], "--keep"),
+        ("plan", ["--schedule", "interleaved:٢"], "--schedule"),
+        ("plan", ["--tp", "²"], "--tp"),
+        ("grid", ["--bw", "1_000"], "--bw '1_000'"),
+        ("grid", ["--bw", "10", "--intra-bw", "1_000"], "'--intra-bw': '1_000' is not a number"),
+        ("grid", ["--bw", "10", "--intra-bw", "inf"], "'--intra-bw': 'inf' is not a number"),
+        ("grid", ["--bw", "10", "--block-configs", "٤"], "'--block-configs': '٤' is not a number"),
+        ("grid", ["--bw", "10", "--compressor", "topk:٠.٥"], "--compressor"),
+        (
+            "grid",
+            ["--bw", "10", "--compressor", "fp16", "--iterations-factor", "fp16=1_0"],
+            "--iterations-factor",
+        ),
+        ("need", ["--target", "0.9", "--solve", "ratio", "--bw", "١٠"], "--bw"),
+        ("need", ["--target", "0_9", "--solve", "ratio", "--bw", "10"], "'--target': '0_9' is not a number"),
+        ("need", ["--target", "nan", "--solve", "ratio", "--bw", "10"], "'--target': 'nan' is not a number"),
+    ],
+)
+def test_the_cli_refuses_every_other_notation_by_name(tmp_path, monkeypatch, capsys, command, args, named):
+    model = (
+        ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+        if command == "plan"
+        else ["--model", "resnet50"]
+    )
+    code, _, err = run_cli(monkeypatch, capsys, command, *model, *args, "--out", tmp_path / "o.h5")
+    one_line_refusal(code, err, named)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_runs_file_and_a_measurements_file_take_the_same_notation(tmp_path):
+    path = _runs(tmp_path, lambda rows: [{**rows[0], "value": "١٣٧"}, *rows[1:]])
+    with pytest.raises(InputError, match=r"runs.csv:2 \(row SC21-T1-01\): value '١٣٧' is not a number"):
+        read_runs(path)
+    path = _runs(tmp_path, lambda rows: [{**rows[0], "gpus": "٣٢"}, *rows[1:]])
+    with pytest.raises(InputError, match=r"runs.csv:2 \(row SC21-T1-01\): gpus '٣٢' is not a number"):
+        read_runs(path)
+    measurements = tmp_path / "m.csv"
+    measurements.write_text(
+        "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+        "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,1_0,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
+    )
+    r = invoke("calibrate", measurements)
+    assert r.exit_code == 2 and "m.csv:3: bandwidth '1_0' is not a number" in r.output, r.output
+
+
+def test_the_other_files_and_options_take_the_same_notation(tmp_path, monkeypatch, capsys):
+    from netsweep_jax.sweep.model.profile import load_profile
+    from netsweep_jax.sweep.model.vector_add import read_table
+
+    (tmp_path / "table.csv").write_text("0,0\n1_000,1e-3\n")
+    with pytest.raises(InputError, match="table.csv:2: '1_000,1e-3' is not two numbers"):
+        read_table(tmp_path / "table.csv")
+    (tmp_path / "p.csv").write_text("name,grad_bytes,backward_us\na,٤٠٠٠,100\n")
+    with pytest.raises(InputError, match="p.csv:2: grad_bytes '٤٠٠٠' is not a number"):
+        load_profile(tmp_path / "p.csv", t1=1.0)
+    measurements = tmp_path / "m.csv"
+    measurements.write_text(
+        "framework,model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+        "x,resnet50,1,8,10,,0.9\ny,resnet50,2,8,10,0.2,0.8\nx,resnet50,4,8,10,0.2,0.7\n"
+    )
+    r = invoke("calibrate", measurements, "--train", "nodes <= 0x2")
+    assert r.exit_code == 2 and "--train 'nodes <= 0x2': '0x2' is not a number" in r.output, r.output
+    r = invoke("calibrate", measurements, "--fit", "latency", "--bounds", "latency=0:1_0")
+    assert r.exit_code == 2 and "--bounds 'latency=0:1_0': expected NAME=LOW:HIGH" in r.output, r.output
+    code, _, err = run_cli(
+        monkeypatch, capsys, "profile", "measure", "x.py:f", "--out", tmp_path / "x.json", "--batch", "٢"
+    )
+    one_line_refusal(code, err, "'--batch': '٢' is not a number")
+
+
+@pytest.mark.parametrize("text", ["１０", "1_0", "١٠"])
+def test_a_plots_selection_takes_the_same_notation(text):
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import parse_sel
+
+    ds = xr.Dataset({"x": ("bandwidth", [1.0])}, coords={"bandwidth": [10.0]})
+    assert parse_sel(["bandwidth=10"], ds) == {"bandwidth": 10.0}
+    with pytest.raises(InputError, match=f"^sel 'bandwidth={text}': {text} is not a bandwidth in the cube"):
+        parse_sel([f"bandwidth={text}"], ds)
+
+
+@pytest.mark.parametrize("value", ["٨", "４００", "1_000", ["٨"], ["inf"]])
+def test_the_apis_strings_take_the_same_notation(value):
+    with pytest.raises(InputError, match="^bandwidth .*is not a number"):
+        sweep.evaluate("resnet50", bandwidth=value)
+    with pytest.raises(InputError, match="^bandwidth .*is not a number"):
+        sweep.evaluate_layouts("llama3-8b", **LLAMA, bandwidth=value)
+
+
+# -- 7. the API's layout values: nesting refused, NumPy's scalars taken -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value", [[[1, 2], [4]], [[1, 2], [4, 8]], np.ones((2, 2)), [1, [2]], [np.array([1, 2])]]
+)
+def test_the_api_refuses_nested_layout_values_as_the_data_parallel_axes_do(value):
+    with pytest.raises(InputError, match=r"^tp .*expected a flat sequence of numbers"):
+        sweep.evaluate_layouts("llama3-8b", **LLAMA, tp=value)
+    with pytest.raises(InputError, match=r"^tp .*expected a flat sequence of numbers"):
+        sweep.plan("llama3-8b", **LLAMA, tp=value)
+    with pytest.raises(InputError, match=r"^nodes .*expected a flat sequence of numbers"):
+        sweep.evaluate("resnet50", bandwidth=10, nodes=value)
+
+
+def test_the_api_takes_numpys_integers_and_0d_arrays_as_numbers():
+    # keep=np.int64(2) passes the keep rule: the refusal is the out-of-range efficiency's, checked after it
+    with pytest.raises(InputError, match="^efficiency 2: efficiency must be a number"):
+        sweep.plan("llama3-8b", **LLAMA, keep=np.int64(2), efficiency=2)
+    with pytest.raises(InputError, match="^efficiency 2: efficiency must be a number"):
+        sweep.plan("llama3-8b", **LLAMA, keep=np.array(2), efficiency=2)
+    with pytest.raises(InputError, match="^solve 'nope'"):  # the 0-d target is taken; the axis is refused
+        sweep.solve("resnet50", target=np.array(0.9), axis="nope", bandwidth=10)
+    with pytest.raises(InputError, match="^keep 2.5"):
+        sweep.plan("llama3-8b", **LLAMA, keep=np.float64(2.5))
+    # 0-d arrays and NumPy's integers are taken as the layout's values (refused before, "tp 8: give a
+    # number"): the refusal is the efficiency's, checked after them (no kernel compiled)
+    zero_d = dict(gpus=np.array(8), global_batch=np.int64(8), tp=np.array(8), micro_batch=np.array([1]))
+    with pytest.raises(InputError, match="^efficiency 2: efficiency must be a number"):
+        sweep.evaluate_layouts("llama3-8b", **zero_d, efficiency=np.array(2))
+    from netsweep_jax.sweep.large_models import _text  # the API's values as the CLI's text
+
+    taken = {name: _text(name, value) for name, value in zero_d.items()}
+    assert taken == {"gpus": "8", "global_batch": "8", "tp": "8", "micro_batch": "1"}
