@@ -442,7 +442,7 @@ def collective(
         NVLS_TREE: ((zero, zero, nvtree_b), nvls_ok & ar & multi),
         PAT: ((zero, zero, pat_b), agrs & multi & (p == 1)),
     }
-    ratio = {
+    ratio: dict[int, Array | float] = {
         TREE: 0.5,
         RING: to_alg,
         COLLNET_DIRECT: jnp.where(ar, 0.5, 1.0),
@@ -486,7 +486,7 @@ def collective(
 
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
-    nominal, real, index, wanted = [], [], [], []
+    nominal, real, wanted = [], [], []
     for a in range(7):
         bws, ok = bus[a]
         for pr in range(3):
@@ -499,7 +499,6 @@ def collective(
             eta = jnp.where(multi, eta_net, eta_nvl)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
             real.append(bc(t_lat + t_bw / eta))
-            index.append(a * 3 + pr)
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
