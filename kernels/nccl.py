@@ -79,6 +79,12 @@ Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Si
 
 so an all-to-all that leaves its NVLink domain sends (n - p) / n of its bytes over the hosts' NICs:
 the GB300 NVL72 rack edge.
+
+Not modelled (NCCL does them; each a later refinement): the search's timeouts and its second pass for rings
+(speeds raised after duplication), the 0.85 of an unbalanced tree pattern, the NVLSTree size correction on
+Blackwell x86 hosts, AMD hosts' LL rows, PXN and GPU-NIC path types (LL128 is taken as enabled), which NICs
+a rank can reach (every host NIC counts, whatever the ranks per host), user tuning (NCCL_MIN_CTAS, QPs per
+connection, NCCL_NCHANNELS), and a net plugin's own latency beyond lambda.
 """
 
 from typing import NamedTuple
