@@ -28,6 +28,7 @@ GOOD = [
     "X-EP-01,s,alltoall,H100,8,32,100,4,,,53.9,",
     "X-SOCK-01,s,all_reduce,GH200 120GB,4,4,200,2,NET/Socket (no libfabric plugin),1048576,1.2,",
     "X-SMALL-01,s,all_reduce,H100,8,8,400,2,,8,0.0,out-of-place time 25.0 us",
+    "X-BCAST-01,s,broadcast,H100,8,8,400,2,,1048576,20.0,",
 ]
 
 
@@ -57,7 +58,7 @@ def test_reads_good_rows(tmp_path):
 @pytest.mark.parametrize(
     "row,rule",
     [
-        ("B-01,s,allreduce,H100,8,8,400,2,,8,1.0,", "collective 'allreduce' is not one of"),
+        ("B-01,s,allreduce,H100,8,8,400,2,,8,1.0,", "collective 'allreduce' is not one of nccl-tests'"),
         ("B-01,s,all_reduce,H100,0,8,400,2,,8,1.0,", "gpus_per_node 0 must be a whole number from 1"),
         ("B-01,s,all_reduce,H100,8,8,400,2.5,,8,1.0,", "nodes 2.5 must be a whole number from 1"),
         ("B-01,s,all_reduce,H100,8,8,fast,2,,8,1.0,", "nic_gbps 'fast' is not a number"),
@@ -124,7 +125,7 @@ def test_fabric_from_stated_hardware():
 def test_unpriceable_rows_are_reported_not_dropped(tmp_path):
     v = V.run_validation(write(tmp_path, *GOOD))
     why = {r.id: f.reason for r, f in zip(v.rows, v.fabrics) if isinstance(f, Unrepresented)}
-    assert set(why) == {"X-A100-01", "X-TPU-01", "X-EP-01", "X-SOCK-01"}
+    assert set(why) == {"X-A100-01", "X-TPU-01", "X-EP-01", "X-SOCK-01", "X-BCAST-01"}
     text = V.predictions_csv(v)
     rows = {r["id"]: r for r in csv.DictReader(text.splitlines())}
     assert len(rows) == len(GOOD)

@@ -113,7 +113,9 @@ def _inputs(rows: Sequence[Measurement], fabrics: Sequence[Fabric | Unrepresente
         return np.array([get(f) for f in fabs], dtype)
 
     return {
-        "coll": np.array([COLLECTIVES.index(r.collective) for r in rows], np.int32),
+        "coll": np.array(
+            [COLLECTIVES.index(r.collective) if r.collective in COLLECTIVES else 0 for r in rows], np.int32
+        ),
         "bytes": np.array([float(r.bytes or 1) for r in rows]),
         "gpus_per_node": col(lambda f: f.gpus_per_node, np.float64),
         "nodes": col(lambda f: f.nodes, np.float64),
@@ -134,7 +136,9 @@ def run_validation(dataset: str | Path) -> Validation:
     rows = read_nccl_tests(dataset)
     fabrics: list[Fabric | Unrepresented] = []
     for r in rows:
-        if r.bytes is None:
+        if r.collective not in COLLECTIVES:
+            fabrics.append(Unrepresented(f"{r.collective}: the model prices {', '.join(COLLECTIVES)}"))
+        elif r.bytes is None:
             fabrics.append(Unrepresented("bytes not stated (the source gives no message size)"))
         elif r.busbw is None:
             fabrics.append(Unrepresented("no measured busbw"))

@@ -32,8 +32,10 @@ REQUIRED = (
     "bytes",
     "busbw_gbytes_s",
 )
-# nccl-tests' binaries' collectives, in kernels/nccl.py's order.
+# nccl-tests' binaries' collectives: those kernels/nccl.py prices, in its order, then the others (read, and
+# reported as not priced).
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+OTHER_COLLECTIVES = ("broadcast", "reduce", "gather", "scatter", "hypercube")
 MAX_ROWS = 100_000
 
 
@@ -123,8 +125,9 @@ def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
         return v
 
     collective = cells["collective"].lower()
-    if collective not in COLLECTIVES:
-        raise bad(f"collective {cells['collective']!r} is not one of {', '.join(COLLECTIVES)}")
+    if collective not in COLLECTIVES + OTHER_COLLECTIVES:
+        known = ", ".join(COLLECTIVES + OTHER_COLLECTIVES)
+        raise bad(f"collective {cells['collective']!r} is not one of nccl-tests' {known}")
     if not cells["gpu"]:
         raise bad("gpu is empty; it is required")
     g = value("gpus_per_node", True, 1, True)
