@@ -910,3 +910,193 @@ def megatron_memory(arch, lay, grad_bytes):
         + (last_layers * act_layer + 4 * s * b * h * (1 + v / h)) / t
     )
     return max(weights + acts / t, last)
+
+
+# ---- One collective as NCCL's tuner prices it (kernels/nccl.py), float64, one configuration at a time.
+# NCCL's tables written again (NVIDIA/nccl@5067397c:src/graph/tuning.cc, search.cc), by hand, so a slip in
+# the kernel's copy shows.
+NCCL_BASE = [[6.8, 14.0, 8.4], [6.6, 14.0, 8.4], [0, 0, 0], [0, 0, 0], [0, 0, 0], [0, 0, 0], [8.0, 8.0, 8.0]]
+NCCL_HW = {
+    "nvlink": [
+        [0.6, 1.25, 4.0],
+        [0.6, 1.9, 3.4],
+        [0, 0, 3.7],
+        [0, 0, 2.8],
+        [0, 0, 25],
+        [0, 0, 25],
+        [0, 0, 4.0],
+    ],
+    "pci": [[1.0, 1.9, 4.0], [1.0, 2.5, 5.7], [0, 0, 3.7], [0, 0, 2.8], [0, 0, 0], [0, 0, 0], [0, 0, 4.0]],
+    "net": [[5.0, 8.5, 14], [2.7, 4.0, 14.0], [0, 0, 31], [0, 0, 30], [0, 0, 18], [0, 0, 20.9], [0, 0, 14]],
+}
+NCCL_SPEEDS = {
+    "old": (
+        [40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3],
+        [48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12],
+    ),
+    "sm90": (
+        [60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3],
+        [48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12],
+    ),
+    "sm100": (
+        [90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18],
+        [96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12],
+    ),
+}
+NCCL_TREE_CORR = [
+    [1, 1, 1, 1, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1, 1, 1, 1],
+    [1, 1, 1, 1, 1, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1, 1, 1],
+    [
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.5,
+        0.5,
+        0.5,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+    ],
+]
+
+
+def nccl_speed(arch, inter, limit):
+    """Largest entry <= limit of NCCL's speed list (smallest entry if none fits)."""
+    speeds = NCCL_SPEEDS[["old", "old", "sm90", "sm100"][arch]][1 if inter else 0]
+    fits = [v for v in speeds if v <= limit]
+    return max(fits) if fits else min(speeds)
+
+
+def nccl_collective(
+    coll,
+    x,
+    g,
+    hosts,
+    domain,
+    nvlink,
+    nics,
+    r,
+    arch,
+    nvswitch,
+    collnet,
+    eta_net,
+    eta_nvl,
+    lam,
+    algo=-1,
+    proto=-1,
+):
+    """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples)."""
+    nodes = math.ceil(hosts / max(domain, 1))
+    n = g * hosts
+    p = n / nodes
+    multi = nodes > 1
+    i2 = min(nodes, 3) - 1
+    w = nvlink if nvlink > 0 else 12.0
+    hw_intra = NCCL_HW["nvlink" if nvlink > 0 else "pci"]
+    if coll in (3, 4):  # all-to-all, send/recv
+        nic_gpu = nics * r / g
+        l_i = hw_intra[1][2]
+        l_x = NCCL_HW["net"][1][2] + 2 * lam
+        if coll == 4:
+            bw = nic_gpu * eta_net if multi else w * eta_nvl
+            us = 6.6 + (l_x if multi else l_i) + x / (1000 * bw)
+        else:
+            t = max(x * (p - 1) / n / (w * eta_nvl), x * (n - p) / n / (nic_gpu * eta_net))
+            us = 6.6 + (l_i if p > 1 else 0) + (l_x if multi else 0) + t / 1000
+        return us * 1e-6, 7, 2
+    ar = coll == 0
+    s0 = nccl_speed(arch, multi, min(r, w) if multi else w)
+    c0 = nics * max(math.floor(r / s0), 1) if multi else math.floor(w / s0)
+    c0 = min(max(c0, 1), 16)
+    c, s = c0, s0
+    if s0 >= 25 and not (arch >= 2 and s0 < 50 and c0 > 4):
+        c = min(2 * c0, 32)
+        s = s0 / math.ceil(c / c0)
+    st = max(s, nccl_speed(arch, multi, min(2 * s, w / c))) if multi and nodes <= 2 else s
+    cn = max(min(32, p), 1)
+    sn = nccl_speed(arch, multi, w / cn)
+    sx = nccl_speed(arch, multi, min(nics * hosts / nodes * r / cn, 2 * sn)) if multi else math.inf
+    cd = max(min(8, p), 1)
+    sd = nccl_speed(arch, multi, min(r, w / cd))
+    ll = [39.0, 39.0, 20.4][i2] if multi else [39.0, 87.7, 141.0, 282.0][arch]
+    m_ring128 = [20.0, 20.0, 36.7, 40.0][arch]
+    m_tree128 = [[20.0] * 3, [20.0] * 3, [36.7, 36.7, 29.0], [55.6, 31.67, 20.0]][arch][i2]
+    m_tree = [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [38.7, 41.4, 36.0], [70.0, 42.8, 24.0]][arch][i2]
+    m_nvtree = [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [0.0, 57.7, 45.5], [0.0, 96.0, 80.0]][arch][i2]
+    e_nvls = [0.0, 0.0, 0.85, 0.74][arch]
+    steps = 2 * (n - 1) if ar else n - 1
+    to_alg = n / max(steps, 1)
+    agrs = coll in (1, 2)
+    bus = {}
+    rb = c * s
+    bus[1] = [min(ll, rb / 2), min(0.92 * rb, c * m_ring128), rb] if (ar or agrs) else [0, 0, 0]
+    if ar:
+        tb = min(0.92 * c * st, c * m_tree)
+        bus[0] = [min(tb / 3.8, ll), min(tb * (120 / 128 if multi else 7 / 9), c * m_tree128), tb]
+    else:
+        bus[0] = [0, 0, 0]
+    nvls_ok = arch >= 2 and nvswitch and p >= 2
+    b_i = sn * e_nvls * (cn - 1) / cn * (2.0 if ar else (p - 1) / p)
+    use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi))
+    bus[4] = [0, 0, cn * min(b_i, sx) if use_nvls else 0]
+    bus[5] = [0, 0, cn * min(b_i, sx * (2 if nodes <= 2 else 1), m_nvtree) if nvls_ok and ar and multi else 0]
+    f = p / cd
+    direct = cd * sd / (f - (f - 1) / 2) * (0.85 if arch >= 2 else 1.0)
+    bus[2] = [0, 0, direct if ar and multi and collnet and nvswitch else 0]
+    bus[3] = [0, 0, c * s if ar and multi and collnet else 0]
+    bus[6] = [0, 0, 0.75 * c * s if agrs and multi and p == 1 else 0]
+    ratio = {0: 0.5, 1: to_alg, 2: 0.5 if ar else 1.0, 3: 0.5, 4: to_alg if ar else 1.0, 5: to_alg, 6: 1.0}
+    log_nodes = math.frexp(nodes)[1] - 1
+    inter_steps = (2 * (nodes - 1) if ar else nodes - 1) if multi else 0
+    log_size = math.frexp(x)[1] - 1 - 6 if x >= 64 else -1
+
+    def latency(a, pr):
+        l_i = hw_intra[a][pr]
+        l_x = NCCL_HW["net"][0 if p == 1 else a][pr] + lam * (2 if pr == 2 else 1)
+        if a == 1:
+            over = (3.0 if pr == 2 else 1.0) if multi else 0.0
+            t = NCCL_BASE[1][pr] + (steps - inter_steps) * max(l_i, over) + inter_steps * l_x
+            if pr == 2 and ar and multi and x / (c * n) >= 64:
+                t *= 1.9 if arch < 1 else 1.4
+            return t
+        if a == 0:
+            return NCCL_BASE[0][pr] + 2 * ((p - 1) * l_i + log_nodes * l_x)
+        if a == 2:
+            return 2 * (min(1, p - 1) * l_i + 0.4 * (p - 1)) + l_x
+        if a == 3:
+            return 2 * (p - 1) * l_i + l_x
+        if a == 4:
+            return l_i + (l_x if multi else 0)
+        if a == 5:
+            return l_i + 2 * log_nodes * l_x
+        return NCCL_BASE[6][pr] + log_nodes * l_x / 3.5 + 2.8 * n
+
+    cands = []
+    for a in range(7):
+        for pr in range(3):
+            if bus[a][pr] <= 0:
+                continue
+            bw = bus[a][pr] * ratio[a]
+            if a == 0 and ar and 0 <= log_size < 23:
+                bw *= NCCL_TREE_CORR[pr][log_size]
+            lat = latency(a, pr)
+            cands.append((lat + x / (1000 * bw), a, pr, lat, bw))
+    wanted = [k for k in cands if (algo < 0 or k[1] == algo) and (proto < 0 or k[2] == proto)]
+    _, a, pr, lat, bw = min(wanted or cands)
+    eta = eta_net if multi else eta_nvl
+    return (lat + x / (1000 * bw * eta)) * 1e-6, a, pr

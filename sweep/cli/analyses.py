@@ -83,10 +83,32 @@ def validate(
             help="With --llm: the groups of runs to fit on, comma-separated values of the file's group column (default sc21-t1,llm-foundry: SC'21 Table 1 on A100s, llm-foundry's MPT runs on H100s).",
         ),
     ] = None,
+    nccl: Annotated[
+        Path | None,
+        typer.Option(
+            "--nccl",
+            help="Collectives: NCCL's tuner model against nccl-tests rows in nccl_tests.csv's format (../shared/published/nccl_tests.csv); fabric constants fitted on the NT309A and AZ sources, the rest held out. Default --out: results/validation-nccl.",
+            show_default=False,
+        ),
+    ] = None,
 ):
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
     fit few constants on one source, predict the others in each source's own units."""
+    if nccl is not None:
+        if llm or measurements is not None or train is not None:
+            what = "--llm" if llm else ("--train" if train is not None else "a measurements file")
+            raise InputError(f"takes no {what}: it validates the collectives in its own file", param="nccl")
+        from netsweep_jax.sweep.analysis import nccl_validation
+
+        paths, nv = nccl_validation.run(
+            out or Path("results/validation-nccl"), dataset=nccl, command=command_line(), force=force
+        )
+        for line in nccl_validation.summary_lines(nv):
+            typer.echo(line)
+        for path in paths:
+            typer.echo(f"wrote {path}")
+        return
     if llm:
         from netsweep_jax.sweep.analysis import llm_validation
         from netsweep_jax.sweep.io.runs import DATASET

@@ -133,6 +133,7 @@ OTHER_OPTIONS = {
     "vars": "--vars",
     "store": "--store",
     "train": "--train",
+    "nccl": "--nccl",
     "per": "--per",
     "bounds": "--bounds",
     "distributed": "--distributed",

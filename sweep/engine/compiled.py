@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import jax
 import jax.numpy as jnp
 
-from netsweep_jax.kernels import fit
+from netsweep_jax.kernels import fit, nccl
 from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
 from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
@@ -425,6 +425,66 @@ def fit_layout_runs(
 
     def predict(values: jax.Array, smooth: bool) -> jax.Array:
         return layout_run_metrics(values, cell, layout, die, metric, count)
+
+    return fit.fit_model(
+        predict,
+        starts,
+        target,
+        weights,
+        lows=lows,
+        highs=highs,
+        residual="log",
+        steps=steps,
+        learning_rate=learning_rate,
+    )
+
+
+def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """nccl-tests' busbw (GB/s) [R] of measured rows under the fabric constants ``values`` [3] (eta_net,
+    eta_nvl, latency in us), with the algorithm and protocol NCCL runs [R] (:mod:`kernels.nccl`). ``rows``:
+    ``coll``, ``bytes``, ``gpus_per_node``, ``nodes``, ``domain``, ``nvlink`` (datasheet bytes/s), ``nics``,
+    ``nic_gbps``, ``arch``, ``nvswitch``, ``collnet``, ``algorithm``, ``protocol``, each [R]."""
+    fabric = nccl.Fabric(
+        rows["gpus_per_node"],
+        rows["nodes"],
+        rows["domain"],
+        nccl.nvlink_gbs(rows["nvlink"], rows["arch"]),
+        rows["nics"],
+        rows["nic_gbps"] / 8.0,
+        rows["arch"],
+        rows["nvswitch"],
+        rows["collnet"],
+    )
+    t = nccl.collective(
+        rows["coll"], rows["bytes"], fabric, nccl.Constants(*values), rows["algorithm"], rows["protocol"]
+    )
+    ranks = rows["gpus_per_node"] * rows["nodes"]
+    busbw = rows["bytes"] / t.seconds / 1e9 * nccl.bus_factor(rows["coll"], ranks)
+    return busbw, t.algorithm, t.protocol
+
+
+nccl_predict = jax.jit(nccl_busbw)
+
+
+@functools.partial(jax.jit, static_argnames=("steps",))
+def fit_nccl(
+    starts: jax.Array,
+    rows: Mapping[str, jax.Array],
+    target: jax.Array,
+    weights: jax.Array,
+    lows: jax.Array,
+    highs: jax.Array,
+    *,
+    steps: int,
+    learning_rate: float,
+) -> tuple[jax.Array, jax.Array]:
+    """The fabric constants (as :func:`nccl_busbw`) fitted to measured busbw ``target`` [R] by least squares on
+    log(predicted / measured) over the rows of nonzero ``weights`` [R] (:func:`kernels.fit.fit_model` from
+    ``starts`` [S, 3] within ``lows``, ``highs`` [3], ``steps`` Adam steps). Returns ([3] unconstrained
+    parameters, scalar exact loss). Nothing to smooth: the choice of algorithm is NCCL's, on its own model."""
+
+    def predict(values: jax.Array, smooth: bool) -> jax.Array:
+        return nccl_busbw(values, rows)[0]
 
     return fit.fit_model(
         predict,

@@ -1,0 +1,537 @@
+"""One collective as NCCL runs it: its algorithm, protocol and time, elementwise over arrays.
+
+The model is NCCL's own tuner, read from NVIDIA/nccl@5067397c2676d5aed50042fc39e5c8ee96eb0027
+(``src/graph/tuning.cc``: ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime``; the channel search it
+reads, ``src/graph/search.cc``; constants in ``src/graph/topo.h``, ``src/include/device.h``,
+``src/transport/nvls.cc``), written here as equations (no code is copied), plus a transport
+efficiency and the collectives the tuner does not price (all-to-all, send/recv).
+
+Notation (every input an array; all broadcast together; float32 or float64 as ``nbytes``):
+
+    X       the message, bytes, as nccl-tests counts it (the whole buffer; all-gather: the output)
+    g, H    GPUs per host, hosts;  D hosts per NVLink domain (1: the host; 18: a GB300 NVL72 rack)
+    N       NCCL's nodes: NVLink domains spanned, ceil(H / D) (a multi-node NVLink domain is one
+            node to NCCL, MNNVL);  p = g H / N ranks per node;  n = g H ranks
+    W       NVLink per GPU as NCCL counts it, GB/s: links x NCCL's per-link rate (topo.h: 20 GB/s
+            Volta/Ampere, 20.6 Hopper, 40.1 Blackwell), :func:`nvlink_gbs` from a datasheet's rate;
+            0: no NVLink (PCIe, NCCL's PCI_BW 12 GB/s)
+    K, r    NICs per host and each one's rate, GB/s (Gbit/s / 8);  a: 0 Volta, 1 Ampere, 2 Hopper,
+            3 Blackwell;  S: NVSwitch (NVLS possible from Hopper on);  C: in-network reduction
+            (SHARP, NCCL's CollNet) enabled
+    eta_net, eta_nvl, lambda   the fabric's constants: the fraction of NCCL's model bandwidth a
+            transport delivers across nodes and inside one, and the network's latency (us), which
+            enters where NCCL adds its graph's ``latencyInter`` (twice for Simple: the flush)
+
+Channels (search.cc, simplified: the search's first pass at each speed, its duplication, and the
+second pass only as noted). A speed is the largest entry <= the limit of NCCL's per-architecture
+list (intra-node lists when N = 1, inter-node lists otherwise; the smallest entry if none fits):
+
+    ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s)
+                 N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)        (each NIC a channel)
+                 c0 <= 16 (MAXCHANNELS / 2); duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4):
+                 c = min(2 c0, 32), s = s / ceil(c / c0);  the tree on two nodes (N = 2) runs at
+                 s_t = max(s, speed(min(2 s, W / c))) (its second pass), elsewhere s_t = s
+    NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / c_n);  across nodes
+                 the heads' NICs: s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it
+                 up to twice s_n); inside one node s_x is unbounded
+    CollNet      direct: c_d = min(8, p) heads at s_d = speed(min(r, W / c_d)); chain: the ring's
+
+Bus bandwidth per (algorithm, protocol), GB/s (LL, LL128, Simple; ll = NCCL's llMaxBws, taken for
+an x86 Intel host across nodes; mR, mT, mT128, mNT the per-channel maxima of the rows a, N):
+
+    ring      B = c s;  LL: min(ll, B / 2);  LL128: min(0.92 B, c mR);  Simple: B
+    tree      (all-reduce) B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);
+              LL128: min(B (7/9 if N = 1 else 120/128), c mT128);  Simple: B
+    NVLS      (Simple) b_i = s_n e_a (c_n - 1) / c_n x (2 for all-reduce, (p - 1) / p otherwise),
+              e_a = 0.85 Hopper, 0.74 Blackwell;  B = c_n min(b_i, s_x);  across nodes only with C
+    NVLSTree  (all-reduce, N > 1, Simple) B = c_n min(b_i, s_x (2 if N <= 2), mNT)
+    CollNet   (all-reduce, N > 1, S and C, Simple) direct: B = c_d s_d / f (x 0.85 from Hopper),
+              f = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
+    PAT       (all-gather, reduce-scatter, p = 1, Simple) B = 0.75 c s
+
+and the algorithm bandwidth A: ring, NVLS and NVLSTree A = B n / steps (steps 2 (n - 1) for all-reduce,
+n - 1 for all-gather and reduce-scatter), tree and CollNet A = B / 2; all-gather and reduce-scatter
+over NVLS, CollNet or PAT A = B. Latency, us (base[alg][proto] + hops; hw[link][alg][proto] NCCL's
+table, link NVLink or PCI inside a node, NET across; l_i = hw[intra], l_x = hw[NET] (tree's where
+p = 1) + lambda (+ lambda again for Simple)):
+
+    ring      base + (steps - s_x) max(l_i, o) + s_x l_x,  s_x = 2 (N - 1) all-reduce, N - 1 others,
+              o = 1 us (x 3 Simple) across nodes;  x 1.4 (1.9 Volta) for a Simple all-reduce across
+              nodes once X / (c n) >= 64 B (the ring's plateau)
+    tree      base + 2 ((p - 1) l_i + floor(log2 N) l_x)
+    NVLS      l_i (+ l_x across nodes);  NVLSTree  l_i + 2 floor(log2 N) l_x
+    CollNet   direct: 2 (min(1, p - 1) l_i + 0.4 (p - 1)) + l_x;  chain: 2 (p - 1) l_i + l_x
+    PAT       8 + floor(log2 N) l_x / 3.5 + 2.8 n
+
+The tree's bandwidth is scaled by NCCL's correction for medium sizes, by floor(log2(X / 64)) in 0..22.
+NCCL's choice is the (algorithm, protocol) of least  T = lat + X / (1000 A)  (us) among those
+enabled (LL128 taken as enabled, as NCCL does on NVLink systems); ``algorithm`` / ``protocol`` >= 0
+restrict it (NCCL_ALGO / NCCL_PROTO), and a restriction nothing satisfies falls back to NCCL's
+choice. The time that runs is that choice's at the transport's efficiency:
+
+    t = lat + X / (1000 A eta),  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)
+
+Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Simple constants:
+
+    send/recv   t = 6.6 + l + X / (1000 w eta)           w = W inside a domain (N = 1), K r / g across
+    all-to-all  t = 6.6 + l_i [p > 1] + l_x [N > 1]
+                  + max(X (p - 1) / n / (W eta_nvl), X (n - p) / n / (K r / g eta_net)) / 1000
+
+so an all-to-all that leaves its NVLink domain sends (n - p) / n of its bytes over the hosts' NICs:
+the GB300 NVL72 rack edge.
+
+Not modelled (NCCL does them; each a later refinement): the search's timeouts and its second pass for rings
+(speeds raised after duplication), the 0.85 of an unbalanced tree pattern, the NVLSTree size correction on
+Blackwell x86 hosts, AMD hosts' LL rows, PXN and GPU-NIC path types (LL128 is taken as enabled), which NICs
+a rank can reach (every host NIC counts, whatever the ranks per host), user tuning (NCCL_MIN_CTAS, QPs per
+connection, NCCL_NCHANNELS), and a net plugin's own latency beyond lambda.
+"""
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+Array = jnp.ndarray
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
+ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALLTOALL, SENDRECV = range(5)
+ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat", "p2p")
+TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT, P2P = range(8)
+PROTOCOLS = ("ll", "ll128", "simple")
+LL, LL128, SIMPLE = range(3)
+ARCHS = ("volta", "ampere", "hopper", "blackwell")
+
+# NCCL's per-link NVLink rate (topo.h SM70/SM80/SM90/SM100_NVLINK_BW), GB/s, by architecture.
+NVLINK_LINK = (20.0, 20.0, 20.6, 40.1)
+# A link's datasheet rate, one direction, GB/s (NVLink 2, 3, 4: 25; NVLink 5: 50).
+NVLINK_DATASHEET = (25.0, 25.0, 25.0, 50.0)
+PCI_BW = 12.0
+
+# tuning.cc's tables: [algorithm][protocol] base latencies (us) and per-hop latencies per link kind.
+BASE_LAT = (
+    (6.8, 14.0, 8.4),
+    (6.6, 14.0, 8.4),
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, 0.0),
+    (8.0, 8.0, 8.0),
+)
+HW_NVLINK = (
+    (0.6, 1.25, 4.0),
+    (0.6, 1.9, 3.4),
+    (0.0, 0.0, 3.7),
+    (0.0, 0.0, 2.8),
+    (0.0, 0.0, 25.0),
+    (0.0, 0.0, 25.0),
+    (0.0, 0.0, 4.0),
+)
+HW_PCI = (
+    (1.0, 1.9, 4.0),
+    (1.0, 2.5, 5.7),
+    (0.0, 0.0, 3.7),
+    (0.0, 0.0, 2.8),
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, 0.0),
+    (0.0, 0.0, 4.0),
+)
+HW_NET = (
+    (5.0, 8.5, 14.0),
+    (2.7, 4.0, 14.0),
+    (0.0, 0.0, 31.0),
+    (0.0, 0.0, 30.0),
+    (0.0, 0.0, 18.0),
+    (0.0, 0.0, 20.9),
+    (0.0, 0.0, 14.0),
+)
+# [architecture][N - 1 (1, 2, >2 nodes)]; llMaxBws: one node by architecture, across nodes an Intel host's row.
+LL_MAX_ONE_NODE = (39.0, 87.7, 141.0, 282.0)
+LL_MAX_INTEL = (39.0, 39.0, 20.4)
+PER_CH_RING_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3)
+PER_CH_TREE_LL128 = ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
+PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+PER_CH_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)
+# The tree's correction by floor(log2(X / 64)), 0..23, per protocol.
+TREE_CORRECTION = (
+    (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.6,
+        0.5,
+        0.4,
+        0.4,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.8,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    (
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.5,
+        0.5,
+        0.5,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+    ),
+)
+# search.cc's speed lists (GB/s per channel), [architecture][intra, inter], padded with 0.
+_INTRA_OLD = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
+_INTER_OLD = (
+    48.0,
+    30.0,
+    28.0,
+    24.0,
+    20.0,
+    18.0,
+    15.0,
+    12.0,
+    10.0,
+    9.0,
+    7.0,
+    6.0,
+    5.0,
+    4.0,
+    3.0,
+    2.4,
+    1.2,
+    0.24,
+    0.12,
+)
+_INTRA_90 = (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0)
+_INTER_90 = (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+_INTRA_100 = (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0)
+_INTER_100 = (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0) + (
+    20.0,
+    17.5,
+    15.0,
+    12.0,
+    6.0,
+    3.0,
+    2.4,
+    1.2,
+    0.24,
+    0.12,
+)
+SPEEDS = (
+    (_INTRA_OLD, _INTER_OLD),
+    (_INTRA_OLD, _INTER_OLD),
+    (_INTRA_90, _INTER_90),
+    (_INTRA_100, _INTER_100),
+)
+MAX_CHANNELS = 32  # a ring graph's channels after duplication (MAXCHANNELS / 2)
+MAX_NVLS_ARITY = 32
+MAX_DIRECT_ARITY = 8
+NET_OVERHEAD = 1.0  # us per inter-node ring step's post, an Intel host (x 3 for Simple)
+
+
+def nvlink_gbs(datasheet_bytes_s: ArrayLike, arch: ArrayLike) -> Array:
+    """NVLink per GPU as NCCL counts it (GB/s) from the datasheet's rate per GPU, one direction (bytes/s):
+    the datasheet's links times NCCL's per-link rate."""
+    arch = jnp.asarray(arch)
+    links = jnp.asarray(datasheet_bytes_s) / 1e9 / jnp.asarray(NVLINK_DATASHEET)[arch]
+    return links * jnp.asarray(NVLINK_LINK)[arch]
+
+
+class Fabric(NamedTuple):
+    """A group placed on a fabric (arrays, broadcastable; units in the module's notation).
+
+    Attributes:
+      gpus_per_node: g;  nodes: H hosts;  domain: D hosts per NVLink domain (>= 1).
+      nvlink: W, GB/s as NCCL counts it (:func:`nvlink_gbs`; 0: PCIe only).
+      nics: K per host;  nic_gbs: r, GB/s each.
+      arch: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell (int).
+      nvswitch: S (bool);  collnet: C, in-network reduction enabled (bool).
+    """
+
+    gpus_per_node: ArrayLike
+    nodes: ArrayLike
+    domain: ArrayLike
+    nvlink: ArrayLike
+    nics: ArrayLike
+    nic_gbs: ArrayLike
+    arch: ArrayLike
+    nvswitch: ArrayLike
+    collnet: ArrayLike
+
+
+class Constants(NamedTuple):
+    """The fabric's fitted constants: eta_net, eta_nvl (fractions) and lambda (us)."""
+
+    eta_net: ArrayLike
+    eta_nvl: ArrayLike
+    latency: ArrayLike
+
+
+class Timing(NamedTuple):
+    """One collective: seconds, and the algorithm and protocol that ran (indices of :data:`ALGORITHMS`,
+    :data:`PROTOCOLS`), each of the inputs' broadcast shape."""
+
+    seconds: Array
+    algorithm: Array
+    protocol: Array
+
+
+def _speed(arch: Array, inter: Array, limit: Array) -> Array:
+    """The largest entry <= ``limit`` of NCCL's speed list for ``arch`` (inter-node list where ``inter``),
+    its smallest entry where none fits."""
+    width = max(len(s) for pair in SPEEDS for s in pair)
+    table = jnp.asarray([[s + (0.0,) * (width - len(s)) for s in pair] for pair in SPEEDS], limit.dtype)
+    row = table[arch, inter.astype(jnp.int32)]  # [..., width]
+    fits = (row > 0) & (row <= limit[..., None])
+    smallest = jnp.min(jnp.where(row > 0, row, jnp.inf), axis=-1)
+    return jnp.where(jnp.any(fits, axis=-1), jnp.max(jnp.where(fits, row, 0.0), axis=-1), smallest)
+
+
+def _log2i(x: Array) -> Array:
+    """floor(log2(x)) for x >= 1, exact at powers of two (frexp's exponent, not a rounded log)."""
+    return (jnp.frexp(jnp.maximum(x, 1.0))[1] - 1).astype(x.dtype)
+
+
+def collective(
+    coll: ArrayLike,
+    nbytes: ArrayLike,
+    fabric: Fabric,
+    constants: Constants,
+    algorithm: ArrayLike = -1,
+    protocol: ArrayLike = -1,
+) -> Timing:
+    """The time of collective ``coll`` (index of :data:`COLLECTIVES`) of ``nbytes`` X on ``fabric`` with its
+    ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0)."""
+    x = jnp.asarray(nbytes)
+    dt = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
+    x = x.astype(dt)
+
+    def f(v: ArrayLike) -> Array:
+        return jnp.asarray(v, dt)
+
+    coll = jnp.asarray(coll, jnp.int32)
+    arch = jnp.asarray(fabric.arch, jnp.int32)
+    g, hosts, dom = f(fabric.gpus_per_node), f(fabric.nodes), jnp.maximum(f(fabric.domain), 1.0)
+    nics, r = f(fabric.nics), f(fabric.nic_gbs)
+    nvswitch = jnp.asarray(fabric.nvswitch, bool)
+    collnet = jnp.asarray(fabric.collnet, bool)
+    has_nvl = f(fabric.nvlink) > 0
+    w = jnp.where(has_nvl, f(fabric.nvlink), PCI_BW)
+    eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
+    shape = jnp.broadcast_shapes(
+        *(
+            jnp.shape(v)
+            for v in (coll, x, g, hosts, dom, w, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam)
+        ),
+        jnp.shape(algorithm),
+        jnp.shape(protocol),
+    )
+    nodes = jnp.ceil(hosts / dom)
+    n = g * hosts
+    p = n / nodes
+    multi = nodes > 1
+    i2 = (jnp.minimum(nodes, 3.0) - 1).astype(jnp.int32)
+    ar = coll == ALL_REDUCE
+    agrs = (coll == ALL_GATHER) | (coll == REDUCE_SCATTER)
+
+    # Channels: ring and tree graphs.
+    s0 = _speed(arch, multi, jnp.where(multi, jnp.minimum(r, w), w))
+    c0 = jnp.where(multi, nics * jnp.maximum(jnp.floor(r / s0), 1.0), jnp.floor(w / s0))
+    c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
+    dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
+    c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
+    s = s0 / jnp.ceil(c / c0)
+    # The tree's graph on two nodes: the second pass raises its intra-node speed up to twice the ring's.
+    two = multi & (nodes <= 2)
+    st = jnp.where(two, jnp.maximum(s, _speed(arch, multi, jnp.minimum(2 * s, w / c))), s)
+    # NVLS graph.
+    cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
+    sn = _speed(arch, multi, w / cn)
+    node_net = nics * hosts / nodes * r
+    sx = jnp.where(multi, _speed(arch, multi, jnp.minimum(node_net / cn, 2 * sn)), jnp.inf)
+    # CollNet direct graph.
+    cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)
+    sd = _speed(arch, multi, jnp.minimum(r, w / cd))
+
+    ll = jnp.where(multi, jnp.asarray(LL_MAX_INTEL, dt)[i2], jnp.asarray(LL_MAX_ONE_NODE, dt)[arch])
+    m_ring128 = jnp.asarray(PER_CH_RING_LL128, dt)[arch, i2]
+    m_tree128 = jnp.asarray(PER_CH_TREE_LL128, dt)[arch, i2]
+    m_tree = jnp.asarray(PER_CH_TREE, dt)[arch, i2]
+    m_nvtree = jnp.asarray(PER_CH_NVLS_TREE, dt)[arch, i2]
+    e_nvls = jnp.asarray(NVLS_EFFICIENCY, dt)[arch]
+
+    steps = jnp.where(ar, 2 * (n - 1), n - 1)
+    to_alg = n / jnp.maximum(steps, 1.0)
+    zero = jnp.zeros(shape, dt)
+
+    def bc(v: Array) -> Array:
+        return jnp.broadcast_to(v, shape).astype(dt)
+
+    # Bus bandwidths [7 algorithms][3 protocols], then algorithm bandwidths.
+    ring_b = c * s
+    ring = (jnp.minimum(ll, ring_b / 2), jnp.minimum(0.92 * ring_b, c * m_ring128), ring_b)
+    tree_b = jnp.minimum(0.92 * c * st, c * m_tree)
+    tree = (
+        jnp.minimum(tree_b / 3.8, ll),
+        jnp.minimum(tree_b * jnp.where(multi, 120.0 / 128.0, 7.0 / 9.0), c * m_tree128),
+        tree_b,
+    )
+    nvls_ok = (arch >= 2) & nvswitch & (p >= 2)
+    b_i = sn * e_nvls * (cn - 1) / cn * jnp.where(ar, 2.0, (p - 1) / p)
+    nvls_b = cn * jnp.minimum(b_i, sx)
+    nvtree_b = cn * jnp.minimum(jnp.minimum(b_i, sx * jnp.where(nodes <= 2, 2.0, 1.0)), m_nvtree)
+    f_d = p / cd
+    direct_b = cd * sd / (f_d - (f_d - 1) / 2) * jnp.where(arch >= 2, 0.85, 1.0)
+    pat_b = 0.75 * c * s
+
+    bus = {
+        TREE: (tree, ar),
+        RING: (ring, ar | agrs),
+        COLLNET_DIRECT: ((zero, zero, direct_b), ar & multi & collnet & nvswitch),
+        COLLNET_CHAIN: ((zero, zero, c * s), ar & multi & collnet),
+        NVLS: ((zero, zero, nvls_b), nvls_ok & ((ar & (~multi | collnet)) | (agrs & ~multi))),
+        NVLS_TREE: ((zero, zero, nvtree_b), nvls_ok & ar & multi),
+        PAT: ((zero, zero, pat_b), agrs & multi & (p == 1)),
+    }
+    ratio: dict[int, Array | float] = {
+        TREE: 0.5,
+        RING: to_alg,
+        COLLNET_DIRECT: jnp.where(ar, 0.5, 1.0),
+        COLLNET_CHAIN: 0.5,
+        NVLS: jnp.where(ar, to_alg, 1.0),
+        NVLS_TREE: to_alg,
+        PAT: 1.0,
+    }
+    log_size = _log2i(x) - 6
+    in_table = (x >= 64) & (log_size < 23)
+    corr = jnp.asarray(TREE_CORRECTION, dt)[:, jnp.clip(log_size, 0, 23).astype(jnp.int32)]  # [3, ...]
+
+    # Latencies.
+    intra_hw = jnp.where(has_nvl[..., None, None], jnp.asarray(HW_NVLINK, dt), jnp.asarray(HW_PCI, dt))
+    net = jnp.asarray(HW_NET, dt)
+    base = jnp.asarray(BASE_LAT, dt)
+    log_nodes = _log2i(nodes)
+    inter_steps = jnp.where(multi, jnp.where(ar, 2 * (nodes - 1), nodes - 1), 0.0)
+
+    def lat(a: int, pr: int) -> Array:
+        l_i = intra_hw[..., a, pr]
+        l_x = jnp.where(p == 1, net[TREE, pr], net[a, pr]) + lam * (2.0 if pr == SIMPLE else 1.0)
+        if a == RING:
+            over = jnp.where(multi, NET_OVERHEAD * (3.0 if pr == SIMPLE else 1.0), 0.0)
+            t = base[a, pr] + (steps - inter_steps) * jnp.maximum(l_i, over) + inter_steps * l_x
+            if pr == SIMPLE:
+                plateau = ar & multi & (x / (c * n) >= 64)
+                t = t * jnp.where(plateau, jnp.where(arch < 1, 1.9, 1.4), 1.0)
+            return t
+        if a == TREE:
+            return base[a, pr] + 2 * ((p - 1) * l_i + log_nodes * l_x)
+        if a == COLLNET_DIRECT:
+            return 2 * (jnp.minimum(1.0, p - 1) * l_i + 0.4 * (p - 1)) + l_x
+        if a == COLLNET_CHAIN:
+            return 2 * (p - 1) * l_i + l_x
+        if a == NVLS:
+            return l_i + jnp.where(multi, l_x, 0.0)
+        if a == NVLS_TREE:
+            return l_i + 2 * log_nodes * l_x
+        return base[a, pr] + log_nodes * l_x / 3.5 + 2.8 * n  # PAT
+
+    algo_req = jnp.asarray(algorithm, jnp.int32)
+    proto_req = jnp.asarray(protocol, jnp.int32)
+    nominal, real, wanted = [], [], []
+    for a in range(7):
+        bws, ok = bus[a]
+        for pr in range(3):
+            alg_bw = bws[pr] * ratio[a]
+            if a == TREE:
+                alg_bw = alg_bw * jnp.where(ar & in_table, corr[pr], 1.0)
+            enabled = jnp.broadcast_to(ok & (bws[pr] > 0), shape)
+            t_lat = bc(lat(a, pr))
+            t_bw = x / (1000.0 * jnp.where(enabled, bc(alg_bw), 1.0))
+            eta = jnp.where(multi, eta_net, eta_nvl)
+            nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
+            real.append(bc(t_lat + t_bw / eta))
+            wanted.append(
+                enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
+            )
+    nominal_t, real_t, wanted_t = jnp.stack(nominal, -1), jnp.stack(real, -1), jnp.stack(wanted, -1)
+    restricted = jnp.any(wanted_t, axis=-1, keepdims=True)
+    choice_t = jnp.where(wanted_t | ~restricted, nominal_t, jnp.inf)
+    best = jnp.argmin(choice_t, axis=-1)
+    tuned = jnp.take_along_axis(real_t, best[..., None], -1)[..., 0]
+
+    # Send/recv and all-to-all: the model's own (module docstring).
+    nic_gpu = nics * r / g
+    l_i = intra_hw[..., RING, SIMPLE]
+    l_x = net[RING, SIMPLE] + 2 * lam
+    send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))
+    inside = x * (p - 1) / n / (w * eta_nvl)
+    across = x * (n - p) / n / (nic_gpu * eta_net)
+    a2a = 6.6 + jnp.where(p > 1, l_i, 0.0) + jnp.where(multi, l_x, 0.0) + jnp.maximum(inside, across) / 1000.0
+    p2p = (coll == SENDRECV) | (coll == ALLTOALL)
+    us = jnp.where(coll == SENDRECV, send, jnp.where(coll == ALLTOALL, a2a, tuned))
+    algo = jnp.where(p2p, P2P, best // 3)
+    proto = jnp.where(p2p, SIMPLE, best % 3)
+    return Timing(bc(us) * 1e-6, jnp.broadcast_to(algo, shape), jnp.broadcast_to(proto, shape))
+
+
+def bus_factor(coll: ArrayLike, ranks: ArrayLike) -> Array:
+    """nccl-tests' busbw / algbw: 2 (n - 1) / n for all-reduce, (n - 1) / n for all-gather, reduce-scatter
+    and all-to-all, 1 for send/recv."""
+    coll = jnp.asarray(coll)
+    n = jnp.asarray(ranks)
+    return jnp.where(coll == ALL_REDUCE, 2 * (n - 1) / n, jnp.where(coll == SENDRECV, 1.0, (n - 1) / n))

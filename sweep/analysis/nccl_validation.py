@@ -1,0 +1,642 @@
+"""``sweep validate --nccl FILE``: NCCL's collectives as :mod:`kernels.nccl` prices them, against nccl-tests
+output of real clusters (``nccl_tests.csv``'s format: :mod:`sweep.io.nccl_tests`).
+
+The protocol, chosen before any held-out error was looked at:
+
+- Every row is priced from the hardware it states (:mod:`sweep.model.nccl_fabric`: the GPU's preset for
+  NVLink and architecture, the stated hosts, GPUs per host and NICs, a forced algorithm or protocol, SHARP
+  enabled); a row the model cannot price is listed with its reason, never dropped.
+- Three fabric constants are fitted (:func:`kernels.fit.fit_model` through
+  :func:`sweep.engine.compiled.fit_nccl`, least squares on log(predicted / measured busbw)): the transport
+  efficiency across hosts eta_net, the one inside an NVLink domain eta_nvl, and the network's latency
+  lambda (us). They are fitted on whole sources, by the id prefix, :data:`TRAIN`: ``NT309A`` (one user's
+  H100 hosts on 8 x 400 Gbit/s InfiniBand NDR, 2 and 4 hosts, whole curves from 8 B to 16 GiB with NCCL's
+  own choice: the common RDMA fabric, latency floor to plateau) and ``AZ`` (one host each of H200, A100 and
+  GB200, NVLink only, 1 KiB to 8 GiB: the NVLink side on three generations). Every other source is held
+  out: the same fabric measured by another user (``NT309B``, 2-8 hosts, forced ring, tuned), other
+  transports (EFA ``AWSDT``, ``AWSEP``, ``GISTP3DN``; Slingshot ``CSCS``; RoCE ``OCIGB300``), other scales
+  and the multi-node NVLink domain.
+- A row is scored where its measured busbw is at least :data:`RESOLUTION` GB/s: the file prints two
+  decimals, so below that the rounding alone is 5% or more. Unscored rows are still predicted and written.
+- Disclosed in the report: while the kernel was written, a few rows' plateaus were compared by eye, and one
+  of NCCL's search rules (the two-node tree's second pass) was added after a held-out row (AWSDT-P4DE-2x8)
+  came out at 60% of its measured plateau. After the held-out errors were first computed, only a bug of the fit
+  (a NaN gradient that left the constants at a starting point) was fixed; the model and the sources were not
+  changed.
+- Errors are (predicted - measured) / measured of busbw; the report gives held-out medians of their
+  absolute values by source, by size band (:data:`BANDS`) and by node count, and every row above 50%.
+"""
+
+import csv
+import dataclasses
+import io
+import math
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
+
+from netsweep_jax.kernels import fit as fitter
+from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
+from netsweep_jax.sweep.analysis.plot import save
+from netsweep_jax.sweep.engine.compiled import fit_nccl, nccl_predict
+from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, Measurement, read_nccl_tests
+from netsweep_jax.sweep.io.paths import (
+    all_or_nothing,
+    check_report_directory,
+    report_directory,
+    write_atomically,
+)
+from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of
+
+TRAIN = ("NT309A", "AZ")
+RESOLUTION = 0.1  # GB/s: the smallest measured busbw scored
+MIB = 2**20
+BANDS = (("< 1 MiB", 0, MIB), ("1-64 MiB", MIB, 64 * MIB), (">= 64 MiB", 64 * MIB, math.inf))
+NAMES = ("eta_net", "eta_nvl", "latency_us")
+LOWS = np.array([0.3, 0.3, 0.0])
+HIGHS = np.array([1.0, 1.0, 50.0])
+STEPS = 300
+PAD = 512  # rows per compiled shape
+LEARNING_RATE = 0.05
+FILES = ("measured_vs_predicted.png", "predictions.csv", "REPORT.md")
+# The issue's targets for held-out rows: median |error| at >= 64 MiB and over all sizes; the worst allowed.
+TARGET_LARGE, TARGET_ALL, TARGET_WORST = 0.10, 0.25, 0.50
+
+
+@dataclasses.dataclass(frozen=True)
+class Validation:
+    """Every row, its fabric (or why none), its role, the fitted constants and the predictions.
+
+    ``predicted`` [R] busbw GB/s (NaN where unrepresented); ``algorithm``, ``protocol`` [R] names ("" where
+    unrepresented); ``train`` / ``scored`` [R] bool."""
+
+    dataset: str
+    rows: list[Measurement]
+    fabrics: list[Fabric | Unrepresented]
+    train: np.ndarray
+    scored: np.ndarray
+    constants: np.ndarray
+    loss: float
+    predicted: np.ndarray
+    algorithm: list[str]
+    protocol: list[str]
+
+    @property
+    def measured(self) -> np.ndarray:
+        return np.array([np.nan if r.busbw is None else r.busbw for r in self.rows])
+
+    @property
+    def errors(self) -> np.ndarray:
+        """[R] (predicted - measured) / measured where scored, NaN elsewhere."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            err = self.predicted / self.measured - 1
+        return np.where(self.scored, err, np.nan)
+
+    def summary(self, mask: np.ndarray) -> tuple[int, float, float]:
+        """(rows, median |error|, worst |error|) of the scored rows in ``mask``."""
+        e = np.abs(self.errors[mask & self.scored])
+        return (len(e), float(np.median(e)), float(np.max(e))) if len(e) else (0, math.nan, math.nan)
+
+
+def _inputs(rows: Sequence[Measurement], fabrics: Sequence[Fabric | Unrepresented]) -> dict[str, np.ndarray]:
+    """The kernel's row arrays (:func:`sweep.engine.compiled.nccl_busbw`), an unrepresented row as a
+    harmless placeholder (its prediction is discarded)."""
+    placeholder = Fabric(1, 1, 1, 0.0, 0, 0.0, 0, False, False, -1, -1, "", "")
+    fabs = [f if isinstance(f, Fabric) else placeholder for f in fabrics]
+
+    def col(get: Callable[[Fabric], float], dtype: type) -> np.ndarray:
+        return np.array([get(f) for f in fabs], dtype)
+
+    return {
+        "coll": np.array(
+            [COLLECTIVES.index(r.collective) if r.collective in COLLECTIVES else 0 for r in rows], np.int32
+        ),
+        "bytes": np.array([float(r.bytes or 1) for r in rows]),
+        "gpus_per_node": col(lambda f: f.gpus_per_node, np.float64),
+        "nodes": col(lambda f: f.nodes, np.float64),
+        "domain": col(lambda f: f.domain, np.float64),
+        "nvlink": col(lambda f: f.nvlink, np.float64),
+        "nics": col(lambda f: max(f.nics, 1), np.float64),
+        "nic_gbps": col(lambda f: f.nic_gbps if f.nic_gbps > 0 else 100.0, np.float64),
+        "arch": col(lambda f: f.arch, np.int32),
+        "nvswitch": col(lambda f: f.nvswitch, bool),
+        "collnet": col(lambda f: f.collnet, bool),
+        "algorithm": col(lambda f: f.algorithm, np.int32),
+        "protocol": col(lambda f: f.protocol, np.int32),
+    }
+
+
+def run_validation(dataset: str | Path) -> Validation:
+    """Read ``dataset``, fit the constants on :data:`TRAIN`'s scored rows, predict every row."""
+    rows = read_nccl_tests(dataset)
+    fabrics: list[Fabric | Unrepresented] = []
+    for r in rows:
+        if r.collective not in COLLECTIVES:
+            fabrics.append(Unrepresented(f"{r.collective}: the model prices {', '.join(COLLECTIVES)}"))
+        elif r.bytes is None:
+            fabrics.append(Unrepresented("bytes not stated (the source gives no message size)"))
+        elif r.busbw is None:
+            fabrics.append(Unrepresented("no measured busbw"))
+        else:
+            fabrics.append(fabric_of(r.gpu, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.stated))
+    ok = np.array([isinstance(f, Fabric) for f in fabrics])
+    measured = np.array([r.busbw or 0.0 for r in rows])
+    scored = ok & (measured >= RESOLUTION)
+    train = np.array([r.source_id in TRAIN for r in rows])
+    inputs = _inputs(rows, fabrics)
+    fitted = scored & train
+    if not fitted.any():
+        raise_no_training(dataset)
+    starts = np.array([[a, b, c] for a in (0.6, 0.9) for b in (0.6, 0.9) for c in (1.0, 10.0)])
+    # Rows padded to a multiple of PAD (copies of the first fitted row, weight 0): files of up to PAD rows
+    # share one compile. A padding row must be one the model prices finitely: the loss's gradient is taken
+    # over every row.
+    first = int(np.flatnonzero(fitted)[0])
+    fit_rows = _padded(np.flatnonzero(fitted), first)
+    all_rows = _padded(np.arange(len(rows)), first)
+    weights = (np.arange(len(fit_rows)) < int(fitted.sum())).astype(np.float64)
+    with jax.enable_x64(True):
+        best, loss = fit_nccl(
+            fitter.unbounded(starts, LOWS, HIGHS),
+            {k: a[fit_rows] for k, a in inputs.items()},
+            measured[fit_rows],
+            weights,
+            LOWS,
+            HIGHS,
+            steps=STEPS,
+            learning_rate=LEARNING_RATE,
+        )
+        constants = np.asarray(fitter.bounded(best, LOWS, HIGHS), np.float64)
+        out = nccl_predict(constants, {k: a[all_rows] for k, a in inputs.items()})
+        busbw, algo, proto = (np.asarray(a)[: len(rows)] for a in out)
+    predicted = np.where(ok, busbw, np.nan)
+    return Validation(
+        dataset=str(dataset),
+        rows=rows,
+        fabrics=fabrics,
+        train=train,
+        scored=scored,
+        constants=constants,
+        loss=float(loss),
+        predicted=predicted,
+        algorithm=[ALGORITHMS[a] if o else "" for a, o in zip(algo, ok)],
+        protocol=[PROTOCOLS[p] if o else "" for p, o in zip(proto, ok)],
+    )
+
+
+def _padded(index: np.ndarray, fill: int) -> np.ndarray:
+    """``index`` padded with ``fill`` to a multiple of :data:`PAD`."""
+    return np.concatenate([index, np.full(-len(index) % PAD, fill, index.dtype)])
+
+
+def raise_no_training(dataset: str | Path) -> None:
+    from netsweep_jax.sweep.core.errors import InputError
+
+    raise InputError(
+        f"{dataset}: no scored row of the fit's sources ({', '.join(TRAIN)}: id prefixes) to fit the fabric "
+        f"constants on"
+    )
+
+
+def run(
+    out_dir: str | Path,
+    *,
+    dataset: str | Path,
+    command: str = "sweep validate --nccl",
+    force: bool = False,
+) -> tuple[list[Path], Validation]:
+    """Check ``out_dir``, fit and predict, write the report; return (its paths, the validation)."""
+    check_report_directory(out_dir, FILES, force=force)
+    v = run_validation(dataset)
+    with all_or_nothing(out_dir):
+        out = report_directory(out_dir, FILES, force=force)
+        paths = [figure(v, out / FILES[0], overwrite=force)]
+        text = predictions_csv(v)
+        paths.append(write_atomically(out / FILES[1], lambda p: p.write_text(text), overwrite=force))
+        body = report(v, command)
+        paths.append(write_atomically(out / FILES[2], lambda p: p.write_text(body), overwrite=force))
+    return paths, v
+
+
+def pct(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def signed(x: float) -> str:
+    return "n/a" if not math.isfinite(x) else f"{100 * x:+.1f}%"
+
+
+def size(b: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", MIB), ("KiB", 1024)):
+        if b >= scale:
+            return f"{b / scale:g} {unit}"
+    return f"{b:g} B"
+
+
+def band_mask(v: Validation, low: float, high: float) -> np.ndarray:
+    b = np.array([r.bytes or 0 for r in v.rows], float)
+    return (b >= low) & (b < high)
+
+
+def summary_lines(v: Validation) -> list[str]:
+    """What the command prints: the constants and the held-out errors against the targets."""
+    held = ~v.train
+    n, med, worst = v.summary(held)
+    nl, medl, _ = v.summary(held & band_mask(v, 64 * MIB, math.inf))
+    over = int(np.sum(np.abs(v.errors[held]) > TARGET_WORST))
+    c = v.constants
+    return [
+        f"fitted on {', '.join(TRAIN)}: eta_net {c[0]:.3f}, eta_nvl {c[1]:.3f}, latency {c[2]:.2f} us",
+        f"held out: median |error| {pct(med)} over {n} rows (target {pct(TARGET_ALL)}), {pct(medl)} over "
+        f"{nl} rows of 64 MiB and up (target {pct(TARGET_LARGE)}); {over} rows above {pct(TARGET_WORST)}",
+    ]
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _doubt(notes: str) -> str:
+    m = re.search(r"DOUBT:?\s*([^.;]*)", notes)
+    return m.group(1).strip() if m else ""
+
+
+def _last(v: Validation, curve: str) -> int | None:
+    """The largest message's row of ``curve`` that the model prices and is scored."""
+    idx = [i for i, r in enumerate(v.rows) if r.curve == curve and v.scored[i]]
+    return max(idx, key=lambda i: v.rows[i].bytes or 0) if idx else None
+
+
+def _checks(v: Validation) -> list[str]:
+    """The issue's named effects: each at its curve's largest message (measured, predicted, within 20%)."""
+    named = (
+        ("2-host tree (NVLSTree), H100 IB", "NT309B-H100-2x8"),
+        ("2-host tree (NVLSTree), AWS p5 EFA", "AWSDT-P5-2x8"),
+        ("2-host ring forced, H100 IB", "NT309B-H100-2x8-RING"),
+        ("4 hosts, H100 IB", "NT309B-H100-4x8"),
+        ("8 hosts, H100 IB (the fall)", "NT309B-H100-8x8"),
+        ("8 hosts tuned (CTAs, QPs; not modelled)", "NT309B-H100-8x8-TUNED"),
+        ("GB300 all-reduce, 16 hosts in a rack", "OCIGB300-16x4-AR"),
+        ("GB300 all-reduce, 32 hosts over 2 racks", "OCIGB300-32x4-AR"),
+        ("GB300 all-to-all, 16 hosts in a rack", "OCIGB300-16x4-A2A"),
+        ("GB300 all-to-all, 32 hosts over 2 racks (rack edge)", "OCIGB300-32x4-A2A"),
+    )
+    out = []
+    for what, curve in named:
+        i = _last(v, curve)
+        if i is None:
+            continue
+        r, e = v.rows[i], v.errors[i]
+        role = "training" if v.train[i] else "held out"
+        out.append(
+            [
+                what,
+                r.id,
+                role,
+                size(r.bytes or 0),
+                f"{r.busbw:.1f}",
+                f"{v.predicted[i]:.1f}",
+                signed(e),
+                f"{v.algorithm[i]}/{v.protocol[i]}",
+                "yes" if abs(e) <= 0.2 else "no",
+            ]
+        )
+    return _table(
+        [
+            "effect",
+            "row",
+            "role",
+            "size",
+            "measured GB/s",
+            "predicted GB/s",
+            "error",
+            "NCCL runs",
+            "within 20%",
+        ],
+        out,
+    )
+
+
+FLOOR_BYTES = 1024  # the latency floor: messages up to this size
+
+
+def latency_floor(v: Validation) -> list[list[str]]:
+    """Each curve's latency floor: the median of nccl-tests' out-of-place times (from the notes) over its messages
+    up to :data:`FLOOR_BYTES`, against the median of the model's times for the same messages (us)."""
+    out = []
+    for curve in dict.fromkeys(r.curve for r in v.rows):
+        timed = []
+        for i, r in enumerate(v.rows):
+            m = re.search(r"out-of-place time ([0-9.]+) us", r.notes)
+            if r.curve == curve and m and isinstance(v.fabrics[i], Fabric) and (r.bytes or 0) <= FLOOR_BYTES:
+                timed.append((i, float(m.group(1))))
+        if not timed:
+            continue
+        measured_us = float(np.median([t for _, t in timed]))
+        predicted_us = float(np.median([_seconds(v, i) * 1e6 for i, _ in timed]))
+        i = timed[0][0]
+        r = v.rows[i]
+        e = predicted_us / measured_us - 1
+        out.append(
+            [
+                curve,
+                "training" if v.train[i] else "held out",
+                f"{size(r.bytes or 0)} to {size(v.rows[timed[-1][0]].bytes or 0)}",
+                str(r.nodes),
+                str(r.ranks),
+                f"{measured_us:.1f}",
+                f"{predicted_us:.1f}",
+                signed(e),
+                f"{v.algorithm[i]}/{v.protocol[i]}",
+                "yes" if abs(e) <= 0.2 else "no",
+            ]
+        )
+    return out
+
+
+def _seconds(v: Validation, i: int) -> float:
+    """Row ``i``'s predicted time (s), from its predicted busbw and nccl-tests' bus factor."""
+    r = v.rows[i]
+    n = r.ranks
+    factor = {"all_reduce": 2 * (n - 1) / n, "sendrecv": 1.0}.get(r.collective, (n - 1) / n)
+    return (r.bytes or 0) * factor / (v.predicted[i] * 1e9)
+
+
+def report(v: Validation, command: str = "sweep validate --nccl") -> str:
+    """REPORT.md."""
+    held = ~v.train
+    ok = np.array([isinstance(f, Fabric) for f in v.fabrics])
+    c = v.constants
+    n_all, med_all, worst_all = v.summary(held)
+    n_big, med_big, _ = v.summary(held & band_mask(v, 64 * MIB, math.inf))
+    over = [i for i in np.flatnonzero(held & v.scored) if abs(v.errors[i]) > TARGET_WORST]
+    sources = list(dict.fromkeys(r.source_id for r in v.rows))
+    lines = [
+        "# Collectives against nccl-tests: `sweep validate --nccl`",
+        "",
+        f"Command: `{command}`. Data: `{Path(v.dataset).name}`, {len(v.rows)} rows, "
+        f"{len({r.curve for r in v.rows})} curves from {len(sources)} sources. Model: `kernels/nccl.py`, NCCL's "
+        "tuner (NVIDIA/nccl@5067397c2676d5aed50042fc39e5c8ee96eb0027, `src/graph/tuning.cc`, `search.cc`) "
+        "with a transport efficiency and the network's latency; busbw is nccl-tests' (algbw x 2(n-1)/n for "
+        "all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all).",
+        "",
+        "## Protocol (chosen before any held-out error was seen)",
+        "",
+        f"- Fitted on whole sources, by id prefix: {', '.join(f'`{s}`' for s in TRAIN)}. `NT309A`: H100 hosts on "
+        "8 x 400 Gbit/s InfiniBand NDR, 2 and 4 hosts, whole curves 8 B to 16 GiB with NCCL's own choice (the "
+        "common RDMA fabric, from the latency floor to the plateau). `AZ`: one host each of H200, A100 and GB200, "
+        "NVLink only, 1 KiB to 8 GiB (the NVLink side, three generations). Every other source is held out.",
+        f"- Three constants, `kernels/fit.py`'s fitter on log(predicted / measured busbw): eta_net = {c[0]:.3f} "
+        f"(across hosts), eta_nvl = {c[1]:.3f} (inside an NVLink domain), latency lambda = {c[2]:.2f} us per "
+        f"network hop (NCCL's `latencyInter`); mean squared log error {v.loss:.4f} on "
+        f"{int(np.sum(v.train & v.scored))} training rows.",
+        "- What was seen before this protocol ran: while the kernel was written from NCCL's code, a few rows' "
+        "plateaus were compared by eye with it, held-out ones among them; one rule of NCCL's search was added "
+        "after `AWSDT-P4DE-2x8`'s plateau (held out) came out at 60% of its measured busbw: the two-node tree's "
+        "second search pass (`search.cc`), which raises the tree's intra-node speed up to twice the ring's. "
+        "After the held-out errors were first computed (30.2% over all sizes, 11.4% at 64 MiB and up, with the fit stuck "
+        "at a starting point by a NaN gradient from rows it does not fit on), that bug was fixed and the report's "
+        "tables reworked; the model and the choice of sources were not changed.",
+        f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
+        f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
+        "written to predictions.csv, not scored. Nothing is tuned per row.",
+        "",
+        "## Held-out errors against the issue's targets",
+        "",
+        *_table(
+            ["held-out rows", "scored", "median abs error", "target", "met"],
+            [
+                [
+                    ">= 64 MiB",
+                    str(n_big),
+                    pct(med_big),
+                    f"<= {pct(TARGET_LARGE)}",
+                    _met(med_big <= TARGET_LARGE),
+                ],
+                ["all sizes", str(n_all), pct(med_all), f"<= {pct(TARGET_ALL)}", _met(med_all <= TARGET_ALL)],
+                ["worst", str(n_all), pct(worst_all), f"none above {pct(TARGET_WORST)}", _met(not over)],
+            ],
+        ),
+        "",
+        f"{len(over)} held-out rows err by more than {pct(TARGET_WORST)}. No source says its fabric was degraded, "
+        "so none is excused; each is listed under [Rows above 50%](#rows-above-50) with its source's doubt.",
+        "",
+        "## By source",
+        "",
+        *_table(
+            ["source", "role", "rows", "represented", "scored", "median abs error", "worst"],
+            [_source_row(v, s) for s in sources],
+        ),
+        "",
+        "## By size band (held out)",
+        "",
+        *_table(
+            ["band", "scored", "median abs error", "worst"],
+            [[name, *_stats(v, held & band_mask(v, lo, hi))] for name, lo, hi in BANDS],
+        ),
+        "",
+        "## By node count (held out)",
+        "",
+        *_table(
+            ["hosts", "scored", "median abs error", "worst"],
+            [
+                [str(k), *_stats(v, held & np.array([r.nodes == k for r in v.rows]))]
+                for k in sorted({r.nodes for r in v.rows})
+            ],
+        ),
+        "",
+        "## By curve",
+        "",
+        *_table(
+            ["curve", "role", "scored", "median abs error", "worst", "NCCL runs (largest message)"],
+            [_curve_row(v, k) for k in dict.fromkeys(r.curve for r in v.rows)],
+        ),
+        "",
+        "## The issue's effects, at each curve's largest message",
+        "",
+        *_checks(v),
+        "",
+        "## Latency floors: median out-of-place time (from the notes) of each curve's messages up to 1 KiB",
+        "",
+        *_table(
+            [
+                "curve",
+                "role",
+                "sizes",
+                "hosts",
+                "ranks",
+                "measured us",
+                "predicted us",
+                "error",
+                "NCCL runs",
+                "within 20%",
+            ],
+            latency_floor(v),
+        ),
+        "",
+        "## Rows above 50%",
+        "",
+        *(
+            _table(
+                [
+                    "row",
+                    "size",
+                    "hosts",
+                    "measured GB/s",
+                    "predicted GB/s",
+                    "error",
+                    "NCCL runs",
+                    "source's doubt",
+                ],
+                [
+                    [
+                        v.rows[i].id,
+                        size(v.rows[i].bytes or 0),
+                        str(v.rows[i].nodes),
+                        f"{v.rows[i].busbw:.2f}",
+                        f"{v.predicted[i]:.2f}",
+                        signed(v.errors[i]),
+                        f"{v.algorithm[i]}/{v.protocol[i]}",
+                        _doubt(v.rows[i].notes) or "none",
+                    ]
+                    for i in over
+                ],
+            )
+            if over
+            else ["None."]
+        ),
+        "",
+        "## Rows the model cannot price",
+        "",
+        *(_table(["rows", "count", "why"], _unrepresented(v)) if not ok.all() else ["None."]),
+        "",
+        "Figure: `measured_vs_predicted.png`, each curve's measured busbw (dots) and the prediction (line).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _met(ok: bool) -> str:
+    return "yes" if ok else "no"
+
+
+def _stats(v: Validation, mask: np.ndarray) -> list[str]:
+    n, med, worst = v.summary(mask)
+    return [str(n), pct(med), pct(worst)]
+
+
+def _source_row(v: Validation, s: str) -> list[str]:
+    mask = np.array([r.source_id == s for r in v.rows])
+    ok = np.array([isinstance(f, Fabric) for f in v.fabrics])
+    n, med, worst = v.summary(mask)
+    role = "training" if s in TRAIN else "held out"
+    return [s, role, str(int(mask.sum())), str(int((mask & ok).sum())), str(n), pct(med), pct(worst)]
+
+
+def _curve_row(v: Validation, curve: str) -> list[str]:
+    mask = np.array([r.curve == curve for r in v.rows])
+    n, med, worst = v.summary(mask)
+    i = _last(v, curve)
+    runs = f"{v.algorithm[i]}/{v.protocol[i]}" if i is not None else "-"
+    role = "training" if v.train[mask].any() else "held out"
+    return [curve, role, str(n), pct(med), pct(worst), runs]
+
+
+def _unrepresented(v: Validation) -> list[list[str]]:
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r, f in zip(v.rows, v.fabrics):
+        if isinstance(f, Unrepresented):
+            groups.setdefault((r.curve, f.reason), []).append(r.id)
+    return [
+        [f"{ids[0]} .. {ids[-1]}" if len(ids) > 1 else ids[0], str(len(ids)), reason]
+        for (_, reason), ids in groups.items()
+    ]
+
+
+def predictions_csv(v: Validation) -> str:
+    """Every row: id, bytes, measured and predicted busbw (GB/s), its error where scored, what NCCL runs, role."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(
+        [
+            "id",
+            "bytes",
+            "measured",
+            "predicted",
+            "error",
+            "collective",
+            "gpu",
+            "nodes",
+            "algorithm",
+            "protocol",
+            "role",
+            "scored",
+            "unrepresented",
+        ]
+    )
+    for i, r in enumerate(v.rows):
+        f = v.fabrics[i]
+        w.writerow(
+            [
+                r.id,
+                "" if r.bytes is None else r.bytes,
+                "" if r.busbw is None else f"{r.busbw:g}",
+                "" if not math.isfinite(v.predicted[i]) else f"{v.predicted[i]:.4g}",
+                "" if not math.isfinite(v.errors[i]) else f"{v.errors[i]:.4f}",
+                r.collective,
+                r.gpu,
+                r.nodes,
+                v.algorithm[i],
+                v.protocol[i],
+                "training" if v.train[i] else "held out",
+                "yes" if v.scored[i] else "no",
+                f.reason if isinstance(f, Unrepresented) else "",
+            ]
+        )
+    return buf.getvalue()
+
+
+def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
+    """Small multiples: each represented curve's measured busbw (dots; hollow: not scored) and prediction."""
+    curves = [
+        k
+        for k in dict.fromkeys(r.curve for r in v.rows)
+        if any(r.curve == k and isinstance(f, Fabric) for r, f in zip(v.rows, v.fabrics))
+    ]
+    cols = 5
+    rows = max(1, math.ceil(len(curves) / cols))
+    fig = Figure(figsize=(3.0 * cols, 2.3 * rows))
+    for k, curve in enumerate(curves):
+        ax = fig.add_subplot(rows, cols, k + 1)
+        idx = [i for i, r in enumerate(v.rows) if r.curve == curve and isinstance(v.fabrics[i], Fabric)]
+        idx.sort(key=lambda i: v.rows[i].bytes or 0)
+        b = np.array([v.rows[i].bytes for i in idx], float)
+        meas = np.array([v.rows[i].busbw for i in idx], float)
+        pred = v.predicted[idx]
+        sc = v.scored[idx]
+        ax.plot(b, pred, "-", color="C1", lw=1.2, label="predicted")
+        ax.plot(b[sc], meas[sc], "o", color="C0", ms=3, label="measured")
+        low = ~sc & (meas > 0)  # measured, but under the scored resolution (a printed 0.00 is not drawn)
+        ax.plot(b[low], meas[low], "o", mfc="none", color="C0", ms=3)
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        role = "train" if v.train[idx[0]] else "held out"
+        ax.set_title(f"{curve} ({role})", fontsize=7, pad=2)
+        ax.tick_params(labelsize=6)
+        ax.grid(alpha=0.3)
+        if k == 0:
+            ax.legend(fontsize=6)
+        if k % cols == 0:
+            ax.set_ylabel("busbw GB/s", fontsize=7)
+        if k >= len(curves) - cols:
+            ax.set_xlabel("bytes", fontsize=7)
+    # Fixed margins: tight_layout over some thirty axes costs seconds.
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.04, top=0.97, wspace=0.25, hspace=0.45)
+    return save(fig, out, overwrite=overwrite)

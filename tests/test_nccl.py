@@ -1,0 +1,325 @@
+"""kernels/nccl.py: NCCL's tuner as equations, by hand for each algorithm and protocol, and against the float64
+reference (tests/reference.py's ``nccl_collective``) on random groups on random fabrics."""
+
+import jax
+import numpy as np
+import pytest
+
+import reference
+from helpers import TOLERANCE
+from netsweep_jax.kernels import nccl
+
+H100_NVL = 18 * 20.6  # NVLink as NCCL counts it: 18 links x 20.6 GB/s
+B200_NVL = 18 * 40.1
+A100_NVL = 12 * 20.0
+GIB = 2.0**30
+ROWS = 400  # random configurations per dtype; the hand cases are tiled to it
+
+
+def run(
+    coll,
+    x,
+    g,
+    hosts,
+    nvlink,
+    nics,
+    r,
+    arch,
+    *,
+    domain=1,
+    nvswitch=True,
+    collnet=False,
+    lam=0.0,
+    algo=-1,
+    proto=-1,
+    eta=(1.0, 1.0),
+):
+    """(us, algorithm, protocol) of one configuration, float64, through the compiled kernel."""
+    args = [
+        coll,
+        x,
+        g,
+        hosts,
+        domain,
+        nvlink,
+        nics,
+        r,
+        arch,
+        nvswitch,
+        collnet,
+        eta[0],
+        eta[1],
+        lam,
+        algo,
+        proto,
+    ]
+    i, f, b = np.int64, np.float64, bool
+    kinds = [i, f, i, i, i, f, i, f, i, b, b, f, f, f, i, i]
+    with jax.enable_x64(True):
+        # Tiled to the random test's rows and dtypes: one float64 compile serves both.
+        t = compiled(*(np.full(ROWS, v, dtype=k) for v, k in zip(args, kinds)))
+    return float(t.seconds[0]) * 1e6, nccl.ALGORITHMS[int(t.algorithm[0])], nccl.PROTOCOLS[int(t.protocol[0])]
+
+
+@jax.jit
+def compiled(
+    coll, x, g, hosts, domain, nvlink, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam, algo, proto
+):
+    """The kernel vmapped over rows (what a sweep does), one compile per dtype and shape."""
+
+    def one(
+        coll,
+        x,
+        g,
+        hosts,
+        domain,
+        nvlink,
+        nics,
+        r,
+        arch,
+        nvswitch,
+        collnet,
+        eta_net,
+        eta_nvl,
+        lam,
+        algo,
+        proto,
+    ):
+        fabric = nccl.Fabric(g, hosts, domain, nvlink, nics, r, arch, nvswitch, collnet)
+        return nccl.collective(coll, x, fabric, nccl.Constants(eta_net, eta_nvl, lam), algo, proto)
+
+    return jax.vmap(one)(
+        coll,
+        x,
+        g,
+        hosts,
+        domain,
+        nvlink,
+        nics,
+        r,
+        arch,
+        nvswitch,
+        collnet,
+        eta_net,
+        eta_nvl,
+        lam,
+        algo,
+        proto,
+    )
+
+
+# (name, arguments, expected us worked by hand from tuning.cc's numbers, algorithm, protocol)
+HAND = [
+    # One DGX H100: ring speed 60 -> 6 channels, duplicated to 12 x 30 = 360 GB/s; n = 8, 14 steps.
+    (
+        "ring simple",
+        (0, GIB, 8, 1, H100_NVL, 0, 0, 2),
+        {"algo": 1, "proto": 2},
+        8.4 + 14 * 3.4 + GIB / (1000 * 360 * 8 / 14),
+        "ring",
+        "simple",
+    ),
+    (
+        "ring ll",
+        (0, GIB, 8, 1, H100_NVL, 0, 0, 2),
+        {"algo": 1, "proto": 0},
+        6.6 + 14 * 0.6 + GIB / (1000 * 141 * 8 / 14),
+        "ring",
+        "ll",
+    ),
+    (
+        "ring ll128",
+        (0, GIB, 8, 1, H100_NVL, 0, 0, 2),
+        {"algo": 1, "proto": 1},
+        14 + 14 * 1.9 + GIB / (1000 * 331.2 * 8 / 14),
+        "ring",
+        "ll128",
+    ),
+    # Two H100 hosts, ring forced: 8 NICs -> 8 channels x 48; 28 NVLink steps at the 1 us post floor, 2 NET.
+    (
+        "ring ll across",
+        (0, 8, 8, 2, H100_NVL, 8, 50, 2),
+        {"algo": 1, "proto": 0},
+        6.6 + 28 * 1.0 + 2 * 2.7 + 8 / (1000 * 39 * 16 / 30),
+        "ring",
+        "ll",
+    ),
+    # Two p4de hosts (A100, 4 x 100 Gbit/s): 4 channels x 12, the tree's second pass at 24.
+    (
+        "tree simple",
+        (0, GIB, 8, 2, A100_NVL, 4, 12.5, 1),
+        {"algo": 0, "proto": 2},
+        8.4 + 2 * (7 * 4.0 + 14) + GIB / (1000 * 88.32 / 2),
+        "tree",
+        "simple",
+    ),
+    (
+        "tree ll",
+        (0, 4096, 8, 2, A100_NVL, 4, 12.5, 1),
+        {"algo": 0, "proto": 0},
+        6.8 + 2 * (7 * 0.6 + 5.0) + 4096 / (1000 * 88.32 / 3.8 / 2 * 0.7),
+        "tree",
+        "ll",
+    ),
+    (
+        "tree ll128",
+        (0, 2**20, 8, 2, A100_NVL, 4, 12.5, 1),
+        {"algo": 0, "proto": 1},
+        14 + 2 * (7 * 1.25 + 8.5) + 2**20 / (1000 * 80 / 2 * 0.6),
+        "tree",
+        "ll128",
+    ),
+    # One H200 host, NVLS: 8 heads at speed 40; 40 x 0.85 x 7/8 x 2 = 59.5 per channel.
+    (
+        "nvls",
+        (0, 8 * GIB, 8, 1, H100_NVL, 0, 0, 2),
+        {},
+        25 + 8 * GIB / (1000 * 476 * 8 / 14),
+        "nvls",
+        "simple",
+    ),
+    # Two H100 hosts, NVLSTree: 8 heads at 45 (NICs 48, doubled on 2 nodes), per-channel cap 57.7.
+    (
+        "nvls tree",
+        (0, 8 * GIB, 8, 2, H100_NVL, 8, 50, 2),
+        {},
+        25 + 2 * 20.9 + 8 * GIB / (1000 * 461.6 * 16 / 30),
+        "nvls_tree",
+        "simple",
+    ),
+    # Eight A100 hosts with SHARP: 8 heads at 24 GB/s, one GPU a head (f = 1).
+    (
+        "collnet direct",
+        (0, GIB, 8, 8, A100_NVL, 8, 25, 1),
+        {"collnet": True, "algo": 2},
+        2 * (3.7 + 0.4 * 7) + 31 + GIB / (1000 * 192 / 2),
+        "collnet_direct",
+        "simple",
+    ),
+    (
+        "collnet chain",
+        (0, GIB, 8, 8, A100_NVL, 8, 25, 1),
+        {"collnet": True, "algo": 3},
+        2 * 7 * 2.8 + 30 + GIB / (1000 * 192 / 2),
+        "collnet_chain",
+        "simple",
+    ),
+    # All-gather at one GPU a host (PCIe only, one 400 Gbit/s NIC): 4 channels x 12, x 0.75.
+    (
+        "pat",
+        (1, 2**20, 1, 8, 0.0, 1, 50, 2),
+        {"algo": 6},
+        8 + 3 * 14 / 3.5 + 2.8 * 8 + 2**20 / (1000 * 36),
+        "pat",
+        "simple",
+    ),
+    # Two GB300 racks: half of each rank's bytes leave the rack at 8 x 50 / 4 = 100 GB/s a GPU.
+    (
+        "alltoall rack edge",
+        (3, GIB, 4, 32, B200_NVL, 8, 50, 3),
+        {"domain": 18},
+        6.6 + 3.4 + 14 + GIB * 64 / 128 / (1000 * 100),
+        "p2p",
+        "simple",
+    ),
+    ("sendrecv", (4, GIB, 8, 2, H100_NVL, 8, 50, 2), {}, 6.6 + 14 + GIB / (1000 * 50), "p2p", "simple"),
+    # NCCL's own choice at 8 B on two H100 hosts: tree LL, the 25 us floor.
+    (
+        "choice 8 B",
+        (0, 8, 8, 2, H100_NVL, 8, 50, 2),
+        {},
+        6.8 + 2 * (7 * 0.6 + 5.0) + 8 / (1000 * 39 / 2),
+        "tree",
+        "ll",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", HAND, ids=[c[0] for c in HAND])
+def test_by_hand(case):
+    _, args, kw, expected, algo, proto = case
+    us, a, p = run(*args, **kw)
+    assert (a, p) == (algo, proto)
+    assert us == pytest.approx(expected, rel=1e-12)
+
+
+def test_hand_cases_match_reference():
+    for name, (coll, x, g, hosts, nvl, nics, r, arch), kw, expected, algo, proto in HAND:
+        sec, a, p = reference.nccl_collective(
+            coll,
+            x,
+            g,
+            hosts,
+            kw.get("domain", 1),
+            nvl,
+            nics,
+            r,
+            arch,
+            True,
+            kw.get("collnet", False),
+            1.0,
+            1.0,
+            0.0,
+            kw.get("algo", -1),
+            kw.get("proto", -1),
+        )
+        assert sec * 1e6 == pytest.approx(expected, rel=1e-12), name
+        assert (nccl.ALGORITHMS[a], nccl.PROTOCOLS[p]) == (algo, proto), name
+
+
+def test_efficiency_and_latency_enter_as_stated():
+    """eta divides the bandwidth term only; lambda is added per NET hop (twice for Simple)."""
+    base, _, _ = run(0, 8 * GIB, 8, 2, H100_NVL, 8, 50, 2)
+    slow, _, _ = run(0, 8 * GIB, 8, 2, H100_NVL, 8, 50, 2, eta=(0.5, 1.0), lam=3.0)
+    lat = 25 + 2 * 20.9
+    assert slow == pytest.approx(lat + 2 * 6.0 + 2 * (base - lat), rel=1e-12)
+
+
+def random_cases(rng, k):
+    arch = rng.integers(0, 4, k)
+    cases = dict(
+        coll=rng.integers(0, 5, k),
+        x=np.exp(rng.uniform(np.log(8), np.log(2.0**34), k)).round(),
+        g=rng.choice([1, 2, 4, 8], k),
+        hosts=rng.choice([1, 2, 3, 4, 8, 16, 32, 64], k),
+        domain=rng.choice([1, 1, 2, 18], k),
+        nvlink=np.where(
+            rng.random(k) < 0.15, 0.0, rng.choice([6, 12, 18], k) * np.array(nccl.NVLINK_LINK)[arch]
+        ),
+        nics=rng.choice([1, 2, 4, 8, 16, 32], k),
+        r=rng.choice([12.5, 25.0, 50.0, 100.0], k),
+        arch=arch,
+        nvswitch=rng.random(k) < 0.7,
+        collnet=rng.random(k) < 0.3,
+        eta_net=rng.uniform(0.3, 1.0, k),
+        eta_nvl=rng.uniform(0.5, 1.0, k),
+        lam=rng.uniform(0.0, 20.0, k),
+        algo=np.where(rng.random(k) < 0.3, rng.integers(0, 7, k), -1),
+        proto=np.where(rng.random(k) < 0.3, rng.integers(0, 3, k), -1),
+    )
+    return cases
+
+
+@pytest.mark.parametrize("dtype,seed", [("float64", 0), ("float32", 1)])
+def test_random_against_reference(dtype, seed):
+    k = ROWS
+    c = random_cases(np.random.default_rng(seed), k)
+    with jax.enable_x64(dtype == "float64"):
+        t = evaluate(c, dtype)
+    assert t.seconds.dtype == dtype
+    got = np.asarray(t.seconds, np.float64)
+    assert np.all(np.isfinite(got)) and np.all(got > 0)
+    seen = set()
+    for i in range(k):
+        sec, a, p = reference.nccl_collective(*(c[key][i].item() for key in c))
+        assert got[i] == pytest.approx(sec, rel=TOLERANCE["overlap"][dtype]), i
+        if dtype == "float64":
+            assert (int(t.algorithm[i]), int(t.protocol[i])) == (a, p), i
+        seen.add((a, p))
+    # The draw reaches every algorithm and every protocol.
+    assert {a for a, _ in seen} == set(range(8)) and {p for _, p in seen} == {0, 1, 2}
+
+
+def evaluate(c, dtype):
+    floats = ("x", "nvlink", "r", "eta_net", "eta_nvl", "lam")
+    return compiled(*(v.astype(dtype) if key in floats else v for key, v in c.items()))

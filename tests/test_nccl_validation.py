@@ -1,0 +1,195 @@
+"""sweep validate --nccl: the reader of nccl_tests.csv's format (bad rows refused in one line, rows the model
+cannot price reported), the fabric a row states, and the committed report regenerated."""
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import RESULTS, assert_same_file, invoke, regenerate
+from netsweep_jax.sweep.analysis import nccl_validation as V
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.nccl_tests import REQUIRED, read_nccl_tests
+from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of, stated_choice
+
+COMMITTED = RESULTS / "validation-nccl"
+PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "nccl_tests.csv"
+needs_published = pytest.mark.skipif(not PUBLISHED.is_file(), reason=f"{PUBLISHED} absent (../shared)")
+
+HEADER = ",".join(REQUIRED) + ",notes"
+GOOD = [
+    "NT309A-H100-2x8-01,s,all_reduce,H100 80GB HBM3,8,8,400,2,,1073741824,448.9,",
+    "NT309A-H100-2x8-02,s,all_reduce,H100 80GB HBM3,8,8,400,2,,2147483648,461.24,",
+    "AZ-NDH200v5-01,s,all_reduce,H200 141GB,8,8,400,1,NVLS,1073741824,467.58,",
+    "X-A100-01,s,all_reduce,A100-SXM4-80GB,8,,,16,,1073741824,45.4,",
+    "X-TPU-01,s,alltoall,TPU v5p,4,1,100,2,,1048576,1.0,",
+    "X-EP-01,s,alltoall,H100,8,32,100,4,,,53.9,",
+    "X-SOCK-01,s,all_reduce,GH200 120GB,4,4,200,2,NET/Socket (no libfabric plugin),1048576,1.2,",
+    "X-SMALL-01,s,all_reduce,H100,8,8,400,2,,8,0.0,out-of-place time 25.0 us",
+    "X-BCAST-01,s,broadcast,H100,8,8,400,2,,1048576,20.0,",
+]
+
+
+def write(tmp_path, *rows, header=HEADER):
+    path = tmp_path / "nccl.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+def test_reads_good_rows(tmp_path):
+    rows = read_nccl_tests(write(tmp_path, *GOOD))
+    assert [r.id for r in rows] == [g.split(",")[0] for g in GOOD]
+    r = rows[0]
+    assert (r.collective, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.bytes, r.busbw) == (
+        "all_reduce",
+        8,
+        2,
+        8,
+        400.0,
+        2**30,
+        448.9,
+    )
+    assert (r.curve, r.source_id, r.ranks) == ("NT309A-H100-2x8", "NT309A", 16)
+    assert rows[3].nics is None and rows[5].bytes is None
+
+
+@pytest.mark.parametrize(
+    "row,rule",
+    [
+        ("B-01,s,allreduce,H100,8,8,400,2,,8,1.0,", "collective 'allreduce' is not one of nccl-tests'"),
+        ("B-01,s,all_reduce,H100,0,8,400,2,,8,1.0,", "gpus_per_node 0 must be a whole number from 1"),
+        ("B-01,s,all_reduce,H100,8,8,400,2.5,,8,1.0,", "nodes 2.5 must be a whole number from 1"),
+        ("B-01,s,all_reduce,H100,8,8,fast,2,,8,1.0,", "nic_gbps 'fast' is not a number"),
+        ("B-01,s,all_reduce,H100,8,8,400,2,,8,-1,", "busbw_gbytes_s -1 must be a number from 0"),
+        ("B-01,s,all_reduce,H100,8,8,400,2,,1e40,1,", "bytes 1e40 must be a whole number from 1"),
+        ("B-01,s,all_reduce,,8,8,400,2,,8,1,", "gpu is empty"),
+        ("B-01,s,all_reduce,H100,8,8,400,2,,8,1", "expected 12 cells, got 11"),
+        (",s,all_reduce,H100,8,8,400,2,,8,1,", "id is empty"),
+    ],
+)
+def test_bad_row_is_one_error_naming_row_and_rule(tmp_path, row, rule):
+    with pytest.raises(InputError) as e:
+        read_nccl_tests(write(tmp_path, GOOD[0], row))
+    assert rule in str(e.value) and ":3" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_bad_files(tmp_path):
+    with pytest.raises(InputError, match="missing column\\(s\\) busbw_gbytes_s"):
+        read_nccl_tests(write(tmp_path, GOOD[0], header=HEADER.replace("busbw_gbytes_s", "busbw")))
+    with pytest.raises(InputError, match="row id NT309A-H100-2x8-01 appears twice"):
+        read_nccl_tests(write(tmp_path, GOOD[0], GOOD[0]))
+    with pytest.raises(InputError, match="no rows after the header"):
+        read_nccl_tests(write(tmp_path))
+
+
+def test_cli_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    r = invoke("validate", "--nccl", write(tmp_path, GOOD[0], GOOD[0]), "--out", out)
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "appears twice" in r.output
+    assert not out.exists()
+    r = invoke("validate", "--nccl", write(tmp_path, GOOD[0]), "--llm")
+    assert r.exit_code == 2 and "--nccl takes no --llm" in r.output
+
+
+def test_stated_choice():
+    assert stated_choice("NVLS") == (4, -1, False, "")
+    assert stated_choice("Ring") == (1, -1, False, "")
+    assert stated_choice("NCCL_ALGO=Ring (forced), NCCL_MIN_CTAS=24") == (1, -1, False, "")
+    assert stated_choice("NCCL_ALGO=NVLSTree NCCL_PROTO=LL128") == (5, 1, False, "")
+    assert stated_choice("text says NVLS (DOUBT: ...)") == (-1, -1, False, "")
+    assert stated_choice("NCCL_COLLNET_ENABLE=1 (IB SHARP, CollNet)") == (-1, -1, True, "")
+    assert stated_choice("NET/Socket (no libfabric plugin)")[3] == "socket"
+
+
+def test_fabric_from_stated_hardware():
+    gb300 = fabric_of("GB300 (B300 288GB)", 4, 32, 8, 400.0, "")
+    assert isinstance(gb300, Fabric)
+    assert (gb300.domain, gb300.arch, gb300.nvlink, gb300.nvswitch, gb300.preset) == (
+        18,
+        3,
+        900e9,
+        True,
+        "gb200",
+    )
+    h100 = fabric_of("H100 80GB HBM3", 8, 2, 8, 400.0, "NCCL_ALGO=Ring")
+    assert (h100.domain, h100.arch, h100.algorithm, h100.nvlink) == (1, 2, 1, 450e9)
+    assert fabric_of("V100-SXM2-32GB", 8, 2, 1, 100.0, "").nvswitch is False
+    assert "no preset" in fabric_of("TPU v5p", 4, 2, 1, 100.0, "").reason
+    assert "NICs" in fabric_of("A100", 8, 16, None, None, "").reason
+    assert isinstance(fabric_of("GB200", 4, 1, None, None, "Ring"), Fabric)  # one host needs no NICs
+
+
+def test_unpriceable_rows_are_reported_not_dropped(tmp_path):
+    v = V.run_validation(write(tmp_path, *GOOD))
+    why = {r.id: f.reason for r, f in zip(v.rows, v.fabrics) if isinstance(f, Unrepresented)}
+    assert set(why) == {"X-A100-01", "X-TPU-01", "X-EP-01", "X-SOCK-01", "X-BCAST-01"}
+    text = V.predictions_csv(v)
+    rows = {r["id"]: r for r in csv.DictReader(text.splitlines())}
+    assert len(rows) == len(GOOD)
+    assert all(rows[i]["unrepresented"] == why[i] and rows[i]["predicted"] == "" for i in why)
+    assert rows["X-SMALL-01"]["scored"] == "no" and rows["X-SMALL-01"]["predicted"] != ""
+    report = V.report(v)
+    for reason in why.values():
+        assert reason in report
+    assert all(math.isfinite(x) and x > 0 for x in v.predicted[[0, 1, 2, 7]])
+
+
+def test_no_fit_source_is_refused(tmp_path):
+    with pytest.raises(InputError, match="no scored row of the fit's sources"):
+        V.run_validation(write(tmp_path, GOOD[3]))
+
+
+@pytest.fixture(scope="module")
+def validation(tmp_path_factory):
+    if not PUBLISHED.is_file():
+        pytest.skip(f"{PUBLISHED} absent (../shared)")
+    held = {}
+
+    def run(out, **kwargs):
+        paths, held["v"] = V.run(out, dataset=PUBLISHED, **kwargs)
+        return paths
+
+    return regenerate(
+        tmp_path_factory, run, "validation-nccl", "validate --nccl ../shared/published/nccl_tests.csv"
+    ), held["v"]
+
+
+@needs_published
+@pytest.mark.parametrize("name", V.FILES)
+def test_report_matches_committed(validation, name):
+    assert_same_file(validation[0] / name, COMMITTED / name)
+
+
+@needs_published
+def test_report_numbers_follow_from_the_predictions(validation):
+    out, v = validation
+    rows = list(csv.DictReader(open(out / "predictions.csv")))
+    held = [abs(float(r["error"])) for r in rows if r["role"] == "held out" and r["error"]]
+    big = [
+        abs(float(r["error"]))
+        for r in rows
+        if r["role"] == "held out" and r["error"] and int(r["bytes"]) >= 2**26
+    ]
+    text = (out / "REPORT.md").read_text()
+    assert f"| all sizes | {len(held)} | {100 * np.median(held):.1f}% |" in text
+    assert f"| >= 64 MiB | {len(big)} | {100 * np.median(big):.1f}% |" in text
+    assert f"{sum(e > 0.5 for e in held)} held-out rows err by more than 50.0%" in text
+    # Every row of the file is in predictions.csv, priced or with its reason.
+    assert len(rows) == len(read_nccl_tests(PUBLISHED))
+    assert all(r["predicted"] or r["unrepresented"] for r in rows)
+
+
+@needs_published
+def test_busbw_is_nccl_tests_definition(validation):
+    """NT309A's 8 GiB row on two H100 hosts, by hand: NVLSTree at 461.6 GB/s of bus bandwidth (8 heads x 57.7),
+    the fitted eta_net, 25 + 2 (20.9 + 2 lambda) us of latency, busbw = algbw x 2 (n - 1) / n with n = 16."""
+    _, v = validation
+    i = next(k for k, r in enumerate(v.rows) if r.id == "NT309A-H100-2x8-31")
+    eta, _, lam = v.constants
+    x = v.rows[i].bytes
+    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta)
+    assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
+    assert (v.algorithm[i], v.protocol[i]) == ("nvls_tree", "simple")
