@@ -253,7 +253,7 @@ def write_plan(
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
-    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.paths import Claim, partial_path
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     check_size(grid)  # before the output is claimed
@@ -270,34 +270,44 @@ def write_plan(
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
     check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
+    claim = Claim(partial)  # held from here to the end: another plan on this --out is refused
+    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}", claim)
     if resume:
         checkpoint.load()
     elif partial.exists():
-        remove_stale(
-            partial
-        )  # --force: an earlier plan's checkpoint (check_output: netsweep's, no live run's)
-    say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+        remove_stale(partial)  # --force: an earlier plan's (check_output: netsweep's, no live run's)
+    claim.take(new=not resume)
     try:
-        with interrupts.deferred():
-            if progress_bar is None:
-                ds = plan(grid, keep=keep, checkpoint=checkpoint)
-            else:
-                with progress_bar(
-                    2 * grid.inner_size * grid.outer_size, 0
-                ) as advance:  # the plan, then ideal
-                    ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
-    except InputError:
-        partial.unlink(missing_ok=True)  # refused (no feasible layout): nothing of this plan is kept
-        if made is not None and made.is_dir() and not any(made.iterdir()):
-            made.rmdir()
-        raise
-    except BaseException as e:
-        if partial.exists():
-            setattr(e, KEPT, partial)
-        raise
-    write_dataset(ds, target, command=command, overwrite=force)
-    partial.unlink(missing_ok=True)
+        say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+        try:
+            with interrupts.deferred():
+                if progress_bar is None:
+                    ds = plan(grid, keep=keep, checkpoint=checkpoint)
+                else:
+                    with progress_bar(
+                        2 * grid.inner_size * grid.outer_size, 0
+                    ) as advance:  # the plan, then ideal
+                        ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
+        except InputError:
+            claim.remove()  # refused (no feasible layout): nothing of this plan is kept
+            if made is not None and made.is_dir() and not any(made.iterdir()):
+                made.rmdir()
+            raise
+        except BaseException as e:
+            if partial.exists():
+                setattr(e, KEPT, partial)
+            raise
+        try:
+            write_dataset(ds, target, command=command, overwrite=force, kept=partial)
+        except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
+            checkpoint.save()
+            raise
+        except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
+            claim.remove_if_empty()
+            raise
+        claim.remove()
+    finally:
+        claim.release()
     return ds, target
 
 

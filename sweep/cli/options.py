@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError, WriteFailed
+from netsweep_jax.sweep.core.errors import Damaged, InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.schema import cli_message
 
@@ -109,7 +109,7 @@ def options(*groups):
                 return command(**kwargs)
             except InputError as e:
                 fail(cli_message(e))
-            except WriteFailed as e:  # the disk refused an output: a fault, not bad input
+            except (WriteFailed, Damaged) as e:  # the disk refused an output, a file changed: a fault
                 fail(str(e), code=1)
             except (KeyboardInterrupt, Interrupted) as e:
                 fail("interrupted", code=exit_code(e))

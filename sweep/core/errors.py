@@ -26,6 +26,11 @@ class WriteFailed(RuntimeError):
     fault, not bad input; one line, exit code 1, and nothing of the write is left behind."""
 
 
+class Damaged(RuntimeError):
+    """A file netsweep wrote no longer holds what it wrote (a checksum does not match, or HDF5 cannot read
+    it): a fault, not bad input; one line, exit code 1, nothing read from it is shown."""
+
+
 class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
 

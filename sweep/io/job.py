@@ -314,11 +314,10 @@ def _run_reduced(
                 progress=progress,
                 kernel=kernel,
                 after_block=after_block,
+                overwrite=force,  # a file that appeared at OUT meanwhile is kept, as a sweep's finish keeps it
             )
         except InputError:
-            if not resume and made_by_a_sweep(partial) and not in_use(partial):
-                partial.unlink(missing_ok=True)  # a checkpoint of this run's, refused late
-            raise
+            raise  # refused: run_reduced removed its own checkpoint, or kept its result and said where
         except BaseException as e:
             if partial.exists():  # run_reduced checkpoints every finished block before it stops
                 _keep(e, partial)
