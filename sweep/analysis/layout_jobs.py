@@ -258,9 +258,10 @@ def write_plan(
 
     check_size(grid)  # before the output is claimed
     if share is not None:
-        if resume:
+        if resume:  # each process's share is searched whole: a stopped one is searched again
             raise InputError(
-                "--resume with --distributed is not supported for a plan; rerun it", param="resume"
+                "with --distributed is not supported for a plan: rerun every process without it",
+                param="resume",
             )
         if out is None:
             raise InputError("needed with --distributed: a path every process can reach", param="out")
@@ -348,7 +349,11 @@ def plan_share(
     if pid != 0:
         return None, shard
     shards = [shard_path(target, p, count) for p in range(count)]
-    wait_for(shards, stitch_timeout)
+    try:
+        wait_for(shards, stitch_timeout, then="rerun every process (without --resume: a plan starts over)")
+    except BaseException:
+        shard.unlink(missing_ok=True)  # a plan's shard is not resumed: nothing of this run's is left behind
+        raise
     found = []
     for path in shards:
         checkpoint = PlanCheckpoint(path, fingerprint)

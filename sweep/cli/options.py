@@ -31,6 +31,18 @@ def fail(message: str, code: int = 2) -> Any:
     raise typer.Exit(code=code)
 
 
+def abandon(message: str, code: int) -> Any:
+    """One line ``error: MESSAGE`` on stderr, and end the process now with ``code``: for a failure that leaves a
+    thread blocked in native code (XLA's connect to a coordinator no peer joined), which the interpreter's
+    teardown would wait on, or log about."""
+    import os
+
+    typer.echo(f"error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def param(
     name: str, annotation: Any, default: Any, *flags: str, help: str, **extra: Any
 ) -> inspect.Parameter:

@@ -35,6 +35,11 @@ class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
 
 
+class JoinTimeout(StitchTimeout):
+    """A ``--distributed`` process waited its time for every process to join and one did not (it never started):
+    XLA's connect still blocks on a thread of its own, so the process is ended at once, after one line."""
+
+
 def where(path: object, line: int | None = None) -> str:
     """``'path'`` or ``'path:line'``, for messages that point at input."""
     return f"{path}:{line}" if line is not None else f"{path}"
