@@ -299,14 +299,17 @@ def write_plan(
                 setattr(e, KEPT, partial)
             raise
         try:
-            write_dataset(ds, target, command=command, overwrite=force, kept=partial)
+            # Deferred as a sweep's finish is: a signal from here on stops nothing; it is said once the plan is
+            # printed, with the cube in place (it was raised after the rename, said as nothing kept).
+            with interrupts.deferred():
+                write_dataset(ds, target, command=command, overwrite=force, kept=partial)
+                claim.remove()
         except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
             checkpoint.save()
             raise
         except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
             claim.remove_if_empty()
             raise
-        claim.remove()
     finally:
         claim.release()
     return ds, target

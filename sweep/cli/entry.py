@@ -39,7 +39,10 @@ def main() -> None:
         _interrupted(128 + signum, reported=False)
     signum = interrupts.received()
     if signum is not None:  # swallowed by a library, or it came as the command ended: never exit 0
-        _interrupted(128 + signum, reported=code == 128 + signum)
+        # One deferred while the output was put in place (the command then ended well) is said as such; one a
+        # library swallowed is said as it was.
+        message = _ended(code) if code == 0 and interrupts.requested() else "error: interrupted"
+        _interrupted(128 + signum, reported=code == 128 + signum, message=message)
     sys.exit(code)
 
 

@@ -54,6 +54,11 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     cannot be written, or has nothing to resume."""
     out = Path(out)
     partial = partial_path(out)
+    if resume and force:  # a checkpoint that cannot be resumed told the user to pass --force, which they had
+        raise InputError(
+            "and --force cannot go together: --resume finishes OUT.partial, --force starts over",
+            param="resume",
+        )
     for path in (out, partial):
         regular_or_absent(path)
     if in_use(partial):
