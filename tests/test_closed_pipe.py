@@ -45,3 +45,23 @@ def test_a_reader_that_leaves_ends_the_command_with_141(tmp_path, monkeypatch, l
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(reader, encoding="utf-8", write_through=True))
     assert entry._run() == 141
     assert reader.taken == limit
+
+
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
+        "0.5,1"]  # fmt: skip  # as tests/test_layout_engine.py's: no compile of its own
+
+
+@pytest.mark.parametrize("form", ["--csv", "--json"])
+def test_a_plan_printed_as_csv_or_json_says_its_cube_even_when_the_reader_leaves(
+    tmp_path, monkeypatch, capsys, form
+):
+    out = tmp_path / "p.h5"
+    monkeypatch.setattr(sys, "argv", ["sweep", *PLAN, "--out", str(out), form])
+    monkeypatch.setattr(
+        sys, "stdout", io.TextIOWrapper(LeavingReader(100), encoding="utf-8", write_through=True)
+    )
+    assert entry._run() == 141
+    assert (
+        f"wrote {out}" in capsys.readouterr().err.splitlines()
+    )  # on stderr: stdout is the CSV or JSON alone
+    assert out.exists()

@@ -259,8 +259,12 @@ def plan(
         assert share is not None
         typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
         return
-    typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
-    typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
+    if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr (a reader that
+        say(f"wrote {target}")  # leaves early, | head, ends the command before anything after its output)
+        typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
+        return
+    typer.echo(plan_table(ds))
+    typer.echo(f"wrote {target}")
 
 
 def models():
