@@ -169,7 +169,7 @@ def verify_text(path: str | Path) -> tuple[str, int]:
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
 
 
-def check_selection(path: str | Path, ds: xr.Dataset, sel: Mapping[Hashable, Any]) -> None:
+def check_selection(path: str | Path, ds: xr.Dataset, sel: Mapping[Any, Any]) -> None:
     """Refuse (:class:`~sweep.core.errors.Damaged`) to show a selection ``sel`` ({dim: value or values}) of
     the cube ``ds`` read from ``path`` when a block it reads no longer matches its checksum
     (:func:`~sweep.io.integrity.check_read`)."""
