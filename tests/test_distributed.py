@@ -82,7 +82,7 @@ def test_waiting_gives_up_only_after_the_timeout_without_change(tmp_path):
 def as_process(monkeypatch, pid, out, *extra, **hooks):
     """``sweep grid GRID --distributed`` here as process ``pid`` of 2, with ``run_grid`` or waiting hooks."""
     with monkeypatch.context() as m:
-        m.setattr(distributed, "rendezvous", lambda *args: (pid, 2))
+        m.setattr(distributed, "rendezvous", lambda *args, **kwargs: (pid, 2))
         if "after_block" in hooks:
             m.setattr(
                 distributed,

@@ -250,18 +250,18 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "out,message",
+    "out,message,code",
     [
-        ("missing/fig.png", "does not exist"),
-        ("fig.bmpx", "unknown file type '.bmpx'"),
-        ("/proc/fig.png", "cannot be written"),  # not writable even for root
-        ("a_dir", "a directory"),
+        ("missing/fig.png", "does not exist", 2),
+        ("fig.bmpx", "unknown file type '.bmpx'", 2),
+        ("/proc/fig.png", "cannot be written", 1),  # not writable even for root: a refused write, a fault
+        ("a_dir", "a directory", 2),
     ],
 )
-def test_plot_outputs(cube_file, tmp_path, out, message):
+def test_plot_outputs(cube_file, tmp_path, out, message, code):
     (tmp_path / "a_dir").mkdir()
     r = invoke("plot", cube_file, "--x", "bandwidth", "--hue", "nodes", "--out", tmp_path / out)
-    assert message in one_line_error(r)
+    assert message in one_line_error(r, code)
     assert not list(tmp_path.glob("**/*.png")) and not list(tmp_path.glob("**/*.partial"))
 
 

@@ -486,9 +486,12 @@ def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatc
     monkeypatch.setattr(module, name, and_meanwhile)
     r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out)
     assert r.exit_code == 2 and "file exists; pass --force" in r.output, r.output
-    # grid keeps its finished cube for --resume, as a data-parallel sweep does; plan has nothing to resume
-    kept = ["o.h5"] if command == "plan" else ["o.h5", "o.h5.partial"]
-    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == kept
+    # both keep their finished result for --resume, as a data-parallel sweep does (#42: a plan its searches)
+    assert "kept in" in r.output
+    assert out.read_text() == "the user's" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "o.h5",
+        "o.h5.partial",
+    ]
     r = invoke(command, *LLAMA_8B, "--tp", "1", "--pp", "1", "--out", out, "--force")
     assert r.exit_code == 0, r.output
     assert out.read_bytes().startswith(b"\x89HDF") and sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]

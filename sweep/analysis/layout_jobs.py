@@ -253,14 +253,15 @@ def write_plan(
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
-    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.paths import Claim, partial_path
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     check_size(grid)  # before the output is claimed
     if share is not None:
-        if resume:
+        if resume:  # each process's share is searched whole: a stopped one is searched again
             raise InputError(
-                "--resume with --distributed is not supported for a plan; rerun it", param="resume"
+                "with --distributed is not supported for a plan: rerun every process without it",
+                param="resume",
             )
         if out is None:
             raise InputError("needed with --distributed: a path every process can reach", param="out")
@@ -270,34 +271,47 @@ def write_plan(
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
     check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
+    claim = Claim(partial)  # held from here to the end: another plan on this --out is refused
+    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}", claim)
     if resume:
         checkpoint.load()
     elif partial.exists():
-        remove_stale(
-            partial
-        )  # --force: an earlier plan's checkpoint (check_output: netsweep's, no live run's)
-    say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+        remove_stale(partial)  # --force: an earlier plan's (check_output: netsweep's, no live run's)
+    claim.take(new=not resume)
     try:
-        with interrupts.deferred():
-            if progress_bar is None:
-                ds = plan(grid, keep=keep, checkpoint=checkpoint)
-            else:
-                with progress_bar(
-                    2 * grid.inner_size * grid.outer_size, 0
-                ) as advance:  # the plan, then ideal
-                    ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
-    except InputError:
-        partial.unlink(missing_ok=True)  # refused (no feasible layout): nothing of this plan is kept
-        if made is not None and made.is_dir() and not any(made.iterdir()):
-            made.rmdir()
-        raise
-    except BaseException as e:
-        if partial.exists():
-            setattr(e, KEPT, partial)
-        raise
-    write_dataset(ds, target, command=command, overwrite=force)
-    partial.unlink(missing_ok=True)
+        say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+        try:
+            with interrupts.deferred():
+                if progress_bar is None:
+                    ds = plan(grid, keep=keep, checkpoint=checkpoint)
+                else:
+                    with progress_bar(
+                        2 * grid.inner_size * grid.outer_size, 0
+                    ) as advance:  # the plan, then ideal
+                        ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
+        except InputError:
+            claim.remove()  # refused (no feasible layout): nothing of this plan is kept
+            if made is not None and made.is_dir() and not any(made.iterdir()):
+                made.rmdir()
+            raise
+        except BaseException as e:
+            if partial.exists():
+                setattr(e, KEPT, partial)
+            raise
+        try:
+            # Deferred as a sweep's finish is: a signal from here on stops nothing; it is said once the plan is
+            # printed, with the cube in place (it was raised after the rename, said as nothing kept).
+            with interrupts.deferred():
+                write_dataset(ds, target, command=command, overwrite=force, kept=partial)
+                claim.remove()
+        except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
+            checkpoint.save()
+            raise
+        except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
+            claim.remove_if_empty()
+            raise
+    finally:
+        claim.release()
     return ds, target
 
 
@@ -338,7 +352,11 @@ def plan_share(
     if pid != 0:
         return None, shard
     shards = [shard_path(target, p, count) for p in range(count)]
-    wait_for(shards, stitch_timeout)
+    try:
+        wait_for(shards, stitch_timeout, then="rerun every process (without --resume: a plan starts over)")
+    except BaseException:
+        shard.unlink(missing_ok=True)  # a plan's shard is not resumed: nothing of this run's is left behind
+        raise
     found = []
     for path in shards:
         checkpoint = PlanCheckpoint(path, fingerprint)

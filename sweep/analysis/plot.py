@@ -17,7 +17,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-from netsweep_jax.sweep.io.reader import open_cube
+from netsweep_jax.sweep.io.reader import check_selection, open_cube
 
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
@@ -190,6 +190,7 @@ def plot_cube(
     check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
+    check_selection(path, ds, chosen)  # what is drawn is what was written
     title = selection_title(ds, chosen) or None  # the --sel choices: what the figure holds fixed
     ax = (
         line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title)

@@ -39,7 +39,10 @@ def main() -> None:
         _interrupted(128 + signum, reported=False)
     signum = interrupts.received()
     if signum is not None:  # swallowed by a library, or it came as the command ended: never exit 0
-        _interrupted(128 + signum, reported=code == 128 + signum)
+        # One deferred while the output was put in place (the command then ended well) is said as such; one a
+        # library swallowed is said as it was.
+        message = _ended(code) if code == 0 and interrupts.requested() else "error: interrupted"
+        _interrupted(128 + signum, reported=code == 128 + signum, message=message)
     sys.exit(code)
 
 
@@ -60,7 +63,21 @@ class _GuardedStdout:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            buffer = getattr(self._stream, "buffer", None)
+            if buffer is None:
+                return self._stream.write(text)
+            # Through the bytes below: a large write that a reader leaving cuts short returns the bytes it took,
+            # which the text layer drops (exit code 0 with the output cut); the rest is written again, and fails.
+            self._stream.flush()
+            data = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
+            while data:
+                taken = buffer.write(data)
+                if taken is None:  # a non-blocking stream that would block: not ours to wait on
+                    import errno
+
+                    raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+                data = data[taken:]
+            return len(text)
         except OSError as e:
             raise _StdoutFailed(e) from None
 
@@ -77,7 +94,7 @@ class _GuardedStdout:
 def _run() -> int:
     """Run the CLI on ``sys.argv``; its exit code. A usage error is printed here (exit code 2). Standard output
     that cannot be written is one line (exit code 1), or nothing when the reader has gone (a pipe into
-    ``head``: exit code 141, as a program SIGPIPE ends)."""
+    ``head``, before or during the output: exit code 141, as a program SIGPIPE ends)."""
     import errno
     import signal
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError, WriteFailed
+from netsweep_jax.sweep.core.errors import Damaged, InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.schema import cli_message
 
@@ -30,6 +30,18 @@ def fail(message: str, code: int = 2) -> Any:
     """One line ``error: MESSAGE`` on stderr, and exit with ``code``."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=code)
+
+
+def abandon(message: str, code: int) -> Any:
+    """One line ``error: MESSAGE`` on stderr, and end the process now with ``code``: for a failure that leaves a
+    thread blocked in native code (XLA's connect to a coordinator no peer joined), which the interpreter's
+    teardown would wait on, or log about."""
+    import os
+
+    typer.echo(f"error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def param(
@@ -139,7 +151,7 @@ def options(*groups):
                 return command(**kwargs)
             except InputError as e:
                 fail(cli_message(e))
-            except WriteFailed as e:  # the disk refused an output: a fault, not bad input
+            except (WriteFailed, Damaged) as e:  # the disk refused an output, a file changed: a fault
                 fail(str(e), code=1)
             except (KeyboardInterrupt, Interrupted) as e:
                 fail("interrupted", code=exit_code(e))

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import (
+    abandon,
     axis_parameters,
     command_line,
     fail,
@@ -33,7 +34,7 @@ from netsweep_jax.sweep.cli.parameters import (
     Quiet,
     make_grid_from,
 )
-from netsweep_jax.sweep.core.errors import DiskFull, InputError, StitchTimeout
+from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import assumed_line
@@ -90,6 +91,10 @@ def grid(
     from netsweep_jax.sweep.engine.dispatch import check_kernel
     from netsweep_jax.sweep.io import job
 
+    if settings.get("distributed"):  # before anything starts
+        from netsweep_jax.sweep.io.distributed import check_options
+
+        check_options(settings["coordinator"], settings["stitch_timeout"])
     layouts = layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), given(ctx, "model"))
     if reduce and settings.get("distributed"):
         raise InputError(
@@ -143,6 +148,8 @@ def grid(
             else "interrupted before any block was written; nothing was kept",
             code=exit_code(e),
         )
+    except JoinTimeout as e:
+        abandon(str(e), 3)
     except StitchTimeout as e:
         fail(str(e), code=3)
     except DiskFull as e:
@@ -213,14 +220,23 @@ def plan(
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     if as_csv and as_json:
         raise InputError("give one of --csv and --json", param="json")
+    if settings.get("distributed"):  # before anything starts
+        from netsweep_jax.sweep.io.distributed import check_options
+
+        check_options(settings["coordinator"], settings["stitch_timeout"])
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
     bar = progress_bar(not quiet and sys.stderr.isatty())
     share = None
-    if settings.get("distributed"):
-        from netsweep_jax.sweep.io.distributed import rendezvous
-
-        share = rendezvous(settings["coordinator"], settings["num_processes"], settings["process_id"])
     try:
+        if settings.get("distributed"):
+            from netsweep_jax.sweep.io.distributed import rendezvous
+
+            share = rendezvous(
+                settings["coordinator"],
+                settings["num_processes"],
+                settings["process_id"],
+                options=f"plan {g.fingerprint()} keep={keep}",
+            )
         ds, target = write_plan(
             g,
             out,
@@ -233,6 +249,8 @@ def plan(
             share=share,
             stitch_timeout=settings["stitch_timeout"],
         )
+    except JoinTimeout as e:
+        abandon(str(e), 3)
     except StitchTimeout as e:
         fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
@@ -247,8 +265,12 @@ def plan(
         assert share is not None
         typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
         return
-    typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
-    typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
+    if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr (a reader that
+        say(f"wrote {target}")  # leaves early, | head, ends the command before anything after its output)
+        typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
+        return
+    typer.echo(plan_table(ds))
+    typer.echo(f"wrote {target}")
 
 
 def models():

@@ -26,8 +26,18 @@ class WriteFailed(RuntimeError):
     fault, not bad input; one line, exit code 1, and nothing of the write is left behind."""
 
 
+class Damaged(RuntimeError):
+    """A file netsweep wrote no longer holds what it wrote (a checksum does not match, or HDF5 cannot read
+    it): a fault, not bad input; one line, exit code 1, nothing read from it is shown."""
+
+
 class StitchTimeout(RuntimeError):
     """A ``--distributed`` shard did not complete in time (its process probably died)."""
+
+
+class JoinTimeout(StitchTimeout):
+    """A ``--distributed`` process waited its time for every process to join and one did not (it never started):
+    XLA's connect still blocks on a thread of its own, so the process is ended at once, after one line."""
 
 
 def where(path: object, line: int | None = None) -> str:

@@ -137,6 +137,8 @@ OTHER_OPTIONS = {
     "per": "--per",
     "bounds": "--bounds",
     "distributed": "--distributed",
+    "coordinator": "--coordinator",
+    "stitch_timeout": "--stitch-timeout",
     "arch": "--arch",
     "schedule": "--schedule",
     "recompute": "--recompute",

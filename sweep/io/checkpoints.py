@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
-from netsweep_jax.sweep.io.paths import new_temporary
+from netsweep_jax.sweep.io.paths import Claim, new_temporary
 
 Arrays = Mapping[str, npt.NDArray[Any]]
 
@@ -34,8 +34,16 @@ def checksum(header: str, arrays: Arrays) -> int:
     return crc
 
 
-def write(path: Path, fingerprint: str, attrs: Mapping[str, Any], arrays: Arrays, header: str) -> None:
-    """``arrays`` (names may hold ``/``: groups) and ``attrs`` to a new file, renamed over ``path``."""
+def write(
+    path: Path,
+    fingerprint: str,
+    attrs: Mapping[str, Any],
+    arrays: Arrays,
+    header: str,
+    claim: Claim | None = None,
+) -> None:
+    """``arrays`` (names may hold ``/``: groups) and ``attrs`` to a new file, renamed over ``path`` (held by
+    ``claim``, the run's lock on it, before it gets the name)."""
     tmp = new_temporary(path)
     try:
         with h5py.File(tmp, "w") as f:
@@ -44,7 +52,10 @@ def write(path: Path, fingerprint: str, attrs: Mapping[str, Any], arrays: Arrays
             f.attrs["checksum"] = checksum(header, arrays)
             for name, a in arrays.items():
                 f[name] = a
-        os.replace(tmp, path)
+        if claim is not None:
+            claim.replace(tmp)
+        else:
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)  # this run's own name
 

@@ -21,7 +21,8 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
   its attribute ``checksums`` (JSON) holds the CRC-32 of every other dataset
   written at creation (coordinates, profiles with their attributes and SHA-256,
   the reduce-cost table), which ``sweep show --verify`` checks too (the checksums and their
-  verification are :mod:`sweep.io.integrity`'s).
+  verification are :mod:`sweep.io.integrity`'s); a cube written whole (:func:`write_dataset`) has no
+  blocks, and its ``progress`` group records the CRC-32 of every dataset, data variables included.
 
 A sweep's cube is written block by block (:func:`create`, :func:`write_block`, then
 :func:`finish` renames it into place). Every other result (``sweep need --out``, a
@@ -52,8 +53,8 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, static_checksums
-from netsweep_jax.sweep.io.paths import write_atomically
+from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
+from netsweep_jax.sweep.io.paths import exists, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
 FORMAT = "netsweep-cube-1"
@@ -66,18 +67,19 @@ def write_dataset(
     command: str,
     attrs: Mapping[str, Any] | None = None,
     overwrite: bool = True,
+    kept: str | Path | None = None,
 ) -> Path:
     """Write an in-memory result as a cube (netCDF-4, :func:`write_netcdf4`), atomically: to a new temporary
     file of its own (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind
     on failure, and no existing file (a link, ``OUT.partial``) is written through or deleted. Without
     ``overwrite``, a file that appeared at ``out`` while the result was computed (another run's, the user's)
-    is kept and this one refused.
+    is kept and this one refused (``kept``: where the caller keeps its result for ``--resume``, said then).
 
     The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
     of ``command``.
     """
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
-    return write_atomically(out, lambda temp: write_netcdf4(ds, temp), overwrite=overwrite)
+    return write_atomically(out, lambda temp: write_netcdf4(ds, temp), overwrite=overwrite, kept=kept)
 
 
 # netCDF-4's name for a dimension scale that is not also a coordinate variable (netCDF-C, nc4hdf.c).
@@ -111,6 +113,7 @@ def write_netcdf4(ds: xr.Dataset, path: str | Path) -> None:
     image = io.BytesIO()
     with h5py.File(image, "w") as f:
         _write_netcdf4(ds, f)
+        record_whole(f)  # every dataset's CRC-32: sweep show --verify and every reader check it
     with open(path, "wb") as out:
         out.write(image.getbuffer())
 
@@ -354,14 +357,10 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path, overwrite: bool
     try:
         os.link(partial, final)  # never onto an existing file: the check and the move are one step
     except FileExistsError:
-        raise InputError(
-            f"{final}: file exists; pass --force to overwrite it (it appeared while this run computed; the "
-            f"finished cube is kept in {partial}: move {final} away and finish with --resume)",
-            param="out",
-        ) from None
+        raise exists(final, partial) from None
     except OSError:  # a file system without hard links: look, then move
         if os.path.lexists(final):
-            raise InputError(f"{final}: file exists; pass --force to overwrite it", param="out") from None
+            raise exists(final) from None
         os.replace(partial, final)
         return
     os.unlink(partial)

@@ -18,7 +18,9 @@ The coordinator may also be a Unix socket, ``unix:PATH`` (processes on one host)
 service binds that path, so no TCP port has to be chosen.
 """
 
+import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,13 +29,14 @@ from typing import Any
 import h5py
 import jax
 
-from netsweep_jax.sweep.core.errors import InputError, StitchTimeout
+from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
     Progress,
     Summary,
+    _remove_own,
     check_output,
     create_partial,
     partial_path,
@@ -46,34 +49,124 @@ POLL_S = 0.2
 """Seconds between two looks at the missing shards."""
 
 
+JOIN_TIMEOUT_S = 300
+"""Seconds a process waits for every process to join the coordinator (``jax.distributed.initialize``'s
+``initialization_timeout``, less :data:`JOIN_GRACE_S`)."""
+JOIN_GRACE_S = 30
+"""jax.distributed's own deadline runs this much past this module's: at its deadline XLA aborts the process
+(exit code 134, a stack trace), so the wait here ends first, in one line."""
+
+
+def check_coordinator(coordinator: str | None) -> None:
+    """Refuse a ``--coordinator`` that is neither ``host:port`` (a port from 1 to 65535) nor ``unix:PATH``,
+    before anything starts (JAX took ``localhost`` apart with an IndexError)."""
+    if coordinator is None or coordinator.startswith("unix:") and coordinator[5:]:
+        return
+    host, colon, port = coordinator.rpartition(":")
+    if not colon or not host or not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise InputError(
+            f"{coordinator}: give host:port with a port from 1 to 65535 (e.g. host0:1234), or unix:PATH",
+            param="coordinator",
+        )
+
+
 def rendezvous(
     coordinator: str | None = None,
     num_processes: int | None = None,
     process_id: int | None = None,
-    timeout_s: int = 300,
+    timeout_s: float = JOIN_TIMEOUT_S,
+    *,
+    options: str | None = None,
+    initialize: Callable[..., object] | None = None,
 ) -> tuple[int, int]:
-    """Join jax.distributed, return (process_id, process_count), and leave again."""
+    """Join jax.distributed, return (process_id, process_count), and leave again.
+
+    The join runs on a thread of its own, the caller waiting for it: SIGINT and SIGTERM end the wait at once
+    (XLA's blocking connect ignored them), and a process that has not joined after ``timeout_s`` seconds (a
+    peer that never started) is :class:`~sweep.core.errors.JoinTimeout`, one line, before XLA's own deadline
+    would abort the process. ``options``: what this process runs (its grid's fingerprint and the options that
+    shape its shard); every process must run the same (:func:`agree`). ``initialize``:
+    ``jax.distributed.initialize`` (tests pass a stand-in)."""
     env = os.environ
     coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
+    check_coordinator(coordinator)
     num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES")
     process_id = process_id if process_id is not None else _int_env("JAX_PROCESS_ID")
     # JAX binds "[::]:PORT" of a host:port address; a Unix socket is bound where it is named.
     bind = coordinator if coordinator is not None and coordinator.startswith("unix:") else None
-    try:
-        jax.distributed.initialize(
-            coordinator_address=coordinator,
-            num_processes=num_processes,
-            process_id=process_id,
-            initialization_timeout=timeout_s,
-            coordinator_bind_address=bind,
+    outcome: list[BaseException | None] = []
+
+    def join() -> None:
+        try:
+            (initialize or jax.distributed.initialize)(
+                coordinator_address=coordinator,
+                num_processes=num_processes,
+                process_id=process_id,
+                initialization_timeout=int(math.ceil(timeout_s)) + JOIN_GRACE_S,
+                coordinator_bind_address=bind,
+            )
+            if options is not None:
+                agree(_client(), jax.process_index(), jax.process_count(), options, timeout_s)
+            outcome.append(None)
+        except BaseException as e:  # handed to the waiting thread
+            outcome.append(e)
+
+    thread = threading.Thread(target=join, name="netsweep-join", daemon=True)
+    thread.start()
+    thread.join(timeout_s)  # a signal ends this wait: the CLI's handlers raise here
+    if not outcome:
+        raise JoinTimeout(
+            f"not every process joined the coordinator within {timeout_s:g} s (a process that never started, "
+            f"or another --coordinator or --num-processes); start every process with the same options"
         )
-    except (ValueError, TypeError, RuntimeError) as e:
+    error = outcome[0]
+    if isinstance(error, InputError):
+        jax.distributed.shutdown()
+        raise error
+    if isinstance(error, (ValueError, TypeError, RuntimeError)):
         raise InputError(
-            f"cannot join the coordinator ({str(e).splitlines()[0]})", param="distributed"
+            f"cannot join the coordinator ({str(error).splitlines()[0]})", param="distributed"
         ) from None
+    if error is not None:
+        raise error
     pid, count = jax.process_index(), jax.process_count()
     jax.distributed.shutdown()
     return pid, count
+
+
+def _client() -> Any:
+    """jax.distributed's client, whose key-value store the processes compare their options through (JAX has
+    no public name for it; it is live between ``initialize`` and ``shutdown``)."""
+    from jax._src.distributed import global_state
+
+    return global_state.client
+
+
+def agree(client: Any, pid: int, count: int, options: str, timeout_s: float) -> None:
+    """Refuse (every process, before any file is made) unless every process runs the same ``options``: each
+    publishes its own in the coordinator's key-value store and reads every other's, then all wait for each other
+    (no process leaves the service while another still reads). Processes started with other options wrote shards
+    of other grids, which process 0 refused only at the stitch, while the others ended with exit code 0."""
+    ms = int(timeout_s * 1000)
+    client.key_value_set(f"netsweep/options/{pid}", options)
+    theirs = {p: client.blocking_key_value_get(f"netsweep/options/{p}", ms) for p in range(count) if p != pid}
+    client.wait_at_barrier("netsweep/options", ms)
+    differ = [str(p) for p, text in sorted(theirs.items()) if text != options]
+    if differ:
+        raise InputError(
+            f"process{'es' if len(differ) > 1 else ''} {', '.join(differ)} of {count} "
+            f"{'were' if len(differ) > 1 else 'was'} started with other options than process {pid}; "
+            f"give every process the same command",
+            param="distributed",
+        )
+
+
+def check_options(coordinator: str | None, stitch_timeout: float) -> None:
+    """``--distributed``'s options, refused before anything starts: the coordinator's address
+    (:func:`check_coordinator`) and ``--stitch-timeout``, a number of seconds above 0."""
+    check_coordinator(coordinator)
+    if not (math.isfinite(stitch_timeout) and stitch_timeout > 0):
+        raise InputError(f"{stitch_timeout:g}: give a number of seconds above 0", param="stitch_timeout")
 
 
 def run(
@@ -88,7 +181,8 @@ def run(
     """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
     if out is None:
         raise InputError("needed with --distributed: a path every process can reach", param="out")
-    pid, count = rendezvous(coordinator, num_processes, process_id)
+    options = f"grid {grid.fingerprint()} block_configs={kwargs.get('block_configs')}"
+    pid, count = rendezvous(coordinator, num_processes, process_id, options=options)
     return run_distributed(grid, out, pid, count, **kwargs)
 
 
@@ -172,9 +266,11 @@ def wait_for(
     *,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    then: str = "rerun every process with --resume to finish",
 ) -> None:
     """Return once every shard exists; raise :class:`StitchTimeout` once the missing
-    ones' partial files have not changed for ``stitch_timeout`` seconds of ``clock``."""
+    ones' partial files have not changed for ``stitch_timeout`` seconds of ``clock`` (saying ``then``: what
+    to do next)."""
     last_change, seen = clock(), dict[Path, float | None]()
     while True:
         missing = [s for s in shards if not s.exists()]
@@ -188,8 +284,7 @@ def wait_for(
         if clock() - last_change > stitch_timeout:
             names = ", ".join(s.name for s in missing)
             raise StitchTimeout(
-                f"{names} not complete and unchanged for {stitch_timeout:g} s (its process "
-                f"stopped?); rerun every process with --resume to finish"
+                f"{names} not complete and unchanged for {stitch_timeout:g} s (its process stopped?); {then}"
             )
         sleep(POLL_S)
 
@@ -205,23 +300,28 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
         attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
     if partial.exists():  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
         remove_stale(partial)
-    f = create_partial(partial, grid, plan, attrs, sparse=False)
+    opened = [h5py.File(s, "r") for s in shards]
     try:
-        opened = [h5py.File(s, "r") for s in shards]
+        for src in opened:  # before the cube is made: a refusal leaves nothing behind
+            if src.attrs["grid_fingerprint"] != grid.fingerprint():
+                raise InputError(
+                    f"{src.filename}: a shard of another grid (its process was started with other options); "
+                    f"give every process the same command"
+                )
+        f = create_partial(partial, grid, plan, attrs, sparse=False)
+        inode = os.fstat(f.id.get_vfd_handle()).st_ino
         try:
-            for src in opened:
-                if src.attrs["grid_fingerprint"] != grid.fingerprint():
-                    raise InputError(f"{src.filename}: a shard of another grid; rerun with --force")
             for block in plan.blocks():
                 src = opened[block.index % count]
                 region = block.region()
                 cube.write_block(f, block, {name: src[name][region] for name in grid.variables})
-        finally:
-            for src in opened:
-                src.close()
-    except BaseException:
-        f.close()
-        raise
+        except BaseException:
+            f.close()
+            _remove_own(partial, inode)  # a stitch is made again from the shards, which stay
+            raise
+    finally:
+        for src in opened:
+            src.close()
     cube.finish(f, partial, out)
     for s in shards:
         s.unlink()

@@ -7,13 +7,18 @@ Every other dataset written at creation (coordinates, profiles, the reduce-cost 
 CRC-32 recorded too (:func:`static_checksums`), which :func:`verify_static` checks. A file that
 starts as HDF5 but whose metadata HDF5 cannot read is :func:`damage`'s; one whose bytes crash
 HDF5 itself is :func:`crashes_hdf5`'s, tried in a forked child.
+
+A cube written whole (:func:`sweep.io.cube.write_dataset`: a plan, a ``--reduce`` result, ``need --out``) has
+no blocks: the CRC-32 of every dataset it holds, data variables included, is recorded when it is written
+(:func:`record_whole`), and checked the same way. A reader checks what it reads (:func:`check_read`): the
+blocks a selection touches and the coordinates, or every dataset of a cube written whole.
 """
 
 import json
 import os
 import sys
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,7 @@ import h5py
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import Family, family_of
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
@@ -42,13 +47,18 @@ def checksum(arrays: Mapping[str, npt.NDArray[Any]], family: Family) -> int:
     return crc
 
 
-def verified_blocks(f: h5py.File, plan: BlockPlan) -> tuple[list[int], list[int]]:
-    """(finished blocks whose data match their checksum, indices of the damaged ones).
+def verified_blocks(
+    f: h5py.File, plan: BlockPlan, only: Collection[int] | None = None
+) -> tuple[list[int], list[int]]:
+    """(finished blocks whose data match their checksum, indices of the damaged ones), of every block or of
+    those in ``only``.
 
     A damaged block (its bytes changed, or flagged done without its data) is marked
     not done when the file is writable, so that the sweep computes it again.
     """
     done = np.flatnonzero(f["progress/blocks_done"][...]).tolist()
+    if only is not None:
+        done = [i for i in done if i in only]
     sums = f["progress/block_checksum"][...]
     family = family_of(f.attrs)
     good: list[int] = []
@@ -67,21 +77,69 @@ def verified_blocks(f: h5py.File, plan: BlockPlan) -> tuple[list[int], list[int]
     return good, damaged
 
 
+def _plan_of(f: h5py.File) -> BlockPlan:
+    """The blocks a cube written block by block was cut into."""
+    family = family_of(f.attrs)
+    sizes = dict(zip(family.dims, f[stored(f)[0]].shape))
+    return BlockPlan(sizes, int(f.attrs["block_configs"]), family)
+
+
 def verify(path: str | Path) -> tuple[int, int, int]:
-    """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk."""
+    """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk; a cube written whole
+    is one block (:func:`record_whole`)."""
     with h5py.File(path, "r") as f:
+        if written_whole(f):
+            return 1, int(bool(verify_static(f))), 1
         if "progress/block_checksum" not in f:
             if "reduced" in f.attrs:
                 raise InputError(
-                    f"{path}: a reduced cube is written whole, atomically, when its sweep ends; "
-                    f"it has no blocks to verify"
+                    f"{path}: a reduced cube made before netsweep recorded its checksums; "
+                    f"it has nothing to verify against"
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        family = family_of(f.attrs)
-        sizes = dict(zip(family.dims, f[stored(f)[0]].shape))
-        plan = BlockPlan(sizes, int(f.attrs["block_configs"]), family)
+        plan = _plan_of(f)
         good, damaged = verified_blocks(f, plan)
         return len(good) + len(damaged), len(damaged), len(plan.blocks())
+
+
+def touched(plan: BlockPlan, positions: Mapping[str, npt.NDArray[np.integer]]) -> set[int]:
+    """The blocks of ``plan`` holding any of the cells a selection reads: ``positions[dim]``, the indices it
+    keeps along ``dim`` (every index of a dim not named)."""
+    dims = plan.family.dims
+    out = set()
+    for block in plan.blocks():
+        region = block.region()
+        if all(
+            np.any((positions[d] >= s.start) & (positions[d] < s.stop))
+            for d, s in zip(dims, region)
+            if d in positions
+        ):
+            out.add(block.index)
+    return out
+
+
+def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]] | None = None) -> None:
+    """Refuse (:class:`~sweep.core.errors.Damaged`) to read a cube whose checksums say it changed since it was
+    written: the coordinates and profiles, and the finished blocks that hold the cells a selection reads
+    (``positions``: :func:`touched`'s; None: every block), or every dataset of a cube written whole. A cube made
+    before checksums were recorded is read as it is."""
+    with h5py.File(path, "r") as f:
+        changed = verify_static(f) if "progress" in f else None
+        if changed:
+            raise Damaged(
+                f"{path}: damaged ({', '.join(changed)} changed since it was written; "
+                f"sweep show --verify says more): run the command that made it again"
+            )
+        if written_whole(f) or "progress/block_checksum" not in f:
+            return
+        plan = _plan_of(f)
+        _, damaged = verified_blocks(f, plan, None if positions is None else touched(plan, positions))
+    if damaged:
+        raise Damaged(
+            f"{path}: damaged ({len(damaged)} block{'s' if len(damaged) > 1 else ''} of what was asked for no "
+            f"longer match{'' if len(damaged) > 1 else 'es'} {'their' if len(damaged) > 1 else 'its'} checksum; "
+            f"sweep show --verify checks every block): run the sweep again"
+        )
 
 
 def _crc_bytes(values: Any) -> bytes:
@@ -92,12 +150,12 @@ def _crc_bytes(values: Any) -> bytes:
     return np.ascontiguousarray(a).tobytes()
 
 
-def static_checksums(f: h5py.File) -> dict[str, int]:
-    """CRC-32 of every dataset a cube holds besides its data variables and resume record: coordinates,
-    profiles (their columns, and each profile's attributes with its SHA-256, under ``<group>@attrs``),
-    the reduce-cost table. Written at creation; :func:`verify_static` recomputes them."""
+def static_checksums(f: h5py.File, every: bool = False) -> dict[str, int]:
+    """CRC-32 of every dataset a cube holds besides its data variables (unless ``every``) and resume record:
+    coordinates, profiles (their columns, and each profile's attributes with its SHA-256, under
+    ``<group>@attrs``), the reduce-cost table. Written at creation; :func:`verify_static` recomputes them."""
     sums: dict[str, int] = {}
-    variables = family_of(f.attrs).variables
+    variables = () if every else family_of(f.attrs).variables
 
     def visit(name: str, obj: Any) -> None:
         if name.startswith("progress") or name in variables:
@@ -125,10 +183,27 @@ def verify_static(f: h5py.File) -> list[str] | None:
     except (TypeError, ValueError):
         return ["progress@checksums"]
     try:
-        now = static_checksums(f)
+        now = static_checksums(f, every=written_whole(f))
     except HDF5_ERRORS as e:
         return [f"(unreadable: {reason(e)})"]
     return sorted(name for name in expected.keys() | now.keys() if expected.get(name) != now.get(name))
+
+
+WHOLE = "whole"
+"""The ``written`` attribute of a cube's ``progress`` group when it was written whole, with no blocks."""
+
+
+def record_whole(f: h5py.File) -> None:
+    """Record the CRC-32 of every dataset of a cube written whole (data variables included), in its ``progress``
+    group as a sweep's cube records its coordinates' (:func:`verify_static` checks them)."""
+    progress = f.require_group("progress")
+    progress.attrs["written"] = WHOLE
+    progress.attrs["checksums"] = json.dumps(static_checksums(f, every=True))
+
+
+def written_whole(f: h5py.File) -> bool:
+    """Whether ``f`` is a cube written whole (:func:`record_whole`)."""
+    return "progress" in f and f["progress"].attrs.get("written") == WHOLE
 
 
 def verify_static_file(path: str | Path) -> list[str] | None:

@@ -54,6 +54,11 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     cannot be written, or has nothing to resume."""
     out = Path(out)
     partial = partial_path(out)
+    if resume and force:  # a checkpoint that cannot be resumed told the user to pass --force, which they had
+        raise InputError(
+            "and --force cannot go together: --resume finishes OUT.partial, --force starts over",
+            param="resume",
+        )
     for path in (out, partial):
         regular_or_absent(path)
     if in_use(partial):
@@ -314,11 +319,10 @@ def _run_reduced(
                 progress=progress,
                 kernel=kernel,
                 after_block=after_block,
+                overwrite=force,  # a file that appeared at OUT meanwhile is kept, as a sweep's finish keeps it
             )
         except InputError:
-            if not resume and made_by_a_sweep(partial) and not in_use(partial):
-                partial.unlink(missing_ok=True)  # a checkpoint of this run's, refused late
-            raise
+            raise  # refused: run_reduced removed its own checkpoint, or kept its result and said where
         except BaseException as e:
             if partial.exists():  # run_reduced checkpoints every finished block before it stops
                 _keep(e, partial)

@@ -80,8 +80,10 @@ def writable_directory(out: str | Path, param: str = "out", create: bool = False
     try:
         with tempfile.NamedTemporaryFile(dir=parent, prefix=".netsweep-write-test-"):
             pass
-    except OSError as e:
-        raise InputError(f"{out}: directory {parent} cannot be written ({e.strerror})", param=param) from None
+    except OSError as e:  # read-only, no permission: the file system refuses the write, a fault (exit code 1)
+        raise WriteFailed(
+            f"{out}: directory {parent} cannot be written ({failure(e)}); nothing was written"
+        ) from None
 
 
 def check_report_directory(
@@ -104,10 +106,10 @@ def check_report_directory(
     existing = out_dir
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise InputError(
-            f"{out_dir}: cannot be written ({existing} is not a writable directory)", param=param
-        )
+    if not existing.is_dir():
+        raise InputError(f"{out_dir}: cannot be made ({existing} is not a directory)", param=param)
+    if not os.access(existing, os.W_OK | os.X_OK):  # the file system refuses it: a fault, as a failed write
+        raise WriteFailed(f"{out_dir}: cannot be written ({existing} is not a writable directory)")
     return out_dir
 
 
@@ -151,13 +153,30 @@ def new_temporary(out: str | Path) -> Path:
             continue
 
 
+def exists(out: str | Path, kept: str | Path | None = None) -> InputError:
+    """The refusal of an output that exists (found at the end of a run without ``--force``: the file that
+    appeared while it computed is kept); ``kept``: where this run's finished result waits for ``--resume``."""
+    if kept is None:
+        return InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+    return InputError(
+        f"{out}: file exists; pass --force to overwrite it (it appeared while this run computed; the "
+        f"finished cube is kept in {kept}: move {out} away and finish with --resume)",
+        param="out",
+    )
+
+
 def write_atomically(
-    out: str | Path, write: Callable[[Path], object], *, overwrite: bool = True, param: str = "out"
+    out: str | Path,
+    write: Callable[[Path], object],
+    *,
+    overwrite: bool = True,
+    param: str = "out",
+    kept: str | Path | None = None,
 ) -> Path:
     """Call ``write(path)`` on a new temporary file of its own (:func:`new_temporary`), then rename it to
     ``out``; nothing is left on failure. ``out`` is replaced only if it is a regular file (a link is never
     replaced), and only with ``overwrite`` (checked again just before the rename: a file that appeared
-    while this one was computed is kept)."""
+    while this one was computed is kept, and the refusal names ``kept``, where the caller keeps its result)."""
     out = Path(out)
     temp = new_temporary(out)
     try:
@@ -167,7 +186,7 @@ def write_atomically(
             raise WriteFailed(f"{out}: could not be written ({failure(e)}); nothing was written") from None
         regular_or_absent(out, param)
         if not overwrite and out.exists():
-            raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
+            raise exists(out, kept)
         new = not out.exists()
         os.replace(temp, out)
         created = _created.get()
@@ -176,6 +195,69 @@ def write_atomically(
     finally:
         temp.unlink(missing_ok=True)  # this run's own name: nobody else's file
     return out
+
+
+class Claim:
+    """A run's hold on its checkpoint ``OUT.partial`` (a ``--reduce`` sweep's, a plan's), as HDF5's file lock
+    holds a sweep's partial cube: an exclusive ``flock`` that :func:`in_use` sees, so a second run on the same
+    ``--out`` is told another run is writing (with ``--force`` or ``--resume`` too). Each new checkpoint is
+    locked before it is renamed over the old one (:meth:`replace`): the name never points at a free file
+    while the run lives. The lock ends with the process, however it ends (kill -9 included)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def take(self, *, new: bool) -> None:
+        """Hold ``path``: ``new``, created empty (exclusively: a file that appeared meanwhile is another
+        run's), else the existing checkpoint being resumed. Refused when another run holds it."""
+        out = self.path.with_suffix("")
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | (os.O_CREAT | os.O_EXCL if new else 0)
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except (FileExistsError, FileNotFoundError):
+            raise InputError(
+                f"{out}: another run holds the output ({self.path} {'appeared' if new else 'went away'} "
+                f"while this one started); wait for it or choose another --out",
+                param="out",
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise InputError(
+                f"{out}: another run is writing {self.path}; wait for it or choose another --out", param="out"
+            ) from None
+        self._fd = fd
+
+    def replace(self, temp: Path) -> None:
+        """Rename ``temp`` (a complete new checkpoint) over ``path``, held before it gets the name."""
+        fd = os.open(temp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file of this run's: nobody else holds it
+        os.replace(temp, self.path)
+        self.release()
+        self._fd = fd
+
+    def remove(self) -> None:
+        """Delete ``path`` if it is still the file this run holds (the run is over: its result is in place,
+        or it was refused), then let it go."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                if os.stat(self.path, follow_symlinks=False).st_ino == os.fstat(self._fd).st_ino:
+                    self.path.unlink()
+        self.release()
+
+    def remove_if_empty(self) -> None:
+        """:meth:`remove` if no checkpoint was written yet (the file this run created empty): a run that fails
+        before keeping anything leaves nothing behind."""
+        if self._fd is not None and os.fstat(self._fd).st_size == 0:
+            self.remove()
+
+    def release(self) -> None:
+        """Let the file go (it stays, for ``--resume``)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def record_created(path: str | Path) -> None:

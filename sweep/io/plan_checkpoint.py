@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from netsweep_jax.sweep.io import checkpoints
+from netsweep_jax.sweep.io.paths import Claim
 
 CHECKPOINT_BLOCKS = 16
 State = dict[str, np.ndarray]
@@ -24,9 +25,10 @@ DONE = "blocks_done"  # the array of (search, blocks merged) rows
 class PlanCheckpoint:
     """The searches of one plan (``fingerprint``: its grid's and its options'), kept in ``path``."""
 
-    def __init__(self, path: str | Path, fingerprint: str) -> None:
+    def __init__(self, path: str | Path, fingerprint: str, claim: Claim | None = None) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
+        self.claim = claim  # the plan's lock on ``path``, moved onto each checkpoint it writes
         self.searches: dict[int, tuple[int, State]] = {}  # search index -> (blocks merged, state)
         self._unsaved = 0
 
@@ -57,7 +59,7 @@ class PlanCheckpoint:
             f"search{i}/{name}": a for i, (_, state) in self.searches.items() for name, a in state.items()
         }
         arrays[DONE] = np.array([(i, done) for i, (done, _) in sorted(self.searches.items())], np.int64)
-        checkpoints.write(self.path, self.fingerprint, {}, arrays, "")
+        checkpoints.write(self.path, self.fingerprint, {}, arrays, "", self.claim)
         self._unsaved = 0
 
     def load(self) -> None:

@@ -16,7 +16,7 @@ from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT
-from netsweep_jax.sweep.io.integrity import verify, verify_static_file
+from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
@@ -145,18 +145,39 @@ def describe(path: str | Path) -> str:
 
 
 def verify_text(path: str | Path) -> tuple[str, int]:
-    """A line on the cube's block checksums, and the number of damaged blocks."""
+    """A line on the cube's block checksums (or, for a cube written whole, its datasets'), and the number of
+    damaged blocks or datasets."""
     finished, damaged, total = verify(path)
+    changed = verify_static_file(path) or []  # coordinates and profiles, against their checksums at creation
+    with h5py.File(path, "r") as f:
+        whole = written_whole(f)
+    if whole:
+        verdict = (
+            "all intact"
+            if not changed
+            else f"{', '.join(changed)} changed since it was written (damaged: run the command again)"
+        )
+        return f"  verify: written whole, {verdict}", len(changed)
     verdict = (
         "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
     )
-    changed = verify_static_file(path) or []  # coordinates and profiles, against their checksums at creation
     if changed:
         verdict += (
             f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
             f"must be run again)"
         )
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
+
+
+def check_selection(path: str | Path, ds: xr.Dataset, sel: Mapping[Any, Any]) -> None:
+    """Refuse (:class:`~sweep.core.errors.Damaged`) to show a selection ``sel`` ({dim: value or values}) of
+    the cube ``ds`` read from ``path`` when a block it reads no longer matches its checksum
+    (:func:`~sweep.io.integrity.check_read`)."""
+    positions = {
+        str(d): np.flatnonzero(np.isin(ds[d].values, np.atleast_1d(np.asarray(v, dtype=object))))
+        for d, v in sel.items()
+    }
+    check_read(path, positions)
 
 
 def _nearest(
@@ -227,7 +248,9 @@ def select_table(
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
     ``picked(text)`` is told which."""
     ds = open_cube(path)
-    sub = ds.sel(_selection(ds, chosen, nearest, picked))
+    selection = _selection(ds, chosen, nearest, picked)
+    check_selection(path, ds, selection)  # what is shown is what was written
+    sub = ds.sel(selection)
     names = variables(ds)
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]

@@ -21,6 +21,7 @@ from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
+from netsweep_jax.sweep.io.paths import Claim
 
 CHECKPOINT_BLOCKS = 16
 
@@ -41,11 +42,12 @@ def _arrays(state: ReducedRun) -> dict[str, npt.NDArray[Any]]:
     return out
 
 
-def save_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
-    """Checkpoint: accumulators and the count of finished blocks, written to a new file, then renamed."""
+def save_checkpoint(state: ReducedRun, path: Path, fingerprint: str, claim: Claim | None = None) -> None:
+    """Checkpoint: accumulators and the count of finished blocks, written to a new file, then renamed (held
+    by ``claim``, the run's lock on ``path``)."""
     block_configs = state.plan.block_configs
     attrs = {"blocks_done": state.done, "block_configs": block_configs}
-    checkpoints.write(path, fingerprint, attrs, _arrays(state), _header(state.done, block_configs))
+    checkpoints.write(path, fingerprint, attrs, _arrays(state), _header(state.done, block_configs), claim)
 
 
 def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
@@ -89,12 +91,43 @@ def run_reduced(
     progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
     kernel: str,
     after_block: Callable[[Block], None],
+    overwrite: bool = True,
 ) -> dict[str, int]:
-    """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims)."""
+    """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims).
+
+    ``partial`` is held (:class:`~sweep.io.paths.Claim`) from the start to the end of the run: another run on
+    the same ``out`` is refused, ``--force`` and ``--resume`` too. Without ``overwrite``, a file that appeared at
+    ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and ``--resume`` writes
+    the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
     state = ReducedRun(grid, plan)
     fingerprint = grid.fingerprint()
+    claim = Claim(partial)
     if resume:
         load_checkpoint(state, partial, fingerprint)
+    claim.take(new=not resume)
+    try:
+        return _sweep(
+            grid, plan, state, out, claim, resume, command, progress, kernel, after_block, overwrite
+        )
+    finally:
+        claim.release()
+
+
+def _sweep(
+    grid: AnyGrid,
+    plan: BlockPlan,
+    state: ReducedRun,
+    out: Path,
+    claim: Claim,
+    resume: bool,
+    command: str,
+    progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
+    kernel: str,
+    after_block: Callable[[Block], None],
+    overwrite: bool,
+) -> dict[str, int]:
+    """:func:`run_reduced`'s sweep and write, ``claim`` held."""
+    partial, fingerprint = claim.path, grid.fingerprint()
     resumed = state.done
     skip = range(resumed)
     blocks = plan.blocks()
@@ -102,7 +135,7 @@ def run_reduced(
     def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
         state.add(block, arrays)
         if state.done % CHECKPOINT_BLOCKS == 0:
-            save_checkpoint(state, partial, fingerprint)
+            save_checkpoint(state, partial, fingerprint, claim)
         after_block(block)
         interrupts.raise_if_requested()
 
@@ -112,24 +145,35 @@ def run_reduced(
         with progress(total, done_configs) if progress else nullcontext() as advance:
             run(grid, plan, sink, skip=skip, progress=advance, kernel=kernel)
     except InputError:
-        raise  # refused: nothing to keep (the caller removes a checkpoint this run made)
+        if not resume:
+            claim.remove()  # refused: nothing of this run's is kept
+        raise
     except BaseException:
-        save_checkpoint(state, partial, fingerprint)  # every finished block is kept
+        save_checkpoint(state, partial, fingerprint, claim)  # every finished block is kept
         raise
     # Through a temporary file of its own: OUT.partial is the checkpoint, kept until the result is in place.
-    write_dataset(
-        state.dataset(),
-        out,
-        command=command,
-        attrs={
-            "format": FORMAT,
-            "family": grid.family.name,
-            "dtype": grid.dtype,
-            "store": grid.store_dtype,
-            **grid.cube_attrs(),
-        },
-    )
-    partial.unlink(missing_ok=True)
+    try:
+        write_dataset(
+            state.dataset(),
+            out,
+            command=command,
+            attrs={
+                "format": FORMAT,
+                "family": grid.family.name,
+                "dtype": grid.dtype,
+                "store": grid.store_dtype,
+                **grid.cube_attrs(),
+            },
+            overwrite=overwrite,
+            kept=partial,
+        )
+    except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
+        save_checkpoint(state, partial, fingerprint, claim)
+        raise
+    except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
+        claim.remove_if_empty()
+        raise
+    claim.remove()
     return {
         "configs": total,
         "computed": total - done_configs,

@@ -1,0 +1,135 @@
+"""Issue #42's ``--distributed`` cases: options refused before anything starts, a join that a signal ends at once
+and that a peer which never starts ends in one line (before XLA's own deadline aborts the process), processes
+started with other options refused by every process before any file is made, a refused stitch that leaves
+nothing behind, and a distributed plan's messages that say what can be done.
+
+No process joins a real coordinator here: ``jax.distributed.initialize`` is a stand-in (the rendezvous's
+``initialize`` hook, or a monkeypatched no-op with a fake key-value client), and nothing waits on a clock."""
+
+import os
+import signal
+import threading
+
+import jax
+import pytest
+
+from helpers import GRID, invoke
+from netsweep_jax.sweep.core import errors
+from netsweep_jax.sweep.io import distributed
+
+
+def one_error(r, code=2):
+    lines = [line for line in r.output.splitlines() if line.startswith("error: ")]
+    assert r.exit_code == code and len(lines) == 1 and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
+def never(*args, **kwargs):
+    raise AssertionError("nothing may start before the options are checked")
+
+
+@pytest.mark.parametrize(
+    "option,value,message",
+    [
+        ("--coordinator", "localhost", "--coordinator localhost: give host:port"),
+        ("--coordinator", "localhost:99999", "--coordinator localhost:99999: give host:port"),
+        ("--stitch-timeout", "-1", "--stitch-timeout -1: give a number of seconds above 0"),
+        ("--stitch-timeout", "nan", "--stitch-timeout nan: give a number of seconds above 0"),
+    ],
+)
+@pytest.mark.parametrize("command", ["grid", "plan"])
+def test_bad_distributed_options_are_refused_before_anything_starts(
+    tmp_path, monkeypatch, command, option, value, message
+):
+    monkeypatch.setattr(distributed, "rendezvous", never)
+    monkeypatch.setattr(jax.distributed, "initialize", never)
+    args = (
+        ["--bw", "10"]
+        if command == "grid"
+        else ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+    )
+    r = invoke(command, *args, "--out", tmp_path / "d.h5", "--distributed", option, value)
+    assert message in one_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_peer_that_never_joins_ends_the_wait_in_one_line(monkeypatch):
+    release = threading.Event()
+    try:  # the stand-in blocks as XLA's connect does when a peer never starts; the wait is 0 s here
+        with pytest.raises(errors.JoinTimeout, match="not every process joined the coordinator within 0 s"):
+            distributed.rendezvous("unix:/nowhere", 2, 0, timeout_s=0, initialize=lambda **kw: release.wait())
+    finally:
+        release.set()
+
+
+def test_a_signal_ends_the_wait_for_the_peers_at_once():
+    release = threading.Event()
+
+    def blocked(**kwargs):  # Ctrl-C arrives while XLA's connect blocks (it ignored SIGINT and SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        release.wait()
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            distributed.rendezvous("unix:/nowhere", 2, 0, timeout_s=120, initialize=blocked)
+    finally:
+        release.set()
+
+
+class FakeClient:
+    """jax.distributed's key-value store as another process sees it: the keys it set, and ``others`` for the
+    keys of every other process (what they published)."""
+
+    def __init__(self, others=None):
+        self.store, self.others = {}, others
+
+    def key_value_set(self, key, value):
+        self.store[key] = value
+
+    def blocking_key_value_get(self, key, timeout_in_ms):
+        return self.store.get(key, self.others if self.others is not None else self.store[min(self.store)])
+
+    def wait_at_barrier(self, barrier_id, timeout_in_ms):
+        pass
+
+
+def test_processes_must_run_the_same_options():
+    distributed.agree(FakeClient(), 0, 3, "grid abc", 1.0)  # every process publishes what this one runs
+    with pytest.raises(
+        errors.InputError, match="processes 1, 2 of 3 were started with other options than process 0"
+    ):
+        distributed.agree(FakeClient(others="grid xyz"), 0, 3, "grid abc", 1.0)
+
+
+@pytest.mark.parametrize("pid", [0, 1])
+def test_a_process_started_with_other_options_is_refused_and_writes_nothing(tmp_path, monkeypatch, pid):
+    monkeypatch.setattr(jax.distributed, "initialize", lambda **kwargs: None)
+    monkeypatch.setattr(jax.distributed, "shutdown", lambda: None)
+    monkeypatch.setattr(jax, "process_index", lambda: pid)
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(
+        distributed, "_client", lambda: FakeClient(others="grid of another command"), raising=False
+    )
+    r = invoke("grid", *GRID, "--out", tmp_path / "g.h5", "--distributed", "--coordinator", "host0:1234")
+    assert f"started with other options than process {pid}" in one_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stitch_of_shards_of_another_grid_leaves_no_partial_cube(tmp_path, monkeypatch):
+    out = tmp_path / "g.h5"
+    for pid, extra in ((1, ["--nodes", "2,4,16"]), (0, [])):  # as if the agreement had not run
+        monkeypatch.setattr(distributed, "rendezvous", lambda *args, _pid=pid, **kwargs: (_pid, 2))
+        r = invoke("grid", *GRID, *extra, "--out", out, "--distributed")
+    assert "a shard of another grid" in one_error(r)
+    assert not out.exists() and not (tmp_path / "g.h5.partial").exists()
+
+
+def test_a_distributed_plan_says_what_to_do_after_a_process_died(tmp_path, monkeypatch):
+    monkeypatch.setattr(distributed, "rendezvous", lambda *args, **kwargs: (0, 2))
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--out", tmp_path / "p.h5"]
+    line = one_error(invoke(*plan, "--distributed", "--resume"))
+    assert "--resume with --distributed is not supported for a plan: rerun every process without it" in line
+    monkeypatch.setattr(distributed, "POLL_S", 0.0)  # process 1 never writes its shard: give up at once
+    line = one_error(invoke(*plan, "--distributed", "--stitch-timeout", "1e-9"), 3)
+    assert "rerun every process (without --resume" in line
+    assert list(tmp_path.iterdir()) == []

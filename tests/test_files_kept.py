@@ -1,0 +1,162 @@
+"""Issue #42's files kept and every cube checkable: a ``--reduce`` sweep and a plan keep a file that appears at
+``--out`` while they run (their result waits in ``OUT.partial`` for ``--resume``), hold their checkpoint so a
+second run on the same ``--out`` is refused (``--force`` and ``--resume`` too), and every cube netsweep writes
+is verifiable (``show --verify``) and verified when ``select`` or ``plot`` reads it.
+
+Runs are stopped or raced at a known block by an in-process hook (``run_grid(after_block=...)``,
+``PlanCheckpoint.keep``), never by a timer; the grids are tiny.
+"""
+
+import functools
+
+import h5py
+import pytest
+
+from helpers import invoke
+from netsweep_jax.sweep.io import job
+from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+REDUCED = ["grid", "--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--reduce", "max:ratio",
+           "--block-configs", "8", "-q"]  # fmt: skip  # 15 blocks: checkpoints are written every 16
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
+        "0.5,1"]  # fmt: skip  # as tests/test_layout_engine.py's: 2 blocks per search, no compile of its own
+
+
+def one_error(r, code):
+    """The one ``error:`` line of a refused run (exit code ``code``)."""
+    lines = [line for line in r.output.splitlines() if line.startswith("error: ")]
+    assert r.exit_code == code and len(lines) == 1 and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
+def reduced_with(monkeypatch, at_block, action, *args):
+    """``sweep grid ARGS`` (a reduced sweep) in this process, calling ``action()`` once its block ``at_block`` is
+    accumulated."""
+    count = []
+
+    def after_block(block):
+        count.append(block.index)
+        if len(count) == at_block:
+            action()
+
+    with monkeypatch.context() as m:
+        m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=after_block))
+        return invoke(*args)
+
+
+def flip_a_byte(path, name, index=0):
+    """Change one byte of dataset ``name``'s data (a contiguous dataset, or chunk ``index`` of a chunked one)."""
+    with h5py.File(path, "r") as f:
+        ds = f[name]
+        offset = ds.id.get_chunk_info(index).byte_offset if ds.chunks else ds.id.get_offset()
+    with open(path, "r+b") as fh:
+        fh.seek(offset + 1)
+        byte = fh.read(1)[0]
+        fh.seek(offset + 1)
+        fh.write(bytes([byte ^ 0x01]))
+
+
+def test_a_reduced_sweep_keeps_a_file_that_appeared_at_out(tmp_path, monkeypatch):
+    out, partial = tmp_path / "r.h5", tmp_path / "r.h5.partial"
+    r = reduced_with(monkeypatch, 3, lambda: out.write_text("the user's"), *REDUCED, "--out", out)
+    line = one_error(r, 2)
+    assert f"{out}: file exists; pass --force" in line and f"kept in {partial}" in line
+    assert out.read_text() == "the user's" and partial.exists()
+    out.rename(tmp_path / "mine.txt")
+    r = invoke(*REDUCED, "--out", out, "--resume")  # the kept result, written at once
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "r.h5"]
+    assert invoke("show", "--verify", out).exit_code == 0
+
+
+def test_a_live_reduced_sweep_holds_its_checkpoint(tmp_path, monkeypatch):
+    out, partial = tmp_path / "r.h5", tmp_path / "r.h5.partial"
+    refusals = []
+
+    def second_runs():  # before any checkpoint is written (block 1 of 15)
+        for extra in ([], ["--force"], ["--resume"]):
+            refusals.append(one_error(invoke(*REDUCED, "--out", out, *extra), 2))
+        assert partial.exists() and not out.exists()
+
+    r = reduced_with(monkeypatch, 1, second_runs, *REDUCED, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert len(refusals) == 3 and all("another run is writing" in line for line in refusals), refusals
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.h5"]
+
+
+def plan_with(monkeypatch, action, *args):
+    """``sweep plan ARGS`` in this process, calling ``action()`` once its first block is kept."""
+    kept, calls = PlanCheckpoint.keep, []
+
+    def keep(self, index, done, state):
+        kept(self, index, done, state)
+        calls.append(index)
+        if len(calls) == 1:
+            action()
+
+    with monkeypatch.context() as m:
+        m.setattr(PlanCheckpoint, "keep", keep)
+        return invoke(*args)
+
+
+def test_a_live_plan_holds_its_checkpoint(tmp_path, monkeypatch):
+    out = tmp_path / "p.h5"
+    refusals = []
+
+    def second_runs():
+        for extra in (["--force"], ["--resume"]):
+            refusals.append(one_error(invoke(*PLAN, "--out", out, *extra), 2))
+
+    r = plan_with(monkeypatch, second_runs, *PLAN, "--out", out)
+    assert r.exit_code == 0, r.output
+    assert len(refusals) == 2 and all("another run is writing" in line for line in refusals), refusals
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.h5"]
+
+
+def test_a_plan_keeps_a_file_that_appeared_at_out_and_its_result(tmp_path, monkeypatch):
+    out, partial = tmp_path / "p.h5", tmp_path / "p.h5.partial"
+    r = plan_with(monkeypatch, lambda: out.write_text("the user's"), *PLAN, "--out", out)
+    assert f"kept in {partial}" in one_error(r, 2)
+    assert out.read_text() == "the user's" and partial.exists()
+    out.unlink()
+    r = invoke(*PLAN, "--out", out, "--resume")
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.h5"]
+
+
+@pytest.fixture(scope="module")
+def cubes(tmp_path_factory):
+    """A sweep's cube (4 blocks), a reduced cube and a plan cube, each freshly written."""
+    d = tmp_path_factory.mktemp("cubes")
+    grid = ["grid", "--model", "resnet50", "--bw", "10,25", "--ratio", "1..4", "--block-configs", "2", "-q"]
+    made = {"grid": grid, "reduced": REDUCED, "plan": PLAN}
+    for name, args in made.items():
+        assert invoke(*args, "--out", d / f"{name}.h5").exit_code == 0
+    return d
+
+
+@pytest.mark.parametrize("kind,variable", [("reduced", "scaling_factor"), ("plan", "tokens_per_s")])
+def test_a_cube_written_whole_is_verifiable_and_verified(cubes, tmp_path, kind, variable):
+    path = tmp_path / f"{kind}.h5"
+    path.write_bytes((cubes / f"{kind}.h5").read_bytes())
+    r = invoke("show", "--verify", path)
+    assert r.exit_code == 0 and "verify: written whole, all intact" in r.output, r.output
+    flip_a_byte(path, variable)
+    r = invoke("show", "--verify", path)
+    assert r.exit_code == 1 and f"{variable} changed since it was written" in r.output, r.output
+    assert "damaged" in one_error(invoke("select", path), 1)
+
+
+def test_select_and_plot_refuse_a_damaged_block(cubes, tmp_path):
+    path = tmp_path / "g.h5"
+    path.write_bytes((cubes / "grid.h5").read_bytes())
+    flip_a_byte(path, "scaling_factor", index=0)  # the block of bandwidth 10, ratio 1 and 2
+    for args in (["select", path, "--csv"], ["select", path, "--bw", "10"]):
+        assert "damaged (1 block of what was asked for" in one_error(invoke(*args), 1)
+    figure = tmp_path / "f.png"
+    assert "damaged" in one_error(
+        invoke("plot", path, "--x", "ratio", "--sel", "bandwidth=10", "--out", figure), 1
+    )
+    assert not figure.exists()
+    r = invoke("select", path, "--bw", "25", "--csv")  # blocks it does not read: shown
+    assert r.exit_code == 0 and len(r.output.splitlines()) == 5, r.output
