@@ -33,8 +33,12 @@ from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
 @options(CACHE)
 def paper(
     out: Annotated[
-        Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")
-    ] = Path("results/paper"),
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output directory for paper.h5, figures and REPORT.md. Default: results/paper-<timestamp>.",
+        ),
+    ] = None,
     profiles_dir: Annotated[
         Path | None,
         typer.Option(
@@ -46,8 +50,9 @@ def paper(
 ):
     """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
     from netsweep_jax.sweep.analysis.paper import run_paper
+    from netsweep_jax.sweep.io.paths import stamped
 
-    for path in run_paper(out, profiles_dir, command=command_line(), force=force):
+    for path in run_paper(out or stamped("paper"), profiles_dir, command=command_line(), force=force):
         typer.echo(f"wrote {path}")
 
 
@@ -64,7 +69,7 @@ def validate(
         Path | None,
         typer.Option(
             "--out",
-            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).",
+            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation-<timestamp> (with --llm: results/validation-llm-<timestamp>).",
         ),
     ] = None,
     force: ReportForce = False,
@@ -86,12 +91,14 @@ def validate(
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
     fit few constants on one source, predict the others in each source's own units."""
+    from netsweep_jax.sweep.io.paths import stamped
+
     if llm:
         from netsweep_jax.sweep.analysis import llm_validation
         from netsweep_jax.sweep.io.runs import DATASET
 
         paths, v = llm_validation.run(
-            out or Path("results/validation-llm"),
+            out or stamped("validation-llm"),
             command=command_line(),
             dataset=measurements or DATASET,
             train=train,
@@ -109,7 +116,7 @@ def validate(
         )
     from netsweep_jax.sweep.analysis.validate import DATASET, run
 
-    out = out or Path("results/validation")
+    out = out or stamped("validation")
     paths, errors = run(
         out,
         command=command_line(),
