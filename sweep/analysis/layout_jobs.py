@@ -249,7 +249,7 @@ def write_plan(
     blocks into its shard (:func:`plan_share`); process 0 then waits for every shard (at most
     ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
     Another process returns (None, its shard)."""
-    from netsweep_jax.sweep.analysis.planning import check_size, plan
+    from netsweep_jax.sweep.analysis.planning import check_size, plan, searches
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
@@ -283,9 +283,9 @@ def write_plan(
             if progress_bar is None:
                 ds = plan(grid, keep=keep, checkpoint=checkpoint)
             else:
-                with progress_bar(
-                    2 * grid.inner_size * grid.outer_size, 0
-                ) as advance:  # the plan, then ideal
+                # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
+                total = len(searches(grid)) * grid.inner_size * grid.outer_size
+                with progress_bar(total, 0) as advance:
                     ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
     except InputError:
         partial.unlink(missing_ok=True)  # refused (no feasible layout): nothing of this plan is kept

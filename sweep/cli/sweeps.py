@@ -199,8 +199,8 @@ def plan(
     """
 
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
-    from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
-    from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
+    from netsweep_jax.sweep.cli.progress import progress
     from netsweep_jax.sweep.io import job
 
     if settings.get("model") is None and settings.get("arch") is None:
@@ -208,7 +208,7 @@ def plan(
     if as_csv and as_json:
         raise InputError("give one of --csv and --json", param="json")
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
-    bar = progress_bar(not quiet and sys.stderr.isatty())
+    bar = progress(quiet, "plan", "layouts searched")
     share = None
     if settings.get("distributed"):
         from netsweep_jax.sweep.io.distributed import rendezvous
@@ -242,6 +242,9 @@ def plan(
         typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
         return
     typer.echo(plan_csv(ds) if as_csv else plan_json(ds) if as_json else plan_table(ds), nl=not as_csv)
+    if as_csv or as_json:  # the table says these in place; a CSV or JSON document has no row for them
+        for line in infeasible_lines(ds):
+            typer.echo(line, err=True)
     typer.echo(f"wrote {target}", err=as_csv or as_json)  # stdout stays one CSV or JSON document
 
 
