@@ -131,7 +131,7 @@ def validate(
         typer.echo(f"wrote {path}")
 
 
-@options(CACHE)
+@options(BUSBW, CACHE)
 def compare(
     ctx: typer.Context,
     model: Annotated[
@@ -198,7 +198,13 @@ def compare(
     Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
     """
     from netsweep_jax.sweep.analysis import compare as comparison
+    from netsweep_jax.sweep.core.values import parse_values
 
+    if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
+        values = parse_values(utilization, NUMERIC_AXES["utilization"])
+        if values.size != 1:
+            raise InputError(f"{utilization}: compare takes one utilization; give one value", param="busbw")
+        utilization = float(values[0])
     settings: dict[str, Any] = dict(
         models=model,
         gpu=gpu,
@@ -220,7 +226,7 @@ def compare(
     if out is None:
         rows, _, setup = comparison.compare(**settings)
         say_assumed(setup["assumed"])
-        typer.echo(comparison.table(rows))
+        typer.echo(comparison.table(rows, utilization))
         return
     for path in comparison.run(out, command=command_line(), force=force, **settings):
         typer.echo(f"wrote {path}")
@@ -228,7 +234,11 @@ def compare(
 
 # compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).
 COMPARE_DEFAULTS = {
-    "utilization": ("--util", "(today's: the paper's measured ~32 Gbit/s of 100)"),
+    "utilization": (
+        "--util",
+        "(today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1 and --collective "
+        "ring, so their scaling factors are higher)",
+    ),
     "collective": ("--collective", ""),
     "bucketing": ("--bucketing", ""),
     "nodes": ("--nodes", ""),
