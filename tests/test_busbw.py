@@ -11,7 +11,9 @@ def test_a_node_figure_is_refused_as_more_than_one_link_carries(tmp_path):
     out = tmp_path / "o.h5"
     r = invoke("grid", "--bw", "400", "--nics-per-node", "8", "--busbw", "370@400", "--out", out)
     (line,) = r.output.strip().splitlines()
-    assert r.exit_code == 2 and line.startswith("error: --busbw 370@400: 370 GB/s is more than one 400 Gbit/s")
+    assert r.exit_code == 2 and line.startswith(
+        "error: --busbw 370@400: 370 GB/s is more than one 400 Gbit/s"
+    )
     assert "(50 GB/s)" in line and "busbw is per link" in line and "over its 8 NICs is 46.25 GB/s" in line
     assert "busbw is in GB/s: bytes" not in line and not out.exists()
 

@@ -200,6 +200,7 @@ def compare(
     from netsweep_jax.sweep.analysis import compare as comparison
     from netsweep_jax.sweep.core.values import parse_values
 
+    refuse_large_model(model, "compare")
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
         values = parse_values(utilization, NUMERIC_AXES["utilization"])
         if values.size != 1:
@@ -261,7 +262,10 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 
 @options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
 def need(
-    target: Annotated[float, typer.Option("--target", help="Scaling factor to reach, in (0, 1].")],
+    target: Annotated[
+        str,
+        typer.Option("--target", help="Scaling factor(s) to reach, in (0, 1]; a comma list gives several."),
+    ],
     solve: Annotated[
         str,
         typer.Option(
@@ -279,18 +283,42 @@ def need(
     """
     from netsweep_jax.sweep.analysis.need import answer_table
     from netsweep_jax.sweep.analysis.need import solve as solve_for
+    from netsweep_jax.sweep.core.values import number
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.paths import check_new_file
 
+    refuse_large_model(settings.get("model"), "need")
+    targets = [number(t.strip(), "--target") for t in target.split(",")]
     if out is not None:
         check_new_file(out, force=force)
     models, settings["dtype"] = models_from(settings)
-    ds = solve_for(models, target=target, axis=solve, **settings)
-    say_assumed(str(ds.attrs.get("assumed", "")))
-    typer.echo(answer_table(ds))
+    answers = [solve_for(models, target=t, axis=solve, **settings) for t in targets]
+    say_assumed(str(answers[0].attrs.get("assumed", "")))
+    typer.echo("\n\n".join(answer_table(ds) for ds in answers))
     if out is not None:
+        ds = answers[0]
+        if len(answers) > 1:  # one cube: the targets as a dim, first
+            import xarray as xr
+
+            ds = xr.concat(answers, dim="target", combine_attrs="drop_conflicts").assign_coords(
+                target=("target", targets, {"units": "1", "long_name": "target scaling factor"})
+            )
         write_dataset(ds, out, command=command_line(), overwrite=force)
         typer.echo(f"wrote {out}")
+
+
+def refuse_large_model(model: str | None, command: str) -> None:
+    """Refuse a large-model preset for a data-parallel analysis, pointing at the commands that model it."""
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    large = [n.strip() for n in str(model or "").split(",") if n.strip().lower() in LLMS]
+    if large:
+        raise InputError(
+            f"{large[0]}: a large model (tensor, pipeline and data parallel): sweep {command} answers for "
+            f"data-parallel profiles (sweep models lists both); ask sweep plan --model {large[0]} what the "
+            f"network costs its best layouts, or sweep grid --model {large[0]} for every layout",
+            param="model",
+        )
 
 
 CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")

@@ -228,8 +228,8 @@ def _utilization_from_one_busbw(
         )
         bits = f"; if {busbw:g} is Gbit/s, give {busbw / 8:.4g} (GB/s)" if busbw <= link else ""
         raise InputError(
-            f"--busbw {text}: {busbw:g} GB/s is more than one {link:g} Gbit/s link carries ({link / 8:g} GB/s): "
-            f"a utilization of {utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed. busbw is "
+            f"--busbw {text}: {busbw:g} GB/s is more than one {link:g} Gbit/s link carries ({link / 8:g} GB/s), "
+            f"which is a utilization of {utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed. busbw is "
             f"per link (one NIC, as --bw is): {node}{bits}"
         )
     if not spec.low <= utilization:

@@ -129,10 +129,11 @@ def describe(path: str | Path) -> str:
         elif "reduced" in ds.attrs:
             lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
         elif "solved_axis" in ds.attrs:
-            lines.append(
-                f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
-                f"{ds.attrs['target_scaling_factor']:g}"
+            target = ds.attrs.get("target_scaling_factor")  # several (need --target 0.9,0.99): a dim
+            targets = (
+                f"{target:g}" if target is not None else ", ".join(f"{t:g}" for t in ds["target"].values)
             )
+            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor {targets}")
         for name, g in f.get("profiles", {}).items():
             a = g.attrs
             lines.append(
