@@ -206,7 +206,7 @@ def plan(
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     if as_csv and as_json:
-        raise InputError("and --csv both choose what is printed: give one", param="json")
+        raise InputError("--csv and --json both choose what is printed: give one")
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
     bar = progress(quiet, "plan", "layouts searched")
     share = None
