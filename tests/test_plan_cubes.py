@@ -4,10 +4,11 @@ import pytest
 
 from helpers import invoke
 
-# The 12-layout Llama 3 70B plan of test_plan_messages (one compile shape): on 8 GPUs no layout fits.
+# The 12-layout Llama 3 70B plan of test_plan_messages on 64 GPUs, every layout kept: the ranks past the
+# layouts that fit are empty.
 PLAN = [
-    "plan", "--model", "llama3-70b", "--gpus", "8,64", "--global-batch", "64", "--bw", "100", "--tp", "1,2",
-    "--pp", "1", "--cp", "2", "--micro-batch", "1", "--zero", "3", "--keep", "2",
+    "plan", "--model", "llama3-70b", "--gpus", "64", "--global-batch", "64", "--bw", "100,400", "--tp", "1,2",
+    "--pp", "1", "--cp", "2", "--micro-batch", "1", "--zero", "3", "--keep", "12",
 ]  # fmt: skip
 
 
@@ -22,13 +23,24 @@ def cube(tmp_path_factory):
 @pytest.mark.parametrize(
     "args",
     [
-        ["--x", "gpus", "--y", "tokens_per_s", "--hue", "rank", "--sel", "switch=grad_reduce"],
-        ["--kind", "heatmap", "--x", "gpus", "--y", "switch", "--var", "switch_change", "--sel", "rank=1"],
+        ["--x", "bandwidth", "--y", "tokens_per_s", "--hue", "rank", "--sel", "switch=grad_reduce"],
         [
             "--kind",
             "heatmap",
             "--x",
-            "gpus",
+            "bandwidth",
+            "--y",
+            "switch",
+            "--var",
+            "switch_change",
+            "--sel",
+            "rank=1",
+        ],
+        [
+            "--kind",
+            "heatmap",
+            "--x",
+            "bandwidth",
             "--y",
             "rank",
             "--var",
@@ -47,7 +59,16 @@ def test_plot_a_plan_cube_by_rank_or_switch(cube, tmp_path, args):
 
 def test_plot_of_a_slice_with_no_layout_is_refused(cube, tmp_path):
     r = invoke(
-        "plot", cube, "--x", "rank", "--y", "tokens_per_s", "--sel", "gpus=8", "--out", tmp_path / "f.png"
+        "plot",
+        cube,
+        "--x",
+        "bandwidth",
+        "--y",
+        "tokens_per_s",
+        "--sel",
+        "rank=12",
+        "--out",
+        tmp_path / "f.png",
     )
     (line,) = r.output.strip().splitlines()
     assert r.exit_code == 2 and "holds no value of tokens_per_s" in line and not (tmp_path / "f.png").exists()
@@ -59,12 +80,11 @@ def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):
 
     ds = open_cube(cube)
     title = selection_title(ds, {"rank": 1})
-    assert title.startswith("model = llama3-70b, gpu = h100, global_batch = 64") and title.endswith(
-        "rank = 1"
-    )
-    assert ds["gpus"].dtype.kind == "f"  # a layout cube's dims are floats: legends said gpus=64.0
-    ax = line_plot(ds, "rank", var="tokens_per_s", hue="gpus", sel={})
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["gpus=8", "gpus=64"]
+    assert title.startswith("model = llama3-70b, gpu = h100, gpus = 64, global_batch = 64"), title
+    assert title.endswith("rank = 1")
+    assert ds["bandwidth"].dtype.kind == "f"  # a layout cube's dims are floats: legends said bandwidth=100.0
+    ax = line_plot(ds, "rank", var="tokens_per_s", hue="bandwidth", sel={})
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bandwidth=100", "bandwidth=400"]
     ds.close()
 
 
@@ -73,20 +93,15 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     assert r.exit_code == 0, r.output
     tables = r.stdout.strip().split("\n\n")
     assert max(len(line) for line in tables[0].splitlines()) <= 160  # 30 outputs a layout, in blocks
-    assert tables[-1].split()[:3] == ["gpus", "switch", "switch_change"] and "tp_comm" not in tables[-1]
+    assert tables[-1].split()[:3] == ["bandwidth", "switch", "switch_change"] and "tp_comm" not in tables[-1]
     verdicts = next(t for t in tables if "network_cost" in t.splitlines()[0]).splitlines()
     assert len(verdicts) == 1 + 2  # a line per setting, not one per setting and switch
     r = invoke("select", cube, "--sel", "rank=1", "--vars", "tokens_per_s,layout_tp,layout_dp")
-    assert r.exit_code == 0 and r.stdout.split()[:5] == [
-        "gpus",
-        "rank",
-        "tokens_per_s",
-        "layout_tp",
-        "layout_dp",
-    ]
-    assert r.stdout.splitlines()[2].split()[-2:] == ["1", "0"]  # whole numbers, not 1.0
-    r = invoke("select", cube, "--sel", "rank=3")
-    assert r.exit_code == 2 and "3: not in the cube; it has 1, 2" in r.output
+    head = ["bandwidth", "rank", "tokens_per_s", "layout_tp", "layout_dp"]
+    assert r.exit_code == 0 and r.stdout.split()[:5] == head, r.output
+    assert r.stdout.splitlines()[1].split()[-2:] == ["1", "0"]  # whole numbers, not 1.0 (rc-ful at 100)
+    r = invoke("select", cube, "--sel", "rank=13")
+    assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
 
 
 def test_show_says_what_a_plan_cubes_layout_dp_0_means(cube):
