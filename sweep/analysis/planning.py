@@ -57,6 +57,8 @@ IDEAL_GBPS = 1e9  # an ideal NIC, Gbit/s: every transfer across nodes takes no t
 # The most network settings one plan searches: it prints a line and keeps ``keep`` layouts' outputs per setting,
 # and searches each setting six times (the plan, an ideal network, each overlap switch flipped).
 MAX_SETTINGS = 10**5
+# The most settings with no feasible layout whose reason a plan finds (each evaluates all of its layouts again).
+MAX_REASONS = 32
 
 
 def check_size(grid: LayoutGrid) -> None:
@@ -240,8 +242,14 @@ def refuse_infeasible(grid: LayoutGrid, best: dict) -> list[str]:
     :class:`InputError` saying so when no setting has one: then there is nothing to plan."""
     empty = np.flatnonzero(best["layout"][:, 0] < 0)
     reasons = [""] * best["layout"].shape[0]
-    for flat in empty:  # off the search's hot path: every layout of each such setting evaluated again
-        reasons[int(flat)] = _why_infeasible(grid, int(flat))
+    for k, flat in enumerate(
+        empty
+    ):  # off the search's hot path: every layout of such a setting evaluated again
+        reasons[int(flat)] = (
+            _why_infeasible(grid, int(flat))
+            if k < MAX_REASONS
+            else f"no layout can exist and fit (why is said for the first {MAX_REASONS} such settings)"
+        )
     if empty.size == len(reasons):
         where = setting_text(grid, int(empty[0]), "{d} {v}", ", ")
         others = f"; {empty.size} of {empty.size} settings have none" if empty.size > 1 else ""
