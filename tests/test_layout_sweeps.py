@@ -267,7 +267,7 @@ def test_megatron_option_names_are_aliases(tmp_path):
                 "--schedule",
                 "1f1b",
             ],
-            "--virtual-pipeline-model-parallel-size give the schedule one way",
+            "--virtual-pipeline-model-parallel-size sets the schedule as --schedule does: give it one way",
         ),
         (
             ["plan", *LLAMA_8B, "--virtual-pipeline-model-parallel-size", "0"],

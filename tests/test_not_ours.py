@@ -110,17 +110,6 @@ def test_a_link_or_directory_in_a_report_directory_is_refused_even_with_force(tm
     assert target.read_text() == "the user's" and (tmp_path / "link" / "REPORT.md").is_symlink()
 
 
-def test_plain_validate_keeps_the_committed_report(tmp_path, monkeypatch):
-    # In a checkout results/validation holds the committed report: plain `sweep validate` refuses, before fitting.
-    monkeypatch.chdir(tmp_path)
-    committed = tmp_path / "results" / "validation"
-    committed.mkdir(parents=True)
-    report = precious(committed, "REPORT.md")
-    r = invoke("validate")
-    assert "results/validation/REPORT.md: file exists; pass --force" in one_line(r)
-    assert "model 1/3" not in r.output and report.read_text() == "the user's"
-
-
 def test_compare_force_replaces_its_own_files_only(tmp_path):
     args, names = REPORTS["compare"]
     out = tmp_path / "o"

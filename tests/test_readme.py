@@ -39,6 +39,8 @@ PAGES = [
 DOCS = [*PAGES, "benchmarks/README.md"]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
 TIMING = re.compile(r" in [\d.]+ s \([\d,.]+/s end to end\)")
+# A progress line without a terminal (sweep/cli/progress.py), printed only when a run is slow: not shown.
+PROGRESS = re.compile(r"^\w+: [\d,]+ of [\d,]+ [\w ]+ \(\d+%\) in \d+ s; about \d+ s left\n", re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PATH = re.compile(r"`((?:sweep|kernels|tests|benchmarks|examples|docs)/[\w./-]+?)(?:::\w+)?`")
 
@@ -60,7 +62,7 @@ def run(args):
     sys.argv = ["sweep", *args]  # as the shell would call it: cubes record their command line
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 0, f"sweep {shlex.join(args)}\n{r.output}"
-    return r.output
+    return PROGRESS.sub("", r.output)
 
 
 def console(body):

@@ -216,10 +216,11 @@ def compare(
     )
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The answers as aligned text: one line per configuration."""
+def table(rows: Sequence[Row], utilization: float | None = None) -> str:
+    """The answers as aligned text: one line per configuration. ``utilization``: today's, said in the header
+    (compare's default is not the other commands')."""
     head = list(rows[0].at) + [
-        "scaling today",
+        "scaling today" + (f" (util {utilization:g})" if utilization is not None else ""),
         "fixing the transport",
         "best compressor",
         "its speed-up",

@@ -17,6 +17,7 @@ from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS, SHARED_AXES
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
+from netsweep_jax.sweep.core.wording import counted
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -158,7 +159,7 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
     from netsweep_jax.sweep.core.values import whole_number
 
     if schedule is not None:
-        raise InputError("give the schedule one way: --schedule or this", param="virtual_stages")
+        raise InputError("sets the schedule as --schedule does: give it one way", param="virtual_stages")
     chunks = [whole_number(item.strip()) for item in str(text).split(",")]
     if not chunks or any(v is None or v < 1 for v in chunks):
         raise InputError(f"{text!r}: give whole numbers from 1 (V chunks per stage)", param="virtual_stages")
@@ -171,7 +172,7 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
     from netsweep_jax.sweep.model.compute import GPUS
 
     if kwargs["gpus"] is not None or kwargs["dp"] is not None:
-        raise InputError("give the GPU count one way: --nodes, --gpus or --dp", param="nodes")
+        raise InputError("sets the GPU count as --gpus and --dp do: give it one way", param="nodes")
     counts = parse_values(nodes, NUMERIC_AXES["nodes"])
     if kwargs["gpus_per_node"] is not None:
         per_node = parse_values(kwargs["gpus_per_node"], NUMERIC_AXES["gpus_per_node"])
@@ -249,7 +250,7 @@ def write_plan(
     blocks into its shard (:func:`plan_share`); process 0 then waits for every shard (at most
     ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
     Another process returns (None, its shard)."""
-    from netsweep_jax.sweep.analysis.planning import check_size, plan
+    from netsweep_jax.sweep.analysis.planning import check_size, plan, searches
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
@@ -279,15 +280,15 @@ def write_plan(
         remove_stale(partial)  # --force: an earlier plan's (check_output: netsweep's, no live run's)
     claim.take(new=not resume)
     try:
-        say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings")
+        say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
         try:
             with interrupts.deferred():
                 if progress_bar is None:
                     ds = plan(grid, keep=keep, checkpoint=checkpoint)
                 else:
-                    with progress_bar(
-                        2 * grid.inner_size * grid.outer_size, 0
-                    ) as advance:  # the plan, then ideal
+                    # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
+                    total = len(searches(grid)) * grid.inner_size * grid.outer_size
+                    with progress_bar(total, 0) as advance:
                         ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
         except InputError:
             claim.remove()  # refused (no feasible layout): nothing of this plan is kept

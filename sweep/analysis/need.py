@@ -236,6 +236,14 @@ def answer_text(value: float, status: int, axis: str) -> str:
     return f"{shown_value(value, axis)}{units}"
 
 
+def _set(ds: xr.Dataset, dim: str) -> bool:
+    """Whether numeric dim ``dim`` holds one value that is not its axis's one default (so it was set)."""
+    spec = NUMERIC_AXES.get(dim)
+    if spec is None or "," in str(spec.default) or ".." in str(spec.default) or ds.sizes[dim] != 1:
+        return False
+    return float(ds[dim].values[0]) != float(spec.default)
+
+
 def _nics(ds: xr.Dataset) -> str:
     values: Any = np.unique(np.asarray(ds["nics_per_node"].values)) if "nics_per_node" in ds.coords else []
     return f", {int(values[0])} NIC{'s' if int(values[0]) != 1 else ''} per node" if len(values) == 1 else ""
@@ -246,11 +254,16 @@ def _utilization(ds: xr.Dataset) -> str:
     return f"utilization {float(values[0]):g}" if len(values) == 1 else "the row's utilization"
 
 
+# Always a column of need's table (where not the axis solved for): what the answer depends on most.
+SHOWN = ("nodes", "bandwidth")
+
+
 def answer_table(ds: xr.Dataset) -> str:
-    """The answers of :func:`solve` as a text table over the dims that vary (and model)."""
+    """The answers of :func:`solve` as a text table over model, :data:`SHOWN`, the dims that vary and the
+    numeric dims held at a value other than their default (``--util 0.5``: the answer is for it)."""
     axis = ds.attrs["solved_axis"]
     df = ds.to_dataframe().reset_index()
-    varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model"]
+    varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model" or d in SHOWN or _set(ds, str(d))]
     df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
     limit = "smallest" if axis in GROWING else "largest"
     head = f"{limit} {axis} reaching scaling factor {ds.attrs['target_scaling_factor']:g}"

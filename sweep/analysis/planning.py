@@ -46,6 +46,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     waits_on,
 )
 from netsweep_jax.sweep.core.values import json_ready
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts, evaluate_layouts_arrays
 from netsweep_jax.sweep.model.llms import LLM
 
@@ -56,6 +57,8 @@ IDEAL_GBPS = 1e9  # an ideal NIC, Gbit/s: every transfer across nodes takes no t
 # The most network settings one plan searches: it prints a line and keeps ``keep`` layouts' outputs per setting,
 # and searches each setting six times (the plan, an ideal network, each overlap switch flipped).
 MAX_SETTINGS = 10**5
+# The most settings with no feasible layout whose reason a plan finds (each evaluates all of its layouts again).
+MAX_REASONS = 32
 
 
 def check_size(grid: LayoutGrid) -> None:
@@ -168,24 +171,16 @@ def plan(
 def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     grids = dict(searches(grid))
     best = search(0, grids[0])
-    refuse_infeasible(grid, best)
+    infeasible = refuse_infeasible(grid, best)
     # The same keep as the plan's, so the ideal pass reuses its compiled block.
     ideal = search(1, grids[1])
     keep = best["score"].shape[1]
     kept = list(SETTING_DIMS)
     kept_shape = tuple(grid.sizes[d] for d in kept)
     coords = grid.coords()
-    inner_sizes = [grid.sizes[d] for d in PARALLEL_DIMS]
-    found = best["layout"] >= 0
-    index = np.unravel_index(np.where(found, best["layout"], 0), inner_sizes)
     dims = (*kept, "rank")
     data: dict[str, xr.Variable] = {}
-    for d, idx in zip(PARALLEL_DIMS, index):
-        values = coords[d][idx]
-        if values.dtype.kind == "f":
-            values = np.where(found, values, np.nan)
-        else:
-            values = np.where(found, values, "")
+    for d, values in _layout_values(grid, best["layout"]).items():
         data[f"layout_{d}"] = xr.Variable(dims, values.reshape(*kept_shape, keep), coordinate_attrs(d))
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
@@ -206,6 +201,16 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
         kept,
         1.0 - ideal_time / step,
         {"units": "1", "long_name": "share of the best layout's step that an ideal network would save"},
+    )
+    data["ideal_layout"] = xr.Variable(
+        kept,
+        _ideal_layouts(grid, ideal["layout"][:, :1]).reshape(kept_shape),
+        {"long_name": "the best layout on an ideal network ('' where none can exist and fit)"},
+    )
+    data["infeasible"] = xr.Variable(
+        kept,
+        np.array(infeasible, dtype=str).reshape(kept_shape),
+        {"long_name": "why no layout of this setting can exist and fit ('' where one can)"},
     )
     data["switch_change"] = xr.Variable(
         (*kept, "switch"),
@@ -231,37 +236,92 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     return xr.Dataset(data, coords=out_coords, attrs=attrs)
 
 
-def refuse_infeasible(grid: LayoutGrid, best: dict) -> None:
-    """One :class:`InputError` when some setting has no layout that can exist and fit, saying why: the rule
-    its layouts broke most often, or the memory the least hungry one lacked."""
+def refuse_infeasible(grid: LayoutGrid, best: dict) -> list[str]:
+    """Per setting (outer cell, in cube order), why it has no layout that can exist and fit ('' where it has
+    one): the rule its layouts broke most often, or the memory the least hungry one lacked. One
+    :class:`InputError` saying so when no setting has one: then there is nothing to plan."""
     empty = np.flatnonzero(best["layout"][:, 0] < 0)
-    if not empty.size:
-        return
-    idx = np.unravel_index(int(empty[0]), [grid.sizes[d] for d in SETTING_DIMS])
+    reasons = [""] * best["layout"].shape[0]
+    for k, flat in enumerate(
+        empty
+    ):  # off the search's hot path: every layout of such a setting evaluated again
+        reasons[int(flat)] = (
+            _why_infeasible(grid, int(flat))
+            if k < MAX_REASONS
+            else f"no layout can exist and fit (why is said for the first {MAX_REASONS} such settings)"
+        )
+    if empty.size == len(reasons):
+        where = setting_text(grid, int(empty[0]), "{d} {v}", ", ")
+        others = f"; {empty.size} of {empty.size} settings have none" if empty.size > 1 else ""
+        raise InputError(f"no feasible layout{f' ({where})' if where else ''}: {reasons[0]}{others}")
+    return reasons
+
+
+def setting_text(grid: LayoutGrid, flat: int, form: str = "{option} {v}", sep: str = " ") -> str:
+    """The setting (outer cell) ``flat`` of ``grid`` by its dims that vary, each as ``form`` (``{d}``: the dim,
+    ``{option}``: its option, ``{v}``: the value), joined by ``sep``; '' when no dim varies."""
+    idx = np.unravel_index(flat, [grid.sizes[d] for d in SETTING_DIMS])
     coords = grid.coords()
-    setting = {d: coords[d][i].item() for d, i in zip(SETTING_DIMS, idx)}
-    varying = ", ".join(f"{d} {setting[d]}" for d in SETTING_DIMS if grid.sizes[d] > 1)
-    where = f" ({varying})" if varying else ""
-    # Why, from every layout of that one setting (off the search's hot path: only when a plan fails).
+    parts = []
+    for d, i in zip(SETTING_DIMS, idx):
+        if grid.sizes[d] > 1:
+            value = coords[d][i].item()
+            option = AXES[d].option if d in AXES else f"--{d.replace('_', '-')}"
+            shown = value if isinstance(value, str) else f"{value:g}"
+            parts.append(form.format(d=d, option=option, v=shown))
+    return sep.join(parts)
+
+
+def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
+    """Why setting ``flat`` has no layout that can exist and fit, from every layout of that one setting."""
+    idx = np.unravel_index(flat, [grid.sizes[d] for d in SETTING_DIMS])
     cell = _one_cell(grid, {d: int(i) for d, i in zip(SETTING_DIMS, idx)})
     arrays = evaluate_layouts_arrays(cell)
     status, free = arrays["status"].ravel(), arrays["memory_free_gb"].ravel()
     counts = np.bincount(status, minlength=len(STATUS))
     total = int(counts.sum())
-    others = f"{empty.size} of {best['layout'].shape[0]} settings have none" if empty.size > 1 else ""
     if counts[0] == 0:
         code = int(np.argmax(counts[1:])) + 1
-        why = (
+        return (
             f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
             f"({int(counts[code]):,} of them)"
         )
-    else:
-        why = (
-            f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
-            f"{-free[status == 0].max():.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
-            f"or a GPU with more memory might)"
-        )
-    raise InputError(f"no feasible layout{where}: {why}" + (f"; {others}" if others else ""))
+    return (
+        f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
+        f"{-free[status == 0].max():.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
+        f"or a GPU with more memory might)"
+    )
+
+
+def _layout_values(grid: LayoutGrid, layout: np.ndarray) -> dict[str, np.ndarray]:
+    """Each parallel dim's coordinate of the layouts ``layout`` ([O, K] flat inner indices, -1 where none was
+    found: NaN or '' there), shaped as ``layout``."""
+    coords = grid.coords()
+    found = layout >= 0
+    index = np.unravel_index(np.where(found, layout, 0), [grid.sizes[d] for d in PARALLEL_DIMS])
+    out = {}
+    for d, idx in zip(PARALLEL_DIMS, index):
+        values = coords[d][idx]
+        out[d] = np.where(found, values, np.nan if values.dtype.kind == "f" else "")
+    return out
+
+
+def _ideal_layouts(grid: LayoutGrid, layout: np.ndarray) -> np.ndarray:
+    """[O]: the text (:func:`_layout_text`) of each setting's best layout ``layout`` ([O, 1]) on an ideal
+    network, '' where there is none."""
+    values = {f"layout_{d}": v[:, 0] for d, v in _layout_values(grid, layout).items()}
+    gpus = grid.coords()["gpus"]
+    shape = [grid.sizes[d] for d in SETTING_DIMS]
+    out = []
+    for o in range(layout.shape[0]):
+        if layout[o, 0] < 0:
+            out.append("")
+            continue
+        row = {k: v[o].item() for k, v in values.items()}
+        cell = {"gpus": gpus[np.unravel_index(o, shape)[SETTING_DIMS.index("gpus")]].item()}
+        row["dp"] = _dp(row, cell)
+        out.append(_layout_text(row))
+    return np.array(out, dtype=str)
 
 
 def flipped(mode: str, switch: str) -> str:
@@ -361,6 +421,10 @@ def plan_table(ds: xr.Dataset) -> str:
     )
     for setting, cell, sub in cells:
         lines.append(setting + ":")
+        why = str(sub["infeasible"].item()) if "infeasible" in sub else ""
+        if why:
+            lines += [f"  no feasible layout: {why}", ""]
+            continue
         lines.append(header)
         found, best_row = 0, None
         for rank, row in _ranked(sub, cell):
@@ -384,20 +448,50 @@ def plan_table(ds: xr.Dataset) -> str:
         if best_row is not None:
             lines.append("  " + _switch_text(sub, ds["switch_change"].attrs.get("overlap", "")))
         cost = sub["network_cost"].item()
-        if np.isfinite(cost):
+        if np.isfinite(cost) and best_row is not None:
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
             lines.append(
                 f"  the network costs {cost:.0%} of the best step (on an ideal network: "
                 f"{sub['ideal_iteration_time'].item():.3g} s){flag}"
             )
+            ideal = str(sub["ideal_layout"].item()) if "ideal_layout" in sub else ""
+            # The network's cost beyond the step's time on the NICs: the layout a slow network forces.
+            if ideal and ideal != _layout_text(best_row) and cost - best_row["network_fraction"] >= 0.05:
+                lines.append("  " + _forced_text(best_row, ideal))
         lines.append("")
     cost = ds["network_cost"].values
     bound = int((cost >= BOTTLENECK_SHARE).sum())
+    planned = int(np.isfinite(cost).sum())
+    none = (
+        f" ({counted(cost.size - planned, 'setting')} with no feasible layout)" if planned < cost.size else ""
+    )
     lines.append(
         f"network-bound (an ideal network would save >= {BOTTLENECK_SHARE:.0%} of the best layout's step): "
-        f"{bound} of {cost.size} settings"
+        f"{bound} of {counted(planned, 'setting')}{none}"
     )
     return "\n".join(lines)
+
+
+def _forced_text(row: dict, ideal: str) -> str:
+    """One line: why the network costs more than the step's time on the NICs. The ideal network's best layout
+    is another one; the slow network forced this one (recomputation, a smaller TP, ...): its cost is there."""
+    recompute = str(row["layout_recompute"])
+    forced = f" ({recompute} recompute: {row['recompute_time'] / row['iteration_time']:.0%} of the step)"
+    return (
+        f"why: {row['network_fraction']:.0%} of the step waits on the NICs; the slow network forces this layout"
+        f"{forced if recompute != 'none' else ''}; on an ideal network the best is {ideal}"
+    )
+
+
+def infeasible_lines(ds: xr.Dataset) -> list[str]:
+    """One line per setting of a plan that has no feasible layout, saying why (none when every one has)."""
+    if "infeasible" not in ds:
+        return []
+    return [
+        f"no feasible layout ({setting}): {why}"
+        for setting, _, sub in _cells(ds)
+        if (why := str(sub["infeasible"].item()))
+    ]
 
 
 def _switch_text(sub: xr.Dataset, mode: str) -> str:
@@ -424,6 +518,8 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
             record["waits_on"] = waits_on(row, row["iteration_time"])
             record["network_cost"] = sub["network_cost"].item()
             record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
+            if "ideal_layout" in sub:  # (a cube written before it was kept has none)
+                record["ideal_layout"] = str(sub["ideal_layout"].item())
             for switch, change in zip(sub["switch"].values, sub["switch_change"].values):
                 record[f"flip_{switch}"] = float(
                     change

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import LAYOUTS, family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import check_selection, open_cube
@@ -65,12 +66,23 @@ def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping
     for d in keep:
         if d is not None and d not in ds.dims:
             raise InputError(f"{d!r}: not a dim; dims: {', '.join(map(str, ds.dims))}")
-    da = ds[var].sel(sel)
+    for d in keep:
+        if d is not None and d not in ds[var].dims:  # a plan's tokens_per_s has no switch dim
+            raise InputError(
+                f"{d!r}: {var} does not vary with it; its dims: {', '.join(map(str, ds[var].dims))}"
+            )
+    # A --sel on a dim the variable does not have (a plan's switch, for tokens_per_s) fixes nothing of it.
+    da = ds[var].sel({d: v for d, v in sel.items() if d in ds[var].dims})
     extra = [d for d in da.dims if d not in keep and da.sizes[d] > 1]
     if extra:
         left = ", ".join(f"{d} ({da.sizes[d]} values)" for d in extra)
         raise InputError(
             f"the selection leaves {left} besides the plotted dims; add --sel DIM=VALUE for each"
+        )
+    if not np.isfinite(np.asarray(da.values, dtype=np.float64)).any():
+        raise InputError(
+            f"the selection holds no value of {var} (NaN everywhere: a plan's setting with no feasible layout, "
+            f"a rank not filled, an answer not reached); nothing to draw"
         )
     return da.squeeze([d for d in da.dims if d not in keep])
 
@@ -99,7 +111,7 @@ def line_plot(
             line.values,
             marker="o",
             ms=3,
-            label=(hue_label(h) if hue_label else f"{hue}={h}") if hue else None,
+            label=(hue_label(h) if hue_label else f"{hue}={_shown(h)}") if hue else None,
         )
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
@@ -134,7 +146,7 @@ def heatmap(
     for setter, ticks in ((ax.set_xticks, da[x].values), (ax.set_yticks, da[y].values)):
         step = max(1, len(ticks) // 10)
         idx = np.arange(0, len(ticks), step)
-        setter(idx + 0.5, [f"{t:g}" if not isinstance(t, str) else t for t in ticks[idx]])
+        setter(idx + 0.5, [_shown(t) for t in ticks[idx]])
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[y]))
     (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
@@ -143,13 +155,25 @@ def heatmap(
     return ax
 
 
+def _shown(value: Any) -> str:
+    """A coordinate as a label says it: ``1``, not ``1.0``; ``0.01``; a name as it is."""
+    return f"{value:g}" if isinstance(value, (float, np.floating, int, np.integer)) else str(value)
+
+
+# Dims a layout cube's title names where it holds one value of them (what the figure is of), before the --sel choices.
+TITLE_DIMS = ("model", "gpu", "gpus", "global_batch")
+
+
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
-    """The fixed dims as a title: ``ratio = 1, bandwidth = 25 Gbit/s, model = vgg16``."""
+    """The fixed dims as a title: a layout cube's one model (GPU, GPU count, global batch where it has one;
+    a plan's ``rank = 1`` alone says nothing of what was planned), then the ``sel`` choices:
+    ``model = llama3-70b, gpus = 1024, rank = 1``."""
+    layouts = family_of(ds.attrs) is LAYOUTS
+    fixed = {d: ds[d].values[0].item() for d in TITLE_DIMS if layouts and d in ds.dims and ds.sizes[d] == 1}
     parts = []
-    for dim, value in sel.items():
+    for dim, value in {**{d: v for d, v in fixed.items() if d not in sel}, **sel}.items():
         units = ds[dim].attrs.get("units", "")
-        shown = f"{value:g}" if isinstance(value, float) else str(value)
-        parts.append(f"{dim} = {shown}" + (f" {units}" if units not in ("", "1") else ""))
+        parts.append(f"{dim} = {_shown(value)}" + (f" {units}" if units not in ("", "1") else ""))
     return ", ".join(parts)
 
 
@@ -190,8 +214,10 @@ def plot_cube(
     check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
     ds = open_cube(path)
     chosen = parse_sel(sel, ds)
+    drawn = ds[y if kind == "line" else var] if (y if kind == "line" else var) in ds.data_vars else None
+    held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on
     check_selection(path, ds, chosen)  # what is drawn is what was written
-    title = selection_title(ds, chosen) or None  # the --sel choices: what the figure holds fixed
+    title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
         line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title)
         if kind == "line"

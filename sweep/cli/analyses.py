@@ -34,8 +34,12 @@ from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
 @options(CACHE)
 def paper(
     out: Annotated[
-        Path, typer.Option("--out", help="Output directory for paper.h5, figures and REPORT.md.")
-    ] = Path("results/paper"),
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output directory for paper.h5, figures and REPORT.md. Default: results/paper-<timestamp>.",
+        ),
+    ] = None,
     profiles_dir: Annotated[
         Path | None,
         typer.Option(
@@ -47,8 +51,9 @@ def paper(
 ):
     """Reproduce the paper's what-if study: cube, figures and a checked REPORT.md."""
     from netsweep_jax.sweep.analysis.paper import run_paper
+    from netsweep_jax.sweep.io.paths import stamped
 
-    for path in run_paper(out, profiles_dir, command=command_line(), force=force):
+    for path in run_paper(out or stamped("paper"), profiles_dir, command=command_line(), force=force):
         typer.echo(f"wrote {path}")
 
 
@@ -65,7 +70,7 @@ def validate(
         Path | None,
         typer.Option(
             "--out",
-            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation (with --llm: results/validation-llm).",
+            help="Output directory for REPORT.md, predictions.csv and the figure (existing ones are kept unless --force). Default: results/validation-<timestamp> (with --llm: results/validation-llm-<timestamp>).",
         ),
     ] = None,
     force: ReportForce = False,
@@ -87,7 +92,7 @@ def validate(
         Path | None,
         typer.Option(
             "--nccl",
-            help="Collectives: NCCL's tuner model against nccl-tests rows in nccl_tests.csv's format (../shared/published/nccl_tests.csv); fabric constants fitted on the NT309A and AZ sources, the rest held out. Default --out: results/validation-nccl.",
+            help="Collectives: NCCL's tuner model against nccl-tests rows in nccl_tests.csv's format (../shared/published/nccl_tests.csv); fabric constants fitted on the NT309A and AZ sources, the rest held out. Default --out: a new results/validation-nccl-<timestamp>.",
             show_default=False,
         ),
     ] = None,
@@ -95,6 +100,8 @@ def validate(
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
     fit few constants on one source, predict the others in each source's own units."""
+    from netsweep_jax.sweep.io.paths import stamped
+
     if nccl is not None:
         if llm or measurements is not None or train is not None:
             what = "--llm" if llm else ("--train" if train is not None else "a measurements file")
@@ -102,7 +109,7 @@ def validate(
         from netsweep_jax.sweep.analysis import nccl_validation
 
         paths, nv = nccl_validation.run(
-            out or Path("results/validation-nccl"), dataset=nccl, command=command_line(), force=force
+            out or stamped("validation-nccl"), dataset=nccl, command=command_line(), force=force
         )
         for line in nccl_validation.summary_lines(nv):
             typer.echo(line)
@@ -114,7 +121,7 @@ def validate(
         from netsweep_jax.sweep.io.runs import DATASET
 
         paths, v = llm_validation.run(
-            out or Path("results/validation-llm"),
+            out or stamped("validation-llm"),
             command=command_line(),
             dataset=measurements or DATASET,
             train=train,
@@ -132,7 +139,7 @@ def validate(
         )
     from netsweep_jax.sweep.analysis.validate import DATASET, run
 
-    out = out or Path("results/validation")
+    out = out or stamped("validation")
     paths, errors = run(
         out,
         command=command_line(),
@@ -147,7 +154,7 @@ def validate(
         typer.echo(f"wrote {path}")
 
 
-@options(CACHE)
+@options(BUSBW, CACHE)
 def compare(
     ctx: typer.Context,
     model: Annotated[
@@ -215,7 +222,14 @@ def compare(
     Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
     """
     from netsweep_jax.sweep.analysis import compare as comparison
+    from netsweep_jax.sweep.core.values import parse_values
 
+    refuse_large_model(model, "compare")
+    if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
+        values = parse_values(utilization, NUMERIC_AXES["utilization"])
+        if values.size != 1:
+            raise InputError(f"{utilization}: compare takes one utilization; give one value", param="busbw")
+        utilization = float(values[0])
     settings: dict[str, Any] = dict(
         models=model,
         gpu=gpu,
@@ -237,7 +251,7 @@ def compare(
     if out is None:
         rows, _, setup = comparison.compare(**settings)
         say_assumed(setup["assumed"])
-        typer.echo(comparison.table(rows))
+        typer.echo(comparison.table(rows, utilization))
         return
     for path in comparison.run(out, command=command_line(), force=force, **settings):
         typer.echo(f"wrote {path}")
@@ -245,7 +259,11 @@ def compare(
 
 # compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).
 COMPARE_DEFAULTS = {
-    "utilization": ("--util", "(today's: the paper's measured ~32 Gbit/s of 100)"),
+    "utilization": (
+        "--util",
+        "(today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1 and --collective "
+        "ring, so their scaling factors are higher)",
+    ),
     "collective": ("--collective", ""),
     "bucketing": ("--bucketing", ""),
     "nodes": ("--nodes", ""),
@@ -269,8 +287,8 @@ SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of th
 @options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
 def need(
     target: Annotated[
-        float,
-        typer.Option("--target", parser=typed_number(float), help="Scaling factor to reach, in (0, 1]."),
+        str,
+        typer.Option("--target", help="Scaling factor(s) to reach, in (0, 1]; a comma list gives several."),
     ],
     solve: Annotated[
         str,
@@ -289,18 +307,42 @@ def need(
     """
     from netsweep_jax.sweep.analysis.need import answer_table
     from netsweep_jax.sweep.analysis.need import solve as solve_for
+    from netsweep_jax.sweep.core.values import number
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.paths import check_new_file
 
+    refuse_large_model(settings.get("model"), "need")
+    targets = [number(t.strip(), "--target") for t in target.split(",")]
     if out is not None:
         check_new_file(out, force=force)
     models, settings["dtype"] = models_from(settings)
-    ds = solve_for(models, target=target, axis=solve, **settings)
-    say_assumed(str(ds.attrs.get("assumed", "")))
-    typer.echo(answer_table(ds))
+    answers = [solve_for(models, target=t, axis=solve, **settings) for t in targets]
+    say_assumed(str(answers[0].attrs.get("assumed", "")))
+    typer.echo("\n\n".join(answer_table(ds) for ds in answers))
     if out is not None:
+        ds = answers[0]
+        if len(answers) > 1:  # one cube: the targets as a dim, first
+            import xarray as xr
+
+            ds = xr.concat(answers, dim="target", combine_attrs="drop_conflicts").assign_coords(
+                target=("target", targets, {"units": "1", "long_name": "target scaling factor"})
+            )
         write_dataset(ds, out, command=command_line(), overwrite=force)
         typer.echo(f"wrote {out}")
+
+
+def refuse_large_model(model: str | None, command: str) -> None:
+    """Refuse a large-model preset for a data-parallel analysis, pointing at the commands that model it."""
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    large = [n.strip() for n in str(model or "").split(",") if n.strip().lower() in LLMS]
+    if large:
+        raise InputError(
+            f"{large[0]}: a large model (tensor, pipeline and data parallel): sweep {command} answers for "
+            f"data-parallel profiles (sweep models lists both); ask sweep plan --model {large[0]} what the "
+            f"network costs its best layouts, or sweep grid --model {large[0]} for every layout",
+            param="model",
+        )
 
 
 CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")

@@ -119,21 +119,41 @@ def select(
             "pick is said on stderr.",
         ),
     ] = False,
+    sel: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sel",
+            help="DIM=VALUE(S) for any dim, one with no option of its own too (a plan's rank, switch); repeat.",
+        ),
+    ] = None,
+    vars: Annotated[
+        str | None, typer.Option("--vars", help="The variables to print, comma list (default: all).")
+    ] = None,
     **chosen,
 ):
-    """Print a slice of a cube as a table (one row per remaining combination).
+    """Print a slice of a cube as tables (one row per remaining combination; a table per set of dims the
+    variables span).
 
     Example: sweep select r.h5 --bw 37 --nearest
     """
     from netsweep_jax.sweep.io.reader import select_table
 
+    picked = {k: v for k, v in chosen.items() if v is not None}
+    for item in sel or []:
+        dim, eq, value = (part.strip() for part in item.partition("="))
+        if not eq or not dim or not value:
+            raise InputError(f"{item!r}: expected DIM=VALUE, e.g. rank=1", param="sel")
+        if dim in picked:
+            raise InputError(f"{item!r}: {dim} is selected twice", param="sel")
+        picked[dim] = value
     with damaged_file(file):
         table = select_table(
             file,
-            {k: v for k, v in chosen.items() if v is not None},
+            picked,
             csv=csv,
             nearest=nearest,
             picked=lambda text: typer.echo(text, err=True),
+            variables_text=vars,
         )
     typer.echo(table)
 

@@ -125,10 +125,31 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
     if kwargs.get("solve") == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
-    kwargs["utilization"], how = utilization_from_busbw(text, kwargs.get("bandwidth"))
+    system = _system_network(kwargs, ctx)
+    bandwidth = None if system is not None else kwargs.get("bandwidth")
+    own_nics = system is None or (ctx is not None and given(ctx, "nics_per_node"))
+    nics = kwargs.get("nics_per_node") if own_nics or system is None else system[2]
+    kwargs["utilization"], how = utilization_from_busbw(text, bandwidth, system[:2] if system else None, nics)
     if ctx is not None:  # set by the user, as --util would be: it overrides the GPU system's default
         ctx.set_parameter_source("utilization", ctx.get_parameter_source("busbw"))
     typer.echo(f"from --busbw: {how}", err=True)
+
+
+def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] | None:
+    """For a large-model sweep given no --bw: its GPU's usual system's NIC rate (Gbit/s), whose it is, and its
+    NICs per node (the rate the sweep assumes, so --busbw is read against it); else None."""
+    if ctx is None or given(ctx, "bandwidth") or "arch" not in kwargs:
+        return None
+    from netsweep_jax.sweep.analysis.layout_jobs import is_layout_sweep
+    from netsweep_jax.sweep.model.compute import GPUS
+
+    if not is_layout_sweep(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model")):
+        return None
+    names = [g.strip().lower() for g in str(kwargs.get("gpu") or "h100").split(",")]
+    if not all(g in GPUS for g in names) or len({(GPUS[g].nic_gbps, GPUS[g].nics) for g in names}) != 1:
+        return None  # several systems' rates: --busbw names its link (X@GBIT), as before
+    spec = GPUS[names[0]]
+    return spec.nic_gbps, f"the {names[0]} system's NICs", spec.nics
 
 
 def options(*groups):

@@ -286,10 +286,11 @@ BUSBW = [
         str | None,
         None,
         "--busbw",
-        metavar="GB/S[@GBIT]",
-        help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s) for the job's collective "
-        "across nodes, at its message size; @GBIT: the link rate it was measured on (default: the one --bw). "
-        "Utilization = 8 busbw / link.",
+        metavar="GB/S[@GBIT],...",
+        help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s, per link: one NIC) for the "
+        "job's collective across nodes, at its message size; @GBIT: the link rate it was measured on (default: "
+        "the one --bw; for a large model given no --bw, its GPU system's NICs). Utilization = 8 busbw / link; "
+        "a comma list gives several.",
     )
 ]
 

@@ -1,10 +1,16 @@
-"""The progress bar of long sweeps (rich), on stderr."""
+"""Progress of long sweeps on stderr: a bar (rich) on a terminal, else a line every few seconds."""
 
 import contextlib
+import sys
+import time
 from collections.abc import Callable, Iterator
 
 Advance = Callable[[int], None]
 ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[Advance]]
+
+# Without a terminal (a log file, a pipe, a batch job): a line this often, the first once this long has passed,
+# so that a run of a few seconds prints none.
+LINE_EVERY_S = 5.0
 
 
 def progress_bar(enabled: bool) -> ProgressFactory | None:
@@ -43,5 +49,48 @@ def progress_bar(enabled: bool) -> ProgressFactory | None:
                 bar.update(task, rate=f"{speed:,.0f} configs/s" if speed else "")
 
             yield advance
+
+    return progress
+
+
+def progress(
+    quiet: bool, label: str, counted: str, clock: Callable[[], float] = time.monotonic
+) -> ProgressFactory | None:
+    """The progress a command shows: a bar where stderr is a terminal, else :func:`progress_lines`; none
+    with ``--quiet``."""
+    if quiet:
+        return None
+    return progress_bar(True) if sys.stderr.isatty() else progress_lines(label, counted, clock=clock)
+
+
+def progress_lines(
+    label: str, counted: str, clock: Callable[[], float] = time.monotonic, every: float | None = None
+) -> ProgressFactory:
+    """A ``progress(total, done)`` factory that writes, at most every ``every`` seconds of ``clock``, one line
+    to stderr: ``plan: 2,032,128 of 6,096,384 layouts searched (33%) in 10 s; about 20 s left`` (``label``:
+    ``plan``; ``counted``: what is counted, ``layouts searched``); nothing for a run shorter than ``every`` (default :data:`LINE_EVERY_S`)."""
+    every = LINE_EVERY_S if every is None else every
+
+    @contextlib.contextmanager
+    def progress(total: int, done: int) -> Iterator[Advance]:
+        start = clock()
+        state = {"done": done, "said": start}
+
+        def advance(n: int) -> None:
+            state["done"] += n
+            now = clock()
+            if now - state["said"] < every:
+                return
+            state["said"] = now
+            count, seconds = state["done"], now - start
+            left = (total - count) * seconds / max(count - done, 1)
+            print(
+                f"{label}: {count:,} of {total:,} {counted} ({count / max(total, 1):.0%}) in {seconds:.0f} s; "
+                f"about {left:.0f} s left",
+                file=sys.stderr,
+                flush=True,
+            )
+
+        yield advance
 
     return progress

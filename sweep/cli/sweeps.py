@@ -212,20 +212,20 @@ def plan(
     """
 
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
-    from netsweep_jax.sweep.analysis.planning import plan_csv, plan_json, plan_table
-    from netsweep_jax.sweep.cli.progress import progress_bar
+    from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
+    from netsweep_jax.sweep.cli.progress import progress
     from netsweep_jax.sweep.io import job
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     if as_csv and as_json:
-        raise InputError("give one of --csv and --json", param="json")
+        raise InputError("--csv and --json both choose what is printed: give one")
     if settings.get("distributed"):  # before anything starts
         from netsweep_jax.sweep.io.distributed import check_options
 
         check_options(settings["coordinator"], settings["stitch_timeout"])
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
-    bar = progress_bar(not quiet and sys.stderr.isatty())
+    bar = progress(quiet, "plan", "layouts searched")
     share = None
     try:
         if settings.get("distributed"):
@@ -267,6 +267,8 @@ def plan(
         return
     if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr (a reader that
         say(f"wrote {target}")  # leaves early, | head, ends the command before anything after its output)
+        for line in infeasible_lines(ds):  # the table says these in place; a document has no row for them
+            typer.echo(line, err=True)
         typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
         return
     typer.echo(plan_table(ds))

@@ -218,20 +218,38 @@ def json_ready(value: Any) -> Any:
     return value
 
 
-def utilization_from_busbw(text: str, bandwidth: object) -> tuple[str, str]:
-    """The utilization a measured bus bandwidth implies: (``--util`` value, a line saying how).
+def utilization_from_busbw(
+    text: str, bandwidth: object, default_link: tuple[float, str] | None = None, nics: object = None
+) -> tuple[str, str]:
+    """The utilizations measured bus bandwidths imply: (``--util`` values, a line saying how).
 
-    ``text``: ``X`` or ``X@LINK``: nccl-tests' ``busbw`` (GB/s) of the job's collective across nodes, measured
-    over links of LINK Gbit/s (without LINK: the one ``bandwidth`` value). nccl-tests normalizes busbw so it
-    compares with a link's rate (all-reduce: busbw = algbw x 2(n-1)/n), so utilization = 8 X / LINK.
+    ``text``: ``X[@LINK][,X[@LINK]...]``: nccl-tests' ``busbw`` (GB/s) of the job's collective across nodes,
+    per GPU and so per link (a GPU's share of the node's NICs: the model's link, ``--bw``), measured over
+    links of LINK Gbit/s (without LINK: the one ``bandwidth`` value; where the user gave no ``--bw``,
+    ``default_link`` = (rate, whose it is), as a GPU's usual system's NICs). nccl-tests normalizes busbw so
+    it compares with a link's rate (all-reduce: busbw = algbw x 2(n-1)/n), so utilization = 8 X / LINK.
+    ``nics``: the ``--nics-per-node`` value, for the hint when a node's figure (all its NICs) is given.
     """
+    items = [item.strip() for item in str(text).split(",")]
+    if not str(text).strip() or not all(items):
+        raise InputError(f"--busbw {text!r}: give GB/s[@Gbit/s] values, comma-separated")
+    pairs = [_utilization_from_one_busbw(item, bandwidth, default_link, nics) for item in items]
+    return ",".join(repr(u) for u, _ in pairs), "; ".join(how for _, how in pairs)
+
+
+def _utilization_from_one_busbw(
+    text: str, bandwidth: object, default_link: tuple[float, str] | None, nics: object
+) -> tuple[float, str]:
     spec = NUMERIC_AXES["utilization"]
-    measured, at, link_text = str(text).strip().partition("@")
+    measured, at, link_text = text.partition("@")
     busbw = number(measured, "--busbw")
     if not (math.isfinite(busbw) and busbw > 0):
         raise InputError(f"--busbw {text}: the bus bandwidth must be a positive number of GB/s")
+    whose = ""
     if at:
         link = number(link_text, "--busbw link")
+    elif bandwidth is None and default_link is not None:
+        link, whose = default_link[0], f" ({default_link[1]}, as --bw is not given)"
     else:
         links = parse_values(bandwidth, NUMERIC_AXES["bandwidth"]) if bandwidth is not None else np.zeros(0)
         if links.size != 1:
@@ -244,10 +262,26 @@ def utilization_from_busbw(text: str, bandwidth: object) -> tuple[str, str]:
     if not links_spec.low <= link <= links_spec.high:
         raise InputError(f"--busbw {text}: the link rate {link:g} {links_spec.rule()} Gbit/s")
     utilization = 8.0 * busbw / link
-    if not spec.low <= utilization <= spec.high:
+    if utilization > spec.high:
+        # The likely mistakes: a node's figure (nccl-tests on a node: every NIC's traffic), or Gbit/s.
+        per = parse_values(nics, NUMERIC_AXES["nics_per_node"]) if nics is not None else np.zeros(0)
+        node = (
+            f"a node's figure over its {int(per[0])} NICs is {busbw / per[0]:.4g} GB/s per link"
+            if per.size == 1 and per[0] > 1
+            else "divide a node's figure by the NICs it used (--nics-per-node)"
+        )
+        bits = f"; if {busbw:g} is Gbit/s, give {busbw / 8:.4g} (GB/s)" if busbw <= link else ""
+        raise InputError(
+            f"--busbw {text}: {busbw:g} GB/s is more than one {link:g} Gbit/s link carries ({link / 8:g} GB/s), "
+            f"which is a utilization of {utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed. busbw is "
+            f"per link (one NIC, as --bw is): {node}{bits}"
+        )
+    if not spec.low <= utilization:
         raise InputError(
             f"--busbw {text}: {8 * busbw:g} Gbit/s over {link:g} Gbit/s links is a utilization of "
             f"{utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed (busbw is in GB/s: bytes)"
         )
-    how = f"utilization {utilization:.4g} = 8 x busbw {busbw:g} GB/s / {link:g} Gbit/s links"
-    return repr(utilization), how
+    return (
+        utilization,
+        f"utilization {utilization:.4g} = 8 x busbw {busbw:g} GB/s / {link:g} Gbit/s links{whose}",
+    )

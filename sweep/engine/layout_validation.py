@@ -146,9 +146,13 @@ def make_layout_grid(
                     f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
                 )
     if gpus is None and dp is None:
-        raise InputError("give the GPU count (--gpus) or the data-parallel degree (--dp)", param="gpus")
+        raise InputError(
+            "is needed: the GPU count, as --gpus 1024 (or --dp, the data-parallel degree)", param="gpus"
+        )
     if global_batch is None:
-        raise InputError("give the global batch in samples (e.g. --global-batch 1024)", param="global_batch")
+        raise InputError(
+            "is needed: the global batch in samples, as --global-batch 1024", param="global_batch"
+        )
     search = search or {}
     given = dict(
         grad_bytes=grad_bytes,

@@ -16,6 +16,7 @@ import h5py
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
@@ -393,7 +394,7 @@ def summary_line(s: Summary) -> str:
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
     if s.get("damaged_blocks"):
         resumed += f", {s['damaged_blocks']} damaged blocks computed again"
-    line = f"{s['configs']:,} configurations in {s['seconds']:.2f} s ({rate:,.0f}/s end to end{resumed})"
+    line = f"{counted(s['configs'], 'configuration')} in {s['seconds']:.2f} s ({rate:,.0f}/s end to end{resumed})"
     if "shard" in s:
         line = f"process {s['shard']}: {line}"
         return line + (

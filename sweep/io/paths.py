@@ -10,6 +10,7 @@ place only when it is complete. A sweep's resumable ``OUT.partial`` is :mod:`swe
 
 import contextlib
 import contextvars
+import datetime
 import fcntl
 import os
 import secrets
@@ -21,6 +22,13 @@ from netsweep_jax.sweep.core.errors import InputError, WriteFailed, reason
 
 # The files written inside the current all_or_nothing() block that did not exist before it.
 _created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("created", default=None)
+
+
+def stamped(name: str, suffix: str = "", directory: str | Path = "results") -> Path:
+    """A default output, ``DIRECTORY/NAME-YYYYmmdd-HHMMSS[SUFFIX]``: new for each run, so a command run with no
+    ``--out`` never meets an earlier run's output, nor a report committed to a checkout (``results/paper``)."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path(directory) / f"{name}-{stamp}{suffix}"
 
 
 def partial_path(out: str | Path) -> Path:

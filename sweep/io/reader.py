@@ -14,7 +14,7 @@ from netsweep_jax.sweep.core.families import LAYOUTS, family_of
 from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import parse_names, parse_values
+from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.model.compressors import parse_compressors
@@ -119,6 +119,9 @@ def describe(path: str | Path) -> str:
         )
         missing = a.size - finite.size
         units = ds[name].attrs.get("units", "")
+        derived = str(name).removeprefix("layout_")  # a plan's layout_dp 0: dp derived from the GPUs
+        if layouts and str(name).startswith("layout_") and derived in DERIVED_ZERO and np.any(finite == 0):
+            units = f"{units if units != '1' else ''} (0 = {DERIVED_ZERO[derived]})".strip()
         lines.append(
             f"    {name:<{width}} {stats} {units if units != '1' else ''}".rstrip()
             + (f"  ({missing:,} unset)" if missing else "")
@@ -129,10 +132,11 @@ def describe(path: str | Path) -> str:
         elif "reduced" in ds.attrs:
             lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
         elif "solved_axis" in ds.attrs:
-            lines.append(
-                f"  solved for {ds.attrs['solved_axis']} reaching scaling factor "
-                f"{ds.attrs['target_scaling_factor']:g}"
+            target = ds.attrs.get("target_scaling_factor")  # several (need --target 0.9,0.99): a dim
+            targets = (
+                f"{target:g}" if target is not None else ", ".join(f"{t:g}" for t in ds["target"].values)
             )
+            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor {targets}")
         for name, g in f.get("profiles", {}).items():
             a = g.attrs
             lines.append(
@@ -220,6 +224,8 @@ def _selection(
             values = parse_values(text, specs[dim])
         elif dim == "compressor":  # topk:0.010 is topk:0.01
             values = [c.name for c in parse_compressors(text)]
+        elif ds[dim].dtype.kind in "iuf":  # a dim no axis describes (a plan's rank): plain numbers
+            values = [number(t.strip(), f"{dim}") for t in str(text).split(",")]
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
@@ -242,8 +248,10 @@ def select_table(
     csv: bool = False,
     nearest: bool = False,
     picked: Callable[[str], None] | None = None,
+    variables_text: str | None = None,
 ) -> str:
-    """The selected slice as text: a table of the remaining dims and the variables.
+    """The selected slice as text: a table of the remaining dims and the variables (``variables_text``: a
+    comma list of them; default all), one table per set of dims the variables span.
 
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
     ``picked(text)`` is told which."""
@@ -251,7 +259,35 @@ def select_table(
     selection = _selection(ds, chosen, nearest, picked)
     check_selection(path, ds, selection)  # what is shown is what was written
     sub = ds.sel(selection)
-    names = variables(ds)
+    if variables_text is not None:
+        names = parse_names(variables_text, "vars", variables(ds))
+    else:
+        names = variables(ds)
+    # One table per set of dims the variables span: a plan's per-rank outputs, its per-setting verdicts and
+    # its per-switch changes apart, so no row is repeated once per value of a dim it does not depend on.
+    groups: dict[tuple[Hashable, ...], list[str]] = {}
+    for name in names:
+        groups.setdefault(tuple(d for d in ds.dims if d in sub[name].dims), []).append(name)
+    if csv and len(groups) > 1:
+        raise InputError(
+            "prints one table, and these variables span different dims ("
+            + "; ".join(f"{', '.join(v[:3])}{', ...' if len(v) > 3 else ''}" for v in groups.values())
+            + "): choose the variables of one with --vars",
+            param="csv",
+        )
+    tables = [_table(ds, sub, group, chosen) for group in groups.values()]
+    ds.close()
+    if csv:
+        return tables[0].to_csv(index=False).rstrip("\n")
+    # A table wider than a screen (a plan's 30 outputs per layout) continues below, in blocks of columns.
+    return "\n\n".join(df.to_string(index=False, line_width=TABLE_WIDTH) for df in tables)
+
+
+TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
+
+
+def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[str, str]) -> Any:
+    """The selected slice ``sub`` of variables ``names`` (which share their dims) as a DataFrame."""
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
@@ -259,11 +295,19 @@ def select_table(
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
                 df[d] = df[d].astype(np.int64)
+        for name in names:  # a plan's layout_tp 2, not 2.0 ('' where a setting has no layout)
+            column = df[name]
+            if name.startswith("layout_") and column.dtype.kind == "f":
+                whole = column[np.isfinite(column)]
+                if np.all(np.mod(whole, 1) == 0):
+                    df[name] = [str(int(v)) if np.isfinite(v) else "" for v in column]
         for name in names:
             if "rules" in ds[name].attrs:
                 rules = _rules(str(ds[name].attrs["rules"]))
-                df[name] = [rules.get(int(c), f"code {c}") if np.isfinite(c) else "" for c in df[name]]
-    ds.close()
-    if csv:
-        return df.to_csv(index=False).rstrip("\n")
-    return df.to_string(index=False)
+                fits = df["fits"] if "fits" in df.columns else None  # status 0 is "can exist", not "fits"
+                df[name] = [
+                    ("does not fit in memory" if fits is not None and fits.iloc[i] == 0 and c == 0 else
+                     rules.get(int(c), f"code {c}")) if np.isfinite(c) else ""
+                    for i, c in enumerate(df[name])
+                ]  # fmt: skip
+    return df

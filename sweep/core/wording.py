@@ -1,0 +1,7 @@
+"""Counts in messages: ``1 setting``, ``2 settings`` (one rule, so no message says ``1 configurations``)."""
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1, with thousands separators: ``1 setting``, ``1,024 layouts``.
+    ``plural``: where it is not ``noun + 's'``."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

@@ -1,0 +1,125 @@
+"""Reading a plan cube and a layout cube: select by rank and switch, plot any slice, say what 0 and a misfit mean."""
+
+import pytest
+
+from helpers import invoke
+
+# The 12-layout Llama 3 70B plan of test_plan_messages on 64 GPUs, every layout kept: the ranks past the
+# layouts that fit are empty.
+PLAN = [
+    "plan", "--model", "llama3-70b", "--gpus", "64", "--global-batch", "64", "--bw", "100,400", "--tp", "1,2",
+    "--pp", "1", "--cp", "2", "--micro-batch", "1", "--zero", "3", "--keep", "12",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cube(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plan") / "p.h5"
+    r = invoke(*PLAN, "--out", out)
+    assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--x", "bandwidth", "--y", "tokens_per_s", "--hue", "rank", "--sel", "switch=grad_reduce"],
+        [
+            "--kind",
+            "heatmap",
+            "--x",
+            "bandwidth",
+            "--y",
+            "switch",
+            "--var",
+            "switch_change",
+            "--sel",
+            "rank=1",
+        ],
+        [
+            "--kind",
+            "heatmap",
+            "--x",
+            "bandwidth",
+            "--y",
+            "rank",
+            "--var",
+            "tokens_per_s",
+            "--sel",
+            "switch=tp_comm",
+        ],
+    ],
+)
+def test_plot_a_plan_cube_by_rank_or_switch(cube, tmp_path, args):
+    # Was "damaged (HDF5 cannot read it ...)": a --sel on a dim the variable does not have.
+    r = invoke("plot", cube, *args, "--out", tmp_path / "f.png")
+    assert r.exit_code == 0 and "damaged" not in r.output, r.output
+    assert (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_plot_of_a_slice_with_no_layout_is_refused(cube, tmp_path):
+    r = invoke(
+        "plot",
+        cube,
+        "--x",
+        "bandwidth",
+        "--y",
+        "tokens_per_s",
+        "--sel",
+        "rank=12",
+        "--out",
+        tmp_path / "f.png",
+    )
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and "holds no value of tokens_per_s" in line and not (tmp_path / "f.png").exists()
+
+
+def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):
+    from netsweep_jax.sweep.analysis.plot import line_plot, selection_title
+    from netsweep_jax.sweep.io.reader import open_cube
+
+    ds = open_cube(cube)
+    title = selection_title(ds, {"rank": 1})
+    assert title.startswith("model = llama3-70b, gpu = h100, gpus = 64, global_batch = 64"), title
+    assert title.endswith("rank = 1")
+    assert ds["bandwidth"].dtype.kind == "f"  # a layout cube's dims are floats: legends said bandwidth=100.0
+    ax = line_plot(ds, "rank", var="tokens_per_s", hue="bandwidth", sel={})
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bandwidth=100", "bandwidth=400"]
+    ds.close()
+
+
+def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
+    r = invoke("select", cube, "--sel", "rank=1", "--sel", "switch=grad_reduce")
+    assert r.exit_code == 0, r.output
+    tables = r.stdout.strip().split("\n\n")
+    assert max(len(line) for line in tables[0].splitlines()) <= 160  # 30 outputs a layout, in blocks
+    assert tables[-1].split()[:3] == ["bandwidth", "switch", "switch_change"] and "tp_comm" not in tables[-1]
+    verdicts = next(t for t in tables if "network_cost" in t.splitlines()[0]).splitlines()
+    assert len(verdicts) == 1 + 2  # a line per setting, not one per setting and switch
+    r = invoke("select", cube, "--sel", "rank=1", "--vars", "tokens_per_s,layout_tp,layout_dp")
+    head = ["bandwidth", "rank", "tokens_per_s", "layout_tp", "layout_dp"]
+    assert r.exit_code == 0 and r.stdout.split()[:5] == head, r.output
+    assert r.stdout.splitlines()[1].split()[-2:] == ["1", "0"]  # whole numbers, not 1.0 (rc-ful at 100)
+    r = invoke("select", cube, "--sel", "rank=13")
+    assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
+
+
+def test_show_says_what_a_plan_cubes_layout_dp_0_means(cube):
+    r = invoke("show", cube)
+    line = next(line for line in r.output.splitlines() if line.strip().startswith("layout_dp"))
+    assert "0 / 0 / 0" in line and "(0 = gpus / (tp pp cp))" in line
+
+
+def test_layout_grid_csv_says_a_layout_does_not_fit(tmp_path):
+    out = tmp_path / "g.h5"
+    r = invoke(
+        "grid", "--model", "llama3-70b", "--gpus", "8", "--global-batch", "8", "--tp", "4,8", "--pp", "1",
+        "--cp", "1", "--micro-batch", "1", "--zero", "0", "--out", out,
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = invoke("select", out, "--csv", "--vars", "fits,memory_free_gb,status").stdout.splitlines()
+    head = rows[0].split(",")
+    for row in rows[1:]:
+        value = dict(zip(head, row.split(",")))
+        assert float(value["fits"]) == 0 and float(value["memory_free_gb"]) < 0
+        assert value["status"] == "does not fit in memory", row

@@ -1,0 +1,54 @@
+"""What sweep plan says: why a setting is network-bound, the settings with no feasible layout, its progress."""
+
+import re
+
+from helpers import invoke
+from netsweep_jax.sweep.cli import progress
+
+# Llama 3 70B, 12 layouts: on 8 GPUs none fits; on 64 over 100 Gbit/s NICs the best layout recomputes
+# everything to fit TP 1, so the network costs a third of the step while the NICs carry a sixth of it.
+PLAN = [
+    "plan", "--model", "llama3-70b", "--gpus", "8,64", "--global-batch", "64", "--bw", "100", "--tp", "1,2",
+    "--pp", "1", "--cp", "2", "--micro-batch", "1", "--zero", "3", "--keep", "1",
+]  # fmt: skip
+
+
+def test_plan_says_why_the_network_costs_more_than_its_time_on_the_nics(tmp_path):
+    r = invoke(*PLAN, "--out", tmp_path / "p.h5")
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    verdict = next(i for i, line in enumerate(lines) if "<- network-bound" in line)
+    row = lines[verdict - 2]
+    assert "rc-ful" in row and re.search(r" 1[0-9]%  compute", row), row  # on NICs well under the cost
+    why = lines[verdict + 1]
+    assert why.startswith("  why: 1") and "% of the step waits on the NICs" in why, why
+    assert "forces this layout (full recompute: 20% of the step)" in why, why
+    assert why.endswith("on an ideal network the best is tp2xpp1xcp2xdp16 mb1 z3"), why
+
+
+def test_plan_plans_the_settings_that_can_exist_and_names_the_others(tmp_path):
+    # The whole plan used to be refused because 8 GPUs cannot hold the model.
+    r = invoke(*PLAN, "--out", tmp_path / "p.h5")
+    assert r.exit_code == 0 and (tmp_path / "p.h5").exists(), r.output
+    text = r.output
+    assert "--gpus 8:\n  no feasible layout: " in text and "none fits: the least hungry lacks" in text
+    assert "--gpus 64:\n  # layout" in text
+    assert text.count("no feasible layout:") == 1
+    assert "1 of 1 setting (1 setting with no feasible layout)" in text
+    r = invoke(*PLAN, "--csv", "--out", tmp_path / "q.h5")  # the CSV has no row for it: one line on stderr
+    assert r.exit_code == 0 and "no feasible layout (--gpus 8): " in r.stderr, r.output
+    assert [float(line.split(",")[6]) for line in r.stdout.splitlines()[1:]] == [64]
+
+
+def test_plan_progress_counts_every_search_and_shows_without_a_terminal(tmp_path, monkeypatch):
+    # No terminal (CliRunner's stderr): a line every LINE_EVERY_S seconds; 0 here, so one per block.
+    monkeypatch.setattr(progress, "LINE_EVERY_S", 0.0)
+    r = invoke(*PLAN[:4], "64", *PLAN[5:], "--out", tmp_path / "p.h5")
+    assert r.exit_code == 0, r.output
+    said = re.findall(r"^plan: ([\d,]+) of ([\d,]+) layouts searched \((\d+)%\)", r.stderr, re.M)
+    assert len(said) >= 5, r.stderr  # one search and more per line: the plan, the ideal network, 3 switches
+    counts = [int(done.replace(",", "")) for done, _, _ in said]
+    totals = {int(total.replace(",", "")) for _, total, _ in said}
+    assert totals == {12 * 5} and counts == sorted(counts) and counts[-1] == 12 * 5
+    assert [int(p) for _, _, p in said][-1] == 100 and all(int(p) <= 100 for _, _, p in said)
+    assert not any(int(p) == 100 for _, _, p in said[:-1])  # not at 100% before the last search
