@@ -63,6 +63,9 @@ def test_a_peer_that_never_joins_ends_the_wait_in_one_line(monkeypatch):
 
 
 def test_a_signal_ends_the_wait_for_the_peers_at_once():
+    # Python's own Ctrl-C handler, as a command typed at a terminal has it: a test run started in the background
+    # (and its workers) inherit SIGINT ignored, and then nothing would end the wait.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     release = threading.Event()
 
     def blocked(**kwargs):  # Ctrl-C arrives while XLA's connect blocks (it ignored SIGINT and SIGTERM)
@@ -74,6 +77,7 @@ def test_a_signal_ends_the_wait_for_the_peers_at_once():
             distributed.rendezvous("unix:/nowhere", 2, 0, timeout_s=120, initialize=blocked)
     finally:
         release.set()
+        signal.signal(signal.SIGINT, previous)
 
 
 class FakeClient:
