@@ -153,6 +153,7 @@ def test_block_size_from_free_device_memory():
         default_block_configs(FakeDevice("gpu", {"bytes_limit": 140 * gib, "bytes_in_use": 0}))
         == MAX_DEVICE_BLOCK
     )
-    # 2 GiB free: a quarter of it at 128 B per configuration is 2^22 configurations
-    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**22
+    # 2 GiB free: a quarter of it at 148 B per configuration (every output of the kernel on the device, kept or
+    # not, and the kept ones' store copies) is 3.6e6 configurations, 2^21 rounded down
+    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**21
     assert default_block_configs(FakeDevice("gpu", {})) == DEFAULT_BLOCK_CONFIGS
