@@ -47,7 +47,7 @@ def grid_metrics(
     compute dtype.
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
-    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
+    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add; the XLA scan ignores it);
     ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`).
 
     All of them, whichever a sweep keeps: one compile of the kernel serves every ``--vars``, ``--store`` and

@@ -163,14 +163,11 @@ class _DataParallelBlocks:
         # One compile of the kernel per block shape, dtype and features, whatever the sweep keeps of its outputs
         # (--vars), in which dtype (--store) or reduced how (--reduce): each of those is a small compile of one
         # output, shared by every output of its shape and dtype.
+        # zero_latency is the Pallas kernel's promise (it skips an add); the XLA scan ignores it, so it must not
+        # split that kernel's compiles between sweeps with and without latency.
+        zero_latency = inp.zero_latency and self.kernel != "xla"
         out = grid_metrics(
-            config,
-            layout,
-            buckets,
-            t1,
-            kernel=self.kernel,
-            zero_latency=inp.zero_latency,
-            features=inp.features,
+            config, layout, buckets, t1, kernel=self.kernel, zero_latency=zero_latency, features=inp.features
         )
         kept = {name: out[name] for name in self.grid.variables}
         if reduce is not None:
