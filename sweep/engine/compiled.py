@@ -116,7 +116,6 @@ def table_metrics(
     return on_table(config, layout, buckets, t1, None, features)
 
 
-@functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
 def solve_on_grid(
     config: Config,
     layout: Layout,
@@ -136,13 +135,48 @@ def solve_on_grid(
     The smallest value reaching it when the scaling factor grows with ``axis``
     (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
     ``axis`` field of ``config`` is ignored); returns (value [K, C], status [K, C]) as
-    :func:`kernels.bisect.boundary`.
+    :func:`kernels.bisect.boundary`. The field solved is an array (:func:`solve_on_fields`): solves of
+    any axis with the same shapes, features and direction share one compile.
     """
+    field = jnp.asarray(Config._fields.index(axis), jnp.int32)
+    return solve_on_fields(
+        config,
+        layout,
+        buckets,
+        t1,
+        target,
+        low,
+        high,
+        field,
+        iterations=iterations,
+        features=features,
+        increasing=increasing,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing"))
+def solve_on_fields(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    target: jax.Array,
+    low: jax.Array,
+    high: jax.Array,
+    field: jax.Array,
+    *,
+    iterations: int = 40,
+    features: Features = PAPER,
+    increasing: bool = True,
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`solve_on_grid` of the Config field at index ``field`` (int32 scalar): every field is a select
+    between the bisected value and the sweep's (exact: the kernel sees the same numbers)."""
     shape = (layout.messages.shape[0], config.bandwidth.shape[0])
     cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
 
     def scaling(x: jax.Array) -> jax.Array:
-        return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None, features)["scaling_factor"]
+        solved = Config(*(jnp.where(field == i, x, v) for i, v in enumerate(cells)))
+        return on_table(solved, layout, buckets, t1, None, features)["scaling_factor"]
 
     return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 
