@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from netsweep_jax.kernels import fit, nccl
 from netsweep_jax.kernels import layout as layout_kernel
@@ -120,10 +121,10 @@ def solve_on_grid(
     config: Config,
     layout: Layout,
     buckets: Buckets,
-    t1: jax.Array,
-    target: jax.Array,
-    low: jax.Array,
-    high: jax.Array,
+    t1: ArrayLike,
+    target: ArrayLike,
+    low: ArrayLike,
+    high: ArrayLike,
     *,
     axis: str,
     iterations: int = 40,
