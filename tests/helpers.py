@@ -1,6 +1,7 @@
 """What several test files share: running the CLI, the standard grid, stopping a sweep at a known block,
-reading a cube's outputs, and regenerating a committed report."""
+reading a cube's outputs, regenerating a committed report, and counting a function's compiles."""
 
+import contextlib
 import functools
 import os
 import signal
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import h5py
+import jax.monitoring
 from typer.testing import CliRunner
 
 from conftest import assert_same_figure, assert_same_text
@@ -117,3 +119,27 @@ def two_processes(tmp_path, *args, command="grid"):
     assert [p.returncode for p in procs] == [0, 0], results
     assert command[3] != "grid" or "stitched every shard" in results[0][0]
     return results
+
+
+# What JAX reports (jax.monitoring) as it traces a function and compiles it for XLA.
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",  # lowered: then compiled or a cache hit
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+@contextlib.contextmanager
+def counting_compiles(fun_name):
+    """Count JAX's traces and compiles of the function named ``fun_name``: {event: count}."""
+    counts = dict.fromkeys((TRACE_EVENT, *COMPILE_EVENTS), 0)
+
+    def listen(event, duration_s, **kwargs):
+        if event in counts and kwargs.get("fun_name") in (fun_name, f"jit({fun_name})"):
+            counts[event] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        yield counts
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)

@@ -1,12 +1,10 @@
 """Engine structure: blocks tile the grid once; a sweep compiles once; precision is scoped."""
 
-import contextlib
-
-import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from helpers import COMPILE_EVENTS, TRACE_EVENT, counting_compiles
 from netsweep_jax.kernels.overlap import METRICS, Config
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.engine.blocks import BlockPlan
@@ -34,30 +32,6 @@ def test_blocks_tile_the_grid_once(block_configs):
     assert np.all(count == 1)
     assert [b.index for b in plan.blocks()] == list(range(len(plan.blocks())))
     assert plan.blocks() is plan.blocks()  # cut once: --resume looks blocks up by index
-
-
-# What JAX reports (jax.monitoring) as it traces a function and compiles it for XLA.
-TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-COMPILE_EVENTS = (
-    "/jax/core/compile/jaxpr_to_mlir_module_duration",  # lowered: then compiled or a cache hit
-    "/jax/core/compile/backend_compile_duration",
-)
-
-
-@contextlib.contextmanager
-def counting_compiles(fun_name):
-    """Count JAX's traces and compiles of the function named ``fun_name``: {event: count}."""
-    counts = dict.fromkeys((TRACE_EVENT, *COMPILE_EVENTS), 0)
-
-    def listen(event, duration_s, **kwargs):
-        if event in counts and kwargs.get("fun_name") in (fun_name, f"jit({fun_name})"):
-            counts[event] += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        yield counts
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
 
 
 def test_a_sweep_compiles_once():
@@ -153,6 +127,7 @@ def test_block_size_from_free_device_memory():
         default_block_configs(FakeDevice("gpu", {"bytes_limit": 140 * gib, "bytes_in_use": 0}))
         == MAX_DEVICE_BLOCK
     )
-    # 2 GiB free: a quarter of it at 128 B per configuration is 2^22 configurations
-    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**22
+    # 2 GiB free: a quarter of it at 148 B per configuration (every output of the kernel on the device, kept or
+    # not, and the kept ones' store copies) is 3.6e6 configurations, 2^21 rounded down
+    assert default_block_configs(FakeDevice("gpu", {"bytes_limit": 3 * gib, "bytes_in_use": gib})) == 2**21
     assert default_block_configs(FakeDevice("gpu", {})) == DEFAULT_BLOCK_CONFIGS

@@ -93,7 +93,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         dt = inputs.dtype.type
         for block in plan.blocks():
             args = inputs.block(block)
-            v, st = solve_on_grid(
+            solved, solved_status = solve_on_grid(
                 *args,
                 dt(target),
                 dt(si_values(axis, low)),
@@ -104,8 +104,8 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
                 increasing=increasing,
             )
             k, c = block.outer_lanes, block.size // block.outer_lanes
-            v = (np.asarray(v, np.float64) / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
-            st = np.array(st)
+            v = (np.asarray(solved, np.float64) / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
+            st = np.array(solved_status)
             st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
             v = _reaching(v, st, args, axis, dt(target), inputs.features, increasing)[:k, :c]
             st = st[:k, :c]

@@ -8,10 +8,11 @@ fit of the same shapes compiles nothing.
 """
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from netsweep_jax.kernels import fit, nccl
 from netsweep_jax.kernels import layout as layout_kernel
@@ -32,9 +33,7 @@ if METRICS != tuple(VARIABLES) or Config._fields != INNER:
 Metrics = dict[str, jax.Array]
 
 
-@functools.partial(
-    jax.jit, static_argnames=("kernel", "zero_latency", "features", "variables", "store", "reduce")
-)
+@functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
 def grid_metrics(
     config: Config,
     layout: Layout,
@@ -44,57 +43,70 @@ def grid_metrics(
     kernel: str = "xla",
     zero_latency: bool = False,
     features: Features = PAPER,
-    variables: Sequence[str] | None = None,
-    store: str | None = None,
-    reduce: DevicePlan | None = None,
 ) -> Metrics:
-    """Metrics of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C].
+    """Every metric of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C], in the
+    compute dtype.
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
-    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add);
-    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`);
-    ``variables``: the metrics to return (None: all), cast on the device to ``store``
-    (a dtype name; None: the compute dtype), so only what is kept is copied back;
-    ``reduce``: (real lanes, block tensor shape, axes, family) to reduce each output over on the device
-    (:func:`sweep.engine.reductions.device_reduce`), giving ``name`` and ``name@index`` (None: no reduction).
+    ``zero_latency``: a promise that every latency is 0 (Pallas skips an add; the XLA scan ignores it);
+    ``features``: the model terms the sweep uses (:class:`kernels.overlap.Features`).
+
+    All of them, whichever a sweep keeps: one compile of the kernel serves every ``--vars``, ``--store`` and
+    ``--reduce`` of the block's shapes (a compile of the scan takes seconds). What a sweep does with them is a
+    second, small compiled function of one output (:func:`stored`, :func:`reduced_outputs`). The cost: every
+    output is materialized on the device, kept or not (:data:`sweep.engine.dispatch.DEVICE_BYTES_PER_CONFIG`
+    counts all of them); only the kept ones are copied back.
     """
     if kernel == "xla":
-        out = on_grid(config, layout, buckets, t1, None, features)
-    else:
-        from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for (heavy)
+        return on_grid(config, layout, buckets, t1, None, features)
+    from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for (heavy)
 
-        out = on_grid_pallas(
-            config,
-            layout,
-            buckets,
-            t1,
-            features=features,
-            interpret=kernel == "pallas-interpret",
-            zero_latency=zero_latency,
-        )
-    if reduce is not None:
-        return _reduced({name: out[name] for name in variables or out}, reduce, skip_nan=False)
-    return {name: out[name] if store is None else out[name].astype(store) for name in (variables or out)}
+    return on_grid_pallas(
+        config,
+        layout,
+        buckets,
+        t1,
+        features=features,
+        interpret=kernel == "pallas-interpret",
+        zero_latency=zero_latency,
+    )
 
 
-def _reduced(out: Metrics, reduce: DevicePlan, *, skip_nan: bool) -> Metrics:
+@functools.partial(jax.jit, static_argnames=("store",))
+def stored(value: jax.Array, *, store: str) -> jax.Array:
+    """One output cast to the store dtype ``store`` (a dtype name) on the device, so that only what is kept,
+    in the dtype it is kept in, is copied back. One compile per shape and pair of dtypes, whichever output."""
+    return value.astype(store)
+
+
+def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False) -> Metrics:
     """Each output [kb_width, ci_width] reduced on the device as ``reduce`` says: ``name`` and, for max and min,
     ``name@index`` (:func:`sweep.engine.reductions.device_reduce`). ``skip_nan``: a NaN (a layout that cannot
-    exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN)."""
-    (kb, ci), shape, axes, family = reduce
+    exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN). Each output is
+    its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
     for name, v in out.items():
-        value = v[:kb, :ci].reshape(shape)
-        nan_aware = skip_nan and family != "mean" and value.dtype.kind == "f"
-        if nan_aware:
-            value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
-        value, index = device_reduce(value, axes, family)
-        if nan_aware:
-            value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
-        reduced[name] = value
+        reduced[name], index = reduced_output(v, reduce=reduce, skip_nan=skip_nan)
         if index is not None:
             reduced[f"{name}@index"] = index
     return reduced
+
+
+@functools.partial(jax.jit, static_argnames=("reduce", "skip_nan"))
+def reduced_output(
+    v: jax.Array, *, reduce: DevicePlan, skip_nan: bool = False
+) -> tuple[jax.Array, jax.Array | None]:
+    """One output reduced as :func:`reduced_outputs` says: (value, flat index of the extreme or None). One
+    compile per shape, dtype and reduction, whichever output."""
+    (kb, ci), shape, axes, family = reduce
+    value = v[:kb, :ci].reshape(shape)
+    nan_aware = skip_nan and family != "mean" and value.dtype.kind == "f"
+    if nan_aware:
+        value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
+    value, index = device_reduce(value, axes, family)
+    if nan_aware:
+        value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
+    return value, index
 
 
 @functools.partial(jax.jit, static_argnames=("features",))
@@ -105,15 +117,14 @@ def table_metrics(
     return on_table(config, layout, buckets, t1, None, features)
 
 
-@functools.partial(jax.jit, static_argnames=("axis", "iterations", "features", "increasing"))
 def solve_on_grid(
     config: Config,
     layout: Layout,
     buckets: Buckets,
-    t1: jax.Array,
-    target: jax.Array,
-    low: jax.Array,
-    high: jax.Array,
+    t1: ArrayLike,
+    target: ArrayLike,
+    low: ArrayLike,
+    high: ArrayLike,
     *,
     axis: str,
     iterations: int = 40,
@@ -125,13 +136,48 @@ def solve_on_grid(
     The smallest value reaching it when the scaling factor grows with ``axis``
     (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
     ``axis`` field of ``config`` is ignored); returns (value [K, C], status [K, C]) as
-    :func:`kernels.bisect.boundary`.
+    :func:`kernels.bisect.boundary`. The field solved is an array (:func:`solve_on_fields`): solves of
+    any axis with the same shapes, features and direction share one compile.
     """
+    field = jnp.asarray(Config._fields.index(axis), jnp.int32)
+    return solve_on_fields(
+        config,
+        layout,
+        buckets,
+        t1,
+        target,
+        low,
+        high,
+        field,
+        iterations=iterations,
+        features=features,
+        increasing=increasing,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing"))
+def solve_on_fields(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    target: jax.Array,
+    low: jax.Array,
+    high: jax.Array,
+    field: jax.Array,
+    *,
+    iterations: int = 40,
+    features: Features = PAPER,
+    increasing: bool = True,
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`solve_on_grid` of the Config field at index ``field`` (int32 scalar): every field is a select
+    between the bisected value and the sweep's (exact: the kernel sees the same numbers)."""
     shape = (layout.messages.shape[0], config.bandwidth.shape[0])
     cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
 
     def scaling(x: jax.Array) -> jax.Array:
-        return on_table(cells._replace(**{axis: x}), layout, buckets, t1, None, features)["scaling_factor"]
+        solved = Config(*(jnp.where(field == i, x, v) for i, v in enumerate(cells)))
+        return on_table(solved, layout, buckets, t1, None, features)["scaling_factor"]
 
     return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 
@@ -333,7 +379,7 @@ def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
     """A block's outputs {name: [R, C]} (:func:`layout_block_outputs`) reduced as :func:`grid_metrics`
     reduces, over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an
     extreme; a mean over them is NaN)."""
-    return _reduced(dict(out), reduce, skip_nan=True)
+    return reduced_outputs(dict(out), reduce, skip_nan=True)
 
 
 @functools.partial(jax.jit, static_argnames=("keep",))

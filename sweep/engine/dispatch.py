@@ -23,7 +23,7 @@ import jax
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.kernels.overlap import Features
+from netsweep_jax.kernels.overlap import METRICS, Config, Features
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
@@ -33,6 +33,8 @@ from netsweep_jax.sweep.engine.compiled import (
     layout_block_best,
     layout_block_outputs,
     layout_block_reduced,
+    reduced_outputs,
+    stored,
 )
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
@@ -113,9 +115,11 @@ def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None)
     return "pallas" if jax.default_backend() == "gpu" else "xla"
 
 
-# Device bytes one configuration of a block needs on an accelerator: the seven inputs,
-# four outputs and their store-dtype copies, and the scan's carry, with room to spare.
-DEVICE_BYTES_PER_CONFIG = 128
+# Device bytes one configuration of a block needs on an accelerator, at most (float64): its configuration's
+# inputs, every output of the kernel (all are materialized, kept or not: one compile of grid_metrics serves
+# every --vars, --store and --reduce), the kept ones' store-dtype copies (float32 from float64, or float64 from
+# float32: 4 bytes more per output at most) and the scan's carry (FSDP's: three values).
+DEVICE_BYTES_PER_CONFIG = 8 * len(Config._fields) + (8 + 4) * len(METRICS) + 8 * 3
 MAX_DEVICE_BLOCK = 2**26  # past this, a block gains nothing (measured on an H200, benchmarks/README.md)
 
 
@@ -156,18 +160,20 @@ class _DataParallelBlocks:
         layout = copy(layout_key, lambda: inp.layout(block.task, block.outer_slab))
         buckets = copy(("buckets", block.task), lambda: inp.buckets(block.task))
         t1 = copy(("t1", block.task), lambda: inp.t1(block.task))
-        return grid_metrics(
-            config,
-            layout,
-            buckets,
-            t1,
-            kernel=self.kernel,
-            zero_latency=inp.zero_latency,
-            features=inp.features,
-            variables=self.grid.variables,
-            store=None if reduce else self.grid.store_dtype,
-            reduce=reduce,
+        # One compile of the kernel per block shape, dtype and features, whatever the sweep keeps of its outputs
+        # (--vars), in which dtype (--store) or reduced how (--reduce): each of those is a small compile of one
+        # output, shared by every output of its shape and dtype.
+        # zero_latency is the Pallas kernel's promise (it skips an add); the XLA scan ignores it, so it must not
+        # split that kernel's compiles between sweeps with and without latency.
+        zero_latency = inp.zero_latency and self.kernel != "xla"
+        out = grid_metrics(
+            config, layout, buckets, t1, kernel=self.kernel, zero_latency=zero_latency, features=inp.features
         )
+        kept = {name: out[name] for name in self.grid.variables}
+        if reduce is not None:
+            return reduced_outputs(kept, reduce)
+        store = self.grid.store_dtype
+        return {name: v if v.dtype == store else stored(v, store=store) for name, v in kept.items()}
 
 
 class _LayoutBlocks:
