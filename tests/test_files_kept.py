@@ -160,3 +160,12 @@ def test_select_and_plot_refuse_a_damaged_block(cubes, tmp_path):
     assert not figure.exists()
     r = invoke("select", path, "--bw", "25", "--csv")  # blocks it does not read: shown
     assert r.exit_code == 0 and len(r.output.splitlines()) == 5, r.output
+
+
+def test_a_report_directory_the_file_system_will_not_make_is_a_refused_write():
+    # /proc passes the access check as root yet makes nothing: a fault in one line (exit 1), not a traceback.
+    from netsweep_jax.sweep.core.errors import WriteFailed
+    from netsweep_jax.sweep.io.paths import report_directory
+
+    with pytest.raises(WriteFailed, match="/proc/netsweep-report: cannot be"):
+        report_directory("/proc/netsweep-report", ["REPORT.md"])
