@@ -36,8 +36,9 @@ def test_blocks_tile_the_grid_once(block_configs):
 
 def test_a_sweep_compiles_once():
     # Many blocks, a padded last block, two collectives, two fusion settings with
-    # different bucket counts, latency on: one compile. An odd block size keeps
-    # these shapes apart from other tests' compiles in the same process.
+    # different bucket counts, latency on: one compile at most (none where another
+    # test in this process traced the same shapes: the kernel's compile no longer
+    # depends on --vars, --store, --reduce or a zero latency, so sweeps share it).
     grid = make_grid(
         "resnet50",
         bandwidth="1..100@37",
@@ -50,7 +51,7 @@ def test_a_sweep_compiles_once():
     with counting_compiles("grid_metrics") as counts:
         evaluate_arrays(grid, block_configs=23)
     lowered, compiled = (counts[e] for e in COMPILE_EVENTS)
-    assert counts[TRACE_EVENT] == 1 and lowered == 1 and compiled <= 1  # 0: the persistent cache had it
+    assert counts[TRACE_EVENT] <= 1 and lowered == counts[TRACE_EVENT] and compiled <= lowered  # cache: 0
     other = make_grid(
         "resnet50",
         bandwidth="2..90@37",
