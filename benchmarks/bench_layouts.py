@@ -84,6 +84,8 @@ def reference_rate(grid, samples=4000):
             attention_efficiency=gpu["attention_efficiency"],
             overlap=gpu["overlap"],
             dispatch_fp8=gpu["dispatch_fp8"],
+            nccl_arch=gpu["nccl_arch"],
+            collectives=0,
         )
         cells.append(
             {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}
