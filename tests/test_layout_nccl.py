@@ -7,11 +7,15 @@ import random
 import jax
 import numpy as np
 import pytest
-from layout_cases import TOLERANCE, gpt3_case, random_case, run_kernel
+from layout_cases import LLAMA_8B, TOLERANCE, gpt3_case, random_case, run_kernel
 
 import reference
+from helpers import invoke
+from netsweep_jax import sweep
 from netsweep_jax.kernels import layout_collectives
 from netsweep_jax.kernels.layout_inputs import Parallelism
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
 
 def nccl_cases(seed, count):
@@ -78,3 +82,36 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     busbw = 30 / 16 * x / expected / 1e9
     assert busbw == pytest.approx(409.89, rel=1e-4)
     assert flat == pytest.approx(30 / 16 * x / 400e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--collectives", "ring"], "--collectives 'ring': unknown; known: flat, nccl"),
+        (["--collectives", "flat,nccl"], "--collectives flat,nccl: give one value"),
+        (["--collectives", "nccl", "--latency", "5"], "--latency 5: --latency is the flat collectives'"),
+    ],
+)
+def test_bad_collectives_are_one_line_and_write_nothing(tmp_path, extra, message):
+    for command in ("grid", "plan"):
+        r = invoke(command, *LLAMA_8B, *extra, "--out", tmp_path / "out.h5")
+        assert r.exit_code == 2 and message in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
+    flat = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
+    nccl = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collectives="NCCL")
+    assert (flat.collectives, flat.collectives_code, nccl.collectives, nccl.collectives_code) == (
+        "flat",
+        0,
+        "nccl",
+        1,
+    )
+    assert nccl.per_sweep()["collectives"] == "nccl" and flat.fingerprint() != nccl.fingerprint()
+    assert not any("NCCL" in a for a in flat.assumed)
+    (stated,) = [a for a in nccl.assumed if "NCCL" in a]
+    assert "eta_net 0.902, eta_nvl 0.814, latency 2.39 us: results/validation-nccl" in stated
+    # The Python API takes the same setting and refuses a bad one by name, before any work.
+    with pytest.raises(InputError, match="tree"):
+        sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")
