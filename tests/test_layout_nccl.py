@@ -14,6 +14,7 @@ from helpers import invoke
 from netsweep_jax import sweep
 from netsweep_jax.kernels import layout_collectives
 from netsweep_jax.kernels.layout_inputs import Parallelism
+from netsweep_jax.sweep.analysis.planning import ideal_network
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
@@ -112,6 +113,9 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     assert not any("NCCL" in a for a in flat.assumed)
     (stated,) = [a for a in nccl.assumed if "NCCL" in a]
     assert "eta_net 0.902, eta_nvl 0.814, latency 2.39 us: results/validation-nccl" in stated
+    # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.
+    ideal = ideal_network(nccl)
+    assert ideal.collectives == "flat" and ideal.names == nccl.names
     # The Python API takes the same setting and refuses a bad one by name, before any work.
     with pytest.raises(InputError, match="tree"):
         sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")
