@@ -84,6 +84,8 @@ def reference_rate(grid, samples=4000):
             attention_efficiency=gpu["attention_efficiency"],
             overlap=gpu["overlap"],
             dispatch_fp8=gpu["dispatch_fp8"],
+            nccl_arch=gpu["nccl_arch"],
+            collectives=grid.collectives_code,
         )
         cells.append(
             {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}
@@ -103,6 +105,7 @@ def main():
     parser.add_argument(
         "--bandwidths", type=int, default=16, help="network settings: bandwidth values x 2 NIC counts"
     )
+    parser.add_argument("--collectives", default="flat", help="flat (default) or nccl (--collectives)")
     args = parser.parse_args()
     grid = layouts.make_layout_grid(
         "llama3-70b",
@@ -119,10 +122,11 @@ def main():
         recompute="none,selective,full",
         zero="0,1,3",
         sequence_parallel="1",
+        collectives=args.collectives,
     )
     configs = grid.outer_size * grid.inner_size
     print(
-        f"# {datetime.date.today()}  {jax.devices()[0].device_kind} x{jax.device_count()}, "
+        f"# {datetime.date.today()}  {jax.devices()[0].device_kind} x{jax.device_count()}, {grid.collectives}, "
         f"{configs:,} layouts ({grid.inner_size:,} per setting x {grid.outer_size} settings)"
     )
     t = time.perf_counter()

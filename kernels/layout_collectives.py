@@ -25,11 +25,78 @@ share of the node's NICs.
 
 with X each member's buffer in bytes and lambda the per-step latency of traffic that
 leaves the domain (0 inside it).
+
+With ``collectives`` 1 (nccl) every collective is instead :func:`kernels.nccl.collective`'s time, NCCL's
+algorithm and protocol of least time for the group as placed (:func:`group_fabric`): a group of n members
+``stride`` ranks apart has
+
+    g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
+    D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
+    K q / G of the host's NICs (the host's G / q groups communicate at once), each of beta u / 8 bytes/s
+    (fewer than one: one NIC at K q / G of that rate),
+
+NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1, no in-network
+reduction, and the constants ``sweep validate --nccl`` fitted (:data:`NCCL_CONSTANTS`). An all-reduce is
+NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plus all-gather: two of
+X), a reduce-scatter or all-gather NCCL's, an exchange (CP, PP) its send/recv and the expert dispatch
+its all-to-all.
 """
+
+from collections.abc import Callable
 
 import jax.numpy as jnp
 
+from netsweep_jax.kernels import nccl
 from netsweep_jax.kernels.layout_inputs import Parallelism, Value
+
+FLAT, NCCL = 0, 1  # Parallelism.collectives
+# The fabric's constants as `sweep validate --nccl` fitted them on published nccl-tests rows
+# (results/validation-nccl/REPORT.md): eta_net, eta_nvl and the network latency lambda (us).
+NCCL_CONSTANTS = nccl.Constants(eta_net=0.902, eta_nvl=0.814, latency=2.39)
+
+
+def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Value]) -> Value:
+    """``as_nccl()`` where ``lay.collectives`` is nccl, else ``flat()``: a Python int (one per sweep) builds only
+    the one chosen, so a flat sweep compiles and runs what it did before; an array selects per element."""
+    mode = lay.collectives
+    if isinstance(mode, (int, float)):
+        return as_nccl() if mode == NCCL else flat()
+    return jnp.where(mode == NCCL, as_nccl(), flat())
+
+
+def group_fabric(size: Value, stride: Value, lay: Parallelism) -> nccl.Fabric:
+    """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring);
+    groups of one are priced as two (their time is then discarded) so that every value stays finite."""
+    n = jnp.maximum(size, 2.0)
+    per = jnp.maximum(stride, 1.0)
+    on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
+    in_domain = jnp.clip(lay.nvlink_domain / per, 1.0, n)
+    arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
+    # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
+    # its rate, so that the host's groups share it as they do on the flat rings.
+    share = lay.nics_per_node * on_host / lay.gpus_per_node
+    # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
+    # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
+    links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
+    return nccl.Fabric(
+        gpus_per_node=on_host,
+        nodes=n / on_host,
+        domain=jnp.maximum(in_domain / on_host, 1.0),
+        nvlink=links * jnp.asarray(nccl.NVLINK_LINK)[arch],
+        nics=jnp.maximum(share, 1.0),
+        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0),
+        arch=arch,
+        nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
+        collnet=False,
+    )
+
+
+def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:
+    """Seconds of NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`) of ``nbytes`` (nccl-tests' count:
+    the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one."""
+    x = jnp.asarray(nbytes)
+    timing = nccl.collective(coll, x, group_fabric(size, stride, lay), NCCL_CONSTANTS)
+    return jnp.where(size > 1, timing.seconds, 0.0)
 
 
 def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:
@@ -55,7 +122,20 @@ def all_reduce(
     nbytes: Value, size: Value, stride: Value, lay: Parallelism, ring_only: Value = False
 ) -> Value:
     """Seconds for each of ``size`` GPUs to all-reduce ``nbytes`` (ring, tree or the cheaper: ``collective``;
-    a ring where ``ring_only``)."""
+    a ring where ``ring_only``; NCCL's where ``lay.collectives`` is nccl)."""
+    return priced(
+        lay,
+        lambda: jnp.where(
+            ring_only,
+            nccl_time(nccl.REDUCE_SCATTER, nbytes, size, stride, lay)
+            + nccl_time(nccl.ALL_GATHER, nbytes, size, stride, lay),
+            nccl_time(nccl.ALL_REDUCE, nbytes, size, stride, lay),
+        ),
+        lambda: _flat_all_reduce(nbytes, size, stride, lay, ring_only),
+    )
+
+
+def _flat_all_reduce(nbytes: Value, size: Value, stride: Value, lay: Parallelism, ring_only: Value) -> Value:
     bw, crosses = group_bandwidth(size, stride, lay)
     n = jnp.maximum(size, 1.0)
     ring = 2.0 * (n - 1.0) / n * nbytes / bw + _steps_latency(2.0 * (n - 1.0), crosses, lay)
@@ -67,7 +147,24 @@ def all_reduce(
 
 
 def scatter_or_gather(nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:
-    """Seconds for a reduce-scatter or all-gather of a ``nbytes`` buffer (ring), or an all-to-all of it."""
-    bw, crosses = group_bandwidth(size, stride, lay)
-    n = jnp.maximum(size, 1.0)
-    return jnp.where(n > 1, (n - 1.0) / n * nbytes / bw + _steps_latency(n - 1.0, crosses, lay), 0.0)
+    """Seconds for a reduce-scatter or all-gather of a ``nbytes`` buffer (ring; NCCL's all-gather where
+    ``lay.collectives`` is nccl: its reduce-scatter is priced the same)."""
+
+    def flat() -> Value:
+        bw, crosses = group_bandwidth(size, stride, lay)
+        n = jnp.maximum(size, 1.0)
+        return jnp.where(n > 1, (n - 1.0) / n * nbytes / bw + _steps_latency(n - 1.0, crosses, lay), 0.0)
+
+    return priced(lay, lambda: nccl_time(nccl.ALL_GATHER, nbytes, size, stride, lay), flat)
+
+
+def exchange(nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:
+    """Seconds for one member of a group of ``size`` GPUs ``stride`` ranks apart to send ``nbytes`` to the next
+    (a ring attention step, a pipeline stage's hand-off): the group's bandwidth plus lambda where it leaves the
+    domain, or NCCL's send/recv on the group's fabric."""
+
+    def flat() -> Value:
+        bw, crosses = group_bandwidth(size, stride, lay)
+        return nbytes / bw + jnp.where(crosses, lay.latency, 0.0)
+
+    return priced(lay, lambda: nccl_time(nccl.SENDRECV, nbytes, size, stride, lay), flat)

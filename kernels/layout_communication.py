@@ -19,6 +19,8 @@ Per layer and micro-batch, on the GPU's critical path:
   etp X bytes over the etp GPUs of the expert TP group (a ring of adjacent ranks). With
   ``dispatch_fp8`` the forward dispatch carries (1 + 1/32) / bytes_act of X (MXFP8: a byte an
   element, a scale a 32); the combines and the backward stay in bf16.
+  With ``collectives`` nccl each all-to-all is :func:`kernels.nccl.collective`'s all-to-all of X over
+  the EP group (ranks etp apart) as placed, and each CP step its send/recv of the K and V chunk.
 - ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
@@ -47,10 +49,14 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from netsweep_jax.kernels import nccl
 from netsweep_jax.kernels.layout_collectives import (
     all_reduce,
+    exchange,
     group_bandwidth,
+    nccl_time,
     nic_per_gpu,
+    priced,
     scatter_or_gather,
 )
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
@@ -132,8 +138,8 @@ def layer_communication(
     _, tp_cross = group_bandwidth(t, 1.0, lay)
 
     kv_chunk = tokens * (kvw + vw) * dev.act_bytes / t
-    cp_bw, cp_cross = group_bandwidth(c, t, lay)
-    cp_step = kv_chunk / cp_bw + jnp.where(cp_cross, lay.latency, 0.0)
+    _, cp_cross = group_bandwidth(c, t, lay)
+    cp_step = exchange(kv_chunk, c, t, lay)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
     cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
     cp_layer = cp_forward + cp_backward
@@ -152,8 +158,12 @@ def layer_communication(
     def on_nics(nbytes: Value) -> Value:  # the off-domain share through the GPU's own NICs
         return inter_share * nbytes / nic_ep + latencies
 
-    def all_to_all(nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares
-        return jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, on_nics(nbytes)), 0.0)
+    def all_to_all(nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares, or NCCL's
+        return priced(
+            lay,
+            lambda: nccl_time(nccl.ALLTOALL, nbytes, e, etp, lay),
+            lambda: jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, on_nics(nbytes)), 0.0),
+        )
 
     a2a = all_to_all(x_ep)
     # An fp8 dispatch (DeepEP's; Megatron-LM's moe_dispatch_fwd_dtype mxfp8) sends the forward dispatch in

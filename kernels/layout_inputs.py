@@ -99,7 +99,11 @@ class Parallelism(NamedTuple):
     the mean that the step runs, a capacity factor's cap or padding applied by the caller), offload_layers
     (layers per stage whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's
     overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
-    all-to-all), dispatch_fp8 (1: MoE tokens dispatched forward in MXFP8, 1 + 1/32 bytes an element).
+    all-to-all), dispatch_fp8 (1: MoE tokens dispatched forward in MXFP8, 1 + 1/32 bytes an element),
+    nccl_arch (the GPU's architecture as :mod:`kernels.nccl` indexes it: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell),
+    collectives (0 flat: :mod:`kernels.layout_collectives`' rings of one bandwidth per group; 1 nccl: each
+    collective as NCCL's tuner prices it for its group as placed, :mod:`kernels.nccl`; a Python int compiles
+    only the chosen pricing, an array selects per element).
     """
 
     gpus: Value
@@ -133,6 +137,8 @@ class Parallelism(NamedTuple):
     attention_efficiency: Value
     overlap: Value
     dispatch_fp8: Value
+    nccl_arch: Value
+    collectives: Value
 
 
 def has_bit(code: Value, value: float) -> Value:

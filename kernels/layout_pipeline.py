@@ -7,7 +7,8 @@ Pipeline (Narayanan et al., SC'21, section 2.2): layers split as evenly as they 
 (the first L mod p stages one more), the embedding on the first stage and the logits
 on the last. A stage's time per micro-batch T_i = its layers' forward, backward,
 recompute and exposed TP/CP/EP/ZeRO-3 time, plus 2 V point-to-point sends of the
-b s h bytes_act / (c t) boundary activations (scatter/gather). The slowest stage
+b s h bytes_act / (c t) boundary activations (:func:`kernels.layout_collectives.exchange`: the PP
+group's bandwidth, or NCCL's send/recv with ``collectives`` nccl). The slowest stage
 sets the pace:
 
     T_pipe = (m + (p - 1) / V) T_max,      bubble = (p - 1) / V T_max
@@ -21,7 +22,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from netsweep_jax.kernels.layout_collectives import group_bandwidth
+from netsweep_jax.kernels.layout_collectives import exchange, group_bandwidth
 from netsweep_jax.kernels.layout_communication import LayerCommunication
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
 from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
@@ -74,8 +75,8 @@ def pipeline(
     ) * kappa
     logits_b = 2.0 * logits_f
     x_pp = tokens * h * dev.act_bytes / t
-    pp_bw, pp_cross = group_bandwidth(p, t * c * dp, lay)
-    pp_micro = jnp.where(p > 1, 2.0 * V * (x_pp / pp_bw + jnp.where(pp_cross, lay.latency, 0.0)), 0.0)
+    _, pp_cross = group_bandwidth(p, t * c * dp, lay)
+    pp_micro = jnp.where(p > 1, 2.0 * V * exchange(x_pp, p, t * c * dp, lay), 0.0)
 
     per_layer = {
         "compute": t_f + t_b,

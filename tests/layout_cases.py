@@ -92,6 +92,8 @@ def random_case(rng):
         attention_efficiency=rng.uniform(0.3, 0.7),
         overlap=rng.choice([0, 1, 2, 3, 4, 8, 15, 7]),
         dispatch_fp8=rng.choice([0, 1]),
+        nccl_arch=2,  # kernels.nccl's Hopper (collectives nccl only; tests/test_layout_nccl.py draws it)
+        collectives=0,
     )
     return arch, dev, lay
 
@@ -107,11 +109,14 @@ def run_kernel(cases, dtype):
             for f in fields
         }
 
+    # One pricing of collectives for all the cases (a static setting: each its own compile).
+    (collectives,) = {int(c[2]["collectives"]) for c in cases}
     with jax.enable_x64(dtype == "float64"):
         out = layout_rows(
             kernel.Arch(**stack(0, kernel.Arch._fields)),
             kernel.Device(**stack(1, kernel.Device._fields)),
             kernel.Parallelism(**stack(2, kernel.Parallelism._fields)),
+            collectives=collectives,
         )
         return {k: np.asarray(v, np.float64)[: len(cases)] for k, v in out.items()}
 
@@ -190,6 +195,8 @@ def gpt3_case(**changes):
         attention_efficiency=0.5,
         overlap=3,
         dispatch_fp8=0,
+        nccl_arch=1,
+        collectives=0,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value

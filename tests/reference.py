@@ -443,11 +443,36 @@ def _group_bw(size, stride, lay):
     return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
 
 
-def _collective(kind, nbytes, size, stride, lay):
-    """Seconds for one collective: ``allreduce`` (ring/tree/nccl by lay['collective']), ``ring_allreduce``,
-    ``scatter`` (reduce-scatter, all-gather or all-to-all)."""
+NCCL_LAYOUT_CONSTANTS = (0.902, 0.814, 2.39)  # results/validation-nccl's eta_net, eta_nvl, lambda (us)
+NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
+
+
+def _nccl_group(kind, nbytes, size, stride, lay):
+    """Seconds of NCCL's collective over a group of ``size`` GPUs ``stride`` ranks apart, as placed: its GPUs a
+    host, hosts, hosts a domain, K q / G of the host's NICs (under one: one NIC at that fraction of its rate)."""
     if size <= 1:
         return 0.0
+    if kind == "ring_allreduce":  # sequence parallelism: a reduce-scatter and an all-gather
+        return 2 * _nccl_group("scatter", nbytes, size, stride, lay)
+    g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
+    q = min(max(g_host / max(stride, 1), 1), size)  # the group's GPUs on one host
+    in_domain = min(max(domain / max(stride, 1), 1), size)
+    share = lay["nics_per_node"] * q / g_host
+    arch = int(lay["nccl_arch"])
+    links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
+    nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
+    rate = lay["bandwidth"] * lay["utilization"] / 8e9
+    args = (q, size / q, max(in_domain / q, 1), nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
+    return nccl_collective(NCCL_KIND[kind], nbytes, *args, False, *NCCL_LAYOUT_CONSTANTS)[0]
+
+
+def _collective(kind, nbytes, size, stride, lay):
+    """Seconds for one collective: ``allreduce`` (ring/tree/nccl by lay['collective']), ``ring_allreduce``,
+    ``scatter`` (reduce-scatter, all-gather or all-to-all); NCCL's where lay['collectives'] is 1."""
+    if size <= 1:
+        return 0.0
+    if lay["collectives"]:
+        return _nccl_group(kind, nbytes, size, stride, lay)
     bw, leaves = _group_bw(size, stride, lay)
     lat = lay["latency"] if leaves else 0.0
     ring = 2 * (size - 1) / size * nbytes / bw + 2 * (size - 1) * lat
@@ -678,6 +703,8 @@ def layout_step(arch, dev, lay):
     if c > 1:
         bw, leaves = _group_bw(c, t, lay)
         one = tokens * (kvw + vw) * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
+        if lay["collectives"]:  # NCCL's send/recv of the chunk on the CP group
+            one = _nccl_group("sendrecv", tokens * (kvw + vw) * dev["act_bytes"] / t, c, t, lay)
         cp_fwd, cp_bwd = max(0.0, (c - 1) * one - core), max(0.0, 2 * (c - 1) * one - 2 * core)
     ep_layer, ep_nic = 0.0, False
     if e > 1 or etp > 1:
@@ -692,7 +719,9 @@ def layout_step(arch, dev, lay):
             inter = (e - near) / e * nbytes / bw + ((e - near) * lay["latency"] if near < e else 0.0)
             return intra, inter
 
-        def a2a_of(nbytes):  # the slower of the two
+        def a2a_of(nbytes):  # the slower of the two, or NCCL's all-to-all over the EP group (ranks etp apart)
+            if lay["collectives"]:
+                return _nccl_group("alltoall", nbytes, e, etp, lay)
             return max(shares(nbytes)) if e > 1 else 0.0
 
         intra, inter = shares(xe)
@@ -743,6 +772,8 @@ def layout_step(arch, dev, lay):
         if p > 1
         else 0
     )
+    if p > 1 and lay["collectives"]:  # NCCL's send/recv on the PP group
+        pp_micro = 2 * V * _nccl_group("sendrecv", tokens * h * dev["act_bytes"] / t, p, t * c * dp, lay)
     stages = []
     for i, n in enumerate(counts):
         parts = {key: n * value for key, value in layer.items()}

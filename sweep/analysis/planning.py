@@ -10,7 +10,8 @@ layout, what the step waits on.
 
 Whether the network is the bottleneck is the paper's question asked of the plan: per
 setting, the best layout's step T against the best layout's step T_ideal on an ideal
-network (NICs of unbounded bandwidth at full utilization, no latency; NVLink as it is),
+network (NICs of unbounded bandwidth at full utilization, no latency; NVLink as it is; flat collectives,
+since NCCL's own latencies are not the NICs'),
 searched over the same layouts, so a layout that only wins because the network is slow
 (full recomputation to fit a smaller TP, say) is charged to the network:
 
@@ -37,6 +38,7 @@ from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
+    COLLECTIVES_MODES,
     OVERLAP_SWITCHES,
     PARALLEL_DIMS,
     PLAN_SEARCHED,
@@ -72,12 +74,13 @@ def check_size(grid: LayoutGrid) -> None:
 
 def ideal_network(grid: LayoutGrid) -> LayoutGrid:
     """The same grid (the same cells, in the same order) on an ideal network: unbounded NIC bandwidth at full
-    utilization and no latency."""
+    utilization and no latency, whatever prices the real one's collectives (``--collectives nccl`` has latencies
+    of its own that no NIC removes: the ideal network is flat)."""
     values = dict(grid.values)
     values["bandwidth"] = np.full_like(values["bandwidth"], IDEAL_GBPS)
     values["utilization"] = np.ones_like(values["utilization"])
     values["latency"] = np.zeros_like(values["latency"])
-    return dataclasses.replace(grid, values=values)
+    return dataclasses.replace(grid, values=values, collectives=COLLECTIVES_MODES[0])
 
 
 def search_space(models: tuple[LLM, ...]) -> dict[str, str]:

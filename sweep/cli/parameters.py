@@ -269,6 +269,16 @@ def _layout_params() -> list[inspect.Parameter]:
             "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, "
             f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
         ),
+        param(
+            "collectives",
+            str | None,
+            None,
+            "--collectives",
+            rich_help_panel=panel,
+            help="How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
+            "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink "
+            "domain, NICs; constants of sweep validate --nccl) (default flat).",
+        ),
     ]
     return out
 

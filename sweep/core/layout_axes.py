@@ -100,6 +100,9 @@ LAYOUT_COLLECTIVES = (
     "nccl",
 )  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
+# --collectives, one per sweep: flat prices every collective as a ring (or tree: --collective) of one bandwidth per
+# group; nccl as NCCL's tuner does for the group as placed (kernels.layout_collectives, kernels.nccl).
+COLLECTIVES_MODES = ("flat", "nccl")
 
 SHARED_AXES = (
     "gpus_per_node",
@@ -114,7 +117,15 @@ SHARED_AXES = (
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
 # The layout family's own options: --arch, one per layout axis, and those it reads as text (declared once: the
 # CLI's parameters, the large-model commands' checks and the public API take their names from here).
-LAYOUT_TEXT_OPTIONS = ("attention", "schedule", "launch", "virtual_stages", "recompute", "overlap")
+LAYOUT_TEXT_OPTIONS = (
+    "attention",
+    "schedule",
+    "launch",
+    "virtual_stages",
+    "recompute",
+    "overlap",
+    "collectives",
+)
 LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the

@@ -143,6 +143,7 @@ OTHER_OPTIONS = {
     "schedule": "--schedule",
     "recompute": "--recompute",
     "overlap": "--overlap",
+    "collectives": "--collectives",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "launch": "--launch",
     "attention": "--attention",

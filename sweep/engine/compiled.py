@@ -261,6 +261,7 @@ GPU_FIELDS = (
     "preset_gpus_per_node",  # the preset's: the setting of that name, 0 where not given, follows it
     "nics",
     "nic_bits",
+    "nccl_arch",  # kernels.nccl's architecture index of the preset's chip
     "usable",
     "gemm_latency",
     "memory_efficiency",
@@ -279,12 +280,12 @@ if len(set(OUTER_COLUMNS)) != len(OUTER_COLUMNS):  # a name twice: the later col
 
 
 def _crossed(
-    outer: jax.Array, inner: jax.Array
+    outer: jax.Array, inner: jax.Array, collectives: int = 0
 ) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Parallelism]:
     """(Arch, Device, Parallelism) of R outer cells [R, 1] by C layouts [1, C] from their tables [R, .], [C, .]."""
     o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
     i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
-    return layout_inputs(o, i)
+    return layout_inputs(o, i, collectives)
 
 
 def busiest_expert(imbalance: jax.Array, capacity: jax.Array, pad: jax.Array) -> jax.Array:
@@ -296,12 +297,14 @@ def busiest_expert(imbalance: jax.Array, capacity: jax.Array, pad: jax.Array) ->
 
 
 def layout_inputs(
-    o: Mapping[str, jax.Array], i: Mapping[str, jax.Array]
+    o: Mapping[str, jax.Array], i: Mapping[str, jax.Array], collectives: int = 0
 ) -> tuple[layout_kernel.Arch, layout_kernel.Device, layout_kernel.Parallelism]:
     """The kernel's inputs from a setting cell's columns ``o`` (:data:`OUTER_COLUMNS`: SI values, 0 for a system
     setting that follows the GPU's preset) and a layout's ``i`` (:data:`INNER_COLUMNS`), broadcastable arrays:
     the one place the fp8 peak is chosen, a precision's gradient bytes defaulted and "0 = the GPU's system"
-    resolved, for a block's crossed tables (on the device) and for measured runs' rows alike."""
+    resolved, for a block's crossed tables (on the device) and for measured runs' rows alike. ``collectives``:
+    the sweep's pricing of collectives (0 flat, 1 nccl: kernels.layout_collectives), a Python int, so that a
+    compile holds only the one it uses."""
     v = {**o, **{d: i[d] for d in PARALLEL_DIMS}}
     arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
     # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
@@ -355,22 +358,26 @@ def layout_inputs(
         attention_efficiency=o["attention_efficiency"],
         overlap=o["overlap"],
         dispatch_fp8=o["dispatch_fp8"],
+        nccl_arch=o["nccl_arch"],
+        collectives=collectives,
     )
     return arch, dev, lay
 
 
-@jax.jit
-def layout_block_outputs(outer: jax.Array, inner: jax.Array) -> Metrics:
+@functools.partial(jax.jit, static_argnames=("collectives",))
+def layout_block_outputs(outer: jax.Array, inner: jax.Array, collectives: int = 0) -> Metrics:
     """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
     whichever a sweep keeps, in the compute dtype: one compiled function serves every sweep of the block's
     shape (a compile of the layout kernel takes seconds; copying the unkept outputs back costs far less).
 
     What a sweep does with them (``--reduce``, ``sweep plan``'s search) is a second, small compiled function
     (:func:`layout_block_reduced`, :func:`layout_block_best`) on these outputs, so that every reduction and
-    search of a block shape shares this one compile of the kernel."""
+    search of a block shape shares this one compile of the kernel. ``collectives`` (static, one per sweep): 0
+    flat, 1 NCCL's pricing (kernels.layout_collectives), a compile of its own only where a sweep asks for it."""
     shape = (outer.shape[0], inner.shape[0])
     return {
-        name: jnp.broadcast_to(v, shape) for name, v in layout_kernel.step(*_crossed(outer, inner)).items()
+        name: jnp.broadcast_to(v, shape)
+        for name, v in layout_kernel.step(*_crossed(outer, inner, collectives)).items()
     }
 
 
@@ -395,13 +402,14 @@ def layout_block_best(out: Metrics, real: jax.Array, *, keep: int) -> tuple[jax.
     return best, where, picked
 
 
-@jax.jit
+@functools.partial(jax.jit, static_argnames=("collectives",))
 def layout_rows(
-    arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Parallelism
+    arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Parallelism, collectives: int = 0
 ) -> Metrics:
     """:func:`kernels.layout.step` on arrays of one shape (one configuration per element): measured runs,
-    each with its own layout, and fits that try many constants per run at once."""
-    return layout_kernel.step(arch, dev, lay)
+    each with its own layout, and fits that try many constants per run at once. ``collectives`` (static: 0
+    flat, 1 nccl) replaces ``lay.collectives``, so that a compile holds only the pricing it uses."""
+    return layout_kernel.step(arch, dev, lay._replace(collectives=collectives))
 
 
 # --- the layout model's constants fitted to measured runs (sweep.analysis.llm_fit), by kernels.fit's fitter ---

@@ -212,7 +212,7 @@ class _LayoutBlocks:
         rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
         # One compile of the kernel per block shape and dtype, whatever is then done with its outputs (a
         # reduction or a search is its own small compile): the layout kernel takes seconds to compile.
-        out = layout_block_outputs(rows, columns)
+        out = layout_block_outputs(rows, columns, collectives=self.grid.collectives_code)
         if self.compiled_keep is None:  # every output; kept and cast on return
             return out if reduce is None else layout_block_reduced(out, reduce=reduce)
         count = block.size // (block.outer_lanes if plan.splits_layouts else 1)  # the block's layouts

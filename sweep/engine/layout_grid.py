@@ -26,6 +26,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import LAYOUTS, Family
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
+    COLLECTIVES_MODES,
     DIMS,
     LAYOUT_COLLECTIVES,
     OVERLAP_DEFAULT,
@@ -38,8 +39,9 @@ from netsweep_jax.sweep.core.layout_axes import (
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
-from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS
+from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS, die
 from netsweep_jax.sweep.model.llms import LLM
+from netsweep_jax.sweep.model.nccl_fabric import ARCH as NCCL_ARCH
 
 
 def precision_bytes(name: str) -> tuple[float, float, float, float, float]:
@@ -80,6 +82,8 @@ class LayoutGrid:
       overlap: the stack's overlap switches on, canonical (one per sweep).
       attention_efficiency: the flash-attention kernel's fraction of the half-precision peak (one per sweep).
       dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
+      collectives: how collectives are priced, one of :data:`COLLECTIVES_MODES` (one per sweep): ``flat`` rings
+        of one bandwidth per group, ``nccl`` NCCL's tuner for each group as placed (kernels.layout_collectives).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -102,6 +106,7 @@ class LayoutGrid:
     overlap: str = OVERLAP_DEFAULT
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
+    collectives: str = COLLECTIVES_MODES[0]
     store: str = ""
     reduction: Reduction | None = None
 
@@ -169,7 +174,13 @@ class LayoutGrid:
             "overlap": self.overlap,
             "attention_efficiency": self.attention_efficiency,
             "dispatch_fp8": self.dispatch_fp8,
+            "collectives": self.collectives,
         }
+
+    @property
+    def collectives_code(self) -> int:
+        """The kernel's ``collectives`` (kernels.layout_collectives: 0 flat, 1 nccl)."""
+        return COLLECTIVES_MODES.index(self.collectives)
 
     def coords(self) -> dict[str, np.ndarray]:
         """Each dim's coordinate values, in cube order."""
@@ -274,4 +285,5 @@ def arch_row(m: LLM) -> kernel.Arch:
 def gpu_row(name: str) -> tuple[float, ...]:
     """A GPU preset's columns of the GPU table, the first of :data:`sweep.engine.compiled.GPU_FIELDS`."""
     g = GPUS[name]
-    return (g.half, g.fp8, g.hbm, g.memory, g.nvlink, g.domain, g.gpus_per_node, g.nics, g.nic_gbps * 1e9)
+    nics = (g.nics, g.nic_gbps * 1e9, NCCL_ARCH[die(name)])
+    return (g.half, g.fp8, g.hbm, g.memory, g.nvlink, g.domain, g.gpus_per_node, *nics)

@@ -6,12 +6,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
+    COLLECTIVES_MODES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     OVERLAP_DEFAULT,
@@ -64,6 +66,7 @@ def make_layout_grid(
     pad_to_capacity: object = None,
     dispatch_fp8: object = None,
     overlap: str | None = None,
+    collectives: str | None = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -219,7 +222,20 @@ def make_layout_grid(
         raise InputError(
             "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
         )
+    mode = _collectives(collectives)
+    if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
+        raise InputError(
+            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl the "
+            "network's latency is the fitted lambda (results/validation-nccl)",
+            param="latency",
+        )
     assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
+    if mode == "nccl":
+        c = NCCL_CONSTANTS
+        assumed = assumed + (
+            f"collectives as NCCL's tuner prices them per group as placed (eta_net {c.eta_net}, eta_nvl "
+            f"{c.eta_nvl}, latency {c.latency} us: results/validation-nccl)",
+        )
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     kept = (
@@ -246,9 +262,19 @@ def make_layout_grid(
         overlap=_overlap(overlap),
         attention_efficiency=per_sweep["attention_efficiency"],
         dispatch_fp8=per_sweep["dispatch_fp8"],
+        collectives=mode,
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )
+
+
+def _collectives(text: str | None) -> str:
+    if text is None:
+        return COLLECTIVES_MODES[0]
+    modes = parse_names(str(text).lower(), "collectives", COLLECTIVES_MODES)
+    if len(modes) != 1:
+        raise InputError(f"{text}: give one value ({', '.join(COLLECTIVES_MODES)})", param="collectives")
+    return modes[0]
 
 
 def _overlap(text: str | None) -> str:

@@ -1,0 +1,125 @@
+"""The layout model with ``--collectives nccl`` (kernels/layout_collectives.py through kernels/nccl.py): against
+the float64 reference on random layouts in both dtypes, and a 2-host data-parallel all-reduce by hand."""
+
+import math
+import random
+
+import jax
+import numpy as np
+import pytest
+from layout_cases import LLAMA_8B, TOLERANCE, gpt3_case, random_case, run_kernel
+
+import reference
+from helpers import invoke
+from netsweep_jax import sweep
+from netsweep_jax.kernels import layout_collectives
+from netsweep_jax.kernels.layout_inputs import Parallelism
+from netsweep_jax.sweep.analysis.planning import ideal_network
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+
+def nccl_cases(seed, count):
+    """Random layouts of tests/layout_cases.py priced by NCCL's tuner, each on a random GPU architecture."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        arch, dev, lay = random_case(rng)
+        lay.update(collectives=1, nccl_arch=rng.choice([0, 1, 2, 3]))
+        cases.append((arch, dev, lay))
+    return cases
+
+
+@pytest.mark.parametrize("dtype,seed", [("float64", 10), ("float32", 11)])
+def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
+    cases = nccl_cases(seed, 400)
+    out = run_kernel(cases, dtype)
+    valid = 0
+    for i, case in enumerate(cases):
+        ref = reference.layout_step(*case)
+        assert out["status"][i] == ref["status"], (i, case)
+        if ref["status"]:
+            continue
+        valid += 1
+        for key, value in ref.items():
+            assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (i, key, case)
+    assert valid > 40  # enough NCCL-priced layouts that can exist to mean something
+
+
+def test_nccl_pricing_changes_the_network_terms():
+    # The same layouts priced flat and by NCCL: the collectives' terms move, the memory does not.
+    cases = [c for c in nccl_cases(12, 200) if reference.layout_status(c[0], c[2]) == 0]
+    flat = [(a, d, {**lay, "collectives": 0}) for a, d, lay in cases]
+    nccl = [(a, d, {**lay, "collectives": 1}) for a, d, lay in cases]
+    out_flat, out_nccl = run_kernel(flat, "float64"), run_kernel(nccl, "float64")
+    np.testing.assert_array_equal(out_flat["memory_gb"], out_nccl["memory_gb"])
+    moved = out_flat["dp_exposed"] + out_flat["tp_exposed"] != out_nccl["dp_exposed"] + out_nccl["tp_exposed"]
+    assert moved.mean() > 0.5
+
+
+def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
+    # 16 H100s (NVLink 4, 450 GB/s: 18 links, 20.6 GB/s each as NCCL counts them) on 2 hosts of 8 x 400 Gbit/s
+    # NICs, one data-parallel group of 16 (stride 1), all-reducing 1 GiB. NCCL's tuner (kernels/nccl.py's
+    # docstring): NVLSTree, c_n = 8 heads, s_n = speed(370.8 / 8 = 46.35) = 45 (Hopper's inter-node list),
+    # s_x = speed(min(8 x 50 / 8, 90)) = 48, b_i = 45 x 0.85 x 7/8 x 2 = 66.94, bus B = 8 min(66.94, 96, 57.7)
+    # = 461.6 GB/s (the per-channel cap of NVLSTree on 2 Hopper nodes); algorithm bandwidth A = B 16 / 30.
+    # Latency: l_i = 25 us, l_x = 20.9 + 2 lambda, 2 floor(log2 2) l_x. Time = lat + X / (A eta_net).
+    lay = {**gpt3_case()[2], "nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_per_node": 8}
+    lay.update(bandwidth=400e9, utilization=1.0, nccl_arch=2, collectives=1)
+    x = 2.0**30
+    eta, _, lam = layout_collectives.NCCL_CONSTANTS
+    bus = 8 * 57.7
+    lat = 25.0 + 2 * (20.9 + 2 * lam)
+    expected = (lat + x / (1000 * bus * 16 / 30 * eta)) * 1e-6
+    group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+    with jax.enable_x64(True):  # one small compile for both pricings (eager, the NCCL engine takes seconds)
+        both = jax.jit(
+            lambda lay: [
+                layout_collectives.all_reduce(x, 16.0, 1.0, lay._replace(collectives=k)) for k in (1, 0)
+            ]
+        )
+        kernel, flat = (float(v) for v in both(group))
+    assert kernel == pytest.approx(expected, rel=1e-9)
+    assert reference._collective("allreduce", x, 16, 1, lay) == pytest.approx(expected, rel=1e-12)
+    # Its bus bandwidth, 2 (n - 1) / n X / t: NVLSTree sends each byte across the host boundary once, so at the
+    # fitted eta_net it reaches 409.9 GB/s (measured on such hosts: 467-487, tests/test_nccl*.py) where the flat
+    # ring at full utilization gives the NICs' 400 GB/s and no latency: NCCL's choice, not a faster link.
+    busbw = 30 / 16 * x / expected / 1e9
+    assert busbw == pytest.approx(409.89, rel=1e-4)
+    assert flat == pytest.approx(30 / 16 * x / 400e9, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--collectives", "ring"], "--collectives 'ring': unknown; known: flat, nccl"),
+        (["--collectives", "flat,nccl"], "--collectives flat,nccl: give one value"),
+        (["--collectives", "nccl", "--latency", "5"], "--latency 5: --latency is the flat collectives'"),
+    ],
+)
+def test_bad_collectives_are_one_line_and_write_nothing(tmp_path, extra, message):
+    for command in ("grid", "plan"):
+        r = invoke(command, *LLAMA_8B, *extra, "--out", tmp_path / "out.h5")
+        assert r.exit_code == 2 and message in r.output, r.output
+        assert len(r.output.strip().splitlines()) == 1 and not list(tmp_path.iterdir())
+
+
+def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
+    flat = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
+    nccl = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collectives="NCCL")
+    assert (flat.collectives, flat.collectives_code, nccl.collectives, nccl.collectives_code) == (
+        "flat",
+        0,
+        "nccl",
+        1,
+    )
+    assert nccl.per_sweep()["collectives"] == "nccl" and flat.fingerprint() != nccl.fingerprint()
+    assert not any("NCCL" in a for a in flat.assumed)
+    (stated,) = [a for a in nccl.assumed if "NCCL" in a]
+    assert "eta_net 0.902, eta_nvl 0.814, latency 2.39 us: results/validation-nccl" in stated
+    # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.
+    ideal = ideal_network(nccl)
+    assert ideal.collectives == "flat" and ideal.names == nccl.names
+    # The Python API takes the same setting and refuses a bad one by name, before any work.
+    with pytest.raises(InputError, match="tree"):
+        sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")
