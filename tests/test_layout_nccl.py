@@ -123,3 +123,9 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     # The Python API takes the same setting and refuses a bad one by name, before any work.
     with pytest.raises(InputError, match="tree"):
         sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")
+
+
+def test_nccl_is_refused_for_a_mixture_of_experts_model():
+    # Not yet: with NCCL's tuner in every expert all-to-all the kernel's compile did not finish in 14 minutes.
+    with pytest.raises(InputError, match=r"not yet for mixture-of-experts models \(qwen3-30b-a3b\)"):
+        make_layout_grid("qwen3-30b-a3b", gpus=64, global_batch=64, collectives="nccl")
