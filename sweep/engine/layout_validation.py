@@ -232,9 +232,9 @@ def make_layout_grid(
     if mode == "nccl" and any(m.experts > 0 for m in models):
         # Not yet: the kernel with NCCL's tuner in every expert all-to-all did not finish compiling in 14
         # minutes on 2 cores (2026-12-03); refused rather than left to hang.
-        moe = ", ".join(n for n, m in zip(model_names, models) if m.experts > 0)
+        experts = ", ".join(n for n, m in zip(model_names, models) if m.experts > 0)
         raise InputError(
-            f"nccl: not yet for mixture-of-experts models ({moe}): its compile does not finish in minutes; "
+            f"nccl: not yet for mixture-of-experts models ({experts}): its compile does not finish in minutes; "
             "use --collectives flat",
             param="collectives",
         )
