@@ -248,6 +248,7 @@ def test_a_data_parallel_group_over_whole_nodes_is_netsweeps_nccl_ring():
                 utilization=jnp.float64(util),
                 latency=jnp.float64(latency),
                 collective=jnp.float64(0),
+                collectives=0,  # flat, as a Python int (one per sweep): NCCL's engine is not built eagerly
             )
             layout = float(kernel.all_reduce(jnp.float64(size), jnp.float64(n), jnp.float64(1), lay))
         assert layout == pytest.approx(dp_family, rel=1e-12)
