@@ -369,11 +369,14 @@ def layout_block_outputs(outer: jax.Array, inner: jax.Array, collectives: int = 
     """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
     whichever a sweep keeps, in the compute dtype: one compiled function serves every sweep of the block's
     shape (a compile of the layout kernel takes seconds; copying the unkept outputs back costs far less).
+    A ``--reduce`` is a second, small compiled function on these outputs (:func:`layout_block_reduced`), so
+    every reduction of a block shape shares this one compile of the kernel. ``collectives`` (static, one per
+    sweep): 0 flat, 1 NCCL's pricing (kernels.layout_collectives), a compile of its own only where a sweep
+    asks for it."""
+    return _block_step(outer, inner, collectives)
 
-    What a sweep does with them (``--reduce``, ``sweep plan``'s search) is a second, small compiled function
-    (:func:`layout_block_reduced`, :func:`layout_block_best`) on these outputs, so that every reduction and
-    search of a block shape shares this one compile of the kernel. ``collectives`` (static, one per sweep): 0
-    flat, 1 NCCL's pricing (kernels.layout_collectives), a compile of its own only where a sweep asks for it."""
+
+def _block_step(outer: jax.Array, inner: jax.Array, collectives: int) -> Metrics:
     shape = (outer.shape[0], inner.shape[0])
     return {
         name: jnp.broadcast_to(v, shape)
@@ -389,12 +392,18 @@ def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
     return reduced_outputs(dict(out), reduce, skip_nan=True)
 
 
-@functools.partial(jax.jit, static_argnames=("keep",))
-def layout_block_best(out: Metrics, real: jax.Array, *, keep: int) -> tuple[jax.Array, jax.Array, Metrics]:
-    """The ``keep`` fastest feasible layouts of each outer cell of a block's outputs {name: [R, C]}
-    (:func:`layout_block_outputs`): (score [R, K], column [R, K], outputs at them {name: [R, K]}). Score:
-    tokens per second, -inf where the layout cannot exist, does not fit in memory, or is padding (``real``
-    [C]: 1 for a layout of the sweep)."""
+@functools.partial(jax.jit, static_argnames=("keep", "collectives"))
+def layout_block_best(
+    outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int, collectives: int = 0
+) -> tuple[jax.Array, jax.Array, Metrics]:
+    """The ``keep`` fastest feasible layouts of each outer cell of one block: (score [R, K], column [R, K],
+    outputs at them {name: [R, K]}). Score: tokens per second, -inf where the layout cannot exist, does not
+    fit in memory, or is padding (``real`` [C]: 1 for a layout of the sweep).
+
+    The kernel and the search in one compiled function, not a search over :func:`layout_block_outputs`: XLA
+    then computes only the score's outputs for every layout and the others at the K picked ones (a search
+    over every output materialized ran 30-45% slower, benchmarks/README.md, 2026-12-03)."""
+    out = _block_step(outer, inner, collectives)
     feasible = (out["status"] == 0) & (out["fits"] > 0) & (real[None, :] > 0)
     score = jnp.where(feasible, out["tokens_per_s"], -jnp.inf)
     best, where = jax.lax.top_k(score, keep)

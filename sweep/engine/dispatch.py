@@ -210,10 +210,11 @@ class _LayoutBlocks:
         else:
             columns = layouts()
         rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
-        # One compile of the kernel per block shape and dtype, whatever is then done with its outputs (a
-        # reduction or a search is its own small compile): the layout kernel takes seconds to compile.
-        out = layout_block_outputs(rows, columns, collectives=self.grid.collectives_code)
+        collectives = self.grid.collectives_code
         if self.compiled_keep is None:  # every output; kept and cast on return
+            # One compile of the kernel per block shape and dtype, whatever reduction follows (its own small
+            # compile): the layout kernel takes seconds to compile.
+            out = layout_block_outputs(rows, columns, collectives=collectives)
             return out if reduce is None else layout_block_reduced(out, reduce=reduce)
         count = block.size // (block.outer_lanes if plan.splits_layouts else 1)  # the block's layouts
 
@@ -221,7 +222,7 @@ class _LayoutBlocks:
             return (np.arange(plan.ci_width) < count).astype(self.dtype)
 
         mask = copy("real", real) if plan.splits_layouts else real()
-        return layout_block_best(out, mask, keep=self.compiled_keep)
+        return layout_block_best(rows, columns, mask, keep=self.compiled_keep, collectives=collectives)
 
     def collect_best(self, block: Block, result: Any) -> Arrays:
         """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
