@@ -8,7 +8,7 @@ fit of the same shapes compiles nothing.
 """
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -485,12 +485,33 @@ def fit_layout_runs(
     fit_model` from ``starts`` [S, P] (unconstrained) within ``lows``, ``highs`` [P] (equal: held there),
     ``steps`` Adam steps. Returns ([P] unconstrained parameters, scalar exact loss). The layout kernel has no
     max to smooth: the descent follows the exact model."""
+    return _fitted_on_log_ratio(
+        lambda values: layout_run_metrics(values, cell, layout, die, metric, count),
+        starts,
+        target,
+        weights,
+        lows,
+        highs,
+        steps=steps,
+        learning_rate=learning_rate,
+    )
 
-    def predict(values: jax.Array, smooth: bool) -> jax.Array:
-        return layout_run_metrics(values, cell, layout, die, metric, count)
 
+def _fitted_on_log_ratio(
+    model: Callable[[jax.Array], jax.Array],
+    starts: jax.Array,
+    target: jax.Array,
+    weights: jax.Array,
+    lows: jax.Array,
+    highs: jax.Array,
+    *,
+    steps: int,
+    learning_rate: float,
+) -> tuple[jax.Array, jax.Array]:
+    """:func:`kernels.fit.fit_model` of ``model`` (parameters [P] -> predictions [R], exact: no max to smooth)
+    by least squares on log(predicted / measured), inside the caller's compiled function."""
     return fit.fit_model(
-        predict,
+        lambda values, smooth: model(values),
         starts,
         target,
         weights,
@@ -545,18 +566,13 @@ def fit_nccl(
     log(predicted / measured) over the rows of nonzero ``weights`` [R] (:func:`kernels.fit.fit_model` from
     ``starts`` [S, 3] within ``lows``, ``highs`` [3], ``steps`` Adam steps). Returns ([3] unconstrained
     parameters, scalar exact loss). Nothing to smooth: the choice of algorithm is NCCL's, on its own model."""
-
-    def predict(values: jax.Array, smooth: bool) -> jax.Array:
-        return nccl_busbw(values, rows)[0]
-
-    return fit.fit_model(
-        predict,
+    return _fitted_on_log_ratio(
+        lambda values: nccl_busbw(values, rows)[0],
         starts,
         target,
         weights,
-        lows=lows,
-        highs=highs,
-        residual="log",
+        lows,
+        highs,
         steps=steps,
         learning_rate=learning_rate,
     )
