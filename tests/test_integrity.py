@@ -41,6 +41,21 @@ def test_changed_bytes_in_a_finished_block_are_found_and_recomputed(tmp_path, mo
     assert r.exit_code == 0 and "30 of 30 blocks finished, all intact" in r.output
 
 
+def test_a_damaged_finished_cube_is_told_the_command_that_recomputes_it(tmp_path):
+    # A finished cube has no checkpoint left to resume ('--resume nothing to resume'): show --verify said
+    # "rerun the sweep with --resume", which was refused. It names what works, and that works.
+    out = tmp_path / "r.h5"
+    assert invoke("grid", *GRID, "-q", "--out", out).exit_code == 0
+    corrupt_chunk(out, 3)
+    r = invoke("show", out, "--verify")
+    assert (
+        r.exit_code == 1 and "1 damaged (the cube is finished: run its command again with --force" in r.output
+    )
+    assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 2  # what it said before
+    assert invoke("grid", *GRID, "-q", "--out", out, "--force").exit_code == 0
+    assert "30 of 30 blocks finished, all intact" in invoke("show", out, "--verify").output
+
+
 def test_done_flags_without_data_are_recomputed(tmp_path, monkeypatch):
     out = tmp_path / "r.h5"
     stopped_after(monkeypatch, out, 4)

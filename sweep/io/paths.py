@@ -31,9 +31,12 @@ def stamped(name: str, suffix: str = "", directory: str | Path = "results") -> P
     return Path(directory) / f"{name}-{stamp}{suffix}"
 
 
+PARTIAL_SUFFIX = ".partial"
+
+
 def partial_path(out: str | Path) -> Path:
     """Where ``out`` is written until it is complete."""
-    return Path(str(out) + ".partial")
+    return Path(str(out) + PARTIAL_SUFFIX)
 
 
 def regular_or_absent(path: str | Path, param: str = "out") -> None:

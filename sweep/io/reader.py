@@ -17,6 +17,7 @@ from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
+from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 EXPECTED = "expected a cube from sweep grid or sweep need --out"
@@ -162,9 +163,14 @@ def verify_text(path: str | Path) -> tuple[str, int]:
             else f"{', '.join(changed)} changed since it was written (damaged: run the command again)"
         )
         return f"  verify: written whole, {verdict}", len(changed)
-    verdict = (
-        "all intact" if not damaged else f"{damaged} damaged (rerun the sweep with --resume to redo them)"
+    # A partial cube's damaged blocks are computed again by --resume; a finished cube has no checkpoint left
+    # to resume (its sweep says 'nothing to resume'): only the whole sweep again rewrites it.
+    redo = (
+        "rerun the sweep with --resume to redo them"
+        if str(path).endswith(PARTIAL_SUFFIX)
+        else "the cube is finished: run its command again with --force to compute it again"
     )
+    verdict = "all intact" if not damaged else f"{damaged} damaged ({redo})"
     if changed:
         verdict += (
             f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
