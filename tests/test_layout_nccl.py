@@ -95,6 +95,10 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
         (["--collectives", "ring"], "--collectives 'ring': unknown; known: flat, nccl"),
         (["--collectives", "flat,nccl"], "--collectives flat,nccl: give one value"),
         (["--collectives", "nccl", "--latency", "5"], "--latency 5: --latency is the flat collectives'"),
+        (
+            ["--collectives", "nccl", "--collective", "ring"],
+            "--collective ring: the flat collectives' algorithm",
+        ),
     ],
 )
 def test_bad_collectives_are_one_line_and_write_nothing(tmp_path, extra, message):

@@ -123,6 +123,12 @@ def layout_grid_from(
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
 
+    if "collective" in given and str(settings.get("collectives") or "").strip().lower() == "nccl":
+        raise InputError(  # the flat model's algorithm would change nothing: refused, never ignored
+            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl each "
+            "collective runs NCCL's own choice by size",
+            param="collective",
+        )
     return make_layout_grid(
         model,
         gpu=named(settings.get("gpu"), "h100"),
