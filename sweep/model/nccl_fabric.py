@@ -10,12 +10,11 @@ a GPU without a preset, a transport the model has no efficiency for (TCP sockets
 import dataclasses
 import re
 
+from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
 ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3}
-ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
-PROTOCOLS = ("ll", "ll128", "simple")
 
 # A GPU name as nccl-tests logs and papers write it -> (preset, NVSwitch in its usual system, why if not plain).
 # First match wins (GB300 before GB200 before B200, GH200 before H200/H100).
