@@ -391,19 +391,31 @@ def _setting(ds: xr.Dataset, cell: dict) -> str:
 
 
 def _cells(ds: xr.Dataset):
-    """(setting text, its coordinates, its sub-dataset) for every kept cell, in cube order."""
+    """(setting text, its coordinates, its values, its ranked layouts) for every kept cell, in cube order.
+
+    A cell's values map each per-setting variable to its value there (``switch_change`` to one per ``switch``,
+    and ``switch`` to the switches); its ranked layouts are dicts of the layout and output values (``dp``
+    resolved), found ones only. All are read from arrays taken out of the dataset once: indexing the Dataset
+    per cell and value cost seconds on a 40-setting plan."""
     kept = list(SETTING_DIMS)
     shape = [ds.sizes[d] for d in kept]
+    coords = {d: ds[d].values for d in kept}
+    ranked, per_setting = {}, {}
+    for k, variable in ds.variables.items():  # Variables: no coordinates to carry along
+        if k not in ds.coords:
+            (ranked if "rank" in variable.dims else per_setting)[k] = variable.transpose(*kept, ...).values
     for flat in range(math.prod(shape)):
-        idx = dict(zip(kept, np.unravel_index(flat, shape)))
-        cell = {d: ds[d].values[i].item() for d, i in idx.items()}
-        yield _setting(ds, cell), cell, ds.isel(idx)
+        at = tuple(int(i) for i in np.unravel_index(flat, shape))
+        cell = {d: coords[d][i].item() for d, i in zip(kept, at)}
+        values = {k: a[at] for k, a in per_setting.items()} | {"switch": ds["switch"].values}
+        yield _setting(ds, cell), cell, values, list(_ranked(ranked, at, cell))
 
 
-def _ranked(sub: xr.Dataset, cell: dict):
-    """The ranked layouts of one cell as dicts (layout and output values, ``dp`` resolved), found ones only."""
-    for r in range(sub.sizes["rank"]):
-        row = {k: sub[k].values[r].item() for k in sub.data_vars if "rank" in sub[k].dims}
+def _ranked(ranked: dict[str, np.ndarray], at: tuple[int, ...], cell: dict):
+    """(rank, layout dict) of one cell's found layouts: ``ranked`` maps each ranked variable to its array over
+    (kept settings..., rank), ``at`` is the cell's index into the settings."""
+    for r in range(next(iter(ranked.values())).shape[-1]):
+        row = {k: a[(*at, r)].item() for k, a in ranked.items()}
         if not np.isfinite(row["tokens_per_s"]):
             return
         row["dp"] = _dp(row, cell)
@@ -416,13 +428,13 @@ def plan_table(ds: xr.Dataset) -> str:
     lines = []
     cells = list(_cells(ds))
     # Columns as wide as their longest entry (a long layout or a rank of 10 and more keeps the columns aligned).
-    wide = max([34] + [len(_layout_text(row)) for _, cell, sub in cells for _, row in _ranked(sub, cell)])
+    wide = max([34] + [len(_layout_text(row)) for *_, rows in cells for _, row in rows])
     digits = len(str(ds.sizes["rank"]))
     header = (
         f"  {'#':>{digits}} {'layout':<{wide}} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} "
         f"{'mem GB':>6} {'free':>5} {'on NICs':>7}  waits on"
     )
-    for setting, cell, sub in cells:
+    for setting, _, sub, rows in cells:
         lines.append(setting + ":")
         why = str(sub["infeasible"].item()) if "infeasible" in sub else ""
         if why:
@@ -430,7 +442,7 @@ def plan_table(ds: xr.Dataset) -> str:
             continue
         lines.append(header)
         found, best_row = 0, None
-        for rank, row in _ranked(sub, cell):
+        for rank, row in rows:
             found, best_row = rank, best_row or row
             waits = waits_on(row, row["iteration_time"])
             lines.append(
@@ -492,16 +504,16 @@ def infeasible_lines(ds: xr.Dataset) -> list[str]:
         return []
     return [
         f"no feasible layout ({setting}): {why}"
-        for setting, _, sub in _cells(ds)
+        for setting, _, sub, _ in _cells(ds)
         if (why := str(sub["infeasible"].item()))
     ]
 
 
-def _switch_text(sub: xr.Dataset, mode: str) -> str:
+def _switch_text(sub: dict[str, np.ndarray], mode: str) -> str:
     """One line: what flipping each overlap switch would do to the best layout's step."""
     on = set() if mode in ("", "none") else set(mode.split("+"))
     parts = []
-    for switch, change in zip(sub["switch"].values, sub["switch_change"].values):
+    for switch, change in zip(sub["switch"], sub["switch_change"]):
         if np.isfinite(change) and abs(change) >= 0.005:
             verb = "off" if switch in on else "on"
             parts.append(f"{switch} {verb} {'saves' if change < 0 else 'costs'} {abs(change):.0%}")
@@ -514,8 +526,8 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
     waits on, the setting's ``network_cost`` and ``ideal_iteration_time``, and ``flip_<switch>``: its best step
     with that overlap switch flipped, over the best step, less one (NaN as None)."""
     out = []
-    for _, cell, sub in _cells(ds):
-        for rank, row in _ranked(sub, cell):
+    for _, cell, sub, rows in _cells(ds):
+        for rank, row in rows:
             record = {**cell, "rank": rank, "layout": _layout_text(row)}
             record.update({k: v for k, v in row.items()})
             record["waits_on"] = waits_on(row, row["iteration_time"])
@@ -523,7 +535,7 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
             record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
             if "ideal_layout" in sub:  # (a cube written before it was kept has none)
                 record["ideal_layout"] = str(sub["ideal_layout"].item())
-            for switch, change in zip(sub["switch"].values, sub["switch_change"].values):
+            for switch, change in zip(sub["switch"], sub["switch_change"]):
                 record[f"flip_{switch}"] = float(
                     change
                 )  # the best step with it flipped, over the best, less one
