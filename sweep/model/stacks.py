@@ -229,5 +229,5 @@ def constants(stack: str, die: str) -> Constants:
         float(entry["efficiency"]),
         float(data["memory_efficiency"]),
         float(data["utilization"]),
-        f"{entry['from']}; {CONSTANTS_FILE.parent.name}/{CONSTANTS_FILE.name} of {data['date']}",
+        f"{entry['from']}; {'/'.join(CONSTANTS_FILE.parts[-3:])} of {data['date']}",
     )
