@@ -16,6 +16,7 @@ from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.engine.layout_grid import arch_row
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
+from netsweep_jax.sweep.large_models import evaluate_layouts
 from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 from netsweep_jax.sweep.model.stacks import CONSTANTS_FILE, STACKS, stack_of, stack_preset
@@ -126,6 +127,8 @@ def test_an_unknown_stack_is_refused_naming_the_presets():
         stack_preset("deepspeed")
     assert str(err.value) == "stack 'deepspeed': not a stack; stacks: megatron-2021, megatron-core, fsdp"
     assert stack_preset(" Megatron-Core ").name == "megatron-core"
+    with pytest.raises(InputError, match="fsdp,megatron-core: give one stack"):
+        stack_preset("fsdp,megatron-core")
 
 
 def test_every_preset_says_where_its_defaults_come_from():
@@ -217,6 +220,10 @@ def test_the_cli_takes_one_stack_and_refuses_an_unknown_one_in_one_line(tmp_path
     assert not (tmp_path / "p.h5").exists()
     r = invoke("grid", "--model", "resnet50", "--bw", "10", "--stack", "fsdp", "--out", tmp_path / "g.h5")
     assert r.exit_code == 2 and "--stack applies to large-model presets" in r.output, r.output
+    with pytest.raises(
+        InputError, match="stack 'bogus': not a stack"
+    ):  # the Python API's keyword, as --stack
+        evaluate_layouts("llama3-8b", gpus=8, global_batch=8, stack="bogus")
     helped = invoke("plan", "--help").output
     assert "--stack" in helped and all(name in " ".join(helped.split()) for name in STACKS)
 

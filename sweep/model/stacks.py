@@ -2,7 +2,8 @@
 run does not state, and where each default comes from.
 
 A stack preset is what ``--stack NAME`` (``sweep grid --model ...``, ``sweep plan``) and a runs file's ``stack``
-column (:mod:`sweep.io.runs`, ``validate --llm``) name: the same defaults for both. A runs file may also name the
+column (:mod:`sweep.io.runs`, ``validate --llm``) name: the same defaults for both, but for the micro-batch, a
+layout choice a sweep is given (``sweep plan`` searches it) where a runs file's row may leave it unstated. A runs file may also name the
 stack family with its year, as the shipped file does (:func:`stack_of`): ``megatron`` of 2022 or before is
 ``megatron-2021``, of 2023 on ``megatron-core``; ``fsdp`` is ``fsdp``.
 
@@ -197,6 +198,8 @@ def stack_of(column: str, year: int) -> str:
 def stack_preset(name: str) -> Stack:
     """The preset ``name`` (any case); an unknown name is refused naming the presets."""
     key = str(name).strip().lower()
+    if "," in key:
+        raise InputError(f"{name}: give one stack (one per sweep); stacks: {STACKS_HELP}", param="stack")
     if key not in STACKS:
         raise InputError(f"{name!r}: not a stack; stacks: {STACKS_HELP}", param="stack")
     return STACKS[key]
