@@ -17,7 +17,7 @@ from netsweep_jax.sweep.engine.layout_grid import arch_row
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 from netsweep_jax.sweep.large_models import evaluate_layouts
-from netsweep_jax.sweep.model.compute import die
+from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 from netsweep_jax.sweep.model.stacks import CONSTANTS_FILE, STACKS, stack_of, stack_preset
 
@@ -356,3 +356,18 @@ def test_plan_with_a_stack_searches_the_layout_only():
         {k: v for k, v in bare.items() if k != "stack"}, set(bare) - {"stack"}, search=True
     )
     assert len(plain.names["recompute"]) == 3 and len(plain.values["zero"]) == 3
+
+
+def test_the_constants_file_covers_every_stack_and_die_and_its_writer_keeps_a_file(tmp_path, capsys):
+    shipped = json.loads(CONSTANTS_FILE.read_text())
+    dies = {die(g) for g in GPUS}
+    assert all(set(shipped["stacks"][name]) == dies for name in STACKS)  # a new preset's die: write it again
+    out = tmp_path / "constants.json"
+    assert llm_constants.main(["--out", str(out)]) == 0 and capsys.readouterr().out == f"wrote {out}\n"
+    written = json.loads(out.read_text())
+    assert written["stacks"] == json.loads(json.dumps(written["stacks"])) and written["loss"] > 0
+    assert written["training_groups"] == ["llm-foundry", "sc21-t1"] and len(written["training_rows"]) == 17
+    out.write_text("mine")
+    assert llm_constants.main(["--out", str(out)]) == 2 and out.read_text() == "mine"
+    assert capsys.readouterr().err == f"error: --out {out}: file exists; pass --force to overwrite it\n"
+    assert llm_constants.main(["--out", str(out), "--force"]) == 0 and json.loads(out.read_text())
