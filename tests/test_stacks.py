@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from helpers import TOLERANCE, invoke
-from netsweep_jax.sweep.analysis import llm_constants, llm_validation
+from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validation
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
 from netsweep_jax.sweep.core.errors import InputError
@@ -371,3 +371,23 @@ def test_the_constants_file_covers_every_stack_and_die_and_its_writer_keeps_a_fi
     assert llm_constants.main(["--out", str(out)]) == 2 and out.read_text() == "mine"
     assert capsys.readouterr().err == f"error: --out {out}: file exists; pass --force to overwrite it\n"
     assert llm_constants.main(["--out", str(out), "--force"]) == 0 and json.loads(out.read_text())
+
+
+def test_the_report_gives_the_held_out_errors_by_stack_and_die():
+    v = llm_validation.run_validation(DATASET)
+    table = [
+        line.split(" | ")
+        for line in llm_report.by_stack_and_die(v)
+        if line.startswith("| ") and "---" not in line
+    ]
+    rows = {(cells[0][2:], cells[1]): cells for cells in table[1:]}
+    assert set(rows) == {(r.preset, die(r.gpu)) for r in v.runs}
+    dense = [int(cells[3].split(",")[0]) for cells in rows.values()]
+    assert sum(dense) == sum(not t and not r.moe for r, t in zip(v.runs, v.train)) == 43
+    held = [
+        not t and not r.moe and r.preset == "megatron-core" and die(r.gpu) == "h100"
+        for r, t in zip(v.runs, v.train)
+    ]
+    n, med, mx = v.summary("trained", held)
+    assert rows[("megatron-core", "h100")][3] == f"{n}, {llm_report.pct(med)} / {llm_report.pct(mx)}"
+    assert rows[("megatron-core", "gb200")][2] == "0.600 (default)"  # no training row on a GB200
