@@ -289,17 +289,21 @@ def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
     shipped = json.loads(CONSTANTS_FILE.read_text())
     efficiency = {d: e["efficiency"] for d, e in shipped["stacks"]["megatron-core"].items()}
     with_file = predict(runs, efficiency, shipped["utilization"], shipped["memory_efficiency"])
-    time, tflops = np.empty(len(runs)), np.empty(len(runs))
+    time, tflops, free = np.empty(len(runs)), np.empty(len(runs)), np.empty(len(runs))
     for i, run in enumerate(runs):
         options = {k: str(v) for k, v in _layout(run).items()}
         grid = layout_grid_from({**options, "x64": True}, set(options))
         assert grid.size == 1, run.id
         out = evaluate_layouts_arrays(grid, block_configs=ONE_ROW)
         time[i], tflops[i] = out["iteration_time"].item(), out["tflops_per_gpu"].item()
+        free[i] = out["memory_free_gb"].item()
     predicted = metric(runs, time, tflops)
     np.testing.assert_allclose(time, with_file["iteration_time"], rtol=1e-14)
     np.testing.assert_allclose(predicted, with_file["predicted"], rtol=1e-14)
     np.testing.assert_allclose(predicted, v.outputs["trained"]["predicted"], rtol=1e-6)  # the fit's, as above
+    # Every one of them ran: each fits in memory as its stack allocates it (the report's memory line says so).
+    np.testing.assert_allclose(free, v.outputs["trained"]["memory_free_gb"], rtol=1e-12)
+    assert (free > 0).all(), [r.id for r, f in zip(runs, free) if f <= 0]
     assert {(r.preset, die(r.gpu)) for r in runs} == {  # every stack, and every die of each
         ("megatron-2021", "a100"),
         ("megatron-core", "h100"),

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from netsweep_jax.sweep.analysis import llm_validation
 from netsweep_jax.sweep.analysis.llm_fit import DIES, Validation
-from netsweep_jax.sweep.analysis.llm_validation import run_validation
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import cli_message
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
@@ -82,7 +82,7 @@ def document(v: Validation, date: str) -> dict[str, Any]:
 def write(out: str | Path = CONSTANTS_FILE, force: bool = False, date: str | None = None) -> Path:
     """Fit (the shipped runs file, the default training sources) and write the constants file to ``out``."""
     check_new_file(out, force=force, suffixes=(".json",))
-    v = run_validation(DATASET)  # its default training sources (DEFAULT_TRAIN)
+    v = llm_validation.run_validation(DATASET)  # its default training sources (DEFAULT_TRAIN)
     text = json.dumps(document(v, date or datetime.date.today().isoformat()), indent=1) + "\n"
     return write_atomically(out, lambda path: path.write_text(text), overwrite=force)
 
