@@ -46,6 +46,8 @@ class LayoutOptions(TypedDict, total=False):
         and the stack's overlap switches, as the CLI's text (``"1f1b,interleaved:2"``).
       gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
+      stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
+        and fitted constants for whatever is not given.
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
@@ -72,6 +74,7 @@ class LayoutOptions(TypedDict, total=False):
     attention: Values
     overlap: str
     collectives: str
+    stack: str
     gpu: Values
     precision: Values
     collective: Values

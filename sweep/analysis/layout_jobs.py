@@ -38,6 +38,9 @@ LAYOUT_GRID_READS = frozenset(
         "stitch_timeout",
     )
 )
+# The searched dims a stack preset sets (sweep.model.stacks): with --stack, sweep plan keeps them at the stack's
+# (or the user's) values and searches the rest of the layout.
+STACK_SET = ("zero", "sequence_parallel", "expert_tp")
 # Options of a data-parallel profile: named in the refusal of one given to a layout sweep.
 WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
 
@@ -104,7 +107,7 @@ def layout_grid_from(
     if settings.get("launch") is not None:
         take_launch(settings, given, say)
     model = settings.get("model") if "model" in given or not settings.get("arch") else None
-    kwargs = {name: settings.get(name) for name in (*LAYOUT_AXES, "arch", "overlap", "collectives")}
+    kwargs = {name: settings.get(name) for name in (*LAYOUT_AXES, "arch", "overlap", "collectives", "stack")}
     for name in SHARED_AXES:
         kwargs[name] = settings.get(name) if name in given else None
     if settings.get("nodes") is not None and "nodes" in given:
@@ -119,6 +122,9 @@ def layout_grid_from(
             models += (parse_arch(settings["arch"]),)
         space = search_space(models) if models else {}
         text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
+        if settings.get("stack") is not None:  # the stack's settings are its defaults, not searched
+            space = {name: values for name, values in space.items() if name not in STACK_SET}
+            text["recompute"] = settings.get("recompute")
 
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
@@ -134,8 +140,8 @@ def layout_grid_from(
         gpu=named(settings.get("gpu"), "h100"),
         precision=named(settings.get("precision"), "bf16"),
         schedule=named(text["schedule"], "1f1b"),
-        recompute=named(text["recompute"], "none"),
-        attention=named(settings.get("attention"), "flash"),
+        recompute=text["recompute"],
+        attention=settings.get("attention"),
         collective=str(settings["collective"]) if "collective" in given else "nccl",
         dtype="float64" if settings.get("x64") else "float32",
         search=space,

@@ -324,6 +324,7 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         "",
         memory_line(v),
         "",
+        *by_stack_and_die(v),
         "## Findings",
         "",
     ]
@@ -468,6 +469,38 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     return save(fig, out, overwrite=overwrite)
+
+
+def by_stack_and_die(v: Validation) -> list[str]:
+    """The trained model's errors by stack preset and GPU die (what ``sweep plan --stack S`` predicts there: its
+    defaults and these constants, :mod:`sweep.model.stacks`), held-out rows only; empty for a file of one stack
+    and one die."""
+    keys = sorted({(r.preset, die(r.gpu)) for r in v.runs})
+    if len(keys) < 2:
+        return []
+    fit = v.fits["trained"]
+    lines = [
+        "## By stack and GPU die",
+        "",
+        "What `sweep plan --stack S` and `sweep grid --stack S` predict on these runs' layouts (the stack's "
+        "defaults and the trained constants of the die, as `sweep/data/llm_constants.json` ships them): the "
+        "trained model's errors on the held-out rows.",
+        "",
+        "| stack | die | efficiency | held-out dense: n, median / max | held-out MoE: n, median / max |",
+        "|---|---|---|---|---|",
+    ]
+    for preset, d in keys:
+        cells = []
+        for moe in (False, True):
+            mask = [
+                r.preset == preset and die(r.gpu) == d and r.moe == moe and not t
+                for r, t in zip(v.runs, v.train)
+            ]
+            n, med, mx = v.summary("trained", mask)
+            cells.append(f"{n}, {pct(med)} / {pct(mx)}" if n else "-")
+        trained = "" if f"efficiency {d}" in fit.fitted else " (default)"
+        lines.append(f"| {preset} | {d} | {fit.efficiency[d]:.3f}{trained} | {cells[0]} | {cells[1]} |")
+    return [*lines, ""]
 
 
 def write_report(

@@ -13,8 +13,9 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    mistake that put these rows 4% (Llama 3 405B) to 40% (gpt-oss) high.
    Narayanan et al.'s ``TFLOPs_per_GPU`` (``flops`` ``sc21-eq3``): their eq. 3,
    ``96 B s l h^2 (1 + s / 6h + v / 16 l h)``, which counts a recomputed forward, over time and GPUs.
-2. **Fill what a source does not state by one rule per setting** (:func:`sweep.io.runs.settings`), by the
-   stack of the run's ``year``: Megatron-LM and DeepSpeed of 2021-22 (SC'21, Korthikanti) or
+2. **Fill what a source does not state by one rule per setting** (:func:`sweep.io.runs.settings`: the stack
+   presets of :mod:`sweep.model.stacks`, where each rule and its source is declared once, and which
+   ``--stack`` sets in ``sweep plan`` and ``sweep grid``), by the stack of the run's ``year``: Megatron-LM and DeepSpeed of 2021-22 (SC'21, Korthikanti) or
    Megatron-Core recipes of 2024-25 (NVIDIA's). Micro-batch 1 (the smallest; SC'21 Table 1 does
    not state it). Interleaving: V as stated; "interleaved" without V is V = 2 (the smallest
    interleaving); otherwise 1F1B. Recomputation: full for 2021-22 (SC'21's eq. 3 assumes it and
@@ -61,7 +62,8 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    ``calibrate``'s fitter
    (:mod:`kernels.fit`: the best of a coarse grid's starting points, then Adam steps through the
    layout kernel, the lowest loss kept). A die no training row runs on keeps the documented default
-   efficiency 0.6, and the report says so. Three columns:
+   efficiency 0.6, and the report says so. The trained constants are shipped per stack preset and die
+   (``sweep/data/llm_constants.json``, :mod:`sweep.analysis.llm_constants`), for ``--stack``. Three columns:
    the defaults (nothing fitted), fitted on the training set (default: SC'21 Table 1 for the
    A100 and llm-foundry's MPT runs for the H100, by source, not by row), fitted on every dense row
    (in-sample).

@@ -25,6 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     SHARED_AXES,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
+from netsweep_jax.sweep.model.stacks import STACKS_HELP
 
 MODEL = [
     param(
@@ -278,6 +279,19 @@ def _layout_params() -> list[inspect.Parameter]:
             help="How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
             "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink "
             "domain, NICs; constants of sweep validate --nccl) (default flat).",
+        ),
+        param(
+            "stack",
+            str | None,
+            None,
+            "--stack",
+            rich_help_panel=panel,
+            metavar="NAME",
+            help=f"The training software, one per sweep: {STACKS_HELP} (sweep/model/stacks.py). Sets what "
+            "you do not give as that stack does (recomputation, ZeRO, sequence parallelism, gradients, "
+            "attention, overlap switches; sweep plan then searches the rest of the layout) and the "
+            "constants validate --llm fits for it on the GPU's die (efficiency, memory efficiency, "
+            "utilization: sweep/data/llm_constants.json) (default: none of these).",
         ),
     ]
     return out

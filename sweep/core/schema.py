@@ -144,6 +144,7 @@ OTHER_OPTIONS = {
     "recompute": "--recompute",
     "overlap": "--overlap",
     "collectives": "--collectives",
+    "stack": "--stack",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "launch": "--launch",
     "attention": "--attention",

@@ -30,11 +30,14 @@ from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
+from netsweep_jax.sweep.model.stacks import Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads: refused on dense models.
 MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8")
+# The software-speed constants a stack sets per GPU die (sweep.model.stacks.constants).
+CONSTANTS = ("efficiency", "memory_efficiency", "utilization")
 
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
@@ -56,7 +59,7 @@ def make_layout_grid(
     arch: str | None = None,
     gpu: str = "h100",
     precision: str = "bf16",
-    attention: str = "flash",
+    attention: str | None = None,
     grad_bytes: object = None,
     usable_memory: object = None,
     gemm_latency: object = None,
@@ -78,7 +81,7 @@ def make_layout_grid(
     micro_batch: object = None,
     global_batch: object = None,
     schedule: str = "1f1b",
-    recompute: str = "none",
+    recompute: str | None = None,
     sequence_parallel: object = None,
     zero: object = None,
     nvlink_domain: object = None,
@@ -100,9 +103,13 @@ def make_layout_grid(
     variables: str | Sequence[str] | None = None,
     store: str | None = None,
     reduce: str | Sequence[str] | None = None,
+    stack: str | None = None,
 ) -> LayoutGrid:
     """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
 
+    ``attention``, ``recompute``: None is the default (flash, none), or ``stack``'s.
+    ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
+    die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
     a cube keeps, the dtype it stores them in, the dims it reduces on the device).
@@ -118,6 +125,14 @@ def make_layout_grid(
             model_names.append(name.lower())
     if not models:
         raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+    preset = stack_preset(stack) if stack is not None else None
+    by_stack = {}  # the text settings the stack sets
+    if attention is None:
+        attention = preset.attention if preset else "flash"
+        by_stack["attention"] = attention
+    if recompute is None:
+        recompute = preset.recompute if preset else "none"
+        by_stack["recompute"] = recompute
     names = {
         "model": tuple(model_names),
         # Names are case-insensitive (--gpu H100): presets are spelled in lower case.
@@ -192,6 +207,10 @@ def make_layout_grid(
         slowdown=slowdown,
         jitter=jitter,
     )
+    stacked: dict[str, float] = {}
+    if preset is not None:
+        stacked, phrase, overlap = _stack_settings(preset, names, models, given, overlap, by_stack)
+        given.update({name: show(value) for name, value in stacked.items()})
     values = {}
     for name, value in given.items():
         # An axis without a default ('' in the schema: the GPU count, the batch) is derived or required.
@@ -201,6 +220,9 @@ def make_layout_grid(
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)
+    for name in CONSTANTS:  # fitted constants to the last bit (show's 15 digits may not be: validate --llm's)
+        if name in stacked:
+            values[name] = np.array([stacked[name]])
     for bad in (v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0)):
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
@@ -239,6 +261,8 @@ def make_layout_grid(
             param="collectives",
         )
     assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
+    if preset is not None:
+        assumed = (phrase, *assumed)
     if mode == "nccl":
         c = NCCL_CONSTANTS
         assumed = assumed + (
@@ -388,3 +412,78 @@ def _assumed(
     if searched:
         out.append("searched: " + ", ".join(searched))
     return tuple(out)
+
+
+def _stack_settings(
+    stack: Stack, names: dict, models: list[LLM], given: dict, overlap: str | None, text: dict[str, str]
+) -> tuple[dict[str, float], str, str]:
+    """What ``stack`` sets of the numeric settings not given (name -> value), the ``assumed`` phrase naming the
+    stack and what it set (``text``: the text settings it set, ``recompute`` and ``attention``, name -> value),
+    and the overlap switches (``overlap`` if given, else the stack's).
+
+    Its constants (:data:`CONSTANTS`) and the flash kernel's efficiency follow the GPU's die: a sweep over GPUs
+    of dies whose values differ is refused for each such setting not given (one value per sweep)."""
+    dies = sorted({die(g) for g in names["gpu"]})
+    per_die = {d: constants(stack.name, d) for d in dies}
+    moe = any(m.experts > 0 for m in models)
+    wanted: dict[str, list[float]] = {
+        "zero": [stack.zero],
+        "sequence_parallel": [float(stack.sequence_parallel)],
+        "grad_bytes": [stack.grad_bytes],
+        "efficiency": [per_die[d].efficiency for d in dies],
+        "memory_efficiency": [per_die[d].memory_efficiency for d in dies],
+        "utilization": [per_die[d].utilization for d in dies],
+    }
+    if "flash" in names["attention"]:
+        flash = [stack.attention_efficiency(d, "flash") for d in dies]
+        wanted["attention_efficiency"] = [
+            float(AXES["attention_efficiency"].default) if f is None else f[0] for f in flash
+        ]
+    if moe:
+        wanted.update(imbalance=[stack.imbalance], expert_tp=[stack.expert_tp])
+    filled = {}
+    for name, options in wanted.items():
+        if given[name] is not None:
+            continue
+        if len(set(options)) > 1:
+            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
+            raise InputError(
+                f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
+                f"for every GPU; sweep one die, or give {AXES[name].option}",
+                param="stack",
+            )
+        filled[name] = float(options[0])
+    overlap_set = overlap is None
+    if overlap is None:
+        sp = given["sequence_parallel"]
+        values = (
+            {float(filled["sequence_parallel"])}
+            if sp is None
+            else set(_values("sequence_parallel", sp, None))
+        )
+        if len(values) > 1 and "tp_comm" in stack.overlap:
+            raise InputError(
+                f"{stack.name}: overlaps TP communication only with sequence parallelism, and overlap is one mode "
+                f"per sweep; give one --sequence-parallel value or --overlap",
+                param="stack",
+            )
+        overlap = stack.overlap_with(2.0, values.pop())  # at TP 1 there is no TP communication to overlap
+    said = {
+        "zero": f"ZeRO {show(filled.get('zero', 0))}",
+        "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}",
+        "grad_bytes": "bf16 gradients" if filled.get("grad_bytes") == 2 else "the precision's gradients",
+        "attention_efficiency": f"flash-attention efficiency {show(filled.get('attention_efficiency', 0))}",
+        "imbalance": f"MoE load imbalance {show(filled.get('imbalance', 1))}",
+        "expert_tp": f"{AXES['expert_tp'].option} {show(filled.get('expert_tp', 1))}",
+        "efficiency": f"matrix efficiency {show(round(filled.get('efficiency', 0), 4))}",
+        "memory_efficiency": f"memory efficiency {show(round(filled.get('memory_efficiency', 0), 4))}",
+        "utilization": f"utilization {show(round(filled.get('utilization', 0), 4))}",
+    }
+    parts = [f"{name} {value}" for name, value in text.items()]
+    parts += [said[name] for name in said if name in filled] + ([f"overlap {overlap}"] if overlap_set else [])
+    fitted = [name for name in CONSTANTS if name in filled]
+    sources = "; ".join(f"{d}: {per_die[d].source}" for d in dies) if fitted else ""
+    phrase = f"stack {stack.name} ({stack.title}; sweep/model/stacks.py): {', '.join(parts)}" + (
+        f" (constants: {sources})" if sources else ""
+    )
+    return filled, phrase, overlap

@@ -3,7 +3,8 @@
 Columns (header required; one row per run): ``id``, ``gpu`` (a GPU preset), ``gpus``, ``tp``, ``pp``,
 ``global_batch``, ``metric`` (one of :data:`METRICS`) and ``value`` (empty: predict it), and a ``preset``
 (:data:`sweep.model.llms.LLMS`) or the shape (``layers``, ``hidden``, ``heads``, ``seq_len``, ``vocab``);
-optional: ``group``, ``stack``, ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
+optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STACKS`, or ``megatron`` or
+``fsdp``, read with the ``year``), ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
 ``moment_bytes``, ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
@@ -12,8 +13,8 @@ starting with ``#`` are comments.
 
 :func:`read_runs` refuses a bad row, a layout that does not add up or one that cannot exist by the rules
 every sweep masks with, in one error naming the file, line, row and rule. :func:`settings` fills what a
-row does not state by one rule per setting, by the run's stack and year (the rules are the protocol's, in
-:mod:`sweep.analysis.llm_validation`), and says what it assumed.
+row does not state by one rule per setting, its stack preset's (:mod:`sweep.model.stacks`, where each rule and its
+source is declared once; the protocol is :mod:`sweep.analysis.llm_validation`'s), and says what it assumed.
 """
 
 import collections
@@ -32,7 +33,6 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
     LAYOUT_PRECISIONS,
-    OVERLAP_DEFAULT,
     OVERLAP_HELP,
     RECOMPUTE_HELP,
     overlap_mode,
@@ -44,6 +44,7 @@ from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS
+from netsweep_jax.sweep.model.stacks import STACKS, stack_of
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
 METRICS = {
@@ -55,8 +56,6 @@ METRICS = {
 FLOP_RULES = ("megatron", "megatron-causal", "sc21-eq3", "time", "tokens")
 # The metrics that count no FLOPs, each with its one rule.
 COUNTED_BY = {"s_per_iter": "time", "tokens_per_s_per_GPU": "tokens"}
-STACKS = ("megatron", "fsdp")
-FA2_ON_HOPPER = 0.33  # FlashAttention-2's fraction of an H100's half-precision peak (settings: the sources)
 
 REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
@@ -137,6 +136,7 @@ class Run:
     moment_bytes: int = 4
     overlap: str = ""
     expert_tp: int | None = None
+    preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
 
     @property
     def moe(self) -> bool:
@@ -331,9 +331,6 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
             f"exactly for tokens_per_s_per_GPU)"
         )
-    stack = (cells.get("stack") or "megatron").lower()
-    if stack not in STACKS:
-        raise bad(f"stack {stack!r} must be one of {', '.join(STACKS)} (empty: megatron)")
     value_text = cells["value"]
     value = None
     if value_text:
@@ -342,6 +339,10 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
             raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
     year = _int(cells, "year", path, line, rid, default=2025, low=2000)
     assert year is not None
+    try:
+        preset = stack_of((cells.get("stack") or "").lower(), year)
+    except InputError as e:
+        raise bad(e.detail) from None
     moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
     if moments not in (2, 4):
         raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
@@ -376,22 +377,21 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         value,
         cells.get("source", ""),
         _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
-        stack,
+        STACKS[preset].family,
         moments or 4,
         overlap,
         _int(cells, "expert_tp", path, line, rid, default=None),
+        preset,
     )
 
 
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
-    """The run as the model sees it, and what was assumed (one phrase per rule applied)."""
-    fsdp = run.stack == "fsdp"  # PyTorch FSDP / FSDP2 (torchtitan, llm-foundry)
-    old = run.year <= 2022 and not fsdp  # Megatron-LM / DeepSpeed of 2021-22, else Megatron-Core recipes
+    """The run as the model sees it, and what was assumed (one phrase per rule applied): what the row does not
+    state, its stack preset's (:data:`sweep.model.stacks.STACKS`, by the row's ``stack`` and ``year``)."""
+    stack = STACKS[run.preset or stack_of(run.stack, run.year)]
     assumed = []
     micro = run.micro_batch
-    if micro is None and fsdp and run.pp > 1:
-        # torchtitan splits each data-parallel rank's batch into as many micro-batches as pipeline stages
-        # (pipeline_parallel_microbatches unset).
+    if micro is None and stack.micro_batch_per_stage and run.pp > 1:
         micro = max(1, run.global_batch // (run.dp * run.pp))
         assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
     if micro is None:
@@ -404,62 +404,39 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
         if run.chunks == "interleaved" and run.pp > 1:
             assumed.append("interleaved V=2")
-    recompute = run.recompute or ("full" if old else "none")
+    recompute = run.recompute or stack.recompute
     if not run.recompute:
         assumed.append(f"recompute {recompute}")
     sp = run.sequence_parallel
     if sp is None:
-        sp = 0 if old else int(run.tp > 1)
+        sp = int(stack.sequence_parallel and run.tp > 1)
         if run.tp > 1:
             assumed.append(f"sequence parallelism {'on' if sp else 'off'}")
     zero = run.zero
     if zero is None:
-        zero = 3 if fsdp else 0 if old else 1
+        zero = stack.zero
         assumed.append(f"ZeRO {zero}")
-    attention = run.attention or ("unfused" if old else "flash")
+    attention = run.attention or stack.attention
     if not run.attention:
         assumed.append(f"{attention} attention")
-    # Megatron-LM of 2021-22 kept the precision's gradients (fp16 ones in fp16: 0 says so); the recipes keep
-    # and reduce them in bf16 (Megatron-Bridge's performance recipes set grad_reduce_in_fp32 False, as NeMo's
-    # do for fp8).
-    # FSDP2's default mixed precision (torchtitan) and PyTorch FSDP's (llm-foundry) reduce in fp32: the
-    # precision's gradients.
-    grad_bytes = 0 if old or fsdp else 2
-    if not (old or fsdp):
+    grad_bytes = stack.grad_bytes
+    if grad_bytes == 2:
         assumed.append("bf16 gradients")
-    # Megatron-LM of 2021-22 all-reduced the gradients after the pipeline flush and ran TP's collectives
-    # blocking (DDP-impl local; training.py at f32a638 and 3f4e71d); Megatron-Core's recipes overlap the
-    # gradient reduce and the parameter gather, and TP communication where TP >= 2 with SP (Megatron-Bridge's
-    # CommOverlapConfig at 00b7660); FSDP overlaps its per-layer gathers and reduce-scatters.
     overlap = run.overlap
     if not overlap:
-        recipe_tp = not (old or fsdp) and run.tp > 1 and sp
-        overlap = "none" if old else OVERLAP_DEFAULT + ("+tp_comm" if recipe_tp else "")
+        overlap = stack.overlap_with(run.tp, sp)
         assumed.append(f"overlap {overlap}")
-    # The flash-attention kernel's efficiency: PyTorch's SDPA ran FlashAttention-2 on Hopper in the FSDP stacks'
-    # runs (torchtitan calls F.scaled_dot_product_attention with no backend forced, models/llama/model.py at
-    # 9dec370; PyTorch made cuDNN attention opt-in in 2.5.1, pytorch/pytorch#138522, and its default reached 329
-    # TFLOP/s at head dim 128 on an H100 in Dec 2024, #142132; llm-foundry's attn_impl flash is the flash-attn
-    # package, no faster on Hopper),
-    # which on an H100 SXM5 runs at 333-335 TFLOP/s forward (causal) and 318-322 backward at head dim 128, 8k-16k
-    # tokens: 0.32-0.34 of its 989 (Shah et al., FlashAttention-3, arXiv 2407.08608, Figures 5-6). Elsewhere the
-    # documented default (Transformer Engine's fused attention, FlashAttention-2 on the A100).
     attention_efficiency = float(AXES["attention_efficiency"].default)
-    if fsdp and attention == "flash" and die(run.gpu) == "h100":
-        attention_efficiency = FA2_ON_HOPPER
-        assumed.append(f"attention efficiency {FA2_ON_HOPPER} (FlashAttention-2 on Hopper)")
-    # Load imbalance of MoE runs: NVIDIA's performance recipes force balanced routing
-    # (moe_router_force_load_balancing=True in Megatron-Bridge's scripts/performance/*_llm_pretrain.py at
-    # 953aabf: deepseek 54, qwen3 76, gpt_oss 40), so the busiest expert's tokens equal the mean's.
-    imbalance = 1.0
+    flash = stack.attention_efficiency(die(run.gpu), attention)
+    if flash is not None:
+        attention_efficiency = flash[0]
+        assumed.append(f"attention efficiency {flash[0]} ({flash[1]})")
+    imbalance = stack.imbalance
     if run.llm.experts > 0:
-        assumed.append("load imbalance 1 (balanced routing, as the recipes force it)")
-    # Expert TP of MoE runs: Megatron-Bridge's performance recipes set expert_tensor_parallel_size 1 for every
-    # MoE model they publish (qwen3, deepseek and gpt_oss presets at 00b7660 and 0a25f91), where
-    # Megatron-Core would default it to the TP size.
-    expert_tp = run.expert_tp or 1
+        assumed.append(f"load imbalance {imbalance:g} (balanced routing, as the recipes force it)")
+    expert_tp = run.expert_tp or stack.expert_tp
     if run.moe and run.expert_tp is None and run.tp > 1:
-        assumed.append("expert TP 1 (the recipes' expert_tensor_parallel_size)")
+        assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
     row = LayoutRow(
         run.llm,
         run.gpu,
