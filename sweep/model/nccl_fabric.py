@@ -13,6 +13,8 @@ they come from: the shipped fit (:data:`SHIPPED`) or a fabric file (``sweep cali
 import dataclasses
 import re
 
+import numpy as np
+
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die
@@ -58,7 +60,12 @@ class FabricConstants:
 
 
 # The constants `sweep validate --nccl` fitted on published nccl-tests rows (results/validation-nccl).
-SHIPPED = FabricConstants(*(float(v) for v in NCCL_CONSTANTS), source="results/validation-nccl")
+SHIPPED = FabricConstants(
+    eta_net=float(np.asarray(NCCL_CONSTANTS.eta_net)),
+    eta_nvl=float(np.asarray(NCCL_CONSTANTS.eta_nvl)),
+    latency_us=float(np.asarray(NCCL_CONSTANTS.latency)),
+    source="results/validation-nccl",
+)
 
 
 @dataclasses.dataclass(frozen=True)
