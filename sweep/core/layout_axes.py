@@ -125,6 +125,7 @@ LAYOUT_TEXT_OPTIONS = (
     "recompute",
     "overlap",
     "collectives",
+    "fabric",
 )
 LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 

@@ -144,6 +144,8 @@ OTHER_OPTIONS = {
     "recompute": "--recompute",
     "overlap": "--overlap",
     "collectives": "--collectives",
+    "fabric": "--fabric",
+    "nccl_tests": "--nccl-tests",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "launch": "--launch",
     "attention": "--attention",
