@@ -182,7 +182,7 @@ def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
     assert r.exit_code == 0 and json.loads(out.read_text())["logs"][0]["file"] == ALL_GATHER.name
 
 
-def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit():
+def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypatch):
     c = calibrate_logs([ALL_GATHER], nics=None, nic_gbps=None)
     assert c.held == ("eta_net", "latency_us")
     assert (c.constants.eta_net, c.constants.latency_us) == (SHIPPED.eta_net, SHIPPED.latency_us)
@@ -190,3 +190,11 @@ def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit():
     assert np.all(np.isfinite(c.predicted)) and c.scored.sum() == 20
     with pytest.raises(InputError, match="give one nccl-tests log or more"):
         calibrate_logs([], nics=None, nic_gbps=None)
+    # No --out: a new results/fabric-<timestamp>.json, results/ made as grid makes it; the held constants said.
+    monkeypatch.chdir(tmp_path)
+    r = invoke("calibrate", "--nccl-tests", ALL_GATHER)
+    assert r.exit_code == 0, r.output
+    (written,) = (tmp_path / "results").glob("fabric-*.json")
+    assert r.output.splitlines()[-1] == f"wrote results/{written.name}"
+    assert "held at the shipped fit (the logs cannot tell): eta_net, latency_us" in r.output
+    assert json.loads(written.read_text())["fit"]["held_at_shipped"] == ["eta_net", "latency_us"]

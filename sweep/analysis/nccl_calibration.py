@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import fabric_document, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
-from netsweep_jax.sweep.io.paths import check_new_file
+from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, FabricConstants, Unrepresented
 
 
@@ -126,14 +126,18 @@ def calibrate_logs(
 
 def run(
     paths: Sequence[str | Path],
-    out: str | Path,
+    out: str | Path | None,
     *,
     nics: int | None,
     nic_gbps: float | None,
     force: bool,
     command: str,
 ) -> tuple[Path, Calibration]:
-    """Check ``out`` (a new .json unless ``force``), fit, write the fabric file; return (its path, the fit)."""
+    """Check ``out`` (a new .json unless ``force``; None: a new ``results/fabric-<timestamp>.json``, its directory
+    made as grid makes it), fit, write the fabric file; return (its path, the fit)."""
+    if out is None:
+        out = stamped("fabric", ".json")
+        writable_directory(out, create=True)
     check_new_file(out, force=force, suffixes=(".json",))
     c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
     f = c.fabrics[0]

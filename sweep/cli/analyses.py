@@ -528,7 +528,6 @@ def _calibrate_nccl_tests(
     """``sweep calibrate --nccl-tests LOG [LOG...]``: fit the fabric's constants, print, write the fabric file."""
     from netsweep_jax.sweep.analysis import nccl_calibration
     from netsweep_jax.sweep.core.values import parse_values
-    from netsweep_jax.sweep.io.paths import stamped
 
     for name in sorted(given_options(ctx) - set(NCCL_TESTS_OPTIONS)):
         raise InputError("is for data-parallel measurements, not nccl-tests logs", param=name)
@@ -546,7 +545,7 @@ def _calibrate_nccl_tests(
     count = one("nics_per_node", nics)
     path, c = nccl_calibration.run(
         logs,
-        out or stamped("fabric", ".json"),
+        out,
         nics=None if count is None else int(count),
         nic_gbps=one("bandwidth", bandwidth),
         force=force,
