@@ -73,7 +73,7 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
         tmp_path,
         "all_reduce_perf.txt",
         replace=[("Group  0 ", ""), ("[0000:18:00]", "[0x18]")],
-        add_after=(25, ["node-a:41210:41210 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7\n", "\n"]),
+        add_after=(25, ["10-0-0-1:41210:41210 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7\n", "\n"]),
         drop="Collective test",
     )
     log = read_nccl_tests_log(old)

@@ -109,6 +109,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     rows: list[Row] = []
     for number, line in enumerate(lines, 1):
         text = line.strip()
+        if not text:
+            continue
         if text.startswith("#"):
             if m := STARTING.match(text):
                 if binary is not None and m.group("binary") != binary:
@@ -125,8 +127,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
                     raise InputError(f"{where(path, number)}: a second column header, unlike the first")
                 columns = names
             continue
-        if columns is None or not text[:1].isdigit():
-            continue  # NCCL's own lines, warnings, blank lines
+        if columns is None or not text.split(maxsplit=1)[0].isdigit():
+            continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
         rows.append(_row(text, columns, path, number))
     if columns is None:
         raise InputError(
