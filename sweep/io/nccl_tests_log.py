@@ -2,8 +2,9 @@
 ``alltoall_perf`` and ``sendrecv_perf`` print), read into one row per message size.
 
 The format, as nccl-tests prints it (NVIDIA/nccl-tests@abc46770a98777a9fd1b072adcf8becb76bfe125:src/common.cu,
-``PRINT`` in ``run`` and ``TimeTest``, ``BenchTime``; since
-NVIDIA/nccl-tests@a0b82b2260cf5152b9f8c061bbf7eaf0ba096432 the same lines from src/util.cu)::
+``PRINT`` in ``run``, ``TimeTest`` and ``BenchTime``; the same lines, moved to src/util.cu in October 2025, at
+NVIDIA/nccl-tests@a0b82b2260cf5152b9f8c061bbf7eaf0ba096432:src/util.cu, v2.19.6, which adds the per-iteration
+columns and the timestamp)::
 
     # Collective test starting: all_reduce_perf                    (2.17 and later)
     # nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 ...
