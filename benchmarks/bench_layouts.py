@@ -85,6 +85,9 @@ def reference_rate(grid, samples=4000):
             overlap=gpu["overlap"],
             dispatch_fp8=gpu["dispatch_fp8"],
             nccl_arch=gpu["nccl_arch"],
+            eta_net=gpu["nccl_eta_net"],
+            eta_nvl=gpu["nccl_eta_nvl"],
+            nccl_latency=gpu["nccl_latency"],
             collectives=grid.collectives_code,
         )
         cells.append(

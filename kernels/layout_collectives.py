@@ -36,7 +36,9 @@ algorithm and protocol of least time for the group as placed (:func:`group_fabri
     (fewer than one: one NIC at K q / G of that rate),
 
 NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1, no in-network
-reduction, and the constants ``sweep validate --nccl`` fitted (:data:`NCCL_CONSTANTS`). An all-reduce is
+reduction, and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``:
+those ``sweep validate --nccl`` fitted, :data:`NCCL_CONSTANTS`, or a fabric file's, ``sweep calibrate
+--nccl-tests``). An all-reduce is
 NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plus all-gather: two of
 X), a reduce-scatter or all-gather NCCL's, an exchange (CP, PP) its send/recv and the expert dispatch
 its all-to-all.
@@ -95,7 +97,8 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     """Seconds of NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`) of ``nbytes`` (nccl-tests' count:
     the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one."""
     x = jnp.asarray(nbytes)
-    timing = nccl.collective(coll, x, group_fabric(size, stride, lay), NCCL_CONSTANTS)
+    constants = nccl.Constants(lay.eta_net, lay.eta_nvl, lay.nccl_latency)
+    timing = nccl.collective(coll, x, group_fabric(size, stride, lay), constants)
     return jnp.where(size > 1, timing.seconds, 0.0)
 
 

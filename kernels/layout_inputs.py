@@ -101,6 +101,9 @@ class Parallelism(NamedTuple):
     overlap switches, a sum of bits: 1 gradient reduce, 2 parameter gather, 4 TP communication, 8 expert
     all-to-all), dispatch_fp8 (1: MoE tokens dispatched forward in MXFP8, 1 + 1/32 bytes an element),
     nccl_arch (the GPU's architecture as :mod:`kernels.nccl` indexes it: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell),
+    eta_net, eta_nvl, nccl_latency (the fabric's constants :mod:`kernels.nccl` prices with: transport efficiency
+    across hosts and inside an NVLink domain, fractions, and the network's latency lambda, us; read only where
+    collectives is nccl: the shipped fit, ``kernels.layout_collectives.NCCL_CONSTANTS``, or a fabric file's),
     collectives (0 flat: :mod:`kernels.layout_collectives`' rings of one bandwidth per group; 1 nccl: each
     collective as NCCL's tuner prices it for its group as placed, :mod:`kernels.nccl`; a Python int compiles
     only the chosen pricing, an array selects per element).
@@ -138,6 +141,9 @@ class Parallelism(NamedTuple):
     overlap: Value
     dispatch_fp8: Value
     nccl_arch: Value
+    eta_net: Value
+    eta_nvl: Value
+    nccl_latency: Value
     collectives: Value
 
 

@@ -16,6 +16,7 @@ GB/s, GEMM latency in us, memory fractions and efficiencies as plain numbers.
 """
 
 import numbers
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -48,6 +49,8 @@ class LayoutOptions(TypedDict, total=False):
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
         and fitted constants for whatever is not given.
+      fabric: with collectives "nccl", a fabric file's path (``sweep calibrate --nccl-tests``): its constants
+        replace the shipped fit's (``--fabric``).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
@@ -75,6 +78,7 @@ class LayoutOptions(TypedDict, total=False):
     overlap: str
     collectives: str
     stack: str
+    fabric: str | os.PathLike[str]
     gpu: Values
     precision: Values
     collective: Values
@@ -110,6 +114,8 @@ def _text(name: str, value: object) -> str:
     (``model``, ``schedule``, ...): a string or a flat sequence of them."""
     if isinstance(value, str):
         return value
+    if name == "fabric" and isinstance(value, os.PathLike):
+        return os.fspath(value)
     spec = AXES.get(name) or (NUMERIC_AXES["nodes"] if name == "nodes" else None)
     if spec is not None:
         return ",".join(show(v) for v in flat_values(value, name, spec.rule()))

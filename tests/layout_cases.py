@@ -13,6 +13,8 @@ from netsweep_jax.sweep.model.llms import LLMS
 TOLERANCE = REFERENCE_TOLERANCE["layout"]
 # The options of a small large-model sweep (the bad-input cases add one bad option to them).
 LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+# The fabric's constants NCCL's pricing reads (collectives nccl only): the shipped fit, as a sweep's default.
+NCCL_FABRIC = dict(eta_net=0.902, eta_nvl=0.814, nccl_latency=2.39)
 
 
 def random_case(rng):
@@ -93,6 +95,7 @@ def random_case(rng):
         overlap=rng.choice([0, 1, 2, 3, 4, 8, 15, 7]),
         dispatch_fp8=rng.choice([0, 1]),
         nccl_arch=2,  # kernels.nccl's Hopper (collectives nccl only; tests/test_layout_nccl.py draws it)
+        **NCCL_FABRIC,
         collectives=0,
     )
     return arch, dev, lay
@@ -196,6 +199,7 @@ def gpt3_case(**changes):
         overlap=3,
         dispatch_fp8=0,
         nccl_arch=1,
+        **NCCL_FABRIC,
         collectives=0,
     )
     for key, value in changes.items():

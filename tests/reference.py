@@ -443,7 +443,8 @@ def _group_bw(size, stride, lay):
     return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
 
 
-NCCL_LAYOUT_CONSTANTS = (0.902, 0.814, 2.39)  # results/validation-nccl's eta_net, eta_nvl, lambda (us)
+# results/validation-nccl's eta_net, eta_nvl, lambda (us): where a layout does not give its own (a fabric file's).
+NCCL_LAYOUT_CONSTANTS = (0.902, 0.814, 2.39)
 NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 
@@ -463,7 +464,8 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
     rate = lay["bandwidth"] * lay["utilization"] / 8e9
     args = (q, size / q, max(in_domain / q, 1), nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
-    return nccl_collective(NCCL_KIND[kind], nbytes, *args, False, *NCCL_LAYOUT_CONSTANTS)[0]
+    constants = (lay.get(k, c) for k, c in zip(("eta_net", "eta_nvl", "nccl_latency"), NCCL_LAYOUT_CONSTANTS))
+    return nccl_collective(NCCL_KIND[kind], nbytes, *args, False, *constants)[0]
 
 
 def _collective(kind, nbytes, size, stride, lay):

@@ -135,6 +135,10 @@ def layout_grid_from(
             "collective runs NCCL's own choice by size",
             param="collective",
         )
+    if settings.get("fabric") is not None:
+        from netsweep_jax.sweep.io.fabric_file import read_fabric
+
+        kwargs["fabric"] = read_fabric(settings["fabric"])
     return make_layout_grid(
         model,
         gpu=named(settings.get("gpu"), "h100"),

@@ -134,6 +134,31 @@ def _inputs(rows: Sequence[Measurement], fabrics: Sequence[Fabric | Unrepresente
 def run_validation(dataset: str | Path) -> Validation:
     """Read ``dataset``, fit the constants on :data:`TRAIN`'s scored rows, predict every row."""
     rows = read_nccl_tests(dataset)
+    fabrics = fabrics_of(rows)
+    ok = np.array([isinstance(f, Fabric) for f in fabrics])
+    scored = ok & (np.array([r.busbw or 0.0 for r in rows]) >= RESOLUTION)
+    train = np.array([r.source_id in TRAIN for r in rows])
+    fitted = scored & train
+    if not fitted.any():
+        raise_no_training(dataset)
+    constants, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, fitted)
+    predicted = np.where(ok, busbw, np.nan)
+    return Validation(
+        dataset=str(dataset),
+        rows=rows,
+        fabrics=fabrics,
+        train=train,
+        scored=scored,
+        constants=constants,
+        loss=loss,
+        predicted=predicted,
+        algorithm=[ALGORITHMS[a] if o else "" for a, o in zip(algo, ok)],
+        protocol=[PROTOCOLS[p] if o else "" for p, o in zip(proto, ok)],
+    )
+
+
+def fabrics_of(rows: Sequence[Measurement]) -> list[Fabric | Unrepresented]:
+    """Each row's fabric from the hardware it states, or why the model cannot price it."""
     fabrics: list[Fabric | Unrepresented] = []
     for r in rows:
         if r.collective not in COLLECTIVES:
@@ -144,14 +169,23 @@ def run_validation(dataset: str | Path) -> Validation:
             fabrics.append(Unrepresented("no measured busbw"))
         else:
             fabrics.append(fabric_of(r.gpu, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.stated))
-    ok = np.array([isinstance(f, Fabric) for f in fabrics])
-    measured = np.array([r.busbw or 0.0 for r in rows])
-    scored = ok & (measured >= RESOLUTION)
-    train = np.array([r.source_id in TRAIN for r in rows])
+    return fabrics
+
+
+def fit_and_predict(
+    rows: Sequence[Measurement],
+    fabrics: Sequence[Fabric | Unrepresented],
+    fitted: np.ndarray,
+    lows: np.ndarray = LOWS,
+    highs: np.ndarray = HIGHS,
+) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
+    """The three constants (eta_net, eta_nvl, latency us) fitted on the rows ``fitted`` [R] (bool; each with a
+    :class:`Fabric` and a measured busbw) by least squares on log(predicted / measured busbw), and every row
+    predicted under them: (constants [3], the fit's mean squared log error, busbw [R] GB/s, algorithm [R] and
+    protocol [R] indices; an unrepresented row's prediction is a placeholder's, for the caller to discard).
+    ``lows``, ``highs`` [3]: the constants' bounds (:data:`LOWS`, :data:`HIGHS`; equal bounds hold one there)."""
     inputs = _inputs(rows, fabrics)
-    fitted = scored & train
-    if not fitted.any():
-        raise_no_training(dataset)
+    measured = np.array([r.busbw or 0.0 for r in rows])
     starts = np.array([[a, b, c] for a in (0.6, 0.9) for b in (0.6, 0.9) for c in (1.0, 10.0)])
     # Rows padded to a multiple of PAD (copies of the first fitted row, weight 0): files of up to PAD rows
     # share one compile. A padding row must be one the model prices finitely: the loss's gradient is taken
@@ -162,31 +196,19 @@ def run_validation(dataset: str | Path) -> Validation:
     weights = (np.arange(len(fit_rows)) < int(fitted.sum())).astype(np.float64)
     with jax.enable_x64(True):
         best, loss = fit_nccl(
-            fitter.unbounded(starts, LOWS, HIGHS),
+            fitter.unbounded(starts, lows, highs),
             {k: a[fit_rows] for k, a in inputs.items()},
             measured[fit_rows],
             weights,
-            LOWS,
-            HIGHS,
+            lows,
+            highs,
             steps=STEPS,
             learning_rate=LEARNING_RATE,
         )
-        constants = np.asarray(fitter.bounded(best, LOWS, HIGHS), np.float64)
+        constants = np.asarray(fitter.bounded(best, lows, highs), np.float64)
         out = nccl_predict(constants, {k: a[all_rows] for k, a in inputs.items()})
         busbw, algo, proto = (np.asarray(a)[: len(rows)] for a in out)
-    predicted = np.where(ok, busbw, np.nan)
-    return Validation(
-        dataset=str(dataset),
-        rows=rows,
-        fabrics=fabrics,
-        train=train,
-        scored=scored,
-        constants=constants,
-        loss=float(loss),
-        predicted=predicted,
-        algorithm=[ALGORITHMS[a] if o else "" for a, o in zip(algo, ok)],
-        protocol=[PROTOCOLS[p] if o else "" for p, o in zip(proto, ok)],
-    )
+    return constants, float(loss), busbw, algo, proto
 
 
 def _padded(index: np.ndarray, fill: int) -> np.ndarray:

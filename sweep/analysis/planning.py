@@ -400,7 +400,8 @@ def _cells(ds: xr.Dataset):
     kept = list(SETTING_DIMS)
     shape = [ds.sizes[d] for d in kept]
     coords = {d: ds[d].values for d in kept}
-    ranked, per_setting = {}, {}
+    ranked: dict[str, np.ndarray] = {}
+    per_setting: dict[str, np.ndarray] = {}
     for k, variable in ds.variables.items():  # Variables: no coordinates to carry along
         if k not in ds.coords:
             (ranked if "rank" in variable.dims else per_setting)[k] = variable.transpose(*kept, ...).values
@@ -415,7 +416,7 @@ def _ranked(ranked: dict[str, np.ndarray], at: tuple[int, ...], cell: dict):
     """(rank, layout dict) of one cell's found layouts: ``ranked`` maps each ranked variable to its array over
     (kept settings..., rank), ``at`` is the cell's index into the settings."""
     for r in range(next(iter(ranked.values())).shape[-1]):
-        row = {k: a[(*at, r)].item() for k, a in ranked.items()}
+        row = {k: a[at + (r,)].item() for k, a in ranked.items()}
         if not np.isfinite(row["tokens_per_s"]):
             return
         row["dp"] = _dp(row, cell)

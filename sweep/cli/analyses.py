@@ -11,6 +11,7 @@ from netsweep_jax.sweep.cli.options import (
     axis_parameters,
     command_line,
     given,
+    given_options,
     options,
     say_assumed,
     typed_number,
@@ -19,9 +20,11 @@ from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
     CACHE,
     COLLECTIVE_SETTINGS,
+    FABRIC_REFUSAL,
     MODEL,
     SETTINGS,
     WORKLOAD,
+    DataParallelFabric,
     Force,
     ReportForce,
     models_from,
@@ -216,6 +219,7 @@ def compare(
         typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
     ] = None,
     force: ReportForce = False,
+    fabric: DataParallelFabric = None,
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
@@ -225,6 +229,8 @@ def compare(
     from netsweep_jax.sweep.core.values import parse_values
 
     refuse_large_model(model, "compare")
+    if fabric is not None:
+        raise InputError(FABRIC_REFUSAL, param="fabric")
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
         values = parse_values(utilization, NUMERIC_AXES["utilization"])
         if values.size != 1:
@@ -299,6 +305,7 @@ def need(
     ],
     out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
     force: Force = False,
+    fabric: DataParallelFabric = None,
     **settings,
 ):
     """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
@@ -312,6 +319,8 @@ def need(
     from netsweep_jax.sweep.io.paths import check_new_file
 
     refuse_large_model(settings.get("model"), "need")
+    if fabric is not None:
+        raise InputError(FABRIC_REFUSAL, param="fabric")
     targets = [number(t.strip(), "--target") for t in target.split(",")]
     if out is not None:
         check_new_file(out, force=force)
@@ -358,11 +367,27 @@ CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 def calibrate(
     ctx: typer.Context,
     measurements: Annotated[
-        Path,
+        list[Path] | None,
         typer.Argument(
-            help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train."
+            help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train. With --nccl-tests: nccl-tests logs, one test each.",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    nccl_tests: Annotated[
+        bool,
+        typer.Option(
+            "--nccl-tests",
+            help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency) and write a fabric file for grid and plan --collectives nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
+        ),
+    ] = False,
+    bandwidth: Annotated[
+        str | None,
+        typer.Option(
+            *axis_flags("bandwidth", "--bw"),
+            metavar="GBIT",
+            help="With --nccl-tests: each NIC's rate, Gbit/s (nccl-tests does not print it).",
+        ),
+    ] = None,
     profile: Annotated[
         list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
     ] = None,
@@ -397,23 +422,44 @@ def calibrate(
             help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
         ),
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Write the result as JSON (with --nccl-tests: the fabric file)."),
+    ] = None,
     force: Force = False,
     **settings,
 ):
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
     large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits the layout model's matrix
-    efficiency per GPU and NIC utilization instead; --train then names a group of its runs."""
+    efficiency per GPU and NIC utilization instead; --train then names a group of its runs. For
+    --collectives nccl, --nccl-tests fits a fabric file to logs of NCCL's tests."""
     from netsweep_jax.sweep.analysis.calibrate import calibrate_file
     from netsweep_jax.sweep.analysis.calibration_report import report_text
     from netsweep_jax.sweep.analysis.calibration_rows import Settings
     from netsweep_jax.sweep.core.values import parse_values
     from netsweep_jax.sweep.io.runs import is_runs_file
 
-    if is_runs_file(measurements):
+    if nccl_tests:
+        return _calibrate_nccl_tests(
+            ctx, measurements or [], out, force, settings["nics_per_node"], bandwidth
+        )
+    if bandwidth is not None:
+        raise InputError(
+            f"{bandwidth}: with --nccl-tests only (a measurements file gives each row's bandwidth)",
+            param="bandwidth",
+        )
+    if not measurements or len(measurements) > 1:
+        raise InputError(
+            "give one measurements CSV (or --nccl-tests and nccl-tests logs)"
+            if not measurements
+            else f"{' '.join(map(str, measurements))}: give one measurements CSV (several files: --nccl-tests "
+            "logs only)"
+        )
+    (measured,) = measurements
+    if is_runs_file(measured):
         return _calibrate_runs(
             ctx,
-            measurements,
+            measured,
             train,
             out,
             force,
@@ -440,7 +486,7 @@ def calibrate(
         **one,
     )
     result = calibrate_file(
-        measurements,
+        measured,
         fit,
         out=out,
         force=force,
@@ -457,6 +503,57 @@ def calibrate(
     typer.echo(report_text(result))
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+# What calibrate --nccl-tests reads besides its logs; any other option the user sets is refused by name.
+NCCL_TESTS_OPTIONS = (
+    "measurements",
+    "nccl_tests",
+    "nics_per_node",
+    "bandwidth",
+    "out",
+    "force",
+    "compile_cache",
+)
+
+
+def _calibrate_nccl_tests(
+    ctx: typer.Context,
+    logs: list[Path],
+    out: Path | None,
+    force: bool,
+    nics: str,
+    bandwidth: str | None,
+) -> None:
+    """``sweep calibrate --nccl-tests LOG [LOG...]``: fit the fabric's constants, print, write the fabric file."""
+    from netsweep_jax.sweep.analysis import nccl_calibration
+    from netsweep_jax.sweep.core.values import parse_values
+
+    for name in sorted(given_options(ctx) - set(NCCL_TESTS_OPTIONS)):
+        raise InputError("is for data-parallel measurements, not nccl-tests logs", param=name)
+    if not logs:
+        raise InputError("give one nccl-tests log or more (its output, all_reduce_perf and the like)")
+
+    def one(name: str, text: str | None) -> float | None:
+        if text is None or not given(ctx, name):
+            return None
+        values = parse_values(text, NUMERIC_AXES[name])
+        if len(values) != 1:
+            raise InputError(f"{text}: give one value", param=name)
+        return float(values[0])
+
+    count = one("nics_per_node", nics)
+    path, c = nccl_calibration.run(
+        logs,
+        out,
+        nics=None if count is None else int(count),
+        nic_gbps=one("bandwidth", bandwidth),
+        force=force,
+        command=command_line(),
+    )
+    for line in nccl_calibration.table(c):
+        typer.echo(line)
+    typer.echo(f"wrote {path}")
 
 
 def _calibrate_runs(

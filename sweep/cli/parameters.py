@@ -293,6 +293,16 @@ def _layout_params() -> list[inspect.Parameter]:
             "constants validate --llm fits for it on the GPU's die (efficiency, memory efficiency, "
             "utilization: sweep/data/llm_constants.json) (default: none of these).",
         ),
+        param(
+            "fabric",
+            Path | None,
+            None,
+            "--fabric",
+            rich_help_panel=panel,
+            metavar="FILE",
+            help="With --collectives nccl: a fabric file (sweep calibrate --nccl-tests) whose constants "
+            "(transport efficiencies, network latency) replace the shipped fit's.",
+        ),
     ]
     return out
 
@@ -302,6 +312,23 @@ if tuple(p.name for p in LAYOUT) != LAYOUT_OPTIONS:  # the vocabulary's list, wh
     raise ImportError(
         "sweep.cli.parameters: the layout options differ from sweep.core.layout_axes.LAYOUT_OPTIONS"
     )
+
+
+# --fabric on the data-parallel analyses (compare, need): declared so that it is refused in one line saying why,
+# not answered with a usage error.
+DataParallelFabric = Annotated[
+    Path | None,
+    typer.Option(
+        "--fabric",
+        metavar="FILE",
+        help="Not here (refused): fabric files price NCCL's collectives, which only sweep grid and plan "
+        "--collectives nccl of large models run on yet.",
+    ),
+]
+FABRIC_REFUSAL = (
+    "is for sweep grid and sweep plan --collectives nccl of large models: this command's data-parallel "
+    "model does not price collectives by NCCL's engine yet"
+)
 
 
 BUSBW = [

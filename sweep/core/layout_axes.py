@@ -126,6 +126,7 @@ LAYOUT_TEXT_OPTIONS = (
     "overlap",
     "collectives",
     "stack",
+    "fabric",
 )
 LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 

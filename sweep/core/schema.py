@@ -145,6 +145,8 @@ OTHER_OPTIONS = {
     "overlap": "--overlap",
     "collectives": "--collectives",
     "stack": "--stack",
+    "fabric": "--fabric",
+    "nccl_tests": "--nccl-tests",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "launch": "--launch",
     "attention": "--attention",

@@ -250,7 +250,9 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # The GPU table's columns: the preset's, then the sweep's per-sweep settings: usable fraction of its memory, GEMM
 # latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
 # achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
-# overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8.
+# overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8; last the fabric's
+# constants NCCL's pricing reads (``--collectives nccl``: the shipped fit or ``--fabric FILE``'s), columns rather
+# than compiled constants, so that every fabric file shares one compile.
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -271,6 +273,9 @@ GPU_FIELDS = (
     "overlap",
     "attention_efficiency",
     "dispatch_fp8",
+    "nccl_eta_net",
+    "nccl_eta_nvl",
+    "nccl_latency",  # us, as kernels.nccl.Constants
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -359,6 +364,9 @@ def layout_inputs(
         overlap=o["overlap"],
         dispatch_fp8=o["dispatch_fp8"],
         nccl_arch=o["nccl_arch"],
+        eta_net=o["nccl_eta_net"],
+        eta_nvl=o["nccl_eta_nvl"],
+        nccl_latency=o["nccl_latency"],
         collectives=collectives,
     )
     return arch, dev, lay

@@ -42,6 +42,7 @@ from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS, die
 from netsweep_jax.sweep.model.llms import LLM
 from netsweep_jax.sweep.model.nccl_fabric import ARCH as NCCL_ARCH
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
 
 
 def precision_bytes(name: str) -> tuple[float, float, float, float, float]:
@@ -84,6 +85,8 @@ class LayoutGrid:
       dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
       collectives: how collectives are priced, one of :data:`COLLECTIVES_MODES` (one per sweep): ``flat`` rings
         of one bandwidth per group, ``nccl`` NCCL's tuner for each group as placed (kernels.layout_collectives).
+      fabric: the fabric's constants NCCL's pricing reads (the shipped fit, or ``--fabric FILE``'s; one per
+        sweep; the GPU table's last columns, so the fingerprint covers them).
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -107,6 +110,7 @@ class LayoutGrid:
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
     collectives: str = COLLECTIVES_MODES[0]
+    fabric: FabricConstants = SHIPPED
     store: str = ""
     reduction: Reduction | None = None
 
@@ -244,6 +248,7 @@ class LayoutGrid:
                     overlap_code(self.overlap),
                     self.attention_efficiency,
                     self.dispatch_fp8,
+                    *self.fabric.columns(),
                 )
                 for g in self.names["gpu"]
             ]

@@ -26,6 +26,7 @@ from netsweep_jax.sweep.engine.compiled import (
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
 from netsweep_jax.sweep.engine.layout_grid import arch_row, gpu_row, precision_bytes
 from netsweep_jax.sweep.model.llms import LLM
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
 ROWS_BLOCK = 2**14  # (run, candidate constants) pairs per call of the rows kernel: one compiled shape
 
@@ -142,11 +143,21 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
     cell = {name: column([0.0] * len(rows)) for name in OUTER_COLUMNS}
     cell.update({f: column([getattr(arch_row(r.llm), f) for r in rows]) for f in kernel.Arch._fields})
     gpu_columns = [
-        (*gpu_row(r.gpu), r.usable_memory, r.gemm_latency * AXES["gemm_latency"].to_si, r.memory_efficiency,
-         r.moment_bytes, r.capacity_factor, r.pad_to_capacity, overlap_code(r.overlap), r.attention_efficiency,
-         r.dispatch_fp8)
+        (
+            *gpu_row(r.gpu),
+            r.usable_memory,
+            r.gemm_latency * AXES["gemm_latency"].to_si,
+            r.memory_efficiency,
+            r.moment_bytes,
+            r.capacity_factor,
+            r.pad_to_capacity,
+            overlap_code(r.overlap),
+            r.attention_efficiency,
+            r.dispatch_fp8,
+            *SHIPPED.columns(),
+        )
         for r in rows
-    ]  # fmt: skip
+    ]  # fmt: skip (the fabric's constants: the shipped fit's, read only where a run is priced by NCCL's tuner)
     cell.update({name: column([g[k] for g in gpu_columns]) for k, name in enumerate(GPU_FIELDS)})
     precision = [precision_bytes(r.precision) for r in rows]
     cell.update({name: column([b[k] for b in precision]) for k, name in enumerate(PRECISION_FIELDS)})

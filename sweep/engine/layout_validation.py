@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import LAYOUTS
@@ -32,6 +31,7 @@ from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
 from netsweep_jax.sweep.model.stacks import Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads: refused on dense models.
@@ -70,6 +70,7 @@ def make_layout_grid(
     dispatch_fp8: object = None,
     overlap: str | None = None,
     collectives: str | None = None,
+    fabric: FabricConstants | None = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -112,7 +113,9 @@ def make_layout_grid(
     die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
-    a cube keeps, the dtype it stores them in, the dims it reduces on the device).
+    a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: the constants
+    NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep calibrate --nccl-tests``), only
+    with ``collectives`` nccl.
     """
     models: list[LLM] = []
     model_names: list[str] = []
@@ -245,6 +248,12 @@ def make_layout_grid(
             "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
         )
     mode = _collectives(collectives)
+    if fabric is not None and mode != "nccl":  # its constants are NCCL's pricing's: never silently unused
+        raise InputError(
+            f"{fabric.source}: a fabric file's constants price collectives as NCCL runs them; give "
+            "--collectives nccl (the flat collectives read --util and --latency instead)",
+            param="fabric",
+        )
     if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
         raise InputError(
             f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl the "
@@ -264,10 +273,8 @@ def make_layout_grid(
     if preset is not None:
         assumed = (phrase, *assumed)
     if mode == "nccl":
-        c = NCCL_CONSTANTS
         assumed = assumed + (
-            f"collectives as NCCL's tuner prices them per group as placed (eta_net {c.eta_net}, eta_nvl "
-            f"{c.eta_nvl}, latency {c.latency} us: results/validation-nccl)",
+            f"collectives as NCCL's tuner prices them per group as placed ({(fabric or SHIPPED).describe()})",
         )
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
@@ -296,6 +303,7 @@ def make_layout_grid(
         attention_efficiency=per_sweep["attention_efficiency"],
         dispatch_fp8=per_sweep["dispatch_fp8"],
         collectives=mode,
+        fabric=fabric or SHIPPED,
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )

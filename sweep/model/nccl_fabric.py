@@ -5,11 +5,17 @@ NVLink rate, NVLink domain, the chip's architecture), the hosts, GPUs per host a
 what it forced (``NCCL_ALGO``, ``NCCL_PROTO``) or enabled (CollNet / SHARP). What the row leaves unknown
 that the model needs is a reason (:class:`Unrepresented`), never a guess: a multi-host row without its NICs,
 a GPU without a preset, a transport the model has no efficiency for (TCP sockets).
+
+:class:`FabricConstants`: the three constants NCCL's pricing reads (:class:`kernels.nccl.Constants`) and where
+they come from: the shipped fit (:data:`SHIPPED`) or a fabric file (``sweep calibrate --nccl-tests``).
 """
 
 import dataclasses
 import re
 
+import numpy as np
+
+from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die
 
@@ -27,6 +33,38 @@ GPU_NAMES: tuple[tuple[str, str, bool, str], ...] = (
     ("h100", "h100", True, ""),
     ("a100", "a100", True, ""),
     ("v100", "v100", False, "V100: DGX-1's hybrid cube mesh, no NVSwitch"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class FabricConstants:
+    """The fabric's constants (:class:`kernels.nccl.Constants`): eta_net and eta_nvl, the fractions of NCCL's
+    model bandwidth reached across hosts and inside an NVLink domain, and latency_us, the network's latency
+    lambda per hop (us); ``source``: where they come from (a fabric file's path, or the shipped fit's report)."""
+
+    eta_net: float
+    eta_nvl: float
+    latency_us: float
+    source: str
+
+    def columns(self) -> tuple[float, float, float]:
+        """The layout kernel's columns (:data:`sweep.engine.compiled.GPU_FIELDS`' last three)."""
+        return (self.eta_net, self.eta_nvl, self.latency_us)
+
+    def describe(self) -> str:
+        """``eta_net 0.902, eta_nvl 0.814, latency 2.39 us: SOURCE`` (four significant digits)."""
+        return (
+            f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us: "
+            f"{self.source}"
+        )
+
+
+# The constants `sweep validate --nccl` fitted on published nccl-tests rows (results/validation-nccl).
+SHIPPED = FabricConstants(
+    eta_net=float(np.asarray(NCCL_CONSTANTS.eta_net)),
+    eta_nvl=float(np.asarray(NCCL_CONSTANTS.eta_nvl)),
+    latency_us=float(np.asarray(NCCL_CONSTANTS.latency)),
+    source="results/validation-nccl",
 )
 
 

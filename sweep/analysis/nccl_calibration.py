@@ -1,0 +1,196 @@
+"""``sweep calibrate --nccl-tests LOG [LOG...]``: the fabric's constants fitted to your own nccl-tests output, and
+a fabric file that ``sweep grid`` and ``sweep plan --collectives nccl --fabric FILE`` price collectives with.
+
+Each log (:mod:`sweep.io.nccl_tests_log`) gives its collective, hosts H, GPUs per host g and GPU, and per message
+size X its out-of-place busbw; the NICs (K per host of r Gbit/s), which nccl-tests never prints, are the
+caller's. Every row is priced as ``sweep validate --nccl`` prices a row of ``nccl_tests.csv``
+(:func:`~sweep.analysis.nccl_validation.fabrics_of`: the GPU's preset for NVLink and architecture, NCCL's own
+choice of algorithm and protocol), and the same fit (:func:`~sweep.analysis.nccl_validation.fit_and_predict`:
+:func:`kernels.fit.fit_model` on :func:`sweep.engine.compiled.nccl_busbw`) finds
+
+    (eta_net, eta_nvl, lambda) = argmin  mean over scored rows of  log(B(X; eta_net, eta_nvl, lambda) / b)^2
+
+with b the measured busbw (GB/s), B the model's: busbw = X / t x F (F = 2(n-1)/n for all-reduce, (n-1)/n for
+all-gather, reduce-scatter and all-to-all, 1 for send/recv; n = g H) and t = latency + X / (algorithm
+bandwidth x eta), eta = eta_net across NVLink domains, eta_nvl inside one, lambda the network's latency per hop
+(us) in NCCL's inter-node latency (kernels/nccl.py's docstring). A row is scored where b >= 0.1 GB/s
+(:data:`~sweep.analysis.nccl_validation.RESOLUTION`: below it the printed two decimals are 5% or worse).
+What the logs cannot tell is held at the shipped fit (``results/validation-nccl``) and said: eta_net and
+lambda without a row across NVLink domains, eta_nvl without one inside a single domain.
+"""
+
+import dataclasses
+import datetime
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
+from netsweep_jax.sweep.analysis.nccl_validation import (
+    HIGHS,
+    LOWS,
+    NAMES,
+    RESOLUTION,
+    fabrics_of,
+    fit_and_predict,
+    size,
+)
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.fabric_file import fabric_document, write_fabric
+from netsweep_jax.sweep.io.nccl_tests import Measurement
+from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
+from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, FabricConstants, Unrepresented
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The logs, their rows, the fitted constants and every row's prediction.
+
+    ``scored`` [R] bool: the rows fitted; ``predicted`` [R] busbw GB/s; ``algorithm``, ``protocol`` [R] what NCCL
+    runs by the model; ``held``: the constants the logs could not tell (held at the shipped fit's)."""
+
+    logs: list[Log]
+    rows: list[Measurement]
+    fabrics: list[Fabric]
+    constants: FabricConstants
+    loss: float
+    scored: np.ndarray
+    predicted: np.ndarray
+    algorithm: list[str]
+    protocol: list[str]
+    held: tuple[str, ...]
+
+
+def calibrate_logs(
+    paths: Sequence[str | Path], *, nics: int | None, nic_gbps: float | None, source: str = ""
+) -> Calibration:
+    """Read the logs, fit the constants on their scored rows, predict every row. ``nics``, ``nic_gbps``: per
+    host and each NIC's Gbit/s (required where a log spans hosts); ``source``: the constants' source's name."""
+    if not paths:
+        raise InputError("give one nccl-tests log or more", param="nccl_tests")
+    logs = [read_nccl_tests_log(p) for p in paths]
+    names = {log.gpu for log in logs}
+    if len(names) > 1:
+        raise InputError(
+            f"logs of several GPU models ({', '.join(sorted(names))}); a fabric file describes one fabric",
+            param="nccl_tests",
+        )
+    wide = next((log for log in logs if log.nodes > 1), None)
+    if wide is not None and (nics is None or nic_gbps is None):
+        missing = " and ".join(o for o, v in (("--nics-per-node", nics), ("--bw", nic_gbps)) if v is None)
+        raise InputError(
+            f"{wide.path} runs on {wide.nodes} hosts and nccl-tests does not print their NICs: give {missing} "
+            "(NICs per host, Gbit/s each)"
+        )
+    rows = [m for log in logs for m in log.measurements(nics, nic_gbps)]
+    paths = [log.path for log in logs for _ in log.rows]
+    fabrics = []
+    for m, f, path in zip(rows, fabrics_of(rows), paths):
+        if isinstance(f, Unrepresented):
+            raise InputError(f"{path}:{m.line}: the model cannot price this row: {f.reason}")
+        fabrics.append(f)
+    measured = np.array([m.busbw or 0.0 for m in rows])
+    scored = measured >= RESOLUTION
+    if not scored.any():
+        raise InputError(
+            f"no row of busbw >= {RESOLUTION:g} GB/s to fit on (smaller ones are the printed rounding)",
+            param="nccl_tests",
+        )
+    across = np.array([math.ceil(f.nodes / f.domain) > 1 for f in fabrics]) & scored
+    held = (("eta_net", "latency_us") if not across.any() else ()) + (
+        ("eta_nvl",) if not (scored & ~across).any() else ()
+    )
+    lows, highs = LOWS.copy(), HIGHS.copy()
+    for name in held:  # equal bounds: the fitter holds the constant there
+        k = NAMES.index(name)
+        lows[k] = highs[k] = SHIPPED.columns()[k]
+    values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
+    return Calibration(
+        logs=logs,
+        rows=rows,
+        fabrics=fabrics,
+        constants=FabricConstants(
+            eta_net=float(values[0]), eta_nvl=float(values[1]), latency_us=float(values[2]), source=source
+        ),
+        loss=loss,
+        scored=scored,
+        predicted=busbw,
+        algorithm=[ALGORITHMS[a] for a in algo],
+        protocol=[PROTOCOLS[p] for p in proto],
+        held=held,
+    )
+
+
+def run(
+    paths: Sequence[str | Path],
+    out: str | Path | None,
+    *,
+    nics: int | None,
+    nic_gbps: float | None,
+    force: bool,
+    command: str,
+) -> tuple[Path, Calibration]:
+    """Check ``out`` (a new .json unless ``force``; None: a new ``results/fabric-<timestamp>.json``, its directory
+    made as grid makes it), fit, write the fabric file; return (its path, the fit)."""
+    if out is None:
+        out = stamped("fabric", ".json")
+        writable_directory(out, create=True)
+    check_new_file(out, force=force, suffixes=(".json",))
+    c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
+    f = c.fabrics[0]
+    hardware = {
+        "gpu": c.logs[0].gpu,
+        "preset": f.preset,
+        "nics_per_node": nics,
+        "nic_gbps": nic_gbps,
+    }
+    logs = [
+        {
+            "file": log.path.name,
+            "sha256": log.sha256,
+            "collective": log.collective,
+            "nodes": log.nodes,
+            "gpus_per_node": log.gpus_per_node,
+            "rows": len(log.rows),
+        }
+        for log in c.logs
+    ]
+    fit = {
+        "loss": c.loss,
+        "rows_used": int(c.scored.sum()),
+        "rows": len(c.rows),
+        "held_at_shipped": list(c.held),
+        "scored_from_gbytes_s": RESOLUTION,
+    }
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    document = fabric_document(c.constants, hardware=hardware, logs=logs, fit=fit, date=date, command=command)
+    return write_fabric(out, document, force=force), c
+
+
+def table(c: Calibration) -> list[str]:
+    """What the command prints: measured against fitted busbw per log and size, then the constants."""
+    lines = []
+    start = 0
+    for log in c.logs:
+        lines.append(f"{log.path}: {log.collective}, {log.nodes} x {log.gpus_per_node} {log.gpu}")
+        lines.append(f"  {'size':>9}  {'measured':>9}  {'fitted':>9}  {'error':>7}  NCCL runs")
+        start, end = start + len(log.rows), start
+        for i in range(end, start):
+            m = c.rows[i]
+            e = c.predicted[i] / (m.busbw or math.nan) - 1 if c.scored[i] else math.nan
+            error = f"{100 * e:+6.1f}%" if math.isfinite(e) else "   n/s"
+            lines.append(
+                f"  {size(m.bytes or 0):>9}  {m.busbw or 0:>9.2f}  {c.predicted[i]:>9.2f}  {error:>7}  "
+                f"{c.algorithm[i]}/{c.protocol[i]}"
+            )
+    k = c.constants
+    held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
+    lines.append(
+        f"fitted on {int(c.scored.sum())} of {len(c.rows)} rows (busbw GB/s; n/s: under {RESOLUTION:g}, not "
+        f"scored): eta_net {k.eta_net:.3f}, eta_nvl {k.eta_nvl:.3f}, latency {k.latency_us:.2f} us, mean "
+        f"squared log error {c.loss:.4f}{held}"
+    )
+    return lines

@@ -1,0 +1,115 @@
+"""A fabric file: the fabric's constants fitted to nccl-tests logs (``sweep calibrate --nccl-tests``), and what
+they were measured on, for ``sweep grid`` and ``sweep plan --collectives nccl --fabric FILE``.
+
+JSON, one object::
+
+    {"format": "netsweep fabric", "version": 1,
+     "constants": {"eta_net": 0.83, "eta_nvl": 0.79, "latency_us": 4.1},
+     "hardware": {"gpu": "NVIDIA H100 80GB HBM3", "preset": "h100", "nics_per_node": 8, "nic_gbps": 400},
+     "logs": [{"file": "ar-2x8.log", "sha256": "...", "collective": "all_reduce", "nodes": 2,
+               "gpus_per_node": 8, "rows": 31}],
+     "fit": {"loss": 0.0012, "rows_used": 52, "rows": 62},
+     "date": "2026-12-03T15:04:05Z", "command": "sweep calibrate --nccl-tests ..."}
+
+``constants`` is what a sweep reads (:class:`~sweep.model.nccl_fabric.FabricConstants`: eta_net, eta_nvl
+fractions in (0, 1], latency_us the network's latency lambda in us, from 0 to :data:`MAX_LATENCY_US`); the rest
+is provenance. A file that is not such an object (a missing key, a wrong type, a value not finite or out of
+range, another format or version) is one :class:`InputError` naming the file and the key.
+"""
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.io.paths import write_atomically
+from netsweep_jax.sweep.model.nccl_fabric import FabricConstants
+
+FORMAT = "netsweep fabric"
+VERSION = 1
+MAX_LATENCY_US = 1000.0  # a network latency per hop past a millisecond is no fabric's
+CONSTANTS = ("eta_net", "eta_nvl", "latency_us")
+
+
+def fabric_document(
+    constants: FabricConstants,
+    *,
+    hardware: dict[str, Any],
+    logs: list[dict[str, Any]],
+    fit: dict[str, Any],
+    date: str,
+    command: str,
+) -> dict[str, Any]:
+    """The file's object (module docstring); ``constants.source`` is not written (the file is the source)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "constants": dict(zip(CONSTANTS, constants.columns())),
+        "hardware": hardware,
+        "logs": logs,
+        "fit": fit,
+        "date": date,
+        "command": command,
+    }
+
+
+def write_fabric(out: str | Path, document: dict[str, Any], *, force: bool) -> Path:
+    """Write ``document`` to ``out`` atomically (the caller has checked ``out`` before its work:
+    :func:`sweep.io.paths.check_new_file`); no NaN, checked by reading it back as a sweep would."""
+    text = json.dumps(document, indent=1, allow_nan=False) + "\n"
+    constants_of(json.loads(text), Path(out))
+    return write_atomically(out, lambda p: p.write_text(text), overwrite=force)
+
+
+def read_fabric(path: str | Path) -> FabricConstants:
+    """The constants of the fabric file at ``path`` (its path as their source), or one error naming the key."""
+    path = Path(path)
+    text = "\n".join(read_lines(path, "fabric file (JSON)"))
+
+    def refuse_constant(name: str) -> Any:
+        raise InputError(f"{path}: {name} is not a number JSON allows (a fabric file's values are finite)")
+
+    try:
+        document = json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: not JSON ({e.msg}); expected a fabric file") from None
+    return constants_of(document, path)
+
+
+def constants_of(document: Any, path: Path) -> FabricConstants:
+    """The checked constants of a fabric file's object."""
+    if not isinstance(document, dict):
+        raise InputError(f"{path}: a JSON {type(document).__name__}; a fabric file is one object")
+    if document.get("format") != FORMAT:
+        raise InputError(
+            f"{path}: format {document.get('format')!r}; a fabric file says {FORMAT!r} (sweep calibrate "
+            "--nccl-tests writes one)"
+        )
+    version = document.get("version")
+    if type(version) is not int or version != VERSION:
+        raise InputError(
+            f"{path}: version {version!r}; this netsweep reads fabric files of version {VERSION}"
+        )
+    constants = document.get("constants")
+    if not isinstance(constants, dict):
+        raise InputError(f"{path}: constants missing or not an object of {', '.join(CONSTANTS)}")
+    values = []
+    for name in CONSTANTS:
+        key = f"constants.{name}"
+        if name not in constants:
+            raise InputError(f"{path}: {key} missing")
+        v = constants[name]
+        if type(v) not in (int, float):
+            raise InputError(f"{path}: {key} {json.dumps(v)} must be a number")
+        low, high, rule = (
+            (0.0, MAX_LATENCY_US, f"from 0 to {MAX_LATENCY_US:g} (us)")
+            if name == "latency_us"
+            else (0.0, 1.0, "above 0 and at most 1 (a fraction)")
+        )
+        if not math.isfinite(v) or v < low or v > high or (name != "latency_us" and v == 0):
+            raise InputError(f"{path}: {key} {v!r} must be {rule}")
+        values.append(float(v))
+    eta_net, eta_nvl, latency_us = values
+    return FabricConstants(eta_net=eta_net, eta_nvl=eta_nvl, latency_us=latency_us, source=str(path))

@@ -1,0 +1,237 @@
+"""nccl-tests' own output (what ``all_reduce_perf``, ``all_gather_perf``, ``reduce_scatter_perf``,
+``alltoall_perf`` and ``sendrecv_perf`` print), read into one row per message size.
+
+The format, as nccl-tests prints it (NVIDIA/nccl-tests@abc46770a98777a9fd1b072adcf8becb76bfe125:src/common.cu,
+``PRINT`` in ``run``, ``TimeTest`` and ``BenchTime``; the same lines, moved to src/util.cu in October 2025, at
+NVIDIA/nccl-tests@a0b82b2260cf5152b9f8c061bbf7eaf0ba096432:src/util.cu, v2.19.6, which adds the per-iteration
+columns and the timestamp)::
+
+    # Collective test starting: all_reduce_perf                    (2.17 and later)
+    # nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 ...
+    #
+    # Using devices
+    #  Rank  0 Group  0 Pid  41210 on      node1 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+    ...                                                            (one line per rank, in rank order)
+    #
+    #                                                              out-of-place                       in-place
+    #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw ...
+    #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s) ...
+               8             2     float     sum      -1    25.61    0.00    0.00      0    25.32    0.00 ...
+    ...
+    # Out of bounds values : 0 OK
+    # Avg bus bandwidth    : 117.6
+
+Read from it: the collective (the ``Collective test starting`` line, else the file's name, which older
+nccl-tests leave as the only clue: ``all_reduce_perf.log``), the ranks' hosts and GPU (the device lines:
+hosts are the distinct host names, GPUs per host the device lines per host; older nccl-tests print ``#   Rank
+0 Pid ... [0x18] NAME`` without the group), and each data row's size (B: nccl-tests' size, the whole
+buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are found by the header's names,
+so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past. Anything else (NCCL's own
+``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
+check failed (#wrong above 0), devices of several GPU models or hosts of unequal GPU counts are one
+:class:`InputError` naming the file and line. What nccl-tests never prints (the NICs) is the caller's.
+"""
+
+import dataclasses
+import hashlib
+import math
+import re
+from pathlib import Path
+
+from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, OTHER_COLLECTIVES, Measurement
+
+DEVICE = re.compile(
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
+    r"\[[^\]]*\]\s+(?P<gpu>.*\S)\s*$"
+)
+STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
+PREAMBLE = ("size", "count", "type", "redop", "root")
+TIMES = ("time", "cputime")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One message size: nccl-tests' size (B), the out-of-place time (us) and busbw (GB/s), its line."""
+
+    bytes: int
+    time_us: float
+    busbw: float
+    line: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Log:
+    """One nccl-tests log: its collective, ranks and rows (out-of-place), and the file's name and SHA-256."""
+
+    path: Path
+    sha256: str
+    collective: str
+    gpu: str
+    hosts: tuple[str, ...]
+    gpus_per_node: int
+    rows: tuple[Row, ...]
+
+    @property
+    def nodes(self) -> int:
+        return len(self.hosts)
+
+    def measurements(self, nics: int | None, nic_gbps: float | None) -> list[Measurement]:
+        """The rows as :class:`~sweep.io.nccl_tests.Measurement` (``nccl_tests.csv``'s), with the NICs the log
+        does not state (per host, Gbit/s each; None where unknown)."""
+        return [
+            Measurement(
+                id=f"{self.path.name}-{k:02d}",
+                source=self.path.name,
+                collective=self.collective,
+                gpu=self.gpu,
+                gpus_per_node=self.gpus_per_node,
+                nodes=self.nodes,
+                nics=nics,
+                nic_gbps=nic_gbps,
+                stated="",
+                bytes=r.bytes,
+                busbw=r.busbw,
+                notes=f"out-of-place time {r.time_us:g} us",
+                line=r.line,
+            )
+            for k, r in enumerate(self.rows)
+        ]
+
+
+def read_nccl_tests_log(path: str | Path) -> Log:
+    """Read one nccl-tests log (module docstring); any malformed part is one error naming the file and line."""
+    path = Path(path)
+    lines = read_lines(path, "nccl-tests log")
+    binary = None
+    devices: dict[int, tuple[str, str, int]] = {}  # rank -> (host, GPU, line)
+    columns: list[str] | None = None
+    rows: list[Row] = []
+    for number, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        if text.startswith("#"):
+            if m := STARTING.match(text):
+                if binary is not None and m.group("binary") != binary:
+                    raise InputError(
+                        f"{where(path, number)}: a second test ({m.group('binary')} after {binary}); give "
+                        "each test's output as a file of its own"
+                    )
+                binary = m.group("binary")
+            elif m := DEVICE.match(text):
+                devices.setdefault(int(m.group("rank")), (m.group("host"), m.group("gpu"), number))
+            elif text.lstrip("#").split()[:5] == list(PREAMBLE):
+                names = text.lstrip("#").split()
+                if columns is not None and names != columns:
+                    raise InputError(f"{where(path, number)}: a second column header, unlike the first")
+                columns = names
+            continue
+        if columns is None or not text.split(maxsplit=1)[0].isdigit():
+            continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
+        rows.append(_row(text, columns, path, number))
+    if columns is None:
+        raise InputError(
+            f"{path}: no column header ('#  size  count  type  redop  root  time  algbw  busbw ...'); "
+            "expected nccl-tests' output (all_reduce_perf and the like)"
+        )
+    if not rows:
+        raise InputError(f"{path}: no data rows under the column header")
+    if not devices:
+        raise InputError(
+            f"{path}: no device lines ('#  Rank  0 Group  0 Pid ... on HOST device  0 [...] GPU'); the hosts "
+            "and GPUs come from them"
+        )
+    collective = _collective(binary, path)
+    return Log(
+        path=path,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        collective=collective,
+        gpu=_one_gpu(devices, path),
+        hosts=tuple(dict.fromkeys(host for host, _, _ in devices.values())),
+        gpus_per_node=_per_host(devices, path),
+        rows=tuple(rows),
+    )
+
+
+def _row(text: str, columns: list[str], path: Path, number: int) -> Row:
+    """A data row by the header's column names: the first time, busbw and #wrong are out-of-place's."""
+    cells = text.split()
+    # The columns up to the in-place #wrong must be there; past them, per-iteration figures or a timestamp.
+    wrong = [i for i, name in enumerate(columns) if name == "#wrong"]
+    needed = (wrong[-1] if wrong else len(columns) - 1) + 1
+    if len(cells) < needed:
+        raise InputError(
+            f"{where(path, number)}: a data row of {len(cells)} fields; the header names {needed} "
+            f"({' '.join(columns[:needed])})"
+        )
+    at = {name: columns.index(name) for name in ("size", "busbw")}
+    at["time"] = next((i for i, name in enumerate(columns) if name in TIMES), -1)
+    if at["time"] < 0:
+        raise InputError(f"{where(path, number)}: the column header names no time column")
+    size = cells[at["size"]]
+    if not size.isdigit() or int(size) < 1:
+        raise InputError(f"{where(path, number)}: size {size!r} must be a whole number of bytes from 1")
+    values = {}
+    for name in ("time", "busbw"):
+        cell = cells[at[name]]
+        values[name] = _number(cell)
+        if not math.isfinite(values[name]) or values[name] < 0:
+            raise InputError(f"{where(path, number)}: {name} {cell!r} must be a number from 0")
+    if wrong and cells[wrong[0]] != "N/A" and _number(cells[wrong[0]]) != 0:
+        raise InputError(
+            f"{where(path, number)}: #wrong {cells[wrong[0]]}: nccl-tests' data check failed on this size; "
+            "a wrong result's time is no measurement"
+        )
+    return Row(bytes=int(size), time_us=values["time"], busbw=values["busbw"], line=number)
+
+
+def _number(cell: str) -> float:
+    """A cell as nccl-tests prints a number (``%7.2f``, or ``%6.0e`` past the column's width); NaN if not."""
+    try:
+        return float(cell) if re.fullmatch(r"[0-9.eE+-]+", cell) else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _collective(binary: str | None, path: Path) -> str:
+    """The model's name of the collective: the binary's (``all_reduce_perf`` -> ``all_reduce``), else the one
+    binary the file's name names."""
+    known = COLLECTIVES + OTHER_COLLECTIVES
+    if binary is not None:
+        name = re.sub(r"(_perf)?(_mpi)?$", "", Path(binary).name)
+        if name not in known:
+            raise InputError(f"{path}: test {binary}: not one of nccl-tests' {', '.join(known)}")
+    else:
+        # The binary's whole name (all_reduce_perf, not its tail reduce_perf).
+        named = re.findall(r"(?<![a-z_])([a-z]+(?:_[a-z]+)*)_perf", path.name.lower())
+        if len(named) != 1 or named[0] not in known:
+            raise InputError(
+                f"{path}: which collective? The log has no '# Collective test starting:' line (nccl-tests "
+                "before 2.17); name the file after the binary (all_reduce_perf.log)"
+            )
+        name = named[0]
+    if name not in COLLECTIVES:
+        raise InputError(f"{path}: {name}: the model prices {', '.join(COLLECTIVES)}")
+    return name
+
+
+def _one_gpu(devices: dict[int, tuple[str, str, int]], path: Path) -> str:
+    names = dict.fromkeys(gpu for _, gpu, _ in devices.values())
+    if len(names) > 1:
+        second = next(line for _, gpu, line in devices.values() if gpu != next(iter(names)))
+        raise InputError(
+            f"{where(path, second)}: GPUs of several models ({', '.join(names)}); the model prices one per log"
+        )
+    return next(iter(names))
+
+
+def _per_host(devices: dict[int, tuple[str, str, int]], path: Path) -> int:
+    counts: dict[str, int] = {}
+    for host, _, _ in devices.values():
+        counts[host] = counts.get(host, 0) + 1
+    if len(set(counts.values())) > 1:
+        said = ", ".join(f"{host} {n}" for host, n in counts.items())
+        raise InputError(f"{path}: hosts of unequal GPU counts ({said}); the model prices equal hosts")
+    return next(iter(counts.values()))

@@ -1,0 +1,174 @@
+"""Fabric files (sweep/io/fabric_file.py) and ``--fabric FILE`` on ``sweep grid`` and ``sweep plan
+--collectives nccl``: a bad file refused by its key, the option refused where nothing reads it, its constants
+in the layout kernel's inputs (one compile for every fabric), and what they change."""
+
+import json
+import random
+
+import numpy as np
+import pytest
+from layout_cases import LLAMA_8B, random_case, run_kernel
+
+import reference
+from helpers import invoke
+from netsweep_jax import sweep
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
+from netsweep_jax.sweep.engine.layouts import make_layout_grid
+from netsweep_jax.sweep.io.fabric_file import fabric_document, read_fabric, write_fabric
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
+
+NCCL = ["--collectives", "nccl"]
+
+
+def fabric(tmp_path, name="fabric.json", values=(0.5, 0.7, 8.0), **changes):
+    """A fabric file of constants ``values``, its object changed by ``changes`` (a key to None: removed)."""
+    document = fabric_document(
+        FabricConstants(*values, source=""),
+        hardware={"gpu": "NVIDIA H100 80GB HBM3", "preset": "h100", "nics_per_node": 8, "nic_gbps": 400.0},
+        logs=[],
+        fit={"loss": 0.0, "rows_used": 0, "rows": 0},
+        date="2026-12-03T15:00:00Z",
+        command="test",
+    )
+    for key, value in changes.items():
+        part, _, leaf = key.partition(".")
+        target = document[part] if leaf else document
+        if value is None:
+            del target[leaf or part]
+        else:
+            target[leaf or part] = value
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return path
+
+
+def one_line_error(r):
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
+    return lines[0]
+
+
+def test_a_fabric_file_is_read_and_written_whole(tmp_path):
+    path = fabric(tmp_path)
+    assert read_fabric(path) == FabricConstants(0.5, 0.7, 8.0, source=str(path))
+    out = tmp_path / "written.json"
+    document = json.loads(path.read_text())
+    assert write_fabric(out, document, force=False) == out and json.loads(out.read_text()) == document
+    with pytest.raises(ValueError):  # NaN is never written (json refuses it before any file is made)
+        write_fabric(tmp_path / "nan.json", {**document, "fit": {"loss": float("nan")}}, force=False)
+    assert not (tmp_path / "nan.json").exists()
+
+
+@pytest.mark.parametrize(
+    "changes, text, message",
+    [
+        ({}, "{not json", ":1: not JSON (Expecting property name"),
+        ({}, "[1, 2]", "a JSON list; a fabric file is one object"),
+        ({"format": "other"}, None, "format 'other'; a fabric file says 'netsweep fabric'"),
+        ({"version": 2}, None, "version 2; this netsweep reads fabric files of version 1"),
+        ({"version": None}, None, "version None; this netsweep reads"),
+        ({"constants": None}, None, "constants missing or not an object of eta_net, eta_nvl, latency_us"),
+        ({"constants.eta_nvl": None}, None, "constants.eta_nvl missing"),
+        ({"constants.eta_net": "0.8"}, None, 'constants.eta_net "0.8" must be a number'),
+        ({"constants.eta_net": True}, None, "constants.eta_net true must be a number"),
+        ({"constants.eta_net": 1.5}, None, "constants.eta_net 1.5 must be above 0 and at most 1"),
+        ({"constants.eta_nvl": 0}, None, "constants.eta_nvl 0 must be above 0 and at most 1"),
+        ({"constants.latency_us": -1}, None, "constants.latency_us -1 must be from 0 to 1000 (us)"),
+        ({}, '{"constants": {"eta_net": NaN}}', "NaN is not a number JSON allows"),
+    ],
+)
+def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes, text, message):
+    path = fabric(tmp_path, **changes)
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(InputError, match=None) as e:
+        read_fabric(path)
+    assert str(path) in str(e.value) and message in str(e.value), str(e.value)
+    line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", path, "--out", tmp_path / "p.h5"))
+    assert message in line and not (tmp_path / "p.h5").exists()
+
+
+def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
+    path = fabric(tmp_path)
+    for command in ("grid", "plan"):  # the flat collectives read --util and --latency, not a fabric
+        line = one_line_error(invoke(command, *LLAMA_8B, "--fabric", path, "--out", tmp_path / "x.h5"))
+        assert line == (
+            f"error: --fabric {path}: a fabric file's constants price collectives as NCCL runs them; give "
+            "--collectives nccl (the flat collectives read --util and --latency instead)"
+        )
+    line = one_line_error(invoke("grid", "--model", "resnet50", "--fabric", path, "--out", tmp_path / "x.h5"))
+    assert "--fabric applies to large-model presets" in line
+    why = "this command's data-parallel model does not price collectives by NCCL's engine yet"
+    line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
+    assert (
+        line.startswith("error: --fabric is for sweep grid and sweep plan --collectives nccl") and why in line
+    )
+    need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
+    assert why in one_line_error(invoke("need", *need))
+    assert not list(tmp_path.glob("*.h5"))
+    with pytest.raises(InputError, match="give --collectives nccl"):  # the API's keyword, as the option
+        sweep.plan("llama3-8b", gpus=8, global_batch=8, fabric=path)
+
+
+def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_it(tmp_path):
+    path = fabric(tmp_path)
+    shipped = fabric(tmp_path, "shipped.json", values=SHIPPED.columns())
+    plain = make_layout_grid("llama3-8b", gpus=16, global_batch=16, collectives="nccl")
+    own = make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(path)
+    )
+    same = make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(shipped)
+    )
+    columns = [GPU_FIELDS.index(f) for f in ("nccl_eta_net", "nccl_eta_nvl", "nccl_latency")]
+    assert plain.tables()["gpu"][0, columns].tolist() == [0.902, 0.814, 2.39]
+    assert own.tables()["gpu"][0, columns].tolist() == [0.5, 0.7, 8.0]
+    # The shipped constants from a file: the kernel's inputs, and so its results, are the no-file sweep's
+    # exactly (one sweep: a plan resumed across the two shares its checkpoint).
+    for name, table in plain.tables().items():
+        np.testing.assert_array_equal(same.tables()[name], table)
+    assert same.fingerprint() == plain.fingerprint() != own.fingerprint()
+    assert own.assumed[-1] == (
+        f"collectives as NCCL's tuner prices them per group as placed (eta_net 0.5, eta_nvl 0.7, latency 8 us: "
+        f"{path})"
+    )
+    assert plain.assumed[-1].endswith(
+        "(eta_net 0.902, eta_nvl 0.814, latency 2.39 us: results/validation-nccl)"
+    )
+    # The CLI and the API read --fabric into the same grid.
+    from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+
+    settings = {
+        "model": "llama3-8b",
+        "gpus": "16",
+        "global_batch": "16",
+        "collectives": "nccl",
+        "fabric": path,
+    }
+    assert layout_grid_from(settings, set(settings)).fingerprint() == own.fingerprint()
+
+
+def test_a_lower_transport_efficiency_makes_the_network_a_larger_share_of_the_step():
+    # The layout kernel priced by NCCL (tests/test_layout_nccl.py's compile: float64, the rows block) on random
+    # layouts, with the shipped constants and with a fabric of half the efficiency across hosts and a longer
+    # latency: every layout waits on the network at least as long, those with traffic across hosts longer.
+    rng = random.Random(12)
+    cases = []
+    while len(cases) < 60:
+        arch, dev, lay = random_case(rng)
+        lay.update(collectives=1)
+        if reference.layout_status(arch, lay) == 0:
+            cases.append((arch, dev, lay))
+    slow = [(a, d, {**lay, "eta_net": 0.45, "nccl_latency": 20.0}) for a, d, lay in cases]
+    base, worse = run_kernel(cases, "float64"), run_kernel(slow, "float64")
+    assert np.all(worse["network_fraction"] >= base["network_fraction"] - 1e-12)
+    assert np.all(worse["iteration_time"] >= base["iteration_time"] * (1 - 1e-12))
+    crossing = base["network_fraction"] > 0
+    assert crossing.sum() > 10 and np.all(
+        worse["network_fraction"][crossing] > base["network_fraction"][crossing]
+    )
+    # The reference prices the same constants the same way (tests/reference.py reads them from the layout).
+    for i in (int(np.flatnonzero(crossing)[0]),):
+        ref = reference.layout_step(*slow[i])
+        assert worse["iteration_time"][i] == pytest.approx(ref["iteration_time"], rel=1e-9)

@@ -1,0 +1,200 @@
+"""``sweep calibrate --nccl-tests``: nccl-tests' own output read (sweep/io/nccl_tests_log.py) and the fabric's
+constants fitted to it (sweep/analysis/nccl_calibration.py), on logs whose numbers the model made at known
+constants (tests/nccl_logs.py), so that the fit must recover them."""
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from nccl_logs import DATA, KNOWN, LOGS, log_text
+
+from helpers import invoke
+from netsweep_jax.sweep.analysis.nccl_calibration import calibrate_logs
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io.fabric_file import read_fabric
+from netsweep_jax.sweep.io.nccl_tests_log import read_nccl_tests_log
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+ALL_REDUCE = DATA / "all_reduce_perf-2x8.log"
+ALL_GATHER = DATA / "all_gather_perf-1x8.log"
+NICS = ["--nics-per-node", "8", "--bw", "400"]
+
+
+def one_line_error(r):
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
+    return lines[0]
+
+
+def test_the_committed_logs_are_what_the_model_prints_at_the_known_constants():
+    for spec in LOGS:
+        assert (DATA / spec[0]).read_text() == log_text(*spec), spec[0]
+
+
+def test_a_log_is_read_as_nccl_tests_prints_it():
+    log = read_nccl_tests_log(ALL_REDUCE)
+    assert (log.collective, log.gpu, log.hosts, log.gpus_per_node) == (
+        "all_reduce",
+        "NVIDIA H100 80GB HBM3",
+        ("node-a", "node-b"),
+        8,
+    )
+    assert len(log.rows) == 28 and log.rows[0].bytes == 8 and log.rows[-1].bytes == 2**30
+    first, last = log.rows[0], log.rows[-1]
+    assert (first.time_us, first.busbw, first.line) == (37.20, 0.0, 25)
+    assert (last.time_us, last.busbw) == (5542.7, 363.23)
+    assert log.sha256 == hashlib.sha256(ALL_REDUCE.read_bytes()).hexdigest()
+    rows = log.measurements(8, 400.0)
+    assert rows[-1].nodes == 2 and rows[-1].nics == 8 and rows[-1].ranks == 16
+
+
+def _variant(tmp_path, name, replace=(), add_after=None, drop=None):
+    """The all-reduce log with lines changed: (old, new) text replacements, lines added after line
+    ``add_after`` (1-based), lines matching ``drop`` removed."""
+    text = ALL_REDUCE.read_text()
+    for old, new in replace:
+        assert old in text, old
+        text = text.replace(old, new)
+    lines = text.splitlines(keepends=True)
+    if add_after is not None:
+        lines[add_after[0] : add_after[0]] = add_after[1]
+    if drop is not None:
+        lines = [line for line in lines if drop not in line]
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    return path
+
+
+def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
+    # nccl-tests before 2.17: no "Collective test starting" line (the file's name says which), devices without
+    # a group and with a bus id alone; NCCL INFO lines between the rows; the time as %7.0f past 10 ms.
+    old = _variant(
+        tmp_path,
+        "all_reduce_perf.txt",
+        replace=[("Group  0 ", ""), ("[0000:18:00]", "[0x18]")],
+        add_after=(25, ["10-0-0-1:41210:41210 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7\n", "\n"]),
+        drop="Collective test",
+    )
+    log = read_nccl_tests_log(old)
+    assert log.collective == "all_reduce" and log.hosts == ("node-a", "node-b") and len(log.rows) == 28
+    # 2.19's per-iteration columns (-I 1: min, max, p99, cv% after each #wrong) and no data check (N/A): read
+    # by the header's names.
+    lines = ALL_REDUCE.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if line.startswith("#       size"):
+            each = ["i_min", "i_max", "i_p99", "i_cv%"]
+            lines[i] = "# " + " ".join(cells[1:10] + each + cells[10:] + each + ["timestamp"]) + "\n"
+        elif cells and cells[0].isdigit():
+            each = ["N/A", "36.1", "38.0", "38.0", "1.2"]
+            lines[i] = "  ".join(cells[:8] + each + cells[9:12] + each) + "  2026-12-03 14:00:00\n"
+    newer = tmp_path / "newer.log"
+    newer.write_text("".join(lines))
+    rows = read_nccl_tests_log(newer).rows
+    assert rows[0].time_us == 37.20 and rows[-1].busbw == 363.23 and len(rows) == 28
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(replace=[("  5542.7  193.72  363.23      0\n", "\n")]), "all_reduce_perf-bad.log:52: a data row of 9 fields"),
+        (dict(replace=[("  357.38      0", "     abc      0")]), ":51: busbw 'abc' must be a number from 0"),
+        (dict(replace=[("  346.22      0", "  346.22      3")]), ":50: #wrong 3: nccl-tests' data check failed"),
+        (dict(drop="#       size"), "no column header"),
+        (dict(drop="#  Rank"), "no device lines"),
+        (dict(drop="node-b device  7"), "hosts of unequal GPU counts (node-a 8, node-b 7)"),
+        (dict(replace=[("9a:00] NVIDIA H100 80GB HBM3", "9a:00] NVIDIA A100-SXM4-80GB")]), ":9: GPUs of several"),
+        (dict(replace=[("all_reduce_perf", "broadcast_perf")]), "broadcast: the model prices all_reduce"),
+        (dict(replace=[("all_reduce_perf", "allreduce_bench")]), "not one of nccl-tests'"),
+        (dict(drop="Collective test"), "which collective? The log has no"),
+        (dict(replace=[("NVIDIA H100 80GB HBM3", "Radeon Instinct MI300X")]), "GPU 'Radeon Instinct MI300X' has no preset"),
+    ],
+)  # fmt: skip
+def test_a_bad_log_is_one_line_naming_the_file_and_line_and_writes_nothing(tmp_path, change, message):
+    bad = _variant(tmp_path, "all_reduce_perf-bad.log" if "drop" not in change else "bad.log", **change)
+    out = tmp_path / "fabric.json"
+    r = invoke("calibrate", "--nccl-tests", bad, *NICS, "--out", out)
+    line = one_line_error(r)
+    assert message in line and str(tmp_path) in line, line
+    assert not out.exists()
+
+
+def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
+    out = tmp_path / "fabric.json"
+    line = one_line_error(invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--out", out))
+    assert "runs on 2 hosts and nccl-tests does not print their NICs: give --nics-per-node and --bw" in line
+    line = one_line_error(
+        invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--nics-per-node", "8", "--out", out)
+    )
+    assert "give --bw (NICs per host" in line
+    # The data-parallel calibration's options and its file are not an nccl-tests calibration's, and back.
+    line = one_line_error(
+        invoke("calibrate", "--nccl-tests", ALL_REDUCE, *NICS, "--fit", "latency", "--out", out)
+    )
+    assert line == "error: --fit is for data-parallel measurements, not nccl-tests logs"
+    line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--bw", "400"))
+    assert "--bw 400: with --nccl-tests only" in line
+    line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", ALL_REDUCE))
+    assert "give one measurements CSV (several files: --nccl-tests logs only)" in line
+    assert one_line_error(invoke("calibrate", "--nccl-tests", *NICS)).endswith(
+        "give one nccl-tests log or more (its output, all_reduce_perf and the like)"
+    )
+    assert not out.exists()  # fmt: skip
+
+
+def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
+    out = tmp_path / "fabric.json"
+    r = invoke("calibrate", "--nccl-tests", ALL_REDUCE, ALL_GATHER, *NICS, "--out", out)
+    assert r.exit_code == 0, r.output
+    fabric = read_fabric(out)
+    eta_net, eta_nvl, latency = KNOWN
+    # Recovered from busbw printed to two decimals: within 1% (eta) and 5% (lambda), where the shipped fit
+    # (0.902, 0.814, 2.39) is 10% or more away from each.
+    assert fabric.eta_net == pytest.approx(eta_net, rel=0.01)
+    assert fabric.eta_nvl == pytest.approx(eta_nvl, rel=0.01)
+    assert fabric.latency_us == pytest.approx(latency, rel=0.05)
+    document = json.loads(out.read_text())
+    assert document["hardware"] == {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "preset": "h100",
+        "nics_per_node": 8,
+        "nic_gbps": 400.0,
+    }
+    assert [(s["file"], s["sha256"], s["nodes"], s["rows"]) for s in document["logs"]] == [
+        (p.name, hashlib.sha256(p.read_bytes()).hexdigest(), n, rows)
+        for p, n, rows in ((ALL_REDUCE, 2, 28), (ALL_GATHER, 1, 21))
+    ]  # fmt: skip
+    # Rows under 0.1 GB/s are the printed rounding: not fitted (8 of the all-reduce's, 1 of the gather's).
+    assert document["fit"]["rows_used"] == 40 and document["fit"]["rows"] == 49
+    assert document["fit"]["loss"] < 1e-3 and document["fit"]["held_at_shipped"] == []
+    assert document["date"].endswith("Z") and document["command"].startswith("sweep ")
+    lines = r.output.splitlines()
+    assert "  1 GiB     363.23" in r.output and lines[-1] == f"wrote {out}"
+    assert lines[-2].startswith("fitted on 40 of 49 rows") and "eta_net 0.80" in lines[-2]
+    # Never overwritten without --force, refused before the fit.
+    before = out.read_text()
+    line = one_line_error(invoke("calibrate", "--nccl-tests", ALL_GATHER, *NICS, "--out", out))
+    assert (
+        line == f"error: --out {out}: file exists; pass --force to overwrite it" and out.read_text() == before
+    )
+    r = invoke("calibrate", "--nccl-tests", ALL_GATHER, "--out", out, "--force")
+    assert r.exit_code == 0 and json.loads(out.read_text())["logs"][0]["file"] == ALL_GATHER.name
+
+
+def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypatch):
+    c = calibrate_logs([ALL_GATHER], nics=None, nic_gbps=None)
+    assert c.held == ("eta_net", "latency_us")
+    assert (c.constants.eta_net, c.constants.latency_us) == (SHIPPED.eta_net, SHIPPED.latency_us)
+    assert c.constants.eta_nvl == pytest.approx(KNOWN[1], rel=0.01)
+    assert np.all(np.isfinite(c.predicted)) and c.scored.sum() == 20
+    with pytest.raises(InputError, match="give one nccl-tests log or more"):
+        calibrate_logs([], nics=None, nic_gbps=None)
+    # No --out: a new results/fabric-<timestamp>.json, results/ made as grid makes it; the held constants said.
+    monkeypatch.chdir(tmp_path)
+    r = invoke("calibrate", "--nccl-tests", ALL_GATHER)
+    assert r.exit_code == 0, r.output
+    (written,) = (tmp_path / "results").glob("fabric-*.json")
+    assert r.output.splitlines()[-1] == f"wrote results/{written.name}"
+    assert "held at the shipped fit (the logs cannot tell): eta_net, latency_us" in r.output
+    assert json.loads(written.read_text())["fit"]["held_at_shipped"] == ["eta_net", "latency_us"]
