@@ -56,6 +56,7 @@ from netsweep_jax.kernels.layout_collectives import (
     all_reduce,
     group_bandwidth,
     nic_per_gpu,
+    priced_together,
     scatter_or_gather,
 )
 from netsweep_jax.kernels.layout_communication import layer_communication
@@ -127,7 +128,12 @@ BREAKDOWN = (
 
 def step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     """Every output of :data:`OUTPUTS` for each configuration (the equations of this module's docstring and
-    of the modules it names)."""
+    of the modules it names), its NCCL-priced collectives priced in one call
+    (:func:`kernels.layout_collectives.priced_together`)."""
+    return priced_together(lambda: _step(arch, dev, lay))
+
+
+def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     f32 = jnp.result_type(lay.bandwidth)
     L, s, k = arch.layers, arch.seq, arch.top_k
     B = lay.global_batch

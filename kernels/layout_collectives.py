@@ -42,10 +42,20 @@ those ``sweep validate --nccl`` fitted, :data:`NCCL_CONSTANTS`, or a fabric file
 NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plus all-gather: two of
 X), a reduce-scatter or all-gather NCCL's, an exchange (CP, PP) its send/recv and the expert dispatch
 its all-to-all.
+
+Every NCCL-priced collective of one step is priced by one :func:`kernels.nccl.collective` run in a loop over
+all of them (:func:`priced_together`): a step takes about 24, and each call inlines NCCL's whole tuner (every
+algorithm and protocol), so one call per collective made the compiled program 24 tuners long. Looped, the
+layout kernel with NCCL's pricing compiled in 13 s instead of 45 on two cores (XLA's defaults, 2026-12-03) and
+its search ran about 2x slower (benchmarks/README.md); the numbers are the same, element by element.
 """
 
+import contextvars
+import dataclasses
 from collections.abc import Callable
+from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from netsweep_jax.kernels import nccl
@@ -98,8 +108,70 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one."""
     x = jnp.asarray(nbytes)
     constants = nccl.Constants(lay.eta_net, lay.eta_nvl, lay.nccl_latency)
-    timing = nccl.collective(coll, x, group_fabric(size, stride, lay), constants)
-    return jnp.where(size > 1, timing.seconds, 0.0)
+    seconds = _collective_seconds((coll, x, group_fabric(size, stride, lay), constants))
+    return jnp.where(size > 1, seconds, 0.0)
+
+
+@dataclasses.dataclass
+class _Batch:
+    """The NCCL-priced collectives of one trace of a step: while ``seconds`` is None each call is recorded
+    (its arguments; a placeholder 0 stands for its time), then the calls take their times from ``seconds`` in
+    the order they were recorded (``used`` of them so far)."""
+
+    requests: list[tuple[Any, ...]] = dataclasses.field(default_factory=list)
+    seconds: Value | None = None
+    used: int = 0
+
+
+_BATCH: contextvars.ContextVar[_Batch | None] = contextvars.ContextVar("nccl_batch", default=None)
+
+
+def _collective_seconds(args: tuple[Any, ...]) -> Value:
+    """:func:`kernels.nccl.collective`'s seconds for ``args`` (coll, nbytes, fabric, constants), or, inside
+    :func:`priced_together`, its placeholder while recording, then its time out of the stacked call."""
+    batch = _BATCH.get()
+    if batch is None:
+        return nccl.collective(*args).seconds
+    if batch.seconds is None:
+        batch.requests.append(args)
+        return jnp.zeros(jnp.broadcast_shapes(*(jnp.shape(v) for v in jax.tree.leaves(args))))
+    batch.used += 1
+    return batch.seconds[batch.used - 1]
+
+
+def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
+    """``step()`` with every NCCL-priced collective in it priced by one call of :func:`kernels.nccl.collective`
+    (the module docstring). ``step`` is traced twice: first to record the calls (that trace's outputs are
+    dropped, and XLA removes what only they used), then with their times. A step with no NCCL-priced
+    collective (a flat sweep) is traced once."""
+    batch = _Batch()
+    token = _BATCH.set(batch)
+    try:
+        first = step()
+        if not batch.requests:
+            return first
+        batch.seconds = _stacked_seconds(batch.requests)
+        out = step()
+        assert batch.used == len(batch.requests), "the two traces of a step made different collectives"
+        return out
+    finally:
+        _BATCH.reset(token)
+
+
+def _stacked_seconds(requests: list[tuple[Any, ...]]) -> Value:
+    """The seconds [n, ...] of n requests from one :func:`kernels.nccl.collective`, run in a loop over them
+    (``lax.map``: one tuner in the compiled program, each pass at one request's shapes): each argument stacked
+    over the requests on a new first axis, each leaf broadcast only to that leaf's largest shape among them
+    (right-aligned, as NumPy broadcasts)."""
+    columns = list(zip(*(jax.tree.leaves(r) for r in requests)))
+    ndim = max(jnp.ndim(v) for column in columns for v in column)
+    stacked = []
+    for column in columns:
+        shape = jnp.broadcast_shapes(*(jnp.shape(v) for v in column))
+        shape = (1,) * (ndim - len(shape)) + shape
+        stacked.append(jnp.stack([jnp.broadcast_to(jnp.asarray(v), shape) for v in column]))
+    args = jax.tree.unflatten(jax.tree.structure(requests[0]), stacked)
+    return jax.lax.map(lambda one: nccl.collective(*one).seconds, args)
 
 
 def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:

@@ -87,6 +87,8 @@ a rank can reach (every host NIC counts, whatever the ranks per host), user tuni
 connection, NCCL_NCHANNELS), and a net plugin's own latency beyond lambda.
 """
 
+import functools
+import operator
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -417,7 +419,7 @@ def collective(
 
     steps = jnp.where(ar, 2 * (n - 1), n - 1)
     to_alg = n / jnp.maximum(steps, 1.0)
-    zero = jnp.zeros(shape, dt)
+    zero = jnp.zeros((), dt)  # a protocol these algorithms lack (a scalar: nothing to fold per configuration)
 
     def bc(v: Array) -> Array:
         return jnp.broadcast_to(v, shape).astype(dt)
@@ -499,7 +501,10 @@ def collective(
             alg_bw = bws[pr] * ratio[a]
             if a == TREE:
                 alg_bw = alg_bw * jnp.where(ar & in_table, corr[pr], 1.0)
-            enabled = jnp.broadcast_to(ok & (bws[pr] > 0), shape)
+            # Not broadcast to the configurations' shape: where ``enabled`` and the forced choice are the same
+            # for every configuration (a layout sweep's), XLA then folds their test on a few values, not on
+            # every configuration of every collective (that folding took most of a minute to compile).
+            enabled = ok & (bws[pr] > 0)
             t_lat = bc(lat(a, pr))
             t_bw = x / (1000.0 * jnp.where(enabled, bc(alg_bw), 1.0))
             eta = jnp.where(multi, eta_net, eta_nvl)
@@ -508,8 +513,9 @@ def collective(
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
-    nominal_t, real_t, wanted_t = jnp.stack(nominal, -1), jnp.stack(real, -1), jnp.stack(wanted, -1)
-    restricted = jnp.any(wanted_t, axis=-1, keepdims=True)
+    nominal_t, real_t = jnp.stack(nominal, -1), jnp.stack(real, -1)
+    restricted = functools.reduce(operator.or_, wanted)[..., None]  # any of them, each at its own shape
+    wanted_t = jnp.stack(jnp.broadcast_arrays(*wanted), -1)
     choice_t = jnp.where(wanted_t | ~restricted, nominal_t, jnp.inf)
     best = jnp.argmin(choice_t, axis=-1)
     tuned = jnp.take_along_axis(real_t, best[..., None], -1)[..., 0]

@@ -57,6 +57,36 @@ def test_nccl_pricing_changes_the_network_terms():
     assert moved.mean() > 0.5
 
 
+def test_a_step_prices_all_its_collectives_with_one_tuner(monkeypatch):
+    # kernels/layout_collectives.priced_together: the step's ~24 collectives go through one tuner in a loop, so the
+    # compiled program holds one copy of NCCL's tuner, not one per collective (their numbers: the reference test).
+    from netsweep_jax.kernels import layout as layout_kernel
+    from netsweep_jax.kernels import nccl
+
+    calls = []
+    tuner = nccl.collective
+
+    def counted(*args):
+        calls.append(args)
+        return tuner(*args)
+
+    monkeypatch.setattr(nccl, "collective", counted)
+    (arch, dev, lay) = nccl_cases(13, 1)[0]
+    lay = {**lay, "tp": 8, "dp": 4, "pp": 2, "cp": 2, "gpus": 128, "global_batch": 64}
+    rec = [kernelize(layout_kernel.Arch, arch), kernelize(layout_kernel.Device, dev),
+           kernelize(Parallelism, lay)]  # fmt: skip
+    jax.make_jaxpr(layout_kernel.step)(*rec)  # traced, not run
+    assert len(calls) == 1
+    calls.clear()
+    monkeypatch.setattr(layout_kernel, "priced_together", lambda step: step())
+    jax.make_jaxpr(layout_kernel.step)(*rec)
+    assert len(calls) > 10
+
+
+def kernelize(record, values):
+    return record(**{f: np.asarray(float(values[f])) for f in record._fields})
+
+
 def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     # 16 H100s (NVLink 4, 450 GB/s: 18 links, 20.6 GB/s each as NCCL counts them) on 2 hosts of 8 x 400 Gbit/s
     # NICs, one data-parallel group of 16 (stride 1), all-reducing 1 GiB. NCCL's tuner (kernels/nccl.py's
