@@ -51,8 +51,8 @@ class LayoutOptions(TypedDict, total=False):
         and fitted constants for whatever is not given.
       fabric: with collectives "nccl", a fabric preset's name (:data:`sweep.model.fabrics.FABRICS`) or a fabric
         file's path (``sweep calibrate --nccl-tests``): its constants replace the shipped fit's (``--fabric``).
-      oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value,
-        several in :func:`plan`).
+      oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:
+        the command ``sweep plan`` plans each value of a list).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
@@ -196,5 +196,6 @@ def plan(
         raise InputError(f"{shown}: an integer from 1 to 100", param="keep")
     keep = int(keep)
     grid = _grid(model, arch, dict(options), search=True)
+    grid.spine()  # one oversubscription a call (the command plans a list value by value)
     check_size(grid)
     return best(grid, keep=keep)

@@ -11,6 +11,7 @@ from layout_cases import LLAMA_8B, gpt3_case
 
 import reference
 from helpers import invoke
+from netsweep_jax import sweep
 from netsweep_jax.kernels import layout_collectives, nccl
 from netsweep_jax.kernels.layout_inputs import Parallelism
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
@@ -108,7 +109,7 @@ def test_bad_fabric_and_oversubscription_are_one_line_and_write_nothing(tmp_path
         assert not list(tmp_path.iterdir())
 
 
-def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be():
+def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be(tmp_path):
     grid = make_layout_grid(
         "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=H100_POD, oversubscription="1,2,4"
     )
@@ -117,8 +118,33 @@ def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be():
     spine = GPU_FIELDS.index("oversubscription")
     assert [g.tables()["gpu"][0, spine] for g in ones] == [1.0, 2.0, 4.0]
     assert len({g.fingerprint() for g in ones}) == 3
-    with pytest.raises(InputError, match="1,2,4: give one value to sweep grid"):
+    with pytest.raises(InputError, match="1,2,4: give one value here"):
         grid.tables()
+    # sweep grid and the Python API take one value, refused before any work; the command plan takes a list.
+    line = one_line_error(
+        invoke(
+            "grid",
+            *LLAMA_8B,
+            *NCCL,
+            "--fabric",
+            "aws-p5",
+            "--oversubscription",
+            "1,2",
+            "--out",
+            tmp_path / "g.h5",
+        )
+    )
+    assert "--oversubscription 1,2: give one value here" in line and not list(tmp_path.iterdir())
+    for call in (sweep.plan, sweep.evaluate_layouts):
+        with pytest.raises(InputError, match="give one value here"):
+            call(
+                "llama3-8b",
+                gpus=8,
+                global_batch=8,
+                collectives="nccl",
+                fabric="aws-p5",
+                oversubscription=[1, 2],
+            )
 
 
 def test_the_spine_divides_a_wide_groups_nic_rate_by_hand():

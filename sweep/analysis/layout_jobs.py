@@ -145,7 +145,7 @@ def layout_grid_from(
             fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
         )
     kwargs["oversubscription"] = settings.get("oversubscription")
-    return make_layout_grid(
+    grid = make_layout_grid(
         model,
         gpu=named(settings.get("gpu"), "h100"),
         precision=named(settings.get("precision"), "bf16"),
@@ -158,6 +158,9 @@ def layout_grid_from(
         **kept,
         **kwargs,
     )
+    if not search:
+        grid.spine()  # a grid evaluates one oversubscription: a list refused before any work
+    return grid
 
 
 def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> None:

@@ -198,8 +198,8 @@ class LayoutGrid:
         if len(self.oversubscription) != 1:
             shown = ",".join(f"{v:g}" for v in self.oversubscription)
             raise InputError(
-                f"{shown}: give one value to sweep grid (a layout cube has HDF5's 32 dims already); sweep plan "
-                "plans each",
+                f"{shown}: give one value here (a layout cube has HDF5's 32 dims already); the command sweep plan "
+                "plans each value of a list",
                 param="oversubscription",
             )
         return self.oversubscription[0]
