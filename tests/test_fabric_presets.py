@@ -71,7 +71,7 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     assert (nvl.values["gpus_per_node"].tolist(), nvl.values["nvlink_domain"].tolist()) == ([4.0], [72.0])
     said = grid.assumed[-1]
     assert said.startswith(
-        "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: 8 x 400 Gbit/s InfiniBand NDR"
+        "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts of 8 x 400 Gbit/s InfiniBand NDR"
     )
     assert "rail-optimized, 32 hosts a leaf, spine 1:1 as built" in said
     assert grid.assumed[0] == "h100: DGX H100 (nvlink-bw 450 GB/s)"  # the rest of its system: the preset's
@@ -83,6 +83,11 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     settings = {"model": "llama3-8b", "gpus": "16", "global_batch": "16", "collectives": "nccl"}
     cli = layout_grid_from({**settings, "fabric": "dgx-h100-superpod"}, set(settings) | {"fabric"})
     assert cli.fingerprint() == grid.fingerprint()
+    # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
+    rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
+    assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
+    mixed = {**settings, "fabric": "gb200-nvl72", "gpu": "b200"}
+    assert layout_grid_from(mixed, set(mixed)).names["gpu"] == ("b200",)
 
 
 @pytest.mark.parametrize(
@@ -209,7 +214,10 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path):
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     out = r.output
-    assert out.count("assumed: ") == 1 and "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD" in out
+    assert (
+        out.count("assumed: ") == 1
+        and "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts" in out
+    )
     assert out.index("--oversubscription 1:") < out.index("--oversubscription 4:")
     assert (
         "tiers each traffic crosses, best layout per setting (fabric dgx-h100-superpod: 32 hosts a leaf, "

@@ -135,6 +135,7 @@ def layout_grid_from(
             "collective runs NCCL's own choice by size",
             param="collective",
         )
+    gpu = "h100"  # --gpu's default, or the fabric preset's GPU
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         from netsweep_jax.sweep.io.fabric_file import read_fabric
         from netsweep_jax.sweep.model.fabrics import fabric_preset, is_preset
@@ -144,10 +145,11 @@ def layout_grid_from(
         kwargs["fabric"] = (
             fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
         )
+        gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
     kwargs["oversubscription"] = settings.get("oversubscription")
     grid = make_layout_grid(
         model,
-        gpu=named(settings.get("gpu"), "h100"),
+        gpu=named(settings.get("gpu"), gpu),
         precision=named(settings.get("precision"), "bf16"),
         schedule=named(text["schedule"], "1f1b"),
         recompute=text["recompute"],

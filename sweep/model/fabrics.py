@@ -56,6 +56,7 @@ class FabricPreset:
 
     Fields:
       name, title: ``--fabric``'s name and the system it stands for.
+      gpu: the GPU preset it is built with (``--gpu``'s default with this fabric; '' for any).
       gpus_per_node, nvlink_domain: GPUs sharing a host's NICs; GPUs in one NVLink domain (72: an NVL72 rack).
       nics_per_node, nic_gbps: scale-out NICs per host and each one's line rate.
       leaf_hosts: hosts under one leaf switch (rail-optimized: the rail-aligned hosts of one rail's leaf).
@@ -68,6 +69,7 @@ class FabricPreset:
 
     name: str
     title: str
+    gpu: str
     gpus_per_node: int
     nvlink_domain: int
     nics_per_node: int
@@ -93,8 +95,8 @@ class FabricPreset:
         """One phrase: the fabric as built and where it comes from."""
         wiring = "rail-optimized" if self.rail_optimized else "top-of-rack"
         return (
-            f"fabric {self.name} ({self.title}: {self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} "
-            f"a host, {wiring}, {self.leaf_hosts} hosts a leaf, spine {self.oversubscription:g}:1 as built"
+            f"fabric {self.name} ({self.title}: {f'{self.gpu} hosts of ' if self.gpu else ''}"
+            f"{self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a host, {wiring}, {self.leaf_hosts} hosts a leaf, spine {self.oversubscription:g}:1 as built"
             f"{', SHARP not priced' if self.sharp else ''}; sweep/model/fabrics.py)"
         )
 
@@ -110,6 +112,7 @@ FABRICS: dict[str, FabricPreset] = {
         FabricPreset(
             "dgx-h100-superpod",
             "NVIDIA DGX H100 SuperPOD",
+            gpu="h100",
             gpus_per_node=8,
             nvlink_domain=8,
             nics_per_node=8,
@@ -121,6 +124,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="InfiniBand NDR",
             constants=_shipped("fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR"),
             sources={
+                "gpu": H100_RA,
                 "gpus_per_node": H100_RA,
                 "nvlink_domain": H100_RA,
                 "nics_per_node": H100_RA,
@@ -135,6 +139,7 @@ FABRICS: dict[str, FabricPreset] = {
         FabricPreset(
             "dgx-b200-superpod",
             "NVIDIA DGX B200 SuperPOD",
+            gpu="b200",
             gpus_per_node=8,
             nvlink_domain=8,
             nics_per_node=8,
@@ -146,6 +151,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="InfiniBand NDR",
             constants=_shipped("fitted on H100 hosts over InfiniBand NDR, the B200 SuperPOD's fabric"),
             sources={
+                "gpu": B200_RA,
                 "gpus_per_node": B200_RA,
                 "nvlink_domain": B200_RA,
                 "nics_per_node": B200_RA,
@@ -160,6 +166,7 @@ FABRICS: dict[str, FabricPreset] = {
         FabricPreset(
             "gb200-nvl72",
             "NVIDIA DGX GB200 NVL72 SuperPOD",
+            gpu="gb200",
             gpus_per_node=4,
             nvlink_domain=72,
             nics_per_node=4,
@@ -171,6 +178,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="InfiniBand NDR",
             constants=_shipped("fitted on InfiniBand NDR hosts (H100) and NVLink hosts incl. a GB200"),
             sources={
+                "gpu": GB200_RA,
                 "gpus_per_node": GB200_RA,
                 "nvlink_domain": GB200_RA,
                 "nics_per_node": GB200_RA + " (one 400G NIC a GPU)",
@@ -186,6 +194,7 @@ FABRICS: dict[str, FabricPreset] = {
         FabricPreset(
             "aws-p5",
             "AWS EC2 P5 (p5.48xlarge) UltraCluster",
+            gpu="h100",
             gpus_per_node=8,
             nvlink_domain=8,
             nics_per_node=32,
@@ -197,6 +206,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="EFA (SRD)",
             constants=_shipped("no EFA fit of its own: the InfiniBand fit, an assumption"),
             sources={
+                "gpu": AWS_P5,
                 "gpus_per_node": AWS_P5,
                 "nvlink_domain": AWS_P5,
                 "nics_per_node": AWS_P5,
@@ -211,6 +221,7 @@ FABRICS: dict[str, FabricPreset] = {
         FabricPreset(
             "ethernet-clos",
             "a plain 2-tier Ethernet Clos (RoCE)",
+            gpu="",
             gpus_per_node=8,
             nvlink_domain=8,
             nics_per_node=8,
@@ -222,6 +233,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="RoCE v2",
             constants=_shipped("no RoCE fit of its own: the InfiniBand fit, an assumption"),
             sources={
+                "gpu": "any GPU: the fabric is the switches'",
                 "gpus_per_node": TOMAHAWK4,
                 "nvlink_domain": TOMAHAWK4,
                 "nics_per_node": TOMAHAWK4,
