@@ -187,7 +187,13 @@ class LayoutGrid:
             "collectives": self.collectives,
             # The tier above the hosts, said only where NCCL's pricing reads it (flat cubes' attributes unchanged).
             **(
-                {"fabric": self.fabric_name, "leaf_hosts": self.leaf_hosts, "oversubscription": self.spine()}
+                {
+                    "fabric": self.fabric_name,
+                    "leaf_hosts": self.leaf_hosts,
+                    "oversubscription": self.oversubscription[0]
+                    if len(self.oversubscription) == 1
+                    else ",".join(f"{v:g}" for v in self.oversubscription),
+                }
                 if self.fabric_name
                 else {}
             ),
