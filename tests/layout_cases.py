@@ -97,8 +97,8 @@ def random_case(rng):
         nccl_arch=2,  # kernels.nccl's Hopper (collectives nccl only; tests/test_layout_nccl.py draws it)
         **NCCL_FABRIC,
         collectives=0,
-        leaf_hosts=rng.choice([0, 1, 2, 4]),  # hosts a leaf (0: none): the spine, collectives nccl only
-        oversubscription=rng.choice([0.5, 1.0, 2.0, 3.0]),
+        leaf_hosts=0.0,  # no tier above the hosts (tests/test_layout_nccl.py draws it: collectives nccl only)
+        oversubscription=1.0,
     )
     return arch, dev, lay
 
