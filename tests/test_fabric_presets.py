@@ -222,7 +222,7 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
     r = invoke(
         "plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
-        *NCCL, "--fabric", "dgx-h100-superpod", "--oversubscription", "1,4", "--keep", "1",
+        *NCCL, "--fabric", "dgx-h100-superpod", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
         "--out", tmp_path / "p.h5",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
@@ -235,7 +235,8 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     assert out.index("--oversubscription 1:") < out.index("--oversubscription 4:")
     for spine in ("1:1", "4:1"):
         assert f"(fabric dgx-h100-superpod: 32 hosts a leaf, spine {spine}):" in out
-    assert out.count("(one setting): tp8xpp1xdp4 mb1 z1: TP NVLink, DP leaf") == 2
+    for bw in (200, 400):  # each setting of each value, named as the table names it
+        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp4 mb1 z1: TP NVLink, DP leaf\n") == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p-oversubscription1.h5", "p-oversubscription4.h5"]
     line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", "aws-p5", "--oversubscription", "1,2",
                                  "--csv", "--out", tmp_path / "q.h5"))  # fmt: skip

@@ -5,6 +5,7 @@ and the fabric preset it names)."""
 import xarray as xr
 
 from netsweep_jax.sweep.analysis.planning import plan_rows
+from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.fabrics import traffic_tiers
 
@@ -32,7 +33,12 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
             row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf,
         )  # fmt: skip
-        setting = " ".join(f"{d} {row[d]}" for d in varying) or "(one setting)"
+        setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
         said = ", ".join(f"{kind} {where}" for kind, where in crossed.items()) or "no traffic between GPUs"
         lines.append(f"  {setting}: {row['layout']}: {said}")
     return lines
+
+
+def _shown(value: object) -> str:
+    """A setting's value as the plan's table says it (``400``, ``h100``)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)
