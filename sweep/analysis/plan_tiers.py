@@ -18,7 +18,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         return []
     leaf = float(ds.attrs["leaf_hosts"])
     spine = float(ds.attrs["oversubscription"])
-    varying = [d for d in ds.dims if d not in ("rank", "switch") and ds.sizes[d] > 1]
+    varying = [str(d) for d in ds.dims if d not in ("rank", "switch") and ds.sizes[d] > 1]
     lines = [
         f"tiers each traffic crosses, best layout per setting (fabric {fabric}: {leaf:g} hosts a leaf, spine "
         f"{spine:g}:1):"

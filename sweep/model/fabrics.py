@@ -17,9 +17,12 @@ assumption the ``assumed:`` line says.
 """
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
+
+if TYPE_CHECKING:  # the CLI's --help reads the presets' names: no numerical library at import
+    from netsweep_jax.sweep.model.nccl_fabric import FabricConstants
 
 # Sources, cited once each.
 H100_RA = (
@@ -64,7 +67,7 @@ class FabricPreset:
       rail_optimized: each host's NIC k wired to rail k's leaf (NVIDIA's SuperPODs), else a top-of-rack leaf.
       sharp: in-network reduction in the switches (InfiniBand SHARP); declared, not priced (module docstring).
       transport: the RDMA transport, as the ``assumed:`` line names it.
-      constants: the transport's efficiencies and latency NCCL's pricing reads.
+      fit: why the shipped fit's constants stand for this transport (:attr:`constants`).
     """
 
     name: str
@@ -79,8 +82,16 @@ class FabricPreset:
     rail_optimized: bool
     sharp: bool
     transport: str
-    constants: FabricConstants
+    fit: str
     sources: dict[str, str]
+
+    @property
+    def constants(self) -> "FabricConstants":
+        """The transport's efficiencies and latency NCCL's pricing reads: the shipped fit's, its source saying
+        why they stand for this preset's transport."""
+        from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+        return dataclasses.replace(SHIPPED, source=f"{SHIPPED.source} ({self.fit})")
 
     def settings(self) -> dict[str, float]:
         """The cluster options this preset sets where a user gives none (layout option name -> value)."""
@@ -101,11 +112,6 @@ class FabricPreset:
         )
 
 
-def _shipped(why: str) -> FabricConstants:
-    """The shipped fit's constants, their source saying why they stand for this preset's transport."""
-    return dataclasses.replace(SHIPPED, source=f"{SHIPPED.source} ({why})")
-
-
 FABRICS: dict[str, FabricPreset] = {
     p.name: p
     for p in (
@@ -122,7 +128,7 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
-            constants=_shipped("fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR"),
+            fit="fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR",
             sources={
                 "gpu": H100_RA,
                 "gpus_per_node": H100_RA,
@@ -133,7 +139,7 @@ FABRICS: dict[str, FabricPreset] = {
                 "oversubscription": H100_RA,
                 "rail_optimized": H100_RA,
                 "sharp": H100_RA + " (Quantum-2 QM9700 switches, SHARPv3)",
-                "constants": "results/validation-nccl (NT309A: H100, 8 x 400G NDR)",
+                "fit": "results/validation-nccl (NT309A: H100, 8 x 400G NDR)",
             },
         ),
         FabricPreset(
@@ -149,7 +155,7 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
-            constants=_shipped("fitted on H100 hosts over InfiniBand NDR, the B200 SuperPOD's fabric"),
+            fit="fitted on H100 hosts over InfiniBand NDR, the B200 SuperPOD's fabric",
             sources={
                 "gpu": B200_RA,
                 "gpus_per_node": B200_RA,
@@ -160,7 +166,7 @@ FABRICS: dict[str, FabricPreset] = {
                 "oversubscription": B200_RA,
                 "rail_optimized": B200_RA,
                 "sharp": B200_RA + " (Quantum-2 switches)",
-                "constants": "results/validation-nccl (NT309A: InfiniBand NDR, on H100)",
+                "fit": "results/validation-nccl (NT309A: InfiniBand NDR, on H100)",
             },
         ),
         FabricPreset(
@@ -176,7 +182,7 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
-            constants=_shipped("fitted on InfiniBand NDR hosts (H100) and NVLink hosts incl. a GB200"),
+            fit="fitted on InfiniBand NDR hosts (H100) and NVLink hosts incl. a GB200",
             sources={
                 "gpu": GB200_RA,
                 "gpus_per_node": GB200_RA,
@@ -188,7 +194,7 @@ FABRICS: dict[str, FabricPreset] = {
                 "oversubscription": GB200_RA + " (non-blocking fat tree)",
                 "rail_optimized": GB200_RA,
                 "sharp": GB200_RA + " (Quantum-2 switches)",
-                "constants": "results/validation-nccl (NT309A and AZ-NDGB200v6)",
+                "fit": "results/validation-nccl (NT309A and AZ-NDGB200v6)",
             },
         ),
         FabricPreset(
@@ -204,7 +210,7 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=False,
             sharp=False,
             transport="EFA (SRD)",
-            constants=_shipped("no EFA fit of its own: the InfiniBand fit, an assumption"),
+            fit="no EFA fit of its own: the InfiniBand fit, an assumption",
             sources={
                 "gpu": AWS_P5,
                 "gpus_per_node": AWS_P5,
@@ -215,7 +221,7 @@ FABRICS: dict[str, FabricPreset] = {
                 "oversubscription": "AWS describes UltraClusters as non-blocking; " + NOT_PUBLISHED,
                 "rail_optimized": NOT_PUBLISHED,
                 "sharp": "EFA has no in-network reduction",
-                "constants": "results/validation-nccl's fit on InfiniBand; assumed for EFA",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for EFA",
             },
         ),
         FabricPreset(
@@ -231,7 +237,7 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=False,
             sharp=False,
             transport="RoCE v2",
-            constants=_shipped("no RoCE fit of its own: the InfiniBand fit, an assumption"),
+            fit="no RoCE fit of its own: the InfiniBand fit, an assumption",
             sources={
                 "gpu": "any GPU: the fabric is the switches'",
                 "gpus_per_node": TOMAHAWK4,
@@ -242,7 +248,7 @@ FABRICS: dict[str, FabricPreset] = {
                 "oversubscription": TOMAHAWK4,
                 "rail_optimized": TOMAHAWK4,
                 "sharp": "Ethernet switches without in-network reduction",
-                "constants": "results/validation-nccl's fit on InfiniBand; assumed for RoCE",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for RoCE",
             },
         ),
     )
