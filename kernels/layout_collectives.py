@@ -33,7 +33,18 @@ algorithm and protocol of least time for the group as placed (:func:`group_fabri
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     K q / G of the host's NICs (the host's G / q groups communicate at once), each of beta u / 8 bytes/s
-    (fewer than one: one NIC at K q / G of that rate),
+    (fewer than one: one NIC at K q / G of that rate) divided by the spine's oversubscription o where the
+    group crosses the spine:
+
+        spine = L > 0  and  stride n > max(L G, Q)          rate = beta u / 8 min(1, K q / G) / max(o, 1)
+                                                                   (spine; else the same without / max(o, 1))
+
+    with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts). Megatron's groups are
+    aligned blocks of stride n consecutive ranks, so a group fits a leaf of L G consecutive ranks when its
+    block does (a block that does not divide the leaf's ranks is taken as inside one: not modelled); a group
+    inside the NVLink domain (stride n <= Q) or inside a leaf is unaffected. An oversubscription below 1 (more
+    uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace the group. Only the NICs' rate is
+    divided (the rate NCCL's channel search reads, as ``lay.utilization``'s share is); latencies are unchanged,
 
 NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1, no in-network
 reduction, and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``:
@@ -90,13 +101,20 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism) -> nccl.Fabric:
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
+    # Over the spine (the group's block of ranks wider than a leaf's and than the NVLink domain) the leaf's uplinks
+    # are shared o ways: each host's NICs get 1 / o of their rate.
+    extent = per * n
+    spine = (lay.leaf_hosts > 0) & (
+        extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain)
+    )
+    slowed = jnp.where(spine, jnp.maximum(lay.oversubscription, 1.0), 1.0)
     return nccl.Fabric(
         gpus_per_node=on_host,
         nodes=n / on_host,
         domain=jnp.maximum(in_domain / on_host, 1.0),
         nvlink=links * jnp.asarray(nccl.NVLINK_LINK)[arch],
         nics=jnp.maximum(share, 1.0),
-        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0),
+        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0) / slowed,
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         collnet=False,

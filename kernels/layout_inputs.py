@@ -106,7 +106,10 @@ class Parallelism(NamedTuple):
     collectives is nccl: the shipped fit, ``kernels.layout_collectives.NCCL_CONSTANTS``, or a fabric file's),
     collectives (0 flat: :mod:`kernels.layout_collectives`' rings of one bandwidth per group; 1 nccl: each
     collective as NCCL's tuner prices it for its group as placed, :mod:`kernels.nccl`; a Python int compiles
-    only the chosen pricing, an array selects per element).
+    only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
+    tier above the hosts) and oversubscription (the spine's: a group that spans more hosts than a leaf holds
+    divides its NIC rate by it, :func:`kernels.layout_collectives.group_fabric`; read only where collectives
+    is nccl).
     """
 
     gpus: Value
@@ -145,6 +148,8 @@ class Parallelism(NamedTuple):
     eta_nvl: Value
     nccl_latency: Value
     collectives: Value
+    leaf_hosts: Value = 0.0
+    oversubscription: Value = 1.0
 
 
 def has_bit(code: Value, value: float) -> Value:

@@ -25,7 +25,7 @@ import xarray as xr
 from typing_extensions import TypedDict, Unpack
 
 from netsweep_jax.sweep.analysis.layout_jobs import layout_cube, layout_grid_from
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import AXES
@@ -49,8 +49,10 @@ class LayoutOptions(TypedDict, total=False):
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
         and fitted constants for whatever is not given.
-      fabric: with collectives "nccl", a fabric file's path (``sweep calibrate --nccl-tests``): its constants
-        replace the shipped fit's (``--fabric``).
+      fabric: with collectives "nccl", a fabric preset's name (:data:`sweep.model.fabrics.FABRICS`) or a fabric
+        file's path (``sweep calibrate --nccl-tests``): its constants replace the shipped fit's (``--fabric``).
+      oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:
+        the command ``sweep plan`` plans each value of a list).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
@@ -79,6 +81,7 @@ class LayoutOptions(TypedDict, total=False):
     collectives: str
     stack: str
     fabric: str | os.PathLike[str]
+    oversubscription: Values
     gpu: Values
     precision: Values
     collective: Values
@@ -116,7 +119,7 @@ def _text(name: str, value: object) -> str:
         return value
     if name == "fabric" and isinstance(value, os.PathLike):
         return os.fspath(value)
-    spec = AXES.get(name) or (NUMERIC_AXES["nodes"] if name == "nodes" else None)
+    spec = AXES.get(name) or {"nodes": NUMERIC_AXES["nodes"], "oversubscription": OVERSUBSCRIPTION}.get(name)
     if spec is not None:
         return ",".join(show(v) for v in flat_values(value, name, spec.rule()))
     if isinstance(value, Sequence) and value and all(isinstance(item, str) for item in value):
@@ -193,5 +196,6 @@ def plan(
         raise InputError(f"{shown}: an integer from 1 to 100", param="keep")
     keep = int(keep)
     grid = _grid(model, arch, dict(options), search=True)
+    grid.spine()  # one oversubscription a call (the command plans a list value by value)
     check_size(grid)
     return best(grid, keep=keep)

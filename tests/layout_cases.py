@@ -97,6 +97,8 @@ def random_case(rng):
         nccl_arch=2,  # kernels.nccl's Hopper (collectives nccl only; tests/test_layout_nccl.py draws it)
         **NCCL_FABRIC,
         collectives=0,
+        leaf_hosts=0.0,  # no tier above the hosts (tests/test_layout_nccl.py draws it: collectives nccl only)
+        oversubscription=1.0,
     )
     return arch, dev, lay
 
@@ -201,6 +203,8 @@ def gpt3_case(**changes):
         nccl_arch=1,
         **NCCL_FABRIC,
         collectives=0,
+        leaf_hosts=0.0,  # no tier above the hosts
+        oversubscription=1.0,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value

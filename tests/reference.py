@@ -463,6 +463,11 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
     rate = lay["bandwidth"] * lay["utilization"] / 8e9
+    # Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
+    # domain) each NIC gets 1 / max(o, 1) of its rate; L = 0: no tier above the hosts.
+    leaf = lay.get("leaf_hosts", 0.0)
+    if leaf > 0 and max(stride, 1) * size > max(leaf * g_host, domain):
+        rate /= max(lay.get("oversubscription", 1.0), 1.0)
     args = (q, size / q, max(in_domain / q, 1), nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
     constants = (lay.get(k, c) for k, c in zip(("eta_net", "eta_nvl", "nccl_latency"), NCCL_LAYOUT_CONSTANTS))
     return nccl_collective(NCCL_KIND[kind], nbytes, *args, False, *constants)[0]

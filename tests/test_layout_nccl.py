@@ -26,6 +26,8 @@ def nccl_cases(seed, count):
     for _ in range(count):
         arch, dev, lay = random_case(rng)
         lay.update(collectives=1, nccl_arch=rng.choice([0, 1, 2, 3]))
+        # A tier above the hosts (0: none) and its spine's oversubscription (below 1 priced as 1).
+        lay.update(leaf_hosts=rng.choice([0, 1, 2, 4]), oversubscription=rng.choice([0.5, 1.0, 2.0, 3.0]))
         cases.append((arch, dev, lay))
     return cases
 
@@ -34,7 +36,7 @@ def nccl_cases(seed, count):
 def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
     cases = nccl_cases(seed, 400)
     out = run_kernel(cases, dtype)
-    valid = 0
+    valid = spined = 0
     for i, case in enumerate(cases):
         ref = reference.layout_step(*case)
         assert out["status"][i] == ref["status"], (i, case)
@@ -43,7 +45,13 @@ def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
         valid += 1
         for key, value in ref.items():
             assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (i, key, case)
+        arch, dev, lay = case
+        spined += (
+            ref["iteration_time"]
+            != reference.layout_step(arch, dev, {**lay, "oversubscription": 1.0})["iteration_time"]
+        )
     assert valid > 40  # enough NCCL-priced layouts that can exist to mean something
+    assert spined >= 5  # and enough whose groups cross an oversubscribed spine
 
 
 def test_nccl_pricing_changes_the_network_terms():

@@ -9,7 +9,7 @@ plan`` through :func:`write_plan`. Each takes ``say``, a function that shows one
 """
 
 import datetime
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -135,13 +135,21 @@ def layout_grid_from(
             "collective runs NCCL's own choice by size",
             param="collective",
         )
-    if settings.get("fabric") is not None:
+    gpu = "h100"  # --gpu's default, or the fabric preset's GPU
+    if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         from netsweep_jax.sweep.io.fabric_file import read_fabric
+        from netsweep_jax.sweep.model.fabrics import fabric_preset, is_preset
 
-        kwargs["fabric"] = read_fabric(settings["fabric"])
-    return make_layout_grid(
+        name = str(settings["fabric"])
+        # Neither a preset nor a file: refused naming the presets (a file's own errors name the file).
+        kwargs["fabric"] = (
+            fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
+        )
+        gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
+    kwargs["oversubscription"] = settings.get("oversubscription")
+    grid = make_layout_grid(
         model,
-        gpu=named(settings.get("gpu"), "h100"),
+        gpu=named(settings.get("gpu"), gpu),
         precision=named(settings.get("precision"), "bf16"),
         schedule=named(text["schedule"], "1f1b"),
         recompute=text["recompute"],
@@ -152,6 +160,9 @@ def layout_grid_from(
         **kept,
         **kwargs,
     )
+    if not search:
+        grid.spine()  # a grid evaluates one oversubscription: a list refused before any work
+    return grid
 
 
 def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> None:
@@ -330,6 +341,35 @@ def write_plan(
     finally:
         claim.release()
     return ds, target
+
+
+def write_plans(
+    grid: Any, out: Path | None, *, keep: int, force: bool, command: str, say: Say
+) -> "Iterator[tuple[str, Path]]":
+    """``sweep plan --oversubscription 1,2,4``: one plan per value (:func:`write_plan`, each its own cube,
+    ``OUT`` with ``-oversubscription<V>`` before its suffix), in order: (its table and tiers, its cube). The
+    ``assumed:`` line is said once."""
+    from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
+    from netsweep_jax.sweep.analysis.planning import plan_table
+    from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
+
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = out if out is not None else Path("results") / f"plan-{'+'.join(grid.names['model'])}-{stamp}.h5"
+    if out is None:
+        base.parent.mkdir(exist_ok=True)  # the default results/, as a plan of one value makes it
+    said: set[str] = set()
+
+    def once(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            say(line)
+
+    for one in by_oversubscription(grid):
+        value = one.oversubscription[0]
+        target = base.with_name(f"{base.stem}-oversubscription{value:g}{base.suffix}")
+        ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
+        assert ds is not None
+        yield "\n".join([f"--oversubscription {value:g}:", plan_table(ds), *tier_lines(ds)]), written
 
 
 def plan_share(

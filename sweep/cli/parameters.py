@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     LAYOUT_COLLECTIVES,
@@ -25,6 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     SHARED_AXES,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
+from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
 from netsweep_jax.sweep.model.stacks import STACKS_HELP
 
 MODEL = [
@@ -295,13 +296,25 @@ def _layout_params() -> list[inspect.Parameter]:
         ),
         param(
             "fabric",
-            Path | None,
+            str | None,
             None,
             "--fabric",
             rich_help_panel=panel,
-            metavar="FILE",
-            help="With --collectives nccl: a fabric file (sweep calibrate --nccl-tests) whose constants "
-            "(transport efficiencies, network latency) replace the shipped fit's.",
+            metavar="NAME|FILE",
+            help=f"With --collectives nccl, the fabric: a preset ({FABRICS_HELP}: sweep/model/fabrics.py; "
+            "sets GPUs and NICs per node, NIC rate, NVLink domain you do not give, and the hosts a leaf) or a "
+            "fabric file (sweep calibrate --nccl-tests) whose constants (transport efficiencies, network "
+            "latency) replace the shipped fit's.",
+        ),
+        param(
+            "oversubscription",
+            str | None,
+            None,
+            OVERSUBSCRIPTION.option,
+            rich_help_panel=panel,
+            metavar="VALUES",
+            help=f"{OVERSUBSCRIPTION.help} Needs a --fabric preset (its hosts a leaf); sweep plan takes a "
+            "list (1,2,4) and plans each value.",
         ),
     ]
     return out

@@ -212,6 +212,7 @@ def plan(
     """
 
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
+    from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.cli.progress import progress
     from netsweep_jax.sweep.io import job
@@ -225,6 +226,17 @@ def plan(
 
         check_options(settings["coordinator"], settings["stitch_timeout"])
     g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
+    if len(g.oversubscription) > 1:  # one plan per value (one compile: the value is a kernel input column)
+        from netsweep_jax.sweep.analysis.layout_jobs import write_plans
+
+        for option, used in (("--resume", resume), ("--distributed", settings.get("distributed")),
+                             ("--csv", as_csv), ("--json", as_json)):  # fmt: skip
+            if used:
+                raise InputError(f"{option} plans one --oversubscription value at a time: give one")
+        for table, target in write_plans(g, out, keep=keep, force=force, command=command_line(), say=say):
+            typer.echo(table)
+            typer.echo(f"wrote {target}")
+        return
     bar = progress(quiet, "plan", "layouts searched")
     share = None
     try:
@@ -271,7 +283,7 @@ def plan(
             typer.echo(line, err=True)
         typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
         return
-    typer.echo(plan_table(ds))
+    typer.echo("\n".join([plan_table(ds), *tier_lines(ds)]))
     typer.echo(f"wrote {target}")
 
 

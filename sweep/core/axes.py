@@ -408,6 +408,20 @@ _LAYOUT_AXES = (
     ),
 )
 LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
+# The spine's oversubscription (--collectives nccl): not a dim of a layout cube (it has HDF5's 32 already), one value
+# per sweep; sweep plan takes a list and plans each value (sweep.analysis.layout_jobs).
+OVERSUBSCRIPTION = AxisSpec(
+    "oversubscription",
+    "--oversubscription",
+    "1",
+    "the spine's oversubscription (leaf downlinks over uplinks; 1: non-blocking): a group wider than a leaf "
+    "gets its NICs' rate over it (with --collectives nccl; default: the --fabric preset's, else 1)",
+    False,
+    1e-3,
+    1e3,
+    "",
+    1.0,
+)
 
 
 def default_value(name: str) -> float:

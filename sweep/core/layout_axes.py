@@ -127,6 +127,7 @@ LAYOUT_TEXT_OPTIONS = (
     "collectives",
     "stack",
     "fabric",
+    "oversubscription",
 )
 LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 

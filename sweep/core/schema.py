@@ -146,6 +146,7 @@ OTHER_OPTIONS = {
     "collectives": "--collectives",
     "stack": "--stack",
     "fabric": "--fabric",
+    "oversubscription": "--oversubscription",
     "nccl_tests": "--nccl-tests",
     "virtual_stages": "--virtual-pipeline-model-parallel-size",
     "launch": "--launch",

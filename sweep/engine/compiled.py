@@ -251,8 +251,9 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
 # achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
 # overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8; last the fabric's
-# constants NCCL's pricing reads (``--collectives nccl``: the shipped fit or ``--fabric FILE``'s), columns rather
-# than compiled constants, so that every fabric file shares one compile.
+# constants NCCL's pricing reads (``--collectives nccl``: the shipped fit or ``--fabric FILE``'s) and its tier above
+# the hosts (a ``--fabric`` preset's hosts a leaf, ``--oversubscription``), columns rather than compiled constants,
+# so that every fabric shares one compile.
 GPU_FIELDS = (
     "half",
     "fp8",
@@ -276,6 +277,8 @@ GPU_FIELDS = (
     "nccl_eta_net",
     "nccl_eta_nvl",
     "nccl_latency",  # us, as kernels.nccl.Constants
+    "leaf_hosts",  # the fabric's hosts under one leaf (0: no tier above the hosts)
+    "oversubscription",  # the spine's (--oversubscription; 1: non-blocking)
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -368,6 +371,8 @@ def layout_inputs(
         eta_nvl=o["nccl_eta_nvl"],
         nccl_latency=o["nccl_latency"],
         collectives=collectives,
+        leaf_hosts=o["leaf_hosts"],
+        oversubscription=o["oversubscription"],
     )
     return arch, dev, lay
 

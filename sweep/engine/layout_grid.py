@@ -85,8 +85,11 @@ class LayoutGrid:
       dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
       collectives: how collectives are priced, one of :data:`COLLECTIVES_MODES` (one per sweep): ``flat`` rings
         of one bandwidth per group, ``nccl`` NCCL's tuner for each group as placed (kernels.layout_collectives).
-      fabric: the fabric's constants NCCL's pricing reads (the shipped fit, or ``--fabric FILE``'s; one per
-        sweep; the GPU table's last columns, so the fingerprint covers them).
+      fabric: the fabric's constants NCCL's pricing reads (the shipped fit, a ``--fabric`` preset's or a fabric
+        file's; one per sweep; columns of the GPU table, so the fingerprint covers them).
+      fabric_name: the ``--fabric`` preset's name ('' for none).  leaf_hosts: its hosts under one leaf (0: no
+        tier above the hosts).  oversubscription: the spine's values (``--oversubscription``): one evaluates,
+        several are planned one by one (:func:`by_oversubscription`); a layout cube already has HDF5's 32 dims.
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -111,6 +114,9 @@ class LayoutGrid:
     dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
     collectives: str = COLLECTIVES_MODES[0]
     fabric: FabricConstants = SHIPPED
+    fabric_name: str = ""
+    leaf_hosts: float = 0.0
+    oversubscription: tuple[float, ...] = (1.0,)
     store: str = ""
     reduction: Reduction | None = None
 
@@ -179,7 +185,30 @@ class LayoutGrid:
             "attention_efficiency": self.attention_efficiency,
             "dispatch_fp8": self.dispatch_fp8,
             "collectives": self.collectives,
+            # The tier above the hosts, said only where NCCL's pricing reads it (flat cubes' attributes unchanged).
+            **(
+                {
+                    "fabric": self.fabric_name,
+                    "leaf_hosts": self.leaf_hosts,
+                    "oversubscription": self.oversubscription[0]
+                    if len(self.oversubscription) == 1
+                    else ",".join(f"{v:g}" for v in self.oversubscription),
+                }
+                if self.fabric_name
+                else {}
+            ),
         }
+
+    def spine(self) -> float:
+        """The one oversubscription a sweep evaluates (several are planned one by one: :func:`by_oversubscription`)."""
+        if len(self.oversubscription) != 1:
+            shown = ",".join(f"{v:g}" for v in self.oversubscription)
+            raise InputError(
+                f"{shown}: give one value here (a layout cube has HDF5's 32 dims already); the command sweep plan "
+                "plans each value of a list",
+                param="oversubscription",
+            )
+        return self.oversubscription[0]
 
     @property
     def collectives_code(self) -> int:
@@ -249,6 +278,8 @@ class LayoutGrid:
                     self.attention_efficiency,
                     self.dispatch_fp8,
                     *self.fabric.columns(),
+                    self.leaf_hosts,
+                    self.spine(),
                 )
                 for g in self.names["gpu"]
             ]
@@ -258,6 +289,12 @@ class LayoutGrid:
             np.float64,
         )
         return {"arch": arch, "gpu": gpus, "precision": precision}
+
+
+def by_oversubscription(grid: LayoutGrid) -> list[LayoutGrid]:
+    """One grid per value of ``grid``'s oversubscription, in order (each evaluates through one compile: the
+    value is a column of the GPU table)."""
+    return [dataclasses.replace(grid, oversubscription=(v,)) for v in grid.oversubscription]
 
 
 def arch_row(m: LLM) -> kernel.Arch:

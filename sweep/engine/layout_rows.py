@@ -155,6 +155,8 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
             r.attention_efficiency,
             r.dispatch_fp8,
             *SHIPPED.columns(),
+            0.0,  # no tier above the hosts: a run states no fabric
+            1.0,
         )
         for r in rows
     ]  # fmt: skip (the fabric's constants: the shipped fit's, read only where a run is priced by NCCL's tuner)

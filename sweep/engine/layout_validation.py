@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsweep_jax.sweep.core.axes import show
+from netsweep_jax.sweep.core.axes import OVERSUBSCRIPTION, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
@@ -30,6 +30,7 @@ from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_value
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES, die
+from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, FabricPreset
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
 from netsweep_jax.sweep.model.stacks import Stack, constants, stack_preset
@@ -70,7 +71,8 @@ def make_layout_grid(
     dispatch_fp8: object = None,
     overlap: str | None = None,
     collectives: str | None = None,
-    fabric: FabricConstants | None = None,
+    fabric: FabricConstants | FabricPreset | None = None,
+    oversubscription: object = None,
     offload_layers: object = None,
     gpus: object = None,
     dp: object = None,
@@ -113,9 +115,11 @@ def make_layout_grid(
     die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
-    a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: the constants
-    NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep calibrate --nccl-tests``), only
-    with ``collectives`` nccl.
+    a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
+    (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf and its
+    constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep
+    calibrate --nccl-tests``), only with ``collectives`` nccl; ``oversubscription``: the spine's (value
+    syntax; a list is planned value by value), only with a preset.
     """
     models: list[LLM] = []
     model_names: list[str] = []
@@ -210,6 +214,11 @@ def make_layout_grid(
         slowdown=slowdown,
         jitter=jitter,
     )
+    preset_fabric = fabric if isinstance(fabric, FabricPreset) else None
+    constants = preset_fabric.constants if preset_fabric is not None else fabric
+    assert constants is None or isinstance(constants, FabricConstants)
+    if preset_fabric is not None:  # the cluster as the preset builds it, where not given
+        given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
     stacked: dict[str, float] = {}
     if preset is not None:
         stacked, phrase, overlap = _stack_settings(preset, names, models, given, overlap, by_stack)
@@ -250,10 +259,16 @@ def make_layout_grid(
     mode = _collectives(collectives)
     if fabric is not None and mode != "nccl":  # its constants are NCCL's pricing's: never silently unused
         raise InputError(
-            f"{fabric.source}: a fabric file's constants price collectives as NCCL runs them; give "
-            "--collectives nccl (the flat collectives read --util and --latency instead)",
+            (
+                f"{preset_fabric.name}: a fabric preset prices"
+                if preset_fabric is not None
+                else f"{constants.source if constants else ''}: a fabric file's constants price"
+            )
+            + " collectives as NCCL runs them; give --collectives nccl (the flat collectives "
+            "read --util and --latency instead)",
             param="fabric",
         )
+    spines = _oversubscription(oversubscription, preset_fabric, mode)
     if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
         raise InputError(
             f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl the "
@@ -274,8 +289,10 @@ def make_layout_grid(
         assumed = (phrase, *assumed)
     if mode == "nccl":
         assumed = assumed + (
-            f"collectives as NCCL's tuner prices them per group as placed ({(fabric or SHIPPED).describe()})",
+            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})",
         )
+    if preset_fabric is not None:
+        assumed = assumed + (preset_fabric.describe(),)
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     kept = (
@@ -303,10 +320,39 @@ def make_layout_grid(
         attention_efficiency=per_sweep["attention_efficiency"],
         dispatch_fp8=per_sweep["dispatch_fp8"],
         collectives=mode,
-        fabric=fabric or SHIPPED,
+        fabric=constants or SHIPPED,
+        fabric_name=preset_fabric.name if preset_fabric is not None else "",
+        leaf_hosts=float(preset_fabric.leaf_hosts) if preset_fabric is not None else 0.0,
+        oversubscription=spines,
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )
+
+
+def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> tuple[float, ...]:
+    """The spine's oversubscription values: ``given`` (value syntax; refused without ``--collectives nccl`` and a
+    fabric preset, whose hosts a leaf say which groups cross the spine), else the preset's as built, else 1."""
+    if given is None:
+        return (preset.oversubscription if preset is not None else 1.0,)
+    shown = (
+        given
+        if isinstance(given, str)
+        else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
+    )
+    if mode != "nccl":
+        raise InputError(
+            f"{shown}: the spine is priced with --collectives nccl only (the flat collectives have no tiers)",
+            param="oversubscription",
+        )
+    if preset is None:
+        raise InputError(
+            f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
+            f"{FABRICS_HELP}",
+            param="oversubscription",
+        )
+    text = given if isinstance(given, str) else shown
+    values = parse_values(text, OVERSUBSCRIPTION)  # a repeat refused there
+    return tuple(float(v) for v in values)
 
 
 def _collectives(text: str | None) -> str:

@@ -1,0 +1,44 @@
+"""Which tier of the fabric each kind of a plan's traffic crosses, for the best layout of each setting: lines
+``sweep plan`` prints after its table (:func:`tier_lines`), from the plan's own cube (its settings, best layouts
+and the fabric preset it names)."""
+
+import xarray as xr
+
+from netsweep_jax.sweep.analysis.planning import plan_rows
+from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.fabrics import traffic_tiers
+
+
+def tier_lines(ds: xr.Dataset) -> list[str]:
+    """Per setting with a best layout, one line: ``  <setting>: <layout>: TP NVLink, DP spine, PP leaf``;
+    none for a plan without a fabric preset (no tier above the hosts is known)."""
+    fabric = str(ds.attrs.get("fabric", ""))
+    if not fabric:
+        return []
+    leaf = float(ds.attrs["leaf_hosts"])
+    spine = float(ds.attrs["oversubscription"])
+    varying = [str(d) for d in ds.dims if d not in ("rank", "switch") and ds.sizes[d] > 1]
+    lines = [
+        f"tiers each traffic crosses, best layout per setting (fabric {fabric}: {leaf:g} hosts a leaf, spine "
+        f"{spine:g}:1):"
+    ]
+    for row in plan_rows(ds):
+        if row["rank"] != 1:
+            continue
+        gpu = GPUS[str(row["gpu"])]
+        per_node = row["gpus_per_node"] or gpu.gpus_per_node  # 0: the GPU preset's system
+        domain = row["nvlink_domain"] or gpu.domain
+        crossed = traffic_tiers(
+            row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
+            row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf,
+        )  # fmt: skip
+        setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
+        said = ", ".join(f"{kind} {where}" for kind, where in crossed.items()) or "no traffic between GPUs"
+        lines.append(f"  {setting}: {row['layout']}: {said}")
+    return lines
+
+
+def _shown(value: object) -> str:
+    """A setting's value as the plan's table says it (``400``, ``h100``)."""
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,309 @@
+"""Fabric presets named after real systems, each declared once as data with the source of every number.
+
+A fabric preset is what ``--fabric NAME`` (``sweep grid --model ...`` and ``sweep plan``, with ``--collectives
+nccl``) names; ``--fabric FILE`` names a fabric file instead (:mod:`sweep.io.fabric_file`: constants fitted to
+your own nccl-tests logs). A preset sets the cluster options a user does not give (GPUs per node, NVLink domain,
+NICs per node and their rate) and the tier above the hosts that the layout kernel prices
+(:mod:`kernels.layout_collectives`): the hosts under one leaf switch (for rail-optimized wiring: the hosts whose
+same-index NICs share one rail's leaf, "rail-aligned"), and the spine's oversubscription as built (the default of
+``--oversubscription``). A parallel group whose members' ranks span more hosts than one leaf holds crosses the
+spine (docs/parallelism.md).
+
+Declared but not yet priced (a later slice of issue #40): rail-only wiring, in-network reduction (SHARP: NCCL's
+CollNet needs ``NCCL_COLLNET_ENABLE=1`` and the SHARP plugin; the presets price NCCL's default, without it) and a
+transport efficiency of each transport's own: every preset prices with the shipped fit's constants
+(results/validation-nccl, fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR), which for EFA and RoCE is an
+assumption the ``assumed:`` line says.
+"""
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from netsweep_jax.sweep.core.errors import InputError
+
+if TYPE_CHECKING:  # the CLI's --help reads the presets' names: no numerical library at import
+    from netsweep_jax.sweep.model.nccl_fabric import FabricConstants
+
+# Sources, cited once each.
+H100_RA = (
+    "NVIDIA DGX SuperPOD Reference Architecture, DGX H100 (RA-11333-001; docs.nvidia.com/dgx-superpod/"
+    "reference-architecture-scalable-infrastructure-h100, Network Fabrics: 'Each group of 32 nodes is "
+    "rail-aligned', Table 4: spine-leaf cables equal node-leaf cables)"
+)
+B200_RA = (
+    "NVIDIA DGX SuperPOD Reference Architecture, DGX B200 (docs.nvidia.com/dgx-superpod/"
+    "reference-architecture-scalable-infrastructure-b200, Network Fabrics: 32 rail-aligned nodes per SU, "
+    "Table 4: spine-leaf cables equal node-leaf cables)"
+)
+GB200_RA = (
+    "NVIDIA DGX SuperPOD Reference Architecture, DGX GB200 (docs.nvidia.com/dgx-superpod/"
+    "reference-architecture-scalable-infrastructure-gb200: 18 compute trays of 4 GPUs and 72 GPUs on NVLink 5 "
+    "per rack, an SU of 8 racks, NDR 400 Gbit/s InfiniBand compute fabric)"
+)
+AWS_P5 = (
+    "AWS EC2 P5 instances (aws.amazon.com/ec2/instance-types/p5: p5.48xlarge, 8 H100 on NVSwitch, 3,200 Gbit/s "
+    "of EFA in 32 x 100 Gbit/s; the published nccl-tests rows of ../shared/published/nccl_tests.csv state the "
+    "same)"
+)
+TOMAHAWK4 = (
+    "a 25.6 Tbit/s Ethernet leaf (Broadcom Tomahawk 4, BCM56990: 64 x 400GbE) with half its ports down and half "
+    "up, the plain non-blocking 2-tier Clos of Meta's RoCE fabric (Gangidi et al., 'RDMA over Ethernet for "
+    "Distributed AI Training at Meta Scale', SIGCOMM 2024: 8 x 400G RoCE NICs per host, rack switch and spine)"
+)
+NOT_PUBLISHED = "not published; an assumption of this preset"
+
+
+@dataclasses.dataclass(frozen=True)
+class FabricPreset:
+    """One fabric preset (units the layout options': Gbit/s a NIC; ``sources``: field name -> its source).
+
+    Fields:
+      name, title: ``--fabric``'s name and the system it stands for.
+      gpu: the GPU preset it is built with (``--gpu``'s default with this fabric; '' for any).
+      gpus_per_node, nvlink_domain: GPUs sharing a host's NICs; GPUs in one NVLink domain (72: an NVL72 rack).
+      nics_per_node, nic_gbps: scale-out NICs per host and each one's line rate.
+      leaf_hosts: hosts under one leaf switch (rail-optimized: the rail-aligned hosts of one rail's leaf).
+      oversubscription: the spine's, as built (1: non-blocking): ``--oversubscription``'s default.
+      rail_optimized: each host's NIC k wired to rail k's leaf (NVIDIA's SuperPODs), else a top-of-rack leaf.
+      sharp: in-network reduction in the switches (InfiniBand SHARP); declared, not priced (module docstring).
+      transport: the RDMA transport, as the ``assumed:`` line names it.
+      fit: why the shipped fit's constants stand for this transport (:attr:`constants`).
+    """
+
+    name: str
+    title: str
+    gpu: str
+    gpus_per_node: int
+    nvlink_domain: int
+    nics_per_node: int
+    nic_gbps: float
+    leaf_hosts: int
+    oversubscription: float
+    rail_optimized: bool
+    sharp: bool
+    transport: str
+    fit: str
+    sources: dict[str, str]
+
+    @property
+    def constants(self) -> "FabricConstants":
+        """The transport's efficiencies and latency NCCL's pricing reads: the shipped fit's, its source saying
+        why they stand for this preset's transport."""
+        from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+        return dataclasses.replace(SHIPPED, source=f"{SHIPPED.source} ({self.fit})")
+
+    def settings(self) -> dict[str, float]:
+        """The cluster options this preset sets where a user gives none (layout option name -> value)."""
+        return {
+            "gpus_per_node": self.gpus_per_node,
+            "nvlink_domain": self.nvlink_domain,
+            "nics_per_node": self.nics_per_node,
+            "bandwidth": self.nic_gbps,
+        }
+
+    def describe(self) -> str:
+        """One phrase: the fabric as built and where it comes from."""
+        wiring = "rail-optimized" if self.rail_optimized else "top-of-rack"
+        return (
+            f"fabric {self.name} ({self.title}: {f'{self.gpu} hosts of ' if self.gpu else ''}"
+            f"{self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a host, {wiring}, {self.leaf_hosts} hosts a leaf, spine {self.oversubscription:g}:1 as built"
+            f"{', SHARP not priced' if self.sharp else ''}; sweep/model/fabrics.py)"
+        )
+
+
+FABRICS: dict[str, FabricPreset] = {
+    p.name: p
+    for p in (
+        FabricPreset(
+            "dgx-h100-superpod",
+            "NVIDIA DGX H100 SuperPOD",
+            gpu="h100",
+            gpus_per_node=8,
+            nvlink_domain=8,
+            nics_per_node=8,
+            nic_gbps=400.0,
+            leaf_hosts=32,
+            oversubscription=1.0,
+            rail_optimized=True,
+            sharp=True,
+            transport="InfiniBand NDR",
+            fit="fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR",
+            sources={
+                "gpu": H100_RA,
+                "gpus_per_node": H100_RA,
+                "nvlink_domain": H100_RA,
+                "nics_per_node": H100_RA,
+                "nic_gbps": H100_RA,
+                "leaf_hosts": H100_RA,
+                "oversubscription": H100_RA,
+                "rail_optimized": H100_RA,
+                "sharp": H100_RA + " (Quantum-2 QM9700 switches, SHARPv3)",
+                "fit": "results/validation-nccl (NT309A: H100, 8 x 400G NDR)",
+            },
+        ),
+        FabricPreset(
+            "dgx-b200-superpod",
+            "NVIDIA DGX B200 SuperPOD",
+            gpu="b200",
+            gpus_per_node=8,
+            nvlink_domain=8,
+            nics_per_node=8,
+            nic_gbps=400.0,
+            leaf_hosts=32,
+            oversubscription=1.0,
+            rail_optimized=True,
+            sharp=True,
+            transport="InfiniBand NDR",
+            fit="fitted on H100 hosts over InfiniBand NDR, the B200 SuperPOD's fabric",
+            sources={
+                "gpu": B200_RA,
+                "gpus_per_node": B200_RA,
+                "nvlink_domain": B200_RA,
+                "nics_per_node": B200_RA,
+                "nic_gbps": B200_RA,
+                "leaf_hosts": B200_RA,
+                "oversubscription": B200_RA,
+                "rail_optimized": B200_RA,
+                "sharp": B200_RA + " (Quantum-2 switches)",
+                "fit": "results/validation-nccl (NT309A: InfiniBand NDR, on H100)",
+            },
+        ),
+        FabricPreset(
+            "gb200-nvl72",
+            "NVIDIA DGX GB200 NVL72 SuperPOD",
+            gpu="gb200",
+            gpus_per_node=4,
+            nvlink_domain=72,
+            nics_per_node=4,
+            nic_gbps=400.0,
+            leaf_hosts=144,
+            oversubscription=1.0,
+            rail_optimized=True,
+            sharp=True,
+            transport="InfiniBand NDR",
+            fit="fitted on InfiniBand NDR hosts (H100) and NVLink hosts incl. a GB200",
+            sources={
+                "gpu": GB200_RA,
+                "gpus_per_node": GB200_RA,
+                "nvlink_domain": GB200_RA,
+                "nics_per_node": GB200_RA + " (one 400G NIC a GPU)",
+                "nic_gbps": GB200_RA,
+                "leaf_hosts": "the SU's 8 racks x 18 trays taken as one rail-aligned group, as the H100 and B200 "
+                "SuperPODs align an SU; " + NOT_PUBLISHED,
+                "oversubscription": GB200_RA + " (non-blocking fat tree)",
+                "rail_optimized": GB200_RA,
+                "sharp": GB200_RA + " (Quantum-2 switches)",
+                "fit": "results/validation-nccl (NT309A and AZ-NDGB200v6)",
+            },
+        ),
+        FabricPreset(
+            "aws-p5",
+            "AWS EC2 P5 (p5.48xlarge) UltraCluster",
+            gpu="h100",
+            gpus_per_node=8,
+            nvlink_domain=8,
+            nics_per_node=32,
+            nic_gbps=100.0,
+            leaf_hosts=16,
+            oversubscription=1.0,
+            rail_optimized=False,
+            sharp=False,
+            transport="EFA (SRD)",
+            fit="no EFA fit of its own: the InfiniBand fit, an assumption",
+            sources={
+                "gpu": AWS_P5,
+                "gpus_per_node": AWS_P5,
+                "nvlink_domain": AWS_P5,
+                "nics_per_node": AWS_P5,
+                "nic_gbps": AWS_P5,
+                "leaf_hosts": NOT_PUBLISHED,
+                "oversubscription": "AWS describes UltraClusters as non-blocking; " + NOT_PUBLISHED,
+                "rail_optimized": NOT_PUBLISHED,
+                "sharp": "EFA has no in-network reduction",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for EFA",
+            },
+        ),
+        FabricPreset(
+            "ethernet-clos",
+            "a plain 2-tier Ethernet Clos (RoCE)",
+            gpu="",
+            gpus_per_node=8,
+            nvlink_domain=8,
+            nics_per_node=8,
+            nic_gbps=400.0,
+            leaf_hosts=4,
+            oversubscription=1.0,
+            rail_optimized=False,
+            sharp=False,
+            transport="RoCE v2",
+            fit="no RoCE fit of its own: the InfiniBand fit, an assumption",
+            sources={
+                "gpu": "any GPU: the fabric is the switches'",
+                "gpus_per_node": TOMAHAWK4,
+                "nvlink_domain": TOMAHAWK4,
+                "nics_per_node": TOMAHAWK4,
+                "nic_gbps": TOMAHAWK4,
+                "leaf_hosts": TOMAHAWK4 + ": 32 ports down = 4 hosts of 8 NICs",
+                "oversubscription": TOMAHAWK4,
+                "rail_optimized": TOMAHAWK4,
+                "sharp": "Ethernet switches without in-network reduction",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for RoCE",
+            },
+        ),
+    )
+}
+FABRICS_HELP = ", ".join(FABRICS)
+
+
+def is_preset(text: str) -> bool:
+    """Whether ``--fabric``'s ``text`` names a preset (any case) rather than a file."""
+    return str(text).strip().lower() in FABRICS
+
+
+def fabric_preset(name: str) -> FabricPreset:
+    """The preset ``name`` (any case); an unknown name is refused naming the presets."""
+    key = str(name).strip().lower()
+    if key not in FABRICS:
+        raise InputError(f"{name!r}: not a fabric preset or file; presets: {FABRICS_HELP}", param="fabric")
+    return FABRICS[key]
+
+
+TIERS = ("NVLink", "leaf", "spine")
+
+
+def tier(size: float, stride: float, gpus_per_node: float, nvlink_domain: float, leaf_hosts: float) -> str:
+    """The highest tier a parallel group of ``size`` GPUs ``stride`` ranks apart crosses ('' for a group of one):
+    its block of stride x size consecutive ranks inside the NVLink domain (<= Q GPUs), else inside one leaf
+    (<= L G GPUs; every host under one leaf where ``leaf_hosts`` is 0), else over the spine: the rule
+    :func:`kernels.layout_collectives.group_fabric` prices."""
+    if size <= 1:
+        return ""
+    extent = stride * size
+    if extent <= nvlink_domain:
+        return TIERS[0]
+    if leaf_hosts <= 0 or extent <= max(leaf_hosts * gpus_per_node, nvlink_domain):
+        return TIERS[1]
+    return TIERS[2]
+
+
+def traffic_tiers(
+    tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float, *, gpus_per_node: float,
+    nvlink_domain: float, leaf_hosts: float,
+) -> dict[str, str]:  # fmt: skip
+    """Per kind of traffic (TP, CP, EP, DP, PP), the tier its groups cross under Megatron's rank order (tp, cp,
+    ep, dp, pp: TP stride 1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D),
+    as :func:`tier`; kinds of one GPU are left out."""
+    groups = {
+        "TP": (tp, 1.0),
+        "CP": (cp, tp),
+        "EP": (ep, expert_tp),
+        "DP": (dp * cp, tp),
+        "PP": (pp, tp * cp * dp),
+    }
+    out = {}
+    for kind, (size, stride) in groups.items():
+        crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts)
+        if crossed:
+            out[kind] = crossed
+    return out

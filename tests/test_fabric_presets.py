@@ -1,0 +1,243 @@
+"""Fabric presets (sweep/model/fabrics.py), ``--fabric NAME`` and ``--oversubscription`` on the layout family with
+``--collectives nccl``: every number's source, the cluster a preset sets, the spine's division of a group's NIC
+rate (by hand and against tests/reference.py), which tier each traffic crosses, and one plan over a list."""
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+from layout_cases import LLAMA_8B, gpt3_case
+
+import reference
+from helpers import invoke
+from netsweep_jax import sweep
+from netsweep_jax.kernels import layout_collectives, nccl
+from netsweep_jax.kernels.layout_inputs import Parallelism
+from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
+from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
+from netsweep_jax.sweep.engine.layouts import make_layout_grid
+from netsweep_jax.sweep.model.fabrics import FABRICS, FabricPreset, fabric_preset, tier, traffic_tiers
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+NCCL = ["--collectives", "nccl"]
+H100_POD = FABRICS["dgx-h100-superpod"]
+
+
+def one_line_error(r):
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
+    return lines[0]
+
+
+def test_every_preset_names_the_source_of_every_number():
+    assert {"dgx-h100-superpod", "dgx-b200-superpod", "gb200-nvl72", "aws-p5", "ethernet-clos"} <= set(
+        FABRICS
+    )
+    sourced = {f.name for f in dataclasses.fields(FabricPreset)} - {"name", "title", "transport", "sources"}
+    for name, p in FABRICS.items():
+        assert p.name == name and set(p.sources) == sourced, name
+        assert all(len(text) > 10 for text in p.sources.values()), name
+        assert p.gpus_per_node >= 1 and p.nvlink_domain % p.gpus_per_node == 0 and p.leaf_hosts >= 1
+        assert p.nics_per_node >= 1 and p.nic_gbps > 0 and p.oversubscription >= 1
+        assert 0 < p.constants.eta_net <= 1 and p.constants.columns() == SHIPPED.columns()
+    # The issue's systems as their reference architectures build them.
+    assert (H100_POD.nics_per_node, H100_POD.nic_gbps, H100_POD.leaf_hosts) == (8, 400.0, 32)
+    assert H100_POD.rail_optimized and H100_POD.sharp and H100_POD.oversubscription == 1
+    nvl72 = FABRICS["gb200-nvl72"]
+    assert (nvl72.nvlink_domain, nvl72.nvlink_domain // nvl72.gpus_per_node) == (72, 18)
+    assert (FABRICS["aws-p5"].nics_per_node, FABRICS["aws-p5"].nic_gbps) == (32, 100.0)
+    assert fabric_preset("DGX-H100-SuperPOD") is H100_POD
+    with pytest.raises(InputError, match="not a fabric preset or file; presets: dgx-h100-superpod"):
+        fabric_preset("dgx-a100")
+
+
+def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
+    grid = make_layout_grid("llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=H100_POD)
+    given = make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=H100_POD, nics_per_node=4
+    )
+    nvl = make_layout_grid(
+        "llama3-8b", gpu="gb200", gpus=72, global_batch=72, collectives="nccl", fabric=FABRICS["gb200-nvl72"]
+    )
+    assert {d: grid.values[d].tolist() for d in ("gpus_per_node", "nvlink_domain", "nics_per_node")} == {
+        "gpus_per_node": [8.0],
+        "nvlink_domain": [8.0],
+        "nics_per_node": [8.0],
+    }
+    assert grid.values["bandwidth"].tolist() == [400.0] and given.values["nics_per_node"].tolist() == [4.0]
+    assert (nvl.values["gpus_per_node"].tolist(), nvl.values["nvlink_domain"].tolist()) == ([4.0], [72.0])
+    said = grid.assumed[-1]
+    assert said.startswith(
+        "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts of 8 x 400 Gbit/s InfiniBand NDR"
+    )
+    assert "rail-optimized, 32 hosts a leaf, spine 1:1 as built" in said
+    assert grid.assumed[0] == "h100: DGX H100 (nvlink-bw 450 GB/s)"  # the rest of its system: the preset's
+    # Its leaf and spine are the kernel's inputs: columns of the GPU table (one compile for every fabric).
+    leaf, spine = GPU_FIELDS.index("leaf_hosts"), GPU_FIELDS.index("oversubscription")
+    assert grid.tables()["gpu"][0, [leaf, spine]].tolist() == [32.0, 1.0]
+    assert grid.per_sweep()["fabric"] == "dgx-h100-superpod"
+    # The CLI reads --fabric NAME into the same grid as the API's preset.
+    settings = {"model": "llama3-8b", "gpus": "16", "global_batch": "16", "collectives": "nccl"}
+    cli = layout_grid_from({**settings, "fabric": "dgx-h100-superpod"}, set(settings) | {"fabric"})
+    assert cli.fingerprint() == grid.fingerprint()
+    # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
+    rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
+    assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
+    mixed = {**settings, "fabric": "gb200-nvl72", "gpu": "b200"}
+    assert layout_grid_from(mixed, set(mixed)).names["gpu"] == ("b200",)
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (
+            ["--fabric", "dgx-h100-superpod"],
+            "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL",
+        ),
+        ([*NCCL, "--fabric", "no-such-pod"], "--fabric 'no-such-pod': "),
+        ([*NCCL, "--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
+        (["--fabric", "aws-p5", "--oversubscription", "2"], "--fabric aws-p5: a fabric preset prices"),
+        ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "0"], "must be a number from 0.001 to 1000"),
+        ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "-1"], "must be a number from 0.001 to 1000"),
+        ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "inf"], "'inf' is not a number"),
+        ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "nan"], "'nan' is not a number"),
+        ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "2,2"], "'2,2': value 2 appears twice"),
+    ],
+)
+def test_bad_fabric_and_oversubscription_are_one_line_and_write_nothing(tmp_path, extra, message):
+    for command in ("grid", "plan"):
+        line = one_line_error(invoke(command, *LLAMA_8B, *extra, "--out", tmp_path / "out.h5"))
+        assert message in line, line
+        assert not list(tmp_path.iterdir())
+
+
+def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be(tmp_path):
+    grid = make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=H100_POD, oversubscription="1,2,4"
+    )
+    assert grid.oversubscription == (1.0, 2.0, 4.0)
+    ones = by_oversubscription(grid)
+    spine = GPU_FIELDS.index("oversubscription")
+    assert [g.tables()["gpu"][0, spine] for g in ones] == [1.0, 2.0, 4.0]
+    assert len({g.fingerprint() for g in ones}) == 3
+    with pytest.raises(InputError, match="1,2,4: give one value here"):
+        grid.tables()
+    # sweep grid and the Python API take one value, refused before any work; the command plan takes a list.
+    line = one_line_error(
+        invoke(
+            "grid",
+            *LLAMA_8B,
+            *NCCL,
+            "--fabric",
+            "aws-p5",
+            "--oversubscription",
+            "1,2",
+            "--out",
+            tmp_path / "g.h5",
+        )
+    )
+    assert "--oversubscription 1,2: give one value here" in line and not list(tmp_path.iterdir())
+    for call in (sweep.plan, sweep.evaluate_layouts):
+        with pytest.raises(InputError, match="give one value here"):
+            call(
+                "llama3-8b",
+                gpus=8,
+                global_batch=8,
+                collectives="nccl",
+                fabric="aws-p5",
+                oversubscription=[1, 2],
+            )
+
+
+def test_the_spine_divides_a_wide_groups_nic_rate_by_hand():
+    # H100 hosts of 8 GPUs and 8 x 400 Gbit/s NICs, NVLink domain 8, 2 hosts a leaf, spine 3:1. A DP group of 4
+    # one GPU a host (stride 8) spans 32 ranks > a leaf's 16: each member gets K q / G = 1 NIC at 400 / 8 / 3
+    # GB/s. A group of 2 (16 ranks) stays in its leaf (50 GB/s); TP 8 (stride 1) is inside the NVLink domain.
+    lay = {**gpt3_case()[2], "nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_per_node": 8}
+    lay.update(
+        bandwidth=400e9, utilization=1.0, nccl_arch=2, collectives=1, leaf_hosts=2.0, oversubscription=3.0
+    )
+    group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+    with jax.enable_x64(True):
+        wide = layout_collectives.group_fabric(4.0, 8.0, group)
+        narrow = layout_collectives.group_fabric(2.0, 8.0, group)
+        under = layout_collectives.group_fabric(4.0, 8.0, group._replace(oversubscription=0.5))
+    assert (float(wide.nic_gbs), float(wide.nics), float(wide.nodes)) == pytest.approx((50.0 / 3, 1.0, 4.0))
+    assert float(narrow.nic_gbs) == pytest.approx(50.0) and float(under.nic_gbs) == pytest.approx(50.0)
+    # The all-reduce of 1 GiB over each group, the kernel against tests/reference.py's float64 twin: across the
+    # spine slower than at 1:1 (the same group), inside the leaf and the NVLink domain unchanged.
+    x = 2.0**30
+    flat_spine = {**lay, "oversubscription": 1.0}
+
+    def times(lay):  # op by op: six collectives take less than compiling them
+        return [
+            float(layout_collectives.nccl_time(nccl.ALL_REDUCE, x, n, s, lay))
+            for n, s in ((4, 8), (2, 8), (8, 1))
+        ]
+
+    with jax.enable_x64(True):
+        slow = times(group)
+        fast = times(Parallelism(**{k: np.float64(v) for k, v in flat_spine.items()}))
+    for (n, s), kernel, at_one in zip(((4, 8), (2, 8), (8, 1)), slow, fast):
+        assert kernel == pytest.approx(reference._collective("allreduce", x, n, s, lay), rel=1e-9)
+        assert at_one == pytest.approx(reference._collective("allreduce", x, n, s, flat_spine), rel=1e-9)
+    assert slow[0] > 2.5 * fast[0] and slow[1:] == fast[1:]
+
+
+def test_which_tier_each_traffic_crosses():
+    pod = {"gpus_per_node": 8, "nvlink_domain": 8, "leaf_hosts": 32}  # DGX H100 SuperPOD: a leaf is 256 GPUs
+    # tp8 x pp4 x dp32 on 1024 GPUs: TP in a host; DP 32 hosts apart by 8 ranks = 256 ranks, one leaf; PP's
+    # stages 256 ranks apart span 1024 ranks: the spine. CP, EP of one GPU: no traffic.
+    assert traffic_tiers(8, 1, 1, 1, 32, 4, **pod) == {"TP": "NVLink", "DP": "leaf", "PP": "spine"}
+    # tp8 x dp128: DP spans all 1024 ranks.
+    assert traffic_tiers(8, 1, 1, 1, 128, 1, **pod) == {"TP": "NVLink", "DP": "spine"}
+    # tp2 x cp2 x dp2: CP (stride 2) and DP with CP (4 members, stride 2) stay in one host's 8 GPUs.
+    assert traffic_tiers(2, 2, 1, 1, 2, 1, **pod) == {"TP": "NVLink", "CP": "NVLink", "DP": "NVLink"}
+    # An NVL72 rack: DP of 18 hosts' GPUs 4 apart is 72 ranks, inside the NVLink domain.
+    rack = {"gpus_per_node": 4, "nvlink_domain": 72, "leaf_hosts": 144}
+    assert traffic_tiers(4, 1, 1, 1, 18, 1, **rack) == {"TP": "NVLink", "DP": "NVLink"}
+    assert (
+        tier(2, 72, **rack) == "leaf" and tier(3, 4 * 144 * 4, **rack) == "spine" and tier(1, 8, **rack) == ""
+    )
+    assert tier(64, 8, 8, 8, 0) == "leaf"  # no tier above the hosts: every host under one leaf
+
+
+def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch):
+    # The command's plumbing of a list (a plan per value, each its own cube, the assumed line once, the tiers
+    # after each table), searched with flat collectives: the NCCL-priced search's compile alone takes about a
+    # minute on 2 cores (the pricing is checked above and against the reference in tests/test_layout_nccl.py).
+    from netsweep_jax.sweep.analysis import planning
+
+    searched = []
+    real = planning.plan
+
+    def flat_plan(grid, **kwargs):
+        searched.append(grid.oversubscription)
+        return real(dataclasses.replace(grid, collectives="flat"), **kwargs)
+
+    monkeypatch.setattr(planning, "plan", flat_plan)
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
+        *NCCL, "--fabric", "dgx-h100-superpod", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
+        "--out", tmp_path / "p.h5",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert searched == [(1.0,), (4.0,)]
+    assert (
+        out.count("assumed: ") == 1
+        and "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts" in out
+    )
+    assert out.index("--oversubscription 1:") < out.index("--oversubscription 4:")
+    for spine in ("1:1", "4:1"):
+        assert f"(fabric dgx-h100-superpod: 32 hosts a leaf, spine {spine}):" in out
+    for bw in (200, 400):  # each setting of each value, named as the table names it
+        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp4 mb1 z1: TP NVLink, DP leaf\n") == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p-oversubscription1.h5", "p-oversubscription4.h5"]
+    line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", "aws-p5", "--oversubscription", "1,2",
+                                 "--csv", "--out", tmp_path / "q.h5"))  # fmt: skip
+    assert "--csv plans one --oversubscription value at a time" in line
