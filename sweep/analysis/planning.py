@@ -404,7 +404,9 @@ def _cells(ds: xr.Dataset):
     per_setting: dict[str, np.ndarray] = {}
     for k, variable in ds.variables.items():  # Variables: no coordinates to carry along
         if k not in ds.coords:
-            (ranked if "rank" in variable.dims else per_setting)[str(k)] = variable.transpose(*kept, ...).values
+            (ranked if "rank" in variable.dims else per_setting)[str(k)] = variable.transpose(
+                *kept, ...
+            ).values
     for flat in range(math.prod(shape)):
         at = tuple(int(i) for i in np.unravel_index(flat, shape))
         cell = {d: coords[d][i].item() for d, i in zip(kept, at)}
