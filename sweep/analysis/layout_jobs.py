@@ -138,9 +138,14 @@ def layout_grid_from(
     gpu = "h100"  # --gpu's default, or the fabric preset's GPU
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         from netsweep_jax.sweep.io.fabric_file import read_fabric
-        from netsweep_jax.sweep.model.fabrics import fabric_preset, is_preset
+        from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, fabric_preset, is_preset
 
         name = str(settings["fabric"])
+        if not name.strip():  # an empty path would be the working directory
+            raise InputError(
+                f"{name!r}: not a fabric; give a preset ({FABRICS_HELP}) or a fabric file",
+                param="fabric",
+            )
         # Neither a preset nor a file: refused naming the presets (a file's own errors name the file).
         kwargs["fabric"] = (
             fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
