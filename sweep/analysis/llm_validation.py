@@ -120,10 +120,12 @@ __all__ = [
     "summary_lines",
 ]
 
-# One source per GPU generation that has one with a plain stack, chosen by source before any held-out error of
-# the FSDP rows was seen: SC'21 Table 1 (A100, Megatron-LM) and llm-foundry's MPT tables (H100, pure FSDP in
-# bf16, 1B to 70B on 128 to 512 GPUs). GB200 has only NVIDIA's recipes, all held out.
-DEFAULT_TRAIN = "sc21-t1,llm-foundry"
+# One source per stack preset, chosen by source on 2026-12-03 before any held-out error of the per-stack fit was
+# computed: SC'21 Table 1 (megatron-2021: Megatron-LM on the A100), llm-foundry's MPT tables (fsdp: pure FSDP in
+# bf16, 1B to 70B on 128 to 512 H100s, and one A100 run) and Megatron-Bridge's performance tables (megatron-core:
+# Llama 3 on H100 and GB200; the source its fill rules are read from). Until then: SC'21 Table 1 and llm-foundry,
+# one efficiency per die.
+DEFAULT_TRAIN = "sc21-t1,llm-foundry,megatron-bridge"
 
 
 def run_validation(
@@ -153,7 +155,7 @@ def run_validation(
                 f"(mixture-of-experts runs are reported, never fitted)",
                 param="train",
             )
-    in_train = [r.group in chosen for r in runs]
+    in_train = [r.group in chosen and not r.moe for r in runs]  # MoE runs are never fitted: all held out
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
@@ -167,10 +169,17 @@ def run_validation(
         )
     }
     say(f"fitting on {sum(in_train)} runs of {train} ...")
-    fits["trained"] = fit(runs, in_train, "trained", utilization=NIC_UTILIZATION, memory_efficiency=None)
+    fits["trained"] = fit(
+        runs, in_train, "trained", utilization=NIC_UTILIZATION, memory_efficiency=None, by_stack=True
+    )
     say(f"fitting on every dense run ({sum(not r.moe and r.value is not None for r in runs)}) ...")
     fits["in-sample"] = fit(
-        runs, [True] * len(runs), "in-sample", utilization=NIC_UTILIZATION, memory_efficiency=None
+        runs,
+        [True] * len(runs),
+        "in-sample",
+        utilization=NIC_UTILIZATION,
+        memory_efficiency=None,
+        by_stack=True,
     )
     held_dense = [not t and not r.moe for r, t in zip(runs, in_train)]
     say("searching the per-GPU constants of the lowest held-out median ...")
