@@ -19,7 +19,14 @@ from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 from netsweep_jax.sweep.large_models import evaluate_layouts
 from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
-from netsweep_jax.sweep.model.stacks import CONSTANTS_FILE, STACKS, stack_of, stack_preset
+from netsweep_jax.sweep.model.stacks import (
+    CONSTANTS_FILE,
+    DEFAULT_STACK,
+    STACKS,
+    constants,
+    stack_of,
+    stack_preset,
+)
 
 ONE_ROW = 64  # configurations per block where each grid holds one layout
 
@@ -179,10 +186,36 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
         and "overlap" not in given.assumed[0]
     )
     assert "matrix efficiency" not in given.assumed[0] and "memory efficiency 0.41" in given.assumed[0]
-    # Without a stack, nothing of it: the documented defaults, said as before.
+    # Without a stack: the default stack's fitted constants (what validate --llm predicts with), said with their
+    # source, and nothing else of it: the documented defaults.
     plain = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
-    assert not any("stack" in p for p in plain.assumed) and "matrix efficiency 0.6" in plain.assumed
+    core = constants(DEFAULT_STACK, "h100")
+    said = (
+        f"matrix efficiency {round(core.efficiency, 4)}, memory efficiency {round(core.memory_efficiency, 4)}, "
+        f"utilization {core.utilization:g}: the default stack megatron-core's fitted constants (h100: {core.source}; "
+        "--stack names another)"
+    )
+    assert (
+        plain.assumed[0].startswith("h100: DGX H100") and plain.assumed[1] == said
+    )  # after the GPU's system
+    assert [plain.values[k][0] for k in ("efficiency", "utilization")] == [core.efficiency, core.utilization]
+    assert plain.memory_efficiency == core.memory_efficiency and plain.values["zero"].size == 1
+    assert not any("stack megatron" in p or "matrix efficiency" in p for p in plain.assumed[2:])
     assert plain.names["recompute"] == ("none",) and plain.overlap == "grad_reduce+param_gather"
+    # An option given wins; with every constant given, the default stack is not named.
+    given = make_layout_grid(
+        "llama3-8b", gpus=8, global_batch=8, efficiency=0.5, memory_efficiency=1, utilization=1
+    )
+    assert list(given.values["efficiency"]) == [0.5] and not any("default stack" in p for p in given.assumed)
+    r = invoke("grid", "--model", "llama3-8b", "--gpu", "a100,h100", "--gpus", "8", "--global-batch", "8")
+    assert (
+        r.exit_code == 2
+        and r.output.startswith(
+            "error: --efficiency not given, and the default stack megatron-core's differs by GPU die (0.7556"
+        )
+        and r.output.rstrip().endswith("where a sweep holds one for every GPU; sweep one die, or give it")
+    )
+    assert make_layout_grid("llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, efficiency=0.6).size == 2
 
 
 def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
