@@ -48,7 +48,9 @@ class LayoutOptions(TypedDict, total=False):
       gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
-        and fitted constants for whatever is not given.
+        and fitted constants for whatever is not given; None: the default stack's fitted constants
+        (:data:`sweep.model.stacks.DEFAULT_STACK`'s efficiency, memory efficiency and utilization on the GPU's
+        die), nothing else of it.
       fabric: with collectives "nccl", a fabric preset's name (:data:`sweep.model.fabrics.FABRICS`) or a fabric
         file's path (``sweep calibrate --nccl-tests``): its constants replace the shipped fit's (``--fabric``).
       oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:

@@ -447,11 +447,16 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
     # #24: --help shows each option's default from its spec, and the grid uses exactly that value.
     from netsweep_jax.sweep.core.axes import LAYOUT_AXES
     from netsweep_jax.sweep.core.values import parse_values
+    from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, constants
 
     grid = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8)
     text = " ".join(invoke("plan", "--help").output.split())
+    for name in CONSTANTS:  # the fitted constants: the default stack's for the GPU's die (an H100 here)
+        used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
+        assert used == [getattr(constants(DEFAULT_STACK, "h100"), name)], name
+        assert text.count(f"Default: {FITTED_DEFAULT}.") == len(CONSTANTS)
     for name, spec in LAYOUT_AXES.items():
-        if not spec.default:
+        if not spec.default or name in CONSTANTS:
             continue
         used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
         assert used == parse_values(spec.default, spec).tolist(), name
@@ -512,7 +517,8 @@ def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtype
     gpus = [1, 10_000_000]
     layout = ["--gpus", ",".join(map(str, gpus)), "--global-batch", "1000000000", "--micro-batch", "100"]
     out = tmp_path / "big.h5"
-    r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", "--out", out)
+    constants = ["--efficiency", "0.6", "--util", "1", "--memory-efficiency", "1"]  # the rows' below
+    r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", *constants, "--out", out)
     assert r.exit_code == 0, r.output
     with xr.open_dataset(out, engine="h5netcdf") as ds:
         f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
@@ -598,8 +604,9 @@ def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_n
     from netsweep_jax.sweep.model.llms import LLMS
 
     g = layouts.make_layout_grid(
-        "llama3-70b", gpus=64, global_batch=64, tp=8, gpus_per_node="2,8", nvlink_domain=8, dtype="float64"
-    )
+        "llama3-70b", gpus=64, global_batch=64, tp=8, gpus_per_node="2,8", nvlink_domain=8, dtype="float64",
+        efficiency=0.6, utilization=1, memory_efficiency=1,
+    )  # fmt: skip
     grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
     assert grid[0] != grid[1]
     rows = [
@@ -685,8 +692,9 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
 
     qwen = resolve_llm("qwen3-30b-a3b")
     g = layouts.make_layout_grid(
-        "qwen3-30b-a3b", gpus=16, global_batch=64, tp=2, ep=4, expert_tp="1,2", zero=1, dtype="float64"
-    )
+        "qwen3-30b-a3b", gpus=16, global_batch=64, tp=2, ep=4, expert_tp="1,2", zero=1, dtype="float64",
+        efficiency=0.6, utilization=1, memory_efficiency=1,
+    )  # fmt: skip
     grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
     rows = [
         LayoutRow(qwen, "h100", "bf16", 16, tp=2, ep=4, expert_tp=n, global_batch=64, zero=1) for n in (1, 2)

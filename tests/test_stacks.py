@@ -19,7 +19,14 @@ from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
 from netsweep_jax.sweep.large_models import evaluate_layouts
 from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.llms import LLMS, parse_arch
-from netsweep_jax.sweep.model.stacks import CONSTANTS_FILE, STACKS, stack_of, stack_preset
+from netsweep_jax.sweep.model.stacks import (
+    CONSTANTS_FILE,
+    DEFAULT_STACK,
+    STACKS,
+    constants,
+    stack_of,
+    stack_preset,
+)
 
 ONE_ROW = 64  # configurations per block where each grid holds one layout
 
@@ -50,8 +57,8 @@ def test_a_rows_stack_and_year_pick_one_preset():
         "sc21-t1": {"megatron-2021"},
         "sc21-t2": {"megatron-2021"},
         "k23": {"megatron-2021"},
-        "megatron-h100": {"megatron-core"},
-        "megatron-gb200": {"megatron-core"},
+        "megatron-lm": {"megatron-core"},
+        "megatron-bridge": {"megatron-core"},
         "torchtitan": {"fsdp"},
         "llm-foundry": {"fsdp"},
     }
@@ -178,11 +185,37 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
         and "recompute" not in given.assumed[0]
         and "overlap" not in given.assumed[0]
     )
-    assert "matrix efficiency" not in given.assumed[0] and "memory efficiency 0.40" in given.assumed[0]
-    # Without a stack, nothing of it: the documented defaults, said as before.
+    assert "matrix efficiency" not in given.assumed[0] and "memory efficiency 0.41" in given.assumed[0]
+    # Without a stack: the default stack's fitted constants (what validate --llm predicts with), said with their
+    # source, and nothing else of it: the documented defaults.
     plain = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
-    assert not any("stack" in p for p in plain.assumed) and "matrix efficiency 0.6" in plain.assumed
+    core = constants(DEFAULT_STACK, "h100")
+    said = (
+        f"matrix efficiency {round(core.efficiency, 4)}, memory efficiency {round(core.memory_efficiency, 4)}, "
+        f"utilization {core.utilization:g}: the default stack megatron-core's fitted constants (h100: {core.source}; "
+        "--stack names another)"
+    )
+    assert (
+        plain.assumed[0].startswith("h100: DGX H100") and plain.assumed[1] == said
+    )  # after the GPU's system
+    assert [plain.values[k][0] for k in ("efficiency", "utilization")] == [core.efficiency, core.utilization]
+    assert plain.memory_efficiency == core.memory_efficiency and plain.values["zero"].size == 1
+    assert not any("stack megatron" in p or "matrix efficiency" in p for p in plain.assumed[2:])
     assert plain.names["recompute"] == ("none",) and plain.overlap == "grad_reduce+param_gather"
+    # An option given wins; with every constant given, the default stack is not named.
+    given = make_layout_grid(
+        "llama3-8b", gpus=8, global_batch=8, efficiency=0.5, memory_efficiency=1, utilization=1
+    )
+    assert list(given.values["efficiency"]) == [0.5] and not any("default stack" in p for p in given.assumed)
+    r = invoke("grid", "--model", "llama3-8b", "--gpu", "a100,h100", "--gpus", "8", "--global-batch", "8")
+    assert (
+        r.exit_code == 2
+        and r.output.startswith(
+            "error: --efficiency not given, and the default stack megatron-core's differs by GPU die (0.7556"
+        )
+        and r.output.rstrip().endswith("where a sweep holds one for every GPU; sweep one die, or give it")
+    )
+    assert make_layout_grid("llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, efficiency=0.6).size == 2
 
 
 def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
@@ -201,7 +234,7 @@ def test_a_stacks_constants_follow_the_die_and_one_sweep_takes_one_value():
     assert same_die.attention_efficiency == 0.33 and same_die.values["zero"][0] == 3
     with pytest.raises(InputError) as err:
         make_layout_grid("llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, stack="megatron-core")
-    assert str(err.value).startswith("stack megatron-core: its efficiency differs by GPU die (0.758")
+    assert str(err.value).startswith("stack megatron-core: its efficiency differs by GPU die (0.7556")
     assert str(err.value).endswith("sweep one die, or give --efficiency")
     given = make_layout_grid(
         "llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, stack="megatron-core", efficiency="0.5,0.6"
@@ -287,7 +320,9 @@ def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
     runs = read_runs(DATASET)
     v = llm_validation.run_validation(DATASET)
     shipped = json.loads(CONSTANTS_FILE.read_text())
-    efficiency = {d: e["efficiency"] for d, e in shipped["stacks"]["megatron-core"].items()}
+    efficiency = {
+        f"{s}/{d}": e["efficiency"] for s, dies in shipped["stacks"].items() for d, e in dies.items()
+    }
     with_file = predict(runs, efficiency, shipped["utilization"], shipped["memory_efficiency"])
     time, tflops, free = np.empty(len(runs)), np.empty(len(runs)), np.empty(len(runs))
     for i, run in enumerate(runs):
@@ -370,7 +405,12 @@ def test_the_constants_file_covers_every_stack_and_die_and_its_writer_keeps_a_fi
     assert llm_constants.main(["--out", str(out)]) == 0 and capsys.readouterr().out == f"wrote {out}\n"
     written = json.loads(out.read_text())
     assert written["stacks"] == json.loads(json.dumps(written["stacks"])) and written["loss"] > 0
-    assert written["training_groups"] == ["llm-foundry", "sc21-t1"] and len(written["training_rows"]) == 17
+    assert written["training_groups"] == ["llm-foundry", "megatron-bridge", "sc21-t1"]
+    assert len(written["training_rows"]) == 23  # the dense runs of the three sources
+    core = written["stacks"]["megatron-core"]
+    assert core["h100"]["from"] == "fitted on megatron-bridge (4 megatron-core rows on h100)"
+    assert core["a100"]["from"].startswith("the a100's pooled fit: llm-foundry, sc21-t1 (11 a100 rows")
+    assert core["b200"] == {"efficiency": 0.6, "from": "default: no training row on b200"}
     out.write_text("mine")
     assert llm_constants.main(["--out", str(out)]) == 2 and out.read_text() == "mine"
     assert capsys.readouterr().err == f"error: --out {out}: file exists; pass --force to overwrite it\n"
@@ -386,12 +426,13 @@ def test_the_report_gives_the_held_out_errors_by_stack_and_die():
     ]
     rows = {(cells[0][2:], cells[1]): cells for cells in table[1:]}
     assert set(rows) == {(r.preset, die(r.gpu)) for r in v.runs}
-    dense = [int(cells[3].split(",")[0]) for cells in rows.values()]
-    assert sum(dense) == sum(not t and not r.moe for r, t in zip(v.runs, v.train)) == 43
+    dense = [int(cells[3].split(",")[0]) for cells in rows.values() if cells[3] != "-"]
+    assert sum(dense) == sum(not t and not r.moe for r, t in zip(v.runs, v.train)) == 37
     held = [
         not t and not r.moe and r.preset == "megatron-core" and die(r.gpu) == "h100"
         for r, t in zip(v.runs, v.train)
     ]
     n, med, mx = v.summary("trained", held)
     assert rows[("megatron-core", "h100")][3] == f"{n}, {llm_report.pct(med)} / {llm_report.pct(mx)}"
-    assert rows[("megatron-core", "gb200")][2] == "0.600 (default)"  # no training row on a GB200
+    assert rows[("megatron-core", "gb200")][2] == f"{v.fits['trained'].efficiency['megatron-core/gb200']:.3f}"
+    assert rows[("megatron-core", "gb200")][3] == "-"  # its dense rows are Megatron-Bridge's: training

@@ -8,11 +8,11 @@ without ``--force``), which ``--stack`` reads (:func:`sweep.model.stacks.constan
 
 The file holds its provenance: the runs file and its SHA-256, the training groups and row ids, the date, the fit's
 loss (mean squared log(predicted / measured) over the training rows), and for each stack and die where its
-matrix efficiency comes from. The fit has one efficiency per die, one memory efficiency and the NIC
-utilization held at NCCL's measured 0.92: a stack with no training row on a die takes the die's, fitted on
-another stack's rows (said so), and a die with no training row the documented default. So ``sweep plan --stack
-S`` on a run's own layout predicts what ``validate --llm`` predicts for it (``tests/test_stacks.py`` checks every
-shipped row).
+matrix efficiency comes from. The fit has one efficiency per stack preset and die, one memory efficiency and
+the NIC utilization held at NCCL's measured 0.92: a stack with no training row on a die takes the die's pooled
+efficiency, fitted on every training row on it (said so), and a die with no training row the documented default.
+So ``sweep plan --stack S`` on a run's own layout predicts what ``validate --llm`` predicts for it
+(``tests/test_stacks.py`` checks every shipped row).
 """
 
 import argparse
@@ -27,11 +27,12 @@ import numpy as np
 
 from netsweep_jax.sweep.analysis import llm_validation
 from netsweep_jax.sweep.analysis.llm_fit import DIES, Validation
+from netsweep_jax.sweep.analysis.llm_predict import efficiency_of
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import cli_message
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET
-from netsweep_jax.sweep.model.compute import EFFICIENCY, die
+from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.stacks import CONSTANTS_FILE, STACKS
 
 COMMAND = "python -m netsweep_jax.sweep.analysis.llm_constants"
@@ -50,23 +51,25 @@ def document(v: Validation, date: str) -> dict[str, Any]:
         stacks[name] = {}
         for d in DIES:
             rows = [r for r in train if die(r.gpu) == d]
-            if f"efficiency {d}" not in fit.fitted or not rows:
-                stacks[name][d] = {"efficiency": EFFICIENCY, "from": f"default: no training row on {d}"}
-                continue
-            groups = sorted({r.group for r in rows})
             own = [r for r in rows if r.preset == name]
-            said = f"fitted on {', '.join(groups)} ({len(rows)} {d} rows"
-            said += ")" if len(own) == len(rows) else (
-                f" of {', '.join(sorted({r.preset for r in rows}))}; none of {name} on {d})" if not own else
-                f", {len(own)} of {name})"
-            )  # fmt: skip
-            stacks[name][d] = {"efficiency": fit.efficiency[d], "from": said}
+            if f"efficiency {name}/{d}" in fit.fitted:
+                said = (
+                    f"fitted on {', '.join(sorted({r.group for r in own}))} ({len(own)} {name} rows on {d})"
+                )
+            elif f"efficiency {d}" in fit.fitted:
+                said = (
+                    f"the {d}'s pooled fit: {', '.join(sorted({r.group for r in rows}))} ({len(rows)} {d} rows "
+                    f"of {', '.join(sorted({r.preset for r in rows}))}; none of {name} on {d})"
+                )
+            else:
+                said = f"default: no training row on {d}"
+            stacks[name][d] = {"efficiency": efficiency_of(fit.efficiency, name, d), "from": said}
     return {
         "written_by": COMMAND,
         "date": date,
         "runs_file": "/".join(DATASET.parts[-3:]),
         "runs_sha256": hashlib.sha256(DATASET.read_bytes()).hexdigest(),
-        "fit": "validate --llm's trained constants (sweep/analysis/llm_validation.py's protocol)",
+        "fit": "validate --llm's trained constants, per stack preset and GPU die (sweep/analysis/llm_validation.py's protocol)",
         "training_groups": sorted({r.group for r in train}),
         "training_rows": [r.id for r in train],
         "loss": loss,

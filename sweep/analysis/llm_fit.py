@@ -1,8 +1,11 @@
 """The layout model's few global constants fitted to large-model runs, and the runs predicted with them.
 
 The constants: the matrix efficiency of each GPU die (a preset's ``die`` maps the H200 and other parts of
-one chip to it), one NIC utilization and one memory efficiency (the achieved fraction of HBM bandwidth in
-memory-bound work). :func:`fit` minimizes the mean squared log(predicted / measured)
+one chip to it), or of each stack preset on each die (``by_stack``: ``validate --llm``'s), one NIC utilization
+and one memory efficiency (the achieved fraction of HBM bandwidth in memory-bound work). A fit by stack also
+fits each die's pooled efficiency (every training run on the die, whatever its stack, the memory efficiency
+held at the per-stack fit's), which a stack with no training run on that die takes
+(:func:`sweep.analysis.llm_predict.efficiency_of`). :func:`fit` minimizes the mean squared log(predicted / measured)
 over the training runs (dense models only) with the project's fitter (:func:`kernels.fit.fit_model`, jitted
 as :func:`sweep.engine.compiled.fit_layout_runs`), as ``calibrate`` fits the data-parallel model: each
 constant bounded by a sigmoid, the best of several starting points under the model, then Adam steps through
@@ -36,6 +39,7 @@ from netsweep_jax.sweep.engine.layout_rows import row_columns
 from netsweep_jax.sweep.engine.layouts import evaluate_rows
 from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
+from netsweep_jax.sweep.model.stacks import STACKS
 
 # The starting points' coarse grid (efficiency in steps of 0.02, utilization in 40 log steps from 0.02 to 1,
 # memory efficiency in 40 from 0.05 to 1), whose ranges are the constants' bounds; then STEPS Adam steps of
@@ -53,10 +57,12 @@ UTILIZATION_DEFAULT = 1.0
 # (NVIDIA/nccl-tests#119, 2022-11-17). The lower end of the maintainers' range.
 NIC_UTILIZATION = 0.92
 MODELS = ("defaults", "trained", "in-sample")
-# The fitted vector: the utilization, the memory efficiency, then every GPU die's efficiency (a die no training
-# run uses held at its default), and the rows padded to a multiple of ROW_QUANTUM: every fit of up to
-# ROW_QUANTUM runs (and every fit of a size) shares one compile.
+# The fitted vector: the utilization, the memory efficiency, then the efficiency of every class of CLASSES (each
+# GPU die, then each stack preset on each die, "stack/die"; a class no training run is in held at its default),
+# and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every fit of a
+# size), per die or per stack, shares one compile.
 DIES = tuple(sorted({g.die or name for name, g in GPUS.items()}))
+CLASSES = DIES + tuple(f"{s}/{d}" for s in STACKS for d in DIES)
 ROW_QUANTUM = 64
 
 
@@ -72,11 +78,13 @@ class Fit:
     rows: tuple[str, ...]  # the ids it was fitted on
     held: str = "default"  # what an unfitted utilization is: its default, or a measured value held
     memory_efficiency: float = MEMORY_DEFAULT
+    by_stack: bool = False  # efficiency per stack preset and die ("stack/die" keys), the dies' keys pooled
 
     def describe(self) -> str:
+        pooled = " (pooled)" if self.by_stack else ""
         eff = ", ".join(
-            f"{g} {e:.4g}{'' if f'efficiency {g}' in self.fitted else ' (default)'}"
-            for g, e in sorted(self.efficiency.items())
+            f"{g} {e:.4g}{(pooled if '/' not in g else '') if f'efficiency {g}' in self.fitted else ' (default)'}"
+            for g, e in sorted(self.efficiency.items(), key=lambda item: ("/" not in item[0], item[0]))
         )
         util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else f' ({self.held})'}"
         memory = f"{self.memory_efficiency:.3g}{'' if 'memory efficiency' in self.fitted else ' (default)'}"
@@ -115,17 +123,23 @@ def _loss(
     return np.where(np.isfinite(err), err, fitter.UNDEFINED)
 
 
+def class_of(run: Run, by_stack: bool = False) -> str:
+    """The efficiency class a run is fitted in: its GPU die, or (``by_stack``) its stack preset on it,
+    ``stack/die``."""
+    return f"{run.preset}/{die(run.gpu)}" if by_stack else die(run.gpu)
+
+
 def fit_inputs(
-    runs: Sequence[Run], quantum: int = ROW_QUANTUM
+    runs: Sequence[Run], quantum: int = ROW_QUANTUM, by_stack: bool = False
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """The runs as :func:`~sweep.engine.compiled.fit_layout_runs` takes them: (cell, layout, die [R] (an index
-    into :data:`DIES`), metric [R], count [R]), padded to a multiple of ``quantum`` rows by repeating the first
-    (the fit gives them weight 0)."""
+    """The runs as :func:`~sweep.engine.compiled.fit_layout_runs` takes them: (cell, layout, class [R] (an index
+    into :data:`CLASSES`: :func:`class_of`), metric [R], count [R]), padded to a multiple of ``quantum`` rows by
+    repeating the first (the fit gives them weight 0)."""
     total = len(runs) + (-len(runs) % quantum)
     pad = np.where(np.arange(total) < len(runs), np.arange(total), 0)  # the run each padded row repeats
     cell, layout = row_columns([settings(r)[0] for r in runs])
     code, count = metric_terms(runs)
-    die_index = np.array([DIES.index(die(r.gpu)) for r in runs], np.int32)
+    die_index = np.array([CLASSES.index(class_of(r, by_stack)) for r in runs], np.int32)
     return (
         {k: v[pad] for k, v in cell.items()},
         {k: v[pad] for k, v in layout.items()},
@@ -136,13 +150,18 @@ def fit_inputs(
 
 
 def fit_constants(
-    runs: Sequence[Run], starts: np.ndarray, lows: np.ndarray, highs: np.ndarray, steps: int = STEPS
+    runs: Sequence[Run],
+    starts: np.ndarray,
+    lows: np.ndarray,
+    highs: np.ndarray,
+    steps: int = STEPS,
+    by_stack: bool = False,
 ) -> tuple[np.ndarray, float]:
     """The fitter on ``runs`` (each with a measured value): the constants [P] (the utilization, the memory
-    efficiency, then each die of :data:`DIES`' efficiency) of the lowest mean squared log(predicted / measured),
-    and that loss. ``starts`` [S, P]: starting values; ``lows``, ``highs`` [P]: each constant's bounds (equal:
-    held there)."""
-    inputs = fit_inputs(runs)
+    efficiency, then each class of :data:`CLASSES`' efficiency) of the lowest mean squared log(predicted /
+    measured), and that loss. ``starts`` [S, P]: starting values; ``lows``, ``highs`` [P]: each constant's bounds
+    (equal: held there); ``by_stack``: each run in its stack's class on its die, else its die's."""
+    inputs = fit_inputs(runs, by_stack=by_stack)
     weights = (np.arange(len(inputs[2])) < len(runs)).astype(np.float64)
     target = np.ones(len(weights))
     target[: len(runs)] = [r.value for r in runs]
@@ -160,10 +179,12 @@ def fit_constants(
         return np.asarray(fitter.bounded(best, lows, highs), np.float64), float(loss)
 
 
-def _coarse_grid(runs: Sequence[Run], utilization: np.ndarray, memory: np.ndarray) -> dict[str, np.ndarray]:
-    """Each training die's summed squared log error [K, E] at every (shared constant, efficiency) of the coarse
-    grid: the K (``utilization``, ``memory``) pairs [K] by :data:`EFFICIENCIES`; a die's runs depend on its own
-    efficiency only."""
+def _coarse_grid(
+    runs: Sequence[Run], utilization: np.ndarray, memory: np.ndarray, by_stack: bool = False
+) -> dict[str, np.ndarray]:
+    """Each training class's (:func:`class_of`) summed squared log error [K, E] at every (shared constant,
+    efficiency) of the coarse grid: the K (``utilization``, ``memory``) pairs [K] by :data:`EFFICIENCIES`; a
+    class's runs depend on its own efficiency only."""
     pairs = np.arange(len(utilization))
     k_grid, e_grid = (a.ravel() for a in np.meshgrid(pairs, EFFICIENCIES, indexing="ij"))
     shape = (len(runs), e_grid.size)
@@ -173,10 +194,10 @@ def _coarse_grid(runs: Sequence[Run], utilization: np.ndarray, memory: np.ndarra
         np.broadcast_to(utilization[k_grid], shape),
         np.broadcast_to(memory[k_grid], shape),
     )
-    dies = np.array([die(r.gpu) for r in runs])
+    classes = np.array([class_of(r, by_stack) for r in runs])
     return {
-        g: err[dies == g].sum(axis=0).reshape(len(pairs), len(EFFICIENCIES))
-        for g in sorted({die(r.gpu) for r in runs})
+        g: err[classes == g].sum(axis=0).reshape(len(pairs), len(EFFICIENCIES))
+        for g in sorted(set(classes.tolist()))
     }
 
 
@@ -187,64 +208,70 @@ def fit(
     steps: int = STEPS,
     utilization: float | None = None,
     memory_efficiency: float | None = MEMORY_DEFAULT,
+    by_stack: bool = False,
 ) -> Fit:
-    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU, and the
-    utilization and the memory efficiency unless held (a value: held there; None: fitted)."""
+    """Least squares on log(predicted / measured) over the training rows: efficiency per GPU die (``by_stack``:
+    per stack preset on each die, and each die's pooled efficiency, which a stack with no training row on the
+    die takes), and the utilization and the memory efficiency unless held (a value: held there; None:
+    fitted)."""
     idx = [i for i, (r, t) in enumerate(zip(runs, train)) if t and r.value is not None and not r.moe]
     gpus = sorted({die(r.gpu) for r in runs})
     efficiency = {g: EFFICIENCY for g in gpus}
+    if by_stack:
+        efficiency.update({class_of(r, True): EFFICIENCY for r in runs})
     held = "default" if utilization is None else "measured, held"
     kept_u = UTILIZATION_DEFAULT if utilization is None else utilization
     kept_m = MEMORY_DEFAULT if memory_efficiency is None else memory_efficiency
     if not idx:
-        return Fit(name, efficiency, kept_u, (), (), held, kept_m)
+        return Fit(name, efficiency, kept_u, (), (), held, kept_m, by_stack)
     sub = [runs[i] for i in idx]
     # The coarse grid sweeps one shared constant, the utilization if it is fitted, else the memory efficiency
-    # if it is (the other held, or starting at its default); each die's best efficiency at each value starts
+    # if it is (the other held, or starting at its default); each class's best efficiency at each value starts
     # the descent.
     n = len(UTILIZATIONS)
     sweep_u, sweep_m = utilization is None, utilization is not None and memory_efficiency is None
     k = n if sweep_u or sweep_m else 1  # nothing to sweep: one point
     grid_u = UTILIZATIONS if sweep_u else np.full(k, kept_u)
     grid_m = MEMORY_EFFICIENCIES if sweep_m else np.full(k, kept_m)
-    per_die = _coarse_grid(sub, grid_u, grid_m)
-    per_k = sum(loss.min(axis=1) for loss in per_die.values())
+    per_class = _coarse_grid(sub, grid_u, grid_m, by_stack)
+    per_k = sum(loss.min(axis=1) for loss in per_class.values())
     # A shared constant is fitted only if not held and some training row's prediction depends on it (checked on
     # the swept one; one fitted beside it is taken to); else it is held (equal bounds), as is the efficiency of
-    # a die no training run uses.
+    # a class no training run is in.
     varies = bool(np.ptp(per_k) > 1e-9 * max(float(per_k.max()), 1e-30))
     fit_u = sweep_u and varies
     fit_m = memory_efficiency is None and (varies or sweep_u)  # swept, or fitted beside the utilization
     lows = np.array(
         [UTILIZATIONS[0] if fit_u else kept_u, MEMORY_EFFICIENCIES[0] if fit_m else kept_m]
-        + [EFFICIENCY] * len(DIES)
+        + [EFFICIENCY] * len(CLASSES)
     )
     highs = np.array(
         [UTILIZATIONS[-1] if fit_u else kept_u, MEMORY_EFFICIENCIES[-1] if fit_m else kept_m]
-        + [EFFICIENCY] * len(DIES)
+        + [EFFICIENCY] * len(CLASSES)
     )
     starts = np.full((n, len(lows)), EFFICIENCY)
     starts[:, 0], starts[:, 1] = grid_u, grid_m
-    for g, loss in per_die.items():
-        d = 2 + DIES.index(g)
+    for g, loss in per_class.items():
+        d = 2 + CLASSES.index(g)
         lows[d], highs[d] = EFFICIENCIES[0], EFFICIENCIES[-1]
         starts[:, d] = EFFICIENCIES[np.argmin(loss, axis=1)]
-    values, _ = fit_constants(sub, starts, lows, highs, steps)
-    efficiency.update({g: float(values[2 + DIES.index(g)]) for g in per_die})
-    fitted = (
-        tuple(f"efficiency {g}" for g in per_die)
-        + (("utilization",) if fit_u else ())
-        + (("memory efficiency",) if fit_m else ())
-    )
-    return Fit(
-        name,
-        efficiency,
-        float(values[0]) if fit_u else kept_u,
-        fitted,
-        tuple(r.id for r in sub),
-        held,
-        float(values[1]) if fit_m else kept_m,
-    )
+    values, _ = fit_constants(sub, starts, lows, highs, steps, by_stack)
+    efficiency.update({g: float(values[2 + CLASSES.index(g)]) for g in per_class})
+    fitted = tuple(f"efficiency {g}" for g in per_class)
+    u = float(values[0]) if fit_u else kept_u
+    m = float(values[1]) if fit_m else kept_m
+    if by_stack:
+        # Each die's pooled efficiency, on every training run on it with the shared constants held at this fit's:
+        # what a stack with no training run on the die takes (its key keeps the pooled value).
+        pooled = fit(runs, train, name, steps, utilization=u, memory_efficiency=m)
+        dies = tuple(g for g in gpus if f"efficiency {g}" in pooled.fitted)
+        efficiency.update({g: pooled.efficiency[g] for g in dies})
+        efficiency.update(
+            {g: efficiency[g.split("/")[1]] for g in efficiency if "/" in g and g not in per_class}
+        )
+        fitted += tuple(f"efficiency {g}" for g in dies)
+    fitted += (("utilization",) if fit_u else ()) + (("memory efficiency",) if fit_m else ())
+    return Fit(name, efficiency, u, fitted, tuple(r.id for r in sub), held, m, by_stack)
 
 
 @dataclasses.dataclass

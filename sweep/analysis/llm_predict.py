@@ -10,7 +10,7 @@ over time and GPUs. The protocol is
 :mod:`sweep.analysis.llm_validation`'s.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -67,15 +67,22 @@ def source_flops(run: Run) -> float:
     return 96.0 * B * s * L * h * h * (1 + s / (6 * h) + v / (16 * L * h))
 
 
+def efficiency_of(efficiency: Mapping[str, float], stack: str, gpu_die: str) -> float:
+    """The matrix efficiency a run of stack preset ``stack`` on GPU die ``gpu_die`` takes from ``efficiency``
+    (keys ``stack/die`` or ``die``): its stack's on the die, else the die's, else the documented default."""
+    return efficiency.get(f"{stack}/{gpu_die}", efficiency.get(gpu_die, EFFICIENCY))
+
+
 def predict(
     runs: Sequence[Run],
-    efficiency: dict[str, float],
+    efficiency: Mapping[str, float],
     utilization: float,
     memory_efficiency: float = float(AXES["memory_efficiency"].default),
 ) -> dict[str, np.ndarray]:
-    """Each run's predicted metric (``predicted``) and the model's outputs, with the given constants."""
+    """Each run's predicted metric (``predicted``) and the model's outputs, with the given constants
+    (``efficiency``: :func:`efficiency_of` each run's)."""
     rows = [settings(r)[0] for r in runs]
-    eff = np.array([efficiency.get(die(r.gpu), EFFICIENCY) for r in runs])
+    eff = np.array([efficiency_of(efficiency, r.preset, die(r.gpu)) for r in runs])
     out = evaluate_rows(
         rows, eff, np.full(len(runs), utilization), memory_efficiency=np.full(len(runs), memory_efficiency)
     )

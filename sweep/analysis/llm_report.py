@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
-from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, source_flops
+from netsweep_jax.sweep.analysis.llm_predict import efficiency_of, megatron_causal_flops, source_flops
 from netsweep_jax.sweep.analysis.llm_sources import (
     LOWEST_MEDIAN,
     Pair,
@@ -30,8 +30,8 @@ GROUP_NAMES = {
     "sc21-t1": "Narayanan et al. SC'21, Table 1 (weak scaling, A100)",
     "sc21-t2": "Narayanan et al. SC'21, Table 2 (ZeRO-3 against TP x PP x DP, A100)",
     "k23": "Korthikanti et al. MLSys'23, Table 5 and text (A100)",
-    "megatron-h100": "NVIDIA Megatron-LM / Megatron-Bridge recipes, H100",
-    "megatron-gb200": "NVIDIA Megatron-LM / Megatron-Bridge recipes, GB200",
+    "megatron-bridge": "NVIDIA Megatron-Bridge performance tables (H100, GB200)",
+    "megatron-lm": "NVIDIA Megatron-LM pages (Llama 3 on H100, DeepSeek-V3 on GB200)",
     "torchtitan": "PyTorch torchtitan benchmarks (FSDP2 with TP/PP/CP; A100, H100, H200)",
     "llm-foundry": "MosaicML llm-foundry MPT benchmarks (FSDP; H100, A100)",
 }
@@ -40,6 +40,12 @@ TARGET_MEDIAN, TARGET_MAX = 0.06, 0.20  # issue #25's targets for held-out dense
 
 def pct(x: float) -> str:
     return "n/a" if not np.isfinite(x) else f"{x:.1%}"
+
+
+def signed(x: float) -> str:
+    """A signed error to 0.1%; one that rounds to zero is +0.0% (a class of one training run fits it exactly, and
+    the sign of what is left is the last bits of float arithmetic)."""
+    return f"{round(float(x), 3) + 0.0:+.1%}"
 
 
 def findings(v: Validation, model: str = "trained") -> list[str]:
@@ -210,7 +216,8 @@ def _between_sources(v: Validation, model: str) -> list[str]:
             f"- **One model on one GPU die in two stacks**: the same model, sequence, GPU die and precision "
             f"under Megatron and under PyTorch FSDP, whatever their layouts (which the model prices), measured "
             f"over predicted as above (below 0: the second ran slower): {listed(stacks)}; from {min(rel):+.1%} "
-            f"to {max(rel):+.1%}. The model has one efficiency per GPU die." + least_error(stacks)
+            f"to {max(rel):+.1%}. Until 2026-12-03 the model had one efficiency per GPU die, whatever the stack; "
+            f"it now has one per stack and die." + least_error(stacks)
         )
     if LOWEST_MEDIAN in v.fits:
         floor = v.fits[LOWEST_MEDIAN]
@@ -263,14 +270,23 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
             else f"(`{Path(v.path).name}`)"
         )
         + f"; the metric each source reports, in its own units (its FLOP counting). Constants fitted on "
-        f"{', '.join(f'`{g}`' for g in train_groups)} ({sum(v.train)} runs: chosen by source, not by row), "
-        "every other run held out. "
-        "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
+        f"{', '.join(f'`{g}`' for g in train_groups)} ({sum(v.train)} dense runs: chosen by source, not by "
+        f"row{', one source per stack preset' if v.fits['trained'].by_stack else ''}), every other run held "
+        "out"
+        + (
+            ": the matrix efficiency per stack preset and GPU die (a stack with no training run on a die takes "
+            "the die's pooled efficiency), one memory efficiency. "
+            if v.fits["trained"].by_stack
+            else ". "
+        )
+        + "The protocol and the rules for what a source does not state are `sweep/analysis/llm_validation.py`'s "
         "docstring; they were fixed before any held-out error was seen, but for four changes on 2026-12-02, made "
         "after, for reasons the docstring gives: the NIC utilization held at NCCL's measured "
         f"{NIC_UTILIZATION:g}, a fitted memory efficiency, Megatron-Bridge's own FLOP count for its rows, and "
-        "FlashAttention-2's efficiency for the FSDP stacks on Hopper; and one on 2026-12-03: MoE rows at the "
-        "expert TP their recipes set (1), where the model had taken the TP size.",
+        "FlashAttention-2's efficiency for the FSDP stacks on Hopper; and two on 2026-12-03: MoE rows at the "
+        "expert TP their recipes set (1), where the model had taken the TP size, and the efficiency per stack "
+        "and die, on training sources chosen before its held-out errors were computed (one per die until "
+        "then, fitted on SC'21 Table 1 and llm-foundry).",
         "",
         "![predicted over measured](predicted_over_measured.png)",
         "",
@@ -311,9 +327,12 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
                 [h and r.stack == stack for r, h in zip(v.runs, held_dense)],
             )
     for g in groups:
-        name = GROUP_NAMES.get(g, g) + (" (training)" if g in train_groups else "")
-        row(f"{name}, dense", [r.group == g and not r.moe for r in v.runs])
-        row(f"{name}, MoE", [r.group == g and r.moe for r in v.runs])
+        name = GROUP_NAMES.get(g, g)
+        row(
+            f"{name}{' (training)' if g in train_groups else ''}, dense",
+            [r.group == g and not r.moe for r in v.runs],
+        )
+        row(f"{name}, MoE (held out)", [r.group == g and r.moe for r in v.runs])  # never fitted
     n, med, mx = v.summary("trained", held_dense)
     met = med <= TARGET_MEDIAN and mx <= TARGET_MAX
     over = sum(1 for e, h in zip(np.abs(v.errors("trained")), held_dense) if h and e > TARGET_MAX)
@@ -356,7 +375,7 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         lines.append(
             f"| {r.id} | {v.role(i)} | {r.model}{' (MoE)' if r.moe else ''} | "
             f"{r.gpus} {r.gpu} | {layout} | {measured} {METRICS[r.metric]} | {out['predicted'][i]:.4g}"
-            f"{fits_note} | {'-' if r.value is None else f'{err[i]:+.1%}'} | {v.terms('trained', i)} | "
+            f"{fits_note} | {'-' if r.value is None else signed(err[i])} | {v.terms('trained', i)} | "
             f"{', '.join(assumed) or '-'} |"
         )
     worst = sorted(
@@ -392,10 +411,17 @@ def _why(v: Validation, i: int) -> str:
     r, fit_ = v.runs[i], v.fits["trained"]
     reasons = []
     key = die(r.gpu)
+    own = efficiency_of(fit_.efficiency, r.preset, key)
+    in_sample = efficiency_of(v.fits["in-sample"].efficiency, r.preset, key)
     if f"efficiency {key}" not in fit_.fitted:
         reasons.append(
             f"no training run is on a {key}, so its matrix efficiency is the default "
-            f"{fit_.efficiency[key]:g} (in-sample it fits {v.fits['in-sample'].efficiency[key]:.3g})"
+            f"{own:g} (in-sample it fits {in_sample:.3g})"
+        )
+    elif fit_.by_stack and f"efficiency {r.preset}/{key}" not in fit_.fitted:
+        reasons.append(
+            f"no training run of {r.preset} is on a {key}, so its matrix efficiency is the die's pooled "
+            f"{own:.3g} (in-sample it fits {in_sample:.3g})"
         )
     if settings(r)[0].zero == 3 and not any(settings(t)[0].zero == 3 for t in v.runs if t.id in fit_.rows):
         reasons.append(
@@ -483,8 +509,9 @@ def by_stack_and_die(v: Validation) -> list[str]:
         "## By stack and GPU die",
         "",
         "What `sweep plan --stack S` and `sweep grid --stack S` predict on these runs' layouts (the stack's "
-        "defaults and the trained constants of the die, as `sweep/data/llm_constants.json` ships them): the "
-        "trained model's errors on the held-out rows.",
+        "defaults and its trained constants on the die, as `sweep/data/llm_constants.json` ships them): the "
+        "trained model's errors on the held-out rows, and each efficiency's origin (fitted on the stack's "
+        "training runs on the die, the die's pooled fit, or the default).",
         "",
         "| stack | die | efficiency | held-out dense: n, median / max | held-out MoE: n, median / max |",
         "|---|---|---|---|---|",
@@ -498,8 +525,13 @@ def by_stack_and_die(v: Validation) -> list[str]:
             ]
             n, med, mx = v.summary("trained", mask)
             cells.append(f"{n}, {pct(med)} / {pct(mx)}" if n else "-")
-        trained = "" if f"efficiency {d}" in fit.fitted else " (default)"
-        lines.append(f"| {preset} | {d} | {fit.efficiency[d]:.3f}{trained} | {cells[0]} | {cells[1]} |")
+        own = f"efficiency {preset}/{d}" in fit.fitted or (
+            not fit.by_stack and f"efficiency {d}" in fit.fitted
+        )
+        origin = "" if own else " (pooled)" if f"efficiency {d}" in fit.fitted else " (default)"
+        lines.append(
+            f"| {preset} | {d} | {efficiency_of(fit.efficiency, preset, d):.3f}{origin} | {cells[0]} | {cells[1]} |"
+        )
     return [*lines, ""]
 
 

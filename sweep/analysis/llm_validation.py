@@ -43,10 +43,21 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    tokens) is global tokens per second over the GPUs, as both log it.
    Network: the GPU preset's system (DGX A100 = Selene's 8 x 200 Gbit/s; DGX H100 8 x 400;
    GB200 NVL72), the ``nccl`` collective, no latency or overhead term.
-3. **Fit few global constants**: the matrix efficiency of each GPU die (``a100``, ``h100``,
-   ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it) and one memory
-   efficiency (the achieved fraction of HBM bandwidth in memory-bound work, on the bytes the model
-   counts), by least squares on log(predicted / measured) over the training rows (dense models only).
+3. **Fit few global constants**: the matrix efficiency of each stack preset on each GPU die (``a100``,
+   ``h100``, ``gb200``, ...;  a preset's ``die`` maps the H200 and other parts of one chip to it; one per
+   die, whatever the stack, until 2026-12-03) and one memory efficiency shared by all (the achieved fraction
+   of HBM bandwidth in memory-bound work, on the bytes the model counts), by least squares on
+   log(predicted / measured) over the training rows (dense models only). A stack with no training row on a
+   die takes the die's pooled efficiency (one efficiency fitted on every training row on that die, whatever
+   its stack, the memory efficiency held at the per-stack fit's); a die with no training row at all the
+   documented default 0.6. The training rows, chosen by source on 2026-12-03 before any held-out error of
+   the per-stack fit was computed, one source per stack preset: SC'21 Table 1 (``sc21-t1``) for
+   ``megatron-2021`` on the A100; llm-foundry's MPT tables (``llm-foundry``) for ``fsdp`` on the H100 and,
+   with its one A100 row, the A100; Megatron-Bridge's performance tables (``megatron-bridge``: Llama 3 8B,
+   70B and 405B on H100 and GB200) for ``megatron-core``, the source the preset's fill rules are read from
+   and the only one of that stack with rows on both of its dies. Held out: SC'21 Table 2, Korthikanti et
+   al., Megatron-LM's own pages (``megatron-lm``: its Llama 3 README and DeepSeek-V3 on GB200), torchtitan,
+   and every MoE row.
    The memory efficiency joined the fitted constants on 2026-12-02, after held-out errors had been seen;
    the training rows alone call for it (their mean squared log error falls from 0.0096 to 0.0051 with
    it), and it stands for what the byte count leaves out: memory-bound kernels read as well as write,
@@ -61,12 +72,11 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    training rows lacked and slowed every network term of the held-out runs by 4x. The fit uses
    ``calibrate``'s fitter
    (:mod:`kernels.fit`: the best of a coarse grid's starting points, then Adam steps through the
-   layout kernel, the lowest loss kept). A die no training row runs on keeps the documented default
-   efficiency 0.6, and the report says so. The trained constants are shipped per stack preset and die
+   layout kernel, the lowest loss kept). The report says which efficiency is fitted, pooled or the
+   default. The trained constants are shipped per stack preset and die
    (``sweep/data/llm_constants.json``, :mod:`sweep.analysis.llm_constants`), for ``--stack``. Three columns:
-   the defaults (nothing fitted), fitted on the training set (default: SC'21 Table 1 for the
-   A100 and llm-foundry's MPT runs for the H100, by source, not by row), fitted on every dense row
-   (in-sample).
+   the defaults (nothing fitted), fitted on the training set (:data:`DEFAULT_TRAIN`, by source, not by
+   row), fitted on every dense row (in-sample, per stack and die the same way).
 4. **Report** the absolute percentage error of every row, per source group; dense held-out rows
    (median, maximum) apart from the MoE rows (the recipes force balanced routing: best cases). Beside the
    errors, how far the sources agree with each other through the model (:mod:`sweep.analysis.llm_sources`,
@@ -110,10 +120,12 @@ __all__ = [
     "summary_lines",
 ]
 
-# One source per GPU generation that has one with a plain stack, chosen by source before any held-out error of
-# the FSDP rows was seen: SC'21 Table 1 (A100, Megatron-LM) and llm-foundry's MPT tables (H100, pure FSDP in
-# bf16, 1B to 70B on 128 to 512 GPUs). GB200 has only NVIDIA's recipes, all held out.
-DEFAULT_TRAIN = "sc21-t1,llm-foundry"
+# One source per stack preset, chosen by source on 2026-12-03 before any held-out error of the per-stack fit was
+# computed: SC'21 Table 1 (megatron-2021: Megatron-LM on the A100), llm-foundry's MPT tables (fsdp: pure FSDP in
+# bf16, 1B to 70B on 128 to 512 H100s, and one A100 run) and Megatron-Bridge's performance tables (megatron-core:
+# Llama 3 on H100 and GB200; the source its fill rules are read from). Until then: SC'21 Table 1 and llm-foundry,
+# one efficiency per die.
+DEFAULT_TRAIN = "sc21-t1,llm-foundry,megatron-bridge"
 
 
 def run_validation(
@@ -143,7 +155,7 @@ def run_validation(
                 f"(mixture-of-experts runs are reported, never fitted)",
                 param="train",
             )
-    in_train = [r.group in chosen for r in runs]
+    in_train = [r.group in chosen and not r.moe for r in runs]  # MoE runs are never fitted: all held out
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
@@ -157,10 +169,17 @@ def run_validation(
         )
     }
     say(f"fitting on {sum(in_train)} runs of {train} ...")
-    fits["trained"] = fit(runs, in_train, "trained", utilization=NIC_UTILIZATION, memory_efficiency=None)
+    fits["trained"] = fit(
+        runs, in_train, "trained", utilization=NIC_UTILIZATION, memory_efficiency=None, by_stack=True
+    )
     say(f"fitting on every dense run ({sum(not r.moe and r.value is not None for r in runs)}) ...")
     fits["in-sample"] = fit(
-        runs, [True] * len(runs), "in-sample", utilization=NIC_UTILIZATION, memory_efficiency=None
+        runs,
+        [True] * len(runs),
+        "in-sample",
+        utilization=NIC_UTILIZATION,
+        memory_efficiency=None,
+        by_stack=True,
     )
     held_dense = [not t and not r.moe for r, t in zip(runs, in_train)]
     say("searching the per-GPU constants of the lowest held-out median ...")

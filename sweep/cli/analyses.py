@@ -88,7 +88,7 @@ def validate(
         str | None,
         typer.Option(
             "--train",
-            help="With --llm: the groups of runs to fit on, comma-separated values of the file's group column (default sc21-t1,llm-foundry: SC'21 Table 1 on A100s, llm-foundry's MPT runs on H100s).",
+            help="With --llm: the groups of runs to fit on, comma-separated values of the file's group column (default sc21-t1,llm-foundry,megatron-bridge: one source per stack preset, SC'21 Table 1, llm-foundry's MPT runs and Megatron-Bridge's tables).",
         ),
     ] = None,
     nccl: Annotated[

@@ -26,7 +26,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
-from netsweep_jax.sweep.model.stacks import STACKS_HELP
+from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, STACKS_HELP
 
 MODEL = [
     param(
@@ -208,9 +208,13 @@ def _layout_params() -> list[inspect.Parameter]:
                 *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
                 rich_help_panel=panel,
                 metavar="VALUES",
-                help=f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
-                f"{' (sweep plan: searched)' if name in PLAN_SEARCHED else ''}{'.' if spec.default else ''} "
-                "Value syntax as --bw.",
+                help=(
+                    f"{spec.help} Default: {FITTED_DEFAULT}. "
+                    if name in CONSTANTS
+                    else f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
+                    f"{' (sweep plan: searched)' if name in PLAN_SEARCHED else ''}{'.' if spec.default else ''} "
+                )
+                + "Value syntax as --bw.",
             )
         )
     out += [
@@ -292,7 +296,8 @@ def _layout_params() -> list[inspect.Parameter]:
             "you do not give as that stack does (recomputation, ZeRO, sequence parallelism, gradients, "
             "attention, overlap switches; sweep plan then searches the rest of the layout) and the "
             "constants validate --llm fits for it on the GPU's die (efficiency, memory efficiency, "
-            "utilization: sweep/data/llm_constants.json) (default: none of these).",
+            f"utilization: sweep/data/llm_constants.json) (default: {DEFAULT_STACK}'s constants, none of its "
+            "other settings).",
         ),
         param(
             "fabric",
@@ -501,6 +506,8 @@ def _plan_default(name: str) -> str:
         return "none (give --gpus, or --nodes for nodes x GPUs per node)"
     if name in ("gpus_per_node", "nics_per_node", "bandwidth"):
         return "the GPU's usual system"
+    if name in CONSTANTS:
+        return FITTED_DEFAULT
     return NUMERIC_AXES[name].default
 
 

@@ -33,12 +33,10 @@ from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES, 
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, FabricPreset
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
-from netsweep_jax.sweep.model.stacks import Stack, constants, stack_preset
+from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads: refused on dense models.
 MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8")
-# The software-speed constants a stack sets per GPU die (sweep.model.stacks.constants).
-CONSTANTS = ("efficiency", "memory_efficiency", "utilization")
 
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
@@ -112,7 +110,9 @@ def make_layout_grid(
 
     ``attention``, ``recompute``: None is the default (flash, none), or ``stack``'s.
     ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
-    die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`).
+    die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`); None: the
+    default stack's constants (:data:`~sweep.model.stacks.DEFAULT_STACK`), and nothing else of it
+    (:func:`_default_constants`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
@@ -222,7 +222,9 @@ def make_layout_grid(
     stacked: dict[str, float] = {}
     if preset is not None:
         stacked, phrase, overlap = _stack_settings(preset, names, models, given, overlap, by_stack)
-        given.update({name: show(value) for name, value in stacked.items()})
+    else:
+        stacked, phrase = _default_constants(names, given)
+    given.update({name: show(value) for name, value in stacked.items()})
     values = {}
     for name, value in given.items():
         # An axis without a default ('' in the schema: the GPU count, the batch) is derived or required.
@@ -284,7 +286,8 @@ def make_layout_grid(
             "use --collectives flat",
             param="collectives",
         )
-    assumed = _assumed(given, names, models, search, overlap_given=overlap is not None)
+    constants_said = "" if preset is not None else phrase  # in the line where the constants' defaults were
+    assumed = _assumed(given, names, models, search, overlap is not None, constants_said)
     if preset is not None:
         assumed = (phrase, *assumed)
     if mode == "nccl":
@@ -401,7 +404,7 @@ def _schedules(text: str) -> list[str]:
 
 
 def _assumed(
-    given: dict, names: dict, models: list[LLM], search: dict, overlap_given: bool = True
+    given: dict, names: dict, models: list[LLM], search: dict, overlap_given: bool = True, constants: str = ""
 ) -> tuple[str, ...]:
     out = []
     for g in names["gpu"]:
@@ -419,6 +422,8 @@ def _assumed(
         ]
         if parts:
             out.append(f"{g}: {spec.system} ({', '.join(parts)})")
+    if constants:  # the default stack's fitted constants (_default_constants)
+        out.append(constants)
     if given["efficiency"] is None:
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
     if given["gemm_latency"] is None:
@@ -466,6 +471,41 @@ def _assumed(
     if searched:
         out.append("searched: " + ", ".join(searched))
     return tuple(out)
+
+
+def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]:
+    """The default stack's fitted constants (:data:`CONSTANTS` not given, name -> value) on the sweep's GPU die,
+    and the ``assumed`` phrase saying what they are and where they come from ('' where every one is given).
+    ``validate --llm`` predicts its runs with these (``sweep/data/llm_constants.json``), so a sweep without
+    ``--stack`` plans as it validates. One value per sweep: GPUs of dies whose values differ are refused for each
+    such constant not given."""
+    wanted = [name for name in CONSTANTS if given[name] is None]
+    if not wanted:
+        return {}, ""
+    dies = sorted({die(g) for g in names["gpu"]})
+    per_die = {d: constants(DEFAULT_STACK, d) for d in dies}
+    filled = {}
+    for name in wanted:
+        options = [float(getattr(per_die[d], name)) for d in dies]
+        if len(set(options)) > 1:
+            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
+            raise InputError(
+                f"not given, and the default stack {DEFAULT_STACK}'s differs by GPU die ({shown}) where a sweep "
+                "holds one for every GPU; sweep one die, or give it",
+                param=name,
+            )
+        filled[name] = options[0]
+    label = {
+        "efficiency": "matrix efficiency",
+        "memory_efficiency": "memory efficiency",
+        "utilization": "utilization",
+    }
+    said = ", ".join(f"{label[name]} {show(round(value, 4))}" for name, value in filled.items())
+    sources = "; ".join(f"{d}: {per_die[d].source}" for d in dies)
+    return (
+        filled,
+        f"{said}: the default stack {DEFAULT_STACK}'s fitted constants ({sources}; --stack names another)",
+    )
 
 
 def _stack_settings(

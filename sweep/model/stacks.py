@@ -13,7 +13,8 @@ efficiency per GPU die, the gradients' dtype (0: the precision's, as ``--grad-by
 overlap switches (``tp_comm`` only where TP > 1 with sequence parallelism), the MoE load imbalance and expert
 TP. The software-speed constants fitted per stack and GPU die (matrix efficiency, memory efficiency, NIC
 utilization) are data too: ``sweep/data/llm_constants.json`` (:func:`constants`), written by
-``python -m netsweep_jax.sweep.analysis.llm_constants`` from ``validate --llm``'s fit.
+``python -m netsweep_jax.sweep.analysis.llm_constants`` from ``validate --llm``'s fit; a large-model sweep with no
+``--stack`` takes :data:`DEFAULT_STACK`'s constants (only those: its other settings keep their documented defaults).
 """
 
 import dataclasses
@@ -181,6 +182,15 @@ _FSDP = Stack(
 STACKS: dict[str, Stack] = {s.name: s for s in (_MEGATRON_2021, _MEGATRON_CORE, _FSDP)}
 FAMILIES = ("megatron", "fsdp")  # a runs file's older stack values, read with the run's year
 STACKS_HELP = ", ".join(STACKS)
+# The stack whose fitted constants (:func:`constants`) the large-model commands take where no --stack is given:
+# Megatron-Core's recipes, today's common stack and the one NVIDIA's published large runs use.
+DEFAULT_STACK = "megatron-core"
+# The software-speed constants a stack sets per GPU die (:func:`constants`), by their settings' names.
+CONSTANTS = ("efficiency", "memory_efficiency", "utilization")
+FITTED_DEFAULT = (
+    f"{DEFAULT_STACK}'s for the GPU's die, as validate --llm fits it (sweep/data/llm_constants.json; --stack "
+    "names another stack)"
+)
 
 
 def stack_of(column: str, year: int) -> str:
