@@ -277,15 +277,6 @@ def make_layout_grid(
             "network's latency is the fitted lambda (results/validation-nccl)",
             param="latency",
         )
-    if mode == "nccl" and any(m.experts > 0 for m in models):
-        # Not yet: the kernel with NCCL's tuner in every expert all-to-all did not finish compiling in 14
-        # minutes on 2 cores (2026-12-03); refused rather than left to hang.
-        experts = ", ".join(n for n, m in zip(model_names, models) if m.experts > 0)
-        raise InputError(
-            f"nccl: not yet for mixture-of-experts models ({experts}): its compile does not finish in minutes; "
-            "use --collectives flat",
-            param="collectives",
-        )
     constants_said = "" if preset is not None else phrase  # in the line where the constants' defaults were
     assumed = _assumed(given, names, models, search, overlap is not None, constants_said)
     if preset is not None:
