@@ -172,3 +172,15 @@ def test_a_mixture_of_experts_model_is_priced_by_nccl_too():
     # for all of them a MoE plan compiles in seconds (docs/parallelism.md): its grid is built, not refused.
     grid = make_layout_grid("qwen3-30b-a3b", gpus=64, global_batch=64, collectives="nccl")
     assert grid.collectives == "nccl" and any("NCCL's tuner" in a for a in grid.assumed)
+
+
+def test_nccl_pricing_keeps_the_links_full_rate_where_a_stacks_utilization_would_count_eta_net_twice():
+    # The default stack's utilization (0.92) is fitted with flat collectives; NCCL's pricing has its own fitted
+    # transport efficiency, so with --collectives nccl the utilization stays 1 unless given.
+    def utilization(**kwargs):
+        return list(make_layout_grid("llama3-8b", gpus=64, global_batch=64, **kwargs).coords()["utilization"])
+
+    assert utilization(collectives="flat") == [pytest.approx(0.92)]
+    assert utilization(collectives="nccl") == [1.0]
+    assert utilization(collectives="nccl", stack="megatron-core") == [1.0]
+    assert utilization(collectives="nccl", utilization="0.8") == [pytest.approx(0.8)]

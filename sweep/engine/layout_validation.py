@@ -219,6 +219,11 @@ def make_layout_grid(
     assert constants is None or isinstance(constants, FabricConstants)
     if preset_fabric is not None:  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
+    mode = _collectives(collectives)
+    if mode == "nccl" and given["utilization"] is None:
+        # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
+        # utilization, fitted with flat collectives, would count the transport's losses twice.
+        given["utilization"] = "1"
     stacked: dict[str, float] = {}
     if preset is not None:
         stacked, phrase, overlap = _stack_settings(preset, names, models, given, overlap, by_stack)
@@ -258,7 +263,6 @@ def make_layout_grid(
         raise InputError(
             "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
         )
-    mode = _collectives(collectives)
     if fabric is not None and mode != "nccl":  # its constants are NCCL's pricing's: never silently unused
         raise InputError(
             (
