@@ -2,6 +2,7 @@
 reading a cube's outputs, regenerating a committed report, and counting a function's compiles."""
 
 import contextlib
+import csv
 import functools
 import os
 import signal
@@ -143,3 +144,18 @@ def counting_compiles(fun_name):
         yield counts
     finally:
         jax.monitoring.unregister_event_duration_listener(listen)
+
+
+def edited_runs_file(tmp_path, edit):
+    """The shipped runs file (``sweep.io.runs.DATASET``) with ``edit`` applied to its rows (a list of dicts ->
+    a list of dicts), written to ``tmp_path / "runs.csv"`` (comments dropped); its path."""
+    from netsweep_jax.sweep.io.runs import DATASET
+
+    lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
+    rows = edit(list(csv.DictReader(lines)))
+    path = tmp_path / "runs.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0].keys()), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return path

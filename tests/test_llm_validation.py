@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import RESULTS, assert_same_file, invoke, regenerate
+from helpers import RESULTS, assert_same_file, edited_runs_file, invoke, regenerate
 from netsweep_jax.sweep.analysis import llm_fit as F
 from netsweep_jax.sweep.analysis import llm_sources
 from netsweep_jax.sweep.analysis import llm_validation as V
@@ -171,7 +171,7 @@ def test_tokens_per_gpu_is_the_steps_tokens_over_time_and_gpus():
 
 def test_the_chunks_column_takes_a_schedule_as_the_sweeps_spell_it(tmp_path):
     for text, chunks in (("interleaved:3", 3), ("1f1b", 1), ("Interleaved:03", 3), ("3", 3)):
-        path = _write(
+        path = edited_runs_file(
             tmp_path,
             lambda rows, text=text: [{**r, "chunks": text} if r["id"] == "K23-T5-04" else r for r in rows],
         )
@@ -184,7 +184,9 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
     (run,) = [r for r in read_runs(DATASET) if r.id == "MB-H100-07"]
     row, assumed = settings(run)
     assert row.expert_tp == 1 and "expert TP 1 (the recipes' expert_tensor_parallel_size)" in assumed
-    path = _write(tmp_path, lambda rows: [{**r, "expert_tp": "2"} for r in rows if r["id"] == "MB-H100-07"])
+    path = edited_runs_file(
+        tmp_path, lambda rows: [{**r, "expert_tp": "2"} for r in rows if r["id"] == "MB-H100-07"]
+    )
     (stated,) = read_runs(path)
     row, assumed = settings(stated)
     assert row.expert_tp == 2 and not any("expert TP" in a for a in assumed)
@@ -193,21 +195,11 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
     both = evaluate_rows([settings(run)[0], row], np.full(2, 0.6), np.full(2, 0.92))
     assert both["ep_exposed"][1] > both["ep_exposed"][0] and (both["status"] == 0).all()
     # EP 64 x expert TP 4 is more than TP 2 x DP 64: refused by the sweeps' rule, naming the row's expert TP.
-    path = _write(tmp_path, lambda rows: [{**r, "expert_tp": "4"} for r in rows if r["id"] == "MB-H100-07"])
+    path = edited_runs_file(
+        tmp_path, lambda rows: [{**r, "expert_tp": "4"} for r in rows if r["id"] == "MB-H100-07"]
+    )
     with pytest.raises(InputError, match="not divisible by ep x expert tp .*expert_tp 4"):
         read_runs(path)
-
-
-def _write(tmp_path, edit):
-    lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
-    rows = list(csv.DictReader(lines))
-    rows = edit(rows)
-    path = tmp_path / "runs.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, list(rows[0].keys()), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    return path
 
 
 @pytest.mark.parametrize(
@@ -251,7 +243,7 @@ def _write(tmp_path, edit):
 )
 def test_bad_rows_are_one_error_naming_the_row_and_the_rule(tmp_path, edit, message):
     with pytest.raises(InputError) as err:
-        read_runs(_write(tmp_path, edit))
+        read_runs(edited_runs_file(tmp_path, edit))
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
@@ -266,24 +258,24 @@ def test_a_quoted_cell_may_hold_a_newline_a_comma_or_a_line_separator(tmp_path):
         path.write_text("# a comment\n" + text.replace("\n", "\n# another\n", 1))
         return path
 
-    runs = read_runs(commented(_write(tmp_path, edit)))
+    runs = read_runs(commented(edited_runs_file(tmp_path, edit)))
     assert [r.id for r in runs] == [r.id for r in read_runs(DATASET)]
     assert [r.source for r in runs[:3]] == sources
     # The row after a two-line cell (lines 4-5) starts on line 6, and an error there says so.
-    bad = commented(_write(tmp_path, lambda rows: edit(rows)[:1] + [{**rows[1], "dp": "31"}]))
+    bad = commented(edited_runs_file(tmp_path, lambda rows: edit(rows)[:1] + [{**rows[1], "dp": "31"}]))
     with pytest.raises(InputError, match=r"runs.csv:6 \(row SC21-T1-02\): this layout cannot exist"):
         read_runs(bad)
 
 
 def test_a_runs_file_missing_a_layout_column_is_told_so_by_calibrate_too(tmp_path):
     # #27: calibrate took it for a data-parallel file and asked for nodes, gpus_per_node, bandwidth.
-    path = _write(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "tp"} for r in rows])
+    path = edited_runs_file(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "tp"} for r in rows])
     r = invoke("calibrate", path)
     assert r.exit_code == 2 and "runs.csv:1: missing column(s) tp" in r.output and "nodes" not in r.output
 
 
 def test_an_unterminated_quote_is_one_line_naming_where_the_record_starts(tmp_path):
-    path = _write(tmp_path, lambda rows: [{**rows[0], "source": "x"}, rows[1]])
+    path = edited_runs_file(tmp_path, lambda rows: [{**rows[0], "source": "x"}, rows[1]])
     path.write_text(path.read_text().replace(",x,", ',"x,', 1))  # the quote is never closed
     with pytest.raises(InputError, match=r"runs.csv:2: not a CSV record \("):
         read_runs(path)
@@ -302,7 +294,7 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
         }
         return mine + [bigger]
 
-    fitted, v = V.calibrate_runs(_write(tmp_path, edit))
+    fitted, v = V.calibrate_runs(edited_runs_file(tmp_path, edit))
     assert "efficiency a100" in fitted.fitted and v.runs[-1].value is None
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training runs (6)" in table
@@ -310,7 +302,7 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
 
 
 def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
-    bad = _write(tmp_path, lambda rows: [{**rows[0], "tp": "3"}, rows[1]])
+    bad = edited_runs_file(tmp_path, lambda rows: [{**rows[0], "tp": "3"}, rows[1]])
     out = tmp_path / "report"
     r = invoke("validate", "--llm", bad, "--out", out)
     assert (
@@ -323,19 +315,23 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     assert r.exit_code == 2 and "--train 'nope': no runs in that group" in r.output and not out.exists()
     # #27: a training group of mixture-of-experts runs only would fit nothing and call the defaults "trained".
     moe_ids = {"MB-H100-04", "MB-H100-05", "MB-H100-06", "MB-H100-07"}
-    moe = _write(tmp_path, lambda rows: [{**r, "group": "moe"} if r["id"] in moe_ids else r for r in rows])
+    moe = edited_runs_file(
+        tmp_path, lambda rows: [{**r, "group": "moe"} if r["id"] in moe_ids else r for r in rows]
+    )
     r = invoke("validate", "--llm", moe, "--train", "moe", "--out", out)
     assert r.exit_code == 2 and "--train 'moe': no dense run with a measured value" in r.output
     assert not out.exists()
     # #27: a file without a group column does not blame a --train the user never gave; it names the file.
-    ungrouped = _write(tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "group"} for r in rows])
+    ungrouped = edited_runs_file(
+        tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "group"} for r in rows]
+    )
     r = invoke("validate", "--llm", ungrouped, "--out", out)
     assert r.exit_code == 2 and not r.output.startswith("error: --train") and not out.exists()
     assert f"{ungrouped}: no run is in the default training group(s) " in r.output and "your runs" in r.output
 
 
 def test_cli_calibrate_reads_large_model_runs(tmp_path):
-    runs = _write(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
+    runs = edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
     out = tmp_path / "fit.json"
     r = invoke("calibrate", runs, "--train", "sc21-t1", "--out", out)
     assert r.exit_code == 0, r.output
@@ -348,7 +344,9 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
 
 
 def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):
-    rows = lambda edit: _write(tmp_path, lambda rs: [edit(next(r for r in rs if r["id"] == "MB-H100-02"))])  # noqa: E731
+    def rows(edit):
+        return edited_runs_file(tmp_path, lambda rs: [edit(next(r for r in rs if r["id"] == "MB-H100-02"))])
+
     (run,) = read_runs(rows(lambda r: {**r, "seq_len": "4096"}))
     assert run.llm.seq == 4096 and run.llm.layers == 80  # llama3-70b trained at 4096 tokens
     with pytest.raises(InputError, match="layers 81 is not preset llama3-70b's 80"):
@@ -358,7 +356,7 @@ def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):
 def test_a_report_file_that_appears_meanwhile_is_kept(tmp_path, monkeypatch):
     # #27: two validate --llm on one --out: the second replaced the first's figure, then refused. Every file
     # is checked again at its rename: one that appeared while this run computed is kept, nothing is written.
-    runs = _write(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
+    runs = edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
     out = tmp_path / "report"
     compute = V.run_validation
 
@@ -381,7 +379,7 @@ def test_a_runs_file_too_large_to_fit_is_refused_before_parsing(tmp_path, monkey
     # #27: a runs file of 10^5 rows grew to 10 GB before failing. Its size is checked before any row is parsed
     # (the limit lowered here so the shipped file exceeds it), one line, nothing written.
     monkeypatch.setattr(runs_file, "MAX_RUNS", 3)
-    runs = _write(tmp_path, lambda rows: rows)
+    runs = edited_runs_file(tmp_path, lambda rows: rows)
     out = tmp_path / "report"
     for args in (["validate", "--llm", runs, "--out", out], ["calibrate", runs]):
         r = invoke(*args)
@@ -520,7 +518,7 @@ def test_a_constant_no_training_run_depends_on_keeps_its_default(tmp_path):
     # is fitted, the utilization and the H100's efficiency keep their defaults (the fit holds them there).
     keep = {"K23-T5-01", "K23-T5-02", "MB-H100-01"}
     fitted, v = V.calibrate_runs(
-        _write(tmp_path, lambda rows: [r for r in rows if r["id"] in keep]), train="k23"
+        edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["id"] in keep]), train="k23"
     )
     assert fitted.fitted == ("efficiency a100",) and fitted.rows == ("K23-T5-01", "K23-T5-02")
     assert fitted.utilization == F.UTILIZATION_DEFAULT and fitted.efficiency["h100"] == F.EFFICIENCY

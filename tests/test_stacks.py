@@ -1,13 +1,12 @@
 """Stack presets (sweep.model.stacks): declared once, read by a runs file's ``stack`` column and ``--stack``."""
 
-import csv
 import json
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import TOLERANCE, invoke
+from helpers import TOLERANCE, edited_runs_file, invoke
 from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validation
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
@@ -29,17 +28,6 @@ from netsweep_jax.sweep.model.stacks import (
 )
 
 ONE_ROW = 64  # configurations per block where each grid holds one layout
-
-
-def _write(tmp_path, edit):
-    lines = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")]
-    rows = edit(list(csv.DictReader(lines)))
-    path = tmp_path / "runs.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, list(rows[0].keys()), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    return path
 
 
 def test_a_rows_stack_and_year_pick_one_preset():
@@ -107,7 +95,7 @@ def test_a_preset_named_in_the_stack_column_is_the_year_rules_preset(tmp_path):
     # megatron of 2025 is megatron-core: the same row under the preset's name fills the same settings; under
     # megatron-2021 the old stack's, whatever its year.
     ids = ("MB-H100-02", "MLM-LLAMA-03", "K23-T5-04")
-    path = _write(
+    path = edited_runs_file(
         tmp_path, lambda rows: [{**r, "stack": "megatron-core"} for r in rows if r["id"] in ids[:2]]
     )
     named = read_runs(path)
@@ -115,7 +103,7 @@ def test_a_preset_named_in_the_stack_column_is_the_year_rules_preset(tmp_path):
     for run in named:
         assert run.preset == "megatron-core" and run.stack == "megatron"
         assert settings(run) == settings(shipped[run.id])
-    path = _write(
+    path = edited_runs_file(
         tmp_path, lambda rows: [{**r, "stack": "MEGATRON-2021"} for r in rows if r["id"] == "MB-H100-02"]
     )
     (old,) = read_runs(path)
