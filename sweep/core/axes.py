@@ -417,7 +417,7 @@ OVERSUBSCRIPTION = AxisSpec(
     "the spine's oversubscription (leaf downlinks over uplinks; 1: non-blocking): a group wider than a leaf "
     "gets its NICs' rate over it (with --collectives nccl; default: the --fabric preset's, else 1)",
     False,
-    1e-3,
+    1.0,  # below 1 a spine has more uplinks than downlinks: no group gets more than its NICs (refused, not 1)
     1e3,
     "",
     1.0,
