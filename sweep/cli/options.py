@@ -95,16 +95,16 @@ def axis_flags(name: str, option: str) -> tuple[str, ...]:
     return (option, FULL_NAMES[name]) if name in FULL_NAMES else (option,)
 
 
-def axis_parameters(defaults=None, help_suffix="", names=None):
+def axis_parameters(defaults=None, help_suffix="", names=None, notes=None):
     """One ``--option`` per numeric axis (or per axis in ``names``), in cube order;
-    ``defaults`` overrides the schema's."""
-    defaults = defaults or {}
+    ``defaults`` overrides the schema's; ``notes`` (name -> text) ends an axis's help."""
+    defaults, notes = defaults or {}, notes or {}
     out = []
     for name, spec in NUMERIC_AXES.items():
         if names is not None and name not in names:
             continue
         default = defaults.get(name, spec.default)
-        text = f"{spec.help}{help_suffix}" + (
+        text = f"{spec.help}{help_suffix}{notes.get(name, '')}" + (
             f" {SYNTAX}" if name == "bandwidth" else " Value syntax as --bw."
         )
         out.append(

@@ -38,9 +38,22 @@ from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, St
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import assumed_line
+from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
+
+# A large model's utilization is its stack's fitted one, not the schema's 1 (which --help shows as the default).
+LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collectives nccl."
 
 
-@options(MODEL, axis_parameters(), BUSBW, SETTINGS, KERNEL, CACHE, DISTRIBUTED, LAYOUT)
+@options(
+    MODEL,
+    axis_parameters(notes={"utilization": LARGE_MODEL_UTILIZATION}),
+    BUSBW,
+    SETTINGS,
+    KERNEL,
+    CACHE,
+    DISTRIBUTED,
+    LAYOUT,
+)
 def grid(
     ctx: typer.Context,
     out: Out = None,
