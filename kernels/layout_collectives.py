@@ -57,8 +57,8 @@ its all-to-all.
 Every NCCL-priced collective of one step is priced by one :func:`kernels.nccl.collective` run in a loop over
 all of them (:func:`priced_together`): a step takes about 24, and each call inlines NCCL's whole tuner (every
 algorithm and protocol), so one call per collective made the compiled program 24 tuners long. Looped, a
-layout search with NCCL's pricing compiles in seconds (its first search took 9.9 s against 40.3 s, a MoE plan
-about a minute where its compile did not finish in 14) and searches about 2.7x slower: XLA no longer shares the
+layout search with NCCL's pricing compiles in seconds (its first search took 6.7-6.8 s against 27.9-31.7 s, a MoE
+plan about a minute where its compile did not finish in 14) and searches 1.5-2x slower: XLA no longer shares the
 tuner's work between collectives of the same group (benchmarks/README.md, 2026-12-03). The numbers are the
 same, element by element.
 """
