@@ -407,10 +407,11 @@ def _cells(ds: xr.Dataset):
             (ranked if "rank" in variable.dims else per_setting)[str(k)] = variable.transpose(
                 *kept, ...
             ).values
+    switches = ds["switch"].values
     for flat in range(math.prod(shape)):
         at = tuple(int(i) for i in np.unravel_index(flat, shape))
         cell = {d: coords[d][i].item() for d, i in zip(kept, at)}
-        values = {k: a[at] for k, a in per_setting.items()} | {"switch": ds["switch"].values}
+        values = {k: a[at] for k, a in per_setting.items()} | {"switch": switches}
         yield _setting(ds, cell), cell, values, list(_ranked(ranked, at, cell))
 
 
