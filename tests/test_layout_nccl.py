@@ -184,3 +184,5 @@ def test_nccl_pricing_keeps_the_links_full_rate_where_a_stacks_utilization_would
     assert utilization(collectives="nccl") == [1.0]
     assert utilization(collectives="nccl", stack="megatron-core") == [1.0]
     assert utilization(collectives="nccl", utilization="0.8") == [pytest.approx(0.8)]
+    said = make_layout_grid("llama3-8b", gpus=64, global_batch=64, collectives="nccl").assumed
+    assert any("utilization 1 (eta_net is the transport's efficiency)" in a for a in said)

@@ -220,7 +220,8 @@ def make_layout_grid(
     if preset_fabric is not None:  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
     mode = _collectives(collectives)
-    if mode == "nccl" and given["utilization"] is None:
+    full_rate = mode == "nccl" and given["utilization"] is None
+    if full_rate:
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
@@ -287,7 +288,8 @@ def make_layout_grid(
         assumed = (phrase, *assumed)
     if mode == "nccl":
         assumed = assumed + (
-            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})",
+            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})"
+            + ("; utilization 1 (eta_net is the transport's efficiency)" if full_rate else ""),
         )
     if preset_fabric is not None:
         assumed = assumed + (preset_fabric.describe(),)
