@@ -288,8 +288,8 @@ def make_layout_grid(
         assumed = (phrase, *assumed)
     if mode == "nccl":
         assumed = assumed + (
-            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})"
-            + ("; utilization 1 (eta_net is the transport's efficiency)" if full_rate else ""),
+            *(["utilization 1 (eta_net is the transport's efficiency)"] if full_rate else []),
+            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})",
         )
     if preset_fabric is not None:
         assumed = assumed + (preset_fabric.describe(),)
