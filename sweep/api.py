@@ -32,6 +32,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.engine.workloads import check_models
+from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
@@ -393,15 +394,30 @@ def compare(
     return Comparison(tuple(rows), ds, paths)
 
 
-def open_cube(path: str | Path) -> xr.Dataset:
-    """A cube written by ``sweep grid`` or ``sweep need --out``, as an ``xarray.Dataset``.
+def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
+    """A cube written by ``sweep grid``, ``plan``, ``need --out`` or a ``--reduce`` run, as an ``xarray.Dataset``.
 
     Args:
       path: the ``.h5`` file.
+      verify: check the file against the checksums recorded as it was written first (its coordinates and
+        profiles, every finished block or, for a cube written whole, every dataset), as ``select`` and
+        ``plot`` do: this reads the data once. False opens it unchecked (a cube too large to read twice).
 
     Returns:
       ``xarray.Dataset`` (lazily loaded; close it, or use it in a ``with``) with named dims,
       coordinates, ``units`` and ``long_name`` on every variable, and the sweep's settings
       and provenance in ``attrs``.
+
+    Raises:
+      InputError: not a file, or not a cube netsweep wrote.
+      Damaged: with ``verify``, the file no longer holds what was written (the message says what changed).
     """
-    return _open_cube(_path(path, "path"))
+    checked = _path(path, "path")
+    ds = _open_cube(checked)
+    if verify:
+        try:
+            _check_read(checked)
+        except BaseException:
+            ds.close()
+            raise
+    return ds

@@ -169,3 +169,21 @@ def test_a_report_directory_the_file_system_will_not_make_is_a_refused_write():
 
     with pytest.raises(WriteFailed, match="/proc/netsweep-report: cannot be"):
         report_directory("/proc/netsweep-report", ["REPORT.md"])
+
+
+def test_the_api_opens_a_cube_only_as_written(cubes, tmp_path):
+    # sweep.open_cube checks what select and plot check: a flipped byte in a block-written cube's data or in a
+    # plan cube (written whole) is refused in one line; verify=False opens it as it is.
+    import netsweep_jax.sweep as sweep
+    from netsweep_jax.sweep.core.errors import Damaged
+
+    for kind, variable in (("grid", "scaling_factor"), ("plan", "tokens_per_s")):
+        path = tmp_path / f"{kind}.h5"
+        path.write_bytes((cubes / f"{kind}.h5").read_bytes())
+        with sweep.open_cube(path) as ds:
+            assert variable in ds
+        flip_a_byte(path, variable, index=0)
+        with pytest.raises(Damaged, match=f"{path}: damaged"):
+            sweep.open_cube(path)
+        with sweep.open_cube(path, verify=False) as ds:
+            assert variable in ds

@@ -723,3 +723,33 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
         )
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
         assert not list(tmp_path.iterdir())
+
+
+def test_rows_status_is_the_kernels_status_without_its_compile():
+    # A runs file is checked as it is read by engine.layout_rows.rows_status (the rules alone, a small compile):
+    # on random layouts of a dense and a MoE model it gives the whole kernel's status output, row for row.
+    from netsweep_jax.sweep.engine.layout_rows import LayoutRow, evaluate_rows, rows_status
+    from netsweep_jax.sweep.model.llms import LLMS, resolve_llm
+
+    rng = np.random.default_rng(3)
+    models = (LLMS["llama3-8b"], resolve_llm("qwen3-30b-a3b"))
+    rows = [
+        LayoutRow(
+            models[i % 2],
+            "h100",
+            "bf16",
+            int(rng.choice([8, 16, 24, 64])),
+            tp=int(rng.choice([1, 2, 3, 8])),
+            pp=int(rng.choice([1, 2, 4, 64])),
+            cp=int(rng.choice([1, 2])),
+            ep=int(rng.choice([1, 4, 5])),
+            micro_batch=int(rng.choice([1, 2, 3])),
+            global_batch=int(rng.choice([8, 30, 64])),
+            chunks=int(rng.choice([1, 2])),
+        )  # fmt: skip
+        for i in range(120)
+    ]
+    got = rows_status(rows)
+    want = evaluate_rows(rows, np.full(len(rows), 0.6), np.ones(len(rows)), outputs=("status",))["status"]
+    np.testing.assert_array_equal(got, want.astype(int))
+    assert len(set(got)) >= 5 and 0 in got

@@ -17,6 +17,7 @@ from jax.typing import ArrayLike
 from netsweep_jax.kernels import fit, nccl
 from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
+from netsweep_jax.kernels.layout_inputs import degrees
 from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
 from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
 from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
@@ -432,6 +433,15 @@ def layout_rows(
     each with its own layout, and fits that try many constants per run at once. ``collectives`` (static: 0
     flat, 1 nccl) replaces ``lay.collectives``, so that a compile holds only the pricing it uses."""
     return layout_kernel.step(arch, dev, lay._replace(collectives=collectives))
+
+
+@jax.jit
+def layout_rows_status(o: Mapping[str, jax.Array], i: Mapping[str, jax.Array]) -> jax.Array:
+    """Only the rules a layout must meet to exist (:func:`kernels.layout_inputs.degrees`' status, the kernel's
+    ``status`` output) for rows of setting and layout columns as :func:`layout_inputs` takes them: a compile of
+    a few dozen comparisons, where the whole kernel's takes seconds (a runs file is checked as it is read)."""
+    arch, _, lay = layout_inputs(o, i)
+    return degrees(arch, lay).status
 
 
 # --- the layout model's constants fitted to measured runs (sweep.analysis.llm_fit), by kernels.fit's fitter ---

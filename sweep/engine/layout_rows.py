@@ -22,6 +22,7 @@ from netsweep_jax.sweep.engine.compiled import (
     OUTER_COLUMNS,
     PRECISION_FIELDS,
     layout_inputs,
+    layout_rows_status,
 )
 from netsweep_jax.sweep.engine.compiled import layout_rows as layout_block_rows
 from netsweep_jax.sweep.engine.layout_grid import arch_row, gpu_row, precision_bytes
@@ -128,6 +129,21 @@ def evaluate_rows(
                 )[: n - start]
     result = {k: v.reshape(asked) for k, v in result.items()}
     return {k: v[:, 0] for k, v in result.items()} if one else result
+
+
+def rows_status(rows: Sequence[LayoutRow]) -> np.ndarray:
+    """[R] int: each row's :data:`kernels.layout.STATUS` code (0: a layout that can exist), the kernel's
+    ``status`` output without compiling the kernel. Rows are padded to a power of two (at least 64) by repeating
+    the last, so that files of similar length share one small compile."""
+    settings, layout = row_columns(rows)
+    n = len(rows)
+    pick = np.minimum(np.arange(max(64, 1 << (n - 1).bit_length())), n - 1)
+    with jax.enable_x64(True):
+        status = layout_rows_status(
+            {k: jnp.asarray(v[pick]) for k, v in settings.items()},
+            {k: jnp.asarray(v[pick]) for k, v in layout.items()},
+        )
+    return np.asarray(status)[:n].astype(int)
 
 
 def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

@@ -23,7 +23,7 @@ The family's names, importable from here, live in:
 - :mod:`sweep.engine.layout_blocks`: :class:`BlockTables`, the host tables of a block.
 - :mod:`sweep.engine.layout_evaluation`: :func:`evaluate_layouts_arrays` and :func:`layouts_dataset`
   (every output kept), :func:`best_layouts` (the best layouts of each outer cell, kept on the device).
-- :mod:`sweep.engine.layout_rows`: :class:`LayoutRow` and :func:`evaluate_rows`, measured runs one per row.
+- :mod:`sweep.engine.layout_rows`: :class:`LayoutRow`, :func:`evaluate_rows` and :func:`rows_status`, measured runs one per row.
 """
 
 from netsweep_jax.sweep.engine.blocks import MAX_CELLS_IN_MEMORY
@@ -40,7 +40,7 @@ from netsweep_jax.sweep.engine.layout_evaluation import (
     merge_searches,
 )
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule, precision_bytes
-from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, LayoutRow, evaluate_rows
+from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, LayoutRow, evaluate_rows, rows_status
 from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "check_in_memory",
     "evaluate_layouts_arrays",
     "evaluate_rows",
+    "rows_status",
     "layouts_dataset",
     "make_layout_grid",
     "merge_searches",

@@ -25,8 +25,6 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import (
@@ -41,8 +39,8 @@ from netsweep_jax.sweep.core.layout_axes import (
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
-from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
+from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
+from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 from netsweep_jax.sweep.model.stacks import STACKS, stack_of
 
@@ -215,13 +213,8 @@ def read_runs(path: str | Path) -> list[Run]:
 def _check_layouts(runs: Sequence[Run], path: Path) -> None:
     """Refuse a run that cannot exist by the rules every sweep masks with (:data:`kernels.layout.STATUS`): a
     runs file describes runs that happened. One error naming the file, line, row and rule."""
-    status = evaluate_rows(
-        [settings(r)[0] for r in runs],
-        np.full(len(runs), EFFICIENCY),
-        np.ones(len(runs)),
-        outputs=("status",),
-    )["status"]
-    for run, code in zip(runs, status.astype(int)):
+    status = rows_status([settings(r)[0] for r in runs])
+    for run, code in zip(runs, status):
         if code:
             row, _ = settings(run)
             names = ("gpus", "tp", "pp", "cp", "dp", "ep", *(("expert_tp",) if run.moe else ()))
