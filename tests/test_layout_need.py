@@ -16,6 +16,7 @@ from helpers import invoke
 from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
 from netsweep_jax.sweep.analysis import layout_need
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS
 from netsweep_jax.sweep.engine.compiled import layout_inputs
 
 # A layout whose step waits on its NICs at 100 Gbit/s (13% of it): Llama 3 70B on 128 DGX H100 nodes.
@@ -172,3 +173,29 @@ def test_bad_input_is_one_line(args, message, tmp_path):
 def test_network_share_is_refused_for_a_data_parallel_model():
     r = invoke("need", "--model", "resnet50", "--bw", "10", "--network-share", "10")
     assert r.exit_code == 2 and "--network-share is for large models" in r.output
+
+
+def test_without_a_layout_option_the_layout_is_the_plans_best(monkeypatch):
+    # sweep plan's search picks the layout: the same searched grid as sweep plan's, its best kept (the search
+    # itself is sweep plan's, tested there; here it hands back its second layout, so no block is compiled).
+    searched = []
+
+    def best_layouts(grid, keep):
+        searched.append(grid)
+        coords = grid.coords()
+        at = np.unravel_index(np.arange(grid.inner_size), [grid.sizes[d] for d in PARALLEL_DIMS])
+        values = {d: coords[d][i] for d, i in zip(PARALLEL_DIMS, at)}
+        wanted = dict(tp=8, pp=4, cp=1, micro_batch=1, zero=1, recompute="none", schedule="1f1b")
+        (found,) = np.flatnonzero(np.logical_and.reduce([values[d] == v for d, v in wanted.items()]))[:1]
+        return {"layout": np.array([[found, 0, 0]]), "score": np.ones((1, 3))}
+
+    monkeypatch.setattr(layout_need, "best_layouts", best_layouts)
+    r = invoke("need", *GIVEN[:6], "--bw", "100", "--network-share", "10")
+    assert r.exit_code == 0, r.output
+    assert "the layout: sweep plan's best at each setting as given" in r.stderr
+    settings = dict(model="llama3-70b", gpus="1024", global_batch="1024", bandwidth="100")
+    plan_grid = layout_grid_from(settings, set(settings), search=True)
+    (grid,) = searched
+    assert grid.fingerprint() == plan_grid.fingerprint() and grid.inner_size > 1000
+    row = r.stdout.strip().splitlines()[2]
+    assert row.split()[:2] == ["tp8xpp4xdp32", "mb1"] and row.split()[2] == "z1"
