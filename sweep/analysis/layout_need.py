@@ -17,7 +17,7 @@ open bracket, all of them in one call of the rows kernel (:func:`sweep.engine.la
 float64, one compile), and keeps the two neighbours around the first candidate that meets s (growing) or the last
 (falling), until a bracket's ratio is below 1 + :data:`TOLERANCE`; the answer is its end that met s, computed.
 M fills the kernel's block (:data:`~sweep.engine.layout_rows.ROWS_BLOCK` over the open brackets, at least
-:data:`MIN_POINTS`), so one bracket over the NIC rate's seven decades closes in three rounds. K is searched over
+:data:`MIN_POINTS`), so one bracket over the NIC rate's seven decades closes in two rounds. K is searched over
 the whole numbers 1..64 (the axis's range) in one call.
 
 Unlike ``sweep plan``'s network cost, which searches the layouts again on the ideal network, the layout is held:
@@ -43,7 +43,7 @@ from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, evaluate_columns
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 
-TOLERANCE = 1e-9  # a bracket closes below this ratio less one: far below the 4 digits an answer is shown to
+TOLERANCE = 1e-6  # a bracket closes below this ratio less one: below the 4 digits an answer is shown to
 MIN_POINTS = 16  # candidates per bracket and round, however many brackets share a call
 SEARCH_KEEP = (
     3  # the layouts a search keeps per setting: sweep plan's default, so the search shares its compile
@@ -125,8 +125,22 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
         picked = best["layout"][:, 0]
     cells = [dict(zip(OUTER_COLUMNS, (float(v) for v in outer[o]))) for o in range(grid.outer_size)]
     inners = [dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked]
-    given = evaluate_columns(_stack(cells), _stack(inners), grid.collectives_code)
-    ideal = evaluate_columns(_ideal(_stack(cells)), _stack(inners), COLLECTIVES_MODES.index("flat"))
+    flat = COLLECTIVES_MODES.index("flat")
+    if grid.collectives_code == flat:  # the step as given and on the ideal network in one call
+        n = len(cells)
+        both = evaluate_columns(
+            {
+                k: np.concatenate([v, w])
+                for (k, v), w in zip(_stack(cells).items(), _ideal(_stack(cells)).values())
+            },
+            {k: np.concatenate([v, v]) for k, v in _stack(inners).items()},
+            flat,
+        )
+        given = {k: v[:n] for k, v in both.items()}
+        ideal = {k: v[n:] for k, v in both.items()}
+    else:
+        given = evaluate_columns(_stack(cells), _stack(inners), grid.collectives_code)
+        ideal = evaluate_columns(_ideal(_stack(cells)), _stack(inners), flat)
     out = []
     for o, (cell, inner) in enumerate(zip(cells, inners)):
         where = setting_text(grid, o, "{d} {v}", ", ")
