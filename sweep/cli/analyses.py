@@ -332,19 +332,20 @@ def need(
 
     chosen = given_options(ctx)
     if layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), "model" in chosen):
+        model = settings.get("model") if "model" in chosen else "--arch"
         for name, value in (("target", target), ("solve", solve), ("out", out)):
             if value is not None:
                 raise InputError(
-                    "is for data-parallel models; a large model's need is asked with --network-share "
-                    "(printed, not written)",
+                    f"is for data-parallel models; {model} is a large model: sweep need --network-share PERCENT "
+                    "prints the fabric at which the network costs its layout at most that share of the step, "
+                    f"sweep plan --model {model} what the network costs its best layouts",
                     param=name,
                 )
         if network_share is None:
-            name = settings.get("model") if "model" in chosen else "--arch"
             raise InputError(
-                f"needed for {name}, a large model: the most the network may cost the layout, in percent of its "
-                f"step (sweep need --model {name} --network-share 10 gives the NIC rate, NICs per node and spine "
-                f"oversubscription that keep it there; sweep plan --model {name} what the network costs its best "
+                f"needed for {model}, a large model: the most the network may cost the layout, in percent of its "
+                f"step (sweep need --model {model} --network-share 10 gives the NIC rate, NICs per node and spine "
+                f"oversubscription that keep it there; sweep plan --model {model} what the network costs its best "
                 f"layouts)",
                 param="network_share",
             )
