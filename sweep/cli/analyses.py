@@ -358,9 +358,9 @@ def need(
             f"is for large models (a layout's step); for {settings.get('model')} give --target and --solve",
             param="network_share",
         )
-    layout_jobs.refuse_layout_options(settings)
-    if settings.get("fabric") is not None:
+    if settings.get("fabric") is not None:  # said as compare says it (a layout option, but not only one)
         raise InputError(FABRIC_REFUSAL, param="fabric")
+    layout_jobs.refuse_layout_options(settings)
     for name in LAYOUT_OPTIONS:
         settings.pop(name)
     if target is None or solve is None:
