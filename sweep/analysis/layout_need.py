@@ -45,9 +45,8 @@ from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
 
 TOLERANCE = 1e-6  # a bracket closes below this ratio less one: below the 4 digits an answer is shown to
 MIN_POINTS = 16  # candidates per bracket and round, however many brackets share a call
-SEARCH_KEEP = (
-    3  # the layouts a search keeps per setting: sweep plan's default, so the search shares its compile
-)
+# The layouts a search keeps per setting: sweep plan's default, so that the search shares the plan's compile.
+SEARCH_KEEP = 3
 # The fabric settings answered (their names the kernel's setting columns, stored units), and whether the step falls
 # as each grows.
 ANSWERED = ("bandwidth", "nics_per_node", "oversubscription")
