@@ -102,7 +102,7 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     why = "this command's data-parallel model does not price collectives by NCCL's engine yet"
     line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
     assert (
-        line.startswith("error: --fabric is for sweep grid and sweep plan --collectives nccl") and why in line
+        line.startswith("error: --fabric is for sweep grid, plan and need --collectives nccl") and why in line
     )
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
     assert why in one_line_error(invoke("need", *need))

@@ -8,11 +8,17 @@ NEED = ["need", "--model", "resnet50", "--solve", "ratio", "--bw", "10,25"]
 
 
 def test_need_on_a_large_model_points_at_plan():
-    for command in (["need", "--target", "0.9", "--solve", "ratio", "--bw", "10"], ["compare", "--bw", "10"]):
-        r = invoke(*command, "--model", "llama3-70b")
-        (line,) = r.output.strip().splitlines()
-        assert r.exit_code == 2 and line.startswith("error: --model llama3-70b: a large model"), r.output
-        assert "sweep plan --model llama3-70b" in line and "unknown" not in line
+    r = invoke("compare", "--bw", "10", "--model", "llama3-70b")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and line.startswith("error: --model llama3-70b: a large model"), r.output
+    assert "sweep plan --model llama3-70b" in line and "unknown" not in line
+    # need answers a large model with --network-share (tests/test_layout_need.py); a scaling factor is refused.
+    r = invoke("need", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--model", "llama3-70b")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and line.startswith(
+        "error: --target is for data-parallel models; llama3-70b is a large"
+    )
+    assert "sweep need --network-share PERCENT" in line and "sweep plan --model llama3-70b" in line
 
 
 def test_need_takes_several_targets(tmp_path):

@@ -327,6 +327,17 @@ def _ideal_layouts(grid: LayoutGrid, layout: np.ndarray) -> np.ndarray:
     return np.array(out, dtype=str)
 
 
+def layout_name(grid: LayoutGrid, flat: int, layout: int) -> str:
+    """The text of layout ``layout`` (a flat inner index) of ``grid`` on setting ``flat``, as the plan's table
+    names it (``tp8xpp4xdp32 mb1 z1``)."""
+    row = {f"layout_{d}": v[0, 0].item() for d, v in _layout_values(grid, np.array([[layout]])).items()}
+    gpus = grid.coords()["gpus"][
+        np.unravel_index(flat, [grid.sizes[d] for d in SETTING_DIMS])[SETTING_DIMS.index("gpus")]
+    ]
+    row["dp"] = _dp(row, {"gpus": gpus.item()})
+    return _layout_text(row)
+
+
 def flipped(mode: str, switch: str) -> str:
     """The overlap mode with ``switch`` turned on if it was off, off if it was on (canonical spelling)."""
     on = set() if mode == "none" else set(mode.split("+"))

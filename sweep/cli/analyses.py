@@ -21,6 +21,7 @@ from netsweep_jax.sweep.cli.parameters import (
     CACHE,
     COLLECTIVE_SETTINGS,
     FABRIC_REFUSAL,
+    LAYOUT,
     MODEL,
     SETTINGS,
     WORKLOAD,
@@ -31,6 +32,7 @@ from netsweep_jax.sweep.cli.parameters import (
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
 
 
@@ -290,37 +292,96 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
 
 
-@options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE)
+@options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE, LAYOUT)
 def need(
+    ctx: typer.Context,
     target: Annotated[
-        str,
-        typer.Option("--target", help="Scaling factor(s) to reach, in (0, 1]; a comma list gives several."),
-    ],
+        str | None,
+        typer.Option(
+            "--target",
+            help="Scaling factor(s) to reach, in (0, 1]; a comma list gives several. Data-parallel models.",
+        ),
+    ] = None,
     solve: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--solve",
-            help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it.",
+            help="Axis to solve for: the smallest bandwidth, utilization or ratio reaching the target, or the largest latency, overhead, slowdown or jitter still reaching it. Data-parallel models.",
         ),
-    ],
-    out: Annotated[Path | None, typer.Option("--out", help="Also write the answers as a cube (.h5).")] = None,
+    ] = None,
+    network_share: Annotated[
+        str | None,
+        typer.Option(
+            "--network-share",
+            metavar="PERCENT",
+            help="Large models: the most the network may cost the layout, in percent of its step (1 - its step on an ideal network over its step; 10 or 10%; a comma list gives several): the smallest NIC rate, the smallest NICs per node and the largest spine oversubscription that keep it there. The layout: the one given (--tp, --pp, ...), else sweep plan's best.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Also write the answers as a cube (.h5). Data-parallel models."),
+    ] = None,
     force: Force = False,
-    fabric: DataParallelFabric = None,
     **settings,
 ):
-    """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter.
+    """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter. For a large model, the fabric at which the network costs a layout at most a share of its step.
 
     Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
+
+    Example: sweep need --model llama3-70b --gpus 1024 --global-batch 1024 --tp 8 --pp 4 --network-share 10
     """
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    chosen = given_options(ctx)
+    if layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), "model" in chosen):
+        model = settings.get("model") if "model" in chosen else "--arch"
+        for name, value in (("target", target), ("solve", solve), ("out", out)):
+            if value is not None:
+                raise InputError(
+                    f"is for data-parallel models; {model} is a large model: sweep need --network-share PERCENT "
+                    "prints the fabric at which the network costs its layout at most that share of the step, "
+                    f"sweep plan --model {model} what the network costs its best layouts",
+                    param=name,
+                )
+        if network_share is None:
+            raise InputError(
+                f"needed for {model}, a large model: the most the network may cost the layout, in percent of its "
+                f"step (sweep need --model {model} --network-share 10 gives the NIC rate, NICs per node and spine "
+                f"oversubscription that keep it there; sweep plan --model {model} what the network costs its best "
+                f"layouts)",
+                param="network_share",
+            )
+        _need_of_layouts(network_share, settings, chosen)
+        return
+    if network_share is not None:
+        raise InputError(
+            f"is for large models (a layout's step); for {settings.get('model')} give --target and --solve",
+            param="network_share",
+        )
+    if settings.get("fabric") is not None:  # said as compare says it (a layout option, but not only one)
+        raise InputError(FABRIC_REFUSAL, param="fabric")
+    layout_jobs.refuse_layout_options(settings)
+    for name in LAYOUT_OPTIONS:
+        settings.pop(name)
+    if target is None or solve is None:
+        missing = "target" if target is None else "solve"
+        raise InputError(
+            "needed: the scaling factor(s) to reach (--target) and the axis to solve for (--solve)",
+            param=missing,
+        )
+    _need_of_profiles(target, solve, out, force, settings)
+
+
+def _need_of_profiles(
+    target: str, solve: str, out: Path | None, force: bool, settings: dict[str, Any]
+) -> None:
+    """``sweep need`` of data-parallel profiles: :func:`sweep.analysis.need.solve` per target, one table each."""
     from netsweep_jax.sweep.analysis.need import answer_table
     from netsweep_jax.sweep.analysis.need import solve as solve_for
     from netsweep_jax.sweep.core.values import number
     from netsweep_jax.sweep.io.cube import write_dataset
     from netsweep_jax.sweep.io.paths import check_new_file
 
-    refuse_large_model(settings.get("model"), "need")
-    if fabric is not None:
-        raise InputError(FABRIC_REFUSAL, param="fabric")
     targets = [number(t.strip(), "--target") for t in target.split(",")]
     if out is not None:
         check_new_file(out, force=force)
@@ -338,6 +399,24 @@ def need(
             )
         write_dataset(ds, out, command=command_line(), overwrite=force)
         typer.echo(f"wrote {out}")
+
+
+def _need_of_layouts(network_share: str, settings: dict[str, Any], chosen: frozenset[str]) -> None:
+    """``sweep need --network-share`` of a large model (:mod:`sweep.analysis.layout_need`): the layout given, or
+    sweep plan's best where no layout option is given; the assumed line, then the table."""
+    from netsweep_jax.sweep.analysis import layout_jobs, layout_need
+    from netsweep_jax.sweep.cli.options import say
+    from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS
+    from netsweep_jax.sweep.core.schema import assumed_line
+
+    shares = layout_need.parse_shares(network_share)
+    layout_jobs.refuse_data_parallel_options(settings, chosen)
+    layout_given = {*PARALLEL_DIMS, "launch", "virtual_stages"} & chosen
+    grid = layout_jobs.layout_grid_from(settings, chosen, search=not layout_given, say=say)
+    grid.spine()  # one oversubscription: the one the answers hold (a list is refused before any work)
+    held, answers = layout_need.need_of_layouts(grid, shares)
+    say_assumed(assumed_line((*grid.assumed, *layout_need.phrases(grid, searched=not layout_given))))
+    typer.echo(layout_need.table(held, shares, answers))
 
 
 def refuse_large_model(model: str | None, command: str) -> None:

@@ -344,7 +344,7 @@ DataParallelFabric = Annotated[
     ),
 ]
 FABRIC_REFUSAL = (
-    "is for sweep grid and sweep plan --collectives nccl of large models: this command's data-parallel "
+    "is for sweep grid, plan and need --collectives nccl of large models: this command's data-parallel "
     "model does not price collectives by NCCL's engine yet"
 )
 

@@ -153,6 +153,7 @@ OTHER_OPTIONS = {
     "attention": "--attention",
     "reduce": "--reduce",
     "keep": "--keep",
+    "network_share": "--network-share",
 }
 
 

@@ -1,5 +1,6 @@
 """One configuration per row: measured runs, each with its own layout, evaluated for many candidate
-constants at once (``validate --llm`` and ``calibrate`` of layouts)."""
+constants at once (``validate --llm`` and ``calibrate`` of layouts), and any configurations given as columns
+(``sweep need`` of a layout: one layout at many candidate fabrics)."""
 
 import dataclasses
 from collections.abc import Sequence
@@ -144,6 +145,45 @@ def rows_status(rows: Sequence[LayoutRow]) -> np.ndarray:
             {k: jnp.asarray(v[pick]) for k, v in layout.items()},
         )
     return np.asarray(status)[:n].astype(int)
+
+
+def evaluate_columns(
+    cell: dict[str, np.ndarray],
+    layout: dict[str, np.ndarray],
+    collectives: int = 0,
+    outputs: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Every output of :mod:`kernels.layout` (or those named in ``outputs``) of R configurations given as
+    columns, in float64: ``cell`` a setting cell's (:data:`~sweep.engine.compiled.OUTER_COLUMNS`, SI, 0 for a
+    system setting that follows the GPU's preset) and ``layout`` a layout's
+    (:data:`~sweep.engine.compiled.INNER_COLUMNS`), name -> [R] each; ``collectives`` the pricing (0 flat, 1
+    nccl). Evaluated as :func:`evaluate_rows` evaluates, in blocks of :data:`ROWS_BLOCK` (the last padded by
+    repeating its last row): one compiled shape per pricing, the one every fit and validation calls.
+    Returns dict name -> [R]."""
+    n = len(next(iter(cell.values())))
+    result: dict[str, np.ndarray] = {}
+    with jax.enable_x64(True):
+        for start in range(0, n, ROWS_BLOCK):
+            row = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
+            inputs = layout_inputs(
+                {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in cell.items()},
+                {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in layout.items()},
+            )
+            if collectives:  # the pricing as an array, as tests/layout_cases.py hands it: the same compile
+                arch, dev, lay = inputs
+                inputs = (
+                    arch,
+                    dev,
+                    lay._replace(collectives=jnp.full(ROWS_BLOCK, float(collectives), jnp.float64)),
+                )
+                out = layout_block_rows(*inputs, collectives=collectives)
+            else:  # as evaluate_rows calls it
+                out = layout_block_rows(*inputs)
+            for k in outputs or out:
+                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
+                    out[k], np.float64
+                )[: n - start]
+    return result
 
 
 def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

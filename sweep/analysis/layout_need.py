@@ -1,0 +1,460 @@
+"""``sweep need`` of a large model: the fabric at which the network costs a layout at most a share of its step.
+
+The paper's question asked of the fabric. For a layout on a setting (an outer cell of the layout grid), T(x) is
+its step with one fabric setting x changed and every other held: the NIC rate beta (Gbit/s, ``--bw``), the NICs
+per node K (``--nics-per-node``) or the spine's oversubscription o (``--oversubscription``: read where NCCL's
+pricing places groups on a ``--fabric`` preset's tiers). T_ideal is the same layout's step on an ideal network
+(:func:`sweep.analysis.planning.ideal_network`'s: NICs of unbounded rate at full utilization, no latency, flat
+collectives; NVLink as it is), and the network's share of the step is
+
+    share(x) = (T(x) - T_ideal) / T(x) = 1 - T_ideal / T(x)
+
+For a share s the answers are the smallest beta and the smallest whole K with share(x) <= s, and the largest o
+with share(x) <= s. T falls with beta and K and grows with o (every transfer across the NICs takes longer at a
+lower rate; tests/test_layout_need.py checks it on a grid of each), so share(x) <= s holds on one side of one
+boundary, found by K-section in log x: each round evaluates M candidates spaced evenly in log x across every
+open bracket, all of them in one call of the rows kernel (:func:`sweep.engine.layout_rows.evaluate_columns`,
+float64, one compile), and keeps the two neighbours around the first candidate that meets s (growing) or the last
+(falling), until a bracket's ratio is below 1 + :data:`TOLERANCE`; the answer is its end that met s, computed.
+M fills the kernel's block (:data:`~sweep.engine.layout_rows.ROWS_BLOCK` over the open brackets, at least
+:data:`MIN_POINTS`), so one bracket over the NIC rate's seven decades closes in two rounds. K is searched over
+the whole numbers 1..64 (the axis's range) in one call.
+
+Unlike ``sweep plan``'s network cost, which searches the layouts again on the ideal network, the layout is held:
+the question is what the fabric must be for this layout. Without a layout option the layout is the plan's: the
+fastest that can exist and fit of the plan's search at each setting as given.
+"""
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
+from netsweep_jax.kernels.layout import STATUS
+from netsweep_jax.sweep.analysis.need import shown_value
+from netsweep_jax.sweep.analysis.planning import IDEAL_GBPS, layout_name, setting_text
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import COLLECTIVES_MODES
+from netsweep_jax.sweep.engine.compiled import INNER_COLUMNS, OUTER_COLUMNS
+from netsweep_jax.sweep.engine.layout_blocks import BlockTables
+from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, evaluate_columns
+from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
+
+TOLERANCE = 1e-6  # a bracket closes below this ratio less one: below the 4 digits an answer is shown to
+MIN_POINTS = 16  # candidates per bracket and round, however many brackets share a call
+# The layouts a search keeps per setting: sweep plan's default, so that the search shares the plan's compile.
+SEARCH_KEEP = 3
+# The fabric settings answered (their names the kernel's setting columns, stored units), and whether the step falls
+# as each grows.
+ANSWERED = ("bandwidth", "nics_per_node", "oversubscription")
+FALLING = {"bandwidth": True, "nics_per_node": True, "oversubscription": False}
+
+
+def search_range(axis: str) -> tuple[float, float]:
+    """(low, high) searched for an answered setting, in its stored units."""
+    if axis == "bandwidth":
+        searched = NUMERIC_AXES["bandwidth"].search
+        assert searched is not None
+        return searched
+    spec = NUMERIC_AXES["nics_per_node"] if axis == "nics_per_node" else OVERSUBSCRIPTION
+    return float(spec.low), float(spec.high)
+
+
+def parse_shares(text: str) -> list[float]:
+    """``--network-share`` as fractions: percentages in (0, 100), each with or without ``%``, comma list."""
+    from netsweep_jax.sweep.core.values import decimal
+
+    shares = []
+    for item in str(text).split(","):
+        number = item.strip().removesuffix("%").strip()
+        try:
+            value = decimal(number)
+        except ValueError:
+            value = math.nan
+        if not 0 < value < 100:
+            raise InputError(
+                f"{text!r}: give the network's share of the step in percent, above 0 and below 100 (10 or 10%)",
+                param="network_share",
+            )
+        shares.append(value / 100.0)
+    return shares
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """One layout on one setting: its columns and its step as the setting gives it and on an ideal network."""
+
+    setting: str  # the setting's dims that vary, as options ('' for one setting)
+    layout: str  # sweep plan's text of the layout
+    cell: dict[str, float]  # OUTER_COLUMNS (SI; 0: the GPU preset's)
+    inner: dict[str, float]  # INNER_COLUMNS
+    step: float  # s, as given
+    ideal: float  # s, on an ideal network
+
+    def now(self, axis: str) -> float:
+        """The setting's own value of an answered setting, stored units (the GPU preset's where 0)."""
+        if axis == "bandwidth":
+            return (self.cell["bandwidth"] or self.cell["nic_bits"]) / 1e9
+        if axis == "nics_per_node":
+            return self.cell["nics_per_node"] or self.cell["nics"]
+        return self.cell["oversubscription"]
+
+
+def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) -> list[Held]:
+    """Per setting (outer cell, cube order), the layout held: the grid's one layout, or the fastest that can exist
+    and fit of its layouts (a search, as ``sweep plan``'s). A layout that cannot exist or fit is refused in one
+    line naming the setting and the rule (there is no network to ask about)."""
+    tables = BlockTables(grid)
+    outer = tables.outer(0, grid.outer_size)
+    if grid.inner_size == 1:
+        picked = np.zeros(grid.outer_size, np.int64)
+    else:
+        from netsweep_jax.sweep.analysis.planning import refuse_infeasible
+
+        say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings for the held layout")
+        best = best_layouts(grid, keep=SEARCH_KEEP)
+        reasons = refuse_infeasible(grid, best)
+        for flat, why in enumerate(reasons):
+            if why:
+                where = setting_text(grid, flat, "{d} {v}", ", ")
+                raise InputError(f"no feasible layout{f' ({where})' if where else ''}: {why}")
+        picked = best["layout"][:, 0]
+    cells = [dict(zip(OUTER_COLUMNS, (float(v) for v in outer[o]))) for o in range(grid.outer_size)]
+    inners = [dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked]
+    flat = COLLECTIVES_MODES.index("flat")
+    if grid.collectives_code == flat:  # the step as given and on the ideal network in one call
+        n = len(cells)
+        both = evaluate_columns(
+            {
+                k: np.concatenate([v, w])
+                for (k, v), w in zip(_stack(cells).items(), _ideal(_stack(cells)).values())
+            },
+            {k: np.concatenate([v, v]) for k, v in _stack(inners).items()},
+            flat,
+        )
+        given = {k: v[:n] for k, v in both.items()}
+        ideal = {k: v[n:] for k, v in both.items()}
+    else:
+        given = evaluate_columns(_stack(cells), _stack(inners), grid.collectives_code)
+        ideal = evaluate_columns(_ideal(_stack(cells)), _stack(inners), flat)
+    out = []
+    for o, (cell, inner) in enumerate(zip(cells, inners)):
+        where = setting_text(grid, o, "{d} {v}", ", ")
+        name = f"layout {layout_name(grid, o, int(picked[o]))}{f' ({where})' if where else ''}"
+        status = int(given["status"][o])
+        if status != 0:
+            raise InputError(f"{name} cannot exist: {STATUS[status]}")
+        if given["fits"][o] <= 0:
+            raise InputError(
+                f"{name} does not fit in memory: it lacks {-given['memory_free_gb'][o]:.1f} GB of usable memory "
+                "a GPU"
+            )
+        out.append(
+            Held(
+                setting=setting_text(grid, o),
+                layout=layout_name(grid, o, int(picked[o])),
+                cell=cell,
+                inner=inner,
+                step=float(given["iteration_time"][o]),
+                ideal=float(ideal["iteration_time"][o]),
+            )
+        )
+    return out
+
+
+def _stack(rows: Sequence[dict[str, float]]) -> dict[str, np.ndarray]:
+    return {k: np.array([r[k] for r in rows], np.float64) for k in rows[0]}
+
+
+def _ideal(cell: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Setting columns on an ideal network (planning.ideal_network's: the flat pricing is the caller's)."""
+    return {
+        **cell,
+        "bandwidth": np.full_like(cell["bandwidth"], IDEAL_GBPS * 1e9),
+        "utilization": np.ones_like(cell["utilization"]),
+        "latency": np.zeros_like(cell["latency"]),
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """An answered setting for one held layout and share: the value (stored units; NaN where unreachable) and
+    its status (:data:`~kernels.bisect.SOLVED`, ``AT_LIMIT``: met at the range's weakest end, ``UNREACHABLE``),
+    and whether the setting changes this layout's step at all (a spine no group crosses does not)."""
+
+    value: float
+    status: int
+    matters: bool = True
+
+
+def answer(
+    held: Sequence[Held],
+    shares: Sequence[float],
+    collectives: int,
+    spine: bool,
+    tolerance: float = TOLERANCE,
+) -> list[dict[str, Answer]]:
+    """Per (held layout, share), in that order (layouts outer), the answer for each of :data:`ANSWERED`.
+    ``collectives``: the grid's pricing (0 flat, 1 nccl); ``spine``: whether the fabric has a tier above the
+    leaf (a ``--fabric`` preset's hosts a leaf with NCCL's pricing): the oversubscription is answered there only
+    (elsewhere nothing reads it; no answer). Every setting's search shares each round's call of the kernel."""
+    problems = [(h, s) for h in held for s in shares]
+    cells = _stack([h.cell for h, _ in problems])
+    inners = _stack([h.inner for h, _ in problems])
+    ideal = np.array([h.ideal for h, _ in problems])
+    target = np.array([s for _, s in problems])
+
+    def share_of(asks: Sequence[tuple[str, np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+        """Per ask (axis, problems ``which`` [P'], candidates ``x`` [P', M] of the axis), the network's share of
+        each problem's step at each candidate [P', M]: all of them in one call of the rows kernel."""
+        cell: dict[str, list[np.ndarray]] = {k: [] for k in cells}
+        inner: dict[str, list[np.ndarray]] = {k: [] for k in inners}
+        for axis, which, x in asks:
+            m = x.shape[1]
+            for k, v in cells.items():
+                # The kernel's columns are SI (bit/s): the NIC rate's stored Gbit/s times 1e9.
+                cell[k].append(
+                    x.ravel() * (1e9 if axis == "bandwidth" else 1.0) if k == axis else np.repeat(v[which], m)
+                )
+            for k, v in inners.items():
+                inner[k].append(np.repeat(v[which], m))
+        step = evaluate_columns(
+            {k: np.concatenate(v) for k, v in cell.items()},
+            {k: np.concatenate(v) for k, v in inner.items()},
+            collectives,
+            outputs=("iteration_time",),
+        )["iteration_time"]
+        out, start = [], 0
+        for _, which, x in asks:
+            out.append(1.0 - ideal[which, None] / step[start : start + x.size].reshape(x.shape))
+            start += x.size
+        return out
+
+    axes = [a for a in ANSWERED if a != "oversubscription" or spine]
+    sections = [
+        Section(
+            a, target, *search_range(a), growing=FALLING[a], whole=a == "nics_per_node", tolerance=tolerance
+        )
+        for a in axes
+    ]
+    run_sections(sections, share_of)
+    out: list[dict[str, Answer]] = [{} for _ in problems]
+    for section in sections:
+        for k, a in enumerate(section.answers()):
+            out[k][section.axis] = a
+    return out
+
+
+class Section:
+    """One answered setting's search over P problems (``target`` [P]: each a share s): where ``share(x) <= s``
+    starts (``growing``: the smallest such x) or stops (the largest), x in [low, high], by K-section in log x
+    (the module docstring), or over every whole number there at once (``whole``)."""
+
+    def __init__(
+        self,
+        axis: str,
+        target: np.ndarray,
+        low: float,
+        high: float,
+        *,
+        growing: bool,
+        whole: bool = False,
+        tolerance: float = TOLERANCE,
+    ):
+        self.axis, self.target, self.low, self.high = axis, target, low, high
+        self.growing, self.whole, self.tolerance = growing, whole, tolerance
+        p = target.size
+        self.lo, self.hi = np.full(p, low), np.full(p, high)
+        self.status = np.full(p, SOLVED)
+        self.matters = np.ones(p, bool)
+        self.active = np.ones(p, bool)
+        self.first = True
+
+    def open(self) -> np.ndarray:
+        """The problems still searched."""
+        return np.flatnonzero(self.active)
+
+    def candidates(self, points: int) -> tuple[np.ndarray, np.ndarray]:
+        """(problems [P'], candidates [P', M]): ``points`` spaced evenly in log x across each open bracket, its
+        ends exactly (one met the target, computed); or every whole number of the range."""
+        which = self.open()
+        if self.whole:
+            x = np.arange(self.low, self.high + 1.0)
+            return which, np.repeat(x[None, :], which.size, axis=0)
+        steps = np.linspace(0.0, 1.0, points)
+        lo, hi = self.lo[which], self.hi[which]
+        x = lo[:, None] * (hi / lo)[:, None] ** steps[None, :]
+        x[:, 0], x[:, -1] = lo, hi
+        return which, x
+
+    def take(self, which: np.ndarray, x: np.ndarray, share: np.ndarray) -> None:
+        """Narrow the brackets of problems ``which`` by the shares [P', M] at their candidates ``x``."""
+        meets = share <= self.target[which, None]
+        if self.first:  # the range's ends: met at the weakest already, or nowhere
+            self.first = False
+            weakest, strongest = (meets[:, 0], meets[:, -1]) if self.growing else (meets[:, -1], meets[:, 0])
+            self.status[which[weakest]] = AT_LIMIT
+            self.status[which[~weakest & ~strongest]] = UNREACHABLE
+            self.matters[which] = share[:, 0] != share[:, -1]
+            self.active[which[weakest | ~strongest]] = False
+            keep = ~weakest & strongest
+            which, x, meets = which[keep], x[keep], meets[keep]
+        rows = np.arange(which.size)
+        if self.growing:  # the first candidate that meets, and the one before it (which does not)
+            j = np.clip(np.argmax(meets, axis=1), 1, x.shape[1] - 1)
+            self.lo[which], self.hi[which] = x[rows, j - 1], x[rows, j]
+        else:  # the last that meets, and the one after it
+            j = np.clip(x.shape[1] - 1 - np.argmax(meets[:, ::-1], axis=1), 0, x.shape[1] - 2)
+            self.lo[which], self.hi[which] = x[rows, j], x[rows, j + 1]
+        wide = self.hi[which] / self.lo[which] > 1.0 + self.tolerance
+        self.active[which] = wide & (not self.whole)  # whole numbers: every one was tried
+
+    def answers(self) -> list[Answer]:
+        """Per problem, the bracket's end that met the target (the range's weakest end where that did already;
+        NaN where no x of the range does)."""
+        value = np.where(self.status == UNREACHABLE, np.nan, self.hi if self.growing else self.lo)
+        value = np.where(self.status == AT_LIMIT, self.low if self.growing else self.high, value)
+        return [Answer(float(v), int(s), bool(m)) for v, s, m in zip(value, self.status, self.matters)]
+
+
+Ask = tuple[str, np.ndarray, np.ndarray]
+
+
+def run_sections(
+    sections: Sequence[Section], share_of: Callable[[Sequence[Ask]], list[np.ndarray]], max_rounds: int = 64
+) -> None:
+    """Every section searched to the end, all of their open problems' candidates in one ``share_of`` call a
+    round (asks: (axis, problems [P'], candidates [P', M]) -> shares [P', M] each), M as many as fill
+    :data:`~sweep.engine.layout_rows.ROWS_BLOCK` (at least :data:`MIN_POINTS`)."""
+    for _ in range(max_rounds):
+        live = [s for s in sections if s.open().size]
+        if not live:
+            return
+        fixed = sum(s.open().size * int(s.high - s.low + 1) for s in live if s.whole)
+        spaced = sum(s.open().size for s in live if not s.whole)
+        points = max(MIN_POINTS, (ROWS_BLOCK - fixed) // max(spaced, 1))
+        asks = [(s, *s.candidates(points)) for s in live]
+        shares = share_of([(s.axis, which, x) for s, which, x in asks])
+        for (s, which, x), share in zip(asks, shares):
+            s.take(which, x, share)
+
+
+def k_section(
+    share_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    low: float,
+    high: float,
+    target: np.ndarray,
+    *,
+    growing: bool,
+    whole: bool = False,
+    tolerance: float = TOLERANCE,
+) -> list[Answer]:
+    """One :class:`Section` searched alone: ``share_of(which, x)`` gives the shares [P', M] of problems ``which``
+    [P'] at candidates ``x`` [P', M], monotone in x (falling where ``growing``)."""
+    section = Section("x", target, low, high, growing=growing, whole=whole, tolerance=tolerance)
+    run_sections([section], lambda asks: [share_of(which, x) for _, which, x in asks])
+    return section.answers()
+
+
+UNITS = {"bandwidth": " Gbit/s", "nics_per_node": "", "oversubscription": ":1"}
+HEADS = {"bandwidth": "NIC rate", "nics_per_node": "NICs per node", "oversubscription": "spine"}
+
+
+def answer_text(a: Answer | None, axis: str) -> str:
+    """One cell of the table: the answer rounded in the safe direction (up for the NIC rate, down for the
+    oversubscription: :func:`sweep.analysis.need.shown_value`), or what stands in its place."""
+    if a is None:
+        return "no spine"
+    low, high = search_range(axis)
+    unit = UNITS[axis]
+    growing = FALLING[axis]
+    if a.status == UNREACHABLE:
+        return f"unreachable (> {high:g}{unit})" if growing else f"unreachable (even at {low:g}{unit})"
+    if a.status == AT_LIMIT:
+        return f"any (met at {low:g}{unit})" if growing else f"any (met at {high:g}{unit})"
+    if axis == "nics_per_node":
+        return f"{a.value:g}"
+    # need.shown_value rounds up for a growing axis (bandwidth is one) and down for a falling one.
+    return f"{shown_value(a.value, 'bandwidth' if growing else 'latency')}{unit}"
+
+
+def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[str, Answer]]) -> str:
+    """The answers as text: per share, one row per setting with its layout, its step, the network's share of it
+    now, and the three answers (each holding the other settings at the setting's)."""
+    import pandas as pd
+
+    blocks = []
+    for s_index, share in enumerate(shares):
+        rows = []
+        for h_index, h in enumerate(held):
+            a = answers[h_index * len(shares) + s_index]
+            row = {"setting": h.setting} if any(x.setting for x in held) else {}
+            row.update(
+                {
+                    "layout": h.layout,
+                    "step s": f"{h.step:.4g}",
+                    "ideal s": f"{h.ideal:.4g}",
+                    "network now": f"{1.0 - h.ideal / h.step:.1%}",
+                    "fabric now": f"{_now(h, 'nics_per_node')} x {_now(h, 'bandwidth')}, spine "
+                    f"{_now(h, 'oversubscription')}",
+                }
+            )
+            for axis in ANSWERED:
+                row[HEADS[axis]] = answer_text(a.get(axis), axis)
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+        head = (
+            f"the network at most {share * 100:.4g}% of the step (1 - ideal / step; ideal: the layout on an ideal "
+            "network), each setting moved alone:"
+        )
+        blocks.append(head + "\n" + frame.to_string(index=False))
+    return "\n\n".join(blocks)
+
+
+def _now(h: Held, axis: str) -> str:
+    return f"{h.now(axis):g}{UNITS[axis]}"
+
+
+def phrases(grid: LayoutGrid, searched: bool) -> tuple[str, ...]:
+    """What the answer assumed besides the grid's own phrases: which layout is held, and where no spine is."""
+    said = (
+        "the layout: sweep plan's best at each setting as given (the fastest that can exist and fit of those "
+        "searched), held while each fabric setting moves"
+        if searched
+        else "the layout as given (what is not given at sweep grid's defaults), held while each fabric setting moves"
+    )
+    spine = has_spine(grid)
+    return (
+        (said,)
+        if spine
+        else (said, "no spine: oversubscription needs --collectives nccl and a --fabric preset")
+    )
+
+
+def has_spine(grid: LayoutGrid) -> bool:
+    """Whether the grid's fabric has a tier above the leaf that NCCL's pricing places groups on."""
+    return grid.collectives == "nccl" and grid.leaf_hosts > 0
+
+
+def need_of_layouts(
+    grid: LayoutGrid, shares: Sequence[float], say: Callable[[str], None] = lambda _: None
+) -> tuple[list[Held], list[dict[str, Answer]]]:
+    """:func:`held_layouts` of ``grid`` and :func:`answer` for ``shares`` (fractions in (0, 1))."""
+    held = held_layouts(grid, say)
+    return held, answer(held, shares, grid.collectives_code, has_spine(grid))
+
+
+__all__ = [
+    "ANSWERED",
+    "Answer",
+    "Held",
+    "answer",
+    "held_layouts",
+    "k_section",
+    "need_of_layouts",
+    "parse_shares",
+    "table",
+]

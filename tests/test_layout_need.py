@@ -1,0 +1,201 @@
+"""``sweep need --network-share`` of a large model (sweep/analysis/layout_need.py): the K-section against closed
+forms, the step monotone in each fabric setting it moves (both pricings of collectives), an answer checked in the
+float64 reference on both sides of its boundary, the table and bad input. The layout kernel runs through the rows
+compile every fit shares (float64, the rows block): no compile of its own."""
+
+import math
+import random
+
+import jax
+import numpy as np
+import pytest
+from layout_cases import random_case, run_kernel
+
+import reference
+from helpers import invoke
+from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
+from netsweep_jax.sweep.analysis import layout_need
+from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS
+from netsweep_jax.sweep.engine.compiled import layout_inputs
+
+# A layout whose step waits on its NICs at 100 Gbit/s (13% of it): Llama 3 70B on 128 DGX H100 nodes.
+GIVEN = ["--model", "llama3-70b", "--gpus", "1024", "--global-batch", "1024", "--tp", "8", "--pp", "4"]
+
+
+def test_k_section_finds_closed_form_boundaries():
+    # share(x) = a / (x + a), falling in x: share <= s from x* = a (1 - s) / s; and x / (x + a), growing: up to
+    # x* = a s / (1 - s). Problems of every status: solved, met at the range's weakest end, nowhere.
+    a = np.array([1.0, 37.0, 1e-9, 1e9])
+    s = np.array([0.1, 0.25, 0.1, 0.1])
+
+    def falling(which, x):
+        return a[which, None] / (x + a[which, None])
+
+    got = layout_need.k_section(falling, 1e-3, 1e4, s, growing=True)
+    assert [g.status for g in got] == [SOLVED, SOLVED, AT_LIMIT, UNREACHABLE]
+    for g, ak, sk in zip(got[:2], a, s):
+        assert g.value == pytest.approx(ak * (1 - sk) / sk, rel=2e-6)
+        assert ak / (g.value + ak) <= sk  # the end of the bracket that met the target, computed
+    assert got[2].value == 1e-3 and math.isnan(got[3].value)
+
+    def growing(which, x):
+        return x / (x + a[which, None])
+
+    got = layout_need.k_section(growing, 1.0, 1e3, s, growing=False)
+    assert [g.status for g in got] == [UNREACHABLE, SOLVED, UNREACHABLE, AT_LIMIT]
+    assert got[1].value == pytest.approx(37.0 * 0.25 / 0.75, rel=2e-6) and got[3].value == 1e3
+    # Whole numbers: every one tried at once, the smallest that meets.
+    whole = layout_need.k_section(falling, 1, 64, s, growing=True, whole=True)
+    assert (whole[0].value, whole[0].status) == (9.0, SOLVED)  # 1 x 0.9 / 0.1
+    assert whole[1].status == UNREACHABLE  # 37 x 3 = 111 > 64
+
+
+@pytest.mark.parametrize("collectives", [0, 1])
+def test_the_step_is_monotone_in_each_setting_need_moves(collectives):
+    # Random layouts (tests/layout_cases.py, with a tier above the hosts under NCCL's pricing), each at rising NIC
+    # rates, NIC counts and spine oversubscriptions: the step never rises with the first two nor falls with the
+    # third, and each changes some step (the answers' bisection rests on it). One kernel call per pricing.
+    rng = random.Random(40 + collectives)
+    cases = []
+    while len(cases) < 24:
+        arch, dev, lay = random_case(rng)
+        lay.update(collectives=collectives, leaf_hosts=rng.choice([1, 2]) if collectives else 0.0)
+        if reference.layout_status(arch, lay) == 0:
+            cases.append((arch, dev, lay))
+    moves = {
+        "bandwidth": np.geomspace(1e9, 1e13, 12),
+        "nics_per_node": np.arange(1.0, 13.0),
+        "oversubscription": np.geomspace(1.0, 64.0, 12),
+    }
+    rows = [(a, d, {**lay, name: v}) for a, d, lay in cases for name, values in moves.items() for v in values]
+    step = run_kernel(rows, "float64")["iteration_time"].reshape(len(cases), len(moves), 12)
+    falls, grows = np.diff(step[:, :2], axis=-1), np.diff(step[:, 2], axis=-1)
+    assert np.all(falls <= 1e-12 * step[:, :2, 1:]) and np.all(grows >= -1e-12 * step[:, 2, 1:])
+    assert (falls < 0).any(axis=(0, 2)).all()
+    assert (grows > 0).any() == bool(collectives)  # the spine is read by NCCL's pricing only
+
+
+def reference_share(held, collectives, **moved):
+    """The network's share of a held layout's step in tests/reference.py (float64), one setting ``moved`` (SI)."""
+    with jax.enable_x64(True):
+
+        def dicts(cell):
+            parts = layout_inputs(
+                {k: np.float64(v) for k, v in cell.items()}, {k: np.float64(v) for k, v in held.inner.items()}
+            )
+            # Whole numbers as ints, as tests/layout_cases.py gives them (the reference counts layers with them).
+            return [{k: _number(v) for k, v in p._asdict().items()} for p in parts]
+
+        arch, dev, lay = dicts({**held.cell, **moved})
+        step = reference.layout_step(arch, dev, {**lay, "collectives": collectives})["iteration_time"]
+        ideal_cell = {**held.cell, "bandwidth": 1e18, "utilization": 1.0, "latency": 0.0}
+        arch, dev, lay = dicts(ideal_cell)
+        ideal = reference.layout_step(arch, dev, {**lay, "collectives": 0})["iteration_time"]
+    return 1.0 - ideal / step
+
+
+def _number(value):
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_them_does_not(monkeypatch):
+    # The command as typed; its answers (taken as the table is made) checked in tests/reference.py.
+    shown = []
+    table = layout_need.table
+    monkeypatch.setattr(layout_need, "table", lambda *args: shown.append(args) or table(*args))
+    r = invoke("need", *GIVEN, "--bw", "100", "--network-share", "10%,5")
+    assert r.exit_code == 0, r.output
+    assert "the layout as given" in r.stderr and "no spine" in r.stderr and r.stderr.startswith("assumed: ")
+    tables = r.stdout.strip().split("\n\n")
+    assert [t.splitlines()[0].split(" of the step")[0] for t in tables] == [
+        "the network at most 10%",
+        "the network at most 5%",
+    ]
+    head, row = tables[0].splitlines()[1:3]
+    assert head.split()[:2] == ["layout", "step"] and row.split()[0] == "tp8xpp4xdp32"
+    # 13.4% of the step now; the smallest NIC rate for 10% (shown rounded up), the NICs, no spine to answer.
+    assert "13.4%" in row and "8 x 100 Gbit/s, spine 1:1" in row
+    assert row.split()[-5:] == ["134", "Gbit/s", "11", "no", "spine"]
+
+    ((held,), shares, (answer, _)) = shown[0]
+    assert shares == [0.1, 0.05] and 1 - held.ideal / held.step > 0.1  # the layout is short of 10% now
+    rate, nics = answer["bandwidth"], answer["nics_per_node"]
+    assert rate.status == SOLVED and nics.status == SOLVED and "oversubscription" not in answer
+    assert 133 < rate.value <= 134  # the table's 134, rounded up
+    # The NIC rate: its answer meets 10% in the reference, a rate 2e-6 below it (past the bracket) does not.
+    assert reference_share(held, 0, bandwidth=rate.value * 1e9) <= 0.1
+    assert reference_share(held, 0, bandwidth=rate.value * 1e9 * (1 - 2e-6)) > 0.1
+    # The NIC count: the answer meets it, one NIC fewer does not; the share shown now is the reference's.
+    assert (
+        reference_share(held, 0, nics_per_node=nics.value)
+        <= 0.1
+        < reference_share(held, 0, nics_per_node=nics.value - 1)
+    )
+    assert 1 - held.ideal / held.step == pytest.approx(reference_share(held, 0), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--network-share", "0"], "--network-share '0': give the network's share of the step in percent"),
+        (["--network-share", "100%"], "above 0 and below 100"),
+        (["--network-share", "ten"], "--network-share 'ten'"),
+        (["--network-share", "10", "--target", "0.9"], "--target is for data-parallel models"),
+        (["--network-share", "10", "--out", "x.h5"], "--out is for data-parallel models"),
+        (["--bw", "10"], "--network-share needed for llama3-70b, a large model"),
+        (["--network-share", "10", "--tp", "3"], "cannot exist: gpus not divisible by tp x pp x cp"),
+        (
+            [
+                "--network-share",
+                "10",
+                "--collectives",
+                "nccl",
+                "--fabric",
+                "aws-p5",
+                "--oversubscription",
+                "1,2",
+            ],
+            "--oversubscription 1,2: give one value",
+        ),
+    ],
+)
+def test_bad_input_is_one_line(args, message, tmp_path):
+    r = invoke("need", *GIVEN, *args)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and message in lines[0], r.output
+    assert not (tmp_path / "x.h5").exists()
+
+
+def test_network_share_is_refused_for_a_data_parallel_model():
+    r = invoke("need", "--model", "resnet50", "--bw", "10", "--network-share", "10")
+    assert r.exit_code == 2 and "--network-share is for large models" in r.output
+
+
+def test_without_a_layout_option_the_layout_is_the_plans_best(monkeypatch):
+    # sweep plan's search picks the layout: the same searched grid as sweep plan's, its best kept (the search
+    # itself is sweep plan's, tested there; here it hands back its second layout, so no block is compiled).
+    searched = []
+
+    def best_layouts(grid, keep):
+        searched.append(grid)
+        coords = grid.coords()
+        at = np.unravel_index(np.arange(grid.inner_size), [grid.sizes[d] for d in PARALLEL_DIMS])
+        values = {d: coords[d][i] for d, i in zip(PARALLEL_DIMS, at)}
+        wanted = dict(tp=8, pp=4, cp=1, micro_batch=1, zero=1, recompute="none", schedule="1f1b")
+        (found,) = np.flatnonzero(np.logical_and.reduce([values[d] == v for d, v in wanted.items()]))[:1]
+        return {"layout": np.array([[found, 0, 0]]), "score": np.ones((1, 3))}
+
+    monkeypatch.setattr(layout_need, "best_layouts", best_layouts)
+    # The answers are another test's: here only which layout is held (each answer's text stands in: no spine).
+    monkeypatch.setattr(layout_need, "answer", lambda held, shares, *_: [{} for _ in held for _ in shares])
+    r = invoke("need", *GIVEN[:6], "--bw", "100", "--network-share", "10")
+    assert r.exit_code == 0, r.output
+    assert "the layout: sweep plan's best at each setting as given" in r.stderr
+    settings = dict(model="llama3-70b", gpus="1024", global_batch="1024", bandwidth="100")
+    plan_grid = layout_grid_from(settings, set(settings), search=True)
+    (grid,) = searched
+    assert grid.fingerprint() == plan_grid.fingerprint() and grid.inner_size > 1000
+    row = r.stdout.strip().splitlines()[2]
+    assert row.split()[:2] == ["tp8xpp4xdp32", "mb1"] and row.split()[2] == "z1"
