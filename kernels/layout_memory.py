@@ -36,7 +36,14 @@ host; at least one layer stays; the copies are taken to hide behind compute), wi
 micro-batch's token ids and embedding dropout mask b (s / c) (8 + d h) (/ t with SP) on the
 first stage and the fp32
 logits and output-layer input 4 b (s / c) (v + h) / t on the last (the terms of
-Megatron-LM's theoretical_memory_usage.py). The larger stage must fit the usable memory,
+Megatron-LM's theoretical_memory_usage.py). The last stage also runs the D multi-token-prediction depths
+(:mod:`kernels.layout_pipeline`): D more layers' kept activations and, per depth, its two norms' inputs, the
+projection's 2h-wide input and its final norm's input, (6 + 2 g) b (s / c) h (/ t with SP), and its own fp32
+logits and output-layer input, 4 b (s / c) (v + h) / t:
+
+    A_last = (n_last + D) A_kept + (1 + D) 4 b (s / c) (v + h) / t + D (6 + 2 g) b (s / c) h / (t if SP else 1)
+
+The larger stage must fit the usable memory,
 ``usable`` x the capacity the driver reports: ``fits``, and ``memory_free_gb`` what it
 leaves (negative: what it lacks).
 """
@@ -191,14 +198,20 @@ def memory_per_gpu(
     # the last, the fp32 logits and the fp32 input of the output layer.
     embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
     head_act = 4.0 * tokens * (v + h) / t
+    # Each multi-token-prediction depth on the last stage: one more layer's activations, its own logits and
+    # output-layer input, and what its norms and projection keep: the hidden state's and the embedding's norm
+    # inputs (2 bytes each), the projection's 2h-wide input (g) and the final norm's input (2).
+    mtp = arch.mtp_layers
+    mtp_act = mtp * tokens * h * (6.0 + 2.0 * dev.gemm_input_bytes) / jnp.where(sp, t, 1.0)
 
     def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
     activations = jnp.maximum(
         on_gpu(n_first) * act_kept * in_flight + embed_act,
-        on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0)
-        + head_act
+        on_gpu(n_last + mtp) * act_kept * jnp.where(is_one, in_flight, 1.0)
+        + (1.0 + mtp) * head_act
+        + mtp_act
         + jnp.where(is_one, embed_act, 0.0),
     )
     gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's

@@ -48,6 +48,7 @@ def random_case(rng):
         gated=rng.choice([0, 1]),
         tied=rng.choice([0, 1]),
         dropout=rng.choice([0, 1]),
+        mtp_layers=rng.choice([0, 0, 1, 2]),
     )
     dev = dict(
         peak=rng.choice([312e12, 989e12]),
@@ -154,6 +155,7 @@ def gpt3_case(**changes):
         gated=0,
         tied=1,
         dropout=1,
+        mtp_layers=0,
     )
     dev = dict(
         peak=312e12,

@@ -360,6 +360,18 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
+        "mtp_layers",
+        "--mtp-layers",
+        "1",
+        "multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules on the last pipeline stage; "
+        "Megatron-Core's --mtp-num-layers); not given: the model's (deepseek-v3-like 1, others 0)",
+        True,
+        0,
+        16,
+        "",
+        1.0,
+    ),
+    AxisSpec(
         "imbalance",
         "--imbalance",
         "1",

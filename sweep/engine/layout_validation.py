@@ -2,6 +2,7 @@
 :class:`~sweep.engine.layout_grid.LayoutGrid` and names what it assumed that the user did not set.
 """
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,6 +68,7 @@ def make_layout_grid(
     capacity_factor: object = None,
     pad_to_capacity: object = None,
     dispatch_fp8: object = None,
+    mtp_layers: object = None,
     overlap: str | None = None,
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
@@ -132,6 +134,11 @@ def make_layout_grid(
             model_names.append(name.lower())
     if not models:
         raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+    if mtp_layers is not None:  # the MTP depths the run trains, in place of each model's own
+        depth = _values("mtp_layers", mtp_layers, None)
+        if depth.size != 1:
+            raise InputError(f"{mtp_layers}: give one value", param="mtp_layers")
+        models = [dataclasses.replace(m, mtp_layers=int(depth[0])) for m in models]
     preset = stack_preset(stack) if stack is not None else None
     by_stack = {}  # the text settings the stack sets
     if attention is None:

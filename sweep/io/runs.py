@@ -7,7 +7,8 @@ optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STAC
 ``fsdp``, read with the ``year``), ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
-``moment_bytes``, ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
+``moment_bytes``, ``mtp_layers`` (the multi-token-prediction depths the run trains; empty: the model's),
+``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
 ``model``, ``notes``, ...). Any other column is refused by name (a misspelt setting is never ignored). Lines
 starting with ``#`` are comments.
 
@@ -78,6 +79,7 @@ OPTIONAL = (
     "offload_layers",
     "overlap",
     "moment_bytes",
+    "mtp_layers",
     "flops",
 )
 # Columns read by no rule, kept for the reader (the published files' own): where a run comes from and what it
@@ -137,10 +139,18 @@ class Run:
     overlap: str = ""
     expert_tp: int | None = None
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
+    mtp_layers: int | None = None  # the multi-token-prediction depths the row states (None: the model's)
 
     @property
     def moe(self) -> bool:
         return self.llm.experts > 0
+
+    @property
+    def trained(self) -> LLM:
+        """The model as the run trains it: with the multi-token-prediction depths the row states."""
+        if self.mtp_layers is None or self.mtp_layers == self.llm.mtp_layers:
+            return self.llm
+        return dataclasses.replace(self.llm, mtp_layers=self.mtp_layers)
 
 
 def _int(
@@ -346,6 +356,9 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
     if moments not in (2, 4):
         raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
+    mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
+    if mtp_layers is not None and mtp_layers > 16:
+        raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
     overlap_text = cells.get("overlap", "")
     overlap = overlap_mode(overlap_text) if overlap_text else ""
     if overlap is None:
@@ -382,6 +395,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         overlap,
         _int(cells, "expert_tp", path, line, rid, default=None),
         preset,
+        mtp_layers,
     )
 
 
@@ -437,8 +451,10 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     expert_tp = run.expert_tp or stack.expert_tp
     if run.moe and run.expert_tp is None and run.tp > 1:
         assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
+    if run.mtp_layers is None and run.llm.mtp_layers:
+        assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
     row = LayoutRow(
-        run.llm,
+        run.trained,
         run.gpu,
         run.precision,
         run.gpus,
