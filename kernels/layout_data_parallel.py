@@ -21,7 +21,7 @@ drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
 first micro-batch's forward (exposed: the excess). Optimizer step: 2 (8 + 2 M) bytes per
 parameter the GPU updates (Adam reads and writes its fp32 master weight and gradient and its two
-moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments) at HBM
+moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments, 20 with fp8 ones) at HBM
 bandwidth.
 
 Multi-token prediction (D depths, :mod:`kernels.layout_pipeline`) puts D more layers on the last stage (their

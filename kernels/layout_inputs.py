@@ -71,7 +71,7 @@ class Device(NamedTuple):
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
     allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
     the efficiency of a GEMM falls with its size, and ``moment_bytes``: bytes of each of Adam's two moments
-    (4 in fp32; 2 in bf16, Megatron-Core's precision-aware optimizer)."""
+    (4 in fp32; 2 in bf16 or fp16, 1 in fp8: Megatron-Core's precision-aware optimizer)."""
 
     peak: Value
     hbm: Value

@@ -143,6 +143,11 @@ def test_memory_terms_by_hand():
     states_bf16 = dense * (2 + 2 + 8 / 16) + experts * (2 + 2 + 8 / 2)
     assert bf16["memory_gb"] * 1e9 == pytest.approx(states_bf16 + acts, rel=1e-9)
     assert bf16["optimizer"] / out["optimizer"] == pytest.approx(24 / 32, rel=1e-12)
+    # fp8 moments (--exp-avg-dtype fp8 --exp-avg-sq-dtype fp8): 4 + 2 x 1 bytes, and a step of 2 (4 + 4 + 2).
+    fp8 = run_one(gpt3_case(**moe, moment_bytes=1.0))
+    states_fp8 = dense * (2 + 2 + 6 / 16) + experts * (2 + 2 + 6 / 2)
+    assert fp8["memory_gb"] * 1e9 == pytest.approx(states_fp8 + acts, rel=1e-9)
+    assert fp8["optimizer"] / out["optimizer"] == pytest.approx(20 / 32, rel=1e-12)
 
 
 def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():

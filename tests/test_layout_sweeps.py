@@ -254,7 +254,7 @@ def test_megatron_option_names_are_aliases(tmp_path):
         ),
         (
             ["grid", *LLAMA_8B, "--moment-bytes", "3"],
-            "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
+            "--moment-bytes 3: must be 4 (fp32), 2 (bf16) or 1 (fp8)",
         ),
         (
             [

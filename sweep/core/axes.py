@@ -351,10 +351,10 @@ _LAYOUT_AXES = (
         "moment_bytes",
         "--moment-bytes",
         "bytes",
-        "bytes of each of Adam's two moments: 4 (fp32), or 2 (bf16, Megatron-Core's "
-        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16)",
+        "bytes of each of Adam's two moments: 4 (fp32), 2 (bf16) or 1 (fp8): Megatron-Core's "
+        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8",
         True,
-        2,
+        1,
         4,
         "4",
         1.0,

@@ -254,8 +254,8 @@ def make_layout_grid(
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
-    for bad in (v for v in values["moment_bytes"] if v not in (2.0, 4.0)):
-        raise InputError(f"{show(bad)}: must be 4 (fp32) or 2 (bf16)", param="moment_bytes")
+    for bad in (v for v in values["moment_bytes"] if v not in (1.0, 2.0, 4.0)):
+        raise InputError(f"{show(bad)}: must be 4 (fp32), 2 (bf16) or 1 (fp8)", param="moment_bytes")
     per_sweep = {}
     for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
         one = values.pop(name)
@@ -539,10 +539,20 @@ def _stack_settings(
         ]
     if moe:
         wanted.update(imbalance=[stack.imbalance], expert_tp=[stack.expert_tp])
+    recipes = [stack.moments(name) for name in names["model"]]
+    if any(recipes):  # the moments' dtype where the stack's recipe for the model sets one (else fp32)
+        wanted["moment_bytes"] = [r[0] if r else 4.0 for r in recipes]
     filled = {}
     for name, options in wanted.items():
         if given[name] is not None:
             continue
+        if len(set(options)) > 1 and name == "moment_bytes":
+            shown = ", ".join(f"{show(v)} for {m}" for v, m in zip(options, names["model"]))
+            raise InputError(
+                f"{stack.name}: its recipes' Adam moments differ by model ({shown} bytes), and a sweep holds one; "
+                f"sweep one model, or give {AXES[name].option}",
+                param="stack",
+            )
         if len(set(options)) > 1:
             shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
             raise InputError(
@@ -576,6 +586,8 @@ def _stack_settings(
         "efficiency": f"matrix efficiency {show(round(filled.get('efficiency', 0), 4))}",
         "memory_efficiency": f"memory efficiency {show(round(filled.get('memory_efficiency', 0), 4))}",
         "utilization": f"utilization {show(round(filled.get('utilization', 0), 4))}",
+        "moment_bytes": f"Adam moments of {show(filled.get('moment_bytes', 4))} bytes"
+        + "".join(f" ({r[1]})" for r in dict.fromkeys(r for r in recipes if r)),
     }
     parts = [f"{name} {value}" for name, value in text.items()]
     parts += [said[name] for name in said if name in filled] + ([f"overlap {overlap}"] if overlap_set else [])
