@@ -257,6 +257,11 @@ def test_megatron_option_names_are_aliases(tmp_path):
             "--moment-bytes 3: must be 4 (fp32), 2 (bf16) or 1 (fp8)",
         ),
         (
+            ["grid", *LLAMA_8B, "--mtp-layers", "1.5"],
+            "--mtp-layers 1.5: mtp_layers must be an integer from 0 to 16",
+        ),
+        (["grid", *LLAMA_8B, "--mtp-layers", "1,2"], "--mtp-layers 1,2: give one value"),
+        (
             [
                 "plan",
                 *LLAMA_8B,

@@ -432,6 +432,15 @@ def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_win
     deepseek = make_layout_grid("deepseek-v3-like", **layout)
     assert deepseek.moment_bytes == 2.0
     assert "Adam moments of 2 bytes (Megatron-Bridge@00b7660's DeepSeek-V3 recipe" in deepseek.assumed[0]
+    # Its architecture's multi-token prediction, trained unless --mtp-layers says otherwise, is said too.
+    assert (
+        "multi-token-prediction depths 1 for deepseek-v3-like (the model's; --mtp-layers 0: none)"
+        in deepseek.assumed
+    )
+    assert make_layout_grid("deepseek-v3-like", **layout, mtp_layers=0).models[0].mtp_layers == 0
+    assert not any(
+        "multi-token" in a for a in make_layout_grid("deepseek-v3-like", **layout, mtp_layers=0).assumed
+    )
     assert make_layout_grid("deepseek-v3-like", **layout, moment_bytes=1).moment_bytes == 1.0  # fp8, as given
     llama = make_layout_grid("llama3-70b", gpus=64, global_batch=64, gpu="gb200", stack="megatron-core")
     assert llama.moment_bytes == 4.0 and "Adam moments" not in llama.assumed[0]

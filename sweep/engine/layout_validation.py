@@ -291,6 +291,10 @@ def make_layout_grid(
         )
     constants_said = "" if preset is not None else phrase  # in the line where the constants' defaults were
     assumed = _assumed(given, names, models, search, overlap is not None, constants_said)
+    depths = {(n, m.mtp_layers) for n, m in zip(names["model"], models) if m.mtp_layers}
+    if mtp_layers is None and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
+        shown = ", ".join(f"{d} for {n}" for n, d in sorted(depths))
+        assumed = assumed + (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
     if preset is not None:
         assumed = (phrase, *assumed)
     if mode == "nccl":
