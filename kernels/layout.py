@@ -9,7 +9,8 @@ a sweep over layouts compiles once. SI units throughout (s, bytes, bytes/s, FLOP
 Notation (per configuration). Architecture: L layers, h hidden, a heads, g key/value
 heads, w_q = a x head dimension and w_kv = g x head dimension, f feed-forward width,
 v vocabulary, s sequence, E experts (0 = dense), k experts per token, f_e expert width,
-S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2). Parallelism: N GPUs, t = tp, p = pp,
+S shared experts, L_e MoE layers, gated MLP (SwiGLU, 3 matrices) or not (GELU, 2), D multi-token-prediction
+depths (0 none). Parallelism: N GPUs, t = tp, p = pp,
 c = cp, e = ep, etp = expert TP (the experts' grid etp x e x expert DP folded over t x c x D), D = dp =
 N / (t p c), micro-batch b, global batch B, V chunks per
 pipeline stage (1 = 1F1B), m = B / (b D) micro-batches per step.
@@ -29,7 +30,8 @@ The model, module by module (each module's docstring has the formulas of the ter
   time of each collective.
 - :mod:`kernels.layout_communication`: TP, CP, EP and ZeRO-3 per layer and micro-batch, and the
   overlap switches (``overlap``) that hide them.
-- :mod:`kernels.layout_pipeline`: layers over the stages, the slowest stage, T_pipe and the bubble.
+- :mod:`kernels.layout_pipeline`: layers over the stages, the slowest stage, T_pipe and the bubble; the
+  multi-token-prediction depths on the last stage.
 - :mod:`kernels.layout_data_parallel`: the gradients' FIFO reduction behind the last micro-batch's
   backward, the parameter gather at ZeRO 1/2, and the optimizer step.
 
@@ -38,7 +40,7 @@ They add up, and ``overhead`` is added once per step when N > 1 (as :mod:`kernel
     iteration_time = T_pipe + dp_exposed + optimizer + multi overhead,     multi = [N > 1]
 
 Outputs per configuration: ``iteration_time`` (s), ``tokens_per_s``, ``mfu`` (model
-FLOPs 3 B s (L F + logits) over time x peak x N), ``tflops_per_gpu`` (model FLOPs),
+FLOPs 3 B s ((L + D) F + D 4 h^2 + (1 + D) logits) over time x peak x N, D the multi-token-prediction depths), ``tflops_per_gpu`` (model FLOPs),
 ``hardware_tflops_per_gpu`` (adds the recomputed forward, as SC'21 counts),
 ``memory_gb``, ``memory_free_gb``, ``fits``, ``status`` (0 = a layout that can exist, else the first rule
 it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
@@ -167,10 +169,17 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     # tokens, a batch of 1e9) is 1e39, past float32's 3.4e38; per GPU in TFLOP it is at most about 1e27.
     step_tokens = B * s
     gpu_tokens = step_tokens / gpus
-    model_tflop = 3.0 * gpu_tokens * ((L * work.layer_flops + work.logits_flops) / 1e12)
+    # Multi-token prediction's D depths each compute one more layer, their projection (4 h^2 a token) and
+    # the logits again (:mod:`kernels.layout_pipeline`).
+    D, h = arch.mtp_layers, arch.hidden
+    model_tflop = (
+        3.0
+        * gpu_tokens
+        * (((L + D) * work.layer_flops + D * 4.0 * h * h + (1.0 + D) * work.logits_flops) / 1e12)
+    )
     recompute_tflop = (
         gpu_tokens
-        * (L / 1e12)
+        * ((L + D) / 1e12)
         * jnp.where(
             rc.full,
             work.layer_flops,

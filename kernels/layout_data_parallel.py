@@ -21,8 +21,14 @@ drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
 first micro-batch's forward (exposed: the excess). Optimizer step: 2 (8 + 2 M) bytes per
 parameter the GPU updates (Adam reads and writes its fp32 master weight and gradient and its two
-moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments) at HBM
+moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments, 20 with fp8 ones) at HBM
 bandwidth.
+
+Multi-token prediction (D depths, :mod:`kernels.layout_pipeline`) puts D more layers on the last stage (their
+gradients reduced in the same FIFO) and, per depth, its projection and norms, 2 h^2 / t + 3 h parameters a GPU;
+a last stage that is not the first also keeps MTP's copy of the embedding, v h / t:
+
+    P_last = (n_last + D) P_layer + D (2 h^2 / t + 3 h) + (1 + [D > 0]) v h / t
 """
 
 from typing import NamedTuple
@@ -99,24 +105,34 @@ def data_parallel_exposed(
         serial = n * gamma + jnp.where(last, head_grads, 0.0) + jnp.where(first, gamma_embed, 0.0)
         return jnp.maximum(0.0, jnp.where(grad_overlap, end - backward_end, serial) - slack)
 
-    dp_sync = exposed(n_first, True, is_one, 0.0)
+    # The last stage's layers include the D multi-token-prediction depths' (:mod:`kernels.layout_pipeline`).
+    mtp = arch.mtp_layers
+    n_one, n_end = n_first + jnp.where(is_one, mtp, 0.0), n_last + mtp
+    dp_sync = exposed(n_one, True, is_one, 0.0)
     dp_sync = jnp.maximum(dp_sync, jnp.where(exists[1], exposed(n_mid, False, False, n_mid * beta), 0.0))
     dp_sync = jnp.maximum(
-        dp_sync, jnp.where(exists[2], exposed(n_last, False, True, (p - 1.0) * n_last * beta), 0.0)
+        dp_sync, jnp.where(exists[2], exposed(n_end, False, True, (p - 1.0) * n_end * beta), 0.0)
     )
     dp_sync = jnp.where((zero >= 3) | (dp_group <= 1), 0.0, dp_sync)
     # The first stage holds the embedding (and, alone in the pipeline, an untied output layer); the last
     # holds the output layer (Megatron keeps a copy of tied embeddings there). Dense parameters are sharded
     # over the dp x cp GPUs, expert parameters over the expert data-parallel group (Megatron-Core's
     # expert optimizer: world / (etp ep pp) GPUs).
+    # Each MTP depth adds a layer's parameters, its projection's 2 h^2 / t and its three norms' 3 h; on a last
+    # stage that is not the first, MTP's embedding is a copy of the first stage's (Megatron-Core's GPTModel
+    # builds the embedding where ``pre_process or mtp_process``), kept and updated as the tied output layer's is.
     dense_layer, expert_layer = dense_gpu, expert_params / (etp * e)
-    first_dense = n_first * dense_layer + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
-    last_dense = n_last * dense_layer + embed_params
-    first_is_larger = (first_dense + n_first * expert_layer >= last_dense + n_last * expert_layer) | ~exists[
-        2
-    ]
+    h = arch.hidden
+    mtp_extra = 2.0 * h * h / t + 3.0 * h
+    first_dense = (
+        n_one * dense_layer
+        + (n_one - n_first) * mtp_extra
+        + embed_params * (1.0 + jnp.where(is_one, untied, 0.0))
+    )
+    last_dense = n_end * dense_layer + mtp * mtp_extra + embed_params * (1.0 + jnp.where(mtp > 0, 1.0, 0.0))
+    first_is_larger = (first_dense + n_one * expert_layer >= last_dense + n_end * expert_layer) | ~exists[2]
     stage_dense = jnp.where(first_is_larger, first_dense, last_dense)
-    stage_expert = jnp.where(first_is_larger, n_first, n_last) * expert_layer
+    stage_expert = jnp.where(first_is_larger, n_one, n_end) * expert_layer
     gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
     )

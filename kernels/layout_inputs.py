@@ -36,7 +36,9 @@ class Arch(NamedTuple):
     ``kv_width`` = KV heads x the same (K's width), ``v_width`` = KV heads x V's head dimension (= kv_width
     unless V's heads are narrower); ``q_rank``, ``kv_rank`` > 0: multi-head latent attention (MLA) with
     those down-projection widths and a shared rotary key of ``rope_width`` (0 otherwise); ``experts`` 0 is a
-    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
+    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks; ``mtp_layers`` D, the
+    multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules, all on the last pipeline stage:
+    :mod:`kernels.layout_pipeline`; 0 none)."""
 
     layers: Value
     hidden: Value
@@ -59,6 +61,7 @@ class Arch(NamedTuple):
     gated: Value
     tied: Value
     dropout: Value
+    mtp_layers: Value
 
 
 class Device(NamedTuple):
@@ -68,7 +71,7 @@ class Device(NamedTuple):
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
     allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
     the efficiency of a GEMM falls with its size, and ``moment_bytes``: bytes of each of Adam's two moments
-    (4 in fp32; 2 in bf16, Megatron-Core's precision-aware optimizer)."""
+    (4 in fp32; 2 in bf16 or fp16, 1 in fp8: Megatron-Core's precision-aware optimizer)."""
 
     peak: Value
     hbm: Value

@@ -4,7 +4,10 @@ The notation is :mod:`kernels.layout`'s.
 
 Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA,
 gated MLPs and experts): weights, gradients and Adam states of the GPU's parameters
-(P_w bytes_param + P grad_bytes + (4 + 2 M) P: 12 with fp32 moments, 8 with bf16 ones; grad_bytes as the
+(P_w bytes_param + P grad_bytes + (4 + 2 M) P: 12 with fp32 moments, 8 with bf16 ones, 6 with fp8 ones, M the
+bytes of each moment as Megatron-Core's precision-aware optimizer keeps them, ``--exp-avg-dtype`` and
+``--exp-avg-sq-dtype`` fp32, fp16, bf16 or fp8, NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py;
+grad_bytes as the
 gradients are kept and reduced:
 4 in fp32, 2 in bf16), what ZeRO shards divided by its group (optimizer states from 1,
 gradients from 2, weights at 3): dense parameters over the D c data-parallel GPUs, expert
@@ -36,7 +39,14 @@ host; at least one layer stays; the copies are taken to hide behind compute), wi
 micro-batch's token ids and embedding dropout mask b (s / c) (8 + d h) (/ t with SP) on the
 first stage and the fp32
 logits and output-layer input 4 b (s / c) (v + h) / t on the last (the terms of
-Megatron-LM's theoretical_memory_usage.py). The larger stage must fit the usable memory,
+Megatron-LM's theoretical_memory_usage.py). The last stage also runs the D multi-token-prediction depths
+(:mod:`kernels.layout_pipeline`): D more layers' kept activations and, per depth, its two norms' inputs, the
+projection's 2h-wide input and its final norm's input, (6 + 2 g) b (s / c) h (/ t with SP), and its own fp32
+logits and output-layer input, 4 b (s / c) (v + h) / t:
+
+    A_last = (n_last + D) A_kept + (1 + D) 4 b (s / c) (v + h) / t + D (6 + 2 g) b (s / c) h / (t if SP else 1)
+
+The larger stage must fit the usable memory,
 ``usable`` x the capacity the driver reports: ``fits``, and ``memory_free_gb`` what it
 leaves (negative: what it lacks).
 """
@@ -191,14 +201,20 @@ def memory_per_gpu(
     # the last, the fp32 logits and the fp32 input of the output layer.
     embed_act = in_flight * tokens * (8.0 + h * mask) / jnp.where(sp, t, 1.0)
     head_act = 4.0 * tokens * (v + h) / t
+    # Each multi-token-prediction depth on the last stage: one more layer's activations, its own logits and
+    # output-layer input, and what its norms and projection keep: the hidden state's and the embedding's norm
+    # inputs (2 bytes each), the projection's 2h-wide input (g) and the final norm's input (2).
+    mtp = arch.mtp_layers
+    mtp_act = mtp * tokens * h * (6.0 + 2.0 * dev.gemm_input_bytes) / jnp.where(sp, t, 1.0)
 
     def on_gpu(n: Value) -> Value:  # a stage's layers whose activations stay (the rest offloaded to the CPU)
         return n - jnp.clip(lay.offload_layers, 0.0, jnp.maximum(n - 1.0, 0.0))
 
     activations = jnp.maximum(
         on_gpu(n_first) * act_kept * in_flight + embed_act,
-        on_gpu(n_last) * act_kept * jnp.where(is_one, in_flight, 1.0)
-        + head_act
+        on_gpu(n_last + mtp) * act_kept * jnp.where(is_one, in_flight, 1.0)
+        + (1.0 + mtp) * head_act
+        + mtp_act
         + jnp.where(is_one, embed_act, 0.0),
     )
     gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's

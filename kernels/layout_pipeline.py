@@ -16,6 +16,16 @@ sets the pace:
 The first stage's compute adds the embedding's (b (s / c) h bytes_act moved 3 times at HBM bandwidth),
 the last stage's the logits' forward (2 h v FLOPs a token at ``half_peak``, one kernel, and the logits'
 bytes) and backward (twice the forward).
+
+Multi-token prediction (DeepSeek-V3 Technical Report, arXiv 2412.19437, section 2.2; Megatron-Core's
+``MultiTokenPredictionLayer``, NVIDIA/Megatron-LM@d98e8a64:megatron/core/transformer/multi_token_prediction.py,
+every depth on the last stage where no custom pipeline layout places it, ``mtp_on_this_rank``): each of the D
+depths normalises the hidden state and the next token's embedding (two RMSNorms of h), projects their 2h-wide
+concatenation to h (``eh_proj``, a column-parallel GEMM: 4 h^2 FLOPs a token forward), runs one transformer
+layer (priced as the average layer: its forward, backward, recomputation and TP/CP/EP/ZeRO-3 traffic) and the
+shared output layer again. The last stage's time per micro-batch adds
+
+    D (T_layer + 3 T_proj + logits forward + backward),    T_proj = b (s / c) 4 h^2 / (t peak eff) + tau
 """
 
 from typing import NamedTuple
@@ -59,6 +69,7 @@ def pipeline(
     L, h, v = arch.layers, arch.hidden, arch.vocab
     t, p, c, V = lay.tp, lay.pp, lay.cp, lay.schedule
     tokens, kappa, logits_flops = work.tokens, work.kappa, work.logits_flops
+    mtp = arch.mtp_layers  # D: multi-token-prediction depths, on the last stage
     t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
     tp_layer, cp_layer, ep_layer, z3_layer = comm.tp_layer, comm.cp_layer, comm.ep_layer, comm.z3_layer
     base = jnp.floor(L / p)
@@ -74,6 +85,10 @@ def pipeline(
         + 4.0 * tokens * v / t * 2.0 / dev.hbm
     ) * kappa
     logits_b = 2.0 * logits_f
+    # Each MTP depth: its projection of the 2h-wide concatenation to h, forward and backward (one GEMM, twice
+    # as much back), and the shared output layer again; its transformer layer is one more layer of the stage.
+    mtp_proj = (tokens * 4.0 * h * h / t / work.rate + dev.gemm_latency) * kappa
+    mtp_head = mtp * (3.0 * mtp_proj + logits_f + logits_b)
     x_pp = tokens * h * dev.act_bytes / t
     _, pp_cross = group_bandwidth(p, t * c * dp, lay)
     pp_micro = jnp.where(p > 1, 2.0 * V * exchange(x_pp, p, t * c * dp, lay), 0.0)
@@ -88,9 +103,12 @@ def pipeline(
     }
 
     def stage(n: Value, first: Value, last: Value) -> dict[str, Value]:
-        parts = {key: n * val for key, val in per_layer.items()}
+        layers = n + jnp.where(last, mtp, 0.0)  # the last stage also runs the MTP depths' layers
+        parts = {key: layers * val for key, val in per_layer.items()}
         parts["compute"] = (
-            parts["compute"] + jnp.where(first, embed_time, 0.0) + jnp.where(last, logits_f + logits_b, 0.0)
+            parts["compute"]
+            + jnp.where(first, embed_time, 0.0)
+            + jnp.where(last, logits_f + logits_b + mtp_head, 0.0)
         )
         parts["pp_exposed"] = pp_micro
         return parts

@@ -58,7 +58,7 @@ class LayoutOptions(TypedDict, total=False):
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
       efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
-      capacity_factor, pad_to_capacity, dispatch_fp8,
+      capacity_factor, pad_to_capacity, dispatch_fp8, mtp_layers,
         offload_layers, imbalance, overhead, slowdown, jitter: the model's constants and the stack's
         settings.
       dtype: ``"float32"`` (default) or ``"float64"``.
@@ -104,6 +104,7 @@ class LayoutOptions(TypedDict, total=False):
     capacity_factor: Values
     pad_to_capacity: Values
     dispatch_fp8: Values
+    mtp_layers: Values
     offload_layers: Values
     imbalance: Values
     overhead: Values

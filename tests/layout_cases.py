@@ -48,6 +48,7 @@ def random_case(rng):
         gated=rng.choice([0, 1]),
         tied=rng.choice([0, 1]),
         dropout=rng.choice([0, 1]),
+        mtp_layers=rng.choice([0, 0, 1, 2]),
     )
     dev = dict(
         peak=rng.choice([312e12, 989e12]),
@@ -60,7 +61,7 @@ def random_case(rng):
         gemm_input_bytes=rng.choice([1.0, 2.0]),
         half_peak=rng.choice([312e12, 989e12]),
         gemm_latency=rng.choice([0.0, 6.5e-6, 2e-5]),
-        moment_bytes=rng.choice([2.0, 4.0]),
+        moment_bytes=rng.choice([1.0, 2.0, 4.0]),
     )
     lay = dict(
         gpus=rng.choice([8, 16, 64, 128, 96]),
@@ -154,6 +155,7 @@ def gpt3_case(**changes):
         gated=0,
         tied=1,
         dropout=1,
+        mtp_layers=0,
     )
     dev = dict(
         peak=312e12,

@@ -781,10 +781,17 @@ def layout_step(arch, dev, lay):
     )
     if p > 1 and lay["collectives"]:  # NCCL's send/recv on the PP group
         pp_micro = 2 * V * _nccl_group("sendrecv", tokens * h * dev["act_bytes"] / t, p, t * c * dp, lay)
+    # multi-token prediction: D more layers on the last stage, and per depth its projection of 2h to h (a GEMM,
+    # forward and twice back) and the output layer again
+    D = arch["mtp_layers"]
+    proj = (tokens * 2 * (2 * h) * h / t / rate + tau) * kappa
     stages = []
     for i, n in enumerate(counts):
+        n = n + (D if i == p - 1 else 0)
         parts = {key: n * value for key, value in layer.items()}
-        parts["compute"] += (embed_time if i == 0 else 0.0) + (3 * logits_fwd if i == p - 1 else 0.0)
+        parts["compute"] += (embed_time if i == 0 else 0.0) + (
+            3 * logits_fwd + D * (3 * proj + 3 * logits_fwd) if i == p - 1 else 0.0
+        )
         parts["pp_exposed"] = pp_micro
         stages.append(parts)
     slowest = max(stages, key=lambda st: sum(st.values()))  # the first of equals
@@ -803,6 +810,7 @@ def layout_step(arch, dev, lay):
     dp_sync = 0.0
     if zero < 3 and group > 1:
         for i, n in enumerate(counts):
+            n = n + (D if i == p - 1 else 0)  # the MTP depths' layers
             clock, end = 0.0, 0.0
             if i == p - 1:  # the logits' backward comes first
                 clock = 2 * logits_fwd
@@ -819,11 +827,22 @@ def layout_step(arch, dev, lay):
             slack = i * n * beta
             dp_sync = max(dp_sync, end - clock - slack)
     # (dense, expert) parameters of the first and the last stage; the larger one is kept
+    # each MTP depth: a layer, its projection (2h x h over t) and three norms; MTP's embedding copy where p > 1
+    mtp_params = D * (dense_gpu + 2 * h * h / t + 3 * h)
     first = (
-        counts[0] * dense_gpu + embed * (2 if p == 1 and not arch["tied"] else 1),
-        counts[0] * experts / (etp * e),
+        counts[0] * dense_gpu
+        + embed * (2 if p == 1 and not arch["tied"] else 1)
+        + (mtp_params if p == 1 else 0),
+        (counts[0] + (D if p == 1 else 0)) * experts / (etp * e),
     )
-    last = (counts[-1] * dense_gpu + embed, counts[-1] * experts / (etp * e)) if p > 1 else (0.0, 0.0)
+    last = (
+        (
+            counts[-1] * dense_gpu + embed + mtp_params + (embed if D > 0 else 0),
+            (counts[-1] + D) * experts / (etp * e),
+        )
+        if p > 1
+        else (0.0, 0.0)
+    )
     stage_dense, stage_expert = first if sum(first) >= sum(last) else last
     gather = 0.0
     if 1 <= zero < 3:
@@ -841,7 +860,7 @@ def layout_step(arch, dev, lay):
     out["overhead_time"] = lay["overhead"] if gpus > 1 else 0.0
     time = sum(out.values())
 
-    model_flops = 3 * B * s * (L * per_token + 2 * h * v)
+    model_flops = 3 * B * s * ((L + D) * per_token + D * 4 * h * h + (1 + D) * 2 * h * v)
     if full:
         again_flops = per_token
     else:
@@ -856,7 +875,7 @@ def layout_step(arch, dev, lay):
                 else 0.0
             )
         )
-    extra = B * s * L * again_flops
+    extra = B * s * (L + D) * again_flops
     crossing = {
         "tp_exposed": _group_bw(t, 1, lay)[1],
         "cp_exposed": _group_bw(c, t, lay)[1],
@@ -887,9 +906,14 @@ def layout_step(arch, dev, lay):
     def kept_layers(n):  # all but the offloaded ones, at least one
         return n - min(max(lay["offload_layers"], 0), max(n - 1, 0))
 
+    # each MTP depth keeps a layer's, its logits', and its norms' and projection's inputs (2 + 2 + 2 g + 2 bytes)
+    mtp_kept = D * (head + tokens * h * (6 + 2 * g) / (t if sp else 1))
     acts = max(
         kept_layers(counts[0]) * kept * flight + ids_and_mask,
-        kept_layers(counts[-1]) * kept * (flight if p == 1 else 1) + head + (ids_and_mask if p == 1 else 0.0),
+        kept_layers(counts[-1] + D) * kept * (flight if p == 1 else 1)
+        + head
+        + mtp_kept
+        + (ids_and_mask if p == 1 else 0.0),
     )
     memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
     out["ep_on_nics"] = float(ep_nic)

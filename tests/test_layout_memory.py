@@ -50,7 +50,8 @@ def test_memory_agrees_with_megatrons_formula_on_random_layouts():
             kv_rank=0,
             rope_width=0,
             v_width=arch["kv_width"],
-        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs, and plain attention
+            mtp_layers=0,
+        )  # Megatron's formula counts dropout masks and 2-byte GEMM inputs, and plain attention, no MTP
         dev.update(gemm_input_bytes=2.0, moment_bytes=4.0)  # and fp32 Adam moments
         dp = rng.choice([1, 2, 4, 8])
         b = rng.choice([1, 2])
@@ -142,6 +143,11 @@ def test_memory_terms_by_hand():
     states_bf16 = dense * (2 + 2 + 8 / 16) + experts * (2 + 2 + 8 / 2)
     assert bf16["memory_gb"] * 1e9 == pytest.approx(states_bf16 + acts, rel=1e-9)
     assert bf16["optimizer"] / out["optimizer"] == pytest.approx(24 / 32, rel=1e-12)
+    # fp8 moments (--exp-avg-dtype fp8 --exp-avg-sq-dtype fp8): 4 + 2 x 1 bytes, and a step of 2 (4 + 4 + 2).
+    fp8 = run_one(gpt3_case(**moe, moment_bytes=1.0))
+    states_fp8 = dense * (2 + 2 + 6 / 16) + experts * (2 + 2 + 6 / 2)
+    assert fp8["memory_gb"] * 1e9 == pytest.approx(states_fp8 + acts, rel=1e-9)
+    assert fp8["optimizer"] / out["optimizer"] == pytest.approx(20 / 32, rel=1e-12)
 
 
 def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():
@@ -213,3 +219,29 @@ def test_offloaded_layers_leave_one_layer_and_fp8_keeps_gemm_inputs_in_one_byte(
     tokens_h = 2048 * 12288 / 8
     assert layer(bf16) - layer(fp8) == pytest.approx(7 * tokens_h, rel=1e-9)
     assert layer(bf16) - layer(dry) == pytest.approx(2 * tokens_h, rel=1e-9)
+
+
+def test_a_multi_token_prediction_depth_by_hand():
+    # GPT-3 175B on one stage of 8 GPUs (TP 8, no SP, no recompute, unfused attention, ZeRO 0, fp32 moments):
+    # one MTP depth (DeepSeek-V3's module) adds a layer, its 2h-to-h projection and three norms to the stage's
+    # parameters, a layer's activations, its own logits and what its norms and projection keep; its time, a
+    # layer's forward and backward, the projection's GEMM (three times) and the output layer's (three times).
+    s, b, h, a, t, v = 2048, 1, 12288, 96, 8, 51200
+    case = dict(sequence_parallel=0, recompute=0, pp=1, global_batch=1, gemm_latency=0.0)
+    base, one = run_one(gpt3_case(**case)), run_one(gpt3_case(**case, mtp_layers=1))
+    layer = run_one(gpt3_case(**case, layers=97))
+    states = ((12 * h * h + 2 * h) / t + 2 * h * h / t + 3 * h) * (2 + 2 + 4 + 2 * 4)
+    kept = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))  # Korthikanti's Table 2 without SP (as above)
+    logits = 4 * s * b * (v + h) / t  # fp32 logits and the output layer's input
+    norms_and_projection = s * b * h * (2 + 2 + 2 * 2 + 2)  # unsplit without SP
+    extra = states + kept + logits + norms_and_projection
+    assert (one["memory_gb"] - base["memory_gb"]) * 1e9 == pytest.approx(extra, rel=1e-9)
+    # Time: GPT-3's case runs at efficiency 0.5 of an A100's 312 TFLOP/s, HBM 2.039 TB/s.
+    rate = 312e12 * 0.5
+    projection = s * b * 4 * h * h / t / rate
+    logits_forward = s * b * 2 * h * v / t / rate + 8 * s * b * v / t / 2.039e12
+    own_layer = layer["compute"] - base["compute"]
+    assert one["compute"] - base["compute"] == pytest.approx(own_layer + 3 * (projection + logits_forward))
+    # Model FLOPs: one more layer (24 h^2 + 4 s h a token), the projection's 4 h^2, the logits' 2 h v again.
+    flops = 3 * b * s / 8 * (97 * (24 * h * h + 4 * s * h) + 4 * h * h + 2 * 2 * h * v)
+    assert one["tflops_per_gpu"] * one["iteration_time"] * 1e12 == pytest.approx(flops, rel=1e-12)

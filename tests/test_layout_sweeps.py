@@ -254,8 +254,13 @@ def test_megatron_option_names_are_aliases(tmp_path):
         ),
         (
             ["grid", *LLAMA_8B, "--moment-bytes", "3"],
-            "--moment-bytes 3: must be 4 (fp32) or 2 (bf16)",
+            "--moment-bytes 3: must be 4 (fp32), 2 (bf16) or 1 (fp8)",
         ),
+        (
+            ["grid", *LLAMA_8B, "--mtp-layers", "1.5"],
+            "--mtp-layers 1.5: mtp_layers must be an integer from 0 to 16",
+        ),
+        (["grid", *LLAMA_8B, "--mtp-layers", "1,2"], "--mtp-layers 1,2: give one value"),
         (
             [
                 "plan",

@@ -12,6 +12,7 @@ from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis import nccl_validation as V
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.nccl_tests import REQUIRED, read_nccl_tests
+from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of, stated_choice
 
 COMMITTED = RESULTS / "validation-nccl"
@@ -112,7 +113,7 @@ def test_fabric_from_stated_hardware():
         3,
         900e9,
         True,
-        "gb200",
+        "gb300",
     )
     h100 = fabric_of("H100 80GB HBM3", 8, 2, 8, 400.0, "NCCL_ALGO=Ring")
     assert (h100.domain, h100.arch, h100.algorithm, h100.nvlink) == (1, 2, 1, 450e9)
@@ -193,3 +194,18 @@ def test_busbw_is_nccl_tests_definition(validation):
     us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta)
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("nvls_tree", "simple")
+
+
+def test_the_blackwell_ultra_presets_agree_with_their_racks_and_with_the_fabric():
+    # GB300 NVL72 as NVIDIA advertises it (sweep/model/compute.py): 180 PFLOP/s dense BF16, 360 FP8 and 576 TB/s
+    # of HBM over its 72 GPUs; one 72-GPU NVLink 5 domain of 18 trays of 4, as a GB300 row's fabric reads it.
+    gb300, b300 = GPUS["gb300"], GPUS["b300"]
+    assert (72 * gb300.half, 72 * gb300.fp8, 72 * gb300.hbm) == pytest.approx((180e15, 360e15, 576e12))
+    fabric = fabric_of("GB300 (B300 288GB)", 4, 32, 8, 400.0, "")
+    assert isinstance(fabric, Fabric)
+    assert (
+        (fabric.domain, fabric.nvlink) == (gb300.domain // gb300.gpus_per_node, gb300.nvlink) == (18, 900e9)
+    )
+    assert isinstance(fabric_of("B300", 8, 2, 8, 800.0, ""), Fabric)
+    assert fabric_of("B300", 8, 2, 8, 800.0, "").preset == "b300"  # type: ignore[union-attr]
+    assert (b300.half, b300.fp8, b300.domain, b300.nic_gbps) == (2250e12, 4500e12, 8, 800.0)

@@ -270,7 +270,7 @@ def _layout(run):
     stated = dict(
         recompute=run.recompute, sequence_parallel=run.sequence_parallel, zero=run.zero, attention=run.attention,
         overlap=run.overlap, expert_tp=run.expert_tp, offload_layers=run.offload_layers or None,
-        moment_bytes=run.moment_bytes if run.moment_bytes != 4 else None,
+        moment_bytes=run.moment_bytes if run.moment_bytes != 4 else None, mtp_layers=run.mtp_layers,
     )  # fmt: skip
     options.update({k: v for k, v in stated.items() if v not in (None, "")})
     if LLMS.get(run.model) == run.llm:
@@ -424,3 +424,26 @@ def test_the_report_gives_the_held_out_errors_by_stack_and_die():
     assert rows[("megatron-core", "h100")][3] == f"{n}, {llm_report.pct(med)} / {llm_report.pct(mx)}"
     assert rows[("megatron-core", "gb200")][2] == f"{v.fits['trained'].efficiency['megatron-core/gb200']:.3f}"
     assert rows[("megatron-core", "gb200")][3] == "-"  # its dense rows are Megatron-Bridge's: training
+
+
+def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_wins():
+    # Megatron-Bridge's DeepSeek-V3 recipe keeps both Adam moments in bf16 (2 bytes); its Llama recipes fp32.
+    layout = dict(gpus=256, global_batch=4096, tp=1, pp=4, ep=64, gpu="gb200", stack="megatron-core")
+    deepseek = make_layout_grid("deepseek-v3-like", **layout)
+    assert deepseek.moment_bytes == 2.0
+    assert "Adam moments of 2 bytes (Megatron-Bridge@00b7660's DeepSeek-V3 recipe" in deepseek.assumed[0]
+    # Its architecture's multi-token prediction, trained unless --mtp-layers says otherwise, is said too.
+    assert (
+        "multi-token-prediction depths 1 for deepseek-v3-like (the model's; --mtp-layers 0: none)"
+        in deepseek.assumed
+    )
+    assert make_layout_grid("deepseek-v3-like", **layout, mtp_layers=0).models[0].mtp_layers == 0
+    assert not any(
+        "multi-token" in a for a in make_layout_grid("deepseek-v3-like", **layout, mtp_layers=0).assumed
+    )
+    assert make_layout_grid("deepseek-v3-like", **layout, moment_bytes=1).moment_bytes == 1.0  # fp8, as given
+    llama = make_layout_grid("llama3-70b", gpus=64, global_batch=64, gpu="gb200", stack="megatron-core")
+    assert llama.moment_bytes == 4.0 and "Adam moments" not in llama.assumed[0]
+    assert make_layout_grid("deepseek-v3-like", **{**layout, "stack": "fsdp"}).moment_bytes == 4.0
+    with pytest.raises(InputError, match="its recipes' Adam moments differ by model"):
+        make_layout_grid("deepseek-v3-like,llama3-70b", **{**layout, "ep": 1})

@@ -29,15 +29,20 @@ def megatron_causal_flops(run: Run) -> float:
     """Forward FLOPs per token as Megatron-Bridge counts them (``megatron-causal``: ``num_floating_point_operations``
     of ``src/megatron/bridge/training/utils/flop_utils.py`` from v0.2.0rc5, 2025-09-27, which the 25.09 and 25.11
     performance tables use; Megatron-LM's since 2025-03-06). The attention core counted for the causal half,
-    the router not counted, a gated MLP 3 matrices only with SiLU, no multi-token prediction:
+    the router not counted, a gated MLP 3 matrices only with SiLU; each of the D multi-token-prediction depths
+    the run trains one more layer (a MoE layer where the model has any: DeepSeek-V3's last layer is), its norms
+    and projection, and the logits again (``mtp_num_layers``):
 
         plain attention   4 h a d (1 + g / a) + 2 s a d
         MLA               2 (r (h + a (d_qk + d_r) + 1) + c (h + a (d_qk + d_v) + 1) + h d_r + a d_v h)
                           + s a (d_qk + d_r + d_v)
         MLP               2 h f x (3 gated with SiLU, else 2);  MoE: 2 h f_e (k + S) x (3 or 2)
-        per token         L attention + (L - L_e) MLP + L_e MoE + 2 h v
+        MTP               2 (3 h + 2 h^2)
+        per token         (L + D) attention + (L - L_e) MLP + (L_e + D) MoE + D MTP + (1 + D) 2 h v
+                          (a dense model's D layers MLPs)
     """
-    m = run.llm
+    m = run.trained
+    D = m.mtp_layers
     L, h, a, s, v = m.layers, m.hidden, m.heads, m.seq, m.vocab
     d = m.head_dim or h // a
     if m.q_rank or m.kv_rank:
@@ -52,7 +57,14 @@ def megatron_causal_flops(run: Run) -> float:
     matrices = 3.0 if m.mlp == "swiglu" and run.model not in GATED_NOT_SILU else 2.0
     dense = 2.0 * h * m.ffn * matrices
     moe = 2.0 * h * m.expert_ffn * (m.top_k + m.shared_experts) * matrices
-    return L * attention + (L - m.moe_layers) * dense + m.moe_layers * moe + 2.0 * h * v
+    last = moe if m.moe_layers else dense  # the layer each MTP depth repeats
+    return (
+        (L + D) * attention
+        + (L - m.moe_layers) * dense
+        + m.moe_layers * moe
+        + D * (last + 2.0 * (3.0 * h + 2.0 * h * h))
+        + (1 + D) * 2.0 * h * v
+    )
 
 
 def source_flops(run: Run) -> float:

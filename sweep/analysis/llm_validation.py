@@ -29,7 +29,10 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    Overlap (``overlap``): as stated, else none for 2021-22 (Megatron-LM all-reduced the gradients
    after the pipeline flush and ran TP's collectives blocking), the gradient reduce and parameter
    gather for the recipes, and TP communication too where tp > 1 with SP (Megatron-Bridge's
-   ``CommOverlapConfig``). Recompute modules and bf16 Adam moments (``moment_bytes``): as stated. Expert
+   ``CommOverlapConfig``). Recompute modules: as stated. Adam moments (``moment_bytes``): as stated, else the
+   stack's recipe's for the model (Megatron-Core's DeepSeek-V3 recipe: bf16), else fp32. Multi-token
+   prediction (``mtp_layers``): as stated, else the model's (DeepSeek-V3: 1; stated 0 where the source runs
+   without it; modelled from 2026-12-03, when MB-H100-07 went from +20.2% to -1.8%). Expert
    TP of MoE rows (``expert_tp``): as stated, else 1, what Megatron-Bridge's performance recipes set for every
    MoE model they publish (``expert_tensor_parallel_size=1``; until 2026-12-03 the model took the TP size
    wherever EP divided DP x CP, which put MB-H100-07 at expert TP 2 where its recipe runs 1).

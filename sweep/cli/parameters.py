@@ -49,8 +49,8 @@ MODEL = [
         str | None,
         None,
         "--gpu",
-        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200 "
-        "(default: v100).",
+        help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200, "
+        "b300, gb300 (default: v100).",
     ),
     param(
         "precision",

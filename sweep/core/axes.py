@@ -351,12 +351,24 @@ _LAYOUT_AXES = (
         "moment_bytes",
         "--moment-bytes",
         "bytes",
-        "bytes of each of Adam's two moments: 4 (fp32), or 2 (bf16, Megatron-Core's "
-        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16)",
+        "bytes of each of Adam's two moments: 4 (fp32), 2 (bf16) or 1 (fp8): Megatron-Core's "
+        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8",
         True,
-        2,
+        1,
         4,
         "4",
+        1.0,
+    ),
+    AxisSpec(
+        "mtp_layers",
+        "--mtp-layers",
+        "1",
+        "multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules on the last pipeline stage; "
+        "Megatron-Core's --mtp-num-layers); not given: the model's (deepseek-v3-like 1, others 0)",
+        True,
+        0,
+        16,
+        "",
         1.0,
     ),
     AxisSpec(

@@ -321,6 +321,7 @@ def arch_row(m: LLM) -> kernel.Arch:
         gated=float(m.mlp == "swiglu"),
         tied=float(m.tied),
         dropout=float(bool(m.dropout)),
+        mtp_layers=m.mtp_layers,
     )
 
 

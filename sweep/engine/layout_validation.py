@@ -2,6 +2,7 @@
 :class:`~sweep.engine.layout_grid.LayoutGrid` and names what it assumed that the user did not set.
 """
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -67,6 +68,7 @@ def make_layout_grid(
     capacity_factor: object = None,
     pad_to_capacity: object = None,
     dispatch_fp8: object = None,
+    mtp_layers: object = None,
     overlap: str | None = None,
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
@@ -132,6 +134,11 @@ def make_layout_grid(
             model_names.append(name.lower())
     if not models:
         raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+    if mtp_layers is not None:  # the MTP depths the run trains, in place of each model's own
+        depth = _values("mtp_layers", mtp_layers, None)
+        if depth.size != 1:
+            raise InputError(f"{mtp_layers}: give one value", param="mtp_layers")
+        models = [dataclasses.replace(m, mtp_layers=int(depth[0])) for m in models]
     preset = stack_preset(stack) if stack is not None else None
     by_stack = {}  # the text settings the stack sets
     if attention is None:
@@ -247,8 +254,8 @@ def make_layout_grid(
         raise InputError(
             f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
         )
-    for bad in (v for v in values["moment_bytes"] if v not in (2.0, 4.0)):
-        raise InputError(f"{show(bad)}: must be 4 (fp32) or 2 (bf16)", param="moment_bytes")
+    for bad in (v for v in values["moment_bytes"] if v not in (1.0, 2.0, 4.0)):
+        raise InputError(f"{show(bad)}: must be 4 (fp32), 2 (bf16) or 1 (fp8)", param="moment_bytes")
     per_sweep = {}
     for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
         one = values.pop(name)
@@ -284,6 +291,10 @@ def make_layout_grid(
         )
     constants_said = "" if preset is not None else phrase  # in the line where the constants' defaults were
     assumed = _assumed(given, names, models, search, overlap is not None, constants_said)
+    depths = {(n, m.mtp_layers) for n, m in zip(names["model"], models) if m.mtp_layers}
+    if mtp_layers is None and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
+        shown = ", ".join(f"{d} for {n}" for n, d in sorted(depths))
+        assumed = assumed + (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
     if preset is not None:
         assumed = (phrase, *assumed)
     if mode == "nccl":
@@ -532,10 +543,20 @@ def _stack_settings(
         ]
     if moe:
         wanted.update(imbalance=[stack.imbalance], expert_tp=[stack.expert_tp])
+    recipes = [stack.moments(name) for name in names["model"]]
+    if any(recipes):  # the moments' dtype where the stack's recipe for the model sets one (else fp32)
+        wanted["moment_bytes"] = [r[0] if r else 4.0 for r in recipes]
     filled = {}
     for name, options in wanted.items():
         if given[name] is not None:
             continue
+        if len(set(options)) > 1 and name == "moment_bytes":
+            shown = ", ".join(f"{show(v)} for {m}" for v, m in zip(options, names["model"]))
+            raise InputError(
+                f"{stack.name}: its recipes' Adam moments differ by model ({shown} bytes), and a sweep holds one; "
+                f"sweep one model, or give {AXES[name].option}",
+                param="stack",
+            )
         if len(set(options)) > 1:
             shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
             raise InputError(
@@ -569,6 +590,8 @@ def _stack_settings(
         "efficiency": f"matrix efficiency {show(round(filled.get('efficiency', 0), 4))}",
         "memory_efficiency": f"memory efficiency {show(round(filled.get('memory_efficiency', 0), 4))}",
         "utilization": f"utilization {show(round(filled.get('utilization', 0), 4))}",
+        "moment_bytes": f"Adam moments of {show(filled.get('moment_bytes', 4))} bytes"
+        + "".join(f" ({r[1]})" for r in dict.fromkeys(r for r in recipes if r)),
     }
     parts = [f"{name} {value}" for name, value in text.items()]
     parts += [said[name] for name in said if name in filled] + ([f"overlap {overlap}"] if overlap_set else [])

@@ -7,7 +7,8 @@ optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STAC
 ``fsdp``, read with the ``year``), ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
-``moment_bytes``, ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
+``moment_bytes``, ``mtp_layers`` (the multi-token-prediction depths the run trains; empty: the model's),
+``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
 ``model``, ``notes``, ...). Any other column is refused by name (a misspelt setting is never ignored). Lines
 starting with ``#`` are comments.
 
@@ -76,6 +77,7 @@ OPTIONAL = (
     "offload_layers",
     "overlap",
     "moment_bytes",
+    "mtp_layers",
     "flops",
 )
 # Columns read by no rule, kept for the reader (the published files' own): where a run comes from and what it
@@ -131,14 +133,22 @@ class Run:
     source: str
     offload_layers: int = 0
     stack: str = "megatron"
-    moment_bytes: int = 4
+    moment_bytes: int | None = None  # as the row states (None: its stack's recipe's, else 4)
     overlap: str = ""
     expert_tp: int | None = None
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
+    mtp_layers: int | None = None  # the multi-token-prediction depths the row states (None: the model's)
 
     @property
     def moe(self) -> bool:
         return self.llm.experts > 0
+
+    @property
+    def trained(self) -> LLM:
+        """The model as the run trains it: with the multi-token-prediction depths the row states."""
+        if self.mtp_layers is None or self.mtp_layers == self.llm.mtp_layers:
+            return self.llm
+        return dataclasses.replace(self.llm, mtp_layers=self.mtp_layers)
 
 
 def _int(
@@ -336,9 +346,15 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset = stack_of((cells.get("stack") or "").lower(), year)
     except InputError as e:
         raise bad(e.detail) from None
-    moments = _int(cells, "moment_bytes", path, line, rid, default=4, low=2)
-    if moments not in (2, 4):
-        raise bad(f"moment_bytes {moments} must be 4 (fp32 Adam moments) or 2 (bf16), or empty (4)")
+    moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
+    if moments not in (None, 1, 2, 4):
+        raise bad(
+            f"moment_bytes {moments} must be 4 (fp32 Adam moments), 2 (bf16) or 1 (fp8), or empty (the stack's "
+            "recipe's, else 4)"
+        )
+    mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
+    if mtp_layers is not None and mtp_layers > 16:
+        raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
     overlap_text = cells.get("overlap", "")
     overlap = overlap_mode(overlap_text) if overlap_text else ""
     if overlap is None:
@@ -371,10 +387,11 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         cells.get("source", ""),
         _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
         STACKS[preset].family,
-        moments or 4,
+        moments,
         overlap,
         _int(cells, "expert_tp", path, line, rid, default=None),
         preset,
+        mtp_layers,
     )
 
 
@@ -430,8 +447,16 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     expert_tp = run.expert_tp or stack.expert_tp
     if run.moe and run.expert_tp is None and run.tp > 1:
         assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
+    moment_bytes = run.moment_bytes
+    recipe = stack.moments(run.model)
+    if moment_bytes is None:
+        moment_bytes = recipe[0] if recipe else 4
+        if recipe:
+            assumed.append(f"Adam moments of {recipe[0]} bytes ({recipe[1]})")
+    if run.mtp_layers is None and run.llm.mtp_layers:
+        assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
     row = LayoutRow(
-        run.llm,
+        run.trained,
         run.gpu,
         run.precision,
         run.gpus,
@@ -447,7 +472,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         recompute=recompute,
         grad_bytes=grad_bytes,
         offload_layers=run.offload_layers,
-        moment_bytes=run.moment_bytes,
+        moment_bytes=moment_bytes,
         overlap=overlap,
         sequence_parallel=sp,
         zero=zero,

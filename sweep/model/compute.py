@@ -37,7 +37,7 @@ fp8 models (``MAIN_GRAD_BYTES``; ``--grad-bytes`` overrides it).
 GPU presets (dense peaks from NVIDIA's datasheets: "NVIDIA Tesla V100 GPU
 Architecture" whitepaper, 2017; "NVIDIA A100 Tensor Core GPU" datasheet, SXM4 80 GB;
 "NVIDIA H100 Tensor Core GPU" datasheet, SXM5; "NVIDIA H200 Tensor Core GPU"
-datasheet; B200 and GB200 below): fp32 FLOP/s, half-precision and fp8 tensor-core
+datasheet; B200, GB200, B300 and GB300 below): fp32 FLOP/s, half-precision and fp8 tensor-core
 FLOP/s (without sparsity), HBM bandwidth and capacity, and the NVLink domain and NICs
 of the system each usually comes in (used by the layout model, :mod:`kernels.layout`).
 
@@ -108,6 +108,16 @@ class GPU:
 # (modal-labs/modal-client#2797; thamada/nvidia-smi gls/A100SXMx4_smi.py), H100 SXM5 81559
 # (NVIDIA/nccl#1264), H200 143771 (sgl-project/sglang#3196), B200 183359 (NVIDIA/TensorRT-LLM#10278),
 # GB200 189471 (nvidia-smi logs of GB200 trays in public repositories; 13.4 TB / 72 on the datasheet).
+# Blackwell Ultra (B300, GB300): dense peaks, HBM capacity and bandwidth from NVIDIA's Blackwell Ultra datasheets
+# as Verda tabulates them per GPU ("NVIDIA GB300 NVL72: GPU Architecture & Performance",
+# verda.com/blog/gb300-nvl72-architecture, performance without sparsity): GB300 at 1.4 kW 2.5 PFLOP/s BF16,
+# 5 FP8, 80 TFLOP/s FP32, 279 GB at 8 TB/s (its rack aggregate: 180 PFLOP/s BF16, 360 FP8, 20 TB at 576 TB/s
+# over 72 GPUs, as NVIDIA advertises the GB300 NVL72, glennklockwood.com/garden/processors/B300); B300 (HGX)
+# 2.25 PFLOP/s BF16, 4.5 FP8, 75 TFLOP/s FP32, 270 GB at 7.7 TB/s (Lockwood's HGX B300 table: the same peaks).
+# NVLink 5 at 900 GB/s a GPU each way (1.8 TB/s bidirectional), the GB300 NVL72 one 72-GPU domain of 18 trays
+# of 4 GPUs (as sweep/model/nccl_fabric.py reads GB300 rows: 18 hosts a domain) and DGX B300 8 GPUs; one
+# ConnectX-8 SuperNIC of 800 Gbit/s per GPU in both (the NVL72's 72 ConnectX-8 NICs, Lockwood; DGX B300's
+# eight). Memory: the datasheets' capacities, not nvidia-smi's totals (none published for either yet).
 MIB = 2.0**20
 GPUS = {
     "v100": GPU(
@@ -200,6 +210,34 @@ GPUS = {
         4,
         400.0,
         "GB200 NVL72",
+    ),
+    "b300": GPU(
+        "NVIDIA B300 (Blackwell Ultra, HGX)",
+        75e12,
+        2250e12,
+        7700e9,
+        270e9,
+        4500e12,
+        900e9,
+        8,
+        8,
+        8,
+        800.0,
+        "DGX B300",
+    ),
+    "gb300": GPU(
+        "NVIDIA GB300 (Blackwell Ultra at 1400 W)",
+        80e12,
+        2500e12,
+        8000e9,
+        279e9,
+        5000e12,
+        900e9,
+        72,
+        4,
+        4,
+        800.0,
+        "GB300 NVL72",
     ),
 }
 

@@ -17,8 +17,10 @@ presets (``LLMS``) are the public configurations of published models:
   hidden 7168, 128 heads, 256 routed experts (top 8) of width 2048 and 1 shared, the
   first 3 layers dense (FFN 18432), vocabulary 129280, multi-head latent attention
   (query and KV compressions 1536 and 512, query-key heads of 128 + a shared rotary 64,
-  value heads of 128): 671B parameters, 37B active, as published. "Like": its
-  multi-token-prediction module is not modelled.
+  value heads of 128): 671B parameters, 37B active, as published; one
+  multi-token-prediction depth (section 2.2; ``num_nextn_predict_layers`` 1 in its published
+  ``config.json``), which a run trains unless its recipe turns it off (``--mtp-layers``). "Like":
+  its auxiliary-loss-free balancing and node-limited routing are not modelled.
 - ``qwen3-30b-a3b``, ``qwen3-235b-a22b``: the Qwen3 Technical Report (2025), Table 2
   (layers, heads, KV heads, experts 128 with 8 active), widths from their published
   ``config.json`` (hidden 2048 / 4096, expert FFN 768 / 1536, head dimension 128).
@@ -56,6 +58,10 @@ class LLM:
       moe_every, first_dense: every ``moe_every``-th layer after the first ``first_dense``
         is a mixture-of-experts layer.
       tied: the output layer shares the token embedding.
+      mtp_layers: multi-token-prediction depths the architecture declares (DeepSeek-V3's MTP modules:
+        each an embedding of the next token, two norms, a 2h-to-h projection, one transformer layer and the
+        shared output head; Megatron-Core's ``--mtp-num-layers``); 0: none. What a run trains is the sweep's
+        ``mtp_layers`` setting, whose default this is. Not in :meth:`parameters` (published sizes exclude it).
       dropout: the model trains with dropout, whose masks are kept for the backward pass (default:
         GPT-style models with GELU do, as GPT-3 and Megatron-LM's GPT do; SwiGLU models of today's
         families (Llama, Qwen, DeepSeek, gpt-oss) train without: their recipes set attention and hidden
@@ -84,6 +90,7 @@ class LLM:
     first_dense: int = 0
     tied: bool = False
     dropout: bool | None = None
+    mtp_layers: int = 0
     source: str = ""
 
     def __post_init__(self):
@@ -208,7 +215,8 @@ LLMS = {
         expert_ffn=2048,
         shared_experts=1,
         first_dense=3,
-        source="DeepSeek-V3 Technical Report 2024, section 4.2 (no multi-token prediction)",
+        mtp_layers=1,
+        source="DeepSeek-V3 Technical Report 2024, sections 4.2 and 2.2 (one multi-token-prediction depth)",
     ),
     "qwen3-30b-a3b": LLM(
         48,
@@ -276,6 +284,7 @@ _INTEGER_KEYS = (
     "shared_experts",
     "moe_every",
     "first_dense",
+    "mtp_layers",
 )
 ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")

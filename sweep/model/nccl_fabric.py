@@ -20,13 +20,14 @@ from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
-ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3}
+ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3, "b300": 3, "gb300": 3}
 
 # A GPU name as nccl-tests logs and papers write it -> (preset, NVSwitch in its usual system, why if not plain).
-# First match wins (GB300 before GB200 before B200, GH200 before H200/H100).
+# First match wins (GB300 before GB200 before B300 before B200, GH200 before H200/H100).
 GPU_NAMES: tuple[tuple[str, str, bool, str], ...] = (
-    ("gb300", "gb200", True, "GB300: GB200's NVLink 5 (900 GB/s a GPU) and NVL72 rack of 18 hosts"),
+    ("gb300", "gb300", True, ""),  # its preset's NVLink 5 (900 GB/s a GPU) and NVL72 rack of 18 hosts
     ("gb200", "gb200", True, ""),
+    ("b300", "b300", True, ""),
     ("b200", "b200", True, ""),
     ("gh200", "h100", False, "GH200: an H100 die, NVLink between the host's modules without an NVSwitch"),
     ("h200", "h200", True, ""),

@@ -11,7 +11,8 @@ Each preset sets, where a run does not state them: the micro-batch (1, or with p
 as stages), activation recomputation, sequence parallelism (with TP > 1), ZeRO, the attention kernel and its
 efficiency per GPU die, the gradients' dtype (0: the precision's, as ``--grad-bytes`` reads it; 2: bf16), the
 overlap switches (``tp_comm`` only where TP > 1 with sequence parallelism), the MoE load imbalance and expert
-TP. The software-speed constants fitted per stack and GPU die (matrix efficiency, memory efficiency, NIC
+TP, and Adam's moment dtype where the stack's recipe for a model sets one (``moment_bytes``: Megatron-Bridge's
+DeepSeek-V3 recipe keeps them in bf16). The software-speed constants fitted per stack and GPU die (matrix efficiency, memory efficiency, NIC
 utilization) are data too: ``sweep/data/llm_constants.json`` (:func:`constants`), written by
 ``python -m netsweep_jax.sweep.analysis.llm_constants`` from ``validate --llm``'s fit; a large-model sweep with no
 ``--stack`` takes :data:`DEFAULT_STACK`'s constants (only those: its other settings keep their documented defaults).
@@ -49,6 +50,8 @@ class Stack:
       grad_bytes: bytes of a gradient as kept and reduced (0: the precision's).
       overlap: the overlap switches (``tp_comm`` dropped where TP is 1 or sequence parallelism off).
       imbalance: the MoE load imbalance (busiest expert's tokens over the mean).  expert_tp: expert TP.
+      moment_bytes: model preset -> (bytes of each Adam moment, why), where the stack's recipe for that model
+        sets the moments' dtype (Megatron-Core's --exp-avg-dtype, --exp-avg-sq-dtype); other models: fp32 (4).
     """
 
     name: str
@@ -65,6 +68,7 @@ class Stack:
     imbalance: float
     expert_tp: int
     sources: Mapping[str, str]
+    moment_bytes: Mapping[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
 
     def overlap_with(self, tp: float, sequence_parallel: float) -> str:
         """The overlap switches of a layout of TP ``tp`` with sequence parallelism ``sequence_parallel``."""
@@ -72,6 +76,10 @@ class Stack:
             return self.overlap
         kept = [s for s in self.overlap.split("+") if s != "tp_comm"]
         return "+".join(kept) or "none"
+
+    def moments(self, model: str) -> tuple[int, str] | None:
+        """The bytes of each Adam moment this stack's recipe for preset ``model`` keeps, and why (None: fp32)."""
+        return self.moment_bytes.get(model)
 
     def attention_efficiency(self, die: str, attention: str) -> tuple[float, str] | None:
         """The flash kernel's efficiency on ``die`` and why, where this stack sets one (else None)."""
@@ -142,6 +150,12 @@ _MEGATRON_CORE = Stack(
         # it to the TP size.
         "expert_tp": "the recipes' expert_tensor_parallel_size 1 (Megatron-Bridge@00b7660)",
     },
+    # Megatron-Bridge's DeepSeek-V3 recipe turns on the precision-aware optimizer with both moments in bf16
+    # (src/megatron/bridge/recipes/deepseek/deepseek_v3.py at 00b7660, lines 275-276: exp_avg_dtype and
+    # exp_avg_sq_dtype torch.bfloat16; at v0.1.0rc4, 6725f70, lines 240-244), as Megatron-LM's DeepSeek-V3
+    # GB200 guide does (--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16, reproduce guide at 79e8592); its Llama
+    # and Qwen3 recipes keep fp32 moments.
+    moment_bytes={"deepseek-v3-like": (2, "Megatron-Bridge@00b7660's DeepSeek-V3 recipe: bf16 Adam moments")},
 )
 _FSDP = Stack(
     name="fsdp",
