@@ -36,7 +36,9 @@ class Arch(NamedTuple):
     ``kv_width`` = KV heads x the same (K's width), ``v_width`` = KV heads x V's head dimension (= kv_width
     unless V's heads are narrower); ``q_rank``, ``kv_rank`` > 0: multi-head latent attention (MLA) with
     those down-projection widths and a shared rotary key of ``rope_width`` (0 otherwise); ``experts`` 0 is a
-    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks."""
+    dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks;
+    ``router_groups`` G and ``group_topk`` M: group-limited routing (each token's experts from M of G groups of
+    consecutive experts; 0: none)."""
 
     layers: Value
     hidden: Value
@@ -59,6 +61,8 @@ class Arch(NamedTuple):
     gated: Value
     tied: Value
     dropout: Value
+    router_groups: Value = 0.0
+    group_topk: Value = 0.0
 
 
 class Device(NamedTuple):
@@ -109,7 +113,8 @@ class Parallelism(NamedTuple):
     only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
     tier above the hosts) and oversubscription (the spine's: a group that spans more hosts than a leaf holds
     divides its NIC rate by it, :func:`kernels.layout_collectives.group_fabric`; read only where collectives
-    is nccl).
+    is nccl), moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
+    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.flex_all_to_all`).
     """
 
     gpus: Value
@@ -150,6 +155,7 @@ class Parallelism(NamedTuple):
     collectives: Value
     leaf_hosts: Value = 0.0
     oversubscription: Value = 1.0
+    moe_dispatcher: Value = 0.0
 
 
 def has_bit(code: Value, value: float) -> Value:

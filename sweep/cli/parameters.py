@@ -286,6 +286,17 @@ def _layout_params() -> list[inspect.Parameter]:
             "domain, NICs; constants of sweep validate --nccl) (default flat).",
         ),
         param(
+            "moe_dispatcher",
+            str | None,
+            None,
+            "--moe-dispatcher",
+            MEGATRON_ALIASES["moe_dispatcher"],
+            rich_help_panel=panel,
+            help="MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all "
+            "of each token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank "
+            "GPU of each node holding one of its experts, then NVLink) (default alltoall).",
+        ),
+        param(
             "stack",
             str | None,
             None,

@@ -55,6 +55,10 @@ class LLM:
         token, an expert's width (default ffn), always-active experts.
       moe_every, first_dense: every ``moe_every``-th layer after the first ``first_dense``
         is a mixture-of-experts layer.
+      router_groups, group_topk: group-limited routing (Megatron-Core's --moe-router-num-groups and
+        --moe-router-group-topk; DeepSeek-V3's node-limited routing): each token's experts come from
+        ``group_topk`` of ``router_groups`` groups of consecutive experts (0: no limit). Only the flex
+        dispatcher's traffic reads it (kernels.layout_communication.hierarchical_copies).
       tied: the output layer shares the token embedding.
       dropout: the model trains with dropout, whose masks are kept for the backward pass (default:
         GPT-style models with GELU do, as GPT-3 and Megatron-LM's GPT do; SwiGLU models of today's
@@ -82,6 +86,8 @@ class LLM:
     shared_experts: int = 0
     moe_every: int = 1
     first_dense: int = 0
+    router_groups: int = 0
+    group_topk: int = 0
     tied: bool = False
     dropout: bool | None = None
     source: str = ""
@@ -208,6 +214,10 @@ LLMS = {
         expert_ffn=2048,
         shared_experts=1,
         first_dense=3,
+        # Node-limited routing: 8 groups, at most 4 a token (the report's section 2.1.2; its config.json's
+        # n_group 8, topk_group 4; Megatron-Bridge's DeepSeekV3ModelProvider, 6725f70).
+        router_groups=8,
+        group_topk=4,
         source="DeepSeek-V3 Technical Report 2024, section 4.2 (no multi-token prediction)",
     ),
     "qwen3-30b-a3b": LLM(
@@ -276,6 +286,8 @@ _INTEGER_KEYS = (
     "shared_experts",
     "moe_every",
     "first_dense",
+    "router_groups",
+    "group_topk",
 )
 ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
@@ -341,6 +353,14 @@ def check(arch: LLM) -> None:
         raise InputError(
             f"rope_dim={arch.rope_dim}: must be below head_dim={arch.head_dim} (MLA's head_dim includes it)",
             param="arch",
+        )
+    if arch.group_topk and not (arch.router_groups and arch.group_topk <= arch.router_groups):
+        raise InputError(
+            f"group_topk={arch.group_topk}: needs router_groups and must not exceed it", param="arch"
+        )
+    if arch.router_groups and (not arch.experts or arch.experts % arch.router_groups):
+        raise InputError(
+            f"router_groups={arch.router_groups}: must divide experts={arch.experts}", param="arch"
         )
     if arch.first_dense > arch.layers:
         raise InputError(f"first_dense={arch.first_dense} exceeds layers={arch.layers}", param="arch")
