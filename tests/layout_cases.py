@@ -101,15 +101,15 @@ def random_case(rng):
         oversubscription=1.0,
     )
     # Drawn last, so that every draw above (and the cases other tests picked by seed) stays as it was: the MoE
-    # dispatcher, group-limited routing, top-4, and NVLink domains of 1 or 2 GPUs, so that EP groups span
-    # several domains (the flex dispatcher's RDMA stage) with the domains of 8 and more above.
+    # dispatcher, group-limited routing, top-4, and hosts of 1 or 2 GPUs, each its own NVLink domain, so that EP
+    # groups span several domains (the flex dispatcher's RDMA stage) beside the domains of 8 and more above.
     lay["moe_dispatcher"] = rng.choice([0, 1])
     groups = rng.choice([0, 2, 4]) if experts else 0
     arch.update(router_groups=groups, group_topk=rng.randint(1, groups) if groups else 0)
     if experts and rng.random() < 0.3:
         arch["top_k"] = 4
     if rng.random() < 0.3:
-        lay["nvlink_domain"] = rng.choice([1, 2])
+        lay["nvlink_domain"] = lay["gpus_per_node"] = rng.choice([1, 2])
     return arch, dev, lay
 
 

@@ -7,7 +7,8 @@ optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STAC
 ``fsdp``, read with the ``year``), ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
-``moment_bytes``, ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
+``moment_bytes``, ``moe_dispatcher`` (MoE rows: ``alltoall`` or ``flex``, Megatron-Core's names; empty: alltoall,
+its default), ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
 ``model``, ``notes``, ...). Any other column is refused by name (a misspelt setting is never ignored). Lines
 starting with ``#`` are comments.
 
@@ -33,6 +34,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
     LAYOUT_PRECISIONS,
+    MOE_DISPATCHERS,
     OVERLAP_HELP,
     RECOMPUTE_HELP,
     overlap_mode,
@@ -78,6 +80,7 @@ OPTIONAL = (
     "offload_layers",
     "overlap",
     "moment_bytes",
+    "moe_dispatcher",
     "flops",
 )
 # Columns read by no rule, kept for the reader (the published files' own): where a run comes from and what it
@@ -137,6 +140,7 @@ class Run:
     overlap: str = ""
     expert_tp: int | None = None
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
+    moe_dispatcher: str = ""  # "": not stated (Megatron-Core's default, alltoall)
 
     @property
     def moe(self) -> bool:
@@ -350,6 +354,13 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     overlap = overlap_mode(overlap_text) if overlap_text else ""
     if overlap is None:
         raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
+    dispatcher = cells.get("moe_dispatcher", "").strip().lower()
+    if dispatcher and dispatcher not in MOE_DISPATCHERS:
+        raise bad(
+            f"moe_dispatcher {dispatcher!r} must be {' or '.join(MOE_DISPATCHERS)}, or empty (alltoall)"
+        )
+    if dispatcher and not llm.experts:
+        raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
     return Run(
         rid,
         line,
@@ -382,6 +393,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         overlap,
         _int(cells, "expert_tp", path, line, rid, default=None),
         preset,
+        dispatcher,
     )
 
 
@@ -437,6 +449,9 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     expert_tp = run.expert_tp or stack.expert_tp
     if run.moe and run.expert_tp is None and run.tp > 1:
         assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
+    dispatcher = run.moe_dispatcher or MOE_DISPATCHERS[0]
+    if run.moe and not run.moe_dispatcher:
+        assumed.append(f"dispatcher {dispatcher} (Megatron-Core's default)")
     row = LayoutRow(
         run.llm,
         run.gpu,
@@ -461,6 +476,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         attention=attention,
         attention_efficiency=attention_efficiency,
         imbalance=imbalance,
+        moe_dispatcher=dispatcher,
     )
     return row, assumed
 
