@@ -186,6 +186,7 @@ def test_arch_parsing_and_presets():
     # Multi-head latent attention (1536 / 512 compressions, 192-wide query-key and 128-wide value heads):
     # 37B active, as published (DeepSeek-V3 Technical Report, section 4.2).
     assert deepseek["active"] / 1e9 == pytest.approx(37, rel=0.02)
+    assert (LLMS["deepseek-v3-like"].router_groups, LLMS["deepseek-v3-like"].group_topk) == (8, 4)
     for text, message in [
         ("layers=2", "missing hidden"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
@@ -195,6 +196,9 @@ def test_arch_parsing_and_presets():
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,rope_dim=2", "needs kv_rank"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,kv_rank=4,rope_dim=4", "below head_dim=4"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=3", "must divide experts=8"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,router_groups=2", "must divide experts=0"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=2,group_topk=3", "must not exceed"),
     ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)

@@ -195,7 +195,8 @@ def _layout_params() -> list[inspect.Parameter]:
             rich_help_panel=panel,
             help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
             "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
-            "moe_every=, first_dense=, tied=0|1, dropout=0|1).",
+            "moe_every=, first_dense=, router_groups=, group_topk= (group-limited routing), tied=0|1, "
+            "dropout=0|1).",
         )
     ]
     for name, spec in LAYOUT_AXES.items():
