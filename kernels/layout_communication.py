@@ -122,7 +122,10 @@ def hierarchical_copies(arch: Arch, ep: Value, ep_near: Value) -> tuple[Value, V
     node-limited routing, 8 groups and at most 4 a token, arXiv 2412.19437 sec. 2.1.2 and 3.2.2) first picks
     M of the G groups of E / G consecutive experts: a token reaches at most n' = min(n, M max(1, n / G))
     domains, taken as n' uniform of the n, holding E' = E n' / n experts (exact where the groups are the
-    domains, G = n, as DeepSeek-V3 on 8 nodes). Then, by symmetry over the n domains and e GPUs,
+    domains, G = n, as DeepSeek-V3 on 8 nodes; with groups finer than the domains, G > n, only the cap on
+    domains is modelled, not the fewer GPUs a token then reaches inside one: DeepSeek-V3 with EP 32 inside an
+    NVL72 domain, 16 of the 32 GPUs eligible, reaches 6.6 of them on average, where this counts 7.3). Then,
+    by symmetry over the n domains and e GPUs,
 
         rdma   = (n - 1) (n' / n) (1 - C(E' - E/n, k) / C(E', k))     copies through the GPU's NICs
         nvlink = (e - n) (n' / n) (1 - C(E' - E/e, k) / C(E', k))     copies over NVLink
