@@ -84,6 +84,7 @@ def reference_rate(grid, samples=4000):
             attention_efficiency=gpu["attention_efficiency"],
             overlap=gpu["overlap"],
             dispatch_fp8=gpu["dispatch_fp8"],
+            moe_dispatcher=gpu["moe_dispatcher"],
             nccl_arch=gpu["nccl_arch"],
             eta_net=gpu["nccl_eta_net"],
             eta_nvl=gpu["nccl_eta_nvl"],

@@ -21,6 +21,9 @@ Per layer and micro-batch, on the GPU's critical path:
   element, a scale a 32); the combines and the backward stay in bf16.
   With ``collectives`` nccl each all-to-all is :func:`kernels.nccl.collective`'s all-to-all of X over
   the EP group (ranks etp apart) as placed, and each CP step its send/recv of the K and V chunk.
+  That is Megatron-Core's ``alltoall`` dispatcher (``moe_dispatcher`` 0). Its ``flex`` dispatcher (1:
+  DeepEP, or HybridEP on NVL72) dispatches each token once per node, not once per expert: the
+  hierarchical all-to-all of :func:`hierarchical_copies`, in both pricings.
 - ZeRO-3 (FSDP): each layer's parameters all-gathered forward and backward and its
   gradients reduce-scattered, over the D c data-parallel GPUs, each behind the layer's
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
@@ -47,6 +50,7 @@ The default, grad_reduce + param_gather, is what the model assumed before the sw
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 from netsweep_jax.kernels import nccl
@@ -84,6 +88,69 @@ class LayerCommunication(NamedTuple):
     ar_grads: Value  # or all-reduced
     z3_layer: Value  # ZeRO-3's exposed gathers and reduce-scatters
     dp_cross: Value  # the data-parallel group leaves the NVLink domain
+
+
+def _none_in(experts: Value, top_k: Value, held: Value) -> Value:
+    """C(E - a, k) / C(E, k): the chance that none of a token's k experts, drawn without replacement from E,
+    is one of a given ``held`` = a of them: prod_{i<k} max(0, (E - a - i) / (E - i)). A loop over i < max k
+    (top-k is traced; a product, not lgamma's difference of large logs, which float32 holds to 1e-4 only)."""
+    E = jnp.maximum(experts, jnp.maximum(top_k, 1.0))  # dense models: any finite value (never used)
+
+    def factor(i: Value, p: Value) -> Value:
+        i = jnp.asarray(i, E.dtype)
+        return p * jnp.where(i < top_k, jnp.maximum(0.0, (E - held - i) / (E - i)), 1.0)
+
+    shape = jnp.broadcast_shapes(jnp.shape(E), jnp.shape(held), jnp.shape(top_k))
+    steps = jnp.max(top_k).astype(jnp.int32)
+    return jax.lax.fori_loop(0, steps, factor, jnp.ones(shape, E.dtype))
+
+
+def hierarchical_copies(arch: Arch, ep: Value, ep_near: Value) -> tuple[Value, Value]:
+    """Copies of each token a GPU's flex dispatch (DeepEP) sends per all-to-all: (over RDMA, over NVLink).
+
+    DeepEP's normal kernels (deepseek-ai/DeepEP README, "Normal kernels with NVLink and RDMA forwarding";
+    DeepSeek-V3 Technical Report, arXiv 2412.19437, sec. 3.2.2) send each token once over the scale-out
+    network to the GPU of the same local rank in each other NVLink domain that holds at least one of its
+    top-k experts, and that GPU forwards it over NVLink to each GPU of its domain holding one (not to itself);
+    the tokens for the sender's own domain go over NVLink directly. Megatron-Core's alltoall dispatcher sends
+    each of the k copies to its expert's GPU instead. With the EP group of e GPUs over n = e / q_e domains
+    (q_e of it in each), E experts, E / n to a domain and E / e to a GPU, and top-k routing uniform over the
+    experts (the benchmarks' forced-balanced routing: random scores), a given domain is hit with probability
+    1 - C(E - E/n, k) / C(E, k) and a given GPU with 1 - C(E - E/e, k) / C(E, k).
+
+    Group-limited routing (Megatron-Core's --moe-router-num-groups G, --moe-router-group-topk M; DeepSeek-V3's
+    node-limited routing, 8 groups and at most 4 a token, arXiv 2412.19437 sec. 2.1.2 and 3.2.2) first picks
+    M of the G groups of E / G consecutive experts: a token reaches at most n' = min(n, M max(1, n / G))
+    domains, taken as n' uniform of the n, holding E' = E n' / n experts (exact where the groups are the
+    domains, G = n, as DeepSeek-V3 on 8 nodes; with groups finer than the domains, G > n, only the cap on
+    domains is modelled, not the fewer GPUs a token then reaches inside one: DeepSeek-V3 with EP 32 inside an
+    NVL72 domain, 16 of the 32 GPUs eligible, reaches 6.6 of them on average, where this counts 7.3). Then,
+    by symmetry over the n domains and e GPUs,
+
+        rdma   = (n - 1) (n' / n) (1 - C(E' - E/n, k) / C(E', k))     copies through the GPU's NICs
+        nvlink = (e - n) (n' / n) (1 - C(E' - E/e, k) / C(E', k))     copies over NVLink
+
+    (every GPU hit but the n same-rank GPUs, which receive over RDMA or are the sender). With n = 1 (EP
+    inside a domain) the RDMA term is 0 and the NVLink one DeepEP's intranode dispatch, once per GPU. The
+    two stages are pipelined (DeepEP's forwarder warps relay each chunk as it lands; "communications via IB
+    and NVLink are fully overlapped", arXiv 2412.19437 sec. 3.2.2), so the all-to-all takes the slower:
+
+        flex = max(rdma X / (k K beta u / G_node), nvlink X / (k W)) + (n - 1) lambda
+
+    with X the alltoall dispatcher's bytes (k copies a token), K beta u / G_node the GPU's share of its node's NICs
+    and W NVLink (times eta_net and eta_nvl under NCCL's pricing, whose lambda it then takes). ep, ep_near:
+    the EP degree and its members in one domain (any shape; Arch's fields broadcast with them)."""
+    E, k = arch.experts, arch.top_k
+    e = jnp.maximum(ep, 1.0)
+    n = e / ep_near
+    G, M = arch.router_groups, arch.group_topk
+    limited = (G > 1) & (M > 0)
+    eligible = jnp.where(limited, jnp.minimum(n, M * jnp.maximum(1.0, n / jnp.maximum(G, 1.0))), n)
+    pool = E * eligible / n
+    share = eligible / n
+    domain_hit = share * (1.0 - _none_in(pool, k, E / n))
+    gpu_hit = share * (1.0 - _none_in(pool, k, E / e))
+    return (n - 1.0) * domain_hit, (e - n) * gpu_hit
 
 
 def layer_communication(
@@ -158,12 +225,30 @@ def layer_communication(
     def on_nics(nbytes: Value) -> Value:  # the off-domain share through the GPU's own NICs
         return inter_share * nbytes / nic_ep + latencies
 
-    def all_to_all(nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares, or NCCL's
-        return priced(
+    # The flex dispatcher's two stages (hierarchical_copies): copies of each token's b s h bytes_act I / t
+    # over the GPU's NIC share and over NVLink, run at once (pipelined), so the slower sets the time.
+    rdma_copies, nvlink_copies = hierarchical_copies(arch, e, ep_near)
+    # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies.
+    rdma_nic = priced(lay, lambda: lay.eta_net, lambda: 1.0)
+    rdma_nvl = priced(lay, lambda: lay.eta_nvl, lambda: 1.0)
+    flex_latency = priced(lay, lambda: lay.nccl_latency * 1e-6, lambda: lay.latency)
+    n_domains = e / ep_near
+
+    def flex_stages(nbytes: Value) -> tuple[Value, Value]:  # (RDMA, NVLink) seconds of one flex all-to-all
+        token = nbytes / k
+        rdma = rdma_copies * token / (nic_ep * rdma_nic) + jnp.where(
+            n_domains > 1, (n_domains - 1.0) * flex_latency, 0.0
+        )
+        return rdma, nvlink_copies * token / (lay.nvlink_bw * rdma_nvl)
+
+    def all_to_all(nbytes: Value) -> Value:  # the slower of the NVLink and the NIC shares, or NCCL's; or flex
+        flat = priced(
             lay,
             lambda: nccl_time(nccl.ALLTOALL, nbytes, e, etp, lay),
             lambda: jnp.where(e > 1, jnp.maximum(intra_share * nbytes / lay.nvlink_bw, on_nics(nbytes)), 0.0),
         )
+        flex = jnp.where(e > 1, jnp.maximum(*flex_stages(nbytes)), 0.0)
+        return jnp.where(lay.moe_dispatcher > 0, flex, flat)
 
     a2a = all_to_all(x_ep)
     # An fp8 dispatch (DeepEP's; Megatron-LM's moe_dispatch_fwd_dtype mxfp8) sends the forward dispatch in
@@ -176,7 +261,12 @@ def layer_communication(
     passes = 1.0 + jnp.where(moe_rc, 1.0, 0.0)  # a recomputed MoE layer dispatches and combines again
     ep_layer = (passes * dispatch + (2.0 + passes) * a2a + (2.0 + 2.0 * passes) * etp_gather) * Le / L
     ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
-    ep_waits_on_nic = (e > 1) & (inter_share > 0) & (on_nics(x_ep) >= intra_share * x_ep / lay.nvlink_bw)
+    rdma, nvl = flex_stages(x_ep)
+    ep_waits_on_nic = (e > 1) & jnp.where(
+        lay.moe_dispatcher > 0,
+        (n_domains > 1) & (rdma >= nvl),
+        (inter_share > 0) & (on_nics(x_ep) >= intra_share * x_ep / lay.nvlink_bw),
+    )
 
     dp_group = dp * c
     dense_grads = dense_gpu * dev.grad_bytes

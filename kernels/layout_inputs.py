@@ -38,7 +38,8 @@ class Arch(NamedTuple):
     those down-projection widths and a shared rotary key of ``rope_width`` (0 otherwise); ``experts`` 0 is a
     dense model; ``gated`` 1 is SwiGLU; ``moe_layers`` L_e; ``dropout`` 1 keeps dropout masks; ``mtp_layers`` D, the
     multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules, all on the last pipeline stage:
-    :mod:`kernels.layout_pipeline`; 0 none)."""
+    :mod:`kernels.layout_pipeline`; 0 none); ``router_groups`` G and ``group_topk`` M: group-limited routing (each
+    token's experts from M of G groups of consecutive experts; 0: none)."""
 
     layers: Value
     hidden: Value
@@ -62,6 +63,8 @@ class Arch(NamedTuple):
     tied: Value
     dropout: Value
     mtp_layers: Value
+    router_groups: Value = 0.0
+    group_topk: Value = 0.0
 
 
 class Device(NamedTuple):
@@ -112,7 +115,8 @@ class Parallelism(NamedTuple):
     only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
     tier above the hosts) and oversubscription (the spine's: a group that spans more hosts than a leaf holds
     divides its NIC rate by it, :func:`kernels.layout_collectives.group_fabric`; read only where collectives
-    is nccl).
+    is nccl), moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
+    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.flex_all_to_all`).
     """
 
     gpus: Value
@@ -153,6 +157,7 @@ class Parallelism(NamedTuple):
     collectives: Value
     leaf_hosts: Value = 0.0
     oversubscription: Value = 1.0
+    moe_dispatcher: Value = 0.0
 
 
 def has_bit(code: Value, value: float) -> Value:

@@ -47,6 +47,7 @@ class LayoutOptions(TypedDict, total=False):
         and the stack's overlap switches, as the CLI's text (``"1f1b,interleaved:2"``).
       gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
+      moe_dispatcher: "alltoall" (default) or "flex": Megatron-Core's MoE token dispatcher (``--moe-dispatcher``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
         and fitted constants for whatever is not given; None: the default stack's fitted constants
         (:data:`sweep.model.stacks.DEFAULT_STACK`'s efficiency, memory efficiency and utilization on the GPU's
@@ -81,6 +82,7 @@ class LayoutOptions(TypedDict, total=False):
     attention: Values
     overlap: str
     collectives: str
+    moe_dispatcher: str
     stack: str
     fabric: str | os.PathLike[str]
     oversubscription: Values

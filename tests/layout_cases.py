@@ -101,6 +101,16 @@ def random_case(rng):
         leaf_hosts=0.0,  # no tier above the hosts (tests/test_layout_nccl.py draws it: collectives nccl only)
         oversubscription=1.0,
     )
+    # Drawn last, so that every draw above (and the cases other tests picked by seed) stays as it was: the MoE
+    # dispatcher, group-limited routing, top-4, and hosts of 1 or 2 GPUs, each its own NVLink domain, so that EP
+    # groups span several domains (the flex dispatcher's RDMA stage) beside the domains of 8 and more above.
+    lay["moe_dispatcher"] = rng.choice([0, 1])
+    groups = rng.choice([0, 2, 4]) if experts else 0
+    arch.update(router_groups=groups, group_topk=rng.randint(1, groups) if groups else 0)
+    if experts and rng.random() < 0.3:
+        arch["top_k"] = 4
+    if rng.random() < 0.3:
+        lay["nvlink_domain"] = lay["gpus_per_node"] = rng.choice([1, 2])
     return arch, dev, lay
 
 
@@ -156,6 +166,8 @@ def gpt3_case(**changes):
         tied=1,
         dropout=1,
         mtp_layers=0,
+        router_groups=0,
+        group_topk=0,
     )
     dev = dict(
         peak=312e12,
@@ -207,6 +219,7 @@ def gpt3_case(**changes):
         collectives=0,
         leaf_hosts=0.0,  # no tier above the hosts
         oversubscription=1.0,
+        moe_dispatcher=0,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value

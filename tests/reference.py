@@ -538,6 +538,27 @@ RECOMPUTE_BITS = {
 }
 
 
+def none_in(experts, k, held):
+    """C(E - a, k) / C(E, k) for real a (a float64 loop): none of k experts drawn from E is one of a held."""
+    p = 1.0
+    for i in range(int(k)):
+        p *= max(0.0, (experts - held - i) / (experts - i))
+    return p
+
+
+def hierarchical_copies(experts, k, groups, group_topk, e, near):
+    """(RDMA, NVLink) copies of each token a GPU's flex (DeepEP) dispatch sends (float64): n = e / near
+    domains; with group-limited routing a token reaches n' = min(n, M max(1, n / G)) of them, taken uniform,
+    holding E n' / n experts; each remote domain hit once over RDMA, each GPU hit but the n same-rank ones over
+    NVLink."""
+    n = e / near
+    eligible = min(n, group_topk * max(1.0, n / groups)) if groups > 1 and group_topk > 0 else n
+    pool = experts * eligible / n
+    domain = eligible / n * (1.0 - none_in(pool, k, experts / n))
+    gpu = eligible / n * (1.0 - none_in(pool, k, experts / e))
+    return (n - 1) * domain, (e - n) * gpu
+
+
 def busiest_expert(imbalance, capacity, pad):
     """The busiest expert's load the step runs (float64): the imbalance, capped at a capacity factor > 0 where
     tokens are dropped, or the capacity itself where every expert's input is padded to it."""
@@ -721,12 +742,27 @@ def layout_step(arch, dev, lay):
             lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
         )  # own NIC share
 
+        rdma_copies, nvl_copies = hierarchical_copies(
+            E, k, arch.get("router_groups", 0), arch.get("group_topk", 0), e, near
+        )
+        domains = e / near
+
+        def flex_stages(nbytes):  # (RDMA, NVLink) seconds of the flex dispatcher's all-to-all
+            nccl = bool(lay["collectives"])
+            net, nvl = (lay["eta_net"], lay["eta_nvl"]) if nccl else (1.0, 1.0)
+            lam = lay["nccl_latency"] * 1e-6 if nccl else lay["latency"]
+            rdma = rdma_copies * nbytes / k / (bw * net) + ((domains - 1) * lam if domains > 1 else 0.0)
+            return rdma, nvl_copies * nbytes / k / (lay["nvlink_bw"] * nvl)
+
         def shares(nbytes):  # the NVLink share's time and the NIC share's
             intra = (near - 1) / e * nbytes / lay["nvlink_bw"]
             inter = (e - near) / e * nbytes / bw + ((e - near) * lay["latency"] if near < e else 0.0)
             return intra, inter
 
         def a2a_of(nbytes):  # the slower of the two, or NCCL's all-to-all over the EP group (ranks etp apart)
+            if lay.get("moe_dispatcher", 0) and e > 1:  # flex: DeepEP's two stages, pipelined
+                rdma, nvl = flex_stages(nbytes)
+                return max(rdma, nvl)
             if lay["collectives"]:
                 return _nccl_group("alltoall", nbytes, e, etp, lay)
             return max(shares(nbytes)) if e > 1 else 0.0
@@ -741,6 +777,9 @@ def layout_step(arch, dev, lay):
         if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
             ep_layer = max(0.0, ep_layer - (fwd + bwd))
         ep_nic = near < e and inter >= intra
+        if lay.get("moe_dispatcher", 0):
+            rdma, nvl = flex_stages(xe)
+            ep_nic = e > 1 and domains > 1 and rdma >= nvl
     group = dp * c
     grads = dense_gpu * dev["grad_bytes"], experts / (etp * e) * dev["grad_bytes"]
     z3 = 0.0

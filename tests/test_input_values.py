@@ -220,6 +220,7 @@ def test_a_blank_value_is_predicted_and_reported_without_an_error(tmp_path):
     "option, name, value",
     [
         ("--moe-dispatch-fp8", "dispatch_fp8", "1"),
+        ("--moe-dispatcher", "moe_dispatcher", "flex"),
         ("--moe-expert-capacity-factor", "capacity_factor", "1.5"),
         ("--imbalance", "imbalance", "2"),
         ("--moe-pad-expert-input-to-capacity", "pad_to_capacity", "0"),

@@ -50,6 +50,16 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     path.write_text("pretrain_gpt.py --recompute-granularity block")
     with pytest.raises(InputError, match="must be full or selective"):
         read_launch(path)
+    # The MoE token dispatcher, Megatron-Core's names; its allgather dispatcher is not modelled.
+    path.write_text("pretrain_gpt.py --expert-model-parallel-size 8 --moe-token-dispatcher-type flex")
+    assert read_launch(path)[0]["moe_dispatcher"] == "flex"
+    path.write_text(
+        "pretrain_gpt.py --expert-model-parallel-size 8 \\\n  --moe-token-dispatcher-type allgather"
+    )
+    with pytest.raises(
+        InputError, match=r"train.sh:2: --moe-token-dispatcher-type 'allgather': netsweep models"
+    ):
+        read_launch(path)
 
 
 def test_plan_from_a_launch_equals_the_same_options(tmp_path):

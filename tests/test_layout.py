@@ -18,7 +18,7 @@ from netsweep_jax.sweep.model.llms import LLMS, parse_arch
 @pytest.mark.parametrize("dtype,seed", [("float64", 0), ("float32", 1)])
 def test_kernel_matches_reference_on_random_configurations(dtype, seed):
     rng = random.Random(seed)
-    cases = [random_case(rng) for _ in range(1500)]
+    cases = [random_case(rng) for _ in range(1600)]
     out = run_kernel(cases, dtype)
     valid = 0
     for i, case in enumerate(cases):
@@ -186,6 +186,7 @@ def test_arch_parsing_and_presets():
     # Multi-head latent attention (1536 / 512 compressions, 192-wide query-key and 128-wide value heads):
     # 37B active, as published (DeepSeek-V3 Technical Report, section 4.2).
     assert deepseek["active"] / 1e9 == pytest.approx(37, rel=0.02)
+    assert (LLMS["deepseek-v3-like"].router_groups, LLMS["deepseek-v3-like"].group_topk) == (8, 4)
     for text, message in [
         ("layers=2", "missing hidden"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,foo=1", "'foo'"),
@@ -195,6 +196,9 @@ def test_arch_parsing_and_presets():
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,rope_dim=2", "needs kv_rank"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,kv_rank=4,rope_dim=4", "below head_dim=4"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=3", "must divide experts=8"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,router_groups=2", "must divide experts=0"),
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=2,group_topk=3", "must not exceed"),
     ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)
@@ -387,6 +391,19 @@ def test_one_moe_layer_on_two_nodes_by_hand():
     fp8 = run_one(gpt3_case(**arch, **dev, **lay, dispatch_fp8=1))
     x8 = x * (1 + 1 / 32) / 2
     assert fp8["ep_exposed"] == pytest.approx(8 / 16 * x8 / 50e9 + 8 * lam + 3 * nics, rel=1e-9)
+    # The flex dispatcher (DeepEP): each token once to the other node if one of its 2 experts is there (8 of the
+    # 16: 1 - C(8, 2) / C(16, 2) = 23/30), through the GPU's NIC with one latency; on NVLink each copy for a GPU
+    # other than the receiving one, 14 GPUs each hit with 1 - C(15, 2) / C(16, 2) = 1/8. The stages are
+    # pipelined: the slower, the RDMA one, is the time, 4 all-to-alls.
+    token = s * h * 2
+    rdma, nvl = 23 / 30 * token / 50e9 + lam, 14 / 8 * token / 450e9
+    flex = run_one(gpt3_case(**arch, **dev, **lay, moe_dispatcher=1))
+    assert rdma > nvl and flex["ep_on_nics"] == 1
+    assert flex["ep_exposed"] == pytest.approx(4 * rdma, rel=1e-9)
+    # Group-limited routing with a group a node, one a token: a token's experts all on one node, the other with
+    # probability 1/2; on NVLink each of 14 GPUs hit with (1/2) (1 - C(7, 2) / C(8, 2)) = 1/8, as before.
+    limited = run_one(gpt3_case(**arch, **dev, **lay, moe_dispatcher=1, router_groups=2, group_topk=1))
+    assert limited["ep_exposed"] == pytest.approx(4 * (1 / 2 * token / 50e9 + lam), rel=1e-9)
 
 
 def test_the_attention_core_runs_at_half_precision_and_fp8_speeds_only_the_gemms():

@@ -717,10 +717,16 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
         "qwen3-30b-a3b", gpus=16, global_batch=64, search=search_space((qwen,))
     ).assumed
     assert "MoE dispatch bf16" in said and any("expert-tp 1,2,4,8" in phrase for phrase in said)
+    assert "MoE dispatcher alltoall (NCCL's all-to-all of every copy)" in said
+    flex = layouts.make_layout_grid("qwen3-30b-a3b", gpus=16, global_batch=64, moe_dispatcher="FLEX")
+    assert flex.moe_dispatcher == "flex" and flex.per_sweep()["moe_dispatcher"] == "flex"
+    assert not any("dispatcher" in phrase for phrase in flex.assumed)
     for args, message in (
         (["--expert-tp", "0"], "--expert-tp 0: expert_tp must be an integer from 1"),
         (["--attention-efficiency", "0.4,0.5"], "give one value"),
         (["--moe-dispatch-fp8", "2"], "--moe-dispatch-fp8 2: dispatch_fp8 must be"),
+        (["--moe-dispatcher", "deepep"], "--moe-dispatcher 'deepep': unknown; known: alltoall, flex"),
+        (["--moe-token-dispatcher-type", "alltoall,flex"], "--moe-dispatcher alltoall,flex: give one value"),
     ):
         out = tmp_path / "plan.h5"
         r = invoke(

@@ -163,6 +163,16 @@ def test_the_rules_fill_what_is_not_stated():
     row, assumed = settings(runs["fsdp-tt_405b_3d_1f1b"])  # local batch 32 over 8 stages
     assert (row.micro_batch, 256 // (row.micro_batch * row.dp)) == (4, 8)
     assert "micro-batch 4 (as many micro-batches as stages)" in assumed
+    # The MoE dispatcher: as the row's recipe sets it (DeepEP on H100, HybridEP on GB200: flex), else alltoall.
+    dispatchers = {rid: settings(r) for rid, r in runs.items() if r.moe}
+    assert {rid for rid, (row, _) in dispatchers.items() if row.moe_dispatcher == "flex"} == {
+        "MB-H100-07",
+        "MB-GB200-03",
+        "MB-GB200-04",
+        "MLM-DSV3-GB200-02",
+    }
+    assert "dispatcher alltoall (Megatron-Core's default)" in dispatchers["MB-H100-06"][1]
+    assert not any("dispatcher" in phrase for phrase in dispatchers["MLM-DSV3-GB200-01"][1])  # stated
 
 
 def test_tokens_per_gpu_is_the_steps_tokens_over_time_and_gpus():
@@ -238,6 +248,14 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
         (lambda rows: [{**rows[1], "chunks": "interleaved:1"}], "chunks 'interleaved:1' must be V"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),
         (lambda rows: [{**rows[0], "flops": "tokens"}], "flops 'tokens' must be one of"),
+        (
+            lambda rows: [{**rows[0], "moe_dispatcher": "flex"}],
+            "row SC21-T1-01): moe_dispatcher flex: a mixture-of-experts setting on a dense model",
+        ),
+        (
+            lambda rows: [r | {"moe_dispatcher": "deepep"} for r in rows if r["id"] == "MB-H100-07"],
+            "row MB-H100-07): moe_dispatcher 'deepep' must be alltoall or flex, or empty (alltoall)",
+        ),
         # The same rules as the sweeps' options (sweep.core.layout_axes.AXES): tp at most 4096.
         (
             lambda rows: [{**rows[0], "tp": "8192"}],

@@ -271,6 +271,7 @@ def _layout(run):
         recompute=run.recompute, sequence_parallel=run.sequence_parallel, zero=run.zero, attention=run.attention,
         overlap=run.overlap, expert_tp=run.expert_tp, offload_layers=run.offload_layers or None,
         moment_bytes=run.moment_bytes if run.moment_bytes != 4 else None, mtp_layers=run.mtp_layers,
+        moe_dispatcher=run.moe_dispatcher,
     )  # fmt: skip
     options.update({k: v for k, v in stated.items() if v not in (None, "")})
     if LLMS.get(run.model) == run.llm:

@@ -107,7 +107,10 @@ def layout_grid_from(
     if settings.get("launch") is not None:
         take_launch(settings, given, say)
     model = settings.get("model") if "model" in given or not settings.get("arch") else None
-    kwargs = {name: settings.get(name) for name in (*LAYOUT_AXES, "arch", "overlap", "collectives", "stack")}
+    kwargs = {
+        name: settings.get(name)
+        for name in (*LAYOUT_AXES, "arch", "overlap", "collectives", "moe_dispatcher", "stack")
+    }
     for name in SHARED_AXES:
         kwargs[name] = settings.get(name) if name in given else None
     if settings.get("nodes") is not None and "nodes" in given:

@@ -195,7 +195,8 @@ def _layout_params() -> list[inspect.Parameter]:
             rich_help_panel=panel,
             help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
             "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
-            "moe_every=, first_dense=, tied=0|1, dropout=0|1).",
+            "moe_every=, first_dense=, router_groups=, group_topk= (group-limited routing), tied=0|1, "
+            "dropout=0|1).",
         )
     ]
     for name, spec in LAYOUT_AXES.items():
@@ -284,6 +285,17 @@ def _layout_params() -> list[inspect.Parameter]:
             help="How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
             "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink "
             "domain, NICs; constants of sweep validate --nccl) (default flat).",
+        ),
+        param(
+            "moe_dispatcher",
+            str | None,
+            None,
+            "--moe-dispatcher",
+            MEGATRON_ALIASES["moe_dispatcher"],
+            rich_help_panel=panel,
+            help="MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all "
+            "of each token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank "
+            "GPU of each node holding one of its experts, then NVLink) (default alltoall).",
         ),
         param(
             "stack",

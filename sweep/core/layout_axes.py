@@ -69,6 +69,7 @@ MEGATRON_ALIASES = {
     "micro_batch": "--micro-batch-size",
     "global_batch": "--global-batch-size",
     "recompute": "--recompute-granularity",
+    "moe_dispatcher": "--moe-token-dispatcher-type",
 }
 
 # The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
@@ -103,6 +104,10 @@ LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 # --collectives, one per sweep: flat prices every collective as a ring (or tree: --collective) of one bandwidth per
 # group; nccl as NCCL's tuner does for the group as placed (kernels.layout_collectives, kernels.nccl).
 COLLECTIVES_MODES = ("flat", "nccl")
+# --moe-dispatcher, one per sweep, Megatron-Core's --moe-token-dispatcher-type names: alltoall sends each of a
+# token's k copies to its expert's GPU by NCCL's all-to-all; flex sends it once per node (DeepEP, HybridEP) and
+# forwards it over NVLink (kernels.layout_communication.hierarchical_copies).
+MOE_DISPATCHERS = ("alltoall", "flex")
 
 SHARED_AXES = (
     "gpus_per_node",
@@ -125,6 +130,7 @@ LAYOUT_TEXT_OPTIONS = (
     "recompute",
     "overlap",
     "collectives",
+    "moe_dispatcher",
     "stack",
     "fabric",
     "oversubscription",

@@ -144,6 +144,7 @@ OTHER_OPTIONS = {
     "recompute": "--recompute",
     "overlap": "--overlap",
     "collectives": "--collectives",
+    "moe_dispatcher": "--moe-dispatcher",
     "stack": "--stack",
     "fabric": "--fabric",
     "oversubscription": "--oversubscription",

@@ -275,6 +275,7 @@ GPU_FIELDS = (
     "overlap",
     "attention_efficiency",
     "dispatch_fp8",
+    "moe_dispatcher",  # kernels.layout's code: 0 alltoall, 1 flex (sweep.core.layout_axes.MOE_DISPATCHERS)
     "nccl_eta_net",
     "nccl_eta_nvl",
     "nccl_latency",  # us, as kernels.nccl.Constants
@@ -367,6 +368,7 @@ def layout_inputs(
         attention_efficiency=o["attention_efficiency"],
         overlap=o["overlap"],
         dispatch_fp8=o["dispatch_fp8"],
+        moe_dispatcher=o["moe_dispatcher"],
         nccl_arch=o["nccl_arch"],
         eta_net=o["nccl_eta_net"],
         eta_nvl=o["nccl_eta_nvl"],

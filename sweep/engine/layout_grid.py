@@ -29,6 +29,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     COLLECTIVES_MODES,
     DIMS,
     LAYOUT_COLLECTIVES,
+    MOE_DISPATCHERS,
     OVERLAP_DEFAULT,
     PARALLEL_DIMS,
     SETTING_DIMS,
@@ -83,6 +84,8 @@ class LayoutGrid:
       overlap: the stack's overlap switches on, canonical (one per sweep).
       attention_efficiency: the flash-attention kernel's fraction of the half-precision peak (one per sweep).
       dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
+      moe_dispatcher: the MoE token dispatcher, one of :data:`MOE_DISPATCHERS` (one per sweep): Megatron-Core's
+        ``alltoall`` or ``flex`` (DeepEP's hierarchical dispatch).
       collectives: how collectives are priced, one of :data:`COLLECTIVES_MODES` (one per sweep): ``flat`` rings
         of one bandwidth per group, ``nccl`` NCCL's tuner for each group as placed (kernels.layout_collectives).
       fabric: the fabric's constants NCCL's pricing reads (the shipped fit, a ``--fabric`` preset's or a fabric
@@ -112,6 +115,7 @@ class LayoutGrid:
     overlap: str = OVERLAP_DEFAULT
     attention_efficiency: float = float(AXES["attention_efficiency"].default)
     dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
+    moe_dispatcher: str = MOE_DISPATCHERS[0]
     collectives: str = COLLECTIVES_MODES[0]
     fabric: FabricConstants = SHIPPED
     fabric_name: str = ""
@@ -184,6 +188,7 @@ class LayoutGrid:
             "overlap": self.overlap,
             "attention_efficiency": self.attention_efficiency,
             "dispatch_fp8": self.dispatch_fp8,
+            "moe_dispatcher": self.moe_dispatcher,
             "collectives": self.collectives,
             # The tier above the hosts, said only where NCCL's pricing reads it (flat cubes' attributes unchanged).
             **(
@@ -277,6 +282,7 @@ class LayoutGrid:
                     overlap_code(self.overlap),
                     self.attention_efficiency,
                     self.dispatch_fp8,
+                    float(MOE_DISPATCHERS.index(self.moe_dispatcher)),
                     *self.fabric.columns(),
                     self.leaf_hosts,
                     self.spine(),
@@ -322,6 +328,8 @@ def arch_row(m: LLM) -> kernel.Arch:
         tied=float(m.tied),
         dropout=float(bool(m.dropout)),
         mtp_layers=m.mtp_layers,
+        router_groups=float(m.router_groups),
+        group_topk=float(m.group_topk),
     )
 
 

@@ -13,6 +13,7 @@ from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     LAYOUT_COLLECTIVES,
+    MOE_DISPATCHERS,
     OVERLAP_DEFAULT,
     overlap_code,
     recompute_code,
@@ -64,6 +65,7 @@ class LayoutRow:
     capacity_factor: float = float(AXES["capacity_factor"].default)
     pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
     dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
+    moe_dispatcher: str = MOE_DISPATCHERS[0]
     overlap: str = OVERLAP_DEFAULT
     sequence_parallel: int = 1
     zero: int = 0
@@ -210,6 +212,7 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
             overlap_code(r.overlap),
             r.attention_efficiency,
             r.dispatch_fp8,
+            float(MOE_DISPATCHERS.index(r.moe_dispatcher)),
             *SHIPPED.columns(),
             0.0,  # no tier above the hosts: a run states no fabric
             1.0,

@@ -16,6 +16,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     COLLECTIVES_MODES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
+    MOE_DISPATCHERS,
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
     PARALLEL_DIMS,
@@ -37,7 +38,7 @@ from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads: refused on dense models.
-MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8")
+MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8", "moe_dispatcher")
 
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
@@ -69,6 +70,7 @@ def make_layout_grid(
     pad_to_capacity: object = None,
     dispatch_fp8: object = None,
     mtp_layers: object = None,
+    moe_dispatcher: str | None = None,
     overlap: str | None = None,
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
@@ -168,6 +170,7 @@ def make_layout_grid(
             capacity_factor=capacity_factor,
             pad_to_capacity=pad_to_capacity,
             dispatch_fp8=dispatch_fp8,
+            moe_dispatcher=moe_dispatcher,
         )
         for name in MOE_ONLY:
             value = moe[name]
@@ -227,6 +230,7 @@ def make_layout_grid(
     if preset_fabric is not None:  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
     mode = _collectives(collectives)
+    dispatcher = _moe_dispatcher(moe_dispatcher)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
@@ -295,6 +299,8 @@ def make_layout_grid(
     if mtp_layers is None and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
         shown = ", ".join(f"{d} for {n}" for n, d in sorted(depths))
         assumed = assumed + (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
+    if moe_dispatcher is None and any(m.experts > 0 for m in models):
+        assumed = (*assumed, f"MoE dispatcher {dispatcher} (NCCL's all-to-all of every copy)")
     if preset is not None:
         assumed = (phrase, *assumed)
     if mode == "nccl":
@@ -330,6 +336,7 @@ def make_layout_grid(
         overlap=_overlap(overlap),
         attention_efficiency=per_sweep["attention_efficiency"],
         dispatch_fp8=per_sweep["dispatch_fp8"],
+        moe_dispatcher=dispatcher,
         collectives=mode,
         fabric=constants or SHIPPED,
         fabric_name=preset_fabric.name if preset_fabric is not None else "",
@@ -373,6 +380,15 @@ def _collectives(text: str | None) -> str:
     if len(modes) != 1:
         raise InputError(f"{text}: give one value ({', '.join(COLLECTIVES_MODES)})", param="collectives")
     return modes[0]
+
+
+def _moe_dispatcher(text: str | None) -> str:
+    if text is None:
+        return MOE_DISPATCHERS[0]
+    names = parse_names(str(text).lower(), "moe_dispatcher", MOE_DISPATCHERS)
+    if len(names) != 1:
+        raise InputError(f"{text}: give one value ({', '.join(MOE_DISPATCHERS)})", param="moe_dispatcher")
+    return names[0]
 
 
 def _overlap(text: str | None) -> str:

@@ -18,6 +18,7 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
     --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
     --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
+    --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused)
 
 A parallel size the command leaves out is Megatron-LM's default, 1. Every other flag (the model's
 shape, the optimizer, data, logging) is listed as not used: the model comes from ``--model`` or
@@ -28,7 +29,7 @@ import os
 import shlex
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.layout_axes import OVERLAP_SWITCHES, recompute_mode
+from netsweep_jax.sweep.core.layout_axes import MOE_DISPATCHERS, OVERLAP_SWITCHES, recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import whole_number
@@ -59,6 +60,7 @@ OTHER_USED = {
     "--fp8-format",
     "--bf16",
     "--fp16",
+    "--moe-token-dispatcher-type",
 }
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
 
@@ -128,6 +130,14 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
     settings["zero"] = "1" if "--use-distributed-optimizer" in flags else "0"
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
+    if "--moe-token-dispatcher-type" in flags:
+        dispatcher = " ".join(flags["--moe-token-dispatcher-type"])
+        if dispatcher not in MOE_DISPATCHERS:
+            raise InputError(
+                f"{line_of('--moe-token-dispatcher-type')}: --moe-token-dispatcher-type {dispatcher!r}: netsweep "
+                f"models {' and '.join(MOE_DISPATCHERS)}"
+            )
+        settings["moe_dispatcher"] = dispatcher
     if "--fp8-format" in flags:
         settings["precision"] = "fp8"
     elif "--fp16" in flags:

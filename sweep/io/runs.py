@@ -8,6 +8,7 @@ optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STAC
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
 ``chunks``, ``recompute``, ``sequence_parallel``, ``attention``, ``offload_layers``, ``overlap``,
 ``moment_bytes``, ``mtp_layers`` (the multi-token-prediction depths the run trains; empty: the model's),
+``moe_dispatcher`` (MoE rows: ``alltoall`` or ``flex``, Megatron-Core's names; empty: alltoall, its default),
 ``flops`` (:data:`FLOP_RULES`); notes no rule reads (:data:`NOTES`: ``source``, ``table``,
 ``model``, ``notes``, ...). Any other column is refused by name (a misspelt setting is never ignored). Lines
 starting with ``#`` are comments.
@@ -32,6 +33,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
     LAYOUT_PRECISIONS,
+    MOE_DISPATCHERS,
     OVERLAP_HELP,
     RECOMPUTE_HELP,
     overlap_mode,
@@ -78,6 +80,7 @@ OPTIONAL = (
     "overlap",
     "moment_bytes",
     "mtp_layers",
+    "moe_dispatcher",
     "flops",
 )
 # Columns read by no rule, kept for the reader (the published files' own): where a run comes from and what it
@@ -138,6 +141,7 @@ class Run:
     expert_tp: int | None = None
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
     mtp_layers: int | None = None  # the multi-token-prediction depths the row states (None: the model's)
+    moe_dispatcher: str = ""  # "": not stated (Megatron-Core's default, alltoall)
 
     @property
     def moe(self) -> bool:
@@ -359,6 +363,13 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     overlap = overlap_mode(overlap_text) if overlap_text else ""
     if overlap is None:
         raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
+    dispatcher = cells.get("moe_dispatcher", "").strip().lower()
+    if dispatcher and dispatcher not in MOE_DISPATCHERS:
+        raise bad(
+            f"moe_dispatcher {dispatcher!r} must be {' or '.join(MOE_DISPATCHERS)}, or empty (alltoall)"
+        )
+    if dispatcher and not llm.experts:
+        raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
     return Run(
         rid,
         line,
@@ -392,6 +403,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         _int(cells, "expert_tp", path, line, rid, default=None),
         preset,
         mtp_layers,
+        dispatcher,
     )
 
 
@@ -455,6 +467,9 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
             assumed.append(f"Adam moments of {recipe[0]} bytes ({recipe[1]})")
     if run.mtp_layers is None and run.llm.mtp_layers:
         assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
+    dispatcher = run.moe_dispatcher or MOE_DISPATCHERS[0]
+    if run.moe and not run.moe_dispatcher:
+        assumed.append(f"dispatcher {dispatcher} (Megatron-Core's default)")
     row = LayoutRow(
         run.trained,
         run.gpu,
@@ -479,6 +494,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         attention=attention,
         attention_efficiency=attention_efficiency,
         imbalance=imbalance,
+        moe_dispatcher=dispatcher,
     )
     return row, assumed
 

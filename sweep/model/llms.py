@@ -57,6 +57,10 @@ class LLM:
         token, an expert's width (default ffn), always-active experts.
       moe_every, first_dense: every ``moe_every``-th layer after the first ``first_dense``
         is a mixture-of-experts layer.
+      router_groups, group_topk: group-limited routing (Megatron-Core's --moe-router-num-groups and
+        --moe-router-group-topk; DeepSeek-V3's node-limited routing): each token's experts come from
+        ``group_topk`` of ``router_groups`` groups of consecutive experts (0: no limit). Only the flex
+        dispatcher's traffic reads it (kernels.layout_communication.hierarchical_copies).
       tied: the output layer shares the token embedding.
       mtp_layers: multi-token-prediction depths the architecture declares (DeepSeek-V3's MTP modules:
         each an embedding of the next token, two norms, a 2h-to-h projection, one transformer layer and the
@@ -88,6 +92,8 @@ class LLM:
     shared_experts: int = 0
     moe_every: int = 1
     first_dense: int = 0
+    router_groups: int = 0
+    group_topk: int = 0
     tied: bool = False
     dropout: bool | None = None
     mtp_layers: int = 0
@@ -216,6 +222,10 @@ LLMS = {
         shared_experts=1,
         first_dense=3,
         mtp_layers=1,
+        # Node-limited routing: 8 groups, at most 4 a token (the report's section 2.1.2; its config.json's
+        # n_group 8, topk_group 4; Megatron-Bridge's DeepSeekV3ModelProvider, 6725f70).
+        router_groups=8,
+        group_topk=4,
         source="DeepSeek-V3 Technical Report 2024, sections 4.2 and 2.2 (one multi-token-prediction depth)",
     ),
     "qwen3-30b-a3b": LLM(
@@ -285,6 +295,8 @@ _INTEGER_KEYS = (
     "moe_every",
     "first_dense",
     "mtp_layers",
+    "router_groups",
+    "group_topk",
 )
 ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
@@ -350,6 +362,14 @@ def check(arch: LLM) -> None:
         raise InputError(
             f"rope_dim={arch.rope_dim}: must be below head_dim={arch.head_dim} (MLA's head_dim includes it)",
             param="arch",
+        )
+    if arch.group_topk and not (arch.router_groups and arch.group_topk <= arch.router_groups):
+        raise InputError(
+            f"group_topk={arch.group_topk}: needs router_groups and must not exceed it", param="arch"
+        )
+    if arch.router_groups and (not arch.experts or arch.experts % arch.router_groups):
+        raise InputError(
+            f"router_groups={arch.router_groups}: must divide experts={arch.experts}", param="arch"
         )
     if arch.first_dense > arch.layers:
         raise InputError(f"first_dense={arch.first_dense} exceeds layers={arch.layers}", param="arch")
