@@ -373,22 +373,22 @@ def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> 
     return tuple(float(v) for v in values)
 
 
-def _collectives(text: str | None) -> str:
+def _one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:
+    """One of ``names`` for a one-value-per-sweep option ``param`` (None: the first, its default)."""
     if text is None:
-        return COLLECTIVES_MODES[0]
-    modes = parse_names(str(text).lower(), "collectives", COLLECTIVES_MODES)
-    if len(modes) != 1:
-        raise InputError(f"{text}: give one value ({', '.join(COLLECTIVES_MODES)})", param="collectives")
-    return modes[0]
+        return names[0]
+    given = parse_names(str(text).lower(), param, names)
+    if len(given) != 1:
+        raise InputError(f"{text}: give one value ({', '.join(names)})", param=param)
+    return given[0]
+
+
+def _collectives(text: str | None) -> str:
+    return _one_name(text, "collectives", COLLECTIVES_MODES)
 
 
 def _moe_dispatcher(text: str | None) -> str:
-    if text is None:
-        return MOE_DISPATCHERS[0]
-    names = parse_names(str(text).lower(), "moe_dispatcher", MOE_DISPATCHERS)
-    if len(names) != 1:
-        raise InputError(f"{text}: give one value ({', '.join(MOE_DISPATCHERS)})", param="moe_dispatcher")
-    return names[0]
+    return _one_name(text, "moe_dispatcher", MOE_DISPATCHERS)
 
 
 def _overlap(text: str | None) -> str:
