@@ -3,7 +3,7 @@ constants at once (``validate --llm`` and ``calibrate`` of layouts), and any con
 (``sweep need`` of a layout: one layout at many candidate fabrics)."""
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -109,27 +109,21 @@ def evaluate_rows(
     asked = efficiency.shape
 
     settings, layout = row_columns(rows)
-    # The R x K (row, candidate) pairs, flattened, in blocks of ROWS_BLOCK (the last one padded by repeating
-    # its last pair): every fit, validation and check calls one compiled shape, whatever R and K, and holds
-    # one block's inputs at a time.
+    # The R x K (row, candidate) pairs, flattened, in blocks (_in_blocks).
     n = efficiency.size
     flat = {
         "efficiency": efficiency.ravel(),
         "utilization": utilization.ravel(),
         "memory_efficiency": memory.ravel(),
     }
-    result: dict[str, np.ndarray] = {}
-    with jax.enable_x64(True):
-        for start in range(0, n, ROWS_BLOCK):
-            pair = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
-            row = pair // asked[1]
-            per_pair = {k: v[pair] for k, v in flat.items()}
-            cell = {k: jnp.asarray(per_pair.get(k, v[row])) for k, v in settings.items()}
-            out = layout_block_rows(*layout_inputs(cell, {k: jnp.asarray(v[row]) for k, v in layout.items()}))
-            for k in outputs or out:
-                result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
-                    out[k], np.float64
-                )[: n - start]
+
+    def columns(pair: np.ndarray) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+        row = pair // asked[1]
+        per_pair = {k: v[pair] for k, v in flat.items()}
+        cell = {k: jnp.asarray(per_pair.get(k, v[row])) for k, v in settings.items()}
+        return cell, {k: jnp.asarray(v[row]) for k, v in layout.items()}
+
+    result = _in_blocks(n, columns, outputs)
     result = {k: v.reshape(asked) for k, v in result.items()}
     return {k: v[:, 0] for k, v in result.items()} if one else result
 
@@ -163,24 +157,35 @@ def evaluate_columns(
     repeating its last row): one compiled shape per pricing, the one every fit and validation calls.
     Returns dict name -> [R]."""
     n = len(next(iter(cell.values())))
+
+    def columns(row: np.ndarray) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+        return (
+            {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in cell.items()},
+            {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in layout.items()},
+        )
+
+    return _in_blocks(n, columns, outputs, collectives)
+
+
+def _in_blocks(
+    n: int,
+    columns: Callable[[np.ndarray], tuple[dict[str, jax.Array], dict[str, jax.Array]]],
+    outputs: Sequence[str] | None,
+    collectives: int = 0,
+) -> dict[str, np.ndarray]:
+    """The kernel's outputs (or those named in ``outputs``) of ``n`` configurations, name -> [n] float64, in
+    blocks of :data:`ROWS_BLOCK` (the last padded by repeating its last configuration): ``columns(index)`` gives
+    a block's setting-cell and layout columns for configuration indices [ROWS_BLOCK]. Every fit, validation and
+    check calls one compiled shape per pricing, whatever ``n``, and holds one block's inputs at a time."""
     result: dict[str, np.ndarray] = {}
     with jax.enable_x64(True):
         for start in range(0, n, ROWS_BLOCK):
-            row = np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)
-            inputs = layout_inputs(
-                {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in cell.items()},
-                {k: jnp.asarray(np.asarray(v, np.float64)[row]) for k, v in layout.items()},
-            )
+            arch, dev, lay = layout_inputs(*columns(np.minimum(np.arange(start, start + ROWS_BLOCK), n - 1)))
             if collectives:  # the pricing as an array, as tests/layout_cases.py hands it: the same compile
-                arch, dev, lay = inputs
-                inputs = (
-                    arch,
-                    dev,
-                    lay._replace(collectives=jnp.full(ROWS_BLOCK, float(collectives), jnp.float64)),
-                )
-                out = layout_block_rows(*inputs, collectives=collectives)
-            else:  # as evaluate_rows calls it
-                out = layout_block_rows(*inputs)
+                lay = lay._replace(collectives=jnp.full(ROWS_BLOCK, float(collectives), jnp.float64))
+                out = layout_block_rows(arch, dev, lay, collectives=collectives)
+            else:
+                out = layout_block_rows(arch, dev, lay)
             for k in outputs or out:
                 result.setdefault(k, np.empty(n, np.float64))[start : start + ROWS_BLOCK] = np.asarray(
                     out[k], np.float64
