@@ -34,10 +34,10 @@ import numpy as np
 from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.analysis.need import shown_value
-from netsweep_jax.sweep.analysis.planning import IDEAL_GBPS, layout_name, setting_text
+from netsweep_jax.sweep.analysis.planning import IDEAL_NETWORK, layout_name, setting_text
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import COLLECTIVES_MODES
+from netsweep_jax.sweep.core.layout_axes import AXES, COLLECTIVES_MODES
 from netsweep_jax.sweep.engine.compiled import INNER_COLUMNS, OUTER_COLUMNS
 from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, evaluate_columns
@@ -173,9 +173,7 @@ def _ideal(cell: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Setting columns on an ideal network (planning.ideal_network's: the flat pricing is the caller's)."""
     return {
         **cell,
-        "bandwidth": np.full_like(cell["bandwidth"], IDEAL_GBPS * 1e9),
-        "utilization": np.ones_like(cell["utilization"]),
-        "latency": np.zeros_like(cell["latency"]),
+        **{name: np.full_like(cell[name], v * AXES[name].to_si) for name, v in IDEAL_NETWORK.items()},
     }
 
 

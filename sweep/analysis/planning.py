@@ -56,6 +56,8 @@ from netsweep_jax.sweep.model.llms import LLM
 # that an ideal network would save.
 BOTTLENECK_SHARE = 0.2
 IDEAL_GBPS = 1e9  # an ideal NIC, Gbit/s: every transfer across nodes takes no time worth counting
+# The ideal network, in the axes' stored units: an ideal NIC at full utilization and no latency.
+IDEAL_NETWORK = {"bandwidth": IDEAL_GBPS, "utilization": 1.0, "latency": 0.0}
 # The most network settings one plan searches: it prints a line and keeps ``keep`` layouts' outputs per setting,
 # and searches each setting six times (the plan, an ideal network, each overlap switch flipped).
 MAX_SETTINGS = 10**5
@@ -77,9 +79,7 @@ def ideal_network(grid: LayoutGrid) -> LayoutGrid:
     utilization and no latency, whatever prices the real one's collectives (``--collectives nccl`` has latencies
     of its own that no NIC removes: the ideal network is flat)."""
     values = dict(grid.values)
-    values["bandwidth"] = np.full_like(values["bandwidth"], IDEAL_GBPS)
-    values["utilization"] = np.ones_like(values["utilization"])
-    values["latency"] = np.zeros_like(values["latency"])
+    values.update({name: np.full_like(values[name], v) for name, v in IDEAL_NETWORK.items()})
     return dataclasses.replace(grid, values=values, collectives=COLLECTIVES_MODES[0])
 
 
