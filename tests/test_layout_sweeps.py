@@ -563,6 +563,12 @@ def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
     assert "utilization 1 (the links' full rate)" not in said
     _, by_util = cube(*layout, "--util", "0.8")
     np.testing.assert_array_equal(by_busbw["iteration_time"], by_util["iteration_time"])
+    # NCCL's pricing takes the transport's efficiency from nccl-tests curves: one busbw read as a utilization
+    # on top of it would count the transport twice, so it is refused, not silently applied.
+    for extra in (["--collectives", "nccl"], ["--fabric", "dgx-h100-superpod", "--collectives", "nccl"]):
+        r = invoke("grid", *layout, "--busbw", "40@400", *extra, "--out", tmp_path / "nccl.h5")
+        assert r.exit_code == 2 and "sweep calibrate --nccl-tests" in r.output, r.output
+        assert "Traceback" not in r.output and not (tmp_path / "nccl.h5").exists()
 
 
 def test_plan_columns_stay_aligned_for_long_layouts_and_two_digit_ranks(tmp_path, monkeypatch):

@@ -125,6 +125,14 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
     if kwargs.get("solve") == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
+    if kwargs.get("collectives") == "nccl" or kwargs.get("fabric"):
+        # NCCL's pricing reads the transport's efficiency from nccl-tests curves, not one busbw as a utilization
+        # (which it would apply on top of that efficiency): a measured busbw is never silently misread.
+        raise InputError(
+            f"--busbw {text}: sets the flat collectives' utilization (8 busbw / link); with --collectives nccl "
+            "or --fabric, fit your nccl-tests logs instead (sweep calibrate --nccl-tests LOG --out FABRIC, "
+            "then --fabric FABRIC)"
+        )
     system = _system_network(kwargs, ctx)
     bandwidth = None if system is not None else kwargs.get("bandwidth")
     own_nics = system is None or (ctx is not None and given(ctx, "nics_per_node"))

@@ -371,7 +371,8 @@ BUSBW = [
         help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s, per link: one NIC) for the "
         "job's collective across nodes, at its message size; @GBIT: the link rate it was measured on (default: "
         "the one --bw; for a large model given no --bw, its GPU system's NICs). Utilization = 8 busbw / link; "
-        "a comma list gives several.",
+        "a comma list gives several. Flat collectives only: with --collectives nccl, fit nccl-tests logs "
+        "(sweep calibrate --nccl-tests) and pass --fabric FILE.",
     )
 ]
 
