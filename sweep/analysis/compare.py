@@ -142,26 +142,7 @@ def compare(
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
-    workload = {
-        **WORKLOAD,
-        **{k: v for k, v in given.items() if v is not None},
-    }  # each unset one: the default
-    names = (
-        models.split(",")
-        if isinstance(models, str)
-        else [models]
-        if isinstance(models, Profile)
-        else list(models)
-    )
-    if not any(isinstance(n, str) and n.strip().lower() in TRANSFORMERS for n in names):
-        for name, value in given.items():
-            if value is not None:  # set by the user for a profile that has its own: refused, not ignored
-                raise InputError(
-                    f"applies to transformers (sweep models lists them); {', '.join(map(str, names))} "
-                    "brings its own measured times",
-                    param=name,
-                )
-        workload = {}  # no transformer: the workload settings do not apply
+    workload = _workload(models, given)
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     swept: list[Any] = [
@@ -182,6 +163,46 @@ def compare(
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
+    rows = _rows(ds, utilization)
+    unset = [k for k in WORKLOAD if given[k] is None] if workload else []
+    assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []
+    if unset:
+        assumed.append("transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset))
+    if ds.attrs.get("assumed"):
+        assumed.append(str(ds.attrs["assumed"]))
+    return (
+        rows,
+        ds,
+        dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
+    )
+
+
+def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The transformer workload settings for ``models``: each one ``given`` (not None), else the default; none
+    where no model is a transformer, where a given one is refused (a measured profile has its own times)."""
+    workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}
+    names = (
+        models.split(",")
+        if isinstance(models, str)
+        else [models]
+        if isinstance(models, Profile)
+        else list(models)
+    )
+    if any(isinstance(n, str) and n.strip().lower() in TRANSFORMERS for n in names):
+        return workload
+    for name, value in given.items():
+        if value is not None:  # set by the user for a profile that has its own: refused, not ignored
+            raise InputError(
+                f"applies to transformers (sweep models lists them); {', '.join(map(str, names))} "
+                "brings its own measured times",
+                param=name,
+            )
+    return {}  # no transformer: the workload settings do not apply
+
+
+def _rows(ds: xr.Dataset, utilization: float) -> list[Row]:
+    """One :class:`Row` per combination of the varying dims of compare's Dataset ``ds`` (compressors and the
+    two utilizations, today's and 1, along their dims)."""
     names = [str(c) for c in ds.compressor.values]
     dims = [d for d in ds.scaling_factor.dims if d not in ("compressor", "utilization")]
     shown = [d for d in dims if ds.sizes[d] > 1 or d in ("model", "bandwidth")]
@@ -203,17 +224,7 @@ def compare(
                 1.0 / fixed_best,
             )
         )
-    unset = [k for k in WORKLOAD if given[k] is None] if workload else []
-    assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []
-    if unset:
-        assumed.append("transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset))
-    if ds.attrs.get("assumed"):
-        assumed.append(str(ds.attrs["assumed"]))
-    return (
-        rows,
-        ds,
-        dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
-    )
+    return rows
 
 
 def table(rows: Sequence[Row], utilization: float | None = None) -> str:

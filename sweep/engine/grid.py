@@ -294,30 +294,11 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
             "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
             param="bucketing",
         )
-    if (
-        isinstance(intra_bandwidth, bool)
-        or not isinstance(intra_bandwidth, (int, float))
-        or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0)
-    ):
-        raise InputError(
-            f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
-            f": intra-node bandwidth must be a number > 0 Gbit/s",
-            param="intra_bandwidth",
-        )
+    _check_intra_bandwidth(intra_bandwidth)
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
-    compressors = parse_compressors(compressor)
+    compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
-    if compresses and "fsdp" in bucketings:
-        named = ",".join(c.name for c in compressors)
-        raise InputError(
-            f"{named} with fsdp: compression is modelled for all-reduce schedules (horovod, ddp)",
-            param="compressor",
-        )
-    for c in compressors:  # refuse now what the engine could not build later
-        if c.method == "powersgd":
-            for p in profiles:
-                tensor_codec(c, p, codec_cost_for(p))
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     variables = o["variables"]
@@ -329,14 +310,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
-    table: Table
-    reduce_table = o["reduce_table"]
-    if reduce_table is None:
-        table, source = default_table(), "default V100 model"
-    elif isinstance(reduce_table, (str, Path)):
-        table, source = read_table(reduce_table), str(reduce_table)
-    else:
-        table, source = _table(reduce_table), "user table"
+    table, source = _reduce_table(o["reduce_table"])
     return Grid(
         profiles,
         collectives,
@@ -354,6 +328,48 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         parse_reductions(_reductions(o["reduce"])),
         assumed_line((assumed_text(profiles, chosen), _nics_unused(collectives, values))),
     )
+
+
+def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
+    """Refuse an intra-node bandwidth (Gbit/s) that is not a finite number > 0."""
+    if (
+        isinstance(intra_bandwidth, bool)
+        or not isinstance(intra_bandwidth, (int, float))
+        or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0)
+    ):
+        raise InputError(
+            f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
+            f": intra-node bandwidth must be a number > 0 Gbit/s",
+            param="intra_bandwidth",
+        )
+
+
+def _compressors(
+    compressor: Any, bucketings: Sequence[str], profiles: Sequence[Profile]
+) -> tuple[Compressor, ...]:
+    """The parsed compressors, refusing now what the engine could not build later (compression with FSDP, a
+    PowerSGD rank a profile's tensors cannot take)."""
+    compressors = parse_compressors(compressor)
+    if any(c.method != "none" for c in compressors) and "fsdp" in bucketings:
+        named = ",".join(c.name for c in compressors)
+        raise InputError(
+            f"{named} with fsdp: compression is modelled for all-reduce schedules (horovod, ddp)",
+            param="compressor",
+        )
+    for c in compressors:
+        if c.method == "powersgd":
+            for p in profiles:
+                tensor_codec(c, p, codec_cost_for(p))
+    return compressors
+
+
+def _reduce_table(reduce_table: Any) -> tuple[Table, str]:
+    """(the reduce-cost table, where it came from): the default V100 model, a file, or the user's arrays."""
+    if reduce_table is None:
+        return default_table(), "default V100 model"
+    if isinstance(reduce_table, (str, Path)):
+        return read_table(reduce_table), str(reduce_table)
+    return _table(reduce_table), "user table"
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:
