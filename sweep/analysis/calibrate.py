@@ -78,46 +78,9 @@ def calibrate(
     per, bounds = dict(per or {}), dict(bounds or {})
     fit_axes = tuple(fit_axes)
     check_settings(settings)
-    for axis in fit_axes:
-        if axis not in FITTABLE:
-            raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
-        if axis in meas.columns:
-            raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
-    for axis, column in per.items():
-        if axis not in fit_axes:
-            raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
-        if column not in meas.columns:
-            raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
-    for axis in bounds:
-        if axis not in fit_axes:
-            raise InputError(
-                f"{axis}: {axis!r} is not fitted (--fit {','.join(fit_axes)}); bounds apply to a "
-                f"fitted parameter",
-                param="bounds",
-            )
-    lows, highs = [], []
-    for axis in fit_axes:
-        default = NUMERIC_AXES[axis].fit
-        assert default is not None  # FITTABLE: the axes with fit bounds
-        lo, hi = bounds.get(axis, default)
-        if not (NUMERIC_AXES[axis].low <= lo < hi <= NUMERIC_AXES[axis].high):
-            raise InputError(
-                f"{axis}={show(lo)}:{show(hi)}: needs {show(NUMERIC_AXES[axis].low)} <= low < high <= "
-                f"{show(NUMERIC_AXES[axis].high)}",
-                param="bounds",
-            )
-        lows.append(float(si_values(axis, lo)))
-        highs.append(float(si_values(axis, hi)))
-    spec = FitSpec(fit_axes, tuple(lows), tuple(highs))
+    spec = _fit_spec(meas, fit_axes, per, bounds)
     blank = np.array([v is None for v in meas.columns[meas.measured]], bool)  # rows to predict, not fit
-    if blank.all():
-        raise InputError(f"{meas.path}: every {meas.measured} is blank; give measured rows to fit")
-    if train is None:
-        keep = ~blank
-    elif isinstance(train, str):
-        keep = np.array(select(meas, train, rows=~blank))
-    else:  # a row mask, from a program (sweep validate)
-        keep = np.asarray(train, bool) & ~blank
+    keep = _training_rows(meas, train, blank)
     weights = keep.astype(np.float64)
     assumed: list[str] = []
     rows, models, features = build_rows(meas, profiles, default_model, settings, assumed)
@@ -161,6 +124,87 @@ def calibrate(
     if assumed:
         result["assumed"] = assumed[0]
     return result
+
+
+def _profiles(
+    meas: Measurements,
+    model: Any,
+    profile: str | Path | Sequence[str | Path] | None,
+    iteration_time: float | None,
+    workload: Mapping[str, Any],
+) -> tuple[Profile, ...]:
+    """The profiles a measurements file is priced with: ``profile``'s files, else the built-in ``model`` (a
+    comma list) and every built-in its ``model`` column names, with the transformers' ``workload``."""
+    if profile:
+        if workload:
+            name = next(iter(workload))
+            raise InputError(
+                f"{workload[name]}: only for built-in transformers, not with --profile", param=name
+            )
+        return tuple(
+            p
+            for path in ([profile] if isinstance(profile, (str, Path)) else profile)
+            for p in resolve_models(profile=path, iteration_time=iteration_time)
+        )
+    if not isinstance(model, str):
+        raise InputError(f"{model!r}: expected built-in model name(s), a comma list", param="model")
+    known = builtin_names() + tuple(TRANSFORMERS)
+    names = parse_names(model, "model", known)
+    names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in known]))
+    return tuple(resolve_models(names, iteration_time=iteration_time, **workload))
+
+
+def _fit_spec(
+    meas: Measurements,
+    fit_axes: tuple[str, ...],
+    per: Mapping[str, str],
+    bounds: Mapping[str, tuple[float, float]],
+) -> FitSpec:
+    """The fit's axes and their bounds in SI units, after refusing an axis that cannot be fitted or that the
+    file fixes, a ``per`` column or ``bounds`` of an axis not fitted, and bounds outside the axis's range."""
+    for axis in fit_axes:
+        if axis not in FITTABLE:
+            raise InputError(f"{axis!r}: can fit {', '.join(FITTABLE)}", param="fit")
+        if axis in meas.columns:
+            raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
+    for axis, column in per.items():
+        if axis not in fit_axes:
+            raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
+        if column not in meas.columns:
+            raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
+    for axis in bounds:
+        if axis not in fit_axes:
+            raise InputError(
+                f"{axis}: {axis!r} is not fitted (--fit {','.join(fit_axes)}); bounds apply to a "
+                f"fitted parameter",
+                param="bounds",
+            )
+    lows, highs = [], []
+    for axis in fit_axes:
+        default = NUMERIC_AXES[axis].fit
+        assert default is not None  # FITTABLE: the axes with fit bounds
+        lo, hi = bounds.get(axis, default)
+        if not (NUMERIC_AXES[axis].low <= lo < hi <= NUMERIC_AXES[axis].high):
+            raise InputError(
+                f"{axis}={show(lo)}:{show(hi)}: needs {show(NUMERIC_AXES[axis].low)} <= low < high <= "
+                f"{show(NUMERIC_AXES[axis].high)}",
+                param="bounds",
+            )
+        lows.append(float(si_values(axis, lo)))
+        highs.append(float(si_values(axis, hi)))
+    return FitSpec(fit_axes, tuple(lows), tuple(highs))
+
+
+def _training_rows(meas: Measurements, train: str | npt.ArrayLike | None, blank: np.ndarray) -> np.ndarray:
+    """[R] bool: the measured rows the fit trains on (``train``: a filter expression or a row mask; all
+    measured rows without it); a file whose every measured value is ``blank`` is refused."""
+    if blank.all():
+        raise InputError(f"{meas.path}: every {meas.measured} is blank; give measured rows to fit")
+    if train is None:
+        return ~blank
+    if isinstance(train, str):
+        return np.array(select(meas, train, rows=~blank))
+    return np.asarray(train, bool) & ~blank  # a row mask, from a program (sweep validate)
 
 
 def _text(text: str, item: str) -> str:
@@ -256,24 +300,7 @@ def calibrate_file(
                 f"{value if isinstance(value, str) else list(value)}: calibrate takes one value", param=name
             )
     meas = read_measurements(measurements)
-    if profile:
-        if workload:
-            name = next(iter(workload))
-            raise InputError(
-                f"{workload[name]}: only for built-in transformers, not with --profile", param=name
-            )
-        profiles = tuple(
-            p
-            for path in ([profile] if isinstance(profile, (str, Path)) else profile)
-            for p in resolve_models(profile=path, iteration_time=iteration_time)
-        )
-    else:
-        if not isinstance(model, str):
-            raise InputError(f"{model!r}: expected built-in model name(s), a comma list", param="model")
-        known = builtin_names() + tuple(TRANSFORMERS)
-        names = parse_names(model, "model", known)
-        names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in known]))
-        profiles = resolve_models(names, iteration_time=iteration_time, **workload)
+    profiles = _profiles(meas, model, profile, iteration_time, workload)
     result = calibrate(
         meas,
         profiles,

@@ -45,36 +45,7 @@ def calibration_result(
     their ``errors`` and bounds, warnings, training and held-out errors, and every row's measured and
     ``predicted`` value, residual ``res`` and set (``keep``: trained on; ``blank``: predicted, with an
     interval from ``spread``)."""
-    dof = int(keep.sum()) - len(params)
-    fitted, warnings = [], []
-    for j, (axis, label) in enumerate(params):
-        f = fit_axes.index(axis)
-        value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
-        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
-        fitted.append(
-            {
-                "name": axis,
-                "group": label,
-                "value": value,
-                "stderr": float(errors[j]),
-                "units": NUMERIC_AXES[axis].units,
-                "bounds": [lo, hi],
-            }
-        )
-        which = axis + (f" for {label}" if label is not None else "")
-        if dof <= 0:
-            continue
-        if not np.isfinite(errors[j]) or errors[j] > (hi - lo):
-            warnings.append(
-                f"{which} is not identifiable from these rows (its standard error is undefined or "
-                f"wider than its bounds)"
-            )
-    if dof <= 0:
-        warnings.append(
-            f"{len(params)} parameters from {int(keep.sum())} training rows: they fit exactly, with no "
-            f"residual left to estimate their standard errors"
-            + (" (nor the blank rows' intervals)" if blank.any() else "")
-        )
+    fitted, warnings = _fitted(params, spec, fit_axes, best, errors, int(keep.sum()), bool(blank.any()))
     labels = [
         c
         for c in meas.columns
@@ -99,10 +70,7 @@ def calibration_result(
                 "line": meas.lines[i],
                 "model": models[i],
                 **{c: col[c][i] for c in labels},
-                "nodes": int(col["nodes"][i]),
-                "gpus_per_node": int(col["gpus_per_node"][i]),
-                "gpus": int(col["nodes"][i]) * int(col["gpus_per_node"][i]),
-                "bandwidth_gbps": col["bandwidth"][i],
+                **_row_values(meas, i),
                 "measured": None if blank[i] else float(target[i]),
                 "predicted": float(predicted[i]),
                 "residual": None if blank[i] else float(res[i]),
@@ -128,6 +96,59 @@ def calibration_result(
         if len(shared) == 1 and shared[0]["group"] is None:
             out[unit_key] = shared[0]["value"]
     return out
+
+
+def _fitted(
+    params: Params,
+    spec: FitSpec,
+    fit_axes: Sequence[str],
+    best: Array,
+    errors: Array,
+    trained: int,
+    blank: bool,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """(each fitted parameter's value in stored units, standard error, units and bounds; the warnings: a
+    parameter the rows cannot identify, or as many parameters as ``trained`` rows)."""
+    dof = trained - len(params)
+    fitted, warnings = [], []
+    for j, (axis, label) in enumerate(params):
+        f = fit_axes.index(axis)
+        value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
+        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
+        fitted.append(
+            {
+                "name": axis,
+                "group": label,
+                "value": value,
+                "stderr": float(errors[j]),
+                "units": NUMERIC_AXES[axis].units,
+                "bounds": [lo, hi],
+            }
+        )
+        which = axis + (f" for {label}" if label is not None else "")
+        if dof > 0 and (not np.isfinite(errors[j]) or errors[j] > (hi - lo)):
+            warnings.append(
+                f"{which} is not identifiable from these rows (its standard error is undefined or "
+                f"wider than its bounds)"
+            )
+    if dof <= 0:
+        warnings.append(
+            f"{len(params)} parameters from {trained} training rows: they fit exactly, with no "
+            f"residual left to estimate their standard errors"
+            + (" (nor the blank rows' intervals)" if blank else "")
+        )
+    return fitted, warnings
+
+
+def _row_values(meas: Measurements, i: int) -> dict[str, Any]:
+    """Row ``i``'s layout and link in the result's units (nodes, GPUs, Gbit/s)."""
+    col = meas.columns
+    return {
+        "nodes": int(col["nodes"][i]),
+        "gpus_per_node": int(col["gpus_per_node"][i]),
+        "gpus": int(col["nodes"][i]) * int(col["gpus_per_node"][i]),
+        "bandwidth_gbps": col["bandwidth"][i],
+    }
 
 
 def report_text(result: Mapping[str, Any]) -> str:

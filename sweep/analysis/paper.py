@@ -164,20 +164,32 @@ def report(
 
 def _findings(ds, models, measured_ds):
     n64 = NODES[-1]
-    lines = []
-    # 1. Near-linear at 100 Gbit/s with no compression.
+    lines = [_near_linear(ds, models, n64), _enough_compression(ds, models, n64)]
+    u_need = solve(list(_profiles(models)), target=TARGET, axis="utilization", bandwidth=100, nodes=n64)
+    lines += [_low_utilization(models, n64, u_need), _transport_or_compression(models, n64, u_need)]
+    if measured_ds is not None:
+        lines.append(_measured_difference(ds, models, measured_ds))
+    return lines
+
+
+def _near_linear(ds, models, n64):
+    """Finding 1: near-linear at 100 Gbit/s with no compression."""
     vals = {m: _sf(ds, m, bandwidth=100, nodes=n64, ratio=1) for m in models}
     ok = all(v >= TARGET for v in vals.values())
-    lines += [
+    line = (
         "1. *With the network fully used, 100 Gbit/s scales near-linearly without compression.* "
         "Scaling factor at 100 Gbit/s, 64 GPUs, ratio 1: "
         + ", ".join(f"{m} {v:.3f}" for m, v in vals.items())
         + f". Every model >= {TARGET}: {_verdict(ok)}."
-    ]
+    )
     if not ok:
         below = [m for m, v in vals.items() if v < TARGET]
-        lines[-1] += f" Below {TARGET}: {', '.join(below)}."
-    # 2. 10 Gbit/s needs only 2x-5x compression.
+        line += f" Below {TARGET}: {', '.join(below)}."
+    return line
+
+
+def _enough_compression(ds, models, n64):
+    """Finding 2: 10 Gbit/s needs only 2x-5x compression (on the grid, and exactly)."""
     need = solve(
         list(_profiles(models)),
         target=TARGET,
@@ -194,13 +206,15 @@ def _findings(ds, models, measured_ds):
         ok = ok and st != 2 and exact <= 5
         exact_text = f"{exact:.2f}x" if st == SOLVED else ("1x" if st == 1 else "unreachable")
         parts.append(f"{m}: {grid_min if grid_min else 'none'}x on the grid, exactly {exact_text}")
-    lines += [
+    return (
         f"2. *At 10 Gbit/s a compression ratio of 2x-5x is enough.* Smallest ratio reaching "
         f"{TARGET} at 10 Gbit/s, 64 GPUs: " + "; ".join(parts) + f". All within 5x: {_verdict(ok)}."
-    ]
-    # 3. Low utilization holds scaling back.
+    )
+
+
+def _low_utilization(models, n64, u_need):
+    """Finding 3: low utilization holds scaling back (``u_need``: the utilization each model needs)."""
     low = evaluate(list(_profiles(models)), bandwidth=100, nodes=n64, utilization=[PAPER_UTILIZATION, 1.0])
-    u_need = solve(list(_profiles(models)), target=TARGET, axis="utilization", bandwidth=100, nodes=n64)
     parts = []
     for m in models:
         a = _sf(low, m, utilization=PAPER_UTILIZATION)
@@ -209,11 +223,14 @@ def _findings(ds, models, measured_ds):
         parts.append(
             f"{m}: {a:.3f} at {PAPER_UTILIZATION:.0%} vs {b:.3f} at 100%, needs {u:.0%} for {TARGET}"
         )
-    lines += [
+    return (
         f"3. *Low utilization holds scaling back.* On 100 Gbit/s links, 64 GPUs, with the paper's "
         f"measured ~{PAPER_UTILIZATION * 100:.0f} Gbit/s in use: " + "; ".join(parts) + "."
-    ]
-    # 4. Transport vs compression at the measured utilization.
+    )
+
+
+def _transport_or_compression(models, n64, u_need):
+    """Finding 4: the transport fixed or the gradients compressed, at the measured utilization."""
     r_need = solve(
         list(_profiles(models)),
         target=TARGET,
@@ -233,26 +250,28 @@ def _findings(ds, models, measured_ds):
             parts.append(f"{m}: no compression ratio reaches it; only the transport (to {u:.0%}) does")
         else:
             parts.append(f"{m}: either raise utilization to {u:.0%} or compress {r:.2f}x")
-    lines += [
+    return (
         f"4. *Fixing the transport or compressing?* At {PAPER_UTILIZATION:.0%} of 100 Gbit/s, "
         f"64 GPUs, to reach {TARGET}: " + "; ".join(parts) + ". Both are exact answers of the same "
         "model; which is cheaper depends on the cost of the transport fix against the accuracy risk "
         "of compression."
-    ]
-    if measured_ds is not None:
-        worst = 0.0
-        for m in models:
-            name = f"{m}-measured"
-            if name in measured_ds.model.values:
-                diff = np.abs(
-                    ds.scaling_factor.sel(model=m).values - measured_ds.scaling_factor.sel(model=name).values
-                )
-                worst = max(worst, float(diff.max()))
-        lines += [
-            f"5. Built-in models against the measured logs: largest scaling-factor difference over "
-            f"the whole grid {worst:.4f}."
-        ]
-    return lines
+    )
+
+
+def _measured_difference(ds, models, measured_ds):
+    """Finding 5: the built-in models against the measured logs, the largest difference over the grid."""
+    worst = 0.0
+    for m in models:
+        name = f"{m}-measured"
+        if name in measured_ds.model.values:
+            diff = np.abs(
+                ds.scaling_factor.sel(model=m).values - measured_ds.scaling_factor.sel(model=name).values
+            )
+            worst = max(worst, float(diff.max()))
+    return (
+        f"5. Built-in models against the measured logs: largest scaling-factor difference over "
+        f"the whole grid {worst:.4f}."
+    )
 
 
 def _profiles(models):

@@ -230,40 +230,73 @@ def run_grid(
             check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
         announce()
         with interrupts.deferred():
-            if resume:
-                f = cube.open_for_resume(partial, grid, plan)
-            else:
-                if force and partial.exists():
-                    remove_stale(partial)
-                attrs: dict[str, Any] = provenance(command)
-                if share is not None:
-                    attrs["shard"] = f"{share[0]} of {share[1]}"
-                f = create_partial(partial, grid, plan, attrs, sparse=share is not None)
-            inode = os.fstat(f.id.get_vfd_handle()).st_ino
-            try:
-                summary = _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
-            except InputError:
-                f.close()
-                if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
-                    _remove_own(partial, inode)
-                raise
-            except OSError as e:
-                f.close()
-                if e.errno == errno.ENOSPC or "No space left" in str(e):
-                    error = DiskFull(
-                        f"the disk filled up while writing {partial}; finished blocks are kept there. "
-                        f"Free some space, then finish with the same command plus --resume"
-                    )
-                    _keep(error, partial)
-                    raise error from None
-                _keep(e, partial)
-                raise
-            except BaseException as e:
-                f.close()  # finished blocks are already durable; the partial file stays for --resume
-                _keep(e, partial)
-                raise
+            f = _open_partial(partial, grid, plan, resume=resume, force=force, command=command, share=share)
+            summary = _fill_keeping_partial(
+                f, partial, grid, plan, resume, mine, progress, kernel, after_block
+            )
             cube.finish(f, partial, out, overwrite=force)
         return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
+
+
+def _open_partial(
+    partial: Path,
+    grid: AnyGrid,
+    plan: BlockPlan,
+    *,
+    resume: bool,
+    force: bool,
+    command: str,
+    share: tuple[int, int] | None,
+) -> h5py.File:
+    """The partial cube, open for writing: the one being resumed, or a new one (a stale one of another run
+    removed with ``force``) recording the command and, for a shard, which one it is."""
+    if resume:
+        return cube.open_for_resume(partial, grid, plan)
+    if force and partial.exists():
+        remove_stale(partial)
+    attrs: dict[str, Any] = provenance(command)
+    if share is not None:
+        attrs["shard"] = f"{share[0]} of {share[1]}"
+    return create_partial(partial, grid, plan, attrs, sparse=share is not None)
+
+
+def _fill_keeping_partial(
+    f: h5py.File,
+    partial: Path,
+    grid: AnyGrid,
+    plan: BlockPlan,
+    resume: bool,
+    mine: Callable[[Block], bool] | None,
+    progress: Progress | None,
+    kernel: str,
+    after_block: AfterBlock,
+) -> Summary:
+    """:func:`_fill` the open partial cube ``f``; when it fails, the partial file is kept for --resume (a full
+    disk said as such), except a new one refused late by the input's rules, which is removed (only if it is
+    still this run's file)."""
+    inode = os.fstat(f.id.get_vfd_handle()).st_ino
+    try:
+        return _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
+    except InputError:
+        f.close()
+        if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
+            _remove_own(partial, inode)
+        raise
+    except OSError as e:
+        f.close()
+        if e.errno == errno.ENOSPC or "No space left" in str(e):
+            error = DiskFull(
+                f"the disk filled up while writing {partial}; finished blocks are kept there. "
+                f"Free some space, then finish with the same command plus --resume"
+            )
+            _keep(error, partial)
+            raise error from None
+        _keep(e, partial)
+        raise
+    except BaseException as e:
+        f.close()  # finished blocks are already durable; the partial file stays for --resume
+        _keep(e, partial)
+        raise
 
 
 def remove_stale(partial: Path) -> None:

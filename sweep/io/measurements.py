@@ -125,19 +125,36 @@ MAX_EXPRESSION = (
 )
 
 
-def select(meas: Measurements, expression: str, param: str = "train", rows: Any = None) -> list[bool]:
-    """[R] bools: the rows ``expression`` keeps (see the module docstring). ``rows`` ([R] bools, default
-    all): the rows it is evaluated on (the others are not kept; rows to predict have no measured value)."""
+def _parsed(expression: Any, param: str) -> ast.expr:
+    """The syntax tree of a row filter, or one line saying why it is not one."""
     if not isinstance(expression, str):
         raise InputError(f"{expression!r}: expected a row filter such as 'gpus <= 16'", param=param)
     if len(expression) > MAX_EXPRESSION:
         raise InputError(f"{expression[:20]!r}...: longer than {MAX_EXPRESSION} characters", param=param)
     try:
-        tree = ast.parse(expression, mode="eval").body
+        return ast.parse(expression, mode="eval").body
     except (SyntaxError, ValueError):  # ValueError: a NUL byte
         raise InputError(f"{expression!r}: not an expression like 'gpus <= 16'", param=param) from None
     except (RecursionError, MemoryError):
         raise InputError(f"{expression[:20]!r}...: nested too deeply", param=param) from None
+
+
+def _literal(node: ast.Constant, expression: str, param: str) -> Any:
+    """A quoted text or a number of a row filter, a number only as the project writes numbers (Python's
+    1_000 and 0x10 are refused)."""
+    if not isinstance(node.value, str):
+        text = ast.get_source_segment(expression, node) or ""
+        try:
+            decimal(text)
+        except ValueError:
+            raise InputError(f"{expression!r}: {text!r} is not a number ({NOTATION})", param=param) from None
+    return node.value
+
+
+def select(meas: Measurements, expression: str, param: str = "train", rows: Any = None) -> list[bool]:
+    """[R] bools: the rows ``expression`` keeps (see the module docstring). ``rows`` ([R] bools, default
+    all): the rows it is evaluated on (the others are not kept; rows to predict have no measured value)."""
+    tree = _parsed(expression, param)
     names = {
         **meas.columns,
         "gpus": [n * g for n, g in zip(meas.columns["nodes"], meas.columns["gpus_per_node"])],
@@ -190,15 +207,7 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
             and isinstance(node.value, (int, float, str))
             and not isinstance(node.value, bool)
         ):
-            if not isinstance(node.value, str):  # a number as written: Python's 1_000 and 0x10 are not ours
-                text = ast.get_source_segment(expression, node) or ""
-                try:
-                    decimal(text)
-                except ValueError:
-                    raise InputError(
-                        f"{expression!r}: {text!r} is not a number ({NOTATION})", param=param
-                    ) from None
-            return node.value
+            return _literal(node, expression, param)
         raise InputError(
             f"{expression!r}: only columns, numbers, quoted text, comparisons, and, or, not", param=param
         )
