@@ -247,17 +247,7 @@ def iteration(
     rounds: jax.Array | float = 1.0
     extra: tuple[jax.Array, ...] = ()  # the codec terms, when compressing
     if features.compress:
-        # Features.compress promises the codec terms (static: checked once, at trace time).
-        assert buckets.encode is not None and buckets.payload is not None and buckets.gather is not None
-        assert buckets.rounds is not None and buckets.decode is not None and buckets.unpack is not None
-        assert layout.spread is not None and layout.workers is not None
-        # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
-        encode = buckets.encode * layout.multi
-        ready = ready + jnp.cumsum(encode)
-        spread = 1.0 + buckets.gather * (layout.spread - 1.0)
-        sent, rounds = buckets.payload * spread, buckets.rounds
-        payloads = 1.0 + buckets.gather * (layout.workers - 1.0)
-        codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
+        ready, sent, rounds, encode, codec = _codec_terms(layout, buckets, ready)
         extra = (codec,)
 
     def step(
@@ -300,17 +290,50 @@ def iteration(
         out = tuple(jnp.where(fsdp > 0, a, b) for a, b in zip(sharded, out))
     relative = jnp.ones_like(out[1])
     if features.accuracy:
-        plain = iteration(
-            config._replace(ratio=jnp.ones_like(config.ratio)),
-            layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
-            buckets,
-            t1,
-            softness,
-            features._replace(compress=False, accuracy=False),
-        )
-        factor = 1.0 if buckets.factor is None else buckets.factor
-        relative = factor * out[1] / plain["iteration_time"]
+        relative = _relative_to_uncompressed(config, layout, buckets, t1, softness, features, out[1])
     return dict(zip(METRICS, out + (relative,)))
+
+
+def _codec_terms(
+    layout: Layout, buckets: Buckets, ready: jax.Array
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """(ready' [Bk] s, bytes sent [Bk], collectives per bucket, encode E_b [Bk] s, decode D_b + n_b U_b [Bk] s)
+    of a compressing sweep (the module docstring's compression terms)."""
+    # Features.compress promises the codec terms (static: checked once, at trace time).
+    assert buckets.encode is not None and buckets.payload is not None and buckets.gather is not None
+    assert buckets.rounds is not None and buckets.decode is not None and buckets.unpack is not None
+    assert layout.spread is not None and layout.workers is not None
+    # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
+    encode = buckets.encode * layout.multi
+    ready = ready + jnp.cumsum(encode)
+    spread = 1.0 + buckets.gather * (layout.spread - 1.0)
+    sent, rounds = buckets.payload * spread, buckets.rounds
+    payloads = 1.0 + buckets.gather * (layout.workers - 1.0)
+    codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
+    return ready, sent, rounds, encode, codec
+
+
+def _relative_to_uncompressed(
+    config: Config,
+    layout: Layout,
+    buckets: Buckets,
+    t1: jax.Array,
+    softness: jax.Array | None,
+    features: Features,
+    total: jax.Array,
+) -> jax.Array:
+    """``time_to_accuracy``: the compressor's iteration factor times the iteration time ``total`` (s) over that
+    of the same configuration with no compression (payload = bytes, no codec, ratio 1)."""
+    plain = iteration(
+        config._replace(ratio=jnp.ones_like(config.ratio)),
+        layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
+        buckets,
+        t1,
+        softness,
+        features._replace(compress=False, accuracy=False),
+    )
+    factor = 1.0 if buckets.factor is None else buckets.factor
+    return factor * total / plain["iteration_time"]
 
 
 def fsdp_step(
