@@ -131,19 +131,7 @@ def on_grid_pallas(
     cp = -(-c // tile) * tile
     bp = _next_pow2(steps)
 
-    def pad(x: jax.Array, n: int, value: float) -> jax.Array:
-        return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
-
-    per_config = [pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]
-    coeffs = jnp.stack(
-        [getattr(layout, c) for c in LAYOUT_COLUMNS]
-        + [jnp.sum(layout.reduce, axis=1), jnp.zeros_like(layout.wire)],
-        axis=1,
-    ).astype(dt)
-    real = jnp.sum(buckets.valid)
-    sums = jnp.stack(
-        [jnp.asarray(t1, dt), jnp.sum(buckets.nbytes), real, jnp.max(buckets.ready), 0, 0, 0, 0]
-    ).astype(dt)
+    per_config, coeffs, sums = _packed(config, layout, buckets, t1, cp)
     config_spec = pl.BlockSpec((tile,), lambda i, j: (j,))
     out_spec = pl.BlockSpec((1, tile), lambda i, j: (i, j))
     whole = lambda n: pl.BlockSpec((n,), lambda i, j: (0,))  # noqa: E731
@@ -172,7 +160,32 @@ def on_grid_pallas(
         coeffs,
         sums,
         jnp.pad(layout.reduce, ((0, 0), (0, bp - steps))),
-        pad(buckets.ready, bp, 0.0),
-        pad(buckets.nbytes, bp, 0.0),
+        _pad(buckets.ready, bp, 0.0),
+        _pad(buckets.nbytes, bp, 0.0),
     )
     return {n: o[:, :c] for n, o in zip(METRICS, outs)}
+
+
+def _pad(x: jax.Array, n: int, value: float) -> jax.Array:
+    """``x`` [m] padded with ``value`` to [n]."""
+    return jnp.pad(x, (0, n - x.shape[0]), constant_values=value)
+
+
+def _packed(
+    config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, cp: int
+) -> tuple[list[jax.Array], jax.Array, jax.Array]:
+    """The program's packed inputs: each Config field padded to ``cp`` lanes with harmless values, the layout
+    coefficients [K, 8] (:data:`LAYOUT_COLUMNS`, the reduce total, a zero) and the scalars [8] (T1, total bytes,
+    real buckets, last ready time, zeros), in the configurations' dtype."""
+    dt = config.bandwidth.dtype
+    per_config = [_pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]
+    coeffs = jnp.stack(
+        [getattr(layout, c) for c in LAYOUT_COLUMNS]
+        + [jnp.sum(layout.reduce, axis=1), jnp.zeros_like(layout.wire)],
+        axis=1,
+    ).astype(dt)
+    real = jnp.sum(buckets.valid)
+    sums = jnp.stack(
+        [jnp.asarray(t1, dt), jnp.sum(buckets.nbytes), real, jnp.max(buckets.ready), 0, 0, 0, 0]
+    ).astype(dt)
+    return per_config, coeffs, sums
