@@ -288,7 +288,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def _doubt(notes: str) -> str:
-    m = re.search(r"DOUBT:?\s*([^.;]*)", notes)
+    m = re.search(r"DOUBT:?\s*(.*?)(?:\.\s|\.$|;|$)", notes)
     return m.group(1).strip() if m else ""
 
 
@@ -646,6 +646,21 @@ def _obstacles(v: Validation) -> list[str]:
         )
 
     pair("Same Slingshot fabric, 2 hosts (CSCS)", "CSCS-GH200-2x1-01", "CSCS-GH200-2x4-OFI-18", cscs)
+    ids = ("CSCS-GH200-2x4-OFI-01", "CSCS-GH200-2x4-OFI-20", "CSCS-GH200-2x4-OFI-21")
+    if all(k in by_id for k in ids):
+        tiny, mid, big = (v.rows[by_id[k]] for k in ids)
+        step = (big.bytes or 0) - (mid.bytes or 0)
+        marginal = step / ((_time_us(big) - _time_us(mid)) * 1e3) * 2 * (big.ranks - 1) / big.ranks
+        offset = _time_us(mid) - (mid.bytes or 0) / (marginal * 1e3) * 2 * (mid.ranks - 1) / mid.ranks
+        lines.append(
+            f"- `{tiny.curve}` (Slingshot, aws-ofi-nccl, which reports no latency off AWS): out-of-place "
+            f"{_time_us(tiny):g} us at {size(tiny.bytes or 0)}, {_time_us(mid):g} us at {size(mid.bytes or 0)} and "
+            f"{_time_us(big):g} us at {size(big.bytes or 0)}. The {size(step)} between the last two cost "
+            f"{_time_us(big) - _time_us(mid):.1f} us, a marginal {marginal:.0f} GB/s of busbw (the curve's plateau: "
+            f"{v.rows[_last(v, tiny.curve) or 0].busbw:g}), so the {size(mid.bytes or 0)} message carries a fixed "
+            f"{offset:.0f} us, {offset / _time_us(tiny):.0f} times the small-message floor: a per-operation cost "
+            "above some 64 KiB that NCCL's tuner has no term for (its latencies are per hop and do not grow with the message)."
+        )
     pair(
         "Same H100 cluster, 4 against 8 hosts (NT309B)",
         "NT309B-H100-4x8-01",
@@ -655,6 +670,20 @@ def _obstacles(v: Validation) -> list[str]:
             "message: every term of NCCL's model grows with hosts."
         ),
     )
+    i = by_id.get("AWSDT-P5-2x8-01")
+    f = v.fabrics[i] if i is not None else None
+    p4de = np.array([r.curve == "AWSDT-P4DE-2x8" and (r.bytes or 0) < 2 * MIB for r in v.rows])
+    n_p4de, _, worst_p4de = v.summary(p4de)
+    if i is not None and isinstance(f, Fabric) and n_p4de:
+        r = v.rows[i]
+        lines.append(
+            f"- `{r.curve}`: aws-ofi-nccl reports {f.net_latency:g} us a hop on p5 and NCCL's two-host tree crosses "
+            f"two, yet the measured {size(r.bytes or 0)} all-reduce takes {_time_us(r):g} us in all (the model: "
+            f"{_seconds(v, i) * 1e6:.0f} us). The reported figure is a tuning input: the plugin's own cost model "
+            "takes 20 us a hop on p5 (aws/aws-ofi-nccl@2daf7d30 `src/tuner/nccl_ofi_model.cpp`), while the "
+            f"p4de rows, with the same 75 us, are priced within {pct(worst_p4de)} below 2 MiB ({n_p4de} scored). "
+            "The few scored rows of the p5 floor (4-8 KiB) miss by more than 50%."
+        )
     i = by_id.get("NT309B-H100-8x8-04")
     if i is not None:
         r = v.rows[i]
