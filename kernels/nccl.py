@@ -82,9 +82,11 @@ the GB300 NVL72 rack edge.
 
 Not modelled (NCCL does them; each a later refinement): the search's timeouts and its second pass for rings
 (speeds raised after duplication), the 0.85 of an unbalanced tree pattern, the NVLSTree size correction on
-Blackwell x86 hosts, AMD hosts' LL rows, PXN and GPU-NIC path types (LL128 is taken as enabled), which NICs
-a rank can reach (every host NIC counts, whatever the ranks per host), user tuning (NCCL_MIN_CTAS, QPs per
-connection, NCCL_NCHANNELS), and a net plugin's own latency beyond lambda.
+Blackwell x86 hosts, AMD hosts' LL rows, PXN and GPU-NIC path types (LL128 is taken as enabled), and user
+tuning (NCCL_MIN_CTAS, QPs per connection, NCCL_NCHANNELS). Two things NCCL reads from the machine are the
+caller's to give: K is the NICs the ranks reach (NCCL takes NICs near each rank's GPU: fewer than the host's
+where fewer GPUs than the host's hold ranks), and a net plugin's reported latency is part of lambda (NCCL adds
+it to ``latencyInter``, as lambda enters here): ``sweep.model.nccl_fabric`` gives both from a measured row.
 """
 
 import functools

@@ -13,7 +13,14 @@ from netsweep_jax.sweep.analysis import nccl_validation as V
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.nccl_tests import REQUIRED, read_nccl_tests
 from netsweep_jax.sweep.model.compute import GPUS
-from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of, stated_choice
+from netsweep_jax.sweep.model.nccl_fabric import (
+    Fabric,
+    Unrepresented,
+    fabric_of,
+    plugin_latency,
+    reached_nics,
+    stated_choice,
+)
 
 COMMITTED = RESULTS / "validation-nccl"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "nccl_tests.csv"
@@ -123,6 +130,38 @@ def test_fabric_from_stated_hardware():
     assert isinstance(fabric_of("GB200", 4, 1, None, None, "Ring"), Fabric)  # one host needs no NICs
 
 
+def test_ranks_reach_the_nics_next_to_their_gpus_and_the_plugin_reports_its_latency():
+    # ceil(K g / G): one rank of a four-module GH200 node reaches its module's NIC; all K once every GPU holds a rank.
+    assert (reached_nics(4, 1, 4), reached_nics(4, 4, 4), reached_nics(32, 4, 8), reached_nics(1, 2, 8)) == (
+        1,
+        4,
+        16,
+        1,
+    )
+    one = fabric_of("GH200 120GB", 1, 2, 4, 200.0, "")
+    four = fabric_of("GH200 120GB", 4, 2, 4, 200.0, "")
+    h100 = fabric_of("H100 80GB HBM3", 8, 2, 8, 400.0, "")
+    assert isinstance(one, Fabric) and isinstance(four, Fabric) and isinstance(h100, Fabric)
+    assert (one.nics, four.nics, h100.nics) == (1, 4, 8)
+    # aws-ofi-nccl's latency reported to NCCL for the EC2 instance; 0 on InfiniBand and on aws-ofi-nccl off AWS.
+    assert (
+        plugin_latency("AWS EFA (p4de.24xlarge)") == plugin_latency("AWS EFA (p5.48xlarge, 32 EFA)") == 75.0
+    )
+    assert (plugin_latency("p3dn.24xlarge + EFA"), plugin_latency("AWS EFA p5en.48xlarge")) == (150.0, 35.0)
+    assert plugin_latency("AWS EFA") == 75.0  # an AWS instance the plugin's table lacks
+    assert (
+        plugin_latency("HPE Slingshot-11, libfabric via aws-ofi-nccl") == plugin_latency("8 x CX-7 IB") == 0.0
+    )
+    efa = fabric_of("A100-SXM4-80GB", 8, 2, 4, 100.0, "", "AWS EFA (p4de.24xlarge)")
+    alone = fabric_of("A100-SXM4-80GB", 8, 1, 4, 100.0, "", "AWS EFA (p4de.24xlarge)")
+    assert isinstance(efa, Fabric) and isinstance(alone, Fabric)
+    assert (efa.net_latency, alone.net_latency, h100.net_latency) == (
+        75.0,
+        0.0,
+        0.0,
+    )  # one host: no network hop
+
+
 def test_unpriceable_rows_are_reported_not_dropped(tmp_path):
     v = V.run_validation(write(tmp_path, *GOOD))
     why = {r.id: f.reason for r, f in zip(v.rows, v.fabrics) if isinstance(f, Unrepresented)}
@@ -194,6 +233,29 @@ def test_busbw_is_nccl_tests_definition(validation):
     us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta)
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("nvls_tree", "simple")
+
+
+@needs_published
+def test_the_plugin_latency_and_the_reached_nic_by_hand(validation):
+    """Two held-out rows by hand. AWSDT-P4DE-2x8's 16 KiB all-reduce: A100, 4 x 100 Gbit/s EFA, 2 hosts of 8: 4
+    channels at 12 GB/s, the two-node tree's second pass 24; tree LL bus bw min(0.92 x 4 x 24, 4 x 23.6) / 3.8,
+    algorithm bw half that, x 0.7 (the tree's correction at 2^8 x 64 B); latency 6.8 + 2 (7 x 0.6 + 5.0 + lambda +
+    75), aws-ofi-nccl's p4de latency in NCCL's latencyInter. CSCS-GH200-2x1's 128 MiB: one rank a host reaches one
+    25 GB/s NIC: 1 channel at 24, ring Simple on 2 ranks, algorithm bw 24; latency 1.4 (8.4 + 2 (14 + 2 lambda))."""
+    _, v = validation
+    eta, _, lam = v.constants
+    by_id = {r.id: i for i, r in enumerate(v.rows)}
+    i = by_id["AWSDT-P4DE-2x8-12"]
+    x = v.rows[i].bytes
+    alg = min(0.92 * 4 * 24, 4 * 23.6) / 3.8 / 2 * 0.7
+    us = 6.8 + 2 * (7 * 0.6 + 5.0 + lam + 75.0) + x / (1000 * alg * eta)
+    assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
+    assert (v.algorithm[i], v.protocol[i]) == ("tree", "ll")
+    i = by_id["CSCS-GH200-2x1-08"]
+    x = v.rows[i].bytes
+    us = 1.4 * (8.4 + 2 * (14.0 + 2 * lam)) + x / (1000 * 24.0 * eta)
+    assert v.predicted[i] == pytest.approx(x / us / 1e3, rel=1e-9)
+    assert (v.algorithm[i], v.protocol[i]) == ("ring", "simple")
 
 
 def test_the_blackwell_ultra_presets_agree_with_their_racks_and_with_the_fabric():

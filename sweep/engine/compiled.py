@@ -552,7 +552,9 @@ def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Ar
     """nccl-tests' busbw (GB/s) [R] of measured rows under the fabric constants ``values`` [3] (eta_net,
     eta_nvl, latency in us), with the algorithm and protocol NCCL runs [R] (:mod:`kernels.nccl`). ``rows``:
     ``coll``, ``bytes``, ``gpus_per_node``, ``nodes``, ``domain``, ``nvlink`` (datasheet bytes/s), ``nics``,
-    ``nic_gbps``, ``arch``, ``nvswitch``, ``collnet``, ``algorithm``, ``protocol``, each [R]."""
+    ``nic_gbps``, ``arch``, ``nvswitch``, ``collnet``, ``algorithm``, ``protocol``, each [R], and optionally
+    ``net_latency`` [R] (us), the network plugin's reported latency, which NCCL adds to the graph's latency
+    across nodes as the latency ``values[2]`` enters (:mod:`sweep.model.nccl_fabric`)."""
     fabric = nccl.Fabric(
         rows["gpus_per_node"],
         rows["nodes"],
@@ -564,8 +566,16 @@ def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Ar
         rows["nvswitch"],
         rows["collnet"],
     )
+    eta_net, eta_nvl, latency = values[0], values[1], values[2]
+    if "net_latency" in rows:
+        latency = latency + rows["net_latency"]
     t = nccl.collective(
-        rows["coll"], rows["bytes"], fabric, nccl.Constants(*values), rows["algorithm"], rows["protocol"]
+        rows["coll"],
+        rows["bytes"],
+        fabric,
+        nccl.Constants(eta_net, eta_nvl, latency),
+        rows["algorithm"],
+        rows["protocol"],
     )
     ranks = rows["gpus_per_node"] * rows["nodes"]
     busbw = rows["bytes"] / t.seconds / 1e9 * nccl.bus_factor(rows["coll"], ranks)

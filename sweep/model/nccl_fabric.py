@@ -6,11 +6,31 @@ what it forced (``NCCL_ALGO``, ``NCCL_PROTO``) or enabled (CollNet / SHARP). Wha
 that the model needs is a reason (:class:`Unrepresented`), never a guess: a multi-host row without its NICs,
 a GPU without a preset, a transport the model has no efficiency for (TCP sockets).
 
+Two things NCCL reads from the machine rather than from the row's columns:
+
+- The NICs the ranks reach (:func:`reached_nics`). NCCL's search builds each channel from a NIC near the GPU
+  (``ncclTopoSelectNets`` takes the NICs of the closest path type first) and, once it has a solution, widens
+  the path type no further than PXN (NVIDIA/nccl@5067397c2676d5aed50042fc39e5c8ee96eb0027:src/graph/search.cc,
+  ``ncclTopoSelectNets`` and ``ncclTopoCompute``'s first pass); the GPUs that hold no rank are trimmed from
+  its topology. So ``g`` ranks on a host of ``G`` GPUs and ``K`` NICs reach the NICs next to their own GPUs,
+  ``ceil(K g / G)`` (all ``K`` once ``g = G``): one GH200 rank of a four-module Alps node reaches its module's
+  one NIC, not the node's four.
+- The network plugin's reported latency (:func:`plugin_latency`). A net plugin reports ``latency`` (us) in its
+  properties; NCCL's search copies it into the graph's ``latencyInter`` (search.cc: ``graph->latencyInter =
+  net->net.latency``) and the tuner adds it to every inter-node hop, twice for Simple (src/graph/tuning.cc,
+  ``ncclTopoTuneModel``: ``interLat += graphs[a]->latencyInter``). NCCL's own InfiniBand and socket transports
+  report 0 (src/transport/net_ib/init.cc, net_socket.cc); aws-ofi-nccl reports 0 unless its AWS platform table
+  sets one for the instance (aws/aws-ofi-nccl@2daf7d303aa139a03140aa530957d10521e4478d:src/platform-aws.cpp,
+  ``platform_data_map``; include/nccl_ofi_param.h, ``NET_LATENCY``), 75 us on an AWS instance the table
+  lacks. It enters the kernel added to the fitted lambda (:class:`kernels.nccl.Constants` ``latency``), where
+  NCCL adds it.
+
 :class:`FabricConstants`: the three constants NCCL's pricing reads (:class:`kernels.nccl.Constants`) and where
 they come from: the shipped fit (:data:`SHIPPED`) or a fabric file (``sweep calibrate --nccl-tests``).
 """
 
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -35,6 +55,23 @@ GPU_NAMES: tuple[tuple[str, str, bool, str], ...] = (
     ("a100", "a100", True, ""),
     ("v100", "v100", False, "V100: DGX-1's hybrid cube mesh, no NVSwitch"),
 )
+# GPUs a host holds where the system differs from its preset's: an Alps GH200 node is four GH200 modules, each
+# with its own NIC (eth-cscs/cscs-docs@1690357:docs/alps/hardware.md, as nccl_tests.csv's CSCS rows cite it).
+HOST_GPUS = {"gh200": 4}
+
+# aws-ofi-nccl's latency reported to NCCL (us) by EC2 instance type (aws/aws-ofi-nccl@2daf7d3:src/platform-aws.cpp,
+# platform_data_map: p4d/p4de/p5/p5e 75, p3dn 150, p5en/p6 35), in the order its regular expressions match;
+# an AWS instance it lacks gets 75 (platform-aws.cpp: the fall-through default).
+AWS_LATENCY: tuple[tuple[str, float], ...] = (
+    (r"p3dn\.", 150.0),
+    (r"p4de?\.", 75.0),
+    (r"p5\.4xlarge", 75.0),
+    (r"p5e?\.", 75.0),
+    (r"(p5en|p6-b200)", 35.0),
+    (r"p6-b300", 35.0),
+    (r"p([5-9]|[0-9]{2,})", 35.0),
+)
+AWS_DEFAULT_LATENCY = 75.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +118,9 @@ class Fabric:
       arch: kernels/nccl.py's index;  nvswitch, collnet: NVLS possible, in-network reduction on.
       algorithm, protocol: forced (index of :data:`ALGORITHMS` / :data:`PROTOCOLS`), -1 for NCCL's choice.
       preset: the GPU preset;  assumed: what was taken from the preset rather than the row ("" if nothing).
+      net_latency: the network plugin's reported latency, us (:func:`plugin_latency`), added to lambda.
+
+    ``nics`` is the NICs the ranks reach (:func:`reached_nics`), not the host's count where they differ.
     """
 
     gpus_per_node: int
@@ -96,6 +136,7 @@ class Fabric:
     protocol: int
     preset: str
     assumed: str
+    net_latency: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,10 +166,38 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
     return algo, proto, collnet, transport
 
 
+def reached_nics(nics: int, ranks_per_host: int, host_gpus: int) -> int:
+    """The NICs ``ranks_per_host`` ranks of a host of ``host_gpus`` GPUs and ``nics`` NICs reach (module
+    docstring): ``ceil(nics ranks / host_gpus)``, at least 1, all of them once every GPU holds a rank."""
+    if ranks_per_host >= host_gpus or nics <= 0:
+        return nics
+    return max(1, math.ceil(nics * ranks_per_host / host_gpus))
+
+
+def plugin_latency(text: str) -> float:
+    """The latency (us) the row's network plugin reports to NCCL (module docstring), from the row's text: on AWS
+    (EFA or an EC2 instance type named) aws-ofi-nccl's platform table's for the instance, else 0 (NCCL's
+    InfiniBand and socket transports; aws-ofi-nccl off AWS, as on HPE Slingshot)."""
+    low = text.lower()
+    if not re.search(r"\befa\b|\b[a-z0-9-]+\.\d*x?large\b", low):
+        return 0.0
+    for pattern, latency in AWS_LATENCY:
+        if re.search(r"\b" + pattern, low):
+            return latency
+    return AWS_DEFAULT_LATENCY
+
+
 def fabric_of(
-    gpu: str, gpus_per_node: int, nodes: int, nics: int | None, nic_gbps: float | None, stated: str
+    gpu: str,
+    gpus_per_node: int,
+    nodes: int,
+    nics: int | None,
+    nic_gbps: float | None,
+    stated: str,
+    notes: str = "",
 ):
-    """A row's :class:`Fabric` from its stated hardware, or :class:`Unrepresented` saying what is missing."""
+    """A row's :class:`Fabric` from its stated hardware (``notes``: the row's text, read for its network plugin's
+    latency, :func:`plugin_latency`), or :class:`Unrepresented` saying what is missing."""
     low = gpu.lower()
     match = next((entry for entry in GPU_NAMES if entry[0] in low), None)
     if match is None:
@@ -141,12 +210,13 @@ def fabric_of(
     if nodes > 1 and not (nics and nic_gbps):
         return Unrepresented("nics_per_node or nic_gbps not stated: a multi-host row needs its NICs")
     spec = GPUS[preset]
+    host = HOST_GPUS.get(match[0], spec.gpus_per_node)
     return Fabric(
         gpus_per_node=gpus_per_node,
         nodes=nodes,
         domain=max(1, spec.domain // spec.gpus_per_node),
         nvlink=spec.nvlink,
-        nics=nics or 0,
+        nics=reached_nics(nics or 0, gpus_per_node, host),
         nic_gbps=nic_gbps or 0.0,
         arch=ARCH[die(preset)],
         nvswitch=nvswitch,
@@ -155,4 +225,5 @@ def fabric_of(
         protocol=proto,
         preset=preset,
         assumed=why,
+        net_latency=plugin_latency(f"{stated} {notes}") if nodes > 1 else 0.0,
     )
