@@ -65,14 +65,14 @@ def parts(collective, s, ratio, eff_bw, latency, nodes, gpus, table, intra_bw, n
         return (0.0, 0.0), 0.0, 0.0, False
     xs, ys = table
     sc = s / ratio
-    p = min(nics, gpus)
+    p = min(nics, gpus)  # hierarchical's links; NCCL's channels use every NIC (nics)
     per_byte = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
     if collective == "nccl-ring":
-        inter = 2 * (n - 1) / n * sc * 8 / (p * eff_bw) if nodes > 1 else 0.0
+        inter = 2 * (n - 1) / n * sc * 8 / (nics * eff_bw) if nodes > 1 else 0.0
         intra = 2 * (n - 1) / n * sc * 8 / intra_bw if gpus > 1 else 0.0
         return (inter, intra), (n - 1) / n * s * per_byte, 2 * (n - 1) * latency, True
     if collective == "nccl-tree":
-        inter = 2 * sc * 8 / (p * eff_bw) if nodes > 1 else 0.0
+        inter = 2 * sc * 8 / (nics * eff_bw) if nodes > 1 else 0.0
         intra = 2 * sc * 8 / intra_bw if gpus > 1 else 0.0
         return (
             (inter, intra),
@@ -297,7 +297,7 @@ def allgather(collective, payload, ratio, eff_bw, nodes, gpus, intra_bw, nics=1)
             False,
         )
     if collective in ("nccl-ring", "nccl-tree"):
-        return (got / (p * eff_bw) if m > 1 else 0.0), (got / intra_bw if g > 1 else 0.0), True
+        return (got / (nics * eff_bw) if m > 1 else 0.0), (got / intra_bw if g > 1 else 0.0), True
     raise ValueError(collective)
 
 

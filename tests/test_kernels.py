@@ -329,3 +329,20 @@ def test_gradient_accumulation_closed_form():
     out = kernel(one_config(accum=4.0), layout(), buckets([0.01], [1e6]), 0.1)
     assert out["iteration_time"] == pytest.approx(0.4 + 1e-3, rel=1e-12)
     assert out["scaling_factor"] == pytest.approx(0.4 / 0.401, rel=1e-12)
+
+
+def test_nccl_like_collectives_drive_every_nic_of_the_host():
+    # #40: two AWS p5 hosts (8 H100, 32 x 100 Gbit/s EFA) reach 487 GB/s busbw (nccl_tests.csv AWSDT-P5-2x8-32),
+    # four times what 8 NICs carry: NCCL's channels use every NIC. By hand, 2 nodes x 8 GPUs, ring: the NICs
+    # carry 2(N-1)/N x 8 bits per byte of bucket over P NICs, B = 2 x 15/16 x 8 / P.
+    from netsweep_jax.sweep.model.collectives import coefficients
+    from netsweep_jax.sweep.model.vector_add import default_table
+
+    def wire(collective, nics):
+        return coefficients(collective, [2], [8], [1e6], default_table(), 1e12, nics_per_node=[nics]).wire[0]
+
+    assert wire("nccl-ring", 16) == pytest.approx(2 * 15 / 16 * 8 / 16, rel=1e-12)
+    assert wire("nccl-ring", 32) == pytest.approx(wire("nccl-ring", 8) / 4, rel=1e-12)
+    assert wire("nccl-tree", 16) == pytest.approx(2 * 8 / 16, rel=1e-12)
+    # hierarchical: one shard a GPU, each on one link, so NICs beyond the GPUs stay idle
+    assert wire("hierarchical", 16) == wire("hierarchical", 8) == pytest.approx(2 * 1 / 2 * 8 / 8, rel=1e-12)
