@@ -159,3 +159,23 @@ def test_one_shape_for_both_families(name):
     t = TRANSFORMERS[name]
     assert isinstance(t.shape, LLM) and t.shape.mlp == "swiglu" and t.seq_len == t.shape.seq
     assert sum(x.numel for x in t.tensors()) == t.shape.parameters()["total"]
+
+
+def test_the_reduction_follows_the_workloads_gpu_memory():
+    # #40: the V100's add (830 GB/s of its 900) capped every NCCL-like all-reduce at 2 x 830 / 3 = 553 GB/s of
+    # bus bandwidth, below the 680 measured on a GB200 node. A workload's default table is the same add at its
+    # GPU's HBM rate; by hand, on an H100 (3.35 TB/s): 1 GiB takes 9.5 us + 3 x 2^30 / (830e9 x 3.35e12 / 900e9).
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.model.vector_add import default_table
+
+    nbytes, seconds = default_table(3.35e12)
+    assert seconds[-1] == pytest.approx(9.5e-6 + 3 * 2**30 / (830e9 * 3.35e12 / 900e9), rel=1e-12)
+    v100 = make_grid("resnet50")  # the paper's CNN keeps the paper's V100 table, said nowhere
+    assert v100.reduce_source == "default V100 model" and "HBM" not in v100.assumed
+    np.testing.assert_array_equal(v100.reduce_table[1], 9.5e-6 + 3 * nbytes / 830e9)
+    h100 = make_grid("gpt2-xl", gpu="h100", precision="bf16", batch=8)
+    np.testing.assert_array_equal(h100.reduce_table[1], seconds)
+    assert "reductions at the h100's HBM (3.35 TB/s)" in h100.assumed
+    # the slowest memory of the sweep
+    mixed = make_grid("gpt2-xl", gpu="v100,h100", precision="bf16", batch=8)
+    assert mixed.reduce_source == "default V100 model"

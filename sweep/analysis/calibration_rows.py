@@ -21,11 +21,16 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER
 from netsweep_jax.sweep.engine.inputs import row_inputs
-from netsweep_jax.sweep.engine.workloads import FOLLOWING, assumed_text, resolve_models, workload_defaults
+from netsweep_jax.sweep.engine.workloads import (
+    FOLLOWING,
+    assumed_text,
+    resolve_models,
+    workload_defaults,
+    workload_reduce_table,
+)
 from netsweep_jax.sweep.io.measurements import Measurements
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
-from netsweep_jax.sweep.model.vector_add import default_table
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +140,9 @@ def build_rows(
         gpus_per_node=meas.columns["gpus_per_node"],
         nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
-        reduce_table=default_table() if settings.reduce_table is None else settings.reduce_table,
+        reduce_table=workload_reduce_table(runs)[0]
+        if settings.reduce_table is None
+        else settings.reduce_table,
         intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
     )
     return rows, [p.model for p in runs], features

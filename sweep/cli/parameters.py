@@ -120,7 +120,7 @@ COLLECTIVE_SETTINGS = [
         Path | None,
         None,
         "--reduce-cost",
-        help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model.",
+        help="bytes,seconds table of one vector add (cuda_vec_add.log format); default: a V100 model, at the HBM rate of the workload's GPU.",
     ),
 ]
 COMPRESSION = [

@@ -47,6 +47,7 @@ from netsweep_jax.sweep.engine.workloads import (
     assumed_text,
     resolve_models,
     workload_defaults,
+    workload_reduce_table,
 )
 from netsweep_jax.sweep.model.collectives import ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.compressors import (
@@ -59,7 +60,7 @@ from netsweep_jax.sweep.model.compressors import (
     tensor_codec,
 )
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
-from netsweep_jax.sweep.model.vector_add import default_table, read_table
+from netsweep_jax.sweep.model.vector_add import read_table
 
 # Every key of GridOptions -> its default: the registries' where they hold one, else None (not given).
 _REGISTRY = {**dataclasses.asdict(DEFAULTS), **{name: spec.default for name, spec in NUMERIC_AXES.items()}}
@@ -310,7 +311,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
     if store is not None and store not in STORE_DTYPES:
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
-    table, source = _reduce_table(o["reduce_table"])
+    table, source, reduce_said = _reduce_table(o["reduce_table"], profiles)
     return Grid(
         profiles,
         collectives,
@@ -326,7 +327,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         factors,
         overrides,
         parse_reductions(_reductions(o["reduce"])),
-        assumed_line((assumed_text(profiles, chosen), _nics_unused(collectives, values))),
+        assumed_line((assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))),
     )
 
 
@@ -363,13 +364,15 @@ def _compressors(
     return compressors
 
 
-def _reduce_table(reduce_table: Any) -> tuple[Table, str]:
-    """(the reduce-cost table, where it came from): the default V100 model, a file, or the user's arrays."""
+def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table, str, str]:
+    """(the reduce-cost table, where it came from, what the sweep says of it): the default model at the
+    workload's GPU's memory (:func:`~sweep.engine.workloads.workload_reduce_table`), a file, or the user's
+    arrays."""
     if reduce_table is None:
-        return default_table(), "default V100 model"
+        return workload_reduce_table(profiles)
     if isinstance(reduce_table, (str, Path)):
-        return read_table(reduce_table), str(reduce_table)
-    return _table(reduce_table), "user table"
+        return read_table(reduce_table), str(reduce_table), ""
+    return _table(reduce_table), "user table", ""
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:

@@ -4,7 +4,8 @@
 ``gpu``, ``precision``, ``batch`` and ``seq_len``), profile files and :class:`Profile`
 objects into the profiles of a sweep. The settings of :data:`FOLLOWING`, when the user leaves
 them unset, follow those profiles (:func:`workload_defaults`: a transformer's stack, its GPU's
-NVLink), and :func:`assumed_text` says what was filled in.
+NVLink), and :func:`assumed_text` says what was filled in; the default reduce-cost table follows
+their GPU's memory (:func:`workload_reduce_table`).
 """
 
 import itertools
@@ -16,11 +17,12 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.values import decimal, parse_names
-from netsweep_jax.sweep.engine.grid_options import Models, WorkloadValues
+from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+from netsweep_jax.sweep.model.vector_add import V100_HBM_BYTES_PER_S, default_table
 
 FOLLOWING = ("intra_bandwidth", "collective", "bucketing")  # None: follow the workload (workload_defaults)
 FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketing": "--bucketing"}
@@ -61,6 +63,20 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     names = sorted({p.model.split("@")[0] for p in profiles})
     where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
     return values, where
+
+
+def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]:
+    """The default reduce-cost table of a sweep of ``profiles``: the model table
+    (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
+    for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
+    where it is not the V100's (else "")."""
+    gpus = [_gpu_of(p) or "v100" for p in profiles] or ["v100"]
+    gpu = min(gpus, key=lambda g: GPUS[g].hbm)
+    hbm = GPUS[gpu].hbm
+    if hbm == V100_HBM_BYTES_PER_S:
+        return default_table(), "default V100 model", ""
+    source = f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s"
+    return default_table(hbm), source, f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s)"
 
 
 def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:

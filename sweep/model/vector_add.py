@@ -5,7 +5,10 @@ HBM traffic of an add (read two buffers, write one: 3 bytes moved per byte) at a
 achieved 830 GB/s (92% of the V100's 900 GB/s). That is
 ``t(x) = max(9.5e-6, 9.5e-6 + 3x / 830e9)``, tabulated at powers of two from
 64 B to 1 GiB. It agrees with measured V100 vector-add timings within ~10% above
-2 MiB; below that the launch cost dominates.
+2 MiB; below that the launch cost dominates. A sweep of a workload on a newer GPU
+takes the same table at that GPU's HBM rate (the same 92%): ``t(x) = 9.5e-6 + 3x /
+(0.922 hbm)`` (:func:`default_table`), so that the reduction does not cap an H100's or
+a GB200's all-reduce at the V100's 553 GB/s of bus bandwidth (2 x 830 / 3).
 
 A user table is a text file of ``bytes,seconds`` lines (the paper's
 ``cuda_vec_add.log`` format), increasing in bytes.
@@ -22,12 +25,16 @@ from netsweep_jax.sweep.core.values import decimal
 
 ADD_LAUNCH_S = 9.5e-6  # one vector-add kernel launch on a V100
 ADD_HBM_BYTES_PER_S = 830e9  # achieved by that add: 92% of the V100's 900 GB/s
+V100_HBM_BYTES_PER_S = 900e9
 
 
-def default_table() -> tuple[np.ndarray, np.ndarray]:
-    """The V100 model table: ([T] bytes, [T] seconds), float64."""
+def default_table(hbm: float = V100_HBM_BYTES_PER_S) -> tuple[np.ndarray, np.ndarray]:
+    """The model table of a GPU whose HBM moves ``hbm`` bytes/s (default the V100's): ([T] bytes, [T] seconds),
+    float64. The add achieves the V100's measured fraction of it, 830/900, after the same launch cost: on a GPU
+    of faster memory the reduction is that much faster (an H100's 3.35 TB/s: 3.7 times)."""
     nbytes = 2.0 ** np.arange(6, 31)
-    return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / ADD_HBM_BYTES_PER_S
+    rate = ADD_HBM_BYTES_PER_S * (hbm / V100_HBM_BYTES_PER_S)  # the V100's own: exactly 830e9
+    return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / rate
 
 
 MAX_TABLE_SECONDS = 1e4  # one vector add: beyond this, results would leave float32's range
