@@ -251,9 +251,11 @@ def test_the_cli_takes_one_stack_and_refuses_an_unknown_one_in_one_line(tmp_path
 
 def _arch(m):
     """``--arch`` of a runs file's shape (the GPT shape of a row without a preset, or a preset at another
-    sequence length)."""
+    sequence length: gpt-oss-120b's MoE at 8192, MB-GB300-01 and MB-GB200-05)."""
     keys = dict(layers=m.layers, hidden=m.hidden, heads=m.heads, seq=m.seq, vocab=m.vocab, ffn=m.ffn,
-                kv_heads=m.kv_heads, head_dim=m.head_dim, mlp=m.mlp, tied=int(m.tied))  # fmt: skip
+                kv_heads=m.kv_heads, head_dim=m.head_dim, mlp=m.mlp, tied=int(m.tied), experts=m.experts,
+                top_k=m.top_k, expert_ffn=m.expert_ffn if m.experts else 0, shared_experts=m.shared_experts,
+                first_dense=m.first_dense)  # fmt: skip
     return ",".join(f"{k}={v}" for k, v in keys.items() if v)
 
 
@@ -304,7 +306,7 @@ def test_the_shipped_constants_are_validate_llms_fit():
 def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
     # Done means (#41): each published run of the runs file validate --llm reads, as sweep grid --stack sees it
     # (its layout given, its stack, nothing else: the grid the API and the CLI build, layout_grid_from),
-    # predicts what validate --llm predicts for it. 68 grids of one layout each in float64, in blocks of ONE_ROW
+    # predicts what validate --llm predicts for it. 76 grids of one layout each in float64, in blocks of ONE_ROW
     # configurations: one compile (the API's default block, 2^18, costs 0.35 s a row), then about 0.01 s a row.
     runs = read_runs(DATASET)
     v = llm_validation.run_validation(DATASET)
@@ -332,6 +334,9 @@ def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
         ("megatron-2021", "a100"),
         ("megatron-core", "h100"),
         ("megatron-core", "gb200"),
+        ("megatron-core", "b200"),  # gpt-oss-120b's rows (MoE, held out) on the Blackwell systems
+        ("megatron-core", "b300"),
+        ("megatron-core", "gb300"),
         ("fsdp", "a100"),
         ("fsdp", "h100"),
     }

@@ -9,7 +9,7 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    6 B s h v``, the same count as :mod:`kernels.layout`'s model FLOPs), over time and GPUs.
    Megatron-Bridge's 2025 tables (``flops`` ``megatron-causal``): its own count, the attention core's
    causal half and no router (:func:`sweep.analysis.llm_predict.megatron_causal_flops`; each table's
-   TFLOP/s over its tokens/s agrees with it within 0.3%); it was ``megatron`` until 2026-12-02, a
+   TFLOP/s over its tokens/s agrees with it within 0.3%, but for MB-B300-01's 0.41%); it was ``megatron`` until 2026-12-02, a
    mistake that put these rows 4% (Llama 3 405B) to 40% (gpt-oss) high.
    Narayanan et al.'s ``TFLOPs_per_GPU`` (``flops`` ``sc21-eq3``): their eq. 3,
    ``96 B s l h^2 (1 + s / 6h + v / 16 l h)``, which counts a recomputed forward, over time and GPUs.
