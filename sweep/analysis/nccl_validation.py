@@ -397,7 +397,6 @@ def report(v: Validation, command: str = "sweep validate --nccl") -> str:
     """REPORT.md."""
     held = ~v.train
     ok = np.array([isinstance(f, Fabric) for f in v.fabrics])
-    c = v.constants
     n_all, med_all, worst_all = v.summary(held)
     n_big, med_big, _ = v.summary(held & band_mask(v, 64 * MIB, math.inf))
     over = [i for i in np.flatnonzero(held & v.scored) if abs(v.errors[i]) > TARGET_WORST]
@@ -411,6 +410,59 @@ def report(v: Validation, command: str = "sweep validate --nccl") -> str:
         "with a transport efficiency and the network's latency; busbw is nccl-tests' (algbw x 2(n-1)/n for "
         "all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all).",
         "",
+        *_protocol(v, ok),
+        "## Held-out errors against the issue's targets",
+        "",
+        *_table(
+            ["held-out rows", "scored", "median abs error", "target", "met"],
+            [
+                [
+                    ">= 64 MiB",
+                    str(n_big),
+                    pct(med_big),
+                    f"<= {pct(TARGET_LARGE)}",
+                    _met(med_big <= TARGET_LARGE),
+                ],
+                ["all sizes", str(n_all), pct(med_all), f"<= {pct(TARGET_ALL)}", _met(med_all <= TARGET_ALL)],
+                ["worst", str(n_all), pct(worst_all), f"none above {pct(TARGET_WORST)}", _met(not over)],
+            ],
+        ),
+        "",
+        f"{len(over)} held-out rows err by more than {pct(TARGET_WORST)}. No source says its fabric was degraded, "
+        "so none is excused; each is listed under [Rows above 50%](#rows-above-50) with its source's doubt.",
+        "",
+        *_breakdown(v, held, sources),
+        "## What stands in the way of the targets",
+        "",
+        *_obstacles(v),
+        "",
+        "## Rows above 50%",
+        "",
+        *_over_rows(v, over),
+        "",
+        "## Rows the model cannot price",
+        "",
+        *(
+            _table(["rows", "count", "why", "source's doubt"], _unrepresented(v))
+            if not ok.all()
+            else ["None."]
+        ),
+        "",
+        "A row is priced from the hardware it states, never from a guess: where a multi-host row leaves its NICs "
+        "out, they set its channels and its plateau, and pricing it with assumed ones would test the assumption, "
+        "not the model (the source's own doubt, where it has one, says what the hardware may have been).",
+        "",
+        "Figure: `measured_vs_predicted.png`, each curve's measured busbw (dots) and the prediction (line).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
+    """The report's protocol: the training sources, the fitted constants, what was seen before it ran and
+    what changed after, and what is scored (``ok``: [rows] the rows the model can price)."""
+    c = v.constants
+    return [
         "## Protocol (chosen before any held-out error was seen)",
         "",
         f"- Fitted on whole sources, by id prefix: {', '.join(f'`{s}`' for s in TRAIN)}. `NT309A`: H100 hosts on "
@@ -448,26 +500,13 @@ def report(v: Validation, command: str = "sweep validate --nccl") -> str:
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",
         "",
-        "## Held-out errors against the issue's targets",
-        "",
-        *_table(
-            ["held-out rows", "scored", "median abs error", "target", "met"],
-            [
-                [
-                    ">= 64 MiB",
-                    str(n_big),
-                    pct(med_big),
-                    f"<= {pct(TARGET_LARGE)}",
-                    _met(med_big <= TARGET_LARGE),
-                ],
-                ["all sizes", str(n_all), pct(med_all), f"<= {pct(TARGET_ALL)}", _met(med_all <= TARGET_ALL)],
-                ["worst", str(n_all), pct(worst_all), f"none above {pct(TARGET_WORST)}", _met(not over)],
-            ],
-        ),
-        "",
-        f"{len(over)} held-out rows err by more than {pct(TARGET_WORST)}. No source says its fabric was degraded, "
-        "so none is excused; each is listed under [Rows above 50%](#rows-above-50) with its source's doubt.",
-        "",
+    ]
+
+
+def _breakdown(v: Validation, held: np.ndarray, sources: Sequence[str]) -> list[str]:
+    """The report's tables of held-out errors by source, size band, node count and curve, the issue's effects
+    and the latency floors."""
+    return [
         "## By source",
         "",
         *_table(
@@ -521,58 +560,40 @@ def report(v: Validation, command: str = "sweep validate --nccl") -> str:
             latency_floor(v),
         ),
         "",
-        "## What stands in the way of the targets",
-        "",
-        *_obstacles(v),
-        "",
-        "## Rows above 50%",
-        "",
-        *(
-            _table(
-                [
-                    "row",
-                    "size",
-                    "hosts",
-                    "measured GB/s",
-                    "predicted GB/s",
-                    "error",
-                    "NCCL runs",
-                    "source's doubt",
-                ],
-                [
-                    [
-                        v.rows[i].id,
-                        size(v.rows[i].bytes or 0),
-                        str(v.rows[i].nodes),
-                        f"{v.rows[i].busbw:.2f}",
-                        f"{v.predicted[i]:.2f}",
-                        signed(v.errors[i]),
-                        f"{v.algorithm[i]}/{v.protocol[i]}",
-                        _doubt(v.rows[i].notes) or "none",
-                    ]
-                    for i in over
-                ],
-            )
-            if over
-            else ["None."]
-        ),
-        "",
-        "## Rows the model cannot price",
-        "",
-        *(
-            _table(["rows", "count", "why", "source's doubt"], _unrepresented(v))
-            if not ok.all()
-            else ["None."]
-        ),
-        "",
-        "A row is priced from the hardware it states, never from a guess: where a multi-host row leaves its NICs "
-        "out, they set its channels and its plateau, and pricing it with assumed ones would test the assumption, "
-        "not the model (the source's own doubt, where it has one, says what the hardware may have been).",
-        "",
-        "Figure: `measured_vs_predicted.png`, each curve's measured busbw (dots) and the prediction (line).",
-        "",
     ]
-    return "\n".join(lines)
+
+
+def _over_rows(v: Validation, over: Sequence[np.integer]) -> list[str]:
+    """The table of held-out rows above the worst-error target, with each source's doubt ("None." if none)."""
+    return (
+        _table(
+            [
+                "row",
+                "size",
+                "hosts",
+                "measured GB/s",
+                "predicted GB/s",
+                "error",
+                "NCCL runs",
+                "source's doubt",
+            ],
+            [
+                [
+                    v.rows[i].id,
+                    size(v.rows[i].bytes or 0),
+                    str(v.rows[i].nodes),
+                    f"{v.rows[i].busbw:.2f}",
+                    f"{v.predicted[i]:.2f}",
+                    signed(v.errors[i]),
+                    f"{v.algorithm[i]}/{v.protocol[i]}",
+                    _doubt(v.rows[i].notes) or "none",
+                ]
+                for i in over
+            ],
+        )
+        if over
+        else ["None."]
+    )
 
 
 def _time_us(r: Measurement) -> float:
