@@ -83,6 +83,14 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     settings = {"model": "llama3-8b", "gpus": "16", "global_batch": "16", "collectives": "nccl"}
     cli = layout_grid_from({**settings, "fabric": "dgx-h100-superpod"}, set(settings) | {"fabric"})
     assert cli.fingerprint() == grid.fingerprint()
+    # A fabric without --collectives means NCCL's: the same grid, the assumed line saying so (the API's too).
+    implied = {k: v for k, v in settings.items() if k != "collectives"}
+    by_fabric = layout_grid_from({**implied, "fabric": "dgx-h100-superpod"}, set(implied) | {"fabric"})
+    assert by_fabric.fingerprint() == grid.fingerprint() and by_fabric.collectives == "nccl"
+    assert "--collectives nccl (--fabric implies it)" in by_fabric.assumed
+    assert "--collectives nccl (--fabric implies it)" not in grid.assumed
+    api = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=H100_POD)
+    assert api.fingerprint() == grid.fingerprint()
     # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
     rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
     assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
@@ -94,12 +102,23 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     "extra,message",
     [
         (
-            ["--fabric", "dgx-h100-superpod"],
-            "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL",
+            ["--collectives", "flat", "--fabric", "dgx-h100-superpod"],
+            "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL runs them, not flat: drop "
+            "--collectives (a --fabric implies nccl)",
         ),
+        (
+            ["--fabric", "aws-p5", "--collective", "ring"],
+            "--collective ring: the flat collectives' algorithm; "
+            "with --collectives nccl (which --fabric implies)",
+        ),  # fmt: skip
+        (["--fabric", "aws-p5", "--latency", "3"], "with --collectives nccl (which --fabric implies)"),
         ([*NCCL, "--fabric", "no-such-pod"], "--fabric 'no-such-pod': "),
         ([*NCCL, "--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
-        (["--fabric", "aws-p5", "--oversubscription", "2"], "--fabric aws-p5: a fabric preset prices"),
+        (
+            ["--collectives", "flat", "--fabric", "aws-p5", "--oversubscription", "2"],
+            "--fabric aws-p5: a fabric preset prices",
+        ),  # fmt: skip
+        (["--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "0"], "must be a number from 1 to 1000"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "-1"], "must be a number from 1 to 1000"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "0.5"], "must be a number from 1 to 1000"),
@@ -242,3 +261,44 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", "aws-p5", "--oversubscription", "1,2",
                                  "--csv", "--out", tmp_path / "q.h5"))  # fmt: skip
     assert "--csv plans one --oversubscription value at a time" in line
+
+
+def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list(tmp_path, monkeypatch):
+    # As above (the same flat search, compiled once for both tests): a plan per fabric, each with its own
+    # assumed line and tiers, its cube named by the fabric; every value's grid made before the first plan.
+    from netsweep_jax.sweep.analysis import planning
+
+    searched = []
+    real = planning.plan
+
+    def flat_plan(grid, **kwargs):
+        searched.append((grid.fabric_name, grid.oversubscription))
+        return real(dataclasses.replace(grid, collectives="flat"), **kwargs)
+
+    monkeypatch.setattr(planning, "plan", flat_plan)
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
+            "--keep", "1", "--bw", "200,400"]  # fmt: skip
+    r = invoke(*plan, "--fabric", "DGX-H100-SuperPOD,aws-p5", "--out", tmp_path / "p.h5")
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert searched == [("dgx-h100-superpod", (1.0,)), ("aws-p5", (1.0,))]
+    assert out.count("assumed: ") == 2 and out.count("--collectives nccl (--fabric implies it)") == 2
+    assert out.index("\n--fabric dgx-h100-superpod:\n") < out.index("\n--fabric aws-p5:\n")
+    assert "(fabric aws-p5: 16 hosts a leaf, spine 1:1):" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricaws-p5.h5", "p-fabricdgx-h100-superpod.h5"]
+    for extra, message in (
+        (["--fabric", "aws-p5,,dgx-h100-superpod"], "--fabric 'aws-p5,,dgx-h100-superpod': an empty value"),
+        (["--fabric", "aws-p5,AWS-P5"], "'aws-p5,AWS-P5': value AWS-P5 appears twice"),
+        (["--fabric", "aws-p5,no-such-pod"], "--fabric 'no-such-pod': not a fabric preset or file"),
+        (["--fabric", "aws-p5,dgx-h100-superpod", "--csv"], "--csv plans one --fabric value at a time"),
+    ):
+        line = one_line_error(invoke(*plan, *extra, "--out", tmp_path / "q.h5"))
+        assert message in line, line
+    for command in (
+        ["grid", *LLAMA_8B, "--out", tmp_path / "g.h5"],
+        ["need", *LLAMA_8B, "--network-share", "10"],
+    ):
+        line = one_line_error(invoke(*command, "--fabric", "aws-p5,dgx-h100-superpod"))
+        assert "--fabric aws-p5,dgx-h100-superpod: give one fabric here" in line, line
+    assert len(list(tmp_path.iterdir())) == 2
