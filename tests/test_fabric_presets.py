@@ -302,3 +302,97 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
         line = one_line_error(invoke(*command, "--fabric", "aws-p5,dgx-h100-superpod"))
         assert "--fabric aws-p5,dgx-h100-superpod: give one fabric here" in line, line
     assert len(list(tmp_path.iterdir())) == 2
+
+
+def _times(coll, x, groups, lay):
+    """NCCL's time (s) and algorithm of ``coll`` over each (size, stride) group, op by op in float64 (a few
+    collectives take less than compiling them)."""
+    with jax.enable_x64(True):
+        one = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+        out = []
+        for n, s in groups:
+            t = nccl.collective(
+                coll, x, layout_collectives.group_fabric(n, s, one, coll), nccl.Constants(0.902, 0.814, 2.39)
+            )
+            out.append((float(t.seconds), nccl.ALGORITHMS[int(t.algorithm)]))
+            assert out[-1][0] == pytest.approx(
+                float(layout_collectives.nccl_time(coll, x, n, s, one)), rel=1e-12
+            )
+        return out
+
+
+H100_HOSTS = {"nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_per_node": 8, "bandwidth": 400e9,
+              "utilization": 1.0, "nccl_arch": 2, "collectives": 1}  # fmt: skip
+
+
+def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
+    # 16 H100 hosts (n = 128, p = 8), 64 MiB. With NCCL's CollNet on, NVLS spans the hosts (SHARP reduces across
+    # them): c_n = 8 heads at s_n = speed(370.8 / 8) = 45, s_x = speed(min(8 x 50 / 8, 2 x 45)) = 48 GB/s, so
+    # B = 8 min(45 x 0.85 x 7/8 x 2, 48) = 384 and A = B n / (2 (n - 1)) = 384 x 128 / 254; its latency
+    # l_i + l_x = 25 + 18 + 2 x 2.39 us: t = 47.78 + X / (1000 A eta_net) us. Off (NCCL's default), NVLSTree.
+    lay = {**gpt3_case()[2], **H100_HOSTS}
+    x = 2.0**26
+    ((off, off_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 0.0})
+    ((on, on_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 1.0})
+    assert on_algo == "nvls" and off_algo == "nvls_tree"
+    assert on * 1e6 == pytest.approx(47.78 + x / (1000 * 384 * 128 / 254 * 0.902), rel=1e-12)
+    assert on * 1e6 == pytest.approx(432.253, abs=1e-3) and off * 1e6 == pytest.approx(636.038, abs=1e-3)
+    for sharp, seconds in ((0.0, off), (1.0, on)):  # the float64 twin
+        assert seconds == pytest.approx(
+            reference._collective("allreduce", x, 128, 1, {**lay, "sharp": sharp}), rel=1e-12
+        )
+    # A preset's -sharp variant turns it on (NCCL's default, off, elsewhere): the kernel's column, the assumed line.
+    pod = FABRICS["dgx-h100-superpod-sharp"]
+    assert pod.collnet and not H100_POD.collnet and pod.settings() == H100_POD.settings()
+    assert "NCCL_COLLNET_ENABLE" in pod.sources["collnet"] and not FABRICS["aws-p5"].sharp
+    assert "aws-p5-sharp" not in FABRICS and {"gb200-nvl72-sharp", "dgx-b200-superpod-sharp"} <= set(FABRICS)
+    column = GPU_FIELDS.index("sharp")
+    for preset, on_off in ((pod, 1.0), (H100_POD, 0.0)):
+        grid = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=preset)
+        assert grid.tables()["gpu"][0, column] == on_off
+    assert "SHARP on (NCCL's CollNet: NCCL_COLLNET_ENABLE=1)" in pod.describe()
+    assert "SHARP off as NCCL's default (dgx-h100-superpod-sharp: on)" in H100_POD.describe()
+
+
+def test_rail_only_forwards_an_all_to_all_over_nvlink_and_has_no_spine_by_hand():
+    # 2 H100 hosts with NVLink of 100 GB/s (4 links: W = 4 x 20.6 GB/s), EP 16 of stride 1 (p = 8 a host), 64 MiB.
+    # NCCL's all-to-all: 6.6 + l_i + l_x + max(X 7/16 / (W 0.814), X 8/16 / (50 x 0.902)) / 1000 us, the NICs the
+    # slower. Rail-only forwards every off-rail byte over NVLink first: X 7/8 there, now the slower.
+    lay = {**gpt3_case()[2], **H100_HOSTS, "nvlink_bw": 100e9, "leaf_hosts": 1.0, "oversubscription": 4.0}
+    x, w, fixed = 2.0**26, 4 * 20.6, 6.6 + 3.4 + 14.0 + 2 * 2.39
+    ((optimized, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 0.0})
+    ((rail, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 1.0})
+    assert optimized * 1e6 == pytest.approx(
+        fixed + x * 8 / 16 / (50 * 0.902) / 1000 * 4, rel=1e-12
+    )  # over 4:1
+    assert rail * 1e6 == pytest.approx(fixed + x * 7 / 8 / (w * 0.814) / 1000, rel=1e-12)
+    # An all-reduce of DP 4 one GPU a host (stride 8) spans 4 hosts > a leaf's 1: over the 4:1 spine wired
+    # rail-optimized, as at 1:1 rail-only (no spine: the rail is the group's fabric).
+    ((spined, _),) = _times(nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "rail_only": 0.0})
+    ((railed, _),) = _times(nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "rail_only": 1.0})
+    ((at_one, _),) = _times(
+        nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "oversubscription": 1.0, "rail_only": 0.0}
+    )
+    assert railed == at_one < spined / 2
+    for ro, seconds in ((0.0, optimized), (1.0, rail)):  # the float64 twin
+        assert seconds == pytest.approx(
+            reference._collective("alltoall", x, 16, 1, {**lay, "rail_only": ro}), rel=1e-12
+        )
+    assert railed == pytest.approx(
+        reference._collective("allreduce", x, 4, 8, {**lay, "rail_only": 1.0}), rel=1e-12
+    )
+    # The preset: the H100 SuperPOD's hosts and rails, no spine; its tiers; a spine's oversubscription refused.
+    rail_pod = FABRICS["dgx-h100-rail-only"]
+    assert (
+        rail_pod.rail_only
+        and rail_pod.settings() == H100_POD.settings()
+        and "2307.12169" in rail_pod.sources["rail_only"]
+    )
+    assert "rail-only (no spine" in rail_pod.describe()
+    grid = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=rail_pod)
+    assert grid.tables()["gpu"][0, GPU_FIELDS.index("rail_only")] == 1.0
+    with pytest.raises(InputError, match="2: dgx-h100-rail-only is wired rail-only: it has no spine"):
+        make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=rail_pod, oversubscription=2)
+    pod = {"gpus_per_node": 8, "nvlink_domain": 8, "leaf_hosts": 32, "rail_only": True}
+    assert traffic_tiers(8, 1, 1, 1, 128, 4, **pod) == {"TP": "NVLink", "DP": "rail", "PP": "rail"}
+    assert traffic_tiers(1, 1, 16, 1, 16, 1, **pod) == {"EP": "rail+NVLink", "DP": "rail"}

@@ -345,6 +345,8 @@ def make_layout_grid(
         fabric=constants or SHIPPED,
         fabric_name=preset_fabric.name if preset_fabric is not None else "",
         leaf_hosts=float(preset_fabric.leaf_hosts) if preset_fabric is not None else 0.0,
+        sharp=float(preset_fabric is not None and preset_fabric.collnet),
+        rail_only=float(preset_fabric is not None and preset_fabric.rail_only),
         oversubscription=spines,
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
@@ -366,6 +368,11 @@ def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> 
         raise InputError(
             f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
             f"{FABRICS_HELP}",
+            param="oversubscription",
+        )
+    if preset.rail_only:  # nothing would read it
+        raise InputError(
+            f"{shown}: {preset.name} is wired rail-only: it has no spine to oversubscribe",
             param="oversubscription",
         )
     if mode != "nccl":  # a preset with flat collectives is refused before: kept for the rule's sake
