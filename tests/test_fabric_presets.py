@@ -241,22 +241,19 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     monkeypatch.setattr(planning, "plan", flat_plan)
     one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
     r = invoke(
-        "plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
-        *NCCL, "--fabric", "dgx-h100-superpod", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
+        "plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", *one, "--schedule", "1f1b",
+        *NCCL, "--fabric", "ethernet-clos", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
         "--out", tmp_path / "p.h5",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     out = r.output
-    assert searched == [(1.0,), (4.0,)]
-    assert (
-        out.count("assumed: ") == 1
-        and "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts" in out
-    )
+    assert searched == [(1.0,), (4.0,)]  # 64 GPUs: DP 8 of 8 hosts, wider than a leaf's 4, crosses the spine
+    assert out.count("assumed: ") == 1 and "fabric ethernet-clos (a plain 2-tier Ethernet Clos (RoCE)" in out
     assert out.index("--oversubscription 1:") < out.index("--oversubscription 4:")
     for spine in ("1:1", "4:1"):
-        assert f"(fabric dgx-h100-superpod: 32 hosts a leaf, spine {spine}):" in out
+        assert f"(fabric ethernet-clos: 4 hosts a leaf, spine {spine}):" in out
     for bw in (200, 400):  # each setting of each value, named as the table names it
-        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp4 mb1 z1: TP NVLink, DP leaf\n") == 2
+        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp8 mb1 z1: TP NVLink, DP spine\n") == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p-oversubscription1.h5", "p-oversubscription4.h5"]
     line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", "aws-p5", "--oversubscription", "1,2",
                                  "--csv", "--out", tmp_path / "q.h5"))  # fmt: skip
@@ -272,21 +269,35 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     real = planning.plan
 
     def flat_plan(grid, **kwargs):
-        searched.append((grid.fabric_name, grid.oversubscription))
+        searched.append((grid.fabric_name, grid.names["gpu"], grid.oversubscription))
         return real(dataclasses.replace(grid, collectives="flat"), **kwargs)
 
     monkeypatch.setattr(planning, "plan", flat_plan)
     one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
-    plan = ["plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", *one, "--schedule", "1f1b",
             "--keep", "1", "--bw", "200,400"]  # fmt: skip
-    r = invoke(*plan, "--fabric", "DGX-H100-SuperPOD,aws-p5", "--out", tmp_path / "p.h5")
+    r = invoke(*plan, "--fabric", "DGX-H100-SuperPOD,gb200-nvl72", "--oversubscription", "1,4", "--out",
+               tmp_path / "p.h5")  # fmt: skip
     assert r.exit_code == 0, r.output
     out = r.output
-    assert searched == [("dgx-h100-superpod", (1.0,)), ("aws-p5", (1.0,))]
+    # Each fabric's own GPU (sweep plan's --gpu default gives way to it), and 64 GPUs inside one leaf of either:
+    # the spine's 4:1 changes nothing, so each fabric is searched once and its plan written for both values.
+    assert searched == [("dgx-h100-superpod", ("h100",), (1.0,)), ("gb200-nvl72", ("gb200",), (1.0,))]
+    assert out.count("not searched again: no group of 64 GPUs crosses the spine") == 2
+    assert "(a leaf holds 576)" in out and "gb200: GB200 NVL72" in out
     assert out.count("assumed: ") == 2 and out.count("--collectives nccl (--fabric implies it)") == 2
-    assert out.index("\n--fabric dgx-h100-superpod:\n") < out.index("\n--fabric aws-p5:\n")
-    assert "(fabric aws-p5: 16 hosts a leaf, spine 1:1):" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["p-fabricaws-p5.h5", "p-fabricdgx-h100-superpod.h5"]
+    assert out.index("\n--fabric dgx-h100-superpod --oversubscription 4:\n") < out.index(
+        "\n--fabric gb200-nvl72 --oversubscription 1:\n"
+    )
+    assert "(fabric gb200-nvl72: 144 hosts a leaf, spine 4:1):" in out
+    cubes = sorted(p.name for p in tmp_path.iterdir())
+    assert cubes == [
+        f"p-fabric{f}-oversubscription{o}.h5" for f in ("dgx-h100-superpod", "gb200-nvl72") for o in (1, 4)
+    ]
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / cubes[3], engine="h5netcdf") as ds:
+        assert ds.attrs["oversubscription"] == 4.0 and ds.attrs["fabric"] == "gb200-nvl72"
     for extra, message in (
         (["--fabric", "aws-p5,,dgx-h100-superpod"], "--fabric 'aws-p5,,dgx-h100-superpod': an empty value"),
         (["--fabric", "aws-p5,AWS-P5"], "'aws-p5,AWS-P5': value AWS-P5 appears twice"),
@@ -301,7 +312,7 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     ):
         line = one_line_error(invoke(*command, "--fabric", "aws-p5,dgx-h100-superpod"))
         assert "--fabric aws-p5,dgx-h100-superpod: give one fabric here" in line, line
-    assert len(list(tmp_path.iterdir())) == 2
+    assert len(list(tmp_path.iterdir())) == 4
 
 
 def _times(coll, x, groups, lay):

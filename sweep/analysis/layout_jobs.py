@@ -168,7 +168,8 @@ def layout_grid_from(
     kwargs["oversubscription"] = settings.get("oversubscription")
     grid = make_layout_grid(
         model,
-        gpu=named(settings.get("gpu"), gpu),
+        # sweep plan's --gpu has a default of its own: a fabric's GPU wins over it unless --gpu is given.
+        gpu=named(settings.get("gpu") if "gpu" in given else None, gpu),
         precision=named(settings.get("precision"), "bf16"),
         schedule=named(text["schedule"], "1f1b"),
         recompute=text["recompute"],
@@ -406,13 +407,15 @@ def write_plans(
     (its heading, table and tiers, its cube). Each distinct ``assumed:`` line is said once. Every value is
     validated (its grid made) before the first plan; they share one compile where their shapes are the same
     (the fabric's settings and the spine are columns of the kernel's inputs)."""
+    import numpy as np
+
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
     from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    first = grids[0][1]
-    base = out if out is not None else Path("results") / f"plan-{'+'.join(first.names['model'])}-{stamp}.h5"
+    models = "+".join(grids[0][1].names["model"])
+    base = out if out is not None else Path("results") / f"plan-{models}-{stamp}.h5"
     if out is None:
         base.parent.mkdir(exist_ok=True)  # the default results/, as a plan of one value makes it
     said: set[str] = set()
@@ -424,6 +427,10 @@ def write_plans(
 
     for label, grid in grids:
         several = len(grid.oversubscription) > 1
+        # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
+        # every value's (the same search, not run again), each written with its own value.
+        first: tuple[Any, float] | None = None
+        reachable = grid.spine_reachable()
         for one in by_oversubscription(grid):
             value = one.oversubscription[0]
             heading = [f"--fabric {label}"] if len(grids) > 1 else []
@@ -432,9 +439,29 @@ def write_plans(
                 heading.append(f"--oversubscription {value:g}")
                 suffix.append(f"-oversubscription{value:g}")
             target = base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
-            ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
-            assert ds is not None
+            if first is None or reachable:
+                ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
+                assert ds is not None
+                first = (ds, value)
+            else:
+                ds = first[0].assign_attrs(one.cube_attrs())
+                written = _write_copy(ds, target, force=force, command=command)
+                say(
+                    f"{' '.join(heading)}: the plan of --oversubscription {first[1]:g}, not searched again: no "
+                    f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
+                    f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
+                )
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
+
+
+def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:
+    """``ds`` written to ``target`` under the plan's rules for OUT (a file there refused without ``force``)."""
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    write_dataset(ds, target, command=command, overwrite=force)
+    return target
 
 
 def plan_share(

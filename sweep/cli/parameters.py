@@ -492,7 +492,8 @@ PLAN_MODEL = [
         "h100",
         "--gpu",
         rich_help_panel="Large models (layouts)",
-        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set.",
+        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set "
+        "(default h100, or the --fabric preset's GPU).",
     ),
     param(
         "precision",

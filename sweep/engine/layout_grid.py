@@ -220,6 +220,19 @@ class LayoutGrid:
             )
         return self.oversubscription[0]
 
+    def spine_reachable(self) -> bool:
+        """Whether a group of this grid can cross the spine, whose oversubscription then may change its results:
+        a group's block of ranks is at most the world, so a world of at most L G GPUs (L hosts a leaf, G the
+        fewest GPUs a host among the cells) keeps every group inside one leaf (kernels.layout_collectives).
+        No tier above the hosts, rail-only wiring or flat collectives: none can; a GPU count not given (--dp):
+        taken as able to."""
+        if self.collectives != "nccl" or self.leaf_hosts <= 0 or self.rail_only:
+            return False
+        gpus, per_node = self.values["gpus"], self.values["gpus_per_node"]
+        if np.min(gpus) <= 0 or np.min(per_node) <= 0:
+            return True
+        return float(np.max(gpus)) > self.leaf_hosts * float(np.min(per_node))
+
     @property
     def collectives_code(self) -> int:
         """The kernel's ``collectives`` (kernels.layout_collectives: 0 flat, 1 nccl)."""
