@@ -46,8 +46,27 @@ algorithm and protocol of least time for the group as placed (:func:`group_fabri
     uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace the group. Only the NICs' rate is
     divided (the rate NCCL's channel search reads, as ``lay.utilization``'s share is); latencies are unchanged,
 
-NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1, no in-network
-reduction, and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``:
+    In-network reduction (``lay.sharp`` 1: InfiniBand SHARP with NCCL's CollNet on, ``NCCL_COLLNET_ENABLE=1`` and
+    the SHARP plugin; NCCL's default is off) is the group's C: NCCL's CollNet (direct, chain) and NVLS across
+    hosts become candidates for its all-reduces (:mod:`kernels.nccl`). Not modelled: the leaf's reduction
+    relieving the spine's uplinks (a SHARP all-reduce over the spine gets its NICs' rate over o as a ring does),
+    and SHARP's limit on concurrent reduction trees (every group is taken to get one).
+
+    Rail-only wiring (``lay.rail_only`` 1; Wang et al., "Rail-only: A Low-Cost High-Performance Network for
+    Training LLMs with Trillion Parameters", arXiv 2307.12169): no spine; the GPUs at one position of every
+    NVLink domain share a rail, each rail a non-blocking fabric of its own. NCCL's rings, trees and send/recv
+    run NIC k to NIC k (Megatron's groups are rail-aligned), so they price as above with the spine never
+    crossed (o unread). An all-to-all's bytes bound for another rail are forwarded over NVLink inside the
+    sender's domain first (NCCL's PXN), so each GPU sends (p - 1) / p of its buffer X over NVLink (p the group's
+    GPUs in one NCCL node: p = n / ceil(H / D)) where :mod:`kernels.nccl`'s all-to-all sends (p - 1) / n:
+
+        all-to-all NVLink term = X (p - 1) / p / (W eta_nvl) = X (p - 1) / n / (W' eta_nvl),   W' = W p / n
+
+    priced as NCCL's all-to-all on a fabric of NVLink W' (its NIC term unchanged: every NIC still sends
+    (n - p) / n of X).
+
+NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1,
+and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``:
 those ``sweep validate --nccl`` fitted, :data:`NCCL_CONSTANTS`, or a fabric file's, ``sweep calibrate
 --nccl-tests``). An all-reduce is
 NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plus all-gather: two of
@@ -89,9 +108,11 @@ def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Va
     return jnp.where(mode == NCCL, as_nccl(), flat())
 
 
-def group_fabric(size: Value, stride: Value, lay: Parallelism) -> nccl.Fabric:
-    """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring);
-    groups of one are priced as two (their time is then discarded) so that every value stays finite."""
+def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> nccl.Fabric:
+    """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring)
+    for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
+    off-rail bytes over NVLink); groups of one are priced as two (their time is then discarded) so that every
+    value stays finite."""
     n = jnp.maximum(size, 2.0)
     per = jnp.maximum(stride, 1.0)
     on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
@@ -105,21 +126,34 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism) -> nccl.Fabric:
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
     # Over the spine (the group's block of ranks wider than a leaf's and than the NVLink domain) the leaf's uplinks
     # are shared o ways: each host's NICs get 1 / o of their rate.
+    # Rail-only wiring has no spine: each rail is a non-blocking fabric of its own (Wang et al.).
     extent = per * n
-    spine = (lay.leaf_hosts > 0) & (
-        extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain)
+    spine = (
+        (lay.leaf_hosts > 0)
+        & (extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain))
+        & ~(lay.rail_only > 0)
     )
     slowed = jnp.where(spine, jnp.maximum(lay.oversubscription, 1.0), 1.0)
+    hosts = n / on_host
+    domain = jnp.maximum(in_domain / on_host, 1.0)
+    nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
+    if coll == nccl.ALLTOALL:
+        # Rail-only: every byte bound for another rail (a position of the NVLink domain other than the
+        # sender's, here or across) crosses NVLink first (NCCL's PXN), (p - 1) / p of the buffer where NCCL's
+        # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain).
+        p = n / jnp.ceil(hosts / domain)
+        nvlink = jnp.where(lay.rail_only > 0, nvlink * p / n, nvlink)
     return nccl.Fabric(
         gpus_per_node=on_host,
-        nodes=n / on_host,
-        domain=jnp.maximum(in_domain / on_host, 1.0),
-        nvlink=links * jnp.asarray(nccl.NVLINK_LINK)[arch],
+        nodes=hosts,
+        domain=domain,
+        nvlink=nvlink,
         nics=jnp.maximum(share, 1.0),
         nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0) / slowed,
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
-        collnet=False,
+        # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
+        collnet=lay.sharp > 0,
     )
 
 
@@ -128,7 +162,7 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one."""
     x = jnp.asarray(nbytes)
     constants = nccl.Constants(lay.eta_net, lay.eta_nvl, lay.nccl_latency)
-    seconds = _collective_seconds((coll, x, group_fabric(size, stride, lay), constants))
+    seconds = _collective_seconds((coll, x, group_fabric(size, stride, lay, coll), constants))
     return jnp.where(size > 1, seconds, 0.0)
 
 

@@ -115,7 +115,10 @@ class Parallelism(NamedTuple):
     only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
     tier above the hosts) and oversubscription (the spine's: a group that spans more hosts than a leaf holds
     divides its NIC rate by it, :func:`kernels.layout_collectives.group_fabric`; read only where collectives
-    is nccl), moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
+    is nccl), sharp (1: the switches reduce in the network and NCCL's CollNet is on, a fabric's ``-sharp``
+    variant; 0: NCCL's default, off), rail_only (1: rail-only wiring, no spine, off-rail bytes forwarded over
+    NVLink first; both read only where collectives is nccl: :func:`kernels.layout_collectives.group_fabric`),
+    moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
     DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.flex_all_to_all`).
     """
 
@@ -158,6 +161,8 @@ class Parallelism(NamedTuple):
     leaf_hosts: Value = 0.0
     oversubscription: Value = 1.0
     moe_dispatcher: Value = 0.0
+    sharp: Value = 0.0
+    rail_only: Value = 0.0
 
 
 def has_bit(code: Value, value: float) -> Value:

@@ -100,6 +100,8 @@ def random_case(rng):
         collectives=0,
         leaf_hosts=0.0,  # no tier above the hosts (tests/test_layout_nccl.py draws it: collectives nccl only)
         oversubscription=1.0,
+        sharp=0.0,  # NCCL's CollNet off, wired as the spine says (tests/test_layout_nccl.py draws both)
+        rail_only=0.0,
     )
     # Drawn last, so that every draw above (and the cases other tests picked by seed) stays as it was: the MoE
     # dispatcher, group-limited routing, top-4, and hosts of 1 or 2 GPUs, each its own NVLink domain, so that EP
@@ -219,6 +221,8 @@ def gpt3_case(**changes):
         collectives=0,
         leaf_hosts=0.0,  # no tier above the hosts
         oversubscription=1.0,
+        sharp=0.0,
+        rail_only=0.0,
         moe_dispatcher=0,
     )
     for key, value in changes.items():

@@ -465,12 +465,20 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     rate = lay["bandwidth"] * lay["utilization"] / 8e9
     # Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
     # domain) each NIC gets 1 / max(o, 1) of its rate; L = 0: no tier above the hosts.
-    leaf = lay.get("leaf_hosts", 0.0)
-    if leaf > 0 and max(stride, 1) * size > max(leaf * g_host, domain):
+    # Rail-only wiring (lay['rail_only']) has no spine.
+    leaf, rail_only = lay.get("leaf_hosts", 0.0), lay.get("rail_only", 0.0) > 0
+    if leaf > 0 and max(stride, 1) * size > max(leaf * g_host, domain) and not rail_only:
         rate /= max(lay.get("oversubscription", 1.0), 1.0)
-    args = (q, size / q, max(in_domain / q, 1), nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
+    hosts, per_domain = size / q, max(in_domain / q, 1)
+    if kind == "alltoall" and rail_only:
+        # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p GPUs a node, where
+        # NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
+        p = size / math.ceil(hosts / per_domain)
+        nvlink *= p / size
+    args = (q, hosts, per_domain, nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
     constants = (lay.get(k, c) for k, c in zip(("eta_net", "eta_nvl", "nccl_latency"), NCCL_LAYOUT_CONSTANTS))
-    return nccl_collective(NCCL_KIND[kind], nbytes, *args, False, *constants)[0]
+    sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
+    return nccl_collective(NCCL_KIND[kind], nbytes, *args, sharp, *constants)[0]
 
 
 def _collective(kind, nbytes, size, stride, lay):

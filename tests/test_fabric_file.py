@@ -92,10 +92,12 @@ def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     path = fabric(tmp_path)
     for command in ("grid", "plan"):  # the flat collectives read --util and --latency, not a fabric
-        line = one_line_error(invoke(command, *LLAMA_8B, "--fabric", path, "--out", tmp_path / "x.h5"))
+        flat = ["--collectives", "flat", "--fabric", path, "--out", tmp_path / "x.h5"]
+        line = one_line_error(invoke(command, *LLAMA_8B, *flat))
         assert line == (
-            f"error: --fabric {path}: a fabric file's constants price collectives as NCCL runs them; give "
-            "--collectives nccl (the flat collectives read --util and --latency instead)"
+            f"error: --fabric {path}: a fabric file's constants price collectives as NCCL runs them, not flat: "
+            "drop --collectives (a --fabric implies nccl), or --fabric for the flat collectives (they read "
+            "--util and --latency instead)"
         )
     line = one_line_error(invoke("grid", "--model", "resnet50", "--fabric", path, "--out", tmp_path / "x.h5"))
     assert "--fabric applies to large-model presets" in line
@@ -107,8 +109,8 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
     assert why in one_line_error(invoke("need", *need))
     assert not list(tmp_path.glob("*.h5"))
-    with pytest.raises(InputError, match="give --collectives nccl"):  # the API's keyword, as the option
-        sweep.plan("llama3-8b", gpus=8, global_batch=8, fabric=path)
+    with pytest.raises(InputError, match="not flat: drop --collectives"):  # the API's keyword, as the option
+        sweep.plan("llama3-8b", gpus=8, global_batch=8, fabric=path, collectives="flat")
 
 
 def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_it(tmp_path):

@@ -83,6 +83,14 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     settings = {"model": "llama3-8b", "gpus": "16", "global_batch": "16", "collectives": "nccl"}
     cli = layout_grid_from({**settings, "fabric": "dgx-h100-superpod"}, set(settings) | {"fabric"})
     assert cli.fingerprint() == grid.fingerprint()
+    # A fabric without --collectives means NCCL's: the same grid, the assumed line saying so (the API's too).
+    implied = {k: v for k, v in settings.items() if k != "collectives"}
+    by_fabric = layout_grid_from({**implied, "fabric": "dgx-h100-superpod"}, set(implied) | {"fabric"})
+    assert by_fabric.fingerprint() == grid.fingerprint() and by_fabric.collectives == "nccl"
+    assert "--collectives nccl (--fabric implies it)" in by_fabric.assumed
+    assert "--collectives nccl (--fabric implies it)" not in grid.assumed
+    api = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=H100_POD)
+    assert api.fingerprint() == grid.fingerprint()
     # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
     rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
     assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
@@ -94,12 +102,23 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     "extra,message",
     [
         (
-            ["--fabric", "dgx-h100-superpod"],
-            "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL",
+            ["--collectives", "flat", "--fabric", "dgx-h100-superpod"],
+            "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL runs them, not flat: drop "
+            "--collectives (a --fabric implies nccl)",
         ),
+        (
+            ["--fabric", "aws-p5", "--collective", "ring"],
+            "--collective ring: the flat collectives' algorithm; "
+            "with --collectives nccl (which --fabric implies)",
+        ),  # fmt: skip
+        (["--fabric", "aws-p5", "--latency", "3"], "with --collectives nccl (which --fabric implies)"),
         ([*NCCL, "--fabric", "no-such-pod"], "--fabric 'no-such-pod': "),
         ([*NCCL, "--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
-        (["--fabric", "aws-p5", "--oversubscription", "2"], "--fabric aws-p5: a fabric preset prices"),
+        (
+            ["--collectives", "flat", "--fabric", "aws-p5", "--oversubscription", "2"],
+            "--fabric aws-p5: a fabric preset prices",
+        ),  # fmt: skip
+        (["--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "0"], "must be a number from 1 to 1000"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "-1"], "must be a number from 1 to 1000"),
         ([*NCCL, "--fabric", "aws-p5", "--oversubscription", "0.5"], "must be a number from 1 to 1000"),
@@ -222,23 +241,169 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     monkeypatch.setattr(planning, "plan", flat_plan)
     one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
     r = invoke(
-        "plan", "--model", "llama3-8b", "--gpus", "32", "--global-batch", "32", *one, "--schedule", "1f1b",
-        *NCCL, "--fabric", "dgx-h100-superpod", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
+        "plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", *one, "--schedule", "1f1b",
+        *NCCL, "--fabric", "ethernet-clos", "--oversubscription", "1,4", "--keep", "1", "--bw", "200,400",
         "--out", tmp_path / "p.h5",
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     out = r.output
-    assert searched == [(1.0,), (4.0,)]
-    assert (
-        out.count("assumed: ") == 1
-        and "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts" in out
-    )
+    assert searched == [(1.0,), (4.0,)]  # 64 GPUs: DP 8 of 8 hosts, wider than a leaf's 4, crosses the spine
+    assert out.count("assumed: ") == 1 and "fabric ethernet-clos (a plain 2-tier Ethernet Clos (RoCE)" in out
     assert out.index("--oversubscription 1:") < out.index("--oversubscription 4:")
     for spine in ("1:1", "4:1"):
-        assert f"(fabric dgx-h100-superpod: 32 hosts a leaf, spine {spine}):" in out
+        assert f"(fabric ethernet-clos: 4 hosts a leaf, spine {spine}):" in out
     for bw in (200, 400):  # each setting of each value, named as the table names it
-        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp4 mb1 z1: TP NVLink, DP leaf\n") == 2
+        assert out.count(f"\n  --bw {bw}: tp8xpp1xdp8 mb1 z1: TP NVLink, DP spine\n") == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["p-oversubscription1.h5", "p-oversubscription4.h5"]
     line = one_line_error(invoke("plan", *LLAMA_8B, *NCCL, "--fabric", "aws-p5", "--oversubscription", "1,2",
                                  "--csv", "--out", tmp_path / "q.h5"))  # fmt: skip
     assert "--csv plans one --oversubscription value at a time" in line
+
+
+def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list(tmp_path, monkeypatch):
+    # As above (the same flat search, compiled once for both tests): a plan per fabric, each with its own
+    # assumed line and tiers, its cube named by the fabric; every value's grid made before the first plan.
+    from netsweep_jax.sweep.analysis import planning
+
+    searched = []
+    real = planning.plan
+
+    def flat_plan(grid, **kwargs):
+        searched.append((grid.fabric_name, grid.names["gpu"], grid.oversubscription))
+        return real(dataclasses.replace(grid, collectives="flat"), **kwargs)
+
+    monkeypatch.setattr(planning, "plan", flat_plan)
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "64", *one, "--schedule", "1f1b",
+            "--keep", "1", "--bw", "200,400"]  # fmt: skip
+    r = invoke(*plan, "--fabric", "DGX-H100-SuperPOD,gb200-nvl72", "--oversubscription", "1,4", "--out",
+               tmp_path / "p.h5")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = r.output
+    # Each fabric's own GPU (sweep plan's --gpu default gives way to it), and 64 GPUs inside one leaf of either:
+    # the spine's 4:1 changes nothing, so each fabric is searched once and its plan written for both values.
+    assert searched == [("dgx-h100-superpod", ("h100",), (1.0,)), ("gb200-nvl72", ("gb200",), (1.0,))]
+    assert out.count("not searched again: no group of 64 GPUs crosses the spine") == 2
+    assert "(a leaf holds 576)" in out and "gb200: GB200 NVL72" in out
+    assert out.count("assumed: ") == 2 and out.count("--collectives nccl (--fabric implies it)") == 2
+    assert out.index("\n--fabric dgx-h100-superpod --oversubscription 4:\n") < out.index(
+        "\n--fabric gb200-nvl72 --oversubscription 1:\n"
+    )
+    assert "(fabric gb200-nvl72: 144 hosts a leaf, spine 4:1):" in out
+    cubes = sorted(p.name for p in tmp_path.iterdir())
+    assert cubes == [
+        f"p-fabric{f}-oversubscription{o}.h5" for f in ("dgx-h100-superpod", "gb200-nvl72") for o in (1, 4)
+    ]
+    import xarray as xr
+
+    with xr.open_dataset(tmp_path / cubes[3], engine="h5netcdf") as ds:
+        assert ds.attrs["oversubscription"] == 4.0 and ds.attrs["fabric"] == "gb200-nvl72"
+    for extra, message in (
+        (["--fabric", "aws-p5,,dgx-h100-superpod"], "--fabric 'aws-p5,,dgx-h100-superpod': an empty value"),
+        (["--fabric", "aws-p5,AWS-P5"], "'aws-p5,AWS-P5': value AWS-P5 appears twice"),
+        (["--fabric", "aws-p5,no-such-pod"], "--fabric 'no-such-pod': not a fabric preset or file"),
+        (["--fabric", "aws-p5,dgx-h100-superpod", "--csv"], "--csv plans one --fabric value at a time"),
+    ):
+        line = one_line_error(invoke(*plan, *extra, "--out", tmp_path / "q.h5"))
+        assert message in line, line
+    for command in (
+        ["grid", *LLAMA_8B, "--out", tmp_path / "g.h5"],
+        ["need", *LLAMA_8B, "--network-share", "10"],
+    ):
+        line = one_line_error(invoke(*command, "--fabric", "aws-p5,dgx-h100-superpod"))
+        assert "--fabric aws-p5,dgx-h100-superpod: give one fabric here" in line, line
+    assert len(list(tmp_path.iterdir())) == 4
+
+
+def _times(coll, x, groups, lay):
+    """NCCL's time (s) and algorithm of ``coll`` over each (size, stride) group, op by op in float64 (a few
+    collectives take less than compiling them)."""
+    with jax.enable_x64(True):
+        one = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+        out = []
+        for n, s in groups:
+            t = nccl.collective(
+                coll, x, layout_collectives.group_fabric(n, s, one, coll), nccl.Constants(0.902, 0.814, 2.39)
+            )
+            out.append((float(t.seconds), nccl.ALGORITHMS[int(t.algorithm)]))
+            assert out[-1][0] == pytest.approx(
+                float(layout_collectives.nccl_time(coll, x, n, s, one)), rel=1e-12
+            )
+        return out
+
+
+H100_HOSTS = {"nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_per_node": 8, "bandwidth": 400e9,
+              "utilization": 1.0, "nccl_arch": 2, "collectives": 1}  # fmt: skip
+
+
+def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
+    # 16 H100 hosts (n = 128, p = 8), 64 MiB. With NCCL's CollNet on, NVLS spans the hosts (SHARP reduces across
+    # them): c_n = 8 heads at s_n = speed(370.8 / 8) = 45, s_x = speed(min(8 x 50 / 8, 2 x 45)) = 48 GB/s, so
+    # B = 8 min(45 x 0.85 x 7/8 x 2, 48) = 384 and A = B n / (2 (n - 1)) = 384 x 128 / 254; its latency
+    # l_i + l_x = 25 + 18 + 2 x 2.39 us: t = 47.78 + X / (1000 A eta_net) us. Off (NCCL's default), NVLSTree.
+    lay = {**gpt3_case()[2], **H100_HOSTS}
+    x = 2.0**26
+    ((off, off_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 0.0})
+    ((on, on_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 1.0})
+    assert on_algo == "nvls" and off_algo == "nvls_tree"
+    assert on * 1e6 == pytest.approx(47.78 + x / (1000 * 384 * 128 / 254 * 0.902), rel=1e-12)
+    assert on * 1e6 == pytest.approx(432.253, abs=1e-3) and off * 1e6 == pytest.approx(636.038, abs=1e-3)
+    for sharp, seconds in ((0.0, off), (1.0, on)):  # the float64 twin
+        assert seconds == pytest.approx(
+            reference._collective("allreduce", x, 128, 1, {**lay, "sharp": sharp}), rel=1e-12
+        )
+    # A preset's -sharp variant turns it on (NCCL's default, off, elsewhere): the kernel's column, the assumed line.
+    pod = FABRICS["dgx-h100-superpod-sharp"]
+    assert pod.collnet and not H100_POD.collnet and pod.settings() == H100_POD.settings()
+    assert "NCCL_COLLNET_ENABLE" in pod.sources["collnet"] and not FABRICS["aws-p5"].sharp
+    assert "aws-p5-sharp" not in FABRICS and {"gb200-nvl72-sharp", "dgx-b200-superpod-sharp"} <= set(FABRICS)
+    column = GPU_FIELDS.index("sharp")
+    for preset, on_off in ((pod, 1.0), (H100_POD, 0.0)):
+        grid = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=preset)
+        assert grid.tables()["gpu"][0, column] == on_off
+    assert "SHARP on (NCCL's CollNet: NCCL_COLLNET_ENABLE=1)" in pod.describe()
+    assert "SHARP off as NCCL's default (dgx-h100-superpod-sharp: on)" in H100_POD.describe()
+
+
+def test_rail_only_forwards_an_all_to_all_over_nvlink_and_has_no_spine_by_hand():
+    # 2 H100 hosts with NVLink of 100 GB/s (4 links: W = 4 x 20.6 GB/s), EP 16 of stride 1 (p = 8 a host), 64 MiB.
+    # NCCL's all-to-all: 6.6 + l_i + l_x + max(X 7/16 / (W 0.814), X 8/16 / (50 x 0.902)) / 1000 us, the NICs the
+    # slower. Rail-only forwards every off-rail byte over NVLink first: X 7/8 there, now the slower.
+    lay = {**gpt3_case()[2], **H100_HOSTS, "nvlink_bw": 100e9, "leaf_hosts": 1.0, "oversubscription": 4.0}
+    x, w, fixed = 2.0**26, 4 * 20.6, 6.6 + 3.4 + 14.0 + 2 * 2.39
+    ((optimized, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 0.0})
+    ((rail, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 1.0})
+    assert optimized * 1e6 == pytest.approx(
+        fixed + x * 8 / 16 / (50 * 0.902) / 1000 * 4, rel=1e-12
+    )  # over 4:1
+    assert rail * 1e6 == pytest.approx(fixed + x * 7 / 8 / (w * 0.814) / 1000, rel=1e-12)
+    # An all-reduce of DP 4 one GPU a host (stride 8) spans 4 hosts > a leaf's 1: over the 4:1 spine wired
+    # rail-optimized, as at 1:1 rail-only (no spine: the rail is the group's fabric).
+    ((spined, _),) = _times(nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "rail_only": 0.0})
+    ((railed, _),) = _times(nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "rail_only": 1.0})
+    ((at_one, _),) = _times(
+        nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "oversubscription": 1.0, "rail_only": 0.0}
+    )
+    assert railed == at_one < spined / 2
+    for ro, seconds in ((0.0, optimized), (1.0, rail)):  # the float64 twin
+        assert seconds == pytest.approx(
+            reference._collective("alltoall", x, 16, 1, {**lay, "rail_only": ro}), rel=1e-12
+        )
+    assert railed == pytest.approx(
+        reference._collective("allreduce", x, 4, 8, {**lay, "rail_only": 1.0}), rel=1e-12
+    )
+    # The preset: the H100 SuperPOD's hosts and rails, no spine; its tiers; a spine's oversubscription refused.
+    rail_pod = FABRICS["dgx-h100-rail-only"]
+    assert (
+        rail_pod.rail_only
+        and rail_pod.settings() == H100_POD.settings()
+        and "2307.12169" in rail_pod.sources["rail_only"]
+    )
+    assert "rail-only (no spine" in rail_pod.describe()
+    grid = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=rail_pod)
+    assert grid.tables()["gpu"][0, GPU_FIELDS.index("rail_only")] == 1.0
+    with pytest.raises(InputError, match="2: dgx-h100-rail-only is wired rail-only: it has no spine"):
+        make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=rail_pod, oversubscription=2)
+    pod = {"gpus_per_node": 8, "nvlink_domain": 8, "leaf_hosts": 32, "rail_only": True}
+    assert traffic_tiers(8, 1, 1, 1, 128, 4, **pod) == {"TP": "NVLink", "DP": "rail", "PP": "rail"}
+    assert traffic_tiers(1, 1, 16, 1, 16, 1, **pod) == {"EP": "rail+NVLink", "DP": "rail"}

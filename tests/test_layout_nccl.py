@@ -21,13 +21,15 @@ from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
 def nccl_cases(seed, count):
     """Random layouts of tests/layout_cases.py priced by NCCL's tuner, each on a random GPU architecture."""
-    rng = random.Random(seed)
+    rng, wiring = random.Random(seed), random.Random(seed + 1000)
     cases = []
     for _ in range(count):
         arch, dev, lay = random_case(rng)
         lay.update(collectives=1, nccl_arch=rng.choice([0, 1, 2, 3]))
         # A tier above the hosts (0: none) and its spine's oversubscription (below 1 priced as 1).
         lay.update(leaf_hosts=rng.choice([0, 1, 2, 4]), oversubscription=rng.choice([0.5, 1.0, 2.0, 3.0]))
+        # SHARP (NCCL's CollNet on) and rail-only wiring, from their own draws (the cases above unchanged).
+        lay.update(sharp=float(wiring.random() < 0.5), rail_only=float(wiring.random() < 0.3))
         cases.append((arch, dev, lay))
     return cases
 
@@ -36,7 +38,7 @@ def nccl_cases(seed, count):
 def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
     cases = nccl_cases(seed, 400)
     out = run_kernel(cases, dtype)
-    valid = spined = 0
+    valid = spined = sharped = railed = 0
     for i, case in enumerate(cases):
         ref = reference.layout_step(*case)
         assert out["status"][i] == ref["status"], (i, case)
@@ -46,12 +48,13 @@ def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
         for key, value in ref.items():
             assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (i, key, case)
         arch, dev, lay = case
-        spined += (
-            ref["iteration_time"]
-            != reference.layout_step(arch, dev, {**lay, "oversubscription": 1.0})["iteration_time"]
-        )
+        step = ref["iteration_time"]
+        spined += step != reference.layout_step(arch, dev, {**lay, "oversubscription": 1.0})["iteration_time"]
+        sharped += step != reference.layout_step(arch, dev, {**lay, "sharp": 0.0})["iteration_time"]
+        railed += step != reference.layout_step(arch, dev, {**lay, "rail_only": 0.0})["iteration_time"]
     assert valid > 40  # enough NCCL-priced layouts that can exist to mean something
-    assert spined >= 5  # and enough whose groups cross an oversubscribed spine
+    # and enough whose groups cross an oversubscribed spine, reduce with SHARP or are wired rail-only
+    assert spined >= 5 and sharped >= 2 and railed >= 2, (spined, sharped, railed)
 
 
 def test_nccl_pricing_changes_the_network_terms():

@@ -9,7 +9,7 @@ plan`` through :func:`write_plan`. Each takes ``say``, a function that shows one
 """
 
 import datetime
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,10 +132,15 @@ def layout_grid_from(
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
 
-    if "collective" in given and str(settings.get("collectives") or "").strip().lower() == "nccl":
+    collectives = settings.get("collectives")
+    nccl = str(collectives or "").strip().lower() == "nccl" or (
+        collectives is None and settings.get("fabric") is not None  # a fabric implies NCCL's collectives
+    )
+    if "collective" in given and nccl:
         raise InputError(  # the flat model's algorithm would change nothing: refused, never ignored
-            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl each "
-            "collective runs NCCL's own choice by size",
+            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl "
+            f"{'(which --fabric implies) ' if collectives is None else ''}each collective runs NCCL's own "
+            "choice by size",
             param="collective",
         )
     gpu = "h100"  # --gpu's default, or the fabric preset's GPU
@@ -149,6 +154,12 @@ def layout_grid_from(
                 f"{name!r}: not a fabric; give a preset ({FABRICS_HELP}) or a fabric file",
                 param="fabric",
             )
+        if len(fabric_values(name)) > 1:  # a list: one plan each, which only the command sweep plan makes
+            raise InputError(
+                f"{name}: give one fabric here (a layout cube holds one); the command sweep plan plans each "
+                "value of a list",
+                param="fabric",
+            )
         # Neither a preset nor a file: refused naming the presets (a file's own errors name the file).
         kwargs["fabric"] = (
             fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
@@ -157,7 +168,8 @@ def layout_grid_from(
     kwargs["oversubscription"] = settings.get("oversubscription")
     grid = make_layout_grid(
         model,
-        gpu=named(settings.get("gpu"), gpu),
+        # sweep plan's --gpu has a default of its own: a fabric's GPU wins over it unless --gpu is given.
+        gpu=named(settings.get("gpu") if "gpu" in given else None, gpu),
         precision=named(settings.get("precision"), "bf16"),
         schedule=named(text["schedule"], "1f1b"),
         recompute=text["recompute"],
@@ -171,6 +183,40 @@ def layout_grid_from(
     if not search:
         grid.spine()  # a grid evaluates one oversubscription: a list refused before any work
     return grid
+
+
+def fabric_values(text: str) -> tuple[str, ...]:
+    """``--fabric``'s values: ``text`` itself where it names a file (a path may hold a comma), else its comma
+    list (``dgx-h100-superpod,aws-p5``), each once (a preset in any case, a file by its path); an empty item is
+    refused."""
+    from netsweep_jax.sweep.model.fabrics import is_preset
+
+    if "," not in text or Path(text).is_file():
+        return (text,)
+    items = [item.strip() for item in text.split(",")]
+    if not all(items):
+        raise InputError(f"{text!r}: an empty value; give fabrics as NAME,NAME or FILE,NAME", param="fabric")
+    seen: set[str] = set()
+    for item in items:
+        key = item.lower() if is_preset(item) else str(Path(item).resolve())
+        if key in seen:
+            raise InputError(f"{text!r}: value {item} appears twice; each value once", param="fabric")
+        seen.add(key)
+    labels = [fabric_label(item) for item in items]
+    for label in labels:
+        if labels.count(label) > 1:  # a plan's files are named by it
+            raise InputError(
+                f"{text!r}: two fabrics named {label} (a plan's files are named by a file's stem); rename one",
+                param="fabric",
+            )
+    return tuple(items)
+
+
+def fabric_label(text: str) -> str:
+    """A fabric value as a plan's heading and file names say it: a preset's name, a file's stem."""
+    from netsweep_jax.sweep.model.fabrics import is_preset
+
+    return text.strip().lower() if is_preset(text) else Path(text).stem
 
 
 def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> None:
@@ -352,17 +398,24 @@ def write_plan(
 
 
 def write_plans(
-    grid: Any, out: Path | None, *, keep: int, force: bool, command: str, say: Say
+    grids: "Sequence[tuple[str, Any]]", out: Path | None, *, keep: int, force: bool, command: str, say: Say
 ) -> "Iterator[tuple[str, Path]]":
-    """``sweep plan --oversubscription 1,2,4``: one plan per value (:func:`write_plan`, each its own cube,
-    ``OUT`` with ``-oversubscription<V>`` before its suffix), in order: (its table and tiers, its cube). The
-    ``assumed:`` line is said once."""
+    """``sweep plan --fabric A,B --oversubscription 1,2,4``: one plan per fabric (``grids``: each fabric's label,
+    :func:`fabric_label`, and its grid; one unlabelled grid for one fabric) and per value of its
+    oversubscription, in order (:func:`write_plan`, each its own cube, ``OUT`` with ``-fabric<label>`` where
+    there are several fabrics and ``-oversubscription<V>`` where there are several values, before its suffix):
+    (its heading, table and tiers, its cube). Each distinct ``assumed:`` line is said once. Every value is
+    validated (its grid made) before the first plan; they share one compile where their shapes are the same
+    (the fabric's settings and the spine are columns of the kernel's inputs)."""
+    import numpy as np
+
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
     from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = out if out is not None else Path("results") / f"plan-{'+'.join(grid.names['model'])}-{stamp}.h5"
+    models = "+".join(grids[0][1].names["model"])
+    base = out if out is not None else Path("results") / f"plan-{models}-{stamp}.h5"
     if out is None:
         base.parent.mkdir(exist_ok=True)  # the default results/, as a plan of one value makes it
     said: set[str] = set()
@@ -372,12 +425,43 @@ def write_plans(
             said.add(line)
             say(line)
 
-    for one in by_oversubscription(grid):
-        value = one.oversubscription[0]
-        target = base.with_name(f"{base.stem}-oversubscription{value:g}{base.suffix}")
-        ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
-        assert ds is not None
-        yield "\n".join([f"--oversubscription {value:g}:", plan_table(ds), *tier_lines(ds)]), written
+    for label, grid in grids:
+        several = len(grid.oversubscription) > 1
+        # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
+        # every value's (the same search, not run again), each written with its own value.
+        first: tuple[Any, float] | None = None
+        reachable = grid.spine_reachable()
+        for one in by_oversubscription(grid):
+            value = one.oversubscription[0]
+            heading = [f"--fabric {label}"] if len(grids) > 1 else []
+            suffix = [f"-fabric{label}"] if len(grids) > 1 else []
+            if several:
+                heading.append(f"--oversubscription {value:g}")
+                suffix.append(f"-oversubscription{value:g}")
+            target = base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
+            if first is None or reachable:
+                ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
+                assert ds is not None
+                first = (ds, value)
+            else:
+                ds = first[0].assign_attrs(one.cube_attrs())
+                written = _write_copy(ds, target, force=force, command=command)
+                say(
+                    f"{' '.join(heading)}: the plan of --oversubscription {first[1]:g}, not searched again: no "
+                    f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
+                    f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
+                )
+            yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
+
+
+def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:
+    """``ds`` written to ``target`` under the plan's rules for OUT (a file there refused without ``force``)."""
+    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.paths import check_new_file
+
+    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    write_dataset(ds, target, command=command, overwrite=force)
+    return target
 
 
 def plan_share(

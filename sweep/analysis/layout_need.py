@@ -428,13 +428,18 @@ def phrases(grid: LayoutGrid, searched: bool) -> tuple[str, ...]:
     return (
         (said,)
         if spine
-        else (said, "no spine: oversubscription needs --collectives nccl and a --fabric preset")
+        else (
+            said,
+            "no spine: the fabric is wired rail-only"
+            if grid.rail_only
+            else "no spine: oversubscription needs a --fabric preset (which implies --collectives nccl)",
+        )
     )
 
 
 def has_spine(grid: LayoutGrid) -> bool:
     """Whether the grid's fabric has a tier above the leaf that NCCL's pricing places groups on."""
-    return grid.collectives == "nccl" and grid.leaf_hosts > 0
+    return grid.collectives == "nccl" and grid.leaf_hosts > 0 and not grid.rail_only
 
 
 def need_of_layouts(

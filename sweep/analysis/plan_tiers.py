@@ -18,11 +18,10 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         return []
     leaf = float(ds.attrs["leaf_hosts"])
     spine = float(ds.attrs["oversubscription"])
+    rail_only = bool(ds.attrs.get("rail_only", 0.0))
     varying = [str(d) for d in ds.dims if d not in ("rank", "switch") and ds.sizes[d] > 1]
-    lines = [
-        f"tiers each traffic crosses, best layout per setting (fabric {fabric}: {leaf:g} hosts a leaf, spine "
-        f"{spine:g}:1):"
-    ]
+    built = "rail-only, no spine" if rail_only else f"{leaf:g} hosts a leaf, spine {spine:g}:1"
+    lines = [f"tiers each traffic crosses, best layout per setting (fabric {fabric}: {built}):"]
     for row in plan_rows(ds):
         if row["rank"] != 1:
             continue
@@ -31,7 +30,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         domain = row["nvlink_domain"] or gpu.domain
         crossed = traffic_tiers(
             row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
-            row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf,
+            row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only,
         )  # fmt: skip
         setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
         said = ", ".join(f"{kind} {where}" for kind, where in crossed.items()) or "no traffic between GPUs"

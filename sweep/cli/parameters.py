@@ -318,10 +318,11 @@ def _layout_params() -> list[inspect.Parameter]:
             "--fabric",
             rich_help_panel=panel,
             metavar="NAME|FILE",
-            help=f"With --collectives nccl, the fabric: a preset ({FABRICS_HELP}: sweep/model/fabrics.py; "
-            "sets GPUs and NICs per node, NIC rate, NVLink domain you do not give, and the hosts a leaf) or a "
-            "fabric file (sweep calibrate --nccl-tests) whose constants (transport efficiencies, network "
-            "latency) replace the shipped fit's.",
+            help=f"The fabric (implies --collectives nccl; refused with flat): a preset ({FABRICS_HELP}: "
+            "sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink domain you do not give, and "
+            "the hosts a leaf) or a fabric file (sweep calibrate --nccl-tests) whose constants (transport "
+            "efficiencies, network latency) replace the shipped fit's. sweep plan takes a list "
+            "(dgx-h100-superpod,aws-p5) and plans each.",
         ),
         param(
             "oversubscription",
@@ -492,7 +493,8 @@ PLAN_MODEL = [
         "h100",
         "--gpu",
         rich_help_panel="Large models (layouts)",
-        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set.",
+        help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set "
+        "(default h100, or the --fabric preset's GPU).",
     ),
     param(
         "precision",

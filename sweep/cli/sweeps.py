@@ -224,7 +224,12 @@ def plan(
     Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
     """
 
-    from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from, write_plan
+    from netsweep_jax.sweep.analysis.layout_jobs import (
+        fabric_label,
+        fabric_values,
+        layout_grid_from,
+        write_plan,
+    )
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
     from netsweep_jax.sweep.cli.progress import progress
@@ -238,15 +243,23 @@ def plan(
         from netsweep_jax.sweep.io.distributed import check_options
 
         check_options(settings["coordinator"], settings["stitch_timeout"])
-    g = layout_grid_from(settings, given_options(ctx), search=True, say=say)
-    if len(g.oversubscription) > 1:  # one plan per value (one compile: the value is a kernel input column)
+    fabrics = fabric_values(str(settings["fabric"])) if settings.get("fabric") is not None else (None,)
+    # Every value's grid before any work: a bad one is refused before the first plan.
+    grids = [
+        (fabric_label(f) if f is not None else "", layout_grid_from({**settings, "fabric": f}, given_options(ctx),
+                                                                     search=True, say=say))
+        for f in fabrics
+    ]  # fmt: skip
+    g = grids[0][1]
+    if len(grids) > 1 or len(g.oversubscription) > 1:  # a plan per value (one compile: kernel input columns)
         from netsweep_jax.sweep.analysis.layout_jobs import write_plans
 
+        listed = "--fabric" if len(grids) > 1 else "--oversubscription"
         for option, used in (("--resume", resume), ("--distributed", settings.get("distributed")),
                              ("--csv", as_csv), ("--json", as_json)):  # fmt: skip
             if used:
-                raise InputError(f"{option} plans one --oversubscription value at a time: give one")
-        for table, target in write_plans(g, out, keep=keep, force=force, command=command_line(), say=say):
+                raise InputError(f"{option} plans one {listed} value at a time: give one")
+        for table, target in write_plans(grids, out, keep=keep, force=force, command=command_line(), say=say):
             typer.echo(table)
             typer.echo(f"wrote {target}")
         return

@@ -253,7 +253,8 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
 # overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8; last the fabric's
 # constants NCCL's pricing reads (``--collectives nccl``: the shipped fit or ``--fabric FILE``'s) and its tier above
-# the hosts (a ``--fabric`` preset's hosts a leaf, ``--oversubscription``), columns rather than compiled constants,
+# the hosts (a ``--fabric`` preset's hosts a leaf, ``--oversubscription``, its SHARP and rail-only wiring), columns
+# rather than compiled constants,
 # so that every fabric shares one compile.
 GPU_FIELDS = (
     "half",
@@ -281,6 +282,8 @@ GPU_FIELDS = (
     "nccl_latency",  # us, as kernels.nccl.Constants
     "leaf_hosts",  # the fabric's hosts under one leaf (0: no tier above the hosts)
     "oversubscription",  # the spine's (--oversubscription; 1: non-blocking)
+    "sharp",  # 1: in-network reduction on (NCCL's CollNet: a fabric preset's -sharp variant)
+    "rail_only",  # 1: rail-only wiring (no spine; off-rail bytes forwarded over NVLink first)
 )
 PRECISION_FIELDS = ("param_bytes", "precision_grad_bytes", "act_bytes", "gemm_input_bytes", "fp8_math")
 OUTER_COLUMNS = (*SETTING_DIMS, *layout_kernel.Arch._fields, *GPU_FIELDS, *PRECISION_FIELDS, "e_n")
@@ -376,6 +379,8 @@ def layout_inputs(
         collectives=collectives,
         leaf_hosts=o["leaf_hosts"],
         oversubscription=o["oversubscription"],
+        sharp=o["sharp"],
+        rail_only=o["rail_only"],
     )
     return arch, dev, lay
 

@@ -93,6 +93,7 @@ class LayoutGrid:
       fabric_name: the ``--fabric`` preset's name ('' for none).  leaf_hosts: its hosts under one leaf (0: no
         tier above the hosts).  oversubscription: the spine's values (``--oversubscription``): one evaluates,
         several are planned one by one (:func:`by_oversubscription`); a layout cube already has HDF5's 32 dims.
+      sharp, rail_only: 1 where the preset turns NCCL's CollNet on (SHARP) or is wired rail-only, else 0.
       assumed: what was assumed that the user did not set, one phrase each.
       variables: the outputs to keep, in cube order.
       store: the dtype a cube stores its float outputs in (empty: the compute dtype; ``status`` is int32).
@@ -121,6 +122,8 @@ class LayoutGrid:
     fabric_name: str = ""
     leaf_hosts: float = 0.0
     oversubscription: tuple[float, ...] = (1.0,)
+    sharp: float = 0.0
+    rail_only: float = 0.0
     store: str = ""
     reduction: Reduction | None = None
 
@@ -195,6 +198,8 @@ class LayoutGrid:
                 {
                     "fabric": self.fabric_name,
                     "leaf_hosts": self.leaf_hosts,
+                    "sharp": self.sharp,
+                    "rail_only": self.rail_only,
                     "oversubscription": self.oversubscription[0]
                     if len(self.oversubscription) == 1
                     else ",".join(f"{v:g}" for v in self.oversubscription),
@@ -214,6 +219,19 @@ class LayoutGrid:
                 param="oversubscription",
             )
         return self.oversubscription[0]
+
+    def spine_reachable(self) -> bool:
+        """Whether a group of this grid can cross the spine, whose oversubscription then may change its results:
+        a group's block of ranks is at most the world, so a world of at most L G GPUs (L hosts a leaf, G the
+        fewest GPUs a host among the cells) keeps every group inside one leaf (kernels.layout_collectives).
+        No tier above the hosts, rail-only wiring or flat collectives: none can; a GPU count not given (--dp):
+        taken as able to."""
+        if self.collectives != "nccl" or self.leaf_hosts <= 0 or self.rail_only:
+            return False
+        gpus, per_node = self.values["gpus"], self.values["gpus_per_node"]
+        if np.min(gpus) <= 0 or np.min(per_node) <= 0:
+            return True
+        return float(np.max(gpus)) > self.leaf_hosts * float(np.min(per_node))
 
     @property
     def collectives_code(self) -> int:
@@ -286,6 +304,8 @@ class LayoutGrid:
                     *self.fabric.columns(),
                     self.leaf_hosts,
                     self.spine(),
+                    self.sharp,
+                    self.rail_only,
                 )
                 for g in self.names["gpu"]
             ]

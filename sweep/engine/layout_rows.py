@@ -221,6 +221,8 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
             *SHIPPED.columns(),
             0.0,  # no tier above the hosts: a run states no fabric
             1.0,
+            0.0,  # no SHARP, not rail-only
+            0.0,
         )
         for r in rows
     ]  # fmt: skip (the fabric's constants: the shipped fit's, read only where a run is priced by NCCL's tuner)

@@ -229,7 +229,9 @@ def make_layout_grid(
     assert constants is None or isinstance(constants, FabricConstants)
     if preset_fabric is not None:  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
-    mode = _collectives(collectives)
+    # A fabric (preset or file) is NCCL's pricing's: naming one without --collectives means NCCL's collectives.
+    implied = collectives is None and fabric is not None
+    mode = _collectives("nccl" if implied else collectives)
     dispatcher = _moe_dispatcher(moe_dispatcher)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
@@ -282,14 +284,15 @@ def make_layout_grid(
                 if preset_fabric is not None
                 else f"{constants.source if constants else ''}: a fabric file's constants price"
             )
-            + " collectives as NCCL runs them; give --collectives nccl (the flat collectives "
-            "read --util and --latency instead)",
+            + f" collectives as NCCL runs them, not {mode}: drop --collectives (a --fabric implies nccl), or "
+            "--fabric for the flat collectives (they read --util and --latency instead)",
             param="fabric",
         )
     spines = _oversubscription(oversubscription, preset_fabric, mode)
     if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
         raise InputError(
-            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl the "
+            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
+            f"{'(which --fabric implies) ' if implied else ''}the "
             "network's latency is the fitted lambda (results/validation-nccl)",
             param="latency",
         )
@@ -305,6 +308,7 @@ def make_layout_grid(
         assumed = (phrase, *assumed)
     if mode == "nccl":
         assumed = assumed + (
+            *(["--collectives nccl (--fabric implies it)"] if implied else []),
             *(["utilization 1 (eta_net is the transport's efficiency)"] if full_rate else []),
             f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})",
         )
@@ -341,6 +345,8 @@ def make_layout_grid(
         fabric=constants or SHIPPED,
         fabric_name=preset_fabric.name if preset_fabric is not None else "",
         leaf_hosts=float(preset_fabric.leaf_hosts) if preset_fabric is not None else 0.0,
+        sharp=float(preset_fabric is not None and preset_fabric.collnet),
+        rail_only=float(preset_fabric is not None and preset_fabric.rail_only),
         oversubscription=spines,
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
@@ -348,8 +354,9 @@ def make_layout_grid(
 
 
 def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> tuple[float, ...]:
-    """The spine's oversubscription values: ``given`` (value syntax; refused without ``--collectives nccl`` and a
-    fabric preset, whose hosts a leaf say which groups cross the spine), else the preset's as built, else 1."""
+    """The spine's oversubscription values: ``given`` (value syntax; refused without a fabric preset, whose hosts a
+    leaf say which groups cross the spine, and ``--collectives nccl``, which it implies), else the preset's as
+    built, else 1."""
     if given is None:
         return (preset.oversubscription if preset is not None else 1.0,)
     shown = (
@@ -357,15 +364,20 @@ def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> 
         if isinstance(given, str)
         else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
     )
-    if mode != "nccl":
-        raise InputError(
-            f"{shown}: the spine is priced with --collectives nccl only (the flat collectives have no tiers)",
-            param="oversubscription",
-        )
     if preset is None:
         raise InputError(
             f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
             f"{FABRICS_HELP}",
+            param="oversubscription",
+        )
+    if preset.rail_only:  # nothing would read it
+        raise InputError(
+            f"{shown}: {preset.name} is wired rail-only: it has no spine to oversubscribe",
+            param="oversubscription",
+        )
+    if mode != "nccl":  # a preset with flat collectives is refused before: kept for the rule's sake
+        raise InputError(
+            f"{shown}: the spine is priced with --collectives nccl only (the flat collectives have no tiers)",
             param="oversubscription",
         )
     text = given if isinstance(given, str) else shown

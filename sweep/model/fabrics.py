@@ -9,11 +9,18 @@ same-index NICs share one rail's leaf, "rail-aligned"), and the spine's oversubs
 ``--oversubscription``). A parallel group whose members' ranks span more hosts than one leaf holds crosses the
 spine (docs/parallelism.md).
 
-Declared but not yet priced (a later slice of issue #40): rail-only wiring, in-network reduction (SHARP: NCCL's
-CollNet needs ``NCCL_COLLNET_ENABLE=1`` and the SHARP plugin; the presets price NCCL's default, without it) and a
-transport efficiency of each transport's own: every preset prices with the shipped fit's constants
-(results/validation-nccl, fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR), which for EFA and RoCE is an
-assumption the ``assumed:`` line says.
+In-network reduction: a preset whose switches have SHARP prices NCCL's default, CollNet off (NCCL reads
+``NCCL_COLLNET_ENABLE``, default 0, and needs the SHARP plugin: :data:`NCCL_COLLNET`); its ``-sharp`` variant
+(``dgx-h100-superpod-sharp``) turns it on, so that its all-reduces across hosts may run CollNet or NVLS with
+SHARP where NCCL's tuner finds them faster (:func:`kernels.layout_collectives.group_fabric`).
+
+Rail-only wiring (``dgx-h100-rail-only``: Wang et al., :data:`RAIL_ONLY`): the H100 SuperPOD's hosts and rails
+without the spine; no group crosses a spine (``--oversubscription`` is refused), and an all-to-all's off-rail
+bytes cross NVLink first (:mod:`kernels.layout_collectives`).
+
+Not yet priced (a later slice of issue #40): a transport efficiency of each transport's own: every preset prices
+with the shipped fit's constants (results/validation-nccl, fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand
+NDR), which for EFA and RoCE is an assumption the ``assumed:`` line says.
 """
 
 import dataclasses
@@ -51,6 +58,16 @@ TOMAHAWK4 = (
     "Distributed AI Training at Meta Scale', SIGCOMM 2024: 8 x 400G RoCE NICs per host, rack switch and spine)"
 )
 NOT_PUBLISHED = "not published; an assumption of this preset"
+NCCL_COLLNET = (
+    "NCCL's environment (docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html, NCCL_COLLNET_ENABLE: "
+    "'Enable the use of the CollNet plugin', default 0) and the SHARP plugin it needs (Mellanox/"
+    "nccl-rdma-sharp-plugins, 'SHARP ... NCCL_COLLNET_ENABLE=1')"
+)
+RAIL_ONLY = (
+    "Wang, Ghobadi, Shakeri, Zhang, Hasani, 'Rail-only: A Low-Cost High-Performance Network for Training LLMs "
+    "with Trillion Parameters', arXiv 2307.12169 (the spine removed, each rail a Clos of its own, all-to-all "
+    "forwarded through the HB (NVLink) domain)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +82,10 @@ class FabricPreset:
       leaf_hosts: hosts under one leaf switch (rail-optimized: the rail-aligned hosts of one rail's leaf).
       oversubscription: the spine's, as built (1: non-blocking): ``--oversubscription``'s default.
       rail_optimized: each host's NIC k wired to rail k's leaf (NVIDIA's SuperPODs), else a top-of-rack leaf.
-      sharp: in-network reduction in the switches (InfiniBand SHARP); declared, not priced (module docstring).
+      sharp: the switches can reduce in the network (InfiniBand SHARP).
+      collnet: NCCL's CollNet on (``NCCL_COLLNET_ENABLE=1`` and the SHARP plugin): SHARP priced; NCCL's
+        default, off, except in the ``-sharp`` variants (module docstring).
+      rail_only: rail-only wiring (no spine: Wang et al.); else the wiring ``rail_optimized`` says.
       transport: the RDMA transport, as the ``assumed:`` line names it.
       fit: why the shipped fit's constants stand for this transport (:attr:`constants`).
     """
@@ -82,6 +102,8 @@ class FabricPreset:
     rail_optimized: bool
     sharp: bool
     transport: str
+    collnet: bool
+    rail_only: bool
     fit: str
     sources: dict[str, str]
 
@@ -104,11 +126,23 @@ class FabricPreset:
 
     def describe(self) -> str:
         """One phrase: the fabric as built and where it comes from."""
-        wiring = "rail-optimized" if self.rail_optimized else "top-of-rack"
+        if self.rail_only:
+            wiring = "rail-only (no spine: each rail a non-blocking fabric; all-to-all forwarded over NVLink)"
+        else:
+            wiring = (
+                f"{'rail-optimized' if self.rail_optimized else 'top-of-rack'}, {self.leaf_hosts} hosts a leaf, "
+                f"spine {self.oversubscription:g}:1 as built"
+            )
+        if self.collnet:
+            sharp = ", SHARP on (NCCL's CollNet: NCCL_COLLNET_ENABLE=1)"
+        elif self.sharp:
+            sharp = f", SHARP off as NCCL's default ({self.name}-sharp: on)"
+        else:
+            sharp = ""
         return (
             f"fabric {self.name} ({self.title}: {f'{self.gpu} hosts of ' if self.gpu else ''}"
-            f"{self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a host, {wiring}, {self.leaf_hosts} hosts a leaf, spine {self.oversubscription:g}:1 as built"
-            f"{', SHARP not priced' if self.sharp else ''}; sweep/model/fabrics.py)"
+            f"{self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a host, {wiring}{sharp}; "
+            "sweep/model/fabrics.py)"
         )
 
 
@@ -128,6 +162,8 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
+            collnet=False,
+            rail_only=False,
             fit="fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand NDR",
             sources={
                 "gpu": H100_RA,
@@ -140,6 +176,8 @@ FABRICS: dict[str, FabricPreset] = {
                 "rail_optimized": H100_RA,
                 "sharp": H100_RA + " (Quantum-2 QM9700 switches, SHARPv3)",
                 "fit": "results/validation-nccl (NT309A: H100, 8 x 400G NDR)",
+                "collnet": NCCL_COLLNET,
+                "rail_only": H100_RA,
             },
         ),
         FabricPreset(
@@ -155,6 +193,8 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
+            collnet=False,
+            rail_only=False,
             fit="fitted on H100 hosts over InfiniBand NDR, the B200 SuperPOD's fabric",
             sources={
                 "gpu": B200_RA,
@@ -167,6 +207,8 @@ FABRICS: dict[str, FabricPreset] = {
                 "rail_optimized": B200_RA,
                 "sharp": B200_RA + " (Quantum-2 switches)",
                 "fit": "results/validation-nccl (NT309A: InfiniBand NDR, on H100)",
+                "collnet": NCCL_COLLNET,
+                "rail_only": B200_RA,
             },
         ),
         FabricPreset(
@@ -182,6 +224,8 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=True,
             sharp=True,
             transport="InfiniBand NDR",
+            collnet=False,
+            rail_only=False,
             fit="fitted on InfiniBand NDR hosts (H100) and NVLink hosts incl. a GB200",
             sources={
                 "gpu": GB200_RA,
@@ -195,6 +239,8 @@ FABRICS: dict[str, FabricPreset] = {
                 "rail_optimized": GB200_RA,
                 "sharp": GB200_RA + " (Quantum-2 switches)",
                 "fit": "results/validation-nccl (NT309A and AZ-NDGB200v6)",
+                "collnet": NCCL_COLLNET,
+                "rail_only": GB200_RA,
             },
         ),
         FabricPreset(
@@ -210,6 +256,8 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=False,
             sharp=False,
             transport="EFA (SRD)",
+            collnet=False,
+            rail_only=False,
             fit="no EFA fit of its own: the InfiniBand fit, an assumption",
             sources={
                 "gpu": AWS_P5,
@@ -222,6 +270,8 @@ FABRICS: dict[str, FabricPreset] = {
                 "rail_optimized": NOT_PUBLISHED,
                 "sharp": "EFA has no in-network reduction",
                 "fit": "results/validation-nccl's fit on InfiniBand; assumed for EFA",
+                "collnet": "EFA has no in-network reduction: NCCL's default, off",
+                "rail_only": NOT_PUBLISHED,
             },
         ),
         FabricPreset(
@@ -237,6 +287,8 @@ FABRICS: dict[str, FabricPreset] = {
             rail_optimized=False,
             sharp=False,
             transport="RoCE v2",
+            collnet=False,
+            rail_only=False,
             fit="no RoCE fit of its own: the InfiniBand fit, an assumption",
             sources={
                 "gpu": "any GPU: the fabric is the switches'",
@@ -249,10 +301,48 @@ FABRICS: dict[str, FabricPreset] = {
                 "rail_optimized": TOMAHAWK4,
                 "sharp": "Ethernet switches without in-network reduction",
                 "fit": "results/validation-nccl's fit on InfiniBand; assumed for RoCE",
+                "collnet": "no in-network reduction: NCCL's default, off",
+                "rail_only": TOMAHAWK4,
             },
         ),
     )
 }
+
+
+def _with_sharp(p: FabricPreset) -> FabricPreset:
+    """``p`` with NCCL's CollNet turned on over its switches' SHARP: the ``-sharp`` variant."""
+    return dataclasses.replace(
+        p,
+        name=f"{p.name}-sharp",
+        title=f"{p.title}, SHARP on",
+        collnet=True,
+        sources={
+            **p.sources,
+            "collnet": f"on, as NCCL_COLLNET_ENABLE=1 and the SHARP plugin set it: {NCCL_COLLNET}",
+        },
+    )
+
+
+def _rail_only(p: FabricPreset) -> FabricPreset:
+    """``p``'s hosts and rails wired rail-only (Wang et al.): no spine, SHARP off."""
+    return dataclasses.replace(
+        p,
+        name=p.name.replace("-superpod", "-rail-only"),
+        title=f"{p.title}'s hosts and rails, rail-only (no spine)",
+        oversubscription=1.0,
+        rail_only=True,
+        sources={
+            **p.sources,
+            "oversubscription": f"no spine: {RAIL_ONLY}",
+            "rail_optimized": RAIL_ONLY,
+            "rail_only": RAIL_ONLY,
+            "leaf_hosts": f"{p.sources['leaf_hosts']}; each rail's leaf, as in the SuperPOD",
+        },
+    )
+
+
+FABRICS[_rail_only(FABRICS["dgx-h100-superpod"]).name] = _rail_only(FABRICS["dgx-h100-superpod"])
+FABRICS.update({v.name: v for v in [_with_sharp(p) for p in FABRICS.values() if p.sharp]})
 FABRICS_HELP = ", ".join(FABRICS)
 
 
@@ -269,19 +359,25 @@ def fabric_preset(name: str) -> FabricPreset:
     return FABRICS[key]
 
 
-TIERS = ("NVLink", "leaf", "spine")
+TIERS = ("NVLink", "leaf", "spine", "rail")
 
 
-def tier(size: float, stride: float, gpus_per_node: float, nvlink_domain: float, leaf_hosts: float) -> str:
+def tier(
+    size: float, stride: float, gpus_per_node: float, nvlink_domain: float, leaf_hosts: float,
+    rail_only: bool = False,
+) -> str:  # fmt: skip
     """The highest tier a parallel group of ``size`` GPUs ``stride`` ranks apart crosses ('' for a group of one):
     its block of stride x size consecutive ranks inside the NVLink domain (<= Q GPUs), else inside one leaf
-    (<= L G GPUs; every host under one leaf where ``leaf_hosts`` is 0), else over the spine: the rule
-    :func:`kernels.layout_collectives.group_fabric` prices."""
+    (<= L G GPUs; every host under one leaf where ``leaf_hosts`` is 0), else over the spine; with ``rail_only``
+    wiring beyond the NVLink domain its rails (no spine): the rule :func:`kernels.layout_collectives.group_fabric`
+    prices."""
     if size <= 1:
         return ""
     extent = stride * size
     if extent <= nvlink_domain:
         return TIERS[0]
+    if rail_only:
+        return TIERS[3]
     if leaf_hosts <= 0 or extent <= max(leaf_hosts * gpus_per_node, nvlink_domain):
         return TIERS[1]
     return TIERS[2]
@@ -289,11 +385,12 @@ def tier(size: float, stride: float, gpus_per_node: float, nvlink_domain: float,
 
 def traffic_tiers(
     tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float, *, gpus_per_node: float,
-    nvlink_domain: float, leaf_hosts: float,
+    nvlink_domain: float, leaf_hosts: float, rail_only: bool = False,
 ) -> dict[str, str]:  # fmt: skip
     """Per kind of traffic (TP, CP, EP, DP, PP), the tier its groups cross under Megatron's rank order (tp, cp,
     ep, dp, pp: TP stride 1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D),
-    as :func:`tier`; kinds of one GPU are left out."""
+    as :func:`tier`; kinds of one GPU are left out. Rail-only: an EP group with several GPUs in one NVLink
+    domain also forwards over NVLink (``rail+NVLink``: its all-to-all's off-rail bytes)."""
     groups = {
         "TP": (tp, 1.0),
         "CP": (cp, tp),
@@ -303,7 +400,9 @@ def traffic_tiers(
     }
     out = {}
     for kind, (size, stride) in groups.items():
-        crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts)
+        crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only)
+        if crossed == TIERS[3] and kind == "EP" and nvlink_domain / stride >= 2:
+            crossed = "rail+NVLink"
         if crossed:
             out[kind] = crossed
     return out
