@@ -232,7 +232,7 @@ def run_grid(
         with interrupts.deferred():
             f = _open_partial(partial, grid, plan, resume=resume, force=force, command=command, share=share)
             summary = _fill_keeping_partial(
-                f, partial, grid, plan, resume, mine, progress, kernel, after_block
+                f, partial, resume, lambda: _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
             )
             cube.finish(f, partial, out, overwrite=force)
         return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
@@ -260,23 +260,13 @@ def _open_partial(
     return create_partial(partial, grid, plan, attrs, sparse=share is not None)
 
 
-def _fill_keeping_partial(
-    f: h5py.File,
-    partial: Path,
-    grid: AnyGrid,
-    plan: BlockPlan,
-    resume: bool,
-    mine: Callable[[Block], bool] | None,
-    progress: Progress | None,
-    kernel: str,
-    after_block: AfterBlock,
-) -> Summary:
-    """:func:`_fill` the open partial cube ``f``; when it fails, the partial file is kept for --resume (a full
-    disk said as such), except a new one refused late by the input's rules, which is removed (only if it is
-    still this run's file)."""
+def _fill_keeping_partial(f: h5py.File, partial: Path, resume: bool, fill: Callable[[], Summary]) -> Summary:
+    """``fill()`` the open partial cube ``f`` (:func:`_fill`); when it fails, the partial file is kept for
+    --resume (a full disk said as such), except a new one refused late by the input's rules, which is removed
+    (only if it is still this run's file)."""
     inode = os.fstat(f.id.get_vfd_handle()).st_ino
     try:
-        return _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
+        return fill()
     except InputError:
         f.close()
         if not resume:  # refused late: nothing of this run's is kept, nothing else is touched
