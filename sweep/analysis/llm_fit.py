@@ -56,7 +56,7 @@ UTILIZATION_DEFAULT = 1.0
 # 3 DGX-like A100 nodes with 4 HDR NICs each, all_reduce_perf averaged 84.8 and peaked at 96 of 100 GB/s
 # (NVIDIA/nccl-tests#119, 2022-11-17). The lower end of the maintainers' range.
 NIC_UTILIZATION = 0.92
-MODELS = ("defaults", "trained", "in-sample")
+MODELS = ("untrained", "trained", "in-sample")
 # The fitted vector: the utilization, the memory efficiency, then the efficiency of every class of CLASSES (each
 # GPU die, then each stack preset on each die, "stack/die"; a class no training run is in held at its default),
 # and the rows padded to a multiple of ROW_QUANTUM: every fit of up to ROW_QUANTUM runs (and every fit of a

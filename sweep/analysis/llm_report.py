@@ -36,9 +36,6 @@ GROUP_NAMES = {
     "llm-foundry": "MosaicML llm-foundry MPT benchmarks (FSDP; H100, A100)",
 }
 TARGET_MEDIAN, TARGET_MAX = 0.06, 0.20  # issue #25's targets for held-out dense rows
-SHOWN = {
-    "defaults": "untrained"
-}  # the fit before any training: not the defaults a user gets (the trained are)
 # Issue #41's, per stack with a training source and with the defaults a user gets (the trained constants).
 STACK_DENSE_MEDIAN, STACK_DENSE_MAX, STACK_MOE_MEDIAN = 0.08, 0.25, 0.15
 
@@ -355,14 +352,14 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         "|---|---|",
     ]
     for name in MODELS:
-        lines.append(f"| {SHOWN.get(name, name)} | {v.fits[name].describe()} |")
+        lines.append(f"| {name} | {v.fits[name].describe()} |")
     lines += [
         "",
         "## Errors",
         "",
         "Absolute percentage error of the predicted metric; dense and mixture-of-experts (MoE) rows apart.",
         "",
-        "| rows | n | " + " | ".join(f"{SHOWN.get(m, m)}: median / max" for m in MODELS) + " |",
+        "| rows | n | " + " | ".join(f"{m}: median / max" for m in MODELS) + " |",
         "|---|---|---|---|---|",
     ]
 
@@ -532,7 +529,7 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
     for name, marker in zip(MODELS, "osD"):
         ratio = v.outputs[name]["predicted"] / np.array([r.value or np.nan for r in v.runs])
         held = ~np.array(v.train)
-        line = ax.plot(x[held], ratio[held], marker, ms=5, label=f"{SHOWN.get(name, name)}, held out")[0]
+        line = ax.plot(x[held], ratio[held], marker, ms=5, label=f"{name}, held out")[0]
         ax.plot(
             x[~held],
             ratio[~held],
@@ -540,7 +537,7 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
             ms=5,
             mfc="none",
             color=line.get_color(),
-            label=f"{SHOWN.get(name, name)}, training",
+            label=f"{name}, training",
         )
     ax.axhspan(0.8, 1.2, color="0.9", zorder=0, label="within 20%")
     ax.axhline(1.0, color="k", lw=0.8)

@@ -166,8 +166,8 @@ def run_validation(
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
     fits = {
-        "defaults": Fit(
-            "defaults",
+        "untrained": Fit(
+            "untrained",
             {g: EFFICIENCY for g in sorted({die(r.gpu) for r in runs})},
             UTILIZATION_DEFAULT,
             (),
