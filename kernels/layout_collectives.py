@@ -124,16 +124,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
-    # Over the spine (the group's block of ranks wider than a leaf's and than the NVLink domain) the leaf's uplinks
-    # are shared o ways: each host's NICs get 1 / o of their rate.
-    # Rail-only wiring has no spine: each rail is a non-blocking fabric of its own (Wang et al.).
-    extent = per * n
-    spine = (
-        (lay.leaf_hosts > 0)
-        & (extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain))
-        & ~(lay.rail_only > 0)
-    )
-    slowed = jnp.where(spine, jnp.maximum(lay.oversubscription, 1.0), 1.0)
+    slowed = spine_factor(size, stride, lay)
     hosts = n / on_host
     domain = jnp.maximum(in_domain / on_host, 1.0)
     nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
@@ -141,7 +132,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         # Rail-only: every byte bound for another rail (a position of the NVLink domain other than the
         # sender's, here or across) crosses NVLink first (NCCL's PXN), (p - 1) / p of the buffer where NCCL's
         # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain).
-        p = n / jnp.ceil(hosts / domain)
+        p = on_host * domain  # the group's GPUs a domain, as kernels.nccl's all-to-all counts them
         nvlink = jnp.where(lay.rail_only > 0, nvlink * p / n, nvlink)
     return nccl.Fabric(
         gpus_per_node=on_host,
@@ -155,6 +146,20 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
         collnet=lay.sharp > 0,
     )
+
+
+def spine_factor(size: Value, stride: Value, lay: Parallelism) -> Value:
+    """By how much a group of ``size`` GPUs ``stride`` ranks apart has its NICs' rate divided: over the spine
+    (its block of ranks wider than a leaf's and than the NVLink domain) the leaf's uplinks are shared o ways, so
+    each host's NICs get 1 / o of their rate; rail-only wiring has no spine, each rail a non-blocking fabric of
+    its own (Wang et al.); else 1."""
+    extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
+    spine = (
+        (lay.leaf_hosts > 0)
+        & (extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain))
+        & ~(lay.rail_only > 0)
+    )
+    return jnp.where(spine, jnp.maximum(lay.oversubscription, 1.0), 1.0)
 
 
 def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:

@@ -62,6 +62,7 @@ from netsweep_jax.kernels.layout_collectives import (
     nic_per_gpu,
     priced,
     scatter_or_gather,
+    spine_factor,
 )
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
 from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, has_bit
@@ -228,8 +229,9 @@ def layer_communication(
     # The flex dispatcher's two stages (hierarchical_copies): copies of each token's b s h bytes_act I / t
     # over the GPU's NIC share and over NVLink, run at once (pipelined), so the slower sets the time.
     rdma_copies, nvlink_copies = hierarchical_copies(arch, e, ep_near)
-    # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies.
-    rdma_nic = priced(lay, lambda: lay.eta_net, lambda: 1.0)
+    # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies, and
+    # its RDMA stage, across the EP group's hosts, at the spine's share where the group crosses it.
+    rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay), lambda: 1.0)
     rdma_nvl = priced(lay, lambda: lay.eta_nvl, lambda: 1.0)
     flex_latency = priced(lay, lambda: lay.nccl_latency * 1e-6, lambda: lay.latency)
     n_domains = e / ep_near

@@ -448,6 +448,17 @@ NCCL_LAYOUT_CONSTANTS = (0.902, 0.814, 2.39)
 NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 
+def _spine_factor(size, stride, lay):
+    """Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
+    domain) each NIC gets 1 / max(o, 1) of its rate; L = 0: no tier above the hosts; rail-only wiring
+    (lay['rail_only']) has no spine."""
+    leaf, rail_only = lay.get("leaf_hosts", 0.0), lay.get("rail_only", 0.0) > 0
+    if leaf > 0 and max(stride, 1) * max(size, 2) > max(leaf * lay["gpus_per_node"], lay["nvlink_domain"]):
+        if not rail_only:
+            return max(lay.get("oversubscription", 1.0), 1.0)
+    return 1.0
+
+
 def _nccl_group(kind, nbytes, size, stride, lay):
     """Seconds of NCCL's collective over a group of ``size`` GPUs ``stride`` ranks apart, as placed: its GPUs a
     host, hosts, hosts a domain, K q / G of the host's NICs (under one: one NIC at that fraction of its rate)."""
@@ -462,18 +473,12 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
-    rate = lay["bandwidth"] * lay["utilization"] / 8e9
-    # Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
-    # domain) each NIC gets 1 / max(o, 1) of its rate; L = 0: no tier above the hosts.
-    # Rail-only wiring (lay['rail_only']) has no spine.
-    leaf, rail_only = lay.get("leaf_hosts", 0.0), lay.get("rail_only", 0.0) > 0
-    if leaf > 0 and max(stride, 1) * size > max(leaf * g_host, domain) and not rail_only:
-        rate /= max(lay.get("oversubscription", 1.0), 1.0)
+    rate = lay["bandwidth"] * lay["utilization"] / 8e9 / _spine_factor(size, stride, lay)
     hosts, per_domain = size / q, max(in_domain / q, 1)
-    if kind == "alltoall" and rail_only:
-        # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p GPUs a node, where
-        # NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
-        p = size / math.ceil(hosts / per_domain)
+    if kind == "alltoall" and lay.get("rail_only", 0.0) > 0:
+        # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p the group's GPUs a
+        # domain, where NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
+        p = q * per_domain
         nvlink *= p / size
     args = (q, hosts, per_domain, nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
     constants = (lay.get(k, c) for k, c in zip(("eta_net", "eta_nvl", "nccl_latency"), NCCL_LAYOUT_CONSTANTS))
@@ -757,7 +762,8 @@ def layout_step(arch, dev, lay):
 
         def flex_stages(nbytes):  # (RDMA, NVLink) seconds of the flex dispatcher's all-to-all
             nccl = bool(lay["collectives"])
-            net, nvl = (lay["eta_net"], lay["eta_nvl"]) if nccl else (1.0, 1.0)
+            # under NCCL's pricing, the fitted efficiencies, and the spine's share for the RDMA stage
+            net, nvl = (lay["eta_net"] / _spine_factor(e, etp, lay), lay["eta_nvl"]) if nccl else (1.0, 1.0)
             lam = lay["nccl_latency"] * 1e-6 if nccl else lay["latency"]
             rdma = rdma_copies * nbytes / k / (bw * net) + ((domains - 1) * lam if domains > 1 else 0.0)
             return rdma, nvl_copies * nbytes / k / (lay["nvlink_bw"] * nvl)

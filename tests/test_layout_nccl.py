@@ -57,6 +57,29 @@ def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
     assert spined >= 5 and sharped >= 2 and railed >= 2, (spined, sharped, railed)
 
 
+def test_the_flex_dispatchers_rdma_stage_shares_an_oversubscribed_spine():
+    # DeepEP's RDMA stage crosses the same leaf uplinks as NCCL's all-to-all: over a spine of oversubscription 4
+    # (a leaf of one host, so every EP group of several hosts crosses it) its NICs run at a quarter of their rate.
+    flex = [(a, d, lay) for a, d, lay in nccl_cases(10, 400) if lay["moe_dispatcher"] and a["experts"]]
+    cases = [
+        (a, d, {**lay, "leaf_hosts": 1.0, "oversubscription": o, "rail_only": 0.0})
+        for a, d, lay in flex
+        for o in (4.0, 1.0)
+    ]
+    out = run_kernel(cases, "float64")
+    slower = 0
+    for i in range(0, len(cases), 2):
+        spined, flat = (reference.layout_step(*cases[j]) for j in (i, i + 1))
+        if spined["status"]:
+            continue
+        for j, ref in ((i, spined), (i + 1, flat)):
+            assert math.isclose(
+                out["ep_exposed"][j], ref["ep_exposed"], rel_tol=TOLERANCE["float64"], abs_tol=1e-12
+            )
+        slower += spined["ep_exposed"] > flat["ep_exposed"]
+    assert slower >= 3, slower
+
+
 def test_nccl_pricing_changes_the_network_terms():
     # The same layouts priced flat and by NCCL: the collectives' terms move, the memory does not.
     cases = [c for c in nccl_cases(12, 200) if reference.layout_status(c[0], c[2]) == 0]
