@@ -119,7 +119,7 @@ class Parallelism(NamedTuple):
     variant; 0: NCCL's default, off), rail_only (1: rail-only wiring, no spine, off-rail bytes forwarded over
     NVLink first; both read only where collectives is nccl: :func:`kernels.layout_collectives.group_fabric`),
     moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
-    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.flex_all_to_all`).
+    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.hierarchical_copies`).
     """
 
     gpus: Value

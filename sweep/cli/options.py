@@ -125,7 +125,7 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
     if kwargs.get("solve") == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
-    if kwargs.get("collectives") == "nccl" or kwargs.get("fabric"):
+    if str(kwargs.get("collectives") or "").strip().lower() == "nccl" or kwargs.get("fabric"):
         # NCCL's pricing reads the transport's efficiency from nccl-tests curves, not one busbw as a utilization
         # (which it would apply on top of that efficiency): a measured busbw is never silently misread.
         raise InputError(

@@ -288,7 +288,9 @@ def make_layout_grid(
             "--fabric for the flat collectives (they read --util and --latency instead)",
             param="fabric",
         )
-    spines = _oversubscription(oversubscription, preset_fabric, mode)
+    spines = _oversubscription(
+        oversubscription, preset_fabric
+    )  # a preset with flat collectives: refused above
     if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
         raise InputError(
             f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
@@ -353,7 +355,7 @@ def make_layout_grid(
     )
 
 
-def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> tuple[float, ...]:
+def _oversubscription(given: object, preset: FabricPreset | None) -> tuple[float, ...]:
     """The spine's oversubscription values: ``given`` (value syntax; refused without a fabric preset, whose hosts a
     leaf say which groups cross the spine, and ``--collectives nccl``, which it implies), else the preset's as
     built, else 1."""
@@ -373,11 +375,6 @@ def _oversubscription(given: object, preset: FabricPreset | None, mode: str) -> 
     if preset.rail_only:  # nothing would read it
         raise InputError(
             f"{shown}: {preset.name} is wired rail-only: it has no spine to oversubscribe",
-            param="oversubscription",
-        )
-    if mode != "nccl":  # a preset with flat collectives is refused before: kept for the rule's sake
-        raise InputError(
-            f"{shown}: the spine is priced with --collectives nccl only (the flat collectives have no tiers)",
             param="oversubscription",
         )
     text = given if isinstance(given, str) else shown

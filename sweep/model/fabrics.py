@@ -324,7 +324,8 @@ def _with_sharp(p: FabricPreset) -> FabricPreset:
 
 
 def _rail_only(p: FabricPreset) -> FabricPreset:
-    """``p``'s hosts and rails wired rail-only (Wang et al.): no spine, SHARP off."""
+    """``p``'s hosts and rails wired rail-only (Wang et al.): no spine; NCCL's CollNet off as in ``p`` (its
+    ``-sharp`` variant: on)."""
     return dataclasses.replace(
         p,
         name=p.name.replace("-superpod", "-rail-only"),
@@ -341,7 +342,8 @@ def _rail_only(p: FabricPreset) -> FabricPreset:
     )
 
 
-FABRICS[_rail_only(FABRICS["dgx-h100-superpod"]).name] = _rail_only(FABRICS["dgx-h100-superpod"])
+_RAIL_ONLY = _rail_only(FABRICS["dgx-h100-superpod"])
+FABRICS[_RAIL_ONLY.name] = _RAIL_ONLY
 FABRICS.update({v.name: v for v in [_with_sharp(p) for p in FABRICS.values() if p.sharp]})
 FABRICS_HELP = ", ".join(FABRICS)
 
