@@ -199,3 +199,12 @@ def test_without_a_layout_option_the_layout_is_the_plans_best(monkeypatch):
     assert grid.fingerprint() == plan_grid.fingerprint() and grid.inner_size > 1000
     row = r.stdout.strip().splitlines()[2]
     assert row.split()[:2] == ["tp8xpp4xdp32", "mb1"] and row.split()[2] == "z1"
+
+
+def test_a_setting_that_does_not_change_the_step_says_so():
+    # A spine no group of the layout crosses: met at the range's weakest end because nothing uses it, said as such
+    # rather than as a value that was met.
+    met = layout_need.Answer(float("nan"), layout_need.AT_LIMIT)
+    unused = layout_need.Answer(float("nan"), layout_need.AT_LIMIT, matters=False)
+    assert layout_need.answer_text(met, "oversubscription").startswith("any (met at ")
+    assert layout_need.answer_text(unused, "oversubscription") == "any (does not change this step)"

@@ -125,21 +125,19 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
     cells = [dict(zip(OUTER_COLUMNS, (float(v) for v in outer[o]))) for o in range(grid.outer_size)]
     inners = [dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked]
     flat = COLLECTIVES_MODES.index("flat")
+    columns, inner_columns = _stack(cells), _stack(inners)
     if grid.collectives_code == flat:  # the step as given and on the ideal network in one call
         n = len(cells)
         both = evaluate_columns(
-            {
-                k: np.concatenate([v, w])
-                for (k, v), w in zip(_stack(cells).items(), _ideal(_stack(cells)).values())
-            },
-            {k: np.concatenate([v, v]) for k, v in _stack(inners).items()},
+            {k: np.concatenate([v, w]) for (k, v), w in zip(columns.items(), _ideal(columns).values())},
+            {k: np.concatenate([v, v]) for k, v in inner_columns.items()},
             flat,
         )
         given = {k: v[:n] for k, v in both.items()}
         ideal = {k: v[n:] for k, v in both.items()}
     else:
-        given = evaluate_columns(_stack(cells), _stack(inners), grid.collectives_code)
-        ideal = evaluate_columns(_ideal(_stack(cells)), _stack(inners), flat)
+        given = evaluate_columns(columns, inner_columns, grid.collectives_code)
+        ideal = evaluate_columns(_ideal(columns), inner_columns, flat)
     out = []
     for o, (cell, inner) in enumerate(zip(cells, inners)):
         where = setting_text(grid, o, "{d} {v}", ", ")
@@ -372,6 +370,8 @@ def answer_text(a: Answer | None, axis: str) -> str:
     if a.status == UNREACHABLE:
         return f"unreachable (> {high:g}{unit})" if growing else f"unreachable (even at {low:g}{unit})"
     if a.status == AT_LIMIT:
+        if not a.matters:  # the step is the same at both ends of the range: nothing of this layout uses it
+            return "any (does not change this step)"
         return f"any (met at {low:g}{unit})" if growing else f"any (met at {high:g}{unit})"
     if axis == "nics_per_node":
         return f"{a.value:g}"
