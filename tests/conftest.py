@@ -1,5 +1,6 @@
 """Shared fixtures: the paper's measured logs in ../shared/paper-data (optional); the tests' XLA flags."""
 
+import functools
 import os
 
 # The tests compile a few hundred kernels and run each on a few thousand configurations: there XLA's
@@ -34,6 +35,20 @@ def compile_cache_in_a_temporary_directory(tmp_path_factory):
     shared = (root.parent if root.name.startswith("popen-gw") else root) / "jax-cache"
     os.environ["NETSWEEP_CACHE_DIR"] = str(shared)
     compile_cache.enable()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def cli_command_built_once():
+    """Typer's test runner builds the click command from the app on every call, and each option's Pydantic
+    coercion again on its first use in that command (about 0.1 s per call; 70 of the run's CPU seconds, py-spy
+    2026-12-03). The suite's few hundred calls share one command per process, as one ``sweep`` process has one:
+    click keeps no state between calls but each option's coercion, which is the same for every call."""
+    import typer.main
+    import typer.testing
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(typer.testing, "_get_command", functools.cache(typer.main.get_command))
+        yield
 
 
 @pytest.fixture(autouse=True, scope="session")
