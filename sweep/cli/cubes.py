@@ -56,7 +56,7 @@ def damaged_file(path: Path) -> Any:
                 fail(f"{path}: damaged (HDF5 cannot read it: {why})", code=1)
             raise
         except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
-            readers = ("h5py", "h5netcdf", "xarray")
+            readers = ("h5py", "h5netcdf", "xarray", "h5store")
             if not any(
                 name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers
             ):

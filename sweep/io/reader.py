@@ -15,6 +15,7 @@ from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
 from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import number, parse_names, parse_values
+from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
@@ -29,7 +30,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     if not path.is_file():
         raise InputError(f"{path}: {'no such cube' if not path.exists() else not_a_file(path, 'cube')}")
     try:
-        ds = xr.open_dataset(path, engine="h5netcdf", phony_dims="sort")
+        ds = h5store.open_dataset(path)
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
