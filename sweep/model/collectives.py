@@ -127,7 +127,11 @@ def expected_max_normal(n: npt.ArrayLike) -> np.ndarray:
     n = np.atleast_1d(np.asarray(n, np.float64))
     out = np.empty(n.shape)
     for i, m in enumerate(n.ravel()):
-        density = np.exp(np.log(m) + log_phi + (m - 1.0) * log_cdf)
+        log_density = np.log(m) + log_phi + (m - 1.0) * log_cdf
+        # exp is the cost (a layout sweep's table of 481 N took 0.3 s); below -745.2 it is exactly 0 in float64
+        nonzero = log_density > -745.2
+        density = np.zeros_like(x)
+        density[nonzero] = np.exp(log_density[nonzero])
         out.flat[i] = np.trapezoid(x * density, x)
     return np.where(n > 1, out, 0.0)
 
