@@ -23,7 +23,7 @@ from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
 from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
-from netsweep_jax.sweep.engine.reductions import DevicePlan, device_reduce
+from netsweep_jax.sweep.engine.reductions import DevicePlan
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
 if METRICS != tuple(VARIABLES) or Config._fields != INNER:
@@ -82,7 +82,7 @@ def stored(value: jax.Array, *, store: str) -> jax.Array:
 
 def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False) -> Metrics:
     """Each output [kb_width, ci_width] reduced on the device as ``reduce`` says: ``name`` and, for max and min,
-    ``name@index`` (:func:`sweep.engine.reductions.device_reduce`). ``skip_nan``: a NaN (a layout that cannot
+    ``name@index`` (:func:`device_reduce`). ``skip_nan``: a NaN (a layout that cannot
     exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN). Each output is
     its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
@@ -91,6 +91,24 @@ def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False)
         if index is not None:
             reduced[f"{name}@index"] = index
     return reduced
+
+
+def device_reduce(
+    values: jax.Array, axes: tuple[int, ...], family: str
+) -> tuple[jax.Array, jax.Array | None]:
+    """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
+
+    ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
+    """
+    if not axes:
+        return values, None
+    keep = [a for a in range(values.ndim) if a not in axes]
+    moved = jnp.transpose(values, keep + list(axes))
+    flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
+    if family == "mean":
+        return jnp.mean(flat, axis=-1), None
+    index = jnp.argmax(flat, axis=-1) if family == "max" else jnp.argmin(flat, axis=-1)
+    return jnp.take_along_axis(flat, index[..., None], axis=-1)[..., 0], index.astype(jnp.int32)
 
 
 @functools.partial(jax.jit, static_argnames=("reduce", "skip_nan"))

@@ -24,8 +24,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
@@ -137,24 +135,6 @@ def device_plan(plan: BlockPlan, reduction: Reduction) -> DevicePlan:
     shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
     axes = tuple(1 + after.index(d) for d in in_block(plan, reduction))
     return (plan.kb, plan.ci), shape, axes, reduction.family
-
-
-def device_reduce(
-    values: jax.Array, axes: tuple[int, ...], family: str
-) -> tuple[jax.Array, jax.Array | None]:
-    """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
-
-    ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
-    """
-    if not axes:
-        return values, None
-    keep = [a for a in range(values.ndim) if a not in axes]
-    moved = jnp.transpose(values, keep + list(axes))
-    flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
-    if family == "mean":
-        return jnp.mean(flat, axis=-1), None
-    index = jnp.argmax(flat, axis=-1) if family == "max" else jnp.argmin(flat, axis=-1)
-    return jnp.take_along_axis(flat, index[..., None], axis=-1)[..., 0], index.astype(jnp.int32)
 
 
 class Accumulator:

@@ -41,7 +41,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
@@ -51,11 +51,13 @@ import xarray as xr
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
-from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
 from netsweep_jax.sweep.io.paths import exists, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
+
+if TYPE_CHECKING:  # a type only: reading a cube (show, select, plot) does not start JAX
+    from netsweep_jax.sweep.engine.dispatch import AnyGrid
 
 FORMAT = "netsweep-cube-1"
 
@@ -169,14 +171,14 @@ def storage_chunks(plan: BlockPlan) -> tuple[int, ...] | None:
     return plan.chunk_shape if len(plan.shape) in CHUNKED_RANKS else None
 
 
-def estimated_bytes(grid: AnyGrid) -> int:
+def estimated_bytes(grid: "AnyGrid") -> int:
     """Bytes the cube's data variables take on disk (uncompressed; an integer code as int32)."""
     item = np.dtype(grid.store_dtype).itemsize
     return grid.size * sum(4 if name in grid.family.integer else item for name in grid.variables)
 
 
 def create(
-    path: str | Path, grid: AnyGrid, plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
+    path: str | Path, grid: "AnyGrid", plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
 ) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
@@ -275,7 +277,7 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
         )
 
 
-def open_for_resume(path: str | Path, grid: AnyGrid, plan: BlockPlan) -> h5py.File:
+def open_for_resume(path: str | Path, grid: "AnyGrid", plan: BlockPlan) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
