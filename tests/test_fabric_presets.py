@@ -19,6 +19,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
 from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
+from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.fabrics import FABRICS, FabricPreset, fabric_preset, tier, traffic_tiers
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
@@ -294,9 +295,7 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     assert cubes == [
         f"p-fabric{f}-oversubscription{o}.h5" for f in ("dgx-h100-superpod", "gb200-nvl72") for o in (1, 4)
     ]
-    import xarray as xr
-
-    with xr.open_dataset(tmp_path / cubes[3], engine="h5netcdf") as ds:
+    with open_cube(tmp_path / cubes[3]) as ds:
         assert ds.attrs["oversubscription"] == 4.0 and ds.attrs["fabric"] == "gb200-nvl72"
     for extra, message in (
         (["--fabric", "aws-p5,,dgx-h100-superpod"], "--fabric 'aws-p5,,dgx-h100-superpod': an empty value"),

@@ -18,6 +18,7 @@ from helpers import blocks_done, invoke, signalled_after, two_processes
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
+from netsweep_jax.sweep.io.reader import open_cube
 
 # 24 layouts x 6 settings, one setting per block: 6 blocks.
 LAYOUT_GRID = [
@@ -125,18 +126,14 @@ PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256",
 
 @pytest.fixture(scope="module")
 def one_plan(tmp_path_factory):
-    import xarray as xr
-
     out = tmp_path_factory.mktemp("plan") / "one.h5"
     assert invoke(*PLAN, "--out", out).exit_code == 0
-    with xr.open_dataset(out, engine="h5netcdf") as ds:
+    with open_cube(out) as ds:
         return ds.load()
 
 
 def assert_same_plan(path, one_plan):
-    import xarray as xr
-
-    with xr.open_dataset(path, engine="h5netcdf") as ds:
+    with open_cube(path) as ds:
         for name in one_plan.data_vars:
             np.testing.assert_array_equal(ds[name].values, one_plan[name].values, err_msg=name)
         return dict(ds.attrs)

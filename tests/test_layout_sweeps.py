@@ -513,8 +513,6 @@ def test_a_file_that_appears_at_out_while_computing_is_kept(tmp_path, monkeypatc
 def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtypes(tmp_path):
     # #27: a step's FLOP count at the largest shape (1e39) overflowed float32: mfu NaN, TFLOP/s inf. The grid
     # runs in float32; the same runs through the float64 rows path (validation's compiled shape) check it.
-    import xarray as xr
-
     from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
     from netsweep_jax.sweep.model.llms import MAX_SIZE
 
@@ -525,7 +523,7 @@ def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtype
     constants = ["--efficiency", "0.6", "--util", "1", "--memory-efficiency", "1"]  # the rows' below
     r = invoke("grid", "--arch", arch, *layout, "--tp", "1", "--pp", "1", *constants, "--out", out)
     assert r.exit_code == 0, r.output
-    with xr.open_dataset(out, engine="h5netcdf") as ds:
+    with open_cube(out) as ds:
         f32 = {str(k): ds[k].values.astype(np.float64).ravel() for k in ds.data_vars}
     runs = [
         LayoutRow(
@@ -543,13 +541,11 @@ def test_the_largest_accepted_model_and_layout_give_finite_results_in_both_dtype
 
 def test_a_measured_bus_bandwidth_is_the_utilization_it_implies(tmp_path):
     # #27: nccl-tests' busbw enters directly: 9 GB/s over 100 Gbit/s links is utilization 0.72.
-    import xarray as xr
-
     def cube(*args):
         out = tmp_path / f"{len(list(tmp_path.iterdir()))}.h5"
         r = invoke("grid", *args, "--out", out)
         assert r.exit_code == 0, r.output
-        with xr.open_dataset(out, engine="h5netcdf") as ds:
+        with open_cube(out) as ds:
             return r.output, {str(k): ds[k].values for k in ds.data_vars}
 
     said, by_busbw = cube("--model", "resnet50", "--bw", "100", "--nodes", "2,8", "--busbw", "9")
