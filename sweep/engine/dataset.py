@@ -1,10 +1,12 @@
 """Results as ``xarray`` objects: coordinates with their units, shared by every in-memory result."""
 
 from collections.abc import Collection, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy.typing as npt
-import xarray as xr
+
+if TYPE_CHECKING:  # a type only: xarray (0.5-0.8 s to load) is loaded where a Dataset is built
+    import xarray as xr
 
 from netsweep_jax.sweep.core.families import Family
 
@@ -18,7 +20,9 @@ class Coordinated(Protocol):
     def coords(self) -> Mapping[str, npt.NDArray[Any]]: ...
 
 
-def coordinates(grid: Coordinated, drop: Collection[str] = ()) -> dict[str, xr.Variable]:
+def coordinates(grid: Coordinated, drop: Collection[str] = ()) -> "dict[str, xr.Variable]":
     """xarray coordinate variables of ``grid``'s dims (except ``drop``), with units."""
+    import xarray as xr
+
     attrs = grid.family.coordinate_attrs
     return {d: xr.Variable(d, v, attrs(d)) for d, v in grid.coords().items() if d not in drop}

@@ -22,16 +22,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
+
+if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Dataset (a reduced result's)
+    import xarray as xr
 
 DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
 """(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
@@ -252,6 +254,8 @@ class ReducedRun:
 
     def dataset(self) -> xr.Dataset:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
+        import xarray as xr  # here: 0.5-0.8 s to load, which a sweep written block by block never needs
+
         outside = math.prod(self.plan.sizes[d] for d in self.r.dims if d not in self.inside)
         coords = self.grid.coords()
         data = {}

@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 import numpy.typing as npt
-import xarray as xr
 
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import family_of
@@ -56,14 +55,16 @@ from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole,
 from netsweep_jax.sweep.io.paths import exists, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
-if TYPE_CHECKING:  # a type only: reading a cube (show, select, plot) does not start JAX
+if TYPE_CHECKING:  # types only: reading a cube does not start JAX, writing a sweep's does not load xarray
+    import xarray as xr
+
     from netsweep_jax.sweep.engine.dispatch import AnyGrid
 
 FORMAT = "netsweep-cube-1"
 
 
 def write_dataset(
-    ds: xr.Dataset,
+    ds: "xr.Dataset",
     out: str | Path,
     *,
     command: str,
@@ -101,7 +102,7 @@ def _h5_data(values: npt.ArrayLike) -> tuple[np.ndarray, dict[str, str]]:
     return a, {}
 
 
-def write_netcdf4(ds: xr.Dataset, path: str | Path) -> None:
+def write_netcdf4(ds: "xr.Dataset", path: str | Path) -> None:
     """``ds`` as a netCDF-4 file through h5py, as :func:`create` lays out a sweep's cube: one dimension scale
     per dim (its coordinate, or a netCDF "phony" scale where the dim has none), each variable with its
     attributes and its dims' scales attached, non-index coordinates named in each variable's
@@ -120,7 +121,7 @@ def write_netcdf4(ds: xr.Dataset, path: str | Path) -> None:
         out.write(image.getbuffer())
 
 
-def _write_netcdf4(ds: xr.Dataset, f: h5py.File) -> None:
+def _write_netcdf4(ds: "xr.Dataset", f: h5py.File) -> None:
     for key, value in ds.attrs.items():
         f.attrs[key] = value
     scales = {}
@@ -143,7 +144,7 @@ def _write_netcdf4(ds: xr.Dataset, f: h5py.File) -> None:
             h5var.attrs["coordinates"] = " ".join(named)
 
 
-def _write_variable(f: h5py.File, name: str, var: xr.Variable) -> h5py.Dataset:
+def _write_variable(f: h5py.File, name: str, var: "xr.Variable") -> h5py.Dataset:
     data, encoding = _h5_data(var.values)
     if data.dtype == object:
         h5var = f.create_dataset(name, data=data, dtype=h5py.string_dtype())
