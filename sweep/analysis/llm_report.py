@@ -21,6 +21,7 @@ from netsweep_jax.sweep.analysis.llm_sources import (
     same_setup_pairs,
 )
 from netsweep_jax.sweep.analysis.plot import save
+from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
 from netsweep_jax.sweep.model.compute import die
@@ -208,15 +209,30 @@ def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
         "fused_attn_f16_arbitrary_seqlen.cu:317-323); the cuDNN the tables ran is not in the code (the CI "
         "image at 00b7660 is pytorch:25.09, docker/Dockerfile.ci:15). The experts' clamped quick-GEGLU is one "
         "fused kernel, as SwiGLU's is (Megatron-LM@92c8482 "
-        "megatron/core/transformer/moe/experts.py:915-922). Neither attention kernel explains the rows: on 2026-12-03, with the "
-        "trained constants, the unfused path put every row but B300's 15-58% slow (H100 -35%), the fused one "
-        "(the model's flash) 12-72% fast; the window only removes work (counting it, the errors grow, H100 +16%, GB200 +55% and "
-        "+63%). Nor does any one attention efficiency: at 0.1 of the half-precision peak (0.5 today) the H100 "
-        "rows go 8-9% slow while MB-GB200-06 stays 17% fast and MB-GB200-05, twice the sequence and so more "
-        "attention, 11% slow. " + others + "Not modelled: nothing in the recipe's code prices a GPT-OSS cost "
+        "megatron/core/transformer/moe/experts.py:915-922). Neither attention kernel explains the rows: the fused "
+        f"one (the model's flash) puts them {_span([pred[i] / v.runs[i].value - 1 for i in rows])} (above), "
+        "the unfused path put every row but B300's 15-58% slow (H100 -35%); the window only removes work "
+        "(counting it, the errors grew, H100 +16%, GB200 +55% and +63%). Nor does any one attention efficiency: "
+        f"at 0.1 of the half-precision peak ({AXES['attention_efficiency'].default} today) the H100 rows went "
+        "8-9% slow while MB-GB200-06 stayed 17% fast and MB-GB200-05, twice the sequence and so more attention, "
+        "11% slow (the unfused path, the window and the efficiency of 0.1 were tried once, on 2026-12-03 with "
+        "the model and trained constants of commit 527a06b, and are not recomputed here). "
+        + others
+        + "Not modelled: nothing in the recipe's code prices a GPT-OSS cost "
         "that grows on Blackwell and not on the H100; B200, B300 and GB300 also have no dense training row "
         "(their efficiency is the default 0.6)."
     ]
+
+
+def _span(errors: Sequence[float]) -> str:
+    """Signed relative errors (predicted / measured - 1) as one range: ``12-72% fast`` (predicted faster),
+    ``15-58% slow``, or ``-5% to +12%`` where they straddle zero."""
+    lo, hi = min(errors), max(errors)
+    if lo > 0:
+        return f"{lo * 100:.0f}-{hi * 100:.0f}% fast"
+    if hi < 0:
+        return f"{-hi * 100:.0f}-{-lo * 100:.0f}% slow"
+    return f"{lo:+.0%} to {hi:+.0%}"
 
 
 def tokens_per_gpu(v: Validation, i: int) -> float:
