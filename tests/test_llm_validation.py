@@ -14,7 +14,7 @@ from netsweep_jax.sweep.analysis import llm_fit as F
 from netsweep_jax.sweep.analysis import llm_sources
 from netsweep_jax.sweep.analysis import llm_validation as V
 from netsweep_jax.sweep.analysis.llm_predict import megatron_causal_flops, predict, source_flops
-from netsweep_jax.sweep.analysis.llm_report import FILES, tokens_per_gpu
+from netsweep_jax.sweep.analysis.llm_report import FILES, _span, tokens_per_gpu
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, cross_stack_pairs, same_setup_pairs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layout_rows import evaluate_rows
@@ -86,6 +86,22 @@ def test_findings_are_checked_against_the_numbers(regenerated):
         r["id"] for r in rows.values() if float(r["memory_free_gb"]) < 0
     ]
     assert "Memory: every one of the" in text
+
+
+def test_the_gpt_oss_finding_gives_the_models_own_errors(validation):
+    # The fused attention's range is the trained model's errors on the GPT-OSS rows, recomputed with the model;
+    # the other kernel's and the window's numbers are dated (measured once at a commit).
+    out, v = validation
+    e = [v.errors("trained")[i] for i, r in enumerate(v.runs) if r.model == "gpt-oss-120b"]
+    text = (out / "REPORT.md").read_text()
+    assert len(e) == 9 and min(e) > 0
+    assert f"puts them {min(e):.0%}-{max(e):.0%} fast (above)".replace("%-", "-") in text
+    assert "on 2026-12-03 with the model and trained constants of commit 527a06b" in text
+    assert [_span(x) for x in ([0.125, 0.72], [-0.58, -0.15], [-0.05, 0.12])] == [
+        "12-72% fast",
+        "15-58% slow",
+        "-5% to +12%",
+    ]
 
 
 def test_every_row_keeps_its_source_and_the_published_numbers():

@@ -22,6 +22,9 @@ from netsweep_jax.sweep.core.wording import counted
 if TYPE_CHECKING:
     import xarray as xr
 
+    from netsweep_jax.sweep.io.paths import Claim
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
 Say = Callable[[str], None]
 
 # Every option a layout sweep takes: its own, the data-parallel network axes it shares (the GPU's system where
@@ -100,9 +103,7 @@ def layout_grid_from(
     (``sweep plan``) the layout options not given are searched over :func:`~sweep.analysis.planning.search_space`.
     A ``launch`` file's settings are taken into ``settings`` first. ``kept``: what a cube keeps (``variables``,
     ``store``, ``reduce``: :func:`~sweep.engine.layout_validation.make_layout_grid`'s)."""
-    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
     from netsweep_jax.sweep.engine.layouts import make_layout_grid
-    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
 
     if settings.get("launch") is not None:
         take_launch(settings, given, say)
@@ -115,55 +116,15 @@ def layout_grid_from(
         kwargs[name] = settings.get(name) if name in given else None
     if settings.get("nodes") is not None and "nodes" in given:
         kwargs["gpus"] = gpus_from_nodes(settings["nodes"], kwargs, settings.get("gpu"))
-    space: dict[str, str] = {}
-    text = {name: settings.get(name) for name in ("schedule", "recompute")}
-    if settings.get("virtual_stages") is not None:
-        text["schedule"] = schedule_of_virtual_stages(settings["virtual_stages"], text["schedule"])
-    if search:
-        models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
-        if settings.get("arch"):
-            models += (parse_arch(settings["arch"]),)
-        space = search_space(models) if models else {}
-        text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
-        if settings.get("stack") is not None:  # the stack's settings are its defaults, not searched
-            space = {name: values for name, values in space.items() if name not in STACK_SET}
-            text["recompute"] = settings.get("recompute")
+    space, text = searched(settings, model, search)
 
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
 
-    collectives = settings.get("collectives")
-    nccl = str(collectives or "").strip().lower() == "nccl" or (
-        collectives is None and settings.get("fabric") is not None  # a fabric implies NCCL's collectives
-    )
-    if "collective" in given and nccl:
-        raise InputError(  # the flat model's algorithm would change nothing: refused, never ignored
-            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl "
-            f"{'(which --fabric implies) ' if collectives is None else ''}each collective runs NCCL's own "
-            "choice by size",
-            param="collective",
-        )
+    refuse_flat_collective(settings, given)
     gpu = "h100"  # --gpu's default, or the fabric preset's GPU
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
-        from netsweep_jax.sweep.io.fabric_file import read_fabric
-        from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, fabric_preset, is_preset
-
-        name = str(settings["fabric"])
-        if not name.strip():  # an empty path would be the working directory
-            raise InputError(
-                f"{name!r}: not a fabric; give a preset ({FABRICS_HELP}) or a fabric file",
-                param="fabric",
-            )
-        if len(fabric_values(name)) > 1:  # a list: one plan each, which only the command sweep plan makes
-            raise InputError(
-                f"{name}: give one fabric here (a layout cube holds one); the command sweep plan plans each "
-                "value of a list",
-                param="fabric",
-            )
-        # Neither a preset nor a file: refused naming the presets (a file's own errors name the file).
-        kwargs["fabric"] = (
-            fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
-        )
+        kwargs["fabric"] = one_fabric(str(settings["fabric"]))
         gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
     kwargs["oversubscription"] = settings.get("oversubscription")
     grid = make_layout_grid(
@@ -183,6 +144,69 @@ def layout_grid_from(
     if not search:
         grid.spine()  # a grid evaluates one oversubscription: a list refused before any work
     return grid
+
+
+def searched(
+    settings: Mapping[str, Any], model: str | None, search: bool
+) -> tuple[dict[str, str], dict[str, str | None]]:
+    """What a layout grid searches and its text options: (``space``, each layout option searched to its values,
+    empty without ``search``; ``text``, ``schedule`` and ``recompute`` as given, with
+    ``--virtual-pipeline-model-parallel-size`` as schedules, and with ``search`` each not given searched but
+    for a ``--stack``'s recompute, its own)."""
+    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
+    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
+
+    space: dict[str, str] = {}
+    text = {name: settings.get(name) for name in ("schedule", "recompute")}
+    if settings.get("virtual_stages") is not None:
+        text["schedule"] = schedule_of_virtual_stages(settings["virtual_stages"], text["schedule"])
+    if search:
+        models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
+        if settings.get("arch"):
+            models += (parse_arch(settings["arch"]),)
+        space = search_space(models) if models else {}
+        text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
+        if settings.get("stack") is not None:  # the stack's settings are its defaults, not searched
+            space = {name: values for name, values in space.items() if name not in STACK_SET}
+            text["recompute"] = settings.get("recompute")
+    return space, text
+
+
+def refuse_flat_collective(settings: Mapping[str, Any], given: Collection[str]) -> None:
+    """Refuse --collective (the flat collectives' algorithm) given with NCCL's collectives (--collectives nccl, or
+    a --fabric, which implies them): it would change nothing, so it is refused, never ignored."""
+    collectives = settings.get("collectives")
+    nccl = str(collectives or "").strip().lower() == "nccl" or (
+        collectives is None and settings.get("fabric") is not None  # a fabric implies NCCL's collectives
+    )
+    if "collective" in given and nccl:
+        raise InputError(
+            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl "
+            f"{'(which --fabric implies) ' if collectives is None else ''}each collective runs NCCL's own "
+            "choice by size",
+            param="collective",
+        )
+
+
+def one_fabric(name: str) -> Any:
+    """--fabric's one value for a layout grid: a preset (any case) or a fabric file; an empty value or a list
+    refused."""
+    from netsweep_jax.sweep.io.fabric_file import read_fabric
+    from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, fabric_preset, is_preset
+
+    if not name.strip():  # an empty path would be the working directory
+        raise InputError(
+            f"{name!r}: not a fabric; give a preset ({FABRICS_HELP}) or a fabric file",
+            param="fabric",
+        )
+    if len(fabric_values(name)) > 1:  # a list: one plan each, which only the command sweep plan makes
+        raise InputError(
+            f"{name}: give one fabric here (a layout cube holds one); the command sweep plan plans each "
+            "value of a list",
+            param="fabric",
+        )
+    # Neither a preset nor a file: refused naming the presets (a file's own errors name the file).
+    return fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
 
 
 def fabric_values(text: str) -> tuple[str, ...]:
@@ -331,9 +355,7 @@ def write_plan(
     blocks into its shard (:func:`plan_share`); process 0 then waits for every shard (at most
     ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
     Another process returns (None, its shard)."""
-    from netsweep_jax.sweep.analysis.planning import check_size, plan, searches
-    from netsweep_jax.sweep.core import interrupts
-    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.analysis.planning import check_size
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
     from netsweep_jax.sweep.io.paths import Claim, partial_path
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
@@ -363,14 +385,7 @@ def write_plan(
     try:
         say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
         try:
-            with interrupts.deferred():
-                if progress_bar is None:
-                    ds = plan(grid, keep=keep, checkpoint=checkpoint)
-                else:
-                    # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
-                    total = len(searches(grid)) * grid.inner_size * grid.outer_size
-                    with progress_bar(total, 0) as advance:
-                        ds = plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
+            ds = search_plan(grid, keep, checkpoint, progress_bar)
         except InputError:
             claim.remove()  # refused (no feasible layout): nothing of this plan is kept
             if made is not None and made.is_dir() and not any(made.iterdir()):
@@ -380,21 +395,58 @@ def write_plan(
             if partial.exists():
                 setattr(e, KEPT, partial)
             raise
-        try:
-            # Deferred as a sweep's finish is: a signal from here on stops nothing; it is said once the plan is
-            # printed, with the cube in place (it was raised after the rename, said as nothing kept).
-            with interrupts.deferred():
-                write_dataset(ds, target, command=command, overwrite=force, kept=partial)
-                claim.remove()
-        except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
-            checkpoint.save()
-            raise
-        except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
-            claim.remove_if_empty()
-            raise
+        write_plan_cube(
+            ds, target, command=command, force=force, partial=partial, claim=claim, checkpoint=checkpoint
+        )
     finally:
         claim.release()
     return ds, target
+
+
+def search_plan(
+    grid: Any, keep: int, checkpoint: "PlanCheckpoint", progress_bar: Callable[[int, int], Any] | None
+) -> "xr.Dataset":
+    """The plan's searches (:func:`~sweep.analysis.planning.plan`), SIGINT and SIGTERM deferred to a block
+    boundary, with a progress bar over every search's layouts where ``progress_bar`` is given."""
+    from netsweep_jax.sweep.analysis.planning import plan, searches
+    from netsweep_jax.sweep.core import interrupts
+
+    with interrupts.deferred():
+        if progress_bar is None:
+            return plan(grid, keep=keep, checkpoint=checkpoint)
+        # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
+        total = len(searches(grid)) * grid.inner_size * grid.outer_size
+        with progress_bar(total, 0) as advance:
+            return plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
+
+
+def write_plan_cube(
+    ds: "xr.Dataset",
+    target: Path,
+    *,
+    command: str,
+    force: bool,
+    partial: Path,
+    claim: "Claim",
+    checkpoint: "PlanCheckpoint",
+) -> None:
+    """A searched plan's cube written at ``target``, replacing ``partial`` (``OUT.partial``), whose ``claim`` goes
+    with it; where the cube is refused, the checkpoint is kept for ``--resume``."""
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.cube import write_dataset
+
+    try:
+        # Deferred as a sweep's finish is: a signal from here on stops nothing; it is said once the plan is
+        # printed, with the cube in place (it was raised after the rename, said as nothing kept).
+        with interrupts.deferred():
+            write_dataset(ds, target, command=command, overwrite=force, kept=partial)
+            claim.remove()
+    except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
+        checkpoint.save()
+        raise
+    except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
+        claim.remove_if_empty()
+        raise
 
 
 def write_plans(

@@ -34,10 +34,10 @@ import numpy as np
 from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.analysis.need import shown_value
-from netsweep_jax.sweep.analysis.planning import IDEAL_NETWORK, layout_name, setting_text
+from netsweep_jax.sweep.analysis.planning import ideal_settings, layout_name, setting_text
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import AXES, COLLECTIVES_MODES
+from netsweep_jax.sweep.core.layout_axes import COLLECTIVES_MODES
 from netsweep_jax.sweep.engine.compiled import INNER_COLUMNS, OUTER_COLUMNS
 from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, evaluate_columns
@@ -126,10 +126,11 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
     inners = [dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked]
     flat = COLLECTIVES_MODES.index("flat")
     columns, inner_columns = _stack(cells), _stack(inners)
+    ideal_columns = ideal_settings(columns, si=True)  # priced flat, as planning.ideal_network
     if grid.collectives_code == flat:  # the step as given and on the ideal network in one call
         n = len(cells)
         both = evaluate_columns(
-            {k: np.concatenate([v, w]) for (k, v), w in zip(columns.items(), _ideal(columns).values())},
+            {k: np.concatenate([v, w]) for (k, v), w in zip(columns.items(), ideal_columns.values())},
             {k: np.concatenate([v, v]) for k, v in inner_columns.items()},
             flat,
         )
@@ -137,7 +138,7 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
         ideal = {k: v[n:] for k, v in both.items()}
     else:
         given = evaluate_columns(columns, inner_columns, grid.collectives_code)
-        ideal = evaluate_columns(_ideal(columns), inner_columns, flat)
+        ideal = evaluate_columns(ideal_columns, inner_columns, flat)
     out = []
     for o, (cell, inner) in enumerate(zip(cells, inners)):
         where = setting_text(grid, o, "{d} {v}", ", ")
@@ -165,14 +166,6 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
 
 def _stack(rows: Sequence[dict[str, float]]) -> dict[str, np.ndarray]:
     return {k: np.array([r[k] for r in rows], np.float64) for k in rows[0]}
-
-
-def _ideal(cell: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Setting columns on an ideal network (planning.ideal_network's: the flat pricing is the caller's)."""
-    return {
-        **cell,
-        **{name: np.full_like(cell[name], v * AXES[name].to_si) for name, v in IDEAL_NETWORK.items()},
-    }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,6 +21,7 @@ from netsweep_jax.sweep.analysis.llm_sources import (
     same_setup_pairs,
 )
 from netsweep_jax.sweep.analysis.plot import save
+from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
 from netsweep_jax.sweep.model.compute import die
@@ -55,119 +56,154 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
     measured value there, are skipped: each finding compares measured values)."""
     ids = {r.id: i for i, r in enumerate(v.runs) if r.value is not None}
     pred = v.outputs[model]["predicted"]
-    lines = []
-    if {"SC21-T2-01", "SC21-T2-03"} <= ids.keys():
-        a, b = ids["SC21-T2-01"], ids["SC21-T2-03"]
-        measured, predicted = v.runs[b].value / v.runs[a].value, pred[b] / pred[a]  # type: ignore[operator]
-        out = v.outputs[model]
-        share = [out["dp_exposed"][i] / out["iteration_time"][i] for i in (a, b)]
-        ok = abs(predicted / measured - 1) <= 0.25
-        head = (
-            f"- **The ZeRO-3 collapse** (SC'21 Table 2, GPT-3 175B at a global batch of 1536): measured "
-            f"{v.runs[a].value:g} to {v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s, a ratio of "
-            f"{measured:.2f}; predicted {pred[a]:.0f} to {pred[b]:.0f}, a ratio of {predicted:.2f} "
-            f"({predicted / measured - 1:+.0%}: {'within' if ok else 'outside'} the 25% target). "
+    return [
+        *_zero3_collapse(v, ids, model),
+        *_tp_pp_dp_holds(v, ids, pred),
+        *_recomputation(v, ids, pred, model),
+        *_sources_repeat(v, ids),
+        *_between_sources(v, model),
+        *_deepseek_on_gb200(v, ids, pred),
+        *_qwen3_regression(v, ids, pred),
+        *_gpt_oss(v, ids, pred),
+    ]
+
+
+def _zero3_collapse(v: Validation, ids: dict[str, int], model: str) -> list[str]:
+    """SC'21's ZeRO-3 collapse from 384 to 1536 A100s: reproduced (its term), or why no term or constant can."""
+    if not {"SC21-T2-01", "SC21-T2-03"} <= ids.keys():
+        return []
+    a, b = ids["SC21-T2-01"], ids["SC21-T2-03"]
+    out = v.outputs[model]
+    pred = out["predicted"]
+    measured, predicted = v.runs[b].value / v.runs[a].value, pred[b] / pred[a]  # type: ignore[operator]
+    share = [out["dp_exposed"][i] / out["iteration_time"][i] for i in (a, b)]
+    ok = abs(predicted / measured - 1) <= 0.25
+    head = (
+        f"- **The ZeRO-3 collapse** (SC'21 Table 2, GPT-3 175B at a global batch of 1536): measured "
+        f"{v.runs[a].value:g} to {v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s, a ratio of "
+        f"{measured:.2f}; predicted {pred[a]:.0f} to {pred[b]:.0f}, a ratio of {predicted:.2f} "
+        f"({predicted / measured - 1:+.0%}: {'within' if ok else 'outside'} the 25% target). "
+    )
+    if ok:
+        return [
+            head + f"The term: ZeRO-3's exposed parameter gathers and gradient reduce-scatters "
+            f"(`dp_exposed`) grow from {share[0]:.0%} to {share[1]:.0%} of the step."
+        ]
+    run = v.runs[b]
+    step = source_flops(run) / (run.value * 1e12 * run.gpus)  # type: ignore[operator]
+    busy = out["compute"][b] + out["recompute_time"][b]
+    traffic = 3 * run.llm.parameters()["total"] * 2.0  # gather forward and backward, reduce-scatter: 2 bytes
+    line = (
+        head + f"The model does not reproduce it: `dp_exposed` is {share[0]:.0%} and {share[1]:.0%} "
+        f"of the step. A ZeRO-3 group of every GPU holds whole nodes, so each layer's gathers run "
+        f"over all eight of a node's NICs, as NCCL's rings do (exposed: DeepSpeed's ZeRO-3 of 2021 "
+        f"synchronized around each fetch; its reduce-scatters hide behind the backward). "
+        f"Measured, the 1536-GPU step took {step:.0f} s where the model's compute takes {busy:.0f} s: "
+        f"the gathers and reduce-scatters ({traffic / 1e9:,.0f} GB per GPU per step) ran at about "
+        f"{traffic / max(step - busy, 1e-9) / 1e9:.0f} GB/s, where NCCL's rings over a DGX A100's "
+        f"eight 200 Gbit/s NICs carry {8 * 200 / 8 * NIC_UTILIZATION:.0f} GB/s (at the measured "
+        f"utilization {NIC_UTILIZATION:g}): DeepSpeed's ZeRO-3 of 2021 ran its collectives far below "
+        f"NCCL's rate on that fabric, which no term pricing NCCL's collectives can say; these rows "
+        f"are reported, not reached."
+    )
+    zero3 = [
+        r.group == run.group and settings(r)[0].zero == 3 and not r.moe and r.value is not None
+        for r in v.runs
+    ]
+    worst = lowest_worst(v.runs, zero3)
+    if np.isfinite(worst):
+        line += (
+            f" Nor can a constant: over every efficiency and memory efficiency of the fit's grid (the NIC "
+            f"utilization held at {NIC_UTILIZATION:g}, as measured), the worst of the {sum(zero3)} "
+            f"ZeRO-3 rows is never under {worst:.1%}."
         )
-        if ok:
-            lines.append(
-                head + f"The term: ZeRO-3's exposed parameter gathers and gradient reduce-scatters "
-                f"(`dp_exposed`) grow from {share[0]:.0%} to {share[1]:.0%} of the step."
-            )
-        else:
-            run = v.runs[b]
-            step = source_flops(run) / (run.value * 1e12 * run.gpus)  # type: ignore[operator]
-            busy = out["compute"][b] + out["recompute_time"][b]
-            traffic = (
-                3 * run.llm.parameters()["total"] * 2.0
-            )  # gather forward and backward, reduce-scatter: 2 bytes
-            lines.append(
-                head + f"The model does not reproduce it: `dp_exposed` is {share[0]:.0%} and {share[1]:.0%} "
-                f"of the step. A ZeRO-3 group of every GPU holds whole nodes, so each layer's gathers run "
-                f"over all eight of a node's NICs, as NCCL's rings do (exposed: DeepSpeed's ZeRO-3 of 2021 "
-                f"synchronized around each fetch; its reduce-scatters hide behind the backward). "
-                f"Measured, the 1536-GPU step took {step:.0f} s where the model's compute takes {busy:.0f} s: "
-                f"the gathers and reduce-scatters ({traffic / 1e9:,.0f} GB per GPU per step) ran at about "
-                f"{traffic / max(step - busy, 1e-9) / 1e9:.0f} GB/s, where NCCL's rings over a DGX A100's "
-                f"eight 200 Gbit/s NICs carry {8 * 200 / 8 * NIC_UTILIZATION:.0f} GB/s (at the measured "
-                f"utilization {NIC_UTILIZATION:g}): DeepSpeed's ZeRO-3 of 2021 ran its collectives far below "
-                f"NCCL's rate on that fabric, which no term pricing NCCL's collectives can say; these rows "
-                f"are reported, not reached."
-            )
-            zero3 = [
-                r.group == run.group and settings(r)[0].zero == 3 and not r.moe and r.value is not None
-                for r in v.runs
-            ]
-            worst = lowest_worst(v.runs, zero3)
-            if np.isfinite(worst):
-                lines[-1] += (
-                    f" Nor can a constant: over every efficiency and memory efficiency of the fit's grid (the NIC "
-                    f"utilization held at {NIC_UTILIZATION:g}, as measured), the worst of the {sum(zero3)} "
-                    f"ZeRO-3 rows is never under {worst:.1%}."
-                )
-    if {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
-        a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
-        lines.append(
-            f"- **TP x PP x DP holds** (SC'21 Table 2, TP 8 x PP 12): measured {v.runs[a].value:g} to "
-            f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
-            f"{pred[b]:.0f} (ratio {v.runs[b].value / v.runs[a].value:.2f} measured, "  # type: ignore[operator]
-            f"{pred[b] / pred[a]:.2f} predicted): the per-layer TP traffic stays on NVLink; what crosses the "
-            f"NICs (pipeline sends, and the data-parallel gradients, all-reduced after the backward as "
-            f"Megatron-LM did in 2021) stays small."
-        )
-    if {"K23-T5-03", "K23-T5-04"} <= ids.keys():
-        a, b = ids["K23-T5-03"], ids["K23-T5-04"]
-        lines.append(
-            f"- **Full against selective recomputation** (Korthikanti Table 5, GPT-3 175B on 64 A100s): "
-            f"measured {v.runs[a].value:g} s to {v.runs[b].value:g} s per iteration (ratio "
-            f"{v.runs[b].value / v.runs[a].value:.3f}); predicted {pred[a]:.2f} s to {pred[b]:.2f} s "  # type: ignore[operator]
-            f"(ratio {pred[b] / pred[a]:.3f}): the recomputed forward ({v.terms(model, a)} with full; "
-            f"{v.terms(model, b)} with selective) and sequence parallelism's smaller TP time."
-        )
+    return [line]
+
+
+def _tp_pp_dp_holds(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
+    """SC'21's TP x PP x DP rows from 384 to 1536 A100s: what keeps the NICs' share small."""
+    if not {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
+        return []
+    a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
+    return [
+        f"- **TP x PP x DP holds** (SC'21 Table 2, TP 8 x PP 12): measured {v.runs[a].value:g} to "
+        f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
+        f"{pred[b]:.0f} (ratio {v.runs[b].value / v.runs[a].value:.2f} measured, "  # type: ignore[operator]
+        f"{pred[b] / pred[a]:.2f} predicted): the per-layer TP traffic stays on NVLink; what crosses the "
+        f"NICs (pipeline sends, and the data-parallel gradients, all-reduced after the backward as "
+        f"Megatron-LM did in 2021) stays small."
+    ]
+
+
+def _recomputation(v: Validation, ids: dict[str, int], pred: np.ndarray, model: str) -> list[str]:
+    """Korthikanti's full against selective recomputation on 64 A100s: both steps and what each waits on."""
+    if not {"K23-T5-03", "K23-T5-04"} <= ids.keys():
+        return []
+    a, b = ids["K23-T5-03"], ids["K23-T5-04"]
+    return [
+        f"- **Full against selective recomputation** (Korthikanti Table 5, GPT-3 175B on 64 A100s): "
+        f"measured {v.runs[a].value:g} s to {v.runs[b].value:g} s per iteration (ratio "
+        f"{v.runs[b].value / v.runs[a].value:.3f}); predicted {pred[a]:.2f} s to {pred[b]:.2f} s "  # type: ignore[operator]
+        f"(ratio {pred[b] / pred[a]:.3f}): the recomputed forward ({v.terms(model, a)} with full; "
+        f"{v.terms(model, b)} with selective) and sequence parallelism's smaller TP time."
+    ]
+
+
+def _sources_repeat(v: Validation, ids: dict[str, int]) -> list[str]:
+    """One model, GPU and layout published twice: how far apart the two are in tokens per second per GPU."""
     pairs = [
         ("MB-H100-02", "MLM-LLAMA-02"),
         ("MB-H100-03", "MLM-LLAMA-03"),
         ("MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"),
     ]
     same = [(ids[x], ids[y]) for x, y in pairs if {x, y} <= ids.keys()]
-    if same:
-        tokens = {i: tokens_per_gpu(v, i) for pair in same for i in pair}
-        text = "; ".join(
-            f"{v.runs[x].id} {tokens[x]:,.0f} and {v.runs[y].id} {tokens[y]:,.0f} "
-            f"({abs(tokens[y] / tokens[x] - 1):.1%} apart)"
-            for x, y in same
-        )
-        lines.append(
-            f"- **How far the sources repeat themselves**: the same model, GPU and layout, published twice, in "
-            f"tokens per second per GPU (Megatron-LM's and Megatron-Bridge's TFLOP/s count the attention core "
-            f"differently; converted by the model's FLOP count): {text}. The DeepSeek pair is one layout before "
-            f"and after software optimizations. A model that predicts one of each pair cannot be closer to the "
-            f"other than they are to each other."
-        )
-    lines += _between_sources(v, model)
-    if {"MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"} <= ids.keys():
-        a, b = ids["MLM-DSV3-GB200-01"], ids["MLM-DSV3-GB200-02"]
-        lines.append(
-            f"- **Which DeepSeek-V3 on GB200 the rules stand for**: the second, {v.runs[b].value:g} TFLOP/s "
-            f"({pred[b] / v.runs[b].value - 1:+.0%}; the first, {v.runs[a].value:g}, "
-            f"{pred[a] / v.runs[a].value - 1:+.0%}). One document publishes both, the same layout before and "
-            f"after its software work; the rules fill unstated settings from the recipes as published, the "
-            f"software the second number ran."
-        )
-    if "MB-H100-05" in ids:
-        i = ids["MB-H100-05"]
-        run = v.runs[i]
-        tokens = pred[i] * 1e12 / (3.0 * megatron_causal_flops(run))  # the prediction in tokens/s per GPU
-        lines.append(
-            f"- **Qwen3-30B-A3B on 16 H100s** (MB-H100-05, {pred[i] / run.value - 1:+.0%}): its table regressed, "
-            f"by NVIDIA's own account. The 25.11 row's 5,275 tokens/s per GPU is half the 25.09 table's "
-            f"10,494 for the model on H100 (Megatron-Bridge `docs/performance-summary-archive.md`), and "
-            f'Megatron-Bridge issue #1998 (2026-01-20) says "the perf in 25.11 is 2X slower than 25.09", '
-            f"the dropless schedule against the token-drop one, to be fixed in 26.02 (26.02.01 lists 9,058). "
-            f"The model predicts {tokens:,.0f} tokens/s per GPU; the recipe's code at the row's commit runs "
-            f"micro-batch 1 and VP 12 where the table prints 2 and 24. The row is reported, not reached."
-        )
-    lines += _gpt_oss(v, ids, pred)
-    return lines
+    if not same:
+        return []
+    tokens = {i: tokens_per_gpu(v, i) for pair in same for i in pair}
+    text = "; ".join(
+        f"{v.runs[x].id} {tokens[x]:,.0f} and {v.runs[y].id} {tokens[y]:,.0f} "
+        f"({abs(tokens[y] / tokens[x] - 1):.1%} apart)"
+        for x, y in same
+    )
+    return [
+        f"- **How far the sources repeat themselves**: the same model, GPU and layout, published twice, in "
+        f"tokens per second per GPU (Megatron-LM's and Megatron-Bridge's TFLOP/s count the attention core "
+        f"differently; converted by the model's FLOP count): {text}. The DeepSeek pair is one layout before "
+        f"and after software optimizations. A model that predicts one of each pair cannot be closer to the "
+        f"other than they are to each other."
+    ]
+
+
+def _deepseek_on_gb200(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
+    """Which of the two DeepSeek-V3 GB200 numbers (before and after the software work) the rules stand for."""
+    if not {"MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"} <= ids.keys():
+        return []
+    a, b = ids["MLM-DSV3-GB200-01"], ids["MLM-DSV3-GB200-02"]
+    return [
+        f"- **Which DeepSeek-V3 on GB200 the rules stand for**: the second, {v.runs[b].value:g} TFLOP/s "
+        f"({pred[b] / v.runs[b].value - 1:+.0%}; the first, {v.runs[a].value:g}, "
+        f"{pred[a] / v.runs[a].value - 1:+.0%}). One document publishes both, the same layout before and "
+        f"after its software work; the rules fill unstated settings from the recipes as published, the "
+        f"software the second number ran."
+    ]
+
+
+def _qwen3_regression(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
+    """Qwen3-30B-A3B on 16 H100s: the 25.11 table's regression, by NVIDIA's account, and the recipe's code."""
+    if "MB-H100-05" not in ids:
+        return []
+    i = ids["MB-H100-05"]
+    run = v.runs[i]
+    tokens = pred[i] * 1e12 / (3.0 * megatron_causal_flops(run))  # the prediction in tokens/s per GPU
+    return [
+        f"- **Qwen3-30B-A3B on 16 H100s** (MB-H100-05, {pred[i] / run.value - 1:+.0%}): its table regressed, "
+        f"by NVIDIA's own account. The 25.11 row's 5,275 tokens/s per GPU is half the 25.09 table's "
+        f"10,494 for the model on H100 (Megatron-Bridge `docs/performance-summary-archive.md`), and "
+        f'Megatron-Bridge issue #1998 (2026-01-20) says "the perf in 25.11 is 2X slower than 25.09", '
+        f"the dropless schedule against the token-drop one, to be fixed in 26.02 (26.02.01 lists 9,058). "
+        f"The model predicts {tokens:,.0f} tokens/s per GPU; the recipe's code at the row's commit runs "
+        f"micro-batch 1 and VP 12 where the table prints 2 and 24. The row is reported, not reached."
+    ]
 
 
 def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
@@ -208,15 +244,30 @@ def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
         "fused_attn_f16_arbitrary_seqlen.cu:317-323); the cuDNN the tables ran is not in the code (the CI "
         "image at 00b7660 is pytorch:25.09, docker/Dockerfile.ci:15). The experts' clamped quick-GEGLU is one "
         "fused kernel, as SwiGLU's is (Megatron-LM@92c8482 "
-        "megatron/core/transformer/moe/experts.py:915-922). Neither attention kernel explains the rows: on 2026-12-03, with the "
-        "trained constants, the unfused path put every row but B300's 15-58% slow (H100 -35%), the fused one "
-        "(the model's flash) 12-72% fast; the window only removes work (counting it, the errors grow, H100 +16%, GB200 +55% and "
-        "+63%). Nor does any one attention efficiency: at 0.1 of the half-precision peak (0.5 today) the H100 "
-        "rows go 8-9% slow while MB-GB200-06 stays 17% fast and MB-GB200-05, twice the sequence and so more "
-        "attention, 11% slow. " + others + "Not modelled: nothing in the recipe's code prices a GPT-OSS cost "
+        "megatron/core/transformer/moe/experts.py:915-922). Neither attention kernel explains the rows: the fused "
+        f"one (the model's flash) puts them {_span([pred[i] / v.runs[i].value - 1 for i in rows])} (above), "
+        "the unfused path put every row but B300's 15-58% slow (H100 -35%); the window only removes work "
+        "(counting it, the errors grew, H100 +16%, GB200 +55% and +63%). Nor does any one attention efficiency: "
+        f"at 0.1 of the half-precision peak ({AXES['attention_efficiency'].default} today) the H100 rows went "
+        "8-9% slow while MB-GB200-06 stayed 17% fast and MB-GB200-05, twice the sequence and so more attention, "
+        "11% slow (the unfused path, the window and the efficiency of 0.1 were tried once, on 2026-12-03 with "
+        "the model and trained constants of commit 527a06b, and are not recomputed here). "
+        + others
+        + "Not modelled: nothing in the recipe's code prices a GPT-OSS cost "
         "that grows on Blackwell and not on the H100; B200, B300 and GB300 also have no dense training row "
         "(their efficiency is the default 0.6)."
     ]
+
+
+def _span(errors: Sequence[float]) -> str:
+    """Signed relative errors (predicted / measured - 1) as one range: ``12-72% fast`` (predicted faster),
+    ``15-58% slow``, or ``-5% to +12%`` where they straddle zero."""
+    lo, hi = min(errors), max(errors)
+    if lo > 0:
+        return f"{lo * 100:.0f}-{hi * 100:.0f}% fast"
+    if hi < 0:
+        return f"{-hi * 100:.0f}-{-lo * 100:.0f}% slow"
+    return f"{lo:+.0%} to {hi:+.0%}"
 
 
 def tokens_per_gpu(v: Validation, i: int) -> float:
@@ -306,11 +357,23 @@ def _between_sources(v: Validation, model: str) -> list[str]:
 
 
 def report(v: Validation, command: str = "sweep validate --llm") -> str:
-    """REPORT.md text."""
+    """REPORT.md text: the protocol and the three models, the errors, the findings, every row, the worst rows."""
+    lines = [
+        *_introduction(v, command),
+        *_errors(v),
+        "## Findings",
+        "",
+        *(findings(v) or ["- (none of the published findings' rows are in this file)"]),
+        *_row_by_row(v),
+        *_worst_held_out(v),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _introduction(v: Validation, command: str) -> list[str]:
+    """The title; what ran, what was fitted on what and when the protocol changed; the plot; the three models."""
     shipped = Path(v.path).resolve() == DATASET.resolve()
-    held_dense = [not t and not r.moe for r, t in zip(v.runs, v.train)]
-    groups = list(dict.fromkeys(r.group for r in v.runs))
-    train_groups = list(dict.fromkeys(r.group for r, t in zip(v.runs, v.train) if t))
+    train_groups = _train_groups(v)
     lines = [
         "# netsweep's layout model against "
         + ("published large-model runs" if shipped else Path(v.path).name),
@@ -353,7 +416,16 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
     ]
     for name in MODELS:
         lines.append(f"| {name} | {v.fits[name].describe()} |")
-    lines += [
+    return lines
+
+
+def _errors(v: Validation) -> list[str]:
+    """## Errors: each model's median and worst error by set of rows, whether the targets are met, memory,
+    and the errors by stack and die."""
+    held_dense = _held_dense(v)
+    groups = list(dict.fromkeys(r.group for r in v.runs))
+    train_groups = _train_groups(v)
+    lines = [
         "",
         "## Errors",
         "",
@@ -400,11 +472,13 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
         memory_line(v),
         "",
         *by_stack_and_die(v),
-        "## Findings",
-        "",
     ]
-    lines += findings(v) or ["- (none of the published findings' rows are in this file)"]
-    lines += [
+    return lines
+
+
+def _row_by_row(v: Validation) -> list[str]:
+    """## Row by row: every run's layout, measured and predicted metric, error, what it waits on, what was assumed."""
+    lines = [
         "",
         "## Row by row",
         "",
@@ -434,17 +508,34 @@ def report(v: Validation, command: str = "sweep validate --llm") -> str:
             f"{fits_note} | {'-' if r.value is None else signed(err[i])} | {v.terms('trained', i)} | "
             f"{', '.join(assumed) or '-'} |"
         )
+    return lines
+
+
+def _worst_held_out(v: Validation) -> list[str]:
+    """## The worst held-out dense rows: the five largest errors, each with what its step waits on and why."""
+    held_dense = _held_dense(v)
+    err = v.errors("trained")
     worst = sorted(
         (i for i, h in enumerate(held_dense) if h and np.isfinite(err[i])), key=lambda i: -abs(err[i])
     )[:5]
-    lines += ["", "## The worst held-out dense rows", ""]
+    lines = ["", "## The worst held-out dense rows", ""]
     for i in worst:
         r = v.runs[i]
         lines.append(
             f"- **{r.id}** ({err[i]:+.1%}, {r.model} on {r.gpus} {r.gpu}): the step waits on "
             f"{v.terms('trained', i)}. " + _why(v, i)
         )
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _held_dense(v: Validation) -> list[bool]:
+    """Per run: held out and dense (the rows the targets judge)."""
+    return [not t and not r.moe for r, t in zip(v.runs, v.train)]
+
+
+def _train_groups(v: Validation) -> list[str]:
+    """The groups of the training runs, in the file's order."""
+    return list(dict.fromkeys(r.group for r, t in zip(v.runs, v.train) if t))
 
 
 def memory_line(v: Validation) -> str:

@@ -607,112 +607,156 @@ def _obstacles(v: Validation) -> list[str]:
     fit's own residuals at large messages, and sources whose numbers contradict their own or another's on the
     same hardware (each line only where its rows are in the file)."""
     by_id = {r.id: i for i, r in enumerate(v.rows)}
-    lines = []
+    return [
+        *_own_residuals(v, by_id),
+        *_pair(
+            v,
+            by_id,
+            "Same p5 hosts, two software stacks (AWSDT)",
+            "AWSDT-P5-2x8-25",
+            "AWSDT-P5-2x8-EKS-02",
+            lambda r, q: (
+                f"The same hardware and message run {(r.busbw or 0) / (q.busbw or 1):.2f} times faster in "
+                "one than in the other (the source: an older stack on EKS); a prediction from the hardware sits between "
+                "them."
+            ),
+        ),
+        *_pair(
+            v,
+            by_id,
+            "Same Slingshot fabric, 2 hosts (CSCS)",
+            "CSCS-GH200-2x1-01",
+            "CSCS-GH200-2x4-OFI-18",
+            lambda r, q: _two_against_eight(v, by_id, r, q),
+        ),
+        *_fixed_cost(v, by_id),
+        *_pair(
+            v,
+            by_id,
+            "Same H100 cluster, 4 against 8 hosts (NT309B)",
+            "NT309B-H100-4x8-01",
+            "NT309B-H100-8x8-01",
+            lambda r, q: (
+                f"Four hosts take {_time_us(r) / _time_us(q):.1f} times as long as eight for the same "
+                "message: every term of NCCL's model grows with hosts."
+            ),
+        ),
+        *_p5_latency(v, by_id),
+        *_outlier(v, by_id),
+    ]
+
+
+def _own_residuals(v: Validation, by_id: dict[str, int]) -> list[str]:
+    """The fit's own training rows at 64 MiB and up: three constants cannot follow one curve to its plateau."""
     n_big, med_big, _ = v.summary(v.train & band_mask(v, 64 * MIB, math.inf))
     n_all, med_all, _ = v.summary(v.train)
-    if n_big:
+    if not n_big:
+        return []
+    lines = [
+        f"- The fit's own rows (training, {n_all} scored) err by a median {pct(med_all)} over all sizes and "
+        f"{pct(med_big)} over their {n_big} rows of 64 MiB and up: three constants cannot follow the shape of "
+        "one curve from medium messages to the plateau: the rows the constants were fitted to miss the 10% "
+        "target at 64 MiB and up themselves."
+    ]
+    ends = [by_id.get(k) for k in ("NT309A-H100-2x8-24", "NT309A-H100-2x8-32")]
+    if all(i is not None and v.scored[i] for i in ends):
+        a, b = (int(i) for i in ends if i is not None)
         lines.append(
-            f"- The fit's own rows (training, {n_all} scored) err by a median {pct(med_all)} over all sizes and "
-            f"{pct(med_big)} over their {n_big} rows of 64 MiB and up: three constants cannot follow the shape of "
-            "one curve from medium messages to the plateau: the rows the constants were fitted to miss the 10% "
-            "target at 64 MiB and up themselves."
+            f"  On `NT309A-H100-2x8` alone the error runs from {signed(v.errors[a])} at "
+            f"{size(v.rows[a].bytes or 0)} to {signed(v.errors[b])} at {size(v.rows[b].bytes or 0)}."
         )
-        ends = [by_id.get(k) for k in ("NT309A-H100-2x8-24", "NT309A-H100-2x8-32")]
-        if all(i is not None and v.scored[i] for i in ends):
-            a, b = (int(i) for i in ends if i is not None)
-            lines.append(
-                f"  On `NT309A-H100-2x8` alone the error runs from {signed(v.errors[a])} at "
-                f"{size(v.rows[a].bytes or 0)} to {signed(v.errors[b])} at {size(v.rows[b].bytes or 0)}."
-            )
+    return lines
 
-    def pair(what: str, first: str, second: str, why: Callable[[Measurement, Measurement], str]) -> None:
-        i, j = by_id.get(first), by_id.get(second)
-        if i is None or j is None:
-            return
-        r, q = v.rows[i], v.rows[j]
-        lines.append(
-            f"- {what}: `{r.id}` ({size(r.bytes or 0)}, {r.ranks} ranks) {r.busbw:g} GB/s, out-of-place "
-            f"{_time_us(r):g} us; `{q.id}` ({size(q.bytes or 0)}, {q.ranks} ranks) {q.busbw:g} GB/s, "
-            f"{_time_us(q):g} us. {why(r, q)}"
-        )
 
-    pair(
-        "Same p5 hosts, two software stacks (AWSDT)",
-        "AWSDT-P5-2x8-25",
-        "AWSDT-P5-2x8-EKS-02",
-        lambda r, q: (
-            f"The same hardware and message run {(r.busbw or 0) / (q.busbw or 1):.2f} times faster in "
-            "one than in the other (the source: an older stack on EKS); a prediction from the hardware sits between "
-            "them."
-        ),
+def _pair(
+    v: Validation,
+    by_id: dict[str, int],
+    what: str,
+    first: str,
+    second: str,
+    why: Callable[[Measurement, Measurement], str],
+) -> list[str]:
+    """Two rows that contradict each other on the same hardware: each one's size, ranks, busbw and time, and why
+    (none where either row is absent)."""
+    i, j = by_id.get(first), by_id.get(second)
+    if i is None or j is None:
+        return []
+    r, q = v.rows[i], v.rows[j]
+    return [
+        f"- {what}: `{r.id}` ({size(r.bytes or 0)}, {r.ranks} ranks) {r.busbw:g} GB/s, out-of-place "
+        f"{_time_us(r):g} us; `{q.id}` ({size(q.bytes or 0)}, {q.ranks} ranks) {q.busbw:g} GB/s, "
+        f"{_time_us(q):g} us. {why(r, q)}"
+    ]
+
+
+def _two_against_eight(v: Validation, by_id: dict[str, int], r: Measurement, q: Measurement) -> str:
+    """Why two ranks (r) take longer than eight (q) on CSCS's Slingshot fabric: a floor no hop latency gives."""
+    nxt = by_id.get("CSCS-GH200-2x1-02")
+    last = _last(v, r.curve)
+    grows = (
+        f" (the curve's time grows by only {_time_us(v.rows[nxt]) - _time_us(r):.0f} us from 1 to 2 MiB)"
+        if nxt is not None
+        else ""
+    )
+    plateau = (
+        f"; the plateau of the same curve is priced at {signed(v.errors[last])}" if last is not None else ""
+    )
+    return (
+        f"Two ranks take {_time_us(r) / _time_us(q):.1f} times as long as eight for the same message, on the "
+        "same fabric and hosts: a floor of about 300 us that no hop latency of NCCL's model gives"
+        f"{grows}{plateau}."
     )
 
-    def cscs(r: Measurement, q: Measurement) -> str:
-        nxt = by_id.get("CSCS-GH200-2x1-02")
-        last = _last(v, r.curve)
-        grows = (
-            f" (the curve's time grows by only {_time_us(v.rows[nxt]) - _time_us(r):.0f} us from 1 to 2 MiB)"
-            if nxt is not None
-            else ""
-        )
-        plateau = (
-            f"; the plateau of the same curve is priced at {signed(v.errors[last])}"
-            if last is not None
-            else ""
-        )
-        return (
-            f"Two ranks take {_time_us(r) / _time_us(q):.1f} times as long as eight for the same message, on the "
-            "same fabric and hosts: a floor of about 300 us that no hop latency of NCCL's model gives"
-            f"{grows}{plateau}."
-        )
 
-    pair("Same Slingshot fabric, 2 hosts (CSCS)", "CSCS-GH200-2x1-01", "CSCS-GH200-2x4-OFI-18", cscs)
+def _fixed_cost(v: Validation, by_id: dict[str, int]) -> list[str]:
+    """The Slingshot aws-ofi-nccl curve's fixed per-operation cost above some 64 KiB, from its own times."""
     ids = ("CSCS-GH200-2x4-OFI-01", "CSCS-GH200-2x4-OFI-20", "CSCS-GH200-2x4-OFI-21")
-    if all(k in by_id for k in ids):
-        tiny, mid, big = (v.rows[by_id[k]] for k in ids)
-        step = (big.bytes or 0) - (mid.bytes or 0)
-        marginal = step / ((_time_us(big) - _time_us(mid)) * 1e3) * 2 * (big.ranks - 1) / big.ranks
-        offset = _time_us(mid) - (mid.bytes or 0) / (marginal * 1e3) * 2 * (mid.ranks - 1) / mid.ranks
-        lines.append(
-            f"- `{tiny.curve}` (Slingshot, aws-ofi-nccl, which reports no latency off AWS): out-of-place "
-            f"{_time_us(tiny):g} us at {size(tiny.bytes or 0)}, {_time_us(mid):g} us at {size(mid.bytes or 0)} and "
-            f"{_time_us(big):g} us at {size(big.bytes or 0)}. The {size(step)} between the last two cost "
-            f"{_time_us(big) - _time_us(mid):.1f} us, a marginal {marginal:.0f} GB/s of busbw (the curve's plateau: "
-            f"{v.rows[_last(v, tiny.curve) or 0].busbw:g}), so the {size(mid.bytes or 0)} message carries a fixed "
-            f"{offset:.0f} us, {offset / _time_us(tiny):.0f} times the small-message floor: a per-operation cost "
-            "above some 64 KiB that NCCL's tuner has no term for (its latencies are per hop and do not grow with the message)."
-        )
-    pair(
-        "Same H100 cluster, 4 against 8 hosts (NT309B)",
-        "NT309B-H100-4x8-01",
-        "NT309B-H100-8x8-01",
-        lambda r, q: (
-            f"Four hosts take {_time_us(r) / _time_us(q):.1f} times as long as eight for the same "
-            "message: every term of NCCL's model grows with hosts."
-        ),
-    )
+    if not all(k in by_id for k in ids):
+        return []
+    tiny, mid, big = (v.rows[by_id[k]] for k in ids)
+    step = (big.bytes or 0) - (mid.bytes or 0)
+    marginal = step / ((_time_us(big) - _time_us(mid)) * 1e3) * 2 * (big.ranks - 1) / big.ranks
+    offset = _time_us(mid) - (mid.bytes or 0) / (marginal * 1e3) * 2 * (mid.ranks - 1) / mid.ranks
+    return [
+        f"- `{tiny.curve}` (Slingshot, aws-ofi-nccl, which reports no latency off AWS): out-of-place "
+        f"{_time_us(tiny):g} us at {size(tiny.bytes or 0)}, {_time_us(mid):g} us at {size(mid.bytes or 0)} and "
+        f"{_time_us(big):g} us at {size(big.bytes or 0)}. The {size(step)} between the last two cost "
+        f"{_time_us(big) - _time_us(mid):.1f} us, a marginal {marginal:.0f} GB/s of busbw (the curve's plateau: "
+        f"{v.rows[_last(v, tiny.curve) or 0].busbw:g}), so the {size(mid.bytes or 0)} message carries a fixed "
+        f"{offset:.0f} us, {offset / _time_us(tiny):.0f} times the small-message floor: a per-operation cost "
+        "above some 64 KiB that NCCL's tuner has no term for (its latencies are per hop and do not grow with the message)."
+    ]
+
+
+def _p5_latency(v: Validation, by_id: dict[str, int]) -> list[str]:
+    """aws-ofi-nccl's reported p5 hop latency against the p5 floor measured and the p4de rows priced with it."""
     i = by_id.get("AWSDT-P5-2x8-01")
     f = v.fabrics[i] if i is not None else None
     p4de = np.array([r.curve == "AWSDT-P4DE-2x8" and (r.bytes or 0) < 2 * MIB for r in v.rows])
     n_p4de, _, worst_p4de = v.summary(p4de)
-    if i is not None and isinstance(f, Fabric) and n_p4de:
-        r = v.rows[i]
-        lines.append(
-            f"- `{r.curve}`: aws-ofi-nccl reports {f.net_latency:g} us a hop on p5 and NCCL's two-host tree crosses "
-            f"two, yet the measured {size(r.bytes or 0)} all-reduce takes {_time_us(r):g} us in all (the model: "
-            f"{_seconds(v, i) * 1e6:.0f} us). The reported figure is a tuning input: the plugin's own cost model "
-            "takes 20 us a hop on p5 (aws/aws-ofi-nccl@2daf7d30 `src/tuner/nccl_ofi_model.cpp`), while the "
-            f"p4de rows, with the same 75 us, are priced within {pct(worst_p4de)} below 2 MiB ({n_p4de} scored). "
-            "The few scored rows of the p5 floor (4-8 KiB) miss by more than 50%."
-        )
+    if i is None or not isinstance(f, Fabric) or not n_p4de:
+        return []
+    r = v.rows[i]
+    return [
+        f"- `{r.curve}`: aws-ofi-nccl reports {f.net_latency:g} us a hop on p5 and NCCL's two-host tree crosses "
+        f"two, yet the measured {size(r.bytes or 0)} all-reduce takes {_time_us(r):g} us in all (the model: "
+        f"{_seconds(v, i) * 1e6:.0f} us). The reported figure is a tuning input: the plugin's own cost model "
+        "takes 20 us a hop on p5 (aws/aws-ofi-nccl@2daf7d30 `src/tuner/nccl_ofi_model.cpp`), while the "
+        f"p4de rows, with the same 75 us, are priced within {pct(worst_p4de)} below 2 MiB ({n_p4de} scored). "
+        "The few scored rows of the p5 floor (4-8 KiB) miss by more than 50%."
+    ]
+
+
+def _outlier(v: Validation, by_id: dict[str, int]) -> list[str]:
+    """A row its own source marks an outlier."""
     i = by_id.get("NT309B-H100-8x8-04")
-    if i is not None:
-        r = v.rows[i]
-        lines.append(
-            f"- `{r.id}` ({size(r.bytes or 0)}, {r.busbw:g} GB/s, {signed(v.errors[i])}): the source marks it an "
-            "outlier (its in-place run gives 51.38 GB/s)."
-        )
-    return lines
+    if i is None:
+        return []
+    r = v.rows[i]
+    return [
+        f"- `{r.id}` ({size(r.bytes or 0)}, {r.busbw:g} GB/s, {signed(v.errors[i])}): the source marks it an "
+        "outlier (its in-place run gives 51.38 GB/s)."
+    ]
 
 
 def _met(ok: bool) -> str:

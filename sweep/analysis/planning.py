@@ -28,7 +28,7 @@ searched dim: a cube holds at most 32 dims (HDF5's rank limit) and a layout cube
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import numpy as np
@@ -74,13 +74,25 @@ def check_size(grid: LayoutGrid) -> None:
         )
 
 
+def ideal_settings(values: Mapping[str, np.ndarray], *, si: bool = False) -> dict[str, np.ndarray]:
+    """Setting values on the ideal network: each of :data:`IDEAL_NETWORK`'s axes set to its ideal value (an
+    array of ``values[name]``'s shape and dtype), every other axis as given, in the same order. ``values`` are in
+    the axes' stored units, or in the kernel's SI units (the engine's setting columns) where ``si``. The ideal
+    network is priced flat: the caller's collectives mode is ``COLLECTIVES_MODES[0]``."""
+    return {
+        **values,
+        **{
+            name: np.full_like(values[name], v * AXES[name].to_si if si else v)
+            for name, v in IDEAL_NETWORK.items()
+        },
+    }
+
+
 def ideal_network(grid: LayoutGrid) -> LayoutGrid:
     """The same grid (the same cells, in the same order) on an ideal network: unbounded NIC bandwidth at full
     utilization and no latency, whatever prices the real one's collectives (``--collectives nccl`` has latencies
     of its own that no NIC removes: the ideal network is flat)."""
-    values = dict(grid.values)
-    values.update({name: np.full_like(values[name], v) for name, v in IDEAL_NETWORK.items()})
-    return dataclasses.replace(grid, values=values, collectives=COLLECTIVES_MODES[0])
+    return dataclasses.replace(grid, values=ideal_settings(grid.values), collectives=COLLECTIVES_MODES[0])
 
 
 def search_space(models: tuple[LLM, ...]) -> dict[str, str]:

@@ -109,6 +109,12 @@ COLLECTIVES_MODES = ("flat", "nccl")
 # forwards it over NVLink (kernels.layout_communication.hierarchical_copies).
 MOE_DISPATCHERS = ("alltoall", "flex")
 
+
+def moe_dispatcher_code(name: str) -> int:
+    """The kernel's code of a MoE dispatcher: its place in :data:`MOE_DISPATCHERS` (0 alltoall, 1 flex)."""
+    return MOE_DISPATCHERS.index(name)
+
+
 SHARED_AXES = (
     "gpus_per_node",
     "nics_per_node",

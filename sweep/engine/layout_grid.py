@@ -34,6 +34,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     PARALLEL_DIMS,
     SETTING_DIMS,
     VARIABLES,
+    moe_dispatcher_code,
     overlap_code,
     recompute_code,
 )
@@ -300,7 +301,7 @@ class LayoutGrid:
                     overlap_code(self.overlap),
                     self.attention_efficiency,
                     self.dispatch_fp8,
-                    float(MOE_DISPATCHERS.index(self.moe_dispatcher)),
+                    float(moe_dispatcher_code(self.moe_dispatcher)),
                     *self.fabric.columns(),
                     self.leaf_hosts,
                     self.spine(),

@@ -15,6 +15,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_COLLECTIVES,
     MOE_DISPATCHERS,
     OVERLAP_DEFAULT,
+    moe_dispatcher_code,
     overlap_code,
     recompute_code,
 )
@@ -217,7 +218,7 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
             overlap_code(r.overlap),
             r.attention_efficiency,
             r.dispatch_fp8,
-            float(MOE_DISPATCHERS.index(r.moe_dispatcher)),
+            float(moe_dispatcher_code(r.moe_dispatcher)),
             *SHIPPED.columns(),
             0.0,  # no tier above the hosts: a run states no fabric
             1.0,
