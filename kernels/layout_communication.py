@@ -204,14 +204,14 @@ def _expert_parallel(
     t_b: Value,
     a2a_overlap: Value,
 ) -> tuple[Value, Value]:
-    """EP's all-to-alls over the average layer per micro-batch, and whether the NICs pace them (module
-    docstring): X = b s h k bytes_act I / t; each all-to-all the slower of its NVLink share (q_e - 1) / e
-    and its off-domain share through the GPU's K / G of the node's NICs (or NCCL's all-to-all, or the flex
-    dispatcher's two stages, :func:`hierarchical_copies`); an fp8 dispatch carries (1 + 1/32) / bytes_act of
-    X; with expert TP each followed or preceded by a ring over etp GPUs of etp X bytes; a recomputed MoE
-    layer dispatches and combines again. Behind the forward and backward t_f + t_b where ``a2a_overlap``:
+    """EP's exposed all-to-all time over the average layer per micro-batch, and whether the NICs pace it (module
+    docstring). Each all-to-all of X = b (s / c) h k bytes_act I / t is the slower of its NVLink share and its
+    off-domain share through the GPU's K / G of the node's NICs (or NCCL's; or the flex dispatcher's two
+    stages, :func:`hierarchical_copies`); an fp8 dispatch carries (1 + 1/32) / bytes_act of X; expert TP adds
+    a ring of etp X bytes over etp GPUs to each (etp_ring). With passes = 2 where the MoE layer is recomputed:
 
-        ep = (passes dispatch + (2 + passes) a2a + (2 + 2 passes) etp_ring) L_moe / L,   passes = 1 (+ 1)
+        ep = (passes dispatch + (2 + passes) a2a + (2 + 2 passes) etp_ring) L_moe / L
+        exposed = max(0, ep - t_f - t_b) with the moe_a2a overlap switch, ep without
     """
     k, e = arch.top_k, lay.ep
     x_ep = tokens * arch.hidden * k * dev.act_bytes * lay.imbalance / lay.tp
