@@ -62,7 +62,7 @@ from netsweep_jax.kernels.layout_collectives import (
     scatter_or_gather,
 )
 from netsweep_jax.kernels.layout_communication import layer_communication
-from netsweep_jax.kernels.layout_compute import layer_times, layer_work
+from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork, layer_times, layer_work
 from netsweep_jax.kernels.layout_data_parallel import (
     MASTER_BYTES,
     data_parallel_exposed,
@@ -72,7 +72,7 @@ from netsweep_jax.kernels.layout_data_parallel import (
 from netsweep_jax.kernels.layout_inputs import STATUS, Arch, Device, Parallelism, Value, degrees
 from netsweep_jax.kernels.layout_memory import activations_per_layer, memory_per_gpu, params_per_gpu
 from netsweep_jax.kernels.layout_pipeline import pipeline
-from netsweep_jax.kernels.layout_recompute import per_op_flops, recomputation
+from netsweep_jax.kernels.layout_recompute import Recompute, per_op_flops, recomputation
 
 __all__ = [
     "BREAKDOWN",
@@ -135,10 +135,48 @@ def step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     return priced_together(lambda: _step(arch, dev, lay))
 
 
-def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
-    f32 = jnp.result_type(lay.bandwidth)
+def _work_tflop(
+    arch: Arch, lay: Parallelism, gpus: Value, work: LayerWork, times: LayerTimes, rc: Recompute
+) -> tuple[Value, Value, Value]:
+    """The step's tokens B s, and the work per GPU in TFLOP it counts, the model's and the recomputation's:
+
+        model     = 3 (B s / gpus) ((L + D) F_layer + 4 D h^2 + (1 + D) F_logits) / 1e12
+        recompute = (B s / gpus) (L + D) F_recomputed / 1e12
+
+    F_recomputed the layer's recomputed FLOPs a token (the whole layer with full recomputation, else the
+    attention core, QKV projection, dense MLP and MoE shares and per-operation FLOPs that are recomputed).
+    Per GPU in TFLOP, not a FLOP count: the step's of the largest accepted shape (1e7 layers, widths and
+    tokens, a batch of 1e9) is 1e39, past float32's 3.4e38; per GPU in TFLOP it is at most about 1e27."""
     L, s, k = arch.layers, arch.seq, arch.top_k
     B = lay.global_batch
+    step_tokens = B * s
+    gpu_tokens = step_tokens / gpus
+    # Multi-token prediction's D depths each compute one more layer, their projection (4 h^2 a token) and
+    # the logits again (:mod:`kernels.layout_pipeline`).
+    D, h = arch.mtp_layers, arch.hidden
+    model_tflop = (
+        3.0
+        * gpu_tokens
+        * (((L + D) * work.layer_flops + D * 4.0 * h * h + (1.0 + D) * work.logits_flops) / 1e12)
+    )
+    recompute_tflop = (
+        gpu_tokens
+        * ((L + D) / 1e12)
+        * jnp.where(
+            rc.full,
+            work.layer_flops,
+            jnp.where(rc.core_rc | (rc.per_op & ~times.flash), work.core_flops, 0.0)
+            + jnp.where(rc.up_rc, rc.up_flops, 0.0)
+            + jnp.where(rc.mlp_rc, rc.dense_share * work.mlp_flops, 0.0)
+            + jnp.where(rc.moe_rc, rc.moe_share * work.moe_flops, 0.0)
+            + jnp.where(rc.per_op, per_op_flops(arch, work.ctx, rc.dense_share, rc.moe_share, k), 0.0),
+        )
+    )
+    return step_tokens, model_tflop, recompute_tflop
+
+
+def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
+    f32 = jnp.result_type(lay.bandwidth)
     mats = jnp.where(arch.gated > 0, 3.0, 2.0)  # matrices per MLP: 3 gated (SwiGLU), 2 not
 
     # The parts run in the order their terms depend on each other, and the traced program keeps that order.
@@ -165,31 +203,7 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     iteration: Value = sum(out[key] for key in BREAKDOWN)
 
     # --- what the step achieves --------------------------------------------------------------------
-    # Work per GPU in TFLOP: the step's FLOP count of the largest accepted shape (1e7 layers, widths and
-    # tokens, a batch of 1e9) is 1e39, past float32's 3.4e38; per GPU in TFLOP it is at most about 1e27.
-    step_tokens = B * s
-    gpu_tokens = step_tokens / gpus
-    # Multi-token prediction's D depths each compute one more layer, their projection (4 h^2 a token) and
-    # the logits again (:mod:`kernels.layout_pipeline`).
-    D, h = arch.mtp_layers, arch.hidden
-    model_tflop = (
-        3.0
-        * gpu_tokens
-        * (((L + D) * work.layer_flops + D * 4.0 * h * h + (1.0 + D) * work.logits_flops) / 1e12)
-    )
-    recompute_tflop = (
-        gpu_tokens
-        * ((L + D) / 1e12)
-        * jnp.where(
-            rc.full,
-            work.layer_flops,
-            jnp.where(rc.core_rc | (rc.per_op & ~times.flash), work.core_flops, 0.0)
-            + jnp.where(rc.up_rc, rc.up_flops, 0.0)
-            + jnp.where(rc.mlp_rc, rc.dense_share * work.mlp_flops, 0.0)
-            + jnp.where(rc.moe_rc, rc.moe_share * work.moe_flops, 0.0)
-            + jnp.where(rc.per_op, per_op_flops(arch, work.ctx, rc.dense_share, rc.moe_share, k), 0.0),
-        )
-    )
+    step_tokens, model_tflop, recompute_tflop = _work_tflop(arch, lay, gpus, work, times, rc)
     network = (
         jnp.where(comm.tp_cross, out["tp_exposed"], 0.0)
         + jnp.where(comm.cp_cross, out["cp_exposed"], 0.0)

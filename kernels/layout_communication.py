@@ -154,65 +154,67 @@ def hierarchical_copies(arch: Arch, ep: Value, ep_near: Value) -> tuple[Value, V
     return (n - 1.0) * domain_hit, (e - n) * gpu_hit
 
 
-def layer_communication(
-    arch: Arch,
-    dev: Device,
-    lay: Parallelism,
-    dp: Value,
-    work: LayerWork,
-    params: LayerParams,
-    acts: LayerActivations,
-    times: LayerTimes,
-    rc: Recompute,
-) -> LayerCommunication:
-    """TP, CP, EP and ZeRO-3 time per layer and micro-batch, less what the overlap switches hide."""
-    L, h, k, Le = arch.layers, arch.hidden, arch.top_k, arch.moe_layers
-    kvw, vw = arch.kv_width, arch.v_width
-    t, c, e = lay.tp, lay.cp, lay.ep
-    tokens, kappa, rate, down = work.tokens, work.kappa, work.rate, work.down
-    paced_flops, core_flops = work.paced_flops, work.core_flops
-    etp, expert_dp, expert_stride = params.etp, params.expert_dp, params.expert_stride
-    dense_gpu, expert_params, sp = params.dense_gpu, params.expert_params, acts.sp
-    t_f, t_b, core_time = times.t_f, times.t_b, times.core_time
-    full, up_rc, mlp_rc, moe_rc, recompute = rc.full, rc.up_rc, rc.mlp_rc, rc.moe_rc, rc.recompute
-    dense_share, moe_share = rc.dense_share, rc.moe_share
-    x_tp = tokens * h * dev.act_bytes
-    tp_ar = all_reduce(x_tp, t, 1.0, lay, ring_only=sp)  # with SP: reduce-scatter + all-gather, a ring
+def _tensor_parallel_collectives(
+    arch: Arch, dev: Device, lay: Parallelism, work: LayerWork, acts: LayerActivations, rc: Recompute
+) -> tuple[Value, Value]:
+    """TP's collectives per layer and micro-batch, (forward, backward) s, before any overlap: 2 all-reduces of
+    X = b s h bytes_act / c each way (with SP a reduce-scatter plus an all-gather, a ring), and the backward's
+    reruns of recomputation: 2 more with full recomputation, half an all-reduce for each recomputed QKV
+    projection, dense MLP or MoE layer (weighted by the dense and MoE layers' shares)."""
+    x_tp = work.tokens * arch.hidden * dev.act_bytes
+    tp_ar = all_reduce(
+        x_tp, lay.tp, 1.0, lay, ring_only=acts.sp
+    )  # with SP: reduce-scatter + all-gather, a ring
     tp_forward = 2.0 * tp_ar
     # Full recomputation re-runs a layer's two TP collectives; a recomputed QKV projection, dense MLP or MoE
     # layer re-runs the one at its entry (SP's all-gather) or exit (the all-reduce), half an all-reduce's time.
     tp_reruns = (
-        jnp.where(full, 2.0, 0.0)
-        + 0.5 * jnp.where(up_rc, 1.0, 0.0)
-        + 0.5 * jnp.where(mlp_rc, dense_share, 0.0)
-        + 0.5 * jnp.where(moe_rc, moe_share, 0.0)
+        jnp.where(rc.full, 2.0, 0.0)
+        + 0.5 * jnp.where(rc.up_rc, 1.0, 0.0)
+        + 0.5 * jnp.where(rc.mlp_rc, rc.dense_share, 0.0)
+        + 0.5 * jnp.where(rc.moe_rc, rc.moe_share, 0.0)
     )
     tp_backward = tp_ar * (2.0 + tp_reruns)
-    # Overlap switches (a sum of bits, sweep.core.layout_axes.OVERLAP_BITS): 1 the gradient reduce behind the
-    # backward, 2 the parameter gather behind the forward (Megatron-Core's --overlap-grad-reduce and
-    # --overlap-param-gather), 4 TP communication behind the GEMMs beside it (--tp-comm-overlap: Transformer
-    # Engine's userbuffers pipeline each collective with its neighbouring GEMM in chunks), 8 the expert
-    # all-to-alls behind another micro-batch's compute (--overlap-moe-expert-parallel-comm).
-    grad_overlap = has_bit(lay.overlap, 1.0)
-    param_overlap = has_bit(lay.overlap, 2.0)
-    tp_overlap = has_bit(lay.overlap, 4.0)
-    a2a_overlap = has_bit(lay.overlap, 8.0)
-    linear_forward = tokens * ((paced_flops - core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate * kappa
-    tp_forward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), tp_forward)
-    # The backward's GEMMs are twice the forward's; full recomputation adds the recomputed forward's.
-    behind_backward = linear_forward * (2.0 + jnp.where(full, 1.0, 0.0))
-    tp_backward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), tp_backward)
-    tp_layer = tp_forward + tp_backward
-    _, tp_cross = group_bandwidth(t, 1.0, lay)
+    return tp_forward, tp_backward
 
-    kv_chunk = tokens * (kvw + vw) * dev.act_bytes / t
+
+def _context_parallel(
+    arch: Arch, dev: Device, lay: Parallelism, tokens: Value, core_time: Value
+) -> tuple[Value, Value, Value]:
+    """CP's ring attention per layer and micro-batch: (exposed backward, exposed layer, whether the group
+    leaves the NVLink domain). c - 1 exchanges of the K and V chunk X = 2 b (s / c) w_kv bytes_act / t forward,
+    twice that backward, hidden behind the attention core's time: exposed = max(0, exchange - core)."""
+    t, c = lay.tp, lay.cp
+    kv_chunk = tokens * (arch.kv_width + arch.v_width) * dev.act_bytes / t
     _, cp_cross = group_bandwidth(c, t, lay)
     cp_step = exchange(kv_chunk, c, t, lay)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
     cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
-    cp_layer = cp_forward + cp_backward
+    return cp_backward, cp_forward + cp_backward, cp_cross
 
-    x_ep = tokens * h * k * dev.act_bytes * lay.imbalance / t
+
+def _expert_parallel(
+    arch: Arch,
+    dev: Device,
+    lay: Parallelism,
+    tokens: Value,
+    etp: Value,
+    moe_rc: Value,
+    t_f: Value,
+    t_b: Value,
+    a2a_overlap: Value,
+) -> tuple[Value, Value]:
+    """EP's exposed all-to-all time over the average layer per micro-batch, and whether the NICs pace it (module
+    docstring). Each all-to-all of X = b (s / c) h k bytes_act I / t is the slower of its NVLink share and its
+    off-domain share through the GPU's K / G of the node's NICs (or NCCL's; or the flex dispatcher's two
+    stages, :func:`hierarchical_copies`); an fp8 dispatch carries (1 + 1/32) / bytes_act of X; expert TP adds
+    a ring of etp X bytes over etp GPUs to each (etp_ring). With passes = 2 where the MoE layer is recomputed:
+
+        ep = (passes dispatch + (2 + passes) a2a + (2 + 2 passes) etp_ring) L_moe / L
+        exposed = max(0, ep - t_f - t_b) with the moe_a2a overlap switch, ep without
+    """
+    k, e = arch.top_k, lay.ep
+    x_ep = tokens * arch.hidden * k * dev.act_bytes * lay.imbalance / lay.tp
     # EP ranks lie etp apart (the expert grid's rank order: expert TP, EP, expert DP).
     ep_near = jnp.clip(lay.nvlink_domain / etp, 1.0, jnp.maximum(e, 1.0))  # members in one domain
     # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
@@ -261,6 +263,7 @@ def layer_communication(
     # A2A), and their mirrors in the backward: each a ring over etp GPUs etp x_ep bytes long.
     etp_gather = scatter_or_gather(etp * x_ep, etp, 1.0, lay)
     passes = 1.0 + jnp.where(moe_rc, 1.0, 0.0)  # a recomputed MoE layer dispatches and combines again
+    Le, L = arch.moe_layers, arch.layers
     ep_layer = (passes * dispatch + (2.0 + passes) * a2a + (2.0 + 2.0 * passes) * etp_gather) * Le / L
     ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
     rdma, nvl = flex_stages(x_ep)
@@ -269,7 +272,32 @@ def layer_communication(
         (n_domains > 1) & (rdma >= nvl),
         (inter_share > 0) & (on_nics(x_ep) >= intra_share * x_ep / lay.nvlink_bw),
     )
+    return ep_layer, ep_waits_on_nic
 
+
+def _zero3(
+    dev: Device,
+    lay: Parallelism,
+    dp: Value,
+    params: LayerParams,
+    times: LayerTimes,
+    recompute: Value,
+    grad_overlap: Value,
+    param_overlap: Value,
+) -> tuple[Value, Value, Value, Value, Value]:
+    """The layer's data-parallel collectives: (D c, its gradients reduce-scattered rs, or all-reduced, ZeRO-3's
+    exposed time per micro-batch, whether the data-parallel group leaves the NVLink domain). Dense parameters
+    over the D c data-parallel GPUs, experts over their expert data-parallel group. ZeRO-3 gathers each
+    layer's parameters forward and backward (ag) and reduce-scatters its gradients, hidden behind its forward
+    or backward by the parameter gather's and the gradient reduce's overlap switches:
+
+        exposed = max(0, ag [param] - t_f) + max(0, ag [param] + rs [grad] - t_b - recompute)
+                  + ag [not param] + rs [not grad]                    (twice ag: forward and backward)
+    """
+    t, c, e = lay.tp, lay.cp, lay.ep
+    etp, expert_dp, expert_stride = params.etp, params.expert_dp, params.expert_stride
+    dense_gpu, expert_params = params.dense_gpu, params.expert_params
+    t_f, t_b = times.t_f, times.t_b
     dp_group = dp * c
     dense_grads = dense_gpu * dev.grad_bytes
     expert_grads = expert_params / (etp * e) * dev.grad_bytes
@@ -294,6 +322,52 @@ def layer_communication(
     )
     z3_layer = jnp.where(zero >= 3, z3_forward + z3_backward, 0.0)
     _, dp_cross = group_bandwidth(dp_group, t, lay)
+    return dp_group, rs3, ar_grads, z3_layer, dp_cross
+
+
+def layer_communication(
+    arch: Arch,
+    dev: Device,
+    lay: Parallelism,
+    dp: Value,
+    work: LayerWork,
+    params: LayerParams,
+    acts: LayerActivations,
+    times: LayerTimes,
+    rc: Recompute,
+) -> LayerCommunication:
+    """TP, CP, EP and ZeRO-3 time per layer and micro-batch, less what the overlap switches hide."""
+    t = lay.tp
+    tokens, kappa, rate, down = work.tokens, work.kappa, work.rate, work.down
+    t_f, t_b = times.t_f, times.t_b
+    tp_forward, tp_backward = _tensor_parallel_collectives(arch, dev, lay, work, acts, rc)
+    # Overlap switches (a sum of bits, sweep.core.layout_axes.OVERLAP_BITS): 1 the gradient reduce behind the
+    # backward, 2 the parameter gather behind the forward (Megatron-Core's --overlap-grad-reduce and
+    # --overlap-param-gather), 4 TP communication behind the GEMMs beside it (--tp-comm-overlap: Transformer
+    # Engine's userbuffers pipeline each collective with its neighbouring GEMM in chunks), 8 the expert
+    # all-to-alls behind another micro-batch's compute (--overlap-moe-expert-parallel-comm).
+    grad_overlap = has_bit(lay.overlap, 1.0)
+    param_overlap = has_bit(lay.overlap, 2.0)
+    tp_overlap = has_bit(lay.overlap, 4.0)
+    a2a_overlap = has_bit(lay.overlap, 8.0)
+    # TP's forward collectives hide behind the linear layers' forward GEMMs G, its backward ones behind 2 G.
+    linear_forward = (
+        tokens * ((work.paced_flops - work.core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate * kappa
+    )
+    tp_forward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), tp_forward)
+    # The backward's GEMMs are twice the forward's; full recomputation adds the recomputed forward's.
+    behind_backward = linear_forward * (2.0 + jnp.where(rc.full, 1.0, 0.0))
+    tp_backward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), tp_backward)
+    tp_layer = tp_forward + tp_backward
+    _, tp_cross = group_bandwidth(t, 1.0, lay)
+
+    cp_backward, cp_layer, cp_cross = _context_parallel(arch, dev, lay, tokens, times.core_time)
+    ep_layer, ep_waits_on_nic = _expert_parallel(
+        arch, dev, lay, tokens, params.etp, rc.moe_rc, t_f, t_b, a2a_overlap
+    )
+    dp_group, rs3, ar_grads, z3_layer, dp_cross = _zero3(
+        dev, lay, dp, params, times, rc.recompute, grad_overlap, param_overlap
+    )
     return LayerCommunication(
         grad_overlap=grad_overlap,
         param_overlap=param_overlap,

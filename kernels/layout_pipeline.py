@@ -54,29 +54,19 @@ class Pipeline(NamedTuple):
     bubble: Value
 
 
-def pipeline(
-    arch: Arch,
-    dev: Device,
-    lay: Parallelism,
-    dp: Value,
-    m: Value,
-    work: LayerWork,
-    times: LayerTimes,
-    rc: Recompute,
-    comm: LayerCommunication,
-) -> Pipeline:
-    """The slowest stage's time per micro-batch, each of its terms over the m micro-batches, and the bubble."""
-    L, h, v = arch.layers, arch.hidden, arch.vocab
-    t, p, c, V = lay.tp, lay.pp, lay.cp, lay.schedule
+def _embedding_and_output(
+    arch: Arch, dev: Device, lay: Parallelism, work: LayerWork
+) -> tuple[Value, Value, Value, Value]:
+    """What the end stages add to their layers' time per micro-batch (s): the embedding's forward and backward
+    (first stage), the output layer's forward and backward, and the D multi-token-prediction depths' own work
+    but their transformer layers (last stage), each stretched by the stragglers' kappa:
+
+        embedding  = 3 b (s / c) h bytes_act / hbm
+        logits_f   = b (s / c) 2 h v / (t half_peak eff) + tau + 8 b (s / c) v / (t hbm),   logits_b = 2 logits_f
+        mtp_head   = D (3 T_proj + logits_f + logits_b),    T_proj = b (s / c) 4 h^2 / (t peak eff) + tau
+    """
+    h, v, t, mtp = arch.hidden, arch.vocab, lay.tp, arch.mtp_layers
     tokens, kappa, logits_flops = work.tokens, work.kappa, work.logits_flops
-    mtp = arch.mtp_layers  # D: multi-token-prediction depths, on the last stage
-    t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
-    tp_layer, cp_layer, ep_layer, z3_layer = comm.tp_layer, comm.cp_layer, comm.ep_layer, comm.z3_layer
-    base = jnp.floor(L / p)
-    extra = L - base * p  # the first `extra` stages hold one more layer
-    n_first = base + jnp.where(extra > 0, 1.0, 0.0)
-    n_last = jnp.where(p > 1, base + jnp.where(extra >= p, 1.0, 0.0), n_first)
-    n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
     embed_time = 3.0 * tokens * h * dev.act_bytes / dev.hbm * kappa
     # The output layer is Megatron's own ColumnParallelLinear, not Transformer Engine's: never in fp8.
     logits_f = (
@@ -89,6 +79,33 @@ def pipeline(
     # as much back), and the shared output layer again; its transformer layer is one more layer of the stage.
     mtp_proj = (tokens * 4.0 * h * h / t / work.rate + dev.gemm_latency) * kappa
     mtp_head = mtp * (3.0 * mtp_proj + logits_f + logits_b)
+    return embed_time, logits_f, logits_b, mtp_head
+
+
+def pipeline(
+    arch: Arch,
+    dev: Device,
+    lay: Parallelism,
+    dp: Value,
+    m: Value,
+    work: LayerWork,
+    times: LayerTimes,
+    rc: Recompute,
+    comm: LayerCommunication,
+) -> Pipeline:
+    """The slowest stage's time per micro-batch, each of its terms over the m micro-batches, and the bubble."""
+    L, h = arch.layers, arch.hidden
+    t, p, c, V = lay.tp, lay.pp, lay.cp, lay.schedule
+    tokens = work.tokens
+    mtp = arch.mtp_layers  # D: multi-token-prediction depths, on the last stage
+    t_f, t_b, recompute = times.t_f, times.t_b, rc.recompute
+    tp_layer, cp_layer, ep_layer, z3_layer = comm.tp_layer, comm.cp_layer, comm.ep_layer, comm.z3_layer
+    base = jnp.floor(L / p)
+    extra = L - base * p  # the first `extra` stages hold one more layer
+    n_first = base + jnp.where(extra > 0, 1.0, 0.0)
+    n_last = jnp.where(p > 1, base + jnp.where(extra >= p, 1.0, 0.0), n_first)
+    n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
+    embed_time, logits_f, logits_b, mtp_head = _embedding_and_output(arch, dev, lay, work)
     x_pp = tokens * h * dev.act_bytes / t
     _, pp_cross = group_bandwidth(p, t * c * dp, lay)
     pp_micro = jnp.where(p > 1, 2.0 * V * exchange(x_pp, p, t * c * dp, lay), 0.0)

@@ -59,20 +59,21 @@ def per_op_flops(arch: Arch, ctx: Value, dense_share: Value, moe_share: Value, c
     return 2.0 * h * (kvw + ctx) + dense_share * 2.0 * h * f + moe_share * 2.0 * h * fe * (copies + S)
 
 
-def recomputation(
-    arch: Arch, dev: Device, lay: Parallelism, work: LayerWork, acts: LayerActivations, times: LayerTimes
-) -> Recompute:
-    """The recompute mode's time and kept activation bytes (``lay.recompute``, a sum of bits)."""
-    L, h, f, E, k = arch.layers, arch.hidden, arch.ffn, arch.experts, arch.top_k
-    fe, S, Le = arch.expert_ffn, arch.shared_experts, arch.moe_layers
-    qw, kvw, vw = arch.q_width, arch.kv_width, arch.v_width
-    t, e = lay.tp, lay.ep
-    g_in = dev.gemm_input_bytes
-    tokens, kappa, rate, ctx, mats = work.tokens, work.kappa, work.rate, work.ctx, work.mats
-    q_up, kv_up, mlp_flops, dense_layers = work.q_up, work.kv_up, work.mlp_flops, work.dense_layers
-    per_width, unsplit, score_bytes = acts.per_width, acts.unsplit, acts.score_bytes
-    lin_bytes, act_layer = acts.lin_bytes, acts.act_layer
-    flash, moe_ffn_kernels, t_f, core_time = times.flash, times.moe_ffn_kernels, times.t_f, times.core_time
+class _Modes(NamedTuple):
+    """The parts a recompute mode re-runs (bools; each off under full recomputation, moe_act also under moe)."""
+
+    full: Value  # 2: every layer
+    per_op: Value  # 4: torchtitan's per-op policy
+    core_rc: Value  # 1: the attention core ("selective")
+    norm_rc: Value  # 8: layernorm
+    up_rc: Value  # 16: up_proj
+    mlp_rc: Value  # 32: mlp
+    moe_rc: Value  # 128: moe
+    act_rc: Value  # 64: moe_act
+
+
+def _modes(lay: Parallelism) -> _Modes:
+    """The parts ``lay.recompute`` (a sum of bits) re-runs."""
     # A mode is a sum of bits (sweep.core.layout_axes.RECOMPUTE_BITS): 1 the attention core, 2 every layer,
     # 4 torchtitan's per-op policy, then Megatron-Core's --recompute-modules: 8 layernorm, 16 up_proj, 32 mlp,
     # 64 moe_act, 128 moe. Full recomputation overrides the rest.
@@ -84,8 +85,44 @@ def recomputation(
     mlp_rc = has_bit(lay.recompute, 32.0) & ~full
     moe_rc = has_bit(lay.recompute, 128.0) & ~full
     act_rc = has_bit(lay.recompute, 64.0) & ~full & ~moe_rc
-    dense_share, moe_share = dense_layers / L, Le / L
-    routed = k * lay.imbalance  # expert copies of a token on the busiest GPU
+    return _Modes(full, per_op, core_rc, norm_rc, up_rc, mlp_rc, moe_rc, act_rc)
+
+
+class _Kept(NamedTuple):
+    """A mode's activations per layer and micro-batch: what each module drops (units of h bytes a token), and
+    the bytes kept under the per-op policy and under Megatron-Core's modules."""
+
+    drop_norm: Value
+    drop_up: Value
+    drop_mlp: Value
+    drop_moe: Value
+    drop_act: Value
+    op_bytes: Value
+    module_bytes: Value
+
+
+def _kept_bytes(
+    arch: Arch,
+    dev: Device,
+    lay: Parallelism,
+    work: LayerWork,
+    acts: LayerActivations,
+    modes: _Modes,
+    dense_share: Value,
+    moe_share: Value,
+    routed: Value,
+) -> _Kept:
+    """The activation bytes a mode keeps (module docstring's table). Each module it re-runs drops D (units of
+    h bytes a token, over t unless unsplit), so the modules keep
+
+        module_bytes = A_lin - b (s / c) h sum(D) + (the score term unless the core is recomputed)
+
+    and the per-op policy only 2 (h + 2 w_q + w_kv) + 2 (f + h) (dense) or 2 (k I + S)(f_e + h) (MoE) a
+    token. ``routed``: k I, the expert copies of a token on the busiest GPU."""
+    h, f, fe, S = arch.hidden, arch.ffn, arch.expert_ffn, arch.shared_experts
+    qw, kvw, vw = arch.q_width, arch.kv_width, arch.v_width
+    t, g_in, tokens = lay.tp, dev.gemm_input_bytes, work.tokens
+    per_width, unsplit = acts.per_width, acts.unsplit
     # Bytes per token (units of h) each module no longer keeps: the two norms' outputs (unsplit under TP
     # without SP), Q, K and V (re-projected from the kept QKV input), the dense MLP's SwiGLU or GELU input and
     # fc2's input, the experts' fc2 inputs, or all of a MoE layer but its input.
@@ -96,19 +133,40 @@ def recomputation(
     drop_moe = moe_share * ((g_in * lay.expert_tp + 2.0) * routed + per_width * fe * (routed + S) / h) / t
     drop_act = moe_share * g_in * fe * routed / h / t
     dropped = (
-        jnp.where(norm_rc, drop_norm, 0.0)
-        + jnp.where(up_rc, drop_up, 0.0)
-        + jnp.where(mlp_rc, drop_mlp, 0.0)
-        + jnp.where(moe_rc, drop_moe, 0.0)
-        + jnp.where(act_rc, drop_act, 0.0)
+        jnp.where(modes.norm_rc, drop_norm, 0.0)
+        + jnp.where(modes.up_rc, drop_up, 0.0)
+        + jnp.where(modes.mlp_rc, drop_mlp, 0.0)
+        + jnp.where(modes.moe_rc, drop_moe, 0.0)
+        + jnp.where(modes.act_rc, drop_act, 0.0)
     )
     # torchtitan's per-op policy keeps only the block input, the attention kernel's output and every second
     # matrix product's output (wq, wv, w1, w2 of a Llama block; each expert copy's w1 and w2), all in 2 bytes.
     op_ffn = dense_share * 2.0 * (f + h) / h + moe_share * 2.0 * (routed + S) * (fe + h) / h
-    op_total = 2.0 + 2.0 * (qw + vw + ctx) / h + op_ffn
+    op_total = 2.0 + 2.0 * (qw + vw + work.ctx) / h + op_ffn
     op_unsplit = jnp.where(unsplit > 0, 2.0, 0.0)
     op_bytes = tokens * h * (op_unsplit + (op_total - op_unsplit) / t)
-    module_bytes = lin_bytes - tokens * h * dropped + jnp.where(core_rc, 0.0, score_bytes)
+    module_bytes = acts.lin_bytes - tokens * h * dropped + jnp.where(modes.core_rc, 0.0, acts.score_bytes)
+    return _Kept(drop_norm, drop_up, drop_mlp, drop_moe, drop_act, op_bytes, module_bytes)
+
+
+def recomputation(
+    arch: Arch, dev: Device, lay: Parallelism, work: LayerWork, acts: LayerActivations, times: LayerTimes
+) -> Recompute:
+    """The recompute mode's time and kept activation bytes (``lay.recompute``, a sum of bits): full
+    recomputation re-runs t_f, each other part its piece of the forward,
+    rerun = b (s / c) W / (t peak eff) + n tau + b (s / c) h D / hbm (module docstring)."""
+    L, h, E, k = arch.layers, arch.hidden, arch.experts, arch.top_k
+    fe, S, Le = arch.expert_ffn, arch.shared_experts, arch.moe_layers
+    t, e = lay.tp, lay.ep
+    tokens, kappa, rate, ctx, mats = work.tokens, work.kappa, work.rate, work.ctx, work.mats
+    q_up, kv_up, mlp_flops, dense_layers = work.q_up, work.kv_up, work.mlp_flops, work.dense_layers
+    flash, moe_ffn_kernels, t_f, core_time = times.flash, times.moe_ffn_kernels, times.t_f, times.core_time
+    modes = _modes(lay)
+    full, per_op, core_rc, norm_rc, up_rc, mlp_rc, moe_rc, act_rc = modes
+    dense_share, moe_share = dense_layers / L, Le / L
+    routed = k * lay.imbalance  # expert copies of a token on the busiest GPU
+    kept = _kept_bytes(arch, dev, lay, work, acts, modes, dense_share, moe_share, routed)
+    drop_norm, drop_up, drop_mlp, drop_moe, drop_act, op_bytes, module_bytes = kept
 
     def rerun(flops: Value, kernels: Value, nbytes: Value) -> Value:  # a recomputed forward piece, in s
         return tokens * flops / t / rate + kernels * dev.gemm_latency + nbytes / dev.hbm
@@ -136,7 +194,7 @@ def recomputation(
             rerun(
                 op_flops,
                 3.0 * dense_share + moe_share * (2.0 + E / jnp.maximum(e, 1.0)),
-                act_layer - op_bytes,
+                acts.act_layer - op_bytes,
             ),
             0.0,
         )

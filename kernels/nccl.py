@@ -351,16 +351,50 @@ def _log2i(x: Array) -> Array:
     return (jnp.frexp(jnp.maximum(x, 1.0))[1] - 1).astype(x.dtype)
 
 
-def collective(
+class _Group(NamedTuple):
+    """One collective's inputs in the model's dtype and notation (module docstring), with the quantities every
+    stage reads: N nodes, n ranks, p ranks per node, whether it spans nodes, its row ``i2`` of NCCL's
+    per-node-count tables (min(N, 3) - 1), and which collective family it is."""
+
+    x: Array
+    dt: jnp.dtype
+    shape: tuple[int, ...]
+    coll: Array
+    arch: Array
+    g: Array
+    hosts: Array
+    nics: Array
+    r: Array
+    nvswitch: Array
+    collnet: Array
+    has_nvl: Array
+    w: Array
+    eta_net: Array
+    eta_nvl: Array
+    lam: Array
+    nodes: Array
+    n: Array
+    p: Array
+    multi: Array
+    i2: Array
+    ar: Array
+    agrs: Array
+
+    def bc(self, v: Array) -> Array:
+        """``v`` broadcast to the inputs' shape, in the model's dtype."""
+        return jnp.broadcast_to(v, self.shape).astype(self.dt)
+
+
+def _group(
     coll: ArrayLike,
     nbytes: ArrayLike,
     fabric: Fabric,
     constants: Constants,
-    algorithm: ArrayLike = -1,
-    protocol: ArrayLike = -1,
-) -> Timing:
-    """The time of collective ``coll`` (index of :data:`COLLECTIVES`) of ``nbytes`` X on ``fabric`` with its
-    ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0)."""
+    algorithm: ArrayLike,
+    protocol: ArrayLike,
+) -> _Group:
+    """The inputs as :class:`_Group`: X in its own float dtype (float32 for integer bytes), W the NVLink's
+    rate (PCI_BW without NVLink), D >= 1, N = ceil(H / D), n = g H, p = n / N."""
     x = jnp.asarray(nbytes)
     dt = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
     x = x.astype(dt)
@@ -392,26 +426,78 @@ def collective(
     i2 = (jnp.minimum(nodes, 3.0) - 1).astype(jnp.int32)
     ar = coll == ALL_REDUCE
     agrs = (coll == ALL_GATHER) | (coll == REDUCE_SCATTER)
+    return _Group(
+        x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
+        nodes, n, p, multi, i2, ar, agrs,
+    )  # fmt: skip
 
+
+class _Graphs(NamedTuple):
+    """Channels and speeds (GB/s) of NCCL's graphs: ring and tree c, s (the tree's s_t), NVLS c_n, s_n, s_x,
+    CollNet direct c_d, s_d."""
+
+    c: Array
+    s: Array
+    st: Array
+    cn: Array
+    sn: Array
+    sx: Array
+    cd: Array
+    sd: Array
+
+
+def _graphs(q: _Group) -> _Graphs:
+    """The channels and speeds of NCCL's graphs (search.cc, simplified; module docstring):
+
+    ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)
+                 c0 <= 16; duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
+                 s = s / ceil(c / c0);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
+    NVLS         c_n = min(32, p);  s_n = speed(W / c_n);  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
+                 nodes, unbounded inside one
+    CollNet      c_d = min(8, p);  s_d = speed(min(r, W / c_d))
+    """
+    arch, multi, w, r, p = q.arch, q.multi, q.w, q.r, q.p
     # Channels: ring and tree graphs.
     s0 = _speed(arch, multi, jnp.where(multi, jnp.minimum(r, w), w))
-    c0 = jnp.where(multi, nics * jnp.maximum(jnp.floor(r / s0), 1.0), jnp.floor(w / s0))
+    c0 = jnp.where(multi, q.nics * jnp.maximum(jnp.floor(r / s0), 1.0), jnp.floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
     s = s0 / jnp.ceil(c / c0)
     # The tree's graph on two nodes: the second pass raises its intra-node speed up to twice the ring's.
-    two = multi & (nodes <= 2)
+    two = multi & (q.nodes <= 2)
     st = jnp.where(two, jnp.maximum(s, _speed(arch, multi, jnp.minimum(2 * s, w / c))), s)
     # NVLS graph.
     cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
     sn = _speed(arch, multi, w / cn)
-    node_net = nics * hosts / nodes * r
+    node_net = q.nics * q.hosts / q.nodes * r
     sx = jnp.where(multi, _speed(arch, multi, jnp.minimum(node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
     cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)
     sd = _speed(arch, multi, jnp.minimum(r, w / cd))
+    return _Graphs(c, s, st, cn, sn, sx, cd, sd)
 
+
+# An algorithm's bus bandwidths (LL, LL128, Simple; GB/s, 0 where it lacks the protocol) and where it is enabled.
+_Bus = tuple[tuple[Array, Array, Array], Array]
+
+
+def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, Array | float], Array]:
+    """Bus bandwidths [7 algorithms][3 protocols] with where each algorithm is enabled, the ratio of each
+    algorithm's bandwidth to its bus bandwidth, and the ring's steps (module docstring):
+
+        ring      B = c s;  LL: min(ll, B / 2);  LL128: min(0.92 B, c mR);  Simple: B
+        tree      B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);  LL128: min(B (7/9 | 120/128), c mT128)
+        NVLS      b_i = s_n e_a (c_n - 1) / c_n x (2 | (p - 1) / p);  B = c_n min(b_i, s_x)
+        NVLSTree  B = c_n min(b_i, s_x (2 if N <= 2), mNT)
+        CollNet   direct: B = c_d s_d / f (x 0.85 from Hopper), f = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
+        PAT       B = 0.75 c s
+
+    ratio A / B: ring, NVLS and NVLSTree n / steps (steps 2 (n - 1) all-reduce, n - 1 otherwise), tree and
+    CollNet 1/2; all-gather and reduce-scatter over NVLS, CollNet or PAT 1.
+    """
+    dt, arch, i2, multi, ar, agrs, p, nodes = q.dt, q.arch, q.i2, q.multi, q.ar, q.agrs, q.p, q.nodes
+    c, s, st, cn, sn, sx, cd, sd = gr
     ll = jnp.where(multi, jnp.asarray(LL_MAX_INTEL, dt)[i2], jnp.asarray(LL_MAX_ONE_NODE, dt)[arch])
     m_ring128 = jnp.asarray(PER_CH_RING_LL128, dt)[arch, i2]
     m_tree128 = jnp.asarray(PER_CH_TREE_LL128, dt)[arch, i2]
@@ -419,14 +505,10 @@ def collective(
     m_nvtree = jnp.asarray(PER_CH_NVLS_TREE, dt)[arch, i2]
     e_nvls = jnp.asarray(NVLS_EFFICIENCY, dt)[arch]
 
-    steps = jnp.where(ar, 2 * (n - 1), n - 1)
-    to_alg = n / jnp.maximum(steps, 1.0)
+    steps = jnp.where(ar, 2 * (q.n - 1), q.n - 1)
+    to_alg = q.n / jnp.maximum(steps, 1.0)
     zero = jnp.zeros((), dt)  # a protocol these algorithms lack (a scalar: nothing to fold per configuration)
 
-    def bc(v: Array) -> Array:
-        return jnp.broadcast_to(v, shape).astype(dt)
-
-    # Bus bandwidths [7 algorithms][3 protocols], then algorithm bandwidths.
     ring_b = c * s
     ring = (jnp.minimum(ll, ring_b / 2), jnp.minimum(0.92 * ring_b, c * m_ring128), ring_b)
     tree_b = jnp.minimum(0.92 * c * st, c * m_tree)
@@ -435,7 +517,7 @@ def collective(
         jnp.minimum(tree_b * jnp.where(multi, 120.0 / 128.0, 7.0 / 9.0), c * m_tree128),
         tree_b,
     )
-    nvls_ok = (arch >= 2) & nvswitch & (p >= 2)
+    nvls_ok = (arch >= 2) & q.nvswitch & (p >= 2)
     b_i = sn * e_nvls * (cn - 1) / cn * jnp.where(ar, 2.0, (p - 1) / p)
     nvls_b = cn * jnp.minimum(b_i, sx)
     nvtree_b = cn * jnp.minimum(jnp.minimum(b_i, sx * jnp.where(nodes <= 2, 2.0, 1.0)), m_nvtree)
@@ -443,10 +525,11 @@ def collective(
     direct_b = cd * sd / (f_d - (f_d - 1) / 2) * jnp.where(arch >= 2, 0.85, 1.0)
     pat_b = 0.75 * c * s
 
+    collnet = q.collnet
     bus = {
         TREE: (tree, ar),
         RING: (ring, ar | agrs),
-        COLLNET_DIRECT: ((zero, zero, direct_b), ar & multi & collnet & nvswitch),
+        COLLNET_DIRECT: ((zero, zero, direct_b), ar & multi & collnet & q.nvswitch),
         COLLNET_CHAIN: ((zero, zero, c * s), ar & multi & collnet),
         NVLS: ((zero, zero, nvls_b), nvls_ok & ((ar & (~multi | collnet)) | (agrs & ~multi))),
         NVLS_TREE: ((zero, zero, nvtree_b), nvls_ok & ar & multi),
@@ -461,39 +544,73 @@ def collective(
         NVLS_TREE: to_alg,
         PAT: 1.0,
     }
-    log_size = _log2i(x) - 6
-    in_table = (x >= 64) & (log_size < 23)
-    corr = jnp.asarray(TREE_CORRECTION, dt)[:, jnp.clip(log_size, 0, 23).astype(jnp.int32)]  # [3, ...]
+    return bus, ratio, steps
 
-    # Latencies.
-    intra_hw = jnp.where(has_nvl[..., None, None], jnp.asarray(HW_NVLINK, dt), jnp.asarray(HW_PCI, dt))
-    net = jnp.asarray(HW_NET, dt)
-    base = jnp.asarray(BASE_LAT, dt)
-    log_nodes = _log2i(nodes)
-    inter_steps = jnp.where(multi, jnp.where(ar, 2 * (nodes - 1), nodes - 1), 0.0)
 
-    def lat(a: int, pr: int) -> Array:
-        l_i = intra_hw[..., a, pr]
-        l_x = jnp.where(p == 1, net[TREE, pr], net[a, pr]) + lam * (2.0 if pr == SIMPLE else 1.0)
-        if a == RING:
-            over = jnp.where(multi, NET_OVERHEAD * (3.0 if pr == SIMPLE else 1.0), 0.0)
-            t = base[a, pr] + (steps - inter_steps) * jnp.maximum(l_i, over) + inter_steps * l_x
-            if pr == SIMPLE:
-                plateau = ar & multi & (x / (c * n) >= 64)
-                t = t * jnp.where(plateau, jnp.where(arch < 1, 1.9, 1.4), 1.0)
-            return t
-        if a == TREE:
-            return base[a, pr] + 2 * ((p - 1) * l_i + log_nodes * l_x)
-        if a == COLLNET_DIRECT:
-            return 2 * (jnp.minimum(1.0, p - 1) * l_i + 0.4 * (p - 1)) + l_x
-        if a == COLLNET_CHAIN:
-            return 2 * (p - 1) * l_i + l_x
-        if a == NVLS:
-            return l_i + jnp.where(multi, l_x, 0.0)
-        if a == NVLS_TREE:
-            return l_i + 2 * log_nodes * l_x
-        return base[a, pr] + log_nodes * l_x / 3.5 + 2.8 * n  # PAT
+class _Hops(NamedTuple):
+    """What the latencies read: NCCL's hardware latencies inside a node (``intra_hw`` [..., 7, 3], NVLink's or
+    PCI's table) and across (``net`` [7, 3]), its base latencies [7, 3], floor(log2 N), and the ring's steps
+    across nodes s_x (2 (N - 1) all-reduce, N - 1 others, 0 inside one node), us or counts; and the ring's
+    steps and channels c."""
 
+    intra_hw: Array
+    net: Array
+    base: Array
+    log_nodes: Array
+    inter_steps: Array
+    steps: Array
+    c: Array
+
+
+def _latency(q: _Group, h: _Hops, a: int, pr: int) -> Array:
+    """The latency (us) of algorithm ``a`` with protocol ``pr`` (module docstring; l_i = hw[intra],
+    l_x = hw[NET] (tree's where p = 1) + lambda (+ lambda again for Simple)):
+
+        ring      base + (steps - s_x) max(l_i, o) + s_x l_x  (o = 1 us, x 3 Simple, across nodes), x 1.4
+                  (1.9 Volta) for a Simple all-reduce across nodes once X / (c n) >= 64 B
+        tree      base + 2 ((p - 1) l_i + floor(log2 N) l_x)
+        NVLS      l_i (+ l_x across nodes);  NVLSTree  l_i + 2 floor(log2 N) l_x
+        CollNet   direct: 2 (min(1, p - 1) l_i + 0.4 (p - 1)) + l_x;  chain: 2 (p - 1) l_i + l_x
+        PAT       base + floor(log2 N) l_x / 3.5 + 2.8 n
+    """
+    p, multi, base, log_nodes = q.p, q.multi, h.base, h.log_nodes
+    l_i = h.intra_hw[..., a, pr]
+    l_x = jnp.where(p == 1, h.net[TREE, pr], h.net[a, pr]) + q.lam * (2.0 if pr == SIMPLE else 1.0)
+    if a == RING:
+        over = jnp.where(multi, NET_OVERHEAD * (3.0 if pr == SIMPLE else 1.0), 0.0)
+        t = base[a, pr] + (h.steps - h.inter_steps) * jnp.maximum(l_i, over) + h.inter_steps * l_x
+        if pr == SIMPLE:
+            plateau = q.ar & multi & (q.x / (h.c * q.n) >= 64)
+            t = t * jnp.where(plateau, jnp.where(q.arch < 1, 1.9, 1.4), 1.0)
+        return t
+    if a == TREE:
+        return base[a, pr] + 2 * ((p - 1) * l_i + log_nodes * l_x)
+    if a == COLLNET_DIRECT:
+        return 2 * (jnp.minimum(1.0, p - 1) * l_i + 0.4 * (p - 1)) + l_x
+    if a == COLLNET_CHAIN:
+        return 2 * (p - 1) * l_i + l_x
+    if a == NVLS:
+        return l_i + jnp.where(multi, l_x, 0.0)
+    if a == NVLS_TREE:
+        return l_i + 2 * log_nodes * l_x
+    return base[a, pr] + log_nodes * l_x / 3.5 + 2.8 * q.n  # PAT
+
+
+def _choice(
+    q: _Group,
+    bus: dict[int, _Bus],
+    ratio: dict[int, Array | float],
+    in_table: Array,
+    corr: Array,
+    h: _Hops,
+    algorithm: ArrayLike,
+    protocol: ArrayLike,
+) -> tuple[Array, Array]:
+    """NCCL's choice: the index a * 3 + pr of the enabled (algorithm, protocol) of least
+    T = lat + X / (1000 A) (us; the tree's A scaled by NCCL's correction ``corr`` [3, ...] for medium sizes,
+    ``in_table``), among those ``algorithm`` / ``protocol`` (>= 0) allow where any is, and
+    the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl (us)."""
+    x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
     nominal, real, wanted = [], [], []
@@ -507,11 +624,11 @@ def collective(
             # for every configuration (a layout sweep's), XLA then folds their test on a few values, not on
             # every configuration of every collective (that folding took most of a minute to compile).
             enabled = ok & (bws[pr] > 0)
-            t_lat = bc(lat(a, pr))
-            t_bw = x / (1000.0 * jnp.where(enabled, bc(alg_bw), 1.0))
-            eta = jnp.where(multi, eta_net, eta_nvl)
+            t_lat = q.bc(_latency(q, h, a, pr))
+            t_bw = x / (1000.0 * jnp.where(enabled, q.bc(alg_bw), 1.0))
+            eta = jnp.where(multi, q.eta_net, q.eta_nvl)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
-            real.append(bc(t_lat + t_bw / eta))
+            real.append(q.bc(t_lat + t_bw / eta))
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
@@ -521,20 +638,50 @@ def collective(
     choice_t = jnp.where(wanted_t | ~restricted, nominal_t, jnp.inf)
     best = jnp.argmin(choice_t, axis=-1)
     tuned = jnp.take_along_axis(real_t, best[..., None], -1)[..., 0]
+    return best, tuned
+
+
+def collective(
+    coll: ArrayLike,
+    nbytes: ArrayLike,
+    fabric: Fabric,
+    constants: Constants,
+    algorithm: ArrayLike = -1,
+    protocol: ArrayLike = -1,
+) -> Timing:
+    """The time of collective ``coll`` (index of :data:`COLLECTIVES`) of ``nbytes`` X on ``fabric`` with its
+    ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0)."""
+    q = _group(coll, nbytes, fabric, constants, algorithm, protocol)
+    gr = _graphs(q)
+    bus, ratio, steps = _bus_bandwidths(q, gr)
+    # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
+    dt, x, p, n, multi = q.dt, q.x, q.p, q.n, q.multi
+    log_size = _log2i(x) - 6
+    in_table = (x >= 64) & (log_size < 23)
+    corr = jnp.asarray(TREE_CORRECTION, dt)[:, jnp.clip(log_size, 0, 23).astype(jnp.int32)]  # [3, ...]
+    # The latencies' tables: NVLink's inside a node where it has NVLink, PCI's elsewhere.
+    intra_hw = jnp.where(q.has_nvl[..., None, None], jnp.asarray(HW_NVLINK, dt), jnp.asarray(HW_PCI, dt))
+    net = jnp.asarray(HW_NET, dt)
+    base = jnp.asarray(BASE_LAT, dt)
+    log_nodes = _log2i(q.nodes)
+    inter_steps = jnp.where(multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
+    hops = _Hops(intra_hw, net, base, log_nodes, inter_steps, steps, gr.c)
+    best, tuned = _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol)
 
     # Send/recv and all-to-all: the model's own (module docstring).
-    nic_gpu = nics * r / g
+    nic_gpu = q.nics * q.r / q.g
     l_i = intra_hw[..., RING, SIMPLE]
-    l_x = net[RING, SIMPLE] + 2 * lam
+    l_x = net[RING, SIMPLE] + 2 * q.lam
+    w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl
     send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))
     inside = x * (p - 1) / n / (w * eta_nvl)
     across = x * (n - p) / n / (nic_gpu * eta_net)
     a2a = 6.6 + jnp.where(p > 1, l_i, 0.0) + jnp.where(multi, l_x, 0.0) + jnp.maximum(inside, across) / 1000.0
-    p2p = (coll == SENDRECV) | (coll == ALLTOALL)
-    us = jnp.where(coll == SENDRECV, send, jnp.where(coll == ALLTOALL, a2a, tuned))
+    p2p = (q.coll == SENDRECV) | (q.coll == ALLTOALL)
+    us = jnp.where(q.coll == SENDRECV, send, jnp.where(q.coll == ALLTOALL, a2a, tuned))
     algo = jnp.where(p2p, P2P, best // 3)
     proto = jnp.where(p2p, SIMPLE, best % 3)
-    return Timing(bc(us) * 1e-6, jnp.broadcast_to(algo, shape), jnp.broadcast_to(proto, shape))
+    return Timing(q.bc(us) * 1e-6, jnp.broadcast_to(algo, q.shape), jnp.broadcast_to(proto, q.shape))
 
 
 def bus_factor(coll: ArrayLike, ranks: ArrayLike) -> Array:
