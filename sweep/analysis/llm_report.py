@@ -68,11 +68,16 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
     ]
 
 
+def _both(ids: dict[str, int], first: str, second: str) -> tuple[int, int] | None:
+    """The row indices of two runs a finding compares, or None where either is absent from the file."""
+    return (ids[first], ids[second]) if first in ids and second in ids else None
+
+
 def _zero3_collapse(v: Validation, ids: dict[str, int], model: str) -> list[str]:
     """SC'21's ZeRO-3 collapse from 384 to 1536 A100s: reproduced (its term), or why no term or constant can."""
-    if not {"SC21-T2-01", "SC21-T2-03"} <= ids.keys():
+    if (pair := _both(ids, "SC21-T2-01", "SC21-T2-03")) is None:
         return []
-    a, b = ids["SC21-T2-01"], ids["SC21-T2-03"]
+    a, b = pair
     out = v.outputs[model]
     pred = out["predicted"]
     measured, predicted = v.runs[b].value / v.runs[a].value, pred[b] / pred[a]  # type: ignore[operator]
@@ -122,9 +127,9 @@ def _zero3_collapse(v: Validation, ids: dict[str, int], model: str) -> list[str]
 
 def _tp_pp_dp_holds(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
     """SC'21's TP x PP x DP rows from 384 to 1536 A100s: what keeps the NICs' share small."""
-    if not {"SC21-T2-07", "SC21-T2-09"} <= ids.keys():
+    if (pair := _both(ids, "SC21-T2-07", "SC21-T2-09")) is None:
         return []
-    a, b = ids["SC21-T2-07"], ids["SC21-T2-09"]
+    a, b = pair
     return [
         f"- **TP x PP x DP holds** (SC'21 Table 2, TP 8 x PP 12): measured {v.runs[a].value:g} to "
         f"{v.runs[b].value:g} TFLOP/s per GPU from 384 to 1536 A100s; predicted {pred[a]:.0f} to "
@@ -137,9 +142,9 @@ def _tp_pp_dp_holds(v: Validation, ids: dict[str, int], pred: np.ndarray) -> lis
 
 def _recomputation(v: Validation, ids: dict[str, int], pred: np.ndarray, model: str) -> list[str]:
     """Korthikanti's full against selective recomputation on 64 A100s: both steps and what each waits on."""
-    if not {"K23-T5-03", "K23-T5-04"} <= ids.keys():
+    if (pair := _both(ids, "K23-T5-03", "K23-T5-04")) is None:
         return []
-    a, b = ids["K23-T5-03"], ids["K23-T5-04"]
+    a, b = pair
     return [
         f"- **Full against selective recomputation** (Korthikanti Table 5, GPT-3 175B on 64 A100s): "
         f"measured {v.runs[a].value:g} s to {v.runs[b].value:g} s per iteration (ratio "
@@ -156,7 +161,7 @@ def _sources_repeat(v: Validation, ids: dict[str, int]) -> list[str]:
         ("MB-H100-03", "MLM-LLAMA-03"),
         ("MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"),
     ]
-    same = [(ids[x], ids[y]) for x, y in pairs if {x, y} <= ids.keys()]
+    same = [pair for x, y in pairs if (pair := _both(ids, x, y)) is not None]
     if not same:
         return []
     tokens = {i: tokens_per_gpu(v, i) for pair in same for i in pair}
@@ -176,9 +181,9 @@ def _sources_repeat(v: Validation, ids: dict[str, int]) -> list[str]:
 
 def _deepseek_on_gb200(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
     """Which of the two DeepSeek-V3 GB200 numbers (before and after the software work) the rules stand for."""
-    if not {"MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02"} <= ids.keys():
+    if (pair := _both(ids, "MLM-DSV3-GB200-01", "MLM-DSV3-GB200-02")) is None:
         return []
-    a, b = ids["MLM-DSV3-GB200-01"], ids["MLM-DSV3-GB200-02"]
+    a, b = pair
     return [
         f"- **Which DeepSeek-V3 on GB200 the rules stand for**: the second, {v.runs[b].value:g} TFLOP/s "
         f"({pred[b] / v.runs[b].value - 1:+.0%}; the first, {v.runs[a].value:g}, "
@@ -213,8 +218,9 @@ def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
         return []
     each = ", ".join(f"{v.runs[i].id} {pred[i] / v.runs[i].value - 1:+.0%}" for i in rows)
     line = f"- **GPT-OSS-120B** (Megatron-Bridge's 25.11 and 26.02 tables, every GPU they list): {each}. "
-    if {"MB-H100-09", "MB-GB200-06"} <= ids.keys():  # one software version (v0.3.0), two GPUs
-        a, b = ids["MB-H100-09"], ids["MB-GB200-06"]
+    # One software version (v0.3.0), two GPUs.
+    if (pair := _both(ids, "MB-H100-09", "MB-GB200-06")) is not None:
+        a, b = pair
         measured = tokens_per_gpu(v, b) / tokens_per_gpu(v, a)
         predicted = v.outputs["trained"]["tokens_per_s"][b] / v.outputs["trained"]["tokens_per_s"][a]
         line += (
@@ -222,8 +228,9 @@ def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
             f"H100's tokens per GPU, the model says {predicted:.2f}x. "
         )
     others = ""
-    if {"MB-GB200-03", "MB-GB200-04"} <= ids.keys():  # the other MoE rows on GB200, bf16 as these are
-        c, d = ids["MB-GB200-03"], ids["MB-GB200-04"]
+    # The other MoE rows on GB200, bf16 as these are.
+    if (pair := _both(ids, "MB-GB200-03", "MB-GB200-04")) is not None:
+        c, d = pair
         others = (
             f"The other bf16 MoE rows on GB200 are near (DeepSeek-V3 {pred[c] / v.runs[c].value - 1:+.0%}, "
             f"Qwen3-235B {pred[d] / v.runs[d].value - 1:+.0%}): the miss is GPT-OSS's, on Blackwell. "
