@@ -89,23 +89,24 @@ class H5Store(AbstractDataStore):
         self.path = os.path.abspath(os.path.expanduser(path))  # as xarray records a source
         self.file = h5py.File(path, "r")
         try:
-            self.variables, self.dims = self._read()
+            self.variables, self.dims, self.unlimited = self._read()
         except Exception:
             self.file.close()
             raise
 
-    def _read(self) -> tuple[dict[str, xr.Variable], dict[str, int]]:
+    def _read(self) -> tuple[dict[str, xr.Variable], dict[str, int], set[str]]:
+        """(variables, dims and their sizes, the unlimited dims) of the root group."""
         datasets = {name: obj for name, obj in self.file.items() if isinstance(obj, h5py.Dataset)}
         scales = {}  # ObjectID -> dim name; a scale's dim is named after its dataset, as netCDF-4 does
         phony: set[str] = set()
-        self.unlimited = set()
+        unlimited: set[str] = set()
         for name, ds in datasets.items():
             if ds.attrs.get("CLASS") == b"DIMENSION_SCALE":
                 if ds.ndim != 1:
                     raise NotPlain(name)
                 scales[ds.id] = name
                 if ds.maxshape[0] is None:
-                    self.unlimited.add(name)
+                    unlimited.add(name)
                 if bytes(ds.attrs.get("NAME", b"")).startswith(PHONY_NAME):
                     phony.add(name)
         variables, dims = {}, {}
@@ -118,7 +119,7 @@ class H5Store(AbstractDataStore):
             variables[name] = xr.Variable(
                 names, indexing.LazilyIndexedArray(_Array(ds)), attributes(ds), self._encoding(ds, names)
             )
-        return variables, dims
+        return variables, dims, unlimited
 
     def _dims(self, name: str, ds: h5py.Dataset, scales: dict) -> tuple[str, ...]:
         if ds.id in scales:
