@@ -218,10 +218,27 @@ def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
 
 
 def _stacked_seconds(requests: list[tuple[Any, ...]]) -> Value:
-    """The seconds [n, ...] of n requests from one :func:`kernels.nccl.collective`, run in a loop over them
-    (``lax.map``: one tuner in the compiled program, each pass at one request's shapes): each argument stacked
-    over the requests on a new first axis, each leaf broadcast only to that leaf's largest shape among them
-    (right-aligned, as NumPy broadcasts)."""
+    """The seconds [n, ...] of n requests (coll, nbytes, fabric, constants), in their order: the requests of
+    each collective run in one loop over them (``lax.map`` of :func:`kernels.nccl.collective` with that
+    collective fixed, so that XLA keeps only the algorithms it can run: the whole tuner for an all-reduce, the
+    ring, NVLS and PAT for an all-gather or reduce-scatter, none of it for send/recv and all-to-all)."""
+    by_collective: dict[int, list[int]] = {}
+    for i, request in enumerate(requests):
+        by_collective.setdefault(request[0], []).append(i)
+    parts = []
+    for coll, members in by_collective.items():
+        parts.append(_looped_seconds(coll, [requests[i][1:] for i in members]))
+    shape = jnp.broadcast_shapes(*(jnp.shape(part)[1:] for part in parts))
+    seconds = jnp.concatenate([jnp.broadcast_to(part, (part.shape[0], *shape)) for part in parts])
+    order = [i for members in by_collective.values() for i in members]
+    return seconds[jnp.asarray(sorted(range(len(order)), key=order.__getitem__))]
+
+
+def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:
+    """The seconds [n, ...] of n requests (nbytes, fabric, constants) of collective ``coll``, from one
+    :func:`kernels.nccl.collective` run in a loop over them (``lax.map``: one tuner in the compiled program,
+    each pass at the requests' shapes): each argument stacked over the requests on a new first axis, each leaf
+    broadcast only to that leaf's largest shape among them (right-aligned, as NumPy broadcasts)."""
     columns = list(zip(*(jax.tree.leaves(r) for r in requests)))
     ndim = max(jnp.ndim(v) for column in columns for v in column)
     stacked = []
@@ -230,7 +247,7 @@ def _stacked_seconds(requests: list[tuple[Any, ...]]) -> Value:
         shape = (1,) * (ndim - len(shape)) + shape
         stacked.append(jnp.stack([jnp.broadcast_to(jnp.asarray(v), shape) for v in column]))
     args = jax.tree.unflatten(jax.tree.structure(requests[0]), stacked)
-    return jax.lax.map(lambda one: nccl.collective(*one).seconds, args)
+    return jax.lax.map(lambda one: nccl.collective(coll, *one).seconds, args)
 
 
 def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:

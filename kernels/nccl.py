@@ -91,9 +91,10 @@ it to ``latencyInter``, as lambda enters here): ``sweep.model.nccl_fabric`` give
 
 import functools
 import operator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 Array = jnp.ndarray
@@ -238,7 +239,7 @@ TREE_CORRECTION = (
         0.9,
     ),
 )
-# search.cc's speed lists (GB/s per channel), [architecture][intra, inter], padded with 0.
+# search.cc's speed lists (GB/s per channel), [architecture][intra, inter].
 _INTRA_OLD = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _INTER_OLD = (
     48.0,
@@ -337,18 +338,46 @@ class Timing(NamedTuple):
 
 def _speed(arch: Array, inter: Array, limit: Array) -> Array:
     """The largest entry <= ``limit`` of NCCL's speed list for ``arch`` (inter-node list where ``inter``),
-    its smallest entry where none fits."""
-    width = max(len(s) for pair in SPEEDS for s in pair)
-    table = jnp.asarray([[s + (0.0,) * (width - len(s)) for s in pair] for pair in SPEEDS], limit.dtype)
-    row = table[arch, inter.astype(jnp.int32)]  # [..., width]
-    fits = (row > 0) & (row <= limit[..., None])
-    smallest = jnp.min(jnp.where(row > 0, row, jnp.inf), axis=-1)
-    return jnp.where(jnp.any(fits, axis=-1), jnp.max(jnp.where(fits, row, 0.0), axis=-1), smallest)
+    its smallest entry where none fits.
+
+    Each distinct list is walked in ascending order with one comparison and one select per entry (the entry
+    itself where it fits), and the lists' answers are then selected by architecture and tier: elementwise
+    work XLA fuses into one loop. Gathering each configuration's row of the padded table took 80 times as long
+    on the CPU (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the
+    lists five times a collective. The answer is always one of the lists' entries, exactly."""
+    inter = jnp.asarray(inter).astype(bool)
+    walked: dict[tuple[float, ...], Array] = {}
+    for pair in SPEEDS:
+        for entries in pair:
+            if entries not in walked:
+                ascending = sorted(entries)
+                best = jnp.full(jnp.shape(limit), ascending[0], limit.dtype)
+                for entry in ascending[1:]:
+                    best = jnp.where(limit >= entry, jnp.asarray(entry, limit.dtype), best)
+                walked[entries] = best
+    answer = jnp.where(inter, walked[SPEEDS[0][1]], walked[SPEEDS[0][0]])
+    for a, (intra_list, inter_list) in enumerate(SPEEDS[1:], start=1):
+        answer = jnp.where(arch == a, jnp.where(inter, walked[inter_list], walked[intra_list]), answer)
+    return answer
 
 
 def _log2i(x: Array) -> Array:
     """floor(log2(x)) for x >= 1, exact at powers of two (frexp's exponent, not a rounded log)."""
     return (jnp.frexp(jnp.maximum(x, 1.0))[1] - 1).astype(x.dtype)
+
+
+def _entry(table: Any, dt: jnp.dtype, *index: Array) -> Array:
+    """``table[index]`` of one of NCCL's small constant tables (nested tuples), for indices of any shape: a
+    select between the table's entries, as a gather would give them (indices clipped to the table), where a
+    gather of each configuration's entry was the slower on the CPU."""
+    entries = np.asarray(table, np.float64)
+    index = tuple(jnp.clip(jnp.asarray(i), 0, size - 1) for i, size in zip(index, entries.shape))
+    value = jnp.full(jnp.broadcast_shapes(*(jnp.shape(i) for i in index)), entries.flat[0], dt)
+    for position in np.ndindex(entries.shape):
+        if any(position):
+            here = functools.reduce(operator.and_, (i == k for i, k in zip(index, position)))
+            value = jnp.where(here, jnp.asarray(entries[position], dt), value)
+    return value
 
 
 class _Group(NamedTuple):
@@ -498,12 +527,12 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
     """
     dt, arch, i2, multi, ar, agrs, p, nodes = q.dt, q.arch, q.i2, q.multi, q.ar, q.agrs, q.p, q.nodes
     c, s, st, cn, sn, sx, cd, sd = gr
-    ll = jnp.where(multi, jnp.asarray(LL_MAX_INTEL, dt)[i2], jnp.asarray(LL_MAX_ONE_NODE, dt)[arch])
-    m_ring128 = jnp.asarray(PER_CH_RING_LL128, dt)[arch, i2]
-    m_tree128 = jnp.asarray(PER_CH_TREE_LL128, dt)[arch, i2]
-    m_tree = jnp.asarray(PER_CH_TREE, dt)[arch, i2]
-    m_nvtree = jnp.asarray(PER_CH_NVLS_TREE, dt)[arch, i2]
-    e_nvls = jnp.asarray(NVLS_EFFICIENCY, dt)[arch]
+    ll = jnp.where(multi, _entry(LL_MAX_INTEL, dt, i2), _entry(LL_MAX_ONE_NODE, dt, arch))
+    m_ring128 = _entry(PER_CH_RING_LL128, dt, arch, i2)
+    m_tree128 = _entry(PER_CH_TREE_LL128, dt, arch, i2)
+    m_tree = _entry(PER_CH_TREE, dt, arch, i2)
+    m_nvtree = _entry(PER_CH_NVLS_TREE, dt, arch, i2)
+    e_nvls = _entry(NVLS_EFFICIENCY, dt, arch)
 
     steps = jnp.where(ar, 2 * (q.n - 1), q.n - 1)
     to_alg = q.n / jnp.maximum(steps, 1.0)
@@ -548,18 +577,23 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
 
 
 class _Hops(NamedTuple):
-    """What the latencies read: NCCL's hardware latencies inside a node (``intra_hw`` [..., 7, 3], NVLink's or
-    PCI's table) and across (``net`` [7, 3]), its base latencies [7, 3], floor(log2 N), and the ring's steps
-    across nodes s_x (2 (N - 1) all-reduce, N - 1 others, 0 inside one node), us or counts; and the ring's
-    steps and channels c."""
+    """What the latencies read: NCCL's hardware latencies across nodes (``net`` [7, 3]), its base latencies
+    [7, 3], floor(log2 N), and the ring's steps across nodes s_x (2 (N - 1) all-reduce, N - 1 others, 0 inside
+    one node), us or counts; and the ring's steps and channels c. The latencies inside a node are
+    :func:`_intra_latency`'s."""
 
-    intra_hw: Array
     net: Array
     base: Array
     log_nodes: Array
     inter_steps: Array
     steps: Array
     c: Array
+
+
+def _intra_latency(q: _Group, a: int, pr: int) -> Array:
+    """NCCL's hardware latency (us) of algorithm ``a`` with protocol ``pr`` inside a node: NVLink's table where
+    the node has NVLink, PCI's elsewhere (one select between two constants, not a table per configuration)."""
+    return jnp.where(q.has_nvl, jnp.asarray(HW_NVLINK, q.dt)[a, pr], jnp.asarray(HW_PCI, q.dt)[a, pr])
 
 
 def _latency(q: _Group, h: _Hops, a: int, pr: int) -> Array:
@@ -574,7 +608,7 @@ def _latency(q: _Group, h: _Hops, a: int, pr: int) -> Array:
         PAT       base + floor(log2 N) l_x / 3.5 + 2.8 n
     """
     p, multi, base, log_nodes = q.p, q.multi, h.base, h.log_nodes
-    l_i = h.intra_hw[..., a, pr]
+    l_i = _intra_latency(q, a, pr)
     l_x = jnp.where(p == 1, h.net[TREE, pr], h.net[a, pr]) + q.lam * (2.0 if pr == SIMPLE else 1.0)
     if a == RING:
         over = jnp.where(multi, NET_OVERHEAD * (3.0 if pr == SIMPLE else 1.0), 0.0)
@@ -601,13 +635,13 @@ def _choice(
     bus: dict[int, _Bus],
     ratio: dict[int, Array | float],
     in_table: Array,
-    corr: Array,
+    corr: tuple[Array, Array, Array],
     h: _Hops,
     algorithm: ArrayLike,
     protocol: ArrayLike,
 ) -> tuple[Array, Array]:
     """NCCL's choice: the index a * 3 + pr of the enabled (algorithm, protocol) of least
-    T = lat + X / (1000 A) (us; the tree's A scaled by NCCL's correction ``corr`` [3, ...] for medium sizes,
+    T = lat + X / (1000 A) (us; the tree's A scaled by NCCL's correction ``corr`` (per protocol) for medium sizes,
     ``in_table``), among those ``algorithm`` / ``protocol`` (>= 0) allow where any is, and
     the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl (us)."""
     x, ar, multi = q.x, q.ar, q.multi
@@ -632,13 +666,34 @@ def _choice(
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
-    nominal_t, real_t = jnp.stack(nominal, -1), jnp.stack(real, -1)
-    restricted = functools.reduce(operator.or_, wanted)[..., None]  # any of them, each at its own shape
-    wanted_t = jnp.stack(jnp.broadcast_arrays(*wanted), -1)
-    choice_t = jnp.where(wanted_t | ~restricted, nominal_t, jnp.inf)
-    best = jnp.argmin(choice_t, axis=-1)
-    tuned = jnp.take_along_axis(real_t, best[..., None], -1)[..., 0]
+    restricted = functools.reduce(operator.or_, wanted)  # any of them, each at its own shape
+    # The least T as argmin takes it (the first of equal ones; a NaN wins, the first of them), kept as a
+    # running minimum over the 21 candidates: elementwise selects XLA fuses into one loop, where stacking them
+    # and taking each configuration's entry back out of the stack took most of the collective's time on the CPU.
+    candidates = [
+        (jnp.where(ok | ~restricted, t, jnp.inf), t_real) for t, t_real, ok in zip(nominal, real, wanted)
+    ]
+    least, tuned = candidates[0]
+    best = jnp.zeros(jnp.shape(least), jnp.int32)
+    for k, (t, t_real) in enumerate(candidates[1:], start=1):
+        better = (t < least) | (jnp.isnan(t) & ~jnp.isnan(least))
+        least = jnp.where(better, t, least)
+        best = jnp.where(better, k, best)
+        tuned = jnp.where(better, t_real, tuned)
     return best, tuned
+
+
+def _tree_correction(log_size: Array, dt: jnp.dtype) -> tuple[Array, Array, Array]:
+    """NCCL's correction of the tree's bandwidth, per protocol, at floor(log2(X / 64)) ``log_size`` (clipped
+    to the table's 0..23): each protocol's row walked with one comparison and one select per entry, the
+    entry itself where it applies (gathering each configuration's column of the table was the slower)."""
+    rows = []
+    for row in TREE_CORRECTION:
+        value = jnp.full(jnp.shape(log_size), row[0], dt)
+        for i, entry in enumerate(row[1:], start=1):
+            value = jnp.where(log_size >= i, jnp.asarray(entry, dt), value)
+        rows.append(value)
+    return rows[0], rows[1], rows[2]
 
 
 def collective(
@@ -658,19 +713,17 @@ def collective(
     dt, x, p, n, multi = q.dt, q.x, q.p, q.n, q.multi
     log_size = _log2i(x) - 6
     in_table = (x >= 64) & (log_size < 23)
-    corr = jnp.asarray(TREE_CORRECTION, dt)[:, jnp.clip(log_size, 0, 23).astype(jnp.int32)]  # [3, ...]
-    # The latencies' tables: NVLink's inside a node where it has NVLink, PCI's elsewhere.
-    intra_hw = jnp.where(q.has_nvl[..., None, None], jnp.asarray(HW_NVLINK, dt), jnp.asarray(HW_PCI, dt))
+    corr = _tree_correction(log_size, dt)
     net = jnp.asarray(HW_NET, dt)
     base = jnp.asarray(BASE_LAT, dt)
     log_nodes = _log2i(q.nodes)
     inter_steps = jnp.where(multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
-    hops = _Hops(intra_hw, net, base, log_nodes, inter_steps, steps, gr.c)
+    hops = _Hops(net, base, log_nodes, inter_steps, steps, gr.c)
     best, tuned = _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol)
 
     # Send/recv and all-to-all: the model's own (module docstring).
     nic_gpu = q.nics * q.r / q.g
-    l_i = intra_hw[..., RING, SIMPLE]
+    l_i = _intra_latency(q, RING, SIMPLE)
     l_x = net[RING, SIMPLE] + 2 * q.lam
     w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl
     send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))

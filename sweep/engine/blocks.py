@@ -9,9 +9,10 @@ remaining (varying) dims are cut into hyperslab blocks of at most ``block_config
 configurations. A block is handed to the kernel as ``kb`` outer lanes x ``ci`` inner lanes (one
 of the two is always the whole extent), padded to that shape, which is fixed for the whole
 sweep: one compile per sweep. Both widths are rounded up (:data:`WIDTHS`: the data-parallel
-family's by :func:`padded_width`, the layout family's to powers of two of at least 8 x 8,192, a
-compile of the layout kernel being seconds), so sweeps of similar sizes share one compiled kernel
-too (through JAX's persistent compilation cache, across commands).
+family's by :func:`padded_width`; the layout family's to :func:`layout_widths`: small blocks to one
+shape of 8 x 8,192, a compile of the layout kernel being seconds, large ones to within 12.5% of their
+lanes, their compute being the longer), so sweeps of similar sizes share one compiled kernel too
+(through JAX's persistent compilation cache, across commands).
 """
 
 import dataclasses
@@ -65,28 +66,46 @@ MIN_LAYOUT_COLUMNS = 2**13  # layout sweeps of up to 8,192 layouts share one com
 MIN_LAYOUT_ROWS = 8
 
 
+def layout_columns(n: int, budget: int) -> int:
+    """The layout family's padded width for ``n`` layouts a block (``budget`` configurations a block): a power
+    of two of at least 8,192 (or the budget's power of two, where smaller) up to 8,192, so that small sweeps
+    share one compiled kernel; above it :func:`padded_width`'s (at most 12.5% padding: 169,344 layouts compile
+    as 180,224, not 262,144)."""
+    if n <= MIN_LAYOUT_COLUMNS:
+        return pow2(n, min(MIN_LAYOUT_COLUMNS, pow2(budget, 8)))
+    return padded_width(n)
+
+
+def layout_rows(n: int, columns: int) -> int:
+    """The layout family's padded settings rows for ``n`` settings a block over ``columns`` padded layouts: a
+    power of two, of at least 8 where the block is 8,192 layouts wide (the shape small sweeps share), fewer for
+    wider blocks, down to 1, so that the padded block holds no more than 8 x 8,192 lanes beyond its own: a
+    plan of one setting over 169,344 layouts is one row, not eight (the kernel's time is its lanes')."""
+    least = max(1, MIN_LAYOUT_ROWS * MIN_LAYOUT_COLUMNS // columns)
+    return pow2(n, pow2(least))
+
+
 @dataclasses.dataclass(frozen=True)
 class Widths:
     """How a family's block is padded to the compiled shape.
 
     Attributes:
-      outer, inner: lanes -> padded width (``inner`` also takes the block budget, which caps its floor).
+      outer: (lanes, the padded inner width) -> padded width.
+      inner: lanes -> padded width (it also takes the block budget, which caps its floor).
       padded_budget: whether the block budget counts the padded inner width (the layout family's floor of
         8,192 columns would otherwise make a block of few layouts thousands of times its budget).
     """
 
-    outer: Callable[[int], int]
+    outer: Callable[[int, int], int]
     inner: Callable[[int, int], int]
     padded_budget: bool
 
 
 WIDTHS = {
-    DATA_PARALLEL.name: Widths(padded_width, lambda n, budget: padded_width(n, least=8), False),
-    LAYOUTS.name: Widths(
-        lambda n: pow2(n, MIN_LAYOUT_ROWS),
-        lambda n, budget: pow2(n, min(MIN_LAYOUT_COLUMNS, pow2(budget, 8))),
-        True,
+    DATA_PARALLEL.name: Widths(
+        lambda n, columns: padded_width(n), lambda n, budget: padded_width(n, least=8), False
     ),
+    LAYOUTS.name: Widths(layout_rows, layout_columns, True),
 }
 
 
@@ -182,8 +201,8 @@ class BlockPlan:
             self.ci = self.rows * math.prod(var[split + 1 :])
         # The compiled shape: padded lanes are harmless configurations (the data-parallel family's: single
         # workers), dropped on return.
-        self.kb_width: int = widths.outer(self.kb) if self.splits_layouts else 1
         self.ci_width: int = widths.inner(self.ci, self.block_configs)
+        self.kb_width: int = widths.outer(self.kb, self.ci_width) if self.splits_layouts else 1
 
     @property
     def shape(self) -> tuple[int, ...]:
