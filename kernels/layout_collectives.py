@@ -73,13 +73,17 @@ NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plu
 X), a reduce-scatter or all-gather NCCL's, an exchange (CP, PP) its send/recv and the expert dispatch
 its all-to-all.
 
-Every NCCL-priced collective of one step is priced by one :func:`kernels.nccl.collective` run in a loop over
-all of them (:func:`priced_together`): a step takes about 24, and each call inlines NCCL's whole tuner (every
-algorithm and protocol), so one call per collective made the compiled program 24 tuners long. Looped, a
-layout search with NCCL's pricing compiles in seconds (its first search took 6.7-6.8 s against 27.9-31.7 s, a MoE
-plan about a minute where its compile did not finish in 14) and searches 1.5-2x slower: XLA no longer shares the
-tuner's work between collectives of the same group (benchmarks/README.md, 2026-12-03). The numbers are the
-same, element by element.
+Every NCCL-priced collective of one step is priced by :func:`priced_together`: a step makes about 24 (a dense
+one 12 all-gathers, 4 reduce-scatters, 4 all-reduces, 2 all-to-alls and 2 send/recvs), and one call of
+:func:`kernels.nccl.collective` inlines NCCL's whole tuner, so a call per collective made the compiled program 24
+tuners long (its first search took 28-32 s, a MoE plan's compile did not finish in 14 minutes). The step's
+requests are grouped by collective and each group priced by one copy of the tuner in a loop over its requests,
+that collective fixed, so that XLA keeps only what it can run: the whole tuner for an all-reduce; ring, NVLS and
+PAT for an all-gather or reduce-scatter; none of it for send/recv and all-to-all, which have one algorithm.
+Against one loop over every request (each pass the whole tuner), on 2 CPU cores: 8.5-8.8e5 layouts/s against
+1.2-1.8e5 searched, its first search 14.7-16.3 s against 11.8-12.8 s (benchmarks/README.md, 2026-12-04). Every
+choice of algorithm and protocol is the same, and every time within 3e-7 of one call's in float32 (5e-16 in
+float64: XLA orders a few operations differently).
 """
 
 import contextvars
@@ -178,7 +182,7 @@ class _Batch:
     the order they were recorded (``used`` of them so far)."""
 
     requests: list[tuple[Any, ...]] = dataclasses.field(default_factory=list)
-    seconds: Value | None = None
+    seconds: list[Value] | None = None
     used: int = 0
 
 
@@ -217,7 +221,7 @@ def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
         _BATCH.reset(token)
 
 
-def _stacked_seconds(requests: list[tuple[Any, ...]]) -> Value:
+def _stacked_seconds(requests: list[tuple[Any, ...]]) -> list[Value]:
     """The seconds [n, ...] of n requests (coll, nbytes, fabric, constants), in their order: the requests of
     each collective run in one loop over them (``lax.map`` of :func:`kernels.nccl.collective` with that
     collective fixed, so that XLA keeps only the algorithms it can run: the whole tuner for an all-reduce, the
@@ -225,13 +229,12 @@ def _stacked_seconds(requests: list[tuple[Any, ...]]) -> Value:
     by_collective: dict[int, list[int]] = {}
     for i, request in enumerate(requests):
         by_collective.setdefault(request[0], []).append(i)
-    parts = []
+    seconds: list[Value] = [jnp.zeros(())] * len(requests)
     for coll, members in by_collective.items():
-        parts.append(_looped_seconds(coll, [requests[i][1:] for i in members]))
-    shape = jnp.broadcast_shapes(*(jnp.shape(part)[1:] for part in parts))
-    seconds = jnp.concatenate([jnp.broadcast_to(part, (part.shape[0], *shape)) for part in parts])
-    order = [i for members in by_collective.values() for i in members]
-    return seconds[jnp.asarray(sorted(range(len(order)), key=order.__getitem__))]
+        looped = _looped_seconds(coll, [requests[i][1:] for i in members])
+        for j, i in enumerate(members):
+            seconds[i] = looped[j]
+    return seconds
 
 
 def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:

@@ -9,10 +9,10 @@ remaining (varying) dims are cut into hyperslab blocks of at most ``block_config
 configurations. A block is handed to the kernel as ``kb`` outer lanes x ``ci`` inner lanes (one
 of the two is always the whole extent), padded to that shape, which is fixed for the whole
 sweep: one compile per sweep. Both widths are rounded up (:data:`WIDTHS`: the data-parallel
-family's by :func:`padded_width`; the layout family's to :func:`layout_widths`: small blocks to one
-shape of 8 x 8,192, a compile of the layout kernel being seconds, large ones to within 12.5% of their
-lanes, their compute being the longer), so sweeps of similar sizes share one compiled kernel too
-(through JAX's persistent compilation cache, across commands).
+family's by :func:`padded_width`; the layout family's by :func:`layout_columns` and :func:`layout_rows`:
+small blocks to one shape of 8 x 8,192, a compile of the layout kernel being seconds, large ones to within
+12.5% of their layouts and few rows, their compute being the longer), so sweeps of similar sizes share one
+compiled kernel too (through JAX's persistent compilation cache, across commands).
 """
 
 import dataclasses

@@ -8,8 +8,9 @@ A block is ``R`` outer cells by ``C`` layouts, cut by the engine's one block pla
 (:mod:`sweep.engine.blocks`): the host hands the device one small table of the cells
 (their dims, model shape, GPU, precision) and one of the layouts (their dims), and the
 device crosses them, so the work per block on the host grows with R + C while the
-device's grows with R x C. Blocks have power-of-two shapes (at least 8 x 8,192), so a
-sweep compiles once and sweeps of similar sizes share it.
+device's grows with R x C. Small blocks share one shape (8 x 8,192), large ones are padded
+to within 12.5% of their layouts (:func:`sweep.engine.blocks.layout_columns`), so a sweep
+compiles once and sweeps of similar sizes share it.
 
 Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
 dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
