@@ -336,29 +336,41 @@ class Timing(NamedTuple):
     protocol: Array
 
 
-def _speed(arch: Array, inter: Array, limit: Array) -> Array:
-    """The largest entry <= ``limit`` of NCCL's speed list for ``arch`` (inter-node list where ``inter``),
-    its smallest entry where none fits.
-
-    Each distinct list is walked in ascending order with one comparison and one select per entry (the entry
-    itself where it fits), and the lists' answers are then selected by architecture and tier: elementwise
-    work XLA fuses into one loop. Gathering each configuration's row of the padded table took 80 times as long
-    on the CPU (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the
-    lists five times a collective. The answer is always one of the lists' entries, exactly."""
+def _speed_list(arch: Array, inter: Array, dt: jnp.dtype) -> tuple[Array, ...]:
+    """NCCL's speed list (GB/s per channel) for each configuration's ``arch`` (its inter-node list where
+    ``inter``), ascending, as one array per position, each list padded at its start with its smallest entry to
+    the longest list's length: a select between the lists' entries at each position, made once for the five
+    look-ups of a collective's channel search (:func:`_speed`). Architectures past the table read the first's."""
     inter = jnp.asarray(inter).astype(bool)
-    walked: dict[tuple[float, ...], Array] = {}
-    for pair in SPEEDS:
-        for entries in pair:
-            if entries not in walked:
-                ascending = sorted(entries)
-                best = jnp.full(jnp.shape(limit), ascending[0], limit.dtype)
-                for entry in ascending[1:]:
-                    best = jnp.where(limit >= entry, jnp.asarray(entry, limit.dtype), best)
-                walked[entries] = best
-    answer = jnp.where(inter, walked[SPEEDS[0][1]], walked[SPEEDS[0][0]])
-    for a, (intra_list, inter_list) in enumerate(SPEEDS[1:], start=1):
-        answer = jnp.where(arch == a, jnp.where(inter, walked[inter_list], walked[intra_list]), answer)
-    return answer
+    width = max(len(entries) for pair in SPEEDS for entries in pair)
+
+    def padded(entries: tuple[float, ...]) -> list[float]:
+        ascending = sorted(entries)
+        return [ascending[0]] * (width - len(ascending)) + ascending
+
+    (intra0, inter0), *others = [(padded(lo), padded(hi)) for lo, hi in SPEEDS]
+    columns = []
+    for k in range(width):
+        column = jnp.where(inter, jnp.asarray(inter0[k], dt), jnp.asarray(intra0[k], dt))
+        for a, (intra_a, inter_a) in enumerate(others, start=1):
+            if (intra_a[k], inter_a[k]) != (intra0[k], inter0[k]):  # else the first's entry stands
+                here = jnp.where(inter, jnp.asarray(inter_a[k], dt), jnp.asarray(intra_a[k], dt))
+                column = jnp.where(arch == a, here, column)
+        columns.append(column)
+    return tuple(columns)
+
+
+def _speed(speed_list: tuple[Array, ...], limit: Array) -> Array:
+    """The largest entry <= ``limit`` of each configuration's speed list (:func:`_speed_list`), its smallest
+    entry where none fits: the list walked in ascending order with one comparison and one select per entry
+    (the entry itself where it fits), elementwise work XLA fuses into one loop. Gathering each configuration's
+    row of a padded table took 80 times as long on the CPU (39 ms against 0.5 ms for 2^18 float32 values,
+    2026-12-04), and NCCL's channel search reads the list five times a collective. The answer is always one
+    of the list's entries, exactly."""
+    best = jnp.broadcast_to(speed_list[0], jnp.broadcast_shapes(jnp.shape(speed_list[0]), jnp.shape(limit)))
+    for entry in speed_list[1:]:
+        best = jnp.where(limit >= entry, entry, best)
+    return best
 
 
 def _log2i(x: Array) -> Array:
@@ -486,8 +498,9 @@ def _graphs(q: _Group) -> _Graphs:
     CollNet      c_d = min(8, p);  s_d = speed(min(r, W / c_d))
     """
     arch, multi, w, r, p = q.arch, q.multi, q.w, q.r, q.p
+    speeds = _speed_list(arch, multi, q.dt)
     # Channels: ring and tree graphs.
-    s0 = _speed(arch, multi, jnp.where(multi, jnp.minimum(r, w), w))
+    s0 = _speed(speeds, jnp.where(multi, jnp.minimum(r, w), w))
     c0 = jnp.where(multi, q.nics * jnp.maximum(jnp.floor(r / s0), 1.0), jnp.floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
@@ -495,15 +508,15 @@ def _graphs(q: _Group) -> _Graphs:
     s = s0 / jnp.ceil(c / c0)
     # The tree's graph on two nodes: the second pass raises its intra-node speed up to twice the ring's.
     two = multi & (q.nodes <= 2)
-    st = jnp.where(two, jnp.maximum(s, _speed(arch, multi, jnp.minimum(2 * s, w / c))), s)
+    st = jnp.where(two, jnp.maximum(s, _speed(speeds, jnp.minimum(2 * s, w / c))), s)
     # NVLS graph.
     cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
-    sn = _speed(arch, multi, w / cn)
+    sn = _speed(speeds, w / cn)
     node_net = q.nics * q.hosts / q.nodes * r
-    sx = jnp.where(multi, _speed(arch, multi, jnp.minimum(node_net / cn, 2 * sn)), jnp.inf)
+    sx = jnp.where(multi, _speed(speeds, jnp.minimum(node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
     cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)
-    sd = _speed(arch, multi, jnp.minimum(r, w / cd))
+    sd = _speed(speeds, jnp.minimum(r, w / cd))
     return _Graphs(c, s, st, cn, sn, sx, cd, sd)
 
 
