@@ -718,36 +718,49 @@ def collective(
     protocol: ArrayLike = -1,
 ) -> Timing:
     """The time of collective ``coll`` (index of :data:`COLLECTIVES`) of ``nbytes`` X on ``fabric`` with its
-    ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0)."""
+    ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0). A ``coll``
+    given as a Python int of send/recv or all-to-all traces no tuner: they have one algorithm."""
     q = _group(coll, nbytes, fabric, constants, algorithm, protocol)
-    gr = _graphs(q)
-    bus, ratio, steps = _bus_bandwidths(q, gr)
-    # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
-    dt, x, p, n, multi = q.dt, q.x, q.p, q.n, q.multi
-    log_size = _log2i(x) - 6
-    in_table = (x >= 64) & (log_size < 23)
-    corr = _tree_correction(log_size, dt)
-    net = jnp.asarray(HW_NET, dt)
-    base = jnp.asarray(BASE_LAT, dt)
-    log_nodes = _log2i(q.nodes)
-    inter_steps = jnp.where(multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
-    hops = _Hops(net, base, log_nodes, inter_steps, steps, gr.c)
-    best, tuned = _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol)
-
-    # Send/recv and all-to-all: the model's own (module docstring).
-    nic_gpu = q.nics * q.r / q.g
-    l_i = _intra_latency(q, RING, SIMPLE)
-    l_x = net[RING, SIMPLE] + 2 * q.lam
-    w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl
-    send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))
-    inside = x * (p - 1) / n / (w * eta_nvl)
-    across = x * (n - p) / n / (nic_gpu * eta_net)
-    a2a = 6.6 + jnp.where(p > 1, l_i, 0.0) + jnp.where(multi, l_x, 0.0) + jnp.maximum(inside, across) / 1000.0
+    send, a2a = _point_to_point(q)
+    if isinstance(coll, int) and coll in (SENDRECV, ALLTOALL):
+        us = send if coll == SENDRECV else a2a
+        return Timing(
+            q.bc(us) * 1e-6, jnp.full(q.shape, P2P, jnp.int32), jnp.full(q.shape, SIMPLE, jnp.int32)
+        )
+    best, tuned = _tuned(q, algorithm, protocol)
     p2p = (q.coll == SENDRECV) | (q.coll == ALLTOALL)
     us = jnp.where(q.coll == SENDRECV, send, jnp.where(q.coll == ALLTOALL, a2a, tuned))
     algo = jnp.where(p2p, P2P, best // 3)
     proto = jnp.where(p2p, SIMPLE, best % 3)
     return Timing(q.bc(us) * 1e-6, jnp.broadcast_to(algo, q.shape), jnp.broadcast_to(proto, q.shape))
+
+
+def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array, Array]:
+    """NCCL's tuner on ``q``: the index a * 3 + pr of its choice and its time (us; :func:`_choice`)."""
+    gr = _graphs(q)
+    bus, ratio, steps = _bus_bandwidths(q, gr)
+    # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
+    log_size = _log2i(q.x) - 6
+    in_table = (q.x >= 64) & (log_size < 23)
+    corr = _tree_correction(log_size, q.dt)
+    log_nodes = _log2i(q.nodes)
+    inter_steps = jnp.where(q.multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
+    hops = _Hops(jnp.asarray(HW_NET, q.dt), jnp.asarray(BASE_LAT, q.dt), log_nodes, inter_steps, steps, gr.c)
+    return _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol)
+
+
+def _point_to_point(q: _Group) -> tuple[Array, Array]:
+    """Send/recv's and all-to-all's times (us): the model's own (module docstring)."""
+    x, p, n, multi = q.x, q.p, q.n, q.multi
+    nic_gpu = q.nics * q.r / q.g
+    l_i = _intra_latency(q, RING, SIMPLE)
+    l_x = jnp.asarray(HW_NET, q.dt)[RING, SIMPLE] + 2 * q.lam
+    w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl
+    send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))
+    inside = x * (p - 1) / n / (w * eta_nvl)
+    across = x * (n - p) / n / (nic_gpu * eta_net)
+    a2a = 6.6 + jnp.where(p > 1, l_i, 0.0) + jnp.where(multi, l_x, 0.0) + jnp.maximum(inside, across) / 1000.0
+    return send, a2a
 
 
 def bus_factor(coll: ArrayLike, ranks: ArrayLike) -> Array:
