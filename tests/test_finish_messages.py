@@ -88,3 +88,18 @@ def test_a_signal_once_the_cube_is_in_place_says_it_is_complete(tmp_path, monkey
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
     r = invoke("show", "--verify", out)
     assert r.exit_code == 0, r.output
+
+
+def test_a_signal_while_the_plan_is_printed_says_the_cube_is_complete(tmp_path, monkeypatch, capsys):
+    # The cube is in place and its table is being made (#42: it said only "interrupted").
+    from netsweep_jax.sweep.analysis import planning
+
+    out = tmp_path / "o.h5"
+    signal_after(monkeypatch, planning, "plan_table")
+    code, stdout, stderr = run_main(monkeypatch, capsys, *PLAN, "--out", out, "-q")
+    assert code == 143, stderr
+    assert stderr.strip().splitlines()[-1] == (
+        f"error: interrupted while printing the plan; {out} was written and is complete"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
+    assert invoke("show", "--verify", out).exit_code == 0

@@ -303,14 +303,20 @@ def plan(
         assert share is not None
         typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
         return
-    if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr (a reader that
-        say(f"wrote {target}")  # leaves early, | head, ends the command before anything after its output)
-        for line in infeasible_lines(ds):  # the table says these in place; a document has no row for them
-            typer.echo(line, err=True)
-        typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
-        return
-    typer.echo("\n".join([plan_table(ds), *tier_lines(ds)]))
-    typer.echo(f"wrote {target}")
+    # The cube is in place: a signal while its plan is printed ends the command saying so (the printing is the
+    # last 0.1-1 s of a run, where an interrupt said only "interrupted").
+    try:
+        if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr: a reader
+            # that leaves early (| head) ends the command before anything after its output.
+            say(f"wrote {target}")
+            for line in infeasible_lines(ds):  # the table says these in place; a document has no row for them
+                typer.echo(line, err=True)
+            typer.echo(plan_csv(ds) if as_csv else plan_json(ds), nl=not as_csv)
+            return
+        typer.echo("\n".join([plan_table(ds), *tier_lines(ds)]))
+        typer.echo(f"wrote {target}")
+    except (KeyboardInterrupt, Interrupted) as e:
+        fail(f"interrupted while printing the plan; {target} was written and is complete", code=exit_code(e))
 
 
 def models():
