@@ -392,8 +392,24 @@ def test_a_plots_selection_takes_the_same_notation(text):
 
     ds = xr.Dataset({"x": ("bandwidth", [1.0])}, coords={"bandwidth": [10.0]})
     assert parse_sel(["bandwidth=10"], ds) == {"bandwidth": 10.0}
-    with pytest.raises(InputError, match=f"^sel 'bandwidth={text}': {text} is not a bandwidth in the cube"):
+    with pytest.raises(
+        InputError, match=f"^sel 'bandwidth={text}': {text} is not a value of bandwidth in the cube"
+    ):
         parse_sel([f"bandwidth={text}"], ds)
+
+
+def test_a_plots_selection_not_in_the_cube_lists_its_values_as_numbers_and_how_many():
+    # #42's audit: "100 is not a nodes in the cube (1.0, ..., 12.0)": 12 of 64 values shown as floats, no count.
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import parse_sel
+
+    ds = xr.Dataset({"x": ("nodes", np.arange(1.0, 65.0))}, coords={"nodes": np.arange(1.0, 65.0)})
+    with pytest.raises(InputError) as e:
+        parse_sel(["nodes=100"], ds)
+    assert str(e.value).endswith(
+        "'nodes=100': 100 is not a value of nodes in the cube (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, ... (64 values))"
+    )
 
 
 @pytest.mark.parametrize("value", ["٨", "４００", "1_000", ["٨"], ["inf"]])

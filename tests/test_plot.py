@@ -37,7 +37,7 @@ def test_plots(cube, tmp_path, args):
     [
         (["--x", "bandwidth", "--hue", "nodes"], "the selection leaves ratio (3 values)"),
         (["--x", "bandwidth"], "nodes (2 values), ratio (3 values)"),
-        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a ratio in the cube"),
+        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a value of ratio in the cube"),
         (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
         (
             ["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"],
