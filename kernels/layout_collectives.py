@@ -222,7 +222,7 @@ def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
 
 
 def _stacked_seconds(requests: list[tuple[Any, ...]]) -> list[Value]:
-    """The seconds [n, ...] of n requests (coll, nbytes, fabric, constants), in their order: the requests of
+    """The seconds of n requests (coll, nbytes, fabric, constants), one array each, in their order: the requests of
     each collective run in one loop over them (``lax.map`` of :func:`kernels.nccl.collective` with that
     collective fixed, so that XLA keeps only the algorithms it can run: the whole tuner for an all-reduce, the
     ring, NVLS and PAT for an all-gather or reduce-scatter, none of it for send/recv and all-to-all)."""

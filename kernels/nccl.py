@@ -719,14 +719,16 @@ def collective(
 ) -> Timing:
     """The time of collective ``coll`` (index of :data:`COLLECTIVES`) of ``nbytes`` X on ``fabric`` with its
     ``constants``, as NCCL chooses it (or restricted to ``algorithm`` / ``protocol`` where >= 0). A ``coll``
-    given as a Python int of send/recv or all-to-all traces no tuner: they have one algorithm."""
+    given as a Python int traces only its own pricing: send/recv and all-to-all no tuner (they have one
+    algorithm), the others no selection between kinds."""
     q = _group(coll, nbytes, fabric, constants, algorithm, protocol)
+    if isinstance(coll, int):
+        if coll in (SENDRECV, ALLTOALL):
+            us = _point_to_point(q)[0 if coll == SENDRECV else 1]
+            return Timing(q.bc(us) * 1e-6, *(jnp.full(q.shape, v, jnp.int32) for v in (P2P, SIMPLE)))
+        best, tuned = _tuned(q, algorithm, protocol)
+        return Timing(q.bc(tuned) * 1e-6, *(jnp.broadcast_to(v, q.shape) for v in (best // 3, best % 3)))
     send, a2a = _point_to_point(q)
-    if isinstance(coll, int) and coll in (SENDRECV, ALLTOALL):
-        us = send if coll == SENDRECV else a2a
-        return Timing(
-            q.bc(us) * 1e-6, jnp.full(q.shape, P2P, jnp.int32), jnp.full(q.shape, SIMPLE, jnp.int32)
-        )
     best, tuned = _tuned(q, algorithm, protocol)
     p2p = (q.coll == SENDRECV) | (q.coll == ALLTOALL)
     us = jnp.where(q.coll == SENDRECV, send, jnp.where(q.coll == ALLTOALL, a2a, tuned))
