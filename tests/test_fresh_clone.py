@@ -1,20 +1,27 @@
 """A fresh clone: the documented commands and the report commands' defaults never meet a committed file."""
 
+import re
 import shlex
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from test_readme import PAGES, ROOT, blocks, commands, console
+from test_readme import FENCE, PAGES, ROOT, blocks, commands, console
 
 from helpers import invoke
 
 
 def tracked(path: str) -> list[str]:
-    """The files git tracks at or under ``path`` (relative to the checkout)."""
+    """The files git tracks at or under ``path`` (relative to the checkout; none outside it)."""
+    if not (ROOT / path).resolve().is_relative_to(ROOT):
+        return []
     r = subprocess.run(["git", "ls-files", "--", path], cwd=ROOT, capture_output=True, text=True, check=True)
     return r.stdout.split()
+
+
+# A command quoted in the text (`sweep validate my_runs.csv --out results/mine`), outside the example blocks.
+INLINE = re.compile(r"`(sweep [^`]+)`")
 
 
 def documented_commands():
@@ -24,6 +31,10 @@ def documented_commands():
                 yield from (args for line in body.splitlines() for args in commands(line))
             elif lang == "console":
                 yield from (args for args, _ in console(body))
+        for text in INLINE.findall(FENCE.sub("", (ROOT / page).read_text())):
+            # The one that regenerates a committed report says so with --force, as the user must.
+            if "--force" not in (args := shlex.split(text)[1:]):
+                yield args
 
 
 def test_no_documented_command_writes_onto_a_committed_file():

@@ -86,3 +86,40 @@ def test_a_figure_is_titled_with_its_sel_choices(cube, tmp_path, monkeypatch, ar
     r = invoke("plot", str(cube), *args, "--out", str(tmp_path / "f.png"))
     assert r.exit_code == 0, r.output
     assert drawn[0].axes[0].get_title() == title
+
+
+@pytest.mark.parametrize("kind", ["line", "heatmap"])
+def test_a_long_label_stays_within_its_axis(cube, tmp_path, monkeypatch, kind):
+    # exposed_comm's label, "communication not hidden behind the backward pass [s]", ran past the top of the
+    # heatmap's color bar (and of a line plot's y axis) into the title: it is broken between words instead.
+    from netsweep_jax.sweep.analysis import plot
+
+    drawn = []
+    real = plot.save
+    monkeypatch.setattr(plot, "save", lambda fig, out, **kw: drawn.append(fig) or real(fig, out, **kw))
+    args = (
+        ["--y", "exposed_comm", "--hue", "nodes"]
+        if kind == "line"
+        else ["--y", "nodes", "--var", "exposed_comm"]
+    )
+    r = invoke(
+        "plot",
+        str(cube),
+        "--kind",
+        kind,
+        "--x",
+        "bandwidth",
+        *args,
+        "--sel",
+        "ratio=1",
+        "--out",
+        tmp_path / "f.png",
+    )
+    assert r.exit_code == 0, r.output
+    fig = drawn[0]
+    fig.draw_without_rendering()
+    axis = fig.axes[-1]  # the color bar, or the line plot's axes
+    text = axis.yaxis.label
+    assert "backward pass" in text.get_text() and "\n" in text.get_text()
+    box, frame = text.get_window_extent(), axis.get_window_extent()
+    assert frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1, (box, frame)

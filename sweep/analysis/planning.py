@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.kernels.layout import STATUS
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, sizes_named
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     COLLECTIVES_MODES,
@@ -68,9 +68,11 @@ MAX_REASONS = 32
 def check_size(grid: LayoutGrid) -> None:
     """Refuse, before any work, a plan of more settings than :data:`MAX_SETTINGS`, naming what made it large."""
     if grid.outer_size > MAX_SETTINGS:
+        text, names = sizes_named({d: grid.sizes[d] for d in SETTING_DIMS})
         raise InputError(
-            f"{grid.outer_size:,} settings ({grid.size_text(SETTING_DIMS)}) are too many for one plan (at most "
-            f"{MAX_SETTINGS:,}: a line and the best layouts of each); give fewer values"
+            f"{grid.outer_size:,} settings ({text}) are too many for one plan (at most "
+            f"{MAX_SETTINGS:,}: a line and the best layouts of each); give fewer values",
+            names=names,
         )
 
 

@@ -4,6 +4,7 @@ Figures are plain :class:`matplotlib.figure.Figure` objects rendered by Agg when
 saved: no pyplot, so nothing here selects a backend or keeps global figure state.
 """
 
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,19 @@ from netsweep_jax.sweep.io.reader import check_selection, open_cube
 PNG_METADATA = {"Software": None}
 
 
+# The most characters of an axis label on one line: about the height of a 4-inch figure's axes in 10-point
+# text. A longer label (``communication not hidden behind the backward pass [s]``) runs past the end of its axis
+# and into the title; it is broken between words instead.
+LABEL_LINE = 40
+
+
 def label(da: xr.DataArray) -> str:
-    """``long_name [units]`` of a DataArray (units omitted when dimensionless)."""
+    """``long_name [units]`` of a DataArray (units omitted when dimensionless), broken into lines of at most
+    :data:`LABEL_LINE` characters between words."""
     units = da.attrs.get("units", "")
     name = da.attrs.get("long_name", da.name)
-    return f"{name} [{units}]" if units not in ("", "1") else str(name)
+    text = f"{name} [{units}]" if units not in ("", "1") else str(name)
+    return textwrap.fill(text, LABEL_LINE, break_long_words=False, break_on_hyphens=False)
 
 
 def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """The one error type users see: bad input, reported in one line, exit code 2."""
 
+from collections.abc import Callable, Mapping, Sequence
+
 
 class InputError(ValueError):
     """Bad user input: a value that breaks a rule, or a malformed file.
@@ -8,13 +10,30 @@ class InputError(ValueError):
     ``collective``, ...) the value was given for; the message reads
     ``"<param> <detail>"`` in Python and ``"<option> <detail>"`` on the command line,
     where :func:`sweep.core.schema.option_of` maps the parameter to its CLI flag. Without
-    ``param`` the detail is the whole message (files name themselves and the line).
+    ``param`` the detail is the whole message (files name themselves and the line). A detail
+    that names several parameters holds ``{0}``, ``{1}``, ... for ``names``, spelled the same
+    way (``bandwidth 10 x ratio 5`` in Python, ``--bw 10 x --ratio 5`` on the command line).
     """
 
-    def __init__(self, detail: str, param: str | None = None) -> None:
+    def __init__(self, detail: str, param: str | None = None, names: Sequence[str] = ()) -> None:
         self.detail = detail
         self.param = param
-        super().__init__(f"{param} {detail}" if param else detail)
+        self.names = tuple(names)
+        super().__init__(self.spelled(lambda name: name))
+
+    def spelled(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter it names spelled by ``spell`` (the name itself, or its option)."""
+        detail = self.detail.format(*map(spell, self.names)) if self.names else self.detail
+        return f"{spell(self.param)} {detail}" if self.param else detail
+
+
+def sizes_named(sizes: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
+    """What makes a sweep as large as it is, for an :class:`InputError`'s detail and ``names``: each parameter of
+    ``sizes`` (name -> count of values) with several values, largest first (``("{0} 1,000 x {1} 10",
+    ("bandwidth", "ratio"))``); ``"one value each"`` where none has several."""
+    many = tuple(sorted((d for d, n in sizes.items() if n > 1), key=lambda d: -sizes[d]))
+    text = " x ".join(f"{{{i}}} {sizes[d]:,}" for i, d in enumerate(many))
+    return text or "one value each", many
 
 
 class DiskFull(RuntimeError):

@@ -175,7 +175,7 @@ def assumed_line(phrases: Iterable[str]) -> str:
 
 def cli_message(error: InputError) -> str:
     """``error`` as the command line says it: its parameter spelled as the CLI option that sets it."""
-    return f"{option_of(error.param)} {error.detail}" if error.param else error.detail
+    return error.spelled(option_of)
 
 
 def coordinate_attrs(

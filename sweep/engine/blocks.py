@@ -21,9 +21,8 @@ import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, sizes_named
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
-from netsweep_jax.sweep.core.schema import option_of
 
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
 MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
@@ -35,15 +34,16 @@ MAX_CELLS_IN_MEMORY = 5 * 10**7
 
 def check_in_memory(sizes: Mapping[str, int], instead: str) -> None:
     """Refuse, before any work, a sweep kept in memory of more configurations than
-    :data:`MAX_CELLS_IN_MEMORY` (``sizes``: dim -> extent), naming the options that made it large; ``instead``:
+    :data:`MAX_CELLS_IN_MEMORY` (``sizes``: dim -> extent), naming the parameters that made it large (as the
+    options that set them on the command line); ``instead``:
     what to do instead (the family's way of a large sweep)."""
     size = math.prod(sizes.values())
     if size > MAX_CELLS_IN_MEMORY:
-        many = sorted((d for d, n in sizes.items() if n > 1), key=lambda d: -sizes[d])
-        text = " x ".join(f"{option_of(d)} {sizes[d]:,}" for d in many)
+        text, names = sizes_named(sizes)
         raise InputError(
             f"{size:,} configurations ({text}) are too many to keep in memory (at most "
-            f"{MAX_CELLS_IN_MEMORY:,}); give fewer values, {instead}"
+            f"{MAX_CELLS_IN_MEMORY:,}); give fewer values, {instead.replace('{', '{{').replace('}', '}}')}",
+            names=names,
         )
 
 

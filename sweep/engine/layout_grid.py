@@ -16,7 +16,6 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -38,7 +37,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     overlap_code,
     recompute_code,
 )
-from netsweep_jax.sweep.core.schema import assumed_line, option_of
+from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS, die
@@ -250,12 +249,6 @@ class LayoutGrid:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.sizes.values())
-
-    def size_text(self, dims: Sequence[str]) -> str:
-        """What makes the sweep as large as it is: each of ``dims`` with several values, largest first, as the
-        options that set them (``--bw 1,000 x --util 1,000``)."""
-        many = sorted((d for d in dims if self.sizes[d] > 1), key=lambda d: -self.sizes[d])
-        return " x ".join(f"{option_of(d)} {self.sizes[d]:,}" for d in many) or "one value each"
 
     @property
     def outer_size(self) -> int:
