@@ -9,12 +9,23 @@ shard on a fake clock (no timeout in wall-clock time)."""
 
 import functools
 import os
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import GRID, Stopped, blocks_done, invoke, read_outputs, stop_after, two_processes
+from helpers import (
+    GRID,
+    ONE_DEVICE_FLAGS,
+    Stopped,
+    blocks_done,
+    invoke,
+    read_outputs,
+    stop_after,
+    two_processes,
+)
 from netsweep_jax.sweep.core.errors import StitchTimeout
 from netsweep_jax.sweep.io import distributed
 from netsweep_jax.sweep.io.distributed import POLL_S, wait_for
@@ -33,6 +44,30 @@ def assert_same(path, ref):
         np.testing.assert_array_equal(got[k], ref[k])
     with h5py.File(path) as f:
         assert f.attrs["processes"] == 2
+
+
+def test_a_process_that_left_computes_on_devices_of_its_own(tmp_path):
+    # JAX's shutdown kept a process's id, and a backend it started afterwards numbered its devices across the
+    # processes (process 1's CPU device was 2048). JAX keys a compiled CPU program by its device, so every
+    # process but 0 compiled its kernels again on every run, never finding them in the persistent cache.
+    code = (
+        "import sys, jax; from netsweep_jax.sweep.io import distributed; "
+        "pid, count = distributed.rendezvous(sys.argv[1], 2, int(sys.argv[2]), timeout_s=120); "
+        "print(pid, count, [d.id for d in jax.devices()], jax.process_index())"
+    )
+    coordinator = f"unix:{tmp_path / 'coordinator.sock'}"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, coordinator, str(pid)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
+        )
+        for pid in (0, 1)
+    ]
+    said = [p.communicate(timeout=240) for p in procs]
+    assert [out.strip() for out, _ in said] == ["0 2 [0] 0", "1 2 [0] 0"], said
 
 
 def test_two_processes_stitch_to_the_single_process_cube(tmp_path, single):

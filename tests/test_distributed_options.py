@@ -109,8 +109,7 @@ def test_processes_must_run_the_same_options():
 def test_a_process_started_with_other_options_is_refused_and_writes_nothing(tmp_path, monkeypatch, pid):
     monkeypatch.setattr(jax.distributed, "initialize", lambda **kwargs: None)
     monkeypatch.setattr(jax.distributed, "shutdown", lambda: None)
-    monkeypatch.setattr(jax, "process_index", lambda: pid)
-    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(distributed, "_joined_as", lambda: (pid, 2))  # the id and count the coordinator gave
     monkeypatch.setattr(
         distributed, "_client", lambda: FakeClient(others="grid of another command"), raising=False
     )

@@ -4,7 +4,9 @@ Each process joins ``jax.distributed`` (coordinator address, process count and i
 from the options, the JAX_COORDINATOR_ADDRESS / JAX_NUM_PROCESSES / JAX_PROCESS_ID
 variables, or the cluster launcher JAX detects: SLURM, Open MPI, ...), learns its
 id, then leaves the coordination service: a sweep needs no communication between
-processes, and leaving means a process that dies cannot take the others down.
+processes, and leaving means a process that dies cannot take the others down. JAX's
+backend starts only after that, as a lone process's (devices numbered from 0), so every
+process finds its compiled kernels in the persistent cache.
 Process p computes blocks ``index % count == p`` on its local devices into its own
 shard ``OUT.shard<p>of<count>.h5`` (durable per block, resumable). Process 0 then
 waits for every shard and stitches them, block by block, into ``OUT``: a plain cube,
@@ -106,7 +108,7 @@ def rendezvous(
                 coordinator_bind_address=bind,
             )
             if options is not None:
-                agree(_client(), jax.process_index(), jax.process_count(), options, timeout_s)
+                agree(_client(), *_joined_as(), options, timeout_s)
             outcome.append(None)
         except BaseException as e:  # handed to the waiting thread
             outcome.append(e)
@@ -121,7 +123,7 @@ def rendezvous(
         )
     error = outcome[0]
     if isinstance(error, InputError):
-        jax.distributed.shutdown()
+        _leave()
         raise error
     if isinstance(error, (ValueError, TypeError, RuntimeError)):
         raise InputError(
@@ -129,9 +131,30 @@ def rendezvous(
         ) from None
     if error is not None:
         raise error
-    pid, count = jax.process_index(), jax.process_count()
-    jax.distributed.shutdown()
+    pid, count = _joined_as()
+    _leave()
     return pid, count
+
+
+def _joined_as() -> tuple[int, int]:
+    """This process's id and the process count as the coordinator gave them, read from jax.distributed's state
+    (no public name) without starting JAX's backend, which :func:`_leave` keeps to this host."""
+    from jax._src.distributed import global_state
+
+    return int(global_state.process_id), int(global_state.num_processes)
+
+
+def _leave() -> None:
+    """Leave jax.distributed as a process that never joined: JAX's shutdown keeps the process's id and count,
+    and a backend started after it still numbered its devices across the processes (process p's CPU device was
+    2048 p). JAX keys a compiled CPU program by its device, so a process other than 0 never found its kernels
+    in the persistent cache and compiled them again on every run (4-9 s a layout kernel). Each process computes
+    on its own devices only, so the backend it starts next is this host's alone, its devices numbered from 0."""
+    from jax._src.distributed import global_state
+
+    jax.distributed.shutdown()
+    if hasattr(global_state, "process_id") and hasattr(global_state, "num_processes"):
+        global_state.process_id, global_state.num_processes = 0, 1
 
 
 def _client() -> Any:
