@@ -100,15 +100,12 @@ def assert_same_file(new, old):
 ONE_DEVICE_FLAGS = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split() if "device_count" not in f)
 
 
-def two_processes(tmp_path, *args, command="grid"):
-    """``sweep COMMAND ARGS --distributed`` as two processes joined over a Unix socket in ``tmp_path`` (no TCP
-    port to choose, so no port race); asserts both succeed (and, for grid, that process 0 stitched). Their
+def both_processes(argv):
+    """Processes 0 and 1, ``argv(pid)`` each, run at once with one device each; asserts both succeed. Their
     (stdout, stderr) texts."""
-    command = [sys.executable, "-m", "netsweep_jax.sweep.cli", command, *map(str, args), "--distributed"]
-    command += ["--coordinator", f"unix:{tmp_path / 'coordinator.sock'}", "--num-processes", "2"]
     procs = [
         subprocess.Popen(
-            [*command, "--process-id", str(pid)],
+            argv(pid),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -118,6 +115,16 @@ def two_processes(tmp_path, *args, command="grid"):
     ]
     results = [p.communicate(timeout=240) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], results
+    return results
+
+
+def two_processes(tmp_path, *args, command="grid"):
+    """``sweep COMMAND ARGS --distributed`` as two processes joined over a Unix socket in ``tmp_path`` (no TCP
+    port to choose, so no port race); asserts both succeed (and, for grid, that process 0 stitched). Their
+    (stdout, stderr) texts."""
+    command = [sys.executable, "-m", "netsweep_jax.sweep.cli", command, *map(str, args), "--distributed"]
+    command += ["--coordinator", f"unix:{tmp_path / 'coordinator.sock'}", "--num-processes", "2"]
+    results = both_processes(lambda pid: [*command, "--process-id", str(pid)])
     assert command[3] != "grid" or "stitched every shard" in results[0][0]
     return results
 

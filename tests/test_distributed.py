@@ -9,7 +9,6 @@ shard on a fake clock (no timeout in wall-clock time)."""
 
 import functools
 import os
-import subprocess
 import sys
 
 import h5py
@@ -18,9 +17,9 @@ import pytest
 
 from helpers import (
     GRID,
-    ONE_DEVICE_FLAGS,
     Stopped,
     blocks_done,
+    both_processes,
     invoke,
     read_outputs,
     stop_after,
@@ -56,17 +55,7 @@ def test_a_process_that_left_computes_on_devices_of_its_own(tmp_path):
         "print(pid, count, [d.id for d in jax.devices()], jax.process_index())"
     )
     coordinator = f"unix:{tmp_path / 'coordinator.sock'}"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code, coordinator, str(pid)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "XLA_FLAGS": ONE_DEVICE_FLAGS},
-        )
-        for pid in (0, 1)
-    ]
-    said = [p.communicate(timeout=240) for p in procs]
+    said = both_processes(lambda pid: [sys.executable, "-c", code, coordinator, str(pid)])
     assert [out.strip() for out, _ in said] == ["0 2 [0] 0", "1 2 [0] 0"], said
 
 
