@@ -129,6 +129,31 @@ def test_cli_plan_and_grid_on_a_large_model(tmp_path):
     assert r.exit_code == 0 and "iteration_time" in r.stdout
 
 
+def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
+    # #39: sweep plan's --help, the API (make_layout_grid) and a runs file's row take the same defaults, declared
+    # once (core/layout_axes.py); they were written out in four modules.
+    import dataclasses
+    import inspect
+
+    import typer.main
+
+    from netsweep_jax.sweep.cli.app import app
+    from netsweep_jax.sweep.core import layout_axes
+    from netsweep_jax.sweep.engine.layout_rows import LayoutRow
+
+    shown = {p.name: p.default for p in typer.main.get_command(app).commands["plan"].params}
+    api = inspect.signature(layouts.make_layout_grid).parameters
+    row = {f.name: f.default for f in dataclasses.fields(LayoutRow)}
+    for name in ("gpu", "precision", "collective"):
+        declared = getattr(layout_axes, f"DEFAULT_{name.upper()}")
+        assert shown[name] == api[name].default == declared, name
+    assert api["schedule"].default == layout_axes.DEFAULT_SCHEDULE
+    assert (
+        row["attention"] == layout_axes.DEFAULT_ATTENTION
+        and row["collective"] == layout_axes.DEFAULT_COLLECTIVE
+    )
+
+
 def test_megatron_option_names_are_aliases(tmp_path):
     # #27: a Megatron-LM launch line's layout options can be pasted: they set the same dims.
     ours = [

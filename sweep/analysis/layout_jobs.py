@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS, SHARED_AXES
+from netsweep_jax.sweep.core.layout_axes import (
+    DEFAULT_COLLECTIVE,
+    DEFAULT_GPU,
+    DEFAULT_PRECISION,
+    DEFAULT_SCHEDULE,
+    LAYOUT_OPTIONS,
+    SHARED_AXES,
+)
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.core.wording import counted
 
@@ -122,7 +129,7 @@ def layout_grid_from(
         return default if value is None else value
 
     refuse_flat_collective(settings, given)
-    gpu = "h100"  # --gpu's default, or the fabric preset's GPU
+    gpu = DEFAULT_GPU  # --gpu's default, or the fabric preset's GPU
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         kwargs["fabric"] = one_fabric(str(settings["fabric"]))
         gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
@@ -131,11 +138,11 @@ def layout_grid_from(
         model,
         # sweep plan's --gpu has a default of its own: a fabric's GPU wins over it unless --gpu is given.
         gpu=named(settings.get("gpu") if "gpu" in given else None, gpu),
-        precision=named(settings.get("precision"), "bf16"),
-        schedule=named(text["schedule"], "1f1b"),
+        precision=named(settings.get("precision"), DEFAULT_PRECISION),
+        schedule=named(text["schedule"], DEFAULT_SCHEDULE),
         recompute=text["recompute"],
         attention=settings.get("attention"),
-        collective=str(settings["collective"]) if "collective" in given else "nccl",
+        collective=str(settings["collective"]) if "collective" in given else DEFAULT_COLLECTIVE,
         dtype="float64" if settings.get("x64") else "float32",
         search=space,
         **kept,
@@ -285,7 +292,7 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
             raise InputError(f"{kwargs['gpus_per_node']}: with --nodes give one value", param="gpus_per_node")
         count = per_node[0]
     else:
-        first = str(gpu or "h100").split(",")[0].strip().lower()
+        first = str(gpu or DEFAULT_GPU).split(",")[0].strip().lower()
         count = GPUS[first].gpus_per_node if first in GPUS else 8
     return ",".join(str(int(n * count)) for n in counts)
 

@@ -18,6 +18,7 @@ import typer
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import Damaged, InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
+from netsweep_jax.sweep.core.layout_axes import DEFAULT_GPU
 from netsweep_jax.sweep.core.schema import cli_message
 
 SYNTAX = (
@@ -153,7 +154,7 @@ def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] 
 
     if not is_layout_sweep(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model")):
         return None
-    names = [g.strip().lower() for g in str(kwargs.get("gpu") or "h100").split(",")]
+    names = [g.strip().lower() for g in str(kwargs.get("gpu") or DEFAULT_GPU).split(",")]
     if not all(g in GPUS for g in names) or len({(GPUS[g].nic_gbps, GPUS[g].nics) for g in names}) != 1:
         return None  # several systems' rates: --busbw names its link (X@GBIT), as before
     spec = GPUS[names[0]]

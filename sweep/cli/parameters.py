@@ -13,6 +13,9 @@ from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
+    DEFAULT_COLLECTIVE,
+    DEFAULT_GPU,
+    DEFAULT_PRECISION,
     LAYOUT_COLLECTIVES,
     LAYOUT_OPTIONS,
     LAYOUT_PRECISIONS,
@@ -490,16 +493,16 @@ PLAN_MODEL = [
     param(
         "gpu",
         str,
-        "h100",
+        DEFAULT_GPU,
         "--gpu",
         rich_help_panel="Large models (layouts)",
         help="GPU preset(s), comma list; its usual system sets the NVLink domain and NICs you do not set "
-        "(default h100, or the --fabric preset's GPU).",
+        f"(default {DEFAULT_GPU}, or the --fabric preset's GPU).",
     ),
     param(
         "precision",
         str,
-        "bf16",
+        DEFAULT_PRECISION,
         "--precision",
         rich_help_panel="Large models (layouts)",
         help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list.",
@@ -507,7 +510,7 @@ PLAN_MODEL = [
     param(
         "collective",
         str,
-        "nccl",
+        DEFAULT_COLLECTIVE,
         "--collective",
         help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list.",
     ),

@@ -14,6 +14,13 @@ from netsweep_jax.sweep.core import schema
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
+# The text settings a layout sweep takes where the user gives none (the API's, the CLI's and a runs file's; a
+# --fabric preset's GPU and a --stack preset's attention kernel come before these).
+DEFAULT_GPU = "h100"
+DEFAULT_PRECISION = "bf16"
+DEFAULT_SCHEDULE = "1f1b"
+DEFAULT_COLLECTIVE = "nccl"
+DEFAULT_ATTENTION = "flash"
 RECOMPUTES = ("none", "selective", "full", "op")
 # Activation recomputation, as the stacks name it. A mode is a policy (none; selective: Megatron-Core's default
 # recompute-modules, the attention core; full: every layer; op: torchtitan's per-op selective checkpointing)

@@ -12,6 +12,8 @@ import numpy as np
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
+    DEFAULT_ATTENTION,
+    DEFAULT_COLLECTIVE,
     LAYOUT_COLLECTIVES,
     MOE_DISPATCHERS,
     OVERLAP_DEFAULT,
@@ -70,8 +72,8 @@ class LayoutRow:
     overlap: str = OVERLAP_DEFAULT
     sequence_parallel: int = 1
     zero: int = 0
-    attention: str = "flash"
-    collective: str = "nccl"
+    attention: str = DEFAULT_ATTENTION
+    collective: str = DEFAULT_COLLECTIVE
     nvlink_domain: float | None = None
     nvlink_bw: float | None = None
     gpus_per_node: float | None = None

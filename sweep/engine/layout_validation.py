@@ -14,6 +14,11 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
     COLLECTIVES_MODES,
+    DEFAULT_ATTENTION,
+    DEFAULT_COLLECTIVE,
+    DEFAULT_GPU,
+    DEFAULT_PRECISION,
+    DEFAULT_SCHEDULE,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     MOE_DISPATCHERS,
@@ -58,8 +63,8 @@ def make_layout_grid(
     model: str | None = None,
     *,
     arch: str | None = None,
-    gpu: str = "h100",
-    precision: str = "bf16",
+    gpu: str = DEFAULT_GPU,
+    precision: str = DEFAULT_PRECISION,
     attention: str | None = None,
     grad_bytes: object = None,
     usable_memory: object = None,
@@ -85,7 +90,7 @@ def make_layout_grid(
     expert_tp: object = None,
     micro_batch: object = None,
     global_batch: object = None,
-    schedule: str = "1f1b",
+    schedule: str = DEFAULT_SCHEDULE,
     recompute: str | None = None,
     sequence_parallel: object = None,
     zero: object = None,
@@ -96,7 +101,7 @@ def make_layout_grid(
     bandwidth: object = None,
     utilization: object = None,
     latency: object = None,
-    collective: str = "nccl",
+    collective: str = DEFAULT_COLLECTIVE,
     efficiency: object = None,
     attention_efficiency: object = None,
     imbalance: object = None,
@@ -144,7 +149,7 @@ def make_layout_grid(
     preset = stack_preset(stack) if stack is not None else None
     by_stack = {}  # the text settings the stack sets
     if attention is None:
-        attention = preset.attention if preset else "flash"
+        attention = preset.attention if preset else DEFAULT_ATTENTION
         by_stack["attention"] = attention
     if recompute is None:
         recompute = preset.recompute if preset else "none"
