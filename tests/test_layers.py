@@ -6,6 +6,7 @@ API) on top. Within a floor, modules may import each other, but never in a circl
 """
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -24,6 +25,7 @@ FLOORS = [
 ]
 
 
+@functools.cache  # read once: each module's imports are checked against it (117 walks of the tree at collection)
 def modules():
     """{module name: path} for every module of both packages."""
     found = {}
