@@ -54,7 +54,7 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
             text = next((str(c) for c in coord if str(c).lower() == text.lower()), text)
         value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
         if value is None or not np.any(coord.astype(type(value)) == value):
-            values = [f"{v:g}" if coord.dtype.kind in "fiu" else str(v) for v in coord]
+            values = [_shown(v) for v in coord]
             shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")
             raise InputError(f"{item!r}: {text} is not a value of {dim} in the cube ({shown})", param="sel")
         sel[dim] = value

@@ -136,12 +136,18 @@ def rendezvous(
     return pid, count
 
 
-def _joined_as() -> tuple[int, int]:
-    """This process's id and the process count as the coordinator gave them, read from jax.distributed's state
-    (no public name) without starting JAX's backend, which :func:`_leave` keeps to this host."""
+def _state() -> Any:
+    """jax.distributed's state: its client, this process's id and the process count (JAX has no public name for
+    it; the client is live between ``initialize`` and ``shutdown``)."""
     from jax._src.distributed import global_state
 
-    return int(global_state.process_id), int(global_state.num_processes)
+    return global_state
+
+
+def _joined_as() -> tuple[int, int]:
+    """This process's id and the process count as the coordinator gave them, read without starting JAX's
+    backend, which :func:`_leave` keeps to this host."""
+    return int(_state().process_id), int(_state().num_processes)
 
 
 def _leave() -> None:
@@ -150,19 +156,13 @@ def _leave() -> None:
     2048 p). JAX keys a compiled CPU program by its device, so a process other than 0 never found its kernels
     in the persistent cache and compiled them again on every run (4-9 s a layout kernel). Each process computes
     on its own devices only, so the backend it starts next is this host's alone, its devices numbered from 0."""
-    from jax._src.distributed import global_state
-
     jax.distributed.shutdown()
-    if hasattr(global_state, "process_id") and hasattr(global_state, "num_processes"):
-        global_state.process_id, global_state.num_processes = 0, 1
+    _state().process_id, _state().num_processes = 0, 1
 
 
 def _client() -> Any:
-    """jax.distributed's client, whose key-value store the processes compare their options through (JAX has
-    no public name for it; it is live between ``initialize`` and ``shutdown``)."""
-    from jax._src.distributed import global_state
-
-    return global_state.client
+    """jax.distributed's client, whose key-value store the processes compare their options through."""
+    return _state().client
 
 
 def agree(client: Any, pid: int, count: int, options: str, timeout_s: float) -> None:
