@@ -66,6 +66,20 @@ def test_the_cube_is_the_in_memory_grid_block_by_block(one_path, one_run):
         assert "0: ok" in f["status"].attrs["rules"] and "llama3-8b" in f.attrs["models"]
 
 
+def test_a_block_narrower_than_the_shared_shape_is_not_padded_to_its_lanes():
+    # Blocks of 8,192 layouts or more pad to at least 8 x 8,192 lanes (the shape small sweeps share); a smaller
+    # budget gives a narrower block, which has no shape to share: it was padded to 65,536 lanes all the same
+    # (1,024 x 64 for one layout in blocks of 64: 65,536 configurations computed for each one kept).
+    grid = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1", pp="1", micro_batch="1")
+    assert grid.size == 1
+    shapes = {
+        b: (lambda p: (p.kb_width, p.ci_width))(BlockPlan(grid.sizes, b, grid.family)) for b in (64, 1024)
+    }
+    assert shapes == {64: (1, 64), 1024: (1, 1024)}
+    for budget in (8192, 2**18):  # the shared shape, 8 x 8,192 configurations for one
+        assert (lambda p: (p.kb_width, p.ci_width))(BlockPlan(grid.sizes, budget, grid.family)) == (8, 8192)
+
+
 def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, one_run):
     out, partial = tmp_path / "r.h5", tmp_path / "r.h5.partial"
     r = signalled_after(2, signal.SIGTERM, "grid", *LAYOUT_GRID, *BLOCKS, "-q", "--out", out)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from layout_cases import LLAMA_8B
 
-from helpers import invoke
+from helpers import FEW_LAYOUTS_BLOCK, invoke
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import PER_SWEEP
 from netsweep_jax.sweep.engine import layouts
@@ -639,7 +639,7 @@ def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_n
         "llama3-70b", gpus=64, global_batch=64, tp=8, gpus_per_node="2,8", nvlink_domain=8, dtype="float64",
         efficiency=0.6, utilization=1, memory_efficiency=1,
     )  # fmt: skip
-    grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
+    grid = layouts.evaluate_layouts_arrays(g, FEW_LAYOUTS_BLOCK)["iteration_time"].squeeze()
     assert grid[0] != grid[1]
     rows = [
         LayoutRow(
@@ -727,7 +727,7 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
         "qwen3-30b-a3b", gpus=16, global_batch=64, tp=2, ep=4, expert_tp="1,2", zero=1, dtype="float64",
         efficiency=0.6, utilization=1, memory_efficiency=1,
     )  # fmt: skip
-    grid = layouts.evaluate_layouts_arrays(g)["iteration_time"].squeeze()
+    grid = layouts.evaluate_layouts_arrays(g, FEW_LAYOUTS_BLOCK)["iteration_time"].squeeze()
     rows = [
         LayoutRow(qwen, "h100", "bf16", 16, tp=2, ep=4, expert_tp=n, global_batch=64, zero=1) for n in (1, 2)
     ]

@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import TOLERANCE, edited_runs_file, invoke
+from helpers import FEW_LAYOUTS_BLOCK, TOLERANCE, edited_runs_file, invoke
 from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validation
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
@@ -26,8 +26,6 @@ from netsweep_jax.sweep.model.stacks import (
     stack_of,
     stack_preset,
 )
-
-ONE_ROW = 64  # configurations per block where each grid holds one layout
 
 
 def test_a_rows_stack_and_year_pick_one_preset():
@@ -306,8 +304,9 @@ def test_the_shipped_constants_are_validate_llms_fit():
 def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
     # Done means (#41): each published run of the runs file validate --llm reads, as sweep grid --stack sees it
     # (its layout given, its stack, nothing else: the grid the API and the CLI build, layout_grid_from),
-    # predicts what validate --llm predicts for it. 76 grids of one layout each in float64, in blocks of ONE_ROW
-    # configurations: one compile (the API's default block, 2^18, costs 0.35 s a row), then about 0.01 s a row.
+    # predicts what validate --llm predicts for it. 76 grids of one layout each in float64, in blocks of 1 x 64 lanes
+    # (FEW_LAYOUTS_BLOCK): one compile the suite shares, then about 0.01 s a row (the default block's 8 x 8,192
+    # lanes cost 0.17 s a row).
     runs = read_runs(DATASET)
     v = llm_validation.run_validation(DATASET)
     shipped = json.loads(CONSTANTS_FILE.read_text())
@@ -320,7 +319,7 @@ def test_every_shipped_row_is_reproduced_by_its_layout_and_its_stack():
         options = {k: str(v) for k, v in _layout(run).items()}
         grid = layout_grid_from({**options, "x64": True}, set(options))
         assert grid.size == 1, run.id
-        out = evaluate_layouts_arrays(grid, block_configs=ONE_ROW)
+        out = evaluate_layouts_arrays(grid, block_configs=FEW_LAYOUTS_BLOCK)
         time[i], tflops[i] = out["iteration_time"].item(), out["tflops_per_gpu"].item()
         free[i] = out["memory_free_gb"].item()
     predicted = metric(runs, time, tflops)

@@ -80,8 +80,10 @@ def layout_rows(n: int, columns: int) -> int:
     """The layout family's padded settings rows for ``n`` settings a block over ``columns`` padded layouts: a
     power of two, of at least 8 where the block is 8,192 layouts wide (the shape small sweeps share), fewer for
     wider blocks, down to 1, so that the padded block holds no more than 8 x 8,192 lanes beyond its own: a
-    plan of one setting over 169,344 layouts is one row, not eight (the kernel's time is its lanes')."""
-    least = max(1, MIN_LAYOUT_ROWS * MIN_LAYOUT_COLUMNS // columns)
+    plan of one setting over 169,344 layouts is one row, not eight (the kernel's time is its lanes'). A block
+    narrower than 8,192 (a budget below 8,192 configurations) has no shape to share and is not padded to one:
+    a grid of one layout in blocks of 64 is 1 x 64 lanes, not 1,024 x 64."""
+    least = max(1, MIN_LAYOUT_ROWS * MIN_LAYOUT_COLUMNS // columns) if columns >= MIN_LAYOUT_COLUMNS else 1
     return pow2(n, pow2(least))
 
 
