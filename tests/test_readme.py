@@ -107,30 +107,75 @@ def assert_shows(shown, output, command):
         i, skip = i + 1, False
 
 
-def test_examples_run_in_order(tmp_path, monkeypatch):
+# Every example block in page order (text and json blocks are formats, not examples), one test each.
+EXAMPLES = [
+    (page, n, lang, body)
+    for page in PAGES
+    for n, (lang, body) in enumerate(blocks(page), 1)
+    if lang not in ("text", "json")
+]
+
+
+def run_block(page, lang, body):
+    """Run one example block as the module docstring says; returns how many examples it held."""
+    if lang == "python":
+        exec(compile(body, page, "exec"), {})
+        return 1
+    assert lang in ("sh", "console"), f"{page}: a ```{lang} block is neither an example nor a format"
+    count = 0
+    if lang == "sh":
+        for line in body.splitlines():
+            for args in commands(line):
+                run(args)
+                count += 1
+    else:
+        for args, shown in console(body):
+            assert_shows(shown, run(args), args)
+            count += 1
+    return count
+
+
+@pytest.fixture(scope="module")
+def examples_directory(tmp_path_factory):
+    """The one fresh directory every example runs in, in order, and how far they have run."""
+    d = tmp_path_factory.mktemp("examples")
+    shutil.copytree(ROOT / "examples", d / "examples")
+    return {"dir": d, "next": 0, "ran": dict.fromkeys(PAGES, 0), "failed": None}
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)), ids=[f"{p}:{n}" for p, n, _, _ in EXAMPLES])
+def test_example_runs_as_written(index, examples_directory, monkeypatch):
+    # A block may use what an earlier one wrote: the blocks before this one run first where they have not
+    # (one test run alone runs its page's and the earlier pages' blocks before it).
+    state = examples_directory
     monkeypatch.setattr(sys, "argv", list(sys.argv))
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    monkeypatch.chdir(tmp_path)
-    ran = {}
-    for page in PAGES:
-        ran[page] = 0
-        for lang, body in blocks(page):
-            if lang == "sh":
-                for line in body.splitlines():
-                    for args in commands(line):
-                        run(args)
-                        ran[page] += 1
-            elif lang == "console":
-                for args, shown in console(body):
-                    assert_shows(shown, run(args), args)
-                    ran[page] += 1
-            elif lang == "python":
-                exec(compile(body, page, "exec"), {})
-                ran[page] += 1
-            else:
-                assert lang in ("text", "json"), (page, lang)
+    monkeypatch.chdir(state["dir"])
+    while state["next"] <= index:
+        page, n, lang, body = EXAMPLES[state["next"]]
+        state["next"] += 1
+        if state["failed"] is not None:
+            pytest.fail(f"{page} block {n} not run: the earlier example {state['failed']} failed")
+        try:
+            state["ran"][page] += run_block(page, lang, body)
+        except BaseException:
+            state["failed"] = f"{page} block {n}"
+            raise
+
+
+def test_every_example_ran(examples_directory):
+    ran = examples_directory["ran"]
+    assert examples_directory["next"] == len(EXAMPLES) and examples_directory["failed"] is None, (
+        examples_directory
+    )
     assert ran["README.md"] >= 6 and sum(ran.values()) >= 20, ran
-    assert (tmp_path / "results" / "r.h5").exists() and (tmp_path / "results" / "heat.png").exists()
+    results = examples_directory["dir"] / "results"
+    assert (results / "r.h5").exists() and (results / "heat.png").exists()
+
+
+def test_every_block_is_an_example_or_a_format():
+    for page in PAGES:
+        for lang, _ in blocks(page):
+            assert lang in ("sh", "console", "python", "text", "json"), (page, lang)
 
 
 def test_every_docs_page_is_run():
