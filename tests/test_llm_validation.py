@@ -45,7 +45,8 @@ ADDED = {
     "MB-B300-01",
     "MB-B200-02",
     "MB-H100-09",
-    # Megatron-Bridge's dense rows of 25.11 on the B200 and the GB300 (2026-12-04): train those dies
+    # Megatron-Bridge's dense rows of 25.11 that the shared file lacks (2026-12-04): B200, GB200 and GB300
+    "MB-GB200-07",
     "MB-B200-03",
     "MB-B200-04",
     "MB-GB300-03",
@@ -161,7 +162,7 @@ def test_megatron_bridges_flop_count_is_its_tables():
     without = dataclasses.replace(runs["MB-H100-07"], mtp_layers=0)
     table = runs["MB-H100-07"].value * 1e12 / 1297
     assert 3.0 * megatron_causal_flops(without) / table - 1 == pytest.approx(-0.041, abs=1e-3)
-    assert checked == 25
+    assert checked == 26
     llama = runs["MB-H100-01"].llm
     full = 3.0 * (llama.layers * (4 * llama.hidden**2 * 1.25 + 4 * llama.seq * llama.hidden + 6 * llama.hidden * llama.ffn)
                   + 2 * llama.hidden * llama.vocab)  # fmt: skip
