@@ -29,10 +29,10 @@ TOLERANCE = {
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 DRIVER = Path(__file__).resolve().with_name("sweep_driver.py")
 
-# 600 configurations in 30 blocks of 20: enough blocks to stop a sweep in the middle of.
 # Configurations a block for a float64 layout grid of a few configurations: its block is 1 x 64 lanes, one compiled
 # shape that such tests share (the default block pads to 8 x 8,192, each a compile of its own in float64, seconds).
 FEW_LAYOUTS_BLOCK = 64
+# 600 configurations in 30 blocks of 20: enough blocks to stop a sweep in the middle of.
 GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0", "--block-configs", "20"]
 
 

@@ -72,12 +72,13 @@ def test_a_block_narrower_than_the_shared_shape_is_not_padded_to_its_lanes():
     # (1,024 x 64 for one layout in blocks of 64: 65,536 configurations computed for each one kept).
     grid = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1", pp="1", micro_batch="1")
     assert grid.size == 1
-    shapes = {
-        b: (lambda p: (p.kb_width, p.ci_width))(BlockPlan(grid.sizes, b, grid.family)) for b in (64, 1024)
+    plans = {budget: BlockPlan(grid.sizes, budget, grid.family) for budget in (64, 1024, 8192, 2**18)}
+    assert {budget: (p.kb_width, p.ci_width) for budget, p in plans.items()} == {
+        64: (1, 64),
+        1024: (1, 1024),
+        8192: (8, 8192),  # the shared shape, 8 x 8,192 configurations for one
+        2**18: (8, 8192),
     }
-    assert shapes == {64: (1, 64), 1024: (1, 1024)}
-    for budget in (8192, 2**18):  # the shared shape, 8 x 8,192 configurations for one
-        assert (lambda p: (p.kb_width, p.ci_width))(BlockPlan(grid.sizes, budget, grid.family)) == (8, 8192)
 
 
 def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, one_run):

@@ -164,12 +164,6 @@ def test_every_example_ran(examples_directory):
     assert (results / "r.h5").exists() and (results / "heat.png").exists()
 
 
-def test_every_block_is_an_example_or_a_format():
-    for page in PAGES:
-        for lang, _ in blocks(page):
-            assert lang in ("sh", "console", "python", "text", "json"), (page, lang)
-
-
 def test_every_docs_page_is_run():
     assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")) == sorted(PAGES[1:])
 

@@ -10,6 +10,7 @@ from helpers import FEW_LAYOUTS_BLOCK, TOLERANCE, edited_runs_file, invoke
 from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validation
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.engine.layout_grid import arch_row
@@ -173,7 +174,7 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
     )
     assert (
         "matrix efficiency" not in given.assumed[0]
-        and f"memory efficiency {round(constants('megatron-2021', 'h100').memory_efficiency, 4)},"
+        and f"memory efficiency {show(round(constants('megatron-2021', 'h100').memory_efficiency, 4))},"
         in given.assumed[0]
     )
     # Without a stack: the default stack's fitted constants (what validate --llm predicts with), said with their
@@ -202,7 +203,7 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
         r.exit_code == 2
         and r.output.startswith(
             "error: --efficiency not given, and the default stack megatron-core's differs by GPU die "
-            f"({constants(DEFAULT_STACK, 'a100').efficiency:.15g} on a100"
+            f"({show(constants(DEFAULT_STACK, 'a100').efficiency)} on a100"
         )
         and r.output.rstrip().endswith("where a sweep holds one for every GPU; sweep one die, or give it")
     )
@@ -227,7 +228,7 @@ def test_a_stacks_constants_follow_the_die_and_one_sweep_takes_one_value():
         make_layout_grid("llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, stack="megatron-core")
     a100 = constants("megatron-core", "a100").efficiency
     assert str(err.value).startswith(
-        f"stack megatron-core: its efficiency differs by GPU die ({a100:.15g} on a100"
+        f"stack megatron-core: its efficiency differs by GPU die ({show(a100)} on a100"
     )
     assert str(err.value).endswith("sweep one die, or give --efficiency")
     given = make_layout_grid(

@@ -60,8 +60,8 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    the per-stack fit was computed, one source per stack preset: SC'21 Table 1 (``sc21-t1``) for
    ``megatron-2021`` on the A100; llm-foundry's MPT tables (``llm-foundry``) for ``fsdp`` on the H100 and,
    with its one A100 row, the A100; Megatron-Bridge's performance tables (``megatron-bridge``: Llama 3 8B,
-   70B and 405B on H100 and GB200, and from 2026-12-04, when its dense 25.11 rows on them joined the runs
-   file, on B200 and GB300 too) for ``megatron-core``, the source the preset's fill rules are read from
+   70B and 405B on H100 and GB200, and from 2026-12-04, when every dense row of its 25.11 tables was in the
+   runs file, on B200 and GB300 too) for ``megatron-core``, the source the preset's fill rules are read from
    and the only one of that stack with rows on both of its dies. Held out: SC'21 Table 2, Korthikanti et
    al., Megatron-LM's own pages (``megatron-lm``: its Llama 3 README and DeepSeek-V3 on GB200), torchtitan,
    and every MoE row.
@@ -130,8 +130,8 @@ __all__ = [
 # One source per stack preset, chosen by source on 2026-12-03 before any held-out error of the per-stack fit was
 # computed: SC'21 Table 1 (megatron-2021: Megatron-LM on the A100), llm-foundry's MPT tables (fsdp: pure FSDP in
 # bf16, 1B to 70B on 128 to 512 H100s, and one A100 run) and Megatron-Bridge's performance tables (megatron-core:
-# Llama 3 on H100 and GB200, and B200 and GB300 from 2026-12-04; the source its fill rules are read from). Until then: SC'21 Table 1 and llm-foundry,
-# one efficiency per die.
+# Llama 3 on H100 and GB200, and B200 and GB300 from 2026-12-04; the source its fill rules are read from). Until
+# then: SC'21 Table 1 and llm-foundry, one efficiency per die.
 DEFAULT_TRAIN = "sc21-t1,llm-foundry,megatron-bridge"
 
 
