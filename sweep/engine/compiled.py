@@ -33,6 +33,16 @@ if METRICS != tuple(VARIABLES) or Config._fields != INNER:
 
 Metrics = dict[str, jax.Array]
 
+# The large-model layout kernel and NCCL's tuner compile with XLA's CPU fusion emitters off (its older loop
+# emitter): on a 2-core Xeon a plan's first search compiled in 6.8 s instead of 9.9 with NCCL's pricing and 3.9
+# instead of 5.2 flat, at the same search rate (1.30e6 and 1.17e6 layouts/s NCCL-priced; 4.8-5.3e6 against
+# 4.6-5.2e6 flat); only the whole grid kept in memory ran slower (2.5-2.6e6 layouts/s against 3.3-3.7e6), which
+# the compile repays for grids under about 15 million layouts (benchmarks/README.md, 2026-12-04). An option of
+# the CPU compiler only: other backends ignore it. The data-parallel family keeps XLA's default, with which its
+# committed reports were made (its floats move in the last bit without it).
+LAYOUT_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+layout_jit = functools.partial(jax.jit, compiler_options=LAYOUT_COMPILE)
+
 
 @functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
 def grid_metrics(
@@ -403,7 +413,7 @@ def layout_inputs(
     return arch, dev, lay
 
 
-@functools.partial(jax.jit, static_argnames=("collectives",))
+@functools.partial(layout_jit, static_argnames=("collectives",))
 def layout_block_outputs(outer: jax.Array, inner: jax.Array, collectives: int = 0) -> Metrics:
     """Every output of one block of outer cells [R, .] by layouts [C, .]: dict name -> [R, C]. All of them,
     whichever a sweep keeps, in the compute dtype: one compiled function serves every sweep of the block's
@@ -423,7 +433,7 @@ def _block_step(outer: jax.Array, inner: jax.Array, collectives: int) -> Metrics
     }
 
 
-@functools.partial(jax.jit, static_argnames=("reduce",))
+@functools.partial(layout_jit, static_argnames=("reduce",))
 def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
     """A block's outputs {name: [R, C]} (:func:`layout_block_outputs`) reduced as :func:`grid_metrics`
     reduces, over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an
@@ -431,7 +441,7 @@ def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
     return reduced_outputs(dict(out), reduce, skip_nan=True)
 
 
-@functools.partial(jax.jit, static_argnames=("keep", "collectives"))
+@functools.partial(layout_jit, static_argnames=("keep", "collectives"))
 def layout_block_best(
     outer: jax.Array, inner: jax.Array, real: jax.Array, *, keep: int, collectives: int = 0
 ) -> tuple[jax.Array, jax.Array, Metrics]:
@@ -450,7 +460,7 @@ def layout_block_best(
     return best, where, picked
 
 
-@functools.partial(jax.jit, static_argnames=("collectives",))
+@functools.partial(layout_jit, static_argnames=("collectives",))
 def layout_rows(
     arch: layout_kernel.Arch, dev: layout_kernel.Device, lay: layout_kernel.Parallelism, collectives: int = 0
 ) -> Metrics:
@@ -460,7 +470,7 @@ def layout_rows(
     return layout_kernel.step(arch, dev, lay._replace(collectives=collectives))
 
 
-@jax.jit
+@layout_jit
 def layout_rows_status(o: Mapping[str, jax.Array], i: Mapping[str, jax.Array]) -> jax.Array:
     """Only the rules a layout must meet to exist (:func:`kernels.layout_inputs.degrees`' status, the kernel's
     ``status`` output) for rows of setting and layout columns as :func:`layout_inputs` takes them: a compile of
@@ -512,7 +522,7 @@ def layout_run_metrics(
     return jnp.where(metric == LAYOUT_RUN_METRICS.index("iteration_time"), time, per_step)
 
 
-@functools.partial(jax.jit, static_argnames=("steps",))
+@functools.partial(layout_jit, static_argnames=("steps",))
 def fit_layout_runs(
     starts: jax.Array,
     cell: Mapping[str, jax.Array],
@@ -605,10 +615,10 @@ def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Ar
     return busbw, t.algorithm, t.protocol
 
 
-nccl_predict = jax.jit(nccl_busbw)
+nccl_predict = layout_jit(nccl_busbw)
 
 
-@functools.partial(jax.jit, static_argnames=("steps",))
+@functools.partial(layout_jit, static_argnames=("steps",))
 def fit_nccl(
     starts: jax.Array,
     rows: Mapping[str, jax.Array],
