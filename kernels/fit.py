@@ -38,7 +38,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from jax import lax
 from jax.typing import ArrayLike
 
@@ -95,6 +94,8 @@ def minimize(
 
     def exact(params: jax.Array) -> jax.Array:
         return objective(params, False)
+
+    import optax  # here, not at the top: every command imports this module, and only a fit needs optax (0.1 s)
 
     params = starts[jnp.argmin(jax.vmap(exact)(starts))]
     opt = optax.adam(learning_rate)

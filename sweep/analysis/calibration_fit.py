@@ -33,7 +33,7 @@ STARTS = {
 STEPS = 400
 LEARNING_RATE = 0.05
 ROW_QUANTUM = (
-    8  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
+    16  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
 )
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
 

@@ -57,6 +57,19 @@ def padded_width(n: int, least: int = 1) -> int:
     return -(-n // step) * step
 
 
+SMALL_BLOCK_LANES = 512  # a data-parallel block of up to this many lanes is padded to share its compile
+
+
+def data_parallel_rows(n: int, columns: int) -> int:
+    """The data-parallel family's padded layout rows for ``n`` layouts a block over ``columns`` padded
+    configurations: :func:`padded_width`'s, of at least 8 rows where the block stays within
+    :data:`SMALL_BLOCK_LANES` lanes (4 where the columns are 128, 2 at 256, none from 512 on), so that the
+    small sweeps of one model share a compile whatever their layout count (1, 2, 4 or 8 layouts compiled
+    four kernels of the same buckets), and a large block is never padded beyond its own lanes."""
+    fits = SMALL_BLOCK_LANES // max(columns, 1)
+    return padded_width(n, least=min(8, 1 << (fits.bit_length() - 1)) if fits else 1)
+
+
 def pow2(n: int, low: int = 1) -> int:
     """The smallest power of two that holds ``n`` and is at least ``low`` (a power of two)."""
     return 1 << max(low.bit_length() - 1, (max(n, 1) - 1).bit_length())
@@ -104,9 +117,7 @@ class Widths:
 
 
 WIDTHS = {
-    DATA_PARALLEL.name: Widths(
-        lambda n, columns: padded_width(n), lambda n, budget: padded_width(n, least=8), False
-    ),
+    DATA_PARALLEL.name: Widths(data_parallel_rows, lambda n, budget: padded_width(n, least=8), False),
     LAYOUTS.name: Widths(layout_rows, layout_columns, True),
 }
 
