@@ -40,7 +40,6 @@ from pathlib import Path
 import jax
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
 
 from netsweep_jax.kernels import fit as fitter
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
@@ -866,12 +865,13 @@ def figure(v: Validation, out: Path, overwrite: bool = True) -> Path:
         ax.plot(b[sc], meas[sc], "o", color="C0", ms=3, label="measured")
         low = ~sc & (meas > 0)  # measured, but under the scored resolution (a printed 0.00 is not drawn)
         ax.plot(b[low], meas[low], "o", mfc="none", color="C0", ms=3)
-        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         role = "train" if v.train[idx[0]] else "held out"
         ax.set_title(f"{curve} ({role})", fontsize=7, pad=2)
-        ax.tick_params(labelsize=6)
+        # Minor ticks too: a log axis spanning less than a decade labels them, and in the default font they ran
+        # over one another.
+        ax.tick_params(which="both", labelsize=6)
         ax.grid(alpha=0.3)
         if k == 0:
             ax.legend(fontsize=6)
