@@ -8,9 +8,10 @@ import os
 # 2-core machine) and HLO constant folding (which evaluates the kernels' constant subexpressions on the host at
 # compile time; off, the layout kernel compiled in 3.3 s instead of 5.5 and the NCCL-priced one in 30 instead of
 # 56, 2026-12-03). The programs compute the same; float32 results may differ in the last bit (no fused
-# multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on: without them a cube and the
-# API (two compiled programs) differed in the last bit where the tests hold them equal. The CLI, the API and the
-# benchmarks keep XLA's defaults. Set before JAX starts its backend; subprocesses inherit it.
+# multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on here: without them a
+# data-parallel cube and the API (two compiled programs) differed in the last bit where the tests hold them equal
+# (the layout family's programs turn them off themselves, for every caller: sweep/engine/compiled.py). The CLI,
+# the API and the benchmarks keep XLA's defaults otherwise. Set before JAX starts its backend; subprocesses inherit it.
 os.environ["XLA_FLAGS"] = (
     f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0 --xla_disable_hlo_passes=constant_folding"
 ).strip()
