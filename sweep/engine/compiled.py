@@ -34,12 +34,13 @@ if METRICS != tuple(VARIABLES) or Config._fields != INNER:
 Metrics = dict[str, jax.Array]
 
 # The large-model layout kernel and NCCL's tuner compile with XLA's CPU fusion emitters off (its older loop
-# emitter): on a 2-core Xeon a plan's first search compiled in 6.8 s instead of 9.9 with NCCL's pricing and 3.9
-# instead of 5.2 flat, at the same search rate (1.30e6 and 1.17e6 layouts/s NCCL-priced; 4.8-5.3e6 against
-# 4.6-5.2e6 flat); only the whole grid kept in memory ran slower (2.5-2.6e6 layouts/s against 3.3-3.7e6), which
-# the compile repays for grids under about 15 million layouts (benchmarks/README.md, 2026-12-04). An option of
-# the CPU compiler only: other backends ignore it. The data-parallel family keeps XLA's default, with which its
-# committed reports were made (its floats move in the last bit without it).
+# emitter). On a 2-core Xeon (benchmarks/bench_layouts.py, 2026-12-04) a plan's first search took 3.86 s instead
+# of 5.00 flat and 6.08 s instead of 8.17 with NCCL's pricing, the search rate unchanged within the spread (5.39e6
+# against 5.35e6 layouts/s flat, 1.26e6 against 1.33e6 NCCL-priced); only the whole grid kept in memory ran
+# slower (2.56e6 against 3.64e6 layouts/s flat), which the compile saved repays for grids under about 15 million
+# layouts. A field of XLA's debug options that only the CPU compiler reads (not yet run on a GPU:
+# benchmarks/gpu_check.sh would show it). The data-parallel family keeps XLA's default, with which its committed
+# reports were made (its floats move in the last bit without it).
 LAYOUT_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 layout_jit = functools.partial(jax.jit, compiler_options=LAYOUT_COMPILE)
 
