@@ -37,7 +37,7 @@ Metrics = dict[str, jax.Array]
 # emitter). On a 2-core Xeon (benchmarks/bench_layouts.py, 2026-12-04) a plan's first search took 3.86 s instead
 # of 5.00 flat and 6.08 s instead of 8.17 with NCCL's pricing, the search rate unchanged within the spread (5.39e6
 # against 5.35e6 layouts/s flat, 1.26e6 against 1.33e6 NCCL-priced); only the whole grid kept in memory ran
-# slower (2.56e6 against 3.64e6 layouts/s flat), which the compile saved repays for grids under about 15 million
+# slower (2.56e6 against 3.64e6 layouts/s flat), which the compile saved repays for grids under about 10 million
 # layouts. A field of XLA's debug options that only the CPU compiler reads (not yet run on a GPU:
 # benchmarks/gpu_check.sh would show it). The data-parallel family keeps XLA's default, with which its committed
 # reports were made (its floats move in the last bit without it).
