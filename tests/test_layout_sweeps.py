@@ -13,10 +13,12 @@ from netsweep_jax.sweep.engine import layouts
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import parse_arch
 
+BLOCK = 8192  # blocks of one setting by 8,192 layouts: the kernel's 8 x 8,192 shape that small sweeps share
+
 
 def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
-    # 1,152 layouts: two blocks of layouts per setting (864 and 288: --block-configs 1024), so the device's top-k
-    # is merged across blocks.
+    # 9,216 layouts: two blocks of layouts per setting (8,192 and 1,024: --block-configs 8192), so the device's
+    # top-k is merged across blocks; the blocks are the 8 x 8,192 shape every small plan and grid compiles anyway.
     grid = layouts.make_layout_grid(
         "llama3-8b",
         gpu="h100",
@@ -25,17 +27,17 @@ def test_grid_masks_what_cannot_exist_and_plan_finds_the_grid_best():
         tp="1,2,3,4",
         pp="1,2,5",
         cp="1,2",
-        micro_batch="1,2,4,8",
+        micro_batch="1..32",
         zero="0,1,2,3",
         recompute="none,selective,full",
         bandwidth="100,400",
     )
-    assert grid.inner_size == 1152
-    arrays = layouts.evaluate_layouts_arrays(grid)
+    assert grid.inner_size == 9216
+    arrays = layouts.evaluate_layouts_arrays(grid, BLOCK)
     ds = layouts.layouts_dataset(grid, arrays)
     assert set(np.unique(ds.status.values)) >= {0, 1, 2}  # tp 3 breaks the heads rule; 24 / 5 the GPU count
     assert np.isnan(ds.iteration_time.where(ds.status != 0)).all()
-    best = layouts.best_layouts(grid, keep=2, block_configs=1024)  # two blocks of layouts per setting, merged
+    best = layouts.best_layouts(grid, keep=2, block_configs=BLOCK)  # two blocks a setting, merged
     score = np.where((arrays["status"] == 0) & (arrays["fits"] > 0), arrays["tokens_per_s"], -np.inf)
     flat = score.reshape(grid.outer_size, grid.inner_size)
     order = np.argsort(-flat, axis=1, kind="stable")[:, :2]

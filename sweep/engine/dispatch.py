@@ -152,10 +152,9 @@ class _DataParallelBlocks:
 
     def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
         inp = self.inputs
-        if self.plan.splits_layouts:  # every block has the whole inner extent: one copy
-            config = copy("configs", lambda: inp.configs(block.inner_slab))
-        else:
-            config = inp.configs(block.inner_slab)
+        # Placed on the device whether or not it is kept (as _LayoutBlocks' inputs, for one compile either way);
+        # where every block has the whole inner extent, one copy.
+        config = copy("configs" if self.plan.splits_layouts else None, lambda: inp.configs(block.inner_slab))
         layout_key = ("layout", block.task, tuple((s.start, s.stop) for s in block.outer_slab))
         layout = copy(layout_key, lambda: inp.layout(block.task, block.outer_slab))
         buckets = copy(("buckets", block.task), lambda: inp.buckets(block.task))
@@ -206,11 +205,10 @@ class _LayoutBlocks:
         def layouts() -> np.ndarray:
             return tables.inner(inner, plan.ci_width)[0].astype(self.dtype)
 
-        if plan.splits_layouts:  # every block has the whole inner extent: one copy
-            columns = copy("layouts", layouts)
-        else:
-            columns = layouts()
-        rows = tables.outer(outer, plan.kb_width).astype(self.dtype)
+        # Every input is placed on the block's device, kept or not: a compiled function's inputs placed or not
+        # compile apart (their lowering differs), so a plan whose blocks split the layouts compiled its kernel again.
+        columns = copy("layouts" if plan.splits_layouts else None, layouts)  # whole inner extent: one copy
+        rows = copy(None, lambda: tables.outer(outer, plan.kb_width).astype(self.dtype))
         collectives = self.grid.collectives_code
         if self.compiled_keep is None:  # every output; kept and cast on return
             # One compile of the kernel per block shape and dtype, whatever reduction follows (its own small
@@ -222,7 +220,7 @@ class _LayoutBlocks:
         def real() -> np.ndarray:  # 1 for a layout of this block, 0 for padding (or the next block's)
             return (np.arange(plan.ci_width) < count).astype(self.dtype)
 
-        mask = copy("real", real) if plan.splits_layouts else real()
+        mask = copy("real" if plan.splits_layouts else None, real)
         return layout_block_best(rows, columns, mask, keep=self.compiled_keep, collectives=collectives)
 
     def collect_best(self, block: Block, result: Any) -> Arrays:
@@ -238,7 +236,8 @@ class _LayoutBlocks:
 
 
 Copy = Callable[[Any, Callable[[], Any]], Any]
-"""``copy(key, make)``: the device copy of the host value ``make()`` known as ``key``, sent once."""
+"""``copy(key, make)``: the device copy of the host value ``make()`` known as ``key``, sent once (``key`` None:
+sent each time, not kept)."""
 
 
 class Dispatcher:
@@ -280,6 +279,8 @@ class Dispatcher:
         device = device or self.devices[block.index % len(self.devices)]
 
         def copy(key: Any, make: Callable[[], Any]) -> Any:
+            if key is None:
+                return jax.device_put(make(), device)
             if (key, device) not in self._on_device:
                 self._on_device[key, device] = jax.device_put(make(), device)
             return self._on_device[key, device]
