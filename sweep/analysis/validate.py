@@ -43,6 +43,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.kernels.fit import FitSpec
 from netsweep_jax.sweep.analysis.calibrate import calibrate
+from netsweep_jax.sweep.analysis.calibration_fit import padded_rows
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
@@ -116,9 +117,11 @@ def _predict(
     settings = Settings(collective=model.collective)
     if not model.fit:
         rows, _, features = build_rows(meas, builtin, builtin[0].model, settings)
+        n = len(meas)
+        padded, _, _ = padded_rows(rows, np.ones(n), np.ones(n))  # as a fit's: one compile for groups alike
         with precision("float64"):
-            out = predict_rows(np.zeros(0), rows, spec=FitSpec((), (), ()), features=features)
-        return np.asarray(out["scaling_factor"]), {}
+            out = predict_rows(np.zeros(0), padded, spec=FitSpec((), (), ()), features=features)
+        return np.asarray(out["scaling_factor"])[:n], {}
     result = calibrate(
         meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train, settings=settings
     )
