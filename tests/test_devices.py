@@ -10,10 +10,11 @@ import pytest
 
 from conftest import random_profile
 from helpers import read_outputs
-from netsweep_jax.kernels import Buckets, Config, Features, Layout, on_grid
+from netsweep_jax.kernels import Buckets, Config, Features, Layout
 from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
+from netsweep_jax.sweep.engine.compiled import grid_metrics
 
 # 12,000 configurations in 24 blocks: several per device.
 DEVICES_GRID = [
@@ -90,7 +91,7 @@ def random_inputs(rng, k=3, c=700, b=37, real=30, zero_latency=False):
 )
 def test_pallas_kernel_equals_xla_kernel(tile, unroll, zero_latency, features):
     args = random_inputs(np.random.default_rng(tile), zero_latency=zero_latency)
-    xla = on_grid(*args, None, features)
+    xla = grid_metrics(*args, kernel="xla", features=features)  # the engine's compiled XLA scan
     pallas = on_grid_pallas(
         *args, features=features, tile=tile, interpret=True, unroll=unroll, zero_latency=zero_latency
     )
