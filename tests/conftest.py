@@ -188,7 +188,7 @@ def assert_same_text(new, old):
 
 
 # The longest files first: the two workers then finish together instead of one waiting on a long file that
-# started last (pytest-xdist hands out whole files, or groups of them, in collection order). test_layout.py first, and
+# started last (pytest-xdist's loadfile hands out whole files in collection order). test_layout.py first, and
 # the README's examples (plan, a layout grid, validate --llm) a few files later on the other worker: by then the
 # layout kernel's blocks are in the shared compilation cache, instead of both workers compiling them at once.
 LONGEST_FIRST = (
@@ -208,23 +208,9 @@ LONGEST_FIRST = (
 )
 
 
-# Files that trace the same large compiled functions run in one worker (pytest-xdist's loadgroup: a group is
-# scheduled as loadfile schedules a file): the second then finds them traced in its own process, where the other
-# worker traced them again and read the compile from the shared cache (about a second of tracing each: the LLM
-# fit, the NCCL fit, the NCCL-priced rows kernel).
-SHARED_TRACES = {
-    "test_stack_fit.py": "test_llm_validation.py",
-    "test_nccl_tests_logs.py": "test_nccl_validation.py",
-    "test_fabric_file.py": "test_layout_nccl.py",
-}
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which names each test's group from the mark
 def pytest_collection_modifyitems(items):
     def rank(item):
         name = item.path.name
         return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
     items.sort(key=rank)  # stable: each file keeps its own order
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(SHARED_TRACES.get(item.path.name, item.path.name)))
