@@ -51,7 +51,7 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
     for budget in (4, 21, 2**18):  # blocks of part of a layout's 7 bandwidths, of one layout, of all three
         plan = BlockPlan(sizes, budget)
         assert (plan.kb_width, plan.ci_width) == SMALL_DATA_PARALLEL_BLOCK, budget
-    axes = dict(bandwidth="1..10@7", nodes=[2, 4, 8], latency=3)  # the latency keeps its compile apart
+    axes = dict(bandwidth="1..10@7", nodes=[2, 4, 8])
     whole = sweep.evaluate("vgg16", **axes)
     with counting_compiles("grid_metrics") as counts:
         split = sweep.evaluate("vgg16", block_configs=4, **axes)

@@ -92,7 +92,8 @@ def layout_columns(n: int, budget: int) -> int:
 def layout_rows(n: int, columns: int) -> int:
     """The layout family's padded settings rows for ``n`` settings a block over ``columns`` padded layouts: a
     power of two, of at least 8 where the block is 8,192 layouts wide (the shape small sweeps share), fewer for
-    wider blocks, down to 1, so that the padded block holds no more than 8 x 8,192 lanes beyond its own: a
+    wider blocks, down to 1 from 65,536 layouts on, so that the padding is bounded by about 8 x 8,192 lanes (up
+    to twice that for a width between the powers of two, 12,288 columns taking 8 rows): a
     plan of one setting over 169,344 layouts is one row, not eight (the kernel's time is its lanes'). A block
     narrower than 8,192 (a budget below 8,192 configurations) has no shape to share and is not padded to one:
     a grid of one layout in blocks of 64 is 1 x 64 lanes, not 1,024 x 64."""
@@ -228,7 +229,8 @@ class BlockPlan:
         self.ci_width: int = widths.inner(self.ci, self.block_configs)
         # A block of one outer lane (the inner extent split) is padded as the family pads any: the layout
         # family's 8,192 columns take 8 rows, the shape every small sweep compiles (the other 7 rows are the next
-        # settings' or the last repeated, computed and dropped); its wide blocks take one.
+        # settings' or the last repeated, computed and dropped); wider blocks fewer (4 at 16,384 columns, 2 at
+        # 32,768, one from 65,536 on).
         self.kb_width: int = widths.outer(self.kb, self.ci_width)
         small = widths.small
         if small and self.kb <= small[0] and self.ci <= small[1]:

@@ -275,7 +275,8 @@ class Dispatcher:
         return self.blocks.inputs
 
     def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
-        """Dispatch one block (asynchronously); returns a dict of device arrays [kb, ci]."""
+        """Dispatch one block (asynchronously); returns a dict of device arrays [kb_width, ci_width] (the padded
+        lanes are dropped by :meth:`collect`)."""
         device = device or self.devices[block.index % len(self.devices)]
 
         def copy(key: Any, make: Callable[[], Any]) -> Any:
