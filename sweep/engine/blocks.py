@@ -9,7 +9,8 @@ remaining (varying) dims are cut into hyperslab blocks of at most ``block_config
 configurations. A block is handed to the kernel as ``kb`` outer lanes x ``ci`` inner lanes (one
 of the two is always the whole extent), padded to that shape, which is fixed for the whole
 sweep: one compile per sweep. Both widths are rounded up (:data:`WIDTHS`: the data-parallel
-family's by :func:`padded_width`, small blocks to one shape of 8 x 64 (:data:`SMALL_DATA_PARALLEL_BLOCK`); the layout family's by :func:`layout_columns` and :func:`layout_rows`:
+family's by :func:`padded_width` and :func:`data_parallel_rows`, small blocks to one shape of 8 x 64
+(:data:`SMALL_DATA_PARALLEL_BLOCK`); the layout family's by :func:`layout_columns` and :func:`layout_rows`:
 small blocks to one shape of 8 x 8,192, a compile of the layout kernel being seconds, large ones to within
 12.5% of their layouts and few rows, their compute being the longer), so sweeps of similar sizes share one
 compiled kernel too (through JAX's persistent compilation cache, across commands).
@@ -65,7 +66,9 @@ def data_parallel_rows(n: int, columns: int) -> int:
     configurations: :func:`padded_width`'s, of at least 8 rows where the block stays within
     :data:`SMALL_BLOCK_LANES` lanes (4 where the columns are 128, 2 at 256, none from 512 on), so that the
     small sweeps of one model share a compile whatever their layout count (1, 2, 4 or 8 layouts compiled
-    four kernels of the same buckets), and a large block is never padded beyond its own lanes."""
+    four kernels of the same buckets), and a large block is never padded beyond its own lanes. Blocks of at
+    most 8 layouts by 64 configurations take :data:`SMALL_DATA_PARALLEL_BLOCK` whole (:class:`BlockPlan`); this
+    floor is the one of wider small blocks (128 and 256 configurations)."""
     fits = SMALL_BLOCK_LANES // max(columns, 1)
     return padded_width(n, least=min(8, 1 << (fits.bit_length() - 1)) if fits else 1)
 
