@@ -7,13 +7,16 @@ import os
 # optimizations cost more than they save: LLVM's (-O0: the layout kernel compiles in 5 s instead of 8-10 on a
 # 2-core machine) and HLO constant folding (which evaluates the kernels' constant subexpressions on the host at
 # compile time; off, the layout kernel compiled in 3.3 s instead of 5.5 and the NCCL-priced one in 30 instead of
-# 56, 2026-12-03). The programs compute the same; float32 results may differ in the last bit (no fused
-# multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on here: without them a
+# 56, 2026-12-03); and LLVM's code generation in one piece (XLA splits a module's code generation into parallel
+# jobs, which on a two-core machine already running two test workers only add work: 4% less CPU over two test
+# files, about 1.5% over the suite, 2026-12-04). The programs compute the same; float32 results may differ in the
+# last bit (no fused multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on here: without them a
 # data-parallel cube and the API (two compiled programs) differed in the last bit where the tests hold them equal
 # (the layout family's programs turn them off themselves, for every caller: sweep/engine/compiled.py). The CLI,
 # the API and the benchmarks keep XLA's defaults otherwise. Set before JAX starts its backend; subprocesses inherit it.
 os.environ["XLA_FLAGS"] = (
     f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0 --xla_disable_hlo_passes=constant_folding"
+    " --xla_cpu_parallel_codegen_split_count=1"
 ).strip()
 import gc
 from pathlib import Path
