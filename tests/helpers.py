@@ -78,6 +78,24 @@ def invoke_stopped_after(monkeypatch, count, *args):
     return r
 
 
+def invoke_interrupted_after(monkeypatch, count, sig, *args):
+    """``sweep ARGS`` in this process, with ``sig`` (SIGINT or SIGTERM) requested as the CLI's handler records it
+    once ``count`` blocks are written: the sweep stops at the next block boundary, as it does on the signal
+    itself (whose delivery to a process :func:`signalled_after` tests)."""
+    from netsweep_jax.sweep.core import interrupts
+
+    written = []
+
+    def after_block(block):  # on the writer thread
+        written.append(block.index)
+        if len(written) == count:
+            interrupts.request(sig)
+
+    with monkeypatch.context() as m:
+        m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=after_block))
+        return invoke(*args)
+
+
 def signalled_after(count, sig, *args):
     """``sweep ARGS`` in a process of its own that sends itself ``sig`` after ``count`` blocks are written
     (``count`` 0: before any block, -1: never). The finished process (stdout and stderr as text)."""

@@ -8,14 +8,13 @@ into blocks of the shape the other layout tests compile (8 x 8,192 lanes), so it
 layout kernel but the reduced one.
 """
 
-import functools
 import signal
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import blocks_done, invoke, two_processes
+from helpers import blocks_done, invoke, invoke_interrupted_after, two_processes
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
 from netsweep_jax.sweep.engine.blocks import BlockPlan
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
@@ -83,22 +82,10 @@ def test_a_block_narrower_than_the_shared_shape_is_not_padded_to_its_lanes():
 
 
 def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, monkeypatch, one_run):
-    # SIGTERM as its handler records it, once the second block is written (a real signal's delivery to the same
-    # job runner: tests/test_resume.py's processes).
-    from netsweep_jax.sweep.core import interrupts
-    from netsweep_jax.sweep.io import job
-
     out, partial = tmp_path / "r.h5", tmp_path / "r.h5.partial"
-    written = []
-
-    def after_block(block):  # on the writer thread
-        written.append(block.index)
-        if len(written) == 2:
-            interrupts.request(signal.SIGTERM)
-
-    with monkeypatch.context() as m:
-        m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=after_block))
-        r = invoke("grid", *LAYOUT_GRID, *BLOCKS, "-q", "--out", out)
+    r = invoke_interrupted_after(
+        monkeypatch, 2, signal.SIGTERM, "grid", *LAYOUT_GRID, *BLOCKS, "-q", "--out", out
+    )
     assert r.exit_code == 143, r.output
     assert r.output.strip().splitlines()[-1] == (
         f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."
