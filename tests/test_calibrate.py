@@ -133,10 +133,20 @@ def synthetic_runs(path, truth, nodes=(1, 2, 4, 8, 16), frameworks=("a", "b"), n
     return path
 
 
-def test_per_group_parameters_and_held_out_prediction(tmp_path):
+def test_per_group_parameters_and_held_out_prediction(tmp_path, monkeypatch):
     # Shared utilization, one jitter per framework; fit on up to 4 nodes, predict 8 and 16.
+    import netsweep_jax.sweep.analysis.calibrate as calibrate_module
+
     truth = {"a": dict(utilization=0.3, jitter=0.03), "b": dict(utilization=0.3, jitter=0.08)}
     path = synthetic_runs(tmp_path / "m.csv", truth)
+    fits, fit_rows = [], calibrate_module.fit_rows
+
+    def kept(starts, *args, **kwargs):
+        best, loss = fit_rows(starts, *args, **kwargs)
+        fits.append((np.asarray(starts), np.asarray(best)))
+        return best, loss
+
+    monkeypatch.setattr(calibrate_module, "fit_rows", kept)
     r = invoke(
         "calibrate",
         str(path),
@@ -157,6 +167,11 @@ def test_per_group_parameters_and_held_out_prediction(tmp_path):
     assert got[("jitter", "b")] == pytest.approx(0.08, abs=0.002)
     assert data["heldout_rmse"] < 1e-3 and "held-out rmse" in r.output
     assert sum(not row["train"] for row in data["rows"]) == 4
+    # Three parameters compiled as four (calibration_fit.padded_parameters): the fourth, which no row uses, starts
+    # at 0 and stays there, and the three fitted ones have their standard errors.
+    ((starts, best),) = fits
+    assert starts.shape[1] == 4 and best.shape == (4,) and np.all(starts[:, 3] == 0) and best[3] == 0
+    assert all(np.isfinite(p["stderr"]) and p["stderr"] > 0 for p in data["fitted"])
 
 
 def test_standard_errors_cover_the_truth(tmp_path):
@@ -259,10 +274,8 @@ def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
     padded, padded_target, weights = padded_rows(rows, target, np.ones(len(meas)))
     n = len(meas)
     assert len(padded_target) % ROW_QUANTUM == 0 and len(padded_target) > n
-    assert (
-        padded.buckets.nbytes.shape[1] % 16 == 0
-        and padded.buckets.nbytes.shape[1] > rows.buckets.nbytes.shape[1]
-    )
+    buckets = padded.buckets.nbytes.shape[1]  # a power of two, at least 32
+    assert buckets >= 32 and buckets & (buckets - 1) == 0 and buckets > rows.buckets.nbytes.shape[1]
     assert np.all(weights[n:] == 0) and np.all(weights[:n] == 1)
     spec = FitSpec((), (), ())
     with precision("float64"):

@@ -19,7 +19,6 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.compiled import predict_rows, residual_jacobian
-from netsweep_jax.sweep.engine.inputs import BUCKET_PAD
 from netsweep_jax.sweep.io.measurements import Measurements
 
 # The fittable axes and their default bounds are the schema's (AxisSpec.fit); starting values for the scan:
@@ -32,9 +31,14 @@ STARTS = {
 }
 STEPS = 400
 LEARNING_RATE = 0.05
-ROW_QUANTUM = (
-    16  # fits pad their rows to a multiple of this (and buckets as sweeps do): one compile serves many
-)
+ROW_QUANTUM = 16  # fits pad their rows to a multiple of this: one compile serves many
+# ... their buckets to a power of two of at least this many, and their parameters to a power of two of at least
+# two: a fit's compiled kernels (its descent, predictions and Jacobian; about 1 s to compile on two cores) are keyed
+# by both counts, and the suite's 13 fits of 16, 32 and 112 buckets and 1 to 8 parameters compiled 13 of each where
+# these make 10 (2026-12-04). The padding buckets are empty and no row uses a padding parameter (its gradient is 0,
+# so Adam leaves it at its start), so neither changes a fitted value.
+FIT_BUCKETS = 32
+FIT_PARAMETERS = 2
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
 
 Array = npt.NDArray[Any]
@@ -58,13 +62,15 @@ def parameter_groups(
 
 
 def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], count: int = 4096) -> Array:
-    """Starting points [S, P], unconstrained: the product of each family's start values
-    (a family's groups start together), thinned evenly past ``count``."""
+    """Starting points [S, P'], unconstrained: the product of each family's start values
+    (a family's groups start together), thinned evenly past ``count``; P' = :func:`padded_parameters` of P."""
     mesh = np.meshgrid(*(np.asarray(STARTS[a], np.float64) for a in fit_axes), indexing="ij")
     points = np.stack([m.ravel() for m in mesh], axis=1)  # [S, F] in stored units
     if len(points) > count:
         points = points[np.linspace(0, len(points) - 1, count).astype(int)]
-    out = np.empty((len(points), len(params)))
+    out = np.zeros(
+        (len(points), padded_parameters(len(params)))
+    )  # the padding parameters start (and stay) at 0
     for j, (axis, _) in enumerate(params):
         f = fit_axes.index(axis)
         lo, hi = spec.lows[f], spec.highs[f]
@@ -73,13 +79,19 @@ def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], coun
     return out
 
 
+def padded_parameters(count: int) -> int:
+    """The parameter count a fit of ``count`` parameters is compiled for (a power of two, at least
+    :data:`FIT_PARAMETERS`); the padding parameters are used by no row."""
+    return max(FIT_PARAMETERS, 1 << max(count - 1, 0).bit_length())
+
+
 def padded_rows(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array, Array]:
     """``rows``, ``target`` and ``weights`` padded to a multiple of ROW_QUANTUM rows (copies of
-    row 0 with weight 0) and BUCKET_PAD buckets (empty ones, which change nothing), so
-    fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
+    row 0 with weight 0) and a power of two of at least FIT_BUCKETS buckets (empty ones, which change
+    nothing), so fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
     n, length = len(target), rows.buckets.nbytes.shape[1]
     extra_rows = -n % ROW_QUANTUM
-    extra_buckets = -length % BUCKET_PAD
+    extra_buckets = max(FIT_BUCKETS, 1 << max(length - 1, 0).bit_length()) - length
 
     def rows_of(x: Any) -> Any:
         return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
@@ -103,7 +115,7 @@ def check_identifiable(
     params: Params, spec: FitSpec, rows: Rows, keep: Array, measured: str, features: Features
 ) -> None:
     """Refuse parameters no training row depends on, or more parameters than such rows."""
-    middle = np.zeros(len(params))
+    middle = np.zeros(padded_parameters(len(params)))
     informative = np.zeros(len(keep), bool)
     for j, (axis, label) in enumerate(params):
         lo, hi = middle.copy(), middle.copy()
@@ -150,14 +162,15 @@ def standard_errors(
     prediction's gradient in the fit's unconstrained parameters), NaN elsewhere or where undefined.
 
     ``rows``, ``target``: possibly padded past the R real rows (:func:`padded_rows`), the blank rows'
-    target 1 (so their residual's gradient is the prediction's); ``res`` [R]: the residuals at
-    ``best``; ``keep`` [R]: the training rows.
+    target 1 (so their residual's gradient is the prediction's); ``best`` [P'] possibly padded past the P
+    parameters (:func:`padded_parameters`); ``res`` [R]: the residuals at ``best``; ``keep`` [R]: the training
+    rows.
     """
     n = len(keep)
     blank = np.zeros(n, bool) if blank is None else blank
     none = (np.full(len(params), np.nan), np.full(n, np.nan))
     full = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[
-        :n
+        :n, : len(params)
     ]
     jac = full[keep]
     dof = jac.shape[0] - len(params)
