@@ -59,9 +59,8 @@ def test_interrupted_run_resumes_to_the_same_cube(tmp_path, clean_run, sig, code
 
 def test_command_line_is_recorded_exactly(tmp_path, monkeypatch):
     out = tmp_path / "c.h5"
-    monkeypatch.setattr(
-        sys, "argv", ["sweep", "grid", *GRID, "-q", "--out", str(out)]
-    )  # as the console script
+    # The command line as the console script's process has it (the cube records sys.argv).
+    monkeypatch.setattr(sys, "argv", ["sweep", "grid", *GRID, "-q", "--out", str(out)])
     r = invoke("grid", *GRID, "-q", "--out", out)
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:

@@ -31,12 +31,13 @@ STARTS = {
 }
 STEPS = 400
 LEARNING_RATE = 0.05
-ROW_QUANTUM = 16  # fits pad their rows to a multiple of this: one compile serves many
-# ... their buckets to a power of two of at least this many, and their parameters to a power of two of at least
-# two: a fit's compiled kernels (its descent, predictions and Jacobian; about 1 s to compile on two cores) are keyed
-# by both counts, and the suite's 13 fits of 16, 32 and 112 buckets and 1 to 8 parameters compiled 13 of each where
-# these make 10 (2026-12-04). The padding buckets are empty and no row uses a padding parameter (its gradient is 0,
-# so Adam leaves it at its start), so neither changes a fitted value.
+# A fit's compiled kernels (its descent, predictions and Jacobian; about 1 s to compile on two cores) are keyed by
+# its row, bucket and parameter counts, so fits pad them: rows to a multiple of ROW_QUANTUM, buckets to a power of
+# two of at least FIT_BUCKETS, parameters to a power of two of at least FIT_PARAMETERS. The suite's fits (16, 32 and
+# 112 buckets, 1 to 8 parameters) compiled the descent 13 times, 10 with the powers of two (2026-12-04). The padding
+# changes no fitted value: padding rows weigh 0, padding buckets are empty, and no row uses a padding parameter (its
+# gradient is 0, so Adam leaves it at its start).
+ROW_QUANTUM = 16
 FIT_BUCKETS = 32
 FIT_PARAMETERS = 2
 SOFTNESS = 1e-4  # of T1: the smoothed max's width while descending
@@ -68,9 +69,8 @@ def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], coun
     points = np.stack([m.ravel() for m in mesh], axis=1)  # [S, F] in stored units
     if len(points) > count:
         points = points[np.linspace(0, len(points) - 1, count).astype(int)]
-    out = np.zeros(
-        (len(points), padded_parameters(len(params)))
-    )  # the padding parameters start (and stay) at 0
+    # The padding parameters start (and stay) at 0.
+    out = np.zeros((len(points), padded_parameters(len(params))))
     for j, (axis, _) in enumerate(params):
         f = fit_axes.index(axis)
         lo, hi = spec.lows[f], spec.highs[f]

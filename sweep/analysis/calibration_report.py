@@ -42,8 +42,8 @@ def calibration_result(
     spread: Array,
 ) -> dict[str, Any]:
     """The result dict of a fit at ``best`` (unconstrained [P'], padded past the P parameters): fitted values in
-    stored units with their ``errors`` and bounds, warnings, training and held-out errors, and every row's measured and
-    ``predicted`` value, residual ``res`` and set (``keep``: trained on; ``blank``: predicted, with an
+    stored units with their ``errors`` and bounds, warnings, training and held-out errors, and every row's
+    measured and ``predicted`` value, residual ``res`` and set (``keep``: trained on; ``blank``: predicted, with an
     interval from ``spread``)."""
     fitted, warnings = _fitted(params, spec, fit_axes, best, errors, int(keep.sum()), bool(blank.any()))
     labels = [
