@@ -93,8 +93,6 @@ def invoke_interrupted_after(monkeypatch, count, sig, *args):
 
     with monkeypatch.context() as m:
         m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=after_block))
-        # The request goes with the command: none is left for a later test's sweep.
-        m.setattr(interrupts, "_requested", [])
         return invoke(*args)
 
 

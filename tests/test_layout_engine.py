@@ -171,8 +171,6 @@ def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path
 
     with monkeypatch.context() as m:
         m.setattr(PlanCheckpoint, "keep", keep_then_stop)
-        # The request goes with the command: none is left for a later test's sweep.
-        m.setattr(interrupts, "_requested", [])
         r = invoke(*PLAN, "--out", two)
     partial = tmp_path / "two.h5.partial"
     assert r.exit_code == 143 and f"finished blocks are kept in {partial}" in r.output, r.output

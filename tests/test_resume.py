@@ -95,3 +95,16 @@ def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(grid_module, "resolve_models", stop)
     r = invoke("need", "--target", "0.9", "--solve", "ratio", "--bw", "10")
     assert r.exit_code == 130 and r.output.strip() == "error: interrupted"
+
+
+def test_a_request_an_interrupted_command_left_stops_no_later_search(monkeypatch):
+    # A stop request outlives its command (the CLI reads it as it ends); a search run later in the same process
+    # outside a deferred block (the Python API's plan) must not take it for its own.
+    from netsweep_jax.sweep.core import interrupts
+
+    monkeypatch.setattr(interrupts, "_requested", [])
+    with pytest.raises(interrupts.Interrupted), interrupts.deferred():
+        interrupts.request(signal.SIGINT)
+        interrupts.raise_if_requested()  # inside: the block boundary stops
+    assert interrupts.requested()  # kept for the CLI's last word
+    interrupts.raise_if_requested()  # outside: nothing to stop

@@ -22,6 +22,7 @@ from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _requested: list[int] = []  # signals recorded inside the current deferred() block
+_open: list[int] = [0]  # deferred() blocks open now (any thread): a request stops work only inside one
 _received: list[int] = []  # every signal seen since install(), wherever it landed
 
 
@@ -148,18 +149,22 @@ def deferred() -> Iterator[None]:
     _requested.clear()
     if _received:
         raise Interrupted(_received[0])
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.getsignal(s) for s in SIGNALS}
-    for s, handler in previous.items():
-        if handler is not signal.SIG_IGN:
-            signal.signal(s, _record)
+    _open[0] += 1
     try:
-        yield
-    finally:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {s: signal.getsignal(s) for s in SIGNALS}
         for s, handler in previous.items():
-            signal.signal(s, handler)
+            if handler is not signal.SIG_IGN:
+                signal.signal(s, _record)
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+    finally:
+        _open[0] -= 1
 
 
 def request(signum: int) -> None:
@@ -173,6 +178,8 @@ def requested() -> bool:
 
 
 def raise_if_requested() -> None:
-    """Raise :class:`Interrupted` if a signal arrived inside :func:`deferred`."""
-    if _requested:
+    """Raise :class:`Interrupted` if a signal arrived inside the :func:`deferred` block open now. Outside one
+    (a search the Python API runs) nothing is deferred, so nothing is raised: a request an earlier, interrupted
+    command left (kept for the CLI's last word, :func:`requested`) does not stop the next one."""
+    if _open[0] and _requested:
         raise Interrupted(_requested[0])
