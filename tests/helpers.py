@@ -57,16 +57,25 @@ class Stopped(Exception):
     """Raised by :func:`stop_after`'s hook: the sweep stopped as if its process had crashed."""
 
 
-def stop_after(count):
-    """An ``after_block`` hook that stops a sweep once ``count`` blocks are written."""
+def after_blocks(count, then):
+    """An ``after_block`` hook that calls ``then()`` once ``count`` blocks are written."""
     written = []
 
     def after_block(block):  # on the writer thread
         written.append(block.index)
         if len(written) == count:
-            raise Stopped(f"after {count} blocks")
+            then()
 
     return after_block
+
+
+def stop_after(count):
+    """An ``after_block`` hook that stops a sweep once ``count`` blocks are written."""
+
+    def stop():
+        raise Stopped(f"after {count} blocks")
+
+    return after_blocks(count, stop)
 
 
 def invoke_stopped_after(monkeypatch, count, *args):
@@ -84,13 +93,7 @@ def invoke_interrupted_after(monkeypatch, count, sig, *args):
     itself (whose delivery to a process :func:`signalled_after` tests)."""
     from netsweep_jax.sweep.core import interrupts
 
-    written = []
-
-    def after_block(block):  # on the writer thread
-        written.append(block.index)
-        if len(written) == count:
-            interrupts.request(sig)
-
+    after_block = after_blocks(count, lambda: interrupts.request(sig))
     with monkeypatch.context() as m:
         m.setattr(job, "run_grid", functools.partial(job.run_grid, after_block=after_block))
         return invoke(*args)

@@ -18,6 +18,7 @@ from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.engine.blocks import pow2
 from netsweep_jax.sweep.engine.compiled import predict_rows, residual_jacobian
 from netsweep_jax.sweep.io.measurements import Measurements
 
@@ -82,7 +83,7 @@ def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], coun
 def padded_parameters(count: int) -> int:
     """The parameter count a fit of ``count`` parameters is compiled for (a power of two, at least
     :data:`FIT_PARAMETERS`); the padding parameters are used by no row."""
-    return max(FIT_PARAMETERS, 1 << max(count - 1, 0).bit_length())
+    return pow2(count, FIT_PARAMETERS)
 
 
 def padded_rows(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array, Array]:
@@ -91,7 +92,7 @@ def padded_rows(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array,
     nothing), so fits of similar sizes share one compiled kernel; outputs are sliced back to the real rows."""
     n, length = len(target), rows.buckets.nbytes.shape[1]
     extra_rows = -n % ROW_QUANTUM
-    extra_buckets = max(FIT_BUCKETS, 1 << max(length - 1, 0).bit_length()) - length
+    extra_buckets = pow2(length, FIT_BUCKETS) - length
 
     def rows_of(x: Any) -> Any:
         return None if x is None else np.concatenate([x, np.repeat(x[:1], extra_rows, axis=0)])
