@@ -10,8 +10,8 @@ import os
 # 56, 2026-12-03); and LLVM's code generation in one piece (XLA splits a module's code generation into parallel
 # jobs, which on a two-core machine already running two test workers only add work: 4% less CPU over two test
 # files, about 1.5% over the suite, 2026-12-04). The programs compute the same; float32 results may differ in the
-# last bit (no fused multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on here: without them a
-# data-parallel cube and the API (two compiled programs) differed in the last bit where the tests hold them equal
+# last bit (no fused multiply-adds), which every comparison allows. XLA's CPU fusion emitters stay on here: without
+# them a data-parallel cube and the API (two compiled programs) differed in the last bit where the tests hold them equal
 # (the layout family's programs turn them off themselves, for every caller: sweep/engine/compiled.py). The CLI,
 # the API and the benchmarks keep XLA's defaults otherwise. Set before JAX starts its backend; subprocesses inherit it.
 os.environ["XLA_FLAGS"] = (
