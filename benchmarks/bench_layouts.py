@@ -89,6 +89,9 @@ def reference_rate(grid, samples=4000):
             eta_net=gpu["nccl_eta_net"],
             eta_nvl=gpu["nccl_eta_nvl"],
             nccl_latency=gpu["nccl_latency"],
+            nccl_op_latency=gpu["nccl_op_latency"],
+            nccl_fill=gpu["nccl_fill"],
+            nccl_fill_bytes=gpu["nccl_fill_bytes"],
             collectives=grid.collectives_code,
         )
         cells.append(

@@ -66,9 +66,9 @@ algorithm and protocol of least time for the group as placed (:func:`group_fabri
     (n - p) / n of X).
 
 NVLink W = :func:`kernels.nccl.nvlink_gbs` of the GPU's rate (its links to a thousandth), NVSwitch where Q > 1,
-and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``:
-those ``sweep validate --nccl`` fitted, :data:`NCCL_CONSTANTS`, or a fabric file's, ``sweep calibrate
---nccl-tests``). An all-reduce is
+and the fabric's constants the step is given (``lay.eta_net``, ``lay.eta_nvl``, ``lay.nccl_latency``,
+``lay.nccl_op_latency``, ``lay.nccl_fill``, ``lay.nccl_fill_bytes``: those ``sweep validate --nccl`` fitted,
+:data:`NCCL_CONSTANTS`, or a fabric file's, ``sweep calibrate --nccl-tests``). An all-reduce is
 NCCL's all-reduce (with ``ring_only``, sequence parallelism's reduce-scatter plus all-gather: two of
 X), a reduce-scatter or all-gather NCCL's, an exchange (CP, PP) its send/recv and the expert dispatch
 its all-to-all.
@@ -99,8 +99,12 @@ from netsweep_jax.kernels.layout_inputs import Parallelism, Value
 
 FLAT, NCCL = 0, 1  # Parallelism.collectives
 # The fabric's constants as `sweep validate --nccl` fitted them on published nccl-tests rows
-# (results/validation-nccl/REPORT.md): eta_net, eta_nvl and the network latency lambda (us).
-NCCL_CONSTANTS = nccl.Constants(eta_net=0.902, eta_nvl=0.814, latency=2.39)
+# (results/validation-nccl/REPORT.md): eta_net, eta_nvl, the network latency lambda (us), and what NCCL's tuner
+# leaves out: a collective's fixed cost inside one node (us) and the pipeline's fill across nodes (us, whole from
+# 11.7 MiB on).
+NCCL_CONSTANTS = nccl.Constants(
+    eta_net=0.971, eta_nvl=0.891, latency=1.80, op_latency=9.65, fill=58.4, fill_bytes=11.7 * 2**20
+)
 
 
 def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Value]) -> Value:
@@ -170,7 +174,9 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     """Seconds of NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`) of ``nbytes`` (nccl-tests' count:
     the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one."""
     x = jnp.asarray(nbytes)
-    constants = nccl.Constants(lay.eta_net, lay.eta_nvl, lay.nccl_latency)
+    constants = nccl.Constants(
+        lay.eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
+    )
     seconds = _collective_seconds((coll, x, group_fabric(size, stride, lay, coll), constants))
     return jnp.where(size > 1, seconds, 0.0)
 

@@ -109,7 +109,9 @@ class Parallelism(NamedTuple):
     nccl_arch (the GPU's architecture as :mod:`kernels.nccl` indexes it: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell),
     eta_net, eta_nvl, nccl_latency (the fabric's constants :mod:`kernels.nccl` prices with: transport efficiency
     across hosts and inside an NVLink domain, fractions, and the network's latency lambda, us; read only where
-    collectives is nccl: the shipped fit, ``kernels.layout_collectives.NCCL_CONSTANTS``, or a fabric file's),
+    collectives is nccl: the shipped fit, ``kernels.layout_collectives.NCCL_CONSTANTS``, or a fabric file's;
+    with nccl_op_latency (us), nccl_fill (us) and nccl_fill_bytes (bytes), :class:`kernels.nccl.Constants`' o, f
+    and X_f: the costs NCCL's tuner leaves out, 0 by default as in a fabric file of version 1),
     collectives (0 flat: :mod:`kernels.layout_collectives`' rings of one bandwidth per group; 1 nccl: each
     collective as NCCL's tuner prices it for its group as placed, :mod:`kernels.nccl`; a Python int compiles
     only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
@@ -163,6 +165,9 @@ class Parallelism(NamedTuple):
     moe_dispatcher: Value = 0.0
     sharp: Value = 0.0
     rail_only: Value = 0.0
+    nccl_op_latency: Value = 0.0
+    nccl_fill: Value = 0.0
+    nccl_fill_bytes: Value = 1.0
 
 
 def has_bit(code: Value, value: float) -> Value:

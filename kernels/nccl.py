@@ -21,6 +21,9 @@ Notation (every input an array; all broadcast together; float32 or float64 as ``
     eta_net, eta_nvl, lambda   the fabric's constants: the fraction of NCCL's model bandwidth a
             transport delivers across nodes and inside one, and the network's latency (us), which
             enters where NCCL adds its graph's ``latencyInter`` (twice for Simple: the flush)
+    o, f, X_f  the fabric's constants for what the tuner leaves out (below): a collective's fixed cost
+            inside one NCCL node (us), the pipeline's whole fill across nodes (us), and the message
+            (bytes) from which the fill is whole
 
 Channels (search.cc, simplified: the search's first pass at each speed, its duplication, and the
 second pass only as noted). A speed is the largest entry <= the limit of NCCL's per-architecture
@@ -69,7 +72,14 @@ enabled (LL128 taken as enabled, as NCCL does on NVLink systems); ``algorithm`` 
 restrict it (NCCL_ALGO / NCCL_PROTO), and a restriction nothing satisfies falls back to NCCL's
 choice. The time that runs is that choice's at the transport's efficiency:
 
-    t = lat + X / (1000 A eta),  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)
+    t = lat + X / (1000 A eta) + u,  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)
+
+where u is what nccl-tests times and NCCL's tuner leaves out (NCCL does not see it when it chooses): inside one
+NCCL node a fixed cost per operation, u = o (launching and completing it); across nodes the pipeline's fill,
+u = f min(1, X / X_f): NCCL cuts a message into chunks that grow with it up to a largest size (enqueue.cc,
+``calcCollChunking``), and the first chunk crosses the pipeline's stages before the links run in step, so the
+fill grows with X until the chunks are whole (from X_f on) and is f from there. o, f and X_f are the fabric's
+constants as eta and lambda are (the defaults o = f = 0 leave u out). Every collective below adds u too.
 
 Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Simple constants:
 
@@ -320,11 +330,16 @@ class Fabric(NamedTuple):
 
 
 class Constants(NamedTuple):
-    """The fabric's fitted constants: eta_net, eta_nvl (fractions) and lambda (us)."""
+    """The fabric's fitted constants: eta_net, eta_nvl (fractions), lambda (us), and the costs NCCL's tuner
+    leaves out: o (``op_latency``, us), f (``fill``, us) and X_f (``fill_bytes``, bytes). The defaults (0, 0)
+    leave them out too, as fabric files of version 1 did."""
 
     eta_net: ArrayLike
     eta_nvl: ArrayLike
     latency: ArrayLike
+    op_latency: ArrayLike = 0.0
+    fill: ArrayLike = 0.0
+    fill_bytes: ArrayLike = 1.0
 
 
 class Timing(NamedTuple):
@@ -724,17 +739,26 @@ def collective(
     q = _group(coll, nbytes, fabric, constants, algorithm, protocol)
     if isinstance(coll, int):
         if coll in (SENDRECV, ALLTOALL):
-            us = _point_to_point(q)[0 if coll == SENDRECV else 1]
+            us = _point_to_point(q)[0 if coll == SENDRECV else 1] + _untuned(q, constants)
             return Timing(q.bc(us) * 1e-6, *(jnp.full(q.shape, v, jnp.int32) for v in (P2P, SIMPLE)))
         best, tuned = _tuned(q, algorithm, protocol)
-        return Timing(q.bc(tuned) * 1e-6, *(jnp.broadcast_to(v, q.shape) for v in (best // 3, best % 3)))
+        us = tuned + _untuned(q, constants)
+        return Timing(q.bc(us) * 1e-6, *(jnp.broadcast_to(v, q.shape) for v in (best // 3, best % 3)))
     send, a2a = _point_to_point(q)
     best, tuned = _tuned(q, algorithm, protocol)
     p2p = (q.coll == SENDRECV) | (q.coll == ALLTOALL)
-    us = jnp.where(q.coll == SENDRECV, send, jnp.where(q.coll == ALLTOALL, a2a, tuned))
+    priced = jnp.where(q.coll == SENDRECV, send, jnp.where(q.coll == ALLTOALL, a2a, tuned))
+    us = priced + _untuned(q, constants)
     algo = jnp.where(p2p, P2P, best // 3)
     proto = jnp.where(p2p, SIMPLE, best % 3)
     return Timing(q.bc(us) * 1e-6, jnp.broadcast_to(algo, q.shape), jnp.broadcast_to(proto, q.shape))
+
+
+def _untuned(q: _Group, constants: Constants) -> Array:
+    """The costs NCCL's tuner leaves out (us; module docstring): o inside one NCCL node, f min(1, X / X_f)
+    across nodes. Added to the time that runs, never to the tuner's: NCCL's choice does not see them."""
+    o, f, x_f = (jnp.asarray(v, q.dt) for v in (constants.op_latency, constants.fill, constants.fill_bytes))
+    return q.bc(jnp.where(q.multi, f * jnp.minimum(1.0, q.x / x_f), o))
 
 
 def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array, Array]:

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import reference
 from helpers import TOLERANCE as REFERENCE_TOLERANCE
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.engine.compiled import layout_rows
@@ -14,7 +15,7 @@ TOLERANCE = REFERENCE_TOLERANCE["layout"]
 # The options of a small large-model sweep (the bad-input cases add one bad option to them).
 LLAMA_8B = ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
 # The fabric's constants NCCL's pricing reads (collectives nccl only): the shipped fit, as a sweep's default.
-NCCL_FABRIC = dict(eta_net=0.902, eta_nvl=0.814, nccl_latency=2.39)
+NCCL_FABRIC = dict(zip(reference.NCCL_LAYOUT_KEYS, reference.NCCL_LAYOUT_CONSTANTS))
 
 
 def random_case(rng):

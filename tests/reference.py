@@ -443,8 +443,10 @@ def _group_bw(size, stride, lay):
     return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
 
 
-# results/validation-nccl's eta_net, eta_nvl, lambda (us): where a layout does not give its own (a fabric file's).
-NCCL_LAYOUT_CONSTANTS = (0.902, 0.814, 2.39)
+# results/validation-nccl's eta_net, eta_nvl, lambda (us), op latency (us), fill (us) and the fill's message
+# (bytes): where a layout does not give its own (a fabric file's).
+NCCL_LAYOUT_CONSTANTS = (0.971, 0.891, 1.80, 9.65, 58.4, 11.7 * 2**20)
+NCCL_LAYOUT_KEYS = ("eta_net", "eta_nvl", "nccl_latency", "nccl_op_latency", "nccl_fill", "nccl_fill_bytes")
 NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 
@@ -481,9 +483,13 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         p = q * per_domain
         nvlink *= p / size
     args = (q, hosts, per_domain, nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
-    constants = (lay.get(k, c) for k, c in zip(("eta_net", "eta_nvl", "nccl_latency"), NCCL_LAYOUT_CONSTANTS))
+    eta_net, eta_nvl, lam, op, fill, fill_bytes = (
+        lay.get(k, c) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
+    )
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
-    return nccl_collective(NCCL_KIND[kind], nbytes, *args, sharp, *constants)[0]
+    return nccl_collective(
+        NCCL_KIND[kind], nbytes, *args, sharp, eta_net, eta_nvl, lam, op=op, fill=fill, fill_bytes=fill_bytes
+    )[0]
 
 
 def _collective(kind, nbytes, size, stride, lay):
@@ -1114,12 +1120,17 @@ def nccl_collective(
     lam,
     algo=-1,
     proto=-1,
+    op=0.0,
+    fill=0.0,
+    fill_bytes=1.0,
 ):
-    """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples)."""
+    """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples); ``op``, ``fill``,
+    ``fill_bytes``: o, f and X_f, what the tuner leaves out, added to the time and not to NCCL's choice."""
     nodes = math.ceil(hosts / max(domain, 1))
     n = g * hosts
     p = n / nodes
     multi = nodes > 1
+    untuned = fill * min(1.0, x / fill_bytes) if multi else op
     i2 = min(nodes, 3) - 1
     w = nvlink if nvlink > 0 else 12.0
     hw_intra = NCCL_HW["nvlink" if nvlink > 0 else "pci"]
@@ -1133,7 +1144,7 @@ def nccl_collective(
         else:
             t = max(x * (p - 1) / n / (w * eta_nvl), x * (n - p) / n / (nic_gpu * eta_net))
             us = 6.6 + (l_i if p > 1 else 0) + (l_x if multi else 0) + t / 1000
-        return us * 1e-6, 7, 2
+        return (us + untuned) * 1e-6, 7, 2
     ar = coll == 0
     s0 = nccl_speed(arch, multi, min(r, w) if multi else w)
     c0 = nics * max(math.floor(r / s0), 1) if multi else math.floor(w / s0)
@@ -1214,4 +1225,4 @@ def nccl_collective(
     wanted = [k for k in cands if (algo < 0 or k[1] == algo) and (proto < 0 or k[2] == proto)]
     _, a, pr, lat, bw = min(wanted or cands)
     eta = eta_net if multi else eta_nvl
-    return (lat + x / (1000 * bw * eta)) * 1e-6, a, pr
+    return (lat + x / (1000 * bw * eta) + untuned) * 1e-6, a, pr

@@ -16,15 +16,18 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
 from netsweep_jax.sweep.io.fabric_file import fabric_document, read_fabric, write_fabric
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import NAMES, SHIPPED, FabricConstants
 
 NCCL = ["--collectives", "nccl"]
 
 
-def fabric(tmp_path, name="fabric.json", values=(0.5, 0.7, 8.0), **changes):
+OWN = (0.5, 0.7, 8.0, 4.0, 30.0, 8.0)  # a fabric file's constants, in NAMES' order
+
+
+def fabric(tmp_path, name="fabric.json", values=OWN, **changes):
     """A fabric file of constants ``values``, its object changed by ``changes`` (a key to None: removed)."""
     document = fabric_document(
-        FabricConstants(*values, source=""),
+        FabricConstants(**dict(zip(NAMES, values)), source=""),
         hardware={"gpu": "NVIDIA H100 80GB HBM3", "preset": "h100", "nics_per_node": 8, "nic_gbps": 400.0},
         logs=[],
         fit={"loss": 0.0, "rows_used": 0, "rows": 0},
@@ -51,7 +54,7 @@ def one_line_error(r):
 
 def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     path = fabric(tmp_path)
-    assert read_fabric(path) == FabricConstants(0.5, 0.7, 8.0, source=str(path))
+    assert read_fabric(path) == FabricConstants(**dict(zip(NAMES, OWN)), source=str(path))
     out = tmp_path / "written.json"
     document = json.loads(path.read_text())
     assert write_fabric(out, document, force=False) == out and json.loads(out.read_text()) == document
@@ -60,15 +63,26 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     assert not (tmp_path / "nan.json").exists()
 
 
+def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
+    # Version 1 (netsweep before the tuner's omissions) states three constants: no fixed cost and no fill.
+    path = fabric(tmp_path, version=1, **{f"constants.{name}": None for name in NAMES[3:]})
+    assert read_fabric(path) == FabricConstants(0.5, 0.7, 8.0, source=str(path))
+    assert read_fabric(path).stated()[3:5] == (0.0, 0.0)
+
+
 @pytest.mark.parametrize(
     "changes, text, message",
     [
         ({}, "{not json", ":1: not JSON (Expecting property name"),
         ({}, "[1, 2]", "a JSON list; a fabric file is one object"),
         ({"format": "other"}, None, "format 'other'; a fabric file says 'netsweep fabric'"),
-        ({"version": 2}, None, "version 2; this netsweep reads fabric files of version 1"),
+        ({"version": 3}, None, "version 3; this netsweep reads fabric files of version 1 or 2"),
         ({"version": None}, None, "version None; this netsweep reads"),
-        ({"constants": None}, None, "constants missing or not an object of eta_net, eta_nvl, latency_us"),
+        ({"constants": None}, None, f"constants missing or not an object of {', '.join(NAMES)}"),
+        ({"constants.fill_us": None}, None, "constants.fill_us missing"),
+        ({"constants.fill_mib": 0}, None, "constants.fill_mib 0 must be above 0 and at most 1048576 (MiB)"),
+        ({"constants.op_latency_us": 2000}, None, "constants.op_latency_us 2000 must be from 0 to 1000 (us)"),
+        ({"constants.fill_us": -1}, None, "constants.fill_us -1 must be from 0 to 10000 (us)"),
         ({"constants.eta_nvl": None}, None, "constants.eta_nvl missing"),
         ({"constants.eta_net": "0.8"}, None, 'constants.eta_net "0.8" must be a number'),
         ({"constants.eta_net": True}, None, "constants.eta_net true must be a number"),
@@ -115,7 +129,7 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
 
 def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_it(tmp_path):
     path = fabric(tmp_path)
-    shipped = fabric(tmp_path, "shipped.json", values=SHIPPED.columns())
+    shipped = fabric(tmp_path, "shipped.json", values=SHIPPED.stated())
     plain = make_layout_grid("llama3-8b", gpus=16, global_batch=16, collectives="nccl")
     own = make_layout_grid(
         "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(path)
@@ -123,20 +137,21 @@ def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_i
     same = make_layout_grid(
         "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(shipped)
     )
-    columns = [GPU_FIELDS.index(f) for f in ("nccl_eta_net", "nccl_eta_nvl", "nccl_latency")]
-    assert plain.tables()["gpu"][0, columns].tolist() == [0.902, 0.814, 2.39]
-    assert own.tables()["gpu"][0, columns].tolist() == [0.5, 0.7, 8.0]
+    columns = [GPU_FIELDS.index(f) for f in GPU_FIELDS if f.startswith("nccl_") and f != "nccl_arch"]
+    assert plain.tables()["gpu"][0, columns].tolist() == [0.971, 0.891, 1.8, 9.65, 58.4, 11.7 * 2**20]
+    assert own.tables()["gpu"][0, columns].tolist() == [0.5, 0.7, 8.0, 4.0, 30.0, 8 * 2**20]
     # The shipped constants from a file: the kernel's inputs, and so its results, are the no-file sweep's
     # exactly (one sweep: a plan resumed across the two shares its checkpoint).
     for name, table in plain.tables().items():
         np.testing.assert_array_equal(same.tables()[name], table)
     assert same.fingerprint() == plain.fingerprint() != own.fingerprint()
     assert own.assumed[-1] == (
-        f"collectives as NCCL's tuner prices them per group as placed (eta_net 0.5, eta_nvl 0.7, latency 8 us: "
-        f"{path})"
+        f"collectives as NCCL's tuner prices them per group as placed (eta_net 0.5, eta_nvl 0.7, latency 8 us, "
+        f"op 4 us, fill 30 us from 8 MiB: {path})"
     )
     assert plain.assumed[-1].endswith(
-        "(eta_net 0.902, eta_nvl 0.814, latency 2.39 us: results/validation-nccl)"
+        "(eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB: "
+        "results/validation-nccl)"
     )
     # The CLI and the API read --fabric into the same grid.
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from

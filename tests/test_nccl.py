@@ -33,8 +33,10 @@ def run(
     algo=-1,
     proto=-1,
     eta=(1.0, 1.0),
+    untuned=(0.0, 0.0, 1.0),
 ):
-    """(us, algorithm, protocol) of one configuration, float64, through the compiled kernel."""
+    """(us, algorithm, protocol) of one configuration, float64, through the compiled kernel; ``untuned``: o (us),
+    f (us) and X_f (bytes)."""
     args = [
         coll,
         x,
@@ -52,9 +54,10 @@ def run(
         lam,
         algo,
         proto,
+        *untuned,
     ]
     i, f, b = np.int64, np.float64, bool
-    kinds = [i, f, i, i, i, f, i, f, i, b, b, f, f, f, i, i]
+    kinds = [i, f, i, i, i, f, i, f, i, b, b, f, f, f, i, i, f, f, f]
     with jax.enable_x64(True):
         # Tiled to the random test's rows and dtypes: one float64 compile serves both.
         t = compiled(*(np.full(ROWS, v, dtype=k) for v, k in zip(args, kinds)))
@@ -63,7 +66,25 @@ def run(
 
 @jax.jit
 def compiled(
-    coll, x, g, hosts, domain, nvlink, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam, algo, proto
+    coll,
+    x,
+    g,
+    hosts,
+    domain,
+    nvlink,
+    nics,
+    r,
+    arch,
+    nvswitch,
+    collnet,
+    eta_net,
+    eta_nvl,
+    lam,
+    algo,
+    proto,
+    op,
+    fill,
+    fill_bytes,
 ):
     """The kernel vmapped over rows (what a sweep does), one compile per dtype and shape."""
 
@@ -84,9 +105,13 @@ def compiled(
         lam,
         algo,
         proto,
+        op,
+        fill,
+        fill_bytes,
     ):
         fabric = nccl.Fabric(g, hosts, domain, nvlink, nics, r, arch, nvswitch, collnet)
-        return nccl.collective(coll, x, fabric, nccl.Constants(eta_net, eta_nvl, lam), algo, proto)
+        constants = nccl.Constants(eta_net, eta_nvl, lam, op, fill, fill_bytes)
+        return nccl.collective(coll, x, fabric, constants, algo, proto)
 
     return jax.vmap(one)(
         coll,
@@ -105,6 +130,9 @@ def compiled(
         lam,
         algo,
         proto,
+        op,
+        fill,
+        fill_bytes,
     )
 
 
@@ -275,6 +303,20 @@ def test_efficiency_and_latency_enter_as_stated():
     assert slow == pytest.approx(lat + 2 * 6.0 + 2 * (base - lat), rel=1e-12)
 
 
+def test_the_tuners_omissions_enter_as_stated():
+    """o is added once inside one node, f min(1, X / X_f) across nodes; neither changes NCCL's choice."""
+    untuned = (9.0, 60.0, 16 * 2.0**20)
+    for x in (2.0**10, 2.0**22, 2.0**30):  # below and above X_f = 16 MiB
+        for hosts, added in ((1, 9.0), (2, 60.0 * min(1.0, x / untuned[2]))):
+            base, a, p = run(0, x, 8, hosts, H100_NVL, 8, 50, 2)
+            more, a2, p2 = run(0, x, 8, hosts, H100_NVL, 8, 50, 2, untuned=untuned)
+            assert more == pytest.approx(base + added, rel=1e-12) and (a2, p2) == (a, p)
+    # All-to-all (NCCL's, not the tuner's) across two hosts at 4 MiB: the fill a quarter of f.
+    base, _, _ = run(3, 2.0**22, 8, 2, H100_NVL, 8, 50, 2)
+    more, _, _ = run(3, 2.0**22, 8, 2, H100_NVL, 8, 50, 2, untuned=untuned)
+    assert more == pytest.approx(base + 15.0, rel=1e-12)
+
+
 def random_cases(rng, k):
     arch = rng.integers(0, 4, k)
     cases = dict(
@@ -296,6 +338,9 @@ def random_cases(rng, k):
         lam=rng.uniform(0.0, 20.0, k),
         algo=np.where(rng.random(k) < 0.3, rng.integers(0, 7, k), -1),
         proto=np.where(rng.random(k) < 0.3, rng.integers(0, 3, k), -1),
+        op=np.where(rng.random(k) < 0.3, 0.0, rng.uniform(0.0, 20.0, k)),
+        fill=np.where(rng.random(k) < 0.3, 0.0, rng.uniform(0.0, 200.0, k)),
+        fill_bytes=np.exp(rng.uniform(np.log(2.0**16), np.log(2.0**32), k)),
     )
     return cases
 
@@ -321,5 +366,5 @@ def test_random_against_reference(dtype, seed):
 
 
 def evaluate(c, dtype):
-    floats = ("x", "nvlink", "r", "eta_net", "eta_nvl", "lam")
+    floats = ("x", "nvlink", "r", "eta_net", "eta_nvl", "lam", "op", "fill", "fill_bytes")
     return compiled(*(v.astype(dtype) if key in floats else v for key, v in c.items()))

@@ -43,7 +43,7 @@ def test_a_log_is_read_as_nccl_tests_prints_it():
     assert len(log.rows) == 28 and log.rows[0].bytes == 8 and log.rows[-1].bytes == 2**30
     first, last = log.rows[0], log.rows[-1]
     assert (first.time_us, first.busbw, first.line) == (37.20, 0.0, 25)
-    assert (last.time_us, last.busbw) == (5542.7, 363.23)
+    assert (last.time_us, last.busbw) == (5572.7, 361.28)
     assert log.sha256 == hashlib.sha256(ALL_REDUCE.read_bytes()).hexdigest()
     rows = log.measurements(8, 400.0)
     assert rows[-1].nodes == 2 and rows[-1].nics == 8 and rows[-1].ranks == 16
@@ -92,15 +92,15 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
     newer = tmp_path / "newer.log"
     newer.write_text("".join(lines))
     rows = read_nccl_tests_log(newer).rows
-    assert rows[0].time_us == 37.20 and rows[-1].busbw == 363.23 and len(rows) == 28
+    assert rows[0].time_us == 37.20 and rows[-1].busbw == 361.28 and len(rows) == 28
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        (dict(replace=[("  5542.7  193.72  363.23      0\n", "\n")]), "all_reduce_perf-bad.log:52: a data row of 9 fields"),
-        (dict(replace=[("  357.38      0", "     abc      0")]), ":51: busbw 'abc' must be a number from 0"),
-        (dict(replace=[("  346.22      0", "  346.22      3")]), ":50: #wrong 3: nccl-tests' data check failed"),
+        (dict(replace=[("  5572.7  192.68  361.28      0\n", "\n")]), "all_reduce_perf-bad.log:52: a data row of 9 fields"),
+        (dict(replace=[("  353.61      0", "     abc      0")]), ":51: busbw 'abc' must be a number from 0"),
+        (dict(replace=[("  339.22      0", "  339.22      3")]), ":50: #wrong 3: nccl-tests' data check failed"),
         (dict(drop="#       size"), "no column header"),
         (dict(drop="#  Rank"), "no device lines"),
         (dict(drop="node-b device  7"), "hosts of unequal GPU counts (node-a 8, node-b 7)"),
@@ -148,12 +148,15 @@ def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
     r = invoke("calibrate", "--nccl-tests", ALL_REDUCE, ALL_GATHER, *NICS, "--out", out)
     assert r.exit_code == 0, r.output
     fabric = read_fabric(out)
-    eta_net, eta_nvl, latency = KNOWN
-    # Recovered from busbw printed to two decimals: within 1% (eta) and 5% (lambda), where the shipped fit
-    # (0.902, 0.814, 2.39) is 10% or more away from each.
+    eta_net, eta_nvl, latency, op, fill, fill_mib = KNOWN
+    # Recovered from busbw printed to two decimals: within 1% (eta), 5% (lambda, o) and 10% (f), where the
+    # shipped fit (0.971, 0.891, 1.80, 9.65, 58.4) is 8% or more away from each; the fill's message held there.
     assert fabric.eta_net == pytest.approx(eta_net, rel=0.01)
     assert fabric.eta_nvl == pytest.approx(eta_nvl, rel=0.01)
     assert fabric.latency_us == pytest.approx(latency, rel=0.05)
+    assert fabric.op_latency_us == pytest.approx(op, rel=0.05)
+    assert fabric.fill_us == pytest.approx(fill, rel=0.1)
+    assert fabric.fill_mib == fill_mib == SHIPPED.fill_mib
     document = json.loads(out.read_text())
     assert document["hardware"] == {
         "gpu": "NVIDIA H100 80GB HBM3",
@@ -167,11 +170,12 @@ def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
     ]  # fmt: skip
     # Rows under 0.1 GB/s are the printed rounding: not fitted (8 of the all-reduce's, 1 of the gather's).
     assert document["fit"]["rows_used"] == 40 and document["fit"]["rows"] == 49
-    assert document["fit"]["loss"] < 1e-3 and document["fit"]["held_at_shipped"] == []
+    assert document["fit"]["loss"] < 1e-3 and document["fit"]["held_at_shipped"] == ["fill_mib"]
     assert document["date"].endswith("Z") and document["command"].startswith("sweep ")
     lines = r.output.splitlines()
-    assert "  1 GiB     363.23" in r.output and lines[-1] == f"wrote {out}"
+    assert "  1 GiB     361.28" in r.output and lines[-1] == f"wrote {out}"
     assert lines[-2].startswith("fitted on 40 of 49 rows") and "eta_net 0.80" in lines[-2]
+    assert "op 5.03 us, fill 29.3 us from 11.70 MiB" in lines[-2]
     # Never overwritten without --force, refused before the fit.
     before = out.read_text()
     line = one_line_error(invoke("calibrate", "--nccl-tests", ALL_GATHER, *NICS, "--out", out))
@@ -184,8 +188,13 @@ def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
 
 def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypatch):
     c = calibrate_logs([ALL_GATHER], nics=None, nic_gbps=None)
-    assert c.held == ("eta_net", "latency_us")
-    assert (c.constants.eta_net, c.constants.latency_us) == (SHIPPED.eta_net, SHIPPED.latency_us)
+    assert c.held == ("eta_net", "latency_us", "fill_us", "fill_mib")
+    assert (c.constants.eta_net, c.constants.latency_us, c.constants.fill_us, c.constants.fill_mib) == (
+        SHIPPED.eta_net,
+        SHIPPED.latency_us,
+        SHIPPED.fill_us,
+        SHIPPED.fill_mib,
+    )
     assert c.constants.eta_nvl == pytest.approx(KNOWN[1], rel=0.01)
     assert np.all(np.isfinite(c.predicted)) and c.scored.sum() == 20
     with pytest.raises(InputError, match="give one nccl-tests log or more"):
@@ -196,5 +205,6 @@ def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypa
     assert r.exit_code == 0, r.output
     (written,) = (tmp_path / "results").glob("fabric-*.json")
     assert r.output.splitlines()[-1] == f"wrote results/{written.name}"
-    assert "held at the shipped fit (the logs cannot tell): eta_net, latency_us" in r.output
-    assert json.loads(written.read_text())["fit"]["held_at_shipped"] == ["eta_net", "latency_us"]
+    held = ["eta_net", "latency_us", "fill_us", "fill_mib"]
+    assert f"held at the shipped fit (the logs cannot tell): {', '.join(held)}" in r.output
+    assert json.loads(written.read_text())["fit"]["held_at_shipped"] == held

@@ -225,12 +225,14 @@ def test_report_numbers_follow_from_the_predictions(validation):
 @needs_published
 def test_busbw_is_nccl_tests_definition(validation):
     """NT309A's 8 GiB row on two H100 hosts, by hand: NVLSTree at 461.6 GB/s of bus bandwidth (8 heads x 57.7),
-    the fitted eta_net, 25 + 2 (20.9 + 2 lambda) us of latency, busbw = algbw x 2 (n - 1) / n with n = 16."""
+    the fitted eta_net, 25 + 2 (20.9 + 2 lambda) us of latency, the whole fill f (8 GiB > X_f), busbw = algbw x
+    2 (n - 1) / n with n = 16."""
     _, v = validation
     i = next(k for k, r in enumerate(v.rows) if r.id == "NT309A-H100-2x8-31")
-    eta, _, lam = v.constants
+    eta, _, lam, _, fill, fill_mib = v.constants
     x = v.rows[i].bytes
-    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta)
+    assert x > fill_mib * 2**20
+    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta) + fill
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("nvls_tree", "simple")
 
@@ -240,20 +242,21 @@ def test_the_plugin_latency_and_the_reached_nic_by_hand(validation):
     """Two held-out rows by hand. AWSDT-P4DE-2x8's 16 KiB all-reduce: A100, 4 x 100 Gbit/s EFA, 2 hosts of 8: 4
     channels at 12 GB/s, the two-node tree's second pass 24; tree LL bus bw min(0.92 x 4 x 24, 4 x 23.6) / 3.8,
     algorithm bw half that, x 0.7 (the tree's correction at 2^8 x 64 B); latency 6.8 + 2 (7 x 0.6 + 5.0 + lambda +
-    75), aws-ofi-nccl's p4de latency in NCCL's latencyInter. CSCS-GH200-2x1's 128 MiB: one rank a host reaches one
-    25 GB/s NIC: 1 channel at 24, ring Simple on 2 ranks, algorithm bw 24; latency 1.4 (8.4 + 2 (14 + 2 lambda))."""
+    75), aws-ofi-nccl's p4de latency in NCCL's latencyInter; the fill f X / X_f. CSCS-GH200-2x1's 128 MiB: one
+    rank a host reaches one 25 GB/s NIC: 1 channel at 24, ring Simple on 2 ranks, algorithm bw 24; latency
+    1.4 (8.4 + 2 (14 + 2 lambda)); the whole fill f."""
     _, v = validation
-    eta, _, lam = v.constants
+    eta, _, lam, _, fill, fill_mib = v.constants
     by_id = {r.id: i for i, r in enumerate(v.rows)}
     i = by_id["AWSDT-P4DE-2x8-12"]
     x = v.rows[i].bytes
     alg = min(0.92 * 4 * 24, 4 * 23.6) / 3.8 / 2 * 0.7
-    us = 6.8 + 2 * (7 * 0.6 + 5.0 + lam + 75.0) + x / (1000 * alg * eta)
+    us = 6.8 + 2 * (7 * 0.6 + 5.0 + lam + 75.0) + x / (1000 * alg * eta) + fill * x / (fill_mib * 2**20)
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("tree", "ll")
     i = by_id["CSCS-GH200-2x1-08"]
     x = v.rows[i].bytes
-    us = 1.4 * (8.4 + 2 * (14.0 + 2 * lam)) + x / (1000 * 24.0 * eta)
+    us = 1.4 * (8.4 + 2 * (14.0 + 2 * lam)) + x / (1000 * 24.0 * eta) + fill
     assert v.predicted[i] == pytest.approx(x / us / 1e3, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("ring", "simple")
 

@@ -8,15 +8,17 @@ caller's. Every row is priced as ``sweep validate --nccl`` prices a row of ``ncc
 choice of algorithm and protocol), and the same fit (:func:`~sweep.analysis.nccl_validation.fit_and_predict`:
 :func:`kernels.fit.fit_model` on :func:`sweep.engine.compiled.nccl_busbw`) finds
 
-    (eta_net, eta_nvl, lambda) = argmin  mean over scored rows of  log(B(X; eta_net, eta_nvl, lambda) / b)^2
+    (eta_net, eta_nvl, lambda, o, f) = argmin  mean over scored rows of  log(B(X; eta_net, ..., f) / b)^2
 
 with b the measured busbw (GB/s), B the model's: busbw = X / t x F (F = 2(n-1)/n for all-reduce, (n-1)/n for
 all-gather, reduce-scatter and all-to-all, 1 for send/recv; n = g H) and t = latency + X / (algorithm
-bandwidth x eta), eta = eta_net across NVLink domains, eta_nvl inside one, lambda the network's latency per hop
-(us) in NCCL's inter-node latency (kernels/nccl.py's docstring). A row is scored where b >= 0.1 GB/s
+bandwidth x eta) + u, eta = eta_net across NVLink domains, eta_nvl inside one, lambda the network's latency per
+hop (us) in NCCL's inter-node latency, u = o inside one domain and f min(1, X / X_f) across domains (what NCCL's
+tuner leaves out: kernels/nccl.py's docstring). A row is scored where b >= 0.1 GB/s
 (:data:`~sweep.analysis.nccl_validation.RESOLUTION`: below it the printed two decimals are 5% or worse).
-What the logs cannot tell is held at the shipped fit (``results/validation-nccl``) and said: eta_net and
-lambda without a row across NVLink domains, eta_nvl without one inside a single domain.
+What the logs cannot tell is held at the shipped fit (``results/validation-nccl``) and said: eta_net, lambda
+and f without a row across NVLink domains, eta_nvl and o without one inside a single domain; X_f always (where
+NCCL's chunks stop growing: NCCL's, not the fabric's).
 """
 
 import dataclasses
@@ -31,7 +33,6 @@ from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.analysis.nccl_validation import (
     HIGHS,
     LOWS,
-    NAMES,
     RESOLUTION,
     fabrics_of,
     fit_and_predict,
@@ -42,7 +43,7 @@ from netsweep_jax.sweep.io.fabric_file import fabric_document, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, FabricConstants, Unrepresented
+from netsweep_jax.sweep.model.nccl_fabric import NAMES, SHIPPED, Fabric, FabricConstants, Unrepresented
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,20 +101,28 @@ def calibrate_logs(
             param="nccl_tests",
         )
     across = np.array([math.ceil(f.nodes / f.domain) > 1 for f in fabrics]) & scored
-    held = (("eta_net", "latency_us") if not across.any() else ()) + (
-        ("eta_nvl",) if not (scored & ~across).any() else ()
+    # The fill's message is where NCCL's chunks stop growing, NCCL's and not the fabric's: held always.
+    held = (("eta_net", "latency_us", "fill_us") if not across.any() else ()) + (
+        ("eta_nvl", "op_latency_us") if not (scored & ~across).any() else ()
     )
+    held += ("fill_mib",)
     lows, highs = LOWS.copy(), HIGHS.copy()
     for name in held:  # equal bounds: the fitter holds the constant there
         k = NAMES.index(name)
-        lows[k] = highs[k] = SHIPPED.columns()[k]
+        lows[k] = highs[k] = SHIPPED.stated()[k]
     values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
     return Calibration(
         logs=logs,
         rows=rows,
         fabrics=fabrics,
         constants=FabricConstants(
-            eta_net=float(values[0]), eta_nvl=float(values[1]), latency_us=float(values[2]), source=source
+            eta_net=float(values[0]),
+            eta_nvl=float(values[1]),
+            latency_us=float(values[2]),
+            source=source,
+            op_latency_us=float(values[3]),
+            fill_us=float(values[4]),
+            fill_mib=float(values[5]),
         ),
         loss=loss,
         scored=scored,
@@ -190,7 +199,8 @@ def table(c: Calibration) -> list[str]:
     held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
     lines.append(
         f"fitted on {int(c.scored.sum())} of {len(c.rows)} rows (busbw GB/s; n/s: under {RESOLUTION:g}, not "
-        f"scored): eta_net {k.eta_net:.3f}, eta_nvl {k.eta_nvl:.3f}, latency {k.latency_us:.2f} us, mean "
-        f"squared log error {c.loss:.4f}{held}"
+        f"scored): eta_net {k.eta_net:.3f}, eta_nvl {k.eta_nvl:.3f}, latency {k.latency_us:.2f} us, op "
+        f"{k.op_latency_us:.2f} us, fill {k.fill_us:.1f} us from {k.fill_mib:.2f} MiB, mean squared log error "
+        f"{c.loss:.4f}{held}"
     )
     return lines

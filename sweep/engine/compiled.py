@@ -309,6 +309,9 @@ GPU_FIELDS = (
     "nccl_eta_net",
     "nccl_eta_nvl",
     "nccl_latency",  # us, as kernels.nccl.Constants
+    "nccl_op_latency",  # us, as kernels.nccl.Constants: o, f and X_f (the fill's message, bytes)
+    "nccl_fill",
+    "nccl_fill_bytes",
     "leaf_hosts",  # the fabric's hosts under one leaf (0: no tier above the hosts)
     "oversubscription",  # the spine's (--oversubscription; 1: non-blocking)
     "sharp",  # 1: in-network reduction on (NCCL's CollNet: a fabric preset's -sharp variant)
@@ -405,6 +408,9 @@ def layout_inputs(
         eta_net=o["nccl_eta_net"],
         eta_nvl=o["nccl_eta_nvl"],
         nccl_latency=o["nccl_latency"],
+        nccl_op_latency=o["nccl_op_latency"],
+        nccl_fill=o["nccl_fill"],
+        nccl_fill_bytes=o["nccl_fill_bytes"],
         collectives=collectives,
         leaf_hosts=o["leaf_hosts"],
         oversubscription=o["oversubscription"],
@@ -583,8 +589,9 @@ def _fitted_on_log_ratio(
 
 
 def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """nccl-tests' busbw (GB/s) [R] of measured rows under the fabric constants ``values`` [3] (eta_net,
-    eta_nvl, latency in us), with the algorithm and protocol NCCL runs [R] (:mod:`kernels.nccl`). ``rows``:
+    """nccl-tests' busbw (GB/s) [R] of measured rows under the fabric constants ``values`` [6] (eta_net,
+    eta_nvl, latency in us, op latency in us, fill in us, the fill's message in MiB:
+    :data:`sweep.model.nccl_fabric.NAMES`), with the algorithm and protocol NCCL runs [R] (:mod:`kernels.nccl`). ``rows``:
     ``coll``, ``bytes``, ``gpus_per_node``, ``nodes``, ``domain``, ``nvlink`` (datasheet bytes/s), ``nics``,
     ``nic_gbps``, ``arch``, ``nvswitch``, ``collnet``, ``algorithm``, ``protocol``, each [R], and optionally
     ``net_latency`` [R] (us), the network plugin's reported latency, which NCCL adds to the graph's latency
@@ -607,7 +614,7 @@ def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Ar
         rows["coll"],
         rows["bytes"],
         fabric,
-        nccl.Constants(eta_net, eta_nvl, latency),
+        nccl.Constants(eta_net, eta_nvl, latency, values[3], values[4], values[5] * 2.0**20),
         rows["algorithm"],
         rows["protocol"],
     )
@@ -633,7 +640,7 @@ def fit_nccl(
 ) -> tuple[jax.Array, jax.Array]:
     """The fabric constants (as :func:`nccl_busbw`) fitted to measured busbw ``target`` [R] by least squares on
     log(predicted / measured) over the rows of nonzero ``weights`` [R] (:func:`kernels.fit.fit_model` from
-    ``starts`` [S, 3] within ``lows``, ``highs`` [3], ``steps`` Adam steps). Returns ([3] unconstrained
+    ``starts`` [S, 6] within ``lows``, ``highs`` [6], ``steps`` Adam steps). Returns ([6] unconstrained
     parameters, scalar exact loss). Nothing to smooth: the choice of algorithm is NCCL's, on its own model."""
     return _fitted_on_log_ratio(
         lambda values: nccl_busbw(values, rows)[0],

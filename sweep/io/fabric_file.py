@@ -3,8 +3,9 @@ they were measured on, for ``sweep grid`` and ``sweep plan --collectives nccl --
 
 JSON, one object::
 
-    {"format": "netsweep fabric", "version": 1,
-     "constants": {"eta_net": 0.83, "eta_nvl": 0.79, "latency_us": 4.1},
+    {"format": "netsweep fabric", "version": 2,
+     "constants": {"eta_net": 0.83, "eta_nvl": 0.79, "latency_us": 4.1, "op_latency_us": 9.2,
+                   "fill_us": 61.0, "fill_mib": 11.7},
      "hardware": {"gpu": "NVIDIA H100 80GB HBM3", "preset": "h100", "nics_per_node": 8, "nic_gbps": 400},
      "logs": [{"file": "ar-2x8.log", "sha256": "...", "collective": "all_reduce", "nodes": 2,
                "gpus_per_node": 8, "rows": 31}],
@@ -12,9 +13,13 @@ JSON, one object::
      "date": "2026-12-03T15:04:05Z", "command": "sweep calibrate --nccl-tests ..."}
 
 ``constants`` is what a sweep reads (:class:`~sweep.model.nccl_fabric.FabricConstants`: eta_net, eta_nvl
-fractions in (0, 1], latency_us the network's latency lambda in us, from 0 to :data:`MAX_LATENCY_US`); the rest
-is provenance. A file that is not such an object (a missing key, a wrong type, a value not finite or out of
-range, another format or version) is one :class:`InputError` naming the file and the key.
+fractions in (0, 1]; latency_us the network's latency lambda and op_latency_us a collective's fixed cost inside
+one NVLink domain, us from 0 to :data:`MAX_LATENCY_US`; fill_us the pipeline's fill across domains, us from 0 to
+:data:`MAX_FILL_US`; fill_mib the message from which it is whole, MiB above 0 up to :data:`MAX_FILL_MIB`); the
+rest is provenance. A file of version 1 (netsweep before the last three) gives the first three only, and reads
+as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
+wrong type, a value not finite or out of range, another format or version) is one :class:`InputError` naming
+the file and the key.
 """
 
 import json
@@ -25,12 +30,23 @@ from typing import Any
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.io.paths import write_atomically
-from netsweep_jax.sweep.model.nccl_fabric import FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import NAMES, FabricConstants
 
 FORMAT = "netsweep fabric"
-VERSION = 1
+VERSION = 2
+VERSIONS = {1: NAMES[:3], 2: NAMES}  # the constants each version of the file states
 MAX_LATENCY_US = 1000.0  # a network latency per hop past a millisecond is no fabric's
-CONSTANTS = ("eta_net", "eta_nvl", "latency_us")
+MAX_FILL_US = 10000.0  # nor a pipeline's fill past 10 ms
+MAX_FILL_MIB = 2.0**20  # nor chunks that grow past a TiB
+# Each constant's bounds and rule: (low, high, low excluded, rule).
+RULES = {
+    "eta_net": (0.0, 1.0, True, "above 0 and at most 1 (a fraction)"),
+    "eta_nvl": (0.0, 1.0, True, "above 0 and at most 1 (a fraction)"),
+    "latency_us": (0.0, MAX_LATENCY_US, False, f"from 0 to {MAX_LATENCY_US:g} (us)"),
+    "op_latency_us": (0.0, MAX_LATENCY_US, False, f"from 0 to {MAX_LATENCY_US:g} (us)"),
+    "fill_us": (0.0, MAX_FILL_US, False, f"from 0 to {MAX_FILL_US:g} (us)"),
+    "fill_mib": (0.0, MAX_FILL_MIB, True, f"above 0 and at most {MAX_FILL_MIB:.0f} (MiB)"),
+}
 
 
 def fabric_document(
@@ -46,7 +62,7 @@ def fabric_document(
     return {
         "format": FORMAT,
         "version": VERSION,
-        "constants": dict(zip(CONSTANTS, constants.columns())),
+        "constants": dict(zip(NAMES, constants.stated())),
         "hardware": hardware,
         "logs": logs,
         "fit": fit,
@@ -88,28 +104,25 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
             "--nccl-tests writes one)"
         )
     version = document.get("version")
-    if type(version) is not int or version != VERSION:
+    if type(version) is not int or version not in VERSIONS:
         raise InputError(
-            f"{path}: version {version!r}; this netsweep reads fabric files of version {VERSION}"
+            f"{path}: version {version!r}; this netsweep reads fabric files of version "
+            f"{' or '.join(map(str, VERSIONS))}"
         )
+    names = VERSIONS[version]
     constants = document.get("constants")
     if not isinstance(constants, dict):
-        raise InputError(f"{path}: constants missing or not an object of {', '.join(CONSTANTS)}")
-    values = []
-    for name in CONSTANTS:
+        raise InputError(f"{path}: constants missing or not an object of {', '.join(names)}")
+    values = {}
+    for name in names:
         key = f"constants.{name}"
         if name not in constants:
             raise InputError(f"{path}: {key} missing")
         v = constants[name]
         if type(v) not in (int, float):
             raise InputError(f"{path}: {key} {json.dumps(v)} must be a number")
-        low, high, rule = (
-            (0.0, MAX_LATENCY_US, f"from 0 to {MAX_LATENCY_US:g} (us)")
-            if name == "latency_us"
-            else (0.0, 1.0, "above 0 and at most 1 (a fraction)")
-        )
-        if not math.isfinite(v) or v < low or v > high or (name != "latency_us" and v == 0):
+        low, high, open_low, rule = RULES[name]
+        if not math.isfinite(v) or v < low or v > high or (open_low and v == low):
             raise InputError(f"{path}: {key} {v!r} must be {rule}")
-        values.append(float(v))
-    eta_net, eta_nvl, latency_us = values
-    return FabricConstants(eta_net=eta_net, eta_nvl=eta_nvl, latency_us=latency_us, source=str(path))
+        values[name] = float(v)
+    return FabricConstants(**values, source=str(path))
