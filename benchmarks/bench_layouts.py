@@ -12,17 +12,16 @@ Run: ``python benchmarks/bench_layouts.py`` (the same command on a GPU box).
 import argparse
 import datetime
 import pathlib
-import random
 import sys
 import time
 
 import jax
+import numpy as np
 
 # Internal on purpose: the benchmark times the engine's block loop alone, without the CLI's cube writing.
-from netsweep_jax.kernels.layout import Arch
-from netsweep_jax.sweep.core.layout_axes import DIMS
 from netsweep_jax.sweep.engine import layouts
-from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
+from netsweep_jax.sweep.engine.compiled import INNER_COLUMNS, OUTER_COLUMNS, layout_inputs
+from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 from timing import median_seconds  # noqa: E402
@@ -31,79 +30,32 @@ import reference  # noqa: E402  (the float64 baseline)
 
 
 def reference_rate(grid, samples=4000):
-    """Layouts per second of the float64 reference on random cells of ``grid`` that can exist."""
-    rng = random.Random(0)
-    codes, tables = grid.codes(), grid.tables()
-    arch_fields = dict(zip(Arch._fields, (int(x) for x in tables["arch"][0])))
-    gpu = dict(zip(GPU_FIELDS, tables["gpu"][0]))
-    dev = dict(
-        peak=gpu["half"],
-        hbm=gpu["hbm"],
-        memory=gpu["memory"],
-        param_bytes=2.0,
-        grad_bytes=4.0,
-        act_bytes=2.0,
-        usable=0.95,
-        gemm_input_bytes=2.0,
-        half_peak=gpu["half"],
-        gemm_latency=gpu["gemm_latency"],
-        moment_bytes=gpu["moment_bytes"],
-    )
-    cells = []
-    for _ in range(samples):
-        v = {d: float(rng.choice(list(codes[d]))) for d in DIMS}
-        lay = dict(
-            gpus=v["gpus"],
-            tp=v["tp"],
-            pp=v["pp"],
-            cp=v["cp"],
-            ep=v["ep"],
-            expert_tp=v["expert_tp"],
-            dp=v["dp"],
-            micro_batch=v["micro_batch"],
-            global_batch=v["global_batch"],
-            schedule=v["schedule"],
-            recompute=v["recompute"],
-            sequence_parallel=v["sequence_parallel"],
-            zero=v["zero"],
-            attention=v["attention"],
-            nvlink_domain=gpu["domain"],
-            nvlink_bw=gpu["nvlink"],
-            gpus_per_node=gpu["preset_gpus_per_node"],
-            nics_per_node=v["nics_per_node"],
-            bandwidth=v["bandwidth"],
-            utilization=1.0,
-            latency=0.0,
-            collective=v["collective"],
-            efficiency=v["efficiency"],
-            overhead=0.0,
-            slowdown=0.0,
-            straggle=0.0,
-            imbalance=1.0,
-            offload_layers=0,
-            attention_efficiency=gpu["attention_efficiency"],
-            overlap=gpu["overlap"],
-            dispatch_fp8=gpu["dispatch_fp8"],
-            moe_dispatcher=gpu["moe_dispatcher"],
-            nccl_arch=gpu["nccl_arch"],
-            eta_net=gpu["nccl_eta_net"],
-            eta_nvl=gpu["nccl_eta_nvl"],
-            nccl_latency=gpu["nccl_latency"],
-            nccl_op_latency=gpu["nccl_op_latency"],
-            nccl_fill=gpu["nccl_fill"],
-            nccl_fill_bytes=gpu["nccl_fill_bytes"],
-            collectives=grid.collectives_code,
+    """Layouts per second of the float64 reference on random cells of ``grid`` that can exist, each cell's inputs
+    the engine's own: :func:`sweep.engine.compiled.layout_inputs` on rows of a block's tables."""
+    rng = np.random.default_rng(0)
+    tables = BlockTables(grid)
+    outer = np.concatenate([tables.outer(int(k), 1) for k in rng.integers(0, grid.outer_size, samples)])
+    inner = np.concatenate([tables.inner(int(k), 1)[0] for k in rng.integers(0, grid.inner_size, samples)])
+    with jax.enable_x64(True):
+        parts = layout_inputs(
+            dict(zip(OUTER_COLUMNS, outer.T)), dict(zip(INNER_COLUMNS, inner.T)), grid.collectives_code
         )
-        cells.append(
-            {k: int(x) if float(x).is_integer() and k not in ("bandwidth",) else x for k, x in lay.items()}
-        )
-    cells = [
-        lay for lay in cells if reference.layout_status(arch_fields, lay) == 0
-    ]  # the full computation only
+        columns = [
+            {k: np.broadcast_to(np.asarray(v, np.float64), (samples,)) for k, v in part._asdict().items()}
+            for part in parts
+        ]
+    # Whole numbers as ints, as the reference counts layers and ranks with them.
+    cells = [tuple({k: _number(c[k][s]) for k in c} for c in columns) for s in range(samples)]
+    cells = [c for c in cells if reference.layout_status(c[0], c[2]) == 0]  # the full computation only
     t = time.perf_counter()
-    for lay in cells:
-        reference.layout_step(arch_fields, dev, lay)
+    for arch, dev, lay in cells:
+        reference.layout_step(arch, dev, lay)
     return len(cells) / (time.perf_counter() - t)
+
+
+def _number(value):
+    value = float(value)
+    return int(value) if value.is_integer() else value
 
 
 def main():
