@@ -64,76 +64,23 @@ def run(
     return float(t.seconds[0]) * 1e6, nccl.ALGORITHMS[int(t.algorithm[0])], nccl.PROTOCOLS[int(t.protocol[0])]
 
 
+# The kernel's inputs in the order of tests/reference.py's nccl_collective (and of a random case's columns).
+FIELDS = ("coll", "x", "g", "hosts", "domain", "nvlink", "nics", "r", "arch", "nvswitch", "collnet", "eta_net",
+          "eta_nvl", "lam", "algo", "proto", "op", "fill", "fill_bytes")  # fmt: skip
+
+
 @jax.jit
-def compiled(
-    coll,
-    x,
-    g,
-    hosts,
-    domain,
-    nvlink,
-    nics,
-    r,
-    arch,
-    nvswitch,
-    collnet,
-    eta_net,
-    eta_nvl,
-    lam,
-    algo,
-    proto,
-    op,
-    fill,
-    fill_bytes,
-):
-    """The kernel vmapped over rows (what a sweep does), one compile per dtype and shape."""
+def compiled(*columns):
+    """The kernel vmapped over rows (what a sweep does), one compile per dtype and shape; ``columns`` in
+    :data:`FIELDS`' order."""
 
-    def one(
-        coll,
-        x,
-        g,
-        hosts,
-        domain,
-        nvlink,
-        nics,
-        r,
-        arch,
-        nvswitch,
-        collnet,
-        eta_net,
-        eta_nvl,
-        lam,
-        algo,
-        proto,
-        op,
-        fill,
-        fill_bytes,
-    ):
-        fabric = nccl.Fabric(g, hosts, domain, nvlink, nics, r, arch, nvswitch, collnet)
-        constants = nccl.Constants(eta_net, eta_nvl, lam, op, fill, fill_bytes)
-        return nccl.collective(coll, x, fabric, constants, algo, proto)
+    def one(*values):
+        c = dict(zip(FIELDS, values))
+        fabric = nccl.Fabric(*(c[k] for k in FIELDS[2:11]))
+        constants = nccl.Constants(*(c[k] for k in ("eta_net", "eta_nvl", "lam", "op", "fill", "fill_bytes")))
+        return nccl.collective(c["coll"], c["x"], fabric, constants, c["algo"], c["proto"])
 
-    return jax.vmap(one)(
-        coll,
-        x,
-        g,
-        hosts,
-        domain,
-        nvlink,
-        nics,
-        r,
-        arch,
-        nvswitch,
-        collnet,
-        eta_net,
-        eta_nvl,
-        lam,
-        algo,
-        proto,
-        op,
-        fill,
-        fill_bytes,
-    )
+    return jax.vmap(one)(*columns)
 
 
 # (name, arguments, expected us worked by hand from tuning.cc's numbers, algorithm, protocol)
@@ -349,6 +296,7 @@ def random_cases(rng, k):
 def test_random_against_reference(dtype, seed):
     k = ROWS
     c = random_cases(np.random.default_rng(seed), k)
+    assert tuple(c) == FIELDS  # the kernel's and the reference's argument order
     with jax.enable_x64(dtype == "float64"):
         t = evaluate(c, dtype)
     assert t.seconds.dtype == dtype

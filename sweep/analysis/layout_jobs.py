@@ -22,6 +22,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_SCHEDULE,
     LAYOUT_OPTIONS,
     SHARED_AXES,
+    schedule_name,
 )
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.core.wording import counted
@@ -275,7 +276,7 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
     chunks = [whole_number(item.strip()) for item in str(text).split(",")]
     if not chunks or any(v is None or v < 1 for v in chunks):
         raise InputError(f"{text!r}: give whole numbers from 1 (V chunks per stage)", param="virtual_stages")
-    return ",".join("1f1b" if v == 1 else f"interleaved:{v}" for v in chunks)
+    return ",".join(schedule_name(v) for v in chunks)
 
 
 def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> str:

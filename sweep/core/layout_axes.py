@@ -281,3 +281,9 @@ def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:
 def coordinate_attrs(dim: str) -> dict[str, str]:
     """``units`` and ``long_name`` of a layout cube's coordinate."""
     return schema.coordinate_attrs(dim, AXES, LONG_NAMES)
+
+
+def schedule_name(chunks: float) -> str:
+    """The schedule of ``chunks`` model chunks per pipeline stage as ``--schedule`` spells it (1: ``1f1b``, V:
+    ``interleaved:V``): :func:`sweep.engine.layout_grid.parse_schedule`'s inverse, one spelling per schedule."""
+    return "1f1b" if chunks == 1 else f"interleaved:{int(chunks)}"

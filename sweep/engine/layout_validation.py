@@ -31,6 +31,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     VARIABLES,
     overlap_mode,
     recompute_mode,
+    schedule_name,
 )
 from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
@@ -433,9 +434,7 @@ def _schedules(text: str) -> list[str]:
     if not items:
         raise InputError("'': give a schedule (1f1b or interleaved:V)", param="schedule")
     # One spelling per schedule (interleaved:02 is interleaved:2), so a repeat is found.
-    items = [
-        "1f1b" if parse_schedule(item) == 1 else f"interleaved:{int(parse_schedule(item))}" for item in items
-    ]
+    items = [schedule_name(parse_schedule(item)) for item in items]
     if len(set(items)) != len(items):
         raise InputError(f"{text!r}: a schedule appears twice", param="schedule")
     return items
