@@ -274,9 +274,10 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
     if schedule is not None:
         raise InputError("sets the schedule as --schedule does: give it one way", param="virtual_stages")
     chunks = [whole_number(item.strip()) for item in str(text).split(",")]
-    if not chunks or any(v is None or v < 1 for v in chunks):
+    whole = [v for v in chunks if v is not None and v >= 1]
+    if not chunks or len(whole) < len(chunks):
         raise InputError(f"{text!r}: give whole numbers from 1 (V chunks per stage)", param="virtual_stages")
-    return ",".join(schedule_name(v) for v in chunks)
+    return ",".join(schedule_name(v) for v in whole)
 
 
 def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> str:
