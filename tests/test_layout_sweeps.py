@@ -619,9 +619,9 @@ def test_one_precision_table_says_which_gradient_dtype_each_family_keeps():
     # #24: one table (sweep.model.compute.PRECISIONS) for both families. bf16's own gradients are 2 bytes (the
     # data-parallel family's model cast to bf16: tests/test_transformers.py); the large-model family keeps them
     # in Megatron-LM's fp32 main_grad unless --grad-bytes says otherwise, and its assumed line says so.
-    from netsweep_jax.sweep.model.compute import MAIN_GRAD_BYTES, PRECISIONS
+    from netsweep_jax.sweep.model.compute import PRECISIONS
 
-    assert PRECISIONS["bf16"].grad_bytes == 2 and MAIN_GRAD_BYTES["bf16"] == 4
+    assert PRECISIONS["bf16"].grad_bytes == 2 and PRECISIONS["bf16"].main_grad_bytes == 4
     default = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, precision="bf16,fp16")
     assert "gradients fp32 for bf16 (Megatron-LM main_grad), fp16 for fp16" in default.assumed
     kept = {g: layouts.evaluate_layouts_arrays(layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8,

@@ -40,7 +40,7 @@ from netsweep_jax.sweep.core.layout_axes import (
 from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
-from netsweep_jax.sweep.model.compute import GPUS, MAIN_GRAD_BYTES, PRECISIONS, die
+from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die
 from netsweep_jax.sweep.model.llms import LLM
 from netsweep_jax.sweep.model.nccl_fabric import ARCH as NCCL_ARCH
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
@@ -49,9 +49,9 @@ from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
 def precision_bytes(name: str) -> tuple[float, float, float, float, float]:
     """A layout precision's (param, gradient, activation, GEMM-input) bytes and whether its GEMMs run at the fp8
     peak: :data:`~sweep.model.compute.PRECISIONS`' one table, with Megatron-LM's fp32 ``main_grad`` as the
-    gradients (:data:`~sweep.model.compute.MAIN_GRAD_BYTES`; ``--grad-bytes`` overrides it)."""
+    gradients (its ``main_grad_bytes``; ``--grad-bytes`` overrides it)."""
     p = PRECISIONS[name]
-    return p.param_bytes, MAIN_GRAD_BYTES[name], p.act_bytes, p.gemm_input_bytes, float(p.math == "fp8")
+    return p.param_bytes, p.main_grad_bytes, p.act_bytes, p.gemm_input_bytes, float(p.math == "fp8")
 
 
 def parse_schedule(text: str) -> float:

@@ -37,7 +37,7 @@ from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, MAIN_GRAD_BYTES, die
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, FabricPreset
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
@@ -474,7 +474,7 @@ def _assumed(
     if given["grad_bytes"] is None:
         kinds: dict[str, list[str]] = {}  # gradient dtype -> the precisions whose default it is
         for p in names["precision"]:
-            kinds.setdefault("fp32" if MAIN_GRAD_BYTES[p] == 4 else p, []).append(p)
+            kinds.setdefault("fp32" if PRECISIONS[p].main_grad_bytes == 4 else p, []).append(p)
         out.append(
             "gradients "
             + ", ".join(

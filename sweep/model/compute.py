@@ -32,7 +32,7 @@ each tensor is stored in, its gradient dtype explicit:
 
 A precision's ``grad_bytes`` is its own dtype's. Megatron-LM's mixed precision, which the
 large-model family models, keeps each gradient in an fp32 ``main_grad`` instead for bf16 and
-fp8 models (``MAIN_GRAD_BYTES``; ``--grad-bytes`` overrides it).
+fp8 models (``main_grad_bytes``; ``--grad-bytes`` overrides it).
 
 GPU presets (dense peaks from NVIDIA's datasheets: "NVIDIA Tesla V100 GPU
 Architecture" whitepaper, 2017; "NVIDIA A100 Tensor Core GPU" datasheet, SXM4 80 GB;
@@ -251,6 +251,10 @@ class Precision(NamedTuple):
       grad_bytes: the gradients in the precision's own dtype (autocast keeps fp32 ones).
       act_bytes: the activations.
       gemm_input_bytes: a GEMM's input as kept for the backward (fp8: its cast).
+      main_grad_bytes: the gradients as Megatron-LM's mixed precision keeps and reduces them, the large-model
+        family's default (bf16 and fp8 in an fp32 ``main_grad``: ``accumulate_allreduce_grads_in_fp32`` is on
+        for bf16 unless --grad-reduce-in-bf16, megatron/training/arguments.py; fp16's stay 2 bytes);
+        ``--grad-bytes`` overrides it.
     """
 
     math: str
@@ -258,21 +262,18 @@ class Precision(NamedTuple):
     grad_bytes: float
     act_bytes: float
     gemm_input_bytes: float
+    main_grad_bytes: float
 
 
 PRECISIONS = {
-    "fp32": Precision("fp32", 4.0, 4.0, 4.0, 4.0),
-    "amp": Precision("half", 4.0, 4.0, 2.0, 2.0),
-    "bf16": Precision("half", 2.0, 2.0, 2.0, 2.0),
-    "fp16": Precision("half", 2.0, 2.0, 2.0, 2.0),
-    "fp8": Precision("fp8", 2.0, 2.0, 2.0, 1.0),
+    "fp32": Precision("fp32", 4.0, 4.0, 4.0, 4.0, 4.0),
+    "amp": Precision("half", 4.0, 4.0, 2.0, 2.0, 4.0),
+    "bf16": Precision("half", 2.0, 2.0, 2.0, 2.0, 4.0),
+    "fp16": Precision("half", 2.0, 2.0, 2.0, 2.0, 2.0),
+    "fp8": Precision("fp8", 2.0, 2.0, 2.0, 1.0, 4.0),
 }
 # The data-parallel family's transformer workloads (this module's compute model has no fp8 peak path).
 WORKLOAD_PRECISIONS = ("fp32", "amp", "bf16", "fp16")
-# Megatron-LM keeps bf16 and fp8 models' gradients in fp32 (main_grad) and reduces them in fp32
-# (``accumulate_allreduce_grads_in_fp32`` is on for bf16 unless --grad-reduce-in-bf16,
-# megatron/training/arguments.py); fp16 gradients stay 2 bytes: the large-model family's default.
-MAIN_GRAD_BYTES = {"bf16": 4.0, "fp16": 2.0, "fp8": 4.0}
 EFFICIENCY = 0.6
 LAUNCH_S = 5e-6  # one kernel launch per tensor and pass
 OPTIMIZER_BYTES = 32.0  # Adam with fp32 master weights: 16 bytes per parameter, read and written
