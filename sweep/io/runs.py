@@ -24,7 +24,7 @@ import csv
 import dataclasses
 import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from netsweep_jax.kernels.layout import STATUS
@@ -45,7 +45,7 @@ from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
 from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.llms import LLM, LLMS
-from netsweep_jax.sweep.model.stacks import STACKS, stack_of
+from netsweep_jax.sweep.model.stacks import STACKS, Stack, stack_of
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
 METRICS = {
@@ -246,42 +246,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     def bad(rule: str) -> InputError:
         return InputError(f"{where(path, line)} (row {rid}): {rule}")
 
-    preset = cells.get("preset", "").lower()
-    if preset:
-        if preset not in LLMS:
-            raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
-        llm = LLMS[preset]
-        model = preset
-        for name, field in (
-            ("layers", "layers"),
-            ("hidden", "hidden"),
-            ("heads", "heads"),
-            ("vocab", "vocab"),
-        ):
-            stated = _int(cells, name, path, line, rid, default=0)
-            if stated and stated != getattr(llm, field):
-                raise bad(
-                    f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
-                    f"the shape instead of the preset"
-                )
-        seq = _int(cells, "seq_len", path, line, rid, default=0)
-        if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
-            llm = dataclasses.replace(llm, seq=seq)
-    else:
-        given = {name: _int(cells, name, path, line, rid) for name in SHAPE}
-        if any(v is None for v in given.values()):
-            raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
-        shape = {name: int(v or 0) for name, v in given.items()}
-        llm = LLM(
-            shape["layers"],
-            shape["hidden"],
-            shape["heads"],
-            shape["seq_len"],
-            shape["vocab"],
-            tied=True,
-            source="GPT shape from the row (4h GELU MLP, tied embeddings)",
-        )
-        model = f"gpt-{shape['layers']}x{shape['hidden']}"
+    llm, model = _model(cells, bad, path, line, rid)
     gpu = cells["gpu"].lower()
     if gpu not in GPUS:
         raise bad(f"gpu {cells['gpu']!r} is not a preset; presets: {', '.join(GPUS)}")
@@ -305,71 +270,15 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     zero = _int(cells, "zero", path, line, rid, default=0, low=0) if zero_text else None
     if zero is not None and zero > 3:
         raise bad(f"zero {zero} must be 0, 1, 2 or 3")
-    chunks = cells.get("chunks", "").strip().lower()
-    if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
-        try:  # a schedule as --schedule spells it (1f1b, interleaved:V), read by the sweeps' own parser
-            chunks = str(int(parse_schedule(chunks)))
-        except InputError:
-            raise bad(
-                f"chunks {chunks!r} must be V (model chunks per stage), 'interleaved' (V not stated), or a "
-                f"schedule as --schedule takes it (1f1b, interleaved:V)"
-            ) from None
-    recompute_text = cells.get("recompute", "")
-    recompute = recompute_mode(recompute_text) if recompute_text else ""
-    if recompute is None:
-        raise bad(f"recompute {recompute_text!r} must be {RECOMPUTE_HELP}")
-    sp_text = cells.get("sequence_parallel", "")
-    if sp_text and sp_text not in ("0", "1"):
-        raise bad(f"sequence_parallel {sp_text!r} must be 0 or 1")
-    attention = cells.get("attention", "").lower()
-    if attention and attention not in ATTENTIONS:
-        raise bad(f"attention {attention!r} must be one of {', '.join(ATTENTIONS)}")
-    metric = cells["metric"]
-    if metric not in METRICS:
-        raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
-    flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
-    allowed = (
-        [COUNTED_BY[metric]]
-        if metric in COUNTED_BY
-        else [f for f in FLOP_RULES if f not in COUNTED_BY.values()]
-    )
-    if flops not in allowed:
-        raise bad(
-            f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
-            f"exactly for tokens_per_s_per_GPU)"
-        )
-    value_text = cells["value"]
-    value = None
-    if value_text:
-        value = number(value_text, f"{where(path, line)} (row {rid}): value")
-        if not (math.isfinite(value) and value > 0):
-            raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
+    chunks, recompute, sp_text, attention = _schedule_and_kernels(cells, bad)
+    metric, flops, value = _metric(cells, bad, path, line, rid)
     year = _int(cells, "year", path, line, rid, default=2025, low=2000)
     assert year is not None
     try:
         preset = stack_of((cells.get("stack") or "").lower(), year)
     except InputError as e:
         raise bad(e.detail) from None
-    moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
-    if moments not in (None, 1, 2, 4):
-        raise bad(
-            f"moment_bytes {moments} must be 4 (fp32 Adam moments), 2 (bf16) or 1 (fp8), or empty (the stack's "
-            "recipe's, else 4)"
-        )
-    mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
-    if mtp_layers is not None and mtp_layers > 16:
-        raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
-    overlap_text = cells.get("overlap", "")
-    overlap = overlap_mode(overlap_text) if overlap_text else ""
-    if overlap is None:
-        raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
-    dispatcher = cells.get("moe_dispatcher", "").strip().lower()
-    if dispatcher and dispatcher not in MOE_DISPATCHERS:
-        raise bad(
-            f"moe_dispatcher {dispatcher!r} must be {' or '.join(MOE_DISPATCHERS)}, or empty (alltoall)"
-        )
-    if dispatcher and not llm.experts:
-        raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
+    moments, mtp_layers, overlap, dispatcher = _recipe(cells, bad, llm, path, line, rid)
     return Run(
         rid,
         line,
@@ -407,25 +316,137 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     )
 
 
+def _schedule_and_kernels(
+    cells: dict[str, str], bad: Callable[[str], InputError]
+) -> tuple[str, str, str, str]:
+    """The row's schedule (chunks), recompute modes, sequence parallelism and attention kernel, as given (""
+    where empty: the stack's rules fill them)."""
+    chunks = cells.get("chunks", "").strip().lower()
+    if chunks and chunks != "interleaved" and not ((whole_number(chunks) or 0) >= 1):
+        try:  # a schedule as --schedule spells it (1f1b, interleaved:V), read by the sweeps' own parser
+            chunks = str(int(parse_schedule(chunks)))
+        except InputError:
+            raise bad(
+                f"chunks {chunks!r} must be V (model chunks per stage), 'interleaved' (V not stated), or a "
+                f"schedule as --schedule takes it (1f1b, interleaved:V)"
+            ) from None
+    recompute_text = cells.get("recompute", "")
+    recompute = recompute_mode(recompute_text) if recompute_text else ""
+    if recompute is None:
+        raise bad(f"recompute {recompute_text!r} must be {RECOMPUTE_HELP}")
+    sp_text = cells.get("sequence_parallel", "")
+    if sp_text and sp_text not in ("0", "1"):
+        raise bad(f"sequence_parallel {sp_text!r} must be 0 or 1")
+    attention = cells.get("attention", "").lower()
+    if attention and attention not in ATTENTIONS:
+        raise bad(f"attention {attention!r} must be one of {', '.join(ATTENTIONS)}")
+    return chunks, recompute, sp_text, attention
+
+
+def _model(
+    cells: dict[str, str], bad: Callable[[str], InputError], path: Path, line: int, rid: str
+) -> tuple[LLM, str]:
+    """The row's transformer and its name: a preset (its shape columns, where given, must agree; the sequence is
+    the run's) or a GPT shape from the shape columns."""
+    preset = cells.get("preset", "").lower()
+    if preset:
+        if preset not in LLMS:
+            raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
+        llm = LLMS[preset]
+        model = preset
+        for name, field in (
+            ("layers", "layers"),
+            ("hidden", "hidden"),
+            ("heads", "heads"),
+            ("vocab", "vocab"),
+        ):
+            stated = _int(cells, name, path, line, rid, default=0)
+            if stated and stated != getattr(llm, field):
+                raise bad(
+                    f"{name} {stated} is not preset {preset}'s {getattr(llm, field)}; leave it empty or give "
+                    f"the shape instead of the preset"
+                )
+        seq = _int(cells, "seq_len", path, line, rid, default=0)
+        if seq and seq != llm.seq:  # the sequence is the run's choice, not the model's
+            llm = dataclasses.replace(llm, seq=seq)
+    else:
+        given = {name: _int(cells, name, path, line, rid) for name in SHAPE}
+        if any(v is None for v in given.values()):
+            raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
+        shape = {name: int(v or 0) for name, v in given.items()}
+        llm = LLM(
+            shape["layers"],
+            shape["hidden"],
+            shape["heads"],
+            shape["seq_len"],
+            shape["vocab"],
+            tied=True,
+            source="GPT shape from the row (4h GELU MLP, tied embeddings)",
+        )
+        model = f"gpt-{shape['layers']}x{shape['hidden']}"
+    return llm, model
+
+
+def _metric(
+    cells: dict[str, str], bad: Callable[[str], InputError], path: Path, line: int, rid: str
+) -> tuple[str, str, float | None]:
+    """The row's metric, the FLOP rule its value counts by, and its value (None: predict it)."""
+    metric = cells["metric"]
+    if metric not in METRICS:
+        raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
+    flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
+    allowed = (
+        [COUNTED_BY[metric]]
+        if metric in COUNTED_BY
+        else [f for f in FLOP_RULES if f not in COUNTED_BY.values()]
+    )
+    if flops not in allowed:
+        raise bad(
+            f"flops {flops!r} must be one of {', '.join(FLOP_RULES)} (time exactly for s_per_iter, tokens "
+            f"exactly for tokens_per_s_per_GPU)"
+        )
+    value_text = cells["value"]
+    value = None
+    if value_text:
+        value = number(value_text, f"{where(path, line)} (row {rid}): value")
+        if not (math.isfinite(value) and value > 0):
+            raise bad(f"value {value_text} must be a positive number (or empty: predict it)")
+    return metric, flops, value
+
+
+def _recipe(
+    cells: dict[str, str], bad: Callable[[str], InputError], llm: LLM, path: Path, line: int, rid: str
+) -> tuple[int | None, int | None, str, str]:
+    """The recipe's columns a stack fills where empty: Adam moments' bytes, MTP layers, overlap, dispatcher."""
+    moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
+    if moments not in (None, 1, 2, 4):
+        raise bad(
+            f"moment_bytes {moments} must be 4 (fp32 Adam moments), 2 (bf16) or 1 (fp8), or empty (the stack's "
+            "recipe's, else 4)"
+        )
+    mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
+    if mtp_layers is not None and mtp_layers > 16:
+        raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
+    overlap_text = cells.get("overlap", "")
+    overlap = overlap_mode(overlap_text) if overlap_text else ""
+    if overlap is None:
+        raise bad(f"overlap {overlap_text!r} must be {OVERLAP_HELP}, or empty (the stack's rule)")
+    dispatcher = cells.get("moe_dispatcher", "").strip().lower()
+    if dispatcher and dispatcher not in MOE_DISPATCHERS:
+        raise bad(
+            f"moe_dispatcher {dispatcher!r} must be {' or '.join(MOE_DISPATCHERS)}, or empty (alltoall)"
+        )
+    if dispatcher and not llm.experts:
+        raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
+    return moments, mtp_layers, overlap, dispatcher
+
+
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     """The run as the model sees it, and what was assumed (one phrase per rule applied): what the row does not
     state, its stack preset's (:data:`sweep.model.stacks.STACKS`, by the row's ``stack`` and ``year``)."""
     stack = STACKS[run.preset or stack_of(run.stack, run.year)]
-    assumed = []
-    micro = run.micro_batch
-    if micro is None and stack.micro_batch_per_stage and run.pp > 1:
-        micro = max(1, run.global_batch // (run.dp * run.pp))
-        assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
-    if micro is None:
-        micro = 1
-        assumed.append("micro-batch 1")
-    stated = whole_number(run.chunks)
-    if stated is not None:
-        chunks = stated
-    else:
-        chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
-        if run.chunks == "interleaved" and run.pp > 1:
-            assumed.append("interleaved V=2")
+    assumed: list[str] = []
+    micro, chunks = _micro_batches_and_chunks(run, stack, assumed)
     recompute = run.recompute or stack.recompute
     if not run.recompute:
         assumed.append(f"recompute {recompute}")
@@ -453,23 +474,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     if flash is not None:
         attention_efficiency = flash[0]
         assumed.append(f"attention efficiency {flash[0]} ({flash[1]})")
-    imbalance = stack.imbalance
-    if run.llm.experts > 0:
-        assumed.append(f"load imbalance {imbalance:g} (balanced routing, as the recipes force it)")
-    expert_tp = run.expert_tp or stack.expert_tp
-    if run.moe and run.expert_tp is None and run.tp > 1:
-        assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
-    moment_bytes = run.moment_bytes
-    recipe = stack.moments(run.model)
-    if moment_bytes is None:
-        moment_bytes = recipe[0] if recipe else 4
-        if recipe:
-            assumed.append(f"Adam moments of {recipe[0]} bytes ({recipe[1]})")
-    if run.mtp_layers is None and run.llm.mtp_layers:
-        assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
-    dispatcher = run.moe_dispatcher or MOE_DISPATCHERS[0]
-    if run.moe and not run.moe_dispatcher:
-        assumed.append(f"dispatcher {dispatcher} (Megatron-Core's default)")
+    imbalance, expert_tp, moment_bytes, dispatcher = _experts_and_moments(run, stack, assumed)
     row = LayoutRow(
         run.trained,
         run.gpu,
@@ -497,6 +502,49 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         moe_dispatcher=dispatcher,
     )
     return row, assumed
+
+
+def _micro_batches_and_chunks(run: Run, stack: Stack, assumed: list[str]) -> tuple[int, int]:
+    """The run's micro-batch and model chunks per stage, the stack's rule where it states neither (each rule
+    applied appended to ``assumed``)."""
+    micro = run.micro_batch
+    if micro is None and stack.micro_batch_per_stage and run.pp > 1:
+        micro = max(1, run.global_batch // (run.dp * run.pp))
+        assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
+    if micro is None:
+        micro = 1
+        assumed.append("micro-batch 1")
+    stated = whole_number(run.chunks)
+    if stated is not None:
+        chunks = stated
+    else:
+        chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
+        if run.chunks == "interleaved" and run.pp > 1:
+            assumed.append("interleaved V=2")
+    return micro, chunks
+
+
+def _experts_and_moments(run: Run, stack: Stack, assumed: list[str]) -> tuple[float, int, int, str]:
+    """The run's load imbalance, expert TP, Adam moments' bytes and MoE dispatcher, the stack's rules where it
+    states none (each rule applied appended to ``assumed``)."""
+    imbalance = stack.imbalance
+    if run.llm.experts > 0:
+        assumed.append(f"load imbalance {imbalance:g} (balanced routing, as the recipes force it)")
+    expert_tp = run.expert_tp or stack.expert_tp
+    if run.moe and run.expert_tp is None and run.tp > 1:
+        assumed.append(f"expert TP {stack.expert_tp} (the recipes' expert_tensor_parallel_size)")
+    moment_bytes = run.moment_bytes
+    recipe = stack.moments(run.model)
+    if moment_bytes is None:
+        moment_bytes = recipe[0] if recipe else 4
+        if recipe:
+            assumed.append(f"Adam moments of {recipe[0]} bytes ({recipe[1]})")
+    if run.mtp_layers is None and run.llm.mtp_layers:
+        assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
+    dispatcher = run.moe_dispatcher or MOE_DISPATCHERS[0]
+    if run.moe and not run.moe_dispatcher:
+        assumed.append(f"dispatcher {dispatcher} (Megatron-Core's default)")
+    return imbalance, expert_tp, moment_bytes, dispatcher
 
 
 def is_runs_file(path: str | Path) -> bool:
