@@ -575,40 +575,10 @@ def _stack_settings(
     recipes = [stack.moments(name) for name in names["model"]]
     if any(recipes):  # the moments' dtype where the stack's recipe for the model sets one (else fp32)
         wanted["moment_bytes"] = [r[0] if r else 4.0 for r in recipes]
-    filled = {}
-    for name, options in wanted.items():
-        if given[name] is not None:
-            continue
-        if len(set(options)) > 1 and name == "moment_bytes":
-            shown = ", ".join(f"{show(v)} for {m}" for v, m in zip(options, names["model"]))
-            raise InputError(
-                f"{stack.name}: its recipes' Adam moments differ by model ({shown} bytes), and a sweep holds one; "
-                f"sweep one model, or give {AXES[name].option}",
-                param="stack",
-            )
-        if len(set(options)) > 1:
-            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
-            raise InputError(
-                f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
-                f"for every GPU; sweep one die, or give {AXES[name].option}",
-                param="stack",
-            )
-        filled[name] = float(options[0])
+    filled = _one_per_sweep(stack, wanted, given, names, dies)
     overlap_set = overlap is None
     if overlap is None:
-        sp = given["sequence_parallel"]
-        values = (
-            {float(filled["sequence_parallel"])}
-            if sp is None
-            else set(_values("sequence_parallel", sp, None))
-        )
-        if len(values) > 1 and "tp_comm" in stack.overlap:
-            raise InputError(
-                f"{stack.name}: overlaps TP communication only with sequence parallelism, and overlap is one mode "
-                f"per sweep; give one --sequence-parallel value or --overlap",
-                param="stack",
-            )
-        overlap = stack.overlap_with(2.0, values.pop())  # at TP 1 there is no TP communication to overlap
+        overlap = _stack_overlap(stack, given, filled)
     said = {
         "zero": f"ZeRO {show(filled.get('zero', 0))}",
         "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}",
@@ -630,3 +600,45 @@ def _stack_settings(
         f" (constants: {sources})" if sources else ""
     )
     return filled, phrase, overlap
+
+
+def _one_per_sweep(
+    stack: Stack, wanted: dict[str, list[float]], given: dict, names: dict, dies: list[str]
+) -> dict[str, float]:
+    """The stack's value of each setting not ``given`` (name -> value) from its ``wanted`` values (one per GPU
+    die, or per model for Adam moments); a setting whose values differ is refused (a sweep holds one)."""
+    filled: dict[str, float] = {}
+    for name, options in wanted.items():
+        if given[name] is not None:
+            continue
+        if len(set(options)) > 1 and name == "moment_bytes":
+            shown = ", ".join(f"{show(v)} for {m}" for v, m in zip(options, names["model"]))
+            raise InputError(
+                f"{stack.name}: its recipes' Adam moments differ by model ({shown} bytes), and a sweep holds one; "
+                f"sweep one model, or give {AXES[name].option}",
+                param="stack",
+            )
+        if len(set(options)) > 1:
+            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
+            raise InputError(
+                f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
+                f"for every GPU; sweep one die, or give {AXES[name].option}",
+                param="stack",
+            )
+        filled[name] = float(options[0])
+    return filled
+
+
+def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float]) -> str:
+    """The stack's overlap switches at the sweep's sequence parallelism (given, else the stack's ``filled``)."""
+    sp = given["sequence_parallel"]
+    values = (
+        {float(filled["sequence_parallel"])} if sp is None else set(_values("sequence_parallel", sp, None))
+    )
+    if len(values) > 1 and "tp_comm" in stack.overlap:
+        raise InputError(
+            f"{stack.name}: overlaps TP communication only with sequence parallelism, and overlap is one mode "
+            f"per sweep; give one --sequence-parallel value or --overlap",
+            param="stack",
+        )
+    return stack.overlap_with(2.0, values.pop())  # at TP 1 there is no TP communication to overlap
