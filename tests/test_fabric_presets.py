@@ -50,6 +50,24 @@ def test_every_preset_names_the_source_of_every_number():
     nvl72 = FABRICS["gb200-nvl72"]
     assert (nvl72.nvlink_domain, nvl72.nvlink_domain // nvl72.gpus_per_node) == (72, 18)
     assert (FABRICS["aws-p5"].nics_per_node, FABRICS["aws-p5"].nic_gbps) == (32, 100.0)
+    # GB300 NVL72 racks as GCP (A4X Max) and OCI build them: 18 hosts of 4 GPUs a rack, 8 x 400G RoCE a host
+    # (the OCIGB300 rows' hosts); GCP's A3 Mega: 8 H100 and 8 x 200G NICs, GPUDirect-TCPXO.
+    gb300, a3 = FABRICS["gb300-nvl72"], FABRICS["gcp-a3-mega"]
+    assert (gb300.gpu, gb300.nvlink_domain // gb300.gpus_per_node, gb300.nics_per_node, gb300.nic_gbps) == (
+        "gb300",
+        18,
+        8,
+        400.0,
+    )
+    assert not gb300.sharp and "gb300-nvl72-sharp" not in FABRICS and "RoCE" in gb300.transport
+    assert (a3.gpu, a3.gpus_per_node, a3.nics_per_node, a3.nic_gbps, a3.transport) == (
+        "h100",
+        8,
+        8,
+        200.0,
+        "GPUDirect-TCPXO",
+    )
+    assert "TCPXO" in a3.fit and "assumption" in a3.fit
     assert fabric_preset("DGX-H100-SuperPOD") is H100_POD
     with pytest.raises(InputError, match="not a fabric preset or file; presets: dgx-h100-superpod"):
         fabric_preset("dgx-a100")

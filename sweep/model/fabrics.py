@@ -20,7 +20,7 @@ bytes cross NVLink first (:mod:`kernels.layout_collectives`).
 
 Not yet priced (a later slice of issue #40): a transport efficiency of each transport's own: every preset prices
 with the shipped fit's constants (results/validation-nccl, fitted on H100 hosts over 8 x 400 Gbit/s InfiniBand
-NDR), which for EFA and RoCE is an assumption the ``assumed:`` line says.
+NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` line says.
 """
 
 import dataclasses
@@ -56,6 +56,17 @@ TOMAHAWK4 = (
     "a 25.6 Tbit/s Ethernet leaf (Broadcom Tomahawk 4, BCM56990: 64 x 400GbE) with half its ports down and half "
     "up, the plain non-blocking 2-tier Clos of Meta's RoCE fabric (Gangidi et al., 'RDMA over Ethernet for "
     "Distributed AI Training at Meta Scale', SIGCOMM 2024: 8 x 400G RoCE NICs per host, rack switch and spine)"
+)
+GCP_GPU_NETWORK = (
+    "Google Cloud, 'Networking and GPU machines' (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth: "
+    "A4X Max, GB300: '4 NVIDIA ConnectX-8 (CX-8) SuperNICs that provide 3,200 Gbps bandwidth in an 8-way "
+    "rail-aligned topology', GPUDirect RDMA; A3 Mega, 8 H100 80GB: 1,600 Gbps of GPU-to-GPU networking over 8 "
+    "NICs, GPUDirect-TCPXO)"
+)
+OCI_GB300 = (
+    "oracle-quickstart/oci-gpu-quickstarts@6a0abdc78b574b28eb10926387615c8414ed8c1d nvidia/GB300/README-GB300.md "
+    "(BM.GPU.GB300.4: 4 B300 a host, GB300 NVL72 racks of 18 hosts, RDMA RoCE NICs 8 x 400 Gb/s a host; the "
+    "OCIGB300 rows of ../shared/published/nccl_tests.csv)"
 )
 NOT_PUBLISHED = "not published; an assumption of this preset"
 NCCL_COLLNET = (
@@ -271,6 +282,71 @@ FABRICS: dict[str, FabricPreset] = {
                 "sharp": "EFA has no in-network reduction",
                 "fit": "results/validation-nccl's fit on InfiniBand; assumed for EFA",
                 "collnet": "EFA has no in-network reduction: NCCL's default, off",
+                "rail_only": NOT_PUBLISHED,
+            },
+        ),
+        FabricPreset(
+            "gb300-nvl72",
+            "GB300 NVL72 racks on RoCE, as GCP's A4X Max and OCI's BM.GPU.GB300.4",
+            gpu="gb300",
+            gpus_per_node=4,
+            nvlink_domain=72,
+            nics_per_node=8,
+            nic_gbps=400.0,
+            leaf_hosts=144,
+            oversubscription=1.0,
+            rail_optimized=True,
+            sharp=False,
+            transport="RoCE v2",
+            collnet=False,
+            rail_only=False,
+            fit="no RoCE fit of its own: the InfiniBand fit, an assumption (held out against the OCIGB300 rows)",
+            sources={
+                "gpu": OCI_GB300,
+                "gpus_per_node": OCI_GB300,
+                "nvlink_domain": OCI_GB300 + " (72 GPUs on NVLink 5)",
+                "nics_per_node": GCP_GPU_NETWORK + "; " + OCI_GB300,
+                "nic_gbps": OCI_GB300 + " (GCP: 3,200 Gbps over the 8 ports)",
+                "leaf_hosts": "8 racks x 18 hosts taken as one rail-aligned group, as gb200-nvl72's; "
+                + NOT_PUBLISHED,
+                "oversubscription": NOT_PUBLISHED,
+                "rail_optimized": GCP_GPU_NETWORK,
+                "sharp": "RoCE (Ethernet) switches: no in-network reduction for NCCL's CollNet",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for RoCE (OCIGB300 held out)",
+                "collnet": "no in-network reduction: NCCL's default, off",
+                "rail_only": GCP_GPU_NETWORK,
+            },
+        ),
+        FabricPreset(
+            "gcp-a3-mega",
+            "Google Cloud A3 Mega, a3-megagpu-8g",
+            gpu="h100",
+            gpus_per_node=8,
+            nvlink_domain=8,
+            nics_per_node=8,
+            nic_gbps=200.0,
+            leaf_hosts=8,
+            oversubscription=1.0,
+            rail_optimized=False,
+            sharp=False,
+            transport="GPUDirect-TCPXO",
+            collnet=False,
+            rail_only=False,
+            fit="no TCPXO fit of its own: the InfiniBand fit, an assumption",
+            sources={
+                "gpu": GCP_GPU_NETWORK,
+                "gpus_per_node": GCP_GPU_NETWORK,
+                "nvlink_domain": GCP_GPU_NETWORK + " (NVSwitch inside the VM)",
+                "nics_per_node": GCP_GPU_NETWORK,
+                "nic_gbps": GCP_GPU_NETWORK + " (1,600 Gbps over 8 NICs)",
+                "leaf_hosts": TOMAHAWK4
+                + "'s radix taken for Google's leaf: 32 x 400G down = 64 x 200G, 8 hosts; "
+                + NOT_PUBLISHED,
+                "oversubscription": NOT_PUBLISHED,
+                "rail_optimized": NOT_PUBLISHED,
+                "sharp": "TCP (GPUDirect-TCPXO): no in-network reduction",
+                "fit": "results/validation-nccl's fit on InfiniBand; assumed for GPUDirect-TCPXO",
+                "collnet": "no in-network reduction: NCCL's default, off",
                 "rail_only": NOT_PUBLISHED,
             },
         ),
