@@ -48,8 +48,8 @@ an x86 Intel host across nodes; mR, mT, mT128, mNT the per-channel maxima of the
     NVLS      (Simple) b_i = s_n e_a (c_n - 1) / c_n x (2 for all-reduce, (p - 1) / p otherwise),
               e_a = 0.85 Hopper, 0.74 Blackwell;  B = c_n min(b_i, s_x);  across nodes only with C
     NVLSTree  (all-reduce, N > 1, Simple) B = c_n min(b_i, s_x (2 if N <= 2), mNT)
-    CollNet   (all-reduce, N > 1, S and C, Simple) direct: B = c_d s_d / f (x 0.85 from Hopper),
-              f = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
+    CollNet   (all-reduce, N > 1, S and C, Simple) direct: B = c_d s_d / f_d (x 0.85 from Hopper),
+              f_d = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
     PAT       (all-gather, reduce-scatter, p = 1, Simple) B = 0.75 c s
 
 and the algorithm bandwidth A: ring, NVLS and NVLSTree A = B n / steps (steps 2 (n - 1) for all-reduce,
@@ -58,8 +58,8 @@ over NVLS, CollNet or PAT A = B. Latency, us (base[alg][proto] + hops; hw[link][
 table, link NVLink or PCI inside a node, NET across; l_i = hw[intra], l_x = hw[NET] (tree's where
 p = 1) + lambda (+ lambda again for Simple)):
 
-    ring      base + (steps - s_x) max(l_i, o) + s_x l_x,  s_x = 2 (N - 1) all-reduce, N - 1 others,
-              o = 1 us (x 3 Simple) across nodes;  x 1.4 (1.9 Volta) for a Simple all-reduce across
+    ring      base + (steps - s_x) max(l_i, o_s) + s_x l_x,  s_x = 2 (N - 1) all-reduce, N - 1 others,
+              o_s = 1 us (x 3 Simple) across nodes;  x 1.4 (1.9 Volta) for a Simple all-reduce across
               nodes once X / (c n) >= 64 B (the ring's plateau)
     tree      base + 2 ((p - 1) l_i + floor(log2 N) l_x)
     NVLS      l_i (+ l_x across nodes);  NVLSTree  l_i + 2 floor(log2 N) l_x
@@ -76,7 +76,7 @@ choice. The time that runs is that choice's at the transport's efficiency:
 
 where u is what nccl-tests times and NCCL's tuner leaves out (NCCL does not see it when it chooses): inside one
 NCCL node a fixed cost per operation, u = o (launching and completing it); across nodes the pipeline's fill,
-u = f min(1, X / X_f): NCCL cuts a message into chunks that grow with it up to a largest size (enqueue.cc,
+u = f min(1, X / max(X_f, 1 B)): NCCL cuts a message into chunks that grow with it up to a largest size (enqueue.cc,
 ``calcCollChunking``), and the first chunk crosses the pipeline's stages before the links run in step, so the
 fill grows with X until the chunks are whole (from X_f on) and is f from there. o, f and X_f are the fabric's
 constants as eta and lambda are (the defaults o = f = 0 leave u out). Every collective below adds u too.
@@ -547,7 +547,7 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
         tree      B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);  LL128: min(B (7/9 | 120/128), c mT128)
         NVLS      b_i = s_n e_a (c_n - 1) / c_n x (2 | (p - 1) / p);  B = c_n min(b_i, s_x)
         NVLSTree  B = c_n min(b_i, s_x (2 if N <= 2), mNT)
-        CollNet   direct: B = c_d s_d / f (x 0.85 from Hopper), f = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
+        CollNet   direct: B = c_d s_d / f_d (x 0.85 from Hopper), f_d = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
         PAT       B = 0.75 c s
 
     ratio A / B: ring, NVLS and NVLSTree n / steps (steps 2 (n - 1) all-reduce, n - 1 otherwise), tree and
@@ -628,7 +628,7 @@ def _latency(q: _Group, h: _Hops, a: int, pr: int) -> Array:
     """The latency (us) of algorithm ``a`` with protocol ``pr`` (module docstring; l_i = hw[intra],
     l_x = hw[NET] (tree's where p = 1) + lambda (+ lambda again for Simple)):
 
-        ring      base + (steps - s_x) max(l_i, o) + s_x l_x  (o = 1 us, x 3 Simple, across nodes), x 1.4
+        ring      base + (steps - s_x) max(l_i, o_s) + s_x l_x  (o_s = 1 us, x 3 Simple, across nodes), x 1.4
                   (1.9 Volta) for a Simple all-reduce across nodes once X / (c n) >= 64 B
         tree      base + 2 ((p - 1) l_i + floor(log2 N) l_x)
         NVLS      l_i (+ l_x across nodes);  NVLSTree  l_i + 2 floor(log2 N) l_x
@@ -758,7 +758,8 @@ def _untuned(q: _Group, constants: Constants) -> Array:
     """The costs NCCL's tuner leaves out (us; module docstring): o inside one NCCL node, f min(1, X / X_f)
     across nodes. Added to the time that runs, never to the tuner's: NCCL's choice does not see them."""
     o, f, x_f = (jnp.asarray(v, q.dt) for v in (constants.op_latency, constants.fill, constants.fill_bytes))
-    return q.bc(jnp.where(q.multi, f * jnp.minimum(1.0, q.x / x_f), o))
+    # X_f of at least a byte: an empty message (X = 0) has no fill even where X_f is 0.
+    return q.bc(jnp.where(q.multi, f * jnp.minimum(1.0, q.x / jnp.maximum(x_f, 1.0)), o))
 
 
 def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array, Array]:

@@ -447,6 +447,8 @@ def _group_bw(size, stride, lay):
 # (bytes): where a layout does not give its own (a fabric file's).
 NCCL_LAYOUT_CONSTANTS = (0.971, 0.891, 1.80, 9.65, 58.4, 11.7 * 2**20)
 NCCL_LAYOUT_KEYS = ("eta_net", "eta_nvl", "nccl_latency", "nccl_op_latency", "nccl_fill", "nccl_fill_bytes")
+# A layout that gives none of the tuner's omissions has none, as kernels/layout_inputs.py's Parallelism defaults.
+UNTUNED_DEFAULTS = {"nccl_op_latency": 0.0, "nccl_fill": 0.0, "nccl_fill_bytes": 1.0}
 NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 
@@ -484,7 +486,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         nvlink *= p / size
     args = (q, hosts, per_domain, nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
     eta_net, eta_nvl, lam, op, fill, fill_bytes = (
-        lay.get(k, c) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
+        lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
     return nccl_collective(
@@ -1130,7 +1132,7 @@ def nccl_collective(
     n = g * hosts
     p = n / nodes
     multi = nodes > 1
-    untuned = fill * min(1.0, x / fill_bytes) if multi else op
+    untuned = fill * min(1.0, x / max(fill_bytes, 1.0)) if multi else op
     i2 = min(nodes, 3) - 1
     w = nvlink if nvlink > 0 else 12.0
     hw_intra = NCCL_HW["nvlink" if nvlink > 0 else "pci"]

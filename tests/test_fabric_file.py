@@ -68,6 +68,13 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
     path = fabric(tmp_path, version=1, **{f"constants.{name}": None for name in NAMES[3:]})
     assert read_fabric(path) == FabricConstants(0.5, 0.7, 8.0, source=str(path))
     assert read_fabric(path).stated()[3:5] == (0.0, 0.0)
+    assert (
+        read_fabric(path).describe() == f"eta_net 0.5, eta_nvl 0.7, latency 8 us, op 0 us, fill 0 us: {path}"
+    )
+    # A version 1 file that states a later constant is refused, not read in part.
+    mixed = fabric(tmp_path, "mixed.json", version=1)
+    with pytest.raises(InputError, match="constants.op_latency_us is not a constant of a version 1 file"):
+        read_fabric(mixed)
 
 
 @pytest.mark.parametrize(

@@ -456,7 +456,7 @@ def calibrate(
         bool,
         typer.Option(
             "--nccl-tests",
-            help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency) and write a fabric file for grid and plan --collectives nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
+            help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency, a collective's fixed cost and the pipeline's fill; the fill's message held at the shipped fit's) and write a fabric file for grid and plan --collectives nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
         ),
     ] = False,
     bandwidth: Annotated[

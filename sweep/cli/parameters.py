@@ -324,7 +324,8 @@ def _layout_params() -> list[inspect.Parameter]:
             help=f"The fabric (implies --collectives nccl; refused with flat): a preset ({FABRICS_HELP}: "
             "sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink domain you do not give, and "
             "the hosts a leaf) or a fabric file (sweep calibrate --nccl-tests) whose constants (transport "
-            "efficiencies, network latency) replace the shipped fit's. sweep plan takes a list "
+            "efficiencies, network latency, fixed cost, pipeline fill) replace the shipped fit's. sweep plan "
+            "takes a list "
             "(dgx-h100-superpod,aws-p5) and plans each.",
         ),
         param(

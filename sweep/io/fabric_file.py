@@ -113,6 +113,12 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
     constants = document.get("constants")
     if not isinstance(constants, dict):
         raise InputError(f"{path}: constants missing or not an object of {', '.join(names)}")
+    later = [name for name in NAMES if name in constants and name not in names]
+    if later:  # never silently unread: a version 1 file states three constants
+        raise InputError(
+            f"{path}: constants.{later[0]} is not a constant of a version {version} file ({', '.join(names)}); "
+            f"a file that states it is of version {VERSION}"
+        )
     values = {}
     for name in names:
         key = f"constants.{name}"

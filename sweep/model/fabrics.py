@@ -300,7 +300,7 @@ FABRICS: dict[str, FabricPreset] = {
             transport="RoCE v2",
             collnet=False,
             rail_only=False,
-            fit="no RoCE fit of its own: the InfiniBand fit, an assumption (held out against the OCIGB300 rows)",
+            fit="no RoCE fit of its own: the InfiniBand fit, an assumption, held out against the OCIGB300 rows",
             sources={
                 "gpu": OCI_GB300,
                 "gpus_per_node": OCI_GB300,

@@ -25,7 +25,7 @@ Two things NCCL reads from the machine rather than from the row's columns:
   lacks. It enters the kernel added to the fitted lambda (:class:`kernels.nccl.Constants` ``latency``), where
   NCCL adds it.
 
-:class:`FabricConstants`: the three constants NCCL's pricing reads (:class:`kernels.nccl.Constants`) and where
+:class:`FabricConstants`: the six constants NCCL's pricing reads (:class:`kernels.nccl.Constants`) and where
 they come from: the shipped fit (:data:`SHIPPED`) or a fabric file (``sweep calibrate --nccl-tests``).
 """
 
@@ -103,10 +103,11 @@ class FabricConstants:
     def describe(self) -> str:
         """``eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB: SOURCE``
         (four significant digits)."""
+        # No fill (a file of version 1) has no message it is whole from.
+        whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
         return (
             f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us, "
-            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us from {self.fill_mib:.4g} MiB: "
-            f"{self.source}"
+            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}"
         )
 
 
