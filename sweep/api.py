@@ -146,50 +146,21 @@ def calibrate(
         does not give them.
       out: also write the result as JSON here (``force``: overwrite); NaN is written as null.
 
-    Rows whose measured value is blank are predicted, not fitted: their ``interval`` is the
-    95% interval from the fit's uncertainty.
-
     Returns:
       The result as a JSON-ready dict: ``fitted`` (``name``, ``group``, ``value``, ``stderr``,
       ``units``, ``bounds`` each), ``rmse`` over the training rows (absolute for scaling factors,
       relative for iteration times), ``heldout_rmse``/``heldout_max_abs`` with ``train``,
-      ``warnings``, and ``rows`` (measured, predicted, residual, ... per run).
+      ``warnings``, and ``rows`` (measured, predicted, residual, ... per run; a row whose measured
+      value is blank is predicted, not fitted, with ``interval`` the fit's 95% interval).
     """
     path = _path(measurements, "measurements")
-    if not (
-        isinstance(model, str)
-        or isinstance(model, (list, tuple))
-        and model
-        and all(isinstance(m, str) for m in model)
-    ):
-        raise InputError(f"{model!r}: expected built-in model name(s)", param="model")
-    if profile is not None and not (
-        isinstance(profile, (str, Path))
-        or isinstance(profile, (list, tuple))
-        and all(isinstance(p, (str, Path)) for p in profile)
-    ):
-        raise InputError(f"{profile!r}: expected a profile file path or a list of them", param="profile")
-    if not isinstance(force, bool):
-        raise InputError(f"{force!r}: expected True or False", param="force")
+    _check_kinds(model, profile, force)
     per_items = [f"{name}={column}" for name, column in _mapping(per, "per").items()]
-    bounds_items = []
-    for name, pair in _mapping(bounds, "bounds").items():
-        if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
-            raise InputError(f"{name}={pair!r}: expected a (low, high) pair", param="bounds")
-        bounds_items.append(f"{name}={_number(pair[0], 'bounds')!r}:{_number(pair[1], 'bounds')!r}")
+    bounds_items = _bounds_items(bounds)
     if train is not None and not isinstance(train, str):
         raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")
-    intra = (
-        {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
-    )
-    settings = _Settings(
-        collective=collective,
-        bucketing=bucketing,
-        reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),
-        **intra,
-        nics_per_node=_number(nics_per_node, "nics_per_node"),
-        fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
-        fusion_timeout=_number(fusion_timeout, "fusion_timeout"),
+    settings = _row_settings(
+        collective, bucketing, reduce_table, intra_bandwidth, nics_per_node, fusion_buffer, fusion_timeout
     )
     return _calibration.calibrate_file(
         path,
@@ -208,6 +179,60 @@ def calibrate(
         batch=batch,
         seq_len=seq_len,
     )
+
+
+def _check_kinds(model: object, profile: object, force: object) -> None:
+    """``model``: built-in name(s); ``profile``: None, a path or a list of paths; ``force``: a bool; else one
+    error naming it."""
+    if not isinstance(force, bool):
+        raise InputError(f"{force!r}: expected True or False", param="force")
+    if not (
+        isinstance(model, str)
+        or isinstance(model, (list, tuple))
+        and model
+        and all(isinstance(m, str) for m in model)
+    ):
+        raise InputError(f"{model!r}: expected built-in model name(s)", param="model")
+    if profile is not None and not (
+        isinstance(profile, (str, Path))
+        or isinstance(profile, (list, tuple))
+        and all(isinstance(p, (str, Path)) for p in profile)
+    ):
+        raise InputError(f"{profile!r}: expected a profile file path or a list of them", param="profile")
+
+
+def _row_settings(
+    collective: str | None,
+    bucketing: str | None,
+    reduce_table: str | Path | None,
+    intra_bandwidth: float | None,
+    nics_per_node: float,
+    fusion_buffer: float,
+    fusion_timeout: float,
+) -> _Settings:
+    """The settings of rows whose measurements file does not give them, each number checked."""
+    intra = (
+        {} if intra_bandwidth is None else {"intra_bandwidth": _number(intra_bandwidth, "intra_bandwidth")}
+    )
+    return _Settings(
+        collective=collective,
+        bucketing=bucketing,
+        reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),
+        **intra,
+        nics_per_node=_number(nics_per_node, "nics_per_node"),
+        fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
+        fusion_timeout=_number(fusion_timeout, "fusion_timeout"),
+    )
+
+
+def _bounds_items(bounds: Mapping[str, tuple[float, float]] | None) -> list[str]:
+    """``{name: (low, high)}`` as the CLI's ``name=low:high`` items, each pair checked."""
+    items = []
+    for name, pair in _mapping(bounds, "bounds").items():
+        if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
+            raise InputError(f"{name}={pair!r}: expected a (low, high) pair", param="bounds")
+        items.append(f"{name}={_number(pair[0], 'bounds')!r}:{_number(pair[1], 'bounds')!r}")
+    return items
 
 
 def _mapping(value: object, param: str) -> Mapping[str, Any]:
