@@ -105,48 +105,62 @@ def validate(
     """Predict measured runs of real clusters: per source and framework, fit on the single-node rows and the
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
     fit few constants on one source, predict the others in each source's own units."""
-    from netsweep_jax.sweep.io.paths import stamped
-
     if nccl is not None:
         if llm or measurements is not None or train is not None:
             what = "--llm" if llm else ("--train" if train is not None else "a measurements file")
             raise InputError(f"takes no {what}: it validates the collectives in its own file", param="nccl")
-        from netsweep_jax.sweep.analysis import nccl_validation
-
-        paths, nv = nccl_validation.run(
-            out or stamped("validation-nccl"), dataset=nccl, command=command_line(), force=force
-        )
-        for line in nccl_validation.summary_lines(nv):
-            typer.echo(line)
-        for path in paths:
-            typer.echo(f"wrote {path}")
-        return
-    if llm:
-        from netsweep_jax.sweep.analysis import llm_validation
-        from netsweep_jax.sweep.io.runs import DATASET
-
-        paths, v = llm_validation.run(
-            out or stamped("validation-llm"),
-            command=command_line(),
-            dataset=measurements or DATASET,
-            train=train,
-            force=force,
-            progress=lambda text: typer.echo(text, err=True),
-        )
-        for line in llm_validation.summary_lines(v):
-            typer.echo(line)
-        for path in paths:
-            typer.echo(f"wrote {path}")
-        return
-    if train is not None:
+        _validate_nccl(nccl, out, force)
+    elif llm:
+        _validate_llm(measurements, out, train, force)
+    elif train is not None:
         raise InputError(
             "is for --llm (the data-parallel validation fits per source and framework)", param="train"
         )
-    from netsweep_jax.sweep.analysis.validate import DATASET, run
+    else:
+        _validate_data_parallel(measurements, out, force)
 
-    out = out or stamped("validation")
+
+def _validate_nccl(dataset: Path, out: Path | None, force: bool) -> None:
+    """``sweep validate --nccl FILE``: the fit, the held-out errors and the files written."""
+    from netsweep_jax.sweep.analysis import nccl_validation
+    from netsweep_jax.sweep.io.paths import stamped
+
+    paths, nv = nccl_validation.run(
+        out or stamped("validation-nccl"), dataset=dataset, command=command_line(), force=force
+    )
+    for line in nccl_validation.summary_lines(nv):
+        typer.echo(line)
+    for path in paths:
+        typer.echo(f"wrote {path}")
+
+
+def _validate_llm(measurements: Path | None, out: Path | None, train: str | None, force: bool) -> None:
+    """``sweep validate --llm``: the layout model against published (or your) large-model runs."""
+    from netsweep_jax.sweep.analysis import llm_validation
+    from netsweep_jax.sweep.io.paths import stamped
+    from netsweep_jax.sweep.io.runs import DATASET
+
+    paths, v = llm_validation.run(
+        out or stamped("validation-llm"),
+        command=command_line(),
+        dataset=measurements or DATASET,
+        train=train,
+        force=force,
+        progress=lambda text: typer.echo(text, err=True),
+    )
+    for line in llm_validation.summary_lines(v):
+        typer.echo(line)
+    for path in paths:
+        typer.echo(f"wrote {path}")
+
+
+def _validate_data_parallel(measurements: Path | None, out: Path | None, force: bool) -> None:
+    """``sweep validate``: the data-parallel models against measured scaling, per source and framework."""
+    from netsweep_jax.sweep.analysis.validate import DATASET, run
+    from netsweep_jax.sweep.io.paths import stamped
+
     paths, errors = run(
-        out,
+        out or stamped("validation"),
         command=command_line(),
         dataset=measurements or DATASET,
         progress=lambda text: typer.echo(text, err=True),
