@@ -75,6 +75,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from netsweep_jax.kernels import nccl
+
 METRICS = (
     "scaling_factor",
     "iteration_time",
@@ -125,6 +127,10 @@ class Layout(NamedTuple):
       spread: all-gather bytes per all-reduce byte (compression only; N/2 on a ring).
       workers: N when N > 1, else 0 (compression only: payloads to decode).
       plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
+      nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), else 0.0.
+      fabric: [6] the layout's fabric as :class:`kernels.nccl.Fabric` takes it, for NCCL's collective:
+        GPUs a host, hosts, NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, NVSwitch
+        (1.0 or 0.0); the NICs' rate is the configuration's ``bandwidth x utilization``.
     """
 
     transfer: jax.Array
@@ -137,6 +143,8 @@ class Layout(NamedTuple):
     spread: jax.Array | None = None
     workers: jax.Array | None = None
     plain_reduce: jax.Array | None = None
+    nccl: jax.Array | None = None
+    fabric: jax.Array | None = None
 
 
 class Buckets(NamedTuple):
@@ -181,6 +189,7 @@ class Features(NamedTuple):
       fsdp: some task is fully sharded (:func:`fsdp_step`).
       compress: some task compresses (the buckets carry payloads and codec times).
       accuracy: compute ``time_to_accuracy`` (a second, uncompressed evaluation).
+      nccl: some layout's collective is NCCL's own (``nccl``: :func:`nccl_durations`).
     """
 
     piped: bool = False
@@ -188,6 +197,7 @@ class Features(NamedTuple):
     fsdp: bool = False
     compress: bool = False
     accuracy: bool = False
+    nccl: bool = False
 
 
 PAPER = Features()
@@ -250,11 +260,15 @@ def iteration(
         ready, sent, rounds, encode, codec = _codec_terms(layout, buckets, ready)
         extra = (codec,)
 
+    if features.nccl:
+        extra = extra + (nccl_durations(config, layout, buckets),)
+
     def step(
         carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
     ) -> tuple[tuple[jax.Array, jax.Array], None]:
         end, comm = carry
-        ready, nbytes, reduce, valid, *codec = bucket  # codec: [D_b + n_b U_b] when compressing
+        ready, nbytes, reduce, valid, *more = bucket  # more: [D_b + n_b U_b] when compressing, NCCL's time
+        codec = more[: len(more) - features.nccl]
         start = smooth_max(ready, end, softness)
         new = start + alpha * nbytes + (lat * rounds * valid + reduce)  # the paper's arithmetic, in its order
         if features.compress:
@@ -264,6 +278,11 @@ def iteration(
             if features.compress:
                 piped = piped + codec[0]
             new, comm = jnp.where(layout.piped > 0, start + piped, new), comm + piped
+        if features.nccl:  # the carried sum is NCCL's alone on its layouts (none is also pipelined)
+            assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
+            ours = layout.nccl > 0
+            new = jnp.where(ours, start + more[-1], new)
+            comm = jnp.where(ours, comm + more[-1], comm)
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
@@ -282,6 +301,9 @@ def iteration(
         comm = comm + jnp.sum(codec)
     if features.piped:
         comm = jnp.where(layout.piped > 0, piped_comm, comm)
+    if features.nccl:
+        assert layout.nccl is not None
+        comm = jnp.where(layout.nccl > 0, piped_comm, comm)
     out: tuple[jax.Array, ...] = (work / total, total, exposed, comm)
     if features.fsdp:
         assert buckets.fsdp is not None  # Features.fsdp promises FSDP units
@@ -292,6 +314,24 @@ def iteration(
     if features.accuracy:
         relative = _relative_to_uncompressed(config, layout, buckets, t1, softness, features, out[1])
     return dict(zip(METRICS, out + (relative,)))
+
+
+def nccl_durations(config: Config, layout: Layout, buckets: Buckets) -> jax.Array:
+    """[Bk] seconds of NCCL's all-reduce of each bucket (``nbytes / ratio`` bytes) on the layout's ``fabric``,
+    its NICs at ``bandwidth x utilization`` (bit/s), NCCL's own choice of algorithm and protocol and the shipped
+    fabric constants (:data:`kernels.layout_collectives.NCCL_CONSTANTS`): NCCL's bandwidth includes the
+    reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for padding and for a
+    single worker."""
+    from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS  # the shipped fit, defined once
+
+    assert layout.fabric is not None  # Features.nccl promises a fabric
+    g, hosts, nvlink, nics, arch, nvswitch = (layout.fabric[i] for i in range(6))
+    fabric = nccl.Fabric(
+        g, hosts, 1.0, nvlink, nics, config.bandwidth * config.utilization / 8e9, arch.astype(jnp.int32),
+        nvswitch > 0, False,
+    )  # fmt: skip
+    seconds = nccl.collective(nccl.ALL_REDUCE, buckets.nbytes / config.ratio, fabric, NCCL_CONSTANTS).seconds
+    return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
 
 
 def _codec_terms(

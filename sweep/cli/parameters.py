@@ -361,8 +361,9 @@ DataParallelFabric = Annotated[
     ),
 ]
 FABRIC_REFUSAL = (
-    "is for sweep grid, plan and need --collectives nccl of large models: this command's data-parallel "
-    "model does not price collectives by NCCL's engine yet"
+    "is for sweep grid, plan and need --collectives nccl of large models: a data-parallel model takes "
+    "NCCL's collective as --collective nccl on its own --nodes, --nics-per-node and --bw (the shipped fit's "
+    "constants; fabric presets and files not yet)"
 )
 
 

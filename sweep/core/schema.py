@@ -45,7 +45,7 @@ FITTABLE = tuple(name for name, spec in NUMERIC_AXES.items() if spec.fit is not 
 assert set(SOLVABLE) == {name for name, spec in NUMERIC_AXES.items() if spec.search is not None}
 assert set(GROWING) <= set(SOLVABLE)
 
-COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree")
+COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree", "nccl")
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 STORE_DTYPES = ("float16", "float32", "float64")

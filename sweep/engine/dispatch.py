@@ -56,6 +56,7 @@ def _pallas_lacks(features: Features) -> list[str]:
             ("FSDP", features.fsdp),
             ("compression", features.compress),
             ("time_to_accuracy", features.accuracy),
+            ("NCCL's own collective", features.nccl),
         )
         if needed
     ]

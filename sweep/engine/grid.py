@@ -49,7 +49,7 @@ from netsweep_jax.sweep.engine.workloads import (
     workload_defaults,
     workload_reduce_table,
 )
-from netsweep_jax.sweep.model.collectives import ONE_LINK_PER_WORKER
+from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.compressors import (
     NONE,
     Compressor,
@@ -300,6 +300,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
+    _check_nccl_engine(collectives, bucketings, compresses)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     variables = o["variables"]
@@ -342,6 +343,24 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
             f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
             f": intra-node bandwidth must be a number > 0 Gbit/s",
             param="intra_bandwidth",
+        )
+
+
+def _check_nccl_engine(collectives: Sequence[str], bucketings: Sequence[str], compresses: bool) -> None:
+    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads and FSDP's
+    all-gathers and reduce-scatters."""
+    if NCCL_ENGINE not in collectives:
+        return
+    if compresses:
+        raise InputError(
+            "nccl with compression: NCCL's own collective prices uncompressed all-reduces (for now); use "
+            "nccl-ring or nccl-tree with a compressor",
+            param="collective",
+        )
+    if "fsdp" in bucketings:
+        raise InputError(
+            "nccl with fsdp: NCCL's own collective prices all-reduce schedules (horovod, ddp) for now",
+            param="collective",
         )
 
 

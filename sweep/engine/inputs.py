@@ -24,16 +24,20 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import Rows
+from netsweep_jax.kernels.nccl import nvlink_gbs
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
-from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
+from netsweep_jax.sweep.engine.workloads import gpu_of
+from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
+from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fusion import Buckets as Fused
 from netsweep_jax.sweep.model.fusion import Units, buckets_for
+from netsweep_jax.sweep.model.nccl_fabric import ARCH
 from netsweep_jax.sweep.model.profile import Profile
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
@@ -109,6 +113,7 @@ def features_of(grid: Grid) -> Features:
         fsdp="fsdp" in grid.bucketings,
         compress=grid.compresses,
         accuracy="time_to_accuracy" in grid.variables,
+        nccl=NCCL_ENGINE in grid.collectives,
     )
 
 
@@ -201,6 +206,11 @@ class BlockInputs:
         c = coefficients_for(plain)
         kb, k = self.plan.kb_width, nodes.size
         scalars, reduce = layout_arrays(c, kb, self.dtype)
+        if self.features.nccl:  # compression is refused with NCCL's collective (make_grid)
+            fabric = self._fabric(task, nodes, gpus, nics, kb)
+            ours: Host = np.zeros(kb, dtype=self.dtype)
+            ours[:k] = float(collective == NCCL_ENGINE)
+            return _layout(scalars, reduce)._replace(nccl=ours, fabric=fabric)
         if not self.features.compress:
             return _layout(scalars, reduce)
         # The payload is what gets reduced; an all-gathered one is summed while decoding.
@@ -213,6 +223,20 @@ class BlockInputs:
         extra[1] = 0.0
         extra[:, :k] = (c.spread, c.workers)
         return _layout(scalars, compressed, extra[0], extra[1], reduce if self.features.accuracy else None)
+
+    def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
+        """[width, 6] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Layout`'s
+        ``fabric``): GPUs a host, hosts, NVLink as NCCL counts it (the sweep's intra-node bandwidth, by
+        default the task's GPU's NVLink), NICs, the GPU's architecture, NVSwitch where a host has several
+        GPUs; the padding lanes one GPU on one host."""
+        profile = self.grid.profiles[self._named(task)["model"]]
+        arch = ARCH[die(gpu_of(profile) or "v100")]
+        nvlink = float(np.asarray(nvlink_gbs(self.intra_bits / 8, arch)))
+        fabric: Host = np.tile(np.array([1.0, 1.0, nvlink, 1.0, arch, 0.0], dtype=self.dtype), (width, 1))
+        k = nodes.size
+        fabric[:k, 0], fabric[:k, 1], fabric[:k, 3] = gpus, nodes, nics
+        fabric[:k, 5] = gpus > 1
+        return fabric
 
     def configs(self, inner_slab: Slab) -> Config:
         """:class:`~kernels.overlap.Config` of [ci_width] SI values for the inner part of a slab."""
@@ -257,6 +281,14 @@ def row_inputs(
       (:class:`kernels.fit.Rows` with buckets padded to the longest row's and an empty [R, 0]
       parameter index, the :class:`~kernels.overlap.Features` they need).
     """
+    if NCCL_ENGINE in collective:
+        from netsweep_jax.sweep.core.errors import InputError
+
+        raise InputError(
+            "nccl: NCCL's own collective is priced in sweep grid and sweep need for now; calibrate with nccl-ring "
+            "or nccl-tree",
+            param="collective",
+        )
     n, dt = len(runs), np.dtype(dtype)
     fuses = [fused(p, bucketing[i], fusion_buffer[i], fusion_timeout[i]) for i, p in enumerate(runs)]
     count = max(len(b) for b in fuses)  # a fit pads rows and buckets itself (calibrate._padded)

@@ -28,7 +28,7 @@ FOLLOWING = ("intra_bandwidth", "collective", "bucketing")  # None: follow the w
 FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketing": "--bucketing"}
 
 
-def _gpu_of(profile: Profile) -> str | None:
+def gpu_of(profile: Profile) -> str | None:
     """The GPU preset a profile ran on (by its device's name), or None."""
     device = str(profile.device or "").strip().lower()
     for key, gpu in GPUS.items():
@@ -51,7 +51,7 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     ``ddp`` buckets when every model is a transformer (what their stacks use), else the paper's
     ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
     """
-    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    gpus = [gpu_of(p) or "v100" for p in profiles]
     links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
     gpu = min(links, key=lambda g: links[g]) if links else "v100"
     transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
@@ -70,7 +70,7 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
     for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
     where it is not the V100's (else "")."""
-    gpus = [_gpu_of(p) or "v100" for p in profiles] or ["v100"]
+    gpus = [gpu_of(p) or "v100" for p in profiles] or ["v100"]
     gpu = min(gpus, key=lambda g: GPUS[g].hbm)
     hbm = GPUS[gpu].hbm
     if hbm == V100_HBM_BYTES_PER_S:
@@ -92,7 +92,7 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
     }
     if all(values[k] == paper[k] for k in chosen):
         return ""
-    gpus = [_gpu_of(p) or "v100" for p in profiles]
+    gpus = [gpu_of(p) or "v100" for p in profiles]
     low = min(gpus, key=lambda g: GPUS[g].nvlink)
     parts = []
     for key in FOLLOWING:

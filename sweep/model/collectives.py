@@ -45,6 +45,11 @@ reduce-cost table's top segment, no launch cost):
   one GPU per node.
 - ``nccl-tree`` (double binary tree across nodes, a chain inside each): max(2 * S' * 8 / (P' b),
   2 * S' * 8 / b_intra,  S * rho) + (2 ceil(log2 M) + 2(G-1)) * a, with the same zeros.
+- ``nccl``: NCCL's own all-reduce of S' as :mod:`kernels.nccl` prices it (its algorithm and protocol by size,
+  channels, latencies, the shipped fabric constants), over G GPUs a host on M hosts with P NICs of b
+  (bandwidth x utilization) each and the GPU's NVLink; computed in the kernel
+  (:func:`kernels.overlap.nccl_durations`), so its coefficients here are zeros. NCCL's bandwidth includes the
+  reduction and its latencies the steps: the reduce table and ``latency`` are not read.
 
 where S' = S / r. With N = 1 every collective costs nothing.
 
@@ -72,6 +77,9 @@ from netsweep_jax.sweep.core.schema import COLLECTIVES
 # The paper's collectives: every worker has a link of the full bandwidth b, and nics_per_node plays no part.
 ONE_LINK_PER_WORKER = ("ring", "tree", "ps")
 PIPELINED = ("nccl-ring", "nccl-tree")
+# NCCL's own collective (kernels/nccl.py, priced in the kernel: kernels.overlap.nccl_durations): its coefficients
+# here are zeros, and its layouts carry their fabric instead.
+NCCL_ENGINE = "nccl"
 ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)
 
 
@@ -195,6 +203,8 @@ def coefficients(
         b = 2.0 * (m - 1.0) / m * 8.0 / p
         steps = 2.0 * (g - 1.0) + 2.0 * (m - 1.0)
         f = (g - 1.0) * reduce_time(s / g, table) + (m - 1.0) * reduce_time(s / n, table)
+    elif collective == NCCL_ENGINE:  # priced by NCCL's tuner in the kernel, from the layout's fabric
+        a, b, steps, f = zero, zero, zero, np.zeros_like(n * s)
     elif collective == "nccl-ring":
         share = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * 8.0
         a, b, steps = share / intra_bits_per_s * within, share / nics * across, 2.0 * (n - 1.0)

@@ -1,0 +1,87 @@
+"""The data-parallel family's ``--collective nccl``: each bucket NCCL's own all-reduce as kernels/nccl.py prices
+it (kernels.overlap.nccl_durations), against the float64 reference on random sweeps in both dtypes, by hand on
+two H100 hosts, and what it refuses."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from test_kernels import TABLE, check_against_reference, rounded
+
+from conftest import random_profile
+from helpers import invoke
+from netsweep_jax.kernels import nccl
+from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
+from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.grid import make_grid
+
+
+@pytest.mark.parametrize("seed,dtype,device,arch", [(3, "float64", "h100", 2), (4, "float32", "v100", 0)])
+def test_nccl_buckets_match_reference(seed, dtype, device, arch):
+    # A random profile on an H100 (NVLS and NVLSTree in reach) or a V100, on 1-4 hosts of 1 or 8 GPUs.
+    rng = np.random.default_rng(seed)
+    profile = dataclasses.replace(random_profile(rng), device=device)
+    ds = evaluate(
+        profile,
+        reduce_table=TABLE,
+        dtype=dtype,
+        collective="nccl",
+        bandwidth=np.round(rng.uniform(10, 400, 2), 3),
+        utilization=[rounded(rng, 0.3, 1), 1.0],
+        ratio=[1.0, rounded(rng, 1, 50, 2)],
+        nodes=[1, 2, 4],
+        gpus_per_node=[1, 8],
+        nics_per_node=[1, 8],
+        bucketing=["horovod", "ddp"],
+    )
+    check_against_reference(profile, ds, dtype, intra=float(ds.attrs["intra_bandwidth_gbps"]), arch=arch)
+
+
+def test_one_bucket_on_two_h100_hosts_is_ncclss_all_reduce_by_hand():
+    # One 1 GiB gradient ready at the end of the backward on 2 hosts of 8 H100 (NVLink 450 GB/s, 8 x 400G
+    # NICs): nothing overlaps it, so the exposed time is NCCL's all-reduce, NVLSTree at 8 x 57.7 GB/s of bus
+    # bandwidth (A = 461.6 x 16 / 30), latency 25 + 2 (20.9 + 2 lambda) us and the whole fill f.
+    from netsweep_jax.sweep.model.profile import make_profile
+
+    x = 2.0**30
+    profile = dataclasses.replace(
+        make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100"
+    )
+    ds = evaluate(
+        profile, collective="nccl", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400, dtype="float64"
+    )
+    eta, _, lam, _, fill, _ = (float(v) for v in NCCL_CONSTANTS)
+    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta) + fill
+    assert float(ds["exposed_comm"].squeeze()) == pytest.approx(us * 1e-6, rel=1e-9)
+    t = nccl.collective(
+        nccl.ALL_REDUCE,
+        x,
+        nccl.Fabric(8, 2, 1, nccl.nvlink_gbs(450e9, 2), 8, 50.0, 2, True, False),
+        NCCL_CONSTANTS,
+    )
+    assert nccl.ALGORITHMS[int(t.algorithm)] == "nvls_tree"
+    # Its bus bandwidth against the paper-style pipelined ring at the NICs' full rate (nccl-ring): NCCL's tree
+    # crosses the host boundary once, the ring's model twice; the ring's wins here only by pricing no latency.
+    ring = evaluate(
+        profile,
+        collective="nccl-ring",
+        nodes=2,
+        gpus_per_node=8,
+        nics_per_node=8,
+        bandwidth=400,
+        dtype="float64",
+    )
+    assert float(ring["exposed_comm"].squeeze()) == pytest.approx(30 / 16 * x / 400e9, rel=1e-9)
+
+
+def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
+    with pytest.raises(InputError, match="nccl with compression"):
+        make_grid("resnet50", collective="nccl", compressor="topk:0.01", bandwidth=10)
+    with pytest.raises(InputError, match="nccl with fsdp"):
+        make_grid("gpt2-xl", collective="nccl", bucketing="fsdp", bandwidth=10)
+    out = tmp_path / "x.h5"
+    r = invoke("grid", "--model", "resnet50", "--collective", "nccl", "--kernel", "pallas", "--out", out)
+    assert r.exit_code == 2 and "NCCL's own collective" in r.output and not out.exists(), r.output
+    r = invoke("calibrate", "examples/resnet50_measured.csv", "--collective", "nccl", "--fit", "utilization")
+    assert r.exit_code == 2 and "calibrate with nccl-ring" in r.output, r.output
