@@ -16,17 +16,17 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
 
 
-@pytest.mark.parametrize("seed,dtype,device,arch", [(3, "float64", "h100", 2), (4, "float32", "v100", 0)])
-def test_nccl_buckets_match_reference(seed, dtype, device, arch):
-    # A random profile on an H100 (NVLS and NVLSTree in reach) or a V100, on 1-4 hosts of 1 or 8 GPUs.
+def sweep_and_check(seed, dtype, device, arch, also=()):
+    """A random profile on ``device`` (with the profiles ``also``) swept over 1-4 hosts of 1 or 8 GPUs and 1 or
+    8 NICs with NCCL's collective, checked against the float64 reference; the sweep."""
     rng = np.random.default_rng(seed)
     profile = dataclasses.replace(random_profile(rng), device=device)
     ds = evaluate(
-        profile,
+        [profile, *also],
         reduce_table=TABLE,
         dtype=dtype,
         collective="nccl",
-        bandwidth=np.round(rng.uniform(10, 400, 2), 3),
+        bandwidth=[*np.round(rng.uniform(10, 300, 2), 3), 400.0],
         utilization=[rounded(rng, 0.3, 1), 1.0],
         ratio=[1.0, rounded(rng, 1, 50, 2)],
         nodes=[1, 2, 4],
@@ -34,29 +34,35 @@ def test_nccl_buckets_match_reference(seed, dtype, device, arch):
         nics_per_node=[1, 8],
         bucketing=["horovod", "ddp"],
     )
-    check_against_reference(profile, ds, dtype, intra=float(ds.attrs["intra_bandwidth_gbps"]), arch=arch)
+    intra = float(ds.attrs["intra_bandwidth_gbps"])
+    check_against_reference(profile, ds.sel(model=profile.model), dtype, intra=intra, arch=arch)
+    return ds
 
 
-def test_one_bucket_on_two_h100_hosts_is_nccls_all_reduce_by_hand():
-    # One 1 GiB gradient ready at the end of the backward on 2 hosts of 8 H100 (NVLink 450 GB/s, 8 x 400G
-    # NICs): nothing overlaps it, so the exposed time is NCCL's all-reduce, NVLSTree at 8 x 57.7 GB/s of bus
+def test_nccl_buckets_match_reference_and_one_bucket_on_two_h100_hosts_by_hand():
+    # A random profile on H100s (NVLS and NVLSTree in reach) against the reference, and in the same sweep one
+    # 1 GiB gradient ready at the end of the backward on 2 hosts of 8 H100 (NVLink 450 GB/s, 8 x 400G NICs):
+    # nothing overlaps it, so the exposed time is NCCL's all-reduce, NVLSTree at 8 x 57.7 GB/s of bus
     # bandwidth (A = 461.6 x 16 / 30), latency 25 + 2 (20.9 + 2 lambda) us and the whole fill f: 435.4 GB/s
     # of busbw, where the nccl-ring model's ring at the NICs' full rate and no latency gives 400 (each byte
     # crossing the host boundary twice).
     from netsweep_jax.sweep.model.profile import make_profile
 
     x = 2.0**30
-    profile = dataclasses.replace(
-        make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100"
+    one = dataclasses.replace(make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100")
+    ds = sweep_and_check(3, "float64", "h100", 2, also=(one,))
+    cell = dict(
+        model="one", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400.0, utilization=1.0, ratio=1.0
     )
-    ds = evaluate(
-        profile, collective="nccl", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400, dtype="float64"
-    )
+    exposed = float(ds["exposed_comm"].sel(cell).values.ravel()[0])
     eta, _, lam, _, fill, _ = (float(v) for v in NCCL_CONSTANTS)
     us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta) + fill
-    exposed = float(ds["exposed_comm"].squeeze())
     assert exposed == pytest.approx(us * 1e-6, rel=1e-9)
     assert 30 / 16 * x / exposed / 1e9 == pytest.approx(435.4, abs=0.05)
+
+
+def test_nccl_buckets_match_reference_in_float32_on_volta():
+    sweep_and_check(4, "float32", "v100", 0)
 
 
 def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
