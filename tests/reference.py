@@ -254,6 +254,7 @@ def simulate(
             jitter=jitter,
             accum=accum,
             bucketing=bucketing,
+            arch=arch,
         )["iteration_time"]
     out["time_to_accuracy"] = factor * it / plain
     return out

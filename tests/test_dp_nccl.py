@@ -25,7 +25,9 @@ def sweep_and_check(seed, dtype, device, arch, also=()):
         [profile, *also],
         reduce_table=TABLE,
         dtype=dtype,
-        collective="nccl",
+        # Beside a pipelined collective and a latency (which nccl does not read): each its own sum of buckets.
+        collective=["nccl", "nccl-ring"],
+        latency=[0.0, 20.0],
         bandwidth=[*np.round(rng.uniform(10, 300, 2), 3), 400.0],
         utilization=[rounded(rng, 0.3, 1), 1.0],
         ratio=[1.0, rounded(rng, 1, 50, 2)],
@@ -51,9 +53,8 @@ def test_nccl_buckets_match_reference_and_one_bucket_on_two_h100_hosts_by_hand()
     x = 2.0**30
     one = dataclasses.replace(make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100")
     ds = sweep_and_check(3, "float64", "h100", 2, also=(one,))
-    cell = dict(
-        model="one", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400.0, utilization=1.0, ratio=1.0
-    )
+    cell = dict(model="one", collective="nccl", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400.0)
+    cell.update(utilization=1.0, ratio=1.0, latency=20.0)  # the latency not read: NCCL's own
     exposed = float(ds["exposed_comm"].sel(cell).values.ravel()[0])
     eta, _, lam, _, fill, _ = (float(v) for v in NCCL_CONSTANTS)
     us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta) + fill
@@ -70,6 +71,13 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
         make_grid("resnet50", collective="nccl", compressor="topk:0.01", bandwidth=10)
     with pytest.raises(InputError, match="nccl with fsdp"):
         make_grid("gpt2-xl", collective="nccl", bucketing="fsdp", bandwidth=10)
+    odd = dataclasses.replace(random_profile(np.random.default_rng(0)), device="AMD Instinct MI300X")
+    with pytest.raises(InputError, match="'AMD Instinct MI300X', which has no GPU preset"):
+        make_grid(odd, collective="nccl", bandwidth=10)
+    assert (
+        "--latency and the reduce table not read"
+        in make_grid("resnet50", collective="nccl", bandwidth=10).assumed
+    )
     out = tmp_path / "x.h5"
     r = invoke("grid", "--model", "resnet50", "--collective", "nccl", "--kernel", "pallas", "--out", out)
     assert r.exit_code == 2 and "NCCL's own collective" in r.output and not out.exists(), r.output

@@ -212,7 +212,12 @@ def compare(
         str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
     ] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
     collective: Annotated[
-        str, typer.Option("--collective", help=f"All-reduce (one of {', '.join(COLLECTIVES)}).")
+        str,
+        typer.Option(
+            "--collective",
+            help=f"All-reduce (one of {', '.join(c for c in COLLECTIVES if c != 'nccl')}; nccl prices no "
+            "compressed payload yet).",
+        ),
     ] = "nccl-ring",
     bucketing: Annotated[
         str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")

@@ -115,7 +115,7 @@ COLLECTIVE_SETTINGS = [
         None,
         "--intra-bw",
         parser=typed_number(float),
-        help="Intra-node bandwidth, Gbit/s, for hierarchical and nccl-* (default: the NVLink of the model's GPU "
+        help="Intra-node bandwidth, Gbit/s, for hierarchical, nccl-* and nccl (default: the NVLink of the model's GPU "
         "preset: 1200 for the paper's V100 runs, 3600 for an H100).",
     ),
     param(
@@ -181,7 +181,8 @@ KERNEL = [
         "--kernel",
         envvar="NETSWEEP_KERNEL",
         help=f"Kernel: {', '.join(KERNELS)} (auto: Pallas on a GPU where the sweep allows it, the XLA "
-        f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression).",
+        f"scan elsewhere; pallas is refused for a sweep it cannot run: FSDP, compression, time_to_accuracy, "
+        "--collective nccl).",
     )
 ]
 

@@ -45,6 +45,7 @@ from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
+    gpu_of,
     resolve_models,
     workload_defaults,
     workload_reduce_table,
@@ -300,7 +301,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
-    _check_nccl_engine(collectives, bucketings, compresses)
+    _check_nccl_engine(collectives, bucketings, compresses, profiles)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     variables = o["variables"]
@@ -328,7 +329,14 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         factors,
         overrides,
         parse_reductions(_reductions(o["reduce"])),
-        assumed_line((assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))),
+        assumed_line(
+            (
+                assumed_text(profiles, chosen),
+                reduce_said,
+                _nics_unused(collectives, values),
+                NCCL_SAID if NCCL_ENGINE in collectives else "",
+            )
+        ),
     )
 
 
@@ -346,11 +354,21 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
         )
 
 
-def _check_nccl_engine(collectives: Sequence[str], bucketings: Sequence[str], compresses: bool) -> None:
-    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads and FSDP's
-    all-gathers and reduce-scatters."""
+def _check_nccl_engine(
+    collectives: Sequence[str], bucketings: Sequence[str], compresses: bool, profiles: Sequence[Profile]
+) -> None:
+    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads, FSDP's all-gathers
+    and reduce-scatters, and a profile on a GPU without a preset (its architecture picks NCCL's tables: never
+    a guess)."""
     if NCCL_ENGINE not in collectives:
         return
+    unknown = [p for p in profiles if gpu_of(p) is None]
+    if unknown:
+        raise InputError(
+            f"nccl: {unknown[0].model} ran on {unknown[0].device!r}, which has no GPU preset (sweep models); NCCL's "
+            "collective needs the GPU's architecture and NVLink: use nccl-ring or nccl-tree",
+            param="collective",
+        )
     if compresses:
         raise InputError(
             "nccl with compression: NCCL's own collective prices uncompressed all-reduces (for now); use "
@@ -394,6 +412,12 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
     return _table(reduce_table), "user table", ""
 
 
+NCCL_SAID = (
+    "nccl: each bucket NCCL's own all-reduce with its latencies and reduction (--latency and the reduce table "
+    "not read) at the fabric constants validate --nccl fitted (results/validation-nccl)"
+)
+
+
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:
     """What the sweep says when --nics-per-node meets a collective that has no use for it (else "")."""
     flat = [c for c in collectives if c in ONE_LINK_PER_WORKER]
@@ -401,5 +425,5 @@ def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -
         return ""
     return (
         f"{', '.join(flat)}: one link of --bw per GPU, as in the paper, whatever --nics-per-node "
-        f"(it applies to hierarchical, nccl-ring and nccl-tree)"
+        f"(it applies to hierarchical, nccl-ring, nccl-tree and nccl)"
     )
