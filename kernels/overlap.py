@@ -268,7 +268,7 @@ def iteration(
     ) -> tuple[tuple[jax.Array, jax.Array], None]:
         end, comm = carry
         ready, nbytes, reduce, valid, *more = bucket  # more: [D_b + n_b U_b] when compressing, NCCL's time
-        codec = more[: len(more) - features.nccl]
+        codec = more[: int(features.compress)]  # never with NCCL's (make_grid refuses the pair)
         start = smooth_max(ready, end, softness)
         new = start + alpha * nbytes + (lat * rounds * valid + reduce)  # the paper's arithmetic, in its order
         if features.compress:

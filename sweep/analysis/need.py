@@ -13,6 +13,7 @@ answer is then checked as a user would feed it back (in the grid's dtype, throug
 the same units) and moved by an ulp where rounding took it past the boundary.
 """
 
+import dataclasses
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -86,8 +87,8 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     grid = make_grid(model, **{**settings, axis: high})
     if NCCL_ENGINE in grid.collectives and grid.dtype != "float64":
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
-        # target in float32 and miss it at the rate itself. Solved in float64 instead.
-        grid = make_grid(model, **{**settings, axis: high, "dtype": "float64"})
+        # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).
+        grid = dataclasses.replace(grid, dtype="float64")
     plan = BlockPlan(
         grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
     )  # a block per task: few combinations

@@ -26,6 +26,7 @@ import numpy.typing as npt
 from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.nccl import nvlink_gbs
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
+from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
@@ -282,8 +283,6 @@ def row_inputs(
       parameter index, the :class:`~kernels.overlap.Features` they need).
     """
     if NCCL_ENGINE in collective:
-        from netsweep_jax.sweep.core.errors import InputError
-
         raise InputError(
             "nccl: NCCL's own collective is priced in sweep grid and sweep need for now; calibrate with nccl-ring "
             "or nccl-tree",
