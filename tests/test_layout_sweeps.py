@@ -8,7 +8,7 @@ from layout_cases import LLAMA_8B
 
 from helpers import FEW_LAYOUTS_BLOCK, invoke
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import PER_SWEEP
+from netsweep_jax.sweep.core.sweep_settings import NUMERIC, SweepSettings
 from netsweep_jax.sweep.engine import layouts
 from netsweep_jax.sweep.io.reader import open_cube
 from netsweep_jax.sweep.model.llms import parse_arch
@@ -484,13 +484,13 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
     grid = layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8)
     text = " ".join(invoke("plan", "--help").output.split())
     for name in CONSTANTS:  # the fitted constants: the default stack's for the GPU's die (an H100 here)
-        used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
+        used = [getattr(grid.settings, name)] if name in NUMERIC else grid.values[name].tolist()
         assert used == [getattr(constants(DEFAULT_STACK, "h100"), name)], name
         assert text.count(f"Default: {FITTED_DEFAULT}.") == len(CONSTANTS)
     for name, spec in LAYOUT_AXES.items():
         if not spec.default or name in CONSTANTS:
             continue
-        used = [getattr(grid, name)] if name in PER_SWEEP else grid.values[name].tolist()
+        used = [getattr(grid.settings, name)] if name in NUMERIC else grid.values[name].tolist()
         assert used == parse_values(spec.default, spec).tolist(), name
         assert f"Default {spec.default}" in text, name
 
@@ -660,10 +660,11 @@ def test_a_capacity_factor_caps_or_pads_the_busiest_experts_load():
     from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
     from netsweep_jax.sweep.model.llms import resolve_llm
 
-    def row(**kw):
+    def row(imbalance, **settings):
         return LayoutRow(
-            resolve_llm("qwen3-30b-a3b"), "h100", "bf16", 16, pp=2, ep=8, global_batch=512, zero=1, **kw
-        )
+            resolve_llm("qwen3-30b-a3b"), "h100", "bf16", 16, pp=2, ep=8, global_batch=512, zero=1,
+            imbalance=imbalance, settings=SweepSettings(**settings),
+        )  # fmt: skip
 
     rows = [
         row(imbalance=2.0, capacity_factor=1.25),
@@ -748,7 +749,7 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
     assert "MoE dispatch bf16" in said and any("expert-tp 1,2,4,8" in phrase for phrase in said)
     assert "MoE dispatcher alltoall (NCCL's all-to-all of every copy)" in said
     flex = layouts.make_layout_grid("qwen3-30b-a3b", gpus=16, global_batch=64, moe_dispatcher="FLEX")
-    assert flex.moe_dispatcher == "flex" and flex.per_sweep()["moe_dispatcher"] == "flex"
+    assert flex.settings.moe_dispatcher == "flex" and flex.per_sweep()["moe_dispatcher"] == "flex"
     assert not any("dispatcher" in phrase for phrase in flex.assumed)
     for args, message in (
         (["--expert-tp", "0"], "--expert-tp 0: expert_tp must be an integer from 1"),

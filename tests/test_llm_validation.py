@@ -206,7 +206,7 @@ def test_the_rules_fill_what_is_not_stated():
     assert "micro-batch 4 (as many micro-batches as stages)" in assumed
     # The MoE dispatcher: as the row's recipe sets it (DeepEP on H100, HybridEP on GB200: flex), else alltoall.
     dispatchers = {rid: settings(r) for rid, r in runs.items() if r.moe}
-    assert {rid for rid, (row, _) in dispatchers.items() if row.moe_dispatcher == "flex"} == {
+    assert {rid for rid, (row, _) in dispatchers.items() if row.settings.moe_dispatcher == "flex"} == {
         "MB-H100-07",
         "MB-GB200-03",
         "MB-GB200-04",

@@ -57,7 +57,7 @@ def test_each_preset_fills_a_row_as_its_rules_say():
     row, assumed = settings(runs["SC21-T1-07"])
     old = STACKS["megatron-2021"]
     assert (
-        (row.recompute, row.zero, row.attention, row.grad_bytes, row.overlap, row.sequence_parallel)
+        (row.recompute, row.zero, row.attention, row.grad_bytes, row.settings.overlap, row.sequence_parallel)
         == (
             old.recompute,
             old.zero,
@@ -71,7 +71,7 @@ def test_each_preset_fills_a_row_as_its_rules_say():
     assert "ZeRO 0" in assumed and "overlap none" in assumed and "bf16 gradients" not in assumed
     # A 2025 recipe with TP: SP on, so TP communication overlapped too; bf16 gradients, the distributed optimizer.
     row, assumed = settings(runs["MB-H100-02"])
-    assert row.tp > 1 and (row.sequence_parallel, row.overlap, row.grad_bytes, row.zero) == (
+    assert row.tp > 1 and (row.sequence_parallel, row.settings.overlap, row.grad_bytes, row.zero) == (
         1,
         "grad_reduce+param_gather+tp_comm",
         2,
@@ -79,15 +79,15 @@ def test_each_preset_fills_a_row_as_its_rules_say():
     )
     # Without TP no tp_comm: the recipes' switch needs TP >= 2 with SP.
     row, _ = settings(runs["MLM-LLAMA-01"])
-    assert row.tp == 1 and row.overlap == "grad_reduce+param_gather"
+    assert row.tp == 1 and row.settings.overlap == "grad_reduce+param_gather"
     # FSDP on an H100 die: FlashAttention-2's efficiency; on an A100, the documented default.
     row, assumed = settings(runs["fsdp-tt_70b_fsdp32_tp8_bf16"])
     assert (
-        row.attention_efficiency == 0.33
+        row.settings.attention_efficiency == 0.33
         and "attention efficiency 0.33 (FlashAttention-2 on Hopper)" in assumed
     )
     (a100,) = [r for r in runs.values() if r.preset == "fsdp" and r.gpu == "a100" and r.pp == 1][:1]
-    assert settings(a100)[0].attention_efficiency == 0.5
+    assert settings(a100)[0].settings.attention_efficiency == 0.5
 
 
 def test_a_preset_named_in_the_stack_column_is_the_year_rules_preset(tmp_path):
@@ -107,7 +107,7 @@ def test_a_preset_named_in_the_stack_column_is_the_year_rules_preset(tmp_path):
     )
     (old,) = read_runs(path)
     row, _ = settings(old)
-    assert (old.preset, row.recompute, row.zero, row.attention, row.overlap) == (
+    assert (old.preset, row.recompute, row.zero, row.attention, row.settings.overlap) == (
         "megatron-2021",
         "full",
         0,
@@ -150,8 +150,10 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
     old = shipped["stacks"]["megatron-2021"]["h100"]
     assert grid.names["recompute"] == ("full",) and grid.names["attention"] == ("unfused",)
     assert [float(grid.values[n][0]) for n in ("zero", "sequence_parallel", "grad_bytes")] == [0, 0, 0]
-    assert grid.overlap == "none" and grid.values["efficiency"][0] == old["efficiency"]  # to the last bit
-    assert grid.memory_efficiency == shipped["memory_efficiency"]
+    assert (
+        grid.settings.overlap == "none" and grid.values["efficiency"][0] == old["efficiency"]
+    )  # to the last bit
+    assert grid.settings.memory_efficiency == shipped["memory_efficiency"]
     assert grid.values["utilization"][0] == shipped["utilization"]
     phrase = grid.assumed[0]
     assert phrase.startswith(
@@ -166,7 +168,7 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
         overlap="grad_reduce",
     )  # fmt: skip
     assert given.names["recompute"] == ("selective",) and given.values["zero"][0] == 1
-    assert given.values["efficiency"][0] == 0.5 and given.overlap == "grad_reduce"
+    assert given.values["efficiency"][0] == 0.5 and given.settings.overlap == "grad_reduce"
     assert (
         "ZeRO" not in given.assumed[0]
         and "recompute" not in given.assumed[0]
@@ -190,9 +192,9 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
         plain.assumed[0].startswith("h100: DGX H100") and plain.assumed[1] == said
     )  # after the GPU's system
     assert [plain.values[k][0] for k in ("efficiency", "utilization")] == [core.efficiency, core.utilization]
-    assert plain.memory_efficiency == core.memory_efficiency and plain.values["zero"].size == 1
+    assert plain.settings.memory_efficiency == core.memory_efficiency and plain.values["zero"].size == 1
     assert not any("stack megatron" in p or "matrix efficiency" in p for p in plain.assumed[2:])
-    assert plain.names["recompute"] == ("none",) and plain.overlap == "grad_reduce+param_gather"
+    assert plain.names["recompute"] == ("none",) and plain.settings.overlap == "grad_reduce+param_gather"
     # An option given wins; with every constant given, the default stack is not named.
     given = make_layout_grid(
         "llama3-8b", gpus=8, global_batch=8, efficiency=0.5, memory_efficiency=1, utilization=1
@@ -212,18 +214,18 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
 
 def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
     core = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1,2", stack="megatron-core")
-    assert core.overlap == "grad_reduce+param_gather+tp_comm" and core.values["grad_bytes"][0] == 2
+    assert core.settings.overlap == "grad_reduce+param_gather+tp_comm" and core.values["grad_bytes"][0] == 2
     off = make_layout_grid(
         "llama3-8b", gpus=8, global_batch=8, tp=2, sequence_parallel=0, stack="megatron-core"
     )
-    assert off.overlap == "grad_reduce+param_gather"
+    assert off.settings.overlap == "grad_reduce+param_gather"
     with pytest.raises(InputError, match="megatron-core: overlaps TP communication only with sequence"):
         make_layout_grid("llama3-8b", gpus=8, global_batch=8, sequence_parallel="0,1", stack="megatron-core")
 
 
 def test_a_stacks_constants_follow_the_die_and_one_sweep_takes_one_value():
     same_die = make_layout_grid("llama3-8b", gpu="h100,h200,h100-hbm2e", gpus=8, global_batch=8, stack="fsdp")
-    assert same_die.attention_efficiency == 0.33 and same_die.values["zero"][0] == 3
+    assert same_die.settings.attention_efficiency == 0.33 and same_die.values["zero"][0] == 3
     with pytest.raises(InputError) as err:
         make_layout_grid("llama3-8b", gpu="a100,h100", gpus=8, global_batch=8, stack="megatron-core")
     a100 = constants("megatron-core", "a100").efficiency
@@ -445,7 +447,7 @@ def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_win
     # Megatron-Bridge's DeepSeek-V3 recipe keeps both Adam moments in bf16 (2 bytes); its Llama recipes fp32.
     layout = dict(gpus=256, global_batch=4096, tp=1, pp=4, ep=64, gpu="gb200", stack="megatron-core")
     deepseek = make_layout_grid("deepseek-v3-like", **layout)
-    assert deepseek.moment_bytes == 2.0
+    assert deepseek.settings.moment_bytes == 2.0
     assert "Adam moments of 2 bytes (Megatron-Bridge@00b7660's DeepSeek-V3 recipe" in deepseek.assumed[0]
     # Its architecture's multi-token prediction, trained unless --mtp-layers says otherwise, is said too.
     assert (
@@ -456,9 +458,11 @@ def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_win
     assert not any(
         "multi-token" in a for a in make_layout_grid("deepseek-v3-like", **layout, mtp_layers=0).assumed
     )
-    assert make_layout_grid("deepseek-v3-like", **layout, moment_bytes=1).moment_bytes == 1.0  # fp8, as given
+    assert (
+        make_layout_grid("deepseek-v3-like", **layout, moment_bytes=1).settings.moment_bytes == 1.0
+    )  # fp8, as given
     llama = make_layout_grid("llama3-70b", gpus=64, global_batch=64, gpu="gb200", stack="megatron-core")
-    assert llama.moment_bytes == 4.0 and "Adam moments" not in llama.assumed[0]
-    assert make_layout_grid("deepseek-v3-like", **{**layout, "stack": "fsdp"}).moment_bytes == 4.0
+    assert llama.settings.moment_bytes == 4.0 and "Adam moments" not in llama.assumed[0]
+    assert make_layout_grid("deepseek-v3-like", **{**layout, "stack": "fsdp"}).settings.moment_bytes == 4.0
     with pytest.raises(InputError, match="its recipes' Adam moments differ by model"):
         make_layout_grid("deepseek-v3-like,llama3-70b", **{**layout, "ep": 1})

@@ -143,7 +143,8 @@ def searches(grid: LayoutGrid) -> list[tuple[int, LayoutGrid]]:
     experts = any(m.experts for m in grid.models)
     for k, switch in enumerate(OVERLAP_SWITCHES):
         if switch != "moe_a2a" or experts:
-            out.append((2 + k, dataclasses.replace(grid, overlap=flipped(grid.overlap, switch))))
+            settings = dataclasses.replace(grid.settings, overlap=flipped(grid.settings.overlap, switch))
+            out.append((2 + k, dataclasses.replace(grid, settings=settings)))
     return out
 
 
@@ -236,7 +237,7 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
             "units": "1",
             "long_name": "the best step with this overlap switch flipped (layouts searched again), over the "
             "best step, less one",
-            "overlap": grid.overlap,
+            "overlap": grid.settings.overlap,
         },
     )
     out_coords = {d: xr.Variable(d, coords[d], coordinate_attrs(d)) for d in kept}

@@ -192,17 +192,6 @@ PARALLEL_DIMS = (
 )
 DIMS = SETTING_DIMS + PARALLEL_DIMS
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
-# Layout settings that take one value per sweep (a property of the stack, not a dim: a cube holds at most 32).
-PER_SWEEP = (
-    "attention_efficiency",
-    "usable_memory",
-    "gemm_latency",
-    "memory_efficiency",
-    "moment_bytes",
-    "capacity_factor",
-    "pad_to_capacity",
-    "dispatch_fp8",
-)
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "expert_tp", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
     "gpus_per_node",

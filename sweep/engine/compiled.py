@@ -23,6 +23,7 @@ from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
 from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
+from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
 from netsweep_jax.sweep.engine.reductions import DevicePlan
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
@@ -296,16 +297,7 @@ GPU_FIELDS = (
     "nics",
     "nic_bits",
     "nccl_arch",  # kernels.nccl's architecture index of the preset's chip
-    "usable",
-    "gemm_latency",
-    "memory_efficiency",
-    "moment_bytes",
-    "capacity_factor",
-    "pad_to_capacity",
-    "overlap",
-    "attention_efficiency",
-    "dispatch_fp8",
-    "moe_dispatcher",  # kernels.layout's code: 0 alltoall, 1 flex (sweep.core.layout_axes.MOE_DISPATCHERS)
+    *SWEEP_COLUMNS,  # the settings of one value per sweep (sweep.core.sweep_settings), by their names
     "nccl_eta_net",
     "nccl_eta_nvl",
     "nccl_latency",  # us, as kernels.nccl.Constants
@@ -360,7 +352,7 @@ def layout_inputs(
         param_bytes=o["param_bytes"],
         grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
         act_bytes=o["act_bytes"],
-        usable=o["usable"],
+        usable=o["usable_memory"],
         gemm_input_bytes=o["gemm_input_bytes"],
         half_peak=o["half"],
         gemm_latency=o["gemm_latency"],

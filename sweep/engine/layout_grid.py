@@ -28,16 +28,13 @@ from netsweep_jax.sweep.core.layout_axes import (
     COLLECTIVES_MODES,
     DIMS,
     LAYOUT_COLLECTIVES,
-    MOE_DISPATCHERS,
-    OVERLAP_DEFAULT,
     PARALLEL_DIMS,
     SETTING_DIMS,
     VARIABLES,
-    moe_dispatcher_code,
-    overlap_code,
     recompute_code,
 )
 from netsweep_jax.sweep.core.schema import assumed_line
+from netsweep_jax.sweep.core.sweep_settings import SweepSettings
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die
@@ -75,17 +72,7 @@ class LayoutGrid:
         collective.
       values: {numeric dim: float64 values in stored units}; 0 where derived or the GPU's.
       dtype: compute dtype.
-      usable_memory: the fraction of each GPU's memory training can fill (one per sweep).
-      gemm_latency: the fixed time of one matrix kernel, us (one per sweep).
-      memory_efficiency: the achieved fraction of HBM bandwidth in memory-bound work (one per sweep).
-      moment_bytes: bytes of each Adam moment, 4 or 2 (one per sweep).
-      capacity_factor, pad_to_capacity: MoE experts' capacity over the mean tokens (0: dropless) and whether
-        their inputs are padded to it (one per sweep).
-      overlap: the stack's overlap switches on, canonical (one per sweep).
-      attention_efficiency: the flash-attention kernel's fraction of the half-precision peak (one per sweep).
-      dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8 (one per sweep).
-      moe_dispatcher: the MoE token dispatcher, one of :data:`MOE_DISPATCHERS` (one per sweep): Megatron-Core's
-        ``alltoall`` or ``flex`` (DeepEP's hierarchical dispatch).
+      settings: the settings of one value per sweep (the stack's: :mod:`sweep.core.sweep_settings`).
       collectives: how collectives are priced, one of :data:`COLLECTIVES_MODES` (one per sweep): ``flat`` rings
         of one bandwidth per group, ``nccl`` NCCL's tuner for each group as placed (kernels.layout_collectives).
       fabric: the fabric's constants NCCL's pricing reads (the shipped fit, a ``--fabric`` preset's or a fabric
@@ -107,16 +94,7 @@ class LayoutGrid:
     dtype: str = "float32"
     assumed: tuple[str, ...] = ()
     variables: tuple[str, ...] = tuple(VARIABLES)
-    usable_memory: float = float(AXES["usable_memory"].default)
-    gemm_latency: float = float(AXES["gemm_latency"].default)
-    memory_efficiency: float = float(AXES["memory_efficiency"].default)
-    moment_bytes: float = float(AXES["moment_bytes"].default)
-    capacity_factor: float = float(AXES["capacity_factor"].default)
-    pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
-    overlap: str = OVERLAP_DEFAULT
-    attention_efficiency: float = float(AXES["attention_efficiency"].default)
-    dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
-    moe_dispatcher: str = MOE_DISPATCHERS[0]
+    settings: SweepSettings = SweepSettings()
     collectives: str = COLLECTIVES_MODES[0]
     fabric: FabricConstants = SHIPPED
     fabric_name: str = ""
@@ -182,16 +160,7 @@ class LayoutGrid:
     def per_sweep(self) -> dict[str, float | str]:
         """The settings that take one value per sweep, as a cube's attributes keep them."""
         return {
-            "usable_memory": self.usable_memory,
-            "gemm_latency_us": self.gemm_latency,
-            "memory_efficiency": self.memory_efficiency,
-            "moment_bytes": self.moment_bytes,
-            "capacity_factor": self.capacity_factor,
-            "pad_to_capacity": self.pad_to_capacity,
-            "overlap": self.overlap,
-            "attention_efficiency": self.attention_efficiency,
-            "dispatch_fp8": self.dispatch_fp8,
-            "moe_dispatcher": self.moe_dispatcher,
+            **self.settings.attrs(),
             "collectives": self.collectives,
             # The tier above the hosts, said only where NCCL's pricing reads it (flat cubes' attributes unchanged).
             **(
@@ -280,21 +249,11 @@ class LayoutGrid:
         """Per-model, per-GPU and per-precision constants (rows in coordinate order) that blocks take their
         outer cells' columns from."""
         arch = np.array([[getattr(arch_row(m), f) for f in kernel.Arch._fields] for m in self.models])
-        latency = self.gemm_latency * AXES["gemm_latency"].to_si
         gpus = np.array(
             [
                 (
                     *gpu_row(g),
-                    self.usable_memory,
-                    latency,
-                    self.memory_efficiency,
-                    self.moment_bytes,
-                    self.capacity_factor,
-                    self.pad_to_capacity,
-                    overlap_code(self.overlap),
-                    self.attention_efficiency,
-                    self.dispatch_fp8,
-                    float(moe_dispatcher_code(self.moe_dispatcher)),
+                    *self.settings.columns(),
                     *self.fabric.columns(),
                     self.leaf_hosts,
                     self.spine(),

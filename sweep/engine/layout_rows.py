@@ -11,16 +11,12 @@ import numpy as np
 
 from netsweep_jax.kernels import layout as kernel
 from netsweep_jax.sweep.core.layout_axes import (
-    AXES,
     DEFAULT_ATTENTION,
     DEFAULT_COLLECTIVE,
     LAYOUT_COLLECTIVES,
-    MOE_DISPATCHERS,
-    OVERLAP_DEFAULT,
-    moe_dispatcher_code,
-    overlap_code,
     recompute_code,
 )
+from netsweep_jax.sweep.core.sweep_settings import SweepSettings
 from netsweep_jax.sweep.engine.compiled import (
     GPU_FIELDS,
     INNER_COLUMNS,
@@ -41,7 +37,8 @@ ROWS_BLOCK = 2**14  # (run, candidate constants) pairs per call of the rows kern
 class LayoutRow:
     """One training run to evaluate: a model, a GPU, a precision and a layout (stored units, as the CLI's).
 
-    ``None`` for a system setting means the GPU preset's; ``dp`` 0 means gpus / (tp pp cp).
+    ``None`` for a system setting means the GPU preset's; ``dp`` 0 means gpus / (tp pp cp). ``settings``: the
+    run's settings of one value per sweep (the stack's: :mod:`sweep.core.sweep_settings`).
     """
 
     llm: LLM
@@ -60,16 +57,7 @@ class LayoutRow:
     recompute: str = "none"
     grad_bytes: int = 0
     offload_layers: int = 0
-    attention_efficiency: float = float(AXES["attention_efficiency"].default)
-    usable_memory: float = float(AXES["usable_memory"].default)
-    gemm_latency: float = float(AXES["gemm_latency"].default)
-    memory_efficiency: float = float(AXES["memory_efficiency"].default)
-    moment_bytes: float = float(AXES["moment_bytes"].default)
-    capacity_factor: float = float(AXES["capacity_factor"].default)
-    pad_to_capacity: float = float(AXES["pad_to_capacity"].default)
-    dispatch_fp8: float = float(AXES["dispatch_fp8"].default)
-    moe_dispatcher: str = MOE_DISPATCHERS[0]
-    overlap: str = OVERLAP_DEFAULT
+    settings: SweepSettings = SweepSettings()
     sequence_parallel: int = 1
     zero: int = 0
     attention: str = DEFAULT_ATTENTION
@@ -98,7 +86,7 @@ def evaluate_rows(
     row, broadcast as arrays), or [R]. Returns dict name -> [R, K] (or [R]); a fit asks for the outputs it
     needs, so the host holds those only."""
     if memory_efficiency is None:  # each row's own, [R] or [R, 1] beside [R, K] candidates
-        own = np.array([r.memory_efficiency for r in rows], np.float64)
+        own = np.array([r.settings.memory_efficiency for r in rows], np.float64)
         memory_efficiency = own.reshape(-1, *(1,) * (np.ndim(efficiency) - 1))
     memory = memory_efficiency
     efficiency, utilization, memory = np.broadcast_arrays(
@@ -211,16 +199,7 @@ def row_columns(rows: Sequence[LayoutRow]) -> tuple[dict[str, np.ndarray], dict[
     gpu_columns = [
         (
             *gpu_row(r.gpu),
-            r.usable_memory,
-            r.gemm_latency * AXES["gemm_latency"].to_si,
-            r.memory_efficiency,
-            r.moment_bytes,
-            r.capacity_factor,
-            r.pad_to_capacity,
-            overlap_code(r.overlap),
-            r.attention_efficiency,
-            r.dispatch_fp8,
-            float(moe_dispatcher_code(r.moe_dispatcher)),
+            *r.settings.columns(),
             *SHIPPED.columns(),
             0.0,  # no tier above the hosts: a run states no fabric
             1.0,

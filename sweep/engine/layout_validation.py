@@ -25,7 +25,6 @@ from netsweep_jax.sweep.core.layout_axes import (
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
     PARALLEL_DIMS,
-    PER_SWEEP,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
     VARIABLES,
@@ -34,6 +33,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     schedule_name,
 )
 from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
+from netsweep_jax.sweep.core.sweep_settings import NUMERIC, SweepSettings
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
@@ -269,7 +269,7 @@ def make_layout_grid(
     for bad in (v for v in values["moment_bytes"] if v not in (1.0, 2.0, 4.0)):
         raise InputError(f"{show(bad)}: must be 4 (fp32), 2 (bf16) or 1 (fp8)", param="moment_bytes")
     per_sweep = {}
-    for name in PER_SWEEP:  # one value per sweep: a property of the stack, not a dim
+    for name in NUMERIC:  # one value per sweep: a property of the stack, not a dim
         one = values.pop(name)
         if one.size != 1:
             raise InputError(f"{given[name]}: give one value", param=name)
@@ -339,16 +339,7 @@ def make_layout_grid(
         dtype,
         assumed,
         kept,
-        usable_memory=per_sweep["usable_memory"],
-        gemm_latency=per_sweep["gemm_latency"],
-        memory_efficiency=per_sweep["memory_efficiency"],
-        moment_bytes=per_sweep["moment_bytes"],
-        capacity_factor=per_sweep["capacity_factor"],
-        pad_to_capacity=per_sweep["pad_to_capacity"],
-        overlap=_overlap(overlap),
-        attention_efficiency=per_sweep["attention_efficiency"],
-        dispatch_fp8=per_sweep["dispatch_fp8"],
-        moe_dispatcher=dispatcher,
+        settings=SweepSettings(**per_sweep, overlap=_overlap(overlap), moe_dispatcher=dispatcher),
         collectives=mode,
         fabric=constants or SHIPPED,
         fabric_name=preset_fabric.name if preset_fabric is not None else "",

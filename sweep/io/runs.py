@@ -39,6 +39,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     overlap_mode,
     recompute_mode,
 )
+from netsweep_jax.sweep.core.sweep_settings import SweepSettings
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
@@ -492,14 +493,16 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
         recompute=recompute,
         grad_bytes=grad_bytes,
         offload_layers=run.offload_layers,
-        moment_bytes=moment_bytes,
-        overlap=overlap,
+        settings=SweepSettings(
+            moment_bytes=moment_bytes,
+            overlap=overlap,
+            attention_efficiency=attention_efficiency,
+            moe_dispatcher=dispatcher,
+        ),
         sequence_parallel=sp,
         zero=zero,
         attention=attention,
-        attention_efficiency=attention_efficiency,
         imbalance=imbalance,
-        moe_dispatcher=dispatcher,
     )
     return row, assumed
 
