@@ -67,56 +67,26 @@ def make_layout_grid(
     gpu: str = DEFAULT_GPU,
     precision: str = DEFAULT_PRECISION,
     attention: str | None = None,
-    grad_bytes: object = None,
-    usable_memory: object = None,
-    gemm_latency: object = None,
-    memory_efficiency: object = None,
-    moment_bytes: object = None,
-    capacity_factor: object = None,
-    pad_to_capacity: object = None,
-    dispatch_fp8: object = None,
     mtp_layers: object = None,
     moe_dispatcher: str | None = None,
     overlap: str | None = None,
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
     oversubscription: object = None,
-    offload_layers: object = None,
-    gpus: object = None,
-    dp: object = None,
-    tp: object = None,
-    pp: object = None,
-    cp: object = None,
-    ep: object = None,
-    expert_tp: object = None,
-    micro_batch: object = None,
-    global_batch: object = None,
     schedule: str = DEFAULT_SCHEDULE,
     recompute: str | None = None,
-    sequence_parallel: object = None,
-    zero: object = None,
-    nvlink_domain: object = None,
-    nvlink_bw: object = None,
-    gpus_per_node: object = None,
-    nics_per_node: object = None,
-    bandwidth: object = None,
-    utilization: object = None,
-    latency: object = None,
     collective: str = DEFAULT_COLLECTIVE,
-    efficiency: object = None,
-    attention_efficiency: object = None,
-    imbalance: object = None,
-    overhead: object = None,
-    slowdown: object = None,
-    jitter: object = None,
     dtype: str = "float32",
     search: dict[str, str] | None = None,
     variables: str | Sequence[str] | None = None,
     store: str | None = None,
     reduce: str | Sequence[str] | None = None,
     stack: str | None = None,
+    **axes: object,
 ) -> LayoutGrid:
-    """A validated :class:`LayoutGrid`. Every numeric option takes the value syntax (``1,2,4``, ``1..8``).
+    """A validated :class:`LayoutGrid`. ``axes``: the numeric options by name (:data:`~sweep.core.layout_axes.AXES`:
+    ``tp=8``, ``gpus="64,128"``), each in the value syntax (``1,2,4``, ``1..8``), a number or numbers; None or
+    not given: its default (or "derived or the GPU preset's" for those without one).
 
     ``attention``, ``recompute``: None is the default (flash, none), or ``stack``'s.
     ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
@@ -131,6 +101,11 @@ def make_layout_grid(
     calibrate --nccl-tests``), only with ``collectives`` nccl; ``oversubscription``: the spine's (value
     syntax; a list is planned value by value), only with a preset.
     """
+    unknown = sorted(set(axes) - set(AXES))
+    if unknown:  # as Python says of a keyword a function does not take
+        raise TypeError(f"make_layout_grid() got an unexpected keyword argument {unknown[0]!r}")
+    # The numeric options as given (None: not given), in the axes' order; filled below by presets and defaults.
+    given: dict[str, object] = {name: axes.get(name) for name in AXES if name != "mtp_layers"}
     models: list[LLM] = []
     model_names: list[str] = []
     if arch is not None:
@@ -171,13 +146,7 @@ def make_layout_grid(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
             )
     if not any(m.experts > 0 for m in models):  # a setting that changes nothing is refused, never ignored
-        moe = dict(
-            imbalance=imbalance,
-            capacity_factor=capacity_factor,
-            pad_to_capacity=pad_to_capacity,
-            dispatch_fp8=dispatch_fp8,
-            moe_dispatcher=moe_dispatcher,
-        )
+        moe = {**given, "moe_dispatcher": moe_dispatcher}
         for name in MOE_ONLY:
             value = moe[name]
             if value is not None:
@@ -186,50 +155,15 @@ def make_layout_grid(
                 raise InputError(
                     f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
                 )
-    if gpus is None and dp is None:
+    if given["gpus"] is None and given["dp"] is None:
         raise InputError(
             "is needed: the GPU count, as --gpus 1024 (or --dp, the data-parallel degree)", param="gpus"
         )
-    if global_batch is None:
+    if given["global_batch"] is None:
         raise InputError(
             "is needed: the global batch in samples, as --global-batch 1024", param="global_batch"
         )
     search = search or {}
-    given = dict(
-        grad_bytes=grad_bytes,
-        usable_memory=usable_memory,
-        gemm_latency=gemm_latency,
-        memory_efficiency=memory_efficiency,
-        moment_bytes=moment_bytes,
-        capacity_factor=capacity_factor,
-        pad_to_capacity=pad_to_capacity,
-        dispatch_fp8=dispatch_fp8,
-        offload_layers=offload_layers,
-        gpus=gpus,
-        dp=dp,
-        tp=tp,
-        pp=pp,
-        cp=cp,
-        ep=ep,
-        expert_tp=expert_tp,
-        micro_batch=micro_batch,
-        global_batch=global_batch,
-        sequence_parallel=sequence_parallel,
-        zero=zero,
-        nvlink_domain=nvlink_domain,
-        nvlink_bw=nvlink_bw,
-        gpus_per_node=gpus_per_node,
-        nics_per_node=nics_per_node,
-        bandwidth=bandwidth,
-        utilization=utilization,
-        latency=latency,
-        efficiency=efficiency,
-        attention_efficiency=attention_efficiency,
-        imbalance=imbalance,
-        overhead=overhead,
-        slowdown=slowdown,
-        jitter=jitter,
-    )
     preset_fabric = fabric if isinstance(fabric, FabricPreset) else None
     constants = preset_fabric.constants if preset_fabric is not None else fabric
     assert constants is None or isinstance(constants, FabricConstants)
@@ -297,6 +231,7 @@ def make_layout_grid(
     spines = _oversubscription(
         oversubscription, preset_fabric
     )  # a preset with flat collectives: refused above
+    latency = axes.get("latency")
     if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
         raise InputError(
             f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
