@@ -316,12 +316,13 @@ def iteration(
     return dict(zip(METRICS, out + (relative,)))
 
 
-def nccl_durations(config: Config, layout: Layout, buckets: Buckets) -> jax.Array:
-    """[Bk] seconds of NCCL's all-reduce of each bucket (``nbytes / ratio`` bytes) on the layout's ``fabric``,
-    its NICs at ``bandwidth x utilization`` (bit/s), NCCL's own choice of algorithm and protocol and the shipped
-    fabric constants (:data:`kernels.layout_collectives.NCCL_CONSTANTS`): NCCL's bandwidth includes the
-    reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for padding and for a
-    single worker."""
+def nccl_durations(config: Config, layout: Layout, buckets: Buckets, op: int = nccl.ALL_REDUCE) -> jax.Array:
+    """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
+    FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
+    buffer) on the layout's ``fabric``, its NICs at ``bandwidth x utilization`` (bit/s), NCCL's own choice of
+    algorithm and protocol and the shipped fabric constants (:data:`kernels.layout_collectives.NCCL_CONSTANTS`):
+    NCCL's bandwidth includes the reduction and its latencies the message steps, so F and ``latency`` are not
+    added. 0 for padding and for a single worker."""
     from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS  # the shipped fit, defined once
 
     assert layout.fabric is not None  # Features.nccl promises a fabric
@@ -330,7 +331,7 @@ def nccl_durations(config: Config, layout: Layout, buckets: Buckets) -> jax.Arra
         g, hosts, 1.0, nvlink, nics, config.bandwidth * config.utilization / 8e9, arch.astype(jnp.int32),
         nvswitch > 0, False,
     )  # fmt: skip
-    seconds = nccl.collective(nccl.ALL_REDUCE, buckets.nbytes / config.ratio, fabric, NCCL_CONSTANTS).seconds
+    seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, NCCL_CONSTANTS).seconds
     return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
 
 
@@ -397,8 +398,10 @@ def fsdp_step(
         g_u = alpha S_u / 2 + L a / 2                 (all-gather)
         s_u = alpha S_u / 2 + L a / 2 + F_u(reduce)   (reduce-scatter, with the reduction)
 
-    (pipelined collectives: the max of the halves' stages, as for buckets). One
-    compute stream and one communication stream, FIFO, with one unit prefetched:
+    (pipelined collectives: the max of the halves' stages, as for buckets; NCCL's own,
+    ``nccl``: g_u and s_u are NCCL's all-gather and reduce-scatter of S_u bytes,
+    :func:`nccl_durations`, their reduction and latencies included). One compute
+    stream and one communication stream, FIFO, with one unit prefetched:
 
         forward, u = 1..U:   m = max(m, f_{u-1}) + g_u;  f_u = max(c, m);  c = f_u + k F_u
         backward: the last unit gathered at the forward's end: m = max(m, c) + g_U; a = m
@@ -420,6 +423,11 @@ def fsdp_step(
         piped_scatter = jnp.maximum(wire, layout.reduce) + half_lat * units.valid
         gather = jnp.where(layout.piped > 0, piped_gather, gather)
         scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
+    if features.nccl:  # NCCL's own all-gather and reduce-scatter of each unit (its reduction included)
+        assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
+        ours = layout.nccl > 0
+        gather = jnp.where(ours, nccl_durations(config, layout, units, nccl.ALL_GATHER), gather)
+        scatter = jnp.where(ours, nccl_durations(config, layout, units, nccl.REDUCE_SCATTER), scatter)
     forward, backward = units.ready * k, units.backward * k
 
     def forward_step(

@@ -260,16 +260,17 @@ def simulate(
     return out
 
 
-def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch):
+def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0):
     """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
     ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
-    NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants."""
+    NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
+    of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer."""
     if nodes * gpus == 1:
         return 0.0
     nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
     eta_net, eta_nvl, lam, op, fill, fill_bytes = NCCL_LAYOUT_CONSTANTS
     return nccl_collective(
-        0, x, gpus, nodes, 1, nvlink, nics, eff_bw / 8e9, arch, gpus > 1, False, eta_net, eta_nvl, lam,
+        coll, x, gpus, nodes, 1, nvlink, nics, eff_bw / 8e9, arch, gpus > 1, False, eta_net, eta_nvl, lam,
         op=op, fill=fill, fill_bytes=fill_bytes,
     )[0]  # fmt: skip
 
@@ -396,8 +397,12 @@ def simulate_fsdp(
     overhead=0.0,
     slowdown=0.0,
     jitter=0.0,
+    arch=0,
 ):
     """A fully sharded (FSDP) step: the same keys as :func:`simulate`.
+
+    ``collective`` ``nccl``: each unit's all-gather and reduce-scatter are NCCL's own
+    (:func:`nccl_all_reduce`'s fabric), their reduction and latencies included.
 
     Tensors are in backward order with their FSDP unit; units run forward in the order the
     forward pass reaches them. One compute stream, one FIFO communication stream, the next
@@ -420,6 +425,12 @@ def simulate_fsdp(
     eff = bandwidth * utilization
     gather, scatter = {}, {}
     for u in order:
+        if collective == "nccl":
+            gather[u], scatter[u] = (
+                nccl_all_reduce(size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll=coll)
+                for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
+            )
+            continue
         gather[u], scatter[u] = halves(
             collective, size[u], ratio, eff, latency, nodes, gpus, table, intra_bw, nics
         )

@@ -1,19 +1,24 @@
 """The data-parallel family's ``--collective nccl``: each bucket NCCL's own all-reduce as kernels/nccl.py prices
-it (kernels.overlap.nccl_durations), against the float64 reference on random sweeps in both dtypes, by hand on
-two H100 hosts, and what it refuses."""
+it (kernels.overlap.nccl_durations), and each FSDP unit its all-gather and reduce-scatter, against the float64
+reference on random sweeps in both dtypes, by hand on two H100 hosts, and what it refuses."""
 
 import dataclasses
 
 import numpy as np
 import pytest
+from test_fsdp import sharded_profile
 from test_kernels import TABLE, check_against_reference, rounded
 
 from conftest import random_profile
 from helpers import invoke
+from netsweep_jax.kernels import nccl
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.model.profile import make_profile
+from reference import simulate_fsdp
 
 
 def sweep_and_check(seed, dtype, device, arch, also=()):
@@ -48,8 +53,6 @@ def test_nccl_buckets_match_reference_and_one_bucket_on_two_h100_hosts_by_hand()
     # bandwidth (A = 461.6 x 16 / 30), latency 25 + 2 (20.9 + 2 lambda) us and the whole fill f: 435.4 GB/s
     # of busbw, where the nccl-ring model's ring at the NICs' full rate and no latency gives 400 (each byte
     # crossing the host boundary twice).
-    from netsweep_jax.sweep.model.profile import make_profile
-
     x = 2.0**30
     one = dataclasses.replace(make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100")
     ds = sweep_and_check(3, "float64", "h100", 2, also=(one,))
@@ -69,8 +72,6 @@ def test_nccl_buckets_match_reference_in_float32_on_volta():
 def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
     with pytest.raises(InputError, match="nccl with compression"):
         make_grid("resnet50", collective="nccl", compressor="topk:0.01", bandwidth=10)
-    with pytest.raises(InputError, match="nccl with fsdp"):
-        make_grid("gpt2-xl", collective="nccl", bucketing="fsdp", bandwidth=10)
     odd = dataclasses.replace(random_profile(np.random.default_rng(0)), device="AMD Instinct MI300X")
     with pytest.raises(InputError, match="'AMD Instinct MI300X', which has no GPU preset"):
         make_grid(odd, collective="nccl", bandwidth=10)
@@ -83,3 +84,52 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
     assert r.exit_code == 2 and "NCCL's own collective" in r.output and not out.exists(), r.output
     r = invoke("calibrate", "examples/resnet50_measured.csv", "--collective", "nccl", "--fit", "utilization")
     assert r.exit_code == 2 and "calibrate with nccl-ring" in r.output, r.output
+
+
+def test_fsdp_units_match_reference_and_one_unit_is_its_gather_twice_and_its_scatter():
+    # FSDP's all-gathers and reduce-scatters as NCCL's own (float32, against the float64 reference), beside
+    # nccl-ring's halves of an all-reduce; one unit of 256 MiB on 2 hosts of 8 H100: nothing overlaps the
+    # first gather, the backward's gather or the reduce-scatter (the one unit's compute waits on each), so the
+    # step is T1 plus NCCL's all-gather twice and its reduce-scatter once (kernels.nccl, by hand in test_nccl).
+    rng = np.random.default_rng(5)
+    profile = dataclasses.replace(sharded_profile(rng), device="h100")
+    x, t1 = 2.0**28, 0.3
+    one = make_profile("one", ["w"], [x], [0.1], t1, forward=[0.05], unit=[0])
+    one = dataclasses.replace(one, device="h100")
+    ds = evaluate(
+        [profile, one],
+        bucketing="fsdp",
+        collective=["nccl", "nccl-ring"],
+        bandwidth=[float(np.round(rng.uniform(10, 300), 3)), 400.0],
+        utilization=[rounded(rng, 0.3, 1), 1.0],
+        nodes=[1, 2, 4],
+        gpus_per_node=[1, 8],
+        nics_per_node=[1, 8],
+        reduce_table=TABLE,
+        dtype="float32",
+    )
+    intra = float(ds.attrs["intra_bandwidth_gbps"]) * 1e9
+    sub = ds.sel(model="sharded")
+    outputs = {name: sub[name].values for name in OUTPUTS}
+    coords = {d: sub[d].values for d in sub.scaling_factor.dims}
+    for idx in np.ndindex(sub.scaling_factor.shape):
+        v = {d: coords[d][i] for d, i in zip(coords, idx)}
+        ref = simulate_fsdp(
+            profile.wait.tolist(), profile.grad_bytes.tolist(), profile.forward.tolist(), profile.unit.tolist(),
+            profile.t1, bandwidth=v["bandwidth"] * 1e9, utilization=v["utilization"], nodes=int(v["nodes"]),
+            gpus=int(v["gpus_per_node"]), nics=int(v["nics_per_node"]), collective=str(v["collective"]),
+            table=TABLE, intra_bw=intra, arch=2,
+        )  # fmt: skip
+        for name in OUTPUTS:
+            got = float(outputs[name][idx])
+            assert abs(got - ref[name]) <= 2e-5 * max(abs(ref[name]), profile.t1), (name, v, got, ref[name])
+    cell = dict(model="one", collective="nccl", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400.0)
+    got = ds.sel({**cell, "utilization": 1.0}).squeeze()
+    nvlink = nccl.nvlink_gbs(intra / 8, 2)  # the sweep's NVLink (bytes/s) as NCCL counts it, Hopper's links
+    fabric = nccl.Fabric(8.0, 2.0, 1.0, nvlink, 8.0, 50.0, 2, True, False)
+    gather, scatter = (
+        float(nccl.collective(op, np.float64(x), fabric, NCCL_CONSTANTS).seconds)
+        for op in (nccl.ALL_GATHER, nccl.REDUCE_SCATTER)
+    )
+    assert float(got.comm_time) == pytest.approx(2 * gather + scatter, rel=1e-5)
+    assert float(got.iteration_time) == pytest.approx(t1 + 2 * gather + scatter, rel=1e-5)

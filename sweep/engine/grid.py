@@ -357,9 +357,8 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
 def _check_nccl_engine(
     collectives: Sequence[str], bucketings: Sequence[str], compresses: bool, profiles: Sequence[Profile]
 ) -> None:
-    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads, FSDP's all-gathers
-    and reduce-scatters, and a profile on a GPU without a preset (its architecture picks NCCL's tables: never
-    a guess)."""
+    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads, and a profile on a
+    GPU without a preset (its architecture picks NCCL's tables: never a guess)."""
     if NCCL_ENGINE not in collectives:
         return
     unknown = [p for p in profiles if gpu_of(p) is None]
@@ -373,11 +372,6 @@ def _check_nccl_engine(
         raise InputError(
             "nccl with compression: NCCL's own collective prices uncompressed all-reduces (for now); use "
             "nccl-ring or nccl-tree with a compressor",
-            param="collective",
-        )
-    if "fsdp" in bucketings:
-        raise InputError(
-            "nccl with fsdp: NCCL's own collective prices all-reduce schedules (horovod, ddp) for now",
             param="collective",
         )
 
@@ -413,8 +407,9 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
 
 
 NCCL_SAID = (
-    "nccl: each bucket NCCL's own all-reduce with its latencies and reduction (--latency and the reduce table "
-    "not read) at the fabric constants validate --nccl fitted (results/validation-nccl)"
+    "nccl: each bucket NCCL's own all-reduce (FSDP: each unit's all-gather and reduce-scatter) with its latencies "
+    "and reduction (--latency and the reduce table not read) at the fabric constants validate --nccl fitted "
+    "(results/validation-nccl)"
 )
 
 
