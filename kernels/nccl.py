@@ -27,7 +27,8 @@ Notation (every input an array; all broadcast together; float32 or float64 as ``
 
 Channels (search.cc, simplified: the search's first pass at each speed, its duplication, and the
 second pass only as noted). A speed is the largest entry <= the limit of NCCL's per-architecture
-list (intra-node lists when N = 1, inter-node lists otherwise; the smallest entry if none fits):
+list (intra-node lists when N = 1, inter-node lists otherwise; where none fits, the limit itself: NCCL's
+search would fall to its slowest entry, 0.12 GB/s across nodes, which a slower NIC cannot carry):
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s)
                  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)        (each NIC a channel)
@@ -376,13 +377,14 @@ def _speed_list(arch: Array, inter: Array, dt: jnp.dtype) -> tuple[Array, ...]:
 
 
 def _speed(speed_list: tuple[Array, ...], limit: Array) -> Array:
-    """The largest entry <= ``limit`` of each configuration's speed list (:func:`_speed_list`), its smallest
-    entry where none fits: the list walked in ascending order with one comparison and one select per entry
-    (the entry itself where it fits), elementwise work XLA fuses into one loop. Gathering each configuration's
-    row of a padded table took 80 times as long on the CPU (39 ms against 0.5 ms for 2^18 float32 values,
-    2026-12-04), and NCCL's channel search reads the list five times a collective. The answer is always one
-    of the list's entries, exactly."""
-    best = jnp.broadcast_to(speed_list[0], jnp.broadcast_shapes(jnp.shape(speed_list[0]), jnp.shape(limit)))
+    """The largest entry <= ``limit`` of each configuration's speed list (:func:`_speed_list`), the limit itself
+    where none fits (a link slower than NCCL's slowest speed, 0.12 GB/s across nodes: NCCL's search would take
+    that speed, which such a link cannot carry, so the model keeps the link's): the list walked in ascending
+    order with one comparison and one select per entry (the entry itself where it fits), elementwise work XLA
+    fuses into one loop. Gathering each configuration's row of a padded table took 80 times as long on the CPU
+    (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the list five
+    times a collective. The answer is one of the list's entries, exactly, or the limit below the smallest."""
+    best = jnp.minimum(speed_list[0], limit)
     for entry in speed_list[1:]:
         best = jnp.where(limit >= entry, entry, best)
     return best

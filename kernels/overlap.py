@@ -55,6 +55,16 @@ iteration time over that of the same configuration with no compression at all
 (payload = bytes, no codec, ratio 1). With compressor ``none`` every term above is
 the plain model's, bit for bit.
 
+NCCL's own collective (``nccl``: :func:`nccl_durations`, the layout's ``fabric``): duration_b is NCCL's time
+t(X) of the bucket's all-reduce of X = S_b / ratio bytes as :mod:`kernels.nccl` prices it (its reduction and
+latencies included: the layout's A, B, L and F are zeros); compressed, one collective of the whole payload
+and an empty one for each further round, then the decode (:func:`_nccl_buckets`):
+
+    duration_b     = t(P'_b) + (rounds - 1) t(0) + D_b + n_b U_b,    P'_b = (gather ? N P_b : P_b) / ratio
+
+with t an all-gather where the compressor gathers; FSDP's g_u and s_u (:func:`fsdp_step`) are its all-gather
+and reduce-scatter of S_u / ratio bytes.
+
 With a ``softness`` s > 0 every max is replaced by s * logaddexp(x / s, y / s)
 (>= the max, by at most s log 2), so that calibration gets gradients on both sides
 of a tie.
@@ -261,14 +271,14 @@ def iteration(
         extra = (codec,)
 
     if features.nccl:
-        extra = extra + (nccl_durations(config, layout, buckets),)
+        extra = extra + (_nccl_buckets(config, layout, buckets, features),)
 
     def step(
         carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
     ) -> tuple[tuple[jax.Array, jax.Array], None]:
         end, comm = carry
         ready, nbytes, reduce, valid, *more = bucket  # more: [D_b + n_b U_b] when compressing, NCCL's time
-        codec = more[: int(features.compress)]  # never with NCCL's (make_grid refuses the pair)
+        codec = more[: int(features.compress)]  # NCCL's time holds its own codec terms
         start = smooth_max(ready, end, softness)
         new = start + alpha * nbytes + (lat * rounds * valid + reduce)  # the paper's arithmetic, in its order
         if features.compress:
@@ -282,7 +292,7 @@ def iteration(
             assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
             ours = layout.nccl > 0
             new = jnp.where(ours, start + more[-1], new)
-            comm = jnp.where(ours, comm + more[-1], comm)
+            comm = jnp.where(ours, carry[1] + more[-1], comm)  # not the piped sum added above
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
@@ -316,7 +326,9 @@ def iteration(
     return dict(zip(METRICS, out + (relative,)))
 
 
-def nccl_durations(config: Config, layout: Layout, buckets: Buckets, op: int = nccl.ALL_REDUCE) -> jax.Array:
+def nccl_durations(
+    config: Config, layout: Layout, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
+) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
     buffer) on the layout's ``fabric``, its NICs at ``bandwidth x utilization`` (bit/s), NCCL's own choice of
@@ -333,6 +345,30 @@ def nccl_durations(config: Config, layout: Layout, buckets: Buckets, op: int = n
     )  # fmt: skip
     seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, NCCL_CONSTANTS).seconds
     return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
+
+
+def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, features: Features) -> jax.Array:
+    """[Bk] seconds of each bucket's communication on NCCL's own collectives: its all-reduce
+    (:func:`nccl_durations`), or when compressing its payload P_b (per worker) sent in ``rounds`` collectives,
+    an all-gather of the N workers' payloads (N P_b bytes, nccl-tests' count) for a compressor that cannot be
+    summed, else an all-reduce of P_b, then decoded:
+
+        d_b = t(P'_b) + (rounds - 1) t(0) + D_b + n_b U_b,   P'_b = (gather ? N P_b : P_b) / ratio
+
+    one collective carries the whole payload and each further round (PowerSGD's second matrix, int8's scale)
+    adds one more collective's fixed time, as ``rounds`` latencies enter the flat model."""
+    if not features.compress:
+        return nccl_durations(config, layout, buckets)
+    assert buckets.payload is not None and buckets.gather is not None and buckets.rounds is not None
+    assert layout.fabric is not None  # Features.nccl promises a fabric
+    workers = layout.fabric[0] * layout.fabric[1]  # g H, the all-gather's N payloads
+    gather = buckets.gather > 0
+    op = jnp.where(gather, nccl.ALL_GATHER, nccl.ALL_REDUCE)
+    sent = buckets.payload * jnp.where(gather, workers, 1.0)
+    whole = nccl_durations(config, layout, buckets._replace(nbytes=sent), op)
+    empty = nccl_durations(config, layout, buckets._replace(nbytes=jnp.zeros_like(sent)), op)
+    codec = _codec_terms(layout, buckets, buckets.ready)[4]
+    return whole + (buckets.rounds - 1.0) * empty + codec
 
 
 def _codec_terms(

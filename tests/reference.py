@@ -166,7 +166,8 @@ def simulate(
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
 
     ``collective`` ``nccl``: each bucket is NCCL's own all-reduce (:func:`nccl_all_reduce`) on GPUs of
-    architecture ``arch`` (kernels/nccl.py's index) whose NVLink is ``intra_bw``.
+    architecture ``arch`` (kernels/nccl.py's index) whose NVLink is ``intra_bw``; compressed, its payload's
+    all-reduce or all-gather (N payloads), and an empty one for each further round.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
     With more than one worker, compute is stretched by (1 + slowdown)(1 + jitter e_N)
@@ -207,13 +208,23 @@ def simulate(
             encoded += encode
         if n == 1:
             d = 0.0
+        elif (
+            collective == "nccl"
+        ):  # NCCL's own: one collective of the whole payload, one empty per further round
+            coll, x = (1, n * payload) if gather else (0, payload)
+            d = (
+                sum(
+                    nccl_all_reduce(b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll=coll)
+                    for b in [x] + [0.0] * (rounds - 1)
+                )
+                + decode
+                + (n * unpack if gather else 0.0)
+            )
         elif gather:
             inter, intra, piped = allgather(collective, payload, ratio, eff, nodes, gpus, intra_bw, nics)
             lat = parts(collective, 1.0, 1.0, eff, latency, nodes, gpus, table, intra_bw, nics)[2]
             codec_s = decode + n * unpack
             d = (max(inter, intra) if piped else inter + intra) + rounds * lat + codec_s
-        elif collective == "nccl":  # NCCL's own all-reduce (uncompressed: the engine refuses compression)
-            d = nccl_all_reduce(payload / ratio, eff, nodes, gpus, intra_bw, nics, arch)
         else:
             (inter, intra), reduction, lat, piped = parts(
                 collective, payload, ratio, eff, latency, nodes, gpus, table, intra_bw, nics
@@ -1131,10 +1142,11 @@ NCCL_TREE_CORR = [
 
 
 def nccl_speed(arch, inter, limit):
-    """Largest entry <= limit of NCCL's speed list (smallest entry if none fits)."""
+    """Largest entry <= limit of NCCL's speed list (the limit itself if none fits: a link slower than NCCL's
+    slowest speed runs at its own)."""
     speeds = NCCL_SPEEDS[["old", "old", "sm90", "sm100"][arch]][1 if inter else 0]
     fits = [v for v in speeds if v <= limit]
-    return max(fits) if fits else min(speeds)
+    return max(fits) if fits else min(min(speeds), limit)
 
 
 def nccl_collective(

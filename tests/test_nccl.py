@@ -264,6 +264,21 @@ def test_the_tuners_omissions_enter_as_stated():
     assert more == pytest.approx(base + 15.0, rel=1e-12)
 
 
+def test_a_nic_slower_than_nccls_slowest_speed_runs_at_its_own():
+    """NCCL's slowest speed across nodes is 0.12 GB/s (about 1 Gbit/s): a slower NIC runs at its own rate, so the
+    all-reduce of 1 GiB on two hosts of one GPU takes at least the bytes a host sends, 2 (n - 1) / n X, over its
+    NIC, and longer as the NIC slows (the ring: 1 channel at r, A = r, chosen over the tree's r / 2)."""
+    x = float(GIB)
+    times = []
+    for gbit in (0.1, 0.4, 0.9):
+        r = gbit / 8
+        us, a, p = run(0, x, 1, 2, H100_NVL, 1, r, 2)
+        assert (a, p) == ("ring", "simple")
+        assert x / (1000 * r) < us < x / (1000 * r) + 1000  # the wire, plus NCCL's latencies (< 1 ms)
+        times.append(us)
+    assert times == sorted(times, reverse=True)
+
+
 def random_cases(rng, k):
     arch = rng.integers(0, 4, k)
     cases = dict(
@@ -276,7 +291,7 @@ def random_cases(rng, k):
             rng.random(k) < 0.15, 0.0, rng.choice([6, 12, 18], k) * np.array(nccl.NVLINK_LINK)[arch]
         ),
         nics=rng.choice([1, 2, 4, 8, 16, 32], k),
-        r=rng.choice([12.5, 25.0, 50.0, 100.0], k),
+        r=rng.choice([0.0125, 0.05, 12.5, 25.0, 50.0, 100.0], k),  # 0.1 and 0.4 Gbit/s: below NCCL's speeds
         arch=arch,
         nvswitch=rng.random(k) < 0.7,
         collnet=rng.random(k) < 0.3,

@@ -215,8 +215,8 @@ def compare(
         str,
         typer.Option(
             "--collective",
-            help=f"All-reduce (one of {', '.join(c for c in COLLECTIVES if c != 'nccl')}; nccl prices no "
-            "compressed payload yet).",
+            help=f"All-reduce, one of {', '.join(COLLECTIVES)} (nccl: NCCL's own all-reduce or all-gather "
+            "of each payload, on a GPU with a preset).",
         ),
     ] = "nccl-ring",
     bucketing: Annotated[

@@ -301,7 +301,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
-    _check_nccl_engine(collectives, bucketings, compresses, profiles)
+    _check_nccl_engine(collectives, profiles)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     variables = o["variables"]
@@ -354,11 +354,9 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
         )
 
 
-def _check_nccl_engine(
-    collectives: Sequence[str], bucketings: Sequence[str], compresses: bool, profiles: Sequence[Profile]
-) -> None:
-    """Refuse what NCCL's own collective (``nccl``) does not price yet: compressed payloads, and a profile on a
-    GPU without a preset (its architecture picks NCCL's tables: never a guess)."""
+def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) -> None:
+    """Refuse what NCCL's own collective (``nccl``) cannot price: a profile on a GPU without a preset (its
+    architecture picks NCCL's tables: never a guess)."""
     if NCCL_ENGINE not in collectives:
         return
     unknown = [p for p in profiles if gpu_of(p) is None]
@@ -366,12 +364,6 @@ def _check_nccl_engine(
         raise InputError(
             f"nccl: {unknown[0].model} ran on {unknown[0].device!r}, which has no GPU preset (sweep models); NCCL's "
             "collective needs the GPU's architecture and NVLink: use nccl-ring or nccl-tree",
-            param="collective",
-        )
-    if compresses:
-        raise InputError(
-            "nccl with compression: NCCL's own collective prices uncompressed all-reduces (for now); use "
-            "nccl-ring or nccl-tree with a compressor",
             param="collective",
         )
 

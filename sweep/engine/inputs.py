@@ -207,23 +207,25 @@ class BlockInputs:
         c = coefficients_for(plain)
         kb, k = self.plan.kb_width, nodes.size
         scalars, reduce = layout_arrays(c, kb, self.dtype)
-        if self.features.nccl:  # compression is refused with NCCL's collective (make_grid)
-            fabric = self._fabric(task, nodes, gpus, nics, kb)
-            ours: Host = np.zeros(kb, dtype=self.dtype)
-            ours[:k] = float(collective == NCCL_ENGINE)
-            return _layout(scalars, reduce)._replace(nccl=ours, fabric=fabric)
         if not self.features.compress:
-            return _layout(scalars, reduce)
-        # The payload is what gets reduced; an all-gathered one is summed while decoding.
-        compressor = g.compressors[self._named(task)["compressor"]]
-        payload = np.zeros(self.bucket_count)
-        if not compressor.gather:
-            payload[: len(self._fuse(task))] = self._codec(task)[0]
-        _, compressed = layout_arrays(coefficients_for(payload), kb, self.dtype)
-        extra: Host = np.ones((2, kb), dtype=self.dtype)
-        extra[1] = 0.0
-        extra[:, :k] = (c.spread, c.workers)
-        return _layout(scalars, compressed, extra[0], extra[1], reduce if self.features.accuracy else None)
+            layout = _layout(scalars, reduce)
+        else:
+            # The payload is what gets reduced; an all-gathered one is summed while decoding.
+            compressor = g.compressors[self._named(task)["compressor"]]
+            payload = np.zeros(self.bucket_count)
+            if not compressor.gather:
+                payload[: len(self._fuse(task))] = self._codec(task)[0]
+            _, compressed = layout_arrays(coefficients_for(payload), kb, self.dtype)
+            extra: Host = np.ones((2, kb), dtype=self.dtype)
+            extra[1] = 0.0
+            extra[:, :k] = (c.spread, c.workers)
+            plain_reduce = reduce if self.features.accuracy else None
+            layout = _layout(scalars, compressed, extra[0], extra[1], plain_reduce)
+        if not self.features.nccl:
+            return layout
+        ours: Host = np.zeros(kb, dtype=self.dtype)
+        ours[:k] = float(collective == NCCL_ENGINE)
+        return layout._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
         """[width, 6] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Layout`'s
