@@ -162,12 +162,25 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism) -> Value:
     each host's NICs get 1 / o of their rate; rail-only wiring has no spine, each rail a non-blocking fabric of
     its own (Wang et al.); else 1."""
     extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
-    spine = (
-        (lay.leaf_hosts > 0)
-        & (extent > jnp.maximum(lay.leaf_hosts * lay.gpus_per_node, lay.nvlink_domain))
-        & ~(lay.rail_only > 0)
+    return spine_divisor(
+        extent, lay.gpus_per_node, lay.nvlink_domain, lay.leaf_hosts, lay.oversubscription, lay.rail_only
     )
-    return jnp.where(spine, jnp.maximum(lay.oversubscription, 1.0), 1.0)
+
+
+def spine_divisor(
+    extent: Value, gpus_per_node: Value, nvlink_domain: Value, leaf_hosts: Value, oversubscription: Value,
+    rail_only: Value,
+) -> Value:  # fmt: skip
+    """The divisor of a group's NICs' rate whose block of ranks spans ``extent`` GPUs: max(o, 1) where the block
+    is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q) and the wiring has a spine
+    (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's all-reduce, whose group is every
+    GPU, :func:`kernels.overlap.nccl_durations`)."""
+    spine = (
+        (leaf_hosts > 0)
+        & (extent > jnp.maximum(leaf_hosts * gpus_per_node, nvlink_domain))
+        & ~(rail_only > 0)
+    )
+    return jnp.where(spine, jnp.maximum(oversubscription, 1.0), 1.0)
 
 
 def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:

@@ -138,9 +138,11 @@ class Layout(NamedTuple):
       workers: N when N > 1, else 0 (compression only: payloads to decode).
       plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
       nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), else 0.0.
-      fabric: [6] the layout's fabric as :class:`kernels.nccl.Fabric` takes it, for NCCL's collective:
-        GPUs a host, hosts, NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, NVSwitch
-        (1.0 or 0.0); the NICs' rate is the configuration's ``bandwidth x utilization``.
+      fabric: [16] the layout's fabric for NCCL's collective (:data:`FABRIC_FIELDS`): GPUs a host, hosts,
+        NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, GPUs an NVLink domain (NVSwitch
+        where above 1), CollNet (1.0: SHARP on), the tier above the hosts (hosts a leaf, 0: none; the spine's
+        oversubscription; 1.0: rail-only) and :class:`kernels.nccl.Constants`' six; the NICs' rate is the
+        configuration's ``bandwidth x utilization``.
     """
 
     transfer: jax.Array
@@ -211,6 +213,22 @@ class Features(NamedTuple):
 
 
 PAPER = Features()
+# Layout.fabric's columns, in order: GPUs a host, hosts, NVLink (GB/s as NCCL counts it), NICs a host, the
+# architecture, the GPUs of one NVLink domain, CollNet on, the tier above the hosts (hosts a leaf, 0: none; the
+# spine's oversubscription; rail-only wiring), and kernels.nccl.Constants' six (us, the fill's message in bytes).
+FABRIC_FIELDS = (
+    "gpus_per_node",
+    "nodes",
+    "nvlink",
+    "nics",
+    "arch",
+    "nvlink_domain",
+    "collnet",
+    "leaf_hosts",
+    "oversubscription",
+    "rail_only",
+    *nccl.Constants._fields,
+)
 # For padding lanes: finite, harmless values (sliced off the outputs). Host floats (``_make`` takes any
 # values), so importing this module starts no device.
 PAD_CONFIG = Config._make(
@@ -331,19 +349,32 @@ def nccl_durations(
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
-    buffer) on the layout's ``fabric``, its NICs at ``bandwidth x utilization`` (bit/s), NCCL's own choice of
-    algorithm and protocol and the shipped fabric constants (:data:`kernels.layout_collectives.NCCL_CONSTANTS`):
-    NCCL's bandwidth includes the reduction and its latencies the message steps, so F and ``latency`` are not
-    added. 0 for padding and for a single worker."""
-    from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS  # the shipped fit, defined once
+    buffer) on the layout's ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
+    over the spine's divisor, NCCL's own choice of algorithm and protocol and the fabric's constants (the
+    shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
+    includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
+    padding and for a single worker."""
+    # The layout family's rule for a group that crosses the spine, defined once.
+    from netsweep_jax.kernels.layout_collectives import spine_divisor
 
     assert layout.fabric is not None  # Features.nccl promises a fabric
-    g, hosts, nvlink, nics, arch, nvswitch = (layout.fabric[i] for i in range(6))
+    g, hosts, nvlink, nics, arch, domain, collnet, leaf, over, rail, *constants = (
+        layout.fabric[i] for i in range(len(FABRIC_FIELDS))
+    )
+    n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
+    spine = spine_divisor(n, g, domain, leaf, over, rail)
     fabric = nccl.Fabric(
-        g, hosts, 1.0, nvlink, nics, config.bandwidth * config.utilization / 8e9, arch.astype(jnp.int32),
-        nvswitch > 0, False,
-    )  # fmt: skip
-    seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, NCCL_CONSTANTS).seconds
+        gpus_per_node=g,
+        nodes=hosts,
+        domain=jnp.maximum(jnp.clip(domain, 1.0, n) / g, 1.0),  # hosts an NVLink domain
+        nvlink=nvlink,
+        nics=nics,
+        nic_gbs=config.bandwidth * config.utilization / 8e9 / spine,
+        arch=arch.astype(jnp.int32),
+        nvswitch=domain > 1,
+        collnet=collnet > 0,
+    )
+    seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, nccl.Constants(*constants)).seconds
     return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
 
 

@@ -162,12 +162,14 @@ def simulate(
     factor=1.0,
     accuracy=False,
     arch=0,
+    fabric=None,
 ):
     """One configuration: dict of scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy.
 
     ``collective`` ``nccl``: each bucket is NCCL's own all-reduce (:func:`nccl_all_reduce`) on GPUs of
-    architecture ``arch`` (kernels/nccl.py's index) whose NVLink is ``intra_bw``; compressed, its payload's
-    all-reduce or all-gather (N payloads), and an empty one for each further round.
+    architecture ``arch`` (kernels/nccl.py's index) whose NVLink is ``intra_bw``, on ``fabric`` (as
+    :func:`nccl_all_reduce` takes it; None: no ``--fabric``); compressed, its payload's all-reduce or all-gather
+    (N payloads), and an empty one for each further round.
 
     ``bandwidth`` and ``intra_bw`` in bit/s, ``latency`` and ``overhead`` in s.
     With more than one worker, compute is stretched by (1 + slowdown)(1 + jitter e_N)
@@ -214,7 +216,7 @@ def simulate(
             coll, x = (1, n * payload) if gather else (0, payload)
             d = (
                 sum(
-                    nccl_all_reduce(b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll=coll)
+                    nccl_all_reduce(b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric)
                     for b in [x] + [0.0] * (rounds - 1)
                 )
                 + decode
@@ -266,23 +268,34 @@ def simulate(
             accum=accum,
             bucketing=bucketing,
             arch=arch,
+            fabric=fabric,
         )["iteration_time"]
     out["time_to_accuracy"] = factor * it / plain
     return out
 
 
-def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0):
+def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None):
     """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
     ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
     NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
-    of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer."""
+    of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer.
+    ``fabric``: a ``--fabric``'s dict (``nvlink_domain`` GPUs, 0: the host's; ``collnet``; ``leaf_hosts``,
+    ``oversubscription``, ``rail_only``: the spine's divisor of the NICs' rate for a world wider than a leaf
+    and than the NVLink domain; ``constants``: the six in place of the shipped ones)."""
     if nodes * gpus == 1:
         return 0.0
+    f = fabric or {}
+    n = nodes * gpus
+    q = f.get("nvlink_domain") or gpus
+    leaf = f.get("leaf_hosts", 0.0)
+    crosses = leaf > 0 and n > max(leaf * gpus, q) and not f.get("rail_only")
+    spine = max(f.get("oversubscription", 1.0), 1.0) if crosses else 1.0
+    hosts_a_domain = max(min(max(q, 1), n) / gpus, 1.0)
     nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
-    eta_net, eta_nvl, lam, op, fill, fill_bytes = NCCL_LAYOUT_CONSTANTS
+    eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
-        coll, x, gpus, nodes, 1, nvlink, nics, eff_bw / 8e9, arch, gpus > 1, False, eta_net, eta_nvl, lam,
-        op=op, fill=fill, fill_bytes=fill_bytes,
+        coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9 / spine, arch, q > 1,
+        bool(f.get("collnet")), eta_net, eta_nvl, lam, op=op, fill=fill, fill_bytes=fill_bytes,
     )[0]  # fmt: skip
 
 
@@ -409,11 +422,12 @@ def simulate_fsdp(
     slowdown=0.0,
     jitter=0.0,
     arch=0,
+    fabric=None,
 ):
     """A fully sharded (FSDP) step: the same keys as :func:`simulate`.
 
     ``collective`` ``nccl``: each unit's all-gather and reduce-scatter are NCCL's own
-    (:func:`nccl_all_reduce`'s fabric), their reduction and latencies included.
+    (:func:`nccl_all_reduce`'s, on ``fabric``), their reduction and latencies included.
 
     Tensors are in backward order with their FSDP unit; units run forward in the order the
     forward pass reaches them. One compute stream, one FIFO communication stream, the next
@@ -438,7 +452,7 @@ def simulate_fsdp(
     for u in order:
         if collective == "nccl":
             gather[u], scatter[u] = (
-                nccl_all_reduce(size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll=coll)
+                nccl_all_reduce(size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric)
                 for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
             )
             continue

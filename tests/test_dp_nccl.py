@@ -131,3 +131,73 @@ def test_fsdp_units_match_reference_and_one_unit_is_its_gather_twice_and_its_sca
     )
     assert float(got.comm_time) == pytest.approx(2 * gather + scatter, rel=1e-5)
     assert float(got.iteration_time) == pytest.approx(t1 + 2 * gather + scatter, rel=1e-5)
+
+
+def test_a_fabric_sets_the_cluster_its_tier_and_constants():
+    # gb200-nvl72-sharp with its spine 4:1: 4 GB200 a host, 18 hosts an NVLink domain, 144 hosts a leaf, SHARP on,
+    # against the float64 reference on 1-40 hosts (inside one rack, across racks, SHARP's CollNet in reach), and
+    # a fabric file's constants on 2 H100 hosts by hand.
+    rng = np.random.default_rng(7)
+    profile = dataclasses.replace(random_profile(rng), device="gb200")
+    ds = evaluate(
+        profile, bandwidth=None, fabric="gb200-nvl72-sharp", oversubscription=4, nodes=[1, 2, 18, 19, 40],
+        reduce_table=TABLE, dtype="float64",
+    )  # fmt: skip
+    said = ds.attrs["assumed"]
+    for phrase in ("--collective nccl (--fabric implies it)", "--gpus-per-node 4 (the fabric's)",
+                   "--nics-per-node 4 (the fabric's)", "--bw 400 (the fabric's)", "fabric gb200-nvl72-sharp"):  # fmt: skip
+        assert phrase in said, phrase
+    assert ds.attrs["nvlink_domain"] == 72 and ds.attrs["sharp"] == 1 and ds.attrs["oversubscription"] == 4
+    tier = dict(nvlink_domain=72, collnet=True, leaf_hosts=144, oversubscription=4.0, rail_only=False)
+    intra = float(ds.attrs["intra_bandwidth_gbps"])
+    check_against_reference(profile, ds, "float64", intra=intra, arch=3, fabric=tier)
+    # Inside one NVLink domain (18 hosts) the NICs are not read: the same step at 10 Gbit/s; past it they are.
+    slow = evaluate(
+        profile, bandwidth=10, fabric="gb200-nvl72-sharp", nodes=[18, 19], reduce_table=TABLE, dtype="float64"
+    )
+    fast = ds.sel(nodes=[18, 19])["iteration_time"].values.ravel()
+    got = slow["iteration_time"].values.ravel()
+    assert got[0] == fast[0] and got[1] > fast[1]
+
+
+def test_the_spine_divides_the_nics_rate_only_past_a_leaf():
+    # dgx-h100-superpod: 32 hosts a leaf. At 4:1 an all-reduce over 33 hosts runs at a quarter of the NICs' rate,
+    # exactly the step at 100 Gbit/s NICs on a non-blocking spine; over 32 hosts the spine is not crossed.
+    one = dict(fabric="dgx-h100-superpod", nodes=[32, 33], dtype="float64")
+    spine = evaluate("gpt2-xl", bandwidth=400, oversubscription=4, **one)["iteration_time"].values.ravel()
+    flat = evaluate("gpt2-xl", bandwidth=[100, 400], **one)["iteration_time"]
+
+    def at(bandwidth, nodes):
+        return float(flat.sel(bandwidth=bandwidth, nodes=nodes).squeeze())
+
+    assert spine[0] == at(400, 32) != at(100, 32) and spine[1] == at(100, 33)
+
+
+def test_a_fabric_files_constants_price_one_bucket_by_hand(tmp_path):
+    # One 1 GiB bucket on 2 hosts of 8 H100 (NVLSTree, as the test above) at a file's constants: eta_net 0.5,
+    # lambda 8 us, fill 30 us (whole from 8 MiB): 25 + 2 (20.9 + 2 x 8) us of latency.
+    from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
+
+    own = FabricConstants(**dict(zip(NAMES, (0.5, 0.7, 8.0, 4.0, 30.0, 8.0))), source="mine.json")
+    x = 2.0**30
+    one = dataclasses.replace(make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100")
+    ds = evaluate(one, bandwidth=400, nodes=2, gpus_per_node=8, nics_per_node=8, fabric=own, dtype="float64")
+    assert "at the fabric file's constants" in ds.attrs["assumed"] and ds.attrs["fabric"] == "mine.json"
+    us = 25 + 2 * (20.9 + 2 * 8.0) + x / (1000 * 461.6 * 16 / 30 * 0.5) + 30.0
+    assert float(ds["exposed_comm"].squeeze()) == pytest.approx(us * 1e-6, rel=1e-9)
+
+
+def test_what_a_fabric_refuses_in_one_line(tmp_path):
+    cases = (
+        (dict(fabric="aws-p5", collective="ring"), "add nccl to --collective"),
+        (dict(oversubscription=2), "needs a --fabric preset"),
+        (dict(fabric="dgx-h100-rail-only", oversubscription=2), "wired rail-only"),
+        (dict(fabric="aws-p5", oversubscription="1,2"), "give one value"),
+        (dict(fabric="no-such"), "not a fabric preset"),
+    )
+    for options, message in cases:
+        with pytest.raises(InputError, match=message):
+            make_grid("gpt2-xl", **options)
+    out = tmp_path / "x.h5"
+    r = invoke("grid", "--model", "gpt2-xl", "--fabric", "aws-p5", "--collective", "ring", "--out", out)
+    assert r.exit_code == 2 and "add nccl to --collective" in r.output and not out.exists(), r.output

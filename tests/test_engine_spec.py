@@ -33,6 +33,8 @@ SETTINGS = [
     "precision",
     "batch",
     "seq_len",
+    "fabric",
+    "oversubscription",
 ]
 NAMED = {
     make_grid: {"model"},

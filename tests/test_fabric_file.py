@@ -16,7 +16,8 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
 from netsweep_jax.sweep.io.fabric_file import fabric_document, read_fabric, write_fabric
-from netsweep_jax.sweep.model.nccl_fabric import NAMES, SHIPPED, FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
 NCCL = ["--collectives", "nccl"]
 
@@ -120,13 +121,11 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
             "drop --collectives (a --fabric implies nccl), or --fabric for the flat collectives (they read "
             "--util and --latency instead)"
         )
-    line = one_line_error(invoke("grid", "--model", "resnet50", "--fabric", path, "--out", tmp_path / "x.h5"))
-    assert "--fabric applies to large-model presets" in line
+    ring = ["--model", "resnet50", "--fabric", path, "--collective", "ring", "--out", tmp_path / "x.h5"]
+    assert "a fabric prices NCCL's own collective; add nccl" in one_line_error(invoke("grid", *ring))
     why = "a data-parallel model takes NCCL's collective as --collective nccl"
     line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
-    assert (
-        line.startswith("error: --fabric is for sweep grid, plan and need --collectives nccl") and why in line
-    )
+    assert line.startswith("error: --fabric is for sweep grid (a data-parallel model's too)") and why in line
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
     assert why in one_line_error(invoke("need", *need))
     assert not list(tmp_path.glob("*.h5"))

@@ -19,7 +19,7 @@ TOL = TOLERANCE["overlap"]
 TABLE = (np.array([0.0, 1e4, 1e6, 1e8]), np.array([1e-5, 1.2e-5, 3e-5, 1.5e-3]))
 
 
-def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0, arch=0):
+def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0, arch=0, fabric=None):
     tol = TOL[dtype]
     c = {d: ds[d].values for d in ds.dims}
     outputs = {name: ds[name].values for name in OUTPUTS}  # once: indexing a Dataset per point is slow
@@ -48,6 +48,7 @@ def check_against_reference(profile, ds, dtype, table=TABLE, intra=1200.0, arch=
             accum=int(v["accum"]),
             bucketing=str(v["bucketing"]),
             arch=arch,
+            fabric=fabric,
         )
         for name in OUTPUTS:
             got = float(outputs[name][idx])

@@ -74,10 +74,14 @@ def is_layout_sweep(model: str | None, arch: str | None, model_given: bool) -> b
     return bool(large) or arch is not None
 
 
+# The layout options a data-parallel sweep takes too (sweep grid's: NCCL's collective on a fabric).
+DATA_PARALLEL_TAKES = ("fabric", "oversubscription")
+
+
 def refuse_layout_options(settings: Mapping[str, Any]) -> None:
-    """Refuse any layout option set for a data-parallel profile."""
+    """Refuse any layout option set for a data-parallel profile (but :data:`DATA_PARALLEL_TAKES`)."""
     for name in LAYOUT_OPTIONS:
-        if settings.get(name) is not None:
+        if settings.get(name) is not None and name not in DATA_PARALLEL_TAKES:
             raise InputError(
                 f"applies to large-model presets (sweep models lists them) or --arch, not to "
                 f"{settings.get('model')}",

@@ -43,7 +43,8 @@ from netsweep_jax.sweep.io.fabric_file import fabric_document, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
-from netsweep_jax.sweep.model.nccl_fabric import NAMES, SHIPPED, Fabric, FabricConstants, Unrepresented
+from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 
 
 @dataclasses.dataclass(frozen=True)

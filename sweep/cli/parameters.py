@@ -322,11 +322,11 @@ def _layout_params() -> list[inspect.Parameter]:
             "--fabric",
             rich_help_panel=panel,
             metavar="NAME|FILE",
-            help=f"The fabric (implies --collectives nccl; refused with flat): a preset ({FABRICS_HELP}: "
-            "sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink domain you do not give, and "
-            "the hosts a leaf) or a fabric file (sweep calibrate --nccl-tests) whose constants (transport "
-            "efficiencies, network latency, fixed cost, pipeline fill) replace the shipped fit's. sweep plan "
-            "takes a list "
+            help=f"The fabric (implies --collectives nccl, for a data-parallel model --collective nccl; "
+            f"refused with flat): a preset ({FABRICS_HELP}: sweep/model/fabrics.py; sets GPUs and NICs per "
+            "node, NIC rate, NVLink domain and GPU you do not give, and the hosts a leaf) or a fabric file "
+            "(sweep calibrate --nccl-tests) whose constants (transport efficiencies, network latency, fixed "
+            "cost, pipeline fill) replace the shipped fit's. sweep plan takes a list "
             "(dgx-h100-superpod,aws-p5) and plans each.",
         ),
         param(
@@ -357,14 +357,14 @@ DataParallelFabric = Annotated[
     typer.Option(
         "--fabric",
         metavar="FILE",
-        help="Not here (refused): fabric files price NCCL's collectives, which only sweep grid and plan "
-        "--collectives nccl of large models run on yet.",
+        help="Not here (refused): a fabric prices NCCL's collectives in sweep grid (either family) and in "
+        "sweep plan and need of large models.",
     ),
 ]
 FABRIC_REFUSAL = (
-    "is for sweep grid, plan and need --collectives nccl of large models: a data-parallel model takes "
-    "NCCL's collective as --collective nccl on its own --nodes, --nics-per-node and --bw (the shipped fit's "
-    "constants; fabric presets and files not yet)"
+    "is for sweep grid (a data-parallel model's too) and for sweep plan and need --collectives nccl of large "
+    "models: here a data-parallel model takes NCCL's collective as --collective nccl on its own --nodes, "
+    "--nics-per-node and --bw (the shipped fit's constants; a fabric not yet)"
 )
 
 

@@ -77,4 +77,6 @@ def evaluate(
     }
     if grid.assumed:
         attrs["assumed"] = grid.assumed
+    if grid.fabric is not None:
+        attrs.update(grid.fabric.attrs())
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

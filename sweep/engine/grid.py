@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
@@ -47,6 +47,7 @@ from netsweep_jax.sweep.engine.workloads import (
     assumed_text,
     gpu_of,
     resolve_models,
+    takes_workload,
     workload_defaults,
     workload_reduce_table,
 )
@@ -59,6 +60,15 @@ from netsweep_jax.sweep.model.compressors import (
     parse_compressors,
     parse_factors,
     tensor_codec,
+)
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabrics import (
+    FABRICS_HELP,
+    FabricPreset,
+    SweepFabric,
+    fabric_preset,
+    is_preset,
+    sweep_fabric,
 )
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import read_table
@@ -89,6 +99,8 @@ class Grid:
       reduction: what ``--reduce`` reduces on the device (None: nothing).
       assumed: what the sweep assumed that the user did not set (:func:`~sweep.engine.workloads.assumed_text`; empty: nothing
         beyond the paper's defaults).
+      fabric: ``--fabric``'s constants and tier for NCCL's own collective (None: the shipped fit's constants, each
+        host its own NVLink domain, no tier above the hosts).
     """
 
     family: ClassVar[Family] = DATA_PARALLEL
@@ -107,6 +119,9 @@ class Grid:
     codec_overrides: dict[str, float] = dataclasses.field(default_factory=dict)
     reduction: Reduction | None = None  # under --reduce
     assumed: str = ""
+    fabric: SweepFabric | None = (
+        None  # --fabric: NCCL's collective's constants and tier (None: the shipped fit)
+    )
 
     def label(self) -> str:
         """The profiles, as an output's default name holds them."""
@@ -121,6 +136,8 @@ class Grid:
         }
         if self.assumed:  # what the workload's defaults chose that the user did not set
             attrs["assumed"] = self.assumed
+        if self.fabric is not None:  # absent otherwise, so that earlier cubes' attributes hold
+            attrs.update(self.fabric.attrs())
         if self.compresses:
             attrs["iterations_factor"] = ",".join(
                 f"{name}={factor:g}" for name, factor in self.factors.items()
@@ -203,6 +220,8 @@ class Grid:
         if self.reduction is not None:
             r = self.reduction
             payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
+        if self.fabric is not None:  # likewise
+            payload["fabric"] = {**self.fabric.attrs(), "constants": list(self.fabric.constants.stated())}
         if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
             payload["compression"] = {
                 "compressors": [c.name for c in self.compressors],
@@ -267,6 +286,8 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
       InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
     o: dict[str, Any] = {**_DEFAULTS, **options}
+    choice = _fabric_choice(o["fabric"])
+    said = _fabric_settings(choice, model, o, options)  # a preset's cluster where not given; o updated
     profiles = resolve_models(
         model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"]
     )
@@ -286,6 +307,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
+    fabric = _sweep_fabric(choice, o["oversubscription"], collectives)
     bucketings = tuple(parse_names(o["bucketing"], "bucketing", BUCKETINGS))
     values = {
         name: coerce_axis(name, spec.default if o[name] is None else o[name])
@@ -334,9 +356,12 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
                 assumed_text(profiles, chosen),
                 reduce_said,
                 _nics_unused(collectives, values),
-                NCCL_SAID if NCCL_ENGINE in collectives else "",
+                _nccl_said(collectives, fabric),
+                *said,
+                fabric.describe if fabric is not None else "",
             )
         ),
+        fabric,
     )
 
 
@@ -352,6 +377,85 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
             f": intra-node bandwidth must be a number > 0 Gbit/s",
             param="intra_bandwidth",
         )
+
+
+def _fabric_choice(value: Any) -> FabricPreset | FabricConstants | None:
+    """``fabric``'s preset (a name in any case, or the preset) or a fabric file's constants, or None."""
+    if value is None or isinstance(value, (FabricPreset, FabricConstants)):
+        return value
+    if isinstance(value, str) and is_preset(value):
+        return fabric_preset(value)
+    raise InputError(
+        f"{value!r}: not a fabric preset ({FABRICS_HELP}); a fabric file's constants: "
+        "sweep.io.fabric_file.read_fabric(path)",
+        param="fabric",
+    )
+
+
+# The data-parallel axes a fabric preset sets where they are not given (FabricPreset.settings()' keys), and how the
+# assumed line names each.
+PRESET_AXES = {"gpus_per_node": "--gpus-per-node", "nics_per_node": "--nics-per-node", "bandwidth": "--bw"}
+
+
+def _fabric_settings(
+    choice: FabricPreset | FabricConstants | None,
+    model: Models,
+    o: dict[str, Any],
+    given: Mapping[str, Any],
+) -> list[str]:
+    """Set in ``o`` what a fabric preset sets that the user did not give (``given``: the caller's keywords):
+    its GPUs and NICs a node, NIC rate, its GPU for transformer workloads (:func:`fabric_gpu`), and NCCL's
+    collective where no collective is given; the phrases the assumed line says of them."""
+    if choice is None:
+        return []
+    said = []
+    if given.get("collective") is None:
+        o["collective"] = NCCL_ENGINE
+        said.append("--collective nccl (--fabric implies it)")
+    if not isinstance(choice, FabricPreset):
+        return said
+    cluster = choice.settings()
+    for name, flag in PRESET_AXES.items():
+        if given.get(name) is None:
+            o[name] = cluster[name]
+            said.append(f"{flag} {cluster[name]:g} (the fabric's)")
+    o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
+    return said
+
+
+def fabric_gpu(choice: Any, model: Any, gpu: Any) -> Any:
+    """The transformer workload's GPU: ``gpu`` where given, else a fabric preset's (``choice``) where ``model``
+    names a transformer (the assumed line's ``model on GPU`` and the fabric's phrase say it), else None."""
+    if gpu is None and isinstance(choice, FabricPreset) and choice.gpu and takes_workload(model):
+        return choice.gpu
+    return gpu
+
+
+def _sweep_fabric(
+    choice: FabricPreset | FabricConstants | None, oversubscription: Any, collectives: Sequence[str]
+) -> SweepFabric | None:
+    """The sweep's :class:`~sweep.model.fabrics.SweepFabric` (None without ``fabric``); refused where no
+    collective would read it or with ``oversubscription`` alone."""
+    spine = None
+    if oversubscription is not None:
+        values = coerce_axis("oversubscription", oversubscription, OVERSUBSCRIPTION)
+        if values.size != 1:
+            raise InputError(f"{oversubscription}: give one value", param="oversubscription")
+        spine = float(values[0])
+    if choice is None:
+        if spine is not None:
+            raise InputError(
+                f"{spine:g}: needs a --fabric preset (its hosts a leaf say when an all-reduce crosses the spine)",
+                param="oversubscription",
+            )
+        return None
+    if NCCL_ENGINE not in collectives:  # its constants are NCCL's collective's: never silently unused
+        raise InputError(
+            f"{', '.join(collectives)}: a fabric prices NCCL's own collective; add nccl to --collective (a "
+            "--fabric without --collective implies it)",
+            param="fabric",
+        )
+    return sweep_fabric(choice, spine)
 
 
 def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) -> None:
@@ -403,6 +507,19 @@ NCCL_SAID = (
     "and reduction (--latency and the reduce table not read) at the fabric constants validate --nccl fitted "
     "(results/validation-nccl)"
 )
+
+
+def _nccl_said(collectives: Sequence[str], fabric: SweepFabric | None) -> str:
+    """What the assumed line says of NCCL's own collective: :data:`NCCL_SAID`, at a fabric file's constants
+    where one replaces the shipped fit's (a preset's are the shipped fit's, its phrase saying why)."""
+    if NCCL_ENGINE not in collectives:
+        return ""
+    if fabric is None or fabric.preset:
+        return NCCL_SAID
+    return NCCL_SAID.replace(
+        "at the fabric constants validate --nccl fitted (results/validation-nccl)",
+        "at the fabric file's constants",
+    )
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:

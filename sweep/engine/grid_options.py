@@ -12,6 +12,8 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import TypedDict
 
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 
 # What the specification accepts (see make_grid).
@@ -67,6 +69,13 @@ class SweepOptions(TypedDict, total=False):
       codec_cost: a JSON file or a dict overriding the codec throughput model.
       reduce: ``OP:DIM[,DIM...]`` or a list of them (:mod:`sweep.engine.reductions`): reduce on
         the device; the result keeps the other dims.
+      fabric: for NCCL's own collective (``collective`` nccl, which it implies where no collective is given): a
+        fabric preset's name or :class:`~sweep.model.fabrics.FabricPreset` (:data:`sweep.model.fabrics.FABRICS`:
+        its GPUs and NICs a node, NIC rate and GPU where not given, its NVLink domain, hosts a leaf, spine and
+        SHARP), or a fabric file's :class:`~sweep.model.nccl_fabric.FabricConstants`
+        (:func:`sweep.io.fabric_file.read_fabric`; ``sweep calibrate --nccl-tests`` writes them), whose
+        constants replace the shipped fit's.
+      oversubscription: with a preset, the spine's (one value; None: the preset's as built).
     """
 
     fusion_buffer: AxisValues | None
@@ -95,6 +104,8 @@ class SweepOptions(TypedDict, total=False):
     iterations_factor: str | Mapping[Any, float | str] | None
     codec_cost: str | Path | Mapping[str, float] | None
     reduce: str | Sequence[str] | None
+    fabric: str | FabricPreset | FabricConstants | None
+    oversubscription: float | str | None
 
 
 class GridOptions(SweepOptions, total=False):

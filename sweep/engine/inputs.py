@@ -38,7 +38,7 @@ from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, t
 from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fusion import Buckets as Fused
 from netsweep_jax.sweep.model.fusion import Units, buckets_for
-from netsweep_jax.sweep.model.nccl_fabric import ARCH
+from netsweep_jax.sweep.model.nccl_fabric import ARCH, SHIPPED
 from netsweep_jax.sweep.model.profile import Profile
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
@@ -228,17 +228,23 @@ class BlockInputs:
         return layout._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
-        """[width, 6] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Layout`'s
-        ``fabric``): GPUs a host, hosts, NVLink as NCCL counts it (the sweep's intra-node bandwidth, by
-        default the task's GPU's NVLink), NICs, the GPU's architecture, NVSwitch where a host has several
-        GPUs; the padding lanes one GPU on one host."""
+        """[width, 16] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Layout`'s
+        ``fabric``, :data:`~kernels.overlap.FABRIC_FIELDS`): GPUs a host, hosts, NVLink as NCCL counts it (the
+        sweep's intra-node bandwidth, by default the task's GPU's NVLink), NICs, the GPU's architecture, the GPUs
+        of one NVLink domain (a ``--fabric`` preset's, else the host's), and the fabric's tier and constants
+        (``--fabric``'s, else none and the shipped fit's); the padding lanes one GPU on one host."""
         profile = self.grid.profiles[self._named(task)["model"]]
         arch = ARCH[die(gpu_of(profile) or "v100")]
         nvlink = float(np.asarray(nvlink_gbs(self.intra_bits / 8, arch)))
-        fabric: Host = np.tile(np.array([1.0, 1.0, nvlink, 1.0, arch, 0.0], dtype=self.dtype), (width, 1))
+        chosen = self.grid.fabric
+        tier = chosen.tier() if chosen is not None else (0.0, 0.0, 1.0, 0.0)
+        constants = (chosen.constants if chosen is not None else SHIPPED).columns()
+        lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *tier, *constants]
+        fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))
         k = nodes.size
         fabric[:k, 0], fabric[:k, 1], fabric[:k, 3] = gpus, nodes, nics
-        fabric[:k, 5] = gpus > 1
+        domain = chosen.nvlink_domain if chosen is not None else 0.0
+        fabric[:k, 5] = domain if domain > 0 else gpus  # 0: each host its own domain
         return fabric
 
     def configs(self, inner_slab: Slab) -> Config:

@@ -38,9 +38,10 @@ from netsweep_jax.sweep.core.sweep_settings import SweepSettings
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.reductions import Reduction
 from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.llms import LLM
 from netsweep_jax.sweep.model.nccl_fabric import ARCH as NCCL_ARCH
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
 
 def precision_bytes(name: str) -> tuple[float, float, float, float, float]:

@@ -38,9 +38,10 @@ from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_value
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, FabricPreset
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, FabricConstants
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads: refused on dense models.

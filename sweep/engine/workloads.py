@@ -117,6 +117,19 @@ def check_models(model: object) -> None:
         )
 
 
+def _model_names(model: Models) -> list[str | Profile]:
+    """The models named: built-in names (checked) or profiles as given."""
+    check_models(model)
+    if isinstance(model, str):
+        return list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
+    return [model] if isinstance(model, Profile) else list(model)
+
+
+def takes_workload(model: Models) -> bool:
+    """Whether some model named is a transformer, whose workload (``gpu``, ``precision``, ...) it takes."""
+    return any(isinstance(n, str) and n in TRANSFORMERS for n in _model_names(model))
+
+
 def resolve_models(
     model: Models = DEFAULTS.model,
     profile: str | Path | None = None,
@@ -142,15 +155,10 @@ def resolve_models(
     """
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
-    names: list[str | Profile]
-    check_models(model)
-    if isinstance(model, str):
-        names = list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
-    else:
-        names = [model] if isinstance(model, Profile) else list(model)
+    names = _model_names(model)
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     given = {k: v for k, v in workload.items() if v is not None}
-    if given and not any(isinstance(n, str) and n in TRANSFORMERS for n in names):
+    if given and not takes_workload(model):
         raise InputError(
             f"{_text(next(iter(given.values())))}: only for transformer models "
             f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "

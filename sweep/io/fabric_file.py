@@ -30,7 +30,7 @@ from typing import Any
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.io.paths import write_atomically
-from netsweep_jax.sweep.model.nccl_fabric import NAMES, FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
 FORMAT = "netsweep fabric"
 VERSION = 2

@@ -24,12 +24,9 @@ NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` 
 """
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from netsweep_jax.sweep.core.errors import InputError
-
-if TYPE_CHECKING:  # the CLI's --help reads the presets' names: no numerical library at import
-    from netsweep_jax.sweep.model.nccl_fabric import FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 
 # Sources, cited once each.
 H100_RA = (
@@ -119,7 +116,7 @@ class FabricPreset:
     sources: dict[str, str]
 
     @property
-    def constants(self) -> "FabricConstants":
+    def constants(self) -> FabricConstants:
         """The transport's efficiencies and latency NCCL's pricing reads: the shipped fit's, its source saying
         why they stand for this preset's transport."""
         from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
@@ -435,6 +432,80 @@ def fabric_preset(name: str) -> FabricPreset:
     if key not in FABRICS:
         raise InputError(f"{name!r}: not a fabric preset or file; presets: {FABRICS_HELP}", param="fabric")
     return FABRICS[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepFabric:
+    """What ``--fabric`` gives a data-parallel sweep's NCCL collectives (``--collective nccl``) beyond each
+    layout's hosts, GPUs and NICs: a preset's constants and tier, or a fabric file's constants alone.
+
+    Fields:
+      constants: the constants NCCL's pricing reads (:class:`~sweep.model.nccl_fabric.FabricConstants`).
+      label: the preset's name, or the file's source.
+      nvlink_domain: GPUs in one NVLink domain (0: each host's GPUs, as without a fabric).
+      leaf_hosts: hosts under one leaf (0: no tier above the hosts).
+      oversubscription: the spine's, for an all-reduce wider than a leaf (kernels.layout_collectives.spine_divisor).
+      collnet: NCCL's CollNet on (SHARP).  rail_only: rail-only wiring (no spine).
+      describe: the ``assumed:`` line's phrase for it.  preset: from a preset (else a fabric file's constants).
+    """
+
+    constants: FabricConstants
+    label: str
+    nvlink_domain: float = 0.0
+    leaf_hosts: float = 0.0
+    oversubscription: float = 1.0
+    collnet: bool = False
+    rail_only: bool = False
+    describe: str = ""
+    preset: bool = False
+
+    def tier(self) -> tuple[float, float, float, float]:
+        """(CollNet on, hosts a leaf, the spine's oversubscription, rail-only), as the kernel reads them
+        (:data:`kernels.overlap.FABRIC_FIELDS`)."""
+        return (float(self.collnet), self.leaf_hosts, self.oversubscription, float(self.rail_only))
+
+    def attrs(self) -> dict[str, float | str]:
+        """A cube's attributes of it."""
+        return {
+            "fabric": self.label,
+            "fabric_constants": self.constants.describe(),
+            "nvlink_domain": self.nvlink_domain,
+            "leaf_hosts": self.leaf_hosts,
+            "oversubscription": self.oversubscription,
+            "sharp": float(self.collnet),
+            "rail_only": float(self.rail_only),
+        }
+
+
+def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float | None) -> SweepFabric:
+    """A data-parallel sweep's :class:`SweepFabric` from ``--fabric``'s preset or file constants and
+    ``--oversubscription`` (None: the preset's; refused without a preset or on rail-only wiring)."""
+    if not isinstance(choice, FabricPreset):
+        if oversubscription is not None:
+            raise InputError(
+                f"{oversubscription:g}: needs a --fabric preset (its hosts a leaf say when an all-reduce crosses "
+                f"the spine); presets: {FABRICS_HELP}",
+                param="oversubscription",
+            )
+        return SweepFabric(choice, choice.source, describe=f"fabric file's constants ({choice.describe()})")
+    if oversubscription is not None and choice.rail_only:
+        raise InputError(
+            f"{oversubscription:g}: {choice.name} is wired rail-only: it has no spine to oversubscribe",
+            param="oversubscription",
+        )
+    spine = choice.oversubscription if oversubscription is None else oversubscription
+    return SweepFabric(
+        constants=choice.constants,
+        label=choice.name,
+        nvlink_domain=float(choice.nvlink_domain),
+        leaf_hosts=float(choice.leaf_hosts),
+        oversubscription=spine,
+        collnet=choice.collnet,
+        rail_only=choice.rail_only,
+        describe=choice.describe()
+        + (f", spine {spine:g}:1 (--oversubscription)" if oversubscription else ""),
+        preset=True,
+    )
 
 
 TIERS = ("NVLink", "leaf", "spine", "rail")

@@ -38,6 +38,7 @@ import numpy as np
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die
+from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
 ARCH = {"v100": 0, "a100": 1, "h100": 2, "b200": 3, "gb200": 3, "b300": 3, "gb300": 3}
@@ -73,47 +74,6 @@ AWS_LATENCY: tuple[tuple[str, float], ...] = (
 )
 AWS_DEFAULT_LATENCY = 75.0
 
-
-@dataclasses.dataclass(frozen=True)
-class FabricConstants:
-    """The fabric's constants (:class:`kernels.nccl.Constants`): eta_net and eta_nvl, the fractions of NCCL's
-    model bandwidth reached across hosts and inside an NVLink domain; latency_us, the network's latency lambda
-    per hop (us); and what NCCL's tuner leaves out: op_latency_us, a collective's fixed cost inside one NVLink
-    domain (us), fill_us, the pipeline's whole fill across domains (us), and fill_mib, the message from which
-    it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report).
-    The last three default to the model without them (a fabric file of version 1)."""
-
-    eta_net: float
-    eta_nvl: float
-    latency_us: float
-    source: str
-    op_latency_us: float = 0.0
-    fill_us: float = 0.0
-    fill_mib: float = 1.0
-
-    def stated(self) -> tuple[float, ...]:
-        """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
-        return (self.eta_net, self.eta_nvl, self.latency_us, self.op_latency_us, self.fill_us, self.fill_mib)
-
-    def columns(self) -> tuple[float, ...]:
-        """The layout kernel's columns (:data:`sweep.engine.compiled.GPU_FIELDS`' ``nccl_*``): as stated, the
-        fill's message in bytes."""
-        return (*self.stated()[:5], self.fill_mib * MIB)
-
-    def describe(self) -> str:
-        """``eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB: SOURCE``
-        (four significant digits)."""
-        # No fill (a file of version 1) has no message it is whole from.
-        whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
-        return (
-            f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us, "
-            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}"
-        )
-
-
-# The constants' names in the fit and in a fabric file, in FabricConstants.stated()'s order.
-NAMES = ("eta_net", "eta_nvl", "latency_us", "op_latency_us", "fill_us", "fill_mib")
-MIB = 2**20
 
 # The constants `sweep validate --nccl` fitted on published nccl-tests rows (results/validation-nccl).
 SHIPPED = FabricConstants(
