@@ -123,11 +123,12 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
         )
     ring = ["--model", "resnet50", "--fabric", path, "--collective", "ring", "--out", tmp_path / "x.h5"]
     assert "a fabric prices NCCL's own collective; add nccl" in one_line_error(invoke("grid", *ring))
-    why = "a data-parallel model takes NCCL's collective as --collective nccl"
     line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
-    assert line.startswith("error: --fabric is for sweep grid (a data-parallel model's too)") and why in line
+    assert line.startswith(
+        "error: --fabric is for sweep grid, need and plan: compare takes NCCL's collective"
+    )
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
-    assert why in one_line_error(invoke("need", *need))
+    assert "add nccl to --collective" in one_line_error(invoke("need", *need, "--collective", "ring"))
     assert not list(tmp_path.glob("*.h5"))
     with pytest.raises(InputError, match="not flat: drop --collectives"):  # the API's keyword, as the option
         sweep.plan("llama3-8b", gpus=8, global_batch=8, fabric=path, collectives="flat")

@@ -61,7 +61,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         for the axes in :data:`~sweep.core.schema.GROWING`, the largest value still reaching it
         for the others.
       **settings: the other axes and settings, the keywords of :func:`sweep.engine.grid.make_grid`
-        (``bandwidth`` is required unless solved for; None: not given). An unknown one raises
+        (``bandwidth`` is required unless solved for or given a ``fabric``; None: not given). An unknown one raises
         :class:`~sweep.core.errors.InputError`.
 
     Returns:
@@ -76,9 +76,9 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
-    if axis != "bandwidth" and settings.get("bandwidth") is None:
+    if axis != "bandwidth" and settings.get("bandwidth") is None and settings.get("fabric") is None:
         raise InputError(
-            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth goes without)",
+            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric, goes without)",
             param="bandwidth",
         )
     settings = {k: v for k, v in settings.items() if v is not None}  # None: not given

@@ -28,6 +28,7 @@ from netsweep_jax.sweep.cli.parameters import (
     DataParallelFabric,
     Force,
     ReportForce,
+    fabric_settings,
     models_from,
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
@@ -377,11 +378,11 @@ def need(
             f"is for large models (a layout's step); for {settings.get('model')} give --target and --solve",
             param="network_share",
         )
-    if settings.get("fabric") is not None:  # said as compare says it (a layout option, but not only one)
-        raise InputError(FABRIC_REFUSAL, param="fabric")
     layout_jobs.refuse_layout_options(settings)
+    fabric, spine = settings["fabric"], settings["oversubscription"]  # NCCL's collective on a fabric
     for name in LAYOUT_OPTIONS:
         settings.pop(name)
+    settings.update(fabric_settings(chosen, settings, fabric), oversubscription=spine)
     if target is None or solve is None:
         missing = "target" if target is None else "solve"
         raise InputError(

@@ -4,6 +4,7 @@ numeric axes (from :mod:`sweep.core.schema`), the large-model layout options (fr
 """
 
 import inspect
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -350,20 +351,18 @@ if tuple(p.name for p in LAYOUT) != LAYOUT_OPTIONS:  # the vocabulary's list, wh
     )
 
 
-# --fabric on the data-parallel analyses (compare, need): declared so that it is refused in one line saying why,
-# not answered with a usage error.
+# --fabric on compare: declared so that it is refused in one line saying why, not answered with a usage error.
 DataParallelFabric = Annotated[
     Path | None,
     typer.Option(
         "--fabric",
         metavar="FILE",
-        help="Not here (refused): a fabric prices NCCL's collectives in sweep grid (either family) and in "
-        "sweep plan and need of large models.",
+        help="Not here (refused): a fabric prices NCCL's collectives in sweep grid and need (either family) "
+        "and sweep plan.",
     ),
 ]
 FABRIC_REFUSAL = (
-    "is for sweep grid (a data-parallel model's too) and for sweep plan and need --collectives nccl of large "
-    "models: here a data-parallel model takes NCCL's collective as --collective nccl on its own --nodes, "
+    "is for sweep grid, need and plan: compare takes NCCL's collective as --collective nccl on its own --nodes, "
     "--nics-per-node and --bw (the shipped fit's constants; a fabric not yet)"
 )
 
@@ -419,6 +418,23 @@ def make_grid_from(settings: dict[str, Any], **chosen: Any) -> Any:
         **chosen,
         **axes,
     )
+
+
+def fabric_settings(chosen: Collection[str], settings: dict[str, Any], fabric: str | None) -> dict[str, Any]:
+    """A data-parallel sweep's ``--fabric`` (a preset or a fabric file) as make_grid takes it (``chosen``: the
+    options the user gave). The options a preset sets are left unset in ``settings`` where not given, so that
+    make_grid's defaults are the preset's; its GPU is set here, where the CLI resolves the profiles."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+    from netsweep_jax.sweep.engine.grid import PRESET_AXES, fabric_gpu
+
+    if fabric is None:
+        return {}
+    choice = layout_jobs.one_fabric(fabric)
+    for name in (*PRESET_AXES, "collective"):
+        if name not in chosen:
+            settings[name] = None
+    settings["gpu"] = fabric_gpu(choice, settings["model"], settings["gpu"] if "gpu" in chosen else None)
+    return {"fabric": choice}
 
 
 Out = Annotated[

@@ -32,6 +32,7 @@ from netsweep_jax.sweep.cli.parameters import (
     Force,
     Out,
     Quiet,
+    fabric_settings,
     make_grid_from,
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
@@ -129,7 +130,7 @@ def grid(
         fabric, spine = settings["fabric"], settings["oversubscription"]  # NCCL's collective on a fabric
         for name in LAYOUT_OPTIONS:
             settings.pop(name)
-        on_fabric = fabric_settings(ctx, settings, fabric)
+        on_fabric = fabric_settings(given_options(ctx), settings, fabric)
         g = make_grid_from(
             settings, variables=vars, store=store, reduce=reduce, oversubscription=spine, **on_fabric
         )
@@ -186,24 +187,6 @@ def grid(
         typer.echo(f"{job.summary_line(summary)}; {layout_jobs.layout_counts(summary['out'])}")
     else:
         typer.echo(job.summary_line(summary))
-
-
-def fabric_settings(ctx: typer.Context, settings: dict[str, Any], fabric: str | None) -> dict[str, Any]:
-    """A data-parallel sweep's ``--fabric`` (a preset or a fabric file), as make_grid takes it; the options a
-    preset sets where not given are left unset in ``settings`` (its GPU set: the CLI resolves the profiles),
-    so that make_grid's defaults are the preset's."""
-    from netsweep_jax.sweep.analysis import layout_jobs
-    from netsweep_jax.sweep.engine.grid import PRESET_AXES, fabric_gpu
-
-    if fabric is None:
-        return {}
-    choice = layout_jobs.one_fabric(fabric)
-    chosen = given_options(ctx)
-    for name in (*PRESET_AXES, "collective"):
-        if name not in chosen:
-            settings[name] = None
-    settings["gpu"] = fabric_gpu(choice, settings["model"], settings["gpu"] if "gpu" in chosen else None)
-    return {"fabric": choice}
 
 
 @options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE, DISTRIBUTED)
