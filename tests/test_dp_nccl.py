@@ -85,8 +85,8 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
 
 
 def test_fsdp_units_match_reference_and_one_unit_is_its_gather_twice_and_its_scatter():
-    # FSDP's all-gathers and reduce-scatters as NCCL's own (float32, against the float64 reference), beside
-    # nccl-ring's halves of an all-reduce; one unit of 256 MiB on 2 hosts of 8 H100: nothing overlaps the
+    # FSDP's all-gathers and reduce-scatters as NCCL's own (float32, against the float64 reference at 40 random
+    # cells); one unit of 256 MiB on 2 hosts of 8 H100: nothing overlaps the
     # first gather, the backward's gather or the reduce-scatter (the one unit's compute waits on each), so the
     # step is T1 plus NCCL's all-gather twice and its reduce-scatter once (kernels.nccl, by hand in test_nccl).
     rng = np.random.default_rng(5)
@@ -97,7 +97,7 @@ def test_fsdp_units_match_reference_and_one_unit_is_its_gather_twice_and_its_sca
     ds = evaluate(
         [profile, one],
         bucketing="fsdp",
-        collective=["nccl", "nccl-ring"],
+        collective="nccl",
         bandwidth=[float(np.round(rng.uniform(10, 300), 3)), 400.0],
         utilization=[rounded(rng, 0.3, 1), 1.0],
         nodes=[1, 2, 4],
@@ -110,7 +110,9 @@ def test_fsdp_units_match_reference_and_one_unit_is_its_gather_twice_and_its_sca
     sub = ds.sel(model="sharded")
     outputs = {name: sub[name].values for name in OUTPUTS}
     coords = {d: sub[d].values for d in sub.scaling_factor.dims}
-    for idx in np.ndindex(sub.scaling_factor.shape):
+    cells = list(np.ndindex(sub.scaling_factor.shape))
+    for k in rng.choice(len(cells), 40, replace=False):
+        idx = cells[k]
         v = {d: coords[d][i] for d, i in zip(coords, idx)}
         ref = simulate_fsdp(
             profile.wait.tolist(), profile.grad_bytes.tolist(), profile.forward.tolist(), profile.unit.tolist(),
