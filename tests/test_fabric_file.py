@@ -122,13 +122,15 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
             "--util and --latency instead)"
         )
     ring = ["--model", "resnet50", "--fabric", path, "--collective", "ring", "--out", tmp_path / "x.h5"]
-    assert "a fabric prices NCCL's own collective; add nccl" in one_line_error(invoke("grid", *ring))
+    assert "a --fabric prices NCCL's own collective; add nccl" in one_line_error(invoke("grid", *ring))
     line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
     assert line.startswith(
         "error: --fabric is for sweep grid, need and plan: compare takes NCCL's collective"
     )
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
-    assert "add nccl to --collective" in one_line_error(invoke("need", *need, "--collective", "ring"))
+    assert "prices NCCL's own collective; add nccl" in one_line_error(
+        invoke("need", *need, "--collective", "ring")
+    )
     assert not list(tmp_path.glob("*.h5"))
     with pytest.raises(InputError, match="not flat: drop --collectives"):  # the API's keyword, as the option
         sweep.plan("llama3-8b", gpus=8, global_batch=8, fabric=path, collectives="flat")

@@ -451,9 +451,9 @@ def _sweep_fabric(
         return None
     if NCCL_ENGINE not in collectives:  # its constants are NCCL's collective's: never silently unused
         raise InputError(
-            f"{', '.join(collectives)}: a fabric prices NCCL's own collective; add nccl to --collective (a "
-            "--fabric without --collective implies it)",
-            param="fabric",
+            f"{','.join(collectives)}: a --fabric prices NCCL's own collective; add nccl (a --fabric without "
+            "--collective implies it)",
+            param="collective",
         )
     return sweep_fabric(choice, spine)
 
