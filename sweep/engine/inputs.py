@@ -292,8 +292,9 @@ def row_inputs(
     """
     if NCCL_ENGINE in collective:
         raise InputError(
-            "nccl: NCCL's own collective is priced in sweep grid and sweep need for now; calibrate with nccl-ring "
-            "or nccl-tree",
+            "nccl: NCCL's own collective prices a NIC's rate through its channels' speed steps, so a fit of "
+            "utilization or latency finds no slope there; calibrate with nccl-ring or nccl-tree, or fit NCCL's "
+            "own constants to nccl-tests logs (sweep calibrate --nccl-tests) and pass the file as --fabric",
             param="collective",
         )
     n, dt = len(runs), np.dtype(dtype)
