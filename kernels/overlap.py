@@ -287,7 +287,6 @@ def iteration(
     if features.compress:
         ready, sent, rounds, encode, codec = _codec_terms(layout, buckets, ready)
         extra = (codec,)
-
     if features.nccl:
         extra = extra + (_nccl_buckets(config, layout, buckets, features),)
 
@@ -315,33 +314,47 @@ def iteration(
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
-    zero = jnp.zeros_like(alpha)
     xs = (ready, sent, layout.reduce, buckets.valid) + extra
-    (end, piped_comm), _ = lax.scan(step, (zero, zero), xs)
+    (end, piped_comm), _ = lax.scan(step, (jnp.zeros_like(alpha),) * 2, xs)
     r_last = jnp.max(ready)
     exposed = smooth_max(r_last, end, softness) - r_last
     work = t1 * config.accum  # K micro-batches per step; the all-reduce overlaps the last one's backward
     total = work * k + exposed + layout.multi * config.overhead if features.compute else work + exposed
     if features.compress:
         total = total + jnp.sum(encode)
-    comm = alpha * jnp.sum(sent) + lat * rounds * jnp.sum(buckets.valid) + jnp.sum(layout.reduce)
-    if features.compress:
-        comm = comm + jnp.sum(codec)
-    if features.piped:
-        comm = jnp.where(layout.piped > 0, piped_comm, comm)
-    if features.nccl:
-        assert layout.nccl is not None
-        comm = jnp.where(layout.nccl > 0, piped_comm, comm)
-    out: tuple[jax.Array, ...] = (work / total, total, exposed, comm)
+    closed = alpha * jnp.sum(sent) + lat * rounds * jnp.sum(buckets.valid)
+    out: tuple[jax.Array, ...] = (work / total, total, exposed)
+    out += (_comm_time(layout, buckets, features, closed, extra, piped_comm),)
     if features.fsdp:
         assert buckets.fsdp is not None  # Features.fsdp promises FSDP units
-        fsdp = buckets.fsdp
-        sharded = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features)
+        sharded, fsdp = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features), buckets.fsdp
         out = tuple(jnp.where(fsdp > 0, a, b) for a, b in zip(sharded, out))
     relative = jnp.ones_like(out[1])
     if features.accuracy:
         relative = _relative_to_uncompressed(config, layout, buckets, t1, softness, features, out[1])
     return dict(zip(METRICS, out + (relative,)))
+
+
+def _comm_time(
+    layout: Layout,
+    buckets: Buckets,
+    features: Features,
+    sent: jax.Array,
+    extra: tuple[jax.Array, ...],
+    carried: jax.Array,
+) -> jax.Array:
+    """``comm_time`` (s), the sum of the buckets' durations: in closed form for the paper's collectives (``sent``:
+    alpha sum S_b + rounds L latency sum valid, plus the reductions and the codec terms), the scan's ``carried``
+    sum where a layout's collective is pipelined or NCCL's own."""
+    comm = sent + jnp.sum(layout.reduce)
+    if features.compress:
+        comm = comm + jnp.sum(extra[0])
+    if features.piped:
+        comm = jnp.where(layout.piped > 0, carried, comm)
+    if features.nccl:
+        assert layout.nccl is not None
+        comm = jnp.where(layout.nccl > 0, carried, comm)
+    return comm
 
 
 def nccl_durations(
@@ -480,21 +493,7 @@ def fsdp_step(
     with f_0 = 0 and g_0 = 0. The scaling factor is K T1 / iteration_time.
     """
     assert units.backward is not None  # FSDP units carry their backward compute
-    half_alpha, half_lat = 0.5 * alpha, 0.5 * lat
-    gather = half_alpha * units.nbytes + half_lat * units.valid
-    scatter = gather + layout.reduce
-    if features.piped:
-        eff = config.bandwidth * config.utilization
-        wire = jnp.maximum(0.5 * layout.wire / eff, 0.5 * layout.transfer) / config.ratio * units.nbytes
-        piped_gather = wire + half_lat * units.valid
-        piped_scatter = jnp.maximum(wire, layout.reduce) + half_lat * units.valid
-        gather = jnp.where(layout.piped > 0, piped_gather, gather)
-        scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
-    if features.nccl:  # NCCL's own all-gather and reduce-scatter of each unit (its reduction included)
-        assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
-        ours = layout.nccl > 0
-        gather = jnp.where(ours, nccl_durations(config, layout, units, nccl.ALL_GATHER), gather)
-        scatter = jnp.where(ours, nccl_durations(config, layout, units, nccl.REDUCE_SCATTER), scatter)
+    gather, scatter = _unit_collectives(config, layout, units, alpha, lat, features)
     forward, backward = units.ready * k, units.backward * k
 
     def forward_step(
@@ -531,6 +530,30 @@ def fsdp_step(
     exposed = jnp.maximum(total - k * work - layout.multi * config.overhead, 0.0)
     comm = 2.0 * jnp.sum(gather) + jnp.sum(scatter)
     return work / total, total, exposed, comm
+
+
+def _unit_collectives(
+    config: Config, layout: Layout, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
+) -> tuple[jax.Array, jax.Array]:
+    """([U] g_u, [U] s_u) seconds: each FSDP unit's all-gather and reduce-scatter (:func:`fsdp_step`), half an
+    all-reduce's transfer and latency each (s_u also the reduction), pipelined where the layout is, NCCL's own
+    where its collective is (:func:`nccl_durations`, the reduction included)."""
+    half_lat = 0.5 * lat
+    gather = 0.5 * alpha * units.nbytes + half_lat * units.valid
+    scatter = gather + layout.reduce
+    if features.piped:
+        eff = config.bandwidth * config.utilization
+        wire = jnp.maximum(0.5 * layout.wire / eff, 0.5 * layout.transfer) / config.ratio * units.nbytes
+        piped_gather = wire + half_lat * units.valid
+        piped_scatter = jnp.maximum(wire, layout.reduce) + half_lat * units.valid
+        gather = jnp.where(layout.piped > 0, piped_gather, gather)
+        scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
+    if features.nccl:
+        assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
+        ours = layout.nccl > 0
+        gather = jnp.where(ours, nccl_durations(config, layout, units, nccl.ALL_GATHER), gather)
+        scatter = jnp.where(ours, nccl_durations(config, layout, units, nccl.REDUCE_SCATTER), scatter)
+    return gather, scatter
 
 
 Metrics = dict[str, jax.Array]

@@ -352,14 +352,8 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         overrides,
         parse_reductions(_reductions(o["reduce"])),
         assumed_line(
-            (
-                assumed_text(profiles, chosen),
-                reduce_said,
-                _nics_unused(collectives, values),
-                _nccl_said(collectives, fabric),
-                *said,
-                fabric.describe if fabric is not None else "",
-            )
+            (assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))
+            + _fabric_said(collectives, fabric, said)
         ),
         fabric,
     )
@@ -509,17 +503,21 @@ NCCL_SAID = (
 )
 
 
-def _nccl_said(collectives: Sequence[str], fabric: SweepFabric | None) -> str:
-    """What the assumed line says of NCCL's own collective: :data:`NCCL_SAID`, at a fabric file's constants
-    where one replaces the shipped fit's (a preset's are the shipped fit's, its phrase saying why)."""
+def _fabric_said(
+    collectives: Sequence[str], fabric: SweepFabric | None, said: Sequence[str]
+) -> tuple[str, ...]:
+    """What the assumed line says of NCCL's own collective: :data:`NCCL_SAID` (at a fabric file's constants where
+    one replaces the shipped fit's; a preset's are the shipped fit's, its phrase saying why), what a fabric set
+    (``said``) and the fabric."""
     if NCCL_ENGINE not in collectives:
-        return ""
-    if fabric is None or fabric.preset:
-        return NCCL_SAID
-    return NCCL_SAID.replace(
-        "at the fabric constants validate --nccl fitted (results/validation-nccl)",
-        "at the fabric file's constants",
-    )
+        return ()
+    nccl = NCCL_SAID
+    if fabric is not None and not fabric.preset:
+        nccl = nccl.replace(
+            "at the fabric constants validate --nccl fitted (results/validation-nccl)",
+            "at the fabric file's constants",
+        )
+    return (nccl, *said, fabric.describe if fabric is not None else "")
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:
