@@ -7,14 +7,17 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_fabric_file import fabric as fabric_file
 from test_kernels import TABLE, check_against_reference, rounded
 
 from conftest import random_profile
 from helpers import invoke
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.sweep import evaluate
+from netsweep_jax.sweep.analysis.need import solve
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.model.profile import make_profile
 
 
@@ -129,10 +132,20 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
         (dict(fabric="dgx-h100-rail-only", oversubscription=2), "wired rail-only"),
         (dict(fabric="aws-p5", oversubscription="1,2"), "give one value"),
         (dict(fabric="no-such"), "not a fabric preset"),
+        (dict(fabric="gb200-nvl72", gpu="h100"), "built of gb200 hosts; gpt2-xl@h100-fp32-b8 runs on 'h100'"),
     )
     for options, message in cases:
         with pytest.raises(InputError, match=message):
             make_grid("gpt2-xl", **options)
+    with pytest.raises(InputError, match="built of gb200 hosts; resnet50 runs on 'v100'"):
+        make_grid("resnet50", fabric="gb200-nvl72")  # the paper's V100 profile on GB200 racks: never a mix
+    # Beside other collectives, the fabric's tier and constants are NCCL's alone, and the line says so.
+    mixed = make_grid("gpt2-xl", fabric="aws-p5", collective="nccl,nccl-ring", oversubscription=2).assumed
+    assert (
+        "price nccl alone, not nccl-ring" in mixed and "spine 2:1 (--oversubscription; 1:1 as built)" in mixed
+    )
+    with pytest.raises(InputError, match="or a --fabric preset, which gives its NICs' rate"):
+        solve("gpt2-xl", target=0.9, axis="ratio", fabric=read_fabric(fabric_file(tmp_path)))
     out = tmp_path / "x.h5"
     r = invoke("grid", "--model", "gpt2-xl", "--fabric", "aws-p5", "--collective", "ring", "--out", out)
     assert r.exit_code == 2 and "prices NCCL's own collective; add nccl" in r.output and not out.exists(), (

@@ -35,6 +35,7 @@ from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
 from netsweep_jax.sweep.model.collectives import NCCL_ENGINE
+from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
 # for the log-space bisection); the scaling factor grows with the axes of GROWING.
@@ -51,6 +52,11 @@ def search_range(axis: str) -> tuple[float, float]:
     return searched
 
 
+def _names_a_preset(fabric: Any) -> bool:
+    """Whether ``fabric`` is a fabric preset (or a preset's name), which gives the NICs' rate; a file does not."""
+    return isinstance(fabric, FabricPreset) or (isinstance(fabric, str) and is_preset(fabric))
+
+
 def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
 
@@ -61,7 +67,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         for the axes in :data:`~sweep.core.schema.GROWING`, the largest value still reaching it
         for the others.
       **settings: the other axes and settings, the keywords of :func:`sweep.engine.grid.make_grid`
-        (``bandwidth`` is required unless solved for or given a ``fabric``; None: not given). An unknown one raises
+        (``bandwidth`` is required unless solved for or a fabric preset gives it; None: not given). An unknown one raises
         :class:`~sweep.core.errors.InputError`.
 
     Returns:
@@ -76,9 +82,14 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
-    if axis != "bandwidth" and settings.get("bandwidth") is None and settings.get("fabric") is None:
+    if (
+        axis != "bandwidth"
+        and settings.get("bandwidth") is None
+        and not _names_a_preset(settings.get("fabric"))
+    ):
         raise InputError(
-            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric, goes without)",
+            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric preset, which "
+            "gives its NICs' rate, goes without)",
             param="bandwidth",
         )
     settings = {k: v for k, v in settings.items() if v is not None}  # None: not given
@@ -206,6 +217,8 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) 
     }
     if grid.assumed:
         attrs["assumed"] = grid.assumed
+    if grid.fabric is not None:  # as a grid's cube keeps it
+        attrs.update(grid.fabric.attrs())
     return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
 
 

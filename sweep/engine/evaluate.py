@@ -18,7 +18,7 @@ from netsweep_jax.sweep.engine.reductions import ReducedRun
 def evaluate(
     model: Models,
     *,
-    bandwidth: AxisValues,
+    bandwidth: AxisValues | None,
     block_configs: int = DEFAULT_BLOCK_CONFIGS,
     kernel: str = DEFAULTS.kernel,
     vars: Names | None = None,  # noqa: A002 (the public keyword, as --vars)
@@ -29,7 +29,8 @@ def evaluate(
     Args:
       model: built-in name (``"resnet50"``, ``"resnet101"``, ``"vgg16"``, a transformer) or comma
         list, a :class:`~sweep.model.profile.Profile`, or a list of them.
-      bandwidth: Gbit/s, a number, sequence or value-syntax string (``"1..100@10"``).
+      bandwidth: Gbit/s, a number, sequence or value-syntax string (``"1..100@10"``); None: the schema's default,
+        or a ``fabric`` preset's NICs' rate.
       block_configs: configurations per block (memory: 16 B each in float32).
       kernel: ``"auto"`` (Pallas on a GPU where the sweep allows it, the XLA scan elsewhere),
         ``"xla"``, ``"pallas"`` or ``"pallas-interpret"`` (refused for a sweep Pallas cannot run).
@@ -42,8 +43,8 @@ def evaluate(
         not reduced), the numeric axes (``latency`` in us, ``fusion_buffer`` in MiB,
         ``fusion_timeout`` in ms, ...; None: the schema's default), ``collective``, ``bucketing``,
         ``reduce_table``, ``intra_bandwidth`` (Gbit/s), ``dtype`` (``"float32"``/``"float64"``),
-        ``gpu``, ``precision``, ``batch``, ``seq_len``, ``compressor``, ``iterations_factor`` and
-        ``codec_cost``.
+        ``gpu``, ``precision``, ``batch``, ``seq_len``, ``compressor``, ``iterations_factor``,
+        ``codec_cost``, ``fabric`` and ``oversubscription`` (NCCL's own collective on a fabric).
 
     Returns:
       ``xarray.Dataset`` with every dim of :data:`sweep.core.schema.DIMS` (each present,

@@ -61,6 +61,7 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
+from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -307,7 +308,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)}: names repeat; each profile needs its own name", param="model")
     collectives = tuple(parse_names(collective, "collective", COLLECTIVES))
-    fabric = _sweep_fabric(choice, o["oversubscription"], collectives)
+    fabric = _sweep_fabric(choice, o["oversubscription"], collectives, profiles)
     bucketings = tuple(parse_names(o["bucketing"], "bucketing", BUCKETINGS))
     values = {
         name: coerce_axis(name, spec.default if o[name] is None else o[name])
@@ -380,7 +381,7 @@ def _fabric_choice(value: Any) -> FabricPreset | FabricConstants | None:
     if isinstance(value, str) and is_preset(value):
         return fabric_preset(value)
     raise InputError(
-        f"{value!r}: not a fabric preset ({FABRICS_HELP}); a fabric file's constants: "
+        f"{str(value)!r}: not a fabric preset ({FABRICS_HELP}); a fabric file's constants: "
         "sweep.io.fabric_file.read_fabric(path)",
         param="fabric",
     )
@@ -426,10 +427,14 @@ def fabric_gpu(choice: Any, model: Any, gpu: Any) -> Any:
 
 
 def _sweep_fabric(
-    choice: FabricPreset | FabricConstants | None, oversubscription: Any, collectives: Sequence[str]
+    choice: FabricPreset | FabricConstants | None,
+    oversubscription: Any,
+    collectives: Sequence[str],
+    profiles: Sequence[Profile],
 ) -> SweepFabric | None:
     """The sweep's :class:`~sweep.model.fabrics.SweepFabric` (None without ``fabric``); refused where no
-    collective would read it or with ``oversubscription`` alone."""
+    collective would read it, with ``oversubscription`` alone, or a preset built of another GPU than a
+    profile's (its NVLink, NICs and NCCL's tables would be a mix of two systems)."""
     spine = None
     if oversubscription is not None:
         values = coerce_axis("oversubscription", oversubscription, OVERSUBSCRIPTION)
@@ -449,7 +454,23 @@ def _sweep_fabric(
             "--collective implies it)",
             param="collective",
         )
-    return sweep_fabric(choice, spine)
+    if isinstance(choice, FabricPreset) and choice.gpu:
+        for p in profiles:
+            gpu = gpu_of(p)
+            if gpu is None or die(gpu) != die(choice.gpu):
+                raise InputError(
+                    f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} (give --gpu "
+                    f"{choice.gpu} for a transformer, or a fabric file for its own hosts)",
+                    param="fabric",
+                )
+    fabric = sweep_fabric(choice, spine)
+    others = [c for c in collectives if c != NCCL_ENGINE]
+    if (
+        others
+    ):  # the cluster's GPUs, NICs and rate are every collective's; the tier and constants nccl's alone
+        said = f"{fabric.describe}; its NVLink domain, spine, SHARP and constants price nccl alone, not {','.join(others)}"
+        fabric = dataclasses.replace(fabric, describe=said)
+    return fabric
 
 
 def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) -> None:

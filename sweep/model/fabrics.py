@@ -502,8 +502,12 @@ def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float
         oversubscription=spine,
         collnet=choice.collnet,
         rail_only=choice.rail_only,
-        describe=choice.describe()
-        + (f", spine {spine:g}:1 (--oversubscription)" if oversubscription else ""),
+        describe=choice.describe().replace(
+            f"spine {choice.oversubscription:g}:1 as built",
+            f"spine {spine:g}:1 (--oversubscription; {choice.oversubscription:g}:1 as built)",
+        )
+        if oversubscription is not None
+        else choice.describe(),
         preset=True,
     )
 
