@@ -1,5 +1,6 @@
 """The layout family's settings of one value per sweep (sweep.core.sweep_settings), declared once: each reaches
-the kernel's inputs, a cube keeps each, and each option's default is the declaration's."""
+the kernel's inputs, a cube keeps each, and each option's default is the declaration's; and every numeric option
+of a layout sweep (sweep.core.layout_axes.AXES), given as the CLI and the API give it, reaches the kernel."""
 
 import dataclasses
 
@@ -9,7 +10,7 @@ import pytest
 
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS, NUMERIC, SweepSettings
-from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, layout_inputs
+from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, INNER_COLUMNS, OUTER_COLUMNS, layout_inputs
 from netsweep_jax.sweep.engine.layout_rows import LayoutRow, row_columns
 from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 from netsweep_jax.sweep.model.llms import resolve_llm
@@ -79,3 +80,40 @@ def test_a_cube_keeps_every_setting_and_the_defaults_are_the_options():
         and row["overlap"] == 0
         and row["moe_dispatcher"] == 1
     )
+
+
+# A value other than the grid's for every numeric option of a layout sweep (the base below: a MoE model on 16 GPUs,
+# capacity 2 so that padding to it changes the load).
+AXIS_VALUES = dict(
+    gpus=32, tp=2, pp=2, cp=2, ep=8, expert_tp=2, micro_batch=2, global_batch=128, zero=1, sequence_parallel=0,
+    nvlink_domain=4, nvlink_bw=100, efficiency=0.5, attention_efficiency=0.4, grad_bytes=2, offload_layers=1,
+    usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, mtp_layers=1, imbalance=1.5,
+    capacity_factor=1.1, dispatch_fp8=1, pad_to_capacity=1, gpus_per_node=4, nics_per_node=2, bandwidth=100,
+    utilization=0.5, latency=5, overhead=1, slowdown=0.1, jitter=0.1,
+)  # fmt: skip
+
+
+def _grid_inputs(**given) -> dict[str, np.ndarray]:
+    """The kernel's input record of a layout grid's first setting cell and first layout, as its blocks build it."""
+    from netsweep_jax.sweep.engine.layout_blocks import BlockTables
+
+    base = dict(gpus=16, global_batch=64, ep=4, capacity_factor=2, imbalance=1.25, bandwidth=400)
+    grid = make_layout_grid("qwen3-30b-a3b", **{**base, **given}, dtype="float64")
+    tables = BlockTables(grid)
+    outer, (inner, _) = tables.outer(0, 1), tables.inner(0, 1)
+    o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
+    i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
+    arch, dev, lay = layout_inputs(o, i)
+    leaves = {f"{type(t).__name__}.{k}": v for t in (arch, dev, lay) for k, v in t._asdict().items()}
+    return {k: np.asarray(v, np.float64) for k, v in leaves.items() if isinstance(v, jax.Array | np.ndarray)}
+
+
+def test_every_numeric_option_of_a_layout_sweep_reaches_the_kernel():
+    # #39: each declared axis, given through make_layout_grid as the CLI and the API give it, changes the kernel's
+    # input record (dp instead of gpus: the same sweep's GPU count given the other way).
+    assert set(AXIS_VALUES) == set(AXES) - {"dp"}, "a new axis needs a value here"
+    base = _grid_inputs()
+    for name, value in {**AXIS_VALUES, "dp": 8}.items():
+        changed = _grid_inputs(**({name: value} if name != "dp" else {"gpus": None, "dp": value}))
+        moved = [k for k in base if not np.array_equal(base[k], changed[k])]
+        assert moved, f"{name} changes no input of the kernel"
