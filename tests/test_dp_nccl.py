@@ -146,8 +146,29 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     )
     with pytest.raises(InputError, match="or a --fabric preset, which gives its NICs' rate"):
         solve("gpt2-xl", target=0.9, axis="ratio", fabric=read_fabric(fabric_file(tmp_path)))
+    r = invoke("compare", "--model", "resnet50", "--fabric", "gb200-nvl72")  # compare reads it as grid does
+    assert r.exit_code == 2 and "built of gb200 hosts; resnet50 runs on 'v100'" in r.output, r.output
     out = tmp_path / "x.h5"
     r = invoke("grid", "--model", "gpt2-xl", "--fabric", "aws-p5", "--collective", "ring", "--out", out)
     assert r.exit_code == 2 and "prices NCCL's own collective; add nccl" in r.output and not out.exists(), (
         r.output
     )
+
+
+def test_compare_takes_a_fabric_as_grid_does(monkeypatch):
+    # sweep compare --fabric: the preset's GPU for the transformer, and the settings it sets left to it (None),
+    # handed to the one evaluate; the sweep itself is test_compression's (every compressor on nccl).
+    from netsweep_jax.sweep.analysis import compare
+
+    seen = {}
+
+    def record(models, **kwargs):
+        seen.update(kwargs, models=models)
+        raise InputError("recorded", param="model")
+
+    monkeypatch.setattr(compare, "evaluate", record)
+    r = invoke("compare", "--model", "gpt2-xl", "--fabric", "aws-p5", "--nodes", "4")
+    assert r.exit_code == 2 and "recorded" in r.output, r.output
+    assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
+    assert [seen[k] for k in ("gpus_per_node", "nics_per_node", "collective", "bandwidth")] == [None] * 4
+    assert seen["nodes"] == "4"

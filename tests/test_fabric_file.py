@@ -123,10 +123,8 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
         )
     ring = ["--model", "resnet50", "--fabric", path, "--collective", "ring", "--out", tmp_path / "x.h5"]
     assert "a --fabric prices NCCL's own collective; add nccl" in one_line_error(invoke("grid", *ring))
-    line = one_line_error(invoke("compare", "--model", "resnet50", "--fabric", path))
-    assert line.startswith(
-        "error: --fabric is for sweep grid, need and plan: compare takes NCCL's collective"
-    )
+    compare = ["--model", "resnet50", "--fabric", path, "--collective", "ring"]
+    assert "prices NCCL's own collective; add nccl" in one_line_error(invoke("compare", *compare))
     need = ["--model", "resnet50", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--fabric", path]
     assert "prices NCCL's own collective; add nccl" in one_line_error(
         invoke("need", *need, "--collective", "ring")

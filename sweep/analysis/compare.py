@@ -34,6 +34,7 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.engine.evaluate import evaluate
+from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
 from netsweep_jax.sweep.engine.workloads import resolve_models
 from netsweep_jax.sweep.io.paths import (
@@ -102,12 +103,12 @@ class Row:
 def compare(
     models: Models = MODELS,
     *,
-    bandwidth: AxisValues = BANDWIDTHS,
+    bandwidth: AxisValues | None = BANDWIDTHS,
     utilization: float = PAPER_UTILIZATION,
     compressor: str | Sequence[str] = COMPRESSORS,
     nodes: Any = 8,
     gpus_per_node: Any = 8,
-    collective: str = "nccl-ring",
+    collective: str | None = "nccl-ring",
     bucketing: str = "ddp",
     iterations_factor: str | Mapping[str, float] | None = None,
     codec_cost: str | Path | None = None,
@@ -116,6 +117,7 @@ def compare(
     batch: Any = None,
     seq_len: Any = None,
     defaults: Sequence[str] = (),
+    fabric: Any = None,
     **axes: Any,
 ) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
     """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
@@ -126,6 +128,10 @@ def compare(
       nodes, gpus_per_node, collective, bucketing: one value each.
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
         in the ``assumed`` text.
+      fabric: a fabric preset (its name, or :class:`~sweep.model.fabrics.FabricPreset`) or a fabric file's
+        constants, for NCCL's own collective (:func:`sweep.evaluate`'s ``fabric``); ``gpus_per_node``,
+        ``collective``, ``bandwidth`` and ``nics_per_node`` given as None then take the preset's, and a
+        transformer's GPU not given its GPU.
       **axes: other axes (``latency``, ``jitter``, ...), which may vary.
 
     Returns:
@@ -143,8 +149,12 @@ def compare(
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     workload = _workload(models, given)
+    if workload and gpu is None:  # a fabric preset's GPU where none is given
+        workload["gpu"] = fabric_gpu(fabric_choice(fabric), models, None) or workload["gpu"]
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
+    if fabric is not None:
+        setup["fabric"] = fabric
     swept: list[Any] = [
         "none",
         *chosen,
@@ -163,6 +173,9 @@ def compare(
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
+    for name in ("gpus_per_node", "nics_per_node", "collective"):  # left to a fabric preset: what it set
+        if name in setup and setup[name] is None:
+            setup[name] = ds[name].values.item() if name != "collective" else str(ds[name].values[0])
     rows = _rows(ds, utilization)
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
     assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []

@@ -20,12 +20,11 @@ from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
     CACHE,
     COLLECTIVE_SETTINGS,
-    FABRIC_REFUSAL,
     LAYOUT,
     MODEL,
     SETTINGS,
     WORKLOAD,
-    DataParallelFabric,
+    CompareFabric,
     Force,
     ReportForce,
     fabric_settings,
@@ -241,7 +240,7 @@ def compare(
         typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
     ] = None,
     force: ReportForce = False,
-    fabric: DataParallelFabric = None,
+    fabric: CompareFabric = None,
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
@@ -251,8 +250,6 @@ def compare(
     from netsweep_jax.sweep.core.values import parse_values
 
     refuse_large_model(model, "compare")
-    if fabric is not None:
-        raise InputError(FABRIC_REFUSAL, param="fabric")
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
         values = parse_values(utilization, NUMERIC_AXES["utilization"])
         if values.size != 1:
@@ -275,6 +272,7 @@ def compare(
         iterations_factor=iterations_factor,
         codec_cost=codec_cost,
     )
+    settings.update(fabric_settings(given_options(ctx), settings, fabric, model="models"))
     settings["defaults"] = _compare_defaults(ctx, settings)
     if out is None:
         rows, _, setup = comparison.compare(**settings)
@@ -305,7 +303,7 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     return [
         f"{option} {values[name]}{f' {why}' if why else ''}"
         for name, (option, why) in COMPARE_DEFAULTS.items()
-        if not given(ctx, name)
+        if not given(ctx, name) and values[name] is not None  # None: a fabric preset's, said by the grid
     ]
 
 

@@ -351,20 +351,16 @@ if tuple(p.name for p in LAYOUT) != LAYOUT_OPTIONS:  # the vocabulary's list, wh
     )
 
 
-# --fabric on compare: declared so that it is refused in one line saying why, not answered with a usage error.
-DataParallelFabric = Annotated[
-    Path | None,
+# --fabric on compare (a data-parallel analysis: its own option, beside compare's settings).
+CompareFabric = Annotated[
+    str | None,
     typer.Option(
         "--fabric",
-        metavar="FILE",
-        help="Not here (refused): a fabric prices NCCL's collectives in sweep grid and need (either family) "
-        "and sweep plan.",
+        metavar="NAME|FILE",
+        help="NCCL's collectives on a fabric: a preset (sweep/model/fabrics.py; sets GPUs and NICs per node, "
+        "NIC rate, GPU and --collective nccl you do not give) or a fabric file (sweep calibrate --nccl-tests).",
     ),
 ]
-FABRIC_REFUSAL = (
-    "is for sweep grid, need and plan: compare takes NCCL's collective as --collective nccl on its own --nodes, "
-    "--nics-per-node and --bw (the shipped fit's constants; a fabric not yet)"
-)
 
 
 BUSBW = [
@@ -420,10 +416,13 @@ def make_grid_from(settings: dict[str, Any], **chosen: Any) -> Any:
     )
 
 
-def fabric_settings(chosen: Collection[str], settings: dict[str, Any], fabric: str | None) -> dict[str, Any]:
+def fabric_settings(
+    chosen: Collection[str], settings: dict[str, Any], fabric: str | None, model: str = "model"
+) -> dict[str, Any]:
     """A data-parallel sweep's ``--fabric`` (a preset or a fabric file) as make_grid takes it (``chosen``: the
-    options the user gave). The options a preset sets are left unset in ``settings`` where not given, so that
-    make_grid's defaults are the preset's; its GPU is set here, where the CLI resolves the profiles."""
+    options the user gave; ``model``: the key of ``settings`` naming the models). The options a preset sets are
+    left unset in ``settings`` where not given, so that make_grid's defaults are the preset's; its GPU is set
+    here, where the CLI resolves the profiles."""
     from netsweep_jax.sweep.analysis import layout_jobs
     from netsweep_jax.sweep.engine.grid import PRESET_AXES, fabric_gpu
 
@@ -433,7 +432,7 @@ def fabric_settings(chosen: Collection[str], settings: dict[str, Any], fabric: s
     for name in (*PRESET_AXES, "collective"):
         if name not in chosen:
             settings[name] = None
-    settings["gpu"] = fabric_gpu(choice, settings["model"], settings["gpu"] if "gpu" in chosen else None)
+    settings["gpu"] = fabric_gpu(choice, settings[model], settings["gpu"] if "gpu" in chosen else None)
     return {"fabric": choice}
 
 

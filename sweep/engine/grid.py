@@ -287,7 +287,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
       InputError naming the parameter, the value and the rule (also for a keyword it does not take).
     """
     o: dict[str, Any] = {**_DEFAULTS, **options}
-    choice = _fabric_choice(o["fabric"])
+    choice = fabric_choice(o["fabric"])
     said = _fabric_settings(choice, model, o, options)  # a preset's cluster where not given; o updated
     profiles = resolve_models(
         model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"]
@@ -374,8 +374,9 @@ def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
         )
 
 
-def _fabric_choice(value: Any) -> FabricPreset | FabricConstants | None:
-    """``fabric``'s preset (a name in any case, or the preset) or a fabric file's constants, or None."""
+def fabric_choice(value: Any) -> FabricPreset | FabricConstants | None:
+    """``fabric``'s preset (a name in any case, or the preset) or a fabric file's constants, or None (the one
+    reading of a data-parallel ``fabric``: make_grid's and compare's)."""
     if value is None or isinstance(value, (FabricPreset, FabricConstants)):
         return value
     if isinstance(value, str) and is_preset(value):
