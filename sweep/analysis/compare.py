@@ -128,22 +128,16 @@ def compare(
       nodes, gpus_per_node, collective, bucketing: one value each.
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
         in the ``assumed`` text.
-      fabric: a fabric preset (its name, or :class:`~sweep.model.fabrics.FabricPreset`) or a fabric file's
-        constants, for NCCL's own collective (:func:`sweep.evaluate`'s ``fabric``); ``gpus_per_node``,
-        ``collective``, ``bandwidth`` and ``nics_per_node`` given as None then take the preset's, and a
-        transformer's GPU not given its GPU.
+      fabric: a fabric preset or a fabric file's constants (:func:`sweep.evaluate`'s ``fabric``): settings the
+        preset sets given as None (``gpus_per_node``, ``collective``, ...) and a transformer's GPU take its.
       **axes: other axes (``latency``, ``jitter``, ...), which may vary.
 
-    Returns:
-      (one :class:`Row` per combination of the varying dims, the Dataset, the settings
-      the claims are checked in).
+    Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
+    checked in).
     """
     if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
-        raise InputError(
-            f"{utilization}: today's utilization must be one number from 0.0001 to below 1 "
-            f"(the transport fixed is utilization 1)",
-            param="utilization",
-        )
+        why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
+        raise InputError(f"{utilization}: {why}", param="utilization")
     chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
@@ -153,8 +147,7 @@ def compare(
         workload["gpu"] = fabric_gpu(fabric_choice(fabric), models, None) or workload["gpu"]
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
-    if fabric is not None:
-        setup["fabric"] = fabric
+    setup.update({"fabric": fabric} if fabric is not None else {})
     swept: list[Any] = [
         "none",
         *chosen,
@@ -173,9 +166,7 @@ def compare(
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
-    for name in ("gpus_per_node", "nics_per_node", "collective"):  # left to a fabric preset: what it set
-        if name in setup and setup[name] is None:
-            setup[name] = ds[name].values.item() if name != "collective" else str(ds[name].values[0])
+    setup.update(_left_to_the_fabric(setup, ds))
     rows = _rows(ds, utilization)
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
     assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []
@@ -188,6 +179,15 @@ def compare(
         ds,
         dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
     )
+
+
+def _left_to_the_fabric(setup: Mapping[str, Any], ds: xr.Dataset) -> dict[str, Any]:
+    """The settings given as None (left to a fabric preset), as the sweep ``ds`` took them, for the report."""
+    return {
+        name: str(ds[name].values[0]) if name == "collective" else ds[name].values.item()
+        for name in ("gpus_per_node", "nics_per_node", "collective")
+        if name in setup and setup[name] is None
+    }
 
 
 def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
