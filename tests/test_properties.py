@@ -90,7 +90,9 @@ def test_bounded_and_never_faster_than_one_gpu(profile, a, b):
     assert np.all(np.isfinite(out["scaling_factor"]))
     assert np.all((out["scaling_factor"] > 0) & (out["scaling_factor"] <= 1))
     assert np.all(out["iteration_time"] >= np.float32(t1))
+    # exposed = max(R, end) - R in float32 loses a few ulps of R (the backward's end): a slack on R's scale, not
+    # 1e-9 s (hypothesis found 1.1e-9 s over comm_time at R = 3.9 ms, on the last session's code too).
     assert np.all(out["exposed_comm"] >= 0) and np.all(
-        out["exposed_comm"] <= out["comm_time"] * (1 + 1e-6) + 1e-9
+        out["exposed_comm"] <= out["comm_time"] * (1 + 1e-6) + 1e-6 * np.float32(t1)
     )
     np.testing.assert_array_equal(out["scaling_factor"][0], 1.0)  # one worker: nothing to communicate
