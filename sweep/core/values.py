@@ -171,10 +171,9 @@ def _shown(value: object) -> str:
     return repr(value.tolist()) if isinstance(value, np.ndarray) else repr(value)
 
 
-def coerce_axis(name: str, value: Any, spec: AxisSpec | None = None) -> npt.NDArray[np.float64]:
-    """Python API values (number, sequence, or syntax string) -> float64 [n], by ``spec`` (default: the
-    numeric axis ``name``'s)."""
-    spec = spec or NUMERIC_AXES[name]
+def coerce_axis(name: str, value: Any) -> npt.NDArray[np.float64]:
+    """Python API values (number, sequence, or syntax string) -> float64 [n]."""
+    spec = NUMERIC_AXES[name]
     if isinstance(value, str):
         return parse_values(value, spec)
     out = np.array(flat_values(value, name, spec.rule()), dtype=np.float64)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from typing_extensions import Unpack
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
@@ -69,6 +69,7 @@ from netsweep_jax.sweep.model.fabrics import (
     SweepFabric,
     fabric_preset,
     is_preset,
+    oversubscriptions,
     sweep_fabric,
 )
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
@@ -120,9 +121,7 @@ class Grid:
     codec_overrides: dict[str, float] = dataclasses.field(default_factory=dict)
     reduction: Reduction | None = None  # under --reduce
     assumed: str = ""
-    fabric: SweepFabric | None = (
-        None  # --fabric: NCCL's collective's constants and tier (None: the shipped fit)
-    )
+    fabric: SweepFabric | None = None
 
     def label(self) -> str:
         """The profiles, as an output's default name holds them."""
@@ -436,18 +435,10 @@ def _sweep_fabric(
     """The sweep's :class:`~sweep.model.fabrics.SweepFabric` (None without ``fabric``); refused where no
     collective would read it, with ``oversubscription`` alone, or a preset built of another GPU than a
     profile's (its NVLink, NICs and NCCL's tables would be a mix of two systems)."""
-    spine = None
-    if oversubscription is not None:
-        values = coerce_axis("oversubscription", oversubscription, OVERSUBSCRIPTION)
-        if values.size != 1:
-            raise InputError(f"{oversubscription}: give one value", param="oversubscription")
-        spine = float(values[0])
+    spines = oversubscriptions(oversubscription, choice if isinstance(choice, FabricPreset) else None)
+    if len(spines) != 1:  # a cube holds one (sweep plan plans each value of a large model's list)
+        raise InputError(f"{oversubscription}: give one value", param="oversubscription")
     if choice is None:
-        if spine is not None:
-            raise InputError(
-                f"{spine:g}: needs a --fabric preset (its hosts a leaf say when an all-reduce crosses the spine)",
-                param="oversubscription",
-            )
         return None
     if NCCL_ENGINE not in collectives:  # its constants are NCCL's collective's: never silently unused
         raise InputError(
@@ -464,7 +455,7 @@ def _sweep_fabric(
                     f"{choice.gpu} for a transformer, or a fabric file for its own hosts)",
                     param="fabric",
                 )
-    fabric = sweep_fabric(choice, spine)
+    fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
     others = [c for c in collectives if c != NCCL_ENGINE]
     if (
         others
@@ -520,8 +511,7 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
 
 NCCL_SAID = (
     "nccl: each bucket NCCL's own all-reduce (FSDP: each unit's all-gather and reduce-scatter) with its latencies "
-    "and reduction (--latency and the reduce table not read) at the fabric constants validate --nccl fitted "
-    "(results/validation-nccl)"
+    "and reduction (--latency and the reduce table not read) at {}"
 )
 
 
@@ -533,13 +523,13 @@ def _fabric_said(
     (``said``) and the fabric."""
     if NCCL_ENGINE not in collectives:
         return ()
-    nccl = NCCL_SAID
-    if fabric is not None and not fabric.preset:
-        nccl = nccl.replace(
-            "at the fabric constants validate --nccl fitted (results/validation-nccl)",
-            "at the fabric file's constants",
-        )
-    return (nccl, *said, fabric.describe if fabric is not None else "")
+    file = fabric is not None and not fabric.preset
+    constants = "the fabric file's constants" if file else "the fabric constants validate --nccl fitted"
+    return (
+        NCCL_SAID.format(constants + ("" if file else " (results/validation-nccl)")),
+        *said,
+        fabric.describe if fabric is not None else "",
+    )
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:

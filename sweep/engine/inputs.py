@@ -36,12 +36,15 @@ from netsweep_jax.sweep.engine.workloads import gpu_of
 from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
 from netsweep_jax.sweep.model.compute import die
+from netsweep_jax.sweep.model.fabrics import SweepFabric
 from netsweep_jax.sweep.model.fusion import Buckets as Fused
 from netsweep_jax.sweep.model.fusion import Units, buckets_for
 from netsweep_jax.sweep.model.nccl_fabric import ARCH, SHIPPED
 from netsweep_jax.sweep.model.profile import Profile
 
 BUCKET_PAD = 16  # the bucket count is padded to a multiple of this
+# No --fabric: the shipped fit's constants, each host its own NVLink domain, no tier above the hosts.
+NO_FABRIC = SweepFabric(SHIPPED, "")
 Array = npt.NDArray[Any]
 Host = Any  # host (numpy) arrays, handed to the kernels' NamedTuples whose fields are typed jax.Array
 Task = tuple[int, ...]
@@ -236,15 +239,12 @@ class BlockInputs:
         profile = self.grid.profiles[self._named(task)["model"]]
         arch = ARCH[die(gpu_of(profile) or "v100")]
         nvlink = float(np.asarray(nvlink_gbs(self.intra_bits / 8, arch)))
-        chosen = self.grid.fabric
-        tier = chosen.tier() if chosen is not None else (0.0, 0.0, 1.0, 0.0)
-        constants = (chosen.constants if chosen is not None else SHIPPED).columns()
-        lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *tier, *constants]
+        chosen = self.grid.fabric or NO_FABRIC
+        lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *chosen.tier(), *chosen.constants.columns()]
         fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))
         k = nodes.size
         fabric[:k, 0], fabric[:k, 1], fabric[:k, 3] = gpus, nodes, nics
-        domain = chosen.nvlink_domain if chosen is not None else 0.0
-        fabric[:k, 5] = domain if domain > 0 else gpus  # 0: each host its own domain
+        fabric[:k, 5] = chosen.nvlink_domain or gpus  # 0: each host its own domain
         return fabric
 
     def configs(self, inner_slab: Slab) -> Config:

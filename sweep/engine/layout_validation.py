@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsweep_jax.sweep.core.axes import OVERSUBSCRIPTION, show
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
@@ -39,7 +39,7 @@ from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
-from netsweep_jax.sweep.model.fabrics import FABRICS_HELP, FabricPreset
+from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
@@ -229,7 +229,7 @@ def make_layout_grid(
             "--fabric for the flat collectives (they read --util and --latency instead)",
             param="fabric",
         )
-    spines = _oversubscription(
+    spines = oversubscriptions(
         oversubscription, preset_fabric
     )  # a preset with flat collectives: refused above
     latency = axes.get("latency")
@@ -286,33 +286,6 @@ def make_layout_grid(
         store=store or "",
         reduction=parse_reductions(reduce, LAYOUTS),
     )
-
-
-def _oversubscription(given: object, preset: FabricPreset | None) -> tuple[float, ...]:
-    """The spine's oversubscription values: ``given`` (value syntax; refused without a fabric preset, whose hosts a
-    leaf say which groups cross the spine, and ``--collectives nccl``, which it implies), else the preset's as
-    built, else 1."""
-    if given is None:
-        return (preset.oversubscription if preset is not None else 1.0,)
-    shown = (
-        given
-        if isinstance(given, str)
-        else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
-    )
-    if preset is None:
-        raise InputError(
-            f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
-            f"{FABRICS_HELP}",
-            param="oversubscription",
-        )
-    if preset.rail_only:  # nothing would read it
-        raise InputError(
-            f"{shown}: {preset.name} is wired rail-only: it has no spine to oversubscribe",
-            param="oversubscription",
-        )
-    text = given if isinstance(given, str) else shown
-    values = parse_values(text, OVERSUBSCRIPTION)  # a repeat refused there
-    return tuple(float(v) for v in values)
 
 
 def _one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:

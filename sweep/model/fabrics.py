@@ -477,22 +477,39 @@ class SweepFabric:
         }
 
 
-def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float | None) -> SweepFabric:
-    """A data-parallel sweep's :class:`SweepFabric` from ``--fabric``'s preset or file constants and
-    ``--oversubscription`` (None: the preset's; refused without a preset or on rail-only wiring)."""
-    if not isinstance(choice, FabricPreset):
-        if oversubscription is not None:
-            raise InputError(
-                f"{oversubscription:g}: needs a --fabric preset (its hosts a leaf say when an all-reduce crosses "
-                f"the spine); presets: {FABRICS_HELP}",
-                param="oversubscription",
-            )
-        return SweepFabric(choice, choice.source, describe=f"fabric file's constants ({choice.describe()})")
-    if oversubscription is not None and choice.rail_only:
+def oversubscriptions(given: object, preset: FabricPreset | None) -> tuple[float, ...]:
+    """The spine's oversubscription values (``--oversubscription``, both families): ``given`` (value syntax;
+    refused without a fabric preset, whose hosts a leaf say which groups cross the spine, and on rail-only
+    wiring, which has no spine), else the preset's as built, else 1."""
+    from netsweep_jax.sweep.core.axes import OVERSUBSCRIPTION, show
+    from netsweep_jax.sweep.core.values import flat_values, parse_values  # numpy: not at --help's import
+
+    if given is None:
+        return (preset.oversubscription if preset is not None else 1.0,)
+    shown = (
+        given
+        if isinstance(given, str)
+        else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
+    )
+    if preset is None:
         raise InputError(
-            f"{oversubscription:g}: {choice.name} is wired rail-only: it has no spine to oversubscribe",
+            f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
+            f"{FABRICS_HELP}",
             param="oversubscription",
         )
+    if preset.rail_only:  # nothing would read it
+        raise InputError(
+            f"{shown}: {preset.name} is wired rail-only: it has no spine to oversubscribe",
+            param="oversubscription",
+        )
+    return tuple(float(v) for v in parse_values(shown, OVERSUBSCRIPTION))  # a repeat refused there
+
+
+def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float | None) -> SweepFabric:
+    """A data-parallel sweep's :class:`SweepFabric` from ``--fabric``'s preset or file constants and
+    ``--oversubscription``'s one value (None: the preset's as built; checked by :func:`oversubscriptions`)."""
+    if not isinstance(choice, FabricPreset):
+        return SweepFabric(choice, choice.source, describe=f"fabric file's constants ({choice.describe()})")
     spine = choice.oversubscription if oversubscription is None else oversubscription
     return SweepFabric(
         constants=choice.constants,
