@@ -56,11 +56,11 @@ from netsweep_jax.sweep.io.paths import (
     report_directory,
     write_atomically,
 )
+from netsweep_jax.sweep.model.fabric_constants import MIB
 from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of
 
 TRAIN = ("NT309A", "AZ")
 RESOLUTION = 0.1  # GB/s: the smallest measured busbw scored
-MIB = 2**20
 BANDS = (("< 1 MiB", 0, MIB), ("1-64 MiB", MIB, 64 * MIB), (">= 64 MiB", 64 * MIB, math.inf))
 # The constants' bounds in NAMES' order (sweep.model.nccl_fabric): fractions, then us, us, us and MiB.
 LOWS = np.array([0.3, 0.3, 0.0, 0.0, 0.0, 0.25])

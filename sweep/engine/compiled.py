@@ -25,6 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
 from netsweep_jax.sweep.engine.reductions import DevicePlan
+from netsweep_jax.sweep.model.fabric_constants import MIB
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
 if METRICS != tuple(VARIABLES) or Config._fields != INNER:
@@ -606,7 +607,7 @@ def nccl_busbw(values: jax.Array, rows: Mapping[str, jax.Array]) -> tuple[jax.Ar
         rows["coll"],
         rows["bytes"],
         fabric,
-        nccl.Constants(eta_net, eta_nvl, latency, values[3], values[4], values[5] * 2.0**20),
+        nccl.Constants(eta_net, eta_nvl, latency, values[3], values[4], values[5] * MIB),
         rows["algorithm"],
         rows["protocol"],
     )

@@ -17,6 +17,7 @@ count; fusion and coefficients cached, as blocks share tasks and layouts), and
 for calibration).
 """
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -96,6 +97,15 @@ def _layout(scalars: Host, reduce: Host, *extra: Host) -> Layout:
 def _buckets(rows: Host, backward: Host, *extra: Host) -> Buckets:
     """:class:`~kernels.overlap.Buckets` from [3+, Bk] (ready, nbytes, valid) rows and the optional fields."""
     return Buckets(rows[0], rows[1], rows[2], backward, *extra)
+
+
+@functools.lru_cache(maxsize=64)
+def _nccl_gpu(gpu: str | None, intra_bits: float) -> tuple[int, float]:
+    """(NCCL's architecture index, NVLink GB/s as NCCL counts it) of a profile's GPU preset at the sweep's
+    intra-node rate (bit/s): the same for every layout and block of a task, so computed once (a JAX call on the
+    host; NCCL's collective needs a GPU preset: make_grid refuses a profile without one)."""
+    arch = ARCH[die(gpu or "v100")]
+    return arch, float(np.asarray(nvlink_gbs(intra_bits / 8, arch)))
 
 
 def config_arrays(values: Sequence[npt.ArrayLike], width: int, dtype: np.dtype) -> Config:
@@ -236,9 +246,7 @@ class BlockInputs:
         sweep's intra-node bandwidth, by default the task's GPU's NVLink), NICs, the GPU's architecture, the GPUs
         of one NVLink domain (a ``--fabric`` preset's, else the host's), and the fabric's tier and constants
         (``--fabric``'s, else none and the shipped fit's); the padding lanes one GPU on one host."""
-        profile = self.grid.profiles[self._named(task)["model"]]
-        arch = ARCH[die(gpu_of(profile) or "v100")]
-        nvlink = float(np.asarray(nvlink_gbs(self.intra_bits / 8, arch)))
+        arch, nvlink = _nccl_gpu(gpu_of(self.grid.profiles[self._named(task)["model"]]), self.intra_bits)
         chosen = self.grid.fabric or NO_FABRIC
         lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *chosen.tier(), *chosen.constants.columns()]
         fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))
