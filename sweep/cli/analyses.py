@@ -1,7 +1,7 @@
 """``sweep paper``, ``validate``, ``compare``, ``need`` and ``calibrate``: the analyses and their reports."""
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -34,6 +34,9 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
+
+if TYPE_CHECKING:
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings
 
 
 @options(CACHE)
@@ -173,72 +176,83 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
         typer.echo(f"wrote {path}")
 
 
+# compare's own options (its defaults, the paper's setting, are in its signature).
+CompareModels = Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")]
+CompareGpu = Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")]
+ComparePrecision = Annotated[
+    str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
+]
+CompareBatch = Annotated[
+    str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")
+]
+CompareSeqLen = Annotated[
+    str | None,
+    typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context)."),
+]
+CompareBandwidth = Annotated[
+    str, typer.Option(*axis_flags("bandwidth", "--bw"), help="Link bandwidth(s), Gbit/s. " + SYNTAX)
+]
+CompareUtilization = Annotated[
+    float,
+    typer.Option(
+        *axis_flags("utilization", "--util"),
+        parser=typed_number(float),
+        help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
+    ),
+]
+CompareNodes = Annotated[str, typer.Option("--nodes", help="Nodes (one value).")]
+CompareGpusPerNode = Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")]
+CompareNicsPerNode = Annotated[
+    str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")
+]
+CompareCompressors = Annotated[
+    str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
+]
+CompareCollective = Annotated[
+    str,
+    typer.Option(
+        "--collective",
+        help=f"All-reduce, one of {', '.join(COLLECTIVES)} (nccl: NCCL's own all-reduce or all-gather "
+        "of each payload, on a GPU with a preset).",
+    ),
+]
+CompareBucketing = Annotated[str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")]
+IterationsFactor = Annotated[
+    str | None,
+    typer.Option(
+        "--iterations-factor",
+        help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).",
+    ),
+]
+CodecCost = Annotated[
+    Path | None,
+    typer.Option("--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help)."),
+]
+CompareOut = Annotated[
+    Path | None,
+    typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
+]
+
+
 @options(BUSBW, CACHE)
 def compare(
     ctx: typer.Context,
-    model: Annotated[
-        str, typer.Option("--model", help="Built-in model(s), comma list.")
-    ] = "resnet50,vgg16,bert-large,gpt2-xl",
-    gpu: Annotated[
-        str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")
-    ] = None,
-    precision: Annotated[
-        str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
-    ] = None,
-    batch: Annotated[
-        str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")
-    ] = None,
-    seq_len: Annotated[
-        str | None,
-        typer.Option("--seq-len", help="Transformers: tokens per sample (default: the model's context)."),
-    ] = None,
-    bandwidth: Annotated[
-        str, typer.Option(*axis_flags("bandwidth", "--bw"), help="Link bandwidth(s), Gbit/s. " + SYNTAX)
-    ] = "10,25,100,400",
-    utilization: Annotated[
-        float,
-        typer.Option(
-            *axis_flags("utilization", "--util"),
-            parser=typed_number(float),
-            help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
-        ),
-    ] = 0.32,
-    nodes: Annotated[str, typer.Option("--nodes", help="Nodes (one value).")] = "8",
-    gpus_per_node: Annotated[str, typer.Option("--gpus-per-node", help="GPUs per node (one value).")] = "8",
-    nics_per_node: Annotated[
-        str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")
-    ] = "1",
-    compressor: Annotated[
-        str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
-    ] = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
-    collective: Annotated[
-        str,
-        typer.Option(
-            "--collective",
-            help=f"All-reduce, one of {', '.join(COLLECTIVES)} (nccl: NCCL's own all-reduce or all-gather "
-            "of each payload, on a GPU with a preset).",
-        ),
-    ] = "nccl-ring",
-    bucketing: Annotated[
-        str, typer.Option("--bucketing", help="horovod or ddp (fsdp cannot compress).")
-    ] = "ddp",
-    iterations_factor: Annotated[
-        str | None,
-        typer.Option(
-            "--iterations-factor",
-            help="Extra iterations per compressor for the same accuracy, e.g. topk:0.01=1.3 (default 1).",
-        ),
-    ] = None,
-    codec_cost: Annotated[
-        Path | None,
-        typer.Option(
-            "--codec-cost", help="JSON overriding the codec throughput model (see sweep grid --help)."
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Also write REPORT.md, compare.csv and speedups.png into this directory."),
-    ] = None,
+    model: CompareModels = "resnet50,vgg16,bert-large,gpt2-xl",
+    gpu: CompareGpu = None,
+    precision: ComparePrecision = None,
+    batch: CompareBatch = None,
+    seq_len: CompareSeqLen = None,
+    bandwidth: CompareBandwidth = "10,25,100,400",
+    utilization: CompareUtilization = 0.32,
+    nodes: CompareNodes = "8",
+    gpus_per_node: CompareGpusPerNode = "8",
+    nics_per_node: CompareNicsPerNode = "1",
+    compressor: CompareCompressors = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
+    collective: CompareCollective = "nccl-ring",
+    bucketing: CompareBucketing = "ddp",
+    iterations_factor: IterationsFactor = None,
+    codec_cost: CodecCost = None,
+    out: CompareOut = None,
     force: ReportForce = False,
     fabric: CompareFabric = None,
 ):
@@ -453,6 +467,66 @@ def refuse_large_model(model: str | None, command: str) -> None:
 
 CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 
+# calibrate's own options.
+Measurements = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train. With --nccl-tests: nccl-tests logs, one test each.",
+        show_default=False,
+    ),
+]
+NcclTests = Annotated[
+    bool,
+    typer.Option(
+        "--nccl-tests",
+        help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency, a collective's fixed cost and the pipeline's fill; the fill's message held at the shipped fit's) and write a fabric file for grid and plan --collectives nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
+    ),
+]
+NicBandwidth = Annotated[
+    str | None,
+    typer.Option(
+        *axis_flags("bandwidth", "--bw"),
+        metavar="GBIT",
+        help="With --nccl-tests: each NIC's rate, Gbit/s (nccl-tests does not print it).",
+    ),
+]
+Profiles = Annotated[
+    list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
+]
+IterationTime = Annotated[
+    float | None,
+    typer.Option(
+        "--iteration-time",
+        parser=typed_number(float),
+        help="T1 in seconds for --profile formats without it.",
+    ),
+]
+Fit = Annotated[
+    str,
+    typer.Option("--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter."),
+]
+Per = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat)."
+    ),
+]
+Bounds = Annotated[
+    list[str] | None,
+    typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat)."),
+]
+CalibrateTrain = Annotated[
+    str | None,
+    typer.Option(
+        "--train",
+        help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
+    ),
+]
+CalibrateOut = Annotated[
+    Path | None,
+    typer.Option("--out", help="Write the result as JSON (with --nccl-tests: the fabric file)."),
+]
+
 
 @options(
     MODEL[:1],
@@ -463,66 +537,16 @@ CALIBRATION_AXES = ("nics_per_node", "fusion_buffer", "fusion_timeout")
 )
 def calibrate(
     ctx: typer.Context,
-    measurements: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="CSV: nodes,gpus_per_node,bandwidth and scaling_factor or iteration_time; optional model (built-in or profile file), collective, t1 and any axis; other columns are labels for --per and --train. With --nccl-tests: nccl-tests logs, one test each.",
-            show_default=False,
-        ),
-    ] = None,
-    nccl_tests: Annotated[
-        bool,
-        typer.Option(
-            "--nccl-tests",
-            help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency, a collective's fixed cost and the pipeline's fill; the fill's message held at the shipped fit's) and write a fabric file for grid and plan --collectives nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
-        ),
-    ] = False,
-    bandwidth: Annotated[
-        str | None,
-        typer.Option(
-            *axis_flags("bandwidth", "--bw"),
-            metavar="GBIT",
-            help="With --nccl-tests: each NIC's rate, Gbit/s (nccl-tests does not print it).",
-        ),
-    ] = None,
-    profile: Annotated[
-        list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
-    ] = None,
-    iteration_time: Annotated[
-        float | None,
-        typer.Option(
-            "--iteration-time",
-            parser=typed_number(float),
-            help="T1 in seconds for --profile formats without it.",
-        ),
-    ] = None,
-    fit: Annotated[
-        str,
-        typer.Option(
-            "--fit", help="What to fit, comma list: utilization, latency, overhead, slowdown, jitter."
-        ),
-    ] = "utilization",
-    per: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--per", help="PARAM=COLUMN: one PARAM per value of a column, e.g. overhead=framework (repeat)."
-        ),
-    ] = None,
-    bounds: Annotated[
-        list[str] | None,
-        typer.Option("--bounds", help="PARAM=LOW:HIGH in the axis's units, e.g. overhead=0:50 (repeat)."),
-    ] = None,
-    train: Annotated[
-        str | None,
-        typer.Option(
-            "--train",
-            help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", help="Write the result as JSON (with --nccl-tests: the fabric file)."),
-    ] = None,
+    measurements: Measurements = None,
+    nccl_tests: NcclTests = False,
+    bandwidth: NicBandwidth = None,
+    profile: Profiles = None,
+    iteration_time: IterationTime = None,
+    fit: Fit = "utilization",
+    per: Per = None,
+    bounds: Bounds = None,
+    train: CalibrateTrain = None,
+    out: CalibrateOut = None,
     force: Force = False,
     **settings,
 ):
@@ -532,8 +556,6 @@ def calibrate(
     --collectives nccl, --nccl-tests fits a fabric file to logs of NCCL's tests."""
     from netsweep_jax.sweep.analysis.calibrate import calibrate_file
     from netsweep_jax.sweep.analysis.calibration_report import report_text
-    from netsweep_jax.sweep.analysis.calibration_rows import Settings
-    from netsweep_jax.sweep.core.values import parse_values
     from netsweep_jax.sweep.io.runs import is_runs_file
 
     if nccl_tests:
@@ -563,25 +585,7 @@ def calibrate(
             dict(profile=profile, iteration_time=iteration_time, per=per, bounds=bounds),
         )
 
-    one = {}
-    for name in CALIBRATION_AXES:
-        text = settings.pop(name)
-        values = parse_values(text, NUMERIC_AXES[name])
-        if len(values) != 1:
-            raise InputError(f"{text}: calibrate takes one value", param=name)
-        one[name] = float(values[0])
-    table = settings.pop("reduce_table")
-    if table is not None:
-        from netsweep_jax.sweep.model.vector_add import read_table
-
-        table = read_table(table)
-    setup = Settings(
-        collective=settings.pop("collective"),
-        bucketing=settings.pop("bucketing"),
-        reduce_table=table,
-        intra_bandwidth=settings.pop("intra_bandwidth"),
-        **one,
-    )
+    setup = _calibration_settings(settings)
     result = calibrate_file(
         measured,
         fit,
@@ -600,6 +604,33 @@ def calibrate(
     typer.echo(report_text(result))
     if out is not None:
         typer.echo(f"wrote {out}")
+
+
+def _calibration_settings(settings: dict[str, Any]) -> "Settings":
+    """The settings of a measurements file's rows that do not give them, taken out of ``settings``: one value of
+    each of :data:`CALIBRATION_AXES`, the reduce table read, the collective, bucketing and intra-node rate."""
+    from netsweep_jax.sweep.analysis.calibration_rows import Settings
+    from netsweep_jax.sweep.core.values import parse_values
+
+    one = {}
+    for name in CALIBRATION_AXES:
+        text = settings.pop(name)
+        values = parse_values(text, NUMERIC_AXES[name])
+        if len(values) != 1:
+            raise InputError(f"{text}: calibrate takes one value", param=name)
+        one[name] = float(values[0])
+    table = settings.pop("reduce_table")
+    if table is not None:
+        from netsweep_jax.sweep.model.vector_add import read_table
+
+        table = read_table(table)
+    return Settings(
+        collective=settings.pop("collective"),
+        bucketing=settings.pop("bucketing"),
+        reduce_table=table,
+        intra_bandwidth=settings.pop("intra_bandwidth"),
+        **one,
+    )
 
 
 # What calibrate --nccl-tests reads besides its logs; any other option the user sets is refused by name.

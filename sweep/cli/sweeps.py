@@ -44,6 +44,41 @@ from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
 # A large model's utilization is its stack's fitted one, not the schema's 1 (which --help shows as the default).
 LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collectives nccl."
 
+# grid's own options. Its --force and --resume are not plan's: their help differs (a .partial file, a run).
+GridForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")]
+GridResume = Annotated[
+    bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")
+]
+BlockConfigs = Annotated[
+    int | None,
+    typer.Option(
+        "--block-configs",
+        parser=typed_number(int, 1),
+        help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).",
+    ),
+]
+Variables = Annotated[
+    str | None,
+    typer.Option(
+        "--vars",
+        help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none); for a large model, any of the outputs sweep show lists (default: all).",
+    ),
+]
+Store = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.",
+    ),
+]
+Reduce = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--reduce",
+        help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.",
+    ),
+]
+
 
 @options(
     MODEL,
@@ -58,42 +93,13 @@ LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with -
 def grid(
     ctx: typer.Context,
     out: Out = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")
-    ] = False,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Finish an interrupted run of the same command from OUT.partial.")
-    ] = False,
+    force: GridForce = False,
+    resume: GridResume = False,
     quiet: Quiet = False,
-    block_configs: Annotated[
-        int | None,
-        typer.Option(
-            "--block-configs",
-            parser=typed_number(int, 1),
-            help="Configurations per block (memory budget: 16 B each in float32) (default: 262144 on a CPU, from the free device memory on a GPU (up to 2^26); with --resume, the partial file's).",
-        ),
-    ] = None,
-    vars: Annotated[
-        str | None,
-        typer.Option(
-            "--vars",
-            help="Variables to keep, comma list: scaling_factor, iteration_time, exposed_comm, comm_time, time_to_accuracy (default: the first four, and time_to_accuracy when a --compressor is not none); for a large model, any of the outputs sweep show lists (default: all).",
-        ),
-    ] = None,
-    store: Annotated[
-        str | None,
-        typer.Option(
-            "--store",
-            help="Storage dtype: float16, float32 or float64 (default: the compute dtype). float16 keeps the scaling factor to about 5e-4 near 1.",
-        ),
-    ] = None,
-    reduce: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--reduce",
-            help="OP:DIM[,DIM...] with OP max, min, mean, argmax or argmin (repeat): reduce on the device as the sweep runs; the cube keeps the other dims (and, for argmax/argmin, the coordinate of the extreme). One family per sweep: max/argmax, min/argmin or mean.",
-        ),
-    ] = None,
+    block_configs: BlockConfigs = None,
+    vars: Variables = None,
+    store: Store = None,
+    reduce: Reduce = None,
     **settings,
 ):
     """Sweep every combination of the axes and write an HDF5 cube.
@@ -151,6 +157,17 @@ def grid(
         kernel=kernel,
         announce=announce,
     )
+    summary = _sweep(g, out, target, settings, common)
+    _echo_summary(summary, g, quiet=quiet, layouts=layouts)
+
+
+def _sweep(
+    g: Any, out: Path | None, target: Path, settings: dict[str, Any], common: dict[str, Any]
+) -> dict[str, Any]:
+    """Run ``sweep grid``'s sweep (on this machine, or its share under ``--distributed``) and return its summary;
+    an interrupt, a timeout or a failing file system ends the command with one line."""
+    from netsweep_jax.sweep.io import job
+
     try:
         if settings.pop("distributed"):
             from netsweep_jax.sweep.io import distributed
@@ -179,6 +196,14 @@ def grid(
             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
             code=1,
         )
+    return summary
+
+
+def _echo_summary(summary: dict[str, Any], g: Any, *, quiet: bool, layouts: bool) -> None:
+    """Print ``sweep grid``'s last line: the cube's path alone with ``--quiet``, else the run's summary."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+    from netsweep_jax.sweep.io import job
+
     if quiet:
         typer.echo(summary["out"])
     elif (
@@ -189,36 +214,42 @@ def grid(
         typer.echo(job.summary_line(summary))
 
 
+# plan's own options.
+PlanOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.",
+    ),
+]
+Keep = Annotated[
+    int,
+    typer.Option(
+        "--keep",
+        parser=typed_number(int, 1, 100),
+        help="Layouts to keep per setting, fastest first (1-100).",
+    ),
+]
+PlanResume = Annotated[
+    bool,
+    typer.Option("--resume", help="Finish an interrupted plan of the same command from OUT.partial."),
+]
+AsCsv = Annotated[bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")]
+AsJson = Annotated[
+    bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")
+]
+
+
 @options(PLAN_MODEL, LAYOUT, PLAN_NETWORK, BUSBW, CACHE, DISTRIBUTED)
 def plan(
     ctx: typer.Context,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Output cube (.h5) of the best layouts. Default: results/plan-<model>-<timestamp>.h5.",
-        ),
-    ] = None,
-    keep: Annotated[
-        int,
-        typer.Option(
-            "--keep",
-            parser=typed_number(int, 1, 100),
-            help="Layouts to keep per setting, fastest first (1-100).",
-        ),
-    ] = 3,
+    out: PlanOut = None,
+    keep: Keep = 3,
     force: Force = False,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Finish an interrupted plan of the same command from OUT.partial."),
-    ] = False,
+    resume: PlanResume = False,
     quiet: Quiet = False,
-    as_csv: Annotated[
-        bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the plan as JSON (null for what is not a number).")
-    ] = False,
+    as_csv: AsCsv = False,
+    as_json: AsJson = False,
     **settings: Any,
 ):
     """The fastest layouts of a large model on a cluster, per network setting, what each waits on, and what the
@@ -229,16 +260,7 @@ def plan(
     Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
     """
 
-    from netsweep_jax.sweep.analysis.layout_jobs import (
-        fabric_label,
-        fabric_values,
-        layout_grid_from,
-        write_plan,
-    )
-    from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
-    from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
-    from netsweep_jax.sweep.cli.progress import progress
-    from netsweep_jax.sweep.io import job
+    from netsweep_jax.sweep.analysis.layout_jobs import fabric_label, fabric_values, layout_grid_from
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
@@ -268,6 +290,23 @@ def plan(
             typer.echo(table)
             typer.echo(f"wrote {target}")
         return
+    ds, target, share = _search_plan(g, out, settings, keep=keep, force=force, resume=resume, quiet=quiet)
+    if ds is None:  # another process than 0 under --distributed: its share is in its shard
+        assert share is not None
+        typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
+        return
+    _echo_plan(ds, target, as_csv=as_csv, as_json=as_json)
+
+
+def _search_plan(
+    g: Any, out: Path | None, settings: dict[str, Any], *, keep: int, force: bool, resume: bool, quiet: bool
+) -> tuple[Any, Path, tuple[int, int] | None]:
+    """Search ``sweep plan``'s layouts into its cube: (the plan, or None on a process other than 0 under
+    ``--distributed``; the cube; this process's share); an interrupt or a timeout ends the command with one line."""
+    from netsweep_jax.sweep.analysis.layout_jobs import write_plan
+    from netsweep_jax.sweep.cli.progress import progress
+    from netsweep_jax.sweep.io import job
+
     bar = progress(quiet, "plan", "layouts searched")
     share = None
     try:
@@ -304,13 +343,17 @@ def plan(
             else "interrupted before any block was kept; nothing was kept",
             code=exit_code(e),
         )
-    if ds is None:  # another process than 0 under --distributed: its share is in its shard
-        assert share is not None
-        typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
-        return
+    return ds, target, share
+
+
+def _echo_plan(ds: Any, target: Path, *, as_csv: bool, as_json: bool) -> None:
+    """Print the plan written to ``target``: its table and tiers, or one CSV or JSON document."""
     # The cube is in place: a signal while its plan is printed ends the command saying so (the printing is the
-    # last 0.1-1 s of a run, where an interrupt said only "interrupted").
+    # last 0.1-1 s of a run, where an interrupt said only "interrupted"); its imports are inside for that too.
     try:
+        from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
+        from netsweep_jax.sweep.analysis.planning import infeasible_lines, plan_csv, plan_json, plan_table
+
         if as_csv or as_json:  # stdout is one CSV or JSON document; the cube said first, on stderr: a reader
             # that leaves early (| head) ends the command before anything after its output.
             say(f"wrote {target}")
