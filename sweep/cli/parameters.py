@@ -11,22 +11,19 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 from netsweep_jax.sweep.core.layout_axes import (
-    ATTENTIONS,
+    ARCH,
     DEFAULT_COLLECTIVE,
     DEFAULT_GPU,
     DEFAULT_PRECISION,
     LAYOUT_COLLECTIVES,
-    LAYOUT_OPTIONS,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
-    OVERLAP_DEFAULT,
-    OVERLAP_HELP,
     PLAN_SEARCHED,
-    RECOMPUTE_HELP,
-    SCHEDULES_HELP,
     SHARED_AXES,
+    TEXT_OPTIONS,
+    TextOption,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
@@ -189,166 +186,50 @@ KERNEL = [
 
 
 def _layout_params() -> list[inspect.Parameter]:
-    """The layout family's options (large transformers: --arch, --tp, ...), declared once for grid and plan."""
+    """The layout family's options (large transformers: --arch, --tp, ...) for grid and plan, from their
+    declarations: :data:`~sweep.core.layout_axes.ARCH`, the layout axes and
+    :data:`~sweep.core.layout_axes.TEXT_OPTIONS`."""
     panel = "Large models (layouts)"
-    out = [
-        param(
-            "arch",
-            str | None,
+    presets = {"stacks": STACKS_HELP, "default_stack": DEFAULT_STACK, "fabrics": FABRICS_HELP}
+
+    def text(name: str, spec: TextOption) -> inspect.Parameter:
+        return param(
+            name,
+            Path | None if spec.file else str | None,
             None,
-            "--arch",
+            spec.flag,
+            *([spec.alias] if spec.alias else []),
             rich_help_panel=panel,
-            help="A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, "
-            "kv_heads=, head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, "
-            "moe_every=, first_dense=, router_groups=, group_topk= (group-limited routing), tied=0|1, "
-            "dropout=0|1).",
+            metavar=spec.metavar or None,
+            help=spec.help.format(**presets),
         )
-    ]
-    for name, spec in LAYOUT_AXES.items():
-        out.append(
-            param(
-                name,
-                str | None,
-                None,
-                spec.option,
-                *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
-                rich_help_panel=panel,
-                metavar="VALUES",
-                help=(
-                    f"{spec.help} Default: {FITTED_DEFAULT}. "
-                    if name in CONSTANTS
-                    else f"{spec.help}{f' Default {spec.default}' if spec.default else ''}"
-                    f"{' (sweep plan: searched)' if name in PLAN_SEARCHED else ''}{'.' if spec.default else ''} "
-                )
-                + "Value syntax as --bw.",
-            )
-        )
-    out += [
-        param(
-            "attention",
+
+    def axis(name: str, spec: AxisSpec) -> inspect.Parameter:
+        if name in CONSTANTS:
+            said = f"{spec.help} Default: {FITTED_DEFAULT}. "
+        else:
+            searched = " (sweep plan: searched)" if name in PLAN_SEARCHED else ""
+            default = f" Default {spec.default}{searched}." if spec.default else searched
+            said = f"{spec.help}{default} "
+        return param(
+            name,
             str | None,
             None,
-            "--attention",
-            rich_help_panel=panel,
-            help=f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; "
-            "unfused: stored, as Megatron-LM in 2021-22); comma list (default flash).",
-        ),
-        param(
-            "schedule",
-            str | None,
-            None,
-            "--schedule",
-            rich_help_panel=panel,
-            help=f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b).",
-        ),
-        param(
-            "launch",
-            Path | None,
-            None,
-            "--launch",
-            rich_help_panel=panel,
-            metavar="FILE",
-            help="A Megatron-LM launch command (a script or the command line): its parallel sizes, batch "
-            "sizes, recomputation, sequence parallelism, distributed optimizer, overlap switches and "
-            "precision, as if given here (the model comes from --model or --arch).",
-        ),
-        param(
-            "virtual_stages",
-            str | None,
-            None,
-            "--virtual-pipeline-model-parallel-size",
+            spec.option,
+            *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
             rich_help_panel=panel,
             metavar="VALUES",
-            help="Megatron-LM's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); "
-            "comma list of whole numbers. Give it or --schedule.",
-        ),
-        param(
-            "recompute",
-            str | None,
-            None,
-            "--recompute",
-            MEGATRON_ALIASES["recompute"],
-            rich_help_panel=panel,
-            help=f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
-        ),
-        param(
-            "overlap",
-            str | None,
-            None,
-            "--overlap",
-            rich_help_panel=panel,
-            help=f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
-            "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, "
-            f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
-        ),
-        param(
-            "collectives",
-            str | None,
-            None,
-            "--collectives",
-            rich_help_panel=panel,
-            help="How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
-            "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink "
-            "domain, NICs; constants of sweep validate --nccl) (default flat).",
-        ),
-        param(
-            "moe_dispatcher",
-            str | None,
-            None,
-            "--moe-dispatcher",
-            MEGATRON_ALIASES["moe_dispatcher"],
-            rich_help_panel=panel,
-            help="MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all "
-            "of each token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank "
-            "GPU of each node holding one of its experts, then NVLink) (default alltoall).",
-        ),
-        param(
-            "stack",
-            str | None,
-            None,
-            "--stack",
-            rich_help_panel=panel,
-            metavar="NAME",
-            help=f"The training software, one per sweep: {STACKS_HELP} (sweep/model/stacks.py). Sets what "
-            "you do not give as that stack does (recomputation, ZeRO, sequence parallelism, gradients, "
-            "attention, overlap switches; sweep plan then searches the rest of the layout) and the "
-            "constants validate --llm fits for it on the GPU's die (efficiency, memory efficiency, "
-            f"utilization: sweep/data/llm_constants.json) (default: {DEFAULT_STACK}'s constants, none of its "
-            "other settings).",
-        ),
-        param(
-            "fabric",
-            str | None,
-            None,
-            "--fabric",
-            rich_help_panel=panel,
-            metavar="NAME|FILE",
-            help=f"The fabric (implies --collectives nccl, for a data-parallel model --collective nccl; "
-            f"refused with flat): a preset ({FABRICS_HELP}: sweep/model/fabrics.py; sets GPUs and NICs per "
-            "node, NIC rate, NVLink domain and GPU you do not give, and the hosts a leaf) or a fabric file "
-            "(sweep calibrate --nccl-tests) whose constants (transport efficiencies, network latency, fixed "
-            "cost, pipeline fill) replace the shipped fit's. sweep plan takes a list "
-            "(dgx-h100-superpod,aws-p5) and plans each.",
-        ),
-        param(
-            "oversubscription",
-            str | None,
-            None,
-            OVERSUBSCRIPTION.option,
-            rich_help_panel=panel,
-            metavar="VALUES",
-            help=f"{OVERSUBSCRIPTION.help} Needs a --fabric preset (its hosts a leaf); sweep plan takes a "
-            "list (1,2,4) and plans each value.",
-        ),
+            help=said + "Value syntax as --bw.",
+        )
+
+    return [
+        text("arch", ARCH),
+        *(axis(name, spec) for name, spec in LAYOUT_AXES.items()),
+        *(text(name, spec) for name, spec in TEXT_OPTIONS.items()),
     ]
-    return out
 
 
 LAYOUT = _layout_params()
-if tuple(p.name for p in LAYOUT) != LAYOUT_OPTIONS:  # the vocabulary's list, which the commands check against
-    raise ImportError(
-        "sweep.cli.parameters: the layout options differ from sweep.core.layout_axes.LAYOUT_OPTIONS"
-    )
 
 
 # --fabric on compare (a data-parallel analysis: its own option, beside compare's settings).

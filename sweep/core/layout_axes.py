@@ -10,8 +10,10 @@ the shared ones are the data-parallel family's own specs. Pure Python, so ``--he
 stays fast.
 """
 
+import dataclasses
+
 from netsweep_jax.sweep.core import schema
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 # The text settings a layout sweep takes where the user gives none (the API's, the CLI's and a runs file's; a
@@ -65,8 +67,8 @@ def recompute_code(mode: str) -> int:
     return sum(RECOMPUTE_BITS[part] for part in mode.split("+"))
 
 
-# Megatron-LM's names for the layout options whose values mean the same here, accepted as aliases so a launch
-# line's settings can be pasted: --tensor-model-parallel-size 8 is --tp 8.
+# Megatron-LM's names for the layout axes whose values mean the same here, accepted as aliases so a launch
+# line's settings can be pasted: --tensor-model-parallel-size 8 is --tp 8 (a text option's is its TextOption's).
 MEGATRON_ALIASES = {
     "tp": "--tensor-model-parallel-size",
     "pp": "--pipeline-model-parallel-size",
@@ -75,8 +77,6 @@ MEGATRON_ALIASES = {
     "expert_tp": "--expert-tensor-parallel-size",
     "micro_batch": "--micro-batch-size",
     "global_batch": "--global-batch-size",
-    "recompute": "--recompute-granularity",
-    "moe_dispatcher": "--moe-token-dispatcher-type",
 }
 
 # The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
@@ -133,21 +133,104 @@ SHARED_AXES = (
     "jitter",
 )
 AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
-# The layout family's own options: --arch, one per layout axis, and those it reads as text (declared once: the
-# CLI's parameters, the large-model commands' checks and the public API take their names from here).
-LAYOUT_TEXT_OPTIONS = (
-    "attention",
-    "schedule",
-    "launch",
-    "virtual_stages",
-    "recompute",
-    "overlap",
-    "collectives",
-    "moe_dispatcher",
-    "stack",
-    "fabric",
-    "oversubscription",
+
+
+@dataclasses.dataclass(frozen=True)
+class TextOption:
+    """A layout option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's
+    name for it, ``alias``, where it has one; ``metavar``; ``file``: a path), the API's keyword (its key in
+    :data:`TEXT_OPTIONS`) and the help. ``{stacks}``, ``{default_stack}`` and ``{fabrics}`` in the help are the
+    presets the model layer declares (:mod:`sweep.model.stacks`, :mod:`sweep.model.fabrics`), filled in by the
+    CLI: this layer does not import that one."""
+
+    flag: str
+    help: str
+    alias: str = ""
+    metavar: str = ""
+    file: bool = False
+
+
+ARCH = TextOption(
+    "--arch",
+    "A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, kv_heads=, "
+    "head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, moe_every=, first_dense=, "
+    "router_groups=, group_topk= (group-limited routing), tied=0|1, dropout=0|1).",
 )
+# The layout family's options read as text, after --arch and one per layout axis (the CLI's parameters, the
+# large-model commands' checks and the public API take their names from here).
+TEXT_OPTIONS: dict[str, TextOption] = {
+    "attention": TextOption(
+        "--attention",
+        f"Attention kernel(s): {', '.join(ATTENTIONS)} (flash: scores never stored, today's stacks; unfused: "
+        "stored, as Megatron-LM in 2021-22); comma list (default flash).",
+    ),
+    "schedule": TextOption(
+        "--schedule", f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b)."
+    ),
+    "launch": TextOption(
+        "--launch",
+        "A Megatron-LM launch command (a script or the command line): its parallel sizes, batch sizes, "
+        "recomputation, sequence parallelism, distributed optimizer, overlap switches and precision, as if "
+        "given here (the model comes from --model or --arch).",
+        metavar="FILE",
+        file=True,
+    ),
+    "virtual_stages": TextOption(
+        "--virtual-pipeline-model-parallel-size",
+        "Megatron-LM's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); comma list of "
+        "whole numbers. Give it or --schedule.",
+        metavar="VALUES",
+    ),
+    "recompute": TextOption(
+        "--recompute",
+        f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
+        alias="--recompute-granularity",
+    ),
+    "overlap": TextOption(
+        "--overlap",
+        f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
+        "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, --overlap-moe-expert-parallel-comm) "
+        f"(default {OVERLAP_DEFAULT}).",
+    ),
+    "collectives": TextOption(
+        "--collectives",
+        "How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
+        "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink domain, "
+        "NICs; constants of sweep validate --nccl) (default flat).",
+    ),
+    "moe_dispatcher": TextOption(
+        "--moe-dispatcher",
+        "MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all of each "
+        "token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank GPU of each "
+        "node holding one of its experts, then NVLink) (default alltoall).",
+        alias="--moe-token-dispatcher-type",
+    ),
+    "stack": TextOption(
+        "--stack",
+        "The training software, one per sweep: {stacks} (sweep/model/stacks.py). Sets what you do not give as "
+        "that stack does (recomputation, ZeRO, sequence parallelism, gradients, attention, overlap switches; "
+        "sweep plan then searches the rest of the layout) and the constants validate --llm fits for it on the "
+        "GPU's die (efficiency, memory efficiency, utilization: sweep/data/llm_constants.json) (default: "
+        "{default_stack}'s constants, none of its other settings).",
+        metavar="NAME",
+    ),
+    "fabric": TextOption(
+        "--fabric",
+        "The fabric (implies --collectives nccl, for a data-parallel model --collective nccl; refused with "
+        "flat): a preset ({fabrics}: sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink "
+        "domain and GPU you do not give, and the hosts a leaf) or a fabric file (sweep calibrate "
+        "--nccl-tests) whose constants (transport efficiencies, network latency, fixed cost, pipeline fill) "
+        "replace the shipped fit's. sweep plan takes a list (dgx-h100-superpod,aws-p5) and plans each.",
+        metavar="NAME|FILE",
+    ),
+    "oversubscription": TextOption(
+        OVERSUBSCRIPTION.option,
+        f"{OVERSUBSCRIPTION.help} Needs a --fabric preset (its hosts a leaf); sweep plan takes a list (1,2,4) "
+        "and plans each value.",
+        metavar="VALUES",
+    ),
+}
+LAYOUT_TEXT_OPTIONS = tuple(TEXT_OPTIONS)
 LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the

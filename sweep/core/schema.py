@@ -97,12 +97,6 @@ VARIABLES: dict[str, tuple[str, str]] = {
 DEFAULT_VARIABLES = tuple(VARIABLES)[:4]
 
 
-def in_cube_order(names: Iterable[str]) -> list[str]:
-    """The output variables among ``names``, in the cube's order."""
-    names = set(names)
-    return [name for name in VARIABLES if name in names]
-
-
 # Library parameters that are not numeric axes, and the CLI options that set them.
 OTHER_OPTIONS = {
     "model": "--model",

@@ -33,14 +33,12 @@ from netsweep_jax.sweep.core.schema import (
     DEFAULT_VARIABLES,
     DEFAULTS,
     DIMS,
-    DTYPES,
-    STORE_DTYPES,
     VARIABLES,
     assumed_line,
-    in_cube_order,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models, Table
+from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
@@ -319,22 +317,15 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
             param="bucketing",
         )
     _check_intra_bandwidth(intra_bandwidth)
-    if dtype not in DTYPES:
-        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
     _check_nccl_engine(collectives, profiles)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
-    variables = o["variables"]
-    if variables is None:
-        variables = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
-    kept = tuple(
-        in_cube_order(parse_names(variables, "vars", tuple(VARIABLES)))
-    )  # whatever order they came in
-    store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
-    if store is not None and store not in STORE_DTYPES:
-        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
+    default = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
+    kept = kept_outputs(DATA_PARALLEL, o["variables"], default)
+    store = store_dtype(store)
     table, source, reduce_said = _reduce_table(o["reduce_table"], profiles)
     return Grid(
         profiles,
@@ -346,7 +337,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         float(intra_bandwidth),
         dtype,
         kept,
-        store or "",
+        store,
         compressors,
         factors,
         overrides,

@@ -4,6 +4,7 @@
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -32,10 +33,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
     schedule_name,
 )
-from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.sweep_settings import NUMERIC, SweepSettings
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
+from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
@@ -102,11 +103,85 @@ def make_layout_grid(
     calibrate --nccl-tests``), only with ``collectives`` nccl; ``oversubscription``: the spine's (value
     syntax; a list is planned value by value), only with a preset.
     """
+    given = _given_axes(axes)  # filled below by presets and defaults
+    models, model_names = _models(model, arch, mtp_layers)
+    preset = stack_preset(stack) if stack is not None else None
+    attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
+    names = _names(model_names, gpu, precision, attention, schedule, recompute, collective)
+    _refuse_moe_settings(models, model_names, {**given, "moe_dispatcher": moe_dispatcher})
+    _require_size(given)
+    search = search or {}
+    net = _network(fabric, collectives, given)
+    dispatcher = _moe_dispatcher(moe_dispatcher)
+    stacked, phrase, overlap = _stacked(preset, names, models, given, overlap, by_stack)
+    given.update({name: show(value) for name, value in stacked.items()})
+    values = _numeric_values(given, search, stacked)
+    per_sweep = _per_sweep(values, given)
+    spines = net.spines(oversubscription, axes.get("latency"))
+    assumed = (
+        *((phrase,) if preset is not None else ()),
+        *_assumed(given, names, models, search, overlap is not None, "" if preset is not None else phrase),
+        *_model_said(names, models, mtp_layers is None, moe_dispatcher is None, dispatcher),
+        *net.said(),
+    )
+    check_dtype(dtype)
+    return LayoutGrid(
+        tuple(models),
+        names,
+        values,
+        dtype,
+        assumed,
+        kept_outputs(LAYOUTS, variables, tuple(VARIABLES)),
+        settings=SweepSettings(**per_sweep, overlap=_overlap(overlap), moe_dispatcher=dispatcher),
+        collectives=net.mode,
+        oversubscription=spines,
+        store=store_dtype(store),
+        reduction=parse_reductions(reduce, LAYOUTS),
+        **net.grid_fields(),
+    )
+
+
+def _given_axes(axes: dict[str, object]) -> dict[str, object]:
+    """The numeric options as given (None: not given), in the axes' order; a name that is no axis refused as
+    Python refuses a keyword a function does not take."""
     unknown = sorted(set(axes) - set(AXES))
-    if unknown:  # as Python says of a keyword a function does not take
+    if unknown:
         raise TypeError(f"make_layout_grid() got an unexpected keyword argument {unknown[0]!r}")
-    # The numeric options as given (None: not given), in the axes' order; filled below by presets and defaults.
-    given: dict[str, object] = {name: axes.get(name) for name in AXES if name != "mtp_layers"}
+    return {name: axes.get(name) for name in AXES if name != "mtp_layers"}
+
+
+def _stacked(
+    preset: Stack | None,
+    names: dict[str, tuple[str, ...]],
+    models: list[LLM],
+    given: dict[str, object],
+    overlap: str | None,
+    by_stack: dict[str, str],
+) -> tuple[dict[str, float], str, str | None]:
+    """What the stack (``preset``; None: the default stack's constants only) sets of the numeric settings not
+    given, the ``assumed`` phrase saying so, and the overlap switches (:func:`_stack_settings`,
+    :func:`_default_constants`)."""
+    if preset is not None:
+        return _stack_settings(preset, names, models, given, overlap, by_stack)
+    return (*_default_constants(names, given), overlap)
+
+
+def _text_defaults(
+    preset: Stack | None, attention: str | None, recompute: str | None
+) -> tuple[str, str, dict[str, str]]:
+    """The attention kernel and recomputation: as given, else as ``preset`` sets them, else the defaults
+    (flash, none); and those the stack set (name -> value)."""
+    by_stack = {}
+    if attention is None:
+        attention = by_stack["attention"] = preset.attention if preset else DEFAULT_ATTENTION
+    if recompute is None:
+        recompute = by_stack["recompute"] = preset.recompute if preset else "none"
+    return attention, recompute, by_stack
+
+
+def _models(model: str | None, arch: str | None, mtp_layers: object) -> tuple[list[LLM], list[str]]:
+    """The transformers (``arch``'s first, then each preset of ``model``) and their coordinate names; with
+    ``mtp_layers``, the MTP depth each trains in place of its own."""
     models: list[LLM] = []
     model_names: list[str] = []
     if arch is not None:
@@ -123,17 +198,22 @@ def make_layout_grid(
         if depth.size != 1:
             raise InputError(f"{mtp_layers}: give one value", param="mtp_layers")
         models = [dataclasses.replace(m, mtp_layers=int(depth[0])) for m in models]
-    preset = stack_preset(stack) if stack is not None else None
-    by_stack = {}  # the text settings the stack sets
-    if attention is None:
-        attention = preset.attention if preset else DEFAULT_ATTENTION
-        by_stack["attention"] = attention
-    if recompute is None:
-        recompute = preset.recompute if preset else "none"
-        by_stack["recompute"] = recompute
+    return models, model_names
+
+
+def _names(
+    model_names: list[str],
+    gpu: str,
+    precision: str,
+    attention: str,
+    schedule: str,
+    recompute: str,
+    collective: str,
+) -> dict[str, tuple[str, ...]]:
+    """The text dims' coordinates, each name checked (case-insensitive: presets are spelled in lower case);
+    fp8 refused on a GPU without fp8 tensor cores."""
     names = {
         "model": tuple(model_names),
-        # Names are case-insensitive (--gpu H100): presets are spelled in lower case.
         "gpu": tuple(parse_names(gpu.lower(), "gpu", tuple(GPUS))),
         "precision": tuple(parse_names(precision.lower(), "precision", LAYOUT_PRECISIONS)),
         "attention": tuple(parse_names(attention.lower(), "attention", ATTENTIONS)),
@@ -146,16 +226,26 @@ def make_layout_grid(
             raise InputError(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
             )
-    if not any(m.experts > 0 for m in models):  # a setting that changes nothing is refused, never ignored
-        moe = {**given, "moe_dispatcher": moe_dispatcher}
-        for name in MOE_ONLY:
-            value = moe[name]
-            if value is not None:
-                shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
-                dense = "is a dense model" if len(models) == 1 else "are dense models"
-                raise InputError(
-                    f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
-                )
+    return names
+
+
+def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[str, object]) -> None:
+    """Refuse a mixture-of-experts setting given (``given``: name -> value, None where not) for dense models
+    only: a setting that changes nothing is refused, never ignored."""
+    if any(m.experts > 0 for m in models):
+        return
+    for name in MOE_ONLY:
+        value = given[name]
+        if value is not None:
+            shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
+            dense = "is a dense model" if len(models) == 1 else "are dense models"
+            raise InputError(
+                f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
+            )
+
+
+def _require_size(given: dict[str, object]) -> None:
+    """Refuse a sweep without its GPU count (or data-parallel degree) or its global batch."""
     if given["gpus"] is None and given["dp"] is None:
         raise InputError(
             "is needed: the GPU count, as --gpus 1024 (or --dp, the data-parallel degree)", param="gpus"
@@ -164,27 +254,118 @@ def make_layout_grid(
         raise InputError(
             "is needed: the global batch in samples, as --global-batch 1024", param="global_batch"
         )
-    search = search or {}
-    preset_fabric = fabric if isinstance(fabric, FabricPreset) else None
-    constants = preset_fabric.constants if preset_fabric is not None else fabric
+
+
+class _FabricFields(TypedDict):
+    """:class:`LayoutGrid`'s fields of the fabric."""
+
+    fabric: FabricConstants
+    fabric_name: str
+    leaf_hosts: float
+    sharp: float
+    rail_only: float
+
+
+@dataclasses.dataclass(frozen=True)
+class _Network:
+    """How a layout sweep prices its collectives: ``mode`` (flat or nccl), the ``--fabric`` given (``fabric``:
+    a preset, ``preset``, or a fabric file's ``constants``), whether the fabric implied nccl (``implied``) and
+    whether nccl's full link rate was assumed (``full_rate``)."""
+
+    mode: str
+    fabric: FabricConstants | FabricPreset | None
+    preset: FabricPreset | None
+    constants: FabricConstants | None
+    implied: bool
+    full_rate: bool
+
+    def said(self) -> tuple[str, ...]:
+        """The ``assumed`` line's phrases of it."""
+        out: tuple[str, ...] = ()
+        if self.mode == "nccl":
+            out = (
+                *(["--collectives nccl (--fabric implies it)"] if self.implied else []),
+                *(["utilization 1 (eta_net is the transport's efficiency)"] if self.full_rate else []),
+                "collectives as NCCL's tuner prices them per group as placed "
+                f"({(self.constants or SHIPPED).describe()})",
+            )
+        if self.preset is not None:
+            out = out + (self.preset.describe(),)
+        return out
+
+    def grid_fields(self) -> _FabricFields:
+        """:class:`LayoutGrid`'s fabric fields: its constants and, from a preset, its name and tier."""
+        p = self.preset
+        return {
+            "fabric": self.constants or SHIPPED,
+            "fabric_name": p.name if p is not None else "",
+            "leaf_hosts": float(p.leaf_hosts) if p is not None else 0.0,
+            "sharp": float(p is not None and p.collnet),
+            "rail_only": float(p is not None and p.rail_only),
+        }
+
+    def spines(self, oversubscription: object, latency: object) -> tuple[float, ...]:
+        """The spine's oversubscription values (:func:`~sweep.model.fabrics.oversubscriptions`), after refusing
+        a fabric with flat collectives; then ``--latency`` refused with NCCL's pricing."""
+        _check_fabric(self)
+        spines = oversubscriptions(oversubscription, self.preset)
+        _check_latency(self, latency)
+        return spines
+
+
+def _network(
+    fabric: FabricConstants | FabricPreset | None, collectives: str | None, given: dict[str, object]
+) -> _Network:
+    """The sweep's collective pricing (``--collectives``, which a ``--fabric`` implies); a preset's cluster
+    settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
+    preset = fabric if isinstance(fabric, FabricPreset) else None
+    constants = preset.constants if preset is not None else fabric
     assert constants is None or isinstance(constants, FabricConstants)
-    if preset_fabric is not None:  # the cluster as the preset builds it, where not given
-        given.update({k: show(v) for k, v in preset_fabric.settings().items() if given[k] is None})
+    if preset is not None:  # the cluster as the preset builds it, where not given
+        given.update({k: show(v) for k, v in preset.settings().items() if given[k] is None})
     # A fabric (preset or file) is NCCL's pricing's: naming one without --collectives means NCCL's collectives.
     implied = collectives is None and fabric is not None
     mode = _collectives("nccl" if implied else collectives)
-    dispatcher = _moe_dispatcher(moe_dispatcher)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
-    stacked: dict[str, float] = {}
-    if preset is not None:
-        stacked, phrase, overlap = _stack_settings(preset, names, models, given, overlap, by_stack)
-    else:
-        stacked, phrase = _default_constants(names, given)
-    given.update({name: show(value) for name, value in stacked.items()})
+    return _Network(mode, fabric, preset, constants, implied, full_rate)
+
+
+def _check_fabric(net: _Network) -> None:
+    """Refuse a fabric with flat collectives: its constants are NCCL's pricing's, never silently unused."""
+    if net.fabric is not None and net.mode != "nccl":
+        raise InputError(
+            (
+                f"{net.preset.name}: a fabric preset prices"
+                if net.preset is not None
+                else f"{net.constants.source if net.constants else ''}: a fabric file's constants price"
+            )
+            + f" collectives as NCCL runs them, not {net.mode}: drop --collectives (a --fabric implies nccl), "
+            "or --fabric for the flat collectives (they read --util and --latency instead)",
+            param="fabric",
+        )
+
+
+def _check_latency(net: _Network, latency: object) -> None:
+    """Refuse ``--latency`` (the flat model's per-step latency) with NCCL's pricing, which has its own."""
+    if net.mode == "nccl" and latency is not None:
+        raise InputError(
+            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
+            f"{'(which --fabric implies) ' if net.implied else ''}the "
+            "network's latency is the fitted lambda (results/validation-nccl)",
+            param="latency",
+        )
+
+
+def _numeric_values(
+    given: dict[str, object], search: dict[str, str], stacked: dict[str, float]
+) -> dict[str, np.ndarray]:
+    """Each numeric option's values in stored units: as given, else ``search``'s (``sweep plan``'s space), else
+    its default; the fitted constants in ``stacked`` to the last bit (show's 15 digits may not be: validate
+    --llm's); gradient and moment bytes checked."""
     values = {}
     for name, value in given.items():
         # An axis without a default ('' in the schema: the GPU count, the batch) is derived or required.
@@ -194,7 +375,7 @@ def make_layout_grid(
         if name == "efficiency":
             default = show(EFFICIENCY)
         values[name] = _values(name, value, default)
-    for name in CONSTANTS:  # fitted constants to the last bit (show's 15 digits may not be: validate --llm's)
+    for name in CONSTANTS:
         if name in stacked:
             values[name] = np.array([stacked[name]])
     for bad in (v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0)):
@@ -203,8 +384,14 @@ def make_layout_grid(
         )
     for bad in (v for v in values["moment_bytes"] if v not in (1.0, 2.0, 4.0)):
         raise InputError(f"{show(bad)}: must be 4 (fp32), 2 (bf16) or 1 (fp8)", param="moment_bytes")
+    return values
+
+
+def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[str, float]:
+    """The numeric settings of one value per sweep (:data:`~sweep.core.sweep_settings.NUMERIC`), taken out of
+    ``values``: each must have one value (a property of the stack, not a dim); the MoE capacity checked."""
     per_sweep = {}
-    for name in NUMERIC:  # one value per sweep: a property of the stack, not a dim
+    for name in NUMERIC:
         one = values.pop(name)
         if one.size != 1:
             raise InputError(f"{given[name]}: give one value", param=name)
@@ -218,74 +405,26 @@ def make_layout_grid(
         raise InputError(
             "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
         )
-    if fabric is not None and mode != "nccl":  # its constants are NCCL's pricing's: never silently unused
-        raise InputError(
-            (
-                f"{preset_fabric.name}: a fabric preset prices"
-                if preset_fabric is not None
-                else f"{constants.source if constants else ''}: a fabric file's constants price"
-            )
-            + f" collectives as NCCL runs them, not {mode}: drop --collectives (a --fabric implies nccl), or "
-            "--fabric for the flat collectives (they read --util and --latency instead)",
-            param="fabric",
-        )
-    spines = oversubscriptions(
-        oversubscription, preset_fabric
-    )  # a preset with flat collectives: refused above
-    latency = axes.get("latency")
-    if mode == "nccl" and latency is not None:  # the flat model's per-step latency: NCCL's has its own
-        raise InputError(
-            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
-            f"{'(which --fabric implies) ' if implied else ''}the "
-            "network's latency is the fitted lambda (results/validation-nccl)",
-            param="latency",
-        )
-    constants_said = "" if preset is not None else phrase  # in the line where the constants' defaults were
-    assumed = _assumed(given, names, models, search, overlap is not None, constants_said)
+    return per_sweep
+
+
+def _model_said(
+    names: dict[str, tuple[str, ...]],
+    models: list[LLM],
+    mtp_default: bool,
+    dispatcher_default: bool,
+    dispatcher: str,
+) -> tuple[str, ...]:
+    """The ``assumed`` line's phrases of the models' own settings: the MTP depths they train (where
+    ``--mtp-layers`` is not given) and the MoE dispatcher (where not given)."""
+    out: tuple[str, ...] = ()
     depths = {(n, m.mtp_layers) for n, m in zip(names["model"], models) if m.mtp_layers}
-    if mtp_layers is None and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
+    if mtp_default and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
         shown = ", ".join(f"{d} for {n}" for n, d in sorted(depths))
-        assumed = assumed + (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
-    if moe_dispatcher is None and any(m.experts > 0 for m in models):
-        assumed = (*assumed, f"MoE dispatcher {dispatcher} (NCCL's all-to-all of every copy)")
-    if preset is not None:
-        assumed = (phrase, *assumed)
-    if mode == "nccl":
-        assumed = assumed + (
-            *(["--collectives nccl (--fabric implies it)"] if implied else []),
-            *(["utilization 1 (eta_net is the transport's efficiency)"] if full_rate else []),
-            f"collectives as NCCL's tuner prices them per group as placed ({(constants or SHIPPED).describe()})",
-        )
-    if preset_fabric is not None:
-        assumed = assumed + (preset_fabric.describe(),)
-    if dtype not in DTYPES:
-        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
-    kept = (
-        tuple(VARIABLES)
-        if variables is None
-        else tuple(LAYOUTS.in_cube_order(parse_names(variables, "vars", tuple(VARIABLES))))
-    )
-    store = store.lower() if isinstance(store, str) else store  # --store Float16 is float16
-    if store is not None and store not in STORE_DTYPES:
-        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
-    return LayoutGrid(
-        tuple(models),
-        names,
-        values,
-        dtype,
-        assumed,
-        kept,
-        settings=SweepSettings(**per_sweep, overlap=_overlap(overlap), moe_dispatcher=dispatcher),
-        collectives=mode,
-        fabric=constants or SHIPPED,
-        fabric_name=preset_fabric.name if preset_fabric is not None else "",
-        leaf_hosts=float(preset_fabric.leaf_hosts) if preset_fabric is not None else 0.0,
-        sharp=float(preset_fabric is not None and preset_fabric.collnet),
-        rail_only=float(preset_fabric is not None and preset_fabric.rail_only),
-        oversubscription=spines,
-        store=store or "",
-        reduction=parse_reductions(reduce, LAYOUTS),
-    )
+        out += (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
+    if dispatcher_default and any(m.experts > 0 for m in models):
+        out += (f"MoE dispatcher {dispatcher} (NCCL's all-to-all of every copy)",)
+    return out
 
 
 def _one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:

@@ -25,6 +25,7 @@ import importlib.util
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -137,12 +138,36 @@ def measure(
       trace: also write a torch.profiler Chrome trace of one step there (``sweep profile import`` reads it).
     """
     torch = _torch()
+    _check_options(precision, batch=batch, warmup=warmup, iterations=iterations)
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    model, inputs, target = _placed(spec, batch, seq_len, precision, device, torch)
+    params = [(n.removeprefix("inner."), p) for n, p in model.named_parameters() if p.requires_grad]
+    if not params:
+        raise InputError(f"{spec}: the model has no trainable parameters", param="model")
+    optimizer = torch.optim.SGD([p for _, p in params], lr=1e-6)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    step = _step_function(model, inputs, target, optimizer, precision, device, torch)
+    t1 = _median_step(step, optimizer, sync, warmup, iterations)
+    ready, forward = _hooked_times(model, params, step, optimizer, sync, iterations)
+    if trace is not None:
+        _write_trace(torch, step, optimizer, trace, device)
+    return _profile(spec, params, ready, forward, t1, device, batch, precision, torch)
+
+
+def _check_options(precision: str, **counts: int) -> None:
+    """Refuse a precision not of :data:`WORKLOAD_PRECISIONS`, and a batch, warm-up or iteration count that is
+    not a whole number of at least 1 (warm-up: 0)."""
     if precision not in WORKLOAD_PRECISIONS:
         raise InputError(f"{precision!r}: must be one of {', '.join(WORKLOAD_PRECISIONS)}", param="precision")
-    for name, value, low in (("batch", batch, 1), ("warmup", warmup, 0), ("iterations", iterations, 1)):
+    for name, value in counts.items():
+        low = 0 if name == "warmup" else 1
         if not (isinstance(value, int) and value >= low):
             raise InputError(f"{value}: must be an integer >= {low}", param=name)
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+
+
+def _placed(spec: str, batch: int, seq_len: int | None, precision: str, device: Any, torch: Any) -> Any:
+    """The model of ``spec`` and its batch (inputs, target) on ``device``, the model (and floating-point inputs)
+    in ``precision``'s type where it is bf16 or fp16."""
     model, (inputs, target) = load(spec, batch, seq_len, torch)
     model = model.to(device)
     if precision in ("bf16", "fp16"):
@@ -150,11 +175,14 @@ def measure(
     inputs, target = inputs.to(device), target.to(device)
     if precision in ("bf16", "fp16") and inputs.is_floating_point():
         inputs = inputs.to(next(model.parameters()).dtype)
-    params = [(n.removeprefix("inner."), p) for n, p in model.named_parameters() if p.requires_grad]
-    if not params:
-        raise InputError(f"{spec}: the model has no trainable parameters", param="model")
-    optimizer = torch.optim.SGD([p for _, p in params], lr=1e-6)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    return model, inputs, target
+
+
+def _step_function(
+    model: Any, inputs: Any, target: Any, optimizer: Any, precision: str, device: Any, torch: Any
+) -> Callable[[], Any]:
+    """One training step up to its loss (zero_grad, forward under autocast with ``amp``, loss: cross-entropy
+    for integer targets, else mean squared error); the caller runs backward and the optimizer."""
 
     def loss_of(out: Any) -> Any:
         if target.dtype in (torch.int64, torch.int32):
@@ -169,9 +197,15 @@ def measure(
             dtype=torch.float16 if device.type == "cuda" else torch.bfloat16,
         ):
             out = model(inputs)
-        loss = loss_of(out)
-        return loss
+        return loss_of(out)
 
+    return step
+
+
+def _median_step(
+    step: Callable[[], Any], optimizer: Any, sync: Callable[[], Any], warmup: int, iterations: int
+) -> float:
+    """T1: the median time of ``iterations`` whole steps without hooks (s), after ``warmup`` steps."""
     for _ in range(warmup):
         step().backward()
         optimizer.step()
@@ -183,7 +217,19 @@ def measure(
         optimizer.step()
         sync()
         t1s.append(time.perf_counter() - t0)
+    return statistics.median(t1s)
 
+
+def _hooked_times(
+    model: Any,
+    params: list[tuple[str, Any]],
+    step: Callable[[], Any],
+    optimizer: Any,
+    sync: Callable[[], Any],
+    iterations: int,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Over ``iterations`` hooked steps: each parameter's gradient-ready times from the start of backward, and
+    each module's forward time on its first parameter (s; name -> one per step). The hooks are removed after."""
     ready: dict[str, list[float]] = {n: [] for n, _ in params}
     forward: dict[str, list[float]] = {n: [] for n, _ in params}
     clock: dict[str, float] = {}
@@ -219,9 +265,7 @@ def measure(
     finally:
         for h in handles:
             h.remove()
-    if trace is not None:
-        _write_trace(torch, step, optimizer, trace, device)
-    return _profile(spec, params, ready, forward, statistics.median(t1s), device, batch, precision, torch)
+    return ready, forward
 
 
 def _write_trace(torch, step, optimizer, path, device):

@@ -1,0 +1,34 @@
+"""What a sweep keeps and in which dtypes, checked by one rule for both model families: ``--vars``, ``--store``
+and the compute dtype."""
+
+from collections.abc import Sequence
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import Family
+from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
+from netsweep_jax.sweep.core.values import parse_names
+
+
+def kept_outputs(
+    family: Family, variables: str | Sequence[str] | None, default: Sequence[str]
+) -> tuple[str, ...]:
+    """The outputs a sweep keeps, in ``family``'s cube order whatever order they came in: ``variables`` (a
+    comma list or names, each one of the family's outputs), or ``default`` where None."""
+    if variables is None:
+        variables = default
+    return tuple(family.in_cube_order(parse_names(variables, "vars", tuple(family.variables))))
+
+
+def store_dtype(store: str | None) -> str:
+    """The dtype a cube stores its float outputs in ('' for the compute dtype: ``store`` None); any case
+    (``--store Float16`` is float16)."""
+    store = store.lower() if isinstance(store, str) else store
+    if store is not None and store not in STORE_DTYPES:
+        raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
+    return store or ""
+
+
+def check_dtype(dtype: str) -> None:
+    """Refuse a compute dtype other than float32 or float64."""
+    if dtype not in DTYPES:
+        raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
