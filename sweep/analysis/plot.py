@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import LAYOUTS, family_of
+from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import check_selection, open_cube
@@ -170,16 +170,12 @@ def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, (float, np.floating, int, np.integer)) else str(value)
 
 
-# Dims a layout cube's title names where it holds one value of them (what the figure is of), before the --sel choices.
-TITLE_DIMS = ("model", "gpu", "gpus", "global_batch")
-
-
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
     """The fixed dims as a title: a layout cube's one model (GPU, GPU count, global batch where it has one;
     a plan's ``rank = 1`` alone says nothing of what was planned), then the ``sel`` choices:
     ``model = llama3-70b, gpus = 1024, rank = 1``."""
-    layouts = family_of(ds.attrs) is LAYOUTS
-    fixed = {d: ds[d].values[0].item() for d in TITLE_DIMS if layouts and d in ds.dims and ds.sizes[d] == 1}
+    titled = family_of(ds.attrs).title_dims
+    fixed = {d: ds[d].values[0].item() for d in titled if d in ds.dims and ds.sizes[d] == 1}
     parts = []
     for dim, value in {**{d: v for d, v in fixed.items() if d not in sel}, **sel}.items():
         units = ds[dim].attrs.get("units", "")

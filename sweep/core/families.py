@@ -11,12 +11,13 @@ here, not from either family's vocabulary. Pure Python (the CLI's ``--help`` imp
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from netsweep_jax.sweep.core import layout_axes, schema
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # each family one object: equal and hashed by identity
 class Family:
     """One model family's cube.
 
@@ -29,6 +30,12 @@ class Family:
       integer: outputs kept as int32 whatever the store dtype (codes), filled with -1 until written.
       positive: outputs that are never 0 or infinite where they are defined: a float16 store that shows one
         so has over- or underflowed.
+      axes: the numeric axes of its cube (option, units, value syntax), which a selection's text is read by.
+      coordinate_attrs: dim -> ``units`` and ``long_name`` of that coordinate.
+      derived_zero: dims where 0 stands for a value the sweep derives -> what it is (a reader says so).
+      whole_numbers: whether its tables show whole-number coordinates and a plan's layout columns without a
+        decimal point (tp 8, gpus 1024: counts).
+      title_dims: dims a plot's title names when the cube holds one value of them (what was swept for).
     """
 
     name: str
@@ -36,8 +43,13 @@ class Family:
     outer: tuple[str, ...]
     inner: tuple[str, ...]
     variables: Mapping[str, tuple[str, str]]
+    coordinate_attrs: Callable[[str], dict[str, str]]
+    axes: Mapping[str, AxisSpec]
     integer: tuple[str, ...] = ()
     positive: tuple[str, ...] = ()
+    derived_zero: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    whole_numbers: bool = False
+    title_dims: tuple[str, ...] = ()
 
     @property
     def dims(self) -> tuple[str, ...]:
@@ -54,12 +66,6 @@ class Family:
         names = set(names)
         return [name for name in self.variables if name in names]
 
-    def coordinate_attrs(self, dim: str) -> dict[str, str]:
-        """``units`` and ``long_name`` of a coordinate of this family's cube."""
-        if self is LAYOUTS:
-            return layout_axes.coordinate_attrs(dim)
-        return schema.coordinate_attrs(dim)
-
 
 DATA_PARALLEL = Family(
     "data-parallel",
@@ -67,6 +73,8 @@ DATA_PARALLEL = Family(
     schema.LAYOUT,
     schema.INNER,
     schema.VARIABLES,
+    schema.coordinate_attrs,
+    NUMERIC_AXES,
     positive=("scaling_factor", "iteration_time"),
 )
 LAYOUTS = Family(
@@ -75,8 +83,17 @@ LAYOUTS = Family(
     layout_axes.SETTING_DIMS,
     layout_axes.PARALLEL_DIMS,
     layout_axes.VARIABLES,
+    layout_axes.coordinate_attrs,
+    layout_axes.AXES,
     integer=("status",),
     positive=("iteration_time", "tokens_per_s", "memory_gb"),
+    derived_zero={
+        **dict.fromkeys(layout_axes.SYSTEM_DIMS, "the GPU's system"),
+        "dp": "gpus / (tp pp cp)",
+        "grad_bytes": "the precision's",
+    },
+    whole_numbers=True,
+    title_dims=("model", "gpu", "gpus", "global_batch"),
 )
 FAMILIES = {f.name: f for f in (DATA_PARALLEL, LAYOUTS)}
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import METRICS, Config, Features
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import Family
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan, pow2
 from netsweep_jax.sweep.engine.compiled import (
@@ -69,21 +69,9 @@ def check_kernel(name: str, grid: AnyGrid) -> None:
     if not isinstance(name, str) or name.lower() not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     name = name.lower()  # --kernel XLA is xla
-    if isinstance(grid, LayoutGrid):
-        if name.startswith("pallas"):
-            raise InputError(
-                f"{name}: the Pallas kernel is the data-parallel recurrence's; a layout sweep runs on XLA "
-                f"(use xla or auto)",
-                param="kernel",
-            )
-        return
-    lacks = _pallas_lacks(features_of(grid))
-    if name.startswith("pallas") and lacks:
-        raise InputError(
-            f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep "
-            f"needs; use xla (or auto)",
-            param="kernel",
-        )
+    refusal = BLOCKS[grid.family.name].pallas_refusal(grid, name) if name.startswith("pallas") else ""
+    if refusal:
+        raise InputError(refusal, param="kernel")
     if name == "pallas" and not _gpu_installed():
         raise InputError(
             "pallas: compiled Pallas kernels run on a GPU and this installation of JAX has no GPU plugin; "
@@ -146,10 +134,23 @@ def precision(dtype: str) -> Iterator[None]:
 class _DataParallelBlocks:
     """The data-parallel family's blocks: buckets, layouts and configurations to :func:`grid_metrics`."""
 
-    def __init__(self, grid: Grid, plan: BlockPlan, kernel: str) -> None:
+    def __init__(self, grid: Grid, plan: BlockPlan, kernel: str, keep: int | None = None) -> None:
+        if keep is not None:
+            raise ValueError("keep: the best layouts of each setting are a layout sweep's")
         self.grid, self.plan = grid, plan
         self.inputs = BlockInputs(grid, plan)
         self.kernel = choose_kernel(kernel, self.inputs.features)
+
+    @staticmethod
+    def pallas_refusal(grid: Grid, name: str) -> str:
+        """Why the Pallas kernel ``name`` cannot run ``grid`` ('' where it can)."""
+        lacks = _pallas_lacks(features_of(grid))
+        if not lacks:
+            return ""
+        return (
+            f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep needs; use xla "
+            "(or auto)"
+        )
 
     def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
         inp = self.inputs
@@ -183,7 +184,7 @@ class _LayoutBlocks:
 
     kernel = "xla"
 
-    def __init__(self, grid: LayoutGrid, plan: BlockPlan, keep: int | None = None) -> None:
+    def __init__(self, grid: LayoutGrid, plan: BlockPlan, kernel: str, keep: int | None = None) -> None:
         self.grid, self.plan = grid, plan
         self.tables = BlockTables(grid)
         self.dtype = np.dtype(grid.dtype)
@@ -191,6 +192,14 @@ class _LayoutBlocks:
         # Searches keeping 1 to 16 layouts share one compiled block (top_k's k is a shape); the extra are cut
         # off. The 16 picked where 4 would do cost nothing to see: the kernel's other outputs at 16 of 8,192 lanes.
         self.compiled_keep = None if keep is None else min(pow2(keep, 16), plan.ci_width)
+
+    @staticmethod
+    def pallas_refusal(grid: LayoutGrid, name: str) -> str:
+        """Why the Pallas kernel ``name`` cannot run a layout sweep: it is the data-parallel recurrence's."""
+        return (
+            f"{name}: the Pallas kernel is the data-parallel recurrence's; a layout sweep runs on XLA (use xla "
+            "or auto)"
+        )
 
     def starts(self, block: Block) -> tuple[int, int]:
         """The block's first setting cell and first layout, as flat indices."""
@@ -241,6 +250,11 @@ Copy = Callable[[Any, Callable[[], Any]], Any]
 sent each time, not kept)."""
 
 
+# Each family's block adapter (its cube's blocks to its compiled kernel, and what its kernels can run), by the
+# family's name (sweep.core.families): the one place the engine tells the families apart.
+BLOCKS: dict[str, Any] = {DATA_PARALLEL.name: _DataParallelBlocks, LAYOUTS.name: _LayoutBlocks}
+
+
 class Dispatcher:
     """Evaluates blocks of ``plan`` on ``devices`` (default: every local device), for either family."""
 
@@ -255,13 +269,7 @@ class Dispatcher:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.plan = plan
-        self.blocks: _DataParallelBlocks | _LayoutBlocks
-        if isinstance(grid, LayoutGrid):
-            self.blocks = _LayoutBlocks(grid, plan, keep)
-        elif keep is not None:
-            raise ValueError("keep: the best layouts of each setting are a layout sweep's")
-        else:
-            self.blocks = _DataParallelBlocks(grid, plan, kernel)
+        self.blocks = BLOCKS[grid.family.name](grid, plan, kernel, keep)
         self.kernel = self.blocks.kernel
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input

@@ -48,7 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.families import family_of
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, family_of
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
@@ -226,17 +226,29 @@ def create(
             ds.attrs[k] = v
         for i, scale in enumerate(scales):
             ds.dims[i].attach_scale(scale)
-    if isinstance(grid, Grid):  # the data-parallel family's inputs: its profiles and reduce-cost table
-        _write_profiles(f, grid)
-        rc = f.create_group("reduce_cost")
-        rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
-        rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+    INPUTS[grid.family.name](f, grid)  # the family's inputs a cube keeps besides its coordinates
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
     progress.create_dataset("block_checksum", data=np.zeros(len(plan.blocks()), np.uint32))
     progress.attrs["checksums"] = json.dumps(static_checksums(f))
     f.flush()
     return f
+
+
+def _write_data_parallel_inputs(f: h5py.File, grid: Grid) -> None:
+    """The data-parallel family's inputs: its profiles and its reduce-cost table."""
+    _write_profiles(f, grid)
+    rc = f.create_group("reduce_cost")
+    rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
+    rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
+
+
+def _write_no_inputs(f: h5py.File, grid: Any) -> None:
+    """A layout cube keeps its models' shapes and sources in its attributes (``models``), no group."""
+
+
+# Each family's inputs that a cube keeps besides its coordinates and attributes, by the family's name.
+INPUTS: dict[str, Any] = {DATA_PARALLEL.name: _write_data_parallel_inputs, LAYOUTS.name: _write_no_inputs}
 
 
 def _write_profiles(f: h5py.File, grid: Grid) -> None:

@@ -8,11 +8,8 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.families import LAYOUTS, family_of
-from netsweep_jax.sweep.core.layout_axes import AXES as LAYOUT_AXES
-from netsweep_jax.sweep.core.layout_axes import SYSTEM_DIMS
+from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
@@ -46,14 +43,6 @@ def variables(ds: xr.Dataset) -> list[str]:
     return known + sorted(v for v in names if v not in known)
 
 
-# A layout cube's dims where 0 stands for a value the sweep derives, and what it is.
-DERIVED_ZERO = {
-    **dict.fromkeys(SYSTEM_DIMS, "the GPU's system"),
-    "dp": "gpus / (tp pp cp)",
-    "grad_bytes": "the precision's",
-}
-
-
 def _value(x: Any) -> str:
     """A coordinate as a reader writes it: integers without a decimal point (64, not 64.0)."""
     if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
@@ -76,7 +65,7 @@ def _rules(attr: str) -> dict[int, str]:
 def describe(path: str | Path) -> str:
     """Human summary of a cube: dims, variables' min/median/max, command, what was assumed, profiles."""
     ds = open_cube(path)
-    layouts = family_of(ds.attrs) is LAYOUTS
+    derived_zero = family_of(ds.attrs).derived_zero  # dims where 0 is a derived value, and what it is
     lines = [
         f"{path}",
         f"  made by: {ds.attrs.get('command', '?')}",
@@ -91,8 +80,8 @@ def describe(path: str | Path) -> str:
     for d in ds.dims:
         v = ds[d].values
         texts = [_value(x) for x in v[:6]]
-        if layouts and str(d) in DERIVED_ZERO:
-            texts = [f"0 = {DERIVED_ZERO[str(d)]}" if t == "0" else t for t in texts]
+        if str(d) in derived_zero:
+            texts = [f"0 = {derived_zero[str(d)]}" if t == "0" else t for t in texts]
         shown = ", ".join(texts) + (", ..." if len(v) > 6 else "")
         units = ds[d].attrs.get("units", "")
         lines.append(
@@ -122,8 +111,8 @@ def describe(path: str | Path) -> str:
         missing = a.size - finite.size
         units = ds[name].attrs.get("units", "")
         derived = str(name).removeprefix("layout_")  # a plan's layout_dp 0: dp derived from the GPUs
-        if layouts and str(name).startswith("layout_") and derived in DERIVED_ZERO and np.any(finite == 0):
-            units = f"{units if units != '1' else ''} (0 = {DERIVED_ZERO[derived]})".strip()
+        if str(name).startswith("layout_") and derived in derived_zero and np.any(finite == 0):
+            units = f"{units if units != '1' else ''} (0 = {derived_zero[derived]})".strip()
         lines.append(
             f"    {name:<{width}} {stats} {units if units != '1' else ''}".rstrip()
             + (f"  ({missing:,} unset)" if missing else "")
@@ -226,7 +215,7 @@ def _selection(
         if dim not in ds.dims:
             raise InputError(f"{text}: {_why_no_dim(ds, dim)}", param=dim)
         values: Iterable[Any]
-        specs = LAYOUT_AXES if family_of(ds.attrs) is LAYOUTS else NUMERIC_AXES  # the cube's own axes
+        specs = family_of(ds.attrs).axes  # the cube's own axes
         if dim in specs:
             values = parse_values(text, specs[dim])
         elif dim == "compressor":  # topk:0.010 is topk:0.01
@@ -298,7 +287,7 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
     df = sub[names].to_dataframe().reset_index()
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
-    if family_of(ds.attrs) is LAYOUTS:  # layout dims that count (tp 8, gpus 1024) read as whole numbers,
+    if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
                 df[d] = df[d].astype(np.int64)
