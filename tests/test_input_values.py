@@ -24,7 +24,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.schema import cli_message
 from netsweep_jax.sweep.core.values import number, parse_values
-from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
+from netsweep_jax.sweep.engine.layout_options import make_layout_grid
 from netsweep_jax.sweep.io import runs as runs_file
 from netsweep_jax.sweep.io.launch import read_launch
 from netsweep_jax.sweep.io.runs import DATASET, read_runs

@@ -11,8 +11,8 @@ import pytest
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS, NUMERIC, SweepSettings
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS, INNER_COLUMNS, OUTER_COLUMNS, layout_inputs
+from netsweep_jax.sweep.engine.layout_options import make_layout_grid
 from netsweep_jax.sweep.engine.layout_rows import LayoutRow, row_columns
-from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 from netsweep_jax.sweep.model.llms import resolve_llm
 
 # A value other than the default for each setting. The base run has a capacity (2) above its load (1.25), so

@@ -114,7 +114,7 @@ def layout_grid_from(
     the names the user set). Network options the user did not set follow the GPU's system; with ``search``
     (``sweep plan``) the layout options not given are searched over :func:`~sweep.analysis.planning.search_space`.
     A ``launch`` file's settings are taken into ``settings`` first. ``kept``: what a cube keeps (``variables``,
-    ``store``, ``reduce``: :func:`~sweep.engine.layout_validation.make_layout_grid`'s)."""
+    ``store``, ``reduce``: :func:`~sweep.engine.layout_options.make_layout_grid`'s)."""
     from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
     if settings.get("launch") is not None:

@@ -70,7 +70,7 @@ class Family:
 DATA_PARALLEL = Family(
     "data-parallel",
     schema.STRUCTURAL,
-    schema.LAYOUT,
+    schema.WORKERS,
     schema.INNER,
     schema.VARIABLES,
     schema.coordinate_attrs,

@@ -235,7 +235,7 @@ LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # parallel dims, the layout's own choices (`sweep plan` searches them). A block of a sweep is R setting cells
-# by C layouts. (The data-parallel family's STRUCTURAL, LAYOUT and INNER, in sweep.core.schema, are other sets.)
+# by C layouts. (The data-parallel family's STRUCTURAL, WORKERS and INNER, in sweep.core.schema, are other sets.)
 TEXT_DIMS = ("model", "gpu", "precision", "attention", "schedule", "recompute", "collective")
 SETTING_DIMS = (
     "model",

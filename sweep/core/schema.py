@@ -22,12 +22,12 @@ from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
 from netsweep_jax.sweep.core.errors import InputError
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
-# worker layout (new collective coefficients), then the axes the kernel sweeps freely
+# workers (nodes, GPUs and NICs a node: new collective coefficients), then the axes the kernel sweeps freely
 # (one configuration each). A write block is then one contiguous hyperslab.
 STRUCTURAL = ("model", "collective", "bucketing", "compressor", "fusion_buffer", "fusion_timeout")
-LAYOUT = ("nodes", "gpus_per_node", "nics_per_node")
+WORKERS = ("nodes", "gpus_per_node", "nics_per_node")
 INNER = ("bandwidth", "utilization", "ratio", "latency", "overhead", "slowdown", "jitter", "accum")
-DIMS = STRUCTURAL + LAYOUT + INNER
+DIMS = STRUCTURAL + WORKERS + INNER
 
 # Axes `need` solves for (those with a search range): the scaling factor grows with the
 # GROWING ones and falls with the rest. Axes `calibrate` fits: those with fit bounds.

@@ -81,6 +81,6 @@ class SweepSettings:
 
 
 # The GPU table's columns the settings fill (sweep.engine.compiled.GPU_FIELDS), and the numeric ones: each is
-# an axis whose option takes value syntax and must give one value (sweep.engine.layout_validation).
+# an axis whose option takes value syntax and must give one value (sweep.engine.layout_options).
 COLUMNS = tuple(f.name for f in dataclasses.fields(SweepSettings))
 NUMERIC = tuple(f.name for f in dataclasses.fields(SweepSettings) if f.metadata["numeric"])

@@ -2,7 +2,7 @@
 
 Pure index arithmetic over named dims, no arrays, the same for every model family
 (:mod:`sweep.core.families`). A cube's dims are its family's ``structural + outer + inner``
-(the data-parallel family's: ``STRUCTURAL + LAYOUT + INNER`` of :mod:`sweep.core.schema`; the
+(the data-parallel family's: ``STRUCTURAL + WORKERS + INNER`` of :mod:`sweep.core.schema`; the
 layout family's: no structural dim, the settings, then the layouts). A *task* is one index along
 every structural dim (for the data-parallel family, one set of fused buckets); within a task the
 remaining (varying) dims are cut into hyperslab blocks of at most ``block_configs``

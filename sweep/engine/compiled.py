@@ -106,9 +106,7 @@ def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False)
     return reduced
 
 
-def device_reduce(
-    values: jax.Array, axes: tuple[int, ...], family: str
-) -> tuple[jax.Array, jax.Array | None]:
+def device_reduce(values: jax.Array, axes: tuple[int, ...], op: str) -> tuple[jax.Array, jax.Array | None]:
     """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
 
     ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
@@ -118,9 +116,9 @@ def device_reduce(
     keep = [a for a in range(values.ndim) if a not in axes]
     moved = jnp.transpose(values, keep + list(axes))
     flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
-    if family == "mean":
+    if op == "mean":
         return jnp.mean(flat, axis=-1), None
-    index = jnp.argmax(flat, axis=-1) if family == "max" else jnp.argmin(flat, axis=-1)
+    index = jnp.argmax(flat, axis=-1) if op == "max" else jnp.argmin(flat, axis=-1)
     return jnp.take_along_axis(flat, index[..., None], axis=-1)[..., 0], index.astype(jnp.int32)
 
 
@@ -130,12 +128,12 @@ def reduced_output(
 ) -> tuple[jax.Array, jax.Array | None]:
     """One output reduced as :func:`reduced_outputs` says: (value, flat index of the extreme or None). One
     compile per shape, dtype and reduction, whichever output."""
-    (kb, ci), shape, axes, family = reduce
+    (kb, ci), shape, axes, op = reduce
     value = v[:kb, :ci].reshape(shape)
-    nan_aware = skip_nan and family != "mean" and value.dtype.kind == "f"
+    nan_aware = skip_nan and op != "mean" and value.dtype.kind == "f"
     if nan_aware:
-        value = jnp.where(jnp.isnan(value), -jnp.inf if family == "max" else jnp.inf, value)
-    value, index = device_reduce(value, axes, family)
+        value = jnp.where(jnp.isnan(value), -jnp.inf if op == "max" else jnp.inf, value)
+    value, index = device_reduce(value, axes, op)
     if nan_aware:
         value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
     return value, index
@@ -364,51 +362,26 @@ def layout_inputs(
         return jnp.where(v[name] > 0, v[name], o[own])
 
     e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
+    # The fields computed here; every other field of the kernel's record is the column of its own name (a layout
+    # dim, a per-sweep setting or a fabric column: a new setting named as its kernel field needs no line here).
+    computed = {
+        "nvlink_domain": system("nvlink_domain", "domain"),
+        "nvlink_bw": system("nvlink_bw", "nvlink"),
+        "gpus_per_node": system("gpus_per_node", "preset_gpus_per_node"),
+        "nics_per_node": system("nics_per_node", "nics"),
+        "bandwidth": system("bandwidth", "nic_bits"),
+        "straggle": v["jitter"] * e_n,
+        "imbalance": busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
+        "eta_net": o["nccl_eta_net"],
+        "eta_nvl": o["nccl_eta_nvl"],
+        "nccl_latency": o["nccl_latency"],
+        "nccl_op_latency": o["nccl_op_latency"],
+        "nccl_fill": o["nccl_fill"],
+        "nccl_fill_bytes": o["nccl_fill_bytes"],
+        "collectives": collectives,
+    }
     lay = layout_kernel.Parallelism(
-        gpus=v["gpus"],
-        tp=v["tp"],
-        pp=v["pp"],
-        cp=v["cp"],
-        ep=v["ep"],
-        expert_tp=v["expert_tp"],
-        dp=v["dp"],
-        micro_batch=v["micro_batch"],
-        global_batch=v["global_batch"],
-        schedule=v["schedule"],
-        recompute=v["recompute"],
-        sequence_parallel=v["sequence_parallel"],
-        zero=v["zero"],
-        attention=v["attention"],
-        nvlink_domain=system("nvlink_domain", "domain"),
-        nvlink_bw=system("nvlink_bw", "nvlink"),
-        gpus_per_node=system("gpus_per_node", "preset_gpus_per_node"),
-        nics_per_node=system("nics_per_node", "nics"),
-        bandwidth=system("bandwidth", "nic_bits"),
-        utilization=v["utilization"],
-        latency=v["latency"],
-        collective=v["collective"],
-        efficiency=v["efficiency"],
-        overhead=v["overhead"],
-        slowdown=v["slowdown"],
-        straggle=v["jitter"] * e_n,
-        imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
-        offload_layers=v["offload_layers"],
-        attention_efficiency=o["attention_efficiency"],
-        overlap=o["overlap"],
-        dispatch_fp8=o["dispatch_fp8"],
-        moe_dispatcher=o["moe_dispatcher"],
-        nccl_arch=o["nccl_arch"],
-        eta_net=o["nccl_eta_net"],
-        eta_nvl=o["nccl_eta_nvl"],
-        nccl_latency=o["nccl_latency"],
-        nccl_op_latency=o["nccl_op_latency"],
-        nccl_fill=o["nccl_fill"],
-        nccl_fill_bytes=o["nccl_fill_bytes"],
-        collectives=collectives,
-        leaf_hosts=o["leaf_hosts"],
-        oversubscription=o["oversubscription"],
-        sharp=o["sharp"],
-        rail_only=o["rail_only"],
+        **{f: computed[f] if f in computed else v[f] for f in layout_kernel.Parallelism._fields}
     )
     return arch, dev, lay
 

@@ -28,7 +28,7 @@ from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.nccl import nvlink_gbs
 from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import INNER, LAYOUT, STRUCTURAL
+from netsweep_jax.sweep.core.schema import INNER, STRUCTURAL, WORKERS
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.grid import Grid
@@ -207,7 +207,7 @@ class BlockInputs:
 
     def _make_layout(self, task: Task, layout_slab: Slab) -> Layout:
         g = self.grid
-        values = [g.values[d][s] for d, s in zip(LAYOUT, layout_slab)]
+        values = [g.values[d][s] for d, s in zip(WORKERS, layout_slab)]
         nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
         collective = g.collectives[self._named(task)["collective"]]
         plain: Host = self.buckets(task).nbytes.astype(np.float64)

@@ -4,7 +4,7 @@ A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_
 in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
 GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
 schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
-:func:`sweep.engine.layout_validation.make_layout_grid` makes one from the user's options.
+:func:`sweep.engine.layout_options.make_layout_grid` makes one from the user's options.
 
 Values stored as 0 in ``gpus`` / ``dp`` mean "derived" (gpus = tp pp cp dp, or
 dp = gpus / (tp pp cp)); 0 in ``nvlink_domain``, ``nvlink_bw``, ``gpus_per_node``,
@@ -155,7 +155,7 @@ class LayoutGrid:
         }
         if self.reduction is not None:
             r = self.reduction
-            payload["reduce"] = [r.family, list(r.dims), list(r.labelled)]
+            payload["reduce"] = [r.op, list(r.dims), list(r.labelled)]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def per_sweep(self) -> dict[str, float | str]:

@@ -20,7 +20,7 @@ cell, so a sweep over GPUs gets each one's own links), as the ``assumed`` line s
 The family's names, importable from here, live in:
 
 - :mod:`sweep.engine.layout_grid`: :class:`LayoutGrid`, ``precision_bytes``, :func:`parse_schedule`.
-- :mod:`sweep.engine.layout_validation`: :func:`make_layout_grid`, a grid from the user's options.
+- :mod:`sweep.engine.layout_options`: :func:`make_layout_grid`, a grid from the user's options.
 - :mod:`sweep.engine.layout_blocks`: :class:`BlockTables`, the host tables of a block.
 - :mod:`sweep.engine.layout_evaluation`: :func:`evaluate_layouts_arrays` and :func:`layouts_dataset`
   (every output kept), :func:`best_layouts` (the best layouts of each outer cell, kept on the device).
@@ -41,8 +41,8 @@ from netsweep_jax.sweep.engine.layout_evaluation import (
     merge_searches,
 )
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule, precision_bytes
+from netsweep_jax.sweep.engine.layout_options import make_layout_grid
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, LayoutRow, evaluate_rows, rows_status
-from netsweep_jax.sweep.engine.layout_validation import make_layout_grid
 
 __all__ = [
     "BLOCK_CONFIGS",

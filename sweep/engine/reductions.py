@@ -37,11 +37,11 @@ if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Da
 
 DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
 """(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
-reduced on the device, the family)."""
+reduced on the device, the op)."""
 Array = npt.NDArray[Any]
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
-FAMILY = {"max": "max", "argmax": "max", "min": "min", "argmin": "min", "mean": "mean"}
+OP_KIND = {"max": "max", "argmax": "max", "min": "min", "argmin": "min", "mean": "mean"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,14 +49,14 @@ class Reduction:
     """What a sweep reduces.
 
     Attributes:
-      family: ``max``, ``min`` or ``mean``.
+      op: ``max``, ``min`` or ``mean`` (an arg reduction's kind: argmax is max's).
       dims: the reduced dims U, in cube order.
       labelled: the dims whose coordinate of the extreme is kept (argmax/argmin).
       text: the options as given, for the cube's attributes.
       cube_dims: every dim of the cube reduced, in cube order.
     """
 
-    family: str
+    op: str
     dims: tuple[str, ...]
     labelled: tuple[str, ...]
     text: str
@@ -68,7 +68,7 @@ class Reduction:
         return tuple(d for d in self.cube_dims if d not in self.dims)
 
     def label_name(self, variable: str, dim: str) -> str:
-        return f"{variable}_arg{self.family}_{dim}"
+        return f"{variable}_arg{self.op}_{dim}"
 
 
 def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PARALLEL) -> Reduction | None:
@@ -77,7 +77,7 @@ def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PA
     if not given:
         return None
     items = [given] if isinstance(given, str) else list(given)
-    op_family: str | None = None
+    op_kind: str | None = None
     dims: list[str] = []
     labelled: list[str] = []
     for item in items:
@@ -100,17 +100,17 @@ def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PA
             dims.append(name)
             if op.startswith("arg"):
                 labelled.append(name)
-        if op_family not in (None, FAMILY[op]):
+        if op_kind not in (None, OP_KIND[op]):
             raise InputError(
-                f"{','.join(map(str, items))}: {op_family} and {FAMILY[op]} reductions in one sweep would "
+                f"{','.join(map(str, items))}: {op_kind} and {OP_KIND[op]} reductions in one sweep would "
                 f"depend on their order; use one of max/argmax, min/argmin or mean",
                 param="reduce",
             )
-        op_family = FAMILY[op]
+        op_kind = OP_KIND[op]
     order = [d for d in family.dims if d in dims]
-    assert op_family is not None  # items is not empty
+    assert op_kind is not None  # items is not empty
     return Reduction(
-        op_family,
+        op_kind,
         tuple(order),
         tuple(d for d in order if d in labelled),
         "; ".join(map(str, items)),
@@ -131,20 +131,20 @@ def in_block(plan: BlockPlan, reduction: Reduction) -> tuple[str, ...]:
 
 def device_plan(plan: BlockPlan, reduction: Reduction) -> DevicePlan:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
-    then the dims after it; the axes of it the device reduces; the family): the static ``reduce`` argument
+    then the dims after it; the axes of it the device reduces; the op): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
     after = _after_split(plan)
     shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
     axes = tuple(1 + after.index(d) for d in in_block(plan, reduction))
-    return (plan.kb, plan.ci), shape, axes, reduction.family
+    return (plan.kb, plan.ci), shape, axes, reduction.op
 
 
 class Accumulator:
     """The reduced result of one variable, combined block by block on the host."""
 
-    def __init__(self, shape: tuple[int, ...], family: str, labelled: Sequence[str]) -> None:
-        self.family = family
-        self.value = np.full(shape, np.nan if family != "mean" else 0.0, np.float64)
+    def __init__(self, shape: tuple[int, ...], op: str, labelled: Sequence[str]) -> None:
+        self.op = op
+        self.value = np.full(shape, np.nan if op != "mean" else 0.0, np.float64)
         self.index = {d: np.zeros(shape, np.int64) for d in labelled}
         self.position = np.full(shape, np.iinfo(np.int64).max, np.int64)  # flat index over U of the extreme
 
@@ -152,11 +152,11 @@ class Accumulator:
         self, where: tuple[Any, ...], value: Array, position: Array | None, labels: Mapping[str, Array]
     ) -> None:
         """Fold a candidate (value, flat position over U, {dim: index}) into the cells at ``where``."""
-        if self.family == "mean":
+        if self.op == "mean":
             self.value[where] += value
             return
         old, old_pos = self.value[where], self.position[where]
-        better = value > old if self.family == "max" else value < old
+        better = value > old if self.op == "max" else value < old
         better |= np.isnan(old) | ((value == old) & (position < old_pos))
         self.value[where] = np.where(better, value, old)
         self.position[where] = np.where(better, position, old_pos)
@@ -206,7 +206,7 @@ class ReducedRun:
         assert grid.reduction is not None
         self.grid, self.plan, self.r = grid, plan, grid.reduction
         shape = tuple(plan.sizes[d] for d in self.r.kept)
-        self.acc = {v: Accumulator(shape, self.r.family, self.r.labelled) for v in grid.variables}
+        self.acc = {v: Accumulator(shape, self.r.op, self.r.labelled) for v in grid.variables}
         self.inside = in_block(plan, self.r)
         self.u_sizes = [plan.sizes[d] for d in self.r.dims]
         self.done = 0
@@ -244,7 +244,7 @@ class ReducedRun:
         }
         shape = pick(value).shape
         position = None
-        if self.r.family != "mean":
+        if self.r.op != "mean":
             position = np.broadcast_to(
                 np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims], self.u_sizes), shape
             )
@@ -260,21 +260,21 @@ class ReducedRun:
         coords = self.grid.coords()
         data = {}
         for v, acc in self.acc.items():
-            value = acc.value / outside if self.r.family == "mean" else acc.value
+            value = acc.value / outside if self.r.op == "mean" else acc.value
             units, long_name = self.plan.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
                 value.astype(self.grid.store_dtype),
                 {
                     "units": units,
-                    "long_name": f"{self.r.family} of {long_name} over {', '.join(self.r.dims)}",
+                    "long_name": f"{self.r.op} of {long_name} over {', '.join(self.r.dims)}",
                 },
             )
             for d in self.r.labelled:
                 data[self.r.label_name(v, d)] = xr.Variable(
                     self.r.kept,
                     coords[d][acc.index[d]],
-                    {"long_name": f"{d} where {v} reaches its {self.r.family} over {', '.join(self.r.dims)}"},
+                    {"long_name": f"{d} where {v} reaches its {self.r.op} over {', '.join(self.r.dims)}"},
                 )
         ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
         return ds.assign_attrs(reduced=self.r.text, reduced_dims=",".join(self.r.dims))
