@@ -1,0 +1,128 @@
+"""#39: a restructuring changes no cube. A fixed set of small commands (both families, a reduction, a plan) is
+run and each cube's content compared with what c725c0e's code wrote, before the settings schema and the family
+declarations (``tests/data/cubes_before.json``; regenerate only for a change that means to change results:
+``python tests/test_cubes_unchanged.py``, and say why in the commit).
+
+The content is every dataset (dtype, shape, values) and every attribute but those that record when, where and
+with which versions a cube was made, and the progress group (checksums of the values' bits). Float values are
+compared to a relative 1e-5: float32's last bits may differ with the process's compiled code (a process that
+compiled other block shapes first)."""
+
+import json
+import pathlib
+import sys
+
+import h5py
+import numpy as np
+from typer.testing import CliRunner
+
+from netsweep_jax.sweep.cli.app import app
+
+BEFORE = pathlib.Path(__file__).resolve().parent / "data" / "cubes_before.json"
+COMMANDS = {
+    "data-parallel.h5": ["grid", "--model", "resnet50", "--bw", "10,100", "--nodes", "2,4"],
+    "reduced.h5": ["grid", "--model", "resnet50", "--bw", "1..100@5", "--nodes", "1,8", "--reduce", "max:bandwidth"],
+    "layouts.h5": ["grid", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--tp", "1,2"],
+    "plan.h5": ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "100,400"],
+}  # fmt: skip
+# When, where and with what a cube was made: not its content.
+VOLATILE = {
+    "created",
+    "command",
+    "netsweep_version",
+    "jax_version",
+    "python",
+    "device_kind",
+    "DIMENSION_LIST",
+    "REFERENCE_LIST",
+}
+
+
+def _attr(value: object) -> object:
+    """An attribute as JSON keeps it."""
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.ndarray):
+        return [_attr(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def content(path: pathlib.Path) -> dict[str, object]:
+    """A cube's content, as the module docstring says: path -> attributes, and for a dataset its dtype kind,
+    shape and values (text for strings)."""
+    out: dict[str, object] = {}
+
+    def add(name: str, obj: h5py.HLObject) -> None:
+        if name.startswith("progress"):
+            return
+        entry: dict[str, object] = {k: _attr(obj.attrs[k]) for k in sorted(obj.attrs) if k not in VOLATILE}
+        if isinstance(obj, h5py.Dataset):
+            a = np.asarray(obj[()])
+            values = a.ravel().tolist()
+            if a.dtype.kind in "OS":
+                values = [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+            elif a.dtype.kind == "f":
+                values = [None if np.isnan(v) else v for v in values]  # JSON has no NaN
+            entry["@data"] = {"kind": a.dtype.kind, "shape": list(a.shape), "values": values}
+        out[name] = entry
+
+    with h5py.File(path) as f:
+        add("/", f)
+        f.visititems(add)
+    return out
+
+
+def cubes(directory: pathlib.Path) -> dict[str, dict[str, object]]:
+    """Run :data:`COMMANDS` into ``directory``; each cube's :func:`content`."""
+    out = {}
+    for name, args in COMMANDS.items():
+        result = CliRunner().invoke(app, [*args, "--out", str(directory / name)])
+        assert result.exit_code == 0, result.output
+        out[name] = content(directory / name)
+    return out
+
+
+def differences(now: object, before: object, where: str = "") -> list[str]:
+    """Where ``now`` differs from ``before``: floats beyond a relative 1e-5, anything else at all."""
+    if isinstance(now, dict) and isinstance(before, dict):
+        keys = sorted(set(now) | set(before))
+        return [d for k in keys for d in differences(now.get(k), before.get(k), f"{where}/{k}")]
+    if isinstance(now, list) and isinstance(before, list) and len(now) == len(before):
+        return [d for i, (a, b) in enumerate(zip(now, before)) for d in differences(a, b, f"{where}[{i}]")]
+    if isinstance(now, float) and isinstance(before, float):
+        return (
+            []
+            if abs(now - before) <= 1e-5 * max(abs(now), abs(before))
+            else [f"{where}: {now!r} != {before!r}"]
+        )
+    return [] if now == before else [f"{where}: {now!r} != {before!r}"]
+
+
+def test_the_fixed_commands_give_the_cubes_they_gave_before(tmp_path):
+    found = differences(cubes(tmp_path), json.loads(BEFORE.read_text()))
+    assert not found, f"{len(found)} differences, the first: " + "; ".join(found[:5])
+
+
+def test_the_comparison_sees_a_changed_value_and_not_a_last_bit(tmp_path):
+    CliRunner().invoke(app, [*COMMANDS["data-parallel.h5"], "--out", str(tmp_path / "a.h5")])
+    before = content(tmp_path / "a.h5")
+    with h5py.File(tmp_path / "a.h5", "r+") as f:
+        first = (0,) * f["scaling_factor"].ndim
+        f["scaling_factor"][first] = np.nextafter(f["scaling_factor"][first], np.float32(2))
+    assert not differences(content(tmp_path / "a.h5"), before)
+    with h5py.File(tmp_path / "a.h5", "r+") as f:
+        f["scaling_factor"][first] *= 1.001
+    assert differences(content(tmp_path / "a.h5"), before) == [
+        f"/scaling_factor/@data/values[0]: {content(tmp_path / 'a.h5')['scaling_factor']['@data']['values'][0]!r} "
+        f"!= {before['scaling_factor']['@data']['values'][0]!r}"
+    ]
+
+
+if __name__ == "__main__":  # regenerate the digests (a change that means to change results)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        BEFORE.write_text(json.dumps(cubes(pathlib.Path(d)), sort_keys=True) + "\n")
+    sys.exit(0)
