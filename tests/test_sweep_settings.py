@@ -117,3 +117,21 @@ def test_every_numeric_option_of_a_layout_sweep_reaches_the_kernel():
         changed = _grid_inputs(**({name: value} if name != "dp" else {"gpus": None, "dp": value}))
         moved = [k for k in base if not np.array_equal(base[k], changed[k])]
         assert moved, f"{name} changes no input of the kernel"
+
+
+def test_the_apis_typed_keywords_are_the_declared_options():
+    # A setting declared (an axis of sweep.core.layout_axes.AXES or a TextOption) is a typed keyword of the
+    # large-model API, or this fails: the CLI's options are derived from the declarations, the API's TypedDict
+    # is checked against them (mypy cannot read a TypedDict built at run time).
+    from typing_extensions import get_type_hints
+
+    from netsweep_jax.sweep.core.keywords import accepted_keywords
+    from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS, SHARED_AXES
+    from netsweep_jax.sweep.large_models import LayoutOptions, evaluate_layouts, plan
+
+    cli_only = {"launch", "virtual_stages"}  # a launch file and Megatron-LM's spelling of --schedule
+    own = {"nodes", "gpu", "precision", "collective", "dtype"}  # the command's own options, typed there too
+    declared = (set(LAYOUT_OPTIONS) - {"arch"} - cli_only) | set(SHARED_AXES) | own
+    assert set(get_type_hints(LayoutOptions)) == declared
+    assert set(accepted_keywords(evaluate_layouts)) == declared | {"model", "arch"}
+    assert set(accepted_keywords(plan)) == declared | {"model", "arch", "keep"}
