@@ -36,6 +36,7 @@ import xarray as xr
 
 from netsweep_jax.kernels.layout import STATUS
 from netsweep_jax.sweep.core.errors import InputError, sizes_named
+from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     COLLECTIVES_MODES,
@@ -44,7 +45,6 @@ from netsweep_jax.sweep.core.layout_axes import (
     PLAN_SEARCHED,
     SETTING_DIMS,
     VARIABLES,
-    coordinate_attrs,
     waits_on,
 )
 from netsweep_jax.sweep.core.values import json_ready
@@ -199,7 +199,9 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     dims = (*kept, "rank")
     data: dict[str, xr.Variable] = {}
     for d, values in _layout_values(grid, best["layout"]).items():
-        data[f"layout_{d}"] = xr.Variable(dims, values.reshape(*kept_shape, keep), coordinate_attrs(d))
+        data[f"layout_{d}"] = xr.Variable(
+            dims, values.reshape(*kept_shape, keep), LAYOUTS.coordinate_attrs(d)
+        )
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
         data[name] = xr.Variable(
@@ -240,7 +242,7 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
             "overlap": grid.settings.overlap,
         },
     )
-    out_coords = {d: xr.Variable(d, coords[d], coordinate_attrs(d)) for d in kept}
+    out_coords = {d: xr.Variable(d, coords[d], LAYOUTS.coordinate_attrs(d)) for d in kept}
     out_coords["switch"] = xr.Variable("switch", np.array(OVERLAP_SWITCHES), {"long_name": "overlap switch"})
     out_coords["rank"] = xr.Variable(
         "rank", np.arange(1, keep + 1), {"units": "1", "long_name": "place by tokens/s"}

@@ -11,7 +11,7 @@ here, not from either family's vocabulary. Pure Python (the CLI's ``--help`` imp
 """
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from netsweep_jax.sweep.core import layout_axes, schema
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec
@@ -30,8 +30,9 @@ class Family:
       integer: outputs kept as int32 whatever the store dtype (codes), filled with -1 until written.
       positive: outputs that are never 0 or infinite where they are defined: a float16 store that shows one
         so has over- or underflowed.
-      axes: the numeric axes of its cube (option, units, value syntax), which a selection's text is read by.
-      coordinate_attrs: dim -> ``units`` and ``long_name`` of that coordinate.
+      axes: the numeric axes of its cube (option, units, long name, value syntax), which a selection's text is
+        read by and its numeric coordinates are described by.
+      long_names: its text dims' (coordinates that are names) long names.
       derived_zero: dims where 0 stands for a value the sweep derives -> what it is (a reader says so).
       whole_numbers: whether its tables show whole-number coordinates and a plan's layout columns without a
         decimal point (tp 8, gpus 1024: counts).
@@ -43,8 +44,8 @@ class Family:
     outer: tuple[str, ...]
     inner: tuple[str, ...]
     variables: Mapping[str, tuple[str, str]]
-    coordinate_attrs: Callable[[str], dict[str, str]]
     axes: Mapping[str, AxisSpec]
+    long_names: Mapping[str, str]
     integer: tuple[str, ...] = ()
     positive: tuple[str, ...] = ()
     derived_zero: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -61,6 +62,12 @@ class Family:
         """The dims a block cuts (outer, then inner)."""
         return self.outer + self.inner
 
+    def coordinate_attrs(self, dim: str) -> dict[str, str]:
+        """``units`` and ``long_name`` of a coordinate of this family's cube: a numeric axis's, or a text dim's."""
+        if dim in self.axes:
+            return {"units": self.axes[dim].units, "long_name": self.axes[dim].long_name}
+        return {"units": "", "long_name": self.long_names[dim]}
+
     def in_cube_order(self, names: Iterable[str]) -> list[str]:
         """The outputs among ``names``, in the cube's order."""
         names = set(names)
@@ -73,8 +80,8 @@ DATA_PARALLEL = Family(
     schema.WORKERS,
     schema.INNER,
     schema.VARIABLES,
-    schema.coordinate_attrs,
     NUMERIC_AXES,
+    schema.LONG_NAMES,
     positive=("scaling_factor", "iteration_time"),
 )
 LAYOUTS = Family(
@@ -83,8 +90,8 @@ LAYOUTS = Family(
     layout_axes.SETTING_DIMS,
     layout_axes.PARALLEL_DIMS,
     layout_axes.VARIABLES,
-    layout_axes.coordinate_attrs,
     layout_axes.AXES,
+    layout_axes.LONG_NAMES,
     integer=("status",),
     positive=("iteration_time", "tokens_per_s", "memory_gb"),
     derived_zero={

@@ -12,7 +12,6 @@ stays fast.
 
 import dataclasses
 
-from netsweep_jax.sweep.core import schema
 from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
@@ -348,11 +347,6 @@ def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:
     """The ``count`` largest breakdown terms as shares of ``total``: ``compute 66%, DP sync 21%``."""
     ranked = sorted(BREAKDOWN, key=lambda k: -terms[k])[:count]
     return ", ".join(f"{WAITS_ON[k]} {terms[k] / total:.0%}" for k in ranked)
-
-
-def coordinate_attrs(dim: str) -> dict[str, str]:
-    """``units`` and ``long_name`` of a layout cube's coordinate."""
-    return schema.coordinate_attrs(dim, AXES, LONG_NAMES)
 
 
 def schedule_name(chunks: float) -> str:

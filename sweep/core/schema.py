@@ -16,9 +16,9 @@ functions is :mod:`sweep.core.keywords`'s.
 """
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
@@ -170,14 +170,3 @@ def assumed_line(phrases: Iterable[str]) -> str:
 def cli_message(error: InputError) -> str:
     """``error`` as the command line says it: its parameter spelled as the CLI option that sets it."""
     return error.spelled(option_of)
-
-
-def coordinate_attrs(
-    dim: str, axes: Mapping[str, AxisSpec] | None = None, long_names: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """``units`` and ``long_name`` of a dimension's coordinate: a numeric axis of ``axes`` (default the
-    data-parallel family's) or a text dim of ``long_names``."""
-    axes = NUMERIC_AXES if axes is None else axes
-    if dim in axes:
-        return {"units": axes[dim].units, "long_name": axes[dim].long_name}
-    return {"units": "", "long_name": (LONG_NAMES if long_names is None else long_names)[dim]}

@@ -7,7 +7,8 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core import interrupts
-from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS, coordinate_attrs
+from netsweep_jax.sweep.core.families import LAYOUTS
+from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS
 from netsweep_jax.sweep.engine import blocks
 from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
@@ -36,7 +37,7 @@ def evaluate_layouts_arrays(
 
 def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
     """The grid's outputs as an ``xarray.Dataset`` with units, the status rules and what was assumed."""
-    coords = {d: xr.Variable(d, v, coordinate_attrs(d)) for d, v in grid.coords().items()}
+    coords = {d: xr.Variable(d, v, LAYOUTS.coordinate_attrs(d)) for d, v in grid.coords().items()}
     data = {name: xr.Variable(DIMS, a, grid.variable_attrs(name)) for name, a in arrays.items()}
     attrs = grid.cube_attrs()
     return xr.Dataset(
