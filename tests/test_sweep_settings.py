@@ -135,3 +135,32 @@ def test_the_apis_typed_keywords_are_the_declared_options():
     assert set(get_type_hints(LayoutOptions)) == declared
     assert set(accepted_keywords(evaluate_layouts)) == declared | {"model", "arch"}
     assert set(accepted_keywords(plan)) == declared | {"model", "arch", "keep"}
+
+
+def test_each_kernel_field_named_as_a_column_is_that_column_on_a_fabric():
+    # compiled.layout_inputs takes every field of the kernel's record named as a column by name: on a fabric
+    # preset (tier, SHARP, spine) with NCCL's pricing, each such field is its GPU-table column, and the fabric's
+    # constants reach the two renamed ones.
+    from netsweep_jax.kernels.layout_inputs import Parallelism
+    from netsweep_jax.sweep.engine.layout_blocks import BlockTables
+    from netsweep_jax.sweep.model.fabrics import FABRICS
+
+    preset = FABRICS["dgx-h100-superpod-sharp"]
+    grid = make_layout_grid(
+        "qwen3-30b-a3b", gpus=512, global_batch=1024, ep=8, fabric=preset, oversubscription=2, dtype="float64"
+    )
+    tables = BlockTables(grid)
+    outer, (inner, _) = tables.outer(0, 1), tables.inner(0, 1)
+    o = {name: outer[:, k][:, None] for k, name in enumerate(OUTER_COLUMNS)}
+    i = {name: inner[:, k][None, :] for k, name in enumerate(INNER_COLUMNS)}
+    _, _, lay = layout_inputs(o, i, collectives=1)
+    row = dict(zip(GPU_FIELDS, grid.tables()["gpu"][0]))
+    by_name = [f for f in Parallelism._fields if f in GPU_FIELDS and f not in ("imbalance",)]
+    assert {"leaf_hosts", "oversubscription", "sharp", "rail_only", "nccl_latency", "nccl_fill"} <= set(
+        by_name
+    )
+    for field in by_name:
+        assert float(np.ravel(getattr(lay, field))[0]) == row[field], field
+    assert (row["leaf_hosts"], row["oversubscription"], row["sharp"]) == (preset.leaf_hosts, 2.0, 1.0)
+    assert float(np.ravel(lay.eta_net)[0]) == row["nccl_eta_net"] == preset.constants.eta_net
+    assert float(np.ravel(lay.eta_nvl)[0]) == row["nccl_eta_nvl"] == preset.constants.eta_nvl

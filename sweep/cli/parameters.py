@@ -185,6 +185,13 @@ KERNEL = [
 ]
 
 
+def _filled(text: str, presets: dict[str, str]) -> str:
+    """``text`` with each ``{name}`` of ``presets`` replaced (any other brace is kept as it is)."""
+    for name, value in presets.items():
+        text = text.replace("{" + name + "}", value)
+    return text
+
+
 def _layout_params() -> list[inspect.Parameter]:
     """The layout family's options (large transformers: --arch, --tp, ...) for grid and plan, from their
     declarations: :data:`~sweep.core.layout_axes.ARCH`, the layout axes and
@@ -201,7 +208,7 @@ def _layout_params() -> list[inspect.Parameter]:
             *([spec.alias] if spec.alias else []),
             rich_help_panel=panel,
             metavar=spec.metavar or None,
-            help=spec.help.format(**presets),
+            help=_filled(spec.help, presets),
         )
 
     def axis(name: str, spec: AxisSpec) -> inspect.Parameter:

@@ -137,8 +137,8 @@ AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name
 @dataclasses.dataclass(frozen=True)
 class TextOption:
     """A layout option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's
-    name for it, ``alias``, where it has one; ``metavar``; ``file``: a path), the API's keyword (its key in
-    :data:`TEXT_OPTIONS`) and the help. ``{stacks}``, ``{default_stack}`` and ``{fabrics}`` in the help are the
+    name for it, ``alias``, where it has one; ``metavar``; ``file``: a path), its name (its key in
+    :data:`TEXT_OPTIONS`: the API's keyword too, but for the CLI's ``launch`` and ``virtual_stages``) and the help. ``{stacks}``, ``{default_stack}`` and ``{fabrics}`` in the help are the
     presets the model layer declares (:mod:`sweep.model.stacks`, :mod:`sweep.model.fabrics`), filled in by the
     CLI: this layer does not import that one."""
 

@@ -106,7 +106,7 @@ def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False)
     return reduced
 
 
-def device_reduce(values: jax.Array, axes: tuple[int, ...], op: str) -> tuple[jax.Array, jax.Array | None]:
+def device_reduce(values: jax.Array, axes: tuple[int, ...], kind: str) -> tuple[jax.Array, jax.Array | None]:
     """Reduce a block tensor over ``axes`` on the device: (values, flat index of the extreme over them or None).
 
     ``values`` [rows, *trailing]; the flat index counts the reduced axes jointly in C order.
@@ -116,9 +116,9 @@ def device_reduce(values: jax.Array, axes: tuple[int, ...], op: str) -> tuple[ja
     keep = [a for a in range(values.ndim) if a not in axes]
     moved = jnp.transpose(values, keep + list(axes))
     flat = moved.reshape(moved.shape[: len(keep)] + (-1,))
-    if op == "mean":
+    if kind == "mean":
         return jnp.mean(flat, axis=-1), None
-    index = jnp.argmax(flat, axis=-1) if op == "max" else jnp.argmin(flat, axis=-1)
+    index = jnp.argmax(flat, axis=-1) if kind == "max" else jnp.argmin(flat, axis=-1)
     return jnp.take_along_axis(flat, index[..., None], axis=-1)[..., 0], index.astype(jnp.int32)
 
 
@@ -128,12 +128,12 @@ def reduced_output(
 ) -> tuple[jax.Array, jax.Array | None]:
     """One output reduced as :func:`reduced_outputs` says: (value, flat index of the extreme or None). One
     compile per shape, dtype and reduction, whichever output."""
-    (kb, ci), shape, axes, op = reduce
+    (kb, ci), shape, axes, kind = reduce
     value = v[:kb, :ci].reshape(shape)
-    nan_aware = skip_nan and op != "mean" and value.dtype.kind == "f"
+    nan_aware = skip_nan and kind != "mean" and value.dtype.kind == "f"
     if nan_aware:
-        value = jnp.where(jnp.isnan(value), -jnp.inf if op == "max" else jnp.inf, value)
-    value, index = device_reduce(value, axes, op)
+        value = jnp.where(jnp.isnan(value), -jnp.inf if kind == "max" else jnp.inf, value)
+    value, index = device_reduce(value, axes, kind)
     if nan_aware:
         value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
     return value, index
@@ -374,12 +374,11 @@ def layout_inputs(
         "imbalance": busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
         "eta_net": o["nccl_eta_net"],
         "eta_nvl": o["nccl_eta_nvl"],
-        "nccl_latency": o["nccl_latency"],
-        "nccl_op_latency": o["nccl_op_latency"],
-        "nccl_fill": o["nccl_fill"],
-        "nccl_fill_bytes": o["nccl_fill_bytes"],
         "collectives": collectives,
     }
+    assert set(computed) <= set(
+        layout_kernel.Parallelism._fields
+    )  # a misspelled field is never a silent copy
     lay = layout_kernel.Parallelism(
         **{f: computed[f] if f in computed else v[f] for f in layout_kernel.Parallelism._fields}
     )

@@ -185,6 +185,7 @@ class _LayoutBlocks:
     kernel = "xla"
 
     def __init__(self, grid: LayoutGrid, plan: BlockPlan, kernel: str, keep: int | None = None) -> None:
+        # ``kernel``: the adapters' one signature (BLOCKS); a layout sweep runs on XLA (check_kernel refused Pallas).
         self.grid, self.plan = grid, plan
         self.tables = BlockTables(grid)
         self.dtype = np.dtype(grid.dtype)

@@ -155,7 +155,7 @@ class LayoutGrid:
         }
         if self.reduction is not None:
             r = self.reduction
-            payload["reduce"] = [r.op, list(r.dims), list(r.labelled)]
+            payload["reduce"] = [r.kind, list(r.dims), list(r.labelled)]
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     def per_sweep(self) -> dict[str, float | str]:

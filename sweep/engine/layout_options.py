@@ -117,7 +117,7 @@ def make_layout_grid(
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
     per_sweep = _per_sweep(values, given)
-    spines = net.spines(oversubscription, axes.get("latency"))
+    spines = net.checked_spines(oversubscription, axes.get("latency"))
     assumed = (
         *((phrase,) if preset is not None else ()),
         *_assumed(given, names, models, search, overlap is not None, "" if preset is not None else phrase),
@@ -125,17 +125,18 @@ def make_layout_grid(
         *net.said(),
     )
     check_dtype(dtype)
+    kept, stored = kept_outputs(LAYOUTS, variables, tuple(VARIABLES)), store_dtype(store)
     return LayoutGrid(
         tuple(models),
         names,
         values,
         dtype,
         assumed,
-        kept_outputs(LAYOUTS, variables, tuple(VARIABLES)),
+        kept,
         settings=SweepSettings(**per_sweep, overlap=_overlap(overlap), moe_dispatcher=dispatcher),
         collectives=net.mode,
         oversubscription=spines,
-        store=store_dtype(store),
+        store=stored,
         reduction=parse_reductions(reduce, LAYOUTS),
         **net.grid_fields(),
     )
@@ -304,7 +305,7 @@ class _Network:
             "rail_only": float(p is not None and p.rail_only),
         }
 
-    def spines(self, oversubscription: object, latency: object) -> tuple[float, ...]:
+    def checked_spines(self, oversubscription: object, latency: object) -> tuple[float, ...]:
         """The spine's oversubscription values (:func:`~sweep.model.fabrics.oversubscriptions`), after refusing
         a fabric with flat collectives; then ``--latency`` refused with NCCL's pricing."""
         _check_fabric(self)

@@ -3,7 +3,7 @@
 Ops: ``max``, ``min``, ``mean``, ``argmax``, ``argmin``, over one or more dims; the
 option repeats. ``argmax``/``argmin`` reduce like ``max``/``min`` and also keep,
 per variable and per dim, the coordinate where the extreme is reached (a variable
-``<var>_argmax_<dim>``). One sweep uses one family, ``max``/``argmax``,
+``<var>_argmax_<dim>``). One sweep uses one kind, ``max``/``argmax``,
 ``min``/``argmin`` or ``mean``, over the union U of the dims named: the result per
 remaining cell is the extreme (or mean) over every combination of U jointly, so
 the order the options come in does not matter; a tie goes to the first
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Da
 
 DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
 """(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
-reduced on the device, the op)."""
+reduced on the device, the op's kind)."""
 Array = npt.NDArray[Any]
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
@@ -49,14 +49,14 @@ class Reduction:
     """What a sweep reduces.
 
     Attributes:
-      op: ``max``, ``min`` or ``mean`` (an arg reduction's kind: argmax is max's).
+      kind: ``max``, ``min`` or ``mean`` (an op's kind: argmax is max's, :data:`OP_KIND`).
       dims: the reduced dims U, in cube order.
       labelled: the dims whose coordinate of the extreme is kept (argmax/argmin).
       text: the options as given, for the cube's attributes.
       cube_dims: every dim of the cube reduced, in cube order.
     """
 
-    op: str
+    kind: str
     dims: tuple[str, ...]
     labelled: tuple[str, ...]
     text: str
@@ -68,7 +68,7 @@ class Reduction:
         return tuple(d for d in self.cube_dims if d not in self.dims)
 
     def label_name(self, variable: str, dim: str) -> str:
-        return f"{variable}_arg{self.op}_{dim}"
+        return f"{variable}_arg{self.kind}_{dim}"
 
 
 def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PARALLEL) -> Reduction | None:
@@ -131,20 +131,20 @@ def in_block(plan: BlockPlan, reduction: Reduction) -> tuple[str, ...]:
 
 def device_plan(plan: BlockPlan, reduction: Reduction) -> DevicePlan:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
-    then the dims after it; the axes of it the device reduces; the op): the static ``reduce`` argument
+    then the dims after it; the axes of it the device reduces; the op's kind): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
     after = _after_split(plan)
     shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
     axes = tuple(1 + after.index(d) for d in in_block(plan, reduction))
-    return (plan.kb, plan.ci), shape, axes, reduction.op
+    return (plan.kb, plan.ci), shape, axes, reduction.kind
 
 
 class Accumulator:
     """The reduced result of one variable, combined block by block on the host."""
 
-    def __init__(self, shape: tuple[int, ...], op: str, labelled: Sequence[str]) -> None:
-        self.op = op
-        self.value = np.full(shape, np.nan if op != "mean" else 0.0, np.float64)
+    def __init__(self, shape: tuple[int, ...], kind: str, labelled: Sequence[str]) -> None:
+        self.kind = kind
+        self.value = np.full(shape, np.nan if kind != "mean" else 0.0, np.float64)
         self.index = {d: np.zeros(shape, np.int64) for d in labelled}
         self.position = np.full(shape, np.iinfo(np.int64).max, np.int64)  # flat index over U of the extreme
 
@@ -152,11 +152,11 @@ class Accumulator:
         self, where: tuple[Any, ...], value: Array, position: Array | None, labels: Mapping[str, Array]
     ) -> None:
         """Fold a candidate (value, flat position over U, {dim: index}) into the cells at ``where``."""
-        if self.op == "mean":
+        if self.kind == "mean":
             self.value[where] += value
             return
         old, old_pos = self.value[where], self.position[where]
-        better = value > old if self.op == "max" else value < old
+        better = value > old if self.kind == "max" else value < old
         better |= np.isnan(old) | ((value == old) & (position < old_pos))
         self.value[where] = np.where(better, value, old)
         self.position[where] = np.where(better, position, old_pos)
@@ -206,7 +206,7 @@ class ReducedRun:
         assert grid.reduction is not None
         self.grid, self.plan, self.r = grid, plan, grid.reduction
         shape = tuple(plan.sizes[d] for d in self.r.kept)
-        self.acc = {v: Accumulator(shape, self.r.op, self.r.labelled) for v in grid.variables}
+        self.acc = {v: Accumulator(shape, self.r.kind, self.r.labelled) for v in grid.variables}
         self.inside = in_block(plan, self.r)
         self.u_sizes = [plan.sizes[d] for d in self.r.dims]
         self.done = 0
@@ -244,7 +244,7 @@ class ReducedRun:
         }
         shape = pick(value).shape
         position = None
-        if self.r.op != "mean":
+        if self.r.kind != "mean":
             position = np.broadcast_to(
                 np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims], self.u_sizes), shape
             )
@@ -260,21 +260,21 @@ class ReducedRun:
         coords = self.grid.coords()
         data = {}
         for v, acc in self.acc.items():
-            value = acc.value / outside if self.r.op == "mean" else acc.value
+            value = acc.value / outside if self.r.kind == "mean" else acc.value
             units, long_name = self.plan.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
                 value.astype(self.grid.store_dtype),
                 {
                     "units": units,
-                    "long_name": f"{self.r.op} of {long_name} over {', '.join(self.r.dims)}",
+                    "long_name": f"{self.r.kind} of {long_name} over {', '.join(self.r.dims)}",
                 },
             )
             for d in self.r.labelled:
                 data[self.r.label_name(v, d)] = xr.Variable(
                     self.r.kept,
                     coords[d][acc.index[d]],
-                    {"long_name": f"{d} where {v} reaches its {self.r.op} over {', '.join(self.r.dims)}"},
+                    {"long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)}"},
                 )
         ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
         return ds.assign_attrs(reduced=self.r.text, reduced_dims=",".join(self.r.dims))
