@@ -17,7 +17,7 @@ the process's JAX configuration as it found it.
 import collections
 import contextlib
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -253,7 +253,18 @@ sent each time, not kept)."""
 
 # Each family's block adapter (its cube's blocks to its compiled kernel, and what its kernels can run), by the
 # family's name (sweep.core.families): the one place the engine tells the families apart.
-BLOCKS: dict[str, Any] = {DATA_PARALLEL.name: _DataParallelBlocks, LAYOUTS.name: _LayoutBlocks}
+class BlockAdapter(Protocol):
+    """A family's block adapter (its class): made for a sweep of the family, and saying why the Pallas kernel
+    ``name`` cannot run one ('' where it can)."""
+
+    def __call__(
+        self, grid: Any, plan: BlockPlan, kernel: str, keep: int | None = None
+    ) -> "_DataParallelBlocks | _LayoutBlocks": ...
+
+    def pallas_refusal(self, grid: Any, name: str) -> str: ...
+
+
+BLOCKS: dict[str, BlockAdapter] = {DATA_PARALLEL.name: _DataParallelBlocks, LAYOUTS.name: _LayoutBlocks}
 
 
 class Dispatcher:

@@ -39,7 +39,7 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -248,7 +248,10 @@ def _write_no_inputs(f: h5py.File, grid: Any) -> None:
 
 
 # Each family's inputs that a cube keeps besides its coordinates and attributes, by the family's name.
-INPUTS: dict[str, Any] = {DATA_PARALLEL.name: _write_data_parallel_inputs, LAYOUTS.name: _write_no_inputs}
+INPUTS: dict[str, Callable[[h5py.File, Any], None]] = {
+    DATA_PARALLEL.name: _write_data_parallel_inputs,
+    LAYOUTS.name: _write_no_inputs,
+}
 
 
 def _write_profiles(f: h5py.File, grid: Grid) -> None:
