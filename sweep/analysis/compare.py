@@ -38,10 +38,8 @@ from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
 from netsweep_jax.sweep.engine.workloads import resolve_models
 from netsweep_jax.sweep.io.paths import (
-    all_or_nothing,
     check_report_directory,
-    report_directory,
-    write_atomically,
+    write_report_files,
 )
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.profile import Profile
@@ -278,14 +276,15 @@ def write_report(
     """Write REPORT.md, compare.csv and speedups.png (of :func:`compare`'s answers) into
     ``out_dir``; return their paths. An existing one is refused without ``force`` (a link, or
     anything but a regular file, always), before any is written."""
-    with all_or_nothing(out_dir):
-        out_dir = report_directory(out_dir, FILES, force=force)
-        csv = csv_text(rows)
-        paths = [write_atomically(out_dir / "compare.csv", lambda p: p.write_text(csv), overwrite=force)]
-        paths.append(figure(rows, out_dir / "speedups.png", overwrite=force))
-        text = report(rows, setup, command)
-        paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(text), overwrite=force))
-    return paths
+    return write_report_files(
+        out_dir,
+        {
+            FILES[0]: csv_text(rows),
+            FILES[1]: lambda path: figure(rows, path, overwrite=force),
+            FILES[2]: report(rows, setup, command),
+        },
+        force=force,
+    )
 
 
 def run(

@@ -22,7 +22,7 @@ from netsweep_jax.sweep.analysis.llm_sources import (
 )
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.layout_axes import AXES
-from netsweep_jax.sweep.io.paths import all_or_nothing, report_directory, write_atomically
+from netsweep_jax.sweep.io.paths import write_report_files
 from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
 from netsweep_jax.sweep.model.compute import die
 
@@ -704,11 +704,12 @@ def write_report(
 ) -> list[Path]:
     """Write the figure, predictions.csv and REPORT.md into ``out_dir``; an existing one is refused without
     ``force`` (a link always), before any is written."""
-    with all_or_nothing(out_dir):
-        out_dir = report_directory(out_dir, FILES, force=force)
-        paths = [figure(v, out_dir / FILES[0], overwrite=force)]
-        text = predictions_csv(v)
-        paths.append(write_atomically(out_dir / FILES[1], lambda p: p.write_text(text), overwrite=force))
-        body = report(v, command)
-        paths.append(write_atomically(out_dir / FILES[2], lambda p: p.write_text(body), overwrite=force))
-    return paths
+    return write_report_files(
+        out_dir,
+        {
+            FILES[0]: lambda path: figure(v, path, overwrite=force),
+            FILES[1]: predictions_csv(v),
+            FILES[2]: report(v, command),
+        },
+        force=force,
+    )

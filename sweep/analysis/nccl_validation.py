@@ -51,10 +51,8 @@ from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.engine.compiled import fit_nccl, nccl_predict
 from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, Measurement, read_nccl_tests
 from netsweep_jax.sweep.io.paths import (
-    all_or_nothing,
     check_report_directory,
-    report_directory,
-    write_atomically,
+    write_report_files,
 )
 from netsweep_jax.sweep.model.fabric_constants import MIB
 from netsweep_jax.sweep.model.nccl_fabric import Fabric, Unrepresented, fabric_of
@@ -243,14 +241,12 @@ def run(
     """Check ``out_dir``, fit and predict, write the report; return (its paths, the validation)."""
     check_report_directory(out_dir, FILES, force=force)
     v = run_validation(dataset)
-    with all_or_nothing(out_dir):
-        out = report_directory(out_dir, FILES, force=force)
-        paths = [figure(v, out / FILES[0], overwrite=force)]
-        text = predictions_csv(v)
-        paths.append(write_atomically(out / FILES[1], lambda p: p.write_text(text), overwrite=force))
-        body = report(v, command)
-        paths.append(write_atomically(out / FILES[2], lambda p: p.write_text(body), overwrite=force))
-    return paths, v
+    files: dict[str, str | Callable[[Path], Path]] = {
+        FILES[0]: lambda path: figure(v, path, overwrite=force),
+        FILES[1]: predictions_csv(v),
+        FILES[2]: report(v, command),
+    }
+    return write_report_files(out_dir, files, force=force), v
 
 
 def pct(x: float) -> str:

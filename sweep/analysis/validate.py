@@ -51,10 +51,8 @@ from netsweep_jax.sweep.engine.compiled import predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
 from netsweep_jax.sweep.io.paths import (
-    all_or_nothing,
     check_report_directory,
-    report_directory,
-    write_atomically,
+    write_report_files,
 )
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile
@@ -346,16 +344,15 @@ def write_report(
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
     results) into ``out_dir``; return their paths. An existing one is refused without ``force``
     (a link, or anything but a regular file, always), before any is written."""
-    with all_or_nothing(out_dir):
-        out_dir = report_directory(out_dir, FILES, force=force)
-        paths = [figure(meas, predictions, train, out_dir / "measured_vs_predicted.png", overwrite=force)]
-        text = predictions_csv(meas, predictions, train)
-        paths.append(
-            write_atomically(out_dir / "predictions.csv", lambda p: p.write_text(text), overwrite=force)
-        )
-        body = report(meas, predictions, train, fits, command)
-        paths.append(write_atomically(out_dir / "REPORT.md", lambda p: p.write_text(body), overwrite=force))
-    return paths
+    return write_report_files(
+        out_dir,
+        {
+            FILES[0]: lambda path: figure(meas, predictions, train, path, overwrite=force),
+            FILES[1]: predictions_csv(meas, predictions, train),
+            FILES[2]: report(meas, predictions, train, fits, command),
+        },
+        force=force,
+    )
 
 
 def run(

@@ -15,7 +15,7 @@ import fcntl
 import os
 import secrets
 import tempfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError, WriteFailed, reason
@@ -287,6 +287,29 @@ def failure(e: OSError) -> str:
     if e.errno is not None and e.strerror:
         return os.strerror(e.errno)
     return reason(e)
+
+
+def write_report_files(
+    out_dir: str | Path, files: Mapping[str, str | Callable[[Path], Path]], *, force: bool = False
+) -> list[Path]:
+    """A report's files written into ``out_dir`` (checked and made by :func:`report_directory`), in order, all
+    or nothing (:func:`all_or_nothing`): each name -> its text, or a function that writes the file at the path
+    it is given and returns it (a figure). An existing file is refused without ``force``, before any is
+    written. The paths, in order."""
+    with all_or_nothing(out_dir):
+        out_dir = report_directory(out_dir, list(files), force=force)
+        paths = []
+        for name, content in files.items():
+            if isinstance(content, str):
+                paths.append(write_atomically(out_dir / name, _text_writer(content), overwrite=force))
+            else:
+                paths.append(content(out_dir / name))
+    return paths
+
+
+def _text_writer(text: str) -> Callable[[Path], object]:
+    """A writer of ``text`` at the path it is given (:func:`write_atomically`'s ``write``)."""
+    return lambda path: path.write_text(text)
 
 
 @contextlib.contextmanager
