@@ -165,14 +165,14 @@ def searched(
     empty without ``search``; ``text``, ``schedule`` and ``recompute`` as given, with
     ``--virtual-pipeline-model-parallel-size`` as schedules, and with ``search`` each not given searched but
     for a ``--stack``'s recompute, its own)."""
-    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
-    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
-
     space: dict[str, str] = {}
     text = {name: settings.get(name) for name in ("schedule", "recompute")}
     if settings.get("virtual_stages") is not None:
         text["schedule"] = schedule_of_virtual_stages(settings["virtual_stages"], text["schedule"])
-    if search:
+    if search:  # planning (and xarray) at use: a layout grid written to a cube never loads them
+        from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
+        from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
+
         models = tuple(resolve_llm(n) for n in str(model).split(",") if n.strip()) if model else ()
         if settings.get("arch"):
             models += (parse_arch(settings["arch"]),)

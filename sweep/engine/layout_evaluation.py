@@ -2,9 +2,9 @@
 each outer cell found on the device (``sweep plan``'s search)."""
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import xarray as xr
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.families import LAYOUTS
@@ -14,6 +14,9 @@ from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
+
+if TYPE_CHECKING:  # xarray at use: a sweep written to a cube never loads it (a quarter second at each start)
+    import xarray as xr
 
 
 def check_in_memory(grid: LayoutGrid) -> None:
@@ -35,8 +38,10 @@ def evaluate_layouts_arrays(
     return evaluate_arrays(grid, block_configs, progress=progress)  # type: ignore[arg-type]
 
 
-def layouts_dataset(grid: LayoutGrid, arrays: dict) -> xr.Dataset:
+def layouts_dataset(grid: LayoutGrid, arrays: dict) -> "xr.Dataset":
     """The grid's outputs as an ``xarray.Dataset`` with units, the status rules and what was assumed."""
+    import xarray as xr
+
     coords = {d: xr.Variable(d, v, LAYOUTS.coordinate_attrs(d)) for d, v in grid.coords().items()}
     data = {name: xr.Variable(DIMS, a, grid.variable_attrs(name)) for name, a in arrays.items()}
     attrs = grid.cube_attrs()
