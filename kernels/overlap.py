@@ -86,6 +86,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from netsweep_jax.kernels import nccl
+from netsweep_jax.kernels.layout_collectives import spine_divisor  # the spine's rule, one for both families
 
 METRICS = (
     "scaling_factor",
@@ -287,8 +288,8 @@ def iteration(
     if features.compress:
         ready, sent, rounds, encode, codec = _codec_terms(layout, buckets, ready)
         extra = (codec,)
-    if features.nccl:
-        extra = extra + (_nccl_buckets(config, layout, buckets, features),)
+    if features.nccl:  # the codec's decode, D_b + n_b U_b, when compressing
+        extra = extra + (_nccl_buckets(config, layout, buckets, extra[0] if features.compress else None),)
 
     def step(
         carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
@@ -367,9 +368,6 @@ def nccl_durations(
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
     padding and for a single worker."""
-    # The layout family's rule for a group that crosses the spine, defined once.
-    from netsweep_jax.kernels.layout_collectives import spine_divisor
-
     assert layout.fabric is not None  # Features.nccl promises a fabric
     g, hosts, nvlink, nics, arch, domain, collnet, leaf, over, rail, *constants = (
         layout.fabric[i] for i in range(len(FABRIC_FIELDS))
@@ -391,7 +389,7 @@ def nccl_durations(
     return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
 
 
-def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, features: Features) -> jax.Array:
+def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, codec: jax.Array | None) -> jax.Array:
     """[Bk] seconds of each bucket's communication on NCCL's own collectives: its all-reduce
     (:func:`nccl_durations`), or when compressing its payload P_b (per worker) sent in ``rounds`` collectives,
     an all-gather of the N workers' payloads (N P_b bytes, nccl-tests' count) for a compressor that cannot be
@@ -400,18 +398,17 @@ def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, features: Fe
         d_b = t(P'_b) + (rounds - 1) t(0) + D_b + n_b U_b,   P'_b = (gather ? N P_b : P_b) / ratio
 
     one collective carries the whole payload and each further round (PowerSGD's second matrix, int8's scale)
-    adds one more collective's fixed time, as ``rounds`` latencies enter the flat model."""
-    if not features.compress:
+    adds one more collective's fixed time, as ``rounds`` latencies enter the flat model. ``codec``: D_b + n_b U_b
+    (:func:`_codec_terms`'), None without compression."""
+    if codec is None:
         return nccl_durations(config, layout, buckets)
     assert buckets.payload is not None and buckets.gather is not None and buckets.rounds is not None
-    assert layout.fabric is not None  # Features.nccl promises a fabric
-    workers = layout.fabric[0] * layout.fabric[1]  # g H, the all-gather's N payloads
+    assert layout.workers is not None  # the all-gather's N payloads (0 for one worker, whose time is 0)
     gather = buckets.gather > 0
     op = jnp.where(gather, nccl.ALL_GATHER, nccl.ALL_REDUCE)
-    sent = buckets.payload * jnp.where(gather, workers, 1.0)
+    sent = buckets.payload * jnp.where(gather, layout.workers, 1.0)
     whole = nccl_durations(config, layout, buckets._replace(nbytes=sent), op)
     empty = nccl_durations(config, layout, buckets._replace(nbytes=jnp.zeros_like(sent)), op)
-    codec = _codec_terms(layout, buckets, buckets.ready)[4]
     return whole + (buckets.rounds - 1.0) * empty + codec
 
 

@@ -215,10 +215,7 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) 
         "high": high,
         "dtype": grid.dtype,
     }
-    if grid.assumed:
-        attrs["assumed"] = grid.assumed
-    if grid.fabric is not None:  # as a grid's cube keeps it
-        attrs.update(grid.fabric.attrs())
+    attrs.update(grid.said_attrs())  # as a grid's cube keeps them
     return xr.Dataset(data, coords=coordinates(grid, drop=(axis,)), attrs=attrs)
 
 

@@ -229,8 +229,7 @@ TEXT_OPTIONS: dict[str, TextOption] = {
         metavar="VALUES",
     ),
 }
-LAYOUT_TEXT_OPTIONS = tuple(TEXT_OPTIONS)
-LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *LAYOUT_TEXT_OPTIONS)
+LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # parallel dims, the layout's own choices (`sweep plan` searches them). A block of a sweep is R setting cells

@@ -76,8 +76,5 @@ def evaluate(
         "intra_bandwidth_gbps": grid.intra_bandwidth,
         "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles]),
     }
-    if grid.assumed:
-        attrs["assumed"] = grid.assumed
-    if grid.fabric is not None:
-        attrs.update(grid.fabric.attrs())
+    attrs.update(grid.said_attrs())  # as a grid's cube keeps them
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -125,6 +125,15 @@ class Grid:
         """The profiles, as an output's default name holds them."""
         return "+".join(p.model for p in self.profiles)
 
+    def said_attrs(self) -> dict[str, float | str]:
+        """What a cube or a dataset of this sweep says it assumed: ``assumed`` (what the workload's defaults chose
+        that the user did not set) and the fabric's attributes, each only where there is one (so that earlier
+        cubes' attributes hold)."""
+        return {
+            **({"assumed": self.assumed} if self.assumed else {}),
+            **(self.fabric.attrs() if self.fabric else {}),
+        }
+
     def cube_attrs(self) -> dict[str, float | str]:
         """What a cube of this sweep says of it besides its coordinates and profiles: the intra-node bandwidth,
         the reduce-cost table's source, what was assumed, and what the compressor dim's results rest on."""
@@ -132,10 +141,7 @@ class Grid:
             "intra_bandwidth_gbps": self.intra_bandwidth,
             "reduce_cost_source": self.reduce_source,
         }
-        if self.assumed:  # what the workload's defaults chose that the user did not set
-            attrs["assumed"] = self.assumed
-        if self.fabric is not None:  # absent otherwise, so that earlier cubes' attributes hold
-            attrs.update(self.fabric.attrs())
+        attrs.update(self.said_attrs())
         if self.compresses:
             attrs["iterations_factor"] = ",".join(
                 f"{name}={factor:g}" for name, factor in self.factors.items()

@@ -28,7 +28,6 @@ from netsweep_jax.sweep.core.layout_axes import (
     PARALLEL_DIMS,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
-    VARIABLES,
     overlap_mode,
     recompute_mode,
     schedule_name,
@@ -125,7 +124,7 @@ def make_layout_grid(
         *net.said(),
     )
     check_dtype(dtype)
-    kept, stored = kept_outputs(LAYOUTS, variables, tuple(VARIABLES)), store_dtype(store)
+    kept, stored = kept_outputs(LAYOUTS, variables), store_dtype(store)
     return LayoutGrid(
         tuple(models),
         names,
@@ -270,15 +269,23 @@ class _FabricFields(TypedDict):
 @dataclasses.dataclass(frozen=True)
 class _Network:
     """How a layout sweep prices its collectives: ``mode`` (flat or nccl), the ``--fabric`` given (``fabric``:
-    a preset, ``preset``, or a fabric file's ``constants``), whether the fabric implied nccl (``implied``) and
-    whether nccl's full link rate was assumed (``full_rate``)."""
+    a preset or a fabric file's constants), whether the fabric implied nccl (``implied``) and whether nccl's
+    full link rate was assumed (``full_rate``)."""
 
     mode: str
     fabric: FabricConstants | FabricPreset | None
-    preset: FabricPreset | None
-    constants: FabricConstants | None
     implied: bool
     full_rate: bool
+
+    @property
+    def preset(self) -> FabricPreset | None:
+        """The fabric preset given (None: none, or a fabric file)."""
+        return self.fabric if isinstance(self.fabric, FabricPreset) else None
+
+    @property
+    def constants(self) -> FabricConstants | None:
+        """The constants NCCL's pricing reads in place of the shipped fit (a preset's or a file's; None: none)."""
+        return self.fabric.constants if isinstance(self.fabric, FabricPreset) else self.fabric
 
     def said(self) -> tuple[str, ...]:
         """The ``assumed`` line's phrases of it."""
@@ -319,11 +326,8 @@ def _network(
 ) -> _Network:
     """The sweep's collective pricing (``--collectives``, which a ``--fabric`` implies); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
-    preset = fabric if isinstance(fabric, FabricPreset) else None
-    constants = preset.constants if preset is not None else fabric
-    assert constants is None or isinstance(constants, FabricConstants)
-    if preset is not None:  # the cluster as the preset builds it, where not given
-        given.update({k: show(v) for k, v in preset.settings().items() if given[k] is None})
+    if isinstance(fabric, FabricPreset):  # the cluster as the preset builds it, where not given
+        given.update({k: show(v) for k, v in fabric.settings().items() if given[k] is None})
     # A fabric (preset or file) is NCCL's pricing's: naming one without --collectives means NCCL's collectives.
     implied = collectives is None and fabric is not None
     mode = _collectives("nccl" if implied else collectives)
@@ -332,7 +336,7 @@ def _network(
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
-    return _Network(mode, fabric, preset, constants, implied, full_rate)
+    return _Network(mode, fabric, implied, full_rate)
 
 
 def _check_fabric(net: _Network) -> None:

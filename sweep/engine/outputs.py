@@ -10,12 +10,12 @@ from netsweep_jax.sweep.core.values import parse_names
 
 
 def kept_outputs(
-    family: Family, variables: str | Sequence[str] | None, default: Sequence[str]
+    family: Family, variables: str | Sequence[str] | None, default: Sequence[str] | None = None
 ) -> tuple[str, ...]:
     """The outputs a sweep keeps, in ``family``'s cube order whatever order they came in: ``variables`` (a
-    comma list or names, each one of the family's outputs), or ``default`` where None."""
+    comma list or names, each one of the family's outputs), or ``default`` where None (None: every output)."""
     if variables is None:
-        variables = default
+        variables = tuple(family.variables) if default is None else default
     return tuple(family.in_cube_order(parse_names(variables, "vars", tuple(family.variables))))
 
 
