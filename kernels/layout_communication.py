@@ -29,7 +29,7 @@ Per layer and micro-batch, on the GPU's critical path:
   compute: exposed = max(0, ag - t_f) + max(0, ag + rs - t_b).
 
 Overlap switches (``overlap``, a sum of bits named after Megatron-Core's switches,
-sweep.core.layout_axes.OVERLAP_BITS), per layer and micro-batch:
+sweep.core.sweep_settings.OVERLAP_BITS), per layer and micro-batch:
 - grad_reduce (1, --overlap-grad-reduce): the data-parallel reduction runs FIFO behind the last
   micro-batch's backward (:mod:`kernels.layout_data_parallel`); off, all of it starts when the stage's
   backward ends: exposed = max(0, n gamma + the embedding's - slack). Under ZeRO-3 it hides the
@@ -341,7 +341,7 @@ def layer_communication(
     tokens, kappa, rate, down = work.tokens, work.kappa, work.rate, work.down
     t_f, t_b = times.t_f, times.t_b
     tp_forward, tp_backward = _tensor_parallel_collectives(arch, dev, lay, work, acts, rc)
-    # Overlap switches (a sum of bits, sweep.core.layout_axes.OVERLAP_BITS): 1 the gradient reduce behind the
+    # Overlap switches (a sum of bits, sweep.core.sweep_settings.OVERLAP_BITS): 1 the gradient reduce behind the
     # backward, 2 the parameter gather behind the forward (Megatron-Core's --overlap-grad-reduce and
     # --overlap-param-gather), 4 TP communication behind the GEMMs beside it (--tp-comm-overlap: Transformer
     # Engine's userbuffers pipeline each collective with its neighbouring GEMM in chunks), 8 the expert

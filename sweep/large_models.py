@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-from typing_extensions import TypedDict, Unpack
+from typing_extensions import Unpack
 
 from netsweep_jax.sweep.analysis.layout_jobs import layout_cube, layout_grid_from
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import AXES
+from netsweep_jax.sweep.core.sweep_settings import SettingKeywords
 from netsweep_jax.sweep.core.values import flat_values
 
 Values = float | str | Sequence[float | str] | np.ndarray  # a number, a sequence or array, or value syntax
@@ -36,18 +37,17 @@ Values = float | str | Sequence[float | str] | np.ndarray  # a number, a sequenc
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
 
-class LayoutOptions(TypedDict, total=False):
+class LayoutOptions(SettingKeywords, total=False):
     """The keywords of :func:`evaluate_layouts` and :func:`plan`, each optional, named and in the units of
     the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
 
     Keys:
       gpus, dp, tp, pp, cp, ep, expert_tp, micro_batch, global_batch, zero, sequence_parallel: the layout.
       nodes: nodes x GPUs per node, instead of ``gpus``.
-      schedule, recompute, attention, overlap: the pipeline schedule(s), recomputation, attention kernel
-        and the stack's overlap switches, as the CLI's text (``"1f1b,interleaved:2"``).
+      schedule, recompute, attention: the pipeline schedule(s), recomputation and attention kernel, as the CLI's
+        text (``"1f1b,interleaved:2"``).
       gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
       collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
-      moe_dispatcher: "alltoall" (default) or "flex": Megatron-Core's MoE token dispatcher (``--moe-dispatcher``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
         and fitted constants for whatever is not given; None: the default stack's fitted constants
         (:data:`sweep.model.stacks.DEFAULT_STACK`'s efficiency, memory efficiency and utilization on the GPU's
@@ -58,11 +58,11 @@ class LayoutOptions(TypedDict, total=False):
         the command ``sweep plan`` plans each value of a list).
       gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
         (not given: the GPU's usual system and the links' full rate).
-      efficiency, attention_efficiency, gemm_latency, memory_efficiency, usable_memory, grad_bytes, moment_bytes,
-      capacity_factor, pad_to_capacity, dispatch_fp8, mtp_layers,
-        offload_layers, imbalance, overhead, slowdown, jitter: the model's constants and the stack's
-        settings.
+      efficiency, grad_bytes, mtp_layers, offload_layers, imbalance, overhead, slowdown, jitter: the model's
+        constants and the run's settings.
       dtype: ``"float32"`` (default) or ``"float64"``.
+      And the stack's settings of one value per sweep, each a number (or value syntax) or a name:
+        :class:`~sweep.core.sweep_settings.SettingKeywords` (``usable_memory``, ``overlap``, ...).
     """
 
     gpus: Values
@@ -80,9 +80,7 @@ class LayoutOptions(TypedDict, total=False):
     schedule: Values
     recompute: Values
     attention: Values
-    overlap: str
     collectives: str
-    moe_dispatcher: str
     stack: str
     fabric: str | os.PathLike[str]
     oversubscription: Values
@@ -97,15 +95,7 @@ class LayoutOptions(TypedDict, total=False):
     nvlink_domain: Values
     nvlink_bw: Values
     efficiency: Values
-    attention_efficiency: Values
-    gemm_latency: Values
-    memory_efficiency: Values
-    usable_memory: Values
     grad_bytes: Values
-    moment_bytes: Values
-    capacity_factor: Values
-    pad_to_capacity: Values
-    dispatch_fp8: Values
     mtp_layers: Values
     offload_layers: Values
     imbalance: Values

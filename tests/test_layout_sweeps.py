@@ -477,7 +477,7 @@ def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, ar
 
 def test_every_layout_default_shown_in_help_is_the_one_used():
     # #24: --help shows each option's default from its spec, and the grid uses exactly that value.
-    from netsweep_jax.sweep.core.axes import LAYOUT_AXES
+    from netsweep_jax.sweep.core.layout_axes import OWN_AXES
     from netsweep_jax.sweep.core.values import parse_values
     from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, constants
 
@@ -487,7 +487,7 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
         used = [getattr(grid.settings, name)] if name in NUMERIC else grid.values[name].tolist()
         assert used == [getattr(constants(DEFAULT_STACK, "h100"), name)], name
         assert text.count(f"Default: {FITTED_DEFAULT}.") == len(CONSTANTS)
-    for name, spec in LAYOUT_AXES.items():
+    for name, spec in OWN_AXES.items():
         if not spec.default or name in CONSTANTS:
             continue
         used = [getattr(grid.settings, name)] if name in NUMERIC else grid.values[name].tolist()

@@ -2,8 +2,6 @@
 the kernel's inputs, a cube keeps each, and each option's default is the declaration's; and every numeric option
 of a layout sweep (sweep.core.layout_axes.AXES), given as the CLI and the API give it, reaches the kernel."""
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
@@ -55,7 +53,7 @@ def test_every_declared_setting_reaches_the_kernel():
     assert set(COLUMNS) <= set(GPU_FIELDS) and set(NUMERIC) <= set(AXES)
     base = _kernel_inputs(BASE)
     for name, value in OTHER.items():
-        changed = _kernel_inputs(dataclasses.replace(BASE, **{name: value}))
+        changed = _kernel_inputs(BASE.replace(**{name: value}))
         moved = [k for k in base if not np.array_equal(base[k], changed[k])]
         assert moved, f"{name} changes no input of the kernel"
 

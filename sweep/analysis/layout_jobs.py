@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_COLLECTIVE,
@@ -21,10 +21,12 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_PRECISION,
     DEFAULT_SCHEDULE,
     LAYOUT_OPTIONS,
+    OWN_AXES,
     SHARED_AXES,
     schedule_name,
 )
 from netsweep_jax.sweep.core.schema import assumed_line, option_of
+from netsweep_jax.sweep.core.sweep_settings import SETTING_OPTIONS
 from netsweep_jax.sweep.core.wording import counted
 
 if TYPE_CHECKING:
@@ -121,8 +123,7 @@ def layout_grid_from(
         take_launch(settings, given, say)
     model = settings.get("model") if "model" in given or not settings.get("arch") else None
     kwargs = {
-        name: settings.get(name)
-        for name in (*LAYOUT_AXES, "arch", "overlap", "collectives", "moe_dispatcher", "stack")
+        name: settings.get(name) for name in (*OWN_AXES, "arch", *SETTING_OPTIONS, "collectives", "stack")
     }
     for name in SHARED_AXES:
         kwargs[name] = settings.get(name) if name in given else None

@@ -40,13 +40,13 @@ from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     COLLECTIVES_MODES,
-    OVERLAP_SWITCHES,
     PARALLEL_DIMS,
     PLAN_SEARCHED,
     SETTING_DIMS,
     VARIABLES,
     waits_on,
 )
+from netsweep_jax.sweep.core.sweep_settings import OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.values import json_ready
 from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts, evaluate_layouts_arrays
@@ -143,7 +143,7 @@ def searches(grid: LayoutGrid) -> list[tuple[int, LayoutGrid]]:
     experts = any(m.experts for m in grid.models)
     for k, switch in enumerate(OVERLAP_SWITCHES):
         if switch != "moe_a2a" or experts:
-            settings = dataclasses.replace(grid.settings, overlap=flipped(grid.settings.overlap, switch))
+            settings = grid.settings.replace(overlap=flipped(grid.settings.overlap, switch))
             out.append((2 + k, dataclasses.replace(grid, settings=settings)))
     return out
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, AxisSpec
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec, TextOption
 from netsweep_jax.sweep.core.layout_axes import (
     ARCH,
     DEFAULT_COLLECTIVE,
@@ -20,10 +20,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
+    OWN_AXES,
     PLAN_SEARCHED,
     SHARED_AXES,
     TEXT_OPTIONS,
-    TextOption,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
@@ -231,7 +231,7 @@ def _layout_params() -> list[inspect.Parameter]:
 
     return [
         text("arch", ARCH),
-        *(axis(name, spec) for name, spec in LAYOUT_AXES.items()),
+        *(axis(name, spec) for name, spec in OWN_AXES.items()),
         *(text(name, spec) for name, spec in TEXT_OPTIONS.items()),
     ]
 

@@ -187,7 +187,8 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
 }
 
 
-# The layout family's own axes (large transformers: sweep/core/layout_axes.py has the rest of its vocabulary).
+# The layout family's own axes that take a list (large transformers: sweep/core/layout_axes.py has the rest of its
+# vocabulary; its settings of one value per sweep, numeric ones too, are declared in sweep/core/sweep_settings.py).
 _LAYOUT_AXES = (
     AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
     AxisSpec(
@@ -274,18 +275,6 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
-        "attention_efficiency",
-        "--attention-efficiency",
-        "1",
-        "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: half "
-        "the scores)",
-        False,
-        1e-3,
-        1,
-        "0.5",
-        1.0,
-    ),
-    AxisSpec(
         "grad_bytes",
         "--grad-bytes",
         "bytes",
@@ -312,54 +301,6 @@ _LAYOUT_AXES = (
         1.0,
     ),
     AxisSpec(
-        "usable_memory",
-        "--usable-memory",
-        "1",
-        "fraction of the GPU's memory, as the driver reports it, that "
-        "training can fill (the rest: driver reservation, CUDA context, NCCL buffers, fragmentation)",
-        False,
-        0.05,
-        1,
-        "0.95",
-        1.0,
-    ),
-    AxisSpec(
-        "gemm_latency",
-        "--gemm-latency",
-        "us",
-        "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
-        "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
-        False,
-        0,
-        1e4,
-        "6.5",
-        1e-6,
-    ),
-    AxisSpec(
-        "memory_efficiency",
-        "--memory-efficiency",
-        "1",
-        "achieved fraction of the GPU's HBM bandwidth in memory-bound work (norms, activations, casts, "
-        "token permutation, the optimizer), on the bytes the layout model counts (1: the full rate)",
-        False,
-        1e-3,
-        1,
-        "1",
-        1.0,
-    ),
-    AxisSpec(
-        "moment_bytes",
-        "--moment-bytes",
-        "bytes",
-        "bytes of each of Adam's two moments: 4 (fp32), 2 (bf16) or 1 (fp8): Megatron-Core's "
-        "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8",
-        True,
-        1,
-        4,
-        "4",
-        1.0,
-    ),
-    AxisSpec(
         "mtp_layers",
         "--mtp-layers",
         "1",
@@ -382,42 +323,6 @@ _LAYOUT_AXES = (
         "1",
         1.0,
     ),
-    AxisSpec(
-        "capacity_factor",
-        "--moe-expert-capacity-factor",
-        "1",
-        "MoE: each expert's capacity over the mean tokens (Megatron-Core's switch of that name); the busiest "
-        "expert's tokens beyond it are dropped. 0: dropless, else at least 1",
-        False,
-        0,
-        100,
-        "0",
-        1.0,
-    ),
-    AxisSpec(
-        "dispatch_fp8",
-        "--moe-dispatch-fp8",
-        "1",
-        "MoE: 1 dispatches the tokens forward in MXFP8 (1 byte an element and a scale a 32: DeepEP's fp8 "
-        "dispatch, Megatron-LM's moe_dispatch_fwd_dtype mxfp8); combines and the backward stay bf16",
-        True,
-        0,
-        1,
-        "0",
-        1.0,
-    ),
-    AxisSpec(
-        "pad_to_capacity",
-        "--moe-pad-expert-input-to-capacity",
-        "1",
-        "MoE with a capacity factor: 1 pads every expert's input to its capacity (Megatron-Core's switch of "
-        "that name), so the busiest runs at the capacity",
-        True,
-        0,
-        1,
-        "0",
-        1.0,
-    ),
 )
 LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 # The spine's oversubscription (--collectives nccl): not a dim of a layout cube (it has HDF5's 32 already), one value
@@ -434,6 +339,23 @@ OVERSUBSCRIPTION = AxisSpec(
     "",
     1.0,
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class TextOption:
+    """An option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's name for
+    it, ``alias``, where it has one; ``metavar``; ``file``: a path), and the help. Its name is its key in the
+    table that holds it (:data:`sweep.core.layout_axes.TEXT_OPTIONS`, :data:`sweep.core.sweep_settings.SETTINGS`:
+    the API's keyword too, but for the CLI's ``launch`` and ``virtual_stages``). ``{stacks}``,
+    ``{default_stack}`` and ``{fabrics}`` in the help are the presets the model layer declares
+    (:mod:`sweep.model.stacks`, :mod:`sweep.model.fabrics`), filled in by the CLI: this layer does not import
+    that one."""
+
+    flag: str
+    help: str
+    alias: str = ""
+    metavar: str = ""
+    file: bool = False
 
 
 def default_value(name: str) -> float:

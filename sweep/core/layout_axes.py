@@ -10,9 +10,8 @@ the shared ones are the data-parallel family's own specs. Pure Python, so ``--he
 stays fast.
 """
 
-import dataclasses
-
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec
+from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption
+from netsweep_jax.sweep.core.sweep_settings import SETTING_AXES, SETTING_OPTIONS, plus_list
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 # The text settings a layout sweep takes where the user gives none (the API's, the CLI's and a runs file's; a
@@ -43,21 +42,13 @@ RECOMPUTE_BITS = {
 RECOMPUTE_HELP = "none, selective, full, op, or a + list of " + ", ".join(RECOMPUTE_MODULES)
 
 
-def _plus_list(text: str, known: tuple[str, ...]) -> str | None:
-    """``a+b`` with every part in ``known``, once each, spelled in ``known``'s order; else None."""
-    parts = [part.strip() for part in text.split("+")]
-    if any(part not in known for part in parts) or len(set(parts)) != len(parts):
-        return None
-    return "+".join(name for name in known if name in parts)
-
-
 def recompute_mode(text: str) -> str | None:
     """The canonical spelling of a recompute mode (modules in :data:`RECOMPUTE_MODULES` order, so
     ``moe_act+mlp`` is ``mlp+moe_act``), or None when it is not one."""
     name = text.strip().lower()
     if name in RECOMPUTES:
         return name
-    mode = _plus_list(name, RECOMPUTE_MODULES)
+    mode = plus_list(name, RECOMPUTE_MODULES)
     return "selective" if mode == "core_attn" else mode
 
 
@@ -78,25 +69,6 @@ MEGATRON_ALIASES = {
     "global_batch": "--global-batch-size",
 }
 
-# The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
-# --tp-comm-overlap, --overlap-moe-expert-parallel-comm. A mode is none or a "+" list of them (one per sweep).
-OVERLAP_BITS = {"grad_reduce": 1, "param_gather": 2, "tp_comm": 4, "moe_a2a": 8}
-OVERLAP_SWITCHES = tuple(OVERLAP_BITS)
-OVERLAP_DEFAULT = "grad_reduce+param_gather"  # what the model assumed before the switches existed
-OVERLAP_HELP = "none or a + list of " + ", ".join(OVERLAP_SWITCHES)
-
-
-def overlap_mode(text: str) -> str | None:
-    """The canonical spelling of an overlap mode (switches in :data:`OVERLAP_SWITCHES` order), or None."""
-    name = text.strip().lower()
-    return name if name == "none" else _plus_list(name, OVERLAP_SWITCHES)
-
-
-def overlap_code(mode: str) -> int:
-    """The kernel's code of a canonical overlap mode: the sum of its bits."""
-    return 0 if mode == "none" else sum(OVERLAP_BITS[part] for part in mode.split("+"))
-
-
 ATTENTIONS = (
     "flash",
     "unfused",
@@ -110,17 +82,6 @@ LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 # --collectives, one per sweep: flat prices every collective as a ring (or tree: --collective) of one bandwidth per
 # group; nccl as NCCL's tuner does for the group as placed (kernels.layout_collectives, kernels.nccl).
 COLLECTIVES_MODES = ("flat", "nccl")
-# --moe-dispatcher, one per sweep, Megatron-Core's --moe-token-dispatcher-type names: alltoall sends each of a
-# token's k copies to its expert's GPU by NCCL's all-to-all; flex sends it once per node (DeepEP, HybridEP) and
-# forwards it over NVLink (kernels.layout_communication.hierarchical_copies).
-MOE_DISPATCHERS = ("alltoall", "flex")
-
-
-def moe_dispatcher_code(name: str) -> int:
-    """The kernel's code of a MoE dispatcher: its place in :data:`MOE_DISPATCHERS` (0 alltoall, 1 flex)."""
-    return MOE_DISPATCHERS.index(name)
-
-
 SHARED_AXES = (
     "gpus_per_node",
     "nics_per_node",
@@ -131,22 +92,10 @@ SHARED_AXES = (
     "slowdown",
     "jitter",
 )
-AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
-
-
-@dataclasses.dataclass(frozen=True)
-class TextOption:
-    """A layout option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's
-    name for it, ``alias``, where it has one; ``metavar``; ``file``: a path), its name (its key in
-    :data:`TEXT_OPTIONS`: the API's keyword too, but for the CLI's ``launch`` and ``virtual_stages``) and the help. ``{stacks}``, ``{default_stack}`` and ``{fabrics}`` in the help are the
-    presets the model layer declares (:mod:`sweep.model.stacks`, :mod:`sweep.model.fabrics`), filled in by the
-    CLI: this layer does not import that one."""
-
-    flag: str
-    help: str
-    alias: str = ""
-    metavar: str = ""
-    file: bool = False
+# The layout family's own numeric options (those that take a list, then its settings of one value per sweep), and
+# with them the data-parallel network axes it shares: every numeric option of a layout sweep.
+OWN_AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **SETTING_AXES}
+AXES: dict[str, AxisSpec] = {**OWN_AXES, **{name: NUMERIC_AXES[name] for name in SHARED_AXES}}
 
 
 ARCH = TextOption(
@@ -185,24 +134,12 @@ TEXT_OPTIONS: dict[str, TextOption] = {
         f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
         alias="--recompute-granularity",
     ),
-    "overlap": TextOption(
-        "--overlap",
-        f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
-        "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, --overlap-moe-expert-parallel-comm) "
-        f"(default {OVERLAP_DEFAULT}).",
-    ),
+    **SETTING_OPTIONS,  # the overlap switches and the MoE dispatcher (sweep.core.sweep_settings)
     "collectives": TextOption(
         "--collectives",
         "How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
         "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink domain, "
         "NICs; constants of sweep validate --nccl) (default flat).",
-    ),
-    "moe_dispatcher": TextOption(
-        "--moe-dispatcher",
-        "MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all of each "
-        "token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank GPU of each "
-        "node holding one of its experts, then NVLink) (default alltoall).",
-        alias="--moe-token-dispatcher-type",
     ),
     "stack": TextOption(
         "--stack",
@@ -229,7 +166,7 @@ TEXT_OPTIONS: dict[str, TextOption] = {
         metavar="VALUES",
     ),
 }
-LAYOUT_OPTIONS = ("arch", *LAYOUT_AXES, *TEXT_OPTIONS)
+LAYOUT_OPTIONS = ("arch", *OWN_AXES, *TEXT_OPTIONS)
 
 # Cube order: the setting dims (what is trained and what it runs on; `sweep plan` keeps them), then the
 # parallel dims, the layout's own choices (`sweep plan` searches them). A block of a sweep is R setting cells

@@ -18,8 +18,9 @@ functions is :mod:`sweep.core.keywords`'s.
 import dataclasses
 from collections.abc import Iterable
 
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import OWN_AXES
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # workers (nodes, GPUs and NICs a node: new collective coefficients), then the axes the kernel sweeps freely
@@ -156,8 +157,8 @@ def option_of(param: str | None) -> str:
     """The CLI option that sets library parameter ``param`` (the name itself if none)."""
     if param in NUMERIC_AXES:
         return NUMERIC_AXES[param].option
-    if param in LAYOUT_AXES:
-        return LAYOUT_AXES[param].option
+    if param in OWN_AXES:
+        return OWN_AXES[param].option
     return OTHER_OPTIONS.get(param, param) if param is not None else ""
 
 

@@ -1,86 +1,331 @@
-"""The layout family's settings of one value per sweep, declared once.
+"""The layout family's settings of one value per sweep, each declared once, here.
 
 These are properties of the training stack, not dims (a layout cube has HDF5's 32 dims already): the
 usable memory, the matrix kernels' fixed time, the achieved memory bandwidth, the Adam moments' bytes, the
 MoE experts' capacity and padding, the overlap switches, the flash kernels' efficiency and the MoE
-dispatch. Each is one field of :class:`SweepSettings`: its name is the option's (an axis of
-:data:`~sweep.core.layout_axes.AXES`, or a text option) and the column of the GPU table the kernel's
-inputs are read from (:func:`sweep.engine.compiled.layout_inputs`); its metadata says the cube attribute
-it is kept as and how a value reaches the kernel. A sweep (:class:`~sweep.engine.layout_grid.LayoutGrid`)
-and a measured run (:class:`~sweep.engine.layout_rows.LayoutRow`) each hold one, so the cube's
-attributes (:meth:`SweepSettings.attrs`), the kernel's columns (:meth:`SweepSettings.columns`,
-:data:`COLUMNS`) and the option checks (:data:`NUMERIC`) come from this one list.
+dispatch. Each is one key of :class:`SettingKeywords`, the public API's typed keywords (so mypy checks a
+caller's), annotated with its declaration: a :class:`Number` (its option, units, bounds, default and SI factor:
+an axis of :data:`~sweep.core.layout_axes.AXES` named as the key) or a :class:`Text` (its option, default and
+the kernel's code of a name). From this one table come the CLI's options and their ``--help``
+(:data:`SETTING_AXES`, :data:`SETTING_OPTIONS`), the value checks, the API's keywords, a cube's attributes
+(:meth:`SweepSettings.attrs`) and the columns of the GPU table the kernel's inputs are read from by name
+(:meth:`SweepSettings.columns`, :data:`COLUMNS`; :func:`sweep.engine.compiled.layout_inputs`). A sweep
+(:class:`~sweep.engine.layout_grid.LayoutGrid`) and a measured run (:class:`~sweep.engine.layout_rows.LayoutRow`)
+each hold one :class:`SweepSettings`.
 
-A new setting of one value per sweep is one field here (with its axis in :mod:`sweep.core.axes` when it
-is a number), its kernel input and its float64 twin. Pure Python, as the rest of :mod:`sweep.core`.
+A new setting of one value per sweep is one key here, the kernel's field of the same name
+(:mod:`kernels.layout_inputs`), its term, and its float64 twin. The vocabularies of the two text settings (the
+overlap switches, the MoE dispatchers) are here too. Pure Python, as the rest of :mod:`sweep.core`.
 """
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, get_args
 
-from netsweep_jax.sweep.core.layout_axes import (
-    AXES,
-    MOE_DISPATCHERS,
-    OVERLAP_DEFAULT,
-    moe_dispatcher_code,
-    overlap_code,
-)
+from typing_extensions import TypedDict, Unpack
+
+from netsweep_jax.sweep.core.axes import AxisSpec, TextOption
 
 
-def _numeric(name: str, *, attr: str = "") -> Any:
-    """A numeric setting's field: its default is its axis's (in the axis's stored units), it reaches the
-    kernel times the axis's SI factor, and a cube keeps it as ``attr`` (default: its name)."""
-    spec = AXES[name]
-    return dataclasses.field(
-        default=float(spec.default),
-        metadata={"attr": attr or name, "code": lambda v, k=spec.to_si: float(v) * k, "numeric": True},
-    )
+def plus_list(text: str, known: tuple[str, ...]) -> str | None:
+    """``a+b`` with every part in ``known``, once each, spelled in ``known``'s order; else None."""
+    parts = [part.strip() for part in text.split("+")]
+    if any(part not in known for part in parts) or len(set(parts)) != len(parts):
+        return None
+    return "+".join(name for name in known if name in parts)
 
 
-def _text(default: str, code: Callable[[str], int]) -> Any:
-    """A text setting's field: a canonical name, which reaches the kernel as ``code(name)``."""
-    return dataclasses.field(default=default, metadata={"code": lambda v: float(code(v)), "numeric": False})
+# The stack's overlap switches, named after Megatron-Core's: --overlap-grad-reduce, --overlap-param-gather,
+# --tp-comm-overlap, --overlap-moe-expert-parallel-comm. A mode is none or a "+" list of them (one per sweep).
+OVERLAP_BITS = {"grad_reduce": 1, "param_gather": 2, "tp_comm": 4, "moe_a2a": 8}
+OVERLAP_SWITCHES = tuple(OVERLAP_BITS)
+OVERLAP_DEFAULT = "grad_reduce+param_gather"  # what the model assumed before the switches existed
+OVERLAP_HELP = "none or a + list of " + ", ".join(OVERLAP_SWITCHES)
+
+
+def overlap_mode(text: str) -> str | None:
+    """The canonical spelling of an overlap mode (switches in :data:`OVERLAP_SWITCHES` order), or None."""
+    name = text.strip().lower()
+    return name if name == "none" else plus_list(name, OVERLAP_SWITCHES)
+
+
+def overlap_code(mode: str) -> int:
+    """The kernel's code of a canonical overlap mode: the sum of its bits."""
+    return 0 if mode == "none" else sum(OVERLAP_BITS[part] for part in mode.split("+"))
+
+
+# --moe-dispatcher, one per sweep, Megatron-Core's --moe-token-dispatcher-type names: alltoall sends each of a
+# token's k copies to its expert's GPU by NCCL's all-to-all; flex sends it once per node (DeepEP, HybridEP) and
+# forwards it over NVLink (kernels.layout_communication.hierarchical_copies).
+MOE_DISPATCHERS = ("alltoall", "flex")
+
+
+def moe_dispatcher_code(name: str) -> int:
+    """The kernel's code of a MoE dispatcher: its place in :data:`MOE_DISPATCHERS` (0 alltoall, 1 flex)."""
+    return MOE_DISPATCHERS.index(name)
 
 
 @dataclasses.dataclass(frozen=True)
+class Number:
+    """A numeric setting's declaration: its axis (:class:`~sweep.core.axes.AxisSpec`, named by its key when
+    collected) and the name a cube's attribute keeps it under (``attr``; "": its own). It reaches the kernel in
+    SI units (the axis's ``to_si``)."""
+
+    axis: AxisSpec
+    attr: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Text:
+    """A text setting's declaration: its option, its default (canonical) and the kernel's code of a name."""
+
+    option: TextOption
+    default: str
+    code: Callable[[str], int]
+
+
+def _number(
+    option: str,
+    units: str,
+    long_name: str,
+    integer: bool,
+    low: float,
+    high: float,
+    default: str,
+    to_si: float = 1.0,
+    *,
+    attr: str = "",
+) -> Number:
+    """A :class:`Number` whose axis is named when :data:`SETTINGS` collects it (by its key: written once)."""
+    return Number(AxisSpec("", option, units, long_name, integer, low, high, default, to_si), attr)
+
+
+class SettingKeywords(TypedDict, total=False):
+    """The settings of one value per sweep, in the CLI's units, each a keyword of the large-model API
+    (:class:`sweep.large_models.LayoutOptions` holds them) annotated with its declaration, in cube order."""
+
+    usable_memory: Annotated[
+        float | str,
+        _number(
+            "--usable-memory",
+            "1",
+            "fraction of the GPU's memory, as the driver reports it, that training can fill (the rest: driver "
+            "reservation, CUDA context, NCCL buffers, fragmentation)",
+            False,
+            0.05,
+            1,
+            "0.95",
+        ),
+    ]
+    gemm_latency: Annotated[
+        float | str,
+        _number(
+            "--gemm-latency",
+            "us",
+            "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
+            "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
+            False,
+            0,
+            1e4,
+            "6.5",
+            1e-6,
+            attr="gemm_latency_us",
+        ),
+    ]
+    memory_efficiency: Annotated[
+        float | str,
+        _number(
+            "--memory-efficiency",
+            "1",
+            "achieved fraction of the GPU's HBM bandwidth in memory-bound work (norms, activations, casts, "
+            "token permutation, the optimizer), on the bytes the layout model counts (1: the full rate)",
+            False,
+            1e-3,
+            1,
+            "1",
+        ),
+    ]
+    moment_bytes: Annotated[
+        float | str,
+        _number(
+            "--moment-bytes",
+            "bytes",
+            "bytes of each of Adam's two moments: 4 (fp32), 2 (bf16) or 1 (fp8): Megatron-Core's "
+            "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8",
+            True,
+            1,
+            4,
+            "4",
+        ),
+    ]
+    capacity_factor: Annotated[
+        float | str,
+        _number(
+            "--moe-expert-capacity-factor",
+            "1",
+            "MoE: each expert's capacity over the mean tokens (Megatron-Core's switch of that name); the "
+            "busiest expert's tokens beyond it are dropped. 0: dropless, else at least 1",
+            False,
+            0,
+            100,
+            "0",
+        ),
+    ]
+    pad_to_capacity: Annotated[
+        float | str,
+        _number(
+            "--moe-pad-expert-input-to-capacity",
+            "1",
+            "MoE with a capacity factor: 1 pads every expert's input to its capacity (Megatron-Core's switch "
+            "of that name), so the busiest runs at the capacity",
+            True,
+            0,
+            1,
+            "0",
+        ),
+    ]
+    overlap: Annotated[
+        str,
+        Text(
+            TextOption(
+                "--overlap",
+                f"The stack's overlap switches, one mode per sweep: {OVERLAP_HELP} (Megatron-Core's "
+                "--overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap, "
+                f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
+            ),
+            OVERLAP_DEFAULT,
+            overlap_code,
+        ),
+    ]
+    attention_efficiency: Annotated[
+        float | str,
+        _number(
+            "--attention-efficiency",
+            "1",
+            "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: "
+            "half the scores)",
+            False,
+            1e-3,
+            1,
+            "0.5",
+        ),
+    ]
+    dispatch_fp8: Annotated[
+        float | str,
+        _number(
+            "--moe-dispatch-fp8",
+            "1",
+            "MoE: 1 dispatches the tokens forward in MXFP8 (1 byte an element and a scale a 32: DeepEP's fp8 "
+            "dispatch, Megatron-LM's moe_dispatch_fwd_dtype mxfp8); combines and the backward stay bf16",
+            True,
+            0,
+            1,
+            "0",
+        ),
+    ]
+    moe_dispatcher: Annotated[
+        str,
+        Text(
+            TextOption(
+                "--moe-dispatcher",
+                "MoE token dispatcher, one per sweep (Megatron-Core's names): alltoall (NCCL's all-to-all of "
+                "each token's k copies) or flex (DeepEP / HybridEP: each token once over RDMA to the same-rank "
+                "GPU of each node holding one of its experts, then NVLink) (default alltoall).",
+                alias="--moe-token-dispatcher-type",
+            ),
+            MOE_DISPATCHERS[0],
+            moe_dispatcher_code,
+        ),
+    ]
+
+
+def _declared(name: str, annotation: Any) -> Number | Text:
+    """A key's declaration (the first metadata of its ``Annotated``), a number's axis named by the key."""
+    declaration = annotation.__metadata__[0]
+    if isinstance(declaration, Number):
+        return dataclasses.replace(declaration, axis=dataclasses.replace(declaration.axis, name=name))
+    return declaration
+
+
+# Every setting's declaration by name, in cube order; the numeric ones' axes (options, checks and defaults as
+# every numeric axis's: sweep.core.layout_axes.AXES holds them) and the text ones' options (the CLI's parameters).
+SETTINGS: dict[str, Number | Text] = {
+    name: _declared(name, annotation) for name, annotation in SettingKeywords.__annotations__.items()
+}
+SETTING_AXES = {name: d.axis for name, d in SETTINGS.items() if isinstance(d, Number)}
+SETTING_OPTIONS = {name: d.option for name, d in SETTINGS.items() if isinstance(d, Text)}
+# The GPU table's columns the settings fill (sweep.engine.compiled.GPU_FIELDS), and the numeric ones: each is
+# an axis whose option takes value syntax and must give one value (sweep.engine.layout_options).
+COLUMNS = tuple(SETTINGS)
+NUMERIC = tuple(SETTING_AXES)
+assert all(get_args(SettingKeywords.__annotations__[name])[0] is str for name in SETTING_OPTIONS)
+
+
 class SweepSettings:
-    """The settings of one value per sweep, in stored units (as the options take them).
+    """The settings of one value per sweep, in stored units (as the options take them): numbers as floats,
+    text as canonical names (:func:`overlap_mode`'s). Each is an attribute of its name
+    (``settings.memory_efficiency``); one not given is its declaration's default. Immutable and hashable."""
 
-    Attributes:
-      usable_memory: the fraction of each GPU's memory training can fill.
-      gemm_latency: the fixed time of one matrix kernel, us (a cube's ``gemm_latency_us``).
-      memory_efficiency: the achieved fraction of HBM bandwidth in memory-bound work.
-      moment_bytes: bytes of each Adam moment, 4, 2 or 1.
-      capacity_factor, pad_to_capacity: MoE experts' capacity over the mean tokens (0: dropless) and whether
-        their inputs are padded to it.
-      overlap: the stack's overlap switches on, canonical (:func:`~sweep.core.layout_axes.overlap_mode`).
-      attention_efficiency: the flash-attention kernel's fraction of the half-precision peak.
-      dispatch_fp8: 1 where MoE tokens are dispatched forward in MXFP8.
-      moe_dispatcher: the MoE token dispatcher, one of :data:`~sweep.core.layout_axes.MOE_DISPATCHERS`.
-    """
+    __slots__ = ("_values",)
+    _values: tuple[float | str, ...]
 
-    usable_memory: float = _numeric("usable_memory")
-    gemm_latency: float = _numeric("gemm_latency", attr="gemm_latency_us")
-    memory_efficiency: float = _numeric("memory_efficiency")
-    moment_bytes: float = _numeric("moment_bytes")
-    capacity_factor: float = _numeric("capacity_factor")
-    pad_to_capacity: float = _numeric("pad_to_capacity")
-    overlap: str = _text(OVERLAP_DEFAULT, overlap_code)
-    attention_efficiency: float = _numeric("attention_efficiency")
-    dispatch_fp8: float = _numeric("dispatch_fp8")
-    moe_dispatcher: str = _text(MOE_DISPATCHERS[0], moe_dispatcher_code)
+    def __init__(self, **given: Unpack[SettingKeywords]) -> None:
+        supplied: dict[str, Any] = dict(given)
+        unknown = sorted(set(supplied) - set(SETTINGS))
+        if unknown:
+            raise TypeError(f"SweepSettings() got an unexpected keyword argument {unknown[0]!r}")
+        values = {name: supplied.get(name, _default(d)) for name, d in SETTINGS.items()}
+        kept = tuple(float(v) if isinstance(SETTINGS[k], Number) else str(v) for k, v in values.items())
+        object.__setattr__(self, "_values", kept)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in SETTINGS:
+            return self._values[COLUMNS.index(name)]
+        raise AttributeError(f"SweepSettings has no setting {name!r}")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to setting {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SweepSettings) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(self._values)
+
+    def __repr__(self) -> str:
+        return f"SweepSettings({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
+
+    def as_dict(self) -> dict[str, float | str]:
+        """Every setting by name, in declaration order."""
+        return dict(zip(COLUMNS, self._values))
+
+    def replace(self, **changes: Unpack[SettingKeywords]) -> "SweepSettings":
+        """These settings with ``changes``."""
+        changed: dict[str, Any] = {**self.as_dict(), **changes}
+        return SweepSettings(**changed)
 
     def attrs(self) -> dict[str, float | str]:
         """The settings as a cube's attributes keep them, in declaration order."""
-        return {f.metadata.get("attr", f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {_attr(name): value for name, value in self.as_dict().items()}
 
     def columns(self) -> tuple[float, ...]:
         """The settings as the kernel reads them (SI units; text as codes), in :data:`COLUMNS` order."""
-        return tuple(f.metadata["code"](getattr(self, f.name)) for f in dataclasses.fields(self))
+        return tuple(_code(SETTINGS[name], value) for name, value in self.as_dict().items())
 
 
-# The GPU table's columns the settings fill (sweep.engine.compiled.GPU_FIELDS), and the numeric ones: each is
-# an axis whose option takes value syntax and must give one value (sweep.engine.layout_options).
-COLUMNS = tuple(f.name for f in dataclasses.fields(SweepSettings))
-NUMERIC = tuple(f.name for f in dataclasses.fields(SweepSettings) if f.metadata["numeric"])
+def _default(declaration: Number | Text) -> float | str:
+    """A setting's default, in stored units."""
+    return float(declaration.axis.default) if isinstance(declaration, Number) else declaration.default
+
+
+def _attr(name: str) -> str:
+    """The cube attribute a setting is kept as."""
+    declaration = SETTINGS[name]
+    return (isinstance(declaration, Number) and declaration.attr) or name
+
+
+def _code(declaration: Number | Text, value: float | str) -> float:
+    """A setting's value as the kernel reads it: a number in SI units, a name as its code."""
+    if isinstance(declaration, Number):
+        return float(value) * declaration.axis.to_si
+    return float(declaration.code(str(value)))

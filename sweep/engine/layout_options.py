@@ -22,17 +22,20 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_SCHEDULE,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
-    MOE_DISPATCHERS,
-    OVERLAP_DEFAULT,
-    OVERLAP_HELP,
     PARALLEL_DIMS,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
-    overlap_mode,
     recompute_mode,
     schedule_name,
 )
-from netsweep_jax.sweep.core.sweep_settings import NUMERIC, SweepSettings
+from netsweep_jax.sweep.core.sweep_settings import (
+    MOE_DISPATCHERS,
+    NUMERIC,
+    OVERLAP_DEFAULT,
+    OVERLAP_HELP,
+    SweepSettings,
+    overlap_mode,
+)
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype

@@ -29,8 +29,9 @@ import os
 import shlex
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.layout_axes import MOE_DISPATCHERS, OVERLAP_SWITCHES, recompute_mode
+from netsweep_jax.sweep.core.layout_axes import recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import whole_number
 

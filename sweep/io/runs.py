@@ -33,13 +33,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
     AXES,
     LAYOUT_PRECISIONS,
-    MOE_DISPATCHERS,
-    OVERLAP_HELP,
     RECOMPUTE_HELP,
-    overlap_mode,
     recompute_mode,
 )
-from netsweep_jax.sweep.core.sweep_settings import SweepSettings
+from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_HELP, SweepSettings, overlap_mode
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
