@@ -39,6 +39,9 @@ class AxisSpec:
         bisection), or None when the axis cannot be solved for.
       fit: ``sweep calibrate``'s default fit bounds (stored units), or None when the
         axis cannot be fitted.
+      choices: where only some values in the bounds mean something (a dtype's bytes), each such
+        value and what it stands for, e.g. ``((4, "fp32"), (2, "bf16"))``; empty: every value
+        in the bounds.
     """
 
     name: str
@@ -52,18 +55,29 @@ class AxisSpec:
     to_si: float
     search: tuple[float, float] | None = None
     fit: tuple[float, float] | None = None
+    choices: tuple[tuple[float, str], ...] = ()
 
     def rule(self) -> str:
-        """The validity rule as text, e.g. ``must be a number from 0.001 to 1000000``."""
+        """The validity rule as text, e.g. ``must be a number from 0.001 to 1000000`` or ``must be 4 (fp32) or
+        2 (bf16)``."""
+        if self.choices:
+            named = [f"{show(value)} ({meaning})" for value, meaning in self.choices]
+            return f"must be {', '.join(named[:-1])} or {named[-1]}"
         kind = "an integer" if self.integer else "a number"
         return f"must be {kind} from {show(self.low)} to {show(self.high)}"
 
-    def check(self, value: float) -> None:
-        """Raise :class:`InputError` (naming this axis) unless ``value`` obeys the rule."""
+    def allows(self, value: float) -> bool:
+        """Whether ``value`` obeys the rule."""
+        if self.choices:
+            return any(value == choice for choice, _ in self.choices)
         ok = math.isfinite(value) and self.low <= value <= self.high
-        ok = ok and (not self.integer or float(value).is_integer())
-        if not ok:
-            raise InputError(f"{show(value)}: {self.name} {self.rule()}", param=self.name)
+        return ok and (not self.integer or float(value).is_integer())
+
+    def check(self, value: float) -> None:
+        """Raise :class:`InputError` (naming this axis, or its choices) unless ``value`` obeys the rule."""
+        if not self.allows(value):
+            named = "" if self.choices else f"{self.name} "  # a list of choices names what each value is
+            raise InputError(f"{show(value)}: {named}{self.rule()}", param=self.name)
 
     @property
     def help(self) -> str:
@@ -286,6 +300,7 @@ _LAYOUT_AXES = (
         4,
         "0",
         1.0,
+        choices=((0, "the precision's"), (2, "bf16"), (4, "fp32")),
     ),
     AxisSpec(
         "offload_layers",

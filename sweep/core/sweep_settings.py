@@ -95,9 +95,12 @@ def _number(
     to_si: float = 1.0,
     *,
     attr: str = "",
+    choices: tuple[tuple[float, str], ...] = (),
 ) -> Number:
     """A :class:`Number` whose axis is named when :data:`SETTINGS` collects it (by its key: written once)."""
-    return Number(AxisSpec("", option, units, long_name, integer, low, high, default, to_si), attr)
+    return Number(
+        AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices), attr
+    )
 
 
 class SettingKeywords(TypedDict, total=False):
@@ -156,6 +159,7 @@ class SettingKeywords(TypedDict, total=False):
             1,
             4,
             "4",
+            choices=((4, "fp32"), (2, "bf16"), (1, "fp8")),
         ),
     ]
     capacity_factor: Annotated[

@@ -386,12 +386,6 @@ def _numeric_values(
     for name in CONSTANTS:
         if name in stacked:
             values[name] = np.array([stacked[name]])
-    for bad in (v for v in values["grad_bytes"] if v not in (0.0, 2.0, 4.0)):
-        raise InputError(
-            f"{show(bad)}: must be 0 (the precision's), 2 (bf16) or 4 (fp32)", param="grad_bytes"
-        )
-    for bad in (v for v in values["moment_bytes"] if v not in (1.0, 2.0, 4.0)):
-        raise InputError(f"{show(bad)}: must be 4 (fp32), 2 (bf16) or 1 (fp8)", param="moment_bytes")
     return values
 
 

@@ -169,7 +169,7 @@ def _int(
         return default
     value = number(text, f"{where(path, line)} (row {rid}): {name}")
     spec = AXES.get(name)  # a layout setting is held to the rule the sweeps hold it to
-    if spec is not None and value >= low and not (spec.low <= value <= spec.high and value.is_integer()):
+    if spec is not None and value >= low and not (spec.allows(value) and value.is_integer()):
         raise InputError(f"{where(path, line)} (row {rid}): {name} {text} {spec.rule()}")
     if not value.is_integer() or value < low or value > 1e9:
         raise InputError(f"{where(path, line)} (row {rid}): {name} {text} must be a whole number from {low}")
@@ -416,12 +416,8 @@ def _recipe(
     cells: dict[str, str], bad: Callable[[str], InputError], llm: LLM, path: Path, line: int, rid: str
 ) -> tuple[int | None, int | None, str, str]:
     """The recipe's columns a stack fills where empty: Adam moments' bytes, MTP layers, overlap, dispatcher."""
+    # Held to its axis's choices (4, 2 or 1) by _int; empty: the stack's recipe's, else 4.
     moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
-    if moments not in (None, 1, 2, 4):
-        raise bad(
-            f"moment_bytes {moments} must be 4 (fp32 Adam moments), 2 (bf16) or 1 (fp8), or empty (the stack's "
-            "recipe's, else 4)"
-        )
     mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
     if mtp_layers is not None and mtp_layers > 16:
         raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
