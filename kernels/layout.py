@@ -63,12 +63,7 @@ from netsweep_jax.kernels.layout_collectives import (
 )
 from netsweep_jax.kernels.layout_communication import layer_communication
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork, layer_times, layer_work
-from netsweep_jax.kernels.layout_data_parallel import (
-    MASTER_BYTES,
-    data_parallel_exposed,
-    fifo_end,
-    optimizer_step,
-)
+from netsweep_jax.kernels.layout_data_parallel import data_parallel_exposed, fifo_end, optimizer_step
 from netsweep_jax.kernels.layout_inputs import STATUS, Arch, Device, Parallelism, Value, degrees
 from netsweep_jax.kernels.layout_memory import activations_per_layer, memory_per_gpu, params_per_gpu
 from netsweep_jax.kernels.layout_pipeline import pipeline
@@ -76,7 +71,6 @@ from netsweep_jax.kernels.layout_recompute import Recompute, per_op_flops, recom
 
 __all__ = [
     "BREAKDOWN",
-    "MASTER_BYTES",
     "OUTPUTS",
     "STATUS",
     "Arch",

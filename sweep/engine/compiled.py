@@ -9,6 +9,7 @@ fit of the same shapes compiles nothing.
 
 import functools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -343,46 +344,44 @@ def layout_inputs(
     compile holds only the one it uses."""
     v = {**o, **{d: i[d] for d in PARALLEL_DIMS}}
     arch = layout_kernel.Arch(*(o[f] for f in layout_kernel.Arch._fields))
-    # The precision's fp8 flag picks the GPU's fp8 peak (the table's precision column of that name).
-    dev = layout_kernel.Device(
-        peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),
+    # The fields computed here; every other field of the kernel's records is the column of its own name (a layout
+    # dim, a per-sweep setting or a fabric column: a new setting named as its kernel field needs no line here).
+    dev = _record(
+        layout_kernel.Device,
+        o,
+        peak=jnp.where(o["fp8_math"] > 0, o["fp8"], o["half"]),  # the precision's fp8 flag: the fp8 peak
         hbm=o["hbm"] * o["memory_efficiency"],  # the rate memory-bound work achieves
-        memory=o["memory"],
-        param_bytes=o["param_bytes"],
         grad_bytes=jnp.where(o["grad_bytes"] > 0, o["grad_bytes"], o["precision_grad_bytes"]),
-        act_bytes=o["act_bytes"],
         usable=o["usable_memory"],
-        gemm_input_bytes=o["gemm_input_bytes"],
         half_peak=o["half"],
-        gemm_latency=o["gemm_latency"],
-        moment_bytes=o["moment_bytes"],
     )
 
     def system(name: str, own: str) -> jax.Array:
         return jnp.where(v[name] > 0, v[name], o[own])
 
     e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
-    # The fields computed here; every other field of the kernel's record is the column of its own name (a layout
-    # dim, a per-sweep setting or a fabric column: a new setting named as its kernel field needs no line here).
-    computed = {
-        "nvlink_domain": system("nvlink_domain", "domain"),
-        "nvlink_bw": system("nvlink_bw", "nvlink"),
-        "gpus_per_node": system("gpus_per_node", "preset_gpus_per_node"),
-        "nics_per_node": system("nics_per_node", "nics"),
-        "bandwidth": system("bandwidth", "nic_bits"),
-        "straggle": v["jitter"] * e_n,
-        "imbalance": busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
-        "eta_net": o["nccl_eta_net"],
-        "eta_nvl": o["nccl_eta_nvl"],
-        "collectives": collectives,
-    }
-    assert set(computed) <= set(
-        layout_kernel.Parallelism._fields
-    )  # a misspelled field is never a silent copy
-    lay = layout_kernel.Parallelism(
-        **{f: computed[f] if f in computed else v[f] for f in layout_kernel.Parallelism._fields}
+    lay = _record(
+        layout_kernel.Parallelism,
+        v,
+        nvlink_domain=system("nvlink_domain", "domain"),
+        nvlink_bw=system("nvlink_bw", "nvlink"),
+        gpus_per_node=system("gpus_per_node", "preset_gpus_per_node"),
+        nics_per_node=system("nics_per_node", "nics"),
+        bandwidth=system("bandwidth", "nic_bits"),
+        straggle=v["jitter"] * e_n,
+        imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
+        eta_net=o["nccl_eta_net"],
+        eta_nvl=o["nccl_eta_nvl"],
+        collectives=collectives,
     )
     return arch, dev, lay
+
+
+def _record(kind: Any, columns: Mapping[str, Any], **computed: Any) -> Any:
+    """A kernel input record of type ``kind`` (a NamedTuple of :mod:`kernels.layout_inputs`): the ``computed``
+    fields, and every other field the column of its own name."""
+    assert set(computed) <= set(kind._fields)  # a misspelled field is never a silent copy
+    return kind(**{f: computed[f] if f in computed else columns[f] for f in kind._fields})
 
 
 @functools.partial(layout_jit, static_argnames=("collectives",))
