@@ -615,7 +615,9 @@ RECOMPUTE_BITS = {
 
 
 def none_in(experts, k, held):
-    """C(E - a, k) / C(E, k) for real a (a float64 loop): none of k experts drawn from E is one of a held."""
+    """C(E - a, k) / C(E, k) for real a (a float64 loop): none of k experts drawn from E is one of a held. E at
+    least k, as the kernel holds it (a pool that group-limited routing narrows below k: every draw hits)."""
+    experts = max(experts, k, 1.0)
     p = 1.0
     for i in range(int(k)):
         p *= max(0.0, (experts - held - i) / (experts - i))

@@ -85,7 +85,8 @@ def test_a_cube_keeps_every_setting_and_the_defaults_are_the_options():
 AXIS_VALUES = dict(
     gpus=32, tp=2, pp=2, cp=2, ep=8, expert_tp=2, micro_batch=2, global_batch=128, zero=1, sequence_parallel=0,
     nvlink_domain=4, nvlink_bw=100, efficiency=0.5, attention_efficiency=0.4, grad_bytes=2, offload_layers=1,
-    usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, mtp_layers=1, imbalance=1.5,
+    usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, mtp_layers=1,
+    imbalance=1.5,
     capacity_factor=1.1, dispatch_fp8=1, pad_to_capacity=1, gpus_per_node=4, nics_per_node=2, bandwidth=100,
     utilization=0.5, latency=5, overhead=1, slowdown=0.1, jitter=0.1,
 )  # fmt: skip
@@ -162,3 +163,23 @@ def test_each_kernel_field_named_as_a_column_is_that_column_on_a_fabric():
     assert (row["leaf_hosts"], row["oversubscription"], row["sharp"]) == (preset.leaf_hosts, 2.0, 1.0)
     assert float(np.ravel(lay.eta_net)[0]) == row["nccl_eta_net"] == preset.constants.eta_net
     assert float(np.ravel(lay.eta_nvl)[0]) == row["nccl_eta_nvl"] == preset.constants.eta_nvl
+
+
+def test_the_assumed_line_says_each_setting_not_given_as_declared():
+    # Each setting with a phrase (sweep.core.sweep_settings' ``said``) is said where it is not given (a MoE model:
+    # the MoE ones too) and not where it is; the phrase names the default (a choice by its meaning).
+    from netsweep_jax.sweep.core.sweep_settings import SETTINGS
+    from netsweep_jax.sweep.model.stacks import CONSTANTS  # said as the default stack's fitted constants
+
+    layout = dict(gpus=16, global_batch=64, ep=8, efficiency=0.6, utilization=1)
+    said = "; ".join(make_layout_grid("qwen3-30b-a3b", **layout).assumed)
+    assert "Adam moments fp32" in said and "GEMM latency 6.5 us" in said
+    for name, declaration in SETTINGS.items():
+        if not declaration.said or name in CONSTANTS:
+            continue
+        phrase = declaration.said.format(declaration.shown())
+        assert phrase in said, name
+        given = make_layout_grid("qwen3-30b-a3b", **layout, **{name: str(OTHER[name])})
+        assert phrase not in "; ".join(given.assumed), name
+    dense = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8).assumed)
+    assert "MoE dropless" not in dense and "Adam moments fp32" in dense

@@ -19,7 +19,7 @@ overlap switches, the MoE dispatchers) are here too. Pure Python, as the rest of
 """
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Annotated, Any, get_args
 
 from typing_extensions import TypedDict, Unpack
@@ -68,20 +68,40 @@ def moe_dispatcher_code(name: str) -> int:
 @dataclasses.dataclass(frozen=True)
 class Number:
     """A numeric setting's declaration: its axis (:class:`~sweep.core.axes.AxisSpec`, named by its key when
-    collected) and the name a cube's attribute keeps it under (``attr``; "": its own). It reaches the kernel in
-    SI units (the axis's ``to_si``)."""
+    collected), the name a cube's attribute keeps it under (``attr``; "": its own), and what the ``assumed:``
+    line says where it is not given (``said``, ``{}`` its default: the choice's meaning where the axis has
+    choices; "": nothing; ``moe``: only for a MoE model). It reaches the kernel in SI units (``to_si``)."""
 
     axis: AxisSpec
     attr: str = ""
+    said: str = ""
+    moe: bool = False
+
+    @property
+    def default(self) -> float:
+        """The default, in stored units."""
+        return float(self.axis.default)
+
+    def shown(self) -> str:
+        """The default as the ``assumed:`` line names it."""
+        named = dict(self.axis.choices).get(self.default)
+        return named if named is not None else self.axis.default
 
 
 @dataclasses.dataclass(frozen=True)
 class Text:
-    """A text setting's declaration: its option, its default (canonical) and the kernel's code of a name."""
+    """A text setting's declaration: its option, its default (canonical), the kernel's code of a name, and what
+    the ``assumed:`` line says where it is not given (as :class:`Number`'s)."""
 
     option: TextOption
     default: str
     code: Callable[[str], int]
+    said: str = ""
+    moe: bool = False
+
+    def shown(self) -> str:
+        """The default as the ``assumed:`` line names it."""
+        return self.default
 
 
 def _number(
@@ -96,11 +116,12 @@ def _number(
     *,
     attr: str = "",
     choices: tuple[tuple[float, str], ...] = (),
+    said: str = "",
+    moe: bool = False,
 ) -> Number:
     """A :class:`Number` whose axis is named when :data:`SETTINGS` collects it (by its key: written once)."""
-    return Number(
-        AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices), attr
-    )
+    axis = AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices)
+    return Number(axis, attr, said, moe)
 
 
 class SettingKeywords(TypedDict, total=False):
@@ -118,6 +139,7 @@ class SettingKeywords(TypedDict, total=False):
             0.05,
             1,
             "0.95",
+            said="usable memory {}",
         ),
     ]
     gemm_latency: Annotated[
@@ -133,6 +155,7 @@ class SettingKeywords(TypedDict, total=False):
             "6.5",
             1e-6,
             attr="gemm_latency_us",
+            said="GEMM latency {} us",
         ),
     ]
     memory_efficiency: Annotated[
@@ -146,6 +169,7 @@ class SettingKeywords(TypedDict, total=False):
             1e-3,
             1,
             "1",
+            said="memory efficiency {}",
         ),
     ]
     moment_bytes: Annotated[
@@ -160,6 +184,7 @@ class SettingKeywords(TypedDict, total=False):
             4,
             "4",
             choices=((4, "fp32"), (2, "bf16"), (1, "fp8")),
+            said="Adam moments {}",
         ),
     ]
     capacity_factor: Annotated[
@@ -173,6 +198,8 @@ class SettingKeywords(TypedDict, total=False):
             0,
             100,
             "0",
+            said="MoE dropless",
+            moe=True,
         ),
     ]
     pad_to_capacity: Annotated[
@@ -199,6 +226,7 @@ class SettingKeywords(TypedDict, total=False):
             ),
             OVERLAP_DEFAULT,
             overlap_code,
+            said="overlap {}",
         ),
     ]
     attention_efficiency: Annotated[
@@ -212,6 +240,7 @@ class SettingKeywords(TypedDict, total=False):
             1e-3,
             1,
             "0.5",
+            said="flash-attention efficiency {}",
         ),
     ]
     dispatch_fp8: Annotated[
@@ -225,6 +254,8 @@ class SettingKeywords(TypedDict, total=False):
             0,
             1,
             "0",
+            said="MoE dispatch bf16",
+            moe=True,
         ),
     ]
     moe_dispatcher: Annotated[
@@ -319,7 +350,17 @@ class SweepSettings:
 
 def _default(declaration: Number | Text) -> float | str:
     """A setting's default, in stored units."""
-    return float(declaration.axis.default) if isinstance(declaration, Number) else declaration.default
+    return declaration.default
+
+
+def assumed_phrases(given: Collection[str], moe: bool) -> tuple[str, ...]:
+    """The ``assumed:`` line's phrases of the settings not ``given`` (names), in declaration order: each one's
+    ``said`` with its default; a MoE setting's only for a MoE model (``moe``)."""
+    return tuple(
+        d.said.format(d.shown())
+        for name, d in SETTINGS.items()
+        if d.said and name not in given and (moe or not d.moe)
+    )
 
 
 def _attr(name: str) -> str:

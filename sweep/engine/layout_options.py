@@ -34,6 +34,7 @@ from netsweep_jax.sweep.core.sweep_settings import (
     OVERLAP_DEFAULT,
     OVERLAP_HELP,
     SweepSettings,
+    assumed_phrases,
     overlap_mode,
 )
 from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
@@ -504,12 +505,6 @@ def _assumed(
         out.append(constants)
     if given["efficiency"] is None:
         out.append(f"matrix efficiency {show(EFFICIENCY)}")
-    if given["gemm_latency"] is None:
-        out.append(f"GEMM latency {AXES['gemm_latency'].default} us")
-    if given["memory_efficiency"] is None:
-        out.append(f"memory efficiency {AXES['memory_efficiency'].default}")
-    if given["attention_efficiency"] is None:
-        out.append(f"flash-attention efficiency {AXES['attention_efficiency'].default}")
     if given["utilization"] is None:
         out.append("utilization 1 (the links' full rate)")
     if given["grad_bytes"] is None:
@@ -523,21 +518,17 @@ def _assumed(
                 for k, ps in kinds.items()
             )
         )
-    if given["usable_memory"] is None:
-        out.append(f"usable memory {AXES['usable_memory'].default}")
-    if given["moment_bytes"] is None:
-        out.append("Adam moments fp32")
-    if any(m.experts > 0 for m in models):
+    moe = any(m.experts > 0 for m in models)
+    # The stack's settings of one value per sweep, as each one's declaration says it (sweep.core.sweep_settings).
+    set_here = {name for name in NUMERIC if given[name] is not None} | (
+        {"overlap"} if overlap_given else set()
+    )
+    out.extend(assumed_phrases(set_here, moe))
+    if moe:
         if given["imbalance"] is None:
             out.append("MoE load imbalance 1 (balanced routing)")
-        if given["capacity_factor"] is None:
-            out.append("MoE dropless")
         if given["expert_tp"] is None and "expert_tp" not in search:
             out.append(f"{AXES['expert_tp'].option} {AXES['expert_tp'].default}")
-        if given["dispatch_fp8"] is None:
-            out.append("MoE dispatch bf16")
-    if not overlap_given:
-        out.append(f"overlap {OVERLAP_DEFAULT}")
     searched = [
         f"{AXES[d].option.lstrip('-')} {search[d]}"
         for d in PARALLEL_DIMS
