@@ -19,10 +19,11 @@ the logits (last stage), the stage's layers, and the embedding (first stage); wh
 ends after the stage's backward is exposed, less the stage's slack in the pipeline
 drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
-first micro-batch's forward (exposed: the excess). Optimizer step: 2 (8 + 2 M) bytes per
-parameter the GPU updates (Adam reads and writes its fp32 master weight and gradient and its two
-moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments, 20 with fp8 ones) at HBM
-bandwidth.
+first micro-batch's forward (exposed: the excess). Optimizer step: 2 (W + 4 + 2 M) bytes per
+parameter the GPU updates (Adam reads and writes its main weight of W = ``main_param_bytes`` bytes, its fp32
+gradient and its two moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments, 20 with fp8
+ones, 28 with fp16 main weights and fp32 moments) at HBM bandwidth; the optimizer keeps W + 2 M bytes a
+parameter (:mod:`kernels.layout_memory`).
 
 Multi-token prediction (D depths, :mod:`kernels.layout_pipeline`) puts D more layers on the last stage (their
 gradients reduced in the same FIFO) and, per depth, its projection and norms, 2 h^2 / t + 3 h parameters a GPU;
@@ -42,8 +43,6 @@ from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
 from netsweep_jax.kernels.layout_memory import LayerParams
 from netsweep_jax.kernels.layout_pipeline import Pipeline
 from netsweep_jax.kernels.layout_recompute import Recompute
-
-MASTER_BYTES = 4.0  # Adam's fp32 master weights, per parameter (its two moments: Device.moment_bytes each)
 
 
 def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, duration: Value) -> Value:
@@ -157,8 +156,8 @@ def optimizer_step(
     zero = lay.zero
     shard = jnp.where(zero >= 1, dp_group, 1.0)
     expert_shard = jnp.where(zero >= 1, expert_dp, 1.0)
-    # Adam reads and writes its master weights, gradient (fp32) and moments: 2 (4 + 4 + 2 moment_bytes) bytes.
-    adam_states = MASTER_BYTES + 2.0 * dev.moment_bytes
+    # Adam reads and writes its main weights, gradient (fp32) and moments: 2 (W + 4 + 2 moment_bytes) bytes.
+    adam_states = dev.main_param_bytes + 2.0 * dev.moment_bytes
     optimizer = (
         2.0 * (adam_states + 4.0) * (stage_dense / shard + stage_expert / expert_shard) / dev.hbm * kappa
     )

@@ -73,8 +73,10 @@ class Device(NamedTuple):
     it), bytes per element (gradients as kept and reduced), ``usable``: the fraction of the memory a
     training process can fill (the rest: the driver's reservation, the CUDA context, NCCL's buffers and the
     allocator's fragmentation), ``gemm_latency``: the fixed time of one matrix kernel (s), which sets how
-    the efficiency of a GEMM falls with its size, and ``moment_bytes``: bytes of each of Adam's two moments
-    (4 in fp32; 2 in bf16 or fp16, 1 in fp8: Megatron-Core's precision-aware optimizer)."""
+    the efficiency of a GEMM falls with its size, ``moment_bytes``: bytes of each of Adam's two moments
+    (4 in fp32; 2 in bf16 or fp16, 1 in fp8: Megatron-Core's precision-aware optimizer), and
+    ``main_param_bytes``: bytes of each of the optimizer's main (master) weights (4 in fp32; 2 in fp16, the same
+    optimizer's ``--main-params-dtype fp16``)."""
 
     peak: Value
     hbm: Value
@@ -87,6 +89,7 @@ class Device(NamedTuple):
     usable: Value
     gemm_latency: Value
     moment_bytes: Value
+    main_param_bytes: Value = 4.0
 
 
 class Parallelism(NamedTuple):

@@ -971,7 +971,7 @@ def layout_step(arch, dev, lay):
             gather = max(0.0, gather - counts[0] * fwd)
     out["dp_exposed"] += dp_sync + gather
     shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
-    adam = 4 + 2 * dev["moment_bytes"]  # fp32 master weights and the two moments
+    adam = dev["main_param_bytes"] + 2 * dev["moment_bytes"]  # the main (master) weights and the two moments
     out["optimizer"] = (
         2 * (adam + 4) * (stage_dense / shard + stage_expert / expert_shard) / dev["hbm"] * kappa
     )

@@ -105,7 +105,8 @@ def differences(now: object, before: object, where: str = "") -> list[str]:
 
 
 def settings_added_since(now: dict[str, dict[str, object]], before: dict[str, dict[str, object]]) -> None:
-    """A setting of one value per sweep declared since (sweep.core.sweep_settings) is a new attribute of each layout cube, which the cube
+    """A setting of one value per sweep declared since (sweep.core.sweep_settings: #39's proof, a new setting in
+    three library files, added ``main_param_bytes``) is a new attribute of each layout cube, which the cube
     before lacks, and a new phrase of its ``assumed`` line: both taken out of ``now`` where it holds the setting's
     default, so that any other value (or any other new attribute) still differs. The grid's fingerprint, a hash
     of its inputs and settings (for --resume), then changes too: its inputs are compared one by one, so it is left

@@ -20,6 +20,7 @@ OTHER = dict(
     gemm_latency=10.0,
     memory_efficiency=0.7,
     moment_bytes=2.0,
+    main_param_bytes=2.0,
     capacity_factor=1.1,
     pad_to_capacity=1.0,
     overlap="none",
@@ -85,7 +86,7 @@ def test_a_cube_keeps_every_setting_and_the_defaults_are_the_options():
 AXIS_VALUES = dict(
     gpus=32, tp=2, pp=2, cp=2, ep=8, expert_tp=2, micro_batch=2, global_batch=128, zero=1, sequence_parallel=0,
     nvlink_domain=4, nvlink_bw=100, efficiency=0.5, attention_efficiency=0.4, grad_bytes=2, offload_layers=1,
-    usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, mtp_layers=1,
+    usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, main_param_bytes=2, mtp_layers=1,
     imbalance=1.5,
     capacity_factor=1.1, dispatch_fp8=1, pad_to_capacity=1, gpus_per_node=4, nics_per_node=2, bandwidth=100,
     utilization=0.5, latency=5, overhead=1, slowdown=0.1, jitter=0.1,
@@ -173,7 +174,7 @@ def test_the_assumed_line_says_each_setting_not_given_as_declared():
 
     layout = dict(gpus=16, global_batch=64, ep=8, efficiency=0.6, utilization=1)
     said = "; ".join(make_layout_grid("qwen3-30b-a3b", **layout).assumed)
-    assert "Adam moments fp32" in said and "GEMM latency 6.5 us" in said
+    assert "Adam moments fp32" in said and "main weights fp32" in said and "GEMM latency 6.5 us" in said
     for name, declaration in SETTINGS.items():
         if not declaration.said or name in CONSTANTS:
             continue
@@ -182,4 +183,4 @@ def test_the_assumed_line_says_each_setting_not_given_as_declared():
         given = make_layout_grid("qwen3-30b-a3b", **layout, **{name: str(OTHER[name])})
         assert phrase not in "; ".join(given.assumed), name
     dense = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8).assumed)
-    assert "MoE dropless" not in dense and "Adam moments fp32" in dense
+    assert "MoE dropless" not in dense and "main weights fp32" in dense

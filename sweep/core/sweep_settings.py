@@ -1,7 +1,7 @@
 """The layout family's settings of one value per sweep, each declared once, here.
 
 These are properties of the training stack, not dims (a layout cube has HDF5's 32 dims already): the
-usable memory, the matrix kernels' fixed time, the achieved memory bandwidth, the Adam moments' bytes, the
+usable memory, the matrix kernels' fixed time, the achieved memory bandwidth, the Adam moments' and main weights' bytes, the
 MoE experts' capacity and padding, the overlap switches, the flash kernels' efficiency and the MoE
 dispatch. Each is one key of :class:`SettingKeywords`, the public API's typed keywords (so mypy checks a
 caller's), annotated with its declaration: a :class:`Number` (its option, units, bounds, default and SI factor:
@@ -185,6 +185,21 @@ class SettingKeywords(TypedDict, total=False):
             "4",
             choices=((4, "fp32"), (2, "bf16"), (1, "fp8")),
             said="Adam moments {}",
+        ),
+    ]
+    main_param_bytes: Annotated[
+        float | str,
+        _number(
+            "--main-param-bytes",
+            "bytes",
+            "bytes of each of the optimizer's main (master) weights: 4 (fp32) or 2 (fp16): Megatron-Core's "
+            "--use-precision-aware-optimizer with --main-params-dtype fp16",
+            True,
+            2,
+            4,
+            "4",
+            choices=((4, "fp32"), (2, "fp16")),
+            said="main weights {}",
         ),
     ]
     capacity_factor: Annotated[
