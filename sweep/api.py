@@ -15,6 +15,7 @@ slowdown and jitter as plain numbers.
 import dataclasses
 import math
 import numbers
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -359,8 +360,8 @@ def compare(
     utilization: float = _comparison.PAPER_UTILIZATION,
     compressor: str | Sequence[str] = _comparison.COMPRESSORS,
     nodes: int = 8,
-    gpus_per_node: int = 8,
-    collective: str = "nccl-ring",
+    gpus_per_node: int | None = None,
+    collective: str | None = None,
     bucketing: str = "ddp",
     iterations_factor: str | Mapping[str, float] | None = None,
     codec_cost: str | Path | None = None,
@@ -370,6 +371,7 @@ def compare(
     seq_len: int | None = None,
     out: str | Path | None = None,
     force: bool = False,
+    fabric: str | os.PathLike[str] | None = None,
     **axes: Any,
 ) -> Comparison:
     """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
@@ -382,13 +384,16 @@ def compare(
       bandwidth: Gbit/s, a number, sequence or value-syntax string.
       utilization: today's, one number in [1e-4, 1).
       compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
-      nodes, gpus_per_node, collective, bucketing: one value each.
+      nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
+        the ``fabric``'s).
       iterations_factor: extra iterations per compressor for the same accuracy
         (``"topk:0.01=1.3"`` or ``{"topk:0.01": 1.3}``; default 1).
       codec_cost: JSON file overriding the codec throughput model.
       gpu, precision, batch, seq_len: the transformers' workload (default: h100, bf16, batch 8).
       out: also write REPORT.md, compare.csv and speedups.png into this directory.
       force: replace those files where they exist (never through a link); without it they are refused.
+      fabric: a fabric preset or a fabric file (``sweep compare --fabric``): as :func:`evaluate`'s, its GPUs and
+        NICs a node, NIC rate, GPU and NCCL's collective where those are not given.
       **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
 
     Returns:
@@ -396,6 +401,9 @@ def compare(
     """
     _number(utilization, "utilization")
     check_models(model)
+    if fabric is None:  # compare's own defaults; with a fabric, what it does not set is the fabric's
+        gpus_per_node = 8 if gpus_per_node is None else gpus_per_node
+        collective = "nccl-ring" if collective is None else collective
     rows, ds, setup = _comparison.compare(
         model,
         bandwidth=bandwidth,
@@ -411,6 +419,7 @@ def compare(
         precision=precision,
         batch=batch,
         seq_len=seq_len,
+        fabric=fabric,
         **axes,
     )
     paths = (

@@ -172,3 +172,26 @@ def test_compare_takes_a_fabric_as_grid_does(monkeypatch):
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
     assert [seen[k] for k in ("gpus_per_node", "nics_per_node", "collective", "bandwidth")] == [None] * 4
     assert seen["nodes"] == "4"
+
+
+def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(monkeypatch):
+    # sweep.compare(fabric=...) used to default 8 GPUs a node and nccl-ring, so a preset could not set them and the
+    # call was refused ("a --fabric prices NCCL's own collective"); it now hands evaluate what the command does.
+    from netsweep_jax import sweep
+    from netsweep_jax.sweep.analysis import compare
+
+    seen = {}
+
+    def record(models, **kwargs):
+        seen.update(kwargs, models=models)
+        raise InputError("recorded", param="model")
+
+    monkeypatch.setattr(compare, "evaluate", record)
+    with pytest.raises(InputError, match="recorded"):
+        sweep.compare("gpt2-xl", fabric="aws-p5", nodes=4)
+    assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"] == "aws-p5"
+    assert [seen[k] for k in ("gpus_per_node", "collective")] == [None, None]
+    seen.clear()
+    with pytest.raises(InputError, match="recorded"):
+        sweep.compare("gpt2-xl", nodes=4)
+    assert (seen["gpus_per_node"], seen["collective"], "fabric" in seen) == (8, "nccl-ring", False)
