@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     import xarray as xr
 
     from netsweep_jax.sweep.io.paths import Claim
-    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
 Say = Callable[[str], None]
 
@@ -370,9 +369,10 @@ def write_plan(
     ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
     Another process returns (None, its shard)."""
     from netsweep_jax.sweep.analysis.planning import check_size
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.accumulated import run_accumulated
     from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
-    from netsweep_jax.sweep.io.paths import Claim, partial_path
-    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+    from netsweep_jax.sweep.io.paths import partial_path
 
     check_size(grid)  # before the output is claimed
     if share is not None:
@@ -389,78 +389,70 @@ def write_plan(
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
     check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    claim = Claim(partial)  # held from here to the end: another plan on this --out is refused
-    checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}", claim)
-    if resume:
-        checkpoint.load()
-    elif partial.exists():
+    if not resume and partial.exists():
         remove_stale(partial)  # --force: an earlier plan's (check_output: netsweep's, no live run's)
-    claim.take(new=not resume)
+    job = _Plan(grid, keep, partial, progress_bar, say)
     try:
-        say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
-        try:
-            ds = search_plan(grid, keep, checkpoint, progress_bar)
-        except InputError:
-            claim.remove()  # refused (no feasible layout): nothing of this plan is kept
-            if made is not None and made.is_dir() and not any(made.iterdir()):
-                made.rmdir()
-            raise
-        except BaseException as e:
-            if partial.exists():
-                setattr(e, KEPT, partial)
-            raise
-        write_plan_cube(
-            ds, target, command=command, force=force, partial=partial, claim=claim, checkpoint=checkpoint
-        )
-    finally:
-        claim.release()
-    return ds, target
+        # Deferred as a sweep is: a signal stops the searches at a block boundary; once they are done it stops
+        # nothing, and is said once the plan is printed, with the cube in place.
+        with interrupts.deferred():
+            run_accumulated(
+                job, target, partial, resume=resume, command=command, overwrite=force, save_stopped=False
+            )
+    except InputError:  # refused (no feasible layout; a file at OUT): no empty default results/ is left
+        if made is not None and made.is_dir() and not any(made.iterdir()):
+            made.rmdir()
+        raise
+    except BaseException as e:
+        if partial.exists():
+            setattr(e, KEPT, partial)
+        raise
+    return job.result, target
 
 
-def search_plan(
-    grid: Any, keep: int, checkpoint: "PlanCheckpoint", progress_bar: Callable[[int, int], Any] | None
-) -> "xr.Dataset":
-    """The plan's searches (:func:`~sweep.analysis.planning.plan`), SIGINT and SIGTERM deferred to a block
-    boundary, with a progress bar over every search's layouts where ``progress_bar`` is given."""
-    from netsweep_jax.sweep.analysis.planning import plan, searches
-    from netsweep_jax.sweep.core import interrupts
+class _Plan:
+    """A plan's searches (:func:`~sweep.analysis.planning.plan`) as an :class:`~sweep.io.accumulated.Accumulation`
+    for the job runner a ``--reduce`` sweep runs through: each search's best layouts so far, checkpointed by
+    :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` every few blocks (a search's state is whole only at its own
+    block boundaries, so a stopped plan keeps the last such checkpoint); ``progress_bar(total, done)``: a context
+    giving an ``advance(n)`` function, or None."""
 
-    with interrupts.deferred():
-        if progress_bar is None:
-            return plan(grid, keep=keep, checkpoint=checkpoint)
+    def __init__(
+        self, grid: Any, keep: int, partial: Path, progress_bar: Callable[[int, int], Any] | None, say: Say
+    ) -> None:
+        from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+        self.grid, self.keep, self.progress_bar, self.say = grid, keep, progress_bar, say
+        self.checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
+        self.result: xr.Dataset | None = None
+
+    def load(self, path: Path) -> None:
+        self.checkpoint.load()
+
+    def save(self, path: Path, claim: "Claim") -> None:
+        self.checkpoint.claim = claim
+        self.checkpoint.save()
+
+    def compute(self, path: Path, claim: "Claim") -> None:
+        from netsweep_jax.sweep.analysis.planning import plan, searches
+
+        self.checkpoint.claim = claim  # the plan's lock on OUT.partial, moved onto each checkpoint it writes
+        grid = self.grid
+        self.say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
+        if self.progress_bar is None:
+            self.result = plan(grid, keep=self.keep, checkpoint=self.checkpoint)
+            return
         # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
         total = len(searches(grid)) * grid.inner_size * grid.outer_size
-        with progress_bar(total, 0) as advance:
-            return plan(grid, keep=keep, progress=advance, checkpoint=checkpoint)
+        with self.progress_bar(total, 0) as advance:
+            self.result = plan(grid, keep=self.keep, progress=advance, checkpoint=self.checkpoint)
 
+    def dataset(self) -> "xr.Dataset":
+        assert self.result is not None, "computed first"
+        return self.result
 
-def write_plan_cube(
-    ds: "xr.Dataset",
-    target: Path,
-    *,
-    command: str,
-    force: bool,
-    partial: Path,
-    claim: "Claim",
-    checkpoint: "PlanCheckpoint",
-) -> None:
-    """A searched plan's cube written at ``target``, replacing ``partial`` (``OUT.partial``), whose ``claim`` goes
-    with it; where the cube is refused, the checkpoint is kept for ``--resume``."""
-    from netsweep_jax.sweep.core import interrupts
-    from netsweep_jax.sweep.io.cube import write_dataset
-
-    try:
-        # Deferred as a sweep's finish is: a signal from here on stops nothing; it is said once the plan is
-        # printed, with the cube in place (it was raised after the rename, said as nothing kept).
-        with interrupts.deferred():
-            write_dataset(ds, target, command=command, overwrite=force, kept=partial)
-            claim.remove()
-    except InputError:  # a file appeared at OUT meanwhile, kept: every search waits for --resume
-        checkpoint.save()
-        raise
-    except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
-        claim.remove_if_empty()
-        raise
+    def attrs(self) -> dict[str, Any]:
+        return {}
 
 
 def write_plans(

@@ -10,7 +10,7 @@ the same blocks in the same order: the result is bit-identical.
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy.typing as npt
 
@@ -20,8 +20,12 @@ from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
-from netsweep_jax.sweep.io.cube import FORMAT, write_dataset
+from netsweep_jax.sweep.io.accumulated import run_accumulated
+from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.paths import Claim
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 CHECKPOINT_BLOCKS = 16
 
@@ -80,6 +84,59 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     state.done = done
 
 
+class _Reduction:
+    """A ``--reduce`` sweep as an :class:`~sweep.io.accumulated.Accumulation`: the grid's blocks merged into the
+    accumulators (:class:`~sweep.engine.reductions.ReducedRun`) in order, checkpointed every
+    ``CHECKPOINT_BLOCKS``."""
+
+    def __init__(
+        self,
+        grid: AnyGrid,
+        plan: BlockPlan,
+        progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
+        kernel: str,
+        after_block: Callable[[Block], None],
+    ) -> None:
+        self.grid, self.plan, self.progress, self.kernel, self.after_block = (
+            grid,
+            plan,
+            progress,
+            kernel,
+            after_block,
+        )
+        self.state = ReducedRun(grid, plan)
+        self.fingerprint = grid.fingerprint()
+        self.resumed = 0  # blocks merged before this run (a checkpoint's)
+
+    def load(self, path: Path) -> None:
+        load_checkpoint(self.state, path, self.fingerprint)
+        self.resumed = self.state.done
+
+    def save(self, path: Path, claim: Claim) -> None:
+        save_checkpoint(self.state, path, self.fingerprint, claim)
+
+    def compute(self, path: Path, claim: Claim) -> None:
+        def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+            self.state.add(block, arrays)
+            if self.state.done % CHECKPOINT_BLOCKS == 0:
+                self.save(path, claim)
+            self.after_block(block)
+            interrupts.raise_if_requested()
+
+        blocks = self.plan.blocks()
+        total, done_configs = sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
+        with self.progress(total, done_configs) if self.progress else nullcontext() as advance:
+            run(self.grid, self.plan, sink, skip=range(self.resumed), progress=advance, kernel=self.kernel)
+
+    def dataset(self) -> "xr.Dataset":
+        return self.state.dataset()
+
+    def attrs(self) -> dict[str, Any]:
+        grid = self.grid
+        return {"format": FORMAT, "family": grid.family.name, "dtype": grid.dtype, "store": grid.store_dtype,
+                **grid.cube_attrs()}  # fmt: skip
+
+
 def run_reduced(
     grid: AnyGrid,
     plan: BlockPlan,
@@ -93,91 +150,18 @@ def run_reduced(
     after_block: Callable[[Block], None],
     overwrite: bool = True,
 ) -> dict[str, int]:
-    """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims).
-
-    ``partial`` is held (:class:`~sweep.io.paths.Claim`) from the start to the end of the run: another run on
-    the same ``out`` is refused, ``--force`` and ``--resume`` too. Without ``overwrite``, a file that appeared at
-    ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and ``--resume`` writes
-    the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
-    state = ReducedRun(grid, plan)
-    fingerprint = grid.fingerprint()
-    claim = Claim(partial)
-    if resume:
-        load_checkpoint(state, partial, fingerprint)
-    claim.take(new=not resume)
-    try:
-        return _sweep(
-            grid, plan, state, out, claim, resume, command, progress, kernel, after_block, overwrite
-        )
-    finally:
-        claim.release()
-
-
-def _sweep(
-    grid: AnyGrid,
-    plan: BlockPlan,
-    state: ReducedRun,
-    out: Path,
-    claim: Claim,
-    resume: bool,
-    command: str,
-    progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
-    kernel: str,
-    after_block: Callable[[Block], None],
-    overwrite: bool,
-) -> dict[str, int]:
-    """:func:`run_reduced`'s sweep and write, ``claim`` held."""
-    partial, fingerprint = claim.path, grid.fingerprint()
-    resumed = state.done
-    skip = range(resumed)
+    """Sweep ``grid`` reducing as it goes; write the result to ``out`` (a cube of the kept dims), through
+    :func:`~sweep.io.accumulated.run_accumulated` with its checkpoint in ``partial``. Without ``overwrite``, a
+    file that appeared at ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and
+    ``--resume`` writes the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
+    job = _Reduction(grid, plan, progress, kernel, after_block)
+    run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite, save_stopped=True)
     blocks = plan.blocks()
-
-    def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
-        state.add(block, arrays)
-        if state.done % CHECKPOINT_BLOCKS == 0:
-            save_checkpoint(state, partial, fingerprint, claim)
-        after_block(block)
-        interrupts.raise_if_requested()
-
     total = sum(b.size for b in blocks)
-    done_configs = sum(b.size for b in blocks[: state.done])
-    try:
-        with progress(total, done_configs) if progress else nullcontext() as advance:
-            run(grid, plan, sink, skip=skip, progress=advance, kernel=kernel)
-    except InputError:
-        if not resume:
-            claim.remove()  # refused: nothing of this run's is kept
-        raise
-    except BaseException:
-        save_checkpoint(state, partial, fingerprint, claim)  # every finished block is kept
-        raise
-    # Through a temporary file of its own: OUT.partial is the checkpoint, kept until the result is in place.
-    try:
-        write_dataset(
-            state.dataset(),
-            out,
-            command=command,
-            attrs={
-                "format": FORMAT,
-                "family": grid.family.name,
-                "dtype": grid.dtype,
-                "store": grid.store_dtype,
-                **grid.cube_attrs(),
-            },
-            overwrite=overwrite,
-            kept=partial,
-        )
-    except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
-        save_checkpoint(state, partial, fingerprint, claim)
-        raise
-    except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
-        claim.remove_if_empty()
-        raise
-    claim.remove()
     return {
         "configs": total,
-        "computed": total - done_configs,
-        "resumed_blocks": resumed,
+        "computed": total - sum(b.size for b in blocks[: job.resumed]),
+        "resumed_blocks": job.resumed,
         "damaged_blocks": 0,
         "blocks": len(blocks),
     }

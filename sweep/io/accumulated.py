@@ -1,0 +1,93 @@
+"""The job runner of work whose result accumulates in memory: a ``--reduce`` sweep's accumulators
+(:mod:`sweep.io.reduced`) and ``sweep plan``'s searches (:func:`sweep.analysis.layout_jobs.write_plan`), each an
+:class:`Accumulation`.
+
+Either is checkpointed to ``OUT.partial`` (a new file renamed over it every few blocks and when it stops:
+:mod:`sweep.io.checkpoints`), held by a :class:`~sweep.io.paths.Claim` from the start to the end of the run, so
+that another run on the same ``OUT`` is refused (``--force`` and ``--resume`` too); ``--resume`` goes on from the
+checkpoint, computing the same blocks in the same order, so the cube equals one run's. The result is written
+whole (:func:`sweep.io.cube.write_dataset`: a temporary file of its own, renamed to ``OUT``), and the checkpoint
+removed once it is in place. One set of rules for both:
+
+- refused while computing (an :class:`InputError`): nothing of this run's is kept (an earlier run's checkpoint,
+  being resumed, stays);
+- stopped otherwise (a signal at a block boundary, a crash): the checkpoint keeps every block it holds;
+- refused at the write (a file appeared at ``OUT`` meanwhile, kept without ``--force``): the whole result waits
+  in the checkpoint for ``--resume``; a disk that refused the cube leaves the checkpoint written before.
+"""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.io import cube
+from netsweep_jax.sweep.io.paths import Claim
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import xarray as xr
+
+
+class Accumulation(Protocol):
+    """Work whose state accumulates in memory block by block, checkpointed to a file."""
+
+    def load(self, path: Path) -> None:
+        """Restore the state from the checkpoint at ``path`` (refusing another run's or a damaged one)."""
+
+    def save(self, path: Path, claim: Claim) -> None:
+        """Checkpoint the state whole to ``path`` (a new file renamed over it, held by ``claim``)."""
+
+    def compute(self, path: Path, claim: Claim) -> None:
+        """Every block not yet merged, checkpointed to ``path`` every few blocks."""
+
+    def dataset(self) -> "xr.Dataset":
+        """The result."""
+
+    def attrs(self) -> "Mapping[str, Any]":
+        """The result cube's global attributes besides the dataset's own."""
+
+
+def run_accumulated(
+    job: Accumulation,
+    out: Path,
+    partial: Path,
+    *,
+    resume: bool,
+    command: str,
+    overwrite: bool,
+    save_stopped: bool,
+) -> None:
+    """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules. ``save_stopped``:
+    checkpoint the state when the job stops by an exception that is no refusal (a reduction's state is whole at
+    every block boundary, where a signal stops it; a plan's searches are checkpointed only at their own
+    boundaries, and the last such checkpoint is what a stopped plan keeps)."""
+    claim = Claim(partial)
+    if resume:
+        job.load(partial)
+    claim.take(new=not resume)
+    try:
+        try:
+            job.compute(partial, claim)
+        except InputError:
+            if not resume:
+                claim.remove()  # refused: nothing of this run's is kept
+            raise
+        except BaseException:
+            if save_stopped:
+                job.save(partial, claim)  # every finished block is kept
+            raise
+        try:
+            # Looked up at the call (not bound at import): tests stop a run right after this write.
+            cube.write_dataset(
+                job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, kept=partial
+            )
+        except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
+            job.save(partial, claim)
+            raise
+        except BaseException:  # the disk refused the cube: a checkpoint written before stays, for --resume
+            claim.remove_if_empty()
+            raise
+        claim.remove()
+    finally:
+        claim.release()
