@@ -32,6 +32,7 @@ from netsweep_jax.sweep.core.wording import counted
 if TYPE_CHECKING:
     import xarray as xr
 
+    from netsweep_jax.sweep.core.families import Family
     from netsweep_jax.sweep.io.paths import Claim
 
 Say = Callable[[str], None]
@@ -55,6 +56,14 @@ LAYOUT_GRID_READS = frozenset(
 STACK_SET = ("zero", "sequence_parallel", "expert_tp")
 # Options of a data-parallel profile: named in the refusal of one given to a layout sweep.
 WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
+
+
+def family_of(model: str | None, arch: str | None, model_given: bool) -> "Family":
+    """The model family a command runs (:mod:`sweep.core.families`): the layout family for large-model presets
+    or ``arch``, the data-parallel one for profiles (:func:`is_layout_sweep`)."""
+    from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
+
+    return LAYOUTS if is_layout_sweep(model, arch, model_given) else DATA_PARALLEL
 
 
 def is_layout_sweep(model: str | None, arch: str | None, model_given: bool) -> bool:

@@ -32,6 +32,7 @@ from netsweep_jax.sweep.cli.parameters import (
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
 
@@ -365,43 +366,61 @@ def need(
     from netsweep_jax.sweep.analysis import layout_jobs
 
     chosen = given_options(ctx)
-    if layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), "model" in chosen):
-        model = settings.get("model") if "model" in chosen else "--arch"
-        for name, value in (("target", target), ("solve", solve), ("out", out)):
-            if value is not None:
-                raise InputError(
-                    f"is for data-parallel models; {model} is a large model: sweep need --network-share PERCENT "
-                    "prints the fabric at which the network costs its layout at most that share of the step, "
-                    f"sweep plan --model {model} what the network costs its best layouts",
-                    param=name,
-                )
-        if network_share is None:
+    family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), "model" in chosen)
+    asked = {"target": target, "solve": solve, "network_share": network_share, "out": out, "force": force}
+    NEED_OF[family.name](settings, chosen, asked)
+
+
+def _need_of_large_model(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
+    """``sweep need`` of a large model (the layout family): ``--network-share`` asked, the data-parallel
+    questions refused (:func:`_need_of_layouts`)."""
+    model = settings.get("model") if "model" in chosen else "--arch"
+    for name in ("target", "solve", "out"):
+        if asked[name] is not None:
             raise InputError(
-                f"needed for {model}, a large model: the most the network may cost the layout, in percent of its "
-                f"step (sweep need --model {model} --network-share 10 gives the NIC rate, NICs per node and spine "
-                f"oversubscription that keep it there; sweep plan --model {model} what the network costs its best "
-                f"layouts)",
-                param="network_share",
+                f"is for data-parallel models; {model} is a large model: sweep need --network-share PERCENT "
+                "prints the fabric at which the network costs its layout at most that share of the step, "
+                f"sweep plan --model {model} what the network costs its best layouts",
+                param=name,
             )
-        _need_of_layouts(network_share, settings, chosen)
-        return
-    if network_share is not None:
+    if asked["network_share"] is None:
+        raise InputError(
+            f"needed for {model}, a large model: the most the network may cost the layout, in percent of its "
+            f"step (sweep need --model {model} --network-share 10 gives the NIC rate, NICs per node and spine "
+            f"oversubscription that keep it there; sweep plan --model {model} what the network costs its best "
+            f"layouts)",
+            param="network_share",
+        )
+    _need_of_layouts(asked["network_share"], settings, chosen)
+
+
+def _need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
+    """``sweep need`` of data-parallel profiles: ``--target`` and ``--solve`` asked, a layout option refused (but a
+    fabric and its spine: NCCL's collective on a fabric) (:func:`_need_of_profiles`)."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    if asked["network_share"] is not None:
         raise InputError(
             f"is for large models (a layout's step); for {settings.get('model')} give --target and --solve",
             param="network_share",
         )
     layout_jobs.refuse_layout_options(settings)
-    fabric, spine = settings["fabric"], settings["oversubscription"]  # NCCL's collective on a fabric
+    fabric, spine = settings["fabric"], settings["oversubscription"]
     for name in LAYOUT_OPTIONS:
         settings.pop(name)
     settings.update(fabric_settings(chosen, settings, fabric), oversubscription=spine)
+    target, solve = asked["target"], asked["solve"]
     if target is None or solve is None:
         missing = "target" if target is None else "solve"
         raise InputError(
             "needed: the scaling factor(s) to reach (--target) and the axis to solve for (--solve)",
             param=missing,
         )
-    _need_of_profiles(target, solve, out, force, settings)
+    _need_of_profiles(target, solve, asked["out"], asked["force"], settings)
+
+
+# sweep need's question of each model family (by the family's name: sweep.core.families), chosen from the model.
+NEED_OF = {LAYOUTS.name: _need_of_large_model, DATA_PARALLEL.name: _need_of_data_parallel}
 
 
 def _need_of_profiles(

@@ -1,6 +1,7 @@
 """``sweep grid``, ``sweep plan`` and ``sweep models``: sweeps of either model family into a cube."""
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,7 @@ from netsweep_jax.sweep.cli.parameters import (
     make_grid_from,
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
+from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import assumed_line
@@ -115,32 +117,17 @@ def grid(
         from netsweep_jax.sweep.io.distributed import check_options
 
         check_options(settings["coordinator"], settings["stitch_timeout"])
-    layouts = layout_jobs.is_layout_sweep(settings.get("model"), settings.get("arch"), given(ctx, "model"))
     if reduce and settings.get("distributed"):
         raise InputError(
             f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
             f"reduction on one machine",
             param="reduce",
         )
-    g: Any
-    if layouts:
-        chosen = given_options(ctx)
-        layout_jobs.refuse_data_parallel_options(settings, chosen)
-        g = layout_jobs.layout_grid_from(
-            settings, chosen, say=say, variables=vars, store=store, reduce=reduce
-        )
-        assumed = assumed_line(g.assumed)
-        settings = {name: settings[name] for name in ("kernel", "distributed", *DISTRIBUTED_NAMES)}
-    else:
-        layout_jobs.refuse_layout_options(settings)
-        fabric, spine = settings["fabric"], settings["oversubscription"]  # NCCL's collective on a fabric
-        for name in LAYOUT_OPTIONS:
-            settings.pop(name)
-        on_fabric = fabric_settings(given_options(ctx), settings, fabric)
-        g = make_grid_from(
-            settings, variables=vars, store=store, reduce=reduce, oversubscription=spine, **on_fabric
-        )
-        assumed = g.assumed
+    family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), given(ctx, "model"))
+    g, assumed = GRID_OF[family.name](
+        settings, given_options(ctx), {"variables": vars, "store": store, "reduce": reduce}
+    )
+    settings = {name: settings[name] for name in ("kernel", "distributed", *DISTRIBUTED_NAMES)}
 
     def announce() -> None:  # once the output is claimed: a refusal is one line
         say_assumed(assumed)
@@ -158,7 +145,39 @@ def grid(
         announce=announce,
     )
     summary = _sweep(g, out, target, settings, common)
-    _echo_summary(summary, g, quiet=quiet, layouts=layouts)
+    _echo_summary(summary, g, quiet=quiet)
+
+
+def _layout_grid(settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]) -> tuple[Any, str]:
+    """``sweep grid``'s grid of a large model (the layout family) and its assumed line: its options checked (a
+    data-parallel one set is refused) and filled as ``sweep plan`` fills them
+    (:func:`~sweep.analysis.layout_jobs.layout_grid_from`)."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    layout_jobs.refuse_data_parallel_options(settings, chosen)
+    g = layout_jobs.layout_grid_from(settings, chosen, say=say, **kept)
+    return g, assumed_line(g.assumed)
+
+
+def _data_parallel_grid(
+    settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]
+) -> tuple[Any, str]:
+    """``sweep grid``'s grid of data-parallel profiles and its assumed line: a layout option set is refused (but a
+    fabric and its spine, NCCL's collective on a fabric); the others make the grid (:func:`make_grid_from`)."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    layout_jobs.refuse_layout_options(settings)
+    options = dict(settings)  # the engine's and several machines' options stay in settings
+    fabric, spine = options["fabric"], options["oversubscription"]
+    for name in LAYOUT_OPTIONS:
+        options.pop(name)
+    on_fabric = fabric_settings(chosen, options, fabric)
+    g = make_grid_from(options, **kept, oversubscription=spine, **on_fabric)
+    return g, g.assumed
+
+
+# sweep grid's grid of each model family (by the family's name: sweep.core.families), chosen from the model named.
+GRID_OF = {LAYOUTS.name: _layout_grid, DATA_PARALLEL.name: _data_parallel_grid}
 
 
 def _sweep(
@@ -199,19 +218,18 @@ def _sweep(
     return summary
 
 
-def _echo_summary(summary: dict[str, Any], g: Any, *, quiet: bool, layouts: bool) -> None:
-    """Print ``sweep grid``'s last line: the cube's path alone with ``--quiet``, else the run's summary."""
+def _echo_summary(summary: dict[str, Any], g: Any, *, quiet: bool) -> None:
+    """Print ``sweep grid``'s last line: the cube's path alone with ``--quiet``, else the run's summary, and for a
+    whole cube that keeps them what its configurations are (a layout cube's: as plan would say)."""
     from netsweep_jax.sweep.analysis import layout_jobs
     from netsweep_jax.sweep.io import job
 
     if quiet:
         typer.echo(summary["out"])
-    elif (
-        layouts and g.reduction is None and "shard" not in summary
-    ):  # what the layouts are, as plan would say
-        typer.echo(f"{job.summary_line(summary)}; {layout_jobs.layout_counts(summary['out'])}")
-    else:
-        typer.echo(job.summary_line(summary))
+        return
+    whole = g.reduction is None and "shard" not in summary
+    counts = layout_jobs.layout_counts(summary["out"]) if whole else ""
+    typer.echo(f"{job.summary_line(summary)}{'; ' if counts else ''}{counts}")
 
 
 # plan's own options.
