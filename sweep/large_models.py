@@ -28,21 +28,22 @@ from netsweep_jax.sweep.analysis.layout_jobs import layout_cube, layout_grid_fro
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
-from netsweep_jax.sweep.core.layout_axes import AXES
+from netsweep_jax.sweep.core.layout_axes import AXES, LayoutAxisKeywords, Values
 from netsweep_jax.sweep.core.sweep_settings import SettingKeywords
 from netsweep_jax.sweep.core.values import flat_values
-
-Values = float | str | Sequence[float | str] | np.ndarray  # a number, a sequence or array, or value syntax
 
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
 
-class LayoutOptions(SettingKeywords, total=False):
+class LayoutOptions(LayoutAxisKeywords, SettingKeywords, total=False):
     """The keywords of :func:`evaluate_layouts` and :func:`plan`, each optional, named and in the units of
     the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
 
     Keys:
-      gpus, dp, tp, pp, cp, ep, expert_tp, micro_batch, global_batch, zero, sequence_parallel: the layout.
+      The layout family's numeric options, each a number, numbers or the CLI's value syntax:
+        :class:`~sweep.core.layout_axes.LayoutAxisKeywords` (the layout: ``gpus``, ``dp``, ``tp``, ``pp``, ``cp``,
+        ``ep``, ``expert_tp``, ``micro_batch``, ``global_batch``, ``zero``, ``sequence_parallel``; the NVLink
+        domain and rate; the model's constants: ``efficiency``, ``grad_bytes``, ...).
       nodes: nodes x GPUs per node, instead of ``gpus``.
       schedule, recompute, attention: the pipeline schedule(s), recomputation and attention kernel, as the CLI's
         text (``"1f1b,interleaved:2"``).
@@ -56,26 +57,14 @@ class LayoutOptions(SettingKeywords, total=False):
         file's path (``sweep calibrate --nccl-tests``): its constants replace the shipped fit's (``--fabric``).
       oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:
         the command ``sweep plan`` plans each value of a list).
-      gpus_per_node, nics_per_node, bandwidth, utilization, latency, nvlink_domain, nvlink_bw: the cluster
-        (not given: the GPU's usual system and the links' full rate).
-      efficiency, grad_bytes, mtp_layers, offload_layers, imbalance, overhead, slowdown, jitter: the model's
-        constants and the run's settings.
+      gpus_per_node, nics_per_node, bandwidth, utilization, latency: the cluster (not given: the GPU's usual
+        system and the links' full rate).
+      overhead, slowdown, jitter: as a data-parallel sweep's.
       dtype: ``"float32"`` (default) or ``"float64"``.
       And the stack's settings of one value per sweep, each a number (or value syntax) or a name:
         :class:`~sweep.core.sweep_settings.SettingKeywords` (``usable_memory``, ``overlap``, ...).
     """
 
-    gpus: Values
-    dp: Values
-    tp: Values
-    pp: Values
-    cp: Values
-    ep: Values
-    expert_tp: Values
-    micro_batch: Values
-    global_batch: Values
-    zero: Values
-    sequence_parallel: Values
     nodes: Values
     schedule: Values
     recompute: Values
@@ -92,13 +81,6 @@ class LayoutOptions(SettingKeywords, total=False):
     bandwidth: Values
     utilization: Values
     latency: Values
-    nvlink_domain: Values
-    nvlink_bw: Values
-    efficiency: Values
-    grad_bytes: Values
-    mtp_layers: Values
-    offload_layers: Values
-    imbalance: Values
     overhead: Values
     slowdown: Values
     jitter: Values

@@ -7,9 +7,10 @@ import typer
 
 from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
 from netsweep_jax.sweep.cli.parameters import Cube, Force
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.layout_axes import DIMS as LAYOUT_DIMS
+from netsweep_jax.sweep.core.layout_axes import LAYOUT_AXES
 
 
 @options()

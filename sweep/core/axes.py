@@ -2,9 +2,10 @@
 conversion to the kernels' units, and (where it has them) ``sweep need``'s search range and
 ``sweep calibrate``'s fit bounds.
 
-Two families: :data:`NUMERIC_AXES`, the data-parallel sweep's (``sweep grid``), and
-:data:`LAYOUT_AXES`, the large-model layout family's own (:mod:`sweep.core.layout_axes` has the
-rest of its vocabulary). Pure Python (no numpy, no JAX), as :mod:`sweep.core.schema`.
+:data:`NUMERIC_AXES` are the data-parallel sweep's (``sweep grid``); the large-model layout family declares its
+own with its vocabulary (:data:`sweep.core.layout_axes.LAYOUT_AXES`, and its settings of one value per sweep in
+:mod:`sweep.core.sweep_settings`), as :class:`AxisSpec` too, with :data:`OVERSUBSCRIPTION`, the spine's. Pure
+Python (no numpy, no JAX), as :mod:`sweep.core.schema`.
 """
 
 import dataclasses
@@ -201,145 +202,6 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
 }
 
 
-# The layout family's own axes that take a list (large transformers: sweep/core/layout_axes.py has the rest of its
-# vocabulary; its settings of one value per sweep, numeric ones too, are declared in sweep/core/sweep_settings.py).
-_LAYOUT_AXES = (
-    AxisSpec("gpus", "--gpus", "1", "GPUs in the job", True, 1, 1e7, "", 1.0),
-    AxisSpec(
-        "dp",
-        "--dp",
-        "1",
-        "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)",
-        True,
-        1,
-        1e7,
-        "",
-        1.0,
-    ),
-    AxisSpec("tp", "--tp", "1", "tensor-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec("pp", "--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1", 1.0),
-    AxisSpec("cp", "--cp", "1", "context-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec("ep", "--ep", "1", "expert-parallel degree", True, 1, 4096, "1", 1.0),
-    AxisSpec(
-        "expert_tp",
-        "--expert-tp",
-        "1",
-        "expert tensor-parallel degree: GPUs each expert's matrices are split over (NVIDIA's MoE recipes: 1)",
-        True,
-        1,
-        4096,
-        "1",
-        1.0,
-    ),
-    AxisSpec("micro_batch", "--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1", 1.0),
-    AxisSpec("global_batch", "--global-batch", "1", "samples per step", True, 1, 1e9, "", 1.0),
-    AxisSpec(
-        "zero",
-        "--zero",
-        "1",
-        "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP",
-        True,
-        0,
-        3,
-        "0",
-        1.0,
-    ),
-    AxisSpec(
-        "sequence_parallel",
-        "--sequence-parallel",
-        "1",
-        "sequence parallelism with TP: 0 off, 1 on",
-        True,
-        0,
-        1,
-        "1",
-        1.0,
-    ),
-    AxisSpec(
-        "nvlink_domain",
-        "--nvlink-domain",
-        "1",
-        "GPUs per NVLink domain (default: the GPU's system)",
-        True,
-        1,
-        1e6,
-        "",
-        1.0,
-    ),
-    AxisSpec(
-        "nvlink_bw",
-        "--nvlink-bw",
-        "GB/s",
-        "NVLink bandwidth per GPU, one direction (default: the GPU's)",
-        False,
-        1e-3,
-        1e6,
-        "",
-        1e9,
-    ),
-    AxisSpec(
-        "efficiency",
-        "--efficiency",
-        "1",
-        "achieved fraction of the GPU's matrix peak",
-        False,
-        1e-3,
-        1,
-        "0.6",
-        1.0,
-    ),
-    AxisSpec(
-        "grad_bytes",
-        "--grad-bytes",
-        "bytes",
-        "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
-        "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
-        "Megatron-LM reduces them in fp32; 2 for fp16)",
-        True,
-        0,
-        4,
-        "0",
-        1.0,
-        choices=((0, "the precision's"), (2, "bf16"), (4, "fp32")),
-    ),
-    AxisSpec(
-        "offload_layers",
-        "--cpu-offloading-num-layers",
-        "1",
-        "layers per pipeline stage whose activations "
-        "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
-        "hide behind compute)",
-        True,
-        0,
-        1e6,
-        "0",
-        1.0,
-    ),
-    AxisSpec(
-        "mtp_layers",
-        "--mtp-layers",
-        "1",
-        "multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules on the last pipeline stage; "
-        "Megatron-Core's --mtp-num-layers); not given: the model's (deepseek-v3-like 1, others 0)",
-        True,
-        0,
-        16,
-        "",
-        1.0,
-    ),
-    AxisSpec(
-        "imbalance",
-        "--imbalance",
-        "1",
-        "MoE load imbalance: the busiest expert's tokens over the mean",
-        False,
-        1,
-        100,
-        "1",
-        1.0,
-    ),
-)
-LAYOUT_AXES: dict[str, AxisSpec] = {spec.name: spec for spec in _LAYOUT_AXES}
 # The spine's oversubscription (--collectives nccl): not a dim of a layout cube (it has HDF5's 32 already), one value
 # per sweep; sweep plan takes a list and plans each value (sweep.analysis.layout_jobs).
 OVERSUBSCRIPTION = AxisSpec(

@@ -10,8 +10,23 @@ the shared ones are the data-parallel family's own specs. Pure Python, so ``--he
 stays fast.
 """
 
-from netsweep_jax.sweep.core.axes import LAYOUT_AXES, NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption
+import dataclasses
+from typing import TYPE_CHECKING, Annotated
+
+from typing_extensions import TypedDict
+
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption
 from netsweep_jax.sweep.core.sweep_settings import SETTING_AXES, SETTING_OPTIONS, plus_list
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TypeAlias
+
+    import numpy as np
+
+    Values: TypeAlias = float | str | Sequence[float | str] | np.ndarray  # a number, numbers, or value syntax
+else:
+    Values = object  # only a type checker reads it (this layer imports no numpy)
 
 SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 # The text settings a layout sweep takes where the user gives none (the API's, the CLI's and a runs file's; a
@@ -92,6 +107,162 @@ SHARED_AXES = (
     "slowdown",
     "jitter",
 )
+
+
+def _axis(
+    option: str,
+    units: str,
+    long_name: str,
+    integer: bool,
+    low: float,
+    high: float,
+    default: str,
+    to_si: float = 1.0,
+    *,
+    choices: tuple[tuple[float, str], ...] = (),
+) -> AxisSpec:
+    """An axis of :class:`LayoutAxisKeywords`, named by its key when :data:`LAYOUT_AXES` collects it."""
+    return AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices)
+
+
+class LayoutAxisKeywords(TypedDict, total=False):
+    """The layout family's own numeric options that take a list (a dim of a layout cube, or the model's MTP
+    depths), each a keyword of the large-model API (:class:`sweep.large_models.LayoutOptions` holds them: a
+    number, a sequence or the CLI's value syntax) annotated with its axis (:class:`~sweep.core.axes.AxisSpec`:
+    option, units, long name, bounds or choices, default, SI factor), in the CLI's order. Its settings of one value
+    per sweep are :class:`~sweep.core.sweep_settings.SettingKeywords`; a dim's place in a cube is
+    :data:`SETTING_DIMS` or :data:`PARALLEL_DIMS` below."""
+
+    gpus: Annotated[Values, _axis("--gpus", "1", "GPUs in the job", True, 1, 1e7, "")]
+    dp: Annotated[
+        Values,
+        _axis(
+            "--dp",
+            "1",
+            "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)",
+            True,
+            1,
+            1e7,
+            "",
+        ),
+    ]
+    tp: Annotated[Values, _axis("--tp", "1", "tensor-parallel degree", True, 1, 4096, "1")]
+    pp: Annotated[Values, _axis("--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1")]
+    cp: Annotated[Values, _axis("--cp", "1", "context-parallel degree", True, 1, 4096, "1")]
+    ep: Annotated[Values, _axis("--ep", "1", "expert-parallel degree", True, 1, 4096, "1")]
+    expert_tp: Annotated[
+        Values,
+        _axis(
+            "--expert-tp",
+            "1",
+            "expert tensor-parallel degree: GPUs each expert's matrices are split over (NVIDIA's MoE recipes: 1)",
+            True,
+            1,
+            4096,
+            "1",
+        ),
+    ]
+    micro_batch: Annotated[Values, _axis("--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1")]
+    global_batch: Annotated[Values, _axis("--global-batch", "1", "samples per step", True, 1, 1e9, "")]
+    zero: Annotated[
+        Values,
+        _axis(
+            "--zero",
+            "1",
+            "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP",
+            True,
+            0,
+            3,
+            "0",
+        ),
+    ]
+    sequence_parallel: Annotated[
+        Values,
+        _axis("--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True, 0, 1, "1"),
+    ]
+    nvlink_domain: Annotated[
+        Values,
+        _axis("--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1, 1e6, ""),
+    ]
+    nvlink_bw: Annotated[
+        Values,
+        _axis(
+            "--nvlink-bw",
+            "GB/s",
+            "NVLink bandwidth per GPU, one direction (default: the GPU's)",
+            False,
+            1e-3,
+            1e6,
+            "",
+            1e9,
+        ),
+    ]
+    efficiency: Annotated[
+        Values,
+        _axis("--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.6"),
+    ]
+    grad_bytes: Annotated[
+        Values,
+        _axis(
+            "--grad-bytes",
+            "bytes",
+            "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
+            "(bf16: --grad-reduce-in-bf16, FSDP2 reduce_dtype bf16); 0: the precision's (4 for bf16 and fp8, as "
+            "Megatron-LM reduces them in fp32; 2 for fp16)",
+            True,
+            0,
+            4,
+            "0",
+            choices=((0, "the precision's"), (2, "bf16"), (4, "fp32")),
+        ),
+    ]
+    offload_layers: Annotated[
+        Values,
+        _axis(
+            "--cpu-offloading-num-layers",
+            "1",
+            "layers per pipeline stage whose activations "
+            "are offloaded to the host (Megatron-Core's switch; at least one layer stays; the copies are taken to "
+            "hide behind compute)",
+            True,
+            0,
+            1e6,
+            "0",
+        ),
+    ]
+    mtp_layers: Annotated[
+        Values,
+        _axis(
+            "--mtp-layers",
+            "1",
+            "multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules on the last pipeline stage; "
+            "Megatron-Core's --mtp-num-layers); not given: the model's (deepseek-v3-like 1, others 0)",
+            True,
+            0,
+            16,
+            "",
+        ),
+    ]
+    imbalance: Annotated[
+        Values,
+        _axis(
+            "--imbalance",
+            "1",
+            "MoE load imbalance: the busiest expert's tokens over the mean",
+            False,
+            1,
+            100,
+            "1",
+        ),
+    ]
+
+
+LAYOUT_AXES: dict[str, AxisSpec] = {
+    name: dataclasses.replace(annotation.__metadata__[0], name=name)
+    for name, annotation in LayoutAxisKeywords.__annotations__.items()
+}
+
+
 # The layout family's own numeric options (those that take a list, then its settings of one value per sweep), and
 # with them the data-parallel network axes it shares: every numeric option of a layout sweep.
 OWN_AXES: dict[str, AxisSpec] = {**LAYOUT_AXES, **SETTING_AXES}

@@ -177,8 +177,8 @@ class SettingKeywords(TypedDict, total=False):
         _number(
             "--moment-bytes",
             "bytes",
-            "bytes of each of Adam's two moments: 4 (fp32), 2 (bf16) or 1 (fp8): Megatron-Core's "
-            "--use-precision-aware-optimizer with --exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8",
+            "bytes of each of Adam's two moments (2 or 1: Megatron-Core's --use-precision-aware-optimizer with "
+            "--exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8)",
             True,
             1,
             4,
@@ -192,8 +192,8 @@ class SettingKeywords(TypedDict, total=False):
         _number(
             "--main-param-bytes",
             "bytes",
-            "bytes of each of the optimizer's main (master) weights: 4 (fp32) or 2 (fp16): Megatron-Core's "
-            "--use-precision-aware-optimizer with --main-params-dtype fp16",
+            "bytes of each of the optimizer's main (master) weights (2: Megatron-Core's "
+            "--use-precision-aware-optimizer with --main-params-dtype fp16)",
             True,
             2,
             4,
