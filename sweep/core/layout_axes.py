@@ -380,6 +380,9 @@ PARALLEL_DIMS = (
     "zero",
 )
 DIMS = SETTING_DIMS + PARALLEL_DIMS
+# HDF5 holds at most 32 dims a dataset (H5S_MAX_RANK), and a layout cube has them all: a new dim replaces one, or
+# the setting takes one value per sweep (sweep.core.sweep_settings) instead.
+assert len(DIMS) <= 32, f"a layout cube of {len(DIMS)} dims: HDF5 holds 32"
 # The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "expert_tp", "micro_batch", "zero", "sequence_parallel")
 SYSTEM_DIMS = (
