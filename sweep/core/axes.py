@@ -218,6 +218,24 @@ OVERSUBSCRIPTION = AxisSpec(
 )
 
 
+def unnamed(
+    option: str,
+    units: str,
+    long_name: str,
+    integer: bool,
+    low: float,
+    high: float,
+    default: str,
+    to_si: float = 1.0,
+    *,
+    choices: tuple[tuple[float, str], ...] = (),
+) -> AxisSpec:
+    """An axis declared as the annotation of a keyword (:class:`sweep.core.layout_axes.LayoutAxisKeywords`,
+    :class:`sweep.core.sweep_settings.SettingKeywords`), named by its key when its table collects it (the name
+    written once)."""
+    return AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices)
+
+
 @dataclasses.dataclass(frozen=True)
 class TextOption:
     """An option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's name for

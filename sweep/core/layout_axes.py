@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from typing_extensions import TypedDict
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION, AxisSpec, TextOption, unnamed
 from netsweep_jax.sweep.core.sweep_settings import SETTING_AXES, SETTING_OPTIONS, plus_list
 
 if TYPE_CHECKING:
@@ -109,22 +109,6 @@ SHARED_AXES = (
 )
 
 
-def _axis(
-    option: str,
-    units: str,
-    long_name: str,
-    integer: bool,
-    low: float,
-    high: float,
-    default: str,
-    to_si: float = 1.0,
-    *,
-    choices: tuple[tuple[float, str], ...] = (),
-) -> AxisSpec:
-    """An axis of :class:`LayoutAxisKeywords`, named by its key when :data:`LAYOUT_AXES` collects it."""
-    return AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices)
-
-
 class LayoutAxisKeywords(TypedDict, total=False):
     """The layout family's own numeric options that take a list (a dim of a layout cube, or the model's MTP
     depths), each a keyword of the large-model API (:class:`sweep.large_models.LayoutOptions` holds them: a
@@ -133,10 +117,10 @@ class LayoutAxisKeywords(TypedDict, total=False):
     per sweep are :class:`~sweep.core.sweep_settings.SettingKeywords`; a dim's place in a cube is
     :data:`SETTING_DIMS` or :data:`PARALLEL_DIMS` below."""
 
-    gpus: Annotated[Values, _axis("--gpus", "1", "GPUs in the job", True, 1, 1e7, "")]
+    gpus: Annotated[Values, unnamed("--gpus", "1", "GPUs in the job", True, 1, 1e7, "")]
     dp: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--dp",
             "1",
             "data-parallel degree (instead of --gpus: gpus = tp x pp x cp x dp)",
@@ -146,13 +130,13 @@ class LayoutAxisKeywords(TypedDict, total=False):
             "",
         ),
     ]
-    tp: Annotated[Values, _axis("--tp", "1", "tensor-parallel degree", True, 1, 4096, "1")]
-    pp: Annotated[Values, _axis("--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1")]
-    cp: Annotated[Values, _axis("--cp", "1", "context-parallel degree", True, 1, 4096, "1")]
-    ep: Annotated[Values, _axis("--ep", "1", "expert-parallel degree", True, 1, 4096, "1")]
+    tp: Annotated[Values, unnamed("--tp", "1", "tensor-parallel degree", True, 1, 4096, "1")]
+    pp: Annotated[Values, unnamed("--pp", "1", "pipeline-parallel degree (stages)", True, 1, 4096, "1")]
+    cp: Annotated[Values, unnamed("--cp", "1", "context-parallel degree", True, 1, 4096, "1")]
+    ep: Annotated[Values, unnamed("--ep", "1", "expert-parallel degree", True, 1, 4096, "1")]
     expert_tp: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--expert-tp",
             "1",
             "expert tensor-parallel degree: GPUs each expert's matrices are split over (NVIDIA's MoE recipes: 1)",
@@ -162,11 +146,13 @@ class LayoutAxisKeywords(TypedDict, total=False):
             "1",
         ),
     ]
-    micro_batch: Annotated[Values, _axis("--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1")]
-    global_batch: Annotated[Values, _axis("--global-batch", "1", "samples per step", True, 1, 1e9, "")]
+    micro_batch: Annotated[
+        Values, unnamed("--micro-batch", "1", "samples per micro-batch", True, 1, 1e6, "1")
+    ]
+    global_batch: Annotated[Values, unnamed("--global-batch", "1", "samples per step", True, 1, 1e9, "")]
     zero: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--zero",
             "1",
             "ZeRO stage: 0 none, 1 distributed optimizer, 2 gradients too, 3 FSDP",
@@ -178,15 +164,17 @@ class LayoutAxisKeywords(TypedDict, total=False):
     ]
     sequence_parallel: Annotated[
         Values,
-        _axis("--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True, 0, 1, "1"),
+        unnamed("--sequence-parallel", "1", "sequence parallelism with TP: 0 off, 1 on", True, 0, 1, "1"),
     ]
     nvlink_domain: Annotated[
         Values,
-        _axis("--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1, 1e6, ""),
+        unnamed(
+            "--nvlink-domain", "1", "GPUs per NVLink domain (default: the GPU's system)", True, 1, 1e6, ""
+        ),
     ]
     nvlink_bw: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--nvlink-bw",
             "GB/s",
             "NVLink bandwidth per GPU, one direction (default: the GPU's)",
@@ -199,11 +187,11 @@ class LayoutAxisKeywords(TypedDict, total=False):
     ]
     efficiency: Annotated[
         Values,
-        _axis("--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.6"),
+        unnamed("--efficiency", "1", "achieved fraction of the GPU's matrix peak", False, 1e-3, 1, "0.6"),
     ]
     grad_bytes: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--grad-bytes",
             "bytes",
             "bytes per gradient element as kept and reduced: 4 (fp32), 2 "
@@ -218,7 +206,7 @@ class LayoutAxisKeywords(TypedDict, total=False):
     ]
     offload_layers: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--cpu-offloading-num-layers",
             "1",
             "layers per pipeline stage whose activations "
@@ -232,7 +220,7 @@ class LayoutAxisKeywords(TypedDict, total=False):
     ]
     mtp_layers: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--mtp-layers",
             "1",
             "multi-token-prediction depths the run trains (DeepSeek-V3's MTP modules on the last pipeline stage; "
@@ -245,7 +233,7 @@ class LayoutAxisKeywords(TypedDict, total=False):
     ]
     imbalance: Annotated[
         Values,
-        _axis(
+        unnamed(
             "--imbalance",
             "1",
             "MoE load imbalance: the busiest expert's tokens over the mean",

@@ -24,7 +24,7 @@ from typing import Annotated, Any, get_args
 
 from typing_extensions import TypedDict, Unpack
 
-from netsweep_jax.sweep.core.axes import AxisSpec, TextOption
+from netsweep_jax.sweep.core.axes import AxisSpec, TextOption, unnamed
 
 
 def plus_list(text: str, known: tuple[str, ...]) -> str | None:
@@ -104,130 +104,124 @@ class Text:
         return self.default
 
 
-def _number(
-    option: str,
-    units: str,
-    long_name: str,
-    integer: bool,
-    low: float,
-    high: float,
-    default: str,
-    to_si: float = 1.0,
-    *,
-    attr: str = "",
-    choices: tuple[tuple[float, str], ...] = (),
-    said: str = "",
-    moe: bool = False,
-) -> Number:
-    """A :class:`Number` whose axis is named when :data:`SETTINGS` collects it (by its key: written once)."""
-    axis = AxisSpec("", option, units, long_name, integer, low, high, default, to_si, choices=choices)
-    return Number(axis, attr, said, moe)
-
-
 class SettingKeywords(TypedDict, total=False):
     """The settings of one value per sweep, in the CLI's units, each a keyword of the large-model API
     (:class:`sweep.large_models.LayoutOptions` holds them) annotated with its declaration, in cube order."""
 
     usable_memory: Annotated[
         float | str,
-        _number(
-            "--usable-memory",
-            "1",
-            "fraction of the GPU's memory, as the driver reports it, that training can fill (the rest: driver "
-            "reservation, CUDA context, NCCL buffers, fragmentation)",
-            False,
-            0.05,
-            1,
-            "0.95",
+        Number(
+            unnamed(
+                "--usable-memory",
+                "1",
+                "fraction of the GPU's memory, as the driver reports it, that training can fill (the rest: driver "
+                "reservation, CUDA context, NCCL buffers, fragmentation)",
+                False,
+                0.05,
+                1,
+                "0.95",
+            ),
             said="usable memory {}",
         ),
     ]
     gemm_latency: Annotated[
         float | str,
-        _number(
-            "--gemm-latency",
-            "us",
-            "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
-            "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
-            False,
-            0,
-            1e4,
-            "6.5",
-            1e-6,
+        Number(
+            unnamed(
+                "--gemm-latency",
+                "us",
+                "fixed time of one matrix kernel: a GEMM of W FLOPs runs at efficiency x W / (W + W_half), W_half = "
+                "latency x peak x efficiency (6.5: fitted to XLA's measured H100 GEMM table)",
+                False,
+                0,
+                1e4,
+                "6.5",
+                1e-6,
+            ),
             attr="gemm_latency_us",
             said="GEMM latency {} us",
         ),
     ]
     memory_efficiency: Annotated[
         float | str,
-        _number(
-            "--memory-efficiency",
-            "1",
-            "achieved fraction of the GPU's HBM bandwidth in memory-bound work (norms, activations, casts, "
-            "token permutation, the optimizer), on the bytes the layout model counts (1: the full rate)",
-            False,
-            1e-3,
-            1,
-            "1",
+        Number(
+            unnamed(
+                "--memory-efficiency",
+                "1",
+                "achieved fraction of the GPU's HBM bandwidth in memory-bound work (norms, activations, casts, "
+                "token permutation, the optimizer), on the bytes the layout model counts (1: the full rate)",
+                False,
+                1e-3,
+                1,
+                "1",
+            ),
             said="memory efficiency {}",
         ),
     ]
     moment_bytes: Annotated[
         float | str,
-        _number(
-            "--moment-bytes",
-            "bytes",
-            "bytes of each of Adam's two moments (2 or 1: Megatron-Core's --use-precision-aware-optimizer with "
-            "--exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8)",
-            True,
-            1,
-            4,
-            "4",
-            choices=((4, "fp32"), (2, "bf16"), (1, "fp8")),
+        Number(
+            unnamed(
+                "--moment-bytes",
+                "bytes",
+                "bytes of each of Adam's two moments (2 or 1: Megatron-Core's --use-precision-aware-optimizer with "
+                "--exp-avg-dtype and --exp-avg-sq-dtype bf16 or fp8)",
+                True,
+                1,
+                4,
+                "4",
+                choices=((4, "fp32"), (2, "bf16"), (1, "fp8")),
+            ),
             said="Adam moments {}",
         ),
     ]
     main_param_bytes: Annotated[
         float | str,
-        _number(
-            "--main-param-bytes",
-            "bytes",
-            "bytes of each of the optimizer's main (master) weights (2: Megatron-Core's "
-            "--use-precision-aware-optimizer with --main-params-dtype fp16)",
-            True,
-            2,
-            4,
-            "4",
-            choices=((4, "fp32"), (2, "fp16")),
+        Number(
+            unnamed(
+                "--main-param-bytes",
+                "bytes",
+                "bytes of each of the optimizer's main (master) weights (2: Megatron-Core's "
+                "--use-precision-aware-optimizer with --main-params-dtype fp16)",
+                True,
+                2,
+                4,
+                "4",
+                choices=((4, "fp32"), (2, "fp16")),
+            ),
             said="main weights {}",
         ),
     ]
     capacity_factor: Annotated[
         float | str,
-        _number(
-            "--moe-expert-capacity-factor",
-            "1",
-            "MoE: each expert's capacity over the mean tokens (Megatron-Core's switch of that name); the "
-            "busiest expert's tokens beyond it are dropped. 0: dropless, else at least 1",
-            False,
-            0,
-            100,
-            "0",
+        Number(
+            unnamed(
+                "--moe-expert-capacity-factor",
+                "1",
+                "MoE: each expert's capacity over the mean tokens (Megatron-Core's switch of that name); the "
+                "busiest expert's tokens beyond it are dropped. 0: dropless, else at least 1",
+                False,
+                0,
+                100,
+                "0",
+            ),
             said="MoE dropless",
             moe=True,
         ),
     ]
     pad_to_capacity: Annotated[
         float | str,
-        _number(
-            "--moe-pad-expert-input-to-capacity",
-            "1",
-            "MoE with a capacity factor: 1 pads every expert's input to its capacity (Megatron-Core's switch "
-            "of that name), so the busiest runs at the capacity",
-            True,
-            0,
-            1,
-            "0",
+        Number(
+            unnamed(
+                "--moe-pad-expert-input-to-capacity",
+                "1",
+                "MoE with a capacity factor: 1 pads every expert's input to its capacity (Megatron-Core's switch "
+                "of that name), so the busiest runs at the capacity",
+                True,
+                0,
+                1,
+                "0",
+            ),
         ),
     ]
     overlap: Annotated[
@@ -246,29 +240,33 @@ class SettingKeywords(TypedDict, total=False):
     ]
     attention_efficiency: Annotated[
         float | str,
-        _number(
-            "--attention-efficiency",
-            "1",
-            "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: "
-            "half the scores)",
-            False,
-            1e-3,
-            1,
-            "0.5",
+        Number(
+            unnamed(
+                "--attention-efficiency",
+                "1",
+                "achieved fraction of the half-precision peak in a causal flash-attention kernel (FLOPs it runs: "
+                "half the scores)",
+                False,
+                1e-3,
+                1,
+                "0.5",
+            ),
             said="flash-attention efficiency {}",
         ),
     ]
     dispatch_fp8: Annotated[
         float | str,
-        _number(
-            "--moe-dispatch-fp8",
-            "1",
-            "MoE: 1 dispatches the tokens forward in MXFP8 (1 byte an element and a scale a 32: DeepEP's fp8 "
-            "dispatch, Megatron-LM's moe_dispatch_fwd_dtype mxfp8); combines and the backward stay bf16",
-            True,
-            0,
-            1,
-            "0",
+        Number(
+            unnamed(
+                "--moe-dispatch-fp8",
+                "1",
+                "MoE: 1 dispatches the tokens forward in MXFP8 (1 byte an element and a scale a 32: DeepEP's fp8 "
+                "dispatch, Megatron-LM's moe_dispatch_fwd_dtype mxfp8); combines and the backward stay bf16",
+                True,
+                0,
+                1,
+                "0",
+            ),
             said="MoE dispatch bf16",
             moe=True,
         ),
