@@ -155,9 +155,9 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     )
 
 
-def test_compare_takes_a_fabric_as_grid_does(monkeypatch):
-    # sweep compare --fabric: the preset's GPU for the transformer, and the settings it sets left to it (None),
-    # handed to the one evaluate; the sweep itself is test_compression's (every compressor on nccl).
+@pytest.fixture
+def compare_evaluates(monkeypatch):
+    """What compare hands its one evaluate (a dict filled at the call, which is then refused: no sweep runs)."""
     from netsweep_jax.sweep.analysis import compare
 
     seen = {}
@@ -167,6 +167,13 @@ def test_compare_takes_a_fabric_as_grid_does(monkeypatch):
         raise InputError("recorded", param="model")
 
     monkeypatch.setattr(compare, "evaluate", record)
+    return seen
+
+
+def test_compare_takes_a_fabric_as_grid_does(compare_evaluates):
+    # sweep compare --fabric: the preset's GPU for the transformer, and the settings it sets left to it (None),
+    # handed to the one evaluate; the sweep itself is test_compression's (every compressor on nccl).
+    seen = compare_evaluates
     r = invoke("compare", "--model", "gpt2-xl", "--fabric", "aws-p5", "--nodes", "4")
     assert r.exit_code == 2 and "recorded" in r.output, r.output
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
@@ -174,19 +181,12 @@ def test_compare_takes_a_fabric_as_grid_does(monkeypatch):
     assert seen["nodes"] == "4"
 
 
-def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(monkeypatch):
+def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_evaluates):
     # sweep.compare(fabric=...) used to default 8 GPUs a node and nccl-ring, so a preset could not set them and the
     # call was refused ("a --fabric prices NCCL's own collective"); it now hands evaluate what the command does.
     from netsweep_jax import sweep
-    from netsweep_jax.sweep.analysis import compare
 
-    seen = {}
-
-    def record(models, **kwargs):
-        seen.update(kwargs, models=models)
-        raise InputError("recorded", param="model")
-
-    monkeypatch.setattr(compare, "evaluate", record)
+    seen = compare_evaluates
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", fabric="aws-p5", nodes=4)
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"] == "aws-p5"
