@@ -89,7 +89,7 @@ class Device(NamedTuple):
     usable: Value
     gemm_latency: Value
     moment_bytes: Value
-    main_param_bytes: Value = 4.0
+    main_param_bytes: Value
 
 
 class Parallelism(NamedTuple):

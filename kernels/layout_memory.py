@@ -4,8 +4,8 @@ The notation is :mod:`kernels.layout`'s.
 
 Memory per GPU (Korthikanti et al., MLSys'23, section 4, Table 2, generalised to GQA,
 gated MLPs and experts): weights, gradients and Adam states of the GPU's parameters
-(P_w bytes_param + P grad_bytes + (4 + 2 M) P: 12 with fp32 moments, 8 with bf16 ones, 6 with fp8 ones, M the
-bytes of each moment as Megatron-Core's precision-aware optimizer keeps them, ``--exp-avg-dtype`` and
+(P_w bytes_param + P grad_bytes + (W + 2 M) P: 12 with fp32 main weights and moments, 8 with bf16 moments, 6 with
+fp8 ones, W the bytes of each main weight (4, or 2 with ``--main-params-dtype fp16``), M the bytes of each moment as Megatron-Core's precision-aware optimizer keeps them, ``--exp-avg-dtype`` and
 ``--exp-avg-sq-dtype`` fp32, fp16, bf16 or fp8, NVIDIA/Megatron-LM@d98e8a64 megatron/training/arguments.py;
 grad_bytes as the
 gradients are kept and reduced:

@@ -356,7 +356,7 @@ class Comparison:
 def compare(
     model: Models = _comparison.MODELS,
     *,
-    bandwidth: AxisValues = _comparison.BANDWIDTHS,
+    bandwidth: AxisValues | None = None,
     utilization: float = _comparison.PAPER_UTILIZATION,
     compressor: str | Sequence[str] = _comparison.COMPRESSORS,
     nodes: int = 8,
@@ -381,7 +381,8 @@ def compare(
 
     Args:
       model: as :func:`evaluate` (default: resnet50, vgg16, bert-large, gpt2-xl).
-      bandwidth: Gbit/s, a number, sequence or value-syntax string.
+      bandwidth: Gbit/s, a number, sequence or value-syntax string (None: 10, 25, 100 and 400, or the
+        ``fabric``'s NIC rate).
       utilization: today's, one number in [1e-4, 1).
       compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
       nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
@@ -401,9 +402,6 @@ def compare(
     """
     _number(utilization, "utilization")
     check_models(model)
-    if fabric is None:  # compare's own defaults; with a fabric, what it does not set is the fabric's
-        gpus_per_node = 8 if gpus_per_node is None else gpus_per_node
-        collective = "nccl-ring" if collective is None else collective
     rows, ds, setup = _comparison.compare(
         model,
         bandwidth=bandwidth,

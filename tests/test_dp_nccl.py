@@ -190,8 +190,13 @@ def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_eva
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", fabric="aws-p5", nodes=4)
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"] == "aws-p5"
-    assert [seen[k] for k in ("gpus_per_node", "collective")] == [None, None]
+    assert [seen[k] for k in ("gpus_per_node", "collective", "bandwidth")] == [None, None, None]
     seen.clear()
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", nodes=4)
-    assert (seen["gpus_per_node"], seen["collective"], "fabric" in seen) == (8, "nccl-ring", False)
+    assert (seen["gpus_per_node"], seen["collective"], seen["bandwidth"], "fabric" in seen) == (
+        8,
+        "nccl-ring",
+        (10, 25, 100, 400),
+        False,
+    )

@@ -148,12 +148,12 @@ def test_memory_terms_by_hand():
     states_fp8 = dense * (2 + 2 + 6 / 16) + experts * (2 + 2 + 6 / 2)
     assert fp8["memory_gb"] * 1e9 == pytest.approx(states_fp8 + acts, rel=1e-9)
     assert fp8["optimizer"] / out["optimizer"] == pytest.approx(20 / 32, rel=1e-12)
-    # fp16 main weights (--main-params-dtype fp16) with the bf16 moments: 2 + 2 x 2 bytes kept, a step of
-    # 2 (2 + 4 + 4).
-    fp16 = run_one(gpt3_case(**moe, moment_bytes=2.0, main_param_bytes=2.0))
-    states_fp16 = dense * (2 + 2 + 6 / 16) + experts * (2 + 2 + 6 / 2)
+    # fp16 main weights (--main-params-dtype fp16) with fp32 moments: 2 + 2 x 4 bytes kept, a step of
+    # 2 (2 + 4 + 8).
+    fp16 = run_one(gpt3_case(**moe, main_param_bytes=2.0))
+    states_fp16 = dense * (2 + 2 + 10 / 16) + experts * (2 + 2 + 10 / 2)
     assert fp16["memory_gb"] * 1e9 == pytest.approx(states_fp16 + acts, rel=1e-9)
-    assert fp16["optimizer"] / out["optimizer"] == pytest.approx(20 / 32, rel=1e-12)
+    assert fp16["optimizer"] / out["optimizer"] == pytest.approx(28 / 32, rel=1e-12)
 
 
 def test_recompute_modules_and_torchtitans_per_op_policy_by_hand():

@@ -2,6 +2,8 @@
 the kernel's inputs, a cube keeps each, and each option's default is the declaration's; and every numeric option
 of a layout sweep (sweep.core.layout_axes.AXES), given as the CLI and the API give it, reaches the kernel."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -184,3 +186,16 @@ def test_the_assumed_line_says_each_setting_not_given_as_declared():
         assert phrase not in "; ".join(given.assumed), name
     dense = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8).assumed)
     assert "MoE dropless" not in dense and "main weights fp32" in dense
+
+
+def test_settings_are_immutable_and_survive_copy_and_pickle():
+    import copy
+    import pickle
+
+    given = SweepSettings(**OTHER)
+    assert pickle.loads(pickle.dumps(given)) == given and copy.deepcopy(given) == given != SweepSettings()
+    assert hash(copy.copy(given)) == hash(given) and given.replace(overlap="none") == given
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        given.overlap = "tp_comm"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'overlapp'"):
+        SweepSettings(overlapp="none")  # type: ignore[call-arg]

@@ -48,6 +48,8 @@ from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 MODELS = ("resnet50", "vgg16", "bert-large", "gpt2-xl")
 COMPRESSORS = ("fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
 BANDWIDTHS = (10, 25, 100, 400)
+GPUS_PER_NODE = 8
+COLLECTIVE = "nccl-ring"  # without a fabric: each bucket a ring at NCCL's protocol (with one: NCCL's own)
 WORKLOAD = {
     "gpu": "h100",
     "precision": "bf16",
@@ -101,12 +103,12 @@ class Row:
 def compare(
     models: Models = MODELS,
     *,
-    bandwidth: AxisValues | None = BANDWIDTHS,
+    bandwidth: AxisValues | None = None,
     utilization: float = PAPER_UTILIZATION,
     compressor: str | Sequence[str] = COMPRESSORS,
     nodes: Any = 8,
-    gpus_per_node: Any = 8,
-    collective: str | None = "nccl-ring",
+    gpus_per_node: Any = None,
+    collective: str | None = None,
     bucketing: str = "ddp",
     iterations_factor: str | Mapping[str, float] | None = None,
     codec_cost: str | Path | None = None,
@@ -123,7 +125,7 @@ def compare(
     Args:
       models: model names or profiles (:func:`sweep.engine.workloads.resolve_models`, with ``gpu``,
         ``precision``, ``batch``, ``seq_len`` for the transformers; default :data:`WORKLOAD`).
-      nodes, gpus_per_node, collective, bucketing: one value each.
+      nodes, gpus_per_node, collective, bucketing: one value each (None: :func:`_defaults`, as ``bandwidth``).
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
         in the ``assumed`` text.
       fabric: a fabric preset or a fabric file's constants (:func:`sweep.evaluate`'s ``fabric``): settings the
@@ -133,6 +135,7 @@ def compare(
     Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
     checked in).
     """
+    bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
         why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
         raise InputError(f"{utilization}: {why}", param="utilization")
@@ -176,6 +179,20 @@ def compare(
         rows,
         ds,
         dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
+    )
+
+
+def _defaults(
+    fabric: Any, bandwidth: Any, gpus_per_node: Any, collective: str | None
+) -> tuple[Any, Any, str | None]:
+    """Compare's own defaults for what is not given (None: :data:`BANDWIDTHS`, :data:`GPUS_PER_NODE`,
+    :data:`COLLECTIVE`); with a fabric, what it does not set is the fabric's."""
+    if fabric is not None:
+        return bandwidth, gpus_per_node, collective
+    return (
+        BANDWIDTHS if bandwidth is None else bandwidth,
+        GPUS_PER_NODE if gpus_per_node is None else gpus_per_node,
+        COLLECTIVE if collective is None else collective,
     )
 
 

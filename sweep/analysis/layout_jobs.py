@@ -336,9 +336,9 @@ def layout_cube(grid: Any) -> "xr.Dataset":
     return layouts_dataset(grid, evaluate_layouts_arrays(grid))
 
 
-def layout_counts(path: str | Path) -> str:
-    """What a layout cube's layouts are: ``N can exist, M fit in memory`` (read back from the cube, from the
-    variables it keeps)."""
+def configuration_counts(path: str | Path) -> str:
+    """What a cube's configurations are where it keeps ``status`` and ``fits`` (a layout cube's layouts): ``N can
+    exist, M fit in memory``, read back from the cube; "" for a cube that keeps neither."""
     import h5py
     import numpy as np
 
@@ -405,9 +405,7 @@ def write_plan(
         # Deferred as a sweep is: a signal stops the searches at a block boundary; once they are done it stops
         # nothing, and is said once the plan is printed, with the cube in place.
         with interrupts.deferred():
-            run_accumulated(
-                job, target, partial, resume=resume, command=command, overwrite=force, save_stopped=False
-            )
+            run_accumulated(job, target, partial, resume=resume, command=command, overwrite=force)
     except InputError:  # refused (no feasible layout; a file at OUT): no empty default results/ is left
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
@@ -422,9 +420,8 @@ def write_plan(
 class _Plan:
     """A plan's searches (:func:`~sweep.analysis.planning.plan`) as an :class:`~sweep.io.accumulated.Accumulation`
     for the job runner a ``--reduce`` sweep runs through: each search's best layouts so far, checkpointed by
-    :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` every few blocks (a search's state is whole only at its own
-    block boundaries, so a stopped plan keeps the last such checkpoint); ``progress_bar(total, done)``: a context
-    giving an ``advance(n)`` function, or None."""
+    :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` every few blocks and as the plan stops;
+    ``progress_bar(total, done)``: a context giving an ``advance(n)`` function, or None."""
 
     def __init__(
         self, grid: Any, keep: int, partial: Path, progress_bar: Callable[[int, int], Any] | None, say: Say

@@ -129,8 +129,6 @@ class Checkpoint(Protocol):
 
     def after_block(self, index: int) -> Callable[[int, dict[str, np.ndarray]], None]: ...
 
-    def save(self) -> None: ...
-
 
 Search = Callable[[int, LayoutGrid], dict]
 """``search(index, grid)``: the best layouts of search ``index`` of a plan (:func:`searches`), on ``grid``."""
@@ -174,16 +172,11 @@ def plan(
 ) -> xr.Dataset:
     """The ``keep`` fastest feasible layouts of every kept cell, as a Dataset over the kept dims and ``rank``,
     with ``ideal_iteration_time`` and ``network_cost`` per kept cell (the module docstring). ``checkpoint``:
-    where the searches go on from and are kept (``sweep plan --resume``); saved as the plan stops, whatever
-    stops it. ``search``: how each search is made (default :func:`searcher`'s; ``sweep plan --distributed``
-    hands the searches the processes made)."""
+    where the searches go on from and are kept every few blocks (``sweep plan --resume``; the job runner saves
+    it as the plan stops: :func:`sweep.io.accumulated.run_accumulated`). ``search``: how each search is made
+    (default :func:`searcher`'s; ``sweep plan --distributed`` hands the searches the processes made)."""
     check_size(grid)
-    try:
-        return _plan(grid, keep, search or searcher(keep, progress, checkpoint))
-    except BaseException:
-        if checkpoint is not None:
-            checkpoint.save()
-        raise
+    return _plan(grid, keep, search or searcher(keep, progress, checkpoint))
 
 
 def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:

@@ -104,8 +104,7 @@ def damaged_file(path: Path) -> Any:
             help=f"{spec.long_name[:1].upper()}{spec.long_name[1:]}. Value(s) as in the cube.",
         )
         for name, spec in LAYOUT_AXES.items()
-        if name
-        in LAYOUT_DIMS  # --usable-memory and --gemm-latency: one value per sweep, not dims to select on
+        if name in LAYOUT_DIMS  # --mtp-layers: the model's, not a dim to select on
     ],
 )
 def select(

@@ -228,7 +228,7 @@ def _echo_summary(summary: dict[str, Any], g: Any, *, quiet: bool) -> None:
         typer.echo(summary["out"])
         return
     whole = g.reduction is None and "shard" not in summary
-    counts = layout_jobs.layout_counts(summary["out"]) if whole else ""
+    counts = layout_jobs.configuration_counts(summary["out"]) if whole else ""
     typer.echo(f"{job.summary_line(summary)}{'; ' if counts else ''}{counts}")
 
 

@@ -283,6 +283,8 @@ class SettingKeywords(TypedDict, total=False):
             ),
             MOE_DISPATCHERS[0],
             moe_dispatcher_code,
+            said="MoE dispatcher {} (NCCL's all-to-all of every copy)",
+            moe=True,
         ),
     ]
 
@@ -322,7 +324,7 @@ class SweepSettings:
         unknown = sorted(set(supplied) - set(SETTINGS))
         if unknown:
             raise TypeError(f"SweepSettings() got an unexpected keyword argument {unknown[0]!r}")
-        values = {name: supplied.get(name, _default(d)) for name, d in SETTINGS.items()}
+        values = {name: supplied.get(name, d.default) for name, d in SETTINGS.items()}
         kept = tuple(float(v) if isinstance(SETTINGS[k], Number) else str(v) for k, v in values.items())
         object.__setattr__(self, "_values", kept)
 
@@ -335,10 +337,17 @@ class SweepSettings:
         raise dataclasses.FrozenInstanceError(f"cannot assign to setting {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, SweepSettings) and self._values == other._values
+        if not isinstance(other, SweepSettings):
+            return NotImplemented
+        return self._values == other._values
 
     def __hash__(self) -> int:
         return hash(self._values)
+
+    def __reduce__(
+        self,
+    ) -> tuple[Any, ...]:  # pickle and copy rebuild it from its settings (immutable: no setattr)
+        return (_rebuilt, (self.as_dict(),))
 
     def __repr__(self) -> str:
         return f"SweepSettings({', '.join(f'{k}={v!r}' for k, v in self.as_dict().items())})"
@@ -361,9 +370,9 @@ class SweepSettings:
         return tuple(_code(SETTINGS[name], value) for name, value in self.as_dict().items())
 
 
-def _default(declaration: Number | Text) -> float | str:
-    """A setting's default, in stored units."""
-    return declaration.default
+def _rebuilt(values: dict[str, Any]) -> SweepSettings:
+    """:class:`SweepSettings` from its :meth:`~SweepSettings.as_dict` (unpickling, copying)."""
+    return SweepSettings(**values)
 
 
 def assumed_phrases(given: Collection[str], moe: bool) -> tuple[str, ...]:

@@ -3,7 +3,7 @@
 """
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TypedDict
 
 import numpy as np
@@ -117,14 +117,16 @@ def make_layout_grid(
     net = _network(fabric, collectives, given)
     dispatcher = _moe_dispatcher(moe_dispatcher)
     stacked, phrase, overlap = _stacked(preset, names, models, given, overlap, by_stack)
+    # The text settings given (or set by the stack): the assumed line says the others' defaults.
+    text_given = {name for name, value in (("overlap", overlap), ("moe_dispatcher", moe_dispatcher)) if value}
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
     per_sweep = _per_sweep(values, given)
     spines = net.checked_spines(oversubscription, axes.get("latency"))
     assumed = (
         *((phrase,) if preset is not None else ()),
-        *_assumed(given, names, models, search, overlap is not None, "" if preset is not None else phrase),
-        *_model_said(names, models, mtp_layers is None, moe_dispatcher is None, dispatcher),
+        *_assumed(given, names, models, search, text_given, "" if preset is not None else phrase),
+        *_model_said(names, models, mtp_layers is None),
         *net.said(),
     )
     check_dtype(dtype)
@@ -411,22 +413,14 @@ def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[
     return per_sweep
 
 
-def _model_said(
-    names: dict[str, tuple[str, ...]],
-    models: list[LLM],
-    mtp_default: bool,
-    dispatcher_default: bool,
-    dispatcher: str,
-) -> tuple[str, ...]:
-    """The ``assumed`` line's phrases of the models' own settings: the MTP depths they train (where
-    ``--mtp-layers`` is not given) and the MoE dispatcher (where not given)."""
+def _model_said(names: dict[str, tuple[str, ...]], models: list[LLM], mtp_default: bool) -> tuple[str, ...]:
+    """The ``assumed`` line's phrase of the models' own MTP depths they train (where ``--mtp-layers`` is not
+    given)."""
     out: tuple[str, ...] = ()
     depths = {(n, m.mtp_layers) for n, m in zip(names["model"], models) if m.mtp_layers}
     if mtp_default and depths:  # the architecture's MTP, trained unless --mtp-layers says otherwise
         shown = ", ".join(f"{d} for {n}" for n, d in sorted(depths))
         out += (f"multi-token-prediction depths {shown} (the model's; --mtp-layers 0: none)",)
-    if dispatcher_default and any(m.experts > 0 for m in models):
-        out += (f"MoE dispatcher {dispatcher} (NCCL's all-to-all of every copy)",)
     return out
 
 
@@ -483,7 +477,12 @@ def _schedules(text: str) -> list[str]:
 
 
 def _assumed(
-    given: dict, names: dict, models: list[LLM], search: dict, overlap_given: bool = True, constants: str = ""
+    given: dict,
+    names: dict,
+    models: list[LLM],
+    search: dict,
+    text_given: Collection[str],
+    constants: str = "",
 ) -> tuple[str, ...]:
     out = []
     for g in names["gpu"]:
@@ -520,9 +519,7 @@ def _assumed(
         )
     moe = any(m.experts > 0 for m in models)
     # The stack's settings of one value per sweep, as each one's declaration says it (sweep.core.sweep_settings).
-    set_here = {name for name in NUMERIC if given[name] is not None} | (
-        {"overlap"} if overlap_given else set()
-    )
+    set_here = {name for name in NUMERIC if given[name] is not None} | set(text_given)
     out.extend(assumed_phrases(set_here, moe))
     if moe:
         if given["imbalance"] is None:

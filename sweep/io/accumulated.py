@@ -9,8 +9,8 @@ checkpoint, computing the same blocks in the same order, so the cube equals one 
 whole (:func:`sweep.io.cube.write_dataset`: a temporary file of its own, renamed to ``OUT``), and the checkpoint
 removed once it is in place. One set of rules for both:
 
-- refused while computing (an :class:`InputError`): nothing of this run's is kept (an earlier run's checkpoint,
-  being resumed, stays);
+- refused while computing (an :class:`InputError`): a new run's checkpoint is removed; a resumed one stays, with
+  what this run added (a refusal may come of this run's options, not of what the checkpoint holds);
 - stopped otherwise (a signal at a block boundary, a crash): the checkpoint keeps every block it holds;
 - refused at the write (a file appeared at ``OUT`` meanwhile, kept without ``--force``): the whole result waits
   in the checkpoint for ``--resume``; a disk that refused the cube leaves the checkpoint written before.
@@ -56,12 +56,8 @@ def run_accumulated(
     resume: bool,
     command: str,
     overwrite: bool,
-    save_stopped: bool,
 ) -> None:
-    """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules. ``save_stopped``:
-    checkpoint the state when the job stops by an exception that is no refusal (a reduction's state is whole at
-    every block boundary, where a signal stops it; a plan's searches are checkpointed only at their own
-    boundaries, and the last such checkpoint is what a stopped plan keeps)."""
+    """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules."""
     claim = Claim(partial)
     if resume:
         job.load(partial)
@@ -74,8 +70,7 @@ def run_accumulated(
                 claim.remove()  # refused: nothing of this run's is kept
             raise
         except BaseException:
-            if save_stopped:
-                job.save(partial, claim)  # every finished block is kept
+            job.save(partial, claim)  # every finished block is kept (a signal stops it at a block boundary)
             raise
         try:
             # Looked up at the call (not bound at import): tests stop a run right after this write.

@@ -25,10 +25,12 @@ DONE = "blocks_done"  # the array of (search, blocks merged) rows
 class PlanCheckpoint:
     """The searches of one plan (``fingerprint``: its grid's and its options'), kept in ``path``."""
 
-    def __init__(self, path: str | Path, fingerprint: str, claim: Claim | None = None) -> None:
+    def __init__(self, path: str | Path, fingerprint: str) -> None:
         self.path = Path(path)
         self.fingerprint = fingerprint
-        self.claim = claim  # the plan's lock on ``path``, moved onto each checkpoint it writes
+        self.claim: Claim | None = (
+            None  # the plan's lock on ``path`` (set by its job), moved onto each checkpoint
+        )
         self.searches: dict[int, tuple[int, State]] = {}  # search index -> (blocks merged, state)
         self._unsaved = 0
 

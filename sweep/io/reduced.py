@@ -21,7 +21,6 @@ from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.accumulated import run_accumulated
-from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.paths import Claim
 
 if TYPE_CHECKING:
@@ -133,8 +132,12 @@ class _Reduction:
 
     def attrs(self) -> dict[str, Any]:
         grid = self.grid
-        return {"format": FORMAT, "family": grid.family.name, "dtype": grid.dtype, "store": grid.store_dtype,
-                **grid.cube_attrs()}  # fmt: skip
+        return {
+            "family": grid.family.name,
+            "dtype": grid.dtype,
+            "store": grid.store_dtype,
+            **grid.cube_attrs(),
+        }
 
 
 def run_reduced(
@@ -155,7 +158,7 @@ def run_reduced(
     file that appeared at ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and
     ``--resume`` writes the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
     job = _Reduction(grid, plan, progress, kernel, after_block)
-    run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite, save_stopped=True)
+    run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite)
     blocks = plan.blocks()
     total = sum(b.size for b in blocks)
     return {
