@@ -541,46 +541,71 @@ def plan_share(
 ) -> "tuple[xr.Dataset | None, Path]":
     """``sweep plan --distributed`` as process ``share[0]`` of ``share[1]``: every search of the plan
     (:func:`~sweep.analysis.planning.searches`) over the blocks ``index % processes == process``, its states
-    written to ``OUT.shard<p>of<n>.h5``; process 0 then merges every shard's states
-    (:func:`~sweep.engine.layout_evaluation.merge_searches`) into the plan and writes it to ``out``."""
-    import os
-
-    from netsweep_jax.sweep.analysis.planning import plan, searches
-    from netsweep_jax.sweep.engine.layouts import best_layouts, merge_searches
-    from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.distributed import shard_path, wait_for
-    from netsweep_jax.sweep.io.paths import partial_path
-    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+    written to a shard (``OUT.shard<p>of<n>.h5``); process 0 then merges every shard's states
+    (:func:`~sweep.engine.layout_evaluation.merge_searches`) into the plan and writes it to ``out``: the job runner's
+    share of work that accumulates (:func:`sweep.io.distributed.run_shared`)."""
+    from netsweep_jax.sweep.io.distributed import run_shared
 
     pid, count = share
     target = layout_target(grid, out, force, "plan-", say if pid == 0 else (lambda _: None))
-    fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {count}"
-    shard = shard_path(target, pid, count)
-    mine = PlanCheckpoint(partial_path(shard), fingerprint)
-    for index, searched in searches(grid):
-        state = best_layouts(searched, keep=keep, only=lambda b: b.index % count == pid, raw=True)
-        mine.record(index, 0, state)
-    mine.save()
-    os.replace(mine.path, shard)
-    if pid != 0:
-        return None, shard
-    shards = [shard_path(target, p, count) for p in range(count)]
-    try:
-        wait_for(shards, stitch_timeout, then="rerun every process (without --resume: a plan starts over)")
-    except BaseException:
-        shard.unlink(missing_ok=True)  # a plan's shard is not resumed: nothing of this run's is left behind
-        raise
-    found = []
-    for path in shards:
-        checkpoint = PlanCheckpoint(path, fingerprint)
-        checkpoint.load()
-        found.append(checkpoint.searches)
-    kept = min(keep, grid.inner_size)
-    results = {index: merge_searches([f[index][1] for f in found], kept) for index in found[0]}
-    try:
-        ds = plan(grid, keep=keep, search=lambda index, _: results[index])
-    finally:
+    job = _PlanShare(grid, keep, count)
+    written = run_shared(
+        job,
+        target,
+        share,
+        stitch_timeout=stitch_timeout,
+        command=command,
+        overwrite=force,
+        then="rerun every process (without --resume: a plan starts over)",
+    )
+    return job.result, written
+
+
+class _PlanShare:
+    """A plan's searches shared among processes (:func:`plan_share`), as the job runner's
+    :class:`~sweep.io.distributed.Shared`: each process's best layouts of its blocks of every search, kept in a
+    shard as :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` keeps a plan's searches, and merged by process 0."""
+
+    def __init__(self, grid: Any, keep: int, count: int) -> None:
+        self.grid, self.keep, self.count = grid, keep, count
+        self.fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {count}"
+        self.states: dict[int, dict[str, Any]] = {}
+        self.result: xr.Dataset | None = None
+
+    def compute_share(self, pid: int, count: int) -> None:
+        from netsweep_jax.sweep.analysis.planning import searches
+        from netsweep_jax.sweep.engine.layouts import best_layouts
+
+        for index, searched in searches(self.grid):
+            self.states[index] = best_layouts(
+                searched, keep=self.keep, only=lambda b: b.index % count == pid, raw=True
+            )
+
+    def save_share(self, path: Path) -> None:
+        from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+        mine = PlanCheckpoint(path, self.fingerprint)
+        for index, state in self.states.items():
+            mine.record(index, 0, state)
+        mine.save()
+
+    def merge(self, shards: "Sequence[Path]") -> None:
+        from netsweep_jax.sweep.analysis.planning import plan
+        from netsweep_jax.sweep.engine.layouts import merge_searches
+        from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+        found = []
         for path in shards:
-            path.unlink(missing_ok=True)
-    write_dataset(ds.assign_attrs(processes=count), target, command=command, overwrite=force)
-    return ds, target
+            checkpoint = PlanCheckpoint(path, self.fingerprint)
+            checkpoint.load()
+            found.append(checkpoint.searches)
+        kept = min(self.keep, self.grid.inner_size)
+        results = {index: merge_searches([f[index][1] for f in found], kept) for index in found[0]}
+        self.result = plan(self.grid, keep=self.keep, search=lambda index, _: results[index])
+
+    def dataset(self) -> "xr.Dataset":
+        assert self.result is not None, "merged first"
+        return self.result
+
+    def attrs(self) -> dict[str, Any]:
+        return {"processes": self.count}

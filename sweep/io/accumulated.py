@@ -1,6 +1,6 @@
 """The job runner of work whose result accumulates in memory: a ``--reduce`` sweep's accumulators
 (:mod:`sweep.io.reduced`) and ``sweep plan``'s searches (:func:`sweep.analysis.layout_jobs.write_plan`), each an
-:class:`Accumulation`.
+:class:`Accumulation` (:func:`run_accumulated`; shared among processes: :func:`sweep.io.distributed.run_shared`).
 
 Either is checkpointed to ``OUT.partial`` (a new file renamed over it every few blocks and when it stops:
 :mod:`sweep.io.checkpoints`), held by a :class:`~sweep.io.paths.Claim` from the start to the end of the run, so

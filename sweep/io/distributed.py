@@ -24,9 +24,9 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import h5py
 import jax
@@ -46,6 +46,9 @@ from netsweep_jax.sweep.io.job import (
     run_grid,
 )
 from netsweep_jax.sweep.io.provenance import provenance
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 POLL_S = 0.2
 """Seconds between two looks at the missing shards."""
@@ -348,3 +351,60 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
     cube.finish(f, partial, out)
     for s in shards:
         s.unlink()
+
+
+class Shared(Protocol):
+    """Work that accumulates, shared among processes (``--distributed``): each computes its share, kept in a
+    shard; process 0 merges every shard into the result."""
+
+    def compute_share(self, pid: int, count: int) -> None:
+        """Process ``pid`` of ``count``'s share of the blocks."""
+
+    def save_share(self, path: Path) -> None:
+        """Write this process's share to ``path`` (a file of its own)."""
+
+    def merge(self, shards: "Sequence[Path]") -> None:
+        """Merge every process's shard (process 0)."""
+
+    def dataset(self) -> "xr.Dataset":
+        """The result, once merged."""
+
+    def attrs(self) -> "Mapping[str, Any]":
+        """The result cube's global attributes besides the dataset's own."""
+
+
+def run_shared(
+    job: Shared,
+    out: Path,
+    share: tuple[int, int],
+    *,
+    stitch_timeout: float,
+    command: str,
+    overwrite: bool,
+    then: str,
+) -> Path:
+    """Run process ``share[0]`` of ``share[1]``'s share of ``job``: its shard written to ``OUT.shard<p>of<n>``
+    (:func:`shard_path`; through ``.partial`` and a rename, so a shard that exists is whole).
+    Process 0 then waits for every shard (at most ``stitch_timeout`` seconds unchanged; ``then``: what to do
+    when they do not come), merges them, removes them and writes the cube to ``out``. Returns what this process
+    wrote: the cube (process 0) or its shard."""
+    pid, count = share
+    shard = shard_path(out, pid, count)
+    job.compute_share(pid, count)
+    job.save_share(partial_path(shard))
+    os.replace(partial_path(shard), shard)
+    if pid != 0:
+        return shard
+    shards = [shard_path(out, p, count) for p in range(count)]
+    try:
+        wait_for(shards, stitch_timeout, then=then)
+    except BaseException:
+        shard.unlink(missing_ok=True)  # a share is not resumed: nothing of this run's is left behind
+        raise
+    try:
+        job.merge(shards)
+    finally:
+        for path in shards:
+            path.unlink(missing_ok=True)
+    cube.write_dataset(job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite)
+    return out
