@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.typing import ArrayLike
 
-from netsweep_jax.kernels.overlap import PAPER, Buckets, Config, Features, Layout, on_rows
+from netsweep_jax.kernels.overlap import PAPER, Buckets, Config, Features, Workers, on_rows
 
 RESIDUALS = ("absolute", "relative", "log")
 UNDEFINED = 1e6  # a row's squared residual where its prediction is not defined (not finite)
@@ -174,14 +174,14 @@ class Rows(NamedTuple):
 
     Attributes:
       config: :class:`~kernels.overlap.Config` of [R] (fitted fields are replaced).
-      layout: :class:`~kernels.overlap.Layout` of [R] and reduce [R, Bk].
+      layout: :class:`~kernels.overlap.Workers` of [R] and reduce [R, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [R, Bk].
       t1: [R] single-GPU iteration times (s).
       index: [R, F] int, the parameter each row uses for each fitted family.
     """
 
     config: Config
-    layout: Layout
+    layout: Workers
     buckets: Buckets
     t1: jax.Array
     index: jax.Array  # type: ignore[assignment]  # a field named as tuple.index: the callers' name

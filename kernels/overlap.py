@@ -123,8 +123,8 @@ class Config(NamedTuple):
     accum: jax.Array
 
 
-class Layout(NamedTuple):
-    """Coefficients of one worker layout (:mod:`sweep.model.collectives`).
+class Workers(NamedTuple):
+    """The workers' coefficients: one arrangement of the N workers on nodes and links (:mod:`sweep.model.collectives`).
 
     Attributes:
       transfer: A, seconds per compressed byte on intra-node links.
@@ -214,7 +214,7 @@ class Features(NamedTuple):
 
 
 PAPER = Features()
-# Layout.fabric's columns, in order: GPUs a host, hosts, NVLink (GB/s as NCCL counts it), NICs a host, the
+# Workers.fabric's columns, in order: GPUs a host, hosts, NVLink (GB/s as NCCL counts it), NICs a host, the
 # architecture, the GPUs of one NVLink domain, CollNet on, the tier above the hosts (hosts a leaf, 0: none; the
 # spine's oversubscription; rail-only wiring), and kernels.nccl.Constants' six (us, the fill's message in bytes).
 FABRIC_FIELDS = (
@@ -256,7 +256,7 @@ def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) ->
 
 def iteration(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
@@ -266,7 +266,7 @@ def iteration(
 
     Args:
       config: :class:`Config` of scalars (bit/s, 1, 1, s, s, 1, 1).
-      layout: :class:`Layout`: six scalars and reduce [Bk].
+      layout: :class:`Workers`: six scalars and reduce [Bk].
       buckets: :class:`Buckets` of [Bk] arrays (s, bytes, 1).
       t1: scalar single-GPU iteration time (s).
       softness: None for the exact max, or a scalar (s) for the smooth one.
@@ -337,7 +337,7 @@ def iteration(
 
 
 def _comm_time(
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     features: Features,
     sent: jax.Array,
@@ -359,7 +359,7 @@ def _comm_time(
 
 
 def nccl_durations(
-    config: Config, layout: Layout, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
+    config: Config, layout: Workers, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
@@ -389,7 +389,7 @@ def nccl_durations(
     return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
 
 
-def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, codec: jax.Array | None) -> jax.Array:
+def _nccl_buckets(config: Config, layout: Workers, buckets: Buckets, codec: jax.Array | None) -> jax.Array:
     """[Bk] seconds of each bucket's communication on NCCL's own collectives: its all-reduce
     (:func:`nccl_durations`), or when compressing its payload P_b (per worker) sent in ``rounds`` collectives,
     an all-gather of the N workers' payloads (N P_b bytes, nccl-tests' count) for a compressor that cannot be
@@ -413,7 +413,7 @@ def _nccl_buckets(config: Config, layout: Layout, buckets: Buckets, codec: jax.A
 
 
 def _codec_terms(
-    layout: Layout, buckets: Buckets, ready: jax.Array
+    layout: Workers, buckets: Buckets, ready: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """(ready' [Bk] s, bytes sent [Bk], collectives per bucket, encode E_b [Bk] s, decode D_b + n_b U_b [Bk] s)
     of a compressing sweep (the module docstring's compression terms)."""
@@ -433,7 +433,7 @@ def _codec_terms(
 
 def _relative_to_uncompressed(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None,
@@ -456,7 +456,7 @@ def _relative_to_uncompressed(
 
 def fsdp_step(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     units: Buckets,
     t1: jax.Array,
     k: jax.Array | float,
@@ -530,7 +530,7 @@ def fsdp_step(
 
 
 def _unit_collectives(
-    config: Config, layout: Layout, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
+    config: Config, layout: Workers, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
 ) -> tuple[jax.Array, jax.Array]:
     """([U] g_u, [U] s_u) seconds: each FSDP unit's all-gather and reduce-scatter (:func:`fsdp_step`), half an
     all-reduce's transfer and latency each (s_u also the reduction), pipelined where the layout is, NCCL's own
@@ -562,7 +562,7 @@ def _lift(
     """vmap :func:`iteration` over configurations (``inner`` axes) then layouts (``outer``)."""
 
     def one(
-        config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+        config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
     ) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 
@@ -571,7 +571,7 @@ def _lift(
 
 def on_grid(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
@@ -584,7 +584,7 @@ def on_grid(
 
 def on_table(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
@@ -597,7 +597,7 @@ def on_table(
 
 def on_rows(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
@@ -606,7 +606,7 @@ def on_rows(
     """config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
 
     def one(
-        config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+        config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
     ) -> Metrics:
         return iteration(config, layout, buckets, t1, softness, features)
 

@@ -30,8 +30,8 @@ from netsweep_jax.kernels.overlap import (
     Buckets,
     Config,
     Features,
-    Layout,
     Metrics,
+    Workers,
 )
 
 DEFAULT_TILE = 1024
@@ -96,7 +96,7 @@ def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *
 
 def on_grid_pallas(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     *,
@@ -111,7 +111,7 @@ def on_grid_pallas(
 
     Args:
       config: :class:`~kernels.overlap.Config` of [C] arrays.
-      layout: :class:`~kernels.overlap.Layout` of [K] arrays and reduce [K, Bk].
+      layout: :class:`~kernels.overlap.Workers` of [K] arrays and reduce [K, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [Bk], real buckets first.
       t1: scalar (s).
       features: static :class:`~kernels.overlap.Features`.
@@ -172,7 +172,7 @@ def _pad(x: jax.Array, n: int, value: float) -> jax.Array:
 
 
 def _packed(
-    config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, cp: int
+    config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, cp: int
 ) -> tuple[list[jax.Array], jax.Array, jax.Array]:
     """The program's packed inputs: each Config field padded to ``cp`` lanes with harmless values, the layout
     coefficients [K, 8] (:data:`LAYOUT_COLUMNS`, the reduce total, a zero) and the scalars [8] (T1, total bytes,

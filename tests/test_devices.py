@@ -10,7 +10,7 @@ import pytest
 
 from conftest import random_profile
 from helpers import read_outputs
-from netsweep_jax.kernels import Buckets, Config, Features, Layout
+from netsweep_jax.kernels import Buckets, Config, Features, Workers
 from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
@@ -64,7 +64,7 @@ def random_inputs(rng, k=3, c=700, b=37, real=30, zero_latency=False):
     )
     reduce = rng.uniform(0, 1e-4, (k, b)).astype(f32)
     reduce[:, real:] = 0  # padded buckets: zero bytes, cost and ready time
-    layout = Layout(
+    layout = Workers(
         rng.uniform(0, 1e-10, k).astype(f32),
         rng.uniform(1, 16, k).astype(f32),
         rng.uniform(0, 100, k).astype(f32),

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import random_profile
 from helpers import TOLERANCE
-from netsweep_jax.kernels import PAPER, Buckets, Config, Features, Layout, iteration
+from netsweep_jax.kernels import PAPER, Buckets, Config, Features, Workers, iteration
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.schema import DEFAULT_VARIABLES as OUTPUTS
 from netsweep_jax.sweep.model.profile import make_profile
@@ -217,7 +217,7 @@ def one_config(
 
 
 def layout(transfer=0.0, wire=8.0, messages=0.0, reduce=(0.0,), straggle=0.0, multi=1.0, piped=0.0):
-    return Layout(
+    return Workers(
         *(np.float64(v) for v in (transfer, wire, messages, straggle, multi, piped)),
         np.asarray(reduce, np.float64),
     )

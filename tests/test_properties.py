@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from netsweep_jax.kernels import Buckets, Config, Features, Layout
+from netsweep_jax.kernels import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 from netsweep_jax.sweep.engine.compiled import grid_metrics
 from netsweep_jax.sweep.model.collectives import coefficients
@@ -47,7 +47,7 @@ def metrics(profile, config_pair):
     nbytes = np.zeros(BUCKETS, np.float32)
     nbytes[:n] = sizes
     c = coefficients(collective, *LAYOUTS, nbytes, default_table(), 1.2e12)
-    layout = Layout(
+    layout = Workers(
         *(
             np.asarray(a, np.float32)
             for a in (c.transfer, c.wire, c.messages, c.straggle, c.multi, c.piped, c.reduce)

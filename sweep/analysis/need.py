@@ -22,7 +22,7 @@ import numpy.typing as npt
 import xarray as xr
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
-from netsweep_jax.kernels.overlap import Buckets, Config, Features, Layout
+from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
@@ -138,7 +138,7 @@ MARGIN_ULPS = 4  # the fed-back scaling factor must clear the target by this man
 def _reaching(
     value: Array,
     status: Array,
-    args: tuple[Config, Layout, Buckets, Any],
+    args: tuple[Config, Workers, Buckets, Any],
     axis: str,
     target: Any,
     features: Features,

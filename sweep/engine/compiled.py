@@ -19,7 +19,7 @@ from netsweep_jax.kernels import fit, nccl
 from netsweep_jax.kernels import layout as layout_kernel
 from netsweep_jax.kernels.bisect import boundary
 from netsweep_jax.kernels.layout_inputs import degrees
-from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Layout, on_grid, on_table
+from netsweep_jax.kernels.overlap import METRICS, PAPER, Buckets, Config, Features, Workers, on_grid, on_table
 from netsweep_jax.sweep.core.layout_axes import BREAKDOWN as LAYOUT_BREAKDOWN
 from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
@@ -51,7 +51,7 @@ layout_jit = functools.partial(jax.jit, compiler_options=LAYOUT_COMPILE)
 @functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
 def grid_metrics(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     *,
@@ -142,7 +142,7 @@ def reduced_output(
 
 @functools.partial(jax.jit, static_argnames=("features",))
 def table_metrics(
-    config: Config, layout: Layout, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER
+    config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER
 ) -> Metrics:
     """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
     return on_table(config, layout, buckets, t1, None, features)
@@ -150,7 +150,7 @@ def table_metrics(
 
 def solve_on_grid(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: ArrayLike,
     target: ArrayLike,
@@ -189,7 +189,7 @@ def solve_on_grid(
 @functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing"))
 def solve_on_fields(
     config: Config,
-    layout: Layout,
+    layout: Workers,
     buckets: Buckets,
     t1: jax.Array,
     target: jax.Array,

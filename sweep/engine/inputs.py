@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.nccl import nvlink_gbs
-from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Layout
+from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import INNER, STRUCTURAL, WORKERS
 from netsweep_jax.sweep.core.values import si_values
@@ -89,9 +89,9 @@ def layout_arrays(c: Coefficients, width: int, dtype: np.dtype) -> tuple[Host, H
     return scalars, reduce
 
 
-def _layout(scalars: Host, reduce: Host, *extra: Host) -> Layout:
-    """:class:`~kernels.overlap.Layout` from [6, K] scalars, [K, Bk] reduce and the optional fields."""
-    return Layout(scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], reduce, *extra)
+def _layout(scalars: Host, reduce: Host, *extra: Host) -> Workers:
+    """:class:`~kernels.overlap.Workers` from [6, K] scalars, [K, Bk] reduce and the optional fields."""
+    return Workers(scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], reduce, *extra)
 
 
 def _buckets(rows: Host, backward: Host, *extra: Host) -> Buckets:
@@ -139,7 +139,7 @@ class BlockInputs:
         self.plan = plan
         self.dtype = np.dtype(grid.dtype)
         self._fused: dict[tuple[int, ...], Fused | Units] = {}
-        self._layouts: dict[tuple[Any, ...], Layout] = {}
+        self._layouts: dict[tuple[Any, ...], Workers] = {}
         self._codecs: dict[tuple[int, ...], Host] = {}
         self.bucket_count = padded_count(max(len(self._fuse(t)) for t in plan.tasks()))
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
@@ -198,14 +198,14 @@ class BlockInputs:
         """The task's single-GPU iteration time (s), a scalar of the compute dtype."""
         return self.dtype.type(self.grid.profiles[self._named(task)["model"]].t1)
 
-    def layout(self, task: Task, layout_slab: Slab) -> Layout:
-        """:class:`~kernels.overlap.Layout` of [kb_width] coefficients (cached per task and slab)."""
+    def layout(self, task: Task, layout_slab: Slab) -> Workers:
+        """:class:`~kernels.overlap.Workers` of [kb_width] coefficients (cached per task and slab)."""
         key = (task, tuple((s.start, s.stop) for s in layout_slab))
         if key not in self._layouts:
             self._layouts[key] = self._make_layout(task, layout_slab)
         return self._layouts[key]
 
-    def _make_layout(self, task: Task, layout_slab: Slab) -> Layout:
+    def _make_layout(self, task: Task, layout_slab: Slab) -> Workers:
         g = self.grid
         values = [g.values[d][s] for d, s in zip(WORKERS, layout_slab)]
         nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
@@ -241,7 +241,7 @@ class BlockInputs:
         return layout._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
-        """[width, 16] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Layout`'s
+        """[width, 16] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Workers`'s
         ``fabric``, :data:`~kernels.overlap.FABRIC_FIELDS`): GPUs a host, hosts, NVLink as NCCL counts it (the
         sweep's intra-node bandwidth, by default the task's GPU's NVLink), NICs, the GPU's architecture, the GPUs
         of one NVLink domain (a ``--fabric`` preset's, else the host's), and the fabric's tier and constants
@@ -261,7 +261,7 @@ class BlockInputs:
         values = [si_values(d, g.values[d][s]) for d, s in zip(INNER, inner_slab)]
         return config_arrays(np.meshgrid(*values, indexing="ij"), self.plan.ci_width, self.dtype)
 
-    def block(self, block: Block) -> tuple[Config, Layout, Buckets, np.floating]:
+    def block(self, block: Block) -> tuple[Config, Workers, Buckets, np.floating]:
         """The four host inputs of one block: configurations [ci_width], layouts [kb_width], buckets, T1."""
         return (
             self.configs(block.inner_slab),
