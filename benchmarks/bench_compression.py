@@ -15,7 +15,7 @@ import time
 
 import jax
 
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 
 # Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
@@ -35,7 +35,7 @@ def compiled(compressor, variables, configs):
         compressor=compressor,
         variables=variables,
     )
-    plan = BlockPlan(grid.sizes, block_configs=configs)
+    plan = Blocking(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
     jax.block_until_ready(dispatcher.submit(block))

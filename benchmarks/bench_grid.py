@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jax
 
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 
 # Internal on purpose: the kernel-only rate is the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), and the end-to-end rate is the writer path of `sweep grid` (io.job.run_grid, which
@@ -66,7 +66,7 @@ def main():
     grid = make_grid(
         "resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100", fusion_buffer=0
     )
-    plan = BlockPlan(grid.sizes)
+    plan = Blocking(grid.sizes)
     kernel_only(grid, plan)  # compile
     kernel = statistics.median(kernel_only(grid, plan) for _ in range(args.repeats))
     ends = []

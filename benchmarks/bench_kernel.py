@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from timing import median_seconds
 
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 
 # Internal on purpose: this benchmark times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), which the public evaluate() hides behind host copies and Dataset building.
@@ -45,7 +45,7 @@ def bench(fusion_mb, configs, repeats):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}", fusion_buffer=fusion_mb
     )
-    plan = BlockPlan(grid.sizes, block_configs=configs)
+    plan = Blocking(grid.sizes, block_configs=configs)
     dispatcher = Dispatcher(grid, plan, kernel="xla")
     (block,) = plan.blocks()
     t = time.perf_counter()

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from netsweep_jax.sweep import Profile, evaluate  # noqa: E402
-from netsweep_jax.sweep.engine.blocks import BlockPlan  # noqa: E402
+from netsweep_jax.sweep.engine.blocks import Blocking  # noqa: E402
 
 # Internal on purpose: throughput times the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py; results stay on the device), and the float64 reference needs the model's
@@ -98,7 +98,7 @@ def throughput(kernel, fusion_mb, total, block=2**24, repeats=3):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{side}", ratio=f"1..100@{block // side}", fusion_buffer=fusion_mb
     )
-    plan = BlockPlan(grid.sizes, block_configs=block)
+    plan = Blocking(grid.sizes, block_configs=block)
     runner = Dispatcher(grid, plan, kernel=kernel)
     (b,) = plan.blocks()
     buckets = int(runner.inputs.buckets(b.task).valid.sum())

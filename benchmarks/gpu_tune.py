@@ -16,7 +16,7 @@ import numpy as np
 # Internal on purpose: this tunes the Pallas kernel itself (kernels.pallas_overlap) and the engine's
 # per-block dispatch (Dispatcher.submit, documented in sweep/engine/dispatch.py); no public API exposes either.
 from netsweep_jax.kernels.pallas_overlap import on_grid_pallas
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.engine.dispatch import Dispatcher
 from netsweep_jax.sweep.engine.grid import make_grid
 
@@ -35,7 +35,7 @@ def median_time(fn, repeats=5):
 
 def main():
     grid = make_grid("resnet50", bandwidth="1..400@4096", ratio="1..100@4096", fusion_buffer=0)
-    plan = BlockPlan(grid.sizes, block_configs=C)
+    plan = Blocking(grid.sizes, block_configs=C)
     runner = Dispatcher(grid, plan, kernel="pallas")
     (block,) = plan.blocks()
     inputs = runner.inputs

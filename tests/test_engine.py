@@ -7,7 +7,7 @@ import pytest
 from helpers import COMPILE_EVENTS, TRACE_EVENT, counting_compiles
 from netsweep_jax.kernels.overlap import METRICS, Config
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays
 from netsweep_jax.sweep.engine.grid import make_grid
 
@@ -23,7 +23,7 @@ def test_blocks_tile_the_grid_once(block_configs):
         utilization=[0.5, 1.0],
         collective=["ring", "tree"],
     )
-    plan = BlockPlan(grid.sizes, block_configs)
+    plan = Blocking(grid.sizes, block_configs)
     count = np.zeros(grid.shape, np.int64)
     for block in plan.blocks():
         assert block.size <= block_configs or plan.split_dim == "latency"

@@ -44,12 +44,12 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
     # configurations, and every block input is placed on the device either way: inputs placed or not lower
     # apart, and a sweep whose blocks split its configurations compiled the kernel again.
     from netsweep_jax.sweep.core.families import LAYOUTS
-    from netsweep_jax.sweep.engine.blocks import SMALL_DATA_PARALLEL_BLOCK, BlockPlan
+    from netsweep_jax.sweep.engine.blocks import SMALL_DATA_PARALLEL_BLOCK, Blocking
     from netsweep_jax.sweep.engine.grid import make_grid
 
     sizes = dict(make_grid("vgg16", bandwidth="1..10@7", nodes=[2, 4, 8]).sizes)
     for budget in (4, 21, 2**18):  # blocks of part of a layout's 7 bandwidths, of one layout, of all three
-        plan = BlockPlan(sizes, budget)
+        plan = Blocking(sizes, budget)
         assert (plan.kb_width, plan.ci_width) == SMALL_DATA_PARALLEL_BLOCK, budget
     axes = dict(bandwidth="1..10@7", nodes=[2, 4, 8])
     whole = sweep.evaluate("vgg16", **axes)
@@ -61,5 +61,5 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
 
     # The layout family: a setting's 9,216 layouts in blocks of 8,192 are the 8 x 8,192 shape of a small plan.
     layouts = dict(dict.fromkeys(LAYOUTS.dims, 1), tp=4, pp=3, cp=2, micro_batch=32, zero=4, recompute=3)
-    plan = BlockPlan(layouts, 8192, LAYOUTS)
+    plan = Blocking(layouts, 8192, LAYOUTS)
     assert not plan.splits_layouts and (plan.kb_width, plan.ci_width) == (8, 8192)

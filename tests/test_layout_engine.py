@@ -1,6 +1,6 @@
 """Layout sweeps run on the data-parallel family's engine: one block loop, dispatcher, cube writer and reader.
 
-``sweep grid`` on a large model is cut into blocks by the same block plan, written block by block with
+``sweep grid`` on a large model is cut into blocks by the same blocking, written block by block with
 checksums, and so gets what a data-parallel sweep has: a SIGTERM keeps the finished blocks and ``--resume``
 completes them into the cube one run writes, bit for bit; two processes over ``jax.distributed`` stitch the
 same cube as one; ``--store float16``, ``--vars`` and ``--reduce`` work on it. The grid is small and cut
@@ -16,7 +16,7 @@ import pytest
 
 from helpers import blocks_done, invoke, invoke_interrupted_after, two_processes
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
 from netsweep_jax.sweep.io.reader import open_cube
 
@@ -58,7 +58,7 @@ def test_the_cube_is_the_in_memory_grid_block_by_block(one_path, one_run):
         "llama3-8b", gpus=64, global_batch=256, tp="1,2,4,8", pp="1,2,4", micro_batch="1,2", bandwidth="100,200,400",
         utilization="0.5,1",
     )  # fmt: skip
-    plan = BlockPlan(grid.sizes, 8192, grid.family)
+    plan = Blocking(grid.sizes, 8192, grid.family)
     assert len(plan.blocks()) == 6 and (plan.kb_width, plan.ci_width) == (8, 8192)
     assert_same(one_run, evaluate_layouts_arrays(grid))  # one block of all of it, the same numbers
     with h5py.File(one_path, "r") as f:
@@ -72,7 +72,7 @@ def test_a_block_narrower_than_the_shared_shape_is_not_padded_to_its_lanes():
     # (1,024 x 64 for one layout in blocks of 64: 65,536 configurations computed for each one kept).
     grid = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1", pp="1", micro_batch="1")
     assert grid.size == 1
-    plans = {budget: BlockPlan(grid.sizes, budget, grid.family) for budget in (64, 1024, 8192, 2**18)}
+    plans = {budget: Blocking(grid.sizes, budget, grid.family) for budget in (64, 1024, 8192, 2**18)}
     assert {budget: (p.kb_width, p.ci_width) for budget, p in plans.items()} == {
         64: (1, 64),
         1024: (1, 1024),

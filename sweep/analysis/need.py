@@ -27,7 +27,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, BlockPlan
+from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, Blocking
 from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
@@ -100,7 +100,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
         # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).
         grid = dataclasses.replace(grid, dtype="float64")
-    plan = BlockPlan(
+    plan = Blocking(
         grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
     )  # a block per task: few combinations
     value = np.full(grid.shape, np.nan, grid.dtype)

@@ -1,4 +1,4 @@
-"""Block geometry (the block plan; not `sweep plan`): how a grid's cube is cut into blocks, and the one kernel shape.
+"""Block geometry (the `Blocking`): how a grid's cube is cut into blocks, and the one kernel shape.
 
 Pure index arithmetic over named dims, no arrays, the same for every model family
 (:mod:`sweep.core.families`). A cube's dims are its family's ``structural + outer + inner``
@@ -67,7 +67,7 @@ def data_parallel_rows(n: int, columns: int) -> int:
     :data:`SMALL_BLOCK_LANES` lanes (4 where the columns are 128, 2 at 256, none from 512 on), so that the
     small sweeps of one model share a compile whatever their layout count (1, 2, 4 or 8 layouts compiled
     four kernels of the same buckets), and a large block is never padded beyond its own lanes. Blocks of at
-    most 8 layouts by 64 configurations take :data:`SMALL_DATA_PARALLEL_BLOCK` whole (:class:`BlockPlan`); this
+    most 8 layouts by 64 configurations take :data:`SMALL_DATA_PARALLEL_BLOCK` whole (:class:`Blocking`); this
     floor is the one of wider small blocks (128 and 256 configurations)."""
     fits = SMALL_BLOCK_LANES // max(columns, 1)
     return padded_width(n, least=min(8, 1 << (fits.bit_length() - 1)) if fits else 1)
@@ -142,7 +142,7 @@ class Block:
     """One unit of work and of writing.
 
     Attributes:
-      index: position in :meth:`BlockPlan.blocks` (the id recorded as done).
+      index: position in :meth:`Blocking.blocks` (the id recorded as done).
       task: indices along the family's structural dims.
       slab: ``slice`` objects along its varying dims (outer dims, then inner dims).
       outer_dims: how many of ``slab`` are outer dims.
@@ -182,7 +182,7 @@ class Block:
         return math.prod(s.stop - s.start for s in self.slab)
 
 
-class BlockPlan:
+class Blocking:
     """How a cube of ``sizes`` is cut into blocks, and the fixed kernel shape (kb, ci), padded to
     (kb_width, ci_width) lanes.
 

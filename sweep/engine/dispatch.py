@@ -1,7 +1,7 @@
 """The sweep engine: dispatch fixed-shape blocks to the devices, collect them for a sink.
 
 One engine for both model families (:mod:`sweep.core.families`). A
-:class:`~sweep.engine.blocks.BlockPlan` says how the cube is cut; a family's block kernel builds
+:class:`~sweep.engine.blocks.Blocking` says how the cube is cut; a family's block kernel builds
 each block's host arrays and calls its compiled kernel (one compile per sweep and dtype): the
 data-parallel family's :class:`~sweep.engine.inputs.BlockInputs` and
 :func:`sweep.engine.compiled.grid_metrics`, the layout family's
@@ -27,7 +27,7 @@ from netsweep_jax.kernels.overlap import METRICS, Config, Features
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, BlockPlan, pow2
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, pow2
 from netsweep_jax.sweep.engine.compiled import (
     grid_metrics,
     layout_block_best,
@@ -134,7 +134,7 @@ def precision(dtype: str) -> Iterator[None]:
 class _DataParallelBlocks:
     """The data-parallel family's blocks: buckets, layouts and configurations to :func:`grid_metrics`."""
 
-    def __init__(self, grid: Grid, plan: BlockPlan, kernel: str, keep: int | None = None) -> None:
+    def __init__(self, grid: Grid, plan: Blocking, kernel: str, keep: int | None = None) -> None:
         if keep is not None:
             raise ValueError("keep: the best layouts of each setting are a layout sweep's")
         self.grid, self.plan = grid, plan
@@ -184,7 +184,7 @@ class _LayoutBlocks:
 
     kernel = "xla"
 
-    def __init__(self, grid: LayoutGrid, plan: BlockPlan, kernel: str, keep: int | None = None) -> None:
+    def __init__(self, grid: LayoutGrid, plan: Blocking, kernel: str, keep: int | None = None) -> None:
         # ``kernel``: the adapters' one signature (BLOCKS); a layout sweep runs on XLA (check_kernel refused Pallas).
         self.grid, self.plan = grid, plan
         self.tables = BlockTables(grid)
@@ -258,7 +258,7 @@ class BlockAdapter(Protocol):
     ``name`` cannot run one ('' where it can)."""
 
     def __call__(
-        self, grid: Any, plan: BlockPlan, kernel: str, keep: int | None = None
+        self, grid: Any, plan: Blocking, kernel: str, keep: int | None = None
     ) -> "_DataParallelBlocks | _LayoutBlocks": ...
 
     def pallas_refusal(self, grid: Any, name: str) -> str: ...
@@ -273,7 +273,7 @@ class Dispatcher:
     def __init__(
         self,
         grid: AnyGrid,
-        plan: BlockPlan,
+        plan: Blocking,
         kernel: str = DEFAULTS.kernel,
         devices: Sequence[jax.Device] | None = None,
         keep: int | None = None,
@@ -356,7 +356,7 @@ def check_float16(arrays: Arrays, family: Family) -> None:
 
 def run(
     grid: AnyGrid,
-    plan: BlockPlan,
+    plan: Blocking,
     sink: Sink,
     *,
     skip: Collection[int] = (),
@@ -405,7 +405,7 @@ def evaluate_arrays(
 ) -> Arrays:
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset; an integer output,
     -1). ``progress(configs)`` is called after each block."""
-    plan = BlockPlan(grid.sizes, block_configs, grid.family)
+    plan = Blocking(grid.sizes, block_configs, grid.family)
     integer = grid.family.integer
     out = {
         name: np.full(grid.shape, -1, np.int32)

@@ -6,7 +6,7 @@ from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, BlockPlan, check_in_memory
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Blocking, check_in_memory
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.grid import make_grid
@@ -62,7 +62,7 @@ def evaluate(
             "by block (sweep grid)",
         )
     else:
-        plan = BlockPlan(grid.sizes, block_configs)
+        plan = Blocking(grid.sizes, block_configs)
         state = ReducedRun(grid, plan)
         run(grid, plan, state.add, kernel=kernel)
         return state.dataset()

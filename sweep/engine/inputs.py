@@ -10,7 +10,7 @@ Every kernel input is made here, from the same three steps:
 - configurations: the inner axes in SI units, padded with harmless finite values
   (:func:`config_arrays`).
 
-Two shapes use them: :class:`BlockInputs`, the blocks of a :class:`~sweep.engine.blocks.BlockPlan`
+Two shapes use them: :class:`BlockInputs`, the blocks of a :class:`~sweep.engine.blocks.Blocking`
 over a :class:`~sweep.engine.grid.Grid` (every task padded to the sweep's largest bucket
 count; fusion and coefficients cached, as blocks share tasks and layouts), and
 :func:`row_inputs`, one configuration, layout and bucket set per row (measured runs,
@@ -30,7 +30,7 @@ from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import INNER, STRUCTURAL, WORKERS
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.workloads import gpu_of
@@ -134,7 +134,7 @@ def features_of(grid: Grid) -> Features:
 class BlockInputs:
     """Host arrays for the blocks of ``plan`` over ``grid``, in the grid's dtype."""
 
-    def __init__(self, grid: Grid, plan: BlockPlan) -> None:
+    def __init__(self, grid: Grid, plan: Blocking) -> None:
         self.grid = grid
         self.plan = plan
         self.dtype = np.dtype(grid.dtype)

@@ -1,6 +1,6 @@
 """A layout sweep's blocks: the host tables the device crosses.
 
-A block (cut by :class:`sweep.engine.blocks.BlockPlan`, as a data-parallel sweep's) is ``R`` outer
+A block (cut by :class:`sweep.engine.blocks.Blocking`, as a data-parallel sweep's) is ``R`` outer
 cells by ``C`` layouts: the host hands the device one small table of the cells (their dims, model
 shape, GPU, precision) and one of the layouts (their dims), and the device crosses them, so the work
 per block on the host grows with R + C while the device's grows with R x C.

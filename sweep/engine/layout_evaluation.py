@@ -10,7 +10,7 @@ from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import DIMS, SETTING_DIMS
 from netsweep_jax.sweep.engine import blocks
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
@@ -79,7 +79,7 @@ def best_layouts(
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
     layout index (-1: none), and every output at them [O, K] (O = the outer cells in cube order)."""
     keep = min(keep, grid.inner_size)
-    plan = BlockPlan(grid.sizes, block_configs, grid.family)
+    plan = Blocking(grid.sizes, block_configs, grid.family)
     done = 0
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {

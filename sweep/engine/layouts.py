@@ -4,7 +4,7 @@ A :class:`LayoutGrid` is the outer product of its dims (:mod:`sweep.core.layout_
 in two groups: the *outer* dims (what is trained and what it runs on: model, GPU,
 GPU count, network, ...) and the *layout* dims (dp, tp, pp, cp, ep, micro-batch,
 schedule, recompute, sequence parallelism, ZeRO), the ones ``sweep plan`` searches.
-A block is ``R`` outer cells by ``C`` layouts, cut by the engine's one block plan
+A block is ``R`` outer cells by ``C`` layouts, cut by the engine's one blocking
 (:mod:`sweep.engine.blocks`): the host hands the device one small table of the cells
 (their dims, model shape, GPU, precision) and one of the layouts (their dims), and the
 device crosses them, so the work per block on the host grows with R + C while the

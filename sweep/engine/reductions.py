@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 
 if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Dataset (a reduced result's)
@@ -118,18 +118,18 @@ def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PA
     )
 
 
-def _after_split(plan: BlockPlan) -> tuple[str, ...]:
+def _after_split(plan: Blocking) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
     varying = plan.family.varying
     return varying[varying.index(plan.split_dim) + 1 :]
 
 
-def in_block(plan: BlockPlan, reduction: Reduction) -> tuple[str, ...]:
+def in_block(plan: Blocking, reduction: Reduction) -> tuple[str, ...]:
     """The U dims every block of ``plan`` holds whole, in cube order."""
     return tuple(d for d in _after_split(plan) if d in reduction.dims)
 
 
-def device_plan(plan: BlockPlan, reduction: Reduction) -> DevicePlan:
+def device_plan(plan: Blocking, reduction: Reduction) -> DevicePlan:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
     then the dims after it; the axes of it the device reduces; the op's kind): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
@@ -165,7 +165,7 @@ class Accumulator:
 
 
 def _block_where(
-    plan: BlockPlan, block: Block, reduction: Reduction
+    plan: Blocking, block: Block, reduction: Reduction
 ) -> tuple[tuple[Any, ...], dict[str, int]]:
     """(index into the result for this reduced block, {dim: the block's first index along it})."""
     varying = plan.family.varying
@@ -202,7 +202,7 @@ class ReducedGrid(Coordinated, Protocol):
 class ReducedRun:
     """Accumulators of every kept variable, fed one reduced block at a time."""
 
-    def __init__(self, grid: ReducedGrid, plan: BlockPlan) -> None:
+    def __init__(self, grid: ReducedGrid, plan: Blocking) -> None:
         assert grid.reduction is not None
         self.grid, self.plan, self.r = grid, plan, grid.reduction
         shape = tuple(plan.sizes[d] for d in self.r.kept)

@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, family_of
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
 from netsweep_jax.sweep.io.paths import exists, write_atomically
@@ -167,7 +167,7 @@ def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Da
 CHUNKED_RANKS = range(1, 32)
 
 
-def storage_chunks(plan: BlockPlan) -> tuple[int, ...] | None:
+def storage_chunks(plan: Blocking) -> tuple[int, ...] | None:
     """The HDF5 chunk shape of a cube cut by ``plan`` (its block's shape), or None: stored contiguous."""
     return plan.chunk_shape if len(plan.shape) in CHUNKED_RANKS else None
 
@@ -179,7 +179,7 @@ def estimated_bytes(grid: "AnyGrid") -> int:
 
 
 def create(
-    path: str | Path, grid: "AnyGrid", plan: BlockPlan, attrs: Mapping[str, Any], sparse: bool = False
+    path: str | Path, grid: "AnyGrid", plan: Blocking, attrs: Mapping[str, Any], sparse: bool = False
 ) -> h5py.File:
     """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
 
@@ -293,7 +293,7 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
         )
 
 
-def open_for_resume(path: str | Path, grid: "AnyGrid", plan: BlockPlan) -> h5py.File:
+def open_for_resume(path: str | Path, grid: "AnyGrid", plan: Blocking) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")

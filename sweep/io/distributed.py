@@ -32,7 +32,7 @@ import h5py
 import jax
 
 from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.engine.dispatch import AnyGrid
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
@@ -319,7 +319,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
     """Copy every block from the shard that computed it into the cube ``out``."""
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
-    plan = BlockPlan(grid.sizes, block_configs, grid.family)
+    plan = Blocking(grid.sizes, block_configs, grid.family)
     count = len(shards)
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:

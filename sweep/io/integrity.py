@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import Family, family_of
-from netsweep_jax.sweep.engine.blocks import BlockPlan
+from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
 
 HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
@@ -48,7 +48,7 @@ def checksum(arrays: Mapping[str, npt.NDArray[Any]], family: Family) -> int:
 
 
 def verified_blocks(
-    f: h5py.File, plan: BlockPlan, only: Collection[int] | None = None
+    f: h5py.File, plan: Blocking, only: Collection[int] | None = None
 ) -> tuple[list[int], list[int]]:
     """(finished blocks whose data match their checksum, indices of the damaged ones), of every block or of
     those in ``only``.
@@ -77,11 +77,11 @@ def verified_blocks(
     return good, damaged
 
 
-def _plan_of(f: h5py.File) -> BlockPlan:
+def _plan_of(f: h5py.File) -> Blocking:
     """The blocks a cube written block by block was cut into."""
     family = family_of(f.attrs)
     sizes = dict(zip(family.dims, f[stored(f)[0]].shape))
-    return BlockPlan(sizes, int(f.attrs["block_configs"]), family)
+    return Blocking(sizes, int(f.attrs["block_configs"]), family)
 
 
 def verify(path: str | Path) -> tuple[int, int, int]:
@@ -102,7 +102,7 @@ def verify(path: str | Path) -> tuple[int, int, int]:
         return len(good) + len(damaged), len(damaged), len(plan.blocks())
 
 
-def touched(plan: BlockPlan, positions: Mapping[str, npt.NDArray[np.integer]]) -> set[int]:
+def touched(plan: Blocking, positions: Mapping[str, npt.NDArray[np.integer]]) -> set[int]:
     """The blocks of ``plan`` holding any of the cells a selection reads: ``positions[dim]``, the indices it
     keeps along ``dim`` (every index of a dim not named)."""
     dims = plan.family.dims

@@ -17,7 +17,7 @@ import h5py
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.core.wording import counted
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
@@ -123,7 +123,7 @@ def _remove_own(partial: Path, inode: int | None) -> None:
 
 
 def create_partial(
-    partial: Path, grid: AnyGrid, plan: BlockPlan, attrs: dict[str, Any], sparse: bool
+    partial: Path, grid: AnyGrid, plan: Blocking, attrs: dict[str, Any], sparse: bool
 ) -> h5py.File:
     """A new partial cube, or a refusal when another run created the file first."""
     try:
@@ -209,7 +209,7 @@ def run_grid(
         partial = partial_path(out)
         if block_configs is None:
             block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
-        plan = BlockPlan(grid.sizes, block_configs, grid.family)
+        plan = Blocking(grid.sizes, block_configs, grid.family)
         mine = None if share is None else _share_filter(*share)
         if grid.reduction is not None:
             return _run_reduced(
@@ -241,7 +241,7 @@ def run_grid(
 def _open_partial(
     partial: Path,
     grid: AnyGrid,
-    plan: BlockPlan,
+    plan: Blocking,
     *,
     resume: bool,
     force: bool,
@@ -308,7 +308,7 @@ def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
 
 def _run_reduced(
     grid: AnyGrid,
-    plan: BlockPlan,
+    plan: Blocking,
     out: Path,
     partial: Path,
     *,
@@ -364,7 +364,7 @@ def _run_reduced(
 def _fill(
     f: h5py.File,
     grid: AnyGrid,
-    plan: BlockPlan,
+    plan: Blocking,
     resume: bool,
     mine: Callable[[Block], bool] | None,
     progress: Progress | None,

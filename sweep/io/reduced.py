@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.engine.blocks import Block, BlockPlan
+from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
@@ -91,7 +91,7 @@ class _Reduction:
     def __init__(
         self,
         grid: AnyGrid,
-        plan: BlockPlan,
+        plan: Blocking,
         progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
         kernel: str,
         after_block: Callable[[Block], None],
@@ -142,7 +142,7 @@ class _Reduction:
 
 def run_reduced(
     grid: AnyGrid,
-    plan: BlockPlan,
+    plan: Blocking,
     out: Path,
     partial: Path,
     *,
