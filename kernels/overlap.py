@@ -3,7 +3,7 @@
 Zhang et al., "Is Network the Bottleneck of Distributed Training?" (NetAI 2020),
 section 4: gradients become ready layer by layer during the backward pass; fused
 buckets are all-reduced one at a time in FIFO order, each starting when it is
-ready and the previous one has finished. With the layout coefficients A (transfer),
+ready and the previous one has finished. With the workers' coefficients A (transfer),
 B (wire), L (messages), F_b (reduce) of :mod:`sweep.model.collectives`, per bucket b of
 S_b bytes:
 
@@ -55,9 +55,9 @@ iteration time over that of the same configuration with no compression at all
 (payload = bytes, no codec, ratio 1). With compressor ``none`` every term above is
 the plain model's, bit for bit.
 
-NCCL's own collective (``nccl``: :func:`nccl_durations`, the layout's ``fabric``): duration_b is NCCL's time
+NCCL's own collective (``nccl``: :func:`nccl_durations`, the workers' ``fabric``): duration_b is NCCL's time
 t(X) of the bucket's all-reduce of X = S_b / ratio bytes as :mod:`kernels.nccl` prices it (its reduction and
-latencies included: the layout's A, B, L and F are zeros); compressed, one collective of the whole payload
+latencies included: the workers' A, B, L and F are zeros); compressed, one collective of the whole payload
 and an empty one for each further round, then the decode (:func:`_nccl_buckets`):
 
     duration_b     = t(P'_b) + (rounds - 1) t(0) + D_b + n_b U_b,    P'_b = (gather ? N P_b : P_b) / ratio
@@ -139,7 +139,7 @@ class Workers(NamedTuple):
       workers: N when N > 1, else 0 (compression only: payloads to decode).
       plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
       nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), else 0.0.
-      fabric: [16] the layout's fabric for NCCL's collective (:data:`FABRIC_FIELDS`): GPUs a host, hosts,
+      fabric: [16] the workers' fabric for NCCL's collective (:data:`FABRIC_FIELDS`): GPUs a host, hosts,
         NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, GPUs an NVLink domain (NVSwitch
         where above 1), CollNet (1.0: SHARP on), the tier above the hosts (hosts a leaf, 0: none; the spine's
         oversubscription; 1.0: rail-only) and :class:`kernels.nccl.Constants`' six; the NICs' rate is the
@@ -197,12 +197,12 @@ class Features(NamedTuple):
     """Static switches: terms compiled in only when some configuration of a sweep needs them.
 
     Attributes:
-      piped: some layout is pipelined (``nccl-ring``, ``nccl-tree``).
+      piped: some workers' collective is pipelined (``nccl-ring``, ``nccl-tree``).
       compute: some overhead, slowdown or jitter is not 0.
       fsdp: some task is fully sharded (:func:`fsdp_step`).
       compress: some task compresses (the buckets carry payloads and codec times).
       accuracy: compute ``time_to_accuracy`` (a second, uncompressed evaluation).
-      nccl: some layout's collective is NCCL's own (``nccl``: :func:`nccl_durations`).
+      nccl: some workers' collective is NCCL's own (``nccl``: :func:`nccl_durations`).
     """
 
     piped: bool = False
@@ -346,7 +346,7 @@ def _comm_time(
 ) -> jax.Array:
     """``comm_time`` (s), the sum of the buckets' durations: in closed form for the paper's collectives (``sent``:
     alpha sum S_b + rounds L latency sum valid, plus the reductions and the codec terms), the scan's ``carried``
-    sum where a layout's collective is pipelined or NCCL's own."""
+    sum where the workers' collective is pipelined or NCCL's own."""
     comm = sent + jnp.sum(layout.reduce)
     if features.compress:
         comm = comm + jnp.sum(extra[0])
@@ -363,7 +363,7 @@ def nccl_durations(
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
-    buffer) on the layout's ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
+    buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
     over the spine's divisor, NCCL's own choice of algorithm and protocol and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
@@ -533,7 +533,7 @@ def _unit_collectives(
     config: Config, layout: Workers, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
 ) -> tuple[jax.Array, jax.Array]:
     """([U] g_u, [U] s_u) seconds: each FSDP unit's all-gather and reduce-scatter (:func:`fsdp_step`), half an
-    all-reduce's transfer and latency each (s_u also the reduction), pipelined where the layout is, NCCL's own
+    all-reduce's transfer and latency each (s_u also the reduction), pipelined where the workers' collective is, NCCL's own
     where its collective is (:func:`nccl_durations`, the reduction included)."""
     half_lat = 0.5 * lat
     gather = 0.5 * alpha * units.nbytes + half_lat * units.valid

@@ -15,7 +15,6 @@ slowdown and jitter as plain numbers.
 import dataclasses
 import math
 import numbers
-import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,8 @@ from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -371,7 +372,7 @@ def compare(
     seq_len: int | None = None,
     out: str | Path | None = None,
     force: bool = False,
-    fabric: str | os.PathLike[str] | None = None,
+    fabric: str | FabricPreset | FabricConstants | None = None,
     **axes: Any,
 ) -> Comparison:
     """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
@@ -381,8 +382,8 @@ def compare(
 
     Args:
       model: as :func:`evaluate` (default: resnet50, vgg16, bert-large, gpt2-xl).
-      bandwidth: Gbit/s, a number, sequence or value-syntax string (None: 10, 25, 100 and 400, or the
-        ``fabric``'s NIC rate).
+      bandwidth: Gbit/s, a number, sequence or value-syntax string (None: 10, 25, 100 and 400, or a fabric
+        preset's NIC rate).
       utilization: today's, one number in [1e-4, 1).
       compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
       nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
@@ -393,8 +394,9 @@ def compare(
       gpu, precision, batch, seq_len: the transformers' workload (default: h100, bf16, batch 8).
       out: also write REPORT.md, compare.csv and speedups.png into this directory.
       force: replace those files where they exist (never through a link); without it they are refused.
-      fabric: a fabric preset or a fabric file (``sweep compare --fabric``): as :func:`evaluate`'s, its GPUs and
-        NICs a node, NIC rate, GPU and NCCL's collective where those are not given.
+      fabric: as :func:`evaluate`'s (``sweep compare --fabric``): a fabric preset's name (its GPUs and NICs a node,
+        NIC rate and GPU where those are not given) or a fabric file's constants
+        (:func:`sweep.io.fabric_file.read_fabric`); either implies NCCL's collective where none is given.
       **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
 
     Returns:

@@ -181,7 +181,7 @@ def test_compare_takes_a_fabric_as_grid_does(compare_evaluates):
     assert seen["nodes"] == "4"
 
 
-def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_evaluates):
+def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_evaluates, tmp_path):
     # sweep.compare(fabric=...) used to default 8 GPUs a node and nccl-ring, so a preset could not set them and the
     # call was refused ("a --fabric prices NCCL's own collective"); it now hands evaluate what the command does.
     from netsweep_jax import sweep
@@ -194,9 +194,13 @@ def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_eva
     seen.clear()
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", nodes=4)
+    defaults = (8, "nccl-ring", (10, 25, 100, 400))
     assert (seen["gpus_per_node"], seen["collective"], seen["bandwidth"], "fabric" in seen) == (
-        8,
-        "nccl-ring",
-        (10, 25, 100, 400),
+        *defaults,
         False,
     )
+    # A fabric file's constants set no node or NIC: compare's own rates and GPUs a node, NCCL's collective implied.
+    seen.clear()
+    with pytest.raises(InputError, match="recorded"):
+        sweep.compare("gpt2-xl", fabric=read_fabric(fabric_file(tmp_path)), nodes=4)
+    assert (seen["gpus_per_node"], seen["collective"], seen["bandwidth"]) == (8, None, (10, 25, 100, 400))

@@ -42,6 +42,7 @@ from netsweep_jax.sweep.io.paths import (
     write_report_files,
 )
 from netsweep_jax.sweep.model.compressors import parse_compressors
+from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
@@ -125,7 +126,8 @@ def compare(
     Args:
       models: model names or profiles (:func:`sweep.engine.workloads.resolve_models`, with ``gpu``,
         ``precision``, ``batch``, ``seq_len`` for the transformers; default :data:`WORKLOAD`).
-      nodes, gpus_per_node, collective, bucketing: one value each (None: :func:`_defaults`, as ``bandwidth``).
+      bandwidth: Gbit/s (None: :func:`_defaults`).
+      nodes, gpus_per_node, collective, bucketing: one value each (None: :func:`_defaults`).
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
         in the ``assumed`` text.
       fabric: a fabric preset or a fabric file's constants (:func:`sweep.evaluate`'s ``fabric``): settings the
@@ -149,10 +151,8 @@ def compare(
     profiles = resolve_models(models, **workload)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     setup.update({"fabric": fabric} if fabric is not None else {})
-    swept: list[Any] = [
-        "none",
-        *chosen,
-    ]  # Compressor objects pass through as parsed (names round to 15 digits)
+    # Compressor objects pass through as parsed (names round to 15 digits).
+    swept: list[Any] = ["none", *chosen]
     ds = evaluate(
         list(profiles),
         bandwidth=bandwidth,
@@ -186,13 +186,14 @@ def _defaults(
     fabric: Any, bandwidth: Any, gpus_per_node: Any, collective: str | None
 ) -> tuple[Any, Any, str | None]:
     """Compare's own defaults for what is not given (None: :data:`BANDWIDTHS`, :data:`GPUS_PER_NODE`,
-    :data:`COLLECTIVE`); with a fabric, what it does not set is the fabric's."""
-    if fabric is not None:
-        return bandwidth, gpus_per_node, collective
+    :data:`COLLECTIVE`), but what the fabric sets: a preset its NIC rate and GPUs a node, any fabric (a fabric
+    file's constants too) NCCL's own collective."""
+    choice = fabric_choice(fabric)
+    preset = isinstance(choice, FabricPreset)
     return (
-        BANDWIDTHS if bandwidth is None else bandwidth,
-        GPUS_PER_NODE if gpus_per_node is None else gpus_per_node,
-        COLLECTIVE if collective is None else collective,
+        BANDWIDTHS if bandwidth is None and not preset else bandwidth,
+        GPUS_PER_NODE if gpus_per_node is None and not preset else gpus_per_node,
+        COLLECTIVE if collective is None and choice is None else collective,
     )
 
 

@@ -569,7 +569,8 @@ class _PlanShare:
     def __init__(self, grid: Any, keep: int, count: int) -> None:
         self.grid, self.keep, self.count = grid, keep, count
         self.fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {count}"
-        self.states: dict[int, dict[str, Any]] = {}
+        self.states: dict[int, dict[str, Any]] = {}  # this process's share of each search
+        self.found: list[dict[int, tuple[int, dict[str, Any]]]] = []  # every process's (process 0)
         self.result: xr.Dataset | None = None
 
     def compute_share(self, pid: int, count: int) -> None:
@@ -589,16 +590,20 @@ class _PlanShare:
             mine.record(index, 0, state)
         mine.save()
 
-    def merge(self, shards: "Sequence[Path]") -> None:
-        from netsweep_jax.sweep.analysis.planning import plan
-        from netsweep_jax.sweep.engine.layouts import merge_searches
+    def load_shares(self, shards: "Sequence[Path]") -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        found = []
+        self.found = []
         for path in shards:
             checkpoint = PlanCheckpoint(path, self.fingerprint)
             checkpoint.load()
-            found.append(checkpoint.searches)
+            self.found.append(checkpoint.searches)
+
+    def merge(self) -> None:
+        from netsweep_jax.sweep.analysis.planning import plan
+        from netsweep_jax.sweep.engine.layouts import merge_searches
+
+        found = self.found
         kept = min(self.keep, self.grid.inner_size)
         results = {index: merge_searches([f[index][1] for f in found], kept) for index in found[0]}
         self.result = plan(self.grid, keep=self.keep, search=lambda index, _: results[index])

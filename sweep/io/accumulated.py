@@ -1,6 +1,7 @@
 """The job runner of work whose result accumulates in memory: a ``--reduce`` sweep's accumulators
 (:mod:`sweep.io.reduced`) and ``sweep plan``'s searches (:func:`sweep.analysis.layout_jobs.write_plan`), each an
-:class:`Accumulation` (:func:`run_accumulated`; shared among processes: :func:`sweep.io.distributed.run_shared`).
+:class:`Accumulation` (:func:`run_accumulated`). A plan shared among processes is a
+:class:`sweep.io.distributed.Shared` (:func:`sweep.io.distributed.run_shared`).
 
 Either is checkpointed to ``OUT.partial`` (a new file renamed over it every few blocks and when it stops:
 :mod:`sweep.io.checkpoints`), held by a :class:`~sweep.io.paths.Claim` from the start to the end of the run, so
@@ -9,8 +10,8 @@ checkpoint, computing the same blocks in the same order, so the cube equals one 
 whole (:func:`sweep.io.cube.write_dataset`: a temporary file of its own, renamed to ``OUT``), and the checkpoint
 removed once it is in place. One set of rules for both:
 
-- refused while computing (an :class:`InputError`): a new run's checkpoint is removed; a resumed one stays, with
-  what this run added (a refusal may come of this run's options, not of what the checkpoint holds);
+- refused while computing (an :class:`InputError`): a new run's checkpoint is removed; a resumed one stays as its
+  last save left it (a refusal may come of this run's options, not of what the checkpoint holds);
 - stopped otherwise (a signal at a block boundary, a crash): the checkpoint keeps every block it holds;
 - refused at the write (a file appeared at ``OUT`` meanwhile, kept without ``--force``): the whole result waits
   in the checkpoint for ``--resume``; a disk that refused the cube leaves the checkpoint written before.

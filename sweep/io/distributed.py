@@ -18,6 +18,10 @@ Rerunning every process with ``--resume`` computes only the missing blocks.
 
 The coordinator may also be a Unix socket, ``unix:PATH`` (processes on one host): the
 service binds that path, so no TCP port has to be chosen.
+
+``sweep plan --distributed`` shares work that accumulates (:class:`Shared`, :func:`run_shared`): each process
+searches its blocks of every search into a shard written whole, and process 0 merges every shard into the plan; a
+plan's shard is not resumed (a stopped process's share is searched again).
 """
 
 import math
@@ -363,8 +367,11 @@ class Shared(Protocol):
     def save_share(self, path: Path) -> None:
         """Write this process's share to ``path`` (a file of its own)."""
 
-    def merge(self, shards: "Sequence[Path]") -> None:
-        """Merge every process's shard (process 0)."""
+    def load_shares(self, shards: "Sequence[Path]") -> None:
+        """Read every process's shard (process 0), refusing a damaged one or another run's."""
+
+    def merge(self) -> None:
+        """Merge the shares read into the result (process 0)."""
 
     def dataset(self) -> "xr.Dataset":
         """The result, once merged."""
@@ -401,8 +408,9 @@ def run_shared(
     except BaseException:
         shard.unlink(missing_ok=True)  # a share is not resumed: nothing of this run's is left behind
         raise
+    job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
     try:
-        job.merge(shards)
+        job.merge()
     finally:
         for path in shards:
             path.unlink(missing_ok=True)
