@@ -227,8 +227,9 @@ def _echo_summary(summary: dict[str, Any], g: Any, *, quiet: bool) -> None:
     if quiet:
         typer.echo(summary["out"])
         return
-    whole = g.reduction is None and "shard" not in summary
-    counts = layout_jobs.configuration_counts(summary["out"]) if whole else ""
+    # A whole cube that keeps a layout's status or fit (a data-parallel cube keeps neither: not opened again).
+    counted = g.reduction is None and "shard" not in summary and {"status", "fits"} & set(g.variables)
+    counts = layout_jobs.configuration_counts(summary["out"]) if counted else ""
     typer.echo(f"{job.summary_line(summary)}{'; ' if counts else ''}{counts}")
 
 

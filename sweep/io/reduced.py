@@ -122,10 +122,14 @@ class _Reduction:
             self.after_block(block)
             interrupts.raise_if_requested()
 
-        blocks = self.plan.blocks()
-        total, done_configs = sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
+        _, total, done_configs = self.sizes()
         with self.progress(total, done_configs) if self.progress else nullcontext() as advance:
             run(self.grid, self.plan, sink, skip=range(self.resumed), progress=advance, kernel=self.kernel)
+
+    def sizes(self) -> tuple[int, int, int]:
+        """(blocks, configurations, configurations merged before this run)."""
+        blocks = self.plan.blocks()
+        return len(blocks), sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
 
     def dataset(self) -> "xr.Dataset":
         return self.state.dataset()
@@ -159,12 +163,11 @@ def run_reduced(
     ``--resume`` writes the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
     job = _Reduction(grid, plan, progress, kernel, after_block)
     run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite)
-    blocks = plan.blocks()
-    total = sum(b.size for b in blocks)
+    blocks, total, done_configs = job.sizes()
     return {
         "configs": total,
-        "computed": total - sum(b.size for b in blocks[: job.resumed]),
+        "computed": total - done_configs,
         "resumed_blocks": job.resumed,
         "damaged_blocks": 0,
-        "blocks": len(blocks),
+        "blocks": blocks,
     }
