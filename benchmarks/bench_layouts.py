@@ -64,7 +64,12 @@ def main():
     parser.add_argument(
         "--bandwidths", type=int, default=16, help="network settings: bandwidth values x 2 NIC counts"
     )
-    parser.add_argument("--collectives", default="flat", help="flat (default) or nccl (--collectives)")
+    parser.add_argument(
+        "--collective",
+        "--collectives",  # the earlier sittings' spelling (benchmarks/README.md)
+        default=None,
+        help="ring-or-tree (default: flat), ring, tree or nccl (NCCL's tuner)",
+    )
     args = parser.parse_args()
     grid = layouts.make_layout_grid(
         "llama3-70b",
@@ -81,7 +86,7 @@ def main():
         recompute="none,selective,full",
         zero="0,1,3",
         sequence_parallel="1",
-        collectives=args.collectives,
+        collective=args.collective,
     )
     configs = grid.outer_size * grid.inner_size
     print(

@@ -19,7 +19,7 @@ which for a group spanning whole nodes (q = G) is netsweep's ``nccl-ring`` with
 ``--nics-per-node`` K, and for one member per node (TP of 8 on 8-GPU nodes) each GPU's
 share of the node's NICs.
     all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
-                  = 2 X / bw + 2 log2(n) lambda                  (tree; ``nccl`` takes the cheaper)
+                  = 2 X / bw + 2 log2(n) lambda                  (tree; ``ring-or-tree`` the cheaper)
     reduce-scatter, all-gather, all-to-all = (n - 1) / n X / bw + (n - 1) lambda
     point-to-point = X / bw + lambda
 

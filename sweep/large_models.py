@@ -47,13 +47,15 @@ class LayoutOptions(LayoutAxisKeywords, SettingKeywords, total=False):
       nodes: nodes x GPUs per node, instead of ``gpus``.
       schedule, recompute, attention: the pipeline schedule(s), recomputation and attention kernel, as the CLI's
         text (``"1f1b,interleaved:2"``).
-      gpu, precision, collective: GPU preset(s), precision(s), collective algorithm(s).
-      collectives: "flat" (default) or "nccl": how collectives are priced (one per sweep, ``--collectives``).
+      gpu, precision: GPU preset(s), precision(s).
+      collective: ``"nccl"`` (NCCL's tuner for each group as placed; a fabric's default), or flat ones
+        (``"ring"``, ``"tree"``, ``"ring-or-tree"``: the default; a list of them sweeps each), ``--collective``.
+      collectives: the old spelling of the pricing, ``"flat"`` or ``"nccl"`` (``--collectives``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults
         and fitted constants for whatever is not given; None: the default stack's fitted constants
         (:data:`sweep.model.stacks.DEFAULT_STACK`'s efficiency, memory efficiency and utilization on the GPU's
         die), nothing else of it.
-      fabric: with collectives "nccl", a fabric preset's name (:data:`sweep.model.fabrics.FABRICS`) or a fabric
+      fabric: with collective "nccl" (which it implies), a fabric preset's name (:data:`sweep.model.fabrics.FABRICS`) or a fabric
         file's path (``sweep calibrate --nccl-tests``): its constants replace the shipped fit's (``--fabric``).
       oversubscription: with a fabric preset, the spine's oversubscription (``--oversubscription``; one value:
         the command ``sweep plan`` plans each value of a list).

@@ -564,7 +564,8 @@ def _collective(kind, nbytes, size, stride, lay):
     if kind == "ring_allreduce":
         return ring
     tree = 2 * nbytes / bw + 2 * math.ceil(math.log2(size)) * lat
-    return {0: ring, 1: tree, 2: min(ring, tree)}[int(lay["collective"])]
+    # codes as LAYOUT_COLLECTIVES: ring, tree, else the cheaper (ring-or-tree; nccl, priced flat as the ideal network)
+    return {0: ring, 1: tree}.get(int(lay["collective"]), min(ring, tree))
 
 
 def layout_status(arch, lay):

@@ -225,7 +225,9 @@ def test_every_help_fits_80_columns_uncut_and_lists_every_choice(monkeypatch):
         columns = {m.start(2) for line in lines if (m := re.match(r"^  (-\S.*?)  +(\S)", line))}
         assert max(columns, default=0) <= 26, (path, columns)  # the option column: at most 24 characters
         flat = " ".join(r.output.split())
-        texts = [command.help or ""] + [p.help or "" for p in command.params]
+        texts = [command.help or ""] + [
+            p.help or "" for p in command.params if not getattr(p, "hidden", False)
+        ]
         texts += [sub.help.split("\n\n")[0] for sub in getattr(command, "commands", {}).values()]
         for text in texts:
             assert " ".join(text.replace("\\[", "[").split()) in flat, (path, text)  # shown in full

@@ -118,7 +118,8 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
         line = one_line_error(invoke(command, *LLAMA_8B, *flat))
         assert line == (
             f"error: --fabric {path}: a fabric file's constants price collectives as NCCL runs them, not flat: "
-            "drop --collectives (a --fabric implies nccl), or --fabric for the flat collectives (they read "
+            "drop --collectives flat (a --fabric implies --collective nccl), or --fabric for the flat collectives "
+            "(they read "
             "--util and --latency instead)"
         )
     ring = ["--model", "resnet50", "--fabric", path, "--collective", "ring", "--out", tmp_path / "x.h5"]

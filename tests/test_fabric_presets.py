@@ -106,8 +106,8 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     implied = {k: v for k, v in settings.items() if k != "collectives"}
     by_fabric = layout_grid_from({**implied, "fabric": "dgx-h100-superpod"}, set(implied) | {"fabric"})
     assert by_fabric.fingerprint() == grid.fingerprint() and by_fabric.collectives == "nccl"
-    assert "--collectives nccl (--fabric implies it)" in by_fabric.assumed
-    assert "--collectives nccl (--fabric implies it)" not in grid.assumed
+    assert "--collective nccl (--fabric implies it)" in by_fabric.assumed
+    assert "--collective nccl (--fabric implies it)" not in grid.assumed
     api = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=H100_POD)
     assert api.fingerprint() == grid.fingerprint()
     # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
@@ -123,14 +123,14 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
         (
             ["--collectives", "flat", "--fabric", "dgx-h100-superpod"],
             "--fabric dgx-h100-superpod: a fabric preset prices collectives as NCCL runs them, not flat: drop "
-            "--collectives (a --fabric implies nccl)",
+            "--collectives flat (a --fabric implies --collective nccl)",
         ),
         (
             ["--fabric", "aws-p5", "--collective", "ring"],
-            "--collective ring: the flat collectives' algorithm; "
-            "with --collectives nccl (which --fabric implies)",
+            "--collective ring: a flat collective (one bandwidth per group); "
+            "--fabric implies NCCL's own choice by size (--collective nccl)",
         ),  # fmt: skip
-        (["--fabric", "aws-p5", "--latency", "3"], "with --collectives nccl (which --fabric implies)"),
+        (["--fabric", "aws-p5", "--latency", "3"], "with --collective nccl (which --fabric implies)"),
         ([*NCCL, "--fabric", "no-such-pod"], "--fabric 'no-such-pod': "),
         ([*NCCL, "--oversubscription", "2"], "--oversubscription 2: needs a --fabric preset"),
         (
@@ -304,7 +304,7 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     assert searched == [("dgx-h100-superpod", ("h100",), (1.0,)), ("gb200-nvl72", ("gb200",), (1.0,))]
     assert out.count("not searched again: no group of 64 GPUs crosses the spine") == 2
     assert "(a leaf holds 576)" in out and "gb200: GB200 NVL72" in out
-    assert out.count("assumed: ") == 2 and out.count("--collectives nccl (--fabric implies it)") == 2
+    assert out.count("assumed: ") == 2 and out.count("--collective nccl (--fabric implies it)") == 2
     assert out.index("\n--fabric dgx-h100-superpod --oversubscription 4:\n") < out.index(
         "\n--fabric gb200-nvl72 --oversubscription 1:\n"
     )

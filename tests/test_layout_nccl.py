@@ -167,8 +167,13 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
         (["--collectives", "nccl", "--latency", "5"], "--latency 5: --latency is the flat collectives'"),
         (
             ["--collectives", "nccl", "--collective", "ring"],
-            "--collective ring: the flat collectives' algorithm",
+            "--collective ring: a flat collective (one bandwidth per group); --collectives nccl asks for",
         ),
+        (
+            ["--collective", "nccl,ring"],
+            "--collective nccl,ring: nccl (NCCL's tuner) prices every collective",
+        ),
+        (["--collectives", "flat", "--collective", "nccl"], "--collectives flat: nccl (NCCL's tuner) prices"),
     ],
 )
 def test_bad_collectives_are_one_line_and_write_nothing(tmp_path, extra, message):
@@ -194,6 +199,13 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.
     ideal = ideal_network(nccl)
     assert ideal.collectives == "flat" and ideal.names == nccl.names
+    # #39's one naming: --collective nccl is NCCL's tuner in the layout family as in the data-parallel one (the
+    # same grid as the old spelling's); the flat default, the cheaper of ring and tree, is ring-or-tree.
+    named = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collective="nccl")
+    assert named.collectives == "nccl" and named.fingerprint() == nccl.fingerprint()
+    assert flat.names["collective"] == ("ring-or-tree",) and nccl.names["collective"] == ("nccl",)
+    listed = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collective="ring,tree,ring-or-tree")
+    assert listed.collectives == "flat" and listed.names["collective"] == ("ring", "tree", "ring-or-tree")
     # The Python API takes the same setting and refuses a bad one by name, before any work.
     with pytest.raises(InputError, match="tree"):
         sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")

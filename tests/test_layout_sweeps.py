@@ -146,9 +146,11 @@ def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
     shown = {p.name: p.default for p in typer.main.get_command(app).commands["plan"].params}
     api = inspect.signature(layouts.make_layout_grid).parameters
     row = {f.name: f.default for f in dataclasses.fields(LayoutRow)}
-    for name in ("gpu", "precision", "collective"):
+    for name in ("gpu", "precision"):
         declared = getattr(layout_axes, f"DEFAULT_{name.upper()}")
         assert shown[name] == api[name].default == declared, name
+    # --collective's default follows --fabric (nccl with one, else ring-or-tree): None in both, said in --help.
+    assert shown["collective"] is None and api["collective"].default is None
     assert api["schedule"].default == layout_axes.DEFAULT_SCHEDULE
     assert (
         row["attention"] == layout_axes.DEFAULT_ATTENTION

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
-    DEFAULT_COLLECTIVE,
     DEFAULT_GPU,
     DEFAULT_PRECISION,
     DEFAULT_SCHEDULE,
@@ -142,7 +141,6 @@ def layout_grid_from(
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
         return default if value is None else value
 
-    refuse_flat_collective(settings, given)
     gpu = DEFAULT_GPU  # --gpu's default, or the fabric preset's GPU
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         kwargs["fabric"] = one_fabric(str(settings["fabric"]))
@@ -156,7 +154,7 @@ def layout_grid_from(
         schedule=named(text["schedule"], DEFAULT_SCHEDULE),
         recompute=text["recompute"],
         attention=settings.get("attention"),
-        collective=str(settings["collective"]) if "collective" in given else DEFAULT_COLLECTIVE,
+        collective=str(settings["collective"]) if "collective" in given else None,
         dtype="float64" if settings.get("x64") else "float32",
         search=space,
         **kept,
@@ -191,22 +189,6 @@ def searched(
             space = {name: values for name, values in space.items() if name not in STACK_SET}
             text["recompute"] = settings.get("recompute")
     return space, text
-
-
-def refuse_flat_collective(settings: Mapping[str, Any], given: Collection[str]) -> None:
-    """Refuse --collective (the flat collectives' algorithm) given with NCCL's collectives (--collectives nccl, or
-    a --fabric, which implies them): it would change nothing, so it is refused, never ignored."""
-    collectives = settings.get("collectives")
-    nccl = str(collectives or "").strip().lower() == "nccl" or (
-        collectives is None and settings.get("fabric") is not None  # a fabric implies NCCL's collectives
-    )
-    if "collective" in given and nccl:
-        raise InputError(
-            f"{settings['collective']}: the flat collectives' algorithm; with --collectives nccl "
-            f"{'(which --fabric implies) ' if collectives is None else ''}each collective runs NCCL's own "
-            "choice by size",
-            param="collective",
-        )
 
 
 def one_fabric(name: str) -> Any:

@@ -425,7 +425,7 @@ def phrases(grid: LayoutGrid, searched: bool) -> tuple[str, ...]:
             said,
             "no spine: the fabric is wired rail-only"
             if grid.rail_only
-            else "no spine: oversubscription needs a --fabric preset (which implies --collectives nccl)",
+            else "no spine: oversubscription needs a --fabric preset (which implies --collective nccl)",
         )
     )
 

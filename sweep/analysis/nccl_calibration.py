@@ -1,5 +1,5 @@
 """``sweep calibrate --nccl-tests LOG [LOG...]``: the fabric's constants fitted to your own nccl-tests output, and
-a fabric file that ``sweep grid`` and ``sweep plan --collectives nccl --fabric FILE`` price collectives with.
+a fabric file that ``sweep grid`` and ``sweep plan --collective nccl --fabric FILE`` price collectives with.
 
 Each log (:mod:`sweep.io.nccl_tests_log`) gives its collective, hosts H, GPUs per host g and GPU, and per message
 size X its out-of-place busbw; the NICs (K per host of r Gbit/s), which nccl-tests never prints, are the

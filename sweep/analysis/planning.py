@@ -92,7 +92,7 @@ def ideal_settings(values: Mapping[str, np.ndarray], *, si: bool = False) -> dic
 
 def ideal_network(grid: LayoutGrid) -> LayoutGrid:
     """The same grid (the same cells, in the same order) on an ideal network: unbounded NIC bandwidth at full
-    utilization and no latency, whatever prices the real one's collectives (``--collectives nccl`` has latencies
+    utilization and no latency, whatever prices the real one's collectives (``--collective nccl`` has latencies
     of its own that no NIC removes: the ideal network is flat)."""
     return dataclasses.replace(grid, values=ideal_settings(grid.values), collectives=COLLECTIVES_MODES[0])
 

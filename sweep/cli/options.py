@@ -130,7 +130,7 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         # NCCL's pricing reads the transport's efficiency from nccl-tests curves, not one busbw as a utilization
         # (which it would apply on top of that efficiency): a measured busbw is never silently misread.
         raise InputError(
-            f"--busbw {text}: sets the flat collectives' utilization (8 busbw / link); with --collectives nccl "
+            f"--busbw {text}: sets the flat collectives' utilization (8 busbw / link); with --collective nccl "
             "or --fabric, fit your nccl-tests logs instead (sweep calibrate --nccl-tests LOG --out FABRIC, "
             "then --fabric FABRIC)"
         )

@@ -95,7 +95,7 @@ COLLECTIVE_SETTINGS = [
         "--collective",
         help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
         f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
-        f"{', '.join(LAYOUT_COLLECTIVES)}.",
+        f"{', '.join(LAYOUT_COLLECTIVES)} (default {DEFAULT_COLLECTIVE}; nccl with --fabric).",
     ),
     param(
         "bucketing",
@@ -208,6 +208,7 @@ def _layout_params() -> list[inspect.Parameter]:
             *([spec.alias] if spec.alias else []),
             rich_help_panel=panel,
             metavar=spec.metavar or None,
+            hidden=spec.hidden,
             help=_filled(spec.help, presets),
         )
 
@@ -261,7 +262,7 @@ BUSBW = [
         help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s, per link: one NIC) for the "
         "job's collective across nodes, at its message size; @GBIT: the link rate it was measured on (default: "
         "the one --bw; for a large model given no --bw, its GPU system's NICs). Utilization = 8 busbw / link; "
-        "a comma list gives several. Flat collectives only: with --collectives nccl, fit nccl-tests logs "
+        "a comma list gives several. Flat collectives only: with --collective nccl, fit nccl-tests logs "
         "(sweep calibrate --nccl-tests) and pass --fabric FILE.",
     )
 ]
@@ -415,10 +416,13 @@ PLAN_MODEL = [
     ),
     param(
         "collective",
-        str,
-        DEFAULT_COLLECTIVE,
+        str | None,
+        None,
         "--collective",
-        help="ring, tree or nccl (the cheaper of the two per message, as NCCL's tuner); comma list.",
+        help="ring, tree, ring-or-tree (the cheaper per message; these three price each group at one "
+        "bandwidth and may be listed together) or nccl (NCCL's tuner for each group as placed: algorithm and "
+        "protocol by size, NVLink domain, NICs, constants of sweep validate --nccl; listed alone). Default "
+        f"{DEFAULT_COLLECTIVE}; nccl with --fabric.",
     ),
     param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]

@@ -44,7 +44,7 @@ from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
 
 # A large model's utilization is its stack's fitted one, not the schema's 1 (which --help shows as the default).
-LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collectives nccl."
+LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collective nccl."
 
 # grid's own options. Its --force and --resume are not plan's: their help differs (a .partial file, a run).
 GridForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")]

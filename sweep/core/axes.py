@@ -202,14 +202,14 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
 }
 
 
-# The spine's oversubscription (--collectives nccl): not a dim of a layout cube (it has HDF5's 32 already), one value
+# The spine's oversubscription (--collective nccl): not a dim of a layout cube (it has HDF5's 32 already), one value
 # per sweep; sweep plan takes a list and plans each value (sweep.analysis.layout_jobs).
 OVERSUBSCRIPTION = AxisSpec(
     "oversubscription",
     "--oversubscription",
     "1",
     "the spine's oversubscription (leaf downlinks over uplinks; 1: non-blocking): a group wider than a leaf "
-    "gets its NICs' rate over it (with --collectives nccl; default: the --fabric preset's, else 1)",
+    "gets its NICs' rate over it (with --collective nccl; default: the --fabric preset's, else 1)",
     False,
     1.0,  # below 1 a spine has more uplinks than downlinks: no group gets more than its NICs (refused, not 1)
     1e3,
@@ -239,7 +239,7 @@ def unnamed(
 @dataclasses.dataclass(frozen=True)
 class TextOption:
     """An option the commands read as text, declared once: the CLI's parameter (``flag``, Megatron-LM's name for
-    it, ``alias``, where it has one; ``metavar``; ``file``: a path), and the help. Its name is its key in the
+    it, ``alias``, where it has one; ``metavar``; ``file``: a path; ``hidden``: out of ``--help``), and the help. Its name is its key in the
     table that holds it (:data:`sweep.core.layout_axes.TEXT_OPTIONS`, :data:`sweep.core.sweep_settings.SETTINGS`:
     the API's keyword too, but for the CLI's ``launch`` and ``virtual_stages``). ``{stacks}``,
     ``{default_stack}`` and ``{fabrics}`` in the help are the presets the model layer declares
@@ -251,6 +251,7 @@ class TextOption:
     alias: str = ""
     metavar: str = ""
     file: bool = False
+    hidden: bool = False  # an old spelling, still read, kept out of --help
 
 
 def default_value(name: str) -> float:

@@ -34,7 +34,7 @@ SCHEDULES_HELP = "1f1b, or interleaved:V (V model chunks per stage, V >= 2)"
 DEFAULT_GPU = "h100"
 DEFAULT_PRECISION = "bf16"
 DEFAULT_SCHEDULE = "1f1b"
-DEFAULT_COLLECTIVE = "nccl"
+DEFAULT_COLLECTIVE = "ring-or-tree"
 DEFAULT_ATTENTION = "flash"
 RECOMPUTES = ("none", "selective", "full", "op")
 # Activation recomputation, as the stacks name it. A mode is a policy (none; selective: Megatron-Core's default
@@ -88,14 +88,15 @@ ATTENTIONS = (
     "flash",
     "unfused",
 )  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
-LAYOUT_COLLECTIVES = (
-    "ring",
-    "tree",
-    "nccl",
-)  # nccl: the cheaper of ring and tree per message, as NCCL's tuner
+# --collective, the same words as a data-parallel sweep's (sweep.core.schema.COLLECTIVES) where they mean the same:
+# nccl is NCCL's tuner for each group as placed (kernels.layout_collectives, kernels.nccl), one pricing for the
+# whole sweep, so listed alone; ring, tree and ring-or-tree (the cheaper of the two per message) are the flat
+# collectives, one bandwidth per group, and may be listed together.
+LAYOUT_COLLECTIVES = ("ring", "tree", "ring-or-tree", "nccl")
+FLAT_COLLECTIVES = LAYOUT_COLLECTIVES[:3]
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
-# --collectives, one per sweep: flat prices every collective as a ring (or tree: --collective) of one bandwidth per
-# group; nccl as NCCL's tuner does for the group as placed (kernels.layout_collectives, kernels.nccl).
+# A sweep's pricing of its collectives, one per sweep (the kernel's static ``collectives``: a compile each): flat
+# for ring, tree and ring-or-tree, nccl for nccl. --collectives flat|nccl is its old spelling, still read.
 COLLECTIVES_MODES = ("flat", "nccl")
 SHARED_AXES = (
     "gpus_per_node",
@@ -296,9 +297,9 @@ TEXT_OPTIONS: dict[str, TextOption] = {
     **SETTING_OPTIONS,  # the overlap switches and the MoE dispatcher (sweep.core.sweep_settings)
     "collectives": TextOption(
         "--collectives",
-        "How collectives are priced, one per sweep: flat (a ring or tree of one bandwidth per group; "
-        "--collective) or nccl (NCCL's tuner for each group as placed: GPUs per host, hosts, NVLink domain, "
-        "NICs; constants of sweep validate --nccl) (default flat).",
+        "The old spelling of the pricing --collective now names: flat (--collective ring-or-tree) or nccl "
+        "(--collective nccl).",
+        hidden=True,
     ),
     "stack": TextOption(
         "--stack",
@@ -311,8 +312,7 @@ TEXT_OPTIONS: dict[str, TextOption] = {
     ),
     "fabric": TextOption(
         "--fabric",
-        "The fabric (implies --collectives nccl, for a data-parallel model --collective nccl; refused with "
-        "flat): a preset ({fabrics}: sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink "
+        "The fabric (implies --collective nccl; refused with a flat one: ring, tree, ring-or-tree): a preset ({fabrics}: sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink "
         "domain and GPU you do not give, and the hosts a leaf) or a fabric file (sweep calibrate "
         "--nccl-tests) whose constants (transport efficiencies, network latency, fixed cost, pipeline fill) "
         "replace the shipped fit's. sweep plan takes a list (dgx-h100-superpod,aws-p5) and plans each.",

@@ -282,7 +282,7 @@ if layout_kernel.OUTPUTS != tuple(LAYOUT_VARIABLES) or layout_kernel.BREAKDOWN !
 # latency, memory efficiency (the kernel's ``hbm`` is the preset's times it: the rate memory-bound work
 # achieves), Adam moments, MoE capacity and padding (they set the busiest expert's load: busiest_expert), the
 # overlap switches, the flash-attention kernel's efficiency and the MoE dispatch's fp8; last the fabric's
-# constants NCCL's pricing reads (``--collectives nccl``: the shipped fit or ``--fabric FILE``'s) and its tier above
+# constants NCCL's pricing reads (``--collective nccl``: the shipped fit or ``--fabric FILE``'s) and its tier above
 # the hosts (a ``--fabric`` preset's hosts a leaf, ``--oversubscription``, its SHARP and rail-only wiring), columns
 # rather than compiled constants,
 # so that every fabric shares one compile.

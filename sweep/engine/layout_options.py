@@ -20,6 +20,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
     DEFAULT_PRECISION,
     DEFAULT_SCHEDULE,
+    FLAT_COLLECTIVES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     PARALLEL_DIMS,
@@ -80,7 +81,7 @@ def make_layout_grid(
     oversubscription: object = None,
     schedule: str = DEFAULT_SCHEDULE,
     recompute: str | None = None,
-    collective: str = DEFAULT_COLLECTIVE,
+    collective: str | None = None,
     dtype: str = "float32",
     search: dict[str, str] | None = None,
     variables: str | Sequence[str] | None = None,
@@ -110,11 +111,11 @@ def make_layout_grid(
     models, model_names = _models(model, arch, mtp_layers)
     preset = stack_preset(stack) if stack is not None else None
     attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
+    net, collective = _network(fabric, collectives, collective, given)
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collective)
     _refuse_moe_settings(models, model_names, {**given, "moe_dispatcher": moe_dispatcher})
     _require_size(given)
     search = search or {}
-    net = _network(fabric, collectives, given)
     dispatcher = _moe_dispatcher(moe_dispatcher)
     stacked, phrase, overlap = _stacked(preset, names, models, given, overlap, by_stack)
     # The text settings given (or set by the stack): the assumed line says the others' defaults.
@@ -298,7 +299,7 @@ class _Network:
         out: tuple[str, ...] = ()
         if self.mode == "nccl":
             out = (
-                *(["--collectives nccl (--fabric implies it)"] if self.implied else []),
+                *(["--collective nccl (--fabric implies it)"] if self.implied else []),
                 *(["utilization 1 (eta_net is the transport's efficiency)"] if self.full_rate else []),
                 "collectives as NCCL's tuner prices them per group as placed "
                 f"({(self.constants or SHIPPED).describe()})",
@@ -328,21 +329,53 @@ class _Network:
 
 
 def _network(
-    fabric: FabricConstants | FabricPreset | None, collectives: str | None, given: dict[str, object]
-) -> _Network:
-    """The sweep's collective pricing (``--collectives``, which a ``--fabric`` implies); a preset's cluster
+    fabric: FabricConstants | FabricPreset | None,
+    collectives: str | None,
+    collective: str | None,
+    given: dict[str, object],
+) -> tuple[_Network, str]:
+    """The sweep's collective pricing and its ``collective`` names (:func:`_pricing`); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     if isinstance(fabric, FabricPreset):  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in fabric.settings().items() if given[k] is None})
-    # A fabric (preset or file) is NCCL's pricing's: naming one without --collectives means NCCL's collectives.
-    implied = collectives is None and fabric is not None
-    mode = _collectives("nccl" if implied else collectives)
+    mode, names, implied = _pricing(collective, collectives, fabric is not None)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
-    return _Network(mode, fabric, implied, full_rate)
+    return _Network(mode, fabric, implied, full_rate), names
+
+
+def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> tuple[str, str, bool]:
+    """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl`` (alone: one
+    pricing a sweep) is NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
+    nccl`` (the old spelling) or a fabric says so, else the flat default. A flat one given where NCCL's pricing
+    is asked for is refused: it would change nothing."""
+    old = _collectives(collectives) if collectives is not None else None
+    listed = (
+        parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES) if collective is not None else []
+    )
+    if "nccl" in listed:
+        if len(listed) > 1 or old == "flat":
+            raise InputError(
+                f"{collective if len(listed) > 1 else '--collectives flat'}: nccl (NCCL's tuner) prices every "
+                f"collective of a sweep, so it is given alone; the flat ones ({', '.join(FLAT_COLLECTIVES)}) "
+                "are a sweep of their own",
+                param="collective",
+            )
+        return "nccl", "nccl", False
+    nccl = old == "nccl" or (old is None and fabric)  # a fabric implies NCCL's collectives
+    if listed and nccl:
+        raise InputError(
+            f"{collective}: a flat collective (one bandwidth per group); "
+            f"{'--fabric implies' if old is None else '--collectives nccl asks for'} NCCL's own choice by size "
+            "(--collective nccl)",
+            param="collective",
+        )
+    if nccl:
+        return "nccl", "nccl", old is None
+    return "flat", ",".join(listed) if listed else DEFAULT_COLLECTIVE, False
 
 
 def _check_fabric(net: _Network) -> None:
@@ -354,8 +387,8 @@ def _check_fabric(net: _Network) -> None:
                 if net.preset is not None
                 else f"{net.constants.source if net.constants else ''}: a fabric file's constants price"
             )
-            + f" collectives as NCCL runs them, not {net.mode}: drop --collectives (a --fabric implies nccl), "
-            "or --fabric for the flat collectives (they read --util and --latency instead)",
+            + f" collectives as NCCL runs them, not {net.mode}: drop --collectives flat (a --fabric implies "
+            "--collective nccl), or --fabric for the flat collectives (they read --util and --latency instead)",
             param="fabric",
         )
 
@@ -364,7 +397,7 @@ def _check_latency(net: _Network, latency: object) -> None:
     """Refuse ``--latency`` (the flat model's per-step latency) with NCCL's pricing, which has its own."""
     if net.mode == "nccl" and latency is not None:
         raise InputError(
-            f"{latency}: --latency is the flat collectives' per-step latency; with --collectives nccl "
+            f"{latency}: --latency is the flat collectives' per-step latency; with --collective nccl "
             f"{'(which --fabric implies) ' if net.implied else ''}the "
             "network's latency is the fitted lambda (results/validation-nccl)",
             param="latency",

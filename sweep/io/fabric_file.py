@@ -1,5 +1,5 @@
 """A fabric file: the fabric's constants fitted to nccl-tests logs (``sweep calibrate --nccl-tests``), and what
-they were measured on, for ``sweep grid`` and ``sweep plan --collectives nccl --fabric FILE``.
+they were measured on, for ``sweep grid`` and ``sweep plan --collective nccl --fabric FILE``.
 
 JSON, one object::
 

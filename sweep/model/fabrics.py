@@ -1,7 +1,7 @@
 """Fabric presets named after real systems, each declared once as data with the source of every number.
 
-A fabric preset is what ``--fabric NAME`` (``sweep grid --model ...`` and ``sweep plan``, with ``--collectives
-nccl``) names; ``--fabric FILE`` names a fabric file instead (:mod:`sweep.io.fabric_file`: constants fitted to
+A fabric preset is what ``--fabric NAME`` (``sweep grid --model ...`` and ``sweep plan``, with ``--collective
+nccl``, which it implies) names; ``--fabric FILE`` names a fabric file instead (:mod:`sweep.io.fabric_file`: constants fitted to
 your own nccl-tests logs). A preset sets the cluster options a user does not give (GPUs per node, NVLink domain,
 NICs per node and their rate) and the tier above the hosts that the layout kernel prices
 (:mod:`kernels.layout_collectives`): the hosts under one leaf switch (for rail-optimized wiring: the hosts whose
