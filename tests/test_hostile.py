@@ -380,6 +380,15 @@ def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
             ["need", "--target", "0.9", "--solve", "utilization", "--bw", "100", "--busbw", "9"],
             "drop --busbw",
         ),
+        # NCCL's pricing has its own transport efficiency, in both families (#39: one naming of nccl).
+        (
+            ["grid", "--bw", "100", "--busbw", "9@100", "--collective", "ring,nccl"],
+            "fit your nccl-tests logs",
+        ),
+        (
+            ["grid", "--model", "llama3-8b", "--busbw", "40", "--collective", "nccl"],
+            "fit your nccl-tests logs",
+        ),
     ],
 )
 def test_bad_bus_bandwidths_are_one_line(tmp_path, args, message):

@@ -58,16 +58,10 @@ WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
 
 
 def family_of(model: str | None, arch: str | None, model_given: bool) -> "Family":
-    """The model family a command runs (:mod:`sweep.core.families`): the layout family for large-model presets
-    or ``arch``, the data-parallel one for profiles (:func:`is_layout_sweep`)."""
-    from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
-
-    return LAYOUTS if is_layout_sweep(model, arch, model_given) else DATA_PARALLEL
-
-
-def is_layout_sweep(model: str | None, arch: str | None, model_given: bool) -> bool:
-    """A large-model preset or ``arch``: the layout family (kernels.layout), not the data-parallel profiles.
+    """The model family a command runs (:mod:`sweep.core.families`): the layout family (kernels.layout) for
+    large-model presets or ``arch``, the data-parallel one for profiles; both in one sweep refused.
     ``model_given``: whether the user set the model (its default stands for nothing beside ``arch``)."""
+    from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
     from netsweep_jax.sweep.model.llms import LLMS
 
     text = model if model_given or arch is None else ""
@@ -80,7 +74,7 @@ def is_layout_sweep(model: str | None, arch: str | None, model_given: bool) -> b
             f"cannot share a sweep",
             param="model",
         )
-    return bool(large) or arch is not None
+    return LAYOUTS if large or arch is not None else DATA_PARALLEL
 
 
 # The layout options a data-parallel sweep takes too (sweep grid's: NCCL's collective on a fabric).
@@ -353,16 +347,15 @@ def write_plan(
 
     The searches are checkpointed to ``OUT.partial`` (:class:`~sweep.io.plan_checkpoint.PlanCheckpoint`):
     SIGINT and SIGTERM stop the plan at a block boundary with the checkpoint kept (named on the exception,
-    :func:`sweep.io.job.kept_partial`), and ``resume`` goes on from it to the cube one run writes.
+    :func:`sweep.io.paths.kept_partial`), and ``resume`` goes on from it to the cube one run writes.
 
     ``share = (process, processes)`` (``--distributed``): this process searches its share of every search's
     blocks into its shard (:func:`plan_share`); process 0 then waits for every shard (at most
     ``stitch_timeout`` seconds unchanged), merges them and writes the cube, which equals one process's.
     Another process returns (None, its shard)."""
     from netsweep_jax.sweep.analysis.planning import check_size
-    from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io.accumulated import run_accumulated
-    from netsweep_jax.sweep.io.job import KEPT, check_output, remove_stale
+    from netsweep_jax.sweep.io.job import check_output
     from netsweep_jax.sweep.io.paths import partial_path
 
     check_size(grid)  # before the output is claimed
@@ -380,21 +373,12 @@ def write_plan(
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
     check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    if not resume and partial.exists():
-        remove_stale(partial)  # --force: an earlier plan's (check_output: netsweep's, no live run's)
     job = _Plan(grid, keep, partial, progress_bar, say)
     try:
-        # Deferred as a sweep is: a signal stops the searches at a block boundary; once they are done it stops
-        # nothing, and is said once the plan is printed, with the cube in place.
-        with interrupts.deferred():
-            run_accumulated(job, target, partial, resume=resume, command=command, overwrite=force)
+        run_accumulated(job, target, partial, resume=resume, command=command, overwrite=force)
     except InputError:  # refused (no feasible layout; a file at OUT): no empty default results/ is left
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
-        raise
-    except BaseException as e:
-        if partial.exists():
-            setattr(e, KEPT, partial)
         raise
     return job.result, target
 

@@ -126,7 +126,12 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
     if kwargs.get("solve") == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
-    if str(kwargs.get("collectives") or "").strip().lower() == "nccl" or kwargs.get("fabric"):
+    listed = [c.strip().lower() for c in str(kwargs.get("collective") or "").split(",")]
+    if (
+        "nccl" in listed
+        or str(kwargs.get("collectives") or "").strip().lower() == "nccl"
+        or kwargs.get("fabric")
+    ):
         # NCCL's pricing reads the transport's efficiency from nccl-tests curves, not one busbw as a utilization
         # (which it would apply on top of that efficiency): a measured busbw is never silently misread.
         raise InputError(
@@ -149,10 +154,11 @@ def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] 
     NICs per node (the rate the sweep assumes, so --busbw is read against it); else None."""
     if ctx is None or given(ctx, "bandwidth") or "arch" not in kwargs:
         return None
-    from netsweep_jax.sweep.analysis.layout_jobs import is_layout_sweep
+    from netsweep_jax.sweep.analysis.layout_jobs import family_of
     from netsweep_jax.sweep.model.compute import GPUS
 
-    if not is_layout_sweep(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model")):
+    family = family_of(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model"))
+    if "bandwidth" not in family.derived_zero:  # the family's NIC rate is not its GPU system's by default
         return None
     names = [g.strip().lower() for g in str(kwargs.get("gpu") or DEFAULT_GPU).split(",")]
     if not all(g in GPUS for g in names) or len({(GPUS[g].nic_gbps, GPUS[g].nics) for g in names}) != 1:

@@ -185,7 +185,7 @@ def _sweep(
 ) -> dict[str, Any]:
     """Run ``sweep grid``'s sweep (on this machine, or its share under ``--distributed``) and return its summary;
     an interrupt, a timeout or a failing file system ends the command with one line."""
-    from netsweep_jax.sweep.io import job
+    from netsweep_jax.sweep.io import job, paths
 
     try:
         if settings.pop("distributed"):
@@ -195,7 +195,7 @@ def _sweep(
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = job.kept_partial(e)  # only this run's own partial file, never another run's
+        kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
         fail(
             f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
             if kept is not None and kept.exists()
@@ -209,7 +209,7 @@ def _sweep(
     except DiskFull as e:
         fail(str(e), code=1)
     except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
-        kept = job.kept_partial(e)
+        kept = paths.kept_partial(e)
         fail(
             f"writing {target} failed ({e.strerror or e})"
             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
@@ -324,7 +324,7 @@ def _search_plan(
     ``--distributed``; the cube; this process's share); an interrupt or a timeout ends the command with one line."""
     from netsweep_jax.sweep.analysis.layout_jobs import write_plan
     from netsweep_jax.sweep.cli.progress import progress
-    from netsweep_jax.sweep.io import job
+    from netsweep_jax.sweep.io import paths
 
     bar = progress(quiet, "plan", "layouts searched")
     share = None
@@ -355,7 +355,7 @@ def _search_plan(
     except StitchTimeout as e:
         fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = job.kept_partial(e)
+        kept = paths.kept_partial(e)
         fail(
             f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
             if kept is not None and kept.exists()

@@ -20,9 +20,10 @@ removed once it is in place. One set of rules for both:
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io import cube
-from netsweep_jax.sweep.io.paths import Claim
+from netsweep_jax.sweep.io.paths import Claim, keep_partial, remove_stale
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -58,7 +59,25 @@ def run_accumulated(
     command: str,
     overwrite: bool,
 ) -> None:
-    """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules."""
+    """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules, with SIGINT and
+    SIGTERM deferred (a signal stops the work at a block boundary; once it is done, it stops nothing and is said
+    with the cube in place). Its output checked first (:func:`sweep.io.job.check_output`): a checkpoint at
+    ``partial`` without ``resume`` is an earlier run's that ``--force`` replaces. An exception that stops the
+    run with its checkpoint in place names it (:func:`sweep.io.paths.kept_partial`)."""
+    with interrupts.deferred():
+        if not resume and partial.exists():
+            remove_stale(partial)
+        try:
+            _run(job, out, partial, resume=resume, command=command, overwrite=overwrite)
+        except InputError:
+            raise  # refused: its checkpoint removed, or kept whole for --resume and said where
+        except BaseException as e:
+            if partial.exists():
+                keep_partial(e, partial)
+            raise
+
+
+def _run(job: Accumulation, out: Path, partial: Path, *, resume: bool, command: str, overwrite: bool) -> None:
     claim = Claim(partial)
     if resume:
         job.load(partial)

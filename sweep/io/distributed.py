@@ -46,9 +46,9 @@ from netsweep_jax.sweep.io.job import (
     check_output,
     create_partial,
     partial_path,
-    remove_stale,
     run_grid,
 )
+from netsweep_jax.sweep.io.paths import remove_stale
 from netsweep_jax.sweep.io.provenance import provenance
 
 if TYPE_CHECKING:

@@ -23,9 +23,11 @@ from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
     in_use,
+    keep_partial,
     made_by_a_sweep,
     partial_path,
     regular_or_absent,
+    remove_stale,
     writable_directory,
 )
 from netsweep_jax.sweep.io.provenance import provenance
@@ -95,22 +97,6 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"--force deletes only its own partial files: move it away or choose another --out",
             param="out",
         )
-
-
-KEPT = "netsweep_kept_partial"
-"""Attribute set on an exception that stopped a sweep once its partial file held this run's blocks: that file."""
-
-
-def kept_partial(error: BaseException) -> Path | None:
-    """The partial file a stopped sweep kept for ``--resume`` (None: it kept none of its own)."""
-    return getattr(error, KEPT, None)
-
-
-def _keep(error: BaseException, partial: Path) -> None:
-    try:
-        setattr(error, KEPT, partial)
-    except AttributeError:
-        pass
 
 
 def _remove_own(partial: Path, inode: int | None) -> None:
@@ -279,26 +265,14 @@ def _fill_keeping_partial(f: h5py.File, partial: Path, resume: bool, fill: Calla
                 f"the disk filled up while writing {partial}; finished blocks are kept there. "
                 f"Free some space, then finish with the same command plus --resume"
             )
-            _keep(error, partial)
+            keep_partial(error, partial)
             raise error from None
-        _keep(e, partial)
+        keep_partial(e, partial)
         raise
     except BaseException as e:
         f.close()  # finished blocks are already durable; the partial file stays for --resume
-        _keep(e, partial)
+        keep_partial(e, partial)
         raise
-
-
-def remove_stale(partial: Path) -> None:
-    """--force: delete an earlier run's partial file (checked by :func:`check_output`: netsweep's own, and no
-    live run holds it); refuse once more if another run has taken it meanwhile."""
-    if in_use(partial) or not made_by_a_sweep(partial):
-        raise InputError(
-            f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "
-            f"choose another --out",
-            param="out",
-        )
-    partial.unlink(missing_ok=True)
 
 
 def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
@@ -328,29 +302,12 @@ def _run_reduced(
             param="reduce",
         )
     announce()
-    with interrupts.deferred():
-        if not resume and force and partial.exists():
-            remove_stale(partial)
-        start = time.perf_counter()
-        try:
-            summary = run_reduced(
-                grid,
-                plan,
-                out,
-                partial,
-                resume=resume,
-                command=command,
-                progress=progress,
-                kernel=kernel,
-                after_block=after_block,
-                overwrite=force,  # a file that appeared at OUT meanwhile is kept, as a sweep's finish keeps it
-            )
-        except InputError:
-            raise  # refused: run_reduced removed its own checkpoint, or kept its result and said where
-        except BaseException as e:
-            if partial.exists():  # run_reduced checkpoints every finished block before it stops
-                _keep(e, partial)
-            raise
+    start = time.perf_counter()
+    # overwrite: a file that appeared at OUT meanwhile is kept without --force, as a sweep's finish keeps it
+    summary = run_reduced(
+        grid, plan, out, partial, resume=resume, command=command, progress=progress, kernel=kernel,
+        after_block=after_block, overwrite=force,
+    )  # fmt: skip
     elapsed = time.perf_counter() - start
     return {
         **summary,

@@ -81,6 +81,35 @@ def in_use(path: str | Path) -> bool:
         os.close(fd)
 
 
+KEPT = "netsweep_kept_partial"
+"""Attribute set on an exception that stopped a sweep once its partial file held this run's blocks: that file."""
+
+
+def kept_partial(error: BaseException) -> Path | None:
+    """The partial file a stopped sweep kept for ``--resume`` (None: it kept none of its own)."""
+    return getattr(error, KEPT, None)
+
+
+def keep_partial(error: BaseException, partial: Path) -> None:
+    """Say on ``error`` that the run it stopped kept ``partial`` for ``--resume``."""
+    try:
+        setattr(error, KEPT, partial)
+    except AttributeError:
+        pass
+
+
+def remove_stale(partial: Path) -> None:
+    """--force: delete an earlier run's partial file (checked by :func:`sweep.io.job.check_output`: netsweep's
+    own, and no live run holds it); refuse once more if another run has taken it meanwhile."""
+    if in_use(partial) or not made_by_a_sweep(partial):
+        raise InputError(
+            f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "
+            f"choose another --out",
+            param="out",
+        )
+    partial.unlink(missing_ok=True)
+
+
 def writable_directory(out: str | Path, param: str = "out", create: bool = False) -> None:
     """Refuse ``out`` unless its directory exists (or is created) and can be written."""
     parent = Path(out).parent
