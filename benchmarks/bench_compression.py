@@ -35,9 +35,9 @@ def compiled(compressor, variables, configs):
         compressor=compressor,
         variables=variables,
     )
-    plan = Blocking(grid.sizes, block_configs=configs)
-    dispatcher = Dispatcher(grid, plan, kernel="xla")
-    (block,) = plan.blocks()
+    blocking = Blocking(grid.sizes, block_configs=configs)
+    dispatcher = Dispatcher(grid, blocking, kernel="xla")
+    (block,) = blocking.blocks()
     jax.block_until_ready(dispatcher.submit(block))
     return lambda: jax.block_until_ready(dispatcher.submit(block))
 

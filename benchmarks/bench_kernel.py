@@ -45,9 +45,9 @@ def bench(fusion_mb, configs, repeats):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}", fusion_buffer=fusion_mb
     )
-    plan = Blocking(grid.sizes, block_configs=configs)
-    dispatcher = Dispatcher(grid, plan, kernel="xla")
-    (block,) = plan.blocks()
+    blocking = Blocking(grid.sizes, block_configs=configs)
+    dispatcher = Dispatcher(grid, blocking, kernel="xla")
+    (block,) = blocking.blocks()
     t = time.perf_counter()
     jax.block_until_ready(dispatcher.submit(block))
     compile_s = time.perf_counter() - t
@@ -56,14 +56,14 @@ def bench(fusion_mb, configs, repeats):
     # Baselines get the same per-bucket constants and per-config coefficients.
     inputs = dispatcher.inputs
     buckets = inputs.buckets(block.task)
-    layout = inputs.layout(block.task, block.outer_slab)
+    workers = inputs.workers(block.task, block.outer_slab)
     n = int(buckets.valid.sum())
-    ready, nbytes, fixed = buckets.ready[:n], buckets.nbytes[:n], layout.reduce[0, :n]
+    ready, nbytes, fixed = buckets.ready[:n], buckets.nbytes[:n], workers.reduce[0, :n]
     c = inputs.configs(block.inner_slab)
-    alpha = ((layout.transfer[0] + layout.wire[0] / (c.bandwidth * c.utilization)) / c.ratio).astype(
+    alpha = ((workers.transfer[0] + workers.wire[0] / (c.bandwidth * c.utilization)) / c.ratio).astype(
         np.float32
     )
-    lat = (layout.messages[0] * c.latency).astype(np.float32)
+    lat = (workers.messages[0] * c.latency).astype(np.float32)
     np_s = median_seconds(lambda: numpy_loop(ready, nbytes, fixed, alpha, lat), repeats)
     py_n = 2000
     py_s = median_seconds(lambda: python_loop(ready, nbytes, fixed, alpha[:py_n], lat[:py_n]), 3)

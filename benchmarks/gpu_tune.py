@@ -35,14 +35,14 @@ def median_time(fn, repeats=5):
 
 def main():
     grid = make_grid("resnet50", bandwidth="1..400@4096", ratio="1..100@4096", fusion_buffer=0)
-    plan = Blocking(grid.sizes, block_configs=C)
-    runner = Dispatcher(grid, plan, kernel="pallas")
-    (block,) = plan.blocks()
+    blocking = Blocking(grid.sizes, block_configs=C)
+    runner = Dispatcher(grid, blocking, kernel="pallas")
+    (block,) = blocking.blocks()
     inputs = runner.inputs
     args = jax.device_put(
         (
             inputs.configs(block.inner_slab),
-            inputs.layout(block.task, block.outer_slab),
+            inputs.workers(block.task, block.outer_slab),
             inputs.buckets(block.task),
             inputs.t1(block.task),
         )

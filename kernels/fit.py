@@ -174,14 +174,14 @@ class Rows(NamedTuple):
 
     Attributes:
       config: :class:`~kernels.overlap.Config` of [R] (fitted fields are replaced).
-      layout: :class:`~kernels.overlap.Workers` of [R] and reduce [R, Bk].
+      workers: :class:`~kernels.overlap.Workers` of [R] and reduce [R, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [R, Bk].
       t1: [R] single-GPU iteration times (s).
       index: [R, F] int, the parameter each row uses for each fitted family.
     """
 
     config: Config
-    layout: Workers
+    workers: Workers
     buckets: Buckets
     t1: jax.Array
     index: jax.Array  # type: ignore[assignment]  # a field named as tuple.index: the callers' name
@@ -198,7 +198,7 @@ def predict(
     """Metrics of every row with the fitted fields set from ``params`` [P]: dict of [R]."""
     values = {field: spec.value(f, params[rows.index[:, f]]) for f, field in enumerate(spec.fields)}
     soft = None if softness is None else softness * rows.t1
-    return on_rows(rows.config._replace(**values), rows.layout, rows.buckets, rows.t1, soft, features)
+    return on_rows(rows.config._replace(**values), rows.workers, rows.buckets, rows.t1, soft, features)
 
 
 def residual_kind(measured: str) -> str:

@@ -71,7 +71,7 @@ of a tie.
 
 :func:`iteration` is written for one configuration, in SI units, and lifted with
 named ``jax.vmap`` helpers: :func:`on_grid` (configurations x worker layouts),
-:func:`on_table` (a value per cell) and :func:`on_rows` (one configuration, layout
+:func:`on_table` (a value per cell) and :func:`on_rows` (one configuration, workers
 and bucket set per row, for calibration). The engine, ``need`` and ``calibrate``
 all call it; :mod:`kernels.pallas_overlap` is the one other implementation, checked
 against it. Two static :class:`Features` compile the extra terms in only when a
@@ -256,7 +256,7 @@ def smooth_max(x: jax.Array, y: jax.Array, softness: jax.Array | None = None) ->
 
 def iteration(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
@@ -266,7 +266,7 @@ def iteration(
 
     Args:
       config: :class:`Config` of scalars (bit/s, 1, 1, s, s, 1, 1).
-      layout: :class:`Workers`: six scalars and reduce [Bk].
+      workers: :class:`Workers`: six scalars and reduce [Bk].
       buckets: :class:`Buckets` of [Bk] arrays (s, bytes, 1).
       t1: scalar single-GPU iteration time (s).
       softness: None for the exact max, or a scalar (s) for the smooth one.
@@ -277,19 +277,19 @@ def iteration(
       ``exposed_comm`` (s), ``comm_time`` (s).
     """
     effective = config.bandwidth * config.utilization
-    alpha = (layout.transfer + layout.wire / effective) / config.ratio
-    lat = layout.messages * config.latency
-    net, intra = layout.wire / effective / config.ratio, layout.transfer / config.ratio
-    k = 1.0 + layout.multi * ((1.0 + config.slowdown) * (1.0 + config.jitter * layout.straggle) - 1.0)
+    alpha = (workers.transfer + workers.wire / effective) / config.ratio
+    lat = workers.messages * config.latency
+    net, intra = workers.wire / effective / config.ratio, workers.transfer / config.ratio
+    k = 1.0 + workers.multi * ((1.0 + config.slowdown) * (1.0 + config.jitter * workers.straggle) - 1.0)
     ready = buckets.ready * k if features.compute else buckets.ready
     sent: jax.Array = buckets.nbytes
     rounds: jax.Array | float = 1.0
     extra: tuple[jax.Array, ...] = ()  # the codec terms, when compressing
     if features.compress:
-        ready, sent, rounds, encode, codec = _codec_terms(layout, buckets, ready)
+        ready, sent, rounds, encode, codec = _codec_terms(workers, buckets, ready)
         extra = (codec,)
     if features.nccl:  # the codec's decode, D_b + n_b U_b, when compressing
-        extra = extra + (_nccl_buckets(config, layout, buckets, extra[0] if features.compress else None),)
+        extra = extra + (_nccl_buckets(config, workers, buckets, extra[0] if features.compress else None),)
 
     def step(
         carry: tuple[jax.Array, jax.Array], bucket: tuple[jax.Array, ...]
@@ -305,39 +305,39 @@ def iteration(
             piped = jnp.maximum(jnp.maximum(net * nbytes, intra * nbytes), reduce) + lat * rounds * valid
             if features.compress:
                 piped = piped + codec[0]
-            new, comm = jnp.where(layout.piped > 0, start + piped, new), comm + piped
+            new, comm = jnp.where(workers.piped > 0, start + piped, new), comm + piped
         if features.nccl:  # the carried sum is NCCL's alone on its layouts (none is also pipelined)
-            assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
-            ours = layout.nccl > 0
+            assert workers.nccl is not None  # Features.nccl promises NCCL's layouts
+            ours = workers.nccl > 0
             new = jnp.where(ours, start + more[-1], new)
             comm = jnp.where(ours, carry[1] + more[-1], comm)  # not the piped sum added above
         # A padded bucket (all zeros) leaves end >= 0 unchanged under the exact max;
         # the smooth max would move it, so padding is masked there.
         return (new if softness is None else jnp.where(valid > 0, new, end), comm), None
 
-    xs = (ready, sent, layout.reduce, buckets.valid) + extra
+    xs = (ready, sent, workers.reduce, buckets.valid) + extra
     (end, piped_comm), _ = lax.scan(step, (jnp.zeros_like(alpha),) * 2, xs)
     r_last = jnp.max(ready)
     exposed = smooth_max(r_last, end, softness) - r_last
     work = t1 * config.accum  # K micro-batches per step; the all-reduce overlaps the last one's backward
-    total = work * k + exposed + layout.multi * config.overhead if features.compute else work + exposed
+    total = work * k + exposed + workers.multi * config.overhead if features.compute else work + exposed
     if features.compress:
         total = total + jnp.sum(encode)
     closed = alpha * jnp.sum(sent) + lat * rounds * jnp.sum(buckets.valid)
     out: tuple[jax.Array, ...] = (work / total, total, exposed)
-    out += (_comm_time(layout, buckets, features, closed, extra, piped_comm),)
+    out += (_comm_time(workers, buckets, features, closed, extra, piped_comm),)
     if features.fsdp:
         assert buckets.fsdp is not None  # Features.fsdp promises FSDP units
-        sharded, fsdp = fsdp_step(config, layout, buckets, t1, k, alpha, lat, features), buckets.fsdp
+        sharded, fsdp = fsdp_step(config, workers, buckets, t1, k, alpha, lat, features), buckets.fsdp
         out = tuple(jnp.where(fsdp > 0, a, b) for a, b in zip(sharded, out))
     relative = jnp.ones_like(out[1])
     if features.accuracy:
-        relative = _relative_to_uncompressed(config, layout, buckets, t1, softness, features, out[1])
+        relative = _relative_to_uncompressed(config, workers, buckets, t1, softness, features, out[1])
     return dict(zip(METRICS, out + (relative,)))
 
 
 def _comm_time(
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     features: Features,
     sent: jax.Array,
@@ -347,19 +347,19 @@ def _comm_time(
     """``comm_time`` (s), the sum of the buckets' durations: in closed form for the paper's collectives (``sent``:
     alpha sum S_b + rounds L latency sum valid, plus the reductions and the codec terms), the scan's ``carried``
     sum where the workers' collective is pipelined or NCCL's own."""
-    comm = sent + jnp.sum(layout.reduce)
+    comm = sent + jnp.sum(workers.reduce)
     if features.compress:
         comm = comm + jnp.sum(extra[0])
     if features.piped:
-        comm = jnp.where(layout.piped > 0, carried, comm)
+        comm = jnp.where(workers.piped > 0, carried, comm)
     if features.nccl:
-        assert layout.nccl is not None
-        comm = jnp.where(layout.nccl > 0, carried, comm)
+        assert workers.nccl is not None
+        comm = jnp.where(workers.nccl > 0, carried, comm)
     return comm
 
 
 def nccl_durations(
-    config: Config, layout: Workers, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
+    config: Config, workers: Workers, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
@@ -368,9 +368,9 @@ def nccl_durations(
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
     padding and for a single worker."""
-    assert layout.fabric is not None  # Features.nccl promises a fabric
+    assert workers.fabric is not None  # Features.nccl promises a fabric
     g, hosts, nvlink, nics, arch, domain, collnet, leaf, over, rail, *constants = (
-        layout.fabric[i] for i in range(len(FABRIC_FIELDS))
+        workers.fabric[i] for i in range(len(FABRIC_FIELDS))
     )
     n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
     spine = spine_divisor(n, g, domain, leaf, over, rail)
@@ -386,10 +386,10 @@ def nccl_durations(
         collnet=collnet > 0,
     )
     seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, nccl.Constants(*constants)).seconds
-    return jnp.where((buckets.valid > 0) & (layout.multi > 0), seconds, 0.0)
+    return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)
 
 
-def _nccl_buckets(config: Config, layout: Workers, buckets: Buckets, codec: jax.Array | None) -> jax.Array:
+def _nccl_buckets(config: Config, workers: Workers, buckets: Buckets, codec: jax.Array | None) -> jax.Array:
     """[Bk] seconds of each bucket's communication on NCCL's own collectives: its all-reduce
     (:func:`nccl_durations`), or when compressing its payload P_b (per worker) sent in ``rounds`` collectives,
     an all-gather of the N workers' payloads (N P_b bytes, nccl-tests' count) for a compressor that cannot be
@@ -401,39 +401,39 @@ def _nccl_buckets(config: Config, layout: Workers, buckets: Buckets, codec: jax.
     adds one more collective's fixed time, as ``rounds`` latencies enter the flat model. ``codec``: D_b + n_b U_b
     (:func:`_codec_terms`'), None without compression."""
     if codec is None:
-        return nccl_durations(config, layout, buckets)
+        return nccl_durations(config, workers, buckets)
     assert buckets.payload is not None and buckets.gather is not None and buckets.rounds is not None
-    assert layout.workers is not None  # the all-gather's N payloads (0 for one worker, whose time is 0)
+    assert workers.workers is not None  # the all-gather's N payloads (0 for one worker, whose time is 0)
     gather = buckets.gather > 0
     op = jnp.where(gather, nccl.ALL_GATHER, nccl.ALL_REDUCE)
-    sent = buckets.payload * jnp.where(gather, layout.workers, 1.0)
-    whole = nccl_durations(config, layout, buckets._replace(nbytes=sent), op)
-    empty = nccl_durations(config, layout, buckets._replace(nbytes=jnp.zeros_like(sent)), op)
+    sent = buckets.payload * jnp.where(gather, workers.workers, 1.0)
+    whole = nccl_durations(config, workers, buckets._replace(nbytes=sent), op)
+    empty = nccl_durations(config, workers, buckets._replace(nbytes=jnp.zeros_like(sent)), op)
     return whole + (buckets.rounds - 1.0) * empty + codec
 
 
 def _codec_terms(
-    layout: Workers, buckets: Buckets, ready: jax.Array
+    workers: Workers, buckets: Buckets, ready: jax.Array
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
     """(ready' [Bk] s, bytes sent [Bk], collectives per bucket, encode E_b [Bk] s, decode D_b + n_b U_b [Bk] s)
     of a compressing sweep (the module docstring's compression terms)."""
     # Features.compress promises the codec terms (static: checked once, at trace time).
     assert buckets.encode is not None and buckets.payload is not None and buckets.gather is not None
     assert buckets.rounds is not None and buckets.decode is not None and buckets.unpack is not None
-    assert layout.spread is not None and layout.workers is not None
+    assert workers.spread is not None and workers.workers is not None
     # Encoding runs on the compute stream: bucket b is ready after the encodes before it.
-    encode = buckets.encode * layout.multi
+    encode = buckets.encode * workers.multi
     ready = ready + jnp.cumsum(encode)
-    spread = 1.0 + buckets.gather * (layout.spread - 1.0)
+    spread = 1.0 + buckets.gather * (workers.spread - 1.0)
     sent, rounds = buckets.payload * spread, buckets.rounds
-    payloads = 1.0 + buckets.gather * (layout.workers - 1.0)
-    codec = (buckets.decode + payloads * buckets.unpack) * layout.multi
+    payloads = 1.0 + buckets.gather * (workers.workers - 1.0)
+    codec = (buckets.decode + payloads * buckets.unpack) * workers.multi
     return ready, sent, rounds, encode, codec
 
 
 def _relative_to_uncompressed(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None,
@@ -444,7 +444,7 @@ def _relative_to_uncompressed(
     of the same configuration with no compression (payload = bytes, no codec, ratio 1)."""
     plain = iteration(
         config._replace(ratio=jnp.ones_like(config.ratio)),
-        layout if layout.plain_reduce is None else layout._replace(reduce=layout.plain_reduce),
+        workers if workers.plain_reduce is None else workers._replace(reduce=workers.plain_reduce),
         buckets,
         t1,
         softness,
@@ -456,7 +456,7 @@ def _relative_to_uncompressed(
 
 def fsdp_step(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     units: Buckets,
     t1: jax.Array,
     k: jax.Array | float,
@@ -490,7 +490,7 @@ def fsdp_step(
     with f_0 = 0 and g_0 = 0. The scaling factor is K T1 / iteration_time.
     """
     assert units.backward is not None  # FSDP units carry their backward compute
-    gather, scatter = _unit_collectives(config, layout, units, alpha, lat, features)
+    gather, scatter = _unit_collectives(config, workers, units, alpha, lat, features)
     forward, backward = units.ready * k, units.backward * k
 
     def forward_step(
@@ -522,34 +522,34 @@ def fsdp_step(
     (c, m, _), _ = lax.scan(backward_step, (c, m, m), (next_gather[::-1], backward[::-1], scatter[::-1]))
     work = t1 * config.accum
     compute = jnp.sum(forward) + jnp.sum(backward)
-    total = jnp.maximum(c, m) + (k * work - compute) + layout.multi * config.overhead
+    total = jnp.maximum(c, m) + (k * work - compute) + workers.multi * config.overhead
     # >= 0 exactly (the compute chain c covers every pass); rounding of total - k * work may dip below
-    exposed = jnp.maximum(total - k * work - layout.multi * config.overhead, 0.0)
+    exposed = jnp.maximum(total - k * work - workers.multi * config.overhead, 0.0)
     comm = 2.0 * jnp.sum(gather) + jnp.sum(scatter)
     return work / total, total, exposed, comm
 
 
 def _unit_collectives(
-    config: Config, layout: Workers, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
+    config: Config, workers: Workers, units: Buckets, alpha: jax.Array, lat: jax.Array, features: Features
 ) -> tuple[jax.Array, jax.Array]:
     """([U] g_u, [U] s_u) seconds: each FSDP unit's all-gather and reduce-scatter (:func:`fsdp_step`), half an
     all-reduce's transfer and latency each (s_u also the reduction), pipelined where the workers' collective is, NCCL's own
     where its collective is (:func:`nccl_durations`, the reduction included)."""
     half_lat = 0.5 * lat
     gather = 0.5 * alpha * units.nbytes + half_lat * units.valid
-    scatter = gather + layout.reduce
+    scatter = gather + workers.reduce
     if features.piped:
         eff = config.bandwidth * config.utilization
-        wire = jnp.maximum(0.5 * layout.wire / eff, 0.5 * layout.transfer) / config.ratio * units.nbytes
+        wire = jnp.maximum(0.5 * workers.wire / eff, 0.5 * workers.transfer) / config.ratio * units.nbytes
         piped_gather = wire + half_lat * units.valid
-        piped_scatter = jnp.maximum(wire, layout.reduce) + half_lat * units.valid
-        gather = jnp.where(layout.piped > 0, piped_gather, gather)
-        scatter = jnp.where(layout.piped > 0, piped_scatter, scatter)
+        piped_scatter = jnp.maximum(wire, workers.reduce) + half_lat * units.valid
+        gather = jnp.where(workers.piped > 0, piped_gather, gather)
+        scatter = jnp.where(workers.piped > 0, piped_scatter, scatter)
     if features.nccl:
-        assert layout.nccl is not None  # Features.nccl promises NCCL's layouts
-        ours = layout.nccl > 0
-        gather = jnp.where(ours, nccl_durations(config, layout, units, nccl.ALL_GATHER), gather)
-        scatter = jnp.where(ours, nccl_durations(config, layout, units, nccl.REDUCE_SCATTER), scatter)
+        assert workers.nccl is not None  # Features.nccl promises NCCL's layouts
+        ours = workers.nccl > 0
+        gather = jnp.where(ours, nccl_durations(config, workers, units, nccl.ALL_GATHER), gather)
+        scatter = jnp.where(ours, nccl_durations(config, workers, units, nccl.REDUCE_SCATTER), scatter)
     return gather, scatter
 
 
@@ -562,52 +562,52 @@ def _lift(
     """vmap :func:`iteration` over configurations (``inner`` axes) then layouts (``outer``)."""
 
     def one(
-        config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+        config: Config, workers: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
     ) -> Metrics:
-        return iteration(config, layout, buckets, t1, softness, features)
+        return iteration(config, workers, buckets, t1, softness, features)
 
     return jax.vmap(jax.vmap(one, in_axes=inner), in_axes=outer)
 
 
 def on_grid(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
     features: Features = PAPER,
 ) -> Metrics:
-    """config [C], layout [K] -> dict of [K, C] (every configuration under every layout)."""
+    """config [C], workers [K] -> dict of [K, C] (every configuration under every workers)."""
     f = _lift((0, None, None, None, None), (None, 0, None, None, None), features)
-    return f(config, layout, buckets, t1, softness)
+    return f(config, workers, buckets, t1, softness)
 
 
 def on_table(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
     features: Features = PAPER,
 ) -> Metrics:
-    """config [K, C], layout [K] -> dict of [K, C] (a configuration per cell)."""
+    """config [K, C], workers [K] -> dict of [K, C] (a configuration per cell)."""
     f = _lift((0, None, None, None, None), (0, 0, None, None, None), features)
-    return f(config, layout, buckets, t1, softness)
+    return f(config, workers, buckets, t1, softness)
 
 
 def on_rows(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     softness: jax.Array | None = None,
     features: Features = PAPER,
 ) -> Metrics:
-    """config [R], layout [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
+    """config [R], workers [R], buckets [R, Bk], t1 [R], softness [R] or None -> dict of [R]."""
 
     def one(
-        config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
+        config: Config, workers: Workers, buckets: Buckets, t1: jax.Array, softness: jax.Array | None
     ) -> Metrics:
-        return iteration(config, layout, buckets, t1, softness, features)
+        return iteration(config, workers, buckets, t1, softness, features)
 
-    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0))(config, layout, buckets, t1, softness)
+    return jax.vmap(one, in_axes=(0, 0, 0, 0, 0))(config, workers, buckets, t1, softness)

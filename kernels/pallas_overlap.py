@@ -47,7 +47,7 @@ SUM_COLUMNS = ("t1", "bytes", "real buckets", "R_last")
 
 
 def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *refs: Any) -> None:
-    """One tile of configurations under one layout (refs as laid out in :func:`on_grid_pallas`)."""
+    """One tile of configurations under one workers (refs as laid out in :func:`on_grid_pallas`)."""
     config_refs, (layout_ref, sums_ref, reduce_ref, ready_ref, nbytes_ref), outs = (
         refs[:8],
         refs[8:13],
@@ -96,7 +96,7 @@ def _program(steps: int, unroll: bool, zero_latency: bool, features: Features, *
 
 def on_grid_pallas(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     *,
@@ -111,7 +111,7 @@ def on_grid_pallas(
 
     Args:
       config: :class:`~kernels.overlap.Config` of [C] arrays.
-      layout: :class:`~kernels.overlap.Workers` of [K] arrays and reduce [K, Bk].
+      workers: :class:`~kernels.overlap.Workers` of [K] arrays and reduce [K, Bk].
       buckets: :class:`~kernels.overlap.Buckets` of [Bk], real buckets first.
       t1: scalar (s).
       features: static :class:`~kernels.overlap.Features`.
@@ -124,14 +124,14 @@ def on_grid_pallas(
     Returns:
       dict of [K, C] arrays: scaling_factor, iteration_time, exposed_comm, comm_time.
     """
-    k, c = layout.reduce.shape[0], config.bandwidth.shape[0]
+    k, c = workers.reduce.shape[0], config.bandwidth.shape[0]
     steps = buckets.ready.shape[0]
     dt = config.bandwidth.dtype
     tile = min(tile, _next_pow2(c))
     cp = -(-c // tile) * tile
     bp = _next_pow2(steps)
 
-    per_config, coeffs, sums = _packed(config, layout, buckets, t1, cp)
+    per_config, coeffs, sums = _packed(config, workers, buckets, t1, cp)
     config_spec = pl.BlockSpec((tile,), lambda i, j: (j,))
     out_spec = pl.BlockSpec((1, tile), lambda i, j: (i, j))
     whole = lambda n: pl.BlockSpec((n,), lambda i, j: (0,))  # noqa: E731
@@ -159,7 +159,7 @@ def on_grid_pallas(
         *per_config,
         coeffs,
         sums,
-        jnp.pad(layout.reduce, ((0, 0), (0, bp - steps))),
+        jnp.pad(workers.reduce, ((0, 0), (0, bp - steps))),
         _pad(buckets.ready, bp, 0.0),
         _pad(buckets.nbytes, bp, 0.0),
     )
@@ -172,16 +172,16 @@ def _pad(x: jax.Array, n: int, value: float) -> jax.Array:
 
 
 def _packed(
-    config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, cp: int
+    config: Config, workers: Workers, buckets: Buckets, t1: jax.Array, cp: int
 ) -> tuple[list[jax.Array], jax.Array, jax.Array]:
-    """The program's packed inputs: each Config field padded to ``cp`` lanes with harmless values, the layout
+    """The program's packed inputs: each Config field padded to ``cp`` lanes with harmless values, the workers
     coefficients [K, 8] (:data:`LAYOUT_COLUMNS`, the reduce total, a zero) and the scalars [8] (T1, total bytes,
     real buckets, last ready time, zeros), in the configurations' dtype."""
     dt = config.bandwidth.dtype
     per_config = [_pad(getattr(config, f), cp, getattr(PAD_CONFIG, f)) for f in config._fields]
     coeffs = jnp.stack(
-        [getattr(layout, c) for c in LAYOUT_COLUMNS]
-        + [jnp.sum(layout.reduce, axis=1), jnp.zeros_like(layout.wire)],
+        [getattr(workers, c) for c in LAYOUT_COLUMNS]
+        + [jnp.sum(workers.reduce, axis=1), jnp.zeros_like(workers.wire)],
         axis=1,
     ).astype(dt)
     real = jnp.sum(buckets.valid)

@@ -23,15 +23,15 @@ def test_blocks_tile_the_grid_once(block_configs):
         utilization=[0.5, 1.0],
         collective=["ring", "tree"],
     )
-    plan = Blocking(grid.sizes, block_configs)
+    blocking = Blocking(grid.sizes, block_configs)
     count = np.zeros(grid.shape, np.int64)
-    for block in plan.blocks():
-        assert block.size <= block_configs or plan.split_dim == "latency"
+    for block in blocking.blocks():
+        assert block.size <= block_configs or blocking.split_dim == "latency"
         count[block.region()] += 1
-        assert block.size <= plan.kb * plan.ci  # every block fits the one compiled kernel shape
+        assert block.size <= blocking.kb * blocking.ci  # every block fits the one compiled kernel shape
     assert np.all(count == 1)
-    assert [b.index for b in plan.blocks()] == list(range(len(plan.blocks())))
-    assert plan.blocks() is plan.blocks()  # cut once: --resume looks blocks up by index
+    assert [b.index for b in blocking.blocks()] == list(range(len(blocking.blocks())))
+    assert blocking.blocks() is blocking.blocks()  # cut once: --resume looks blocks up by index
 
 
 def test_a_sweep_compiles_once():

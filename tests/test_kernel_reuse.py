@@ -49,8 +49,8 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
 
     sizes = dict(make_grid("vgg16", bandwidth="1..10@7", nodes=[2, 4, 8]).sizes)
     for budget in (4, 21, 2**18):  # blocks of part of a layout's 7 bandwidths, of one layout, of all three
-        plan = Blocking(sizes, budget)
-        assert (plan.kb_width, plan.ci_width) == SMALL_DATA_PARALLEL_BLOCK, budget
+        blocking = Blocking(sizes, budget)
+        assert (blocking.kb_width, blocking.ci_width) == SMALL_DATA_PARALLEL_BLOCK, budget
     axes = dict(bandwidth="1..10@7", nodes=[2, 4, 8])
     whole = sweep.evaluate("vgg16", **axes)
     with counting_compiles("grid_metrics") as counts:
@@ -61,5 +61,5 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
 
     # The layout family: a setting's 9,216 layouts in blocks of 8,192 are the 8 x 8,192 shape of a small plan.
     layouts = dict(dict.fromkeys(LAYOUTS.dims, 1), tp=4, pp=3, cp=2, micro_batch=32, zero=4, recompute=3)
-    plan = Blocking(layouts, 8192, LAYOUTS)
-    assert not plan.splits_layouts and (plan.kb_width, plan.ci_width) == (8, 8192)
+    blocking = Blocking(layouts, 8192, LAYOUTS)
+    assert not blocking.splits_layouts and (blocking.kb_width, blocking.ci_width) == (8, 8192)

@@ -58,8 +58,8 @@ def test_the_cube_is_the_in_memory_grid_block_by_block(one_path, one_run):
         "llama3-8b", gpus=64, global_batch=256, tp="1,2,4,8", pp="1,2,4", micro_batch="1,2", bandwidth="100,200,400",
         utilization="0.5,1",
     )  # fmt: skip
-    plan = Blocking(grid.sizes, 8192, grid.family)
-    assert len(plan.blocks()) == 6 and (plan.kb_width, plan.ci_width) == (8, 8192)
+    blocking = Blocking(grid.sizes, 8192, grid.family)
+    assert len(blocking.blocks()) == 6 and (blocking.kb_width, blocking.ci_width) == (8, 8192)
     assert_same(one_run, evaluate_layouts_arrays(grid))  # one block of all of it, the same numbers
     with h5py.File(one_path, "r") as f:
         assert f.attrs["family"] == "layouts" and f["status"].dtype == np.int32
@@ -72,8 +72,8 @@ def test_a_block_narrower_than_the_shared_shape_is_not_padded_to_its_lanes():
     # (1,024 x 64 for one layout in blocks of 64: 65,536 configurations computed for each one kept).
     grid = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1", pp="1", micro_batch="1")
     assert grid.size == 1
-    plans = {budget: Blocking(grid.sizes, budget, grid.family) for budget in (64, 1024, 8192, 2**18)}
-    assert {budget: (p.kb_width, p.ci_width) for budget, p in plans.items()} == {
+    blockings = {budget: Blocking(grid.sizes, budget, grid.family) for budget in (64, 1024, 8192, 2**18)}
+    assert {budget: (p.kb_width, p.ci_width) for budget, p in blockings.items()} == {
         64: (1, 64),
         1024: (1, 1024),
         8192: (8, 8192),  # the shared shape, 8 x 8,192 configurations for one

@@ -104,7 +104,7 @@ def padded_rows(rows: Rows, target: Array, weights: Array) -> tuple[Rows, Array,
 
     rows = rows._replace(
         config=type(rows.config)(*map(rows_of, rows.config)),
-        layout=type(rows.layout)(*map(buckets_of, rows.layout)),
+        workers=type(rows.workers)(*map(buckets_of, rows.workers)),
         buckets=type(rows.buckets)(*map(buckets_of, rows.buckets)),
         t1=rows_of(rows.t1),
         index=rows_of(rows.index),

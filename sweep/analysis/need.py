@@ -100,15 +100,15 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
         # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).
         grid = dataclasses.replace(grid, dtype="float64")
-    plan = Blocking(
+    blocking = Blocking(
         grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
     )  # a block per task: few combinations
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):
-        inputs = BlockInputs(grid, plan)
+        inputs = BlockInputs(grid, blocking)
         dt = inputs.dtype.type
-        for block in plan.blocks():
+        for block in blocking.blocks():
             args = inputs.block(block)
             solved, solved_status = solve_on_grid(
                 *args,

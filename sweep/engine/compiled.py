@@ -51,7 +51,7 @@ layout_jit = functools.partial(jax.jit, compiler_options=LAYOUT_COMPILE)
 @functools.partial(jax.jit, static_argnames=("kernel", "zero_latency", "features"))
 def grid_metrics(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     *,
@@ -59,7 +59,7 @@ def grid_metrics(
     zero_latency: bool = False,
     features: Features = PAPER,
 ) -> Metrics:
-    """Every metric of config [C] x layout [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C], in the
+    """Every metric of config [C] x workers [K] (see :func:`kernels.overlap.on_grid`): dict of [K, C], in the
     compute dtype.
 
     ``kernel``: ``xla`` (the scan), ``pallas`` or ``pallas-interpret``;
@@ -73,12 +73,12 @@ def grid_metrics(
     counts all of them); only the kept ones are copied back.
     """
     if kernel == "xla":
-        return on_grid(config, layout, buckets, t1, None, features)
+        return on_grid(config, workers, buckets, t1, None, features)
     from netsweep_jax.kernels.pallas_overlap import on_grid_pallas  # only where asked for (heavy)
 
     return on_grid_pallas(
         config,
-        layout,
+        workers,
         buckets,
         t1,
         features=features,
@@ -142,15 +142,15 @@ def reduced_output(
 
 @functools.partial(jax.jit, static_argnames=("features",))
 def table_metrics(
-    config: Config, layout: Workers, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER
+    config: Config, workers: Workers, buckets: Buckets, t1: jax.Array, *, features: Features = PAPER
 ) -> Metrics:
-    """Metrics of config [K, C] (a configuration per cell) under layout [K]: dict of [K, C]."""
-    return on_table(config, layout, buckets, t1, None, features)
+    """Metrics of config [K, C] (a configuration per cell) under workers [K]: dict of [K, C]."""
+    return on_table(config, workers, buckets, t1, None, features)
 
 
 def solve_on_grid(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: ArrayLike,
     target: ArrayLike,
@@ -173,7 +173,7 @@ def solve_on_grid(
     field = jnp.asarray(Config._fields.index(axis), jnp.int32)
     return solve_on_fields(
         config,
-        layout,
+        workers,
         buckets,
         t1,
         target,
@@ -189,7 +189,7 @@ def solve_on_grid(
 @functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing"))
 def solve_on_fields(
     config: Config,
-    layout: Workers,
+    workers: Workers,
     buckets: Buckets,
     t1: jax.Array,
     target: jax.Array,
@@ -203,12 +203,12 @@ def solve_on_fields(
 ) -> tuple[jax.Array, jax.Array]:
     """:func:`solve_on_grid` of the Config field at index ``field`` (int32 scalar): every field is a select
     between the bisected value and the sweep's (exact: the kernel sees the same numbers)."""
-    shape = (layout.messages.shape[0], config.bandwidth.shape[0])
+    shape = (workers.messages.shape[0], config.bandwidth.shape[0])
     cells = Config(*(jnp.broadcast_to(v[None, :], shape) for v in config))
 
     def scaling(x: jax.Array) -> jax.Array:
         solved = Config(*(jnp.where(field == i, x, v) for i, v in enumerate(cells)))
-        return on_table(solved, layout, buckets, t1, None, features)["scaling_factor"]
+        return on_table(solved, workers, buckets, t1, None, features)["scaling_factor"]
 
     return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 

@@ -134,11 +134,11 @@ def precision(dtype: str) -> Iterator[None]:
 class _DataParallelBlocks:
     """The data-parallel family's blocks: buckets, layouts and configurations to :func:`grid_metrics`."""
 
-    def __init__(self, grid: Grid, plan: Blocking, kernel: str, keep: int | None = None) -> None:
+    def __init__(self, grid: Grid, blocking: Blocking, kernel: str, keep: int | None = None) -> None:
         if keep is not None:
             raise ValueError("keep: the best layouts of each setting are a layout sweep's")
-        self.grid, self.plan = grid, plan
-        self.inputs = BlockInputs(grid, plan)
+        self.grid, self.blocking = grid, blocking
+        self.inputs = BlockInputs(grid, blocking)
         self.kernel = choose_kernel(kernel, self.inputs.features)
 
     @staticmethod
@@ -156,9 +156,11 @@ class _DataParallelBlocks:
         inp = self.inputs
         # Placed on the device whether or not it is kept (as _LayoutBlocks' inputs, for one compile either way);
         # where every block has the whole inner extent, one copy.
-        config = copy("configs" if self.plan.splits_layouts else None, lambda: inp.configs(block.inner_slab))
-        layout_key = ("layout", block.task, tuple((s.start, s.stop) for s in block.outer_slab))
-        layout = copy(layout_key, lambda: inp.layout(block.task, block.outer_slab))
+        config = copy(
+            "configs" if self.blocking.splits_layouts else None, lambda: inp.configs(block.inner_slab)
+        )
+        workers_key = ("workers", block.task, tuple((s.start, s.stop) for s in block.outer_slab))
+        workers = copy(workers_key, lambda: inp.workers(block.task, block.outer_slab))
         buckets = copy(("buckets", block.task), lambda: inp.buckets(block.task))
         t1 = copy(("t1", block.task), lambda: inp.t1(block.task))
         # One compile of the kernel per block shape, dtype and features, whatever the sweep keeps of its outputs
@@ -168,7 +170,7 @@ class _DataParallelBlocks:
         # split that kernel's compiles between sweeps with and without latency.
         zero_latency = inp.zero_latency and self.kernel != "xla"
         out = grid_metrics(
-            config, layout, buckets, t1, kernel=self.kernel, zero_latency=zero_latency, features=inp.features
+            config, workers, buckets, t1, kernel=self.kernel, zero_latency=zero_latency, features=inp.features
         )
         kept = {name: out[name] for name in self.grid.variables}
         if reduce is not None:
@@ -184,15 +186,15 @@ class _LayoutBlocks:
 
     kernel = "xla"
 
-    def __init__(self, grid: LayoutGrid, plan: Blocking, kernel: str, keep: int | None = None) -> None:
+    def __init__(self, grid: LayoutGrid, blocking: Blocking, kernel: str, keep: int | None = None) -> None:
         # ``kernel``: the adapters' one signature (BLOCKS); a layout sweep runs on XLA (check_kernel refused Pallas).
-        self.grid, self.plan = grid, plan
+        self.grid, self.blocking = grid, blocking
         self.tables = BlockTables(grid)
         self.dtype = np.dtype(grid.dtype)
         self.keep = keep
         # Searches keeping 1 to 16 layouts share one compiled block (top_k's k is a shape); the extra are cut
         # off. The 16 picked where 4 would do cost nothing to see: the kernel's other outputs at 16 of 8,192 lanes.
-        self.compiled_keep = None if keep is None else min(pow2(keep, 16), plan.ci_width)
+        self.compiled_keep = None if keep is None else min(pow2(keep, 16), blocking.ci_width)
 
     @staticmethod
     def pallas_refusal(grid: LayoutGrid, name: str) -> str:
@@ -210,35 +212,37 @@ class _LayoutBlocks:
         return outer, inner
 
     def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> Any:
-        plan, tables = self.plan, self.tables
+        blocking, tables = self.blocking, self.tables
         outer, inner = self.starts(block)
 
         def layouts() -> np.ndarray:
-            return tables.inner(inner, plan.ci_width)[0].astype(self.dtype)
+            return tables.inner(inner, blocking.ci_width)[0].astype(self.dtype)
 
         # Every input is placed on the block's device, kept or not: a compiled function's inputs placed or not
         # compile apart (their lowering differs), so a plan whose blocks split the layouts compiled its kernel again.
-        columns = copy("layouts" if plan.splits_layouts else None, layouts)  # whole inner extent: one copy
-        rows = copy(None, lambda: tables.outer(outer, plan.kb_width).astype(self.dtype))
+        columns = copy(
+            "layouts" if blocking.splits_layouts else None, layouts
+        )  # whole inner extent: one copy
+        rows = copy(None, lambda: tables.outer(outer, blocking.kb_width).astype(self.dtype))
         collectives = self.grid.collectives_code
         if self.compiled_keep is None:  # every output; kept and cast on return
             # One compile of the kernel per block shape and dtype, whatever reduction follows (its own small
             # compile): the layout kernel takes seconds to compile.
             out = layout_block_outputs(rows, columns, collectives=collectives)
             return out if reduce is None else layout_block_reduced(out, reduce=reduce)
-        count = block.size // (block.outer_lanes if plan.splits_layouts else 1)  # the block's layouts
+        count = block.size // (block.outer_lanes if blocking.splits_layouts else 1)  # the block's layouts
 
         def real() -> np.ndarray:  # 1 for a layout of this block, 0 for padding (or the next block's)
-            return (np.arange(plan.ci_width) < count).astype(self.dtype)
+            return (np.arange(blocking.ci_width) < count).astype(self.dtype)
 
-        mask = copy("real" if plan.splits_layouts else None, real)
+        mask = copy("real" if blocking.splits_layouts else None, real)
         return layout_block_best(rows, columns, mask, keep=self.compiled_keep, collectives=collectives)
 
     def collect_best(self, block: Block, result: Any) -> Arrays:
         """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
         output at them, for the block's R setting cells."""
         score, where, picked = result
-        rows = block.outer_lanes if self.plan.splits_layouts else 1
+        rows = block.outer_lanes if self.blocking.splits_layouts else 1
         keep = self.keep or 0
         out = {name: np.asarray(v)[:rows, :keep] for name, v in picked.items()}
         out["score"] = np.asarray(score, np.float64)[:rows, :keep]
@@ -258,7 +262,7 @@ class BlockAdapter(Protocol):
     ``name`` cannot run one ('' where it can)."""
 
     def __call__(
-        self, grid: Any, plan: Blocking, kernel: str, keep: int | None = None
+        self, grid: Any, blocking: Blocking, kernel: str, keep: int | None = None
     ) -> "_DataParallelBlocks | _LayoutBlocks": ...
 
     def pallas_refusal(self, grid: Any, name: str) -> str: ...
@@ -268,25 +272,27 @@ BLOCKS: dict[str, BlockAdapter] = {DATA_PARALLEL.name: _DataParallelBlocks, LAYO
 
 
 class Dispatcher:
-    """Evaluates blocks of ``plan`` on ``devices`` (default: every local device), for either family."""
+    """Evaluates blocks of ``blocking`` on ``devices`` (default: every local device), for either family."""
 
     def __init__(
         self,
         grid: AnyGrid,
-        plan: Blocking,
+        blocking: Blocking,
         kernel: str = DEFAULTS.kernel,
         devices: Sequence[jax.Device] | None = None,
         keep: int | None = None,
     ) -> None:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
-        self.plan = plan
-        self.blocks = BLOCKS[grid.family.name](grid, plan, kernel, keep)
+        self.blocking = blocking
+        self.blocks = BLOCKS[grid.family.name](grid, blocking, kernel, keep)
         self.kernel = self.blocks.kernel
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
         # (real lanes, block tensor shape, axes, family) under --reduce
-        self.reduce: DevicePlan | None = None if grid.reduction is None else device_plan(plan, grid.reduction)
+        self.reduce: DevicePlan | None = (
+            None if grid.reduction is None else device_plan(blocking, grid.reduction)
+        )
 
     @property
     def inputs(self) -> BlockInputs:
@@ -317,9 +323,9 @@ class Dispatcher:
             return self.blocks.collect_best(block, result)
         if self.reduce is not None:
             # the last block's padded rows are dropped
-            rows = block.slab[self.plan.family.varying.index(self.plan.split_dim)]
+            rows = block.slab[self.blocking.family.varying.index(self.blocking.split_dim)]
             return {name: np.asarray(a)[: rows.stop - rows.start] for name, a in result.items()}
-        k = block.outer_lanes if self.plan.splits_layouts else 1
+        k = block.outer_lanes if self.blocking.splits_layouts else 1
         c = block.size // k
         store = np.dtype(self.grid.store_dtype)
         with np.errstate(over="ignore"):  # a value float16 cannot hold is refused below, by name
@@ -328,7 +334,7 @@ class Dispatcher:
                 for name in self.grid.variables
             }
         if self.grid.store_dtype == "float16":
-            check_float16(arrays, self.plan.family)
+            check_float16(arrays, self.blocking.family)
         return arrays
 
 
@@ -356,7 +362,7 @@ def check_float16(arrays: Arrays, family: Family) -> None:
 
 def run(
     grid: AnyGrid,
-    plan: Blocking,
+    blocking: Blocking,
     sink: Sink,
     *,
     skip: Collection[int] = (),
@@ -366,7 +372,7 @@ def run(
     devices: Sequence[jax.Device] | None = None,
     keep: int | None = None,
 ) -> None:
-    """Evaluate every block of ``plan`` not in ``skip`` and hand it to ``sink``.
+    """Evaluate every block of ``blocking`` not in ``skip`` and hand it to ``sink``.
 
     ``sink(block, arrays)`` receives numpy arrays shaped like the block's region;
     ``progress(configs)`` is called after each block. ``only(block) -> bool`` keeps a
@@ -378,7 +384,7 @@ def run(
     """
     skip = set(skip)
     with precision(grid.dtype):
-        dispatcher = Dispatcher(grid, plan, kernel, devices, keep)
+        dispatcher = Dispatcher(grid, blocking, kernel, devices, keep)
         pending: collections.deque[tuple[Block, dict[str, jax.Array]]] = collections.deque()
 
         def hand_off() -> None:
@@ -387,7 +393,7 @@ def run(
             if progress:
                 progress(block.size)
 
-        for block in plan.blocks():
+        for block in blocking.blocks():
             if block.index in skip or (only is not None and not only(block)):
                 continue
             pending.append((block, dispatcher.submit(block)))
@@ -405,7 +411,7 @@ def evaluate_arrays(
 ) -> Arrays:
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset; an integer output,
     -1). ``progress(configs)`` is called after each block."""
-    plan = Blocking(grid.sizes, block_configs, grid.family)
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
     integer = grid.family.integer
     out = {
         name: np.full(grid.shape, -1, np.int32)
@@ -418,5 +424,5 @@ def evaluate_arrays(
         for name, a in arrays.items():
             out[name][block.region()] = a
 
-    run(grid, plan, sink, kernel=kernel, progress=progress)
+    run(grid, blocking, sink, kernel=kernel, progress=progress)
     return out

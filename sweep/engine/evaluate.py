@@ -62,9 +62,9 @@ def evaluate(
             "by block (sweep grid)",
         )
     else:
-        plan = Blocking(grid.sizes, block_configs)
-        state = ReducedRun(grid, plan)
-        run(grid, plan, state.add, kernel=kernel)
+        blocking = Blocking(grid.sizes, block_configs)
+        state = ReducedRun(grid, blocking)
+        run(grid, blocking, state.add, kernel=kernel)
         return state.dataset()
     arrays = evaluate_arrays(grid, block_configs, kernel)
     data = {

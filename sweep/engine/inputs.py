@@ -89,7 +89,7 @@ def layout_arrays(c: Coefficients, width: int, dtype: np.dtype) -> tuple[Host, H
     return scalars, reduce
 
 
-def _layout(scalars: Host, reduce: Host, *extra: Host) -> Workers:
+def _workers(scalars: Host, reduce: Host, *extra: Host) -> Workers:
     """:class:`~kernels.overlap.Workers` from [6, K] scalars, [K, Bk] reduce and the optional fields."""
     return Workers(scalars[0], scalars[1], scalars[2], scalars[3], scalars[4], scalars[5], reduce, *extra)
 
@@ -132,16 +132,16 @@ def features_of(grid: Grid) -> Features:
 
 
 class BlockInputs:
-    """Host arrays for the blocks of ``plan`` over ``grid``, in the grid's dtype."""
+    """Host arrays for the blocks of ``blocking`` over ``grid``, in the grid's dtype."""
 
-    def __init__(self, grid: Grid, plan: Blocking) -> None:
+    def __init__(self, grid: Grid, blocking: Blocking) -> None:
         self.grid = grid
-        self.plan = plan
+        self.blocking = blocking
         self.dtype = np.dtype(grid.dtype)
         self._fused: dict[tuple[int, ...], Fused | Units] = {}
-        self._layouts: dict[tuple[Any, ...], Workers] = {}
+        self._workers: dict[tuple[Any, ...], Workers] = {}
         self._codecs: dict[tuple[int, ...], Host] = {}
-        self.bucket_count = padded_count(max(len(self._fuse(t)) for t in plan.tasks()))
+        self.bucket_count = padded_count(max(len(self._fuse(t)) for t in blocking.tasks()))
         self.zero_latency = bool(np.all(grid.values["latency"] == 0))
         self.features = features_of(grid)
         self.intra_bits = float(si_values("bandwidth", grid.intra_bandwidth))  # Gbit/s, like bandwidth
@@ -198,16 +198,16 @@ class BlockInputs:
         """The task's single-GPU iteration time (s), a scalar of the compute dtype."""
         return self.dtype.type(self.grid.profiles[self._named(task)["model"]].t1)
 
-    def layout(self, task: Task, layout_slab: Slab) -> Workers:
+    def workers(self, task: Task, workers_slab: Slab) -> Workers:
         """:class:`~kernels.overlap.Workers` of [kb_width] coefficients (cached per task and slab)."""
-        key = (task, tuple((s.start, s.stop) for s in layout_slab))
-        if key not in self._layouts:
-            self._layouts[key] = self._make_layout(task, layout_slab)
-        return self._layouts[key]
+        key = (task, tuple((s.start, s.stop) for s in workers_slab))
+        if key not in self._workers:
+            self._workers[key] = self._make_workers(task, workers_slab)
+        return self._workers[key]
 
-    def _make_layout(self, task: Task, layout_slab: Slab) -> Workers:
+    def _make_workers(self, task: Task, workers_slab: Slab) -> Workers:
         g = self.grid
-        values = [g.values[d][s] for d, s in zip(WORKERS, layout_slab)]
+        values = [g.values[d][s] for d, s in zip(WORKERS, workers_slab)]
         nodes, gpus, nics = (a.ravel() for a in np.meshgrid(*values, indexing="ij"))
         collective = g.collectives[self._named(task)["collective"]]
         plain: Host = self.buckets(task).nbytes.astype(np.float64)
@@ -218,10 +218,10 @@ class BlockInputs:
             )
 
         c = coefficients_for(plain)
-        kb, k = self.plan.kb_width, nodes.size
+        kb, k = self.blocking.kb_width, nodes.size
         scalars, reduce = layout_arrays(c, kb, self.dtype)
         if not self.features.compress:
-            layout = _layout(scalars, reduce)
+            workers = _workers(scalars, reduce)
         else:
             # The payload is what gets reduced; an all-gathered one is summed while decoding.
             compressor = g.compressors[self._named(task)["compressor"]]
@@ -233,12 +233,12 @@ class BlockInputs:
             extra[1] = 0.0
             extra[:, :k] = (c.spread, c.workers)
             plain_reduce = reduce if self.features.accuracy else None
-            layout = _layout(scalars, compressed, extra[0], extra[1], plain_reduce)
+            workers = _workers(scalars, compressed, extra[0], extra[1], plain_reduce)
         if not self.features.nccl:
-            return layout
+            return workers
         ours: Host = np.zeros(kb, dtype=self.dtype)
         ours[:k] = float(collective == NCCL_ENGINE)
-        return layout._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
+        return workers._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
         """[width, 16] each layout's fabric for NCCL's collective (:class:`~kernels.overlap.Workers`'s
@@ -259,13 +259,13 @@ class BlockInputs:
         """:class:`~kernels.overlap.Config` of [ci_width] SI values for the inner part of a slab."""
         g = self.grid
         values = [si_values(d, g.values[d][s]) for d, s in zip(INNER, inner_slab)]
-        return config_arrays(np.meshgrid(*values, indexing="ij"), self.plan.ci_width, self.dtype)
+        return config_arrays(np.meshgrid(*values, indexing="ij"), self.blocking.ci_width, self.dtype)
 
     def block(self, block: Block) -> tuple[Config, Workers, Buckets, np.floating]:
         """The four host inputs of one block: configurations [ci_width], layouts [kb_width], buckets, T1."""
         return (
             self.configs(block.inner_slab),
-            self.layout(block.task, block.outer_slab),
+            self.workers(block.task, block.outer_slab),
             self.buckets(block.task),
             self.t1(block.task),
         )
@@ -329,7 +329,7 @@ def row_inputs(
     t1: Host = np.array([p.t1 for p in runs], dt)
     index: Host = np.zeros((n, 0), np.int32)
     rows = Rows(
-        config, _layout(scalars, reduce), _buckets(buckets, buckets[3] if fsdp else None, sharded), t1, index
+        config, _workers(scalars, reduce), _buckets(buckets, buckets[3] if fsdp else None, sharded), t1, index
     )
     features = Features(piped=any(c in PIPELINED for c in collective), compute=True, fsdp=fsdp)
     return rows, features

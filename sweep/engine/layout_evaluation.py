@@ -79,7 +79,7 @@ def best_layouts(
     Returns dict: ``score`` [O, K] tokens/s (-inf: fewer feasible layouts), ``layout`` [O, K] flat
     layout index (-1: none), and every output at them [O, K] (O = the outer cells in cube order)."""
     keep = min(keep, grid.inner_size)
-    plan = Blocking(grid.sizes, block_configs, grid.family)
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
     done = 0
     # Not yet found: score -inf at a layout index past the last, so a real layout of equal score sorts first.
     best = {
@@ -103,7 +103,7 @@ def best_layouts(
         if after_block is not None:
             after_block(done, best | picked)
 
-    run(grid, plan, sink, skip=range(done), progress=progress, only=only, keep=keep)  # type: ignore[arg-type]
+    run(grid, blocking, sink, skip=range(done), progress=progress, only=only, keep=keep)  # type: ignore[arg-type]
     return best | picked if raw else _finished(best | picked)
 
 

@@ -118,25 +118,25 @@ def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PA
     )
 
 
-def _after_split(plan: Blocking) -> tuple[str, ...]:
+def _after_split(blocking: Blocking) -> tuple[str, ...]:
     """The varying dims after the split dim: every block holds them whole."""
-    varying = plan.family.varying
-    return varying[varying.index(plan.split_dim) + 1 :]
+    varying = blocking.family.varying
+    return varying[varying.index(blocking.split_dim) + 1 :]
 
 
-def in_block(plan: Blocking, reduction: Reduction) -> tuple[str, ...]:
-    """The U dims every block of ``plan`` holds whole, in cube order."""
-    return tuple(d for d in _after_split(plan) if d in reduction.dims)
+def in_block(blocking: Blocking, reduction: Reduction) -> tuple[str, ...]:
+    """The U dims every block of ``blocking`` holds whole, in cube order."""
+    return tuple(d for d in _after_split(blocking) if d in reduction.dims)
 
 
-def device_plan(plan: Blocking, reduction: Reduction) -> DevicePlan:
+def device_plan(blocking: Blocking, reduction: Reduction) -> DevicePlan:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
     then the dims after it; the axes of it the device reduces; the op's kind): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
-    after = _after_split(plan)
-    shape = (plan.rows,) + tuple(plan.sizes[d] for d in after)
-    axes = tuple(1 + after.index(d) for d in in_block(plan, reduction))
-    return (plan.kb, plan.ci), shape, axes, reduction.kind
+    after = _after_split(blocking)
+    shape = (blocking.rows,) + tuple(blocking.sizes[d] for d in after)
+    axes = tuple(1 + after.index(d) for d in in_block(blocking, reduction))
+    return (blocking.kb, blocking.ci), shape, axes, reduction.kind
 
 
 class Accumulator:
@@ -165,18 +165,20 @@ class Accumulator:
 
 
 def _block_where(
-    plan: Blocking, block: Block, reduction: Reduction
+    blocking: Blocking, block: Block, reduction: Reduction
 ) -> tuple[tuple[Any, ...], dict[str, int]]:
     """(index into the result for this reduced block, {dim: the block's first index along it})."""
-    varying = plan.family.varying
-    split = varying.index(plan.split_dim)
-    axes = [plan.split_dim] + [d for d in _after_split(plan) if d not in reduction.dims]  # the block's axes
-    start = dict(zip(plan.family.structural, block.task))
+    varying = blocking.family.varying
+    split = varying.index(blocking.split_dim)
+    axes = [blocking.split_dim] + [
+        d for d in _after_split(blocking) if d not in reduction.dims
+    ]  # the block's axes
+    start = dict(zip(blocking.family.structural, block.task))
     start.update({d: s.start for d, s in zip(varying, block.slab)})
     rows = block.slab[split]
     where: list[Any] = []
     for d in reduction.kept:
-        if d == plan.split_dim:
+        if d == blocking.split_dim:
             where.append(slice(rows.start, rows.stop))
         elif d in axes:
             where.append(slice(None))
@@ -202,20 +204,20 @@ class ReducedGrid(Coordinated, Protocol):
 class ReducedRun:
     """Accumulators of every kept variable, fed one reduced block at a time."""
 
-    def __init__(self, grid: ReducedGrid, plan: Blocking) -> None:
+    def __init__(self, grid: ReducedGrid, blocking: Blocking) -> None:
         assert grid.reduction is not None
-        self.grid, self.plan, self.r = grid, plan, grid.reduction
-        shape = tuple(plan.sizes[d] for d in self.r.kept)
+        self.grid, self.blocking, self.r = grid, blocking, grid.reduction
+        shape = tuple(blocking.sizes[d] for d in self.r.kept)
         self.acc = {v: Accumulator(shape, self.r.kind, self.r.labelled) for v in grid.variables}
-        self.inside = in_block(plan, self.r)
-        self.u_sizes = [plan.sizes[d] for d in self.r.dims]
+        self.inside = in_block(blocking, self.r)
+        self.u_sizes = [blocking.sizes[d] for d in self.r.dims]
         self.done = 0
 
     def add(self, block: Block, arrays: Mapping[str, Array]) -> None:
         """Fold one reduced block (:meth:`sweep.engine.dispatch.Dispatcher.collect`) into the accumulators."""
-        where, start = _block_where(self.plan, block, self.r)
-        split_reduced = self.plan.split_dim in self.r.dims  # its rows are reduced here, one by one
-        sizes = [self.plan.sizes[d] for d in self.inside]
+        where, start = _block_where(self.blocking, block, self.r)
+        split_reduced = self.blocking.split_dim in self.r.dims  # its rows are reduced here, one by one
+        sizes = [self.blocking.sizes[d] for d in self.inside]
         for v, acc in self.acc.items():
             value = arrays[v].astype(np.float64)
             flat = arrays.get(f"{v}@index")
@@ -239,7 +241,9 @@ class ReducedRun:
             return a if row is None else a[row]
 
         index = {
-            d: pick(inside[d]) if d in inside else start[d] + (row or 0 if d == self.plan.split_dim else 0)
+            d: pick(inside[d])
+            if d in inside
+            else start[d] + (row or 0 if d == self.blocking.split_dim else 0)
             for d in self.r.dims
         }
         shape = pick(value).shape
@@ -256,12 +260,12 @@ class ReducedRun:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
         import xarray as xr  # here: 0.5-0.8 s to load, which a sweep written block by block never needs
 
-        outside = math.prod(self.plan.sizes[d] for d in self.r.dims if d not in self.inside)
+        outside = math.prod(self.blocking.sizes[d] for d in self.r.dims if d not in self.inside)
         coords = self.grid.coords()
         data = {}
         for v, acc in self.acc.items():
             value = acc.value / outside if self.r.kind == "mean" else acc.value
-            units, long_name = self.plan.family.variables[v]
+            units, long_name = self.blocking.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
                 value.astype(self.grid.store_dtype),

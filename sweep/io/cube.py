@@ -167,9 +167,9 @@ def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Da
 CHUNKED_RANKS = range(1, 32)
 
 
-def storage_chunks(plan: Blocking) -> tuple[int, ...] | None:
-    """The HDF5 chunk shape of a cube cut by ``plan`` (its block's shape), or None: stored contiguous."""
-    return plan.chunk_shape if len(plan.shape) in CHUNKED_RANKS else None
+def storage_chunks(blocking: Blocking) -> tuple[int, ...] | None:
+    """The HDF5 chunk shape of a cube cut by ``blocking`` (its block's shape), or None: stored contiguous."""
+    return blocking.chunk_shape if len(blocking.shape) in CHUNKED_RANKS else None
 
 
 def estimated_bytes(grid: "AnyGrid") -> int:
@@ -179,9 +179,9 @@ def estimated_bytes(grid: "AnyGrid") -> int:
 
 
 def create(
-    path: str | Path, grid: "AnyGrid", plan: Blocking, attrs: Mapping[str, Any], sparse: bool = False
+    path: str | Path, grid: "AnyGrid", blocking: Blocking, attrs: Mapping[str, Any], sparse: bool = False
 ) -> h5py.File:
-    """Create a new cube file at ``path`` for ``grid`` cut by ``plan``; return it open.
+    """Create a new cube file at ``path`` for ``grid`` cut by ``blocking``; return it open.
 
     ``attrs`` are extra global attributes (:func:`sweep.io.provenance.provenance`).
     ``sparse``: do not write the NaN fill at creation (a --distributed shard holds
@@ -198,7 +198,7 @@ def create(
     f.attrs["store"] = grid.store_dtype
     f.attrs["grid_fingerprint"] = grid.fingerprint()
     f.attrs["dims"] = ",".join(family.dims)
-    f.attrs["block_configs"] = plan.block_configs
+    f.attrs["block_configs"] = blocking.block_configs
     for k, v in {**grid.cube_attrs(), **attrs}.items():
         f.attrs[k] = v
     scales = []
@@ -218,7 +218,7 @@ def create(
             name,
             shape=grid.shape,
             dtype=np.int32 if integer else np.dtype(grid.store_dtype),
-            chunks=storage_chunks(plan),
+            chunks=storage_chunks(blocking),
             fillvalue=-1 if integer else np.nan,
             dcpl=dcpl,
         )
@@ -228,8 +228,8 @@ def create(
             ds.dims[i].attach_scale(scale)
     INPUTS[grid.family.name](f, grid)  # the family's inputs a cube keeps besides its coordinates
     progress = f.create_group("progress")
-    progress.create_dataset("blocks_done", data=np.zeros(len(plan.blocks()), np.uint8))
-    progress.create_dataset("block_checksum", data=np.zeros(len(plan.blocks()), np.uint32))
+    progress.create_dataset("blocks_done", data=np.zeros(len(blocking.blocks()), np.uint8))
+    progress.create_dataset("block_checksum", data=np.zeros(len(blocking.blocks()), np.uint32))
     progress.attrs["checksums"] = json.dumps(static_checksums(f))
     f.flush()
     return f
@@ -293,7 +293,7 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
         )
 
 
-def open_for_resume(path: str | Path, grid: "AnyGrid", plan: Blocking) -> h5py.File:
+def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
@@ -314,9 +314,9 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", plan: Blocking) -> h5py.F
             param="resume",
         )
     if (
-        f[grid.variables[0]].chunks != storage_chunks(plan)
-        or any(s != plan.shape for s in shapes.values())
-        or progress != ((len(plan.blocks()),),) * 2
+        f[grid.variables[0]].chunks != storage_chunks(blocking)
+        or any(s != blocking.shape for s in shapes.values())
+        or progress != ((len(blocking.blocks()),),) * 2
     ):
         f.close()
         raise InputError(

@@ -323,7 +323,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
     """Copy every block from the shard that computed it into the cube ``out``."""
     with h5py.File(shards[0], "r") as first:
         block_configs = block_configs or int(first.attrs["block_configs"])
-    plan = Blocking(grid.sizes, block_configs, grid.family)
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
     count = len(shards)
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:
@@ -338,10 +338,10 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
                     f"{src.filename}: a shard of another grid (its process was started with other options); "
                     f"give every process the same command"
                 )
-        f = create_partial(partial, grid, plan, attrs, sparse=False)
+        f = create_partial(partial, grid, blocking, attrs, sparse=False)
         inode = os.fstat(f.id.get_vfd_handle()).st_ino
         try:
-            for block in plan.blocks():
+            for block in blocking.blocks():
                 src = opened[block.index % count]
                 region = block.region()
                 cube.write_block(f, block, {name: src[name][region] for name in grid.variables})

@@ -8,7 +8,7 @@ CRC-32 recorded too (:func:`static_checksums`), which :func:`verify_static` chec
 starts as HDF5 but whose metadata HDF5 cannot read is :func:`damage`'s; one whose bytes crash
 HDF5 itself is :func:`crashes_hdf5`'s, tried in a forked child.
 
-A cube written whole (:func:`sweep.io.cube.write_dataset`: a plan, a ``--reduce`` result, ``need --out``) has
+A cube written whole (:func:`sweep.io.cube.write_dataset`: a blocking, a ``--reduce`` result, ``need --out``) has
 no blocks: the CRC-32 of every dataset it holds, data variables included, is recorded when it is written
 (:func:`record_whole`), and checked the same way. A reader checks what it reads (:func:`check_read`): the
 blocks a selection touches and the coordinates, or every dataset of a cube written whole.
@@ -48,7 +48,7 @@ def checksum(arrays: Mapping[str, npt.NDArray[Any]], family: Family) -> int:
 
 
 def verified_blocks(
-    f: h5py.File, plan: Blocking, only: Collection[int] | None = None
+    f: h5py.File, blocking: Blocking, only: Collection[int] | None = None
 ) -> tuple[list[int], list[int]]:
     """(finished blocks whose data match their checksum, indices of the damaged ones), of every block or of
     those in ``only``.
@@ -64,7 +64,7 @@ def verified_blocks(
     good: list[int] = []
     damaged: list[int] = []
     for i in done:
-        region = plan.blocks()[i].region()
+        region = blocking.blocks()[i].region()
         try:
             ok = checksum({name: f[name][region] for name in stored(f)}, family) == sums[i]
         except HDF5_ERRORS:  # HDF5 cannot read the chunk
@@ -97,17 +97,17 @@ def verify(path: str | Path) -> tuple[int, int, int]:
                     f"it has nothing to verify against"
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        plan = _plan_of(f)
-        good, damaged = verified_blocks(f, plan)
-        return len(good) + len(damaged), len(damaged), len(plan.blocks())
+        blocking = _plan_of(f)
+        good, damaged = verified_blocks(f, blocking)
+        return len(good) + len(damaged), len(damaged), len(blocking.blocks())
 
 
-def touched(plan: Blocking, positions: Mapping[str, npt.NDArray[np.integer]]) -> set[int]:
-    """The blocks of ``plan`` holding any of the cells a selection reads: ``positions[dim]``, the indices it
+def touched(blocking: Blocking, positions: Mapping[str, npt.NDArray[np.integer]]) -> set[int]:
+    """The blocks of ``blocking`` holding any of the cells a selection reads: ``positions[dim]``, the indices it
     keeps along ``dim`` (every index of a dim not named)."""
-    dims = plan.family.dims
+    dims = blocking.family.dims
     out = set()
-    for block in plan.blocks():
+    for block in blocking.blocks():
         region = block.region()
         if all(
             np.any((positions[d] >= s.start) & (positions[d] < s.stop))
@@ -132,8 +132,8 @@ def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]
             )
         if written_whole(f) or "progress/block_checksum" not in f:
             return
-        plan = _plan_of(f)
-        _, damaged = verified_blocks(f, plan, None if positions is None else touched(plan, positions))
+        blocking = _plan_of(f)
+        _, damaged = verified_blocks(f, blocking, None if positions is None else touched(blocking, positions))
     if damaged:
         raise Damaged(
             f"{path}: damaged ({len(damaged)} block{'s' if len(damaged) > 1 else ''} of what was asked for no "

@@ -109,11 +109,11 @@ def _remove_own(partial: Path, inode: int | None) -> None:
 
 
 def create_partial(
-    partial: Path, grid: AnyGrid, plan: Blocking, attrs: dict[str, Any], sparse: bool
+    partial: Path, grid: AnyGrid, blocking: Blocking, attrs: dict[str, Any], sparse: bool
 ) -> h5py.File:
     """A new partial cube, or a refusal when another run created the file first."""
     try:
-        return cube.create(partial, grid, plan, attrs, sparse=sparse)
+        return cube.create(partial, grid, blocking, attrs, sparse=sparse)
     except FileExistsError:
         pass
     except OSError:
@@ -195,12 +195,12 @@ def run_grid(
         partial = partial_path(out)
         if block_configs is None:
             block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
-        plan = Blocking(grid.sizes, block_configs, grid.family)
+        blocking = Blocking(grid.sizes, block_configs, grid.family)
         mine = None if share is None else _share_filter(*share)
         if grid.reduction is not None:
             return _run_reduced(
                 grid,
-                plan,
+                blocking,
                 out,
                 partial,
                 resume=resume,
@@ -216,9 +216,14 @@ def run_grid(
             check_disk(out, grid, 1.0 if share is None else 1.0 / share[1])
         announce()
         with interrupts.deferred():
-            f = _open_partial(partial, grid, plan, resume=resume, force=force, command=command, share=share)
+            f = _open_partial(
+                partial, grid, blocking, resume=resume, force=force, command=command, share=share
+            )
             summary = _fill_keeping_partial(
-                f, partial, resume, lambda: _fill(f, grid, plan, resume, mine, progress, kernel, after_block)
+                f,
+                partial,
+                resume,
+                lambda: _fill(f, grid, blocking, resume, mine, progress, kernel, after_block),
             )
             cube.finish(f, partial, out, overwrite=force)
         return {**summary, "out": str(out), "bytes": os.path.getsize(out)}
@@ -227,7 +232,7 @@ def run_grid(
 def _open_partial(
     partial: Path,
     grid: AnyGrid,
-    plan: Blocking,
+    blocking: Blocking,
     *,
     resume: bool,
     force: bool,
@@ -237,13 +242,13 @@ def _open_partial(
     """The partial cube, open for writing: the one being resumed, or a new one (a stale one of another run
     removed with ``force``) recording the command and, for a shard, which one it is."""
     if resume:
-        return cube.open_for_resume(partial, grid, plan)
+        return cube.open_for_resume(partial, grid, blocking)
     if force and partial.exists():
         remove_stale(partial)
     attrs: dict[str, Any] = provenance(command)
     if share is not None:
         attrs["shard"] = f"{share[0]} of {share[1]}"
-    return create_partial(partial, grid, plan, attrs, sparse=share is not None)
+    return create_partial(partial, grid, blocking, attrs, sparse=share is not None)
 
 
 def _fill_keeping_partial(f: h5py.File, partial: Path, resume: bool, fill: Callable[[], Summary]) -> Summary:
@@ -282,7 +287,7 @@ def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
 
 def _run_reduced(
     grid: AnyGrid,
-    plan: Blocking,
+    blocking: Blocking,
     out: Path,
     partial: Path,
     *,
@@ -305,7 +310,7 @@ def _run_reduced(
     start = time.perf_counter()
     # overwrite: a file that appeared at OUT meanwhile is kept without --force, as a sweep's finish keeps it
     summary = run_reduced(
-        grid, plan, out, partial, resume=resume, command=command, progress=progress, kernel=kernel,
+        grid, blocking, out, partial, resume=resume, command=command, progress=progress, kernel=kernel,
         after_block=after_block, overwrite=force,
     )  # fmt: skip
     elapsed = time.perf_counter() - start
@@ -321,7 +326,7 @@ def _run_reduced(
 def _fill(
     f: h5py.File,
     grid: AnyGrid,
-    plan: Blocking,
+    blocking: Blocking,
     resume: bool,
     mine: Callable[[Block], bool] | None,
     progress: Progress | None,
@@ -329,8 +334,8 @@ def _fill(
     after_block: AfterBlock,
 ) -> Summary:
     """Compute and write every block not yet done (on the writer thread); a summary dict."""
-    done, damaged = integrity.verified_blocks(f, plan) if resume else ([], [])
-    all_blocks = plan.blocks()
+    done, damaged = integrity.verified_blocks(f, blocking) if resume else ([], [])
+    all_blocks = blocking.blocks()
     blocks = [b for b in all_blocks if mine is None or mine(b)]
     total = sum(b.size for b in blocks)
     done_configs = sum(all_blocks[i].size for i in done)
@@ -349,7 +354,7 @@ def _fill(
     try:
         interrupts.raise_if_requested()
         with progress(total, done_configs) if progress else nullcontext() as advance:
-            run(grid, plan, sink, skip=done, progress=advance, only=mine, kernel=kernel)
+            run(grid, blocking, sink, skip=done, progress=advance, only=mine, kernel=kernel)
             writer.close()
         interrupts.raise_if_requested()
     except BaseException:

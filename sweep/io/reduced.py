@@ -48,7 +48,7 @@ def _arrays(state: ReducedRun) -> dict[str, npt.NDArray[Any]]:
 def save_checkpoint(state: ReducedRun, path: Path, fingerprint: str, claim: Claim | None = None) -> None:
     """Checkpoint: accumulators and the count of finished blocks, written to a new file, then renamed (held
     by ``claim``, the run's lock on ``path``)."""
-    block_configs = state.plan.block_configs
+    block_configs = state.blocking.block_configs
     attrs = {"blocks_done": state.done, "block_configs": block_configs}
     checkpoints.write(path, fingerprint, attrs, _arrays(state), _header(state.done, block_configs), claim)
 
@@ -64,7 +64,7 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
         "cube",
     )
     done, block_configs = int(attrs["blocks_done"]), int(attrs["block_configs"])
-    if block_configs != state.plan.block_configs or not 0 <= done <= len(state.plan.blocks()):
+    if block_configs != state.blocking.block_configs or not 0 <= done <= len(state.blocking.blocks()):
         raise InputError(
             f"{path}: the checkpoint is damaged (its checksum does not match what it holds); "
             f"resuming would give a wrong cube: rerun with --force to start over",
@@ -91,19 +91,19 @@ class _Reduction:
     def __init__(
         self,
         grid: AnyGrid,
-        plan: Blocking,
+        blocking: Blocking,
         progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
         kernel: str,
         after_block: Callable[[Block], None],
     ) -> None:
-        self.grid, self.plan, self.progress, self.kernel, self.after_block = (
+        self.grid, self.blocking, self.progress, self.kernel, self.after_block = (
             grid,
-            plan,
+            blocking,
             progress,
             kernel,
             after_block,
         )
-        self.state = ReducedRun(grid, plan)
+        self.state = ReducedRun(grid, blocking)
         self.fingerprint = grid.fingerprint()
         self.resumed = 0  # blocks merged before this run (a checkpoint's)
 
@@ -124,11 +124,13 @@ class _Reduction:
 
         _, total, done_configs = self.sizes()
         with self.progress(total, done_configs) if self.progress else nullcontext() as advance:
-            run(self.grid, self.plan, sink, skip=range(self.resumed), progress=advance, kernel=self.kernel)
+            run(
+                self.grid, self.blocking, sink, skip=range(self.resumed), progress=advance, kernel=self.kernel
+            )
 
     def sizes(self) -> tuple[int, int, int]:
         """(blocks, configurations, configurations merged before this run)."""
-        blocks = self.plan.blocks()
+        blocks = self.blocking.blocks()
         return len(blocks), sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
 
     def dataset(self) -> "xr.Dataset":
@@ -146,7 +148,7 @@ class _Reduction:
 
 def run_reduced(
     grid: AnyGrid,
-    plan: Blocking,
+    blocking: Blocking,
     out: Path,
     partial: Path,
     *,
@@ -161,7 +163,7 @@ def run_reduced(
     :func:`~sweep.io.accumulated.run_accumulated` with its checkpoint in ``partial``. Without ``overwrite``, a
     file that appeared at ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and
     ``--resume`` writes the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
-    job = _Reduction(grid, plan, progress, kernel, after_block)
+    job = _Reduction(grid, blocking, progress, kernel, after_block)
     run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite)
     blocks, total, done_configs = job.sizes()
     return {
