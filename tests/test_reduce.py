@@ -142,6 +142,29 @@ def test_bad_reductions_are_refused(tmp_path, reduce, message):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_reduce_with_distributed_is_refused(tmp_path):
-    r = invoke("grid", "--bw", "10", "--reduce", "max:ratio", "--distributed", "--out", tmp_path / "o.h5")
-    assert r.exit_code == 2 and "not supported yet" in r.output and list(tmp_path.iterdir()) == []
+@pytest.mark.parametrize(
+    "reduce", [["argmax:collective,bandwidth", "max:ratio"], ["mean:bandwidth,collective"]]
+)
+def test_a_reduction_shared_among_processes_is_one_processs_cube(tmp_path, reduce):
+    # --reduce --distributed (#39): each process folds its blocks into accumulators of its own, kept in a shard;
+    # process 0 merges them. Run here as the two processes would, one after the other (process 1 first, so
+    # process 0 finds its shard), through the same functions a process runs after the rendezvous.
+    from netsweep_jax.sweep.io.distributed import run_distributed, shard_path
+
+    grid = make_grid(MODELS, reduce=reduce, **AXES)
+    one, shared = tmp_path / "one.h5", tmp_path / "shared.h5"
+    run_grid(grid, one, command="test", block_configs=5)
+    mine = run_distributed(grid, shared, 1, 2, command="test", block_configs=5)
+    assert mine["out"] == str(shard_path(shared, 1, 2)) and not shared.exists()
+    merged = run_distributed(grid, shared, 0, 2, command="test", block_configs=5)
+    assert merged["stitched"] and merged["configs"] + mine["configs"] == grid.size
+    a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (one, shared))
+    assert set(a.data_vars) == set(b.data_vars) and b.attrs["processes"] == 2
+    for name in a.data_vars:
+        if "mean" in reduce[0]:  # float64 sums added in another order
+            np.testing.assert_allclose(a[name].values, b[name].values, rtol=1e-6)
+        else:  # the extreme, and a tie's lower position, whatever process found it
+            np.testing.assert_array_equal(a[name].values, b[name].values)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]  # no shard left behind
+    with pytest.raises(InputError, match="a reduction's share is computed whole"):
+        run_distributed(grid, tmp_path / "again.h5", 0, 2, command="test", block_configs=5, resume=True)

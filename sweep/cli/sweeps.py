@@ -117,12 +117,6 @@ def grid(
         from netsweep_jax.sweep.io.distributed import check_options
 
         check_options(settings["coordinator"], settings["stitch_timeout"])
-    if reduce and settings.get("distributed"):
-        raise InputError(
-            f"{' '.join(reduce)}: --reduce with --distributed is not supported yet; run the "
-            f"reduction on one machine",
-            param="reduce",
-        )
     family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), given(ctx, "model"))
     g, assumed = GRID_OF[family.name](
         settings, given_options(ctx), {"variables": vars, "store": store, "reduce": reduce}

@@ -163,6 +163,15 @@ class Accumulator:
         for d, idx in labels.items():
             self.index[d][where] = np.where(better, idx, self.index[d][where])
 
+    def merge(self, other: Accumulator) -> None:
+        """Fold ``other`` (the same variable over other blocks: another process's share) into this one. A max or
+        min keeps the extreme of the two, a tie the lower position, as one process folding every block in
+        order does (the same cube); a mean adds the sums (float64, in another order than one process's)."""
+        if self.kind == "mean":
+            self.value += other.value
+            return
+        self.combine((Ellipsis,), other.value, other.position, other.index)
+
 
 def _block_where(
     blocking: Blocking, block: Block, reduction: Reduction
@@ -225,6 +234,12 @@ class ReducedRun:
             for row in range(value.shape[0]) if split_reduced else [None]:
                 self._fold(acc, where, value, inside, start, row)
         self.done += 1
+
+    def merge(self, other: ReducedRun) -> None:
+        """Fold another run's accumulators (the same grid and reduction over other blocks) into these."""
+        for v, acc in self.acc.items():
+            acc.merge(other.acc[v])
+        self.done += other.done
 
     def _fold(
         self,

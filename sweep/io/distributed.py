@@ -37,7 +37,7 @@ import jax
 
 from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
 from netsweep_jax.sweep.engine.blocks import Blocking
-from netsweep_jax.sweep.engine.dispatch import AnyGrid
+from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
     Progress,
@@ -50,6 +50,7 @@ from netsweep_jax.sweep.io.job import (
 )
 from netsweep_jax.sweep.io.paths import remove_stale
 from netsweep_jax.sweep.io.provenance import provenance
+from netsweep_jax.sweep.io.reduced import ReductionShare
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -252,6 +253,11 @@ def run_distributed(
     (seconds), and how it waits between looks at the missing shards.
     """
     out = Path(out)
+    if grid.reduction is not None:
+        return _reduced_share(
+            grid, out, pid, count, command=command, force=force, resume=resume, block_configs=block_configs,
+            stitch_timeout=stitch_timeout, default_out_dir=default_out_dir, kernel=kernel, announce=announce,
+        )  # fmt: skip
     shard = shard_path(out, pid, count)
     summary: Summary
     if resume and shard.exists() and not partial_path(shard).exists():
@@ -288,6 +294,56 @@ def run_distributed(
         summary["out"] = str(out)
         summary["stitched"] = True
     return summary
+
+
+def _reduced_share(
+    grid: AnyGrid,
+    out: Path,
+    pid: int,
+    count: int,
+    *,
+    command: str,
+    force: bool,
+    resume: bool,
+    block_configs: int | None,
+    stitch_timeout: float,
+    default_out_dir: bool,
+    kernel: str,
+    announce: Callable[[], None],
+) -> Summary:
+    """``sweep grid --reduce ... --distributed``: this process's share of the reduction
+    (:class:`~sweep.io.reduced.ReductionShare`) through :func:`run_shared`; process 0 merges every shard into
+    the reduced cube at ``out``. A share is computed whole, so ``--resume`` is refused: rerun every process."""
+    if resume:
+        raise InputError(
+            "with --reduce and --distributed is not supported: a reduction's share is computed whole; rerun "
+            "every process without it",
+            param="resume",
+        )
+    check_kernel(kernel, grid)
+    if pid == 0:
+        check_output(out, force=force, resume=False, default=default_out_dir)
+    blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
+    job = ReductionShare(grid, blocking, kernel, count)
+    announce()
+    start = time.perf_counter()
+    written = run_shared(
+        job, out, (pid, count), stitch_timeout=stitch_timeout, command=command, overwrite=force,
+        then="rerun every process (without --resume: a reduction's shares start over)",
+    )  # fmt: skip
+    elapsed = time.perf_counter() - start
+    mine = [b for b in blocking.blocks() if b.index % count == pid]
+    return {
+        "out": str(written),
+        "configs": job.computed,
+        "computed": job.computed,
+        "seconds": elapsed,
+        "configs_per_s": job.computed / elapsed if elapsed > 0 else 0.0,
+        "resumed_blocks": 0,
+        "blocks": len(mine),
+        "shard": f"{pid} of {count}",
+        **({"stitched": True} if pid == 0 else {}),
+    }
 
 
 def wait_for(

@@ -7,7 +7,7 @@ everything it restores), so ``--resume`` after a kill goes on from the last chec
 the same blocks in the same order: the result is bit-identical.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,13 +137,57 @@ class _Reduction:
         return self.state.dataset()
 
     def attrs(self) -> dict[str, Any]:
-        grid = self.grid
-        return {
-            "family": grid.family.name,
-            "dtype": grid.dtype,
-            "store": grid.store_dtype,
-            **grid.cube_attrs(),
-        }
+        return _attrs(self.grid)
+
+
+class ReductionShare:
+    """A ``--reduce`` sweep shared among processes (``--distributed``), as the job runner's
+    :class:`~sweep.io.distributed.Shared`: each process folds the blocks ``index % processes == process`` into
+    accumulators of its own, written to a shard as a checkpoint is (:func:`save_checkpoint`); process 0 merges
+    every shard's (:meth:`~sweep.engine.reductions.ReducedRun.merge`) into the reduced cube: one process's cube
+    for max, min and argmax (a tie goes to the lower position either way), a mean's float64 sums added in
+    another order. A share is not resumed: a stopped process's share is computed again."""
+
+    def __init__(self, grid: AnyGrid, blocking: Blocking, kernel: str, count: int) -> None:
+        self.grid, self.blocking, self.kernel, self.count = grid, blocking, kernel, count
+        self.fingerprint = f"{grid.fingerprint()}:share of {count}"
+        self.state = ReducedRun(grid, blocking)
+        self.shares: list[ReducedRun] = []
+        self.computed = 0  # configurations this process computed
+
+    def compute_share(self, pid: int, count: int) -> None:
+        def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
+            self.state.add(block, arrays)
+            self.computed += block.size
+            interrupts.raise_if_requested()
+
+        run(self.grid, self.blocking, sink, only=lambda b: b.index % count == pid, kernel=self.kernel)
+
+    def save_share(self, path: Path) -> None:
+        save_checkpoint(self.state, path, self.fingerprint)
+
+    def load_shares(self, shards: "Sequence[Path]") -> None:
+        self.shares = []
+        for path in shards:
+            share = ReducedRun(self.grid, self.blocking)
+            load_checkpoint(share, path, self.fingerprint)
+            self.shares.append(share)
+
+    def merge(self) -> None:
+        self.state = ReducedRun(self.grid, self.blocking)
+        for share in self.shares:
+            self.state.merge(share)
+
+    def dataset(self) -> "xr.Dataset":
+        return self.state.dataset()
+
+    def attrs(self) -> dict[str, Any]:
+        return {**_attrs(self.grid), "processes": self.count}
+
+
+def _attrs(grid: AnyGrid) -> dict[str, Any]:
+    """A reduced cube's global attributes besides the dataset's own."""
+    return {"family": grid.family.name, "dtype": grid.dtype, "store": grid.store_dtype, **grid.cube_attrs()}
 
 
 def run_reduced(
