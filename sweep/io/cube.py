@@ -26,8 +26,10 @@ Layout (plain h5py, opened by ``xarray.open_dataset(path, engine="h5netcdf")``):
 
 A sweep's cube is written block by block (:func:`create`, :func:`write_block`, then
 :func:`finish` renames it into place). Every other result (``sweep need --out``, a
-reduced sweep) is held in memory and written whole by :func:`write_dataset`, the one
-writer of an in-memory result: a temporary file, renamed into place when complete.
+reduced sweep, a plan) is held in memory and written whole by :func:`write_dataset`, the one
+writer of an in-memory result: a temporary file, renamed into place when complete. Both lay
+their dims and variables out with the same two functions (:func:`dimension_scales`,
+:func:`variable`), so every cube the tool writes is one netCDF-4 layout.
 
 Why no compression: every chunk is allocated when the file is created, so writing
 a block never changes the file's metadata. A run killed at any moment (kill -9)
@@ -39,7 +41,7 @@ on every write, which would make that guarantee depend on HDF5's cache order.
 import io
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,34 +126,64 @@ def write_netcdf4(ds: "xr.Dataset", path: str | Path) -> None:
 def _write_netcdf4(ds: "xr.Dataset", f: h5py.File) -> None:
     for key, value in ds.attrs.items():
         f.attrs[key] = value
-    scales = {}
-    for dim, size in ds.sizes.items():
-        if dim in ds.indexes:
-            scales[dim] = _write_variable(f, str(dim), ds.variables[dim])
-            scales[dim].make_scale(str(dim))
-        else:
-            scales[dim] = f.create_dataset(str(dim), shape=(size,), dtype="f4")
-            scales[dim].make_scale(PHONY_DIMENSION.format(size))
+    scales = dimension_scales(
+        f,
+        {
+            str(dim): (ds.variables[dim].values, ds.variables[dim].attrs) if dim in ds.indexes else size
+            for dim, size in ds.sizes.items()
+        },
+    )
     extra_coords = [str(name) for name in ds.coords if name not in ds.indexes]
     for name, var in ds.variables.items():
         if name in ds.indexes:
             continue
-        h5var = _write_variable(f, str(name), var)
-        for i, dim in enumerate(var.dims):
-            h5var.dims[i].attach_scale(scales[dim])
         named = [c for c in extra_coords if c != name and set(ds[c].dims) <= set(var.dims)]
-        if name in ds.data_vars and named:
-            h5var.attrs["coordinates"] = " ".join(named)
+        attrs = {**var.attrs, **({"coordinates": " ".join(named)} if name in ds.data_vars and named else {})}
+        variable(f, str(name), [scales[str(d)] for d in var.dims], attrs, data=var.values)
 
 
-def _write_variable(f: h5py.File, name: str, var: "xr.Variable") -> h5py.Dataset:
-    data, encoding = _h5_data(var.values)
-    if data.dtype == object:
-        h5var = f.create_dataset(name, data=data, dtype=h5py.string_dtype())
+def dimension_scales(
+    f: h5py.File, dims: Mapping[str, "tuple[npt.ArrayLike, Mapping[str, Any]] | int"]
+) -> dict[str, h5py.Dataset]:
+    """The netCDF-4 dimension scale of each dim, in order: its coordinate (values and attributes), or, where
+    ``dims`` gives only its size, netCDF's "phony" scale of a dim with no coordinate. Every cube the tool
+    writes lays its dims out here, a sweep's streamed one (:func:`create`) and a result written whole
+    (:func:`write_netcdf4`)."""
+    scales = {}
+    for dim, given in dims.items():
+        if isinstance(given, int):
+            scales[dim] = f.create_dataset(dim, shape=(given,), dtype="f4")
+            scales[dim].make_scale(PHONY_DIMENSION.format(given))
+        else:
+            scales[dim] = variable(f, dim, [], given[1], data=given[0])
+            scales[dim].make_scale(dim)
+    return scales
+
+
+def variable(
+    f: h5py.File,
+    name: str,
+    scales: Sequence[h5py.Dataset],
+    attrs: Mapping[str, Any],
+    *,
+    data: npt.ArrayLike | None = None,
+    **empty: Any,
+) -> h5py.Dataset:
+    """A netCDF-4 variable over the dims of ``scales`` (attached in order) with its attributes: ``data``
+    written whole (names as HDF5 strings, booleans as xarray encodes them: :func:`_h5_data`), or, with no data,
+    created empty for blocks to fill (``empty``: h5py's ``shape``, ``dtype``, ``chunks``, ``fillvalue``,
+    ``dcpl``)."""
+    encoding: dict[str, str] = {}
+    if data is None:
+        h5var = f.create_dataset(name, **empty)
     else:
-        h5var = f.create_dataset(name, data=data)
-    for key, value in {**var.attrs, **encoding}.items():
+        values, encoding = _h5_data(data)
+        string = {"dtype": h5py.string_dtype()} if values.dtype == object else {}
+        h5var = f.create_dataset(name, data=values, **string)
+    for key, value in {**attrs, **encoding}.items():
         h5var.attrs[key] = value
+    for i, scale in enumerate(scales):
+        h5var.dims[i].attach_scale(scale)
     return h5var
 
 
@@ -201,31 +233,27 @@ def create(
     f.attrs["block_configs"] = blocking.block_configs
     for k, v in {**grid.cube_attrs(), **attrs}.items():
         f.attrs[k] = v
-    scales = []
-    for dim, values in grid.coords().items():
-        ds = _str_dataset(f, dim, values) if values.dtype.kind in "US" else f.create_dataset(dim, data=values)
-        ds.make_scale(dim)
-        for k, v in family.coordinate_attrs(dim).items():
-            ds.attrs[k] = v
-        scales.append(ds)
+    coords = grid.coords()
+    scales = dimension_scales(
+        f, {dim: (values, family.coordinate_attrs(dim)) for dim, values in coords.items()}
+    )
     dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
     dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
     if sparse:
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     for name in grid.variables:
         integer = name in family.integer
-        ds = f.create_dataset(
+        variable(
+            f,
             name,
+            list(scales.values()),
+            grid.variable_attrs(name),
             shape=grid.shape,
             dtype=np.int32 if integer else np.dtype(grid.store_dtype),
             chunks=storage_chunks(blocking),
             fillvalue=-1 if integer else np.nan,
             dcpl=dcpl,
         )
-        for k, v in grid.variable_attrs(name).items():
-            ds.attrs[k] = v
-        for i, scale in enumerate(scales):
-            ds.dims[i].attach_scale(scale)
     INPUTS[grid.family.name](f, grid)  # the family's inputs a cube keeps besides its coordinates
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(blocking.blocks()), np.uint8))
