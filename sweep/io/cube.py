@@ -143,7 +143,7 @@ def _write_netcdf4(ds: "xr.Dataset", f: h5py.File) -> None:
 
 
 def dimension_scales(
-    f: h5py.File, dims: Mapping[str, "tuple[npt.ArrayLike, Mapping[str, Any]] | int"]
+    f: h5py.Group, dims: Mapping[str, "tuple[npt.ArrayLike, Mapping[str, Any]] | int"]
 ) -> dict[str, h5py.Dataset]:
     """The netCDF-4 dimension scale of each dim, in order: its coordinate (values and attributes), or, where
     ``dims`` gives only its size, netCDF's "phony" scale of a dim with no coordinate. Every cube the tool
@@ -161,7 +161,7 @@ def dimension_scales(
 
 
 def variable(
-    f: h5py.File,
+    f: h5py.Group,
     name: str,
     scales: Sequence[h5py.Dataset],
     attrs: Mapping[str, Any],
@@ -185,10 +185,6 @@ def variable(
     for i, scale in enumerate(scales):
         h5var.dims[i].attach_scale(scale)
     return h5var
-
-
-def _str_dataset(group: h5py.Group, name: str, values: npt.ArrayLike) -> h5py.Dataset:
-    return group.create_dataset(name, data=np.array(values, dtype=object), dtype=h5py.string_dtype())
 
 
 # HDF5 (2.0.0, as h5py 3.x ships it) crashes (SIGFPE) reading a strided selection of a chunked dataset of its
@@ -286,9 +282,10 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
     group = f.create_group("profiles")
     for p in grid.profiles:
         g = group.create_group(p.model)
-        layer = g.create_dataset("layer", data=np.arange(len(p.names)))
+        layer = variable(
+            g, "layer", [], {"long_name": "parameter tensor, backward order"}, data=np.arange(len(p.names))
+        )
         layer.make_scale("layer")
-        layer.attrs["long_name"] = "parameter tensor, backward order"
         columns: dict[str, tuple[str | None, str, npt.ArrayLike]] = {
             "name": (None, "tensor name", np.array(p.names, dtype=object)),
             "grad_bytes": ("B", "gradient bytes", p.grad_bytes),
@@ -302,11 +299,9 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
                 np.array(["x".join(map(str, d)) for d in p.shape], dtype=object),
             )
         for name, (units, long_name, data) in columns.items():
-            ds = _str_dataset(g, name, data) if units is None else g.create_dataset(name, data=data)
-            if units:
-                ds.attrs["units"] = units
-            ds.attrs["long_name"] = long_name
-            ds.dims[0].attach_scale(layer)
+            variable(
+                g, name, [layer], {**({"units": units} if units else {}), "long_name": long_name}, data=data
+            )
         g.attrs.update(
             {
                 "model": p.model,
