@@ -5,8 +5,8 @@ usable memory, the matrix kernels' fixed time, the achieved memory bandwidth, th
 MoE experts' capacity and padding, the overlap switches, the flash kernels' efficiency and the MoE
 dispatch. Each is one key of :class:`SettingKeywords`, the public API's typed keywords (so mypy checks a
 caller's), annotated with its declaration: a :class:`Number` (its option, units, bounds, default and SI factor:
-an axis of :data:`~sweep.core.layout_axes.AXES` named as the key) or a :class:`Text` (its option, default and
-the kernel's code of a name). From this one table come the CLI's options and their ``--help``
+an axis of :data:`~sweep.core.layout_axes.AXES` named as the key) or a :class:`Text` (its option, default,
+canonical name of a text given and the kernel's code of a name). From this one table come the CLI's options and their ``--help``
 (:data:`SETTING_AXES`, :data:`SETTING_OPTIONS`), the value checks, the API's keywords, a cube's attributes
 (:meth:`SweepSettings.attrs`) and the columns of the GPU table the kernel's inputs are read from by name
 (:meth:`SweepSettings.columns`, :data:`COLUMNS`; :func:`sweep.engine.compiled.layout_inputs`). A sweep
@@ -49,6 +49,16 @@ def overlap_mode(text: str) -> str | None:
     return name if name == "none" else plus_list(name, OVERLAP_SWITCHES)
 
 
+def overlap_name(text: str) -> str:
+    """``--overlap``'s canonical mode of ``text`` (:func:`overlap_mode`), or one line naming the rule."""
+    from netsweep_jax.sweep.core.errors import InputError
+
+    mode = overlap_mode(str(text))
+    if mode is None:
+        raise InputError(f"{text!r}: one mode, {OVERLAP_HELP} (e.g. grad_reduce+tp_comm)", param="overlap")
+    return mode
+
+
 def overlap_code(mode: str) -> int:
     """The kernel's code of a canonical overlap mode: the sum of its bits."""
     return 0 if mode == "none" else sum(OVERLAP_BITS[part] for part in mode.split("+"))
@@ -58,6 +68,13 @@ def overlap_code(mode: str) -> int:
 # token's k copies to its expert's GPU by NCCL's all-to-all; flex sends it once per node (DeepEP, HybridEP) and
 # forwards it over NVLink (kernels.layout_communication.hierarchical_copies).
 MOE_DISPATCHERS = ("alltoall", "flex")
+
+
+def moe_dispatcher_name(text: str) -> str:
+    """``--moe-dispatcher``'s name of ``text`` (any case), or one line naming the rule."""
+    from netsweep_jax.sweep.core.values import one_name  # at use: this layer's import loads no numpy
+
+    return one_name(text, "moe_dispatcher", MOE_DISPATCHERS)
 
 
 def moe_dispatcher_code(name: str) -> int:
@@ -90,11 +107,13 @@ class Number:
 
 @dataclasses.dataclass(frozen=True)
 class Text:
-    """A text setting's declaration: its option, its default (canonical), the kernel's code of a name, and what
-    the ``assumed:`` line says where it is not given (as :class:`Number`'s)."""
+    """A text setting's declaration: its option, its default (canonical), its canonical name of a text given
+    (``parse``: the name, or one line naming the rule), the kernel's code of a name, and what the ``assumed:``
+    line says where it is not given (as :class:`Number`'s)."""
 
     option: TextOption
     default: str
+    parse: Callable[[str], str]
     code: Callable[[str], int]
     said: str = ""
     moe: bool = False
@@ -234,6 +253,7 @@ class SettingKeywords(TypedDict, total=False):
                 f"--overlap-moe-expert-parallel-comm) (default {OVERLAP_DEFAULT}).",
             ),
             OVERLAP_DEFAULT,
+            overlap_name,
             overlap_code,
             said="overlap {}",
         ),
@@ -282,6 +302,7 @@ class SettingKeywords(TypedDict, total=False):
                 alias="--moe-token-dispatcher-type",
             ),
             MOE_DISPATCHERS[0],
+            moe_dispatcher_name,
             moe_dispatcher_code,
             said="MoE dispatcher {} (NCCL's all-to-all of every copy)",
             moe=True,
@@ -303,7 +324,8 @@ SETTINGS: dict[str, Number | Text] = {
     name: _declared(name, annotation) for name, annotation in SettingKeywords.__annotations__.items()
 }
 SETTING_AXES = {name: d.axis for name, d in SETTINGS.items() if isinstance(d, Number)}
-SETTING_OPTIONS = {name: d.option for name, d in SETTINGS.items() if isinstance(d, Text)}
+TEXT_SETTINGS = {name: d for name, d in SETTINGS.items() if isinstance(d, Text)}
+SETTING_OPTIONS = {name: d.option for name, d in TEXT_SETTINGS.items()}
 # The GPU table's columns the settings fill (sweep.engine.compiled.GPU_FIELDS), and the numeric ones: each is
 # an axis whose option takes value syntax and must give one value (sweep.engine.layout_options).
 COLUMNS = tuple(SETTINGS)

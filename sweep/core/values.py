@@ -106,6 +106,16 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
     return out
 
 
+def one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:
+    """One of ``names`` for a one-value-per-sweep option ``param`` (None: the first, its default)."""
+    if text is None:
+        return names[0]
+    given = parse_names(str(text).lower(), param, names)
+    if len(given) != 1:
+        raise InputError(f"{text}: give one value ({', '.join(names)})", param=param)
+    return given[0]
+
+
 def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
     if not isinstance(text, str) and not (

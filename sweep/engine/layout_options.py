@@ -4,7 +4,7 @@
 
 import dataclasses
 from collections.abc import Collection, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -29,16 +29,8 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
     schedule_name,
 )
-from netsweep_jax.sweep.core.sweep_settings import (
-    MOE_DISPATCHERS,
-    NUMERIC,
-    OVERLAP_DEFAULT,
-    OVERLAP_HELP,
-    SweepSettings,
-    assumed_phrases,
-    overlap_mode,
-)
-from netsweep_jax.sweep.core.values import flat_values, parse_names, parse_values
+from netsweep_jax.sweep.core.sweep_settings import NUMERIC, TEXT_SETTINGS, SweepSettings, assumed_phrases
+from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
@@ -74,8 +66,6 @@ def make_layout_grid(
     precision: str = DEFAULT_PRECISION,
     attention: str | None = None,
     mtp_layers: object = None,
-    moe_dispatcher: str | None = None,
-    overlap: str | None = None,
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
     oversubscription: object = None,
@@ -107,19 +97,20 @@ def make_layout_grid(
     calibrate --nccl-tests``), only with ``collectives`` nccl; ``oversubscription``: the spine's (value
     syntax; a list is planned value by value), only with a preset.
     """
+    # The text settings of one value per sweep as given (None: not), by their declarations; then the numbers.
+    texts: dict[str, Any] = {name: axes.pop(name, None) for name in TEXT_SETTINGS}
     given = _given_axes(axes)  # filled below by presets and defaults
     models, model_names = _models(model, arch, mtp_layers)
     preset = stack_preset(stack) if stack is not None else None
     attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
     net, collective = _network(fabric, collectives, collective, given)
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collective)
-    _refuse_moe_settings(models, model_names, {**given, "moe_dispatcher": moe_dispatcher})
+    _refuse_moe_settings(models, model_names, {**given, **texts})
     _require_size(given)
     search = search or {}
-    dispatcher = _moe_dispatcher(moe_dispatcher)
-    stacked, phrase, overlap = _stacked(preset, names, models, given, overlap, by_stack)
+    stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts["overlap"], by_stack)
     # The text settings given (or set by the stack): the assumed line says the others' defaults.
-    text_given = {name for name, value in (("overlap", overlap), ("moe_dispatcher", moe_dispatcher)) if value}
+    text_given = {name for name, value in texts.items() if value}
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
     per_sweep = _per_sweep(values, given)
@@ -139,7 +130,8 @@ def make_layout_grid(
         dtype,
         assumed,
         kept,
-        settings=SweepSettings(**per_sweep, overlap=_overlap(overlap), moe_dispatcher=dispatcher),
+        # The numbers (per_sweep) and the names (_text_settings) of the settings, each one's own kind.
+        settings=SweepSettings(**per_sweep, **_text_settings(texts)),  # type: ignore[arg-type]
         collectives=net.mode,
         oversubscription=spines,
         store=stored,
@@ -457,31 +449,15 @@ def _model_said(names: dict[str, tuple[str, ...]], models: list[LLM], mtp_defaul
     return out
 
 
-def _one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:
-    """One of ``names`` for a one-value-per-sweep option ``param`` (None: the first, its default)."""
-    if text is None:
-        return names[0]
-    given = parse_names(str(text).lower(), param, names)
-    if len(given) != 1:
-        raise InputError(f"{text}: give one value ({', '.join(names)})", param=param)
-    return given[0]
+def _text_settings(texts: dict[str, Any]) -> dict[str, str]:
+    """Each text setting's canonical name (its declaration's rule: :class:`~sweep.core.sweep_settings.Text`),
+    or its default where not given."""
+    return {name: TEXT_SETTINGS[name].parse(v) if v is not None else TEXT_SETTINGS[name].default
+            for name, v in texts.items()}  # fmt: skip
 
 
 def _collectives(text: str | None) -> str:
-    return _one_name(text, "collectives", COLLECTIVES_MODES)
-
-
-def _moe_dispatcher(text: str | None) -> str:
-    return _one_name(text, "moe_dispatcher", MOE_DISPATCHERS)
-
-
-def _overlap(text: str | None) -> str:
-    if text is None:
-        return OVERLAP_DEFAULT
-    mode = overlap_mode(str(text))
-    if mode is None:
-        raise InputError(f"{text!r}: one mode, {OVERLAP_HELP} (e.g. grad_reduce+tp_comm)", param="overlap")
-    return mode
+    return one_name(text, "collectives", COLLECTIVES_MODES)
 
 
 def _recomputes(text: str) -> list[str]:
