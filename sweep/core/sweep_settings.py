@@ -87,7 +87,8 @@ class Number:
     """A numeric setting's declaration: its axis (:class:`~sweep.core.axes.AxisSpec`, named by its key when
     collected), the name a cube's attribute keeps it under (``attr``; "": its own), and what the ``assumed:``
     line says where it is not given (``said``, ``{}`` its default: the choice's meaning where the axis has
-    choices; "": nothing; ``moe``: only for a MoE model). It reaches the kernel in SI units (``to_si``)."""
+    choices; "": nothing), and whether it is a mixture-of-experts model's only (``moe``: refused for dense models,
+    said only for a MoE model). It reaches the kernel in SI units (``to_si``)."""
 
     axis: AxisSpec
     attr: str = ""
@@ -241,6 +242,7 @@ class SettingKeywords(TypedDict, total=False):
                 1,
                 "0",
             ),
+            moe=True,
         ),
     ]
     overlap: Annotated[

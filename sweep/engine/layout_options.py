@@ -29,7 +29,13 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
     schedule_name,
 )
-from netsweep_jax.sweep.core.sweep_settings import NUMERIC, TEXT_SETTINGS, SweepSettings, assumed_phrases
+from netsweep_jax.sweep.core.sweep_settings import (
+    NUMERIC,
+    SETTINGS,
+    TEXT_SETTINGS,
+    SweepSettings,
+    assumed_phrases,
+)
 from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
@@ -41,8 +47,9 @@ from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
-# The settings only a mixture-of-experts model reads: refused on dense models.
-MOE_ONLY = ("imbalance", "capacity_factor", "pad_to_capacity", "dispatch_fp8", "moe_dispatcher")
+# The settings only a mixture-of-experts model reads (the imbalance axis, and each setting declared moe): refused on
+# dense models.
+MOE_ONLY = ("imbalance", *(name for name, declared in SETTINGS.items() if declared.moe))
 
 
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
