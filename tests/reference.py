@@ -544,8 +544,20 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
+    # lay["collective"] 3: NCCL's choice; 4 + a: its algorithm a forced (nccl:ALGO, as NCCL_ALGO)
+    algo = int(lay.get("collective", 3)) - 4 if lay.get("collective", 3) >= 4 else -1
     return nccl_collective(
-        NCCL_KIND[kind], nbytes, *args, sharp, eta_net, eta_nvl, lam, op=op, fill=fill, fill_bytes=fill_bytes
+        NCCL_KIND[kind],
+        nbytes,
+        *args,
+        sharp,
+        eta_net,
+        eta_nvl,
+        lam,
+        algo,
+        op=op,
+        fill=fill,
+        fill_bytes=fill_bytes,
     )[0]
 
 

@@ -13,7 +13,7 @@ from layout_cases import LLAMA_8B, TOLERANCE, gpt3_case, random_case, run_kernel
 import reference
 from helpers import invoke
 from netsweep_jax import sweep
-from netsweep_jax.kernels import layout_collectives
+from netsweep_jax.kernels import layout_collectives, nccl
 from netsweep_jax.kernels.layout_inputs import Parallelism
 from netsweep_jax.sweep.analysis.planning import ideal_network
 from netsweep_jax.sweep.core.errors import InputError
@@ -22,7 +22,7 @@ from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
 def nccl_cases(seed, count):
     """Random layouts of tests/layout_cases.py priced by NCCL's tuner, each on a random GPU architecture."""
-    rng, wiring = random.Random(seed), random.Random(seed + 1000)
+    rng, wiring, forcing = random.Random(seed), random.Random(seed + 1000), random.Random(seed + 2000)
     cases = []
     for _ in range(count):
         arch, dev, lay = random_case(rng)
@@ -31,6 +31,8 @@ def nccl_cases(seed, count):
         lay.update(leaf_hosts=rng.choice([0, 1, 2, 4]), oversubscription=rng.choice([0.5, 1.0, 2.0, 3.0]))
         # SHARP (NCCL's CollNet on) and rail-only wiring, from their own draws (the cases above unchanged).
         lay.update(sharp=float(wiring.random() < 0.5), rail_only=float(wiring.random() < 0.3))
+        # NCCL's own choice (3), or an algorithm forced (4 + kernels.nccl.ALGORITHMS' index: nccl:ALGO).
+        lay.update(collective=forcing.choice([3, 3, 3, 4, 5, 6, 7, 8, 9, 10]))
         cases.append((arch, dev, lay))
     return cases
 
@@ -39,7 +41,7 @@ def nccl_cases(seed, count):
 def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
     cases = nccl_cases(seed, 400)
     out = run_kernel(cases, dtype)
-    valid = spined = sharped = railed = 0
+    valid = spined = sharped = railed = forced = 0
     for i, case in enumerate(cases):
         ref = reference.layout_step(*case)
         assert out["status"][i] == ref["status"], (i, case)
@@ -53,9 +55,11 @@ def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
         spined += step != reference.layout_step(arch, dev, {**lay, "oversubscription": 1.0})["iteration_time"]
         sharped += step != reference.layout_step(arch, dev, {**lay, "sharp": 0.0})["iteration_time"]
         railed += step != reference.layout_step(arch, dev, {**lay, "rail_only": 0.0})["iteration_time"]
+        forced += step != reference.layout_step(arch, dev, {**lay, "collective": 3})["iteration_time"]
     assert valid > 40  # enough NCCL-priced layouts that can exist to mean something
-    # and enough whose groups cross an oversubscribed spine, reduce with SHARP or are wired rail-only
-    assert spined >= 5 and sharped >= 2 and railed >= 2, (spined, sharped, railed)
+    # and enough whose groups cross an oversubscribed spine, reduce with SHARP, are wired rail-only or run an
+    # algorithm NCCL would not have chosen
+    assert spined >= 5 and sharped >= 2 and railed >= 2 and forced >= 5, (spined, sharped, railed, forced)
 
 
 def test_the_flex_dispatchers_rdma_stage_shares_an_oversubscribed_spine():
@@ -97,7 +101,6 @@ def test_a_step_prices_its_collectives_with_one_tuner_per_kind(monkeypatch):
     # collective (all-reduce, all-gather, ...), so the compiled program holds at most five copies of NCCL's
     # tuner, not one per collective (their numbers: the reference test).
     from netsweep_jax.kernels import layout as layout_kernel
-    from netsweep_jax.kernels import nccl
 
     calls = []
 
@@ -134,7 +137,7 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     # Latency: l_i = 25 us, l_x = 20.9 + 2 lambda, 2 floor(log2 2) l_x; the whole fill f (X > X_f).
     # Time = lat + X / (A eta_net) + f.
     lay = {**gpt3_case()[2], "nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_per_node": 8}
-    lay.update(bandwidth=400e9, utilization=1.0, nccl_arch=2, collectives=1)
+    lay.update(bandwidth=400e9, utilization=1.0, nccl_arch=2, collectives=1, collective=3)
     x = 2.0**30
     eta, _, lam, _, fill, fill_bytes = layout_collectives.NCCL_CONSTANTS
     assert x > fill_bytes
@@ -143,12 +146,14 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     expected = (lat + x / (1000 * bus * 16 / 30 * eta) + fill) * 1e-6
     group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
     with jax.enable_x64(True):  # one small compile for both pricings (eager, the NCCL engine takes seconds)
+        # NCCL's choice, the flat ring, and NCCL's ring forced (--collective nccl:ring: code 4 + RING)
         both = jax.jit(
             lambda lay: [
-                layout_collectives.all_reduce(x, 16.0, 1.0, lay._replace(collectives=k)) for k in (1, 0)
+                layout_collectives.all_reduce(x, 16.0, 1.0, lay._replace(collectives=k, collective=c))
+                for k, c in ((1, 3.0), (0, 3.0), (1, 4.0 + nccl.RING))
             ]
         )
-        kernel, flat = (float(v) for v in both(group))
+        kernel, flat, ring = (float(v) for v in both(group))
     assert kernel == pytest.approx(expected, rel=1e-9)
     assert reference._collective("allreduce", x, 16, 1, lay) == pytest.approx(expected, rel=1e-12)
     # Its bus bandwidth, 2 (n - 1) / n X / t: NVLSTree sends each byte across the host boundary once, so at the
@@ -157,6 +162,18 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     busbw = 30 / 16 * x / expected / 1e9
     assert busbw == pytest.approx(435.38, rel=1e-4)
     assert flat == pytest.approx(30 / 16 * x / 400e9, rel=1e-12)
+    # Forced to a ring (NCCL_ALGO=Ring), every byte crosses the host boundary twice: slower than NVLSTree, as
+    # measured on such hosts (NT309B-H100-2x8-RING: 392.7 GB/s busbw at 8 GiB against 466.7 with NCCL's choice).
+    # The same as the float64 reference and as kernels.nccl's collective with its ring forced.
+    fabric = layout_collectives.group_fabric(np.float64(16.0), np.float64(1.0), group, nccl.ALL_REDUCE)
+    alone = nccl.collective(
+        nccl.ALL_REDUCE, x, fabric, nccl.Constants(*layout_collectives.NCCL_CONSTANTS), nccl.RING
+    )
+    assert int(alone.algorithm) == nccl.RING and ring == pytest.approx(float(alone.seconds), rel=1e-6)
+    assert reference._collective(
+        "allreduce", x, 16, 1, {**lay, "collective": 4 + nccl.RING}
+    ) == pytest.approx(ring, rel=1e-12)
+    assert 30 / 16 * x / ring / 1e9 < 0.9 * busbw
 
 
 @pytest.mark.parametrize(
@@ -169,11 +186,16 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
             ["--collectives", "nccl", "--collective", "ring"],
             "--collective ring: a flat collective (one bandwidth per group); --collectives nccl asks for",
         ),
+        (["--collective", "nccl,ring"], "--collective nccl,ring: nccl (NCCL's tuner; nccl:ALGO with its"),
         (
-            ["--collective", "nccl,ring"],
-            "--collective nccl,ring: nccl (NCCL's tuner) prices every collective",
+            ["--collective", "nccl:ring,tree"],
+            "prices every collective of a sweep, so it is not listed with the",
         ),
-        (["--collectives", "flat", "--collective", "nccl"], "--collectives flat: nccl (NCCL's tuner) prices"),
+        (["--collectives", "flat", "--collective", "nccl"], "--collectives flat: nccl (NCCL's tuner;"),
+        (
+            ["--collective", "nccl:p2p"],
+            "--collective 'nccl:p2p': unknown; known: ring, tree, ring-or-tree, nccl,",
+        ),
     ],
 )
 def test_bad_collectives_are_one_line_and_write_nothing(tmp_path, extra, message):
@@ -230,3 +252,14 @@ def test_nccl_pricing_keeps_the_links_full_rate_where_a_stacks_utilization_would
     assert utilization(collectives="nccl", utilization="0.8") == [pytest.approx(0.8)]
     said = make_layout_grid("llama3-8b", gpus=64, global_batch=64, collectives="nccl").assumed
     assert any("utilization 1 (eta_net is the transport's efficiency)" in a for a in said)
+
+
+def test_a_forced_algorithms_name_is_its_code_in_the_kernel():
+    # --collective nccl:ALGO (as NCCL_ALGO): the names core declares are kernels.nccl's algorithms (send/recv's
+    # p2p aside, which no one forces), each coded 4 + its index, which kernels.layout_collectives reads.
+    from netsweep_jax.sweep.core.layout_axes import LAYOUT_COLLECTIVES, NCCL_ALGORITHMS
+
+    assert NCCL_ALGORITHMS == nccl.ALGORITHMS[: nccl.P2P]
+    codes = [LAYOUT_COLLECTIVES.index(f"nccl:{a}") for a in NCCL_ALGORITHMS]
+    assert codes == [layout_collectives.FORCED + nccl.ALGORITHMS.index(a) for a in NCCL_ALGORITHMS]
+    assert LAYOUT_COLLECTIVES.index("nccl") == layout_collectives.FORCED - 1

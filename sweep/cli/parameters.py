@@ -17,9 +17,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_COLLECTIVE,
     DEFAULT_GPU,
     DEFAULT_PRECISION,
-    LAYOUT_COLLECTIVES,
+    FLAT_COLLECTIVES,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
+    NCCL_COLLECTIVES,
     OWN_AXES,
     PLAN_SEARCHED,
     SHARED_AXES,
@@ -95,7 +96,8 @@ COLLECTIVE_SETTINGS = [
         "--collective",
         help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
         f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
-        f"{', '.join(LAYOUT_COLLECTIVES)} (default {DEFAULT_COLLECTIVE}; nccl with --fabric).",
+        f"{', '.join(FLAT_COLLECTIVES)}, nccl or NCCL's algorithm forced ({', '.join(NCCL_COLLECTIVES[1:])}) (default "
+        f"{DEFAULT_COLLECTIVE}; nccl with --fabric).",
     ),
     param(
         "bucketing",
@@ -419,10 +421,11 @@ PLAN_MODEL = [
         str | None,
         None,
         "--collective",
-        help="ring, tree, ring-or-tree (the cheaper per message; these three price each group at one "
-        "bandwidth and may be listed together) or nccl (NCCL's tuner for each group as placed: algorithm and "
-        "protocol by size, NVLink domain, NICs, constants of sweep validate --nccl; listed alone). Default "
-        f"{DEFAULT_COLLECTIVE}; nccl with --fabric.",
+        help="ring, tree, ring-or-tree (the cheaper per message: the flat ones, one bandwidth a group) or "
+        "nccl (NCCL's tuner for each group as placed: algorithm and protocol by size, NVLink domain, NICs, "
+        f"constants of sweep validate --nccl) and its algorithm forced as NCCL_ALGO forces it: "
+        f"{', '.join(NCCL_COLLECTIVES[1:])}; comma list, flat and NCCL's apart. Default {DEFAULT_COLLECTIVE}; nccl "
+        "with --fabric.",
     ),
     param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
 ]

@@ -89,11 +89,15 @@ ATTENTIONS = (
     "unfused",
 )  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
 # --collective, the same words as a data-parallel sweep's (sweep.core.schema.COLLECTIVES) where they mean the same:
-# nccl is NCCL's tuner for each group as placed (kernels.layout_collectives, kernels.nccl), one pricing for the
-# whole sweep, so listed alone; ring, tree and ring-or-tree (the cheaper of the two per message) are the flat
-# collectives, one bandwidth per group, and may be listed together.
-LAYOUT_COLLECTIVES = ("ring", "tree", "ring-or-tree", "nccl")
-FLAT_COLLECTIVES = LAYOUT_COLLECTIVES[:3]
+# nccl is NCCL's tuner for each group as placed (kernels.layout_collectives, kernels.nccl), its choice of
+# algorithm and protocol by size, and nccl:ALGO the same with NCCL's algorithm forced as NCCL_ALGO=ALGO does
+# (kernels.nccl.ALGORITHMS' names and order, but for send/recv's: code 4 + its index); ring, tree and
+# ring-or-tree (the cheaper of the two per message) are the flat collectives, one bandwidth per group. A sweep
+# prices every collective one way, so the flat ones and NCCL's are not listed together.
+NCCL_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+FLAT_COLLECTIVES = ("ring", "tree", "ring-or-tree")
+NCCL_COLLECTIVES = ("nccl", *(f"nccl:{a}" for a in NCCL_ALGORITHMS))
+LAYOUT_COLLECTIVES = (*FLAT_COLLECTIVES, *NCCL_COLLECTIVES)
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 # A sweep's pricing of its collectives, one per sweep (the kernel's static ``collectives``: a compile each): flat
 # for ring, tree and ring-or-tree, nccl for nccl. --collectives flat|nccl is its old spelling, still read.

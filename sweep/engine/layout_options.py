@@ -23,6 +23,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     FLAT_COLLECTIVES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
+    NCCL_COLLECTIVES,
     PARALLEL_DIMS,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
@@ -347,23 +348,23 @@ def _network(
 
 
 def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> tuple[str, str, bool]:
-    """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl`` (alone: one
-    pricing a sweep) is NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
+    """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl`` and ``nccl:ALGO``
+    (not with flat ones: one pricing a sweep) are NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
     nccl`` (the old spelling) or a fabric says so, else the flat default. A flat one given where NCCL's pricing
     is asked for is refused: it would change nothing."""
     old = _collectives(collectives) if collectives is not None else None
     listed = (
         parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES) if collective is not None else []
     )
-    if "nccl" in listed:
-        if len(listed) > 1 or old == "flat":
+    if any(name in NCCL_COLLECTIVES for name in listed):
+        if any(name in FLAT_COLLECTIVES for name in listed) or old == "flat":
             raise InputError(
-                f"{collective if len(listed) > 1 else '--collectives flat'}: nccl (NCCL's tuner) prices every "
-                f"collective of a sweep, so it is given alone; the flat ones ({', '.join(FLAT_COLLECTIVES)}) "
-                "are a sweep of their own",
+                f"{collective if old != 'flat' else '--collectives flat'}: nccl (NCCL's tuner; nccl:ALGO with its "
+                "algorithm forced) prices every collective of a sweep, so it is not listed with the flat ones "
+                f"({', '.join(FLAT_COLLECTIVES)}): they are a sweep of their own",
                 param="collective",
             )
-        return "nccl", "nccl", False
+        return "nccl", ",".join(listed), False
     nccl = old == "nccl" or (old is None and fabric)  # a fabric implies NCCL's collectives
     if listed and nccl:
         raise InputError(
