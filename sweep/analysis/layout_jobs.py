@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from netsweep_jax.sweep.core.families import Family
     from netsweep_jax.sweep.io.paths import Claim
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
 Say = Callable[[str], None]
 
@@ -373,7 +374,7 @@ def write_plan(
     target = layout_target(grid, out, force, "plan-", say)
     partial = partial_path(target)
     check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    job = _Plan(grid, keep, partial, progress_bar, say)
+    job = _Plan(grid, keep, progress_bar, say)
     try:
         run_accumulated(job, target, partial, resume=resume, command=command, overwrite=force)
     except InputError:  # refused (no feasible layout; a file at OUT): no empty default results/ is left
@@ -390,34 +391,42 @@ class _Plan:
     ``progress_bar(total, done)``: a context giving an ``advance(n)`` function, or None."""
 
     def __init__(
-        self, grid: Any, keep: int, partial: Path, progress_bar: Callable[[int, int], Any] | None, say: Say
+        self, grid: Any, keep: int, progress_bar: Callable[[int, int], Any] | None, say: Say
     ) -> None:
+        self.grid, self.keep, self.progress_bar, self.say = grid, keep, progress_bar, say
+        self.result: xr.Dataset | None = None
+        self._checkpoint: PlanCheckpoint | None = None
+
+    def checkpoint(self, path: Path, claim: "Claim | None" = None) -> "PlanCheckpoint":
+        """The plan's searches kept at ``path`` (made at the runner's first call), under the runner's ``claim``
+        (its lock on ``path``, moved onto each checkpoint written) once it has one."""
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        self.grid, self.keep, self.progress_bar, self.say = grid, keep, progress_bar, say
-        self.checkpoint = PlanCheckpoint(partial, f"{grid.fingerprint()}:keep={keep}")
-        self.result: xr.Dataset | None = None
+        if self._checkpoint is None:
+            self._checkpoint = PlanCheckpoint(path, f"{self.grid.fingerprint()}:keep={self.keep}")
+        if claim is not None:
+            self._checkpoint.claim = claim
+        return self._checkpoint
 
     def load(self, path: Path) -> None:
-        self.checkpoint.load()
+        self.checkpoint(path).load()
 
     def save(self, path: Path, claim: "Claim") -> None:
-        self.checkpoint.claim = claim
-        self.checkpoint.save()
+        self.checkpoint(path, claim).save()
 
     def compute(self, path: Path, claim: "Claim") -> None:
         from netsweep_jax.sweep.analysis.planning import plan, searches
 
-        self.checkpoint.claim = claim  # the plan's lock on OUT.partial, moved onto each checkpoint it writes
+        checkpoint = self.checkpoint(path, claim)
         grid = self.grid
         self.say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
         if self.progress_bar is None:
-            self.result = plan(grid, keep=self.keep, checkpoint=self.checkpoint)
+            self.result = plan(grid, keep=self.keep, checkpoint=checkpoint)
             return
         # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
         total = len(searches(grid)) * grid.inner_size * grid.outer_size
         with self.progress_bar(total, 0) as advance:
-            self.result = plan(grid, keep=self.keep, progress=advance, checkpoint=self.checkpoint)
+            self.result = plan(grid, keep=self.keep, progress=advance, checkpoint=checkpoint)
 
     def dataset(self) -> "xr.Dataset":
         assert self.result is not None, "computed first"
