@@ -68,7 +68,8 @@ def main():
         "--collective",
         "--collectives",  # the earlier sittings' spelling (benchmarks/README.md)
         default=None,
-        help="ring-or-tree (default: flat), ring, tree or nccl (NCCL's tuner)",
+        help="ring-or-tree (the default: flat), ring, tree, nccl (NCCL's tuner) or nccl:ALGO; --collectives "
+        "nccl, the earlier sittings' spelling, is --collective nccl",
     )
     args = parser.parse_args()
     grid = layouts.make_layout_grid(

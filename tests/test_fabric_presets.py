@@ -128,7 +128,7 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
         (
             ["--fabric", "aws-p5", "--collective", "ring"],
             "--collective ring: a flat collective (one bandwidth per group); "
-            "--fabric implies NCCL's own choice by size (--collective nccl)",
+            "--fabric implies NCCL's own choice by size (--collective nccl;",
         ),  # fmt: skip
         (["--fabric", "aws-p5", "--latency", "3"], "with --collective nccl (which --fabric implies)"),
         ([*NCCL, "--fabric", "no-such-pod"], "--fabric 'no-such-pod': "),

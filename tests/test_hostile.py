@@ -389,6 +389,10 @@ def test_usage_errors_are_one_line(monkeypatch, capsys, argv, message):
             ["grid", "--model", "llama3-8b", "--busbw", "40", "--collective", "nccl"],
             "fit your nccl-tests logs",
         ),
+        (
+            ["grid", "--model", "llama3-8b", "--busbw", "40", "--collective", "nccl:ring"],
+            "fit your nccl-tests logs",
+        ),
     ],
 )
 def test_bad_bus_bandwidths_are_one_line(tmp_path, args, message):

@@ -186,7 +186,10 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
             ["--collective", "nccl:ring,tree"],
             "prices every collective of a sweep, so it is not listed with the",
         ),
-        (["--collectives", "flat", "--collective", "nccl"], "--collectives flat: nccl (NCCL's tuner;"),
+        (
+            ["--collectives", "flat", "--collective", "nccl"],
+            "--collective nccl: NCCL's pricing, where --collectives",
+        ),
         (
             ["--collective", "nccl:p2p"],
             "--collective 'nccl:p2p': unknown; known: ring, tree, ring-or-tree, nccl,",

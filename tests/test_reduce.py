@@ -168,3 +168,29 @@ def test_a_reduction_shared_among_processes_is_one_processs_cube(tmp_path, reduc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]  # no shard left behind
     with pytest.raises(InputError, match="a reduction's share is computed whole"):
         run_distributed(grid, tmp_path / "again.h5", 0, 2, command="test", block_configs=5, resume=True)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_accumulators_merged_from_shares_equal_one_fold_in_order_nans_and_ties_included(kind):
+    # Blocks folded in order by one process, or by two processes (blocks alternating) whose accumulators are then
+    # merged, give the same cells: the extreme, a tie's lower position, and among NaNs (a cell where no layout
+    # can exist) the lower position too; a cell one process never saw takes the other's.
+    from netsweep_jax.sweep.engine.reductions import Accumulator
+
+    rng = np.random.default_rng(7)
+    blocks = []
+    for position in range(12):
+        value = rng.choice([1.0, 2.0, 3.0, np.nan], size=(5, 4))  # ties and NaNs in plenty
+        value[0] = np.nan  # a cell where nothing exists in any block
+        blocks.append((value, np.full((5, 4), position), {"tp": np.full((5, 4), position % 4)}))
+    one, shares = Accumulator((5, 4), kind, ["tp"]), [Accumulator((5, 4), kind, ["tp"]) for _ in range(2)]
+    for i, (value, position, labels) in enumerate(blocks):
+        one.combine((Ellipsis,), value, position, labels)
+        shares[i % 2].combine((Ellipsis,), value, position, labels)
+    merged = Accumulator((5, 4), kind, ["tp"])
+    for share in reversed(shares):  # the order of the merge does not matter either
+        merged.merge(share)
+    np.testing.assert_array_equal(merged.value, one.value)
+    np.testing.assert_array_equal(merged.position, one.position)
+    np.testing.assert_array_equal(merged.index["tp"], one.index["tp"])
+    assert np.isnan(one.value[0]).all() and (one.position[0] == 0).all()  # the first block's, as a tie

@@ -128,7 +128,7 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
     listed = [c.strip().lower() for c in str(kwargs.get("collective") or "").split(",")]
     if (
-        "nccl" in listed
+        any(c == "nccl" or c.startswith("nccl:") for c in listed)
         or str(kwargs.get("collectives") or "").strip().lower() == "nccl"
         or kwargs.get("fabric")
     ):

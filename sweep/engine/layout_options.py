@@ -102,7 +102,7 @@ def make_layout_grid(
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
     (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf and its
     constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep
-    calibrate --nccl-tests``), only with ``collectives`` nccl; ``oversubscription``: the spine's (value
+    calibrate --nccl-tests``), only with NCCL's collectives (``collective`` nccl or nccl:ALGO); ``oversubscription``: the spine's (value
     syntax; a list is planned value by value), only with a preset.
     """
     # The text settings of one value per sweep as given (None: not), by their declarations; then the numbers.
@@ -357,11 +357,17 @@ def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> t
         parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES) if collective is not None else []
     )
     if any(name in NCCL_COLLECTIVES for name in listed):
-        if any(name in FLAT_COLLECTIVES for name in listed) or old == "flat":
+        if old == "flat":
             raise InputError(
-                f"{collective if old != 'flat' else '--collectives flat'}: nccl (NCCL's tuner; nccl:ALGO with its "
-                "algorithm forced) prices every collective of a sweep, so it is not listed with the flat ones "
-                f"({', '.join(FLAT_COLLECTIVES)}): they are a sweep of their own",
+                f"{collective}: NCCL's pricing, where --collectives flat asks for a flat one ("
+                f"{', '.join(FLAT_COLLECTIVES)}: ring-or-tree is the cheaper of ring and tree, once called nccl)",
+                param="collective",
+            )
+        if any(name in FLAT_COLLECTIVES for name in listed):
+            raise InputError(
+                f"{collective}: nccl (NCCL's tuner; nccl:ALGO with its algorithm forced) prices every collective "
+                f"of a sweep, so it is not listed with the flat ones ({', '.join(FLAT_COLLECTIVES)}): they are a "
+                "sweep of their own",
                 param="collective",
             )
         return "nccl", ",".join(listed), False
@@ -370,7 +376,7 @@ def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> t
         raise InputError(
             f"{collective}: a flat collective (one bandwidth per group); "
             f"{'--fabric implies' if old is None else '--collectives nccl asks for'} NCCL's own choice by size "
-            "(--collective nccl)",
+            "(--collective nccl; nccl:ring or nccl:tree forces NCCL's own)",
             param="collective",
         )
     if nccl:

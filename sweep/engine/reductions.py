@@ -157,7 +157,11 @@ class Accumulator:
             return
         old, old_pos = self.value[where], self.position[where]
         better = value > old if self.kind == "max" else value < old
-        better |= np.isnan(old) | ((value == old) & (position < old_pos))
+        # A value over a NaN; among equal values, and among NaNs (a cell where nothing can exist), the lower
+        # position: so the cells are the same whatever order blocks (or processes' shares) are folded in.
+        lower = position < old_pos
+        better |= np.isnan(old) & (~np.isnan(value) | lower)
+        better |= (value == old) & lower
         self.value[where] = np.where(better, value, old)
         self.position[where] = np.where(better, position, old_pos)
         for d, idx in labels.items():

@@ -61,8 +61,9 @@ def run_accumulated(
 ) -> None:
     """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules, with SIGINT and
     SIGTERM deferred (a signal stops the work at a block boundary; once it is done, it stops nothing and is said
-    with the cube in place). Its output checked first (:func:`sweep.io.job.check_output`): a checkpoint at
-    ``partial`` without ``resume`` is an earlier run's that ``--force`` replaces. An exception that stops the
+    with the cube in place). The caller has checked the output first (:func:`sweep.io.job.check_output`, a
+    precondition): a checkpoint at ``partial`` without ``resume`` is then an earlier run's that ``--force``
+    replaces. An exception that stops the
     run with its checkpoint in place names it (:func:`sweep.io.paths.kept_partial`)."""
     with interrupts.deferred():
         if not resume and partial.exists():

@@ -257,6 +257,7 @@ def run_distributed(
         return _reduced_share(
             grid, out, pid, count, command=command, force=force, resume=resume, block_configs=block_configs,
             stitch_timeout=stitch_timeout, default_out_dir=default_out_dir, kernel=kernel, announce=announce,
+            progress=progress,
         )  # fmt: skip
     shard = shard_path(out, pid, count)
     summary: Summary
@@ -310,6 +311,7 @@ def _reduced_share(
     default_out_dir: bool,
     kernel: str,
     announce: Callable[[], None],
+    progress: Progress | None = None,
 ) -> Summary:
     """``sweep grid --reduce ... --distributed``: this process's share of the reduction
     (:class:`~sweep.io.reduced.ReductionShare`) through :func:`run_shared`; process 0 merges every shard into
@@ -321,10 +323,15 @@ def _reduced_share(
             param="resume",
         )
     check_kernel(kernel, grid)
+    # The cube and this process's shard, as a sweep's outputs: not another run's in use, not an earlier one
+    # without --force; every process refuses alike, so none leaves a shard that process 0 will not merge.
+    check_output(shard_path(out, pid, count), force=force, resume=False, default=default_out_dir)
+    check_output(out, force=force, resume=False, default=default_out_dir)
     if pid == 0:
-        check_output(out, force=force, resume=False, default=default_out_dir)
+        if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
+            remove_stale(partial_path(out))
     blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
-    job = ReductionShare(grid, blocking, kernel, count)
+    job = ReductionShare(grid, blocking, kernel, count, progress)
     announce()
     start = time.perf_counter()
     written = run_shared(

@@ -8,7 +8,7 @@ CRC-32 recorded too (:func:`static_checksums`), which :func:`verify_static` chec
 starts as HDF5 but whose metadata HDF5 cannot read is :func:`damage`'s; one whose bytes crash
 HDF5 itself is :func:`crashes_hdf5`'s, tried in a forked child.
 
-A cube written whole (:func:`sweep.io.cube.write_dataset`: a blocking, a ``--reduce`` result, ``need --out``) has
+A cube written whole (:func:`sweep.io.cube.write_dataset`: a plan, a ``--reduce`` result, ``need --out``) has
 no blocks: the CRC-32 of every dataset it holds, data variables included, is recorded when it is written
 (:func:`record_whole`), and checked the same way. A reader checks what it reads (:func:`check_read`): the
 blocks a selection touches and the coordinates, or every dataset of a cube written whole.

@@ -303,8 +303,8 @@ def _run_reduced(
     """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
     if share is not None:
         raise InputError(
-            "--reduce: a share of its blocks runs through sweep.io.distributed (grid --distributed), which merges "
-            "the shares",
+            "with a share of the blocks runs through sweep.io.distributed (grid --distributed), which merges the "
+            "shares",
             param="reduce",
         )
     announce()

@@ -64,7 +64,15 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
         "cube",
     )
     done, block_configs = int(attrs["blocks_done"]), int(attrs["block_configs"])
-    if block_configs != state.blocking.block_configs or not 0 <= done <= len(state.blocking.blocks()):
+    if (
+        block_configs != state.blocking.block_configs
+    ):  # another machine's default (its memory), or another run's
+        raise InputError(
+            f"{path}: cut into blocks of {block_configs} configurations where this run cuts {state.blocking.block_configs}"
+            f": give every run (every process) the same --block-configs",
+            param="block_configs",
+        )
+    if not 0 <= done <= len(state.blocking.blocks()):
         raise InputError(
             f"{path}: the checkpoint is damaged (its checksum does not match what it holds); "
             f"resuming would give a wrong cube: rerun with --force to start over",
@@ -148,8 +156,21 @@ class ReductionShare:
     for max, min and argmax (a tie goes to the lower position either way), a mean's float64 sums added in
     another order. A share is not resumed: a stopped process's share is computed again."""
 
-    def __init__(self, grid: AnyGrid, blocking: Blocking, kernel: str, count: int) -> None:
-        self.grid, self.blocking, self.kernel, self.count = grid, blocking, kernel, count
+    def __init__(
+        self,
+        grid: AnyGrid,
+        blocking: Blocking,
+        kernel: str,
+        count: int,
+        progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None = None,
+    ) -> None:
+        self.grid, self.blocking, self.kernel, self.count, self.progress = (
+            grid,
+            blocking,
+            kernel,
+            count,
+            progress,
+        )
         self.fingerprint = f"{grid.fingerprint()}:share of {count}"
         self.state = ReducedRun(grid, blocking)
         self.shares: list[ReducedRun] = []
@@ -161,7 +182,16 @@ class ReductionShare:
             self.computed += block.size
             interrupts.raise_if_requested()
 
-        run(self.grid, self.blocking, sink, only=lambda b: b.index % count == pid, kernel=self.kernel)
+        mine = [b for b in self.blocking.blocks() if b.index % count == pid]
+        with self.progress(sum(b.size for b in mine), 0) if self.progress else nullcontext() as advance:
+            run(
+                self.grid,
+                self.blocking,
+                sink,
+                only=lambda b: b.index % count == pid,
+                progress=advance,
+                kernel=self.kernel,
+            )
 
     def save_share(self, path: Path) -> None:
         save_checkpoint(self.state, path, self.fingerprint)
