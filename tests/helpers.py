@@ -153,6 +153,24 @@ def two_processes(tmp_path, *args, command="grid"):
     return results
 
 
+def shares_in_turn(monkeypatch, tmp_path, *args, command="grid"):
+    """``sweep COMMAND ARGS --distributed`` as processes 1 then 0 of two would run it after they joined, here in
+    this process, one after the other (process 0 then finds process 1's shard and merges): the rendezvous is
+    replaced by each one's id, the rest is the command's own path. The join itself, over a coordinator, is
+    tests/test_distributed.py's (two real processes). Their outputs (process 0's, process 1's)."""
+    from netsweep_jax.sweep.io import distributed
+
+    monkeypatch.setattr(distributed, "rendezvous", lambda coordinator, count, pid, options: (pid, count))
+    join = ["--distributed", "--coordinator", f"unix:{tmp_path / 'coordinator.sock'}", "--num-processes", "2"]
+    outputs = {}
+    for pid in (1, 0):
+        r = invoke(command, *args, *join, "--process-id", str(pid))
+        assert r.exit_code == 0, r.output
+        outputs[pid] = r.output
+    assert command != "grid" or "stitched every shard" in outputs[0]
+    return outputs[0], outputs[1]
+
+
 # What JAX reports (jax.monitoring) as it traces a function and compiles it for XLA.
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENTS = (

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import blocks_done, invoke, invoke_interrupted_after, two_processes
+from helpers import blocks_done, invoke, invoke_interrupted_after, shares_in_turn
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
 from netsweep_jax.sweep.engine.blocks import Blocking
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
@@ -99,9 +99,9 @@ def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, monkeypatch, on
     )
 
 
-def test_two_processes_stitch_the_cube_of_one(tmp_path, one_run):
+def test_two_processes_stitch_the_cube_of_one(tmp_path, monkeypatch, one_run):
     out = tmp_path / "d.h5"
-    two_processes(tmp_path, *LAYOUT_GRID, *BLOCKS, "--out", out)
+    shares_in_turn(monkeypatch, tmp_path, *LAYOUT_GRID, *BLOCKS, "--out", out)
     assert_same(read_all(out), one_run)
     with h5py.File(out) as f:
         assert f.attrs["processes"] == 2
@@ -183,9 +183,9 @@ def test_plan_stopped_by_sigterm_then_resumed_gives_the_plan_of_one_run(tmp_path
     assert_same_plan(two, one_plan)
 
 
-def test_a_plan_over_two_processes_is_the_plan_of_one(tmp_path, one_plan):
+def test_a_plan_over_two_processes_is_the_plan_of_one(tmp_path, monkeypatch, one_plan):
     two = tmp_path / "two.h5"
-    (out0, _), (out1, _) = two_processes(tmp_path, *PLAN[1:], "--out", two, command="plan")
+    out0, out1 = shares_in_turn(monkeypatch, tmp_path, *PLAN[1:], "--out", two, command="plan")
     assert "network-bound" in out0 and "process 1 of 2: searched its share of the plan" in out1
     assert assert_same_plan(two, one_plan)["processes"] == 2
     assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["two.h5"]

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import netsweep_jax.sweep as sweep
-from helpers import invoke, invoke_interrupted_after, signalled_after
+from helpers import invoke, invoke_interrupted_after, shares_in_turn, signalled_after
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
@@ -194,3 +194,16 @@ def test_accumulators_merged_from_shares_equal_one_fold_in_order_nans_and_ties_i
     np.testing.assert_array_equal(merged.position, one.position)
     np.testing.assert_array_equal(merged.index["tp"], one.index["tp"])
     assert np.isnan(one.value[0]).all() and (one.position[0] == 0).all()  # the first block's, as a tie
+
+
+def test_grid_reduce_distributed_writes_one_machines_cube(tmp_path, monkeypatch):
+    # The command, once refused: each process's share through the CLI, process 0 merging (shares_in_turn).
+    one, two = tmp_path / "one.h5", tmp_path / "two.h5"
+    said = [a for a in REDUCED_GRID if a != "-q"]  # each process's summary line
+    assert invoke("grid", *said, "--out", one).exit_code == 0
+    out0, out1 = shares_in_turn(monkeypatch, tmp_path, *said, "--out", two)
+    assert "process 1 of 2" in out1 and "two.shard1of2.h5" in out1
+    a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (one, two))
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "two.h5"]
