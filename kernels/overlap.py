@@ -138,7 +138,8 @@ class Workers(NamedTuple):
       spread: all-gather bytes per all-reduce byte (compression only; N/2 on a ring).
       workers: N when N > 1, else 0 (compression only: payloads to decode).
       plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
-      nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), else 0.0.
+      nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), 2 + a where it is
+        NCCL's with its algorithm a (:data:`kernels.nccl.ALGORITHMS`) forced, else 0.0.
       fabric: [16] the workers' fabric for NCCL's collective (:data:`FABRIC_FIELDS`): GPUs a host, hosts,
         NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, GPUs an NVLink domain (NVSwitch
         where above 1), CollNet (1.0: SHARP on), the tier above the hosts (hosts a leaf, 0: none; the spine's
@@ -368,7 +369,7 @@ def nccl_durations(
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
     padding and for a single worker."""
-    assert workers.fabric is not None  # Features.nccl promises a fabric
+    assert workers.fabric is not None and workers.nccl is not None  # Features.nccl promises both
     g, hosts, nvlink, nics, arch, domain, collnet, leaf, over, rail, *constants = (
         workers.fabric[i] for i in range(len(FABRIC_FIELDS))
     )
@@ -385,7 +386,10 @@ def nccl_durations(
         nvswitch=domain > 1,
         collnet=collnet > 0,
     )
-    seconds = nccl.collective(op, buckets.nbytes / config.ratio, fabric, nccl.Constants(*constants)).seconds
+    # workers.nccl: 1 NCCL's choice, 2 + a its algorithm a forced (``--collective nccl:ALGO``, as NCCL_ALGO).
+    forced = jnp.where(workers.nccl >= 2, workers.nccl - 2, -1)
+    nbytes = buckets.nbytes / config.ratio
+    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)
 
 

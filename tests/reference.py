@@ -210,13 +210,15 @@ def simulate(
             encoded += encode
         if n == 1:
             d = 0.0
-        elif (
-            collective == "nccl"
-        ):  # NCCL's own: one collective of the whole payload, one empty per further round
+        elif collective.startswith("nccl") and not collective.startswith("nccl-"):
+            # NCCL's own (nccl:ALGO: its algorithm forced): one collective of the whole payload, one empty per
+            # further round
             coll, x = (1, n * payload) if gather else (0, payload)
             d = (
                 sum(
-                    nccl_all_reduce(b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric)
+                    nccl_all_reduce(
+                        b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, forced(collective)
+                    )
                     for b in [x] + [0.0] * (rounds - 1)
                 )
                 + decode
@@ -274,14 +276,24 @@ def simulate(
     return out
 
 
-def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None):
+NCCL_ALGORITHM_NAMES = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+
+
+def forced(collective):
+    """NCCL's algorithm forced by ``nccl:ALGO`` (its index in kernels/nccl.py's ALGORITHMS), -1 for ``nccl``."""
+    name = collective.partition(":")[2]
+    return NCCL_ALGORITHM_NAMES.index(name) if name else -1
+
+
+def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None, algo=-1):
     """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
     ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
     NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
     of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer.
     ``fabric``: a ``--fabric``'s dict (``nvlink_domain`` GPUs, 0: the host's; ``collnet``; ``leaf_hosts``,
     ``oversubscription``, ``rail_only``: the spine's divisor of the NICs' rate for a world wider than a leaf
-    and than the NVLink domain; ``constants``: the six in place of the shipped ones)."""
+    and than the NVLink domain; ``constants``: the six in place of the shipped ones). ``algo``: NCCL's algorithm
+    forced (-1: its choice)."""
     if nodes * gpus == 1:
         return 0.0
     f = fabric or {}
@@ -293,7 +305,7 @@ def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric
     eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
         coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9 / spine, arch, q > 1,
-        bool(f.get("collnet")), eta_net, eta_nvl, lam, op=op, fill=fill, fill_bytes=fill_bytes,
+        bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, op=op, fill=fill, fill_bytes=fill_bytes,
     )[0]  # fmt: skip
 
 
@@ -448,9 +460,11 @@ def simulate_fsdp(
     eff = bandwidth * utilization
     gather, scatter = {}, {}
     for u in order:
-        if collective == "nccl":
+        if collective.startswith("nccl") and not collective.startswith("nccl-"):
             gather[u], scatter[u] = (
-                nccl_all_reduce(size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric)
+                nccl_all_reduce(
+                    size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, forced(collective)
+                )
                 for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
             )
             continue

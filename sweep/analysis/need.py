@@ -34,7 +34,7 @@ from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
-from netsweep_jax.sweep.model.collectives import NCCL_ENGINE
+from netsweep_jax.sweep.model.collectives import uses_nccl
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
@@ -96,7 +96,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
     grid = make_grid(model, **{**settings, axis: high})
-    if NCCL_ENGINE in grid.collectives and grid.dtype != "float64":
+    if uses_nccl(grid.collectives) and grid.dtype != "float64":
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
         # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).
         grid = dataclasses.replace(grid, dtype="float64")

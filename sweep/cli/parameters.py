@@ -94,10 +94,11 @@ COLLECTIVE_SETTINGS = [
         str | None,
         None,
         "--collective",
-        help=f"All-reduce: {', '.join(COLLECTIVES)} (comma list; "
-        f"default: {DEFAULTS.collective} for the paper's CNNs, nccl-ring for transformers). Large models (sweep grid): "
-        f"{', '.join(FLAT_COLLECTIVES)}, nccl or NCCL's algorithm forced ({', '.join(NCCL_COLLECTIVES[1:])}) (default "
-        f"{DEFAULT_COLLECTIVE}; nccl with --fabric).",
+        help=f"Collectives, comma list. Both families: nccl (NCCL's own, by size) and its algorithm forced as "
+        f"NCCL_ALGO forces it ({', '.join(NCCL_COLLECTIVES[1:])}). Data-parallel all-reduce, also "
+        f"{', '.join(c for c in COLLECTIVES if c not in NCCL_COLLECTIVES)} (default {DEFAULTS.collective} for the "
+        f"paper's CNNs, nccl-ring for transformers). Large models (sweep grid), also {', '.join(FLAT_COLLECTIVES)} "
+        f"(default {DEFAULT_COLLECTIVE}; nccl with --fabric; not with NCCL's).",
     ),
     param(
         "bucketing",

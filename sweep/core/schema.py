@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import OWN_AXES
+from netsweep_jax.sweep.core.layout_axes import NCCL_COLLECTIVES, OWN_AXES
 
 # The cube's dimension order: structural dims (a new set of buckets) first, then the
 # workers (nodes, GPUs and NICs a node: new collective coefficients), then the axes the kernel sweeps freely
@@ -46,7 +46,9 @@ FITTABLE = tuple(name for name, spec in NUMERIC_AXES.items() if spec.fit is not 
 assert set(SOLVABLE) == {name for name, spec in NUMERIC_AXES.items() if spec.search is not None}
 assert set(GROWING) <= set(SOLVABLE)
 
-COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree", "nccl")
+# nccl (NCCL's own all-reduce of each bucket) and nccl:ALGO (its algorithm forced, as NCCL_ALGO): the words and
+# meanings of a large model's (sweep.core.layout_axes.NCCL_COLLECTIVES); the others flat (sweep.model.collectives).
+COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree", *NCCL_COLLECTIVES)
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")
 STORE_DTYPES = ("float16", "float32", "float64")

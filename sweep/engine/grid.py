@@ -49,7 +49,7 @@ from netsweep_jax.sweep.engine.workloads import (
     workload_defaults,
     workload_reduce_table,
 )
-from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, ONE_LINK_PER_WORKER
+from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, ONE_LINK_PER_WORKER, is_nccl, uses_nccl
 from netsweep_jax.sweep.model.compressors import (
     NONE,
     Compressor,
@@ -437,7 +437,7 @@ def _sweep_fabric(
         raise InputError(f"{oversubscription}: give one value", param="oversubscription")
     if choice is None:
         return None
-    if NCCL_ENGINE not in collectives:  # its constants are NCCL's collective's: never silently unused
+    if not uses_nccl(collectives):  # its constants are NCCL's collective's: never silently unused
         raise InputError(
             f"{','.join(collectives)}: a --fabric prices NCCL's own collective; add nccl (a --fabric without "
             "--collective implies it)",
@@ -453,7 +453,7 @@ def _sweep_fabric(
                     param="fabric",
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
-    others = [c for c in collectives if c != NCCL_ENGINE]
+    others = [c for c in collectives if not is_nccl(c)]
     if (
         others
     ):  # the cluster's GPUs, NICs and rate are every collective's; the tier and constants nccl's alone
@@ -465,7 +465,7 @@ def _sweep_fabric(
 def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) -> None:
     """Refuse what NCCL's own collective (``nccl``) cannot price: a profile on a GPU without a preset (its
     architecture picks NCCL's tables: never a guess)."""
-    if NCCL_ENGINE not in collectives:
+    if not uses_nccl(collectives):
         return
     unknown = [p for p in profiles if gpu_of(p) is None]
     if unknown:
@@ -518,7 +518,7 @@ def _fabric_said(
     """What the assumed line says of NCCL's own collective: :data:`NCCL_SAID` (at a fabric file's constants where
     one replaces the shipped fit's; a preset's are the shipped fit's, its phrase saying why), what a fabric set
     (``said``) and the fabric."""
-    if NCCL_ENGINE not in collectives:
+    if not uses_nccl(collectives):
         return ()
     file = fabric is not None and not fabric.preset
     constants = "the fabric file's constants" if file else "the fabric constants validate --nccl fitted"

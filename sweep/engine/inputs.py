@@ -34,7 +34,7 @@ from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.workloads import gpu_of
-from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, PIPELINED, Coefficients, coefficients
+from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients, nccl_code, uses_nccl
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
 from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabrics import SweepFabric
@@ -127,7 +127,7 @@ def features_of(grid: Grid) -> Features:
         fsdp="fsdp" in grid.bucketings,
         compress=grid.compresses,
         accuracy="time_to_accuracy" in grid.variables,
-        nccl=NCCL_ENGINE in grid.collectives,
+        nccl=uses_nccl(grid.collectives),
     )
 
 
@@ -237,7 +237,7 @@ class BlockInputs:
         if not self.features.nccl:
             return workers
         ours: Host = np.zeros(kb, dtype=self.dtype)
-        ours[:k] = float(collective == NCCL_ENGINE)
+        ours[:k] = nccl_code(collective)  # 0 flat, 1 NCCL's choice, 2 + a its algorithm a forced
         return workers._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:
@@ -298,7 +298,7 @@ def row_inputs(
       (:class:`kernels.fit.Rows` with buckets padded to the longest row's and an empty [R, 0]
       parameter index, the :class:`~kernels.overlap.Features` they need).
     """
-    if NCCL_ENGINE in collective:
+    if uses_nccl(collective):
         raise InputError(
             "nccl: NCCL's own collective prices a NIC's rate through its channels' speed steps, so a fit of "
             "utilization or latency finds no slope there; calibrate with nccl-ring or nccl-tree, or fit NCCL's "

@@ -68,10 +68,12 @@ variables (:func:`expected_max_normal`), for the jitter term.
 import dataclasses
 import functools
 import math
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 
+from netsweep_jax.sweep.core.layout_axes import NCCL_ALGORITHMS
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 
 # The paper's collectives: every worker has a link of the full bandwidth b, and nics_per_node plays no part.
@@ -80,6 +82,27 @@ PIPELINED = ("nccl-ring", "nccl-tree")
 # NCCL's own collective (kernels/nccl.py, priced in the kernel: kernels.overlap.nccl_durations): its coefficients
 # here are zeros, and its layouts carry their fabric instead.
 NCCL_ENGINE = "nccl"
+
+
+def is_nccl(collective: str) -> bool:
+    """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` with its algorithm forced)."""
+    return collective == NCCL_ENGINE or collective.startswith(NCCL_ENGINE + ":")
+
+
+def uses_nccl(collectives: Iterable[str]) -> bool:
+    """Whether any of ``collectives`` is NCCL's own (:func:`is_nccl`)."""
+    return any(is_nccl(c) for c in collectives)
+
+
+def nccl_code(collective: str) -> float:
+    """The kernel's code of a collective (:attr:`kernels.overlap.Workers.nccl`): 0 not NCCL's own, 1 NCCL's
+    choice (``nccl``), 2 + a its algorithm a of :data:`kernels.nccl.ALGORITHMS` forced (``nccl:ALGO``)."""
+    if not is_nccl(collective):
+        return 0.0
+    forced = collective.partition(":")[2]
+    return 1.0 if not forced else 2.0 + NCCL_ALGORITHMS.index(forced)
+
+
 ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)
 
 
@@ -203,7 +226,7 @@ def coefficients(
         b = 2.0 * (m - 1.0) / m * 8.0 / p
         steps = 2.0 * (g - 1.0) + 2.0 * (m - 1.0)
         f = (g - 1.0) * reduce_time(s / g, table) + (m - 1.0) * reduce_time(s / n, table)
-    elif collective == NCCL_ENGINE:  # priced by NCCL's tuner in the kernel, from the layout's fabric
+    elif is_nccl(collective):  # priced by NCCL's tuner in the kernel, from the workers' fabric
         a, b, steps, f = zero, zero, zero, np.zeros_like(n * s)
     elif collective == "nccl-ring":
         share = 2.0 * (n - 1.0) / np.maximum(n, 1.0) * 8.0
