@@ -203,7 +203,7 @@ class Features(NamedTuple):
       fsdp: some task is fully sharded (:func:`fsdp_step`).
       compress: some task compresses (the buckets carry payloads and codec times).
       accuracy: compute ``time_to_accuracy`` (a second, uncompressed evaluation).
-      nccl: some workers' collective is NCCL's own (``nccl``: :func:`nccl_durations`).
+      nccl: some workers' collective is NCCL's own (``nccl``, ``nccl:ALGO``: :func:`nccl_durations`).
     """
 
     piped: bool = False
@@ -365,7 +365,8 @@ def nccl_durations(
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
     buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
-    over the spine's divisor, NCCL's own choice of algorithm and protocol and the fabric's constants (the
+    over the spine's divisor, NCCL's own choice of algorithm and protocol (its algorithm forced where
+    ``workers.nccl`` is 2 + its index: a collective or group it cannot run keeps NCCL's choice) and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
     padding and for a single worker."""

@@ -34,7 +34,14 @@ from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.workloads import gpu_of
-from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients, nccl_code, uses_nccl
+from netsweep_jax.sweep.model.collectives import (
+    PIPELINED,
+    Coefficients,
+    coefficients,
+    is_nccl,
+    nccl_code,
+    uses_nccl,
+)
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
 from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabrics import SweepFabric
@@ -300,7 +307,7 @@ def row_inputs(
     """
     if uses_nccl(collective):
         raise InputError(
-            "nccl: NCCL's own collective prices a NIC's rate through its channels' speed steps, so a fit of "
+            f"{','.join(sorted({c for c in collective if is_nccl(c)}))}: NCCL's own collective prices a NIC's rate through its channels' speed steps, so a fit of "
             "utilization or latency finds no slope there; calibrate with nccl-ring or nccl-tree, or fit NCCL's "
             "own constants to nccl-tests logs (sweep calibrate --nccl-tests) and pass the file as --fabric",
             param="collective",

@@ -48,7 +48,7 @@ from netsweep_jax.sweep.io.job import (
     partial_path,
     run_grid,
 )
-from netsweep_jax.sweep.io.paths import remove_stale
+from netsweep_jax.sweep.io.paths import in_use, regular_or_absent, remove_stale, writable_directory
 from netsweep_jax.sweep.io.provenance import provenance
 from netsweep_jax.sweep.io.reduced import ReductionShare
 
@@ -323,13 +323,25 @@ def _reduced_share(
             param="resume",
         )
     check_kernel(kernel, grid)
-    # The cube and this process's shard, as a sweep's outputs: not another run's in use, not an earlier one
-    # without --force; every process refuses alike, so none leaves a shard that process 0 will not merge.
-    check_output(shard_path(out, pid, count), force=force, resume=False, default=default_out_dir)
-    check_output(out, force=force, resume=False, default=default_out_dir)
+    shard = shard_path(out, pid, count)
+    # The cube as a sweep's output (process 0 alone reads OUT.partial, which it then removes with --force);
+    # this process's shard a file of its own, none of another live run's: an earlier run's is removed now, so
+    # that process 0 never merges a stale one, and a shard is never resumed (written whole, through a rename).
     if pid == 0:
+        check_output(out, force=force, resume=False, default=default_out_dir)
         if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
             remove_stale(partial_path(out))
+    else:
+        writable_directory(out, create=default_out_dir)
+        if out.exists() and not force:
+            raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+    for path in (shard, partial_path(shard)):
+        regular_or_absent(path)
+        if in_use(path):
+            raise InputError(
+                f"{out}: another run is writing {path}; wait for it or choose another --out", param="out"
+            )
+        path.unlink(missing_ok=True)
     blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
     job = ReductionShare(grid, blocking, kernel, count, progress)
     announce()
@@ -400,6 +412,12 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
                 raise InputError(
                     f"{src.filename}: a shard of another grid (its process was started with other options); "
                     f"give every process the same command"
+                )
+            if int(src.attrs["block_configs"]) != block_configs:  # a default follows each machine's memory
+                raise InputError(
+                    f"{src.filename}: cut into blocks of {int(src.attrs['block_configs'])} configurations where "
+                    f"{shards[0].name} has {block_configs}: give every process the same --block-configs",
+                    param="block_configs",
                 )
         f = create_partial(partial, grid, blocking, attrs, sparse=False)
         inode = os.fstat(f.id.get_vfd_handle()).st_ino
