@@ -29,6 +29,7 @@ from netsweep_jax.sweep.analysis import need as _need
 from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import COMPARE
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.engine.workloads import check_models
@@ -355,15 +356,15 @@ class Comparison:
 
 
 def compare(
-    model: Models = _comparison.MODELS,
+    model: Models = COMPARE.models,
     *,
     bandwidth: AxisValues | None = None,
-    utilization: float = _comparison.PAPER_UTILIZATION,
-    compressor: str | Sequence[str] = _comparison.COMPRESSORS,
-    nodes: int = 8,
+    utilization: float = COMPARE.utilization,
+    compressor: str | Sequence[str] = COMPARE.compressors,
+    nodes: int = COMPARE.nodes,
     gpus_per_node: int | None = None,
     collective: str | None = None,
-    bucketing: str = "ddp",
+    bucketing: str = COMPARE.bucketing,
     iterations_factor: str | Mapping[str, float] | None = None,
     codec_cost: str | Path | None = None,
     gpu: str | None = None,

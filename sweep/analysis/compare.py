@@ -29,10 +29,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
-from netsweep_jax.sweep.analysis.paper import PAPER_UTILIZATION
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import assumed_line
+from netsweep_jax.sweep.core.schema import COMPARE, PAPER_UTILIZATION, assumed_line
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
@@ -46,11 +45,9 @@ from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
-MODELS = ("resnet50", "vgg16", "bert-large", "gpt2-xl")
-COMPRESSORS = ("fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
-BANDWIDTHS = (10, 25, 100, 400)
-GPUS_PER_NODE = 8
-COLLECTIVE = "nccl-ring"  # without a fabric: each bucket a ring at NCCL's protocol (with one: NCCL's own)
+# Compare's defaults (sweep.core.schema.COMPARE: the command's, the API's and these are one)
+MODELS, COMPRESSORS, BANDWIDTHS = COMPARE.models, COMPARE.compressors, COMPARE.bandwidths
+GPUS_PER_NODE, COLLECTIVE = COMPARE.gpus_per_node, COMPARE.collective
 WORKLOAD = {
     "gpu": "h100",
     "precision": "bf16",
@@ -107,10 +104,10 @@ def compare(
     bandwidth: AxisValues | None = None,
     utilization: float = PAPER_UTILIZATION,
     compressor: str | Sequence[str] = COMPRESSORS,
-    nodes: Any = 8,
+    nodes: Any = COMPARE.nodes,
     gpus_per_node: Any = None,
     collective: str | None = None,
-    bucketing: str = "ddp",
+    bucketing: str = COMPARE.bucketing,
     iterations_factor: str | Mapping[str, float] | None = None,
     codec_cost: str | Path | None = None,
     gpu: str | None = None,

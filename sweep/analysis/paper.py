@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.plot import line_plot, save
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import PAPER_UTILIZATION
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
@@ -31,7 +32,6 @@ NODES = [2, 4, 8]
 GPUS_PER_NODE = 8
 RATIOS = [1, 2, 5, 10, 50, 100]
 TARGET = 0.99
-PAPER_UTILIZATION = 0.32  # the paper saw ~32 Gbit/s in use on 100 Gbit/s links
 AXES: dict[str, Any] = dict(
     bandwidth=BANDWIDTHS, nodes=NODES, gpus_per_node=GPUS_PER_NODE, ratio=RATIOS, utilization=1.0
 )

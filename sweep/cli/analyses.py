@@ -34,7 +34,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
-from netsweep_jax.sweep.core.schema import COLLECTIVES, SOLVABLE
+from netsweep_jax.sweep.core.schema import COLLECTIVES, COMPARE, SOLVABLE
 
 if TYPE_CHECKING:
     from netsweep_jax.sweep.analysis.calibration_rows import Settings
@@ -235,22 +235,28 @@ CompareOut = Annotated[
 ]
 
 
+# compare's defaults as its options spell them (sweep.core.schema.COMPARE)
+COMPARE_MODELS = ",".join(COMPARE.models)
+COMPARE_BANDWIDTHS = ",".join(f"{b:g}" for b in COMPARE.bandwidths)
+COMPARE_COMPRESSORS = ",".join(COMPARE.compressors)
+
+
 @options(BUSBW, CACHE)
 def compare(
     ctx: typer.Context,
-    model: CompareModels = "resnet50,vgg16,bert-large,gpt2-xl",
+    model: CompareModels = COMPARE_MODELS,
     gpu: CompareGpu = None,
     precision: ComparePrecision = None,
     batch: CompareBatch = None,
     seq_len: CompareSeqLen = None,
-    bandwidth: CompareBandwidth = "10,25,100,400",
-    utilization: CompareUtilization = 0.32,
-    nodes: CompareNodes = "8",
-    gpus_per_node: CompareGpusPerNode = "8",
-    nics_per_node: CompareNicsPerNode = "1",
-    compressor: CompareCompressors = "fp16,int8,topk:0.01,randomk:0.01,signsgd,powersgd:4",
-    collective: CompareCollective = "nccl-ring",
-    bucketing: CompareBucketing = "ddp",
+    bandwidth: CompareBandwidth = COMPARE_BANDWIDTHS,
+    utilization: CompareUtilization = COMPARE.utilization,
+    nodes: CompareNodes = str(COMPARE.nodes),
+    gpus_per_node: CompareGpusPerNode = str(COMPARE.gpus_per_node),
+    nics_per_node: CompareNicsPerNode = str(COMPARE.nics_per_node),
+    compressor: CompareCompressors = COMPARE_COMPRESSORS,
+    collective: CompareCollective = COMPARE.collective,
+    bucketing: CompareBucketing = COMPARE.bucketing,
     iterations_factor: IterationsFactor = None,
     codec_cost: CodecCost = None,
     out: CompareOut = None,

@@ -80,6 +80,29 @@ class Defaults:
 
 
 DEFAULTS = Defaults()
+
+PAPER_UTILIZATION = 0.32  # the paper saw ~32 Gbit/s in use on 100 Gbit/s links
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareDefaults:
+    """``sweep compare``'s defaults (the command's ``--help``, the Python API's and the analysis' own), defined
+    once: the models, the compressors tried, the bandwidths (Gbit/s) and today's utilization (the paper's
+    measured share), nodes, GPUs and NICs a node, the collective (without a fabric: each bucket a ring at NCCL's
+    protocol; a fabric implies NCCL's own) and the bucketing."""
+
+    models: tuple[str, ...] = ("resnet50", "vgg16", "bert-large", "gpt2-xl")
+    compressors: tuple[str, ...] = ("fp16", "int8", "topk:0.01", "randomk:0.01", "signsgd", "powersgd:4")
+    bandwidths: tuple[float, ...] = (10, 25, 100, 400)
+    utilization: float = PAPER_UTILIZATION
+    nodes: int = 8
+    gpus_per_node: int = 8
+    nics_per_node: int = 1
+    collective: str = "nccl-ring"
+    bucketing: str = "ddp"
+
+
+COMPARE = CompareDefaults()
 LONG_NAMES = {
     "model": "model profile",
     "collective": "all-reduce algorithm",
