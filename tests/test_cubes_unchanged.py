@@ -132,8 +132,14 @@ def settings_added_since(now: dict[str, dict[str, object]], before: dict[str, di
 def collective_renamed_since(now: dict[str, dict[str, object]]) -> None:
     """#39's one naming of collectives (2026-12-05): a layout cube's flat cheaper of ring and tree, once
     ``nccl`` (the word a data-parallel sweep uses for NCCL's tuner), is ``ring-or-tree``, and ``nccl`` now means
-    NCCL's tuner in both families: the coordinate is renamed back in ``now``, and nothing else may differ."""
+    NCCL's tuner in both families: the coordinate is renamed back in ``now``, and the ``assumed:`` line's phrase
+    that now says the default is taken out; nothing else may differ."""
     for cube in now.values():
+        root = cube["/"]
+        if isinstance(root.get("assumed"), list):  # the phrase that says so, added with the name
+            root["assumed"] = [
+                p for p in root["assumed"] if not str(p).startswith("collective ring-or-tree (")
+            ]
         coordinate = cube.get("collective")
         if isinstance(coordinate, dict):
             values = coordinate["@data"]["values"]

@@ -210,7 +210,8 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
         1,
     )
     assert nccl.per_sweep()["collectives"] == "nccl" and flat.fingerprint() != nccl.fingerprint()
-    assert not any("NCCL" in a for a in flat.assumed)
+    assert not any("as NCCL's tuner prices" in a for a in flat.assumed)  # the flat default is said as such
+    assert any(a.startswith("collective ring-or-tree (flat") for a in flat.assumed)
     (stated,) = [a for a in nccl.assumed if "NCCL" in a]
     assert "eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB" in stated
     # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.

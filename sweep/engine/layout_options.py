@@ -276,13 +276,14 @@ class _FabricFields(TypedDict):
 @dataclasses.dataclass(frozen=True)
 class _Network:
     """How a layout sweep prices its collectives: ``mode`` (flat or nccl), the ``--fabric`` given (``fabric``:
-    a preset or a fabric file's constants), whether the fabric implied nccl (``implied``) and whether nccl's
-    full link rate was assumed (``full_rate``)."""
+    a preset or a fabric file's constants), whether the fabric implied nccl (``implied``), whether nccl's
+    full link rate was assumed (``full_rate``) and whether the flat default collective was (``defaulted``)."""
 
     mode: str
     fabric: FabricConstants | FabricPreset | None
     implied: bool
     full_rate: bool
+    defaulted: bool = False
 
     @property
     def preset(self) -> FabricPreset | None:
@@ -297,6 +298,10 @@ class _Network:
     def said(self) -> tuple[str, ...]:
         """The ``assumed`` line's phrases of it."""
         out: tuple[str, ...] = ()
+        if self.defaulted:
+            out = (
+                f"collective {DEFAULT_COLLECTIVE} (flat rings and trees, one bandwidth a group, where --collective nccl is NCCL's tuner)",
+            )
         if self.mode == "nccl":
             out = (
                 *(["--collective nccl (--fabric implies it)"] if self.implied else []),
@@ -344,7 +349,8 @@ def _network(
         # NCCL's pricing has its own fitted transport efficiency (eta_net, in the assumed line): a stack's
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
-    return _Network(mode, fabric, implied, full_rate), names
+    defaulted = collective is None and mode == "flat" and collectives is None
+    return _Network(mode, fabric, implied, full_rate, defaulted), names
 
 
 def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> tuple[str, str, bool]:
