@@ -138,7 +138,7 @@ def collective_renamed_since(now: dict[str, dict[str, object]]) -> None:
         root = cube["/"]
         if isinstance(root.get("assumed"), list):  # the phrase that says so, added with the name
             root["assumed"] = [
-                p for p in root["assumed"] if not str(p).startswith("collective ring-or-tree (")
+                p for p in root["assumed"] if not str(p).startswith("--collective ring-or-tree (")
             ]
         coordinate = cube.get("collective")
         if isinstance(coordinate, dict):

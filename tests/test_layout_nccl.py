@@ -18,6 +18,7 @@ from netsweep_jax.kernels.layout_inputs import Parallelism
 from netsweep_jax.sweep.analysis.planning import ideal_network
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
+from netsweep_jax.sweep.model.fabrics import FABRICS
 
 
 def nccl_cases(seed, count):
@@ -211,7 +212,8 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     )
     assert nccl.per_sweep()["collectives"] == "nccl" and flat.fingerprint() != nccl.fingerprint()
     assert not any("as NCCL's tuner prices" in a for a in flat.assumed)  # the flat default is said as such
-    assert any(a.startswith("collective ring-or-tree (flat") for a in flat.assumed)
+    defaulted = "--collective ring-or-tree (flat"
+    assert any(a.startswith(defaulted) for a in flat.assumed)
     (stated,) = [a for a in nccl.assumed if "NCCL" in a]
     assert "eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB" in stated
     # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.
@@ -224,6 +226,11 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     assert flat.names["collective"] == ("ring-or-tree",) and nccl.names["collective"] == ("nccl",)
     listed = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collective="ring,tree,ring-or-tree")
     assert listed.collectives == "flat" and listed.names["collective"] == ("ring", "tree", "ring-or-tree")
+    # The default is said only where it was taken: not for a collective given, old spelling or a fabric's.
+    old = make_layout_grid("llama3-8b", gpus=8, global_batch=8, collectives="flat")
+    fabric = make_layout_grid("llama3-8b", gpus=8, global_batch=8, fabric=FABRICS["dgx-h100-superpod"])
+    for grid in (listed, named, nccl, old, fabric):
+        assert not any(a.startswith(defaulted) for a in grid.assumed)
     # The Python API takes the same setting and refuses a bad one by name, before any work.
     with pytest.raises(InputError, match="tree"):
         sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, collectives="tree")

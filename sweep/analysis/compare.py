@@ -31,7 +31,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import COMPARE, PAPER_UTILIZATION, assumed_line
+from netsweep_jax.sweep.core.schema import COMPARE, assumed_line
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
@@ -102,7 +102,7 @@ def compare(
     models: Models = MODELS,
     *,
     bandwidth: AxisValues | None = None,
-    utilization: float = PAPER_UTILIZATION,
+    utilization: float = COMPARE.utilization,
     compressor: str | Sequence[str] = COMPRESSORS,
     nodes: Any = COMPARE.nodes,
     gpus_per_node: Any = None,

@@ -198,7 +198,8 @@ CompareUtilization = Annotated[
     typer.Option(
         *axis_flags("utilization", "--util"),
         parser=typed_number(float),
-        help="Today's utilization, one number below 1 (default: 0.32, the paper's measured ~32 Gbit/s of 100); the fixed transport is 1.",
+        help=f"Today's utilization, one number below 1 (default: {COMPARE.utilization:g}, the paper's measured ~32 Gbit/s "
+        "of 100); the fixed transport is 1.",
     ),
 ]
 CompareNodes = Annotated[str, typer.Option("--nodes", help="Nodes (one value).")]

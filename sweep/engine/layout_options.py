@@ -300,7 +300,8 @@ class _Network:
         out: tuple[str, ...] = ()
         if self.defaulted:
             out = (
-                f"collective {DEFAULT_COLLECTIVE} (flat rings and trees, one bandwidth a group, where --collective nccl is NCCL's tuner)",
+                f"--collective {DEFAULT_COLLECTIVE} (flat rings and trees, one bandwidth a group, where --collective nccl "
+                "is NCCL's tuner)",
             )
         if self.mode == "nccl":
             out = (

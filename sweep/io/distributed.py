@@ -48,7 +48,13 @@ from netsweep_jax.sweep.io.job import (
     partial_path,
     run_grid,
 )
-from netsweep_jax.sweep.io.paths import in_use, regular_or_absent, remove_stale, writable_directory
+from netsweep_jax.sweep.io.paths import (
+    in_use,
+    made_by_a_sweep,
+    regular_or_absent,
+    remove_stale,
+    writable_directory,
+)
 from netsweep_jax.sweep.io.provenance import provenance
 from netsweep_jax.sweep.io.reduced import ReductionShare
 
@@ -331,15 +337,20 @@ def _reduced_share(
         check_output(out, force=force, resume=False, default=default_out_dir)
         if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
             remove_stale(partial_path(out))
-    else:
+    else:  # read-only checks, as process 0's refusals: none computes a share process 0 will not merge
+        regular_or_absent(out)
         writable_directory(out, create=default_out_dir)
-        if out.exists() and not force:
-            raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+        if (out.exists() or partial_path(out).exists()) and not force:
+            raise InputError(
+                f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out"
+            )
     for path in (shard, partial_path(shard)):
         regular_or_absent(path)
-        if in_use(path):
+        if in_use(path) or (path.exists() and not made_by_a_sweep(path)):
             raise InputError(
-                f"{out}: another run is writing {path}; wait for it or choose another --out", param="out"
+                f"{out}: {path} is another run's or not netsweep's; wait for it, move it away or choose another "
+                "--out",
+                param="out",
             )
         path.unlink(missing_ok=True)
     blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
