@@ -32,12 +32,12 @@ from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.io.job import run_grid
 
 
-def kernel_only(grid, plan):
+def kernel_only(grid, blocking):
     with precision(grid.dtype):
-        dispatcher = Dispatcher(grid, plan)
+        dispatcher = Dispatcher(grid, blocking)
         start = time.perf_counter()
         pending = []
-        for block in plan.blocks():
+        for block in blocking.blocks():
             pending.append(dispatcher.submit(block))
             if len(pending) > 2:
                 jax.block_until_ready(pending.pop(0))
@@ -66,9 +66,9 @@ def main():
     grid = make_grid(
         "resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100", fusion_buffer=0
     )
-    plan = Blocking(grid.sizes)
-    kernel_only(grid, plan)  # compile
-    kernel = statistics.median(kernel_only(grid, plan) for _ in range(args.repeats))
+    blocking = Blocking(grid.sizes)
+    kernel_only(grid, blocking)  # compile
+    kernel = statistics.median(kernel_only(grid, blocking) for _ in range(args.repeats))
     ends = []
     with tempfile.TemporaryDirectory(dir=".") as d:
         for i in range(args.repeats):

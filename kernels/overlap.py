@@ -359,6 +359,10 @@ def _comm_time(
     return comm
 
 
+# workers.nccl's code of NCCL's first forced algorithm (nccl:tree); 1 is NCCL's own choice, 0 a flat collective.
+NCCL_FORCED = 2
+
+
 def nccl_durations(
     config: Config, workers: Workers, buckets: Buckets, op: int | jax.Array = nccl.ALL_REDUCE
 ) -> jax.Array:
@@ -388,7 +392,7 @@ def nccl_durations(
         collnet=collnet > 0,
     )
     # workers.nccl: 1 NCCL's choice, 2 + a its algorithm a forced (``--collective nccl:ALGO``, as NCCL_ALGO).
-    forced = jnp.where(workers.nccl >= 2, workers.nccl - 2, -1)
+    forced = jnp.where(workers.nccl >= NCCL_FORCED, workers.nccl - NCCL_FORCED, -1)
     nbytes = buckets.nbytes / config.ratio
     seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)

@@ -550,12 +550,11 @@ class _PlanShare:
 
     def compute_share(self, pid: int, count: int) -> None:
         from netsweep_jax.sweep.analysis.planning import searches
+        from netsweep_jax.sweep.engine.blocks import share_of
         from netsweep_jax.sweep.engine.layouts import best_layouts
 
         for index, searched in searches(self.grid):
-            self.states[index] = best_layouts(
-                searched, keep=self.keep, only=lambda b: b.index % count == pid, raw=True
-            )
+            self.states[index] = best_layouts(searched, keep=self.keep, only=share_of(pid, count), raw=True)
 
     def save_share(self, path: Path) -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint

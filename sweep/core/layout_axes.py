@@ -98,6 +98,14 @@ NCCL_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "n
 FLAT_COLLECTIVES = ("ring", "tree", "ring-or-tree")
 NCCL_COLLECTIVES = ("nccl", *(f"nccl:{a}" for a in NCCL_ALGORITHMS))
 LAYOUT_COLLECTIVES = (*FLAT_COLLECTIVES, *NCCL_COLLECTIVES)
+
+
+def is_nccl(collective: str) -> bool:
+    """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` with its algorithm forced), in either
+    family."""
+    return collective in NCCL_COLLECTIVES
+
+
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")
 # A sweep's pricing of its collectives, one per sweep (the kernel's static ``collectives``: a compile each): flat
 # for ring, tree and ring-or-tree, nccl for nccl. --collectives flat|nccl is its old spelling, still read.

@@ -280,3 +280,9 @@ class Blocking:
                     slab += tuple(slice(0, n) for n in trailing)
                     out.append(Block(len(out), task, slab, len(self.family.outer)))
         return out
+
+
+def share_of(pid: int, count: int) -> Callable[[Block], bool]:
+    """Whether a block is process ``pid``'s (of ``count``) under ``--distributed``: blocks ``index % count ==
+    pid``, the one rule every shared job (a sweep's shards, a reduction's and a plan's shares) cuts by."""
+    return lambda b: b.index % count == pid

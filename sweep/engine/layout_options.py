@@ -23,10 +23,10 @@ from netsweep_jax.sweep.core.layout_axes import (
     FLAT_COLLECTIVES,
     LAYOUT_COLLECTIVES,
     LAYOUT_PRECISIONS,
-    NCCL_COLLECTIVES,
     PARALLEL_DIMS,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
+    is_nccl,
     recompute_mode,
     schedule_name,
 )
@@ -111,8 +111,8 @@ def make_layout_grid(
     models, model_names = _models(model, arch, mtp_layers)
     preset = stack_preset(stack) if stack is not None else None
     attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
-    net, collective = _network(fabric, collectives, collective, given)
-    names = _names(model_names, gpu, precision, attention, schedule, recompute, collective)
+    net, collectives_named = _network(fabric, collectives, collective, given)  # each name checked once, there
+    names = _names(model_names, gpu, precision, attention, schedule, recompute, collectives_named)
     _refuse_moe_settings(models, model_names, {**given, **texts})
     _require_size(given)
     search = search or {}
@@ -215,7 +215,7 @@ def _names(
     attention: str,
     schedule: str,
     recompute: str,
-    collective: str,
+    collective: tuple[str, ...],
 ) -> dict[str, tuple[str, ...]]:
     """The text dims' coordinates, each name checked (case-insensitive: presets are spelled in lower case);
     fp8 refused on a GPU without fp8 tensor cores."""
@@ -226,7 +226,7 @@ def _names(
         "attention": tuple(parse_names(attention.lower(), "attention", ATTENTIONS)),
         "schedule": tuple(_schedules(schedule)),
         "recompute": tuple(_recomputes(recompute)),
-        "collective": tuple(parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES)),
+        "collective": collective,
     }
     for g in names["gpu"]:
         if "fp8" in names["precision"] and GPUS[g].fp8 == 0:
@@ -339,7 +339,7 @@ def _network(
     collectives: str | None,
     collective: str | None,
     given: dict[str, object],
-) -> tuple[_Network, str]:
+) -> tuple[_Network, tuple[str, ...]]:
     """The sweep's collective pricing and its ``collective`` names (:func:`_pricing`); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     if isinstance(fabric, FabricPreset):  # the cluster as the preset builds it, where not given
@@ -354,7 +354,9 @@ def _network(
     return _Network(mode, fabric, implied, full_rate, defaulted), names
 
 
-def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> tuple[str, str, bool]:
+def _pricing(
+    collective: str | None, collectives: str | None, fabric: bool
+) -> tuple[str, tuple[str, ...], bool]:
     """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl`` and ``nccl:ALGO``
     (not with flat ones: one pricing a sweep) are NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
     nccl`` (the old spelling) or a fabric says so, else the flat default. A flat one given where NCCL's pricing
@@ -363,7 +365,7 @@ def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> t
     listed = (
         parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES) if collective is not None else []
     )
-    if any(name in NCCL_COLLECTIVES for name in listed):
+    if any(is_nccl(name) for name in listed):
         if old == "flat":
             raise InputError(
                 f"{collective}: NCCL's pricing, where --collectives flat asks for a flat one ("
@@ -377,7 +379,7 @@ def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> t
                 "sweep of their own",
                 param="collective",
             )
-        return "nccl", ",".join(listed), False
+        return "nccl", tuple(listed), False
     nccl = old == "nccl" or (old is None and fabric)  # a fabric implies NCCL's collectives
     if listed and nccl:
         raise InputError(
@@ -387,8 +389,8 @@ def _pricing(collective: str | None, collectives: str | None, fabric: bool) -> t
             param="collective",
         )
     if nccl:
-        return "nccl", "nccl", old is None
-    return "flat", ",".join(listed) if listed else DEFAULT_COLLECTIVE, False
+        return "nccl", ("nccl",), old is None
+    return "flat", tuple(listed) if listed else (DEFAULT_COLLECTIVE,), False
 
 
 def _check_fabric(net: _Network) -> None:

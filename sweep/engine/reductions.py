@@ -171,9 +171,6 @@ class Accumulator:
         """Fold ``other`` (the same variable over other blocks: another process's share) into this one. A max or
         min keeps the extreme of the two, a tie the lower position, as one process folding every block in
         order does (the same cube); a mean adds the sums (float64, in another order than one process's)."""
-        if self.kind == "mean":
-            self.value += other.value
-            return
         self.combine((Ellipsis,), other.value, other.position, other.index)
 
 

@@ -21,6 +21,9 @@ from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS
 from netsweep_jax.sweep.io.paths import Claim, new_temporary
 
+CHECKPOINT_BLOCKS = 16
+"""Blocks a job that accumulates (a --reduce sweep, a plan's searches) merges between two checkpoints."""
+
 Arrays = Mapping[str, npt.NDArray[Any]]
 
 

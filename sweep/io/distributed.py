@@ -362,7 +362,6 @@ def _reduced_share(
         then="rerun every process (without --resume: a reduction's shares start over)",
     )  # fmt: skip
     elapsed = time.perf_counter() - start
-    mine = [b for b in blocking.blocks() if b.index % count == pid]
     return {
         "out": str(written),
         "configs": job.computed,
@@ -370,7 +369,7 @@ def _reduced_share(
         "seconds": elapsed,
         "configs_per_s": job.computed / elapsed if elapsed > 0 else 0.0,
         "resumed_blocks": 0,
-        "blocks": len(mine),
+        "blocks": len(job.blocks),
         "shard": f"{pid} of {count}",
         **({"stitched": True} if pid == 0 else {}),
     }
@@ -457,7 +456,7 @@ class Shared(Protocol):
         """Process ``pid`` of ``count``'s share of the blocks."""
 
     def save_share(self, path: Path) -> None:
-        """Write this process's share to ``path`` (a file of its own)."""
+        """Write this process's share to ``path``: a new file renamed over it (sweep.io.checkpoints.write)."""
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
         """Read every process's shard (process 0), refusing a damaged one or another run's."""
@@ -483,15 +482,14 @@ def run_shared(
     then: str,
 ) -> Path:
     """Run process ``share[0]`` of ``share[1]``'s share of ``job``: its shard written to ``OUT.shard<p>of<n>``
-    (:func:`shard_path`; through ``.partial`` and a rename, so a shard that exists is whole).
+    (:func:`shard_path`; a new file renamed into place, so a shard that exists is whole).
     Process 0 then waits for every shard (at most ``stitch_timeout`` seconds unchanged; ``then``: what to do
     when they do not come), merges them, removes them and writes the cube to ``out``. Returns what this process
     wrote: the cube (process 0) or its shard."""
     pid, count = share
     shard = shard_path(out, pid, count)
     job.compute_share(pid, count)
-    job.save_share(partial_path(shard))
-    os.replace(partial_path(shard), shard)
+    job.save_share(shard)  # a new file renamed over the shard's name (sweep.io.checkpoints): one that exists is whole
     if pid != 0:
         return shard
     shards = [shard_path(out, p, count) for p in range(count)]

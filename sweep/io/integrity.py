@@ -77,7 +77,7 @@ def verified_blocks(
     return good, damaged
 
 
-def _plan_of(f: h5py.File) -> Blocking:
+def _blocking_of(f: h5py.File) -> Blocking:
     """The blocks a cube written block by block was cut into."""
     family = family_of(f.attrs)
     sizes = dict(zip(family.dims, f[stored(f)[0]].shape))
@@ -97,7 +97,7 @@ def verify(path: str | Path) -> tuple[int, int, int]:
                     f"it has nothing to verify against"
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        blocking = _plan_of(f)
+        blocking = _blocking_of(f)
         good, damaged = verified_blocks(f, blocking)
         return len(good) + len(damaged), len(damaged), len(blocking.blocks())
 
@@ -132,7 +132,7 @@ def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]
             )
         if written_whole(f) or "progress/block_checksum" not in f:
             return
-        blocking = _plan_of(f)
+        blocking = _blocking_of(f)
         _, damaged = verified_blocks(f, blocking, None if positions is None else touched(blocking, positions))
     if damaged:
         raise Damaged(

@@ -17,7 +17,7 @@ import h5py
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import DiskFull, InputError
 from netsweep_jax.sweep.core.wording import counted
-from netsweep_jax.sweep.engine.blocks import Block, Blocking
+from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
@@ -196,7 +196,7 @@ def run_grid(
         if block_configs is None:
             block_configs = (resume and cube.stored_block_configs(partial)) or default_block_configs()
         blocking = Blocking(grid.sizes, block_configs, grid.family)
-        mine = None if share is None else _share_filter(*share)
+        mine = None if share is None else share_of(*share)
         if grid.reduction is not None:
             return _run_reduced(
                 grid,
@@ -280,11 +280,6 @@ def _fill_keeping_partial(f: h5py.File, partial: Path, resume: bool, fill: Calla
         raise
 
 
-def _share_filter(pid: int, count: int) -> Callable[[Block], bool]:
-    """Whether a block is process ``pid``'s (of ``count``) under --distributed."""
-    return lambda b: b.index % count == pid
-
-
 def _run_reduced(
     grid: AnyGrid,
     blocking: Blocking,
@@ -301,12 +296,8 @@ def _run_reduced(
     announce: Callable[[], None],
 ) -> Summary:
     """--reduce: accumulate on the host, checkpoint to OUT.partial, write the reduced cube (sweep.reduce)."""
-    if share is not None:
-        raise InputError(
-            "with a share of the blocks runs through sweep.io.distributed (grid --distributed), which merges the "
-            "shares",
-            param="reduce",
-        )
+    # A reduction's share runs through sweep.io.distributed (run_distributed), never here.
+    assert share is None, "a reduction's share is sweep.io.distributed's"
     announce()
     start = time.perf_counter()
     # overwrite: a file that appeared at OUT meanwhile is kept without --force, as a sweep's finish keeps it

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from netsweep_jax.sweep.io import checkpoints
+from netsweep_jax.sweep.io.checkpoints import CHECKPOINT_BLOCKS
 from netsweep_jax.sweep.io.paths import Claim
 
-CHECKPOINT_BLOCKS = 16
 State = dict[str, np.ndarray]
 DONE = "blocks_done"  # the array of (search, blocks merged) rows
 

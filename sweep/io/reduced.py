@@ -16,17 +16,16 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.engine.blocks import Block, Blocking
+from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.accumulated import run_accumulated
+from netsweep_jax.sweep.io.checkpoints import CHECKPOINT_BLOCKS
 from netsweep_jax.sweep.io.paths import Claim
 
 if TYPE_CHECKING:
     import xarray as xr
-
-CHECKPOINT_BLOCKS = 16
 
 
 def _header(done: int, block_configs: int) -> str:
@@ -175,6 +174,7 @@ class ReductionShare:
         self.state = ReducedRun(grid, blocking)
         self.shares: list[ReducedRun] = []
         self.computed = 0  # configurations this process computed
+        self.blocks: list[Block] = []  # this process's share of the blocks
 
     def compute_share(self, pid: int, count: int) -> None:
         def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
@@ -182,16 +182,12 @@ class ReductionShare:
             self.computed += block.size
             interrupts.raise_if_requested()
 
-        mine = [b for b in self.blocking.blocks() if b.index % count == pid]
-        with self.progress(sum(b.size for b in mine), 0) if self.progress else nullcontext() as advance:
-            run(
-                self.grid,
-                self.blocking,
-                sink,
-                only=lambda b: b.index % count == pid,
-                progress=advance,
-                kernel=self.kernel,
-            )
+        mine = share_of(pid, count)
+        self.blocks = [b for b in self.blocking.blocks() if mine(b)]
+        with (
+            self.progress(sum(b.size for b in self.blocks), 0) if self.progress else nullcontext() as advance
+        ):
+            run(self.grid, self.blocking, sink, only=mine, progress=advance, kernel=self.kernel)
 
     def save_share(self, path: Path) -> None:
         save_checkpoint(self.state, path, self.fingerprint)

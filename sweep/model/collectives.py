@@ -73,7 +73,7 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.sweep.core.layout_axes import NCCL_ALGORITHMS
+from netsweep_jax.sweep.core.layout_axes import NCCL_COLLECTIVES, is_nccl
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 
 # The paper's collectives: every worker has a link of the full bandwidth b, and nics_per_node plays no part.
@@ -84,11 +84,6 @@ PIPELINED = ("nccl-ring", "nccl-tree")
 NCCL_ENGINE = "nccl"
 
 
-def is_nccl(collective: str) -> bool:
-    """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` with its algorithm forced)."""
-    return collective == NCCL_ENGINE or collective.startswith(NCCL_ENGINE + ":")
-
-
 def uses_nccl(collectives: Iterable[str]) -> bool:
     """Whether any of ``collectives`` is NCCL's own (:func:`is_nccl`)."""
     return any(is_nccl(c) for c in collectives)
@@ -97,10 +92,7 @@ def uses_nccl(collectives: Iterable[str]) -> bool:
 def nccl_code(collective: str) -> float:
     """The kernel's code of a collective (:attr:`kernels.overlap.Workers.nccl`): 0 not NCCL's own, 1 NCCL's
     choice (``nccl``), 2 + a its algorithm a of :data:`kernels.nccl.ALGORITHMS` forced (``nccl:ALGO``)."""
-    if not is_nccl(collective):
-        return 0.0
-    forced = collective.partition(":")[2]
-    return 1.0 if not forced else 2.0 + NCCL_ALGORITHMS.index(forced)
+    return float(NCCL_COLLECTIVES.index(collective) + 1) if is_nccl(collective) else 0.0
 
 
 ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)
