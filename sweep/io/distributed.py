@@ -489,7 +489,9 @@ def run_shared(
     pid, count = share
     shard = shard_path(out, pid, count)
     job.compute_share(pid, count)
-    job.save_share(shard)  # a new file renamed over the shard's name (sweep.io.checkpoints): one that exists is whole
+    job.save_share(
+        shard
+    )  # a new file renamed over the shard's name (sweep.io.checkpoints): one that exists is whole
     if pid != 0:
         return shard
     shards = [shard_path(out, p, count) for p in range(count)]
