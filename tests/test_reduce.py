@@ -207,3 +207,26 @@ def test_grid_reduce_distributed_writes_one_machines_cube(tmp_path, monkeypatch)
     for name in a.data_vars:
         np.testing.assert_array_equal(a[name].values, b[name].values)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "two.h5"]
+
+
+def test_a_shares_outputs_are_claimed_as_a_sweeps_before_any_work(tmp_path):
+    # run_shared's claim (every shared job: a plan's and a reduction's): an earlier run's shard of this process is
+    # removed, so that process 0 never merges a stale one; a file there that is not netsweep's is refused and
+    # kept; a cube at OUT without --force is refused on every process.
+    from netsweep_jax.sweep.io.distributed import _claim_share_outputs, shard_path
+
+    out = tmp_path / "o.h5"
+    stale = shard_path(out, 1, 2)
+    stale.write_bytes(b"")  # what a run stopped before writing leaves: netsweep's, removed
+    _claim_share_outputs(out, 1, 2, force=False, default_out=False)
+    assert not stale.exists()
+    stale.write_text("the user's notes")
+    with pytest.raises(InputError, match="not netsweep's"):
+        _claim_share_outputs(out, 1, 2, force=True, default_out=False)
+    assert stale.read_text() == "the user's notes"
+    stale.unlink()
+    out.write_text("a cube")
+    for pid in (0, 1):
+        with pytest.raises(InputError, match="exists"):
+            _claim_share_outputs(out, pid, 2, force=False, default_out=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]

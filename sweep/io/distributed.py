@@ -329,37 +329,14 @@ def _reduced_share(
             param="resume",
         )
     check_kernel(kernel, grid)
-    shard = shard_path(out, pid, count)
-    # The cube as a sweep's output (process 0 alone reads OUT.partial, which it then removes with --force);
-    # this process's shard a file of its own, none of another live run's: an earlier run's is removed now, so
-    # that process 0 never merges a stale one, and a shard is never resumed (written whole, through a rename).
-    if pid == 0:
-        check_output(out, force=force, resume=False, default=default_out_dir)
-        if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
-            remove_stale(partial_path(out))
-    else:  # read-only checks, as process 0's refusals: none computes a share process 0 will not merge
-        regular_or_absent(out)
-        writable_directory(out, create=default_out_dir)
-        if (out.exists() or partial_path(out).exists()) and not force:
-            raise InputError(
-                f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out"
-            )
-    for path in (shard, partial_path(shard)):
-        regular_or_absent(path)
-        if in_use(path) or (path.exists() and not made_by_a_sweep(path)):
-            raise InputError(
-                f"{out}: {path} is another run's or not netsweep's; wait for it, move it away or choose another "
-                "--out",
-                param="out",
-            )
-        path.unlink(missing_ok=True)
     blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
     job = ReductionShare(grid, blocking, kernel, count, progress)
-    announce()
     start = time.perf_counter()
     written = run_shared(
         job, out, (pid, count), stitch_timeout=stitch_timeout, command=command, overwrite=force,
         then="rerun every process (without --resume: a reduction's shares start over)",
+        default_out=default_out_dir,
+        announce=announce,
     )  # fmt: skip
     elapsed = time.perf_counter() - start
     return {
@@ -471,6 +448,35 @@ class Shared(Protocol):
         """The result cube's global attributes besides the dataset's own."""
 
 
+def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, default_out: bool) -> None:
+    """Before process ``pid`` of ``count`` computes its share: the cube and its shard checked as a sweep's outputs,
+    an earlier run's OUT.partial (process 0, with ``--force``) and this process's earlier shard removed."""
+    shard = shard_path(out, pid, count)
+    # The cube as a sweep's output (process 0 alone reads OUT.partial, which it then removes with --force);
+    # this process's shard a file of its own, none of another live run's: an earlier run's is removed now, so
+    # that process 0 never merges a stale one, and a shard is never resumed (written whole, through a rename).
+    if pid == 0:
+        check_output(out, force=force, resume=False, default=default_out)
+        if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
+            remove_stale(partial_path(out))
+    else:  # read-only checks, as process 0's refusals: none computes a share process 0 will not merge
+        regular_or_absent(out)
+        writable_directory(out, create=default_out)
+        if (out.exists() or partial_path(out).exists()) and not force:
+            raise InputError(
+                f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out"
+            )
+    for path in (shard, partial_path(shard)):
+        regular_or_absent(path)
+        if in_use(path) or (path.exists() and not made_by_a_sweep(path)):
+            raise InputError(
+                f"{out}: {path} is another run's or not netsweep's; wait for it, move it away or choose another "
+                "--out",
+                param="out",
+            )
+        path.unlink(missing_ok=True)
+
+
 def run_shared(
     job: Shared,
     out: Path,
@@ -480,13 +486,18 @@ def run_shared(
     command: str,
     overwrite: bool,
     then: str,
+    default_out: bool = False,
+    announce: Callable[[], None] = lambda: None,
 ) -> Path:
-    """Run process ``share[0]`` of ``share[1]``'s share of ``job``: its shard written to ``OUT.shard<p>of<n>``
+    """Run process ``share[0]`` of ``share[1]``'s share of ``job`` (a plan's or a reduction's), its outputs claimed
+    first (:func:`_claim_share_outputs`, then ``announce()``): its shard written to ``OUT.shard<p>of<n>``
     (:func:`shard_path`; a new file renamed into place, so a shard that exists is whole).
     Process 0 then waits for every shard (at most ``stitch_timeout`` seconds unchanged; ``then``: what to do
     when they do not come), merges them, removes them and writes the cube to ``out``. Returns what this process
     wrote: the cube (process 0) or its shard."""
     pid, count = share
+    _claim_share_outputs(out, pid, count, force=overwrite, default_out=default_out)
+    announce()  # once the outputs are claimed: a refusal is one line
     shard = shard_path(out, pid, count)
     job.compute_share(pid, count)
     job.save_share(
