@@ -28,8 +28,8 @@ leaves the domain (0 inside it).
 
 With ``collectives`` 1 (nccl) every collective is instead :func:`kernels.nccl.collective`'s time, NCCL's
 algorithm and protocol of least time for the group as placed (:func:`group_fabric`), or of least time with
-its algorithm forced (``lay.collective`` 4 + a: :data:`kernels.nccl.ALGORITHMS`' a, as ``NCCL_ALGO``; see
-:func:`nccl_time`): a group of n members
+its algorithm or protocol forced (``lay.collective`` 3 + i: :data:`kernels.nccl.FORCINGS`' i, as ``NCCL_ALGO``
+or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
 ``stride`` ranks apart has
 
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
@@ -109,9 +109,9 @@ NCCL_CONSTANTS = nccl.Constants(
 )
 
 
-# lay.collective's code of NCCL's first forced algorithm (nccl:tree); below it: ring, tree, the cheaper (flat)
-# and NCCL's own choice (nccl, 3).
-FORCED = 4
+# lay.collective's code of NCCL's own choice (nccl); below it the flat ring, tree and the cheaper of the two, above
+# it NCCL's forcings (nccl:ALGO, nccl:PROTO): NCCL_CHOICE + i for kernels.nccl.FORCINGS' i.
+NCCL_CHOICE = 3
 
 
 def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Value]) -> Value:
@@ -193,15 +193,17 @@ def spine_divisor(
 def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:
     """Seconds of NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`) of ``nbytes`` (nccl-tests' count:
     the whole buffer) over a group of ``size`` GPUs ``stride`` ranks apart; 0 for a group of one. NCCL's
-    algorithm is its choice by size (``lay.collective`` 3), or forced where ``lay.collective`` is 4 + an index
-    of :data:`kernels.nccl.ALGORITHMS`, as ``NCCL_ALGO`` forces it (a collective that algorithm cannot run,
-    or a group it is not enabled on, keeps NCCL's choice: :func:`kernels.nccl.collective`)."""
+    algorithm and protocol are its choice by size (``lay.collective`` :data:`NCCL_CHOICE`), or one of them forced
+    where ``lay.collective`` is NCCL_CHOICE + i for :data:`kernels.nccl.FORCINGS`' i, as ``NCCL_ALGO`` or ``NCCL_PROTO``
+    forces it (a collective that algorithm or protocol cannot run, or a group it is not enabled on, keeps
+    NCCL's choice: :func:`kernels.nccl.collective`)."""
     x = jnp.asarray(nbytes)
     constants = nccl.Constants(
         lay.eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
     )
-    forced = jnp.where(lay.collective >= FORCED, lay.collective - FORCED, -1.0)
-    seconds = _collective_seconds((coll, x, group_fabric(size, stride, lay, coll), constants, forced))
+    algorithm, protocol = nccl.forcing(jnp.maximum(lay.collective - NCCL_CHOICE, 0))
+    fabric = group_fabric(size, stride, lay, coll)
+    seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
     return jnp.where(size > 1, seconds, 0.0)
 
 
@@ -252,7 +254,7 @@ def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
 
 
 def _stacked_seconds(requests: list[tuple[Any, ...]]) -> list[Value]:
-    """The seconds of n requests (coll, nbytes, fabric, constants, forced algorithm), one array each, in their order: the requests of
+    """The seconds of n requests (coll, nbytes, fabric, constants, forced algorithm and protocol), one array each, in their order: the requests of
     each collective run in one loop over them (``lax.map`` of :func:`kernels.nccl.collective` with that
     collective fixed, so that XLA keeps only the algorithms it can run: the whole tuner for an all-reduce, the
     ring, NVLS and PAT for an all-gather or reduce-scatter, none of it for send/recv and all-to-all)."""
@@ -268,7 +270,7 @@ def _stacked_seconds(requests: list[tuple[Any, ...]]) -> list[Value]:
 
 
 def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:
-    """The seconds [n, ...] of n requests (nbytes, fabric, constants, forced algorithm) of collective ``coll``, from one
+    """The seconds [n, ...] of n requests (nbytes, fabric, constants, forced algorithm and protocol) of collective ``coll``, from one
     :func:`kernels.nccl.collective` run in a loop over them (``lax.map``: one tuner in the compiled program,
     each pass at the requests' shapes): each argument stacked over the requests on a new first axis, each leaf
     broadcast only to that leaf's largest shape among them (right-aligned, as NumPy broadcasts)."""

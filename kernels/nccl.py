@@ -116,6 +116,20 @@ ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_t
 TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT, P2P = range(8)
 PROTOCOLS = ("ll", "ll128", "simple")
 LL, LL128, SIMPLE = range(3)
+# What a user may force, by index: 0 nothing (NCCL's choice), 1 + a the algorithm a (NCCL_ALGO; every one of
+# ALGORITHMS but send/recv's p2p, which nothing forces), then 1 + P2P + p the protocol p (NCCL_PROTO).
+FORCINGS = (None, *ALGORITHMS[:P2P], *PROTOCOLS)
+
+
+def forcing(index: ArrayLike) -> tuple[Array, Array]:
+    """The (algorithm, protocol) a forcing of :data:`FORCINGS`' ``index`` restricts NCCL's choice to, each -1
+    where free: 0 neither, 1 + a the algorithm a, 1 + P2P + p the protocol p (elementwise)."""
+    i = jnp.asarray(index)
+    algorithm = jnp.where((i >= 1) & (i <= P2P), i - 1, -1)
+    protocol = jnp.where(i > P2P, i - 1 - P2P, -1)
+    return algorithm, protocol
+
+
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 
 # NCCL's per-link NVLink rate (topo.h SM70/SM80/SM90/SM100_NVLINK_BW), GB/s, by architecture.

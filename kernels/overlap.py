@@ -138,8 +138,8 @@ class Workers(NamedTuple):
       spread: all-gather bytes per all-reduce byte (compression only; N/2 on a ring).
       workers: N when N > 1, else 0 (compression only: payloads to decode).
       plain_reduce: [Bk] F of the uncompressed buckets (for ``time_to_accuracy``).
-      nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), 2 + a where it is
-        NCCL's with its algorithm a (:data:`kernels.nccl.ALGORITHMS`) forced, else 0.0.
+      nccl: 1.0 where the collective is NCCL's own (:mod:`kernels.nccl`; ``Features.nccl``), 1 + i where it is
+        NCCL's with its forcing i (:data:`kernels.nccl.FORCINGS`: an algorithm or a protocol) forced, else 0.0.
       fabric: [16] the workers' fabric for NCCL's collective (:data:`FABRIC_FIELDS`): GPUs a host, hosts,
         NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, GPUs an NVLink domain (NVSwitch
         where above 1), CollNet (1.0: SHARP on), the tier above the hosts (hosts a leaf, 0: none; the spine's
@@ -359,8 +359,9 @@ def _comm_time(
     return comm
 
 
-# workers.nccl's code of NCCL's first forced algorithm (nccl:tree); 1 is NCCL's own choice, 0 a flat collective.
-NCCL_FORCED = 2
+# workers.nccl's code of NCCL's own choice (nccl); 0 is a flat collective, NCCL_CHOICE + i NCCL's forcing i of
+# kernels.nccl.FORCINGS (nccl:ALGO, nccl:PROTO).
+NCCL_CHOICE = 1
 
 
 def nccl_durations(
@@ -369,8 +370,9 @@ def nccl_durations(
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
     buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
-    over the spine's divisor, NCCL's own choice of algorithm and protocol (its algorithm forced where
-    ``workers.nccl`` is 2 + its index: a collective or group it cannot run keeps NCCL's choice) and the fabric's constants (the
+    over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
+    ``workers.nccl`` is 1 + i for :data:`kernels.nccl.FORCINGS`' i: a collective or group it cannot run keeps
+    NCCL's choice) and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
     includes the reduction and its latencies the message steps, so F and ``latency`` are not added. 0 for
     padding and for a single worker."""
@@ -391,10 +393,10 @@ def nccl_durations(
         nvswitch=domain > 1,
         collnet=collnet > 0,
     )
-    # workers.nccl: 1 NCCL's choice, 2 + a its algorithm a forced (``--collective nccl:ALGO``, as NCCL_ALGO).
-    forced = jnp.where(workers.nccl >= NCCL_FORCED, workers.nccl - NCCL_FORCED, -1)
+    # workers.nccl: 1 NCCL's choice, 1 + i its forcing i (``--collective nccl:ALGO`` or ``nccl:PROTO``).
+    forced = nccl.forcing(jnp.maximum(workers.nccl - NCCL_CHOICE, 0).astype(jnp.int32))
     nbytes = buckets.nbytes / config.ratio
-    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), forced).seconds
+    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), *forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)
 
 

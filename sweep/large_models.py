@@ -48,8 +48,9 @@ class LayoutOptions(LayoutAxisKeywords, SettingKeywords, total=False):
       schedule, recompute, attention: the pipeline schedule(s), recomputation and attention kernel, as the CLI's
         text (``"1f1b,interleaved:2"``).
       gpu, precision: GPU preset(s), precision(s).
-      collective: ``"nccl"`` (NCCL's tuner for each group as placed; a fabric's default) and ``"nccl:ALGO"`` (its
-        algorithm forced, as NCCL_ALGO: ``"nccl:ring"``, ``"nccl:tree"``, ...), or flat ones (``"ring"``,
+      collective: ``"nccl"`` (NCCL's tuner for each group as placed; a fabric's default), ``"nccl:ALGO"`` (its
+        algorithm forced, as NCCL_ALGO: ``"nccl:ring"``, ``"nccl:tree"``, ...) and ``"nccl:PROTO"`` (its protocol
+        forced, as NCCL_PROTO: ``"nccl:ll"``, ``"nccl:ll128"``, ``"nccl:simple"``), or flat ones (``"ring"``,
         ``"tree"``, ``"ring-or-tree"``: the default); a list of either kind sweeps each, ``--collective``.
       collectives: the old spelling of the pricing, ``"flat"`` or ``"nccl"`` (``--collectives``).
       stack: a stack preset (``"megatron-core"``: :data:`sweep.model.stacks.STACKS`, ``--stack``): its defaults

@@ -217,7 +217,7 @@ def simulate(
             d = (
                 sum(
                     nccl_all_reduce(
-                        b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, forced(collective)
+                        b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, *forced(collective)
                     )
                     for b in [x] + [0.0] * (rounds - 1)
                 )
@@ -277,23 +277,38 @@ def simulate(
 
 
 NCCL_ALGORITHM_NAMES = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+NCCL_PROTOCOL_NAMES = ("ll", "ll128", "simple")
 
 
 def forced(collective):
-    """NCCL's algorithm forced by ``nccl:ALGO`` (its index in kernels/nccl.py's ALGORITHMS), -1 for ``nccl``."""
+    """(algorithm, protocol) forced by ``nccl:ALGO`` or ``nccl:PROTO`` (indices in kernels/nccl.py's ALGORITHMS
+    and PROTOCOLS), -1 for what is not forced (both for ``nccl``)."""
     name = collective.partition(":")[2]
-    return NCCL_ALGORITHM_NAMES.index(name) if name else -1
+    if name in NCCL_PROTOCOL_NAMES:
+        return -1, NCCL_PROTOCOL_NAMES.index(name)
+    return (NCCL_ALGORITHM_NAMES.index(name) if name else -1), -1
 
 
-def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None, algo=-1):
+def forcing(index):
+    """(algorithm, protocol) of the kernels' forcing code ``index``: 0 none, 1 + a the algorithm a, 8 + p the
+    protocol p (kernels/nccl.py's FORCINGS, written out)."""
+    index = int(index)
+    if 1 <= index <= len(NCCL_ALGORITHM_NAMES):
+        return index - 1, -1
+    if index > len(NCCL_ALGORITHM_NAMES):
+        return -1, index - 1 - len(NCCL_ALGORITHM_NAMES)
+    return -1, -1
+
+
+def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None, algo=-1, proto=-1):
     """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
     ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
     NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
     of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer.
     ``fabric``: a ``--fabric``'s dict (``nvlink_domain`` GPUs, 0: the host's; ``collnet``; ``leaf_hosts``,
     ``oversubscription``, ``rail_only``: the spine's divisor of the NICs' rate for a world wider than a leaf
-    and than the NVLink domain; ``constants``: the six in place of the shipped ones). ``algo``: NCCL's algorithm
-    forced (-1: its choice)."""
+    and than the NVLink domain; ``constants``: the six in place of the shipped ones). ``algo``, ``proto``: NCCL's
+    algorithm and protocol forced (-1: its choice)."""
     if nodes * gpus == 1:
         return 0.0
     f = fabric or {}
@@ -305,7 +320,7 @@ def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric
     eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
         coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9 / spine, arch, q > 1,
-        bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, op=op, fill=fill, fill_bytes=fill_bytes,
+        bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
     )[0]  # fmt: skip
 
 
@@ -463,7 +478,7 @@ def simulate_fsdp(
         if collective.startswith("nccl") and not collective.startswith("nccl-"):
             gather[u], scatter[u] = (
                 nccl_all_reduce(
-                    size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, forced(collective)
+                    size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, *forced(collective)
                 )
                 for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
             )
@@ -558,8 +573,8 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
-    # lay["collective"] 3: NCCL's choice; 4 + a: its algorithm a forced (nccl:ALGO, as NCCL_ALGO)
-    algo = int(lay.get("collective", 3)) - 4 if lay.get("collective", 3) >= 4 else -1
+    # lay["collective"] 3: NCCL's choice; 3 + i: its forcing i (nccl:ALGO as NCCL_ALGO, nccl:PROTO as NCCL_PROTO)
+    algo, proto = forcing(max(lay.get("collective", 3) - 3, 0))
     return nccl_collective(
         NCCL_KIND[kind],
         nbytes,
@@ -569,6 +584,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         eta_nvl,
         lam,
         algo,
+        proto,
         op=op,
         fill=fill,
         fill_bytes=fill_bytes,

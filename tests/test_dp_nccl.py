@@ -57,8 +57,11 @@ def test_nccl_buckets_match_reference_and_one_bucket_on_two_h100_hosts_by_hand()
     # crossing the host boundary twice).
     x = 2.0**30
     one = dataclasses.replace(make_profile("one", ["w"], np.array([x]), np.array([0.1]), 0.2), device="h100")
-    # Beside NCCL's choice, its ring forced (--collective nccl:ring, as NCCL_ALGO=Ring), the reference's too.
-    ds = sweep_and_check(3, "float64", "h100", 2, also=(one,), collectives=("nccl", "nccl:ring"))
+    # Beside NCCL's choice, its ring forced (--collective nccl:ring, as NCCL_ALGO=Ring) and its protocol forced
+    # (nccl:ll128, as NCCL_PROTO=LL128), the reference's too.
+    ds = sweep_and_check(
+        3, "float64", "h100", 2, also=(one,), collectives=("nccl", "nccl:ring", "nccl:ll128")
+    )
     cell = dict(model="one", collective="nccl", nodes=2, gpus_per_node=8, nics_per_node=8, bandwidth=400.0)
     cell.update(utilization=1.0, ratio=1.0, latency=20.0)  # the latency not read: NCCL's own
     exposed = float(ds["exposed_comm"].sel(cell).values.ravel()[0])
@@ -72,6 +75,11 @@ def test_nccl_buckets_match_reference_and_one_bucket_on_two_h100_hosts_by_hand()
     intra = float(ds.attrs["intra_bandwidth_gbps"]) * 1e9
     assert ring == pytest.approx(reference.nccl_all_reduce(x, 400e9, 2, 8, intra, 8, 2, algo=1), rel=1e-9)
     assert 30 / 16 * x / ring / 1e9 < 0.9 * 435.4
+    # LL128 forced: NVLSTree runs only Simple, so NCCL takes the ring's LL128, 8 channels capped at 36.7 GB/s
+    # each (tests/test_layout_nccl.py's two-host case, by hand): 7199.2 us.
+    ll128 = float(ds["exposed_comm"].sel({**cell, "collective": "nccl:ll128"}).values.ravel()[0])
+    assert ll128 == pytest.approx(reference.nccl_all_reduce(x, 400e9, 2, 8, intra, 8, 2, proto=1), rel=1e-9)
+    assert ll128 == pytest.approx(7199.17e-6, rel=1e-5)
 
 
 def test_nccl_buckets_match_reference_in_float32_on_volta():

@@ -32,8 +32,9 @@ def nccl_cases(seed, count):
         lay.update(leaf_hosts=rng.choice([0, 1, 2, 4]), oversubscription=rng.choice([0.5, 1.0, 2.0, 3.0]))
         # SHARP (NCCL's CollNet on) and rail-only wiring, from their own draws (the cases above unchanged).
         lay.update(sharp=float(wiring.random() < 0.5), rail_only=float(wiring.random() < 0.3))
-        # NCCL's own choice (3), or an algorithm forced (4 + kernels.nccl.ALGORITHMS' index: nccl:ALGO).
-        lay.update(collective=forcing.choice([3, 3, 3, 4, 5, 6, 7, 8, 9, 10]))
+        # NCCL's own choice (3), or an algorithm or protocol forced (3 + kernels.nccl.FORCINGS' index: nccl:ALGO
+        # 4 to 10, nccl:PROTO 11 to 13).
+        lay.update(collective=forcing.choice([3, 3, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]))
         cases.append((arch, dev, lay))
     return cases
 
@@ -42,7 +43,7 @@ def nccl_cases(seed, count):
 def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
     cases = nccl_cases(seed, 400)
     out = run_kernel(cases, dtype)
-    valid = spined = sharped = railed = forced = 0
+    valid = spined = sharped = railed = forced = protocols = 0
     for i, case in enumerate(cases):
         ref = reference.layout_step(*case)
         assert out["status"][i] == ref["status"], (i, case)
@@ -56,11 +57,14 @@ def test_nccl_pricing_matches_reference_on_random_layouts(dtype, seed):
         spined += step != reference.layout_step(arch, dev, {**lay, "oversubscription": 1.0})["iteration_time"]
         sharped += step != reference.layout_step(arch, dev, {**lay, "sharp": 0.0})["iteration_time"]
         railed += step != reference.layout_step(arch, dev, {**lay, "rail_only": 0.0})["iteration_time"]
-        forced += step != reference.layout_step(arch, dev, {**lay, "collective": 3})["iteration_time"]
+        unforced = step != reference.layout_step(arch, dev, {**lay, "collective": 3})["iteration_time"]
+        forced += unforced
+        protocols += unforced and lay["collective"] >= 11
     assert valid > 40  # enough NCCL-priced layouts that can exist to mean something
     # and enough whose groups cross an oversubscribed spine, reduce with SHARP, are wired rail-only or run an
-    # algorithm NCCL would not have chosen
+    # algorithm or protocol NCCL would not have chosen
     assert spined >= 5 and sharped >= 2 and railed >= 2 and forced >= 5, (spined, sharped, railed, forced)
+    assert protocols >= 2, protocols
 
 
 def test_the_flex_dispatchers_rdma_stage_shares_an_oversubscribed_spine():
@@ -148,11 +152,15 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
     with jax.enable_x64(True):  # one small compile for both pricings (eager, the NCCL engine takes seconds)
         both = jax.jit(
-            lambda lay: [
+            lambda lay, x: [
                 layout_collectives.all_reduce(x, 16.0, 1.0, lay._replace(collectives=k)) for k in (1, 0)
             ]
         )
-        kernel, flat = (float(v) for v in both(group))
+        kernel, flat = (float(v) for v in both(group, np.float64(x)))
+        forcings = {  # the same compile: the collective's code and the size are inputs
+            (code, size): float(both(group._replace(collective=np.float64(code)), np.float64(size))[0])
+            for code, size in ((12, x), (13, 8.0), (3, 8.0))
+        }
     assert kernel == pytest.approx(expected, rel=1e-9)
     assert reference._collective("allreduce", x, 16, 1, lay) == pytest.approx(expected, rel=1e-12)
     # Its bus bandwidth, 2 (n - 1) / n X / t: NVLSTree sends each byte across the host boundary once, so at the
@@ -166,6 +174,21 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     # 8 GiB against 466.7 with NCCL's choice). Priced here by the float64 reference, which the kernel matches on
     # random layouts with forced algorithms (test_nccl_pricing_matches_reference_on_random_layouts).
     ring = reference._collective("allreduce", x, 16, 1, {**lay, "collective": 4 + nccl.RING})
+    # Its protocol forced to LL128 (--collective nccl:ll128, code 3 + 8 + LL128; as NCCL_PROTO=LL128): NVLSTree
+    # runs only Simple, so NCCL takes the fastest LL128: the ring's. Its graph on two hosts: s = speed(min(50,
+    # 370.8)) = 48, c = 8 NICs x floor(50 / 48) = 8 channels (not duplicated: Hopper, s < 50, c > 4); bus B =
+    # min(0.92 x 8 x 48, 8 x 36.7) = 293.6 GB/s (the per-channel LL128 cap), A = B 16 / 30; latency 14 + 28 x
+    # 1.9 (NVLink steps) + 2 (4.0 + lambda) (the two steps across hosts) = 78.8 us; and the whole fill f.
+    ll128 = (14.0 + 28 * 1.9 + 2 * (4.0 + lam) + x / (1000 * 8 * 36.7 * 16 / 30 * eta) + fill) * 1e-6
+    assert forcings[12, x] == pytest.approx(ll128, rel=1e-9)
+    assert reference._collective("allreduce", x, 16, 1, {**lay, "collective": 12}) == pytest.approx(
+        ll128, rel=1e-12
+    )
+    # An 8-byte all-reduce: NCCL's choice is the tree's LL (28.8 us); forced to Simple (nccl:simple, code 13, as
+    # NCCL_PROTO=Simple) NVLSTree's latency 25 + 2 (20.9 + 2 lambda) = 74.0 us (its bandwidth term and fill
+    # under 1e-4 us), 2.6 times as long: what NCCL_PROTO=Simple costs the smallest messages.
+    assert forcings[13, 8.0] == pytest.approx((25.0 + 2 * (20.9 + 2 * lam)) * 1e-6, rel=1e-5)
+    assert forcings[3, 8.0] == pytest.approx(28.8e-6, rel=1e-3)
     assert 30 / 16 * x / ring / 1e9 < 0.9 * busbw
 
 
@@ -179,7 +202,10 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
             ["--collectives", "nccl", "--collective", "ring"],
             "--collective ring: a flat collective (one bandwidth per group); --collectives nccl asks for",
         ),
-        (["--collective", "nccl,ring"], "--collective nccl,ring: nccl (NCCL's tuner; nccl:ALGO with its"),
+        (
+            ["--collective", "nccl,ring"],
+            "--collective nccl,ring: nccl (NCCL's tuner; nccl:ALGO, nccl:PROTO with one",
+        ),
         (
             ["--collective", "nccl:ring,tree"],
             "prices every collective of a sweep, so it is not listed with the",
@@ -260,9 +286,24 @@ def test_nccl_pricing_keeps_the_links_full_rate_where_a_stacks_utilization_would
 def test_a_forced_algorithms_name_is_its_code_in_the_kernel():
     # --collective nccl:ALGO (as NCCL_ALGO): the names core declares are kernels.nccl's algorithms (send/recv's
     # p2p aside, which no one forces), each coded 4 + its index, which kernels.layout_collectives reads.
-    from netsweep_jax.sweep.core.layout_axes import LAYOUT_COLLECTIVES, NCCL_ALGORITHMS
+    from netsweep_jax.sweep.core.layout_axes import LAYOUT_COLLECTIVES, NCCL_ALGORITHMS, NCCL_PROTOCOLS
 
     assert NCCL_ALGORITHMS == nccl.ALGORITHMS[: nccl.P2P]
     codes = [LAYOUT_COLLECTIVES.index(f"nccl:{a}") for a in NCCL_ALGORITHMS]
-    assert codes == [layout_collectives.FORCED + nccl.ALGORITHMS.index(a) for a in NCCL_ALGORITHMS]
-    assert LAYOUT_COLLECTIVES.index("nccl") == layout_collectives.FORCED - 1
+    nccl_code = layout_collectives.NCCL_CHOICE
+    assert codes == [nccl_code + nccl.FORCINGS.index(a) for a in NCCL_ALGORITHMS]
+    assert LAYOUT_COLLECTIVES.index("nccl") == nccl_code
+    # --collective nccl:PROTO (as NCCL_PROTO): kernels.nccl's protocols, after the algorithms.
+    assert NCCL_PROTOCOLS == nccl.PROTOCOLS
+    codes = [LAYOUT_COLLECTIVES.index(f"nccl:{p}") for p in NCCL_PROTOCOLS]
+    assert codes == [nccl_code + nccl.FORCINGS.index(p) for p in NCCL_PROTOCOLS]
+    for i, name in enumerate(nccl.FORCINGS):
+        algorithm, protocol = (int(v) for v in nccl.forcing(i))
+        assert (algorithm, protocol) == reference.forcing(i)
+        assert (
+            nccl.ALGORITHMS[algorithm]
+            if algorithm >= 0
+            else nccl.PROTOCOLS[protocol]
+            if protocol >= 0
+            else None
+        ) == name

@@ -94,8 +94,8 @@ COLLECTIVE_SETTINGS = [
         str | None,
         None,
         "--collective",
-        help=f"Collectives, comma list. Both families: nccl (NCCL's own, by size) and its algorithm forced as "
-        f"NCCL_ALGO forces it ({', '.join(NCCL_COLLECTIVES[1:])}). Data-parallel all-reduce, also "
+        help=f"Collectives, comma list. Both families: nccl (NCCL's own, by size) and its algorithm or protocol "
+        f"forced as NCCL_ALGO or NCCL_PROTO forces it ({', '.join(NCCL_COLLECTIVES[1:])}). Data-parallel all-reduce, also "
         f"{', '.join(c for c in COLLECTIVES if c not in NCCL_COLLECTIVES)} (default {DEFAULTS.collective} for the "
         f"paper's CNNs, nccl-ring for transformers). Large models (sweep grid), also {', '.join(FLAT_COLLECTIVES)} "
         f"(default {DEFAULT_COLLECTIVE}; nccl with --fabric; not with NCCL's).",
@@ -424,7 +424,8 @@ PLAN_MODEL = [
         "--collective",
         help="ring, tree, ring-or-tree (the cheaper per message: the flat ones, one bandwidth a group) or "
         "nccl (NCCL's tuner for each group as placed: algorithm and protocol by size, NVLink domain, NICs, "
-        f"constants of sweep validate --nccl) and its algorithm forced as NCCL_ALGO forces it: "
+        f"constants of sweep validate --nccl) and its algorithm or protocol forced as NCCL_ALGO or NCCL_PROTO "
+        "forces it: "
         f"{', '.join(NCCL_COLLECTIVES[1:])}; comma list, flat and NCCL's apart. Default {DEFAULT_COLLECTIVE}; nccl "
         "with --fabric.",
     ),

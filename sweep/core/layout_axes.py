@@ -90,19 +90,21 @@ ATTENTIONS = (
 )  # flash: scores never stored (today's stacks); unfused: Megatron-LM of 2021-22
 # --collective, the same words as a data-parallel sweep's (sweep.core.schema.COLLECTIVES) where they mean the same:
 # nccl is NCCL's tuner for each group as placed (kernels.layout_collectives, kernels.nccl), its choice of
-# algorithm and protocol by size, and nccl:ALGO the same with NCCL's algorithm forced as NCCL_ALGO=ALGO does
-# (kernels.nccl.ALGORITHMS' names and order, but for send/recv's: code 4 + its index); ring, tree and
-# ring-or-tree (the cheaper of the two per message) are the flat collectives, one bandwidth per group. A sweep
-# prices every collective one way, so the flat ones and NCCL's are not listed together.
+# algorithm and protocol by size; nccl:ALGO the same with NCCL's algorithm forced as NCCL_ALGO=ALGO does, and
+# nccl:PROTO with its protocol forced as NCCL_PROTO=PROTO does (kernels.nccl.FORCINGS' names and order: the
+# kernel's code of nccl:... is NCCL's code + its index there); ring, tree and ring-or-tree (the cheaper of the
+# two per message) are the flat collectives, one bandwidth per group. A sweep prices every collective one way,
+# so the flat ones and NCCL's are not listed together.
 NCCL_ALGORITHMS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat")
+NCCL_PROTOCOLS = ("ll", "ll128", "simple")
 FLAT_COLLECTIVES = ("ring", "tree", "ring-or-tree")
-NCCL_COLLECTIVES = ("nccl", *(f"nccl:{a}" for a in NCCL_ALGORITHMS))
+NCCL_COLLECTIVES = ("nccl", *(f"nccl:{name}" for name in (*NCCL_ALGORITHMS, *NCCL_PROTOCOLS)))
 LAYOUT_COLLECTIVES = (*FLAT_COLLECTIVES, *NCCL_COLLECTIVES)
 
 
 def is_nccl(collective: str) -> bool:
-    """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` with its algorithm forced), in either
-    family."""
+    """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` / ``nccl:PROTO`` with its algorithm or
+    protocol forced), in either family."""
     return collective in NCCL_COLLECTIVES
 
 

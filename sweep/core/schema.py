@@ -46,8 +46,9 @@ FITTABLE = tuple(name for name, spec in NUMERIC_AXES.items() if spec.fit is not 
 assert set(SOLVABLE) == {name for name, spec in NUMERIC_AXES.items() if spec.search is not None}
 assert set(GROWING) <= set(SOLVABLE)
 
-# nccl (NCCL's own all-reduce of each bucket) and nccl:ALGO (its algorithm forced, as NCCL_ALGO): the words and
-# meanings of a large model's (sweep.core.layout_axes.NCCL_COLLECTIVES); the others flat (sweep.model.collectives).
+# nccl (NCCL's own all-reduce of each bucket), nccl:ALGO and nccl:PROTO (its algorithm or protocol forced, as
+# NCCL_ALGO and NCCL_PROTO): the words and meanings of a large model's (sweep.core.layout_axes.NCCL_COLLECTIVES);
+# the others flat (sweep.model.collectives).
 COLLECTIVES = ("ring", "tree", "ps", "hierarchical", "nccl-ring", "nccl-tree", *NCCL_COLLECTIVES)
 KERNELS = ("auto", "xla", "pallas", "pallas-interpret")
 DTYPES = ("float32", "float64")

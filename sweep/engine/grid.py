@@ -508,8 +508,8 @@ def _reduce_table(reduce_table: Any, profiles: Sequence[Profile]) -> tuple[Table
 
 NCCL_SAID = (
     "nccl: each bucket NCCL's own all-reduce (FSDP: each unit's all-gather and reduce-scatter) with its latencies "
-    "and reduction (--latency and the reduce table not read; nccl:ALGO its algorithm forced, NCCL's choice where "
-    "the algorithm cannot run the collective) at {}"
+    "and reduction (--latency and the reduce table not read; nccl:ALGO its algorithm and nccl:PROTO its protocol "
+    "forced, NCCL's choice where they cannot run the collective) at {}"
 )
 
 

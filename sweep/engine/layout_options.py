@@ -102,7 +102,7 @@ def make_layout_grid(
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
     (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf and its
     constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep
-    calibrate --nccl-tests``), only with NCCL's collectives (``collective`` nccl or nccl:ALGO); ``oversubscription``: the spine's (value
+    calibrate --nccl-tests``), only with NCCL's collectives (``collective`` nccl, nccl:ALGO or nccl:PROTO); ``oversubscription``: the spine's (value
     syntax; a list is planned value by value), only with a preset.
     """
     # The text settings of one value per sweep as given (None: not), by their declarations; then the numbers.
@@ -357,8 +357,8 @@ def _network(
 def _pricing(
     collective: str | None, collectives: str | None, fabric: bool
 ) -> tuple[str, tuple[str, ...], bool]:
-    """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl`` and ``nccl:ALGO``
-    (not with flat ones: one pricing a sweep) are NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
+    """(mode, the ``collective`` names, whether a fabric implied nccl): ``--collective nccl``, ``nccl:ALGO`` and
+    ``nccl:PROTO`` (not with flat ones: one pricing a sweep) are NCCL's; ring, tree and ring-or-tree are flat; none given is nccl where ``--collectives
     nccl`` (the old spelling) or a fabric says so, else the flat default. A flat one given where NCCL's pricing
     is asked for is refused: it would change nothing."""
     old = _collectives(collectives) if collectives is not None else None
@@ -374,7 +374,7 @@ def _pricing(
             )
         if any(name in FLAT_COLLECTIVES for name in listed):
             raise InputError(
-                f"{collective}: nccl (NCCL's tuner; nccl:ALGO with its algorithm forced) prices every collective "
+                f"{collective}: nccl (NCCL's tuner; nccl:ALGO, nccl:PROTO with one forced) prices every collective "
                 f"of a sweep, so it is not listed with the flat ones ({', '.join(FLAT_COLLECTIVES)}): they are a "
                 "sweep of their own",
                 param="collective",

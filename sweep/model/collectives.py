@@ -91,7 +91,7 @@ def uses_nccl(collectives: Iterable[str]) -> bool:
 
 def nccl_code(collective: str) -> float:
     """The kernel's code of a collective (:attr:`kernels.overlap.Workers.nccl`): 0 not NCCL's own, 1 NCCL's
-    choice (``nccl``), 2 + a its algorithm a of :data:`kernels.nccl.ALGORITHMS` forced (``nccl:ALGO``)."""
+    choice (``nccl``), 1 + i its forcing i of :data:`kernels.nccl.FORCINGS` (``nccl:ALGO``, ``nccl:PROTO``)."""
     return float(NCCL_COLLECTIVES.index(collective) + 1) if is_nccl(collective) else 0.0
 
 
