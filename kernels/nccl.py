@@ -33,7 +33,9 @@ search would fall to its slowest entry, 0.12 GB/s across nodes, which a slower N
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s)
                  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)        (each NIC a channel)
                  c0 <= 16 (MAXCHANNELS / 2); duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4):
-                 c = min(2 c0, 32), s = s / ceil(c / c0);  the tree on two nodes (N = 2) runs at
+                 c = min(2 c0, 32), s = s / ceil(c / c0);  across nodes with p > 1 every channel also
+                 crosses the node's NVLink once (GPU to GPU) and the search charges each link the speed
+                 of every channel it carries: s = min(s, W / c);  the tree on two nodes (N = 2) runs at
                  s_t = max(s, speed(min(2 s, W / c))) (its second pass), elsewhere s_t = s
     NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / c_n);  across nodes
                  the heads' NICs: s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it
@@ -523,7 +525,8 @@ def _graphs(q: _Group) -> _Graphs:
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)
                  c0 <= 16; duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
-                 s = s / ceil(c / c0);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
+                 s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
+                 node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
     NVLS         c_n = min(32, p);  s_n = speed(W / c_n);  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
                  nodes, unbounded inside one
     CollNet      c_d = min(8, p);  s_d = speed(min(r, W / c_d))
@@ -537,6 +540,9 @@ def _graphs(q: _Group) -> _Graphs:
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
     s = s0 / jnp.ceil(c / c0)
+    # Across nodes with several GPUs a node every channel also crosses the node's NVLink once (GPU to GPU), and
+    # NCCL's search charges each link the speed of every channel it carries: c s <= W.
+    s = jnp.where(multi & (p > 1), jnp.minimum(s, w / c), s)
     # The tree's graph on two nodes: the second pass raises its intra-node speed up to twice the ring's.
     two = multi & (q.nodes <= 2)
     st = jnp.where(two, jnp.maximum(s, _speed(speeds, jnp.minimum(2 * s, w / c))), s)

@@ -529,7 +529,7 @@ def _group_bw(size, stride, lay):
 
 # results/validation-nccl's eta_net, eta_nvl, lambda (us), op latency (us), fill (us) and the fill's message
 # (bytes): where a layout does not give its own (a fabric file's).
-NCCL_LAYOUT_CONSTANTS = (0.971, 0.891, 1.80, 9.65, 58.4, 11.7 * 2**20)
+NCCL_LAYOUT_CONSTANTS = (0.980, 0.891, 1.81, 9.65, 60.2, 11.8 * 2**20)
 NCCL_LAYOUT_KEYS = ("eta_net", "eta_nvl", "nccl_latency", "nccl_op_latency", "nccl_fill", "nccl_fill_bytes")
 # A layout that gives none of the tuner's omissions has none, as kernels/layout_inputs.py's Parallelism defaults.
 UNTUNED_DEFAULTS = {"nccl_op_latency": 0.0, "nccl_fill": 0.0, "nccl_fill_bytes": 1.0}
@@ -1256,6 +1256,8 @@ def nccl_collective(
     if s0 >= 25 and not (arch >= 2 and s0 < 50 and c0 > 4):
         c = min(2 * c0, 32)
         s = s0 / math.ceil(c / c0)
+    if multi and p > 1:  # every channel crosses the node's NVLink once: c s <= W
+        s = min(s, w / c)
     st = max(s, nccl_speed(arch, multi, min(2 * s, w / c))) if multi and nodes <= 2 else s
     cn = max(min(32, p), 1)
     sn = nccl_speed(arch, multi, w / cn)

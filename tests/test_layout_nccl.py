@@ -164,10 +164,10 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     assert kernel == pytest.approx(expected, rel=1e-9)
     assert reference._collective("allreduce", x, 16, 1, lay) == pytest.approx(expected, rel=1e-12)
     # Its bus bandwidth, 2 (n - 1) / n X / t: NVLSTree sends each byte across the host boundary once, so at the
-    # fitted eta_net it reaches 435.4 GB/s (measured on such hosts: 467-487, tests/test_nccl*.py) where the flat
+    # fitted eta_net it reaches 439.1 GB/s (measured on such hosts: 467-487, tests/test_nccl*.py) where the flat
     # ring at full utilization gives the NICs' 400 GB/s and no latency: NCCL's choice, not a faster link.
     busbw = 30 / 16 * x / expected / 1e9
-    assert busbw == pytest.approx(435.38, rel=1e-4)
+    assert busbw == pytest.approx(439.12, rel=1e-4)
     assert flat == pytest.approx(30 / 16 * x / 400e9, rel=1e-12)
     # Forced to a ring (--collective nccl:ring, code 4 + RING; as NCCL_ALGO=Ring) every byte crosses the host
     # boundary twice: slower than NVLSTree, as measured on such hosts (NT309B-H100-2x8-RING: 392.7 GB/s busbw at
@@ -176,19 +176,20 @@ def test_two_host_data_parallel_all_reduce_takes_nvls_tree_by_hand():
     ring = reference._collective("allreduce", x, 16, 1, {**lay, "collective": 4 + nccl.RING})
     # Its protocol forced to LL128 (--collective nccl:ll128, code 3 + 8 + LL128; as NCCL_PROTO=LL128): NVLSTree
     # runs only Simple, so NCCL takes the fastest LL128: the ring's. Its graph on two hosts: s = speed(min(50,
-    # 370.8)) = 48, c = 8 NICs x floor(50 / 48) = 8 channels (not duplicated: Hopper, s < 50, c > 4); bus B =
-    # min(0.92 x 8 x 48, 8 x 36.7) = 293.6 GB/s (the per-channel LL128 cap), A = B 16 / 30; latency 14 + 28 x
-    # 1.9 (NVLink steps) + 2 (4.0 + lambda) (the two steps across hosts) = 78.8 us; and the whole fill f.
+    # 370.8)) = 48, c = 8 NICs x floor(50 / 48) = 8 channels (not duplicated: Hopper, s < 50, c > 4), each
+    # crossing the host's NVLink, so s = min(48, 370.8 / 8) = 46.35; bus B = min(0.92 x 8 x 46.35, 8 x 36.7) =
+    # 293.6 GB/s (the per-channel LL128 cap), A = B 16 / 30; latency 14 + 28 x 1.9 (NVLink steps) + 2 (4.0 +
+    # lambda) (the two steps across hosts) = 78.82 us; and the whole fill f.
     ll128 = (14.0 + 28 * 1.9 + 2 * (4.0 + lam) + x / (1000 * 8 * 36.7 * 16 / 30 * eta) + fill) * 1e-6
     assert forcings[12, x] == pytest.approx(ll128, rel=1e-9)
     assert reference._collective("allreduce", x, 16, 1, {**lay, "collective": 12}) == pytest.approx(
         ll128, rel=1e-12
     )
-    # An 8-byte all-reduce: NCCL's choice is the tree's LL (28.8 us); forced to Simple (nccl:simple, code 13, as
-    # NCCL_PROTO=Simple) NVLSTree's latency 25 + 2 (20.9 + 2 lambda) = 74.0 us (its bandwidth term and fill
+    # An 8-byte all-reduce: NCCL's choice is the tree's LL (28.82 us); forced to Simple (nccl:simple, code 13, as
+    # NCCL_PROTO=Simple) NVLSTree's latency 25 + 2 (20.9 + 2 lambda) = 74.04 us (its bandwidth term and fill
     # under 1e-4 us), 2.6 times as long: what NCCL_PROTO=Simple costs the smallest messages.
     assert forcings[13, 8.0] == pytest.approx((25.0 + 2 * (20.9 + 2 * lam)) * 1e-6, rel=1e-5)
-    assert forcings[3, 8.0] == pytest.approx(28.8e-6, rel=1e-3)
+    assert forcings[3, 8.0] == pytest.approx(28.82e-6, rel=1e-3)
     assert 30 / 16 * x / ring / 1e9 < 0.9 * busbw
 
 
@@ -241,7 +242,7 @@ def test_the_setting_is_the_grids_and_nccl_is_stated_in_the_assumed_line():
     defaulted = "--collective ring-or-tree (flat"
     assert any(a.startswith(defaulted) for a in flat.assumed)
     (stated,) = [a for a in nccl.assumed if "NCCL" in a]
-    assert "eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB" in stated
+    assert "eta_net 0.98, eta_nvl 0.891, latency 1.81 us, op 9.65 us, fill 60.2 us from 11.8 MiB" in stated
     # sweep plan's ideal network is flat (NCCL's latencies are no NIC's), the same cells as the plan's.
     ideal = ideal_network(nccl)
     assert ideal.collectives == "flat" and ideal.names == nccl.names

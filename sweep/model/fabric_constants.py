@@ -33,7 +33,7 @@ class FabricConstants:
         return (*self.stated()[:5], self.fill_mib * MIB)
 
     def describe(self) -> str:
-        """``eta_net 0.971, eta_nvl 0.891, latency 1.8 us, op 9.65 us, fill 58.4 us from 11.7 MiB: SOURCE``
+        """``eta_net 0.98, eta_nvl 0.891, latency 1.81 us, op 9.65 us, fill 60.2 us from 11.8 MiB: SOURCE``
         (four significant digits)."""
         # No fill (a file of version 1) has no message it is whole from.
         whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
