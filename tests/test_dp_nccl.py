@@ -187,15 +187,20 @@ def compare_evaluates(monkeypatch):
     return seen
 
 
-def test_compare_takes_a_fabric_as_grid_does(compare_evaluates):
+def test_compare_takes_a_fabric_as_grid_does(compare_evaluates, monkeypatch):
     # sweep compare --fabric: the preset's GPU for the transformer, and the settings it sets left to it (None),
     # handed to the one evaluate; the sweep itself is test_compression's (every compressor on nccl).
-    seen = compare_evaluates
+    from netsweep_jax.sweep.analysis import compare
+
+    seen, real = compare_evaluates, compare.compare
+    monkeypatch.setattr(compare, "compare", lambda **kw: real(**{**kw, **seen.setdefault("given", kw)}))
     r = invoke("compare", "--model", "gpt2-xl", "--fabric", "aws-p5", "--nodes", "4")
     assert r.exit_code == 2 and "recorded" in r.output, r.output
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
     assert [seen[k] for k in ("gpus_per_node", "nics_per_node", "collective", "bandwidth")] == [None] * 4
     assert seen["nodes"] == "4"
+    # Today's utilization (the paper's) scales the NICs on top of the fabric's fitted transport efficiency: said.
+    assert "on top of NCCL's fitted transport efficiency eta_net" in str(seen["given"]["defaults"])
 
 
 def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_evaluates, tmp_path):

@@ -323,6 +323,22 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     ):
         line = one_line_error(invoke(*plan, *extra, "--out", tmp_path / "q.h5"))
         assert message in line, line
+    # The same plans again onto p.h5: the first cube's name is taken, so the first plan is refused before it is
+    # searched; with it gone, the last's (not one cube written, then a refusal).
+    searched.clear()
+    (tmp_path / cubes[0]).unlink()
+    again = [
+        "--fabric",
+        "DGX-H100-SuperPOD,gb200-nvl72",
+        "--oversubscription",
+        "1,4",
+        "--out",
+        tmp_path / "p.h5",
+    ]
+    line = one_line_error(invoke(*plan, *again))
+    assert f"{tmp_path / cubes[1]}: file exists; pass --force to overwrite it" in line, line
+    assert searched == [] and not (tmp_path / cubes[0]).exists()
+    (tmp_path / cubes[0]).touch()  # as it was: the count below
     for command in (
         ["grid", *LLAMA_8B, "--out", tmp_path / "g.h5"],
         ["need", *LLAMA_8B, "--network-share", "10"],

@@ -252,6 +252,16 @@ def test_a_moe_setting_on_a_dense_model_is_refused(tmp_path, option, name, value
     make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", **{name: value})  # a MoE model takes it
 
 
+def test_expert_parallelism_on_a_dense_model_is_refused_before_the_search():
+    # Was "no feasible layout: ... gpus not divisible by tp x pp x cp": every layout broke ep > 1 on a dense model.
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "16", "--global-batch", "32", "--ep", "2,4")
+    assert r.exit_code == 2 and r.output.strip() == (
+        "error: --ep 2,4: expert parallelism splits a mixture-of-experts model's experts; llama3-8b is a dense "
+        "model (its --ep is 1)"
+    )
+    make_layout_grid("llama3-8b", gpus="16", global_batch="32", ep="1,2")  # with ep 1 a layout can exist
+
+
 @pytest.mark.parametrize("value", ["eight", "٨", "8.0", "$TP", "1_0"])
 def test_a_launch_value_that_is_not_a_whole_number_is_refused_naming_the_flag_and_line(tmp_path, value):
     path = tmp_path / "train.sh"

@@ -48,6 +48,7 @@ def cube(tmp_path_factory):
             "--sel",
             "switch=tp_comm",
         ],
+        ["--x", "bandwidth", "--hue", "rank"],  # no --y: a large model's cube draws tokens_per_s
     ],
 )
 def test_plot_a_plan_cube_by_rank_or_switch(cube, tmp_path, args):
@@ -72,6 +73,14 @@ def test_plot_of_a_slice_with_no_layout_is_refused(cube, tmp_path):
     )
     (line,) = r.output.strip().splitlines()
     assert r.exit_code == 2 and "holds no value of tokens_per_s" in line and not (tmp_path / "f.png").exists()
+
+
+def test_plot_of_names_is_one_line(cube, tmp_path):
+    # A plan's ideal layout is a name a setting, not a number: refused in one line, not a traceback.
+    r = invoke("plot", cube, "--x", "bandwidth", "--y", "ideal_layout", "--out", tmp_path / "f.png")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and "'ideal_layout' holds names (" in line and "not numbers" in line, r.output
+    assert not (tmp_path / "f.png").exists()
 
 
 def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):

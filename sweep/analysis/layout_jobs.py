@@ -450,7 +450,7 @@ def write_plans(
 
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
-    from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
+    from netsweep_jax.sweep.io.paths import check_new_file
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     models = "+".join(grids[0][1].names["model"])
@@ -464,20 +464,16 @@ def write_plans(
             said.add(line)
             say(line)
 
-    for label, grid in grids:
-        several = len(grid.oversubscription) > 1
+    plans = list(_each_plan(grids, base))
+    for *_, target in plans:  # every cube's name free before the first search: none written, then refused
+        check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    for _, grid in grids:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
         # every value's (the same search, not run again), each written with its own value.
         first: tuple[Any, float] | None = None
         reachable = grid.spine_reachable()
-        for one in by_oversubscription(grid):
+        for _, one, heading, target in (p for p in plans if p[0] is grid):
             value = one.oversubscription[0]
-            heading = [f"--fabric {label}"] if len(grids) > 1 else []
-            suffix = [f"-fabric{label}"] if len(grids) > 1 else []
-            if several:
-                heading.append(f"--oversubscription {value:g}")
-                suffix.append(f"-oversubscription{value:g}")
-            target = base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
             if first is None or reachable:
                 ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
                 assert ds is not None
@@ -491,6 +487,25 @@ def write_plans(
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
+
+
+def _each_plan(
+    grids: "Sequence[tuple[str, Any]]", base: Path
+) -> "Iterator[tuple[Any, Any, list[str], Path]]":
+    """(fabric's grid, its grid of one oversubscription, heading, cube) of each plan :func:`write_plans` makes:
+    ``base`` with ``-fabric<label>`` where there are several fabrics and ``-oversubscription<V>`` where a fabric
+    has several values."""
+    from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
+
+    for label, grid in grids:
+        for one in by_oversubscription(grid):
+            value = one.oversubscription[0]
+            heading = [f"--fabric {label}"] if len(grids) > 1 else []
+            suffix = [f"-fabric{label}"] if len(grids) > 1 else []
+            if len(grid.oversubscription) > 1:
+                heading.append(f"--oversubscription {value:g}")
+                suffix.append(f"-oversubscription{value:g}")
+            yield grid, one, heading, base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
 
 
 def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:

@@ -73,6 +73,11 @@ def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping
     """Select, squeeze, and refuse if dims other than ``keep`` remain."""
     if var not in ds.data_vars:
         raise InputError(f"{var!r}: not a variable; variables: {', '.join(map(str, ds.data_vars))}")
+    if not np.issubdtype(ds[var].dtype, np.number):  # an argmax over a text dim, a plan's layout names
+        raise InputError(
+            f"{var!r} holds names ({ds[var].values.ravel()[0]!s}, ...), not numbers, so it has no axis to plot "
+            f"on; sweep select FILE --vars {var} prints them"
+        )
     for d in keep:
         if d is not None and d not in ds.dims:
             raise InputError(f"{d!r}: not a dim; dims: {', '.join(map(str, ds.dims))}")
@@ -202,26 +207,44 @@ def save(fig: Figure, out: str | Path, *, overwrite: bool = True, tight: bool = 
     )
 
 
+# The variable a plot draws where none is named, the first a cube has: a data-parallel sweep's scaling factor, a
+# large model's tokens per second (a grid's or a plan's); else the cube's first numeric variable (sweep need's).
+HEADLINES = ("scaling_factor", "tokens_per_s")
+
+
+def headline(ds: xr.Dataset) -> str:
+    """The variable a plot of ``ds`` draws where none is named (:data:`HEADLINES`)."""
+    for name in (*HEADLINES, *map(str, ds.data_vars)):
+        if name in ds.data_vars and np.issubdtype(ds[name].dtype, np.number):
+            return name
+    raise InputError("the cube has no numeric variable to plot")
+
+
 def plot_cube(
     path: str | Path,
     *,
     x: str,
-    y: str = "scaling_factor",
+    y: str | None = None,
     hue: str | None = None,
     sel: Iterable[str] = (),
     kind: str = "line",
-    var: str = "scaling_factor",
+    var: str | None = None,
     out: str | Path = "figure.png",
     force: bool = False,
 ) -> Path:
-    """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube."""
+    """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube; the variable
+    not given is the cube's headline (:func:`headline`)."""
     if kind not in ("line", "heatmap"):
         raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
     dims = [x, hue] if kind == "line" else [x, y]
     if dims[0] == dims[1]:
         raise InputError(f"{x!r} is used twice; the two plotted dims must differ", param="x")
     check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
+    if kind == "heatmap" and y is None:
+        raise InputError("a heatmap needs the dim on its y axis", param="y")
     ds = open_cube(path)
+    y = y if y is not None else headline(ds)  # a line plot's variable
+    var = var if var is not None else headline(ds)
     chosen = parse_sel(sel, ds)
     drawn = ds[y if kind == "line" else var] if (y if kind == "line" else var) in ds.data_vars else None
     held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on

@@ -320,11 +320,26 @@ COMPARE_DEFAULTS = {
 }
 
 
+# Today's utilization where NCCL prices the collectives: it scales the NICs on top of the fitted transport.
+NCCL_UTILIZATION = (
+    "(today's: the paper's measured ~32 Gbit/s of 100, here on top of NCCL's fitted transport efficiency eta_net, "
+    "so a transport at 0.32 of the fabric's as fitted; --util 0.999 prices the fabric as fitted)"
+)
+
+
 def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
-    """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values."""
+    """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values (today's
+    utilization said as on top of eta_net where NCCL prices the collectives: a fabric, or nccl given)."""
+    from netsweep_jax.sweep.core.layout_axes import is_nccl
+
+    nccl = values.get("fabric") is not None or is_nccl(str(values["collective"]))
+    whys = {
+        **{n: why for n, (_, why) in COMPARE_DEFAULTS.items()},
+        **({"utilization": NCCL_UTILIZATION} if nccl else {}),
+    }
     return [
-        f"{option} {values[name]}{f' {why}' if why else ''}"
-        for name, (option, why) in COMPARE_DEFAULTS.items()
+        f"{option} {values[name]}{f' {whys[name]}' if whys[name] else ''}"
+        for name, (option, _) in COMPARE_DEFAULTS.items()
         if not given(ctx, name) and values[name] is not None  # None: a fabric preset's, said by the grid
     ]
 

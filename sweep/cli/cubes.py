@@ -160,11 +160,16 @@ def select(
 
 @options()
 def plot(
-    file: Annotated[Path, typer.Argument(help="A cube from sweep grid or sweep need --out.")],
+    file: Annotated[Path, typer.Argument(help="A cube from sweep grid, plan or need --out.")],
     x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
     y: Annotated[
-        str, typer.Option("--y", help="Line plot: the variable. Heatmap: the dim on the y axis.")
-    ] = "scaling_factor",
+        str | None,
+        typer.Option(
+            "--y",
+            help="Line plot: the variable (default scaling_factor, tokens_per_s for a large model's cube). "
+            "Heatmap: the dim on the y axis.",
+        ),
+    ] = None,
     hue: Annotated[
         str | None, typer.Option("--hue", help="Line plot: one line per value of this dim.")
     ] = None,
@@ -172,7 +177,9 @@ def plot(
         list[str] | None, typer.Option("--sel", help="DIM=VALUE to fix a dim; repeat for several.")
     ] = None,
     kind: Annotated[str, typer.Option("--kind", help="line or heatmap.")] = "line",
-    var: Annotated[str, typer.Option("--var", help="Heatmap: the variable to color.")] = "scaling_factor",
+    var: Annotated[
+        str | None, typer.Option("--var", help="Heatmap: the variable to color (default as --y's).")
+    ] = None,
     out: Annotated[Path, typer.Option("--out", help="Figure file to write: .png, .pdf or .svg.")] = Path(
         "figure.png"
     ),

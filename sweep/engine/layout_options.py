@@ -241,11 +241,19 @@ def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[
     only: a setting that changes nothing is refused, never ignored."""
     if any(m.experts > 0 for m in models):
         return
+    dense = "is a dense model" if len(models) == 1 else "are dense models"
+    ep = _values("ep", given.get("ep"), None)
+    if given.get("ep") is not None and ep.min() > 1:  # no layout could exist
+        shown = ",".join(map(show, ep))
+        raise InputError(
+            f"{shown}: expert parallelism splits a mixture-of-experts model's experts; {', '.join(model_names)} "
+            f"{dense} (its --ep is 1)",
+            param="ep",
+        )
     for name in MOE_ONLY:
         value = given[name]
         if value is not None:
             shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
-            dense = "is a dense model" if len(models) == 1 else "are dense models"
             raise InputError(
                 f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
             )
