@@ -116,7 +116,7 @@ def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_t
     head, row = tables[0].splitlines()[1:3]
     assert head.split()[:2] == ["layout", "step"] and row.split()[0] == "tp8xpp4xdp32"
     # 13.3% of the step now; the smallest NIC rate for 10% (shown rounded up), the NICs, no spine to answer.
-    assert "13.3%" in row and "8 x 100 Gbit/s, spine 1:1" in row
+    assert "13.3%" in row and "8 x 100 Gbit/s, no spine" in row  # was "spine 1:1" beside "no spine"
     assert row.split()[-5:] == ["133.1", "Gbit/s", "11", "no", "spine"]
 
     ((held,), shares, (answer, _)) = shown[0]

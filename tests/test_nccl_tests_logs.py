@@ -120,6 +120,39 @@ def test_a_bad_log_is_one_line_naming_the_file_and_line_and_writes_nothing(tmp_p
     assert not out.exists()
 
 
+def test_a_log_cut_short_is_fitted_on_what_it_has_and_said(tmp_path):
+    # A log without nccl-tests' closing summary (a run killed, a file copied early) is read, and the table says
+    # so; one whose rows are all under the printed rounding is refused naming the file.
+    from types import SimpleNamespace
+
+    from netsweep_jax.sweep.analysis.nccl_calibration import table
+    from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+    assert read_nccl_tests_log(ALL_REDUCE).finished
+    lines = ALL_REDUCE.read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.log"
+    cut.write_text("".join(lines[:39]))  # the rows up to 128 KiB
+    log = read_nccl_tests_log(cut)
+    assert not log.finished and log.rows[-1].bytes == 2**17
+    rows = log.measurements(8, 400.0)
+    n = len(rows)
+    c = SimpleNamespace(logs=[log], rows=rows, predicted=np.ones(n), scored=np.zeros(n, bool), algorithm=["tree"] * n,
+                        protocol=["ll"] * n, constants=SHIPPED, held=(), loss=0.0)  # fmt: skip
+    said = table(c)  # type: ignore[arg-type]
+    assert said[1] == (
+        "  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): its largest size "
+        "is 128 KiB"
+    )
+    tiny = tmp_path / "tiny.log"
+    tiny.write_text("".join(lines[:27]))  # 8 to 32 bytes: busbw 0.00
+    line = one_line_error(invoke("calibrate", "--nccl-tests", tiny, *NICS, "--out", tmp_path / "f.json"))
+    assert (
+        line
+        == f"error: --nccl-tests {tiny}: no row of busbw >= 0.1 GB/s to fit on (smaller ones are the printed rounding)"
+    )
+    assert not (tmp_path / "f.json").exists()
+
+
 def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
     out = tmp_path / "fabric.json"
     line = one_line_error(invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--out", out))

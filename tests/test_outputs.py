@@ -32,6 +32,12 @@ def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
         r = invoke(*args)
         assert r.exit_code == 0, r.output
     assert "iteration_time" not in invoke("select", out, "--bw", "10", "--csv").output
+    # A table of float16 values printed without pandas' overflow warning (its formatter casts them).
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert invoke("select", out, "--ratio", "1").exit_code == 0
 
 
 def test_stop_then_resume_is_bit_identical(tmp_path, monkeypatch):

@@ -79,6 +79,20 @@ def test_resume_refuses_another_grid(tmp_path, monkeypatch):
     assert partial.exists()  # the interrupted work is not thrown away
     r = invoke("grid", *GRID, "-q", "--out", out)
     assert r.exit_code == 2 and "pass --resume to finish it" in r.output
+    # Resumed in other blocks than it was written in: the option and the value to give, named.
+    other = [a if a != "20" else "40" for a in GRID]
+    r = invoke("grid", *other, "-q", "--out", out, "--resume")
+    assert r.exit_code == 2 and r.output.strip() == (
+        f"error: --resume {partial}: written in blocks of 20 configurations where this run cuts 40: rerun with "
+        "--block-configs 20"
+    ), r.output
+    # A whole cube has nothing to resume, and says so.
+    partial.unlink()
+    out.touch()
+    r = invoke("grid", *GRID, "-q", "--out", out, "--resume")
+    assert r.exit_code == 2 and f"does not exist: {out} is whole (--force runs it again)" in r.output, (
+        r.output
+    )
 
 
 def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):

@@ -389,8 +389,9 @@ def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[
                     "step s": f"{h.step:.4g}",
                     "ideal s": f"{h.ideal:.4g}",
                     "network now": f"{1.0 - h.ideal / h.step:.1%}",
-                    "fabric now": f"{_now(h, 'nics_per_node')} x {_now(h, 'bandwidth')}, spine "
-                    f"{_now(h, 'oversubscription')}",
+                    # No spine answer where there is none (rail-only, or no preset's leaf): said so, not 1:1.
+                    "fabric now": f"{_now(h, 'nics_per_node')} x {_now(h, 'bandwidth')}, "
+                    + (f"spine {_now(h, 'oversubscription')}" if a.get("oversubscription") else "no spine"),
                 }
             )
             for axis in ANSWERED:

@@ -98,7 +98,8 @@ def calibrate_logs(
     scored = measured >= RESOLUTION
     if not scored.any():
         raise InputError(
-            f"no row of busbw >= {RESOLUTION:g} GB/s to fit on (smaller ones are the printed rounding)",
+            f"{' '.join(str(log.path) for log in logs)}: no row of busbw >= {RESOLUTION:g} GB/s to fit on (smaller "
+            "ones are the printed rounding)",
             param="nccl_tests",
         )
     across = np.array([math.ceil(f.nodes / f.domain) > 1 for f in fabrics]) & scored
@@ -178,6 +179,11 @@ def table(c: Calibration) -> list[str]:
     start = 0
     for log in c.logs:
         lines.append(f"{log.path}: {log.collective}, {log.nodes} x {log.gpus_per_node} {log.gpu}")
+        if not log.finished:  # fitted all the same, on the sizes it has: said, not silent
+            lines.append(
+                f"  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): "
+                f"its largest size is {size(log.rows[-1].bytes)}"
+            )
         lines.append(f"  {'size':>9}  {'measured':>9}  {'fitted':>9}  {'error':>7}  NCCL runs")
         start, end = start + len(log.rows), start
         for i in range(end, start):

@@ -341,9 +341,12 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
         or any(s != blocking.shape for s in shapes.values())
         or progress != ((len(blocking.blocks()),),) * 2
     ):
+        stored = f.attrs.get("block_configs")
         f.close()
         raise InputError(
-            f"{path}: written with another block size; rerun with the same value", param="resume"
+            f"{path}: written in blocks of {stored} configurations where this run cuts "
+            f"{blocking.block_configs}: rerun with --block-configs {stored}",
+            param="resume",
         )
     return f
 

@@ -71,7 +71,8 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     writable_directory(out, create=default)
     if resume:
         if not partial.exists():
-            raise InputError(f"nothing to resume, {partial} does not exist", param="resume")
+            whole = f": {out} is whole (--force runs it again)" if out.exists() else ""
+            raise InputError(f"nothing to resume, {partial} does not exist{whole}", param="resume")
         if partial.stat().st_size == 0:
             raise InputError(
                 f"{partial} is empty (the run stopped before writing anything); rerun with --force",

@@ -47,6 +47,9 @@ DEVICE = re.compile(
     r"\[[^\]]*\]\s+(?P<gpu>.*\S)\s*$"
 )
 STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
+# The summary nccl-tests prints once every size has run: a log without it was cut short (a run killed, a file
+# copied before the end).
+FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 PREAMBLE = ("size", "count", "type", "redop", "root")
 TIMES = ("time", "cputime")
 
@@ -63,7 +66,8 @@ class Row:
 
 @dataclasses.dataclass(frozen=True)
 class Log:
-    """One nccl-tests log: its collective, ranks and rows (out-of-place), and the file's name and SHA-256."""
+    """One nccl-tests log: its collective, ranks and rows (out-of-place), the file's name and SHA-256, and whether
+    it ends as a whole run does (nccl-tests' ``# Avg bus bandwidth`` summary: ``finished``)."""
 
     path: Path
     sha256: str
@@ -72,6 +76,7 @@ class Log:
     hosts: tuple[str, ...]
     gpus_per_node: int
     rows: tuple[Row, ...]
+    finished: bool = True
 
     @property
     def nodes(self) -> int:
@@ -108,6 +113,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     devices: dict[int, tuple[str, str, int]] = {}  # rank -> (host, GPU, line)
     columns: list[str] | None = None
     rows: list[Row] = []
+    finished = False
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
@@ -120,6 +126,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
                         "each test's output as a file of its own"
                     )
                 binary = m.group("binary")
+            elif FINISHED.match(text):
+                finished = True
             elif m := DEVICE.match(text):
                 devices.setdefault(int(m.group("rank")), (m.group("host"), m.group("gpu"), number))
             elif text.lstrip("#").split()[:5] == list(PREAMBLE):
@@ -152,6 +160,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         hosts=tuple(dict.fromkeys(host for host, _, _ in devices.values())),
         gpus_per_node=_per_host(devices, path),
         rows=tuple(rows),
+        finished=finished,
     )
 
 

@@ -284,7 +284,10 @@ TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
 
 def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[str, str]) -> Any:
     """The selected slice ``sub`` of variables ``names`` (which share their dims) as a DataFrame."""
-    df = sub[names].to_dataframe().reset_index()
+    # A float16 store printed as float32 (the same values): pandas' formatter overflows a cast of float16.
+    picked = sub[names]
+    widened = picked.map(lambda v: v.astype(np.float32) if v.dtype == np.float16 else v)
+    df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,

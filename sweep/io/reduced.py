@@ -84,7 +84,9 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
             )
         if a.shape != arrays[name].shape:
             raise InputError(
-                f"{path}: written with another block size; rerun with the same value", param="resume"
+                f"{path}: written in other blocks than this run's; rerun with the --block-configs it was "
+                "written with",
+                param="resume",
             )
         a[...] = arrays[name]
     state.done = done
