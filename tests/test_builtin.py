@@ -42,6 +42,20 @@ def test_unknown_model_lists_known():
         builtin_profile("alexnet")
 
 
+def test_a_large_model_in_the_data_parallel_api_points_to_its_functions():
+    # Was "unknown; known: resnet50, ...": the name is known, to the other family (and in the layout API, the
+    # CLI's --arch is the arch keyword).
+    from netsweep_jax import sweep
+
+    for named in ("llama3-8b", ["Llama3-8B"]):
+        with pytest.raises(
+            InputError, match=r"a large model, which sweep.evaluate_layouts and sweep.plan price"
+        ):
+            sweep.evaluate(named, bandwidth=10)
+    with pytest.raises(InputError, match=r"is not a large-model preset; .* \(or use arch\)$"):
+        sweep.plan("resnet50", gpus=8, global_batch=8)
+
+
 @pytest.mark.parametrize("name", EXPECTED)
 def test_matches_measured_log(paper_data, name):
     measured = read_bklog(paper_data / f"{name}.bk.log", MEASURED_T1[name])

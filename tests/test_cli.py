@@ -351,3 +351,16 @@ def test_show_and_select_read_a_layout_cube_as_it_was_asked(tmp_path):
     assert table[0].startswith("tp,") and table[1].startswith("1,") and table[2].startswith("3,")
     assert table[1].split(",")[table[0].split(",").index("status")] == "does not fit in memory"  # #42: not ok
     assert table[2].split(",")[table[0].split(",").index("status")] == "heads not divisible by tp"
+
+
+def test_a_tiny_sweeps_rate_is_not_zero():
+    # One configuration in 2.26 s printed "(0/s end to end)": two significant digits below 10 a second.
+    from netsweep_jax.sweep.io.job import summary_line
+
+    s = {"configs": 1, "seconds": 2.26, "resumed_blocks": 0, "out": "x.h5"}
+    lines = [summary_line({**s, "configs_per_s": r}) for r in (0.4425, 5.5, 1625.3)]
+    assert [line.split("(")[1] for line in lines] == [
+        "0.44/s end to end)",
+        "5.5/s end to end)",
+        "1,625/s end to end)",
+    ]

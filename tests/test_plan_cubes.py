@@ -75,6 +75,12 @@ def test_plot_of_a_slice_with_no_layout_is_refused(cube, tmp_path):
     assert r.exit_code == 2 and "holds no value of tokens_per_s" in line and not (tmp_path / "f.png").exists()
 
 
+def test_a_sel_refused_names_sel(cube):
+    # The value a --sel picks, refused, is named as typed (was "--rank 99", an option select does not have).
+    r = invoke("select", cube, "--sel", "rank=99")
+    assert r.exit_code == 2 and r.output.startswith("error: --sel rank=99: not in the cube"), r.output
+
+
 def test_plot_of_names_is_one_line(cube, tmp_path):
     # A plan's ideal layout is a name a setting, not a number: refused in one line, not a traceback.
     r = invoke("plot", cube, "--x", "bandwidth", "--y", "ideal_layout", "--out", tmp_path / "f.png")

@@ -117,6 +117,11 @@ def test_resume_after_an_interruption_is_bit_identical(tmp_path, monkeypatch, si
             == code
         )
     assert (tmp_path / "r.h5.partial").exists() and not out.exists()
+    # The checkpoint is no cube: show says what it is and what reads it (was "not made by netsweep").
+    r = invoke("show", tmp_path / "r.h5.partial", "--verify")
+    assert (
+        r.exit_code == 2 and "the checkpoint of an interrupted sweep grid --reduce or sweep plan" in r.output
+    )
     assert invoke("grid", *REDUCED_GRID, "--out", out, "--resume").exit_code == 0
     a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (clean, out))
     for name in a.data_vars:

@@ -419,12 +419,17 @@ class _Plan:
 
         checkpoint = self.checkpoint(path, claim)
         grid = self.grid
-        self.say(f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}")
+        # Every search's layouts, as the progress line counts them: the plan, on an ideal network, each overlap
+        # switch flipped.
+        times = len(searches(grid))
+        self.say(
+            f"searching {counted(grid.inner_size, 'layout')} x {counted(grid.outer_size, 'setting')}, {times} "
+            "times (the plan, on an ideal network, each overlap switch flipped)"
+        )
         if self.progress_bar is None:
             self.result = plan(grid, keep=self.keep, checkpoint=checkpoint)
             return
-        # Every search's layouts: the plan, on an ideal network, each overlap switch flipped.
-        total = len(searches(grid)) * grid.inner_size * grid.outer_size
+        total = times * grid.inner_size * grid.outer_size
         with self.progress_bar(total, 0) as advance:
             self.result = plan(grid, keep=self.keep, progress=advance, checkpoint=checkpoint)
 

@@ -139,6 +139,7 @@ def select(
     from netsweep_jax.sweep.io.reader import select_table
 
     picked = {k: v for k, v in chosen.items() if v is not None}
+    by_sel = set()  # the dims --sel picks: a refusal of their value names --sel, as the user typed it
     for item in sel or []:
         dim, eq, value = (part.strip() for part in item.partition("="))
         if not eq or not dim or not value:
@@ -146,15 +147,21 @@ def select(
         if dim in picked:
             raise InputError(f"{item!r}: {dim} is selected twice", param="sel")
         picked[dim] = value
+        by_sel.add(dim)
     with damaged_file(file):
-        table = select_table(
-            file,
-            picked,
-            csv=csv,
-            nearest=nearest,
-            picked=lambda text: typer.echo(text, err=True),
-            variables_text=vars,
-        )
+        try:
+            table = select_table(
+                file,
+                picked,
+                csv=csv,
+                nearest=nearest,
+                picked=lambda text: typer.echo(text, err=True),
+                variables_text=vars,
+            )
+        except InputError as e:
+            if e.param not in by_sel or e.names:
+                raise
+            raise InputError(f"{e.param}={e.detail}", param="sel") from None
     typer.echo(table)
 
 

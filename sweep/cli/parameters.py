@@ -331,7 +331,7 @@ def fabric_settings(
 Out = Annotated[
     Path | None, typer.Option("--out", help="Output cube (.h5). Default: results/<model>-<timestamp>.h5.")
 ]
-Cube = Annotated[Path, typer.Argument(help="A cube written by sweep grid.")]
+Cube = Annotated[Path, typer.Argument(help="A cube from sweep grid, plan or need --out.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 # --force, declared once for the commands that write one file, and for those that write a report's files.
 Force = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out.")]

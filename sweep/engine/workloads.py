@@ -18,7 +18,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.values import decimal, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
-from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
+from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
 from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -121,6 +121,8 @@ def _model_names(model: Models) -> list[str | Profile]:
     """The models named: built-in names (checked) or profiles as given."""
     check_models(model)
     if isinstance(model, str):
+        for name in model.split(","):
+            refuse_large_model(name)
         return list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
     return [model] if isinstance(model, Profile) else list(model)
 

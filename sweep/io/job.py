@@ -372,7 +372,8 @@ def summary_line(s: Summary) -> str:
     resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
     if s.get("damaged_blocks"):
         resumed += f", {s['damaged_blocks']} damaged blocks computed again"
-    line = f"{counted(s['configs'], 'configuration')} in {s['seconds']:.2f} s ({rate:,.0f}/s end to end{resumed})"
+    shown = f"{rate:.2g}" if rate < 10 else f"{rate:,.0f}"  # a tiny sweep's 0.44/s, not 0/s
+    line = f"{counted(s['configs'], 'configuration')} in {s['seconds']:.2f} s ({shown}/s end to end{resumed})"
     if "shard" in s:
         line = f"process {s['shard']}: {line}"
         return line + (

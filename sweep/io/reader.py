@@ -18,11 +18,12 @@ from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_fi
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
-EXPECTED = "expected a cube from sweep grid or sweep need --out"
+EXPECTED = "expected a cube from sweep grid, sweep plan or sweep need --out"
 
 
 def open_cube(path: str | Path) -> xr.Dataset:
-    """A cube from ``sweep grid`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily loaded)."""
+    """A cube from ``sweep grid``, ``sweep plan`` or ``sweep need --out`` as an ``xarray.Dataset`` (lazily
+    loaded)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: {'no such cube' if not path.exists() else not_a_file(path, 'cube')}")
@@ -31,7 +32,13 @@ def open_cube(path: str | Path) -> xr.Dataset:
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
+        checkpoint = {"checksum", "grid_fingerprint"} <= set(ds.attrs)  # sweep.io.checkpoints.write's
         ds.close()
+        if checkpoint:
+            raise InputError(
+                f"{path}: the checkpoint of an interrupted sweep grid --reduce or sweep plan (their state, not a "
+                "cube: its checksum is checked when the same command with --resume goes on from it)"
+            )
         raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
     return ds
 

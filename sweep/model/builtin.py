@@ -67,6 +67,17 @@ def builtin_names() -> tuple[str, ...]:
     return tuple(ARCHITECTURES)
 
 
+def refuse_large_model(name: str) -> None:
+    """Refuse a large model's name where a data-parallel model is asked for (the Python API's evaluate: the CLI
+    routes a large model to its own family), pointing to the functions that price it."""
+    if name.strip().lower() in LLMS:
+        raise InputError(
+            f"{name!r}: a large model, which sweep.evaluate_layouts and sweep.plan price; this takes the "
+            f"data-parallel models: {', '.join((*ARCHITECTURES, *TRANSFORMERS))}",
+            param="model",
+        )
+
+
 def builtin_profile(name: str) -> Profile:
     """The built-in profile called ``name``: the paper's CNN runs on one V100, batch 32, fp32.
 
@@ -82,6 +93,7 @@ def builtin_profile(name: str) -> Profile:
             f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model"
         )
     if name not in ARCHITECTURES:
+        refuse_large_model(name)
         raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
     layers = ARCHITECTURES[name]()
     names, sizes, waits, shapes = [], [], [], []

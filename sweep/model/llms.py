@@ -380,6 +380,8 @@ def resolve_llm(name: str) -> LLM:
     key = name.strip().lower()
     if key not in LLMS:
         raise InputError(
-            f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use --arch)", param="model"
+            f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use {{0}})",
+            param="model",
+            names=("arch",),
         )
     return LLMS[key]
