@@ -163,6 +163,9 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
     assert not any(
         p.startswith(("matrix efficiency", "--zero", "overlap", "gradients")) for p in grid.assumed[1:]
     )
+    # Unfused attention reads no flash kernel's efficiency: not said beside it (was "flash-attention efficiency
+    # 0.5" after "attention unfused").
+    assert not any("flash-attention efficiency" in p for p in grid.assumed)
     given = make_layout_grid(
         "llama3-8b", gpus=8, global_batch=8, stack="megatron-2021", zero=1, recompute="selective", efficiency=0.5,
         overlap="grad_reduce",

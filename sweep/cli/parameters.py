@@ -27,6 +27,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     TEXT_OPTIONS,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
+from netsweep_jax.sweep.core.sweep_settings import NUMERIC
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, STACKS_HELP
 
@@ -222,6 +223,7 @@ def _layout_params() -> list[inspect.Parameter]:
             searched = " (sweep plan: searched)" if name in PLAN_SEARCHED else ""
             default = f" Default {spec.default}{searched}." if spec.default else searched
             said = f"{spec.help}{default} "
+        one = name in NUMERIC or name == "mtp_layers"  # a stack's setting, one per sweep
         return param(
             name,
             str | None,
@@ -229,8 +231,8 @@ def _layout_params() -> list[inspect.Parameter]:
             spec.option,
             *([MEGATRON_ALIASES[name]] if name in MEGATRON_ALIASES else []),
             rich_help_panel=panel,
-            metavar="VALUES",
-            help=said + "Value syntax as --bw.",
+            metavar="VALUE" if one else "VALUES",
+            help=said + ("One value a sweep." if one else "Value syntax as --bw."),
         )
 
     return [

@@ -53,6 +53,13 @@ from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, con
 MOE_ONLY = ("imbalance", *(name for name, declared in SETTINGS.items() if declared.moe))
 
 
+# Why a stack's setting takes one value: what a refusal of a list says.
+ONE_PER_SWEEP = (
+    "it is one per sweep, a property of the stack and not a dim (a layout cube has HDF5's 32 dims already); "
+    "run a sweep per value"
+)
+
+
 def _values(name: str, given: object, default: str | None) -> np.ndarray:
     """The values of option ``name``: ``given`` (the user's: text, a number or numbers; an empty one is
     refused by :func:`parse_values`, never read as unset), else ``default``; ``[0.]``, the kernel's "derived
@@ -203,7 +210,7 @@ def _models(model: str | None, arch: str | None, mtp_layers: object) -> tuple[li
     if mtp_layers is not None:  # the MTP depths the run trains, in place of each model's own
         depth = _values("mtp_layers", mtp_layers, None)
         if depth.size != 1:
-            raise InputError(f"{mtp_layers}: give one value", param="mtp_layers")
+            raise InputError(f"{mtp_layers}: give one value: {ONE_PER_SWEEP}", param="mtp_layers")
         models = [dataclasses.replace(m, mtp_layers=int(depth[0])) for m in models]
     return models, model_names
 
@@ -455,7 +462,7 @@ def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[
     for name in NUMERIC:
         one = values.pop(name)
         if one.size != 1:
-            raise InputError(f"{given[name]}: give one value", param=name)
+            raise InputError(f"{given[name]}: give one value: {ONE_PER_SWEEP}", param=name)
         per_sweep[name] = float(one[0])
     if 0 < per_sweep["capacity_factor"] < 1:
         raise InputError(
@@ -560,7 +567,9 @@ def _assumed(
     moe = any(m.experts > 0 for m in models)
     # The stack's settings of one value per sweep, as each one's declaration says it (sweep.core.sweep_settings).
     set_here = {name for name in NUMERIC if given[name] is not None} | set(text_given)
-    out.extend(assumed_phrases(set_here, moe))
+    # No flash kernel swept (the unfused attention of 2021-22 stacks): its efficiency is read nowhere, not said.
+    unread = set() if "flash" in names["attention"] else {"attention_efficiency"}
+    out.extend(assumed_phrases(set_here | unread, moe))
     if moe:
         if given["imbalance"] is None:
             out.append("MoE load imbalance 1 (balanced routing)")
