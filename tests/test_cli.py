@@ -346,7 +346,7 @@ def test_show_and_select_read_a_layout_cube_as_it_was_asked(tmp_path):
     assert "  assumed: h100: DGX H100" in shown
     assert "[48]" in shown and "[1, 3]" in shown and "48.0" not in shown
     assert "[0 = the GPU's system] Gbit/s" in shown and "[0 = gpus / (tp pp cp)]" in shown
-    assert "ok (1), heads not divisible by tp (1)" in shown
+    assert "can exist (1), heads not divisible by tp (1)" in shown  # whether it fits: fits
     table = invoke("select", out, "--csv").output.splitlines()
     assert table[0].startswith("tp,") and table[1].startswith("1,") and table[2].startswith("3,")
     assert table[1].split(",")[table[0].split(",").index("status")] == "does not fit in memory"  # #42: not ok

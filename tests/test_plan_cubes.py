@@ -138,3 +138,7 @@ def test_layout_grid_csv_says_a_layout_does_not_fit(tmp_path):
         value = dict(zip(head, row.split(",")))
         assert float(value["fits"]) == 0 and float(value["memory_free_gb"]) < 0
         assert value["status"] == "does not fit in memory", row
+    # Without fits among the variables printed: the same wording (was "ok" beside -100 GB free).
+    rows = invoke("select", out, "--csv", "--vars", "status,memory_free_gb").stdout.splitlines()
+    assert rows[0].split(",")[-2:] == ["status", "memory_free_gb"]
+    assert all(row.split(",")[-2] == "does not fit in memory" for row in rows[1:]), rows

@@ -102,7 +102,8 @@ def describe(path: str | Path) -> str:
             lines.append(f"    {name:<{width}} " + ", ".join(f"{v} ({c:,})" for v, c in zip(values, counts)))
             continue
         if "rules" in ds[name].attrs:  # a status: how many configurations each rule stopped
-            rules = _rules(str(ds[name].attrs["rules"]))
+            # Code 0 is "can exist" (the rules' "ok"): whether it fits is the fits variable's to say.
+            rules = {**_rules(str(ds[name].attrs["rules"])), 0: "can exist"}
             codes, counts = np.unique(a[np.isfinite(a)].astype(np.int64), return_counts=True)
             lines.append(
                 f"    {name:<{width}} "
@@ -292,11 +293,15 @@ TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
 def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[str, str]) -> Any:
     """The selected slice ``sub`` of variables ``names`` (which share their dims) as a DataFrame."""
     # A float16 store printed as float32 (the same values): pandas' formatter overflows a cast of float16.
-    picked = sub[names]
+    # A status printed without fits beside it still says a layout that cannot fit: fits read along, not shown.
+    statuses = [n for n in names if "rules" in ds[n].attrs]
+    along = ["fits"] if statuses and "fits" in sub.data_vars and "fits" not in names else []
+    along = [n for n in along if sub[n].dims == sub[statuses[0]].dims]
+    picked = sub[names + along]
     widened = picked.map(lambda v: v.astype(np.float32) if v.dtype == np.float16 else v)
     df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
-    df = df[keep + names]
+    df = df[keep + names + along]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
@@ -316,4 +321,4 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
                      rules.get(int(c), f"code {c}")) if np.isfinite(c) else ""
                     for i, c in enumerate(df[name])
                 ]  # fmt: skip
-    return df
+    return df.drop(columns=along)
