@@ -179,3 +179,10 @@ def test_the_reduction_follows_the_workloads_gpu_memory():
     # the slowest memory of the sweep
     mixed = make_grid("gpt2-xl", gpu="v100,h100", precision="bf16", batch=8)
     assert mixed.reduce_source == "default V100 model"
+    # and NVLink: one a sweep, the slowest's, said as every GPU's (the H100 priced with the V100's links)
+    assert "--intra-bw 1200 (V100 NVLink for every GPU of the sweep, the slowest's)" in mixed.assumed
+    mixed = make_grid("gpt2-xl", gpu="a100,h100", precision="bf16", batch=8)
+    assert (
+        "reductions at the a100's HBM (2.039 TB/s), for every GPU of the sweep (the slowest's"
+        in mixed.assumed
+    )

@@ -76,7 +76,13 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     if hbm == V100_HBM_BYTES_PER_S:
         return default_table(), "default V100 model", ""
     source = f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s"
-    return default_table(hbm), source, f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s)"
+    # One table a sweep: with several GPUs every profile's reductions run at the slowest's rate, said so.
+    every = (
+        ", for every GPU of the sweep (the slowest's; a sweep per GPU prices each its own)"
+        if len(set(gpus)) > 1
+        else ""
+    )
+    return default_table(hbm), source, f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s){every}"
 
 
 def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
@@ -98,7 +104,8 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
     for key in FOLLOWING:
         if key in chosen:
             value = chosen[key]
-            note = f" ({low.upper()} NVLink)" if key == "intra_bandwidth" else ""
+            several = " for every GPU of the sweep, the slowest's" if len(set(gpus)) > 1 else ""
+            note = f" ({low.upper()} NVLink{several})" if key == "intra_bandwidth" else ""
             parts.append(
                 f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
             )
