@@ -103,8 +103,8 @@ class Parallelism(NamedTuple):
     zero (0-3), attention (1: fused flash attention, scores never stored; 0: unfused, as the ``attention`` dim
     codes it), nvlink_domain (GPUs), nvlink_bw (bytes/s per GPU), gpus_per_node,
     nics_per_node, bandwidth (bit/s per NIC), utilization, latency (s), collective
-    (0 ring, 1 tree, 2 ring-or-tree: the cheaper per message; 3 nccl, NCCL's choice, and 4 + a its algorithm a
-    forced, both read where ``collectives`` is nccl), efficiency (matrix), overhead
+    (0 ring, 1 tree, 2 ring-or-tree: the cheaper per message; 3 nccl, NCCL's choice, and 3 + i its forcing i of
+    :data:`kernels.nccl.FORCINGS`, an algorithm or a protocol, both read where ``collectives`` is nccl), efficiency (matrix), overhead
     (s), slowdown, straggle (jitter x e_N), imbalance (EP load factor >= 1: the busiest expert's tokens over
     the mean that the step runs, a capacity factor's cap or padding applied by the caller), offload_layers
     (layers per stage whose activations are offloaded to the host), attention_efficiency (flash kernels), overlap (the stack's

@@ -203,7 +203,7 @@ class Features(NamedTuple):
       fsdp: some task is fully sharded (:func:`fsdp_step`).
       compress: some task compresses (the buckets carry payloads and codec times).
       accuracy: compute ``time_to_accuracy`` (a second, uncompressed evaluation).
-      nccl: some workers' collective is NCCL's own (``nccl``, ``nccl:ALGO``: :func:`nccl_durations`).
+      nccl: some workers' collective is NCCL's own (``nccl``, ``nccl:ALGO``, ``nccl:PROTO``: :func:`nccl_durations`).
     """
 
     piped: bool = False

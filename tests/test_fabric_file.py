@@ -55,7 +55,10 @@ def one_line_error(r):
 
 def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     path = fabric(tmp_path)
-    assert read_fabric(path) == FabricConstants(**dict(zip(NAMES, OWN)), source=str(path))
+    # The hardware it records is said with its constants (a sweep of other GPUs or NICs takes them as they are).
+    assert read_fabric(path) == FabricConstants(
+        **dict(zip(NAMES, OWN)), source=str(path), fitted_on="h100, 8 x 400 Gbit/s NICs a host"
+    )
     out = tmp_path / "written.json"
     document = json.loads(path.read_text())
     assert write_fabric(out, document, force=False) == out and json.loads(out.read_text()) == document
@@ -67,10 +70,13 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
 def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
     # Version 1 (netsweep before the tuner's omissions) states three constants: no fixed cost and no fill.
     path = fabric(tmp_path, version=1, **{f"constants.{name}": None for name in NAMES[3:]})
-    assert read_fabric(path) == FabricConstants(0.5, 0.7, 8.0, source=str(path))
+    assert read_fabric(path) == FabricConstants(
+        0.5, 0.7, 8.0, source=str(path), fitted_on="h100, 8 x 400 Gbit/s NICs a host"
+    )
     assert read_fabric(path).stated()[3:5] == (0.0, 0.0)
-    assert (
-        read_fabric(path).describe() == f"eta_net 0.5, eta_nvl 0.7, latency 8 us, op 0 us, fill 0 us: {path}"
+    assert read_fabric(path).describe() == (
+        f"eta_net 0.5, eta_nvl 0.7, latency 8 us, op 0 us, fill 0 us: {path} (fitted on h100, 8 x 400 Gbit/s NICs "
+        "a host)"
     )
     # A version 1 file that states a later constant is refused, not read in part.
     mixed = fabric(tmp_path, "mixed.json", version=1)
@@ -155,7 +161,7 @@ def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_i
     assert same.fingerprint() == plain.fingerprint() != own.fingerprint()
     assert own.assumed[-1] == (
         f"collectives as NCCL's tuner prices them per group as placed (eta_net 0.5, eta_nvl 0.7, latency 8 us, "
-        f"op 4 us, fill 30 us from 8 MiB: {path})"
+        f"op 4 us, fill 30 us from 8 MiB: {path} (fitted on h100, 8 x 400 Gbit/s NICs a host))"
     )
     assert plain.assumed[-1].endswith(
         "(eta_net 0.98, eta_nvl 0.891, latency 1.81 us, op 9.65 us, fill 60.2 us from 11.8 MiB: "

@@ -90,9 +90,10 @@ def test_resume_refuses_another_grid(tmp_path, monkeypatch):
     partial.unlink()
     out.touch()
     r = invoke("grid", *GRID, "-q", "--out", out, "--resume")
-    assert r.exit_code == 2 and f"does not exist: {out} is whole (--force runs it again)" in r.output, (
-        r.output
-    )
+    assert (
+        r.exit_code == 2
+        and f"does not exist; {out} exists (a finished run: --force runs it again)" in r.output
+    ), r.output
 
 
 def test_interrupt_anywhere_in_a_command_is_one_line(monkeypatch, tmp_path):

@@ -26,6 +26,7 @@ import datetime
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     size,
 )
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.io.fabric_file import fabric_document, write_fabric
+from netsweep_jax.sweep.io.fabric_file import fabric_document, fitted_on, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
@@ -113,11 +114,14 @@ def calibrate_logs(
         k = NAMES.index(name)
         lows[k] = highs[k] = SHIPPED.stated()[k]
     values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
+    fitted: dict[str, Any] = dict(zip(NAMES, map(float, values)))
     return Calibration(
         logs=logs,
         rows=rows,
         fabrics=fabrics,
-        constants=FabricConstants(**dict(zip(NAMES, map(float, values))), source=source),
+        constants=FabricConstants(
+            **fitted, source=source, fitted_on=fitted_on(hardware(logs[0], fabrics[0], nics, nic_gbps))
+        ),
         loss=loss,
         scored=scored,
         predicted=busbw,
@@ -125,6 +129,12 @@ def calibrate_logs(
         protocol=[PROTOCOLS[p] for p in proto],
         held=held,
     )
+
+
+def hardware(log: Log, fabric: Fabric, nics: int | None, nic_gbps: float | None) -> dict[str, Any]:
+    """The hardware a fabric file records: the logs' GPU (as nccl-tests names it, and its preset) and the NICs
+    given (per host, Gbit/s each; None where a one-host log needs none)."""
+    return {"gpu": log.gpu, "preset": fabric.preset, "nics_per_node": nics, "nic_gbps": nic_gbps}
 
 
 def run(
@@ -143,13 +153,7 @@ def run(
         writable_directory(out, create=True)
     check_new_file(out, force=force, suffixes=(".json",))
     c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
-    f = c.fabrics[0]
-    hardware = {
-        "gpu": c.logs[0].gpu,
-        "preset": f.preset,
-        "nics_per_node": nics,
-        "nic_gbps": nic_gbps,
-    }
+    recorded = hardware(c.logs[0], c.fabrics[0], nics, nic_gbps)
     logs = [
         {
             "file": log.path.name,
@@ -169,7 +173,7 @@ def run(
         "scored_from_gbytes_s": RESOLUTION,
     }
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    document = fabric_document(c.constants, hardware=hardware, logs=logs, fit=fit, date=date, command=command)
+    document = fabric_document(c.constants, hardware=recorded, logs=logs, fit=fit, date=date, command=command)
     return write_fabric(out, document, force=force), c
 
 

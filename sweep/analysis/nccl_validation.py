@@ -529,7 +529,7 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         "against 106.5 GB/s of busbw), past what the hosts' NVLink can carry. Across nodes each ring or tree "
         "channel also crosses the host's NVLink once, GPU to GPU, and NCCL's search charges every link the "
         "speed of each channel it carries (`search.cc`), so a channel's speed is now at most W / c where the "
-        "group has several GPUs a host (c s <= W). Also computed and not taken: NCCL's search lowering the "
+        "group has several GPUs in one NVLink domain (c s <= W). Also computed and not taken: NCCL's search lowering the "
         "speed to the one of most c s under that cap (a ring of 8 H100 NICs at 45 GB/s, not 7 at 48; held out "
         "15.9% and 9.2%, 27 rows), which makes the step rise with the NICs' rate on some layouts, where `sweep "
         "need`'s bisection rests on it falling. The cap changes the H100 hosts of 8 x 400 Gbit/s (8 x 48 GB/s "

@@ -75,8 +75,8 @@ def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping
         raise InputError(f"{var!r}: not a variable; variables: {', '.join(map(str, ds.data_vars))}")
     if not np.issubdtype(ds[var].dtype, np.number):  # an argmax over a text dim, a plan's layout names
         raise InputError(
-            f"{var!r} holds names ({ds[var].values.ravel()[0]!s}, ...), not numbers, so it has no axis to plot "
-            f"on; sweep select FILE --vars {var} prints them"
+            f"{var!r} holds names, not numbers, so it has no axis to plot on; sweep select FILE --vars {var} "
+            "prints them"
         )
     for d in keep:
         if d is not None and d not in ds.dims:
@@ -243,17 +243,21 @@ def plot_cube(
     if kind == "heatmap" and y is None:
         raise InputError("a heatmap needs the dim on its y axis", param="y")
     ds = open_cube(path)
-    y = y if y is not None else headline(ds)  # a line plot's variable
-    var = var if var is not None else headline(ds)
+    # The variable drawn (a line plot's y, a heatmap's var): the cube's headline where not named.
+    named = y if kind == "line" else var
+    plotted = named if named is not None else headline(ds)
+    if kind == "line":
+        y = plotted
+    assert y is not None  # a line plot's variable, or a heatmap's y dim (checked above)
     chosen = parse_sel(sel, ds)
-    drawn = ds[y if kind == "line" else var] if (y if kind == "line" else var) in ds.data_vars else None
+    drawn = ds[plotted] if plotted in ds.data_vars else None
     held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on
     check_selection(path, ds, chosen)  # what is drawn is what was written
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
-        line_plot(ds, x, var=y, hue=hue, sel=chosen, title=title)
+        line_plot(ds, x, var=plotted, hue=hue, sel=chosen, title=title)
         if kind == "line"
-        else heatmap(ds, x, y, var=var, sel=chosen, title=title)
+        else heatmap(ds, x, y, var=plotted, sel=chosen, title=title)
     )
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above

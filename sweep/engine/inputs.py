@@ -244,7 +244,9 @@ class BlockInputs:
         if not self.features.nccl:
             return workers
         ours: Host = np.zeros(kb, dtype=self.dtype)
-        ours[:k] = nccl_code(collective)  # 0 flat, 1 NCCL's choice, 2 + a its algorithm a forced
+        ours[:k] = nccl_code(
+            collective
+        )  # 0 flat, 1 NCCL's choice, 1 + i its forcing i (kernels.nccl.FORCINGS)
         return workers._replace(nccl=ours, fabric=self._fabric(task, nodes, gpus, nics, kb))
 
     def _fabric(self, task: Task, nodes: Array, gpus: Array, nics: Array, width: int) -> Host:

@@ -210,7 +210,10 @@ def _models(model: str | None, arch: str | None, mtp_layers: object) -> tuple[li
     if mtp_layers is not None:  # the MTP depths the run trains, in place of each model's own
         depth = _values("mtp_layers", mtp_layers, None)
         if depth.size != 1:
-            raise InputError(f"{mtp_layers}: give one value: {ONE_PER_SWEEP}", param="mtp_layers")
+            raise InputError(
+                f"{mtp_layers}: give one value: the depth of the model trained, one per sweep (a sweep per value)",
+                param="mtp_layers",
+            )
         models = [dataclasses.replace(m, mtp_layers=int(depth[0])) for m in models]
     return models, model_names
 

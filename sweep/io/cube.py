@@ -343,9 +343,10 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
     ):
         stored = f.attrs.get("block_configs")
         f.close()
+        written = f"in blocks of {stored} configurations" if stored is not None else "in other blocks"
         raise InputError(
-            f"{path}: written in blocks of {stored} configurations where this run cuts "
-            f"{blocking.block_configs}: rerun with --block-configs {stored}",
+            f"{path}: written {written} where this run cuts {blocking.block_configs}: rerun with --block-configs "
+            + (f"{stored}" if stored is not None else "as it was written"),
             param="resume",
         )
     return f

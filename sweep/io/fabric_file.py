@@ -5,7 +5,7 @@ JSON, one object::
 
     {"format": "netsweep fabric", "version": 2,
      "constants": {"eta_net": 0.83, "eta_nvl": 0.79, "latency_us": 4.1, "op_latency_us": 9.2,
-                   "fill_us": 61.0, "fill_mib": 11.7},
+                   "fill_us": 61.0, "fill_mib": 11.8},
      "hardware": {"gpu": "NVIDIA H100 80GB HBM3", "preset": "h100", "nics_per_node": 8, "nic_gbps": 400},
      "logs": [{"file": "ar-2x8.log", "sha256": "...", "collective": "all_reduce", "nodes": 2,
                "gpus_per_node": 8, "rows": 31}],
@@ -131,4 +131,17 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if not math.isfinite(v) or v < low or v > high or (open_low and v == low):
             raise InputError(f"{path}: {key} {v!r} must be {rule}")
         values[name] = float(v)
-    return FabricConstants(**values, source=str(path))
+    return FabricConstants(**values, source=str(path), fitted_on=fitted_on(document.get("hardware")))
+
+
+def fitted_on(hardware: Any) -> str:
+    """The hardware a file records (``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``) as text: ``h100, 8 x 400
+    Gbit/s NICs a host``; "" where it records none (it is the file's account, not a constant: never refused)."""
+    if not isinstance(hardware, dict):
+        return ""
+    gpu = hardware.get("preset") or hardware.get("gpu")
+    nics, rate = hardware.get("nics_per_node"), hardware.get("nic_gbps")
+    parts = [str(gpu)] if isinstance(gpu, str) and gpu else []
+    if type(nics) in (int, float) and type(rate) in (int, float):
+        parts.append(f"{nics:g} x {rate:g} Gbit/s NICs a host")
+    return ", ".join(parts)

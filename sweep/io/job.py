@@ -71,7 +71,7 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     writable_directory(out, create=default)
     if resume:
         if not partial.exists():
-            whole = f": {out} is whole (--force runs it again)" if out.exists() else ""
+            whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
             raise InputError(f"nothing to resume, {partial} does not exist{whole}", param="resume")
         if partial.stat().st_size == 0:
             raise InputError(

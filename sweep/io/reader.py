@@ -316,6 +316,8 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
             if "rules" in ds[name].attrs:
                 rules = _rules(str(ds[name].attrs["rules"]))
                 fits = df["fits"] if "fits" in df.columns else None  # status 0 is "can exist", not "fits"
+                if fits is None:  # code 0 says the layout can exist, not that it fits (show says the same)
+                    rules[0] = "can exist"
                 df[name] = [
                     ("does not fit in memory" if fits is not None and fits.iloc[i] == 0 and c == 0 else
                      rules.get(int(c), f"code {c}")) if np.isfinite(c) else ""

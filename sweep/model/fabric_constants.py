@@ -12,8 +12,9 @@ class FabricConstants:
     model bandwidth reached across hosts and inside an NVLink domain; latency_us, the network's latency lambda
     per hop (us); and what NCCL's tuner leaves out: op_latency_us, a collective's fixed cost inside one NVLink
     domain (us), fill_us, the pipeline's whole fill across domains (us), and fill_mib, the message from which
-    it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report).
-    The last three default to the model without them (a fabric file of version 1)."""
+    it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report);
+    ``fitted_on``: the hardware a fabric file's logs ran on, as it records it ("" where it records none). The
+    last three constants default to the model without them (a fabric file of version 1)."""
 
     eta_net: float
     eta_nvl: float
@@ -22,6 +23,7 @@ class FabricConstants:
     op_latency_us: float = 0.0
     fill_us: float = 0.0
     fill_mib: float = 1.0
+    fitted_on: str = ""
 
     def stated(self) -> tuple[float, ...]:
         """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
@@ -37,9 +39,12 @@ class FabricConstants:
         (four significant digits)."""
         # No fill (a file of version 1) has no message it is whole from.
         whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
+        # The hardware it was fitted on, said where a file records it: a sweep of other GPUs or NICs takes
+        # these constants as they are, so the line lets a reader see the two differ.
+        fitted = f" (fitted on {self.fitted_on})" if self.fitted_on else ""
         return (
             f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us, "
-            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}"
+            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}{fitted}"
         )
 
 

@@ -379,8 +379,9 @@ def resolve_llm(name: str) -> LLM:
     """A preset by name (case-insensitive)."""
     key = name.strip().lower()
     if key not in LLMS:
+        shown = repr(name).replace("{", "{{").replace("}", "}}")  # the detail is a format string (names)
         raise InputError(
-            f"{name!r} is not a large-model preset; presets: {', '.join(LLMS)} (or use {{0}})",
+            f"{shown} is not a large-model preset; presets: {', '.join(LLMS)} (or use {{0}})",
             param="model",
             names=("arch",),
         )
