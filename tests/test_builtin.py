@@ -54,7 +54,9 @@ def test_a_large_model_in_the_data_parallel_api_points_to_its_functions():
             sweep.evaluate(named, bandwidth=10)
     with pytest.raises(InputError, match=r"is not a large-model preset; .* \(or use arch\)$"):
         sweep.plan("resnet50", gpus=8, global_batch=8)
-    with pytest.raises(InputError, match=r"^model '\{x\}' is not a large-model preset"):  # braces: not a format
+    with pytest.raises(
+        InputError, match=r"^model '\{x\}' is not a large-model preset"
+    ):  # braces: not a format
         sweep.plan("{x}", gpus=8, global_batch=8)
 
 

@@ -114,15 +114,17 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     r = invoke("select", cube, "--sel", "rank=1", "--vars", "tokens_per_s,layout_tp,layout_dp")
     head = ["bandwidth", "rank", "tokens_per_s", "layout_tp", "layout_dp"]
     assert r.exit_code == 0 and r.stdout.split()[:5] == head, r.output
-    assert r.stdout.splitlines()[1].split()[-2:] == ["1", "0"]  # whole numbers, not 1.0 (rc-ful at 100)
+    assert r.stdout.splitlines()[1].split()[-2:] == ["1", "32"]  # whole numbers, not 1.0 (rc-ful at 100)
     r = invoke("select", cube, "--sel", "rank=13")
     assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
 
 
-def test_show_says_what_a_plan_cubes_layout_dp_0_means(cube):
+def test_a_plan_cubes_layout_dp_is_the_layouts_dp(cube):
+    # The plan's layouts derive dp from the GPUs (the grid's dp 0); the cube keeps it as the table prints it (was
+    # 0, which select printed as dp 0): 64 GPUs over tp 1 or 2 x cp 2.
     r = invoke("show", cube)
     line = next(line for line in r.output.splitlines() if line.strip().startswith("layout_dp"))
-    assert "0 / 0 / 0" in line and "(0 = gpus / (tp pp cp))" in line
+    assert "16 / 16 / 32" in line and "0 =" not in line, line
 
 
 def test_layout_grid_csv_says_a_layout_does_not_fit(tmp_path):

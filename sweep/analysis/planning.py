@@ -191,10 +191,16 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     coords = grid.coords()
     dims = (*kept, "rank")
     data: dict[str, xr.Variable] = {}
-    for d, values in _layout_values(grid, best["layout"]).items():
-        data[f"layout_{d}"] = xr.Variable(
-            dims, values.reshape(*kept_shape, keep), LAYOUTS.coordinate_attrs(d)
-        )
+    layouts = _layout_values(grid, best["layout"])
+    # dp where the layout derives it (0: gpus / (tp pp cp)), as the table prints it: a cube's reader sees dp64.
+    gpus = np.asarray(coords["gpus"], np.float64).reshape([-1 if d == "gpus" else 1 for d in kept] + [1])
+    parts = (layouts["tp"] * layouts["pp"] * layouts["cp"]).reshape(*kept_shape, keep)
+    derived = np.where(
+        layouts["dp"].reshape(*kept_shape, keep) == 0, gpus / parts, layouts["dp"].reshape(*kept_shape, keep)
+    )
+    for d, values in layouts.items():
+        shaped = derived if d == "dp" else values.reshape(*kept_shape, keep)
+        data[f"layout_{d}"] = xr.Variable(dims, shaped, LAYOUTS.coordinate_attrs(d))
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
         data[name] = xr.Variable(

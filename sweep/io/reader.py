@@ -118,7 +118,7 @@ def describe(path: str | Path) -> str:
         )
         missing = a.size - finite.size
         units = ds[name].attrs.get("units", "")
-        derived = str(name).removeprefix("layout_")  # a plan's layout_dp 0: dp derived from the GPUs
+        derived = str(name).removeprefix("layout_")  # a plan cube of before 2026-12-05 kept dp 0 (derived)
         if str(name).startswith("layout_") and derived in derived_zero and np.any(finite == 0):
             units = f"{units if units != '1' else ''} (0 = {derived_zero[derived]})".strip()
         lines.append(
