@@ -57,7 +57,11 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     path = fabric(tmp_path)
     # The hardware it records is said with its constants (a sweep of other GPUs or NICs takes them as they are).
     assert read_fabric(path) == FabricConstants(
-        **dict(zip(NAMES, OWN)), source=str(path), fitted_on="h100, 8 x 400 Gbit/s NICs a host"
+        **dict(zip(NAMES, OWN)),
+        source=str(path),
+        fitted_on="h100, 8 x 400 Gbit/s NICs a host",
+        nics_per_node=8.0,
+        nic_gbps=400.0,
     )
     out = tmp_path / "written.json"
     document = json.loads(path.read_text())
@@ -71,7 +75,13 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
     # Version 1 (netsweep before the tuner's omissions) states three constants: no fixed cost and no fill.
     path = fabric(tmp_path, version=1, **{f"constants.{name}": None for name in NAMES[3:]})
     assert read_fabric(path) == FabricConstants(
-        0.5, 0.7, 8.0, source=str(path), fitted_on="h100, 8 x 400 Gbit/s NICs a host"
+        0.5,
+        0.7,
+        8.0,
+        source=str(path),
+        fitted_on="h100, 8 x 400 Gbit/s NICs a host",
+        nics_per_node=8.0,
+        nic_gbps=400.0,
     )
     assert read_fabric(path).stated()[3:5] == (0.0, 0.0)
     assert read_fabric(path).describe() == (
@@ -117,6 +127,21 @@ def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes
     assert message in line and not (tmp_path / "p.h5").exists()
 
 
+def test_a_data_parallel_sweep_takes_the_nics_a_file_records_where_not_given(tmp_path):
+    # As a preset's: grid --fabric FILE priced 1 NIC a node of the --bw default where the file was fitted on 8 x 400.
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    path = fabric(tmp_path)
+    g = make_grid("resnet50", fabric=read_fabric(path), nodes=8)
+    assert g.values["nics_per_node"].tolist() == [8.0] and g.values["bandwidth"].tolist() == [400.0]
+    assert (
+        "--nics-per-node 8 (the fabric file's hosts)" in g.assumed
+        and "--bw 400 (the fabric file's hosts)" in g.assumed
+    )
+    given = make_grid("resnet50", fabric=read_fabric(path), nodes=8, nics_per_node=2, bandwidth=[100, 200])
+    assert given.values["nics_per_node"].tolist() == [2.0] and "fabric file's hosts" not in given.assumed
+
+
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     path = fabric(tmp_path)
     for command in ("grid", "plan"):  # the flat collectives read --util and --latency, not a fabric
@@ -144,12 +169,19 @@ def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
 def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_it(tmp_path):
     path = fabric(tmp_path)
     shipped = fabric(tmp_path, "shipped.json", values=SHIPPED.stated())
-    plain = make_layout_grid("llama3-8b", gpus=16, global_batch=16, collectives="nccl")
+    nics = {"nics_per_node": "8", "bandwidth": "400"}  # the hosts the files record, given: one sweep
+    plain = make_layout_grid("llama3-8b", gpus=16, global_batch=16, collectives="nccl", **nics)
     own = make_layout_grid(
         "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(path)
     )
     same = make_layout_grid(
-        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(shipped)
+        "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=read_fabric(shipped), **nics
+    )
+    # Not given, a file's recorded NICs are the sweep's, as a preset's would be, and said.
+    assert own.values["nics_per_node"].tolist() == [8.0] and own.values["bandwidth"].tolist() == [400.0]
+    assert own.assumed[-2:] == (
+        "--nics-per-node 8 (the fabric file's hosts)",
+        "--bw 400 (the fabric file's hosts)",
     )
     columns = [GPU_FIELDS.index(f) for f in GPU_FIELDS if f.startswith("nccl_") and f != "nccl_arch"]
     assert plain.tables()["gpu"][0, columns].tolist() == [0.98, 0.891, 1.81, 9.65, 60.2, 11.8 * 2**20]
@@ -159,7 +191,7 @@ def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_i
     for name, table in plain.tables().items():
         np.testing.assert_array_equal(same.tables()[name], table)
     assert same.fingerprint() == plain.fingerprint() != own.fingerprint()
-    assert own.assumed[-1] == (
+    assert own.assumed[-3] == (
         f"collectives as NCCL's tuner prices them per group as placed (eta_net 0.5, eta_nvl 0.7, latency 8 us, "
         f"op 4 us, fill 30 us from 8 MiB: {path} (fitted on h100, 8 x 400 Gbit/s NICs a host))"
     )

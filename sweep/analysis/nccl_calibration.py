@@ -40,7 +40,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     size,
 )
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.io.fabric_file import fabric_document, fitted_on, write_fabric
+from netsweep_jax.sweep.io.fabric_file import fabric_document, fitted_on, recorded_nics, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
@@ -115,12 +115,13 @@ def calibrate_logs(
         lows[k] = highs[k] = SHIPPED.stated()[k]
     values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
     fitted: dict[str, Any] = dict(zip(NAMES, map(float, values)))
+    recorded = hardware(logs[0], fabrics[0], nics, nic_gbps)
     return Calibration(
         logs=logs,
         rows=rows,
         fabrics=fabrics,
         constants=FabricConstants(
-            **fitted, source=source, fitted_on=fitted_on(hardware(logs[0], fabrics[0], nics, nic_gbps))
+            **fitted, source=source, fitted_on=fitted_on(recorded), **recorded_nics(recorded)
         ),
         loss=loss,
         scored=scored,

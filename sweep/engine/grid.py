@@ -404,7 +404,13 @@ def _fabric_settings(
     if given.get("collective") is None:
         o["collective"] = NCCL_ENGINE
         said.append("--collective nccl (--fabric implies it)")
-    if not isinstance(choice, FabricPreset):
+    if not isinstance(
+        choice, FabricPreset
+    ):  # a fabric file: the NICs it was fitted on, where it records them
+        for name, value in choice.hosts().items():
+            if given.get(name) is None:
+                o[name] = value
+                said.append(f"{PRESET_AXES[name]} {value:g} (the fabric file's hosts)")
         return said
     cluster = choice.settings()
     for name, flag in PRESET_AXES.items():

@@ -295,13 +295,15 @@ class _FabricFields(TypedDict):
 class _Network:
     """How a layout sweep prices its collectives: ``mode`` (flat or nccl), the ``--fabric`` given (``fabric``:
     a preset or a fabric file's constants), whether the fabric implied nccl (``implied``), whether nccl's
-    full link rate was assumed (``full_rate``) and whether the flat default collective was (``defaulted``)."""
+    full link rate was assumed (``full_rate``), whether the flat default collective was (``defaulted``), and
+    the phrases of the NICs a fabric file set (``hosts``)."""
 
     mode: str
     fabric: FabricConstants | FabricPreset | None
     implied: bool
     full_rate: bool
     defaulted: bool = False
+    hosts: tuple[str, ...] = ()
 
     @property
     def preset(self) -> FabricPreset | None:
@@ -330,7 +332,7 @@ class _Network:
             )
         if self.preset is not None:
             out = out + (self.preset.describe(),)
-        return out
+        return out + self.hosts
 
     def grid_fields(self) -> _FabricFields:
         """:class:`LayoutGrid`'s fabric fields: its constants and, from a preset, its name and tier."""
@@ -362,6 +364,10 @@ def _network(
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     if isinstance(fabric, FabricPreset):  # the cluster as the preset builds it, where not given
         given.update({k: show(v) for k, v in fabric.settings().items() if given[k] is None})
+    hosts = {}  # a fabric file's: the NICs it was fitted on, where it records them and they are not given
+    if isinstance(fabric, FabricConstants):
+        hosts = {k: show(v) for k, v in fabric.hosts().items() if given[k] is None}
+        given.update(hosts)
     mode, names, implied = _pricing(collective, collectives, fabric is not None)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
@@ -369,7 +375,8 @@ def _network(
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
     defaulted = collective is None and mode == "flat" and collectives is None
-    return _Network(mode, fabric, implied, full_rate, defaulted), names
+    said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
+    return _Network(mode, fabric, implied, full_rate, defaulted, said), names
 
 
 def _pricing(

@@ -131,7 +131,26 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if not math.isfinite(v) or v < low or v > high or (open_low and v == low):
             raise InputError(f"{path}: {key} {v!r} must be {rule}")
         values[name] = float(v)
-    return FabricConstants(**values, source=str(path), fitted_on=fitted_on(document.get("hardware")))
+    hardware = document.get("hardware")
+    return FabricConstants(
+        **values, source=str(path), fitted_on=fitted_on(hardware), **recorded_nics(hardware)
+    )
+
+
+def recorded_nics(hardware: Any) -> dict[str, float]:
+    """The NICs a file records (``nics_per_node``, ``nic_gbps``) where both are positive numbers (a count a whole
+    one), as :class:`FabricConstants`' fields; none otherwise (a one-host log records none)."""
+    if not isinstance(hardware, dict):
+        return {}
+    values = [hardware.get("nics_per_node"), hardware.get("nic_gbps")]
+    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if (
+        len(numbers) != 2
+        or not all(math.isfinite(v) and v > 0 for v in numbers)
+        or not numbers[0].is_integer()
+    ):
+        return {}
+    return {"nics_per_node": numbers[0], "nic_gbps": numbers[1]}
 
 
 def fitted_on(hardware: Any) -> str:

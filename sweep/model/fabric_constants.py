@@ -13,8 +13,9 @@ class FabricConstants:
     per hop (us); and what NCCL's tuner leaves out: op_latency_us, a collective's fixed cost inside one NVLink
     domain (us), fill_us, the pipeline's whole fill across domains (us), and fill_mib, the message from which
     it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report);
-    ``fitted_on``: the hardware a fabric file's logs ran on, as it records it ("" where it records none). The
-    last three constants default to the model without them (a fabric file of version 1)."""
+    ``fitted_on``: the hardware a fabric file's logs ran on, as it records it ("" where it records none), and
+    ``nics_per_node``, ``nic_gbps`` its hosts' NICs (0: not recorded), which a sweep not given its NICs takes as
+    a preset's. The last three constants default to the model without them (a fabric file of version 1)."""
 
     eta_net: float
     eta_nvl: float
@@ -24,6 +25,14 @@ class FabricConstants:
     fill_us: float = 0.0
     fill_mib: float = 1.0
     fitted_on: str = ""
+    nics_per_node: float = 0.0
+    nic_gbps: float = 0.0
+
+    def hosts(self) -> dict[str, float]:
+        """The NICs its hosts had (``nics_per_node``, ``bandwidth`` in Gbit/s), as a sweep's settings: those the
+        file records."""
+        recorded = {"nics_per_node": self.nics_per_node, "bandwidth": self.nic_gbps}
+        return {name: value for name, value in recorded.items() if value > 0}
 
     def stated(self) -> tuple[float, ...]:
         """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
