@@ -161,8 +161,14 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     assert (
         "price nccl alone, not nccl-ring" in mixed and "spine 2:1 (--oversubscription; 1:1 as built)" in mixed
     )
-    with pytest.raises(InputError, match="or a --fabric preset, which gives its NICs' rate"):
-        solve("gpt2-xl", target=0.9, axis="ratio", fabric=read_fabric(fabric_file(tmp_path)))
+    # A fabric file that records no NICs (a one-host fit) gives no rate: --bw is needed; one that records them
+    # gives theirs, as a preset does.
+    bare = read_fabric(fabric_file(tmp_path, "bare.json", **{"hardware.nics_per_node": None}))
+    with pytest.raises(InputError, match="or a --fabric preset or a fabric file that records its NICs"):
+        solve("gpt2-xl", target=0.9, axis="ratio", fabric=bare)
+    from netsweep_jax.sweep.analysis.need import _names_a_preset
+
+    assert _names_a_preset(read_fabric(fabric_file(tmp_path))) and not _names_a_preset(bare)
     r = invoke("compare", "--model", "resnet50", "--fabric", "gb200-nvl72")  # compare reads it as grid does
     assert r.exit_code == 2 and "built of gb200 hosts; resnet50 runs on 'v100'" in r.output, r.output
     out = tmp_path / "x.h5"

@@ -114,6 +114,12 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         ({"constants.eta_nvl": 0}, None, "constants.eta_nvl 0 must be above 0 and at most 1"),
         ({"constants.latency_us": -1}, None, "constants.latency_us -1 must be from 0 to 1000 (us)"),
         ({}, '{"constants": {"eta_net": NaN}}', "NaN is not a number JSON allows"),
+        # the hosts' NICs it records become a sweep's where not given: a count no sweep takes, named by its key
+        (
+            {"hardware.nics_per_node": 4096},
+            None,
+            "hardware.nics_per_node 4096 must be an integer from 1 to 64",
+        ),
     ],
 )
 def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes, text, message):

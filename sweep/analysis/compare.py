@@ -195,11 +195,12 @@ def _defaults(
 
 
 def _left_to_the_fabric(setup: Mapping[str, Any], ds: xr.Dataset) -> dict[str, Any]:
-    """The settings given as None (left to a fabric preset), as the sweep ``ds`` took them, for the report."""
+    """The settings given as None or not at all (left to a fabric: a preset's, or the NICs a fabric file records),
+    as the sweep ``ds`` took them, for the report."""
     return {
         name: str(ds[name].values[0]) if name == "collective" else ds[name].values.item()
         for name in ("gpus_per_node", "nics_per_node", "collective")
-        if name in setup and setup[name] is None
+        if setup.get(name) is None and name in ds.coords and ds.sizes[name] == 1
     }
 
 

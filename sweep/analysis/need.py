@@ -35,6 +35,7 @@ from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
 from netsweep_jax.sweep.model.collectives import uses_nccl
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
@@ -53,8 +54,10 @@ def search_range(axis: str) -> tuple[float, float]:
 
 
 def _names_a_preset(fabric: Any) -> bool:
-    """Whether ``fabric`` is a fabric preset (or a preset's name), which gives the NICs' rate; a file does not."""
-    return isinstance(fabric, FabricPreset) or (isinstance(fabric, str) and is_preset(fabric))
+    """Whether ``fabric`` gives the NICs' rate: a fabric preset (or a preset's name), or a fabric file's constants
+    that record the NICs its logs ran on."""
+    recorded = isinstance(fabric, FabricConstants) and "bandwidth" in fabric.hosts()
+    return recorded or isinstance(fabric, FabricPreset) or (isinstance(fabric, str) and is_preset(fabric))
 
 
 def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:
@@ -88,8 +91,8 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
         and not _names_a_preset(settings.get("fabric"))
     ):
         raise InputError(
-            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric preset, which "
-            "gives its NICs' rate, goes without)",
+            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric preset or a "
+            "fabric file that records its NICs, which gives their rate, goes without)",
             param="bandwidth",
         )
     settings = {k: v for k, v in settings.items() if v is not None}  # None: not given

@@ -27,6 +27,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.io.paths import write_atomically
@@ -133,24 +134,31 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         values[name] = float(v)
     hardware = document.get("hardware")
     return FabricConstants(
-        **values, source=str(path), fitted_on=fitted_on(hardware), **recorded_nics(hardware)
+        **values, source=str(path), fitted_on=fitted_on(hardware), **recorded_nics(hardware, path)
     )
 
 
-def recorded_nics(hardware: Any) -> dict[str, float]:
-    """The NICs a file records (``nics_per_node``, ``nic_gbps``) where both are positive numbers (a count a whole
-    one), as :class:`FabricConstants`' fields; none otherwise (a one-host log records none)."""
-    if not isinstance(hardware, dict):
-        return {}
-    values = [hardware.get("nics_per_node"), hardware.get("nic_gbps")]
-    numbers = [float(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+def recorded_nics(hardware: Any, path: Path | str = "") -> dict[str, float]:
+    """The NICs a file records (``nics_per_node``, ``nic_gbps``), as :class:`FabricConstants`' fields, where it
+    records both (a one-host log records none); a recorded value a sweep could not take is refused, naming the file
+    and its key (the NICs become a sweep's --nics-per-node and --bw where not given)."""
     if (
-        len(numbers) != 2
-        or not all(math.isfinite(v) and v > 0 for v in numbers)
-        or not numbers[0].is_integer()
+        not isinstance(hardware, dict)
+        or hardware.get("nics_per_node") is None
+        or hardware.get("nic_gbps") is None
     ):
         return {}
-    return {"nics_per_node": numbers[0], "nic_gbps": numbers[1]}
+    out = {}
+    for key, axis, field in (
+        ("nics_per_node", "nics_per_node", "nics_per_node"),
+        ("nic_gbps", "bandwidth", "nic_gbps"),
+    ):
+        v, spec = hardware[key], NUMERIC_AXES[axis]
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not spec.allows(float(v)):
+            unit = f" ({spec.units})" if spec.units != "1" else ""
+            raise InputError(f"{path}: hardware.{key} {json.dumps(v)} {spec.rule()}{unit}")
+        out[field] = float(v)
+    return out
 
 
 def fitted_on(hardware: Any) -> str:
