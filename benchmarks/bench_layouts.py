@@ -66,10 +66,13 @@ def main():
     )
     parser.add_argument(
         "--collective",
-        "--collectives",  # the earlier sittings' spelling (benchmarks/README.md)
         default=None,
-        help="ring-or-tree (the default: flat), ring, tree, nccl (NCCL's tuner) or nccl:ALGO; --collectives "
-        "nccl, the earlier sittings' spelling, is --collective nccl",
+        help="ring-or-tree (the default: flat), ring, tree, nccl (NCCL's tuner), nccl:ALGO or nccl:PROTO",
+    )
+    parser.add_argument(
+        "--collectives",  # the earlier sittings' spelling (benchmarks/README.md): the pricing, flat or nccl
+        default=None,
+        help="flat or nccl: the pricing, as the earlier sittings spelled it (the library still reads it)",
     )
     args = parser.parse_args()
     grid = layouts.make_layout_grid(
@@ -88,6 +91,7 @@ def main():
         zero="0,1,3",
         sequence_parallel="1",
         collective=args.collective,
+        collectives=args.collectives,
     )
     configs = grid.outer_size * grid.inner_size
     print(

@@ -235,3 +235,17 @@ def test_a_shares_outputs_are_claimed_as_a_sweeps_before_any_work(tmp_path):
         with pytest.raises(InputError, match="exists"):
             _claim_share_outputs(out, pid, 2, force=False, default_out=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.h5"]
+
+
+def test_a_reduced_grids_fingerprint_keeps_its_reduce_table():
+    # The reduction's entry overwrote the reduce table's in the fingerprint, so --resume of a --reduce sweep took
+    # a checkpoint made with another --reduce-cost table.
+    import dataclasses
+
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    g = make_grid("resnet50", bandwidth="1..10", reduce="max:bandwidth")
+    table = tuple(np.asarray(t) for t in g.reduce_table)
+    other = dataclasses.replace(g, reduce_table=(table[0], table[1] * 2))
+    assert other.fingerprint() != g.fingerprint()
+    assert dataclasses.replace(g, reduction=None).fingerprint() != g.fingerprint()

@@ -223,7 +223,7 @@ class Grid:
         }
         if self.reduction is not None:
             r = self.reduction
-            payload["reduce"] = [r.kind, list(r.dims), list(r.labelled)]
+            payload["reduction"] = [r.kind, list(r.dims), list(r.labelled)]  # beside the reduce table, not over it
         if self.fabric is not None:  # likewise
             payload["fabric"] = {**self.fabric.attrs(), "constants": list(self.fabric.constants.stated())}
         if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
