@@ -201,7 +201,7 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     constants = nccl.Constants(
         lay.eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
     )
-    algorithm, protocol = nccl.forcing(jnp.maximum(lay.collective - NCCL_CHOICE, 0))
+    algorithm, protocol = nccl.forcing(lay.collective - NCCL_CHOICE)  # below 0 (flat): -1, -1
     fabric = group_fabric(size, stride, lay, coll)
     seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
     return jnp.where(size > 1, seconds, 0.0)

@@ -394,7 +394,7 @@ def nccl_durations(
         collnet=collnet > 0,
     )
     # workers.nccl: 1 NCCL's choice, 1 + i its forcing i (``--collective nccl:ALGO`` or ``nccl:PROTO``).
-    forced = nccl.forcing(jnp.maximum(workers.nccl - NCCL_CHOICE, 0).astype(jnp.int32))
+    forced = nccl.forcing(workers.nccl - NCCL_CHOICE)  # below 0 (flat): -1, -1
     nbytes = buckets.nbytes / config.ratio
     seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), *forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)

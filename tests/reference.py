@@ -282,11 +282,9 @@ NCCL_PROTOCOL_NAMES = ("ll", "ll128", "simple")
 
 def forced(collective):
     """(algorithm, protocol) forced by ``nccl:ALGO`` or ``nccl:PROTO`` (indices in kernels/nccl.py's ALGORITHMS
-    and PROTOCOLS), -1 for what is not forced (both for ``nccl``)."""
-    name = collective.partition(":")[2]
-    if name in NCCL_PROTOCOL_NAMES:
-        return -1, NCCL_PROTOCOL_NAMES.index(name)
-    return (NCCL_ALGORITHM_NAMES.index(name) if name else -1), -1
+    and PROTOCOLS), -1 for what is not forced (both for ``nccl``): :func:`forcing` of its name's place."""
+    names = ("", *NCCL_ALGORITHM_NAMES, *NCCL_PROTOCOL_NAMES)
+    return forcing(names.index(collective.partition(":")[2]))
 
 
 def forcing(index):
@@ -574,7 +572,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     )
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
     # lay["collective"] 3: NCCL's choice; 3 + i: its forcing i (nccl:ALGO as NCCL_ALGO, nccl:PROTO as NCCL_PROTO)
-    algo, proto = forcing(max(lay.get("collective", 3) - 3, 0))
+    algo, proto = forcing(lay.get("collective", 3) - 3)
     return nccl_collective(
         NCCL_KIND[kind],
         nbytes,

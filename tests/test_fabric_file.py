@@ -59,7 +59,7 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     assert read_fabric(path) == FabricConstants(
         **dict(zip(NAMES, OWN)),
         source=str(path),
-        fitted_on="h100, 8 x 400 Gbit/s NICs a host",
+        fitted_on="h100",
         nics_per_node=8.0,
         nic_gbps=400.0,
     )
@@ -79,7 +79,7 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         0.7,
         8.0,
         source=str(path),
-        fitted_on="h100, 8 x 400 Gbit/s NICs a host",
+        fitted_on="h100",
         nics_per_node=8.0,
         nic_gbps=400.0,
     )

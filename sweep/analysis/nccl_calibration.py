@@ -40,7 +40,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     size,
 )
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.io.fabric_file import fabric_document, fitted_on, recorded_nics, write_fabric
+from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
@@ -53,7 +53,8 @@ class Calibration:
     """The logs, their rows, the fitted constants and every row's prediction.
 
     ``scored`` [R] bool: the rows fitted; ``predicted`` [R] busbw GB/s; ``algorithm``, ``protocol`` [R] what NCCL
-    runs by the model; ``held``: the constants the logs could not tell (held at the shipped fit's)."""
+    runs by the model; ``held``: the constants the logs could not tell (held at the shipped fit's); ``hardware``:
+    what a fabric file records of the hosts (:func:`hardware`)."""
 
     logs: list[Log]
     rows: list[Measurement]
@@ -65,6 +66,7 @@ class Calibration:
     algorithm: list[str]
     protocol: list[str]
     held: tuple[str, ...]
+    hardware: dict[str, Any]
 
 
 def calibrate_logs(
@@ -120,15 +122,14 @@ def calibrate_logs(
         logs=logs,
         rows=rows,
         fabrics=fabrics,
-        constants=FabricConstants(
-            **fitted, source=source, fitted_on=fitted_on(recorded), **recorded_nics(recorded)
-        ),
+        constants=FabricConstants(**fitted, source=source, **hardware_fields(recorded)),
         loss=loss,
         scored=scored,
         predicted=busbw,
         algorithm=[ALGORITHMS[a] for a in algo],
         protocol=[PROTOCOLS[p] for p in proto],
         held=held,
+        hardware=recorded,
     )
 
 
@@ -154,7 +155,6 @@ def run(
         writable_directory(out, create=True)
     check_new_file(out, force=force, suffixes=(".json",))
     c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
-    recorded = hardware(c.logs[0], c.fabrics[0], nics, nic_gbps)
     logs = [
         {
             "file": log.path.name,
@@ -174,7 +174,9 @@ def run(
         "scored_from_gbytes_s": RESOLUTION,
     }
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    document = fabric_document(c.constants, hardware=recorded, logs=logs, fit=fit, date=date, command=command)
+    document = fabric_document(
+        c.constants, hardware=c.hardware, logs=logs, fit=fit, date=date, command=command
+    )
     return write_fabric(out, document, force=force), c
 
 

@@ -25,6 +25,7 @@ from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABL
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, Blocking
@@ -34,7 +35,6 @@ from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
-from netsweep_jax.sweep.model.collectives import uses_nccl
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
@@ -56,8 +56,9 @@ def search_range(axis: str) -> tuple[float, float]:
 def _names_a_preset(fabric: Any) -> bool:
     """Whether ``fabric`` gives the NICs' rate: a fabric preset (or a preset's name), or a fabric file's constants
     that record the NICs its logs ran on."""
-    recorded = isinstance(fabric, FabricConstants) and "bandwidth" in fabric.hosts()
-    return recorded or isinstance(fabric, FabricPreset) or (isinstance(fabric, str) and is_preset(fabric))
+    if isinstance(fabric, (FabricPreset, FabricConstants)):
+        return "bandwidth" in fabric.settings()
+    return isinstance(fabric, str) and is_preset(fabric)
 
 
 def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:

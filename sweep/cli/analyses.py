@@ -323,7 +323,7 @@ COMPARE_DEFAULTS = {
 # Today's utilization where NCCL prices the collectives: it scales the NICs on top of the fitted transport.
 NCCL_UTILIZATION = (
     "(today's: the paper's measured ~32 Gbit/s of 100, here on top of NCCL's fitted transport efficiency eta_net, "
-    "so a transport at 0.32 of the fabric's as fitted; --util 0.999 prices the fabric as fitted)"
+    f"so a transport at {COMPARE.utilization:g} of the fabric's as fitted; --util 0.999 prices the fabric as fitted)"
 )
 
 
@@ -333,15 +333,13 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     from netsweep_jax.sweep.core.layout_axes import is_nccl
 
     nccl = values.get("fabric") is not None or is_nccl(str(values["collective"]))
-    whys = {
-        **{n: why for n, (_, why) in COMPARE_DEFAULTS.items()},
-        **({"utilization": NCCL_UTILIZATION} if nccl else {}),
-    }
-    return [
-        f"{option} {values[name]}{f' {whys[name]}' if whys[name] else ''}"
-        for name, (option, _) in COMPARE_DEFAULTS.items()
-        if not given(ctx, name) and values[name] is not None  # None: a fabric preset's, said by the grid
-    ]
+    said = []
+    for name, (option, why) in COMPARE_DEFAULTS.items():
+        if given(ctx, name) or values[name] is None:  # None: a fabric preset's, said by the grid
+            continue
+        why = NCCL_UTILIZATION if name == "utilization" and nccl else why
+        said.append(f"{option} {values[name]}{f' {why}' if why else ''}")
+    return said
 
 
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for

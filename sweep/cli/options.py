@@ -18,7 +18,7 @@ import typer
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import Damaged, InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
-from netsweep_jax.sweep.core.layout_axes import DEFAULT_GPU, is_nccl
+from netsweep_jax.sweep.core.layout_axes import DEFAULT_GPU, uses_nccl
 from netsweep_jax.sweep.core.schema import cli_message
 
 SYNTAX = (
@@ -128,7 +128,7 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
     listed = [c.strip().lower() for c in str(kwargs.get("collective") or "").split(",")]
     if (
-        any(is_nccl(c) for c in listed)
+        uses_nccl(listed)
         or str(kwargs.get("collectives") or "").strip().lower() == "nccl"
         or kwargs.get("fabric")
     ):

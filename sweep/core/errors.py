@@ -27,6 +27,12 @@ class InputError(ValueError):
         return f"{spell(self.param)} {detail}" if self.param else detail
 
 
+def literal(text: str) -> str:
+    """``text`` as it reads inside a detail that names parameters (``names``: the detail is a format string), so
+    that a brace a user typed is shown, not read as a placeholder."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def sizes_named(sizes: Mapping[str, int]) -> tuple[str, tuple[str, ...]]:
     """What makes a sweep as large as it is, for an :class:`InputError`'s detail and ``names``: each parameter of
     ``sizes`` (name -> count of values) with several values, largest first (``("{0} 1,000 x {1} 10",

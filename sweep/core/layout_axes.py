@@ -11,6 +11,7 @@ stays fast.
 """
 
 import dataclasses
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated
 
 from typing_extensions import TypedDict
@@ -106,6 +107,11 @@ def is_nccl(collective: str) -> bool:
     """Whether ``collective`` is NCCL's own (``nccl``, or ``nccl:ALGO`` / ``nccl:PROTO`` with its algorithm or
     protocol forced), in either family."""
     return collective in NCCL_COLLECTIVES
+
+
+def uses_nccl(collectives: Iterable[str]) -> bool:
+    """Whether any of ``collectives`` is NCCL's own (:func:`is_nccl`)."""
+    return any(is_nccl(c) for c in collectives)
 
 
 LAYOUT_PRECISIONS = ("bf16", "fp16", "fp8")

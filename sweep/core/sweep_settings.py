@@ -25,6 +25,7 @@ from typing import Annotated, Any, get_args
 from typing_extensions import TypedDict, Unpack
 
 from netsweep_jax.sweep.core.axes import AxisSpec, TextOption, unnamed
+from netsweep_jax.sweep.core.errors import InputError
 
 
 def plus_list(text: str, known: tuple[str, ...]) -> str | None:
@@ -51,8 +52,6 @@ def overlap_mode(text: str) -> str | None:
 
 def overlap_name(text: str) -> str:
     """``--overlap``'s canonical mode of ``text`` (:func:`overlap_mode`), or one line naming the rule."""
-    from netsweep_jax.sweep.core.errors import InputError
-
     mode = overlap_mode(str(text))
     if mode is None:
         raise InputError(f"{text!r}: one mode, {OVERLAP_HELP} (e.g. grad_reduce+tp_comm)", param="overlap")

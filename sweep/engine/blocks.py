@@ -22,7 +22,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping
 
-from netsweep_jax.sweep.core.errors import InputError, sizes_named
+from netsweep_jax.sweep.core.errors import InputError, literal, sizes_named
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
 
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
@@ -43,7 +43,7 @@ def check_in_memory(sizes: Mapping[str, int], instead: str) -> None:
         text, names = sizes_named(sizes)
         raise InputError(
             f"{size:,} configurations ({text}) are too many to keep in memory (at most "
-            f"{MAX_CELLS_IN_MEMORY:,}); give fewer values, {instead.replace('{', '{{').replace('}', '}}')}",
+            f"{MAX_CELLS_IN_MEMORY:,}); give fewer values, {literal(instead)}",
             names=names,
         )
 

@@ -27,6 +27,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
+from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import (
     BUCKETINGS,
     COLLECTIVES,
@@ -49,7 +50,7 @@ from netsweep_jax.sweep.engine.workloads import (
     workload_defaults,
     workload_reduce_table,
 )
-from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, ONE_LINK_PER_WORKER, is_nccl, uses_nccl
+from netsweep_jax.sweep.model.collectives import NCCL_ENGINE, ONE_LINK_PER_WORKER
 from netsweep_jax.sweep.model.compressors import (
     NONE,
     Compressor,
@@ -223,7 +224,11 @@ class Grid:
         }
         if self.reduction is not None:
             r = self.reduction
-            payload["reduction"] = [r.kind, list(r.dims), list(r.labelled)]  # beside the reduce table, not over it
+            payload["reduction"] = [
+                r.kind,
+                list(r.dims),
+                list(r.labelled),
+            ]  # beside the reduce table, not over it
         if self.fabric is not None:  # likewise
             payload["fabric"] = {**self.fabric.attrs(), "constants": list(self.fabric.constants.stated())}
         if self.compresses:  # absent otherwise, so the fingerprints of earlier cubes hold
@@ -395,29 +400,25 @@ def _fabric_settings(
     o: dict[str, Any],
     given: Mapping[str, Any],
 ) -> list[str]:
-    """Set in ``o`` what a fabric preset sets that the user did not give (``given``: the caller's keywords):
-    its GPUs and NICs a node, NIC rate, its GPU for transformer workloads (:func:`fabric_gpu`), and NCCL's
-    collective where no collective is given; the phrases the assumed line says of them."""
+    """Set in ``o`` what a fabric sets that the user did not give (``given``: the caller's keywords): a preset's
+    GPUs and NICs a node, NIC rate and GPU for transformer workloads (:func:`fabric_gpu`), a fabric file's NICs
+    where it records them, and NCCL's collective where no collective is given; the phrases the assumed line says
+    of them."""
     if choice is None:
         return []
     said = []
     if given.get("collective") is None:
         o["collective"] = NCCL_ENGINE
         said.append("--collective nccl (--fabric implies it)")
-    if not isinstance(
-        choice, FabricPreset
-    ):  # a fabric file: the NICs it was fitted on, where it records them
-        for name, value in choice.hosts().items():
-            if given.get(name) is None:
-                o[name] = value
-                said.append(f"{PRESET_AXES[name]} {value:g} (the fabric file's hosts)")
-        return said
-    cluster = choice.settings()
+    # A preset's cluster, or the NICs a fabric file was fitted on where it records them: where not given.
+    cluster, preset = choice.settings(), isinstance(choice, FabricPreset)
+    whose = "the fabric's" if preset else "the fabric file's hosts"
     for name, flag in PRESET_AXES.items():
-        if given.get(name) is None:
+        if name in cluster and given.get(name) is None:
             o[name] = cluster[name]
-            said.append(f"{flag} {cluster[name]:g} (the fabric's)")
-    o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
+            said.append(f"{flag} {cluster[name]:g} ({whose})")
+    if preset:
+        o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
     return said
 
 

@@ -26,22 +26,16 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.nccl import nvlink_gbs
-from netsweep_jax.kernels.overlap import PAD_CONFIG, Buckets, Config, Features, Workers
+from netsweep_jax.kernels.overlap import NCCL_CHOICE, PAD_CONFIG, Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import NCCL_COLLECTIVES, is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import INNER, STRUCTURAL, WORKERS
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.workloads import gpu_of
-from netsweep_jax.sweep.model.collectives import (
-    PIPELINED,
-    Coefficients,
-    coefficients,
-    is_nccl,
-    nccl_code,
-    uses_nccl,
-)
+from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
 from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabrics import SweepFabric
@@ -57,6 +51,13 @@ Array = npt.NDArray[Any]
 Host = Any  # host (numpy) arrays, handed to the kernels' NamedTuples whose fields are typed jax.Array
 Task = tuple[int, ...]
 Slab = tuple[slice, ...]
+
+
+def nccl_code(collective: str) -> float:
+    """The kernel's code of a collective (:attr:`kernels.overlap.Workers.nccl`): 0 not NCCL's own, NCCL_CHOICE
+    (1) NCCL's choice (``nccl``), NCCL_CHOICE + i its forcing i of :data:`kernels.nccl.FORCINGS` (``nccl:ALGO``,
+    ``nccl:PROTO``: ``nccl`` is index 0 of :data:`~sweep.core.layout_axes.NCCL_COLLECTIVES`)."""
+    return float(NCCL_CHOICE + NCCL_COLLECTIVES.index(collective)) if is_nccl(collective) else 0.0
 
 
 def padded_count(longest: int) -> int:

@@ -26,9 +26,9 @@ from netsweep_jax.sweep.core.layout_axes import (
     PARALLEL_DIMS,
     RECOMPUTE_HELP,
     SYSTEM_DIMS,
-    is_nccl,
     recompute_mode,
     schedule_name,
+    uses_nccl,
 )
 from netsweep_jax.sweep.core.sweep_settings import (
     NUMERIC,
@@ -362,12 +362,10 @@ def _network(
 ) -> tuple[_Network, tuple[str, ...]]:
     """The sweep's collective pricing and its ``collective`` names (:func:`_pricing`); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
-    if isinstance(fabric, FabricPreset):  # the cluster as the preset builds it, where not given
-        given.update({k: show(v) for k, v in fabric.settings().items() if given[k] is None})
-    hosts = {}  # a fabric file's: the NICs it was fitted on, where it records them and they are not given
-    if isinstance(fabric, FabricConstants):
-        hosts = {k: show(v) for k, v in fabric.hosts().items() if given[k] is None}
-        given.update(hosts)
+    # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given.
+    filled = {k: show(v) for k, v in fabric.settings().items() if given[k] is None} if fabric else {}
+    given.update(filled)
+    hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it
     mode, names, implied = _pricing(collective, collectives, fabric is not None)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
@@ -390,7 +388,7 @@ def _pricing(
     listed = (
         parse_names(collective.lower(), "collective", LAYOUT_COLLECTIVES) if collective is not None else []
     )
-    if any(is_nccl(name) for name in listed):
+    if uses_nccl(listed):
         if old == "flat":
             raise InputError(
                 f"{collective}: NCCL's pricing, where --collectives flat asks for a flat one ("

@@ -66,7 +66,7 @@ def run_accumulated(
     replaces. An exception that stops the
     run with its checkpoint in place names it (:func:`sweep.io.paths.kept_partial`)."""
     with interrupts.deferred():
-        if not resume and partial.exists():
+        if not resume:
             remove_stale(partial)
         try:
             _run(job, out, partial, resume=resume, command=command, overwrite=overwrite)

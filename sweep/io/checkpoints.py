@@ -27,6 +27,11 @@ CHECKPOINT_BLOCKS = 16
 Arrays = Mapping[str, npt.NDArray[Any]]
 
 
+def is_checkpoint(attrs: Mapping[str, Any]) -> bool:
+    """Whether a file's global attributes ``attrs`` are a checkpoint's (:func:`write`'s), not a cube's."""
+    return {"checksum", "grid_fingerprint"} <= set(attrs) and "format" not in attrs
+
+
 def checksum(header: str, arrays: Arrays) -> int:
     """CRC-32 over what a checkpoint restores: ``header``, then every array by name (sorted)."""
     crc = zlib.crc32(header.encode())

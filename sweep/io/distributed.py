@@ -390,8 +390,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
     partial = partial_path(out)
     with h5py.File(shards[0], "r") as first:
         attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
-    if partial.exists():  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
-        remove_stale(partial)
+    remove_stale(partial)  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
     opened = [h5py.File(s, "r") for s in shards]
     try:
         for src in opened:  # before the cube is made: a refusal leaves nothing behind
@@ -457,8 +456,7 @@ def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, defaul
     # that process 0 never merges a stale one, and a shard is never resumed (written whole, through a rename).
     if pid == 0:
         check_output(out, force=force, resume=False, default=default_out)
-        if partial_path(out).exists():  # --force (check_output): an earlier one-machine run's checkpoint
-            remove_stale(partial_path(out))
+        remove_stale(partial_path(out))  # --force (check_output): an earlier one-machine run's checkpoint
     else:  # read-only checks, as process 0's refusals: none computes a share process 0 will not merge
         regular_or_absent(out)
         writable_directory(out, create=default_out)

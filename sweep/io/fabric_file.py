@@ -120,7 +120,7 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
             f"{path}: constants.{later[0]} is not a constant of a version {version} file ({', '.join(names)}); "
             f"a file that states it is of version {VERSION}"
         )
-    values = {}
+    values: dict[str, Any] = {}
     for name in names:
         key = f"constants.{name}"
         if name not in constants:
@@ -132,43 +132,24 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if not math.isfinite(v) or v < low or v > high or (open_low and v == low):
             raise InputError(f"{path}: {key} {v!r} must be {rule}")
         values[name] = float(v)
-    hardware = document.get("hardware")
-    return FabricConstants(
-        **values, source=str(path), fitted_on=fitted_on(hardware), **recorded_nics(hardware, path)
-    )
+    return FabricConstants(**values, source=str(path), **hardware_fields(document.get("hardware"), path))
 
 
-def recorded_nics(hardware: Any, path: Path | str = "") -> dict[str, float]:
-    """The NICs a file records (``nics_per_node``, ``nic_gbps``), as :class:`FabricConstants`' fields, where it
-    records both (a one-host log records none); a recorded value a sweep could not take is refused, naming the file
-    and its key (the NICs become a sweep's --nics-per-node and --bw where not given)."""
-    if (
-        not isinstance(hardware, dict)
-        or hardware.get("nics_per_node") is None
-        or hardware.get("nic_gbps") is None
-    ):
+def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
+    """What a file records of its hosts (``hardware``: ``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``) as
+    :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account, never refused), and the NICs where it
+    records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
+    so a recorded value a sweep could not take is refused, naming the file and its key."""
+    if not isinstance(hardware, dict):
         return {}
-    out = {}
-    for key, axis, field in (
-        ("nics_per_node", "nics_per_node", "nics_per_node"),
-        ("nic_gbps", "bandwidth", "nic_gbps"),
-    ):
+    gpu = hardware.get("preset") or hardware.get("gpu")
+    out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
+    if hardware.get("nics_per_node") is None or hardware.get("nic_gbps") is None:
+        return out
+    for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not spec.allows(float(v)):
             unit = f" ({spec.units})" if spec.units != "1" else ""
             raise InputError(f"{path}: hardware.{key} {json.dumps(v)} {spec.rule()}{unit}")
-        out[field] = float(v)
+        out[key] = float(v)
     return out
-
-
-def fitted_on(hardware: Any) -> str:
-    """The hardware a file records (``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``) as text: ``h100, 8 x 400
-    Gbit/s NICs a host``; "" where it records none (it is the file's account, not a constant: never refused)."""
-    if not isinstance(hardware, dict):
-        return ""
-    gpu = hardware.get("preset") or hardware.get("gpu")
-    nics, rate = hardware.get("nics_per_node"), hardware.get("nic_gbps")
-    parts = [str(gpu)] if isinstance(gpu, str) and gpu else []
-    if type(nics) in (int, float) and type(rate) in (int, float):
-        parts.append(f"{nics:g} x {rate:g} Gbit/s NICs a host")
-    return ", ".join(parts)

@@ -244,7 +244,7 @@ def _open_partial(
     removed with ``force``) recording the command and, for a shard, which one it is."""
     if resume:
         return cube.open_for_resume(partial, grid, blocking)
-    if force and partial.exists():
+    if force:
         remove_stale(partial)
     attrs: dict[str, Any] = provenance(command)
     if share is not None:

@@ -100,7 +100,9 @@ def keep_partial(error: BaseException, partial: Path) -> None:
 
 def remove_stale(partial: Path) -> None:
     """--force: delete an earlier run's partial file (checked by :func:`sweep.io.job.check_output`: netsweep's
-    own, and no live run holds it); refuse once more if another run has taken it meanwhile."""
+    own, and no live run holds it); refuse once more if another run has taken it meanwhile. None there: nothing."""
+    if not partial.exists():
+        return
     if in_use(partial) or not made_by_a_sweep(partial):
         raise InputError(
             f"{partial.with_suffix('')}: another run holds the output ({partial}); wait for it or "

@@ -13,6 +13,7 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
+from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
@@ -32,7 +33,7 @@ def open_cube(path: str | Path) -> xr.Dataset:
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
-        checkpoint = {"checksum", "grid_fingerprint"} <= set(ds.attrs)  # sweep.io.checkpoints.write's
+        checkpoint = is_checkpoint(ds.attrs)
         ds.close()
         if checkpoint:
             raise InputError(

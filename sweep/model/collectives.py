@@ -68,12 +68,11 @@ variables (:func:`expected_max_normal`), for the jitter term.
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.sweep.core.layout_axes import NCCL_COLLECTIVES, is_nccl
+from netsweep_jax.sweep.core.layout_axes import is_nccl
 from netsweep_jax.sweep.core.schema import COLLECTIVES
 
 # The paper's collectives: every worker has a link of the full bandwidth b, and nics_per_node plays no part.
@@ -82,17 +81,6 @@ PIPELINED = ("nccl-ring", "nccl-tree")
 # NCCL's own collective (kernels/nccl.py, priced in the kernel: kernels.overlap.nccl_durations): its coefficients
 # here are zeros, and its layouts carry their fabric instead.
 NCCL_ENGINE = "nccl"
-
-
-def uses_nccl(collectives: Iterable[str]) -> bool:
-    """Whether any of ``collectives`` is NCCL's own (:func:`is_nccl`)."""
-    return any(is_nccl(c) for c in collectives)
-
-
-def nccl_code(collective: str) -> float:
-    """The kernel's code of a collective (:attr:`kernels.overlap.Workers.nccl`): 0 not NCCL's own, 1 NCCL's
-    choice (``nccl``), 1 + i its forcing i of :data:`kernels.nccl.FORCINGS` (``nccl:ALGO``, ``nccl:PROTO``)."""
-    return float(NCCL_COLLECTIVES.index(collective) + 1) if is_nccl(collective) else 0.0
 
 
 ReduceTable = tuple[np.ndarray, np.ndarray]  # ([T] bytes, [T] seconds)

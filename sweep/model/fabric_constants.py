@@ -13,7 +13,7 @@ class FabricConstants:
     per hop (us); and what NCCL's tuner leaves out: op_latency_us, a collective's fixed cost inside one NVLink
     domain (us), fill_us, the pipeline's whole fill across domains (us), and fill_mib, the message from which
     it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report);
-    ``fitted_on``: the hardware a fabric file's logs ran on, as it records it ("" where it records none), and
+    ``fitted_on``: the GPU a fabric file's logs ran on, as it records it ("" where it records none), and
     ``nics_per_node``, ``nic_gbps`` its hosts' NICs (0: not recorded), which a sweep not given its NICs takes as
     a preset's. The last three constants default to the model without them (a fabric file of version 1)."""
 
@@ -28,9 +28,9 @@ class FabricConstants:
     nics_per_node: float = 0.0
     nic_gbps: float = 0.0
 
-    def hosts(self) -> dict[str, float]:
-        """The NICs its hosts had (``nics_per_node``, ``bandwidth`` in Gbit/s), as a sweep's settings: those the
-        file records."""
+    def settings(self) -> dict[str, float]:
+        """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the NICs its
+        hosts had (``nics_per_node``, ``bandwidth`` in Gbit/s), those the file records."""
         recorded = {"nics_per_node": self.nics_per_node, "bandwidth": self.nic_gbps}
         return {name: value for name, value in recorded.items() if value > 0}
 
@@ -50,7 +50,9 @@ class FabricConstants:
         whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
         # The hardware it was fitted on, said where a file records it: a sweep of other GPUs or NICs takes
         # these constants as they are, so the line lets a reader see the two differ.
-        fitted = f" (fitted on {self.fitted_on})" if self.fitted_on else ""
+        nics = f"{self.nics_per_node:g} x {self.nic_gbps:g} Gbit/s NICs a host" if self.settings() else ""
+        on = ", ".join(part for part in (self.fitted_on, nics) if part)
+        fitted = f" (fitted on {on})" if on else ""
         return (
             f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us, "
             f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}{fitted}"

@@ -33,7 +33,7 @@ weights; the tests check each preset against its published size.
 
 import dataclasses
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.values import whole_number
 
 MLPS = ("gelu", "swiglu")
@@ -379,9 +379,8 @@ def resolve_llm(name: str) -> LLM:
     """A preset by name (case-insensitive)."""
     key = name.strip().lower()
     if key not in LLMS:
-        shown = repr(name).replace("{", "{{").replace("}", "}}")  # the detail is a format string (names)
         raise InputError(
-            f"{shown} is not a large-model preset; presets: {', '.join(LLMS)} (or use {{0}})",
+            f"{literal(repr(name))} is not a large-model preset; presets: {', '.join(LLMS)} (or use {{0}})",
             param="model",
             names=("arch",),
         )
