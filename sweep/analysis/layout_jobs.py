@@ -469,15 +469,16 @@ def write_plans(
             said.add(line)
             say(line)
 
-    plans = list(_each_plan(grids, base))
-    for *_, target in plans:  # every cube's name free before the first search: none written, then refused
-        check_new_file(target, force=force, suffixes=(".h5", ".nc"))
-    for _, grid in grids:
+    plans = [(grid, list(_each_plan(label, grid, len(grids) > 1, base))) for label, grid in grids]
+    for _, ones in plans:  # every cube's name free before the first search: none written, then refused
+        for *_, target in ones:
+            check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    for grid, ones in plans:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
         # every value's (the same search, not run again), each written with its own value.
         first: tuple[Any, float] | None = None
         reachable = grid.spine_reachable()
-        for _, one, heading, target in (p for p in plans if p[0] is grid):
+        for one, heading, target in ones:
             value = one.oversubscription[0]
             if first is None or reachable:
                 ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
@@ -494,23 +495,20 @@ def write_plans(
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
 
 
-def _each_plan(
-    grids: "Sequence[tuple[str, Any]]", base: Path
-) -> "Iterator[tuple[Any, Any, list[str], Path]]":
-    """(fabric's grid, its grid of one oversubscription, heading, cube) of each plan :func:`write_plans` makes:
-    ``base`` with ``-fabric<label>`` where there are several fabrics and ``-oversubscription<V>`` where a fabric
-    has several values."""
+def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tuple[Any, list[str], Path]]":
+    """(its grid of one oversubscription, heading, cube) of each plan :func:`write_plans` makes of the fabric
+    ``label``'s ``grid``: ``base`` with ``-fabric<label>`` where there are several ``fabrics`` and
+    ``-oversubscription<V>`` where the fabric has several values."""
     from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 
-    for label, grid in grids:
-        for one in by_oversubscription(grid):
-            value = one.oversubscription[0]
-            heading = [f"--fabric {label}"] if len(grids) > 1 else []
-            suffix = [f"-fabric{label}"] if len(grids) > 1 else []
-            if len(grid.oversubscription) > 1:
-                heading.append(f"--oversubscription {value:g}")
-                suffix.append(f"-oversubscription{value:g}")
-            yield grid, one, heading, base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
+    for one in by_oversubscription(grid):
+        value = one.oversubscription[0]
+        heading = [f"--fabric {label}"] if fabrics else []
+        suffix = [f"-fabric{label}"] if fabrics else []
+        if len(grid.oversubscription) > 1:
+            heading.append(f"--oversubscription {value:g}")
+            suffix.append(f"-oversubscription{value:g}")
+        yield one, heading, base.with_name(f"{base.stem}{''.join(suffix)}{base.suffix}")
 
 
 def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:
@@ -587,7 +585,7 @@ class _PlanShare:
     def load_shares(self, shards: "Sequence[Path]") -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        self.found = []
+        self.found = [{index: (0, state) for index, state in self.states.items()}]  # process 0's own
         for path in shards:
             checkpoint = PlanCheckpoint(path, self.fingerprint)
             checkpoint.load()

@@ -29,7 +29,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import xarray as xr
@@ -191,16 +191,14 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     coords = grid.coords()
     dims = (*kept, "rank")
     data: dict[str, xr.Variable] = {}
-    layouts = _layout_values(grid, best["layout"])
+    layouts = {
+        f"layout_{d}": v.reshape(*kept_shape, keep) for d, v in _layout_values(grid, best["layout"]).items()
+    }
     # dp where the layout derives it (0: gpus / (tp pp cp)), as the table prints it: a cube's reader sees dp64.
     gpus = np.asarray(coords["gpus"], np.float64).reshape([-1 if d == "gpus" else 1 for d in kept] + [1])
-    parts = (layouts["tp"] * layouts["pp"] * layouts["cp"]).reshape(*kept_shape, keep)
-    derived = np.where(
-        layouts["dp"].reshape(*kept_shape, keep) == 0, gpus / parts, layouts["dp"].reshape(*kept_shape, keep)
-    )
-    for d, values in layouts.items():
-        shaped = derived if d == "dp" else values.reshape(*kept_shape, keep)
-        data[f"layout_{d}"] = xr.Variable(dims, shaped, LAYOUTS.coordinate_attrs(d))
+    layouts["layout_dp"] = _dp(layouts, {"gpus": gpus})
+    for name, values in layouts.items():
+        data[name] = xr.Variable(dims, values, LAYOUTS.coordinate_attrs(name.removeprefix("layout_")))
     for name in VARIABLES:
         units, long_name = VARIABLES[name]
         data[name] = xr.Variable(
@@ -338,7 +336,7 @@ def _ideal_layouts(grid: LayoutGrid, layout: np.ndarray) -> np.ndarray:
             continue
         row = {k: v[o].item() for k, v in values.items()}
         cell = {"gpus": gpus[np.unravel_index(o, shape)[SETTING_DIMS.index("gpus")]].item()}
-        row["dp"] = _dp(row, cell)
+        row["dp"] = float(_dp(row, cell))
         out.append(_layout_text(row))
     return np.array(out, dtype=str)
 
@@ -350,7 +348,7 @@ def layout_name(grid: LayoutGrid, flat: int, layout: int) -> str:
     gpus = grid.coords()["gpus"][
         np.unravel_index(flat, [grid.sizes[d] for d in SETTING_DIMS])[SETTING_DIMS.index("gpus")]
     ]
-    row["dp"] = _dp(row, {"gpus": gpus.item()})
+    row["dp"] = float(_dp(row, {"gpus": gpus.item()}))
     return _layout_text(row)
 
 
@@ -449,7 +447,7 @@ def _ranked(ranked: dict[str, np.ndarray], at: tuple[int, ...], cell: dict):
         row = {k: a[at + (r,)].item() for k, a in ranked.items()}
         if not np.isfinite(row["tokens_per_s"]):
             return
-        row["dp"] = _dp(row, cell)
+        row["dp"] = float(_dp(row, cell))
         yield r + 1, row
 
 
@@ -593,7 +591,8 @@ def plan_json(ds: xr.Dataset) -> str:
     return json.dumps(plan_rows(ds), indent=1, allow_nan=False)
 
 
-def _dp(row: dict, cell: dict) -> float:
-    if row["layout_dp"] > 0:
-        return row["layout_dp"]
-    return cell["gpus"] / (row["layout_tp"] * row["layout_pp"] * row["layout_cp"])
+def _dp(row: dict, cell: dict) -> Any:
+    """A layout's dp (``row``'s ``layout_*``): its own where the grid gives one, else gpus / (tp pp cp) (``cell``'s
+    GPUs); elementwise over arrays, NaN where no layout was found."""
+    derived = cell["gpus"] / (row["layout_tp"] * row["layout_pp"] * row["layout_cp"])
+    return np.where(row["layout_dp"] > 0, row["layout_dp"], derived)

@@ -167,7 +167,7 @@ def select(
 
 @options()
 def plot(
-    file: Annotated[Path, typer.Argument(help="A cube from sweep grid, plan or need --out.")],
+    file: Cube,
     x: Annotated[str, typer.Option("--x", help="Dim on the x axis.")],
     y: Annotated[
         str | None,

@@ -435,10 +435,11 @@ class Shared(Protocol):
         """Write this process's share to ``path``: a new file renamed over it (sweep.io.checkpoints.write)."""
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
-        """Read every process's shard (process 0), refusing a damaged one or another run's."""
+        """Read the other processes' shards (process 0, whose own share is in memory), refusing a damaged one or
+        another run's."""
 
     def merge(self) -> None:
-        """Merge the shares read into the result (process 0)."""
+        """Merge its own share, then the shares read, in process order, into the result (process 0)."""
 
     def dataset(self) -> "xr.Dataset":
         """The result, once merged."""
@@ -509,7 +510,7 @@ def run_shared(
     except BaseException:
         shard.unlink(missing_ok=True)  # a share is not resumed: nothing of this run's is left behind
         raise
-    job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
+    job.load_shares(shards[1:])  # a damaged shard or another run's is refused with every shard left as it is
     try:
         job.merge()
     finally:

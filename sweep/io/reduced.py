@@ -202,9 +202,10 @@ class ReductionShare:
             self.shares.append(share)
 
     def merge(self) -> None:
-        self.state = ReducedRun(self.grid, self.blocking)
-        for share in self.shares:
-            self.state.merge(share)
+        merged = ReducedRun(self.grid, self.blocking)
+        for share in (self.state, *self.shares):  # process 0's own, then the others', in process order
+            merged.merge(share)
+        self.state = merged
 
     def dataset(self) -> "xr.Dataset":
         return self.state.dataset()
