@@ -282,7 +282,12 @@ class Blocking:
         return out
 
 
+def owner(block: Block, count: int) -> int:
+    """The process (of ``count``) whose share ``block`` is under ``--distributed``: ``index % count``, the one
+    rule every shared job (a sweep's shards, a reduction's and a plan's shares) cuts by."""
+    return block.index % count
+
+
 def share_of(pid: int, count: int) -> Callable[[Block], bool]:
-    """Whether a block is process ``pid``'s (of ``count``) under ``--distributed``: blocks ``index % count ==
-    pid``, the one rule every shared job (a sweep's shards, a reduction's and a plan's shares) cuts by."""
-    return lambda b: b.index % count == pid
+    """Whether a block is process ``pid``'s (of ``count``): its :func:`owner`."""
+    return lambda b: owner(b, count) == pid

@@ -36,7 +36,7 @@ import h5py
 import jax
 
 from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
-from netsweep_jax.sweep.engine.blocks import Blocking
+from netsweep_jax.sweep.engine.blocks import Blocking, owner
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
 from netsweep_jax.sweep.io import cube
 from netsweep_jax.sweep.io.job import (
@@ -383,18 +383,18 @@ def wait_for(
 
 def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
     """Copy every block from the shard that computed it into the cube ``out``."""
-    with h5py.File(shards[0], "r") as first:
-        block_configs = block_configs or int(first.attrs["block_configs"])
-    blocking = Blocking(grid.sizes, block_configs, grid.family)
     count = len(shards)
     partial = partial_path(out)
-    with h5py.File(shards[0], "r") as first:
-        attrs = {**provenance(command), "device_kind": first.attrs["device_kind"], "processes": count}
     remove_stale(partial)  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
     opened = [h5py.File(s, "r") for s in shards]
     try:
+        first = opened[0].attrs
+        block_configs = block_configs or int(first["block_configs"])
+        blocking = Blocking(grid.sizes, block_configs, grid.family)
+        attrs = {**provenance(command), "device_kind": first["device_kind"], "processes": count}
+        fingerprint = grid.fingerprint()
         for src in opened:  # before the cube is made: a refusal leaves nothing behind
-            if src.attrs["grid_fingerprint"] != grid.fingerprint():
+            if src.attrs["grid_fingerprint"] != fingerprint:
                 raise InputError(
                     f"{src.filename}: a shard of another grid (its process was started with other options); "
                     f"give every process the same command"
@@ -409,7 +409,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
         inode = os.fstat(f.id.get_vfd_handle()).st_ino
         try:
             for block in blocking.blocks():
-                src = opened[block.index % count]
+                src = opened[owner(block, count)]
                 region = block.region()
                 cube.write_block(f, block, {name: src[name][region] for name in grid.variables})
         except BaseException:
