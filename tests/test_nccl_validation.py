@@ -274,3 +274,35 @@ def test_the_blackwell_ultra_presets_agree_with_their_racks_and_with_the_fabric(
     assert isinstance(fabric_of("B300", 8, 2, 8, 800.0, ""), Fabric)
     assert fabric_of("B300", 8, 2, 8, 800.0, "").preset == "b300"  # type: ignore[union-attr]
     assert (b300.half, b300.fp8, b300.domain, b300.nic_gbps) == (2250e12, 4500e12, 8, 800.0)
+
+
+def test_a_row_that_another_measurement_of_the_same_inputs_contradicts(tmp_path):
+    """X-01 measured 10 GB/s and 40 in place: 4 > 3 times apart, so no prediction is within 50% of both (it
+    would need to be at most 15 and at least 20). Y-01 (same inputs, 29) is 2.9 times X-01's: not apart. X-02
+    is 2.5 times from its in-place run; T-01 is a training row, never reported."""
+    rows = read_nccl_tests(
+        write(
+            tmp_path,
+            "X-H100-01,s,all_reduce,H100,8,8,400,2,,1048576,10.0,in-place busbw 40.0",
+            "Y-H100-01,s,all_reduce,H100,8,8,400,2,,1048576,29.0,",
+            "X-H100-02,s,all_reduce,H100,8,8,400,2,,2097152,10.0,in-place busbw 25.0",
+            "T-H100-01,s,all_reduce,H100,8,8,400,4,,1048576,10.0,in-place busbw 40.0",
+        )
+    )
+    fabrics = V.fabrics_of(rows)
+    v = V.Validation(
+        dataset="x",
+        rows=rows,
+        fabrics=fabrics,
+        train=np.array([False, False, False, True]),
+        scored=np.ones(4, bool),
+        constants=np.zeros(6),
+        loss=0.0,
+        predicted=np.full(4, 20.0),
+        algorithm=[""] * 4,
+        protocol=[""] * 4,
+    )
+    assert V.in_place_busbw(rows[0]) == 40.0 and math.isnan(V.in_place_busbw(rows[1]))
+    assert V.same_inputs(v) == [[0, 1], [2], [3]]
+    assert V.disagreeing(v) == [(0, [("`X-H100-01` in place", 40.0)])]
+    assert V.SPREAD == 3.0
