@@ -27,13 +27,13 @@ from netsweep_jax.sweep.cli.parameters import (
     CompareFabric,
     Force,
     ReportForce,
+    data_parallel_options,
     fabric_settings,
     models_from,
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, COMPARE, SOLVABLE
 
 if TYPE_CHECKING:
@@ -417,18 +417,12 @@ def _need_of_large_model(settings: dict[str, Any], chosen: frozenset[str], asked
 def _need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
     """``sweep need`` of data-parallel profiles: ``--target`` and ``--solve`` asked, a layout option refused (but a
     fabric and its spine: NCCL's collective on a fabric) (:func:`_need_of_profiles`)."""
-    from netsweep_jax.sweep.analysis import layout_jobs
-
     if asked["network_share"] is not None:
         raise InputError(
             f"is for large models (a layout's step); for {settings.get('model')} give --target and --solve",
             param="network_share",
         )
-    layout_jobs.refuse_layout_options(settings)
-    fabric, spine = settings["fabric"], settings["oversubscription"]
-    for name in LAYOUT_OPTIONS:
-        settings.pop(name)
-    settings.update(fabric_settings(chosen, settings, fabric), oversubscription=spine)
+    options, network = data_parallel_options(settings, chosen)
     target, solve = asked["target"], asked["solve"]
     if target is None or solve is None:
         missing = "target" if target is None else "solve"
@@ -436,7 +430,7 @@ def _need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], ask
             "needed: the scaling factor(s) to reach (--target) and the axis to solve for (--solve)",
             param=missing,
         )
-    _need_of_profiles(target, solve, asked["out"], asked["force"], settings)
+    _need_of_profiles(target, solve, asked["out"], asked["force"], {**options, **network})
 
 
 # sweep need's question of each model family (by the family's name: sweep.core.families), chosen from the model.

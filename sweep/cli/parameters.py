@@ -18,6 +18,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
     DEFAULT_PRECISION,
     FLAT_COLLECTIVES,
+    LAYOUT_OPTIONS,
     LAYOUT_PRECISIONS,
     MEGATRON_ALIASES,
     NCCL_COLLECTIVES,
@@ -27,7 +28,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     TEXT_OPTIONS,
 )
 from netsweep_jax.sweep.core.schema import COLLECTIVES, DEFAULTS, KERNELS
-from netsweep_jax.sweep.core.sweep_settings import NUMERIC
+from netsweep_jax.sweep.core.sweep_settings import ONE_VALUE
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, STACKS_HELP
 
@@ -223,7 +224,7 @@ def _layout_params() -> list[inspect.Parameter]:
             searched = " (sweep plan: searched)" if name in PLAN_SEARCHED else ""
             default = f" Default {spec.default}{searched}." if spec.default else searched
             said = f"{spec.help}{default} "
-        one = name in NUMERIC or name == "mtp_layers"  # a stack's setting, one per sweep
+        one = name in ONE_VALUE
         return param(
             name,
             str | None,
@@ -328,6 +329,21 @@ def fabric_settings(
             settings[name] = None
     settings["gpu"] = fabric_gpu(choice, settings[model], settings["gpu"] if "gpu" in chosen else None)
     return {"fabric": choice}
+
+
+def data_parallel_options(
+    settings: dict[str, Any], chosen: Collection[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A data-parallel sweep's settings from the command's (``chosen``: the options the user gave): a layout
+    option set is refused (but a fabric and its spine: NCCL's collective on a fabric), the others returned, and
+    the network's keywords for make_grid (the ``--fabric`` of :func:`fabric_settings`, the spine's
+    oversubscription). ``settings`` itself is left as it was."""
+    from netsweep_jax.sweep.analysis import layout_jobs
+
+    layout_jobs.refuse_layout_options(settings)
+    options = {name: v for name, v in settings.items() if name not in LAYOUT_OPTIONS}
+    network = fabric_settings(chosen, options, settings["fabric"])
+    return options, {**network, "oversubscription": settings["oversubscription"]}
 
 
 Out = Annotated[

@@ -33,13 +33,12 @@ from netsweep_jax.sweep.cli.parameters import (
     Force,
     Out,
     Quiet,
-    fabric_settings,
+    data_parallel_options,
     make_grid_from,
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
-from netsweep_jax.sweep.core.layout_axes import LAYOUT_OPTIONS
 from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
 
@@ -156,22 +155,29 @@ def _layout_grid(settings: dict[str, Any], chosen: Collection[str], kept: dict[s
 def _data_parallel_grid(
     settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]
 ) -> tuple[Any, str]:
-    """``sweep grid``'s grid of data-parallel profiles and its assumed line: a layout option set is refused (but a
-    fabric and its spine, NCCL's collective on a fabric); the others make the grid (:func:`make_grid_from`)."""
-    from netsweep_jax.sweep.analysis import layout_jobs
-
-    layout_jobs.refuse_layout_options(settings)
-    options = dict(settings)  # the engine's and several machines' options stay in settings
-    fabric, spine = options["fabric"], options["oversubscription"]
-    for name in LAYOUT_OPTIONS:
-        options.pop(name)
-    on_fabric = fabric_settings(chosen, options, fabric)
-    g = make_grid_from(options, **kept, oversubscription=spine, **on_fabric)
+    """``sweep grid``'s grid of data-parallel profiles and its assumed line (:func:`data_parallel_options`,
+    then :func:`make_grid_from`)."""
+    options, network = data_parallel_options(settings, chosen)  # the engine's options stay in settings
+    g = make_grid_from(options, **kept, **network)
     return g, g.assumed
 
 
 # sweep grid's grid of each model family (by the family's name: sweep.core.families), chosen from the model named.
 GRID_OF = {LAYOUTS.name: _layout_grid, DATA_PARALLEL.name: _data_parallel_grid}
+
+
+def _interrupted(e: BaseException) -> None:
+    """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
+    finish it, or that nothing was kept; the exit code says which signal."""
+    from netsweep_jax.sweep.io import paths
+
+    kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
+    fail(
+        f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
+        if kept is not None and kept.exists()
+        else "interrupted before any block was written; nothing was kept",
+        code=exit_code(e),
+    )
 
 
 def _sweep(
@@ -189,13 +195,7 @@ def _sweep(
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
-        fail(
-            f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
-            if kept is not None and kept.exists()
-            else "interrupted before any block was written; nothing was kept",
-            code=exit_code(e),
-        )
+        _interrupted(e)
     except JoinTimeout as e:
         abandon(str(e), 3)
     except StitchTimeout as e:
@@ -318,7 +318,6 @@ def _search_plan(
     ``--distributed``; the cube; this process's share); an interrupt or a timeout ends the command with one line."""
     from netsweep_jax.sweep.analysis.layout_jobs import write_plan
     from netsweep_jax.sweep.cli.progress import progress
-    from netsweep_jax.sweep.io import paths
 
     bar = progress(quiet, "plan", "layouts searched")
     share = None
@@ -349,13 +348,7 @@ def _search_plan(
     except StitchTimeout as e:
         fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = paths.kept_partial(e)
-        fail(
-            f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
-            if kept is not None and kept.exists()
-            else "interrupted before any block was kept; nothing was kept",
-            code=exit_code(e),
-        )
+        _interrupted(e)
     return ds, target, share
 
 

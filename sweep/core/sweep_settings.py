@@ -331,6 +331,9 @@ SETTING_OPTIONS = {name: d.option for name, d in TEXT_SETTINGS.items()}
 # an axis whose option takes value syntax and must give one value (sweep.engine.layout_options).
 COLUMNS = tuple(SETTINGS)
 NUMERIC = tuple(SETTING_AXES)
+# The options that take one value per sweep (a list refused): the numeric settings, and the MTP depth of the
+# model trained (a model's property, one per sweep as the model is; sweep.engine.layout_options refuses a list).
+ONE_VALUE = (*NUMERIC, "mtp_layers")
 assert all(get_args(SettingKeywords.__annotations__[name])[0] is str for name in SETTING_OPTIONS)
 
 
