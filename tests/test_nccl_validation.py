@@ -217,6 +217,10 @@ def test_report_numbers_follow_from_the_predictions(validation):
     assert f"| all sizes | {len(held)} | {100 * np.median(held):.1f}% |" in text
     assert f"| >= 64 MiB | {len(big)} | {100 * np.median(big):.1f}% |" in text
     assert f"{sum(e > 0.5 for e in held)} held-out rows err by more than 50.0%" in text
+    # Across two GB300 racks of 64 ranks each, half of a rank's 16 GiB leaves its rack: 2^33 B at 100 GB/s (8 x
+    # 400 Gbit/s a host of 4 GPUs) take 85.9 ms; the source's run took 357.6 ms.
+    assert "each rank sends 8 GiB of its 16 GiB to the other rack" in text
+    assert f"carries in {2**33 / 100e9 * 1e3:.1f} ms at the least" in text and "took 357.6 ms" in text
     # Every row of the file is in predictions.csv, priced or with its reason.
     assert len(rows) == len(read_nccl_tests(PUBLISHED))
     assert all(r["predicted"] or r["unrepresented"] for r in rows)

@@ -688,6 +688,7 @@ def _obstacles(v: Validation) -> list[str]:
             ),
         ),
         *_p5_latency(v, by_id),
+        *_rack_edge(v, by_id),
         *_disagreements(v),
     ]
 
@@ -796,6 +797,29 @@ def _p5_latency(v: Validation, by_id: dict[str, int]) -> list[str]:
         "takes 20 us a hop on p5 (aws/aws-ofi-nccl@2daf7d30 `src/tuner/nccl_ofi_model.cpp`), while the "
         f"p4de rows, with the same 75 us, are priced within {pct(worst_p4de)} below 2 MiB ({n_p4de} scored). "
         "The few scored rows of the p5 floor (4-8 KiB) miss by more than 50%."
+    ]
+
+
+def _rack_edge(v: Validation, by_id: dict[str, int]) -> list[str]:
+    """The all-to-all across two GB300 racks: the time the stated NICs need for the bytes that must leave each
+    rank's rack (a lower bound on any schedule), against the time measured; and the same test inside one rack."""
+    i, k = by_id.get("OCIGB300-32x4-A2A-02"), by_id.get("OCIGB300-16x4-A2A-02")
+    f = v.fabrics[i] if i is not None else None
+    if i is None or k is None or not isinstance(f, Fabric) or math.isnan(_time_us(v.rows[i])):
+        return []
+    r = v.rows[i]
+    inside = r.ranks / math.ceil(f.nodes / f.domain)  # ranks a rack holds
+    crossing = (r.bytes or 0) * (r.ranks - inside) / r.ranks  # bytes each rank sends to the other rack
+    share = f.nics * f.nic_gbps / 8 / f.gpus_per_node  # GB/s of NIC a GPU has
+    need, took = crossing / (share * 1e3), _time_us(r)
+    return [
+        f"- `{r.curve}` (all-to-all across two GB300 NVL72 racks, {r.ranks} ranks): each rank sends "
+        f"{size(crossing)} of its {size(r.bytes or 0)} to the other rack, which its share of the stated NICs "
+        f"({f.nics} x {f.nic_gbps:g} Gbit/s a host of {f.gpus_per_node} GPUs: {share:g} GB/s) carries in "
+        f"{need / 1e3:.1f} ms at the least; the measured out-of-place run took {took / 1e3:.1f} ms, "
+        f"{took / need:.1f} times as long, {crossing / (took * 1e3):.1f} GB/s a GPU across the rack edge. The "
+        "source states nothing that would hold it there (a spine's oversubscription, fewer NICs in use); inside "
+        f"one rack the same test (`{v.rows[k].curve}`) is priced at {signed(v.errors[k])}."
     ]
 
 
