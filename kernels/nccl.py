@@ -26,9 +26,10 @@ Notation (every input an array; all broadcast together; float32 or float64 as ``
             (bytes) from which the fill is whole
 
 Channels (search.cc, simplified: the search's first pass at each speed, its duplication, and the
-second pass only as noted). A speed is the largest entry <= the limit of NCCL's per-architecture
-list (intra-node lists when N = 1, inter-node lists otherwise; where none fits, the limit itself: NCCL's
-search would fall to its slowest entry, 0.12 GB/s across nodes, which a slower NIC cannot carry):
+second pass only as noted). A speed is the largest entry <= the limit of NCCL's per-architecture list
+(intra-node lists when N = 1, inter-node lists otherwise; where none fits, the limit itself: NCCL's
+search would fall to its slowest entry, 0.12 GB/s across nodes, which a slower NIC cannot carry); a limit
+within 1e-5 below an entry takes it, and so does a count's floor below an integer (SNAP: float32's rounding):
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s)
                  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)        (each NIC a channel)
@@ -310,6 +311,10 @@ SPEEDS = (
     (_INTRA_90, _INTER_90),
     (_INTRA_100, _INTER_100),
 )
+# A link's rate within this fraction below a speed entry (or a channel count's integer) takes it: a rate a user
+# types as the entry (10 Gbit/s x 0.96 = 1.2 GB/s) lands a rounding below it in float32, which would halve the
+# channel's speed or count there (the next entry down) and part the two dtypes by 2x.
+SNAP = 1e-5
 MAX_CHANNELS = 32  # a ring graph's channels after duplication (MAXCHANNELS / 2)
 MAX_NVLS_ARITY = 32
 MAX_DIRECT_ARITY = 8
@@ -400,10 +405,16 @@ def _speed(speed_list: tuple[Array, ...], limit: Array) -> Array:
     fuses into one loop. Gathering each configuration's row of a padded table took 80 times as long on the CPU
     (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the list five
     times a collective. The answer is one of the list's entries, exactly, or the limit below the smallest."""
-    best = jnp.minimum(speed_list[0], limit)
+    reach = limit * (1 + SNAP)  # a limit a rounding below an entry takes it (:data:`SNAP`)
+    best = jnp.where(reach >= speed_list[0], speed_list[0], limit)
     for entry in speed_list[1:]:
-        best = jnp.where(limit >= entry, entry, best)
+        best = jnp.where(reach >= entry, entry, best)
     return best
+
+
+def _floor(x: Array) -> Array:
+    """floor(x), x a rounding below an integer taken as it (:data:`SNAP`): channels a link carries."""
+    return jnp.floor(x * (1 + SNAP))
 
 
 def _log2i(x: Array) -> Array:
@@ -535,7 +546,7 @@ def _graphs(q: _Group) -> _Graphs:
     speeds = _speed_list(arch, multi, q.dt)
     # Channels: ring and tree graphs.
     s0 = _speed(speeds, jnp.where(multi, jnp.minimum(r, w), w))
-    c0 = jnp.where(multi, q.nics * jnp.maximum(jnp.floor(r / s0), 1.0), jnp.floor(w / s0))
+    c0 = jnp.where(multi, q.nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)

@@ -1200,8 +1200,8 @@ def nccl_speed(arch, inter, limit):
     """Largest entry <= limit of NCCL's speed list (the limit itself if none fits: a link slower than NCCL's
     slowest speed runs at its own)."""
     speeds = NCCL_SPEEDS[["old", "old", "sm90", "sm100"][arch]][1 if inter else 0]
-    fits = [v for v in speeds if v <= limit]
-    return max(fits) if fits else min(min(speeds), limit)
+    fits = [v for v in speeds if v <= limit * (1 + 1e-5)]  # kernels/nccl.py's SNAP
+    return max(fits) if fits else limit
 
 
 def nccl_collective(
@@ -1248,7 +1248,7 @@ def nccl_collective(
         return (us + untuned) * 1e-6, 7, 2
     ar = coll == 0
     s0 = nccl_speed(arch, multi, min(r, w) if multi else w)
-    c0 = nics * max(math.floor(r / s0), 1) if multi else math.floor(w / s0)
+    c0 = nics * max(math.floor(r / s0 * (1 + 1e-5)), 1) if multi else math.floor(w / s0 * (1 + 1e-5))
     c0 = min(max(c0, 1), 16)
     c, s = c0, s0
     if s0 >= 25 and not (arch >= 2 and s0 < 50 and c0 > 4):

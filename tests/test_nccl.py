@@ -34,9 +34,10 @@ def run(
     proto=-1,
     eta=(1.0, 1.0),
     untuned=(0.0, 0.0, 1.0),
+    real=np.float64,
 ):
-    """(us, algorithm, protocol) of one configuration, float64, through the compiled kernel; ``untuned``: o (us),
-    f (us) and X_f (bytes)."""
+    """(us, algorithm, protocol) of one configuration, in ``real`` (float64 or float32), through the compiled
+    kernel; ``untuned``: o (us), f (us) and X_f (bytes)."""
     args = [
         coll,
         x,
@@ -56,9 +57,9 @@ def run(
         proto,
         *untuned,
     ]
-    i, f, b = np.int64, np.float64, bool
+    i, f, b = (np.int64, np.float64, bool) if real == np.float64 else (np.int32, real, bool)
     kinds = [i, f, i, i, i, f, i, f, i, b, b, f, f, f, i, i, f, f, f]
-    with jax.enable_x64(True):
+    with jax.enable_x64(real == np.float64):
         # Tiled to the random test's rows and dtypes: one float64 compile serves both.
         t = compiled(*(np.full(ROWS, v, dtype=k) for v, k in zip(args, kinds)))
     return float(t.seconds[0]) * 1e6, nccl.ALGORITHMS[int(t.algorithm[0])], nccl.PROTOCOLS[int(t.protocol[0])]
@@ -277,6 +278,23 @@ def test_a_nic_slower_than_nccls_slowest_speed_runs_at_its_own():
         assert x / (1000 * r) < us < x / (1000 * r) + 1000  # the wire, plus NCCL's latencies (< 1 ms)
         times.append(us)
     assert times == sorted(times, reverse=True)
+
+
+def test_a_rate_typed_as_a_speed_takes_it_in_both_dtypes():
+    """10 Gbit/s at a utilization of 0.96 is 1.2 GB/s, an entry of NCCL's inter-node speed list, and in float32
+    it lands a rounding below it, which took the next entry down (0.24 GB/s: 5 times as slow, through every
+    graph's speed). The all-reduce of 1 GiB over two H100 hosts of 8 GPUs and 8 such NICs: NVLSTree at 1.2 GB/s
+    a channel in both dtypes, the float64 reference's time."""
+    r32 = np.float32(10) * np.float32(0.96) / np.float32(8)
+    assert r32 < np.float32(1.2)  # the rounding the snap absorbs
+    x = float(GIB)
+    want = reference.nccl_collective(0, x, 8, 2, 1, H100_NVL, 8, 1.2, 2, True, False, 1.0, 1.0, 0.0)
+    us64, a, p = run(0, x, 8, 2, H100_NVL, 8, 10 * 0.96 / 8, 2)
+    us32, a32, p32 = run(0, x, 8, 2, H100_NVL, 8, float(r32), 2, real=np.float32)
+    assert (
+        (a, p) == (a32, p32) == (nccl.ALGORITHMS[want[1]], nccl.PROTOCOLS[want[2]]) == ("nvls_tree", "simple")
+    )
+    assert us64 == pytest.approx(want[0] * 1e6, rel=1e-9) and us32 == pytest.approx(want[0] * 1e6, rel=1e-5)
 
 
 def random_cases(rng, k):
