@@ -99,6 +99,11 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
     assert r.exit_code == 2 and "NCCL's own collective" in r.output and not out.exists(), r.output
     r = invoke("calibrate", "examples/resnet50_measured.csv", "--collective", "nccl", "--fit", "utilization")
     assert r.exit_code == 2 and "calibrate with nccl-ring" in r.output, r.output
+    # NCCL's collectives do not read --latency: solving for it would answer "met at the maximum" for nothing.
+    r = invoke("need", "--model", "gpt2-xl", "--target", "0.9", "--solve", "latency", "--bw", "100", "--nodes", "8",
+               "--collective", "ring,nccl", "--out", out)  # fmt: skip
+    assert r.exit_code == 2 and "NCCL's collectives (nccl) do not read --latency" in r.output, r.output
+    assert not out.exists()
 
 
 def test_a_fabric_sets_its_tier_and_constants_against_the_reference():

@@ -137,12 +137,23 @@ def test_a_log_cut_short_is_fitted_on_what_it_has_and_said(tmp_path):
     rows = log.measurements(8, 400.0)
     n = len(rows)
     c = SimpleNamespace(logs=[log], rows=rows, predicted=np.ones(n), scored=np.zeros(n, bool), algorithm=["tree"] * n,
-                        protocol=["ll"] * n, constants=SHIPPED, held=(), loss=0.0)  # fmt: skip
+                        protocol=["ll"] * n, constants=SHIPPED, held=(), loss=0.0, at_bounds=())  # fmt: skip
     said = table(c)  # type: ignore[arg-type]
     assert said[1] == (
         "  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): its largest size "
         "is 128 KiB"
     )
+    # A run killed while writing a row: the file ends mid-line, the row is not read and the note says so; the
+    # same row ended by a newline is a malformed row, refused naming its line.
+    partial = lines[39][:40]
+    cut.write_text("".join(lines[:39]) + partial)
+    log = read_nccl_tests_log(cut)
+    assert (log.cut, log.rows[-1].bytes, log.finished) == (40, 2**17, False)
+    c = SimpleNamespace(**{**vars(c), "logs": [log]})
+    assert table(c)[1].endswith("is 128 KiB; its last line (40), cut mid-row, is not read")  # type: ignore[arg-type]
+    cut.write_text("".join(lines[:39]) + partial + "\n")
+    with pytest.raises(InputError, match=":40: a data row of"):
+        read_nccl_tests_log(cut)
     tiny = tmp_path / "tiny.log"
     tiny.write_text("".join(lines[:27]))  # 8 to 32 bytes: busbw 0.00
     line = one_line_error(invoke("calibrate", "--nccl-tests", tiny, *NICS, "--out", tmp_path / "f.json"))
@@ -241,3 +252,21 @@ def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypa
     held = ["eta_net", "latency_us", "fill_us", "fill_mib"]
     assert f"held at the shipped fit (the logs cannot tell): {', '.join(held)}" in r.output
     assert json.loads(written.read_text())["fit"]["held_at_shipped"] == held
+
+
+def test_what_few_sizes_cannot_tell_is_held_and_a_fit_at_its_bound_is_said(tmp_path):
+    """One size (128 MiB) of the two-host all-reduce tells its efficiency alone: lambda's and f's columns there
+    are multiples of eta_net's, and the one-host constants move no row; the whole log on 100 Gbit/s NICs where
+    the hosts had 400 asks eta_net for more than 1: it ends at its bound, which the output and the file say."""
+    lines = ALL_REDUCE.read_text().splitlines(keepends=True)
+    table = [i for i, line in enumerate(lines) if line.split()[:1] == ["134217728"]]
+    one = tmp_path / "one.log"
+    one.write_text("".join(line for i, line in enumerate(lines) if line.startswith("#") or i in table))
+    c = calibrate_logs([one], nics=8, nic_gbps=400)
+    assert c.held == ("eta_nvl", "latency_us", "op_latency_us", "fill_us", "fill_mib") and c.scored.sum() == 1
+    assert c.constants.latency_us == SHIPPED.latency_us and c.constants.eta_net != SHIPPED.eta_net
+    out = tmp_path / "slow.json"
+    r = invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--nics-per-node", "8", "--bw", "100", "--out", out)
+    assert r.exit_code == 0 and "note: eta_net ended at its bound (0.3 to 1)" in r.output, r.output
+    assert "eta_net" in json.loads(out.read_text())["fit"]["at_bounds"]
+    assert calibrate_logs([ALL_REDUCE], nics=8, nic_gbps=400).at_bounds == ()

@@ -16,9 +16,11 @@ bandwidth x eta) + u, eta = eta_net across NVLink domains, eta_nvl inside one, l
 hop (us) in NCCL's inter-node latency, u = o inside one domain and f min(1, X / X_f) across domains (what NCCL's
 tuner leaves out: kernels/nccl.py's docstring). A row is scored where b >= 0.1 GB/s
 (:data:`~sweep.analysis.nccl_validation.RESOLUTION`: below it the printed two decimals are 5% or worse).
-What the logs cannot tell is held at the shipped fit (``results/validation-nccl``) and said: eta_net, lambda
-and f without a row across NVLink domains, eta_nvl and o without one inside a single domain; X_f always (where
-NCCL's chunks stop growing: NCCL's, not the fabric's).
+What the logs cannot tell is held at the shipped fit (``results/validation-nccl``) and said (:func:`untold`): a
+constant whose share of the scored rows' times, beyond what the constants before it can stand in for, stays
+under :data:`TOLD` everywhere (eta_net, lambda and f without a row across NVLink domains, eta_nvl and o without
+one inside a single domain; one message size tells one efficiency alone); X_f always (where NCCL's chunks stop
+growing: NCCL's, not the fabric's). A fitted constant that ends at its bound is said too.
 """
 
 import dataclasses
@@ -37,6 +39,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     RESOLUTION,
     fabrics_of,
     fit_and_predict,
+    predict_under,
     size,
 )
 from netsweep_jax.sweep.core.errors import InputError
@@ -46,6 +49,14 @@ from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
+
+# A constant is fitted where the logs tell it (:func:`untold`): beyond what the constants before it in TOLD_ORDER
+# can stand in for, it accounts for at least TOLD of some scored row's time (d log busbw / d log constant at the
+# shipped fit, by a step of BUMP); else it is held at the shipped fit and said. X_f, where NCCL's chunks stop
+# growing, is NCCL's and not the fabric's: held always.
+TOLD = 0.05
+TOLD_ORDER = ("eta_net", "eta_nvl", "latency_us", "op_latency_us", "fill_us")
+BUMP = 0.01
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +78,7 @@ class Calibration:
     protocol: list[str]
     held: tuple[str, ...]
     hardware: dict[str, Any]
+    at_bounds: tuple[str, ...] = ()
 
 
 def calibrate_logs(
@@ -105,18 +117,20 @@ def calibrate_logs(
             "ones are the printed rounding)",
             param="nccl_tests",
         )
-    across = np.array([math.ceil(f.nodes / f.domain) > 1 for f in fabrics]) & scored
-    # The fill's message is where NCCL's chunks stop growing, NCCL's and not the fabric's: held always.
-    held = (("eta_net", "latency_us", "fill_us") if not across.any() else ()) + (
-        ("eta_nvl", "op_latency_us") if not (scored & ~across).any() else ()
-    )
-    held += ("fill_mib",)
+    held = untold(rows, fabrics, scored) + ("fill_mib",)
     lows, highs = LOWS.copy(), HIGHS.copy()
     for name in held:  # equal bounds: the fitter holds the constant there
         k = NAMES.index(name)
         lows[k] = highs[k] = SHIPPED.stated()[k]
     values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
     fitted: dict[str, Any] = dict(zip(NAMES, map(float, values)))
+    # A fitted constant at its bound: the logs asked for more than its range gives (said, not silent).
+    margin = 0.01 * (highs - lows)  # the fit nears a bound without reaching it (a sigmoid of its parameter)
+    at_bounds = tuple(
+        name
+        for k, name in enumerate(NAMES)
+        if name not in held and (values[k] <= lows[k] + margin[k] or values[k] >= highs[k] - margin[k])
+    )
     recorded = hardware(logs[0], fabrics[0], nics, nic_gbps)
     return Calibration(
         logs=logs,
@@ -130,7 +144,31 @@ def calibrate_logs(
         protocol=[PROTOCOLS[p] for p in proto],
         held=held,
         hardware=recorded,
+        at_bounds=at_bounds,
     )
+
+
+def untold(rows: Sequence[Measurement], fabrics: Sequence[Fabric], scored: np.ndarray) -> tuple[str, ...]:
+    """The constants of :data:`TOLD_ORDER` the scored rows [R] cannot tell, in that order: each one's column
+    d log busbw / d log constant over the scored rows (the share of each row's time it accounts for; at the
+    shipped fit, by a step of :data:`BUMP`), less its projection on the columns of the constants kept before
+    it, must reach :data:`TOLD` on some row. So one message size tells eta alone (its other columns are
+    multiples of eta's there), small messages alone do not tell eta, and a constant of a side no row is on
+    (across NVLink domains, or inside one) moves no row."""
+    at = np.array(SHIPPED.stated(), np.float64)
+    steps = [at * np.where(np.arange(len(NAMES)) == NAMES.index(name), 1 + BUMP, 1.0) for name in TOLD_ORDER]
+    log_busbw = np.log(predict_under(rows, fabrics, np.array([at, *steps]))[:, scored])
+    basis: list[np.ndarray] = []
+    held = []
+    for name, stepped in zip(TOLD_ORDER, log_busbw[1:]):
+        column = (stepped - log_busbw[0]) / math.log1p(BUMP)
+        for unit in basis:
+            column = column - (column @ unit) * unit
+        if np.max(np.abs(column)) >= TOLD:
+            basis.append(column / np.linalg.norm(column))
+        else:
+            held.append(name)
+    return tuple(held)
 
 
 def hardware(log: Log, fabric: Fabric, nics: int | None, nic_gbps: float | None) -> dict[str, Any]:
@@ -171,6 +209,7 @@ def run(
         "rows_used": int(c.scored.sum()),
         "rows": len(c.rows),
         "held_at_shipped": list(c.held),
+        "at_bounds": list(c.at_bounds),
         "scored_from_gbytes_s": RESOLUTION,
     }
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -190,6 +229,7 @@ def table(c: Calibration) -> list[str]:
             lines.append(
                 f"  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): "
                 f"its largest size is {size(log.rows[-1].bytes)}"
+                + (f"; its last line ({log.cut}), cut mid-row, is not read" if log.cut is not None else "")
             )
         lines.append(f"  {'size':>9}  {'measured':>9}  {'fitted':>9}  {'error':>7}  NCCL runs")
         start, end = start + len(log.rows), start
@@ -202,6 +242,12 @@ def table(c: Calibration) -> list[str]:
                 f"{c.algorithm[i]}/{c.protocol[i]}"
             )
     k = c.constants
+    for name in c.at_bounds:
+        i = NAMES.index(name)
+        lines.append(
+            f"note: {name} ended at its bound ({LOWS[i]:g} to {HIGHS[i]:g}): the model cannot bring these logs "
+            "closer with it (are the NICs given the hosts' own?)"
+        )
     held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
     lines.append(
         f"fitted on {int(c.scored.sum())} of {len(c.rows)} rows (busbw GB/s; n/s: under {RESOLUTION:g}, not "

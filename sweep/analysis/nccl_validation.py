@@ -223,6 +223,18 @@ def fit_and_predict(
     return constants, float(loss), busbw, algo, proto
 
 
+def predict_under(
+    rows: Sequence[Measurement], fabrics: Sequence[Fabric | Unrepresented], constants: np.ndarray
+) -> np.ndarray:
+    """busbw (GB/s) [K, R] of every row under each of ``constants`` [K, 6] (:data:`NAMES`' order), float64, one
+    compiled shape for all (an unrepresented row's is a placeholder's, for the caller to discard)."""
+    inputs = _inputs(rows, fabrics)
+    first = next((i for i, f in enumerate(fabrics) if isinstance(f, Fabric)), 0)
+    padded = {k: a[_padded(np.arange(len(rows)), first)] for k, a in inputs.items()}
+    with jax.enable_x64(True):
+        return np.array([np.asarray(nccl_predict(c, padded)[0])[: len(rows)] for c in constants])
+
+
 def _padded(index: np.ndarray, fill: int) -> np.ndarray:
     """``index`` padded with ``fill`` to a multiple of :data:`PAD`."""
     return np.concatenate([index, np.full(-len(index) % PAD, fill, index.dtype)])

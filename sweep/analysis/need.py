@@ -25,7 +25,7 @@ from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABL
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.layout_axes import uses_nccl
+from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
 from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, Blocking
@@ -100,6 +100,12 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
     grid = make_grid(model, **{**settings, axis: high})
+    if axis == "latency" and uses_nccl(grid.collectives):
+        raise InputError(
+            f"latency: NCCL's collectives ({', '.join(c for c in grid.collectives if is_nccl(c))}) do not read "
+            "--latency (their latencies are NCCL's tuner's and the fabric's); solve for it with flat collectives",
+            param="solve",
+        )
     if uses_nccl(grid.collectives) and grid.dtype != "float64":
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
         # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).

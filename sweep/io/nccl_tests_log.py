@@ -67,7 +67,8 @@ class Row:
 @dataclasses.dataclass(frozen=True)
 class Log:
     """One nccl-tests log: its collective, ranks and rows (out-of-place), the file's name and SHA-256, and whether
-    it ends as a whole run does (nccl-tests' ``# Avg bus bandwidth`` summary: ``finished``)."""
+    it ends as a whole run does (nccl-tests' ``# Avg bus bandwidth`` summary: ``finished``); ``cut``: the line
+    number of a last line cut mid-row (a run killed while writing it), not read, or None."""
 
     path: Path
     sha256: str
@@ -77,6 +78,7 @@ class Log:
     gpus_per_node: int
     rows: tuple[Row, ...]
     finished: bool = True
+    cut: int | None = None
 
     @property
     def nodes(self) -> int:
@@ -114,6 +116,10 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     columns: list[str] | None = None
     rows: list[Row] = []
     finished = False
+    cut = None
+    # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
+    # be one not read (any other malformed row is an error).
+    last = len(lines) if not path.read_bytes().endswith(b"\n") else 0
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
@@ -138,7 +144,12 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             continue
         if columns is None or not text.split(maxsplit=1)[0].isdigit():
             continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
-        rows.append(_row(text, columns, path, number))
+        try:
+            rows.append(_row(text, columns, path, number))
+        except InputError:
+            if number != last:
+                raise
+            cut = number
     if columns is None:
         raise InputError(
             f"{path}: no column header ('#  size  count  type  redop  root  time  algbw  busbw ...'); "
@@ -161,6 +172,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         gpus_per_node=_per_host(devices, path),
         rows=tuple(rows),
         finished=finished,
+        cut=cut,
     )
 
 
