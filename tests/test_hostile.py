@@ -287,7 +287,14 @@ def test_need_calibrate_paper_outputs(tmp_path):
     a_dir.mkdir()
     need = ["need", "--target", "0.9", "--solve", "ratio", "--bw", "10", "--out"]
     assert "a directory" in one_line_error(invoke(*need, a_dir))
-    assert "file exists; pass --force" in one_line_error(invoke(*need, plain))
+    cube = write(tmp_path / "cube.h5", "keep")
+    assert "file exists; pass --force" in one_line_error(invoke(*need, cube)) and cube.read_text() == "keep"
+    # A cube is HDF5 whatever its name: an output named otherwise is refused (need wrote HDF5 into need.json).
+    assert "unknown file type '.json'" in one_line_error(invoke(*need, tmp_path / "need.json"))
+    assert "unknown file type '.txt' for a cube" in one_line_error(
+        invoke("grid", "--bw", "10", "--out", tmp_path / "g.txt")
+    )
+    assert not (tmp_path / "need.json").exists() and not (tmp_path / "g.txt").exists()
     assert "a directory" in one_line_error(
         invoke("calibrate", "examples/resnet50_measured.csv", "--out", a_dir)
     )

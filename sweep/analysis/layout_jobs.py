@@ -292,14 +292,14 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
 def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Say) -> Path:
     """The cube a layout command writes (default ``results/PREFIXMODEL-TIMESTAMP.h5``), checked before any
     work; then the one line on what was assumed."""
-    from netsweep_jax.sweep.io.paths import check_new_file, writable_directory
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, writable_directory
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     target = (
         out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
     )
     writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
-    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
     if grid.assumed:
         say(f"assumed: {assumed_line(grid.assumed)}")
     return target
@@ -455,7 +455,7 @@ def write_plans(
 
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
-    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     models = "+".join(grids[0][1].names["model"])
@@ -472,7 +472,7 @@ def write_plans(
     plans = [(grid, list(_each_plan(label, grid, len(grids) > 1, base))) for label, grid in grids]
     for _, ones in plans:  # every cube's name free before the first search: none written, then refused
         for *_, target in ones:
-            check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+            check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
     for grid, ones in plans:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
         # every value's (the same search, not run again), each written with its own value.
@@ -514,9 +514,9 @@ def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tu
 def _write_copy(ds: "xr.Dataset", target: Path, *, force: bool, command: str) -> Path:
     """``ds`` written to ``target`` under the plan's rules for OUT (a file there refused without ``force``)."""
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
-    check_new_file(target, force=force, suffixes=(".h5", ".nc"))
+    check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
     write_dataset(ds, target, command=command, overwrite=force)
     return target
 

@@ -445,11 +445,11 @@ def _need_of_profiles(
     from netsweep_jax.sweep.analysis.need import solve as solve_for
     from netsweep_jax.sweep.core.values import number
     from netsweep_jax.sweep.io.cube import write_dataset
-    from netsweep_jax.sweep.io.paths import check_new_file
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     targets = [number(t.strip(), "--target") for t in target.split(",")]
     if out is not None:
-        check_new_file(out, force=force)
+        check_new_file(out, force=force, suffixes=CUBE_SUFFIXES)
     models, settings["dtype"] = models_from(settings)
     answers = [solve_for(models, target=t, axis=solve, **settings) for t in targets]
     say_assumed(str(answers[0].attrs.get("assumed", "")))

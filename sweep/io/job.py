@@ -21,6 +21,7 @@ from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs, run
 from netsweep_jax.sweep.io import cube, integrity
 from netsweep_jax.sweep.io.paths import (
+    CUBE_SUFFIXES,
     all_or_nothing,
     in_use,
     keep_partial,
@@ -64,6 +65,11 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
         )
     for path in (out, partial):
         regular_or_absent(path)
+    if out.suffix.lower() not in CUBE_SUFFIXES:
+        raise InputError(
+            f"{out}: unknown file type {out.suffix!r} for a cube; use one of {', '.join(CUBE_SUFFIXES)}",
+            param="out",
+        )
     if in_use(partial):
         raise InputError(
             f"{out}: another run is writing {partial}; wait for it or choose another --out", param="out"

@@ -168,6 +168,10 @@ def report_directory(
     return out_dir
 
 
+# What a cube's file may be called: HDF5 (netCDF-4 is HDF5), as xarray and h5py open it.
+CUBE_SUFFIXES = (".h5", ".hdf5", ".nc")
+
+
 def check_new_file(
     out: str | Path, *, force: bool, param: str = "out", suffixes: Collection[str] | None = None
 ) -> None:
