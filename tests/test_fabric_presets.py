@@ -110,11 +110,15 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     assert "--collective nccl (--fabric implies it)" not in grid.assumed
     api = make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=H100_POD)
     assert api.fingerprint() == grid.fingerprint()
-    # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu given wins.
+    # Its GPU is --gpu's default there (an NVL72 rack's GB200s); a --gpu of another chip is refused (the preset
+    # is one system: B200s in a 72-GPU NVLink domain would be neither), the preset's own chip taken.
     rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
     assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
     mixed = {**settings, "fabric": "gb200-nvl72", "gpu": "b200"}
-    assert layout_grid_from(mixed, set(mixed)).names["gpu"] == ("b200",)
+    with pytest.raises(InputError, match="built of gb200 hosts; --gpu b200 is another chip"):
+        layout_grid_from(mixed, set(mixed))
+    same = {**mixed, "gpu": "gb200"}
+    assert layout_grid_from(same, set(same)).fingerprint() == rack.fingerprint()
 
 
 @pytest.mark.parametrize(

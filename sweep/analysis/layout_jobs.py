@@ -140,6 +140,8 @@ def layout_grid_from(
     if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
         kwargs["fabric"] = one_fabric(str(settings["fabric"]))
         gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
+        if "gpu" in given and settings.get("gpu") is not None:
+            refuse_other_hosts(kwargs["fabric"], str(settings["gpu"]))
     kwargs["oversubscription"] = settings.get("oversubscription")
     grid = make_layout_grid(
         model,
@@ -184,6 +186,25 @@ def searched(
             space = {name: values for name, values in space.items() if name not in STACK_SET}
             text["recompute"] = settings.get("recompute")
     return space, text
+
+
+def refuse_other_hosts(fabric: Any, gpus: str) -> None:
+    """Refuse a ``--gpu`` of another chip than a fabric preset's hosts (``gpus``: the option's text): the preset
+    is one system (its NVLink domain, NICs and NCCL's tables), and pricing another GPU on it would mix two, as a
+    data-parallel sweep refuses too. A fabric file is the fabric's constants, for any GPU."""
+    from netsweep_jax.sweep.core.values import parse_names
+    from netsweep_jax.sweep.model.compute import GPUS, die
+
+    built = getattr(fabric, "gpu", "")
+    if not built:
+        return
+    for name in parse_names(gpus.lower(), "gpu", tuple(GPUS)):
+        if die(name) != die(built):
+            raise InputError(
+                f"{fabric.name}: built of {built} hosts; --gpu {name} is another chip (leave --gpu out or give "
+                f"--gpu {built} for the preset's, or a fabric file for your own hosts)",
+                param="fabric",
+            )
 
 
 def one_fabric(name: str) -> Any:
