@@ -177,7 +177,9 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     r = invoke("compare", "--model", "resnet50", "--fabric", "gb200-nvl72")  # compare reads it as grid does
     assert r.exit_code == 2 and "built of gb200 hosts; resnet50 runs on 'v100'" in r.output, r.output
     # A large model's sweeps refuse another chip on a preset's hosts as well (a plan priced H100s on GB200's).
-    r = invoke("plan", "--model", "llama3-8b", "--gpu", "a100,gb200", "--gpus", "64", "--fabric", "gb200-nvl72")
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpu", "a100,gb200", "--gpus", "64", "--fabric", "gb200-nvl72"
+    )
     assert r.exit_code == 2 and "built of gb200 hosts; --gpu a100 is another chip" in r.output, r.output
     out = tmp_path / "x.h5"
     r = invoke("grid", "--model", "gpt2-xl", "--fabric", "aws-p5", "--collective", "ring", "--out", out)

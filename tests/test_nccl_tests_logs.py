@@ -270,3 +270,14 @@ def test_what_few_sizes_cannot_tell_is_held_and_a_fit_at_its_bound_is_said(tmp_p
     assert r.exit_code == 0 and "note: eta_net ended at its bound (0.3 to 1)" in r.output, r.output
     assert "eta_net" in json.loads(out.read_text())["fit"]["at_bounds"]
     assert calibrate_logs([ALL_REDUCE], nics=8, nic_gbps=400).at_bounds == ()
+
+
+def test_a_log_given_twice_is_refused_and_half_a_nic_is_not_recorded(tmp_path):
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(ALL_GATHER.read_bytes())
+    with pytest.raises(InputError, match=f"{copy}: the same log as {ALL_GATHER} given before"):
+        calibrate_logs([ALL_GATHER, copy], nics=None, nic_gbps=None)
+    with pytest.raises(InputError, match="its rows would count twice"):
+        calibrate_logs([ALL_GATHER, ALL_GATHER], nics=None, nic_gbps=None)
+    c = calibrate_logs([ALL_GATHER], nics=None, nic_gbps=400)
+    assert (c.hardware["nics_per_node"], c.hardware["nic_gbps"]) == (None, None)

@@ -79,6 +79,10 @@ def parse_shares(text: str) -> list[float]:
                 f"{text!r}: give the network's share of the step in percent, above 0 and below 100 (10 or 10%)",
                 param="network_share",
             )
+        if value / 100.0 in shares:  # one answer each: a value twice would print its table twice
+            raise InputError(
+                f"{text!r}: value {item.strip()} appears twice; each value once", param="network_share"
+            )
         shares.append(value / 100.0)
     return shares
 
@@ -145,7 +149,8 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
         name = f"layout {layout_name(grid, o, int(picked[o]))}{f' ({where})' if where else ''}"
         status = int(given["status"][o])
         if status != 0:
-            raise InputError(f"{name} cannot exist: {STATUS[status]}")
+            # dp is derived from the GPU count, so the count is named (a layout that does not divide it says dp0).
+            raise InputError(f"{name} cannot exist on {cell['gpus']:g} GPUs: {STATUS[status]}")
         if given["fits"][o] <= 0:
             raise InputError(
                 f"{name} does not fit in memory: it lacks {-given['memory_free_gb'][o]:.1f} GB of usable memory "

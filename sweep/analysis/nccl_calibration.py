@@ -89,6 +89,15 @@ def calibrate_logs(
     if not paths:
         raise InputError("give one nccl-tests log or more", param="nccl_tests")
     logs = [read_nccl_tests_log(p) for p in paths]
+    seen: dict[str, Path] = {}
+    for log in logs:  # one run given twice (once more, or under another name) would count its rows twice
+        if log.sha256 in seen:
+            raise InputError(
+                f"{log.path}: the same log as {seen[log.sha256]} given before (its rows would count twice); "
+                "give each once",
+                param="nccl_tests",
+            )
+        seen[log.sha256] = log.path
     names = {log.gpu for log in logs}
     if len(names) > 1:
         raise InputError(
@@ -173,8 +182,15 @@ def untold(rows: Sequence[Measurement], fabrics: Sequence[Fabric], scored: np.nd
 
 def hardware(log: Log, fabric: Fabric, nics: int | None, nic_gbps: float | None) -> dict[str, Any]:
     """The hardware a fabric file records: the logs' GPU (as nccl-tests names it, and its preset) and the NICs
-    given (per host, Gbit/s each; None where a one-host log needs none)."""
-    return {"gpu": log.gpu, "preset": fabric.preset, "nics_per_node": nics, "nic_gbps": nic_gbps}
+    given (per host, Gbit/s each; both None unless both are given: a one-host log needs none, and half a NIC
+    description is none)."""
+    both = nics is not None and nic_gbps is not None
+    return {
+        "gpu": log.gpu,
+        "preset": fabric.preset,
+        "nics_per_node": nics if both else None,
+        "nic_gbps": nic_gbps if both else None,
+    }
 
 
 def run(
