@@ -553,7 +553,11 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         "15.9% and 9.2%, 27 rows), which makes the step rise with the NICs' rate on some layouts, where `sweep "
         "need`'s bisection rests on it falling. The cap changes the H100 hosts of 8 x 400 Gbit/s (8 x 48 GB/s "
         "of channels against 370.8 of NVLink as NCCL counts it) and no other published row; refitted on the same "
-        "training rows, eta_net rose from 0.971 to 0.980.",
+        "training rows, eta_net rose from 0.971 to 0.980. Later the same day, computed and not taken: each link "
+        "at its own efficiency (eta_nvl where a group across nodes is bound by NVLink, the capped ring or tree "
+        "and NVLS's reduction: the GB300 all-reduce over two racks at +22.8%, 4 and 8 H100 hosts at +2.0% and "
+        "+2.4%, the forced two-host ring at -15.3%); refitted, the training loss rose (0.0314 against 0.0311) and "
+        "the held-out errors did too (16.0% over all sizes, 9.0% at 64 MiB and up, 29 rows above 50%).",
         f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",
