@@ -16,6 +16,7 @@ from netsweep_jax.kernels import layout_collectives, nccl
 from netsweep_jax.kernels.layout_inputs import Parallelism
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
 from netsweep_jax.sweep.engine.layout_grid import by_oversubscription
 from netsweep_jax.sweep.engine.layouts import make_layout_grid
@@ -166,6 +167,11 @@ def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be(tmp_pat
     spine = GPU_FIELDS.index("oversubscription")
     assert [g.tables()["gpu"][0, spine] for g in ones] == [1.0, 2.0, 4.0]
     assert len({g.fingerprint() for g in ones}) == 3
+    # The assumed line says the spine priced: the list on the whole grid, each value on its own (it said the
+    # preset's 1:1 as built whatever was given).
+    assert "spine 1:1, 2:1, 4:1 (--oversubscription, a plan each; 1:1 as built)" in assumed_line(grid.assumed)
+    for g, v in zip(ones, ("1", "2", "4")):
+        assert f"spine {v}:1 (--oversubscription; 1:1 as built)" in assumed_line(g.assumed)
     with pytest.raises(InputError, match="1,2,4: give one value here"):
         grid.tables()
     # sweep grid and the Python API take one value, refused before any work; the command plan takes a list.

@@ -144,3 +144,32 @@ def test_layout_grid_csv_says_a_layout_does_not_fit(tmp_path):
     rows = invoke("select", out, "--csv", "--vars", "status,memory_free_gb").stdout.splitlines()
     assert rows[0].split(",")[-2:] == ["status", "memory_free_gb"]
     assert all(row.split(",")[-2] == "does not fit in memory" for row in rows[1:]), rows
+    # A plot leaves the layouts that do not fit out of their speed, said on stderr (it drew 0.9 M tokens/s for
+    # a 70B model on 8 GPUs), but draws their memory; with nothing left, one line.
+    r = invoke("plot", out, "--x", "tp", "--y", "memory_free_gb", "--out", tmp_path / "m.png")
+    assert r.exit_code == 0 and "left out" not in r.output, r.output
+    r = invoke("plot", out, "--x", "tp", "--y", "tokens_per_s", "--out", tmp_path / "t.png")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and "a layout that cannot exist or does not fit in memory" in line, r.output
+    assert not (tmp_path / "t.png").exists()
+
+
+def test_plot_leaves_out_the_layouts_that_cannot_run():
+    import numpy as np
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import runnable_only
+
+    ds = xr.Dataset(
+        {
+            "tokens_per_s": ("tp", [1.0, 2.0, 3.0]),
+            "memory_gb": ("tp", [90.0, 70.0, 50.0]),
+            "fits": ("tp", [0.0, 1.0, 1.0]),
+            "status": ("tp", [0, 0, 2]),
+        },
+        coords={"tp": [1, 2, 4]},
+    )
+    kept, left = runnable_only(ds, "tokens_per_s", {})
+    assert np.isnan(kept["tokens_per_s"].values).tolist() == [True, False, True] and left == 2
+    kept, left = runnable_only(ds, "memory_gb", {"tp": [1, 2]})  # memory: where the layout can exist
+    assert kept["memory_gb"].values[:2].tolist() == [90.0, 70.0] and left == 0

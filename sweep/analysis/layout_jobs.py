@@ -131,6 +131,14 @@ def layout_grid_from(
         kwargs[name] = settings.get(name) if name in given else None
     if settings.get("nodes") is not None and "nodes" in given:
         kwargs["gpus"] = gpus_from_nodes(settings["nodes"], kwargs, settings.get("gpu"))
+    if search and settings.get("dp") is not None and kwargs.get("gpus") is None:
+        # The GPU count is tp x pp x cp x dp: with dp fixed each layout searched is another cluster, and the
+        # best tokens/s the largest one (16,384 GPUs at an MFU of 0.11 for --dp 16).
+        raise InputError(
+            f"{settings['dp']}: a plan compares layouts on one cluster; give its size (--gpus or --nodes), "
+            "with --dp or without it",
+            param="dp",
+        )
     space, text = searched(settings, model, search)
 
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
@@ -499,6 +507,11 @@ def write_plans(
         # every value's (the same search, not run again), each written with its own value.
         first: tuple[Any, float] | None = None
         reachable = grid.spine_reachable()
+        if (
+            len(ones) > 1
+        ):  # one line for the list (its spine phrase naming every value); each cube keeps its own
+            once(f"assumed: {assumed_line(grid.assumed)}")
+            said.update(f"assumed: {assumed_line(one.assumed)}" for one, _, _ in ones)
         for one, heading, target in ones:
             value = one.oversubscription[0]
             if first is None or reachable:

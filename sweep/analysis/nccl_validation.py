@@ -480,6 +480,28 @@ def report(v: Validation, command: str = "sweep validate --nccl") -> str:
     return "\n".join(lines)
 
 
+# The report's protocol's change of 2026-12-05 (the NVLink cap on channels across nodes), and what was computed
+# after it and not taken.
+DATED_2026_12_05 = (
+    "- 2026-12-05, after the held-out errors above had been seen (15.2% over all sizes, 8.7% at 64 MiB and "
+    "up, 27 rows above 50%), a structural change for a reason outside these rows: a user's what-if sweep of "
+    "the NICs' rate priced a ring over 2 V100 hosts of 8 x 400 Gbit/s 3.3 times as fast as over one (352 "
+    "against 106.5 GB/s of busbw), past what the hosts' NVLink can carry. Across nodes each ring or tree "
+    "channel also crosses the host's NVLink once, GPU to GPU, and NCCL's search charges every link the "
+    "speed of each channel it carries (`search.cc`), so a channel's speed is now at most W / c where the "
+    "group has several GPUs in one NVLink domain (c s <= W). Also computed and not taken: NCCL's search lowering the "
+    "speed to the one of most c s under that cap (a ring of 8 H100 NICs at 45 GB/s, not 7 at 48; held out "
+    "15.9% and 9.2%, 27 rows), which makes the step rise with the NICs' rate on some layouts, where `sweep "
+    "need`'s bisection rests on it falling. The cap changes the H100 hosts of 8 x 400 Gbit/s (8 x 48 GB/s "
+    "of channels against 370.8 of NVLink as NCCL counts it) and no other published row; refitted on the same "
+    "training rows, eta_net rose from 0.971 to 0.980. Later the same day, computed and not taken: each link "
+    "at its own efficiency (eta_nvl where a group across nodes is bound by NVLink, the capped ring or tree "
+    "and NVLS's reduction: the GB300 all-reduce over two racks at +22.8%, 4 and 8 H100 hosts at +2.0% and "
+    "+2.4%, the forced two-host ring at -15.3%); refitted, the training loss rose (0.0314 against 0.0311) and "
+    "the held-out errors did too (16.0% over all sizes, 9.0% at 64 MiB and up, 29 rows above 50%)."
+)
+
+
 def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
     """The report's protocol: the training sources, the fitted constants, what was seen before it ran and
     what changed after, and what is scored (``ok``: [rows] the rows the model can price)."""
@@ -542,22 +564,7 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         "-0.9%, not taken). The kept form is fitted here from the fit's usual starting points (its fill, "
         "flat in f and X_f together, lands elsewhere than the exploration's 115 us from 40 MiB, at a loss 0.4% "
         "lower). The training sources and the rest of the model are unchanged.",
-        "- 2026-12-05, after the held-out errors above had been seen (15.2% over all sizes, 8.7% at 64 MiB and "
-        "up, 27 rows above 50%), a structural change for a reason outside these rows: a user's what-if sweep of "
-        "the NICs' rate priced a ring over 2 V100 hosts of 8 x 400 Gbit/s 3.3 times as fast as over one (352 "
-        "against 106.5 GB/s of busbw), past what the hosts' NVLink can carry. Across nodes each ring or tree "
-        "channel also crosses the host's NVLink once, GPU to GPU, and NCCL's search charges every link the "
-        "speed of each channel it carries (`search.cc`), so a channel's speed is now at most W / c where the "
-        "group has several GPUs in one NVLink domain (c s <= W). Also computed and not taken: NCCL's search lowering the "
-        "speed to the one of most c s under that cap (a ring of 8 H100 NICs at 45 GB/s, not 7 at 48; held out "
-        "15.9% and 9.2%, 27 rows), which makes the step rise with the NICs' rate on some layouts, where `sweep "
-        "need`'s bisection rests on it falling. The cap changes the H100 hosts of 8 x 400 Gbit/s (8 x 48 GB/s "
-        "of channels against 370.8 of NVLink as NCCL counts it) and no other published row; refitted on the same "
-        "training rows, eta_net rose from 0.971 to 0.980. Later the same day, computed and not taken: each link "
-        "at its own efficiency (eta_nvl where a group across nodes is bound by NVLink, the capped ring or tree "
-        "and NVLS's reduction: the GB300 all-reduce over two racks at +22.8%, 4 and 8 H100 hosts at +2.0% and "
-        "+2.4%, the forced two-host ring at -15.3%); refitted, the training loss rose (0.0314 against 0.0311) and "
-        "the held-out errors did too (16.0% over all sizes, 9.0% at 64 MiB and up, 29 rows above 50%).",
+        DATED_2026_12_05,
         f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",

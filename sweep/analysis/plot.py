@@ -96,8 +96,9 @@ def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping
         )
     if not np.isfinite(np.asarray(da.values, dtype=np.float64)).any():
         raise InputError(
-            f"the selection holds no value of {var} (NaN everywhere: a plan's setting with no feasible layout, "
-            f"a rank not filled, an answer not reached); nothing to draw"
+            f"the selection holds no value of {var} (NaN everywhere: a layout that cannot exist or does not fit "
+            f"in memory, a plan's setting with no feasible layout, a rank not filled, an answer not reached); "
+            "nothing to draw"
         )
     return da.squeeze([d for d in da.dims if d not in keep])
 
@@ -220,6 +221,26 @@ def headline(ds: xr.Dataset) -> str:
     raise InputError("the cube has no numeric variable to plot")
 
 
+# A layout cube's variables that mean something for a layout that does not fit in memory: its memory, and
+# the checks themselves. Every other one (speed, MFU, the step's terms) is drawn only where the layout runs.
+WHERE_IT_CANNOT_RUN = ("status", "fits", "memory_gb", "memory_free_gb")
+
+
+def runnable_only(ds: xr.Dataset, var: str, sel: Mapping[str, Any]) -> tuple[xr.Dataset, int]:
+    """``ds`` with ``var`` NaN where its layout cannot run (a layout cube's ``status`` not 0, or ``fits`` 0 for
+    a variable not in :data:`WHERE_IT_CANNOT_RUN`), and how many values of the selection ``sel`` that left out
+    (0 for a cube without those variables: a data-parallel one)."""
+    if "status" not in ds.data_vars or "fits" not in ds.data_vars or var in ("status", "fits"):
+        return ds, 0
+    runs = ds["status"] == 0
+    if var not in WHERE_IT_CANNOT_RUN:
+        runs = runs & (ds["fits"] > 0)
+    masked = ds[var].where(runs)
+    chosen = {d: v for d, v in sel.items() if d in masked.dims}
+    left = int((ds[var].notnull() & masked.isnull()).sel(chosen).sum())
+    return ds.assign({var: masked}), left
+
+
 def plot_cube(
     path: str | Path,
     *,
@@ -231,9 +252,11 @@ def plot_cube(
     var: str | None = None,
     out: str | Path = "figure.png",
     force: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> Path:
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube; the variable
-    not given is the cube's headline (:func:`headline`)."""
+    not given is the cube's headline (:func:`headline`). A layout cube's layouts that cannot run are left out
+    (:func:`runnable_only`), and ``say`` told how many."""
     if kind not in ("line", "heatmap"):
         raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
     dims = [x, hue] if kind == "line" else [x, y]
@@ -253,12 +276,18 @@ def plot_cube(
     drawn = ds[plotted] if plotted in ds.data_vars else None
     held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on
     check_selection(path, ds, chosen)  # what is drawn is what was written
+    ds, left = runnable_only(ds, plotted, chosen) if drawn is not None else (ds, 0)
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
         line_plot(ds, x, var=plotted, hue=hue, sel=chosen, title=title)
         if kind == "line"
         else heatmap(ds, x, y, var=plotted, sel=chosen, title=title)
     )
+    if left and say is not None:  # said once something is drawn (with nothing left, the refusal says why)
+        say(
+            f"left out: {left} value(s) of {plotted} whose layout cannot exist or does not fit in memory "
+            "(sweep select shows them)"
+        )
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above
     return save(figure, out, overwrite=force)

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param
+from netsweep_jax.sweep.cli.options import axis_parameters, fail, options, param, say
 from netsweep_jax.sweep.cli.parameters import Cube, Force
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, reason
@@ -199,5 +199,7 @@ def plot(
     from netsweep_jax.sweep.analysis.plot import plot_cube
 
     with damaged_file(file):  # as show and select: a cube HDF5 cannot read is damaged (exit 1)
-        written = plot_cube(file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force)
+        written = plot_cube(
+            file, x=x, y=y, hue=hue, sel=sel or [], kind=kind, var=var, out=out, force=force, say=say
+        )
     typer.echo(f"wrote {written}")

@@ -273,8 +273,21 @@ class LayoutGrid:
 
 def by_oversubscription(grid: LayoutGrid) -> list[LayoutGrid]:
     """One grid per value of ``grid``'s oversubscription, in order (each evaluates through one compile: the
-    value is a column of the GPU table)."""
-    return [dataclasses.replace(grid, oversubscription=(v,)) for v in grid.oversubscription]
+    value is a column of the GPU table), its assumed line saying its own."""
+    if len(grid.oversubscription) == 1:
+        return [grid]
+    from netsweep_jax.sweep.model.fabrics import fabric_preset, spine_said  # several: a preset's, given
+
+    preset = fabric_preset(grid.fabric_name)
+    listed = spine_said(preset, grid.oversubscription)
+    return [
+        dataclasses.replace(
+            grid,
+            oversubscription=(v,),
+            assumed=tuple(spine_said(preset, (v,)) if a == listed else a for a in grid.assumed),
+        )
+        for v in grid.oversubscription
+    ]
 
 
 def arch_row(m: LLM) -> kernel.Arch:

@@ -43,7 +43,7 @@ from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_d
 from netsweep_jax.sweep.engine.reductions import parse_reductions
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
-from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
+from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions, spine_said
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
@@ -134,7 +134,7 @@ def make_layout_grid(
         *((phrase,) if preset is not None else ()),
         *_assumed(given, names, models, search, text_given, "" if preset is not None else phrase),
         *_model_said(names, models, mtp_layers is None),
-        *net.said(),
+        *net.said(None if oversubscription is None else spines),
     )
     check_dtype(dtype)
     kept, stored = kept_outputs(LAYOUTS, variables), store_dtype(store)
@@ -315,8 +315,9 @@ class _Network:
         """The constants NCCL's pricing reads in place of the shipped fit (a preset's or a file's; None: none)."""
         return self.fabric.constants if isinstance(self.fabric, FabricPreset) else self.fabric
 
-    def said(self) -> tuple[str, ...]:
-        """The ``assumed`` line's phrases of it."""
+    def said(self, spines: tuple[float, ...] | None = None) -> tuple[str, ...]:
+        """The ``assumed`` line's phrases of it (``spines``: the oversubscriptions given, None: the preset's as
+        built)."""
         out: tuple[str, ...] = ()
         if self.defaulted:
             out = (
@@ -331,7 +332,7 @@ class _Network:
                 f"({(self.constants or SHIPPED).describe()})",
             )
         if self.preset is not None:
-            out = out + (self.preset.describe(),)
+            out = out + (spine_said(self.preset, spines),)
         return out + self.hosts
 
     def grid_fields(self) -> _FabricFields:

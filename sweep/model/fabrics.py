@@ -24,6 +24,7 @@ NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` 
 """
 
 import dataclasses
+from collections.abc import Sequence
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
@@ -519,13 +520,21 @@ def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float
         oversubscription=spine,
         collnet=choice.collnet,
         rail_only=choice.rail_only,
-        describe=choice.describe().replace(
-            f"spine {choice.oversubscription:g}:1 as built",
-            f"spine {spine:g}:1 (--oversubscription; {choice.oversubscription:g}:1 as built)",
-        )
-        if oversubscription is not None
-        else choice.describe(),
+        describe=spine_said(choice, None if oversubscription is None else (spine,)),
         preset=True,
+    )
+
+
+def spine_said(preset: FabricPreset, spines: Sequence[float] | None) -> str:
+    """The preset's phrase (:meth:`FabricPreset.describe`) with the spine it is priced at: as built where
+    ``spines`` is None (no --oversubscription), else the values given (several: a plan each)."""
+    if spines is None:
+        return preset.describe()
+    each = ", a plan each" if len(spines) > 1 else ""
+    return preset.describe().replace(
+        f"spine {preset.oversubscription:g}:1 as built",
+        f"spine {', '.join(f'{v:g}:1' for v in spines)} (--oversubscription{each}; "
+        f"{preset.oversubscription:g}:1 as built)",
     )
 
 
