@@ -423,6 +423,11 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
     assert r.exit_code == 0, r.output
     rows = json.loads(r.stdout)
     best = {row["bandwidth"]: row for row in rows if row["rank"] == 1}
+    # The settings a script reads are what they stand for: the H100 system's where the cube keeps 0 (its
+    # NVLink, hosts and NICs), the precision's gradient bytes, counts as integers (was 0.0 and 256.0).
+    system = {"gpus_per_node": 8, "nvlink_domain": 8, "nvlink_bw": 450, "nics_per_node": 8, "grad_bytes": 4}
+    assert all(rows[0][k] == v and isinstance(rows[0][k], int) for k, v in system.items()), rows[0]
+    assert rows[0]["gpus"] == 64 and isinstance(rows[0]["layout_tp"], int)
     assert best[1.0]["ideal_iteration_time"] == pytest.approx(best[1000.0]["ideal_iteration_time"], rel=1e-6)
     assert best[1.0]["network_cost"] > 0.2 > best[1000.0]["network_cost"] >= 0
     assert best[1.0]["network_cost"] == pytest.approx(

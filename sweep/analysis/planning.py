@@ -50,6 +50,7 @@ from netsweep_jax.sweep.core.sweep_settings import OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.values import json_ready
 from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts, evaluate_layouts_arrays
+from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, system_settings
 from netsweep_jax.sweep.model.llms import LLM
 
 # What the network must cost for it to be called the bottleneck: the share of the best layout's step
@@ -557,8 +558,8 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
     out = []
     for _, cell, sub, rows in _cells(ds):
         for rank, row in rows:
-            record = {**cell, "rank": rank, "layout": _layout_text(row)}
-            record.update({k: v for k, v in row.items()})
+            record = {**_resolved(cell), "rank": rank, "layout": _layout_text(row)}
+            record.update({k: _whole(v) if k.startswith("layout_") else v for k, v in row.items()})
             record["waits_on"] = waits_on(row, row["iteration_time"])
             record["network_cost"] = sub["network_cost"].item()
             record["ideal_iteration_time"] = sub["ideal_iteration_time"].item()
@@ -570,6 +571,26 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
                 )  # the best step with it flipped, over the best, less one
             out.append(json_ready(record))
     return out
+
+
+def _resolved(cell: dict) -> dict:
+    """A setting's coordinates as a script reads them: a system dim's 0 as the GPU's system's value, a gradient
+    dtype's 0 as the precision's (the table prints what they stand for; a CSV or JSON row printed 0.0), whole
+    numbers as integers."""
+    system = system_settings(cell["gpu"]) if cell.get("gpu") in GPUS else {}
+    out = {}
+    for k, v in cell.items():
+        if v == 0 and k in system:
+            v = system[k]
+        elif v == 0 and k == "grad_bytes" and cell.get("precision") in PRECISIONS:
+            v = PRECISIONS[cell["precision"]].main_grad_bytes
+        out[k] = _whole(v)
+    return out
+
+
+def _whole(v: Any) -> Any:
+    """``v`` as an int where it is a whole float (a count: 256, not 256.0)."""
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def plan_csv(ds: xr.Dataset) -> str:

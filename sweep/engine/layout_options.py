@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, p
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die, system_settings
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions, spine_said
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
@@ -542,20 +542,15 @@ def _assumed(
 ) -> tuple[str, ...]:
     out = []
     for g in names["gpu"]:
-        spec = GPUS[g]
+        system = system_settings(g)
+        units = {"nvlink_bw": " GB/s", "bandwidth": " Gbit/s"}
         parts = [
-            f"{AXES[d].option.lstrip('-')} {v}"
-            for d, v in (
-                ("nvlink_domain", show(spec.domain)),
-                ("nvlink_bw", f"{show(spec.nvlink / 1e9)} GB/s"),
-                ("gpus_per_node", show(spec.gpus_per_node)),
-                ("nics_per_node", show(spec.nics)),
-                ("bandwidth", f"{show(spec.nic_gbps)} Gbit/s"),
-            )
+            f"{AXES[d].option.lstrip('-')} {show(system[d])}{units.get(d, '')}"
+            for d in ("nvlink_domain", "nvlink_bw", "gpus_per_node", "nics_per_node", "bandwidth")
             if given[d] is None
         ]
         if parts:
-            out.append(f"{g}: {spec.system} ({', '.join(parts)})")
+            out.append(f"{g}: {GPUS[g].system} ({', '.join(parts)})")
     if constants:  # the default stack's fitted constants (_default_constants)
         out.append(constants)
     if given["efficiency"] is None:

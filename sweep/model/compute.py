@@ -377,6 +377,19 @@ def fsdp_units(names: Sequence[str]) -> np.ndarray:
     return np.array(out)
 
 
+def system_settings(gpu: str) -> dict[str, float]:
+    """A GPU preset's system as a large model's options take it (the value a layout cube's 0, "the GPU's
+    system", stands for): GPUs per host and per NVLink domain, NVLink GB/s a GPU, NICs per host and Gbit/s each."""
+    g = GPUS[gpu]
+    return {
+        "gpus_per_node": g.gpus_per_node,
+        "nvlink_domain": g.domain,
+        "nvlink_bw": g.nvlink / 1e9,
+        "nics_per_node": g.nics,
+        "bandwidth": g.nic_gbps,
+    }
+
+
 def die(gpu: str) -> str:
     """The GPU preset whose chip ``gpu`` is (its ``die``, or itself): the one whose fitted matrix efficiency it
     shares."""
