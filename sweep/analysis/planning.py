@@ -304,10 +304,12 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
             f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
             f"({int(counts[code]):,} of them)"
         )
+    # What might make one fit, less ZeRO 3 where the grid already has it (a plan searches it).
+    zero3 = [] if 3 in grid.values["zero"] else ["ZeRO 3"]
+    might = ", ".join(["more GPUs", *zero3, "--cpu-offloading-num-layers"])
     return (
         f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
-        f"{-free[status == 0].max():.1f} GB of usable memory (more GPUs, ZeRO 3, --cpu-offloading-num-layers "
-        f"or a GPU with more memory might)"
+        f"{-free[status == 0].max():.1f} GB of usable memory ({might} or a GPU with more memory might)"
     )
 
 

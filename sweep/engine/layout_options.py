@@ -607,7 +607,7 @@ def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]
     for name in wanted:
         options = [float(getattr(per_die[d], name)) for d in dies]
         if len(set(options)) > 1:
-            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
+            shown = ", ".join(f"{v:.4g} on {d}" for v, d in zip(options, dies))  # as the assumed line
             raise InputError(
                 f"not given, and the default stack {DEFAULT_STACK}'s differs by GPU die ({shown}) where a sweep "
                 "holds one for every GPU; sweep one die, or give it",
@@ -701,7 +701,7 @@ def _one_per_sweep(
                 param="stack",
             )
         if len(set(options)) > 1:
-            shown = ", ".join(f"{show(v)} on {d}" for v, d in zip(options, dies))
+            shown = ", ".join(f"{v:.4g} on {d}" for v, d in zip(options, dies))  # as the assumed line
             raise InputError(
                 f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
                 f"for every GPU; sweep one die, or give {AXES[name].option}",

@@ -78,7 +78,7 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     if resume:
         if not partial.exists():
             whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
-            raise InputError(f"nothing to resume, {partial} does not exist{whole}", param="resume")
+            raise InputError(f"finds nothing to resume: {partial} does not exist{whole}", param="resume")
         if partial.stat().st_size == 0:
             raise InputError(
                 f"{partial} is empty (the run stopped before writing anything); rerun with --force",
