@@ -146,9 +146,13 @@ def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
     shown = {p.name: p.default for p in typer.main.get_command(app).commands["plan"].params}
     api = inspect.signature(layouts.make_layout_grid).parameters
     row = {f.name: f.default for f in dataclasses.fields(LayoutRow)}
-    for name in ("gpu", "precision"):
-        declared = getattr(layout_axes, f"DEFAULT_{name.upper()}")
-        assert shown[name] == api[name].default == declared, name
+    assert shown["gpu"] == api["gpu"].default == layout_axes.DEFAULT_GPU
+    # The precision's follows the GPU in the API (None: bf16, fp16 on V100s alone), --help shows bf16.
+    assert shown["precision"] == layout_axes.DEFAULT_PRECISION and api["precision"].default is None
+    assert layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8).names["precision"] == ("bf16",)
+    volta = layouts.make_layout_grid("llama3-8b", gpu="v100", gpus=8, global_batch=8)
+    assert volta.names["precision"] == ("fp16",) and volta.names["attention"] == ("unfused",)
+    assert "precision fp16 (the v100 has no bf16 tensor cores)" in volta.assumed
     # --collective's default follows --fabric (nccl with one, else ring-or-tree): None in both, said in --help.
     assert shown["collective"] is None and api["collective"].default is None
     assert api["schedule"].default == layout_axes.DEFAULT_SCHEDULE

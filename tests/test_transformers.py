@@ -177,7 +177,7 @@ def test_the_reduction_follows_the_workloads_gpu_memory():
     np.testing.assert_array_equal(h100.reduce_table[1], seconds)
     assert "reductions at the h100's HBM (3.35 TB/s)" in h100.assumed
     # the slowest memory of the sweep
-    mixed = make_grid("gpt2-xl", gpu="v100,h100", precision="bf16", batch=8)
+    mixed = make_grid("gpt2-xl", gpu="v100,h100", precision="amp", batch=8)
     assert mixed.reduce_source == "default V100 model"
     # and NVLink: one a sweep, the slowest's, said as every GPU's (the H100 priced with the V100's links)
     assert "--intra-bw 1200 (V100 NVLink for every GPU of the sweep, the slowest's)" in mixed.assumed

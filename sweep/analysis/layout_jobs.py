@@ -17,7 +17,6 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
-    DEFAULT_PRECISION,
     DEFAULT_SCHEDULE,
     LAYOUT_OPTIONS,
     OWN_AXES,
@@ -121,8 +120,8 @@ def layout_grid_from(
     ``store``, ``reduce``: :func:`~sweep.engine.layout_options.make_layout_grid`'s)."""
     from netsweep_jax.sweep.engine.layouts import make_layout_grid
 
-    if settings.get("launch") is not None:
-        take_launch(settings, given, say)
+    if settings.get("launch") is not None:  # what it sets counts as given
+        given = {*given, *take_launch(settings, given, say)}
     model = settings.get("model") if "model" in given or not settings.get("arch") else None
     kwargs = {
         name: settings.get(name) for name in (*OWN_AXES, "arch", *SETTING_OPTIONS, "collectives", "stack")
@@ -155,7 +154,9 @@ def layout_grid_from(
         model,
         # sweep plan's --gpu has a default of its own: a fabric's GPU wins over it unless --gpu is given.
         gpu=named(settings.get("gpu") if "gpu" in given else None, gpu),
-        precision=named(settings.get("precision"), DEFAULT_PRECISION),
+        precision=settings.get("precision")
+        if "precision" in given
+        else None,  # None: the GPU's (fp16 on Volta)
         schedule=named(text["schedule"], DEFAULT_SCHEDULE),
         recompute=text["recompute"],
         attention=settings.get("attention"),
@@ -270,9 +271,9 @@ def fabric_label(text: str) -> str:
     return text.strip().lower() if is_preset(text) else Path(text).stem
 
 
-def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> None:
+def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> tuple[str, ...]:
     """A Megatron-LM launch file's settings (``settings['launch']``) into ``settings``, each refused if also
-    given as an option; one line on what was taken and what was not used."""
+    given as an option; one line on what was taken and what was not used. Returns the names taken."""
     from netsweep_jax.sweep.io.launch import read_launch
 
     path = settings["launch"]
@@ -284,6 +285,7 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> N
     said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items())
     more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
     say(f"from {path}: {said}{more if unused else ''}")
+    return tuple(taken)
 
 
 def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:

@@ -433,7 +433,8 @@ PLAN_MODEL = [
         DEFAULT_PRECISION,
         "--precision",
         rich_help_panel="Large models (layouts)",
-        help="bf16 (fp32 gradients, as Megatron-LM), fp16 or fp8 (H100 and newer); comma list.",
+        help="bf16 (fp32 gradients, as Megatron-LM; fp16 on a V100), fp16 or fp8 (H100 and newer); comma "
+        "list.",
     ),
     param(
         "collective",

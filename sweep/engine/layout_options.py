@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, p
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die, system_settings
+from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die, system_settings, volta
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions, spine_said
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
@@ -78,7 +78,7 @@ def make_layout_grid(
     *,
     arch: str | None = None,
     gpu: str = DEFAULT_GPU,
-    precision: str = DEFAULT_PRECISION,
+    precision: str | None = None,
     attention: str | None = None,
     mtp_layers: object = None,
     collectives: str | None = None,
@@ -99,8 +99,8 @@ def make_layout_grid(
     ``tp=8``, ``gpus="64,128"``), each in the value syntax (``1,2,4``, ``1..8``), a number or numbers; None or
     not given: its default (or "derived or the GPU preset's" for those without one).
 
-    ``attention``, ``recompute``: None is the default (flash, none), or ``stack``'s.
-    ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
+    ``precision``, ``attention``, ``recompute``: None is the default (bf16, flash, none; fp16 and unfused on
+    V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
     die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`); None: the
     default stack's constants (:data:`~sweep.model.stacks.DEFAULT_STACK`), and nothing else of it
     (:func:`_default_constants`).
@@ -108,15 +108,15 @@ def make_layout_grid(
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
     (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf and its
-    constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's: ``sweep
-    calibrate --nccl-tests``), only with NCCL's collectives (``collective`` nccl, nccl:ALGO or nccl:PROTO); ``oversubscription``: the spine's (value
-    syntax; a list is planned value by value), only with a preset.
+    constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's), only with
+    NCCL's collectives; ``oversubscription``: the spine's (a list is planned value by value), with a preset.
     """
     # The text settings of one value per sweep as given (None: not), by their declarations; then the numbers.
     texts: dict[str, Any] = {name: axes.pop(name, None) for name in TEXT_SETTINGS}
     given = _given_axes(axes)  # filled below by presets and defaults
     models, model_names = _models(model, arch, mtp_layers)
     preset = stack_preset(stack) if stack is not None else None
+    precision, attention, volta_said = _chip_defaults(gpu, precision, attention, preset)
     attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
     net, collectives_named = _network(fabric, collectives, collective, given)  # each name checked once, there
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collectives_named)
@@ -131,25 +131,25 @@ def make_layout_grid(
     per_sweep = _per_sweep(values, given)
     spines = net.checked_spines(oversubscription, axes.get("latency"))
     assumed = (
+        *volta_said,
         *((phrase,) if preset is not None else ()),
         *_assumed(given, names, models, search, text_given, "" if preset is not None else phrase),
         *_model_said(names, models, mtp_layers is None),
         *net.said(None if oversubscription is None else spines),
     )
     check_dtype(dtype)
-    kept, stored = kept_outputs(LAYOUTS, variables), store_dtype(store)
     return LayoutGrid(
         tuple(models),
         names,
         values,
         dtype,
         assumed,
-        kept,
+        kept_outputs(LAYOUTS, variables),
         # The numbers (per_sweep) and the names (_text_settings) of the settings, each one's own kind.
         settings=SweepSettings(**per_sweep, **_text_settings(texts)),  # type: ignore[arg-type]
         collectives=net.mode,
         oversubscription=spines,
-        store=stored,
+        store=store_dtype(store),
         reduction=parse_reductions(reduce, LAYOUTS),
         **net.grid_fields(),
     )
@@ -191,6 +191,24 @@ def _text_defaults(
     if recompute is None:
         recompute = by_stack["recompute"] = preset.recompute if preset else "none"
     return attention, recompute, by_stack
+
+
+def _chip_defaults(
+    gpu: str, precision: str | None, attention: str | None, preset: Stack | None
+) -> tuple[str, str | None, tuple[str, ...]]:
+    """(precision, attention, the assumed line's phrases): as given (None: not), else what the GPUs run: bf16
+    (and the stack's or the default attention, None here), but fp16 and unfused attention on V100s alone,
+    which have no bf16 tensor cores and cannot run FlashAttention (:func:`sweep.model.compute.volta`)."""
+    if not all(volta(g) for g in parse_names(gpu.lower(), "gpu", tuple(GPUS))):
+        return (DEFAULT_PRECISION if precision is None else precision), attention, ()  # '' is refused later
+    said = []
+    if precision is None:
+        precision = "fp16"
+        said.append("precision fp16 (the v100 has no bf16 tensor cores)")
+    if attention is None and preset is None:
+        attention = "unfused"
+        said.append("attention unfused (the v100 cannot run FlashAttention)")
+    return precision, attention, tuple(said)
 
 
 def _models(model: str | None, arch: str | None, mtp_layers: object) -> tuple[list[LLM], list[str]]:
@@ -242,6 +260,16 @@ def _names(
         if "fp8" in names["precision"] and GPUS[g].fp8 == 0:
             raise InputError(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
+            )
+        if "bf16" in names["precision"] and volta(g):
+            raise InputError(
+                f"bf16: the {g} has no bf16 tensor cores (Volta; fp16 runs on them)", param="precision"
+            )
+        if "flash" in names["attention"] and volta(g):
+            raise InputError(
+                f"flash: the {g} cannot run FlashAttention (Turing and newer; FlashAttention-2 Ampere); give "
+                "--attention unfused",
+                param="attention",
             )
     return names
 

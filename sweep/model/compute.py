@@ -300,6 +300,11 @@ class Workload:
             raise InputError(
                 f"{self.precision!r}: unknown; known: {', '.join(WORKLOAD_PRECISIONS)}", param="precision"
             )
+        if self.precision == "bf16" and volta(self.gpu):
+            raise InputError(
+                f"bf16: the {self.gpu} has no bf16 tensor cores (Volta; amp or fp16 run on them)",
+                param="precision",
+            )
         if not (isinstance(self.batch, int) and 1 <= self.batch <= 1_000_000):
             raise InputError(f"{self.batch}: must be an integer from 1 to 1000000", param="batch")
         if self.seq_len is not None and not (
@@ -388,6 +393,17 @@ def system_settings(gpu: str) -> dict[str, float]:
         "nics_per_node": g.nics,
         "bandwidth": g.nic_gbps,
     }
+
+
+# Volta's tensor cores multiply fp16, not bf16 (bf16 came with Ampere: NVIDIA A100 Tensor Core GPU
+# Architecture whitepaper, 2020), and FlashAttention runs on Turing and newer (FlashAttention-2: Ampere and
+# newer; Dao, "FlashAttention-2", ICLR 2024): neither runs on a V100.
+NO_BF16_OR_FLASH = ("v100",)
+
+
+def volta(gpu: str) -> bool:
+    """Whether ``gpu``'s chip is Volta's (:data:`NO_BF16_OR_FLASH`): no bf16 tensor cores, no flash attention."""
+    return die(gpu) in NO_BF16_OR_FLASH
 
 
 def die(gpu: str) -> str:
