@@ -160,11 +160,19 @@ def plan_dp_kept_since(now: dict[str, dict[str, object]]) -> None:
             dp[i] = 0.0
 
 
+def plan_status_rules_since(now: dict[str, dict[str, object]]) -> None:
+    """A plan cube's ``status`` (2026-12-05) carries the rules a grid cube's does, so that select names them:
+    the attribute removed from ``now``, every value kept."""
+    status = now["plan.h5"]["status"]
+    assert isinstance(status, dict) and str(status.pop("rules")).startswith("0: ok; 1: ")
+
+
 def test_the_fixed_commands_give_the_cubes_they_gave_before(tmp_path):
     now, before = cubes(tmp_path), json.loads(BEFORE.read_text())
     settings_added_since(now, before)
     collective_renamed_since(now)
     plan_dp_kept_since(now)
+    plan_status_rules_since(now)
     found = differences(now, before)
     assert not found, f"{len(found)} differences, the first: " + "; ".join(found[:5])
 

@@ -115,6 +115,9 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     head = ["bandwidth", "rank", "tokens_per_s", "layout_tp", "layout_dp"]
     assert r.exit_code == 0 and r.stdout.split()[:5] == head, r.output
     assert r.stdout.splitlines()[1].split()[-2:] == ["1", "32"]  # whole numbers, not 1.0 (rc-ful at 100)
+    # A plan's status reads as a grid cube's does (it printed 0 where a grid cube's printed ok).
+    r = invoke("select", cube, "--sel", "rank=1", "--vars", "status")
+    assert r.exit_code == 0 and r.stdout.splitlines()[1].split()[-1] == "ok", r.output
     r = invoke("select", cube, "--sel", "rank=13")
     assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
 

@@ -200,11 +200,10 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     layouts["layout_dp"] = _dp(layouts, {"gpus": gpus})
     for name, values in layouts.items():
         data[name] = xr.Variable(dims, values, LAYOUTS.coordinate_attrs(name.removeprefix("layout_")))
-    for name in VARIABLES:
-        units, long_name = VARIABLES[name]
-        data[name] = xr.Variable(
-            dims, best[name].reshape(*kept_shape, keep), {"units": units, "long_name": long_name}
-        )
+    for (
+        name
+    ) in VARIABLES:  # each output's attributes as a grid cube's (the status's rules: select names them)
+        data[name] = xr.Variable(dims, best[name].reshape(*kept_shape, keep), grid.variable_attrs(name))
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)
     data["ideal_iteration_time"] = xr.Variable(
