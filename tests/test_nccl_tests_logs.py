@@ -279,5 +279,11 @@ def test_a_log_given_twice_is_refused_and_half_a_nic_is_not_recorded(tmp_path):
         calibrate_logs([ALL_GATHER, copy], nics=None, nic_gbps=None)
     with pytest.raises(InputError, match="its rows would count twice"):
         calibrate_logs([ALL_GATHER, ALL_GATHER], nics=None, nic_gbps=None)
-    c = calibrate_logs([ALL_GATHER], nics=None, nic_gbps=400)
-    assert (c.hardware["nics_per_node"], c.hardware["nic_gbps"]) == (None, None)
+    from netsweep_jax.sweep.analysis.nccl_calibration import hardware
+    from netsweep_jax.sweep.analysis.nccl_validation import fabrics_of
+
+    log = read_nccl_tests_log(ALL_GATHER)
+    (fabric, *_) = fabrics_of(log.measurements(None, None))
+    recorded = hardware(log, fabric, None, 400.0)
+    assert (recorded["nics_per_node"], recorded["nic_gbps"]) == (None, None)
+    assert hardware(log, fabric, 8, 400.0)["nics_per_node"] == 8
