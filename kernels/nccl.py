@@ -398,13 +398,13 @@ def _speed_list(arch: Array, inter: Array, dt: jnp.dtype) -> tuple[Array, ...]:
 
 
 def _speed(speed_list: tuple[Array, ...], limit: Array) -> Array:
-    """The largest entry <= ``limit`` of each configuration's speed list (:func:`_speed_list`), the limit itself
-    where none fits (a link slower than NCCL's slowest speed, 0.12 GB/s across nodes: NCCL's search would take
-    that speed, which such a link cannot carry, so the model keeps the link's): the list walked in ascending
-    order with one comparison and one select per entry (the entry itself where it fits), elementwise work XLA
-    fuses into one loop. Gathering each configuration's row of a padded table took 80 times as long on the CPU
-    (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the list five
-    times a collective. The answer is one of the list's entries, exactly, or the limit below the smallest."""
+    """The largest entry <= ``limit`` (1 + :data:`SNAP`) of each configuration's speed list (:func:`_speed_list`), the
+    limit itself where none fits (a link slower than NCCL's slowest speed, 0.12 GB/s across nodes: NCCL's search
+    would take that speed, which such a link cannot carry, so the model keeps the link's): the list walked in
+    ascending order with one comparison and one select per entry (the entry itself where it fits), elementwise work
+    XLA fuses into one loop. Gathering each configuration's row of a padded table took 80 times as long on the CPU
+    (39 ms against 0.5 ms for 2^18 float32 values, 2026-12-04), and NCCL's channel search reads the list five times
+    a collective. The answer is one of the list's entries, exactly, or the limit below the smallest."""
     reach = limit * (1 + SNAP)  # a limit a rounding below an entry takes it (:data:`SNAP`)
     best = jnp.where(reach >= speed_list[0], speed_list[0], limit)
     for entry in speed_list[1:]:

@@ -1,6 +1,7 @@
 """The layout family's sweeps: layout grids, sweep plan and their command lines."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -153,6 +154,14 @@ def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
     volta = layouts.make_layout_grid("llama3-8b", gpu="v100", gpus=8, global_batch=8)
     assert volta.names["precision"] == ("fp16",) and volta.names["attention"] == ("unfused",)
     assert "precision fp16 (the v100 has no bf16 tensor cores)" in volta.assumed
+    # What cannot run on a V100 is refused in one line saying where it came from when the user did not type it.
+    for kwargs, message in (
+        (dict(gpu="v100,a100"), "bf16 (the default beside newer GPUs): the v100 has no bf16 tensor cores"),
+        (dict(gpu="v100", stack="megatron-core"), "flash (stack megatron-core's): the v100 cannot run"),
+        (dict(gpu="v100", precision="bf16"), "bf16: the v100 has no bf16 tensor cores"),
+    ):
+        with pytest.raises(InputError, match=re.escape(message)):
+            layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, **kwargs)
     # --collective's default follows --fabric (nccl with one, else ring-or-tree): None in both, said in --help.
     assert shown["collective"] is None and api["collective"].default is None
     assert api["schedule"].default == layout_axes.DEFAULT_SCHEDULE

@@ -267,6 +267,10 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
         ),
         (lambda rows: [{k: v for k, v in rows[0].items() if k != "metric"}], "missing column(s) metric"),
         (lambda rows: [{**rows[0], "gpu": "tpu"}], "row SC21-T1-01): gpu 'tpu' is not a preset"),
+        (  # the sweeps' rule for a V100 (its row's default precision, bf16)
+            lambda rows: [{**rows[0], "gpu": "v100", "precision": ""}],
+            "row SC21-T1-01): precision bf16: the v100 has no bf16 tensor cores",
+        ),
         (lambda rows: [{**rows[0], "metric": "samples"}], "metric 'samples' must be one of"),
         (lambda rows: [{**rows[0], "value": "-3"}], "value -3 must be a positive number"),
         (lambda rows: [rows[0], rows[0]], "row id SC21-T1-01 appears twice"),

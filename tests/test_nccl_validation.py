@@ -291,6 +291,7 @@ def test_a_row_that_another_measurement_of_the_same_inputs_contradicts(tmp_path)
             "Y-H100-01,s,all_reduce,H100,8,8,400,2,,1048576,29.0,",
             "X-H100-02,s,all_reduce,H100,8,8,400,2,,2097152,10.0,in-place busbw 25.0",
             "T-H100-01,s,all_reduce,H100,8,8,400,4,,1048576,10.0,in-place busbw 40.0",
+            "Z-H100-01,s,all_reduce,H100,8,8,400,4,,2097152,10.0,in-place busbw 0.00",
         )
     )
     fabrics = V.fabrics_of(rows)
@@ -298,15 +299,16 @@ def test_a_row_that_another_measurement_of_the_same_inputs_contradicts(tmp_path)
         dataset="x",
         rows=rows,
         fabrics=fabrics,
-        train=np.array([False, False, False, True]),
-        scored=np.ones(4, bool),
+        train=np.array([False, False, False, True, False]),
+        scored=np.ones(5, bool),
         constants=np.zeros(6),
         loss=0.0,
-        predicted=np.full(4, 20.0),
-        algorithm=[""] * 4,
-        protocol=[""] * 4,
+        predicted=np.full(5, 20.0),
+        algorithm=[""] * 5,
+        protocol=[""] * 5,
     )
     assert V.in_place_busbw(rows[0]) == 40.0 and math.isnan(V.in_place_busbw(rows[1]))
-    assert V.same_inputs(v) == [[0, 1], [2], [3]]
+    assert V.same_inputs(v) == [[0, 1], [2], [3], [4]]
+    assert math.isnan(V.in_place_busbw(rows[4]))  # 0.00 printed: no measurement (it divided by zero)
     assert V.disagreeing(v) == [(0, [("`X-H100-01` in place", 40.0)])]
     assert V.SPREAD == 3.0

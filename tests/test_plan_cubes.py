@@ -176,3 +176,10 @@ def test_plot_leaves_out_the_layouts_that_cannot_run():
     assert np.isnan(kept["tokens_per_s"].values).tolist() == [True, False, True] and left == 2
     kept, left = runnable_only(ds, "memory_gb", {"tp": [1, 2]})  # memory: where the layout can exist
     assert kept["memory_gb"].values[:2].tolist() == [90.0, 70.0] and left == 0
+    # A reduced cube's status is reduced too (a max over tp is no layout's), and a plan's network cost has no
+    # rank: neither is masked (the first left every value of --reduce max:tp out, the second broadcast rank).
+    reduced = ds.assign_attrs(reduced="max:tp")
+    assert runnable_only(reduced, "tokens_per_s", {})[1] == 0
+    plan = ds.expand_dims(rank=[1, 2]).assign(network_cost=("tp", [0.1, 0.2, 0.3]))
+    kept, left = runnable_only(plan, "network_cost", {})
+    assert kept["network_cost"].dims == ("tp",) and left == 0

@@ -134,8 +134,8 @@ def layout_grid_from(
         # The GPU count is tp x pp x cp x dp: with dp fixed each layout searched is another cluster, and the
         # best tokens/s the largest one (16,384 GPUs at an MFU of 0.11 for --dp 16).
         raise InputError(
-            f"{settings['dp']}: a plan compares layouts on one cluster; give its size (--gpus or --nodes), "
-            "with --dp or without it",
+            f"{settings['dp']}: a plan compares layouts on one cluster; give its size with --gpus (with --dp or "
+            "without it), or --nodes without --dp",
             param="dp",
         )
     space, text = searched(settings, model, search)
@@ -190,9 +190,11 @@ def searched(
         if settings.get("arch"):
             models += (parse_arch(settings["arch"]),)
         space = search_space(models) if models else {}
+        # The text options not given are searched too (said with the numbers: the assumed line's searched).
+        space.update({name: SEARCHED_TEXT[name] for name, value in text.items() if value is None})
         text = {name: value if value is not None else SEARCHED_TEXT[name] for name, value in text.items()}
         if settings.get("stack") is not None:  # the stack's settings are its defaults, not searched
-            space = {name: values for name, values in space.items() if name not in STACK_SET}
+            space = {name: values for name, values in space.items() if name not in (*STACK_SET, "recompute")}
             text["recompute"] = settings.get("recompute")
     return space, text
 

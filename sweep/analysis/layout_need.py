@@ -150,7 +150,8 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
         status = int(given["status"][o])
         if status != 0:
             # dp is derived from the GPU count, so the count is named (a layout that does not divide it says dp0).
-            raise InputError(f"{name} cannot exist on {cell['gpus']:g} GPUs: {STATUS[status]}")
+            on = f" on {cell['gpus']:g} GPUs" if cell["gpus"] > 0 else ""  # 0: derived from --dp
+            raise InputError(f"{name} cannot exist{on}: {STATUS[status]}")
         if given["fits"][o] <= 0:
             raise InputError(
                 f"{name} does not fit in memory: it lacks {-given['memory_free_gb'][o]:.1f} GB of usable memory "

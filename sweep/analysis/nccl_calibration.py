@@ -57,6 +57,7 @@ from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 TOLD = 0.05
 TOLD_ORDER = ("eta_net", "eta_nvl", "latency_us", "op_latency_us", "fill_us")
 BUMP = 0.01
+EFFICIENCIES = ("eta_net", "eta_nvl")  # fractions in (0, 1]; the others are times
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,12 +134,14 @@ def calibrate_logs(
         lows[k] = highs[k] = SHIPPED.stated()[k]
     values, loss, busbw, algo, proto = fit_and_predict(rows, fabrics, scored, lows=lows, highs=highs)
     fitted: dict[str, Any] = dict(zip(NAMES, map(float, values)))
-    # A fitted constant at its bound: the logs asked for more than its range gives (said, not silent).
+    # A fitted constant at its bound: the logs asked for more than its range gives (said, not silent). An
+    # efficiency at either end; a time at its top (0 us, no latency or fill, is a value a transport may have).
     margin = 0.01 * (highs - lows)  # the fit nears a bound without reaching it (a sigmoid of its parameter)
     at_bounds = tuple(
         name
         for k, name in enumerate(NAMES)
-        if name not in held and (values[k] <= lows[k] + margin[k] or values[k] >= highs[k] - margin[k])
+        if name not in held
+        and (values[k] >= highs[k] - margin[k] or (name in EFFICIENCIES and values[k] <= lows[k] + margin[k]))
     )
     recorded = hardware(logs[0], fabrics[0], nics, nic_gbps)
     return Calibration(
@@ -170,7 +173,8 @@ def untold(rows: Sequence[Measurement], fabrics: Sequence[Fabric], scored: np.nd
     basis: list[np.ndarray] = []
     held = []
     for name, stepped in zip(TOLD_ORDER, log_busbw[1:]):
-        column = (stepped - log_busbw[0]) / math.log1p(BUMP)
+        # A row priced at no finite busbw tells nothing (a column's NaN would hold every constant unsaid).
+        column = np.nan_to_num((stepped - log_busbw[0]) / math.log1p(BUMP), nan=0.0, posinf=0.0, neginf=0.0)
         for unit in basis:
             column = column - (column @ unit) * unit
         if np.max(np.abs(column)) >= TOLD:
@@ -260,9 +264,10 @@ def table(c: Calibration) -> list[str]:
     k = c.constants
     for name in c.at_bounds:
         i = NAMES.index(name)
+        nics = " (are the NICs given the hosts' own?)" if name == "eta_net" else ""
         lines.append(
-            f"note: {name} ended at its bound ({LOWS[i]:g} to {HIGHS[i]:g}): the model cannot bring these logs "
-            "closer with it (are the NICs given the hosts' own?)"
+            f"note: {name} ended at the edge of its range ({LOWS[i]:g} to {HIGHS[i]:g}): the model cannot bring "
+            f"these logs closer with it{nics}"
         )
     held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
     lines.append(

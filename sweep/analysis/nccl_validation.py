@@ -850,7 +850,8 @@ def in_place_busbw(r: Measurement) -> float:
     """nccl-tests' in-place busbw (GB/s) a row's notes give, NaN where none: the same collective, size and
     ranks timed again right after the out-of-place run (the row's figure)."""
     m = re.search(r"in-place busbw ([0-9]+(?:\.[0-9]+)?)", r.notes)
-    return float(m.group(1)) if m else math.nan
+    value = float(m.group(1)) if m else math.nan
+    return value if value > 0 else math.nan  # 0.00: under the printed rounding, no measurement to compare
 
 
 def same_inputs(v: Validation) -> list[list[int]]:

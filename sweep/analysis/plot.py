@@ -228,9 +228,12 @@ WHERE_IT_CANNOT_RUN = ("status", "fits", "memory_gb", "memory_free_gb")
 
 def runnable_only(ds: xr.Dataset, var: str, sel: Mapping[str, Any]) -> tuple[xr.Dataset, int]:
     """``ds`` with ``var`` NaN where its layout cannot run (a layout cube's ``status`` not 0, or ``fits`` 0 for
-    a variable not in :data:`WHERE_IT_CANNOT_RUN`), and how many values of the selection ``sel`` that left out
-    (0 for a cube without those variables: a data-parallel one)."""
+    a variable not in :data:`WHERE_IT_CANNOT_RUN`), and how many values of the selection ``sel`` that left out.
+    Nothing is left out of a cube without those variables (a data-parallel one), of a reduced one (its status is
+    reduced too: a max over tp is no layout's), or of a variable that is no layout's (a plan's network cost)."""
     if "status" not in ds.data_vars or "fits" not in ds.data_vars or var in ("status", "fits"):
+        return ds, 0
+    if "reduced" in ds.attrs or not set(ds["status"].dims) <= set(ds[var].dims):
         return ds, 0
     runs = ds["status"] == 0
     if var not in WHERE_IT_CANNOT_RUN:

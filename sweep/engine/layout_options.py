@@ -41,7 +41,15 @@ from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, p
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
-from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, PRECISIONS, die, system_settings, volta
+from netsweep_jax.sweep.model.compute import (
+    EFFICIENCY,
+    GPUS,
+    PRECISIONS,
+    die,
+    refuse_on_volta,
+    system_settings,
+    volta,
+)
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions, spine_said
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
@@ -199,7 +207,13 @@ def _chip_defaults(
     """(precision, attention, the assumed line's phrases): as given (None: not), else what the GPUs run: bf16
     (and the stack's or the default attention, None here), but fp16 and unfused attention on V100s alone,
     which have no bf16 tensor cores and cannot run FlashAttention (:func:`sweep.model.compute.volta`)."""
-    if not all(volta(g) for g in parse_names(gpu.lower(), "gpu", tuple(GPUS))):
+    gpus = parse_names(gpu.lower(), "gpu", tuple(GPUS))
+    old = [g for g in gpus if volta(g)]
+    if old and attention is None and preset is not None:  # the stack's attention, on a V100
+        refuse_on_volta(old[0], attention=preset.attention, whose=f" (stack {preset.name}'s)")
+    if len(old) < len(gpus):  # the default bf16 where a V100 is swept beside newer GPUs: said as the default
+        if old and precision is None:
+            refuse_on_volta(old[0], precision=DEFAULT_PRECISION, whose=" (the default beside newer GPUs)")
         return (DEFAULT_PRECISION if precision is None else precision), attention, ()  # '' is refused later
     said = []
     if precision is None:
@@ -261,16 +275,10 @@ def _names(
             raise InputError(
                 f"fp8: the {g} has no fp8 tensor cores (fp8 needs h100 or newer)", param="precision"
             )
-        if "bf16" in names["precision"] and volta(g):
-            raise InputError(
-                f"bf16: the {g} has no bf16 tensor cores (Volta; fp16 runs on them)", param="precision"
-            )
-        if "flash" in names["attention"] and volta(g):
-            raise InputError(
-                f"flash: the {g} cannot run FlashAttention (Turing and newer; FlashAttention-2 Ampere); give "
-                "--attention unfused",
-                param="attention",
-            )
+        for precision in names["precision"]:
+            refuse_on_volta(g, precision=precision)
+        for attention in names["attention"]:
+            refuse_on_volta(g, attention=attention)
     return names
 
 
@@ -607,8 +615,8 @@ def _assumed(
             out.append("MoE load imbalance 1 (balanced routing)")
         if given["expert_tp"] is None and "expert_tp" not in search:
             out.append(f"{AXES['expert_tp'].option} {AXES['expert_tp'].default}")
-    searched = [
-        f"{AXES[d].option.lstrip('-')} {search[d]}"
+    searched = [  # the numbers not given, and sweep plan's text ones (schedule, recompute) it fills
+        f"{AXES[d].option.lstrip('-') if d in AXES else d} {search[d]}"
         for d in PARALLEL_DIMS
         if given.get(d) is None and d in search
     ]

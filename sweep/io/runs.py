@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
-from netsweep_jax.sweep.model.compute import GPUS, die
+from netsweep_jax.sweep.model.compute import GPUS, die, refuse_on_volta
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 from netsweep_jax.sweep.model.stacks import STACKS, Stack, stack_of
 
@@ -253,6 +253,10 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         raise bad(f"precision {precision!r} must be one of {', '.join(LAYOUT_PRECISIONS)}")
     if precision == "fp8" and GPUS[gpu].fp8 == 0:
         raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
+    try:  # bf16 and flash attention on a V100: the sweeps' one rule, said for this row
+        refuse_on_volta(gpu, precision=precision, attention=cells.get("attention", "").lower())
+    except InputError as e:
+        raise bad(str(e)) from None
     gpus, tp, pp = (_int(cells, n, path, line, rid) for n in ("gpus", "tp", "pp"))
     cp = _int(cells, "cp", path, line, rid, default=1)
     ep = _int(cells, "ep", path, line, rid, default=1)

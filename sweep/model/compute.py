@@ -300,11 +300,7 @@ class Workload:
             raise InputError(
                 f"{self.precision!r}: unknown; known: {', '.join(WORKLOAD_PRECISIONS)}", param="precision"
             )
-        if self.precision == "bf16" and volta(self.gpu):
-            raise InputError(
-                f"bf16: the {self.gpu} has no bf16 tensor cores (Volta; amp or fp16 run on them)",
-                param="precision",
-            )
+        refuse_on_volta(self.gpu, precision=self.precision)
         if not (isinstance(self.batch, int) and 1 <= self.batch <= 1_000_000):
             raise InputError(f"{self.batch}: must be an integer from 1 to 1000000", param="batch")
         if self.seq_len is not None and not (
@@ -404,6 +400,24 @@ NO_BF16_OR_FLASH = ("v100",)
 def volta(gpu: str) -> bool:
     """Whether ``gpu``'s chip is Volta's (:data:`NO_BF16_OR_FLASH`): no bf16 tensor cores, no flash attention."""
     return die(gpu) in NO_BF16_OR_FLASH
+
+
+def refuse_on_volta(gpu: str, *, precision: str = "", attention: str = "", whose: str = "") -> None:
+    """Refuse bf16 (``precision``) or flash attention (``attention``) on a Volta ``gpu``, the one rule of both
+    families and of a runs file; ``whose``: where the value came from where the user did not type it (" (the
+    default ...)", " (stack S's)"), said after it."""
+    if not volta(gpu):
+        return
+    if precision == "bf16":
+        raise InputError(
+            f"bf16{whose}: the {gpu} has no bf16 tensor cores (Volta's take fp16)", param="precision"
+        )
+    if attention == "flash":
+        raise InputError(
+            f"flash{whose}: the {gpu} cannot run FlashAttention (Turing and newer; FlashAttention-2 Ampere); "
+            "give --attention unfused",
+            param="attention",
+        )
 
 
 def die(gpu: str) -> str:
