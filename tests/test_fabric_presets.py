@@ -451,3 +451,12 @@ def test_rail_only_forwards_an_all_to_all_over_nvlink_and_has_no_spine_by_hand()
     pod = {"gpus_per_node": 8, "nvlink_domain": 8, "leaf_hosts": 32, "rail_only": True}
     assert traffic_tiers(8, 1, 1, 1, 128, 4, **pod) == {"TP": "NVLink", "DP": "rail", "PP": "rail"}
     assert traffic_tiers(1, 1, 16, 1, 16, 1, **pod) == {"EP": "rail+NVLink", "DP": "rail"}
+
+
+def test_a_plan_says_where_its_gpus_are_not_whole_nvlink_domains():
+    # 96 GPUs on 72-GPU racks: a DP group of 48 (ranks 48-95) crosses the first rack's edge, and the tier rule
+    # prices and says it as inside one (a helper's hunt found the line said "DP NVLink" without a word).
+    from netsweep_jax.sweep.analysis.plan_tiers import uneven_domains
+
+    assert "96 GPUs are not whole 72-GPU NVLink domains" in uneven_domains(96.0, 72.0)
+    assert uneven_domains(144.0, 72.0) == uneven_domains(64.0, 72.0) == uneven_domains(16.0, 8.0) == ""

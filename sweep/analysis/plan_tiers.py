@@ -34,8 +34,20 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         )  # fmt: skip
         setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
         said = ", ".join(f"{kind} {where}" for kind, where in crossed.items()) or "no traffic between GPUs"
-        lines.append(f"  {setting}: {row['layout']}: {said}")
+        lines.append(f"  {setting}: {row['layout']}: {said}{uneven_domains(row['gpus'], domain)}")
     return lines
+
+
+def uneven_domains(gpus: float, domain: float) -> str:
+    """What the tiers leave out where ``gpus`` do not fill whole NVLink domains of ``domain`` GPUs ('' where
+    they do): a group's block of ranks is taken to be inside a domain when it is no wider than one, so a block
+    that crosses a domain's edge (48 of 96 GPUs on 72-GPU racks) is priced and said as inside it."""
+    if gpus <= domain or gpus % domain == 0:
+        return ""
+    return (
+        f" (assumed: {gpus:g} GPUs are not whole {domain:g}-GPU NVLink domains; a group whose ranks cross a "
+        "domain's edge is priced as inside it)"
+    )
 
 
 def _shown(value: object) -> str:
