@@ -156,7 +156,7 @@ def layout_grid_from(
         gpu=named(settings.get("gpu") if "gpu" in given else None, gpu),
         precision=settings.get("precision")
         if "precision" in given
-        else None,  # None: the GPU's (fp16 on Volta)
+        else None,  # None: the GPUs' (fp16 on Volta)
         schedule=named(text["schedule"], DEFAULT_SCHEDULE),
         recompute=text["recompute"],
         attention=settings.get("attention"),
@@ -204,16 +204,16 @@ def refuse_other_hosts(fabric: Any, gpus: str) -> None:
     is one system (its NVLink domain, NICs and NCCL's tables), and pricing another GPU on it would mix two, as a
     data-parallel sweep refuses too. A fabric file is the fabric's constants, for any GPU."""
     from netsweep_jax.sweep.core.values import parse_names
-    from netsweep_jax.sweep.model.compute import GPUS, die
+    from netsweep_jax.sweep.model.compute import GPUS
+    from netsweep_jax.sweep.model.fabrics import FabricPreset
 
-    built = getattr(fabric, "gpu", "")
-    if not built:
+    if not isinstance(fabric, FabricPreset):
         return
     for name in parse_names(gpus.lower(), "gpu", tuple(GPUS)):
-        if die(name) != die(built):
+        if not fabric.built_of(name):
             raise InputError(
-                f"{fabric.name}: built of {built} hosts; --gpu {name} is another chip (leave --gpu out or give "
-                f"--gpu {built} for the preset's, or a fabric file for your own hosts)",
+                f"{fabric.name}: built of {fabric.gpu} hosts; --gpu {name} is another chip (leave --gpu out or "
+                f"give --gpu {fabric.gpu} for the preset's, or a fabric file for your own hosts)",
                 param="fabric",
             )
 
@@ -511,9 +511,8 @@ def write_plans(
         # every value's (the same search, not run again), each written with its own value.
         first: tuple[Any, float] | None = None
         reachable = grid.spine_reachable()
-        if (
-            len(ones) > 1
-        ):  # one line for the list (its spine phrase naming every value); each cube keeps its own
+        # One assumed line for a list (its spine phrase naming every value); each cube keeps its own.
+        if len(ones) > 1:
             once(f"assumed: {assumed_line(grid.assumed)}")
             said.update(f"assumed: {assumed_line(one.assumed)}" for one, _, _ in ones)
         for one, heading, target in ones:

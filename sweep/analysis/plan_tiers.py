@@ -6,7 +6,6 @@ import xarray as xr
 
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
-from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.fabrics import traffic_tiers
 
 
@@ -25,9 +24,8 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
     for row in plan_rows(ds):
         if row["rank"] != 1:
             continue
-        gpu = GPUS[str(row["gpu"])]
-        per_node = row["gpus_per_node"] or gpu.gpus_per_node  # 0: the GPU preset's system
-        domain = row["nvlink_domain"] or gpu.domain
+        # plan_rows writes a system dim's 0 as the GPU preset's value (planning._resolved).
+        per_node, domain = row["gpus_per_node"], row["nvlink_domain"]
         crossed = traffic_tiers(
             row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
             row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only,

@@ -200,9 +200,8 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     layouts["layout_dp"] = _dp(layouts, {"gpus": gpus})
     for name, values in layouts.items():
         data[name] = xr.Variable(dims, values, LAYOUTS.coordinate_attrs(name.removeprefix("layout_")))
-    for (
-        name
-    ) in VARIABLES:  # each output's attributes as a grid cube's (the status's rules: select names them)
+    # Each output's attributes as a grid cube's (the status's rules: select names them).
+    for name in VARIABLES:
         data[name] = xr.Variable(dims, best[name].reshape(*kept_shape, keep), grid.variable_attrs(name))
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)

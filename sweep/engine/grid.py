@@ -60,7 +60,6 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -453,7 +452,7 @@ def _sweep_fabric(
     if isinstance(choice, FabricPreset) and choice.gpu:
         for p in profiles:
             gpu = gpu_of(p)
-            if gpu is None or die(gpu) != die(choice.gpu):
+            if not choice.built_of(gpu):
                 raise InputError(
                     f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} (give --gpu "
                     f"{choice.gpu} for a transformer, or a fabric file for its own hosts)",

@@ -276,15 +276,15 @@ def by_oversubscription(grid: LayoutGrid) -> list[LayoutGrid]:
     value is a column of the GPU table), its assumed line saying its own."""
     if len(grid.oversubscription) == 1:
         return [grid]
-    from netsweep_jax.sweep.model.fabrics import fabric_preset, spine_said  # several: a preset's, given
+    from netsweep_jax.sweep.model.fabrics import fabric_preset  # several: a preset's, given
 
     preset = fabric_preset(grid.fabric_name)
-    listed = spine_said(preset, grid.oversubscription)
+    listed = preset.describe(grid.oversubscription)
     return [
         dataclasses.replace(
             grid,
             oversubscription=(v,),
-            assumed=tuple(spine_said(preset, (v,)) if a == listed else a for a in grid.assumed),
+            assumed=tuple(preset.describe((v,)) if a == listed else a for a in grid.assumed),
         )
         for v in grid.oversubscription
     ]

@@ -51,7 +51,7 @@ from netsweep_jax.sweep.model.compute import (
     volta,
 )
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
-from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions, spine_said
+from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
@@ -368,7 +368,7 @@ class _Network:
                 f"({(self.constants or SHIPPED).describe()})",
             )
         if self.preset is not None:
-            out = out + (spine_said(self.preset, spines),)
+            out = out + (self.preset.describe(spines),)
         return out + self.hosts
 
     def grid_fields(self) -> _FabricFields:

@@ -119,7 +119,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     cut = None
     # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
     # be one not read (any other malformed row is an error).
-    last = len(lines) if not path.read_bytes().endswith(b"\n") else 0
+    data = path.read_bytes()  # its hash and its last byte, read once
+    last = len(lines) if not data.endswith((b"\n", b"\r")) else 0
     for number, line in enumerate(lines, 1):
         text = line.strip()
         if not text:
@@ -165,7 +166,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     collective = _collective(binary, path)
     return Log(
         path=path,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        sha256=hashlib.sha256(data).hexdigest(),
         collective=collective,
         gpu=_one_gpu(devices, path),
         hosts=tuple(dict.fromkeys(host for host, _, _ in devices.values())),

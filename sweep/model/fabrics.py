@@ -124,6 +124,14 @@ class FabricPreset:
 
         return dataclasses.replace(SHIPPED, source=f"{SHIPPED.source} ({self.fit})")
 
+    def built_of(self, gpu: str | None) -> bool:
+        """Whether ``gpu`` (a GPU preset's name; None: unknown) is this preset's hosts' chip, or the preset names
+        none: a sweep of another chip on it would price a mix of two systems (its NVLink domain, NICs and NCCL's
+        tables), which both families refuse."""
+        from netsweep_jax.sweep.model.compute import die  # numpy: not at --help's import
+
+        return not self.gpu or (gpu is not None and die(gpu) == die(self.gpu))
+
     def settings(self) -> dict[str, float]:
         """The cluster options this preset sets where a user gives none (layout option name -> value)."""
         return {
@@ -133,14 +141,19 @@ class FabricPreset:
             "bandwidth": self.nic_gbps,
         }
 
-    def describe(self) -> str:
-        """One phrase: the fabric as built and where it comes from."""
+    def describe(self, spines: Sequence[float] | None = None) -> str:
+        """One phrase: the fabric as built and where it comes from; ``spines``: the oversubscriptions it is priced
+        at (--oversubscription; several: a plan each), None for its own as built."""
+        built = f"{self.oversubscription:g}:1 as built"
+        if spines is not None:
+            each = ", a plan each" if len(spines) > 1 else ""
+            built = f"{', '.join(f'{v:g}:1' for v in spines)} (--oversubscription{each}; {built})"
         if self.rail_only:
             wiring = "rail-only (no spine: each rail a non-blocking fabric; all-to-all forwarded over NVLink)"
         else:
             wiring = (
                 f"{'rail-optimized' if self.rail_optimized else 'top-of-rack'}, {self.leaf_hosts} hosts a leaf, "
-                f"spine {self.oversubscription:g}:1 as built"
+                f"spine {built}"
             )
         if self.collnet:
             sharp = ", SHARP on (NCCL's CollNet: NCCL_COLLNET_ENABLE=1)"
@@ -520,21 +533,8 @@ def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float
         oversubscription=spine,
         collnet=choice.collnet,
         rail_only=choice.rail_only,
-        describe=spine_said(choice, None if oversubscription is None else (spine,)),
+        describe=choice.describe(None if oversubscription is None else (spine,)),
         preset=True,
-    )
-
-
-def spine_said(preset: FabricPreset, spines: Sequence[float] | None) -> str:
-    """The preset's phrase (:meth:`FabricPreset.describe`) with the spine it is priced at: as built where
-    ``spines`` is None (no --oversubscription), else the values given (several: a plan each)."""
-    if spines is None:
-        return preset.describe()
-    each = ", a plan each" if len(spines) > 1 else ""
-    return preset.describe().replace(
-        f"spine {preset.oversubscription:g}:1 as built",
-        f"spine {', '.join(f'{v:g}:1' for v in spines)} (--oversubscription{each}; "
-        f"{preset.oversubscription:g}:1 as built)",
     )
 
 
