@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, apart
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import cli_message
 from netsweep_jax.sweep.core.values import parse_values
@@ -58,3 +58,11 @@ def test_bad_values(axis, text, message):
         parse_values(text, NUMERIC_AXES[axis])
     assert message in cli_message(err.value)  # the CLI spelling; the library names the axis
     assert str(err.value).startswith(axis)
+
+
+def test_numbers_that_differ_are_never_printed_alike():
+    # Two constants that differ past the fourth digit (a message saying they differ printed "0.6032, 0.6032").
+    assert apart([0.60321, 0.60324]) == ["0.60321", "0.60324"]
+    assert apart([0.6032, 0.75]) == ["0.6032", "0.75"] and apart([0.5, 0.5]) == ["0.5", "0.5"]
+    first, second = apart([1 / 3, 1 / 3 + 1e-14])
+    assert first != second and len(second) <= 17

@@ -53,6 +53,20 @@ def test_bad_distributed_options_are_refused_before_anything_starts(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("command", ["grid", "plan"])
+def test_a_distributed_option_without_distributed_is_refused(tmp_path, command):
+    # It did nothing, in silence: a bad --stitch-timeout or a --coordinator was accepted and the run went alone.
+    args = (
+        ["--bw", "10"]
+        if command == "grid"
+        else ["--model", "llama3-8b", "--gpus", "8", "--global-batch", "8"]
+    )
+    for option, value in (("--stitch-timeout", "-1"), ("--coordinator", "host:1234"), ("--process-id", "0")):
+        r = invoke(command, *args, "--out", tmp_path / "d.h5", option, value)
+        assert f"{option} takes effect only with --distributed" in one_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_peer_that_never_joins_ends_the_wait_in_one_line(monkeypatch):
     release = threading.Event()
     try:  # the stand-in blocks as XLA's connect does when a peer never starts; the wait is 0 s here
@@ -116,6 +130,16 @@ def test_a_process_started_with_other_options_is_refused_and_writes_nothing(tmp_
     r = invoke("grid", *GRID, "--out", tmp_path / "g.h5", "--distributed", "--coordinator", "host0:1234")
     assert f"started with other options than process {pid}" in one_error(r)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_process_refuses_an_existing_out_before_its_share(tmp_path, monkeypatch):
+    # Process 1 computed its share, exited 0 and left its shard beside a cube process 0 refused to replace.
+    out = tmp_path / "g.h5"
+    out.write_text("mine")
+    monkeypatch.setattr(distributed, "rendezvous", lambda *args, **kwargs: (1, 2))
+    r = invoke("grid", *GRID, "--out", out, "--distributed")
+    assert f"--out {out}: file exists; pass --force to overwrite it" in one_error(r)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"] and out.read_text() == "mine"
 
 
 def test_a_stitch_of_shards_of_another_grid_leaves_no_partial_cube(tmp_path, monkeypatch):

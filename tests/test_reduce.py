@@ -122,6 +122,10 @@ def test_resume_after_an_interruption_is_bit_identical(tmp_path, monkeypatch, si
     assert (
         r.exit_code == 2 and "the checkpoint of an interrupted sweep grid --reduce or sweep plan" in r.output
     )
+    # Resumed without its --reduce (was a traceback: the unreduced sweep read the checkpoint's groups as cubes).
+    plain = [a for i, a in enumerate(REDUCED_GRID) if "--reduce" not in (a, REDUCED_GRID[i - 1])]
+    r = invoke("grid", *plain, "--out", out, "--resume")
+    assert r.exit_code == 2 and "made for another grid, profile or --reduce" in r.output, r.output
     assert invoke("grid", *REDUCED_GRID, "--out", out, "--resume").exit_code == 0
     a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (clean, out))
     for name in a.data_vars:

@@ -7,12 +7,21 @@ timers, no races).
 
 import signal
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import GRID, blocks_done, invoke, invoke_stopped_after, read_outputs, signalled_after
+from helpers import (
+    GRID,
+    blocks_done,
+    invoke,
+    invoke_interrupted_after,
+    invoke_stopped_after,
+    read_outputs,
+    signalled_after,
+)
 
 STOP_AFTER = 7  # of 30 blocks
 
@@ -75,7 +84,9 @@ def test_resume_refuses_another_grid(tmp_path, monkeypatch):
     other = [a if a != "1..10" else "1..11" for a in GRID]
     r = invoke("grid", *other, "-q", "--out", out, "--resume")
     assert r.exit_code == 2
-    assert "made for another grid or profile" in r.output and len(r.output.strip().splitlines()) == 1
+    assert (
+        "made for another grid, profile or --reduce" in r.output and len(r.output.strip().splitlines()) == 1
+    )
     assert partial.exists()  # the interrupted work is not thrown away
     r = invoke("grid", *GRID, "-q", "--out", out)
     assert r.exit_code == 2 and "pass --resume to finish it" in r.output
@@ -86,6 +97,12 @@ def test_resume_refuses_another_grid(tmp_path, monkeypatch):
         f"error: --resume {partial}: written in blocks of 20 configurations where this run cuts 40: rerun with "
         "--block-configs 20"
     ), r.output
+    # A file at OUT (a --force run was interrupted): refused before any work, both files kept (was refused
+    # after computing every remaining block, saying the file "appeared while this run computed").
+    out.write_text("mine")
+    r = invoke("grid", *GRID, "-q", "--out", out, "--resume")
+    assert r.exit_code == 2 and f"{out} exists beside {partial}" in r.output, r.output
+    assert out.read_text() == "mine" and blocks_done(partial) == STOP_AFTER
     # A whole cube has nothing to resume, and says so.
     partial.unlink()
     out.touch()
@@ -123,3 +140,22 @@ def test_a_request_an_interrupted_command_left_stops_no_later_search(monkeypatch
         interrupts.raise_if_requested()  # inside: the block boundary stops
     assert interrupts.requested()  # kept for the CLI's last word
     interrupts.raise_if_requested()  # outside: nothing to stop
+
+
+def test_a_run_without_out_names_the_out_that_finishes_it(tmp_path, monkeypatch):
+    # Each run's default --out is stamped anew, so "the same command plus --resume" looked for another file.
+    from netsweep_jax.sweep.io import job
+
+    monkeypatch.chdir(tmp_path)
+    r = invoke_interrupted_after(monkeypatch, 1, signal.SIGINT, "grid", *GRID, "-q")
+    (partial,) = Path("results").glob("*.h5.partial")
+    cube = partial.with_name(partial.name.removesuffix(".partial"))
+    assert r.exit_code == 130 and r.output.rstrip().endswith(f"plus --resume --out {cube}."), r.output
+    later = Path("results") / f"{cube.stem.rsplit('-', 2)[0]}-20990101-000000.h5"  # the rerun's own stamp
+    monkeypatch.setattr(job, "default_out", lambda grid, directory="results": later)
+    r = invoke("grid", *GRID, "-q", "--resume")
+    assert r.exit_code == 2 and f"add --out {cube})" in r.output, r.output
+    assert invoke("grid", *GRID, "-q", "--resume", "--out", cube).exit_code == 0 and cube.exists()
+    # A refused --resume leaves no results/ of its own behind.
+    monkeypatch.chdir(Path("results"))
+    assert invoke("grid", *GRID, "-q", "--resume").exit_code == 2 and not Path("results").exists()

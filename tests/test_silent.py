@@ -1,6 +1,7 @@
 """Never answer wrong in silence: defaults kept, calibrate's profiles scaled as built-ins, need's answers
 reaching their target as shown, defaults that follow the workload, and bad input as one line, exit 2."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -190,13 +191,24 @@ def test_defaults_follow_the_workload(tmp_path):
     # said once the output is claimed, so a refused output is one line
     r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    # A CNN and a transformer in one sweep: each kind's default differs, so the one a sweep holds is asked
+    # for (the transformer silently took ring and Horovod fusion: its bandwidth answer 10x the one alone).
+    r = invoke(
+        "need", "--model", "resnet50,gpt2-xl", "--gpu", "h100", "--target", "0.9", "--solve", "bandwidth"
+    )
+    one_line_refusal(
+        r, "error: --collective not given, and its default follows the workload: nccl-ring for gpt2"
+    )
+    assert "give --collective and --bucketing, or sweep each alone" in r.output
+    both = evaluate("resnet50,gpt2-xl", gpu="h100", bandwidth=100, collective="ring", bucketing="ddp")
+    assert list(both.model.values) == ["resnet50", "gpt2-xl@h100-fp32-b8"]
 
 
 @pytest.mark.parametrize(
     "args,text",
     [
-        (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number > 0"),
-        (["--intra-bw", "0"], "--intra-bw 0: intra-node bandwidth must be a number > 0"),
+        (["--intra-bw", "-5"], "--intra-bw -5: intra-node bandwidth must be a number from 0.001 to 1000000"),
+        (["--intra-bw", "1e-300"], "--intra-bw 1e-300: intra-node bandwidth must be a number from 0.001"),
         (["--nics-per-node", "1,2"], "--nics-per-node 1,2: calibrate takes one value"),
         (["--bounds", "foo=0:1"], "'foo' is not a parameter calibrate fits"),
         (["--bounds", "latency=0:1"], "'latency' is not fitted"),
@@ -249,6 +261,10 @@ def test_grid_refusals_name_the_right_thing(tmp_path):
     one_line_refusal(
         invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time"
     )
+    # The baseline's factor (grid scaled none's time to accuracy by it, compare ignored it).
+    for command in ("grid", "compare"):
+        r = invoke(command, "--bw", "10", "--compressor", "none,topk:0.01", "--iterations-factor", "none=2")
+        one_line_refusal(r, "--iterations-factor none=2: none is the baseline, 1 by definition")
     (tmp_path / "cost.csv").write_text("0,1e300\n")
     one_line_refusal(
         invoke("grid", "--reduce-cost", tmp_path / "cost.csv", "--out", tmp_path / "x.h5"),
@@ -365,3 +381,21 @@ def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
         "grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out
     )
     assert r.exit_code == 0 and out.exists(), r.output
+
+
+def test_a_device_named_as_cuda_reports_it_takes_its_preset():
+    from netsweep_jax.sweep.model.compressors import codec_cost_for
+    from netsweep_jax.sweep.model.compute import GPUS, gpu_named
+
+    # profile measure records torch's name; it was taken for an unknown GPU (the V100's NVLink, silently).
+    assert gpu_named("NVIDIA H100 80GB HBM3") == "h100" and gpu_named("Tesla V100-SXM2-16GB") == "v100-16"
+    assert gpu_named("NVIDIA A100-SXM4-40GB") == "a100-40" and gpu_named("NVIDIA GB200") == "gb200"
+    assert (
+        gpu_named("NVIDIA H100 PCIe") is None and gpu_named("unknown") is None and gpu_named("B200") == "b200"
+    )
+    measured = dataclasses.replace(builtin_profile("vgg16"), device="NVIDIA H100 80GB HBM3")
+    assert evaluate(measured, bandwidth=100).attrs["intra_bandwidth_gbps"] == 3600
+    # The codec's cost took the first preset whose key the name held: an H100 96GB priced as the H100 SXM's HBM.
+    for gpu in ("h100-hbm2e", "gb200", "a100-40"):
+        profile = dataclasses.replace(builtin_profile("vgg16"), device=GPUS[gpu].name)
+        assert codec_cost_for(profile).hbm == GPUS[gpu].hbm

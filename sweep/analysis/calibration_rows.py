@@ -17,9 +17,10 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import Features
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value, show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER
+from netsweep_jax.sweep.engine.grid import check_intra_bandwidth
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
@@ -50,16 +51,8 @@ class Settings:
 
 def check_settings(settings: Settings) -> None:
     """Refuse settings ``sweep grid`` would refuse (one line naming the option)."""
-    intra = settings.intra_bandwidth
-    if intra is not None and (
-        isinstance(intra, bool)
-        or not isinstance(intra, (int, float))
-        or not (np.isfinite(intra) and intra > 0)
-    ):
-        shown = show(intra) if isinstance(intra, (int, float)) else repr(intra)
-        raise InputError(
-            f"{shown}: intra-node bandwidth must be a number > 0 Gbit/s", param="intra_bandwidth"
-        )
+    if settings.intra_bandwidth is not None:
+        check_intra_bandwidth(settings.intra_bandwidth)
     for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
         value = getattr(settings, name)
         if value is not None and (not isinstance(value, str) or value not in values):

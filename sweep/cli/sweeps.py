@@ -112,10 +112,7 @@ def grid(
     from netsweep_jax.sweep.engine.dispatch import check_kernel
     from netsweep_jax.sweep.io import job
 
-    if settings.get("distributed"):  # before anything starts
-        from netsweep_jax.sweep.io.distributed import check_options
-
-        check_options(settings["coordinator"], settings["stitch_timeout"])
+    _check_distributed(ctx, settings)
     family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), given(ctx, "model"))
     g, assumed = GRID_OF[family.name](
         settings, given_options(ctx), {"variables": vars, "store": store, "reduce": reduce}
@@ -166,18 +163,34 @@ def _data_parallel_grid(
 GRID_OF = {LAYOUTS.name: _layout_grid, DATA_PARALLEL.name: _data_parallel_grid}
 
 
-def _interrupted(e: BaseException) -> None:
+def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:
+    """``--distributed``'s options, checked before anything starts; one given without it is refused (it would
+    do nothing: the run is one process)."""
+    if settings.get("distributed"):
+        from netsweep_jax.sweep.io.distributed import check_options
+
+        check_options(settings["coordinator"], settings["stitch_timeout"])
+        return
+    for name in DISTRIBUTED_NAMES:
+        if given(ctx, name):
+            raise InputError(
+                "takes effect only with --distributed: add it, or leave this option out", param=name
+            )
+
+
+def _interrupted(e: BaseException, out: Path | None) -> None:
     """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
-    finish it, or that nothing was kept; the exit code says which signal."""
+    finish it (naming the --out that finds them where none was given: each run's default name is stamped anew),
+    or that nothing was kept; the exit code says which signal."""
     from netsweep_jax.sweep.io import paths
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
-    fail(
-        f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus --resume."
-        if kept is not None and kept.exists()
-        else "interrupted before any block was written; nothing was kept",
-        code=exit_code(e),
-    )
+    if kept is not None and kept.exists():
+        cube = kept.with_name(kept.name.removesuffix(".partial"))
+        finish = "--resume" if out is not None else f"--resume --out {cube}"
+        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus {finish}.",
+             code=exit_code(e))  # fmt: skip
+    fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
 
 
 def _sweep(
@@ -195,7 +208,7 @@ def _sweep(
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e)
+        _interrupted(e, out)
     except JoinTimeout as e:
         abandon(str(e), 3)
     except StitchTimeout as e:
@@ -279,10 +292,7 @@ def plan(
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
     if as_csv and as_json:
         raise InputError("--csv and --json both choose what is printed: give one")
-    if settings.get("distributed"):  # before anything starts
-        from netsweep_jax.sweep.io.distributed import check_options
-
-        check_options(settings["coordinator"], settings["stitch_timeout"])
+    _check_distributed(ctx, settings)
     fabrics = fabric_values(str(settings["fabric"])) if settings.get("fabric") is not None else (None,)
     # Every value's grid before any work: a bad one is refused before the first plan.
     grids = [
@@ -348,7 +358,7 @@ def _search_plan(
     except StitchTimeout as e:
         fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e)
+        _interrupted(e, out)
     return ds, target, share
 
 

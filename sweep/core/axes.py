@@ -10,6 +10,7 @@ Python (no numpy, no JAX), as :mod:`sweep.core.schema`.
 
 import dataclasses
 import math
+from collections.abc import Sequence
 
 from netsweep_jax.sweep.core.errors import InputError
 
@@ -19,6 +20,16 @@ MAX_AXIS_VALUES = 10**7  # values one axis may expand to (a range is refused bef
 def show(value: float) -> str:
     """A number as the user would recognise it: up to 15 significant digits, no trailing zeros."""
     return f"{value:.15g}"
+
+
+def apart(values: Sequence[float], digits: int = 4) -> list[str]:
+    """``values`` to ``digits`` significant digits, or to as many more (up to :func:`show`'s 15) as it takes for
+    values that differ to read differently: a message that says two constants differ never prints them alike."""
+    for more in range(digits, 16):
+        shown = [f"{v:.{more}g}" for v in values]
+        if len(set(shown)) == len(set(values)):
+            return shown
+    return [show(v) for v in values]
 
 
 @dataclasses.dataclass(frozen=True)

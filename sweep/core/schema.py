@@ -160,6 +160,8 @@ OTHER_OPTIONS = {
     "distributed": "--distributed",
     "coordinator": "--coordinator",
     "stitch_timeout": "--stitch-timeout",
+    "num_processes": "--num-processes",
+    "process_id": "--process-id",
     "arch": "--arch",
     "schedule": "--schedule",
     "recompute": "--recompute",

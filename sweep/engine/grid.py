@@ -45,6 +45,7 @@ from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
     gpu_of,
+    refuse_mixed_stacks,
     resolve_models,
     takes_workload,
     workload_defaults,
@@ -303,6 +304,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         raise InputError("[]: give at least one model or profile", param="model")
     following, _ = workload_defaults(profiles)
     chosen = {k: following[k] for k in FOLLOWING if o[k] is None}
+    refuse_mixed_stacks(profiles, chosen)
     o.update(chosen)
     collective, compressor, intra_bandwidth, dtype, store = (
         o["collective"],
@@ -326,7 +328,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
             "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
             param="bucketing",
         )
-    _check_intra_bandwidth(intra_bandwidth)
+    check_intra_bandwidth(intra_bandwidth)
     check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
@@ -360,16 +362,18 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     )
 
 
-def _check_intra_bandwidth(intra_bandwidth: Any) -> None:
-    """Refuse an intra-node bandwidth (Gbit/s) that is not a finite number > 0."""
+def check_intra_bandwidth(intra_bandwidth: Any) -> None:
+    """Refuse an intra-node bandwidth (Gbit/s) outside ``--bw``'s range (:data:`NUMERIC_AXES`' bandwidth, whose
+    bounds keep every result finite: 1e-300 gave NaN and inf)."""
+    axis = NUMERIC_AXES["bandwidth"]
     if (
         isinstance(intra_bandwidth, bool)
         or not isinstance(intra_bandwidth, (int, float))
-        or not (math.isfinite(intra_bandwidth) and intra_bandwidth > 0)
+        or not (math.isfinite(intra_bandwidth) and axis.low <= intra_bandwidth <= axis.high)
     ):
         raise InputError(
             f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
-            f": intra-node bandwidth must be a number > 0 Gbit/s",
+            f": intra-node bandwidth must be a number from {show(axis.low)} to {show(axis.high)} Gbit/s",
             param="intra_bandwidth",
         )
 

@@ -9,7 +9,7 @@ their GPU's memory (:func:`workload_reduce_table`).
 """
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.values import decimal, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
-from netsweep_jax.sweep.model.compute import GPUS, Workload, transformer_profile
+from netsweep_jax.sweep.model.compute import GPUS, Workload, gpu_named, transformer_profile
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 from netsweep_jax.sweep.model.vector_add import V100_HBM_BYTES_PER_S, default_table
@@ -29,12 +29,8 @@ FLAGS = {"intra_bandwidth": "--intra-bw", "collective": "--collective", "bucketi
 
 
 def gpu_of(profile: Profile) -> str | None:
-    """The GPU preset a profile ran on (by its device's name), or None."""
-    device = str(profile.device or "").strip().lower()
-    for key, gpu in GPUS.items():
-        if device in (key, gpu.name.lower()):
-            return key
-    return None
+    """The GPU preset a profile ran on (by its device's name, :func:`~sweep.model.compute.gpu_named`), or None."""
+    return gpu_named(str(profile.device or ""))
 
 
 def is_transformer(profile: Profile) -> bool:
@@ -63,6 +59,24 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     names = sorted({p.model.split("@")[0] for p in profiles})
     where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
     return values, where
+
+
+def refuse_mixed_stacks(profiles: Sequence[Profile], unset: Collection[str]) -> None:
+    """Refuse a sweep of the paper's CNNs and transformers together that leaves ``--collective`` or
+    ``--bucketing`` to follow the workload (in ``unset``): each kind's default differs (:func:`workload_defaults`)
+    and a sweep takes one, so one kind would silently take the other's."""
+    kinds = {is_transformer(p): p.model for p in profiles}
+    missing = [key for key in ("collective", "bucketing") if key in unset]
+    if len(kinds) < 2 or not missing:
+        return
+    key = missing[0]
+    ours = {"collective": ("nccl-ring", DEFAULTS.collective), "bucketing": ("ddp", DEFAULTS.bucketing)}[key]
+    raise InputError(
+        f"not given, and its default follows the workload: {ours[0]} for {kinds[True]} (a transformer's stack), "
+        f"{ours[1]} for {kinds[False]} (the paper's); a sweep of both holds one: give {FLAGS[key]}"
+        f"{' and --bucketing' if len(missing) > 1 else ''}, or sweep each alone",
+        param=key,
+    )
 
 
 def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]:

@@ -320,9 +320,12 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     try:
         f = h5py.File(path, "r+")
-        # Touch every object a sweep needs: damaged metadata shows here, not halfway through.
-        shapes = {name: f[name].shape for name in grid.variables}
-        progress = (f["progress/blocks_done"].shape, f["progress/block_checksum"].shape)
+        # Whose it is first (a --reduce checkpoint or another family's cube holds other objects), then every
+        # object a sweep needs: damaged metadata shows here, not halfway through.
+        made = (f.attrs.get("format"), f.attrs.get("grid_fingerprint"))
+        if made == (FORMAT, grid.fingerprint()):
+            shapes = {name: f[name].shape for name in grid.variables}
+            progress = (f["progress/blocks_done"].shape, f["progress/block_checksum"].shape)
     except HDF5_ERRORS as e:
         if "f" in locals():
             f.close()
@@ -330,10 +333,10 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
             f"{path}: HDF5 cannot read it ({reason(e)}); it cannot be resumed, rerun with --force",
             param="resume",
         ) from None
-    if f.attrs.get("format") != FORMAT or f.attrs.get("grid_fingerprint") != grid.fingerprint():
+    if made != (FORMAT, grid.fingerprint()):
         f.close()
         raise InputError(
-            f"{path}: made for another grid or profile; rerun with the same options, or --force",
+            f"{path}: made for another grid, profile or --reduce; rerun with the same options, or --force",
             param="resume",
         )
     if (

@@ -49,6 +49,7 @@ from netsweep_jax.sweep.io.job import (
     run_grid,
 )
 from netsweep_jax.sweep.io.paths import (
+    exists,
     in_use,
     made_by_a_sweep,
     regular_or_absent,
@@ -280,6 +281,10 @@ def run_distributed(
     else:
         if pid == 0 and not resume:
             check_output(out, force=force, resume=False, default=default_out_dir)
+        elif (
+            not resume and out.exists() and not force
+        ):  # every process, before its share: none is left behind
+            raise exists(out)
         summary = run_grid(
             grid,
             shard,

@@ -3,6 +3,7 @@
 import contextlib
 import datetime
 import errno
+import glob
 import os
 import resource
 import shutil
@@ -74,11 +75,14 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
         raise InputError(
             f"{out}: another run is writing {partial}; wait for it or choose another --out", param="out"
         )
-    writable_directory(out, create=default)
+    writable_directory(out, create=default and not resume)  # a refused --resume leaves no directory behind
     if resume:
         if not partial.exists():
             whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
-            raise InputError(f"finds nothing to resume: {partial} does not exist{whole}", param="resume")
+            raise InputError(
+                f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}",
+                param="resume",
+            )
         if partial.stat().st_size == 0:
             raise InputError(
                 f"{partial} is empty (the run stopped before writing anything); rerun with --force",
@@ -88,6 +92,12 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             raise InputError(
                 f"{partial}: has other hard links; netsweep does not write through them "
                 f"(copy it to a file of its own to resume it)",
+                param="resume",
+            )
+        if out.exists():  # said before any work: the finished cube could not take the name
+            raise InputError(
+                f"{out} exists beside {partial}: a resumed run never replaces a file (--force would, but starts "
+                f"over); move {out} away, then --resume",
                 param="resume",
             )
         return
@@ -104,6 +114,21 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"--force deletes only its own partial files: move it away or choose another --out",
             param="out",
         )
+
+
+def _stamped(out: Path) -> str:
+    """Where a run without --out left a partial cube that this one (another timestamp, :func:`default_out`)
+    cannot find by name: the latest of the same label, as the --out that finishes it ('' where none is)."""
+    label = out.name.removesuffix(out.suffix).rsplit("-", 2)[0]
+    left = (
+        sorted(out.parent.glob(f"{glob.escape(label)}-*-*{out.suffix}.partial"))
+        if out.parent.is_dir()
+        else []
+    )
+    if not left:
+        return ""
+    latest = max(left, key=lambda p: p.name)
+    return f" (without --out each run is named anew; {latest} was left by one: add --out {latest.with_name(latest.name.removesuffix('.partial'))})"
 
 
 def _remove_own(partial: Path, inode: int | None) -> None:

@@ -73,7 +73,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import decimal
-from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.compute import GPUS, gpu_named
 from netsweep_jax.sweep.model.profile import Profile
 
 METHODS = ("none", "fp16", "int8", "topk", "randomk", "signsgd", "powersgd")
@@ -221,6 +221,12 @@ def parse_factors(
             raise InputError(
                 f"{spec}: not among the swept compressors ({', '.join(factors)})", param="iterations_factor"
             )
+        if name == NONE.name:  # the baseline every factor is relative to (grid scaled it; compare ignored it)
+            raise InputError(
+                f"{spec}={number}: none is the baseline, 1 by definition; give a compressor's factor relative "
+                "to it (as topk:0.01=1.3)",
+                param="iterations_factor",
+            )
         if not (math.isfinite(factor) and 0.01 <= factor <= 100):
             raise InputError(
                 f"{spec}={number}: the iterations factor must be a number from 0.01 to 100 "
@@ -306,9 +312,7 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
 def codec_cost_for(profile: Profile, overrides: Mapping[str, float] | None = None) -> CodecCost:
     """The :class:`CodecCost` of the GPU a profile ran on (its ``device`` names a preset; else
     the V100 of the paper's runs), in the precision of its gradients, with ``overrides``."""
-    device = str(profile.device).lower()
-    key = next((k for k in GPUS if k in device), "v100")
-    gpu = GPUS[key]
+    gpu = GPUS[gpu_named(str(profile.device or "")) or "v100"]
     half = bool(np.all(profile.element_bytes <= 2))
     cost = CodecCost(gpu.hbm, gpu.half if half else gpu.fp32, source=f"{gpu.name} preset")
     if overrides:

@@ -424,3 +424,30 @@ def die(gpu: str) -> str:
     """The GPU preset whose chip ``gpu`` is (its ``die``, or itself): the one whose fitted matrix efficiency it
     shares."""
     return GPUS[gpu].die or gpu
+
+
+# The chips of CUDA's device names (torch.cuda.get_device_name: "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB",
+# "NVIDIA A100-SXM4-40GB"), and the words that name a preset's smaller sibling.
+CHIP_WORDS = ("v100", "a100", "h100", "h200", "b200", "gb200", "b300", "gb300")
+SIBLINGS = {
+    "v100": (("16gb",), "v100-16"),
+    "a100": (("40gb",), "a100-40"),
+    "h100": (("hbm2e", "96gb"), "h100-hbm2e"),
+}
+NOT_THE_PRESETS = ("pcie", "nvl")  # the PCIe cards: other clocks and links than any preset's
+
+
+def gpu_named(device: str) -> str | None:
+    """The GPU preset (a key of :data:`GPUS`) a device name stands for: a preset's key or name, any case, or the
+    name CUDA reports for one of their chips (what ``profile measure`` records); None for another device (a PCIe
+    card, an unknown one). A whole word names the chip, so ``gb200`` is never the ``b200``."""
+    text = device.strip().lower()
+    for key, gpu in GPUS.items():
+        if text in (key, gpu.name.lower()):
+            return key
+    words = re.split(r"[\s\-_/,()]+", text)
+    chip = next((w for w in words if w in CHIP_WORDS), None)
+    if chip is None or any(w in NOT_THE_PRESETS for w in words):
+        return None
+    marks, sibling = SIBLINGS.get(chip, ((), chip))
+    return sibling if any(w in marks for w in words) else chip
