@@ -448,6 +448,8 @@ def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
       Damaged: with ``verify``, the file no longer holds what was written (the message says what changed).
     """
     checked = _path(path, "path")
+    if not isinstance(verify, bool):  # "no" is truthy: it verified
+        raise InputError(f"{verify!r}: expected True or False", param="verify")
     ds = _open_cube(checked)
     if verify:
         try:

@@ -32,7 +32,8 @@ def test_winner_follows_from_the_times():
     slow, fast = rows
     # At 10 Gbit/s PowerSGD beats everything; at 400 Gbit/s nothing beats no compression.
     assert slow.best == "powersgd:4" and slow.winner == "compress (powersgd:4)" and slow.gain > 2
-    assert fast.gain < 1 and fast.winner == "fix the transport"
+    # ... and fixing the transport saves 0.6%: neither fix is worth naming (it named the transport).
+    assert fast.gain < 1 and fast.winner == "neither" and fast.today / fast.fixed < 1.01
     it = ds.iteration_time.sel(model="resnet50", bandwidth=10).squeeze()
     assert slow.today == pytest.approx(float(it.sel(utilization=0.32, compressor="none")))
     assert slow.fixed == pytest.approx(float(it.sel(utilization=1.0, compressor="none")))

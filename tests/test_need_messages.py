@@ -49,8 +49,9 @@ def test_compare_says_its_utilization_is_not_the_other_commands():
     r = invoke("compare", "--model", "resnet50", "--bw", "10", "--nodes", "16", "--compressor", "fp16")
     assert r.exit_code == 0, r.output
     assert (
-        "--util 0.32 (today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1 "
+        "--util 0.32 (today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1, "
         in r.output
     )
-    assert "and --collective ring, so their scaling factors are higher)" in r.output
+    # Their collective follows the workload (it said ring, which a transformer's grid does not take).
+    assert "the workload's collective: ring for the paper's CNNs, nccl-ring for transformers)" in r.output
     assert "scaling today (util 0.32)" in r.stdout.splitlines()[0]

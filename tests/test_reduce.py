@@ -2,6 +2,7 @@
 
 import signal
 
+import h5py
 import numpy as np
 import pytest
 import xarray as xr
@@ -10,6 +11,7 @@ import netsweep_jax.sweep as sweep
 from helpers import invoke, invoke_interrupted_after, shares_in_turn, signalled_after
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.reductions import kind_of
 from netsweep_jax.sweep.io.job import run_grid
 
 AXES = dict(
@@ -253,3 +255,36 @@ def test_a_reduced_grids_fingerprint_keeps_its_reduce_table():
     other = dataclasses.replace(g, reduce_table=(table[0], table[1] * 2))
     assert other.fingerprint() != g.fingerprint()
     assert dataclasses.replace(g, reduction=None).fingerprint() != g.fingerprint()
+
+
+def test_a_layout_reduction_says_where_no_layout_can_exist_and_keeps_status_a_code(tmp_path):
+    # 63 GPUs: neither TP 3 (32 heads) nor TP 8 divides; 64: TP 8 can exist. The extreme's label named the
+    # first layout of a cell with none, and status was reduced as a number (its max over tp read 1 or 2).
+    out = tmp_path / "r.h5"
+    args = ["--model", "llama3-8b", "--gpus", "63,64", "--global-batch", "192", "--tp", "3,8"]
+    r = invoke("grid", *args, "--reduce", "argmax:tp", "--vars", "tokens_per_s,status", "--out", out, "-q")
+    assert r.exit_code == 0, r.output
+    with h5py.File(out) as f:
+        speed, tp, status = (
+            f[name][...].ravel() for name in ("tokens_per_s", "tokens_per_s_argmax_tp", "status")
+        )
+        assert "status_argmax_tp" not in f
+    assert np.isnan(speed[0]) and np.isnan(tp[0]) and status[0] == 1  # the lowest rule broken: 63 % tp
+    assert speed[1] > 0 and tp[1] == 8 and status[1] == 0
+    assert kind_of("status", "mean") == "max" and kind_of("tokens_per_s", "mean") == "mean"
+
+
+def test_a_checkpoint_the_file_system_refuses_leaves_nothing_and_is_one_line(tmp_path, monkeypatch):
+    # Under a file-size limit the first checkpoint failed: an empty OUT.partial was left (which the next run
+    # refused, and --resume called empty), the error said blocks were kept, over two lines (HDF5's text).
+    from netsweep_jax.sweep.io import checkpoints
+
+    def refuse(*args, **kwargs):
+        raise OSError(27, "Unable to extend file properly\n, filename = 'x'")
+
+    monkeypatch.setattr(checkpoints, "write", refuse)
+    out = tmp_path / "r.h5"
+    r = invoke("grid", *REDUCED_GRID, "--out", out)
+    assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "Unable to extend file properly , filename" in r.output and "kept" not in r.output
+    assert list(tmp_path.iterdir()) == []

@@ -333,6 +333,9 @@ def test_deep_json_and_a_numeric_model_name_are_refused(tmp_path):
         lambda: sweep.evaluate("resnet50", bandwidth=10, collective=5),
         lambda: sweep.evaluate("resnet50", bandwidth=10, vars=5),
         lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=5),
+        lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=""),  # were an unreduced cube, in silence
+        lambda: sweep.evaluate("resnet50", bandwidth=10, reduce=[]),
+        lambda: sweep.open_cube("results/r50.h5", verify="no"),  # a non-empty text verified
         lambda: sweep.evaluate("resnet50", bandwidth=10, reduce_table=([1, 2], [1])),
         lambda: sweep.solve(None, target=0.9, axis="ratio", bandwidth=10),
         lambda: sweep.calibrate("examples/resnet50_measured.csv", fit=5),
@@ -381,6 +384,13 @@ def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
         "grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out
     )
     assert r.exit_code == 0 and out.exists(), r.output
+    # need's --solve and plot's --kind were refused in another case.
+    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "Ratio", "--bw", "10")
+    assert r.exit_code == 0 and "smallest ratio reaching" in r.output, r.output
+    r = invoke("plot", out, "--x", "bandwidth", "--kind", "LINE", "--out", tmp_path / "k.png")
+    assert r.exit_code == 0 and (tmp_path / "k.png").exists(), r.output
+    r = invoke("plot", out, "--x", "bandwidth", "--var", "exposed_comm", "--out", tmp_path / "v.png")
+    one_line_refusal(r, "--var 'exposed_comm': colours a heatmap (--kind heatmap); a line plot draws --y")
 
 
 def test_a_device_named_as_cuda_reports_it_takes_its_preset():

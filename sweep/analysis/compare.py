@@ -10,7 +10,8 @@ iterations factor, the ``time_to_accuracy`` variable):
 - *best compressor*: the fastest of the compressors at today's utilization.
 
 The winner is whichever of *fixed* and *best compressor* is faster, "tie" within
-``TIE`` (1%). Then the report checks two claims against these numbers: the
+``TIE`` (1%), "neither" where each saves less than ``TIE`` of today's time. Then the
+report checks two claims against these numbers: the
 paper's (with the ideal compressor, ``--ratio``: 2x-5x is enough at 10 Gbit/s and
 no compression is needed at 100 Gbit/s) and Agarwal et al.'s ("On the Utility of
 Gradient Compression in Distributed Training Systems", MLSys 2022: compression gave a
@@ -91,8 +92,11 @@ class Row:
 
     @property
     def winner(self) -> str:
-        """``fix the transport``, ``compress (<best>)`` or ``tie``."""
+        """``fix the transport``, ``compress (<best>)``, ``tie`` or ``neither`` (each fix saves under ``TIE``:
+        a winner named there would be noise)."""
         best = self.times[self.best]
+        if self.today <= (1 + TIE) * min(best, self.fixed):
+            return "neither"
         if abs(best - self.fixed) <= TIE * min(best, self.fixed):
             return "tie"
         return "fix the transport" if self.fixed < best else f"compress ({self.best})"
@@ -374,7 +378,8 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "## Per configuration",
         "",
         "Speed-ups are over no compression at today's utilization (seconds per iteration, times the iterations "
-        "factor). *Winner*: the faster of the fixed transport and the best compressor (a tie within 1%).",
+        "factor). *Winner*: the faster of the fixed transport and the best compressor (a tie within 1%; neither where "
+        "each saves under 1%).",
         "",
         _markdown(
             [

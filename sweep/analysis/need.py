@@ -79,6 +79,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
       axis or ``allowed_<axis>`` for a falling one (NaN where unreachable), and
       ``status`` (0 solved, 1 met at the limit, 2 unreachable).
     """
+    axis = axis.strip().lower() if isinstance(axis, str) else axis  # names are case-insensitive (the guide)
     if axis not in NUMERIC_AXES:
         raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
     low, high = search_range(axis)

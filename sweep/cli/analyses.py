@@ -309,8 +309,8 @@ def compare(
 COMPARE_DEFAULTS = {
     "utilization": (
         "--util",
-        "(today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1 and --collective "
-        "ring, so their scaling factors are higher)",
+        "(today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1, so their scaling "
+        "factors are higher, and the workload's collective: ring for the paper's CNNs, nccl-ring for transformers)",
     ),
     "collective": ("--collective", ""),
     "bucketing": ("--bucketing", ""),

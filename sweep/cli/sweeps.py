@@ -217,8 +217,9 @@ def _sweep(
         fail(str(e), code=1)
     except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
         kept = paths.kept_partial(e)
+        said = " ".join(str(e.strerror or e).split())  # one line: HDF5's messages hold line breaks
         fail(
-            f"writing {target} failed ({e.strerror or e})"
+            f"writing {target} failed ({said})"
             + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
             code=1,
         )

@@ -140,6 +140,7 @@ OTHER_OPTIONS = {
     "fit": "--fit",
     "out": "--out",
     "sel": "--sel",
+    "var": "--var",
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
     "resume": "--resume",

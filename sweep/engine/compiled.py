@@ -25,7 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
-from netsweep_jax.sweep.engine.reductions import DevicePlan
+from netsweep_jax.sweep.engine.reductions import DevicePlan, kind_of
 from netsweep_jax.sweep.model.fabric_constants import MIB
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
@@ -101,7 +101,9 @@ def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False)
     its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
     for name, v in out.items():
-        reduced[name], index = reduced_output(v, reduce=reduce, skip_nan=skip_nan)
+        (kb, ci), shape, axes, kind = reduce
+        plan = (kb, ci), shape, axes, kind_of(name, kind)  # the layouts' status is a code (kind_of)
+        reduced[name], index = reduced_output(v, reduce=plan, skip_nan=skip_nan)
         if index is not None:
             reduced[f"{name}@index"] = index
     return reduced

@@ -74,9 +74,12 @@ class Reduction:
 def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PARALLEL) -> Reduction | None:
     """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` of a cube of ``family`` (None when
     empty)."""
-    if not given:
+    if given is None:
         return None
     items = [given] if isinstance(given, str) else list(given)
+    if not items or not any(str(item).strip() for item in items):  # empty is refused, never "no reduction"
+        shown = repr(items[0]) if len(items) == 1 else repr(given)
+        raise InputError(f"{shown}: name a reduction, as max:ratio, or leave it out", param="reduce")
     op_kind: str | None = None
     dims: list[str] = []
     labelled: list[str] = []
@@ -137,6 +140,20 @@ def device_plan(blocking: Blocking, reduction: Reduction) -> DevicePlan:
     shape = (blocking.rows,) + tuple(blocking.sizes[d] for d in after)
     axes = tuple(1 + after.index(d) for d in in_block(blocking, reduction))
     return (blocking.kb, blocking.ci), shape, axes, reduction.kind
+
+
+STATUS = "status"  # the layout family's rule code: reduced as a code, never as a number
+
+
+def kind_of(variable: str, kind: str) -> str:
+    """How ``variable`` is reduced under a reduction of ``kind``: as ``kind``, but for the layout family's
+    ``status`` (0: the layout can exist, else the code of the rule it breaks). A max or min is taken over the
+    layouts that can exist, so its status is the lowest code (0 where any can); a mean is NaN unless every one
+    can, so its status is the highest (0 only where all can). Its max over tp read 1 or 2 beside a valid speed,
+    its mean 0.5."""
+    if variable != STATUS:
+        return kind
+    return "max" if kind == "mean" else "min"
 
 
 class Accumulator:
@@ -218,7 +235,10 @@ class ReducedRun:
         assert grid.reduction is not None
         self.grid, self.blocking, self.r = grid, blocking, grid.reduction
         shape = tuple(blocking.sizes[d] for d in self.r.kept)
-        self.acc = {v: Accumulator(shape, self.r.kind, self.r.labelled) for v in grid.variables}
+        self.acc = {
+            v: Accumulator(shape, kind_of(v, self.r.kind), self.r.labelled if v != STATUS else ())
+            for v in grid.variables
+        }
         self.inside = in_block(blocking, self.r)
         self.u_sizes = [blocking.sizes[d] for d in self.r.dims]
         self.done = 0
@@ -264,13 +284,11 @@ class ReducedRun:
         }
         shape = pick(value).shape
         position = None
-        if self.r.kind != "mean":
+        if acc.kind != "mean":
             position = np.broadcast_to(
                 np.ravel_multi_index([np.asarray(index[d]) for d in self.r.dims], self.u_sizes), shape
             )
-        acc.combine(
-            where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in self.r.labelled}
-        )
+        acc.combine(where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in acc.index})
 
     def dataset(self) -> xr.Dataset:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
@@ -280,21 +298,33 @@ class ReducedRun:
         coords = self.grid.coords()
         data = {}
         for v, acc in self.acc.items():
-            value = acc.value / outside if self.r.kind == "mean" else acc.value
+            value = acc.value / outside if acc.kind == "mean" else acc.value
             units, long_name = self.blocking.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
                 value.astype(self.grid.store_dtype),
                 {
                     "units": units,
-                    "long_name": f"{self.r.kind} of {long_name} over {', '.join(self.r.dims)}",
+                    "long_name": f"{acc.kind} of {long_name} over {', '.join(self.r.dims)}",
                 },
             )
-            for d in self.r.labelled:
+            for d in acc.index:
                 data[self.r.label_name(v, d)] = xr.Variable(
                     self.r.kept,
-                    coords[d][acc.index[d]],
-                    {"long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)}"},
+                    _labels(coords[d], acc.index[d], np.isnan(acc.value)),
+                    {
+                        "long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)} "
+                        f"(NaN or empty where no layout of the cell can exist)"
+                    },
                 )
         ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
         return ds.assign_attrs(reduced=self.r.text, reduced_dims=",".join(self.r.dims))
+
+
+def _labels(values: Array, index: Array, nowhere: Array) -> Array:
+    """The coordinate ``values`` at ``index``, NaN (a number) or "" (a name) where the reduced value is NaN
+    (``nowhere``: no layout of the cell can exist, so none reaches the extreme; it named the first)."""
+    picked = np.asarray(values)[index]
+    if not nowhere.any():
+        return picked
+    return np.where(nowhere, np.nan if picked.dtype.kind == "f" else "", picked)

@@ -91,7 +91,13 @@ def _run(job: Accumulation, out: Path, partial: Path, *, resume: bool, command: 
                 claim.remove()  # refused: nothing of this run's is kept
             raise
         except BaseException:
-            job.save(partial, claim)  # every finished block is kept (a signal stops it at a block boundary)
+            try:
+                job.save(
+                    partial, claim
+                )  # every finished block is kept (a signal stops it at a block boundary)
+            except BaseException:  # the save failed too (the file-size limit): nothing is kept, no empty file
+                claim.remove_if_empty()
+                raise
             raise
         try:
             # Looked up at the call (not bound at import): tests stop a run right after this write.
