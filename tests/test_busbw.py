@@ -34,7 +34,13 @@ def test_compare_takes_busbw_and_says_its_utilization(tmp_path):
     assert "from --busbw: utilization 0.72" in by_busbw.output and "(util 0.72)" in by_busbw.stdout
     assert by_busbw.stdout == by_util.stdout
     r = invoke(*args, "--busbw", "9,10")
-    assert r.exit_code == 2 and "compare takes one utilization" in r.output
+    assert r.exit_code == 2 and "error: --busbw compare takes one value" in r.output
+    # The link's whole rate was refused as --util 1.0, an option not given.
+    r = invoke(*args, "--busbw", "12.5")
+    assert (
+        r.exit_code == 2
+        and "error: --busbw is utilization 1 of the link; compare's today must be" in r.output
+    )
 
 
 def test_plan_busbw_without_bw_reads_it_against_the_gpu_systems_nics(tmp_path):

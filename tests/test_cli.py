@@ -110,6 +110,10 @@ def test_malformed_profile_names_file_and_line(tmp_path):
     r = invoke("grid", "--profile", bad, "--iteration-time", "0.1", "--out", tmp_path / "o.h5")
     assert r.exit_code == 2 and "p.csv:3: grad_bytes 'x' is not a number" in r.output
     assert not (tmp_path / "o.h5").exists()
+    # A fraction of a byte was swept, and a saved profile wrote it whole (4.5 became 4).
+    bad.write_text("name,grad_bytes,backward_us\na,4.5,10\n")
+    r = invoke("grid", "--profile", bad, "--iteration-time", "0.1", "--out", tmp_path / "o.h5")
+    assert r.exit_code == 2 and "p.csv:2: grad_bytes '4.5' must be a whole number of bytes" in r.output
 
 
 def test_profile_needs_iteration_time(tmp_path):

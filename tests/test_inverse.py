@@ -96,6 +96,12 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     for key in ("netsweep_version", "command", "created", "jax_version", "device_kind"):
         assert key in ds.attrs
     ds.close()
+    # --nearest on a dim no axis describes (a need cube's target): it was refused as not in the cube.
+    two = tmp_path / "two.h5"
+    r = invoke("need", "--target", "0.9,0.99", "--solve", "ratio", "--bw", "10", "--nodes", "8", "--out", two)
+    assert r.exit_code == 0, r.output
+    r = invoke("select", two, "--sel", "target=0.95", "--nearest")
+    assert r.exit_code == 0 and "--sel target 0.95: not in the cube; the nearest, 0.99, selected" in r.output
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from netsweep_jax.sweep import builtin_profile, evaluate
 from netsweep_jax.sweep.analysis.calibrate import calibrate_file
 from netsweep_jax.sweep.analysis.need import answer_name, shown_value
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.engine.workloads import is_transformer, resolve_models
 
 
 def one_line_refusal(r, text):
@@ -200,6 +201,25 @@ def test_defaults_follow_the_workload(tmp_path):
         r, "error: --collective not given, and its default follows the workload: nccl-ring for gpt2"
     )
     assert "give --collective and --bucketing, or sweep each alone" in r.output
+    # A V100 beside an H100 gives every GPU its NVLink and HBM: said (nothing was, the V100's being the paper's).
+    mixed = [
+        "--model",
+        "gpt2-xl",
+        "--gpu",
+        "v100,h100",
+        "--collective",
+        "ring",
+        "--bucketing",
+        "ddp",
+        "--bw",
+        "100",
+    ]
+    r = invoke("grid", *mixed, "--out", tmp_path / "m.h5")
+    assert "--intra-bw 1200 (V100 NVLink for every GPU of the sweep, the slowest's)" in r.output, r.output
+    assert "reductions at the v100's HBM (0.9 TB/s), for every GPU of the sweep" in r.output
+    # A trace a user named gpt2@mine took a transformer's defaults; saved and loaded back, the built-in keeps them.
+    (built,) = resolve_models("gpt2-xl", gpu="h100")
+    assert is_transformer(built) and not is_transformer(dataclasses.replace(built, source="a torch trace"))
     both = evaluate("resnet50,gpt2-xl", gpu="h100", bandwidth=100, collective="ring", bucketing="ddp")
     assert list(both.model.values) == ["resnet50", "gpt2-xl@h100-fp32-b8"]
 
@@ -261,6 +281,17 @@ def test_grid_refusals_name_the_right_thing(tmp_path):
     one_line_refusal(
         invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time"
     )
+    # An empty file option is the current directory: named with its option (was ".: a directory", no option).
+    for option in ("--codec-cost", "--reduce-cost", "--profile"):
+        r = invoke("grid", "--compressor", "topk:0.01", option, "", "--out", tmp_path / "x.h5")
+        one_line_refusal(r, f"{option} .: ")
+    r = invoke(
+        "grid", "--profile", "examples/profile.csv", "--iteration-time", "0", "--out", tmp_path / "x.h5"
+    )
+    one_line_refusal(r, "--iteration-time 0: must be a number of seconds")  # it named the file
+    one_line_refusal(
+        invoke("grid", "--model", "gpt2", "--gpu", "h100,H100"), "--gpu h100,H100: h100 is given twice"
+    )
     # The baseline's factor (grid scaled none's time to accuracy by it, compare ignored it).
     for command in ("grid", "compare"):
         r = invoke(command, "--bw", "10", "--compressor", "none,topk:0.01", "--iterations-factor", "none=2")
@@ -321,6 +352,10 @@ def test_deep_json_and_a_numeric_model_name_are_refused(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps({**builtin_profile("resnet50").to_json(), "model": 5}))
     with pytest.raises(InputError, match="'model' is 5"):
         sweep.load_profile(tmp_path / "p.json")
+    # An empty name took the trace file's, in silence.
+    r = invoke("profile", "import", "examples/tiny.trace.json", "--out", tmp_path / "q.json", "--model", "")
+    one_line_refusal(r, "--model '': give the profile a name")
+    assert not (tmp_path / "q.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -378,7 +413,11 @@ def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
     r = invoke("compare", "--model", "resnet50", "--bw", "10", "--util", "0.5", "--nodes", "4")
     assert r.exit_code == 0 and "--util" not in r.output and "--nodes" not in r.output
     r = invoke("compare", "--model", "gpt2", "--bw", "10", "--bucketing", "fsdp")
-    assert r.exit_code == 2 and "Compressor(" not in r.output and "with fsdp" in r.output
+    assert (
+        r.exit_code == 2
+        and "Compressor(" not in r.output
+        and "error: --bucketing fsdp: compare weighs" in r.output
+    )
     out = tmp_path / "k.h5"
     r = invoke(
         "grid", "--model", "resnet50", "--bw", "10", "--kernel", "XLA", "--store", "Float16", "--out", out

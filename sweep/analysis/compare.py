@@ -139,9 +139,7 @@ def compare(
     checked in).
     """
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
-    if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
-        why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
-        raise InputError(f"{utilization}: {why}", param="utilization")
+    _check_today(utilization, bucketing)
     chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
@@ -490,6 +488,19 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
         + "."
     )
     return lines
+
+
+def _check_today(utilization: object, bucketing: object) -> None:
+    """Refuse a today compare cannot weigh: a utilization outside [0.0001, 1) (1 is the transport fixed), or
+    FSDP's schedule, which no compressor is modelled on (said as the option given, not the compressors)."""
+    if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
+        why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
+        raise InputError(f"{utilization}: {why}", param="utilization")
+    if isinstance(bucketing, str) and bucketing.strip().lower() == "fsdp":
+        raise InputError(
+            "fsdp: compare weighs compressors, modelled for all-reduce schedules only (horovod, ddp)",
+            param="bucketing",
+        )
 
 
 def _verdict(ok: bool) -> str:

@@ -274,9 +274,15 @@ def compare(
     refuse_large_model(model, "compare")
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
         values = parse_values(utilization, NUMERIC_AXES["utilization"])
-        if values.size != 1:
-            raise InputError(f"{utilization}: compare takes one utilization; give one value", param="busbw")
+        if values.size != 1:  # the text is the utilizations it converted to: not what the user typed
+            raise InputError("compare takes one value (today's utilization)", param="busbw")
         utilization = float(values[0])
+        if not 1e-4 <= utilization < 1:
+            raise InputError(
+                f"is utilization {utilization:g} of the link; compare's today must be below 1 (the transport "
+                "fixed is utilization 1)",
+                param="busbw",
+            )
     settings: dict[str, Any] = dict(
         models=model,
         gpu=gpu,

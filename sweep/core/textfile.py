@@ -21,9 +21,9 @@ def not_a_file(path: Path, what: str) -> str:
     )
 
 
-def _text(path: Path, what: str) -> str:
-    if not path.is_file():
-        raise InputError(f"{path}: {not_a_file(path, what)}")
+def _text(path: Path, what: str, param: str | None = None) -> str:
+    if not path.is_file():  # named with the option that gave it, where one did (``--codec-cost .``)
+        raise InputError(f"{path}: {not_a_file(path, what)}", param=param)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
@@ -37,9 +37,10 @@ def _physical_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def read_lines(path: str | os.PathLike[str], what: str) -> list[str]:
-    """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors."""
-    return _physical_lines(_text(Path(path), what))
+def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None) -> list[str]:
+    """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors, and ``param``
+    the option that gave it where it is no file."""
+    return _physical_lines(_text(Path(path), what, param))
 
 
 def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int, list[str]]]:

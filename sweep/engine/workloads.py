@@ -19,7 +19,13 @@ from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.values import decimal, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
-from netsweep_jax.sweep.model.compute import GPUS, Workload, gpu_named, transformer_profile
+from netsweep_jax.sweep.model.compute import (
+    GPUS,
+    TRANSFORMER_SOURCE,
+    Workload,
+    gpu_named,
+    transformer_profile,
+)
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 from netsweep_jax.sweep.model.vector_add import V100_HBM_BYTES_PER_S, default_table
@@ -34,8 +40,10 @@ def gpu_of(profile: Profile) -> str | None:
 
 
 def is_transformer(profile: Profile) -> bool:
-    """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``)."""
-    return "@" in profile.model and profile.model.split("@")[0] in TRANSFORMERS
+    """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``, or one saved and loaded back): its name and
+    its source both say so; a trace a user named ``gpt2@mine`` is not one."""
+    named = "@" in profile.model and profile.model.split("@")[0] in TRANSFORMERS
+    return named and str(profile.source).startswith(TRANSFORMER_SOURCE)
 
 
 def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]:
@@ -83,20 +91,23 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     """The default reduce-cost table of a sweep of ``profiles``: the model table
     (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
     for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
-    where it is not the V100's (else "")."""
+    where it is not the V100's for every profile (else "")."""
     gpus = [gpu_of(p) or "v100" for p in profiles] or ["v100"]
     gpu = min(gpus, key=lambda g: GPUS[g].hbm)
     hbm = GPUS[gpu].hbm
-    if hbm == V100_HBM_BYTES_PER_S:
+    paper = hbm == V100_HBM_BYTES_PER_S
+    # One table a sweep: with several GPUs every profile's reductions run at the slowest's rate, said so (a
+    # faster GPU beside a V100 takes the V100's, which the paper's own sweeps leave unsaid).
+    several = len({GPUS[g].hbm for g in gpus}) > 1
+    if paper and not several:
         return default_table(), "default V100 model", ""
-    source = f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s"
-    # One table a sweep: with several GPUs every profile's reductions run at the slowest's rate, said so.
     every = (
-        ", for every GPU of the sweep (the slowest's; a sweep per GPU prices each its own)"
-        if len(set(gpus)) > 1
-        else ""
+        ", for every GPU of the sweep (the slowest's; a sweep per GPU prices each its own)" if several else ""
     )
-    return default_table(hbm), source, f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s){every}"
+    said = f"reductions at the {gpu}'s HBM ({hbm / 1e12:g} TB/s){every}"
+    if paper:
+        return default_table(), "default V100 model", said
+    return default_table(hbm), f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s", said
 
 
 def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
@@ -110,9 +121,11 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
         "collective": DEFAULTS.collective,
         "bucketing": DEFAULTS.bucketing,
     }
-    if all(values[k] == paper[k] for k in chosen):
-        return ""
     gpus = [gpu_of(p) or "v100" for p in profiles]
+    # Nothing to say where the paper's defaults hold for every profile: not where a faster GPU takes the
+    # slowest's NVLink (v100 and h100 in one sweep).
+    if all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1:
+        return ""
     low = min(gpus, key=lambda g: GPUS[g].nvlink)
     parts = []
     for key in FOLLOWING:
@@ -176,6 +189,8 @@ def resolve_models(
         (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
         see :mod:`sweep.model.compute`.
     """
+    if iteration_time is not None:  # checked as the option it is, before a profile file's own rules
+        _check_iteration_time(iteration_time)
     if profile is not None:
         return (load_profile(profile, t1=iteration_time),)
     names = _model_names(model)
@@ -197,12 +212,16 @@ def resolve_models(
     models = tuple(found)
     if iteration_time is None:
         return models
+    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
+
+
+def _check_iteration_time(iteration_time: object) -> None:
+    """Refuse a T1 that is not a number of seconds in [:data:`MIN_SECONDS`, :data:`MAX_SECONDS`]."""
     if isinstance(iteration_time, bool) or not (
         isinstance(iteration_time, (int, float)) and MIN_SECONDS <= iteration_time <= MAX_SECONDS
     ):
         shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
         raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]", param="iteration_time")
-    return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
 def _text(value: object) -> str:
@@ -238,6 +257,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
             if not number.is_integer():
                 raise InputError(f"{show(number)}: must be an integer", param=param)
             item = int(number)
+        if item in out:  # it made two profiles of one name, refused as "--model ...: names repeat"
+            raise InputError(f"{_text(value)}: {item} is given twice", param=param)
         out.append(item)
     return out
 

@@ -234,12 +234,13 @@ def _selection(
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
-        if nearest and dim in specs and have.dtype.kind in "iuf":
-            values = _nearest(have, values, specs[dim].option, picked)
+        numeric = have.dtype.kind in "iuf"  # any numeric dim, the axes' and the rest (a need cube's target)
+        if nearest and numeric:
+            values = _nearest(have, values, specs[dim].option if dim in specs else f"--sel {dim}", picked)
         for v in values:
             if not np.any(have == v):
                 shown = f"{v:g}" if not isinstance(v, str) else v
-                hint = " (--nearest selects the nearest)" if dim in specs else ""
+                hint = " (--nearest selects the nearest)" if numeric else ""
                 raise InputError(
                     f"{shown}: not in the cube; it has {', '.join(map(str, have))}{hint}", param=dim
                 )

@@ -191,6 +191,8 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     ]
     forward = _forward_times(forward_ops, shapes[::-1])
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
+    if model is not None and not model.strip():  # empty is refused, never "the file's name"
+        raise InputError("'': give the profile a name, or leave --model out for the file's", param="model")
     name = model or Path(path).name.split(".")[0]
     note = "" if forward is not None else "; forward times omitted (not every parameter matched a forward op)"
     return make_profile(

@@ -288,7 +288,7 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
     if isinstance(value, (str, Path)):
         where = str(value)
         try:
-            value = json.loads("\n".join(read_lines(Path(value), "codec cost file")))
+            value = json.loads("\n".join(read_lines(Path(value), "codec cost file", "codec_cost")))
         except json.JSONDecodeError as e:
             raise InputError(f"{where}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
     if not isinstance(value, dict):

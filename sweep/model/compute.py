@@ -338,6 +338,11 @@ def times(workload: Workload) -> tuple[list[Tensor], np.ndarray, np.ndarray, flo
     return tensors, forward, backward, optimizer, weights * grad_bytes
 
 
+TRANSFORMER_SOURCE = (
+    "netsweep compute model of "  # how a transformer's profile's source begins (is_transformer)
+)
+
+
 def transformer_profile(workload: Workload) -> Profile:
     """The :class:`~sweep.model.profile.Profile` of a workload (tensors in backward order)."""
 
@@ -357,7 +362,7 @@ def transformer_profile(workload: Workload) -> Profile:
         device=gpu.name,
         batch_size=w.batch,
         dtype=w.precision,
-        source=f"netsweep compute model of {arch.source}, {w.precision}, batch {w.batch}, "
+        source=f"{TRANSFORMER_SOURCE}{arch.source}, {w.precision}, batch {w.batch}, "
         f"sequence {w.seq_len or arch.seq_len}, efficiency {w.efficiency:g}",
         forward=forward[::-1],
         unit=unit[::-1],

@@ -254,6 +254,10 @@ def _number(text, path, line, what):
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be finite and >= 0")
+    if what == "grad_bytes" and value != math.floor(
+        value
+    ):  # a saved profile writes whole bytes: 4.5 became 4
+        raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be a whole number of bytes")
     return value
 
 
@@ -392,7 +396,7 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
 
 
 def _read_lines(path):
-    return read_lines(path, "profile file")
+    return read_lines(path, "profile file", "profile")
 
 
 def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
@@ -414,4 +418,4 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
         return read_csv(path, t1, model)
     if name.endswith(".log"):
         return read_bklog(path, t1, model)
-    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")
+    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log", param="profile")

@@ -45,7 +45,7 @@ def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     nbytes: list[float] = []
     seconds: list[float] = []
-    for lineno, text in enumerate(read_lines(path, "reduce-cost file"), start=1):
+    for lineno, text in enumerate(read_lines(path, "reduce-cost file", "reduce_table"), start=1):
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         cols = text.split(",")
