@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.plot import save
@@ -342,6 +342,8 @@ def figure(rows: Sequence[Row], out: Path, overwrite: bool = True) -> Path:
         ax.axhline(1.0, color="grey", lw=0.5)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        # Ticks at 1, 2 and 5 of each decade: a range inside one decade had 1.0 as its only label.
+        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("bandwidth (Gbit/s)")

@@ -70,13 +70,14 @@ def figures(
     overwrite: bool = True,
 ) -> list[Path]:
     """Scaling vs bandwidth (ratio 1) and vs ratio (10 and 25 Gbit/s), a panel per model."""
-    fig = Figure(figsize=(4.2 * len(models), 3.6))
+    # Laid out by matplotlib's constrained layout: the rows' axis labels overlapped the next row's titles.
+    fig = Figure(figsize=(4.2 * len(models), 3.6), layout="constrained")
     axes = fig.subplots(1, len(models), squeeze=False)
     for ax, m in zip(axes[0], models):
         _lines(ax, ds, m, "bandwidth", {"ratio": 1}, measured_ds)
         ax.set_title(f"{m}, no compression")
     paths = [save(fig, Path(out_dir) / "scaling_vs_bandwidth.png", overwrite=overwrite)]
-    fig = Figure(figsize=(4.2 * len(models), 6.6))
+    fig = Figure(figsize=(4.2 * len(models), 6.6), layout="constrained")
     axes = fig.subplots(2, len(models), squeeze=False)
     for row, bw in enumerate((10, 25)):
         for ax, m in zip(axes[row], models):
