@@ -108,8 +108,15 @@ def _text(name: str, value: object) -> str:
     raise InputError(f"{value!r}: give a name, a comma list or a sequence of names", param=name)
 
 
-def _grid(model: str | Sequence[str] | None, arch: str | None, options: dict[str, Any], search: bool) -> Any:
-    """The layout grid of ``model`` (or ``arch``) and the options, as the CLI builds it."""
+def _grid(
+    model: str | Sequence[str] | None,
+    arch: str | None,
+    options: dict[str, Any],
+    search: bool,
+    **kept: Any,
+) -> Any:
+    """The layout grid of ``model`` (or ``arch``) and the options, as the CLI builds it (``kept``: what the cube
+    keeps, :func:`~sweep.analysis.layout_jobs.layout_grid_from`'s)."""
     if model is None and arch is None:
         raise InputError("name a large-model preset (sweep models lists them) or give arch", param="model")
     dtype = options.pop("dtype", "float32")
@@ -122,18 +129,26 @@ def _grid(model: str | Sequence[str] | None, arch: str | None, options: dict[str
         given.add("model")
     settings["arch"] = arch
     settings["x64"] = dtype == "float64"
-    return layout_grid_from(settings, given, search=search)
+    return layout_grid_from(settings, given, search=search, **kept)
 
 
 @refuse_unknown_keywords
 def evaluate_layouts(
-    model: str | Sequence[str] | None = None, *, arch: str | None = None, **options: Unpack[LayoutOptions]
+    model: str | Sequence[str] | None = None,
+    *,
+    arch: str | None = None,
+    vars: str | Sequence[str] | None = None,  # noqa: A002 (the public keyword, as --vars)
+    store: str | None = None,
+    reduce: str | Sequence[str] | None = None,
+    **options: Unpack[LayoutOptions],
 ) -> xr.Dataset:
     """Every layout of a large model on a cluster (``sweep grid --model llama3-70b ...``).
 
     Args:
       model: a large-model preset or several (``"llama3-70b"``, ``["llama3-8b", "llama3-70b"]``).
       arch: instead, a transformer by shape (``"layers=32,hidden=4096,heads=32,seq=4096,vocab=32000"``).
+      vars, store, reduce: as ``sweep grid``'s ``--vars``, ``--store`` and ``--reduce`` (``"argmax:tp,pp"``: the
+        Dataset then has the dims not reduced, and each extreme's coordinates).
       **options: :class:`LayoutOptions`.
 
     Returns:
@@ -141,7 +156,9 @@ def evaluate_layouts(
       ``memory_gb``, ``fits``, ``status``, what the step waits on, ...) a variable over all of them;
       ``status`` 0 where the layout can exist (its ``rules`` attribute says what the others break).
     """
-    return layout_cube(_grid(model, arch, dict(options), search=False))
+    return layout_cube(
+        _grid(model, arch, dict(options), search=False, variables=vars, store=store, reduce=reduce)
+    )
 
 
 @refuse_unknown_keywords

@@ -74,8 +74,11 @@ def test_an_unreadable_partial_is_refused_not_resumed(tmp_path, monkeypatch):
     with open(partial, "r+b") as fh:
         fh.write(os.urandom(4096))  # the superblock and root group are gone
     r = invoke("grid", *GRID, "--out", out, "--resume")
-    assert r.exit_code == 2 and "HDF5 cannot read it" in r.output and len(r.output.strip().splitlines()) == 1
-    assert partial.exists() and not out.exists()
+    # No longer HDF5 at all: --force refuses to delete it too, so the advice is to move it (was "--force").
+    assert r.exit_code == 2 and "not HDF5, so no partial cube of netsweep's; move it away" in r.output
+    assert len(r.output.strip().splitlines()) == 1 and partial.exists() and not out.exists()
+    r = invoke("grid", *GRID, "--out", out, "--force")
+    assert r.exit_code == 2 and "move it away or choose another --out" in r.output and partial.exists()
 
 
 def test_random_bytes_in_the_middle_never_resume_into_a_wrong_cube(tmp_path, monkeypatch):

@@ -272,6 +272,17 @@ def test_a_layout_reduction_says_where_no_layout_can_exist_and_keeps_status_a_co
     assert np.isnan(speed[0]) and np.isnan(tp[0]) and status[0] == 1  # the lowest rule broken: 63 % tp
     assert speed[1] > 0 and tp[1] == 8 and status[1] == 0
     assert kind_of("status", "mean") == "max" and kind_of("tokens_per_s", "mean") == "mean"
+    # The API reduces as the CLI does (evaluate_layouts refused vars, store and reduce as unknown keywords).
+    api = sweep.evaluate_layouts(
+        "llama3-8b",
+        gpus=[63, 64],
+        global_batch=192,
+        tp=[3, 8],
+        reduce="argmax:tp",
+        vars="tokens_per_s,status",
+    )
+    np.testing.assert_array_equal(api["tokens_per_s_argmax_tp"].values.ravel(), tp)
+    np.testing.assert_array_equal(api["status"].values.ravel(), status)
 
 
 def test_a_checkpoint_the_file_system_refuses_leaves_nothing_and_is_one_line(tmp_path, monkeypatch):

@@ -135,7 +135,8 @@ def test_the_apis_typed_keywords_are_the_declared_options():
     own = {"nodes", "gpu", "precision", "collective", "dtype"}  # the command's own options, typed there too
     declared = (set(LAYOUT_OPTIONS) - {"arch"} - cli_only) | set(SHARED_AXES) | own
     assert set(get_type_hints(LayoutOptions)) == declared
-    assert set(accepted_keywords(evaluate_layouts)) == declared | {"model", "arch"}
+    kept = {"vars", "store", "reduce"}  # what the cube keeps, as sweep grid's --vars, --store and --reduce
+    assert set(accepted_keywords(evaluate_layouts)) == declared | {"model", "arch"} | kept
     assert set(accepted_keywords(plan)) == declared | {"model", "arch", "keep"}
 
 

@@ -329,6 +329,11 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
     except HDF5_ERRORS as e:
         if "f" in locals():
             f.close()
+        if not h5py.is_hdf5(path):  # not netsweep's: --force would refuse to delete it too
+            raise InputError(
+                f"{path}: not HDF5, so no partial cube of netsweep's; move it away or choose another --out",
+                param="resume",
+            ) from None
         raise InputError(
             f"{path}: HDF5 cannot read it ({reason(e)}); it cannot be resumed, rerun with --force",
             param="resume",
