@@ -135,11 +135,14 @@ def test_a_process_started_with_other_options_is_refused_and_writes_nothing(tmp_
 def test_every_process_refuses_an_existing_out_before_its_share(tmp_path, monkeypatch):
     # Process 1 computed its share, exited 0 and left its shard beside a cube process 0 refused to replace.
     out = tmp_path / "g.h5"
-    out.write_text("mine")
     monkeypatch.setattr(distributed, "rendezvous", lambda *args, **kwargs: (1, 2))
-    r = invoke("grid", *GRID, "--out", out, "--distributed")
-    assert f"--out {out}: file exists; pass --force to overwrite it" in one_error(r)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"] and out.read_text() == "mine"
+    for left, force in (("g.h5", []), ("g.h5.partial", []), ("g.h5", ["--force"])):
+        path = tmp_path / left
+        path.mkdir() if force else path.write_text("mine")
+        r = invoke("grid", *GRID, "--out", out, "--distributed", *force)
+        said = "a directory" if force else "exists, or its OUT.partial does; pass --force to start over"
+        assert said in one_error(r) and [p.name for p in tmp_path.iterdir()] == [left]
+        path.rmdir() if force else path.unlink()
 
 
 def test_a_stitch_of_shards_of_another_grid_leaves_no_partial_cube(tmp_path, monkeypatch):

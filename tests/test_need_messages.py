@@ -53,5 +53,5 @@ def test_compare_says_its_utilization_is_not_the_other_commands():
         in r.output
     )
     # Their collective follows the workload (it said ring, which a transformer's grid does not take).
-    assert "the workload's collective: ring for the paper's CNNs, nccl-ring for transformers)" in r.output
+    assert "follow the workload: ring and Horovod fusion for the paper's CNNs, nccl-ring and DDP" in r.output
     assert "scaling today (util 0.32)" in r.stdout.splitlines()[0]

@@ -262,16 +262,18 @@ def test_a_layout_reduction_says_where_no_layout_can_exist_and_keeps_status_a_co
     # first layout of a cell with none, and status was reduced as a number (its max over tp read 1 or 2).
     out = tmp_path / "r.h5"
     args = ["--model", "llama3-8b", "--gpus", "63,64", "--global-batch", "192", "--tp", "3,8"]
-    r = invoke("grid", *args, "--reduce", "argmax:tp", "--vars", "tokens_per_s,status", "--out", out, "-q")
+    r = invoke(
+        "grid", *args, "--reduce", "argmax:tp", "--vars", "tokens_per_s,status,fits", "--out", out, "-q"
+    )
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:
         speed, tp, status = (
             f[name][...].ravel() for name in ("tokens_per_s", "tokens_per_s_argmax_tp", "status")
         )
-        assert "status_argmax_tp" not in f
+        assert "status_argmax_tp" not in f and "fits_argmax_tp" not in f and f["fits"][...].ravel()[1] == 1
     assert np.isnan(speed[0]) and np.isnan(tp[0]) and status[0] == 1  # the lowest rule broken: 63 % tp
     assert speed[1] > 0 and tp[1] == 8 and status[1] == 0
-    assert kind_of("status", "mean") == "max" and kind_of("tokens_per_s", "mean") == "mean"
+    assert kind_of("status", "mean") == "max" and kind_of("fits", "min") == "max"
     # The API reduces as the CLI does (evaluate_layouts refused vars, store and reduce as unknown keywords).
     api = sweep.evaluate_layouts(
         "llama3-8b",

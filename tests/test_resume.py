@@ -158,4 +158,5 @@ def test_a_run_without_out_names_the_out_that_finishes_it(tmp_path, monkeypatch)
     assert invoke("grid", *GRID, "-q", "--resume", "--out", cube).exit_code == 0 and cube.exists()
     # A refused --resume leaves no results/ of its own behind.
     monkeypatch.chdir(Path("results"))
-    assert invoke("grid", *GRID, "-q", "--resume").exit_code == 2 and not Path("results").exists()
+    r = invoke("grid", *GRID, "-q", "--resume")  # said as such (it named the default --out's directory)
+    assert r.exit_code == 2 and "finds nothing to resume" in r.output and not Path("results").exists()

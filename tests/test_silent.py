@@ -201,6 +201,15 @@ def test_defaults_follow_the_workload(tmp_path):
         r, "error: --collective not given, and its default follows the workload: nccl-ring for gpt2"
     )
     assert "give --collective and --bucketing, or sweep each alone" in r.output
+    rows = tmp_path / "mixed.csv"  # and in calibrate's rows, unless the file gives them per row
+    rows.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor\nresnet50,2,8,10,0.5\ngpt2-xl,2,8,10,0.5\n"
+    )
+    one_line_refusal(invoke("calibrate", rows, "--out", tmp_path / "c.json"), "--collective not given")
+    rows.write_text(
+        rows.read_text().replace("factor\n", "factor,collective,bucketing\n").replace("5\n", "5,ring,ddp\n")
+    )
+    assert invoke("calibrate", rows, "--out", tmp_path / "c.json").exit_code == 0
     # A V100 beside an H100 gives every GPU its NVLink and HBM: said (nothing was, the V100's being the paper's).
     mixed = [
         "--model",
@@ -448,3 +457,6 @@ def test_a_device_named_as_cuda_reports_it_takes_its_preset():
     for gpu in ("h100-hbm2e", "gb200", "a100-40"):
         profile = dataclasses.replace(builtin_profile("vgg16"), device=GPUS[gpu].name)
         assert codec_cost_for(profile).hbm == GPUS[gpu].hbm
+    # A PCIe card's codecs run on its chip, as before (not the V100's fallback): its links are another matter.
+    pcie = dataclasses.replace(builtin_profile("vgg16"), device="NVIDIA H100 PCIe")
+    assert codec_cost_for(pcie).hbm == GPUS["h100"].hbm and gpu_named("NVIDIA H100 PCIe") is None

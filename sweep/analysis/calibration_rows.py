@@ -8,7 +8,7 @@ and the predictions run on.
 """
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
+    refuse_mixed_stacks,
     resolve_models,
     workload_defaults,
     workload_reduce_table,
@@ -112,7 +113,7 @@ def build_rows(
     n = len(meas)
     known: dict[Any, Profile] = {p.model: p for p in profiles}
     runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
-    settings, text = _following(settings, list({p.model: p for p in runs}.values()))
+    settings, text = _following(settings, list({p.model: p for p in runs}.values()), set(meas.columns))
     if text and assumed is not None:
         assumed.append(text)
     collectives = meas.column("collective", settings.collective)
@@ -141,8 +142,14 @@ def build_rows(
     return rows, [p.model for p in runs], features
 
 
-def _following(settings: Settings, profiles: Sequence[Profile]) -> tuple[Settings, str]:
-    """``settings`` with those left None set as the workload has them, and the line that says so."""
+def _following(
+    settings: Settings, profiles: Sequence[Profile], columns: Collection[str]
+) -> tuple[Settings, str]:
+    """``settings`` with those left None set as the workload has them, and the line that says so; the paper's
+    CNNs and transformers together are refused where one kind's default would stand for the other's
+    (:func:`~sweep.engine.workloads.refuse_mixed_stacks`), unless the file's ``columns`` give it per row."""
     values, _ = workload_defaults(profiles)
     chosen = {k: values[k] for k in FOLLOWING if getattr(settings, k) is None}
+    # A transformer's rows took a CNN's ring and Horovod fusion, in silence.
+    refuse_mixed_stacks(profiles, [k for k in chosen if k not in columns])
     return dataclasses.replace(settings, **chosen), assumed_text(profiles, chosen)

@@ -10,7 +10,7 @@ iterations factor, the ``time_to_accuracy`` variable):
 - *best compressor*: the fastest of the compressors at today's utilization.
 
 The winner is whichever of *fixed* and *best compressor* is faster, "tie" within
-``TIE`` (1%), "neither" where each saves less than ``TIE`` of today's time. Then the
+``TIE`` (1%), "neither" where today's time is within ``TIE`` of the faster of the two. Then the
 report checks two claims against these numbers: the
 paper's (with the ideal compressor, ``--ratio``: 2x-5x is enough at 10 Gbit/s and
 no compression is needed at 100 Gbit/s) and Agarwal et al.'s ("On the Utility of
@@ -498,6 +498,8 @@ def _check_today(utilization: object, bucketing: object) -> None:
     if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
         why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
         raise InputError(f"{utilization}: {why}", param="utilization")
+    if isinstance(bucketing, str) and "," in bucketing:  # one schedule: its winner is that schedule's
+        raise InputError(f"{bucketing}: compare takes one value", param="bucketing")
     if isinstance(bucketing, str) and bucketing.strip().lower() == "fsdp":
         raise InputError(
             "fsdp: compare weighs compressors, modelled for all-reduce schedules only (horovod, ddp)",

@@ -14,6 +14,7 @@ the same units) and moved by an ulp where rounding took it past the boundary.
 """
 
 import dataclasses
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -61,6 +62,31 @@ def _names_a_preset(fabric: Any) -> bool:
     return isinstance(fabric, str) and is_preset(fabric)
 
 
+def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
+    """The axis solved for, by its name (any case: the guide's rule), once the question is one :func:`solve`
+    answers: a solvable axis not also given, a target in (0, 1], and the bandwidth given unless solved for or
+    a fabric gives it."""
+    typed, axis = axis, axis.strip().lower() if isinstance(axis, str) else axis
+    if axis not in NUMERIC_AXES:
+        raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+    search_range(axis)  # refuses an axis with no search range
+    if not (0 < target <= 1):
+        raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
+    if settings.get(axis) is not None:
+        raise InputError(f"{axis}: do not also give values for that axis", param="solve")
+    if (
+        axis != "bandwidth"
+        and settings.get("bandwidth") is None
+        and not _names_a_preset(settings.get("fabric"))
+    ):
+        raise InputError(
+            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric preset or a "
+            "fabric file that records its NICs, which gives their rate, goes without)",
+            param="bandwidth",
+        )
+    return axis
+
+
 def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
 
@@ -79,24 +105,8 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
       axis or ``allowed_<axis>`` for a falling one (NaN where unreachable), and
       ``status`` (0 solved, 1 met at the limit, 2 unreachable).
     """
-    axis = axis.strip().lower() if isinstance(axis, str) else axis  # names are case-insensitive (the guide)
-    if axis not in NUMERIC_AXES:
-        raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+    axis = _question(axis, target, settings)
     low, high = search_range(axis)
-    if not (0 < target <= 1):
-        raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
-    if settings.get(axis) is not None:
-        raise InputError(f"{axis}: do not also give values for that axis", param="solve")
-    if (
-        axis != "bandwidth"
-        and settings.get("bandwidth") is None
-        and not _names_a_preset(settings.get("fabric"))
-    ):
-        raise InputError(
-            "required: give the bandwidth(s) in Gbit/s (only solving for bandwidth, or a --fabric preset or a "
-            "fabric file that records its NICs, which gives their rate, goes without)",
-            param="bandwidth",
-        )
     settings = {k: v for k, v in settings.items() if v is not None}  # None: not given
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.

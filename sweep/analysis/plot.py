@@ -260,9 +260,12 @@ def plot_cube(
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube; the variable
     not given is the cube's headline (:func:`headline`). A layout cube's layouts that cannot run are left out
     (:func:`runnable_only`), and ``say`` told how many."""
-    kind = kind.strip().lower() if isinstance(kind, str) else kind  # names are case-insensitive (the guide)
+    typed, kind = (
+        kind,
+        kind.strip().lower() if isinstance(kind, str) else kind,
+    )  # case-insensitive (the guide)
     if kind not in ("line", "heatmap"):
-        raise InputError(f"{kind!r}: must be line or heatmap", param="kind")
+        raise InputError(f"{typed!r}: must be line or heatmap", param="kind")
     if kind == "line" and var is not None:  # it was ignored: the headline drawn, whatever --var named
         raise InputError(f"{var!r}: colours a heatmap (--kind heatmap); a line plot draws --y", param="var")
     dims = [x, hue] if kind == "line" else [x, y]

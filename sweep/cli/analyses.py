@@ -277,7 +277,7 @@ def compare(
         if values.size != 1:  # the text is the utilizations it converted to: not what the user typed
             raise InputError("compare takes one value (today's utilization)", param="busbw")
         utilization = float(values[0])
-        if not 1e-4 <= utilization < 1:
+        if utilization >= 1:  # --busbw refuses the low end itself
             raise InputError(
                 f"is utilization {utilization:g} of the link; compare's today must be below 1 (the transport "
                 "fixed is utilization 1)",
@@ -316,7 +316,8 @@ COMPARE_DEFAULTS = {
     "utilization": (
         "--util",
         "(today's: the paper's measured ~32 Gbit/s of 100; grid and need assume --util 1, so their scaling "
-        "factors are higher, and the workload's collective: ring for the paper's CNNs, nccl-ring for transformers)",
+        "factors are higher; their collective and buckets follow the workload: ring and Horovod fusion for the "
+        "paper's CNNs, nccl-ring and DDP for transformers)",
     ),
     "collective": ("--collective", ""),
     "bucketing": ("--bucketing", ""),

@@ -186,11 +186,19 @@ def _interrupted(e: BaseException, out: Path | None) -> None:
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
     if kept is not None and kept.exists():
-        cube = kept.with_name(kept.name.removesuffix(".partial"))
-        finish = "--resume" if out is not None else f"--resume --out {cube}"
-        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus {finish}.",
-             code=exit_code(e))  # fmt: skip
+        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus "
+             f"{_finishing(out, kept)}.", code=exit_code(e))  # fmt: skip
     fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
+
+
+def _finishing(out: Path | None, kept: Path) -> str:
+    """What finishes a run whose finished blocks are kept in ``kept``: ``--resume``, and the ``--out`` of its
+    cube where the run had none (each run's default name is stamped anew, so the same command finds another)."""
+    return (
+        "--resume"
+        if out is not None
+        else f"--resume --out {kept.with_name(kept.name.removesuffix('.partial'))}"
+    )
 
 
 def _sweep(
@@ -213,14 +221,18 @@ def _sweep(
         abandon(str(e), 3)
     except StitchTimeout as e:
         fail(str(e), code=3)
-    except DiskFull as e:
-        fail(str(e), code=1)
+    except DiskFull as e:  # its text ends "plus --resume"
+        fail(str(e) + ("" if out is not None else f" --out {target}"), code=1)
     except OSError as e:  # the file system failed under us (not bad input): one line, the partial kept
         kept = paths.kept_partial(e)
         said = " ".join(str(e.strerror or e).split())  # one line: HDF5's messages hold line breaks
         fail(
             f"writing {target} failed ({said})"
-            + (f"; finished blocks are kept in {kept}" if kept is not None and kept.exists() else ""),
+            + (
+                f"; finished blocks are kept in {kept}: finish with the same command plus {_finishing(out, kept)}"
+                if kept is not None and kept.exists()
+                else ""
+            ),
             code=1,
         )
     return summary

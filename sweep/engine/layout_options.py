@@ -643,7 +643,9 @@ def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]
     for name in wanted:
         options = [float(getattr(per_die[d], name)) for d in dies]
         if len(set(options)) > 1:
-            shown = ", ".join(f"{v} on {d}" for v, d in zip(apart(options), dies))  # as the assumed line
+            shown = ", ".join(
+                f"{v} on {d}" for v, d in zip(apart(options), dies)
+            )  # never alike where they differ
             raise InputError(
                 f"not given, and the default stack {DEFAULT_STACK}'s differs by GPU die ({shown}) where a sweep "
                 "holds one for every GPU; sweep one die, or give it",
@@ -737,7 +739,9 @@ def _one_per_sweep(
                 param="stack",
             )
         if len(set(options)) > 1:
-            shown = ", ".join(f"{v} on {d}" for v, d in zip(apart(options), dies))  # as the assumed line
+            shown = ", ".join(
+                f"{v} on {d}" for v, d in zip(apart(options), dies)
+            )  # never alike where they differ
             raise InputError(
                 f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
                 f"for every GPU; sweep one die, or give {AXES[name].option}",

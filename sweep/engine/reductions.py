@@ -142,18 +142,22 @@ def device_plan(blocking: Blocking, reduction: Reduction) -> DevicePlan:
     return (blocking.kb, blocking.ci), shape, axes, reduction.kind
 
 
-STATUS = "status"  # the layout family's rule code: reduced as a code, never as a number
+STATUS, FITS = "status", "fits"  # the layout family's codes: reduced as codes, never as numbers
 
 
 def kind_of(variable: str, kind: str) -> str:
-    """How ``variable`` is reduced under a reduction of ``kind``: as ``kind``, but for the layout family's
-    ``status`` (0: the layout can exist, else the code of the rule it breaks). A max or min is taken over the
+    """How ``variable`` is reduced under a reduction of ``kind``: as ``kind``, but for the layout family's codes.
+    ``status`` (0: the layout can exist, else the code of the rule it breaks): a max or min is taken over the
     layouts that can exist, so its status is the lowest code (0 where any can); a mean is NaN unless every one
     can, so its status is the highest (0 only where all can). Its max over tp read 1 or 2 beside a valid speed,
-    its mean 0.5."""
-    if variable != STATUS:
-        return kind
-    return "max" if kind == "mean" else "min"
+    its mean 0.5. ``fits`` (1: the layout fits in memory) as the same question: 1 where some layout fits under
+    a max or min (the extreme itself may not: an extreme is taken over the layouts that can exist, fitting or
+    not), 1 where every one does under a mean."""
+    if variable == STATUS:
+        return "max" if kind == "mean" else "min"
+    if variable == FITS:
+        return "min" if kind == "mean" else "max"
+    return kind
 
 
 class Accumulator:
@@ -236,7 +240,7 @@ class ReducedRun:
         self.grid, self.blocking, self.r = grid, blocking, grid.reduction
         shape = tuple(blocking.sizes[d] for d in self.r.kept)
         self.acc = {
-            v: Accumulator(shape, kind_of(v, self.r.kind), self.r.labelled if v != STATUS else ())
+            v: Accumulator(shape, kind_of(v, self.r.kind), self.r.labelled if v not in (STATUS, FITS) else ())
             for v in grid.variables
         }
         self.inside = in_block(blocking, self.r)
@@ -308,13 +312,14 @@ class ReducedRun:
                     "long_name": f"{acc.kind} of {long_name} over {', '.join(self.r.dims)}",
                 },
             )
+            nowhere = np.isnan(acc.value)  # a layout cube's cell where no layout can exist
             for d in acc.index:
                 data[self.r.label_name(v, d)] = xr.Variable(
                     self.r.kept,
-                    _labels(coords[d], acc.index[d], np.isnan(acc.value)),
+                    _labels(coords[d], acc.index[d], nowhere),
                     {
-                        "long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)} "
-                        f"(NaN or empty where no layout of the cell can exist)"
+                        "long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)}"
+                        + (" (NaN or empty where no layout of the cell can exist)" if nowhere.any() else "")
                     },
                 )
         ds = xr.Dataset(data, coords=coordinates(self.grid, drop=self.r.dims))
@@ -327,4 +332,6 @@ def _labels(values: Array, index: Array, nowhere: Array) -> Array:
     picked = np.asarray(values)[index]
     if not nowhere.any():
         return picked
-    return np.where(nowhere, np.nan if picked.dtype.kind == "f" else "", picked)
+    if picked.dtype.kind in "iuf":  # a count (nodes) becomes a float to hold NaN, never a string
+        return np.where(nowhere, np.nan, picked.astype(np.float64))
+    return np.where(nowhere, "", picked)

@@ -16,6 +16,7 @@ from typing import Any
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
+from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import decimal, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
@@ -192,6 +193,8 @@ def resolve_models(
     if iteration_time is not None:  # checked as the option it is, before a profile file's own rules
         _check_iteration_time(iteration_time)
     if profile is not None:
+        if not Path(profile).is_file():  # named with the option (an empty one is the current directory)
+            raise InputError(f"{profile}: {not_a_file(Path(profile), 'profile file')}", param="profile")
         return (load_profile(profile, t1=iteration_time),)
     names = _model_names(model)
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}

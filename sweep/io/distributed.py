@@ -49,7 +49,6 @@ from netsweep_jax.sweep.io.job import (
     run_grid,
 )
 from netsweep_jax.sweep.io.paths import (
-    exists,
     in_use,
     made_by_a_sweep,
     regular_or_absent,
@@ -281,10 +280,8 @@ def run_distributed(
     else:
         if pid == 0 and not resume:
             check_output(out, force=force, resume=False, default=default_out_dir)
-        elif (
-            not resume and out.exists() and not force
-        ):  # every process, before its share: none is left behind
-            raise exists(out)
+        elif not resume:
+            refused_as_process_0_would(out, force=force, default_out=default_out_dir)
         summary = run_grid(
             grid,
             shard,
@@ -453,6 +450,16 @@ class Shared(Protocol):
         """The result cube's global attributes besides the dataset's own."""
 
 
+def refused_as_process_0_would(out: Path, *, force: bool, default_out: bool) -> None:
+    """Process 0's refusals of the cube ``out``, checked read-only by another process before its share (OUT a
+    directory, OUT or its OUT.partial there without ``--force``): none computes a share process 0 will not
+    merge, and none leaves its shard behind."""
+    regular_or_absent(out)
+    writable_directory(out, create=default_out)
+    if (out.exists() or partial_path(out).exists()) and not force:
+        raise InputError(f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out")
+
+
 def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, default_out: bool) -> None:
     """Before process ``pid`` of ``count`` computes its share: the cube and its shard checked as a sweep's outputs,
     an earlier run's OUT.partial (process 0, with ``--force``) and this process's earlier shard removed."""
@@ -463,13 +470,8 @@ def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, defaul
     if pid == 0:
         check_output(out, force=force, resume=False, default=default_out)
         remove_stale(partial_path(out))  # --force (check_output): an earlier one-machine run's checkpoint
-    else:  # read-only checks, as process 0's refusals: none computes a share process 0 will not merge
-        regular_or_absent(out)
-        writable_directory(out, create=default_out)
-        if (out.exists() or partial_path(out).exists()) and not force:
-            raise InputError(
-                f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out"
-            )
+    else:
+        refused_as_process_0_would(out, force=force, default_out=default_out)
     for path in (shard, partial_path(shard)):
         regular_or_absent(path)
         if in_use(path) or (path.exists() and not made_by_a_sweep(path)):

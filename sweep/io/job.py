@@ -75,14 +75,14 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
         raise InputError(
             f"{out}: another run is writing {partial}; wait for it or choose another --out", param="out"
         )
+    if resume and not partial.exists():  # said before the directory is looked at: it may be the default's
+        whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
+        raise InputError(
+            f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}",
+            param="resume",
+        )
     writable_directory(out, create=default and not resume)  # a refused --resume leaves no directory behind
     if resume:
-        if not partial.exists():
-            whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
-            raise InputError(
-                f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}",
-                param="resume",
-            )
         if partial.stat().st_size == 0:
             raise InputError(
                 f"{partial} is empty (the run stopped before writing anything); rerun with --force",
@@ -121,14 +121,15 @@ def _stamped(out: Path) -> str:
     cannot find by name: the latest of the same label, as the --out that finishes it ('' where none is)."""
     label = out.name.removesuffix(out.suffix).rsplit("-", 2)[0]
     left = (
-        sorted(out.parent.glob(f"{glob.escape(label)}-*-*{out.suffix}.partial"))
-        if out.parent.is_dir()
-        else []
+        list(out.parent.glob(f"{glob.escape(label)}-*-*{out.suffix}.partial")) if out.parent.is_dir() else []
     )
     if not left:
         return ""
-    latest = max(left, key=lambda p: p.name)
-    return f" (without --out each run is named anew; {latest} was left by one: add --out {latest.with_name(latest.name.removesuffix('.partial'))})"
+    latest = max(left, key=lambda p: p.name)  # the stamps sort as their times
+    cube = latest.with_name(latest.name.removesuffix(".partial"))
+    return (
+        f" (without --out each run is named anew; {latest} was left by a run of this label: add --out {cube})"
+    )
 
 
 def _remove_own(partial: Path, inode: int | None) -> None:

@@ -77,7 +77,16 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
             f"resuming would give a wrong cube: rerun with --force to start over",
             param="resume",
         )
-    for name, a in _arrays(state).items():
+    expected = _arrays(state)
+    if set(arrays) - set(
+        expected
+    ):  # what this version keeps no more (a layout status's labels, before 2026-12-05)
+        raise InputError(
+            f"{path}: written by another version's reduction (it holds {sorted(set(arrays) - set(expected))[0]}); "
+            "rerun with --force to start over",
+            param="resume",
+        )
+    for name, a in expected.items():
         if name not in arrays:
             raise InputError(
                 f"{path}: not a readable checkpoint (no {name}); rerun with --force", param="resume"

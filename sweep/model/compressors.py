@@ -312,7 +312,7 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
 def codec_cost_for(profile: Profile, overrides: Mapping[str, float] | None = None) -> CodecCost:
     """The :class:`CodecCost` of the GPU a profile ran on (its ``device`` names a preset; else
     the V100 of the paper's runs), in the precision of its gradients, with ``overrides``."""
-    gpu = GPUS[gpu_named(str(profile.device or "")) or "v100"]
+    gpu = GPUS[gpu_named(str(profile.device or ""), any_card=True) or "v100"]
     half = bool(np.all(profile.element_bytes <= 2))
     cost = CodecCost(gpu.hbm, gpu.half if half else gpu.fp32, source=f"{gpu.name} preset")
     if overrides:

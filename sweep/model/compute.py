@@ -442,17 +442,18 @@ SIBLINGS = {
 NOT_THE_PRESETS = ("pcie", "nvl")  # the PCIe cards: other clocks and links than any preset's
 
 
-def gpu_named(device: str) -> str | None:
+def gpu_named(device: str, any_card: bool = False) -> str | None:
     """The GPU preset (a key of :data:`GPUS`) a device name stands for: a preset's key or name, any case, or the
     name CUDA reports for one of their chips (what ``profile measure`` records); None for another device (a PCIe
-    card, an unknown one). A whole word names the chip, so ``gb200`` is never the ``b200``."""
+    card, an unknown one). A whole word names the chip, so ``gb200`` is never the ``b200``. ``any_card``: a PCIe
+    card of a preset's chip takes that preset too (what depends on the chip alone: the codecs' throughput)."""
     text = device.strip().lower()
     for key, gpu in GPUS.items():
         if text in (key, gpu.name.lower()):
             return key
     words = re.split(r"[\s\-_/,()]+", text)
     chip = next((w for w in words if w in CHIP_WORDS), None)
-    if chip is None or any(w in NOT_THE_PRESETS for w in words):
+    if chip is None or (not any_card and any(w in NOT_THE_PRESETS for w in words)):
         return None
     marks, sibling = SIBLINGS.get(chip, ((), chip))
     return sibling if any(w in marks for w in words) else chip

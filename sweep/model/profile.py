@@ -396,7 +396,7 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
 
 
 def _read_lines(path):
-    return read_lines(path, "profile file", "profile")
+    return read_lines(path, "profile file")
 
 
 def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
@@ -418,4 +418,4 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
         return read_csv(path, t1, model)
     if name.endswith(".log"):
         return read_bklog(path, t1, model)
-    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log", param="profile")
+    raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")
