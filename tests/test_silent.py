@@ -460,3 +460,23 @@ def test_a_device_named_as_cuda_reports_it_takes_its_preset():
     # A PCIe card's codecs run on its chip, as before (not the V100's fallback): its links are another matter.
     pcie = dataclasses.replace(builtin_profile("vgg16"), device="NVIDIA H100 PCIe")
     assert codec_cost_for(pcie).hbm == GPUS["h100"].hbm and gpu_named("NVIDIA H100 PCIe") is None
+
+
+def test_calibrate_takes_each_setting_once_and_names_in_any_case(tmp_path):
+    # Several models for a file with no model column used the first in silence; an option and a column of the
+    # same setting, the column in silence; FSDP with accumulation gave a number grid refuses; names were
+    # case-sensitive in calibrate alone.
+    rows = tmp_path / "m.csv"
+    rows.write_text(
+        "nodes,gpus_per_node,bandwidth,scaling_factor,collective\n2,8,10,0.5,ring\n4,8,10,0.4,ring\n"
+    )
+    one_line_refusal(invoke("calibrate", rows, "--model", "resnet50,vgg16"), "m.csv has no model column")
+    one_line_refusal(
+        invoke("calibrate", rows, "--collective", "tree"), "m.csv:2 gives ring in its collective column"
+    )
+    rows.write_text(rows.read_text().replace("ring", "Ring").replace("collective", "bucketing,collective"))
+    rows.write_text(rows.read_text().replace(",Ring", ",DDP,Ring"))
+    r = invoke("calibrate", rows, "--model", "ResNet50")
+    assert r.exit_code == 0 and "resnet50" in r.output, r.output
+    rows.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor,accum\ngpt2,2,8,100,0.9,2\n")
+    one_line_refusal(invoke("calibrate", rows, "--bucketing", "fsdp"), "m.csv:2: fsdp with accum > 1")

@@ -128,6 +128,17 @@ def test_a_file_without_bucketing_says_so(tmp_path):
             "a,ib,4,8,100,0.8\nb,ib,1,1,100,0.99\n",
             "m.csv: no training row of framework 'b' runs on several GPUs",
         ),
+        # A collective column: every model took it while the report named each one's own.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,collective\na,ib,1,8,100,0.95,ps\n"
+            "a,ib,2,8,100,0.9,ps\n",
+            "m.csv: a 'collective' column fixes what validation's models differ by",
+        ),
+        # A blank measurement (a row calibrate predicts): it crashed writing predictions.csv, after every fit.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,\n",
+            "m.csv:3: no measured scaling factor; validation compares every row with its measurement",
+        ),
     ],
 )
 def test_files_validation_cannot_use(tmp_path, text, message):
@@ -136,3 +147,9 @@ def test_files_validation_cannot_use(tmp_path, text, message):
     r = invoke("validate", str(tmp_path / "m.csv"), "--out", str(tmp_path / "v"))
     assert r.exit_code == 2 and message in r.output and len(r.output.strip().splitlines()) == 1, r.output
     assert not (tmp_path / "v").exists()
+
+
+def test_a_label_with_a_bar_stays_in_its_cell():
+    from netsweep_jax.sweep.analysis.validate import _cell
+
+    assert _cell("100G | RoCE") == "100G \\| RoCE" and _cell(25) == "25"  # the bar split the report's row

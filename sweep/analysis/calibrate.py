@@ -141,17 +141,27 @@ def _profiles(
             raise InputError(
                 f"{workload[name]}: only for built-in transformers, not with --profile", param=name
             )
-        return tuple(
-            p
-            for path in ([profile] if isinstance(profile, (str, Path)) else profile)
-            for p in resolve_models(profile=path, iteration_time=iteration_time)
-        )
+        paths = [profile] if isinstance(profile, (str, Path)) else list(profile)
+        _one_without_a_model_column(meas, [str(p) for p in paths], "profile")
+        return tuple(p for path in paths for p in resolve_models(profile=path, iteration_time=iteration_time))
     if not isinstance(model, str):
         raise InputError(f"{model!r}: expected built-in model name(s), a comma list", param="model")
     known = builtin_names() + tuple(TRANSFORMERS)
     names = parse_names(model, "model", known)
+    _one_without_a_model_column(meas, names, "model")
     names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in known]))
     return tuple(resolve_models(names, iteration_time=iteration_time, **workload))
+
+
+def _one_without_a_model_column(meas: Measurements, named: Sequence[str], param: str) -> None:
+    """Refuse several models for a file with no ``model`` column: its every row is the first (the rest were
+    dropped in silence)."""
+    if len(named) > 1 and "model" not in meas.columns:
+        raise InputError(
+            f"{','.join(named)}: {meas.path} has no model column, so its rows are one model; give one, or name "
+            "each row's in a model column",
+            param=param,
+        )
 
 
 def _fit_spec(

@@ -126,6 +126,20 @@ def _fitted(
             }
         )
         which = axis + (f" for {label}" if label is not None else "")
+        edge = _at_bound(value, lo, hi)
+        if edge:  # the rows may pull it past the bound, which the fit cannot reach: said, never a plain value
+            own = (lo, hi) == (
+                NUMERIC_AXES[axis].low,
+                NUMERIC_AXES[axis].high,
+            )  # no --bounds: the axis's range
+            warnings.append(
+                f"{which} = {value:.4g} is at its {edge} bound ({lo:g} to {hi:g}): the rows may want a value beyond "
+                + (
+                    "the model's range (another cause than this setting?)"
+                    if own
+                    else "it; widen --bounds to see"
+                )
+            )
         if dof > 0 and (not np.isfinite(errors[j]) or errors[j] > (hi - lo)):
             warnings.append(
                 f"{which} is not identifiable from these rows (its standard error is undefined or "
@@ -133,11 +147,20 @@ def _fitted(
             )
     if dof <= 0:
         warnings.append(
-            f"{len(params)} parameters from {trained} training rows: they fit exactly, with no "
-            f"residual left to estimate their standard errors"
-            + (" (nor the blank rows' intervals)" if blank else "")
+            f"{len(params)} parameters from {trained} training rows: no residual is left to estimate their "
+            f"standard errors" + (" (nor the blank rows' intervals)" if blank else "")
         )
     return fitted, warnings
+
+
+AT_BOUND = 0.01  # a fitted value within this share of its range from an end is said to be at that bound
+
+
+def _at_bound(value: float, lo: float, hi: float) -> str:
+    """``lower`` or ``upper`` where ``value`` is within :data:`AT_BOUND` of the range ``[lo, hi]`` from that end,
+    else ''."""
+    span = AT_BOUND * (hi - lo)
+    return "lower" if value <= lo + span else "upper" if value >= hi - span else ""
 
 
 def _row_values(meas: Measurements, i: int) -> dict[str, Any]:

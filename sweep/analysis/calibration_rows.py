@@ -31,6 +31,7 @@ from netsweep_jax.sweep.engine.workloads import (
     workload_reduce_table,
 )
 from netsweep_jax.sweep.io.measurements import Measurements
+from netsweep_jax.sweep.model.builtin import builtin_names
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
@@ -56,7 +57,7 @@ def check_settings(settings: Settings) -> None:
         check_intra_bandwidth(settings.intra_bandwidth)
     for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
         value = getattr(settings, name)
-        if value is not None and (not isinstance(value, str) or value not in values):
+        if value is not None and (not isinstance(value, str) or value.strip().lower() not in values):
             raise InputError(f"{value!r}: calibrate takes one of {', '.join(values)}", param=name)
     for name in ("nics_per_node", "fusion_buffer", "fusion_timeout"):
         value = getattr(settings, name)
@@ -71,6 +72,10 @@ def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_
     iteration time of its own is scaled from it; one without, as .csv and .bk.log, takes the row's
     ``t1`` as its T1)."""
     name = meas.column("model", default_model)[i]
+    if isinstance(name, str) and name.lower() in builtin_names() + tuple(
+        TRANSFORMERS
+    ):  # ResNet50 is resnet50
+        name = name.lower()
     t1 = meas.column("t1", None)[i]
     if name not in known and name in TRANSFORMERS:  # a transformer named plainly: its resolved workload
         matches = [p for key, p in known.items() if isinstance(key, str) and key.startswith(f"{name}@")]
@@ -113,17 +118,33 @@ def build_rows(
     n = len(meas)
     known: dict[Any, Profile] = {p.model: p for p in profiles}
     runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    for name in ("collective", "bucketing"):  # an option given and a column of other values: which one holds?
+        given = getattr(settings, name)
+        other = [i for i, v in enumerate(meas.column(name, given)) if _lower(v) != _lower(given)]
+        if given is not None and other:
+            raise InputError(
+                f"{given}: {meas.where(other[0])} gives {meas.columns[name][other[0]]} in its {name} column; "
+                "give one or the other",
+                param=name,
+            )
     settings, text = _following(settings, list({p.model: p for p in runs}.values()), set(meas.columns))
     if text and assumed is not None:
         assumed.append(text)
-    collectives = meas.column("collective", settings.collective)
+    # Names in any case, as the options' (the guide's rule).
+    collectives = [_lower(c) for c in meas.column("collective", settings.collective)]
     for i, c in enumerate(collectives):
         if c not in COLLECTIVES:
             raise InputError(f"{meas.where(i)}: collective {c!r} unknown; known: {', '.join(COLLECTIVES)}")
-    bucketing = meas.column("bucketing", settings.bucketing)
+    bucketing = [_lower(b) for b in meas.column("bucketing", settings.bucketing)]
+    accum = meas.column("accum", 1.0)
     for i, b in enumerate(bucketing):
         if b not in BUCKETINGS:
             raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
+        if b == "fsdp" and accum[i] is not None and accum[i] > 1:  # as sweep grid refuses it
+            raise InputError(
+                f"{meas.where(i)}: fsdp with accum > 1: gradient accumulation is modelled for all-reduce "
+                "schedules only"
+            )
     rows, features = row_inputs(
         runs,
         bucketing=bucketing,
@@ -140,6 +161,11 @@ def build_rows(
         intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
     )
     return rows, [p.model for p in runs], features
+
+
+def _lower(name: Any) -> Any:
+    """A name as the registries spell it (any case given); anything else as it is."""
+    return name.strip().lower() if isinstance(name, str) else name
 
 
 def _following(

@@ -142,11 +142,24 @@ def run_validation(
         )
     if meas.measured != "scaling_factor":
         raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
+    blank = [i for i, v in enumerate(meas.columns["scaling_factor"]) if v is None]
+    if (
+        blank
+    ):  # calibrate predicts such a row; validation has nothing to compare it with (it crashed writing it)
+        raise InputError(
+            f"{meas.where(blank[0])}: no measured scaling factor; validation compares every row with its "
+            "measurement (sweep calibrate predicts blank rows)"
+        )
     fixed = sorted({axis for m in MODELS for axis in m.fit if axis in meas.columns})
     if fixed:
         raise InputError(
             f"{dataset}: a {' and '.join(repr(a) for a in fixed)} column fixes what validation fits "
             f"(one utilization per network, one jitter per framework); drop it"
+        )
+    if "collective" in meas.columns:  # every model took it, and the report still named each one's own
+        raise InputError(
+            f"{dataset}: a 'collective' column fixes what validation's models differ by (the paper's "
+            f"{MODELS[0].collective} against the calibrated {MODELS[-1].collective}); drop it"
         )
     builtin = [builtin_profile(n) for n in builtin_names()]
     train = np.zeros(len(meas), bool)
@@ -154,8 +167,8 @@ def run_validation(
         train |= in_train
     if train.all():
         raise InputError(
-            f"{dataset}: every (source, framework) group has one size only, so nothing is held out; "
-            "measure some group at two or more node counts"
+            f"{dataset}: no (source, framework) group has runs at two node counts above one (each is fitted on "
+            "its smallest), so nothing is held out; measure some group at two or more"
         )
     nodes = np.array(meas.columns["nodes"])
     workers = nodes * np.array(meas.columns["gpus_per_node"])
@@ -264,7 +277,7 @@ def report(
         gpus = int(col["nodes"][i] * col["gpus_per_node"][i])
         cells = " | ".join(f"{predictions[m.name][i]:.3f}" for m in MODELS)
         lines.append(
-            f"| {ids[i]} | {gpus} | {col['network'][i]} | {measured[i]:.3f} | {cells} | "
+            f"| {_cell(ids[i])} | {gpus} | {_cell(col['network'][i])} | {measured[i]:.3f} | {cells} | "
             f"{'train' if train[i] else 'held out'} |"
         )
     lines += ["", "## Fitted values", ""]
@@ -276,6 +289,11 @@ def report(
         lines += ["", "## Single-GPU times (T1) used", ""]
         lines += [f"- {ids[i]}: {col['t1_basis'][i]}" for i in range(len(meas))]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: object) -> str:
+    """A label as a Markdown table cell holds it: a ``|`` of the user's escaped (it split the row)."""
+    return str(text).replace("|", "\\|")
 
 
 def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray) -> str:
