@@ -282,3 +282,23 @@ def test_padding_rows_and_buckets_changes_no_prediction(tmp_path):
         plain = np.asarray(predict_rows(np.zeros(0), rows, spec=spec, features=features)["scaling_factor"])
         more = np.asarray(predict_rows(np.zeros(0), padded, spec=spec, features=features)["scaling_factor"])
     np.testing.assert_array_equal(more[:n], plain)
+
+
+def test_narrowed_bounds_start_every_group_inside_them(tmp_path):
+    # Starts outside --bounds were clipped to the edge, where the logistic is flat: vgg16's group stayed at the
+    # upper bound, 0.9 (predicting 0.9999 against 0.80 and 0.75), where 0.232 fits inside the bounds.
+    path = tmp_path / "m.csv"
+    path.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor,collective,bucketing,nics_per_node,fusion_buffer\n"
+        "resnet50,2,8,25,0.85,ring,horovod,1,64\nresnet50,4,8,25,0.80,tree,ddp,1,64\n"
+        "vgg16,2,8,100,0.80,nccl-ring,horovod,2,32\nvgg16,4,8,100,0.75,hierarchical,horovod,2,0\n"
+    )
+    fits = []
+    for bounds in ([], ["--bounds", "utilization=0.01:0.9"]):
+        out = tmp_path / f"fit{len(bounds)}.json"
+        assert (
+            invoke("calibrate", str(path), "--per", "utilization=model", *bounds, "--out", str(out)).exit_code
+            == 0
+        )
+        fits.append({p["group"]: p["value"] for p in json.loads(out.read_text())["fitted"]})
+    assert fits[0]["vgg16"] < 0.3 and fits[1] == pytest.approx(fits[0], rel=1e-3)

@@ -63,6 +63,9 @@ def parameter_groups(
     return params, index
 
 
+OUTSIDE_START = 0.05  # where a start outside narrowed --bounds begins, as a share of the range from its end
+
+
 def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], count: int = 4096) -> Array:
     """Starting points [S, P'], unconstrained: the product of each family's start values
     (a family's groups start together), thinned evenly past ``count``; P' = :func:`padded_parameters` of P."""
@@ -75,7 +78,12 @@ def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], coun
     for j, (axis, _) in enumerate(params):
         f = fit_axes.index(axis)
         lo, hi = spec.lows[f], spec.highs[f]
-        frac = np.clip((si_values(axis, points[:, f]) - lo) / (hi - lo), 1e-6, 1 - 1e-6)
+        frac = (si_values(axis, points[:, f]) - lo) / (hi - lo)
+        # A start --bounds put outside the range begins inside it (at OUTSIDE_START of it from the nearer end):
+        # clipped to the edge, where the logistic's slope is 1e-6, it stayed there (utilization 0.9 at a bound
+        # of 0.9 where 0.232 fits). A start on a bound keeps the edge, as before.
+        frac = np.where(frac > 1, 1 - OUTSIDE_START, np.where(frac < 0, OUTSIDE_START, frac))
+        frac = np.clip(frac, 1e-6, 1 - 1e-6)
         out[:, j] = np.log(frac / (1 - frac))
     return out
 
