@@ -116,7 +116,9 @@ def test_calibrate_json_has_no_bare_nan(tmp_path):
     out = tmp_path / "fit.json"
     r = invoke("calibrate", "examples/resnet50_measured.csv", "--out", out)
     assert r.exit_code == 0, r.output
-    json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    data = json.loads(out.read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    # What it was fitted under, as a fabric file says it (it kept neither the command nor the time).
+    assert data["command"].startswith("sweep ") and "created" in data  # in a test, sys.argv is pytest's
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -52,6 +52,7 @@ from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.workloads import resolve_models
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements, select
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+from netsweep_jax.sweep.io.provenance import provenance
 from netsweep_jax.sweep.model.builtin import builtin_names
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -274,8 +275,10 @@ def calibrate_file(
     precision: str | None = None,
     batch: int | str | None = None,
     seq_len: int | str | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
-    """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given).
+    """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given; with ``command``,
+    the command line and the time it ran, as a fabric file records them).
 
     ``model`` names the default profile(s) (a comma list of built-ins: the paper's CNNs or
     transformers, whose workload ``gpu``, ``precision``, ``batch`` and ``seq_len`` set, one value
@@ -322,6 +325,7 @@ def calibrate_file(
         settings=settings,
     )
     if out is not None:
-        text = json.dumps(json_ready(result), indent=2, allow_nan=False) + "\n"
+        made = {} if command is None else {"command": command, "created": provenance(command)["created"]}
+        text = json.dumps(json_ready({**made, **result}), indent=2, allow_nan=False) + "\n"
         write_atomically(out, lambda path: path.write_text(text))
     return result

@@ -639,6 +639,7 @@ def calibrate(
         train=train,
         settings=setup,
         **{name: settings.pop(name) for name in WORKLOAD},
+        command=command_line(),
     )
     say_assumed(str(result.get("assumed") or ""))
     typer.echo(report_text(result))
