@@ -479,9 +479,16 @@ def test_calibrate_takes_each_setting_once_and_names_in_any_case(tmp_path):
     one_line_refusal(
         invoke("calibrate", rows, "--collective", "tree"), "m.csv:2 gives ring in its collective column"
     )
-    rows.write_text(rows.read_text().replace("ring", "Ring").replace("collective", "bucketing,collective"))
-    rows.write_text(rows.read_text().replace(",Ring", ",DDP,Ring"))
-    r = invoke("calibrate", rows, "--model", "ResNet50")
-    assert r.exit_code == 0 and "resnet50" in r.output, r.output
+    rows.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor,bucketing,collective\n"
+        "ResNet50,2,8,10,0.5,DDP,Ring\nVGG16,4,8,10,0.4,DDP,Ring\n"
+    )
+    r = invoke(
+        "calibrate", rows, "--model", "ResNet50"
+    )  # VGG16 in a cell was "neither among resnet50 nor ..."
+    assert r.exit_code == 0 and "resnet50" in r.output and "vgg16" in r.output, r.output
+    # A value at a bound is said (0.5 of 0.5 to 0.9 where the row wants 0.17); one near a floor of 0 is not.
+    r = invoke("calibrate", "examples/resnet50_measured.csv", "--bounds", "utilization=0.5:0.9")
+    assert "warning: utilization = 0.5" in r.output and "is at its lower bound (0.5 to 0.9)" in r.output
     rows.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor,accum\ngpt2,2,8,100,0.9,2\n")
     one_line_refusal(invoke("calibrate", rows, "--bucketing", "fsdp"), "m.csv:2: fsdp with accum > 1")

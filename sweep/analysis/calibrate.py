@@ -150,7 +150,10 @@ def _profiles(
     known = builtin_names() + tuple(TRANSFORMERS)
     names = parse_names(model, "model", known)
     _one_without_a_model_column(meas, names, "model")
-    names = list(dict.fromkeys(names + [m for m in meas.column("model", names[0]) if m in known]))
+    cells = [
+        m.lower() for m in meas.column("model", names[0]) if isinstance(m, str)
+    ]  # any case, as the option
+    names = list(dict.fromkeys(names + [m for m in cells if m in known]))
     return tuple(resolve_models(names, iteration_time=iteration_time, **workload))
 
 
@@ -278,7 +281,7 @@ def calibrate_file(
     command: str | None = None,
 ) -> dict[str, Any]:
     """Read a measurements CSV, calibrate, and write the result as JSON to ``out`` (if given; with ``command``,
-    the command line and the time it ran, as a fabric file records them).
+    its provenance as a cube keeps it: netsweep's version, the command line, the time and the device).
 
     ``model`` names the default profile(s) (a comma list of built-ins: the paper's CNNs or
     transformers, whose workload ``gpu``, ``precision``, ``batch`` and ``seq_len`` set, one value
@@ -325,7 +328,7 @@ def calibrate_file(
         settings=settings,
     )
     if out is not None:
-        made = {} if command is None else {"command": command, "created": provenance(command)["created"]}
+        made = {} if command is None else provenance(command)  # the version, command, time and device
         text = json.dumps(json_ready({**made, **result}), indent=2, allow_nan=False) + "\n"
         write_atomically(out, lambda path: path.write_text(text))
     return result

@@ -79,10 +79,12 @@ def starting_points(params: Params, spec: FitSpec, fit_axes: Sequence[str], coun
         f = fit_axes.index(axis)
         lo, hi = spec.lows[f], spec.highs[f]
         frac = (si_values(axis, points[:, f]) - lo) / (hi - lo)
-        # A start --bounds put outside the range begins inside it (at OUTSIDE_START of it from the nearer end):
-        # clipped to the edge, where the logistic's slope is 1e-6, it stayed there (utilization 0.9 at a bound
-        # of 0.9 where 0.232 fits). A start on a bound keeps the edge, as before.
-        frac = np.where(frac > 1, 1 - OUTSIDE_START, np.where(frac < 0, OUTSIDE_START, frac))
+        # Under bounds --bounds narrowed, a start on or past an edge begins inside the range (OUTSIDE_START of it
+        # from that end): clipped to the edge, where the logistic's slope is 1e-6, it stayed there (utilization 0.9
+        # at a bound of 0.9 where 0.232 fits). The default bounds keep their starts, and so every default fit.
+        default = si_values(axis, np.asarray(NUMERIC_AXES[axis].fit, np.float64))
+        if not np.allclose([lo, hi], default, rtol=1e-12, atol=0.0):
+            frac = np.where(frac >= 1 - 1e-6, 1 - OUTSIDE_START, np.where(frac <= 1e-6, OUTSIDE_START, frac))
         frac = np.clip(frac, 1e-6, 1 - 1e-6)
         out[:, j] = np.log(frac / (1 - frac))
     return out

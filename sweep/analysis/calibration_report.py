@@ -108,7 +108,8 @@ def _fitted(
     blank: bool,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """(each fitted parameter's value in stored units, standard error, units and bounds; the warnings: a
-    parameter the rows cannot identify, or as many parameters as ``trained`` rows)."""
+    parameter the rows cannot identify, one at a bound (:func:`_at_bound`), or as many parameters as ``trained``
+    rows)."""
     dof = trained - len(params)
     fitted, warnings = [], []
     for j, (axis, label) in enumerate(params):
@@ -126,19 +127,14 @@ def _fitted(
             }
         )
         which = axis + (f" for {label}" if label is not None else "")
-        edge = _at_bound(value, lo, hi)
+        edge = _at_bound(value, lo, hi, axis)
         if edge:  # the rows may pull it past the bound, which the fit cannot reach: said, never a plain value
-            own = (lo, hi) == (
-                NUMERIC_AXES[axis].low,
-                NUMERIC_AXES[axis].high,
-            )  # no --bounds: the axis's range
+            own = NUMERIC_AXES[axis]
+            limit = lo == own.low if edge == "lower" else hi == own.high  # the model's own range ends there
+            beyond = "the model's range (another cause?)" if limit else "it; widen it with --bounds to see"
             warnings.append(
-                f"{which} = {value:.4g} is at its {edge} bound ({lo:g} to {hi:g}): the rows may want a value beyond "
-                + (
-                    "the model's range (another cause than this setting?)"
-                    if own
-                    else "it; widen --bounds to see"
-                )
+                f"{which} = {value:.4g} is at its {edge} bound ({lo:g} to {hi:g}): the rows may want a value "
+                f"beyond {beyond}"
             )
         if dof > 0 and (not np.isfinite(errors[j]) or errors[j] > (hi - lo)):
             warnings.append(
@@ -153,14 +149,17 @@ def _fitted(
     return fitted, warnings
 
 
-AT_BOUND = 0.01  # a fitted value within this share of its range from an end is said to be at that bound
+AT_BOUND = 1e-3  # a fitted value within this share of its range from an end is said to be at that bound
 
 
-def _at_bound(value: float, lo: float, hi: float) -> str:
+def _at_bound(value: float, lo: float, hi: float, axis: str) -> str:
     """``lower`` or ``upper`` where ``value`` is within :data:`AT_BOUND` of the range ``[lo, hi]`` from that end,
-    else ''."""
+    else ''. A floor of 0 is no bound to report (no overhead, latency, slowdown or jitter is a value the rows
+    may well hold)."""
     span = AT_BOUND * (hi - lo)
-    return "lower" if value <= lo + span else "upper" if value >= hi - span else ""
+    if value <= lo + span and not lo == 0 == NUMERIC_AXES[axis].low:
+        return "lower"
+    return "upper" if value >= hi - span else ""
 
 
 def _row_values(meas: Measurements, i: int) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER
-from netsweep_jax.sweep.engine.grid import check_intra_bandwidth
+from netsweep_jax.sweep.engine.grid import FSDP_ACCUMULATION, check_intra_bandwidth
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
@@ -57,7 +57,7 @@ def check_settings(settings: Settings) -> None:
         check_intra_bandwidth(settings.intra_bandwidth)
     for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
         value = getattr(settings, name)
-        if value is not None and (not isinstance(value, str) or value.strip().lower() not in values):
+        if value is not None and (not isinstance(value, str) or _lower(value) not in values):
             raise InputError(f"{value!r}: calibrate takes one of {', '.join(values)}", param=name)
     for name in ("nics_per_node", "fusion_buffer", "fusion_timeout"):
         value = getattr(settings, name)
@@ -72,9 +72,11 @@ def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_
     iteration time of its own is scaled from it; one without, as .csv and .bk.log, takes the row's
     ``t1`` as its T1)."""
     name = meas.column("model", default_model)[i]
-    if isinstance(name, str) and name.lower() in builtin_names() + tuple(
-        TRANSFORMERS
-    ):  # ResNet50 is resnet50
+    if (  # ResNet50 is resnet50, unless a profile file of that name lies next to the CSV
+        isinstance(name, str)
+        and name.lower() in builtin_names() + tuple(TRANSFORMERS)
+        and not (Path(meas.path).parent / name).is_file()
+    ):
         name = name.lower()
     t1 = meas.column("t1", None)[i]
     if name not in known and name in TRANSFORMERS:  # a transformer named plainly: its resolved workload
@@ -140,11 +142,8 @@ def build_rows(
     for i, b in enumerate(bucketing):
         if b not in BUCKETINGS:
             raise InputError(f"{meas.where(i)}: bucketing {b!r} unknown; known: {', '.join(BUCKETINGS)}")
-        if b == "fsdp" and accum[i] is not None and accum[i] > 1:  # as sweep grid refuses it
-            raise InputError(
-                f"{meas.where(i)}: fsdp with accum > 1: gradient accumulation is modelled for all-reduce "
-                "schedules only"
-            )
+        if b == "fsdp" and accum[i] > 1:  # as sweep grid refuses it
+            raise InputError(f"{meas.where(i)}: {FSDP_ACCUMULATION}")
     rows, features = row_inputs(
         runs,
         bucketing=bucketing,

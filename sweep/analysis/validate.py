@@ -168,7 +168,7 @@ def run_validation(
     if train.all():
         raise InputError(
             f"{dataset}: no (source, framework) group has runs at two node counts above one (each is fitted on "
-            "its smallest), so nothing is held out; measure some group at two or more"
+            "its smallest), so nothing is held out; measure some group at two or more multi-node sizes"
         )
     nodes = np.array(meas.columns["nodes"])
     workers = nodes * np.array(meas.columns["gpus_per_node"])
@@ -292,8 +292,9 @@ def report(
 
 
 def _cell(text: object) -> str:
-    """A label as a Markdown table cell holds it: a ``|`` of the user's escaped (it split the row)."""
-    return str(text).replace("|", "\\|")
+    """A label as a Markdown table cell holds it: a ``|`` of the user's escaped and a line break a space (each
+    split the row)."""
+    return " ".join(str(text).splitlines()).replace("|", "\\|")
 
 
 def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray) -> str:

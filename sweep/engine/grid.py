@@ -324,10 +324,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         for name, spec in NUMERIC_AXES.items()
     }
     if "fsdp" in bucketings and np.any(values["accum"] > 1):
-        raise InputError(
-            "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only",
-            param="bucketing",
-        )
+        raise InputError(FSDP_ACCUMULATION, param="bucketing")
     check_intra_bandwidth(intra_bandwidth)
     check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
@@ -360,6 +357,9 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         ),
         fabric,
     )
+
+
+FSDP_ACCUMULATION = "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only"
 
 
 def check_intra_bandwidth(intra_bandwidth: Any) -> None:

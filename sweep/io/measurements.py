@@ -6,10 +6,10 @@ Columns (header required; one row per measured run):
   ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s); a blank measured value marks a row
   to predict (``sweep calibrate`` fits the others and predicts it, with an interval);
 - optional model settings: ``model`` (a built-in name, or a profile file relative to
-  the CSV), ``collective``, ``t1`` (s: the run's single-GPU iteration time; the
-  profile's compute is scaled to it; empty keeps the profile's), and any numeric axis (``ratio``, ``latency``,
-  ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
-  ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
+  the CSV; a built-in's name in any case), ``collective`` and ``bucketing`` (any case), ``t1`` (s: the run's
+  single-GPU iteration time; the profile's compute is scaled to it; empty keeps the profile's), and any numeric
+  axis (``ratio``, ``latency``, ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
+  ``accum``, ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
 - any other column is a label (``framework``, ``network``, ``source``, ...), for
   ``--per`` and ``--train``.
 
