@@ -10,7 +10,8 @@ import pytest
 from helpers import invoke
 from netsweep_jax import sweep
 from netsweep_jax.sweep import builtin_profile, evaluate
-from netsweep_jax.sweep.analysis.calibrate import calibrate_file
+from netsweep_jax.sweep.analysis.calibrate import _profiles, calibrate_file
+from netsweep_jax.sweep.analysis.calibration_report import _at_bound
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
 from netsweep_jax.sweep.analysis.need import answer_name, shown_value
 from netsweep_jax.sweep.core.errors import InputError
@@ -483,12 +484,13 @@ def test_calibrate_takes_each_setting_once_and_names_in_any_case(tmp_path):
         "model,nodes,gpus_per_node,bandwidth,scaling_factor,bucketing,collective\n"
         "ResNet50,2,8,10,0.5,DDP,Ring\nVGG16,4,8,10,0.4,DDP,Ring\n"
     )
-    r = invoke(
-        "calibrate", rows, "--model", "ResNet50"
-    )  # VGG16 in a cell was "neither among resnet50 nor ..."
-    assert r.exit_code == 0 and "resnet50" in r.output and "vgg16" in r.output, r.output
-    # A value at a bound is said (0.5 of 0.5 to 0.9 where the row wants 0.17); one near a floor of 0 is not.
-    r = invoke("calibrate", "examples/resnet50_measured.csv", "--bounds", "utilization=0.5:0.9")
-    assert "warning: utilization = 0.5" in r.output and "is at its lower bound (0.5 to 0.9)" in r.output
+    meas = read_measurements(rows)  # VGG16 in a cell was "neither among resnet50 nor a profile file"
+    profiles = _profiles(meas, "ResNet50", None, None, {})
+    assert [p.model for p in profiles] == ["resnet50", "vgg16"]
+    build_rows(meas, profiles, "resnet50", Settings())  # and each row takes its own (no fit needed to see it)
+    # A value at a bound is said (0.5002 of 0.5 to 0.9); one near a floor of 0 is not (1 ms of 0 to 1000 was).
+    assert (
+        _at_bound(0.5002, 0.5, 0.9, "utilization") == "lower" and _at_bound(1.033, 0, 1000, "overhead") == ""
+    )
     rows.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor,accum\ngpt2,2,8,100,0.9,2\n")
     one_line_refusal(invoke("calibrate", rows, "--bucketing", "fsdp"), "m.csv:2: fsdp with accum > 1")
