@@ -128,6 +128,9 @@ def test_a_plan_cubes_layout_dp_is_the_layouts_dp(cube):
     r = invoke("show", cube)
     line = next(line for line in r.output.splitlines() if line.strip().startswith("layout_dp"))
     assert "16 / 16 / 32" in line and "0 =" not in line, line
+    # A text variable's empty value is said (a feasible plan's infeasible printed as " (1)").
+    line = next(line for line in r.output.splitlines() if line.strip().startswith("infeasible"))
+    assert "(empty) (" in line, line
 
 
 def test_layout_grid_csv_says_a_layout_does_not_fit(tmp_path):

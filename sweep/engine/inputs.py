@@ -310,9 +310,10 @@ def row_inputs(
     """
     if uses_nccl(collective):
         raise InputError(
-            f"{','.join(sorted({c for c in collective if is_nccl(c)}))}: NCCL's own collective prices a NIC's rate through its channels' speed steps, so a fit of "
-            "utilization or latency finds no slope there; calibrate with nccl-ring or nccl-tree, or fit NCCL's "
-            "own constants to nccl-tests logs (sweep calibrate --nccl-tests) and pass the file as --fabric",
+            f"{','.join(sorted({c for c in collective if is_nccl(c)}))}: not calibrated from measured runs (NCCL's "
+            "own collective prices a NIC's rate through its channels' speed steps, where a fit finds no slope); "
+            "calibrate with nccl-ring or nccl-tree, or fit NCCL's own constants to nccl-tests logs (sweep "
+            "calibrate --nccl-tests LOG --out FABRIC) and give grid or plan --fabric FABRIC",
             param="collective",
         )
     n, dt = len(runs), np.dtype(dtype)
