@@ -100,10 +100,9 @@ def describe(path: str | Path) -> str:
         a = ds[name].values
         if a.dtype.kind in "USO":  # an argmax/argmin label: the coordinates it takes
             values, counts = np.unique(a, return_counts=True)
-            shown = [
-                str(v) or "(empty)" for v in values
-            ]  # an empty text (a feasible plan's infeasible) said so
-            lines.append(f"    {name:<{width}} " + ", ".join(f"{v} ({c:,})" for v, c in zip(shown, counts)))
+            # An empty text (a feasible plan's infeasible) said so.
+            said = [str(v) or "(empty)" for v in values]
+            lines.append(f"    {name:<{width}} " + ", ".join(f"{v} ({c:,})" for v, c in zip(said, counts)))
             continue
         if "rules" in ds[name].attrs:  # a status: how many configurations each rule stopped
             # Code 0 is "can exist" (the rules' "ok"): whether it fits is the fits variable's to say.
