@@ -150,9 +150,8 @@ def _profiles(
     known = builtin_names() + tuple(TRANSFORMERS)
     names = parse_names(model, "model", known)
     _one_without_a_model_column(meas, names, "model")
-    cells = [
-        m.lower() for m in meas.column("model", names[0]) if isinstance(m, str)
-    ]  # any case, as the option
+    # The file's model cells in any case, as the option takes them.
+    cells = [m.lower() for m in meas.column("model", names[0]) if isinstance(m, str)]
     names = list(dict.fromkeys(names + [m for m in cells if m in known]))
     return tuple(resolve_models(names, iteration_time=iteration_time, **workload))
 

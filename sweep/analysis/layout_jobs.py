@@ -341,17 +341,12 @@ def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Sa
 def layout_cube(grid: Any) -> "xr.Dataset":
     """Every layout of ``grid`` evaluated, as a layout cube (refused first if too large to keep), or reduced on
     the device as its ``reduce`` says (the reduction ``sweep grid --reduce`` writes, held in memory)."""
-    from netsweep_jax.sweep.engine.blocks import Blocking
-    from netsweep_jax.sweep.engine.dispatch import run
+    from netsweep_jax.sweep.engine.evaluate import reduced_in_memory
     from netsweep_jax.sweep.engine.layout_blocks import BLOCK_CONFIGS
     from netsweep_jax.sweep.engine.layouts import check_in_memory, evaluate_layouts_arrays, layouts_dataset
-    from netsweep_jax.sweep.engine.reductions import ReducedRun
 
     if grid.reduction is not None:
-        blocking = Blocking(grid.sizes, BLOCK_CONFIGS, grid.family)
-        state = ReducedRun(grid, blocking)
-        run(grid, blocking, state.add)
-        reduced = state.dataset()
+        reduced = reduced_in_memory(grid, BLOCK_CONFIGS)
         return reduced.assign_attrs({**grid.cube_attrs(), "dtype": grid.dtype, **reduced.attrs})
     check_in_memory(grid)
     return layouts_dataset(grid, evaluate_layouts_arrays(grid))

@@ -100,9 +100,9 @@ def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False)
     exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN). Each output is
     its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
+    lanes, shape, axes, kind = reduce
     for name, v in out.items():
-        (kb, ci), shape, axes, kind = reduce
-        plan = (kb, ci), shape, axes, kind_of(name, kind)  # the layouts' status is a code (kind_of)
+        plan = lanes, shape, axes, kind_of(name, kind)  # a layout's status and fits are codes (kind_of)
         reduced[name], index = reduced_output(v, reduce=plan, skip_nan=skip_nan)
         if index is not None:
             reduced[f"{name}@index"] = index

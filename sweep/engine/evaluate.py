@@ -1,5 +1,7 @@
 """The Python entry point shared by notebooks and the CLI: :func:`evaluate`, whole or reduced."""
 
+from typing import Any
+
 import numpy as np
 import xarray as xr
 from typing_extensions import Unpack
@@ -12,6 +14,15 @@ from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
 from netsweep_jax.sweep.engine.grid import make_grid
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models, Names, SweepOptions
 from netsweep_jax.sweep.engine.reductions import ReducedRun
+
+
+def reduced_in_memory(grid: Any, block_configs: int, kernel: str = DEFAULTS.kernel) -> xr.Dataset:
+    """``grid`` (either family's) reduced on the device as its ``reduction`` says, block by block, into
+    accumulators the size of the result held in memory: as large a grid as ``sweep grid --reduce`` takes."""
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
+    state = ReducedRun(grid, blocking)
+    run(grid, blocking, state.add, kernel=kernel)
+    return state.dataset()
 
 
 @refuse_unknown_keywords
@@ -62,10 +73,7 @@ def evaluate(
             "by block (sweep grid)",
         )
     else:
-        blocking = Blocking(grid.sizes, block_configs)
-        state = ReducedRun(grid, blocking)
-        run(grid, blocking, state.add, kernel=kernel)
-        return state.dataset()
+        return reduced_in_memory(grid, block_configs, kernel)
     arrays = evaluate_arrays(grid, block_configs, kernel)
     data = {
         name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))

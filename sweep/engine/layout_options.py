@@ -643,9 +643,7 @@ def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]
     for name in wanted:
         options = [float(getattr(per_die[d], name)) for d in dies]
         if len(set(options)) > 1:
-            shown = ", ".join(
-                f"{v} on {d}" for v, d in zip(apart(options), dies)
-            )  # never alike where they differ
+            shown = ", ".join(f"{v} on {d}" for v, d in zip(apart(options), dies))
             raise InputError(
                 f"not given, and the default stack {DEFAULT_STACK}'s differs by GPU die ({shown}) where a sweep "
                 "holds one for every GPU; sweep one die, or give it",
@@ -739,9 +737,7 @@ def _one_per_sweep(
                 param="stack",
             )
         if len(set(options)) > 1:
-            shown = ", ".join(
-                f"{v} on {d}" for v, d in zip(apart(options), dies)
-            )  # never alike where they differ
+            shown = ", ".join(f"{v} on {d}" for v, d in zip(apart(options), dies))
             raise InputError(
                 f"{stack.name}: its {name.replace('_', ' ')} differs by GPU die ({shown}), and a sweep holds one "
                 f"for every GPU; sweep one die, or give {AXES[name].option}",

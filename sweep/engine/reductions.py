@@ -143,6 +143,7 @@ def device_plan(blocking: Blocking, reduction: Reduction) -> DevicePlan:
 
 
 STATUS, FITS = "status", "fits"  # the layout family's codes: reduced as codes, never as numbers
+CODES = (STATUS, FITS)  # neither has an argmax label: kind_of takes them over every layout of the cell
 
 
 def kind_of(variable: str, kind: str) -> str:
@@ -240,7 +241,7 @@ class ReducedRun:
         self.grid, self.blocking, self.r = grid, blocking, grid.reduction
         shape = tuple(blocking.sizes[d] for d in self.r.kept)
         self.acc = {
-            v: Accumulator(shape, kind_of(v, self.r.kind), self.r.labelled if v not in (STATUS, FITS) else ())
+            v: Accumulator(shape, kind_of(v, self.r.kind), self.r.labelled if v not in CODES else ())
             for v in grid.variables
         }
         self.inside = in_block(blocking, self.r)

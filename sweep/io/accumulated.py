@@ -91,10 +91,9 @@ def _run(job: Accumulation, out: Path, partial: Path, *, resume: bool, command: 
                 claim.remove()  # refused: nothing of this run's is kept
             raise
         except BaseException:
+            # Every finished block is kept (a signal stops it at a block boundary)...
             try:
-                job.save(
-                    partial, claim
-                )  # every finished block is kept (a signal stops it at a block boundary)
+                job.save(partial, claim)
             except BaseException:  # the save failed too (the file-size limit): nothing is kept, no empty file
                 claim.remove_if_empty()
                 raise

@@ -78,12 +78,12 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
             param="resume",
         )
     expected = _arrays(state)
-    if set(arrays) - set(
-        expected
-    ):  # what this version keeps no more (a layout status's labels, before 2026-12-05)
+    # What this version keeps no more (a layout status's labels, before 2026-12-05): another reduction's state.
+    unknown = sorted(set(arrays) - set(expected))
+    if unknown:
         raise InputError(
-            f"{path}: written by another version's reduction (it holds {sorted(set(arrays) - set(expected))[0]}); "
-            "rerun with --force to start over",
+            f"{path}: written by another version's reduction (it holds {unknown[0]}); rerun with --force to "
+            "start over",
             param="resume",
         )
     for name, a in expected.items():

@@ -338,9 +338,8 @@ def times(workload: Workload) -> tuple[list[Tensor], np.ndarray, np.ndarray, flo
     return tensors, forward, backward, optimizer, weights * grad_bytes
 
 
-TRANSFORMER_SOURCE = (
-    "netsweep compute model of "  # how a transformer's profile's source begins (is_transformer)
-)
+# How a transformer's profile's source begins (sweep.engine.workloads.is_transformer reads it).
+TRANSFORMER_SOURCE = "netsweep compute model of "
 
 
 def transformer_profile(workload: Workload) -> Profile:
@@ -432,8 +431,8 @@ def die(gpu: str) -> str:
 
 
 # The chips of CUDA's device names (torch.cuda.get_device_name: "NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB",
-# "NVIDIA A100-SXM4-40GB"), and the words that name a preset's smaller sibling.
-CHIP_WORDS = ("v100", "a100", "h100", "h200", "b200", "gb200", "b300", "gb300")
+# "NVIDIA A100-SXM4-40GB"): the presets named by one word; and the words that name a preset's smaller sibling.
+CHIP_WORDS = tuple(key for key in GPUS if "-" not in key)
 SIBLINGS = {
     "v100": (("16gb",), "v100-16"),
     "a100": (("40gb",), "a100-40"),

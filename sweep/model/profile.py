@@ -247,16 +247,16 @@ def _check_t1(t1: object, path: str | Path) -> float:
     return t1
 
 
-def _number(text, path, line, what):
+def _number(text, path, line, what, whole=False):
     try:
         value = decimal(text)
     except ValueError:
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} is not a number") from None
     if not math.isfinite(value) or value < 0:
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be finite and >= 0")
-    if what == "grad_bytes" and value != math.floor(
+    if whole and value != math.floor(
         value
-    ):  # a saved profile writes whole bytes: 4.5 became 4
+    ):  # gradient bytes: a saved profile writes them whole (4.5 became 4)
         raise InputError(f"{where(path, line)}: {what} {text.strip()!r} must be a whole number of bytes")
     return value
 
@@ -281,7 +281,7 @@ def read_bklog(path: str | Path, t1: float | None, model: str | None = None) -> 
         if len(cols) != 2:
             raise InputError(f"{where(path, lineno)}: expected 2 columns wait_us,grad_bytes, got {len(cols)}")
         waits.append(_number(cols[0], path, lineno, "wait_us") * 1e-6)
-        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes", whole=True))
     name = model or path.name.split(".")[0]
     names = [f"tensor{i}" for i in range(count)]
     return make_profile(name, names, sizes, waits, t1, path, source=str(path))
@@ -310,7 +310,7 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
                 f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, got {len(cols)}"
             )
         names.append(cols[0].strip())
-        sizes.append(_number(cols[1], path, lineno, "grad_bytes"))
+        sizes.append(_number(cols[1], path, lineno, "grad_bytes", whole=True))
         waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
         if len(header) == 4:
             shapes.append(_shape_text(cols[3], path, lineno))
@@ -366,7 +366,7 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
         if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
             raise InputError(f"{label} needs grad_bytes and backward_us")
         names.append(str(t.get("name", f"tensor{i}")))
-        sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes"))
+        sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes", whole=True))
         waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
         if "forward_us" in t:
             forwards.append(_number(str(t["forward_us"]), label, None, "forward_us") * 1e-6)
