@@ -137,9 +137,25 @@ def test_out_in_unwritable_directory(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     r = invoke("grid", "--out", blocker / "o.h5")
-    assert r.exit_code == 2 and "does not exist or is not a directory" in r.output
+    assert r.exit_code == 2 and f"directory {blocker} is not a directory" in r.output
+    r = invoke("grid", "--out", blocker / "sub" / "o.h5")
+    assert r.exit_code == 2 and f"cannot be made ({blocker} is not a directory)" in r.output
     r = invoke("grid", "--out", "/proc/o.h5")  # the file system refuses the write: a fault, exit code 1
     assert r.exit_code == 1 and "cannot be written" in r.output
+
+
+def test_out_in_missing_folders_makes_them(tmp_path):
+    """An --out whose folders do not exist yet (results/ in a fresh directory) gets them, as a report's --out
+    does; a refused run leaves none of them behind."""
+    out = tmp_path / "new" / "deeper" / "o.h5"
+    assert invoke("grid", "--bw", "10", "--out", out, "-q").exit_code == 0 and h5py.is_hdf5(out)
+    refused = tmp_path / "other" / "deeper" / "o.h5"
+    assert invoke("grid", "--bw", "10", "--out", refused, "-q", "--resume").exit_code == 2
+    need = ["need", "--model", "resnet50", "--nodes", "4", "--target", "0.9", "--solve", "bandwidth"]
+    assert invoke(*need, "--out", tmp_path / "other" / "n.h5", "--target", "2").exit_code == 2
+    assert not (tmp_path / "other").exists()
+    assert invoke(*need, "--out", tmp_path / "other" / "n.h5").exit_code == 0
+    assert h5py.is_hdf5(tmp_path / "other" / "n.h5")
 
 
 def test_resume_with_nothing_to_resume(tmp_path):

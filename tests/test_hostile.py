@@ -252,7 +252,7 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path):
 @pytest.mark.parametrize(
     "out,message,code",
     [
-        ("missing/fig.png", "does not exist", 2),
+        ("a_file/fig.png", "directory", 2),  # a missing folder is made; a file in its place is refused
         ("fig.bmpx", "unknown file type '.bmpx'", 2),
         ("/proc/fig.png", "cannot be written", 1),  # not writable even for root: a refused write, a fault
         ("a_dir", "a directory", 2),
@@ -260,6 +260,7 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path):
 )
 def test_plot_outputs(cube_file, tmp_path, out, message, code):
     (tmp_path / "a_dir").mkdir()
+    (tmp_path / "a_file").write_text("")
     r = invoke("plot", cube_file, "--x", "bandwidth", "--hue", "nodes", "--out", tmp_path / out)
     assert message in one_line_error(r, code)
     assert not list(tmp_path.glob("**/*.png")) and not list(tmp_path.glob("**/*.partial"))

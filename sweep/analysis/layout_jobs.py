@@ -331,7 +331,9 @@ def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Sa
     target = (
         out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
     )
-    writable_directory(target, create=out is None)  # the default results/ is made, as grid makes it
+    writable_directory(
+        target, create=True
+    )  # missing folders (the default results/) are made, as grid makes them
     check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
     if grid.assumed:
         say(f"assumed: {assumed_line(grid.assumed)}")
@@ -396,7 +398,7 @@ def write_plan(
     from netsweep_jax.sweep.analysis.planning import check_size
     from netsweep_jax.sweep.io.accumulated import run_accumulated
     from netsweep_jax.sweep.io.job import check_output
-    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.paths import all_or_nothing, partial_path
 
     check_size(grid)  # before the output is claimed
     if share is not None:
@@ -409,17 +411,14 @@ def write_plan(
             raise InputError("needed with --distributed: a path every process can reach", param="out")
         return plan_share(grid, out, keep=keep, share=share, force=force, command=command, say=say,
                           stitch_timeout=stitch_timeout)  # fmt: skip
-    made = None if out is not None or Path("results").exists() else Path("results")  # the default, made now
-    target = layout_target(grid, out, force, "plan-", say)
-    partial = partial_path(target)
-    check_output(target, force=force, resume=resume, default=out is None)  # the sweeps' rules for OUT.partial
-    job = _Plan(grid, keep, progress_bar, say)
-    try:
-        run_accumulated(job, target, partial, resume=resume, command=command, overwrite=force)
-    except InputError:  # refused (no feasible layout; a file at OUT): no empty default results/ is left
-        if made is not None and made.is_dir() and not any(made.iterdir()):
-            made.rmdir()
-        raise
+    # the folders made for this plan (the default results/) are not left empty by a refusal or an interrupt
+    with all_or_nothing((out or Path("results", "plan.h5")).parent):
+        target = layout_target(grid, out, force, "plan-", say)
+        check_output(
+            target, force=force, resume=resume, default=out is None
+        )  # the sweeps' rules for OUT.partial
+        job = _Plan(grid, keep, progress_bar, say)
+        run_accumulated(job, target, partial_path(target), resume=resume, command=command, overwrite=force)
     return job.result, target
 
 

@@ -281,7 +281,7 @@ def run_distributed(
         if pid == 0 and not resume:
             check_output(out, force=force, resume=False, default=default_out_dir)
         elif not resume:
-            refused_as_process_0_would(out, force=force, default_out=default_out_dir)
+            refused_as_process_0_would(out, force=force)
         summary = run_grid(
             grid,
             shard,
@@ -450,12 +450,12 @@ class Shared(Protocol):
         """The result cube's global attributes besides the dataset's own."""
 
 
-def refused_as_process_0_would(out: Path, *, force: bool, default_out: bool) -> None:
+def refused_as_process_0_would(out: Path, *, force: bool) -> None:
     """Process 0's refusals of the cube ``out``, checked read-only by another process before its share (OUT a
     directory, OUT or its OUT.partial there without ``--force``): none computes a share process 0 will not
     merge, and none leaves its shard behind."""
     regular_or_absent(out)
-    writable_directory(out, create=default_out)
+    writable_directory(out, create=True)  # as process 0 makes the missing folders
     if (out.exists() or partial_path(out).exists()) and not force:
         raise InputError(f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out")
 
@@ -471,7 +471,7 @@ def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, defaul
         check_output(out, force=force, resume=False, default=default_out)
         remove_stale(partial_path(out))  # --force (check_output): an earlier one-machine run's checkpoint
     else:
-        refused_as_process_0_would(out, force=force, default_out=default_out)
+        refused_as_process_0_would(out, force=force)
     for path in (shard, partial_path(shard)):
         regular_or_absent(path)
         if in_use(path) or (path.exists() and not made_by_a_sweep(path)):

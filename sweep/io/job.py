@@ -1,6 +1,5 @@
 """Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
 
-import contextlib
 import datetime
 import errno
 import glob
@@ -81,7 +80,7 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}",
             param="resume",
         )
-    writable_directory(out, create=default and not resume)  # a refused --resume leaves no directory behind
+    writable_directory(out, create=not resume)  # missing folders are made; a refused --resume makes none
     if resume:
         if partial.stat().st_size == 0:
             raise InputError(
@@ -222,8 +221,8 @@ def run_grid(
     """
     check_kernel(kernel, grid)
     out = Path(out)
-    # results/, made for this run, is not left empty by a refusal or an interrupt before any block
-    with all_or_nothing(out.parent) if default_out_dir else contextlib.nullcontext():
+    # the folders made for this run (the default results/) are not left empty by a refusal or an interrupt
+    with all_or_nothing(out.parent):
         check_output(out, force=force, resume=resume, default=default_out_dir)
         partial = partial_path(out)
         if block_configs is None:

@@ -113,19 +113,66 @@ def remove_stale(partial: Path) -> None:
 
 
 def writable_directory(out: str | Path, param: str = "out", create: bool = False) -> None:
-    """Refuse ``out`` unless its directory exists (or is created) and can be written."""
+    """Refuse ``out`` unless its directory can be written: it exists, or the folders missing from its path can
+    be made in a writable one. They are made now with ``create`` (a sweep's cube, its partial file written
+    block by block), else when the file is written (:func:`write_atomically`), as a report's ``--out`` makes
+    its directory: a refusal before then leaves none behind."""
     parent = Path(out).parent
-    if create:
-        parent.mkdir(parents=True, exist_ok=True)
-    if not parent.is_dir():
-        raise InputError(f"{out}: directory {parent} does not exist or is not a directory", param=param)
+    existing = _existing(parent)
+    if not existing.is_dir():
+        made = (
+            f"cannot be made ({existing} is not a directory)" if existing != parent else "is not a directory"
+        )
+        raise InputError(f"{out}: directory {parent} {made}", param=param)
     try:
-        with tempfile.NamedTemporaryFile(dir=parent, prefix=".netsweep-write-test-"):
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".netsweep-write-test-"):
             pass
     except OSError as e:  # read-only, no permission: the file system refuses the write, a fault (exit code 1)
         raise WriteFailed(
-            f"{out}: directory {parent} cannot be written ({failure(e)}); nothing was written"
+            f"{out}: directory {existing} cannot be written ({failure(e)}); nothing was written"
         ) from None
+    if create:
+        make_folders(parent)
+
+
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist, innermost first (empty: ``folder`` exists)."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _existing(folder: Path) -> Path:
+    """``folder``, or its nearest ancestor that exists."""
+    missing = _missing(folder)
+    return missing[-1].parent if missing else folder
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Make ``folder`` and its missing ancestors; the ones made, innermost first (a failure: a fault, one line)."""
+    missing = _missing(folder)
+    try:
+        for made in reversed(missing):
+            made.mkdir()
+    except (
+        OSError
+    ) as e:  # the file system refuses it (a folder made meanwhile is another's: said, as a fault)
+        remove_folders(missing)
+        raise WriteFailed(f"{missing[0]}: cannot be made ({failure(e)}); nothing was written") from None
+    return missing
+
+
+def remove_folders(made: list[Path]) -> None:
+    """Remove the folders ``made`` (innermost first) that are empty; one that is not keeps those above it."""
+    for folder in made:
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            continue
+        except OSError:  # not empty (another's file): kept, and the folders above it
+            break
 
 
 def check_report_directory(
@@ -145,9 +192,7 @@ def check_report_directory(
             raise InputError(
                 f"{path}: file exists; pass --force to overwrite it, or give another --out", param=param
             )
-    existing = out_dir
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
+    existing = _existing(out_dir)
     if not existing.is_dir():
         raise InputError(f"{out_dir}: cannot be made ({existing} is not a directory)", param=param)
     if not os.access(existing, os.W_OK | os.X_OK):  # the file system refuses it: a fault, as a failed write
@@ -227,7 +272,9 @@ def write_atomically(
     replaced), and only with ``overwrite`` (checked again just before the rename: a file that appeared
     while this one was computed is kept, and the refusal names ``kept``, where the caller keeps its result)."""
     out = Path(out)
+    made = make_folders(out.parent)
     temp = new_temporary(out)
+    written = False
     try:
         try:
             write(temp)
@@ -241,8 +288,11 @@ def write_atomically(
         created = _created.get()
         if new and created is not None:
             created.append(out)
+        written = True
     finally:
         temp.unlink(missing_ok=True)  # this run's own name: nobody else's file
+        if not written:
+            remove_folders(made)
     return out
 
 
@@ -351,9 +401,9 @@ def _text_writer(text: str) -> Callable[[Path], object]:
 def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
     """A report's files: if the block fails (a write refused by the disk, a refusal, an interrupt), the files
     it created are removed, and ``out_dir`` too if the block created it and nothing else is in it. A file the
-    block replaced (with --force) stays replaced; no other file is touched."""
-    out_dir = Path(out_dir)
-    existed = out_dir.exists()
+    block replaced (with --force) stays replaced; no other file is touched. The folders above ``out_dir``
+    that the block made are removed as ``out_dir`` is."""
+    missing = _missing(Path(out_dir))
     outer = _created.get()
     created: list[Path] = []
     token = _created.set(created)
@@ -364,9 +414,7 @@ def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
     except BaseException:
         for path in created:
             path.unlink(missing_ok=True)
-        if not existed:
-            with contextlib.suppress(OSError):  # not empty (another's file): kept
-                out_dir.rmdir()
+        remove_folders(missing)
         raise
     finally:
         _created.reset(token)
