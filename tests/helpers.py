@@ -41,6 +41,14 @@ def invoke(*args):
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
+def one_line_error(r, code=2):
+    """The one line a refusal prints (``error: ...``), checked: exit code ``code``, nothing else said."""
+    assert r.exit_code == code, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
 def read_outputs(path, names=DEFAULT_VARIABLES):
     """The named variables of a cube, as numpy arrays."""
     with h5py.File(path) as f:

@@ -305,3 +305,50 @@ def test_narrowed_bounds_start_every_group_inside_them(tmp_path):
     # Without bounds: resnet50 0.717 (past this bound, so held at it, and said), vgg16 0.232 (2026-12-05).
     assert fit["resnet50"] == pytest.approx(bound, rel=1e-3) and 0.2 < fit["vgg16"] < 0.3
     assert "utilization for resnet50 = 0.5329 is at its upper bound" in r.output
+
+
+def test_calibrate_help_lists_the_collectives_it_fits():
+    """Its --collective is not grid's: NCCL's own (and its forced variants) is fitted by --nccl-tests."""
+    text = " ".join(invoke("calibrate", "--help").output.split())
+    said = text.split("--collective TEXT", 1)[1].split("--bucketing", 1)[0]
+    assert "nccl-ring, nccl-tree" in said and "--nccl-tests" in said and "nccl:tree" not in said
+
+
+def test_calibrate_assumes_what_grid_assumes(tmp_path):
+    """The same workload's defaults said alike, the reductions' memory rate included."""
+    measured = tmp_path / "m.csv"
+    measured.write_text("nodes,gpus_per_node,bandwidth,scaling_factor\n2,8,100,0.8\n4,8,100,0.75\n")
+    workload = ["--model", "gpt2-xl", "--gpu", "h100"]
+    fitted = invoke("calibrate", measured, *workload)
+    swept = invoke("grid", *workload, "--bw", "100", "--nodes", "2", "-q", "--out", tmp_path / "g.h5")
+    assert fitted.exit_code == 0 and swept.exit_code == 0, fitted.output + swept.output
+    said = [[line for line in r.output.splitlines() if line.startswith("assumed: ")] for r in (fitted, swept)]
+    assert said[0] == said[1] and "reductions at the h100's HBM" in said[0][0]
+
+
+def test_iteration_time_reaches_a_profile_the_model_column_names(tmp_path):
+    """A profile file without T1 named in the model column takes --iteration-time, as --profile's files do:
+    the same fit as a t1 column of that value."""
+    import shutil
+
+    shutil.copy("examples/profile.csv", tmp_path / "profile.csv")
+    rows = "profile.csv,2,8,100,0.8\nprofile.csv,4,8,100,0.75\n"
+    plain = tmp_path / "m.csv"
+    plain.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\n" + rows)
+    with_t1 = tmp_path / "t.csv"
+    with_t1.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor,t1\n" + rows.replace("\n", ",0.05\n")
+    )
+    refused = invoke("calibrate", plain)
+    assert refused.exit_code == 2 and "or --iteration-time" in refused.output
+    given, by_column = invoke("calibrate", plain, "--iteration-time", "0.05"), invoke("calibrate", with_t1)
+    assert given.exit_code == 0 and by_column.exit_code == 0, given.output + by_column.output
+    assert given.output.splitlines()[0] == by_column.output.splitlines()[0]
+    assert given.output.splitlines()[0].startswith("utilization: 0.1679")
+
+
+def test_bounds_are_written_in_the_units_given(tmp_path):
+    out = tmp_path / "fit.json"
+    r = invoke("calibrate", "examples/resnet50_measured.csv", "--fit", "latency", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["fitted"][0]["bounds"] == [0.0, 1000.0]  # not 1000.0000000000001

@@ -10,7 +10,7 @@ import pytest
 from layout_cases import LLAMA_8B, random_case, run_kernel
 
 import reference
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax import sweep
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import GPU_FIELDS
@@ -45,12 +45,6 @@ def fabric(tmp_path, name="fabric.json", values=OWN, **changes):
     path = tmp_path / name
     path.write_text(json.dumps(document))
     return path
-
-
-def one_line_error(r):
-    lines = r.output.strip().splitlines()
-    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
-    return lines[0]
 
 
 def test_a_fabric_file_is_read_and_written_whole(tmp_path):

@@ -10,7 +10,7 @@ import pytest
 from layout_cases import LLAMA_8B, gpt3_case
 
 import reference
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax import sweep
 from netsweep_jax.kernels import layout_collectives, nccl
 from netsweep_jax.kernels.layout_inputs import Parallelism
@@ -26,12 +26,6 @@ from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
 NCCL = ["--collectives", "nccl"]
 H100_POD = FABRICS["dgx-h100-superpod"]
-
-
-def one_line_error(r):
-    lines = r.output.strip().splitlines()
-    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
-    return lines[0]
 
 
 def test_every_preset_names_the_source_of_every_number():

@@ -10,16 +10,9 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-
-
-def one_line_error(r, code=2):
-    assert r.exit_code == code, r.output
-    lines = r.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.output, r.output
-    return lines[0]
 
 
 @pytest.mark.parametrize(

@@ -406,6 +406,9 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
     fitted = json.loads(out.read_text())
     assert set(fitted["constants"]) == {"efficiency", "utilization", "memory_efficiency"}
     assert len(fitted["runs"]) == 19 and fitted["constants"]["memory_efficiency"] == F.MEMORY_DEFAULT
+    assert (
+        fitted["command"].startswith("sweep") and fitted["netsweep_version"] and fitted["created"]
+    )  # provenance
     r = invoke("calibrate", runs, "--fit", "latency")
     assert r.exit_code == 2 and "--fit" in r.output
 

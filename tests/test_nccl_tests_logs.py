@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from nccl_logs import DATA, KNOWN, LOGS, log_text
 
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax.sweep.analysis.nccl_calibration import calibrate_logs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import read_fabric
@@ -19,12 +19,6 @@ from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 ALL_REDUCE = DATA / "all_reduce_perf-2x8.log"
 ALL_GATHER = DATA / "all_gather_perf-1x8.log"
 NICS = ["--nics-per-node", "8", "--bw", "400"]
-
-
-def one_line_error(r):
-    lines = r.output.strip().splitlines()
-    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), r.output
-    return lines[0]
 
 
 def test_the_committed_logs_are_what_the_model_prints_at_the_known_constants():

@@ -123,3 +123,19 @@ def test_a_long_label_stays_within_its_axis(cube, tmp_path, monkeypatch, kind):
     assert "backward pass" in text.get_text() and "\n" in text.get_text()
     box, frame = text.get_window_extent(), axis.get_window_extent()
     assert frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1, (box, frame)
+
+
+def test_a_line_with_no_value_says_so_in_the_legend():
+    """A need cube's model whose target is unreachable everywhere draws nothing: its legend entry says so."""
+    import numpy as np
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import line_plot
+
+    ds = xr.Dataset(
+        {"scaling_factor": (("model", "nodes"), [[0.9, 0.8], [np.nan, np.nan]])},
+        coords={"model": ["resnet50", "vgg16"], "nodes": [2, 4]},
+    )
+    ax = line_plot(ds, "nodes", hue="model")
+    names = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert names == ["model=resnet50", "model=vgg16 (no value)"]

@@ -72,10 +72,12 @@ def calibrate(
     settings: Settings = Settings(),  # noqa: B008  (a frozen dataclass, immutable)
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
+    iteration_time: float | None = None,
 ) -> dict[str, Any]:
     """Fit ``fit_axes`` (one value per group of ``per[axis]``'s column, else shared) to the
     rows ``train`` selects (a filter expression or a row mask; all rows without it) and
-    predict every row. Returns a result dict."""
+    predict every row. Returns a result dict. ``iteration_time``: T1 (s) of a profile file the ``model``
+    column names, as ``--iteration-time`` is for ``--profile``'s."""
     per, bounds = dict(per or {}), dict(bounds or {})
     fit_axes = tuple(fit_axes)
     check_settings(settings)
@@ -84,7 +86,7 @@ def calibrate(
     keep = _training_rows(meas, train, blank)
     weights = keep.astype(np.float64)
     assumed: list[str] = []
-    rows, models, features = build_rows(meas, profiles, default_model, settings, assumed)
+    rows, models, features = build_rows(meas, profiles, default_model, settings, assumed, iteration_time)
     params, index = parameter_groups(meas, fit_axes, per)
     rows = rows._replace(index=index)
     target = np.array([np.nan if v is None else v for v in meas.columns[meas.measured]], np.float64)
@@ -325,6 +327,7 @@ def calibrate_file(
         bounds=bounds_map,
         train=train,
         settings=settings,
+        iteration_time=iteration_time,
     )
     if out is not None:
         made = {} if command is None else provenance(command)  # the version, command, time and device

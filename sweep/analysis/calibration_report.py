@@ -115,7 +115,8 @@ def _fitted(
     for j, (axis, label) in enumerate(params):
         f = fit_axes.index(axis)
         value = float(spec.value(f, best[j])) / NUMERIC_AXES[axis].to_si
-        lo, hi = spec.lows[f] / NUMERIC_AXES[axis].to_si, spec.highs[f] / NUMERIC_AXES[axis].to_si
+        # Back in the units given, as given: 1e-3 s / 1e-6 is 1000, not 1000.0000000000001.
+        lo, hi = (float(f"{end / NUMERIC_AXES[axis].to_si:.12g}") for end in (spec.lows[f], spec.highs[f]))
         fitted.append(
             {
                 "name": axis,

@@ -19,7 +19,7 @@ from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER
+from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, assumed_line
 from netsweep_jax.sweep.engine.grid import FSDP_ACCUMULATION, check_intra_bandwidth
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
@@ -66,11 +66,13 @@ def check_settings(settings: Settings) -> None:
         NUMERIC_AXES[name].check(float(value))
 
 
-def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_model: str) -> Profile:
-    """Row ``i``'s profile: its ``model`` (a built-in, a transformer, or a profile file), its compute
-    scaled to the row's own ``t1`` if it has one, exactly as for built-ins (a profile file with an
-    iteration time of its own is scaled from it; one without, as .csv and .bk.log, takes the row's
-    ``t1`` as its T1)."""
+def _profile_for(
+    meas: Measurements, i: int, known: dict[Any, Profile], default_model: str, iteration_time: float | None
+) -> Profile:
+    """Row ``i``'s profile: its ``model`` (a built-in, a transformer, or a profile file, read with
+    ``iteration_time`` as ``--profile``'s files are), its compute scaled to the row's own ``t1`` if it has one,
+    exactly as for built-ins (a profile file with an iteration time of its own is scaled from it; one without,
+    as .csv and .bk.log, takes the row's ``t1`` as its T1)."""
     name = meas.column("model", default_model)[i]
     if (  # ResNet50 is resnet50, unless a profile file of that name lies next to the CSV
         isinstance(name, str)
@@ -91,14 +93,14 @@ def _profile_for(meas: Measurements, i: int, known: dict[Any, Profile], default_
                 f"{Path(meas.path).name}"
             )
         try:
-            known[name] = load_profile(path, model=name)  # with its own T1
+            known[name] = load_profile(path, t1=iteration_time, model=name)  # its own T1 unless given
         except InputError as e:
             if e.param != "iteration_time":  # anything but a format without an iteration time
                 raise
             if t1 is None:
                 raise InputError(
                     f"{meas.where(i)}: profile {name} has no single-GPU iteration time; give this "
-                    f"row's in a t1 column"
+                    f"row's in a t1 column, or --iteration-time"
                 ) from None
             if (name, t1) not in known:
                 known[(name, t1)] = load_profile(path, t1=t1, model=name)
@@ -112,14 +114,16 @@ def build_rows(
     default_model: str,
     settings: Settings,
     assumed: list[str] | None = None,
+    iteration_time: float | None = None,
 ) -> tuple[Rows, list[str], Features]:
     """The measured runs as :class:`kernels.fit.Rows` (float64, built by the engine's
     :func:`~sweep.engine.inputs.row_inputs`), the models' names per row, and the
     :class:`~kernels.overlap.Features` they need. Settings left None follow the rows'
-    workload; ``assumed`` (a list) receives the line saying so, if any."""
+    workload; ``assumed`` (a list) receives the line saying so, if any. ``iteration_time``: T1 (s) of a profile
+    file a ``model`` cell names (``--iteration-time``)."""
     n = len(meas)
     known: dict[Any, Profile] = {p.model: p for p in profiles}
-    runs = [_profile_for(meas, i, known, default_model) for i in range(n)]
+    runs = [_profile_for(meas, i, known, default_model, iteration_time) for i in range(n)]
     for name in ("collective", "bucketing"):  # an option given and a column of other values: which one holds?
         given = getattr(settings, name)
         other = [i for i, v in enumerate(meas.column(name, given)) if _lower(v) != _lower(given)]
@@ -130,6 +134,11 @@ def build_rows(
                 param=name,
             )
     settings, text = _following(settings, list({p.model: p for p in runs}.values()), set(meas.columns))
+    # The reductions' memory rate as grid's default table says it (the GPU of the rows' models).
+    table, _, reduce_said = (
+        workload_reduce_table(runs) if settings.reduce_table is None else (settings.reduce_table, "", "")
+    )
+    text = assumed_line((text, reduce_said))
     if text and assumed is not None:
         assumed.append(text)
     # Names in any case, as the options' (the guide's rule).
@@ -154,9 +163,7 @@ def build_rows(
         gpus_per_node=meas.columns["gpus_per_node"],
         nics_per_node=meas.column("nics_per_node", settings.nics_per_node),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
-        reduce_table=workload_reduce_table(runs)[0]
-        if settings.reduce_table is None
-        else settings.reduce_table,
+        reduce_table=table,
         intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
     )
     return rows, [p.model for p in runs], features

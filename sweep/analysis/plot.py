@@ -115,20 +115,18 @@ def line_plot(
 ) -> Axes:
     """Draw ``var`` against dim ``x``, one line per value of ``hue``; returns the axes.
 
-    ``hue_label(value) -> str`` names the lines (default ``"hue=value"``).
+    ``hue_label(value) -> str`` names the lines (default ``"hue=value"``); a line with no finite value (a
+    target unreachable everywhere) says so in its name, as it draws nothing.
     """
     da = reduce_to(ds, var, [x, hue], sel or {})
     ax = ax or Figure(figsize=(6, 4)).gca()
     hues = da[hue].values if hue else [None]
     for h in hues:
         line = da.sel({hue: h}) if hue else da
-        ax.plot(
-            line[x].values,
-            line.values,
-            marker="o",
-            ms=3,
-            label=(hue_label(h) if hue_label else f"{hue}={_shown(h)}") if hue else None,
-        )
+        name = (hue_label(h) if hue_label else f"{hue}={_shown(h)}") if hue else None
+        if name is not None and not np.isfinite(line.values).any():
+            name = f"{name} (no value)"
+        ax.plot(line[x].values, line.values, marker="o", ms=3, label=name)
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
     if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):

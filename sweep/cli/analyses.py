@@ -19,6 +19,7 @@ from netsweep_jax.sweep.cli.options import (
 from netsweep_jax.sweep.cli.parameters import (
     BUSBW,
     CACHE,
+    CALIBRATE_COLLECTIVE,
     COLLECTIVE_SETTINGS,
     LAYOUT,
     MODEL,
@@ -571,7 +572,7 @@ CalibrateOut = Annotated[
 @options(
     MODEL[:1],
     MODEL[2:6],
-    COLLECTIVE_SETTINGS,
+    [CALIBRATE_COLLECTIVE, *(p for p in COLLECTIVE_SETTINGS if p.name != "collective")],
     axis_parameters(names=CALIBRATION_AXES, help_suffix=" One value; a column may set it per row."),
     CACHE,
 )
@@ -753,6 +754,9 @@ def _calibrate_runs(
     fitted, v = llm_validation.calibrate_runs(measurements, train)
     typer.echo(llm_validation.calibrate_table(fitted, v))
     if out is not None:
-        text = json.dumps(llm_validation.calibration_json(fitted, v), indent=1, allow_nan=False)
+        from netsweep_jax.sweep.io.provenance import provenance
+
+        made = provenance(command_line())  # the version, command, time and device, as calibrate's other JSON
+        text = json.dumps({**made, **llm_validation.calibration_json(fitted, v)}, indent=1, allow_nan=False)
         write_atomically(out, lambda p: p.write_text(text + "\n"), overwrite=force)
         typer.echo(f"wrote {out}")

@@ -146,7 +146,7 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
     kwargs["utilization"], how = utilization_from_busbw(text, bandwidth, system[:2] if system else None, nics)
     if ctx is not None:  # set by the user, as --util would be: it overrides the GPU system's default
         ctx.set_parameter_source("utilization", ctx.get_parameter_source("busbw"))
-    typer.echo(f"from --busbw: {how}", err=True)
+    _unsaid.append(f"from --busbw: {how}")  # said once the command's input is taken (:func:`say`)
 
 
 def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] | None:
@@ -182,10 +182,14 @@ def options(*groups):
                 from netsweep_jax.sweep.engine.compile_cache import enable
 
                 enable()
+            _unsaid.clear()
             try:
                 take_busbw(kwargs)
-                return command(**kwargs)
+                answer = command(**kwargs)
+                say_unsaid()
+                return answer
             except InputError as e:
+                _unsaid.clear()  # a refusal is one line
                 fail(cli_message(e))
             except (WriteFailed, Damaged) as e:  # the disk refused an output, a file changed: a fault
                 fail(str(e), code=1)
@@ -216,9 +220,21 @@ def given_options(ctx: typer.Context) -> frozenset[str]:
     return frozenset(name for name in ctx.params if given(ctx, name))
 
 
+_unsaid: list[str] = []
+"""Lines on how an option was read (``--busbw``'s utilization), said with the command's first line to the user
+or when it ends, never before a refusal of its input: a refusal is one line."""
+
+
 def say(text: str) -> None:
-    """One line to the user beside the answer (stderr: stdout keeps the answer alone)."""
+    """One line to the user beside the answer (stderr: stdout keeps the answer alone), after any unsaid."""
+    say_unsaid()
     typer.echo(text, err=True)
+
+
+def say_unsaid() -> None:
+    """The lines :data:`_unsaid` holds, now."""
+    while _unsaid:
+        typer.echo(_unsaid.pop(0), err=True)
 
 
 def say_assumed(text: str) -> None:

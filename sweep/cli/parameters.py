@@ -159,6 +159,18 @@ COMPRESSION = [
         "memory_efficiency, matmul_efficiency, launch_s, topk_passes (default: the profile's GPU preset).",
     ),
 ]
+CALIBRATE_COLLECTIVE = param(
+    "collective",
+    str | None,
+    None,
+    "--collective",
+    help=f"Data-parallel all-reduce, comma list: "
+    f"{', '.join(c for c in COLLECTIVES if c not in NCCL_COLLECTIVES)} (default {DEFAULTS.collective} for the "
+    "paper's CNNs, nccl-ring for transformers); a collective column sets it per row. NCCL's own (nccl) is "
+    "fitted from its tests: --nccl-tests.",
+)
+"""``sweep calibrate``'s ``--collective``: the flat ones it fits (NCCL's own is refused there: its fabric is fitted
+from nccl-tests logs)."""
 SETTINGS = (
     COLLECTIVE_SETTINGS
     + COMPRESSION
