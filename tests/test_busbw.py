@@ -55,3 +55,11 @@ def test_plan_busbw_without_bw_reads_it_against_the_gpu_systems_nics(tmp_path):
     assert "bw 400 Gbit/s" in r.output and "utilization 1 (the links' full rate)" not in r.output
     with h5py.File(out) as f:
         np.testing.assert_allclose(f["utilization"][...], [0.7])
+
+
+def test_busbw_values_of_one_utilization_are_named_as_given(tmp_path):
+    r = invoke("grid", "--bw", "400", "--busbw", "40@400,20@200", "--out", tmp_path / "o.h5")
+    assert (
+        one_line_error(r)
+        == "error: --busbw 40@400,20@200: 40@400 and 20@200 are both utilization 0.8; give one"
+    )

@@ -108,11 +108,23 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         ({"constants.eta_nvl": 0}, None, "constants.eta_nvl 0 must be above 0 and at most 1"),
         ({"constants.latency_us": -1}, None, "constants.latency_us -1 must be from 0 to 1000 (us)"),
         ({}, '{"constants": {"eta_net": NaN}}', "NaN is not a number JSON allows"),
+        # an integer past a float's range (JSON allows any digits) was an OverflowError's traceback
+        (
+            {"constants.fill_mib": 10**400},
+            None,
+            "constants.fill_mib 100000000000... (401 characters) must be",
+        ),
+        ({"hardware.preset": "zz9"}, None, 'hardware.preset "zz9" is not a GPU preset (v100, '),
         # the hosts' NICs it records become a sweep's where not given: a count no sweep takes, named by its key
         (
             {"hardware.nics_per_node": 4096},
             None,
             "hardware.nics_per_node 4096 must be an integer from 1 to 64",
+        ),
+        (
+            {"hardware.nics_per_node": 10**400},
+            None,
+            "hardware.nics_per_node 100000000000... (401 characters)",
         ),
     ],
 )

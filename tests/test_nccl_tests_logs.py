@@ -283,3 +283,53 @@ def test_a_log_given_twice_is_refused_and_half_a_nic_is_not_recorded(tmp_path):
     recorded = hardware(log, fabric, None, 400.0)
     assert (recorded["nics_per_node"], recorded["nic_gbps"]) == (None, None)
     assert hardware(log, fabric, 8, 400.0)["nics_per_node"] == 8
+
+
+def _edited(tmp_path, name, edit, source=ALL_REDUCE):
+    path = tmp_path / name
+    path.write_text(edit(source.read_text()))
+    return path
+
+
+def test_rows_of_size_0_are_skipped(tmp_path):
+    """nccl-tests prints size 0 where a small size split over many ranks rounds to no element: nothing sent."""
+    first = "           8             2     float     sum      -1"
+
+    def zeros(text):
+        lines = text.splitlines(keepends=True)
+        at = next(i for i, line in enumerate(lines) if line.startswith(first))
+        zero = "           0             0     float     sum      -1" + lines[at][len(first) :]
+        return "".join(lines[:at] + [zero, zero] + lines[at:])
+
+    log = read_nccl_tests_log(_edited(tmp_path, "all_reduce_perf.log", zeros))
+    assert len(log.rows) == 28 and log.rows[0].bytes == 8
+
+
+def test_two_runs_in_one_file_are_refused(tmp_path):
+    """Two runs appended to one file (>>) were read as one, the first run's rows priced on the second's hosts."""
+    twice = _edited(tmp_path, "twice.log", lambda text: text + text)
+    with pytest.raises(InputError, match=r"twice.log:\d+: a second test \(all_reduce_perf again\)"):
+        read_nccl_tests_log(twice)
+    starting = "# Collective test starting: all_reduce_perf\n"
+    older = _edited(tmp_path, "all_reduce_perf.log", lambda text: (text + text).replace(starting, ""))
+    with pytest.raises(InputError, match=r"rank 0 again \(first at line \d+\): a second run"):
+        read_nccl_tests_log(older)
+
+
+def test_a_launchers_label_on_every_line_is_read_past(tmp_path):
+    for prefix in ("0: ", "[1,0]<stdout>:"):
+        labelled = tmp_path / "l.log"
+        labelled.write_text("".join(prefix + line for line in ALL_REDUCE.read_text().splitlines(True)))
+        assert read_nccl_tests_log(labelled).rows == read_nccl_tests_log(ALL_REDUCE).rows
+
+
+def test_hosts_no_preset_system_has_are_refused(tmp_path):
+    """A PCIe card is no NVSwitch system (priced as one: 6.5x its measured busbw); sixteen GPUs on one host name
+    (two containers) are no H100 host."""
+    pcie = _edited(tmp_path, "p.log", lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"))
+    line = one_line_error(invoke("calibrate", "--nccl-tests", pcie, *NICS, "--out", tmp_path / "p.json"))
+    assert "GPU 'NVIDIA H100 PCIe' is a PCIe card: no NVSwitch" in line
+    same = _edited(tmp_path, "s.log", lambda t: t.replace("node-b", "node-a"))
+    line = one_line_error(invoke("calibrate", "--nccl-tests", same, *NICS, "--out", tmp_path / "s.json"))
+    assert "16 GPUs on one host; the h100 system's hosts hold 8" in line
+    assert not list(tmp_path.glob("*.json"))

@@ -46,7 +46,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
-from netsweep_jax.sweep.io.paths import check_new_file, stamped, writable_directory
+from netsweep_jax.sweep.io.paths import check_new_file, stamped
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 
@@ -207,10 +207,9 @@ def run(
     command: str,
 ) -> tuple[Path, Calibration]:
     """Check ``out`` (a new .json unless ``force``; None: a new ``results/fabric-<timestamp>.json``, its directory
-    made as grid makes it), fit, write the fabric file; return (its path, the fit)."""
+    made as the file is written), fit, write the fabric file; return (its path, the fit)."""
     if out is None:
-        out = stamped("fabric", ".json")
-        writable_directory(out, create=True)
+        out = stamped("fabric", ".json")  # its folder made as the file is written: a refusal leaves none
     check_new_file(out, force=force, suffixes=(".json",))
     c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
     logs = [

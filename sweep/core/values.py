@@ -244,6 +244,11 @@ def utilization_from_busbw(
     if not str(text).strip() or not all(items):
         raise InputError(f"--busbw {text!r}: give GB/s[@Gbit/s] values, comma-separated")
     pairs = [_utilization_from_one_busbw(item, bandwidth, default_link, nics) for item in items]
+    seen: dict[float, str] = {}
+    for item, (u, _) in zip(items, pairs):  # said of the values given, not of the --util they become
+        if u in seen:
+            raise InputError(f"--busbw {text}: {seen[u]} and {item} are both utilization {u:g}; give one")
+        seen[u] = item
     return ",".join(repr(u) for u, _ in pairs), "; ".join(how for _, how in pairs)
 
 

@@ -31,6 +31,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.io.paths import write_atomically
+from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
 FORMAT = "netsweep fabric"
@@ -129,9 +130,10 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if type(v) not in (int, float):
             raise InputError(f"{path}: {key} {json.dumps(v)} must be a number")
         low, high, open_low, rule = RULES[name]
-        if not math.isfinite(v) or v < low or v > high or (open_low and v == low):
-            raise InputError(f"{path}: {key} {v!r} must be {rule}")
-        values[name] = float(v)
+        number = _float(v)
+        if not math.isfinite(number) or number < low or number > high or (open_low and number == low):
+            raise InputError(f"{path}: {key} {_shown(v)} must be {rule}")
+        values[name] = number
     return FabricConstants(**values, source=str(path), **hardware_fields(document.get("hardware"), path))
 
 
@@ -142,14 +144,33 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     so a recorded value a sweep could not take is refused, naming the file and its key."""
     if not isinstance(hardware, dict):
         return {}
-    gpu = hardware.get("preset") or hardware.get("gpu")
+    preset = hardware.get("preset")
+    if (
+        preset is not None and preset not in GPUS
+    ):  # said as the GPU the constants were fitted on: a name we know
+        raise InputError(f"{path}: hardware.preset {_shown(preset)} is not a GPU preset ({', '.join(GPUS)})")
+    gpu = preset or hardware.get("gpu")
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if hardware.get("nics_per_node") is None or hardware.get("nic_gbps") is None:
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not spec.allows(float(v)):
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not spec.allows(_float(v)):
             unit = f" ({spec.units})" if spec.units != "1" else ""
-            raise InputError(f"{path}: hardware.{key} {json.dumps(v)} {spec.rule()}{unit}")
+            raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
         out[key] = float(v)
     return out
+
+
+def _float(v: int | float) -> float:
+    """A JSON number as a float: an integer past a float's range (JSON allows any digits) is infinite."""
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf
+
+
+def _shown(v: Any) -> str:
+    """A value as the file spells it, a long one cut (an integer of 400 digits)."""
+    text = json.dumps(v)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} characters)"

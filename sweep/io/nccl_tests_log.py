@@ -26,10 +26,13 @@ nccl-tests leave as the only clue: ``all_reduce_perf.log``), the ranks' hosts an
 hosts are the distinct host names, GPUs per host the device lines per host; older nccl-tests print ``#   Rank
 0 Pid ... [0x18] NAME`` without the group), and each data row's size (B: nccl-tests' size, the whole
 buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are found by the header's names,
-so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past. Anything else (NCCL's own
+so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
+on every line (``srun --label``, ``mpirun --tag-output``). Anything else (NCCL's own
 ``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
-check failed (#wrong above 0), devices of several GPU models or hosts of unequal GPU counts are one
-:class:`InputError` naming the file and line. What nccl-tests never prints (the NICs) is the caller's.
+check failed (#wrong above 0), devices of several GPU models or hosts of unequal GPU counts, or a second run
+appended to the file (a second ``Collective test starting`` line or a rank's device line again) are one
+:class:`InputError` naming the file and line. Rows of size 0 (a small size split over many ranks: nothing
+sent) are skipped. What nccl-tests never prints (the NICs) is the caller's.
 """
 
 import dataclasses
@@ -51,6 +54,9 @@ STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
 # copied before the end).
 FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 PREAMBLE = ("size", "count", "type", "redop", "root")
+# What a launcher puts before each line it relays: ``srun --label`` (``0: ``) and ``mpirun --tag-output``
+# (``[1,0]<stdout>:``); read past where every line of a file carries one.
+LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 TIMES = ("time", "cputime")
 
 
@@ -110,7 +116,7 @@ class Log:
 def read_nccl_tests_log(path: str | Path) -> Log:
     """Read one nccl-tests log (module docstring); any malformed part is one error naming the file and line."""
     path = Path(path)
-    lines = read_lines(path, "nccl-tests log")
+    lines = _without_launcher_prefix(read_lines(path, "nccl-tests log"))
     binary = None
     devices: dict[int, tuple[str, str, int]] = {}  # rank -> (host, GPU, line)
     columns: list[str] | None = None
@@ -127,16 +133,23 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             continue
         if text.startswith("#"):
             if m := STARTING.match(text):
-                if binary is not None and m.group("binary") != binary:
+                if binary is not None:  # two runs appended to one file (>>): each priced on its own hosts
+                    again = "again" if m.group("binary") == binary else f"after {binary}"
                     raise InputError(
-                        f"{where(path, number)}: a second test ({m.group('binary')} after {binary}); give "
-                        "each test's output as a file of its own"
+                        f"{where(path, number)}: a second test ({m.group('binary')} {again}); give each "
+                        "run's output as a file of its own"
                     )
                 binary = m.group("binary")
             elif FINISHED.match(text):
                 finished = True
             elif m := DEVICE.match(text):
-                devices.setdefault(int(m.group("rank")), (m.group("host"), m.group("gpu"), number))
+                rank = int(m.group("rank"))
+                if rank in devices:  # a run prints each rank once: a second run's devices (nccl-tests < 2.17)
+                    raise InputError(
+                        f"{where(path, number)}: rank {rank} again (first at line {devices[rank][2]}): a second "
+                        "run; give each run's output as a file of its own"
+                    )
+                devices[rank] = (m.group("host"), m.group("gpu"), number)
             elif text.lstrip("#").split()[:5] == list(PREAMBLE):
                 names = text.lstrip("#").split()
                 if columns is not None and names != columns:
@@ -146,7 +159,9 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         if columns is None or not text.split(maxsplit=1)[0].isdigit():
             continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
         try:
-            rows.append(_row(text, columns, path, number))
+            row = _row(text, columns, path, number)
+            if row is not None:
+                rows.append(row)
         except InputError:
             if number != last:
                 raise
@@ -177,8 +192,17 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     )
 
 
-def _row(text: str, columns: list[str], path: Path, number: int) -> Row:
-    """A data row by the header's column names: the first time, busbw and #wrong are out-of-place's."""
+def _without_launcher_prefix(lines: list[str]) -> list[str]:
+    """``lines`` without the launcher's prefix (:data:`LAUNCHER_PREFIX`) where every non-blank one has it."""
+    if not all(LAUNCHER_PREFIX.match(line) for line in lines if line.strip()):
+        return lines
+    return [LAUNCHER_PREFIX.sub("", line, count=1) for line in lines]
+
+
+def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
+    """A data row by the header's column names: the first time, busbw and #wrong are out-of-place's. None for a
+    size of 0 bytes, which nccl-tests prints where a small size split over many ranks rounds to no element
+    (``alltoall_perf -b 8`` on 16 GPUs): nothing was sent, nothing measured."""
     cells = text.split()
     # The columns up to the in-place #wrong must be there; past them, per-iteration figures or a timestamp.
     wrong = [i for i, name in enumerate(columns) if name == "#wrong"]
@@ -193,8 +217,10 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row:
     if at["time"] < 0:
         raise InputError(f"{where(path, number)}: the column header names no time column")
     size = cells[at["size"]]
-    if not size.isdigit() or int(size) < 1:
-        raise InputError(f"{where(path, number)}: size {size!r} must be a whole number of bytes from 1")
+    if not size.isdigit():
+        raise InputError(f"{where(path, number)}: size {size!r} must be a whole number of bytes")
+    if int(size) == 0:
+        return None
     values = {}
     for name in ("time", "busbw"):
         cell = cells[at[name]]

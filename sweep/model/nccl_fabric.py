@@ -37,7 +37,7 @@ import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
-from netsweep_jax.sweep.model.compute import GPUS, die
+from netsweep_jax.sweep.model.compute import GPUS, NOT_THE_PRESETS, die
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
@@ -184,6 +184,12 @@ def fabric_of(
     if match is None:
         known = ", ".join(sorted({e[0] for e in GPU_NAMES}))
         return Unrepresented(f"GPU {gpu!r} has no preset (known: {known})")
+    if any(word in NOT_THE_PRESETS for word in re.split(r"[\s\-_/,()]+", low)):
+        # An H100 PCIe (or NVL: two cards bridged) has no NVSwitch: priced as the SXM system, NVLS and all, it
+        # came out 6.5x its measured busbw.
+        return Unrepresented(
+            f"GPU {gpu!r} is a PCIe card: no NVSwitch, its links are not the {match[1]} system's"
+        )
     _, preset, nvswitch, why = match
     algo, proto, collnet, transport = stated_choice(stated)
     if transport == "socket":
@@ -192,6 +198,11 @@ def fabric_of(
         return Unrepresented("nics_per_node or nic_gbps not stated: a multi-host row needs its NICs")
     spec = GPUS[preset]
     host = HOST_GPUS.get(match[0], spec.gpus_per_node)
+    if gpus_per_node > host:
+        return Unrepresented(
+            f"{gpus_per_node} GPUs on one host; the {match[0]} system's hosts hold {host} (hosts of one name, such as "
+            "containers, count as one: name each host apart)"
+        )
     return Fabric(
         gpus_per_node=gpus_per_node,
         nodes=nodes,
