@@ -208,7 +208,7 @@ def _expert_parallel(
     docstring). Each all-to-all of X = b (s / c) h k bytes_act I / t is the slower of its NVLink share and its
     off-domain share through the GPU's K / G of the node's NICs (or NCCL's; or the flex dispatcher's two
     stages, :func:`hierarchical_copies`); an fp8 dispatch carries (1 + 1/32) / bytes_act of X; expert TP adds
-    a ring of etp X bytes over etp GPUs to each (etp_ring). With passes = 2 where the MoE layer is recomputed:
+    a ring of etp X bytes over etp GPUs to each (etp_ring). With passes = 2 where the layer is recomputed (moe_rc):
 
         ep = (passes dispatch + (2 + passes) a2a + (2 + 2 passes) etp_ring) L_moe / L
         exposed = max(0, ep - t_f - t_b) with the moe_a2a overlap switch, ep without
@@ -362,8 +362,9 @@ def layer_communication(
     _, tp_cross = group_bandwidth(t, 1.0, lay)
 
     cp_backward, cp_layer, cp_cross = _context_parallel(arch, dev, lay, tokens, times.core_time)
+    # moe_rc: the moe module recomputed, or the whole layer's forward (full), its dispatch and combine with it.
     ep_layer, ep_waits_on_nic = _expert_parallel(
-        arch, dev, lay, tokens, params.etp, rc.moe_rc, t_f, t_b, a2a_overlap
+        arch, dev, lay, tokens, params.etp, rc.moe_rc | rc.full, t_f, t_b, a2a_overlap
     )
     dp_group, rs3, ar_grads, z3_layer, dp_cross = _zero3(
         dev, lay, dp, params, times, rc.recompute, grad_overlap, param_overlap

@@ -892,7 +892,8 @@ def layout_step(arch, dev, lay):
         # the forward dispatch in MXFP8 (a byte an element, a scale a 32) when asked; the rest bf16
         dispatch = a2a_of(xe * (1 + 1 / 32) / dev["act_bytes"]) if lay["dispatch_fp8"] else a2a
         gather = _collective("scatter", etp * xe, etp, 1, lay)  # expert TP's all-gather / reduce-scatter
-        passes = 2 if mods["moe"] else 1  # a recomputed MoE layer dispatches and combines again
+        # A recomputed MoE layer dispatches and combines again, under full recomputation too (the whole layer).
+        passes = 2 if mods["moe"] or full else 1
         ep_layer = (passes * dispatch + (2 + passes) * a2a + (2 + 2 * passes) * gather) * Le / L
         if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
             ep_layer = max(0.0, ep_layer - (fwd + bwd))

@@ -177,6 +177,7 @@ def choices(command, option):
         ATTENTIONS,
         LAYOUT_COLLECTIVES,
         LAYOUT_PRECISIONS,
+        NCCL_COLLECTIVES,
         RECOMPUTES,
     )
     from netsweep_jax.sweep.core.schema import (
@@ -197,6 +198,7 @@ def choices(command, option):
         ("plan", "--collective"): LAYOUT_COLLECTIVES,
         ("compare", "--precision"): tuple(WORKLOAD_PRECISIONS),
         ("compare", "--collective"): COLLECTIVES,
+        ("calibrate", "--collective"): tuple(c for c in COLLECTIVES if c not in NCCL_COLLECTIVES),
         ("profile measure", "--precision"): tuple(WORKLOAD_PRECISIONS),
     }
     registry = {

@@ -330,6 +330,16 @@ def test_overlap_switches_by_hand():
     assert hidden_a2a == pytest.approx(a2a - compute, rel=1e-9)
 
 
+def test_full_recomputation_dispatches_and_combines_again_as_moe_recomputation_does():
+    # Full recomputation re-runs the whole layer's forward, its all-to-alls with it: it was priced without them,
+    # below --recompute moe, and plans of MoE models chose it. One layer, expert TP 1, no overlap: the forward's
+    # dispatch and combine, the backward's two, and with recomputation two more: 6 all-to-alls against 4.
+    moe = dict(experts=8, top_k=2, expert_ffn=1024, tp=1, gpus=64, ep=8, global_batch=64, nvlink_bw=1e9)
+    moe.update(attention=1, layers=1, moe_layers=1)
+    none, moe_rc, full = (run_one(gpt3_case(**moe, recompute=r))["ep_exposed"] for r in (0, 128, 2))
+    assert full == moe_rc and full / none == pytest.approx(6 / 4, rel=1e-12)
+
+
 def test_one_moe_layer_on_two_nodes_by_hand():
     # #26: one MoE layer (16 experts of width 512, top-2, SwiGLU; hidden 1024, 8 heads of 128) on two DGX H100
     # nodes, EP 16 = DP 16, one micro-batch of 1,024 tokens, flash attention, a GEMM latency of 6.5 us.

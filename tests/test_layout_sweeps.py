@@ -814,3 +814,16 @@ def test_rows_status_is_the_kernels_status_without_its_compile():
     want = evaluate_rows(rows, np.full(len(rows), 0.6), np.ones(len(rows)), outputs=("status",))["status"]
     np.testing.assert_array_equal(got, want.astype(int))
     assert len(set(got)) >= 5 and 0 in got
+
+
+def test_attention_efficiency_without_a_flash_kernel_is_refused(tmp_path):
+    """Only the flash kernel's speed reads it: with unfused attention (or a stack that sets it) it was accepted
+    and changed nothing."""
+    out = tmp_path / "a.h5"
+    for given in (["--attention", "unfused"], ["--stack", "megatron-2021"]):
+        r = invoke("grid", *LLAMA_8B, *given, "--attention-efficiency", "0.1", "--out", out)
+        assert (
+            r.exit_code == 2
+            and "--attention-efficiency 0.1: the flash-attention kernel's efficiency" in r.output
+        )
+    assert not out.exists()

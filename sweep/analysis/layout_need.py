@@ -405,7 +405,7 @@ def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[
             rows.append(row)
         frame = pd.DataFrame(rows)
         head = (
-            f"the network at most {share * 100:.4g}% of the step (1 - ideal / step; ideal: the layout on an ideal "
+            f"the network at most {share * 100:.10g}% of the step (1 - ideal / step; ideal: the layout on an ideal "
             "network), each setting moved alone:"
         )
         blocks.append(head + "\n" + frame.to_string(index=False))

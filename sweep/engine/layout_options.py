@@ -128,7 +128,7 @@ def make_layout_grid(
     attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
     net, collectives_named = _network(fabric, collectives, collective, given)  # each name checked once, there
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collectives_named)
-    _refuse_moe_settings(models, model_names, {**given, **texts})
+    _refuse_unread_settings(models, model_names, names["attention"], {**given, **texts})
     _require_size(given)
     search = search or {}
     stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts["overlap"], by_stack)
@@ -282,6 +282,15 @@ def _names(
     return names
 
 
+def _refuse_unread_settings(
+    models: list[LLM], model_names: list[str], attentions: tuple[str, ...], given: dict[str, object]
+) -> None:
+    """Refuse a setting given (``given``: name -> value, None where not) that changes nothing: a setting is
+    refused, never ignored (:func:`_refuse_moe_settings`, :func:`_refuse_unread_attention_efficiency`)."""
+    _refuse_moe_settings(models, model_names, given)
+    _refuse_unread_attention_efficiency(attentions, given["attention_efficiency"])
+
+
 def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[str, object]) -> None:
     """Refuse a mixture-of-experts setting given (``given``: name -> value, None where not) for dense models
     only: a setting that changes nothing is refused, never ignored."""
@@ -303,6 +312,22 @@ def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[
             raise InputError(
                 f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
             )
+
+
+def _refuse_unread_attention_efficiency(attentions: tuple[str, ...], value: object) -> None:
+    """Refuse ``--attention-efficiency`` given (``value``; None: not) where no flash kernel is swept: only the
+    flash kernel's speed reads it, so it would change nothing (a setting that changes nothing is refused)."""
+    if value is not None and "flash" not in attentions:
+        shown = (
+            value
+            if isinstance(value, str)
+            else ",".join(map(show, flat_values(value, "attention_efficiency", "")))
+        )
+        raise InputError(
+            f"{shown}: the flash-attention kernel's efficiency; the sweep's attention is {', '.join(attentions)} "
+            "(add --attention flash, or drop it)",
+            param="attention_efficiency",
+        )
 
 
 def _require_size(given: dict[str, object]) -> None:
