@@ -242,3 +242,22 @@ def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_eva
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", fabric=read_fabric(fabric_file(tmp_path)), nodes=4)
     assert (seen["gpus_per_node"], seen["collective"], seen["bandwidth"]) == (8, None, (10, 25, 100, 400))
+
+
+def test_a_forced_algorithm_that_cannot_run_is_said_where():
+    """nccl:ALGO where NCCL cannot run it is priced as NCCL's own choice (the kernel's rule): said, by GPU and size,
+    not left as identical numbers (nccl:nvls on a V100 gave nccl's to the digit, in silence)."""
+    volta = make_grid("gpt2-xl", gpu="v100", precision="amp", nodes=[1, 4], collective="nccl:nvls,nccl:ll")
+    assert "nccl:nvls cannot run anywhere in this sweep (it needs Hopper or newer" in volta.assumed
+    assert "nccl:ll cannot" not in volta.assumed  # a protocol: the ring runs every one
+    hopper = make_grid(
+        "gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:nvls,nccl:tree", bucketing="ddp,fsdp"
+    )
+    said = hopper.assumed
+    assert "nccl:nvls cannot run on h100, 4 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (it needs" in said
+    assert (
+        "nccl:tree cannot run on h100, 1 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (fsdp) (it needs an all-reduce)"
+        in said
+    )
+    ring = make_grid("gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:ring")
+    assert "nccl:ring cannot" not in ring.assumed

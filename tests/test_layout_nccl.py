@@ -308,3 +308,10 @@ def test_a_forced_algorithms_name_is_its_code_in_the_kernel():
             if protocol >= 0
             else None
         ) == name
+
+
+def test_a_layout_sweep_says_where_a_forced_algorithm_runs():
+    grid = make_layout_grid("llama3-8b", gpu="a100", gpus=16, global_batch=16, collective="nccl:nvls,nccl:ll")
+    assert "nccl:nvls on each group that can run it (it needs Hopper or newer" in "; ".join(grid.assumed)
+    assert "NCCL's own choice on the others and on every all-to-all and send" in "; ".join(grid.assumed)
+    assert "nccl:ll on each group" not in "; ".join(grid.assumed)

@@ -349,3 +349,35 @@ def test_random_against_reference(dtype, seed):
 def evaluate(c, dtype):
     floats = ("x", "nvlink", "r", "eta_net", "eta_nvl", "lam", "op", "fill", "fill_bytes")
     return compiled(*(v.astype(dtype) if key in floats else v for key, v in c.items()))
+
+
+def test_where_a_forced_algorithm_runs_is_the_twins_choice():
+    """sweep.model.nccl_forcing.runs (what a sweep says of a forcing that falls back) against the float64 twin:
+    forced, the twin runs the algorithm exactly where the rule says it can."""
+    from netsweep_jax.sweep.model.nccl_forcing import NEEDS, runs
+
+    rng = np.random.default_rng(7)
+    c = random_cases(rng, 600)
+    c["coll"] = rng.integers(
+        0, 3, 600
+    )  # the collectives NCCL's tuner prices: all-reduce, all-gather, reduce-scatter
+    c["proto"] = np.full(600, -1)
+    said = {True: set(), False: set()}
+    for i in range(600):
+        row = {key: c[key][i].item() for key in c}
+        domains = -(-row["hosts"] // max(row["domain"], 1))
+        for a, name in enumerate(NEEDS):  # kernels.nccl.ALGORITHMS' order
+            _, ran, _ = reference.nccl_collective(*{**row, "algo": a}.values())
+            rule = runs(
+                name,
+                all_reduce=row["coll"] == nccl.ALL_REDUCE,
+                arch=row["arch"],
+                nvswitch=row["nvswitch"],
+                gpus_per_domain=row["g"] * row["hosts"] / domains,
+                domains=domains,
+                collnet=row["collnet"],
+            )
+            assert (ran == a) == rule, (i, name, row)
+            said[rule].add(name)
+    # The draw reaches both sides of every rule (the ring runs everywhere).
+    assert said[True] == set(NEEDS) and said[False] == set(NEEDS) - {"ring"}

@@ -13,6 +13,7 @@ and the settings that follow their workload, come from :mod:`sweep.engine.worklo
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -61,6 +62,7 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
+from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -71,6 +73,8 @@ from netsweep_jax.sweep.model.fabrics import (
     oversubscriptions,
     sweep_fabric,
 )
+from netsweep_jax.sweep.model.nccl_fabric import ARCH
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -329,7 +333,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
-    _check_nccl_engine(collectives, profiles)
+    forced = _check_nccl_engine(collectives, profiles, bucketings, values, fabric)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     default = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
@@ -353,7 +357,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         parse_reductions(_reductions(o["reduce"])),
         assumed_line(
             (assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))
-            + _fabric_said(collectives, fabric, said)
+            + _fabric_said(collectives, fabric, (*said, forced))
         ),
         fabric,
     )
@@ -472,11 +476,18 @@ def _sweep_fabric(
     return fabric
 
 
-def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) -> None:
+def _check_nccl_engine(
+    collectives: Sequence[str],
+    profiles: Sequence[Profile],
+    bucketings: Sequence[str],
+    values: Mapping[str, np.ndarray],
+    fabric: SweepFabric | None,
+) -> str:
     """Refuse what NCCL's own collective (``nccl``) cannot price: a profile on a GPU without a preset (its
-    architecture picks NCCL's tables: never a guess)."""
+    architecture picks NCCL's tables: never a guess). Returns what the sweep says of an algorithm it forces where
+    NCCL cannot run it (:func:`_forced_fallbacks`; '' where none falls back)."""
     if not uses_nccl(collectives):
-        return
+        return ""
     unknown = [p for p in profiles if gpu_of(p) is None]
     if unknown:
         raise InputError(
@@ -484,6 +495,43 @@ def _check_nccl_engine(collectives: Sequence[str], profiles: Sequence[Profile]) 
             "collective needs the GPU's architecture and NVLink: use nccl-ring or nccl-tree",
             param="collective",
         )
+    gpus = sorted({str(gpu_of(p)) for p in profiles})
+    forced = [c for c in collectives if c.startswith("nccl:")]
+    return assumed_line(_forced_fallbacks(c, gpus, bucketings, values, fabric) for c in forced)
+
+
+def _forced_fallbacks(
+    collective: str,
+    gpus: Sequence[str],
+    bucketings: Sequence[str],
+    values: Mapping[str, np.ndarray],
+    fabric: SweepFabric | None,
+) -> str:
+    """Where ``collective`` (``nccl:ALGO``) forces an algorithm NCCL cannot run on a sweep's workers (the kernel
+    prices NCCL's own choice there, :mod:`sweep.model.nccl_forcing`): the phrase saying so ('' where it runs on
+    every GPU, node count and GPUs a node, or forces a protocol). The workers' NVLink domain is the fabric's,
+    else each host's; an FSDP sweep's collectives are all-gathers and reduce-scatters."""
+    name = collective.split(":", 1)[1]
+    if name not in NEEDS:  # a protocol: the ring runs every one
+        return ""
+    misses, cases = [], 0
+    for gpu, g, hosts in itertools.product(gpus, values["gpus_per_node"], values["nodes"]):
+        n = g * hosts
+        domain = (fabric.nvlink_domain if fabric is not None else 0.0) or g
+        domains = math.ceil(hosts / max(min(domain, n) / g, 1.0))
+        for all_reduce in sorted({b != "fsdp" for b in bucketings}):
+            cases += 1
+            fits = runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=domain > 1,
+                        gpus_per_domain=n / domains, domains=domains, collnet=bool(fabric and fabric.collnet))  # fmt: skip
+            if not fits:
+                misses.append(f"{gpu}, {hosts:g} nodes x {g:g} GPUs{'' if all_reduce else ' (fsdp)'}")
+    if not misses:
+        return ""
+    needs = f"(it needs {NEEDS[name]})"
+    if len(misses) == cases:
+        return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
+    more = f" and {len(misses) - 3} more" if len(misses) > 3 else ""
+    return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
 
 
 def _compressors(

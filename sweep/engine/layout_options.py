@@ -54,6 +54,7 @@ from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads (the imbalance axis, and each setting declared moe): refused on
@@ -365,6 +366,7 @@ class _Network:
     full_rate: bool
     defaulted: bool = False
     hosts: tuple[str, ...] = ()
+    forced: tuple[str, ...] = ()  # the collectives named that force an algorithm (nccl:ALGO)
 
     @property
     def preset(self) -> FabricPreset | None:
@@ -391,6 +393,7 @@ class _Network:
                 *(["utilization 1 (eta_net is the transport's efficiency)"] if self.full_rate else []),
                 "collectives as NCCL's tuner prices them per group as placed "
                 f"({(self.constants or SHIPPED).describe()})",
+                *(_forced_phrase(c) for c in self.forced),
             )
         if self.preset is not None:
             out = out + (self.preset.describe(spines),)
@@ -416,6 +419,18 @@ class _Network:
         return spines
 
 
+def _forced_phrase(collective: str) -> str:
+    """What a layout sweep says of ``collective``, ``nccl:ALGO``: the groups NCCL cannot run it on keep NCCL's own
+    choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces."""
+    name = collective[5:]
+    if name == "ring":
+        return f"{collective} on every group, NCCL's own choice on every all-to-all and send"
+    return (
+        f"{collective} on each group that can run it (it needs {NEEDS[name]}), NCCL's own choice on the others "
+        "and on every all-to-all and send"
+    )
+
+
 def _network(
     fabric: FabricConstants | FabricPreset | None,
     collectives: str | None,
@@ -436,7 +451,8 @@ def _network(
         given["utilization"] = "1"
     defaulted = collective is None and mode == "flat" and collectives is None
     said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
-    return _Network(mode, fabric, implied, full_rate, defaulted, said), names
+    forced = tuple(c for c in names if c.startswith("nccl:") and c[5:] in NEEDS)  # nccl:PROTO runs everywhere
+    return _Network(mode, fabric, implied, full_rate, defaulted, said, forced), names
 
 
 def _pricing(

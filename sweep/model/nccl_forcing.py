@@ -1,0 +1,58 @@
+"""Where NCCL can run an algorithm a sweep forces (``--collective nccl:ALGO``, as ``NCCL_ALGO=ALGO``).
+
+The kernel prices a forced algorithm only where NCCL could run it, and NCCL's own choice elsewhere
+(:func:`kernels.nccl.collective`); these are its rules (the masks of ``kernels/nccl.py``'s ``_bandwidths``), on the
+host, so that a sweep can say where its forcing fell back. With ``p`` the GPUs of one NVLink domain in the group,
+``multi`` the group spanning several domains, ``ar`` an all-reduce (else an all-gather or a reduce-scatter):
+
+    tree            ar
+    ring            always
+    collnet_direct  ar, multi, CollNet (SHARP) on, NVSwitch
+    collnet_chain   ar, multi, CollNet on
+    nvls            Hopper or newer, NVSwitch, p >= 2; and ar within one domain (across: with CollNet), or
+                    an all-gather or reduce-scatter within one domain
+    nvls_tree       Hopper or newer, NVSwitch, p >= 2, ar, multi
+    pat             an all-gather or reduce-scatter, multi, p = 1
+
+(as :mod:`kernels.nccl` reads them from NVIDIA/nccl@5067397c2676d5aed50042fc39e5c8ee96eb0027
+``src/graph/tuning.cc``; ``tests/test_nccl.py`` checks them against the float64 twin's choice). A forced
+protocol (``nccl:ll``, ``nccl:ll128``, ``nccl:simple``) always runs: the ring has all three.
+"""
+
+NEEDS = {
+    "tree": "an all-reduce",
+    "ring": "nothing",
+    "collnet_direct": "an all-reduce across NVLink domains with SHARP (CollNet) on and NVSwitch",
+    "collnet_chain": "an all-reduce across NVLink domains with SHARP (CollNet) on",
+    "nvls": "Hopper or newer with NVSwitch and 2 or more GPUs a domain: within one NVLink domain (an all-reduce "
+    "across domains with SHARP on)",
+    "nvls_tree": "Hopper or newer with NVSwitch and 2 or more GPUs a domain: an all-reduce across NVLink domains",
+    "pat": "an all-gather or reduce-scatter across NVLink domains of one GPU each",
+}
+"""What each algorithm needs to run, in words (the module docstring's rules)."""
+
+
+def runs(
+    algorithm: str,
+    *,
+    all_reduce: bool,
+    arch: int,
+    nvswitch: bool,
+    gpus_per_domain: float,
+    domains: float,
+    collnet: bool,
+) -> bool:
+    """Whether NCCL can run ``algorithm`` (a name of :data:`NEEDS`) on a group of ``domains`` NVLink domains of
+    ``gpus_per_domain`` GPUs each, of architecture ``arch`` (:data:`sweep.model.nccl_fabric.ARCH`'s index:
+    2 Hopper), for an all-reduce (``all_reduce``) or an all-gather / reduce-scatter (module docstring)."""
+    multi, p = domains > 1, gpus_per_domain
+    nvls_ok = arch >= 2 and nvswitch and p >= 2
+    return {
+        "tree": all_reduce,
+        "ring": True,
+        "collnet_direct": all_reduce and multi and collnet and nvswitch,
+        "collnet_chain": all_reduce and multi and collnet,
+        "nvls": nvls_ok and ((all_reduce and (not multi or collnet)) or (not all_reduce and not multi)),
+        "nvls_tree": nvls_ok and all_reduce and multi,
+        "pat": not all_reduce and multi and p == 1,
+    }[algorithm]
