@@ -261,9 +261,18 @@ def _gpt_oss(v: Validation, ids: dict[str, int], pred: np.ndarray) -> list[str]:
         "the model and trained constants of commit 527a06b, and are not recomputed here). "
         + others
         + "Not modelled: nothing in the recipe's code prices a GPT-OSS cost "
-        "that grows on Blackwell and not on the H100; B200, B300 and GB300 also have no dense training row "
-        "(their efficiency is the default 0.6)."
+        f"that grows on Blackwell and not on the H100{_untrained_dies(v, rows)}."
     ]
+
+
+def _untrained_dies(v: Validation, rows: Sequence[int]) -> str:
+    """The phrase naming the GPU dies of runs ``rows`` that no training run shares ('' where each has one)."""
+    trained = {die(r.gpu) for r, t in zip(v.runs, v.train) if t}
+    dies = sorted({die(v.runs[i].gpu) for i in rows} - trained)
+    if not dies:
+        return ""
+    names = " and ".join(d.upper() for d in dies)
+    return f"; {names} {'has' if len(dies) == 1 else 'have'} no training row (the default efficiency, {AXES['efficiency'].default})"
 
 
 def _span(errors: Sequence[float]) -> str:
