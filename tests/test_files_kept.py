@@ -187,3 +187,26 @@ def test_the_api_opens_a_cube_only_as_written(cubes, tmp_path):
             sweep.open_cube(path)
         with sweep.open_cube(path, verify=False) as ds:
             assert variable in ds
+
+
+def test_folders_made_for_an_output_are_counted_as_this_runs_alone(tmp_path, monkeypatch):
+    """make_folders returns the folders it made, innermost first; one another process made meanwhile (two
+    processes of --distributed making results/ at once) is not an error and not counted (never removed)."""
+    from pathlib import Path
+
+    from netsweep_jax.sweep.io.paths import make_folders, remove_folders
+
+    deep = tmp_path / "a" / "b" / "c"
+    assert make_folders(deep) == [deep, deep.parent, deep.parent.parent] and deep.is_dir()
+    assert make_folders(deep) == []
+    remove_folders([deep, deep.parent, deep.parent.parent])
+    assert not (tmp_path / "a").exists()
+    mkdir = Path.mkdir
+
+    def raced(self, *args, **kwargs):  # another process makes "a" first
+        if self == tmp_path / "a":
+            mkdir(self)
+        return mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", raced)
+    assert make_folders(deep) == [deep, deep.parent] and deep.is_dir()

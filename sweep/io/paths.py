@@ -151,17 +151,23 @@ def _existing(folder: Path) -> Path:
 
 
 def make_folders(folder: Path) -> list[Path]:
-    """Make ``folder`` and its missing ancestors; the ones made, innermost first (a failure: a fault, one line)."""
-    missing = _missing(folder)
+    """Make ``folder`` and its missing ancestors; the ones this call made, innermost first (a failure: a fault,
+    one line). One another run makes meanwhile (another process of ``--distributed``) is its own, not counted."""
+    made: list[Path] = []
     try:
-        for made in reversed(missing):
-            made.mkdir()
-    except (
-        OSError
-    ) as e:  # the file system refuses it (a folder made meanwhile is another's: said, as a fault)
-        remove_folders(missing)
-        raise WriteFailed(f"{missing[0]}: cannot be made ({failure(e)}); nothing was written") from None
-    return missing
+        for missing in reversed(_missing(folder)):
+            try:
+                missing.mkdir()
+            except FileExistsError:
+                if missing.is_dir():
+                    continue
+                raise
+            made.insert(0, missing)
+    except OSError as e:
+        # the file system refuses it (read-only, a file in the way made meanwhile)
+        remove_folders(made)
+        raise WriteFailed(f"{folder}: cannot be made ({failure(e)}); nothing was written") from None
+    return made
 
 
 def remove_folders(made: list[Path]) -> None:
