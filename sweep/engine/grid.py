@@ -517,6 +517,8 @@ def _forced_fallbacks(
     misses, cases = [], 0
     for gpu, g, hosts in itertools.product(gpus, values["gpus_per_node"], values["nodes"]):
         n = g * hosts
+        if n <= 1:  # one GPU: no collective runs
+            continue
         domain = (fabric.nvlink_domain if fabric is not None else 0.0) or g
         domains = math.ceil(hosts / max(min(domain, n) / g, 1.0))
         for all_reduce in sorted({b != "fsdp" for b in bucketings}):
