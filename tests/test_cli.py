@@ -140,6 +140,10 @@ def test_out_in_unwritable_directory(tmp_path):
     assert r.exit_code == 2 and f"directory {blocker} is not a directory" in r.output
     r = invoke("grid", "--out", blocker / "sub" / "o.h5")
     assert r.exit_code == 2 and f"cannot be made ({blocker} is not a directory)" in r.output
+    dangling = tmp_path / "link"
+    dangling.symlink_to(tmp_path / "nowhere")  # a link to nothing is no folder to make (it was exit code 1)
+    r = invoke("grid", "--out", dangling / "sub" / "o.h5")
+    assert r.exit_code == 2 and f"cannot be made ({dangling} is not a directory)" in r.output
     r = invoke("grid", "--out", "/proc/o.h5")  # the file system refuses the write: a fault, exit code 1
     assert r.exit_code == 1 and "cannot be written" in r.output
 
@@ -156,6 +160,19 @@ def test_out_in_missing_folders_makes_them(tmp_path):
     assert not (tmp_path / "other").exists()
     assert invoke(*need, "--out", tmp_path / "other" / "n.h5").exit_code == 0
     assert h5py.is_hdf5(tmp_path / "other" / "n.h5")
+
+
+def test_a_run_refused_after_its_folders_are_made_removes_them(tmp_path, monkeypatch):
+    """A disk without room is found once the cube's folders exist: the refusal leaves none of them."""
+    import shutil
+    from collections import namedtuple
+
+    full = namedtuple("usage", "total used free")(1, 1, 0)
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: full)
+    out = tmp_path / "made" / "deeper" / "o.h5"
+    r = invoke("grid", "--bw", "10", "--out", out, "-q")
+    assert r.exit_code == 2 and "free there" in r.output
+    assert not (tmp_path / "made").exists()
 
 
 def test_resume_with_nothing_to_resume(tmp_path):

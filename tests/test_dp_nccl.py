@@ -254,10 +254,11 @@ def test_a_forced_algorithm_that_cannot_run_is_said_where():
         "gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:nvls,nccl:tree", bucketing="ddp,fsdp"
     )
     said = hopper.assumed
-    assert "nccl:nvls cannot run on h100, 4 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (it needs" in said
-    assert (
-        "nccl:tree cannot run on h100, 1 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (fsdp) (it needs an all-reduce)"
-        in said
-    )
+    assert "nccl:nvls cannot run on h100, 4 nodes x 8 GPUs, h100, 4 nodes x 8 GPUs (fsdp) (it needs" in said
+    tree = "nccl:tree cannot run on h100, 1 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (fsdp) (it needs an"
+    assert tree in said
+    # A compressor whose payloads cannot be summed all-gathers them: the tree cannot run that either.
+    topk = make_grid("resnet50", nodes=2, collective="nccl:tree", compressor="none,topk:0.01").assumed
+    assert "nccl:tree cannot run on v100, 2 nodes x 8 GPUs (topk:0.01's all-gather) (it needs an" in topk
     ring = make_grid("gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:ring")
     assert "nccl:ring cannot" not in ring.assumed

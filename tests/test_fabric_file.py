@@ -115,6 +115,7 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
             "constants.fill_mib 100000000000... (401 characters) must be",
         ),
         ({"hardware.preset": "zz9"}, None, 'hardware.preset "zz9" is not a GPU preset (v100, '),
+        ({"hardware.preset": ["h100"]}, None, 'hardware.preset ["h100"] is not a GPU preset (v100, '),
         # the hosts' NICs it records become a sweep's where not given: a count no sweep takes, named by its key
         (
             {"hardware.nics_per_node": 4096},

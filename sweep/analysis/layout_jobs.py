@@ -331,10 +331,9 @@ def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Sa
     target = (
         out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
     )
-    writable_directory(
-        target, create=True
-    )  # missing folders (the default results/) are made, as grid makes them
     check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
+    # the missing folders (the default results/) made once it is checked
+    writable_directory(target, create=True)
     if grid.assumed:
         say(f"assumed: {assumed_line(grid.assumed)}")
     return target
@@ -414,9 +413,8 @@ def write_plan(
     # the folders made for this plan (the default results/) are not left empty by a refusal or an interrupt
     with all_or_nothing((out or Path("results", "plan.h5")).parent):
         target = layout_target(grid, out, force, "plan-", say)
-        check_output(
-            target, force=force, resume=resume, default=out is None
-        )  # the sweeps' rules for OUT.partial
+        # the sweeps' rules for OUT.partial
+        check_output(target, force=force, resume=resume, default=out is None)
         job = _Plan(grid, keep, progress_bar, say)
         run_accumulated(job, target, partial_path(target), resume=resume, command=command, overwrite=force)
     return job.result, target
@@ -498,8 +496,6 @@ def write_plans(
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     models = "+".join(grids[0][1].names["model"])
     base = out if out is not None else Path("results") / f"plan-{models}-{stamp}.h5"
-    if out is None:
-        base.parent.mkdir(exist_ok=True)  # the default results/, as a plan of one value makes it
     said: set[str] = set()
 
     def once(line: str) -> None:

@@ -333,7 +333,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
-    forced = _check_nccl_engine(collectives, profiles, bucketings, values, fabric)
+    forced = _check_nccl_engine(collectives, profiles, _nccl_kinds(bucketings, compressors), values, fabric)
     factors = parse_factors(o["iterations_factor"], compressors)
     overrides = codec_overrides(o["codec_cost"])
     default = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
@@ -476,10 +476,21 @@ def _sweep_fabric(
     return fabric
 
 
+def _nccl_kinds(bucketings: Sequence[str], compressors: Sequence[Compressor]) -> tuple[tuple[bool, str], ...]:
+    """The kinds of NCCL collective a data-parallel sweep runs, as (an all-reduce?, how the sweep names it): a
+    bucket's all-reduce, FSDP's all-gather and reduce-scatter, and the all-gather of a compressor whose payloads
+    cannot be summed (top-k, signSGD)."""
+    kinds = {(True, "") if b != "fsdp" else (False, " (fsdp)") for b in bucketings}
+    gathers = [c.name for c in compressors if c.gather]
+    if gathers and any(b != "fsdp" for b in bucketings):
+        kinds.add((False, f" ({', '.join(gathers)}'s all-gather)"))
+    return tuple(sorted(kinds, reverse=True))
+
+
 def _check_nccl_engine(
     collectives: Sequence[str],
     profiles: Sequence[Profile],
-    bucketings: Sequence[str],
+    kinds: Sequence[tuple[bool, str]],
     values: Mapping[str, np.ndarray],
     fabric: SweepFabric | None,
 ) -> str:
@@ -497,20 +508,20 @@ def _check_nccl_engine(
         )
     gpus = sorted({str(gpu_of(p)) for p in profiles})
     forced = [c for c in collectives if c.startswith("nccl:")]
-    return assumed_line(_forced_fallbacks(c, gpus, bucketings, values, fabric) for c in forced)
+    return assumed_line(_forced_fallbacks(c, gpus, kinds, values, fabric) for c in forced)
 
 
 def _forced_fallbacks(
     collective: str,
     gpus: Sequence[str],
-    bucketings: Sequence[str],
+    kinds: Sequence[tuple[bool, str]],
     values: Mapping[str, np.ndarray],
     fabric: SweepFabric | None,
 ) -> str:
     """Where ``collective`` (``nccl:ALGO``) forces an algorithm NCCL cannot run on a sweep's workers (the kernel
     prices NCCL's own choice there, :mod:`sweep.model.nccl_forcing`): the phrase saying so ('' where it runs on
     every GPU, node count and GPUs a node, or forces a protocol). The workers' NVLink domain is the fabric's,
-    else each host's; an FSDP sweep's collectives are all-gathers and reduce-scatters."""
+    else each host's; ``kinds``: the collectives it runs (:func:`_nccl_kinds`)."""
     name = collective.split(":", 1)[1]
     if name not in NEEDS:  # a protocol: the ring runs every one
         return ""
@@ -521,12 +532,12 @@ def _forced_fallbacks(
             continue
         domain = (fabric.nvlink_domain if fabric is not None else 0.0) or g
         domains = math.ceil(hosts / max(min(domain, n) / g, 1.0))
-        for all_reduce in sorted({b != "fsdp" for b in bucketings}):
+        for all_reduce, kind in kinds:
             cases += 1
             fits = runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=domain > 1,
                         gpus_per_domain=n / domains, domains=domains, collnet=bool(fabric and fabric.collnet))  # fmt: skip
             if not fits:
-                misses.append(f"{gpu}, {hosts:g} nodes x {g:g} GPUs{'' if all_reduce else ' (fsdp)'}")
+                misses.append(f"{gpu}, {hosts:g} nodes x {g:g} GPUs{kind}")
     if not misses:
         return ""
     needs = f"(it needs {NEEDS[name]})"

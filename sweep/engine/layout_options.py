@@ -325,8 +325,8 @@ def _refuse_unread_attention_efficiency(attentions: tuple[str, ...], value: obje
             else ",".join(map(show, flat_values(value, "attention_efficiency", "")))
         )
         raise InputError(
-            f"{shown}: the flash-attention kernel's efficiency; the sweep's attention is {', '.join(attentions)} "
-            "(add --attention flash, or drop it)",
+            f"{shown}: the flash-attention kernel's efficiency, which the sweep's attention, "
+            f"{', '.join(attentions)}, never reads: drop it",
             param="attention_efficiency",
         )
 

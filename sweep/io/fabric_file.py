@@ -145,10 +145,13 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     if not isinstance(hardware, dict):
         return {}
     preset = hardware.get("preset")
-    if (
-        preset is not None and preset not in GPUS
-    ):  # said as the GPU the constants were fitted on: a name we know
-        raise InputError(f"{path}: hardware.preset {_shown(preset)} is not a GPU preset ({', '.join(GPUS)})")
+    # Said as the GPU the constants were fitted on: a preset's name, in any case.
+    if preset is not None:
+        if not isinstance(preset, str) or preset.lower() not in GPUS:
+            raise InputError(
+                f"{path}: hardware.preset {_shown(preset)} is not a GPU preset ({', '.join(GPUS)})"
+            )
+        preset = preset.lower()
     gpu = preset or hardware.get("gpu")
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if hardware.get("nics_per_node") is None or hardware.get("nic_gbps") is None:

@@ -55,7 +55,7 @@ STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
 FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 PREAMBLE = ("size", "count", "type", "redop", "root")
 # What a launcher puts before each line it relays: ``srun --label`` (``0: ``) and ``mpirun --tag-output``
-# (``[1,0]<stdout>:``); read past where every line of a file carries one.
+# (``[1,0]<stdout>:``); read past on every line that carries one.
 LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 TIMES = ("time", "cputime")
 
@@ -121,6 +121,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     devices: dict[int, tuple[str, str, int]] = {}  # rank -> (host, GPU, line)
     columns: list[str] | None = None
     rows: list[Row] = []
+    empty = 0  # rows of size 0: nothing sent
     finished = False
     cut = None
     # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
@@ -162,6 +163,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             row = _row(text, columns, path, number)
             if row is not None:
                 rows.append(row)
+            else:
+                empty += 1
         except InputError:
             if number != last:
                 raise
@@ -172,7 +175,12 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             "expected nccl-tests' output (all_reduce_perf and the like)"
         )
     if not rows:
-        raise InputError(f"{path}: no data rows under the column header")
+        raise InputError(
+            f"{path}: every data row has size 0 (nothing sent: a size split over the ranks rounds to no "
+            "element); run larger sizes (-b)"
+            if empty
+            else f"{path}: no data rows under the column header"
+        )
     if not devices:
         raise InputError(
             f"{path}: no device lines ('#  Rank  0 Group  0 Pid ... on HOST device  0 [...] GPU'); the hosts "
@@ -193,9 +201,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
 
 
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
-    """``lines`` without the launcher's prefix (:data:`LAUNCHER_PREFIX`) where every non-blank one has it."""
-    if not all(LAUNCHER_PREFIX.match(line) for line in lines if line.strip()):
-        return lines
+    """``lines`` without the launcher's prefix (:data:`LAUNCHER_PREFIX`) where a line has one (a line without it,
+    as ``srun: ...``'s own warnings, is kept as it is): no line nccl-tests or NCCL print starts so."""
     return [LAUNCHER_PREFIX.sub("", line, count=1) for line in lines]
 
 

@@ -138,7 +138,8 @@ def writable_directory(out: str | Path, param: str = "out", create: bool = False
 def _missing(folder: Path) -> list[Path]:
     """``folder`` and its ancestors that do not exist, innermost first (empty: ``folder`` exists)."""
     missing = []
-    while not folder.exists() and folder != folder.parent:
+    # lexists: a dangling link is there (refused as no directory), not a folder to make
+    while not os.path.lexists(folder) and folder != folder.parent:
         missing.append(folder)
         folder = folder.parent
     return missing
@@ -154,19 +155,20 @@ def make_folders(folder: Path) -> list[Path]:
     """Make ``folder`` and its missing ancestors; the ones this call made, innermost first (a failure: a fault,
     one line). One another run makes meanwhile (another process of ``--distributed``) is its own, not counted."""
     made: list[Path] = []
-    try:
-        for missing in reversed(_missing(folder)):
-            try:
-                missing.mkdir()
-            except FileExistsError:
-                if missing.is_dir():
-                    continue
-                raise
-            made.insert(0, missing)
-    except OSError as e:
-        # the file system refuses it (read-only, a file in the way made meanwhile)
-        remove_folders(made)
-        raise WriteFailed(f"{folder}: cannot be made ({failure(e)}); nothing was written") from None
+    for missing in reversed(_missing(folder)):
+        try:
+            missing.mkdir()
+        except FileExistsError:
+            if missing.is_dir():
+                continue
+            remove_folders(made)
+            raise InputError(
+                f"{folder}: cannot be made ({missing} is not a directory)", param="out"
+            ) from None
+        except OSError as e:  # the file system refuses it (read-only, no space)
+            remove_folders(made)
+            raise WriteFailed(f"{missing}: cannot be made ({failure(e)}); nothing was written") from None
+        made.insert(0, missing)
     return made
 
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
-from netsweep_jax.sweep.model.compute import GPUS, NOT_THE_PRESETS, die
+from netsweep_jax.sweep.model.compute import GPUS, die
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
@@ -56,6 +56,9 @@ GPU_NAMES: tuple[tuple[str, str, bool, str], ...] = (
     ("a100", "a100", True, ""),
     ("v100", "v100", False, "V100: DGX-1's hybrid cube mesh, no NVSwitch"),
 )
+# The chips sold as an NVL card too (H100 NVL, H200 NVL: two PCIe cards bridged, no NVSwitch); for the others
+# "NVL" names a rack's NVLink domain (GB200 NVL72).
+NVL_CARDS = ("h100", "h200")
 # GPUs a host holds where the system differs from its preset's: an Alps GH200 node is four GH200 modules, each
 # with its own NIC (eth-cscs/cscs-docs@1690357:docs/alps/hardware.md, as nccl_tests.csv's CSCS rows cite it).
 HOST_GPUS = {"gh200": 4}
@@ -184,7 +187,8 @@ def fabric_of(
     if match is None:
         known = ", ".join(sorted({e[0] for e in GPU_NAMES}))
         return Unrepresented(f"GPU {gpu!r} has no preset (known: {known})")
-    if any(word in NOT_THE_PRESETS for word in re.split(r"[\s\-_/,()]+", low)):
+    words = re.split(r"[\s\-_/,()]+", low)
+    if "pcie" in words or ("nvl" in words and match[1] in NVL_CARDS):
         # An H100 PCIe (or NVL: two cards bridged) has no NVSwitch: priced as the SXM system, NVLS and all, it
         # came out 6.5x its measured busbw.
         return Unrepresented(
