@@ -119,6 +119,7 @@ def _grid(
     keeps, :func:`~sweep.analysis.layout_jobs.layout_grid_from`'s)."""
     if model is None and arch is None:
         raise InputError("name a large-model preset (sweep models lists them) or give arch", param="model")
+    options = {k: v for k, v in options.items() if v is not None}  # None: not given, as evaluate's axes
     dtype = options.pop("dtype", "float32")
     if dtype not in ("float32", "float64"):
         raise InputError(f"{dtype!r}: float32 or float64", param="dtype")

@@ -2,6 +2,7 @@
 
 import inspect
 import json
+import re
 import subprocess
 import sys
 
@@ -151,6 +152,11 @@ def test_profiles_round_trip(tmp_path):
         (lambda: sweep.open_cube("no-such.h5"), "no-such.h5"),
         (lambda: sweep.load_profile("no-such.json"), "no-such.json"),
         (lambda: sweep.builtin_profile("alexnet"), "model"),
+        # compare prices real compressors at their own bytes: an ideal ratio on top gave times below T1
+        (lambda: sweep.compare("resnet50", bandwidth=10, ratio=[1, 10]), "ratio"),
+        # need's answer is computed whole: reduce and store were checked, then dropped
+        (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", reduce="max:nodes"), "reduce"),
+        (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", store="float16"), "store"),
     ],
 )
 def test_bad_input_is_one_line(call, param):
@@ -225,3 +231,52 @@ def test_layout_functions_refuse_bad_input_naming_the_keyword(call, message):
     with pytest.raises(InputError) as e:
         call()
     assert str(e.value).startswith(message) or message in str(e.value), str(e.value)
+
+
+def test_a_profile_built_in_python_is_checked_as_a_files_is():
+    """dataclasses.replace on a Profile: a T1 below its backward pass gave a scaling factor of 0.097, negative
+    bytes 1.0, three sizes for six waits were cut short, an empty profile was an IndexError."""
+    import dataclasses
+
+    p = sweep.load_profile("examples/profile.csv", t1=0.05)
+    for change, message in (
+        (dict(t1=0.001), "is shorter than the profile's backward pass"),
+        (dict(grad_bytes=-p.grad_bytes), "gradient bytes must be >= 0"),
+        (dict(grad_bytes=p.grad_bytes[:3]), "6 names, gradient bytes of shape (3,) and waits of shape (6,)"),
+        (dict(names=(), grad_bytes=np.array([]), wait=np.array([])), "profile has no tensors"),
+        (dict(model="team/run1"), "must be non-empty and have no '/'"),
+    ):
+        with pytest.raises(InputError, match=re.escape(message)):
+            sweep.evaluate(dataclasses.replace(p, **change), bandwidth=25, nodes=2)
+
+
+def test_numpy_numbers_and_reduced_results_as_the_cli_takes_and_keeps_them():
+    one = sweep.evaluate("gpt2-xl", gpu="h100", bandwidth=25, nodes=[2, 4], intra_bandwidth=np.float32(600))
+    reduced = sweep.evaluate(
+        "gpt2-xl", gpu="h100", bandwidth=25, nodes=[2, 4], intra_bandwidth=600, reduce="max:nodes"
+    )
+    assert one.attrs["intra_bandwidth_gbps"] == 600.0
+    assert reduced.attrs["assumed"] == one.attrs["assumed"] and "reduced" in reduced.attrs  # it lost them
+    assert sweep.compare("resnet50", bandwidth=10, utilization=np.float32(0.3)).rows[0].today > 0
+
+
+def test_the_apis_values_as_its_docstrings_say():
+    import warnings
+
+    assert sweep.builtin_profile("ResNet50").model == "resnet50"  # any case, as evaluate takes it
+    assert sweep.evaluate("resnet50", bandwidth=None, nodes=2).sizes["bandwidth"] == 5  # None: the default
+    assert sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, bandwidth=None).sizes["bandwidth"] == 1
+    batches = sweep.evaluate("gpt2-xl", bandwidth=25, nodes=2, batch=np.array([4, 8])).model.values
+    assert [str(b).rsplit("-", 1)[1] for b in batches] == ["b4", "b8"]
+    with pytest.raises(InputError, match="batch True"):  # it was batch 1
+        sweep.evaluate("gpt2-xl", bandwidth=25, nodes=2, batch=True)
+    with pytest.raises(InputError, match=r"unknown keyword 'vars' of solve\(\)"):  # it named make_grid()
+        sweep.solve("resnet50", target=0.9, axis="bandwidth", vars="scaling_factor")
+    best = sweep.evaluate("resnet50", bandwidth=[10, 100], nodes=2, reduce="argmin:bandwidth")
+    assert best.scaling_factor_argmin_bandwidth.attrs["units"] == "Gbit/s"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # JAX warned of a float64 it could not hold, on every block
+        assert (
+            sweep.evaluate("resnet50", bandwidth=10, nodes=2, store="float64").scaling_factor.dtype
+            == "float64"
+        )

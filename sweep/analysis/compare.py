@@ -33,6 +33,7 @@ from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import COMPARE, assumed_line
+from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
@@ -102,6 +103,17 @@ class Row:
         return "fix the transport" if self.fixed < best else f"compress ({self.best})"
 
 
+# evaluate's settings compare sets itself: given, each is refused with why.
+NOT_COMPARED = {
+    "ratio": "compare prices each real compressor at its own bytes and time to accuracy against the uncompressed "
+    "run (an ideal --ratio on top would count compression twice); sweep an ideal ratio with evaluate or grid",
+    "vars": "compare keeps the variables its verdict reads (scaling_factor, iteration_time, time_to_accuracy)",
+    "dtype": "compare computes in float64",
+    "store": "compare's result is in memory, in float64",
+    "reduce": "compare reads every cell; reduce evaluate's or grid's result instead",
+}
+
+
 def compare(
     models: Models = MODELS,
     *,
@@ -138,8 +150,11 @@ def compare(
     Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
     checked in).
     """
+    for name in NOT_COMPARED.keys() & axes.keys():
+        raise InputError(f"{axes[name]!r}: {NOT_COMPARED[name]}", param=name)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     _check_today(utilization, bucketing)
+    utilization = float(utilization)  # a NumPy number as the coordinate it becomes
     chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
@@ -495,7 +510,8 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
 def _check_today(utilization: object, bucketing: object) -> None:
     """Refuse a today compare cannot weigh: a utilization outside [0.0001, 1) (1 is the transport fixed), or
     FSDP's schedule, which no compressor is modelled on (said as the option given, not the compressors)."""
-    if not isinstance(utilization, (int, float)) or not 1e-4 <= utilization < 1:
+    today = real_scalar(utilization)  # NumPy's numbers too
+    if today is None or not 1e-4 <= today < 1:
         why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
         raise InputError(f"{utilization}: {why}", param="utilization")
     if isinstance(bucketing, str) and "," in bucketing:  # one schedule: its winner is that schedule's

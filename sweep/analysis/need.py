@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import xarray as xr
+from typing_extensions import Unpack
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
@@ -34,7 +36,7 @@ from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
-from netsweep_jax.sweep.engine.grid_options import Models
+from netsweep_jax.sweep.engine.grid_options import GridOptions, Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
@@ -74,6 +76,13 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
         raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
+    for name in ("reduce", "store"):  # the answer is computed whole, in memory, in the grid's dtype
+        if settings.get(name) is not None:
+            raise InputError(
+                f"{settings[name]!r}: need's answer is one value per cell, in memory; reduce or store the Dataset "
+                "it returns",
+                param=name,
+            )
     if (
         axis != "bandwidth"
         and settings.get("bandwidth") is None
@@ -87,7 +96,8 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     return axis
 
 
-def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dataset:
+@refuse_unknown_keywords
+def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOptions]) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
 
     Args:
@@ -107,10 +117,10 @@ def solve(model: Models, *, target: float, axis: str, **settings: Any) -> xr.Dat
     """
     axis = _question(axis, target, settings)
     low, high = search_range(axis)
-    settings = {k: v for k, v in settings.items() if v is not None}  # None: not given
+    given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}  # None: not given
     increasing = axis in GROWING
     # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
-    grid = make_grid(model, **{**settings, axis: high})
+    grid = make_grid(model, **{**given, axis: high})
     if axis == "latency" and uses_nccl(grid.collectives):
         raise InputError(
             f"latency: NCCL's collectives ({', '.join(c for c in grid.collectives if is_nccl(c))}) do not read "

@@ -138,6 +138,16 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
     return names
 
 
+def real_scalar(value: object) -> float | None:
+    """``value`` as a float where it is one real number, Python's or NumPy's (a 0-d array too), never a bool;
+    else None."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        return None
+    return float(value)
+
+
 def flat_values(value: object, param: str, rule: str) -> list[float]:
     """An API keyword's value that is not value syntax, as floats [n]: a number (Python's or NumPy's, a 0-d
     array too), or a flat sequence or 1-D array of them (a string item by :func:`decimal`'s rule). Refused,

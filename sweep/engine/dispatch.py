@@ -175,8 +175,13 @@ class _DataParallelBlocks:
         kept = {name: out[name] for name in self.grid.variables}
         if reduce is not None:
             return reduced_outputs(kept, reduce)
-        store = self.grid.store_dtype
-        return {name: v if v.dtype == store else stored(v, store=store) for name, v in kept.items()}
+        # Narrowed on the device (less to copy back); widened on the host (_as_stored): a float32 computation
+        # cannot hold float64 on a device without x64, and JAX warned so on every block.
+        store = np.dtype(self.grid.store_dtype)
+        return {
+            name: v if store.itemsize >= v.dtype.itemsize else stored(v, store=str(store))
+            for name, v in kept.items()
+        }
 
 
 class _LayoutBlocks:

@@ -66,23 +66,24 @@ def evaluate(
       InputError for a value that breaks a rule, or a keyword it does not take.
     """
     grid = make_grid(model, bandwidth=bandwidth, variables=vars, **options)
-    if grid.reduction is None:  # kept whole in memory: the rule evaluate_layouts keeps too
-        check_in_memory(
-            grid.sizes,
-            "reduce them on the device as they are computed (reduce='max:...'), or write them to a cube block "
-            "by block (sweep grid)",
-        )
-    else:
-        return reduced_in_memory(grid, block_configs, kernel)
+    attrs = {
+        "dtype": grid.dtype,
+        "intra_bandwidth_gbps": grid.intra_bandwidth,
+        "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles]),
+        **grid.said_attrs(),  # as a grid's cube keeps them, reduced or not
+    }
+    if grid.reduction is not None:
+        reduced = reduced_in_memory(grid, block_configs, kernel)
+        return reduced.assign_attrs({**attrs, **reduced.attrs})
+    # kept whole in memory: the rule evaluate_layouts keeps too
+    check_in_memory(
+        grid.sizes,
+        "reduce them on the device as they are computed (reduce='max:...'), or write them to a cube block "
+        "by block (sweep grid)",
+    )
     arrays = evaluate_arrays(grid, block_configs, kernel)
     data = {
         name: xr.Variable(DIMS, arrays[name], dict(zip(("units", "long_name"), VARIABLES[name])))
         for name in grid.variables
     }
-    attrs = {
-        "dtype": grid.dtype,
-        "intra_bandwidth_gbps": grid.intra_bandwidth,
-        "iteration_time_single_gpu_s": np.array([p.t1 for p in grid.profiles]),
-    }
-    attrs.update(grid.said_attrs())  # as a grid's cube keeps them
     return xr.Dataset(data, coords=coordinates(grid), attrs=attrs)

@@ -38,7 +38,7 @@ from netsweep_jax.sweep.core.schema import (
     VARIABLES,
     assumed_line,
 )
-from netsweep_jax.sweep.core.values import coerce_axis, parse_names
+from netsweep_jax.sweep.core.values import coerce_axis, parse_names, real_scalar
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models, Table
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
@@ -370,13 +370,10 @@ def check_intra_bandwidth(intra_bandwidth: Any) -> None:
     """Refuse an intra-node bandwidth (Gbit/s) outside ``--bw``'s range (:data:`NUMERIC_AXES`' bandwidth, whose
     bounds keep every result finite: 1e-300 gave NaN and inf)."""
     axis = NUMERIC_AXES["bandwidth"]
-    if (
-        isinstance(intra_bandwidth, bool)
-        or not isinstance(intra_bandwidth, (int, float))
-        or not (math.isfinite(intra_bandwidth) and axis.low <= intra_bandwidth <= axis.high)
-    ):
+    value = real_scalar(intra_bandwidth)  # NumPy's numbers too
+    if value is None or not (math.isfinite(value) and axis.low <= value <= axis.high):
         raise InputError(
-            f"{show(intra_bandwidth) if isinstance(intra_bandwidth, (int, float)) else repr(intra_bandwidth)}"
+            f"{show(value) if value is not None else repr(intra_bandwidth)}"
             f": intra-node bandwidth must be a number from {show(axis.low)} to {show(axis.high)} Gbit/s",
             param="intra_bandwidth",
         )

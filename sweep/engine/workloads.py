@@ -17,7 +17,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import decimal, parse_names
+from netsweep_jax.sweep.core.values import decimal, flat_values, parse_names
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
 from netsweep_jax.sweep.model.compute import (
@@ -159,7 +159,11 @@ def _model_names(model: Models) -> list[str | Profile]:
         for name in model.split(","):
             refuse_large_model(name)
         return list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
-    return [model] if isinstance(model, Profile) else list(model)
+    # A Profile built or edited in Python (dataclasses.replace) is checked as a file's is: by make_profile's rules.
+    return [
+        m.checked() if isinstance(m, Profile) else m
+        for m in ([model] if isinstance(model, Profile) else model)
+    ]
 
 
 def takes_workload(model: Models) -> bool:
@@ -242,6 +246,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
     items = (
         value.split(",")
         if isinstance(value, str)
+        else flat_values(value, param, "whole numbers")  # NumPy's too; a bool refused, as an axis refuses it
+        if integer
         else list(value)
         if isinstance(value, (list, tuple))
         else [value]

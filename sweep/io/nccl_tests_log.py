@@ -113,16 +113,53 @@ class Log:
         ]
 
 
+@dataclasses.dataclass
+class _Comments:
+    """What a log's ``#`` lines say, read in order (:meth:`read`): the test's binary, each rank's device (rank ->
+    (host, GPU, line)), the column header's names, and whether nccl-tests' closing summary came."""
+
+    path: Path
+    binary: str | None = None
+    devices: dict[int, tuple[str, str, int]] = dataclasses.field(default_factory=dict)
+    columns: list[str] | None = None
+    finished: bool = False
+
+    def read(self, text: str, number: int) -> None:
+        """One ``#`` line, ``text``, at line ``number``; a second run's lines are refused."""
+        if m := STARTING.match(text):
+            if self.binary is not None:  # two runs appended to one file (>>): each priced on its own hosts
+                again = "again" if m.group("binary") == self.binary else f"after {self.binary}"
+                raise InputError(
+                    f"{where(self.path, number)}: a second test ({m.group('binary')} {again}); give each run's "
+                    "output as a file of its own"
+                )
+            self.binary = m.group("binary")
+        elif FINISHED.match(text):
+            self.finished = True
+        elif m := DEVICE.match(text):
+            rank = int(m.group("rank"))
+            if (
+                rank in self.devices
+            ):  # a run prints each rank once: a second run's devices (nccl-tests < 2.17)
+                raise InputError(
+                    f"{where(self.path, number)}: rank {rank} again (first at line {self.devices[rank][2]}): a "
+                    "second run; give each run's output as a file of its own"
+                )
+            self.devices[rank] = (m.group("host"), m.group("gpu"), number)
+        elif text.lstrip("#").split()[:5] == list(PREAMBLE):
+            names = text.lstrip("#").split()
+            if self.columns is not None and names != self.columns:
+                raise InputError(f"{where(self.path, number)}: a second column header, unlike the first")
+            self.columns = names
+
+
 def read_nccl_tests_log(path: str | Path) -> Log:
     """Read one nccl-tests log (module docstring); any malformed part is one error naming the file and line."""
     path = Path(path)
     lines = _without_launcher_prefix(read_lines(path, "nccl-tests log"))
-    binary = None
-    devices: dict[int, tuple[str, str, int]] = {}  # rank -> (host, GPU, line)
-    columns: list[str] | None = None
+    said = _Comments(path)
     rows: list[Row] = []
     empty = 0  # rows of size 0: nothing sent
-    finished = False
     cut = None
     # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
     # be one not read (any other malformed row is an error).
@@ -130,37 +167,13 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     last = len(lines) if not data.endswith((b"\n", b"\r")) else 0
     for number, line in enumerate(lines, 1):
         text = line.strip()
-        if not text:
-            continue
         if text.startswith("#"):
-            if m := STARTING.match(text):
-                if binary is not None:  # two runs appended to one file (>>): each priced on its own hosts
-                    again = "again" if m.group("binary") == binary else f"after {binary}"
-                    raise InputError(
-                        f"{where(path, number)}: a second test ({m.group('binary')} {again}); give each "
-                        "run's output as a file of its own"
-                    )
-                binary = m.group("binary")
-            elif FINISHED.match(text):
-                finished = True
-            elif m := DEVICE.match(text):
-                rank = int(m.group("rank"))
-                if rank in devices:  # a run prints each rank once: a second run's devices (nccl-tests < 2.17)
-                    raise InputError(
-                        f"{where(path, number)}: rank {rank} again (first at line {devices[rank][2]}): a second "
-                        "run; give each run's output as a file of its own"
-                    )
-                devices[rank] = (m.group("host"), m.group("gpu"), number)
-            elif text.lstrip("#").split()[:5] == list(PREAMBLE):
-                names = text.lstrip("#").split()
-                if columns is not None and names != columns:
-                    raise InputError(f"{where(path, number)}: a second column header, unlike the first")
-                columns = names
+            said.read(text, number)
             continue
-        if columns is None or not text.split(maxsplit=1)[0].isdigit():
+        if not text or said.columns is None or not text.split(maxsplit=1)[0].isdigit():
             continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
         try:
-            row = _row(text, columns, path, number)
+            row = _row(text, said.columns, path, number)
             if row is not None:
                 rows.append(row)
             else:
@@ -169,7 +182,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             if number != last:
                 raise
             cut = number
-    if columns is None:
+    if said.columns is None:
         raise InputError(
             f"{path}: no column header ('#  size  count  type  redop  root  time  algbw  busbw ...'); "
             "expected nccl-tests' output (all_reduce_perf and the like)"
@@ -181,21 +194,20 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             if empty
             else f"{path}: no data rows under the column header"
         )
-    if not devices:
+    if not said.devices:
         raise InputError(
             f"{path}: no device lines ('#  Rank  0 Group  0 Pid ... on HOST device  0 [...] GPU'); the hosts "
             "and GPUs come from them"
         )
-    collective = _collective(binary, path)
     return Log(
         path=path,
         sha256=hashlib.sha256(data).hexdigest(),
-        collective=collective,
-        gpu=_one_gpu(devices, path),
-        hosts=tuple(dict.fromkeys(host for host, _, _ in devices.values())),
-        gpus_per_node=_per_host(devices, path),
+        collective=_collective(said.binary, path),
+        gpu=_one_gpu(said.devices, path),
+        hosts=tuple(dict.fromkeys(host for host, _, _ in said.devices.values())),
+        gpus_per_node=_per_host(said.devices, path),
         rows=tuple(rows),
-        finished=finished,
+        finished=said.finished,
         cut=cut,
     )
 

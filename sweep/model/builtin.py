@@ -92,6 +92,7 @@ def builtin_profile(name: str) -> Profile:
         raise InputError(
             f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model"
         )
+    name = name.strip().lower()  # any case, as evaluate takes a model's name
     if name not in ARCHITECTURES:
         refuse_large_model(name)
         raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")

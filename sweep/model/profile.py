@@ -119,6 +119,25 @@ class Profile:
             shape=self.shape,
         )
 
+    def checked(self) -> "Profile":
+        """This profile, refused (:class:`InputError`) where it breaks :func:`make_profile`'s rules: one built or
+        changed in Python (``dataclasses.replace``) as a file's would be."""
+        return make_profile(
+            self.model,
+            self.names,
+            self.grad_bytes,
+            self.wait,
+            self.t1,
+            f"profile {self.model!r}",
+            device=self.device,
+            batch_size=self.batch_size,
+            dtype=self.dtype,
+            source=self.source,
+            forward=self.forward,
+            unit=self.unit,
+            shape=self.shape,
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The project's JSON format (a dict): metadata plus a list of tensors."""
         return {
@@ -180,6 +199,11 @@ def make_profile(
     """Validate arrays and build a :class:`Profile` (errors name ``path``)."""
     grad_bytes = np.asarray(grad_bytes, dtype=np.float64)
     wait_s = np.asarray(wait_s, dtype=np.float64)
+    if grad_bytes.ndim != 1 or grad_bytes.shape != wait_s.shape or len(names) != len(grad_bytes):
+        raise InputError(
+            f"{path}: {len(names)} names, gradient bytes of shape {grad_bytes.shape} and waits of shape "
+            f"{wait_s.shape}: one of each per tensor"
+        )
     if len(grad_bytes) == 0:
         raise InputError(f"{path}: profile has no tensors")
     if not (
