@@ -301,6 +301,21 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
             lambda rows: [r | {"moe_dispatcher": "deepep"} for r in rows if r["id"] == "MB-H100-07"],
             "row MB-H100-07): moe_dispatcher 'deepep' must be alltoall or flex, or empty (alltoall)",
         ),
+        # A GPU count no data-parallel degree fits: it was blamed on the batch, with a dp rounded down.
+        (
+            lambda rows: [{**rows[1], "gpus": "63", "dp": ""}],
+            "row SC21-T1-02): gpus 63 is not a multiple of tp x pp x cp = 2: no dp fits",
+        ),
+        # A measured rate above the GPU's peak (a typo) drove the fit to its bounds, in silence.
+        (
+            lambda rows: [{**rows[0], "value": "4200"}],
+            "row SC21-T1-01): value 4200 TFLOP/s is above the a100's dense fp16 peak of 312 TFLOP/s a GPU",
+        ),
+        # A V100 row filled with its stack's flash attention was predicted; grid refuses it.
+        (
+            lambda rows: [{**rows[0], "gpu": "v100", "precision": "fp16", "stack": "megatron-core"}],
+            "row SC21-T1-01): attention flash: the v100 cannot run FlashAttention",
+        ),
         # The same rules as the sweeps' options (sweep.core.layout_axes.AXES): tp at most 4096.
         (
             lambda rows: [{**rows[0], "tp": "8192"}],
@@ -397,15 +412,34 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     assert f"{ungrouped}: no run is in the default training group(s) " in r.output and "your runs" in r.output
 
 
+def test_what_a_row_leaves_unstated_is_said_first():
+    """The defaults reading takes (precision, the stack by year, the FLOP count) head the assumed phrases."""
+    (run,) = [r for r in read_runs(DATASET) if r.id == "MB-H100-01"]
+    silent = dataclasses.replace(run, unstated=("precision bf16", "FLOP count megatron"))
+    assert settings(silent)[1][:2] == ["precision bf16", "FLOP count megatron"]
+    assert settings(run)[1][0] != "precision bf16"  # the shipped rows state them
+
+
+def test_a_users_fit_says_what_it_leaves_undetermined():
+    fit = F.Fit("fitted", {"megatron-core/h100": 0.1, "h100": 0.1}, 0.92, ("efficiency megatron-core/h100",
+                "efficiency h100", "memory efficiency"), ("only",), "measured, held", 0.3, True)  # fmt: skip
+    assert V.fit_warnings(fit) == [
+        "2 constants from 1 training run: the fit is not determined by them (add runs)",
+        "efficiency megatron-core/h100 0.1 is at an end of its range (0.1 to 1)",
+    ]
+
+
 def test_cli_calibrate_reads_large_model_runs(tmp_path):
     runs = edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
     out = tmp_path / "fit.json"
     r = invoke("calibrate", runs, "--train", "sc21-t1", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "efficiency a100" in r.stdout and "error of held-out runs (9)" in r.stdout
+    assert "efficiency megatron-2021/a100" in r.stdout and "error of held-out runs (9)" in r.stdout
     fitted = json.loads(out.read_text())
     assert set(fitted["constants"]) == {"efficiency", "utilization", "memory_efficiency"}
-    assert len(fitted["runs"]) == 19 and fitted["constants"]["memory_efficiency"] == F.MEMORY_DEFAULT
+    # validate --llm's protocol (it fitted the utilization, to a few percent of line rate, on a user's file)
+    assert len(fitted["runs"]) == 19 and fitted["constants"]["utilization"] == F.NIC_UTILIZATION
+    assert "efficiency megatron-2021/a100" in fitted["fitted"] and fitted["warnings"] == []
     assert (
         fitted["command"].startswith("sweep") and fitted["netsweep_version"] and fitted["created"]
     )  # provenance
@@ -598,9 +632,8 @@ def test_a_constant_no_training_run_depends_on_keeps_its_default(tmp_path):
     # Two runs on one node (tp 8: no traffic on the NICs) train; an H100 run is held out: the A100's efficiency
     # is fitted, the utilization and the H100's efficiency keep their defaults (the fit holds them there).
     keep = {"K23-T5-01", "K23-T5-02", "MB-H100-01"}
-    fitted, v = V.calibrate_runs(
-        edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["id"] in keep]), train="k23"
-    )
+    runs = read_runs(edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["id"] in keep]))
+    fitted = F.fit(runs, [r.group == "k23" for r in runs], "fitted")
     assert fitted.fitted == ("efficiency a100",) and fitted.rows == ("K23-T5-01", "K23-T5-02")
     assert fitted.utilization == F.UTILIZATION_DEFAULT and fitted.efficiency["h100"] == F.EFFICIENCY
     assert fitted.efficiency["a100"] != F.EFFICIENCY and "h100 0.6 (default)" in fitted.describe()
@@ -757,3 +790,19 @@ def test_the_lowest_median_search_is_exhaustive_in_chunks_or_not(monkeypatch):
     )
     m = F.MEMORY_EFFICIENCIES.tolist().index(found.memory_efficiency)
     assert every[a, h, m] == every.min()
+
+
+def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its_own(validation):
+    """For the user's own file the report said its fit was what plan and grid use: they use the shipped file's."""
+    from netsweep_jax.sweep.analysis.llm_report import _flags, ships_the_constants
+
+    _, v = validation
+    assert ships_the_constants(v)
+    assert not ships_the_constants(dataclasses.replace(v, path="mine.csv"))
+    fit = F.Fit("trained", {"megatron-core/h100": 0.7163506620131243, "h100": 0.7163506620131243}, 0.92,
+                ("efficiency megatron-core/h100", "efficiency h100", "memory efficiency"), ("a", "b", "c"),
+                "measured, held", 0.1036562437229973, True)  # fmt: skip
+    assert _flags(fit) == (
+        "`--stack megatron-core --gpu h100 --efficiency 0.7163506620131243`, each with "
+        "`--memory-efficiency 0.1036562437229973` and `--util 0.92`"
+    )

@@ -41,6 +41,13 @@ from netsweep_jax.sweep.io.runs import Run, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, die
 from netsweep_jax.sweep.model.stacks import STACKS
 
+# One source per stack preset, chosen by source on 2026-12-03 before any held-out error of the per-stack fit was
+# computed: SC'21 Table 1 (megatron-2021: Megatron-LM on the A100), llm-foundry's MPT tables (fsdp: pure FSDP in
+# bf16, 1B to 70B on 128 to 512 H100s, and one A100 run) and Megatron-Bridge's performance tables (megatron-core:
+# Llama 3 on H100 and GB200, and B200 and GB300 from 2026-12-04; the source its fill rules are read from). Until
+# then: SC'21 Table 1 and llm-foundry, one efficiency per die.
+DEFAULT_TRAIN = "sc21-t1,llm-foundry,megatron-bridge"
+
 # The starting points' coarse grid (efficiency in steps of 0.02, utilization in 40 log steps from 0.02 to 1,
 # memory efficiency in 40 from 0.05 to 1), whose ranges are the constants' bounds; then STEPS Adam steps of
 # LEARNING_RATE (unconstrained units).

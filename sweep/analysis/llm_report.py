@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from netsweep_jax.sweep.analysis.llm_fit import MODELS, NIC_UTILIZATION, Validation
+from netsweep_jax.sweep.analysis.llm_fit import DEFAULT_TRAIN, MODELS, NIC_UTILIZATION, Fit, Validation
 from netsweep_jax.sweep.analysis.llm_predict import efficiency_of, megatron_causal_flops, source_flops
 from netsweep_jax.sweep.analysis.llm_sources import (
     LOWEST_MEDIAN,
@@ -423,9 +423,16 @@ def _introduction(v: Validation, command: str) -> list[str]:
         "",
         "## The three models",
         "",
-        "`untrained`: the constants before any fit; `trained`: fitted on the training sources, and what `sweep "
-        "plan` and `sweep grid` use by default (`sweep/data/llm_constants.json`), so its held-out errors are "
-        "the ones a user gets; `in-sample`: fitted on every run, a bound rather than a prediction.",
+        "`untrained`: the constants before any fit; `trained`: fitted on the training sources, "
+        + (
+            "and what `sweep plan` and `sweep grid` use by default (`sweep/data/llm_constants.json`), so its "
+            "held-out errors are the ones a user gets"
+            if ships_the_constants(v)
+            else "not what `sweep plan` and `sweep grid` use by default (`sweep/data/llm_constants.json`, fitted "
+            f"on the shipped file's {', '.join(DEFAULT_TRAIN.split(','))}): to price these runs' layouts as this "
+            f"report does, give them {_flags(v.fits['trained'])}"
+        )
+        + "; `in-sample`: fitted on every run, a bound rather than a prediction.",
         "",
         "| model | constants |",
         "|---|---|",
@@ -547,6 +554,29 @@ def _worst_held_out(v: Validation) -> list[str]:
 def _held_dense(v: Validation) -> list[bool]:
     """Per run: held out and dense (the rows the targets judge)."""
     return [not t and not r.moe for r, t in zip(v.runs, v.train)]
+
+
+def ships_the_constants(v: Validation) -> bool:
+    """Whether ``v`` is the fit ``sweep/data/llm_constants.json`` ships: the shipped runs, the default training
+    sources (what plan and grid use by default)."""
+    return Path(v.path).resolve() == DATASET.resolve() and set(_train_groups(v)) == set(
+        DEFAULT_TRAIN.split(",")
+    )
+
+
+def _flags(fit: Fit) -> str:
+    """The options that price a sweep with ``fit``'s constants, per stack and die (``stack/die``) or per die, in
+    full: a sweep reproduces the report's predictions to their digits."""
+    each = [
+        f"`{'--stack ' + key.split('/')[0] + ' ' if '/' in key else ''}--gpu {key.split('/')[-1]} --efficiency "
+        f"{value!r}`"
+        for key, value in sorted(fit.efficiency.items())
+        if f"efficiency {key}" in fit.fitted and ("/" in key or not fit.by_stack)
+    ]
+    return (
+        f"{', '.join(each) or 'the default efficiency'}, each with `--memory-efficiency {fit.memory_efficiency!r}` "
+        f"and `--util {fit.utilization!r}`"
+    )
 
 
 def _train_groups(v: Validation) -> list[str]:
@@ -671,10 +701,15 @@ def by_stack_and_die(v: Validation) -> list[str]:
     lines = [
         "## By stack and GPU die",
         "",
-        "What `sweep plan --stack S` and `sweep grid --stack S` predict on these runs' layouts (the stack's "
-        "defaults and its trained constants on the die, as `sweep/data/llm_constants.json` ships them): the "
-        "trained model's errors on the held-out rows, and each efficiency's origin (fitted on the stack's "
-        "training runs on the die, the die's pooled fit, or the default).",
+        (
+            "What `sweep plan --stack S` and `sweep grid --stack S` predict on these runs' layouts (the stack's "
+            "defaults and its trained constants on the die, as `sweep/data/llm_constants.json` ships them)"
+            if ships_the_constants(v)
+            else "What `sweep plan --stack S` and `sweep grid --stack S` predict on these runs' layouts given the "
+            "constants fitted here (the options above; by default they take the shipped ones)"
+        )
+        + ": the trained model's errors on the held-out rows, and each efficiency's origin (fitted on the "
+        "stack's training runs on the die, the die's pooled fit, or the default).",
         "",
         "| stack | die | efficiency | held-out dense: n, median / max | held-out MoE: n, median / max | "
         f"targets (dense median <= {STACK_DENSE_MEDIAN:.0%} and max <= {STACK_DENSE_MAX:.0%}, "

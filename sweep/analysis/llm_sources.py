@@ -71,14 +71,18 @@ def _dense_measured(run: Run) -> bool:
     return not run.moe and run.value is not None
 
 
+def _architecture(run: Run) -> tuple[object, ...]:
+    """The model as a key: every field of its architecture but where it comes from (a GPT of Llama 3 8B's
+    layers, width and sequence is another model: SwiGLU, GQA)."""
+    return dataclasses.astuple(dataclasses.replace(run.llm, source=""))
+
+
 def _setup(run: Run) -> tuple[object, ...]:
-    m = run.llm
-    return (m.layers, m.hidden, m.seq, run.gpu, run.tp, run.pp, settings(run)[0].recompute)
+    return (_architecture(run), run.gpu, run.tp, run.pp, settings(run)[0].recompute)
 
 
 def _model_on_die(run: Run) -> tuple[object, ...]:
-    m = run.llm
-    return (m.layers, m.hidden, m.seq, die(run.gpu), run.precision)
+    return (_architecture(run), die(run.gpu), run.precision)
 
 
 def _measured_rate(run: Run, predicted: float) -> float:

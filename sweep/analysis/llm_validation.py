@@ -102,9 +102,13 @@ from pathlib import Path
 import numpy as np
 
 from netsweep_jax.sweep.analysis.llm_fit import (
+    DEFAULT_TRAIN,
+    EFFICIENCIES,
+    MEMORY_EFFICIENCIES,
     MODELS,
     NIC_UTILIZATION,
     UTILIZATION_DEFAULT,
+    UTILIZATIONS,
     Fit,
     Validation,
     fit,
@@ -126,13 +130,6 @@ __all__ = [
     "run_validation",
     "summary_lines",
 ]
-
-# One source per stack preset, chosen by source on 2026-12-03 before any held-out error of the per-stack fit was
-# computed: SC'21 Table 1 (megatron-2021: Megatron-LM on the A100), llm-foundry's MPT tables (fsdp: pure FSDP in
-# bf16, 1B to 70B on 128 to 512 H100s, and one A100 run) and Megatron-Bridge's performance tables (megatron-core:
-# Llama 3 on H100 and GB200, and B200 and GB300 from 2026-12-04; the source its fill rules are read from). Until
-# then: SC'21 Table 1 and llm-foundry, one efficiency per die.
-DEFAULT_TRAIN = "sc21-t1,llm-foundry,megatron-bridge"
 
 
 def run_validation(
@@ -162,7 +159,8 @@ def run_validation(
                 f"(mixture-of-experts runs are reported, never fitted)",
                 param="train",
             )
-    in_train = [r.group in chosen and not r.moe for r in runs]  # MoE runs are never fitted: all held out
+    # MoE runs are never fitted (all held out); a run with no measured value is predicted, never trained on
+    in_train = [r.group in chosen and not r.moe and r.value is not None for r in runs]
     if all(in_train):
         raise InputError(f"{train!r}: every run is in it; nothing would be held out", param="train")
     say = progress or (lambda text: None)
@@ -236,10 +234,14 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
     if train is not None and train not in {r.group for r in runs}:
         groups = sorted({r.group for r in runs})
         raise InputError(f"{train!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
-    in_train = [r.value is not None and (train is None or r.group == train) for r in runs]
-    if not any(t and not r.moe for r, t in zip(runs, in_train)):
-        raise InputError(f"{path}: no dense run with a measured value to fit on", param="train")
-    fitted = fit(runs, in_train, "fitted")
+    # MoE runs are reported, never fitted (as validate --llm's): shown as held out, not as training runs.
+    in_train = [r.value is not None and not r.moe and (train is None or r.group == train) for r in runs]
+    if not any(in_train):
+        where = f"group {train!r} of {path}" if train is not None else str(path)
+        raise InputError(f"{where}: no dense run with a measured value to fit on", param="train")
+    # validate --llm's trained constants, on these runs: the efficiency per stack and die, the memory efficiency
+    # fitted, the NIC utilization held at NCCL's measured share (fitted, it fell to a few percent of line rate).
+    fitted = fit(runs, in_train, "fitted", utilization=NIC_UTILIZATION, memory_efficiency=None, by_stack=True)
     v = Validation(
         runs,
         in_train,
@@ -248,6 +250,29 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
         str(path),
     )
     return fitted, v
+
+
+def fit_warnings(fitted: Fit) -> list[str]:
+    """What a user's fit leaves undetermined: as many constants as training runs or more (each run then fits
+    exactly, nothing is left to judge them by), and a constant at an end of its search range (the runs may want
+    a value past it, or another cause: a typo, a run the model cannot price)."""
+    ends = {"memory efficiency": MEMORY_EFFICIENCIES, "utilization": UTILIZATIONS}
+    out = []
+    # The per-stack efficiencies and the memory efficiency and utilization fitted (a die's pooled efficiency is
+    # fitted again on the same runs: not one more constant).
+    own = [f for f in fitted.fitted if "/" in f or not fitted.by_stack or not f.startswith("efficiency")]
+    if len(own) >= len(fitted.rows):
+        out.append(
+            f"{len(own)} constants from {len(fitted.rows)} training run{'s' * (len(fitted.rows) != 1)}: the fit "
+            "is not determined by them (add runs)"
+        )
+    values = {f"efficiency {g}": e for g, e in fitted.efficiency.items()}
+    values.update({"memory efficiency": fitted.memory_efficiency, "utilization": fitted.utilization})
+    for name in own:
+        grid = ends.get(name, EFFICIENCIES)
+        if np.isclose(values[name], grid[0]) or np.isclose(values[name], grid[-1]):
+            out.append(f"{name} {values[name]:.4g} is at an end of its range ({grid[0]:g} to {grid[-1]:g})")
+    return out
 
 
 def calibrate_table(fitted: Fit, v: Validation) -> str:
@@ -260,6 +285,7 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     spread = np.abs(err[np.asarray(basis, bool)])
     lines = [
         fitted.describe(),
+        *(f"warning: {w}" for w in fit_warnings(fitted)),
         f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
     ]
     out = v.outputs["fitted"]
@@ -296,6 +322,7 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
             "memory_efficiency": fitted.memory_efficiency,
         },
         "fitted": list(fitted.fitted),
+        "warnings": fit_warnings(fitted),
         "trained_on": list(fitted.rows),
         "runs": [
             {

@@ -675,6 +675,8 @@ def _calibration_settings(settings: dict[str, Any]) -> "Settings":
     )
 
 
+# What calibrate reads besides a large-model runs file; any other option the user sets is refused by name.
+RUNS_FILE_OPTIONS = ("measurements", "train", "out", "force", "compile_cache")
 # What calibrate --nccl-tests reads besides its logs; any other option the user sets is refused by name.
 NCCL_TESTS_OPTIONS = (
     "measurements",
@@ -740,15 +742,15 @@ def _calibrate_runs(
     from netsweep_jax.sweep.analysis import llm_validation
     from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 
-    for name, value in others.items():
-        if value:
-            raise InputError("is for data-parallel measurements, not large-model runs", param=name)
     if given(ctx, "fit"):
         raise InputError(
-            "large-model runs fit the matrix efficiency per GPU and the NIC utilization; --fit is "
-            "for data-parallel measurements",
+            "large-model runs fit validate --llm's constants (the matrix efficiency per stack and die, the memory "
+            "efficiency); --fit is for data-parallel measurements",
             param="fit",
         )
+    # A runs file states each run's settings in its columns: any other option is refused, never ignored.
+    for name in sorted(given_options(ctx) - set(RUNS_FILE_OPTIONS)) or [n for n, v in others.items() if v]:
+        raise InputError("is for data-parallel measurements, not large-model runs", param=name)
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
     fitted, v = llm_validation.calibrate_runs(measurements, train)

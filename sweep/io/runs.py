@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
-from netsweep_jax.sweep.model.compute import GPUS, die, refuse_on_volta
+from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die, refuse_on_volta
 from netsweep_jax.sweep.model.llms import LLM, LLMS
 from netsweep_jax.sweep.model.stacks import STACKS, Stack, stack_of
 
@@ -140,6 +140,8 @@ class Run:
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
     mtp_layers: int | None = None  # the multi-token-prediction depths the row states (None: the model's)
     moe_dispatcher: str = ""  # "": not stated (Megatron-Core's default, alltoall)
+    # the defaults reading took where the row is silent (its assumed phrases' first)
+    unstated: tuple[str, ...] = ()
 
     @property
     def moe(self) -> bool:
@@ -251,20 +253,17 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     precision = (cells.get("precision") or "bf16").lower()
     if precision not in LAYOUT_PRECISIONS:
         raise bad(f"precision {precision!r} must be one of {', '.join(LAYOUT_PRECISIONS)}")
-    if precision == "fp8" and GPUS[gpu].fp8 == 0:
-        raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
-    try:  # bf16 and flash attention on a V100: the sweeps' one rule, said for this row
-        refuse_on_volta(gpu, precision=precision, attention=cells.get("attention", "").lower())
-    except InputError as e:
-        raise bad(str(e)) from None
     gpus, tp, pp = (_int(cells, n, path, line, rid) for n in ("gpus", "tp", "pp"))
     cp = _int(cells, "cp", path, line, rid, default=1)
     ep = _int(cells, "ep", path, line, rid, default=1)
     dp = _int(cells, "dp", path, line, rid, default=0, low=1)
     assert gpus is not None and tp is not None and pp is not None and cp is not None and ep is not None
-    # The GPU count, dp and the global batch are held to the sweeps' rules (kernels.layout.STATUS) once every row
-    # is read (_check_layouts): here dp is only derived, for the fill-in rules, where the row leaves it out.
-    dp = dp or max(1, gpus // (tp * pp * cp))
+    # The sweeps' rules (kernels.layout.STATUS) are checked once every row is read (_check_layouts); a dp the row
+    # leaves out is derived here for the fill-in rules, and a GPU count none fits refused (a dp rounded down
+    # blamed the batch)
+    if not dp and gpus % (tp * pp * cp):
+        raise bad(f"gpus {gpus} is not a multiple of tp x pp x cp = {tp * pp * cp}: no dp fits")
+    dp = dp or gpus // (tp * pp * cp)
     global_batch = _int(cells, "global_batch", path, line, rid)
     assert global_batch is not None
     micro = _int(cells, "micro_batch", path, line, rid, default=0) or None
@@ -280,6 +279,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset = stack_of((cells.get("stack") or "").lower(), year)
     except InputError as e:
         raise bad(e.detail) from None
+    _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value)
     moments, mtp_layers, overlap, dispatcher = _recipe(cells, bad, llm, path, line, rid)
     return Run(
         rid,
@@ -315,6 +315,45 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset,
         mtp_layers,
         dispatcher,
+        _unstated(cells, preset, metric, flops),
+    )
+
+
+def _on_its_gpu(
+    bad: Callable[[str], InputError],
+    gpu: str,
+    precision: str,
+    attention: str,
+    metric: str,
+    value: float | None,
+) -> None:
+    """Refuse a row its GPU cannot have run: bf16 or flash attention on a V100, the sweeps' one rule, for the
+    row as filled (its stack's attention where it states none: predicted with flash, grid refused it), and a
+    FLOP rate above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
+    if precision == "fp8" and GPUS[gpu].fp8 == 0:
+        raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
+    try:
+        refuse_on_volta(gpu, precision=precision, attention=attention)
+    except InputError as e:
+        raise bad(str(e)) from None
+    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12  # TFLOP/s, dense
+    if value is not None and METRICS[metric] == "TFLOP/s" and value > peak:
+        raise bad(
+            f"value {value:g} TFLOP/s is above the {gpu}'s dense {precision} peak of {peak:g} TFLOP/s a GPU"
+        )
+
+
+def _unstated(cells: dict[str, str], preset: str, metric: str, flops: str) -> tuple[str, ...]:
+    """What reading took where the row is silent, as its assumed phrases: the precision, the stack of a row
+    stating no stack or year, the FLOP count of a FLOP rate."""
+    return (
+        *(["precision bf16"] if not cells.get("precision") else []),
+        *(
+            [f"stack {preset} (no stack or year stated)"]
+            if not cells.get("stack") and not cells.get("year")
+            else []
+        ),
+        *([f"FLOP count {flops}"] if not cells.get("flops") and metric not in COUNTED_BY else []),
     )
 
 
@@ -443,7 +482,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
     """The run as the model sees it, and what was assumed (one phrase per rule applied): what the row does not
     state, its stack preset's (:data:`sweep.model.stacks.STACKS`, by the row's ``stack`` and ``year``)."""
     stack = STACKS[run.preset or stack_of(run.stack, run.year)]
-    assumed: list[str] = []
+    assumed: list[str] = list(run.unstated)
     micro, chunks = _micro_batches_and_chunks(run, stack, assumed)
     recompute = run.recompute or stack.recompute
     if not run.recompute:
