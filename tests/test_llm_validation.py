@@ -269,7 +269,7 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
         (lambda rows: [{**rows[0], "gpu": "tpu"}], "row SC21-T1-01): gpu 'tpu' is not a preset"),
         (  # the sweeps' rule for a V100 (its row's default precision, bf16)
             lambda rows: [{**rows[0], "gpu": "v100", "precision": ""}],
-            "row SC21-T1-01): precision bf16: the v100 has no bf16 tensor cores",
+            "row SC21-T1-01): precision bf16 (the default: state fp16): the v100 has no bf16 tensor cores",
         ),
         (lambda rows: [{**rows[0], "metric": "samples"}], "metric 'samples' must be one of"),
         (lambda rows: [{**rows[0], "value": "-3"}], "value -3 must be a positive number"),
@@ -314,7 +314,7 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
         # A V100 row filled with its stack's flash attention was predicted; grid refuses it.
         (
             lambda rows: [{**rows[0], "gpu": "v100", "precision": "fp16", "stack": "megatron-core"}],
-            "row SC21-T1-01): attention flash: the v100 cannot run FlashAttention",
+            "row SC21-T1-01): attention flash (stack megatron-core's: state unfused): the v100 cannot run Flash",
         ),
         # The same rules as the sweeps' options (sweep.core.layout_axes.AXES): tp at most 4096.
         (
@@ -379,7 +379,7 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     fitted, v = V.calibrate_runs(edited_runs_file(tmp_path, edit))
     assert "efficiency a100" in fitted.fitted and v.runs[-1].value is None
     table = V.calibrate_table(fitted, v)
-    assert "mine-2048" in table and "predict" in table and "error of training runs (6)" in table
+    assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
     assert np.isfinite(v.outputs["fitted"]["predicted"]).all()
 
 
@@ -412,12 +412,21 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     assert f"{ungrouped}: no run is in the default training group(s) " in r.output and "your runs" in r.output
 
 
-def test_what_a_row_leaves_unstated_is_said_first():
-    """The defaults reading takes (precision, the stack by year, the FLOP count) head the assumed phrases."""
-    (run,) = [r for r in read_runs(DATASET) if r.id == "MB-H100-01"]
-    silent = dataclasses.replace(run, unstated=("precision bf16", "FLOP count megatron"))
-    assert settings(silent)[1][:2] == ["precision bf16", "FLOP count megatron"]
-    assert settings(run)[1][0] != "precision bf16"  # the shipped rows state them
+def test_what_a_row_leaves_unstated_is_said_first(tmp_path):
+    """The defaults reading takes (precision, the stack of a year assumed, the FLOP count) head the assumed
+    phrases: a torchtitan row with no stack was read as Megatron-Core's, in silence."""
+    blank = {"precision": "", "stack": "", "year": "", "flops": ""}
+    family = {**blank, "stack": "megatron", "precision": "bf16", "flops": "megatron"}
+    (silent, megatron) = read_runs(
+        edited_runs_file(tmp_path, lambda rows: [{**rows[0], **blank}, {**rows[1], **family}])
+    )
+    assert settings(silent)[1][:3] == [
+        "precision bf16",
+        "stack megatron-core (no stack or year stated)",
+        "FLOP count megatron",
+    ]
+    assert settings(megatron)[1][0] == "stack megatron-core (megatron, no year stated: 2025's)"
+    assert not any(run.unstated for run in read_runs(DATASET))  # the shipped rows state them
 
 
 def test_a_users_fit_says_what_it_leaves_undetermined():
@@ -434,7 +443,7 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
     out = tmp_path / "fit.json"
     r = invoke("calibrate", runs, "--train", "sc21-t1", "--out", out)
     assert r.exit_code == 0, r.output
-    assert "efficiency megatron-2021/a100" in r.stdout and "error of held-out runs (9)" in r.stdout
+    assert "efficiency megatron-2021/a100" in r.stdout and "error of held-out dense runs (9)" in r.stdout
     fitted = json.loads(out.read_text())
     assert set(fitted["constants"]) == {"efficiency", "utilization", "memory_efficiency"}
     # validate --llm's protocol (it fitted the utilization, to a few percent of line rate, on a user's file)
@@ -799,10 +808,33 @@ def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its
     _, v = validation
     assert ships_the_constants(v)
     assert not ships_the_constants(dataclasses.replace(v, path="mine.csv"))
-    fit = F.Fit("trained", {"megatron-core/h100": 0.7163506620131243, "h100": 0.7163506620131243}, 0.92,
+    fit = F.Fit("trained", {"megatron-core/h100": 0.7163506620131243, "h100": 0.65}, 0.92,
                 ("efficiency megatron-core/h100", "efficiency h100", "memory efficiency"), ("a", "b", "c"),
                 "measured, held", 0.1036562437229973, True)  # fmt: skip
-    assert _flags(fit) == (
-        "`--stack megatron-core --gpu h100 --efficiency 0.7163506620131243`, each with "
-        "`--memory-efficiency 0.1036562437229973` and `--util 0.92`"
+    said = _flags(v, fit)
+    # Each GPU of the runs (an H200 is not told --gpu h100), each stack: its own efficiency, else the die's pooled.
+    assert "`--stack megatron-core --gpu h100 --efficiency 0.7163506620131243`" in said
+    assert (
+        "`--stack fsdp --gpu h100 --efficiency 0.65`" in said
+        and "`--stack fsdp --gpu h200 --efficiency 0.65`" in said
     )
+    assert said.endswith(
+        "each with `--memory-efficiency 0.1036562437229973` and `--util 0.92`, and the run's layout as its row "
+        "states it (a plan searches what it is not given)"
+    )
+
+
+def test_a_blank_runs_spread_is_of_runs_of_its_kind(tmp_path):
+    """A blank dense run was shown with the error of the held-out MoE runs (MoE runs are never trained on)."""
+    keep = {"MB-H100-01", "MB-H100-02", "MB-H100-03", "MB-H100-04"}  # three dense, one MoE
+
+    def edit(rows):
+        mine = [r for r in rows if r["id"] in keep]
+        return mine + [{**mine[0], "id": "blank", "value": ""}]
+
+    fitted, v = V.calibrate_runs(edited_runs_file(tmp_path, edit))
+    table = V.calibrate_table(fitted, v)
+    dense = np.abs(v.errors("fitted")[[t for t in v.train]])
+    blank = next(line for line in table.splitlines() if line.startswith("blank"))
+    assert f"+/-{np.median(dense):.0%} (median), {dense.max():.0%} (worst)" in blank
+    assert "error of training dense runs (3)" in table and "error of held-out MoE runs (1)" in table

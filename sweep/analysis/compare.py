@@ -150,7 +150,7 @@ def compare(
     Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
     checked in).
     """
-    for name in NOT_COMPARED.keys() & axes.keys():
+    for name in NOT_COMPARED.keys() & {k for k, v in axes.items() if v is not None}:  # None: not given
         raise InputError(f"{axes[name]!r}: {NOT_COMPARED[name]}", param=name)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     _check_today(utilization, bucketing)

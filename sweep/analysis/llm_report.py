@@ -430,7 +430,7 @@ def _introduction(v: Validation, command: str) -> list[str]:
             if ships_the_constants(v)
             else "not what `sweep plan` and `sweep grid` use by default (`sweep/data/llm_constants.json`, fitted "
             f"on the shipped file's {', '.join(DEFAULT_TRAIN.split(','))}): to price these runs' layouts as this "
-            f"report does, give them {_flags(v.fits['trained'])}"
+            f"report does, give them {_flags(v, v.fits['trained'])}"
         )
         + "; `in-sample`: fitted on every run, a bound rather than a prediction.",
         "",
@@ -564,18 +564,17 @@ def ships_the_constants(v: Validation) -> bool:
     )
 
 
-def _flags(fit: Fit) -> str:
-    """The options that price a sweep with ``fit``'s constants, per stack and die (``stack/die``) or per die, in
-    full: a sweep reproduces the report's predictions to their digits."""
+def _flags(v: Validation, fit: Fit) -> str:
+    """The options that price a sweep of ``v``'s runs with ``fit``'s constants, in full: per stack and GPU of its
+    runs, the efficiency they take (their stack's on the GPU's die, else the die's pooled), the memory efficiency
+    and the utilization, and the run's layout as its row states it (a plan searches what it is not given)."""
     each = [
-        f"`{'--stack ' + key.split('/')[0] + ' ' if '/' in key else ''}--gpu {key.split('/')[-1]} --efficiency "
-        f"{value!r}`"
-        for key, value in sorted(fit.efficiency.items())
-        if f"efficiency {key}" in fit.fitted and ("/" in key or not fit.by_stack)
+        f"`--stack {stack} --gpu {gpu} --efficiency {efficiency_of(fit.efficiency, stack, die(gpu))!r}`"
+        for stack, gpu in sorted({(r.preset, r.gpu) for r in v.runs})
     ]
     return (
-        f"{', '.join(each) or 'the default efficiency'}, each with `--memory-efficiency {fit.memory_efficiency!r}` "
-        f"and `--util {fit.utilization!r}`"
+        f"{', '.join(each)}, each with `--memory-efficiency {fit.memory_efficiency!r}` and `--util "
+        f"{fit.utilization!r}`, and the run's layout as its row states it (a plan searches what it is not given)"
     )
 
 

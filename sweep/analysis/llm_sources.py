@@ -2,8 +2,8 @@
 constants cannot remove (``sweep validate --llm``'s findings on issue #25's targets). On dense runs with a
 measured value, the NIC utilization held at the protocol's measured value throughout:
 
-- **Rows of one setup in two sources** (:func:`same_setup_pairs`): runs with the same model (layers, hidden
-  size, sequence), GPU, TP, PP and recomputation, from different source groups. They differ in what the model
+- **Rows of one setup in two sources** (:func:`same_setup_pairs`): runs with the same model (its whole
+  architecture, :func:`_architecture`), GPU, TP, PP and recomputation, from different source groups. They differ in what the model
   prices (batch, data parallelism, interleaving), so each pair's
 
       relative = (measured_b / predicted_b) / (measured_a / predicted_a)      (rates; a time metric inverted)
@@ -113,7 +113,7 @@ def same_setup_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
 
 def cross_stack_pairs(runs: Sequence[Run], predicted: np.ndarray) -> list[Pair]:
     """Every pair of dense runs with a measured value on two stacks (Megatron, PyTorch FSDP) with the same model
-    (layers, hidden size, sequence), GPU die and precision, whatever their layouts, as :func:`same_setup_pairs`
+    (its whole architecture), GPU die and precision, whatever their layouts, as :func:`same_setup_pairs`
     gives them."""
     return _pairs(runs, predicted, _model_on_die, lambda r: r.stack)
 

@@ -277,12 +277,10 @@ def fit_warnings(fitted: Fit) -> list[str]:
 
 def calibrate_table(fitted: Fit, v: Validation) -> str:
     """The fitted constants, then every run: measured, predicted, error (training or held out), what it waits on.
-    A run with no measured value is predicted with the error of the held-out runs (or, with none, the
-    training runs) beside it."""
+    A run with no measured value is predicted with the error of the held-out runs of its kind, dense or MoE (or,
+    with none, the training runs) beside it: :func:`_spreads`."""
     err = v.errors("fitted")
-    held = [not t and np.isfinite(e) for t, e in zip(v.train, err)]
-    basis = held if any(held) else [t and np.isfinite(e) for t, e in zip(v.train, err)]
-    spread = np.abs(err[np.asarray(basis, bool)])
+    spreads = _spreads(v, err)
     lines = [
         fitted.describe(),
         *(f"warning: {w}" for w in fit_warnings(fitted)),
@@ -291,7 +289,11 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     out = v.outputs["fitted"]
     for i, r in enumerate(v.runs):
         if r.value is None:
-            what, shown = "predict", f"+/-{np.median(spread):.0%} (median), {spread.max():.0%} (worst)"
+            which, spread = spreads[r.moe]
+            shown = (
+                f"+/-{np.median(spread):.0%} (median), {spread.max():.0%} (worst)" if spread.size else "n/a"
+            )
+            what = "predict"
         else:
             what, shown = v.role(i), f"{err[i]:+7.1%}"
         measured = "-" if r.value is None else f"{r.value:.4g}"
@@ -299,12 +301,25 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
             f"{r.id:<18} {what:<9} {measured:>10} {out['predicted'][i]:>10.4g} {shown}  "
             f"{v.terms('fitted', i)}"
         )
-    n = len(spread)
-    lines.append(
-        f"error of {'held-out' if any(held) else 'training'} runs ({n}): median {np.median(spread):.1%}, "
-        f"worst {spread.max():.1%}"
-    )
+    for moe, (which, spread) in spreads.items():
+        if spread.size and any(r.moe == moe for r in v.runs):
+            lines.append(
+                f"error of {which} {'MoE' if moe else 'dense'} runs ({spread.size}): median {np.median(spread):.1%}, "
+                f"worst {spread.max():.1%}"
+            )
     return "\n".join(lines)
+
+
+def _spreads(v: Validation, err: np.ndarray) -> dict[bool, tuple[str, np.ndarray]]:
+    """Per kind (MoE or not): which runs' absolute errors a blank run of that kind is shown with, and them: the
+    held-out runs of its kind, else the training runs (dense; MoE runs are never trained on)."""
+    out = {}
+    for moe in (False, True):
+        kind = [r.moe == moe and np.isfinite(e) for r, e in zip(v.runs, err)]
+        held = np.array([k and not t for k, t in zip(kind, v.train)], bool)
+        trained = np.array([k and t for k, t in zip(kind, v.train)], bool)
+        out[moe] = ("held-out", np.abs(err[held])) if held.any() else ("training", np.abs(err[trained]))
+    return out
 
 
 def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:

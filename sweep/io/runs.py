@@ -279,7 +279,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset = stack_of((cells.get("stack") or "").lower(), year)
     except InputError as e:
         raise bad(e.detail) from None
-    _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value)
+    _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value, cells, preset)
     moments, mtp_layers, overlap, dispatcher = _recipe(cells, bad, llm, path, line, rid)
     return Run(
         rid,
@@ -326,16 +326,26 @@ def _on_its_gpu(
     attention: str,
     metric: str,
     value: float | None,
+    cells: dict[str, str],
+    preset: str,
 ) -> None:
     """Refuse a row its GPU cannot have run: bf16 or flash attention on a V100, the sweeps' one rule, for the
-    row as filled (its stack's attention where it states none: predicted with flash, grid refused it), and a
-    FLOP rate above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
+    row as filled (its stack's attention where it states none: predicted with flash, grid refused it), said
+    with where the value came from (``cells``: what the row states; ``preset``: its stack's), and a FLOP rate
+    above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
     if precision == "fp8" and GPUS[gpu].fp8 == 0:
         raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
-    try:
-        refuse_on_volta(gpu, precision=precision, attention=attention)
+    try:  # a runs file states a column, not an option: the refusal's '--attention' advice is the column's
+        refuse_on_volta(
+            gpu, precision=precision, whose="" if cells.get("precision") else " (the default: state fp16)"
+        )
+        refuse_on_volta(
+            gpu,
+            attention=attention,
+            whose="" if cells.get("attention") else f" (stack {preset}'s: state unfused)",
+        )
     except InputError as e:
-        raise bad(str(e)) from None
+        raise bad(str(e).split("; give --")[0]) from None
     peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12  # TFLOP/s, dense
     if value is not None and METRICS[metric] == "TFLOP/s" and value > peak:
         raise bad(
@@ -344,15 +354,21 @@ def _on_its_gpu(
 
 
 def _unstated(cells: dict[str, str], preset: str, metric: str, flops: str) -> tuple[str, ...]:
-    """What reading took where the row is silent, as its assumed phrases: the precision, the stack of a row
-    stating no stack or year, the FLOP count of a FLOP rate."""
+    """What reading took where the row is silent, as its assumed phrases: the precision, the stack preset of a
+    row that names none and no year (the year assumed: 2025), the FLOP count of a FLOP rate."""
+    stack, year = cells.get("stack", "").strip().lower(), cells.get("year")
+    # Said where a year is assumed: a preset named, or a year stated (a blank stack is Megatron's, the file's
+    # documented rule), chooses the stack with nothing assumed.
+    why = (
+        ""
+        if stack == preset or year
+        else "(no stack or year stated)"
+        if not stack
+        else f"({stack}, no year stated: 2025's)"
+    )
     return (
         *(["precision bf16"] if not cells.get("precision") else []),
-        *(
-            [f"stack {preset} (no stack or year stated)"]
-            if not cells.get("stack") and not cells.get("year")
-            else []
-        ),
+        *([f"stack {preset} {why}"] if why else []),
         *([f"FLOP count {flops}"] if not cells.get("flops") and metric not in COUNTED_BY else []),
     )
 

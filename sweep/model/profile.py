@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_lines
-from netsweep_jax.sweep.core.values import decimal
+from netsweep_jax.sweep.core.values import decimal, real_scalar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,9 +266,10 @@ def _check_t1(t1: object, path: str | Path) -> float:
         raise InputError(
             f"needed: {path} has no single-GPU iteration time; give it in seconds", param="iteration_time"
         )
-    if isinstance(t1, bool) or not isinstance(t1, (int, float)) or not (MIN_SECONDS <= t1 <= MAX_SECONDS):
+    seconds = real_scalar(t1)  # NumPy's numbers too
+    if seconds is None or not (MIN_SECONDS <= seconds <= MAX_SECONDS):
         raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in [1e-6, 1e4]")
-    return t1
+    return seconds
 
 
 def _number(text, path, line, what, whole=False):
