@@ -522,25 +522,31 @@ def _forced_fallbacks(
     name = collective.split(":", 1)[1]
     if name not in NEEDS:  # a protocol: the ring runs every one
         return ""
-    misses, cases = [], 0
-    for gpu, g, hosts in itertools.product(gpus, values["gpus_per_node"], values["nodes"]):
-        n = g * hosts
-        if n <= 1:  # one GPU: no collective runs
-            continue
+    misses: list[str] = []
+    cases = count = 0
+    for gpu, g, (all_reduce, kind) in itertools.product(gpus, values["gpus_per_node"], kinds):
+        hosts = values["nodes"][values["nodes"] * g > 1]  # one GPU alone: no collective runs
         domain = (fabric.nvlink_domain if fabric is not None else 0.0) or g
-        domains = math.ceil(hosts / max(min(domain, n) / g, 1.0))
-        for all_reduce, kind in kinds:
-            cases += 1
-            fits = runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=domain > 1,
-                        gpus_per_domain=n / domains, domains=domains, collnet=bool(fabric and fabric.collnet))  # fmt: skip
-            if not fits:
-                misses.append(f"{gpu}, {hosts:g} nodes x {g:g} GPUs{kind}")
+        domains = np.ceil(hosts / np.maximum(np.minimum(domain, g * hosts) / g, 1.0))
+        # The rule reads whether a group spans domains and its GPUs a domain: decided once per distinct pair, as a
+        # sweep may hold 10^7 node counts.
+        pairs, where = np.unique(
+            np.stack([domains > 1, g * hosts / domains], axis=1), axis=0, return_inverse=True
+        )
+        ok = np.array([
+            runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=domain > 1, gpus_per_domain=float(per),
+                 domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet))
+            for multi, per in pairs
+        ], bool)  # fmt: skip
+        missed = hosts[~ok[where.ravel()]]
+        cases, count = cases + hosts.size, count + missed.size
+        misses += [f"{gpu}, {h:g} nodes x {g:g} GPUs{kind}" for h in missed[: max(0, 3 - len(misses))]]
     if not misses:
         return ""
     needs = f"(it needs {NEEDS[name]})"
-    if len(misses) == cases:
+    if count == cases:
         return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
-    more = f" and {len(misses) - 3} more" if len(misses) > 3 else ""
+    more = f" and {count - 3} more" if count > 3 else ""
     return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
 
 
