@@ -246,6 +246,7 @@ def test_a_profile_built_in_python_is_checked_as_a_files_is():
         (dict(names=(), grad_bytes=np.array([]), wait=np.array([])), "profile has no tensors"),
         (dict(model="team/run1"), "must be non-empty and have no '/'"),
         (dict(t1=np.float32(1e-9)), "must be a number of seconds in [1e-6, 1e4]"),
+        (dict(t1=10**400), "must be a number of seconds in [1e-6, 1e4]"),  # an OverflowError's traceback
     ):
         with pytest.raises(InputError, match=re.escape(message)):
             sweep.evaluate(dataclasses.replace(p, **change), bandwidth=25, nodes=2)
@@ -259,7 +260,9 @@ def test_numpy_numbers_and_reduced_results_as_the_cli_takes_and_keeps_them():
     assert one.attrs["intra_bandwidth_gbps"] == 600.0
     assert reduced.attrs["assumed"] == one.attrs["assumed"] and "reduced" in reduced.attrs  # it lost them
     assert sweep.compare("resnet50", bandwidth=10, utilization=np.float32(0.3)).rows[0].today > 0
-    assert sweep.compare("resnet50", bandwidth=10, ratio=None, store=None).rows  # None: not given
+    assert sweep.compare(
+        "resnet50", bandwidth=10, ratio=None, store=None, vars=None, dtype=None
+    ).rows  # not given
     p = sweep.load_profile("examples/profile.csv", t1=0.05)
     import dataclasses
 

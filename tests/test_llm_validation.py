@@ -818,9 +818,9 @@ def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its
         "`--stack fsdp --gpu h100 --efficiency 0.65`" in said
         and "`--stack fsdp --gpu h200 --efficiency 0.65`" in said
     )
-    assert said.endswith(
-        "each with `--memory-efficiency 0.1036562437229973` and `--util 0.92`, and the run's layout as its row "
-        "states it (a plan searches what it is not given)"
+    assert (
+        "each with `--memory-efficiency 0.1036562437229973` and `--util 0.92`, and every setting its row"
+        in said
     )
 
 

@@ -114,6 +114,14 @@ NOT_COMPARED = {
 }
 
 
+def _compared(axes: Mapping[str, Any]) -> dict[str, Any]:
+    """``axes`` but the settings compare sets itself (:data:`NOT_COMPARED`), each refused where given (None: not
+    given)."""
+    for name in NOT_COMPARED.keys() & {k for k, v in axes.items() if v is not None}:
+        raise InputError(f"{axes[name]!r}: {NOT_COMPARED[name]}", param=name)
+    return {k: v for k, v in axes.items() if k not in NOT_COMPARED}
+
+
 def compare(
     models: Models = MODELS,
     *,
@@ -150,8 +158,7 @@ def compare(
     Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
     checked in).
     """
-    for name in NOT_COMPARED.keys() & {k for k, v in axes.items() if v is not None}:  # None: not given
-        raise InputError(f"{axes[name]!r}: {NOT_COMPARED[name]}", param=name)
+    axes = _compared(axes)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     _check_today(utilization, bucketing)
     utilization = float(utilization)  # a NumPy number as the coordinate it becomes

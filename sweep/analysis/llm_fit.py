@@ -11,7 +11,7 @@ as :func:`sweep.engine.compiled.fit_layout_runs`), as ``calibrate`` fits the dat
 constant bounded by a sigmoid, the best of several starting points under the model, then Adam steps through
 the layout kernel, keeping the constants of the lowest loss. Either shared constant can be held at a value
 instead (``sweep validate --llm`` holds the utilization at the measured :data:`NIC_UTILIZATION` and fits the
-memory efficiency, and so does ``calibrate`` of a runs file, per stack and die). The
+memory efficiency, the efficiency per stack and die; so does ``calibrate`` of a runs file). The
 starting points are a coarse grid's best: for each value of the shared constant fitted (:data:`UTILIZATIONS`
 or :data:`MEMORY_EFFICIENCIES`), each die's best efficiency of :data:`EFFICIENCIES`. A constant no training run
 depends on keeps its documented default (efficiency 0.6, utilization 1, memory efficiency 1).

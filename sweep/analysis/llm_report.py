@@ -574,7 +574,9 @@ def _flags(v: Validation, fit: Fit) -> str:
     ]
     return (
         f"{', '.join(each)}, each with `--memory-efficiency {fit.memory_efficiency!r}` and `--util "
-        f"{fit.utilization!r}`, and the run's layout as its row states it (a plan searches what it is not given)"
+        f"{fit.utilization!r}`, and every setting its row states (layout, precision, ZeRO, recompute, offload, ...; "
+        "a plan searches what it is not given), the metric in grid's FLOP count (compare `iteration_time` where "
+        "the row states another)"
     )
 
 

@@ -237,8 +237,13 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
     # MoE runs are reported, never fitted (as validate --llm's): shown as held out, not as training runs.
     in_train = [r.value is not None and not r.moe and (train is None or r.group == train) for r in runs]
     if not any(in_train):
-        where = f"group {train!r} of {path}" if train is not None else str(path)
-        raise InputError(f"{where}: no dense run with a measured value to fit on", param="train")
+        if train is None:
+            raise InputError(
+                f"{path}: no dense run with a measured value to fit on (MoE runs are never fitted)"
+            )
+        raise InputError(
+            f"group {train!r} of {path}: no dense run with a measured value to fit on", param="train"
+        )
     # validate --llm's trained constants, on these runs: the efficiency per stack and die, the memory efficiency
     # fitted, the NIC utilization held at NCCL's measured share (fitted, it fell to a few percent of line rate).
     fitted = fit(runs, in_train, "fitted", utilization=NIC_UTILIZATION, memory_efficiency=None, by_stack=True)

@@ -593,7 +593,7 @@ def calibrate(
 ):
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
     large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits validate --llm's constants
-    instead (matrix efficiency per stack and GPU, memory efficiency); --train then names a group of its runs. For NCCL's own
+    instead (matrix efficiency per stack and GPU die, one memory efficiency); --train then names a group of its runs. For NCCL's own
     collective (grid and plan --collective nccl), --nccl-tests fits a fabric file to logs of NCCL's tests."""
     from netsweep_jax.sweep.analysis.calibrate import calibrate_file
     from netsweep_jax.sweep.analysis.calibration_report import report_text

@@ -145,7 +145,10 @@ def real_scalar(value: object) -> float | None:
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer past a float's range (JSON allows any digits): beyond every bound
+        return math.inf if int(value) > 0 else -math.inf  # type: ignore[arg-type]  # an int here
 
 
 def flat_values(value: object, param: str, rule: str) -> list[float]:
