@@ -154,6 +154,7 @@ def test_profiles_round_trip(tmp_path):
         (lambda: sweep.builtin_profile("alexnet"), "model"),
         # compare prices real compressors at their own bytes: an ideal ratio on top gave times below T1
         (lambda: sweep.compare("resnet50", bandwidth=10, ratio=[1, 10]), "ratio"),
+        (lambda: sweep.compare("resnet50", bandwidth=10, speed=3), "of compare()"),  # it named evaluate()
         # need's answer is computed whole: reduce and store were checked, then dropped
         (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", reduce="max:nodes"), "reduce"),
         (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", store="float16"), "store"),

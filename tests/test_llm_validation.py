@@ -301,6 +301,16 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
             lambda rows: [r | {"moe_dispatcher": "deepep"} for r in rows if r["id"] == "MB-H100-07"],
             "row MB-H100-07): moe_dispatcher 'deepep' must be alltoall or flex, or empty (alltoall)",
         ),
+        # An empty id was named "line N"; more layers offloaded than the model has were clamped, in silence.
+        (lambda rows: [{**rows[0], "id": ""}], "runs.csv:2: id is empty; each run needs its own"),
+        (
+            lambda rows: [{**rows[0], "offload_layers": "25"}],
+            "row SC21-T1-01): offload_layers 25 is more than the model's 24 layers",
+        ),
+        (
+            lambda rows: [{("ID" if k == "id" else k): v for k, v in rows[0].items()}],
+            "missing column(s) id (ID: a column's name is in lower case)",
+        ),
         # A GPU count no data-parallel degree fits: it was blamed on the batch, with a dp rounded down.
         (
             lambda rows: [{**rows[1], "gpus": "63", "dp": ""}],

@@ -32,6 +32,7 @@ from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 from netsweep_jax.sweep.analysis.need import SOLVED, solve
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.keywords import accepted_keywords
 from netsweep_jax.sweep.core.schema import COMPARE, assumed_line
 from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.engine.evaluate import evaluate
@@ -103,6 +104,7 @@ class Row:
         return "fix the transport" if self.fixed < best else f"compress ({self.best})"
 
 
+EVALUATE_KEYWORDS = frozenset(accepted_keywords(evaluate))  # what compare's **axes may name
 # evaluate's settings compare sets itself: given, each is refused with why.
 NOT_COMPARED = {
     "ratio": "compare prices each real compressor at its own bytes and time to accuracy against the uncompressed "
@@ -119,6 +121,11 @@ def _compared(axes: Mapping[str, Any]) -> dict[str, Any]:
     given)."""
     for name in NOT_COMPARED.keys() & {k for k, v in axes.items() if v is not None}:
         raise InputError(f"{axes[name]!r}: {NOT_COMPARED[name]}", param=name)
+    unknown = sorted(set(axes) - EVALUATE_KEYWORDS - NOT_COMPARED.keys())
+    if unknown:  # named as compare's: evaluate's own refusal named evaluate()
+        raise InputError(
+            f"unknown keyword {unknown[0]!r} of compare(); it takes evaluate's axes and settings"
+        )
     return {k: v for k, v in axes.items() if k not in NOT_COMPARED}
 
 

@@ -487,10 +487,15 @@ def _errors(v: Validation) -> list[str]:
     n, med, mx = v.summary("trained", held_dense)
     met = med <= TARGET_MEDIAN and mx <= TARGET_MAX
     over = sum(1 for e, h in zip(np.abs(v.errors("trained")), held_dense) if h and e > TARGET_MAX)
+    verdict = (
+        f"median {pct(med)}, worst {pct(mx)}, {over} of {n} rows over 20%: the targets are "
+        f"{'met' if met else 'not met'}."
+        if n
+        else "no row (every dense run with a measured value trains): the targets are not judged."
+    )
     lines += [
         "",
-        f"Held out and dense, trained: median {pct(med)}, worst {pct(mx)}, {over} of {n} rows over 20%: "
-        f"the targets are {'met' if met else 'not met'}.",
+        f"Held out and dense, trained: {verdict}",
         "",
         memory_line(v),
         "",

@@ -189,7 +189,9 @@ def read_runs(path: str | Path) -> list[Run]:
     if "preset" not in header and any(c not in header for c in SHAPE):
         missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
     if missing:
-        raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}")
+        cased = [c for c in header if c not in COLUMNS and c.lower() in COLUMNS]
+        hint = f" ({', '.join(cased)}: a column's name is in lower case)" if cased else ""
+        raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}{hint}")
     for column in header:
         if column not in COLUMNS:
             close = difflib.get_close_matches(column, COLUMNS, n=1)
@@ -240,8 +242,15 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
             )
 
 
+def _run_id(cells: dict[str, str], path: Path, line: int) -> str:
+    """A row's id, refused where empty: a report's rows and a fit's runs are named by it."""
+    if not cells["id"]:
+        raise InputError(f"{where(path, line)}: id is empty; each run needs its own")
+    return cells["id"]
+
+
 def _run(cells: dict[str, str], path: Path, line: int) -> Run:
-    rid = cells["id"] or f"line {line}"
+    rid = _run_id(cells, path, line)
 
     def bad(rule: str) -> InputError:
         return InputError(f"{where(path, line)} (row {rid}): {rule}")
@@ -280,7 +289,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     except InputError as e:
         raise bad(e.detail) from None
     _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value, cells, preset)
-    moments, mtp_layers, overlap, dispatcher = _recipe(cells, bad, llm, path, line, rid)
+    moments, mtp_layers, overlap, dispatcher, offload = _recipe(cells, bad, llm, path, line, rid)
     return Run(
         rid,
         line,
@@ -307,7 +316,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         metric,
         value,
         cells.get("source", ""),
-        _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0,
+        offload,
         STACKS[preset].family,
         moments,
         overlap,
@@ -473,8 +482,9 @@ def _metric(
 
 def _recipe(
     cells: dict[str, str], bad: Callable[[str], InputError], llm: LLM, path: Path, line: int, rid: str
-) -> tuple[int | None, int | None, str, str]:
-    """The recipe's columns a stack fills where empty: Adam moments' bytes, MTP layers, overlap, dispatcher."""
+) -> tuple[int | None, int | None, str, str, int]:
+    """The recipe's columns a stack fills where empty: Adam moments' bytes, MTP layers, overlap, dispatcher; and
+    the layers offloaded to the CPU (at most the model's: more were clamped, in silence)."""
     # Held to its axis's choices (4, 2 or 1) by _int; empty: the stack's recipe's, else 4.
     moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
     mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
@@ -491,7 +501,10 @@ def _recipe(
         )
     if dispatcher and not llm.experts:
         raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
-    return moments, mtp_layers, overlap, dispatcher
+    offload = _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0
+    if offload > llm.layers:
+        raise bad(f"offload_layers {offload} is more than the model's {llm.layers} layers")
+    return moments, mtp_layers, overlap, dispatcher, offload
 
 
 def settings(run: Run) -> tuple[LayoutRow, list[str]]:
