@@ -167,8 +167,7 @@ def compare(
     """
     axes = _compared(axes)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
-    _check_today(utilization, bucketing)
-    utilization = float(utilization)  # a NumPy number as the coordinate it becomes
+    utilization = _check_today(utilization, bucketing)
     chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
@@ -521,9 +520,10 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _check_today(utilization: object, bucketing: object) -> None:
-    """Refuse a today compare cannot weigh: a utilization outside [0.0001, 1) (1 is the transport fixed), or
-    FSDP's schedule, which no compressor is modelled on (said as the option given, not the compressors)."""
+def _check_today(utilization: object, bucketing: object) -> float:
+    """Today's utilization as a float (a NumPy number as the coordinate it becomes); refused where compare cannot
+    weigh it: outside [0.0001, 1) (1 is the transport fixed), or FSDP's schedule, which no compressor is
+    modelled on (said as the option given, not the compressors)."""
     today = real_scalar(utilization)  # NumPy's numbers too
     if today is None or not 1e-4 <= today < 1:
         why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
@@ -535,6 +535,7 @@ def _check_today(utilization: object, bucketing: object) -> None:
             "fsdp: compare weighs compressors, modelled for all-reduce schedules only (horovod, ddp)",
             param="bucketing",
         )
+    return today
 
 
 def _verdict(ok: bool) -> str:

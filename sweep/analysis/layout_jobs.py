@@ -325,15 +325,13 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
 def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Say) -> Path:
     """The cube a layout command writes (default ``results/PREFIXMODEL-TIMESTAMP.h5``), checked before any
     work; then the one line on what was assumed."""
-    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, writable_directory
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     target = (
         out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
     )
-    check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
-    # the missing folders (the default results/) made once it is checked
-    writable_directory(target, create=True)
+    check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)  # its folders are made by the caller's checks
     if grid.assumed:
         say(f"assumed: {assumed_line(grid.assumed)}")
     return target
@@ -411,7 +409,7 @@ def write_plan(
         return plan_share(grid, out, keep=keep, share=share, force=force, command=command, say=say,
                           stitch_timeout=stitch_timeout)  # fmt: skip
     # the folders made for this plan (the default results/) are not left empty by a refusal or an interrupt
-    with all_or_nothing((out or Path("results", "plan.h5")).parent):
+    with all_or_nothing(out.parent if out is not None else Path("results")):
         target = layout_target(grid, out, force, "plan-", say)
         # the sweeps' rules for OUT.partial
         check_output(target, force=force, resume=resume, default=out is None)

@@ -617,14 +617,7 @@ def calibrate(
         )
     (measured,) = measurements
     if is_runs_file(measured):
-        return _calibrate_runs(
-            ctx,
-            measured,
-            train,
-            out,
-            force,
-            dict(profile=profile, iteration_time=iteration_time, per=per, bounds=bounds),
-        )
+        return _calibrate_runs(ctx, measured, train, out, force)
 
     setup = _calibration_settings(settings)
     result = calibrate_file(
@@ -734,7 +727,6 @@ def _calibrate_runs(
     train: str | None,
     out: Path | None,
     force: bool,
-    others: dict[str, Any],
 ) -> None:
     """``sweep calibrate`` of large-model runs: fit, predict every run, print, and write JSON."""
     import json
@@ -749,7 +741,7 @@ def _calibrate_runs(
             param="fit",
         )
     # A runs file states each run's settings in its columns: any other option is refused, never ignored.
-    for name in sorted(given_options(ctx) - set(RUNS_FILE_OPTIONS)) or [n for n, v in others.items() if v]:
+    for name in sorted(given_options(ctx) - set(RUNS_FILE_OPTIONS)):
         raise InputError("is for data-parallel measurements, not large-model runs", param=name)
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))

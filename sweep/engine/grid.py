@@ -74,7 +74,7 @@ from netsweep_jax.sweep.model.fabrics import (
     sweep_fabric,
 )
 from netsweep_jax.sweep.model.nccl_fabric import ARCH
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS, runs
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -519,26 +519,21 @@ def _forced_fallbacks(
     prices NCCL's own choice there, :mod:`sweep.model.nccl_forcing`): the phrase saying so ('' where it runs on
     every GPU, node count and GPUs a node, or forces a protocol). The workers' NVLink domain is the fabric's,
     else each host's; ``kinds``: the collectives it runs (:func:`_nccl_kinds`)."""
-    name = collective.split(":", 1)[1]
-    if name not in NEEDS:  # a protocol: the ring runs every one
+    name = forced_algorithm(collective)
+    if name is None:  # a protocol: the ring runs every one
         return ""
+    domain = fabric.nvlink_domain if fabric is not None else 0.0
+    groups = {g: _domains(values["nodes"], g, domain or g) for g in values["gpus_per_node"]}
     misses: list[str] = []
     cases = count = 0
     for gpu, g, (all_reduce, kind) in itertools.product(gpus, values["gpus_per_node"], kinds):
-        hosts = values["nodes"][values["nodes"] * g > 1]  # one GPU alone: no collective runs
-        domain = (fabric.nvlink_domain if fabric is not None else 0.0) or g
-        domains = np.ceil(hosts / np.maximum(np.minimum(domain, g * hosts) / g, 1.0))
-        # The rule reads whether a group spans domains and its GPUs a domain: decided once per distinct pair, as a
-        # sweep may hold 10^7 node counts.
-        pairs, where = np.unique(
-            np.stack([domains > 1, g * hosts / domains], axis=1), axis=0, return_inverse=True
-        )
+        hosts, pairs, where = groups[g]
         ok = np.array([
-            runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=domain > 1, gpus_per_domain=float(per),
-                 domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet))
+            runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=(domain or g) > 1,
+                 gpus_per_domain=float(per), domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet))
             for multi, per in pairs
         ], bool)  # fmt: skip
-        missed = hosts[~ok[where.ravel()]]
+        missed = hosts[~ok[where]]
         cases, count = cases + hosts.size, count + missed.size
         misses += [f"{gpu}, {h:g} nodes x {g:g} GPUs{kind}" for h in missed[: max(0, 3 - len(misses))]]
     if not misses:
@@ -548,6 +543,18 @@ def _forced_fallbacks(
         return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
     more = f" and {count - 3} more" if count > 3 else ""
     return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
+
+
+def _domains(nodes: np.ndarray, g: float, domain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The node counts of ``g`` GPUs a host that run a collective (not one GPU alone), the distinct (spans several
+    NVLink domains of ``domain`` GPUs, GPUs a domain) pairs among them (what NCCL's rules read: decided once per
+    pair, as a sweep may hold 10^7 node counts), and each count's pair."""
+    hosts = nodes[nodes * g > 1]
+    domains = np.ceil(hosts / np.maximum(np.minimum(domain, g * hosts) / g, 1.0))
+    pairs, where = np.unique(
+        np.stack([domains > 1, g * hosts / domains], axis=1), axis=0, return_inverse=True
+    )
+    return hosts, pairs, where.ravel()
 
 
 def _compressors(

@@ -54,7 +54,7 @@ from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads (the imbalance axis, and each setting declared moe): refused on
@@ -422,7 +422,8 @@ class _Network:
 def _forced_phrase(collective: str) -> str:
     """What a layout sweep says of ``collective``, ``nccl:ALGO``: the groups NCCL cannot run it on keep NCCL's own
     choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces."""
-    name = collective[5:]
+    name = forced_algorithm(collective)
+    assert name is not None, "a forcing of an algorithm"
     if name == "ring":
         return f"{collective} on every group, NCCL's own choice on every all-to-all and send"
     return (
@@ -451,7 +452,7 @@ def _network(
         given["utilization"] = "1"
     defaulted = collective is None and mode == "flat" and collectives is None
     said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
-    forced = tuple(c for c in names if c.startswith("nccl:") and c[5:] in NEEDS)  # nccl:PROTO runs everywhere
+    forced = tuple(c for c in names if forced_algorithm(c))
     return _Network(mode, fabric, implied, full_rate, defaulted, said, forced), names
 
 

@@ -301,7 +301,6 @@ class ReducedRun:
 
         outside = math.prod(self.blocking.sizes[d] for d in self.r.dims if d not in self.inside)
         coords = self.grid.coords()
-        full = coordinates(self.grid)  # each dim's attributes: an argmax's label is in its dim's units
         data = {}
         for v, acc in self.acc.items():
             value = acc.value / outside if acc.kind == "mean" else acc.value
@@ -320,7 +319,7 @@ class ReducedRun:
                     self.r.kept,
                     _labels(coords[d], acc.index[d], nowhere),
                     {
-                        **({"units": full[d].attrs["units"]} if "units" in full[d].attrs else {}),
+                        "units": self.grid.family.coordinate_attrs(d)["units"],  # its dim's units
                         "long_name": f"{d} where {v} reaches its {self.r.kind} over {', '.join(self.r.dims)}"
                         + (" (NaN or empty where no layout of the cell can exist)" if nowhere.any() else ""),
                     },

@@ -318,12 +318,13 @@ def _write_profiles(f: h5py.File, grid: Grid) -> None:
 
 def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
+    expected = (FORMAT, grid.fingerprint())
     try:
         f = h5py.File(path, "r+")
         # Whose it is first (a --reduce checkpoint or another family's cube holds other objects), then every
         # object a sweep needs: damaged metadata shows here, not halfway through.
         made = (f.attrs.get("format"), f.attrs.get("grid_fingerprint"))
-        if made == (FORMAT, grid.fingerprint()):
+        if made == expected:
             shapes = {name: f[name].shape for name in grid.variables}
             progress = (f["progress/blocks_done"].shape, f["progress/block_checksum"].shape)
     except HDF5_ERRORS as e:
@@ -338,7 +339,7 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
             f"{path}: HDF5 cannot read it ({reason(e)}); it cannot be resumed, rerun with --force",
             param="resume",
         ) from None
-    if made != (FORMAT, grid.fingerprint()):
+    if made != expected:
         f.close()
         raise InputError(
             f"{path}: made for another grid, profile or --reduce; rerun with the same options, or --force",

@@ -451,11 +451,12 @@ class Shared(Protocol):
 
 
 def refused_as_process_0_would(out: Path, *, force: bool) -> None:
-    """Process 0's refusals of the cube ``out``, checked read-only by another process before its share (OUT a
-    directory, OUT or its OUT.partial there without ``--force``): none computes a share process 0 will not
-    merge, and none leaves its shard behind."""
+    """Process 0's refusals of the cube ``out``, checked by another process before its share (OUT a directory,
+    OUT or its OUT.partial there without ``--force``), which writes nothing but the folders missing from OUT's
+    path (its shard goes there): none computes a share process 0 will not merge, and none leaves its shard
+    behind."""
     regular_or_absent(out)
-    writable_directory(out, create=True)  # as process 0 makes the missing folders
+    writable_directory(out, create=True)  # as process 0 makes them: a shard is written there, maybe first
     if (out.exists() or partial_path(out).exists()) and not force:
         raise InputError(f"{out}: exists, or its OUT.partial does; pass --force to start over", param="out")
 

@@ -30,6 +30,7 @@ from typing import Any
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
@@ -127,10 +128,10 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if name not in constants:
             raise InputError(f"{path}: {key} missing")
         v = constants[name]
-        if type(v) not in (int, float):
+        number = real_scalar(v)  # an integer past a float's range: infinite (JSON allows any digits)
+        if number is None:
             raise InputError(f"{path}: {key} {json.dumps(v)} must be a number")
         low, high, open_low, rule = RULES[name]
-        number = _float(v)
         if not math.isfinite(number) or number < low or number > high or (open_low and number == low):
             raise InputError(f"{path}: {key} {_shown(v)} must be {rule}")
         values[name] = number
@@ -158,19 +159,12 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not spec.allows(_float(v)):
+        number = real_scalar(v)
+        if number is None or not spec.allows(number):
             unit = f" ({spec.units})" if spec.units != "1" else ""
             raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
-        out[key] = float(v)
+        out[key] = number
     return out
-
-
-def _float(v: int | float) -> float:
-    """A JSON number as a float: an integer past a float's range (JSON allows any digits) is infinite."""
-    try:
-        return float(v)
-    except OverflowError:
-        return math.inf
 
 
 def _shown(v: Any) -> str:

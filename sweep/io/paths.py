@@ -213,10 +213,8 @@ def report_directory(
 ) -> Path:
     """A directory for a report, checked (:func:`check_report_directory`), then created if absent."""
     out_dir = check_report_directory(out_dir, names, force=force, param=param)
-    try:  # a directory the checks could not foresee refusing (/proc as root: writable, yet nothing is made)
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WriteFailed(f"{out_dir}: cannot be made ({e.strerror or e})") from None
+    # a directory the checks could not foresee refusing (/proc as root: writable, yet nothing is made) is a fault
+    make_folders(out_dir)
     writable_directory(out_dir / "REPORT.md", param)
     return out_dir
 

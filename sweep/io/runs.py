@@ -344,7 +344,7 @@ def _on_its_gpu(
     above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
     if precision == "fp8" and GPUS[gpu].fp8 == 0:
         raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
-    try:  # a runs file states a column, not an option: the refusal's '--attention' advice is the column's
+    try:  # a runs file states a column, not an option: no '--attention' advice
         refuse_on_volta(
             gpu, precision=precision, whose="" if cells.get("precision") else " (the default: state fp16)"
         )
@@ -352,9 +352,10 @@ def _on_its_gpu(
             gpu,
             attention=attention,
             whose="" if cells.get("attention") else f" (stack {preset}'s: state unfused)",
+            advice="",
         )
     except InputError as e:
-        raise bad(str(e).split("; give --")[0]) from None
+        raise bad(str(e)) from None
     peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12  # TFLOP/s, dense
     if value is not None and METRICS[metric] == "TFLOP/s" and value > peak:
         raise bad(

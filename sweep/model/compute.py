@@ -406,10 +406,18 @@ def volta(gpu: str) -> bool:
     return die(gpu) in NO_BF16_OR_FLASH
 
 
-def refuse_on_volta(gpu: str, *, precision: str = "", attention: str = "", whose: str = "") -> None:
+def refuse_on_volta(
+    gpu: str,
+    *,
+    precision: str = "",
+    attention: str = "",
+    whose: str = "",
+    advice: str = "; give --attention unfused",
+) -> None:
     """Refuse bf16 (``precision``) or flash attention (``attention``) on a Volta ``gpu``, the one rule of both
     families and of a runs file; ``whose``: where the value came from where the user did not type it (" (the
-    default ...)", " (stack S's)"), said after it."""
+    default ...)", " (stack S's)"), said after it; ``advice``: what to do about flash (a runs file's is its
+    column's, in ``whose``)."""
     if not volta(gpu):
         return
     if precision == "bf16":
@@ -418,8 +426,7 @@ def refuse_on_volta(gpu: str, *, precision: str = "", attention: str = "", whose
         )
     if attention == "flash":
         raise InputError(
-            f"flash{whose}: the {gpu} cannot run FlashAttention (Turing and newer; FlashAttention-2 Ampere); "
-            "give --attention unfused",
+            f"flash{whose}: the {gpu} cannot run FlashAttention (Turing and newer; FlashAttention-2 Ampere){advice}",
             param="attention",
         )
 
@@ -441,6 +448,11 @@ SIBLINGS = {
 NOT_THE_PRESETS = ("pcie", "nvl")  # the PCIe cards: other clocks and links than any preset's
 
 
+def name_words(device: str) -> list[str]:
+    """A device's name as its lower-case words (``NVIDIA H100-PCIe (80GB)``: nvidia, h100, pcie, 80gb)."""
+    return re.split(r"[\s\-_/,()]+", device.strip().lower())
+
+
 def gpu_named(device: str, any_card: bool = False) -> str | None:
     """The GPU preset (a key of :data:`GPUS`) a device name stands for: a preset's key or name, any case, or the
     name CUDA reports for one of their chips (what ``profile measure`` records); None for another device (a PCIe
@@ -450,7 +462,7 @@ def gpu_named(device: str, any_card: bool = False) -> str | None:
     for key, gpu in GPUS.items():
         if text in (key, gpu.name.lower()):
             return key
-    words = re.split(r"[\s\-_/,()]+", text)
+    words = name_words(text)
     chip = next((w for w in words if w in CHIP_WORDS), None)
     if chip is None or (not any_card and any(w in NOT_THE_PRESETS for w in words)):
         return None

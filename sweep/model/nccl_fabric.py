@@ -37,7 +37,7 @@ import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
-from netsweep_jax.sweep.model.compute import GPUS, die
+from netsweep_jax.sweep.model.compute import GPUS, die, name_words
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
@@ -187,7 +187,7 @@ def fabric_of(
     if match is None:
         known = ", ".join(sorted({e[0] for e in GPU_NAMES}))
         return Unrepresented(f"GPU {gpu!r} has no preset (known: {known})")
-    words = re.split(r"[\s\-_/,()]+", low)
+    words = name_words(gpu)
     if "pcie" in words or ("nvl" in words and match[1] in NVL_CARDS):
         # An H100 PCIe (or NVL: two cards bridged) has no NVSwitch: priced as the SXM system, NVLS and all, it
         # came out 6.5x its measured busbw.

@@ -32,6 +32,13 @@ NEEDS = {
 """What each algorithm needs to run, in words (the module docstring's rules)."""
 
 
+def forced_algorithm(collective: str) -> str | None:
+    """The algorithm ``collective`` forces (``nccl:ALGO``: a name of :data:`NEEDS`), else None (NCCL's own choice,
+    a forced protocol, which the ring runs every one of, or a flat collective)."""
+    name = collective[5:] if collective.startswith("nccl:") else ""
+    return name if name in NEEDS else None
+
+
 def runs(
     algorithm: str,
     *,

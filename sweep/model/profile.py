@@ -103,32 +103,25 @@ class Profile:
         if t1 == self.t1:
             return self
         scale = t1 / self.t1
-        return make_profile(
-            self.model,
-            self.names,
-            self.grad_bytes,
-            self.wait * scale,
-            t1,
-            where,
-            device=self.device,
-            batch_size=self.batch_size,
-            dtype=self.dtype,
+        return dataclasses.replace(
+            self,
+            wait=self.wait * scale,
+            t1=t1,
             source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
             forward=None if self.forward is None else self.forward * scale,
-            unit=self.unit,
-            shape=self.shape,
-        )
+        ).checked(where)
 
-    def checked(self) -> "Profile":
-        """This profile, refused (:class:`InputError`) where it breaks :func:`make_profile`'s rules: one built or
-        changed in Python (``dataclasses.replace``) as a file's would be."""
+    def checked(self, where: str | None = None) -> "Profile":
+        """This profile, refused (:class:`InputError`, naming ``where``, default the profile) where it breaks
+        :func:`make_profile`'s rules: one built or changed in Python (``dataclasses.replace``) as a file's would
+        be."""
         return make_profile(
             self.model,
             self.names,
             self.grad_bytes,
             self.wait,
             self.t1,
-            f"profile {self.model!r}",
+            where or f"profile {self.model!r}",
             device=self.device,
             batch_size=self.batch_size,
             dtype=self.dtype,
