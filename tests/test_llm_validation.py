@@ -834,17 +834,14 @@ def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its
     )
 
 
-def test_a_blank_runs_spread_is_of_runs_of_its_kind(tmp_path):
+def test_a_blank_runs_spread_is_of_runs_of_its_kind(validation):
     """A blank dense run was shown with the error of the held-out MoE runs (MoE runs are never trained on)."""
-    keep = {"MB-H100-01", "MB-H100-02", "MB-H100-03", "MB-H100-04"}  # three dense, one MoE
-
-    def edit(rows):
-        mine = [r for r in rows if r["id"] in keep]
-        return mine + [{**mine[0], "id": "blank", "value": ""}]
-
-    fitted, v = V.calibrate_runs(edited_runs_file(tmp_path, edit))
-    table = V.calibrate_table(fitted, v)
-    dense = np.abs(v.errors("fitted")[[t for t in v.train]])
-    blank = next(line for line in table.splitlines() if line.startswith("blank"))
-    assert f"+/-{np.median(dense):.0%} (median), {dense.max():.0%} (worst)" in blank
-    assert "error of training dense runs (3)" in table and "error of held-out MoE runs (1)" in table
+    _, v = validation
+    err = v.errors("trained")
+    spreads = V._spreads(v, err)
+    for moe in (False, True):
+        held = [r.moe == moe and not t and np.isfinite(e) for r, t, e in zip(v.runs, v.train, err)]
+        assert spreads[moe][0] == "held-out" and np.array_equal(spreads[moe][1], np.abs(err[np.array(held)]))
+    assert 0 < spreads[True][1].size < len(v.runs) and spreads[False][1].size == sum(
+        not r.moe and not t for r, t in zip(v.runs, v.train)
+    )
