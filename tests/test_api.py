@@ -277,7 +277,10 @@ def test_the_apis_values_as_its_docstrings_say():
 
     assert sweep.builtin_profile("ResNet50").model == "resnet50"  # any case, as evaluate takes it
     assert sweep.evaluate("resnet50", bandwidth=None, nodes=2).sizes["bandwidth"] == 5  # None: the default
-    assert sweep.evaluate_layouts("llama3-8b", gpus=8, global_batch=8, bandwidth=None).sizes["bandwidth"] == 1
+    from netsweep_jax.sweep.large_models import _grid  # evaluate_layouts' grid, not computed
+
+    given, none = ({"gpus": 8, "global_batch": 8, **more} for more in ({}, {"bandwidth": None}))
+    assert _grid("llama3-8b", None, none, search=False) == _grid("llama3-8b", None, given, search=False)
     batches = sweep.evaluate("gpt2-xl", bandwidth=25, nodes=2, batch=np.array([4, 8])).model.values
     assert [str(b).rsplit("-", 1)[1] for b in batches] == ["b4", "b8"]
     with pytest.raises(InputError, match="batch True"):  # it was batch 1
