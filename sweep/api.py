@@ -135,7 +135,7 @@ def calibrate(
       fit: what to fit, a comma list or sequence of ``utilization``, ``latency``, ``overhead``,
         ``slowdown``, ``jitter``.
       model: built-in profile name(s) for rows without a ``model`` column: the paper's CNNs or
-        transformers (``gpu``, ``precision``, ``batch``, ``seq_len``: their workload, one value each).
+        transformers (``gpu``, ``precision``, ``batch``, ``seq_len``: their workload, values a profile each).
       profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the
         format has none.
       per: parameter -> label column: one value per value of that column (``{"jitter": "framework"}``).

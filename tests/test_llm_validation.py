@@ -234,6 +234,15 @@ def test_the_chunks_column_takes_a_schedule_as_the_sweeps_spell_it(tmp_path):
         assert settings(run)[0].chunks == chunks, text
 
 
+def test_a_rows_metric_and_flop_count_are_read_in_any_case(tmp_path):
+    """'tflops_per_gpu' was refused, where a preset, GPU or stack is read in any case."""
+    path = edited_runs_file(
+        tmp_path, lambda rows: [{**rows[0], "metric": "tflops_per_GPU", "flops": "SC21-Eq3"}]
+    )
+    (run,) = read_runs(path)
+    assert (run.metric, run.flops) == ("TFLOPs_per_GPU", "sc21-eq3")
+
+
 def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
     # MB-H100-07 (DeepSeek-V3, TP 2, EP 64) states none: the recipes' expert_tensor_parallel_size 1, said.
     (run,) = [r for r in read_runs(DATASET) if r.id == "MB-H100-07"]
@@ -390,7 +399,7 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
     assert "efficiency a100" in fitted.fitted and v.runs[-1].value is None
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
-    assert np.isfinite(v.outputs["fitted"]["predicted"]).all()
+    assert np.isfinite(v.outputs["fitted"]["predicted"]).all() and "not fit" not in table  # every run fits
 
 
 def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
@@ -845,3 +854,22 @@ def test_a_blank_runs_spread_is_of_runs_of_its_kind(validation):
     assert 0 < spreads[True][1].size < len(v.runs) and spreads[False][1].size == sum(
         not r.moe and not t for r, t in zip(v.runs, v.train)
     )
+
+
+def test_the_memory_line_names_runs_that_ran_unfit_apart_from_rows_to_predict(validation):
+    """calibrate said nothing of a user's run the memory model cannot fit; and the report called a run 491 GB short
+    'the tightest, leaves -491.1 GB'."""
+    _, v = validation
+    out = v.outputs["trained"]
+    fits, free = np.array(out["fits"]).copy(), np.array(out["memory_free_gb"], float).copy()
+    fits[:2], free[:2] = 0, (-5.0, -2.0)
+    runs = [v.runs[0], dataclasses.replace(v.runs[1], value=None), *v.runs[2:]]
+    short = dataclasses.replace(
+        v, runs=runs, outputs={"trained": {**out, "fits": fits, "memory_free_gb": free}}
+    )
+    assert V.memory_line(short) == (
+        f"Memory: 1 of the {len(runs)} runs do not fit the memory model ({runs[0].id}), though they ran: there the "
+        f"memory model is wrong, not the run; 1 run to predict would not fit ({runs[1].id}); the furthest short, "
+        f"{runs[0].id}, needs 5.0 GB more than its usable memory."
+    )
+    assert V.memory_line(v).startswith(f"Memory: every one of the {len(v.runs)} runs fits")

@@ -186,3 +186,16 @@ def test_the_reduction_follows_the_workloads_gpu_memory():
         "reductions at the a100's HBM (2.039 TB/s), for every GPU of the sweep (the slowest's"
         in mixed.assumed
     )
+
+
+def test_a_workload_keyword_of_the_api_says_what_its_string_takes():
+    """batch=True said 'value syntax such as 1..100@10', a range batch never takes; a sequence makes a profile
+    each, as the CLI's comma list does."""
+    from netsweep_jax.sweep.core.errors import InputError
+    from netsweep_jax.sweep.engine.workloads import resolve_models
+
+    with pytest.raises(
+        InputError, match=r"^batch True: give a number, a sequence of numbers or a comma list such as 8,"
+    ):
+        resolve_models("gpt2", batch=True)
+    assert [p.model.rsplit("-", 1)[1] for p in resolve_models("gpt2", batch=[4, "8"])] == ["b4", "b8"]

@@ -590,19 +590,33 @@ def _train_groups(v: Validation) -> list[str]:
     return list(dict.fromkeys(r.group for r, t in zip(v.runs, v.train) if t))
 
 
-def memory_line(v: Validation) -> str:
-    """Whether every run fits the memory model (a run that ran must), and the tightest."""
-    out = v.outputs["trained"]
+def memory_line(v: Validation, model: str = "trained") -> str:
+    """Whether every run fits the memory model (a run that ran must; a row to predict may not), and the tightest
+    (or the furthest short)."""
+    out = v.outputs[model]
     free = out["memory_free_gb"]
-    unfit = [r.id for r, f in zip(v.runs, out["fits"]) if f != 1]
+    unfit = [r.id for r, f in zip(v.runs, out["fits"]) if f != 1 and r.value is not None]
+    blank = [r.id for r, f in zip(v.runs, out["fits"]) if f != 1 and r.value is None]
     tight = int(np.nanargmin(free))
-    tightest = f"the tightest, {v.runs[tight].id}, leaves {free[tight]:.1f} GB of its usable memory"
-    if not unfit:
-        return f"Memory: every one of the {len(v.runs)} runs fits the memory model; {tightest}."
-    return (
-        f"Memory: {len(unfit)} of the {len(v.runs)} runs do not fit the memory model ({', '.join(unfit)}), "
-        f"though they ran: there the memory model is wrong, not the run; {tightest}."
+    tightest = (
+        f"the tightest, {v.runs[tight].id}, leaves {free[tight]:.1f} GB of its usable memory"
+        if free[tight] >= 0
+        else f"the furthest short, {v.runs[tight].id}, needs {-free[tight]:.1f} GB more than its usable memory"
     )
+    if not unfit and not blank:
+        return f"Memory: every one of the {len(v.runs)} runs fits the memory model; {tightest}."
+    ran = (
+        f"{len(unfit)} of the {len(v.runs)} runs do not fit the memory model ({', '.join(unfit)}), though they "
+        "ran: there the memory model is wrong, not the run"
+        if unfit
+        else ""
+    )
+    to_predict = (
+        f"{len(blank)} run{'s' * (len(blank) != 1)} to predict would not fit ({', '.join(blank)})"
+        if blank
+        else ""
+    )
+    return f"Memory: {'; '.join(part for part in (ran, to_predict) if part)}; {tightest}."
 
 
 def _why(v: Validation, i: int) -> str:

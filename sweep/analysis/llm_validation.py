@@ -114,7 +114,7 @@ from netsweep_jax.sweep.analysis.llm_fit import (
     fit,
 )
 from netsweep_jax.sweep.analysis.llm_predict import predict
-from netsweep_jax.sweep.analysis.llm_report import FILES, pct, write_report
+from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, write_report
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
@@ -289,6 +289,12 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     lines = [
         fitted.describe(),
         *(f"warning: {w}" for w in fit_warnings(fitted)),
+        # a run that ran must fit: one that does not is priced all the same, and said (validate's report says it)
+        *(
+            [f"warning: {memory_line(v, 'fitted').removeprefix('Memory: ')}"]
+            if (v.outputs["fitted"]["fits"] != 1).any()
+            else []
+        ),
         f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
     ]
     out = v.outputs["fitted"]
@@ -353,6 +359,8 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
                 "predicted": number(out["predicted"][i]),
                 "error": number(err[i]),
                 "iteration_time_s": number(out["iteration_time"][i]),
+                "fits_memory": bool(out["fits"][i] == 1),
+                "memory_free_gb": number(out["memory_free_gb"][i]),
                 "assumed": settings(r)[1],
             }
             for i, r in enumerate(v.runs)

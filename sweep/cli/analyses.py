@@ -573,7 +573,14 @@ CalibrateOut = Annotated[
     MODEL[:1],
     MODEL[2:6],
     [CALIBRATE_COLLECTIVE, *(p for p in COLLECTIVE_SETTINGS if p.name != "collective")],
-    axis_parameters(names=CALIBRATION_AXES, help_suffix=" One value; a column may set it per row."),
+    axis_parameters(
+        names=CALIBRATION_AXES,
+        help_suffix=" One value; a column may set it per row.",
+        # nccl-tests logs of several hosts take no default (they do not print their NICs): said where it shows
+        notes={
+            "nics_per_node": " The default is for measurements; nccl-tests logs of several hosts need it."
+        },
+    ),
     CACHE,
 )
 def calibrate(

@@ -151,12 +151,15 @@ def real_scalar(value: object) -> float | None:
         return math.inf if int(value) > 0 else -math.inf  # type: ignore[arg-type]  # an int here
 
 
-def flat_values(value: object, param: str, rule: str) -> list[float]:
+def flat_values(
+    value: object, param: str, rule: str, text: str = "value syntax such as 1..100@10"
+) -> list[float]:
     """An API keyword's value that is not value syntax, as floats [n]: a number (Python's or NumPy's, a 0-d
     array too), or a flat sequence or 1-D array of them (a string item by :func:`decimal`'s rule). Refused,
     naming ``param`` and ``rule`` (the axis's, for the message): a bool, a nested sequence or an array of
-    more than one dimension (one value per point of the axis, never flattened), and an empty one."""
-    kind = f"give a number, a sequence of numbers or value syntax such as 1..100@10 ({rule})"
+    more than one dimension (one value per point of the axis, never flattened), and an empty one. ``text``: what
+    a string may hold, as the message says it (a setting that takes no range says so)."""
+    kind = f"give a number, a sequence of numbers or {text} ({rule})"
 
     def one(item: object) -> float:
         if isinstance(item, np.ndarray) and item.ndim == 0:

@@ -246,7 +246,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
     items = (
         value.split(",")
         if isinstance(value, str)
-        else flat_values(value, param, "whole numbers")  # NumPy's too; a bool refused, as an axis refuses it
+        # NumPy's too; a bool refused, as an axis refuses it (a string here is a comma list, never a range)
+        else flat_values(value, param, "whole numbers", "a comma list such as 8,16")
         if integer
         else list(value)
         if isinstance(value, (list, tuple))

@@ -458,10 +458,11 @@ def _metric(
     cells: dict[str, str], bad: Callable[[str], InputError], path: Path, line: int, rid: str
 ) -> tuple[str, str, float | None]:
     """The row's metric, the FLOP rule its value counts by, and its value (None: predict it)."""
-    metric = cells["metric"]
+    # in any case, as the other names a row gives (presets, GPUs, stacks); kept as METRICS spells it
+    metric = {m.lower(): m for m in METRICS}.get(cells["metric"].strip().lower(), cells["metric"])
     if metric not in METRICS:
-        raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)}")
-    flops = cells.get("flops") or COUNTED_BY.get(metric, "megatron")
+        raise bad(f"metric {metric!r} must be one of {', '.join(METRICS)} (in any case)")
+    flops = (cells.get("flops") or COUNTED_BY.get(metric, "megatron")).strip().lower()
     allowed = (
         [COUNTED_BY[metric]]
         if metric in COUNTED_BY
