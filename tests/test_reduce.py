@@ -177,8 +177,39 @@ def test_a_reduction_shared_among_processes_is_one_processs_cube(tmp_path, reduc
         else:  # the extreme, and a tie's lower position, whatever process found it
             np.testing.assert_array_equal(a[name].values, b[name].values)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]  # no shard left behind
-    with pytest.raises(InputError, match="a reduction's share is computed whole"):
-        run_distributed(grid, tmp_path / "again.h5", 0, 2, command="test", block_configs=5, resume=True)
+
+
+def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    # A share was computed whole and --resume refused (#39): a process stopped after two blocks keeps its share's
+    # checkpoint; rerun with --resume, it computes the rest, and process 0 (which had not started) its share whole.
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.distributed import run_distributed, shard_path
+    from netsweep_jax.sweep.io.paths import partial_path
+
+    grid = make_grid(MODELS, reduce=["argmax:collective,bandwidth", "max:ratio"], **AXES)
+    one, shared = tmp_path / "one.h5", tmp_path / "shared.h5"
+    run_grid(grid, one, command="test", block_configs=5)
+    calls = iter(range(1_000_000))
+    with monkeypatch.context() as m:  # stopped at the boundary after its second block, as a signal stops it
+        m.setattr(interrupts, "raise_if_requested", lambda: next(calls) == 1 and _raise(KeyboardInterrupt))
+        with pytest.raises(KeyboardInterrupt):
+            run_distributed(grid, shared, 1, 2, command="test", block_configs=5)
+    kept = partial_path(shard_path(shared, 1, 2))
+    assert kept.exists() and not shard_path(shared, 1, 2).exists()
+    mine = run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True)
+    assert mine["resumed_blocks"] == 2 and 0 < mine["computed"] < mine["configs"] and not kept.exists()
+    merged = run_distributed(grid, shared, 0, 2, command="test", block_configs=5, resume=True)
+    assert merged["stitched"] and merged["resumed_blocks"] == 0
+    a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (one, shared))
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]
+    with pytest.raises(InputError, match="shared.h5 exists: the shares were merged"):
+        run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True)
+
+
+def _raise(error: type[BaseException]) -> None:
+    raise error
 
 
 @pytest.mark.parametrize("kind", ["max", "min"])

@@ -577,7 +577,7 @@ def plan_share(
 
     pid, count = share
     target = layout_target(grid, out, force, "plan-", say if pid == 0 else (lambda _: None))
-    job = _PlanShare(grid, keep, count)
+    job = _PlanShare(grid, keep, share)
     written = run_shared(
         job,
         target,
@@ -595,33 +595,32 @@ class _PlanShare:
     :class:`~sweep.io.distributed.Shared`: each process's best layouts of its blocks of every search, kept in a
     shard as :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` keeps a plan's searches, and merged by process 0."""
 
-    def __init__(self, grid: Any, keep: int, count: int) -> None:
-        self.grid, self.keep, self.count = grid, keep, count
-        self.fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {count}"
-        self.states: dict[int, dict[str, Any]] = {}  # this process's share of each search
+    resumable = False  # each process's share is searched whole: a stopped one is searched again
+
+    def __init__(self, grid: Any, keep: int, share: tuple[int, int]) -> None:
+        self.grid, self.keep, self.share = grid, keep, share
+        self.fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {share[1]}"
         self.found: list[dict[int, tuple[int, dict[str, Any]]]] = []  # every process's (process 0)
         self.result: xr.Dataset | None = None
 
-    def compute_share(self, pid: int, count: int) -> None:
+    def compute_share(self, shard: Path, *, resume: bool) -> None:
         from netsweep_jax.sweep.analysis.planning import searches
         from netsweep_jax.sweep.engine.blocks import share_of
         from netsweep_jax.sweep.engine.layouts import best_layouts
-
-        for index, searched in searches(self.grid):
-            self.states[index] = best_layouts(searched, keep=self.keep, only=share_of(pid, count), raw=True)
-
-    def save_share(self, path: Path) -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        mine = PlanCheckpoint(path, self.fingerprint)
-        for index, state in self.states.items():
-            mine.record(index, 0, state)
+        assert not resume, "a plan's share is searched whole (write_plan refuses --resume)"
+        mine = PlanCheckpoint(shard, self.fingerprint)
+        for index, searched in searches(self.grid):
+            mine.record(
+                index, 0, best_layouts(searched, keep=self.keep, only=share_of(*self.share), raw=True)
+            )
         mine.save()
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        self.found = [{index: (0, state) for index, state in self.states.items()}]  # process 0's own
+        self.found = []
         for path in shards:
             checkpoint = PlanCheckpoint(path, self.fingerprint)
             checkpoint.load()
@@ -641,4 +640,4 @@ class _PlanShare:
         return self.result
 
     def attrs(self) -> dict[str, Any]:
-        return {"processes": self.count}
+        return {"processes": self.share[1]}

@@ -17,6 +17,7 @@ removed once it is in place. One set of rules for both:
   in the checkpoint for ``--resume``; a disk that refused the cube leaves the checkpoint written before.
 """
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,18 +59,20 @@ def run_accumulated(
     resume: bool,
     command: str,
     overwrite: bool,
+    finish: Callable[[], None] | None = None,
 ) -> None:
     """Run ``job`` to the cube ``out``, its checkpoint in ``partial``, under the module's rules, with SIGINT and
     SIGTERM deferred (a signal stops the work at a block boundary; once it is done, it stops nothing and is said
     with the cube in place). The caller has checked the output first (:func:`sweep.io.job.check_output`, a
     precondition): a checkpoint at ``partial`` without ``resume`` is then an earlier run's that ``--force``
     replaces. An exception that stops the
-    run with its checkpoint in place names it (:func:`sweep.io.paths.kept_partial`)."""
+    run with its checkpoint in place names it (:func:`sweep.io.paths.kept_partial`). ``finish()``: what the
+    finished job writes in place of the cube (a process's share of a ``--distributed`` one: its shard)."""
     with interrupts.deferred():
         if not resume:
             remove_stale(partial)
         try:
-            _run(job, out, partial, resume=resume, command=command, overwrite=overwrite)
+            _run(job, out, partial, resume=resume, command=command, overwrite=overwrite, finish=finish)
         except InputError:
             raise  # refused: its checkpoint removed, or kept whole for --resume and said where
         except BaseException as e:
@@ -78,7 +81,16 @@ def run_accumulated(
             raise
 
 
-def _run(job: Accumulation, out: Path, partial: Path, *, resume: bool, command: str, overwrite: bool) -> None:
+def _run(
+    job: Accumulation,
+    out: Path,
+    partial: Path,
+    *,
+    resume: bool,
+    command: str,
+    overwrite: bool,
+    finish: Callable[[], None] | None,
+) -> None:
     claim = Claim(partial)
     if resume:
         job.load(partial)
@@ -99,10 +111,12 @@ def _run(job: Accumulation, out: Path, partial: Path, *, resume: bool, command: 
                 raise
             raise
         try:
-            # Looked up at the call (not bound at import): tests stop a run right after this write.
-            cube.write_dataset(
-                job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, kept=partial
-            )
+            if finish is not None:
+                finish()
+            else:  # looked up at the call (not bound at import): tests stop a run right after this write
+                cube.write_dataset(
+                    job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, kept=partial
+                )
         except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
             job.save(partial, claim)
             raise

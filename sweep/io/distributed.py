@@ -19,9 +19,10 @@ Rerunning every process with ``--resume`` computes only the missing blocks.
 The coordinator may also be a Unix socket, ``unix:PATH`` (processes on one host): the
 service binds that path, so no TCP port has to be chosen.
 
-``sweep plan --distributed`` shares work that accumulates (:class:`Shared`, :func:`run_shared`): each process
-searches its blocks of every search into a shard written whole, and process 0 merges every shard into the plan; a
-plan's shard is not resumed (a stopped process's share is searched again).
+``sweep plan --distributed`` and ``sweep grid --reduce ... --distributed`` share work that accumulates
+(:class:`Shared`, :func:`run_shared`): each process computes its blocks into a shard written whole, and process 0
+merges every shard into the result. A reduction's share is checkpointed as one machine's run is, and resumed; a
+plan's is not (a stopped process's share is searched again).
 """
 
 import math
@@ -56,7 +57,7 @@ from netsweep_jax.sweep.io.paths import (
     writable_directory,
 )
 from netsweep_jax.sweep.io.provenance import provenance
-from netsweep_jax.sweep.io.reduced import ReductionShare
+from netsweep_jax.sweep.io.reduced import Reduction
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -322,33 +323,29 @@ def _reduced_share(
     progress: Progress | None = None,
 ) -> Summary:
     """``sweep grid --reduce ... --distributed``: this process's share of the reduction
-    (:class:`~sweep.io.reduced.ReductionShare`) through :func:`run_shared`; process 0 merges every shard into
-    the reduced cube at ``out``. A share is computed whole, so ``--resume`` is refused: rerun every process."""
-    if resume:
-        raise InputError(
-            "with --reduce and --distributed is not supported: a reduction's share is computed whole; rerun "
-            "every process without it",
-            param="resume",
-        )
+    (:class:`~sweep.io.reduced.Reduction` of a share) through :func:`run_shared`, checkpointed as one machine's
+    is; process 0 merges every shard into the reduced cube at ``out``. ``resume``: each process goes on from its
+    checkpoint (none: its share from the start; its shard whole: nothing to do)."""
     check_kernel(kernel, grid)
     blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
-    job = ReductionShare(grid, blocking, kernel, count, progress)
+    job = Reduction(grid, blocking, progress, kernel, share=(pid, count))
     start = time.perf_counter()
     written = run_shared(
         job, out, (pid, count), stitch_timeout=stitch_timeout, command=command, overwrite=force,
-        then="rerun every process (without --resume: a reduction's shares start over)",
-        default_out=default_out_dir,
-        announce=announce,
+        then="rerun every process with --resume to finish", default_out=default_out_dir, announce=announce,
+        resume=resume,
     )  # fmt: skip
     elapsed = time.perf_counter() - start
+    blocks, total, done_configs = job.sizes()
+    computed = total - done_configs  # none where the share was written whole before
     return {
         "out": str(written),
-        "configs": job.computed,
-        "computed": job.computed,
+        "configs": total,
+        "computed": computed,
         "seconds": elapsed,
-        "configs_per_s": job.computed / elapsed if elapsed > 0 else 0.0,
-        "resumed_blocks": 0,
-        "blocks": len(job.blocks),
+        "configs_per_s": computed / elapsed if elapsed > 0 else 0.0,
+        "resumed_blocks": job.resumed,
+        "blocks": blocks,
         "shard": f"{pid} of {count}",
         **({"stitched": True} if pid == 0 else {}),
     }
@@ -430,18 +427,18 @@ class Shared(Protocol):
     """Work that accumulates, shared among processes (``--distributed``): each computes its share, kept in a
     shard; process 0 merges every shard into the result."""
 
-    def compute_share(self, pid: int, count: int) -> None:
-        """Process ``pid`` of ``count``'s share of the blocks."""
+    resumable: bool
+    """Whether a stopped process's share goes on from a checkpoint (``--resume``), else it is computed again."""
 
-    def save_share(self, path: Path) -> None:
-        """Write this process's share to ``path``: a new file renamed over it (sweep.io.checkpoints.write)."""
+    def compute_share(self, shard: Path, *, resume: bool) -> None:
+        """This process's share of the blocks, written whole to ``shard`` (a new file renamed over it,
+        sweep.io.checkpoints.write); ``resume``: on from where a stopped run left it."""
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
-        """Read the other processes' shards (process 0, whose own share is in memory), refusing a damaged one or
-        another run's."""
+        """Read every process's shard, in process order (process 0), refusing a damaged one or another run's."""
 
     def merge(self) -> None:
-        """Merge its own share, then the shares read, in process order, into the result (process 0)."""
+        """Merge the shares read, in process order, into the result (process 0)."""
 
     def dataset(self) -> "xr.Dataset":
         """The result, once merged."""
@@ -495,30 +492,32 @@ def run_shared(
     then: str,
     default_out: bool = False,
     announce: Callable[[], None] = lambda: None,
+    resume: bool = False,
 ) -> Path:
     """Run process ``share[0]`` of ``share[1]``'s share of ``job`` (a plan's or a reduction's), its outputs claimed
-    first (:func:`_claim_share_outputs`, then ``announce()``): its shard written to ``OUT.shard<p>of<n>``
-    (:func:`shard_path`; a new file renamed into place, so a shard that exists is whole).
-    Process 0 then waits for every shard (at most ``stitch_timeout`` seconds unchanged; ``then``: what to do
-    when they do not come), merges them, removes them and writes the cube to ``out``. Returns what this process
-    wrote: the cube (process 0) or its shard."""
+    first (:func:`_claim_share_outputs`, or with ``resume`` checked as a resumed run's, then ``announce()``): its
+    shard written to ``OUT.shard<p>of<n>`` (:func:`shard_path`; a new file renamed into place, so a shard that
+    exists is whole). Process 0 then waits for every shard (at most ``stitch_timeout`` seconds unchanged;
+    ``then``: what to do when they do not come), merges them, removes them and writes the cube to ``out``.
+    Returns what this process wrote: the cube (process 0) or its shard."""
     pid, count = share
-    _claim_share_outputs(out, pid, count, force=overwrite, default_out=default_out)
-    announce()  # once the outputs are claimed: a refusal is one line
     shard = shard_path(out, pid, count)
-    job.compute_share(pid, count)
-    job.save_share(
-        shard
-    )  # a new file renamed over the shard's name (sweep.io.checkpoints): one that exists is whole
+    if resume:
+        _check_share_resume(out, shard)
+    else:
+        _claim_share_outputs(out, pid, count, force=overwrite, default_out=default_out)
+    announce()  # once the outputs are claimed: a refusal is one line
+    job.compute_share(shard, resume=resume)
     if pid != 0:
         return shard
     shards = [shard_path(out, p, count) for p in range(count)]
     try:
         wait_for(shards, stitch_timeout, then=then)
     except BaseException:
-        shard.unlink(missing_ok=True)  # a share is not resumed: nothing of this run's is left behind
+        if not job.resumable:
+            shard.unlink(missing_ok=True)  # a share not resumed: nothing of this run's is left behind
         raise
-    job.load_shares(shards[1:])  # a damaged shard or another run's is refused with every shard left as it is
+    job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
     try:
         job.merge()
     finally:
@@ -526,3 +525,17 @@ def run_shared(
             path.unlink(missing_ok=True)
     cube.write_dataset(job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite)
     return out
+
+
+def _check_share_resume(out: Path, shard: Path) -> None:
+    """A resumed share's outputs: the cube not written yet (a resumed run never replaces a file), its shard and
+    checkpoint plain files of no other live run."""
+    if out.exists():
+        raise InputError(
+            f"{out} exists: the shares were merged; a resumed run never replaces a file (--force starts over)",
+            param="resume",
+        )
+    for path in (shard, partial_path(shard)):
+        regular_or_absent(path)
+        if in_use(path):
+            raise InputError(f"{out}: another run is writing {path}; wait for it", param="out")

@@ -22,7 +22,7 @@ from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.accumulated import run_accumulated
 from netsweep_jax.sweep.io.checkpoints import CHECKPOINT_BLOCKS
-from netsweep_jax.sweep.io.paths import Claim
+from netsweep_jax.sweep.io.paths import Claim, partial_path
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -101,10 +101,17 @@ def load_checkpoint(state: ReducedRun, path: Path, fingerprint: str) -> None:
     state.done = done
 
 
-class _Reduction:
+class Reduction:
     """A ``--reduce`` sweep as an :class:`~sweep.io.accumulated.Accumulation`: the grid's blocks merged into the
     accumulators (:class:`~sweep.engine.reductions.ReducedRun`) in order, checkpointed every
-    ``CHECKPOINT_BLOCKS``."""
+    ``CHECKPOINT_BLOCKS``.
+
+    ``share = (process, processes)`` (``--distributed``, the job runner's :class:`~sweep.io.distributed.Shared`):
+    the blocks ``index % processes == process`` alone, checkpointed as one machine's are (so a stopped process's
+    share resumes), then written whole to its shard (:meth:`save_share`); process 0 merges every shard's
+    accumulators (:meth:`~sweep.engine.reductions.ReducedRun.merge`) into the reduced cube: one process's cube
+    for max, min and argmax (a tie goes to the lower position either way), a mean's float64 sums added in
+    another order."""
 
     def __init__(
         self,
@@ -112,7 +119,8 @@ class _Reduction:
         blocking: Blocking,
         progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None,
         kernel: str,
-        after_block: Callable[[Block], None],
+        after_block: Callable[[Block], None] = lambda block: None,
+        share: tuple[int, int] | None = None,
     ) -> None:
         self.grid, self.blocking, self.progress, self.kernel, self.after_block = (
             grid,
@@ -121,15 +129,29 @@ class _Reduction:
             kernel,
             after_block,
         )
+        self.share = share
+        self.mine = share_of(*share) if share is not None else None
+        self.fingerprint = self.fingerprint_of(share[0] if share is not None else None)
         self.state = ReducedRun(grid, blocking)
-        self.fingerprint = grid.fingerprint()
         self.resumed = 0  # blocks merged before this run (a checkpoint's)
+        self.shares: list[ReducedRun] = []  # every process's (process 0, once loaded)
+
+    def fingerprint_of(self, process: int | None) -> str:
+        """What a checkpoint of this reduction holds: the grid's, and a process's share of it (one process's
+        checkpoint or shard is never taken for another's)."""
+        if process is None or self.share is None:
+            return self.grid.fingerprint()
+        return f"{self.grid.fingerprint()}:share {process} of {self.share[1]}"
+
+    def blocks(self) -> list[Block]:
+        """The blocks this process merges, in order: every one, or its share's."""
+        return [b for b in self.blocking.blocks() if self.mine is None or self.mine(b)]
 
     def load(self, path: Path) -> None:
         load_checkpoint(self.state, path, self.fingerprint)
         self.resumed = self.state.done
 
-    def save(self, path: Path, claim: Claim) -> None:
+    def save(self, path: Path, claim: Claim | None = None) -> None:
         save_checkpoint(self.state, path, self.fingerprint, claim)
 
     def compute(self, path: Path, claim: Claim) -> None:
@@ -141,78 +163,50 @@ class _Reduction:
             interrupts.raise_if_requested()
 
         _, total, done_configs = self.sizes()
+        merged = [b.index for b in self.blocks()[: self.resumed]]
         with self.progress(total, done_configs) if self.progress else nullcontext() as advance:
             run(
-                self.grid, self.blocking, sink, skip=range(self.resumed), progress=advance, kernel=self.kernel
+                self.grid,
+                self.blocking,
+                sink,
+                skip=merged,
+                only=self.mine,
+                progress=advance,
+                kernel=self.kernel,
             )
 
     def sizes(self) -> tuple[int, int, int]:
-        """(blocks, configurations, configurations merged before this run)."""
-        blocks = self.blocking.blocks()
+        """(blocks, configurations, configurations merged before this run) of this process's blocks."""
+        blocks = self.blocks()
         return len(blocks), sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
 
-    def dataset(self) -> "xr.Dataset":
-        return self.state.dataset()
+    resumable = True  # a share is checkpointed as one machine's run is
 
-    def attrs(self) -> dict[str, Any]:
-        return _attrs(self.grid)
-
-
-class ReductionShare:
-    """A ``--reduce`` sweep shared among processes (``--distributed``), as the job runner's
-    :class:`~sweep.io.distributed.Shared`: each process folds the blocks ``index % processes == process`` into
-    accumulators of its own, written to a shard as a checkpoint is (:func:`save_checkpoint`); process 0 merges
-    every shard's (:meth:`~sweep.engine.reductions.ReducedRun.merge`) into the reduced cube: one process's cube
-    for max, min and argmax (a tie goes to the lower position either way), a mean's float64 sums added in
-    another order. A share is not resumed: a stopped process's share is computed again."""
-
-    def __init__(
-        self,
-        grid: AnyGrid,
-        blocking: Blocking,
-        kernel: str,
-        count: int,
-        progress: Callable[[int, int], AbstractContextManager[Callable[[int], None] | None]] | None = None,
-    ) -> None:
-        self.grid, self.blocking, self.kernel, self.count, self.progress = (
-            grid,
-            blocking,
-            kernel,
-            count,
-            progress,
+    def compute_share(self, shard: Path, *, resume: bool) -> None:
+        """This process's share, checkpointed to ``OUT.partial`` of ``shard`` (the job runner's, which keeps it
+        when the run stops), then written whole to ``shard``. ``resume``: on from that checkpoint where one was
+        written (none: the share from its first block; the shard whole: nothing is computed)."""
+        partial = partial_path(shard)
+        if resume and shard.exists() and not partial.exists():
+            self.resumed = len(self.blocks())
+            return
+        resume = (
+            resume and partial.exists() and partial.stat().st_size > 0
+        )  # empty: stopped before a checkpoint
+        run_accumulated(
+            self, shard, partial, resume=resume, command="", overwrite=True, finish=lambda: self.save(shard)
         )
-        self.fingerprint = f"{grid.fingerprint()}:share of {count}"
-        self.state = ReducedRun(grid, blocking)
-        self.shares: list[ReducedRun] = []
-        self.computed = 0  # configurations this process computed
-        self.blocks: list[Block] = []  # this process's share of the blocks
-
-    def compute_share(self, pid: int, count: int) -> None:
-        def sink(block: Block, arrays: Mapping[str, npt.NDArray[Any]]) -> None:
-            self.state.add(block, arrays)
-            self.computed += block.size
-            interrupts.raise_if_requested()
-
-        mine = share_of(pid, count)
-        self.blocks = [b for b in self.blocking.blocks() if mine(b)]
-        with (
-            self.progress(sum(b.size for b in self.blocks), 0) if self.progress else nullcontext() as advance
-        ):
-            run(self.grid, self.blocking, sink, only=mine, progress=advance, kernel=self.kernel)
-
-    def save_share(self, path: Path) -> None:
-        save_checkpoint(self.state, path, self.fingerprint)
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
         self.shares = []
-        for path in shards:
+        for process, path in enumerate(shards):
             share = ReducedRun(self.grid, self.blocking)
-            load_checkpoint(share, path, self.fingerprint)
+            load_checkpoint(share, path, self.fingerprint_of(process))
             self.shares.append(share)
 
     def merge(self) -> None:
         merged = ReducedRun(self.grid, self.blocking)
-        for share in (self.state, *self.shares):  # process 0's own, then the others', in process order
+        for share in self.shares:  # in process order
             merged.merge(share)
         self.state = merged
 
@@ -220,7 +214,7 @@ class ReductionShare:
         return self.state.dataset()
 
     def attrs(self) -> dict[str, Any]:
-        return {**_attrs(self.grid), "processes": self.count}
+        return _attrs(self.grid) | ({"processes": self.share[1]} if self.share is not None else {})
 
 
 def _attrs(grid: AnyGrid) -> dict[str, Any]:
@@ -245,7 +239,7 @@ def run_reduced(
     :func:`~sweep.io.accumulated.run_accumulated` with its checkpoint in ``partial``. Without ``overwrite``, a
     file that appeared at ``out`` while the sweep ran is kept: the finished accumulators stay in ``partial``, and
     ``--resume`` writes the cube from them (as a sweep's finished cube is kept, :func:`sweep.io.cube.finish`)."""
-    job = _Reduction(grid, blocking, progress, kernel, after_block)
+    job = Reduction(grid, blocking, progress, kernel, after_block)
     run_accumulated(job, out, partial, resume=resume, command=command, overwrite=overwrite)
     blocks, total, done_configs = job.sizes()
     return {
