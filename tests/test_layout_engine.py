@@ -189,3 +189,38 @@ def test_a_plan_over_two_processes_is_the_plan_of_one(tmp_path, monkeypatch, one
     assert "network-bound" in out0 and "process 1 of 2: searched its share of the plan" in out1
     assert assert_same_plan(two, one_plan)["processes"] == 2
     assert sorted(x.name for x in tmp_path.iterdir() if x.suffix != ".sock") == ["two.h5"]
+
+
+def test_a_plan_share_stopped_then_resumed_gives_the_plan_of_one(tmp_path, monkeypatch, one_plan):
+    # --resume of a distributed plan was refused, its shares searched again (#39). Process 1 stops as its second
+    # block is kept (its share of the second search), its checkpoint kept; rerun with --resume, it goes on from
+    # there; process 0 with --resume (nothing of its share kept: searched whole) merges.
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io import distributed
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+    two = tmp_path / "two.h5"
+    kept, calls = PlanCheckpoint.keep, []
+
+    def keep_then_stop(self, index, done, state):
+        kept(self, index, done, state)
+        calls.append((index, done))
+        if len(calls) == 2:
+            interrupts.request(signal.SIGTERM)
+
+    def process(pid, *args):
+        monkeypatch.setattr(distributed, "rendezvous", lambda *a, **k: (pid, 2))
+        return invoke(*PLAN, "--out", two, "--distributed", "-q", *args)
+
+    monkeypatch.setattr(PlanCheckpoint, "keep", keep_then_stop)
+    r = process(1)
+    assert (
+        r.exit_code == 143
+        and "two.shard1of2.h5.partial. Finish with the same command plus --resume" in r.output
+    )
+    assert calls == [(0, 1), (1, 1)]  # one block of each search is process 1's
+    assert process(1, "--resume").exit_code == 0
+    assert calls == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]  # the searches it had finished are not redone
+    assert process(0, "--resume").exit_code == 0
+    assert assert_same_plan(two, one_plan)["processes"] == 2
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["two.h5"]

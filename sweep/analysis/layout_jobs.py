@@ -399,15 +399,10 @@ def write_plan(
 
     check_size(grid)  # before the output is claimed
     if share is not None:
-        if resume:  # each process's share is searched whole: a stopped one is searched again
-            raise InputError(
-                "with --distributed is not supported for a plan: rerun every process without it",
-                param="resume",
-            )
         if out is None:
             raise InputError("needed with --distributed: a path every process can reach", param="out")
         return plan_share(grid, out, keep=keep, share=share, force=force, command=command, say=say,
-                          stitch_timeout=stitch_timeout)  # fmt: skip
+                          stitch_timeout=stitch_timeout, resume=resume)  # fmt: skip
     # the folders made for this plan (the default results/) are not left empty by a refusal or an interrupt
     with all_or_nothing(out.parent if out is not None else Path("results")):
         target = layout_target(grid, out, force, "plan-", say)
@@ -437,10 +432,14 @@ class _Plan:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
         if self._checkpoint is None:
-            self._checkpoint = PlanCheckpoint(path, f"{self.grid.fingerprint()}:keep={self.keep}")
+            self._checkpoint = PlanCheckpoint(path, self.fingerprint())
         if claim is not None:
             self._checkpoint.claim = claim
         return self._checkpoint
+
+    def fingerprint(self) -> str:
+        """What the plan's checkpoint holds: its grid's and its keep."""
+        return f"{self.grid.fingerprint()}:keep={self.keep}"
 
     def load(self, path: Path) -> None:
         self.checkpoint(path).load()
@@ -567,10 +566,12 @@ def plan_share(
     command: str,
     say: Say,
     stitch_timeout: float,
+    resume: bool = False,
 ) -> "tuple[xr.Dataset | None, Path]":
     """``sweep plan --distributed`` as process ``share[0]`` of ``share[1]``: every search of the plan
-    (:func:`~sweep.analysis.planning.searches`) over the blocks ``index % processes == process``, its states
-    written to a shard (``OUT.shard<p>of<n>.h5``); process 0 then merges every shard's states
+    (:func:`~sweep.analysis.planning.searches`) over the blocks ``index % processes == process``, checkpointed
+    as one machine's plan is (``resume``: on from there), its states written to a shard
+    (``OUT.shard<p>of<n>.h5``); process 0 then merges every shard's states
     (:func:`~sweep.engine.layout_evaluation.merge_searches`) into the plan and writes it to ``out``: the job runner's
     share of work that accumulates (:func:`sweep.io.distributed.run_shared`)."""
     from netsweep_jax.sweep.io.distributed import run_shared
@@ -585,44 +586,63 @@ def plan_share(
         stitch_timeout=stitch_timeout,
         command=command,
         overwrite=force,
-        then="rerun every process (without --resume: a plan starts over)",
+        then="rerun every process with --resume to finish",
+        resume=resume,
     )
     return job.result, written
 
 
-class _PlanShare:
+class _PlanShare(_Plan):
     """A plan's searches shared among processes (:func:`plan_share`), as the job runner's
-    :class:`~sweep.io.distributed.Shared`: each process's best layouts of its blocks of every search, kept in a
-    shard as :class:`~sweep.io.plan_checkpoint.PlanCheckpoint` keeps a plan's searches, and merged by process 0."""
-
-    resumable = False  # each process's share is searched whole: a stopped one is searched again
+    :class:`~sweep.io.distributed.Shared`: each process's best layouts of its blocks of every search, checkpointed
+    as :class:`_Plan` checkpoints a plan's, kept in a shard of the same format, and merged by process 0."""
 
     def __init__(self, grid: Any, keep: int, share: tuple[int, int]) -> None:
-        self.grid, self.keep, self.share = grid, keep, share
-        self.fingerprint = f"{grid.fingerprint()}:keep={keep}:share of {share[1]}"
+        super().__init__(grid, keep, None, lambda _: None)
+        self.share = share
         self.found: list[dict[int, tuple[int, dict[str, Any]]]] = []  # every process's (process 0)
-        self.result: xr.Dataset | None = None
 
-    def compute_share(self, shard: Path, *, resume: bool) -> None:
+    def fingerprint(self, process: int | None = None) -> str:
+        """What process ``process``'s checkpoint and shard hold (this one's by default; one process's is never
+        taken for another's)."""
+        return f"{super().fingerprint()}:share {self.share[0] if process is None else process} of {self.share[1]}"
+
+    def compute(self, path: Path, claim: "Claim") -> None:
         from netsweep_jax.sweep.analysis.planning import searches
         from netsweep_jax.sweep.engine.blocks import share_of
         from netsweep_jax.sweep.engine.layouts import best_layouts
+
+        checkpoint = self.checkpoint(path, claim)
+        for index, searched in searches(self.grid):
+            state = best_layouts(
+                searched,
+                keep=self.keep,
+                only=share_of(*self.share),
+                raw=True,
+                start=checkpoint.start(index),
+                after_block=checkpoint.after_block(index),
+            )
+            if index not in checkpoint.searches:  # a share with no block of this search
+                checkpoint.record(index, 0, state)
+
+    def compute_share(self, shard: Path, *, resume: bool) -> None:
+        from netsweep_jax.sweep.io.accumulated import run_share
+        from netsweep_jax.sweep.io.paths import partial_path
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
-        assert not resume, "a plan's share is searched whole (write_plan refuses --resume)"
-        mine = PlanCheckpoint(shard, self.fingerprint)
-        for index, searched in searches(self.grid):
-            mine.record(
-                index, 0, best_layouts(searched, keep=self.keep, only=share_of(*self.share), raw=True)
-            )
-        mine.save()
+        def finish() -> None:
+            whole = PlanCheckpoint(shard, self.fingerprint())
+            whole.searches = self.checkpoint(partial_path(shard)).searches
+            whole.save()
+
+        run_share(self, shard, resume=resume, finish=finish)
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
         from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
         self.found = []
-        for path in shards:
-            checkpoint = PlanCheckpoint(path, self.fingerprint)
+        for process, path in enumerate(shards):
+            checkpoint = PlanCheckpoint(path, self.fingerprint(process))
             checkpoint.load()
             self.found.append(checkpoint.searches)
 

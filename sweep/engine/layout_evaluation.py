@@ -103,7 +103,9 @@ def best_layouts(
         if after_block is not None:
             after_block(done, best | picked)
 
-    run(grid, blocking, sink, skip=range(done), progress=progress, only=only, keep=keep)  # type: ignore[arg-type]
+    # the first `done` blocks merged: of the share's own where it has one (a resumed process's share)
+    merged = range(done) if only is None else [b.index for b in blocking.blocks() if only(b)][:done]
+    run(grid, blocking, sink, skip=merged, progress=progress, only=only, keep=keep)  # type: ignore[arg-type]
     return best | picked if raw else _finished(best | picked)
 
 

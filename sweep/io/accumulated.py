@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io import cube
-from netsweep_jax.sweep.io.paths import Claim, keep_partial, remove_stale
+from netsweep_jax.sweep.io.paths import Claim, keep_partial, partial_path, remove_stale
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -126,3 +126,16 @@ def _run(
         claim.remove()
     finally:
         claim.release()
+
+
+def run_share(job: Accumulation, shard: Path, *, resume: bool, finish: Callable[[], None]) -> bool:
+    """A process's share of ``--distributed`` work that accumulates, under :func:`run_accumulated`'s rules: its
+    checkpoint in ``OUT.partial`` of ``shard`` (kept when the run stops), then ``finish()`` writes the share
+    whole to ``shard``. ``resume``: on from that checkpoint where one was written (none, or an empty one: the
+    share from its first block; the shard whole: nothing is computed). Returns whether anything was computed."""
+    partial = partial_path(shard)
+    if resume and shard.exists() and not partial.exists():
+        return False
+    resume = resume and partial.exists() and partial.stat().st_size > 0  # empty: stopped before a checkpoint
+    run_accumulated(job, shard, partial, resume=resume, command="", overwrite=True, finish=finish)
+    return True

@@ -21,8 +21,7 @@ service binds that path, so no TCP port has to be chosen.
 
 ``sweep plan --distributed`` and ``sweep grid --reduce ... --distributed`` share work that accumulates
 (:class:`Shared`, :func:`run_shared`): each process computes its blocks into a shard written whole, and process 0
-merges every shard into the result. A reduction's share is checkpointed as one machine's run is, and resumed; a
-plan's is not (a stopped process's share is searched again).
+merges every shard into the result. A share is checkpointed as one machine's run is, and resumed.
 """
 
 import math
@@ -427,9 +426,6 @@ class Shared(Protocol):
     """Work that accumulates, shared among processes (``--distributed``): each computes its share, kept in a
     shard; process 0 merges every shard into the result."""
 
-    resumable: bool
-    """Whether a stopped process's share goes on from a checkpoint (``--resume``), else it is computed again."""
-
     def compute_share(self, shard: Path, *, resume: bool) -> None:
         """This process's share of the blocks, written whole to ``shard`` (a new file renamed over it,
         sweep.io.checkpoints.write); ``resume``: on from where a stopped run left it."""
@@ -511,12 +507,7 @@ def run_shared(
     if pid != 0:
         return shard
     shards = [shard_path(out, p, count) for p in range(count)]
-    try:
-        wait_for(shards, stitch_timeout, then=then)
-    except BaseException:
-        if not job.resumable:
-            shard.unlink(missing_ok=True)  # a share not resumed: nothing of this run's is left behind
-        raise
+    wait_for(shards, stitch_timeout, then=then)  # stopped or timed out: every shard stays, for --resume
     job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
     try:
         job.merge()

@@ -20,9 +20,9 @@ from netsweep_jax.sweep.engine.blocks import Block, Blocking, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, run
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
-from netsweep_jax.sweep.io.accumulated import run_accumulated
+from netsweep_jax.sweep.io.accumulated import run_accumulated, run_share
 from netsweep_jax.sweep.io.checkpoints import CHECKPOINT_BLOCKS
-from netsweep_jax.sweep.io.paths import Claim, partial_path
+from netsweep_jax.sweep.io.paths import Claim
 
 if TYPE_CHECKING:
     import xarray as xr
@@ -180,22 +180,11 @@ class Reduction:
         blocks = self.blocks()
         return len(blocks), sum(b.size for b in blocks), sum(b.size for b in blocks[: self.resumed])
 
-    resumable = True  # a share is checkpointed as one machine's run is
-
     def compute_share(self, shard: Path, *, resume: bool) -> None:
-        """This process's share, checkpointed to ``OUT.partial`` of ``shard`` (the job runner's, which keeps it
-        when the run stops), then written whole to ``shard``. ``resume``: on from that checkpoint where one was
-        written (none: the share from its first block; the shard whole: nothing is computed)."""
-        partial = partial_path(shard)
-        if resume and shard.exists() and not partial.exists():
-            self.resumed = len(self.blocks())
-            return
-        resume = (
-            resume and partial.exists() and partial.stat().st_size > 0
-        )  # empty: stopped before a checkpoint
-        run_accumulated(
-            self, shard, partial, resume=resume, command="", overwrite=True, finish=lambda: self.save(shard)
-        )
+        """This process's share (:func:`~sweep.io.accumulated.run_share`: checkpointed, resumed, then written
+        whole to ``shard``)."""
+        if not run_share(self, shard, resume=resume, finish=lambda: self.save(shard)):
+            self.resumed = len(self.blocks())  # its shard was written whole before
 
     def load_shares(self, shards: "Sequence[Path]") -> None:
         self.shares = []
