@@ -69,6 +69,10 @@ def test_show_and_select(tmp_path):
     assert len(lines) == 2
     r = invoke("select", out, "--bw", "40")
     assert r.exit_code == 2 and "--bw 40: not in the cube" in r.output
+    # A value a range expanded to was named alone ("--bw 11"), a near one as the one it is not ("--bw 25").
+    for typed, said in (("25..26", "--bw 26 (of 25..26): "), ("25.0000001", "--bw 25.0000001: ")):
+        r = invoke("select", out, "--bw", typed)
+        assert r.exit_code == 2 and said in r.output, r.output
 
 
 BAD = [

@@ -66,6 +66,10 @@ def test_statuses_met_and_unreachable():
     assert np.all(ds.status.values == MET_AT_MIN)  # one worker: nothing to communicate
     ds = solve("vgg16", target=0.9999, axis="utilization", bandwidth=1)
     assert np.all(ds.status.values == UNREACHABLE)
+    # The search spans what --bw takes (to 10^6 Gbit/s): "unreachable (> 10000 Gbit/s)" where grid --bw 10^6
+    # reached the target.
+    ds = solve("resnet50", target=0.9, axis="bandwidth", nodes=2, utilization=1e-4)
+    assert np.all(ds.status.values == SOLVED) and 1e4 < float(ds.required_bandwidth.max()) < 1e6
 
 
 def test_cli_need_prints_and_writes_cube(tmp_path):

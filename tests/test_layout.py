@@ -194,6 +194,10 @@ def test_arch_parsing_and_presets():
         ("layers=2,hidden=500,heads=8,seq=4,vocab=9", "not a multiple of heads=8; give head_dim"),
         ("layers=x,hidden=8,heads=2,seq=4,vocab=9", "whole number"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=relu", "gelu, swiglu"),
+        (
+            "layers=2,hidden=8,heads=2,seq=0,vocab=9",
+            "seq=0: must be a whole number from 1 to",
+        ),  # "from 0", then "at least 1"
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,rope_dim=2", "needs kv_rank"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,kv_rank=4,rope_dim=4", "below head_dim=4"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=3", "must divide experts=8"),
@@ -202,6 +206,8 @@ def test_arch_parsing_and_presets():
     ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)
+    # names in any case, as every name is (mlp=GELU was refused)
+    assert parse_arch("Layers=2,hidden=8,heads=2,seq=4,vocab=9,mlp=GELU,tied=True").mlp == "gelu"
 
 
 def test_the_dp_term_is_the_papers_recurrence_in_closed_form():

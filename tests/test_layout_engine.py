@@ -91,6 +91,9 @@ def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, monkeypatch, on
         f"error: interrupted; finished blocks are kept in {partial}. Finish with the same command plus --resume."
     )
     assert blocks_done(partial) == 2 and not out.exists()
+    # Its NaN were printed as results, in silence.
+    r = invoke("select", partial, "--vars", "tokens_per_s")
+    assert r.exit_code == 0 and "4 of the 6 blocks this reads are not computed yet" in r.output, r.output
     r = invoke("grid", *LAYOUT_GRID, "--out", out, "--resume")  # the block size is the partial file's
     assert r.exit_code == 0 and "2 blocks resumed" in r.output, r.output
     assert_same(read_all(out), one_run)

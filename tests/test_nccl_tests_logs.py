@@ -171,6 +171,11 @@ def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
         invoke("calibrate", "--nccl-tests", ALL_REDUCE, *NICS, "--fit", "latency", "--out", out)
     )
     assert line == "error: --fit is for data-parallel measurements, not nccl-tests logs"
+    # --bw in the wrong unit: a fabric file was written of 8 NICs carrying 0.001 GB/s a host, the fit at -100%.
+    with pytest.raises(
+        InputError, match="busbw .* across 2 hosts is more than 4x what 8 NICs of 0.001 Gbit/s"
+    ):
+        calibrate_logs([ALL_REDUCE], nics=8, nic_gbps=0.001)
     line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--bw", "400"))
     assert "--bw 400: with --nccl-tests only" in line
     line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", ALL_REDUCE))

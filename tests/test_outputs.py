@@ -31,6 +31,7 @@ def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
     ):
         r = invoke(*args)
         assert r.exit_code == 0, r.output
+    assert "dtype float32, stored float16" in invoke("show", out).output  # said as float32 alone
     assert "iteration_time" not in invoke("select", out, "--bw", "10", "--csv").output
     # A table of float16 values printed without pandas' overflow warning (its formatter casts them).
     import warnings

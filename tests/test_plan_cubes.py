@@ -120,6 +120,16 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     assert r.exit_code == 0 and r.stdout.splitlines()[1].split()[-1] == "ok", r.output
     r = invoke("select", cube, "--sel", "rank=13")
     assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
+    # A rank with no layout holds status 0: it printed "ok" ("can exist" in show), as a layout's does.
+    r = invoke("select", cube, "--sel", "rank=12", "--vars", "tokens_per_s,status")
+    assert r.exit_code == 0 and [line.split() for line in r.stdout.splitlines()[1:]] == [
+        ["100", "12", "NaN"],
+        ["400", "12", "NaN"],
+    ], r.output
+    status = next(
+        line for line in invoke("show", cube).output.splitlines() if line.strip().startswith("status")
+    )
+    assert "can exist (" in status and "no layout (" in status, status
 
 
 def test_a_plan_cubes_layout_dp_is_the_layouts_dp(cube):

@@ -45,6 +45,19 @@ def test_plots(cube, tmp_path, args):
         ),
         (["--x", "bandwidth", "--sel", "ratio"], "expected DIM=VALUE"),
         (["--x", "bandwidth", "--kind", "pie"], "--kind 'pie'"),
+        # A plotted dim fixed too: a traceback (--hue), "damaged" (a heatmap's); a dim fixed twice, the last won;
+        # a list, refused as "2,8 is not a value (2, 8)"; a word, "not a value".
+        (["--x", "bandwidth", "--hue", "nodes", "--sel", "nodes=2", "--sel", "ratio=1"], "nodes is plotted"),
+        (
+            ["--kind", "heatmap", "--x", "bandwidth", "--y", "nodes", "--sel", "nodes=2", "--sel", "ratio=1"],
+            "--sel nodes=2: nodes is plotted; drop it from --sel",
+        ),
+        (
+            ["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1", "--sel", "ratio=10"],
+            "ratio is selected twice",
+        ),
+        (["--x", "bandwidth", "--hue", "ratio", "--sel", "nodes=2,8"], "fixes nodes to one value; give one"),
+        (["--x", "bandwidth", "--hue", "ratio", "--sel", "nodes=abc"], "'nodes=abc': abc is not a number"),
     ],
 )
 def test_refusals(cube, tmp_path, args, message):

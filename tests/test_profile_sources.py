@@ -73,6 +73,11 @@ def test_cli_import_writes_a_profile_that_loads(tmp_path):
             '{"ph": "X", "name": "autograd::engine::evaluate_function: X", "ts": 0, "dur": 1}]}',
             "record_shapes=True",
         ),
+        # a gradient's event with a negative duration was dropped: the profile lost that gradient, in silence
+        (
+            '{"traceEvents": [{"ph": "X", "name": "torch::autograd::AccumulateGrad", "ts": 1, "dur": -5}]}',
+            "ts 1 and dur -5 must be a finite start and a duration >= 0",
+        ),
     ],
 )
 def test_malformed_traces_are_refused(tmp_path, text, message):

@@ -20,6 +20,7 @@ speed-up in only 6 of over 200 data-centre setups).
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-from netsweep_jax.sweep.analysis.need import SOLVED, solve
+from netsweep_jax.sweep.analysis.need import SOLVED, search_range, solve
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import accepted_keywords
@@ -474,7 +475,8 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
             parts.append(f"{p.model} {text}")
         lines.append(
             f"1. *Zhang et al.: at 10 Gbit/s an ideal compression of 2x-5x is enough.* Smallest ideal "
-            f"ratio (`--ratio`, up to 10^4) reaching {TARGET} at 10 Gbit/s, utilization 1, in this setup: "
+            f"ratio (`--ratio`, up to 10^{math.log10(search_range('ratio')[1]):.0f}) reaching {TARGET} at 10 Gbit/s, "
+            "utilization 1, in this setup: "
             + ", ".join(parts)
             + f". All within 5x: {_verdict(ok)}. (The ideal ratio divides the bytes, "
             "not the reduction work, which the default `--reduce-cost` table prices at a V100's speed; "

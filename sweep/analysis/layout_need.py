@@ -17,7 +17,7 @@ open bracket, all of them in one call of the rows kernel (:func:`sweep.engine.la
 float64, one compile), and keeps the two neighbours around the first candidate that meets s (growing) or the last
 (falling), until a bracket's ratio is below 1 + :data:`TOLERANCE`; the answer is its end that met s, computed.
 M fills the kernel's block (:data:`~sweep.engine.layout_rows.ROWS_BLOCK` over the open brackets, at least
-:data:`MIN_POINTS`), so one bracket over the NIC rate's seven decades closes in two rounds. K is searched over
+:data:`MIN_POINTS`), so one bracket over the NIC rate's nine decades closes in two or three rounds. K is searched over
 the whole numbers 1..64 (the axis's range) in one call.
 
 Unlike ``sweep plan``'s network cost, which searches the layouts again on the ideal network, the layout is held:

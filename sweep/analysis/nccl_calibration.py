@@ -82,6 +82,25 @@ class Calibration:
     at_bounds: tuple[str, ...] = ()
 
 
+CARRIED_SLACK = 4
+"""How far a busbw across hosts may pass what the NICs of an NVLink domain carry before the NICs said are taken for
+a mistake: an all-reduce's busbw counts 2 (n - 1) / n of the buffer, of which a hierarchical algorithm sends at
+most twice its share across hosts (two hosts), so a measured busbw beyond 2x is already more than they carry."""
+
+
+def _check_carried(m: Any, f: Any, path: str | Path) -> None:
+    """Refuse a row across hosts whose busbw the NICs given could not carry (``--bw`` in the wrong unit, say):
+    more than :data:`CARRIED_SLACK` times an NVLink domain's NICs' line rate, in GB/s."""
+    carried = f.domain * f.nics * f.nic_gbps / 8  # GB/s the NICs of one NVLink domain (hosts) carry
+    if m.nodes > 1 and m.busbw and f.nics and m.busbw > CARRIED_SLACK * carried:
+        raise InputError(
+            f"{path}:{m.line}: busbw {m.busbw:g} GB/s across {m.nodes} hosts is more than {CARRIED_SLACK}x what "
+            f"{f.nics} NICs of {f.nic_gbps:g} Gbit/s a host carry ({carried:.3g} GB/s an NVLink domain): give "
+            "--nics-per-node and --bw as built (--bw in Gbit/s each)",
+            param="bandwidth",
+        )
+
+
 def calibrate_logs(
     paths: Sequence[str | Path], *, nics: int | None, nic_gbps: float | None, source: str = ""
 ) -> Calibration:
@@ -118,6 +137,7 @@ def calibrate_logs(
     for m, f, path in zip(rows, fabrics_of(rows), paths):
         if isinstance(f, Unrepresented):
             raise InputError(f"{path}:{m.line}: the model cannot price this row: {f.reason}")
+        _check_carried(m, f, path)
         fabrics.append(f)
     measured = np.array([m.busbw or 0.0 for m in rows])
     scored = measured >= RESOLUTION

@@ -20,6 +20,7 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import check_selection, open_cube
+from netsweep_jax.sweep.model.compressors import parse_compressors
 
 # Fixed metadata so the same data give the same PNG bytes.
 PNG_METADATA = {"Software": None}
@@ -42,23 +43,41 @@ def label(da: xr.DataArray) -> str:
 
 def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
     """``["ratio=1", "model=vgg16"]`` -> {dim: value} with values typed like the coords."""
-    sel = {}
+    sel: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
             raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
         dim, text = (s.strip() for s in item.split("=", 1))
         if dim not in ds.dims:
             raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(map(str, ds.dims))}", param="sel")
+        if dim in sel:  # the last one won, in silence (select refuses it too)
+            raise InputError(f"{item!r}: {dim} is selected twice; give it once", param="sel")
         coord = ds[dim].values
-        if coord.dtype.kind in "OUS":  # a name, in any case: VGG16 is vgg16
+        if "," in text and not (dim == "compressor" and _one_compressor(text)):
+            raise InputError(
+                f"{item!r}: fixes {dim} to one value; give one (--hue draws several)", param="sel"
+            )
+        if coord.dtype.kind in "OUS":  # a name, in any case: VGG16 is vgg16; a compressor as select reads it
+            text = _one_compressor(text) or text if dim == "compressor" else text
             text = next((str(c) for c in coord if str(c).lower() == text.lower()), text)
-        value = text if coord.dtype.kind in "OUS" else float(text) if _is_number(text) else None
-        if value is None or not np.any(coord.astype(type(value)) == value):
+        elif not _is_number(text):
+            raise InputError(f"{item!r}: {text} is not a number", param="sel")
+        value = text if coord.dtype.kind in "OUS" else float(text)
+        if not np.any(coord.astype(type(value)) == value):
             values = [_shown(v) for v in coord]
             shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")
             raise InputError(f"{item!r}: {text} is not a value of {dim} in the cube ({shown})", param="sel")
         sel[dim] = value
     return sel
+
+
+def _one_compressor(text: str) -> str | None:
+    """The name of the one compressor ``text`` spells (``topk:0.010`` is ``topk:0.01``), else None."""
+    try:
+        found = parse_compressors(text)
+    except InputError:
+        return None
+    return found[0].name if len(found) == 1 else None
 
 
 def _is_number(text):
@@ -212,9 +231,12 @@ HEADLINES = ("scaling_factor", "tokens_per_s")
 
 
 def headline(ds: xr.Dataset) -> str:
-    """The variable a plot of ``ds`` draws where none is named (:data:`HEADLINES`)."""
-    for name in (*HEADLINES, *map(str, ds.data_vars)):
-        if name in ds.data_vars and np.issubdtype(ds[name].dtype, np.number):
+    """The variable a plot of ``ds`` draws where none is named (:data:`HEADLINES`), else its first numeric one
+    that is no code or flag (a layout's ``status`` and ``fits``: a cube written with ``--vars`` that left the
+    headline out drew the fits flag)."""
+    numeric = [n for n in map(str, ds.data_vars) if np.issubdtype(ds[n].dtype, np.number)]
+    for name in (*HEADLINES, *(n for n in numeric if n not in ("status", "fits")), *numeric):
+        if name in numeric:
             return name
     raise InputError("the cube has no numeric variable to plot")
 
@@ -276,13 +298,21 @@ def plot_cube(
     # The variable drawn (a line plot's y, a heatmap's var): the cube's headline where not named.
     named = y if kind == "line" else var
     plotted = named if named is not None else headline(ds)
+    if named is None and plotted not in HEADLINES and say is not None:
+        option = "--y" if kind == "line" else "--var"
+        say(f"drawing {plotted}: the cube holds no {' or '.join(HEADLINES)} ({option} names another)")
     if kind == "line":
         y = plotted
     assert y is not None  # a line plot's variable, or a heatmap's y dim (checked above)
     chosen = parse_sel(sel, ds)
+    for dim in dims if kind == "line" else [x, y]:
+        if dim in chosen:  # a traceback (--hue), or "damaged" (a heatmap's)
+            raise InputError(
+                f"{dim}={_shown(chosen[dim])}: {dim} is plotted; drop it from --sel", param="sel"
+            )
     drawn = ds[plotted] if plotted in ds.data_vars else None
     held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on
-    check_selection(path, ds, chosen)  # what is drawn is what was written
+    check_selection(path, ds, chosen, say)  # what is drawn is what was written
     ds, left = runnable_only(ds, plotted, chosen) if drawn is not None else (ds, 0)
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (

@@ -456,6 +456,9 @@ def _need_of_profiles(
     from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     targets = [number(t.strip(), "--target") for t in target.split(",")]
+    twice = next((t for i, t in enumerate(targets) if t in targets[:i]), None)
+    if twice is not None:  # a cube's target dim of two equal values, which select could not pick from
+        raise InputError(f"{target!r}: value {twice:g} appears twice; each value once", param="target")
     if out is not None:
         check_new_file(out, force=force, suffixes=CUBE_SUFFIXES)
     models, settings["dtype"] = models_from(settings)

@@ -128,7 +128,7 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
             1e6,
             "1,10,25,40,100",
             1e9,
-            search=(1e-3, 1e4),
+            search=(1e-3, 1e6),
         ),
         AxisSpec(
             "utilization",
@@ -144,7 +144,7 @@ NUMERIC_AXES: dict[str, AxisSpec] = {
             fit=(1e-4, 1.0),
         ),
         AxisSpec(
-            "ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0, search=(1.0, 1e4)
+            "ratio", "--ratio", "1", "gradient compression ratio", False, 1, 1e6, "1", 1.0, search=(1.0, 1e6)
         ),
         AxisSpec(
             "latency",

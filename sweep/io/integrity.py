@@ -142,6 +142,19 @@ def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]
         )
 
 
+def unfinished(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]]) -> tuple[int, int]:
+    """(blocks not computed yet, blocks) of those holding the cells a selection reads (``positions``:
+    :func:`touched`'s) in a cube still being written or stopped (its ``OUT.partial``); (0, 0) for a cube
+    written whole or one that records no progress."""
+    with h5py.File(path, "r") as f:
+        if written_whole(f) or "progress/blocks_done" not in f:
+            return 0, 0
+        blocking = _blocking_of(f)
+        wanted = touched(blocking, positions)
+        done = f["progress/blocks_done"][...]
+    return sum(1 for i in wanted if not done[i]), len(wanted)
+
+
 def _crc_bytes(values: Any) -> bytes:
     """Bytes to checksum for a dataset's values or an attribute (strings as UTF-8)."""
     a = np.asarray(values)

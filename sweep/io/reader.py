@@ -15,7 +15,7 @@ from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
-from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
+from netsweep_jax.sweep.io.integrity import check_read, unfinished, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
@@ -60,6 +60,34 @@ def _value(x: Any) -> str:
     return str(x)
 
 
+def _status_counts(ds: xr.Dataset, name: str) -> str:
+    """How many configurations of a status variable each rule stopped, as ``show`` says it. Code 0 is "can
+    exist" (the rules' "ok": whether it fits is the fits variable's to say); a plan's rank with no layout (fewer
+    feasible than --keep) has fits NaN, and its status is no layout's."""
+    a = ds[name].values
+    rules = {**_rules(str(ds[name].attrs["rules"])), 0: "can exist"}
+    empty = _no_layout(ds, name)
+    codes, counts = np.unique(a[np.isfinite(a) & ~empty].astype(np.int64), return_counts=True)
+    said = [f"{rules.get(int(c), f'code {c}')} ({n:,})" for c, n in zip(codes, counts)]
+    return ", ".join(said + ([f"no layout ({int(empty.sum()):,})"] if empty.any() else []))
+
+
+def _stored(attrs: Mapping[str, Any]) -> str:
+    """How a cube's floats are stored where not in the dtype computed (``--store``): ', stored float16'."""
+    store = attrs.get("store")
+    return f", stored {store}" if store and store != attrs.get("dtype") else ""
+
+
+def _no_layout(ds: xr.Dataset, status: str) -> np.ndarray:
+    """Where a plan cube's ``status`` is no layout's (a rank not filled: its ``fits`` NaN, its status whatever
+    the search's empty slot held), as a mask of its
+    shape; none in a cube whose fits spans other dims (a reduced one) or that has none."""
+    # a layout cube's layout that cannot exist has fits NaN too, and a status that says why
+    if "fits" not in ds.data_vars or ds["fits"].dims != ds[status].dims or "rank" not in ds[status].dims:
+        return np.zeros(ds[status].shape, bool)
+    return np.isnan(np.asarray(ds["fits"].values, np.float64))
+
+
 def _rules(attr: str) -> dict[int, str]:
     """A status variable's ``rules`` attribute (``0: ok; 1: ...``) as {code: rule}."""
     out = {}
@@ -79,7 +107,7 @@ def describe(path: str | Path) -> str:
         f"  made by: {ds.attrs.get('command', '?')}",
         f"  created {ds.attrs.get('created', '?')}, netsweep {ds.attrs.get('netsweep_version', '?')}, "
         f"jax {ds.attrs.get('jax_version', '?')} on {ds.attrs.get('device_kind', '?')}, "
-        f"dtype {ds.attrs.get('dtype', '?')}",
+        f"dtype {ds.attrs.get('dtype', '?')}{_stored(ds.attrs)}",
     ]
     if ds.attrs.get("assumed"):
         lines.append(f"  assumed: {ds.attrs['assumed']}")
@@ -105,13 +133,7 @@ def describe(path: str | Path) -> str:
             lines.append(f"    {name:<{width}} " + ", ".join(f"{v} ({c:,})" for v, c in zip(said, counts)))
             continue
         if "rules" in ds[name].attrs:  # a status: how many configurations each rule stopped
-            # Code 0 is "can exist" (the rules' "ok"): whether it fits is the fits variable's to say.
-            rules = {**_rules(str(ds[name].attrs["rules"])), 0: "can exist"}
-            codes, counts = np.unique(a[np.isfinite(a)].astype(np.int64), return_counts=True)
-            lines.append(
-                f"    {name:<{width}} "
-                + ", ".join(f"{rules.get(int(c), f'code {c}')} ({n:,})" for c, n in zip(codes, counts))
-            )
+            lines.append(f"    {name:<{width}} {_status_counts(ds, str(name))}")
             continue
         finite = a[np.isfinite(a)]
         stats = (
@@ -180,15 +202,24 @@ def verify_text(path: str | Path) -> tuple[str, int]:
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
 
 
-def check_selection(path: str | Path, ds: xr.Dataset, sel: Mapping[Any, Any]) -> None:
+def check_selection(
+    path: str | Path, ds: xr.Dataset, sel: Mapping[Any, Any], say: Callable[[str], None] | None = None
+) -> None:
     """Refuse (:class:`~sweep.core.errors.Damaged`) to show a selection ``sel`` ({dim: value or values}) of
     the cube ``ds`` read from ``path`` when a block it reads no longer matches its checksum
-    (:func:`~sweep.io.integrity.check_read`)."""
+    (:func:`~sweep.io.integrity.check_read`); ``say`` how many of the blocks it reads are not computed yet (an
+    unfinished run's partial cube: their NaN are no results)."""
     positions = {
         str(d): np.flatnonzero(np.isin(ds[d].values, np.atleast_1d(np.asarray(v, dtype=object))))
         for d, v in sel.items()
     }
     check_read(path, positions)
+    missing, blocks = unfinished(path, positions)
+    if missing and say is not None:
+        say(
+            f"{path}: an unfinished run's cube; {missing} of the {blocks} blocks this reads are not computed yet "
+            "(NaN there is no result: --resume finishes the run)"
+        )
 
 
 def _nearest(
@@ -241,11 +272,12 @@ def _selection(
             values = _nearest(have, values, specs[dim].option if dim in specs else f"--sel {dim}", picked)
         for v in values:
             if not np.any(have == v):
-                shown = f"{v:g}" if not isinstance(v, str) else v
+                # to 12 digits either side (1.0000001 is not 1), and the range it came from where expanded
+                shown = f"{v:.12g}" if not isinstance(v, str) else v
+                typed = f" (of {text})" if str(text).strip() not in (shown, str(v)) and numeric else ""
                 hint = " (--nearest selects the nearest)" if numeric else ""
-                raise InputError(
-                    f"{shown}: not in the cube; it has {', '.join(map(str, have))}{hint}", param=dim
-                )
+                listed = ", ".join(f"{h:.12g}" if numeric else str(h) for h in have)
+                raise InputError(f"{shown}{typed}: not in the cube; it has {listed}{hint}", param=dim)
         sel[dim] = list(values)
     return sel
 
@@ -262,10 +294,10 @@ def select_table(
     comma list of them; default all), one table per set of dims the variables span.
 
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
-    ``picked(text)`` is told which."""
+    ``picked(text)`` is told which (and how much of the selection an unfinished run has not computed)."""
     ds = open_cube(path)
     selection = _selection(ds, chosen, nearest, picked)
-    check_selection(path, ds, selection)  # what is shown is what was written
+    check_selection(path, ds, selection, picked)  # what is shown is what was written
     sub = ds.sel(selection)
     if variables_text is not None:
         names = parse_names(variables_text, "vars", variables(ds))
@@ -320,11 +352,14 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
             if "rules" in ds[name].attrs:
                 rules = _rules(str(ds[name].attrs["rules"]))
                 fits = df["fits"] if "fits" in df.columns else None  # status 0 is "can exist", not "fits"
+                ranked = "rank" in ds[name].dims  # a plan's: fits NaN is a rank with no layout
                 if fits is None:  # code 0 says the layout can exist, not that it fits (show says the same)
                     rules[0] = "can exist"
+                # '' where a plan's rank has no layout (fits NaN), as its layout_ columns print it
                 df[name] = [
                     ("does not fit in memory" if fits is not None and fits.iloc[i] == 0 and c == 0 else
-                     rules.get(int(c), f"code {c}")) if np.isfinite(c) else ""
+                     rules.get(int(c), f"code {c}"))
+                    if np.isfinite(c) and not (ranked and fits is not None and np.isnan(fits.iloc[i])) else ""
                     for i, c in enumerate(df[name])
                 ]  # fmt: skip
     return df.drop(columns=along)

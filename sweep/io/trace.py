@@ -50,16 +50,23 @@ def _events(path):
         raise InputError(
             f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace"
         )
-    # Complete events ("X") with a name, a finite start and a duration >= 0; ``args`` an object (else none)
+    # Complete events ("X") with a name; ``args`` an object (else none). One without a finite start and a
+    # duration >= 0 is refused: dropped, a gradient went missing from the profile in silence.
+    complete = [
+        (i, event)
+        for i, event in enumerate(events)
+        if isinstance(event, dict) and event.get("ph") == "X" and isinstance(event.get("name"), str)
+    ]
+    for i, event in complete:
+        if not (_finite(event.get("ts")) and _finite(event.get("dur")) and event["dur"] >= 0):
+            raise InputError(
+                f"{path}: traceEvents[{i}] ({event['name']}): ts {event.get('ts')!r} and dur "
+                f"{event.get('dur')!r} must be a finite start and a duration >= 0 (us)",
+                param="trace",
+            )
     return [
-        {**e, "args": e["args"] if isinstance(e.get("args"), dict) else {}}
-        for e in events
-        if isinstance(e, dict)
-        and e.get("ph") == "X"
-        and isinstance(e.get("name"), str)
-        and _finite(e.get("ts"))
-        and _finite(e.get("dur"))
-        and e["dur"] >= 0
+        {**event, "args": event["args"] if isinstance(event.get("args"), dict) else {}}
+        for _, event in complete
     ]
 
 

@@ -301,13 +301,15 @@ _INTEGER_KEYS = (
 ARCH_KEYS = (*_INTEGER_KEYS, "mlp", "tied", "dropout")
 REQUIRED = ("layers", "hidden", "heads", "seq", "vocab")
 MAX_SIZE = 10**7  # any width, depth or count above this is a typo, not a model
+POSITIVE = ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every")  # at least 1 where given
 
 
 def parse_arch(text: str) -> LLM:
     """``layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,ffn=,kv_heads=,...]`` -> :class:`LLM`."""
     values: dict[str, object] = {}
     for item in str(text).split(","):
-        key, sep, value = (part.strip() for part in item.partition("="))
+        # keys and words in any case, as every name is (mlp=GELU is gelu)
+        key, sep, value = (part.strip().lower() for part in item.partition("="))
         if not sep or not key:
             raise InputError(
                 f"{item.strip()!r}: write key=value, e.g. layers=96 (keys: {', '.join(ARCH_KEYS)})",
@@ -326,18 +328,17 @@ def parse_arch(text: str) -> LLM:
                 raise InputError(f"{key}={value}: must be 0 or 1", param="arch")
             values[key] = value in ("1", "true")
         else:
-            size = whole_number(value)
-            if size is None or not 0 <= size <= MAX_SIZE:
-                raise InputError(f"{key}={value}: must be a whole number from 0 to {MAX_SIZE}", param="arch")
+            size, low = whole_number(value), int(key in POSITIVE)
+            if size is None or not low <= size <= MAX_SIZE:
+                raise InputError(
+                    f"{key}={value}: must be a whole number from {low} to {MAX_SIZE}", param="arch"
+                )
             values[key] = size
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         raise InputError(
             f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch"
         )
-    for key in ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every"):
-        if key in values and values[key] == 0:
-            raise InputError(f"{key}=0: must be at least 1", param="arch")
     hidden, heads = values["hidden"], values["heads"]
     if "head_dim" not in values and hidden % heads:  # type: ignore[operator]
         raise InputError(
