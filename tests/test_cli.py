@@ -407,3 +407,19 @@ def test_a_tiny_sweeps_rate_is_not_zero():
         "5.5/s end to end)",
         "1,625/s end to end)",
     ]
+
+
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        (["grid", "--bw", "10", "--bw", "20"], "--bw given twice: give it once"),
+        (["grid", "--bw", "10", "--bandwidth=20"], "--bw and --bandwidth are one option, given twice"),
+        (["plan", "--model", "llama3-8b", "--gpus", "8", "--gpus", "16"], "--gpus given twice"),
+        (["select", "o.h5", "--bw", "10", "--bw", "25"], "--bw given twice"),
+    ],
+)
+def test_an_option_given_twice_is_refused_not_the_last_kept(tmp_path, args, said):
+    # --bw 10 --bw 20 swept 20 alone, in silence (Click keeps the last value).
+    r = invoke(*args, "--out", tmp_path / "x.h5") if args[0] != "select" else invoke(*args)
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and said in r.output, r.output
+    assert not (tmp_path / "x.h5").exists()

@@ -147,7 +147,7 @@ def test_every_process_refuses_an_existing_out_before_its_share(tmp_path, monkey
 
 def test_a_stitch_of_shards_of_another_grid_leaves_no_partial_cube(tmp_path, monkeypatch):
     out = tmp_path / "g.h5"
-    for pid, extra in ((1, ["--nodes", "2,4,16"]), (0, [])):  # as if the agreement had not run
+    for pid, extra in ((1, ["--util", "0.5"]), (0, [])):  # as if the agreement had not run
         monkeypatch.setattr(distributed, "rendezvous", lambda *args, _pid=pid, **kwargs: (_pid, 2))
         r = invoke("grid", *GRID, *extra, "--out", out, "--distributed")
     assert "a shard of another grid" in one_error(r)

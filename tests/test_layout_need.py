@@ -146,7 +146,7 @@ def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_t
         (["--network-share", "10", "--out", "x.h5"], "--out is for data-parallel models"),
         (["--bw", "10"], "--network-share needed for llama3-70b, a large model"),
         (
-            ["--network-share", "10", "--tp", "3"],
+            ["--network-share", "10", "--cp", "3"],
             "cannot exist on 1024 GPUs: gpus not divisible by tp x pp x cp",
         ),
         (["--network-share", "10,10%"], "--network-share '10,10%': value 10% appears twice; each value once"),

@@ -113,7 +113,14 @@ def format_help_text(command: _click.Command, formatter: _click.HelpFormatter) -
 
 
 class HelpCommand(TyperCommand):
-    """A command whose ``--help`` is :func:`format_options`'s."""
+    """A command whose ``--help`` is :func:`format_options`'s, and that refuses an option given twice
+    (:func:`~sweep.cli.repeated.refuse_repeated`: Click kept the last)."""
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        from netsweep_jax.sweep.cli.repeated import refuse_repeated
+
+        refuse_repeated(self.get_params(ctx), args)
+        return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:
         """``[OPTIONS] FILE`` (an optional argument in brackets), as the Arguments section spells them."""
