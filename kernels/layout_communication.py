@@ -46,8 +46,19 @@ sweep.core.sweep_settings.OVERLAP_BITS), per layer and micro-batch:
 - moe_a2a (8, --overlap-moe-expert-parallel-comm): a MoE layer's all-to-alls hide behind another
   micro-batch's forward and backward: exposed = max(0, ep - t_f - t_b).
 The default, grad_reduce + param_gather, is what the model assumed before the switches existed.
+
+The streams hidden behind one layer's compute (the overlapped TP collectives, CP's exchanges, ZeRO-3's hidden
+gathers and reduce-scatters, the overlapped all-to-alls) run side by side, each on its own links: a phase waits
+on its slowest stream's excess over its window, and the all-to-alls (behind another micro-batch's forward and
+backward) on the slower of theirs and the two phases' (:func:`shared_window`):
+
+    waited = max(a2a, max(forward excesses) + max(backward excesses))
+
+and each stream is charged its excess times waited / (the sum of the excesses). With one exposed stream a
+phase, each excess as above.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -181,7 +192,7 @@ def _tensor_parallel_collectives(
 def _context_parallel(
     arch: Arch, dev: Device, lay: Parallelism, tokens: Value, core_time: Value
 ) -> tuple[Value, Value, Value]:
-    """CP's ring attention per layer and micro-batch: (exposed backward, exposed layer, whether the group
+    """CP's ring attention per layer and micro-batch: (exposed forward, exposed backward, whether the group
     leaves the NVLink domain). c - 1 exchanges of the K and V chunk X = 2 b (s / c) w_kv bytes_act / t forward,
     twice that backward, hidden behind the attention core's time: exposed = max(0, exchange - core)."""
     t, c = lay.tp, lay.cp
@@ -190,7 +201,7 @@ def _context_parallel(
     cp_step = exchange(kv_chunk, c, t, lay)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
     cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
-    return cp_backward, cp_forward + cp_backward, cp_cross
+    return cp_forward, cp_backward, cp_cross
 
 
 def _expert_parallel(
@@ -200,18 +211,16 @@ def _expert_parallel(
     tokens: Value,
     etp: Value,
     moe_rc: Value,
-    t_f: Value,
-    t_b: Value,
-    a2a_overlap: Value,
 ) -> tuple[Value, Value]:
-    """EP's exposed all-to-all time over the average layer per micro-batch, and whether the NICs pace it (module
+    """EP's all-to-all time over the average layer per micro-batch, and whether the NICs pace it (module
     docstring). Each all-to-all of X = b (s / c) h k bytes_act I / t is the slower of its NVLink share and its
     off-domain share through the GPU's K / G of the node's NICs (or NCCL's; or the flex dispatcher's two
     stages, :func:`hierarchical_copies`); an fp8 dispatch carries (1 + 1/32) / bytes_act of X; expert TP adds
     a ring of etp X bytes over etp GPUs to each (etp_ring). With passes = 2 where the layer is recomputed (moe_rc):
 
         ep = (passes dispatch + (2 + passes) a2a + (2 + 2 passes) etp_ring) L_moe / L
-        exposed = max(0, ep - t_f - t_b) with the moe_a2a overlap switch, ep without
+
+    (exposed: :func:`layer_communication`, max(0, ep - t_f - t_b) with the moe_a2a overlap switch, ep without).
     """
     k, e = arch.top_k, lay.ep
     x_ep = tokens * arch.hidden * k * dev.act_bytes * lay.imbalance / lay.tp
@@ -265,7 +274,6 @@ def _expert_parallel(
     passes = 1.0 + jnp.where(moe_rc, 1.0, 0.0)  # a recomputed MoE layer dispatches and combines again
     Le, L = arch.moe_layers, arch.layers
     ep_layer = (passes * dispatch + (2.0 + passes) * a2a + (2.0 + 2.0 * passes) * etp_gather) * Le / L
-    ep_layer = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_layer - (t_f + t_b)), ep_layer)
     rdma, nvl = flex_stages(x_ep)
     ep_waits_on_nic = (e > 1) & jnp.where(
         lay.moe_dispatcher > 0,
@@ -284,9 +292,11 @@ def _zero3(
     recompute: Value,
     grad_overlap: Value,
     param_overlap: Value,
-) -> tuple[Value, Value, Value, Value, Value]:
+) -> tuple[Value, Value, Value, tuple[Value, Value, Callable[[Value], Value]], Value]:
     """The layer's data-parallel collectives: (D c, its gradients reduce-scattered rs, or all-reduced, ZeRO-3's
-    exposed time per micro-batch, whether the data-parallel group leaves the NVLink domain). Dense parameters
+    per micro-batch as (the excess of the gathers hidden behind the forward, of those and the reduce-scatters
+    behind the backward, its exposed time given :func:`shared_window`'s share), whether the data-parallel
+    group leaves the NVLink domain). Dense parameters
     over the D c data-parallel GPUs, experts over their expert data-parallel group. ZeRO-3 gathers each
     layer's parameters forward and backward (ag) and reduce-scatters its gradients, hidden behind its forward
     or backward by the parameter gather's and the gradient reduce's overlap switches:
@@ -316,13 +326,40 @@ def _zero3(
     # Each gather hides behind the layer's forward or backward when the parameter gather overlaps (FSDP's
     # prefetch), the reduce-scatter behind the backward when the gradient reduce does; the rest is exposed.
     ag_hidden, rs_hidden = jnp.where(param_overlap, ag3, 0.0), jnp.where(grad_overlap, rs3, 0.0)
-    z3_forward = jnp.maximum(0.0, ag_hidden - t_f) + ag3 - ag_hidden
-    z3_backward = (
-        jnp.maximum(0.0, ag_hidden + rs_hidden - t_b - recompute) + ag3 - ag_hidden + rs3 - rs_hidden
-    )
-    z3_layer = jnp.where(zero >= 3, z3_forward + z3_backward, 0.0)
+    z3 = zero >= 3
+    hidden_forward = jnp.where(z3, jnp.maximum(0.0, ag_hidden - t_f), 0.0)
+    hidden_backward = jnp.where(z3, jnp.maximum(0.0, ag_hidden + rs_hidden - t_b - recompute), 0.0)
+
+    def exposed(share: Value) -> Value:  # the hidden streams' excess scaled by shared_window's share
+        forward = share * hidden_forward + ag3 - ag_hidden
+        backward = share * hidden_backward + ag3 - ag_hidden + rs3 - rs_hidden
+        return jnp.where(z3, forward + backward, 0.0)
+
     _, dp_cross = group_bandwidth(dp_group, t, lay)
-    return dp_group, rs3, ar_grads, z3_layer, dp_cross
+    return dp_group, rs3, ar_grads, (hidden_forward, hidden_backward, exposed), dp_cross
+
+
+def shared_window(forward: tuple[Value, ...], backward: tuple[Value, ...], spanning: Value) -> Value:
+    """The factor each exposure of the streams hidden behind one layer's compute is scaled by, so that they add to
+    what the layer waits on. The streams run side by side, each on its own links, behind the same compute: a
+    phase waits on its slowest stream (forward, then backward), and the all-to-alls hidden behind another
+    micro-batch's forward and backward (``spanning``) on the slower of them and the two phases:
+
+        waited = max(spanning, max(forward) + max(backward)),   share = waited / (spanning + sum(forward) + sum(backward))
+
+    (1 where at most one stream is exposed in each phase, and none spans: the exposures as each stream's alone).
+    Added stream by stream, a longer compute hid each one's excess at once, and the step fell as the compute
+    grew; ``waited`` + the compute never falls as the compute grows."""
+    longest = jnp.maximum(spanning, _largest(forward) + _largest(backward))
+    total = spanning + sum(forward, 0.0) + sum(backward, 0.0)
+    return jnp.where(total > 0, longest / jnp.where(total > 0, total, 1.0), 1.0)
+
+
+def _largest(values: tuple[Value, ...]) -> Value:
+    out = values[0]
+    for v in values[1:]:
+        out = jnp.maximum(out, v)
+    return out
 
 
 def layer_communication(
@@ -354,35 +391,40 @@ def layer_communication(
     linear_forward = (
         tokens * ((work.paced_flops - work.core_flops) / t + 2.0 * down * (1.0 - 1.0 / t)) / rate * kappa
     )
-    tp_forward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), tp_forward)
     # The backward's GEMMs are twice the forward's; full recomputation adds the recomputed forward's.
     behind_backward = linear_forward * (2.0 + jnp.where(rc.full, 1.0, 0.0))
-    tp_backward = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), tp_backward)
-    tp_layer = tp_forward + tp_backward
+    tp_hidden_f = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), 0.0)
+    tp_hidden_b = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), 0.0)
+    tp_waited_f, tp_waited_b = jnp.where(tp_overlap, 0.0, tp_forward), jnp.where(tp_overlap, 0.0, tp_backward)
     _, tp_cross = group_bandwidth(t, 1.0, lay)
 
-    cp_backward, cp_layer, cp_cross = _context_parallel(arch, dev, lay, tokens, times.core_time)
+    cp_forward, cp_backward, cp_cross = _context_parallel(arch, dev, lay, tokens, times.core_time)
     # moe_rc: the moe module recomputed, or the whole layer's forward (full), its dispatch and combine with it.
-    ep_layer, ep_waits_on_nic = _expert_parallel(
-        arch, dev, lay, tokens, params.etp, rc.moe_rc | rc.full, t_f, t_b, a2a_overlap
-    )
-    dp_group, rs3, ar_grads, z3_layer, dp_cross = _zero3(
+    ep_whole, ep_waits_on_nic = _expert_parallel(arch, dev, lay, tokens, params.etp, rc.moe_rc | rc.full)
+    ep_hidden = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_whole - (t_f + t_b)), 0.0)
+    ep_waited = jnp.where(a2a_overlap, 0.0, ep_whole)
+    dp_group, rs3, ar_grads, (z3_f, z3_b, z3_exposed), dp_cross = _zero3(
         dev, lay, dp, params, times, rc.recompute, grad_overlap, param_overlap
     )
+    # The streams hidden behind the layer's compute run side by side: each phase waits on its slowest
+    # (shared_window); each stream keeps its share of what is waited on, so the breakdown adds up to the step.
+    share = shared_window((tp_hidden_f, cp_forward, z3_f), (tp_hidden_b, cp_backward, z3_b), ep_hidden)
+    tp_backward = tp_waited_b + share * tp_hidden_b
+    cp_backward = share * cp_backward
     return LayerCommunication(
         grad_overlap=grad_overlap,
         param_overlap=param_overlap,
         tp_backward=tp_backward,
-        tp_layer=tp_layer,
+        tp_layer=tp_waited_f + share * tp_hidden_f + tp_backward,
         tp_cross=tp_cross,
         cp_backward=cp_backward,
-        cp_layer=cp_layer,
+        cp_layer=share * cp_forward + cp_backward,
         cp_cross=cp_cross,
-        ep_layer=ep_layer,
+        ep_layer=ep_waited + share * ep_hidden,
         ep_waits_on_nic=ep_waits_on_nic,
         dp_group=dp_group,
         rs3=rs3,
         ar_grads=ar_grads,
-        z3_layer=z3_layer,
+        z3_layer=z3_exposed(share),
         dp_cross=dp_cross,
     )

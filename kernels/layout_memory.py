@@ -184,7 +184,7 @@ def memory_per_gpu(
     parameter of Adam's master weight and moments."""
     h, v, mask = arch.hidden, arch.vocab, arch.dropout
     t, p, V, zero = lay.tp, lay.pp, lay.schedule, lay.zero
-    expert_dp, layer_params = params.expert_dp, params.layer_params
+    expert_dp = params.expert_dp
 
     def states_per_param(group: Value) -> Value:  # bytes per parameter sharded over ``group`` by ZeRO
         return (
@@ -217,6 +217,11 @@ def memory_per_gpu(
         + mtp_act
         + jnp.where(is_one, embed_act, 0.0),
     )
-    gathered = jnp.where(zero >= 3, 2.0 * layer_params * dev.param_bytes, 0.0)  # this layer's and the next's
+    # This layer's gathered parameters and the next's: the dense share over the D c GPUs, the experts' over their
+    # expert data-parallel group; a group of one holds its parameters whole, and gathers nothing.
+    sharded = jnp.where(dp_group > 1, params.dense_gpu, 0.0) + jnp.where(
+        expert_dp > 1, params.expert_params / (params.etp * lay.ep), 0.0
+    )
+    gathered = jnp.where(zero >= 3, 2.0 * sharded * dev.param_bytes, 0.0)
     memory = states + gathered + activations
     return memory

@@ -843,9 +843,12 @@ def layout_step(arch, dev, lay):
     gemms = (
         tokens * ((paced - flops["core"]) / t + 2 * replicated * (1 - 1 / t)) / rate * kappa
     )  # linear layers
+    hidden = {"fwd": [], "bwd": [], "span": 0.0}  # each overlapped stream's excess over its window, by phase
     if switch["tp_comm"]:  # TP collectives behind the GEMMs beside them: forward, backward (and recomputed)
         tp_fwd = max(0.0, tp_fwd - gemms)
         tp_bwd = max(0.0, tp_bwd - gemms * (3 if full else 2))
+        hidden["fwd"].append(tp_fwd)
+        hidden["bwd"].append(tp_bwd)
     cp_fwd = cp_bwd = 0.0
     if c > 1:
         bw, leaves = _group_bw(c, t, lay)
@@ -853,6 +856,8 @@ def layout_step(arch, dev, lay):
         if lay["collectives"]:  # NCCL's send/recv of the chunk on the CP group
             one = _nccl_group("sendrecv", tokens * (kvw + vw) * dev["act_bytes"] / t, c, t, lay)
         cp_fwd, cp_bwd = max(0.0, (c - 1) * one - core), max(0.0, 2 * (c - 1) * one - 2 * core)
+        hidden["fwd"].append(cp_fwd)
+        hidden["bwd"].append(cp_bwd)
     ep_layer, ep_nic = 0.0, False
     if e > 1 or etp > 1:
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
@@ -897,6 +902,7 @@ def layout_step(arch, dev, lay):
         ep_layer = (passes * dispatch + (2 + passes) * a2a + (2 + 2 * passes) * gather) * Le / L
         if switch["moe_a2a"]:  # behind another micro-batch's forward and backward
             ep_layer = max(0.0, ep_layer - (fwd + bwd))
+            hidden["span"] = ep_layer
         ep_nic = near < e and inter >= intra
         if lay.get("moe_dispatcher", 0):
             rdma, nvl = flex_stages(xe)
@@ -913,8 +919,23 @@ def layout_step(arch, dev, lay):
         )
         hide_ag = ag if switch["param_gather"] else 0.0  # FSDP's prefetch
         hide_rs = rs if switch["grad_reduce"] else 0.0
-        z3 = max(0.0, hide_ag - fwd) + (ag - hide_ag)
-        z3 += max(0.0, hide_ag + hide_rs - bwd - recompute) + (ag - hide_ag) + (rs - hide_rs)
+        z3_f, z3_b = max(0.0, hide_ag - fwd), max(0.0, hide_ag + hide_rs - bwd - recompute)
+        hidden["fwd"].append(z3_f)
+        hidden["bwd"].append(z3_b)
+        z3 = 2 * (ag - hide_ag) + (rs - hide_rs)  # not overlapped: waited on whole
+    # The overlapped streams run side by side behind the layer's compute: each phase waits on its slowest, the
+    # all-to-alls behind another micro-batch's forward and backward on the slower of them and the two phases';
+    # each stream keeps its share of that.
+    total = hidden["span"] + sum(hidden["fwd"]) + sum(hidden["bwd"])
+    waited = max(hidden["span"], max(hidden["fwd"], default=0.0) + max(hidden["bwd"], default=0.0))
+    share = waited / total if total > 0 else 1.0
+    if switch["tp_comm"]:
+        tp_fwd, tp_bwd = share * tp_fwd, share * tp_bwd
+    cp_fwd, cp_bwd = share * cp_fwd, share * cp_bwd
+    if switch["moe_a2a"]:
+        ep_layer = share * ep_layer
+    if zero >= 3:
+        z3 += share * (z3_f + z3_b)
     layer = {
         "compute": fwd + bwd,
         "recompute_time": recompute,
@@ -1075,7 +1096,9 @@ def layout_step(arch, dev, lay):
         + mtp_kept
         + (ids_and_mask if p == 1 else 0.0),
     )
-    memory = states + acts + (2 * params * dev["param_bytes"] if zero >= 3 else 0.0)
+    # ZeRO-3's gathered layers (this one and the next): a group of one holds its parameters whole, gathers none
+    sharded = (dense_gpu if group > 1 else 0.0) + (experts / (etp * e) if expert_dp > 1 else 0.0)
+    memory = states + acts + (2 * sharded * dev["param_bytes"] if zero >= 3 else 0.0)
     out["ep_on_nics"] = float(ep_nic)
     out.update(
         iteration_time=time,

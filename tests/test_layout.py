@@ -173,6 +173,31 @@ def test_more_bandwidth_is_never_slower():
     assert (fast["iteration_time"][ok] <= slow["iteration_time"][ok] * (1 + 1e-12)).all()
 
 
+def test_a_slower_gpu_is_never_a_faster_step():
+    # Streams hidden behind one layer's compute (ZeRO-3's gathers, CP's exchanges, TP's overlapped collectives,
+    # the overlapped all-to-alls) each subtracted the compute from its own time: with two exposed, a slower GPU
+    # hid twice its extra time, and the step fell (CP 4 with ZeRO-3: 2.520 s at efficiency 0.5, 2.456 at 0.3).
+    rng = random.Random(11)
+    cases = [random_case(rng) for _ in range(300)]
+    cases = [(a, d, {**lay, "zero": 3, "overlap": 15}) for a, d, lay in cases]  # every stream hidden at once
+    slower = [(a, d, {**lay, "efficiency": lay["efficiency"] * 0.6}) for a, d, lay in cases]
+    fast, slow = run_kernel(cases, "float64"), run_kernel(slower, "float64")
+    ok = fast["status"] == 0
+    assert (slow["iteration_time"][ok] >= fast["iteration_time"][ok] * (1 - 1e-12)).all()
+
+
+def test_streams_behind_one_window_wait_on_the_slowest_by_hand():
+    from netsweep_jax.kernels.layout_communication import shared_window
+
+    # forward: TP 2 s and ZeRO-3 1 s past their windows, backward: CP 3 s: the layer waits 2 + 3 = 5 s of the 6
+    assert float(shared_window((2.0, 0.0, 1.0), (0.0, 3.0, 0.0), 0.0)) == pytest.approx(5 / 6)
+    # the all-to-alls behind another micro-batch's forward and backward 7 s past them: 7 s of the 13
+    assert float(shared_window((2.0, 0.0, 1.0), (0.0, 3.0, 0.0), 7.0)) == pytest.approx(7 / 13)
+    # one stream a phase: each as it is alone; none: nothing to share
+    assert float(shared_window((0.0, 4.0, 0.0), (0.0, 0.0, 2.5), 0.0)) == 1.0
+    assert float(shared_window((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)) == 1.0
+
+
 def test_arch_parsing_and_presets():
     m = parse_arch("layers=96,hidden=12288,heads=96,seq=2048,vocab=51200")
     assert m.ffn == 4 * 12288 and m.kv_heads == 96 and m.head_dim == 128

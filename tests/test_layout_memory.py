@@ -251,3 +251,19 @@ def test_a_multi_token_prediction_depth_by_hand():
     # Model FLOPs: one more layer (24 h^2 + 4 s h a token), the projection's 4 h^2, the logits' 2 h v again.
     flops = 3 * b * s / 8 * (97 * (24 * h * h + 4 * s * h) + 4 * h * h + 2 * 2 * h * v)
     assert one["tflops_per_gpu"] * one["iteration_time"] * 1e12 == pytest.approx(flops, rel=1e-12)
+
+
+def test_zero3_gathers_nothing_where_its_group_is_one_gpu():
+    # dp x cp = 1 holds every parameter whole: ZeRO-3 charged two gathered layers all the same (+0.1 GB at TP 8,
+    # +0.87 GB at PP 8 on Llama 3 8B), so a higher stage took more memory than ZeRO 0.
+    lone = dict(gpus=8, global_batch=8, tp=8, dp=1)
+    assert run_one(gpt3_case(**lone, zero=3))["memory_gb"] == run_one(gpt3_case(**lone, zero=0))["memory_gb"]
+    # over two GPUs, two layers' dense share gathered (gpt3_case's at TP 8, 2 bytes each) on top of the states
+    pair = dict(gpus=16, global_batch=16, tp=8, dp=2)
+    h = 12288
+    layer = (12 * h * h + 2 * h) / 8 * 2  # bytes of a layer's dense share on one GPU (the norms split too)
+    three = run_one(gpt3_case(**pair, zero=3))
+    states_drop = (12 * h * h + 2 * h) / 8 * 96 * 2 / 2  # ZeRO-3 halves the 2-byte parameters over two GPUs
+    assert three["memory_gb"] == pytest.approx(
+        run_one(gpt3_case(**pair, zero=2))["memory_gb"] + (2 * layer - states_drop) / 1e9, rel=1e-3
+    )
