@@ -100,6 +100,16 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     for key in ("netsweep_version", "command", "created", "jax_version", "device_kind"):
         assert key in ds.attrs
     ds.close()
+    # the profile the answers are of, as a sweep's cube keeps it (a need cube had none), checksummed with it
+    profile = xr.open_dataset(out, engine="h5netcdf", group="profiles/resnet50")
+    assert (
+        profile.attrs["sha256"] == builtin_profile("resnet50").content_hash()
+        and profile.sizes["layer"] == 161
+    )
+    profile.close()
+    assert (
+        invoke("show", out, "--verify").output.splitlines()[-1].strip() == "verify: written whole, all intact"
+    )
     # --nearest on a dim no axis describes (a need cube's target): it was refused as not in the cube.
     two = tmp_path / "two.h5"
     r = invoke("need", "--target", "0.9,0.99", "--solve", "ratio", "--bw", "10", "--nodes", "8", "--out", two)

@@ -28,6 +28,7 @@ from netsweep_jax.sweep.core.sweep_settings import SETTING_OPTIONS
 from netsweep_jax.sweep.core.wording import counted
 
 if TYPE_CHECKING:
+    import h5py
     import xarray as xr
 
     from netsweep_jax.sweep.core.families import Family
@@ -472,6 +473,11 @@ class _Plan:
 
     def attrs(self) -> dict[str, Any]:
         return {}
+
+    def inputs(self, f: "h5py.File") -> None:
+        from netsweep_jax.sweep.io.cube import grid_inputs
+
+        grid_inputs(self.grid)(f)  # the layout family's: none (its models are in the attributes)
 
 
 def write_plans(

@@ -452,7 +452,7 @@ def _need_of_profiles(
     from netsweep_jax.sweep.analysis.need import answer_table
     from netsweep_jax.sweep.analysis.need import solve as solve_for
     from netsweep_jax.sweep.core.values import number
-    from netsweep_jax.sweep.io.cube import write_dataset
+    from netsweep_jax.sweep.io.cube import write_dataset, write_profiles
     from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     targets = [number(t.strip(), "--target") for t in target.split(",")]
@@ -473,7 +473,10 @@ def _need_of_profiles(
             ds = xr.concat(answers, dim="target", combine_attrs="drop_conflicts").assign_coords(
                 target=("target", targets, {"units": "1", "long_name": "target scaling factor"})
             )
-        write_dataset(ds, out, command=command_line(), overwrite=force)
+        # the profiles the answers are of, as a sweep's cube keeps them (their T1 and SHA-256)
+        write_dataset(
+            ds, out, command=command_line(), overwrite=force, inputs=lambda f: write_profiles(f, models)
+        )
         typer.echo(f"wrote {out}")
 
 

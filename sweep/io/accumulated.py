@@ -29,6 +29,7 @@ from netsweep_jax.sweep.io.paths import Claim, keep_partial, partial_path, remov
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    import h5py
     import xarray as xr
 
 
@@ -49,6 +50,9 @@ class Accumulation(Protocol):
 
     def attrs(self) -> "Mapping[str, Any]":
         """The result cube's global attributes besides the dataset's own."""
+
+    def inputs(self, f: "h5py.File") -> None:
+        """What the result cube keeps besides its data (its family's inputs: :func:`sweep.io.cube.grid_inputs`)."""
 
 
 def run_accumulated(
@@ -115,7 +119,13 @@ def _run(
                 finish()
             else:  # looked up at the call (not bound at import): tests stop a run right after this write
                 cube.write_dataset(
-                    job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, kept=partial
+                    job.dataset(),
+                    out,
+                    command=command,
+                    attrs=job.attrs(),
+                    overwrite=overwrite,
+                    kept=partial,
+                    inputs=job.inputs,
                 )
         except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
             job.save(partial, claim)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:  # types only: reading a cube does not start JAX, writing a sw
     import xarray as xr
 
     from netsweep_jax.sweep.engine.dispatch import AnyGrid
+    from netsweep_jax.sweep.model.profile import Profile
 
 FORMAT = "netsweep-cube-1"
 
@@ -73,6 +74,7 @@ def write_dataset(
     attrs: Mapping[str, Any] | None = None,
     overwrite: bool = True,
     kept: str | Path | None = None,
+    inputs: Callable[[h5py.File], None] | None = None,
 ) -> Path:
     """Write an in-memory result as a cube (netCDF-4, :func:`write_netcdf4`), atomically: to a new temporary
     file of its own (:func:`~sweep.io.paths.write_atomically`), then renamed to ``out``; nothing is left behind
@@ -81,10 +83,11 @@ def write_dataset(
     is kept and this one refused (``kept``: where the caller keeps its result for ``--resume``, said then).
 
     The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
-    of ``command``.
+    of ``command``. ``inputs(f)`` writes what the cube keeps besides (a data-parallel cube's profiles and
+    reduce-cost table, as a sweep's cube keeps them: :data:`INPUTS`, :func:`grid_inputs`).
     """
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
-    return write_atomically(out, lambda temp: write_netcdf4(ds, temp), overwrite=overwrite, kept=kept)
+    return write_atomically(out, lambda temp: write_netcdf4(ds, temp, inputs), overwrite=overwrite, kept=kept)
 
 
 # netCDF-4's name for a dimension scale that is not also a coordinate variable (netCDF-C, nc4hdf.c).
@@ -104,7 +107,9 @@ def _h5_data(values: npt.ArrayLike) -> tuple[np.ndarray, dict[str, str]]:
     return a, {}
 
 
-def write_netcdf4(ds: "xr.Dataset", path: str | Path) -> None:
+def write_netcdf4(
+    ds: "xr.Dataset", path: str | Path, inputs: Callable[[h5py.File], None] | None = None
+) -> None:
     """``ds`` as a netCDF-4 file through h5py, as :func:`create` lays out a sweep's cube: one dimension scale
     per dim (its coordinate, or a netCDF "phony" scale where the dim has none), each variable with its
     attributes and its dims' scales attached, non-index coordinates named in each variable's
@@ -118,6 +123,8 @@ def write_netcdf4(ds: "xr.Dataset", path: str | Path) -> None:
     image = io.BytesIO()
     with h5py.File(image, "w") as f:
         _write_netcdf4(ds, f)
+        if inputs is not None:  # the groups beside the data (profiles, reduce_cost), checksummed with it
+            inputs(f)
         record_whole(f)  # every dataset's CRC-32: sweep show --verify and every reader check it
     with open(path, "wb") as out:
         out.write(image.getbuffer())
@@ -259,9 +266,15 @@ def create(
     return f
 
 
+def grid_inputs(grid: "AnyGrid") -> Callable[[h5py.File], None]:
+    """What a cube of ``grid``'s family keeps besides its coordinates (:data:`INPUTS`), for :func:`write_dataset`:
+    a reduced or merged cube keeps them as the sweep's cube does."""
+    return lambda f: INPUTS[grid.family.name](f, grid)
+
+
 def _write_data_parallel_inputs(f: h5py.File, grid: Grid) -> None:
     """The data-parallel family's inputs: its profiles and its reduce-cost table."""
-    _write_profiles(f, grid)
+    write_profiles(f, grid.profiles)
     rc = f.create_group("reduce_cost")
     rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
     rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
@@ -278,9 +291,10 @@ INPUTS: dict[str, Callable[[h5py.File, Any], None]] = {
 }
 
 
-def _write_profiles(f: h5py.File, grid: Grid) -> None:
+def write_profiles(f: h5py.File, profiles: "Sequence[Profile]") -> None:
+    """Each profile under ``profiles/<model>``: its tensors on a ``layer`` dim, its attributes and SHA-256."""
     group = f.create_group("profiles")
-    for p in grid.profiles:
+    for p in profiles:
         g = group.create_group(p.model)
         layer = variable(
             g, "layer", [], {"long_name": "parameter tensor, backward order"}, data=np.arange(len(p.names))

@@ -442,6 +442,9 @@ class Shared(Protocol):
     def attrs(self) -> "Mapping[str, Any]":
         """The result cube's global attributes besides the dataset's own."""
 
+    def inputs(self, f: h5py.File) -> None:
+        """What the result cube keeps besides its data (its family's inputs: :func:`sweep.io.cube.grid_inputs`)."""
+
 
 def refused_as_process_0_would(out: Path, *, force: bool) -> None:
     """Process 0's refusals of the cube ``out``, checked by another process before its share (OUT a directory,
@@ -514,7 +517,9 @@ def run_shared(
     finally:
         for path in shards:
             path.unlink(missing_ok=True)
-    cube.write_dataset(job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite)
+    cube.write_dataset(
+        job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, inputs=job.inputs
+    )
     return out
 
 

@@ -150,17 +150,16 @@ def describe(path: str | Path) -> str:
             f"    {name:<{width}} {stats} {units if units != '1' else ''}".rstrip()
             + (f"  ({missing:,} unset)" if missing else "")
         )
+    # what a reduced or solved cube is (its profiles too, since 2026-12-05: said after)
+    if "reduced" in ds.attrs:
+        lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
+    elif "solved_axis" in ds.attrs:
+        target = ds.attrs.get("target_scaling_factor")  # several (need --target 0.9,0.99): a dim
+        targets = f"{target:g}" if target is not None else ", ".join(f"{t:g}" for t in ds["target"].values)
+        lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor {targets}")
     with h5py.File(path, "r") as f:
         if "profiles" in f:
             lines.append("  profiles:")
-        elif "reduced" in ds.attrs:
-            lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
-        elif "solved_axis" in ds.attrs:
-            target = ds.attrs.get("target_scaling_factor")  # several (need --target 0.9,0.99): a dim
-            targets = (
-                f"{target:g}" if target is not None else ", ".join(f"{t:g}" for t in ds["target"].values)
-            )
-            lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor {targets}")
         for name, g in f.get("profiles", {}).items():
             a = g.attrs
             lines.append(

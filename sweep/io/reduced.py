@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import h5py
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core import interrupts
@@ -22,6 +23,7 @@ from netsweep_jax.sweep.engine.reductions import ReducedRun
 from netsweep_jax.sweep.io import checkpoints
 from netsweep_jax.sweep.io.accumulated import run_accumulated, run_share
 from netsweep_jax.sweep.io.checkpoints import CHECKPOINT_BLOCKS
+from netsweep_jax.sweep.io.cube import grid_inputs
 from netsweep_jax.sweep.io.paths import Claim
 
 if TYPE_CHECKING:
@@ -204,6 +206,9 @@ class Reduction:
 
     def attrs(self) -> dict[str, Any]:
         return _attrs(self.grid) | ({"processes": self.share[1]} if self.share is not None else {})
+
+    def inputs(self, f: h5py.File) -> None:
+        grid_inputs(self.grid)(f)  # a data-parallel cube's profiles and reduce-cost table, as the sweep's
 
 
 def _attrs(grid: AnyGrid) -> dict[str, Any]:
