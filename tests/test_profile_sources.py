@@ -62,6 +62,19 @@ def test_cli_import_writes_a_profile_that_loads(tmp_path):
     assert sweep.load_profile(out).shape == tuple(SHAPES)
 
 
+def test_an_event_the_profile_reads_no_number_of_is_dropped_with_a_bad_duration(tmp_path):
+    # The profiler has written negative durations (pytorch/kineto#646): a trace whose only bad event is an
+    # operator the profile does not time imports as it did; a gradient's is refused (above).
+    data = json.loads(TRACE.read_text())
+    op = next(
+        e for e in data["traceEvents"] if e.get("ph") == "X" and str(e.get("name")).startswith("aten::")
+    )
+    op["dur"] = -1
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data))
+    assert import_trace(path).total_bytes == import_trace(TRACE).total_bytes
+
+
 @pytest.mark.parametrize(
     "text,message",
     [

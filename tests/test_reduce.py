@@ -183,6 +183,7 @@ def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp
     # A share was computed whole and --resume refused (#39): a process stopped after two blocks keeps its share's
     # checkpoint; rerun with --resume, it computes the rest, and process 0 (which had not started) its share whole.
     from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io import cube
     from netsweep_jax.sweep.io.distributed import run_distributed, shard_path
     from netsweep_jax.sweep.io.paths import partial_path
 
@@ -196,16 +197,36 @@ def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp
             run_distributed(grid, shared, 1, 2, command="test", block_configs=5)
     kept = partial_path(shard_path(shared, 1, 2))
     assert kept.exists() and not shard_path(shared, 1, 2).exists()
-    mine = run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True)
+    # Without --resume the checkpoint is refused, not deleted (the work --resume finishes); both at once, refused.
+    with pytest.raises(InputError, match="an interrupted run left .*shard1of2.h5.partial; pass --resume"):
+        run_distributed(grid, shared, 1, 2, command="test", block_configs=5)
+    with pytest.raises(InputError, match="and --force cannot go together"):
+        run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True, force=True)
+    # resumed with no --block-configs: the checkpoint's (the machine's default would cut other blocks)
+    mine = run_distributed(grid, shared, 1, 2, command="test", block_configs=None, resume=True)
     assert mine["resumed_blocks"] == 2 and 0 < mine["computed"] < mine["configs"] and not kept.exists()
+    # A merge whose cube the disk refuses keeps every shard, for --resume (they were removed first).
+    with monkeypatch.context() as m:
+        m.setattr(cube, "write_dataset", lambda *a, **k: _raise(OSError))
+        with pytest.raises(OSError):
+            run_distributed(grid, shared, 0, 2, command="test", block_configs=5, resume=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "one.h5",
+        "shared.shard0of2.h5",
+        "shared.shard1of2.h5",
+    ]
     merged = run_distributed(grid, shared, 0, 2, command="test", block_configs=5, resume=True)
-    assert merged["stitched"] and merged["resumed_blocks"] == 0
+    assert merged["stitched"] and merged["computed"] == 0
     a, b = (xr.open_dataset(p, engine="h5netcdf").load() for p in (one, shared))
     for name in a.data_vars:
         np.testing.assert_array_equal(a[name].values, b[name].values)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]
     with pytest.raises(InputError, match="shared.h5 exists: the shares were merged"):
         run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True)
+    with pytest.raises(InputError, match="finds nothing to resume: .*nowhere does not exist"):
+        run_distributed(
+            grid, tmp_path / "nowhere" / "o.h5", 1, 2, command="test", block_configs=5, resume=True
+        )
 
 
 def _raise(error: type[BaseException]) -> None:

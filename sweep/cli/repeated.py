@@ -8,14 +8,15 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperOption  # the Click Typer vendors: its options are its own class
 
 
-def value_options(params: Sequence[Parameter]) -> dict[str, str]:
-    """Every spelling (``--bw``, ``--bandwidth``) of an option that takes one value, once: its parameter's name.
-    Options meant to repeat (``--sel``, ``--profile``) and flags are left out."""
-    spelled: dict[str, str] = {}
+def value_options(params: Sequence[Parameter]) -> dict[str, tuple[str, bool]]:
+    """Every spelling (``--bw``, ``--bandwidth``) of an option that takes one value, once: its parameter's name
+    and whether its value may be a list (an axis's, ``VALUES``). Options meant to repeat (``--sel``,
+    ``--profile``) and flags are left out."""
+    spelled: dict[str, tuple[str, bool]] = {}
     for param in params:
         if isinstance(param, TyperOption) and not (param.multiple or param.is_flag or param.count):
             for opt in (*param.opts, *param.secondary_opts):
-                spelled[opt] = str(param.name)
+                spelled[opt] = (str(param.name), param.metavar == "VALUES")
     return spelled
 
 
@@ -31,7 +32,7 @@ def refuse_repeated(params: Sequence[Parameter], args: Sequence[str]) -> None:
         if token == "--":
             return
         option, equals, _ = token.partition("=")
-        name = spelled.get(option)
+        name, listed = spelled.get(option, (None, False))
         if name is not None:
             if name in seen:
                 twice = (
@@ -39,7 +40,9 @@ def refuse_repeated(params: Sequence[Parameter], args: Sequence[str]) -> None:
                     if seen[name] == option
                     else f"{seen[name]} and {option} are one option, given twice"
                 )
-                raise UsageError(f"{twice}: give it once (a comma list gives several values)")
+                raise UsageError(
+                    f"{twice}: give it once" + (" (a comma list gives several values)" if listed else "")
+                )
             seen[name] = option
             at += 0 if equals else 1  # its value, the next token
         at += 1

@@ -1,7 +1,8 @@
 """The job runner of work whose result accumulates in memory: a ``--reduce`` sweep's accumulators
 (:mod:`sweep.io.reduced`) and ``sweep plan``'s searches (:func:`sweep.analysis.layout_jobs.write_plan`), each an
-:class:`Accumulation` (:func:`run_accumulated`). A plan shared among processes is a
-:class:`sweep.io.distributed.Shared` (:func:`sweep.io.distributed.run_shared`).
+:class:`Accumulation` (:func:`run_accumulated`). Either shared among processes (``--distributed``) is also a
+:class:`sweep.io.distributed.Shared` (:func:`sweep.io.distributed.run_shared`), each process's share run here
+to its shard (:func:`run_share`), checkpointed and resumed the same way.
 
 Either is checkpointed to ``OUT.partial`` (a new file renamed over it every few blocks and when it stops:
 :mod:`sweep.io.checkpoints`), held by a :class:`~sweep.io.paths.Claim` from the start to the end of the run, so

@@ -326,7 +326,10 @@ def _reduced_share(
     is; process 0 merges every shard into the reduced cube at ``out``. ``resume``: each process goes on from its
     checkpoint (none: its share from the start; its shard whole: nothing to do)."""
     check_kernel(kernel, grid)
-    blocking = Blocking(grid.sizes, block_configs or default_block_configs(), grid.family)
+    # resumed: the block size its checkpoint was cut in (another card's default would refuse it), as run_grid's
+    kept = partial_path(shard_path(out, pid, count))
+    block_configs = block_configs or (resume and cube.stored_block_configs(kept)) or default_block_configs()
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
     job = Reduction(grid, blocking, progress, kernel, share=(pid, count))
     start = time.perf_counter()
     written = run_shared(
@@ -462,8 +465,9 @@ def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, defaul
     an earlier run's OUT.partial (process 0, with ``--force``) and this process's earlier shard removed."""
     shard = shard_path(out, pid, count)
     # The cube as a sweep's output (process 0 alone reads OUT.partial, which it then removes with --force);
-    # this process's shard a file of its own, none of another live run's: an earlier run's is removed now, so
-    # that process 0 never merges a stale one, and a shard is never resumed (written whole, through a rename).
+    # this process's shard and its checkpoint files of its own, none of another live run's: an earlier run's is
+    # the work --resume finishes, removed only with --force (an empty one, a run stopped before writing, always),
+    # so that process 0 never merges a stale one.
     if pid == 0:
         check_output(out, force=force, resume=False, default=default_out)
         remove_stale(partial_path(out))  # --force (check_output): an earlier one-machine run's checkpoint
@@ -475,6 +479,11 @@ def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, defaul
             raise InputError(
                 f"{out}: {path} is another run's or not netsweep's; wait for it, move it away or choose another "
                 "--out",
+                param="out",
+            )
+        if path.exists() and path.stat().st_size > 0 and not force:
+            raise InputError(
+                f"{out}: an interrupted run left {path}; pass --resume to finish it or --force to start over",
                 param="out",
             )
         path.unlink(missing_ok=True)
@@ -501,6 +510,11 @@ def run_shared(
     Returns what this process wrote: the cube (process 0) or its shard."""
     pid, count = share
     shard = shard_path(out, pid, count)
+    if resume and overwrite:  # as check_output refuses the pair
+        raise InputError(
+            "and --force cannot go together: --resume finishes the shares, --force starts over",
+            param="resume",
+        )
     if resume:
         _check_share_resume(out, shard)
     else:
@@ -512,20 +526,21 @@ def run_shared(
     shards = [shard_path(out, p, count) for p in range(count)]
     wait_for(shards, stitch_timeout, then=then)  # stopped or timed out: every shard stays, for --resume
     job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
-    try:
-        job.merge()
-    finally:
-        for path in shards:
-            path.unlink(missing_ok=True)
+    job.merge()
     cube.write_dataset(
         job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, inputs=job.inputs
     )
+    for path in shards:  # once the cube is in place: a merge or a write that fails keeps them, for --resume
+        path.unlink(missing_ok=True)
     return out
 
 
 def _check_share_resume(out: Path, shard: Path) -> None:
-    """A resumed share's outputs: the cube not written yet (a resumed run never replaces a file), its shard and
-    checkpoint plain files of no other live run."""
+    """A resumed share's outputs: the cube not written yet (a resumed run never replaces a file) in a folder that
+    exists, its shard and checkpoint plain files of no other live run."""
+    regular_or_absent(out)
+    if not out.parent.is_dir():
+        raise InputError(f"finds nothing to resume: {out.parent} does not exist", param="resume")
     if out.exists():
         raise InputError(
             f"{out} exists: the shares were merged; a resumed run never replaces a file (--force starts over)",

@@ -110,7 +110,7 @@ class Reduction:
 
     ``share = (process, processes)`` (``--distributed``, the job runner's :class:`~sweep.io.distributed.Shared`):
     the blocks ``index % processes == process`` alone, checkpointed as one machine's are (so a stopped process's
-    share resumes), then written whole to its shard (:meth:`save_share`); process 0 merges every shard's
+    share resumes), then written whole to its shard (:meth:`compute_share`); process 0 merges every shard's
     accumulators (:meth:`~sweep.engine.reductions.ReducedRun.merge`) into the reduced cube: one process's cube
     for max, min and argmax (a tie goes to the lower position either way), a mean's float64 sums added in
     another order."""

@@ -50,24 +50,23 @@ def _events(path):
         raise InputError(
             f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace"
         )
-    # Complete events ("X") with a name; ``args`` an object (else none). One without a finite start and a
-    # duration >= 0 is refused: dropped, a gradient went missing from the profile in silence.
-    complete = [
-        (i, event)
-        for i, event in enumerate(events)
-        if isinstance(event, dict) and event.get("ph") == "X" and isinstance(event.get("name"), str)
-    ]
-    for i, event in complete:
-        if not (_finite(event.get("ts")) and _finite(event.get("dur")) and event["dur"] >= 0):
+    # Complete events ("X") with a name, a finite start and a duration >= 0; ``args`` an object (else none).
+    # A gradient's, a backward function's or a step's without them is refused (dropped, a gradient went missing
+    # from the profile in silence); any other is dropped, as the profiler has written negative durations
+    # (pytorch/kineto#646) on events the profile needs no number of.
+    complete = []
+    for i, event in enumerate(events):
+        if not (isinstance(event, dict) and event.get("ph") == "X" and isinstance(event.get("name"), str)):
+            continue
+        if _finite(event.get("ts")) and _finite(event.get("dur")) and event["dur"] >= 0:
+            complete.append({**event, "args": event["args"] if isinstance(event.get("args"), dict) else {}})
+        elif event["name"] == ACCUMULATE or event["name"].startswith(("ProfilerStep#", BACKWARD)):
             raise InputError(
                 f"{path}: traceEvents[{i}] ({event['name']}): ts {event.get('ts')!r} and dur "
                 f"{event.get('dur')!r} must be a finite start and a duration >= 0 (us)",
                 param="trace",
             )
-    return [
-        {**event, "args": event["args"] if isinstance(event.get("args"), dict) else {}}
-        for _, event in complete
-    ]
+    return complete
 
 
 def _finite(value: object) -> bool:
