@@ -222,8 +222,14 @@ def test_a_plan_share_stopped_then_resumed_gives_the_plan_of_one(tmp_path, monke
         and "two.shard1of2.h5.partial. Finish with the same command plus --resume" in r.output
     )
     assert calls == [(0, 1), (1, 1)]  # one block of each search is process 1's
+    # Process 0 gives up waiting for process 1's shard: it says what to do, and keeps its own (it removed it).
+    monkeypatch.setattr(distributed, "POLL_S", 0.0)
+    r = process(0, "--stitch-timeout", "1e-9")
+    assert r.exit_code == 3 and "rerun every process with --resume to finish" in r.output, r.output
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["two.shard0of2.h5", "two.shard1of2.h5.partial"]
     assert process(1, "--resume").exit_code == 0
-    assert calls == [(0, 1), (1, 1), (2, 1), (3, 1), (4, 1)]  # the searches it had finished are not redone
-    assert process(0, "--resume").exit_code == 0
+    # the searches it had finished are not redone (process 0's, before: its blocks 0 of each)
+    assert calls[-3:] == [(2, 1), (3, 1), (4, 1)] and calls.count((1, 1)) == 2
+    assert process(0, "--resume").exit_code == 0  # its shard whole: merged, nothing searched
     assert assert_same_plan(two, one_plan)["processes"] == 2
     assert sorted(x.name for x in tmp_path.iterdir()) == ["two.h5"]
