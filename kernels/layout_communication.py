@@ -352,7 +352,9 @@ def shared_window(forward: tuple[Value, ...], backward: tuple[Value, ...], spann
     grew; ``waited`` + the compute never falls as the compute grows."""
     longest = jnp.maximum(spanning, _largest(forward) + _largest(backward))
     total = spanning + sum(forward, 0.0) + sum(backward, 0.0)
-    return jnp.where(total > 0, longest / jnp.where(total > 0, total, 1.0), 1.0)
+    # total 0: every excess 0 (so is longest), scaled by 0 all the same; the division by 1 there keeps the fit's
+    # gradient finite (a floor of the smallest float divided 0 by its square, 0: NaN, through every fit)
+    return longest / jnp.where(total > 0, total, 1.0)
 
 
 def _largest(values: tuple[Value, ...]) -> Value:

@@ -193,9 +193,9 @@ def test_streams_behind_one_window_wait_on_the_slowest_by_hand():
     assert float(shared_window((2.0, 0.0, 1.0), (0.0, 3.0, 0.0), 0.0)) == pytest.approx(5 / 6)
     # the all-to-alls behind another micro-batch's forward and backward 7 s past them: 7 s of the 13
     assert float(shared_window((2.0, 0.0, 1.0), (0.0, 3.0, 0.0), 7.0)) == pytest.approx(7 / 13)
-    # one stream a phase: each as it is alone; none: nothing to share
+    # one stream a phase: each as it is alone; none exposed: 0, nothing to scale
     assert float(shared_window((0.0, 4.0, 0.0), (0.0, 0.0, 2.5), 0.0)) == 1.0
-    assert float(shared_window((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)) == 1.0
+    assert float(shared_window((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)) == 0.0  # every excess 0: scaled by 0
 
 
 def test_arch_parsing_and_presets():
