@@ -62,17 +62,27 @@ def test_cli_import_writes_a_profile_that_loads(tmp_path):
     assert sweep.load_profile(out).shape == tuple(SHAPES)
 
 
-def test_an_event_the_profile_reads_no_number_of_is_dropped_with_a_bad_duration(tmp_path):
-    # The profiler has written negative durations (pytorch/kineto#646): a trace whose only bad event is an
-    # operator the profile does not time imports as it did; a gradient's is refused (above).
+def test_an_event_the_profile_reads_is_refused_with_a_bad_duration_and_another_dropped(tmp_path):
+    # The profiler has written negative durations (pytorch/kineto#646). An operator's is refused (dropped, it
+    # moved a forward time in silence); the trace's own span, whose times the profile does not read, is dropped:
+    # the profile is the same to its hash.
     data = json.loads(TRACE.read_text())
-    op = next(
-        e for e in data["traceEvents"] if e.get("ph") == "X" and str(e.get("name")).startswith("aten::")
-    )
-    op["dur"] = -1
+    op = next(e for e in data["traceEvents"] if e.get("cat") == "cpu_op" and e["name"].startswith("aten::"))
+    span = next(e for e in data["traceEvents"] if e.get("cat") == "Trace")
     path = tmp_path / "t.json"
+    op["dur"] = -1
     path.write_text(json.dumps(data))
-    assert import_trace(path).total_bytes == import_trace(TRACE).total_bytes
+    with pytest.raises(InputError, match=f"{op['name']}\\): ts .* and dur -1 must be"):
+        import_trace(path)
+    op["dur"], span["dur"] = 1.0, -1
+    path.write_text(json.dumps(data))
+    op_only = json.loads(TRACE.read_text())
+    next(e for e in op_only["traceEvents"] if e.get("cat") == "cpu_op" and e["name"] == op["name"])["dur"] = (
+        1.0
+    )
+    reference = tmp_path / "r.json"
+    reference.write_text(json.dumps(op_only))
+    assert import_trace(path).content_hash() == import_trace(reference).content_hash()
 
 
 @pytest.mark.parametrize(

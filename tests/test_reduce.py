@@ -185,7 +185,7 @@ def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp
     from netsweep_jax.sweep.core import interrupts
     from netsweep_jax.sweep.io import cube
     from netsweep_jax.sweep.io.distributed import run_distributed, shard_path
-    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.paths import kept_partial, partial_path
 
     grid = make_grid(MODELS, reduce=["argmax:collective,bandwidth", "max:ratio"], **AXES)
     one, shared = tmp_path / "one.h5", tmp_path / "shared.h5"
@@ -208,8 +208,10 @@ def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp
     # A merge whose cube the disk refuses keeps every shard, for --resume (they were removed first).
     with monkeypatch.context() as m:
         m.setattr(cube, "write_dataset", lambda *a, **k: _raise(OSError))
-        with pytest.raises(OSError):
+        with pytest.raises(OSError) as failed:
             run_distributed(grid, shared, 0, 2, command="test", block_configs=5, resume=True)
+    # said as work kept for --resume (the command said "nothing was kept")
+    assert kept_partial(failed.value) == shard_path(shared, 0, 2)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "one.h5",
         "shared.shard0of2.h5",
@@ -223,7 +225,7 @@ def test_a_stopped_processs_share_of_a_reduction_resumes_from_its_checkpoint(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.h5", "shared.h5"]
     with pytest.raises(InputError, match="shared.h5 exists: the shares were merged"):
         run_distributed(grid, shared, 1, 2, command="test", block_configs=5, resume=True)
-    with pytest.raises(InputError, match="finds nothing to resume: .*nowhere does not exist"):
+    with pytest.raises(InputError, match="finds nothing to resume: .*nowhere is not a folder"):
         run_distributed(
             grid, tmp_path / "nowhere" / "o.h5", 1, 2, command="test", block_configs=5, resume=True
         )

@@ -10,13 +10,17 @@ from typer.core import TyperOption  # the Click Typer vendors: its options are i
 
 def value_options(params: Sequence[Parameter]) -> dict[str, tuple[str, bool]]:
     """Every spelling (``--bw``, ``--bandwidth``) of an option that takes one value, once: its parameter's name
-    and whether its value may be a list (an axis's, ``VALUES``). Options meant to repeat (``--sel``,
+    and whether its value may be a list (an axis's, ``VALUES``, or one whose help says a comma list). Options meant
+    to repeat (``--sel``,
     ``--profile``) and flags are left out."""
     spelled: dict[str, tuple[str, bool]] = {}
     for param in params:
         if isinstance(param, TyperOption) and not (param.multiple or param.is_flag or param.count):
             for opt in (*param.opts, *param.secondary_opts):
-                spelled[opt] = (str(param.name), param.metavar == "VALUES")
+                listed = (
+                    param.metavar == "VALUES" or "comma" in (param.help or "").lower()
+                )  # as its help says
+                spelled[opt] = (str(param.name), listed)
     return spelled
 
 

@@ -50,6 +50,7 @@ from netsweep_jax.sweep.io.job import (
 )
 from netsweep_jax.sweep.io.paths import (
     in_use,
+    keep_partial,
     made_by_a_sweep,
     regular_or_absent,
     remove_stale,
@@ -327,8 +328,9 @@ def _reduced_share(
     checkpoint (none: its share from the start; its shard whole: nothing to do)."""
     check_kernel(kernel, grid)
     # resumed: the block size its checkpoint was cut in (another card's default would refuse it), as run_grid's
-    kept = partial_path(shard_path(out, pid, count))
-    block_configs = block_configs or (resume and cube.stored_block_configs(kept)) or default_block_configs()
+    shard = shard_path(out, pid, count)  # its checkpoint's block size, else its whole shard's
+    stored = resume and (cube.stored_block_configs(partial_path(shard)) or cube.stored_block_configs(shard))
+    block_configs = block_configs or stored or default_block_configs()
     blocking = Blocking(grid.sizes, block_configs, grid.family)
     job = Reduction(grid, blocking, progress, kernel, share=(pid, count))
     start = time.perf_counter()
@@ -524,12 +526,23 @@ def run_shared(
     if pid != 0:
         return shard
     shards = [shard_path(out, p, count) for p in range(count)]
-    wait_for(shards, stitch_timeout, then=then)  # stopped or timed out: every shard stays, for --resume
-    job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
-    job.merge()
-    cube.write_dataset(
-        job.dataset(), out, command=command, attrs=job.attrs(), overwrite=overwrite, inputs=job.inputs
-    )
+    try:  # stopped or timed out: every shard stays, for --resume (said as its own kept work)
+        wait_for(shards, stitch_timeout, then=then)
+        job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
+        job.merge()
+        cube.write_dataset(  # a file that appeared at OUT meanwhile: refused, the shards said kept
+            job.dataset(),
+            out,
+            command=command,
+            attrs=job.attrs(),
+            overwrite=overwrite,
+            kept=shard,
+            inputs=job.inputs,
+        )
+    except BaseException as e:
+        if not isinstance(e, InputError):  # an interrupt or a failed write: "finished blocks are kept in ..."
+            keep_partial(e, shard)
+        raise
     for path in shards:  # once the cube is in place: a merge or a write that fails keeps them, for --resume
         path.unlink(missing_ok=True)
     return out
@@ -540,7 +553,7 @@ def _check_share_resume(out: Path, shard: Path) -> None:
     exists, its shard and checkpoint plain files of no other live run."""
     regular_or_absent(out)
     if not out.parent.is_dir():
-        raise InputError(f"finds nothing to resume: {out.parent} does not exist", param="resume")
+        raise InputError(f"finds nothing to resume: {out.parent} is not a folder", param="resume")
     if out.exists():
         raise InputError(
             f"{out} exists: the shares were merged; a resumed run never replaces a file (--force starts over)",

@@ -33,6 +33,8 @@ from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "half": 2, "bfloat16": 2}
 ACCUMULATE = "torch::autograd::AccumulateGrad"
 BACKWARD = "autograd::engine::evaluate_function"
+# The categories of the events whose times the profile reads (None: an event with no category, read as any).
+READ_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function", "kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _events(path):
@@ -51,16 +53,22 @@ def _events(path):
             f"{path}: no traceEvents list; expected a torch.profiler Chrome trace", param="trace"
         )
     # Complete events ("X") with a name, a finite start and a duration >= 0; ``args`` an object (else none).
-    # A gradient's, a backward function's or a step's without them is refused (dropped, a gradient went missing
-    # from the profile in silence); any other is dropped, as the profiler has written negative durations
-    # (pytorch/kineto#646) on events the profile needs no number of.
+    # One the profile reads without them is refused (dropped, a gradient went missing from the profile, or an
+    # operator's forward time moved, in silence): a gradient's, a backward function's, a step's, and every
+    # event of the categories read (operators, annotations, GPU kernels and copies; or of none). Any other
+    # (the CUDA runtime's calls, the trace's own span) is dropped, as the profiler has written negative durations
+    # (pytorch/kineto#646) on events the profile reads no number of.
     complete = []
     for i, event in enumerate(events):
         if not (isinstance(event, dict) and event.get("ph") == "X" and isinstance(event.get("name"), str)):
             continue
         if _finite(event.get("ts")) and _finite(event.get("dur")) and event["dur"] >= 0:
             complete.append({**event, "args": event["args"] if isinstance(event.get("args"), dict) else {}})
-        elif event["name"] == ACCUMULATE or event["name"].startswith(("ProfilerStep#", BACKWARD)):
+        elif (
+            event["name"] == ACCUMULATE
+            or event["name"].startswith(("ProfilerStep#", BACKWARD))
+            or event.get("cat") in READ_CATEGORIES
+        ):
             raise InputError(
                 f"{path}: traceEvents[{i}] ({event['name']}): ts {event.get('ts')!r} and dur "
                 f"{event.get('dur')!r} must be a finite start and a duration >= 0 (us)",
