@@ -327,8 +327,9 @@ def _reduced_share(
     is; process 0 merges every shard into the reduced cube at ``out``. ``resume``: each process goes on from its
     checkpoint (none: its share from the start; its shard whole: nothing to do)."""
     check_kernel(kernel, grid)
-    # resumed: the block size its checkpoint was cut in (another card's default would refuse it), as run_grid's
-    shard = shard_path(out, pid, count)  # its checkpoint's block size, else its whole shard's
+    # resumed: the block size its checkpoint, else its whole shard, was cut in (another card's default would
+    # refuse it), as run_grid's
+    shard = shard_path(out, pid, count)
     stored = resume and (cube.stored_block_configs(partial_path(shard)) or cube.stored_block_configs(shard))
     block_configs = block_configs or stored or default_block_configs()
     blocking = Blocking(grid.sizes, block_configs, grid.family)
@@ -464,7 +465,8 @@ def refused_as_process_0_would(out: Path, *, force: bool) -> None:
 
 def _claim_share_outputs(out: Path, pid: int, count: int, *, force: bool, default_out: bool) -> None:
     """Before process ``pid`` of ``count`` computes its share: the cube and its shard checked as a sweep's outputs,
-    an earlier run's OUT.partial (process 0, with ``--force``) and this process's earlier shard removed."""
+    an earlier run's OUT.partial (process 0) and this process's earlier shard and checkpoint removed with
+    ``--force``, else refused (an empty one, always removed)."""
     shard = shard_path(out, pid, count)
     # The cube as a sweep's output (process 0 alone reads OUT.partial, which it then removes with --force);
     # this process's shard and its checkpoint files of its own, none of another live run's: an earlier run's is
