@@ -55,3 +55,9 @@ def test_compare_says_its_utilization_is_not_the_other_commands():
     # Their collective follows the workload (it said ring, which a transformer's grid does not take).
     assert "follow the workload: ring and Horovod fusion for the paper's CNNs, nccl-ring and DDP" in r.output
     assert "scaling today (util 0.32)" in r.stdout.splitlines()[0]
+
+
+def test_a_target_is_said_to_every_digit_given():
+    # 0.9999999 was said as "scaling factor 1"
+    r = invoke(*NEED, "--target", "0.9999999")
+    assert r.exit_code == 0 and "reaching scaling factor 0.9999999:" in r.stdout, r.output

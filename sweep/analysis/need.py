@@ -25,7 +25,7 @@ from typing_extensions import Unpack
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
@@ -73,7 +73,7 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
         raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
     search_range(axis)  # refuses an axis with no search range
     if not (0 < target <= 1):
-        raise InputError(f"{target:g}: must be a scaling factor in (0, 1]", param="target")
+        raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
     for name in ("reduce", "store"):  # the answer is computed whole, in memory, in the grid's dtype
@@ -313,7 +313,8 @@ def answer_table(ds: xr.Dataset) -> str:
     varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model" or d in SHOWN or _set(ds, str(d))]
     df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
     limit = "smallest" if axis in GROWING else "largest"
-    head = f"{limit} {axis} reaching scaling factor {ds.attrs['target_scaling_factor']:g}"
+    # to every digit given: 0.9999999 was said as "scaling factor 1"
+    head = f"{limit} {axis} reaching scaling factor {show(ds.attrs['target_scaling_factor'])}"
     if axis == "bandwidth":
         head += f" (the link rate per NIC{_nics(ds)}, at {_utilization(ds)})"
     head += ":"

@@ -8,6 +8,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
+from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.textfile import not_a_file
@@ -155,7 +156,7 @@ def describe(path: str | Path) -> str:
         lines.append(f"  reduced: {ds.attrs['reduced']} (over {ds.attrs['reduced_dims']})")
     elif "solved_axis" in ds.attrs:
         target = ds.attrs.get("target_scaling_factor")  # several (need --target 0.9,0.99): a dim
-        targets = f"{target:g}" if target is not None else ", ".join(f"{t:g}" for t in ds["target"].values)
+        targets = show(target) if target is not None else ", ".join(show(t) for t in ds["target"].values)
         lines.append(f"  solved for {ds.attrs['solved_axis']} reaching scaling factor {targets}")
     with h5py.File(path, "r") as f:
         if "profiles" in f:
