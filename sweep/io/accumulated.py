@@ -118,16 +118,8 @@ def _run(
         try:
             if finish is not None:
                 finish()
-            else:  # looked up at the call (not bound at import): tests stop a run right after this write
-                cube.write_dataset(
-                    job.dataset(),
-                    out,
-                    command=command,
-                    attrs=job.attrs(),
-                    overwrite=overwrite,
-                    kept=partial,
-                    inputs=job.inputs,
-                )
+            else:
+                write_result(job, out, command=command, overwrite=overwrite, kept=partial)
         except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
             job.save(partial, claim)
             raise
@@ -137,6 +129,35 @@ def _run(
         claim.remove()
     finally:
         claim.release()
+
+
+class Result(Protocol):
+    """A finished job's result as a cube holds it (an :class:`Accumulation`'s, a shared job's once merged)."""
+
+    def dataset(self) -> "xr.Dataset":
+        """The result."""
+
+    def attrs(self) -> "Mapping[str, Any]":
+        """The cube's global attributes besides the dataset's own."""
+
+    def inputs(self, f: "h5py.File") -> None:
+        """What the cube keeps besides its data."""
+
+
+def write_result(job: Result, out: Path, *, command: str, overwrite: bool, kept: Path) -> None:
+    """The finished job's cube at ``out``: its dataset, attributes and family's inputs, written whole
+    (:func:`sweep.io.cube.write_dataset`); a file that appeared there meanwhile is refused, naming ``kept``, where
+    the result waits for ``--resume``."""
+    # looked up at the call (not bound at import): tests stop a run right after this write
+    cube.write_dataset(
+        job.dataset(),
+        out,
+        command=command,
+        attrs=job.attrs(),
+        overwrite=overwrite,
+        kept=kept,
+        inputs=job.inputs,
+    )
 
 
 def run_share(job: Accumulation, shard: Path, *, resume: bool, finish: Callable[[], None]) -> bool:

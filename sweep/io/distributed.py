@@ -39,6 +39,7 @@ from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeou
 from netsweep_jax.sweep.engine.blocks import Blocking, owner
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
 from netsweep_jax.sweep.io import cube
+from netsweep_jax.sweep.io.accumulated import write_result
 from netsweep_jax.sweep.io.job import (
     Progress,
     Summary,
@@ -532,15 +533,7 @@ def run_shared(
         wait_for(shards, stitch_timeout, then=then)
         job.load_shares(shards)  # a damaged shard or another run's is refused with every shard left as it is
         job.merge()
-        cube.write_dataset(  # a file that appeared at OUT meanwhile: refused, the shards said kept
-            job.dataset(),
-            out,
-            command=command,
-            attrs=job.attrs(),
-            overwrite=overwrite,
-            kept=shard,
-            inputs=job.inputs,
-        )
+        write_result(job, out, command=command, overwrite=overwrite, kept=shard)  # the shards said kept
     except BaseException as e:
         if not isinstance(e, InputError):  # an interrupt or a failed write: "finished blocks are kept in ..."
             keep_partial(e, shard)
