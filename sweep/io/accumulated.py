@@ -18,6 +18,7 @@ removed once it is in place. One set of rules for both:
   in the checkpoint for ``--resume``; a disk that refused the cube leaves the checkpoint written before.
 """
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -77,7 +78,10 @@ def run_accumulated(
         if not resume:
             remove_stale(partial)
         try:
-            _run(job, out, partial, resume=resume, command=command, overwrite=overwrite, finish=finish)
+            write_cube = functools.partial(
+                write_result, job, out, command=command, overwrite=overwrite, kept=partial
+            )
+            _run(job, partial, resume=resume, finish=finish or write_cube)
         except InputError:
             raise  # refused: its checkpoint removed, or kept whole for --resume and said where
         except BaseException as e:
@@ -86,16 +90,9 @@ def run_accumulated(
             raise
 
 
-def _run(
-    job: Accumulation,
-    out: Path,
-    partial: Path,
-    *,
-    resume: bool,
-    command: str,
-    overwrite: bool,
-    finish: Callable[[], None] | None,
-) -> None:
+def _run(job: Accumulation, partial: Path, *, resume: bool, finish: Callable[[], None]) -> None:
+    """:func:`run_accumulated`'s work under its claim on ``partial``: load, compute, then ``finish()`` (the cube,
+    or a share's shard), the checkpoint kept or removed as the module's rules say."""
     claim = Claim(partial)
     if resume:
         job.load(partial)
@@ -116,10 +113,7 @@ def _run(
                 raise
             raise
         try:
-            if finish is not None:
-                finish()
-            else:
-                write_result(job, out, command=command, overwrite=overwrite, kept=partial)
+            finish()
         except InputError:  # a file appeared at OUT meanwhile, kept: the result waits, whole, for --resume
             job.save(partial, claim)
             raise

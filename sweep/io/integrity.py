@@ -118,11 +118,15 @@ def touched(blocking: Blocking, positions: Mapping[str, npt.NDArray[np.integer]]
     return out
 
 
-def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]] | None = None) -> None:
+def check_read(
+    path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]] | None = None
+) -> tuple[int, int]:
     """Refuse (:class:`~sweep.core.errors.Damaged`) to read a cube whose checksums say it changed since it was
     written: the coordinates and profiles, and the finished blocks that hold the cells a selection reads
     (``positions``: :func:`touched`'s; None: every block), or every dataset of a cube written whole. A cube made
-    before checksums were recorded is read as it is."""
+    before checksums were recorded is read as it is. Returns (blocks read not computed yet, blocks read): an
+    unfinished run's partial cube holds NaN there, no result; (0, 0) for a cube written whole or one that records
+    no progress."""
     with h5py.File(path, "r") as f:
         changed = verify_static(f) if "progress" in f else None
         if changed:
@@ -131,27 +135,17 @@ def check_read(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]
                 f"sweep show --verify says more): run the command that made it again"
             )
         if written_whole(f) or "progress/block_checksum" not in f:
-            return
+            return 0, 0
         blocking = _blocking_of(f)
-        _, damaged = verified_blocks(f, blocking, None if positions is None else touched(blocking, positions))
+        wanted = set(range(len(blocking.blocks()))) if positions is None else touched(blocking, positions)
+        _, damaged = verified_blocks(f, blocking, None if positions is None else wanted)
+        done = f["progress/blocks_done"][...]
     if damaged:
         raise Damaged(
             f"{path}: damaged ({len(damaged)} block{'s' if len(damaged) > 1 else ''} of what was asked for no "
             f"longer match{'' if len(damaged) > 1 else 'es'} {'their' if len(damaged) > 1 else 'its'} checksum; "
             f"sweep show --verify checks every block): run the sweep again"
         )
-
-
-def unfinished(path: str | Path, positions: Mapping[str, npt.NDArray[np.integer]]) -> tuple[int, int]:
-    """(blocks not computed yet, blocks) of those holding the cells a selection reads (``positions``:
-    :func:`touched`'s) in a cube still being written or stopped (its ``OUT.partial``); (0, 0) for a cube
-    written whole or one that records no progress."""
-    with h5py.File(path, "r") as f:
-        if written_whole(f) or "progress/blocks_done" not in f:
-            return 0, 0
-        blocking = _blocking_of(f)
-        wanted = touched(blocking, positions)
-        done = f["progress/blocks_done"][...]
     return sum(1 for i in wanted if not done[i]), len(wanted)
 
 

@@ -16,7 +16,7 @@ from netsweep_jax.sweep.core.values import number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
-from netsweep_jax.sweep.io.integrity import check_read, unfinished, verify, verify_static_file, written_whole
+from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
@@ -213,8 +213,7 @@ def check_selection(
         str(d): np.flatnonzero(np.isin(ds[d].values, np.atleast_1d(np.asarray(v, dtype=object))))
         for d, v in sel.items()
     }
-    check_read(path, positions)
-    missing, blocks = unfinished(path, positions)
+    missing, blocks = check_read(path, positions)
     if missing and say is not None:
         say(
             f"{path}: an unfinished run's cube; {missing} of the {blocks} blocks this reads are not computed yet "
