@@ -133,10 +133,11 @@ def build_rows(
                 "give one or the other",
                 param=name,
             )
-    settings, text = _following(settings, list({p.model: p for p in runs}.values()), set(meas.columns))
+    distinct = list({p.model: p for p in runs}.values())  # a profile per model, not per row
+    settings, text = _following(settings, distinct, set(meas.columns))
     # The reductions' memory rate as grid's default table says it (the GPU of the rows' models).
     table, _, reduce_said = (
-        workload_reduce_table(runs) if settings.reduce_table is None else (settings.reduce_table, "", "")
+        workload_reduce_table(distinct) if settings.reduce_table is None else (settings.reduce_table, "", "")
     )
     text = assumed_line((text, reduce_said))
     if text and assumed is not None:

@@ -300,7 +300,7 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     out = v.outputs["fitted"]
     for i, r in enumerate(v.runs):
         if r.value is None:
-            which, spread = spreads[r.moe]
+            spread = spreads[r.moe][1]
             shown = (
                 f"+/-{np.median(spread):.0%} (median), {spread.max():.0%} (worst)" if spread.size else "n/a"
             )
@@ -313,7 +313,7 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
             f"{v.terms('fitted', i)}"
         )
     for moe, (which, spread) in spreads.items():
-        if spread.size and any(r.moe == moe for r in v.runs):
+        if spread.size:  # of runs of this kind (_spreads): there are some
             lines.append(
                 f"error of {which} {'MoE' if moe else 'dense'} runs ({spread.size}): median {np.median(spread):.1%}, "
                 f"worst {spread.max():.1%}"

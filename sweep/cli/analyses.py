@@ -1,5 +1,6 @@
 """``sweep paper``, ``validate``, ``compare``, ``need`` and ``calibrate``: the analyses and their reports."""
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -695,6 +696,13 @@ NCCL_TESTS_OPTIONS = (
 )
 
 
+def _refuse_options_but(ctx: typer.Context, allowed: Collection[str], what: str) -> None:
+    """Refuse the first option given (by name, in order) that calibrate of ``what`` does not read: never ignored."""
+    extra = sorted(given_options(ctx) - set(allowed))
+    if extra:
+        raise InputError(f"is for data-parallel measurements, not {what}", param=extra[0])
+
+
 def _calibrate_nccl_tests(
     ctx: typer.Context,
     logs: list[Path],
@@ -707,8 +715,7 @@ def _calibrate_nccl_tests(
     from netsweep_jax.sweep.analysis import nccl_calibration
     from netsweep_jax.sweep.core.values import parse_values
 
-    for name in sorted(given_options(ctx) - set(NCCL_TESTS_OPTIONS)):
-        raise InputError("is for data-parallel measurements, not nccl-tests logs", param=name)
+    _refuse_options_but(ctx, NCCL_TESTS_OPTIONS, "nccl-tests logs")
     if not logs:
         raise InputError("give one nccl-tests log or more (its output, all_reduce_perf and the like)")
 
@@ -754,8 +761,7 @@ def _calibrate_runs(
             param="fit",
         )
     # A runs file states each run's settings in its columns: any other option is refused, never ignored.
-    for name in sorted(given_options(ctx) - set(RUNS_FILE_OPTIONS)):
-        raise InputError("is for data-parallel measurements, not large-model runs", param=name)
+    _refuse_options_but(ctx, RUNS_FILE_OPTIONS, "large-model runs")
     if out is not None:
         check_new_file(out, force=force, suffixes=(".json",))
     fitted, v = llm_validation.calibrate_runs(measurements, train)

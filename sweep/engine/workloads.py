@@ -152,23 +152,30 @@ def check_models(model: object) -> None:
         )
 
 
-def _model_names(model: Models) -> list[str | Profile]:
-    """The models named: built-in names (checked) or profiles as given."""
+def _named(model: Models) -> list[str | Profile]:
+    """The models named: built-in names (checked) or profiles as given (unchecked)."""
     check_models(model)
     if isinstance(model, str):
         for name in model.split(","):
             refuse_large_model(name)
         return list(parse_names(model, "model", builtin_names() + tuple(TRANSFORMERS)))
+    return list([model] if isinstance(model, Profile) else model)
+
+
+def _model_names(model: Models) -> list[str | Profile]:
+    """The models named: built-in names or profiles, each checked."""
     # A Profile built or edited in Python (dataclasses.replace) is checked as a file's is: by make_profile's rules.
-    return [
-        m.checked() if isinstance(m, Profile) else m
-        for m in ([model] if isinstance(model, Profile) else model)
-    ]
+    return [m.checked() if isinstance(m, Profile) else m for m in _named(model)]
+
+
+def _has_transformer(names: Sequence[str | Profile]) -> bool:
+    return any(isinstance(n, str) and n in TRANSFORMERS for n in names)
 
 
 def takes_workload(model: Models) -> bool:
-    """Whether some model named is a transformer, whose workload (``gpu``, ``precision``, ...) it takes."""
-    return any(isinstance(n, str) and n in TRANSFORMERS for n in _model_names(model))
+    """Whether some model named is a transformer, whose workload (``gpu``, ``precision``, ...) it takes (a
+    profile's own checks are :func:`resolve_models`')."""
+    return _has_transformer(_named(model))
 
 
 def resolve_models(
@@ -203,7 +210,7 @@ def resolve_models(
     names = _model_names(model)
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     given = {k: v for k, v in workload.items() if v is not None}
-    if given and not takes_workload(model):
+    if given and not _has_transformer(names):
         raise InputError(
             f"{_text(next(iter(given.values())))}: only for transformer models "
             f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
