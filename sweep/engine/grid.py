@@ -503,30 +503,36 @@ def _check_nccl_engine(
             "collective needs the GPU's architecture and NVLink: use nccl-ring or nccl-tree",
             param="collective",
         )
+    forced = [c for c in collectives if forced_algorithm(c) is not None]  # a protocol forced: every one runs
+    if not forced:
+        return ""
     gpus = sorted({str(gpu_of(p)) for p in profiles})
-    forced = [c for c in collectives if c.startswith("nccl:")]
-    return assumed_line(_forced_fallbacks(c, gpus, kinds, values, fabric) for c in forced)
+    domain = fabric.nvlink_domain if fabric is not None else 0.0
+    # each GPUs-a-node's host counts grouped once, for every algorithm forced
+    groups = {g: _domains(values["nodes"], g, domain or g) for g in values["gpus_per_node"]}
+    return assumed_line(
+        _forced_fallbacks(c, gpus, kinds, values["gpus_per_node"], groups, fabric) for c in forced
+    )
 
 
 def _forced_fallbacks(
     collective: str,
     gpus: Sequence[str],
     kinds: Sequence[tuple[bool, str]],
-    values: Mapping[str, np.ndarray],
+    per_node: np.ndarray,
+    groups: Mapping[Any, Any],
     fabric: SweepFabric | None,
 ) -> str:
     """Where ``collective`` (``nccl:ALGO``) forces an algorithm NCCL cannot run on a sweep's workers (the kernel
     prices NCCL's own choice there, :mod:`sweep.model.nccl_forcing`): the phrase saying so ('' where it runs on
-    every GPU, node count and GPUs a node, or forces a protocol). The workers' NVLink domain is the fabric's,
-    else each host's; ``kinds``: the collectives it runs (:func:`_nccl_kinds`)."""
+    every GPU, node count and GPUs a node). The workers' NVLink domain is the fabric's, else each host's; ``kinds``: the collectives it runs (:func:`_nccl_kinds`); ``groups``: each of
+    ``per_node`` (GPUs a node)'s :func:`_domains`."""
     name = forced_algorithm(collective)
-    if name is None:  # a protocol: the ring runs every one
-        return ""
+    assert name is not None, "the caller passes forced algorithms only"
     domain = fabric.nvlink_domain if fabric is not None else 0.0
-    groups = {g: _domains(values["nodes"], g, domain or g) for g in values["gpus_per_node"]}
     misses: list[str] = []
     cases = count = 0
-    for gpu, g, (all_reduce, kind) in itertools.product(gpus, values["gpus_per_node"], kinds):
+    for gpu, g, (all_reduce, kind) in itertools.product(gpus, per_node, kinds):
         hosts, pairs, where = groups[g]
         ok = np.array([
             runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=(domain or g) > 1,
