@@ -423,3 +423,11 @@ def test_an_option_given_twice_is_refused_not_the_last_kept(tmp_path, args, said
     r = invoke(*args, "--out", tmp_path / "x.h5") if args[0] != "select" else invoke(*args)
     assert r.exit_code == 2 and r.output.count("\n") == 1 and said in r.output, r.output
     assert not (tmp_path / "x.h5").exists()
+
+
+def test_help_wins_over_an_option_given_twice():
+    # Click shows the help whatever else the line holds; an option given twice was refused before the help.
+    r = invoke("grid", "--bw", "10", "--bw", "20", "--help")
+    assert r.exit_code == 0 and "Usage: " in r.output and "grid [OPTIONS]" in r.output, r.output
+    r = invoke("grid", "--out", "--help", "--out", "x.h5")  # --help as --out's value: not the help option
+    assert r.exit_code == 2 and "--out given twice" in r.output, r.output

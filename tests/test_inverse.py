@@ -107,6 +107,13 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
         and profile.sizes["layer"] == 161
     )
     profile.close()
+    # and the reduce-cost table the sweep used (the built-in one, as the grid's cube keeps it)
+    import h5py
+
+    from netsweep_jax.sweep.model.vector_add import default_table
+
+    with h5py.File(out) as f:
+        np.testing.assert_array_equal(f["reduce_cost/seconds"][()], default_table()[1])
     assert (
         invoke("show", out, "--verify").output.splitlines()[-1].strip() == "verify: written whole, all intact"
     )

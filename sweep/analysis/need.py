@@ -96,6 +96,14 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     return axis
 
 
+def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
+    """The grid :func:`solve` bisects ``axis`` over (``settings`` as it takes them, None: not given): ``axis`` at
+    a placeholder, the top of its search range, nonzero so that the terms it drives are compiled in. A ``need
+    --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
+    given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
+    return make_grid(model, **{**given, axis: search_range(axis)[1]})
+
+
 @refuse_unknown_keywords
 def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOptions]) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
@@ -116,11 +124,9 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
       ``status`` (0 solved, 1 met at the limit, 2 unreachable).
     """
     axis = _question(axis, target, settings)
-    low, high = search_range(axis)
-    given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}  # None: not given
     increasing = axis in GROWING
-    # A placeholder value, replaced by the bisection; nonzero so the terms it drives are compiled in.
-    grid = make_grid(model, **{**given, axis: high})
+    low, high = search_range(axis)
+    grid = solved_grid(model, axis, **settings)
     if axis == "latency" and uses_nccl(grid.collectives):
         raise InputError(
             f"latency: NCCL's collectives ({', '.join(c for c in grid.collectives if is_nccl(c))}) do not read "

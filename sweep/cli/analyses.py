@@ -450,10 +450,10 @@ def _need_of_profiles(
     target: str, solve: str, out: Path | None, force: bool, settings: dict[str, Any]
 ) -> None:
     """``sweep need`` of data-parallel profiles: :func:`sweep.analysis.need.solve` per target, one table each."""
-    from netsweep_jax.sweep.analysis.need import answer_table
+    from netsweep_jax.sweep.analysis.need import answer_table, solved_grid
     from netsweep_jax.sweep.analysis.need import solve as solve_for
     from netsweep_jax.sweep.core.values import number
-    from netsweep_jax.sweep.io.cube import write_dataset, write_profiles
+    from netsweep_jax.sweep.io.cube import grid_inputs, write_dataset
     from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     targets = [number(t.strip(), "--target") for t in target.split(",")]
@@ -474,10 +474,9 @@ def _need_of_profiles(
             ds = xr.concat(answers, dim="target", combine_attrs="drop_conflicts").assign_coords(
                 target=("target", targets, {"units": "1", "long_name": "target scaling factor"})
             )
-        # the profiles the answers are of, as a sweep's cube keeps them (their T1 and SHA-256)
-        write_dataset(
-            ds, out, command=command_line(), overwrite=force, inputs=lambda f: write_profiles(f, models)
-        )
+        # the profiles the answers are of and the reduce-cost table, as a sweep's cube keeps them
+        inputs = grid_inputs(solved_grid(models, solve, **settings))
+        write_dataset(ds, out, command=command_line(), overwrite=force, inputs=inputs)
         typer.echo(f"wrote {out}")
 
 

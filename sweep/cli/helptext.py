@@ -119,7 +119,7 @@ class HelpCommand(TyperCommand):
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
         from netsweep_jax.sweep.cli.repeated import refuse_repeated
 
-        refuse_repeated(self.get_params(ctx), args)
+        refuse_repeated(self.get_params(ctx), args, ctx.help_option_names)
         return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:

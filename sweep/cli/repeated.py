@@ -24,29 +24,31 @@ def value_options(params: Sequence[Parameter]) -> dict[str, tuple[str, bool]]:
     return spelled
 
 
-def refuse_repeated(params: Sequence[Parameter], args: Sequence[str]) -> None:
+def refuse_repeated(
+    params: Sequence[Parameter], args: Sequence[str], help_names: Sequence[str] = ("--help",)
+) -> None:
     """Raise a usage error (one line, exit code 2) where ``args`` give one option twice, under one
     spelling or two (``--bw 10 --bandwidth 20``). The token after an option is its value whatever it looks like,
-    as Click reads it; ``--`` ends the options."""
+    as Click reads it; ``--`` ends the options. A ``--help`` (``help_names``) among the options wins: Click shows
+    the help, as it does whatever else the line holds."""
     spelled = value_options(params)
     seen: dict[str, str] = {}
+    twice = ""
     at = 0
-    while at < len(args):
-        token = args[at]
-        if token == "--":
+    while at < len(args) and args[at] != "--":
+        option, equals, _ = args[at].partition("=")
+        if option in help_names:
             return
-        option, equals, _ = token.partition("=")
         name, listed = spelled.get(option, (None, False))
         if name is not None:
-            if name in seen:
+            if name in seen and not twice:
                 twice = (
                     f"{option} given twice"
                     if seen[name] == option
                     else f"{seen[name]} and {option} are one option, given twice"
-                )
-                raise UsageError(
-                    f"{twice}: give it once" + (" (a comma list gives several values)" if listed else "")
-                )
+                ) + (": give it once" + (" (a comma list gives several values)" if listed else ""))
             seen[name] = option
             at += 0 if equals else 1  # its value, the next token
         at += 1
+    if twice:
+        raise UsageError(twice)
