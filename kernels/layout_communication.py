@@ -100,6 +100,7 @@ class LayerCommunication(NamedTuple):
     ar_grads: Value  # or all-reduced
     z3_layer: Value  # ZeRO-3's exposed gathers and reduce-scatters
     dp_cross: Value  # the data-parallel group leaves the NVLink domain
+    hidden_waited: Value  # what the overlapped streams add to the layer (shared_window's waited)
 
 
 def _none_in(experts: Value, top_k: Value, held: Value) -> Value:
@@ -350,11 +351,17 @@ def shared_window(forward: tuple[Value, ...], backward: tuple[Value, ...], spann
     (1 where at most one stream is exposed in each phase, and none spans: the exposures as each stream's alone).
     Added stream by stream, a longer compute hid each one's excess at once, and the step fell as the compute
     grew; ``waited`` + the compute never falls as the compute grows."""
-    longest = jnp.maximum(spanning, _largest(forward) + _largest(backward))
+    longest = hidden_waited(forward, backward, spanning)
     total = spanning + sum(forward, 0.0) + sum(backward, 0.0)
     # total 0: every excess 0 (so is longest), scaled by 0 all the same; the division by 1 there keeps the fit's
     # gradient finite (a floor of the smallest float divided 0 by its square, 0: NaN, through every fit)
     return longest / jnp.where(total > 0, total, 1.0)
+
+
+def hidden_waited(forward: tuple[Value, ...], backward: tuple[Value, ...], spanning: Value) -> Value:
+    """What the streams hidden behind one layer's compute add to it, per micro-batch (s): :func:`shared_window`'s
+    ``waited``, max(spanning, max(forward) + max(backward))."""
+    return jnp.maximum(spanning, _largest(forward) + _largest(backward))
 
 
 def _largest(values: tuple[Value, ...]) -> Value:
@@ -410,7 +417,8 @@ def layer_communication(
     )
     # The streams hidden behind the layer's compute run side by side: each phase waits on its slowest
     # (shared_window); each stream keeps its share of what is waited on, so the breakdown adds up to the step.
-    share = shared_window((tp_hidden_f, cp_forward, z3_f), (tp_hidden_b, cp_backward, z3_b), ep_hidden)
+    forward, backward = (tp_hidden_f, cp_forward, z3_f), (tp_hidden_b, cp_backward, z3_b)
+    share = shared_window(forward, backward, ep_hidden)
     tp_backward = tp_waited_b + share * tp_hidden_b
     cp_backward = share * cp_backward
     return LayerCommunication(
@@ -429,4 +437,5 @@ def layer_communication(
         ar_grads=ar_grads,
         z3_layer=z3_exposed(share),
         dp_cross=dp_cross,
+        hidden_waited=hidden_waited(forward, backward, ep_hidden),
     )

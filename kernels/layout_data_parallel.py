@@ -19,7 +19,13 @@ the logits (last stage), the stage's layers, and the embedding (first stage); wh
 ends after the stage's backward is exposed, less the stage's slack in the pipeline
 drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
-first micro-batch's forward (exposed: the excess). Optimizer step: 2 (W + 4 + 2 M) bytes per
+first micro-batch's forward (exposed: the excess). That forward takes, per layer, its compute t_f and its part of
+what the overlapped streams add to the layer (w, :func:`kernels.layout_communication.hidden_waited`), in
+proportion to the compute:
+
+    exposed gather = max(0, gather - n_first (t_f + w t_f / (t_f + t_b + recompute)))
+
+(the layer's time t_f + t_b + recompute + w never falls as the compute grows, so neither does this forward). Optimizer step: 2 (W + 4 + 2 M) bytes per
 parameter the GPU updates (Adam reads and writes its main weight of W = ``main_param_bytes`` bytes, its fp32
 gradient and its two moments of M = ``moment_bytes`` each: 32 bytes in fp32, 24 with bf16 moments, 20 with fp8
 ones, 28 with fp16 main weights and fp32 moments) at HBM bandwidth; the optimizer keeps W + 2 M bytes a
@@ -135,7 +141,11 @@ def data_parallel_exposed(
     gather = scatter_or_gather(stage_dense * dev.param_bytes, dp_group, t, lay) + scatter_or_gather(
         stage_expert * dev.param_bytes, expert_dp, expert_stride, lay
     )
-    hidden_gather = jnp.where(param_overlap, jnp.maximum(0.0, gather - n_first * t_f), gather)
+    # Behind the first micro-batch's forward as it runs: its compute and, in proportion to it, its part of what
+    # the overlapped streams add to each layer (so a slower GPU never hides more than the layer's time grows).
+    compute = t_f + t_b + recompute
+    forward = t_f + comm.hidden_waited * t_f / jnp.where(compute > 0, compute, 1.0)
+    hidden_gather = jnp.where(param_overlap, jnp.maximum(0.0, gather - n_first * forward), gather)
     gather_exposed = jnp.where((zero >= 1) & (zero < 3), hidden_gather, 0.0)
     return DataParallel(
         dp_sync=dp_sync, gather_exposed=gather_exposed, stage_dense=stage_dense, stage_expert=stage_expert

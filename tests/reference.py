@@ -1030,8 +1030,11 @@ def layout_step(arch, dev, lay):
         gather = _collective("scatter", stage_dense * dev["param_bytes"], group, t, lay) + _collective(
             "scatter", stage_expert * dev["param_bytes"], expert_dp, expert_stride, lay
         )
-        if switch["param_gather"]:  # behind the next step's first forward
-            gather = max(0.0, gather - counts[0] * fwd)
+        if switch[
+            "param_gather"
+        ]:  # behind the next step's first forward, with its part of the hidden streams'
+            compute = fwd + bwd + recompute
+            gather = max(0.0, gather - counts[0] * (fwd + waited * fwd / compute if compute > 0 else fwd))
     out["dp_exposed"] += dp_sync + gather
     shard, expert_shard = (group, expert_dp) if zero >= 1 else (1, 1)
     adam = dev["main_param_bytes"] + 2 * dev["moment_bytes"]  # the main (master) weights and the two moments

@@ -650,6 +650,19 @@ def test_one_precision_table_says_which_gradient_dtype_each_family_keeps():
     assert kept[4] - kept[2] == pytest.approx(2 * params / 1e9, rel=0.01)
 
 
+def test_zero_1s_gather_behind_a_forward_the_all_to_alls_wait_in_never_makes_a_slower_gpu_faster():
+    # ZeRO 1's parameter gather hid behind the first forward's compute alone, which the overlapped all-to-alls
+    # (comm-bound: the layer's time did not grow with its compute) also hid behind: a slower GPU hid more of the
+    # gather and the step fell, 4.771 s at slowdown 0 to 4.769 s at 0.6. Now the gather hides behind the forward
+    # as it runs, its compute and its part of what the all-to-alls add.
+    g = layouts.make_layout_grid(
+        "qwen3-30b-a3b", gpus=64, global_batch=256, tp=1, pp=1, ep=16, zero=1, micro_batch=1, bandwidth=100,
+        overlap="grad_reduce+param_gather+moe_a2a", slowdown="0,0.3,0.6", dtype="float64",
+    )  # fmt: skip
+    step = layouts.evaluate_layouts_arrays(g, FEW_LAYOUTS_BLOCK)["iteration_time"].ravel()
+    assert len(step) == 3 and (np.diff(step) > 0).all(), step
+
+
 def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_node_takes_effect():
     # #24: a block's tables and a measured run's row reach the kernel through one function (compiled.layout_inputs):
     # the same settings give the same step. --gpus-per-node was hidden by the GPU preset's column of that name
