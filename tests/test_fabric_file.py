@@ -104,8 +104,18 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         ({"constants.eta_nvl": None}, None, "constants.eta_nvl missing"),
         ({"constants.eta_net": "0.8"}, None, 'constants.eta_net "0.8" must be a number'),
         ({"constants.eta_net": True}, None, "constants.eta_net true must be a number"),
-        ({"constants.eta_net": 1.5}, None, "constants.eta_net 1.5 must be above 0 and at most 1"),
-        ({"constants.eta_nvl": 0}, None, "constants.eta_nvl 0 must be above 0 and at most 1"),
+        ({"constants.eta_net": 1.5}, None, "constants.eta_net 1.5 must be from 0.01 to 1 (a fraction)"),
+        ({"constants.eta_nvl": 0}, None, "constants.eta_nvl 0 must be from 0.01 to 1"),
+        # found by a hunt: a plan at eta_net 1e-300 said no layout fits in memory (its steps were infinite); a
+        # key twice kept the last in silence, a misspelt constant was never read, a list was read as no hosts
+        ({"constants.eta_net": 1e-300}, None, "constants.eta_net 1e-300 must be from 0.01 to 1"),
+        (
+            {},
+            '{"format": "netsweep fabric", "version": 2, "version": 1}',
+            "key 'version' twice in one object",
+        ),
+        ({"constants.eta_nte": 0.8}, None, "constants.eta_nte is not a constant (eta_net, eta_nvl, "),
+        ({"hardware": ["h100"]}, None, 'hardware ["h100"] must be an object (gpu, nics_per_node, nic_gbps)'),
         ({"constants.latency_us": -1}, None, "constants.latency_us -1 must be from 0 to 1000 (us)"),
         ({}, '{"constants": {"eta_net": NaN}}', "NaN is not a number JSON allows"),
         # an integer past a float's range (JSON allows any digits) was an OverflowError's traceback

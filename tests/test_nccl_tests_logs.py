@@ -103,6 +103,15 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
         (dict(replace=[("all_reduce_perf", "allreduce_bench")]), "not one of nccl-tests'"),
         (dict(drop="Collective test"), "which collective? The log has no"),
         (dict(replace=[("NVIDIA H100 80GB HBM3", "Radeon Instinct MI300X")]), "GPU 'Radeon Instinct MI300X' has no preset"),
+        # Found by a hunt, each read before as a log of good rows: an in-place data check failing; a split
+        # communicator's group (rail tests: each group's busbw over its own ranks); a size again (-d all); a size
+        # that is not bytes (the row was dropped in silence); the test failing before its end.
+        (dict(replace=[("  339.22      0\n", "  339.22      3\n")]), ":50: #wrong 3: nccl-tests' data check failed"),
+        (dict(replace=[("Rank  2 Group  0", "Rank  2 Group  2")]), ":7: rank 2 in group 2: split communicators"),
+        (dict(add_after=(52, ["     8388608       2097152      int8     sum      -1    160.2   52.36   98.18      0    160.2   52.36   98.18      0\n"])),
+         ":53: size 8388608 again (first at line 45)"),
+        (dict(replace=[("     8388608       2097152", "          8M       2097152")]), ":45: size '8M' must be a whole number"),
+        (dict(add_after=(40, [" .. node-a pid 41210: Test failure common.cu:891\n"])), ":41: '.. node-a pid 41210: Test failure common.cu:891': the test failed"),
     ],
 )  # fmt: skip
 def test_a_bad_log_is_one_line_naming_the_file_and_line_and_writes_nothing(tmp_path, change, message):

@@ -100,6 +100,14 @@ def test_cli_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path):
     assert not out.exists()
     r = invoke("validate", "--nccl", write(tmp_path, GOOD[0]), "--llm")
     assert r.exit_code == 2 and "--nccl takes no --llm" in r.output
+    # --nccl's file left out: Click takes --out for it ("takes no a measurements file" before)
+    r = invoke("validate", "--nccl", "--out", out)
+    assert r.exit_code == 2 and "--nccl '--out' is an option, not a file: give --nccl FILE" in r.output, (
+        r.output
+    )
+    r = invoke("validate", "--nccl", write(tmp_path, GOOD[0]), tmp_path / "mine.csv")
+    assert r.exit_code == 2 and "mine.csv: a second file; --nccl validates the one it is given" in r.output
+    assert not out.exists()
 
 
 def test_stated_choice():

@@ -112,9 +112,16 @@ def validate(
     smallest multi-node size, predict the larger sizes, and compare three models. With --llm, large models:
     fit few constants on one source, predict the others in each source's own units."""
     if nccl is not None:
-        if llm or measurements is not None or train is not None:
-            what = "--llm" if llm else ("--train" if train is not None else "a measurements file")
-            raise InputError(f"takes no {what}: it validates the collectives in its own file", param="nccl")
+        if str(nccl).startswith("-"):  # `--nccl --out DIR`: Click took the option for --nccl's file
+            raise InputError(f"{str(nccl)!r} is an option, not a file: give --nccl FILE", param="nccl")
+        if llm or train is not None:
+            raise InputError(
+                f"takes no {'--llm' if llm else '--train'}: it validates its own file", param="nccl"
+            )
+        if measurements is not None:
+            raise InputError(
+                f"{measurements}: a second file; --nccl validates the one it is given ({nccl})", param="nccl"
+            )
         _validate_nccl(nccl, out, force)
     elif llm:
         _validate_llm(measurements, out, train, force)

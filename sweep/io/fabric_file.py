@@ -13,12 +13,13 @@ JSON, one object::
      "date": "2026-12-03T15:04:05Z", "command": "sweep calibrate --nccl-tests ..."}
 
 ``constants`` is what a sweep reads (:class:`~sweep.model.nccl_fabric.FabricConstants`: eta_net, eta_nvl
-fractions in (0, 1]; latency_us the network's latency lambda and op_latency_us a collective's fixed cost inside
+fractions from 0.01 to 1; latency_us the network's latency lambda and op_latency_us a collective's fixed cost inside
 one NVLink domain, us from 0 to :data:`MAX_LATENCY_US`; fill_us the pipeline's fill across domains, us from 0 to
 :data:`MAX_FILL_US`; fill_mib the message from which it is whole, MiB above 0 up to :data:`MAX_FILL_MIB`); the
 rest is provenance. A file of version 1 (netsweep before the last three) gives the first three only, and reads
 as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
-wrong type, a value not finite or out of range, another format or version) is one :class:`InputError` naming
+wrong type, a value not finite or out of range, a key twice in one object, a constant it does not know, another
+format or version) is one :class:`InputError` naming
 the file and the key.
 """
 
@@ -42,9 +43,12 @@ MAX_LATENCY_US = 1000.0  # a network latency per hop past a millisecond is no fa
 MAX_FILL_US = 10000.0  # nor a pipeline's fill past 10 ms
 MAX_FILL_MIB = 2.0**20  # nor chunks that grow past a TiB
 # Each constant's bounds and rule: (low, high, low excluded, rule).
+# A link's efficiency from 1%: below it a step took 10^28 s (eta_net 1e-30) or none was finite (1e-300), which a
+# plan took for no layout fitting in memory; calibrate's fit searches 0.3 to 1.
+MIN_EFFICIENCY = 0.01
 RULES = {
-    "eta_net": (0.0, 1.0, True, "above 0 and at most 1 (a fraction)"),
-    "eta_nvl": (0.0, 1.0, True, "above 0 and at most 1 (a fraction)"),
+    "eta_net": (MIN_EFFICIENCY, 1.0, False, f"from {MIN_EFFICIENCY:g} to 1 (a fraction)"),
+    "eta_nvl": (MIN_EFFICIENCY, 1.0, False, f"from {MIN_EFFICIENCY:g} to 1 (a fraction)"),
     "latency_us": (0.0, MAX_LATENCY_US, False, f"from 0 to {MAX_LATENCY_US:g} (us)"),
     "op_latency_us": (0.0, MAX_LATENCY_US, False, f"from 0 to {MAX_LATENCY_US:g} (us)"),
     "fill_us": (0.0, MAX_FILL_US, False, f"from 0 to {MAX_FILL_US:g} (us)"),
@@ -90,8 +94,15 @@ def read_fabric(path: str | Path) -> FabricConstants:
     def refuse_constant(name: str) -> Any:
         raise InputError(f"{path}: {name} is not a number JSON allows (a fabric file's values are finite)")
 
+    def refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if twice is not None:  # JSON keeps the last in silence: a hand edit that added a value beside the old
+            raise InputError(f"{path}: key {twice!r} twice in one object; give it once")
+        return dict(pairs)
+
     try:
-        document = json.loads(text, parse_constant=refuse_constant)
+        document = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=refuse_twice)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not JSON ({e.msg}); expected a fabric file") from None
     return constants_of(document, path)
@@ -116,6 +127,9 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
     constants = document.get("constants")
     if not isinstance(constants, dict):
         raise InputError(f"{path}: constants missing or not an object of {', '.join(names)}")
+    unknown = [name for name in constants if name not in NAMES]
+    if unknown:  # a misspelt constant is never silently unread
+        raise InputError(f"{path}: constants.{unknown[0]} is not a constant ({', '.join(names)})")
     later = [name for name in NAMES if name in constants and name not in names]
     if later:  # never silently unread: a version 1 file states three constants
         raise InputError(
@@ -143,8 +157,12 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account, never refused), and the NICs where it
     records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
     so a recorded value a sweep could not take is refused, naming the file and its key."""
-    if not isinstance(hardware, dict):
+    if hardware is None:
         return {}
+    if not isinstance(hardware, dict):
+        raise InputError(
+            f"{path}: hardware {_shown(hardware)} must be an object (gpu, nics_per_node, nic_gbps)"
+        )
     preset = hardware.get("preset")
     # Said as the GPU the constants were fitted on: a preset's name, in any case.
     if preset is not None:

@@ -29,7 +29,9 @@ buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are f
 so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
 on every line (``srun --label``, ``mpirun --tag-output``). Anything else (NCCL's own
 ``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
-check failed (#wrong above 0), devices of several GPU models or hosts of unequal GPU counts, or a second run
+check failed (#wrong above 0, out-of-place or in-place), a size printed twice (several data types or operations:
+``-d all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
+``NCCL_TESTS_SPLIT_MASK``), devices of several GPU models or hosts of unequal GPU counts, or a second run
 appended to the file (a second ``Collective test starting`` line or a rank's device line again) are one
 :class:`InputError` naming the file and line. Rows of size 0 (a small size split over many ranks: nothing
 sent) are skipped. What nccl-tests never prints (the NICs) is the caller's.
@@ -46,7 +48,7 @@ from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, OTHER_COLLECTIVES, Measurement
 
 DEVICE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
     r"\[[^\]]*\]\s+(?P<gpu>.*\S)\s*$"
 )
 STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
@@ -58,6 +60,8 @@ PREAMBLE = ("size", "count", "type", "redop", "root")
 # (``[1,0]<stdout>:``); read past on every line that carries one.
 LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 TIMES = ("time", "cputime")
+# What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
+FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +149,12 @@ class _Comments:
                     f"{where(self.path, number)}: rank {rank} again (first at line {self.devices[rank][2]}): a "
                     "second run; give each run's output as a file of its own"
                 )
+            if int(m.group("group") or 0) > 0:  # NCCL_TESTS_SPLIT_MASK: each group its own communicator
+                raise InputError(
+                    f"{where(self.path, number)}: rank {rank} in group {m.group('group')}: split communicators "
+                    "(NCCL_TESTS_SPLIT_MASK) each run the collective on their own ranks, and busbw is theirs; "
+                    "the model reads one communicator of every rank: run the test without the split"
+                )
             self.devices[rank] = (m.group("host"), m.group("gpu"), number)
         elif text.lstrip("#").split()[:5] == list(PREAMBLE):
             names = text.lstrip("#").split()
@@ -170,11 +180,14 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         if text.startswith("#"):
             said.read(text, number)
             continue
-        if not text or said.columns is None or not text.split(maxsplit=1)[0].isdigit():
+        if FAILED.search(text):
+            raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
+        if not text or said.columns is None or not _a_row(text.split(), said.columns):
             continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
         try:
             row = _row(text, said.columns, path, number)
             if row is not None:
+                _once(row, rows, path)
                 rows.append(row)
             else:
                 empty += 1
@@ -212,6 +225,27 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     )
 
 
+def _a_row(cells: list[str], columns: list[str]) -> bool:
+    """Whether a line's ``cells`` are a data row, whole or not: a size in bytes first, or, past a size that is not
+    one (``4M``), an element count, a type and an operation where the header names them (never NCCL's own lines,
+    ``HOST:PID:TID [dev] NCCL INFO ...``)."""
+    if cells[0].isdigit():
+        return True
+    count = columns.index("count")
+    return len(cells) > count + 2 and cells[count].isdigit() and cells[count + 1].isalpha()
+
+
+def _once(row: Row, rows: list[Row], path: Path) -> None:
+    """Refuse a size printed a second time: several data types or operations in one run (``-d all``, ``-o
+    all``), each its own busbw, which one fit would mix."""
+    first = next((r for r in rows if r.bytes == row.bytes), None)
+    if first is not None:
+        raise InputError(
+            f"{where(path, row.line)}: size {row.bytes} again (first at line {first.line}): several data types "
+            "or operations in one run (-d all, -o all)? Give one type and operation a log"
+        )
+
+
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
     """``lines`` without the launcher's prefix (:data:`LAUNCHER_PREFIX`) where a line has one (a line without it,
     as ``srun: ...``'s own warnings, is kept as it is): no line nccl-tests or NCCL print starts so."""
@@ -246,9 +280,10 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
         values[name] = _number(cell)
         if not math.isfinite(values[name]) or values[name] < 0:
             raise InputError(f"{where(path, number)}: {name} {cell!r} must be a number from 0")
-    if wrong and cells[wrong[0]] != "N/A" and _number(cells[wrong[0]]) != 0:
+    failed = next((cells[i] for i in wrong if cells[i] != "N/A" and _number(cells[i]) != 0), None)
+    if failed is not None:  # out-of-place or in-place: either check failing is a broken run
         raise InputError(
-            f"{where(path, number)}: #wrong {cells[wrong[0]]}: nccl-tests' data check failed on this size; "
+            f"{where(path, number)}: #wrong {failed}: nccl-tests' data check failed on this size; "
             "a wrong result's time is no measurement"
         )
     return Row(bytes=int(size), time_us=values["time"], busbw=values["busbw"], line=number)
