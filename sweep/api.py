@@ -13,6 +13,7 @@ slowdown and jitter as plain numbers.
 """
 
 import dataclasses
+import functools
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
@@ -30,15 +31,17 @@ from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import COMPARE
-from netsweep_jax.sweep.engine.evaluate import evaluate
+from netsweep_jax.sweep.core.values import json_ready
+from netsweep_jax.sweep.engine.evaluate import evaluate as _evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.engine.workloads import check_models
+from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
-from netsweep_jax.sweep.model.fabrics import FabricPreset
+from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -73,6 +76,29 @@ def _number(value: object, param: str) -> float:
     return float(value)
 
 
+def _flag(value: object, param: str) -> bool:
+    """A yes-or-no keyword: a bool (NumPy's too); anything else one error naming it (``"no"`` is truthy: a
+    ``force="no"`` replaced a user's files)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{value!r}: expected True or False", param=param)
+    return bool(value)
+
+
+def _fabric(value: Any) -> Any:
+    """``fabric`` as the engine takes it: a path (str or Path) to a file that is no preset's name read as a fabric
+    file, as ``--fabric FILE`` is; anything else as given (a preset's name, a preset, constants, None)."""
+    if isinstance(value, (str, Path)) and not is_preset(str(value)) and Path(value).is_file():
+        return read_fabric(value)
+    return value
+
+
+@functools.wraps(_evaluate)
+def evaluate(model: Models, **settings: Any) -> xr.Dataset:
+    if "fabric" in settings:
+        settings["fabric"] = _fabric(settings["fabric"])
+    return _evaluate(model, **settings)
+
+
 def _path(value: object, param: str) -> Path:
     if not isinstance(value, (str, Path)) or not str(value):
         raise InputError(f"{value!r}: expected a file path (str or Path)", param=param)
@@ -99,6 +125,8 @@ def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions
     """
     if not isinstance(axis, str):
         raise InputError(f"{axis!r}: expected an axis name", param="axis")
+    if "fabric" in axes:
+        axes["fabric"] = _fabric(axes["fabric"])
     return _need.solve(model, target=_number(target, "target"), axis=axis, **axes)
 
 
@@ -136,25 +164,24 @@ def calibrate(
         ``slowdown``, ``jitter``.
       model: built-in profile name(s) for rows without a ``model`` column: the paper's CNNs or
         transformers (``gpu``, ``precision``, ``batch``, ``seq_len``: their workload, values a profile each).
-      profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the
-        format has none.
+      profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the format has none.
       per: parameter -> label column: one value per value of that column (``{"jitter": "framework"}``).
-      bounds: parameter -> (low, high) in its units (defaults: utilization 1e-4..1, latency
-        0..1000 us, overhead 0..1000 ms, slowdown and jitter 0..1).
+      bounds: parameter -> (low, high) in its units (defaults: utilization 1e-4..1, latency 0..1000 us,
+        overhead 0..1000 ms, slowdown and jitter 0..1).
       train: a row filter (``"gpus <= 16"``): fit on those rows, report the error on the others.
       collective, bucketing, reduce_table (a ``bytes,seconds`` CSV), intra_bandwidth (Gbit/s): None
         follows the workload as ``sweep grid`` (the paper's ring, Horovod fusion and V100 NVLink for its
         CNNs; nccl-ring, DDP buckets and the GPU preset's NVLink for transformers),
         nics_per_node, fusion_buffer (MiB), fusion_timeout (ms): settings for rows whose file
         does not give them.
-      out: also write the result as JSON here (``force``: overwrite); NaN is written as null.
+      out: also write the result as JSON here (``force``: overwrite).
 
     Returns:
-      The result as a JSON-ready dict: ``fitted`` (``name``, ``group``, ``value``, ``stderr``,
-      ``units``, ``bounds`` each), ``rmse`` over the training rows (absolute for scaling factors,
-      relative for iteration times), ``heldout_rmse``/``heldout_max_abs`` with ``train``,
-      ``warnings``, and ``rows`` (measured, predicted, residual, ... per run; a row whose measured
-      value is blank is predicted, not fitted, with ``interval`` the fit's 95% interval).
+      The result as a JSON-ready dict (None where a number is undefined): ``fitted`` (``name``, ``group``,
+      ``value``, ``stderr``, ``units``, ``bounds`` each), ``rmse`` over the training rows (absolute for scaling
+      factors, relative for iteration times), ``heldout_rmse``/``heldout_max_abs`` with ``train``, ``warnings``,
+      and ``rows`` (measured, predicted, residual, ... per run; a blank measured value is predicted, not fitted,
+      with ``interval`` the fit's 95% interval).
     """
     path = _path(measurements, "measurements")
     _check_kinds(model, profile, force)
@@ -165,7 +192,7 @@ def calibrate(
     settings = _row_settings(
         collective, bucketing, reduce_table, intra_bandwidth, nics_per_node, fusion_buffer, fusion_timeout
     )
-    return _calibration.calibrate_file(
+    result = _calibration.calibrate_file(
         path,
         fit,
         out=None if out is None else _path(out, "out"),
@@ -182,13 +209,13 @@ def calibrate(
         batch=batch,
         seq_len=seq_len,
     )
+    return json_ready(result)  # NaN (a standard error the fit cannot tell) as None
 
 
 def _check_kinds(model: object, profile: object, force: object) -> None:
     """``model``: built-in name(s); ``profile``: None, a path or a list of paths; ``force``: a bool; else one
     error naming it."""
-    if not isinstance(force, bool):
-        raise InputError(f"{force!r}: expected True or False", param="force")
+    _flag(force, "force")
     if not (
         isinstance(model, str)
         or isinstance(model, (list, tuple))
@@ -312,6 +339,7 @@ def validate(
       :class:`Validation`: the errors per model, predictions per row, and the files written.
     """
     path = _validation.DATASET if dataset is None else _path(dataset, "dataset")
+    force = _flag(force, "force")
     if out is not None:
         _check_report_directory(_path(out, "out"), _validation.FILES, force=force)
     meas, predictions, train, fits = _validation.run_validation(path, progress)
@@ -405,6 +433,9 @@ def compare(
     """
     _number(utilization, "utilization")
     check_models(model)
+    force = _flag(force, "force")
+    if out is not None:  # before the sweep, as sweep compare does
+        _check_report_directory(_path(out, "out"), _comparison.FILES, force=force)
     rows, ds, setup = _comparison.compare(
         model,
         bandwidth=bandwidth,
@@ -420,7 +451,7 @@ def compare(
         precision=precision,
         batch=batch,
         seq_len=seq_len,
-        fabric=fabric,
+        fabric=_fabric(fabric),
         **axes,
     )
     paths = (
@@ -448,8 +479,7 @@ def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
       Damaged: with ``verify``, the file no longer holds what was written (the message says what changed).
     """
     checked = _path(path, "path")
-    if not isinstance(verify, bool):  # "no" is truthy: it verified
-        raise InputError(f"{verify!r}: expected True or False", param="verify")
+    verify = _flag(verify, "verify")  # "no" is truthy: it verified
     ds = _open_cube(checked)
     if verify:
         try:

@@ -174,7 +174,8 @@ def plan(
 
     The layout options not given are searched (tp 1, 2, 4, 8; pp in powers of two; cp 1, 2, 4; ep for
     MoE models; micro-batch 1, 2, 4, 8; 1f1b and interleaved:2; recompute none, selective and full;
-    ZeRO 0, 1 and 3); those given are kept as dims.
+    ZeRO 0, 1 and 3); those given are searched among their values (a list is part of the search, not a dim).
+    The dims are the settings (model, GPU, bandwidth, ...: one each or a list), ``rank`` and ``switch``.
 
     Args:
       model, arch, **options: as :func:`evaluate_layouts`.

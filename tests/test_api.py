@@ -108,6 +108,15 @@ def test_calibrate_recovers_the_utilization(measured, tmp_path):
     assert json.loads(out.read_text())["fitted"] == result["fitted"]
 
 
+def test_calibrates_dict_is_json_ready():
+    # a standard error the fit cannot tell (latency at its bound) was NaN: json.dumps wrote NaN, or refused
+    result = sweep.calibrate(
+        "examples/dlperf_tensorflow.csv", fit=["utilization", "latency"], train="gpus <= 16"
+    )
+    assert None in [p["stderr"] for p in result["fitted"]]
+    json.dumps(result, allow_nan=False)
+
+
 def test_validate_on_a_users_file(measured, tmp_path):
     seen = []
     v = sweep.validate(measured, out=tmp_path / "v", progress=seen.append)
@@ -124,6 +133,21 @@ def test_compare(tmp_path):
     assert slow.winner == "compress (powersgd:4)" and fast.winner == "neither"
     assert "powersgd:4" in c.table() and "compressor" in c.dataset.dims
     assert {p.name for p in c.paths} == {"REPORT.md", "compare.csv", "speedups.png"}
+
+
+def test_a_fabric_file_is_taken_by_its_path_as_the_cli_takes_it(tmp_path):
+    # evaluate, solve and compare refused a path, naming a private reader (sweep grid --fabric FILE takes it)
+    from test_fabric_file import fabric
+
+    from netsweep_jax.sweep.io.fabric_file import read_fabric
+
+    path = fabric(tmp_path)
+    settings = dict(gpu="h100", bandwidth=400, nodes=[2, 4])
+    by_path = sweep.evaluate("gpt2-xl", fabric=str(path), **settings)
+    assert by_path.equals(sweep.evaluate("gpt2-xl", fabric=read_fabric(path), **settings))
+    assert by_path.attrs["fabric"] == str(path)
+    with pytest.raises(InputError, match="'no-such.json': not a fabric preset .* nor a fabric file"):
+        sweep.evaluate("gpt2-xl", fabric="no-such.json", **settings)
 
 
 def test_profiles_round_trip(tmp_path):
@@ -158,6 +182,22 @@ def test_profiles_round_trip(tmp_path):
         # need's answer is computed whole: reduce and store were checked, then dropped
         (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", reduce="max:nodes"), "reduce"),
         (lambda: sweep.solve("resnet50", target=0.9, axis="bandwidth", store="float16"), "store"),
+        # found by a hunt: variables taken and not read; 10^8 answers grew to 8 GB before the kernel was killed;
+        # a name or a T1 that is not one failed deep inside the package with a TypeError
+        (
+            lambda: sweep.solve("resnet50", target=0.9, axis="ratio", bandwidth=10, variables="comm_time"),
+            "variables",
+        ),
+        (
+            lambda: sweep.solve(
+                "resnet50", target=0.9, axis="bandwidth", latency="0..99999", nodes="1..1000"
+            ),
+            "too many",
+        ),
+        (lambda: sweep.load_profile("examples/profile.csv", t1=0.05, model=3), "model"),
+        (lambda: sweep.builtin_profile("resnet50").scaled_to("0.064"), "t1 '0.064' must be a number"),
+        (lambda: sweep.validate(force="no"), "force"),
+        (lambda: sweep.open_cube("no-such.h5", verify="no"), "verify"),
     ],
 )
 def test_bad_input_is_one_line(call, param):
@@ -171,6 +211,9 @@ def test_reports_from_python_keep_a_users_files_unless_forced(tmp_path):
     (tmp_path / "REPORT.md").write_text("mine")
     with pytest.raises(InputError, match="file exists"):
         sweep.compare("resnet50", bandwidth=10, out=tmp_path)
+    # force="no" is truthy: it replaced them (found by a hunt)
+    with pytest.raises(InputError, match="'no': expected True or False"):
+        sweep.compare("resnet50", bandwidth=10, out=tmp_path, force="no")
     assert (tmp_path / "REPORT.md").read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
     result = sweep.compare("resnet50", bandwidth=10, out=tmp_path, force=True)
     assert len(result.paths) == 3 and (tmp_path / "REPORT.md").read_text().startswith("# Fix the transport")

@@ -262,3 +262,19 @@ def test_a_forced_algorithm_that_cannot_run_is_said_where():
     assert "nccl:tree cannot run on v100, 2 nodes x 8 GPUs (topk:0.01's all-gather) (it needs an" in topk
     ring = make_grid("gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:ring")
     assert "nccl:ring cannot" not in ring.assumed
+
+
+def test_a_float32_sweeps_nvlink_rate_never_serves_a_float64_one():
+    # The GPU's NVLink rate as NCCL counts it is computed once per GPU and rate (a JAX call): a float32 sweep's
+    # value, rounded in float32, served a later float64 sweep of the same GPU (off by 5e-8 against the reference).
+    import jax
+
+    from netsweep_jax.kernels.nccl import nvlink_gbs
+    from netsweep_jax.sweep.engine import inputs
+
+    inputs._nccl_gpu.cache_clear()
+    arch, single = inputs._nccl_gpu("h100", 3.6e12, "float32")
+    with jax.enable_x64(True):
+        _, double = inputs._nccl_gpu("h100", 3.6e12, "float64")
+        assert double == float(np.asarray(nvlink_gbs(np.float64(3.6e12 / 8), arch)))
+    assert single == float(np.float32(single))  # the float32 sweep's own, as it was

@@ -31,7 +31,7 @@ from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, Blocking
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Blocking, check_in_memory
 from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import precision
@@ -76,11 +76,13 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
         raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="solve")
-    for name in ("reduce", "store"):  # the answer is computed whole, in memory, in the grid's dtype
+    # The answer is computed whole, in memory, in the grid's dtype, and is the axis's value alone (variables
+    # was taken and not read).
+    for name in ("reduce", "store", "variables"):
         if settings.get(name) is not None:
             raise InputError(
-                f"{settings[name]!r}: need's answer is one value per cell, in memory; reduce or store the Dataset "
-                "it returns",
+                f"{settings[name]!r}: need's answer is one value per cell, in memory; select, reduce or store "
+                "the Dataset it returns",
                 param=name,
             )
     if (
@@ -137,9 +139,10 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
         # target in float32 and miss it at the rate itself. Solved in float64 instead (the same grid otherwise).
         grid = dataclasses.replace(grid, dtype="float64")
-    blocking = Blocking(
-        grid.sizes, block_configs=min(grid.size, MAX_BLOCK_CONFIGS)
-    )  # a block per task: few combinations
+    # Every answer is kept in memory (as evaluate's outputs): at most as many as evaluate keeps, solved in blocks
+    # of evaluate's size (one block of the whole grid held every bisection's state at once: 8 GB at 10^8 cells).
+    check_in_memory(grid.sizes, "or solve for fewer combinations a call")
+    blocking = Blocking(grid.sizes, block_configs=min(grid.size, DEFAULT_BLOCK_CONFIGS))
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):

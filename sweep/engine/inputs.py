@@ -108,10 +108,12 @@ def _buckets(rows: Host, backward: Host, *extra: Host) -> Buckets:
 
 
 @functools.lru_cache(maxsize=64)
-def _nccl_gpu(gpu: str | None, intra_bits: float) -> tuple[int, float]:
+def _nccl_gpu(gpu: str | None, intra_bits: float, dtype: str) -> tuple[int, float]:
     """(NCCL's architecture index, NVLink GB/s as NCCL counts it) of a profile's GPU preset at the sweep's
     intra-node rate (bit/s): the same for every layout and block of a task, so computed once (a JAX call on the
-    host; NCCL's collective needs a GPU preset: make_grid refuses a profile without one)."""
+    host; NCCL's collective needs a GPU preset: make_grid refuses a profile without one). ``dtype``: the sweep's,
+    in which JAX computes it: a key of the cache, so that a float32 sweep's rounding never serves a float64 one
+    (a float64 sweep after a float32 one of the same GPU was off by 5e-8)."""
     arch = ARCH[die(gpu or "v100")]
     return arch, float(np.asarray(nvlink_gbs(intra_bits / 8, arch)))
 
@@ -256,7 +258,8 @@ class BlockInputs:
         sweep's intra-node bandwidth, by default the task's GPU's NVLink), NICs, the GPU's architecture, the GPUs
         of one NVLink domain (a ``--fabric`` preset's, else the host's), and the fabric's tier and constants
         (``--fabric``'s, else none and the shipped fit's); the padding lanes one GPU on one host."""
-        arch, nvlink = _nccl_gpu(gpu_of(self.grid.profiles[self._named(task)["model"]]), self.intra_bits)
+        gpu = gpu_of(self.grid.profiles[self._named(task)["model"]])
+        arch, nvlink = _nccl_gpu(gpu, self.intra_bits, str(np.dtype(self.dtype)))
         chosen = self.grid.fabric or NO_FABRIC
         lane = [1.0, 1.0, nvlink, 1.0, arch, 1.0, *chosen.tier(), *chosen.constants.columns()]
         fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))

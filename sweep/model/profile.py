@@ -100,6 +100,10 @@ class Profile:
     def scaled_to(self, t1: float, where: str = "<profile>") -> "Profile":
         """This profile on faster or slower compute: every backward wait (and forward time)
         scaled by t1 / T1, the gradients unchanged (another GPU or batch size, same model)."""
+        value = real_scalar(t1)
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise InputError(f"{where}: t1 {t1!r} must be a number of seconds above 0")
+        t1 = value
         if t1 == self.t1:
             return self
         scale = t1 / self.t1
@@ -429,6 +433,8 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     Returns:
       The :class:`Profile`. A malformed file raises ``InputError`` naming the file and line.
     """
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
     name = str(path).lower()
     if name.endswith(".json"):
         return read_json(path, t1, model)
