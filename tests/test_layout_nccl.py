@@ -315,3 +315,8 @@ def test_a_layout_sweep_says_where_a_forced_algorithm_runs():
     assert "nccl:nvls on each group that can run it (it needs Hopper or newer" in "; ".join(grid.assumed)
     assert "NCCL's own choice on the others and on every all-to-all and send" in "; ".join(grid.assumed)
     assert "nccl:ll on each group" not in "; ".join(grid.assumed)
+    # a forced protocol was said nowhere (a hunt): the step moved, the line read as NCCL's own choice
+    assert (
+        "nccl:ll on every all-reduce, all-gather and reduce-scatter (NCCL's choice of the algorithms that run it), "
+        "Simple on every all-to-all and send" in "; ".join(grid.assumed)
+    )

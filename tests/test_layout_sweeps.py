@@ -164,7 +164,11 @@ def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
             layouts.make_layout_grid("llama3-8b", gpus=8, global_batch=8, **kwargs)
     # --collective's default follows --fabric (nccl with one, else ring-or-tree): None in both, said in --help.
     assert shown["collective"] is None and api["collective"].default is None
-    assert api["schedule"].default == layout_axes.DEFAULT_SCHEDULE
+    # --schedule's: None in the API (the default, said in the assumed line with the other layout defaults)
+    grid = layouts.make_layout_grid("qwen3-30b-a3b", gpus=8, global_batch=8)
+    assert api["schedule"].default is None and grid.names["schedule"] == (layout_axes.DEFAULT_SCHEDULE,)
+    for said in ("--ep 1", "--recompute none", f"--schedule {layout_axes.DEFAULT_SCHEDULE}"):
+        assert said in grid.assumed, said  # a MoE model's EP, never said before (a hunt)
     assert (
         row["attention"] == layout_axes.DEFAULT_ATTENTION
         and row["collective"] == layout_axes.DEFAULT_COLLECTIVE

@@ -17,7 +17,6 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
-    DEFAULT_SCHEDULE,
     LAYOUT_OPTIONS,
     OWN_AXES,
     SHARED_AXES,
@@ -158,7 +157,7 @@ def layout_grid_from(
         precision=settings.get("precision")
         if "precision" in given
         else None,  # None: the GPUs' (fp16 on Volta)
-        schedule=named(text["schedule"], DEFAULT_SCHEDULE),
+        schedule=text["schedule"],  # None: the default, which the assumed line says
         recompute=text["recompute"],
         attention=settings.get("attention"),
         collective=str(settings["collective"]) if "collective" in given else None,

@@ -54,7 +54,7 @@ from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, forced_protocol
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads (the imbalance axis, and each setting declared moe): refused on
@@ -93,7 +93,7 @@ def make_layout_grid(
     collectives: str | None = None,
     fabric: FabricConstants | FabricPreset | None = None,
     oversubscription: object = None,
-    schedule: str = DEFAULT_SCHEDULE,
+    schedule: str | None = None,
     recompute: str | None = None,
     collective: str | None = None,
     dtype: str = "float32",
@@ -108,11 +108,10 @@ def make_layout_grid(
     ``tp=8``, ``gpus="64,128"``), each in the value syntax (``1,2,4``, ``1..8``), a number or numbers; None or
     not given: its default (or "derived or the GPU preset's" for those without one).
 
-    ``precision``, ``attention``, ``recompute``: None is the default (bf16, flash, none; fp16 and unfused on
-    V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and its constants for the GPUs'
-    die (:func:`sweep.model.stacks.constants`) for every setting not given (:func:`_stack_settings`); None: the
-    default stack's constants (:data:`~sweep.model.stacks.DEFAULT_STACK`), and nothing else of it
-    (:func:`_default_constants`).
+    ``precision``, ``attention``, ``recompute``, ``schedule``: None is the default (bf16, flash, none, 1f1b;
+    fp16 and unfused on V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`):
+    its defaults and its constants for the GPUs' die (:func:`sweep.model.stacks.constants`) for every setting not
+    given (:func:`_stack_settings`); None: the default stack's constants alone (:func:`_default_constants`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
@@ -120,21 +119,21 @@ def make_layout_grid(
     constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's), only with
     NCCL's collectives; ``oversubscription``: the spine's (a list is planned value by value), with a preset.
     """
-    # The text settings of one value per sweep as given (None: not), by their declarations; then the numbers.
-    texts: dict[str, Any] = {name: axes.pop(name, None) for name in TEXT_SETTINGS}
+    texts: dict[str, Any] = {name: axes.pop(name, None) for name in TEXT_SETTINGS}  # None: not given
     given = _given_axes(axes)  # filled below by presets and defaults
     models, model_names = _models(model, arch, mtp_layers)
     preset = stack_preset(stack) if stack is not None else None
     precision, attention, volta_said = _chip_defaults(gpu, precision, attention, preset)
-    attention, recompute, by_stack = _text_defaults(preset, attention, recompute)
+    attention, recompute, schedule, by_stack, defaults = _text_defaults(
+        preset, attention, recompute, schedule
+    )
     net, collectives_named = _network(fabric, collectives, collective, given)  # each name checked once, there
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collectives_named)
     _refuse_unread_settings(models, model_names, names["attention"], {**given, **texts})
     _require_size(given)
     search = search or {}
     stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts["overlap"], by_stack)
-    # The text settings given (or set by the stack): the assumed line says the others' defaults.
-    text_given = {name for name, value in texts.items() if value}
+    text_given = {name for name, value in texts.items() if value}  # given or the stack's: the rest are said
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
     per_sweep = _per_sweep(values, given)
@@ -143,6 +142,7 @@ def make_layout_grid(
         *volta_said,
         *((phrase,) if preset is not None else ()),
         *_assumed(given, names, models, search, text_given, "" if preset is not None else phrase),
+        *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
         *net.said(None if oversubscription is None else spines),
     )
@@ -190,16 +190,21 @@ def _stacked(
 
 
 def _text_defaults(
-    preset: Stack | None, attention: str | None, recompute: str | None
-) -> tuple[str, str, dict[str, str]]:
-    """The attention kernel and recomputation: as given, else as ``preset`` sets them, else the defaults
-    (flash, none); and those the stack set (name -> value)."""
-    by_stack = {}
+    preset: Stack | None, attention: str | None, recompute: str | None, schedule: str | None
+) -> tuple[str, str, str, dict[str, str], dict[str, str]]:
+    """The attention kernel, recomputation and schedule: as given, else as ``preset`` sets them, else the
+    defaults (flash, none, 1f1b); those the stack set (name -> value); and the layout's at their defaults, not
+    the stack's (recompute, schedule: name -> value), which the assumed line says."""
+    by_stack, defaults = {}, {}
     if attention is None:
         attention = by_stack["attention"] = preset.attention if preset else DEFAULT_ATTENTION
     if recompute is None:
         recompute = by_stack["recompute"] = preset.recompute if preset else "none"
-    return attention, recompute, by_stack
+        if preset is None:
+            defaults["recompute"] = recompute
+    if schedule is None:
+        schedule = defaults["schedule"] = DEFAULT_SCHEDULE
+    return attention, recompute, schedule, by_stack, defaults
 
 
 def _chip_defaults(
@@ -421,7 +426,14 @@ class _Network:
 
 def _forced_phrase(collective: str) -> str:
     """What a layout sweep says of ``collective``, ``nccl:ALGO``: the groups NCCL cannot run it on keep NCCL's own
-    choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces."""
+    choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces; or
+    ``nccl:PROTO``: NCCL's choice of the algorithms that run it, and Simple for the all-to-alls and sends."""
+    protocol = forced_protocol(collective)
+    if protocol is not None:
+        return (
+            f"{collective} on every all-reduce, all-gather and reduce-scatter (NCCL's choice of the algorithms "
+            "that run it), Simple on every all-to-all and send (NCCL's point-to-point runs no other)"
+        )
     name = forced_algorithm(collective)
     assert name is not None, "a forcing of an algorithm"
     if name == "ring":
@@ -452,7 +464,7 @@ def _network(
         given["utilization"] = "1"
     defaulted = collective is None and mode == "flat" and collectives is None
     said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
-    forced = tuple(c for c in names if forced_algorithm(c))
+    forced = tuple(c for c in names if forced_algorithm(c) or forced_protocol(c))
     return _Network(mode, fabric, implied, full_rate, defaulted, said, forced), names
 
 
@@ -662,7 +674,7 @@ def _assumed(
         for d in PARALLEL_DIMS
         if given.get(d) is None and d in search
     ]
-    for d in ("tp", "pp", "cp", "micro_batch", "zero", "sequence_parallel"):
+    for d in ("tp", "pp", "cp", *(("ep",) if moe else ()), "micro_batch", "zero", "sequence_parallel"):
         if given[d] is None and d not in search:
             out.append(f"{AXES[d].option} {AXES[d].default}")
     if searched:

@@ -19,6 +19,8 @@ host, so that a sweep can say where its forcing fell back. With ``p`` the GPUs o
 protocol (``nccl:ll``, ``nccl:ll128``, ``nccl:simple``) always runs: the ring has all three.
 """
 
+from netsweep_jax.sweep.core.layout_axes import NCCL_PROTOCOLS
+
 NEEDS = {
     "tree": "an all-reduce",
     "ring": "nothing",
@@ -37,6 +39,12 @@ def forced_algorithm(collective: str) -> str | None:
     a forced protocol, which the ring runs every one of, or a flat collective)."""
     name = collective[5:] if collective.startswith("nccl:") else ""
     return name if name in NEEDS else None
+
+
+def forced_protocol(collective: str) -> str | None:
+    """The protocol ``collective`` forces (``nccl:PROTO``, as ``NCCL_PROTO``: ll, ll128 or simple), else None."""
+    name = collective[5:] if collective.startswith("nccl:") else ""
+    return name if name in NCCL_PROTOCOLS else None
 
 
 def runs(
