@@ -85,10 +85,15 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     assert (nvl.values["gpus_per_node"].tolist(), nvl.values["nvlink_domain"].tolist()) == ([4.0], [72.0])
     said = grid.assumed[-1]
     assert said.startswith(
-        "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts of 8 x 400 Gbit/s InfiniBand NDR"
+        "fabric dgx-h100-superpod (NVIDIA DGX H100 SuperPOD: h100 hosts of 8 GPUs and 8 x 400 Gbit/s InfiniBand NDR"
+        " a host, NVLink domains of 8 GPUs"
     )
     assert "rail-optimized, 32 hosts a leaf, spine 1:1 as built" in said
-    assert grid.assumed[0] == "h100: DGX H100 (nvlink-bw 450 GB/s)"  # the rest of its system: the preset's
+    # a setting given in place of the preset's is said, with the preset's own (it was said nowhere: a hunt)
+    assert "--nics-per-node 4 (8) in place of the fabric's" in given.assumed
+    assert not any("in place of" in a for a in grid.assumed)
+    # the rest of its system: the preset's hosts (GB200 NVL72 on an 8-GPU fabric said a 72-GPU domain: a hunt)
+    assert grid.assumed[0] == "h100: nvlink-bw 450 GB/s (as in a DGX H100, on dgx-h100-superpod's hosts)"
     # Its leaf and spine are the kernel's inputs: columns of the GPU table (one compile for every fabric).
     leaf, spine = GPU_FIELDS.index("leaf_hosts"), GPU_FIELDS.index("oversubscription")
     assert grid.tables()["gpu"][0, [leaf, spine]].tolist() == [32.0, 1.0]
@@ -307,7 +312,10 @@ def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list
     # the spine's 4:1 changes nothing, so each fabric is searched once and its plan written for both values.
     assert searched == [("dgx-h100-superpod", ("h100",), (1.0,)), ("gb200-nvl72", ("gb200",), (1.0,))]
     assert out.count("not searched again: no group of 64 GPUs crosses the spine") == 2
-    assert "(a leaf holds 576)" in out and "gb200: GB200 NVL72" in out
+    assert (
+        "(a leaf holds 576)" in out
+        and "gb200: nvlink-bw 900 GB/s (as in a GB200 NVL72, on gb200-nvl72'" in out
+    )
     assert out.count("assumed: ") == 2 and out.count("--collective nccl (--fabric implies it)") == 2
     assert out.index("\n--fabric dgx-h100-superpod --oversubscription 4:\n") < out.index(
         "\n--fabric gb200-nvl72 --oversubscription 1:\n"

@@ -141,7 +141,7 @@ def make_layout_grid(
     assumed = (
         *volta_said,
         *((phrase,) if preset is not None else ()),
-        *_assumed(given, names, models, search, text_given, "" if preset is not None else phrase),
+        *_assumed(given, names, models, search, text_given, "" if preset else phrase, net.preset_name),
         *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
         *net.said(None if oversubscription is None else spines),
@@ -372,11 +372,19 @@ class _Network:
     defaulted: bool = False
     hosts: tuple[str, ...] = ()
     forced: tuple[str, ...] = ()  # the collectives named that force an algorithm (nccl:ALGO)
+    replaced: tuple[
+        str, ...
+    ] = ()  # the options given in place of a preset's settings, with the preset's values
 
     @property
     def preset(self) -> FabricPreset | None:
         """The fabric preset given (None: none, or a fabric file)."""
         return self.fabric if isinstance(self.fabric, FabricPreset) else None
+
+    @property
+    def preset_name(self) -> str:
+        """The fabric preset's name ('' without one)."""
+        return self.preset.name if self.preset is not None else ""
 
     @property
     def constants(self) -> FabricConstants | None:
@@ -402,6 +410,8 @@ class _Network:
             )
         if self.preset is not None:
             out = out + (self.preset.describe(spines),)
+        if self.replaced:
+            out = out + (f"{', '.join(self.replaced)} in place of the fabric's",)
         return out + self.hosts
 
     def grid_fields(self) -> _FabricFields:
@@ -454,6 +464,11 @@ def _network(
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given.
     filled = {k: show(v) for k, v in fabric.settings().items() if given[k] is None} if fabric else {}
+    replaced = tuple(  # a preset's settings given otherwise, said with its own value
+        f"{AXES[k].option} {given[k]} ({show(v)})"
+        for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
+        if given[k] is not None and given[k] != show(v)
+    )
     given.update(filled)
     hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it
     mode, names, implied = _pricing(collective, collectives, fabric is not None)
@@ -465,7 +480,7 @@ def _network(
     defaulted = collective is None and mode == "flat" and collectives is None
     said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
     forced = tuple(c for c in names if forced_algorithm(c) or forced_protocol(c))
-    return _Network(mode, fabric, implied, full_rate, defaulted, said, forced), names
+    return _Network(mode, fabric, implied, full_rate, defaulted, said, forced, replaced), names
 
 
 def _pricing(
@@ -629,6 +644,7 @@ def _assumed(
     search: dict,
     text_given: Collection[str],
     constants: str = "",
+    built_by: str = "",
 ) -> tuple[str, ...]:
     out = []
     for g in names["gpu"]:
@@ -639,7 +655,9 @@ def _assumed(
             for d in ("nvlink_domain", "nvlink_bw", "gpus_per_node", "nics_per_node", "bandwidth")
             if given[d] is None
         ]
-        if parts:
+        if parts and built_by:  # the hosts are a fabric preset's: the system lends only these
+            out.append(f"{g}: {', '.join(parts)} (as in a {GPUS[g].system}, on {built_by}'s hosts)")
+        elif parts:
             out.append(f"{g}: {GPUS[g].system} ({', '.join(parts)})")
     if constants:  # the default stack's fitted constants (_default_constants)
         out.append(constants)

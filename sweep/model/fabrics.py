@@ -163,8 +163,8 @@ class FabricPreset:
             sharp = ""
         return (
             f"fabric {self.name} ({self.title}: {f'{self.gpu} hosts of ' if self.gpu else ''}"
-            f"{self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a host, {wiring}{sharp}; "
-            "sweep/model/fabrics.py)"
+            f"{self.gpus_per_node} GPUs and {self.nics_per_node} x {self.nic_gbps:g} Gbit/s {self.transport} a "
+            f"host, NVLink domains of {self.nvlink_domain} GPUs, {wiring}{sharp}; sweep/model/fabrics.py)"
         )
 
 
