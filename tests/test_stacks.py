@@ -10,7 +10,6 @@ from helpers import FEW_LAYOUTS_BLOCK, TOLERANCE, edited_runs_file, invoke
 from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validation
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
-from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.engine.layout_grid import arch_row
@@ -179,16 +178,16 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
     )
     assert (
         "matrix efficiency" not in given.assumed[0]
-        and f"memory efficiency {show(round(constants('megatron-2021', 'h100').memory_efficiency, 4))},"
-        in given.assumed[0]
+        and f"memory efficiency {constants('megatron-2021', 'h100').memory_efficiency!r}," in given.assumed[0]
     )
     # Without a stack: the default stack's fitted constants (what validate --llm predicts with), said with their
-    # source, and nothing else of it: the documented defaults.
+    # source, and nothing else of it: the documented defaults. Every digit: given back, they are the same sweep
+    # (rounded to 4, a plan's best layout changed: a hunt).
     plain = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
     core = constants(DEFAULT_STACK, "h100")
     said = (
-        f"matrix efficiency {round(core.efficiency, 4)}, memory efficiency {round(core.memory_efficiency, 4)}, "
-        f"utilization {core.utilization:g}: the default stack megatron-core's fitted constants (h100: {core.source}; "
+        f"matrix efficiency {core.efficiency!r}, memory efficiency {core.memory_efficiency!r}, "
+        f"utilization {core.utilization!r}: the default stack megatron-core's fitted constants (h100: {core.source}; "
         "--stack names another)"
     )
     assert (

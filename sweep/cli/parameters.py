@@ -54,7 +54,7 @@ MODEL = [
         None,
         "--gpu",
         help="Transformers: GPU preset(s), comma list: v100, v100-16, a100, a100-40, h100, h100-hbm2e, h200, b200, gb200, "
-        "b300, gb300 (default: v100).",
+        "b300, gb300 (default: v100; a large model: h100).",
     ),
     param(
         "precision",
@@ -63,7 +63,7 @@ MODEL = [
         "--precision",
         help="Transformers: fp32, amp (half-precision math, fp32 "
         "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
-        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}.",
+        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)} (default: bf16; fp16 on V100s).",
     ),
     param(
         "batch",

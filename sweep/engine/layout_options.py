@@ -434,6 +434,12 @@ class _Network:
         return spines
 
 
+def exact(value: float) -> str:
+    """A fitted constant as the assumed line says it: every digit a float64 holds (the shortest that reads back as
+    it): given back as an option, it is the same sweep (rounded to 4 digits, a plan's best layout changed)."""
+    return repr(float(value))
+
+
 def _forced_phrase(collective: str) -> str:
     """What a layout sweep says of ``collective``, ``nccl:ALGO``: the groups NCCL cannot run it on keep NCCL's own
     choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces; or
@@ -727,7 +733,7 @@ def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]
         "memory_efficiency": "memory efficiency",
         "utilization": "utilization",
     }
-    said = ", ".join(f"{label[name]} {show(round(value, 4))}" for name, value in filled.items())
+    said = ", ".join(f"{label[name]} {exact(value)}" for name, value in filled.items())
     sources = "; ".join(f"{d}: {per_die[d].source}" for d in dies)
     return (
         filled,
@@ -776,9 +782,9 @@ def _stack_settings(
         "attention_efficiency": f"flash-attention efficiency {show(filled.get('attention_efficiency', 0))}",
         "imbalance": f"MoE load imbalance {show(filled.get('imbalance', 1))}",
         "expert_tp": f"{AXES['expert_tp'].option} {show(filled.get('expert_tp', 1))}",
-        "efficiency": f"matrix efficiency {show(round(filled.get('efficiency', 0), 4))}",
-        "memory_efficiency": f"memory efficiency {show(round(filled.get('memory_efficiency', 0), 4))}",
-        "utilization": f"utilization {show(round(filled.get('utilization', 0), 4))}",
+        "efficiency": f"matrix efficiency {exact(filled.get('efficiency', 0))}",
+        "memory_efficiency": f"memory efficiency {exact(filled.get('memory_efficiency', 0))}",
+        "utilization": f"utilization {exact(filled.get('utilization', 0))}",
         "moment_bytes": f"Adam moments of {show(filled.get('moment_bytes', 4))} bytes"
         + "".join(f" ({r[1]})" for r in dict.fromkeys(r for r in recipes if r)),
     }
