@@ -259,6 +259,8 @@ def _bounds_items(bounds: Mapping[str, tuple[float, float]] | None) -> list[str]
     """``{name: (low, high)}`` as the CLI's ``name=low:high`` items, each pair checked."""
     items = []
     for name, pair in _mapping(bounds, "bounds").items():
+        if isinstance(pair, np.ndarray) and pair.ndim == 1:  # a NumPy pair, as the axes take arrays
+            pair = pair.tolist()
         if not isinstance(pair, Sequence) or isinstance(pair, str) or len(pair) != 2:
             raise InputError(f"{name}={pair!r}: expected a (low, high) pair", param="bounds")
         items.append(f"{name}={_number(pair[0], 'bounds')!r}:{_number(pair[1], 'bounds')!r}")
@@ -340,6 +342,8 @@ def validate(
     """
     path = _validation.DATASET if dataset is None else _path(dataset, "dataset")
     force = _flag(force, "force")
+    if progress is not None and not callable(progress):
+        raise InputError(f"{progress!r}: expected a function of one line of text, or None", param="progress")
     if out is not None:
         _check_report_directory(_path(out, "out"), _validation.FILES, force=force)
     meas, predictions, train, fits = _validation.run_validation(path, progress)
@@ -372,15 +376,19 @@ class Comparison:
         ``best`` compressor, ``gain`` and ``winner``.
       dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor).
       paths: the files written (empty without ``out``).
+      utilization: today's, as compare took it; assumed: what compare assumed (``sweep compare``'s
+        ``assumed:`` line, its defaults included).
     """
 
     rows: tuple[_comparison.Row, ...]
     dataset: xr.Dataset
     paths: tuple[Path, ...] = ()
+    utilization: float | None = None
+    assumed: str = ""
 
     def table(self) -> str:
         """The answers as aligned text, one line per configuration (what ``sweep compare`` prints)."""
-        return _comparison.table(self.rows)
+        return _comparison.table(self.rows, self.utilization)
 
 
 def compare(
@@ -457,7 +465,7 @@ def compare(
     paths = (
         () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup, force=force))
     )
-    return Comparison(tuple(rows), ds, paths)
+    return Comparison(tuple(rows), ds, paths, float(utilization), str(setup["assumed"]))
 
 
 def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:

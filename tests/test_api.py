@@ -117,6 +117,13 @@ def test_calibrates_dict_is_json_ready():
     json.dumps(result, allow_nan=False)
 
 
+def test_calibrate_names_the_collectives_it_takes():
+    # it listed NCCL's, which it then refused; its --help said a comma list, which it refused (a hunt)
+    with pytest.raises(InputError) as e:
+        sweep.calibrate("examples/resnet50_measured.csv", collective="ring,tree")
+    assert str(e.value).endswith("calibrate takes one of ring, tree, ps, hierarchical, nccl-ring, nccl-tree")
+
+
 def test_validate_on_a_users_file(measured, tmp_path):
     seen = []
     v = sweep.validate(measured, out=tmp_path / "v", progress=seen.append)
@@ -132,6 +139,9 @@ def test_compare(tmp_path):
     slow, fast = c.rows
     assert slow.winner == "compress (powersgd:4)" and fast.winner == "neither"
     assert "powersgd:4" in c.table() and "compressor" in c.dataset.dims
+    assert (
+        "scaling today (util 0.32)" in c.table()
+    )  # as sweep compare prints it (a hunt: the util was left out)
     assert {p.name for p in c.paths} == {"REPORT.md", "compare.csv", "speedups.png"}
 
 
@@ -198,6 +208,7 @@ def test_profiles_round_trip(tmp_path):
         (lambda: sweep.builtin_profile("resnet50").scaled_to("0.064"), "t1 '0.064' must be a number"),
         (lambda: sweep.validate(force="no"), "force"),
         (lambda: sweep.open_cube("no-such.h5", verify="no"), "verify"),
+        (lambda: sweep.validate(progress=3), "progress"),
     ],
 )
 def test_bad_input_is_one_line(call, param):

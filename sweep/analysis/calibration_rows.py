@@ -19,6 +19,7 @@ from netsweep_jax.kernels.fit import Rows
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import is_nccl
 from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, assumed_line
 from netsweep_jax.sweep.engine.grid import FSDP_ACCUMULATION, check_intra_bandwidth
 from netsweep_jax.sweep.engine.inputs import row_inputs
@@ -55,10 +56,17 @@ def check_settings(settings: Settings) -> None:
     """Refuse settings ``sweep grid`` would refuse (one line naming the option)."""
     if settings.intra_bandwidth is not None:
         check_intra_bandwidth(settings.intra_bandwidth)
-    for name, values in (("collective", COLLECTIVES), ("bucketing", BUCKETINGS)):
+    for name, values, said in (
+        (
+            "collective",
+            COLLECTIVES,
+            [c for c in COLLECTIVES if not is_nccl(c)],
+        ),  # nccl: refused after, saying why
+        ("bucketing", BUCKETINGS, BUCKETINGS),
+    ):
         value = getattr(settings, name)
         if value is not None and (not isinstance(value, str) or _lower(value) not in values):
-            raise InputError(f"{value!r}: calibrate takes one of {', '.join(values)}", param=name)
+            raise InputError(f"{value!r}: calibrate takes one of {', '.join(said)}", param=name)
     for name in ("nics_per_node", "fusion_buffer", "fusion_timeout"):
         value = getattr(settings, name)
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -164,7 +164,7 @@ CALIBRATE_COLLECTIVE = param(
     str | None,
     None,
     "--collective",
-    help=f"Data-parallel all-reduce, comma list: "
+    help=f"Data-parallel all-reduce, one of "
     f"{', '.join(c for c in COLLECTIVES if c not in NCCL_COLLECTIVES)} (default {DEFAULTS.collective} for the "
     "paper's CNNs, nccl-ring for transformers); a collective column sets it per row. NCCL's own (nccl) is "
     "fitted from its tests: --nccl-tests.",
