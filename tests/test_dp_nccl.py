@@ -277,4 +277,5 @@ def test_a_float32_sweeps_nvlink_rate_never_serves_a_float64_one():
     with jax.enable_x64(True):
         _, double = inputs._nccl_gpu("h100", 3.6e12, "float64")
         assert double == float(np.asarray(nvlink_gbs(np.float64(3.6e12 / 8), arch)))
-    assert single == float(np.float32(single))  # the float32 sweep's own, as it was
+    assert single == float(np.asarray(nvlink_gbs(3.6e12 / 8, arch)))  # the float32 sweep's own, as it was
+    assert single != double  # each its own rounding: the one would have served the other

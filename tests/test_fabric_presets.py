@@ -90,7 +90,7 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     )
     assert "rail-optimized, 32 hosts a leaf, spine 1:1 as built" in said
     # a setting given in place of the preset's is said, with the preset's own (it was said nowhere: a hunt)
-    assert "--nics-per-node 4 (8) in place of the fabric's" in given.assumed
+    assert "given in place of the fabric's: --nics-per-node 4 (its 8)" in given.assumed
     assert not any("in place of" in a for a in grid.assumed)
     # the rest of its system: the preset's hosts (GB200 NVL72 on an 8-GPU fabric said a 72-GPU domain: a hunt)
     assert grid.assumed[0] == "h100: nvlink-bw 450 GB/s (as in a DGX H100, on dgx-h100-superpod's hosts)"

@@ -67,11 +67,19 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
         tmp_path,
         "all_reduce_perf.txt",
         replace=[("Group  0 ", ""), ("[0000:18:00]", "[0x18]")],
-        add_after=(25, ["10-0-0-1:41210:41210 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7\n", "\n"]),
+        add_after=(25, ["10-0-0-1:41210:41210 [0] NCCL INFO Channel 00/32 : 0 1 2 3 4 5 6 7\n", "\n",
+                        # Open MPI's own line among the rows (mpirun 2>&1), once refused as a row (a review)
+                        "[node-a:41210] 7 more processes have sent help message help-mpi-btl-openib.txt / no\n"]),
         drop="Collective test",
-    )
+    )  # fmt: skip
     log = read_nccl_tests_log(old)
     assert log.collective == "all_reduce" and log.hosts == ("node-a", "node-b") and len(log.rows) == 28
+    # nccl-tests -N 2 prints every size again, of the same type and operation: a second measurement each
+    again = ALL_REDUCE.read_text().splitlines(keepends=True)
+    rows = [line for line in again if line.split() and line.split()[0].isdigit()]
+    twice = tmp_path / "all_reduce_perf-N2.log"
+    twice.write_text("".join(again[: again.index(rows[-1]) + 1] + rows + again[again.index(rows[-1]) + 1 :]))
+    assert len(read_nccl_tests_log(twice).rows) == 2 * len(rows)
     # 2.19's per-iteration columns (-I 1: min, max, p99, cv% after each #wrong) and no data check (N/A): read
     # by the header's names.
     lines = ALL_REDUCE.read_text().splitlines(keepends=True)
@@ -109,8 +117,9 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
         (dict(replace=[("  339.22      0\n", "  339.22      3\n")]), ":50: #wrong 3: nccl-tests' data check failed"),
         (dict(replace=[("Rank  2 Group  0", "Rank  2 Group  2")]), ":7: rank 2 in group 2: split communicators"),
         (dict(add_after=(52, ["     8388608       2097152      int8     sum      -1    160.2   52.36   98.18      0    160.2   52.36   98.18      0\n"])),
-         ":53: size 8388608 again (first at line 45)"),
+         ":53: int8 sum after float sum (line 25): several data types or operations in one run"),
         (dict(replace=[("     8388608       2097152", "          8M       2097152")]), ":45: size '8M' must be a whole number"),
+        (dict(replace=[("     8388608       2097152     float", "          8M       2097152  bfloat16")]), ":45: size '8M'"),
         (dict(add_after=(40, [" .. node-a pid 41210: Test failure common.cu:891\n"])), ":41: '.. node-a pid 41210: Test failure common.cu:891': the test failed"),
     ],
 )  # fmt: skip

@@ -371,7 +371,9 @@ class _Network:
     full_rate: bool
     defaulted: bool = False
     hosts: tuple[str, ...] = ()
-    forced: tuple[str, ...] = ()  # the collectives named that force an algorithm (nccl:ALGO)
+    forced: tuple[
+        str, ...
+    ] = ()  # the collectives named that force an algorithm or protocol (nccl:ALGO, nccl:PROTO)
     replaced: tuple[
         str, ...
     ] = ()  # the options given in place of a preset's settings, with the preset's values
@@ -411,7 +413,7 @@ class _Network:
         if self.preset is not None:
             out = out + (self.preset.describe(spines),)
         if self.replaced:
-            out = out + (f"{', '.join(self.replaced)} in place of the fabric's",)
+            out = out + (f"given in place of the fabric's: {', '.join(self.replaced)}",)
         return out + self.hosts
 
     def grid_fields(self) -> _FabricFields:
@@ -448,7 +450,7 @@ def _forced_phrase(collective: str) -> str:
     if protocol is not None:
         return (
             f"{collective} on every all-reduce, all-gather and reduce-scatter (NCCL's choice of the algorithms "
-            "that run it), Simple on every all-to-all and send (NCCL's point-to-point runs no other)"
+            "that run it), Simple on every all-to-all and send (as the model prices NCCL's point-to-point)"
         )
     name = forced_algorithm(collective)
     assert name is not None, "a forcing of an algorithm"
@@ -470,10 +472,10 @@ def _network(
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given.
     filled = {k: show(v) for k, v in fabric.settings().items() if given[k] is None} if fabric else {}
-    replaced = tuple(  # a preset's settings given otherwise, said with its own value
-        f"{AXES[k].option} {given[k]} ({show(v)})"
+    replaced = tuple(  # a preset's settings given otherwise (a value other than its own), said with its own
+        f"{AXES[k].option} {','.join(show(x) for x in _values(k, given[k], None))} (its {show(v)})"
         for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
-        if given[k] is not None and given[k] != show(v)
+        if given[k] is not None and (_values(k, given[k], None) != v).any()
     )
     given.update(filled)
     hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it

@@ -29,8 +29,8 @@ buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are f
 so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
 on every line (``srun --label``, ``mpirun --tag-output``). Anything else (NCCL's own
 ``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
-check failed (#wrong above 0, out-of-place or in-place), a size printed twice (several data types or operations:
-``-d all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
+check failed (#wrong above 0, out-of-place or in-place), rows of several data types or operations (``-d all``,
+``-o all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
 ``NCCL_TESTS_SPLIT_MASK``), devices of several GPU models or hosts of unequal GPU counts, or a second run
 appended to the file (a second ``Collective test starting`` line or a rank's device line again) are one
 :class:`InputError` naming the file and line. Rows of size 0 (a small size split over many ranks: nothing
@@ -60,6 +60,25 @@ PREAMBLE = ("size", "count", "type", "redop", "root")
 # (``[1,0]<stdout>:``); read past on every line that carries one.
 LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 TIMES = ("time", "cputime")
+# nccl-tests' names of its data types and reduction operations (src/common.cu's test_typenames, test_opnames;
+# "none" where a collective reduces nothing): a data row's third and fourth cells.
+TYPES = frozenset(
+    (
+        "int8",
+        "uint8",
+        "int32",
+        "uint32",
+        "int64",
+        "uint64",
+        "half",
+        "float",
+        "double",
+        "bfloat16",
+        "f8e4m3",
+        "f8e5m2",
+    )
+)
+OPERATIONS = ("sum", "prod", "max", "min", "avg", "mulsum", "none")
 # What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
 FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 
@@ -171,6 +190,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     rows: list[Row] = []
     empty = 0  # rows of size 0: nothing sent
     cut = None
+    kinds: dict[tuple[str, ...], int] = {}  # each (type, operation) of the rows, and its first line
     # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
     # be one not read (any other malformed row is an error).
     data = path.read_bytes()  # its hash and its last byte, read once
@@ -183,18 +203,25 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         if FAILED.search(text):
             raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
         if not text or said.columns is None or not _a_row(text.split(), said.columns):
-            continue  # NCCL's own lines (HOST:PID:TID [dev] NCCL INFO ..., a host name may open with digits)
+            continue  # NCCL's and MPI's own lines (HOST:PID:TID [dev] NCCL INFO ..., [host:pid] ...)
         try:
             row = _row(text, said.columns, path, number)
-            if row is not None:
-                _once(row, rows, path)
-                rows.append(row)
-            else:
-                empty += 1
         except InputError:
             if number != last:
                 raise
             cut = number
+            continue
+        kinds.setdefault(_kind(text.split(), said.columns), number)
+        if len(kinds) > 1:  # -d all, -o all: each type and operation its own busbw, which one fit would mix
+            (first, at), (now, _) = kinds.items()
+            raise InputError(
+                f"{where(path, number)}: {' '.join(now)} after {' '.join(first)} (line {at}): several data types or "
+                "operations in one run (-d all, -o all)? Give one type and operation a log"
+            )
+        if row is not None:
+            rows.append(row)
+        else:
+            empty += 1
     if said.columns is None:
         raise InputError(
             f"{path}: no column header ('#  size  count  type  redop  root  time  algbw  busbw ...'); "
@@ -227,23 +254,19 @@ def read_nccl_tests_log(path: str | Path) -> Log:
 
 def _a_row(cells: list[str], columns: list[str]) -> bool:
     """Whether a line's ``cells`` are a data row, whole or not: a size in bytes first, or, past a size that is not
-    one (``4M``), an element count, a type and an operation where the header names them (never NCCL's own lines,
-    ``HOST:PID:TID [dev] NCCL INFO ...``)."""
+    one (``4M``), one of nccl-tests' data types and operations where the header names them (never NCCL's or MPI's
+    own lines, ``HOST:PID:TID [dev] NCCL INFO ...``, ``[host:pid] 7 more processes have sent help message``)."""
     if cells[0].isdigit():
         return True
-    count = columns.index("count")
-    return len(cells) > count + 2 and cells[count].isdigit() and cells[count + 1].isalpha()
+    kind = _kind(cells, columns)
+    return len(kind) == 2 and kind[0] in TYPES and kind[1] in OPERATIONS
 
 
-def _once(row: Row, rows: list[Row], path: Path) -> None:
-    """Refuse a size printed a second time: several data types or operations in one run (``-d all``, ``-o
-    all``), each its own busbw, which one fit would mix."""
-    first = next((r for r in rows if r.bytes == row.bytes), None)
-    if first is not None:
-        raise InputError(
-            f"{where(path, row.line)}: size {row.bytes} again (first at line {first.line}): several data types "
-            "or operations in one run (-d all, -o all)? Give one type and operation a log"
-        )
+def _kind(cells: list[str], columns: list[str]) -> tuple[str, ...]:
+    """A data row's (type, operation), as far as the row has them. A size printed again of the same kind (nccl-tests'
+    ``-N`` cycles, or neighbouring sizes rounding to one count) is a measurement again; another kind is another
+    run's."""
+    return tuple(cells[i] for i in (columns.index("type"), columns.index("redop")) if i < len(cells))
 
 
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
