@@ -29,19 +29,19 @@ from netsweep_jax.sweep.analysis import compare as _comparison
 from netsweep_jax.sweep.analysis import need as _need
 from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
+from netsweep_jax.sweep.analysis.layout_jobs import one_fabric
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import COMPARE
 from netsweep_jax.sweep.core.values import json_ready
 from netsweep_jax.sweep.engine.evaluate import evaluate as _evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.engine.workloads import check_models
-from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
-from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
+from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -85,11 +85,10 @@ def _flag(value: object, param: str) -> bool:
 
 
 def _fabric(value: Any) -> Any:
-    """``fabric`` as the engine takes it: a path (str or Path) to a file that is no preset's name read as a fabric
-    file, as ``--fabric FILE`` is; anything else as given (a preset's name, a preset, constants, None)."""
-    if isinstance(value, (str, Path)) and not is_preset(str(value)) and Path(value).is_file():
-        return read_fabric(value)
-    return value
+    """``fabric`` as the engine takes it: a name or path (str or Path) read as ``--fabric`` reads it, a preset
+    or a fabric file (:func:`~sweep.analysis.layout_jobs.one_fabric`); anything else as given (a preset,
+    constants, None)."""
+    return one_fabric(str(value)) if isinstance(value, (str, Path)) else value
 
 
 @functools.wraps(_evaluate)
@@ -376,8 +375,9 @@ class Comparison:
         ``best`` compressor, ``gain`` and ``winner``.
       dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor).
       paths: the files written (empty without ``out``).
-      utilization: today's, as compare took it; assumed: what compare assumed (``sweep compare``'s
-        ``assumed:`` line, its defaults included).
+      utilization: today's, as compare took it; assumed: what compare assumed beyond its keywords' defaults
+        (the transformers' workload, the grid's defaults, a fabric's settings; ``sweep compare``'s line also
+        names the options not given).
     """
 
     rows: tuple[_comparison.Row, ...]

@@ -227,7 +227,7 @@ def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_eva
     seen = compare_evaluates
     with pytest.raises(InputError, match="recorded"):
         sweep.compare("gpt2-xl", fabric="aws-p5", nodes=4)
-    assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"] == "aws-p5"
+    assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
     assert [seen[k] for k in ("gpus_per_node", "collective", "bandwidth")] == [None, None, None]
     seen.clear()
     with pytest.raises(InputError, match="recorded"):

@@ -92,6 +92,15 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     # a setting given in place of the preset's is said, with the preset's own (it was said nowhere: a hunt)
     assert "given in place of the fabric's: --nics-per-node 4 (its 8)" in given.assumed
     assert not any("in place of" in a for a in grid.assumed)
+    for bandwidth, said in (
+        ("400.0", None),
+        ("100..400:100", "--bw 100..400:100 (its 400)"),
+    ):  # as numbers, as typed
+        again = make_layout_grid(
+            "llama3-8b", gpus=16, global_batch=16, collectives="nccl", fabric=H100_POD, bandwidth=bandwidth
+        )
+        replaced = [a for a in again.assumed if "in place of" in a]
+        assert replaced == ([f"given in place of the fabric's: {said}"] if said else []), replaced
     # the rest of its system: the preset's hosts (GB200 NVL72 on an 8-GPU fabric said a 72-GPU domain: a hunt)
     assert grid.assumed[0] == "h100: nvlink-bw 450 GB/s (as in a DGX H100, on dgx-h100-superpod's hosts)"
     # Its leaf and spine are the kernel's inputs: columns of the GPU table (one compile for every fabric).

@@ -178,16 +178,17 @@ def test_a_stack_sets_what_is_not_given_and_an_option_still_wins():
     )
     assert (
         "matrix efficiency" not in given.assumed[0]
-        and f"memory efficiency {constants('megatron-2021', 'h100').memory_efficiency!r}," in given.assumed[0]
+        and f"memory efficiency {constants('megatron-2021', 'h100').memory_efficiency:.12g},"
+        in given.assumed[0]
     )
     # Without a stack: the default stack's fitted constants (what validate --llm predicts with), said with their
-    # source, and nothing else of it: the documented defaults. Every digit: given back, they are the same sweep
-    # (rounded to 4, a plan's best layout changed: a hunt).
+    # source, and nothing else of it: the documented defaults. To the 12 digits an option takes: given back, the
+    # same sweep to 1e-12 (rounded to 4, a plan's best layout changed: a hunt).
     plain = make_layout_grid("llama3-8b", gpus=8, global_batch=8)
     core = constants(DEFAULT_STACK, "h100")
     said = (
-        f"matrix efficiency {core.efficiency!r}, memory efficiency {core.memory_efficiency!r}, "
-        f"utilization {core.utilization!r}: the default stack megatron-core's fitted constants (h100: {core.source}; "
+        f"matrix efficiency {core.efficiency:.12g}, memory efficiency {core.memory_efficiency:.12g}, "
+        f"utilization {core.utilization:.12g}: the default stack megatron-core's fitted constants (h100: {core.source}; "
         "--stack names another)"
     )
     assert (

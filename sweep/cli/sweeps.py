@@ -48,7 +48,7 @@ LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with -
 LARGE_MODEL_SYSTEM = " A large model's default: its GPU's system's (or --fabric's)."
 LARGE_MODEL_NOTES = {
     "utilization": LARGE_MODEL_UTILIZATION,
-    "nodes": " A large model: that many of its hosts (--gpus-per-node each), or give --gpus.",
+    "nodes": " A large model: that many of its hosts (--gpus-per-node each), no default there; or --gpus.",
     **dict.fromkeys(("gpus_per_node", "nics_per_node", "bandwidth"), LARGE_MODEL_SYSTEM),
 }
 

@@ -387,7 +387,8 @@ def fabric_choice(value: Any) -> FabricPreset | FabricConstants | None:
     if isinstance(value, str) and is_preset(value):
         return fabric_preset(value)
     raise InputError(
-        f"{str(value)!r}: not a fabric preset ({FABRICS_HELP}) nor a fabric file",
+        f"{str(value)!r}: not a fabric preset ({FABRICS_HELP}); a fabric file's constants: "
+        "sweep.io.fabric_file.read_fabric(path)",
         param="fabric",
     )
 

@@ -437,9 +437,15 @@ class _Network:
 
 
 def exact(value: float) -> str:
-    """A fitted constant as the assumed line says it: every digit a float64 holds (the shortest that reads back as
-    it): given back as an option, it is the same sweep (rounded to 4 digits, a plan's best layout changed)."""
-    return repr(float(value))
+    """A fitted constant as the assumed line says it: to the 12 significant digits an option takes
+    (:func:`~sweep.core.values.parse_values`), so that given back it is the same sweep to 1e-12 (rounded to 4
+    digits, a plan's best layout changed)."""
+    return f"{float(value):.12g}"
+
+
+def _typed(value: object) -> str:
+    """An option's value as the user gave it: text as typed (a range stays a range), numbers as a comma list."""
+    return value if isinstance(value, str) else ",".join(show(v) for v in np.ravel(np.asarray(value, float)))
 
 
 def _forced_phrase(collective: str) -> str:
@@ -473,7 +479,7 @@ def _network(
     # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given.
     filled = {k: show(v) for k, v in fabric.settings().items() if given[k] is None} if fabric else {}
     replaced = tuple(  # a preset's settings given otherwise (a value other than its own), said with its own
-        f"{AXES[k].option} {','.join(show(x) for x in _values(k, given[k], None))} (its {show(v)})"
+        f"{AXES[k].option} {_typed(given[k])} (its {show(v)})"
         for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
         if given[k] is not None and (_values(k, given[k], None) != v).any()
     )
