@@ -15,6 +15,7 @@ Units are the CLI's: bandwidth in Gbit/s per NIC, latency in us, overhead in ms,
 GB/s, GEMM latency in us, memory fractions and efficiencies as plain numbers.
 """
 
+import math
 import numbers
 import os
 from collections.abc import Sequence
@@ -191,6 +192,8 @@ def plan(
 
     if isinstance(keep, np.ndarray) and keep.ndim == 0:  # a 0-d array is its one number, as anywhere here
         keep = keep.item()
+    if isinstance(keep, float) and math.isfinite(keep) and keep == int(keep):  # 2.0, as gpus=8.0 is taken
+        keep = int(keep)
     if isinstance(keep, (bool, np.bool_)) or not isinstance(keep, numbers.Integral) or not 1 <= keep <= 100:
         shown = keep if isinstance(keep, numbers.Real) else repr(keep)  # NumPy's 2.5 as 2.5
         raise InputError(f"{shown}: an integer from 1 to 100", param="keep")

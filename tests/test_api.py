@@ -259,7 +259,9 @@ def test_evaluate_layouts_is_the_layout_grid_the_command_writes(tmp_path):
 def test_plan_is_the_command_plan(tmp_path):
     from helpers import invoke
 
-    best = sweep.plan("llama3-8b", bandwidth=[100, 400], keep=2, **LLAMA)
+    best = sweep.plan(
+        "llama3-8b", bandwidth=[100, 400], keep=2.0, **LLAMA
+    )  # a whole float, as gpus=8.0 (a hunt)
     r = invoke(
         "plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--bw", "100,400",
         "--keep", "2", "--out", tmp_path / "p.h5", "-q",
@@ -276,6 +278,7 @@ def test_plan_is_the_command_plan(tmp_path):
     [
         (lambda: sweep.plan("llama3-8b", bandwith=100, **LLAMA), "unknown keyword 'bandwith' of plan()"),
         (lambda: sweep.plan("llama3-8b", keep=0, **LLAMA), "keep 0: an integer from 1 to 100"),
+        (lambda: sweep.plan("llama3-8b", keep=2.5, **LLAMA), "keep 2.5: an integer from 1 to 100"),
         (lambda: sweep.plan(**LLAMA), "model name a large-model preset"),
         (lambda: sweep.evaluate_layouts("llama3-8b", tp=True, **LLAMA), "tp True: give a number"),
         (lambda: sweep.evaluate_layouts("llama3-8b", tp=0, **LLAMA), "tp 0"),
