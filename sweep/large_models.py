@@ -16,12 +16,10 @@ GB/s, GEMM latency in us, memory fractions and efficiencies as plain numbers.
 """
 
 import math
-import numbers
 import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import xarray as xr
 from typing_extensions import Unpack
 
@@ -31,7 +29,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import AXES, LayoutAxisKeywords, Values
 from netsweep_jax.sweep.core.sweep_settings import SettingKeywords
-from netsweep_jax.sweep.core.values import flat_values
+from netsweep_jax.sweep.core.values import flat_values, real_scalar
 
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
@@ -190,14 +188,12 @@ def plan(
     from netsweep_jax.sweep.analysis.planning import check_size
     from netsweep_jax.sweep.analysis.planning import plan as best
 
-    if isinstance(keep, np.ndarray) and keep.ndim == 0:  # a 0-d array is its one number, as anywhere here
-        keep = keep.item()
-    if isinstance(keep, float) and math.isfinite(keep) and keep == int(keep):  # 2.0, as gpus=8.0 is taken
-        keep = int(keep)
-    if isinstance(keep, (bool, np.bool_)) or not isinstance(keep, numbers.Integral) or not 1 <= keep <= 100:
-        shown = keep if isinstance(keep, numbers.Real) else repr(keep)  # NumPy's 2.5 as 2.5
-        raise InputError(f"{shown}: an integer from 1 to 100", param="keep")
-    keep = int(keep)
+    value = real_scalar(keep)  # NumPy's numbers and a 0-d array too, never a bool; 2.0 as gpus=8.0 is taken
+    if value is None or not math.isfinite(value) or value != int(value) or not 1 <= value <= 100:
+        raise InputError(
+            f"{show(value) if value is not None else repr(keep)}: an integer from 1 to 100", param="keep"
+        )
+    keep = int(value)
     grid = _grid(model, arch, dict(options), search=True)
     grid.spine()  # one oversubscription a call (the command plans a list value by value)
     check_size(grid)

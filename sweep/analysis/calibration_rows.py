@@ -52,16 +52,16 @@ class Settings:
     fusion_timeout: float = default_value("fusion_timeout")
 
 
+# The collectives calibrate fits (NCCL's own is fitted from nccl-tests logs: sweep calibrate --nccl-tests).
+CALIBRATED = tuple(c for c in COLLECTIVES if not is_nccl(c))
+
+
 def check_settings(settings: Settings) -> None:
     """Refuse settings ``sweep grid`` would refuse (one line naming the option)."""
     if settings.intra_bandwidth is not None:
         check_intra_bandwidth(settings.intra_bandwidth)
     for name, values, said in (
-        (
-            "collective",
-            COLLECTIVES,
-            [c for c in COLLECTIVES if not is_nccl(c)],
-        ),  # nccl: refused after, saying why
+        ("collective", COLLECTIVES, CALIBRATED),  # NCCL's own: refused after, saying why
         ("bucketing", BUCKETINGS, BUCKETINGS),
     ):
         value = getattr(settings, name)

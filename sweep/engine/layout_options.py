@@ -371,12 +371,10 @@ class _Network:
     full_rate: bool
     defaulted: bool = False
     hosts: tuple[str, ...] = ()
-    forced: tuple[
-        str, ...
-    ] = ()  # the collectives named that force an algorithm or protocol (nccl:ALGO, nccl:PROTO)
-    replaced: tuple[
-        str, ...
-    ] = ()  # the options given in place of a preset's settings, with the preset's values
+    # the collectives named that force an algorithm or protocol (nccl:ALGO, nccl:PROTO)
+    forced: tuple[str, ...] = ()
+    # the options given in place of a preset's settings, with the preset's values
+    replaced: tuple[str, ...] = ()
 
     @property
     def preset(self) -> FabricPreset | None:

@@ -19,8 +19,7 @@ one NVLink domain, us from 0 to :data:`MAX_LATENCY_US`; fill_us the pipeline's f
 rest is provenance. A file of version 1 (netsweep before the last three) gives the first three only, and reads
 as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
 wrong type, a value not finite or out of range, a key twice in one object, a constant it does not know, another
-format or version) is one :class:`InputError` naming
-the file and the key.
+format or version) is one :class:`InputError` naming the file and the key.
 """
 
 import json

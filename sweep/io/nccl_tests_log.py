@@ -62,23 +62,8 @@ LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 TIMES = ("time", "cputime")
 # nccl-tests' names of its data types and reduction operations (src/common.cu's test_typenames, test_opnames;
 # "none" where a collective reduces nothing): a data row's third and fourth cells.
-TYPES = frozenset(
-    (
-        "int8",
-        "uint8",
-        "int32",
-        "uint32",
-        "int64",
-        "uint64",
-        "half",
-        "float",
-        "double",
-        "bfloat16",
-        "f8e4m3",
-        "f8e5m2",
-    )
-)
-OPERATIONS = ("sum", "prod", "max", "min", "avg", "mulsum", "none")
+TYPES = frozenset("int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2".split())
+OPERATIONS = frozenset("sum prod max min avg mulsum none".split())
 # What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
 FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 
@@ -202,7 +187,8 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             continue
         if FAILED.search(text):
             raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
-        if not text or said.columns is None or not _a_row(text.split(), said.columns):
+        cells = text.split()
+        if not cells or said.columns is None or not _a_row(cells, said.columns):
             continue  # NCCL's and MPI's own lines (HOST:PID:TID [dev] NCCL INFO ..., [host:pid] ...)
         try:
             row = _row(text, said.columns, path, number)
@@ -211,7 +197,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
                 raise
             cut = number
             continue
-        kinds.setdefault(_kind(text.split(), said.columns), number)
+        kinds.setdefault(_kind(cells, said.columns), number)
         if len(kinds) > 1:  # -d all, -o all: each type and operation its own busbw, which one fit would mix
             (first, at), (now, _) = kinds.items()
             raise InputError(
