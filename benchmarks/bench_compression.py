@@ -35,7 +35,7 @@ def compiled(compressor, variables, configs):
         compressor=compressor,
         variables=variables,
     )
-    blocking = Blocking(grid.sizes, block_configs=configs)
+    blocking = Blocking(grid.sizes, configs, grid.family)
     dispatcher = Dispatcher(grid, blocking, kernel="xla")
     (block,) = blocking.blocks()
     jax.block_until_ready(dispatcher.submit(block))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import jax
 
-from netsweep_jax.sweep.engine.blocks import Blocking
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Blocking
 
 # Internal on purpose: the kernel-only rate is the jitted block alone (Dispatcher.submit, documented in
 # sweep/engine/dispatch.py), and the end-to-end rate is the writer path of `sweep grid` (io.job.run_grid, which
@@ -66,7 +66,7 @@ def main():
     grid = make_grid(
         "resnet50", bandwidth="1..400@1000", ratio=f"1..1000@{ratios}log", nodes="1..100", fusion_buffer=0
     )
-    blocking = Blocking(grid.sizes)
+    blocking = Blocking(grid.sizes, DEFAULT_BLOCK_CONFIGS, grid.family)
     kernel_only(grid, blocking)  # compile
     kernel = statistics.median(kernel_only(grid, blocking) for _ in range(args.repeats))
     ends = []

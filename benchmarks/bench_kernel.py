@@ -45,7 +45,7 @@ def bench(fusion_mb, configs, repeats):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{n_bw}", ratio=f"1..100@{configs // n_bw}", fusion_buffer=fusion_mb
     )
-    blocking = Blocking(grid.sizes, block_configs=configs)
+    blocking = Blocking(grid.sizes, configs, grid.family)
     dispatcher = Dispatcher(grid, blocking, kernel="xla")
     (block,) = blocking.blocks()
     t = time.perf_counter()
@@ -54,7 +54,7 @@ def bench(fusion_mb, configs, repeats):
     jax_s = median_seconds(lambda: jax.block_until_ready(dispatcher.submit(block)), repeats)
 
     # Baselines get the same per-bucket constants and per-config coefficients.
-    inputs = dispatcher.inputs
+    inputs = dispatcher.blocks.inputs
     buckets = inputs.buckets(block.task)
     workers = inputs.workers(block.task, block.outer_slab)
     n = int(buckets.valid.sum())

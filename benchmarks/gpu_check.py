@@ -98,10 +98,10 @@ def throughput(kernel, fusion_mb, total, block=2**24, repeats=3):
     grid = make_grid(
         "resnet50", bandwidth=f"1..400@{side}", ratio=f"1..100@{block // side}", fusion_buffer=fusion_mb
     )
-    blocking = Blocking(grid.sizes, block_configs=block)
+    blocking = Blocking(grid.sizes, block, grid.family)
     runner = Dispatcher(grid, blocking, kernel=kernel)
     (b,) = blocking.blocks()
-    buckets = int(runner.inputs.buckets(b.task).valid.sum())
+    buckets = int(runner.blocks.inputs.buckets(b.task).valid.sum())
     jax.block_until_ready(runner.submit(b))  # compile
     args_block = b
     count = max(1, total // block)

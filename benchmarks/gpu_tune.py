@@ -35,10 +35,10 @@ def median_time(fn, repeats=5):
 
 def main():
     grid = make_grid("resnet50", bandwidth="1..400@4096", ratio="1..100@4096", fusion_buffer=0)
-    blocking = Blocking(grid.sizes, block_configs=C)
+    blocking = Blocking(grid.sizes, C, grid.family)
     runner = Dispatcher(grid, blocking, kernel="pallas")
     (block,) = blocking.blocks()
-    inputs = runner.inputs
+    inputs = runner.blocks.inputs
     args = jax.device_put(
         (
             inputs.configs(block.inner_slab),

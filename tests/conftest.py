@@ -124,12 +124,12 @@ def layout_searches_computed_once(tmp_path_factory):
     import hashlib
     import pickle
 
-    from netsweep_jax.sweep.engine import dispatch
+    from netsweep_jax.sweep.engine import layout_blocks
 
     root = tmp_path_factory.getbasetemp()
     shared = (root.parent if root.name.startswith("popen-gw") else root) / "layout-blocks"
     shared.mkdir(exist_ok=True)
-    compute = dispatch.layout_block_best
+    compute = layout_blocks.layout_block_best
 
     def once(rows, columns, mask, *, keep, collectives=0):
         digest = hashlib.sha256(repr((keep, collectives, np.asarray(rows).dtype.str)).encode())
@@ -146,7 +146,7 @@ def layout_searches_computed_once(tmp_path_factory):
         return result
 
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(dispatch, "layout_block_best", once)
+        m.setattr(layout_blocks, "layout_block_best", once)
         yield
 
 

@@ -23,7 +23,7 @@ def test_blocks_tile_the_grid_once(block_configs):
         utilization=[0.5, 1.0],
         collective=["ring", "tree"],
     )
-    blocking = Blocking(grid.sizes, block_configs)
+    blocking = Blocking(grid.sizes, block_configs, grid.family)
     count = np.zeros(grid.shape, np.int64)
     for block in blocking.blocks():
         assert block.size <= block_configs or blocking.split_dim == "latency"

@@ -43,13 +43,13 @@ def test_small_blocks_are_one_shape_whether_or_not_they_split_the_configurations
     # A small sweep's blocks compile as 8 layouts x 64 configurations, whole or cut into blocks of fewer
     # configurations, and every block input is placed on the device either way: inputs placed or not lower
     # apart, and a sweep whose blocks split its configurations compiled the kernel again.
-    from netsweep_jax.sweep.core.families import LAYOUTS
+    from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
     from netsweep_jax.sweep.engine.blocks import SMALL_DATA_PARALLEL_BLOCK, Blocking
     from netsweep_jax.sweep.engine.grid import make_grid
 
     sizes = dict(make_grid("vgg16", bandwidth="1..10@7", nodes=[2, 4, 8]).sizes)
     for budget in (4, 21, 2**18):  # blocks of part of a layout's 7 bandwidths, of one layout, of all three
-        blocking = Blocking(sizes, budget)
+        blocking = Blocking(sizes, budget, DATA_PARALLEL)
         assert (blocking.kb_width, blocking.ci_width) == SMALL_DATA_PARALLEL_BLOCK, budget
     axes = dict(bandwidth="1..10@7", nodes=[2, 4, 8])
     whole = sweep.evaluate("vgg16", **axes)

@@ -142,7 +142,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
     # Every answer is kept in memory (as evaluate's outputs): at most as many as evaluate keeps, solved in blocks
     # of evaluate's size (one block of the whole grid held every bisection's state at once: 8 GB at 10^8 cells).
     check_in_memory(grid.sizes, "or solve for fewer combinations at once")
-    blocking = Blocking(grid.sizes, block_configs=min(grid.size, DEFAULT_BLOCK_CONFIGS))
+    blocking = Blocking(grid.sizes, min(grid.size, DEFAULT_BLOCK_CONFIGS), grid.family)
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
     with precision(grid.dtype):

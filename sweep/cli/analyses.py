@@ -35,7 +35,6 @@ from netsweep_jax.sweep.cli.parameters import (
 )
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.schema import COLLECTIVES, COMPARE, SOLVABLE
 
 if TYPE_CHECKING:
@@ -404,10 +403,10 @@ def need(
     chosen = given_options(ctx)
     family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), "model" in chosen)
     asked = {"target": target, "solve": solve, "network_share": network_share, "out": out, "force": force}
-    NEED_OF[family.name](settings, chosen, asked)
+    family.hook("need_command")(settings, chosen, asked)
 
 
-def _need_of_large_model(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
+def need_of_large_model(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
     """``sweep need`` of a large model (the layout family): ``--network-share`` asked, the data-parallel
     questions refused (:func:`_need_of_layouts`)."""
     model = settings.get("model") if "model" in chosen else "--arch"
@@ -430,7 +429,7 @@ def _need_of_large_model(settings: dict[str, Any], chosen: frozenset[str], asked
     _need_of_layouts(asked["network_share"], settings, chosen)
 
 
-def _need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
+def need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], asked: dict[str, Any]) -> None:
     """``sweep need`` of data-parallel profiles: ``--target`` and ``--solve`` asked, a layout option refused (but a
     fabric and its spine: NCCL's collective on a fabric) (:func:`_need_of_profiles`)."""
     if asked["network_share"] is not None:
@@ -447,10 +446,6 @@ def _need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], ask
             param=missing,
         )
     _need_of_profiles(target, solve, asked["out"], asked["force"], {**options, **network})
-
-
-# sweep need's question of each model family (by the family's name: sweep.core.families), chosen from the model.
-NEED_OF = {LAYOUTS.name: _need_of_large_model, DATA_PARALLEL.name: _need_of_data_parallel}
 
 
 def _need_of_profiles(

@@ -37,7 +37,6 @@ from netsweep_jax.sweep.cli.parameters import (
     make_grid_from,
 )
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.schema import assumed_line
 from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
@@ -121,7 +120,7 @@ def grid(
 
     _check_distributed(ctx, settings)
     family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), given(ctx, "model"))
-    g, assumed = GRID_OF[family.name](
+    g, assumed = family.hook("grid_command")(
         settings, given_options(ctx), {"variables": vars, "store": store, "reduce": reduce}
     )
     settings = {name: settings[name] for name in ("kernel", "distributed", *DISTRIBUTED_NAMES)}
@@ -145,10 +144,12 @@ def grid(
     _echo_summary(summary, g, quiet=quiet)
 
 
-def _layout_grid(settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]) -> tuple[Any, str]:
-    """``sweep grid``'s grid of a large model (the layout family) and its assumed line: its options checked (a
-    data-parallel one set is refused) and filled as ``sweep plan`` fills them
-    (:func:`~sweep.analysis.layout_jobs.layout_grid_from`)."""
+def grid_of_large_model(
+    settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]
+) -> tuple[Any, str]:
+    """``sweep grid``'s grid of a large model and its assumed line (the layout family's ``grid_command`` hook:
+    :mod:`sweep.core.families`): its options checked (a data-parallel one set is refused) and filled as
+    ``sweep plan`` fills them (:func:`~sweep.analysis.layout_jobs.layout_grid_from`)."""
     from netsweep_jax.sweep.analysis import layout_jobs
 
     layout_jobs.refuse_data_parallel_options(settings, chosen)
@@ -156,18 +157,14 @@ def _layout_grid(settings: dict[str, Any], chosen: Collection[str], kept: dict[s
     return g, assumed_line(g.assumed)
 
 
-def _data_parallel_grid(
+def grid_of_data_parallel(
     settings: dict[str, Any], chosen: Collection[str], kept: dict[str, Any]
 ) -> tuple[Any, str]:
-    """``sweep grid``'s grid of data-parallel profiles and its assumed line (:func:`data_parallel_options`,
-    then :func:`make_grid_from`)."""
+    """``sweep grid``'s grid of data-parallel profiles and its assumed line (the data-parallel family's
+    ``grid_command`` hook): :func:`data_parallel_options`, then :func:`make_grid_from`."""
     options, network = data_parallel_options(settings, chosen)  # the engine's options stay in settings
     g = make_grid_from(options, **kept, **network)
     return g, g.assumed
-
-
-# sweep grid's grid of each model family (by the family's name: sweep.core.families), chosen from the model named.
-GRID_OF = {LAYOUTS.name: _layout_grid, DATA_PARALLEL.name: _data_parallel_grid}
 
 
 def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:

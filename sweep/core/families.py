@@ -8,13 +8,43 @@ layout, its inner dims the axes the recurrence sweeps freely; the layout family 
 outer dims are the setting (what is trained and on what) and its inner dims the layout (what ``sweep plan``
 searches). Block plan, dispatch, cube writer, reader, reductions and checksums read these groups from
 here, not from either family's vocabulary. Pure Python (the CLI's ``--help`` imports it).
+
+A family is also a declared plugin, as xarray's backends are entry points: what only it knows how to do is
+named in its declaration (:attr:`Family.hooks`, ``"module:attribute"``, loaded at first use by
+:meth:`Family.hook`), and the engine, io and the CLI ask the family for it rather than asking which family a
+sweep is. Each hook lives in the layer that uses it (:data:`HOOK_LAYERS`), so a name here never makes a lower
+layer import a higher one.
 """
 
 import dataclasses
+import functools
+import importlib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from netsweep_jax.sweep.core import layout_axes, schema
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec
+
+# Each hook a family declares, and the layer (sweep.<layer>) it lives in and is used from:
+#   blocks:       the engine's block adapter (a class: the cube's blocks to the family's compiled kernel).
+#   widths:       how the engine rounds a block's rows and columns (sweep.engine.blocks.Widths).
+#   cube_inputs:  what a cube of the family keeps besides its coordinates: fn(h5py.File, grid).
+#   grid_command: sweep grid's grid of the family and its assumed line: fn(settings, chosen, kept).
+#   need_command: sweep need's question of the family: fn(settings, chosen, asked).
+HOOK_LAYERS = {
+    "blocks": "engine",
+    "widths": "engine",
+    "cube_inputs": "io",
+    "grid_command": "cli",
+    "need_command": "cli",
+}
+
+
+@functools.cache
+def _load(target: str) -> Any:
+    """The object a hook names (``"package.module:attribute"``), its module imported at first use."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # each family one object: equal and hashed by identity
@@ -37,6 +67,7 @@ class Family:
       whole_numbers: whether its tables show whole-number coordinates and a plan's layout columns without a
         decimal point (tp 8, gpus 1024: counts).
       title_dims: dims a plot's title names when the cube holds one value of them (what was swept for).
+      hooks: what only this family knows how to do, by hook name (:data:`HOOK_LAYERS`) -> ``"module:attribute"``.
     """
 
     name: str
@@ -51,6 +82,7 @@ class Family:
     derived_zero: Mapping[str, str] = dataclasses.field(default_factory=dict)
     whole_numbers: bool = False
     title_dims: tuple[str, ...] = ()
+    hooks: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def dims(self) -> tuple[str, ...]:
@@ -68,6 +100,10 @@ class Family:
             return {"units": self.axes[dim].units, "long_name": self.axes[dim].long_name}
         return {"units": "", "long_name": self.long_names[dim]}
 
+    def hook(self, name: str) -> Any:
+        """The family's ``name`` hook (:data:`HOOK_LAYERS`): the object its declaration names."""
+        return _load(self.hooks[name])
+
     def in_cube_order(self, names: Iterable[str]) -> list[str]:
         """The outputs among ``names``, in the cube's order."""
         names = set(names)
@@ -83,6 +119,13 @@ DATA_PARALLEL = Family(
     NUMERIC_AXES,
     schema.LONG_NAMES,
     positive=("scaling_factor", "iteration_time"),
+    hooks={
+        "blocks": "netsweep_jax.sweep.engine.data_parallel_blocks:DataParallelBlocks",
+        "widths": "netsweep_jax.sweep.engine.blocks:DATA_PARALLEL_WIDTHS",
+        "cube_inputs": "netsweep_jax.sweep.io.cube:write_data_parallel_inputs",
+        "grid_command": "netsweep_jax.sweep.cli.sweeps:grid_of_data_parallel",
+        "need_command": "netsweep_jax.sweep.cli.analyses:need_of_data_parallel",
+    },
 )
 LAYOUTS = Family(
     "layouts",
@@ -101,6 +144,13 @@ LAYOUTS = Family(
     },
     whole_numbers=True,
     title_dims=("model", "gpu", "gpus", "global_batch"),
+    hooks={
+        "blocks": "netsweep_jax.sweep.engine.layout_blocks:LayoutBlocks",
+        "widths": "netsweep_jax.sweep.engine.blocks:LAYOUT_WIDTHS",
+        "cube_inputs": "netsweep_jax.sweep.io.cube:write_no_inputs",
+        "grid_command": "netsweep_jax.sweep.cli.sweeps:grid_of_large_model",
+        "need_command": "netsweep_jax.sweep.cli.analyses:need_of_large_model",
+    },
 )
 FAMILIES = {f.name: f for f in (DATA_PARALLEL, LAYOUTS)}
 

@@ -8,7 +8,7 @@ every structural dim (for the data-parallel family, one set of fused buckets); w
 remaining (varying) dims are cut into hyperslab blocks of at most ``block_configs``
 configurations. A block is handed to the kernel as ``kb`` outer lanes x ``ci`` inner lanes (one
 of the two is always the whole extent), padded to that shape, which is fixed for the whole
-sweep: one compile per sweep. Both widths are rounded up (:data:`WIDTHS`: the data-parallel
+sweep: one compile per sweep. Both widths are rounded up (the family's ``widths`` hook: the data-parallel
 family's by :func:`padded_width` and :func:`data_parallel_rows`, small blocks to one shape of 8 x 64
 (:data:`SMALL_DATA_PARALLEL_BLOCK`); the layout family's by :func:`layout_columns` and :func:`layout_rows`:
 small blocks to one shape of 8 x 8,192, a compile of the layout kernel being seconds, large ones to within
@@ -21,9 +21,10 @@ import itertools
 import math
 import numbers
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError, literal, sizes_named
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
+from netsweep_jax.sweep.core.families import Family
 
 DEFAULT_BLOCK_CONFIGS = 2**18  # 4 MiB of float32 output per block and variable
 MAX_BLOCK_CONFIGS = 2**30  # 16 GiB of float32 output per block: more than any device holds
@@ -129,12 +130,11 @@ class Widths:
 SMALL_DATA_PARALLEL_BLOCK = (8, 64)
 
 
-WIDTHS = {
-    DATA_PARALLEL.name: Widths(
-        data_parallel_rows, lambda n, budget: padded_width(n, least=8), False, SMALL_DATA_PARALLEL_BLOCK
-    ),
-    LAYOUTS.name: Widths(layout_rows, layout_columns, True),
-}
+# The two families' widths, each named by its family's ``widths`` hook (sweep.core.families).
+DATA_PARALLEL_WIDTHS = Widths(
+    data_parallel_rows, lambda n, budget: padded_width(n, least=8), False, SMALL_DATA_PARALLEL_BLOCK
+)
+LAYOUT_WIDTHS = Widths(layout_rows, layout_columns, True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +151,7 @@ class Block:
     index: int
     task: tuple[int, ...]
     slab: tuple[slice, ...]
-    outer_dims: int = len(DATA_PARALLEL.outer)
+    outer_dims: int
 
     @property
     def outer_slab(self) -> tuple[slice, ...]:
@@ -190,14 +190,14 @@ class Blocking:
       sizes: dict dim -> extent for every dim of ``family``.
       block_configs: at most this many configurations per block (a memory budget),
         except that a block holds at least one row of the innermost dims.
-      family: the cube's model family (default the data-parallel one).
+      family: the cube's model family (:mod:`sweep.core.families`).
     """
 
     def __init__(
         self,
         sizes: Mapping[str, int],
-        block_configs: int = DEFAULT_BLOCK_CONFIGS,
-        family: Family = DATA_PARALLEL,
+        block_configs: int,
+        family: Family,
     ) -> None:
         self.family = family
         self.sizes: dict[str, int] = {d: int(sizes[d]) for d in family.dims}
@@ -208,7 +208,7 @@ class Blocking:
         self.block_configs: int = int(block_configs)
         self._blocks: tuple[Block, ...] | None = None
         varying, n_outer = family.varying, len(family.outer)
-        widths = WIDTHS[family.name]
+        widths: Widths = family.hook("widths")
         var = [self.sizes[d] for d in varying]
         inner = math.prod(var[n_outer:])
         # The inner extent as the block budget counts it (the padded width where the family says so).
@@ -280,6 +280,11 @@ class Blocking:
                     slab += tuple(slice(0, n) for n in trailing)
                     out.append(Block(len(out), task, slab, len(self.family.outer)))
         return out
+
+
+Copy = Callable[[Any, Callable[[], Any]], Any]
+"""A block adapter's way to its device (the dispatcher's): ``copy(key, make)`` is the device copy of the host
+value ``make()`` known as ``key``, sent once (``key`` None: sent each time, not kept)."""
 
 
 def owner(block: Block, count: int) -> int:

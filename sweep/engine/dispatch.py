@@ -1,12 +1,11 @@
 """The sweep engine: dispatch fixed-shape blocks to the devices, collect them for a sink.
 
 One engine for both model families (:mod:`sweep.core.families`). A
-:class:`~sweep.engine.blocks.Blocking` says how the cube is cut; a family's block kernel builds
-each block's host arrays and calls its compiled kernel (one compile per sweep and dtype): the
-data-parallel family's :class:`~sweep.engine.inputs.BlockInputs` and
-:func:`sweep.engine.compiled.grid_metrics`, the layout family's
-:class:`~sweep.engine.layout_blocks.BlockTables` and :func:`sweep.engine.compiled.layout_block_outputs`.
-This module sends inputs to the devices (long-lived arrays once per device), keeps a few blocks
+:class:`~sweep.engine.blocks.Blocking` says how the cube is cut; the family's block adapter (its ``blocks``
+hook, a :class:`BlockAdapter`) builds each block's host arrays and calls its compiled kernel (one compile per
+sweep and dtype): the data-parallel family's :class:`~sweep.engine.data_parallel_blocks.DataParallelBlocks`,
+the layout family's :class:`~sweep.engine.layout_blocks.LayoutBlocks`. This module never asks which family a
+sweep is: it sends inputs to the devices (long-lived arrays once per device), keeps a few blocks
 in flight, and turns each device result into numpy arrays shaped like the block's region of the
 cube (or, under ``--reduce``, reduced on the device).
 
@@ -23,22 +22,12 @@ import jax
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.kernels.overlap import METRICS, Config, Features
+from netsweep_jax.kernels.overlap import METRICS, Config
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, Family
+from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, pow2
-from netsweep_jax.sweep.engine.compiled import (
-    grid_metrics,
-    layout_block_best,
-    layout_block_outputs,
-    layout_block_reduced,
-    reduced_outputs,
-    stored,
-)
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, Copy
 from netsweep_jax.sweep.engine.grid import Grid
-from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
-from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
 from netsweep_jax.sweep.engine.reductions import DevicePlan, device_plan
 
@@ -48,18 +37,18 @@ AnyGrid = Grid | LayoutGrid
 """A sweep of either family."""
 
 
-def _pallas_lacks(features: Features) -> list[str]:
-    """What a sweep with ``features`` needs that the Pallas kernel does not have."""
-    return [
-        what
-        for what, needed in (
-            ("FSDP", features.fsdp),
-            ("compression", features.compress),
-            ("time_to_accuracy", features.accuracy),
-            ("NCCL's own collective", features.nccl),
-        )
-        if needed
-    ]
+class BlockAdapter(Protocol):
+    """A family's block adapter, named by its ``blocks`` hook (:mod:`sweep.core.families`): made for a sweep of
+    the family (its class takes ``grid, blocking, kernel, keep``), it sends a block's inputs to the device through
+    ``copy`` and calls its family's compiled kernel. ``kernel``: the kernel it runs; ``keep``: the best layouts
+    it keeps of each setting (None: every output); ``collect_best``: those layouts as host arrays."""
+
+    kernel: str
+    keep: int | None
+
+    def __call__(self, block: Block, copy: Copy, reduce: DevicePlan | None) -> Any: ...
+
+    def collect_best(self, block: Block, result: Any) -> "Arrays": ...
 
 
 def check_kernel(name: str, grid: AnyGrid) -> None:
@@ -69,7 +58,7 @@ def check_kernel(name: str, grid: AnyGrid) -> None:
     if not isinstance(name, str) or name.lower() not in KERNELS:
         raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
     name = name.lower()  # --kernel XLA is xla
-    refusal = BLOCKS[grid.family.name].pallas_refusal(grid, name) if name.startswith("pallas") else ""
+    refusal = grid.family.hook("blocks").pallas_refusal(grid, name) if name.startswith("pallas") else ""
     if refusal:
         raise InputError(refusal, param="kernel")
     if name == "pallas" and not _gpu_installed():
@@ -89,19 +78,6 @@ def _gpu_installed() -> bool:
         (d.metadata["Name"] or "").lower().replace("_", "-").startswith(("jax-cuda", "jax-rocm"))
         for d in importlib.metadata.distributions()
     )
-
-
-def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None) -> str:
-    """Resolve a kernel name: ``auto`` is Pallas on a GPU, where the sweep's ``features`` allow it,
-    and the XLA scan elsewhere; an explicit name is kept (:func:`check_kernel` refuses what cannot run)."""
-    if not isinstance(name, str) or name.lower() not in KERNELS:
-        raise InputError(f"{name!r}: must be one of {', '.join(KERNELS)}", param="kernel")
-    name = name.lower()
-    if name != "auto":
-        return name
-    if features is not None and _pallas_lacks(features):
-        return "xla"
-    return "pallas" if jax.default_backend() == "gpu" else "xla"
 
 
 # Device bytes one configuration of a block needs on an accelerator, at most (float64): its configuration's
@@ -131,151 +107,6 @@ def precision(dtype: str) -> Iterator[None]:
         yield
 
 
-class _DataParallelBlocks:
-    """The data-parallel family's blocks: buckets, layouts and configurations to :func:`grid_metrics`."""
-
-    def __init__(self, grid: Grid, blocking: Blocking, kernel: str, keep: int | None = None) -> None:
-        if keep is not None:
-            raise ValueError("keep: the best layouts of each setting are a layout sweep's")
-        self.grid, self.blocking = grid, blocking
-        self.inputs = BlockInputs(grid, blocking)
-        self.kernel = choose_kernel(kernel, self.inputs.features)
-
-    @staticmethod
-    def pallas_refusal(grid: Grid, name: str) -> str:
-        """Why the Pallas kernel ``name`` cannot run ``grid`` ('' where it can)."""
-        lacks = _pallas_lacks(features_of(grid))
-        if not lacks:
-            return ""
-        return (
-            f"{name}: the Pallas kernel does not model {' or '.join(lacks)}, which this sweep needs; use xla "
-            "(or auto)"
-        )
-
-    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> dict[str, jax.Array]:
-        inp = self.inputs
-        # Placed on the device whether or not it is kept (as _LayoutBlocks' inputs, for one compile either way);
-        # where every block has the whole inner extent, one copy.
-        config = copy(
-            "configs" if self.blocking.splits_layouts else None, lambda: inp.configs(block.inner_slab)
-        )
-        workers_key = ("workers", block.task, tuple((s.start, s.stop) for s in block.outer_slab))
-        workers = copy(workers_key, lambda: inp.workers(block.task, block.outer_slab))
-        buckets = copy(("buckets", block.task), lambda: inp.buckets(block.task))
-        t1 = copy(("t1", block.task), lambda: inp.t1(block.task))
-        # One compile of the kernel per block shape, dtype and features, whatever the sweep keeps of its outputs
-        # (--vars), in which dtype (--store) or reduced how (--reduce): each of those is a small compile of one
-        # output, shared by every output of its shape and dtype.
-        # zero_latency is the Pallas kernel's promise (it skips an add); the XLA scan ignores it, so it must not
-        # split that kernel's compiles between sweeps with and without latency.
-        zero_latency = inp.zero_latency and self.kernel != "xla"
-        out = grid_metrics(
-            config, workers, buckets, t1, kernel=self.kernel, zero_latency=zero_latency, features=inp.features
-        )
-        kept = {name: out[name] for name in self.grid.variables}
-        if reduce is not None:
-            return reduced_outputs(kept, reduce)
-        # Narrowed on the device (less to copy back); widened on the host (_as_stored): a float32 computation
-        # cannot hold float64 on a device without x64, and JAX warned so on every block.
-        store = np.dtype(self.grid.store_dtype)
-        return {
-            name: v if store.itemsize >= v.dtype.itemsize else stored(v, store=str(store))
-            for name, v in kept.items()
-        }
-
-
-class _LayoutBlocks:
-    """The layout family's blocks: a table of setting cells and one of layouts, crossed on the device by
-    :func:`layout_block_outputs`; with ``keep``, only each setting's ``keep`` fastest feasible layouts come
-    back (:func:`layout_block_best`: ``sweep plan``'s search)."""
-
-    kernel = "xla"
-
-    def __init__(self, grid: LayoutGrid, blocking: Blocking, kernel: str, keep: int | None = None) -> None:
-        # ``kernel``: the adapters' one signature (BLOCKS); a layout sweep runs on XLA (check_kernel refused Pallas).
-        self.grid, self.blocking = grid, blocking
-        self.tables = BlockTables(grid)
-        self.dtype = np.dtype(grid.dtype)
-        self.keep = keep
-        # Searches keeping 1 to 16 layouts share one compiled block (top_k's k is a shape); the extra are cut
-        # off. The 16 picked where 4 would do cost nothing to see: the kernel's other outputs at 16 of 8,192 lanes.
-        self.compiled_keep = None if keep is None else min(pow2(keep, 16), blocking.ci_width)
-
-    @staticmethod
-    def pallas_refusal(grid: LayoutGrid, name: str) -> str:
-        """Why the Pallas kernel ``name`` cannot run a layout sweep: it is the data-parallel recurrence's."""
-        return (
-            f"{name}: the Pallas kernel is the data-parallel recurrence's; a layout sweep runs on XLA (use xla "
-            "or auto)"
-        )
-
-    def starts(self, block: Block) -> tuple[int, int]:
-        """The block's first setting cell and first layout, as flat indices."""
-        tables = self.tables
-        outer = int(np.ravel_multi_index([s.start for s in block.outer_slab], tables.outer_sizes))
-        inner = int(np.ravel_multi_index([s.start for s in block.inner_slab], tables.inner_sizes))
-        return outer, inner
-
-    def __call__(self, block: Block, copy: "Copy", reduce: DevicePlan | None) -> Any:
-        blocking, tables = self.blocking, self.tables
-        outer, inner = self.starts(block)
-
-        def layouts() -> np.ndarray:
-            return tables.inner(inner, blocking.ci_width)[0].astype(self.dtype)
-
-        # Every input is placed on the block's device, kept or not: a compiled function's inputs placed or not
-        # compile apart (their lowering differs), so a plan whose blocks split the layouts compiled its kernel again.
-        columns = copy(
-            "layouts" if blocking.splits_layouts else None, layouts
-        )  # whole inner extent: one copy
-        rows = copy(None, lambda: tables.outer(outer, blocking.kb_width).astype(self.dtype))
-        collectives = self.grid.collectives_code
-        if self.compiled_keep is None:  # every output; kept and cast on return
-            # One compile of the kernel per block shape and dtype, whatever reduction follows (its own small
-            # compile): the layout kernel takes seconds to compile.
-            out = layout_block_outputs(rows, columns, collectives=collectives)
-            return out if reduce is None else layout_block_reduced(out, reduce=reduce)
-        count = block.size // (block.outer_lanes if blocking.splits_layouts else 1)  # the block's layouts
-
-        def real() -> np.ndarray:  # 1 for a layout of this block, 0 for padding (or the next block's)
-            return (np.arange(blocking.ci_width) < count).astype(self.dtype)
-
-        mask = copy("real" if blocking.splits_layouts else None, real)
-        return layout_block_best(rows, columns, mask, keep=self.compiled_keep, collectives=collectives)
-
-    def collect_best(self, block: Block, result: Any) -> Arrays:
-        """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
-        output at them, for the block's R setting cells."""
-        score, where, picked = result
-        rows = block.outer_lanes if self.blocking.splits_layouts else 1
-        keep = self.keep or 0
-        out = {name: np.asarray(v)[:rows, :keep] for name, v in picked.items()}
-        out["score"] = np.asarray(score, np.float64)[:rows, :keep]
-        out["layout"] = np.asarray(where, np.int64)[:rows, :keep] + self.starts(block)[1]
-        return out
-
-
-Copy = Callable[[Any, Callable[[], Any]], Any]
-"""``copy(key, make)``: the device copy of the host value ``make()`` known as ``key``, sent once (``key`` None:
-sent each time, not kept)."""
-
-
-# Each family's block adapter (its cube's blocks to its compiled kernel, and what its kernels can run), by the
-# family's name (sweep.core.families): the one place the engine tells the families apart.
-class BlockAdapter(Protocol):
-    """A family's block adapter (its class): made for a sweep of the family, and saying why the Pallas kernel
-    ``name`` cannot run one ('' where it can)."""
-
-    def __call__(
-        self, grid: Any, blocking: Blocking, kernel: str, keep: int | None = None
-    ) -> "_DataParallelBlocks | _LayoutBlocks": ...
-
-    def pallas_refusal(self, grid: Any, name: str) -> str: ...
-
-
-BLOCKS: dict[str, BlockAdapter] = {DATA_PARALLEL.name: _DataParallelBlocks, LAYOUTS.name: _LayoutBlocks}
-
-
 class Dispatcher:
     """Evaluates blocks of ``blocking`` on ``devices`` (default: every local device), for either family."""
 
@@ -290,7 +121,7 @@ class Dispatcher:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.blocking = blocking
-        self.blocks = BLOCKS[grid.family.name](grid, blocking, kernel, keep)
+        self.blocks: BlockAdapter = grid.family.hook("blocks")(grid, blocking, kernel, keep)
         self.kernel = self.blocks.kernel
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
@@ -298,13 +129,6 @@ class Dispatcher:
         self.reduce: DevicePlan | None = (
             None if grid.reduction is None else device_plan(blocking, grid.reduction)
         )
-
-    @property
-    def inputs(self) -> BlockInputs:
-        """A data-parallel sweep's block inputs (the benchmarks build their baselines from them)."""
-        if not isinstance(self.blocks, _DataParallelBlocks):
-            raise TypeError("a layout sweep's blocks are built from BlockTables, not BlockInputs")
-        return self.blocks.inputs
 
     def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
         """Dispatch one block (asynchronously); returns a dict of device arrays [kb_width, ci_width] (the padded
@@ -324,7 +148,7 @@ class Dispatcher:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced; with ``keep``, the
         best layouts of the block's settings)."""
-        if isinstance(self.blocks, _LayoutBlocks) and self.blocks.keep is not None:
+        if self.blocks.keep is not None:
             return self.blocks.collect_best(block, result)
         if self.reduce is not None:
             # the last block's padded rows are dropped
@@ -385,7 +209,7 @@ def run(
     to every local device; one more than the device count is kept in flight, so
     computing overlaps the hand-off (JAX dispatches asynchronously). ``keep`` (a layout sweep): each block
     hands over the ``keep`` fastest feasible layouts of its settings instead of every output
-    (:meth:`_LayoutBlocks.collect_best`).
+    (:meth:`~sweep.engine.layout_blocks.LayoutBlocks.collect_best`).
     """
     skip = set(skip)
     with precision(grid.dtype):

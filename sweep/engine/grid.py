@@ -354,7 +354,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         compressors,
         factors,
         overrides,
-        parse_reductions(_reductions(o["reduce"])),
+        parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
             (assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))
             + _fabric_said(collectives, fabric, (*said, forced))

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
+from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 
@@ -60,7 +60,7 @@ class Reduction:
     dims: tuple[str, ...]
     labelled: tuple[str, ...]
     text: str
-    cube_dims: tuple[str, ...] = DATA_PARALLEL.dims
+    cube_dims: tuple[str, ...]
 
     @property
     def kept(self) -> tuple[str, ...]:
@@ -71,7 +71,7 @@ class Reduction:
         return f"{variable}_arg{self.kind}_{dim}"
 
 
-def parse_reductions(given: str | Sequence[str] | None, family: Family = DATA_PARALLEL) -> Reduction | None:
+def parse_reductions(given: str | Sequence[str] | None, family: Family) -> Reduction | None:
     """``["argmax:collective", "max:ratio,nodes"]`` -> :class:`Reduction` of a cube of ``family`` (None when
     empty)."""
     if given is None:

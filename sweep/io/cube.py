@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import InputError, reason
-from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS, family_of
+from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
@@ -84,7 +84,7 @@ def write_dataset(
 
     The global attributes are the cube format's tag, the Dataset's, then ``attrs``, then the provenance
     of ``command``. ``inputs(f)`` writes what the cube keeps besides (a data-parallel cube's profiles and
-    reduce-cost table, as a sweep's cube keeps them: :data:`INPUTS`, :func:`grid_inputs`).
+    reduce-cost table, as a sweep's cube keeps them: :func:`grid_inputs`).
     """
     ds = ds.assign_attrs({"format": FORMAT, **ds.attrs, **(attrs or {}), **provenance(command)})
     return write_atomically(out, lambda temp: write_netcdf4(ds, temp, inputs), overwrite=overwrite, kept=kept)
@@ -257,7 +257,7 @@ def create(
             fillvalue=-1 if integer else np.nan,
             dcpl=dcpl,
         )
-    INPUTS[grid.family.name](f, grid)  # the family's inputs a cube keeps besides its coordinates
+    grid.family.hook("cube_inputs")(f, grid)  # the family's inputs a cube keeps besides its coordinates
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(blocking.blocks()), np.uint8))
     progress.create_dataset("block_checksum", data=np.zeros(len(blocking.blocks()), np.uint32))
@@ -267,28 +267,23 @@ def create(
 
 
 def grid_inputs(grid: "AnyGrid") -> Callable[[h5py.File], None]:
-    """What a cube of ``grid``'s family keeps besides its coordinates (:data:`INPUTS`), for :func:`write_dataset`:
-    a reduced or merged cube keeps them as the sweep's cube does."""
-    return lambda f: INPUTS[grid.family.name](f, grid)
+    """What a cube of ``grid``'s family keeps besides its coordinates (its ``cube_inputs`` hook:
+    :mod:`sweep.core.families`), for :func:`write_dataset`: a reduced or merged cube keeps them as the sweep's
+    cube does."""
+    return lambda f: grid.family.hook("cube_inputs")(f, grid)
 
 
-def _write_data_parallel_inputs(f: h5py.File, grid: Grid) -> None:
-    """The data-parallel family's inputs: its profiles and its reduce-cost table."""
+def write_data_parallel_inputs(f: h5py.File, grid: Grid) -> None:
+    """The data-parallel family's inputs (its ``cube_inputs`` hook): its profiles and its reduce-cost table."""
     write_profiles(f, grid.profiles)
     rc = f.create_group("reduce_cost")
     rc.create_dataset("bytes", data=grid.reduce_table[0]).attrs["units"] = "B"
     rc.create_dataset("seconds", data=grid.reduce_table[1]).attrs["units"] = "s"
 
 
-def _write_no_inputs(f: h5py.File, grid: Any) -> None:
-    """A layout cube keeps its models' shapes and sources in its attributes (``models``), no group."""
-
-
-# Each family's inputs that a cube keeps besides its coordinates and attributes, by the family's name.
-INPUTS: dict[str, Callable[[h5py.File, Any], None]] = {
-    DATA_PARALLEL.name: _write_data_parallel_inputs,
-    LAYOUTS.name: _write_no_inputs,
-}
+def write_no_inputs(f: h5py.File, grid: Any) -> None:
+    """The layout family's inputs (its ``cube_inputs`` hook): none; a layout cube keeps its models' shapes and
+    sources in its attributes (``models``), no group."""
 
 
 def write_profiles(f: h5py.File, profiles: "Sequence[Profile]") -> None:
