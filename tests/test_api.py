@@ -220,8 +220,10 @@ def test_bad_input_is_one_line(call, param):
 
 def test_reports_from_python_keep_a_users_files_unless_forced(tmp_path):
     (tmp_path / "REPORT.md").write_text("mine")
-    with pytest.raises(InputError, match="file exists"):
-        sweep.compare("resnet50", bandwidth=10, out=tmp_path)
+    with pytest.raises(
+        InputError, match="file exists; pass force=True to overwrite it, or give another out$"
+    ):
+        sweep.compare("resnet50", bandwidth=10, out=tmp_path)  # Python's spelling: it said --force and --out
     # force="no" is truthy: it replaced them (found by a hunt)
     with pytest.raises(InputError, match="'no': expected True or False"):
         sweep.compare("resnet50", bandwidth=10, out=tmp_path, force="no")
@@ -334,6 +336,10 @@ def test_the_apis_values_as_its_docstrings_say():
 
     assert sweep.builtin_profile("ResNet50").model == "resnet50"  # any case, as evaluate takes it
     assert sweep.evaluate("resnet50", bandwidth=None, nodes=2).sizes["bandwidth"] == 5  # None: the default
+    # Not given, as sweep grid without --bw: the default, or a fabric preset's NICs' rate (it was a TypeError)
+    assert sweep.evaluate("resnet50", nodes=2).equals(sweep.evaluate("resnet50", bandwidth=None, nodes=2))
+    on_pod = sweep.evaluate("gpt2-xl", gpu="h100", fabric="dgx-h100-superpod", nodes=2, vars="iteration_time")
+    assert list(on_pod.bandwidth.values) == [400.0]
     from netsweep_jax.sweep.large_models import _grid  # evaluate_layouts' grid, not computed
 
     given, none = ({"gpus": 8, "global_batch": 8, **more} for more in ({}, {"bandwidth": None}))

@@ -44,7 +44,7 @@ from netsweep_jax.sweep.analysis.calibration_fit import (
 from netsweep_jax.sweep.analysis.calibration_report import calibration_result
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows, check_settings
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.schema import DEFAULTS, FITTABLE
 from netsweep_jax.sweep.core.values import NOTATION, decimal, json_ready, parse_names, si_values
 from netsweep_jax.sweep.engine.compiled import fit_rows, predict_rows
@@ -142,7 +142,9 @@ def _profiles(
         if workload:
             name = next(iter(workload))
             raise InputError(
-                f"{workload[name]}: only for built-in transformers, not with --profile", param=name
+                f"{literal(str(workload[name]))}: only for built-in transformers, not with {{0}}",
+                param=name,
+                names=("profile",),
             )
         paths = [profile] if isinstance(profile, (str, Path)) else list(profile)
         _one_without_a_model_column(meas, [str(p) for p in paths], "profile")
@@ -184,15 +186,20 @@ def _fit_spec(
             raise InputError(f"{axis}: the file also fixes {axis} in a column; drop one", param="fit")
     for axis, column in per.items():
         if axis not in fit_axes:
-            raise InputError(f"{axis}={column}: {axis} is not fitted (--fit)", param="per")
+            raise InputError(
+                f"{literal(f'{axis}={column}')}: {literal(axis)} is not fitted ({{0}})",
+                param="per",
+                names=("fit",),
+            )
         if column not in meas.columns:
             raise InputError(f"{axis}={column}: no column {column!r} in {meas.path}", param="per")
     for axis in bounds:
         if axis not in fit_axes:
             raise InputError(
-                f"{axis}: {axis!r} is not fitted (--fit {','.join(fit_axes)}); bounds apply to a "
+                f"{literal(f'{axis}: {axis!r}')} is not fitted ({{0}} {','.join(fit_axes)}); bounds apply to a "
                 f"fitted parameter",
                 param="bounds",
+                names=("fit",),
             )
     lows, highs = [], []
     for axis in fit_axes:
@@ -300,9 +307,10 @@ def calibrate_file(
     for name in bounds_map:
         if name not in axes:
             raise InputError(
-                f"{name}: {name!r} is not fitted (--fit {','.join(axes)}); bounds apply to a fitted "
+                f"{literal(f'{name}: {name!r}')} is not fitted ({{0}} {','.join(axes)}); bounds apply to a fitted "
                 f"parameter",
                 param="bounds",
+                names=("fit",),
             )
     if train is not None and not isinstance(train, str):
         raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")

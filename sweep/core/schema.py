@@ -145,6 +145,9 @@ OTHER_OPTIONS = {
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
     "resume": "--resume",
+    # switches a refusal advises, spelled as given in Python (sweep.io.paths.FORCE)
+    "force=True": "--force",
+    "resume=True": "--resume",
     "gpu": "--gpu",
     "precision": "--precision",
     "batch": "--batch",

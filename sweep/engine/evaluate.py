@@ -29,7 +29,7 @@ def reduced_in_memory(grid: Any, block_configs: int, kernel: str = DEFAULTS.kern
 def evaluate(
     model: Models,
     *,
-    bandwidth: AxisValues | None,
+    bandwidth: AxisValues | None = None,
     block_configs: int = DEFAULT_BLOCK_CONFIGS,
     kernel: str = DEFAULTS.kernel,
     vars: Names | None = None,  # noqa: A002 (the public keyword, as --vars)
@@ -40,8 +40,8 @@ def evaluate(
     Args:
       model: built-in name (``"resnet50"``, ``"resnet101"``, ``"vgg16"``, a transformer) or comma
         list, a :class:`~sweep.model.profile.Profile`, or a list of them.
-      bandwidth: Gbit/s, a number, sequence or value-syntax string (``"1..100@10"``); None: the schema's default,
-        or a ``fabric`` preset's NICs' rate.
+      bandwidth: Gbit/s, a number, sequence or value-syntax string (``"1..100@10"``); None (or not given): a
+        ``fabric`` preset's NICs' rate, else the schema's default (``sweep grid``'s without ``--bw``).
       block_configs: configurations per block (memory: 16 B each in float32).
       kernel: ``"auto"`` (Pallas on a GPU where the sweep allows it, the XLA scan elsewhere),
         ``"xla"``, ``"pallas"`` or ``"pallas-interpret"`` (refused for a sweep Pallas cannot run).

@@ -18,7 +18,10 @@ import tempfile
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 
-from netsweep_jax.sweep.core.errors import InputError, WriteFailed, reason
+from netsweep_jax.sweep.core.errors import InputError, WriteFailed, literal, reason
+
+# A switch a refusal advises, as each front end spells it: force=True in Python, --force on the command line.
+FORCE = ("force=True",)
 
 # The files written inside the current all_or_nothing() block that did not exist before it.
 _created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("created", default=None)
@@ -198,7 +201,9 @@ def check_report_directory(
         regular_or_absent(path, param)
         if path.exists() and not force:
             raise InputError(
-                f"{path}: file exists; pass --force to overwrite it, or give another --out", param=param
+                f"{literal(str(path))}: file exists; pass {{0}} to overwrite it, or give another {{1}}",
+                param=param,
+                names=("force=True", param),
             )
     existing = _existing(out_dir)
     if not existing.is_dir():
@@ -235,7 +240,9 @@ def check_new_file(
         )
     writable_directory(out, param)
     if out.exists() and not force:
-        raise InputError(f"{out}: file exists; pass --force to overwrite it", param=param)
+        raise InputError(
+            f"{literal(str(out))}: file exists; pass {{0}} to overwrite it", param=param, names=FORCE
+        )
 
 
 def new_temporary(out: str | Path) -> Path:
@@ -256,12 +263,14 @@ def new_temporary(out: str | Path) -> Path:
 def exists(out: str | Path, kept: str | Path | None = None) -> InputError:
     """The refusal of an output that exists (found at the end of a run without ``--force``: the file that
     appeared while it computed is kept); ``kept``: where this run's finished result waits for ``--resume``."""
+    out, named = literal(str(out)), (*FORCE, "resume=True")
     if kept is None:
-        return InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+        return InputError(f"{out}: file exists; pass {{0}} to overwrite it", param="out", names=named)
     return InputError(
-        f"{out}: file exists; pass --force to overwrite it (it appeared while this run computed; the "
-        f"finished cube is kept in {kept}: move {out} away and finish with --resume)",
+        f"{out}: file exists; pass {{0}} to overwrite it (it appeared while this run computed; the "
+        f"finished cube is kept in {literal(str(kept))}: move {out} away and finish with {{1}})",
         param="out",
+        names=named,
     )
 
 
