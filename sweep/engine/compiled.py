@@ -25,7 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
-from netsweep_jax.sweep.engine.reductions import DevicePlan, kind_of
+from netsweep_jax.sweep.engine.reductions import DeviceReduction, kind_of
 from netsweep_jax.sweep.model.fabric_constants import MIB
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
@@ -94,7 +94,7 @@ def stored(value: jax.Array, *, store: str) -> jax.Array:
     return value.astype(store)
 
 
-def reduced_outputs(out: Metrics, reduce: DevicePlan, *, skip_nan: bool = False) -> Metrics:
+def reduced_outputs(out: Metrics, reduce: DeviceReduction, *, skip_nan: bool = False) -> Metrics:
     """Each output [kb_width, ci_width] reduced on the device as ``reduce`` says: ``name`` and, for max and min,
     ``name@index`` (:func:`device_reduce`). ``skip_nan``: a NaN (a layout that cannot
     exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN). Each output is
@@ -127,7 +127,7 @@ def device_reduce(values: jax.Array, axes: tuple[int, ...], kind: str) -> tuple[
 
 @functools.partial(jax.jit, static_argnames=("reduce", "skip_nan"))
 def reduced_output(
-    v: jax.Array, *, reduce: DevicePlan, skip_nan: bool = False
+    v: jax.Array, *, reduce: DeviceReduction, skip_nan: bool = False
 ) -> tuple[jax.Array, jax.Array | None]:
     """One output reduced as :func:`reduced_outputs` says: (value, flat index of the extreme or None). One
     compile per shape, dtype and reduction, whichever output."""
@@ -407,7 +407,7 @@ def _block_step(outer: jax.Array, inner: jax.Array, collectives: int) -> Metrics
 
 
 @functools.partial(layout_jit, static_argnames=("reduce",))
-def layout_block_reduced(out: Metrics, *, reduce: DevicePlan) -> Metrics:
+def layout_block_reduced(out: Metrics, *, reduce: DeviceReduction) -> Metrics:
     """A block's outputs {name: [R, C]} (:func:`layout_block_outputs`) reduced as :func:`grid_metrics`
     reduces, over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an
     extreme; a mean over them is NaN)."""

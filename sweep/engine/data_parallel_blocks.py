@@ -17,7 +17,7 @@ from netsweep_jax.sweep.engine.blocks import Block, Blocking, Copy
 from netsweep_jax.sweep.engine.compiled import grid_metrics, reduced_outputs, stored
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.inputs import BlockInputs, features_of
-from netsweep_jax.sweep.engine.reductions import DevicePlan
+from netsweep_jax.sweep.engine.reductions import DeviceReduction
 
 
 def _pallas_lacks(features: Features) -> list[str]:
@@ -71,7 +71,7 @@ class DataParallelBlocks:
             "(or auto)"
         )
 
-    def __call__(self, block: Block, copy: Copy, reduce: DevicePlan | None) -> dict[str, jax.Array]:
+    def __call__(self, block: Block, copy: Copy, reduce: DeviceReduction | None) -> dict[str, jax.Array]:
         inp = self.inputs
         # Placed on the device whether or not it is kept (as LayoutBlocks' inputs, for one compile either way);
         # where every block has the whole inner extent, one copy.

@@ -29,7 +29,7 @@ from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, Copy
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
-from netsweep_jax.sweep.engine.reductions import DevicePlan, device_plan
+from netsweep_jax.sweep.engine.reductions import DeviceReduction, device_reduction
 
 Arrays = dict[str, npt.NDArray[Any]]
 Sink = Callable[[Block, Arrays], None]
@@ -46,7 +46,7 @@ class BlockAdapter(Protocol):
     kernel: str
     keep: int | None
 
-    def __call__(self, block: Block, copy: Copy, reduce: DevicePlan | None) -> Any: ...
+    def __call__(self, block: Block, copy: Copy, reduce: DeviceReduction | None) -> Any: ...
 
     def collect_best(self, block: Block, result: Any) -> "Arrays": ...
 
@@ -126,8 +126,8 @@ class Dispatcher:
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
         # (real lanes, block tensor shape, axes, family) under --reduce
-        self.reduce: DevicePlan | None = (
-            None if grid.reduction is None else device_plan(blocking, grid.reduction)
+        self.reduce: DeviceReduction | None = (
+            None if grid.reduction is None else device_reduction(blocking, grid.reduction)
         )
 
     def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:

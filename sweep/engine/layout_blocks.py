@@ -16,7 +16,7 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.engine.blocks import Block, Blocking, Copy, pow2
 from netsweep_jax.sweep.engine.compiled import layout_block_best, layout_block_outputs, layout_block_reduced
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
-from netsweep_jax.sweep.engine.reductions import DevicePlan
+from netsweep_jax.sweep.engine.reductions import DeviceReduction
 from netsweep_jax.sweep.model.collectives import expected_max_normal
 
 BLOCK_CONFIGS = 2**18  # configurations per block on a CPU
@@ -103,7 +103,7 @@ class LayoutBlocks:
         inner = int(np.ravel_multi_index([s.start for s in block.inner_slab], tables.inner_sizes))
         return outer, inner
 
-    def __call__(self, block: Block, copy: Copy, reduce: DevicePlan | None) -> Any:
+    def __call__(self, block: Block, copy: Copy, reduce: DeviceReduction | None) -> Any:
         blocking, tables = self.blocking, self.tables
         outer, inner = self.starts(block)
 

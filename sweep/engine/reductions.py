@@ -35,7 +35,7 @@ from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
 if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Dataset (a reduced result's)
     import xarray as xr
 
-DevicePlan = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
+DeviceReduction = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
 """(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
 reduced on the device, the op's kind)."""
 Array = npt.NDArray[Any]
@@ -132,7 +132,7 @@ def in_block(blocking: Blocking, reduction: Reduction) -> tuple[str, ...]:
     return tuple(d for d in _after_split(blocking) if d in reduction.dims)
 
 
-def device_plan(blocking: Blocking, reduction: Reduction) -> DevicePlan:
+def device_reduction(blocking: Blocking, reduction: Reduction) -> DeviceReduction:
     """((kb, ci): the kernel output's real lanes; the block tensor shape they hold: rows of the split dim,
     then the dims after it; the axes of it the device reduces; the op's kind): the static ``reduce`` argument
     of :func:`sweep.engine.compiled.grid_metrics`."""
