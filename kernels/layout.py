@@ -85,29 +85,7 @@ __all__ = [
     "step",
 ]
 
-OUTPUTS = (
-    "iteration_time",
-    "tokens_per_s",
-    "mfu",
-    "tflops_per_gpu",
-    "hardware_tflops_per_gpu",
-    "memory_gb",
-    "memory_free_gb",
-    "fits",
-    "status",
-    "compute",
-    "recompute_time",
-    "bubble",
-    "tp_exposed",
-    "cp_exposed",
-    "ep_exposed",
-    "pp_exposed",
-    "dp_exposed",
-    "optimizer",
-    "overhead_time",
-    "network_fraction",
-    "ep_on_nics",
-)
+# The step's terms: they sum to its iteration time.
 BREAKDOWN = (
     "compute",
     "recompute_time",
@@ -119,6 +97,20 @@ BREAKDOWN = (
     "dp_exposed",
     "optimizer",
     "overhead_time",
+)
+OUTPUTS = (
+    "iteration_time",
+    "tokens_per_s",
+    "mfu",
+    "tflops_per_gpu",
+    "hardware_tflops_per_gpu",
+    "memory_gb",
+    "memory_free_gb",
+    "fits",
+    "status",
+    *BREAKDOWN,
+    "network_fraction",
+    "ep_on_nics",
 )
 
 

@@ -434,19 +434,9 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "network_fraction": ("1", "share of the step spent waiting on traffic that leaves the NVLink domain"),
     "ep_on_nics": ("1", "1 if the expert all-to-all is paced by the NICs, else 0"),
 }
-BREAKDOWN = (
-    "compute",
-    "recompute_time",
-    "bubble",
-    "tp_exposed",
-    "cp_exposed",
-    "ep_exposed",
-    "pp_exposed",
-    "dp_exposed",
-    "optimizer",
-    "overhead_time",
-)
-# How a breakdown term reads where a step is said to wait on it.
+# The step's breakdown terms (they sum to its iteration time), in cube order, and how each reads where a step is
+# said to wait on it. The kernel names the same terms (kernels.layout.BREAKDOWN: the bottom floor cannot import
+# this one); sweep.engine.compiled refuses to load if the two differ.
 WAITS_ON = {
     "compute": "compute",
     "recompute_time": "recompute",
@@ -459,6 +449,7 @@ WAITS_ON = {
     "optimizer": "optimizer",
     "overhead_time": "overhead",
 }
+BREAKDOWN = tuple(WAITS_ON)
 
 
 def waits_on(terms: dict[str, float], total: float, count: int = 2) -> str:
