@@ -31,10 +31,10 @@ from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
-from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Blocking, check_in_memory
+from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, check_in_memory
 from netsweep_jax.sweep.engine.compiled import solve_on_grid, table_metrics
 from netsweep_jax.sweep.engine.dataset import coordinates
-from netsweep_jax.sweep.engine.dispatch import precision
+from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
@@ -127,7 +127,6 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
     """
     axis = _question(axis, target, settings)
     increasing = axis in GROWING
-    low, high = search_range(axis)
     grid = solved_grid(model, axis, **settings)
     if axis == "latency" and uses_nccl(grid.collectives):
         raise InputError(
@@ -145,30 +144,75 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
     blocking = Blocking(grid.sizes, min(grid.size, DEFAULT_BLOCK_CONFIGS), grid.family)
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
-    with precision(grid.dtype):
-        inputs = BlockInputs(grid, blocking)
-        dt = inputs.dtype.type
-        for block in blocking.blocks():
-            args = inputs.block(block)
-            solved, solved_status = solve_on_grid(
-                *args,
-                dt(target),
-                dt(si_values(axis, low)),
-                dt(si_values(axis, high)),
-                axis=axis,
-                iterations=ITERATIONS,
-                features=inputs.features,
-                increasing=increasing,
-            )
-            k, c = block.outer_lanes, block.size // block.outer_lanes
-            v = (np.asarray(solved, np.float64) / NUMERIC_AXES[axis].to_si).astype(grid.dtype)
-            st = np.array(solved_status)
-            st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
-            v = _reaching(v, st, args, axis, dt(target), inputs.features, increasing)[:k, :c]
-            st = st[:k, :c]
-            value[block.region()] = v.reshape(block.region_shape())
-            status[block.region()] = st.reshape(block.region_shape())
+
+    def sink(block: Block, answers: dict[str, Array]) -> None:
+        value[block.region()] = answers["value"]
+        status[block.region()] = answers["status"]
+
+    question = _Question(axis, target, increasing)
+    run(
+        grid,
+        blocking,
+        sink,
+        kernel="xla",
+        adapter=lambda _, blocking: _SolvedBlocks(
+            grid, blocking, question
+        ),  # the grid solved: a data-parallel one
+    )
     return _dataset(grid, axis, target, value, status)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Question:
+    """What :func:`solve` asks of every combination: the axis solved for, the target scaling factor, and whether
+    the scaling factor grows with the axis."""
+
+    axis: str
+    target: float
+    increasing: bool
+
+
+class _SolvedBlocks:
+    """``sweep need``'s blocks (the engine's block adapter of a question, :func:`sweep.engine.dispatch.run`): each
+    block's bisection on the device (:func:`solve_on_grid`), its answers then moved on the host until they reach
+    the target as a user would feed them back (:func:`_reaching`)."""
+
+    kernel = "xla"
+
+    def __init__(self, grid: Grid, blocking: Blocking, question: _Question) -> None:
+        self.grid, self.question = grid, question
+        self.inputs = BlockInputs(
+            grid, blocking
+        )  # made inside the grid's precision (run makes the adapter there)
+        self.low, self.high = search_range(question.axis)
+
+    def __call__(self, block: Block, copy: Any, reduce: Any) -> Any:
+        q, inputs = self.question, self.inputs
+        dt = inputs.dtype.type
+        args = inputs.block(block)
+        solved = solve_on_grid(
+            *args,
+            dt(q.target),
+            dt(si_values(q.axis, self.low)),
+            dt(si_values(q.axis, self.high)),
+            axis=q.axis,
+            iterations=ITERATIONS,
+            features=inputs.features,
+            increasing=q.increasing,
+        )
+        return args, solved
+
+    def collect(self, block: Block, result: Any) -> dict[str, Array]:
+        """The block's answers (``value`` in the axis's units, the grid's dtype) and ``status``, shaped like its
+        region: the kernel's padding lanes dropped."""
+        (args, (solved, solved_status)), q, grid = result, self.question, self.grid
+        k, c = block.outer_lanes, block.size // block.outer_lanes
+        v = (np.asarray(solved, np.float64) / NUMERIC_AXES[q.axis].to_si).astype(grid.dtype)
+        st = np.array(solved_status)
+        st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
+        dt = self.inputs.dtype.type
+        v = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)[:k, :c]
+        return {"value": v.reshape(block.region_shape()), "status": st[:k, :c].reshape(block.region_shape())}
 
 
 MARGIN_ULPS = 4  # the fed-back scaling factor must clear the target by this many ulps: a sweep's

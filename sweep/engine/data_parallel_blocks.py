@@ -7,6 +7,8 @@ on them, and the outputs kept, cast or reduced. Which kernel runs it (the XLA sc
 choice: only its recurrence has a Pallas kernel.
 """
 
+from typing import Any
+
 import jax
 import numpy as np
 
@@ -50,8 +52,6 @@ def choose_kernel(name: str = DEFAULTS.kernel, features: Features | None = None)
 class DataParallelBlocks:
     """The data-parallel family's blocks (its ``blocks`` hook: :mod:`sweep.core.families`): buckets, workers
     and configurations to :func:`grid_metrics`. Never keeps the best layouts (``keep``: a layout sweep's)."""
-
-    keep = None
 
     def __init__(self, grid: Grid, blocking: Blocking, kernel: str, keep: int | None = None) -> None:
         if keep is not None:
@@ -101,3 +101,6 @@ class DataParallelBlocks:
             name: v if store.itemsize >= v.dtype.itemsize else stored(v, store=str(store))
             for name, v in kept.items()
         }
+
+    def collect(self, block: Block, result: Any) -> None:
+        """Nothing of its own: the dispatcher keeps every output (cast or reduced)."""

@@ -40,15 +40,15 @@ AnyGrid = Grid | LayoutGrid
 class BlockAdapter(Protocol):
     """A family's block adapter, named by its ``blocks`` hook (:mod:`sweep.core.families`): made for a sweep of
     the family (its class takes ``grid, blocking, kernel, keep``), it sends a block's inputs to the device through
-    ``copy`` and calls its family's compiled kernel. ``kernel``: the kernel it runs; ``keep``: the best layouts
-    it keeps of each setting (None: every output); ``collect_best``: those layouts as host arrays."""
+    ``copy`` and calls its family's compiled kernel. ``kernel``: the kernel it runs; ``collect``: a block's result as host arrays where the adapter
+    hands over something of its own (the best layouts, a question's answers), else None: the dispatcher keeps
+    every output, cast to the store dtype or reduced."""
 
     kernel: str
-    keep: int | None
 
     def __call__(self, block: Block, copy: Copy, reduce: DeviceReduction | None) -> Any: ...
 
-    def collect_best(self, block: Block, result: Any) -> "Arrays": ...
+    def collect(self, block: Block, result: Any) -> "Arrays | None": ...
 
 
 def check_kernel(name: str, grid: AnyGrid) -> None:
@@ -117,11 +117,17 @@ class Dispatcher:
         kernel: str = DEFAULTS.kernel,
         devices: Sequence[jax.Device] | None = None,
         keep: int | None = None,
+        adapter: "Callable[[AnyGrid, Blocking], BlockAdapter] | None" = None,
     ) -> None:
         check_kernel(kernel, grid)  # an explicit Pallas kernel is never swapped for another
         self.grid = grid
         self.blocking = blocking
-        self.blocks: BlockAdapter = grid.family.hook("blocks")(grid, blocking, kernel, keep)
+        # The family's adapter, or the caller's own (a question asked of every block: sweep need's).
+        self.blocks: BlockAdapter = (
+            adapter(grid, blocking)
+            if adapter is not None
+            else grid.family.hook("blocks")(grid, blocking, kernel, keep)
+        )
         self.kernel = self.blocks.kernel
         self.devices = list(devices) if devices is not None else jax.local_devices()
         self._on_device: dict[tuple[Any, jax.Device], Any] = {}  # (key, device) -> copy of a long-lived input
@@ -148,8 +154,9 @@ class Dispatcher:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced; with ``keep``, the
         best layouts of the block's settings)."""
-        if self.blocks.keep is not None:
-            return self.blocks.collect_best(block, result)
+        own = self.blocks.collect(block, result)
+        if own is not None:
+            return own
         if self.reduce is not None:
             # the last block's padded rows are dropped
             rows = block.slab[self.blocking.family.varying.index(self.blocking.split_dim)]
@@ -200,6 +207,7 @@ def run(
     kernel: str = DEFAULTS.kernel,
     devices: Sequence[jax.Device] | None = None,
     keep: int | None = None,
+    adapter: "Callable[[AnyGrid, Blocking], BlockAdapter] | None" = None,
 ) -> None:
     """Evaluate every block of ``blocking`` not in ``skip`` and hand it to ``sink``.
 
@@ -209,11 +217,12 @@ def run(
     to every local device; one more than the device count is kept in flight, so
     computing overlaps the hand-off (JAX dispatches asynchronously). ``keep`` (a layout sweep): each block
     hands over the ``keep`` fastest feasible layouts of its settings instead of every output
-    (:meth:`~sweep.engine.layout_blocks.LayoutBlocks.collect_best`).
+    (:meth:`~sweep.engine.layout_blocks.LayoutBlocks.collect_best`). ``adapter(grid, blocking)``: the blocks'
+    adapter in place of the family's (made inside the grid's precision), for a question asked of every block.
     """
     skip = set(skip)
     with precision(grid.dtype):
-        dispatcher = Dispatcher(grid, blocking, kernel, devices, keep)
+        dispatcher = Dispatcher(grid, blocking, kernel, devices, keep, adapter)
         pending: collections.deque[tuple[Block, dict[str, jax.Array]]] = collections.deque()
 
         def hand_off() -> None:

@@ -130,6 +130,11 @@ class LayoutBlocks:
         mask = copy("real" if blocking.splits_layouts else None, real)
         return layout_block_best(rows, columns, mask, keep=self.compiled_keep, collectives=collectives)
 
+    def collect(self, block: Block, result: Any) -> dict[str, npt.NDArray[Any]] | None:
+        """With ``keep``, the best layouts of the block's settings (:meth:`collect_best`); else None: the
+        dispatcher keeps every output."""
+        return None if self.keep is None else self.collect_best(block, result)
+
     def collect_best(self, block: Block, result: Any) -> dict[str, npt.NDArray[Any]]:
         """``score`` [R, keep] (-inf: fewer feasible layouts), ``layout`` [R, keep] flat layout index and every
         output at them, for the block's R setting cells."""
