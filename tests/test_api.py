@@ -304,7 +304,7 @@ def test_a_profile_built_in_python_is_checked_as_a_files_is():
         (dict(grad_bytes=-p.grad_bytes), "gradient bytes must be >= 0"),
         (dict(grad_bytes=p.grad_bytes[:3]), "6 names, gradient bytes of shape (3,) and waits of shape (6,)"),
         (dict(names=(), grad_bytes=np.array([]), wait=np.array([])), "profile has no tensors"),
-        (dict(model="team/run1"), "must be non-empty and have no '/'"),
+        (dict(model="team/run1"), "must be non-empty, without '/'"),
         (dict(t1=np.float32(1e-9)), "must be a number of seconds in [1e-6, 1e4]"),
         (dict(t1=10**400), "must be a number of seconds in [1e-6, 1e4]"),  # an OverflowError's traceback
     ):

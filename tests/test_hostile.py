@@ -118,7 +118,7 @@ def write(path, text):
             json.dumps(
                 {"model": "a/b", "tensors": [{"grad_bytes": 1, "backward_us": 1}], "iteration_time_s": 1}
             ),
-            "must be non-empty and have no '/'",
+            "must be non-empty, without '/'",
         ),
         ("p.csv", b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not a text file"),
         ("missing.json", None, "profile file not found"),

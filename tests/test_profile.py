@@ -55,6 +55,44 @@ def test_bklog(tmp_path):
         ("a.bk.log", "c\n1\n1\n1,2\n", None, "iteration_time needed: "),
         ("a.json", '{"tensors": [}', 0.1, "a.json:1: not valid JSON"),
         ("a.txt", "", 0.1, "unknown profile format"),
+        # found by a hunt: a traceback and a cube's .partial left behind (HDF5 has a group '.' already),
+        # OverflowErrors, and a unit of 0.5 read as 0
+        (
+            "a.json",
+            '{"model": ".", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}',
+            0.1,
+            "model name '.' must",
+        ),
+        (
+            "a.json",
+            '{"model": "a,b", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}',
+            0.1,
+            "without '/' or ','",
+        ),
+        (
+            "a.json",
+            '{"model": " a", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}',
+            0.1,
+            "spaces at its ends",
+        ),
+        (
+            "a.json",
+            '{"tensors": [{"grad_bytes": 4, "backward_us": 1, "unit": 1e30}]}',
+            0.1,
+            "FSDP units must be",
+        ),
+        (
+            "a.json",
+            '{"tensors": [{"grad_bytes": 4, "backward_us": 1, "unit": 0.5}]}',
+            0.1,
+            "whole numbers from 0",
+        ),
+        (
+            "a.json",
+            '{"tensors": [{"grad_bytes": 4, "backward_us": 1, "shape": [1e400]}]}',
+            0.1,
+            "shape [inf] must",
+        ),
     ],
 )
 def test_bad_profiles_name_file_and_line(tmp_path, name, text, t1, message):
@@ -77,3 +115,59 @@ def test_a_builtin_model_scaled_to_another_t1():
     np.testing.assert_allclose(q.wait, 2 * p.wait)
     np.testing.assert_array_equal(q.grad_bytes, p.grad_bytes)
     assert q.t1 == 2 * p.t1 and "compute x2" in q.source
+
+
+def test_a_profile_files_own_t1_is_scaled_as_a_builtins_and_as_calibrates_t1_column(tmp_path):
+    # grid's --iteration-time replaced a JSON profile's T1 (the waits unchanged) where calibrate's t1 column
+    # scaled them: a fitted utilization then predicted 0.5486 in grid for the 0.7 it was fitted to (a hunt)
+    import netsweep_jax.sweep as sweep
+    from netsweep_jax.sweep.engine.workloads import resolve_models
+
+    own = {"model": "ov", "iteration_time_s": 0.01, "tensors": [{"grad_bytes": 4e7, "backward_us": 1000}] * 2}
+    path = write(tmp_path, "ov.json", json.dumps(own))
+    (p,) = resolve_models(profile=path)
+    (q,) = resolve_models(profile=path, iteration_time=0.05)
+    np.testing.assert_allclose(q.wait, 5 * p.wait) and np.testing.assert_array_equal(
+        q.grad_bytes, p.grad_bytes
+    )
+    assert q.t1 == 0.05
+    (r,) = resolve_models(
+        profile=write(tmp_path, "m.csv", "name,grad_bytes,backward_us\na,10,1\n"), iteration_time=0.05
+    )
+    assert r.t1 == 0.05 and r.wait.tolist() == [1e-6]  # a file without a T1 takes it as its own
+    rows = write(
+        tmp_path,
+        "m2.csv",
+        "model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\nov.json,4,8,100,0.05,0.7\n",
+    )
+    fitted = sweep.calibrate(rows)["fitted"][0]["value"]
+    sf = sweep.evaluate(q, bandwidth=100, nodes=4, utilization=fitted).scaling_factor.values.item()
+    assert sf == pytest.approx(0.7, abs=1e-4), sf
+
+
+@pytest.mark.parametrize(
+    "given,message",
+    [
+        (["--model", "vgg16"], "--model and --profile name two models"),
+        (
+            ["--precision", "bf16"],
+            "--precision bf16: only for built-in transformer models, not with a profile",
+        ),
+        (["--gpu", "h100"], "--gpu h100: only for built-in transformer models"),
+    ],
+)
+def test_options_a_profile_file_does_not_take_are_refused_not_dropped(tmp_path, given, message):
+    # they were dropped in silence: the cube was the profile's own (a hunt)
+    from helpers import invoke, one_line_error
+
+    path = write(
+        tmp_path,
+        "mine.json",
+        json.dumps({"iteration_time_s": 0.01, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}),
+    )
+    for command in (
+        ["grid", "--out", tmp_path / "x.h5"],
+        ["need", "--target", "0.9", "--solve", "bandwidth"],
+    ):
+        r = invoke(*command, "--profile", path, "--nodes", "2", *given)
+        assert message in one_line_error(r) and not (tmp_path / "x.h5").exists(), r.output

@@ -12,6 +12,7 @@ import typer
 
 from netsweep_jax.sweep.cli.options import axis_flags, param, typed_number
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec, TextOption
+from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import (
     ARCH,
     DEFAULT_COLLECTIVE,
@@ -87,7 +88,7 @@ MODEL = [
         "--iteration-time",
         parser=typed_number(float),
         help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
-        "model's compute to your GPU and batch (its gradients unchanged).",
+        "model's or a profile's own compute to your GPU and batch (its gradients unchanged).",
     ),
 ]
 COLLECTIVE_SETTINGS = [
@@ -353,6 +354,10 @@ def data_parallel_options(
     from netsweep_jax.sweep.analysis import layout_jobs
 
     layout_jobs.refuse_layout_options(settings)
+    if settings.get("profile") is not None and "model" in chosen:  # --model was dropped for the file
+        raise InputError(
+            "and --profile name two models: give one (a profile file names its own)", param="model"
+        )
     options = {name: v for name, v in settings.items() if name not in LAYOUT_OPTIONS}
     network = fabric_settings(chosen, options, settings["fabric"])
     return options, {**network, "oversubscription": settings["oversubscription"]}

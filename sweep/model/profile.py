@@ -215,8 +215,11 @@ def make_profile(
             f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
             f"({wait_s.sum():.6g} s); T1 covers forward, backward and update"
         )
-    if "/" in str(model) or not str(model).strip():
-        raise InputError(f"{path}: model name {model!r} must be non-empty and have no '/'")
+    if not _good_name(str(model)):
+        raise InputError(
+            f"{path}: model name {model!r} must be non-empty, without '/' or ',' or spaces at its ends, and not "
+            "'.' or '..' (a cube keeps each profile under its name; a comma list names several models)"
+        )
     forward, unit = meta.pop("forward", None), meta.pop("unit", None)
     if forward is not None:
         forward = np.asarray(forward, dtype=np.float64)
@@ -228,9 +231,16 @@ def make_profile(
                 f"({forward.sum() + wait_s.sum():.6g} s)"
             )
     if unit is not None:
-        unit = np.asarray(unit, dtype=np.int64)
+        unit = np.asarray(unit, dtype=np.float64)
         if unit.shape != wait_s.shape:
             raise InputError(f"{path}: one FSDP unit per tensor")
+        if not (
+            np.all(np.isfinite(unit))
+            and np.all(unit == np.floor(unit))
+            and np.all((0 <= unit) & (unit < 2**31))
+        ):
+            raise InputError(f"{path}: FSDP units must be whole numbers from 0 to 2^31 - 1, one per tensor")
+        unit = unit.astype(np.int64)
     shape = meta.pop("shape", None)
     if shape is not None:
         if len(shape) != len(grad_bytes):
@@ -246,7 +256,7 @@ def _check_shape(shape, nbytes, name, path):
     try:
         dims = tuple(int(d) for d in shape)
         ok = all(float(d) == int(d) for d in shape) and len(dims) >= 1 and all(d >= 1 for d in dims)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinite dim (JSON's 1e400)
         ok = False
     if not ok:
         raise InputError(f"{path}: tensor {name}: shape {shape!r} must be a list of integers >= 1")
@@ -256,6 +266,11 @@ def _check_shape(shape, nbytes, name, path):
             f"which at 1, 2, 4 or 8 bytes each is not its {nbytes:.15g} gradient bytes"
         )
     return dims
+
+
+def _good_name(model: str) -> bool:
+    """Whether ``model`` can name a profile: an HDF5 group of a cube and one item of a comma list of models."""
+    return bool(model) and model == model.strip() and model not in (".", "..") and not set(model) & set("/,")
 
 
 def _check_t1(t1: object, path: str | Path) -> float:
@@ -443,3 +458,20 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     if name.endswith(".log"):
         return read_bklog(path, t1, model)
     raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")
+
+
+def load_profile_at(
+    path: str | Path, t1: float | None, *, model: str | None = None, where: str = "--iteration-time"
+) -> Profile:
+    """A profile file at the single-GPU iteration time ``t1`` (seconds; None: its own). A file with an iteration
+    time of its own has its compute scaled to ``t1`` (:meth:`Profile.scaled_to`: every wait and forward time by
+    t1 / T1, the gradients unchanged), as a built-in model's is; a file without one (.csv, .bk.log) takes ``t1``
+    as its T1. ``sweep grid``'s ``--iteration-time`` and ``sweep calibrate``'s (and its ``t1`` column) read a
+    file so. A file without one and no ``t1`` raises :class:`InputError` with ``param="iteration_time"``."""
+    try:
+        own = load_profile(path, model=model)
+    except InputError as e:
+        if e.param != "iteration_time" or t1 is None:
+            raise
+        return load_profile(path, t1=t1, model=model)
+    return own if t1 is None else own.scaled_to(t1, where)
