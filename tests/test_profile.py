@@ -171,3 +171,21 @@ def test_options_a_profile_file_does_not_take_are_refused_not_dropped(tmp_path, 
     ):
         r = invoke(*command, "--profile", path, "--nodes", "2", *given)
         assert message in one_line_error(r) and not (tmp_path / "x.h5").exists(), r.output
+
+
+def test_calibrate_refuses_a_profile_no_row_names(tmp_path):
+    # its model column named other models, and --profile was dropped in silence (a hunt)
+    from helpers import invoke, one_line_error
+
+    mine = write(
+        tmp_path,
+        "p.json",
+        json.dumps(
+            {"model": "mine", "iteration_time_s": 0.01, "tensors": [{"grad_bytes": 4e6, "backward_us": 100}]}
+        ),
+    )
+    header = "model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n"
+    other = write(tmp_path, "other.csv", header + "resnet50,4,8,100,0.1,0.7\n")
+    assert "p.json: no row of" in one_line_error(invoke("calibrate", other, "--profile", mine))
+    named = write(tmp_path, "named.csv", header + "mine,4,8,100,0.01,0.7\n")
+    assert invoke("calibrate", named, "--profile", mine).exit_code == 0

@@ -148,7 +148,19 @@ def _profiles(
             )
         paths = [profile] if isinstance(profile, (str, Path)) else list(profile)
         _one_without_a_model_column(meas, [str(p) for p in paths], "profile")
-        return tuple(p for path in paths for p in resolve_models(profile=path, iteration_time=iteration_time))
+        given = tuple(
+            p for path in paths for p in resolve_models(profile=path, iteration_time=iteration_time)
+        )
+        named = set(meas.column("model", None)) if "model" in meas.columns else None
+        for path, p in zip(paths, given):  # one no row names would be dropped in silence
+            if named is not None and p.model not in named:
+                raise InputError(
+                    f"{literal(str(path))}: no row of {literal(str(meas.path))} names its model "
+                    f"{literal(repr(p.model))} in the model column; name it there, or leave {{0}} out",
+                    param="profile",
+                    names=("profile",),
+                )
+        return given
     if not isinstance(model, str):
         raise InputError(f"{model!r}: expected built-in model name(s), a comma list", param="model")
     known = builtin_names() + tuple(TRANSFORMERS)
