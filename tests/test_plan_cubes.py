@@ -201,3 +201,42 @@ def test_plot_leaves_out_the_layouts_that_cannot_run():
     plan = ds.expand_dims(rank=[1, 2]).assign(network_cost=("tp", [0.1, 0.2, 0.3]))
     kept, left = runnable_only(plan, "network_cost", {})
     assert kept["network_cost"].dims == ("tp",) and left == 0
+
+
+def test_select_reads_values_as_shown_each_once_and_the_nearest_of_any_size(cube, tmp_path):
+    # found by a hunt: the efficiency show prints (12 digits) was not in the cube (0.6031997711931796); rank=1,1
+    # printed a row twice; --nearest 1e20 picked rank 1 (every float distance ties); a held cube was "damaged"
+    import fcntl
+
+    import xarray as xr
+
+    with xr.open_dataset(cube, engine="h5netcdf") as ds:
+        efficiency = float(ds.efficiency.values[0])
+    shown = f"{efficiency:.12g}"
+    assert shown != repr(efficiency)  # the default efficiency is a fitted constant's 16 digits
+    r = invoke("select", cube, "--sel", f"efficiency={shown}", "--sel", "rank=1", "--vars", "tokens_per_s")
+    assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1 + 2, r.output
+    assert "give each value once" in invoke("select", cube, "--sel", "rank=1,1").output
+    r = invoke("select", cube, "--sel", "rank=1e20", "--nearest", "--vars", "tokens_per_s")
+    assert r.exit_code == 0 and "the nearest, 12, selected" in r.output, r.output
+    copy = tmp_path / "held.h5"  # a file this process has never opened (xarray keeps the cube's open)
+    copy.write_bytes(cube.read_bytes())
+    with open(copy, "rb") as held:
+        fcntl.flock(
+            held, fcntl.LOCK_EX | fcntl.LOCK_NB
+        )  # as a sweep writing it holds it (HDF5 locks a file it writes)
+        for command in (["show", copy], ["select", copy]):
+            r = invoke(*command)
+            assert r.exit_code == 1 and "another process has it open for writing" in r.output, r.output
+            assert "damaged" not in r.output
+
+
+def test_a_need_cubes_status_reads_as_words_and_plot_says_what_it_left_out(tmp_path):
+    out = tmp_path / "n.h5"
+    need = ["need", "--model", "resnet50", "--target", "0.99", "--solve", "utilization", "--bw", "0.1,1,100"]
+    assert invoke(*need, "--nodes", "2", "--out", out).exit_code == 0
+    r = invoke("select", out, "--csv")
+    assert [line.rsplit(",", 1)[1] for line in r.stdout.splitlines()[1:]] == ["unreachable"] * 2 + ["solved"]
+    assert "status               solved (1), unreachable (2)" in invoke("show", out).output
+    r = invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "n.png")
+    assert r.exit_code == 0 and "left out: 2 value(s) of required_utilization" in r.output, r.output

@@ -260,7 +260,8 @@ def runnable_only(ds: xr.Dataset, var: str, sel: Mapping[str, Any]) -> tuple[xr.
         runs = runs & (ds["fits"] > 0)
     masked = ds[var].where(runs)
     chosen = {d: v for d, v in sel.items() if d in masked.dims}
-    left = int((ds[var].notnull() & masked.isnull()).sel(chosen).sum())
+    # A layout that cannot exist has no values either; a block not computed yet (status -1) is no layout's.
+    left = int((masked.isnull() & ~runs & (ds["status"] >= 0)).sel(chosen).sum())
     return ds.assign({var: masked}), left
 
 
@@ -314,6 +315,10 @@ def plot_cube(
     held = {d: v for d, v in chosen.items() if drawn is None or d in drawn.dims}  # what it depends on
     check_selection(path, ds, chosen, say)  # what is drawn is what was written
     ds, left = runnable_only(ds, plotted, chosen) if drawn is not None else (ds, 0)
+    # What else the cube holds no value of (NaN: a need cube's answer not reached, an unfinished run's block): not
+    # drawn, and said, as what cannot run is.
+    kept = {d: v for d, v in chosen.items() if d in ds[plotted].dims} if drawn is not None else {}
+    absent = 0 if drawn is None else int(ds[plotted].sel(kept).isnull().sum()) - left
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
         line_plot(ds, x, var=plotted, hue=hue, sel=chosen, title=title)
@@ -324,6 +329,11 @@ def plot_cube(
         say(
             f"left out: {left} value(s) of {plotted} whose layout cannot exist or does not fit in memory "
             "(sweep select shows them)"
+        )
+    if absent and say is not None:
+        say(
+            f"left out: {absent} value(s) of {plotted} the cube holds none of (NaN: an answer not reached, or a "
+            "block not computed yet; sweep select shows them)"
         )
     figure = ax.figure
     assert isinstance(figure, Figure)  # drawn on a Figure of its own above

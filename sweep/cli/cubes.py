@@ -54,7 +54,7 @@ def damaged_file(path: Path) -> Any:
         except InputError:
             why = damage(path)  # an HDF5 file HDF5 cannot read is damaged, not bad input
             if why is not None:
-                fail(f"{path}: damaged (HDF5 cannot read it: {why})", code=1)
+                _held_or_damaged(path, why)
             raise
         except (OSError, KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError) as e:
             readers = ("h5py", "h5netcdf", "xarray", "h5store")
@@ -64,9 +64,21 @@ def damaged_file(path: Path) -> Any:
                 raise
             if not isinstance(e, (OSError, RuntimeError)) and damage(path) is None:
                 raise  # xarray refusing a call of ours on a file that reads: no damage to call it (a bug)
-            fail(f"{path}: damaged (HDF5 cannot read it: {reason(e)})", code=1)
+            _held_or_damaged(path, reason(e))
 
     return context()
+
+
+def _held_or_damaged(path: Path, why: str) -> None:
+    """One line and exit code 1 for a cube HDF5 cannot read: held by another process (HDF5 locks a file open
+    for writing: a sweep still running; never called damaged, lest a user delete a good file), or damaged."""
+    if "unable to lock file" in why:
+        fail(
+            f"{path}: another process has it open for writing (HDF5 locks it; a sweep still running?): "
+            "read it once that process has finished",
+            code=1,
+        )
+    fail(f"{path}: damaged (HDF5 cannot read it: {why})", code=1)
 
 
 @options(

@@ -89,6 +89,17 @@ def _no_layout(ds: xr.Dataset, status: str) -> np.ndarray:
     return np.isnan(np.asarray(ds["fits"].values, np.float64))
 
 
+def _flags(attrs: Mapping[str, Any]) -> dict[int, str]:
+    """A CF flag variable's codes and meanings (``flag_values``, ``flag_meanings``: a need cube's status, 0
+    solved, 1 met at the limit, 2 unreachable) as {code: meaning in words}; {} for any other variable."""
+    values, meanings = attrs.get("flag_values"), attrs.get("flag_meanings")
+    if values is None or not isinstance(meanings, str):
+        return {}
+    words = meanings.split()
+    codes = np.atleast_1d(values)
+    return {int(c): w.replace("_", " ") for c, w in zip(codes, words)} if len(words) == len(codes) else {}
+
+
 def _rules(attr: str) -> dict[int, str]:
     """A status variable's ``rules`` attribute (``0: ok; 1: ...``) as {code: rule}."""
     out = {}
@@ -135,6 +146,12 @@ def describe(path: str | Path) -> str:
             continue
         if "rules" in ds[name].attrs:  # a status: how many configurations each rule stopped
             lines.append(f"    {name:<{width}} {_status_counts(ds, str(name))}")
+            continue
+        flags = _flags(ds[name].attrs)
+        if flags:  # CF flags (a need cube's status): how many of each, by name
+            codes, counts = np.unique(a, return_counts=True)
+            each = ", ".join(f"{flags.get(int(c), f'code {c}')} ({n:,})" for c, n in zip(codes, counts))
+            lines.append(f"    {name:<{width}} {each}")
             continue
         finite = a[np.isfinite(a)]
         stats = (
@@ -226,13 +243,26 @@ def _nearest(
 ) -> list[Any]:
     """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said."""
     out: list[Any] = []
+    numbers = have.astype(np.float64)
     for v in values:
-        c = have[int(np.argmin(np.abs(have.astype(np.float64) - v)))]
+        # within the coordinates' range first: 1e20 is nearest the largest, where its float distances all tie
+        inside = min(max(float(v), float(numbers.min())), float(numbers.max()))
+        c = have[int(np.argmin(np.abs(numbers - inside)))]
         if c != v and picked is not None:
             picked(f"{option} {v:g}: not in the cube; the nearest, {c:.12g}, selected")
         if not any(c == o for o in out):
             out.append(c)
     return out
+
+
+def _as_shown(have: np.ndarray, value: Any) -> Any:
+    """The coordinate of ``have`` that ``value`` is, or that prints as ``value`` to 12 significant digits (as
+    ``show`` and the ``assumed:`` line say a fitted constant: 0.603199771193 is the cube's 0.6031997711931796);
+    else ``value``, to be refused as not in the cube."""
+    if np.any(have == value):
+        return value
+    shown = [h for h in have if f"{float(h):.12g}" == f"{float(value):.12g}"]
+    return shown[0] if len(shown) == 1 else value
 
 
 def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
@@ -263,12 +293,18 @@ def _selection(
             values = [c.name for c in parse_compressors(text)]
         elif ds[dim].dtype.kind in "iuf":  # a dim no axis describes (a plan's rank): plain numbers
             values = [number(t.strip(), f"{dim}") for t in str(text).split(",")]
+            if len(set(values)) != len(values):  # as an axis's values: each once (a row was shown twice)
+                raise InputError(f"{text}: give each value once", param=dim)
         else:
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
         numeric = have.dtype.kind in "iuf"  # any numeric dim, the axes' and the rest (a need cube's target)
         if nearest and numeric:
             values = _nearest(have, values, specs[dim].option if dim in specs else f"--sel {dim}", picked)
+        elif (
+            numeric
+        ):  # a value as shown (12 digits: a fitted constant's) selects the coordinate it stands for
+            values = [_as_shown(have, v) for v in values]
         for v in values:
             if not np.any(have == v):
                 # to 12 digits either side (1.0000001 is not 1), and the range it came from where expanded
@@ -361,4 +397,8 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
                     if np.isfinite(c) and not (ranked and fits is not None and np.isnan(fits.iloc[i])) else ""
                     for i, c in enumerate(df[name])
                 ]  # fmt: skip
+    for name in names:  # a CF flag variable (a need cube's status) as its meanings' words
+        flags = _flags(ds[name].attrs)
+        if flags:
+            df[name] = [flags.get(int(c), f"code {c}") for c in df[name]]
     return df.drop(columns=along)
