@@ -216,6 +216,19 @@ def test_select_reads_values_as_shown_each_once_and_the_nearest_of_any_size(cube
     assert shown != repr(efficiency)  # the default efficiency is a fitted constant's 16 digits
     r = invoke("select", cube, "--sel", f"efficiency={shown}", "--sel", "rank=1", "--vars", "tokens_per_s")
     assert r.exit_code == 0 and len(r.stdout.splitlines()) == 1 + 2, r.output
+    r = invoke(
+        "plot",
+        cube,
+        "--x",
+        "bandwidth",
+        "--sel",
+        f"efficiency={shown}",
+        "--sel",
+        "rank=1",
+        "--out",
+        tmp_path / "e.png",
+    )
+    assert r.exit_code == 0, r.output  # plot reads it as select does
     assert "give each value once" in invoke("select", cube, "--sel", "rank=1,1").output
     r = invoke("select", cube, "--sel", "rank=1e20", "--nearest", "--vars", "tokens_per_s")
     assert r.exit_code == 0 and "the nearest, 12, selected" in r.output, r.output
@@ -240,3 +253,33 @@ def test_a_need_cubes_status_reads_as_words_and_plot_says_what_it_left_out(tmp_p
     assert "status               solved (1), unreachable (2)" in invoke("show", out).output
     r = invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "n.png")
     assert r.exit_code == 0 and "left out: 2 value(s) of required_utilization" in r.output, r.output
+
+
+def test_a_system_dims_0_is_selected_and_drawn_as_what_it_stands_for(tmp_path):
+    # the cube keeps 0 where the GPU's system gave the value: select --bw 200 on an A100 plan (the assumed line's
+    # 200 Gbit/s) said "not in the cube; it has 0", and plot drew every point at 0 Gbit/s (a hunt)
+    import matplotlib.image
+
+    out = tmp_path / "a100.h5"
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "0", "--recompute", "none"]
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", "a100", *one]
+    assert invoke(*plan, "--keep", "1", "--out", out).exit_code == 0
+    r = invoke("select", out, "--bw", "200", "--vars", "tokens_per_s")
+    assert r.exit_code == 0 and "--bw 200: the cube's 0, the GPU's system (200), selected" in r.output, (
+        r.output
+    )
+    r = invoke("select", out, "--bw", "100")
+    assert "it has 0 (= the GPU's system, 200)" in r.output, r.output
+    from netsweep_jax.sweep.analysis import plot
+
+    drawn = {}
+    real_line_plot = plot.line_plot
+
+    def line_plot(ds, x, **kwargs):  # the coordinates the figure is drawn at
+        drawn[x] = ds[x].values.tolist()
+        return real_line_plot(ds, x, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(plot, "line_plot", line_plot)
+        assert invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "a.png").exit_code == 0
+    assert drawn == {"bandwidth": [200.0]} and matplotlib.image.imread(tmp_path / "a.png").size

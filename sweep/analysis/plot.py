@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-from netsweep_jax.sweep.io.reader import check_selection, open_cube
+from netsweep_jax.sweep.io.reader import as_shown, check_selection, open_cube, stands_for
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 # Fixed metadata so the same data give the same PNG bytes.
@@ -62,7 +62,8 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
             text = next((str(c) for c in coord if str(c).lower() == text.lower()), text)
         elif not _is_number(text):
             raise InputError(f"{item!r}: {text} is not a number", param="sel")
-        value = text if coord.dtype.kind in "OUS" else float(text)
+        # a number as show prints it (12 digits) is the coordinate it stands for, as select reads it
+        value = text if coord.dtype.kind in "OUS" else as_shown(coord.astype(float), float(text))
         if not np.any(coord.astype(type(value)) == value):
             values = [_shown(v) for v in coord]
             shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")
@@ -319,6 +320,13 @@ def plot_cube(
     # drawn, and said, as what cannot run is.
     kept = {d: v for d, v in chosen.items() if d in ds[plotted].dims} if drawn is not None else {}
     absent = 0 if drawn is None else int(ds[plotted].sel(kept).isnull().sum()) - left
+    for dim in (
+        x,
+        hue if kind == "line" else y,
+    ):  # an axis at 0, "the GPU's system", drawn at what it stands for
+        system = stands_for(ds, dim) if dim is not None else None
+        if system is not None:
+            ds = ds.assign_coords({dim: ds[dim].where(ds[dim] != 0, system)})
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
         line_plot(ds, x, var=plotted, hue=hue, sel=chosen, title=title)

@@ -19,6 +19,7 @@ from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
+from netsweep_jax.sweep.model.compute import GPUS, system_settings
 
 EXPECTED = "expected a cube from sweep grid, sweep plan or sweep need --out"
 
@@ -255,7 +256,7 @@ def _nearest(
     return out
 
 
-def _as_shown(have: np.ndarray, value: Any) -> Any:
+def as_shown(have: np.ndarray, value: Any) -> Any:
     """The coordinate of ``have`` that ``value`` is, or that prints as ``value`` to 12 significant digits (as
     ``show`` and the ``assumed:`` line say a fitted constant: 0.603199771193 is the cube's 0.6031997711931796);
     else ``value``, to be refused as not in the cube."""
@@ -263,6 +264,34 @@ def _as_shown(have: np.ndarray, value: Any) -> Any:
         return value
     shown = [h for h in have if f"{float(h):.12g}" == f"{float(value):.12g}"]
     return shown[0] if len(shown) == 1 else value
+
+
+def stands_for(ds: xr.Dataset, dim: str) -> float | None:
+    """What a layout cube's 0 along ``dim`` stands for (the GPU's system's NIC rate, NICs, GPUs a host, NVLink:
+    :func:`~sweep.model.compute.system_settings`) where the cube holds one GPU, which fixes it; else None."""
+    if dim not in family_of(ds.attrs).derived_zero or "gpu" not in ds.coords or ds["gpu"].size != 1:
+        return None
+    gpu = str(ds["gpu"].values.ravel()[0])
+    return system_settings(gpu).get(dim) if gpu in GPUS else None
+
+
+def _the_systems(
+    ds: xr.Dataset, dim: str, have: np.ndarray, values: list[Any], option: str, say: Any
+) -> list[Any]:
+    """``values`` of a layout cube's system ``dim`` with the one the cube's 0 stands for (:func:`stands_for`)
+    read as that 0: the cube keeps 0 where the GPU's system gave the value (``--bw 400`` on an H100 plan selects
+    its bandwidth 0, which the ``assumed:`` line says is 400 Gbit/s); ``say`` is told so."""
+    system = stands_for(ds, dim)
+    if system is None or not np.any(have == 0):
+        return values
+    out = []
+    for v in values:
+        if not np.any(have == v) and float(v) == system:
+            if say is not None:
+                say(f"{option} {v:g}: the cube's 0, the GPU's system ({v:g}), selected")
+            v = have[have == 0][0]
+        out.append(v)
+    return out
 
 
 def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
@@ -304,14 +333,24 @@ def _selection(
         elif (
             numeric
         ):  # a value as shown (12 digits: a fitted constant's) selects the coordinate it stands for
-            values = [_as_shown(have, v) for v in values]
+            values = [as_shown(have, v) for v in values]
+        if numeric:
+            option = specs[dim].option if dim in specs else f"--sel {dim}"
+            values = _the_systems(ds, dim, have, list(values), option, picked)
         for v in values:
             if not np.any(have == v):
                 # to 12 digits either side (1.0000001 is not 1), and the range it came from where expanded
                 shown = f"{v:.12g}" if not isinstance(v, str) else v
                 typed = f" (of {text})" if str(text).strip() not in (shown, str(v)) and numeric else ""
                 hint = " (--nearest selects the nearest)" if numeric else ""
-                listed = ", ".join(f"{h:.12g}" if numeric else str(h) for h in have)
+                system = stands_for(ds, dim) if numeric else None
+                listed = ", ".join(
+                    f"{h:.12g}"
+                    + (f" (= the GPU's system, {system:g})" if h == 0 and system is not None else "")
+                    if numeric
+                    else str(h)
+                    for h in have
+                )
                 raise InputError(f"{shown}{typed}: not in the cube; it has {listed}{hint}", param=dim)
         sel[dim] = list(values)
     return sel
