@@ -283,3 +283,19 @@ def test_a_system_dims_0_is_selected_and_drawn_as_what_it_stands_for(tmp_path):
         m.setattr(plot, "line_plot", line_plot)
         assert invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "a.png").exit_code == 0
     assert drawn == {"bandwidth": [200.0]} and matplotlib.image.imread(tmp_path / "a.png").size
+
+
+def test_one_value_twice_and_the_systems_value_read_as_select_reads_them(tmp_path):
+    # review: rank=1,1.0000000000001 printed each row twice (one value of the cube); --nearest said the
+    # system's value was not in the cube; plot's --sel refused the value a layout cube's 0 stands for
+    out = tmp_path / "a100.h5"
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "0", "--recompute", "none"]
+    plan = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--gpu", "a100", *one]
+    assert invoke(*plan, "--keep", "2", "--out", out).exit_code == 0
+    assert "give each value once" in invoke("select", out, "--sel", "rank=1,1.0000000000001").output
+    r = invoke("select", out, "--bw", "200", "--nearest", "--vars", "tokens_per_s")
+    assert "the cube's 0, the GPU's system (200), selected" in r.output and "nearest" not in r.output, (
+        r.output
+    )
+    r = invoke("plot", out, "--x", "rank", "--sel", "bandwidth=200", "--out", tmp_path / "r.png")
+    assert r.exit_code == 0, r.output

@@ -127,9 +127,10 @@ def test_a_profile_files_own_t1_is_scaled_as_a_builtins_and_as_calibrates_t1_col
     path = write(tmp_path, "ov.json", json.dumps(own))
     (p,) = resolve_models(profile=path)
     (q,) = resolve_models(profile=path, iteration_time=0.05)
-    np.testing.assert_allclose(q.wait, 5 * p.wait) and np.testing.assert_array_equal(
-        q.grad_bytes, p.grad_bytes
-    )
+    np.testing.assert_allclose(q.wait, 5 * p.wait)
+    np.testing.assert_array_equal(q.grad_bytes, p.grad_bytes)
+    api = load_profile(path, t1=0.05)  # the Python API reads it as the command does
+    assert api.t1 == q.t1 and api.wait.tolist() == q.wait.tolist()
     assert q.t1 == 0.05
     (r,) = resolve_models(
         profile=write(tmp_path, "m.csv", "name,grad_bytes,backward_us\na,10,1\n"), iteration_time=0.05

@@ -151,9 +151,10 @@ def _profiles(
         given = tuple(
             p for path in paths for p in resolve_models(profile=path, iteration_time=iteration_time)
         )
-        named = set(meas.column("model", None)) if "model" in meas.columns else None
+        # the model cells as rows read them (a built-in's name in any case: ResNet50 is a resnet50 profile's)
+        named = {str(c).lower() for c in meas.column("model", None)} if "model" in meas.columns else None
         for path, p in zip(paths, given):  # one no row names would be dropped in silence
-            if named is not None and p.model not in named:
+            if named is not None and p.model.lower() not in named:
                 raise InputError(
                     f"{literal(str(path))}: no row of {literal(str(meas.path))} names its model "
                     f"{literal(repr(p.model))} in the model column; name it there, or leave {{0}} out",

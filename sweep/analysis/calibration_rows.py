@@ -33,7 +33,7 @@ from netsweep_jax.sweep.engine.workloads import (
 )
 from netsweep_jax.sweep.io.measurements import Measurements
 from netsweep_jax.sweep.model.builtin import builtin_names
-from netsweep_jax.sweep.model.profile import Profile, load_profile, load_profile_at
+from netsweep_jax.sweep.model.profile import Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 
@@ -101,9 +101,7 @@ def _profile_for(
                 f"{Path(meas.path).name}"
             )
         try:
-            known[name] = load_profile_at(
-                path, iteration_time, model=name
-            )  # at --iteration-time, as grid reads it
+            known[name] = load_profile(path, t1=iteration_time, model=name)  # at --iteration-time, as grid
         except InputError as e:
             if e.param != "iteration_time":  # anything but a format without an iteration time
                 raise

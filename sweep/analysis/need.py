@@ -189,9 +189,13 @@ class _SolvedBlocks:
     def __call__(self, block: Block, copy: Any, reduce: Any) -> Any:
         q, inputs = self.question, self.inputs
         dt = inputs.dtype.type
-        args = inputs.block(block)
+        args = inputs.block(block)  # kept on the host for _reaching; a copy on the block's device solved
+        config, workers, buckets, t1 = copy(None, lambda: args)
         solved = solve_on_grid(
-            *args,
+            config,
+            workers,
+            buckets,
+            t1,
             dt(q.target),
             dt(si_values(q.axis, self.low)),
             dt(si_values(q.axis, self.high)),

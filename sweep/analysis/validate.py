@@ -46,7 +46,7 @@ from netsweep_jax.sweep.analysis.calibrate import calibrate
 from netsweep_jax.sweep.analysis.calibration_fit import padded_rows
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
 from netsweep_jax.sweep.analysis.plot import save
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.engine.compiled import predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
@@ -193,8 +193,12 @@ def run_validation(
             if e.param not in ("fit", "per", "train", "bounds"):
                 raise
             # validate has no such option: the file is what cannot be fitted
+            # a detail that names parameters is a format string: the text around it is made one too
+            text = literal if e.names else str
             raise InputError(
-                f"{dataset}: the {model.name} model cannot be fitted to its training rows ({e.detail})"
+                f"{text(str(dataset))}: the {text(model.name)} model cannot be fitted to its training rows "
+                f"({e.detail})",
+                names=e.names,
             ) from None
     return meas, predictions, train, fits
 

@@ -136,9 +136,9 @@ class Dispatcher:
             None if grid.reduction is None else device_reduction(blocking, grid.reduction)
         )
 
-    def submit(self, block: Block, device: jax.Device | None = None) -> dict[str, jax.Array]:
-        """Dispatch one block (asynchronously); returns a dict of device arrays [kb_width, ci_width] (the padded
-        lanes are dropped by :meth:`collect`)."""
+    def submit(self, block: Block, device: jax.Device | None = None) -> Any:
+        """Dispatch one block (asynchronously); returns its adapter's device result (a family's: a dict of device
+        arrays [kb_width, ci_width], the padded lanes dropped by :meth:`collect`)."""
         device = device or self.devices[block.index % len(self.devices)]
 
         def copy(key: Any, make: Callable[[], Any]) -> Any:
@@ -150,7 +150,7 @@ class Dispatcher:
 
         return self.blocks(block, copy, self.reduce)
 
-    def collect(self, block: Block, result: dict[str, jax.Array]) -> Arrays:
+    def collect(self, block: Block, result: Any) -> Arrays:
         """Device result -> dict name -> numpy array shaped like ``block.region()`` (reduced: the rows
         of the split dim this block holds, then the dims after it that are not reduced; with ``keep``, the
         best layouts of the block's settings)."""
@@ -223,7 +223,7 @@ def run(
     skip = set(skip)
     with precision(grid.dtype):
         dispatcher = Dispatcher(grid, blocking, kernel, devices, keep, adapter)
-        pending: collections.deque[tuple[Block, dict[str, jax.Array]]] = collections.deque()
+        pending: collections.deque[tuple[Block, Any]] = collections.deque()
 
         def hand_off() -> None:
             block, result = pending.popleft()

@@ -27,7 +27,7 @@ from netsweep_jax.sweep.model.compute import (
     gpu_named,
     transformer_profile,
 )
-from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile_at
+from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 from netsweep_jax.sweep.model.vector_add import V100_HBM_BYTES_PER_S, default_table
 
@@ -197,7 +197,7 @@ def resolve_models(
       profile: a profile file (.json, .csv, .bk.log), or None.
       iteration_time: T1 in seconds: for a profile file that has none, or to put a built-in model or a profile
         file with a T1 of its own on other hardware (its compute scaled to this T1:
-        :func:`~sweep.model.profile.load_profile_at`).
+        :func:`~sweep.model.profile.load_profile`).
       gpu, precision, batch, seq_len: for transformers, each a value or a comma list
         (every combination becomes a profile, named like ``gpt2-xl@h100-bf16-b8``);
         see :mod:`sweep.model.compute`.
@@ -215,7 +215,7 @@ def resolve_models(
             )
         if not Path(profile).is_file():  # named with the option (an empty one is the current directory)
             raise InputError(f"{profile}: {not_a_file(Path(profile), 'profile file')}", param="profile")
-        return (load_profile_at(profile, iteration_time),)  # its compute scaled to it, as a built-in's
+        return (load_profile(profile, t1=iteration_time),)  # its compute scaled to it, as a built-in's
     names = _model_names(model)
     if given and not _has_transformer(names):
         raise InputError(

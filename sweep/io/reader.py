@@ -275,7 +275,7 @@ def stands_for(ds: xr.Dataset, dim: str) -> float | None:
     return system_settings(gpu).get(dim) if gpu in GPUS else None
 
 
-def _the_systems(
+def system_zero(
     ds: xr.Dataset, dim: str, have: np.ndarray, values: list[Any], option: str, say: Any
 ) -> list[Any]:
     """``values`` of a layout cube's system ``dim`` with the one the cube's 0 stands for (:func:`stands_for`)
@@ -328,15 +328,17 @@ def _selection(
             values = parse_names(text, dim, [str(x) for x in ds[dim].values])
         have = ds[dim].values
         numeric = have.dtype.kind in "iuf"  # any numeric dim, the axes' and the rest (a need cube's target)
-        if nearest and numeric:
-            values = _nearest(have, values, specs[dim].option if dim in specs else f"--sel {dim}", picked)
-        elif (
-            numeric
-        ):  # a value as shown (12 digits: a fitted constant's) selects the coordinate it stands for
-            values = [as_shown(have, v) for v in values]
-        if numeric:
+        if numeric:  # the GPU's system's value is the cube's 0 it stands for (said as such, --nearest or not)
             option = specs[dim].option if dim in specs else f"--sel {dim}"
-            values = _the_systems(ds, dim, have, list(values), option, picked)
+            values = system_zero(ds, dim, have, list(values), option, picked)
+            # the nearest, or a value as shown (12 digits: a fitted constant's) the coordinate it stands for
+            values = (
+                _nearest(have, values, option, picked) if nearest else [as_shown(have, v) for v in values]
+            )
+            if len({float(v) for v in values}) != len(values):  # two values of one coordinate: a row twice
+                raise InputError(
+                    f"{text}: give each value once (two of them are one value of the cube)", param=dim
+                )
         for v in values:
             if not np.any(have == v):
                 # to 12 digits either side (1.0000001 is not 1), and the range it came from where expanded

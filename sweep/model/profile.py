@@ -436,18 +436,8 @@ def _read_lines(path):
     return read_lines(path, "profile file")
 
 
-def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
-    """Read a profile file, choosing the reader by extension.
-
-    Args:
-      path: a ``.json`` (netsweep's own format), ``.csv`` (``name,grad_bytes,backward_us[,shape]``)
-        or ``.bk.log`` (the paper's) file.
-      t1: single-GPU iteration time (s); required for ``.csv`` and ``.bk.log``, overrides the JSON's.
-      model: the profile's name (default: the file's, else its stem).
-
-    Returns:
-      The :class:`Profile`. A malformed file raises ``InputError`` naming the file and line.
-    """
+def _read(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
+    """A profile file read by its extension's reader, ``t1`` (if given) its T1 whatever the file holds."""
     if model is not None and not (isinstance(model, str) and model.strip()):
         raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
     name = str(path).lower()
@@ -460,18 +450,30 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")
 
 
-def load_profile_at(
-    path: str | Path, t1: float | None, *, model: str | None = None, where: str = "--iteration-time"
-) -> Profile:
-    """A profile file at the single-GPU iteration time ``t1`` (seconds; None: its own). A file with an iteration
-    time of its own has its compute scaled to ``t1`` (:meth:`Profile.scaled_to`: every wait and forward time by
-    t1 / T1, the gradients unchanged), as a built-in model's is; a file without one (.csv, .bk.log) takes ``t1``
-    as its T1. ``sweep grid``'s ``--iteration-time`` and ``sweep calibrate``'s (and its ``t1`` column) read a
-    file so. A file without one and no ``t1`` raises :class:`InputError` with ``param="iteration_time"``."""
+def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
+    """Read a profile file, choosing the reader by extension.
+
+    Args:
+      path: a ``.json`` (netsweep's own format), ``.csv`` (``name,grad_bytes,backward_us[,shape]``)
+        or ``.bk.log`` (the paper's) file.
+      t1: single-GPU iteration time (s). A file without one (.csv, .bk.log) takes it as its T1 (required
+        there); a file with one of its own has its compute scaled to it (:meth:`Profile.scaled_to`: every wait
+        and forward time by t1 / T1, the gradients unchanged), as a built-in model's is, and as ``sweep grid``'s
+        ``--iteration-time`` and ``sweep calibrate``'s ``t1`` column read it. A file whose own T1 is refused
+        (shorter than its backward pass) takes ``t1`` as its T1.
+      model: the profile's name (default: the file's, else its stem).
+
+    Returns:
+      The :class:`Profile`. A malformed file raises ``InputError`` naming the file and line; a file without an
+      iteration time and no ``t1``, one with ``param="iteration_time"``.
+    """
+    if model is not None and not (isinstance(model, str) and model.strip()):
+        raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
     try:
-        own = load_profile(path, model=model)
-    except InputError as e:
-        if e.param != "iteration_time" or t1 is None:
+        own = _read(path, None, model)
+    except InputError:
+        if t1 is None:
             raise
-        return load_profile(path, t1=t1, model=model)
-    return own if t1 is None else own.scaled_to(t1, where)
+        # none of its own, or its own refused: t1 is its T1 (the file's other errors are raised again)
+        return _read(path, t1, model)
+    return own if t1 is None else own.scaled_to(t1, f"{path}: t1")
