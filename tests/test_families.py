@@ -63,3 +63,23 @@ def test_a_families_widths_are_its_own():
     }  # one cell: the small shape
     shapes = {f: (b.kb_width, b.ci_width) for f in FAMILIES for b in [Blocking(sizes[f], 2**18, FAMILIES[f])]}
     assert shapes == {"data-parallel": (8, 64), "layouts": (8, 8192)}, shapes
+
+
+def test_a_question_asked_of_every_block_places_its_inputs_on_the_blocks_device(monkeypatch):
+    # sweep need's adapter runs through the engine's dispatcher; its inputs went to the default device whatever
+    # the block's (a review: every block on device 0 of four)
+    import jax
+
+    import netsweep_jax.sweep as sweep
+    from netsweep_jax.sweep.engine import dispatch
+
+    placed = []
+    real = jax.device_put
+
+    def device_put(value, device=None):
+        placed.append(device)
+        return real(value, device)
+
+    monkeypatch.setattr(dispatch.jax, "device_put", device_put)
+    ds = sweep.solve("resnet50", target=0.9, axis="ratio", bandwidth=[1, 10], nodes=2)
+    assert int(ds.status.size) == 2 and placed and all(d is not None for d in placed), placed
