@@ -67,6 +67,12 @@ def test_cli_walkthrough_example(tmp_path):
     "text,message",
     [
         ("nodes,gpus_per_node,scaling_factor\n8,8,0.7\n", "m.csv:1: missing column(s) bandwidth"),
+        # a hunt: T1 and Model were labels, and the runs fitted without them in silence
+        (
+            "nodes,gpus_per_node,bandwidth,T1,scaling_factor\n8,8,100,0.1,0.7\n",
+            "m.csv:1: column 'T1' is t1 in another case; name it t1",
+        ),
+        ("Model,nodes,gpus_per_node,bandwidth,scaling_factor\nx,8,8,100,0.7\n", "column 'Model' is model in"),
         ("nodes,gpus_per_node,bandwidth\n8,8,100\n", "exactly one of scaling_factor, iteration_time"),
         (
             "nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,x\n",

@@ -11,7 +11,7 @@ Columns (header required; one row per measured run):
   axis (``ratio``, ``latency``, ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
   ``accum``, ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
 - any other column is a label (``framework``, ``network``, ``source``, ...), for
-  ``--per`` and ``--train``.
+  ``--per`` and ``--train``; a known column's name in another case (``T1``, ``Model``) is refused, not a label.
 
 Lines starting with ``#`` are comments. A filter is a Python-like boolean expression over the columns and ``gpus`` (nodes x
 gpus_per_node): comparisons, ``and``, ``or``, ``not``, numbers and quoted strings,
@@ -64,6 +64,13 @@ def read_measurements(path: str | Path) -> Measurements:
     if not rows:
         raise InputError(f"{path}: empty file; expected a header and rows")
     header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
+    known = {c.lower(): c for c in (*REQUIRED, *MEASURED, *TEXT, "t1", *NUMERIC_AXES)}
+    for c in header:  # 'T1' or 'Model' read as a label, and the run fitted without it, in silence
+        if c not in known.values() and c.lower() in known:
+            raise InputError(
+                f"{where(path, header_line)}: column {c!r} is {known[c.lower()]} in another case; name it "
+                f"{known[c.lower()]} (a column named otherwise is a label)"
+            )
     missing = [c for c in REQUIRED if c not in header]
     measured = [c for c in MEASURED if c in header]
     if missing or len(measured) != 1:
