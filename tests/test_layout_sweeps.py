@@ -57,7 +57,7 @@ def test_layout_grid_refuses_bad_axis_values():
         (dict(gpu="tpu"), "gpu"),
         (dict(precision="fp8", gpu="a100"), "fp8"),
         (dict(global_batch=None), "global batch"),
-        (dict(gpus=None), "--gpus"),
+        (dict(gpus=None), "^gpus is needed: the GPU count, as gpus 1024"),  # Python's spelling, not --gpus
     ]:
         args = dict(gpus="8", global_batch="8") | kwargs
         with pytest.raises(InputError, match=message):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.layout_axes import (
     DEFAULT_GPU,
     LAYOUT_OPTIONS,
@@ -295,7 +295,9 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
     from netsweep_jax.sweep.core.values import whole_number
 
     if schedule is not None:
-        raise InputError("sets the schedule as --schedule does: give it one way", param="virtual_stages")
+        raise InputError(
+            "sets the schedule as {0} does: give it one way", param="virtual_stages", names=("schedule",)
+        )
     chunks = [whole_number(item.strip()) for item in str(text).split(",")]
     whole = [v for v in chunks if v is not None and v >= 1]
     if not chunks or len(whole) < len(chunks):
@@ -309,12 +311,18 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
     from netsweep_jax.sweep.model.compute import GPUS
 
     if kwargs["gpus"] is not None or kwargs["dp"] is not None:
-        raise InputError("sets the GPU count as --gpus and --dp do: give it one way", param="nodes")
+        raise InputError(
+            "sets the GPU count as {0} and {1} do: give it one way", param="nodes", names=("gpus", "dp")
+        )
     counts = parse_values(nodes, NUMERIC_AXES["nodes"])
     if kwargs["gpus_per_node"] is not None:
         per_node = parse_values(kwargs["gpus_per_node"], NUMERIC_AXES["gpus_per_node"])
         if len(per_node) != 1:
-            raise InputError(f"{kwargs['gpus_per_node']}: with --nodes give one value", param="gpus_per_node")
+            raise InputError(
+                f"{literal(str(kwargs['gpus_per_node']))}: with {{0}} give one value",
+                param="gpus_per_node",
+                names=("nodes",),
+            )
         count = per_node[0]
     else:
         first = str(gpu or DEFAULT_GPU).split(",")[0].strip().lower()

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from netsweep_jax.sweep.core.axes import apart, show
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     ATTENTIONS,
@@ -244,7 +244,7 @@ def _models(model: str | None, arch: str | None, mtp_layers: object) -> tuple[li
             models.append(resolve_llm(name))
             model_names.append(name.lower())
     if not models:
-        raise InputError("name a model (sweep models lists them) or give --arch", param="model")
+        raise InputError("name a model (sweep models lists them) or give {0}", param="model", names=("arch",))
     if mtp_layers is not None:  # the MTP depths the run trains, in place of each model's own
         depth = _values("mtp_layers", mtp_layers, None)
         if depth.size != 1:
@@ -307,9 +307,10 @@ def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[
     if given.get("ep") is not None and ep.min() > 1:  # no layout could exist
         shown = ",".join(map(show, ep))
         raise InputError(
-            f"{shown}: expert parallelism splits a mixture-of-experts model's experts; {', '.join(model_names)} "
-            f"{dense} (its --ep is 1)",
+            f"{shown}: expert parallelism splits a mixture-of-experts model's experts; "
+            f"{literal(', '.join(model_names))} {dense} (its {{0}} is 1)",
             param="ep",
+            names=("ep",),
         )
     for name in MOE_ONLY:
         value = given[name]
@@ -340,11 +341,15 @@ def _require_size(given: dict[str, object]) -> None:
     """Refuse a sweep without its GPU count (or data-parallel degree) or its global batch."""
     if given["gpus"] is None and given["dp"] is None:
         raise InputError(
-            "is needed: the GPU count, as --gpus 1024 (or --dp, the data-parallel degree)", param="gpus"
+            "is needed: the GPU count, as {0} 1024 (or {1}, the data-parallel degree)",
+            param="gpus",
+            names=("gpus", "dp"),
         )
     if given["global_batch"] is None:
         raise InputError(
-            "is needed: the global batch in samples, as --global-batch 1024", param="global_batch"
+            "is needed: the global batch in samples, as {0} 1024",
+            param="global_batch",
+            names=("global_batch",),
         )
 
 
@@ -597,7 +602,7 @@ def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[
         )
     if per_sweep["pad_to_capacity"] and not per_sweep["capacity_factor"]:
         raise InputError(
-            "1: padding needs a capacity (give --moe-expert-capacity-factor)", param="pad_to_capacity"
+            "1: padding needs a capacity (give {0})", param="pad_to_capacity", names=("capacity_factor",)
         )
     return per_sweep
 
