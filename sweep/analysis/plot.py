@@ -269,6 +269,22 @@ def runnable_only(ds: xr.Dataset, var: str, sel: Mapping[str, Any]) -> tuple[xr.
     return ds.assign({var: masked}), left
 
 
+def _kind(kind: str, var: str | None, hue: str | None) -> str:
+    """``--kind`` in lower case (line or heatmap), refusing what the kind does not draw (``--var`` of a line plot,
+    ``--hue`` of a heatmap: each was ignored in silence)."""
+    typed, kind = (
+        kind,
+        kind.strip().lower() if isinstance(kind, str) else kind,
+    )  # case-insensitive (the guide)
+    if kind not in ("line", "heatmap"):
+        raise InputError(f"{typed!r}: must be line or heatmap", param="kind")
+    if kind == "line" and var is not None:  # it was ignored: the headline drawn, whatever --var named
+        raise InputError(f"{var!r}: colours a heatmap (--kind heatmap); a line plot draws --y", param="var")
+    if kind == "heatmap" and hue is not None:  # it was ignored in silence (a hunt)
+        raise InputError(f"{hue!r}: draws a line plot's lines; a heatmap's second dim is --y", param="hue")
+    return kind
+
+
 def plot_cube(
     path: str | Path,
     *,
@@ -285,14 +301,7 @@ def plot_cube(
     """Draw a line plot (``y`` a variable) or a heatmap (``y`` a dim, ``var`` colored) of a cube; the variable
     not given is the cube's headline (:func:`headline`). A layout cube's layouts that cannot run are left out
     (:func:`runnable_only`), and ``say`` told how many."""
-    typed, kind = (
-        kind,
-        kind.strip().lower() if isinstance(kind, str) else kind,
-    )  # case-insensitive (the guide)
-    if kind not in ("line", "heatmap"):
-        raise InputError(f"{typed!r}: must be line or heatmap", param="kind")
-    if kind == "line" and var is not None:  # it was ignored: the headline drawn, whatever --var named
-        raise InputError(f"{var!r}: colours a heatmap (--kind heatmap); a line plot draws --y", param="var")
+    kind = _kind(kind, var, hue)
     dims = [x, hue] if kind == "line" else [x, y]
     if dims[0] == dims[1]:
         raise InputError(f"{x!r} is used twice; the two plotted dims must differ", param="x")

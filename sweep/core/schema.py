@@ -141,6 +141,7 @@ OTHER_OPTIONS = {
     "out": "--out",
     "sel": "--sel",
     "var": "--var",
+    "hue": "--hue",
     "busbw": "--busbw",
     "kind": "--kind",
     "profiles_dir": "--profiles-dir",
