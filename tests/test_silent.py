@@ -445,18 +445,7 @@ def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):
     assert r.exit_code == 0 and (tmp_path / "k.png").exists(), r.output
     r = invoke("plot", out, "--x", "bandwidth", "--var", "exposed_comm", "--out", tmp_path / "v.png")
     one_line_refusal(r, "--var 'exposed_comm': colours a heatmap (--kind heatmap); a line plot draws --y")
-    heat = [
-        "--kind",
-        "heatmap",
-        "--x",
-        "bandwidth",
-        "--y",
-        "ratio",
-        "--hue",
-        "nodes",
-        "--out",
-        tmp_path / "h.png",
-    ]
+    heat = ["--kind", "heatmap", *"--x bandwidth --y ratio --hue nodes".split(), "--out", tmp_path / "h.png"]
     r = invoke("plot", out, *heat)  # --hue was ignored in silence (a hunt)
     one_line_refusal(r, "--hue 'nodes': draws a line plot's lines; a heatmap's second dim is --y")
     assert not (tmp_path / "h.png").exists()
