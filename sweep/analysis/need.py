@@ -154,10 +154,9 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
         grid,
         blocking,
         sink,
-        kernel="xla",
         adapter=lambda _, blocking: _SolvedBlocks(
             grid, blocking, question
-        ),  # the grid solved: a data-parallel one
+        ),  # its own grid: a data-parallel one
     )
     return _dataset(grid, axis, target, value, status)
 

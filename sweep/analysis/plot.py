@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-from netsweep_jax.sweep.io.reader import as_shown, check_selection, open_cube, stands_for, system_zero
+from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, stands_for
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 # Fixed metadata so the same data give the same PNG bytes.
@@ -62,11 +62,10 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
             text = next((str(c) for c in coord if str(c).lower() == text.lower()), text)
         elif not _is_number(text):
             raise InputError(f"{item!r}: {text} is not a number", param="sel")
-        # a number as show prints it (12 digits) is the coordinate it stands for, as select reads it
-        # and the value a layout cube's 0 stands for (the GPU's system's), that 0, as select reads them
-        value = text if coord.dtype.kind in "OUS" else as_shown(coord.astype(float), float(text))
-        if not isinstance(value, str):
-            value = system_zero(ds, dim, coord.astype(float), [value], f"--sel {dim}", None)[0]
+        # a number is the coordinate it stands for, as select reads it (the GPU's system's value, 12 digits)
+        value = (
+            text if coord.dtype.kind in "OUS" else as_coordinates(ds, dim, [float(text)], f"--sel {dim}")[0]
+        )
         if not np.any(coord.astype(type(value)) == value):
             values = [_shown(v) for v in coord]
             shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")

@@ -11,7 +11,7 @@ import math
 import numbers
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,12 @@ def _num(text: str, spec: AxisSpec, item: str) -> float:
             f"{item!r}: {text!r} is not a number ({spec.rule()}{unit}; write the number alone: {NOTATION})",
             param=spec.name,
         ) from None
+
+
+def digits12(value: SupportsFloat) -> str:
+    """A number to the 12 significant digits the tool takes and says values in: generated points are rounded to
+    them (0.1..1:0.1 gives 0.3), a fitted constant is said to them and a typed one matched to them."""
+    return f"{float(value):.12g}"
 
 
 def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
@@ -97,7 +103,7 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
             values.extend(a + step * np.arange(count))
     # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
     # 0.30000000000000004, and .sel(utilization=0.3) finds it.
-    out = np.array([float(f"{v:.12g}") for v in values], dtype=np.float64)
+    out = np.array([float(digits12(v)) for v in values], dtype=np.float64)
     for v in out:
         spec.check(v)
     if len(np.unique(out)) != len(out):

@@ -37,7 +37,7 @@ from netsweep_jax.sweep.core.sweep_settings import (
     SweepSettings,
     assumed_phrases,
 )
-from netsweep_jax.sweep.core.values import flat_values, one_name, parse_names, parse_values
+from netsweep_jax.sweep.core.values import digits12, flat_values, one_name, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import parse_reductions
@@ -443,7 +443,7 @@ def exact(value: float) -> str:
     """A fitted constant as the assumed line says it: to the 12 significant digits an option takes
     (:func:`~sweep.core.values.parse_values`), so that given back it is the same sweep to 1e-12 (rounded to 4
     digits, a plan's best layout changed)."""
-    return f"{float(value):.12g}"
+    return digits12(value)
 
 
 def _typed(value: object) -> str:

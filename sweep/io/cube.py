@@ -257,7 +257,7 @@ def create(
             fillvalue=-1 if integer else np.nan,
             dcpl=dcpl,
         )
-    grid.family.hook("cube_inputs")(f, grid)  # the family's inputs a cube keeps besides its coordinates
+    grid_inputs(grid)(f)  # the family's inputs a cube keeps besides its coordinates
     progress = f.create_group("progress")
     progress.create_dataset("blocks_done", data=np.zeros(len(blocking.blocks()), np.uint8))
     progress.create_dataset("block_checksum", data=np.zeros(len(blocking.blocks()), np.uint32))

@@ -203,7 +203,7 @@ def check_report_directory(
             raise InputError(
                 f"{literal(str(path))}: file exists; pass {{0}} to overwrite it, or give another {{1}}",
                 param=param,
-                names=("force=True", param),
+                names=(*FORCE, param),
             )
     existing = _existing(out_dir)
     if not existing.is_dir():

@@ -12,7 +12,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import number, parse_names, parse_values
+from netsweep_jax.sweep.core.values import digits12, number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
@@ -58,7 +58,7 @@ def _value(x: Any) -> str:
     if isinstance(x, (float, np.floating)) and np.isfinite(x) and float(x).is_integer() and abs(x) < 1e15:
         return str(int(x))
     if isinstance(x, (float, np.floating)):
-        return f"{float(x):.12g}"
+        return digits12(x)
     return str(x)
 
 
@@ -256,13 +256,13 @@ def _nearest(
     return out
 
 
-def as_shown(have: np.ndarray, value: Any) -> Any:
+def _as_shown(have: np.ndarray, value: Any) -> Any:
     """The coordinate of ``have`` that ``value`` is, or that prints as ``value`` to 12 significant digits (as
     ``show`` and the ``assumed:`` line say a fitted constant: 0.603199771193 is the cube's 0.6031997711931796);
     else ``value``, to be refused as not in the cube."""
     if np.any(have == value):
         return value
-    shown = [h for h in have if f"{float(h):.12g}" == f"{float(value):.12g}"]
+    shown = [h for h in have if digits12(h) == digits12(value)]
     return shown[0] if len(shown) == 1 else value
 
 
@@ -275,7 +275,7 @@ def stands_for(ds: xr.Dataset, dim: str) -> float | None:
     return system_settings(gpu).get(dim) if gpu in GPUS else None
 
 
-def system_zero(
+def _system_zero(
     ds: xr.Dataset, dim: str, have: np.ndarray, values: list[Any], option: str, say: Any
 ) -> list[Any]:
     """``values`` of a layout cube's system ``dim`` with the one the cube's 0 stands for (:func:`stands_for`)
@@ -292,6 +292,18 @@ def system_zero(
             v = have[have == 0][0]
         out.append(v)
     return out
+
+
+def as_coordinates(
+    ds: xr.Dataset, dim: str, values: list[Any], option: str, say: Any = None, nearest: bool = False
+) -> list[Any]:
+    """Numbers typed for a numeric ``dim`` as the cube's coordinates they stand for: the GPU's system's value as
+    a layout cube's 0 (:func:`_system_zero`), then the nearest coordinate (``nearest``) or the one a value prints
+    as to 12 digits (:func:`_as_shown`); a value that is none of these is kept, to be refused. ``select`` and
+    ``plot`` read a selection so."""
+    have = ds[dim].values
+    values = _system_zero(ds, dim, have, list(values), option, say)
+    return _nearest(have, values, option, say) if nearest else [_as_shown(have, v) for v in values]
 
 
 def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
@@ -330,11 +342,7 @@ def _selection(
         numeric = have.dtype.kind in "iuf"  # any numeric dim, the axes' and the rest (a need cube's target)
         if numeric:  # the GPU's system's value is the cube's 0 it stands for (said as such, --nearest or not)
             option = specs[dim].option if dim in specs else f"--sel {dim}"
-            values = system_zero(ds, dim, have, list(values), option, picked)
-            # the nearest, or a value as shown (12 digits: a fitted constant's) the coordinate it stands for
-            values = (
-                _nearest(have, values, option, picked) if nearest else [as_shown(have, v) for v in values]
-            )
+            values = as_coordinates(ds, dim, list(values), option, picked, nearest)
             if len({float(v) for v in values}) != len(values):  # two values of one coordinate: a row twice
                 raise InputError(
                     f"{text}: give each value once (two of them are one value of the cube)", param=dim

@@ -438,8 +438,6 @@ def _read_lines(path):
 
 def _read(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
     """A profile file read by its extension's reader, ``t1`` (if given) its T1 whatever the file holds."""
-    if model is not None and not (isinstance(model, str) and model.strip()):
-        raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
     name = str(path).lower()
     if name.endswith(".json"):
         return read_json(path, t1, model)
@@ -469,11 +467,12 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     """
     if model is not None and not (isinstance(model, str) and model.strip()):
         raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
+    if t1 is None or not str(path).lower().endswith(".json"):  # .csv and .bk.log keep no T1: t1 is theirs
+        return _read(path, t1, model)
     try:
         own = _read(path, None, model)
-    except InputError:
-        if t1 is None:
-            raise
-        # none of its own, or its own refused: t1 is its T1 (the file's other errors are raised again)
+    except (
+        InputError
+    ):  # none of its own, or its own refused: t1 is its T1 (the file's other errors raised again)
         return _read(path, t1, model)
     return own if t1 is None else own.scaled_to(t1, f"{path}: t1")
