@@ -5,8 +5,11 @@
 ``xarray.Dataset`` with the dims, coordinates and variables of a layout cube. :func:`plan` is
 ``sweep plan``: the layout options not given are searched, and the ``keep`` fastest layouts
 that can exist and fit in memory are kept per network setting, with what the network costs the
-best one against an ideal network. Both take their options by keyword, named as the CLI's
-(``tp``, ``micro_batch``, ``bandwidth``, ...), each a number, a sequence, or the CLI's value
+best one against an ideal network. Both take their options by keyword, named as the CLI's short
+options (``tp``, ``micro_batch``, ``bandwidth``, ...; a few are shorter: ``offload_layers`` is
+``--cpu-offloading-num-layers``, ``capacity_factor``, ``pad_to_capacity`` and ``dispatch_fp8`` are
+``--moe-expert-capacity-factor``, ``--moe-pad-expert-input-to-capacity`` and ``--moe-dispatch-fp8``; a CLI
+name is refused naming its keyword), each a number, a sequence, or the CLI's value
 syntax (``"1..8"``); network options not given follow the GPU's usual system, and what was
 assumed is the result's ``assumed`` attribute. Bad input raises
 :class:`~netsweep_jax.sweep.core.errors.InputError`, naming the keyword.
@@ -35,8 +38,8 @@ __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
 
 class LayoutOptions(LayoutAxisKeywords, SettingKeywords, total=False):
-    """The keywords of :func:`evaluate_layouts` and :func:`plan`, each optional, named and in the units of
-    the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
+    """The keywords of :func:`evaluate_layouts` and :func:`plan`, each optional, named (as the module says) and
+    in the units of the CLI's options (``sweep grid --help``'s "Large models" panel gives each one's meaning and default).
 
     Keys:
       The layout family's numeric options, each a number, numbers or the CLI's value syntax:
@@ -171,9 +174,10 @@ def plan(
 ) -> xr.Dataset:
     """The ``keep`` fastest layouts of a large model per network setting (``sweep plan``).
 
-    The layout options not given are searched (tp 1, 2, 4, 8; pp in powers of two; cp 1, 2, 4; ep for
-    MoE models; micro-batch 1, 2, 4, 8; 1f1b and interleaved:2; recompute none, selective and full;
-    ZeRO 0, 1 and 3); those given are searched among their values (a list is part of the search, not a dim).
+    The layout options not given are searched (tp 1, 2, 4, 8; pp in powers of two; cp 1, 2, 4; for MoE
+    models ep in powers of two up to the experts and expert tp 1, 2, 4, 8; micro-batch 1, 2, 4, 8; 1f1b and
+    interleaved:2; recompute none, selective and full; ZeRO 0, 1 and 3; sequence parallelism held on); those
+    given are searched among their values (a list is part of the search, not a dim).
     The dims are the settings (model, GPU, bandwidth, ...: one each or a list), ``rank`` and ``switch``.
 
     Args:

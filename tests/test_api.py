@@ -279,6 +279,16 @@ def test_plan_is_the_command_plan(tmp_path):
     "call, message",
     [
         (lambda: sweep.plan("llama3-8b", bandwith=100, **LLAMA), "unknown keyword 'bandwith' of plan()"),
+        # the CLI's names where the keyword is shorter: named, not a list of every keyword
+        (
+            lambda: sweep.plan("llama3-8b", cpu_offloading_num_layers=1, **LLAMA),
+            "the CLI's --cpu-offloading-num-layers is the keyword 'offload_layers' here",
+        ),
+        (
+            lambda: sweep.evaluate_layouts("llama3-8b", tensor_model_parallel_size=2, **LLAMA),
+            "the CLI's --tensor-model-parallel-size is the keyword 'tp' here",
+        ),
+        (lambda: sweep.evaluate("resnet50", bw=10), "unknown keyword 'bw' of evaluate(): the CLI's --bw is"),
         (lambda: sweep.plan("llama3-8b", keep=0, **LLAMA), "keep 0: an integer from 1 to 100"),
         (lambda: sweep.plan("llama3-8b", keep=2.5, **LLAMA), "keep 2.5: an integer from 1 to 100"),
         (lambda: sweep.plan(**LLAMA), "model name a large-model preset"),

@@ -185,6 +185,19 @@ def test_resume_with_nothing_to_resume(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_help_names_the_cache_directory_used_and_compares_one_busbw(monkeypatch, tmp_path):
+    # A hunt: --compile-cache's help named ~/.cache/netsweep (the cache is its jax/ subdirectory, or
+    # $XDG_CACHE_HOME's), and --busbw's said a comma list gives several where compare takes one.
+    from netsweep_jax.sweep.engine import compile_cache
+
+    text = " ".join(invoke("grid", "--help").output.split())
+    assert "$XDG_CACHE_HOME/netsweep/jax, else ~/.cache/netsweep/jax" in text
+    monkeypatch.delenv("NETSWEEP_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert compile_cache.directory() == tmp_path / "netsweep" / "jax"
+    assert "(sweep compare takes one)" in " ".join(invoke("compare", "--help").output.split())
+
+
 def test_help_documents_value_syntax():
     r = invoke("grid", "--help")
     assert r.exit_code == 0

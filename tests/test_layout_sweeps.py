@@ -519,6 +519,23 @@ def test_every_layout_default_shown_in_help_is_the_one_used():
         assert f"Default {spec.default}" in text, name
 
 
+def test_plans_help_says_what_plan_searches_and_need_what_a_large_model_assumes():
+    # A hunt: plan's --help gave grid's defaults for the schedule and recomputation plan searches, called the
+    # sequence parallelism it holds at 1 "searched", and need's gave the data-parallel cluster for a large model.
+    from netsweep_jax.sweep.analysis.planning import SEARCHED_TEXT, search_space
+    from netsweep_jax.sweep.model.llms import LLMS
+
+    plan_help = " ".join(invoke("plan", "--help").output.split())
+    for option in ("--schedule", "--recompute"):
+        assert f"{option} TEXT" in plan_help or f"{option}," in plan_help
+    assert plan_help.count("; sweep plan: searched).") == len(SEARCHED_TEXT)  # after the text's default
+    assert "Default 1 (sweep plan: 1 unless given)" in plan_help
+    assert search_space((LLMS["llama3-8b"],))["sequence_parallel"] == "1"
+    need_help = " ".join(invoke("need", "--help").output.split())
+    assert "A large model: that many of its hosts" in need_help
+    assert need_help.count("A large model's default: its GPU's system's") == 3  # gpus, NICs per node, bw
+
+
 def test_a_refused_plan_leaves_no_default_results_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     r = invoke(

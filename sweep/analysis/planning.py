@@ -41,6 +41,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     AXES,
     COLLECTIVES_MODES,
     PARALLEL_DIMS,
+    PLAN_HELD,
     PLAN_SEARCHED,
     SETTING_DIMS,
     VARIABLES,
@@ -112,7 +113,7 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
         "expert_tp": "1,2,4,8",
         "micro_batch": "1,2,4,8",
         "zero": "0,1,3",
-        "sequence_parallel": "1",
+        **PLAN_HELD,
     }
     assert tuple(space) == PLAN_SEARCHED  # the vocabulary's list, which --help reads
     if not experts:

@@ -22,6 +22,7 @@ from netsweep_jax.sweep.cli.parameters import (
     CACHE,
     CALIBRATE_COLLECTIVE,
     COLLECTIVE_SETTINGS,
+    LARGE_MODEL_NOTES,
     LAYOUT,
     MODEL,
     SETTINGS,
@@ -360,7 +361,7 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
 SOLVED_AXES = {name: None for name in SOLVABLE}  # unset unless given: any of them may be the one solved for
 
 
-@options(MODEL, axis_parameters(SOLVED_AXES), BUSBW, SETTINGS, CACHE, LAYOUT)
+@options(MODEL, axis_parameters(SOLVED_AXES, notes=LARGE_MODEL_NOTES), BUSBW, SETTINGS, CACHE, LAYOUT)
 def need(
     ctx: typer.Context,
     target: Annotated[

@@ -24,6 +24,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     MEGATRON_ALIASES,
     NCCL_COLLECTIVES,
     OWN_AXES,
+    PLAN_HELD,
     PLAN_SEARCHED,
     SHARED_AXES,
     TEXT_OPTIONS,
@@ -179,13 +180,25 @@ SETTINGS = (
         param("x64", bool, False, "--x64", help="Compute and store in float64 (default float32)."),
     ]
 )
+# The numeric axes' notes for a large model (sweep grid and sweep need). Its utilization is its stack's fitted
+# one, not the schema's 1 (which --help shows as the default).
+LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collective nccl."
+# A large model's cluster follows its GPU's usual system (or --fabric's), not the schema's defaults.
+LARGE_MODEL_SYSTEM = " A large model's default: its GPU's system's (or --fabric's)."
+LARGE_MODEL_NOTES = {
+    "utilization": LARGE_MODEL_UTILIZATION,
+    "nodes": " A large model: that many of its hosts (--gpus-per-node each), no default there; or --gpus.",
+    **dict.fromkeys(("gpus_per_node", "nics_per_node", "bandwidth"), LARGE_MODEL_SYSTEM),
+}
+
 CACHE = [
     param(
         "compile_cache",
         bool,
         True,
         "--compile-cache/--no-compile-cache",
-        help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR or ~/.cache/netsweep), "
+        help="Keep compiled kernels in a user cache directory ($NETSWEEP_CACHE_DIR, else "
+        "$XDG_CACHE_HOME/netsweep/jax, else ~/.cache/netsweep/jax), "
         "so a second run of the same shapes compiles nothing.",
     )
 ]
@@ -234,7 +247,9 @@ def _layout_params() -> list[inspect.Parameter]:
         if name in CONSTANTS:
             said = f"{spec.help} Default: {FITTED_DEFAULT}. "
         else:
-            searched = " (sweep plan: searched)" if name in PLAN_SEARCHED else ""
+            held = PLAN_HELD.get(name)
+            searched = f" (sweep plan: {held} unless given)" if held else " (sweep plan: searched)"
+            searched = searched if name in PLAN_SEARCHED else ""
             default = f" Default {spec.default}{searched}." if spec.default else searched
             said = f"{spec.help}{default} "
         one = name in ONE_VALUE
@@ -281,7 +296,7 @@ BUSBW = [
         help="Instead of --util: the bus bandwidth nccl-tests measured (busbw, GB/s, per link: one NIC) for the "
         "job's collective across nodes, at its message size; @GBIT: the link rate it was measured on (default: "
         "the one --bw; for a large model given no --bw, its GPU system's NICs). Utilization = 8 busbw / link; "
-        "a comma list gives several. Flat collectives only: with --collective nccl, fit nccl-tests logs "
+        "a comma list gives several (sweep compare takes one). Flat collectives only: with --collective nccl, fit nccl-tests logs "
         "(sweep calibrate --nccl-tests) and pass --fabric FILE.",
     )
 ]

@@ -25,6 +25,7 @@ from netsweep_jax.sweep.cli.parameters import (
     DISTRIBUTED,
     DISTRIBUTED_NAMES,
     KERNEL,
+    LARGE_MODEL_NOTES,
     LAYOUT,
     MODEL,
     PLAN_MODEL,
@@ -39,17 +40,6 @@ from netsweep_jax.sweep.cli.parameters import (
 from netsweep_jax.sweep.core.errors import DiskFull, InputError, JoinTimeout, StitchTimeout
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.schema import assumed_line
-from netsweep_jax.sweep.model.stacks import FITTED_DEFAULT
-
-# A large model's utilization is its stack's fitted one, not the schema's 1 (which --help shows as the default).
-LARGE_MODEL_UTILIZATION = f" A large model's default: {FITTED_DEFAULT}; 1 with --collective nccl."
-# A large model's cluster follows its GPU's usual system (or --fabric's), not the schema's defaults.
-LARGE_MODEL_SYSTEM = " A large model's default: its GPU's system's (or --fabric's)."
-LARGE_MODEL_NOTES = {
-    "utilization": LARGE_MODEL_UTILIZATION,
-    "nodes": " A large model: that many of its hosts (--gpus-per-node each), no default there; or --gpus.",
-    **dict.fromkeys(("gpus_per_node", "nics_per_node", "bandwidth"), LARGE_MODEL_SYSTEM),
-}
 
 # grid's own options. Its --force and --resume are not plan's: their help differs (a .partial file, a run).
 GridForce = Annotated[bool, typer.Option("--force", help="Overwrite an existing --out (and its .partial).")]

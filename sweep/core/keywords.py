@@ -31,12 +31,33 @@ def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
         unknown = sorted(set(kwargs) - set(taken))
         if unknown:
+            keyword = option_keywords().get(unknown[0])
+            if keyword in taken and keyword != unknown[0]:
+                option = "--" + unknown[0].replace("_", "-")
+                raise InputError(
+                    f"unknown keyword {unknown[0]!r} of {function.__name__}(): the CLI's {option} is the keyword "
+                    f"{keyword!r} here"
+                )
             raise InputError(
                 f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes {', '.join(taken)}"
             )
         return function(*args, **kwargs)
 
     return checked
+
+
+@functools.cache
+def option_keywords() -> dict[str, str]:
+    """Each CLI option's spelling as a Python keyword (``--cpu-offloading-num-layers``:
+    ``cpu_offloading_num_layers``; its Megatron-LM alias too) -> the API keyword it is (``offload_layers``),
+    from the options' declarations: where a user types the option's name, the refusal names the keyword."""
+    from netsweep_jax.sweep.core.axes import NUMERIC_AXES  # at use: only a refusal needs the declarations
+    from netsweep_jax.sweep.core.layout_axes import AXES, MEGATRON_ALIASES, TEXT_OPTIONS
+
+    flags: list[tuple[str, str]] = [(spec.option, name) for name, spec in {**NUMERIC_AXES, **AXES}.items()]
+    flags += [(flag, name) for name, flag in MEGATRON_ALIASES.items()]
+    flags += [(flag, name) for name, o in TEXT_OPTIONS.items() for flag in (o.flag, o.alias) if flag]
+    return {flag.lstrip("-").replace("-", "_"): name for flag, name in flags}
 
 
 def accepted_keywords(function: Callable[..., object]) -> list[str]:

@@ -293,7 +293,8 @@ TEXT_OPTIONS: dict[str, TextOption] = {
         "stored, as Megatron-LM in 2021-22); comma list (default flash).",
     ),
     "schedule": TextOption(
-        "--schedule", f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b)."
+        "--schedule",
+        f"Pipeline schedule(s): {SCHEDULES_HELP}; comma list (default 1f1b; sweep plan: searched).",
     ),
     "launch": TextOption(
         "--launch",
@@ -311,7 +312,7 @@ TEXT_OPTIONS: dict[str, TextOption] = {
     ),
     "recompute": TextOption(
         "--recompute",
-        f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none).",
+        f"Activation recomputation: {RECOMPUTE_HELP}; comma list (default none; sweep plan: searched).",
         alias="--recompute-granularity",
     ),
     **SETTING_OPTIONS,  # the overlap switches and the MoE dispatcher (sweep.core.sweep_settings)
@@ -391,8 +392,11 @@ DIMS = SETTING_DIMS + PARALLEL_DIMS
 # HDF5 holds at most 32 dims a dataset (H5S_MAX_RANK), and a layout cube has them all: a new dim replaces one, or
 # the setting takes one value per sweep (sweep.core.sweep_settings) instead.
 assert len(DIMS) <= 32, f"a layout cube of {len(DIMS)} dims: HDF5 holds 32"
-# The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning).
+# The dims `sweep plan` searches when they are not given (its search space: sweep.analysis.planning), and those
+# of them it holds at one value: sequence parallelism on (with tp > 1 it moves the same bytes as tp's all-reduce
+# and stores a tp-th of the activations: never a slower or larger layout).
 PLAN_SEARCHED = ("tp", "pp", "cp", "ep", "expert_tp", "micro_batch", "zero", "sequence_parallel")
+PLAN_HELD = {"sequence_parallel": "1"}
 SYSTEM_DIMS = (
     "gpus_per_node",
     "nvlink_domain",
