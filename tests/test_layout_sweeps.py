@@ -687,22 +687,23 @@ def test_zero_1s_gather_behind_a_forward_the_all_to_alls_wait_in_never_makes_a_s
 def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_node_takes_effect():
     # #24: a block's tables and a measured run's row reach the kernel through one function (compiled.layout_inputs):
     # the same settings give the same step. --gpus-per-node was hidden by the GPU preset's column of that name
-    # (2 and 8 gave one step); now 2 GPUs a node share the preset's 8 NICs, and the step differs.
+    # (2 and 8 gave one step); now 2 GPUs a node sharing 8 NICs give another step.
     from netsweep_jax.sweep.engine.layout_rows import LayoutRow, evaluate_rows
     from netsweep_jax.sweep.model.llms import LLMS
 
     g = layouts.make_layout_grid(
         "llama3-70b", gpus=64, global_batch=64, tp=8, gpus_per_node="2,8", nvlink_domain=8, dtype="float64",
-        efficiency=0.6, utilization=1, memory_efficiency=1,
+        efficiency=0.6, utilization=1, memory_efficiency=1, nics_per_node=8,
     )  # fmt: skip
     grid = layouts.evaluate_layouts_arrays(g, FEW_LAYOUTS_BLOCK)["iteration_time"].squeeze()
     assert grid[0] != grid[1]
     rows = [
         LayoutRow(
-            LLMS["llama3-70b"], "h100", "bf16", 64, tp=8, global_batch=64, gpus_per_node=n, nvlink_domain=8
+            LLMS["llama3-70b"], "h100", "bf16", 64, tp=8, global_batch=64, gpus_per_node=n, nvlink_domain=8,
+            nics_per_node=8,
         )
         for n in (2, 8)
-    ]
+    ]  # fmt: skip
     measured = evaluate_rows(rows, np.full(2, 0.6), np.ones(2))["iteration_time"]
     np.testing.assert_allclose(measured, grid, rtol=1e-12)
 

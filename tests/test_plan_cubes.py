@@ -297,3 +297,47 @@ def test_a_system_dims_0_is_selected_and_drawn_as_what_it_stands_for(tmp_path):
             == 0
         )
     assert drawn == {"bandwidth": [200.0]} and matplotlib.image.imread(tmp_path / "a.png").size
+
+
+def test_a_host_of_other_gpus_has_its_own_nvlink_domain_and_nics(tmp_path):
+    # A hunt: --gpus-per-node 4 on an H100 kept a DGX H100's 8-GPU NVLink domain (TP 8 at NVLink's rate across two
+    # hosts) and all 8 of its NICs for 4 GPUs. A host's domain is its NVSwitch's, up to the preset's; a rack's
+    # (NVL72) stays; its NICs are the preset's a GPU, one a host at least (compute.host_system).
+    import numpy as np
+
+    from netsweep_jax import sweep
+    from netsweep_jax.sweep.model.compute import host_system, system_settings
+
+    by_hand = {  # gpu, GPUs a host -> NVLink domain, NICs
+        ("h100", 4): (4, 4),
+        ("h100", 16): (8, 16),
+        ("gb200", 8): (72, 8),
+        ("v100", 2): (2, 1),  # a DGX-1: 4 NICs for 8 GPUs
+        ("v100", 1): (1, 1),
+        ("a100", 8): (8, 8),
+    }
+    for (gpu, per_node), (domain, nics) in by_hand.items():
+        s = system_settings(gpu, per_node)
+        assert (s["nvlink_domain"], s["nics_per_node"], s["gpus_per_node"]) == (domain, nics, per_node)
+    d, n = host_system(
+        np.array([8.0, 72.0]), np.array([8.0, 4.0]), np.array([8.0, 4.0]), np.array([4.0, 8.0])
+    )
+    assert d.tolist() == [4.0, 72.0] and n.tolist() == [4.0, 8.0]
+    # the kernel resolves the cube's 0 the same way: given only the host size, as given all three
+    one = dict(tp=4, pp=1, cp=1, micro_batch=1, zero=0, recompute="none", gpus=16, global_batch=16)
+    implied = sweep.evaluate_layouts("llama3-8b", gpus_per_node=4, **one)
+    stated = sweep.evaluate_layouts("llama3-8b", gpus_per_node=4, nvlink_domain=4, nics_per_node=4, **one)
+    np.testing.assert_array_equal(implied.tokens_per_s.values.ravel(), stated.tokens_per_s.values.ravel())
+    dgx = sweep.evaluate_layouts("llama3-8b", gpus_per_node=4, nvlink_domain=8, nics_per_node=8, **one)
+    assert float(dgx.tokens_per_s.max()) != float(implied.tokens_per_s.max())  # the old reading differs
+    assert (
+        "a host of --gpus-per-node GPUs as in a DGX H100: NVLink the host's, up to 8 GPUs"
+        in implied.attrs["assumed"]
+    )
+    out = tmp_path / "g4.h5"
+    assert invoke("grid", "--model", "llama3-8b", "--gpus-per-node", "4", "--tp", "4", "--gpus", "16",
+                  "--global-batch", "16", "--out", out, "-q").exit_code == 0  # fmt: skip
+    r = invoke(
+        "select", out, "--sel", "nvlink_domain=4", "--sel", "nics_per_node=4", "--vars", "tokens_per_s"
+    )
+    assert r.exit_code == 0 and "--nvlink-domain 4: the cube's 0, the GPU's system (4), selected" in r.output

@@ -26,6 +26,7 @@ from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
 from netsweep_jax.sweep.engine.reductions import DeviceReduction, kind_of
+from netsweep_jax.sweep.model.compute import host_system
 from netsweep_jax.sweep.model.fabric_constants import MIB
 
 # The kernels keep their own names (they cannot import the schema); they must be the schema's.
@@ -362,13 +363,15 @@ def layout_inputs(
         return jnp.where(v[name] > 0, v[name], o[own])
 
     e_n = jnp.where(i["dp"] > 0, i["e_n"], o["e_n"])
+    gpus_per_node = system("gpus_per_node", "preset_gpus_per_node")
+    domain, nics = host_system(o["domain"], o["preset_gpus_per_node"], o["nics"], gpus_per_node, jnp)
     lay = _record(
         layout_kernel.Parallelism,
         v,
-        nvlink_domain=system("nvlink_domain", "domain"),
+        nvlink_domain=jnp.where(v["nvlink_domain"] > 0, v["nvlink_domain"], domain),
         nvlink_bw=system("nvlink_bw", "nvlink"),
-        gpus_per_node=system("gpus_per_node", "preset_gpus_per_node"),
-        nics_per_node=system("nics_per_node", "nics"),
+        gpus_per_node=gpus_per_node,
+        nics_per_node=jnp.where(v["nics_per_node"] > 0, v["nics_per_node"], nics),
         bandwidth=system("bandwidth", "nic_bits"),
         straggle=v["jitter"] * e_n,
         imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),

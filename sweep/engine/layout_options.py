@@ -141,7 +141,9 @@ def make_layout_grid(
     assumed = (
         *volta_said,
         *((phrase,) if preset is not None else ()),
-        *_assumed(given, names, models, search, text_given, "" if preset else phrase, net.preset_name),
+        *_assumed(
+            given, names, models, search, text_given, "" if preset else phrase, net.preset_name, values
+        ),
         *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
         *net.said(None if oversubscription is None else spines),
@@ -662,16 +664,23 @@ def _assumed(
     text_given: Collection[str],
     constants: str = "",
     built_by: str = "",
+    values: dict | None = None,
 ) -> tuple[str, ...]:
     out = []
+    per_node = sorted({float(v) for v in (values or {}).get("gpus_per_node", [0]) if v > 0})
     for g in names["gpu"]:
-        system = system_settings(g)
+        # A host of the GPUs given (one value): its NVLink domain and NICs as compute.host_system makes them.
+        system = system_settings(g, per_node[0] if len(per_node) == 1 else 0)
         units = {"nvlink_bw": " GB/s", "bandwidth": " Gbit/s"}
         parts = [
             f"{AXES[d].option.lstrip('-')} {show(system[d])}{units.get(d, '')}"
             for d in ("nvlink_domain", "nvlink_bw", "gpus_per_node", "nics_per_node", "bandwidth")
-            if given[d] is None
+            if given[d] is None and not (len(per_node) > 1 and d in ("nvlink_domain", "nics_per_node"))
         ]
+        if per_node and per_node != [GPUS[g].gpus_per_node] and not built_by:
+            parts += _host_made(
+                g, given
+            )  # not the preset's host: how its domain and NICs follow the GPUs given
         if parts and built_by:  # the hosts are a fabric preset's: the system lends only these
             out.append(f"{g}: {', '.join(parts)} (as in a {GPUS[g].system}, on {built_by}'s hosts)")
         elif parts:
@@ -715,6 +724,24 @@ def _assumed(
     if searched:
         out.append("searched: " + ", ".join(searched))
     return tuple(out)
+
+
+def _host_made(gpu: str, given: dict) -> list[str]:
+    """The ``assumed:`` line's phrase of a host of ``--gpus-per-node`` GPUs other than ``gpu``'s preset's: how
+    its NVLink domain and NICs not given follow the GPUs (:func:`~sweep.model.compute.host_system`)."""
+    g = GPUS[gpu]
+    said = []
+    if given["nvlink_domain"] is None:
+        rack = g.domain > g.gpus_per_node
+        said.append(
+            f"the {g.domain}-GPU rack's NVLink domain"
+            if rack
+            else f"NVLink the host's, up to {g.domain} GPUs"
+        )
+    if given["nics_per_node"] is None:
+        per_gpu = g.nics / g.gpus_per_node
+        said.append(f"{show(per_gpu)} NIC a GPU" if per_gpu >= 1 else f"a NIC per {show(1 / per_gpu)} GPUs")
+    return [f"a host of --gpus-per-node GPUs as in a {g.system}: {', '.join(said)}"] if said else []
 
 
 def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]:

@@ -272,7 +272,11 @@ def stands_for(ds: xr.Dataset, dim: str) -> float | None:
     if dim not in family_of(ds.attrs).derived_zero or "gpu" not in ds.coords or ds["gpu"].size != 1:
         return None
     gpu = str(ds["gpu"].values.ravel()[0])
-    return system_settings(gpu).get(dim) if gpu in GPUS else None
+    # The NVLink domain and NICs follow a host's GPUs given (compute.host_system): one host size fixes them too.
+    per_node = np.unique(ds["gpus_per_node"].values) if "gpus_per_node" in ds.coords else np.zeros(1)
+    if per_node.size != 1 and dim in ("nvlink_domain", "nics_per_node"):
+        return None
+    return system_settings(gpu, float(per_node[0])).get(dim) if gpu in GPUS else None
 
 
 def _system_zero(

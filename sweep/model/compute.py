@@ -382,15 +382,34 @@ def fsdp_units(names: Sequence[str]) -> np.ndarray:
     return np.array(out)
 
 
-def system_settings(gpu: str) -> dict[str, float]:
+def host_system(domain, preset_gpus, nics, gpus, xp=np):  # noqa: ANN001, ANN201 (NumPy's or JAX's arrays)
+    """The NVLink domain (GPUs) and NICs of a host of ``gpus`` GPUs where they are not given, from its GPU
+    preset's system: ``domain`` GPUs an NVLink domain, ``preset_gpus`` GPUs and ``nics`` NICs a host.
+
+        domain' = min(domain, gpus)   where domain <= preset_gpus (the host's NVSwitch: NVLink ends at the board)
+                = domain              else (a rack's NVLink domain, NVL72, spans hosts of any size)
+        nics'   = max(ceil(nics gpus / preset_gpus), 1)   (the preset's NICs a GPU, a whole NIC a host at least)
+
+    so ``--gpus-per-node 4`` on an H100 is a host of 4 GPUs in one NVLink domain with 4 NICs, not half of a
+    DGX H100's 8-GPU domain and all of its 8 NICs. Elementwise on broadcastable arrays of ``xp`` (NumPy, or
+    ``jax.numpy`` in the kernel's inputs: :func:`sweep.engine.compiled.layout_inputs`)."""
+    own = xp.where(domain <= preset_gpus, xp.minimum(domain, gpus), domain)
+    return own, xp.maximum(xp.ceil(nics * gpus / preset_gpus), 1.0)
+
+
+def system_settings(gpu: str, gpus_per_node: float = 0) -> dict[str, float]:
     """A GPU preset's system as a large model's options take it (the value a layout cube's 0, "the GPU's
-    system", stands for): GPUs per host and per NVLink domain, NVLink GB/s a GPU, NICs per host and Gbit/s each."""
+    system", stands for): GPUs per host and per NVLink domain, NVLink GB/s a GPU, NICs per host and Gbit/s each;
+    ``gpus_per_node`` (0: the preset's): a host of that many GPUs, its NVLink domain and NICs by
+    :func:`host_system`."""
     g = GPUS[gpu]
+    gpus = float(gpus_per_node) if gpus_per_node > 0 else float(g.gpus_per_node)
+    domain, nics = host_system(float(g.domain), float(g.gpus_per_node), float(g.nics), gpus)
     return {
-        "gpus_per_node": g.gpus_per_node,
-        "nvlink_domain": g.domain,
+        "gpus_per_node": gpus,
+        "nvlink_domain": float(domain),
         "nvlink_bw": g.nvlink / 1e9,
-        "nics_per_node": g.nics,
+        "nics_per_node": float(nics),
         "bandwidth": g.nic_gbps,
     }
 
