@@ -22,7 +22,8 @@ torchrun --nproc_per_node 8 pretrain_gpt.py \\
 def test_a_launch_command_gives_its_layout(tmp_path):
     path = tmp_path / "train.sh"
     path.write_text(SCRIPT)
-    settings, unused = read_launch(path)
+    settings, unused, defaulted = read_launch(path)
+    assert defaulted == {"cp", "ep"}
     assert settings == {
         "tp": "4",
         "pp": "8",
@@ -39,7 +40,7 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     }
     assert unused == ["--nproc_per_node", "--lr", "--train-iters"]
     path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size 2")
-    settings, unused = read_launch(path)
+    settings, unused, _ = read_launch(path)
     assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"
     # #42: a shell variable is a value netsweep cannot read: refused, never Megatron-LM's default 1 instead
     path.write_text("pretrain_gpt.py --recompute-granularity full \\\n  --tensor-model-parallel-size $TP")
@@ -85,3 +86,71 @@ def test_plan_from_a_launch_equals_the_same_options(tmp_path):
     missing = invoke(*base, "--launch", str(tmp_path / "none.sh"), "--out", str(tmp_path / "d.h5"))
     assert missing.exit_code == 2 and "launch command not found" in missing.output
     assert not (tmp_path / "c.h5").exists() and not (tmp_path / "d.h5").exists()
+
+
+MEGATRON_EXAMPLE = """#!/bin/bash
+# as Megatron-LM's examples/gpt3/train_gpt3_175b_distributed.sh keeps its flags: bash arrays
+GPUS_PER_NODE=8
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+)
+MODEL_PARALLEL_ARGS=(
+    --tensor-model-parallel-size 8
+    --pipeline-model-parallel-size 16)
+DATA_ARGS=(
+    --data-path "corpus#1"  # a '#' in quotes is no comment
+)
+TRAINING_ARGS=( --micro-batch-size 1 --global-batch-size 1536 )
+torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \\
+    ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} ${TRAINING_ARGS[@]} --bf16
+echo finished; date
+"""
+
+
+def test_megatrons_example_scripts_with_arrays_and_commands_after_are_read(tmp_path):
+    # A hunt: Megatron-LM's own example script was refused ("--pipeline-model-parallel-size '16 ) DATA_ARGS=('"
+    # blamed a shell variable), a command after the launch line joined the last flag's value, and a '#' in
+    # quotes cut the line ("No closing quotation").
+    path = tmp_path / "train.sh"
+    path.write_text(MEGATRON_EXAMPLE)
+    settings, unused, defaulted = read_launch(path)
+    assert {k: settings[k] for k in ("tp", "pp", "micro_batch", "global_batch", "precision")} == {
+        "tp": "8", "pp": "16", "micro_batch": "1", "global_batch": "1536", "precision": "bf16",
+    }  # fmt: skip
+    assert unused == ["--nproc_per_node", "--data-path"] and "expert_tp" not in settings
+    path.write_text("torchrun pretrain_gpt.py --global-batch-size 1536\necho finished\n")
+    assert read_launch(path).settings["global_batch"] == "1536"
+    path.write_text('pretrain_gpt.py --tensor-model-parallel-size 2 --data-path "a\n  b" --bf16\n')
+    assert read_launch(path).settings["tp"] == "2"  # a quote spanning lines
+    path.write_text('pretrain_gpt.py --tensor-model-parallel-size 2 --data-path "a\n')
+    with pytest.raises(InputError, match="a quote is never closed"):
+        read_launch(path)
+
+
+def test_a_moe_commands_expert_tp_and_what_an_option_replaces(tmp_path):
+    # A hunt: --expert-tensor-parallel-size was "not used" (priced at expert TP 1: "does not fit", where 2 fits);
+    # left out, Megatron-LM's expert TP is the TP size (megatron/training/arguments.py). And --zero, --overlap
+    # or --recompute beside a file that says nothing of them was "given twice".
+    from netsweep_jax.sweep.analysis.layout_jobs import take_launch
+
+    path = tmp_path / "moe.sh"
+    moe = "pretrain_gpt.py --tensor-model-parallel-size 2 --expert-model-parallel-size 8 --bf16"
+    path.write_text(f"{moe} --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall")
+    assert read_launch(path).settings["expert_tp"] == "1"
+    path.write_text(f"{moe} --moe-token-dispatcher-type flex")
+    settings, _, defaulted = read_launch(path)
+    assert settings["expert_tp"] == "2" and "expert_tp" in defaulted and "moe_dispatcher" not in defaulted
+    said: list[str] = []
+    given = {"zero": "3", "overlap": "none", "recompute": "full", "launch": path}
+    taken = take_launch(dict(given), set(given) - {"launch"}, said.append)
+    assert {"zero", "overlap", "recompute"}.isdisjoint(taken) and {"tp", "ep", "expert_tp"} <= set(taken)
+    with pytest.raises(InputError, match="tp given twice"):  # what the command states, an option may not
+        take_launch({"tp": "4", "launch": path}, {"tp"}, said.append)
+    path.write_text(moe)  # no dispatcher: Megatron-LM's allgather, not modelled
+    with pytest.raises(
+        InputError, match="allgather, is not modelled; give --moe-dispatcher alltoall or flex"
+    ):
+        take_launch({"launch": path}, set(), said.append)
+    settings = {"moe_dispatcher": "flex", "launch": path}
+    assert "moe_dispatcher" not in take_launch(settings, {"moe_dispatcher"}, said.append)
+    assert settings["moe_dispatcher"] == "flex"  # the option's, not the file's default

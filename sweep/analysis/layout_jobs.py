@@ -279,12 +279,21 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     from netsweep_jax.sweep.io.launch import read_launch
 
     path = settings["launch"]
-    taken, unused = read_launch(path)
+    read, unused, defaulted = read_launch(path)
+    # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not.
+    taken = {name: value for name, value in read.items() if not (name in defaulted and name in given)}
     for name, value in taken.items():
         if name in given:
             raise InputError(f"given twice: as an option and in {path}", param=name)
+        if value == "allgather":  # a MoE command's dispatcher left out: Megatron-LM's allgather, not modelled
+            raise InputError(
+                f"{path} leaves out --moe-token-dispatcher-type: Megatron-LM's default, allgather, is not "
+                f"modelled; give {option_of('moe_dispatcher')} alltoall or flex"
+            )
         settings[name] = value
-    said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items())
+    said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items() if name not in defaulted)
+    filled = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items() if name in defaulted)
+    said += f"; Megatron-LM's defaults for what it leaves out: {filled}" if filled else ""
     more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
     say(f"from {path}: {said}{more if unused else ''}")
     return tuple(taken)

@@ -1,8 +1,10 @@
 """A Megatron-LM launch command read from a file: the layout settings it gives, as ``sweep`` options.
 
 ``sweep plan --launch train.sh`` (and ``grid``) takes the parallel layout from the flags of a
-``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations and ``#``
-comments are fine). A flag below whose value is not a whole number (``eight``, a shell variable
+``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, ``#``
+comments outside quotes, and the flags in bash arrays as Megatron-LM's example scripts keep them,
+``MODEL_PARALLEL_ARGS=( ... )``, are fine: a flag's values end at the end of its line, a ``)``, a
+``;``, ``&&``, ``||`` or ``|``). A flag below whose value is not a whole number (``eight``, a shell variable
 ``$TP``) is refused, naming the flag and the file's line: netsweep cannot know its value, and
 Megatron-LM's default in its place would be a silent guess. So is a file that gives none of them:
 
@@ -10,6 +12,7 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --pipeline-model-parallel-size P   --pp P
     --context-parallel-size C          --cp C
     --expert-model-parallel-size E     --ep E
+    --expert-tensor-parallel-size X    --expert-tp X (left out of a MoE command: TP, Megatron-LM's default)
     --virtual-pipeline-model-parallel-size V   --schedule interleaved:V
     --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
     --recompute-granularity full|selective [--recompute-modules m ...]   --recompute
@@ -18,15 +21,19 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
     --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
     --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
-    --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused)
+    --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused,
+                                       and so is a MoE command that leaves it out, allgather being its default)
 
-A parallel size the command leaves out is Megatron-LM's default, 1. Every other flag (the model's
+A parallel size the command leaves out is Megatron-LM's default, 1; what the command leaves out is
+Megatron-LM's default, which an option given beside ``--launch`` replaces (what the command states, an
+option may not). Every other flag (the model's
 shape, the optimizer, data, logging) is listed as not used: the model comes from ``--model`` or
 ``--arch``. Pure Python: no JAX.
 """
 
 import os
 import shlex
+from typing import NamedTuple
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import recompute_mode
@@ -41,6 +48,7 @@ VALUED = {
     "--pipeline-model-parallel-size": "pp",
     "--context-parallel-size": "cp",
     "--expert-model-parallel-size": "ep",
+    "--expert-tensor-parallel-size": "expert_tp",
     "--virtual-pipeline-model-parallel-size": "virtual_stages",
     "--micro-batch-size": "micro_batch",
     "--global-batch-size": "global_batch",
@@ -63,29 +71,77 @@ OTHER_USED = {
     "--fp16",
     "--moe-token-dispatcher-type",
 }
+# The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
+STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
+# Words of the shell that end a command or a bash array: a flag's values stop there.
+ENDS = {")", "(", ";", "&&", "||", "|", "&"}
+# A flag that makes the command a mixture-of-experts one (its dispatcher and expert TP then have defaults).
+MOE_FLAGS = ("--num-experts", "--expert-model-parallel-size", "--expert-tensor-parallel-size")
 
 
-def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]]:
-    """The sweep settings a launch command gives ({parameter: value text}) and the flags it does not use."""
-    lines = [line.split("#", 1)[0] for line in read_lines(path, "launch command")]
+class Launch(NamedTuple):
+    """A launch command's settings ({parameter: value text}), the flags it does not use, and which of the
+    settings are Megatron-LM's defaults for what it leaves out (an option given beside it replaces those)."""
+
+    settings: dict[str, str]
+    unused: list[str]
+    defaulted: frozenset[str]
+
+
+def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]:
+    """The file's commands as shell words: ``\\`` continues a line, ``#`` outside quotes starts a comment, a
+    quote may span lines; each command's words end where :data:`ENDS` or its line does."""
+    out: list[list[str]] = []
+    pending = ""
+    for line in lines:
+        if line.rstrip().endswith("\\"):
+            pending += line.rstrip()[:-1] + " "
+            continue
+        pending += line
+        try:
+            words = shlex.split(pending, comments=True)
+        except ValueError:  # a quote open at the line's end: it goes on
+            pending += "\n"
+            continue
+        pending = ""
+        command: list[str] = []
+        for word in words:
+            if word in ENDS or word.endswith("=("):  # NAME=( opens a bash array
+                out.append(command)
+                command = []
+                continue
+            closes = word.endswith(")")  # 16) closes an array after its last value
+            command.append(word.rstrip(")") if closes else word)
+            if closes:
+                out.append(command)
+                command = []
+        out.append(command)
+    if pending.strip():
+        raise InputError(f"{path}: not a command line (a quote is never closed)")
+    return [c for c in out if c]
+
+
+def read_launch(path: str | os.PathLike[str]) -> Launch:
+    """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
+    settings that are Megatron-LM's defaults for what it leaves out."""
+    lines = read_lines(path, "launch command")
 
     def line_of(flag: str) -> str:  # the file's line that gives the flag, for the message
         number = next((i for i, line in enumerate(lines, 1) if flag in line), None)
         return where(path, number)
 
-    try:
-        words = shlex.split(" ".join(line.rstrip().rstrip("\\") for line in lines))
-    except ValueError as error:
-        raise InputError(f"{path}: not a command line ({error})") from None
     flags: dict[str, list[str]] = {}
-    current = None
-    for word in words:
-        if word.startswith("--"):
-            current = word.split("=", 1)[0]
-            flags[current] = [word.split("=", 1)[1]] if "=" in word else []
-        elif current is not None:
-            flags[current].append(word)
+    words = []
+    for command in _commands(path, lines):
+        current = None  # a flag's values end with its command
+        for word in command:
+            words.append(word)
+            if word.startswith("--"):
+                current = word.split("=", 1)[0]
+                flags[current] = [word.split("=", 1)[1]] if "=" in word else []
+            elif current is not None:
+                flags[current].append(word)
     settings: dict[str, str] = {}
     unused = []
     if not set(flags) & (set(VALUED) | set(OVERLAP_FLAGS) | OTHER_USED):
@@ -104,6 +160,7 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
             settings[VALUED[flag]] = values[0]
         elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED:
             unused.append(flag)
+    stated = set(settings)
     for name in (
         "tp",
         "pp",
@@ -111,6 +168,9 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
         "ep",
     ):  # Megatron-LM's default size of a parallel dim the command leaves out
         settings.setdefault(name, "1")
+    moe = any(flag in flags for flag in MOE_FLAGS)
+    if moe:  # Megatron-LM's expert TP where the command leaves it out is the TP size (its arguments.py)
+        settings.setdefault("expert_tp", settings["tp"])
     if "--recompute-granularity" in flags:
         granularity = " ".join(flags["--recompute-granularity"])
         if granularity == "full":
@@ -125,13 +185,22 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
             settings["recompute"] = mode
         else:
             raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
+        stated.add("recompute")
     else:
         settings["recompute"] = "none"
     settings["sequence_parallel"] = "1" if "--sequence-parallel" in flags else "0"
     settings["zero"] = "1" if "--use-distributed-optimizer" in flags else "0"
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
+    stated |= {name for name, flag in STATED_BY.items() if flag in flags} | (
+        {"overlap"} if switches else set()
+    )
+    if moe and "--moe-token-dispatcher-type" not in flags:
+        settings["moe_dispatcher"] = (
+            "allgather"  # Megatron-LM's default: refused unless an option replaces it
+        )
     if "--moe-token-dispatcher-type" in flags:
+        stated.add("moe_dispatcher")
         dispatcher = " ".join(flags["--moe-token-dispatcher-type"])
         if dispatcher not in MOE_DISPATCHERS:
             raise InputError(
@@ -145,4 +214,5 @@ def read_launch(path: str | os.PathLike[str]) -> tuple[dict[str, str], list[str]
         settings["precision"] = "fp16"
     elif "--bf16" in flags:
         settings["precision"] = "bf16"
-    return settings, unused
+    stated |= {"precision"} & set(settings)
+    return Launch(settings, unused, frozenset(settings) - stated)
