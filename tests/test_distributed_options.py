@@ -152,3 +152,20 @@ def test_a_stitch_of_shards_of_another_grid_leaves_no_partial_cube(tmp_path, mon
         r = invoke("grid", *GRID, *extra, "--out", out, "--distributed")
     assert "a shard of another grid" in one_error(r)
     assert not out.exists() and not (tmp_path / "g.h5.partial").exists()
+
+
+def test_resume_refuses_a_finished_shard_of_another_grid_before_any_work(tmp_path, monkeypatch):
+    # A hunt: --resume kept an earlier run's finished shard made with other options; process 1 then exited 0
+    # with it as its result, and process 0 waited, then said "rerun every process with --resume", which could
+    # never finish.
+    out = tmp_path / "g.h5"
+    monkeypatch.setattr(distributed, "rendezvous", lambda *args, **kwargs: (1, 2))
+    assert invoke("grid", *GRID, "--util", "0.5", "--out", out, "--distributed").exit_code == 0
+    shard = distributed.shard_path(out, 1, 2)
+    made = shard.read_bytes()
+    r = invoke("grid", *GRID, "--out", out, "--distributed", "--resume")
+    assert r.exit_code == 2 and f"{shard}: a shard of another grid" in one_error(r)
+    assert "--force and without --resume" in one_error(r) and shard.read_bytes() == made
+    shard.write_text("not HDF5")
+    r = invoke("grid", *GRID, "--out", out, "--distributed", "--resume")
+    assert r.exit_code == 2 and "not a shard this tool can read" in one_error(r)

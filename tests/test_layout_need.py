@@ -212,3 +212,15 @@ def test_a_setting_that_does_not_change_the_step_says_so():
     unused = layout_need.Answer(float("nan"), layout_need.AT_LIMIT, matters=False)
     assert layout_need.answer_text(met, "oversubscription").startswith("any (met at ")
     assert layout_need.answer_text(unused, "oversubscription") == "any (does not change this step)"
+
+
+def test_the_assumed_line_says_a_list_of_layouts_given_is_searched():
+    # A hunt: --tp 8,4 --pp 4 said "the layout as given" where the answer held the fastest of the two.
+    from netsweep_jax.sweep.engine import layouts
+
+    def said(**given):
+        grid = layouts.make_layout_grid("llama3-70b", gpus=1024, global_batch=1024, pp=4, **given)
+        return " ".join(layout_need.phrases(grid, searched=False))
+
+    assert "the fastest that can exist and fit of the 2 given (a list is searched" in said(tp="8,4")
+    assert "the layout as given" in said(tp=8)

@@ -30,6 +30,16 @@ def test_compare_keeps_its_defaults_when_one_workload_option_is_given():
     assert "gpt2@h100-bf16-b8" in r.output and " 0.020 " in r.output
 
 
+def test_compare_on_a_v100_defaults_to_fp16_and_says_so():
+    # A hunt: compare's default bf16 on a V100 was refused as if given ("--precision bf16: the v100 has no bf16
+    # tensor cores"); a large model there takes fp16 and says so, and so does compare now. Given, bf16 is refused.
+    r = invoke("compare", "--model", "gpt2", "--gpu", "v100", "--bw", "10")
+    assert r.exit_code == 0 and "gpt2@v100-fp16-b8" in r.output, r.output
+    assert "--precision fp16 (a V100 has no bf16 tensor cores)" in r.output
+    r = invoke("compare", "--model", "gpt2", "--gpu", "v100", "--bw", "10", "--precision", "bf16")
+    assert r.exit_code == 2 and "no bf16 tensor cores" in r.output
+
+
 def _rows(name, profile, t1s=(0.2, 0.4)):
     out = []
     for t1 in t1s:

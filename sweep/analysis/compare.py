@@ -45,6 +45,8 @@ from netsweep_jax.sweep.io.paths import (
     write_report_files,
 )
 from netsweep_jax.sweep.model.compressors import parse_compressors
+from netsweep_jax.sweep.model.compute import GPUS as GPU_PRESETS
+from netsweep_jax.sweep.model.compute import volta
 from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -57,6 +59,7 @@ WORKLOAD = {
     "precision": "bf16",
     "batch": "8",
 }  # the transformers' default (CNNs: the paper's V100 runs)
+VOLTA_PRECISION = "fp16"  # the default precision where a GPU given is a V100 (compute.volta)
 TARGET = 0.99
 TIE = 0.01  # relative difference below which neither fix wins
 PAYS = 0.05  # a compressor "pays" when it is at least this much faster than no compression
@@ -200,7 +203,7 @@ def compare(
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
     assumed = [f"compare's defaults: {', '.join(defaults)}"] if defaults else []
     if unset:
-        assumed.append("transformers: " + ", ".join(f"--{k.replace('_', '-')} {WORKLOAD[k]}" for k in unset))
+        assumed.append(_workload_said(workload, unset))
     if ds.attrs.get("assumed"):
         assumed.append(str(ds.attrs["assumed"]))
     return (
@@ -208,6 +211,14 @@ def compare(
         ds,
         dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
     )
+
+
+def _workload_said(workload: Mapping[str, Any], unset: list[str]) -> str:
+    """The ``assumed:`` line's phrase of the transformer workload settings not given (``unset``)."""
+    said = [f"--{k.replace('_', '-')} {workload[k]}" for k in unset]
+    if workload["precision"] == VOLTA_PRECISION and "precision" in unset:
+        said[unset.index("precision")] += " (a V100 has no bf16 tensor cores)"
+    return "transformers: " + ", ".join(said)
 
 
 def _defaults(
@@ -239,6 +250,11 @@ def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
     """The transformer workload settings for ``models``: each one ``given`` (not None), else the default; none
     where no model is a transformer, where a given one is refused (a measured profile has its own times)."""
     workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}
+    gpus = [g.strip().lower() for g in str(workload["gpu"]).split(",")]
+    if given.get("precision") is None and any(g in GPU_PRESETS and volta(g) for g in gpus):
+        workload["precision"] = (
+            VOLTA_PRECISION  # no bf16 tensor cores: fp16, as a large model's default there
+        )
     names = (
         models.split(",")
         if isinstance(models, str)

@@ -422,6 +422,9 @@ def phrases(grid: LayoutGrid, searched: bool) -> tuple[str, ...]:
         "the layout: sweep plan's best at each setting as given (the fastest that can exist and fit of those "
         "searched), held while each fabric setting moves"
         if searched
+        else f"the layout: the fastest that can exist and fit of the {grid.inner_size:,} given (a list is searched, "
+        "what is not given at sweep grid's defaults), held while each fabric setting moves"
+        if grid.inner_size > 1
         else "the layout as given (what is not given at sweep grid's defaults), held while each fabric setting moves"
     )
     spine = has_spine(grid)

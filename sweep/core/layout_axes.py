@@ -341,8 +341,8 @@ TEXT_OPTIONS: dict[str, TextOption] = {
     ),
     "oversubscription": TextOption(
         OVERSUBSCRIPTION.option,
-        f"{OVERSUBSCRIPTION.help} Needs a --fabric preset (its hosts a leaf); sweep plan takes a list (1,2,4) "
-        "and plans each value.",
+        f"{OVERSUBSCRIPTION.help} Needs a --fabric preset (its hosts a leaf). One value, but sweep plan takes a "
+        "list (1,2,4) and plans each value.",
         metavar="VALUES",
     ),
 }

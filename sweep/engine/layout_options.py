@@ -114,11 +114,9 @@ def make_layout_grid(
     given (:func:`_stack_settings`); None: the default stack's constants alone (:func:`_default_constants`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
-    a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a fabric preset
-    (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf and its
-    constants) or the constants NCCL's pricing reads in place of the shipped fit (a fabric file's), only with
-    NCCL's collectives; ``oversubscription``: the spine's (a list is planned value by value), with a preset.
-    """
+    a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a preset
+    (:data:`sweep.model.fabrics.FABRICS`: its cluster settings for those not given, its hosts a leaf, its
+    constants) or a fabric file's constants, with NCCL's collectives; ``oversubscription``: the spine's."""
     texts: dict[str, Any] = {name: axes.pop(name, None) for name in TEXT_SETTINGS}  # None: not given
     given = _given_axes(axes)  # filled below by presets and defaults
     models, model_names = _models(model, arch, mtp_layers)

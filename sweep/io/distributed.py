@@ -270,6 +270,9 @@ def run_distributed(
     shard = shard_path(out, pid, count)
     summary: Summary
     if resume and shard.exists() and not partial_path(shard).exists():
+        _refuse_another_grids(
+            shard, grid
+        )  # an earlier run's, of other options: before any work, not at the stitch
         summary = {
             "out": str(shard),
             "configs": 0,
@@ -386,6 +389,25 @@ def wait_for(
         sleep(POLL_S)
 
 
+ANOTHER_GRIDS = (
+    "a shard of another grid (made by a command with other options: an earlier run's, or a process started "
+    "differently); give every process the same command, or start them again with --force and without --resume"
+)
+
+
+def _refuse_another_grids(shard: Path, grid: AnyGrid) -> None:
+    """Refuse a finished shard ``--resume`` would keep where it was made for another grid."""
+    try:
+        with h5py.File(shard, "r") as f:
+            made_for = f.attrs.get("grid_fingerprint")
+    except OSError as error:
+        raise InputError(
+            f"{shard}: not a shard this tool can read ({error}); start again with --force"
+        ) from None
+    if made_for != grid.fingerprint():
+        raise InputError(f"{shard}: {ANOTHER_GRIDS}")
+
+
 def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
     """Copy every block from the shard that computed it into the cube ``out``."""
     count = len(shards)
@@ -400,10 +422,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
         fingerprint = grid.fingerprint()
         for src in opened:  # before the cube is made: a refusal leaves nothing behind
             if src.attrs["grid_fingerprint"] != fingerprint:
-                raise InputError(
-                    f"{src.filename}: a shard of another grid (its process was started with other options); "
-                    f"give every process the same command"
-                )
+                raise InputError(f"{src.filename}: {ANOTHER_GRIDS}")
             if int(src.attrs["block_configs"]) != block_configs:  # a default follows each machine's memory
                 raise InputError(
                     f"{src.filename}: cut into blocks of {int(src.attrs['block_configs'])} configurations where "

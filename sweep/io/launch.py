@@ -77,6 +77,7 @@ MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where o
 # Words of the shell that end a command or a bash array: a flag's values stop there.
 ENDS = {")", "(", ";", "&&", "||", "|", "&"}
 # A flag that makes the command a mixture-of-experts one (its dispatcher and expert TP then have defaults).
+PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
 MOE_FLAGS = ("--num-experts", "--expert-model-parallel-size", "--expert-tensor-parallel-size")
 
 
@@ -122,15 +123,8 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     return [c for c in out if c]
 
 
-def read_launch(path: str | os.PathLike[str]) -> Launch:
-    """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
-    settings that are Megatron-LM's defaults for what it leaves out."""
-    lines = read_lines(path, "launch command")
-
-    def line_of(flag: str) -> str:  # the file's line that gives the flag, for the message
-        number = next((i for i, line in enumerate(lines, 1) if flag in line), None)
-        return where(path, number)
-
+def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Each flag of the file's commands with the words after it in its command, and every word."""
     flags: dict[str, list[str]] = {}
     words = []
     for command in _commands(path, lines):
@@ -142,6 +136,35 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
                 flags[current] = [word.split("=", 1)[1]] if "=" in word else []
             elif current is not None:
                 flags[current].append(word)
+    return flags, words
+
+
+def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str:
+    """--recompute's mode of the command's --recompute-granularity (and modules); none where it has none."""
+    if "--recompute-granularity" not in flags:
+        return "none"
+    granularity = " ".join(flags["--recompute-granularity"])
+    if granularity == "full":
+        return "full"
+    if granularity != "selective":
+        raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
+    modules = [MODULE_NAMES.get(m, m) for m in flags.get("--recompute-modules", [])] or ["core_attn"]
+    mode = recompute_mode("+".join(modules))
+    if mode is None:
+        raise InputError(f"{path}: --recompute-modules {' '.join(modules)}: a module netsweep does not know")
+    return mode
+
+
+def read_launch(path: str | os.PathLike[str]) -> Launch:
+    """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
+    settings that are Megatron-LM's defaults for what it leaves out."""
+    lines = read_lines(path, "launch command")
+
+    def line_of(flag: str) -> str:  # the file's line that gives the flag, for the message
+        number = next((i for i, line in enumerate(lines, 1) if flag in line), None)
+        return where(path, number)
+
+    flags, words = _flags(path, lines)
     settings: dict[str, str] = {}
     unused = []
     if not set(flags) & (set(VALUED) | set(OVERLAP_FLAGS) | OTHER_USED):
@@ -161,33 +184,13 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
         elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED:
             unused.append(flag)
     stated = set(settings)
-    for name in (
-        "tp",
-        "pp",
-        "cp",
-        "ep",
-    ):  # Megatron-LM's default size of a parallel dim the command leaves out
+    for name in PARALLEL_SIZES:  # Megatron-LM's default size of a parallel dim the command leaves out
         settings.setdefault(name, "1")
     moe = any(flag in flags for flag in MOE_FLAGS)
     if moe:  # Megatron-LM's expert TP where the command leaves it out is the TP size (its arguments.py)
         settings.setdefault("expert_tp", settings["tp"])
-    if "--recompute-granularity" in flags:
-        granularity = " ".join(flags["--recompute-granularity"])
-        if granularity == "full":
-            settings["recompute"] = "full"
-        elif granularity == "selective":
-            modules = [MODULE_NAMES.get(m, m) for m in flags.get("--recompute-modules", [])] or ["core_attn"]
-            mode = recompute_mode("+".join(modules))
-            if mode is None:
-                raise InputError(
-                    f"{path}: --recompute-modules {' '.join(modules)}: a module netsweep does not know"
-                )
-            settings["recompute"] = mode
-        else:
-            raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
-        stated.add("recompute")
-    else:
-        settings["recompute"] = "none"
+    settings["recompute"] = _recompute(path, flags)
+    stated |= {"recompute"} if "--recompute-granularity" in flags else set()
     settings["sequence_parallel"] = "1" if "--sequence-parallel" in flags else "0"
     settings["zero"] = "1" if "--use-distributed-optimizer" in flags else "0"
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
@@ -195,10 +198,8 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     stated |= {name for name, flag in STATED_BY.items() if flag in flags} | (
         {"overlap"} if switches else set()
     )
-    if moe and "--moe-token-dispatcher-type" not in flags:
-        settings["moe_dispatcher"] = (
-            "allgather"  # Megatron-LM's default: refused unless an option replaces it
-        )
+    if moe and "--moe-token-dispatcher-type" not in flags:  # Megatron-LM's allgather: refused unless replaced
+        settings["moe_dispatcher"] = "allgather"
     if "--moe-token-dispatcher-type" in flags:
         stated.add("moe_dispatcher")
         dispatcher = " ".join(flags["--moe-token-dispatcher-type"])
