@@ -101,6 +101,7 @@ DATA_ARGS=(
     --data-path "corpus#1"  # a '#' in quotes is no comment
 )
 TRAINING_ARGS=( --micro-batch-size 1 --global-batch-size 1536 )
+# a comment's trailing backslash continues nothing \\
 torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \\
     ${MODEL_PARALLEL_ARGS[@]} ${DATA_ARGS[@]} ${TRAINING_ARGS[@]} --bf16
 echo finished; date

@@ -224,3 +224,13 @@ def test_the_assumed_line_says_a_list_of_layouts_given_is_searched():
 
     assert "the fastest that can exist and fit of the 2 given (a list is searched" in said(tp="8,4")
     assert "the layout as given" in said(tp=8)
+
+
+def test_the_nics_a_host_has_now_follow_the_gpus_given():
+    # need's "now" column named the preset's 8 NICs for a host of 4 GPUs given, where the kernel prices 4
+    # (compute.host_system).
+    cell = dict(nics_per_node=0.0, nics=8.0, domain=8.0, preset_gpus_per_node=8.0, gpus_per_node=4.0)
+    held = layout_need.Held("", "", cell, {}, 1.0, 1.0)
+    assert held.now("nics_per_node") == 4.0
+    assert layout_need.Held("", "", {**cell, "gpus_per_node": 0.0}, {}, 1.0, 1.0).now("nics_per_node") == 8.0
+    assert layout_need.Held("", "", {**cell, "nics_per_node": 2.0}, {}, 1.0, 1.0).now("nics_per_node") == 2.0

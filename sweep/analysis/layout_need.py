@@ -42,6 +42,7 @@ from netsweep_jax.sweep.engine.compiled import INNER_COLUMNS, OUTER_COLUMNS
 from netsweep_jax.sweep.engine.layout_blocks import BlockTables
 from netsweep_jax.sweep.engine.layout_rows import ROWS_BLOCK, evaluate_columns
 from netsweep_jax.sweep.engine.layouts import LayoutGrid, best_layouts
+from netsweep_jax.sweep.model.compute import host_system
 
 TOLERANCE = 1e-6  # a bracket closes below this ratio less one: below the 4 digits an answer is shown to
 MIN_POINTS = 16  # candidates per bracket and round, however many brackets share a call
@@ -98,12 +99,22 @@ class Held:
     step: float  # s, as given
     ideal: float  # s, on an ideal network
 
+    @property
+    def gpus_per_node(self) -> float:
+        """The host's GPUs: as given, else the GPU preset's."""
+        return self.cell["gpus_per_node"] or self.cell["preset_gpus_per_node"]
+
     def now(self, axis: str) -> float:
         """The setting's own value of an answered setting, stored units (the GPU preset's where 0)."""
         if axis == "bandwidth":
             return (self.cell["bandwidth"] or self.cell["nic_bits"]) / 1e9
         if axis == "nics_per_node":
-            return self.cell["nics_per_node"] or self.cell["nics"]
+            if self.cell["nics_per_node"]:
+                return self.cell["nics_per_node"]
+            c = self.cell  # the preset's NICs for a host of the GPUs given, as the kernel's inputs take them
+            return float(
+                host_system(c["domain"], c["preset_gpus_per_node"], c["nics"], self.gpus_per_node)[1]
+            )
         return self.cell["oversubscription"]
 
 

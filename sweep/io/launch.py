@@ -96,6 +96,8 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     out: list[list[str]] = []
     pending = ""
     for line in lines:
+        if line.lstrip().startswith("#") and not pending:  # a comment line: its trailing \\ continues nothing
+            continue
         if line.rstrip().endswith("\\"):
             pending += line.rstrip()[:-1] + " "
             continue
