@@ -155,3 +155,49 @@ def test_a_moe_commands_expert_tp_and_what_an_option_replaces(tmp_path):
     settings = {"moe_dispatcher": "flex", "launch": path}
     assert "moe_dispatcher" not in take_launch(settings, {"moe_dispatcher"}, said.append)
     assert settings["moe_dispatcher"] == "flex"  # the option's, not the file's default
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # review: a flag on the line of NAME=( (or NAME+=() was dropped: tp read as Megatron-LM's default 1
+        ("ARGS=(--tensor-model-parallel-size 8 --pipeline-model-parallel-size 16)", {"tp": "8", "pp": "16"}),
+        ("ARGS+=(--tensor-model-parallel-size 2)\nARGS+=(--fp16)", {"tp": "2", "precision": "fp16"}),
+        # redirections and operators glued to a value end it
+        ("pretrain_gpt.py --tensor-model-parallel-size 8 2>&1 | tee log", {"tp": "8"}),
+        ("pretrain_gpt.py --tensor-model-parallel-size 8 > log", {"tp": "8"}),
+        ("pretrain_gpt.py --tensor-model-parallel-size 8; echo done", {"tp": "8"}),
+        ("pretrain_gpt.py --data-path 'a;b' --tensor-model-parallel-size=4", {"tp": "4"}),
+    ],
+)
+def test_shell_operators_end_a_flags_values(tmp_path, text, expected):
+    path = tmp_path / "a.sh"
+    path.write_text(text)
+    settings = read_launch(path).settings
+    assert {k: settings[k] for k in expected} == expected
+
+
+def test_a_dense_command_naming_an_expert_size_and_a_tp_option_replacing_the_default(tmp_path):
+    # review: --expert-model-parallel-size 1 made a dense command a MoE one (its dispatcher refused, and the
+    # --moe-dispatcher the message asked for refused as a MoE setting); a --tp option replacing the file's
+    # default left expert TP at the file's 1, where Megatron-LM takes the TP size used; a comment naming a flag
+    # was the line a refusal pointed at.
+    from netsweep_jax.sweep.analysis.layout_jobs import take_launch
+
+    path = tmp_path / "a.sh"
+    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2 --expert-model-parallel-size 1 --bf16")
+    settings, _, defaulted = read_launch(path)
+    assert "moe_dispatcher" not in settings and "expert_tp" not in settings
+    path.write_text(
+        "pretrain_gpt.py --num-experts 64 --expert-model-parallel-size 8 --moe-token-dispatcher-type flex"
+    )
+    given = {"tp": "4", "launch": path}
+    taken = take_launch(given, {"tp"}, lambda _: None)
+    assert given["expert_tp"] == "4" and "tp" not in taken
+    with pytest.raises(InputError, match="which Megatron-LM sets to the TP size, one of a list here: give"):
+        take_launch({"tp": "2,4", "launch": path}, {"tp"}, lambda _: None)
+    path.write_text(
+        "# --tensor-model-parallel-size is set below\n\npretrain_gpt.py --tensor-model-parallel-size $TP"
+    )
+    with pytest.raises(InputError, match=r"a.sh:3: --tensor-model-parallel-size"):
+        read_launch(path)

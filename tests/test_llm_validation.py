@@ -872,3 +872,35 @@ def test_the_memory_line_names_runs_that_ran_unfit_apart_from_rows_to_predict(va
         f"{runs[0].id}, needs 5.0 GB more than its usable memory."
     )
     assert V.memory_line(v).startswith(f"Memory: every one of the {len(v.runs)} runs fits")
+
+
+def test_a_finding_is_of_the_published_rows_as_published(validation, tmp_path):
+    # A hunt: a user's file with SC21-T2-01 moved to an H100 (or given in seconds) kept the ZeRO-3 finding's text
+    # ("from 384 to 1536 A100s", "within the 25% target"): the findings were chosen by row id alone.
+    import dataclasses
+
+    from netsweep_jax.sweep.analysis import llm_report
+
+    validation = validation[1]
+    assert llm_report._as_published(validation) == {r.id for r in validation.runs}
+    moved = [dataclasses.replace(r, gpu="h100") if r.id == "SC21-T2-01" else r for r in validation.runs]
+    mine = dataclasses.replace(validation, runs=moved, path=str(tmp_path / "mine.csv"))
+    assert llm_report._as_published(mine) == {r.id for r in validation.runs} - {"SC21-T2-01"}
+    ids = {r.id: i for i, r in enumerate(mine.runs) if r.id in llm_report._as_published(mine)}
+    assert llm_report._zero3_collapse(mine, ids, "trained") == []
+    assert llm_report._zero3_collapse(validation, {r.id: i for i, r in enumerate(validation.runs)}, "trained")
+    # a '|' in a user's id or group would split its table row (the data-parallel report escaped it)
+    barred = [dataclasses.replace(r, id=f"{r.id}|x") for r in validation.runs]
+    rows = llm_report._row_by_row(dataclasses.replace(validation, runs=barred))
+    assert any(line.startswith("| SC21-T1-01\\|x | train |") for line in rows)
+
+
+def test_a_blank_line_between_a_runs_files_comments_and_its_header_is_no_header(tmp_path):
+    # A hunt: '# my runs' then a blank line: ":2: missing column(s) id, gpu, ..." (validate --llm), and calibrate
+    # took the file for a data-parallel one.
+    from netsweep_jax.sweep.io.runs import DATASET, is_runs_file, read_runs
+
+    rows = [line for line in DATASET.read_text().splitlines() if not line.startswith("#")][:4]
+    path = tmp_path / "mine.csv"
+    path.write_text("# my runs\n\n" + "\n".join(rows) + "\n")
+    assert is_runs_file(path) and [r.line for r in read_runs(path)] == [4, 5, 6]

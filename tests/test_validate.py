@@ -134,6 +134,17 @@ def test_a_file_without_bucketing_says_so(tmp_path):
             "a,ib,2,8,100,0.9,ps\n",
             "m.csv: a 'collective' column fixes what validation's models differ by",
         ),
+        # A hunt: a misspelt setting column was a label, the setting ignored in silence (and the report said it
+        # was read); a blank line before the header (after a file's comments) was taken for the header.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,fusion_timout\na,ib,2,8,100,0.9,1\n",
+            "m.csv:1: column 'fusion_timout' is not fusion_timeout, which it is close to",
+        ),
+        (
+            "# mine\n\nframework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\n"
+            "a,ib,2,8,100,0.9,0\n",
+            "m.csv:5: expected 6 cells, got 7",  # read from the header on line 3, not the blank line 2
+        ),
         # A blank measurement (a row calibrate predicts): it crashed writing predictions.csv, after every fit.
         (
             "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,\n",
@@ -150,6 +161,6 @@ def test_files_validation_cannot_use(tmp_path, text, message):
 
 
 def test_a_label_with_a_bar_stays_in_its_cell():
-    from netsweep_jax.sweep.analysis.validate import _cell
+    from netsweep_jax.sweep.core.wording import table_cell as _cell
 
     assert _cell("100G | RoCE") == "100G \\| RoCE" and _cell(25) == "25"  # the bar split the report's row

@@ -282,6 +282,17 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     read, unused, defaulted = read_launch(path)
     # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not.
     taken = {name: value for name, value in read.items() if not (name in defaulted and name in given)}
+    if "expert_tp" in defaulted and "expert_tp" in taken and "tp" in given:  # Megatron-LM's: the TP size used
+        from netsweep_jax.sweep.core.values import whole_number
+
+        if whole_number(str(settings["tp"]).strip()) is None:
+            raise InputError(
+                f"{settings['tp']}: {path} leaves out --expert-tensor-parallel-size, which Megatron-LM sets to the "
+                "TP size, one of a list here: give {0} too",
+                param="tp",
+                names=("expert_tp",),
+            )
+        taken["expert_tp"] = str(settings["tp"]).strip()
     for name, value in taken.items():
         if name in given:
             raise InputError(f"given twice: as an option and in {path}", param=name)

@@ -4,6 +4,7 @@ why they miss, the published findings checked against the numbers), predictions.
 """
 
 import csv
+import dataclasses
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +23,9 @@ from netsweep_jax.sweep.analysis.llm_sources import (
 )
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.layout_axes import AXES
+from netsweep_jax.sweep.core.wording import table_cell
 from netsweep_jax.sweep.io.paths import write_report_files
-from netsweep_jax.sweep.io.runs import DATASET, METRICS, settings
+from netsweep_jax.sweep.io.runs import DATASET, METRICS, read_runs, settings
 from netsweep_jax.sweep.model.compute import die
 
 FILES = ("predicted_over_measured.png", "predictions.csv", "REPORT.md")
@@ -52,9 +54,11 @@ def signed(x: float) -> str:
 
 
 def findings(v: Validation, model: str = "trained") -> list[str]:
-    """The published findings, checked against the model's numbers (rows absent from a user's file, or without a
-    measured value there, are skipped: each finding compares measured values)."""
-    ids = {r.id: i for i, r in enumerate(v.runs) if r.value is not None}
+    """The published findings, checked against the model's numbers (rows absent from a user's file, without a
+    measured value there, or changed from the shipped row of their id, are skipped: each finding compares the
+    published runs' measured values, as published)."""
+    published = _as_published(v)
+    ids = {r.id: i for i, r in enumerate(v.runs) if r.value is not None and r.id in published}
     pred = v.outputs[model]["predicted"]
     return [
         *_zero3_collapse(v, ids, model),
@@ -66,6 +70,15 @@ def findings(v: Validation, model: str = "trained") -> list[str]:
         *_qwen3_regression(v, ids, pred),
         *_gpt_oss(v, ids, pred),
     ]
+
+
+def _as_published(v: Validation) -> set[str]:
+    """The ids of ``v``'s runs that are the shipped file's rows of those ids (every one where ``v`` is the
+    shipped file): a user's file may reuse an id for another run, of which a finding's text would be false."""
+    if Path(v.path).resolve() == DATASET.resolve():
+        return {r.id for r in v.runs}
+    shipped = {r.id: dataclasses.replace(r, line=0) for r in read_runs(DATASET)}
+    return {r.id for r in v.runs if shipped.get(r.id) == dataclasses.replace(r, line=0)}
 
 
 def _both(ids: dict[str, int], first: str, second: str) -> tuple[int, int] | None:
@@ -465,7 +478,7 @@ def _errors(v: Validation) -> list[str]:
             n, med, mx = v.summary(name, mask)
             cells.append(f"{pct(med)} / {pct(mx)}")
         if n:
-            lines.append(f"| {label} | {n} | " + " | ".join(cells) + " |")
+            lines.append(f"| {table_cell(label)} | {n} | " + " | ".join(cells) + " |")
 
     row(
         f"**held-out dense (the targets: median <= {TARGET_MEDIAN:.0%}, none over {TARGET_MAX:.0%})**",
@@ -531,7 +544,7 @@ def _row_by_row(v: Validation) -> list[str]:
         fits_note = "" if out["fits"][i] == 1 else " (memory: does not fit)"
         measured = f"{r.value:g}" if r.value is not None else "-"
         lines.append(
-            f"| {r.id} | {v.role(i)} | {r.model}{' (MoE)' if r.moe else ''} | "
+            f"| {table_cell(r.id)} | {v.role(i)} | {table_cell(r.model)}{' (MoE)' if r.moe else ''} | "
             f"{r.gpus} {r.gpu} | {layout} | {measured} {METRICS[r.metric]} | {out['predicted'][i]:.4g}"
             f"{fits_note} | {'-' if r.value is None else signed(err[i])} | {v.terms('trained', i)} | "
             f"{', '.join(assumed) or '-'} |"

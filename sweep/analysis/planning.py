@@ -578,7 +578,8 @@ def _resolved(cell: dict) -> dict:
     """A setting's coordinates as a script reads them: a system dim's 0 as the GPU's system's value, a gradient
     dtype's 0 as the precision's (the table prints what they stand for; a CSV or JSON row printed 0.0), whole
     numbers as integers."""
-    system = system_settings(cell["gpu"]) if cell.get("gpu") in GPUS else {}
+    # a host of the GPUs given has its own domain and NICs (compute.host_system), as the kernel priced it
+    system = system_settings(cell["gpu"], cell.get("gpus_per_node") or 0) if cell.get("gpu") in GPUS else {}
     out = {}
     for k, v in cell.items():
         if v == 0 and k in system:

@@ -47,6 +47,7 @@ from netsweep_jax.sweep.analysis.calibration_fit import padded_rows
 from netsweep_jax.sweep.analysis.calibration_rows import Settings, build_rows
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError, literal
+from netsweep_jax.sweep.core.wording import table_cell
 from netsweep_jax.sweep.engine.compiled import predict_rows
 from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements, read_measurements
@@ -244,9 +245,10 @@ def report(
         if shipped
         else f"measured scaling factors (`{Path(meas.path).name}`)"
     )
+    read = [f"`{c}`" for c in ("bucketing", "fusion_timeout") if c in meas.columns]
     bucketing = (
-        "Each row's gradients are bucketed as its stack does (the dataset's `bucketing` and "
-        "`fusion_timeout` columns)."
+        f"Each row's gradients are bucketed as its stack does (the dataset's {' and '.join(read)} "
+        f"column{'s' if len(read) > 1 else ''})."
         if "bucketing" in meas.columns
         else "Every row's gradients are bucketed by Horovod's fusion (64 MiB, 5 ms): the file has no "
         "`bucketing` column."
@@ -281,7 +283,7 @@ def report(
         gpus = int(col["nodes"][i] * col["gpus_per_node"][i])
         cells = " | ".join(f"{predictions[m.name][i]:.3f}" for m in MODELS)
         lines.append(
-            f"| {_cell(ids[i])} | {gpus} | {_cell(col['network'][i])} | {measured[i]:.3f} | {cells} | "
+            f"| {table_cell(ids[i])} | {gpus} | {table_cell(col['network'][i])} | {measured[i]:.3f} | {cells} | "
             f"{'train' if train[i] else 'held out'} |"
         )
     lines += ["", "## Fitted values", ""]
@@ -293,12 +295,6 @@ def report(
         lines += ["", "## Single-GPU times (T1) used", ""]
         lines += [f"- {ids[i]}: {col['t1_basis'][i]}" for i in range(len(meas))]
     return "\n".join(lines) + "\n"
-
-
-def _cell(text: object) -> str:
-    """A label as a Markdown table cell holds it: a ``|`` of the user's escaped and a line break a space (each
-    split the row)."""
-    return " ".join(str(text).splitlines()).replace("|", "\\|")
 
 
 def predictions_csv(meas: Measurements, predictions: Mapping[str, np.ndarray], train: np.ndarray) -> str:

@@ -46,7 +46,8 @@ def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None
 def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int, list[str]]]:
     """The records of a UTF-8 CSV file as (line where the record starts, cells): a quoted cell may hold
     commas, newlines or any other character; a line starting with ``#`` where a record would start is a
-    comment (a file may say where its numbers come from); blank lines give empty records."""
+    comment (a file may say where its numbers come from); blank lines give empty records, but before the first
+    record that is not (a header is never blank: a blank line after a file's comments is not its header)."""
     path = Path(path)
     lines = _physical_lines(_text(path, what))
     at = {"start": True, "line": 0}
@@ -59,10 +60,11 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
                 at["start"], at["line"] = False, number
             yield line + "\n"
 
-    records = []
+    records: list[tuple[int, list[str]]] = []
     try:
         for cells in csv.reader(feed(), strict=True):
-            records.append((at["line"], cells))
+            if records or "".join(cells).strip():
+                records.append((at["line"], cells))
             at["start"] = True
     except csv.Error as e:
         raise InputError(f"{path}:{at['line']}: not a CSV record ({e})") from None

@@ -3,8 +3,8 @@
 ``sweep plan --launch train.sh`` (and ``grid``) takes the parallel layout from the flags of a
 ``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, ``#``
 comments outside quotes, and the flags in bash arrays as Megatron-LM's example scripts keep them,
-``MODEL_PARALLEL_ARGS=( ... )``, are fine: a flag's values end at the end of its line, a ``)``, a
-``;``, ``&&``, ``||`` or ``|``). A flag below whose value is not a whole number (``eight``, a shell variable
+``MODEL_PARALLEL_ARGS=( ... )``, are fine: a flag's values end at the end of its line or a shell operator,
+``(``, ``)``, ``;``, ``&&``, ``|``, a redirection). A flag below whose value is not a whole number (``eight``, a shell variable
 ``$TP``) is refused, naming the flag and the file's line: netsweep cannot know its value, and
 Megatron-LM's default in its place would be a silent guess. So is a file that gives none of them:
 
@@ -12,7 +12,7 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --pipeline-model-parallel-size P   --pp P
     --context-parallel-size C          --cp C
     --expert-model-parallel-size E     --ep E
-    --expert-tensor-parallel-size X    --expert-tp X (left out of a MoE command: TP, Megatron-LM's default)
+    --expert-tensor-parallel-size X    --expert-tp X (left out of a MoE command, --num-experts or EP > 1: the TP)
     --virtual-pipeline-model-parallel-size V   --schedule interleaved:V
     --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
     --recompute-granularity full|selective [--recompute-modules m ...]   --recompute
@@ -70,15 +70,13 @@ OTHER_USED = {
     "--bf16",
     "--fp16",
     "--moe-token-dispatcher-type",
+    "--num-experts",  # read for whether the command is a mixture-of-experts one (its defaults)
 }
 # The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
 STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
-# Words of the shell that end a command or a bash array: a flag's values stop there.
-ENDS = {")", "(", ";", "&&", "||", "|", "&"}
-# A flag that makes the command a mixture-of-experts one (its dispatcher and expert TP then have defaults).
+OPERATOR_CHARS = "();<>|&"  # shlex's punctuation: a word of these ends a command (or redirects)
 PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
-MOE_FLAGS = ("--num-experts", "--expert-model-parallel-size", "--expert-tensor-parallel-size")
 
 
 class Launch(NamedTuple):
@@ -90,9 +88,18 @@ class Launch(NamedTuple):
     defaulted: frozenset[str]
 
 
+def _words(text: str) -> list[str]:
+    """A logical line's shell words, the shell's operators (``(``, ``)``, ``;``, ``|``, ``&&``, ``>`` ...) words of
+    their own: a ``#`` outside quotes starts a comment; ValueError where a quote is left open."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
 def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]:
     """The file's commands as shell words: ``\\`` continues a line, ``#`` outside quotes starts a comment, a
-    quote may span lines; each command's words end where :data:`ENDS` or its line does."""
+    quote may span lines; each command's words end where its line or a shell operator does (a bash array's
+    ``(`` and ``)``, ``;``, ``|``, ``&&``); a redirection (``> log``, ``2>&1``) is no word of it."""
     out: list[list[str]] = []
     pending = ""
     for line in lines:
@@ -103,22 +110,25 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
             continue
         pending += line
         try:
-            words = shlex.split(pending, comments=True)
+            words = _words(pending)
         except ValueError:  # a quote open at the line's end: it goes on
             pending += "\n"
             continue
         pending = ""
         command: list[str] = []
-        for word in words:
-            if word in ENDS or word.endswith("=("):  # NAME=( opens a bash array
+        skip = False
+        for k, word in enumerate(words):
+            operator = word[0] in OPERATOR_CHARS
+            redirect = operator and (word[0] in "<>" or word.startswith("&>"))
+            if skip or (word.isdigit() and k + 1 < len(words) and words[k + 1] in (">&", "<&")):
+                skip = (
+                    False  # a redirection's target, or the descriptor it copies (2>&1; 8 > log keeps its 8)
+                )
+            elif operator:
                 out.append(command)
-                command = []
-                continue
-            closes = word.endswith(")")  # 16) closes an array after its last value
-            command.append(word.rstrip(")") if closes else word)
-            if closes:
-                out.append(command)
-                command = []
+                command, skip = [], redirect
+            else:
+                command.append(word)
         out.append(command)
     if pending.strip():
         raise InputError(f"{path}: not a command line (a quote is never closed)")
@@ -162,8 +172,10 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     settings that are Megatron-LM's defaults for what it leaves out."""
     lines = read_lines(path, "launch command")
 
-    def line_of(flag: str) -> str:  # the file's line that gives the flag, for the message
-        number = next((i for i, line in enumerate(lines, 1) if flag in line), None)
+    def line_of(
+        flag: str,
+    ) -> str:  # the file's line that gives the flag (not a comment naming it), for the message
+        number = next((i for i, line in enumerate(lines, 1) if flag in line.split("#", 1)[0]), None)
         return where(path, number)
 
     flags, words = _flags(path, lines)
@@ -188,7 +200,8 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     stated = set(settings)
     for name in PARALLEL_SIZES:  # Megatron-LM's default size of a parallel dim the command leaves out
         settings.setdefault(name, "1")
-    moe = any(flag in flags for flag in MOE_FLAGS)
+    # A mixture-of-experts command: its experts (Megatron-LM needs --num-experts) or more than one expert group.
+    moe = "--num-experts" in flags or int(settings["ep"]) > 1
     if moe:  # Megatron-LM's expert TP where the command leaves it out is the TP size (its arguments.py)
         settings.setdefault("expert_tp", settings["tp"])
     settings["recompute"] = _recompute(path, flags)

@@ -20,6 +20,7 @@ e.g. ``gpus <= 16 and framework != 'mxnet'``. Nothing else is evaluated.
 
 import ast
 import dataclasses
+import difflib
 import math
 import operator
 from pathlib import Path
@@ -31,6 +32,9 @@ from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import NOTATION, decimal, number
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
+# How close to a column read (difflib's ratio) a label's name may not be: a misspelt setting is refused, never read
+# as a label (fusion_timout 0.96, nics_per_nod 0.96; the published files' labels, bandwidth_gbps 0.78, are not).
+NEAR_MISS = 0.85
 MEASURED = ("scaling_factor", "iteration_time")
 TEXT = ("model", "collective", "bucketing")
 
@@ -70,6 +74,14 @@ def read_measurements(path: str | Path) -> Measurements:
             raise InputError(
                 f"{where(path, header_line)}: column {c!r} is {known[c.lower()]} in another case; name it "
                 f"{known[c.lower()]} (a column named otherwise is a label)"
+            )
+    for c in header:  # 'fusion_timout': a label to the reader, and the setting ignored in silence
+        close = difflib.get_close_matches(c.lower(), known, n=1, cutoff=NEAR_MISS)
+        if c.lower() not in known and close:
+            raise InputError(
+                f"{where(path, header_line)}: column {c!r} is not {known[close[0]]}, which it is close to: name it "
+                f"{known[close[0]]} (a setting read), or a label further from it (a column named otherwise is a "
+                "label)"
             )
     missing = [c for c in REQUIRED if c not in header]
     measured = [c for c in MEASURED if c in header]

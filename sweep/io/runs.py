@@ -623,7 +623,7 @@ def is_runs_file(path: str | Path) -> bool:
     asked for data-parallel columns)."""
     try:
         for line in read_lines(Path(path), "measurements file"):
-            if not line.startswith("#"):
+            if line.strip() and not line.startswith("#"):  # the header: blank lines before it are not
                 header = {c.strip() for c in next(csv.reader([line]), [])}
                 return (
                     bool({"tp", "pp", "metric"} & header)
