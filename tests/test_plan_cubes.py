@@ -341,3 +341,22 @@ def test_a_host_of_other_gpus_has_its_own_nvlink_domain_and_nics(tmp_path):
         "select", out, "--sel", "nvlink_domain=4", "--sel", "nics_per_node=4", "--vars", "tokens_per_s"
     )
     assert r.exit_code == 0 and "--nvlink-domain 4: the cube's 0, the GPU's system (4), selected" in r.output
+
+
+def test_a_fabric_presets_host_of_other_gpus_has_its_own_nvlink_domain_and_nics():
+    # A hunt: --fabric dgx-h100-superpod --gpus-per-node 4 kept the preset's 8-GPU domain and 8 NICs (TP 8 at
+    # NVLink's rate across two hosts: 4-GPU hosts came out faster than 8-GPU ones).
+    from netsweep_jax.sweep.core.errors import InputError
+    from netsweep_jax.sweep.engine import layouts
+    from netsweep_jax.sweep.model.fabrics import FABRICS
+
+    dgx = FABRICS["dgx-h100-superpod"]
+    grid = layouts.make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node=4)
+    assert [grid.values[d].tolist() for d in ("nvlink_domain", "nics_per_node")] == [[4.0], [4.0]]
+    assert "--nvlink-domain 4 (its 8: a host of --gpus-per-node GPUs as its)" in " ".join(grid.assumed)
+    given = layouts.make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node=4, nvlink_domain=8, nics_per_node=8
+    )
+    assert [given.values[d].tolist() for d in ("nvlink_domain", "nics_per_node")] == [[8.0], [8.0]]
+    with pytest.raises(InputError, match="take one value"):
+        layouts.make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node="4,8")

@@ -355,3 +355,30 @@ def test_a_checkpoint_the_file_system_refuses_leaves_nothing_and_is_one_line(tmp
     assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
     assert "Unable to extend file properly , filename" in r.output and "kept" not in r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reduced_result_a_float16_store_cannot_hold_is_refused_and_nothing_kept(tmp_path):
+    # A hunt: --store float16 --reduce wrote inf (7 of 8 cells) with exit 0, and show counted them as unset; the
+    # cube written block by block refused the same grid by name.
+    args = ["--model", "llama3-70b", "--gpus", "64", "--global-batch", "128", "--tp", "1,2", "--pp", "1,2"]
+    r = invoke("grid", *args, "--store", "float16", "--reduce", "argmax:tp,pp", "--out", tmp_path / "o.h5")
+    assert r.exit_code == 2 and "float16: tokens_per_s exceeds 65504" in r.output, r.output
+    assert list(tmp_path.iterdir()) == []  # no cube, no checkpoint
+    kept = sweep.evaluate_layouts("llama3-70b", gpus=64, global_batch=128, tp=[1, 2], pp=[1, 2],
+                                  reduce="argmax:tp,pp", vars="iteration_time", store="float16")  # fmt: skip
+    assert kept.iteration_time.dtype == np.float16 and np.isfinite(kept.iteration_time.values).all()
+
+
+def test_select_on_a_reduced_dim_says_what_reduced_it_and_a_dp_cubes_gpus_reads_as_derived(tmp_path):
+    # A hunt: "--tp 8: this cube has no tp dim; its dims: ..." on a cube --reduce argmax:tp,pp made; a --dp
+    # cube's gpus showed [0] with nothing saying what the 0 is.
+    out = tmp_path / "am.h5"
+    args = ["--model", "llama3-70b", "--global-batch", "128", "--tp", "1,2", "--pp", "1,2", "-q"]
+    assert invoke("grid", *args, "--gpus", "64", "--reduce", "argmax:tp,pp", "--out", out).exit_code == 0
+    r = invoke("select", out, "--tp", "8")
+    assert (
+        "(--reduce argmax:tp,pp reduced it): the tp of each extreme is each variable's, as bubble_argmax_tp"
+        in (r.output)
+    )
+    assert invoke("grid", *args, "--dp", "4", "--out", tmp_path / "dp.h5").exit_code == 0
+    assert "[0 = tp pp cp dp (--dp given)]" in invoke("show", tmp_path / "dp.h5").output

@@ -140,6 +140,7 @@ LAYOUTS = Family(
     derived_zero={
         **dict.fromkeys(layout_axes.SYSTEM_DIMS, "the GPU's system"),
         "dp": "gpus / (tp pp cp)",
+        "gpus": "tp pp cp dp (--dp given)",
         "grad_bytes": "the precision's",
     },
     whole_numbers=True,

@@ -24,11 +24,11 @@ import numpy.typing as npt
 
 from netsweep_jax.kernels.overlap import METRICS, Config
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DEFAULTS, KERNELS
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Block, Blocking, Copy
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid
+from netsweep_jax.sweep.engine.outputs import check_float16
 from netsweep_jax.sweep.engine.reductions import DeviceReduction, device_reduction
 
 Arrays = dict[str, npt.NDArray[Any]]
@@ -178,22 +178,6 @@ def _as_stored(a: npt.NDArray[Any], store: np.dtype) -> npt.NDArray[Any]:
     """A float output in the store dtype (the data-parallel family's is cast on the device already); an
     integer code as it is."""
     return a.astype(store) if a.dtype.kind == "f" and a.dtype != store else a
-
-
-def check_float16(arrays: Arrays, family: Family) -> None:
-    """Refuse a block of ``family``'s outputs that a float16 store cannot hold (one line, naming the variable
-    and the limit: float16 holds 6e-8 to 65504; the family's ``positive`` outputs are never 0 where defined)."""
-    positive, variables = family.positive, family.variables
-    for name, a in arrays.items():
-        if a.dtype.kind == "f" and np.isinf(a).any():
-            raise InputError(
-                f"float16: {name} exceeds 65504 ({variables[name][0]}) in this grid; use --store float32",
-                param="store",
-            )
-        if name in positive and (a == 0).any():
-            raise InputError(
-                f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store"
-            )
 
 
 def run(

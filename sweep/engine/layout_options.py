@@ -46,6 +46,7 @@ from netsweep_jax.sweep.model.compute import (
     GPUS,
     PRECISIONS,
     die,
+    host_system,
     refuse_on_volta,
     system_settings,
     volta,
@@ -471,6 +472,30 @@ def _forced_phrase(collective: str) -> str:
     )
 
 
+def _host_of_preset(preset: FabricPreset, given: dict[str, object]) -> dict[str, float]:
+    """A fabric preset's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given, where it differs from
+    the preset's (:func:`~sweep.model.compute.host_system`): one value (each would build another host)."""
+    if given["gpus_per_node"] is None:
+        return {}
+    per_node = _values("gpus_per_node", given["gpus_per_node"], None)
+    own = preset.settings()
+    if (per_node == own["gpus_per_node"]).all() or all(
+        given[k] is not None for k in ("nvlink_domain", "nics_per_node")
+    ):
+        return {}
+    if per_node.size > 1:
+        raise InputError(
+            f"{_typed(given['gpus_per_node'])}: with --fabric {preset.name}, hosts of other GPUs than its "
+            f"{show(own['gpus_per_node'])} take one value (its NVLink domain and NICs follow the host), or give "
+            "--nvlink-domain and --nics-per-node",
+            param="gpus_per_node",
+        )
+    domain, nics = host_system(
+        own["nvlink_domain"], own["gpus_per_node"], own["nics_per_node"], float(per_node[0])
+    )
+    return {"nvlink_domain": float(domain), "nics_per_node": float(nics)}
+
+
 def _network(
     fabric: FabricConstants | FabricPreset | None,
     collectives: str | None,
@@ -479,12 +504,22 @@ def _network(
 ) -> tuple[_Network, tuple[str, ...]]:
     """The sweep's collective pricing and its ``collective`` names (:func:`_pricing`); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
-    # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given.
-    filled = {k: show(v) for k, v in fabric.settings().items() if given[k] is None} if fabric else {}
+    # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given; a host of other
+    # GPUs than a preset's has its NVLink domain and NICs as compute.host_system builds them from the preset's.
+    built = _host_of_preset(fabric, given) if isinstance(fabric, FabricPreset) else {}
+    filled = (
+        {k: show(v) for k, v in {**fabric.settings(), **built}.items() if given[k] is None} if fabric else {}
+    )
     replaced = tuple(  # a preset's settings given otherwise (a value other than its own), said with its own
         f"{AXES[k].option} {_typed(given[k])} (its {show(v)})"
         for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
         if given[k] is not None and (_values(k, given[k], None) != v).any()
+    )
+    replaced += tuple(  # its host's domain and NICs, built for the GPUs given
+        f"{AXES[k].option} {show(v)} (its {show(own[k])}: a host of --gpus-per-node GPUs as its)"
+        for own in [fabric.settings() if fabric else {}]
+        for k, v in built.items()
+        if given[k] is None
     )
     given.update(filled)
     hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it

@@ -1,7 +1,9 @@
 """What a sweep keeps and in which dtypes, checked by one rule for both model families: ``--vars``, ``--store``
 and the compute dtype."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import Family
@@ -32,3 +34,19 @@ def check_dtype(dtype: str) -> None:
     """Refuse a compute dtype other than float32 or float64."""
     if dtype not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+
+
+def check_float16(arrays: Mapping[str, np.ndarray], family: Family) -> None:
+    """Refuse a block of ``family``'s outputs that a float16 store cannot hold (one line, naming the variable
+    and the limit: float16 holds 6e-8 to 65504; the family's ``positive`` outputs are never 0 where defined)."""
+    positive, variables = family.positive, family.variables
+    for name, a in arrays.items():
+        if a.dtype.kind == "f" and np.isinf(a).any():
+            raise InputError(
+                f"float16: {name} exceeds 65504 ({variables[name][0]}) in this grid; use --store float32",
+                param="store",
+            )
+        if name in positive and (a == 0).any():
+            raise InputError(
+                f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store"
+            )

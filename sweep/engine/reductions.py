@@ -31,6 +31,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.dataset import Coordinated, coordinates
+from netsweep_jax.sweep.engine.outputs import check_float16
 
 if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Dataset (a reduced result's)
     import xarray as xr
@@ -295,19 +296,31 @@ class ReducedRun:
             )
         acc.combine(where, pick(value), position, {d: np.broadcast_to(index[d], shape) for d in acc.index})
 
+    def stored(self) -> dict[str, Array]:
+        """Each reduced output over the kept dims in the store dtype; a value a float16 store cannot hold refused
+        by name, as a block the sweep writes is (:func:`~sweep.engine.outputs.check_float16`)."""
+        outside = math.prod(self.blocking.sizes[d] for d in self.r.dims if d not in self.inside)
+        out = {}
+        for v, acc in self.acc.items():
+            value = acc.value / outside if acc.kind == "mean" else acc.value
+            with np.errstate(over="ignore"):  # refused below, by name
+                out[v] = value.astype(self.grid.store_dtype)
+        if self.grid.store_dtype == "float16":
+            check_float16(out, self.blocking.family)
+        return out
+
     def dataset(self) -> xr.Dataset:
         """The result as an ``xarray.Dataset`` over the kept dims (labels as coordinate values)."""
         import xarray as xr  # here: 0.5-0.8 s to load, which a sweep written block by block never needs
 
-        outside = math.prod(self.blocking.sizes[d] for d in self.r.dims if d not in self.inside)
         coords = self.grid.coords()
         data = {}
+        stored = self.stored()
         for v, acc in self.acc.items():
-            value = acc.value / outside if acc.kind == "mean" else acc.value
             units, long_name = self.blocking.family.variables[v]
             data[v] = xr.Variable(
                 self.r.kept,
-                value.astype(self.grid.store_dtype),
+                stored[v],
                 {
                     "units": units,
                     "long_name": f"{acc.kind} of {long_name} over {', '.join(self.r.dims)}",

@@ -317,6 +317,11 @@ def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
         return f"a plan cube has no {dim} dim: each rank's {dim} is its variable layout_{dim}, in every row"
     if ds.attrs.get("solved_axis") == dim:
         return f"this cube has no {dim} dim (it was solved for it)"
+    if dim in str(ds.attrs.get("reduced_dims", "")).split(","):
+        where = [str(v) for v in ds.data_vars if str(v).endswith(f"_{dim}") and "_arg" in str(v)]
+        named = " and ".join(where) if len(where) <= 2 else f"each variable's, as {where[0]}"
+        said = f": the {dim} of each extreme is {named}" if where else ""
+        return f"this cube has no {dim} dim (--reduce {ds.attrs.get('reduced', '')} reduced it){said}"
     return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
 
 

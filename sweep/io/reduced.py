@@ -176,6 +176,7 @@ class Reduction:
                 progress=advance,
                 kernel=self.kernel,
             )
+        self.state.stored()  # a result its store cannot hold refused here, the run's checkpoint with it
 
     def sizes(self) -> tuple[int, int, int]:
         """(blocks, configurations, configurations merged before this run) of this process's blocks."""
