@@ -210,3 +210,22 @@ def test_folders_made_for_an_output_are_counted_as_this_runs_alone(tmp_path, mon
 
     monkeypatch.setattr(Path, "mkdir", raced)
     assert make_folders(deep) == [deep, deep.parent] and deep.is_dir()
+
+
+def test_a_run_that_holds_its_checkpoint_removes_the_half_written_ones_a_killed_run_left(tmp_path):
+    # A hunt: kill -9 while a --reduce sweep wrote a new checkpoint left OUT.partial.<random>.partial for good
+    # (1 of 4 kills); a resume held the output and went on beside it.
+    from netsweep_jax.sweep.io.paths import Claim, new_temporary
+
+    partial = tmp_path / "o.h5.partial"
+    partial.write_bytes(b"")
+    stale = new_temporary(partial)
+    others = [tmp_path / "o.h5.partial.notmine.partial", tmp_path / "o.h5.partial.0badc0de.partial.bak"]
+    for path in others:
+        path.write_text("the user's")
+    (tmp_path / "o.h5.partial.0badf00d.partial").symlink_to(others[0])
+    claim = Claim(partial)
+    claim.take(new=False)
+    claim.release()
+    assert not stale.exists() and all(p.read_text() == "the user's" for p in others)
+    assert (tmp_path / "o.h5.partial.0badf00d.partial").is_symlink()

@@ -145,6 +145,16 @@ def test_a_file_without_bucketing_says_so(tmp_path):
             "a,ib,2,8,100,0.9,0\n",
             "m.csv:5: expected 6 cells, got 7",  # read from the header on line 3, not the blank line 2
         ),
+        # A hunt: an empty framework was a jitter group of its own, fitted from one row; an id twice, two rows
+        # of one name in predictions.csv.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,2,8,100,0.9\n,ib,4,8,100,0.8\n",
+            "m.csv:3: no framework; validation fits one jitter per framework",
+        ),
+        (
+            "id,framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\nx,a,ib,2,8,100,0.9\nx,a,ib,4,8,100,0.8\n",
+            "m.csv:3: id 'x' is line 2's too",
+        ),
         # A blank measurement (a row calibrate predicts): it crashed writing predictions.csv, after every fit.
         (
             "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\na,ib,2,8,100,\n",

@@ -128,19 +128,22 @@ def _predict(
     return np.array([r["predicted"] for r in result["rows"]]), fitted
 
 
-def run_validation(
-    dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
-) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
-    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
-
-    ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
-    meas = read_measurements(dataset)
+def _refuse_what_validation_cannot_use(meas: Measurements, dataset: str | Path) -> None:
+    """Refuse a file validation cannot use (one line, before any fit): a grouping column missing or empty, no
+    scaling factor measured, a column that fixes what validation fits or what its models differ by."""
     missing = [c for c in REQUIRED if c not in meas.columns]
     if missing:
         raise InputError(
             f"{dataset}: no {' or '.join(repr(c) for c in missing)} column; validation fits one "
             "jitter per framework and one utilization per network"
         )
+    for column in REQUIRED:  # each row's group: an empty label would be a group of its own, fitted apart
+        empty = [i for i, v in enumerate(meas.columns[column]) if not str(v).strip()]
+        if empty:
+            raise InputError(
+                f"{meas.where(empty[0])}: no {column}; validation fits one "
+                f"{'jitter' if column == 'framework' else 'utilization'} per {column}, so each row names its own"
+            )
     if meas.measured != "scaling_factor":
         raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
     blank = [i for i, v in enumerate(meas.columns["scaling_factor"]) if v is None]
@@ -162,6 +165,16 @@ def run_validation(
             f"{dataset}: a 'collective' column fixes what validation's models differ by (the paper's "
             f"{MODELS[0].collective} against the calibrated {MODELS[-1].collective}); drop it"
         )
+
+
+def run_validation(
+    dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
+) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
+    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
+
+    ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
+    meas = read_measurements(dataset)
+    _refuse_what_validation_cannot_use(meas, dataset)
     builtin = [builtin_profile(n) for n in builtin_names()]
     train = np.zeros(len(meas), bool)
     for *_, in_train, _ in groups(meas):

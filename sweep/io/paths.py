@@ -12,7 +12,9 @@ import contextlib
 import contextvars
 import datetime
 import fcntl
+import glob
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -343,6 +345,16 @@ class Claim:
                 f"{out}: another run is writing {self.path}; wait for it or choose another --out", param="out"
             ) from None
         self._fd = fd
+        self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self) -> None:
+        """Delete the new checkpoints an earlier run of this output left half-written (``OUT.partial.<random>
+        .partial``, :func:`new_temporary`'s names: killed while writing one): held now, no run of it lives."""
+        mine = re.compile(re.escape(self.path.name) + r"\.[0-9a-f]{8}\.partial")
+        for stale in self.path.parent.glob(f"{glob.escape(self.path.name)}.*.partial"):
+            if mine.fullmatch(stale.name) and stale.is_file() and not stale.is_symlink():
+                with contextlib.suppress(OSError):
+                    stale.unlink()
 
     def replace(self, temp: Path) -> None:
         """Rename ``temp`` (a complete new checkpoint) over ``path``, held before it gets the name."""
