@@ -353,10 +353,26 @@ def test_a_fabric_presets_host_of_other_gpus_has_its_own_nvlink_domain_and_nics(
     dgx = FABRICS["dgx-h100-superpod"]
     grid = layouts.make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node=4)
     assert [grid.values[d].tolist() for d in ("nvlink_domain", "nics_per_node")] == [[4.0], [4.0]]
-    assert "--nvlink-domain 4 (its 8: a host of --gpus-per-node GPUs as its)" in " ".join(grid.assumed)
+    said = " ".join(grid.assumed)
+    assert (
+        "a host of --gpus-per-node GPUs built as the fabric's: --nvlink-domain 4 (its 8), --nics-per-node 4"
+        in said
+    )
     given = layouts.make_layout_grid(
         "llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node=4, nvlink_domain=8, nics_per_node=8
     )
     assert [given.values[d].tolist() for d in ("nvlink_domain", "nics_per_node")] == [[8.0], [8.0]]
     with pytest.raises(InputError, match="take one value"):
         layouts.make_layout_grid("llama3-8b", gpus=16, global_batch=16, fabric=dgx, gpus_per_node="4,8")
+
+
+def test_a_cube_of_two_gpus_reads_the_0_where_their_systems_share_the_value():
+    # A hunt: select --bw 400 on a cube of H100s and H200s (both 400 Gbit/s NICs) said "not in the cube; it has 0".
+    from netsweep_jax import sweep
+    from netsweep_jax.sweep.io.reader import stands_for
+
+    one = dict(tp=1, pp=1, cp=1, micro_batch=1, zero=0, recompute="none", gpus=8, global_batch=8)
+    ds = sweep.evaluate_layouts("llama3-8b", gpu="h100,h200", vars="tokens_per_s", **one)
+    assert stands_for(ds, "bandwidth") == 400 and stands_for(ds, "nics_per_node") == 8
+    mixed = sweep.evaluate_layouts("llama3-8b", gpu="h100,b200", vars="tokens_per_s", efficiency=0.6, **one)
+    assert stands_for(mixed, "nvlink_bw") is None  # 450 and 900 GB/s: the 0 stands for two values

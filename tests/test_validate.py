@@ -153,7 +153,7 @@ def test_a_file_without_bucketing_says_so(tmp_path):
         ),
         (
             "id,framework,network,nodes,gpus_per_node,bandwidth,scaling_factor\nx,a,ib,2,8,100,0.9\nx,a,ib,4,8,100,0.8\n",
-            "m.csv:3: id 'x' is line 2's too",
+            "m.csv:2's too; each once",
         ),
         # A blank measurement (a row calibrate predicts): it crashed writing predictions.csv, after every fit.
         (

@@ -144,6 +144,14 @@ def _refuse_what_validation_cannot_use(meas: Measurements, dataset: str | Path) 
                 f"{meas.where(empty[0])}: no {column}; validation fits one "
                 f"{'jitter' if column == 'framework' else 'utilization'} per {column}, so each row names its own"
             )
+    seen: dict[str, int] = {}
+    for i, name in enumerate(meas.column("id", "")):  # an id names one row of predictions.csv and the report
+        if str(name).strip() in seen:
+            raise InputError(
+                f"{meas.where(i)}: id {name!r} is {meas.where(seen[str(name).strip()])}'s too; each once"
+            )
+        if str(name).strip():
+            seen[str(name).strip()] = i
     if meas.measured != "scaling_factor":
         raise InputError(f"{dataset}: validation compares scaling factors; this file gives {meas.measured}")
     blank = [i for i, v in enumerate(meas.columns["scaling_factor"]) if v is None]

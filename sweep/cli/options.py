@@ -163,8 +163,15 @@ def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] 
     names = [g.strip().lower() for g in str(kwargs.get("gpu") or DEFAULT_GPU).split(",")]
     if not all(g in GPUS for g in names) or len({(GPUS[g].nic_gbps, GPUS[g].nics) for g in names}) != 1:
         return None  # several systems' rates: --busbw names its link (X@GBIT), as before
-    spec = GPUS[names[0]]
-    return spec.nic_gbps, f"the {names[0]} system's NICs", spec.nics
+    from netsweep_jax.sweep.core.values import whole_number
+    from netsweep_jax.sweep.model.compute import system_settings
+
+    # a host of the GPUs given (one value) has the system's NICs a GPU (compute.host_system)
+    per_node = (
+        whole_number(str(kwargs.get("gpus_per_node") or "").strip()) if given(ctx, "gpus_per_node") else None
+    )
+    spec = system_settings(names[0], per_node or 0)
+    return spec["bandwidth"], f"the {names[0]} system's NICs", int(spec["nics_per_node"])
 
 
 def options(*groups):

@@ -515,12 +515,10 @@ def _network(
         for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
         if given[k] is not None and (_values(k, given[k], None) != v).any()
     )
-    replaced += tuple(  # its host's domain and NICs, built for the GPUs given
-        f"{AXES[k].option} {show(v)} (its {show(own[k])}: a host of --gpus-per-node GPUs as its)"
-        for own in [fabric.settings() if fabric else {}]
-        for k, v in built.items()
-        if given[k] is None
-    )
+    own = fabric.settings() if fabric else {}
+    made = [f"{AXES[k].option} {show(v)} (its {show(own[k])})" for k, v in built.items() if given[k] is None]
+    # its host's domain and NICs, built for the GPUs given (not given by the user: said apart from those)
+    built_said = (f"a host of --gpus-per-node GPUs built as the fabric's: {', '.join(made)}",) if made else ()
     given.update(filled)
     hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it
     mode, names, implied = _pricing(collective, collectives, fabric is not None)
@@ -530,7 +528,7 @@ def _network(
         # utilization, fitted with flat collectives, would count the transport's losses twice.
         given["utilization"] = "1"
     defaulted = collective is None and mode == "flat" and collectives is None
-    said = tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
+    said = built_said + tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
     forced = tuple(c for c in names if forced_algorithm(c) or forced_protocol(c))
     return _Network(mode, fabric, implied, full_rate, defaulted, said, forced, replaced), names
 

@@ -104,13 +104,6 @@ def read_measurements(path: str | Path) -> Measurements:
         lines.append(lineno)
     if not lines:
         raise InputError(f"{path}: no measurement rows after the header")
-    seen: dict[str, int] = {}
-    for name, line in zip(columns.get("id", []), lines):  # an id names one row (predictions.csv, reports)
-        if str(name).strip() and str(name).strip() in seen:
-            raise InputError(
-                f"{where(path, line)}: id {name!r} is line {seen[str(name).strip()]}'s too; each once"
-            )
-        seen[str(name).strip()] = line
     return Measurements(str(path), columns, lines, measured[0])
 
 

@@ -268,15 +268,17 @@ def _as_shown(have: np.ndarray, value: Any) -> Any:
 
 def stands_for(ds: xr.Dataset, dim: str) -> float | None:
     """What a layout cube's 0 along ``dim`` stands for (the GPU's system's NIC rate, NICs, GPUs a host, NVLink:
-    :func:`~sweep.model.compute.system_settings`) where the cube holds one GPU, which fixes it; else None."""
-    if dim not in family_of(ds.attrs).derived_zero or "gpu" not in ds.coords or ds["gpu"].size != 1:
+    :func:`~sweep.model.compute.system_settings`) where the cube's GPUs' systems share it; else None."""
+    if dim not in family_of(ds.attrs).derived_zero or "gpu" not in ds.coords:
         return None
-    gpu = str(ds["gpu"].values.ravel()[0])
+    gpus = [str(g) for g in ds["gpu"].values.ravel()]
     # The NVLink domain and NICs follow a host's GPUs given (compute.host_system): one host size fixes them too.
     per_node = np.unique(ds["gpus_per_node"].values) if "gpus_per_node" in ds.coords else np.zeros(1)
-    if per_node.size != 1 and dim in ("nvlink_domain", "nics_per_node"):
+    if per_node.size != 1 and dim in ("nvlink_domain", "nics_per_node") or not set(gpus) <= set(GPUS):
         return None
-    return system_settings(gpu, float(per_node[0])).get(dim) if gpu in GPUS else None
+    # Several GPUs: the value their systems share (two systems of 400 Gbit/s NICs), else none fixes it.
+    values = {system_settings(g, float(per_node[0])).get(dim) for g in gpus}
+    return values.pop() if len(values) == 1 else None
 
 
 def _system_zero(
@@ -318,7 +320,8 @@ def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
     if ds.attrs.get("solved_axis") == dim:
         return f"this cube has no {dim} dim (it was solved for it)"
     if dim in str(ds.attrs.get("reduced_dims", "")).split(","):
-        where = [str(v) for v in ds.data_vars if str(v).endswith(f"_{dim}") and "_arg" in str(v)]
+        kind = str(ds.attrs.get("reduced", "")).split(":")[0]  # argmax or argmin: their labels name the dim
+        where = [str(v) for v in ds.data_vars if str(v).endswith(f"_{kind}_{dim}")]
         named = " and ".join(where) if len(where) <= 2 else f"each variable's, as {where[0]}"
         said = f": the {dim} of each extreme is {named}" if where else ""
         return f"this cube has no {dim} dim (--reduce {ds.attrs.get('reduced', '')} reduced it){said}"

@@ -176,7 +176,8 @@ class Reduction:
                 progress=advance,
                 kernel=self.kernel,
             )
-        self.state.stored()  # a result its store cannot hold refused here, the run's checkpoint with it
+        if self.share is None:  # a share holds part of the cells (a mean's others 0): checked once merged
+            self.state.stored()  # a result its store cannot hold refused here, the run's checkpoint with it
 
     def sizes(self) -> tuple[int, int, int]:
         """(blocks, configurations, configurations merged before this run) of this process's blocks."""
