@@ -471,3 +471,20 @@ def test_a_plan_says_where_its_gpus_are_not_whole_nvlink_domains():
 
     assert "96 GPUs are not whole 72-GPU NVLink domains" in uneven_domains(96.0, 72.0)
     assert uneven_domains(144.0, 72.0) == uneven_domains(64.0, 72.0) == uneven_domains(16.0, 8.0) == ""
+
+
+def test_a_data_parallel_host_of_other_gpus_under_a_preset_has_its_own_nics_and_domain():
+    # Review: --fabric dgx-h100-superpod --gpus-per-node 4 kept the preset's 8 NICs (two a GPU) and its 8-GPU
+    # NVLink domain across two hosts, as the layout family did before compute.host_system.
+    import numpy as np
+
+    from netsweep_jax.sweep.core.errors import InputError
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.engine.inputs import _nvlink_domain
+
+    grid = make_grid("gpt2", fabric="dgx-h100-superpod", gpus_per_node=4, nodes=4)
+    assert grid.values["nics_per_node"].tolist() == [4.0]
+    assert _nvlink_domain(grid.fabric, np.array([4.0, 8.0, 16.0])).tolist() == [4.0, 8.0, 8.0]
+    assert make_grid("gpt2", fabric="dgx-h100-superpod", nodes=4).values["nics_per_node"].tolist() == [8.0]
+    with pytest.raises(InputError, match="take one value"):
+        make_grid("gpt2", fabric="dgx-h100-superpod", gpus_per_node=[4, 8], nodes=4)
