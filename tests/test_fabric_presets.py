@@ -480,11 +480,15 @@ def test_a_data_parallel_host_of_other_gpus_under_a_preset_has_its_own_nics_and_
 
     from netsweep_jax.sweep.core.errors import InputError
     from netsweep_jax.sweep.engine.grid import make_grid
-    from netsweep_jax.sweep.engine.inputs import _nvlink_domain
 
     grid = make_grid("gpt2", fabric="dgx-h100-superpod", gpus_per_node=4, nodes=4)
     assert grid.values["nics_per_node"].tolist() == [4.0]
-    assert _nvlink_domain(grid.fabric, np.array([4.0, 8.0, 16.0])).tolist() == [4.0, 8.0, 8.0]
+    assert grid.fabric.domain_of(np.array([4.0, 8.0, 16.0])).tolist() == [4.0, 8.0, 8.0]
     assert make_grid("gpt2", fabric="dgx-h100-superpod", nodes=4).values["nics_per_node"].tolist() == [8.0]
     with pytest.raises(InputError, match="take one value"):
         make_grid("gpt2", fabric="dgx-h100-superpod", gpus_per_node=[4, 8], nodes=4)
+    # the forced algorithm's note reads the domain the kernel prices: two 4-GPU hosts are two domains
+    forced = make_grid(
+        "gpt2", fabric="dgx-h100-superpod", collective="nccl,nccl:nvls", gpus_per_node=4, nodes=2
+    )
+    assert "nccl:nvls cannot run anywhere in this sweep" in str(forced.assumed)

@@ -537,9 +537,8 @@ def _check_nccl_engine(
     if not forced:
         return ""
     gpus = sorted({str(gpu_of(p)) for p in profiles})
-    domain = fabric.nvlink_domain if fabric is not None else 0.0
-    # each GPUs-a-node's host counts grouped once, for every algorithm forced
-    groups = {g: _domains(values["nodes"], g, domain or g) for g in values["gpus_per_node"]}
+    # each GPUs-a-node's host counts grouped once, for every algorithm forced; its domain as the kernel's
+    groups = {g: _domains(values["nodes"], g, _domain(fabric, g)) for g in values["gpus_per_node"]}
     return assumed_line(
         _forced_fallbacks(c, gpus, kinds, values["gpus_per_node"], groups, fabric) for c in forced
     )
@@ -559,13 +558,12 @@ def _forced_fallbacks(
     ``per_node`` (GPUs a node)'s :func:`_domains`."""
     name = forced_algorithm(collective)
     assert name is not None, "the caller passes forced algorithms only"
-    domain = fabric.nvlink_domain if fabric is not None else 0.0
     misses: list[str] = []
     cases = count = 0
     for gpu, g, (all_reduce, kind) in itertools.product(gpus, per_node, kinds):
         hosts, pairs, where = groups[g]
         ok = np.array([
-            runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=(domain or g) > 1,
+            runs(name, all_reduce=all_reduce, arch=ARCH[die(gpu)], nvswitch=_domain(fabric, g) > 1,
                  gpus_per_domain=float(per), domains=2.0 if multi else 1.0, collnet=bool(fabric and fabric.collnet))
             for multi, per in pairs
         ], bool)  # fmt: skip
@@ -579,6 +577,11 @@ def _forced_fallbacks(
         return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
     more = f" and {count - 3} more" if count > 3 else ""
     return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
+
+
+def _domain(fabric: SweepFabric | None, g: float) -> float:
+    """GPUs an NVLink domain on hosts of ``g`` GPUs, as the kernel's inputs take it (:meth:`SweepFabric.domain_of`)."""
+    return float(fabric.domain_of(g)) if fabric is not None else float(g)
 
 
 def _domains(nodes: np.ndarray, g: float, domain: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

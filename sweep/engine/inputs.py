@@ -37,8 +37,8 @@ from netsweep_jax.sweep.engine.grid_options import Table
 from netsweep_jax.sweep.engine.workloads import gpu_of
 from netsweep_jax.sweep.model.collectives import PIPELINED, Coefficients, coefficients
 from netsweep_jax.sweep.model.compressors import bucket_codec, codec_cost_for, tensor_codec
-from netsweep_jax.sweep.model.compute import die, host_system
-from netsweep_jax.sweep.model.fabrics import FABRICS, SweepFabric
+from netsweep_jax.sweep.model.compute import die
+from netsweep_jax.sweep.model.fabrics import SweepFabric
 from netsweep_jax.sweep.model.fusion import Buckets as Fused
 from netsweep_jax.sweep.model.fusion import Units, buckets_for
 from netsweep_jax.sweep.model.nccl_fabric import ARCH, SHIPPED
@@ -265,7 +265,7 @@ class BlockInputs:
         fabric: Host = np.tile(np.array(lane, dtype=self.dtype), (width, 1))
         k = nodes.size
         fabric[:k, 0], fabric[:k, 1], fabric[:k, 3] = gpus, nodes, nics
-        fabric[:k, 5] = _nvlink_domain(chosen, gpus)
+        fabric[:k, 5] = chosen.domain_of(gpus)  # GPUs a domain (compute.host_system's for a preset)
         return fabric
 
     def configs(self, inner_slab: Slab) -> Config:
@@ -347,14 +347,3 @@ def row_inputs(
     )
     features = Features(piped=any(c in PIPELINED for c in collective), compute=True, fsdp=fsdp)
     return rows, features
-
-
-def _nvlink_domain(chosen: SweepFabric, gpus: Array) -> Array:
-    """GPUs an NVLink domain on hosts of ``gpus`` GPUs: each host its own without a fabric's domain; a preset's as
-    :func:`~sweep.model.compute.host_system` builds it for hosts of other GPUs than its (its NVSwitch's, up to
-    its; a rack's stays)."""
-    if not chosen.nvlink_domain:
-        return gpus
-    preset = FABRICS.get(chosen.label) if chosen.preset else None
-    host = preset.gpus_per_node if preset is not None else chosen.nvlink_domain
-    return host_system(chosen.nvlink_domain, float(host), 1.0, gpus)[0]

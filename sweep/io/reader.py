@@ -320,8 +320,8 @@ def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
     if ds.attrs.get("solved_axis") == dim:
         return f"this cube has no {dim} dim (it was solved for it)"
     if dim in str(ds.attrs.get("reduced_dims", "")).split(","):
-        kind = str(ds.attrs.get("reduced", "")).split(":")[0]  # argmax or argmin: their labels name the dim
-        where = [str(v) for v in ds.data_vars if str(v).endswith(f"_{kind}_{dim}")]
+        # an argmax's or argmin's labels name the dim (whichever of the --reduce items reduced it)
+        where = [str(v) for v in ds.data_vars if str(v).endswith((f"_argmax_{dim}", f"_argmin_{dim}"))]
         named = " and ".join(where) if len(where) <= 2 else f"each variable's, as {where[0]}"
         said = f": the {dim} of each extreme is {named}" if where else ""
         return f"this cube has no {dim} dim (--reduce {ds.attrs.get('reduced', '')} reduced it){said}"

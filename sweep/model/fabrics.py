@@ -25,6 +25,7 @@ NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` 
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
@@ -472,6 +473,18 @@ class SweepFabric:
     rail_only: bool = False
     describe: str = ""
     preset: bool = False
+
+    def domain_of(self, gpus: Any) -> Any:
+        """GPUs an NVLink domain on hosts of ``gpus`` GPUs (a number or an array): each host its own without a
+        domain of the fabric's; a preset's as :func:`~sweep.model.compute.host_system` builds it for hosts of other
+        GPUs than its (its NVSwitch's, up to its own; a rack's stays)."""
+        from netsweep_jax.sweep.model.compute import host_system  # numpy: not at --help's import
+
+        if not self.nvlink_domain:
+            return gpus
+        preset = FABRICS.get(self.label) if self.preset else None
+        host = preset.gpus_per_node if preset is not None else self.nvlink_domain
+        return host_system(self.nvlink_domain, float(host), 1.0, gpus)[0]
 
     def tier(self) -> tuple[float, float, float, float]:
         """(CollNet on, hosts a leaf, the spine's oversubscription, rail-only), as the kernel reads them
