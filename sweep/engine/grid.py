@@ -446,7 +446,7 @@ def _preset_nics(preset: FabricPreset, gpus_per_node: Any) -> float:
         return float(own["nics_per_node"])
     if per_node.size > 1:
         raise InputError(
-            f"{show(per_node[0])},...: with --fabric {preset.name}, hosts of other GPUs than its "
+            f"{','.join(show(v) for v in per_node)}: with --fabric {preset.name}, hosts of other GPUs than its "
             f"{show(own['gpus_per_node'])} take one value (their NICs follow the host), or give --nics-per-node",
             param="gpus_per_node",
         )
