@@ -296,7 +296,9 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     for name, value in taken.items():
         if name in given:
             raise InputError(f"given twice: as an option and in {path}", param=name)
-        if value == "allgather":  # a MoE command's dispatcher left out: Megatron-LM's allgather, not modelled
+        if (
+            name == "moe_dispatcher" and value == "allgather"
+        ):  # a MoE command's left out: Megatron-LM's, not modelled
             raise InputError(
                 f"{path} leaves out --moe-token-dispatcher-type: Megatron-LM's default, allgather, is not "
                 f"modelled; give {option_of('moe_dispatcher')} alltoall or flex"

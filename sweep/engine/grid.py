@@ -62,7 +62,7 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import die, host_system
+from netsweep_jax.sweep.model.compute import die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -418,15 +418,13 @@ def _fabric_settings(
     cluster, preset = choice.settings(), isinstance(choice, FabricPreset)
     whose = whose_nics = "the fabric's" if preset else "the fabric file's hosts"
     other_host = given.get("gpus_per_node") is not None and given.get("nics_per_node") is None
-    if (
-        isinstance(choice, FabricPreset) and other_host
-    ):  # a host of other GPUs than the preset's: its own NICs
-        nics = _preset_nics(choice, given["gpus_per_node"])
-        if nics != cluster["nics_per_node"]:
-            cluster["nics_per_node"], whose_nics = (
-                nics,
-                "the fabric's NICs a GPU, on hosts of --gpus-per-node",
-            )
+    if isinstance(choice, FabricPreset) and other_host:
+        # a host of other GPUs than the preset's: its own NICs (its domain: SweepFabric.domain_of, per host size)
+        per_node = coerce_axis("gpus_per_node", given["gpus_per_node"])
+        built = choice.host_for(per_node, ",".join(show(v) for v in per_node), "--nics-per-node")
+        if built:
+            cluster["nics_per_node"] = built["nics_per_node"]
+            whose_nics = "the fabric's NICs a GPU, on hosts of --gpus-per-node"
     for name, flag in PRESET_AXES.items():
         if name in cluster and given.get(name) is None:
             o[name] = cluster[name]
@@ -434,26 +432,6 @@ def _fabric_settings(
     if preset:
         o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
     return said
-
-
-def _preset_nics(preset: FabricPreset, gpus_per_node: Any) -> float:
-    """A fabric preset's NICs for hosts of the ``--gpus-per-node`` given (:func:`~sweep.model.compute.
-    host_system`: the preset's NICs a GPU); one value, where it differs from the preset's (each would build
-    another host)."""
-    per_node = coerce_axis("gpus_per_node", gpus_per_node)
-    own = preset.settings()
-    if (per_node == own["gpus_per_node"]).all():
-        return float(own["nics_per_node"])
-    if per_node.size > 1:
-        raise InputError(
-            f"{','.join(show(v) for v in per_node)}: with --fabric {preset.name}, hosts of other GPUs than its "
-            f"{show(own['gpus_per_node'])} take one value (their NICs follow the host), or give --nics-per-node",
-            param="gpus_per_node",
-        )
-    nics = host_system(own["nvlink_domain"], own["gpus_per_node"], own["nics_per_node"], float(per_node[0]))[
-        1
-    ]
-    return float(nics)
 
 
 def fabric_gpu(choice: Any, model: Any, gpu: Any) -> Any:

@@ -46,7 +46,6 @@ from netsweep_jax.sweep.model.compute import (
     GPUS,
     PRECISIONS,
     die,
-    host_system,
     refuse_on_volta,
     system_settings,
     volta,
@@ -474,26 +473,13 @@ def _forced_phrase(collective: str) -> str:
 
 def _host_of_preset(preset: FabricPreset, given: dict[str, object]) -> dict[str, float]:
     """A fabric preset's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given, where it differs from
-    the preset's (:func:`~sweep.model.compute.host_system`): one value (each would build another host)."""
-    if given["gpus_per_node"] is None:
-        return {}
-    per_node = _values("gpus_per_node", given["gpus_per_node"], None)
-    own = preset.settings()
-    if (per_node == own["gpus_per_node"]).all() or all(
+    the preset's and they are not both given (:meth:`FabricPreset.host_for`)."""
+    if given["gpus_per_node"] is None or all(
         given[k] is not None for k in ("nvlink_domain", "nics_per_node")
     ):
         return {}
-    if per_node.size > 1:
-        raise InputError(
-            f"{_typed(given['gpus_per_node'])}: with --fabric {preset.name}, hosts of other GPUs than its "
-            f"{show(own['gpus_per_node'])} take one value (its NVLink domain and NICs follow the host), or give "
-            "--nvlink-domain and --nics-per-node",
-            param="gpus_per_node",
-        )
-    domain, nics = host_system(
-        own["nvlink_domain"], own["gpus_per_node"], own["nics_per_node"], float(per_node[0])
-    )
-    return {"nvlink_domain": float(domain), "nics_per_node": float(nics)}
+    per_node = _values("gpus_per_node", given["gpus_per_node"], None)
+    return preset.host_for(per_node, _typed(given["gpus_per_node"]), "--nvlink-domain and --nics-per-node")
 
 
 def _network(
@@ -709,9 +695,8 @@ def _assumed(
             if given[d] is None and not (len(per_node) > 1 and d in ("nvlink_domain", "nics_per_node"))
         ]
         if per_node and per_node != [GPUS[g].gpus_per_node] and not built_by:
-            parts += _host_made(
-                g, given
-            )  # not the preset's host: how its domain and NICs follow the GPUs given
+            # not the preset's host: how its domain and NICs follow the GPUs given
+            parts += _host_made(g, given)
         if parts and built_by:  # the hosts are a fabric preset's: the system lends only these
             out.append(f"{g}: {', '.join(parts)} (as in a {GPUS[g].system}, on {built_by}'s hosts)")
         elif parts:

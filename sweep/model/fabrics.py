@@ -24,7 +24,7 @@ NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` 
 """
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
@@ -132,6 +132,26 @@ class FabricPreset:
         from netsweep_jax.sweep.model.compute import die  # numpy: not at --help's import
 
         return not self.gpu or (gpu is not None and die(gpu) == die(self.gpu))
+
+    def host_for(self, per_node: Iterable[float], typed: str, remedy: str) -> dict[str, float]:
+        """This preset's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given (``per_node``, as
+        ``typed``), as :func:`~sweep.model.compute.host_system` builds them from its own hosts; {} where they are
+        its own. One value: each would build another host (a list refused, naming ``remedy``)."""
+        from netsweep_jax.sweep.model.compute import host_system  # numpy: not at --help's import
+
+        values = [float(v) for v in per_node]
+        if all(v == self.gpus_per_node for v in values):
+            return {}
+        if len(values) > 1:
+            raise InputError(
+                f"{typed}: with --fabric {self.name}, hosts of other GPUs than its {self.gpus_per_node} take one "
+                f"value (their NVLink domain and NICs follow the host), or give {remedy}",
+                param="gpus_per_node",
+            )
+        domain, nics = host_system(
+            float(self.nvlink_domain), float(self.gpus_per_node), float(self.nics_per_node), values[0]
+        )
+        return {"nvlink_domain": float(domain), "nics_per_node": float(nics)}
 
     def settings(self) -> dict[str, float]:
         """The cluster options this preset sets where a user gives none (layout option name -> value)."""
