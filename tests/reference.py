@@ -1356,3 +1356,11 @@ def nccl_collective(
     _, a, pr, lat, bw = min(wanted or cands)
     eta = eta_net if multi else eta_nvl
     return (lat + x / (1000 * bw * eta) + untuned) * 1e-6, a, pr
+
+
+def host_system(domain, preset_gpus, nics, gpus):
+    """sweep.model.compute.host_system for one host, in float64 Python: the NVLink domain (GPUs) and NICs of a host
+    of ``gpus`` GPUs built as its GPU preset's system (``domain`` GPUs a domain, ``preset_gpus`` GPUs and ``nics``
+    NICs a host): the host's NVSwitch up to the system's domain (a rack's domain stays), the system's NICs a GPU."""
+    built = min(domain, gpus) if domain <= preset_gpus else domain
+    return float(built), float(max(math.ceil(nics * gpus / preset_gpus), 1))

@@ -376,3 +376,22 @@ def test_a_cube_of_two_gpus_reads_the_0_where_their_systems_share_the_value():
     assert stands_for(ds, "bandwidth") == 400 and stands_for(ds, "nics_per_node") == 8
     mixed = sweep.evaluate_layouts("llama3-8b", gpu="h100,b200", vars="tokens_per_s", efficiency=0.6, **one)
     assert stands_for(mixed, "nvlink_bw") is None  # 450 and 900 GB/s: the 0 stands for two values
+
+
+def test_the_host_rule_in_jax_is_its_float64_reference_on_random_hosts():
+    # compute.host_system, as the kernel's inputs take it (jax.numpy, float32), against tests/reference.py
+    import jax.numpy as jnp
+    import numpy as np
+
+    import reference
+    from netsweep_jax.sweep.model.compute import host_system
+
+    rng = np.random.default_rng(0)
+    preset_gpus = rng.choice([1.0, 2.0, 4.0, 8.0], 500)
+    domain = np.where(rng.random(500) < 0.3, 72.0, preset_gpus)  # a rack's domain, or the host's
+    nics = rng.choice([1.0, 2.0, 4.0, 8.0], 500)
+    gpus = rng.integers(1, 33, 500).astype(float)
+    d, n = host_system(*(jnp.asarray(a, jnp.float32) for a in (domain, preset_gpus, nics, gpus)), xp=jnp)
+    want = np.array([reference.host_system(*row) for row in zip(domain, preset_gpus, nics, gpus)])
+    np.testing.assert_array_equal(np.asarray(d), want[:, 0])
+    np.testing.assert_array_equal(np.asarray(n), want[:, 1])
