@@ -14,8 +14,19 @@ def test_a_node_figure_is_refused_as_more_than_one_link_carries(tmp_path):
     assert r.exit_code == 2 and line.startswith(
         "error: --busbw 370@400: 370 GB/s is more than one 400 Gbit/s"
     )
-    assert "(50 GB/s)" in line and "busbw is per link" in line and "over its 8 NICs is 46.25 GB/s" in line
+    assert (
+        "(50 GB/s)" in line
+        and "busbw is per link" in line
+        and "over its 8 NICs, a link's is 46.25 GB/s" in line
+    )
     assert "busbw is in GB/s: bytes" not in line and not out.exists()
+    # A 2-host all-reduce under NCCL's tree or NVLS reads more than its NICs carry (a hunt: 468 was told "58.5 GB/s
+    # per link", and 58.5 then "7.312"): no per-link share that a link cannot carry is offered, and the fit of the
+    # logs is.
+    r = invoke("grid", "--bw", "400", "--nodes", "2", "--nics-per-node", "8", "--busbw", "468", "--out", out)
+    line = one_line_error(r)
+    assert "a link's is" not in line and "fit its logs with sweep calibrate --nccl-tests" in line, line
+    assert not out.exists()
 
 
 def test_busbw_takes_a_list_as_the_other_axes_do(tmp_path):

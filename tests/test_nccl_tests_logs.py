@@ -4,6 +4,7 @@ constants (tests/nccl_logs.py), so that the fit must recover them."""
 
 import hashlib
 import json
+import re
 
 import numpy as np
 import pytest
@@ -155,17 +156,21 @@ def test_a_log_cut_short_is_fitted_on_what_it_has_and_said(tmp_path):
         "  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): its largest size "
         "is 128 KiB"
     )
-    # A run killed while writing a row: the file ends mid-line, the row is not read and the note says so; the
-    # same row ended by a newline is a malformed row, refused naming its line.
+    # A run killed while writing a row: the file ends mid-line, or the launcher's lines follow (glued to the row
+    # or after it; a hunt's log read one as "#wrong STEP: the data check failed"): the row is not read and the
+    # note says so. The same row with anything of nccl-tests' after it is a malformed row, refused naming its line.
     partial = lines[39][:40]
-    cut.write_text("".join(lines[:39]) + partial)
-    log = read_nccl_tests_log(cut)
-    assert (log.cut, log.rows[-1].bytes, log.finished) == (40, 2**17, False)
+    killed = "slurmstepd: error: *** STEP 48213.0 ON node-a CANCELLED AT 2026-12-06T02:10:11 DUE TO TIME LIMIT ***\n"
+    for ending in ("", "\n", "    3" + killed + "srun: error: node-a: task 0: Terminated\n", "\n" + killed):
+        cut.write_text("".join(lines[:39]) + partial + ending)
+        log = read_nccl_tests_log(cut)
+        assert (log.cut, log.rows[-1].bytes, log.finished) == (40, 2**17, False), ending
     c = SimpleNamespace(**{**vars(c), "logs": [log]})
-    assert table(c)[1].endswith("is 128 KiB; its last line (40), cut mid-row, is not read")  # type: ignore[arg-type]
-    cut.write_text("".join(lines[:39]) + partial + "\n")
-    with pytest.raises(InputError, match=":40: a data row of"):
-        read_nccl_tests_log(cut)
+    assert table(c)[1].endswith("is 128 KiB; its last row (line 40), cut mid-row, is not read")  # type: ignore[arg-type]
+    for after in (lines[40], "# Avg bus bandwidth    : 93.5\n"):
+        cut.write_text("".join(lines[:39]) + partial + "\n" + after)
+        with pytest.raises(InputError, match=":40: a data row of"):
+            read_nccl_tests_log(cut)
     tiny = tmp_path / "tiny.log"
     tiny.write_text("".join(lines[:27]))  # 8 to 32 bytes: busbw 0.00
     line = one_line_error(invoke("calibrate", "--nccl-tests", tiny, *NICS, "--out", tmp_path / "f.json"))
@@ -244,8 +249,14 @@ def test_calibrate_recovers_the_constants_the_logs_were_made_with(tmp_path):
     assert (
         line == f"error: --out {out}: file exists; pass --force to overwrite it" and out.read_text() == before
     )
-    r = invoke("calibrate", "--nccl-tests", ALL_GATHER, "--out", out, "--force")
+    # A log of one host needs no NICs; half of them given is said not to be recorded (it was dropped in silence).
+    r = invoke("calibrate", "--nccl-tests", ALL_GATHER, "--bw", "400", "--out", out, "--force")
     assert r.exit_code == 0 and json.loads(out.read_text())["logs"][0]["file"] == ALL_GATHER.name
+    assert (
+        "note: --bw alone is not recorded: the file records its hosts' NICs from --nics-per-node and --bw"
+        in r.output
+    )
+    assert json.loads(out.read_text())["hardware"]["nic_gbps"] is None
 
 
 def test_what_one_host_cannot_tell_is_held_at_the_shipped_fit(tmp_path, monkeypatch):
@@ -296,6 +307,12 @@ def test_a_log_given_twice_is_refused_and_half_a_nic_is_not_recorded(tmp_path):
     copy.write_bytes(ALL_GATHER.read_bytes())
     with pytest.raises(InputError, match=f"{copy}: the same log as {ALL_GATHER} given before"):
         calibrate_logs([ALL_GATHER, copy], nics=None, nic_gbps=None)
+    # The same run copied with other line endings or a launcher's labels is the same run (a hunt: a CRLF copy
+    # was fitted as a second log).
+    crlf = tmp_path / "crlf.log"
+    crlf.write_bytes(ALL_GATHER.read_bytes().replace(b"\n", b"\r\n"))
+    with pytest.raises(InputError, match=f"{crlf}: the same log as {ALL_GATHER} given before"):
+        calibrate_logs([ALL_GATHER, crlf], nics=None, nic_gbps=None)
     with pytest.raises(InputError, match="its rows would count twice"):
         calibrate_logs([ALL_GATHER, ALL_GATHER], nics=None, nic_gbps=None)
     from netsweep_jax.sweep.analysis.nccl_calibration import hardware
@@ -340,7 +357,7 @@ def test_two_runs_in_one_file_are_refused(tmp_path):
 
 
 def test_a_launchers_label_on_every_line_is_read_past(tmp_path):
-    for prefix in ("0: ", "[1,0]<stdout>:"):
+    for prefix in ("0: ", "[1,0]<stdout>:", "[0] "):
         labelled = tmp_path / "l.log"
         labelled.write_text("".join(prefix + line for line in ALL_REDUCE.read_text().splitlines(True)))
         assert read_nccl_tests_log(labelled).rows == read_nccl_tests_log(ALL_REDUCE).rows
@@ -352,7 +369,74 @@ def test_hosts_no_preset_system_has_are_refused(tmp_path):
     pcie = _edited(tmp_path, "p.log", lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"))
     line = one_line_error(invoke("calibrate", "--nccl-tests", pcie, *NICS, "--out", tmp_path / "p.json"))
     assert "GPU 'NVIDIA H100 PCIe' is a PCIe card: no NVSwitch" in line
-    same = _edited(tmp_path, "s.log", lambda t: t.replace("node-b", "node-a"))
+
+    def one_name(text, bus="[0000:"):
+        return "".join(
+            line.replace("node-b", "node-a").replace("[0000:", bus) if "node-b device" in line else line
+            for line in text.splitlines(True)
+        )
+
+    same = _edited(tmp_path, "s.log", lambda t: one_name(t, "[0001:"))
     line = one_line_error(invoke("calibrate", "--nccl-tests", same, *NICS, "--out", tmp_path / "s.json"))
     assert "16 GPUs on one host; the h100 system's hosts hold 8" in line
+    # Two containers of one name each holding 4 of their host's GPUs read as one host of 8 (a hunt: fitted and
+    # written); NCCL never runs one GPU twice in a communicator, so a bus id again on one host name is refused.
+    buses = ("18", "2a", "3a", "5d")
+    devices = "".join(
+        f"#  Rank {r:2d} Group  0 Pid  {41210 + r} on  localhost device {r % 4:2d} [0000:{buses[r % 4]}:00] "
+        "NVIDIA H100 80GB HBM3\n"
+        for r in range(8)
+    )
+    four = _edited(tmp_path, "four.log", lambda t: re.sub(r"(#  Rank .*\n)+", devices, t, count=1))
+    line = one_line_error(invoke("calibrate", "--nccl-tests", four, *NICS, "--out", tmp_path / "s.json"))
+    assert (
+        "four.log:9: rank 4 on localhost [0000:18:00], the GPU of rank 0 (line 5): hosts of one name" in line
+    )
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp_path):
+    """Found by a hunt, each fitted and written before with exit 0: a log of a forced algorithm (the fit prices
+    NCCL's own choice), ranks missing from the device lines (read as fewer hosts), an all-gather whose counts say
+    more ranks than its device lines list, one rank (busbw 0, refused later as "the printed rounding"), and
+    processes that each ran a test of their own (nccl-tests without MPI, told "a second run")."""
+    forced = _variant(tmp_path, "all_reduce_perf-f.log", add_after=(24, [
+        "node-a:41210:41210 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"]))  # fmt: skip
+    with pytest.raises(
+        InputError, match=r"f.log:25: NCCL_ALGO set by environment to Ring: NCCL's choice of algo"
+    ):
+        read_nccl_tests_log(forced)
+    gap = _variant(tmp_path, "all_reduce_perf-g.log", drop="Rank  5 Group")
+    with pytest.raises(
+        InputError, match=r"g.log: device lines for ranks up to 15 without rank 5: a log filtered"
+    ):
+        read_nccl_tests_log(gap)
+    half = _edited(
+        tmp_path, "all_gather_perf-h.log", lambda t: re.sub(r"#  Rank  [4-7] .*\n", "", t), ALL_GATHER
+    )
+    with pytest.raises(
+        InputError, match=r"h.log:13: 1024 B of 32 float a rank is 8 ranks, where the device lines list 4"
+    ):
+        read_nccl_tests_log(half)
+    one = _edited(tmp_path, "all_reduce_perf-1.log", lambda t: re.sub(r"#  Rank +([1-9]|1\d) .*\n", "", t))
+    with pytest.raises(
+        InputError, match=r"1.log: one rank \(one device line\): a collective of one GPU crosses no"
+    ):
+        read_nccl_tests_log(one)
+    lines = ALL_GATHER.read_text().splitlines(keepends=True)
+    alone = _edited(tmp_path, "alone.log", lambda t: "".join(lines[:5]) + t, ALL_GATHER)
+    with pytest.raises(InputError, match=r"alone.log:6: a second test \(all_gather_perf again\) before any result: "
+                       "processes that each ran a test of their own"):  # fmt: skip
+        read_nccl_tests_log(alone)
+    # Older nccl-tests (no "Collective test starting" line) under a name that holds the binary's among others.
+    for name in ("nccl_all_reduce_perf.log", "2x8_all_reduce_perf.txt"):
+        named = _variant(tmp_path, name, drop="Collective test")
+        assert read_nccl_tests_log(named).collective == "all_reduce", name
+    # A host's total given as each NIC's rate (8 x 400) was fitted and kept for every later plan.
+    line = one_line_error(
+        invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--nics-per-node", "8", "--bw", "3200")
+    )
+    assert line == (
+        "error: --bw 3200: each NIC's rate (Gbit/s), at most 1600 (no NIC runs faster than 800 today); a host's "
+        "3200 over 8 NICs is 400 each"
+    )

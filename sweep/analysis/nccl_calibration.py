@@ -82,6 +82,12 @@ class Calibration:
     at_bounds: tuple[str, ...] = ()
 
 
+# A NIC's rate at most (Gbit/s): twice the fastest NIC of any system here (ConnectX-8's 800 Gbit/s, the GB300 and
+# B300 presets' in sweep/model/compute.py), for the generation after it. A host's total given as --bw (8 x 400 =
+# 3200) gave a fit all the same (on two hosts of eight NICs the busbw does not depend on it) and a fabric file that
+# priced every later plan at eight times its NICs (a hunt).
+MAX_NIC_GBPS = 1600.0
+
 CARRIED_SLACK = 4
 """How far a busbw across hosts may pass what the NICs of an NVLink domain carry before the NICs said are taken for
 a mistake: an all-reduce's busbw counts 2 (n - 1) / n of the buffer, of which a hierarchical algorithm sends at
@@ -106,31 +112,7 @@ def calibrate_logs(
 ) -> Calibration:
     """Read the logs, fit the constants on their scored rows, predict every row. ``nics``, ``nic_gbps``: per
     host and each NIC's Gbit/s (required where a log spans hosts); ``source``: the constants' source's name."""
-    if not paths:
-        raise InputError("give one nccl-tests log or more", param="nccl_tests")
-    logs = [read_nccl_tests_log(p) for p in paths]
-    seen: dict[str, Path] = {}
-    for log in logs:  # one run given twice (once more, or under another name) would count its rows twice
-        if log.sha256 in seen:
-            raise InputError(
-                f"{log.path}: the same log as {seen[log.sha256]} given before (its rows would count twice); "
-                "give each once",
-                param="nccl_tests",
-            )
-        seen[log.sha256] = log.path
-    names = {log.gpu for log in logs}
-    if len(names) > 1:
-        raise InputError(
-            f"logs of several GPU models ({', '.join(sorted(names))}); a fabric file describes one fabric",
-            param="nccl_tests",
-        )
-    wide = next((log for log in logs if log.nodes > 1), None)
-    if wide is not None and (nics is None or nic_gbps is None):
-        missing = " and ".join(o for o, v in (("--nics-per-node", nics), ("--bw", nic_gbps)) if v is None)
-        raise InputError(
-            f"{wide.path} runs on {wide.nodes} hosts and nccl-tests does not print their NICs: give {missing} "
-            "(NICs per host, Gbit/s each)"
-        )
+    logs = _read_logs(paths, nics, nic_gbps)
     rows = [m for log in logs for m in log.measurements(nics, nic_gbps)]
     paths = [log.path for log in logs for _ in log.rows]
     fabrics = []
@@ -178,6 +160,44 @@ def calibrate_logs(
         hardware=recorded,
         at_bounds=at_bounds,
     )
+
+
+def _read_logs(paths: Sequence[str | Path], nics: int | None, nic_gbps: float | None) -> list[Log]:
+    """The logs read, refused where a fit could not take them as given: none, a NIC faster than any, one run
+    twice, several GPU models, or a log across hosts without its NICs."""
+    if not paths:
+        raise InputError("give one nccl-tests log or more", param="nccl_tests")
+    if nic_gbps is not None and nic_gbps > MAX_NIC_GBPS:
+        each = f"; a host's {nic_gbps:g} over {nics} NICs is {nic_gbps / nics:g} each" if nics else ""
+        raise InputError(
+            f"{nic_gbps:g}: each NIC's rate (Gbit/s), at most {MAX_NIC_GBPS:g} (no NIC runs faster than 800 "
+            f"today){each}",
+            param="bandwidth",
+        )
+    logs = [read_nccl_tests_log(p) for p in paths]
+    seen: dict[object, Path] = {}
+    for log in logs:  # one run given twice (again, under another name, or copied) would count its rows twice
+        if log.measured in seen:
+            raise InputError(
+                f"{log.path}: the same log as {seen[log.measured]} given before (its rows would count twice); "
+                "give each once",
+                param="nccl_tests",
+            )
+        seen[log.measured] = log.path
+    names = {log.gpu for log in logs}
+    if len(names) > 1:
+        raise InputError(
+            f"logs of several GPU models ({', '.join(sorted(names))}); a fabric file describes one fabric",
+            param="nccl_tests",
+        )
+    wide = next((log for log in logs if log.nodes > 1), None)
+    if wide is not None and (nics is None or nic_gbps is None):
+        missing = " and ".join(o for o, v in (("--nics-per-node", nics), ("--bw", nic_gbps)) if v is None)
+        raise InputError(
+            f"{wide.path} runs on {wide.nodes} hosts and nccl-tests does not print their NICs: give {missing} "
+            "(NICs per host, Gbit/s each)"
+        )
+    return logs
 
 
 def untold(rows: Sequence[Measurement], fabrics: Sequence[Fabric], scored: np.ndarray) -> tuple[str, ...]:
@@ -268,7 +288,11 @@ def table(c: Calibration) -> list[str]:
             lines.append(
                 f"  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): "
                 f"its largest size is {size(log.rows[-1].bytes)}"
-                + (f"; its last line ({log.cut}), cut mid-row, is not read" if log.cut is not None else "")
+                + (
+                    f"; its last row (line {log.cut}), cut mid-row, is not read"
+                    if log.cut is not None
+                    else ""
+                )
             )
         lines.append(f"  {'size':>9}  {'measured':>9}  {'fitted':>9}  {'error':>7}  NCCL runs")
         start, end = start + len(log.rows), start

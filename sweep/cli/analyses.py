@@ -729,17 +729,22 @@ def _calibrate_nccl_tests(
             raise InputError(f"{text}: give one value", param=name)
         return float(values[0])
 
-    count = one("nics_per_node", nics)
+    count, rate = one("nics_per_node", nics), one("bandwidth", bandwidth)
     path, c = nccl_calibration.run(
         logs,
         out,
         nics=None if count is None else int(count),
-        nic_gbps=one("bandwidth", bandwidth),
+        nic_gbps=rate,
         force=force,
         command=command_line(),
     )
     for line in nccl_calibration.table(c):
         typer.echo(line)
+    if (count is None) != (rate is None):  # a log of one host needs neither: half a description is not kept
+        alone = "--nics-per-node" if rate is None else "--bw"
+        typer.echo(
+            f"note: {alone} alone is not recorded: the file records its hosts' NICs from --nics-per-node and --bw"
+        )
     typer.echo(f"wrote {path}")
 
 

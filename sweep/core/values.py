@@ -301,17 +301,24 @@ def _utilization_from_one_busbw(
     utilization = 8.0 * busbw / link
     if utilization > spec.high:
         # The likely mistakes: a node's figure (nccl-tests on a node: every NIC's traffic), or Gbit/s.
+        # Which of them this is cannot be told from the figure: each is offered as an if, the node's only where its
+        # share of a link fits in one (offered unconditionally, it divided a figure already divided once again).
         per = parse_values(nics, NUMERIC_AXES["nics_per_node"]) if nics is not None else np.zeros(0)
+        shares = per.size == 1 and per[0] > 1
         node = (
-            f"a node's figure over its {int(per[0])} NICs is {busbw / per[0]:.4g} GB/s per link"
-            if per.size == 1 and per[0] > 1
-            else "divide a node's figure by the NICs it used (--nics-per-node)"
+            f"if it is a node's figure over its {int(per[0])} NICs, a link's is {busbw / per[0]:.4g} GB/s; "
+            if shares and busbw / per[0] <= link / 8
+            else ""
+            if shares
+            else "divide a node's figure by the NICs it used (--nics-per-node); "
         )
-        bits = f"; if {busbw:g} is Gbit/s, give {busbw / 8:.4g} (GB/s)" if busbw <= link else ""
+        bits = f"if {busbw:g} is Gbit/s, give {busbw / 8:.4g} (GB/s); " if busbw <= link else ""
         raise InputError(
             f"--busbw {text}: {busbw:g} GB/s is more than one {link:g} Gbit/s link carries ({link / 8:g} GB/s), "
             f"which is a utilization of {utilization:.4g}; {spec.rule().removeprefix('must be ')} is needed. busbw is "
-            f"per link (one NIC, as --bw is): {node}{bits}"
+            f"per link (one NIC, as --bw is): {node}{bits}an all-reduce across hosts under NCCL's tree, NVLS or "
+            "SHARP reads more than its NICs carry (its busbw counts what stays inside each host): fit its logs "
+            "with sweep calibrate --nccl-tests and give --collective nccl --fabric FILE"
         )
     if not spec.low <= utilization:
         raise InputError(

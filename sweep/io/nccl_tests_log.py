@@ -27,13 +27,18 @@ hosts are the distinct host names, GPUs per host the device lines per host; olde
 0 Pid ... [0x18] NAME`` without the group), and each data row's size (B: nccl-tests' size, the whole
 buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are found by the header's names,
 so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
-on every line (``srun --label``, ``mpirun --tag-output``). Anything else (NCCL's own
+on every line (``srun --label``, ``mpirun --tag-output``, ``-prepend-rank``). Anything else (NCCL's own
 ``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
 check failed (#wrong above 0, out-of-place or in-place), rows of several data types or operations (``-d all``,
 ``-o all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
 ``NCCL_TESTS_SPLIT_MASK``), devices of several GPU models or hosts of unequal GPU counts, or a second run
-appended to the file (a second ``Collective test starting`` line or a rank's device line again) are one
-:class:`InputError` naming the file and line. Rows of size 0 (a small size split over many ranks: nothing
+appended to the file (a second ``Collective test starting`` line or a rank's device line again; before any
+result, processes that each ran a test of their own: nccl-tests without MPI) are one :class:`InputError` naming
+the file and line, and so is what is not one run of every rank under NCCL's own choice: NCCL's line saying
+``NCCL_ALGO`` or ``NCCL_PROTO`` narrowed it (:data:`FORCED`), one rank, a rank's device line missing or fewer of
+them than a row's count implies (:data:`PER_RANK_COUNT`), one GPU of a host name twice (containers of one name).
+A malformed last row that nothing of nccl-tests' follows (the file's end, or a launcher's lines: a run killed
+while writing it) is not read, its line kept (:attr:`Log.cut`). Rows of size 0 (a small size split over many ranks: nothing
 sent) are skipped. What nccl-tests never prints (the NICs) is the caller's.
 """
 
@@ -49,23 +54,38 @@ from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, OTHER_COLLECTIVES, Mea
 
 DEVICE = re.compile(
     r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
-    r"\[[^\]]*\]\s+(?P<gpu>.*\S)\s*$"
+    r"\[(?P<bus>[^\]]*)\]\s+(?P<gpu>.*\S)\s*$"
 )
 STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
 # The summary nccl-tests prints once every size has run: a log without it was cut short (a run killed, a file
 # copied before the end).
 FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 PREAMBLE = ("size", "count", "type", "redop", "root")
-# What a launcher puts before each line it relays: ``srun --label`` (``0: ``) and ``mpirun --tag-output``
-# (``[1,0]<stdout>:``); read past on every line that carries one.
-LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
+# What a launcher puts before each line it relays: ``srun --label`` (``0: ``), Open MPI's ``mpirun --tag-output``
+# (``[1,0]<stdout>:``) and MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``); read past on every line that
+# carries one.
+LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] )")
 TIMES = ("time", "cputime")
-# nccl-tests' names of its data types and reduction operations (src/common.cu's test_typenames, test_opnames;
-# "none" where a collective reduces nothing): a data row's third and fourth cells.
-TYPES = frozenset("int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 f8e4m3 f8e5m2".split())
+# nccl-tests' names of its data types (src/common.cu's test_typenames) and their sizes in bytes (wordSize), and
+# of its reduction operations (test_opnames; "none" where a collective reduces nothing): a data row's third and
+# fourth cells.
+TYPE_BYTES = {
+    **dict.fromkeys(("int8", "uint8", "f8e4m3", "f8e5m2"), 1),
+    **dict.fromkeys(("half", "bfloat16"), 2),
+    **dict.fromkeys(("int32", "uint32", "float"), 4),
+    **dict.fromkeys(("int64", "uint64", "double"), 8),
+}
+TYPES = frozenset(TYPE_BYTES)
+# The tests whose count column is each rank's share (GetCollByteCount's paramcount, count / nranks), so that a
+# row's size over its count and type's bytes is the number of ranks: all_gather (the size the whole gathered
+# buffer), reduce_scatter and alltoall (the size the whole send buffer).
+PER_RANK_COUNT = frozenset(("all_gather", "reduce_scatter", "alltoall"))
 OPERATIONS = frozenset("sum prod max min avg mulsum none".split())
 # What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
 FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
+# NCCL's own line (NCCL_DEBUG=INFO) where the environment narrows its tuner's choice: NCCL_ALGO and NCCL_PROTO, as
+# ncclTopoTuneModel prints them (NVIDIA/nccl src/graph/tuning.cc: "NCCL_ALGO set by environment to %s").
+FORCED = re.compile(r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO)) set by environment to (?P<value>\S+)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +102,7 @@ class Row:
 class Log:
     """One nccl-tests log: its collective, ranks and rows (out-of-place), the file's name and SHA-256, and whether
     it ends as a whole run does (nccl-tests' ``# Avg bus bandwidth`` summary: ``finished``); ``cut``: the line
-    number of a last line cut mid-row (a run killed while writing it), not read, or None."""
+    number of a last row cut mid-row (a run killed while writing it), not read, or None."""
 
     path: Path
     sha256: str
@@ -97,6 +117,13 @@ class Log:
     @property
     def nodes(self) -> int:
         return len(self.hosts)
+
+    @property
+    def measured(self) -> tuple[object, ...]:
+        """What the log measured (its collective, GPU, hosts and rows' sizes, times and busbw): equal for one run
+        however its file was copied (line endings, a launcher's labels, NCCL's own lines)."""
+        rows = tuple((r.bytes, r.time_us, r.busbw) for r in self.rows)
+        return self.collective, self.gpu, self.hosts, self.gpus_per_node, rows
 
     def measurements(self, nics: int | None, nic_gbps: float | None) -> list[Measurement]:
         """The rows as :class:`~sweep.io.nccl_tests.Measurement` (``nccl_tests.csv``'s), with the NICs the log
@@ -129,8 +156,23 @@ class _Comments:
     path: Path
     binary: str | None = None
     devices: dict[int, tuple[str, str, int]] = dataclasses.field(default_factory=dict)
+    gpus: dict[tuple[str, str], tuple[int, int]] = dataclasses.field(
+        default_factory=dict
+    )  # (host, bus) -> rank, line
     columns: list[str] | None = None
     finished: bool = False
+    results: bool = False  # a data row came (set by the reader)
+
+    def _second_run(self) -> str:
+        """What to do about a second run in the file; before any result, processes that each ran a test of their
+        own (one rank each, busbw 0) are the likelier cause."""
+        each = "give each run's output as a file of its own"
+        if self.results:
+            return f"; {each}"
+        return (
+            " before any result: processes that each ran a test of their own (nccl-tests built without MPI=1, "
+            f"started by srun or mpirun?) measure no collective across them; build nccl-tests with MPI=1, or {each}"
+        )
 
     def read(self, text: str, number: int) -> None:
         """One ``#`` line, ``text``, at line ``number``; a second run's lines are refused."""
@@ -138,8 +180,7 @@ class _Comments:
             if self.binary is not None:  # two runs appended to one file (>>): each priced on its own hosts
                 again = "again" if m.group("binary") == self.binary else f"after {self.binary}"
                 raise InputError(
-                    f"{where(self.path, number)}: a second test ({m.group('binary')} {again}); give each run's "
-                    "output as a file of its own"
+                    f"{where(self.path, number)}: a second test ({m.group('binary')} {again}){self._second_run()}"
                 )
             self.binary = m.group("binary")
         elif FINISHED.match(text):
@@ -151,7 +192,7 @@ class _Comments:
             ):  # a run prints each rank once: a second run's devices (nccl-tests < 2.17)
                 raise InputError(
                     f"{where(self.path, number)}: rank {rank} again (first at line {self.devices[rank][2]}): a "
-                    "second run; give each run's output as a file of its own"
+                    f"second run{self._second_run()}"
                 )
             if int(m.group("group") or 0) > 0:  # NCCL_TESTS_SPLIT_MASK: each group its own communicator
                 raise InputError(
@@ -159,6 +200,15 @@ class _Comments:
                     "(NCCL_TESTS_SPLIT_MASK) each run the collective on their own ranks, and busbw is theirs; "
                     "the model reads one communicator of every rank: run the test without the split"
                 )
+            gpu = (m.group("host"), m.group("bus"))
+            if gpu in self.gpus:  # NCCL refuses one GPU twice in a communicator: two hosts of one name
+                first, at = self.gpus[gpu]
+                raise InputError(
+                    f"{where(self.path, number)}: rank {rank} on {gpu[0]} [{gpu[1]}], the GPU of rank {first} (line "
+                    f"{at}): hosts of one name (containers?) would be read as one host; give each host its own "
+                    "name, in the run or in the device lines"
+                )
+            self.gpus[gpu] = (rank, number)
             self.devices[rank] = (m.group("host"), m.group("gpu"), number)
         elif text.lstrip("#").split()[:5] == list(PREAMBLE):
             names = text.lstrip("#").split()
@@ -173,30 +223,37 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     lines = _without_launcher_prefix(read_lines(path, "nccl-tests log"))
     said = _Comments(path)
     rows: list[Row] = []
+    counts: list[tuple[int, list[str]]] = []  # each row's line and cells, for the ranks its count implies
     empty = 0  # rows of size 0: nothing sent
-    cut = None
     kinds: dict[tuple[str, ...], int] = {}  # each (type, operation) of the rows, and its first line
-    # A run killed while writing a row leaves it cut, the file without its closing newline: only that line may
-    # be one not read (any other malformed row is an error).
-    data = path.read_bytes()  # its hash and its last byte, read once
-    last = len(lines) if not data.endswith((b"\n", b"\r")) else 0
+    # A run killed while writing a row leaves it cut, then the file's end or a launcher's lines (``slurmstepd:
+    # ... CANCELLED``, glued to it or after it): only the last row of a run without its closing summary may be
+    # one not read; a malformed row that anything of nccl-tests' follows is an error.
+    unread: tuple[int, InputError] | None = None  # a malformed row's line and error
     for number, line in enumerate(lines, 1):
         text = line.strip()
+        if unread is not None and (text.startswith("#") or _a_row(text.split(), said.columns)):
+            raise unread[1]
         if text.startswith("#"):
             said.read(text, number)
             continue
         if FAILED.search(text):
             raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
+        if m := FORCED.search(text):
+            raise InputError(
+                f"{where(path, number)}: {m['name']} set by environment to {m['value']}: NCCL's choice of algorithm "
+                f"or protocol was narrowed, where the fit prices its tuner's own choice; run the test without {m['name']}"
+            )
         cells = text.split()
-        if not cells or said.columns is None or not _a_row(cells, said.columns):
+        if said.columns is None or not _a_row(cells, said.columns):
             continue  # NCCL's and MPI's own lines (HOST:PID:TID [dev] NCCL INFO ..., [host:pid] ...)
         try:
             row = _row(text, said.columns, path, number)
-        except InputError:
-            if number != last:
-                raise
-            cut = number
+        except InputError as error:
+            unread = number, error
             continue
+        said.results = True
+        counts.append((number, cells))
         kinds.setdefault(_kind(cells, said.columns), number)
         if len(kinds) > 1:  # -d all, -o all: each type and operation its own busbw, which one fit would mix
             (first, at), (now, _) = kinds.items()
@@ -225,23 +282,66 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             f"{path}: no device lines ('#  Rank  0 Group  0 Pid ... on HOST device  0 [...] GPU'); the hosts "
             "and GPUs come from them"
         )
+    collective = _collective(said.binary, path)
+    _check_ranks(said.devices, collective, counts, said.columns, path)
     return Log(
         path=path,
-        sha256=hashlib.sha256(data).hexdigest(),
-        collective=_collective(said.binary, path),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        collective=collective,
         gpu=_one_gpu(said.devices, path),
         hosts=tuple(dict.fromkeys(host for host, _, _ in said.devices.values())),
         gpus_per_node=_per_host(said.devices, path),
         rows=tuple(rows),
         finished=said.finished,
-        cut=cut,
+        cut=None if unread is None else unread[0],
     )
 
 
-def _a_row(cells: list[str], columns: list[str]) -> bool:
+def _check_ranks(
+    devices: dict[int, tuple[str, str, int]],
+    collective: str,
+    counts: list[tuple[int, list[str]]],
+    columns: list[str],
+    path: Path,
+) -> None:
+    """Refuse a log whose device lines are not every rank of the run: one rank (a collective of one GPU crosses
+    no link: busbw 0), ranks missing between them, or fewer than a row's count says (:data:`PER_RANK_COUNT`'s
+    tests: size / (count x the type's bytes) ranks). A log filtered or cut would be priced on the hosts it
+    kept."""
+    ranks = sorted(devices)
+    if len(ranks) == 1:
+        raise InputError(
+            f"{path}: one rank (one device line): a collective of one GPU crosses no link (busbw 0); run it over "
+            "a host's GPUs (-g 8, or a process a GPU with nccl-tests built with MPI=1) or across hosts"
+        )
+    missing = sorted(set(range(ranks[-1] + 1)) - set(ranks))
+    if missing:
+        raise InputError(
+            f"{path}: device lines for ranks up to {ranks[-1]} without rank {', '.join(map(str, missing[:8]))}"
+            f"{' ...' if len(missing) > 8 else ''}: a log filtered or cut? nccl-tests prints every rank's line"
+        )
+    if collective not in PER_RANK_COUNT:
+        return
+    at = {name: columns.index(name) for name in ("size", "count", "type")}
+    for number, cells in counts:
+        size, count, kind = (cells[at[name]] for name in ("size", "count", "type"))
+        if not count.isdigit() or int(count) == 0 or kind not in TYPE_BYTES:
+            continue
+        implied = int(size) / (int(count) * TYPE_BYTES[kind])
+        if implied != len(ranks):
+            raise InputError(
+                f"{where(path, number)}: {size} B of {count} {kind} a rank is {implied:g} ranks, where the device "
+                f"lines list {len(ranks)}: a log filtered or cut? nccl-tests prints every rank's line"
+            )
+
+
+def _a_row(cells: list[str], columns: list[str] | None) -> bool:
     """Whether a line's ``cells`` are a data row, whole or not: a size in bytes first, or, past a size that is not
     one (``4M``), one of nccl-tests' data types and operations where the header names them (never NCCL's or MPI's
-    own lines, ``HOST:PID:TID [dev] NCCL INFO ...``, ``[host:pid] 7 more processes have sent help message``)."""
+    own lines, ``HOST:PID:TID [dev] NCCL INFO ...``, ``[host:pid] 7 more processes have sent help message``).
+    None before the column header: no line is a row yet."""
+    if not cells or columns is None:
+        return False
     if cells[0].isdigit():
         return True
     kind = _kind(cells, columns)
@@ -315,14 +415,16 @@ def _collective(binary: str | None, path: Path) -> str:
         if name not in known:
             raise InputError(f"{path}: test {binary}: not one of nccl-tests' {', '.join(known)}")
     else:
-        # The binary's whole name (all_reduce_perf, not its tail reduce_perf).
-        named = re.findall(r"(?<![a-z_])([a-z]+(?:_[a-z]+)*)_perf", path.name.lower())
-        if len(named) != 1 or named[0] not in known:
+        # The binary's whole name (all_reduce_perf, not its tail reduce_perf), wherever it stands in the file's
+        # name (nccl_all_reduce_perf.log, 2x8_all_reduce_perf.log): the longest name first at each place.
+        names = "|".join(sorted(known, key=len, reverse=True))
+        named = set(re.findall(rf"(?<![a-z])({names})_perf", path.name.lower()))
+        if len(named) != 1:
             raise InputError(
                 f"{path}: which collective? The log has no '# Collective test starting:' line (nccl-tests "
                 "before 2.17); name the file after the binary (all_reduce_perf.log)"
             )
-        name = named[0]
+        (name,) = named
     if name not in COLLECTIVES:
         raise InputError(f"{path}: {name}: the model prices {', '.join(COLLECTIVES)}")
     return name
