@@ -12,6 +12,8 @@ Public API, imported lazily so that ``import netsweep_jax.sweep`` (and the CLI's
 - :func:`evaluate_layouts`, :func:`plan`: large models, every layout or the best ones (``sweep grid --model
   llama3-70b ...``, ``sweep plan``).
 - :class:`Profile`, :func:`load_profile`, :func:`builtin_profile`, :func:`builtin_names`.
+- :class:`InputError` (a ``ValueError``: bad input, its message naming the keyword) and :class:`Damaged` (a
+  ``RuntimeError``: a file netsweep wrote no longer holds what it wrote), what the functions above raise.
 
 Everything else is private: the rooms below (``core``, ``model``, ``engine``, ``io``,
 ``analysis``, ``cli``) may change between releases.
@@ -36,6 +38,8 @@ _EXPORTS = {
     "load_profile": "netsweep_jax.sweep.model.profile",
     "builtin_profile": "netsweep_jax.sweep.model.builtin",
     "builtin_names": "netsweep_jax.sweep.model.builtin",
+    "InputError": "netsweep_jax.sweep.core.errors",
+    "Damaged": "netsweep_jax.sweep.core.errors",
 }
 __all__ = [*_EXPORTS, "__version__"]
 

@@ -14,6 +14,7 @@ slowdown and jitter as plain numbers.
 
 import dataclasses
 import functools
+import inspect
 import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from netsweep_jax.sweep.engine.workloads import check_models
 from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
+from netsweep_jax.sweep.io.runs import is_runs_file
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset
@@ -175,6 +177,10 @@ def calibrate(
         does not give them.
       out: also write the result as JSON here (``force``: overwrite).
 
+    A file of large-model runs (``tp``, ``pp`` and ``metric`` columns, as ``sweep validate --llm`` reads) fits
+    validate --llm's constants instead, as ``sweep calibrate FILE`` does: ``train`` names a group of its runs,
+    ``out`` and ``force`` apply, any other keyword given is refused, and the result is that command's JSON.
+
     Returns:
       The result as a JSON-ready dict (None where a number is undefined): ``fitted`` (``name``, ``group``,
       ``value``, ``stderr``, ``units``, ``bounds`` each), ``rmse`` over the training rows (absolute for scaling
@@ -183,32 +189,66 @@ def calibrate(
       with ``interval`` the fit's 95% interval).
     """
     path = _path(measurements, "measurements")
-    _check_kinds(model, profile, force)
-    per_items = [f"{name}={column}" for name, column in _mapping(per, "per").items()]
-    bounds_items = _bounds_items(bounds)
-    if train is not None and not isinstance(train, str):
-        raise InputError(f"{train!r}: expected a row filter such as 'gpus <= 16'", param="train")
+    keywords = {name: value for name, value in locals().items() if name not in ("measurements", "path")}
+    if is_runs_file(path):  # as the command routes it (a hunt: refused here, asked for data-parallel columns)
+        return _calibrate_runs(path, keywords)
+    return _calibrate_measurements(path, keywords)
+
+
+def _calibrate_measurements(path: Path, k: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`calibrate` of data-parallel measurements, ``k`` its keywords."""
+    _check_kinds(k["model"], k["profile"], k["force"])
+    if k["train"] is not None and not isinstance(k["train"], str):
+        raise InputError(f"{k['train']!r}: expected a row filter such as 'gpus <= 16'", param="train")
     settings = _row_settings(
-        collective, bucketing, reduce_table, intra_bandwidth, nics_per_node, fusion_buffer, fusion_timeout
-    )
+        k["collective"], k["bucketing"], k["reduce_table"], k["intra_bandwidth"], k["nics_per_node"],
+        k["fusion_buffer"], k["fusion_timeout"],
+    )  # fmt: skip
     result = _calibration.calibrate_file(
         path,
-        fit,
-        out=None if out is None else _path(out, "out"),
-        force=force,
-        model=model if isinstance(model, str) else ",".join(model),
-        profile=profile,
-        iteration_time=None if iteration_time is None else _number(iteration_time, "iteration_time"),
-        per=per_items,
-        bounds=bounds_items,
-        train=train,
+        k["fit"],
+        out=None if k["out"] is None else _path(k["out"], "out"),
+        force=k["force"],
+        model=k["model"] if isinstance(k["model"], str) else ",".join(k["model"]),
+        profile=k["profile"],
+        iteration_time=None
+        if k["iteration_time"] is None
+        else _number(k["iteration_time"], "iteration_time"),
+        per=[f"{name}={column}" for name, column in _mapping(k["per"], "per").items()],
+        bounds=_bounds_items(k["bounds"]),
+        train=k["train"],
         settings=settings,
-        gpu=gpu,
-        precision=precision,
-        batch=batch,
-        seq_len=seq_len,
+        **{name: k[name] for name in ("gpu", "precision", "batch", "seq_len")},
     )
     return json_ready(result)  # NaN (a standard error the fit cannot tell) as None
+
+
+def _calibrate_runs(path: Path, keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`calibrate` of a file of large-model runs: ``sweep calibrate RUNS``'s fit and JSON; a keyword of
+    ``keywords`` but train, out and force (the data-parallel ones) given a value other than its default is
+    refused, never ignored."""
+    train, out, force = keywords["train"], keywords["out"], keywords["force"]
+    defaults = inspect.signature(calibrate).parameters
+    given = [
+        name
+        for name, value in keywords.items()
+        if name not in ("train", "out", "force") and value != defaults[name].default
+    ]
+    if given:
+        raise InputError(
+            "is for data-parallel measurements; a file of large-model runs states each run's settings in its "
+            "columns (train, out and force apply)",
+            param=given[0],
+        )
+    _flag(force, "force")
+    if train is not None and not isinstance(train, str):
+        raise InputError(f"{train!r}: expected a group of the file's runs", param="train")
+    from netsweep_jax.sweep.analysis import llm_validation  # the layout family's fit: only where asked for
+
+    written = None if out is None else _path(out, "out")
+    command = f"sweep.calibrate({str(path)!r}{'' if train is None else f', train={train!r}'})"
+    _, _, document = llm_validation.calibrate_runs_file(path, train, written, bool(force), command)
+    return json_ready(document)
 
 
 def _check_kinds(model: object, profile: object, force: object) -> None:

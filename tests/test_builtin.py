@@ -38,8 +38,16 @@ def test_backward_order_starts_at_the_classifier():
 
 
 def test_unknown_model_lists_known():
-    with pytest.raises(InputError, match="model .alexnet.: unknown; known: resnet50, resnet101, vgg16"):
+    with pytest.raises(InputError, match="name .alexnet.: unknown; known: resnet50, resnet101, vgg16"):
         builtin_profile("alexnet")
+    # A transformer or a large model is known, to evaluate or to the other family (a hunt: "unknown", and for a
+    # large model "this takes ... gpt2", which builtin_profile does not), named by the function's keyword.
+    with pytest.raises(InputError, match=r"^name 'gpt2': a transformer, whose profile sweep.evaluate builds"):
+        builtin_profile("gpt2")
+    with pytest.raises(
+        InputError, match=r"^name 'llama3-8b': a large model.* CNN profiles: resnet50, resnet101"
+    ):
+        builtin_profile("llama3-8b")
 
 
 def test_a_large_model_in_the_data_parallel_api_points_to_its_functions():

@@ -91,7 +91,7 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
 @pytest.mark.parametrize(
     "changes, text, message",
     [
-        ({}, "{not json", ":1: not JSON (Expecting property name"),
+        ({}, "{not json", ":1: not valid JSON (Expecting property name"),
         ({}, "[1, 2]", "a JSON list; a fabric file is one object"),
         ({"format": "other"}, None, "format 'other'; a fabric file says 'netsweep fabric'"),
         ({"version": 3}, None, "version 3; this netsweep reads fabric files of version 1 or 2"),

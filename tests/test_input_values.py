@@ -457,7 +457,7 @@ def test_the_api_takes_numpys_integers_and_0d_arrays_as_numbers():
         sweep.plan("llama3-8b", **LLAMA, keep=np.int64(2), efficiency=2)
     with pytest.raises(InputError, match="^efficiency 2: efficiency must be a number"):
         sweep.plan("llama3-8b", **LLAMA, keep=np.array(2), efficiency=2)
-    with pytest.raises(InputError, match="^solve 'nope'"):  # the 0-d target is taken; the axis is refused
+    with pytest.raises(InputError, match="^axis 'nope'"):  # the 0-d target is taken; the axis is refused
         sweep.solve("resnet50", target=np.array(0.9), axis="nope", bandwidth=10)
     with pytest.raises(InputError, match="^keep 2.5"):
         sweep.plan("llama3-8b", **LLAMA, keep=np.float64(2.5))

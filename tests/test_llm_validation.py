@@ -473,6 +473,20 @@ def test_cli_calibrate_reads_large_model_runs(tmp_path):
     )  # provenance
     r = invoke("calibrate", runs, "--fit", "latency")
     assert r.exit_code == 2 and "--fit" in r.output
+    # The Python API fits the same file as the command does (a hunt: refused, asking for data-parallel columns);
+    # its JSON is the command's, but for its provenance.
+    from netsweep_jax import sweep
+
+    made = sweep.calibrate(runs, train="sc21-t1")
+    provenance = ("command", "created", "netsweep_version", "jax_version", "device_kind", "python")
+    assert {k: v for k, v in made.items() if k not in provenance} == {
+        k: v for k, v in fitted.items() if k not in provenance
+    }
+    assert made["command"] == f"sweep.calibrate({str(runs)!r}, train='sc21-t1')"
+    with pytest.raises(
+        InputError, match="^fit is for data-parallel measurements; a file of large-model runs"
+    ):
+        sweep.calibrate(runs, fit="latency")
 
 
 def test_a_preset_row_takes_its_sequence_and_refuses_another_shape(tmp_path):

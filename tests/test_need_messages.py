@@ -44,6 +44,18 @@ def test_need_table_shows_the_nodes_bandwidth_and_a_utilization_set():
     assert row.split()[:4] == ["resnet50", "8", "10.0", "0.5"]
 
 
+def test_need_table_shows_the_named_settings_given():
+    # The answer for topk or a tree was printed under "model nodes answer" alone (a hunt).
+    r = invoke(
+        "need", "--model", "resnet50", "--solve", "bandwidth", "--target", "0.9", "--nodes", "2",
+        "--compressor", "fp16", "--collective", "tree",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    head, row = r.stdout.strip().splitlines()[1:3]
+    assert head.split() == ["model", "collective", "compressor", "nodes", "answer"]
+    assert row.split()[:4] == ["resnet50", "tree", "fp16", "2"]
+
+
 def test_compare_says_its_utilization_is_not_the_other_commands():
     # compare's today is utilization 0.32 and nccl-ring; grid's and need's 1 and ring: 1.7x apart at 16 nodes.
     r = invoke("compare", "--model", "resnet50", "--bw", "10", "--nodes", "16", "--compressor", "fp16")

@@ -52,7 +52,7 @@ def test_bklog(tmp_path):
         ("a.bk.log", "c\n1\n1\n1,-4\n", 0.1, "a.bk.log:4: grad_bytes '-4' must be finite"),
         ("a.bk.log", "c\n1\n1\n1,2,3\n", 0.1, "a.bk.log:4: expected 2 columns"),
         ("a.bk.log", "c\n1\nx\n", 0.1, "a.bk.log:3: tensor count 'x'"),
-        ("a.bk.log", "c\n1\n1\n1,2\n", None, "iteration_time needed: "),
+        ("a.bk.log", "c\n1\n1\n1,2\n", None, "t1 needed: "),  # load_profile's keyword (a hunt)
         ("a.json", '{"tensors": [}', 0.1, "a.json:1: not valid JSON"),
         ("a.txt", "", 0.1, "unknown profile format"),
         # found by a hunt: a traceback and a cube's .partial left behind (HDF5 has a group '.' already),
@@ -93,8 +93,18 @@ def test_bklog(tmp_path):
             0.1,
             "shape [inf] must",
         ),
+        # found by a hunt: a NUL was a traceback as the cube was written, its checkpoint left behind, blocking
+        # the next run; an integer past Python's digits a traceback; a batch size of NaN or 1.5 kept in the cube;
+        # a name too long for the sweep's default file
+        ("a.csv", "name,grad_bytes,backward_us\nfc\x00b,10,1\n", 0.1, "tensor 0 name 'fc\\x00b' holds the control"),
+        ("a.json", '{"model": "x\\u0000y", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "control characters"),
+        ("a.json", '{"device": "h\\n1", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "device 'h\\n1' holds"),
+        ("a.json", '{"tensors": [{"grad_bytes": 4' + "0" * 4400 + ', "backward_us": 1}]}', 0.1, "more digits than Python"),
+        ("a.json", '{"batch_size": NaN, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "batch_size nan must"),
+        ("a.json", '{"batch_size": 1.5, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "whole number of samples"),
+        ("a.json", '{"model": "' + "m" * 129 + '", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "at most 128"),
     ],
-)
+)  # fmt: skip
 def test_bad_profiles_name_file_and_line(tmp_path, name, text, t1, message):
     with pytest.raises(InputError, match=None) as err:
         load_profile(write(tmp_path, name, text), t1=t1)

@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import netsweep_jax.sweep as sweep
@@ -53,6 +54,24 @@ def test_gpu_kernels_set_the_ready_times(tmp_path):
     assert gpu.backward_time == pytest.approx(
         cpu.backward_time - (last["dur"] * 1e-6) + 5.1e-3, rel=1e-9, abs=1e-9
     )
+
+
+def test_steps_without_profiler_step_spans_are_told_apart_by_the_optimizers(tmp_path):
+    # Two steps recorded without prof.step() (a hunt): read as one, every parameter's gradient twice (16 tensors,
+    # twice the bytes). torch.optim's Optimizer.step spans end each step: the last step is the profile, with the
+    # one-step trace's gradients, backward and, shifted in time, the same tensors.
+    data = json.loads(TRACE.read_text())
+    events = [e for e in data["traceEvents"] if e.get("ph") == "X"]
+    span = max(e["ts"] + e["dur"] for e in events) - min(e["ts"] for e in events)
+    data["traceEvents"] += [{**e, "ts": e["ts"] + span + 100.0} for e in events]
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(data))
+    one, two = import_trace(TRACE), import_trace(path)
+    assert two.shape == tuple(SHAPES) and two.total_bytes == one.total_bytes
+    np.testing.assert_allclose(two.wait, one.wait, rtol=1e-6, atol=1e-9)
+    assert two.t1 == pytest.approx(
+        (span + 100.0) * 1e-6, rel=1e-9
+    )  # from one step's optimizer end to the next's
 
 
 def test_cli_import_writes_a_profile_that_loads(tmp_path):

@@ -103,7 +103,7 @@ def _profile_for(
         try:
             known[name] = load_profile(path, t1=iteration_time, model=name)  # at --iteration-time, as grid
         except InputError as e:
-            if e.param != "iteration_time":  # anything but a format without an iteration time
+            if e.param != "t1":  # anything but a format without an iteration time
                 raise
             if t1 is None:
                 raise InputError(

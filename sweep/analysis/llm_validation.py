@@ -333,6 +333,28 @@ def _spreads(v: Validation, err: np.ndarray) -> dict[bool, tuple[str, np.ndarray
     return out
 
 
+def calibrate_runs_file(
+    path: str | Path, train: str | None, out: str | Path | None, force: bool, command: str
+) -> tuple[Fit, Validation, dict[str, object]]:
+    """``sweep calibrate RUNS`` and ``sweep.calibrate(RUNS)``: ``out`` checked first (a new .json unless
+    ``force``), the fit (:func:`calibrate_runs`), and its document (:func:`calibration_json` after the provenance
+    of ``command``) written to ``out`` where given; returns (the fit, its validation, the document)."""
+    import json
+
+    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
+    from netsweep_jax.sweep.io.provenance import provenance
+
+    if out is not None:
+        check_new_file(Path(out), force=force, suffixes=(".json",))
+    fitted, v = calibrate_runs(path, train)
+    # the version, command, time and device, as calibrate's other JSON
+    document = {**provenance(command), **calibration_json(fitted, v)}
+    if out is not None:
+        text = json.dumps(document, indent=1, allow_nan=False)
+        write_atomically(Path(out), lambda p: p.write_text(text + "\n"), overwrite=force)
+    return fitted, v, document
+
+
 def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
     """The fit and every run's prediction, as JSON-ready values (no NaN: null)."""
     err = v.errors("fitted")

@@ -14,7 +14,7 @@ the same units) and moved by an ulp where rounding took it past the boundary.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -52,7 +52,7 @@ def search_range(axis: str) -> tuple[float, float]:
     """(low, high) searched for ``axis``, in its stored units."""
     searched = NUMERIC_AXES[axis].search
     if searched is None:
-        raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+        raise InputError(f"{axis!r}: must be one of {', '.join(SOLVABLE)}", param="axis")
     return searched
 
 
@@ -70,12 +70,12 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     a fabric gives it."""
     typed, axis = axis, axis.strip().lower() if isinstance(axis, str) else axis
     if axis not in NUMERIC_AXES:
-        raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="solve")
+        raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="axis")
     search_range(axis)  # refuses an axis with no search range
     if not (0 < target <= 1):
         raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
-        raise InputError(f"{axis}: do not also give values for that axis", param="solve")
+        raise InputError(f"{axis}: do not also give values for that axis", param="axis")
     # The answer is computed whole, in memory, in the grid's dtype, and is the axis's value alone (variables
     # was taken and not read).
     for name in ("reduce", "store", "variables"):
@@ -131,8 +131,9 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
     if axis == "latency" and uses_nccl(grid.collectives):
         raise InputError(
             f"latency: NCCL's collectives ({', '.join(c for c in grid.collectives if is_nccl(c))}) do not read "
-            "--latency (their latencies are NCCL's tuner's and the fabric's); solve for it with flat collectives",
-            param="solve",
+            "the latency axis (their latencies are NCCL's tuner's and the fabric's); solve for it with flat "
+            "collectives",
+            param="axis",
         )
     if uses_nccl(grid.collectives) and grid.dtype != "float64":
         # NCCL's channel speeds step with the NIC rate: a float32 answer one ulp below a step would meet the
@@ -361,12 +362,16 @@ def _utilization(ds: xr.Dataset) -> str:
 SHOWN = ("nodes", "bandwidth")
 
 
-def answer_table(ds: xr.Dataset) -> str:
-    """The answers of :func:`solve` as a text table over model, :data:`SHOWN`, the dims that vary and the
-    numeric dims held at a value other than their default (``--util 0.5``: the answer is for it)."""
+def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
+    """The answers of :func:`solve` as a text table over model, :data:`SHOWN`, the dims that vary, the numeric
+    dims held at a value other than their default (``--util 0.5``: the answer is for it), and the dims in
+    ``given``, settings the user set (``--compressor topk:0.01``: the answer is for it, where the table once
+    left it out)."""
     axis = ds.attrs["solved_axis"]
     df = ds.to_dataframe().reset_index()
-    varying = [d for d in ds.dims if ds.sizes[d] > 1 or d == "model" or d in SHOWN or _set(ds, str(d))]
+    varying = [
+        d for d in ds.dims if ds.sizes[d] > 1 or d == "model" or d in SHOWN or d in given or _set(ds, str(d))
+    ]
     df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
     limit = "smallest" if axis in GROWING else "largest"
     # to every digit given: 0.9999999 was said as "scaling factor 1"

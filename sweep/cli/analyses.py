@@ -1,6 +1,6 @@
 """``sweep paper``, ``validate``, ``compare``, ``need`` and ``calibrate``: the analyses and their reports."""
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -446,13 +446,20 @@ def need_of_data_parallel(settings: dict[str, Any], chosen: frozenset[str], aske
             "needed: the scaling factor(s) to reach (--target) and the axis to solve for (--solve)",
             param=missing,
         )
-    _need_of_profiles(target, solve, asked["out"], asked["force"], {**options, **network})
+    given = [name for name in ("collective", "bucketing", "compressor") if name in chosen]
+    _need_of_profiles(target, solve, asked["out"], asked["force"], {**options, **network}, given)
 
 
 def _need_of_profiles(
-    target: str, solve: str, out: Path | None, force: bool, settings: dict[str, Any]
+    target: str,
+    solve: str,
+    out: Path | None,
+    force: bool,
+    settings: dict[str, Any],
+    given: Sequence[str] = (),
 ) -> None:
-    """``sweep need`` of data-parallel profiles: :func:`sweep.analysis.need.solve` per target, one table each."""
+    """``sweep need`` of data-parallel profiles: :func:`sweep.analysis.need.solve` per target, one table each
+    (``given``: the named settings the user set, each a column of it)."""
     from netsweep_jax.sweep.analysis.need import answer_table, solved_grid
     from netsweep_jax.sweep.analysis.need import solve as solve_for
     from netsweep_jax.sweep.core.values import number
@@ -468,7 +475,7 @@ def _need_of_profiles(
     models, settings["dtype"] = models_from(settings)
     answers = [solve_for(models, target=t, axis=solve, **settings) for t in targets]
     say_assumed(str(answers[0].attrs.get("assumed", "")))
-    typer.echo("\n\n".join(answer_table(ds) for ds in answers))
+    typer.echo("\n\n".join(answer_table(ds, given) for ds in answers))
     if out is not None:
         ds = answers[0]
         if len(answers) > 1:  # one cube: the targets as a dim, first
@@ -756,10 +763,7 @@ def _calibrate_runs(
     force: bool,
 ) -> None:
     """``sweep calibrate`` of large-model runs: fit, predict every run, print, and write JSON."""
-    import json
-
     from netsweep_jax.sweep.analysis import llm_validation
-    from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 
     if given(ctx, "fit"):
         raise InputError(
@@ -769,14 +773,7 @@ def _calibrate_runs(
         )
     # A runs file states each run's settings in its columns: any other option is refused, never ignored.
     _refuse_options_but(ctx, RUNS_FILE_OPTIONS, "large-model runs")
-    if out is not None:
-        check_new_file(out, force=force, suffixes=(".json",))
-    fitted, v = llm_validation.calibrate_runs(measurements, train)
+    fitted, v, _ = llm_validation.calibrate_runs_file(measurements, train, out, force, command_line())
     typer.echo(llm_validation.calibrate_table(fitted, v))
     if out is not None:
-        from netsweep_jax.sweep.io.provenance import provenance
-
-        made = provenance(command_line())  # the version, command, time and device, as calibrate's other JSON
-        text = json.dumps({**made, **llm_validation.calibration_json(fitted, v)}, indent=1, allow_nan=False)
-        write_atomically(out, lambda p: p.write_text(text + "\n"), overwrite=force)
         typer.echo(f"wrote {out}")

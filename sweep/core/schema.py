@@ -130,6 +130,7 @@ OTHER_OPTIONS = {
     "collective": "--collective",
     "profile": "--profile",
     "iteration_time": "--iteration-time",
+    "t1": "--iteration-time",  # a profile's T1 in the API: sweep.load_profile(path, t1=)
     "intra_bandwidth": "--intra-bw",
     "reduce_table": "--reduce-cost",
     "dtype": "--x64",
@@ -137,6 +138,7 @@ OTHER_OPTIONS = {
     "block_configs": "--block-configs",
     "target": "--target",
     "solve": "--solve",
+    "axis": "--solve",  # need's question in the API: sweep.solve(..., axis=)
     "fit": "--fit",
     "out": "--out",
     "sel": "--sel",

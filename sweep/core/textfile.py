@@ -1,10 +1,13 @@
 """Reading the user's text files: one rule for encodings and for files that are not text."""
 
 import csv
+import json
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 
@@ -69,3 +72,28 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
     except csv.Error as e:
         raise InputError(f"{path}:{at['line']}: not a CSV record ({e})") from None
     return records
+
+
+def parsed_json(
+    text: str, path: str | os.PathLike[str], expected: str, param: str | None = None, **hooks: Any
+) -> Any:
+    """``text``, the JSON of the file at ``path``, parsed (``hooks``: :func:`json.loads`' own), or one error naming
+    the file, its line where JSON's parser has one, and what was ``expected``: text that is not JSON, nesting
+    deeper than Python's parser goes, or an integer of more digits than Python converts (4,300: a traceback
+    before)."""
+    try:
+        return json.loads(text, **hooks)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{path}:{e.lineno}: not valid JSON ({e.msg}); expected {expected}", param=param
+        ) from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply; expected {expected}", param=param) from None
+    except InputError:  # a hook's own refusal (an InputError is a ValueError)
+        raise
+    except ValueError:  # int('9' * 5000): Python's limit on the digits of an integer it converts
+        raise InputError(
+            f"{path}: a number of more digits than Python converts ({sys.get_int_max_str_digits()}); expected "
+            f"{expected}",
+            param=param,
+        ) from None

@@ -29,8 +29,8 @@ class SweepOptions(TypedDict, total=False):
     """The keywords of a sweep that :func:`make_grid` and :func:`sweep.evaluate` share, each optional.
 
     ``bandwidth`` and the kept variables are the two each of them spells itself: ``make_grid``
-    (:class:`GridOptions`) takes ``bandwidth`` with a default and ``variables``, ``evaluate``
-    requires ``bandwidth`` and calls the variables ``vars`` (as ``--vars``). A key not given
+    (:class:`GridOptions`) takes ``bandwidth`` with a default and ``variables``, ``evaluate`` takes
+    ``bandwidth`` with a default of its own (its signature's) and calls the variables ``vars`` (as ``--vars``). A key not given
     takes its registry's default (:data:`sweep.core.axes.NUMERIC_AXES`, :data:`sweep.core.schema.DEFAULTS`).
 
     Keys:

@@ -123,9 +123,18 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
         "bucketing": DEFAULTS.bucketing,
     }
     gpus = [gpu_of(p) or "v100" for p in profiles]
+    # A profile on a GPU with no preset (a CSV, a trace, "NVIDIA H100 PCIe") is priced as the paper's V100: said,
+    # where it was silent (a hunt), as the user's hardware is likelier anything but a 2017 V100.
+    unknown = {p.model: str(p.device or "unknown") for p in profiles if gpu_of(p) is None}
+    taken = (
+        f"; {', '.join(f'{m} on {d!r}' for m, d in unknown.items())}: no GPU preset, taken as a V100 (the "
+        "paper's hardware and collective); give --intra-bw, --collective and --bucketing for your own"
+        if unknown
+        else ""
+    )
     # Nothing to say where the paper's defaults hold for every profile: not where a faster GPU takes the
     # slowest's NVLink (v100 and h100 in one sweep).
-    if all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1:
+    if all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1 and not taken:
         return ""
     low = min(gpus, key=lambda g: GPUS[g].nvlink)
     parts = []
@@ -137,7 +146,7 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
             parts.append(
                 f"{FLAGS[key]} {value:g}{note}" if isinstance(value, float) else f"{FLAGS[key]} {value}"
             )
-    return f"{where}: {', '.join(parts)}"
+    return f"{where}: {', '.join(parts)}{taken}"
 
 
 def check_models(model: object) -> None:
@@ -221,7 +230,7 @@ def resolve_models(
         raise InputError(
             f"{_text(next(iter(given.values())))}: only for transformer models "
             f"({', '.join(TRANSFORMERS)}); the CNN profiles are the paper's V100 runs "
-            f"(--iteration-time scales them)",
+            f"(sweep grid's --iteration-time scales them)",
             param=next(iter(given)),
         )
     found: list[Profile] = []

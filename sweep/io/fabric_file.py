@@ -29,7 +29,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
 from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.model.compute import GPUS
@@ -100,10 +100,9 @@ def read_fabric(path: str | Path) -> FabricConstants:
             raise InputError(f"{path}: key {twice!r} twice in one object; give it once")
         return dict(pairs)
 
-    try:
-        document = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=refuse_twice)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: not JSON ({e.msg}); expected a fabric file") from None
+    document = parsed_json(
+        text, path, "a fabric file", parse_constant=refuse_constant, object_pairs_hook=refuse_twice
+    )
     return constants_of(document, path)
 
 

@@ -41,9 +41,7 @@ def _torch():
     try:
         import torch
     except ImportError:
-        raise InputError(
-            f"torch is not installed; install the optional extra: {INSTALL}", param="model"
-        ) from None
+        raise InputError(f"torch is not installed; install the optional extra: {INSTALL}") from None
     return torch
 
 
@@ -54,32 +52,28 @@ def load(spec: str, batch: int, seq_len: int | None, torch: Any) -> tuple[Any, t
         try:
             import torchvision
         except ImportError:
-            raise InputError(
-                f"{spec}: torchvision is not installed (pip install torchvision)", param="model"
-            ) from None
+            raise InputError(f"{spec}: torchvision is not installed (pip install torchvision)") from None
         if not hasattr(torchvision.models, name):
-            raise InputError(f"{spec}: torchvision.models has no {name!r}", param="model")
+            raise InputError(f"{spec}: torchvision.models has no {name!r}")
         model = getattr(torchvision.models, name)()
         return model, (torch.randn(batch, 3, 224, 224), torch.randint(0, 1000, (batch,)))
     if kind == "hf":
         try:
             import transformers
         except ImportError:
-            raise InputError(
-                f"{spec}: transformers is not installed (pip install transformers)", param="model"
-            ) from None
+            raise InputError(f"{spec}: transformers is not installed (pip install transformers)") from None
         config = transformers.AutoConfig.for_model(name)
         model = transformers.AutoModelForCausalLM.from_config(config)
         tokens = torch.randint(0, config.vocab_size, (batch, seq_len or 128))
         return _causal_lm(model, torch), (tokens, tokens)
     if not name:
-        raise InputError(f"{spec!r}: expected torchvision:NAME, hf:TYPE or FILE.py:FUNCTION", param="model")
+        raise InputError(f"{spec!r}: expected torchvision:NAME, hf:TYPE or FILE.py:FUNCTION")
     module = _module(kind)
     if not hasattr(module, name):
-        raise InputError(f"{spec}: {kind} has no function {name!r}", param="model")
+        raise InputError(f"{spec}: {kind} has no function {name!r}")
     out = getattr(module, name)()
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], tuple) and len(out[1]) == 2):
-        raise InputError(f"{spec}: must return (model, (inputs, target))", param="model")
+        raise InputError(f"{spec}: must return (model, (inputs, target))")
     return out
 
 
@@ -103,17 +97,17 @@ def _module(text):
     if text.endswith(".py"):
         path = Path(text)
         if not path.is_file():
-            raise InputError(f"{text}: no such file", param="model")
+            raise InputError(f"{text}: no such file")
         spec = importlib.util.spec_from_file_location(path.stem, path)
         if spec is None or spec.loader is None:
-            raise InputError(f"{text}: not a Python module", param="model")
+            raise InputError(f"{text}: not a Python module")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
     try:
         return importlib.import_module(text)
     except ImportError as e:
-        raise InputError(f"{text}: cannot import ({e})", param="model") from None
+        raise InputError(f"{text}: cannot import ({e})") from None
 
 
 def measure(
@@ -143,7 +137,7 @@ def measure(
     model, inputs, target = _placed(spec, batch, seq_len, precision, device, torch)
     params = [(n.removeprefix("inner."), p) for n, p in model.named_parameters() if p.requires_grad]
     if not params:
-        raise InputError(f"{spec}: the model has no trainable parameters", param="model")
+        raise InputError(f"{spec}: the model has no trainable parameters")
     optimizer = torch.optim.SGD([p for _, p in params], lr=1e-6)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     step = _step_function(model, inputs, target, optimizer, precision, device, torch)
@@ -283,9 +277,7 @@ def _profile(spec, params, ready, forward, t1, device, batch, precision, torch):
     times = {n: statistics.median(v) for n, v in ready.items() if v}
     missing = [n for n, _ in params if n not in times]
     if missing:
-        raise InputError(
-            f"{spec}: no gradient reached {missing[0]} (unused in the forward pass?)", param="model"
-        )
+        raise InputError(f"{spec}: no gradient reached {missing[0]} (unused in the forward pass?)")
     order = sorted(params, key=lambda item: times[item[0]])  # backward order
     waits, last = [], 0.0
     for n, _ in order:

@@ -9,8 +9,9 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
   when the last kernel it launched ends (kernels carry the op's ``External id``);
 - the forward ops before backward, whose inputs include each parameter's shape;
 - the step itself (a ``ProfilerStep#k`` span when the profiler's ``step()`` was
-  called, else the span of the step's events), extended to the end of the last GPU
-  kernel its ops launched.
+  called; else, where torch.optim marked several steps' ends, ``Optimizer.step#...``
+  spans, from the end of one to the end of the next; else the span of the step's
+  events), extended to the end of the last GPU kernel its ops launched.
 
 From these: tensors in backward order with their bytes (elements x dtype size)
 and shapes, backward waits from the start of backward (the first
@@ -18,35 +19,29 @@ and shapes, backward waits from the start of backward (the first
 parameter's forward time: the duration of the first top-level forward op that
 reads its shape, walking parameters and ops both in forward order (omitted,
 with a note in the source, when not every parameter is matched). With several
-steps in one trace the last complete one is used.
+steps in one trace the last complete one is used; a trace of several steps with
+neither span (no ``prof.step()`` and an optimizer of one's own) is read as one.
 """
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
 from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
 DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "half": 2, "bfloat16": 2}
 ACCUMULATE = "torch::autograd::AccumulateGrad"
 BACKWARD = "autograd::engine::evaluate_function"
+OPTIMIZER_STEP = "Optimizer.step#"  # torch.optim's span of each optimizer step (Optimizer.step#SGD.step)
 # The categories of the events whose times the profile reads (None: an event with no category, read as any).
 READ_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function", "kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _events(path):
     text = "\n".join(read_lines(Path(path), "trace file"))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})", param="trace") from None
-    except RecursionError:
-        raise InputError(
-            f"{path}: JSON nested too deeply; expected a torch.profiler Chrome trace", param="trace"
-        ) from None
+    data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace")
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError(
@@ -99,6 +94,14 @@ def _step_window(path, spans):
     for step in sorted(steps, key=lambda e: e["ts"], reverse=True):
         if any(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads):
             return step["ts"], step["ts"] + step["dur"]
+    # No ProfilerStep (the profiler's step() never called): steps end at torch.optim's Optimizer.step spans;
+    # the last one after gradients, from the end of the one before it. Read as one step before, two steps'
+    # gradients were one profile of every parameter twice (a hunt).
+    ends = sorted(e["ts"] + e["dur"] for e in spans if str(e["name"]).startswith(OPTIMIZER_STEP))
+    stepped = [end for end in ends if any(g["ts"] <= end for g in grads)]
+    if len(stepped) > 1:
+        last = stepped[-1]
+        return max(end for end in ends if end < last and any(end <= g["ts"] <= last for g in grads)), last
     cpu = [e for e in spans if e.get("cat") in ("cpu_op", "user_annotation", "python_function")] or spans
     return min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
 

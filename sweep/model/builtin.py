@@ -88,14 +88,24 @@ def builtin_profile(name: str) -> Profile:
       The :class:`~netsweep_jax.sweep.model.profile.Profile` (gradient bytes per tensor, backward
       waits in seconds, T1 in seconds), the same on every call.
     """
+    known = ", ".join(ARCHITECTURES)
     if not isinstance(name, str):
-        raise InputError(
-            f"{name!r}: expected a built-in name; known: {', '.join(ARCHITECTURES)}", param="model"
-        )
+        raise InputError(f"{name!r}: expected a built-in name; known: {known}", param="name")
     name = name.strip().lower()  # any case, as evaluate takes a model's name
+    if name in LLMS:
+        raise InputError(
+            f"{name!r}: a large model, which sweep.evaluate_layouts and sweep.plan price; this gives the paper's "
+            f"CNN profiles: {known}",
+            param="name",
+        )
+    if name in TRANSFORMERS:  # built from an architecture and a GPU preset, never a profile of its own
+        raise InputError(
+            f"{name!r}: a transformer, whose profile sweep.evaluate builds from its architecture and a GPU preset "
+            f"(sweep.evaluate({name!r}, gpu='h100', ...)); this gives the paper's CNN profiles: {known}",
+            param="name",
+        )
     if name not in ARCHITECTURES:
-        refuse_large_model(name)
-        raise InputError(f"{name!r}: unknown; known: {', '.join(ARCHITECTURES)}", param="model")
+        raise InputError(f"{name!r}: unknown; known: {known}", param="name")
     layers = ARCHITECTURES[name]()
     names, sizes, waits, shapes = [], [], [], []
     for layer in reversed(layers):

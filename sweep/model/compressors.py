@@ -60,7 +60,6 @@ compressed on its own, as GRACE does).
 """
 
 import dataclasses
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,7 +70,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.model.compute import GPUS, gpu_named
 from netsweep_jax.sweep.model.profile import Profile
@@ -287,10 +286,8 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
     where = "codec cost"
     if isinstance(value, (str, Path)):
         where = str(value)
-        try:
-            value = json.loads("\n".join(read_lines(Path(value), "codec cost file", "codec_cost")))
-        except json.JSONDecodeError as e:
-            raise InputError(f"{where}:{e.lineno}: not valid JSON ({e.msg})", param="codec_cost") from None
+        text = "\n".join(read_lines(Path(value), "codec cost file", "codec_cost"))
+        value = parsed_json(text, where, 'an object like {"hbm_bytes_per_s": 2e12}', param="codec_cost")
     if not isinstance(value, dict):
         raise InputError(f'{where}: expected an object like {{"hbm_bytes_per_s": 2e12}}', param="codec_cost")
     out: dict[str, float] = {}
@@ -378,7 +375,7 @@ def _powersgd(rank, profile, n, e, cost):
     """PowerSGD's per-tensor terms (matrices worth compressing; the rest sent as they are)."""
     if profile.shape is None:
         raise InputError(
-            f"{profile.model}: powersgd needs each tensor's shape, and this profile has none "
+            f"powersgd: the profile {profile.model!r} has no tensor shapes, which powersgd needs "
             f"(a JSON profile with shape, a CSV with a shape column, or a built-in model)",
             param="compressor",
         )

@@ -18,8 +18,8 @@ Formats read here (``load_profile`` picks by extension):
 import csv
 import dataclasses
 import hashlib
-import json
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.textfile import read_lines
+from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
 from netsweep_jax.sweep.core.values import decimal, real_scalar
 
 
@@ -217,9 +217,11 @@ def make_profile(
         )
     if not _good_name(str(model)):
         raise InputError(
-            f"{path}: model name {model!r} must be non-empty, without '/' or ',' or spaces at its ends, and not "
-            "'.' or '..' (a cube keeps each profile under its name; a comma list names several models)"
+            f"{path}: model name {model!r} must be non-empty, without '/' or ',' or control characters or spaces "
+            f"at its ends, not '.' or '..', and at most {MAX_NAME} characters (a cube keeps each profile under its "
+            "name, and a sweep's default file is named after it; a comma list names several models)"
         )
+    _check_text(path, names, meta)
     forward, unit = meta.pop("forward", None), meta.pop("unit", None)
     if forward is not None:
         forward = np.asarray(forward, dtype=np.float64)
@@ -268,16 +270,53 @@ def _check_shape(shape, nbytes, name, path):
     return dims
 
 
+# A model name's length at most: a sweep's default cube is results/<model>-<timestamp>.h5, and a file's name is
+# at most 255 bytes on the usual file systems (a 300-character name was taken, then its cube could not be made).
+MAX_NAME = 128
+MAX_BATCH = 1e9  # samples a GPU: 0 is unknown
+
+
 def _good_name(model: str) -> bool:
-    """Whether ``model`` can name a profile: an HDF5 group of a cube and one item of a comma list of models."""
-    return bool(model) and model == model.strip() and model not in (".", "..") and not set(model) & set("/,")
+    """Whether ``model`` can name a profile: an HDF5 group of a cube, one item of a comma list of models and a
+    part of a file's name."""
+    return (
+        0 < len(model) <= MAX_NAME
+        and model == model.strip()
+        and model not in (".", "..")
+        and not set(model) & set("/,")
+        and not _control(model)
+    )
+
+
+def _control(text: str) -> str | None:
+    """The first control character of ``text`` (NUL, a newline, ...), or None: HDF5 stores no NUL in a string,
+    and a cube's names are shown one a line."""
+    return next((c for c in text if unicodedata.category(c) == "Cc"), None)
+
+
+def _check_text(path: str | Path, names: Sequence[str], meta: dict[str, Any]) -> None:
+    """Refuse a tensor's name or a text field holding a control character (a NUL was a traceback as the cube was
+    written, and left its checkpoint behind), and a batch size that is not a whole number of samples."""
+    fields = [(f"tensor {i} name", n) for i, n in enumerate(names)]
+    fields += [(key, meta[key]) for key in ("device", "dtype", "source") if isinstance(meta.get(key), str)]
+    for what, text in fields:
+        if (c := _control(str(text))) is not None:
+            raise InputError(
+                f"{path}: {what} {str(text)!r} holds the control character {c!r}; give text without"
+            )
+    batch = meta.get("batch_size")
+    if batch is not None:
+        samples = real_scalar(batch)
+        if samples is None or not (0 <= samples <= MAX_BATCH and samples == math.floor(samples)):
+            raise InputError(
+                f"{path}: batch_size {batch!r} must be a whole number of samples from 0 to {MAX_BATCH:g}"
+            )
+        meta["batch_size"] = int(samples)
 
 
 def _check_t1(t1: object, path: str | Path) -> float:
     if t1 is None:
-        raise InputError(
-            f"needed: {path} has no single-GPU iteration time; give it in seconds", param="iteration_time"
-        )
+        raise InputError(f"needed: {path} has no single-GPU iteration time; give it in seconds", param="t1")
     seconds = real_scalar(t1)  # NumPy's numbers too
     if seconds is None or not (MIN_SECONDS <= seconds <= MAX_SECONDS):
         raise InputError(f"{path}: iteration time {t1!r} must be a number of seconds in [1e-6, 1e4]")
@@ -374,14 +413,7 @@ def _shape_text(text, path, line):
 def read_json(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
     """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
     path = Path(path)
-    try:
-        data = json.loads("\n".join(_read_lines(path)))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{where(path, e.lineno)}: not valid JSON ({e.msg})") from None
-    except RecursionError:
-        raise InputError(
-            f"{path}: JSON nested too deeply; expected an object with a 'tensors' list"
-        ) from None
+    data = parsed_json("\n".join(_read_lines(path)), path, "an object with a 'tensors' list")
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
     for key, kinds, what in (
@@ -463,7 +495,7 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
 
     Returns:
       The :class:`Profile`. A malformed file raises ``InputError`` naming the file and line; a file without an
-      iteration time and no ``t1``, one with ``param="iteration_time"``.
+      iteration time and no ``t1``, one with ``param="t1"`` (``--iteration-time`` on the command line).
     """
     if model is not None and not (isinstance(model, str) and model.strip()):
         raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
