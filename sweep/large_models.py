@@ -104,10 +104,17 @@ def _text(name: str, value: object) -> str:
         return os.fspath(value)
     spec = AXES.get(name) or {"nodes": NUMERIC_AXES["nodes"], "oversubscription": OVERSUBSCRIPTION}.get(name)
     if spec is not None:
-        return ",".join(show(v) for v in flat_values(value, name, spec.rule()))
+        return ",".join(_exact(v) for v in flat_values(value, name, spec.rule()))
     if isinstance(value, Sequence) and value and all(isinstance(item, str) for item in value):
         return ",".join(value)
     raise InputError(f"{value!r}: give a name, a comma list or a sequence of names", param=name)
+
+
+def _exact(value: float) -> str:
+    """A number as text that reads back as the same float: as the CLI shows it where that is exact (``8``,
+    ``0.5``), else every digit (``np.geomspace(25, 400, 4)[1]``: its coordinate is the value given)."""
+    shown = show(value)
+    return shown if float(shown) == float(value) else repr(float(value))
 
 
 def _grid(

@@ -345,6 +345,21 @@ def test_a_layout_reduction_says_where_no_layout_can_exist_and_keeps_status_a_co
     )
     np.testing.assert_array_equal(api["tokens_per_s_argmax_tp"].values.ravel(), tp)
     np.testing.assert_array_equal(api["status"].values.ravel(), status)
+    # An extreme is over the layouts that run (a hunt: argmax named a faster layout out of memory): on 64 GPUs
+    # TP 1 is faster but does not fit, TP 8 fits; the max of memory too is the largest that fits; a mean is
+    # over every layout.
+    every = sweep.evaluate_layouts(
+        "llama3-8b", gpus=64, global_batch=192, tp=[1, 8], vars="tokens_per_s,memory_gb,fits"
+    )
+    speed, memory, fits = (every[name].values.ravel() for name in ("tokens_per_s", "memory_gb", "fits"))
+    assert fits.tolist() == [0, 1] and speed[0] > speed[1]
+    best = sweep.evaluate_layouts("llama3-8b", gpus=64, global_batch=192, tp=[1, 8], reduce="argmax:tp",
+                                  vars="tokens_per_s,memory_gb,fits")  # fmt: skip
+    assert best["tokens_per_s_argmax_tp"].item() == 8 and best["tokens_per_s"].item() == speed[1]
+    assert best["memory_gb"].item() == memory[1] and best["fits"].item() == 1
+    mean = sweep.evaluate_layouts("llama3-8b", gpus=64, global_batch=192, tp=[1, 8], reduce="mean:tp",
+                                  vars="tokens_per_s")  # fmt: skip
+    assert mean["tokens_per_s"].item() == pytest.approx(speed.mean(), rel=1e-6)
 
 
 def test_a_checkpoint_the_file_system_refuses_leaves_nothing_and_is_one_line(tmp_path, monkeypatch):
@@ -366,11 +381,11 @@ def test_a_checkpoint_the_file_system_refuses_leaves_nothing_and_is_one_line(tmp
 def test_a_reduced_result_a_float16_store_cannot_hold_is_refused_and_nothing_kept(tmp_path):
     # A hunt: --store float16 --reduce wrote inf (7 of 8 cells) with exit 0, and show counted them as unset; the
     # cube written block by block refused the same grid by name.
-    args = ["--model", "llama3-70b", "--gpus", "64", "--global-batch", "128", "--tp", "1,2", "--pp", "1,2"]
+    args = ["--model", "llama3-8b", "--gpus", "64", "--global-batch", "192", "--tp", "1,8", "--pp", "1,2"]
     r = invoke("grid", *args, "--store", "float16", "--reduce", "argmax:tp,pp", "--out", tmp_path / "o.h5")
     assert r.exit_code == 2 and "float16: tokens_per_s exceeds 65504" in r.output, r.output
     assert list(tmp_path.iterdir()) == []  # no cube, no checkpoint
-    kept = sweep.evaluate_layouts("llama3-70b", gpus=64, global_batch=128, tp=[1, 2], pp=[1, 2],
+    kept = sweep.evaluate_layouts("llama3-8b", gpus=64, global_batch=192, tp=[1, 8], pp=[1, 2],
                                   reduce="argmax:tp,pp", vars="iteration_time", store="float16")  # fmt: skip
     assert kept.iteration_time.dtype == np.float16 and np.isfinite(kept.iteration_time.values).all()
 

@@ -48,9 +48,16 @@ def _num(text: str, spec: AxisSpec, item: str) -> float:
 
 
 def digits12(value: SupportsFloat) -> str:
-    """A number to the 12 significant digits the tool takes and says values in: generated points are rounded to
-    them (0.1..1:0.1 gives 0.3), a fitted constant is said to them and a typed one matched to them."""
+    """A number to the 12 significant digits the tool says values in: generated points are rounded to them
+    (0.1..1:0.1 gives 0.3), a fitted constant is said to them and a typed one matched to them."""
     return f"{float(value):.12g}"
+
+
+def _generated(value: SupportsFloat) -> float:
+    """A point a range generated, to 12 significant digits, so that 0.1..1:0.1 yields 0.3, not
+    0.30000000000000004, and .sel(utilization=0.3) finds it; a value typed is kept as typed (the Python API's
+    np.geomspace(25, 400, 4) was rounded, and .sel of its own values found none)."""
+    return float(digits12(value))
 
 
 def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
@@ -86,9 +93,9 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
             if m["log"]:
                 if a <= 0:
                     raise InputError(f"{item!r}: a log range needs start > 0", param=spec.name)
-                values.extend(np.geomspace(a, b, n))
+                values.extend(map(_generated, np.geomspace(a, b, n)))
             else:
-                values.extend(np.linspace(a, b, n))
+                values.extend(map(_generated, np.linspace(a, b, n)))
         else:
             step = _num(m["step"], spec, item) if m["step"] is not None else 1.0
             if not (step > 0 and math.isfinite(step)):
@@ -100,10 +107,8 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
                     param=spec.name,
                 )
             count = int(math.floor((b - a) / step + 1e-9)) + 1
-            values.extend(a + step * np.arange(count))
-    # Round generated points to 12 significant digits so 0.1..1:0.1 yields 0.3, not
-    # 0.30000000000000004, and .sel(utilization=0.3) finds it.
-    out = np.array([float(digits12(v)) for v in values], dtype=np.float64)
+            values.extend(map(_generated, a + step * np.arange(count)))
+    out = np.array(values, dtype=np.float64)
     for v in out:
         spec.check(v)
     if len(np.unique(out)) != len(out):

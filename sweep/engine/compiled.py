@@ -25,7 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
-from netsweep_jax.sweep.engine.reductions import DeviceReduction, kind_of
+from netsweep_jax.sweep.engine.reductions import FITS, STATUS, DeviceReduction, kind_of
 from netsweep_jax.sweep.model.compute import host_system
 from netsweep_jax.sweep.model.fabric_constants import MIB
 
@@ -412,8 +412,16 @@ def _block_step(outer: jax.Array, inner: jax.Array, collectives: int) -> Metrics
 @functools.partial(layout_jit, static_argnames=("reduce",))
 def layout_block_reduced(out: Metrics, *, reduce: DeviceReduction) -> Metrics:
     """A block's outputs {name: [R, C]} (:func:`layout_block_outputs`) reduced as :func:`grid_metrics`
-    reduces, over the layouts that can exist (a NaN output, a layout whose status is not 0, is never an
-    extreme; a mean over them is NaN)."""
+    reduces. A max or min is over the layouts that run, as ``sweep plan`` searches them: one that cannot exist
+    (its outputs NaN, its status not 0) or does not fit in memory (``fits`` 0) is never an extreme of any
+    output but the codes (:func:`~sweep.engine.reductions.kind_of`); an argmax over tp and pp named a faster
+    layout that could not run (a hunt). A mean is over every layout (NaN where one cannot exist)."""
+    if reduce[3] != "mean":
+        runs = out[FITS] == 1
+        out = {
+            name: v if name in (STATUS, FITS) or v.dtype.kind != "f" else jnp.where(runs, v, jnp.nan)
+            for name, v in out.items()
+        }
     return reduced_outputs(dict(out), reduce, skip_nan=True)
 
 

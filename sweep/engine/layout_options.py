@@ -440,9 +440,8 @@ class _Network:
 
 
 def exact(value: float) -> str:
-    """A fitted constant as the assumed line says it: to the 12 significant digits an option takes
-    (:func:`~sweep.core.values.parse_values`), so that given back it is the same sweep to 1e-12 (rounded to 4
-    digits, a plan's best layout changed)."""
+    """A fitted constant as the assumed line says it: to 12 significant digits, so that given back as an option
+    it is the same sweep to 1e-12 (rounded to 4 digits, a plan's best layout changed)."""
     return digits12(value)
 
 

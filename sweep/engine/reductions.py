@@ -153,8 +153,8 @@ def kind_of(variable: str, kind: str) -> str:
     layouts that can exist, so its status is the lowest code (0 where any can); a mean is NaN unless every one
     can, so its status is the highest (0 only where all can). Its max over tp read 1 or 2 beside a valid speed,
     its mean 0.5. ``fits`` (1: the layout fits in memory) as the same question: 1 where some layout fits under
-    a max or min (the extreme itself may not: an extreme is taken over the layouts that can exist, fitting or
-    not), 1 where every one does under a mean."""
+    a max or min (0 where layouts exist and none fits; every other output's extreme is taken over the layouts
+    that fit: :func:`~sweep.engine.compiled.layout_block_reduced`), 1 where every one does under a mean."""
     if variable == STATUS:
         return "max" if kind == "mean" else "min"
     if variable == FITS:
