@@ -90,7 +90,10 @@ BAD = [
     (["--fusion-ms", "-1"], "--fusion-ms -1"),
     (["--ratio", "100..1"], "--ratio '100..1': range is reversed"),
     (["--ratio", "5..5:0"], "--ratio '5..5:0': step 0 is empty"),
-    (["--model", "alexnet"], "--model 'alexnet': unknown; known: resnet50, resnet101, vgg16"),
+    (["--model", "alexnet"], "--model 'alexnet': unknown; known: data-parallel resnet50, resnet101, vgg16"),
+    # a typo of a large model's name: refused for --gpus, which applied "not to lama3-70b" (a hunt)
+    (["--model", "lama3-70b", "--gpus", "8"], "large models gpt3-175b, llama3-8b, llama3-70b, llama3-405b"),
+    (["--model", "lama3-70b", "--gpus", "8"], "; did you mean llama3-70b?"),
     (["--collective", "butterfly"], "--collective 'butterfly': unknown; known: ring, tree, ps, hierarchical"),
     (["--profile", "missing.csv", "--iteration-time", "0.1"], "missing.csv: profile file not found"),
     (["--intra-bw", "0"], "--intra-bw 0"),

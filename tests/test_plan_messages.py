@@ -67,3 +67,21 @@ def test_time_left_is_the_rate_after_the_first_step_which_holds_the_compile(caps
         "plan: 200 of 400 layouts searched (50%) in 17 s; about 2 s left",
         "plan: 300 of 400 layouts searched (75%) in 18 s; about 1 s left",
     ]  # over the whole run it said 17 s and 6 s
+
+
+def test_why_names_the_wait_inside_nvlink_domains():
+    # A hunt: an NVL72's plan said "1% of the step waits on the NICs; the slow network forces this layout" where
+    # the expert all-to-all on NVLink took 15% of the step.
+    from netsweep_jax.sweep.analysis.planning import _forced_text
+
+    row = dict(layout_recompute="none", recompute_time=0.0, iteration_time=10.0, network_fraction=0.01,
+               tp_exposed=0.0, cp_exposed=0.0, ep_exposed=1.5, pp_exposed=0.0, dp_exposed=0.1)  # fmt: skip
+    assert _forced_text(row, "tp1xpp1xep16xdp144 mb1 z3") == (
+        "why: 1% of the step waits on the NICs and 15% on traffic inside NVLink domains; the network forces this "
+        "layout; on an ideal network the best is tp1xpp1xep16xdp144 mb1 z3"
+    )
+    row.update(ep_exposed=0.0, layout_recompute="full", recompute_time=2.0)  # all of it on the NICs
+    assert _forced_text(row, "x") == (
+        "why: 1% of the step waits on the NICs; the slow network forces this layout (full recompute: 20% of the "
+        "step); on an ideal network the best is x"
+    )

@@ -62,10 +62,21 @@ def family_of(model: str | None, arch: str | None, model_given: bool) -> "Family
     large-model presets or ``arch``, the data-parallel one for profiles; both in one sweep refused.
     ``model_given``: whether the user set the model (its default stands for nothing beside ``arch``)."""
     from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
+    from netsweep_jax.sweep.core.values import close_match
+    from netsweep_jax.sweep.model.builtin import builtin_names
     from netsweep_jax.sweep.model.llms import LLMS
+    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
     text = model if model_given or arch is None else ""
     names = [n.strip().lower() for n in str(text or "").split(",") if n.strip()]
+    profiles = (*builtin_names(), *TRANSFORMERS)
+    unknown = next((n for n in names if n not in LLMS and n not in profiles), None)
+    if unknown is not None:  # neither family's: said before a family's options are refused for it (a typo)
+        raise InputError(
+            f"{unknown!r}: unknown; known: data-parallel {', '.join(profiles)}; large models {', '.join(LLMS)}"
+            f"{close_match(unknown, (*profiles, *LLMS))}",
+            param="model",
+        )
     large = [n for n in names if n in LLMS]
     other = [n for n in names if n not in LLMS]
     if (large or arch is not None) and other:

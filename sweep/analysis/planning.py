@@ -518,14 +518,28 @@ def plan_table(ds: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
+# The layout family's breakdown terms that are communication (the rest: compute, recompute, bubble, ...).
+COMMUNICATION = ("tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed", "dp_exposed")
+
+
 def _forced_text(row: dict, ideal: str) -> str:
     """One line: why the network costs more than the step's time on the NICs. The ideal network's best layout
-    is another one; the slow network forced this one (recomputation, a smaller TP, ...): its cost is there."""
+    is another one; the network forced this one (recomputation, a smaller TP, ...), and the step waits on
+    traffic inside NVLink domains too (the exposed communication beyond the NICs' share), which the ideal
+    network carries at NVLink's rate without latency (an NVL72's all-to-all on NVLink was put down to "the slow
+    network" beside 1% on the NICs)."""
     recompute = str(row["layout_recompute"])
     forced = f" ({recompute} recompute: {row['recompute_time'] / row['iteration_time']:.0%} of the step)"
+    nics = row["network_fraction"]
+    inside = sum(row[k] for k in COMMUNICATION) / row["iteration_time"] - nics
+    where = (
+        f"the NICs and {inside:.0%} on traffic inside NVLink domains; the network forces"
+        if inside >= 0.01
+        else "the NICs; the slow network forces"
+    )
     return (
-        f"why: {row['network_fraction']:.0%} of the step waits on the NICs; the slow network forces this layout"
-        f"{forced if recompute != 'none' else ''}; on an ideal network the best is {ideal}"
+        f"why: {nics:.0%} of the step waits on {where} this layout{forced if recompute != 'none' else ''}; on an "
+        f"ideal network the best is {ideal}"
     )
 
 

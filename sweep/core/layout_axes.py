@@ -281,8 +281,9 @@ AXES: dict[str, AxisSpec] = {**OWN_AXES, **{name: NUMERIC_AXES[name] for name in
 ARCH = TextOption(
     "--arch",
     "A transformer by shape: layers=96,hidden=12288,heads=96,seq=2048,vocab=51200 (also ffn=, kv_heads=, "
-    "head_dim=, mlp=gelu|swiglu, experts=, top_k=, expert_ffn=, shared_experts=, moe_every=, first_dense=, "
-    "router_groups=, group_topk= (group-limited routing), tied=0|1, dropout=0|1).",
+    "head_dim=, v_head_dim=, q_rank=, kv_rank=, rope_dim= (multi-head latent attention), mlp=gelu|swiglu, "
+    "experts=, top_k=, expert_ffn=, shared_experts=, moe_every=, first_dense=, router_groups=, group_topk= "
+    "(group-limited routing), mtp_layers= (multi-token prediction), tied=0|1, dropout=0|1).",
 )
 # The layout family's options read as text, after --arch and one per layout axis (the CLI's parameters, the
 # large-model commands' checks and the public API take their names from here).

@@ -7,6 +7,7 @@ points); ``1..1000@20log`` (20 log-spaced points); items may be mixed
 (``1,2,5..10``).
 """
 
+import difflib
 import math
 import numbers
 import re
@@ -127,6 +128,13 @@ def one_name(text: str | None, param: str, names: tuple[str, ...]) -> str:
     return given[0]
 
 
+def close_match(name: str, known: Sequence[str]) -> str:
+    """``"; did you mean X?"`` where one of ``known`` is close to ``name`` (a typo: ``lama3-70b``), else ""."""
+    close = difflib.get_close_matches(name.lower(), [k.lower() for k in known], n=1, cutoff=0.8)
+    spelled = {k.lower(): k for k in known}
+    return f"; did you mean {spelled[close[0]]}?" if close else ""
+
+
 def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
     if not isinstance(text, str) and not (
@@ -143,7 +151,7 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
     names = [spelled.get(n.lower(), n) for n in names]
     for n in names:
         if n not in known:
-            raise InputError(f"{n!r}: unknown; known: {', '.join(known)}", param=param)
+            raise InputError(f"{n!r}: unknown; known: {', '.join(known)}{close_match(n, known)}", param=param)
     if len(set(names)) != len(names):
         raise InputError(f"{', '.join(names)!r}: each name once", param=param)
     return names

@@ -163,8 +163,9 @@ def models_table() -> str:
         lines.append(f"  {name:<16} {llm.describe()}")
     lines += [
         "",
-        "GPU presets (--gpu): matrix-product peaks and memory bandwidth, achieved efficiency "
-        f"{EFFICIENCY:g} on the products; memory, and the system large-model sweeps assume:",
+        "GPU presets (--gpu): matrix-product peaks and memory bandwidth (the data-parallel transformers achieve "
+        f"{EFFICIENCY:g} of the peak on the products; large models, their stack's fitted efficiency, which their "
+        "assumed: line says); memory, and the system large-model sweeps assume:",
     ]
     for key, g in GPUS.items():
         fp8 = f", fp8 {g.fp8 / 1e12:4.0f}" if g.fp8 else ""
