@@ -547,8 +547,9 @@ def _spine_factor(size, stride, lay):
 
 def _nccl_group(kind, nbytes, size, stride, lay):
     """Seconds of NCCL's collective over a group of ``size`` GPUs ``stride`` ranks apart, as placed: its GPUs a
-    host, hosts, hosts a domain, K q / G of the host's NICs (under one: one NIC at that fraction of its rate)."""
-    if size <= 1:
+    host, hosts, hosts a domain, floor(K q / G) of the host's NICs (under one: one NIC at that fraction of its rate);
+    0 for a group of one or no bytes."""
+    if size <= 1 or nbytes <= 0:
         return 0.0
     if kind == "ring_allreduce":  # sequence parallelism: a reduce-scatter and an all-gather
         return 2 * _nccl_group("scatter", nbytes, size, stride, lay)
@@ -566,7 +567,17 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         # domain, where NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
         p = q * per_domain
         nvlink *= p / size
-    args = (q, hosts, per_domain, nvlink, max(share, 1), rate * min(share, 1), arch, domain > 1)
+    # whole NICs a group (the slowest of the host's groups paces them); under one, one at that fraction
+    args = (
+        q,
+        hosts,
+        per_domain,
+        nvlink,
+        max(math.floor(share + 1e-6), 1),
+        rate * min(share, 1),
+        arch,
+        domain > 1,
+    )
     eta_net, eta_nvl, lam, op, fill, fill_bytes = (
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
@@ -591,8 +602,9 @@ def _nccl_group(kind, nbytes, size, stride, lay):
 
 def _collective(kind, nbytes, size, stride, lay):
     """Seconds for one collective: ``allreduce`` (ring/tree/nccl by lay['collective']), ``ring_allreduce``,
-    ``scatter`` (reduce-scatter, all-gather or all-to-all); NCCL's where lay['collectives'] is 1."""
-    if size <= 1:
+    ``scatter`` (reduce-scatter, all-gather or all-to-all); NCCL's where lay['collectives'] is 1. A collective of
+    no bytes (a dense model's expert terms) is none: 0."""
+    if size <= 1 or nbytes <= 0:
         return 0.0
     if lay["collectives"]:
         return _nccl_group(kind, nbytes, size, stride, lay)

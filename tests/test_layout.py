@@ -164,6 +164,23 @@ def test_zero3_step_by_hand():
     assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
 
 
+def test_a_dense_model_pays_for_no_expert_collective():
+    # A hunt: a dense model's expert-gradient terms (0 bytes over an "expert DP" group of t dp c GPUs) paid
+    # (n - 1) lambda a layer, so the latency's cost grew with TP where the DP group (dp GPUs) is the same, and
+    # NCCL's latencies (9% of a ZeRO-3 step on a SuperPOD). With no bytes, no collective: lambda's cost is the
+    # DP group's alone, the same for every TP, in the kernel and the reference.
+    cases = [  # overlap none: every collective of the step exposed
+        gpt3_case(tp=t, gpus=64 * t, global_batch=64, zero=1, overlap=0, latency=lat)
+        for t in (1, 2, 8)
+        for lat in (0, 1e-5)
+    ]
+    out = run_kernel(cases, "float64")
+    added = out["dp_exposed"][1::2] - out["dp_exposed"][0::2]
+    assert added[0] > 0 and added == pytest.approx(np.full(3, added[0]), rel=1e-9), added
+    for case, got in zip(cases, out["dp_exposed"]):
+        assert reference.layout_step(*case)["dp_exposed"] == pytest.approx(got, rel=1e-9)
+
+
 def test_more_bandwidth_is_never_slower():
     rng = random.Random(5)
     cases = [random_case(rng) for _ in range(300)]

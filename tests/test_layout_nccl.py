@@ -320,3 +320,18 @@ def test_a_layout_sweep_says_where_a_forced_algorithm_runs():
         "nccl:ll on every all-reduce, all-gather and reduce-scatter (NCCL's choice of the algorithms that run it), "
         "Simple on every all-to-all and send" in "; ".join(grid.assumed)
     )
+
+
+def test_a_groups_nics_are_whole_and_more_never_make_a_slower_step():
+    # A hunt: 33 NICs over a host's 8 one-GPU DP groups (TP 8) gave each 4.125 NICs, a fraction NCCL's channel
+    # rules read, and a slower step than 32 did. Whole NICs: 8 and 9 give each group 1, the same step; 16 give 2.
+    cases = [
+        gpt3_case(tp=8, gpus=512, global_batch=64, zero=3, overlap=0, bandwidth=25e9, collectives=1, collective=3,
+                  nics_per_node=k)
+        for k in (8, 9, 16)
+    ]  # fmt: skip
+    out = run_kernel(cases, "float64")
+    step = out["iteration_time"]
+    assert (out["status"] == 0).all() and step[0] == step[1] and step[2] < step[1], step
+    for case, got in zip(cases, step):
+        assert reference.layout_step(*case)["iteration_time"] == pytest.approx(got, rel=1e-9)

@@ -234,3 +234,16 @@ def test_the_nics_a_host_has_now_follow_the_gpus_given():
     assert held.now("nics_per_node") == 4.0
     assert layout_need.Held("", "", {**cell, "gpus_per_node": 0.0}, {}, 1.0, 1.0).now("nics_per_node") == 8.0
     assert layout_need.Held("", "", {**cell, "nics_per_node": 2.0}, {}, 1.0, 1.0).now("nics_per_node") == 2.0
+
+
+def test_an_unreachable_share_the_setting_does_not_change_says_so():
+    # A hunt: 8 GPUs of one host under NCCL's pricing (its NVLink efficiency against the flat ideal: 14% of the
+    # step) answered "unreachable (> 1e+06 Gbit/s)" for a NIC rate no byte of the layout crosses.
+    from netsweep_jax.kernels.bisect import UNREACHABLE
+    from netsweep_jax.sweep.analysis.layout_need import Answer, answer_text
+
+    assert (
+        answer_text(Answer(float("nan"), UNREACHABLE, False), "bandwidth")
+        == "unreachable (does not change this step)"
+    )
+    assert answer_text(Answer(float("nan"), UNREACHABLE, True), "bandwidth").startswith("unreachable (> ")

@@ -378,6 +378,10 @@ def answer_text(a: Answer | None, axis: str) -> str:
     unit = UNITS[axis]
     growing = FALLING[axis]
     if a.status == UNREACHABLE:
+        if (
+            not a.matters
+        ):  # nothing of the layout uses it: the share is NVLink's and NCCL's, not this setting's
+            return "unreachable (does not change this step)"
         return f"unreachable (> {high:g}{unit})" if growing else f"unreachable (even at {low:g}{unit})"
     if a.status == AT_LIMIT:
         if not a.matters:  # the step is the same at both ends of the range: nothing of this layout uses it

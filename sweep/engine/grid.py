@@ -468,7 +468,8 @@ def _sweep_fabric(
             if not choice.built_of(gpu):
                 raise InputError(
                     f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} (give --gpu "
-                    f"{choice.gpu} for a transformer, or a fabric file for its own hosts)",
+                    f"{choice.gpu} for a transformer; a profile of your own says its GPU in a JSON profile's "
+                    '"device", such as "NVIDIA H100 80GB HBM3", which a CSV cannot)',
                     param="fabric",
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
@@ -508,7 +509,9 @@ def _check_nccl_engine(
     if unknown:
         raise InputError(
             f"nccl: {unknown[0].model} ran on {unknown[0].device!r}, which has no GPU preset (sweep models); NCCL's "
-            "collective needs the GPU's architecture and NVLink: use nccl-ring or nccl-tree",
+            "collective (which --fabric implies) needs the GPU's architecture and NVLink: say the profile's GPU in a "
+            'JSON profile\'s "device" (such as "NVIDIA H100 80GB HBM3"; a CSV has none), or use nccl-ring or '
+            "nccl-tree without a fabric",
             param="collective",
         )
     forced = [c for c in collectives if forced_algorithm(c) is not None]  # a protocol forced: every one runs

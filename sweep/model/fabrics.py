@@ -120,10 +120,17 @@ class FabricPreset:
     @property
     def constants(self) -> FabricConstants:
         """The transport's efficiencies and latency NCCL's pricing reads: the shipped fit's, its source saying
-        why they stand for this preset's transport."""
-        from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+        why they stand for this preset's transport, with the latency its network plugin reports to NCCL added
+        to lambda as NCCL adds it (:func:`~sweep.model.nccl_fabric.plugin_latency`: aws-ofi-nccl's 75 us on a
+        p5.48xlarge, which ``validate --nccl`` adds to the P5 rows it scores and the preset had left out, pricing
+        a 2-host all-reduce 1.5-3.8x faster than measured at 64 KiB to 64 MiB: a hunt)."""
+        from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, plugin_latency
 
-        return dataclasses.replace(SHIPPED, source=f"{SHIPPED.source} ({self.fit})")
+        plugin = plugin_latency(f"{self.transport} {self.title}")
+        said = f"; its network plugin's reported {plugin:g} us added to lambda" if plugin else ""
+        return dataclasses.replace(
+            SHIPPED, latency_us=SHIPPED.latency_us + plugin, source=f"{SHIPPED.source} ({self.fit}{said})"
+        )
 
     def built_of(self, gpu: str | None) -> bool:
         """Whether ``gpu`` (a GPU preset's name; None: unknown) is this preset's hosts' chip, or the preset names
