@@ -272,7 +272,7 @@ def test_plot_refuses_the_same_dim_twice(cube_file, tmp_path):
         "--out",
         tmp_path / "f.png",
     )
-    assert "used twice" in one_line_error(r)
+    assert "the two plotted dims must differ" in one_line_error(r)
 
 
 def test_need_calibrate_paper_outputs(tmp_path):

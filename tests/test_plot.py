@@ -41,8 +41,10 @@ def test_plots(cube, tmp_path, args):
         (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
         (
             ["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"],
-            "'speedup': not a variable",
+            "--y 'speedup': not a variable",  # the option that named it (a hunt: none was named)
         ),
+        (["--x", "bandwidth", "--hue", "bandwidth"], "x and hue are both 'bandwidth'; the two plotted dims"),
+        (["--x", "bandwidth", "--kind", "heatmap"], "--y needed: the dim on a heatmap's y axis"),
         (["--x", "bandwidth", "--sel", "ratio"], "expected DIM=VALUE"),
         (["--x", "bandwidth", "--kind", "pie"], "--kind 'pie'"),
         # A plotted dim fixed too: a traceback (--hue), "damaged" (a heatmap's); a dim fixed twice, the last won;

@@ -245,7 +245,8 @@ def raise_no_training(dataset: str | Path) -> None:
 
     raise InputError(
         f"{dataset}: no scored row of the fit's sources ({', '.join(TRAIN)}: id prefixes) to fit the fabric "
-        f"constants on"
+        f"constants on (validate --nccl holds the published protocol; to fit your own cluster's, give its "
+        f"nccl-tests logs to sweep calibrate --nccl-tests)"
     )
 
 

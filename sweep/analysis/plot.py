@@ -91,10 +91,14 @@ def _is_number(text):
         return False
 
 
-def reduce_to(ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping[str, Any]) -> xr.DataArray:
-    """Select, squeeze, and refuse if dims other than ``keep`` remain."""
+def reduce_to(
+    ds: xr.Dataset, var: str, keep: Sequence[str | None], sel: Mapping[str, Any], param: str = "var"
+) -> xr.DataArray:
+    """Select, squeeze, and refuse if dims other than ``keep`` remain (``param``: the option that named ``var``)."""
     if var not in ds.data_vars:
-        raise InputError(f"{var!r}: not a variable; variables: {', '.join(map(str, ds.data_vars))}")
+        raise InputError(
+            f"{var!r}: not a variable; variables: {', '.join(map(str, ds.data_vars))}", param=param
+        )
     if not np.issubdtype(ds[var].dtype, np.number):  # an argmax over a text dim, a plan's layout names
         raise InputError(
             f"{var!r} holds names, not numbers, so it has no axis to plot on; sweep select FILE --vars {var} "
@@ -140,7 +144,7 @@ def line_plot(
     ``hue_label(value) -> str`` names the lines (default ``"hue=value"``); a line with no finite value (a
     target unreachable everywhere) says so in its name, as it draws nothing.
     """
-    da = reduce_to(ds, var, [x, hue], sel or {})
+    da = reduce_to(ds, var, [x, hue], sel or {}, param="y")
     ax = ax or Figure(figsize=(6, 4)).gca()
     hues = da[hue].values if hue else [None]
     for h in hues:
@@ -303,10 +307,11 @@ def plot_cube(
     kind = _kind(kind, var, hue)
     dims = [x, hue] if kind == "line" else [x, y]
     if dims[0] == dims[1]:
-        raise InputError(f"{x!r} is used twice; the two plotted dims must differ", param="x")
+        other = "hue" if kind == "line" else "y"
+        raise InputError(f"x and {other} are both {x!r}; the two plotted dims must differ", param=None)
     check_new_file(out, force=force, suffixes=FIGURE_SUFFIXES)
     if kind == "heatmap" and y is None:
-        raise InputError("a heatmap needs the dim on its y axis", param="y")
+        raise InputError("needed: the dim on a heatmap's y axis", param="y")
     ds = open_cube(path)
     # The variable drawn (a line plot's y, a heatmap's var): the cube's headline where not named.
     named = y if kind == "line" else var

@@ -143,6 +143,8 @@ OTHER_OPTIONS = {
     "out": "--out",
     "sel": "--sel",
     "var": "--var",
+    "x": "--x",
+    "y": "--y",
     "hue": "--hue",
     "busbw": "--busbw",
     "kind": "--kind",
