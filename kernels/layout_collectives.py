@@ -24,7 +24,8 @@ share of the node's NICs.
     point-to-point = X / bw + lambda
 
 with X each member's buffer in bytes and lambda the per-step latency of traffic that
-leaves the domain (0 inside it). A collective of no bytes is none, under either pricing: 0 s (a dense
+leaves the domain (0 inside it). An all-reduce, reduce-scatter, all-gather or all-to-all of no bytes is
+none, under either pricing: 0 s (a dense
 model's expert-gradient terms, X = 0 over an "expert DP" group of t dp c GPUs, paid (n - 1) lambda a layer
 and NCCL's latencies, about 9% of a ZeRO-3 step on a SuperPOD).
 

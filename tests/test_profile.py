@@ -103,6 +103,7 @@ def test_bklog(tmp_path):
         ("a.json", '{"batch_size": NaN, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "batch_size nan must"),
         ("a.json", '{"batch_size": 1.5, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "whole number of samples"),
         ("a.json", '{"model": "' + "m" * 129 + '", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "at most 128"),
+        ("a.json", '{"model": "' + "模" * 50 + '", "tensors": [{"grad_bytes": 4, "backward_us": 1}]}', 0.1, "128 bytes"),
     ],
 )  # fmt: skip
 def test_bad_profiles_name_file_and_line(tmp_path, name, text, t1, message):
@@ -160,6 +161,7 @@ def test_a_profile_files_own_t1_is_scaled_as_a_builtins_and_as_calibrates_t1_col
     "given,message",
     [
         (["--model", "vgg16"], "--model and --profile name two models"),
+        (["--model", "mynet"], "--model and --profile name two models"),  # not "unknown" (a review)
         (
             ["--precision", "bf16"],
             "--precision bf16: only for built-in transformer models, not with a profile",

@@ -57,10 +57,12 @@ STACK_SET = ("zero", "sequence_parallel", "expert_tp")
 WORKLOAD_OPTIONS = ("profile", "iteration_time", "batch", "seq_len")
 
 
-def family_of(model: str | None, arch: str | None, model_given: bool) -> "Family":
+def family_of(model: str | None, arch: str | None, model_given: bool, profile: object = None) -> "Family":
     """The model family a command runs (:mod:`sweep.core.families`): the layout family (kernels.layout) for
-    large-model presets or ``arch``, the data-parallel one for profiles; both in one sweep refused.
-    ``model_given``: whether the user set the model (its default stands for nothing beside ``arch``)."""
+    large-model presets or ``arch``, the data-parallel one for profiles; both in one sweep refused, and a name
+    neither family knows. ``model_given``: whether the user set the model (its default stands for nothing beside
+    ``arch``); ``profile``: a profile file given (``--profile``), whose refusal of a model beside it is the
+    data-parallel family's ("give one")."""
     from netsweep_jax.sweep.core.families import DATA_PARALLEL, LAYOUTS
     from netsweep_jax.sweep.core.values import close_match
     from netsweep_jax.sweep.model.builtin import builtin_names
@@ -70,7 +72,7 @@ def family_of(model: str | None, arch: str | None, model_given: bool) -> "Family
     text = model if model_given or arch is None else ""
     names = [n.strip().lower() for n in str(text or "").split(",") if n.strip()]
     profiles = (*builtin_names(), *TRANSFORMERS)
-    unknown = next((n for n in names if n not in LLMS and n not in profiles), None)
+    unknown = next((n for n in names if n not in LLMS and n not in profiles and profile is None), None)
     if unknown is not None:  # neither family's: said before a family's options are refused for it (a typo)
         raise InputError(
             f"{unknown!r}: unknown; known: data-parallel {', '.join(profiles)}; large models {', '.join(LLMS)}"

@@ -406,7 +406,9 @@ def need(
     from netsweep_jax.sweep.analysis import layout_jobs
 
     chosen = given_options(ctx)
-    family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), "model" in chosen)
+    family = layout_jobs.family_of(
+        settings.get("model"), settings.get("arch"), "model" in chosen, settings.get("profile")
+    )
     asked = {"target": target, "solve": solve, "network_share": network_share, "out": out, "force": force}
     family.hook("need_command")(settings, chosen, asked)
 

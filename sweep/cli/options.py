@@ -157,7 +157,7 @@ def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] 
     from netsweep_jax.sweep.analysis.layout_jobs import family_of
     from netsweep_jax.sweep.model.compute import GPUS
 
-    family = family_of(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model"))
+    family = family_of(kwargs.get("model"), kwargs.get("arch"), given(ctx, "model"), kwargs.get("profile"))
     if "bandwidth" not in family.derived_zero:  # the family's NIC rate is not its GPU system's by default
         return None
     names = [g.strip().lower() for g in str(kwargs.get("gpu") or DEFAULT_GPU).split(",")]

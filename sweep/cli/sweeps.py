@@ -109,7 +109,9 @@ def grid(
     from netsweep_jax.sweep.io import job
 
     _check_distributed(ctx, settings)
-    family = layout_jobs.family_of(settings.get("model"), settings.get("arch"), given(ctx, "model"))
+    family = layout_jobs.family_of(
+        settings.get("model"), settings.get("arch"), given(ctx, "model"), settings.get("profile")
+    )
     g, assumed = family.hook("grid_command")(
         settings, given_options(ctx), {"variables": vars, "store": store, "reduce": reduce}
     )

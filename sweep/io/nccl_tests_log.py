@@ -201,7 +201,10 @@ class _Comments:
                     "the model reads one communicator of every rank: run the test without the split"
                 )
             gpu = (m.group("host"), m.group("bus"))
-            if gpu in self.gpus:  # NCCL refuses one GPU twice in a communicator: two hosts of one name
+            # NCCL refuses one GPU twice in a communicator: two hosts of one name. Only a bus id with its PCI
+            # domain (0000:18:00) names one GPU; older nccl-tests print the bus alone ([0x00]), which the GPUs of
+            # one host share where each has a domain of its own (Azure's ND VMs, GB200's trays).
+            if ":" in gpu[1] and gpu in self.gpus:
                 first, at = self.gpus[gpu]
                 raise InputError(
                     f"{where(self.path, number)}: rank {rank} on {gpu[0]} [{gpu[1]}], the GPU of rank {first} (line "

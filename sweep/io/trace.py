@@ -35,6 +35,7 @@ DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "hal
 ACCUMULATE = "torch::autograd::AccumulateGrad"
 BACKWARD = "autograd::engine::evaluate_function"
 OPTIMIZER_STEP = "Optimizer.step#"  # torch.optim's span of each optimizer step (Optimizer.step#SGD.step)
+HOST_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function")  # the host's events, not the GPU's
 # The categories of the events whose times the profile reads (None: an event with no category, read as any).
 READ_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function", "kernel", "gpu_memcpy", "gpu_memset")
 
@@ -97,11 +98,21 @@ def _step_window(path, spans):
     # No ProfilerStep (the profiler's step() never called): steps end at torch.optim's Optimizer.step spans;
     # the last one after gradients, from the end of the one before it. Read as one step before, two steps'
     # gradients were one profile of every parameter twice (a hunt).
-    ends = sorted(e["ts"] + e["dur"] for e in spans if str(e["name"]).startswith(OPTIMIZER_STEP))
-    stepped = [end for end in ends if any(g["ts"] <= end for g in grads)]
-    if len(stepped) > 1:
-        last = stepped[-1]
-        return max(end for end in ends if end < last and any(end <= g["ts"] <= last for g in grads)), last
+    # The host's spans only (a CUDA trace copies each onto the GPU's timeline, ending later); optimizers that end
+    # with no gradient between them (Muon beside AdamW) end one step, at the last of them.
+    ends = sorted(
+        e["ts"] + e["dur"]
+        for e in spans
+        if str(e["name"]).startswith(OPTIMIZER_STEP) and e.get("cat") in HOST_CATEGORIES
+    )
+    bounds: list[float] = []
+    for end in ends:
+        if any((bounds[-1] if bounds else -math.inf) < g["ts"] <= end for g in grads):
+            bounds.append(end)
+        elif bounds:
+            bounds[-1] = end
+    if len(bounds) > 1:
+        return bounds[-2], bounds[-1]
     cpu = [e for e in spans if e.get("cat") in ("cpu_op", "user_annotation", "python_function")] or spans
     return min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
 

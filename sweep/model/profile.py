@@ -218,7 +218,7 @@ def make_profile(
     if not _good_name(str(model)):
         raise InputError(
             f"{path}: model name {model!r} must be non-empty, without '/' or ',' or control characters or spaces "
-            f"at its ends, not '.' or '..', and at most {MAX_NAME} characters (a cube keeps each profile under its "
+            f"at its ends, not '.' or '..', and at most {MAX_NAME} bytes in UTF-8 (a cube keeps each profile under its "
             "name, and a sweep's default file is named after it; a comma list names several models)"
         )
     _check_text(path, names, meta)
@@ -280,7 +280,7 @@ def _good_name(model: str) -> bool:
     """Whether ``model`` can name a profile: an HDF5 group of a cube, one item of a comma list of models and a
     part of a file's name."""
     return (
-        0 < len(model) <= MAX_NAME
+        0 < len(model.encode()) <= MAX_NAME  # bytes, as a file's name is limited
         and model == model.strip()
         and model not in (".", "..")
         and not set(model) & set("/,")
