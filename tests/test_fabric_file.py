@@ -165,6 +165,39 @@ def test_a_data_parallel_sweep_takes_the_nics_a_file_records_where_not_given(tmp
     assert given.values["nics_per_node"].tolist() == [2.0] and "fabric file's hosts" not in given.assumed
 
 
+def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):
+    # A hunt: a file's 8 NICs of 8-GPU hosts were given to hosts of 4 GPUs as they were, twice the NICs a GPU. As a
+    # preset's host of other GPUs (compute.host_system): max(ceil(N g / G), 1) NICs, in both families, said.
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    path = fabric(tmp_path, logs=[{"file": "ar.log", "gpus_per_node": 8, "nodes": 2, "rows": 28}])
+    constants = read_fabric(path)
+    assert constants.gpus_per_node == 8 and constants.host_for([4], "4", "--nics-per-node") == {
+        "nics_per_node": 4
+    }
+    assert constants.host_for([8], "8", "x") == {} and constants.host_for([1], "1", "x") == {
+        "nics_per_node": 1
+    }
+    g = make_grid("resnet50", fabric=constants, nodes=8, gpus_per_node=4)
+    assert (
+        g.values["nics_per_node"].tolist() == [4.0]
+        and "--nics-per-node 4 (the fabric's NICs a GPU" in g.assumed
+    )
+    layouts = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=constants, gpus_per_node=4)
+    assert layouts.values["nics_per_node"].tolist() == [4.0]
+    assert (
+        "a host of --gpus-per-node GPUs built as the fabric's: --nics-per-node 4 (its 8)" in layouts.assumed
+    )
+    with pytest.raises(
+        InputError, match="with a fabric file of 8-GPU hosts, hosts of other GPUs take one value"
+    ):
+        make_grid("resnet50", fabric=constants, nodes=8, gpus_per_node=[2, 4])
+    # A file whose logs ran on hosts of different sizes records no host: its NICs stay as recorded.
+    mixed = fabric(tmp_path, "mixed.json", logs=[{"gpus_per_node": 8}, {"gpus_per_node": 4}])
+    assert read_fabric(mixed).gpus_per_node == 0 and read_fabric(mixed).host_for([4], "4", "x") == {}
+
+
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     path = fabric(tmp_path)
     for command in ("grid", "plan"):  # the flat collectives read --util and --latency, not a fabric

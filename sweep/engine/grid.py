@@ -418,8 +418,9 @@ def _fabric_settings(
     cluster, preset = choice.settings(), isinstance(choice, FabricPreset)
     whose = whose_nics = "the fabric's" if preset else "the fabric file's hosts"
     other_host = given.get("gpus_per_node") is not None and given.get("nics_per_node") is None
-    if isinstance(choice, FabricPreset) and other_host:
-        # a host of other GPUs than the preset's: its own NICs (its domain: SweepFabric.domain_of, per host size)
+    if other_host:
+        # a host of other GPUs than the fabric's: its own NICs (a preset's domain: SweepFabric.domain_of, per host
+        # size)
         per_node = coerce_axis("gpus_per_node", given["gpus_per_node"])
         built = choice.host_for(per_node, ",".join(show(v) for v in per_node), "--nics-per-node")
         if built:

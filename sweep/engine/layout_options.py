@@ -470,15 +470,15 @@ def _forced_phrase(collective: str) -> str:
     )
 
 
-def _host_of_preset(preset: FabricPreset, given: dict[str, object]) -> dict[str, float]:
-    """A fabric preset's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given, where it differs from
-    the preset's and they are not both given (:meth:`FabricPreset.host_for`)."""
+def _host_of_fabric(fabric: FabricPreset | FabricConstants, given: dict[str, object]) -> dict[str, float]:
+    """A fabric preset's NVLink domain and NICs, or a fabric file's NICs, for hosts of the ``--gpus-per-node``
+    given, where it differs from the fabric's hosts and they are not both given (``host_for``)."""
     if given["gpus_per_node"] is None or all(
         given[k] is not None for k in ("nvlink_domain", "nics_per_node")
     ):
         return {}
     per_node = _values("gpus_per_node", given["gpus_per_node"], None)
-    return preset.host_for(per_node, _typed(given["gpus_per_node"]), "--nvlink-domain and --nics-per-node")
+    return fabric.host_for(per_node, _typed(given["gpus_per_node"]), "--nvlink-domain and --nics-per-node")
 
 
 def _network(
@@ -491,7 +491,7 @@ def _network(
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
     # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given; a host of other
     # GPUs than a preset's has its NVLink domain and NICs as compute.host_system builds them from the preset's.
-    built = _host_of_preset(fabric, given) if isinstance(fabric, FabricPreset) else {}
+    built = _host_of_fabric(fabric, given) if fabric is not None else {}
     filled = (
         {k: show(v) for k, v in {**fabric.settings(), **built}.items() if given[k] is None} if fabric else {}
     )

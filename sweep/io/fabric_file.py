@@ -147,7 +147,20 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         if not math.isfinite(number) or number < low or number > high or (open_low and number == low):
             raise InputError(f"{path}: {key} {_shown(v)} must be {rule}")
         values[name] = number
-    return FabricConstants(**values, source=str(path), **hardware_fields(document.get("hardware"), path))
+    hardware = hardware_fields(document.get("hardware"), path)
+    if (
+        "nics_per_node" in hardware
+    ):  # the hosts those NICs were on: the GPUs a host of every log, where one count
+        counts = {log.get("gpus_per_node") for log in _logs(document)}
+        if len(counts) == 1 and (count := real_scalar(next(iter(counts)))) is not None and count >= 1:
+            hardware["gpus_per_node"] = count
+    return FabricConstants(**values, source=str(path), **hardware)
+
+
+def _logs(document: dict) -> list[dict]:
+    """A fabric file's ``logs`` entries that are objects (provenance: any other is read past)."""
+    logs = document.get("logs")
+    return [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
 
 
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:

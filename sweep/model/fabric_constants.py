@@ -4,6 +4,8 @@
 """
 
 import dataclasses
+import math
+from collections.abc import Iterable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +17,9 @@ class FabricConstants:
     it is whole (MiB). ``source``: where they come from (a fabric file's path, or the shipped fit's report);
     ``fitted_on``: the GPU a fabric file's logs ran on, as it records it ("" where it records none), and
     ``nics_per_node``, ``nic_gbps`` its hosts' NICs (0: not recorded), which a sweep not given its NICs takes as
-    a preset's. The last three constants default to the model without them (a fabric file of version 1)."""
+    a preset's, and ``gpus_per_node`` the GPUs of those hosts (0: not recorded), from which a host of other
+    GPUs has its own NICs (:meth:`host_for`). The last three constants default to the model without them (a
+    fabric file of version 1)."""
 
     eta_net: float
     eta_nvl: float
@@ -27,12 +31,34 @@ class FabricConstants:
     fitted_on: str = ""
     nics_per_node: float = 0.0
     nic_gbps: float = 0.0
+    gpus_per_node: float = 0.0
 
     def settings(self) -> dict[str, float]:
         """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the NICs its
         hosts had (``nics_per_node``, ``bandwidth`` in Gbit/s), those the file records."""
         recorded = {"nics_per_node": self.nics_per_node, "bandwidth": self.nic_gbps}
         return {name: value for name, value in recorded.items() if value > 0}
+
+    def host_for(self, per_node: Iterable[float], typed: str, remedy: str) -> dict[str, float]:
+        """The NICs of hosts of the ``--gpus-per-node`` given (``per_node``, as ``typed``), as a preset's host of
+        other GPUs has them (:func:`~sweep.model.compute.host_system`): max(ceil(N g / G), 1) from the file's N
+        NICs on hosts of G GPUs; {} where the file records no NICs or their hosts, or the hosts are its own. One
+        value (each would build another host: a list refused, naming ``remedy``). A file's 8 NICs of 8-GPU hosts
+        were given to hosts of 4 GPUs as they were: twice the NICs a GPU (a hunt)."""
+        values = [float(v) for v in per_node]
+        if not (self.gpus_per_node and self.nics_per_node) or all(v == self.gpus_per_node for v in values):
+            return {}
+        if len(values) > 1:
+            from netsweep_jax.sweep.core.errors import InputError
+
+            raise InputError(
+                f"{typed}: with a fabric file of {self.gpus_per_node:g}-GPU hosts, hosts of other GPUs take one "
+                f"value (their NICs follow the host), or give {remedy}",
+                param="gpus_per_node",
+            )
+        return {
+            "nics_per_node": float(max(math.ceil(self.nics_per_node * values[0] / self.gpus_per_node), 1))
+        }
 
     def stated(self) -> tuple[float, ...]:
         """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
