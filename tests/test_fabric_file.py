@@ -189,6 +189,7 @@ def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):
     assert (
         "a host of --gpus-per-node GPUs built as the fabric's: --nics-per-node 4 (its 8)" in layouts.assumed
     )
+    assert "--nics-per-node 4 (the fabric file's hosts)" not in layouts.assumed  # said once, as built
     with pytest.raises(
         InputError, match="with a fabric file of 8-GPU hosts, hosts of other GPUs take one value"
     ):

@@ -505,7 +505,8 @@ def _network(
     # its host's domain and NICs, built for the GPUs given (not given by the user: said apart from those)
     built_said = (f"a host of --gpus-per-node GPUs built as the fabric's: {', '.join(made)}",) if made else ()
     given.update(filled)
-    hosts = filled if isinstance(fabric, FabricConstants) else {}  # a file's are said here, a preset's by it
+    # a file's are said here (but a host built for other GPUs, said above), a preset's by it
+    hosts = {k: v for k, v in filled.items() if k not in built} if isinstance(fabric, FabricConstants) else {}
     mode, names, implied = _pricing(collective, collectives, fabric is not None)
     full_rate = mode == "nccl" and given["utilization"] is None
     if full_rate:
