@@ -194,9 +194,20 @@ def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):
         InputError, match="with a fabric file of 8-GPU hosts, hosts of other GPUs take one value"
     ):
         make_grid("resnet50", fabric=constants, nodes=8, gpus_per_node=[2, 4])
-    # A file whose logs ran on hosts of different sizes records no host: its NICs stay as recorded.
-    mixed = fabric(tmp_path, "mixed.json", logs=[{"gpus_per_node": 8}, {"gpus_per_node": 4}])
-    assert read_fabric(mixed).gpus_per_node == 0 and read_fabric(mixed).host_for([4], "4", "x") == {}
+    # A file whose logs across hosts ran on hosts of different sizes, or say a size no host has, records no
+    # host: its NICs stay as recorded (a review: a list was a traceback, 2.5 taken); a one-host log's GPUs used no
+    # NIC and do not count.
+    for logs in ([{"gpus_per_node": 8}, {"gpus_per_node": 4}], [{"gpus_per_node": [8]}], [{"gpus_per_node": 2.5}],
+                 [{"gpus_per_node": True, "nodes": 2}], [{"gpus_per_node": 1e300}]):  # fmt: skip
+        assert read_fabric(fabric(tmp_path, "odd.json", logs=logs)).gpus_per_node == 0, logs
+    one_host = [{"gpus_per_node": 4, "nodes": 1}, {"gpus_per_node": 8, "nodes": 2}]
+    assert read_fabric(fabric(tmp_path, "two.json", logs=one_host)).gpus_per_node == 8
+    # --nics-per-node given beside a list of hosts: nothing to build (a file builds NICs alone), in both families
+    given = dict(fabric=constants, gpus_per_node=[2, 4], nics_per_node=2)
+    assert make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=2, **given).values[
+        "nics_per_node"
+    ].tolist() == [2]
+    assert make_grid("resnet50", nodes=8, **given).values["nics_per_node"].tolist() == [2.0]
 
 
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):

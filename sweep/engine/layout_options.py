@@ -473,12 +473,13 @@ def _forced_phrase(collective: str) -> str:
 def _host_of_fabric(fabric: FabricPreset | FabricConstants, given: dict[str, object]) -> dict[str, float]:
     """A fabric preset's NVLink domain and NICs, or a fabric file's NICs, for hosts of the ``--gpus-per-node``
     given, where it differs from the fabric's hosts and they are not both given (``host_for``)."""
-    if given["gpus_per_node"] is None or all(
-        given[k] is not None for k in ("nvlink_domain", "nics_per_node")
-    ):
+    # what the fabric builds: a preset's domain and NICs, a file's NICs (its hosts' domain is the GPU's own)
+    builds = ("nvlink_domain", "nics_per_node") if isinstance(fabric, FabricPreset) else ("nics_per_node",)
+    if given["gpus_per_node"] is None or all(given[k] is not None for k in builds):
         return {}
     per_node = _values("gpus_per_node", given["gpus_per_node"], None)
-    return fabric.host_for(per_node, _typed(given["gpus_per_node"]), "--nvlink-domain and --nics-per-node")
+    remedy = " and ".join(AXES[k].option for k in builds)
+    return fabric.host_for(per_node, _typed(given["gpus_per_node"]), remedy)
 
 
 def _network(

@@ -16,7 +16,9 @@ JSON, one object::
 fractions from 0.01 to 1; latency_us the network's latency lambda and op_latency_us a collective's fixed cost inside
 one NVLink domain, us from 0 to :data:`MAX_LATENCY_US`; fill_us the pipeline's fill across domains, us from 0 to
 :data:`MAX_FILL_US`; fill_mib the message from which it is whole, MiB above 0 up to :data:`MAX_FILL_MIB`); the
-rest is provenance. A file of version 1 (netsweep before the last three) gives the first three only, and reads
+rest is provenance, but ``hardware``'s NICs and the logs' GPUs a host (``gpus_per_node`` of the logs across
+hosts, where they agree: the hosts those NICs were on, from which a host of other GPUs has its own NICs). A file
+of version 1 (netsweep before the last three) gives the first three only, and reads
 as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
 wrong type, a value not finite or out of range, a key twice in one object, a constant it does not know, another
 format or version) is one :class:`InputError` naming the file and the key.
@@ -148,19 +150,23 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
             raise InputError(f"{path}: {key} {_shown(v)} must be {rule}")
         values[name] = number
     hardware = hardware_fields(document.get("hardware"), path)
-    if (
-        "nics_per_node" in hardware
-    ):  # the hosts those NICs were on: the GPUs a host of every log, where one count
-        counts = {log.get("gpus_per_node") for log in _logs(document)}
-        if len(counts) == 1 and (count := real_scalar(next(iter(counts)))) is not None and count >= 1:
-            hardware["gpus_per_node"] = count
+    hosts = _hosts(document)
+    if "nics_per_node" in hardware and hosts is not None:
+        hardware["gpus_per_node"] = hosts
     return FabricConstants(**values, source=str(path), **hardware)
 
 
-def _logs(document: dict) -> list[dict]:
-    """A fabric file's ``logs`` entries that are objects (provenance: any other is read past)."""
+def _hosts(document: dict) -> float | None:
+    """The GPUs a host of the hosts whose NICs a file records: its logs' ``gpus_per_node``, those across hosts
+    (a one-host log's GPUs used no NIC; every log where none spans hosts), where they agree on one whole count
+    a host can have; else None (the NICs then apply to a sweep's hosts as recorded)."""
     logs = document.get("logs")
-    return [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
+    logs = [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
+    across = [log for log in logs if (real_scalar(log.get("nodes")) or 0) > 1] or logs
+    counts = {real_scalar(log.get("gpus_per_node")) for log in across}
+    count = next(iter(counts)) if len(counts) == 1 else None
+    spec = NUMERIC_AXES["gpus_per_node"]
+    return count if count is not None and spec.allows(count) and count == int(count) else None
 
 
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
