@@ -482,10 +482,10 @@ def compare(
     _number(utilization, "utilization")
     check_models(model)
     force = _flag(force, "force")
-    if out is not None:  # before the sweep, as sweep compare does
-        _check_report_directory(_path(out, "out"), _comparison.FILES, force=force)
-    rows, ds, setup = _comparison.compare(
-        model,
+    rows, ds, setup, paths = _comparison.run(
+        None if out is None else _path(out, "out"),
+        force=force,
+        models=model,
         bandwidth=bandwidth,
         utilization=utilization,
         compressor=compressor,
@@ -502,10 +502,7 @@ def compare(
         fabric=_fabric(fabric),
         **axes,
     )
-    paths = (
-        () if out is None else tuple(_comparison.write_report(_path(out, "out"), rows, setup, force=force))
-    )
-    return Comparison(tuple(rows), ds, paths, float(utilization), str(setup["assumed"]))
+    return Comparison(tuple(rows), ds, tuple(paths), float(utilization), str(setup["assumed"]))
 
 
 def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:

@@ -352,12 +352,16 @@ def write_report(
 
 
 def run(
-    out_dir: str | Path, *, command: str = "sweep compare", force: bool = False, **kwargs: Any
-) -> list[Path]:
-    """Write REPORT.md, compare.csv and speedups.png into ``out_dir``; return their paths."""
-    check_report_directory(out_dir, FILES, force=force)  # before any work
-    rows, _, setup = compare(**kwargs)  # bad input is refused before anything is made
-    return write_report(out_dir, rows, setup, command, force=force)
+    out_dir: str | Path | None, *, command: str = "sweep compare", force: bool = False, **kwargs: Any
+) -> tuple[list[Row], xr.Dataset, dict[str, Any], list[Path]]:
+    """``sweep compare`` and ``sweep.compare``: :func:`compare` of ``kwargs``, and where ``out_dir`` is given
+    (checked before any work) REPORT.md, compare.csv and speedups.png written there; returns the rows, the
+    evaluated Dataset, the setup and the paths written."""
+    if out_dir is not None:
+        check_report_directory(out_dir, FILES, force=force)  # before any work
+    rows, ds, setup = compare(**kwargs)  # bad input is refused before anything is made
+    paths = [] if out_dir is None else write_report(out_dir, rows, setup, command, force=force)
+    return rows, ds, setup, paths
 
 
 def _nics(value: object) -> str:

@@ -47,6 +47,7 @@ from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, 
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
+from netsweep_jax.sweep.model.compute import GPUS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 
@@ -86,7 +87,8 @@ class Calibration:
 # B300 presets' in sweep/model/compute.py), for the generation after it. A host's total given as --bw (8 x 400 =
 # 3200) gave a fit all the same (on two hosts of eight NICs the busbw does not depend on it) and a fabric file that
 # priced every later plan at eight times its NICs (a hunt).
-MAX_NIC_GBPS = 1600.0
+FASTEST_NIC_GBPS = max(g.nic_gbps for g in GPUS.values())
+MAX_NIC_GBPS = 2 * FASTEST_NIC_GBPS
 
 CARRIED_SLACK = 4
 """How far a busbw across hosts may pass what the NICs of an NVLink domain carry before the NICs said are taken for
@@ -170,8 +172,8 @@ def _read_logs(paths: Sequence[str | Path], nics: int | None, nic_gbps: float | 
     if nic_gbps is not None and nic_gbps > MAX_NIC_GBPS:
         each = f"; a host's {nic_gbps:g} over {nics} NICs is {nic_gbps / nics:g} each" if nics else ""
         raise InputError(
-            f"{nic_gbps:g}: each NIC's rate (Gbit/s), at most {MAX_NIC_GBPS:g} (no NIC runs faster than 800 "
-            f"today){each}",
+            f"{nic_gbps:g}: each NIC's rate (Gbit/s), at most {MAX_NIC_GBPS:g} (no NIC runs faster than "
+            f"{FASTEST_NIC_GBPS:g} today){each}",
             param="bandwidth",
         )
     logs = [read_nccl_tests_log(p) for p in paths]

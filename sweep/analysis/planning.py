@@ -39,6 +39,7 @@ from netsweep_jax.sweep.core.errors import InputError, sizes_named
 from netsweep_jax.sweep.core.families import LAYOUTS
 from netsweep_jax.sweep.core.layout_axes import (
     AXES,
+    BREAKDOWN,
     COLLECTIVES_MODES,
     PARALLEL_DIMS,
     PLAN_HELD,
@@ -519,7 +520,7 @@ def plan_table(ds: xr.Dataset) -> str:
 
 
 # The layout family's breakdown terms that are communication (the rest: compute, recompute, bubble, ...).
-COMMUNICATION = ("tp_exposed", "cp_exposed", "ep_exposed", "pp_exposed", "dp_exposed")
+COMMUNICATION = tuple(term for term in BREAKDOWN if term.endswith("_exposed"))
 
 
 def _forced_text(row: dict, ideal: str) -> str:

@@ -279,7 +279,6 @@ def compare(
     """
     from netsweep_jax.sweep.analysis import compare as comparison
     from netsweep_jax.sweep.core.values import parse_values
-    from netsweep_jax.sweep.io.paths import check_report_directory
 
     refuse_large_model(model, "compare")
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
@@ -312,16 +311,13 @@ def compare(
     )
     settings.update(fabric_settings(given_options(ctx), settings, fabric, model="models"))
     settings["defaults"] = _compare_defaults(ctx, settings)
-    if out is not None:
-        check_report_directory(out, comparison.FILES, force=force)  # before any work
-    rows, _, setup = comparison.compare(**settings)
+    rows, _, setup, paths = comparison.run(out, command=command_line(), force=force, **settings)
     say_assumed(setup["assumed"])
     typer.echo(
         comparison.table(rows, utilization)
     )  # with --out too, as need's table (it wrote the files alone)
-    if out is not None:
-        for path in comparison.write_report(out, rows, setup, command_line(), force=force):
-            typer.echo(f"wrote {path}")
+    for path in paths:
+        typer.echo(f"wrote {path}")
 
 
 # compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, where
 
 
 def not_a_file(path: Path, what: str) -> str:
@@ -74,6 +74,14 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
     return records
 
 
+def read_json_file(
+    path: str | os.PathLike[str], what: str, expected: str, param: str | None = None, **hooks: Any
+) -> Any:
+    """The JSON of the UTF-8 file at ``path`` (``what`` and ``param`` name it where it is no file:
+    :func:`read_lines`), parsed as :func:`parsed_json` parses it."""
+    return parsed_json("\n".join(read_lines(path, what, param)), path, expected, param, **hooks)
+
+
 def parsed_json(
     text: str, path: str | os.PathLike[str], expected: str, param: str | None = None, **hooks: Any
 ) -> Any:
@@ -85,7 +93,7 @@ def parsed_json(
         return json.loads(text, **hooks)
     except json.JSONDecodeError as e:
         raise InputError(
-            f"{path}:{e.lineno}: not valid JSON ({e.msg}); expected {expected}", param=param
+            f"{where(path, e.lineno)}: not valid JSON ({e.msg}); expected {expected}", param=param
         ) from None
     except RecursionError:
         raise InputError(f"{path}: JSON nested too deeply; expected {expected}", param=param) from None

@@ -25,7 +25,7 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS, SETTING_DIMS
 from netsweep_jax.sweep.core.layout_axes import VARIABLES as LAYOUT_VARIABLES
 from netsweep_jax.sweep.core.schema import INNER, VARIABLES
 from netsweep_jax.sweep.core.sweep_settings import COLUMNS as SWEEP_COLUMNS
-from netsweep_jax.sweep.engine.reductions import FITS, STATUS, DeviceReduction, kind_of
+from netsweep_jax.sweep.engine.reductions import CODES, FITS, DeviceReduction, kind_of
 from netsweep_jax.sweep.model.compute import host_system
 from netsweep_jax.sweep.model.fabric_constants import MIB
 
@@ -419,7 +419,7 @@ def layout_block_reduced(out: Metrics, *, reduce: DeviceReduction) -> Metrics:
     if reduce[3] != "mean":
         runs = out[FITS] == 1
         out = {
-            name: v if name in (STATUS, FITS) or v.dtype.kind != "f" else jnp.where(runs, v, jnp.nan)
+            name: v if name in CODES or v.dtype.kind != "f" else jnp.where(runs, v, jnp.nan)
             for name, v in out.items()
         }
     return reduced_outputs(dict(out), reduce, skip_nan=True)

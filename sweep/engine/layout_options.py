@@ -493,15 +493,13 @@ def _network(
     # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given; a host of other
     # GPUs than a preset's has its NVLink domain and NICs as compute.host_system builds them from the preset's.
     built = _host_of_fabric(fabric, given) if fabric is not None else {}
-    filled = (
-        {k: show(v) for k, v in {**fabric.settings(), **built}.items() if given[k] is None} if fabric else {}
-    )
+    own = fabric.settings() if fabric else {}
+    filled = {k: show(v) for k, v in {**own, **built}.items() if given[k] is None}
     replaced = tuple(  # a preset's settings given otherwise (a value other than its own), said with its own
         f"{AXES[k].option} {_typed(given[k])} (its {show(v)})"
-        for k, v in (fabric.settings().items() if isinstance(fabric, FabricPreset) else ())
+        for k, v in (own.items() if isinstance(fabric, FabricPreset) else ())
         if given[k] is not None and (_values(k, given[k], None) != v).any()
     )
-    own = fabric.settings() if fabric else {}
     made = [f"{AXES[k].option} {show(v)} (its {show(own[k])})" for k, v in built.items() if given[k] is None]
     # its host's domain and NICs, built for the GPUs given (not given by the user: said apart from those)
     built_said = (f"a host of --gpus-per-node GPUs built as the fabric's: {', '.join(made)}",) if made else ()

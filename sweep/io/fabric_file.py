@@ -31,7 +31,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
+from netsweep_jax.sweep.core.textfile import read_json_file
 from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.model.compute import GPUS
@@ -90,7 +90,6 @@ def write_fabric(out: str | Path, document: dict[str, Any], *, force: bool) -> P
 def read_fabric(path: str | Path) -> FabricConstants:
     """The constants of the fabric file at ``path`` (its path as their source), or one error naming the key."""
     path = Path(path)
-    text = "\n".join(read_lines(path, "fabric file (JSON)"))
 
     def refuse_constant(name: str) -> Any:
         raise InputError(f"{path}: {name} is not a number JSON allows (a fabric file's values are finite)")
@@ -102,8 +101,12 @@ def read_fabric(path: str | Path) -> FabricConstants:
             raise InputError(f"{path}: key {twice!r} twice in one object; give it once")
         return dict(pairs)
 
-    document = parsed_json(
-        text, path, "a fabric file", parse_constant=refuse_constant, object_pairs_hook=refuse_twice
+    document = read_json_file(
+        path,
+        "fabric file (JSON)",
+        "a fabric file",
+        parse_constant=refuse_constant,
+        object_pairs_hook=refuse_twice,
     )
     return constants_of(document, path)
 

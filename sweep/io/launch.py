@@ -206,8 +206,8 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
         settings.setdefault("expert_tp", settings["tp"])
     settings["recompute"] = _recompute(path, flags)
     stated |= {"recompute"} if "--recompute-granularity" in flags else set()
-    settings["sequence_parallel"] = "1" if "--sequence-parallel" in flags else "0"
-    settings["zero"] = "1" if "--use-distributed-optimizer" in flags else "0"
+    for name, flag in STATED_BY.items():
+        settings[name] = "1" if flag in flags else "0"
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
     stated |= {name for name, flag in STATED_BY.items() if flag in flags} | (

@@ -176,7 +176,8 @@ class Reduction:
                 progress=advance,
                 kernel=self.kernel,
             )
-        if self.share is None:  # a share holds part of the cells (a mean's others 0): checked once merged
+        # a share holds part of the cells (a mean's others 0): checked once merged; only float16 refuses a value
+        if self.share is None and self.grid.store_dtype == "float16":
             self.state.stored()  # a result its store cannot hold refused here, the run's checkpoint with it
 
     def sizes(self) -> tuple[int, int, int]:

@@ -70,7 +70,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
+from netsweep_jax.sweep.core.textfile import read_json_file
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.model.compute import GPUS, gpu_named
 from netsweep_jax.sweep.model.profile import Profile
@@ -286,8 +286,8 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
     where = "codec cost"
     if isinstance(value, (str, Path)):
         where = str(value)
-        text = "\n".join(read_lines(Path(value), "codec cost file", "codec_cost"))
-        value = parsed_json(text, where, 'an object like {"hbm_bytes_per_s": 2e12}', param="codec_cost")
+        expected = 'an object like {"hbm_bytes_per_s": 2e12}'
+        value = read_json_file(Path(value), "codec cost file", expected, param="codec_cost")
     if not isinstance(value, dict):
         raise InputError(f'{where}: expected an object like {{"hbm_bytes_per_s": 2e12}}', param="codec_cost")
     out: dict[str, float] = {}

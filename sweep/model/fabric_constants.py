@@ -4,7 +4,6 @@
 """
 
 import dataclasses
-import math
 from collections.abc import Iterable
 
 
@@ -45,20 +44,18 @@ class FabricConstants:
         NICs on hosts of G GPUs; {} where the file records no NICs or their hosts, or the hosts are its own. One
         value (each would build another host: a list refused, naming ``remedy``). A file's 8 NICs of 8-GPU hosts
         were given to hosts of 4 GPUs as they were: twice the NICs a GPU (a hunt)."""
-        values = [float(v) for v in per_node]
-        if not (self.gpus_per_node and self.nics_per_node) or all(v == self.gpus_per_node for v in values):
+        if not (self.gpus_per_node and self.nics_per_node):
             return {}
-        if len(values) > 1:
-            from netsweep_jax.sweep.core.errors import InputError
-
-            raise InputError(
-                f"{typed}: with a fabric file of {self.gpus_per_node:g}-GPU hosts, hosts of other GPUs take one "
-                f"value (their NICs follow the host), or give {remedy}",
-                param="gpus_per_node",
-            )
-        return {
-            "nics_per_node": float(max(math.ceil(self.nics_per_node * values[0] / self.gpus_per_node), 1))
-        }
+        whose = f"a fabric file of {self.gpus_per_node:g}-GPU hosts, hosts of other GPUs"
+        built = other_host(
+            (self.gpus_per_node, self.gpus_per_node, self.nics_per_node),
+            per_node,
+            typed,
+            remedy,
+            whose,
+            "NICs",
+        )
+        return {} if built is None else {"nics_per_node": built[1]}
 
     def stated(self) -> tuple[float, ...]:
         """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
@@ -88,3 +85,33 @@ class FabricConstants:
 # The constants' names in the fit and in a fabric file, in FabricConstants.stated()'s order.
 NAMES = ("eta_net", "eta_nvl", "latency_us", "op_latency_us", "fill_us", "fill_mib")
 MIB = 2**20
+
+
+def other_host(
+    host: tuple[float, float, float],
+    per_node: Iterable[float],
+    typed: str,
+    remedy: str,
+    whose: str,
+    follow: str,
+) -> tuple[float, float] | None:
+    """A fabric's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given (``per_node``, as ``typed``),
+    as :func:`~sweep.model.compute.host_system` builds them from its own ``host`` (its GPUs, domain and NICs);
+    None where the hosts are its own. One value: each would build another host (a list refused, naming the
+    fabric as ``whose`` and what ``follow``s the host, and ``remedy``). A preset's and a file's
+    (:meth:`FabricPreset.host_for`, :meth:`FabricConstants.host_for`)."""
+    gpus, domain, nics = host
+    values = [float(v) for v in per_node]
+    if all(v == gpus for v in values):
+        return None
+    if len(values) > 1:
+        from netsweep_jax.sweep.core.errors import InputError
+
+        raise InputError(
+            f"{typed}: with {whose} take one value (their {follow} follow the host), or give {remedy}",
+            param="gpus_per_node",
+        )
+    from netsweep_jax.sweep.model.compute import host_system  # numpy: not at --help's import
+
+    own, built = host_system(float(domain), float(gpus), float(nics), values[0])
+    return float(own), float(built)

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants, other_host
 
 # Sources, cited once each.
 H100_RA = (
@@ -144,20 +144,12 @@ class FabricPreset:
         """This preset's NVLink domain and NICs for hosts of the ``--gpus-per-node`` given (``per_node``, as
         ``typed``), as :func:`~sweep.model.compute.host_system` builds them from its own hosts; {} where they are
         its own. One value: each would build another host (a list refused, naming ``remedy``)."""
-        from netsweep_jax.sweep.model.compute import host_system  # numpy: not at --help's import
-
-        values = [float(v) for v in per_node]
-        if all(v == self.gpus_per_node for v in values):
+        whose = f"--fabric {self.name}, hosts of other GPUs than its {self.gpus_per_node}"
+        host = (self.gpus_per_node, self.nvlink_domain, self.nics_per_node)
+        built = other_host(host, per_node, typed, remedy, whose, "NVLink domain and NICs")
+        if built is None:
             return {}
-        if len(values) > 1:
-            raise InputError(
-                f"{typed}: with --fabric {self.name}, hosts of other GPUs than its {self.gpus_per_node} take one "
-                f"value (their NVLink domain and NICs follow the host), or give {remedy}",
-                param="gpus_per_node",
-            )
-        domain, nics = host_system(
-            float(self.nvlink_domain), float(self.gpus_per_node), float(self.nics_per_node), values[0]
-        )
+        domain, nics = built
         return {"nvlink_domain": float(domain), "nics_per_node": float(nics)}
 
     def settings(self) -> dict[str, float]:

@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
+from netsweep_jax.sweep.core.textfile import read_json_file, read_lines
 from netsweep_jax.sweep.core.values import decimal, real_scalar
 
 
@@ -413,7 +413,7 @@ def _shape_text(text, path, line):
 def read_json(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
     """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
     path = Path(path)
-    data = parsed_json("\n".join(_read_lines(path)), path, "an object with a 'tensors' list")
+    data = read_json_file(path, "profile file", "an object with a 'tensors' list")
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
     for key, kinds, what in (
