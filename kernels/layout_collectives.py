@@ -39,17 +39,34 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
     each of beta u / 8 bytes/s (fewer than one: one NIC at K q / G of that rate) divided by the spine's
-    oversubscription o where the group crosses the spine:
+    divisor where the group crosses the spine:
 
-        spine = L > 0  and  stride n > max(L G, Q)          rate = beta u / 8 min(1, K q / G) / max(o, 1)
-                                                                   (spine; else the same without / max(o, 1))
+        spine = L > 0  and  stride n > max(L G, Q)   (not rail-only)
+        rate  = beta u / 8 min(1, K q / G) / S,       S = max(1, o f)   over the spine, else S = 1
 
-    with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts). Megatron's groups are
-    aligned blocks of stride n consecutive ranks, so a group fits a leaf of L G consecutive ranks when its
-    block does (a block that does not divide the leaf's ranks is taken as inside one: not modelled); a group
-    inside the NVLink domain (stride n <= Q) or inside a leaf is unaffected. An oversubscription below 1 (more
-    uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace the group. Only the NICs' rate is
-    divided (the rate NCCL's channel search reads, as ``lay.utilization``'s share is); latencies are unchanged,
+    with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts), o the oversubscription
+    (a leaf's L K NIC ports over its uplinks) and f the share of the leaf's NIC ports' rate that the
+    collective sends out of the leaf. Megatron's groups are aligned blocks of stride n consecutive ranks, so a
+    group fits a leaf of L G consecutive ranks when its block does (a block that does not divide the leaf's
+    ranks is taken as inside one: not modelled); a group inside the NVLink domain (stride n <= Q) or inside a
+    leaf is unaffected. Every group of a kind runs its collective at once (all DP groups reduce together), so
+    a leaf's uplinks carry what all of the leaf's groups send out of it:
+
+      - a ring, a tree or a send/recv (:func:`ring_load`) leaves the leaf at its ends only: a ring once a
+        channel, a hand-off from the s ranks nearest the leaf's edge; the leaf's min(s, L G) groups each send
+        one host's share of their NICs out, so f = min(1, max(s, G) / (L G)) of the leaf's ports' rate (s the
+        stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the bytes:
+        priced as a ring). The spine then slows a ring only from o > L G / max(s, G): 32:1 for a DP group of a
+        SuperPOD's 32-host leaves at stride 1 or 8; a PP hand-off a leaf or more apart gets S = o.
+      - an all-to-all (:func:`exchange_load`) sends every member's bytes to every other at once: of the NIC
+        bytes (n - p) / n of each member's buffer, p the group's GPUs in one NCCL node, (n - m) / n go to
+        members outside its leaf (m = clip(L G / s, 1, n) in a leaf), so f = (n - max(m, p)) / (n - p).
+
+    An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
+    the group. Only the NICs' rate is divided (the rate NCCL's channel search reads, as ``lay.utilization``'s
+    share is); latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
+    spine is taken at its full rate) and groups of different kinds sharing a leaf's uplinks at the same time
+    (each kind is priced alone, as each gets its own NICs' share).
 
     In-network reduction (``lay.sharp`` 1: InfiniBand SHARP with NCCL's CollNet on, ``NCCL_COLLNET_ENABLE=1`` and
     the SHARP plugin; NCCL's default is off) is the group's C: NCCL's CollNet (direct, chain) and NVLS across
@@ -145,7 +162,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
-    slowed = spine_factor(size, stride, lay)
+    slowed = spine_factor(size, stride, lay, coll)
     hosts = n / on_host
     domain = jnp.maximum(in_domain / on_host, 1.0)
     nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
@@ -169,31 +186,63 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     )
 
 
-def spine_factor(size: Value, stride: Value, lay: Parallelism) -> Value:
-    """By how much a group of ``size`` GPUs ``stride`` ranks apart has its NICs' rate divided: over the spine
-    (its block of ranks wider than a leaf's and than the NVLink domain) the leaf's uplinks are shared o ways, so
-    each host's NICs get 1 / o of their rate; rail-only wiring has no spine, each rail a non-blocking fabric of
-    its own (Wang et al.); else 1."""
-    extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
+def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
+    """By how much a group of ``size`` GPUs ``stride`` ranks apart has its NICs' rate divided for collective
+    ``coll`` (:data:`kernels.nccl.COLLECTIVES`; -1 and every other collective: a ring's): over the spine (its
+    block of ranks wider than a leaf's and than the NVLink domain) max(1, o f), f the share of the leaf's NIC
+    ports' rate its collective sends out of the leaf (module docstring); rail-only wiring has no spine, each
+    rail a non-blocking fabric of its own (Wang et al.); else 1."""
+    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
+    if coll == nccl.ALLTOALL:
+        on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
+        per_node = jnp.maximum(jnp.clip(lay.nvlink_domain / per, 1.0, n), on_host)  # as group_fabric's p
+        load = exchange_load(n, per, per_node, lay.leaf_hosts * lay.gpus_per_node)
+    else:
+        load = ring_load(per, lay.gpus_per_node, lay.leaf_hosts)
     return spine_divisor(
-        extent, lay.gpus_per_node, lay.nvlink_domain, lay.leaf_hosts, lay.oversubscription, lay.rail_only
+        per * n,
+        load,
+        lay.gpus_per_node,
+        lay.nvlink_domain,
+        lay.leaf_hosts,
+        lay.oversubscription,
+        lay.rail_only,
     )
 
 
+def ring_load(stride: Value, gpus_per_node: Value, leaf_hosts: Value) -> Value:
+    """The share f = min(1, max(s, G) / (L G)) of a leaf's NIC ports' rate that groups ``stride`` (s) ranks
+    apart send out of the leaf with a ring, a tree or a send/recv: each of the leaf's min(s, L G) groups
+    crosses the leaf's edge once, with one host's share of its NICs (module docstring). ``leaf_hosts`` 0 (no
+    leaf) gives 1; :func:`spine_divisor` reads it only where there is a leaf."""
+    leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
+    return jnp.minimum(jnp.maximum(stride, gpus_per_node) / leaf_gpus, 1.0)
+
+
+def exchange_load(size: Value, stride: Value, per_node: Value, leaf_gpus: Value) -> Value:
+    """The share f = (n - max(m, p)) / (n - p) of an all-to-all's NIC bytes that leave a leaf of ``leaf_gpus``
+    (L G) GPUs: a group of ``size`` (n) members ``stride`` (s) ranks apart, m = clip(L G / s, 1, n) of them in
+    one leaf, p = ``per_node`` of them in one NCCL node (their bytes to each other cross no NIC); every NIC of
+    the leaf sends at once, so this is the share of its NIC ports' rate on the uplinks (module docstring)."""
+    in_leaf = jnp.clip(leaf_gpus / jnp.maximum(stride, 1.0), 1.0, size)
+    return (size - jnp.maximum(in_leaf, per_node)) / jnp.maximum(size - per_node, 1.0)
+
+
 def spine_divisor(
-    extent: Value, gpus_per_node: Value, nvlink_domain: Value, leaf_hosts: Value, oversubscription: Value,
-    rail_only: Value,
+    extent: Value, load: Value, gpus_per_node: Value, nvlink_domain: Value, leaf_hosts: Value,
+    oversubscription: Value, rail_only: Value,
 ) -> Value:  # fmt: skip
-    """The divisor of a group's NICs' rate whose block of ranks spans ``extent`` GPUs: max(o, 1) where the block
-    is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q) and the wiring has a spine
-    (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's all-reduce, whose group is every
-    GPU, :func:`kernels.overlap.nccl_durations`)."""
+    """The divisor of a group's NICs' rate whose block of ranks spans ``extent`` GPUs and whose collective sends
+    ``load`` (f, :func:`ring_load`, :func:`exchange_load`) of a leaf's NIC ports' rate out of the leaf:
+    max(1, o f) where the block is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q)
+    and the wiring has a spine (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's
+    all-reduce, whose group is every GPU, :func:`kernels.overlap.nccl_durations`)."""
     spine = (
         (leaf_hosts > 0)
         & (extent > jnp.maximum(leaf_hosts * gpus_per_node, nvlink_domain))
         & ~(rail_only > 0)
     )
-    return jnp.where(spine, jnp.maximum(oversubscription, 1.0), 1.0)
+    return jnp.where(spine, jnp.maximum(oversubscription * load, 1.0), 1.0)
 
 
 def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Value:

@@ -242,8 +242,9 @@ def _expert_parallel(
     # over the GPU's NIC share and over NVLink, run at once (pipelined), so the slower sets the time.
     rdma_copies, nvlink_copies = hierarchical_copies(arch, e, ep_near)
     # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies, and
-    # its RDMA stage, across the EP group's hosts, at the spine's share where the group crosses it.
-    rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay), lambda: 1.0)
+    # its RDMA stage, across the EP group's NVLink domains, at the spine's share where the group crosses it: an
+    # all-to-all between the domains (one GPU each), so the spine's load is an all-to-all's (exchange_load).
+    rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay, nccl.ALLTOALL), lambda: 1.0)
     rdma_nvl = priced(lay, lambda: lay.eta_nvl, lambda: 1.0)
     flex_latency = priced(lay, lambda: lay.nccl_latency * 1e-6, lambda: lay.latency)
     n_domains = e / ep_near

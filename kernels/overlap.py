@@ -86,7 +86,10 @@ import jax.numpy as jnp
 from jax import lax
 
 from netsweep_jax.kernels import nccl
-from netsweep_jax.kernels.layout_collectives import spine_divisor  # the spine's rule, one for both families
+from netsweep_jax.kernels.layout_collectives import (
+    ring_load,
+    spine_divisor,
+)  # the spine's rule, for both families
 
 METRICS = (
     "scaling_factor",
@@ -381,7 +384,7 @@ def nccl_durations(
         workers.fabric[i] for i in range(len(FABRIC_FIELDS))
     )
     n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
-    spine = spine_divisor(n, g, domain, leaf, over, rail)
+    spine = spine_divisor(n, ring_load(1.0, g, leaf), g, domain, leaf, over, rail)  # rings and trees
     fabric = nccl.Fabric(
         gpus_per_node=g,
         nodes=hosts,

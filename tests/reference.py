@@ -534,15 +534,25 @@ UNTUNED_DEFAULTS = {"nccl_op_latency": 0.0, "nccl_fill": 0.0, "nccl_fill_bytes":
 NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 
-def _spine_factor(size, stride, lay):
+def _spine_factor(size, stride, lay, kind="ring"):
     """Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
-    domain) each NIC gets 1 / max(o, 1) of its rate; L = 0: no tier above the hosts; rail-only wiring
-    (lay['rail_only']) has no spine."""
+    domain) each NIC gets 1 / max(1, o f) of its rate, f the share of the leaf's NIC ports' rate the collective
+    sends out of the leaf: min(1, max(s, G) / (L G)) for a ring, a tree or a send/recv (``kind`` "ring"; each of
+    the leaf's groups crosses its edge once with one host's NICs), (n - max(m, p)) / (n - p) for an all-to-all
+    (``kind`` "alltoall": m = clip(L G / s, 1, n) members in a leaf, p in one NCCL node); L = 0: no tier above
+    the hosts; rail-only wiring (lay['rail_only']) has no spine."""
     leaf, rail_only = lay.get("leaf_hosts", 0.0), lay.get("rail_only", 0.0) > 0
-    if leaf > 0 and max(stride, 1) * max(size, 2) > max(leaf * lay["gpus_per_node"], lay["nvlink_domain"]):
-        if not rail_only:
-            return max(lay.get("oversubscription", 1.0), 1.0)
-    return 1.0
+    g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
+    n, s = max(size, 2), max(stride, 1)
+    if leaf <= 0 or rail_only or s * n <= max(leaf * g_host, domain):
+        return 1.0
+    if kind == "alltoall":
+        p = max(min(max(domain / s, 1), n), min(max(g_host / s, 1), n))  # the group's GPUs a NCCL node
+        m = min(max(leaf * g_host / s, 1), n)  # the group's GPUs a leaf
+        load = (n - max(m, p)) / max(n - p, 1)
+    else:
+        load = min(max(s, g_host) / (leaf * g_host), 1.0)
+    return max(lay.get("oversubscription", 1.0) * load, 1.0)
 
 
 def _nccl_group(kind, nbytes, size, stride, lay):
@@ -560,7 +570,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
-    rate = lay["bandwidth"] * lay["utilization"] / 8e9 / _spine_factor(size, stride, lay)
+    rate = lay["bandwidth"] * lay["utilization"] / 8e9 / _spine_factor(size, stride, lay, kind)
     hosts, per_domain = size / q, max(in_domain / q, 1)
     if kind == "alltoall" and lay.get("rail_only", 0.0) > 0:
         # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p the group's GPUs a
@@ -886,7 +896,11 @@ def layout_step(arch, dev, lay):
         def flex_stages(nbytes):  # (RDMA, NVLink) seconds of the flex dispatcher's all-to-all
             nccl = bool(lay["collectives"])
             # under NCCL's pricing, the fitted efficiencies, and the spine's share for the RDMA stage
-            net, nvl = (lay["eta_net"] / _spine_factor(e, etp, lay), lay["eta_nvl"]) if nccl else (1.0, 1.0)
+            net, nvl = (
+                (lay["eta_net"] / _spine_factor(e, etp, lay, "alltoall"), lay["eta_nvl"])
+                if nccl
+                else (1.0, 1.0)
+            )
             lam = lay["nccl_latency"] * 1e-6 if nccl else lay["latency"]
             rdma = rdma_copies * nbytes / k / (bw * net) + ((domains - 1) * lam if domains > 1 else 0.0)
             return rdma, nvl_copies * nbytes / k / (lay["nvlink_bw"] * nvl)

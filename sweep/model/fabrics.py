@@ -478,7 +478,7 @@ class SweepFabric:
       label: the preset's name, or the file's source.
       nvlink_domain: GPUs in one NVLink domain (0: each host's GPUs, as without a fabric).
       leaf_hosts: hosts under one leaf (0: no tier above the hosts).
-      oversubscription: the spine's, for an all-reduce wider than a leaf (kernels.layout_collectives.spine_divisor).
+      oversubscription: the spine's, for a group wider than a leaf (kernels.layout_collectives.spine_divisor).
       collnet: NCCL's CollNet on (SHARP).  rail_only: rail-only wiring (no spine).
       describe: the ``assumed:`` line's phrase for it.  preset: from a preset (else a fabric file's constants).
     """
