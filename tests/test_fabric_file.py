@@ -210,6 +210,29 @@ def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):
     assert make_grid("resnet50", nodes=8, **given).values["nics_per_node"].tolist() == [2.0]
 
 
+def test_a_file_of_other_hosts_sets_its_hosts_gpus_where_not_given(tmp_path):
+    # A hunt: a file fitted on 4-GPU hosts with 4 NICs gave its 4 NICs to the GPU's default 8-GPU host (half the
+    # NICs a GPU). Its hosts' GPUs are now set where not given, as a preset's are, in both families, and said.
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    logs = [{"file": "ar.log", "gpus_per_node": 4, "nodes": 2, "rows": 28}]
+    four = read_fabric(fabric(tmp_path, logs=logs, **{"hardware.nics_per_node": 4}))
+    assert four.settings() == {"nics_per_node": 4, "bandwidth": 400.0, "gpus_per_node": 4}
+    assert "(fitted on h100, hosts of 4 GPUs and 4 x 400 Gbit/s NICs a host)" in four.describe()
+    layouts = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=four)
+    assert layouts.values["gpus_per_node"].tolist() == [4] and layouts.values["nics_per_node"].tolist() == [4]
+    g = make_grid("resnet50", fabric=four, nodes=8)
+    assert g.values["gpus_per_node"].tolist() == [4.0] and g.values["nics_per_node"].tolist() == [4.0]
+    for assumed in (layouts.assumed, g.assumed):
+        assert "--gpus-per-node 4 (the fabric file's hosts)" in assumed, assumed
+    # Given, the hosts are the user's (their NICs built from the file's, as above); a file recording no hosts
+    # sets none.
+    eight = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=four, gpus_per_node=8)
+    assert eight.values["gpus_per_node"].tolist() == [8] and eight.values["nics_per_node"].tolist() == [8]
+    assert "gpus_per_node" not in read_fabric(fabric(tmp_path, "none.json")).settings()
+
+
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):
     path = fabric(tmp_path)
     for command in ("grid", "plan"):  # the flat collectives read --util and --latency, not a fabric

@@ -162,7 +162,8 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
 def _hosts(document: dict) -> float | None:
     """The GPUs a host of the hosts whose NICs a file records: its logs' ``gpus_per_node``, those across hosts
     (a one-host log's GPUs used no NIC; every log where none spans hosts), where they agree on one whole count
-    a host can have; else None (the NICs then apply to a sweep's hosts as recorded)."""
+    a host can have, which a sweep not given ``--gpus-per-node`` takes; else None (the NICs then apply to a sweep's
+    hosts as recorded)."""
     logs = document.get("logs")
     logs = [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
     across = [log for log in logs if (real_scalar(log.get("nodes")) or 0) > 1] or logs

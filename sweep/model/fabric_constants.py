@@ -33,9 +33,13 @@ class FabricConstants:
     gpus_per_node: float = 0.0
 
     def settings(self) -> dict[str, float]:
-        """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the NICs its
-        hosts had (``nics_per_node``, ``bandwidth`` in Gbit/s), those the file records."""
+        """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the hosts
+        its logs ran on as the file records them, their NICs (``nics_per_node``, ``bandwidth`` in Gbit/s) and
+        their GPUs (``gpus_per_node``, where the NICs' hosts are recorded). Without the GPUs a file of 4-GPU
+        hosts' 4 NICs went to the GPU's default 8-GPU host: half the NICs a GPU (a hunt)."""
         recorded = {"nics_per_node": self.nics_per_node, "bandwidth": self.nic_gbps}
+        if self.nics_per_node > 0:
+            recorded["gpus_per_node"] = self.gpus_per_node
         return {name: value for name, value in recorded.items() if value > 0}
 
     def host_for(self, per_node: Iterable[float], typed: str, remedy: str) -> dict[str, float]:
@@ -73,7 +77,9 @@ class FabricConstants:
         whole = f" from {self.fill_mib:.4g} MiB" if self.fill_us > 0 else ""
         # The hardware it was fitted on, said where a file records it: a sweep of other GPUs or NICs takes
         # these constants as they are, so the line lets a reader see the two differ.
-        nics = f"{self.nics_per_node:g} x {self.nic_gbps:g} Gbit/s NICs a host" if self.settings() else ""
+        nics = f"{self.nics_per_node:g} x {self.nic_gbps:g} Gbit/s NICs a host" if self.nics_per_node else ""
+        if nics and self.gpus_per_node:
+            nics = f"hosts of {self.gpus_per_node:g} GPUs and {nics}"
         on = ", ".join(part for part in (self.fitted_on, nics) if part)
         fitted = f" (fitted on {on})" if on else ""
         return (
