@@ -32,7 +32,12 @@ search would fall to its slowest entry, 0.12 GB/s across nodes, which a slower N
 within 1e-5 below an entry takes it, and so does a count's floor below an integer (SNAP: float32's rounding):
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s)
-                 N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)        (each NIC a channel)
+                 N > 1:  s = speed(min(r, W)),  c0 = floor(K H / N) floor(r / s)   (each NIC a channel)
+                 (K H / N the NICs of one NCCL node: a host's K where a node is a host, a whole NVL72
+                 rack's where it is a multi-node NVLink domain, whose ranks NCCL fuses into one system
+                 and whose every NIC its ring search may enter by: topo.cc ncclTopoGetSystem,
+                 search.cc ncclTopoSearchRecNet, at the commit above; NVIDIA/nccl#1801 measured a ring
+                 across NVLink partitions of one tray and of two at 196.7 and 393.7 GB/s)
                  c0 <= 16 (MAXCHANNELS / 2); duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4):
                  c = min(2 c0, 32), s = s / ceil(c / c0);  across nodes with p > 1 every channel also
                  crosses the node's NVLink once (GPU to GPU) and the search charges each link the speed
@@ -534,8 +539,8 @@ class _Graphs(NamedTuple):
 def _graphs(q: _Group) -> _Graphs:
     """The channels and speeds of NCCL's graphs (search.cc, simplified; module docstring):
 
-    ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),  c0 = K floor(r / s)
-                 c0 <= 16; duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
+    ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),
+                 c0 = floor(K H / N) floor(r / s) (the NICs of one NCCL node);  c0 <= 16; duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
                  s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
     NVLS         c_n = min(32, p);  s_n = speed(W / c_n);  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
@@ -546,7 +551,10 @@ def _graphs(q: _Group) -> _Graphs:
     speeds = _speed_list(arch, multi, q.dt)
     # Channels: ring and tree graphs.
     s0 = _speed(speeds, jnp.where(multi, jnp.minimum(r, w), w))
-    c0 = jnp.where(multi, q.nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
+    # Each of an NCCL node's NICs a channel: a host's, or a multi-node NVLink domain's (an NVL72 rack's 72: NCCL
+    # fuses the rack into one system; one tray's 4 priced a ring across racks at a third of NCCL's channels).
+    node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
+    c0 = jnp.where(multi, node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)

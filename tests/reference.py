@@ -1301,7 +1301,8 @@ def nccl_collective(
         return (us + untuned) * 1e-6, 7, 2
     ar = coll == 0
     s0 = nccl_speed(arch, multi, min(r, w) if multi else w)
-    c0 = nics * max(math.floor(r / s0 * (1 + 1e-5)), 1) if multi else math.floor(w / s0 * (1 + 1e-5))
+    node_nics = max(math.floor(nics * hosts / nodes + 1e-6), 1)  # an NCCL node's NICs: a host's, or a rack's
+    c0 = node_nics * max(math.floor(r / s0 * (1 + 1e-5)), 1) if multi else math.floor(w / s0 * (1 + 1e-5))
     c0 = min(max(c0, 1), 16)
     c, s = c0, s0
     if s0 >= 25 and not (arch >= 2 and s0 < 50 and c0 > 4):

@@ -297,6 +297,26 @@ def test_a_rate_typed_as_a_speed_takes_it_in_both_dtypes():
     assert us64 == pytest.approx(want[0] * 1e6, rel=1e-9) and us32 == pytest.approx(want[0] * 1e6, rel=1e-5)
 
 
+def test_a_ring_across_multi_node_nvlink_domains_takes_a_domains_nics():
+    """NCCL fuses a multi-node NVLink domain into one system whose every NIC its ring search may enter by
+    (topo.cc ncclTopoGetSystem, search.cc ncclTopoSearchRecNet): NVIDIA/nccl#1801 measured the ring NCCL chose
+    (NCCL_NVLS_ENABLE=0, NCCL 2.27.3) of 16 GiB across three GB200 NVLink partitions on different racks at
+    196.7 GB/s busbw with partitions of one 4-GPU tray (4 NICs) and 393.7 with partitions of two trays (8 NICs):
+    twice the channels. One tray's NICs priced both at the first. With the shipped constants the ring comes out
+    at 187.9 and 374.7 GB/s (-4.5%, -4.8%), in the kernel as in the float64 twin."""
+    x, c = 16 * GIB, reference.NCCL_LAYOUT_CONSTANTS
+    gb200_nvl = 18 * 40.1  # NVLink as NCCL counts it on Blackwell: 18 links
+    for hosts, trays, measured in ((3, 1, 196.7), (6, 2, 393.7)):
+        n = 4 * hosts
+        us, a, _ = run(0, x, 4, hosts, gb200_nvl, 4, 50.0, 3, domain=trays, algo=1, eta=c[:2], lam=c[2],
+                       untuned=c[3:])  # fmt: skip
+        want = reference.nccl_collective(0, x, 4, hosts, trays, gb200_nvl, 4, 50.0, 3, True, False, *c[:3], 1,
+                                         -1, op=c[3], fill=c[4], fill_bytes=c[5])  # fmt: skip
+        assert a == "ring" and us == pytest.approx(want[0] * 1e6, rel=1e-9)
+        busbw = 2 * (n - 1) / n * x / (us * 1e3)
+        assert busbw == pytest.approx(measured, rel=0.06), (hosts, busbw)
+
+
 def random_cases(rng, k):
     arch = rng.integers(0, 4, k)
     cases = dict(
