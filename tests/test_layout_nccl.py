@@ -335,3 +335,30 @@ def test_a_groups_nics_are_whole_and_more_never_make_a_slower_step():
     assert (out["status"] == 0).all() and step[0] == step[1] and step[2] < step[1], step
     for case, got in zip(cases, step):
         assert reference.layout_step(*case)["iteration_time"] == pytest.approx(got, rel=1e-9)
+
+
+def test_a_lower_transport_efficiency_makes_the_network_a_larger_share_of_the_step():
+    # The layout kernel priced by NCCL (this file's compile: float64, the rows block) on random
+    # layouts, with the shipped constants and with a fabric of half the efficiency across hosts and a longer
+    # latency: every layout waits on the network at least as long, those with traffic across hosts longer.
+    rng = random.Random(12)
+    cases = []
+    while len(cases) < 60:
+        arch, dev, lay = random_case(rng)
+        # NCCL's alltoall dispatcher: the flex one inside an NVLink domain runs DeepEP's NVLink kernels, not
+        # NCCL's, and reads neither constant changed here (tests/test_layout.py checks it).
+        lay.update(collectives=1, moe_dispatcher=0)
+        if reference.layout_status(arch, lay) == 0:
+            cases.append((arch, dev, lay))
+    slow = [(a, d, {**lay, "eta_net": 0.45, "nccl_latency": 20.0}) for a, d, lay in cases]
+    base, worse = run_kernel(cases, "float64"), run_kernel(slow, "float64")
+    assert np.all(worse["network_fraction"] >= base["network_fraction"] - 1e-12)
+    assert np.all(worse["iteration_time"] >= base["iteration_time"] * (1 - 1e-12))
+    crossing = base["network_fraction"] > 0
+    assert crossing.sum() > 10 and np.all(
+        worse["network_fraction"][crossing] > base["network_fraction"][crossing]
+    )
+    # The reference prices the same constants the same way (tests/reference.py reads them from the layout).
+    for i in (int(np.flatnonzero(crossing)[0]),):
+        ref = reference.layout_step(*slow[i])
+        assert worse["iteration_time"][i] == pytest.approx(ref["iteration_time"], rel=1e-9)

@@ -331,6 +331,10 @@ def test_a_layout_reduction_says_where_no_layout_can_exist_and_keeps_status_a_co
             f[name][...].ravel() for name in ("tokens_per_s", "tokens_per_s_argmax_tp", "status")
         )
         assert "status_argmax_tp" not in f and "fits_argmax_tp" not in f and f["fits"][...].ravel()[1] == 1
+        # a code, as a sweep's: int32 with its rules (it was float32 without them, and show printed 1)
+        assert f["status"].dtype == np.int32 and "1: gpus not divisible" in f["status"].attrs["rules"]
+    show = invoke("show", out).output
+    assert "status                 can exist (1), gpus not divisible by tp x pp x cp (1)" in show, show
     assert np.isnan(speed[0]) and np.isnan(tp[0]) and status[0] == 1  # the lowest rule broken: 63 % tp
     assert speed[1] > 0 and tp[1] == 8 and status[1] == 0
     assert kind_of("status", "mean") == "max" and kind_of("fits", "min") == "max"

@@ -66,6 +66,7 @@ IDEAL_NETWORK = {"bandwidth": IDEAL_GBPS, "utilization": 1.0, "latency": 0.0}
 MAX_SETTINGS = 10**5
 # The most settings with no feasible layout whose reason a plan finds (each evaluates all of its layouts again).
 MAX_REASONS = 32
+NO_LAYOUT = -1  # the status of a plan's rank that no layout fills (its rules say so)
 
 
 def check_size(grid: LayoutGrid) -> None:
@@ -202,9 +203,15 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     layouts["layout_dp"] = _dp(layouts, {"gpus": gpus})
     for name, values in layouts.items():
         data[name] = xr.Variable(dims, values, LAYOUTS.coordinate_attrs(name.removeprefix("layout_")))
-    # Each output's attributes as a grid cube's (the status's rules: select names them).
+    # Each output's attributes as a grid cube's (the status's rules: select names them). A rank with no layout
+    # (fewer than --keep can exist and fit) has the status NO_LAYOUT, said in its rules: it held whatever the
+    # search's empty slot held, a rule's code a plot drew as that rule (a hunt).
     for name in VARIABLES:
-        data[name] = xr.Variable(dims, best[name].reshape(*kept_shape, keep), grid.variable_attrs(name))
+        values, attrs = best[name], grid.variable_attrs(name)
+        if name == "status":
+            values = np.where(best["layout"] < 0, NO_LAYOUT, values).astype(values.dtype)
+            attrs["rules"] += f"; {NO_LAYOUT}: no layout at this rank (fewer than --keep can exist and fit)"
+        data[name] = xr.Variable(dims, values.reshape(*kept_shape, keep), attrs)
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)
     data["ideal_iteration_time"] = xr.Variable(

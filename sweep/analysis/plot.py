@@ -45,9 +45,9 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
     """``["ratio=1", "model=vgg16"]`` -> {dim: value} with values typed like the coords."""
     sel: dict[str, Any] = {}
     for item in items:
-        if "=" not in item:
+        dim, eq, text = (s.strip() for s in item.partition("="))
+        if not eq or not dim or not text:  # 'ratio=' was "ratio=':  is not a number" (a hunt)
             raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
-        dim, text = (s.strip() for s in item.split("=", 1))
         if dim not in ds.dims:
             raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(map(str, ds.dims))}", param="sel")
         if dim in sel:  # the last one won, in silence (select refuses it too)

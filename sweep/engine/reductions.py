@@ -303,8 +303,11 @@ class ReducedRun:
         out = {}
         for v, acc in self.acc.items():
             value = acc.value / outside if acc.kind == "mean" else acc.value
+            # the status a code, as a sweep's cube stores it (int32: a rule's number, never NaN: every layout
+            # has one); it was float32 and its rules lost (a hunt)
+            dtype = np.int32 if v == STATUS else self.grid.store_dtype
             with np.errstate(over="ignore"):  # refused below, by name
-                out[v] = value.astype(self.grid.store_dtype)
+                out[v] = value.astype(dtype)
         if self.grid.store_dtype == "float16":
             check_float16(out, self.blocking.family)
         return out
@@ -317,15 +320,9 @@ class ReducedRun:
         data = {}
         stored = self.stored()
         for v, acc in self.acc.items():
-            units, long_name = self.blocking.family.variables[v]
-            data[v] = xr.Variable(
-                self.r.kept,
-                stored[v],
-                {
-                    "units": units,
-                    "long_name": f"{acc.kind} of {long_name} over {', '.join(self.r.dims)}",
-                },
-            )
+            attrs = self.grid.variable_attrs(v)  # a sweep's (the status's rules with it: show and select name them)
+            attrs["long_name"] = f"{acc.kind} of {attrs['long_name']} over {', '.join(self.r.dims)}"
+            data[v] = xr.Variable(self.r.kept, stored[v], attrs)
             nowhere = np.isnan(acc.value)  # a layout cube's cell where no layout can exist
             for d in acc.index:
                 data[self.r.label_name(v, d)] = xr.Variable(

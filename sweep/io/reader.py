@@ -106,7 +106,7 @@ def _rules(attr: str) -> dict[int, str]:
     out = {}
     for item in attr.split("; "):
         code, _, rule = item.partition(": ")
-        if code.strip().isdigit():
+        if code.strip().lstrip("-").isdigit():  # -1: a plan's rank with no layout
             out[int(code)] = rule
     return out
 
