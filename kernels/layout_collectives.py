@@ -162,7 +162,6 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
-    slowed = spine_factor(size, stride, lay, coll)
     hosts = n / on_host
     domain = jnp.maximum(in_domain / on_host, 1.0)
     nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
@@ -178,7 +177,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         domain=domain,
         nvlink=nvlink,
         nics=whole,
-        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0) / slowed,
+        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0),
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
@@ -187,18 +186,25 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
 
 
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
-    """By how much a group of ``size`` GPUs ``stride`` ranks apart has its NICs' rate divided for collective
-    ``coll`` (:data:`kernels.nccl.COLLECTIVES`; -1 and every other collective: a ring's): over the spine (its
-    block of ranks wider than a leaf's and than the NVLink domain) max(1, o f), f the share of the leaf's NIC
+    """The divisor S = max(1, o f) of the bandwidth NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`;
+    -1: an all-reduce's) delivers across nodes for a group of ``size`` GPUs ``stride`` ranks apart, over the
+    spine (its block of ranks wider than a leaf's and than the NVLink domain), f the share of the leaf's NIC
     ports' rate its collective sends out of the leaf (module docstring); rail-only wiring has no spine, each
     rail a non-blocking fabric of its own (Wang et al.); else 1."""
     n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
+    on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
+    leaf_gpus = jnp.maximum(lay.leaf_hosts, 1.0) * lay.gpus_per_node
     if coll == nccl.ALLTOALL:
-        on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
         per_node = jnp.maximum(jnp.clip(lay.nvlink_domain / per, 1.0, n), on_host)  # as group_fabric's p
-        load = exchange_load(n, per, per_node, lay.leaf_hosts * lay.gpus_per_node)
+        load = exchange_load(n, per, per_node, leaf_gpus)
+    elif coll == nccl.SENDRECV:
+        load = jnp.minimum(per / leaf_gpus, 1.0)  # the leaf's last s ranks, each through its own NICs
     else:
-        load = ring_load(per, lay.gpus_per_node, lay.leaf_hosts)
+        share = lay.nics_per_node * on_host / lay.gpus_per_node  # the group's NICs a host (group_fabric's)
+        whole = jnp.where(share >= 1.0, jnp.floor(share + 1e-6), share)
+        hosts_a_node = jnp.maximum(jnp.clip(lay.nvlink_domain / per, 1.0, n) / on_host, 1.0)
+        crossing = channel_nics(whole, hosts_a_node)
+        load = ring_load(per, crossing, lay.leaf_hosts, lay.nics_per_node, lay.gpus_per_node)
     return spine_divisor(
         per * n,
         load,
@@ -210,13 +216,22 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     )
 
 
-def ring_load(stride: Value, gpus_per_node: Value, leaf_hosts: Value) -> Value:
-    """The share f = min(1, max(s, G) / (L G)) of a leaf's NIC ports' rate that groups ``stride`` (s) ranks
-    apart send out of the leaf with a ring, a tree or a send/recv: each of the leaf's min(s, L G) groups
-    crosses the leaf's edge once, with one host's share of its NICs (module docstring). ``leaf_hosts`` 0 (no
-    leaf) gives 1; :func:`spine_divisor` reads it only where there is a leaf."""
-    leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
-    return jnp.minimum(jnp.maximum(stride, gpus_per_node) / leaf_gpus, 1.0)
+def channel_nics(nics: Value, hosts_a_node: Value) -> Value:
+    """The NICs by which a group's ring or tree leaves one NCCL node: its ``nics`` on each of the node's
+    ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's 18 trays), at most 16, NCCL's channels
+    before duplication (:mod:`kernels.nccl`: each NIC a channel, c0 <= MAXCHANNELS / 2)."""
+    return jnp.minimum(nics * hosts_a_node, nccl.MAX_CHANNELS / 2)
+
+
+def ring_load(
+    stride: Value, crossing: Value, leaf_hosts: Value, nics_per_node: Value, gpus_per_node: Value
+) -> Value:
+    """The share f = min(1, min(s, L G) c / (L K)) of a leaf's L K NIC ports' rate that groups ``stride`` (s)
+    ranks apart send out of the leaf with a ring or a tree: each of the leaf's min(s, L G) groups crosses the
+    leaf's edge once, by the ``crossing`` (c, :func:`channel_nics`) NICs of one NCCL node (module docstring).
+    ``leaf_hosts`` 0 (no leaf) is read as 1; :func:`spine_divisor` reads the load only where there is a leaf."""
+    leaf = jnp.maximum(leaf_hosts, 1.0)
+    return jnp.minimum(jnp.minimum(stride, leaf * gpus_per_node) * crossing / (leaf * nics_per_node), 1.0)
 
 
 def exchange_load(size: Value, stride: Value, per_node: Value, leaf_gpus: Value) -> Value:
@@ -253,8 +268,12 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     forces it (a collective that algorithm or protocol cannot run, or a group it is not enabled on, keeps
     NCCL's choice: :func:`kernels.nccl.collective`)."""
     x = jnp.asarray(nbytes)
+    # The spine slows what the transport delivers across nodes, not the NIC rate NCCL's search reads: NCCL does
+    # not know the spine, so it picks its channels and algorithm as without one (the rate divided fell on the
+    # steps of NCCL's speed lists: 4:1 and 4.2:1 were 2.5x apart, a hunt).
+    eta_net = lay.eta_net / spine_factor(size, stride, lay, coll)
     constants = nccl.Constants(
-        lay.eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
+        eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
     )
     algorithm, protocol = nccl.forcing(lay.collective - NCCL_CHOICE)  # below 0 (flat): -1, -1
     fabric = group_fabric(size, stride, lay, coll)

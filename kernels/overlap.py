@@ -86,10 +86,9 @@ import jax.numpy as jnp
 from jax import lax
 
 from netsweep_jax.kernels import nccl
-from netsweep_jax.kernels.layout_collectives import (
-    ring_load,
-    spine_divisor,
-)  # the spine's rule, for both families
+
+# the spine's rule, one for both families
+from netsweep_jax.kernels.layout_collectives import channel_nics, ring_load, spine_divisor
 
 METRICS = (
     "scaling_factor",
@@ -372,8 +371,8 @@ def nccl_durations(
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
-    buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s)
-    over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
+    buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s),
+    what crosses nodes at eta_net over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
     ``workers.nccl`` is 1 + i for :data:`kernels.nccl.FORCINGS`' i: a collective or group it cannot run keeps
     NCCL's choice) and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
@@ -384,14 +383,17 @@ def nccl_durations(
         workers.fabric[i] for i in range(len(FABRIC_FIELDS))
     )
     n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
-    spine = spine_divisor(n, ring_load(1.0, g, leaf), g, domain, leaf, over, rail)  # rings and trees
+    hosts_a_node = jnp.maximum(jnp.clip(domain, 1.0, n) / g, 1.0)
+    # rings and trees over every GPU (stride 1): one group, leaving each leaf by one NCCL node's channel NICs
+    load = ring_load(1.0, channel_nics(nics, hosts_a_node), leaf, nics, g)
+    spine = spine_divisor(n, load, g, domain, leaf, over, rail)
     fabric = nccl.Fabric(
         gpus_per_node=g,
         nodes=hosts,
-        domain=jnp.maximum(jnp.clip(domain, 1.0, n) / g, 1.0),  # hosts an NVLink domain
+        domain=hosts_a_node,  # hosts an NVLink domain
         nvlink=nvlink,
         nics=nics,
-        nic_gbs=config.bandwidth * config.utilization / 8e9 / spine,
+        nic_gbs=config.bandwidth * config.utilization / 8e9,
         arch=arch.astype(jnp.int32),
         nvswitch=domain > 1,
         collnet=collnet > 0,
@@ -399,7 +401,9 @@ def nccl_durations(
     # workers.nccl: 1 NCCL's choice, 1 + i its forcing i (``--collective nccl:ALGO`` or ``nccl:PROTO``).
     forced = nccl.forcing(workers.nccl - NCCL_CHOICE)  # below 0 (flat): -1, -1
     nbytes = buckets.nbytes / config.ratio
-    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), *forced).seconds
+    # the spine slows what crosses nodes (eta_net), not the rate NCCL's search reads (it does not know the spine)
+    eta_net, *others = constants
+    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(eta_net / spine, *others), *forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)
 
 

@@ -304,21 +304,22 @@ def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric
     NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
     of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer.
     ``fabric``: a ``--fabric``'s dict (``nvlink_domain`` GPUs, 0: the host's; ``collnet``; ``leaf_hosts``,
-    ``oversubscription``, ``rail_only``: the spine's divisor of the NICs' rate for a world wider than a leaf
-    and than the NVLink domain; ``constants``: the six in place of the shipped ones). ``algo``, ``proto``: NCCL's
+    ``oversubscription``, ``rail_only``: the spine's divisor of eta_net for a world wider than a leaf and than
+    the NVLink domain; ``constants``: the six in place of the shipped ones). ``algo``, ``proto``: NCCL's
     algorithm and protocol forced (-1: its choice)."""
     if nodes * gpus == 1:
         return 0.0
     f = fabric or {}
     n = nodes * gpus
     q = f.get("nvlink_domain") or gpus
-    spine = _spine_factor(n, 1, {**f, "gpus_per_node": gpus, "nvlink_domain": q})  # the layout family's rule
+    # the layout family's rule: one group of every GPU at stride 1, its NICs the host's
+    spine = _spine_factor(n, 1, {**f, "gpus_per_node": gpus, "nvlink_domain": q, "nics_per_node": nics})
     hosts_a_domain = max(min(max(q, 1), n) / gpus, 1.0)
     nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
     eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
-        coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9 / spine, arch, q > 1,
-        bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
+        coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9, arch, q > 1,
+        bool(f.get("collnet")), eta_net / spine, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
     )[0]  # fmt: skip
 
 
@@ -536,22 +537,31 @@ NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 def _spine_factor(size, stride, lay, kind="ring"):
     """Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
-    domain) each NIC gets 1 / max(1, o f) of its rate, f the share of the leaf's NIC ports' rate the collective
-    sends out of the leaf: min(1, max(s, G) / (L G)) for a ring, a tree or a send/recv (``kind`` "ring"; each of
-    the leaf's groups crosses its edge once with one host's NICs), (n - max(m, p)) / (n - p) for an all-to-all
-    (``kind`` "alltoall": m = clip(L G / s, 1, n) members in a leaf, p in one NCCL node); L = 0: no tier above
-    the hosts; rail-only wiring (lay['rail_only']) has no spine."""
+    domain) what crosses nodes is delivered at 1 / max(1, o f) (eta_net over it), f the share of the leaf's L K
+    NIC ports' rate the collective sends out of the leaf: min(1, min(s, L G) c / (L K)) for a ring or a tree
+    (each of the leaf's min(s, L G) groups crosses its edge once by c = min(16, its NICs a host x hosts of an
+    NCCL node) NICs), min(1, s / (L G)) for a send/recv (``kind`` "sendrecv": the leaf's last s ranks, each by
+    its own NICs), (n - max(m, p)) / (n - p) for an all-to-all (``kind`` "alltoall": m = clip(L G / s, 1, n)
+    members in a leaf, p in one NCCL node); L = 0: no tier above the hosts; rail-only wiring (lay['rail_only'])
+    has no spine."""
     leaf, rail_only = lay.get("leaf_hosts", 0.0), lay.get("rail_only", 0.0) > 0
-    g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
+    g_host, domain, nics = lay["gpus_per_node"], lay["nvlink_domain"], lay["nics_per_node"]
     n, s = max(size, 2), max(stride, 1)
     if leaf <= 0 or rail_only or s * n <= max(leaf * g_host, domain):
         return 1.0
+    q = min(max(g_host / s, 1), n)  # the group's GPUs a host
+    in_domain = min(max(domain / s, 1), n)
     if kind == "alltoall":
-        p = max(min(max(domain / s, 1), n), min(max(g_host / s, 1), n))  # the group's GPUs a NCCL node
+        p = max(in_domain, q)  # the group's GPUs a NCCL node
         m = min(max(leaf * g_host / s, 1), n)  # the group's GPUs a leaf
         load = (n - max(m, p)) / max(n - p, 1)
+    elif kind == "sendrecv":
+        load = min(s / (leaf * g_host), 1.0)
     else:
-        load = min(max(s, g_host) / (leaf * g_host), 1.0)
+        share = nics * q / g_host
+        whole = math.floor(share + 1e-6) if share >= 1 else share
+        crossing = min(whole * max(in_domain / q, 1), 16)
+        load = min(min(s, leaf * g_host) * crossing / (leaf * nics), 1.0)
     return max(lay.get("oversubscription", 1.0) * load, 1.0)
 
 
@@ -570,7 +580,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
-    rate = lay["bandwidth"] * lay["utilization"] / 8e9 / _spine_factor(size, stride, lay, kind)
+    rate = lay["bandwidth"] * lay["utilization"] / 8e9
     hosts, per_domain = size / q, max(in_domain / q, 1)
     if kind == "alltoall" and lay.get("rail_only", 0.0) > 0:
         # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p the group's GPUs a
@@ -591,6 +601,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     eta_net, eta_nvl, lam, op, fill, fill_bytes = (
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
+    eta_net /= _spine_factor(size, stride, lay, kind)  # what crosses nodes; NCCL's choice as without a spine
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
     # lay["collective"] 3: NCCL's choice; 3 + i: its forcing i (nccl:ALGO as NCCL_ALGO, nccl:PROTO as NCCL_PROTO)
     algo, proto = forcing(lay.get("collective", 3) - 3)

@@ -108,11 +108,11 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
 
 def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     # One random profile on GB200s, three sweeps of one compiled shape, each against the float64 reference:
-    # gb200-nvl72-sharp with its spine at 576:1 (4 GPUs a host, 18 hosts an NVLink domain, 144 hosts a leaf,
+    # gb200-nvl72-sharp with its spine at 144:1 (4 GPUs a host, 18 hosts an NVLink domain, 144 hosts a leaf,
     # SHARP on), the same at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts) the NICs are
-    # not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, one
-    # host's NICs of the leaf's 144 (f = 1/144): the spine at 576:1 is the NICs at a quarter of their rate,
-    # exactly (at 4:1 it would cost nothing).
+    # not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, by
+    # one rack's 16 channel NICs of the leaf's 576 (f = 1/36): the spine at 144:1 delivers a quarter of what
+    # crosses nodes (at 36:1 it would cost nothing).
     from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
     profile = dataclasses.replace(random_profile(np.random.default_rng(3)), device="gb200")
@@ -121,8 +121,8 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     own = FabricConstants(**dict(zip(NAMES, (0.5, 0.7, 8.0, 4.0, 30.0, 8.0))), source="mine.json")
     sweeps = {}
     for name, fabric, extra, expected_fabric in (
-        ("576:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=576),
-         {**tier, "oversubscription": 576.0}),
+        ("144:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=144),
+         {**tier, "oversubscription": 144.0}),
         ("1:1", "gb200-nvl72-sharp", dict(bandwidth=[100, 400]), tier),
         ("file", own, dict(bandwidth=[10, 400]), dict(constants=own.columns())),
     ):  # fmt: skip
@@ -135,9 +135,9 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     def at(name, bandwidth, nodes):
         return float(sweeps[name].sel(bandwidth=bandwidth, nodes=nodes).squeeze())
 
-    assert at("576:1", 10, 18) == at("576:1", 400, 18) and at("576:1", 10, 19) > at("576:1", 400, 19)
-    assert at("576:1", 400, 144) == at("1:1", 400, 144) != at("1:1", 100, 144)
-    assert at("576:1", 400, 145) == at("1:1", 100, 145)
+    assert at("144:1", 10, 18) == at("144:1", 400, 18) and at("144:1", 10, 19) > at("144:1", 400, 19)
+    assert at("144:1", 400, 144) == at("1:1", 400, 144) != at("1:1", 100, 144)
+    assert at("144:1", 400, 145) > at("1:1", 400, 145)
     # What a preset sets where it is not given, as the assumed line says it (the grid alone, nothing run).
     said = make_grid(profile, fabric="gb200-nvl72-sharp").assumed
     for phrase in ("--collective nccl (--fabric implies it)", "--gpus-per-node 4 (the fabric's)",

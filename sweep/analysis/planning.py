@@ -207,11 +207,11 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
     # (fewer than --keep can exist and fit) has the status NO_LAYOUT, said in its rules: it held whatever the
     # search's empty slot held, a rule's code a plot drew as that rule (a hunt).
     for name in VARIABLES:
-        values, attrs = best[name], grid.variable_attrs(name)
+        values, described = best[name], grid.variable_attrs(name)
         if name == "status":
             values = np.where(best["layout"] < 0, NO_LAYOUT, values).astype(values.dtype)
-            attrs["rules"] += f"; {NO_LAYOUT}: no layout at this rank (fewer than --keep can exist and fit)"
-        data[name] = xr.Variable(dims, values.reshape(*kept_shape, keep), attrs)
+            described["rules"] += f"; {NO_LAYOUT}: no layout at this rank (fewer than --keep can exist and fit)"
+        data[name] = xr.Variable(dims, values.reshape(*kept_shape, keep), described)
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)
     data["ideal_iteration_time"] = xr.Variable(

@@ -219,8 +219,9 @@ OVERSUBSCRIPTION = AxisSpec(
     "oversubscription",
     "--oversubscription",
     "1",
-    "the spine's oversubscription (leaf downlinks over uplinks; 1: non-blocking): a group wider than a leaf "
-    "gets its NICs' rate over it (with --collective nccl; default: the --fabric preset's, else 1)",
+    "the spine's oversubscription O (leaf downlinks over uplinks; 1: non-blocking): a group wider than a "
+    "leaf gets what crosses nodes at 1 / max(1, O f), f the share of the leaf's NIC ports its collective "
+    "sends out of the leaf (with --collective nccl; default: the --fabric preset's, else 1)",
     False,
     1.0,  # below 1 a spine has more uplinks than downlinks: no group gets more than its NICs (refused, not 1)
     1e3,

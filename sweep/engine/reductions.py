@@ -233,6 +233,8 @@ class ReducedGrid(Coordinated, Protocol):
     @property
     def store_dtype(self) -> str: ...
 
+    def variable_attrs(self, name: str) -> dict[str, str]: ...
+
 
 class ReducedRun:
     """Accumulators of every kept variable, fed one reduced block at a time."""
@@ -320,7 +322,9 @@ class ReducedRun:
         data = {}
         stored = self.stored()
         for v, acc in self.acc.items():
-            attrs = self.grid.variable_attrs(v)  # a sweep's (the status's rules with it: show and select name them)
+            attrs = self.grid.variable_attrs(
+                v
+            )  # a sweep's (the status's rules with it: show and select name them)
             attrs["long_name"] = f"{acc.kind} of {attrs['long_name']} over {', '.join(self.r.dims)}"
             data[v] = xr.Variable(self.r.kept, stored[v], attrs)
             nowhere = np.isnan(acc.value)  # a layout cube's cell where no layout can exist

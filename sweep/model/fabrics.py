@@ -539,8 +539,8 @@ def oversubscriptions(given: object, preset: FabricPreset | None) -> tuple[float
     )
     if preset is None:
         raise InputError(
-            f"{shown}: needs a --fabric preset (its hosts a leaf say which groups cross the spine); presets: "
-            f"{FABRICS_HELP}",
+            f"{shown}: needs a --fabric preset with a spine (its hosts a leaf say which groups cross the "
+            f"spine): {', '.join(name for name, p in FABRICS.items() if not p.rail_only)}",
             param="oversubscription",
         )
     if preset.rail_only:  # nothing would read it
