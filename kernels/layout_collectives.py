@@ -38,40 +38,45 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
-    each of beta u / 8 bytes/s (fewer than one: one NIC at K q / G of that rate) divided by the spine's
-    divisor where the group crosses the spine:
+    each of beta u / 8 bytes/s (fewer than one: one NIC at K q / G of that rate); where the group crosses the
+    spine, what it sends across nodes is delivered at 1 / S of NCCL's bandwidth (eta_net / S):
 
         spine = L > 0  and  stride n > max(L G, Q)   (not rail-only)
-        rate  = beta u / 8 min(1, K q / G) / S,       S = max(1, o f)   over the spine, else S = 1
+        S = max(1, o f)  over the spine, else S = 1;   eta_net / S across nodes
 
     with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts), o the oversubscription
     (a leaf's L K NIC ports over its uplinks) and f the share of the leaf's NIC ports' rate that the
-    collective sends out of the leaf. Megatron's groups are aligned blocks of stride n consecutive ranks, so a
-    group fits a leaf of L G consecutive ranks when its block does (a block that does not divide the leaf's
-    ranks is taken as inside one: not modelled); a group inside the NVLink domain (stride n <= Q) or inside a
-    leaf is unaffected. Every group of a kind runs its collective at once (all DP groups reduce together), so
-    a leaf's uplinks carry what all of the leaf's groups send out of it:
+    collective sends out of the leaf. NCCL does not know the spine: its choice of algorithm, protocol and
+    channels is the 1:1 spine's, and only what crosses nodes slows (dividing the NIC rate its channel search
+    reads fell on the steps of NCCL's speed lists: 4.2:1 took 2.5 times 4:1 at 10 Gbit/s, a hunt). Megatron's
+    groups are aligned blocks of stride n consecutive ranks, so a group fits a leaf of L G consecutive ranks
+    when its block does (a block that does not divide the leaf's ranks is taken as inside one: not modelled);
+    a group inside the NVLink domain (stride n <= Q) or inside a leaf is unaffected. Every group of a kind runs
+    its collective at once (all DP groups reduce together), so a leaf's uplinks carry what all of the leaf's
+    groups send out of it:
 
-      - a ring, a tree or a send/recv (:func:`ring_load`) leaves the leaf at its ends only: a ring once a
-        channel, a hand-off from the s ranks nearest the leaf's edge; the leaf's min(s, L G) groups each send
-        one host's share of their NICs out, so f = min(1, max(s, G) / (L G)) of the leaf's ports' rate (s the
-        stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the bytes:
-        priced as a ring). The spine then slows a ring only from o > L G / max(s, G): 32:1 for a DP group of a
-        SuperPOD's 32-host leaves at stride 1 or 8; a PP hand-off a leaf or more apart gets S = o.
+      - a ring or a tree (:func:`ring_load`) leaves the leaf at its ends only, once a channel: each of the
+        leaf's min(s, L G) groups crosses its edge by the c = min(16, K_g D_g) NICs its channels use in one
+        NCCL node (:func:`channel_nics`: its whole NICs a host K_g = floor(K q / G), or K q / G under one, on
+        each of the node's D_g hosts, at most NCCL's 16 channel NICs), so f = min(1, min(s, L G) c / (L K))
+        (s the stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the
+        bytes: priced as a ring). A DP ring at stride 1 or 8 on a SuperPOD's 32-host leaves slows only from
+        o > 32, one across GB200 NVL72 racks (144 trays a leaf, 16 channel NICs a rack) from o > 36.
+      - a send/recv (a PP hand-off, a CP ring step) leaves from the leaf's last s ranks, each by its own NICs:
+        f = min(1, s / (L G)); a hand-off a leaf or more apart gets S = o.
       - an all-to-all (:func:`exchange_load`) sends every member's bytes to every other at once: of the NIC
         bytes (n - p) / n of each member's buffer, p the group's GPUs in one NCCL node, (n - m) / n go to
         members outside its leaf (m = clip(L G / s, 1, n) in a leaf), so f = (n - max(m, p)) / (n - p).
 
     An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
-    the group. Only the NICs' rate is divided (the rate NCCL's channel search reads, as ``lay.utilization``'s
-    share is); latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
+    the group. Latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
     spine is taken at its full rate) and groups of different kinds sharing a leaf's uplinks at the same time
     (each kind is priced alone, as each gets its own NICs' share).
 
     In-network reduction (``lay.sharp`` 1: InfiniBand SHARP with NCCL's CollNet on, ``NCCL_COLLNET_ENABLE=1`` and
     the SHARP plugin; NCCL's default is off) is the group's C: NCCL's CollNet (direct, chain) and NVLS across
     hosts become candidates for its all-reduces (:mod:`kernels.nccl`). Not modelled: the leaf's reduction
-    relieving the spine's uplinks (a SHARP all-reduce over the spine gets its NICs' rate over o as a ring does),
+    relieving the spine's uplinks (a SHARP all-reduce over the spine is slowed by S as a ring is),
     and SHARP's limit on concurrent reduction trees (every group is taken to get one).
 
     Rail-only wiring (``lay.rail_only`` 1; Wang et al., "Rail-only: A Low-Cost High-Performance Network for

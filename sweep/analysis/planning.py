@@ -210,7 +210,9 @@ def _plan(grid: LayoutGrid, keep: int, search: Search) -> xr.Dataset:
         values, described = best[name], grid.variable_attrs(name)
         if name == "status":
             values = np.where(best["layout"] < 0, NO_LAYOUT, values).astype(values.dtype)
-            described["rules"] += f"; {NO_LAYOUT}: no layout at this rank (fewer than --keep can exist and fit)"
+            described["rules"] += (
+                f"; {NO_LAYOUT}: no layout at this rank (fewer than --keep can exist and fit)"
+            )
         data[name] = xr.Variable(dims, values.reshape(*kept_shape, keep), described)
     ideal_time = ideal["iteration_time"][:, 0].reshape(kept_shape)
     step = best["iteration_time"][:, 0].reshape(kept_shape)
