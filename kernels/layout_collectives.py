@@ -193,25 +193,14 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
     """The divisor S = max(1, o f) of the bandwidth NCCL's collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`;
     -1: an all-reduce's) delivers across nodes for a group of ``size`` GPUs ``stride`` ranks apart, over the
-    spine (its block of ranks wider than a leaf's and than the NVLink domain), f the share of the leaf's NIC
-    ports' rate its collective sends out of the leaf (module docstring); rail-only wiring has no spine, each
-    rail a non-blocking fabric of its own (Wang et al.); else 1."""
-    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
-    on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
-    leaf_gpus = jnp.maximum(lay.leaf_hosts, 1.0) * lay.gpus_per_node
-    if coll == nccl.ALLTOALL:
-        per_node = jnp.maximum(jnp.clip(lay.nvlink_domain / per, 1.0, n), on_host)  # as group_fabric's p
-        load = exchange_load(n, per, per_node, leaf_gpus)
-    elif coll == nccl.SENDRECV:
-        load = jnp.minimum(per / leaf_gpus, 1.0)  # the leaf's last s ranks, each through its own NICs
-    else:
-        share = lay.nics_per_node * on_host / lay.gpus_per_node  # the group's NICs a host (group_fabric's)
-        whole = jnp.where(share >= 1.0, jnp.floor(share + 1e-6), share)
-        hosts_a_node = jnp.maximum(jnp.clip(lay.nvlink_domain / per, 1.0, n) / on_host, 1.0)
-        crossing = channel_nics(whole, hosts_a_node)
-        load = ring_load(per, crossing, lay.leaf_hosts, lay.nics_per_node, lay.gpus_per_node)
+    spine (its block of ranks wider than a leaf's and than the NVLink domain), f its :func:`spine_load`;
+    rail-only wiring has no spine, each rail a non-blocking fabric of its own (Wang et al.); else 1."""
+    load = spine_load(
+        size, stride, coll, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain, lay.leaf_hosts
+    )
+    extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
     return spine_divisor(
-        per * n,
+        extent,
         load,
         lay.gpus_per_node,
         lay.nvlink_domain,
@@ -219,6 +208,29 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         lay.oversubscription,
         lay.rail_only,
     )
+
+
+def spine_load(
+    size: Value, stride: Value, coll: int, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
+    leaf_hosts: Value,
+) -> Value:  # fmt: skip
+    """The share f of a leaf's NIC ports' rate that collective ``coll`` (-1: an all-reduce's) of groups of
+    ``size`` GPUs ``stride`` ranks apart sends out of a leaf of ``leaf_hosts`` hosts (module docstring): a ring's
+    or tree's :func:`ring_load`, a send/recv's min(1, s / (L G)) (the leaf's last s ranks, each by its own NICs),
+    an all-to-all's :func:`exchange_load`. 1 / f is the oversubscription from which the spine slows it (``sweep
+    plan``'s tier lines say it)."""
+    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
+    on_host = jnp.clip(gpus_per_node / per, 1.0, n)
+    leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
+    if coll == nccl.ALLTOALL:
+        per_node = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n), on_host)  # as group_fabric's p
+        return exchange_load(n, per, per_node, leaf_gpus)
+    if coll == nccl.SENDRECV:
+        return jnp.minimum(per / leaf_gpus, 1.0)
+    share = nics_per_node * on_host / gpus_per_node  # the group's NICs a host (group_fabric's)
+    whole = jnp.where(share >= 1.0, jnp.floor(share + 1e-6), share)
+    hosts_a_node = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n) / on_host, 1.0)
+    return ring_load(per, channel_nics(whole, hosts_a_node), leaf_hosts, nics_per_node, gpus_per_node)
 
 
 def channel_nics(nics: Value, hosts_a_node: Value) -> Value:

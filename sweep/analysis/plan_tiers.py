@@ -6,7 +6,11 @@ import xarray as xr
 
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
-from netsweep_jax.sweep.model.fabrics import traffic_tiers
+from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
+
+# The collective each kind's groups run, as the layout kernel prices it (kernels.nccl's index; -1: an all-reduce's
+# rings and trees): CP's ring attention and PP's hand-offs send, EP exchanges, TP and DP reduce and gather.
+COLLECTIVES = {"TP": -1, "CP": 4, "EP": 3, "DP": -1, "PP": 4}
 
 
 def tier_lines(ds: xr.Dataset) -> list[str]:
@@ -31,9 +35,36 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only,
         )  # fmt: skip
         setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
-        said = ", ".join(f"{kind} {where}" for kind, where in crossed.items()) or "no traffic between GPUs"
+        said = (
+            ", ".join(
+                f"{kind} {where}{_slows_past(kind, row, leaf) if where == TIERS[2] else ''}"
+                for kind, where in crossed.items()
+            )
+            or "no traffic between GPUs"
+        )
         lines.append(f"  {setting}: {row['layout']}: {said}{uneven_domains(row['gpus'], domain)}")
     return lines
+
+
+def _slows_past(kind: str, row: dict, leaf: float) -> str:
+    """`` (slows past 32:1)``: the oversubscription 1 / f from which the spine slows a kind's traffic that crosses
+    it, f the share of a leaf's NIC ports its collective sends out of the leaf
+    (:func:`kernels.layout_collectives.spine_load`, the kernel's own rule)."""
+    from netsweep_jax.kernels.layout_collectives import spine_load  # JAX: loaded by the plan already
+
+    size, stride = traffic_groups(
+        row["layout_tp"],
+        row["layout_cp"],
+        row["layout_ep"],
+        row["layout_expert_tp"],
+        row["dp"],
+        row["layout_pp"],
+    )[kind]
+    f = float(
+        spine_load(size, stride, COLLECTIVES[kind], float(row["gpus_per_node"]), float(row["nics_per_node"]),
+                   float(row["nvlink_domain"]), leaf)
+    )  # fmt: skip
+    return f" (slows past {1.0 / f:.4g}:1)"
 
 
 def uneven_domains(gpus: float, domain: float) -> str:

@@ -594,6 +594,20 @@ def tier(
     return TIERS[2]
 
 
+def traffic_groups(
+    tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float
+) -> dict[str, tuple[float, float]]:
+    """Per kind of traffic, its groups' (size, stride) under Megatron's rank order (tp, cp, ep, dp, pp): TP stride
+    1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D."""
+    return {
+        "TP": (tp, 1.0),
+        "CP": (cp, tp),
+        "EP": (ep, expert_tp),
+        "DP": (dp * cp, tp),
+        "PP": (pp, tp * cp * dp),
+    }
+
+
 def traffic_tiers(
     tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float, *, gpus_per_node: float,
     nvlink_domain: float, leaf_hosts: float, rail_only: bool = False,
@@ -602,15 +616,8 @@ def traffic_tiers(
     ep, dp, pp: TP stride 1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D),
     as :func:`tier`; kinds of one GPU are left out. Rail-only: an EP group with several GPUs in one NVLink
     domain also forwards over NVLink (``rail+NVLink``: its all-to-all's off-rail bytes)."""
-    groups = {
-        "TP": (tp, 1.0),
-        "CP": (cp, tp),
-        "EP": (ep, expert_tp),
-        "DP": (dp * cp, tp),
-        "PP": (pp, tp * cp * dp),
-    }
     out = {}
-    for kind, (size, stride) in groups.items():
+    for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp).items():
         crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only)
         if crossed == TIERS[3] and kind == "EP" and nvlink_domain / stride >= 2:
             crossed = "rail+NVLink"
