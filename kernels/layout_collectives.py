@@ -70,8 +70,9 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
 
     An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
     the group. Latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
-    spine is taken at its full rate) and groups of different kinds sharing a leaf's uplinks at the same time
-    (each kind is priced alone, as each gets its own NICs' share).
+    spine is taken at its full rate), groups of different kinds sharing a leaf's uplinks at the same time
+    (each kind is priced alone, as each gets its own NICs' share), and channels that run below their NICs'
+    rate (S slows all of what crosses nodes, where such channels would fit some oversubscription untouched).
 
     In-network reduction (``lay.sharp`` 1: InfiniBand SHARP with NCCL's CollNet on, ``NCCL_COLLNET_ENABLE=1`` and
     the SHARP plugin; NCCL's default is off) is the group's C: NCCL's CollNet (direct, chain) and NVLS across
@@ -234,10 +235,14 @@ def spine_load(
 
 
 def channel_nics(nics: Value, hosts_a_node: Value) -> Value:
-    """The NICs by which a group's ring or tree leaves one NCCL node: its ``nics`` on each of the node's
+    """The NICs' worth by which a group's ring or tree leaves one NCCL node: its ``nics`` on each of the node's
     ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's 18 trays), at most 16, NCCL's channels
-    before duplication (:mod:`kernels.nccl`: each NIC a channel, c0 <= MAXCHANNELS / 2)."""
-    return jnp.minimum(nics * hosts_a_node, nccl.MAX_CHANNELS / 2)
+    before duplication (:mod:`kernels.nccl`: each NIC a channel, c0 <= MAXCHANNELS / 2); under one NIC a host,
+    one channel a host at that share of a NIC: min(16, D) x its share."""
+    channels = nccl.MAX_CHANNELS / 2
+    return jnp.where(
+        nics >= 1.0, jnp.minimum(nics * hosts_a_node, channels), jnp.minimum(hosts_a_node, channels) * nics
+    )
 
 
 def ring_load(
@@ -264,7 +269,8 @@ def spine_divisor(
     extent: Value, load: Value, gpus_per_node: Value, nvlink_domain: Value, leaf_hosts: Value,
     oversubscription: Value, rail_only: Value,
 ) -> Value:  # fmt: skip
-    """The divisor of a group's NICs' rate whose block of ranks spans ``extent`` GPUs and whose collective sends
+    """The divisor of eta_net (what crosses nodes) of a group whose block of ranks spans ``extent`` GPUs and whose
+    collective sends
     ``load`` (f, :func:`ring_load`, :func:`exchange_load`) of a leaf's NIC ports' rate out of the leaf:
     max(1, o f) where the block is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q)
     and the wiring has a spine (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's

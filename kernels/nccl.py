@@ -540,7 +540,8 @@ def _graphs(q: _Group) -> _Graphs:
     """The channels and speeds of NCCL's graphs (search.cc, simplified; module docstring):
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),
-                 c0 = floor(K H / N) floor(r / s) (the NICs of one NCCL node);  c0 <= 16; duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
+                 c0 = floor(K H / N) floor(r / s) (the NICs of one NCCL node);  c0 <= 16;
+                 duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
                  s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
     NVLS         c_n = min(32, p);  s_n = speed(W / c_n);  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
@@ -552,7 +553,8 @@ def _graphs(q: _Group) -> _Graphs:
     # Channels: ring and tree graphs.
     s0 = _speed(speeds, jnp.where(multi, jnp.minimum(r, w), w))
     # Each of an NCCL node's NICs a channel: a host's, or a multi-node NVLink domain's (an NVL72 rack's 72: NCCL
-    # fuses the rack into one system; one tray's 4 priced a ring across racks at a third of NCCL's channels).
+    # fuses the rack into one system; one tray's 4 priced a ring across GB200 partitions of two trays at half
+    # NVIDIA/nccl#1801's measured busbw).
     node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
     c0 = jnp.where(multi, node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)

@@ -107,12 +107,12 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
 
 
 def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
-    # One random profile on GB200s, three sweeps of one compiled shape, each against the float64 reference:
+    # One random profile on GB200s, four sweeps of one compiled shape, each against the float64 reference:
     # gb200-nvl72-sharp with its spine at 144:1 (4 GPUs a host, 18 hosts an NVLink domain, 144 hosts a leaf,
-    # SHARP on), the same at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts) the NICs are
-    # not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, by
+    # SHARP on), the same at 36:1 and at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts)
+    # the NICs are not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, by
     # one rack's 16 channel NICs of the leaf's 576 (f = 1/36): the spine at 144:1 delivers a quarter of what
-    # crosses nodes (at 36:1 it would cost nothing).
+    # crosses nodes, and at 36:1 (o f = 1) it costs nothing.
     from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
     profile = dataclasses.replace(random_profile(np.random.default_rng(3)), device="gb200")
@@ -123,6 +123,8 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     for name, fabric, extra, expected_fabric in (
         ("144:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=144),
          {**tier, "oversubscription": 144.0}),
+        ("36:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=36),
+         {**tier, "oversubscription": 36.0}),
         ("1:1", "gb200-nvl72-sharp", dict(bandwidth=[100, 400]), tier),
         ("file", own, dict(bandwidth=[10, 400]), dict(constants=own.columns())),
     ):  # fmt: skip
@@ -137,7 +139,7 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
 
     assert at("144:1", 10, 18) == at("144:1", 400, 18) and at("144:1", 10, 19) > at("144:1", 400, 19)
     assert at("144:1", 400, 144) == at("1:1", 400, 144) != at("1:1", 100, 144)
-    assert at("144:1", 400, 145) > at("1:1", 400, 145)
+    assert at("144:1", 400, 145) > at("1:1", 400, 145) == at("36:1", 400, 145)
     # What a preset sets where it is not given, as the assumed line says it (the grid alone, nothing run).
     said = make_grid(profile, fabric="gb200-nvl72-sharp").assumed
     for phrase in ("--collective nccl (--fabric implies it)", "--gpus-per-node 4 (the fabric's)",

@@ -214,7 +214,7 @@ def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be(tmp_pat
             )
 
 
-def test_the_spine_divides_a_wide_groups_nic_rate_by_hand():
+def test_the_spine_slows_what_a_wide_group_sends_across_nodes_by_hand():
     # H100 hosts of 8 GPUs and 8 x 400 Gbit/s NICs, NVLink domain 8, 2 hosts a leaf (L G = 16, L K = 16 NIC
     # ports), spine 3:1; what crosses nodes is delivered at 1 / max(1, 3 f) (eta_net over it):
     # - a DP ring of 4 at stride 8 spans 32 ranks > 16: the leaf's 8 such groups each leave it once by their
@@ -244,6 +244,12 @@ def test_the_spine_divides_a_wide_groups_nic_rate_by_hand():
         ]
     assert (float(wide.nic_gbs), float(wide.nics), float(wide.nodes)) == pytest.approx((50.0, 1.0, 4.0))
     assert divisors == pytest.approx([1.5, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    # Across NVL72 racks (4-GPU trays, 72-GPU domains, 144 trays a leaf) a ring leaves a rack by 16 channel NICs:
+    # at stride 1 with 4 NICs a tray f = 16 / 576 (slows past 36:1); at stride 4 with 2 NICs a tray, each
+    # group's half NIC a tray on 16 of the rack's 18 trays, the leaf's 4 groups: f = 4 x 8 / 288 = 1/9.
+    load = layout_collectives.spine_load
+    assert float(load(288.0, 1.0, -1, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 36)
+    assert float(load(288.0, 4.0, -1, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 9)
     # NCCL's channels and choice are 1:1's, so a little more oversubscription costs a little more: at 10 Gbit/s
     # (NCCL's speed 1.2 GB/s) the rate divided fell to the next speed down, 0.24, and 4.2:1 took 2.5 times 4:1
     # (a hunt). A DP ring of 4 at stride 16 leaves its leaf whole (f = 1).

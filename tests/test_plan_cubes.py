@@ -122,9 +122,8 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     assert r.exit_code == 0 and r.stdout.splitlines()[1].split()[-1] == "ok", r.output
     r = invoke("select", cube, "--sel", "rank=13")
     assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
-    # A rank with no layout holds status 0: it printed "ok" ("can exist" in show), as a layout's does. Its status
-    # is -1 in the cube, said in its rules (it held the search's empty slot's: 0, or a rule's code that plot drew
-    # as that rule).
+    # A rank with no layout printed "ok" ("can exist" in show), as a layout's does. Its status is -1 in the cube,
+    # said in its rules (it held the search's empty slot's: 0, or a rule's code that plot drew as that rule).
     with h5py.File(cube) as f:
         status = f["status"][...]
         assert status.dtype == np.int32 and (status[..., 11] == -1).all() and (status[..., 0] == 0).all()

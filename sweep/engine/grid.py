@@ -405,8 +405,8 @@ def _fabric_settings(
     given: Mapping[str, Any],
 ) -> list[str]:
     """Set in ``o`` what a fabric sets that the user did not give (``given``: the caller's keywords): a preset's
-    GPUs and NICs a node, NIC rate and GPU for transformer workloads (:func:`fabric_gpu`), a fabric file's NICs
-    where it records them, and NCCL's collective where no collective is given; the phrases the assumed line says
+    GPUs and NICs a node, NIC rate and GPU for transformer workloads (:func:`fabric_gpu`), a fabric file's hosts
+    (their NICs and GPUs) where it records them, and NCCL's collective where no collective is given; the phrases the assumed line says
     of them."""
     if choice is None:
         return []
@@ -414,7 +414,7 @@ def _fabric_settings(
     if given.get("collective") is None:
         o["collective"] = NCCL_ENGINE
         said.append("--collective nccl (--fabric implies it)")
-    # A preset's cluster, or the NICs a fabric file was fitted on where it records them: where not given.
+    # A preset's cluster, or the hosts a fabric file was fitted on where it records them: where not given.
     cluster, preset = choice.settings(), isinstance(choice, FabricPreset)
     whose = whose_nics = "the fabric's" if preset else "the fabric file's hosts"
     other_host = given.get("gpus_per_node") is not None and given.get("nics_per_node") is None

@@ -490,7 +490,7 @@ def _network(
 ) -> tuple[_Network, tuple[str, ...]]:
     """The sweep's collective pricing and its ``collective`` names (:func:`_pricing`); a preset's cluster
     settings fill ``given`` where not given, and NCCL's pricing takes utilization 1 where it is not."""
-    # The cluster as a preset builds it, or the NICs a fabric file was fitted on: where not given; a host of other
+    # The cluster as a preset builds it, or the hosts a fabric file was fitted on: where not given; a host of other
     # GPUs than a preset's has its NVLink domain and NICs as compute.host_system builds them from the preset's.
     built = _host_of_fabric(fabric, given) if fabric is not None else {}
     own = fabric.settings() if fabric else {}

@@ -322,9 +322,8 @@ class ReducedRun:
         data = {}
         stored = self.stored()
         for v, acc in self.acc.items():
-            attrs = self.grid.variable_attrs(
-                v
-            )  # a sweep's (the status's rules with it: show and select name them)
+            # a sweep's attributes (the status's rules with it: show and select name them)
+            attrs = self.grid.variable_attrs(v)
             attrs["long_name"] = f"{acc.kind} of {attrs['long_name']} over {', '.join(self.r.dims)}"
             data[v] = xr.Variable(self.r.kept, stored[v], attrs)
             nowhere = np.isnan(acc.value)  # a layout cube's cell where no layout can exist

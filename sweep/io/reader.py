@@ -1,5 +1,6 @@
 """Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
+import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -81,9 +82,8 @@ def _stored(attrs: Mapping[str, Any]) -> str:
 
 
 def _no_layout(ds: xr.Dataset, status: str) -> np.ndarray:
-    """Where a plan cube's ``status`` is no layout's (a rank not filled: its ``fits`` NaN, its status whatever
-    the search's empty slot held), as a mask of its
-    shape; none in a cube whose fits spans other dims (a reduced one) or that has none."""
+    """Where a plan cube's ``status`` is no layout's (a rank not filled: its ``fits`` NaN, its status -1), as a
+    mask of its shape; none in a cube whose fits spans other dims (a reduced one) or that has none."""
     # a layout cube's layout that cannot exist has fits NaN too, and a status that says why
     if "fits" not in ds.data_vars or ds["fits"].dims != ds[status].dims or "rank" not in ds[status].dims:
         return np.zeros(ds[status].shape, bool)
@@ -106,7 +106,7 @@ def _rules(attr: str) -> dict[int, str]:
     out = {}
     for item in attr.split("; "):
         code, _, rule = item.partition(": ")
-        if code.strip().lstrip("-").isdigit():  # -1: a plan's rank with no layout
+        if re.fullmatch(r"-?\d+", code.strip()):  # -1: a plan's rank with no layout
             out[int(code)] = rule
     return out
 
