@@ -323,3 +323,17 @@ def test_a_row_that_another_measurement_of_the_same_inputs_contradicts(tmp_path)
     assert math.isnan(V.in_place_busbw(rows[4]))  # 0.00 printed: no measurement (it divided by zero)
     assert V.disagreeing(v) == [(0, [("`X-H100-01` in place", 40.0)])]
     assert V.SPREAD == 3.0
+
+
+def test_the_gb200_racks_file_is_read_and_every_row_is_priced_as_racks():
+    # sweep/data/nccl_tests_gb200_racks.csv: CoreWeave's published GB200 NVL72 all-reduce on 1, 2 and 20 racks
+    # (coreweave/nccl-tests@cb86553 README.md), in nccl_tests.csv's format, every row naming its source. Each is
+    # priced on racks of 18 four-GPU trays (one NVLink domain a rack), none left unrepresented; held out (no
+    # fit source reads it), its errors are docs/validation.md's.
+    path = Path(V.__file__).resolve().parents[1] / "data" / "nccl_tests_gb200_racks.csv"
+    rows = read_nccl_tests(path)
+    assert len(rows) == 17 and all(r.source.startswith("coreweave/nccl-tests@cb86553") for r in rows)
+    for r in rows:
+        fabric = fabric_of(r.gpu, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.stated)
+        assert isinstance(fabric, Fabric) and fabric.domain == 18 and fabric.arch == 3, r.id
+    assert sorted({r.nodes for r in rows}) == [18, 36, 360]
