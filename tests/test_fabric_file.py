@@ -52,6 +52,7 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
         **dict(zip(NAMES, OWN)),
         source=str(path),
         fitted_on="h100",
+        gpu="h100",
         nics_per_node=8.0,
         nic_gbps=400.0,
     )
@@ -72,6 +73,7 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         8.0,
         source=str(path),
         fitted_on="h100",
+        gpu="h100",
         nics_per_node=8.0,
         nic_gbps=400.0,
     )
@@ -192,12 +194,18 @@ def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):
         InputError, match="with a fabric file of 8-GPU hosts, hosts of other GPUs take one value"
     ):
         make_grid("resnet50", fabric=constants, nodes=8, gpus_per_node=[2, 4])
-    # A file whose logs across hosts ran on hosts of different sizes, or say a size no host has, records no
-    # host: its NICs stay as recorded (a review: a list was a traceback, 2.5 taken); a one-host log's GPUs used no
-    # NIC and do not count.
-    for logs in ([{"gpus_per_node": 8}, {"gpus_per_node": 4}], [{"gpus_per_node": [8]}], [{"gpus_per_node": 2.5}],
-                 [{"gpus_per_node": True, "nodes": 2}], [{"gpus_per_node": 1e300}]):  # fmt: skip
-        assert read_fabric(fabric(tmp_path, "odd.json", logs=logs)).gpus_per_node == 0, logs
+    # A file whose logs across hosts ran on hosts of different sizes records no host: its NICs stay as recorded;
+    # a size no host has is refused, naming the key (a review: a list was a traceback, 2.5 taken; a hunt: they
+    # were then read as no count, and the NICs went to the default host); a one-host log's GPUs used no NIC and
+    # do not count.
+    mixed = [{"gpus_per_node": 8, "nodes": 2}, {"gpus_per_node": 4, "nodes": 2}]
+    assert read_fabric(fabric(tmp_path, "mixed.json", logs=mixed)).gpus_per_node == 0
+    for bad in ([8], 2.5, True, 1e300, "8", 0, -8):
+        logs = [{"gpus_per_node": 8, "nodes": 2}, {"gpus_per_node": bad, "nodes": 2}]
+        with pytest.raises(
+            InputError, match=r"odd\.json: logs\[1\]\.gpus_per_node .* must be an integer from 1"
+        ):
+            read_fabric(fabric(tmp_path, "odd.json", logs=logs))
     one_host = [{"gpus_per_node": 4, "nodes": 1}, {"gpus_per_node": 8, "nodes": 2}]
     assert read_fabric(fabric(tmp_path, "two.json", logs=one_host)).gpus_per_node == 8
     # --nics-per-node given beside a list of hosts: nothing to build (a file builds NICs alone), in both families
@@ -229,6 +237,31 @@ def test_a_file_of_other_hosts_sets_its_hosts_gpus_where_not_given(tmp_path):
     eight = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=four, gpus_per_node=8)
     assert eight.values["gpus_per_node"].tolist() == [8] and eight.values["nics_per_node"].tolist() == [8]
     assert "gpus_per_node" not in read_fabric(fabric(tmp_path, "none.json")).settings()
+
+
+def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_path, monkeypatch):
+    # Two hunts: an H100 file priced a transformer on the default V100 (a preset's GPU is taken), and compare
+    # swept its own 8 GPUs and four rates beside a file recording its hosts (a preset's are taken).
+    from netsweep_jax.sweep.analysis.compare import _defaults
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    logs = [{"file": "ar.log", "gpus_per_node": 4, "nodes": 2, "rows": 28}]
+    path = fabric(tmp_path, logs=logs, **{"hardware.preset": "b200", "hardware.nics_per_node": 4})
+    b200 = read_fabric(path)
+    assert (
+        b200.gpu == "b200" and read_fabric(fabric(tmp_path, "no.json", **{"hardware.preset": None})).gpu == ""
+    )
+    assert make_grid("gpt2-xl", fabric=b200, nodes=2).profiles[0].model.startswith("gpt2-xl@b200-")
+    assert (
+        make_grid("gpt2-xl", fabric=b200, nodes=2, gpu="h100").profiles[0].model.startswith("gpt2-xl@h100-")
+    )
+    monkeypatch.chdir(tmp_path)
+    r = invoke("grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "4", "--fabric", path,
+               "--out", "g.h5", "-q")  # fmt: skip
+    assert r.exit_code == 0 and r.stderr.startswith("assumed: b200"), r.output
+    assert _defaults(b200, None, None, None) == (None, None, None)  # the file's hosts, NCCL's collective
+    unrecorded = read_fabric(fabric(tmp_path, "bare.json", hardware=None))
+    assert _defaults(unrecorded, None, None, None)[:2] != (None, None)
 
 
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):

@@ -48,7 +48,6 @@ from netsweep_jax.sweep.io.paths import (
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.compute import GPUS as GPU_PRESETS
 from netsweep_jax.sweep.model.compute import volta
-from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
@@ -226,13 +225,14 @@ def _defaults(
     fabric: Any, bandwidth: Any, gpus_per_node: Any, collective: str | None
 ) -> tuple[Any, Any, str | None]:
     """Compare's own defaults for what is not given (None: :data:`BANDWIDTHS`, :data:`GPUS_PER_NODE`,
-    :data:`COLLECTIVE`), but what the fabric sets: a preset its NIC rate and GPUs a node, any fabric (a fabric
-    file's constants too) NCCL's own collective."""
+    :data:`COLLECTIVE`), but what the fabric sets: a preset, or a file where it records its hosts, their NIC
+    rate and GPUs a node (a file's were compare's 8 GPUs and four rates: a hunt), any fabric NCCL's own
+    collective."""
     choice = fabric_choice(fabric)
-    preset = isinstance(choice, FabricPreset)
+    sets = choice.settings() if choice is not None else {}  # a preset's hosts, or those a file records
     return (
-        BANDWIDTHS if bandwidth is None and not preset else bandwidth,
-        GPUS_PER_NODE if gpus_per_node is None and not preset else gpus_per_node,
+        BANDWIDTHS if bandwidth is None and "bandwidth" not in sets else bandwidth,
+        GPUS_PER_NODE if gpus_per_node is None and "gpus_per_node" not in sets else gpus_per_node,
         COLLECTIVE if collective is None and choice is None else collective,
     )
 

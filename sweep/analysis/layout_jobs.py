@@ -244,7 +244,7 @@ def one_fabric(name: str) -> Any:
         )
     if len(fabric_values(name)) > 1:  # a list: one plan each, which only the command sweep plan makes
         raise InputError(
-            f"{name}: give one fabric here (a layout cube holds one); the command sweep plan plans each "
+            f"{name}: give one fabric here (a sweep evaluates one fabric); the command sweep plan plans each "
             "value of a list",
             param="fabric",
         )

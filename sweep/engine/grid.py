@@ -430,16 +430,17 @@ def _fabric_settings(
         if name in cluster and given.get(name) is None:
             o[name] = cluster[name]
             said.append(f"{flag} {cluster[name]:g} ({whose_nics if name == 'nics_per_node' else whose})")
-    if preset:
-        o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
+    o["gpu"] = fabric_gpu(choice, model, given.get("gpu"))
     return said
 
 
 def fabric_gpu(choice: Any, model: Any, gpu: Any) -> Any:
-    """The transformer workload's GPU: ``gpu`` where given, else a fabric preset's (``choice``) where ``model``
-    names a transformer (the assumed line's ``model on GPU`` and the fabric's phrase say it), else None."""
-    if gpu is None and isinstance(choice, FabricPreset) and choice.gpu and takes_workload(model):
-        return choice.gpu
+    """The transformer workload's GPU: ``gpu`` where given, else a fabric preset's hosts' or the GPU preset a fabric
+    file's logs ran on (``choice``) where ``model`` names a transformer (the assumed line's ``model on GPU`` and
+    the fabric's phrase say it), else None."""
+    own = choice.gpu if isinstance(choice, (FabricPreset, FabricConstants)) else ""
+    if gpu is None and own and takes_workload(model):
+        return own
     return gpu
 
 
@@ -623,10 +624,14 @@ def _fabric_said(
     (``said``) and the fabric."""
     if not uses_nccl(collectives):
         return ()
-    file = fabric is not None and not fabric.preset
-    constants = "the fabric file's constants" if file else "the fabric constants validate --nccl fitted"
+    if fabric is None:
+        constants = "the fabric constants validate --nccl fitted (results/validation-nccl)"
+    elif fabric.preset:  # the shipped fit's, with what the preset adds (EFA's plugin latency: a hunt)
+        constants = f"the preset's constants ({fabric.constants.describe()})"
+    else:
+        constants = "the fabric file's constants"
     return (
-        NCCL_SAID.format(constants + ("" if file else " (results/validation-nccl)")),
+        NCCL_SAID.format(constants),
         *said,
         fabric.describe if fabric is not None else "",
     )

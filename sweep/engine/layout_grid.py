@@ -184,7 +184,7 @@ class LayoutGrid:
         if len(self.oversubscription) != 1:
             shown = ",".join(f"{v:g}" for v in self.oversubscription)
             raise InputError(
-                f"{shown}: give one value here (a layout cube has HDF5's 32 dims already); the command sweep plan "
+                f"{shown}: give one value here (a sweep evaluates one spine); the command sweep plan "
                 "plans each value of a list",
                 param="oversubscription",
             )

@@ -153,24 +153,32 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
             raise InputError(f"{path}: {key} {_shown(v)} must be {rule}")
         values[name] = number
     hardware = hardware_fields(document.get("hardware"), path)
-    hosts = _hosts(document)
+    hosts = _hosts(document, path)
     if "nics_per_node" in hardware and hosts is not None:
         hardware["gpus_per_node"] = hosts
     return FabricConstants(**values, source=str(path), **hardware)
 
 
-def _hosts(document: dict) -> float | None:
+def _hosts(document: dict, path: Path | str = "") -> float | None:
     """The GPUs a host of the hosts whose NICs a file records: its logs' ``gpus_per_node``, those across hosts
-    (a one-host log's GPUs used no NIC; every log where none spans hosts), where they agree on one whole count
-    a host can have, which a sweep not given ``--gpus-per-node`` takes; else None (the NICs then apply to a sweep's
-    hosts as recorded)."""
+    (a one-host log's GPUs used no NIC; every log where none spans hosts), where they agree on one count, which a
+    sweep not given ``--gpus-per-node`` takes; else None (logs of hosts of several sizes, or none: the NICs then
+    apply to a sweep's hosts as recorded). A log's count that is not a whole number of GPUs a host can have is
+    refused, naming the file and the key: it sets the sweep's hosts (2.5, "8" or 0 were read as no count, and
+    the file's NICs went to the default host)."""
     logs = document.get("logs")
     logs = [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
-    across = [log for log in logs if (real_scalar(log.get("nodes")) or 0) > 1] or logs
-    counts = {real_scalar(log.get("gpus_per_node")) for log in across}
-    count = next(iter(counts)) if len(counts) == 1 else None
     spec = NUMERIC_AXES["gpus_per_node"]
-    return count if count is not None and spec.allows(count) and count == int(count) else None
+    for i, log in enumerate(logs):
+        if "gpus_per_node" not in log:
+            continue
+        v = log["gpus_per_node"]
+        number = real_scalar(v)
+        if number is None or not spec.allows(number) or number != int(number):
+            raise InputError(f"{path}: logs[{i}].gpus_per_node {_shown(v)} {spec.rule()}")
+    across = [log for log in logs if (real_scalar(log.get("nodes")) or 0) > 1] or logs
+    counts = {real_scalar(log["gpus_per_node"]) for log in across if "gpus_per_node" in log}
+    return next(iter(counts)) if len(counts) == 1 else None
 
 
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
@@ -194,6 +202,8 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
         preset = preset.lower()
     gpu = preset or hardware.get("gpu")
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
+    if preset:  # a GPU preset: the sweep's GPU where none is given, as a fabric preset's hosts' is
+        out["gpu"] = preset
     if hardware.get("nics_per_node") is None or hardware.get("nic_gbps") is None:
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):

@@ -17,8 +17,10 @@ class FabricConstants:
     ``fitted_on``: the GPU a fabric file's logs ran on, as it records it ("" where it records none), and
     ``nics_per_node``, ``nic_gbps`` its hosts' NICs (0: not recorded), which a sweep not given its NICs takes as
     a preset's, and ``gpus_per_node`` the GPUs of those hosts (0: not recorded), from which a host of other
-    GPUs has its own NICs (:meth:`host_for`). The last three constants default to the model without them (a
-    fabric file of version 1)."""
+    GPUs has its own NICs (:meth:`host_for`); ``gpu`` the GPU preset its logs ran on where the file names one
+    ("" where not), a sweep's GPU where none is given, as a preset's hosts' is (an H100 file priced a transformer
+    on the default V100: a hunt). The last three constants default to the model without them (a fabric file of
+    version 1)."""
 
     eta_net: float
     eta_nvl: float
@@ -31,6 +33,7 @@ class FabricConstants:
     nics_per_node: float = 0.0
     nic_gbps: float = 0.0
     gpus_per_node: float = 0.0
+    gpu: str = ""
 
     def settings(self) -> dict[str, float]:
         """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the hosts

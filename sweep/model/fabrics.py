@@ -540,7 +540,7 @@ def oversubscriptions(given: object, preset: FabricPreset | None) -> tuple[float
     if preset is None:
         raise InputError(
             f"{shown}: needs a --fabric preset with a spine (its hosts a leaf say which groups cross the "
-            f"spine): {', '.join(name for name, p in FABRICS.items() if not p.rail_only)}",
+            f"spine; a fabric file records no leaf): {', '.join(name for name, p in FABRICS.items() if not p.rail_only)}",
             param="oversubscription",
         )
     if preset.rail_only:  # nothing would read it
