@@ -289,7 +289,8 @@ def test_every_help_fits_80_columns_uncut_and_lists_every_choice(monkeypatch):
         ]
         texts += [sub.help.split("\n\n")[0] for sub in getattr(command, "commands", {}).values()]
         for text in texts:
-            assert " ".join(text.replace("\\[", "[").split()) in flat, (path, text)  # shown in full
+            # shown in full (click's \b marker, which keeps a paragraph's lines, is not printed)
+            assert " ".join(text.replace("\\[", "[").replace("\b", "").split()) in flat, (path, text)
         for p in command.params:
             names = choices(" ".join(path), p.opts[0])
             named = [c for c in names if re.search(rf"(?<![\w-]){re.escape(c)}(?![\w-])", p.help or "")]

@@ -395,9 +395,17 @@ def need(
 ):
     """Where a target scaling factor is reached: the smallest bandwidth, utilization or ratio, or the largest latency, overhead, slowdown or jitter. For a large model, the fabric at which the network costs a layout at most a share of its step.
 
-    Example: sweep need --model resnet50 --target 0.99 --solve ratio --bw 1,10,25,40,100 --nodes 2,4,8
+    Example:
 
-    Example: sweep need --model llama3-70b --gpus 1024 --global-batch 1024 --tp 8 --pp 4 --network-share 10
+    \b
+    sweep need --model resnet50 --target 0.99 --solve ratio \\
+        --bw 1,10,25,40,100 --nodes 2,4,8
+
+    Example:
+
+    \b
+    sweep need --model llama3-70b --gpus 1024 --global-batch 1024 \\
+        --tp 8 --pp 4 --network-share 10
     """
     from netsweep_jax.sweep.analysis import layout_jobs
 

@@ -208,7 +208,11 @@ def plot(
 ):
     """Line plots and heatmaps from a cube, labelled with its units.
 
-    Example: sweep plot r.h5 --x bandwidth --y scaling_factor --hue nodes --sel ratio=1 --out fig.png
+    Example:
+
+    \b
+    sweep plot r.h5 --x bandwidth --y scaling_factor --hue nodes \\
+        --sel ratio=1 --out fig.png
     """
     from netsweep_jax.sweep.analysis.plot import plot_cube
 

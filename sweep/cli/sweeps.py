@@ -292,7 +292,11 @@ def plan(
 
     Layout options you do not give are searched: tp 1,2,4,8; pp in powers of two; cp 1,2,4; ep for MoE models; micro-batch 1,2,4,8; 1f1b and interleaved:2; recompute none, selective and full; ZeRO 0, 1 and 3.
 
-    Example: sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 --bw 100,200,400 --nics-per-node 1,8
+    Example:
+
+    \b
+    sweep plan --model llama3-70b --gpus 1024 --global-batch 1024 \\
+        --bw 100,200,400 --nics-per-node 1,8
     """
 
     from netsweep_jax.sweep.analysis.layout_jobs import fabric_label, fabric_values, layout_grid_from
