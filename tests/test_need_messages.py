@@ -73,3 +73,13 @@ def test_a_target_is_said_to_every_digit_given():
     # 0.9999999 was said as "scaling factor 1"
     r = invoke(*NEED, "--target", "0.9999999")
     assert r.exit_code == 0 and "reaching scaling factor 0.9999999:" in r.stdout, r.output
+
+
+def test_need_says_the_spine_its_answer_is_for():
+    # --oversubscription is one value a sweep, not a dim: the table said nothing of an 8:1 spine (a hunt).
+    r = invoke(
+        "need", "--model", "resnet50", "--solve", "bandwidth", "--target", "0.99", "--nodes", "8",
+        "--fabric", "ethernet-clos", "--oversubscription", "8",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].endswith("at utilization 1) on ethernet-clos's spine at 8:1:"), r.stdout

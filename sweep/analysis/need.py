@@ -358,6 +358,13 @@ def _utilization(ds: xr.Dataset) -> str:
     return f"utilization {float(values[0]):g}" if len(values) == 1 else "the row's utilization"
 
 
+def _spine(ds: xr.Dataset) -> str:
+    """`` on ethernet-clos's spine at 8:1``: a fabric's spine held at another oversubscription than 1:1, which the
+    answer is for (a per-sweep setting, not a dim: the table's columns could not say it; a hunt)."""
+    over = float(ds.attrs.get("oversubscription", 1.0))
+    return f" on {ds.attrs.get('fabric', 'the fabric')}'s spine at {over:g}:1" if over != 1.0 else ""
+
+
 # Always a column of need's table (where not the axis solved for): what the answer depends on most.
 SHOWN = ("nodes", "bandwidth")
 
@@ -378,5 +385,5 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     head = f"{limit} {axis} reaching scaling factor {show(ds.attrs['target_scaling_factor'])}"
     if axis == "bandwidth":
         head += f" (the link rate per NIC{_nics(ds)}, at {_utilization(ds)})"
-    head += ":"
+    head += _spine(ds) + ":"
     return head + "\n" + df[varying + ["answer"]].to_string(index=False)
