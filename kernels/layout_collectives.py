@@ -56,9 +56,10 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     groups send out of it:
 
       - a ring or a tree (:func:`ring_load`) leaves the leaf at its ends only, once a channel: each of the
-        leaf's min(s, L G) groups crosses its edge by the c = min(16, K_g D_g) NICs its channels use in one
-        NCCL node (:func:`channel_nics`: its whole NICs a host K_g = floor(K q / G), or K q / G under one, on
-        each of the node's D_g hosts, at most NCCL's 16 channel NICs), so f = min(1, min(s, L G) c / (L K))
+        leaf's min(s, L G) groups crosses its edge by the c NICs' worth its channels use in one NCCL node
+        (:func:`channel_nics`: c = min(16, K_g D_g), its whole NICs a host K_g = floor(K q / G) on each of the
+        node's D_g hosts, at most NCCL's 16 channel NICs; under one NIC a host, c = min(16, D_g) K q / G: one
+        channel a host at that share), so f = min(1, min(s, L G) c / (L K))
         (s the stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the
         bytes: priced as a ring). A DP ring at stride 1 or 8 on a SuperPOD's 32-host leaves slows only from
         o > 32, one across GB200 NVL72 racks (144 trays a leaf, 16 channel NICs a rack) from o > 36.

@@ -460,7 +460,7 @@ def compare(
     Args:
       model: as :func:`evaluate` (default: resnet50, vgg16, bert-large, gpt2-xl).
       bandwidth: Gbit/s, a number, sequence or value-syntax string (None: 10, 25, 100 and 400, or a fabric
-        preset's NIC rate).
+        preset's NIC rate, or the one a fabric file records).
       utilization: today's, one number in [1e-4, 1).
       compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
       nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
@@ -473,7 +473,8 @@ def compare(
       force: replace those files where they exist (never through a link); without it they are refused.
       fabric: as :func:`evaluate`'s (``sweep compare --fabric``): a fabric preset's name (its GPUs and NICs a node,
         NIC rate and GPU where those are not given) or a fabric file's constants
-        (:func:`sweep.io.fabric_file.read_fabric`); either implies NCCL's collective where none is given.
+        (:func:`sweep.io.fabric_file.read_fabric`; its logs' hosts and GPU where it records them, as a preset's);
+        either implies NCCL's collective where none is given.
       **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
 
     Returns:

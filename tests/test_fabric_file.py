@@ -242,7 +242,7 @@ def test_a_file_of_other_hosts_sets_its_hosts_gpus_where_not_given(tmp_path):
 def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_path, monkeypatch):
     # Two hunts: an H100 file priced a transformer on the default V100 (a preset's GPU is taken), and compare
     # swept its own 8 GPUs and four rates beside a file recording its hosts (a preset's are taken).
-    from netsweep_jax.sweep.analysis.compare import _defaults
+    from netsweep_jax.sweep.analysis.compare import BANDWIDTHS, GPUS_PER_NODE, _defaults
     from netsweep_jax.sweep.engine.grid import make_grid
 
     logs = [{"file": "ar.log", "gpus_per_node": 4, "nodes": 2, "rows": 28}]
@@ -261,7 +261,7 @@ def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_pat
     assert r.exit_code == 0 and r.stderr.startswith("assumed: b200"), r.output
     assert _defaults(b200, None, None, None) == (None, None, None)  # the file's hosts, NCCL's collective
     unrecorded = read_fabric(fabric(tmp_path, "bare.json", hardware=None))
-    assert _defaults(unrecorded, None, None, None)[:2] != (None, None)
+    assert _defaults(unrecorded, None, None, None)[:2] == (BANDWIDTHS, GPUS_PER_NODE)
 
 
 def test_fabric_is_refused_where_nothing_would_read_it(tmp_path):

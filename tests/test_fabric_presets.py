@@ -555,3 +555,18 @@ def test_a_presets_network_plugin_latency_is_added_as_validate_adds_it():
     for name, preset in FABRICS.items():  # InfiniBand, RoCE and TCPXO: NCCL's own transports report 0
         if name != "aws-p5":
             assert preset.constants.latency_us == SHIPPED.latency_us, name
+
+
+def test_nodes_count_the_fabrics_hosts(tmp_path):
+    # A review: --nodes 4 on gb200-nvl72 was 32 GPUs (the default H100's 8 a node) on 8 of its 4-GPU trays. A
+    # fabric's hosts count the GPUs where --gpus-per-node is not given: a preset's, a file's as recorded, else
+    # its GPU's; --gpu or --gpus-per-node given count as given.
+    from netsweep_jax.sweep.analysis.layout_jobs import gpus_from_nodes
+
+    unset = {"gpus": None, "dp": None, "gpus_per_node": None}
+    nvl72 = FABRICS["gb200-nvl72"]
+    assert (
+        gpus_from_nodes("4", unset, None, nvl72) == "16" and gpus_from_nodes("4", unset, None, None) == "32"
+    )
+    assert gpus_from_nodes("4", unset, "h100", nvl72) == "32"
+    assert gpus_from_nodes("4", {**unset, "gpus_per_node": "2"}, None, nvl72) == "8"

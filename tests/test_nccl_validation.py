@@ -337,3 +337,4 @@ def test_the_gb200_racks_file_is_read_and_every_row_is_priced_as_racks():
         fabric = fabric_of(r.gpu, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.stated)
         assert isinstance(fabric, Fabric) and fabric.domain == 18 and fabric.arch == 3, r.id
     assert sorted({r.nodes for r in rows}) == [18, 36, 360]
+    assert not any(r.id.startswith(V.TRAIN) for r in rows)  # no fit source's prefix: held out

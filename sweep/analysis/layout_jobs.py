@@ -141,8 +141,11 @@ def layout_grid_from(
     }
     for name in SHARED_AXES:
         kwargs[name] = settings.get(name) if name in given else None
+    # one option, one meaning: the fabric, a preset's name or a file (read before --nodes: its hosts count them)
+    fabric = one_fabric(str(settings["fabric"])) if settings.get("fabric") is not None else None
     if settings.get("nodes") is not None and "nodes" in given:
-        kwargs["gpus"] = gpus_from_nodes(settings["nodes"], kwargs, settings.get("gpu"))
+        chosen = settings.get("gpu") if "gpu" in given else None
+        kwargs["gpus"] = gpus_from_nodes(settings["nodes"], kwargs, chosen, fabric)
     if search and settings.get("dp") is not None and kwargs.get("gpus") is None:
         # The GPU count is tp x pp x cp x dp: with dp fixed each layout searched is another cluster, and the
         # best tokens/s the largest one (16,384 GPUs at an MFU of 0.11 for --dp 16).
@@ -157,9 +160,9 @@ def layout_grid_from(
         return default if value is None else value
 
     gpu = DEFAULT_GPU  # --gpu's default, or the fabric preset's GPU
-    if settings.get("fabric") is not None:  # one option, one meaning: the fabric, a preset's name or a file
-        kwargs["fabric"] = one_fabric(str(settings["fabric"]))
-        gpu = getattr(kwargs["fabric"], "gpu", "") or gpu
+    if fabric is not None:
+        kwargs["fabric"] = fabric
+        gpu = getattr(fabric, "gpu", "") or gpu
         if "gpu" in given and settings.get("gpu") is not None:
             refuse_other_hosts(kwargs["fabric"], str(settings["gpu"]))
     kwargs["oversubscription"] = settings.get("oversubscription")
@@ -340,8 +343,10 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
     return ",".join(schedule_name(v) for v in whole)
 
 
-def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> str:
-    """--nodes x GPUs per node (--gpus-per-node, else the GPU preset's system) as --gpus values."""
+def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None, fabric: Any = None) -> str:
+    """--nodes x GPUs per node (--gpus-per-node, else a ``fabric``'s hosts where --gpu is not given: a preset's,
+    or those a file records, else the GPU preset's system: --gpu's, the fabric's GPU's, the default's) as --gpus
+    values. Four nodes of a GB200 NVL72 were 32 GPUs on 8 trays (the default H100's 8 a node: a review)."""
     from netsweep_jax.sweep.core.values import parse_values
     from netsweep_jax.sweep.model.compute import GPUS
 
@@ -360,8 +365,9 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None) -> s
             )
         count = per_node[0]
     else:
-        first = str(gpu or DEFAULT_GPU).split(",")[0].strip().lower()
-        count = GPUS[first].gpus_per_node if first in GPUS else 8
+        own = fabric.settings().get("gpus_per_node") if fabric is not None and gpu is None else None
+        first = str(gpu or getattr(fabric, "gpu", "") or DEFAULT_GPU).split(",")[0].strip().lower()
+        count = own or (GPUS[first].gpus_per_node if first in GPUS else 8)
     return ",".join(str(int(n * count)) for n in counts)
 
 

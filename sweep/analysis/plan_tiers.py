@@ -4,13 +4,14 @@ and the fabric preset it names)."""
 
 import xarray as xr
 
+from netsweep_jax.kernels import nccl
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
 
 # The collective each kind's groups run, as the layout kernel prices it (kernels.nccl's index; -1: an all-reduce's
 # rings and trees): CP's ring attention and PP's hand-offs send, EP exchanges, TP and DP reduce and gather.
-COLLECTIVES = {"TP": -1, "CP": 4, "EP": 3, "DP": -1, "PP": 4}
+COLLECTIVES = {"TP": -1, "CP": nccl.SENDRECV, "EP": nccl.ALLTOALL, "DP": -1, "PP": nccl.SENDRECV}
 
 
 def tier_lines(ds: xr.Dataset) -> list[str]:

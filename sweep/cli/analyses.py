@@ -275,7 +275,11 @@ def compare(
 ):
     """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
 
-    Example: sweep compare --model resnet50,gpt2-xl --bw 10,100 --out results/compare
+    Example:
+
+    \b
+    sweep compare --model resnet50,gpt2-xl --bw 10,100 \\
+        --out results/compare
     """
     from netsweep_jax.sweep.analysis import compare as comparison
     from netsweep_jax.sweep.core.values import parse_values

@@ -281,7 +281,8 @@ CompareFabric = Annotated[
         "--fabric",
         metavar="NAME|FILE",
         help="NCCL's collectives on a fabric: a preset (sweep/model/fabrics.py; sets GPUs and NICs per node, "
-        "NIC rate, GPU and --collective nccl you do not give) or a fabric file (sweep calibrate --nccl-tests).",
+        "NIC rate, GPU and --collective nccl you do not give) or a fabric file (sweep calibrate --nccl-tests; "
+        "sets its logs' hosts and GPU where it records them).",
     ),
 ]
 

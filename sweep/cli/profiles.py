@@ -71,7 +71,11 @@ def profile_measure(
 ):
     """Measure a profile from a real PyTorch run (needs the torch extra: pip install -e '.\\[torch]').
 
-    Example: sweep profile measure torchvision:resnet50 --batch 32 --out resnet50.json
+    Example:
+
+    \b
+    sweep profile measure torchvision:resnet50 --batch 32 \\
+        --out resnet50.json
     """
     from netsweep_jax.sweep.io.measure import measure
     from netsweep_jax.sweep.io.paths import check_new_file

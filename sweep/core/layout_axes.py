@@ -337,7 +337,7 @@ TEXT_OPTIONS: dict[str, TextOption] = {
         "The fabric (implies --collective nccl; refused with a flat one: ring, tree, ring-or-tree): a preset ({fabrics}: sweep/model/fabrics.py; sets GPUs and NICs per node, NIC rate, NVLink "
         "domain and GPU you do not give, and the hosts a leaf) or a fabric file (sweep calibrate "
         "--nccl-tests) whose constants (transport efficiencies, network latency, fixed cost, pipeline fill) "
-        "replace the shipped fit's. sweep plan takes a list (dgx-h100-superpod,aws-p5) and plans each.",
+        "replace the shipped fit's, and whose logs' hosts and GPU it sets where it records them. sweep plan takes a list (dgx-h100-superpod,aws-p5) and plans each.",
         metavar="NAME|FILE",
     ),
     "oversubscription": TextOption(

@@ -453,7 +453,8 @@ def _sweep_fabric(
     """The sweep's :class:`~sweep.model.fabrics.SweepFabric` (None without ``fabric``); refused where no
     collective would read it, with ``oversubscription`` alone, or a preset built of another GPU than a
     profile's (its NVLink, NICs and NCCL's tables would be a mix of two systems)."""
-    spines = oversubscriptions(oversubscription, choice if isinstance(choice, FabricPreset) else None)
+    preset = choice if isinstance(choice, FabricPreset) else None
+    spines = oversubscriptions(oversubscription, preset, file=isinstance(choice, FabricConstants))
     if len(spines) != 1:  # a cube holds one (sweep plan plans each value of a large model's list)
         raise InputError(f"{oversubscription}: give one value", param="oversubscription")
     if choice is None:

@@ -523,10 +523,10 @@ class SweepFabric:
         }
 
 
-def oversubscriptions(given: object, preset: FabricPreset | None) -> tuple[float, ...]:
+def oversubscriptions(given: object, preset: FabricPreset | None, file: bool = False) -> tuple[float, ...]:
     """The spine's oversubscription values (``--oversubscription``, both families): ``given`` (value syntax;
-    refused without a fabric preset, whose hosts a leaf say which groups cross the spine, and on rail-only
-    wiring, which has no spine), else the preset's as built, else 1."""
+    refused without a fabric preset, whose hosts a leaf say which groups cross the spine, said so where the
+    fabric is a ``file``, and on rail-only wiring, which has no spine), else the preset's as built, else 1."""
     from netsweep_jax.sweep.core.axes import OVERSUBSCRIPTION, show
     from netsweep_jax.sweep.core.values import flat_values, parse_values  # numpy: not at --help's import
 
@@ -538,9 +538,11 @@ def oversubscriptions(given: object, preset: FabricPreset | None) -> tuple[float
         else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
     )
     if preset is None:
+        spines = ", ".join(name for name, p in FABRICS.items() if not p.rail_only)
+        why = "; a fabric file records no leaf" if file else ""
         raise InputError(
             f"{shown}: needs a --fabric preset with a spine (its hosts a leaf say which groups cross the "
-            f"spine; a fabric file records no leaf): {', '.join(name for name, p in FABRICS.items() if not p.rail_only)}",
+            f"spine{why}): {spines}",
             param="oversubscription",
         )
     if preset.rail_only:  # nothing would read it
