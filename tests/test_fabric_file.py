@@ -239,7 +239,7 @@ def test_a_file_of_other_hosts_sets_its_hosts_gpus_where_not_given(tmp_path):
     assert "gpus_per_node" not in read_fabric(fabric(tmp_path, "none.json")).settings()
 
 
-def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_path, monkeypatch):
+def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_path):
     # Two hunts: an H100 file priced a transformer on the default V100 (a preset's GPU is taken), and compare
     # swept its own 8 GPUs and four rates beside a file recording its hosts (a preset's are taken).
     from netsweep_jax.sweep.analysis.compare import BANDWIDTHS, GPUS_PER_NODE, _defaults
@@ -255,10 +255,12 @@ def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_pat
     assert (
         make_grid("gpt2-xl", fabric=b200, nodes=2, gpu="h100").profiles[0].model.startswith("gpt2-xl@h100-")
     )
-    monkeypatch.chdir(tmp_path)
-    r = invoke("grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--tp", "4", "--fabric", path,
-               "--out", "g.h5", "-q")  # fmt: skip
-    assert r.exit_code == 0 and r.stderr.startswith("assumed: b200"), r.output
+    # the layout family's command reads it into its grid (built, not run: no compile)
+    from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
+
+    settings = {"model": "llama3-8b", "gpus": "8", "global_batch": "8", "tp": "4", "fabric": str(path)}
+    grid = layout_grid_from(settings, set(settings))
+    assert list(grid.names["gpu"]) == ["b200"] and grid.assumed[0].startswith("b200"), grid.assumed[0]
     assert _defaults(b200, None, None, None) == (None, None, None)  # the file's hosts, NCCL's collective
     unrecorded = read_fabric(fabric(tmp_path, "bare.json", hardware=None))
     assert _defaults(unrecorded, None, None, None)[:2] == (BANDWIDTHS, GPUS_PER_NODE)
