@@ -559,8 +559,8 @@ def test_a_presets_network_plugin_latency_is_added_as_validate_adds_it():
 
 def test_nodes_count_the_fabrics_hosts(tmp_path):
     # A review: --nodes 4 on gb200-nvl72 was 32 GPUs (the default H100's 8 a node) on 8 of its 4-GPU trays. A
-    # fabric's hosts count the GPUs where --gpus-per-node is not given: a preset's, a file's as recorded, else
-    # its GPU's; --gpu or --gpus-per-node given count as given.
+    # fabric's hosts count the GPUs where --gpus-per-node is not given, as the grid takes them (a preset's, a
+    # file's as recorded), whatever --gpu; without a fabric, --gpu's system; --gpus-per-node given counts.
     from netsweep_jax.sweep.analysis.layout_jobs import gpus_from_nodes
 
     unset = {"gpus": None, "dp": None, "gpus_per_node": None}
@@ -568,5 +568,8 @@ def test_nodes_count_the_fabrics_hosts(tmp_path):
     assert (
         gpus_from_nodes("4", unset, None, nvl72) == "16" and gpus_from_nodes("4", unset, None, None) == "32"
     )
-    assert gpus_from_nodes("4", unset, "h100", nvl72) == "32"
+    assert (
+        gpus_from_nodes("4", unset, "h100", nvl72) == "16"
+        and gpus_from_nodes("4", unset, "gb200", None) == "16"
+    )
     assert gpus_from_nodes("4", {**unset, "gpus_per_node": "2"}, None, nvl72) == "8"

@@ -344,9 +344,9 @@ def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:
 
 
 def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None, fabric: Any = None) -> str:
-    """--nodes x GPUs per node (--gpus-per-node, else a ``fabric``'s hosts where --gpu is not given: a preset's,
-    or those a file records, else the GPU preset's system: --gpu's, the fabric's GPU's, the default's) as --gpus
-    values. Four nodes of a GB200 NVL72 were 32 GPUs on 8 trays (the default H100's 8 a node: a review)."""
+    """--nodes x GPUs per node (--gpus-per-node, else a ``fabric``'s hosts: a preset's, or those a file records,
+    as the grid takes them (:func:`~sweep.engine.layout_options.make_layout_grid`), else the GPU preset's system:
+    --gpu's, the fabric's GPU's, the default's) as --gpus values. Four nodes of a GB200 NVL72 were 32 GPUs on 8 trays (the default H100's 8 a node: a review)."""
     from netsweep_jax.sweep.core.values import parse_values
     from netsweep_jax.sweep.model.compute import GPUS
 
@@ -365,7 +365,7 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None, fabr
             )
         count = per_node[0]
     else:
-        own = fabric.settings().get("gpus_per_node") if fabric is not None and gpu is None else None
+        own = fabric.settings().get("gpus_per_node") if fabric is not None else None  # as _network fills it
         first = str(gpu or getattr(fabric, "gpu", "") or DEFAULT_GPU).split(",")[0].strip().lower()
         count = own or (GPUS[first].gpus_per_node if first in GPUS else 8)
     return ",".join(str(int(n * count)) for n in counts)
