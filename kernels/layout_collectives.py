@@ -118,7 +118,7 @@ float64: XLA orders a few operations differently).
 import contextvars
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -155,22 +155,17 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
     off-rail bytes over NVLink); groups of one are priced as two (their time is then discarded) so that every
     value stays finite."""
-    n = jnp.maximum(size, 2.0)
-    per = jnp.maximum(stride, 1.0)
-    on_host = jnp.clip(lay.gpus_per_node / per, 1.0, n)
-    in_domain = jnp.clip(lay.nvlink_domain / per, 1.0, n)
+    n, on_host, share, domain = placed(size, stride, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain)
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
     # its rate, so that the host's groups share it as they do on the flat rings. Above one, whole NICs: 33 NICs
     # over 8 groups give some 5 and some 4, and the slowest paces the collective (4.125 NICs gave NCCL's
     # channel rules a fraction, and 33 NICs a slower step than 32: a hunt).
-    share = lay.nics_per_node * on_host / lay.gpus_per_node
     whole = jnp.maximum(jnp.floor(share + 1e-6), 1.0)  # + 1e-6: a whole share computed a rounding below
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
     hosts = n / on_host
-    domain = jnp.maximum(in_domain / on_host, 1.0)
     nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
     if coll == nccl.ALLTOALL:
         # Rail-only: every byte bound for another rail (a position of the NVLink domain other than the
@@ -190,6 +185,28 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
         collnet=lay.sharp > 0,
     )
+
+
+class Placed(NamedTuple):
+    """A group of n GPUs ``stride`` ranks apart as placed on hosts of G GPUs and K NICs in NVLink domains of Q
+    GPUs (module docstring): n (at least 2: a group of one is priced as two, its time then discarded), its GPUs
+    a host q = clip(G / stride, 1, n), its share of a host's NICs K q / G, and its hosts an NVLink domain
+    D = max(1, clip(Q / stride, 1, n) / q). What :func:`group_fabric` and :func:`spine_load` read."""
+
+    size: Value
+    on_host: Value
+    nic_share: Value
+    hosts_a_domain: Value
+
+
+def placed(
+    size: Value, stride: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value
+) -> Placed:
+    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart."""
+    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
+    on_host = jnp.clip(gpus_per_node / per, 1.0, n)
+    hosts_a_domain = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n) / on_host, 1.0)
+    return Placed(n, on_host, nics_per_node * on_host / gpus_per_node, hosts_a_domain)
 
 
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
@@ -221,18 +238,17 @@ def spine_load(
     or tree's :func:`ring_load`, a send/recv's min(1, s / (L G)) (the leaf's last s ranks, each by its own NICs),
     an all-to-all's :func:`exchange_load`. 1 / f is the oversubscription from which the spine slows it (``sweep
     plan``'s tier lines say it)."""
-    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
-    on_host = jnp.clip(gpus_per_node / per, 1.0, n)
+    per = jnp.maximum(stride, 1.0)
+    n, on_host, share, domain = placed(size, stride, gpus_per_node, nics_per_node, nvlink_domain)
     leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
-    if coll == nccl.ALLTOALL:
-        per_node = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n), on_host)  # as group_fabric's p
-        return exchange_load(n, per, per_node, leaf_gpus)
+    if coll == nccl.ALLTOALL:  # p: the group's GPUs a NCCL node, as group_fabric's
+        return exchange_load(n, per, on_host * domain, leaf_gpus)
     if coll == nccl.SENDRECV:
         return jnp.minimum(per / leaf_gpus, 1.0)
-    share = nics_per_node * on_host / gpus_per_node  # the group's NICs a host (group_fabric's)
-    whole = jnp.where(share >= 1.0, jnp.floor(share + 1e-6), share)
-    hosts_a_node = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n) / on_host, 1.0)
-    return ring_load(per, channel_nics(whole, hosts_a_node), leaf_hosts, nics_per_node, gpus_per_node)
+    whole = jnp.where(
+        share >= 1.0, jnp.floor(share + 1e-6), share
+    )  # under one: its share, one channel a host
+    return ring_load(per, channel_nics(whole, domain), leaf_hosts, nics_per_node, gpus_per_node)
 
 
 def channel_nics(nics: Value, hosts_a_node: Value) -> Value:
@@ -271,8 +287,7 @@ def spine_divisor(
     oversubscription: Value, rail_only: Value,
 ) -> Value:  # fmt: skip
     """The divisor of eta_net (what crosses nodes) of a group whose block of ranks spans ``extent`` GPUs and whose
-    collective sends
-    ``load`` (f, :func:`ring_load`, :func:`exchange_load`) of a leaf's NIC ports' rate out of the leaf:
+    collective sends ``load`` (f, :func:`spine_load`) of a leaf's NIC ports' rate out of the leaf:
     max(1, o f) where the block is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q)
     and the wiring has a spine (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's
     all-reduce, whose group is every GPU, :func:`kernels.overlap.nccl_durations`)."""

@@ -5,6 +5,7 @@ and the fabric preset it names)."""
 import xarray as xr
 
 from netsweep_jax.kernels import nccl
+from netsweep_jax.kernels.layout_collectives import spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
@@ -31,14 +32,16 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             continue
         # plan_rows writes a system dim's 0 as the GPU preset's value (planning._resolved).
         per_node, domain = row["gpus_per_node"], row["nvlink_domain"]
+        sizes = (row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
+                 row["layout_pp"])  # fmt: skip
         crossed = traffic_tiers(
-            row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
-            row["layout_pp"], gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only,
-        )  # fmt: skip
+            *sizes, gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only
+        )
+        groups = traffic_groups(*sizes)
         setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
         said = (
             ", ".join(
-                f"{kind} {where}{_slows_past(kind, row, leaf) if where == TIERS[2] else ''}"
+                f"{kind} {where}{_slows_past(kind, groups[kind], row, leaf) if where == TIERS[2] else ''}"
                 for kind, where in crossed.items()
             )
             or "no traffic between GPUs"
@@ -47,20 +50,11 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
     return lines
 
 
-def _slows_past(kind: str, row: dict, leaf: float) -> str:
+def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -> str:
     """`` (slows past 32:1)``: the oversubscription 1 / f from which the spine slows a kind's traffic that crosses
-    it, f the share of a leaf's NIC ports its collective sends out of the leaf
+    it (``group``: its size and stride), f the share of a leaf's NIC ports its collective sends out of the leaf
     (:func:`kernels.layout_collectives.spine_load`, the kernel's own rule)."""
-    from netsweep_jax.kernels.layout_collectives import spine_load  # JAX: loaded by the plan already
-
-    size, stride = traffic_groups(
-        row["layout_tp"],
-        row["layout_cp"],
-        row["layout_ep"],
-        row["layout_expert_tp"],
-        row["dp"],
-        row["layout_pp"],
-    )[kind]
+    size, stride = group
     f = float(
         spine_load(size, stride, COLLECTIVES[kind], float(row["gpus_per_node"]), float(row["nics_per_node"]),
                    float(row["nvlink_domain"]), leaf)

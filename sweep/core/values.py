@@ -318,13 +318,12 @@ def _utilization_from_one_busbw(
         # share of a link fits in one (offered unconditionally, it divided a figure already divided once again).
         per = parse_values(nics, NUMERIC_AXES["nics_per_node"]) if nics is not None else np.zeros(0)
         shares = per.size == 1 and per[0] > 1
-        node = (
-            f"if it is a node's figure over its {int(per[0])} NICs, a link's is {busbw / per[0]:.4g} GB/s; "
-            if shares and busbw / per[0] <= link / 8
-            else ""
-            if shares
-            else "divide a node's figure by the NICs it used (--nics-per-node); "
-        )
+        if not shares:
+            node = "divide a node's figure by the NICs it used (--nics-per-node); "
+        elif busbw / per[0] <= link / 8:
+            node = f"if it is a node's figure over its {int(per[0])} NICs, a link's is {busbw / per[0]:.4g} GB/s; "
+        else:
+            node = ""
         bits = f"if {busbw:g} is Gbit/s, give {busbw / 8:.4g} (GB/s); " if busbw <= link else ""
         raise InputError(
             f"--busbw {text}: {busbw:g} GB/s is more than one {link:g} Gbit/s link carries ({link / 8:g} GB/s), "

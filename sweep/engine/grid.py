@@ -438,7 +438,7 @@ def fabric_gpu(choice: Any, model: Any, gpu: Any) -> Any:
     """The transformer workload's GPU: ``gpu`` where given, else a fabric preset's hosts' or the GPU preset a fabric
     file's logs ran on (``choice``) where ``model`` names a transformer (the assumed line's ``model on GPU`` and
     the fabric's phrase say it), else None."""
-    own = choice.gpu if isinstance(choice, (FabricPreset, FabricConstants)) else ""
+    own = choice.gpu if choice is not None else ""  # a preset's hosts' GPU, or a file's: "" where none
     if gpu is None and own and takes_workload(model):
         return own
     return gpu
@@ -453,8 +453,7 @@ def _sweep_fabric(
     """The sweep's :class:`~sweep.model.fabrics.SweepFabric` (None without ``fabric``); refused where no
     collective would read it, with ``oversubscription`` alone, or a preset built of another GPU than a
     profile's (its NVLink, NICs and NCCL's tables would be a mix of two systems)."""
-    preset = choice if isinstance(choice, FabricPreset) else None
-    spines = oversubscriptions(oversubscription, preset, file=isinstance(choice, FabricConstants))
+    spines = oversubscriptions(oversubscription, choice)
     if len(spines) != 1:  # a cube holds one (sweep plan plans each value of a large model's list)
         raise InputError(f"{oversubscription}: give one value", param="oversubscription")
     if choice is None:

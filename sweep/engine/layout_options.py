@@ -434,9 +434,7 @@ class _Network:
         """The spine's oversubscription values (:func:`~sweep.model.fabrics.oversubscriptions`), after refusing
         a fabric with flat collectives; then ``--latency`` refused with NCCL's pricing."""
         _check_fabric(self)
-        spines = oversubscriptions(
-            oversubscription, self.preset, file=self.preset is None and self.constants is not None
-        )
+        spines = oversubscriptions(oversubscription, self.fabric)
         _check_latency(self, latency)
         return spines
 

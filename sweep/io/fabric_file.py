@@ -169,15 +169,17 @@ def _hosts(document: dict, path: Path | str = "") -> float | None:
     logs = document.get("logs")
     logs = [log for log in logs if isinstance(log, dict)] if isinstance(logs, list) else []
     spec = NUMERIC_AXES["gpus_per_node"]
+    count: dict[int, float] = {}  # a log's GPUs a host, by its place in logs
     for i, log in enumerate(logs):
         if "gpus_per_node" not in log:
             continue
         v = log["gpus_per_node"]
         number = real_scalar(v)
-        if number is None or not spec.allows(number) or number != int(number):
+        if number is None or not spec.allows(number):  # an integer axis: a fraction is refused there
             raise InputError(f"{path}: logs[{i}].gpus_per_node {_shown(v)} {spec.rule()}")
-    across = [log for log in logs if (real_scalar(log.get("nodes")) or 0) > 1] or logs
-    counts = {real_scalar(log["gpus_per_node"]) for log in across if "gpus_per_node" in log}
+        count[i] = number
+    across = [i for i, log in enumerate(logs) if (real_scalar(log.get("nodes")) or 0) > 1] or range(len(logs))
+    counts = {count[i] for i in across if i in count}
     return next(iter(counts)) if len(counts) == 1 else None
 
 

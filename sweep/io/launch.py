@@ -208,11 +208,10 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     stated |= {"recompute"} if "--recompute-granularity" in flags else set()
     for name, flag in STATED_BY.items():
         settings[name] = "1" if flag in flags else "0"
+        stated |= {name} if flag in flags else set()
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
-    stated |= {name for name, flag in STATED_BY.items() if flag in flags} | (
-        {"overlap"} if switches else set()
-    )
+    stated |= {"overlap"} if switches else set()
     if moe and "--moe-token-dispatcher-type" not in flags:  # Megatron-LM's allgather: refused unless replaced
         settings["moe_dispatcher"] = "allgather"
     if "--moe-token-dispatcher-type" in flags:

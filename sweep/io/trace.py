@@ -37,7 +37,7 @@ BACKWARD = "autograd::engine::evaluate_function"
 OPTIMIZER_STEP = "Optimizer.step#"  # torch.optim's span of each optimizer step (Optimizer.step#SGD.step)
 HOST_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function")  # the host's events, not the GPU's
 # The categories of the events whose times the profile reads (None: an event with no category, read as any).
-READ_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function", "kernel", "gpu_memcpy", "gpu_memset")
+READ_CATEGORIES = (*HOST_CATEGORIES, "kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _events(path):
@@ -113,7 +113,7 @@ def _step_window(path, spans):
             bounds[-1] = end
     if len(bounds) > 1:
         return bounds[-2], bounds[-1]
-    cpu = [e for e in spans if e.get("cat") in ("cpu_op", "user_annotation", "python_function")] or spans
+    cpu = [e for e in spans if e.get("cat") in HOST_CATEGORIES[1:]] or spans  # named host events, else any
     return min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
 
 

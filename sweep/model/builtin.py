@@ -67,14 +67,15 @@ def builtin_names() -> tuple[str, ...]:
     return tuple(ARCHITECTURES)
 
 
-def refuse_large_model(name: str) -> None:
+def refuse_large_model(name: str, takes: str = "", param: str = "model") -> None:
     """Refuse a large model's name where a data-parallel model is asked for (the Python API's evaluate: the CLI
-    routes a large model to its own family), pointing to the functions that price it."""
+    routes a large model to its own family; :func:`builtin_profile`), pointing to the functions that price it
+    and saying what this ``takes`` (default: every data-parallel model)."""
     if name.strip().lower() in LLMS:
+        takes = takes or f"takes the data-parallel models: {', '.join((*ARCHITECTURES, *TRANSFORMERS))}"
         raise InputError(
-            f"{name!r}: a large model, which sweep.evaluate_layouts and sweep.plan price; this takes the "
-            f"data-parallel models: {', '.join((*ARCHITECTURES, *TRANSFORMERS))}",
-            param="model",
+            f"{name!r}: a large model, which sweep.evaluate_layouts and sweep.plan price; this {takes}",
+            param=param,
         )
 
 
@@ -92,12 +93,7 @@ def builtin_profile(name: str) -> Profile:
     if not isinstance(name, str):
         raise InputError(f"{name!r}: expected a built-in name; known: {known}", param="name")
     name = name.strip().lower()  # any case, as evaluate takes a model's name
-    if name in LLMS:
-        raise InputError(
-            f"{name!r}: a large model, which sweep.evaluate_layouts and sweep.plan price; this gives the paper's "
-            f"CNN profiles: {known}",
-            param="name",
-        )
+    refuse_large_model(name, f"gives the paper's CNN profiles: {known}", "name")
     if name in TRANSFORMERS:  # built from an architecture and a GPU preset, never a profile of its own
         raise InputError(
             f"{name!r}: a transformer, whose profile sweep.evaluate builds from its architecture and a GPU preset "

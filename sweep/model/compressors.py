@@ -283,13 +283,12 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
     """``--codec-cost``: a JSON file, or a dict, of :data:`OVERRIDES` keys -> {CodecCost field: value}."""
     if value is None:
         return {}
-    where = "codec cost"
+    where, expected = "codec cost", 'an object like {"hbm_bytes_per_s": 2e12}'
     if isinstance(value, (str, Path)):
         where = str(value)
-        expected = 'an object like {"hbm_bytes_per_s": 2e12}'
         value = read_json_file(Path(value), "codec cost file", expected, param="codec_cost")
     if not isinstance(value, dict):
-        raise InputError(f'{where}: expected an object like {{"hbm_bytes_per_s": 2e12}}', param="codec_cost")
+        raise InputError(f"{where}: expected {expected}", param="codec_cost")
     out: dict[str, float] = {}
     for key, number in value.items():
         if key not in OVERRIDES:

@@ -24,6 +24,7 @@ NDR), which for EFA, RoCE and GPUDirect-TCPXO is an assumption the ``assumed:`` 
 """
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -117,7 +118,7 @@ class FabricPreset:
     fit: str
     sources: dict[str, str]
 
-    @property
+    @functools.cached_property  # read for every grid's columns and phrases: the plugin's latency parsed once
     def constants(self) -> FabricConstants:
         """The transport's efficiencies and latency NCCL's pricing reads: the shipped fit's, its source saying
         why they stand for this preset's transport, with the latency its network plugin reports to NCCL added
@@ -523,10 +524,12 @@ class SweepFabric:
         }
 
 
-def oversubscriptions(given: object, preset: FabricPreset | None, file: bool = False) -> tuple[float, ...]:
+def oversubscriptions(given: object, fabric: FabricPreset | FabricConstants | None) -> tuple[float, ...]:
     """The spine's oversubscription values (``--oversubscription``, both families): ``given`` (value syntax;
     refused without a fabric preset, whose hosts a leaf say which groups cross the spine, said so where the
-    fabric is a ``file``, and on rail-only wiring, which has no spine), else the preset's as built, else 1."""
+    ``fabric`` is a file's constants, and on rail-only wiring, which has no spine), else the preset's as built,
+    else 1."""
+    preset = fabric if isinstance(fabric, FabricPreset) else None
     from netsweep_jax.sweep.core.axes import OVERSUBSCRIPTION, show
     from netsweep_jax.sweep.core.values import flat_values, parse_values  # numpy: not at --help's import
 
@@ -539,7 +542,7 @@ def oversubscriptions(given: object, preset: FabricPreset | None, file: bool = F
     )
     if preset is None:
         spines = ", ".join(name for name, p in FABRICS.items() if not p.rail_only)
-        why = "; a fabric file records no leaf" if file else ""
+        why = "; a fabric file records no leaf" if fabric is not None else ""
         raise InputError(
             f"{shown}: needs a --fabric preset with a spine (its hosts a leaf say which groups cross the "
             f"spine{why}): {spines}",
