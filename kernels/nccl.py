@@ -48,6 +48,18 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  up to twice s_n); inside one node s_x is unbounded
     CollNet      direct: c_d = min(8, p) heads at s_d = speed(min(r, W / c_d)); chain: the ring's
 
+The search's speeds set the channels; across nodes (N > 1) the channels then run,
+and are priced, at their share of the NICs' rate, not at the list's step (a 40 Gbit/s NIC, 5 GB/s, runs at 5,
+not at the step of 3 below it, which priced 25 and 40 Gbit/s alike and 48 at half of it):
+
+    s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1]))    each channel its share of an NCCL node's K_n NICs
+    s_t run = min(s_t s_run / s, max(s_t, W / c [p > 1]))      the tree's speed scaled alike
+    s_x run = max(s_x, min(K_n r / c_n, 2 s_n));  s_d run = max(s_d, min(r, W / c_d))
+
+and the bus bandwidths below read these (inside one node NCCL's speeds: NVLink's list, which eta_nvl covers).
+NCCL's own tuner reads the steps, so near a switch between protocols its choice may differ from the one priced
+here (not modelled: the step then stays monotone in the NICs' rate, which `sweep need`'s bisection rests on).
+
 Bus bandwidth per (algorithm, protocol), GB/s (LL, LL128, Simple; ll = NCCL's llMaxBws, taken for
 an x86 Intel host across nodes; mR, mT, mT128, mNT the per-channel maxima of the rows a, N):
 
@@ -578,6 +590,34 @@ def _graphs(q: _Group) -> _Graphs:
     return _Graphs(c, s, st, cn, sn, sx, cd, sd)
 
 
+def _running(q: _Group, gr: _Graphs) -> _Graphs:
+    """The graphs' speeds as their channels run across nodes (module docstring): NCCL's search sets a graph's
+    channels by the steps of its speed list, but nothing holds a channel to its step; its data runs at its share
+    of the NICs' rate (each of the c channels on one of the K_n NICs of an NCCL node, c / K_n a NIC where there
+    are more), within what NVLink carries (W / c where a node has several ranks), and the choice is priced at
+    these speeds too:
+
+        s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1]));  s_t run = min(s_t s_run / s, W / c [p > 1])
+        s_x run = max(s_x, min(K_n r / c_n, 2 s_n));  s_d run = max(s_d, min(r, W / c_d))
+
+    (the list's step the floor: a rate a rounding above an entry (SNAP) is never slower). Inside one node every
+    speed is NCCL's (NVLink's list, which the fitted eta_nvl covers)."""
+    multi, w, r, p = q.multi, q.w, q.r, q.p
+    c, s, st, cn, sn, sx, cd, sd = gr
+    node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
+    nvlink_cap = jnp.where(p > 1, w / c, jnp.inf)  # each channel crosses the node's NVLink once
+    share = jnp.maximum(s, jnp.minimum(r * node_nics / jnp.maximum(c, node_nics), nvlink_cap))
+    tree = jnp.minimum(st * share / s, jnp.maximum(st, nvlink_cap))
+    heads = jnp.maximum(sx, jnp.minimum(node_nics * r / cn, 2 * sn))
+    direct = jnp.maximum(sd, jnp.minimum(r, w / cd))
+    return gr._replace(
+        s=jnp.where(multi, share, s),
+        st=jnp.where(multi, tree, st),
+        sx=jnp.where(multi, heads, sx),
+        sd=jnp.where(multi, direct, sd),
+    )
+
+
 # An algorithm's bus bandwidths (LL, LL128, Simple; GB/s, 0 where it lacks the protocol) and where it is enabled.
 _Bus = tuple[tuple[Array, Array, Array], Array]
 
@@ -807,7 +847,8 @@ def _untuned(q: _Group, constants: Constants) -> Array:
 
 def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array, Array]:
     """NCCL's tuner on ``q``: the index a * 3 + pr of its choice and its time (us; :func:`_choice`)."""
-    gr = _graphs(q)
+    # NCCL's search sets the channels by its speed list's steps; they run at their NICs' rate (:func:`_running`).
+    gr = _running(q, _graphs(q))
     bus, ratio, steps = _bus_bandwidths(q, gr)
     # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
     log_size = _log2i(q.x) - 6

@@ -439,8 +439,9 @@ H100_HOSTS = {"nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_
 
 def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
     # 16 H100 hosts (n = 128, p = 8), 64 MiB. With NCCL's CollNet on, NVLS spans the hosts (SHARP reduces across
-    # them): c_n = 8 heads at s_n = speed(370.8 / 8) = 45, s_x = speed(min(8 x 50 / 8, 2 x 45)) = 48 GB/s, so
-    # B = 8 min(45 x 0.85 x 7/8 x 2, 48) = 384 and A = B n / (2 (n - 1)) = 384 x 128 / 254; its latency
+    # them): c_n = 8 heads at s_n = speed(370.8 / 8) = 45, s_x = speed(min(8 x 50 / 8, 2 x 45)) = 48 GB/s as
+    # NCCL prices them, each running at its NIC's 50, so B = 8 min(45 x 0.85 x 7/8 x 2, 50) = 400 and
+    # A = B n / (2 (n - 1)) = 400 x 128 / 254; its latency
     # l_i + l_x = 25 + 18 + 2 x 1.81 us and the whole fill f = 60.2 us (X > X_f = 11.8 MiB):
     # t = 106.82 + X / (1000 A eta_net) us. Off (NCCL's default), NVLSTree.
     lay = {**gpt3_case()[2], **H100_HOSTS}
@@ -448,8 +449,8 @@ def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
     ((off, off_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 0.0})
     ((on, on_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 1.0})
     assert on_algo == "nvls" and off_algo == "nvls_tree"
-    assert on * 1e6 == pytest.approx(46.62 + 60.2 + x / (1000 * 384 * 128 / 254 * 0.980), rel=1e-12)
-    assert on * 1e6 == pytest.approx(460.692, abs=1e-3) and off * 1e6 == pytest.approx(654.676, abs=1e-3)
+    assert on * 1e6 == pytest.approx(46.62 + 60.2 + x / (1000 * 400 * 128 / 254 * 0.980), rel=1e-12)
+    assert on * 1e6 == pytest.approx(446.537, abs=1e-3) and off * 1e6 == pytest.approx(654.676, abs=1e-3)
     for sharp, seconds in ((0.0, off), (1.0, on)):  # the float64 twin
         assert seconds == pytest.approx(
             reference._collective("allreduce", x, 128, 1, {**lay, "sharp": sharp}), rel=1e-12

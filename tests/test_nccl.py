@@ -120,12 +120,13 @@ HAND = [
         "ring",
         "ll",
     ),
-    # Two p4de hosts (A100, 4 x 100 Gbit/s): 4 channels x 12, the tree's second pass at 24.
+    # Two p4de hosts (A100, 4 x 100 Gbit/s): 4 channels x 12, the tree's second pass at 24, as NCCL prices
+    # them; they run at the NICs' 12.5 (x 12.5 / 12: the tree at 25): B = 0.92 x 4 x 25 = 92.
     (
         "tree simple",
         (0, GIB, 8, 2, A100_NVL, 4, 12.5, 1),
         {"algo": 0, "proto": 2},
-        8.4 + 2 * (7 * 4.0 + 14) + GIB / (1000 * 88.32 / 2),
+        8.4 + 2 * (7 * 4.0 + 14) + GIB / (1000 * 92 / 2),
         "tree",
         "simple",
     ),
@@ -133,7 +134,7 @@ HAND = [
         "tree ll",
         (0, 4096, 8, 2, A100_NVL, 4, 12.5, 1),
         {"algo": 0, "proto": 0},
-        6.8 + 2 * (7 * 0.6 + 5.0) + 4096 / (1000 * 88.32 / 3.8 / 2 * 0.7),
+        6.8 + 2 * (7 * 0.6 + 5.0) + 4096 / (1000 * 92 / 3.8 / 2 * 0.7),
         "tree",
         "ll",
     ),
@@ -163,12 +164,13 @@ HAND = [
         "nvls_tree",
         "simple",
     ),
-    # Eight A100 hosts with SHARP: 8 heads at 24 GB/s, one GPU a head (f = 1).
+    # Eight A100 hosts with SHARP: 8 heads at 24 GB/s as NCCL prices them, one GPU a head (f = 1); each runs at
+    # its NIC's 25.
     (
         "collnet direct",
         (0, GIB, 8, 8, A100_NVL, 8, 25, 1),
         {"collnet": True, "algo": 2},
-        2 * (3.7 + 0.4 * 7) + 31 + GIB / (1000 * 192 / 2),
+        2 * (3.7 + 0.4 * 7) + 31 + GIB / (1000 * 200 / 2),
         "collnet_direct",
         "simple",
     ),
@@ -176,16 +178,17 @@ HAND = [
         "collnet chain",
         (0, GIB, 8, 8, A100_NVL, 8, 25, 1),
         {"collnet": True, "algo": 3},
-        2 * 7 * 2.8 + 30 + GIB / (1000 * 192 / 2),
+        2 * 7 * 2.8 + 30 + GIB / (1000 * 200 / 2),
         "collnet_chain",
         "simple",
     ),
-    # All-gather at one GPU a host (PCIe only, one 400 Gbit/s NIC): 4 channels x 12, x 0.75.
+    # All-gather at one GPU a host (PCIe only, one 400 Gbit/s NIC): 4 channels x 12 as NCCL prices them, each
+    # running at a quarter of the NIC's 50, x 0.75.
     (
         "pat",
         (1, 2**20, 1, 8, 0.0, 1, 50, 2),
         {"algo": 6},
-        8 + 3 * 14 / 3.5 + 2.8 * 8 + 2**20 / (1000 * 36),
+        8 + 3 * 14 / 3.5 + 2.8 * 8 + 2**20 / (1000 * 37.5),
         "pat",
         "simple",
     ),
@@ -278,6 +281,27 @@ def test_a_nic_slower_than_nccls_slowest_speed_runs_at_its_own():
         assert x / (1000 * r) < us < x / (1000 * r) + 1000  # the wire, plus NCCL's latencies (< 1 ms)
         times.append(us)
     assert times == sorted(times, reverse=True)
+
+
+def test_a_channel_runs_at_its_nics_rate_not_at_nccls_step():
+    """NCCL's search prices a channel at a step of its speed list; its data runs at the NIC's rate. One GPU on
+    each of two Hopper hosts, one NIC of 40 Gbit/s (5 GB/s): NCCL's step is 3 GB/s (the next is 6), one channel,
+    and the ring's Simple all-reduce of X more bytes takes X / (1000 x 5) us more, not X / (1000 x 3): 1 GB is
+    0.2 s. Swept over the NIC's rate, the time falls with every step up, where 25 and 40 Gbit/s were one price and
+    48 half of it (a user's `--bw 25,40,48`)."""
+    extra = []
+    for x in (GIB, 2 * GIB):
+        us, a, p = run(0, float(x), 1, 2, H100_NVL, 1, 5.0, 2, algo=1, proto=2)
+        want = reference.nccl_collective(
+            0, float(x), 1, 2, 1, H100_NVL, 1, 5.0, 2, True, False, 1.0, 1.0, 0.0, 1, 2
+        )
+        assert (a, p) == ("ring", "simple") and us == pytest.approx(want[0] * 1e6, rel=1e-12)
+        extra.append(us)
+    assert extra[1] - extra[0] == pytest.approx(GIB / (1000 * 5.0), rel=1e-9)
+    times = [
+        run(0, float(GIB), 8, 8, H100_NVL, 1, gbit / 8, 2)[0] for gbit in (25, 40, 48, 60, 100, 200, 400)
+    ]
+    assert all(later < earlier for earlier, later in zip(times, times[1:])), times
 
 
 def test_a_rate_typed_as_a_speed_takes_it_in_both_dtypes():

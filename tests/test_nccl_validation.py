@@ -255,23 +255,25 @@ def test_busbw_is_nccl_tests_definition(validation):
 @needs_published
 def test_the_plugin_latency_and_the_reached_nic_by_hand(validation):
     """Two held-out rows by hand. AWSDT-P4DE-2x8's 16 KiB all-reduce: A100, 4 x 100 Gbit/s EFA, 2 hosts of 8: 4
-    channels at 12 GB/s, the two-node tree's second pass 24; tree LL bus bw min(0.92 x 4 x 24, 4 x 23.6) / 3.8,
+    channels at NCCL's step of 12 GB/s, the two-node tree's second pass 24, which run at the NICs' 12.5 (the tree
+    at 25); tree LL bus bw min(0.92 x 4 x 25, 4 x 23.6) / 3.8,
     algorithm bw half that, x 0.7 (the tree's correction at 2^8 x 64 B); latency 6.8 + 2 (7 x 0.6 + 5.0 + lambda +
     75), aws-ofi-nccl's p4de latency in NCCL's latencyInter; the fill f X / X_f. CSCS-GH200-2x1's 128 MiB: one
-    rank a host reaches one 25 GB/s NIC: 1 channel at 24, ring Simple on 2 ranks, algorithm bw 24; latency
+    rank a host reaches one 25 GB/s NIC: 1 channel at NCCL's step of 24, running at the NIC's 25, ring Simple on 2
+    ranks, algorithm bw 25; latency
     1.4 (8.4 + 2 (14 + 2 lambda)); the whole fill f."""
     _, v = validation
     eta, _, lam, _, fill, fill_mib = v.constants
     by_id = {r.id: i for i, r in enumerate(v.rows)}
     i = by_id["AWSDT-P4DE-2x8-12"]
     x = v.rows[i].bytes
-    alg = min(0.92 * 4 * 24, 4 * 23.6) / 3.8 / 2 * 0.7
+    alg = min(0.92 * 4 * 25, 4 * 23.6) / 3.8 / 2 * 0.7
     us = 6.8 + 2 * (7 * 0.6 + 5.0 + lam + 75.0) + x / (1000 * alg * eta) + fill * x / (fill_mib * 2**20)
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("tree", "ll")
     i = by_id["CSCS-GH200-2x1-08"]
     x = v.rows[i].bytes
-    us = 1.4 * (8.4 + 2 * (14.0 + 2 * lam)) + x / (1000 * 24.0 * eta) + fill
+    us = 1.4 * (8.4 + 2 * (14.0 + 2 * lam)) + x / (1000 * 25.0 * eta) + fill
     assert v.predicted[i] == pytest.approx(x / us / 1e3, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("ring", "simple")
 

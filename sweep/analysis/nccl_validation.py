@@ -502,6 +502,28 @@ DATED_2026_12_05 = (
     "the held-out errors did too (16.0% over all sizes, 9.0% at 64 MiB and up, 29 rows above 50%)."
 )
 
+# The change of 2026-12-06 (channels run at their NICs' rate, not at the speed list's step).
+DATED_2026_12_06 = (
+    "- 2026-12-06, after the held-out errors above had been seen (15.8% over all sizes, 9.0% at 64 MiB and "
+    "up, 27 rows above 50%), a structural change for a reason outside these rows: a user's what-if sweep of "
+    "the NICs' rate (`sweep grid --model gpt2-xl --gpu h100 --nodes 8 --collective nccl --bw 25,40,48`, one "
+    "NIC a host) priced the communication at 4.31, 4.31 and 2.22 s: the time that runs took the speed NCCL's "
+    "search prices a channel at, a step of its list (a 40 Gbit/s NIC, 5 GB/s, at the step of 3 below it). "
+    "The search's steps set the channels, but nothing holds a channel's data to its step: across nodes each "
+    "channel now runs, and is priced, at its share of the NCCL node's NICs within what NVLink carries, never "
+    "below NCCL's step (the tree's speed scaled alike, the NVLS heads' and CollNet direct's at the rate their "
+    "step was taken from; `kernels/nccl.py`). NCCL's own tuner reads the steps; pricing its choice at the "
+    "run's speeds keeps the step monotone in the NICs' rate (`sweep need`'s bisection rests on it), and "
+    "choosing by the steps while the time ran at the NICs' rate (computed and not taken) raised a layout's "
+    "step by 2.5% from 11 NICs to 12. No training row changes (`NT309A`'s channels are bound by NVLink, "
+    "`AZ` is inside one host), so the fit is the same. Three held-out curves move, each on NICs between two "
+    "steps, at their plateaus: `AWSDT-P4DE-2x8` (4 x 100 Gbit/s, the step 12 GB/s) from +2.7% to +6.9%, "
+    "`AWSDT-P5-2x8` (32 x 100 Gbit/s) from -14.3% to -12.6%, `CSCS-GH200-2x1` (200 Gbit/s, the step 24 "
+    "GB/s) from +0.8% to +4.9%; one row's choice moves (`CSCS-GH200-2x4-OFI-19`, 2 MiB, from the tree to "
+    "the ring: +80.6% to +83.4%); over all sizes 15.8%, at 64 MiB and up 9.1%, 27 rows above 50%. The sweep "
+    "now gives 4.04, 2.54 and 2.12 s."
+)
+
 
 def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
     """The report's protocol: the training sources, the fitted constants, what was seen before it ran and
@@ -566,6 +588,7 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         "flat in f and X_f together, lands elsewhere than the exploration's 115 us from 40 MiB, at a loss 0.4% "
         "lower). The training sources and the rest of the model are unchanged.",
         DATED_2026_12_05,
+        DATED_2026_12_06,
         f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",
