@@ -81,6 +81,9 @@ def test_a_sel_refused_names_sel(cube):
     # The value a --sel picks, refused, is named as typed (was "--rank 99", an option select does not have).
     r = invoke("select", cube, "--sel", "rank=99")
     assert r.exit_code == 2 and r.output.startswith("error: --sel rank=99: not in the cube"), r.output
+    # An option's name for its dim: said which dim it stands for (was "no bw dim; its dims: ..., bandwidth").
+    r = invoke("select", cube, "--sel", "bw=100")
+    assert r.exit_code == 2 and "--bw selects its bandwidth dim (--sel bandwidth=VALUE)" in r.output, r.output
 
 
 def test_plot_of_names_is_one_line(cube, tmp_path):

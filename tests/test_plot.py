@@ -60,6 +60,12 @@ def test_plots(cube, tmp_path, args):
         ),
         (["--x", "bandwidth", "--hue", "ratio", "--sel", "nodes=2,8"], "fixes nodes to one value; give one"),
         (["--x", "bandwidth", "--hue", "ratio", "--sel", "nodes=abc"], "'nodes=abc': abc is not a number"),
+        # An option's name for its dim (--util's is utilization): said so, in plot as in select.
+        (
+            ["--x", "bandwidth", "--hue", "ratio", "--sel", "util=1"],
+            "no util dim: --util selects its utilization dim (--sel utilization=VALUE)",
+        ),
+        (["--x", "bandwidth", "--hue", "ratio", "--sel", "foo=1"], "no foo dim; its dims: model, "),
     ],
 )
 def test_refusals(cube, tmp_path, args, message):

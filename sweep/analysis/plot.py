@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, stands_for
+from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, stands_for, why_no_dim
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 # Fixed metadata so the same data give the same PNG bytes.
@@ -49,7 +49,7 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
         if not eq or not dim or not text:  # 'ratio=' was "ratio=':  is not a number" (a hunt)
             raise InputError(f"{item!r}: expected DIM=VALUE, e.g. ratio=1", param="sel")
         if dim not in ds.dims:
-            raise InputError(f"{item!r}: no dim {dim!r}; dims: {', '.join(map(str, ds.dims))}", param="sel")
+            raise InputError(f"{item!r}: {why_no_dim(ds, dim)}", param="sel")
         if dim in sel:  # the last one won, in silence (select refuses it too)
             raise InputError(f"{item!r}: {dim} is selected twice; give it once", param="sel")
         coord = ds[dim].values

@@ -9,9 +9,10 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from netsweep_jax.sweep.core.axes import show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError, reason
 from netsweep_jax.sweep.core.families import family_of
+from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import digits12, number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
@@ -312,7 +313,7 @@ def as_coordinates(
     return _nearest(have, values, option, say) if nearest else [_as_shown(have, v) for v in values]
 
 
-def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
+def why_no_dim(ds: xr.Dataset, dim: str) -> str:
     """Why a cube has no ``dim`` to select on: a plan searched it (each rank's value is ``layout_<dim>``), an
     inverse query solved for it, or it is not one of this cube's dims."""
     if f"layout_{dim}" in ds.data_vars:
@@ -325,6 +326,13 @@ def _why_no_dim(ds: xr.Dataset, dim: str) -> str:
         named = " and ".join(where) if len(where) <= 2 else f"each variable's, as {where[0]}"
         said = f": the {dim} of each extreme is {named}" if where else ""
         return f"this cube has no {dim} dim (--reduce {ds.attrs.get('reduced', '')} reduced it){said}"
+    spec = next(
+        (s for s in (*NUMERIC_AXES.values(), *AXES.values()) if s.option[2:].replace("-", "_") == dim), None
+    )
+    if spec is not None and spec.name in ds.dims:  # an option's name for its dim: --bw's is bandwidth
+        return (
+            f"this cube has no {dim} dim: {spec.option} selects its {spec.name} dim (--sel {spec.name}=VALUE)"
+        )
     return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
 
 
@@ -337,7 +345,7 @@ def _selection(
     sel: dict[Hashable, list[Any]] = {}
     for dim, text in chosen.items():
         if dim not in ds.dims:
-            raise InputError(f"{text}: {_why_no_dim(ds, dim)}", param=dim)
+            raise InputError(f"{text}: {why_no_dim(ds, dim)}", param=dim)
         values: Iterable[Any]
         specs = family_of(ds.attrs).axes  # the cube's own axes
         if dim in specs:
