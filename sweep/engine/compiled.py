@@ -101,9 +101,10 @@ def reduced_outputs(out: Metrics, reduce: DeviceReduction, *, skip_nan: bool = F
     exist) is never an extreme, and a cell with nothing else is NaN (a mean over NaN stays NaN). Each output is
     its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
-    lanes, shape, axes, kind = reduce
     for name, v in out.items():
-        plan = lanes, shape, axes, kind_of(name, kind)  # a layout's status and fits are codes (kind_of)
+        plan = reduce._replace(
+            kind=kind_of(name, reduce.kind)
+        )  # a layout's status and fits are codes (kind_of)
         reduced[name], index = reduced_output(v, reduce=plan, skip_nan=skip_nan)
         if index is not None:
             reduced[f"{name}@index"] = index
@@ -416,7 +417,7 @@ def layout_block_reduced(out: Metrics, *, reduce: DeviceReduction) -> Metrics:
     (its outputs NaN, its status not 0) or does not fit in memory (``fits`` 0) is never an extreme of any
     output but the codes (:func:`~sweep.engine.reductions.kind_of`); an argmax over tp and pp named a faster
     layout that could not run (a hunt). A mean is over every layout (NaN where one cannot exist)."""
-    if reduce[3] != "mean":
+    if reduce.kind != "mean":
         runs = out[FITS] == 1
         out = {
             name: v if name in CODES or v.dtype.kind != "f" else jnp.where(runs, v, jnp.nan)

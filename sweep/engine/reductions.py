@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,9 +36,23 @@ from netsweep_jax.sweep.engine.outputs import check_float16
 if TYPE_CHECKING:  # a type only: a sweep loads xarray only where it builds a Dataset (a reduced result's)
     import xarray as xr
 
-DeviceReduction = tuple[tuple[int, int], tuple[int, ...], tuple[int, ...], str]
-"""(the real lanes (kb, ci) of the padded kernel output, the block tensor shape they hold, the axes of it
-reduced on the device, the op's kind)."""
+
+class DeviceReduction(NamedTuple):
+    """How a block's outputs are reduced on the device (a compiled function's static argument: hashable).
+
+    Attributes:
+      lanes: (kb, ci), the real lanes of the padded kernel output.
+      shape: the block tensor shape they hold.
+      axes: the axes of it reduced on the device.
+      kind: the op's kind (``max``, ``min`` or ``mean``).
+    """
+
+    lanes: tuple[int, int]
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    kind: str
+
+
 Array = npt.NDArray[Any]
 
 OPS = ("max", "min", "mean", "argmax", "argmin")
@@ -140,7 +154,7 @@ def device_reduction(blocking: Blocking, reduction: Reduction) -> DeviceReductio
     after = _after_split(blocking)
     shape = (blocking.rows,) + tuple(blocking.sizes[d] for d in after)
     axes = tuple(1 + after.index(d) for d in in_block(blocking, reduction))
-    return (blocking.kb, blocking.ci), shape, axes, reduction.kind
+    return DeviceReduction((blocking.kb, blocking.ci), shape, axes, reduction.kind)
 
 
 STATUS, FITS = "status", "fits"  # the layout family's codes: reduced as codes, never as numbers
