@@ -48,7 +48,8 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     (a leaf's L K NIC ports over its uplinks) and f the share of the leaf's NIC ports' rate that the
     collective sends out of the leaf. NCCL does not know the spine: its choice of algorithm, protocol and
     channels is the 1:1 spine's, and only what crosses nodes slows (dividing the NIC rate its channel search
-    reads fell on the steps of NCCL's speed lists: 4.2:1 took 2.5 times 4:1 at 10 Gbit/s, a hunt). Megatron's
+    reads moved its choice and channels, and while channels ran at its speed lists' steps fell on them: 4.2:1
+    took 2.5 times 4:1 at 10 Gbit/s, a hunt). Megatron's
     groups are aligned blocks of stride n consecutive ranks, so a group fits a leaf of L G consecutive ranks
     when its block does (a block that does not divide the leaf's ranks is taken as inside one: not modelled);
     a group inside the NVLink domain (stride n <= Q) or inside a leaf is unaffected. Every group of a kind runs
@@ -308,8 +309,8 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     NCCL's choice: :func:`kernels.nccl.collective`)."""
     x = jnp.asarray(nbytes)
     # The spine slows what the transport delivers across nodes, not the NIC rate NCCL's search reads: NCCL does
-    # not know the spine, so it picks its channels and algorithm as without one (the rate divided fell on the
-    # steps of NCCL's speed lists: 4:1 and 4.2:1 were 2.5x apart, a hunt).
+    # not know the spine, so it picks its channels and algorithm as without one (the rate divided moved them, and
+    # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
     eta_net = lay.eta_net / spine_factor(size, stride, lay, coll)
     constants = nccl.Constants(
         eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes

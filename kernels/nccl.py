@@ -52,9 +52,10 @@ The search's speeds set the channels; across nodes (N > 1) the channels then run
 and are priced, at their share of the NICs' rate, not at the list's step (a 40 Gbit/s NIC, 5 GB/s, runs at 5,
 not at the step of 3 below it, which priced 25 and 40 Gbit/s alike and 48 at half of it):
 
-    s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1]))    each channel its share of an NCCL node's K_n NICs
-    s_t run = min(s_t s_run / s, max(s_t, W / c [p > 1]))      the tree's speed scaled alike
-    s_x run = max(s_x, min(K_n r / c_n, 2 s_n));  s_d run = max(s_d, min(r, W / c_d))
+    s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1] or W [p = 1]))   each channel its share of the
+                K_n = max(floor(K H / N), 1) NICs of an NCCL node, within its link inside the node
+    s_t run = max(s_t, s_run, min(2 s_run, W / c)) on two nodes (the second pass's bound), else max(s_t, s_run)
+    s_x run = max(s_x, min(K H / N r / c_n, 2 s_n));  s_d run = max(s_d, min(r K_n / max(c_d, K_n), W / c_d))
 
 and the bus bandwidths below read these (inside one node NCCL's speeds: NVLink's list, which eta_nvl covers).
 NCCL's own tuner reads the steps, so near a switch between protocols its choice may differ from the one priced
@@ -594,22 +595,25 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     """The graphs' speeds as their channels run across nodes (module docstring): NCCL's search sets a graph's
     channels by the steps of its speed list, but nothing holds a channel to its step; its data runs at its share
     of the NICs' rate (each of the c channels on one of the K_n NICs of an NCCL node, c / K_n a NIC where there
-    are more), within what NVLink carries (W / c where a node has several ranks), and the choice is priced at
-    these speeds too:
+    are more), within its link inside the node (W / c where the node has several ranks: each channel crosses
+    its NVLink once; the GPU's W where it has one, the limit NCCL's step was taken under), and the choice is
+    priced at these speeds too:
 
-        s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1]));  s_t run = min(s_t s_run / s, W / c [p > 1])
-        s_x run = max(s_x, min(K_n r / c_n, 2 s_n));  s_d run = max(s_d, min(r, W / c_d))
+        s_run = max(s, min(r K_n / max(c, K_n), W / c [p > 1] or W [p = 1]))
+        s_t run = max(s_t, s_run, min(2 s_run, W / c)) on two nodes (the second pass's bound), else max(s_t, s_run)
+        s_x run = max(s_x, min(K H / N r / c_n, 2 s_n));  s_d run = max(s_d, min(r K_n / max(c_d, K_n), W / c_d))
 
-    (the list's step the floor: a rate a rounding above an entry (SNAP) is never slower). Inside one node every
-    speed is NCCL's (NVLink's list, which the fitted eta_nvl covers)."""
+    NCCL's step is the floor (a limit within SNAP below an entry takes it, and never runs slower for it). Inside
+    one node every speed is NCCL's (NVLink's list, which the fitted eta_nvl covers)."""
     multi, w, r, p = q.multi, q.w, q.r, q.p
     c, s, st, cn, sn, sx, cd, sd = gr
     node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
-    nvlink_cap = jnp.where(p > 1, w / c, jnp.inf)  # each channel crosses the node's NVLink once
-    share = jnp.maximum(s, jnp.minimum(r * node_nics / jnp.maximum(c, node_nics), nvlink_cap))
-    tree = jnp.minimum(st * share / s, jnp.maximum(st, nvlink_cap))
-    heads = jnp.maximum(sx, jnp.minimum(node_nics * r / cn, 2 * sn))
-    direct = jnp.maximum(sd, jnp.minimum(r, w / cd))
+    link = jnp.where(p > 1, w / c, w)
+    share = jnp.maximum(s, jnp.minimum(r * node_nics / jnp.maximum(c, node_nics), link))
+    second_pass = jnp.where(q.nodes <= 2, jnp.maximum(share, jnp.minimum(2 * share, w / c)), share)
+    tree = jnp.maximum(st, second_pass)
+    heads = jnp.maximum(sx, jnp.minimum(q.nics * q.hosts / q.nodes * r / cn, 2 * sn))
+    direct = jnp.maximum(sd, jnp.minimum(r * node_nics / jnp.maximum(cd, node_nics), w / cd))
     return gr._replace(
         s=jnp.where(multi, share, s),
         st=jnp.where(multi, tree, st),

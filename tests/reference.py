@@ -1331,12 +1331,10 @@ def nccl_collective(
     sd = nccl_speed(arch, multi, min(r, w / cd))
     ll = [39.0, 39.0, 20.4][i2] if multi else [39.0, 87.7, 141.0, 282.0][arch]
     if multi:  # the channels run, and are priced, at their share of the NICs: never below NCCL's step
-        cap = w / c if p > 1 else math.inf
-        s_run = max(s, min(r * node_nics / max(c, node_nics), cap))
-        st = min(st * s_run / s, max(st, cap))
-        sx = max(sx, min(node_nics * r / cn, 2 * sn))
-        sd = max(sd, min(r, w / cd))
-        s = s_run
+        s = max(s, min(r * node_nics / max(c, node_nics), w / c if p > 1 else w))
+        st = max(st, max(s, min(2 * s, w / c)) if nodes <= 2 else s)
+        sx = max(sx, min(nics * hosts / nodes * r / cn, 2 * sn))
+        sd = max(sd, min(r * node_nics / max(cd, node_nics), w / cd))
     m_ring128 = [20.0, 20.0, 36.7, 40.0][arch]
     m_tree128 = [[20.0] * 3, [20.0] * 3, [36.7, 36.7, 29.0], [55.6, 31.67, 20.0]][arch][i2]
     m_tree = [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [38.7, 41.4, 36.0], [70.0, 42.8, 24.0]][arch][i2]

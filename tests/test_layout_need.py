@@ -247,3 +247,19 @@ def test_an_unreachable_share_the_setting_does_not_change_says_so():
         == "unreachable (does not change this step)"
     )
     assert answer_text(Answer(float("nan"), UNREACHABLE, True), "bandwidth").startswith("unreachable (> ")
+
+
+def test_an_unreachable_share_says_how_far_off_it_stays():
+    # A hunt: Llama 3 70B at TP 8 x PP 4 on 1,024 H100s under NCCL's pricing, 5% asked: "unreachable (> 1e+06
+    # Gbit/s)" read as "no NIC is fast enough", where NCCL's NVLink and latencies alone cost 8% against the flat
+    # ideal. The share at the range's strongest end is said, from the same search (a section's first round).
+    from netsweep_jax.kernels.bisect import UNREACHABLE
+    from netsweep_jax.sweep.analysis.layout_need import answer_text, k_section
+
+    (answer,) = k_section(
+        lambda which, x: 0.08 + 0.5 / x, 1.0, 1e6, np.array([0.05]), growing=True
+    )  # a share falling with the rate to 8%
+    assert answer.status == UNREACHABLE and answer.floor == pytest.approx(0.08 + 0.5e-6)
+    assert answer_text(answer, "bandwidth") == "unreachable (> 1e+06 Gbit/s: still 8.0% there)"
+    (answer,) = k_section(lambda which, x: 0.01 * x, 1.0, 64.0, np.array([0.005]), growing=False)
+    assert answer_text(answer, "oversubscription") == "unreachable (even at 1:1: still 1.0% there)"

@@ -189,11 +189,13 @@ def _stack(rows: Sequence[dict[str, float]]) -> dict[str, np.ndarray]:
 class Answer:
     """An answered setting for one held layout and share: the value (stored units; NaN where unreachable) and
     its status (:data:`~kernels.bisect.SOLVED`, ``AT_LIMIT``: met at the range's weakest end, ``UNREACHABLE``),
-    and whether the setting changes this layout's step at all (a spine no group crosses does not)."""
+    whether the setting changes this layout's step at all (a spine no group crosses does not), and the network's
+    share at the range's strongest end (1: 100%; what no value of this setting goes below, NaN if not known)."""
 
     value: float
     status: int
     matters: bool = True
+    floor: float = float("nan")
 
 
 def answer(
@@ -276,6 +278,7 @@ class Section:
         self.lo, self.hi = np.full(p, low), np.full(p, high)
         self.status = np.full(p, SOLVED)
         self.matters = np.ones(p, bool)
+        self.floor = np.full(p, np.nan)
         self.active = np.ones(p, bool)
         self.first = True
 
@@ -305,6 +308,7 @@ class Section:
             self.status[which[weakest]] = AT_LIMIT
             self.status[which[~weakest & ~strongest]] = UNREACHABLE
             self.matters[which] = share[:, 0] != share[:, -1]
+            self.floor[which] = share[:, -1] if self.growing else share[:, 0]
             self.active[which[weakest | ~strongest]] = False
             keep = ~weakest & strongest
             which, x, meets = which[keep], x[keep], meets[keep]
@@ -323,7 +327,10 @@ class Section:
         NaN where no x of the range does)."""
         value = np.where(self.status == UNREACHABLE, np.nan, self.hi if self.growing else self.lo)
         value = np.where(self.status == AT_LIMIT, self.low if self.growing else self.high, value)
-        return [Answer(float(v), int(s), bool(m)) for v, s, m in zip(value, self.status, self.matters)]
+        return [
+            Answer(float(v), int(s), bool(m), float(f))
+            for v, s, m, f in zip(value, self.status, self.matters, self.floor)
+        ]
 
 
 Ask = tuple[str, np.ndarray, np.ndarray]
@@ -382,7 +389,12 @@ def answer_text(a: Answer | None, axis: str) -> str:
             not a.matters
         ):  # nothing of the layout uses it: the share is NVLink's and NCCL's, not this setting's
             return "unreachable (does not change this step)"
-        return f"unreachable (> {high:g}{unit})" if growing else f"unreachable (even at {low:g}{unit})"
+        end = f"> {high:g}{unit}" if growing else f"even at {low:g}{unit}"
+        if np.isfinite(
+            a.floor
+        ):  # how far off: NCCL's own latencies and NVLink stay where no NIC reaches them
+            return f"unreachable ({end}: still {a.floor:.1%} there)"
+        return f"unreachable ({end})"
     if a.status == AT_LIMIT:
         if not a.matters:  # the step is the same at both ends of the range: nothing of this layout uses it
             return "any (does not change this step)"

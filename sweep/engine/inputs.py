@@ -314,7 +314,8 @@ def row_inputs(
     if uses_nccl(collective):
         raise InputError(
             f"{','.join(sorted({c for c in collective if is_nccl(c)}))}: not calibrated from measured runs (NCCL's "
-            "own collective prices a NIC's rate through its channels' speed steps, where a fit finds no slope); "
+            "own collective takes the transport's efficiency from its fabric constants, eta_net, where a fitted "
+            "utilization would be a second efficiency over it); "
             "calibrate with nccl-ring or nccl-tree, or fit NCCL's own constants to nccl-tests logs (sweep "
             "calibrate --nccl-tests LOG --out FABRIC) and give grid or plan --fabric FABRIC",
             param="collective",
