@@ -27,7 +27,7 @@ def boundary(
     dtype: jnp.dtype | type,
     iterations: int = 40,
     increasing: bool = True,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """The x in [low, high] where ``metric(x) >= target`` starts (growing) or stops (falling).
 
     Args:
@@ -40,8 +40,9 @@ def boundary(
       increasing: whether ``metric`` grows with x (static).
 
     Returns:
-      (value [*shape]; status [*shape] int8). Growing: the smallest x reaching the
-      target, ``low`` with AT_LIMIT where even ``low`` reaches it. Falling: the largest
+      (value [*shape]; status [*shape] int8; at_low, at_high [*shape]: the metric at ``low`` and at
+      ``high``, what the range's ends give, the most and the least any x gives). Growing: the smallest x
+      reaching the target, ``low`` with AT_LIMIT where even ``low`` reaches it. Falling: the largest
       such x, ``high`` with AT_LIMIT where even ``high`` still reaches it. NaN with
       UNREACHABLE where no x in [low, high] reaches it.
     """
@@ -58,9 +59,11 @@ def boundary(
 
     lo_end, hi_end = lax.fori_loop(0, iterations, halve, (lo, hi))
     best, worst = (lo, hi) if increasing else (hi, lo)
-    at_limit = metric(best) >= target
-    anywhere = metric(worst) >= target
+    at_low, at_high = metric(lo), metric(hi)
+    weakest, strongest = (at_low, at_high) if increasing else (at_high, at_low)
+    at_limit = weakest >= target
+    anywhere = strongest >= target
     status = jnp.where(at_limit, AT_LIMIT, jnp.where(anywhere, SOLVED, UNREACHABLE)).astype(jnp.int8)
     answer = hi_end if increasing else lo_end
     value = jnp.where(status == UNREACHABLE, jnp.nan, jnp.where(status == AT_LIMIT, best, answer))
-    return value, status
+    return value, status, at_low, at_high

@@ -5,7 +5,7 @@ import pytest
 
 from helpers import invoke
 from netsweep_jax.sweep import builtin_profile
-from netsweep_jax.sweep.analysis.need import MET_AT_MIN, SOLVED, UNREACHABLE, solve
+from netsweep_jax.sweep.analysis.need import MET_AT_MIN, SOLVED, UNREACHABLE, answer_table, rounded, solve
 from netsweep_jax.sweep.model.vector_add import default_table
 from reference import simulate
 
@@ -70,6 +70,22 @@ def test_statuses_met_and_unreachable():
     # reached the target.
     ds = solve("resnet50", target=0.9, axis="bandwidth", nodes=2, utilization=1e-4)
     assert np.all(ds.status.values == SOLVED) and 1e4 < float(ds.required_bandwidth.max()) < 1e6
+
+
+def test_an_unreachable_answer_says_the_most_the_axis_gives_or_that_it_moves_nothing():
+    # A hunt: "unreachable (> 1e+06 Gbit/s)" for one host, whose NICs carry nothing, and for a compressor whose
+    # codec time caps the scaling factor below the target at any ratio: neither said what stops it.
+    ds = solve("gpt2-xl", target=0.9999, axis="bandwidth", nodes=1, collective="nccl", gpu="h100")
+    low, high = (float(ds[f"scaling_factor_at_{end}"].squeeze()) for end in ("minimum", "maximum"))
+    assert int(ds.status.squeeze()) == UNREACHABLE and low == high < 0.9999
+    assert answer_table(ds).endswith(
+        f"unreachable (does not change the scaling factor, {rounded(low, up=False)})"
+    )
+    ds = solve("resnet50", target=0.99, axis="ratio", bandwidth=10, nodes=2, compressor="topk:0.01")
+    low, high = (float(ds[f"scaling_factor_at_{end}"].squeeze()) for end in ("minimum", "maximum"))
+    assert int(ds.status.squeeze()) == UNREACHABLE and low < high < 0.99
+    assert answer_table(ds).endswith(f"unreachable (> 1e+06: at most {rounded(high, up=False)})")
+    assert float(rounded(high, up=False)) <= high  # a ceiling shown rounded down, never above what is reached
 
 
 def test_cli_need_prints_and_writes_cube(tmp_path):

@@ -508,3 +508,15 @@ def test_calibrate_takes_each_setting_once_and_names_in_any_case(tmp_path):
     )
     rows.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor,accum\ngpt2,2,8,100,0.9,2\n")
     one_line_refusal(invoke("calibrate", rows, "--bucketing", "fsdp"), "m.csv:2: fsdp with accum > 1")
+
+
+def test_bf16_on_the_default_gpu_says_it_is_the_default():
+    # A hunt: `--fabric ethernet-clos --precision bf16` (a preset that names no GPU) was refused as "the v100 has no
+    # bf16 tensor cores", a GPU the user never named.
+    r = invoke(
+        "grid", "--model", "gpt2-xl", "--fabric", "ethernet-clos", "--precision", "bf16", "--bw", "100"
+    )
+    assert (
+        r.exit_code == 2
+        and "bf16 on the default GPU (no --gpu given; give one, e.g. h100): the v100" in r.output
+    )

@@ -122,8 +122,9 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
 
     Returns:
       ``xarray.Dataset`` over every dim but ``axis``: ``required_<axis>`` for a growing
-      axis or ``allowed_<axis>`` for a falling one (NaN where unreachable), and
-      ``status`` (0 solved, 1 met at the limit, 2 unreachable).
+      axis or ``allowed_<axis>`` for a falling one (NaN where unreachable),
+      ``status`` (0 solved, 1 met at the limit, 2 unreachable), and the scaling factor at the range's ends,
+      ``scaling_factor_at_minimum`` and ``scaling_factor_at_maximum`` of ``axis`` (what no value beats).
     """
     axis = _question(axis, target, settings)
     increasing = axis in GROWING
@@ -145,10 +146,12 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
     blocking = Blocking(grid.sizes, min(grid.size, DEFAULT_BLOCK_CONFIGS), grid.family)
     value = np.full(grid.shape, np.nan, grid.dtype)
     status = np.full(grid.shape, UNREACHABLE, np.int8)
+    ends = np.full((2, *grid.shape), np.nan, grid.dtype)  # the scaling factor at the range's minimum, maximum
 
     def sink(block: Block, answers: dict[str, Array]) -> None:
         value[block.region()] = answers["value"]
         status[block.region()] = answers["status"]
+        ends[(slice(None),) + tuple(block.region())] = answers["ends"]
 
     question = _Question(axis, target, increasing)
     run(
@@ -159,7 +162,7 @@ def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOpt
             grid, blocking, question
         ),  # its own grid: a data-parallel one
     )
-    return _dataset(grid, axis, target, value, status)
+    return _dataset(grid, axis, target, value, status, ends)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,14 +212,19 @@ class _SolvedBlocks:
     def collect(self, block: Block, result: Any) -> dict[str, Array]:
         """The block's answers (``value`` in the axis's units, the grid's dtype) and ``status``, shaped like its
         region: the kernel's padding lanes dropped."""
-        (args, (solved, solved_status)), q, grid = result, self.question, self.grid
+        (args, (solved, solved_status, at_low, at_high)), q, grid = result, self.question, self.grid
         k, c = block.outer_lanes, block.size // block.outer_lanes
         v = (np.asarray(solved, np.float64) / NUMERIC_AXES[q.axis].to_si).astype(grid.dtype)
         st = np.array(solved_status)
         st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
         dt = self.inputs.dtype.type
         v = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)[:k, :c]
-        return {"value": v.reshape(block.region_shape()), "status": st[:k, :c].reshape(block.region_shape())}
+        ends = np.stack([np.asarray(e)[:k, :c].reshape(block.region_shape()) for e in (at_low, at_high)])
+        return {
+            "value": v.reshape(block.region_shape()),
+            "status": st[:k, :c].reshape(block.region_shape()),
+            "ends": ends.astype(grid.dtype),
+        }
 
 
 MARGIN_ULPS = 4  # the fed-back scaling factor must clear the target by this many ulps: a sweep's
@@ -271,7 +279,7 @@ def answer_name(axis: str) -> str:
     return f"{'required' if axis in GROWING else 'allowed'}_{axis}"
 
 
-def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) -> xr.Dataset:
+def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array, ends: Array) -> xr.Dataset:
     dims = tuple(d for d in DIMS if d != axis)
     squeeze = DIMS.index(axis)
     spec = NUMERIC_AXES[axis]
@@ -294,6 +302,14 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array) 
                 "long_name": f"0: solved, 1: target met at the {which} searched, 2: unreachable",
             },
         ),
+        **{
+            f"scaling_factor_at_{end}": xr.Variable(
+                dims,
+                at_end.squeeze(squeeze),
+                {"units": "1", "long_name": f"scaling factor at the {end} {spec.long_name} searched"},
+            )
+            for end, at_end in zip(("minimum", "maximum"), ends)
+        },
     }
     low, high = search_range(axis)
     attrs = {
@@ -315,22 +331,33 @@ def shown_value(value: float, axis: str, digits: int = SHOWN_DIGITS) -> str:
     axis (the smallest value required), down for a falling one (the largest allowed), so the
     number shown, fed back, reaches the target as the stored answer does (the scaling factor is
     monotone in the axis)."""
+    return rounded(value, up=axis in GROWING, digits=digits)
+
+
+def rounded(value: float, *, up: bool, digits: int = SHOWN_DIGITS) -> str:
+    """``value`` to ``digits`` significant digits, rounded up or down (never to nearest: a bound shown)."""
     exact = Decimal(repr(float(value)))
     if exact == 0:
         return "0"
     quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
-    rounded = exact.quantize(quantum, rounding=ROUND_CEILING if axis in GROWING else ROUND_FLOOR)
-    return f"{float(rounded):.{digits}g}"
+    return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING if up else ROUND_FLOOR)):.{digits}g}"
 
 
-def answer_text(value: float, status: int, axis: str) -> str:
-    """One cell of the printed table (a solved answer rounded in the safe direction: :func:`shown_value`)."""
+def answer_text(value: float, status: int, axis: str, ends: tuple[float, float] | None = None) -> str:
+    """One cell of the printed table (a solved answer rounded in the safe direction: :func:`shown_value`);
+    ``ends``: the scaling factor at the range's minimum and maximum, which an unreachable answer says (the most
+    any value gives, or that the axis does not change it)."""
     units = NUMERIC_AXES[axis].units
     units = "" if units == "1" else f" {units}"
     low, high = search_range(axis)
     growing = axis in GROWING
     if status == UNREACHABLE:
-        return f"unreachable (> {high:g}{units})" if growing else f"unreachable (even at {low:g}{units})"
+        if ends is not None and ends[0] == ends[1]:  # the axis moves nothing: not what stops it
+            return f"unreachable (does not change the scaling factor, {rounded(ends[0], up=False)})"
+        end = f"> {high:g}{units}" if growing else f"even at {low:g}{units}"
+        if ends is not None:
+            return f"unreachable ({end}: at most {rounded(ends[1] if growing else ends[0], up=False)})"
+        return f"unreachable ({end})"
     if status == AT_LIMIT:
         return (
             f"met at the minimum ({low:g}{units})"
@@ -379,7 +406,10 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     varying = [
         d for d in ds.dims if ds.sizes[d] > 1 or d == "model" or d in SHOWN or d in given or _set(ds, str(d))
     ]
-    df["answer"] = [answer_text(v, s, axis) for v, s in zip(df[answer_name(axis)], df["status"])]
+    at_ends = ("scaling_factor_at_minimum", "scaling_factor_at_maximum")
+    # A need cube written before the ends were kept (2026-12-06) has none to say.
+    ends = zip(*(df[e] for e in at_ends)) if all(e in df for e in at_ends) else [None] * len(df)
+    df["answer"] = [answer_text(v, s, axis, e) for v, s, e in zip(df[answer_name(axis)], df["status"], ends)]
     limit = "smallest" if axis in GROWING else "largest"
     # to every digit given: 0.9999999 was said as "scaling factor 1"
     head = f"{limit} {axis} reaching scaling factor {show(ds.attrs['target_scaling_factor'])}"

@@ -165,12 +165,13 @@ def solve_on_grid(
     iterations: int = 40,
     features: Features = PAPER,
     increasing: bool = True,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
 
     The smallest value reaching it when the scaling factor grows with ``axis``
     (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
-    ``axis`` field of ``config`` is ignored); returns (value [K, C], status [K, C]) as
+    ``axis`` field of ``config`` is ignored); returns (value, status, scaling factor at ``low``, at ``high``),
+    each [K, C], as
     :func:`kernels.bisect.boundary`. The field solved is an array (:func:`solve_on_fields`): solves of
     any axis with the same shapes, features and direction share one compile.
     """
@@ -204,7 +205,7 @@ def solve_on_fields(
     iterations: int = 40,
     features: Features = PAPER,
     increasing: bool = True,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """:func:`solve_on_grid` of the Config field at index ``field`` (int32 scalar): every field is a select
     between the bisected value and the sweep's (exact: the kernel sees the same numbers)."""
     shape = (workers.messages.shape[0], config.bandwidth.shape[0])

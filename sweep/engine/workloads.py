@@ -25,6 +25,7 @@ from netsweep_jax.sweep.model.compute import (
     TRANSFORMER_SOURCE,
     Workload,
     gpu_named,
+    refuse_on_volta,
     transformer_profile,
 )
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
@@ -299,6 +300,15 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
 def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
     """Every combination of the transformer workload settings, as profiles."""
     axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
+    if (
+        "gpu" not in axes
+    ):  # bf16 on the default GPU, which the user never named (a fabric preset may name none)
+        for precision in axes.get("precision", []):
+            refuse_on_volta(
+                Workload.gpu,
+                precision=precision,
+                whose=" on the default GPU (no --gpu given; give one, e.g. h100)",
+            )
     keys = list(axes)
     return [
         transformer_profile(Workload(name, **dict(zip(keys, combo))))
