@@ -41,7 +41,8 @@ def boundary(
 
     Returns:
       (value [*shape]; status [*shape] int8; at_low, at_high [*shape]: the metric at ``low`` and at
-      ``high``, what the range's ends give, the most and the least any x gives). Growing: the smallest x
+      ``high``, what the range's ends give: the least and the most any x gives for a growing metric, the
+      most and the least for a falling one). Growing: the smallest x
       reaching the target, ``low`` with AT_LIMIT where even ``low`` reaches it. Falling: the largest
       such x, ``high`` with AT_LIMIT where even ``high`` still reaches it. NaN with
       UNREACHABLE where no x in [low, high] reaches it.
@@ -58,7 +59,7 @@ def boundary(
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid)  # keep lo reaching it
 
     lo_end, hi_end = lax.fori_loop(0, iterations, halve, (lo, hi))
-    best, worst = (lo, hi) if increasing else (hi, lo)
+    best = lo if increasing else hi
     at_low, at_high = metric(lo), metric(hi)
     weakest, strongest = (at_low, at_high) if increasing else (at_high, at_low)
     at_limit = weakest >= target

@@ -260,6 +260,6 @@ def test_an_unreachable_share_says_how_far_off_it_stays():
         lambda which, x: 0.08 + 0.5 / x, 1.0, 1e6, np.array([0.05]), growing=True
     )  # a share falling with the rate to 8%
     assert answer.status == UNREACHABLE and answer.floor == pytest.approx(0.08 + 0.5e-6)
-    assert answer_text(answer, "bandwidth") == "unreachable (> 1e+06 Gbit/s: still 8.0% there)"
+    assert answer_text(answer, "bandwidth") == "unreachable (> 1e+06 Gbit/s: still 8.01% there)"
     (answer,) = k_section(lambda which, x: 0.01 * x, 1.0, 64.0, np.array([0.005]), growing=False)
-    assert answer_text(answer, "oversubscription") == "unreachable (even at 1:1: still 1.0% there)"
+    assert answer_text(answer, "oversubscription") == "unreachable (even at 1:1: still 1% there)"

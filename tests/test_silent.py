@@ -518,5 +518,5 @@ def test_bf16_on_the_default_gpu_says_it_is_the_default():
     )
     assert (
         r.exit_code == 2
-        and "bf16 on the default GPU (no --gpu given; give one, e.g. h100): the v100" in r.output
+        and "bf16 on the default GPU (no GPU given; give one, e.g. h100): the v100" in r.output
     )

@@ -307,7 +307,7 @@ def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
             refuse_on_volta(
                 Workload.gpu,
                 precision=precision,
-                whose=" on the default GPU (no --gpu given; give one, e.g. h100)",
+                whose=" on the default GPU (no GPU given; give one, e.g. h100)",
             )
     keys = list(axes)
     return [

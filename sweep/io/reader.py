@@ -314,8 +314,17 @@ def as_coordinates(
 
 
 def why_no_dim(ds: xr.Dataset, dim: str) -> str:
-    """Why a cube has no ``dim`` to select on: a plan searched it (each rank's value is ``layout_<dim>``), an
-    inverse query solved for it, or it is not one of this cube's dims."""
+    """Why a cube has no ``dim`` to select on: it is an option's name for a dim (``bw``, ``gpus-per-node``: said,
+    with why that dim is not here where it is not), a plan searched it (each rank's value is ``layout_<dim>``),
+    an inverse query solved for it, a reduction reduced it, or it is not one of this cube's dims."""
+    name = dim.replace("-", "_")
+    spec = next(
+        (s for s in (*NUMERIC_AXES.values(), *AXES.values()) if s.option[2:].replace("-", "_") == name), None
+    )
+    if spec is not None and spec.name != dim:  # an option's name for its dim: --bw's is bandwidth
+        if spec.name in ds.dims:
+            return f"this cube has no {dim} dim: {spec.option} selects its {spec.name} dim (--sel {spec.name}=VALUE)"
+        return f"{spec.option} selects {spec.name}: {why_no_dim(ds, spec.name)}"
     if f"layout_{dim}" in ds.data_vars:
         return f"a plan cube has no {dim} dim: each rank's {dim} is its variable layout_{dim}, in every row"
     if ds.attrs.get("solved_axis") == dim:
@@ -326,13 +335,6 @@ def why_no_dim(ds: xr.Dataset, dim: str) -> str:
         named = " and ".join(where) if len(where) <= 2 else f"each variable's, as {where[0]}"
         said = f": the {dim} of each extreme is {named}" if where else ""
         return f"this cube has no {dim} dim (--reduce {ds.attrs.get('reduced', '')} reduced it){said}"
-    spec = next(
-        (s for s in (*NUMERIC_AXES.values(), *AXES.values()) if s.option[2:].replace("-", "_") == dim), None
-    )
-    if spec is not None and spec.name in ds.dims:  # an option's name for its dim: --bw's is bandwidth
-        return (
-            f"this cube has no {dim} dim: {spec.option} selects its {spec.name} dim (--sel {spec.name}=VALUE)"
-        )
     return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
 
 

@@ -560,7 +560,11 @@ def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float
     """A data-parallel sweep's :class:`SweepFabric` from ``--fabric``'s preset or file constants and
     ``--oversubscription``'s one value (None: the preset's as built; checked by :func:`oversubscriptions`)."""
     if not isinstance(choice, FabricPreset):
-        return SweepFabric(choice, choice.source, describe=f"fabric file's constants ({choice.describe()})")
+        # A file that records no NICs (written by hand, or its hardware removed) sets none: said, not silent.
+        hosts = "" if choice.nics_per_node else "; it records no NICs: the sweep's --nics-per-node and --bw"
+        return SweepFabric(
+            choice, choice.source, describe=f"fabric file's constants ({choice.describe()}){hosts}"
+        )
     spine = choice.oversubscription if oversubscription is None else oversubscription
     return SweepFabric(
         constants=choice.constants,
