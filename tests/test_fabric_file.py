@@ -163,6 +163,10 @@ def test_a_data_parallel_sweep_takes_the_nics_a_file_records_where_not_given(tmp
     )
     given = make_grid("resnet50", fabric=read_fabric(path), nodes=8, nics_per_node=2, bandwidth=[100, 200])
     assert given.values["nics_per_node"].tolist() == [2.0] and "fabric file's hosts" not in given.assumed
+    # A file that records no NICs (its hardware removed: a hunt) sets none, and says so.
+    bare = make_grid("resnet50", fabric=read_fabric(fabric(tmp_path, "bare.json", hardware=None)), nodes=8)
+    assert "it records no NICs: the sweep's --nics-per-node and --bw" in bare.assumed
+    assert "it records no NICs" not in g.assumed
 
 
 def test_a_host_of_other_gpus_has_its_own_share_of_the_files_nics(tmp_path):

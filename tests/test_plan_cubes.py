@@ -262,6 +262,9 @@ def test_a_need_cubes_status_reads_as_words_and_plot_says_what_it_left_out(tmp_p
     assert [line.rsplit(",", 1)[1] for line in r.stdout.splitlines()[1:]] == ["unreachable"] * 2 + ["solved"]
     shown = [line.split() for line in invoke("show", out).output.splitlines()]
     assert ["status", "solved", "(1),", "unreachable", "(2)"] in shown
+    # An option's name for the dim solved for: both said (a review: the generic list of dims was).
+    r = invoke("select", out, "--sel", "util=0.5")
+    assert "--util selects utilization: this cube has no utilization dim (it was solved for it)" in r.output
     r = invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "n.png")
     assert r.exit_code == 0 and "left out: 2 value(s) of required_utilization" in r.output, r.output
 
