@@ -472,3 +472,13 @@ def test_a_low_or_small_message_eta_net_is_said_with_what_may_cause_it():
     assert _eta_net_notes(calibration(0.313, 4 * 2**20, held=("eta_net",))) == []
     assert _eta_net_notes(calibration(0.3, 4 * 2**20, at_bounds=("eta_net",))) == []
     assert _eta_net_notes(calibration(0.9, 2**20, nodes=1)) == []  # inside one host: no eta_net to set
+
+
+def test_rows_of_another_collective_than_the_files_name_are_refused(tmp_path):
+    # A hunt: an all-gather's log (nccl-tests before 2.17 print no binary) saved as all_reduce_perf.log was
+    # fitted as an all-reduce (eta_nvl 0.517 where 0.750 is right); its rows' redop, none, says it is not one.
+    text = (DATA / "all_gather_perf-1x8.log").read_text()
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text("".join(line for line in text.splitlines(True) if "Collective test" not in line))
+    with pytest.raises(InputError, match=r"redop none, where all_reduce reduces \(sum, prod, ...\)"):
+        read_nccl_tests_log(path)

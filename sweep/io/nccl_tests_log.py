@@ -286,6 +286,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             "and GPUs come from them"
         )
     collective = _collective(said.binary, path)
+    _check_operation(collective, kinds, path)
     _check_ranks(said.devices, collective, counts, said.columns, path)
     return Log(
         path=path,
@@ -298,6 +299,29 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         finished=said.finished,
         cut=None if unread is None else unread[0],
     )
+
+
+# The tests that reduce (their redop column an operation: sum by default); the others print none.
+REDUCING = ("all_reduce", "reduce_scatter")
+
+
+def _check_operation(collective: str, kinds: dict[tuple[str, ...], int], path: Path) -> None:
+    """Refuse rows whose operation is not the collective's: an all-reduce or reduce-scatter reduces (its redop
+    sum, prod, ...), an all-gather, all-to-all or send/recv reduces nothing (none). A log whose collective came
+    from its file's name (nccl-tests before 2.17 print no binary) was read as that name said: an all-gather's
+    rows in all_reduce_perf.log fitted eta_nvl 0.517 where its own name gave 0.750 (a hunt)."""
+    for kind, number in kinds.items():
+        if len(kind) < 2 or (kind[1] != "none") == (collective in REDUCING):
+            continue
+        does, others = (
+            ("reduces (sum, prod, ...)", "all_gather_perf.log, alltoall_perf.log")
+            if collective in REDUCING
+            else ("reduces nothing (none)", "all_reduce_perf.log, reduce_scatter_perf.log")
+        )
+        raise InputError(
+            f"{where(path, number)}: redop {kind[1]}, where {collective} {does}: a log of another test? Name the "
+            f"file after the binary that printed it ({others})"
+        )
 
 
 def _check_ranks(
