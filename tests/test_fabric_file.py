@@ -95,7 +95,12 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         ({}, "[1, 2]", "a JSON list; a fabric file is one object"),
         ({"format": "other"}, None, "format 'other'; a fabric file says 'netsweep fabric'"),
         ({"version": 3}, None, "version 3; this netsweep reads fabric files of version 1 or 2"),
-        ({"version": None}, None, "version None; this netsweep reads"),
+        ({"version": None}, None, "no version key; this netsweep reads"),  # removed: not "version None"
+        (
+            {"format": None},
+            None,
+            "no format key; a fabric file says 'netsweep fabric'",
+        ),  # calibrate's fit JSON
         ({"constants": None}, None, f"constants missing or not an object of {', '.join(NAMES)}"),
         ({"constants.fill_us": None}, None, "constants.fill_us missing"),
         ({"constants.fill_mib": 0}, None, "constants.fill_mib 0 must be above 0 and at most 1048576 (MiB)"),

@@ -70,6 +70,8 @@ def test_reads_good_rows(tmp_path):
         ("B-01,s,all_reduce,H100,0,8,400,2,,8,1.0,", "gpus_per_node 0 must be a whole number from 1"),
         ("B-01,s,all_reduce,H100,8,8,400,2.5,,8,1.0,", "nodes 2.5 must be a whole number from 1"),
         ("B-01,s,all_reduce,H100,8,8,fast,2,,8,1.0,", "nic_gbps 'fast' is not a number"),
+        # a host's total (8 x 400) where one NIC's rate goes, as calibrate --bw refuses it (a hunt)
+        ("B-01,s,all_reduce,H100,8,8,3200,2,,8,1.0,", "nic_gbps 3200: one NIC's rate, at most 1600 Gbit/s"),
         ("B-01,s,all_reduce,H100,8,8,400,2,,8,-1,", "busbw_gbytes_s -1 must be a number from 0"),
         ("B-01,s,all_reduce,H100,8,8,400,2,,1e40,1,", "bytes 1e40 must be a whole number from 1"),
         ("B-01,s,all_reduce,,8,8,400,2,,8,1,", "gpu is empty"),

@@ -47,7 +47,7 @@ from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, 
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
-from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 
@@ -82,13 +82,6 @@ class Calibration:
     hardware: dict[str, Any]
     at_bounds: tuple[str, ...] = ()
 
-
-# A NIC's rate at most (Gbit/s): twice the fastest NIC of any system here (ConnectX-8's 800 Gbit/s, the GB300 and
-# B300 presets' in sweep/model/compute.py), for the generation after it. A host's total given as --bw (8 x 400 =
-# 3200) gave a fit all the same (on two hosts of eight NICs the busbw does not depend on it) and a fabric file that
-# priced every later plan at eight times its NICs (a hunt).
-FASTEST_NIC_GBPS = max(g.nic_gbps for g in GPUS.values())
-MAX_NIC_GBPS = 2 * FASTEST_NIC_GBPS
 
 CARRIED_SLACK = 4
 """How far a busbw across hosts may pass what the NICs of an NVLink domain carry before the NICs said are taken for

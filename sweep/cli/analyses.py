@@ -550,7 +550,7 @@ NcclTests = Annotated[
     bool,
     typer.Option(
         "--nccl-tests",
-        help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency, a collective's fixed cost and the pipeline's fill; the fill's message held at the shipped fit's) and write a fabric file for grid and plan --collective nccl --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
+        help="The files are nccl-tests' output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, sendrecv_perf): fit the fabric's constants (eta_net, eta_nvl, latency, a collective's fixed cost and the pipeline's fill; the fill's message held at the shipped fit's) and write a fabric file for grid, plan, need and compare --fabric FILE (--out; default results/fabric-<timestamp>.json). Several hosts need --nics-per-node and --bw.",
     ),
 ]
 NicBandwidth = Annotated[
@@ -631,7 +631,8 @@ def calibrate(
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
     large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits validate --llm's constants
     instead (matrix efficiency per stack and GPU die, one memory efficiency); --train then names a group of its runs. For NCCL's own
-    collective (grid and plan --collective nccl), --nccl-tests fits a fabric file to logs of NCCL's tests."""
+    collective (--collective nccl, or --fabric FILE in grid, plan, need and compare), --nccl-tests fits a fabric
+    file to logs of NCCL's tests."""
     from netsweep_jax.sweep.analysis.calibrate import calibrate_file
     from netsweep_jax.sweep.analysis.calibration_report import report_text
     from netsweep_jax.sweep.io.runs import is_runs_file

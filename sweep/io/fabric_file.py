@@ -116,15 +116,17 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
     if not isinstance(document, dict):
         raise InputError(f"{path}: a JSON {type(document).__name__}; a fabric file is one object")
     if document.get("format") != FORMAT:
+        # A JSON of another kind (calibrate's --out of a data-parallel fit) has no format: said as missing, not
+        # as "format None" (a hunt).
+        said = f"format {document['format']!r}" if "format" in document else "no format key"
         raise InputError(
-            f"{path}: format {document.get('format')!r}; a fabric file says {FORMAT!r} (sweep calibrate "
-            "--nccl-tests writes one)"
+            f"{path}: {said}; a fabric file says {FORMAT!r} (sweep calibrate --nccl-tests writes one)"
         )
     version = document.get("version")
     if type(version) is not int or version not in VERSIONS:
+        said = f"version {version!r}" if "version" in document else "no version key"
         raise InputError(
-            f"{path}: version {version!r}; this netsweep reads fabric files of version "
-            f"{' or '.join(map(str, VERSIONS))}"
+            f"{path}: {said}; this netsweep reads fabric files of version {' or '.join(map(str, VERSIONS))}"
         )
     names = VERSIONS[version]
     constants = document.get("constants")

@@ -18,6 +18,7 @@ from pathlib import Path
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import number
+from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS
 
 REQUIRED = (
     "id",
@@ -136,6 +137,11 @@ def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
         raise bad("gpus_per_node x nodes must be at most 10,000,000 ranks")
     nics = value("nics_per_node", True, 1, False)
     gbps = value("nic_gbps", False, 1e-3, False)
+    if gbps is not None and gbps > MAX_NIC_GBPS:
+        raise bad(
+            f"nic_gbps {cells['nic_gbps']}: one NIC's rate, at most {MAX_NIC_GBPS:g} Gbit/s (no NIC runs faster "
+            f"than {FASTEST_NIC_GBPS:g} today); a host's total over its nics_per_node?"
+        )
     size = value("bytes", True, 1, False)
     busbw = value("busbw_gbytes_s", False, 0, False)
     return Measurement(

@@ -487,3 +487,11 @@ def gpu_named(device: str, any_card: bool = False) -> str | None:
         return None
     marks, sibling = SIBLINGS.get(chip, ((), chip))
     return sibling if any(w in marks for w in words) else chip
+
+
+# A NIC's rate at most (Gbit/s): twice the fastest NIC of any system here (ConnectX-8's 800 Gbit/s, the GB300 and
+# B300 presets'), for the generation after it. A host's total given as --bw (8 x 400 = 3200) gave a fit all the
+# same (on two hosts of eight NICs the busbw does not depend on it) and a fabric file that priced every later plan
+# at eight times its NICs (a hunt); a runs file's nic_gbps of 3200 was read as one NIC's too (a hunt).
+FASTEST_NIC_GBPS = max(g.nic_gbps for g in GPUS.values())
+MAX_NIC_GBPS = 2 * FASTEST_NIC_GBPS
