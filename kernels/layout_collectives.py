@@ -246,20 +246,19 @@ def spine_load(
         return exchange_load(n, per, on_host * domain, leaf_gpus)
     if coll == nccl.SENDRECV:
         return jnp.minimum(per / leaf_gpus, 1.0)
-    whole = jnp.where(
-        share >= 1.0, jnp.floor(share + 1e-6), share
-    )  # under one: its share, one channel a host
-    return ring_load(per, channel_nics(whole, domain), leaf_hosts, nics_per_node, gpus_per_node)
+    return ring_load(per, channel_nics(share, domain), leaf_hosts, nics_per_node, gpus_per_node)
 
 
-def channel_nics(nics: Value, hosts_a_node: Value) -> Value:
-    """The NICs' worth by which a group's ring or tree leaves one NCCL node: its ``nics`` on each of the node's
-    ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's 18 trays), at most 16, NCCL's channels
-    before duplication (:mod:`kernels.nccl`: each NIC a channel, c0 <= MAXCHANNELS / 2); under one NIC a host,
-    one channel a host at that share of a NIC: min(16, D) x its share."""
+def channel_nics(share: Value, hosts_a_node: Value) -> Value:
+    """The NICs' worth by which a group's ring or tree leaves one NCCL node: its whole NICs (``share``, its NICs
+    a host, floored) on each of the node's ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's
+    18 trays), at most 16, NCCL's channels before duplication (:mod:`kernels.nccl`: each NIC a channel,
+    c0 <= MAXCHANNELS / 2); under one NIC a host, one channel a host at that share of a NIC: min(16, D) x share."""
     channels = nccl.MAX_CHANNELS / 2
     return jnp.where(
-        nics >= 1.0, jnp.minimum(nics * hosts_a_node, channels), jnp.minimum(hosts_a_node, channels) * nics
+        share >= 1.0,
+        jnp.minimum(jnp.floor(share + 1e-6) * hosts_a_node, channels),
+        jnp.minimum(hosts_a_node, channels) * share,
     )
 
 

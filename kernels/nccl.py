@@ -457,7 +457,7 @@ def _entry(table: Any, dt: jnp.dtype, *index: Array) -> Array:
 class _Group(NamedTuple):
     """One collective's inputs in the model's dtype and notation (module docstring), with the quantities every
     stage reads: N nodes, n ranks, p ranks per node, whether it spans nodes, its row ``i2`` of NCCL's
-    per-node-count tables (min(N, 3) - 1), and which collective family it is."""
+    per-node-count tables (min(N, 3) - 1), which collective family it is, and K_n, an NCCL node's whole NICs."""
 
     x: Array
     dt: jnp.dtype
@@ -482,6 +482,7 @@ class _Group(NamedTuple):
     i2: Array
     ar: Array
     agrs: Array
+    node_nics: Array
 
     def bc(self, v: Array) -> Array:
         """``v`` broadcast to the inputs' shape, in the model's dtype."""
@@ -529,9 +530,11 @@ def _group(
     i2 = (jnp.minimum(nodes, 3.0) - 1).astype(jnp.int32)
     ar = coll == ALL_REDUCE
     agrs = (coll == ALL_GATHER) | (coll == REDUCE_SCATTER)
+    # K_n: the NICs of one NCCL node (a host's, or a multi-node NVLink domain's), whole, at least one
+    node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
-        nodes, n, p, multi, i2, ar, agrs,
+        nodes, n, p, multi, i2, ar, agrs, node_nics,
     )  # fmt: skip
 
 
@@ -568,8 +571,7 @@ def _graphs(q: _Group) -> _Graphs:
     # Each of an NCCL node's NICs a channel: a host's, or a multi-node NVLink domain's (an NVL72 rack's 72: NCCL
     # fuses the rack into one system; one tray's 4 priced a ring across GB200 partitions of two trays at half
     # NVIDIA/nccl#1801's measured busbw).
-    node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
-    c0 = jnp.where(multi, node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
+    c0 = jnp.where(multi, q.node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
     c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
@@ -607,7 +609,7 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     one node every speed is NCCL's (NVLink's list, which the fitted eta_nvl covers)."""
     multi, w, r, p = q.multi, q.w, q.r, q.p
     c, s, st, cn, sn, sx, cd, sd = gr
-    node_nics = jnp.maximum(jnp.floor(q.nics * q.hosts / q.nodes + 1e-6), 1.0)
+    node_nics = q.node_nics
     link = jnp.where(p > 1, w / c, w)
     share = jnp.maximum(s, jnp.minimum(r * node_nics / jnp.maximum(c, node_nics), link))
     second_pass = jnp.where(q.nodes <= 2, jnp.maximum(share, jnp.minimum(2 * share, w / c)), share)

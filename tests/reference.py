@@ -559,10 +559,11 @@ def _spine_factor(size, stride, lay, kind="ring"):
         load = min(s / (leaf * g_host), 1.0)
     else:
         share = nics * q / g_host
-        whole = math.floor(share + 1e-6) if share >= 1 else share
         hosts_a_node = max(in_domain / q, 1)
-        # its channels' NICs in one NCCL node, at most 16; under one NIC a host, one channel a host at that share
-        crossing = min(whole * hosts_a_node, 16) if share >= 1 else min(hosts_a_node, 16) * share
+        # its channels' whole NICs in one NCCL node, at most 16; under one NIC a host, one channel a host at that share
+        crossing = (
+            min(math.floor(share + 1e-6) * hosts_a_node, 16) if share >= 1 else min(hosts_a_node, 16) * share
+        )
         load = min(min(s, leaf * g_host) * crossing / (leaf * nics), 1.0)
     return max(lay.get("oversubscription", 1.0) * load, 1.0)
 

@@ -300,9 +300,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
 def _workloads(name: str, given: Mapping[str, object]) -> list[Profile]:
     """Every combination of the transformer workload settings, as profiles."""
     axes = {k: _values(v, k, k in ("batch", "seq_len")) for k, v in given.items()}
-    if (
-        "gpu" not in axes
-    ):  # bf16 on the default GPU, which the user never named (a fabric preset may name none)
+    # bf16 on the default GPU, which the user never named (a fabric preset may name none): said so
+    if "gpu" not in axes:
         for precision in axes.get("precision", []):
             refuse_on_volta(
                 Workload.gpu,
