@@ -215,19 +215,29 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     -1: an all-reduce's) delivers across nodes for a group of ``size`` GPUs ``stride`` ranks apart, over the
     spine (its block of ranks wider than a leaf's and than the NVLink domain), f its :func:`spine_load`;
     rail-only wiring has no spine, each rail a non-blocking fabric of its own (Wang et al.); else 1."""
-    load = spine_load(
-        size, stride, coll, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain, lay.leaf_hosts
-    )
-    extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
-    return spine_divisor(
-        extent,
-        load,
+    return group_spine(
+        size,
+        stride,
+        coll,
         lay.gpus_per_node,
+        lay.nics_per_node,
         lay.nvlink_domain,
         lay.leaf_hosts,
         lay.oversubscription,
         lay.rail_only,
     )
+
+
+def group_spine(
+    size: Value, stride: Value, coll: int, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
+    leaf_hosts: Value, oversubscription: Value, rail_only: Value,
+) -> Value:  # fmt: skip
+    """:func:`spine_factor` from the fabric's fields (the data-parallel family's one group of every GPU, stride
+    1, reads them from its workers' fabric): :func:`spine_divisor` of the group's block of ranks (stride x n,
+    n at least 2) under its :func:`spine_load`."""
+    load = spine_load(size, stride, coll, gpus_per_node, nics_per_node, nvlink_domain, leaf_hosts)
+    extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
+    return spine_divisor(extent, load, gpus_per_node, nvlink_domain, leaf_hosts, oversubscription, rail_only)
 
 
 def spine_load(

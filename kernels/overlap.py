@@ -88,7 +88,7 @@ from jax import lax
 from netsweep_jax.kernels import nccl
 
 # the spine's rule, one for both families
-from netsweep_jax.kernels.layout_collectives import spine_divisor, spine_load
+from netsweep_jax.kernels.layout_collectives import group_spine
 
 METRICS = (
     "scaling_factor",
@@ -385,8 +385,7 @@ def nccl_durations(
     n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
     hosts_a_node = jnp.maximum(jnp.clip(domain, 1.0, n) / g, 1.0)
     # rings and trees over every GPU (stride 1): the layout family's rule for one group of them all
-    load = spine_load(n, 1.0, nccl.ALL_REDUCE, g, nics, domain, leaf)
-    spine = spine_divisor(n, load, g, domain, leaf, over, rail)
+    spine = group_spine(n, 1.0, nccl.ALL_REDUCE, g, nics, domain, leaf, over, rail)
     fabric = nccl.Fabric(
         gpus_per_node=g,
         nodes=hosts,

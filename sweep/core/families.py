@@ -104,6 +104,15 @@ class Family:
         """The family's ``name`` hook (:data:`HOOK_LAYERS`): the object its declaration names."""
         return _load(self.hooks[name])
 
+    def stored_dtype(self, name: str, store: str) -> str:
+        """The dtype output ``name`` is kept in, in memory and in a cube, under the store dtype ``store``: int32
+        for a code (:attr:`integer`: a rule's number, never NaN), else ``store``."""
+        return "int32" if name in self.integer else store
+
+    def unset(self, name: str) -> float:
+        """The value output ``name`` holds until written: -1 for a code (:attr:`integer`), else NaN."""
+        return -1 if name in self.integer else float("nan")
+
     def in_cube_order(self, names: Iterable[str]) -> list[str]:
         """The outputs among ``names``, in the cube's order."""
         names = set(names)

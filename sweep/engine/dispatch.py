@@ -234,11 +234,9 @@ def evaluate_arrays(
     """Whole cube in memory: dict name -> array of ``grid.shape`` (NaN where unset; an integer output,
     -1). ``progress(configs)`` is called after each block."""
     blocking = Blocking(grid.sizes, block_configs, grid.family)
-    integer = grid.family.integer
+    family = grid.family
     out = {
-        name: np.full(grid.shape, -1, np.int32)
-        if name in integer
-        else np.full(grid.shape, np.nan, grid.store_dtype)
+        name: np.full(grid.shape, family.unset(name), family.stored_dtype(name, grid.store_dtype))
         for name in grid.variables
     }
 

@@ -319,9 +319,9 @@ class ReducedRun:
         out = {}
         for v, acc in self.acc.items():
             value = acc.value / outside if acc.kind == "mean" else acc.value
-            # the status a code, as a sweep's cube stores it (int32: a rule's number, never NaN: every layout
-            # has one); it was float32 and its rules lost (a hunt)
-            dtype = np.int32 if v in self.blocking.family.integer else self.grid.store_dtype
+            # the status a code, as a sweep's cube stores it (a rule's number, never NaN: every layout has one);
+            # it was float32 and its rules lost (a hunt)
+            dtype = self.blocking.family.stored_dtype(v, self.grid.store_dtype)
             with np.errstate(over="ignore"):  # refused below, by name
                 out[v] = value.astype(dtype)
         if self.grid.store_dtype == "float16":

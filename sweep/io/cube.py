@@ -209,8 +209,10 @@ def storage_chunks(blocking: Blocking) -> tuple[int, ...] | None:
 
 def estimated_bytes(grid: "AnyGrid") -> int:
     """Bytes the cube's data variables take on disk (uncompressed; an integer code as int32)."""
-    item = np.dtype(grid.store_dtype).itemsize
-    return grid.size * sum(4 if name in grid.family.integer else item for name in grid.variables)
+    family = grid.family
+    return grid.size * sum(
+        np.dtype(family.stored_dtype(name, grid.store_dtype)).itemsize for name in grid.variables
+    )
 
 
 def create(
@@ -245,16 +247,15 @@ def create(
     if sparse:
         dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
     for name in grid.variables:
-        integer = name in family.integer
         variable(
             f,
             name,
             list(scales.values()),
             grid.variable_attrs(name),
             shape=grid.shape,
-            dtype=np.int32 if integer else np.dtype(grid.store_dtype),
+            dtype=np.dtype(family.stored_dtype(name, grid.store_dtype)),
             chunks=storage_chunks(blocking),
-            fillvalue=-1 if integer else np.nan,
+            fillvalue=family.unset(name),
             dcpl=dcpl,
         )
     grid_inputs(grid)(f)  # the family's inputs a cube keeps besides its coordinates
