@@ -42,7 +42,8 @@ sweep.core.sweep_settings.OVERLAP_BITS), per layer and micro-batch:
 - tp_comm (4, --tp-comm-overlap: Transformer Engine's userbuffers split each TP collective and its
   neighbouring GEMM into chunks): TP's forward collectives hide behind the linear layers' forward
   GEMMs G = b (s / c) (F - core) / (t peak eff), its backward ones behind 2 G (3 G with full
-  recomputation): exposed = max(0, tp_f - G) + max(0, tp_b - 2 G).
+  recomputation): exposed = max(0, tp_f - G) + max(0, tp_b - 2 G); with sequence parallelism
+  only (Megatron-LM refuses --tp-comm-overlap without it): off, nothing is hidden.
 - moe_a2a (8, --overlap-moe-expert-parallel-comm): a MoE layer's all-to-alls hide behind another
   micro-batch's forward and backward: exposed = max(0, ep - t_f - t_b).
 The default, grad_reduce + param_gather, is what the model assumed before the switches existed.
@@ -395,7 +396,10 @@ def layer_communication(
     # all-to-alls behind another micro-batch's compute (--overlap-moe-expert-parallel-comm).
     grad_overlap = has_bit(lay.overlap, 1.0)
     param_overlap = has_bit(lay.overlap, 2.0)
-    tp_overlap = has_bit(lay.overlap, 4.0)
+    # --tp-comm-overlap needs sequence parallelism (Megatron-LM's validate_args asserts it: "Tensor parallel
+    # communication/GEMM overlap can happen only when sequence parallelism is enabled", as the stacks drop it):
+    # without it the switch hides nothing (a hunt saw TP priced fully hidden with SP off).
+    tp_overlap = has_bit(lay.overlap, 4.0) & (lay.sequence_parallel > 0)
     a2a_overlap = has_bit(lay.overlap, 8.0)
     # TP's forward collectives hide behind the linear layers' forward GEMMs G, its backward ones behind 2 G.
     linear_forward = (

@@ -413,7 +413,9 @@ class Comparison:
       rows: one answer per configuration (model, bandwidth and any dim that varies): its
         ``today``, ``fixed`` and per-compressor ``times`` (s per iteration of equal progress),
         ``best`` compressor, ``gain`` and ``winner``.
-      dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor).
+      dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor): one sweep per
+        GPU the models run on, joined along ``model`` in the order given (an attribute that differs between
+        them, as ``intra_bandwidth_gbps``, one value per model).
       paths: the files written (empty without ``out``).
       utilization: today's, as compare took it; assumed: what compare assumed beyond its keywords' defaults
         (the transformers' workload, the grid's defaults, a fabric's settings; ``sweep compare``'s line also

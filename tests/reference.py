@@ -876,6 +876,7 @@ def layout_step(arch, dev, lay):
     )  # each recomputed module re-runs one of its two TP collectives
     tp_fwd, tp_bwd = 2 * tp_one, (2 + reruns) * tp_one
     switch = {name: bool(int(lay["overlap"]) // value % 2) for name, value in OVERLAP_BITS.items()}
+    switch["tp_comm"] = switch["tp_comm"] and sp  # --tp-comm-overlap needs sequence parallelism
     gemms = (
         tokens * ((paced - flops["core"]) / t + 2 * replicated * (1 - 1 / t)) / rate * kappa
     )  # linear layers

@@ -53,3 +53,19 @@ def test_cli_prints_the_table_and_refuses_bad_input(tmp_path):
     r = invoke("compare", "--model", "resnet50", "--compressor", "topk:2", "--out", str(tmp_path / "o"))
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "density D in (0, 1]" in r.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_each_model_is_priced_on_its_own_gpu_whatever_is_compared_beside_it():
+    # One sweep prices every GPU at the slowest's NVLink and reductions: beside the paper's V100 CNNs (compare's
+    # default models) bert-large on H100s had its transport fixed at 1.095x where alone it is 1.225x (a hunt).
+    settings = dict(bandwidth=[400], compressor="fp16", nics_per_node=8)
+    alone, ds_alone, _ = compare(["bert-large"], **settings)
+    mixed, ds, setup = compare(["bert-large", "resnet50"], **settings)
+    assert mixed[0].today / mixed[0].fixed == alone[0].today / alone[0].fixed > 1.2
+    assert list(ds.model.values) == ["bert-large@h100-bf16-b8", "resnet50"]  # the order given
+    assert list(ds.attrs["intra_bandwidth_gbps"]) == [
+        3600.0,
+        1200.0,
+    ]  # each sweep's, per model, in that order
+    assert ds.attrs["iteration_time_single_gpu_s"][0] == ds_alone.attrs["iteration_time_single_gpu_s"][0]
+    assert "on h100: --intra-bw 3600 (H100 NVLink)" in setup["assumed"] and "slowest" not in setup["assumed"]

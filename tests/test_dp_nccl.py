@@ -261,12 +261,14 @@ def test_a_forced_algorithm_that_cannot_run_is_said_where():
         "gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:nvls,nccl:tree", bucketing="ddp,fsdp"
     )
     said = hopper.assumed
-    assert "nccl:nvls cannot run on h100, 4 nodes x 8 GPUs, h100, 4 nodes x 8 GPUs (fsdp) (it needs" in said
-    tree = "nccl:tree cannot run on h100, 1 nodes x 8 GPUs (fsdp), h100, 4 nodes x 8 GPUs (fsdp) (it needs an"
+    assert (
+        "nccl:nvls cannot run on 4 nodes of 8 h100s (all-reduce); 4 nodes of 8 h100s (fsdp) (it needs" in said
+    )
+    tree = "nccl:tree cannot run on 1 node of 8 h100s (fsdp); 4 nodes of 8 h100s (fsdp) (it needs an"
     assert tree in said
     # A compressor whose payloads cannot be summed all-gathers them: the tree cannot run that either.
     topk = make_grid("resnet50", nodes=2, collective="nccl:tree", compressor="none,topk:0.01").assumed
-    assert "nccl:tree cannot run on v100, 2 nodes x 8 GPUs (topk:0.01's all-gather) (it needs an" in topk
+    assert "nccl:tree cannot run on 2 nodes of 8 v100s (topk:0.01's all-gather) (it needs an" in topk
     ring = make_grid("gpt2-xl", gpu="h100", nodes=[1, 4], collective="nccl:ring")
     assert "nccl:ring cannot" not in ring.assumed
 

@@ -305,6 +305,15 @@ def test_which_tier_each_traffic_crosses():
         tier(2, 72, **rack) == "leaf" and tier(3, 4 * 144 * 4, **rack) == "spine" and tier(1, 8, **rack) == ""
     )
     assert tier(64, 8, 8, 8, 0) == "leaf"  # no tier above the hosts: every host under one leaf
+    # A MoE model's experts reduce their gradients over expert DP (t c D / (e etp), stride e etp), a group of its
+    # own: tp1 x ep16 x dp128 on 4-host leaves has DP over every rank and expert DP 8 members 16 apart, both
+    # over the spine, the second slowing first (f = 16 / 32, past 2:1, where DP's is past 4:1; a hunt read the
+    # plan's "slows past 4:1" and saw the step grow from 2:1). A dense model, and expert DP equal to DP, add none.
+    clos = {"gpus_per_node": 8, "nvlink_domain": 8, "leaf_hosts": 4}
+    moe = traffic_tiers(1, 1, 16, 1, 128, 1, **clos, moe=True)
+    assert moe == {"EP": "leaf", "DP": "spine", "expert DP": "spine"}
+    assert "expert DP" not in traffic_tiers(1, 1, 16, 1, 128, 1, **clos)
+    assert traffic_tiers(2, 1, 2, 1, 64, 1, **clos, moe=True).keys() == {"TP", "EP", "DP"}  # e etp = t
 
 
 def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch):

@@ -262,6 +262,25 @@ def test_expert_parallelism_on_a_dense_model_is_refused_before_the_search():
     make_layout_grid("llama3-8b", gpus="16", global_batch="32", ep="1,2")  # with ep 1 a layout can exist
 
 
+def test_expert_tp_and_moe_recomputation_on_a_dense_model_are_refused():
+    # Were accepted: --expert-tp 2 wrote a cube of one masked cell, --recompute moe ranked a layout that
+    # recomputes no layer beside the same one without it (a hunt).
+    r = invoke("grid", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--expert-tp", "2")
+    assert r.exit_code == 2 and r.output.strip() == (
+        "error: --expert-tp 2: expert tensor parallelism splits a mixture-of-experts model's experts; llama3-8b "
+        "is a dense model (its --expert-tp is 1)"
+    )
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--recompute", "moe,none"
+    )
+    assert r.exit_code == 2 and r.output.strip() == (
+        "error: --recompute moe: recomputes a mixture-of-experts layer (moe, moe_act); llama3-8b is a dense model"
+    )
+    with pytest.raises(InputError, match=r"^recompute core_attn\+moe_act: recomputes a mixture-of-experts"):
+        make_layout_grid("llama3-8b", gpus="8", global_batch="8", recompute="core_attn+moe_act")
+    make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", recompute="moe", expert_tp="1,2")
+
+
 @pytest.mark.parametrize("value", ["eight", "٨", "8.0", "$TP", "1_0"])
 def test_a_launch_value_that_is_not_a_whole_number_is_refused_naming_the_flag_and_line(tmp_path, value):
     path = tmp_path / "train.sh"

@@ -212,7 +212,10 @@ def test_the_rules_fill_what_is_not_stated():
         "MB-GB200-04",
         "MLM-DSV3-GB200-02",
     }
-    assert "dispatcher alltoall (Megatron-Core's default)" in dispatchers["MB-H100-06"][1]
+    assert (
+        "dispatcher alltoall (the model's default; Megatron-Core's, allgather, is not modelled)"
+        in dispatchers["MB-H100-06"][1]
+    )
     assert not any("dispatcher" in phrase for phrase in dispatchers["MLM-DSV3-GB200-01"][1])  # stated
 
 
@@ -881,7 +884,7 @@ def test_the_memory_line_names_runs_that_ran_unfit_apart_from_rows_to_predict(va
         v, runs=runs, outputs={"trained": {**out, "fits": fits, "memory_free_gb": free}}
     )
     assert V.memory_line(short) == (
-        f"Memory: 1 of the {len(runs)} runs do not fit the memory model ({runs[0].id}), though they ran: there the "
+        f"Memory: 1 of the {len(runs)} runs does not fit the memory model ({runs[0].id}), though it ran: there the "
         f"memory model is wrong, not the run; 1 run to predict would not fit ({runs[1].id}); the furthest short, "
         f"{runs[0].id}, needs 5.0 GB more than its usable memory."
     )

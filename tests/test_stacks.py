@@ -469,3 +469,14 @@ def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_win
     assert make_layout_grid("deepseek-v3-like", **{**layout, "stack": "fsdp"}).settings.moment_bytes == 4.0
     with pytest.raises(InputError, match="its recipes' Adam moments differ by model"):
         make_layout_grid("deepseek-v3-like,llama3-70b", **{**layout, "ep": 1})
+
+
+def test_megatron_2021_has_no_context_parallelism_unless_given():
+    # Context parallelism came with Megatron-Core: a plan of the 2021 stack searched CP 2 and 4 (a hunt).
+    search = {"cp": "1,2,4"}  # sweep plan's search space for the layout dims not given
+    old = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-2021", search=search)
+    assert list(old.coords()["cp"]) == [1] and "no context parallelism (CP 1)" in old.assumed[0]
+    given = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-2021", cp="2")
+    assert list(given.coords()["cp"]) == [2]
+    core = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-core", search=search)
+    assert list(core.coords()["cp"]) == [1, 2, 4]

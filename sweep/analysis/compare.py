@@ -40,7 +40,7 @@ from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
-from netsweep_jax.sweep.engine.workloads import resolve_models
+from netsweep_jax.sweep.engine.workloads import gpu_of, resolve_models
 from netsweep_jax.sweep.io.paths import (
     check_report_directory,
     write_report_files,
@@ -184,7 +184,7 @@ def compare(
     setup.update({"fabric": fabric} if fabric is not None else {})
     # Compressor objects pass through as parsed (names round to 15 digits).
     swept: list[Any] = ["none", *chosen]
-    ds = evaluate(
+    ds = _evaluated_per_gpu(
         list(profiles),
         bandwidth=bandwidth,
         utilization=[utilization, 1.0],
@@ -211,6 +211,50 @@ def compare(
         ds,
         dict(profiles=list(profiles), utilization=utilization, assumed=assumed_line(assumed), **setup),
     )
+
+
+def _evaluated_per_gpu(profiles: list[Profile], **settings: Any) -> xr.Dataset:
+    """:func:`evaluate` of ``profiles`` with ``settings``, one sweep per GPU the profiles ran on (a profile on
+    none: the V100 the paper's ran on), joined along ``model`` in the profiles' order. One sweep prices every GPU
+    at the slowest's NVLink and reductions, which ``grid`` says; compare's rows are each model's own, and its
+    default models put the paper's V100 CNNs beside H100 transformers: bert-large's transport fixed at 400
+    Gbit/s came out 1.095x beside them and 1.225x alone (a hunt). The sweeps' attributes are joined: equal ones
+    kept, the assumed lines one after the other, the others per model."""
+    groups: dict[str, list[Profile]] = {}
+    for p in profiles:
+        groups.setdefault(gpu_of(p) or "v100", []).append(p)
+    parts = [evaluate(group, **settings) for group in groups.values()]
+    if len(parts) == 1:
+        return parts[0]
+    joined = xr.concat(parts, dim="model", combine_attrs="drop_conflicts")
+    order = [list(joined.model.values).index(p.model) for p in profiles]  # the profiles' order
+    joined = joined.isel(model=order)
+    joined.attrs = _joined_attrs(parts, order)
+    return joined
+
+
+def _joined_attrs(parts: Sequence[xr.Dataset], order: Sequence[int]) -> dict[str, Any]:
+    """The attributes of sweeps of different models (:func:`_evaluated_per_gpu`): one value where every sweep
+    has it alike; the assumed lines joined by "; "; else one value per model (a sweep's per-model array as it
+    is, a sweep's one value for each of its models), taken in ``order`` (positions in the sweeps' models, one
+    after the other)."""
+    out: dict[str, Any] = {}
+    for key in dict.fromkeys(k for p in parts for k in p.attrs):
+        values: list[Any] = [p.attrs.get(key, np.nan) for p in parts]  # NaN: a sweep without it
+        if all(
+            np.array_equal(np.asarray(v, dtype=object), np.asarray(values[0], dtype=object)) for v in values
+        ):
+            out[key] = values[0]
+        elif key == "assumed":
+            out[key] = "; ".join(v for v in values if isinstance(v, str) and v)
+        else:
+            out[key] = np.concatenate(
+                [
+                    np.ravel(v) if np.size(v) == p.sizes["model"] else np.repeat(v, p.sizes["model"])
+                    for v, p in zip(values, parts)
+                ]
+            )[list(order)]
+    return out
 
 
 def _workload_said(workload: Mapping[str, Any], unset: list[str]) -> str:

@@ -619,8 +619,9 @@ def memory_line(v: Validation, model: str = "trained") -> str:
     if not unfit and not blank:
         return f"Memory: every one of the {len(v.runs)} runs fits the memory model; {tightest}."
     ran = (
-        f"{len(unfit)} of the {len(v.runs)} runs do not fit the memory model ({', '.join(unfit)}), though they "
-        "ran: there the memory model is wrong, not the run"
+        f"{len(unfit)} of the {len(v.runs)} runs {'does' if len(unfit) == 1 else 'do'} not fit the memory model "
+        f"({', '.join(unfit)}), though {'it' if len(unfit) == 1 else 'they'} ran: there the memory model is wrong, "
+        "not the run"
         if unfit
         else ""
     )
@@ -641,12 +642,12 @@ def _why(v: Validation, i: int) -> str:
     in_sample = efficiency_of(v.fits["in-sample"].efficiency, r.preset, key)
     if f"efficiency {key}" not in fit_.fitted:
         reasons.append(
-            f"no training run is on a {key}, so its matrix efficiency is the default "
+            f"no training run is on the {key}, so its matrix efficiency is the default "
             f"{own:g} (in-sample it fits {in_sample:.3g})"
         )
     elif fit_.by_stack and f"efficiency {r.preset}/{key}" not in fit_.fitted:
         reasons.append(
-            f"no training run of {r.preset} is on a {key}, so its matrix efficiency is the die's pooled "
+            f"no training run of {r.preset} is on the {key}, so its matrix efficiency is the die's pooled "
             f"{own:.3g} (in-sample it fits {in_sample:.3g})"
         )
     if settings(r)[0].zero == 3 and not any(settings(t)[0].zero == 3 for t in v.runs if t.id in fit_.rows):

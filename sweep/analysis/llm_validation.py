@@ -36,7 +36,8 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    TP of MoE rows (``expert_tp``): as stated, else 1, what Megatron-Bridge's performance recipes set for every
    MoE model they publish (``expert_tensor_parallel_size=1``; until 2026-12-03 the model took the TP size
    wherever EP divided DP x CP, which put MB-H100-07 at expert TP 2 where its recipe runs 1). MoE token
-   dispatcher (``moe_dispatcher``): as stated, else ``alltoall``, Megatron-Core's default (added 2026-12-03,
+   dispatcher (``moe_dispatcher``): as stated, else ``alltoall``, the model's default (Megatron-Core's own,
+   ``allgather``, is not modelled; called Megatron-Core's default until a hunt, 2026-12-06; added 2026-12-03,
    #40: the rows whose recipes set ``flex``, DeepEP or HybridEP, say so; until then every row was priced as
    NCCL's flat all-to-all).
    PyTorch FSDP stacks (``stack`` fsdp: torchtitan, llm-foundry): ZeRO 3, sequence parallelism with

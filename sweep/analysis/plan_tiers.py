@@ -9,10 +9,18 @@ from netsweep_jax.kernels.layout_collectives import spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
+from netsweep_jax.sweep.model.llms import LLMS
 
 # The collective each kind's groups run, as the layout kernel prices it (kernels.nccl's index; -1: an all-reduce's
 # rings and trees): CP's ring attention and PP's hand-offs send, EP exchanges, TP and DP reduce and gather.
-COLLECTIVES = {"TP": -1, "CP": nccl.SENDRECV, "EP": nccl.ALLTOALL, "DP": -1, "PP": nccl.SENDRECV}
+COLLECTIVES = {
+    "TP": -1,
+    "CP": nccl.SENDRECV,
+    "EP": nccl.ALLTOALL,
+    "DP": -1,
+    "expert DP": -1,
+    "PP": nccl.SENDRECV,
+}
 
 
 def tier_lines(ds: xr.Dataset) -> list[str]:
@@ -34,10 +42,16 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         per_node, domain = row["gpus_per_node"], row["nvlink_domain"]
         sizes = (row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
                  row["layout_pp"])  # fmt: skip
+        moe = _has_experts(row)
         crossed = traffic_tiers(
-            *sizes, gpus_per_node=per_node, nvlink_domain=domain, leaf_hosts=leaf, rail_only=rail_only
+            *sizes,
+            gpus_per_node=per_node,
+            nvlink_domain=domain,
+            leaf_hosts=leaf,
+            rail_only=rail_only,
+            moe=moe,
         )
-        groups = traffic_groups(*sizes)
+        groups = traffic_groups(*sizes, moe=moe)
         setting = " ".join(f"{option_of(d)} {_shown(row[d])}" for d in varying) or "(one setting)"
         said = (
             ", ".join(
@@ -48,6 +62,13 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         )
         lines.append(f"  {setting}: {row['layout']}: {said}{uneven_domains(row['gpus'], domain)}")
     return lines
+
+
+def _has_experts(row: dict) -> bool:
+    """Whether a plan row's model is a mixture of experts: a preset with experts, or a layout with EP or expert
+    TP (a model of ``--arch``'s is named by its text)."""
+    model = LLMS.get(str(row["model"]))
+    return bool(model and model.experts > 0) or row["layout_ep"] > 1 or row["layout_expert_tp"] > 1
 
 
 def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -> str:

@@ -39,6 +39,7 @@ from netsweep_jax.sweep.core.schema import (
     assumed_line,
 )
 from netsweep_jax.sweep.core.values import coerce_axis, parse_names, real_scalar
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models, Table
 from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_dtype
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
@@ -492,6 +493,8 @@ def _nccl_kinds(bucketings: Sequence[str], compressors: Sequence[Compressor]) ->
     gathers = [c.name for c in compressors if c.gather]
     if gathers and any(b != "fsdp" for b in bucketings):
         kinds.add((False, f" ({', '.join(gathers)}'s all-gather)"))
+    if len(kinds) > 1 and (True, "") in kinds:  # named beside the others (a hunt read two alike)
+        kinds = kinds - {(True, "")} | {(True, " (all-reduce)")}
     return tuple(sorted(kinds, reverse=True))
 
 
@@ -552,14 +555,16 @@ def _forced_fallbacks(
         ], bool)  # fmt: skip
         missed = hosts[~ok[where]]
         cases, count = cases + hosts.size, count + missed.size
-        misses += [f"{gpu}, {h:g} nodes x {g:g} GPUs{kind}" for h in missed[: max(0, 3 - len(misses))]]
+        misses += [
+            f"{counted(int(h), 'node')} of {g:g} {gpu}s{kind}" for h in missed[: max(0, 3 - len(misses))]
+        ]
     if not misses:
         return ""
     needs = f"(it needs {NEEDS[name]})"
     if count == cases:
         return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
     more = f" and {count - 3} more" if count > 3 else ""
-    return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
+    return f"{collective} cannot run on {'; '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
 
 
 def _domain(fabric: SweepFabric | None, g: float) -> float:

@@ -127,7 +127,7 @@ def make_layout_grid(
     )
     net, collectives_named = _network(fabric, collectives, collective, given)  # each name checked once, there
     names = _names(model_names, gpu, precision, attention, schedule, recompute, collectives_named)
-    _refuse_unread_settings(models, model_names, names["attention"], {**given, **texts})
+    _refuse_unread_settings(models, model_names, names, {**given, **texts})
     _require_size(given)
     search = search or {}
     stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts["overlap"], by_stack)
@@ -289,28 +289,37 @@ def _names(
 
 
 def _refuse_unread_settings(
-    models: list[LLM], model_names: list[str], attentions: tuple[str, ...], given: dict[str, object]
+    models: list[LLM], model_names: list[str], names: dict[str, tuple[str, ...]], given: dict[str, object]
 ) -> None:
-    """Refuse a setting given (``given``: name -> value, None where not) that changes nothing: a setting is
-    refused, never ignored (:func:`_refuse_moe_settings`, :func:`_refuse_unread_attention_efficiency`)."""
-    _refuse_moe_settings(models, model_names, given)
-    _refuse_unread_attention_efficiency(attentions, given["attention_efficiency"])
+    """Refuse a setting given (``given``: name -> value, None where not; ``names``: the text dims' names) that
+    changes nothing: a setting is refused, never ignored (:func:`_refuse_moe_settings`,
+    :func:`_refuse_unread_attention_efficiency`)."""
+    _refuse_moe_settings(models, model_names, given, names["recompute"])
+    _refuse_unread_attention_efficiency(names["attention"], given["attention_efficiency"])
 
 
-def _refuse_moe_settings(models: list[LLM], model_names: list[str], given: dict[str, object]) -> None:
-    """Refuse a mixture-of-experts setting given (``given``: name -> value, None where not) for dense models
-    only: a setting that changes nothing is refused, never ignored."""
+def _refuse_moe_settings(
+    models: list[LLM], model_names: list[str], given: dict[str, object], recomputes: tuple[str, ...]
+) -> None:
+    """Refuse a mixture-of-experts setting given (``given``: name -> value, None where not; ``recomputes``: the
+    recompute modes) for dense models only: a setting that changes nothing is refused, never ignored."""
     if any(m.experts > 0 for m in models):
         return
     dense = "is a dense model" if len(models) == 1 else "are dense models"
-    ep = _values("ep", given.get("ep"), None)
-    if given.get("ep") is not None and ep.min() > 1:  # no layout could exist
-        shown = ",".join(map(show, ep))
+    for name, what in (("ep", "expert parallelism"), ("expert_tp", "expert tensor parallelism")):
+        values = _values(name, given.get(name), None)
+        if given.get(name) is not None and values.min() > 1:  # no layout could exist (a cube of masked cells)
+            raise InputError(
+                f"{','.join(map(show, values))}: {what} splits a mixture-of-experts model's experts; "
+                f"{literal(', '.join(model_names))} {dense} (its {{0}} is 1)",
+                param=name,
+                names=(name,),
+            )
+    moe = [mode for mode in recomputes if {"moe", "moe_act"} & set(mode.split("+"))]
+    if moe:  # a dense model has no MoE layer to recompute: the mode is the one without it, twice
         raise InputError(
-            f"{shown}: expert parallelism splits a mixture-of-experts model's experts; "
-            f"{literal(', '.join(model_names))} {dense} (its {{0}} is 1)",
-            param="ep",
-            names=("ep",),
+            f"{moe[0]}: recomputes a mixture-of-experts layer (moe, moe_act); {', '.join(model_names)} {dense}",
+            param="recompute",
         )
     for name in MOE_ONLY:
         value = given[name]
@@ -821,6 +830,8 @@ def _stack_settings(
         ]
     if moe:
         wanted.update(imbalance=[stack.imbalance], expert_tp=[stack.expert_tp])
+    if not stack.context_parallel:
+        wanted["cp"] = [1.0]
     recipes = [stack.moments(name) for name in names["model"]]
     if any(recipes):  # the moments' dtype where the stack's recipe for the model sets one (else fp32)
         wanted["moment_bytes"] = [r[0] if r else 4.0 for r in recipes]
@@ -831,6 +842,7 @@ def _stack_settings(
     said = {
         "zero": f"ZeRO {show(filled.get('zero', 0))}",
         "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}",
+        "cp": "no context parallelism (CP 1)",
         "grad_bytes": "bf16 gradients" if filled.get("grad_bytes") == 2 else "the precision's gradients",
         "attention_efficiency": f"flash-attention efficiency {show(filled.get('attention_efficiency', 0))}",
         "imbalance": f"MoE load imbalance {show(filled.get('imbalance', 1))}",

@@ -139,7 +139,7 @@ class Run:
     expert_tp: int | None = None
     preset: str = ""  # its stack preset (sweep.model.stacks.STACKS); "": the one of its stack and year
     mtp_layers: int | None = None  # the multi-token-prediction depths the row states (None: the model's)
-    moe_dispatcher: str = ""  # "": not stated (Megatron-Core's default, alltoall)
+    moe_dispatcher: str = ""  # "": not stated (the model's default, alltoall)
     # the defaults reading took where the row is silent (its assumed phrases' first)
     unstated: tuple[str, ...] = ()
 
@@ -343,7 +343,7 @@ def _on_its_gpu(
     with where the value came from (``cells``: what the row states; ``preset``: its stack's), and a FLOP rate
     above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
     if precision == "fp8" and GPUS[gpu].fp8 == 0:
-        raise bad(f"fp8 on a {gpu}, which has no fp8 tensor cores")
+        raise bad(f"fp8 on the {gpu}, which has no fp8 tensor cores")
     try:  # a runs file states a column, not an option: no '--attention' advice
         refuse_on_volta(
             gpu, precision=precision, whose="" if cells.get("precision") else " (the default: state fp16)"
@@ -613,7 +613,9 @@ def _experts_and_moments(run: Run, stack: Stack, assumed: list[str]) -> tuple[fl
         assumed.append(f"{run.llm.mtp_layers} multi-token-prediction depth (the model's)")
     dispatcher = run.moe_dispatcher or MOE_DISPATCHERS[0]
     if run.moe and not run.moe_dispatcher:
-        assumed.append(f"dispatcher {dispatcher} (Megatron-Core's default)")
+        assumed.append(
+            f"dispatcher {dispatcher} (the model's default; Megatron-Core's, allgather, is not modelled)"
+        )
     return imbalance, expert_tp, moment_bytes, dispatcher
 
 

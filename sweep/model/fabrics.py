@@ -604,29 +604,35 @@ def tier(
 
 
 def traffic_groups(
-    tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float
+    tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float, moe: bool = False
 ) -> dict[str, tuple[float, float]]:
     """Per kind of traffic, its groups' (size, stride) under Megatron's rank order (tp, cp, ep, dp, pp): TP stride
-    1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D."""
-    return {
+    1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D; and for a ``moe`` model
+    its experts' gradients' group, expert DP (t c D / (e etp), stride e etp: Megatron-Core's expert grid, expert
+    TP x EP x expert DP, over the same GPUs as TP x CP x DP), where it is not DP's own."""
+    groups = {
         "TP": (tp, 1.0),
         "CP": (cp, tp),
         "EP": (ep, expert_tp),
         "DP": (dp * cp, tp),
+        "expert DP": (tp * cp * dp / (ep * expert_tp), ep * expert_tp),
         "PP": (pp, tp * cp * dp),
     }
+    if not moe or groups["expert DP"] == groups["DP"]:
+        del groups["expert DP"]
+    return groups
 
 
 def traffic_tiers(
     tp: float, cp: float, ep: float, expert_tp: float, dp: float, pp: float, *, gpus_per_node: float,
-    nvlink_domain: float, leaf_hosts: float, rail_only: bool = False,
+    nvlink_domain: float, leaf_hosts: float, rail_only: bool = False, moe: bool = False,
 ) -> dict[str, str]:  # fmt: skip
-    """Per kind of traffic (TP, CP, EP, DP, PP), the tier its groups cross under Megatron's rank order (tp, cp,
-    ep, dp, pp: TP stride 1, CP stride t, EP stride expert TP, DP with CP (dp x cp) stride t, PP stride t c D),
-    as :func:`tier`; kinds of one GPU are left out. Rail-only: an EP group with several GPUs in one NVLink
-    domain also forwards over NVLink (``rail+NVLink``: its all-to-all's off-rail bytes)."""
+    """Per kind of traffic (TP, CP, EP, DP, a ``moe`` model's expert DP, PP: :func:`traffic_groups`), the tier
+    its groups cross under Megatron's rank order (tp, cp, ep, dp, pp), as :func:`tier`; kinds of one GPU are
+    left out. Rail-only: an EP group with several GPUs in one NVLink domain also forwards over NVLink
+    (``rail+NVLink``: its all-to-all's off-rail bytes)."""
     out = {}
-    for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp).items():
+    for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp, moe).items():
         crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only)
         if crossed == TIERS[3] and kind == "EP" and nvlink_domain / stride >= 2:
             crossed = "rail+NVLink"

@@ -52,6 +52,8 @@ class Stack:
       imbalance: the MoE load imbalance (busiest expert's tokens over the mean).  expert_tp: expert TP.
       moment_bytes: model preset -> (bytes of each Adam moment, why), where the stack's recipe for that model
         sets the moments' dtype (Megatron-Core's --exp-avg-dtype, --exp-avg-sq-dtype); other models: fp32 (4).
+      context_parallel: whether the stack has context parallelism (off: CP 1 where --cp is not given, and
+        sweep plan does not search it).
     """
 
     name: str
@@ -69,6 +71,7 @@ class Stack:
     expert_tp: int
     sources: Mapping[str, str]
     moment_bytes: Mapping[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
+    context_parallel: bool = True
 
     def overlap_with(self, tp: float, sequence_parallel: float) -> str:
         """The overlap switches of a layout of TP ``tp`` with sequence parallelism ``sequence_parallel``."""
@@ -112,7 +115,11 @@ _MEGATRON_2021 = Stack(
         # blocking (DDP-impl local; training.py at f32a638 and 3f4e71d).
         "overlap": "gradients all-reduced after the flush, TP blocking (Megatron-LM training.py at f32a638, "
         "3f4e71d)",
+        # Context parallelism came with Megatron-Core (--context-parallel-size, 2023-24): a plan of this stack
+        # searched CP 2 and 4 (a hunt).
+        "context_parallel": "none: it came with Megatron-Core",
     },
+    context_parallel=False,
 )
 _MEGATRON_CORE = Stack(
     name="megatron-core",
