@@ -39,17 +39,20 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
     each of beta u / 8 bytes/s (fewer than one: one NIC at K q / G of that rate); where the group crosses the
-    spine, what it sends across nodes is delivered at 1 / S of NCCL's bandwidth (eta_net / S):
+    spine, each of its channels across nodes runs at most at its share of the NICs over S (kernels.nccl's
+    ``_running``; send/recv and all-to-all at K r / (g S)):
 
         spine = L > 0  and  stride n > max(L G, Q)   (not rail-only)
-        S = max(1, o f)  over the spine, else S = 1;   eta_net / S across nodes
+        S = max(1, o f)  over the spine, else S = 1;   s_run = min(s_run, the channel's NIC share / S)
 
     with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts), o the oversubscription
     (a leaf's L K NIC ports over its uplinks) and f the share of the leaf's NIC ports' rate that the
-    collective sends out of the leaf. NCCL does not know the spine: its choice of algorithm, protocol and
-    channels is the 1:1 spine's, and only what crosses nodes slows (dividing the NIC rate its channel search
-    reads moved its choice and channels, and while channels ran at its speed lists' steps fell on them: 4.2:1
-    took 2.5 times 4:1 at 10 Gbit/s, a hunt). Megatron's
+    collective sends out of the leaf. NCCL does not know the spine: its channels are the 1:1 spine's (dividing
+    the NIC rate its channel search reads moved them, and while channels ran at its speed lists' steps fell on
+    them: 4.2:1 took 2.5 times 4:1 at 10 Gbit/s, a hunt); its choice of algorithm and protocol is priced at the
+    speeds that run, and a channel NVLink already holds below its NIC share slows only once the share over S
+    falls below it (S had divided eta_net, all of what crossed nodes, unseen by the choice: a faster NIC ran
+    10% slower on a 32:1 spine, a hunt). Megatron's
     groups are aligned blocks of stride n consecutive ranks, so a group fits a leaf of L G consecutive ranks
     when its block does (a block that does not divide the leaf's ranks is taken as inside one: not modelled);
     a group inside the NVLink domain (stride n <= Q) or inside a leaf is unaffected. Every group of a kind runs
@@ -296,7 +299,8 @@ def spine_divisor(
     extent: Value, load: Value, gpus_per_node: Value, nvlink_domain: Value, leaf_hosts: Value,
     oversubscription: Value, rail_only: Value,
 ) -> Value:  # fmt: skip
-    """The divisor of eta_net (what crosses nodes) of a group whose block of ranks spans ``extent`` GPUs and whose
+    """The divisor of a channel's share of the NICs across nodes (:attr:`kernels.nccl.Fabric.spine`) of a group
+    whose block of ranks spans ``extent`` GPUs and whose
     collective sends ``load`` (f, :func:`spine_load`) of a leaf's NIC ports' rate out of the leaf:
     max(1, o f) where the block is wider than a leaf's hosts' GPUs (L G, L > 0) and than the NVLink domain (Q)
     and the wiring has a spine (not rail-only), else 1 (:func:`spine_factor`; the data-parallel family's
@@ -317,15 +321,14 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     forces it (a collective that algorithm or protocol cannot run, or a group it is not enabled on, keeps
     NCCL's choice: :func:`kernels.nccl.collective`)."""
     x = jnp.asarray(nbytes)
-    # The spine slows what the transport delivers across nodes, not the NIC rate NCCL's search reads: NCCL does
-    # not know the spine, so it picks its channels and algorithm as without one (the rate divided moved them, and
-    # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
-    eta_net = lay.eta_net / spine_factor(size, stride, lay, coll)
     constants = nccl.Constants(
-        eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
+        lay.eta_net, lay.eta_nvl, lay.nccl_latency, lay.nccl_op_latency, lay.nccl_fill, lay.nccl_fill_bytes
     )
     algorithm, protocol = nccl.forcing(lay.collective - NCCL_CHOICE)  # below 0 (flat): -1, -1
-    fabric = group_fabric(size, stride, lay, coll)
+    # The spine caps each channel's share of the NICs (kernels.nccl._running), not the NIC rate NCCL's search
+    # reads: NCCL does not know the spine, so its channels are a 1:1 spine's (the rate divided moved them, and
+    # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
+    fabric = group_fabric(size, stride, lay, coll)._replace(spine=spine_factor(size, stride, lay, coll))
     seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
     return jnp.where((size > 1) & (x > 0), seconds, 0.0)
 

@@ -356,6 +356,9 @@ class Fabric(NamedTuple):
       nics: K per host;  nic_gbs: r, GB/s each.
       arch: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell (int).
       nvswitch: S (bool);  collnet: C, in-network reduction enabled (bool).
+      spine: O_s >= 1, the spine's divisor of the NICs' rate what crosses nodes gets (1: no spine in its way;
+        :func:`kernels.layout_collectives.spine_divisor`): each channel across nodes runs at most at its share
+        of the NICs over O_s (:func:`_running`), send/recv and all-to-all at K r / (g O_s).
     """
 
     gpus_per_node: ArrayLike
@@ -367,6 +370,7 @@ class Fabric(NamedTuple):
     arch: ArrayLike
     nvswitch: ArrayLike
     collnet: ArrayLike
+    spine: ArrayLike = 1.0
 
 
 class Constants(NamedTuple):
@@ -483,6 +487,7 @@ class _Group(NamedTuple):
     ar: Array
     agrs: Array
     node_nics: Array
+    spine: Array
 
     def bc(self, v: Array) -> Array:
         """``v`` broadcast to the inputs' shape, in the model's dtype."""
@@ -515,10 +520,27 @@ def _group(
     has_nvl = f(fabric.nvlink) > 0
     w = jnp.where(has_nvl, f(fabric.nvlink), PCI_BW)
     eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
+    spine = f(fabric.spine)
     shape = jnp.broadcast_shapes(
         *(
             jnp.shape(v)
-            for v in (coll, x, g, hosts, dom, w, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam)
+            for v in (
+                coll,
+                x,
+                g,
+                hosts,
+                dom,
+                w,
+                nics,
+                r,
+                arch,
+                nvswitch,
+                collnet,
+                eta_net,
+                eta_nvl,
+                lam,
+                spine,
+            )
         ),
         jnp.shape(algorithm),
         jnp.shape(protocol),
@@ -534,7 +556,7 @@ def _group(
     node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
-        nodes, n, p, multi, i2, ar, agrs, node_nics,
+        nodes, n, p, multi, i2, ar, agrs, node_nics, spine,
     )  # fmt: skip
 
 
@@ -605,17 +627,38 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
         s_t run = max(s_t, s_run, min(2 s_run, W / c)) on two nodes (the second pass's bound), else max(s_t, s_run)
         s_x run = max(s_x, min(K H / N r / c_n, 2 s_n));  s_d run = max(s_d, min(r K_n / max(c_d, K_n), W / c_d))
 
-    NCCL's step is the floor (a limit within SNAP below an entry takes it, and never runs slower for it). Inside
-    one node every speed is NCCL's (NVLink's list, which the fitted eta_nvl covers)."""
+    NCCL's step is the floor (a limit within SNAP below an entry takes it, and never runs slower for it), but for
+    a spine in the way (O_s > 1: a group across a leaf's edge, :func:`kernels.layout_collectives.spine_divisor`),
+    which delivers each channel at most its NICs' share over O_s, where NVLink or NCCL's step does not already
+    hold it below that:
+
+        s_run = min(s_run, r K_n / max(c, K_n) / O_s)
+        s_t run = min(s_t run, r K_n / max(c, K_n) / O_s  x 2 on two nodes)
+        s_x run = min(s_x run, K H / N r / c_n / O_s);  s_d run = min(s_d run, r K_n / max(c_d, K_n) / O_s)
+
+    NCCL's search does not know the spine (its channels are those of a 1:1 spine), and its choice is priced at
+    these speeds, as at the NICs'. Inside one node every speed is NCCL's (NVLink's list, which the fitted eta_nvl
+    covers)."""
     multi, w, r, p = q.multi, q.w, q.r, q.p
     c, s, st, cn, sn, sx, cd, sd = gr
     node_nics = q.node_nics
     link = jnp.where(p > 1, w / c, w)
-    share = jnp.maximum(s, jnp.minimum(r * node_nics / jnp.maximum(c, node_nics), link))
+    ring_nics = r * node_nics / jnp.maximum(c, node_nics)  # a ring or tree channel's share of the node's NICs
+    share = jnp.maximum(s, jnp.minimum(ring_nics, link))
     second_pass = jnp.where(q.nodes <= 2, jnp.maximum(share, jnp.minimum(2 * share, w / c)), share)
     tree = jnp.maximum(st, second_pass)
-    heads = jnp.maximum(sx, jnp.minimum(q.nics * q.hosts / q.nodes * r / cn, 2 * sn))
-    direct = jnp.maximum(sd, jnp.minimum(r * node_nics / jnp.maximum(cd, node_nics), w / cd))
+    head_nics = q.nics * q.hosts / q.nodes * r / cn
+    heads = jnp.maximum(sx, jnp.minimum(head_nics, 2 * sn))
+    direct_nics = r * node_nics / jnp.maximum(cd, node_nics)
+    direct = jnp.maximum(sd, jnp.minimum(direct_nics, w / cd))
+    # The spine: each channel at most its NICs' share over O_s (the tree's on two nodes twice the ring's, as its
+    # second pass takes); where it is 1, the speeds as they were, to the bit.
+    spine, spined = q.spine, q.spine > 1
+    share = jnp.where(spined, jnp.minimum(share, ring_nics / spine), share)
+    tree_nics = jnp.where(q.nodes <= 2, 2 * ring_nics, ring_nics)
+    tree = jnp.where(spined, jnp.minimum(tree, tree_nics / spine), tree)
+    heads = jnp.where(spined, jnp.minimum(heads, head_nics / spine), heads)
+    direct = jnp.where(spined, jnp.minimum(direct, direct_nics / spine), direct)
     return gr._replace(
         s=jnp.where(multi, share, s),
         st=jnp.where(multi, tree, st),
@@ -869,7 +912,7 @@ def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array,
 def _point_to_point(q: _Group) -> tuple[Array, Array]:
     """Send/recv's and all-to-all's times (us): the model's own (module docstring)."""
     x, p, n, multi = q.x, q.p, q.n, q.multi
-    nic_gpu = q.nics * q.r / q.g
+    nic_gpu = q.nics * q.r / q.g / q.spine  # a GPU's share of the NICs, over a spine in the way
     l_i = _intra_latency(q, RING, SIMPLE)
     l_x = jnp.asarray(HW_NET, q.dt)[RING, SIMPLE] + 2 * q.lam
     w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl

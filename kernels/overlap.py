@@ -372,7 +372,7 @@ def nccl_durations(
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
     buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s),
-    what crosses nodes at eta_net over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
+    each channel across nodes at most its share of the NICs over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
     ``workers.nccl`` is 1 + i for :data:`kernels.nccl.FORCINGS`' i: a collective or group it cannot run keeps
     NCCL's choice) and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
@@ -396,13 +396,14 @@ def nccl_durations(
         arch=arch.astype(jnp.int32),
         nvswitch=domain > 1,
         collnet=collnet > 0,
+        # each channel across nodes at most its NICs' share over the spine's divisor, not the rate NCCL's search
+        # reads (it does not know the spine)
+        spine=spine,
     )
     # workers.nccl: 1 NCCL's choice, 1 + i its forcing i (``--collective nccl:ALGO`` or ``nccl:PROTO``).
     forced = nccl.forcing(workers.nccl - NCCL_CHOICE)  # below 0 (flat): -1, -1
     nbytes = buckets.nbytes / config.ratio
-    # the spine slows what crosses nodes (eta_net), not the rate NCCL's search reads (it does not know the spine)
-    eta_net, *others = constants
-    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(eta_net / spine, *others), *forced).seconds
+    seconds = nccl.collective(op, nbytes, fabric, nccl.Constants(*constants), *forced).seconds
     return jnp.where((buckets.valid > 0) & (workers.multi > 0), seconds, 0.0)
 
 

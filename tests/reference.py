@@ -319,7 +319,8 @@ def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric
     eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
         coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9, arch, q > 1,
-        bool(f.get("collnet")), eta_net / spine, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
+        bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
+        spine=spine,
     )[0]  # fmt: skip
 
 
@@ -604,7 +605,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     eta_net, eta_nvl, lam, op, fill, fill_bytes = (
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
-    eta_net /= _spine_factor(size, stride, lay, kind)  # what crosses nodes; NCCL's choice as without a spine
+    spine = _spine_factor(size, stride, lay, kind)  # each channel's share of the NICs over it
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
     # lay["collective"] 3: NCCL's choice; 3 + i: its forcing i (nccl:ALGO as NCCL_ALGO, nccl:PROTO as NCCL_PROTO)
     algo, proto = forcing(lay.get("collective", 3) - 3)
@@ -621,6 +622,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         op=op,
         fill=fill,
         fill_bytes=fill_bytes,
+        spine=spine,
     )[0]
 
 
@@ -1292,9 +1294,11 @@ def nccl_collective(
     op=0.0,
     fill=0.0,
     fill_bytes=1.0,
+    spine=1.0,
 ):
     """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples); ``op``, ``fill``,
-    ``fill_bytes``: o, f and X_f, what the tuner leaves out, added to the time and not to NCCL's choice."""
+    ``fill_bytes``: o, f and X_f, what the tuner leaves out, added to the time and not to NCCL's choice;
+    ``spine``: the spine's divisor of each channel's share of the NICs across nodes (1: none)."""
     nodes = math.ceil(hosts / max(domain, 1))
     n = g * hosts
     p = n / nodes
@@ -1304,7 +1308,7 @@ def nccl_collective(
     w = nvlink if nvlink > 0 else 12.0
     hw_intra = NCCL_HW["nvlink" if nvlink > 0 else "pci"]
     if coll in (3, 4):  # all-to-all, send/recv
-        nic_gpu = nics * r / g
+        nic_gpu = nics * r / g / spine
         l_i = hw_intra[1][2]
         l_x = NCCL_HW["net"][1][2] + 2 * lam
         if coll == 4:
@@ -1337,6 +1341,12 @@ def nccl_collective(
         st = max(st, max(s, min(2 * s, w / c)) if nodes <= 2 else s)
         sx = max(sx, min(nics * hosts / nodes * r / cn, 2 * sn))
         sd = max(sd, min(r * node_nics / max(cd, node_nics), w / cd))
+        if spine > 1:  # a spine in the way: each channel at most its NICs' share over it
+            ring_nics = r * node_nics / max(c, node_nics)
+            s = min(s, ring_nics / spine)
+            st = min(st, (2 * ring_nics if nodes <= 2 else ring_nics) / spine)
+            sx = min(sx, nics * hosts / nodes * r / cn / spine)
+            sd = min(sd, r * node_nics / max(cd, node_nics) / spine)
     m_ring128 = [20.0, 20.0, 36.7, 40.0][arch]
     m_tree128 = [[20.0] * 3, [20.0] * 3, [36.7, 36.7, 29.0], [55.6, 31.67, 20.0]][arch][i2]
     m_tree = [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [38.7, 41.4, 36.0], [70.0, 42.8, 24.0]][arch][i2]

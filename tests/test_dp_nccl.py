@@ -112,7 +112,9 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     # SHARP on), the same at 36:1 and at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts)
     # the NICs are not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, by
     # one rack's 16 channel NICs of the leaf's 576 (f = 1/36): the spine at 144:1 delivers a quarter of what
-    # crosses nodes, and at 36:1 (o f = 1) it costs nothing.
+    # crosses nodes, and at 36:1 (o f = 1) it costs nothing. At 10,000 Gbit/s a NIC and more NVLink paces the
+    # channels, far below a quarter of their share of the NICs: the 144:1 spine costs them nothing (it slowed
+    # them fourfold, dividing all that crossed nodes: a hunt).
     from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
     profile = dataclasses.replace(random_profile(np.random.default_rng(3)), device="gb200")
@@ -126,6 +128,9 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
         ("36:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=36),
          {**tier, "oversubscription": 36.0}),
         ("1:1", "gb200-nvl72-sharp", dict(bandwidth=[100, 400]), tier),
+        ("144:1 fast", "gb200-nvl72-sharp", dict(bandwidth=[1e4, 1e5], oversubscription=144),
+         {**tier, "oversubscription": 144.0}),
+        ("1:1 fast", "gb200-nvl72-sharp", dict(bandwidth=[1e4, 1e5]), tier),
         ("file", own, dict(bandwidth=[10, 400]), dict(constants=own.columns())),
     ):  # fmt: skip
         ds = evaluate(profile, fabric=fabric, dtype="float64", **common, **extra)
@@ -140,6 +145,9 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     assert at("144:1", 10, 18) == at("144:1", 400, 18) and at("144:1", 10, 19) > at("144:1", 400, 19)
     assert at("144:1", 400, 144) == at("1:1", 400, 144) != at("1:1", 100, 144)
     assert at("144:1", 400, 145) > at("1:1", 400, 145) == at("36:1", 400, 145)
+    # (NVLink paces GB200's channels from 400 Gbit/s on, so 1:1 gains nothing past it either)
+    for fast in (1e4, 1e5):
+        assert at("144:1 fast", fast, 145) == at("1:1 fast", fast, 145) == at("1:1", 400, 145)
     # What a preset sets where it is not given, as the assumed line says it (the grid alone, nothing run).
     said = make_grid(profile, fabric="gb200-nvl72-sharp").assumed
     for phrase in ("--collective nccl (--fabric implies it)", "--gpus-per-node 4 (the fabric's)",

@@ -72,15 +72,17 @@ def _has_experts(row: dict) -> bool:
 
 
 def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -> str:
-    """`` (slows past 32:1)``: the oversubscription 1 / f from which the spine slows a kind's traffic that crosses
-    it (``group``: its size and stride), f the share of a leaf's NIC ports its collective sends out of the leaf
-    (:func:`kernels.layout_collectives.spine_load`, the kernel's own rule)."""
+    """`` (slows past 32:1 at the earliest)``: the oversubscription 1 / f from which the spine slows a kind's
+    traffic that crosses it (``group``: its size and stride), f the share of a leaf's NIC ports its collective
+    sends out of the leaf (:func:`kernels.layout_collectives.spine_load`, the kernel's own rule): exactly there
+    where its channels run at their share of the NICs, later where NVLink or NCCL's step holds them below it
+    (:func:`kernels.nccl._running`)."""
     size, stride = group
     f = float(
         spine_load(size, stride, COLLECTIVES[kind], float(row["gpus_per_node"]), float(row["nics_per_node"]),
                    float(row["nvlink_domain"]), leaf)
     )  # fmt: skip
-    return f" (slows past {1.0 / f:.4g}:1)"
+    return f" (slows past {1.0 / f:.4g}:1 at the earliest)"
 
 
 def uneven_domains(gpus: float, domain: float) -> str:
