@@ -75,9 +75,8 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
 
     An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
     the group. Latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
-    spine is taken at its full rate), groups of different kinds sharing a leaf's uplinks at the same time
-    (each kind is priced alone, as each gets its own NICs' share), and channels that run below their NICs'
-    rate (S slows all of what crosses nodes, where such channels would fit some oversubscription untouched).
+    spine is taken at its full rate) and groups of different kinds sharing a leaf's uplinks at the same time
+    (each kind is priced alone, as each gets its own NICs' share).
 
     In-network reduction (``lay.sharp`` 1: InfiniBand SHARP with NCCL's CollNet on, ``NCCL_COLLNET_ENABLE=1`` and
     the SHARP plugin; NCCL's default is off) is the group's C: NCCL's CollNet (direct, chain) and NVLS across

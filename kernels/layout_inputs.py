@@ -120,8 +120,9 @@ class Parallelism(NamedTuple):
     collective as NCCL's tuner prices it for its group as placed, :mod:`kernels.nccl`; a Python int compiles
     only the chosen pricing, an array selects per element), leaf_hosts (hosts under one leaf switch, 0: no
     tier above the hosts) and oversubscription (the spine's, o: a group that spans more hosts than a leaf holds
-    sends across nodes at eta_net / max(1, o f), f the share of the leaf's NICs' rate its collective sends out
-    of the leaf, :func:`kernels.layout_collectives.spine_factor`; read only where collectives
+    runs each channel across nodes at most at its NICs' share over max(1, o f), f the share of the leaf's NICs'
+    rate its collective sends out of the leaf, :func:`kernels.layout_collectives.spine_factor`; read only where
+    collectives
     is nccl), sharp (1: the switches reduce in the network and NCCL's CollNet is on, a fabric's ``-sharp``
     variant; 0: NCCL's default, off), rail_only (1: rail-only wiring, no spine, off-rail bytes forwarded over
     NVLink first; both read only where collectives is nccl: :func:`kernels.layout_collectives.group_fabric`),

@@ -57,7 +57,9 @@ not at the step of 3 below it, which priced 25 and 40 Gbit/s alike and 48 at hal
     s_t run = max(s_t, s_run, min(2 s_run, W / c)) on two nodes (the second pass's bound), else max(s_t, s_run)
     s_x run = max(s_x, min(K H / N r / c_n, 2 s_n));  s_d run = max(s_d, min(r K_n / max(c_d, K_n), W / c_d))
 
-and the bus bandwidths below read these (inside one node NCCL's speeds: NVLink's list, which eta_nvl covers).
+then, with a spine in the way (``Fabric.spine`` O_s > 1), each at most the larger of its NICs' share and NCCL's
+step over O_s (:func:`_running`); and the bus bandwidths below read these (inside one node NCCL's speeds:
+NVLink's list, which eta_nvl covers).
 NCCL's own tuner reads the steps, so near a switch between protocols its choice may differ from the one priced
 here (not modelled: the step then stays monotone in the NICs' rate, which `sweep need`'s bisection rests on).
 
@@ -105,9 +107,9 @@ constants as eta and lambda are (the defaults o = f = 0 leave u out). Every coll
 
 Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Simple constants:
 
-    send/recv   t = 6.6 + l + X / (1000 w eta)           w = W inside a domain (N = 1), K r / g across
+    send/recv   t = 6.6 + l + X / (1000 w eta)           w = W inside a domain (N = 1), K r / (g O_s) across
     all-to-all  t = 6.6 + l_i [p > 1] + l_x [N > 1]
-                  + max(X (p - 1) / n / (W eta_nvl), X (n - p) / n / (K r / g eta_net)) / 1000
+                  + max(X (p - 1) / n / (W eta_nvl), X (n - p) / n / (K r / (g O_s) eta_net)) / 1000
 
 so an all-to-all that leaves its NVLink domain sends (n - p) / n of its bytes over the hosts' NICs:
 the GB300 NVL72 rack edge.
@@ -520,7 +522,7 @@ def _group(
     has_nvl = f(fabric.nvlink) > 0
     w = jnp.where(has_nvl, f(fabric.nvlink), PCI_BW)
     eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
-    spine = f(fabric.spine)
+    spine = jnp.maximum(f(fabric.spine), 1.0)  # none below 1: a spine never adds to what the NICs carry
     shape = jnp.broadcast_shapes(
         *(
             jnp.shape(v)
@@ -632,9 +634,12 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     which delivers each channel at most its NICs' share over O_s, where NVLink or NCCL's step does not already
     hold it below that:
 
-        s_run = min(s_run, r K_n / max(c, K_n) / O_s)
-        s_t run = min(s_t run, r K_n / max(c, K_n) / O_s  x 2 on two nodes)
-        s_x run = min(s_x run, K H / N r / c_n / O_s);  s_d run = min(s_d run, r K_n / max(c_d, K_n) / O_s)
+        s_run = min(s_run, max(r K_n / max(c, K_n), s) / O_s)
+        s_t run = min(s_t run, max(r K_n / max(c, K_n) x (2 on two nodes, else 1), s_t) / O_s)
+        s_x run = min(s_x run, max(K H / N r / c_n, s_x) / O_s);  s_d run = min(s_d run, max(r K_n / max(c_d, K_n), s_d) / O_s)
+
+    (NCCL's step where it runs above the NICs' share, as it does with fewer NICs than channels: continuous at
+    O_s = 1).
 
     NCCL's search does not know the spine (its channels are those of a 1:1 spine), and its choice is priced at
     these speeds, as at the NICs'. Inside one node every speed is NCCL's (NVLink's list, which the fitted eta_nvl
@@ -652,13 +657,15 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     direct_nics = r * node_nics / jnp.maximum(cd, node_nics)
     direct = jnp.maximum(sd, jnp.minimum(direct_nics, w / cd))
     # The spine: each channel at most its NICs' share over O_s (the tree's on two nodes twice the ring's, as its
-    # second pass takes); where it is 1, the speeds as they were, to the bit.
+    # second pass takes), or NCCL's step over O_s where that is the higher (the step runs above the share where a
+    # node has fewer NICs than channels: eight CollNet heads on one NIC; the share alone jumped 8x from O_s 1 to
+    # 1.0001, a review); where O_s is 1, the speeds as they were, to the bit.
     spine, spined = q.spine, q.spine > 1
-    share = jnp.where(spined, jnp.minimum(share, ring_nics / spine), share)
+    share = jnp.where(spined, jnp.minimum(share, jnp.maximum(ring_nics, s) / spine), share)
     tree_nics = jnp.where(q.nodes <= 2, 2 * ring_nics, ring_nics)
-    tree = jnp.where(spined, jnp.minimum(tree, tree_nics / spine), tree)
-    heads = jnp.where(spined, jnp.minimum(heads, head_nics / spine), heads)
-    direct = jnp.where(spined, jnp.minimum(direct, direct_nics / spine), direct)
+    tree = jnp.where(spined, jnp.minimum(tree, jnp.maximum(tree_nics, st) / spine), tree)
+    heads = jnp.where(spined, jnp.minimum(heads, jnp.maximum(head_nics, sx) / spine), heads)
+    direct = jnp.where(spined, jnp.minimum(direct, jnp.maximum(direct_nics, sd) / spine), direct)
     return gr._replace(
         s=jnp.where(multi, share, s),
         st=jnp.where(multi, tree, st),

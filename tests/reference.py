@@ -538,7 +538,8 @@ NCCL_KIND = {"allreduce": 0, "scatter": 1, "alltoall": 3, "sendrecv": 4}
 
 def _spine_factor(size, stride, lay, kind="ring"):
     """Over the spine (the group's block of stride x size ranks wider than a leaf of L hosts and than the NVLink
-    domain) what crosses nodes is delivered at 1 / max(1, o f) (eta_net over it), f the share of the leaf's L K
+    domain) each channel across nodes runs at most at its share of the NICs over S = max(1, o f) (this
+    function's S; :func:`nccl_collective`'s ``spine``), f the share of the leaf's L K
     NIC ports' rate the collective sends out of the leaf: min(1, min(s, L G) c / (L K)) for a ring or a tree
     (each of the leaf's min(s, L G) groups crosses its edge once by c = min(16, its NICs a host x hosts of an
     NCCL node) NICs), min(1, s / (L G)) for a send/recv (``kind`` "sendrecv": the leaf's last s ranks, each by
@@ -1299,6 +1300,7 @@ def nccl_collective(
     """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples); ``op``, ``fill``,
     ``fill_bytes``: o, f and X_f, what the tuner leaves out, added to the time and not to NCCL's choice;
     ``spine``: the spine's divisor of each channel's share of the NICs across nodes (1: none)."""
+    spine = max(spine, 1.0)
     nodes = math.ceil(hosts / max(domain, 1))
     n = g * hosts
     p = n / nodes
@@ -1336,17 +1338,23 @@ def nccl_collective(
     cd = max(min(8, p), 1)
     sd = nccl_speed(arch, multi, min(r, w / cd))
     ll = [39.0, 39.0, 20.4][i2] if multi else [39.0, 87.7, 141.0, 282.0][arch]
+    step_speeds = (
+        s,
+        st,
+        sx,
+        sd,
+    )  # NCCL's steps, which a spine's cap does not go below where they pass the share
     if multi:  # the channels run, and are priced, at their share of the NICs: never below NCCL's step
         s = max(s, min(r * node_nics / max(c, node_nics), w / c if p > 1 else w))
         st = max(st, max(s, min(2 * s, w / c)) if nodes <= 2 else s)
         sx = max(sx, min(nics * hosts / nodes * r / cn, 2 * sn))
         sd = max(sd, min(r * node_nics / max(cd, node_nics), w / cd))
-        if spine > 1:  # a spine in the way: each channel at most its NICs' share over it
+        if spine > 1:  # a spine in the way: each channel at most its NICs' share (or NCCL's step) over it
             ring_nics = r * node_nics / max(c, node_nics)
-            s = min(s, ring_nics / spine)
-            st = min(st, (2 * ring_nics if nodes <= 2 else ring_nics) / spine)
-            sx = min(sx, nics * hosts / nodes * r / cn / spine)
-            sd = min(sd, r * node_nics / max(cd, node_nics) / spine)
+            s = min(s, max(ring_nics, step_speeds[0]) / spine)
+            st = min(st, max(2 * ring_nics if nodes <= 2 else ring_nics, step_speeds[1]) / spine)
+            sx = min(sx, max(nics * hosts / nodes * r / cn, step_speeds[2]) / spine)
+            sd = min(sd, max(r * node_nics / max(cd, node_nics), step_speeds[3]) / spine)
     m_ring128 = [20.0, 20.0, 36.7, 40.0][arch]
     m_tree128 = [[20.0] * 3, [20.0] * 3, [36.7, 36.7, 29.0], [55.6, 31.67, 20.0]][arch][i2]
     m_tree = [[26.5, 18.5, 10.0], [24.0, 23.6, 17.8], [38.7, 41.4, 36.0], [70.0, 42.8, 24.0]][arch][i2]

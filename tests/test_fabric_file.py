@@ -170,7 +170,10 @@ def test_a_data_parallel_sweep_takes_the_nics_a_file_records_where_not_given(tmp
     assert given.values["nics_per_node"].tolist() == [2.0] and "fabric file's hosts" not in given.assumed
     # A file that records no NICs (its hardware removed: a hunt) sets none, and says so.
     bare = make_grid("resnet50", fabric=read_fabric(fabric(tmp_path, "bare.json", hardware=None)), nodes=8)
-    assert "it records no NICs: the sweep's --nics-per-node and --bw" in bare.assumed
+    assert (
+        "it records no NICs: the sweep's --nics-per-node and --bw, as given or their defaults (1 NIC a node; "
+        "1,10,25,40,100 Gbit/s)" in bare.assumed
+    )
     assert "it records no NICs" not in g.assumed
 
 
@@ -261,9 +264,11 @@ def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_pat
         b200.gpu == "b200" and read_fabric(fabric(tmp_path, "no.json", **{"hardware.preset": None})).gpu == ""
     )
     assert make_grid("gpt2-xl", fabric=b200, nodes=2).profiles[0].model.startswith("gpt2-xl@b200-")
-    assert (
-        make_grid("gpt2-xl", fabric=b200, nodes=2, gpu="h100").profiles[0].model.startswith("gpt2-xl@h100-")
-    )
+    other = make_grid("gpt2-xl", fabric=b200, nodes=2, gpu="h100")
+    assert other.profiles[0].model.startswith("gpt2-xl@h100-")
+    # taken for another GPU as it is (a preset of other hosts is refused), and said (a hunt: silent)
+    assert "its logs ran on b200s, priced here on h100s as they are" in other.assumed
+    assert "priced here on" not in make_grid("gpt2-xl", fabric=b200, nodes=2).assumed
     # the layout family's command reads it into its grid (built, not run: no compile)
     from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 

@@ -216,7 +216,8 @@ def test_a_list_is_planned_value_by_value_and_refused_where_it_cannot_be(tmp_pat
 
 def test_the_spine_slows_what_a_wide_group_sends_across_nodes_by_hand():
     # H100 hosts of 8 GPUs and 8 x 400 Gbit/s NICs, NVLink domain 8, 2 hosts a leaf (L G = 16, L K = 16 NIC
-    # ports), spine 3:1; what crosses nodes is delivered at 1 / max(1, 3 f) (eta_net over it):
+    # ports), spine 3:1; each channel across nodes at most its NICs' share over S = max(1, 3 f) (the NICs pace
+    # these, so their time's bandwidth term is S times the 1:1 spine's):
     # - a DP ring of 4 at stride 8 spans 32 ranks > 16: the leaf's 8 such groups each leave it once by their
     #   c = 1 NIC a host: f = min(8, 16) x 1 / 16 = 1/2, S = 1.5;
     # - a PP hand-off of 2 at stride 16 (every rank's partner in the other leaf): f = 16 / 16 = 1, S = 3;
@@ -250,7 +251,7 @@ def test_the_spine_slows_what_a_wide_group_sends_across_nodes_by_hand():
     load = layout_collectives.spine_load
     assert float(load(288.0, 1.0, -1, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 36)
     assert float(load(288.0, 4.0, -1, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 9)
-    # NCCL's channels and choice are 1:1's, so a little more oversubscription costs a little more: at 10 Gbit/s
+    # NCCL's channels are 1:1's, so a little more oversubscription costs a little more: at 10 Gbit/s
     # (NCCL's speed 1.2 GB/s) the rate divided fell to the next speed down, 0.24, and 4.2:1 took 2.5 times 4:1
     # (a hunt). A DP ring of 4 at stride 16 leaves its leaf whole (f = 1).
     slow = group._replace(bandwidth=np.float64(10e9))
@@ -437,9 +438,9 @@ def _times(coll, x, groups, lay):
         out = []
         for n, s in groups:
             fabric = layout_collectives.group_fabric(n, s, one, coll)
-            spine = layout_collectives.spine_factor(n, s, one, coll)  # what crosses nodes, over the spine's S
+            spine = layout_collectives.spine_factor(n, s, one, coll)  # each channel's NIC share over it
             shipped = layout_collectives.NCCL_CONSTANTS
-            t = nccl.collective(coll, x, fabric, shipped._replace(eta_net=shipped.eta_net / spine))
+            t = nccl.collective(coll, x, fabric._replace(spine=spine), shipped)
             out.append((float(t.seconds), nccl.ALGORITHMS[int(t.algorithm)]))
             assert out[-1][0] == pytest.approx(
                 float(layout_collectives.nccl_time(coll, x, n, s, one)), rel=1e-12

@@ -92,6 +92,11 @@ def test_an_unreachable_answer_says_the_most_the_axis_gives_or_that_it_moves_not
     assert answer_text(np.nan, UNREACHABLE, "bandwidth", (0.9966, 0.9966)) == (
         "unreachable (does not change the scaling factor, 0.9966)"
     )
+    # Met where the axis moves nothing (one host under nccl) said so, not "met at the minimum (0.001 Gbit/s)".
+    assert answer_text(0.001, MET_AT_MIN, "bandwidth", (0.9993, 0.9993)) == (
+        "met (does not change the scaling factor, 0.9993)"
+    )
+    assert answer_text(0.001, MET_AT_MIN, "bandwidth", (0.95, 0.99)) == "met at the minimum (0.001 Gbit/s)"
     assert (
         answer_text(np.nan, UNREACHABLE, "latency", (0.5, 0.1))
         == "unreachable (even at 0.001 us: at most 0.5)"

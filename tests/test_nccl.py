@@ -345,6 +345,16 @@ def test_a_spine_caps_each_channels_nic_share_and_the_choice_sees_it():
         return two - one
 
     assert per_gib(8.0) == pytest.approx(8 * per_gib(1.0), rel=1e-9)
+    # Continuous from O_s = 1: NCCL's step, where it runs above the NICs' share (eight CollNet heads on one NIC),
+    # is capped over O_s too; the share alone made 7.06 ms 50.6 ms at O_s 1.0001 (a review). Random groups.
+    heads = dict(collnet=True, algo=nccl.COLLNET_DIRECT, proto=2)
+    one, past = (run(0, float(GIB), 8, 4, H100_NVL, 1, 50.0, 2, spine=o, **heads)[0] for o in (1.0, 1.0001))
+    assert past == pytest.approx(one, rel=1e-3)
+    cases = random_cases(np.random.default_rng(11), ROWS)
+    with jax.enable_x64(True):
+        at_one = np.asarray(evaluate({**cases, "spine": np.ones(ROWS)}, "float64").seconds)
+        past_one = np.asarray(evaluate({**cases, "spine": np.full(ROWS, 1 + 1e-9)}, "float64").seconds)
+    assert np.max(np.abs(past_one / at_one - 1)) < 1e-6
 
 
 def test_a_rate_typed_as_a_speed_takes_it_in_both_dtypes():

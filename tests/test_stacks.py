@@ -224,6 +224,11 @@ def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
     assert off.settings.overlap == "grad_reduce+param_gather"
     with pytest.raises(InputError, match="megatron-core: overlaps TP communication only with sequence"):
         make_layout_grid("llama3-8b", gpus=8, global_batch=8, sequence_parallel="0,1", stack="megatron-core")
+    # Given by hand with SP off, tp_comm hides nothing (the kernel's rule, Megatron-LM's), and the line says so.
+    said = "overlap tp_comm hides nothing where sequence parallelism is off (Megatron-LM refuses the pair)"
+    mine = dict(gpus=8, global_batch=8, tp=2, overlap="grad_reduce+tp_comm")
+    assert said in make_layout_grid("llama3-8b", sequence_parallel="0,1", **mine).assumed
+    assert said not in make_layout_grid("llama3-8b", sequence_parallel=1, **mine).assumed
 
 
 def test_a_stacks_constants_follow_the_die_and_one_sweep_takes_one_value():

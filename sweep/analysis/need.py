@@ -359,6 +359,10 @@ def answer_text(value: float, status: int, axis: str, ends: tuple[float, float] 
             return f"unreachable ({end}: at most {rounded(ends[1] if growing else ends[0], up=False)})"
         return f"unreachable ({end})"
     if status == AT_LIMIT:
+        if (
+            ends is not None and ends[0] == ends[1]
+        ):  # met, but not for the axis's sake (one host's NICs: a hunt)
+            return f"met (does not change the scaling factor, {rounded(ends[0], up=False)})"
         return (
             f"met at the minimum ({low:g}{units})"
             if growing

@@ -220,8 +220,9 @@ OVERSUBSCRIPTION = AxisSpec(
     "--oversubscription",
     "1",
     "the spine's oversubscription O (leaf downlinks over uplinks; 1: non-blocking): a group wider than a "
-    "leaf gets what crosses nodes at 1 / max(1, O f), f the share of the leaf's NIC ports its collective "
-    "sends out of the leaf (with --collective nccl; default: the --fabric preset's, else 1)",
+    "leaf runs each channel across nodes at most at its NICs' share over max(1, O f), f the share of the "
+    "leaf's NIC ports its collective sends out of the leaf (with --collective nccl; default: the --fabric "
+    "preset's, else 1)",
     False,
     1.0,  # below 1 a spine has more uplinks than downlinks: no group gets more than its NICs (refused, not 1)
     1e3,

@@ -476,6 +476,11 @@ def _sweep_fabric(
                     param="fabric",
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
+    if isinstance(choice, FabricConstants) and choice.gpu:  # a file is taken for any GPU, but said (a hunt)
+        elsewhere = sorted({gpu_of(p) or "v100" for p in profiles} - {choice.gpu})
+        if elsewhere:
+            said = f"; its logs ran on {choice.gpu}s, priced here on {', '.join(elsewhere)}s as they are"
+            fabric = dataclasses.replace(fabric, describe=fabric.describe + said)
     others = [c for c in collectives if not is_nccl(c)]
     if (
         others
@@ -556,7 +561,8 @@ def _forced_fallbacks(
         missed = hosts[~ok[where]]
         cases, count = cases + hosts.size, count + missed.size
         misses += [
-            f"{counted(int(h), 'node')} of {g:g} {gpu}s{kind}" for h in missed[: max(0, 3 - len(misses))]
+            f"{counted(int(h), 'node')} of {counted(int(g), gpu)}{kind}"
+            for h in missed[: max(0, 3 - len(misses))]
         ]
     if not misses:
         return ""

@@ -106,9 +106,7 @@ def make_layout_grid(
 ) -> LayoutGrid:
     """A validated :class:`LayoutGrid`. ``axes``: the numeric options by name (:data:`~sweep.core.layout_axes.AXES`:
     ``tp=8``, ``gpus="64,128"``), each in the value syntax (``1,2,4``, ``1..8``), a number or numbers; None or
-    not given: its default (or "derived or the GPU preset's" for those without one).
-
-    ``precision``, ``attention``, ``recompute``, ``schedule``: None is the default (bf16, flash, none, 1f1b;
+    not given: its default (or "derived or the GPU preset's" for those without one). ``precision``, ``attention``, ``recompute``, ``schedule``: None is the default (bf16, flash, none, 1f1b;
     fp16 and unfused on V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`):
     its defaults and its constants for the GPUs' die (:func:`sweep.model.stacks.constants`) for every setting not
     given (:func:`_stack_settings`); None: the default stack's constants alone (:func:`_default_constants`).
@@ -145,6 +143,7 @@ def make_layout_grid(
         *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
         *net.said(None if oversubscription is None else spines),
+        *_tp_comm_said(texts["overlap"], values),
     )
     check_dtype(dtype)
     return LayoutGrid(
@@ -162,6 +161,17 @@ def make_layout_grid(
         reduction=parse_reductions(reduce, LAYOUTS),
         **net.grid_fields(),
     )
+
+
+def _tp_comm_said(overlap: str | None, values: dict[str, np.ndarray]) -> tuple[str, ...]:
+    """What the assumed line says of the ``tp_comm`` switch where sequence parallelism is off in some layout
+    (``values``: the numeric dims' values): there it hides nothing, as Megatron-LM refuses --tp-comm-overlap
+    without --sequence-parallel (a review: taken in silence)."""
+    if overlap and "tp_comm" in overlap.split("+") and (values["sequence_parallel"] == 0).any():
+        return (
+            "overlap tp_comm hides nothing where sequence parallelism is off (Megatron-LM refuses the pair)",
+        )
+    return ()
 
 
 def _given_axes(axes: dict[str, object]) -> dict[str, object]:
