@@ -523,30 +523,8 @@ def _group(
     w = jnp.where(has_nvl, f(fabric.nvlink), PCI_BW)
     eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
     spine = jnp.maximum(f(fabric.spine), 1.0)  # none below 1: a spine never adds to what the NICs carry
-    shape = jnp.broadcast_shapes(
-        *(
-            jnp.shape(v)
-            for v in (
-                coll,
-                x,
-                g,
-                hosts,
-                dom,
-                w,
-                nics,
-                r,
-                arch,
-                nvswitch,
-                collnet,
-                eta_net,
-                eta_nvl,
-                lam,
-                spine,
-            )
-        ),
-        jnp.shape(algorithm),
-        jnp.shape(protocol),
-    )
+    inputs = (coll, x, g, hosts, dom, w, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam, spine)
+    shape = jnp.broadcast_shapes(*(jnp.shape(v) for v in inputs), jnp.shape(algorithm), jnp.shape(protocol))
     nodes = jnp.ceil(hosts / dom)
     n = g * hosts
     p = n / nodes

@@ -270,9 +270,9 @@ def test_a_forced_algorithm_that_cannot_run_is_said_where():
     )
     said = hopper.assumed
     assert (
-        "nccl:nvls cannot run on 4 nodes of 8 h100s (all-reduce); 4 nodes of 8 h100s (fsdp) (it needs" in said
+        "nccl:nvls cannot run on 4 nodes of 8 h100s (all-reduce), 4 nodes of 8 h100s (fsdp) (it needs" in said
     )
-    tree = "nccl:tree cannot run on 1 node of 8 h100s (fsdp); 4 nodes of 8 h100s (fsdp) (it needs an"
+    tree = "nccl:tree cannot run on 1 node of 8 h100s (fsdp), 4 nodes of 8 h100s (fsdp) (it needs an"
     assert tree in said
     # A compressor whose payloads cannot be summed all-gathers them: the tree cannot run that either.
     topk = make_grid("resnet50", nodes=2, collective="nccl:tree", compressor="none,topk:0.01").assumed

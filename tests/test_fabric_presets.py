@@ -315,6 +315,16 @@ def test_which_tier_each_traffic_crosses():
     assert moe == {"EP": "leaf", "DP": "spine", "expert DP": "spine"}
     assert "expert DP" not in traffic_tiers(1, 1, 16, 1, 128, 1, **clos)
     assert traffic_tiers(2, 1, 2, 1, 64, 1, **clos, moe=True).keys() == {"TP", "EP", "DP"}  # e etp = t
+    # The plan's lines know a MoE model by the description its cube keeps, an --arch's too (at EP 1 it was
+    # taken for dense, a review).
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plan_tiers import _with_experts
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    arch = "layers=4,hidden=1024,heads=8,seq=2048,vocab=32000,experts=8,top_k=2,expert_ffn=512"
+    grid = make_layout_grid("llama3-8b", arch=arch, gpus="8", global_batch="8")
+    assert _with_experts(xr.Dataset(attrs=grid.cube_attrs())) == {"arch"}
 
 
 def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch):

@@ -489,3 +489,48 @@ def test_the_api_takes_numpys_integers_and_0d_arrays_as_numbers():
 
     taken = {name: _text(name, value) for name, value in zero_d.items()}
     assert taken == {"gpus": "8", "global_batch": "8", "tp": "8", "micro_batch": "1"}
+
+
+def test_workload_names_as_numpy_or_pandas_are_names_and_a_set_is_refused():
+    # A hunt: gpu=np.array([...]), a pandas Series or a set reached the preset lookup ("unhashable type").
+    import pandas as pd
+
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    models = ["gpt2-xl@h100-fp32-b8", "gpt2-xl@a100-fp32-b8"]
+    for gpu in (np.array(["h100", "a100"]), pd.Series(["H100", "a100"]), ("h100", "a100")):
+        assert [p.model for p in make_grid("gpt2-xl", gpu=gpu).profiles] == models
+    assert make_grid("gpt2-xl", gpu=np.array("h100"), precision=np.array(["bf16"])).profiles[0].model == (
+        "gpt2-xl@h100-bf16-b8"
+    )
+    with pytest.raises(
+        InputError, match=r"^gpu \{'h100'\}: give the names as a comma list or a list, in order"
+    ):
+        make_grid("gpt2-xl", gpu={"h100"})
+    with pytest.raises(InputError, match=r"^gpu 5: give a name, as text"):
+        make_grid("gpt2-xl", gpu=[5])
+
+
+def test_a_profile_of_numpy_numbers_writes_valid_json():
+    # A hunt: to_json() kept a NumPy float32 and int64 as they were, which json.dumps refuses.
+    import dataclasses
+    import json
+
+    profile = dataclasses.replace(
+        sweep.builtin_profile("resnet50"), t1=np.float32(0.05), batch_size=np.int64(32)
+    )
+    written = json.loads(json.dumps(profile.to_json()))
+    assert written["iteration_time_s"] == float(np.float32(0.05)) and written["batch_size"] == 32
+
+
+def test_a_reduce_cost_table_may_start_with_its_header(tmp_path):
+    # A hunt: the docs call it a bytes,seconds table, and its header was "not two numbers".
+    from netsweep_jax.sweep.model.vector_add import read_table
+
+    path = tmp_path / "rc.csv"
+    path.write_text("bytes,seconds\n64,1e-6\n1024,2e-6\n")
+    nbytes, seconds = read_table(path)
+    assert list(nbytes) == [64, 1024] and list(seconds) == [1e-6, 2e-6]
+    path.write_text("64,1e-6\nbytes,seconds\n")  # a header only as the first line
+    with pytest.raises(InputError, match=r"rc.csv:2: 'bytes,seconds' is not two numbers"):
+        read_table(path)

@@ -2,6 +2,8 @@
 ``sweep plan`` prints after its table (:func:`tier_lines`), from the plan's own cube (its settings, best layouts
 and the fabric preset it names)."""
 
+import re
+
 import xarray as xr
 
 from netsweep_jax.kernels import nccl
@@ -9,7 +11,6 @@ from netsweep_jax.kernels.layout_collectives import spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
-from netsweep_jax.sweep.model.llms import LLMS
 
 # The collective each kind's groups run, as the layout kernel prices it (kernels.nccl's index; -1: an all-reduce's
 # rings and trees): CP's ring attention and PP's hand-offs send, EP exchanges, TP and DP reduce and gather.
@@ -35,6 +36,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
     varying = [str(d) for d in ds.dims if d not in ("rank", "switch") and ds.sizes[d] > 1]
     built = "rail-only, no spine" if rail_only else f"{leaf:g} hosts a leaf, spine {spine:g}:1"
     lines = [f"tiers each traffic crosses, best layout per setting (fabric {fabric}: {built}):"]
+    experts = _with_experts(ds)
     for row in plan_rows(ds):
         if row["rank"] != 1:
             continue
@@ -42,7 +44,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
         per_node, domain = row["gpus_per_node"], row["nvlink_domain"]
         sizes = (row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
                  row["layout_pp"])  # fmt: skip
-        moe = _has_experts(row)
+        moe = row["model"] in experts or row["layout_ep"] > 1 or row["layout_expert_tp"] > 1
         crossed = traffic_tiers(
             *sizes,
             gpus_per_node=per_node,
@@ -64,11 +66,12 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
     return lines
 
 
-def _has_experts(row: dict) -> bool:
-    """Whether a plan row's model is a mixture of experts: a preset with experts, or a layout with EP or expert
-    TP (a model of ``--arch``'s is named by its text)."""
-    model = LLMS.get(str(row["model"]))
-    return bool(model and model.experts > 0) or row["layout_ep"] > 1 or row["layout_expert_tp"] > 1
+def _with_experts(ds: xr.Dataset) -> set[str]:
+    """The plan's models that are mixtures of experts, by the descriptions its cube keeps (``models``: ``name:
+    ... 8 experts top-2 ...``, one a model, ``; `` apart): a preset's and an ``--arch``'s alike (a review: an
+    ``--arch`` MoE at EP 1 was taken for dense)."""
+    entries = (entry.partition(": ") for entry in str(ds.attrs.get("models", "")).split("; "))
+    return {name for name, _, said in entries if re.search(r"\b\d+ experts top-\d+", said)}
 
 
 def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -> str:

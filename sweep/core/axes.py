@@ -220,7 +220,8 @@ OVERSUBSCRIPTION = AxisSpec(
     "--oversubscription",
     "1",
     "the spine's oversubscription O (leaf downlinks over uplinks; 1: non-blocking): a group wider than a "
-    "leaf runs each channel across nodes at most at its NICs' share over max(1, O f), f the share of the "
+    "leaf runs each channel across nodes at most at its NICs' share (NCCL's step where higher) over max(1, "
+    "O f), f the share of the "
     "leaf's NIC ports its collective sends out of the leaf (with --collective nccl; default: the --fabric "
     "preset's, else 1)",
     False,

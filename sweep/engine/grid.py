@@ -479,7 +479,7 @@ def _sweep_fabric(
     if isinstance(choice, FabricConstants) and choice.gpu:  # a file is taken for any GPU, but said (a hunt)
         elsewhere = sorted({gpu_of(p) or "v100" for p in profiles} - {choice.gpu})
         if elsewhere:
-            said = f"; its logs ran on {choice.gpu}s, priced here on {', '.join(elsewhere)}s as they are"
+            said = f"; the fabric file's logs ran on {choice.gpu}s, its constants taken as they are for {', '.join(elsewhere)}s"
             fabric = dataclasses.replace(fabric, describe=fabric.describe + said)
     others = [c for c in collectives if not is_nccl(c)]
     if (
@@ -570,7 +570,7 @@ def _forced_fallbacks(
     if count == cases:
         return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
     more = f" and {count - 3} more" if count > 3 else ""
-    return f"{collective} cannot run on {'; '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
+    return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
 
 
 def _domain(fabric: SweepFabric | None, g: float) -> float:

@@ -36,6 +36,7 @@ from netsweep_jax.sweep.core.sweep_settings import (
     TEXT_SETTINGS,
     SweepSettings,
     assumed_phrases,
+    overlap_mode,
 )
 from netsweep_jax.sweep.core.values import digits12, flat_values, one_name, parse_names, parse_values
 from netsweep_jax.sweep.engine.layout_grid import LayoutGrid, parse_schedule
@@ -106,10 +107,11 @@ def make_layout_grid(
 ) -> LayoutGrid:
     """A validated :class:`LayoutGrid`. ``axes``: the numeric options by name (:data:`~sweep.core.layout_axes.AXES`:
     ``tp=8``, ``gpus="64,128"``), each in the value syntax (``1,2,4``, ``1..8``), a number or numbers; None or
-    not given: its default (or "derived or the GPU preset's" for those without one). ``precision``, ``attention``, ``recompute``, ``schedule``: None is the default (bf16, flash, none, 1f1b;
-    fp16 and unfused on V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`):
-    its defaults and its constants for the GPUs' die (:func:`sweep.model.stacks.constants`) for every setting not
-    given (:func:`_stack_settings`); None: the default stack's constants alone (:func:`_default_constants`).
+    not given: its default (or "derived or the GPU preset's" for those without one). ``precision``,
+    ``attention``, ``recompute``, ``schedule``: None is the default (bf16, flash, none, 1f1b; fp16 and unfused on
+    V100s alone), or ``stack``'s. ``stack``: a stack preset (:data:`sweep.model.stacks.STACKS`): its defaults and
+    its constants for the GPUs' die (:func:`sweep.model.stacks.constants`) for every setting not given
+    (:func:`_stack_settings`); None: the default stack's constants alone (:func:`_default_constants`).
     ``search``: defaults for the layout dims the caller did not set (``sweep plan``'s search space).
     ``variables``, ``store``, ``reduce``: as ``sweep grid``'s ``--vars``, ``--store``, ``--reduce`` (the outputs
     a cube keeps, the dtype it stores them in, the dims it reduces on the device). ``fabric``: a preset
@@ -167,7 +169,8 @@ def _tp_comm_said(overlap: str | None, values: dict[str, np.ndarray]) -> tuple[s
     """What the assumed line says of the ``tp_comm`` switch where sequence parallelism is off in some layout
     (``values``: the numeric dims' values): there it hides nothing, as Megatron-LM refuses --tp-comm-overlap
     without --sequence-parallel (a review: taken in silence)."""
-    if overlap and "tp_comm" in overlap.split("+") and (values["sequence_parallel"] == 0).any():
+    mode = overlap_mode(overlap) if overlap else None  # as the sweep spells it (any case, any order)
+    if mode and "tp_comm" in mode.split("+") and (values["sequence_parallel"] == 0).any():
         return (
             "overlap tp_comm hides nothing where sequence parallelism is off (Megatron-LM refuses the pair)",
         )

@@ -265,17 +265,37 @@ def _text(value: object) -> str:
     )
 
 
+def _names(value: object, param: str) -> list[str]:
+    """Names given as a list, a tuple, a NumPy array or a pandas Series (each item text) -> list; anything else,
+    one name; a set or a mapping, or an item that is not text, refused by name."""
+    if isinstance(value, (set, frozenset, Mapping)):
+        raise InputError(f"{value!r}: give the names as a comma list or a list, in order", param=param)
+    listed = hasattr(value, "tolist") and not isinstance(value, (bytes, bytearray))  # NumPy, pandas
+    items: list[Any] = (
+        list(value) if isinstance(value, (list, tuple)) else _flat(value) if listed else [value]
+    )
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError(f"{item!r}: give a name, as text (such as h100 or bf16)", param=param)
+    return [str(item) for item in items]
+
+
+def _flat(value: Any) -> list[Any]:
+    """A NumPy array's or a pandas Series' items, flattened (a 0-d array: its one item)."""
+    items = value.tolist()
+    return items if isinstance(items, list) else [items]
+
+
 def _values(value: object, param: str, integer: bool) -> list[Any]:
-    """A comma list or a sequence -> list; integers checked."""
+    """A comma list or a sequence -> list; integers checked; names (GPUs, precisions) as text, a NumPy array's or a
+    pandas Series' too (a hunt: they reached a preset lookup and raised "unhashable type")."""
     items = (
         value.split(",")
         if isinstance(value, str)
         # NumPy's too; a bool refused, as an axis refuses it (a string here is a comma list, never a range)
         else flat_values(value, param, "whole numbers", "a comma list such as 8,16")
         if integer
-        else list(value)
-        if isinstance(value, (list, tuple))
-        else [value]
+        else _names(value, param)
     )
     if not items:  # an empty value is refused by name, never an empty sweep of this setting
         raise InputError(f"{value!r}: give at least one value", param=param)
@@ -285,7 +305,7 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
         if integer:
             try:
                 # anything: what decimal() or float() refuses is reported
-                number = decimal(item) if isinstance(item, str) else float(item)  # type: ignore[arg-type]
+                number = decimal(item) if isinstance(item, str) else float(item)
             except (TypeError, ValueError):
                 raise InputError(f"{item!r}: not a number", param=param) from None
             if not number.is_integer():

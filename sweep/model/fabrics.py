@@ -561,14 +561,11 @@ def sweep_fabric(choice: FabricPreset | FabricConstants, oversubscription: float
     ``--oversubscription``'s one value (None: the preset's as built; checked by :func:`oversubscriptions`)."""
     if not isinstance(choice, FabricPreset):
         # A file that records no NICs (written by hand, or its hardware removed) sets none: said, not silent.
-        from netsweep_jax.sweep.core.axes import NUMERIC_AXES  # the defaults taken, said (a hunt)
-
-        nics, rates = NUMERIC_AXES["nics_per_node"].default, NUMERIC_AXES["bandwidth"].default
         hosts = (
             ""
             if choice.nics_per_node
-            else f"; it records no NICs: the sweep's --nics-per-node and --bw, as given or their defaults ({nics} "
-            f"NIC{'' if str(nics) == '1' else 's'} a node; {rates} Gbit/s)"
+            else "; the fabric file records no NICs: the sweep's --nics-per-node and --bw, as given or their "
+            "defaults (its coordinates)"
         )
         return SweepFabric(
             choice, choice.source, describe=f"fabric file's constants ({choice.describe()}){hosts}"

@@ -140,19 +140,19 @@ class Profile:
         return {
             "format": "netsweep-profile-1",
             "model": self.model,
-            "iteration_time_s": self.t1,
+            "iteration_time_s": float(self.t1),  # a NumPy number given is written as JSON's (a hunt)
             "device": self.device,
-            "batch_size": self.batch_size,
+            "batch_size": int(self.batch_size),
             "dtype": self.dtype,
             "source": self.source,
             "tensors": [
                 {
                     "name": n,
                     "grad_bytes": int(b),
-                    "backward_us": w * 1e6,
+                    "backward_us": float(w) * 1e6,
                     **({"forward_us": float(self.forward[i]) * 1e6} if self.forward is not None else {}),
                     **({"unit": int(self.unit[i])} if self.unit is not None else {}),
-                    **({"shape": list(self.shape[i])} if self.shape is not None else {}),
+                    **({"shape": [int(d) for d in self.shape[i]]} if self.shape is not None else {}),
                 }
                 for i, (n, b, w) in enumerate(zip(self.names, self.grad_bytes, self.wait))
             ],

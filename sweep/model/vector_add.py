@@ -41,7 +41,8 @@ MAX_TABLE_SECONDS = 1e4  # one vector add: beyond this, results would leave floa
 
 
 def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Read a ``bytes,seconds`` table; errors name the file and line."""
+    """Read a ``bytes,seconds`` table (a first line ``bytes,seconds``, its header, skipped); errors name the file
+    and line."""
     path = Path(path)
     nbytes: list[float] = []
     seconds: list[float] = []
@@ -49,6 +50,11 @@ def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         cols = text.split(",")
+        if not nbytes and [c.strip().lower() for c in cols] == [
+            "bytes",
+            "seconds",
+        ]:  # the header (a hunt: refused)
+            continue
         if len(cols) != 2:
             raise InputError(f"{where(path, lineno)}: expected 2 columns bytes,seconds, got {len(cols)}")
         try:
