@@ -147,7 +147,8 @@ def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_t
         (["--bw", "10"], "--network-share needed for llama3-70b, a large model"),
         (
             ["--network-share", "10", "--cp", "3"],
-            "cannot exist on 1024 GPUs: gpus not divisible by tp x pp x cp",
+            # dp as it is, 1024 / 96 (it read dp10, as if the layout existed: a hunt)
+            "layout tp8xpp4xcp3xdp10.67 mb1 z0 cannot exist on 1024 GPUs: gpus not divisible by tp x pp x cp",
         ),
         (["--network-share", "10,10%"], "--network-share '10,10%': value 10% appears twice; each value once"),
         (

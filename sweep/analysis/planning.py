@@ -414,7 +414,9 @@ def _layout_text(row: dict) -> str:
 
 
 def _i(value: float) -> str:
-    return str(int(value))
+    """A layout's count as its text shows it: whole, or as it is where it is not (a dp of GPUs that tp x pp x cp
+    does not divide: 64 GPUs at TP 3 read "dp21", a hunt)."""
+    return str(int(value)) if float(value).is_integer() else f"{float(value):.4g}"
 
 
 def _setting(ds: xr.Dataset, cell: dict) -> str:
