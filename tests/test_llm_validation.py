@@ -460,6 +460,18 @@ def test_a_users_fit_says_what_it_leaves_undetermined():
     ]
 
 
+def test_the_report_warns_of_a_trained_constant_at_its_ranges_end(validation):
+    # A hunt: validate --llm on a user's file told them to pass --memory-efficiency 0.99999922, unwarned, where
+    # calibrate warned of the same fit. The shipped fit warns of nothing (its committed report is unchanged).
+    from netsweep_jax.sweep.analysis.llm_report import report
+
+    v = validation[1]
+    assert "Warning (trained)" not in report(v)
+    at_end = dataclasses.replace(v.fits["trained"], memory_efficiency=1.0)
+    text = report(dataclasses.replace(v, fits={**v.fits, "trained": at_end}))
+    assert "Warning (trained): memory efficiency 1 is at an end of its range (0.05 to 1)." in text
+
+
 def test_cli_calibrate_reads_large_model_runs(tmp_path):
     runs = edited_runs_file(tmp_path, lambda rows: [r for r in rows if r["group"] in ("sc21-t1", "k23")])
     out = tmp_path / "fit.json"

@@ -313,3 +313,26 @@ class Validation:
         """The two largest terms of run i's predicted step, as shares (what it waits on)."""
         out = self.outputs[model]
         return waits_on({k: out[k][i] for k in BREAKDOWN}, out["iteration_time"][i])
+
+
+def fit_warnings(fitted: Fit) -> list[str]:
+    """What a user's fit leaves undetermined: as many constants as training runs or more (each run then fits
+    exactly, nothing is left to judge them by), and a constant at an end of its search range (the runs may want
+    a value past it, or another cause: a typo, a run the model cannot price)."""
+    ends = {"memory efficiency": MEMORY_EFFICIENCIES, "utilization": UTILIZATIONS}
+    out = []
+    # The per-stack efficiencies and the memory efficiency and utilization fitted (a die's pooled efficiency is
+    # fitted again on the same runs: not one more constant).
+    own = [f for f in fitted.fitted if "/" in f or not fitted.by_stack or not f.startswith("efficiency")]
+    if len(own) >= len(fitted.rows):
+        out.append(
+            f"{len(own)} constants from {len(fitted.rows)} training run{'s' * (len(fitted.rows) != 1)}: the fit "
+            "is not determined by them (add runs)"
+        )
+    values = {f"efficiency {g}": e for g, e in fitted.efficiency.items()}
+    values.update({"memory efficiency": fitted.memory_efficiency, "utilization": fitted.utilization})
+    for name in own:
+        grid = ends.get(name, EFFICIENCIES)
+        if np.isclose(values[name], grid[0]) or np.isclose(values[name], grid[-1]):
+            out.append(f"{name} {values[name]:.4g} is at an end of its range ({grid[0]:g} to {grid[-1]:g})")
+    return out

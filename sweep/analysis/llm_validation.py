@@ -104,15 +104,13 @@ import numpy as np
 
 from netsweep_jax.sweep.analysis.llm_fit import (
     DEFAULT_TRAIN,
-    EFFICIENCIES,
-    MEMORY_EFFICIENCIES,
     MODELS,
     NIC_UTILIZATION,
     UTILIZATION_DEFAULT,
-    UTILIZATIONS,
     Fit,
     Validation,
     fit,
+    fit_warnings,
 )
 from netsweep_jax.sweep.analysis.llm_predict import predict
 from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, write_report
@@ -256,29 +254,6 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
         str(path),
     )
     return fitted, v
-
-
-def fit_warnings(fitted: Fit) -> list[str]:
-    """What a user's fit leaves undetermined: as many constants as training runs or more (each run then fits
-    exactly, nothing is left to judge them by), and a constant at an end of its search range (the runs may want
-    a value past it, or another cause: a typo, a run the model cannot price)."""
-    ends = {"memory efficiency": MEMORY_EFFICIENCIES, "utilization": UTILIZATIONS}
-    out = []
-    # The per-stack efficiencies and the memory efficiency and utilization fitted (a die's pooled efficiency is
-    # fitted again on the same runs: not one more constant).
-    own = [f for f in fitted.fitted if "/" in f or not fitted.by_stack or not f.startswith("efficiency")]
-    if len(own) >= len(fitted.rows):
-        out.append(
-            f"{len(own)} constants from {len(fitted.rows)} training run{'s' * (len(fitted.rows) != 1)}: the fit "
-            "is not determined by them (add runs)"
-        )
-    values = {f"efficiency {g}": e for g, e in fitted.efficiency.items()}
-    values.update({"memory efficiency": fitted.memory_efficiency, "utilization": fitted.utilization})
-    for name in own:
-        grid = ends.get(name, EFFICIENCIES)
-        if np.isclose(values[name], grid[0]) or np.isclose(values[name], grid[-1]):
-            out.append(f"{name} {values[name]:.4g} is at an end of its range ({grid[0]:g} to {grid[-1]:g})")
-    return out
 
 
 def calibrate_table(fitted: Fit, v: Validation) -> str:
