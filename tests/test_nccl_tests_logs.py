@@ -150,7 +150,8 @@ def test_a_log_cut_short_is_fitted_on_what_it_has_and_said(tmp_path):
     rows = log.measurements(8, 400.0)
     n = len(rows)
     c = SimpleNamespace(logs=[log], rows=rows, predicted=np.ones(n), scored=np.zeros(n, bool), algorithm=["tree"] * n,
-                        protocol=["ll"] * n, constants=SHIPPED, held=(), loss=0.0, at_bounds=())  # fmt: skip
+                        protocol=["ll"] * n, constants=SHIPPED, held=(), loss=0.0, at_bounds=(), hardware={},
+                        stated_nics=8)  # fmt: skip
     said = table(c)  # type: ignore[arg-type]
     assert said[1] == (
         "  note: it ends before nccl-tests' closing '# Avg bus bandwidth' line (a run cut short?): its largest size "
@@ -196,7 +197,8 @@ def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
     assert line == "error: --fit is for data-parallel measurements, not nccl-tests logs"
     # --bw in the wrong unit: a fabric file was written of 8 NICs carrying 0.001 GB/s a host, the fit at -100%.
     with pytest.raises(
-        InputError, match="busbw .* across 2 hosts is more than 4x what 8 NICs of 0.001 Gbit/s"
+        InputError,
+        match="busbw .* across 2 hosts is more than 4x what the 8 NICs of 0.001 Gbit/s its ranks reach",
     ):
         calibrate_logs([ALL_REDUCE], nics=8, nic_gbps=0.001)
     line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--bw", "400"))
@@ -482,3 +484,29 @@ def test_rows_of_another_collective_than_the_files_name_are_refused(tmp_path):
     path.write_text("".join(line for line in text.splitlines(True) if "Collective test" not in line))
     with pytest.raises(InputError, match=r"redop none, where all_reduce reduces \(sum, prod, ...\)"):
         read_nccl_tests_log(path)
+
+
+def test_the_file_records_the_nics_the_fits_ranks_reached():
+    # A hunt: 4 ranks a host of an H100 system (8 GPUs) reach 2 of 4 NICs in the fit, but the file recorded 4, and
+    # grid gave its hosts of 4 GPUs all 4: faster than the logs it was fitted on. The file now records the NICs
+    # the fit priced (its hosts' GPUs are the logs' ranks a host), and a sweep's hosts get what the fit reached.
+    from types import SimpleNamespace
+
+    from netsweep_jax.sweep.analysis.nccl_calibration import _recorded_nics
+    from netsweep_jax.sweep.analysis.nccl_validation import fabrics_of
+    from netsweep_jax.sweep.io.nccl_tests import Measurement
+
+    def rows(per_host, hosts):
+        return [Measurement("r", "s", "all_reduce", "NVIDIA H100 80GB HBM3", per_host, hosts, 4, 400.0, "", 2**20,
+                            1.0, "", 0)]  # fmt: skip
+
+    def recorded(*logs):
+        measured = [m for per_host, hosts in logs for m in rows(per_host, hosts)]
+        shaped = [SimpleNamespace(gpus_per_node=g, nodes=h) for g, h in logs]
+        return _recorded_nics(shaped, measured, fabrics_of(measured), 4)
+
+    assert recorded((4, 2)) == 2  # ceil(4 x 4 / 8)
+    assert (
+        recorded((8, 2)) == 4 and recorded((4, 2), (4, 1)) == 2
+    )  # a whole host; a one-host log's ranks use none
+    assert recorded((4, 2), (2, 2)) == 4  # logs of two counts a host: no hosts recorded, the NICs as given

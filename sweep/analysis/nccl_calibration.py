@@ -81,6 +81,7 @@ class Calibration:
     held: tuple[str, ...]
     hardware: dict[str, Any]
     at_bounds: tuple[str, ...] = ()
+    stated_nics: int | None = None  # --nics-per-node as given (``hardware`` records those the ranks reached)
 
 
 CARRIED_SLACK = 4
@@ -96,7 +97,8 @@ def _check_carried(m: Any, f: Any, path: str | Path) -> None:
     if m.nodes > 1 and m.busbw and f.nics and m.busbw > CARRIED_SLACK * carried:
         raise InputError(
             f"{path}:{m.line}: busbw {m.busbw:g} GB/s across {m.nodes} hosts is more than {CARRIED_SLACK}x what "
-            f"{f.nics} NICs of {f.nic_gbps:g} Gbit/s a host carry ({carried:.3g} GB/s an NVLink domain): give "
+            f"the {f.nics} NICs of {f.nic_gbps:g} Gbit/s its ranks reach a host carry ({carried:.3g} GB/s an NVLink "
+            "domain): give "
             "--nics-per-node and --bw as built (--bw in Gbit/s each)",
             param="bandwidth",
         )
@@ -140,7 +142,7 @@ def calibrate_logs(
         if name not in held
         and (values[k] >= highs[k] - margin[k] or (name in EFFICIENCIES and values[k] <= lows[k] + margin[k]))
     )
-    recorded = hardware(logs[0], fabrics[0], nics, nic_gbps)
+    recorded = hardware(logs[0], fabrics[0], _recorded_nics(logs, rows, fabrics, nics), nic_gbps)
     return Calibration(
         logs=logs,
         rows=rows,
@@ -154,7 +156,24 @@ def calibrate_logs(
         held=held,
         hardware=recorded,
         at_bounds=at_bounds,
+        stated_nics=nics,
     )
+
+
+def _recorded_nics(
+    logs: Sequence[Log], rows: Sequence[Measurement], fabrics: Sequence[Fabric], nics: int | None
+) -> int | None:
+    """The NICs a host the fabric file records: those the fit's ranks reached (:func:`~sweep.model.nccl_fabric.
+    reached_nics`: 4 ranks a host of an H100 system's 8 GPUs reach 2 of 4 NICs), where the logs across hosts
+    share one count of ranks a host (the hosts the file records, whose GPUs a sweep takes), so that a sweep
+    prices the hosts as the fit did; else the NICs as given. A hunt: the fit reached 2 of 4 NICs, and the file's
+    hosts of 4 GPUs then got all 4 in grid, faster than the logs it was fitted on."""
+    across = {log.gpus_per_node for log in logs if log.nodes > 1}
+    if nics is None or len(across) != 1:
+        return nics
+    ranks = across.pop()
+    reached = {f.nics for m, f in zip(rows, fabrics) if m.nodes > 1 and m.gpus_per_node == ranks}
+    return int(reached.pop()) if len(reached) == 1 else nics
 
 
 def _read_logs(paths: Sequence[str | Path], nics: int | None, nic_gbps: float | None) -> list[Log]:
@@ -304,6 +323,23 @@ def _eta_net_notes(c: Calibration) -> list[str]:
     return notes
 
 
+def _reached_note(c: Calibration) -> list[str]:
+    """Where the logs' ranks reached fewer NICs a host than given (the file records those, as the fit priced
+    them): a note saying so, and what it assumes of the hosts."""
+    recorded, wide = c.hardware.get("nics_per_node"), [log for log in c.logs if log.nodes > 1]
+    if recorded is None or not wide:
+        return []
+    ranks = wide[0].gpus_per_node
+    stated = c.stated_nics
+    if stated is None or recorded >= stated:
+        return []
+    return [
+        f"note: {ranks} ranks a host reach {recorded} of the {stated} NICs given (the NICs next to their GPUs, "
+        f"on the {c.hardware['preset']} system's hosts): the fabric file records hosts of {ranks} GPUs and "
+        f"{recorded} NICs, as fitted (hosts of {ranks} GPUs that own all {stated} NICs are not this fit)"
+    ]
+
+
 def table(c: Calibration) -> list[str]:
     """What the command prints: measured against fitted busbw per log and size, then the constants."""
     lines = []
@@ -339,6 +375,7 @@ def table(c: Calibration) -> list[str]:
             f"these logs closer with it{nics}"
         )
     lines += _eta_net_notes(c)
+    lines += _reached_note(c)
     held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
     lines.append(
         f"fitted on {int(c.scored.sum())} of {len(c.rows)} rows (busbw GB/s; n/s: under {RESOLUTION:g}, not "
