@@ -74,6 +74,10 @@ def test_cli_walkthrough_example(tmp_path):
         ),
         ("Model,nodes,gpus_per_node,bandwidth,scaling_factor\nx,8,8,100,0.7\n", "column 'Model' is model in"),
         ("nodes,gpus_per_node,bandwidth\n8,8,100\n", "exactly one of scaling_factor, iteration_time"),
+        (  # one too many, said so (it read "missing column(s)": a hunt)
+            "nodes,gpus_per_node,bandwidth,scaling_factor,iteration_time\n8,8,100,0.5,0.2\n",
+            "m.csv:1: both scaling_factor and iteration_time given; give exactly one of them",
+        ),
         (
             "nodes,gpus_per_node,bandwidth,scaling_factor\n8,8,100,x\n",
             "m.csv:2: scaling_factor 'x' is not a number",

@@ -85,7 +85,12 @@ def read_measurements(path: str | Path) -> Measurements:
             )
     missing = [c for c in REQUIRED if c not in header]
     measured = [c for c in MEASURED if c in header]
-    if missing or len(measured) != 1:
+    if len(measured) > 1:  # one too many, not one missing (a hunt read "missing column(s)")
+        raise InputError(
+            f"{where(path, header_line)}: both {' and '.join(measured)} given; give exactly one of them (the "
+            f"measured metric); header is {','.join(header)}"
+        )
+    if missing or not measured:
         need = ", ".join(missing) if missing else "exactly one of scaling_factor, iteration_time"
         raise InputError(
             f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}"
