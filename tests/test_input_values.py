@@ -7,6 +7,7 @@ tests share)."""
 
 import collections
 import csv
+import re
 import sys
 
 import numpy as np
@@ -534,3 +535,27 @@ def test_a_reduce_cost_table_may_start_with_its_header(tmp_path):
     path.write_text("64,1e-6\nbytes,seconds\n")  # a header only as the first line
     with pytest.raises(InputError, match=r"rc.csv:2: 'bytes,seconds' is not two numbers"):
         read_table(path)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"format": "netsweep-profile-2"}, "format 'netsweep-profile-2'; this reads 'netsweep-profile-1'"),
+        ({"iteration_time": 0.02}, "key 'iteration_time' is not read (did you mean 'iteration_time_s'?)"),
+        ({"tensors": [{"grad_bytes": 4000, "backward_us": 10, "froward_us": 5}]},
+         "tensors[0]: key 'froward_us' is not read (did you mean 'forward_us'?)"),
+    ],
+)  # fmt: skip
+def test_a_json_profile_of_another_format_or_a_misspelt_key_is_refused(tmp_path, changes, message):
+    # A hunt: each was read as this format or as absent, in silence.
+    import json
+
+    from netsweep_jax.sweep.model.profile import read_json
+
+    document = {"model": "m", "iteration_time_s": 0.02, "tensors": [{"grad_bytes": 4000, "backward_us": 10}]}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps({**document, **changes}))
+    with pytest.raises(InputError, match=re.escape(message)):
+        read_json(path)
+    path.write_text(json.dumps(sweep.builtin_profile("resnet50").to_json()))  # what the project writes, read
+    assert read_json(path).model == "resnet50"

@@ -17,6 +17,7 @@ Formats read here (``load_profile`` picks by extension):
 
 import csv
 import dataclasses
+import difflib
 import hashlib
 import math
 import unicodedata
@@ -410,12 +411,38 @@ def _shape_text(text, path, line):
         raise InputError(f"{where(path, line)}: shape {text.strip()!r} must look like 768x3072") from None
 
 
+JSON_FORMAT = "netsweep-profile-1"  # what :meth:`Profile.to_json` writes
+PROFILE_KEYS = ("format", "model", "iteration_time_s", "device", "batch_size", "dtype", "source", "tensors")
+TENSOR_KEYS = ("name", "grad_bytes", "backward_us", "forward_us", "unit", "shape")
+
+
+def _check_keys(data: dict, path: Path) -> None:
+    """Refuse a JSON profile of another format, or with a key it does not read: a misspelt key is never ignored
+    (a hunt: ``"froward_us"`` and ``"iteration_time"`` were read as absent, ``"format": "netsweep-profile-2"`` as
+    this one)."""
+    if "format" in data and data["format"] != JSON_FORMAT:
+        raise InputError(
+            f"{path}: format {data['format']!r}; this reads {JSON_FORMAT!r} (sweep profile import writes it)"
+        )
+    _refuse_unknown(data, PROFILE_KEYS, str(path))
+
+
+def _refuse_unknown(obj: dict, known: tuple[str, ...], label: str) -> None:
+    """Refuse a key of ``obj`` not in ``known``, naming the closest known one."""
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (keys: {', '.join(known)})"
+            raise InputError(f"{label}: key {key!r} is not read{hint}")
+
+
 def read_json(path: str | Path, t1: float | None = None, model: str | None = None) -> Profile:
     """Read netsweep's JSON profile; ``t1`` overrides the file's iteration time."""
     path = Path(path)
     data = read_json_file(path, "profile file", "an object with a 'tensors' list")
     if not isinstance(data, dict) or not isinstance(data.get("tensors"), list):
         raise InputError(f"{path}: expected an object with a 'tensors' list")
+    _check_keys(data, path)
     for key, kinds, what in (
         ("model", (str,), "a name"),
         ("source", (str,), "text"),
@@ -434,6 +461,7 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
         label = f"{path}: tensors[{i}]"
         if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
             raise InputError(f"{label} needs grad_bytes and backward_us")
+        _refuse_unknown(t, TENSOR_KEYS, label)
         names.append(str(t.get("name", f"tensor{i}")))
         sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes", whole=True))
         waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
