@@ -156,8 +156,8 @@ def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Va
 def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> nccl.Fabric:
     """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring)
     for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
-    off-rail bytes over NVLink); groups of one are priced as two (their time is then discarded) so that every
-    value stays finite."""
+    off-rail bytes over NVLink), and the spine's divisor of its channels' NIC share (:func:`spine_factor`);
+    groups of one are priced as two (their time is then discarded) so that every value stays finite."""
     n, on_host, share, domain = placed(size, stride, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain)
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
@@ -187,6 +187,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
         collnet=lay.sharp > 0,
+        spine=spine_factor(size, stride, lay, coll),  # the group's spine divisor (1 where none is in its way)
     )
 
 
@@ -327,7 +328,7 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     # The spine caps each channel's share of the NICs (kernels.nccl._running), not the NIC rate NCCL's search
     # reads: NCCL does not know the spine, so its channels are a 1:1 spine's (the rate divided moved them, and
     # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
-    fabric = group_fabric(size, stride, lay, coll)._replace(spine=spine_factor(size, stride, lay, coll))
+    fabric = group_fabric(size, stride, lay, coll)
     seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
     return jnp.where((size > 1) & (x > 0), seconds, 0.0)
 

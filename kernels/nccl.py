@@ -634,16 +634,17 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     heads = jnp.maximum(sx, jnp.minimum(head_nics, 2 * sn))
     direct_nics = r * node_nics / jnp.maximum(cd, node_nics)
     direct = jnp.maximum(sd, jnp.minimum(direct_nics, w / cd))
+
     # The spine: each channel at most its NICs' share over O_s (the tree's on two nodes twice the ring's, as its
     # second pass takes), or NCCL's step over O_s where that is the higher (the step runs above the share where a
     # node has fewer NICs than channels: eight CollNet heads on one NIC; the share alone jumped 8x from O_s 1 to
     # 1.0001, a review); where O_s is 1, the speeds as they were, to the bit.
-    spine, spined = q.spine, q.spine > 1
-    share = jnp.where(spined, jnp.minimum(share, jnp.maximum(ring_nics, s) / spine), share)
+    def capped(speed: Array, nics: Array, step: Array) -> Array:
+        return jnp.where(q.spine > 1, jnp.minimum(speed, jnp.maximum(nics, step) / q.spine), speed)
+
     tree_nics = jnp.where(q.nodes <= 2, 2 * ring_nics, ring_nics)
-    tree = jnp.where(spined, jnp.minimum(tree, jnp.maximum(tree_nics, st) / spine), tree)
-    heads = jnp.where(spined, jnp.minimum(heads, jnp.maximum(head_nics, sx) / spine), heads)
-    direct = jnp.where(spined, jnp.minimum(direct, jnp.maximum(direct_nics, sd) / spine), direct)
+    share, tree = capped(share, ring_nics, s), capped(tree, tree_nics, st)
+    heads, direct = capped(heads, head_nics, sx), capped(direct, direct_nics, sd)
     return gr._replace(
         s=jnp.where(multi, share, s),
         st=jnp.where(multi, tree, st),

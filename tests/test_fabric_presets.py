@@ -448,9 +448,8 @@ def _times(coll, x, groups, lay):
         out = []
         for n, s in groups:
             fabric = layout_collectives.group_fabric(n, s, one, coll)
-            spine = layout_collectives.spine_factor(n, s, one, coll)  # each channel's NIC share over it
-            shipped = layout_collectives.NCCL_CONSTANTS
-            t = nccl.collective(coll, x, fabric._replace(spine=spine), shipped)
+            shipped = layout_collectives.NCCL_CONSTANTS  # the group's fabric carries its spine's divisor
+            t = nccl.collective(coll, x, fabric, shipped)
             out.append((float(t.seconds), nccl.ALGORITHMS[int(t.algorithm)]))
             assert out[-1][0] == pytest.approx(
                 float(layout_collectives.nccl_time(coll, x, n, s, one)), rel=1e-12

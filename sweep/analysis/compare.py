@@ -41,7 +41,7 @@ from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
-from netsweep_jax.sweep.engine.workloads import gpu_of, resolve_models
+from netsweep_jax.sweep.engine.workloads import priced_gpu, resolve_models
 from netsweep_jax.sweep.io.paths import (
     check_report_directory,
     write_report_files,
@@ -231,7 +231,7 @@ def _by_gpu(profiles: Sequence[Profile]) -> list[list[Profile]]:
     each GPU first comes: the sweeps that price each model on its own GPU (:func:`_evaluated_per_gpu`)."""
     groups: dict[str, list[Profile]] = {}
     for p in profiles:
-        groups.setdefault(gpu_of(p) or "v100", []).append(p)
+        groups.setdefault(priced_gpu(p), []).append(p)
     return list(groups.values())
 
 
@@ -566,13 +566,10 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
         k: v for k, v in setup.items() if k not in ("profiles", "utilization", "assumed", "swept_assumed")
     }
     if 10 in bandwidths:
-        # one search per GPU, as the rows: each model on its own GPU's NVLink and reductions
-        needs = {
-            p.model: need
-            for group in _by_gpu(setup["profiles"])
-            for need in [solve(group, target=TARGET, axis="ratio", **{**settings, "bandwidth": 10})]
-            for p in group
-        }
+        needs = {}  # one search per GPU, as the rows: each model on its own GPU's NVLink and reductions
+        for group in _by_gpu(setup["profiles"]):
+            need = solve(group, target=TARGET, axis="ratio", **{**settings, "bandwidth": 10})
+            needs.update({p.model: need for p in group})
         parts, ok = [], True
         for p in setup["profiles"]:
             need = needs[p.model]

@@ -47,6 +47,7 @@ from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
     gpu_of,
+    priced_gpu,
     refuse_mixed_stacks,
     resolve_models,
     takes_workload,
@@ -477,7 +478,7 @@ def _sweep_fabric(
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
     if isinstance(choice, FabricConstants) and choice.gpu:  # a file is taken for any GPU, but said (a hunt)
-        elsewhere = sorted({gpu_of(p) or "v100" for p in profiles} - {choice.gpu})
+        elsewhere = sorted({priced_gpu(p) for p in profiles} - {choice.gpu})
         if elsewhere:
             said = f"; the fabric file's logs ran on {choice.gpu}s, its constants taken as they are for {', '.join(elsewhere)}s"
             fabric = dataclasses.replace(fabric, describe=fabric.describe + said)

@@ -41,6 +41,14 @@ def gpu_of(profile: Profile) -> str | None:
     return gpu_named(str(profile.device or ""))
 
 
+PAPER_GPU = "v100"  # the paper's hardware, on which a profile of no known GPU is priced
+
+
+def priced_gpu(profile: Profile) -> str:
+    """The GPU preset a profile is priced on: the one it ran on (:func:`gpu_of`), else :data:`PAPER_GPU`."""
+    return gpu_of(profile) or PAPER_GPU
+
+
 def is_transformer(profile: Profile) -> bool:
     """A built-in transformer's profile (``gpt2-xl@h100-bf16-b8``, or one saved and loaded back): its name and
     its source both say so; a trace a user named ``gpt2@mine`` is not one."""
@@ -57,7 +65,7 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     ``ddp`` buckets when every model is a transformer (what their stacks use), else the paper's
     ``ring`` and Horovod fusion (the paper's CNNs keep the paper's model).
     """
-    gpus = [gpu_of(p) or "v100" for p in profiles]
+    gpus = [priced_gpu(p) for p in profiles]
     links = {g: GPUS[g].nvlink * 8 / 1e9 for g in gpus}
     gpu = min(links, key=lambda g: links[g]) if links else "v100"
     transformers = bool(profiles) and all(is_transformer(p) for p in profiles)
@@ -94,7 +102,7 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     (:func:`sweep.model.vector_add.default_table`) at the HBM rate of the slowest of their GPUs (the V100's
     for a profile on an unknown GPU, as the paper's CNNs), its source (text), and what the sweep says of it
     where it is not the V100's for every profile (else "")."""
-    gpus = [gpu_of(p) or "v100" for p in profiles] or ["v100"]
+    gpus = [priced_gpu(p) for p in profiles] or [PAPER_GPU]
     gpu = min(gpus, key=lambda g: GPUS[g].hbm)
     hbm = GPUS[gpu].hbm
     paper = hbm == V100_HBM_BYTES_PER_S
@@ -123,7 +131,7 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
         "collective": DEFAULTS.collective,
         "bucketing": DEFAULTS.bucketing,
     }
-    gpus = [gpu_of(p) or "v100" for p in profiles]
+    gpus = [priced_gpu(p) for p in profiles]
     # A profile on a GPU with no preset (a CSV, a trace, "NVIDIA H100 PCIe") is priced as the paper's V100: said,
     # where it was silent (a hunt), as the user's hardware is likelier anything but a 2017 V100.
     unknown = {p.model: str(p.device or "unknown") for p in profiles if gpu_of(p) is None}
