@@ -164,7 +164,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     # its rate, so that the host's groups share it as they do on the flat rings. Above one, whole NICs: 33 NICs
     # over 8 groups give some 5 and some 4, and the slowest paces the collective (4.125 NICs gave NCCL's
     # channel rules a fraction, and 33 NICs a slower step than 32: a hunt).
-    whole = jnp.maximum(jnp.floor(share + 1e-6), 1.0)  # + 1e-6: a whole share computed a rounding below
+    whole = whole_nics(share)
     # NVLink as NCCL counts it (kernels.nccl.nvlink_gbs), its links rounded to a thousandth: 18 links exactly,
     # so that NCCL's channel counts (floors of W over a speed) come out alike in float32 and float64.
     links = jnp.round(lay.nvlink_bw / 1e9 / jnp.asarray(nccl.NVLINK_DATASHEET)[arch] * 1000.0) / 1000.0
@@ -262,6 +262,12 @@ def spine_load(
     return ring_load(per, channel_nics(share, domain), leaf_hosts, nics_per_node, gpus_per_node)
 
 
+def whole_nics(share: Value) -> Value:
+    """A group's whole NICs a host from its share ``share`` of them: max(floor(share), 1) (+ 1e-6: a whole share
+    computed a rounding below)."""
+    return jnp.maximum(jnp.floor(share + 1e-6), 1.0)
+
+
 def channel_nics(share: Value, hosts_a_node: Value) -> Value:
     """The NICs' worth by which a group's ring or tree leaves one NCCL node: its whole NICs (``share``, its NICs
     a host, floored) on each of the node's ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's
@@ -270,7 +276,7 @@ def channel_nics(share: Value, hosts_a_node: Value) -> Value:
     channels = nccl.MAX_CHANNELS / 2
     return jnp.where(
         share >= 1.0,
-        jnp.minimum(jnp.floor(share + 1e-6) * hosts_a_node, channels),
+        jnp.minimum(whole_nics(share) * hosts_a_node, channels),
         jnp.minimum(hosts_a_node, channels) * share,
     )
 

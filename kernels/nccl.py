@@ -489,6 +489,7 @@ class _Group(NamedTuple):
     ar: Array
     agrs: Array
     node_nics: Array
+    node_net: Array
     spine: Array
 
     def bc(self, v: Array) -> Array:
@@ -534,9 +535,10 @@ def _group(
     agrs = (coll == ALL_GATHER) | (coll == REDUCE_SCATTER)
     # K_n: the NICs of one NCCL node (a host's, or a multi-node NVLink domain's), whole, at least one
     node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
+    node_net = nics * hosts / nodes * r  # GB/s all of an NCCL node's NICs carry
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
-        nodes, n, p, multi, i2, ar, agrs, node_nics, spine,
+        nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, spine,
     )  # fmt: skip
 
 
@@ -587,8 +589,7 @@ def _graphs(q: _Group) -> _Graphs:
     # NVLS graph.
     cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
     sn = _speed(speeds, w / cn)
-    node_net = q.nics * q.hosts / q.nodes * r
-    sx = jnp.where(multi, _speed(speeds, jnp.minimum(node_net / cn, 2 * sn)), jnp.inf)
+    sx = jnp.where(multi, _speed(speeds, jnp.minimum(q.node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
     cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)
     sd = _speed(speeds, jnp.minimum(r, w / cd))
@@ -626,13 +627,17 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
     c, s, st, cn, sn, sx, cd, sd = gr
     node_nics = q.node_nics
     link = jnp.where(p > 1, w / c, w)
-    ring_nics = r * node_nics / jnp.maximum(c, node_nics)  # a ring or tree channel's share of the node's NICs
+
+    def nic_share(channels: Array) -> Array:  # a channel's share of the NCCL node's NICs
+        return r * node_nics / jnp.maximum(channels, node_nics)
+
+    ring_nics = nic_share(c)  # a ring or tree channel
     share = jnp.maximum(s, jnp.minimum(ring_nics, link))
     second_pass = jnp.where(q.nodes <= 2, jnp.maximum(share, jnp.minimum(2 * share, w / c)), share)
     tree = jnp.maximum(st, second_pass)
-    head_nics = q.nics * q.hosts / q.nodes * r / cn
+    head_nics = q.node_net / cn
     heads = jnp.maximum(sx, jnp.minimum(head_nics, 2 * sn))
-    direct_nics = r * node_nics / jnp.maximum(cd, node_nics)
+    direct_nics = nic_share(cd)
     direct = jnp.maximum(sd, jnp.minimum(direct_nics, w / cd))
 
     # The spine: each channel at most its NICs' share over O_s (the tree's on two nodes twice the ring's, as its

@@ -33,7 +33,7 @@ import numpy as np
 
 from netsweep_jax.kernels.bisect import AT_LIMIT, SOLVED, UNREACHABLE
 from netsweep_jax.kernels.layout import STATUS
-from netsweep_jax.sweep.analysis.need import rounded, shown_value
+from netsweep_jax.sweep.analysis.need import rounded
 from netsweep_jax.sweep.analysis.planning import ideal_settings, layout_name, setting_text
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, OVERSUBSCRIPTION
 from netsweep_jax.sweep.core.errors import InputError
@@ -401,8 +401,7 @@ def answer_text(a: Answer | None, axis: str) -> str:
         return f"any (met at {low:g}{unit})" if growing else f"any (met at {high:g}{unit})"
     if axis == "nics_per_node":
         return f"{a.value:g}"
-    # need.shown_value rounds up for a growing axis (bandwidth is one) and down for a falling one.
-    return f"{shown_value(a.value, 'bandwidth' if growing else 'latency')}{unit}"
+    return f"{rounded(a.value, up=growing)}{unit}"  # up for a growing axis (a bound required), down for a falling one
 
 
 def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[str, Answer]]) -> str:

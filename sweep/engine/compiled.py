@@ -102,9 +102,8 @@ def reduced_outputs(out: Metrics, reduce: DeviceReduction, *, skip_nan: bool = F
     its own call of :func:`reduced_output` (inside a compiled function, part of it)."""
     reduced = {}
     for name, v in out.items():
-        plan = reduce._replace(
-            kind=kind_of(name, reduce.kind)
-        )  # a layout's status and fits are codes (kind_of)
+        # a layout's status and fits are codes (kind_of)
+        plan = reduce._replace(kind=kind_of(name, reduce.kind))
         reduced[name], index = reduced_output(v, reduce=plan, skip_nan=skip_nan)
         if index is not None:
             reduced[f"{name}@index"] = index
@@ -133,12 +132,12 @@ def reduced_output(
 ) -> tuple[jax.Array, jax.Array | None]:
     """One output reduced as :func:`reduced_outputs` says: (value, flat index of the extreme or None). One
     compile per shape, dtype and reduction, whichever output."""
-    (kb, ci), shape, axes, kind = reduce
-    value = v[:kb, :ci].reshape(shape)
+    (kb, ci), kind = reduce.lanes, reduce.kind
+    value = v[:kb, :ci].reshape(reduce.shape)
     nan_aware = skip_nan and kind != "mean" and value.dtype.kind == "f"
     if nan_aware:
         value = jnp.where(jnp.isnan(value), -jnp.inf if kind == "max" else jnp.inf, value)
-    value, index = device_reduce(value, axes, kind)
+    value, index = device_reduce(value, reduce.axes, kind)
     if nan_aware:
         value = jnp.where(jnp.isinf(value), jnp.nan, value)  # no layout of the cell can exist
     return value, index
