@@ -19,12 +19,13 @@ which for a group spanning whole nodes (q = G) is netsweep's ``nccl-ring`` with
 ``--nics-per-node`` K, and for one member per node (TP of 8 on 8-GPU nodes) each GPU's
 share of the node's NICs.
     all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
-                  = 2 X / bw + 2 log2(n) lambda                  (tree; ``ring-or-tree`` the cheaper)
-    reduce-scatter, all-gather, all-to-all = (n - 1) / n X / bw + (n - 1) lambda
+                  = 2 X / bw + 2 ceil(log2 n) lambda             (tree; ``ring-or-tree`` the cheaper)
+    reduce-scatter, all-gather = (n - 1) / n X / bw + (n - 1) lambda
     point-to-point = X / bw + lambda
 
 with X each member's buffer in bytes and lambda the per-step latency of traffic that
-leaves the domain (0 inside it). An all-reduce, reduce-scatter, all-gather or all-to-all of no bytes is
+leaves the domain (0 inside it). EP's all-to-all is not a ring's: it is priced in
+:mod:`kernels.layout_communication` (each GPU's off-domain share through its own K / G of the NICs). An all-reduce, reduce-scatter, all-gather or all-to-all of no bytes is
 none, under either pricing: 0 s (a dense
 model's expert-gradient terms, X = 0 over an "expert DP" group of t dp c GPUs, paid (n - 1) lambda a layer
 and NCCL's latencies, about 9% of a ZeRO-3 step on a SuperPOD).

@@ -30,7 +30,11 @@ LOGS = (
     ("all_reduce_perf-2x8.log", "all_reduce_perf", "all_reduce", "sum", 2, 8, 8),
     ("all_gather_perf-1x8.log", "all_gather_perf", "all_gather", "none", 1, 8, 1024),
 )
-BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n}
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "sendrecv": lambda n: 1,
+}
 
 
 def model_busbw(rows: list[Measurement], constants: tuple[float, ...]) -> np.ndarray:

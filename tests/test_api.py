@@ -376,8 +376,11 @@ def test_the_apis_values_as_its_docstrings_say():
     assert [str(b).rsplit("-", 1)[1] for b in batches] == ["b4", "b8"]
     with pytest.raises(InputError, match="batch True"):  # it was batch 1
         sweep.evaluate("gpt2-xl", bandwidth=25, nodes=2, batch=True)
-    with pytest.raises(InputError, match=r"unknown keyword 'vars' of solve\(\)"):  # it named make_grid()
+    with pytest.raises(
+        InputError, match=r"unknown keyword 'vars' of solve\(\)"
+    ) as refused:  # it named make_grid()
         sweep.solve("resnet50", target=0.9, axis="bandwidth", vars="scaling_factor")
+    assert "store" not in str(refused.value) and "variables" not in str(refused.value)  # solve refuses both
     best = sweep.evaluate("resnet50", bandwidth=[10, 100], nodes=2, reduce="argmin:bandwidth")
     assert best.scaling_factor_argmin_bandwidth.attrs["units"] == "Gbit/s"
     with warnings.catch_warnings():
@@ -386,3 +389,14 @@ def test_the_apis_values_as_its_docstrings_say():
             sweep.evaluate("resnet50", bandwidth=10, nodes=2, store="float64").scaling_factor.dtype
             == "float64"
         )
+
+
+def test_numpy_floats_of_fewer_bits_are_the_values_typed():
+    # A hunt: float32's 0.1 widened to 0.10000000149, and .sel(bandwidth=0.1) found no coordinate.
+    ds = sweep.evaluate(
+        "resnet50", bandwidth=np.array([0.1, 1.0], np.float32), nodes=2, utilization=np.float32(0.3)
+    )
+    assert ds.sel(bandwidth=0.1).bandwidth.item() == 0.1 and ds.utilization.values.tolist() == [0.3]
+    assert sweep.evaluate(
+        "resnet50", bandwidth=[np.float16(0.5), 2.0], nodes=2
+    ).bandwidth.values.tolist() == [0.5, 2.0]

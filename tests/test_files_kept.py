@@ -229,3 +229,25 @@ def test_a_run_that_holds_its_checkpoint_removes_the_half_written_ones_a_killed_
     claim.release()
     assert not stale.exists() and all(p.read_text() == "the user's" for p in others)
     assert (tmp_path / "o.h5.partial.0badf00d.partial").is_symlink()
+
+
+def test_runs_of_one_second_without_out_each_get_a_file(tmp_path, monkeypatch):
+    # A hunt: two runs in one second were given one default name, and the second was refused "--out ...: file
+    # exists; pass --force", an --out never given.
+    import datetime
+
+    from netsweep_jax.sweep.io import paths
+
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(2026, 12, 6, 10, 49, 26)
+
+    monkeypatch.setattr(paths.datetime, "datetime", Frozen)
+    first = paths.stamped("fabric", ".json", tmp_path)
+    assert first.name == "fabric-20261206-104926.json" and paths.stamped("fabric", ".json", tmp_path) == first
+    first.write_text("{}")
+    second = paths.stamped("fabric", ".json", tmp_path)
+    paths.partial_path(second).write_text("")  # a run still writing it
+    assert second.name == "fabric-20261206-104926_2.json"
+    assert paths.stamped("fabric", ".json", tmp_path).name == "fabric-20261206-104926_3.json"

@@ -798,6 +798,10 @@ def test_expert_tp_is_a_layout_dim_plan_searches_for_moe_models(tmp_path):
     assert search_space((qwen,))["expert_tp"] == "1,2,4,8" and "expert_tp" not in search_space(
         (LLMS["llama3-8b"],)
     )
+    # Powers of two up to the expert count and the depth: EP 128 and 256 were capped away at 64.
+    assert search_space((qwen,))["ep"].endswith(",64,128") and qwen.experts == 128
+    assert search_space((LLMS["deepseek-v3-like"],))["ep"].endswith(",128,256")
+    assert search_space((LLMS["llama3-405b"],))["pp"] == "1,2,4,8,16,32,64"
     said = layouts.make_layout_grid(
         "qwen3-30b-a3b", gpus=16, global_batch=64, search=search_space((qwen,))
     ).assumed
@@ -862,3 +866,11 @@ def test_attention_efficiency_without_a_flash_kernel_is_refused(tmp_path):
             and "--attention-efficiency 0.1: the flash-attention kernel's efficiency" in r.output
         )
     assert not out.exists()
+
+
+def test_a_plans_step_keeps_three_significant_digits_and_no_exponent():
+    from netsweep_jax.sweep.analysis.planning import _seconds
+
+    # 3.5 beside 3.48 read as less precise, and a 1234 s step as 1.23e+03.
+    cases = {3.5: "3.50", 3.48: "3.48", 10.0: "10.0", 1234.4: "1234", 0.0123: "0.0123", 0.5: "0.500"}
+    assert {value: _seconds(value) for value in cases} == cases

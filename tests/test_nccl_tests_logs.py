@@ -15,7 +15,7 @@ from netsweep_jax.sweep.analysis.nccl_calibration import calibrate_logs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.io.nccl_tests_log import read_nccl_tests_log
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, fabric_of
 
 ALL_REDUCE = DATA / "all_reduce_perf-2x8.log"
 ALL_GATHER = DATA / "all_gather_perf-1x8.log"
@@ -201,6 +201,12 @@ def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
         match="busbw .* across 2 hosts is more than 4x what the 8 NICs of 0.001 Gbit/s its ranks reach",
     ):
         calibrate_logs([ALL_REDUCE], nics=8, nic_gbps=0.001)
+    line = one_line_error(
+        invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--nics-per-node", "8", "--bw", "50")
+    )
+    assert line.startswith(f"error: {ALL_REDUCE}:47: busbw") and line.endswith(
+        "(--bw in Gbit/s each)"
+    )  # not "--bw FILE"
     line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", "--bw", "400"))
     assert "--bw 400: with --nccl-tests only" in line
     line = one_line_error(invoke("calibrate", "examples/resnet50_measured.csv", ALL_REDUCE))
@@ -371,6 +377,10 @@ def test_hosts_no_preset_system_has_are_refused(tmp_path):
     pcie = _edited(tmp_path, "p.log", lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe"))
     line = one_line_error(invoke("calibrate", "--nccl-tests", pcie, *NICS, "--out", tmp_path / "p.json"))
     assert "GPU 'NVIDIA H100 PCIe' is a PCIe card: no NVSwitch" in line
+    # A whole word names the chip (a hunt: an RTX A1000 was fitted and written as an A100 system).
+    rtx = _edited(tmp_path, "r.log", lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA RTX A1000"))
+    line = one_line_error(invoke("calibrate", "--nccl-tests", rtx, *NICS, "--out", tmp_path / "r.json"))
+    assert "GPU 'NVIDIA RTX A1000' has no preset" in line
 
     def one_name(text, bus="[0000:"):
         return "".join(
@@ -484,6 +494,37 @@ def test_rows_of_another_collective_than_the_files_name_are_refused(tmp_path):
     path.write_text("".join(line for line in text.splitlines(True) if "Collective test" not in line))
     with pytest.raises(InputError, match=r"redop none, where all_reduce reduces \(sum, prod, ...\)"):
         read_nccl_tests_log(path)
+
+
+def test_a_sendrecv_log_prints_an_operation_it_does_not_apply(tmp_path):
+    # A hunt: nccl-tests' sendrecv prints the operation it was given (sum by default) and every such log was
+    # refused as "a log of another test"; all-gather's none and all-reduce's sum are still checked (above).
+    path = tmp_path / "sendrecv_perf.log"
+    path.write_text(log_text("sendrecv_perf.log", "sendrecv_perf", "sendrecv", "sum", 2, 8, 1024))
+    log = read_nccl_tests_log(path)
+    assert log.collective == "sendrecv" and len(log.rows) == 21
+    fit = calibrate_logs([path], nics=8, nic_gbps=400.0)
+    measured = np.array([r.busbw for r in log.rows])
+    big = measured >= 1  # the log prints busbw to 0.01 GB/s
+    assert len(fit.rows) == len(log.rows) and np.allclose(fit.predicted[big], measured[big], rtol=0.02)
+
+
+@pytest.mark.parametrize(
+    "command", [("calibrate",), ("validate",), ("validate", "--llm"), ("validate", "--nccl")]
+)
+def test_a_log_given_where_a_csv_is_read_says_what_reads_it(tmp_path, monkeypatch, command):
+    # A hunt: the log's first row was read as a CSV header ("missing column(s) ...; header is 8  2  float ...").
+    monkeypatch.chdir(tmp_path)
+    line = one_line_error(invoke(*command, ALL_REDUCE, *(("--out", "v") if "--nccl" in command else ())))
+    assert "a log nccl-tests printed, where a CSV" in line and "sweep calibrate --nccl-tests reads" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_records_the_cards_own_preset():
+    # A hunt: an A100-SXM4-40GB's logs were recorded as a100 (80 GB), and a plan on the file fitted 44 GB a GPU.
+    for name, preset in (("NVIDIA A100-SXM4-40GB", "a100-40"), ("Tesla V100-SXM2-16GB", "v100-16")):
+        assert fabric_of(name, 8, 1, None, None, "").preset == preset
+    assert fabric_of("NVIDIA A100-SXM4-80GB", 8, 1, None, None, "").preset == "a100"
 
 
 def test_the_file_records_the_nics_the_fits_ranks_reached():

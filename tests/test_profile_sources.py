@@ -100,6 +100,22 @@ def test_cli_import_writes_a_profile_that_loads(tmp_path):
     assert sweep.load_profile(out).shape == tuple(SHAPES)
 
 
+def test_an_imported_profile_says_its_gradients_dtype(tmp_path):
+    # A bf16 model's trace was imported as dtype float32 (the default), its bytes right from the shapes.
+    assert import_trace(TRACE).dtype == "float32"
+    data = json.loads(TRACE.read_text())
+    grads = [e for e in data["traceEvents"] if e.get("name") == "torch::autograd::AccumulateGrad"]
+    for g in grads:
+        g["args"]["Input type"] = ["c10::BFloat16"] + g["args"]["Input type"][1:]
+    path = tmp_path / "bf16.json"
+    path.write_text(json.dumps(data))
+    half = import_trace(path)
+    assert half.dtype == "bfloat16" and half.total_bytes == 70312 / 2
+    grads[0]["args"]["Input type"][0] = "float"
+    path.write_text(json.dumps(data))
+    assert import_trace(path).dtype == "float32+bfloat16"  # in backward order: the first gradient's first
+
+
 def test_an_event_the_profile_reads_is_refused_with_a_bad_duration_and_another_dropped(tmp_path):
     # The profiler has written negative durations (pytorch/kineto#646). An operator's is refused (dropped, it
     # moved a forward time in silence); the trace's own span, whose times the profile does not read, is dropped:

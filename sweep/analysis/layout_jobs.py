@@ -8,7 +8,6 @@ plan`` through :func:`write_plan`. Each takes ``say``, a function that shows one
 (the CLI's stderr), for what it assumed or read from a launch file.
 """
 
-import datetime
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -374,12 +373,9 @@ def gpus_from_nodes(nodes: str, kwargs: Mapping[str, Any], gpu: str | None, fabr
 def layout_target(grid: Any, out: Path | None, force: bool, prefix: str, say: Say) -> Path:
     """The cube a layout command writes (default ``results/PREFIXMODEL-TIMESTAMP.h5``), checked before any
     work; then the one line on what was assumed."""
-    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, stamped
 
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    target = (
-        out if out is not None else Path("results") / f"{prefix}{'+'.join(grid.names['model'])}-{stamp}.h5"
-    )
+    target = out if out is not None else stamped(f"{prefix}{'+'.join(grid.names['model'])}", ".h5")
     check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)  # its folders are made by the caller's checks
     if grid.assumed:
         say(f"assumed: {assumed_line(grid.assumed)}")
@@ -542,11 +538,10 @@ def write_plans(
 
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
-    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, stamped
 
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     models = "+".join(grids[0][1].names["model"])
-    base = out if out is not None else Path("results") / f"plan-{models}-{stamp}.h5"
+    base = out if out is not None else stamped(f"plan-{models}", ".h5")
     said: set[str] = set()
 
     def once(line: str) -> None:

@@ -42,7 +42,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     predict_under,
     size,
 )
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
@@ -95,12 +95,12 @@ def _check_carried(m: Any, f: Any, path: str | Path) -> None:
     more than :data:`CARRIED_SLACK` times an NVLink domain's NICs' line rate, in GB/s."""
     carried = f.domain * f.nics * f.nic_gbps / 8  # GB/s the NICs of one NVLink domain (hosts) carry
     if m.nodes > 1 and m.busbw and f.nics and m.busbw > CARRIED_SLACK * carried:
+        # The options named in the detail, not before it: "--bw FILE:47: busbw ..." read as if --bw were the file.
         raise InputError(
-            f"{path}:{m.line}: busbw {m.busbw:g} GB/s across {m.nodes} hosts is more than {CARRIED_SLACK}x what "
-            f"the {f.nics} NICs of {f.nic_gbps:g} Gbit/s its ranks reach a host carry ({carried:.3g} GB/s an NVLink "
-            "domain): give "
-            "--nics-per-node and --bw as built (--bw in Gbit/s each)",
-            param="bandwidth",
+            f"{literal(str(path))}:{m.line}: busbw {m.busbw:g} GB/s across {m.nodes} hosts is more than "
+            f"{CARRIED_SLACK}x what the {f.nics} NICs of {f.nic_gbps:g} Gbit/s its ranks reach a host carry "
+            f"({carried:.3g} GB/s an NVLink domain): give {{0}} and {{1}} as built ({{1}} in Gbit/s each)",
+            names=("nics_per_node", "bandwidth"),
         )
 
 

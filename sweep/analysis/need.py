@@ -27,7 +27,7 @@ from netsweep_jax.kernels.bisect import AT_LIMIT, MET_AT_MIN, SOLVED, UNREACHABL
 from netsweep_jax.kernels.overlap import Buckets, Config, Features, Workers
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords_but
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
 from netsweep_jax.sweep.core.schema import DIMS, GROWING, SOLVABLE
 from netsweep_jax.sweep.core.values import si_values
@@ -43,6 +43,9 @@ from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
 # for the log-space bisection); the scaling factor grows with the axes of GROWING.
+# Settings a sweep takes that solve refuses: its answer is computed whole, in memory, in the grid's dtype, and is
+# the axis's value alone.
+_IN_MEMORY = ("reduce", "store", "variables")
 ITERATIONS = 40  # bracket ratio (1e9)^(2^-40): exact to float rounding
 __all__ = ["MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "search_range", "solve"]
 Array = npt.NDArray[Any]
@@ -76,9 +79,7 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
         raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
         raise InputError(f"{axis}: do not also give values for that axis", param="axis")
-    # The answer is computed whole, in memory, in the grid's dtype, and is the axis's value alone (variables
-    # was taken and not read).
-    for name in ("reduce", "store", "variables"):
+    for name in _IN_MEMORY:
         if settings.get(name) is not None:
             raise InputError(
                 f"{settings[name]!r}: need's answer is one value per cell, in memory; select, reduce or store "
@@ -106,7 +107,7 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     return make_grid(model, **{**given, axis: search_range(axis)[1]})
 
 
-@refuse_unknown_keywords
+@refuse_unknown_keywords_but(*_IN_MEMORY)
 def solve(model: Models, *, target: float, axis: str, **settings: Unpack[GridOptions]) -> xr.Dataset:
     """The value of ``axis`` where scaling factor ``target`` is reached, for every combination.
 

@@ -105,8 +105,10 @@ def search_space(models: tuple[LLM, ...]) -> dict[str, str]:
     """The layouts ``sweep plan`` searches when an option is not given (value syntax per dim)."""
     layers = min(m.layers for m in models)
     experts = max(m.experts for m in models)
-    pp = ",".join(str(2**i) for i in range(7) if 2**i <= layers)
-    ep = ",".join(str(2**i) for i in range(7) if 2**i <= max(experts, 1)) if experts else "1"
+    # Powers of two up to the depth and the expert count (a cap at 64 left EP 128 and 256 unsearched for the
+    # 128- and 256-expert models).
+    pp = ",".join(str(2**i) for i in range(layers.bit_length()))
+    ep = ",".join(str(2**i) for i in range(experts.bit_length())) if experts else "1"
     space = {
         "tp": "1,2,4,8",
         "pp": pp,
@@ -465,6 +467,14 @@ def _ranked(ranked: dict[str, np.ndarray], at: tuple[int, ...], cell: dict):
         yield r + 1, row
 
 
+def _seconds(value: float) -> str:
+    """A step in seconds to three significant digits, its trailing zeros kept (3.50 s, where ``g`` wrote 3.5
+    beside 3.48) and without an exponent (1234 s, where ``g`` wrote 1.23e+03)."""
+    if not np.isfinite(value) or value <= 0:
+        return f"{value:g}"
+    return f"{value:.{max(0, 2 - int(np.floor(np.log10(value))))}f}"
+
+
 def plan_table(ds: xr.Dataset) -> str:
     """The plan as text: per kept setting, each ranked layout with its speed, step, memory and what it waits on,
     and what the network costs the best layout against an ideal one."""
@@ -490,7 +500,7 @@ def plan_table(ds: xr.Dataset) -> str:
             waits = waits_on(row, row["iteration_time"])
             lines.append(
                 f"  {rank:>{digits}} {_layout_text(row):<{wide}} {row['tokens_per_s']:>10,.0f} "
-                f"{row['iteration_time']:>7.3g} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
+                f"{_seconds(row['iteration_time']):>7} {row['mfu']:>5.2f} {row['tflops_per_gpu']:>6.0f} "
                 f"{row['memory_gb']:>6.1f} {row['memory_free_gb']:>5.1f} {row['network_fraction']:>7.0%}  "
                 f"{waits}"
             )
@@ -510,7 +520,7 @@ def plan_table(ds: xr.Dataset) -> str:
             flag = " <- network-bound" if cost >= BOTTLENECK_SHARE else ""
             lines.append(
                 f"  the network costs {cost:.0%} of the best step (on an ideal network: "
-                f"{sub['ideal_iteration_time'].item():.3g} s){flag}"
+                f"{_seconds(sub['ideal_iteration_time'].item())} s){flag}"
             )
             ideal = str(sub["ideal_layout"].item()) if "ideal_layout" in sub else ""
             # The network's cost beyond the step's time on the NICs: the layout a slow network forces.

@@ -25,7 +25,24 @@ def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
     The keywords it takes are its named parameters and, for ``**options: Unpack[SomeTypedDict]``
     (PEP 692), that TypedDict's keys.
     """
-    taken = accepted_keywords(function)
+    return _checked(function, accepted_keywords(function))
+
+
+def refuse_unknown_keywords_but(*refused: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """:func:`refuse_unknown_keywords`, whose refusal does not list ``refused`` among the keywords taken: keywords
+    a shared TypedDict declares that the function itself refuses, with its own reason (:func:`sweep.solve`
+    takes :func:`sweep.evaluate`'s options but keeps its answer in memory: no ``store``)."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        taken = accepted_keywords(function)
+        return _checked(function, taken, [k for k in taken if k not in refused])
+
+    return decorate
+
+
+def _checked(function: Callable[P, R], taken: list[str], listed: list[str] | None = None) -> Callable[P, R]:
+    """``function`` raising :class:`InputError` for a keyword outside ``taken``, naming ``listed`` (None: all of
+    ``taken``) as the ones it takes."""
 
     @functools.wraps(function)
     def checked(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -39,7 +56,8 @@ def refuse_unknown_keywords(function: Callable[P, R]) -> Callable[P, R]:
                     f"{keyword!r} here"
                 )
             raise InputError(
-                f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes {', '.join(taken)}"
+                f"unknown keyword {unknown[0]!r} of {function.__name__}(); it takes "
+                f"{', '.join(taken if listed is None else listed)}"
             )
         return function(*args, **kwargs)
 

@@ -46,6 +46,11 @@ def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None
     return _physical_lines(_text(Path(path), what, param))
 
 
+# The column header nccl-tests prints above its table ("#  size  count  type  redop  root  time ..."), after a
+# launcher's label where one prefixes every line.
+NCCL_TESTS_HEADER = re.compile(r"^.{0,40}?#\s+size\s+count\s+type\s+redop\s+root\b")
+
+
 def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int, list[str]]]:
     """The records of a UTF-8 CSV file as (line where the record starts, cells): a quoted cell may hold
     commas, newlines or any other character; a line starting with ``#`` where a record would start is a
@@ -53,6 +58,12 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
     record that is not (a header is never blank: a blank line after a file's comments is not its header)."""
     path = Path(path)
     lines = _physical_lines(_text(path, what))
+    if any(NCCL_TESTS_HEADER.match(line) for line in lines[:200]):
+        # Its table's rows read as a CSV's header ("missing column(s) ...; header is 8  2  float  sum ...").
+        raise InputError(
+            f"{path}: a log nccl-tests printed, where a CSV {what} is expected; sweep calibrate --nccl-tests reads "
+            "such logs (sweep validate --nccl a CSV in nccl_tests.csv's format)"
+        )
     at = {"start": True, "line": 0}
 
     def feed() -> Iterator[str]:

@@ -182,10 +182,12 @@ def flat_values(
 
     def one(item: object) -> float:
         if isinstance(item, np.ndarray) and item.ndim == 0:
-            item = item.item()
+            item = item[()]  # its NumPy scalar, whose type as_typed reads
         if isinstance(item, (bool, np.bool_)):
-            raise InputError(f"{item!r}: {kind}", param=param)
-        if isinstance(item, (numbers.Real, np.integer, np.floating)):
+            raise InputError(f"{bool(item)!r}: {kind}", param=param)
+        if isinstance(item, np.floating):
+            return as_typed(item)
+        if isinstance(item, (numbers.Real, np.integer)):
             return float(item)
         if isinstance(item, str):
             try:
@@ -201,6 +203,8 @@ def flat_values(
     if isinstance(value, np.ndarray) and value.ndim > 1:
         raise InputError(f"{_shown(value)}: expected a flat sequence of numbers, not nested", param=param)
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf" and value.size:
+        if value.dtype.kind == "f" and value.dtype.itemsize < 8:
+            return [as_typed(v) for v in value]
         return value.astype(np.float64).tolist()  # numbers already: no item to check
     if isinstance(value, (Sequence, np.ndarray)) and not (isinstance(value, np.ndarray) and value.ndim == 0):
         if isinstance(value, (str, bytes)):
@@ -210,6 +214,13 @@ def flat_values(
             raise InputError(f"{_shown(value)}: give at least one value", param=param)
         return items
     return [one(value)]
+
+
+def as_typed(value: np.floating) -> float:
+    """A NumPy float as the number it was typed as: a float32's 0.1 is 0.1, not the 0.10000000149 its bits widen
+    to, so that a cube's coordinate is the value given (``.sel(bandwidth=0.1)`` found none, a hunt). Its shortest
+    decimal that rounds back to it, read as a float64; a float64 as it is."""
+    return float(value) if value.dtype.itemsize >= 8 else float(str(value))
 
 
 def _shown(value: object) -> str:

@@ -1,6 +1,5 @@
 """Run a grid sweep into an HDF5 cube: output checks, resume, progress, atomic finish."""
 
-import datetime
 import errno
 import glob
 import os
@@ -29,6 +28,7 @@ from netsweep_jax.sweep.io.paths import (
     partial_path,
     regular_or_absent,
     remove_stale,
+    stamped,
     writable_directory,
 )
 from netsweep_jax.sweep.io.provenance import provenance
@@ -49,8 +49,7 @@ def _nothing(block: Block) -> None:
 
 
 def default_out(grid: AnyGrid, directory: str | Path = "results") -> Path:
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(directory) / f"{grid.label()}-{stamp}.h5"
+    return stamped(grid.label(), ".h5", directory)
 
 
 def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -> None:

@@ -301,17 +301,20 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     )
 
 
-# The tests that reduce (their redop column an operation: sum by default); the others print none.
+# The tests that reduce (their redop column an operation: sum by default); all-gather and all-to-all print none.
 REDUCING = ("all_reduce", "reduce_scatter")
+# sendrecv_perf reduces nothing but prints the operation it was given (sum by default: nccl-tests
+# src/sendrecv.cu, SendRecvRunTest passes run_opnames[j] since v2.13), so its column says nothing of the test.
+ANY_OPERATION = ("sendrecv",)
 
 
 def _check_operation(collective: str, kinds: dict[tuple[str, ...], int], path: Path) -> None:
     """Refuse rows whose operation is not the collective's: an all-reduce or reduce-scatter reduces (its redop
-    sum, prod, ...), an all-gather, all-to-all or send/recv reduces nothing (none). A log whose collective came
+    sum, prod, ...), an all-gather or all-to-all reduces nothing (none); send/recv prints any (ANY_OPERATION). A log whose collective came
     from its file's name (nccl-tests before 2.17 print no binary) was read as that name said: an all-gather's
     rows in all_reduce_perf.log fitted eta_nvl 0.517 where its own name gave 0.750 (a hunt)."""
     for kind, number in kinds.items():
-        if len(kind) < 2 or (kind[1] != "none") == (collective in REDUCING):
+        if len(kind) < 2 or collective in ANY_OPERATION or (kind[1] != "none") == (collective in REDUCING):
             continue
         does, others = (
             ("reduces (sum, prod, ...)", "all_gather_perf.log, alltoall_perf.log")

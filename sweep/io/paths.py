@@ -31,9 +31,14 @@ _created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("cr
 
 def stamped(name: str, suffix: str = "", directory: str | Path = "results") -> Path:
     """A default output, ``DIRECTORY/NAME-YYYYmmdd-HHMMSS[SUFFIX]``: new for each run, so a command run with no
-    ``--out`` never meets an earlier run's output, nor a report committed to a checkout (``results/paper``)."""
+    ``--out`` never meets an earlier run's output, nor a report committed to a checkout (``results/paper``). Where
+    a run of the same second has it (or its partial file), ``NAME-YYYYmmdd-HHMMSS_2[SUFFIX]``, ``_3``, ...: two
+    quick runs were refused the second's output, "file exists; pass --force", an --out never given (a hunt)."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path(directory) / f"{name}-{stamp}{suffix}"
+    path, n = Path(directory) / f"{name}-{stamp}{suffix}", 2
+    while path.exists() or path.is_symlink() or partial_path(path).exists():
+        path, n = Path(directory) / f"{name}-{stamp}_{n}{suffix}", n + 1
+    return path
 
 
 PARTIAL_SUFFIX = ".partial"

@@ -31,7 +31,15 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
 from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
 
-DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "half": 2, "bfloat16": 2}
+# torch's name of a gradient's dtype in a trace -> (the profile's dtype name, bytes an element)
+DTYPES = {
+    "float": ("float32", 4),
+    "double": ("float64", 8),
+    "c10::Half": ("float16", 2),
+    "half": ("float16", 2),
+    "c10::BFloat16": ("bfloat16", 2),
+    "bfloat16": ("bfloat16", 2),
+}
 ACCUMULATE = "torch::autograd::AccumulateGrad"
 BACKWARD = "autograd::engine::evaluate_function"
 OPTIMIZER_STEP = "Optimizer.step#"  # torch.optim's span of each optimizer step (Optimizer.step#SGD.step)
@@ -117,7 +125,7 @@ def _step_window(path, spans):
     return min(e["ts"] for e in cpu), max(e["ts"] + e["dur"] for e in cpu)
 
 
-def _shape_and_bytes(path, event, index):
+def _shape_dtype_bytes(path, event, index):
     args = event.get("args", {})
     dims, types = args.get("Input Dims"), args.get("Input type")
     if (
@@ -136,12 +144,12 @@ def _shape_and_bytes(path, event, index):
             param="trace",
         )
     shape = tuple(int(d) for d in dims[0])
-    size = DTYPE_BYTES.get(str(types[0])) if isinstance(types[0], str) else None
-    if size is None:
+    dtype = DTYPES.get(str(types[0])) if isinstance(types[0], str) else None
+    if dtype is None:
         raise InputError(
-            f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPE_BYTES)}", param="trace"
+            f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPES)}", param="trace"
         )
-    return shape or (1,), size * max(1, math.prod(shape))
+    return shape or (1,), dtype[0], dtype[1] * max(1, math.prod(shape))
 
 
 def _gpu_end(spans):
@@ -203,9 +211,10 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     gpu = _gpu_end(spans)  # a GPU kernel may end after the CPU side of the step has
     launched = [gpu[k] for k in (_key(e["args"].get("External id")) for e in inside) if k in gpu]
     end = max([end] + launched)
-    ready, shapes, sizes = [], [], []
+    ready, shapes, sizes, dtypes = [], [], [], []
     for i, g in enumerate(grads):
-        shape, size = _shape_and_bytes(path, g, i)
+        shape, dtype, size = _shape_dtype_bytes(path, g, i)
+        dtypes.append(dtype)
         key = _key(g["args"].get("External id"))
         ready.append(max(g["ts"] + g["dur"], gpu.get(key, 0.0) if key is not None else 0.0))
         shapes.append(shape)
@@ -232,5 +241,7 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         path,
         source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}",
         shape=shapes,
+        # The gradients' dtype as the trace has it ("float32+bfloat16" where they differ), not the default's.
+        dtype="+".join(dict.fromkeys(dtypes)),
         **({"forward": forward[::-1]} if forward is not None else {}),
     )

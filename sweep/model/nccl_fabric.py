@@ -37,7 +37,7 @@ import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
-from netsweep_jax.sweep.model.compute import GPUS, die, name_words
+from netsweep_jax.sweep.model.compute import GPUS, die, gpu_named, name_words
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
 # kernels/nccl.py's architecture index (0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell) of each die.
@@ -182,12 +182,12 @@ def fabric_of(
 ):
     """A row's :class:`Fabric` from its stated hardware (``notes``: the row's text, read for its network plugin's
     latency, :func:`plugin_latency`), or :class:`Unrepresented` saying what is missing."""
-    low = gpu.lower()
-    match = next((entry for entry in GPU_NAMES if entry[0] in low), None)
+    # A whole word names the chip: an RTX A1000 is no A100 (a substring took it for one, a hunt).
+    words = name_words(gpu)
+    match = next((entry for entry in GPU_NAMES if entry[0] in words), None)
     if match is None:
         known = ", ".join(sorted({e[0] for e in GPU_NAMES}))
         return Unrepresented(f"GPU {gpu!r} has no preset (known: {known})")
-    words = name_words(gpu)
     if "pcie" in words or ("nvl" in words and match[1] in NVL_CARDS):
         # An H100 PCIe (or NVL: two cards bridged) has no NVSwitch: priced as the SXM system, NVLS and all, it
         # came out 6.5x its measured busbw.
@@ -195,6 +195,10 @@ def fabric_of(
             f"GPU {gpu!r} is a PCIe card: no NVSwitch, its links are not the {match[1]} system's"
         )
     _, preset, nvswitch, why = match
+    # The chip's own preset where its name says a variant (an A100-SXM4-40GB is a100-40): a fabric file records it,
+    # and a plan on it fitted 44 GB a GPU on the 40 GB cards (a hunt).
+    variant = gpu_named(gpu, any_card=True)
+    preset = variant if variant is not None and die(variant) == die(preset) else preset
     algo, proto, collnet, transport = stated_choice(stated)
     if transport == "socket":
         return Unrepresented("TCP sockets (NET/Socket): the model has no transport efficiency for sockets")
