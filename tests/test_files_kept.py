@@ -251,3 +251,20 @@ def test_runs_of_one_second_without_out_each_get_a_file(tmp_path, monkeypatch):
     paths.partial_path(second).write_text("")  # a run still writing it
     assert second.name == "fabric-20261206-104926_2.json"
     assert paths.stamped("fabric", ".json", tmp_path).name == "fabric-20261206-104926_3.json"
+
+
+def test_a_report_replaced_with_force_that_fails_is_put_back_whole(tmp_path):
+    # A hunt: `paper --force` interrupted left the new cube and first figure beside the old REPORT.md, which
+    # described a cube it was not made from. Every file the failed block replaced is as it was; a block that
+    # succeeds leaves no link behind.
+    from netsweep_jax.sweep.io.paths import write_report_files
+
+    def stopped(path):
+        raise KeyboardInterrupt
+
+    write_report_files(tmp_path, {"a.txt": "old a", "b.txt": "old b"})
+    with pytest.raises(KeyboardInterrupt):
+        write_report_files(tmp_path, {"a.txt": "new a", "c.txt": "new c", "b.txt": stopped}, force=True)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a.txt": "old a", "b.txt": "old b"}
+    write_report_files(tmp_path, {"a.txt": "new a", "b.txt": "new b"}, force=True)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a.txt": "new a", "b.txt": "new b"}

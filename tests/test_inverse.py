@@ -156,6 +156,19 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     assert r.exit_code == 0 and "--sel target 0.95: not in the cube; the nearest, 0.99, selected" in r.output
 
 
+def test_need_writes_its_cube_before_it_prints(tmp_path, monkeypatch):
+    # A hunt: `sweep need ... --out n.h5 > /dev/full` (or | head) said "files written are complete" and wrote none.
+    from netsweep_jax.sweep.analysis import need
+
+    def closed(*args):
+        raise BrokenPipeError("the reader went away")
+
+    monkeypatch.setattr(need, "answer_table", closed)
+    out = tmp_path / "n.h5"
+    r = invoke("need", "--target", "0.9", "--solve", "ratio", "--bw", "1,10", "--out", out)
+    assert isinstance(r.exception, BrokenPipeError) and out.exists()
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

@@ -8,6 +8,7 @@ into blocks of the shape the other layout tests compile (8 x 8,192 lanes), so it
 layout kernel but the reduced one.
 """
 
+import re
 import signal
 
 import h5py
@@ -96,6 +97,7 @@ def test_sigterm_then_resume_gives_the_cube_of_one_run(tmp_path, monkeypatch, on
     assert r.exit_code == 0 and "4 of the 6 blocks this reads are not computed yet" in r.output, r.output
     r = invoke("grid", *LAYOUT_GRID, "--out", out, "--resume")  # the block size is the partial file's
     assert r.exit_code == 0 and "2 blocks resumed" in r.output, r.output
+    assert re.search(r"configurations, [\d,]+ computed in", r.output), r.output  # the rate's, not the cube's
     assert_same(read_all(out), one_run)
     assert invoke("show", out, "--verify").output.splitlines()[-1].strip() == (
         "verify: 6 of 6 blocks finished, all intact"

@@ -487,8 +487,8 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
             "none fits: the least hungry lacks",
         ),
         (
-            ["--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1"],
-            "most often: gpus not divisible",
+            ["--model", "llama3-8b", "--gpus", "64", "--tp", "64", "--cp", "1", "--pp", "1"],
+            "most often: heads not divisible by tp",
         ),
     ],
 )
@@ -497,6 +497,15 @@ def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, ar
     r = invoke("plan", *args, "--global-batch", "8", "--out", str(tmp_path / "o.h5"))
     assert r.exit_code == 2 and message in r.output.strip().splitlines()[-1], r.output
     assert "error: no feasible layout" in r.output and not list(tmp_path.iterdir())
+    # Where no tp x pp x cp divides the GPUs, before anything is said or searched (a hunt: three lines, the
+    # value 4096 unnamed).
+    r = invoke(
+        "plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1", "--global-batch", "8"
+    )
+    assert r.output == (
+        "error: --gpus 8: no tp x pp x cp divides it (tp 4096, pp 1,2,4,8,16,32, cp 1); every layout would be "
+        "masked (gpus not divisible by tp x pp x cp)\n"
+    )
 
 
 def test_every_layout_default_shown_in_help_is_the_one_used():
@@ -538,8 +547,20 @@ def test_plans_help_says_what_plan_searches_and_need_what_a_large_model_assumes(
 
 def test_a_refused_plan_leaves_no_default_results_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    r = invoke(
-        "plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1", "--global-batch", "8"
+    r = invoke(  # refused after its search: heads not divisible by tp
+        "plan",
+        "--model",
+        "llama3-8b",
+        "--gpus",
+        "64",
+        "--tp",
+        "64",
+        "--pp",
+        "1",
+        "--cp",
+        "1",
+        "--global-batch",
+        "8",
     )
     assert r.exit_code == 2 and "no feasible layout" in r.output
     assert not list(tmp_path.iterdir())

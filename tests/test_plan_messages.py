@@ -85,3 +85,32 @@ def test_why_names_the_wait_inside_nvlink_domains():
         "why: 1% of the step waits on the NICs; the slow network forces this layout (full recompute: 20% of the "
         "step); on an ideal network the best is x"
     )
+
+
+def test_a_bar_at_80_columns_shows_the_whole_total(monkeypatch):
+    # A hunt: at 80 columns the bar cut the total short, "82880000/5120000…" of 512,000,000 (16x past the end).
+    import io
+    import re
+    import sys
+
+    from netsweep_jax.sweep.cli.progress import progress_bar, rate_text
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress_bar(True)(512_000_000, 82_880_000) as advance:
+        for _ in range(5):  # a rate to show
+            advance(1000)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.getvalue()).split("\r")[-1]
+    assert "82885000/512000000" in shown and len(shown.rstrip("\n")) <= 80, shown
+    assert [rate_text(r) for r in (96_427_377, 512, 1234, 999.6, 1.1e11)] == [
+        "96.4M",
+        "512",
+        "1.23k",
+        "1k",
+        "110G",
+    ]

@@ -160,3 +160,25 @@ def test_a_line_with_no_value_says_so_in_the_legend():
     ax = line_plot(ds, "nodes", hue="model")
     names = [t.get_text() for t in ax.get_legend().get_texts()]
     assert names == ["model=resnet50", "model=vgg16 (no value)"]
+
+
+def test_many_lines_get_a_color_scale_and_a_heatmaps_labels_stay_apart():
+    # A hunt: 64 node counts drew a legend far past the axes; a heatmap of 19 log-spaced values labelled every
+    # one with 6-7 digits ("1.4678", "2.15443"), each running into the next.
+    import numpy as np
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import heatmap, line_plot
+
+    values = np.geomspace(1, 1000, 19)
+    ds = xr.Dataset(
+        {"scaling_factor": (("nodes", "bandwidth"), np.random.default_rng(0).random((64, 19)))},
+        coords={"nodes": np.arange(1.0, 65.0), "bandwidth": values},
+    )
+    ax = line_plot(ds, "bandwidth", hue="nodes")
+    assert ax.get_legend() is None and len(ax.figure.axes) == 2  # the axes and their color scale
+    few = line_plot(ds.isel(nodes=slice(0, 3)), "bandwidth", hue="nodes")
+    assert [t.get_text() for t in few.get_legend().get_texts()] == ["nodes=1", "nodes=2", "nodes=3"]
+    ax = heatmap(ds.rename(nodes="ratio"), "bandwidth", "ratio")
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(labels) <= 8 and labels[:3] == ["1", "3.16", "10"] and labels[-1] == "1000"

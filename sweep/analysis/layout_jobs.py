@@ -443,6 +443,7 @@ def write_plan(
     from netsweep_jax.sweep.io.paths import all_or_nothing, partial_path
 
     check_size(grid)  # before the output is claimed
+    _check_some_layout_divides(grid)
     if share is not None:
         if out is None:
             raise InputError("needed with --distributed: a path every process can reach", param="out")
@@ -540,6 +541,8 @@ def write_plans(
     from netsweep_jax.sweep.analysis.planning import plan_table
     from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, stamped
 
+    for _, grid in grids:
+        _check_some_layout_divides(grid)
     models = "+".join(grids[0][1].names["model"])
     base = out if out is not None else stamped(f"plan-{models}", ".h5")
     said: set[str] = set()
@@ -577,6 +580,24 @@ def write_plans(
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
             yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
+
+
+def _check_some_layout_divides(grid: Any) -> None:
+    """Refuse, in one line naming the values, a plan none of whose tp x pp x cp divides any of its GPU counts:
+    every layout would be masked, found only after the search ("no feasible layout", after the assumed line and
+    the search's, a hunt)."""
+    import itertools
+
+    import numpy as np
+
+    gpus, tp, pp, cp = (np.asarray(grid.values[d], np.float64) for d in ("gpus", "tp", "pp", "cp"))
+    if not any(g % (t * p * c) == 0 for g, t, p, c in itertools.product(gpus, tp, pp, cp)):
+        shown = ", ".join(f"{d} {','.join(f'{v:g}' for v in grid.values[d])}" for d in ("tp", "pp", "cp"))
+        raise InputError(
+            f"{','.join(f'{v:g}' for v in gpus)}: no tp x pp x cp divides it ({shown}); every layout would be "
+            "masked (gpus not divisible by tp x pp x cp)",
+            param="gpus",
+        )
 
 
 def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tuple[Any, list[str], Path]]":

@@ -146,25 +146,46 @@ def line_plot(
     """
     da = reduce_to(ds, var, [x, hue], sel or {}, param="y")
     ax = ax or Figure(figsize=(6, 4)).gca()
-    hues = da[hue].values if hue else [None]
-    for h in hues:
+    hues: np.ndarray = da[hue].values if hue else np.array([None])
+    # Past LEGEND_MOST numbers a legend ran off the axes (64 node counts, a hunt): a color scale says them.
+    scale = hue is not None and len(hues) > LEGEND_MOST and hues.dtype.kind in "iuf"
+    colors = _hue_scale(ax, ds[hue], hues) if hue is not None and scale else None
+    for i, h in enumerate(hues):
         line = da.sel({hue: h}) if hue else da
         name = (hue_label(h) if hue_label else f"{hue}={_shown(h)}") if hue else None
         if name is not None and not np.isfinite(line.values).any():
             name = f"{name} (no value)"
-        ax.plot(line[x].values, line.values, marker="o", ms=3, label=name)
+        style = {"color": colors[i]} if colors is not None else {"label": name}
+        ax.plot(line[x].values, line.values, marker="o", ms=3, **style)
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[var]))
     if x in NUMERIC_AXES and ds[x].size > 2 and np.all(ds[x].values > 0):
         v = ds[x].values
         if v.max() / v.min() >= 50:
             ax.set_xscale("log")
-    if hue:
+    if hue and not scale and len(hues) > LEGEND_MOST:  # many names: in columns beside the axes, not over them
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-len(hues) // 30))
+    elif hue and not scale:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     if title:
         ax.set_title(title)
     return ax
+
+
+LEGEND_MOST = 12  # lines a legend names; past it, numbers get a color scale and names go beside the axes
+
+
+def _hue_scale(ax: Axes, coordinate: xr.DataArray, hues: np.ndarray) -> list[Any]:
+    """Each of ``hues``' color on a scale drawn beside ``ax`` (log where they span 50x and more)."""
+    from matplotlib import cm, colors
+
+    low, high = float(np.min(hues)), float(np.max(hues))
+    log = low > 0 and high / low >= 50
+    norm = colors.LogNorm(low, high) if log else colors.Normalize(low, high if high > low else low + 1)
+    mapped = cm.ScalarMappable(norm=norm, cmap="viridis")
+    ax.figure.colorbar(mapped, ax=ax, label=label(coordinate))
+    return list(mapped.to_rgba(np.asarray(hues, np.float64)))
 
 
 def heatmap(
@@ -184,9 +205,15 @@ def heatmap(
         ax = fig.gca()
     mesh = ax.pcolormesh(np.arange(da.sizes[x] + 1), np.arange(da.sizes[y] + 1), da.values, shading="flat")
     for setter, ticks in ((ax.set_xticks, da[x].values), (ax.set_yticks, da[y].values)):
-        step = max(1, len(ticks) // 10)
-        idx = np.arange(0, len(ticks), step)
-        setter(idx + 0.5, [_shown(t) for t in ticks[idx]])
+        # At most 8 labels of 3 significant digits: 19 of 7 digits ran into each other (a hunt).
+        idx = np.arange(0, len(ticks), -(-len(ticks) // 8))
+        setter(
+            idx + 0.5,
+            [
+                f"{float(f'{t:.3g}'):.7g}" if isinstance(t, (float, np.floating)) else _shown(t)
+                for t in ticks[idx]
+            ],
+        )
     ax.set_xlabel(label(ds[x]))
     ax.set_ylabel(label(ds[y]))
     (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))

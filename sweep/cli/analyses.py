@@ -489,7 +489,7 @@ def _need_of_profiles(
     models, settings["dtype"] = models_from(settings)
     answers = [solve_for(models, target=t, axis=solve, **settings) for t in targets]
     say_assumed(str(answers[0].attrs.get("assumed", "")))
-    typer.echo("\n\n".join(answer_table(ds, given) for ds in answers))
+    # The cube written before the tables are printed: a closed stdout (| head, a full disk) lost it (a hunt).
     if out is not None:
         ds = answers[0]
         if len(answers) > 1:  # one cube: the targets as a dim, first
@@ -501,6 +501,8 @@ def _need_of_profiles(
         # the profiles the answers are of and the reduce-cost table, as a sweep's cube keeps them
         inputs = grid_inputs(solved_grid(models, solve, **settings))
         write_dataset(ds, out, command=command_line(), overwrite=force, inputs=inputs)
+    typer.echo("\n\n".join(answer_table(ds, given) for ds in answers))
+    if out is not None:
         typer.echo(f"wrote {out}")
 
 

@@ -54,7 +54,7 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
-from netsweep_jax.sweep.io.paths import exists, write_atomically
+from netsweep_jax.sweep.io.paths import exists, set_aside, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
 if TYPE_CHECKING:  # types only: reading a cube does not start JAX, writing a sweep's does not load xarray
@@ -416,6 +416,7 @@ def finish(f: h5py.File, partial: str | Path, final: str | Path, overwrite: bool
             param="out",
         )
     if overwrite:
+        set_aside(final)
         os.replace(partial, final)
         return
     try:

@@ -403,7 +403,10 @@ def summary_line(s: Summary) -> str:
     if s.get("damaged_blocks"):
         resumed += f", {s['damaged_blocks']} damaged blocks computed again"
     shown = f"{rate:.2g}" if rate < 10 else f"{rate:,.0f}"  # a tiny sweep's 0.44/s, not 0/s
-    line = f"{counted(s['configs'], 'configuration')} in {s['seconds']:.2f} s ({shown}/s end to end{resumed})"
+    # A resumed run's time and rate are of what it computed, said so beside the cube's count (a hunt read
+    # "128,000,000 configurations in 0.15 s" of 681,472 computed).
+    some = f", {s['computed']:,} computed" if s.get("computed", s["configs"]) != s["configs"] else ""
+    line = f"{counted(s['configs'], 'configuration')}{some} in {s['seconds']:.2f} s ({shown}/s end to end{resumed})"
     if "shard" in s:
         line = f"process {s['shard']}: {line}"
         return line + (

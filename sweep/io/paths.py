@@ -27,6 +27,10 @@ FORCE = ("force=True",)
 
 # The files written inside the current all_or_nothing() block that did not exist before it.
 _created: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("created", default=None)
+# The files the current all_or_nothing() block replaced (with --force), as (the file, a link to what it held).
+_replaced: contextvars.ContextVar[list[tuple[Path, Path]] | None] = contextvars.ContextVar(
+    "replaced", default=None
+)
 
 
 def stamped(name: str, suffix: str = "", directory: str | Path = "results") -> Path:
@@ -306,6 +310,7 @@ def write_atomically(
         if not overwrite and out.exists():
             raise exists(out, kept)
         new = not out.exists()
+        set_aside(out)
         os.replace(temp, out)
         created = _created.get()
         if new and created is not None:
@@ -391,6 +396,27 @@ class Claim:
             self._fd = None
 
 
+def set_aside(out: str | Path) -> None:
+    """Before ``out``, an existing regular file, is replaced inside an :func:`all_or_nothing` block: a hard link
+    to what it holds, beside it (``OUT.<random>.replaced``), that puts it back if the block fails and is removed
+    once it succeeds (an interrupted ``paper --force`` left a new cube beside the old REPORT.md, a hunt). Free
+    for a cube of any size; where the file system has no hard links, nothing is set aside (the file stays
+    replaced, as before)."""
+    replaced, out = _replaced.get(), Path(out)
+    if replaced is None or out.is_symlink() or not out.is_file():
+        return
+    for _ in range(8):
+        keep = out.with_name(f"{out.name}.{secrets.token_hex(4)}.replaced")
+        try:
+            os.link(out, keep)
+        except FileExistsError:
+            continue
+        except OSError:
+            return
+        replaced.append((out, keep))
+        return
+
+
 def record_created(path: str | Path) -> None:
     """Count ``path``, a file this run created by other means than :func:`write_atomically` (a sweep's
     cube), as one of the current :func:`all_or_nothing` block's."""
@@ -433,20 +459,30 @@ def _text_writer(text: str) -> Callable[[Path], object]:
 def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
     """A report's files: if the block fails (a write refused by the disk, a refusal, an interrupt), the files
     it created are removed, and ``out_dir`` too if the block created it and nothing else is in it. A file the
-    block replaced (with --force) stays replaced; no other file is touched. The folders above ``out_dir``
-    that the block made are removed as ``out_dir`` is."""
+    block replaced (with --force) is put back as it was (:func:`set_aside`); no other file is touched. The
+    folders above ``out_dir`` that the block made are removed as ``out_dir`` is."""
     missing = _missing(Path(out_dir))
-    outer = _created.get()
+    outer, outer_replaced = _created.get(), _replaced.get()
     created: list[Path] = []
-    token = _created.set(created)
+    replaced: list[tuple[Path, Path]] = []
+    token, replaced_token = _created.set(created), _replaced.set(replaced)
     try:
         yield
         if outer is not None:  # a block within another's: its files are the outer block's too
             outer.extend(created)
+        if outer_replaced is not None:
+            outer_replaced.extend(replaced)
+        else:
+            for _, keep in replaced:
+                keep.unlink(missing_ok=True)
     except BaseException:
         for path in created:
             path.unlink(missing_ok=True)
+        for path, keep in reversed(replaced):  # each file as it was before the block
+            with contextlib.suppress(OSError):
+                os.replace(keep, path)
         remove_folders(missing)
         raise
     finally:
         _created.reset(token)
+        _replaced.reset(replaced_token)
