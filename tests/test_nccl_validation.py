@@ -73,6 +73,11 @@ def test_reads_good_rows(tmp_path):
         # a host's total (8 x 400) where one NIC's rate goes, as calibrate --bw refuses it (a hunt)
         ("B-01,s,all_reduce,H100,8,8,3200,2,,8,1.0,", "nic_gbps 3200: one NIC's rate, at most 1600 Gbit/s"),
         ("B-01,s,all_reduce,H100,8,8,400,2,,8,-1,", "busbw_gbytes_s -1 must be a number from 0"),
+        # a busbw in MB/s (1,000x) was priced as GB/s, one row 99.9% off
+        (
+            "B-01,s,all_reduce,H100,8,8,400,2,,8,361280,",
+            "busbw_gbytes_s 361280: nccl-tests' busbw in GB/s, at most 3600",
+        ),
         ("B-01,s,all_reduce,H100,8,8,400,2,,1e40,1,", "bytes 1e40 must be a whole number from 1"),
         ("B-01,s,all_reduce,,8,8,400,2,,8,1,", "gpu is empty"),
         ("B-01,s,all_reduce,H100,8,8,400,2,,8,1", "expected 12 cells, got 11"),

@@ -41,6 +41,20 @@ def test_only_the_chosen_variables_in_the_chosen_dtype(tmp_path):
         assert invoke("select", out, "--ratio", "1").exit_code == 0
 
 
+def test_select_refuses_more_rows_than_it_prints_in_one_line(tmp_path, monkeypatch):
+    # A hunt: select of a 1 GB cube with no slice grew past 12 GB of memory, building every row at once.
+    from netsweep_jax.sweep.io import reader
+
+    out = tmp_path / "v.h5"
+    assert invoke(*GRID, "--out", out, "-q").exit_code == 0
+    monkeypatch.setattr(reader, "MOST_ROWS", 100)  # the cube: 20 x 10 x 3 = 600 rows
+    r = invoke("select", out, "--csv")
+    assert r.exit_code == 2 and r.output.startswith(
+        f"error: {out}: the selection is 600 rows, more than the 100"
+    )
+    assert len(invoke("select", out, "--csv", "--nodes", "8", "--ratio", "1,2,3").output.splitlines()) == 61
+
+
 def test_stop_then_resume_is_bit_identical(tmp_path, monkeypatch):
     clean = tmp_path / "clean.h5"
     assert invoke(*GRID, "--out", clean, "-q").exit_code == 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import number
-from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS
+from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, GPUS, MAX_NIC_GBPS
 
 REQUIRED = (
     "id",
@@ -105,6 +105,11 @@ def read_nccl_tests(path: str | Path) -> list[Measurement]:
     return rows
 
 
+# A busbw past any GPU's: 4x the fastest NVLink (GB/s one way; NVLS's in-switch reduction reaches about 1.07x
+# on H100, nccl_tests.csv) takes a rate in MB/s (1,000x) or Gbit/s (8x the fastest) for the error it is.
+MAX_BUSBW = 4 * max(g.nvlink for g in GPUS.values()) / 1e9
+
+
 def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
     rid = cells["id"]
     if not rid:
@@ -144,6 +149,11 @@ def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
         )
     size = value("bytes", True, 1, False)
     busbw = value("busbw_gbytes_s", False, 0, False)
+    if busbw is not None and busbw > MAX_BUSBW:
+        raise bad(
+            f"busbw_gbytes_s {cells['busbw_gbytes_s']}: nccl-tests' busbw in GB/s, at most {MAX_BUSBW:g} (4x the "
+            "fastest NVLink of any GPU here); a value in MB/s or Gbit/s?"
+        )
     return Measurement(
         id=rid,
         source=cells["source"],

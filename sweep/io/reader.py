@@ -421,6 +421,15 @@ def select_table(
             + "): choose the variables of one with --vars",
             param="csv",
         )
+    rows = max(int(np.prod([sub.sizes[d] for d in dims])) for dims in groups)
+    if (
+        rows > MOST_ROWS
+    ):  # built whole in memory, about 500 bytes a row: 12 GB and more for a 1 GB cube, a hunt
+        ds.close()
+        raise InputError(
+            f"{path}: the selection is {rows:,} rows, more than the {MOST_ROWS:,} select prints; choose a slice "
+            "(--sel or a dim's option) or read the cube from Python (sweep.open_cube, an xarray Dataset)"
+        )
     tables = [_table(ds, sub, group, chosen) for group in groups.values()]
     ds.close()
     if csv:
@@ -430,6 +439,7 @@ def select_table(
 
 
 TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
+MOST_ROWS = 5_000_000  # rows select prints at most (2.5 GB of memory as it builds them)
 
 
 def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[str, str]) -> Any:
