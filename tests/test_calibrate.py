@@ -359,3 +359,15 @@ def test_iteration_time_reaches_a_profile_the_model_column_names(tmp_path):
     assert "profile.csv on 'unknown': no GPU preset, taken as a V100" in given.output.splitlines()[0]
     assert given.output.splitlines()[1] == by_column.output.splitlines()[1]
     assert given.output.splitlines()[1].startswith("utilization: 0.1679")
+
+
+def test_model_beside_a_profile_is_refused_as_grid_refuses_it(tmp_path):
+    # A hunt: calibrate dropped --model for the profile file in silence.
+    rows = tmp_path / "m.csv"
+    rows.write_text("nodes,gpus_per_node,bandwidth,scaling_factor\n2,8,25,0.8\n4,8,25,0.7\n")
+    r = invoke(
+        "calibrate", rows, "--profile", "examples/profile.csv", "--iteration-time", "0.05", "--model", "gpt2"
+    )
+    assert r.exit_code == 2 and r.output == (
+        "error: --model and --profile name two models: give one (a profile file names its own)\n"
+    )

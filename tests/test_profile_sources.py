@@ -114,6 +114,11 @@ def test_an_imported_profile_says_its_gradients_dtype(tmp_path):
     grads[0]["args"]["Input type"][0] = "float"
     path.write_text(json.dumps(data))
     assert import_trace(path).dtype == "float32+bfloat16"  # in backward order: the first gradient's first
+    # and the GPU it ran on (a hunt: device unknown, priced as the paper's V100); a CPU trace lists none
+    assert import_trace(TRACE).device == "unknown"
+    data["deviceProperties"] = [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85031714816}]
+    path.write_text(json.dumps(data))
+    assert import_trace(path).device == "NVIDIA H100 80GB HBM3"
 
 
 def test_an_event_the_profile_reads_is_refused_with_a_bad_duration_and_another_dropped(tmp_path):

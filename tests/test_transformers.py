@@ -138,6 +138,10 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
         (["--model", "gpt2", "--precision", "int4"], "--precision 'int4': unknown"),
         (["--model", "gpt2", "--batch", "0"], "--batch 0: must be an integer from 1"),
         (["--model", "gpt2", "--seq-len", "-5"], "--seq-len -5: must be an integer from 1"),
+        # a hunt: priced past the position embeddings, and ViT's sequence is its image's
+        (["--model", "gpt2", "--seq-len", "1025"], "--seq-len 1025: gpt2 has 1024 learned positions"),
+        (["--model", "bert-base", "--seq-len", "513"], "--seq-len 513: bert-base has 512 learned positions"),
+        (["--model", "vit-b16", "--seq-len", "1024"], "--seq-len 1024: vit-b16 reads 197 tokens a sample"),
         (["--model", "gpt2", "--batch", "2.5"], "--batch 2.5: must be an integer"),
         (["--model", "resnet50", "--gpu", "h100"], "--gpu h100: only for transformer models"),
         (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
@@ -199,3 +203,19 @@ def test_a_workload_keyword_of_the_api_says_what_its_string_takes():
     ):
         resolve_models("gpt2", batch=True)
     assert [p.model.rsplit("-", 1)[1] for p in resolve_models("gpt2", batch=[4, "8"])] == ["b4", "b8"]
+
+
+def test_a_setting_given_that_nothing_reads_is_said():
+    # A hunt: --fusion-mb 1,64 under DDP's buckets gave one result twice, and --intra-bw under a flat ring, in
+    # silence (as --nics-per-node already said).
+    import netsweep_jax.sweep as sweep
+
+    ddp = sweep.evaluate("gpt2", gpu="h100", precision="bf16", bandwidth=100, nodes=2, fusion_buffer=[1, 64])
+    assert "--fusion-mb: Horovod's tensor fusion only, not read by --bucketing ddp" in ddp.attrs["assumed"]
+    assert ddp.scaling_factor.values.ravel()[0] == ddp.scaling_factor.values.ravel()[1]
+    ring = sweep.evaluate("resnet50", bandwidth=100, nodes=2, collective="ring", intra_bandwidth=10)
+    assert "--intra-bw: not read by ring" in ring.attrs["assumed"]
+    said = sweep.evaluate("resnet50", bandwidth=100, nodes=2, fusion_buffer=1, collective="hierarchical")
+    assert "not read" not in said.attrs.get(
+        "assumed", ""
+    )  # Horovod's fusion, a collective that reads --intra-bw

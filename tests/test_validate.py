@@ -140,6 +140,11 @@ def test_a_file_without_bucketing_says_so(tmp_path):
             "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,fusion_timout\na,ib,2,8,100,0.9,1\n",
             "m.csv:1: column 'fusion_timout' is not fusion_timeout, which it is close to",
         ),
+        # A hunt: the CLI's spelling of a setting (util) was a label too, and the fit blamed an overhead.
+        (
+            "framework,network,nodes,gpus_per_node,bandwidth,scaling_factor,util\na,ib,2,8,100,0.9,0.5\n",
+            "m.csv:1: column 'util' is the CLI's --util; name it utilization",
+        ),
         (
             "# mine\n\nframework,network,nodes,gpus_per_node,bandwidth,scaling_factor\na,ib,1,8,100,0.95\n"
             "a,ib,2,8,100,0.9,0\n",
@@ -174,3 +179,20 @@ def test_a_label_with_a_bar_stays_in_its_cell():
     from netsweep_jax.sweep.core.wording import table_cell as _cell
 
     assert _cell("100G | RoCE") == "100G \\| RoCE" and _cell(25) == "25"  # the bar split the report's row
+
+
+def test_a_built_in_transformers_workload_is_said(tmp_path):
+    # A hunt: gpt2 rows were priced on a V100 in fp32, in silence (validate takes no --gpu or --precision).
+    from netsweep_jax.sweep.analysis.validate import _say_workloads
+    from netsweep_jax.sweep.io.measurements import read_measurements
+
+    path = tmp_path / "m.csv"
+    path.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor\ngpt2,2,8,100,0.9\nresnet50,2,8,100,0.9\n"
+    )
+    said: list[str] = []
+    _say_workloads(read_measurements(path), said.append)
+    assert said == [
+        "assumed: gpt2 on v100, fp32, batch 8 (validate takes no --gpu or --precision: a profile file's path in the "
+        "model column prices another workload)"
+    ]

@@ -67,6 +67,13 @@ def _names_a_preset(fabric: Any) -> bool:
     return isinstance(fabric, str) and is_preset(fabric)
 
 
+def _given_text(value: Any) -> str:
+    """A value given for an axis as the user typed it (text as it is, numbers comma-separated)."""
+    if isinstance(value, str):
+        return value
+    return ",".join(show(float(v)) for v in np.atleast_1d(np.asarray(value, dtype=np.float64)))
+
+
 def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     """The axis solved for, by its name (any case: the guide's rule), once the question is one :func:`solve`
     answers: a solvable axis not also given, a target in (0, 1], and the bandwidth given unless solved for or
@@ -78,7 +85,11 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     if not (0 < target <= 1):
         raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
     if settings.get(axis) is not None:
-        raise InputError(f"{axis}: do not also give values for that axis", param="axis")
+        raise InputError(
+            f"{axis}: do not also give values for that axis ({NUMERIC_AXES[axis].option} {_given_text(settings[axis])} "
+            "given: the answer is its value)",
+            param="axis",
+        )
     for name in _IN_MEMORY:
         if settings.get(name) is not None:
             raise InputError(

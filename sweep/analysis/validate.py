@@ -175,6 +175,21 @@ def _refuse_what_validation_cannot_use(meas: Measurements, dataset: str | Path) 
         )
 
 
+def _say_workloads(meas: Measurements, progress: Callable[[str], object] | None) -> None:
+    """Say the workload a row's built-in transformer is priced at: validate takes no --gpu or --precision (a
+    hunt: gpt2 rows run on H100s in bf16 were priced on a V100 in fp32, in silence, and the fit took it up)."""
+    from netsweep_jax.sweep.model.compute import Workload
+    from netsweep_jax.sweep.model.transformers import TRANSFORMERS
+
+    names = sorted({str(m) for m in meas.column("model", "") if str(m) in TRANSFORMERS})
+    if names and progress:
+        w = Workload(names[0])
+        progress(
+            f"assumed: {', '.join(names)} on {w.gpu}, {w.precision}, batch {w.batch} (validate takes no --gpu or "
+            "--precision: a profile file's path in the model column prices another workload)"
+        )
+
+
 def run_validation(
     dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
 ) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
@@ -184,6 +199,7 @@ def run_validation(
     meas = read_measurements(dataset)
     _refuse_what_validation_cannot_use(meas, dataset)
     builtin = [builtin_profile(n) for n in builtin_names()]
+    _say_workloads(meas, progress)
     train = np.zeros(len(meas), bool)
     for *_, in_train, _ in groups(meas):
         train |= in_train

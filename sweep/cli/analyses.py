@@ -658,6 +658,12 @@ def calibrate(
     (measured,) = measurements
     if is_runs_file(measured):
         return _calibrate_runs(ctx, measured, train, out, force)
+    if profile and given(
+        ctx, "model"
+    ):  # --model was dropped for the files, in silence (a hunt), as grid refuses
+        raise InputError(
+            "and --profile name two models: give one (a profile file names its own)", param="model"
+        )
 
     setup = _calibration_settings(settings)
     result = calibrate_file(

@@ -358,7 +358,11 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         overrides,
         parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
-            (assumed_text(profiles, chosen), reduce_said, _nics_unused(collectives, values))
+            (
+                assumed_text(profiles, chosen),
+                reduce_said,
+                *_given_unread(collectives, bucketings, values, options),
+            )
             + _fabric_said(collectives, fabric, (*said, forced))
         ),
         fabric,
@@ -647,6 +651,34 @@ def _fabric_said(
         *said,
         fabric.describe if fabric is not None else "",
     )
+
+
+def _given_unread(
+    collectives: Sequence[str],
+    bucketings: Sequence[str],
+    values: Mapping[str, np.ndarray],
+    options: Mapping[str, Any],
+) -> list[str]:
+    """What the sweep says of a setting given (an axis: other than its default) that none of its schedules or
+    collectives reads: --nics-per-node (:func:`_nics_unused`), Horovod's fusion, the intra-node rate (a hunt:
+    --fusion-mb 1,64 under DDP's buckets gave one result twice, in silence)."""
+    said = [_nics_unused(collectives, values)]
+    fusion = [
+        NUMERIC_AXES[k].option
+        for k in ("fusion_buffer", "fusion_timeout")
+        if not np.array_equal(values[k], coerce_axis(k, NUMERIC_AXES[k].default))
+    ]
+    if fusion and "horovod" not in bucketings:
+        said.append(
+            f"{', '.join(fusion)}: Horovod's tensor fusion only, not read by --bucketing {','.join(bucketings)} "
+            "(DDP's buckets: 1 MiB, then 25 MiB)"
+        )
+    if options.get("intra_bandwidth") is not None and all(c in ONE_LINK_PER_WORKER for c in collectives):
+        said.append(
+            f"--intra-bw: not read by {', '.join(collectives)}, which send every byte at --bw, as in the paper "
+            "(it applies to hierarchical and NCCL's collectives)"
+        )
+    return said
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:

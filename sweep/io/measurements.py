@@ -28,6 +28,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.keywords import option_keywords
 from netsweep_jax.sweep.core.textfile import read_csv_records
 from netsweep_jax.sweep.core.values import NOTATION, decimal, number
 
@@ -74,6 +75,15 @@ def read_measurements(path: str | Path) -> Measurements:
             raise InputError(
                 f"{where(path, header_line)}: column {c!r} is {known[c.lower()]} in another case; name it "
                 f"{known[c.lower()]} (a column named otherwise is a label)"
+            )
+    for c in (
+        header
+    ):  # 'util', 'fusion_mb': the CLI's spelling, a label to the reader, fitted as if absent (a hunt)
+        setting = option_keywords().get(c.lower().replace("-", "_"))
+        if c.lower() not in known and setting in known:
+            raise InputError(
+                f"{where(path, header_line)}: column {c!r} is the CLI's --{c.lower().replace('_', '-')}; name it "
+                f"{known[setting]} (a column named otherwise is a label)"
             )
     for c in header:  # 'fusion_timout': a label to the reader, and the setting ignored in silence
         close = difflib.get_close_matches(c.lower(), known, n=1, cutoff=NEAR_MISS)

@@ -48,9 +48,24 @@ HOST_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function")  # the 
 READ_CATEGORIES = (*HOST_CATEGORIES, "kernel", "gpu_memcpy", "gpu_memset")
 
 
+def _device(data: object) -> str | None:
+    """The GPU the trace ran on: its ``deviceProperties``' name (the profiler lists the process's GPUs; the
+    first where they differ), None for a CPU trace (an empty list) or one without them. A hunt: an H100's trace
+    was imported as device unknown and priced as the paper's V100."""
+    devices = data.get("deviceProperties") if isinstance(data, dict) else None
+    names = [
+        d["name"].strip() for d in devices or [] if isinstance(d, dict) and isinstance(d.get("name"), str)
+    ]
+    return names[0] if names and names[0] else None
+
+
 def _events(path):
     text = "\n".join(read_lines(Path(path), "trace file"))
     data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace")
+    return _complete(data, path), _device(data)
+
+
+def _complete(data, path):
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise InputError(
@@ -196,7 +211,7 @@ def _forward_times(forward_ops, shapes_forward):
 
 def import_trace(path: str | Path, model: str | None = None) -> Profile:
     """The :class:`~sweep.model.profile.Profile` of the training step in a torch.profiler Chrome trace."""
-    spans = _events(path)
+    spans, device = _events(path)
     start, end = _step_window(path, spans)
     inside = [e for e in spans if start <= e["ts"] <= end]
     grads = sorted((e for e in inside if e["name"] == ACCUMULATE), key=lambda e: e["ts"])
@@ -243,5 +258,6 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         shape=shapes,
         # The gradients' dtype as the trace has it ("float32+bfloat16" where they differ), not the default's.
         dtype="+".join(dict.fromkeys(dtypes)),
+        **({"device": device} if device else {}),
         **({"forward": forward[::-1]} if forward is not None else {}),
     )

@@ -307,9 +307,29 @@ class Workload:
             isinstance(self.seq_len, int) and 1 <= self.seq_len <= 1_000_000
         ):
             raise InputError(f"{self.seq_len}: must be an integer from 1 to 1000000", param="seq_len")
+        self._check_sequence()
         if not (0 < self.efficiency <= 1):
             raise InputError(f"{self.efficiency}: must be in (0, 1]", param="efficiency")
         return self
+
+    def _check_sequence(self) -> None:
+        """Refuse a sequence the model cannot read (a hunt: GPT-2 at 4096 tokens was priced, past its 1024 learned
+        positions; ViT-B/16 at 1024, where its 224-pixel image of 16-pixel patches is 197 tokens)."""
+        arch = TRANSFORMERS[self.model]
+        if self.seq_len is None:
+            return
+        if arch.family == "vit" and self.seq_len != arch.seq_len:
+            raise InputError(
+                f"{self.seq_len}: {self.model} reads {arch.seq_len} tokens a sample (a {arch.image}-pixel image in "
+                f"{arch.patch}-pixel patches, and its class token); leave --seq-len out",
+                param="seq_len",
+            )
+        if arch.positions and self.seq_len > arch.positions:
+            raise InputError(
+                f"{self.seq_len}: {self.model} has {arch.positions} learned positions (its position embeddings), "
+                f"so at most {arch.positions} tokens a sample",
+                param="seq_len",
+            )
 
     @property
     def name(self) -> str:
