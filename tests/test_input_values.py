@@ -280,6 +280,15 @@ def test_expert_tp_and_moe_recomputation_on_a_dense_model_are_refused():
     with pytest.raises(InputError, match=r"^recompute core_attn\+moe_act: recomputes a mixture-of-experts"):
         make_layout_grid("llama3-8b", gpus="8", global_batch="8", recompute="core_attn+moe_act")
     make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", recompute="moe", expert_tp="1,2")
+    # and the overlap switch that hides the expert all-to-all (a hunt: the same step with it and without)
+    with pytest.raises(
+        InputError, match=r"^overlap grad_reduce\+moe_a2a: moe_a2a overlaps a mixture-of-experts"
+    ):
+        make_layout_grid("llama3-8b", gpus="8", global_batch="8", overlap="grad_reduce+moe_a2a")
+    make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", overlap="grad_reduce+moe_a2a")
+    # more layers offloaded than the model has: clamped in silence (a hunt), as a runs file's row is refused
+    with pytest.raises(InputError, match=r"^offload_layers 100: more layers than llama3-8b has \(32\)"):
+        make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers="8,100")
 
 
 @pytest.mark.parametrize("value", ["eight", "٨", "8.0", "$TP", "1_0"])

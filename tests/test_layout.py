@@ -254,6 +254,12 @@ def test_arch_parsing_and_presets():
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=3", "must divide experts=8"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,router_groups=2", "must divide experts=0"),
         ("layers=2,hidden=8,heads=2,seq=4,vocab=9,experts=8,router_groups=2,group_topk=3", "must not exceed"),
+        # a hunt: priced, or ignored, in silence
+        ("layers=2,hidden=8,heads=2,seq=4,vocab=9,mtp_layers=99", "mtp_layers=99: must be from 0 to 16"),
+        (
+            "layers=2,hidden=8,heads=2,seq=4,vocab=9,shared_experts=3",
+            "shared_experts=3: a mixture-of-experts key",
+        ),
     ]:
         with pytest.raises(InputError, match=message):
             parse_arch(text)

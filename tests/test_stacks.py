@@ -11,7 +11,7 @@ from netsweep_jax.sweep.analysis import llm_constants, llm_report, llm_validatio
 from netsweep_jax.sweep.analysis.layout_jobs import layout_grid_from
 from netsweep_jax.sweep.analysis.llm_predict import metric, predict
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.schema import option_of
+from netsweep_jax.sweep.core.schema import assumed_line, option_of
 from netsweep_jax.sweep.engine.layout_grid import arch_row
 from netsweep_jax.sweep.engine.layouts import evaluate_layouts_arrays, make_layout_grid
 from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
@@ -485,3 +485,42 @@ def test_megatron_2021_has_no_context_parallelism_unless_given():
     assert list(given.coords()["cp"]) == [2]
     core = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-core", search=search)
     assert list(core.coords()["cp"]) == [1, 2, 4]
+
+
+def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it():
+    # A hunt: grid --stack fsdp on a run's layout with pp 4 kept micro-batch 1, where validate --llm priced the
+    # row at global batch / (dp x pp) = 2: 24% apart. Given one layout with pp > 1, the stack sets it too.
+    options = dict(model="llama3-8b", gpu="h100", gpus="64", tp="1", pp="4", global_batch="128", stack="fsdp")
+    grid = layout_grid_from(dict(options), set(options))
+    assert grid.values["micro_batch"].tolist() == [2.0]
+    assert "micro-batch 2 (as many micro-batches as stages)" in assumed_line(grid.assumed)
+    for other in (
+        {"pp": "1,4"},
+        {"micro_batch": "4"},
+        {"stack": "megatron-core"},
+    ):  # several pp, given, no rule
+        given = {**options, **other}
+        assert layout_grid_from(dict(given), set(given)).values["micro_batch"].tolist() == [
+            float(other.get("micro_batch", 1))
+        ]
+
+
+@pytest.mark.parametrize(
+    "metric,value,said",
+    [
+        ("tokens_per_s_per_GPU", "512000", "512000 tokens/s a GPU"),
+        ("s_per_iter", "0.0001", "0.0001 s a step"),
+    ],
+)
+def test_a_rate_no_gpu_can_run_at_is_refused_whatever_its_metric(tmp_path, metric, value, said):
+    # A hunt: only a TFLOP/s above the peak was refused; a job's tokens/s in the per-GPU column was priced.
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "id,group,preset,gpu,gpus,tp,pp,global_batch,stack,metric,value\n"
+        "r1,mine,llama3-8b,h100,16,1,1,64,fsdp,tokens_per_s_per_GPU,9000\n"
+        f"r2,held,llama3-8b,h100,64,1,4,128,fsdp,{metric},{value}\n"
+    )
+    with pytest.raises(
+        InputError, match=f"runs.csv:3 \\(row r2\\): value {said} is .* above the h100's dense"
+    ):
+        read_runs(path)

@@ -196,3 +196,16 @@ def test_a_built_in_transformers_workload_is_said(tmp_path):
         "assumed: gpt2 on v100, fp32, batch 8 (validate takes no --gpu or --precision: a profile file's path in the "
         "model column prices another workload)"
     ]
+
+
+def test_a_runs_file_without_llm_is_pointed_to_it(tmp_path):
+    # A hunt: "missing column(s) nodes, gpus_per_node, bandwidth", where calibrate tells a runs file apart.
+    path = tmp_path / "runs.csv"
+    path.write_text(
+        "id,gpu,gpus,tp,pp,global_batch,metric,value,preset\nr1,h100,8,1,1,8,s_per_iter,1,llama3-8b\n"
+    )
+    r = invoke("validate", path, "--out", tmp_path / "v")
+    assert r.exit_code == 2 and r.output == (
+        f"error: {path}: a file of large-model runs (tp, pp and metric columns); sweep validate --llm {path} "
+        "validates it\n"
+    )

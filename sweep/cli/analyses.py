@@ -171,7 +171,13 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
     """``sweep validate``: the data-parallel models against measured scaling, per source and framework."""
     from netsweep_jax.sweep.analysis.validate import DATASET, run
     from netsweep_jax.sweep.io.paths import stamped
+    from netsweep_jax.sweep.io.runs import is_runs_file
 
+    if measurements is not None and is_runs_file(measurements):  # read as measurements: "missing column(s)"
+        raise InputError(
+            f"{measurements}: a file of large-model runs (tp, pp and metric columns); sweep validate --llm "
+            f"{measurements} validates it"
+        )
     paths, errors = run(
         out or stamped("validation"),
         command=command_line(),

@@ -289,6 +289,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
     except InputError as e:
         raise bad(e.detail) from None
     _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value, cells, preset)
+    _within_peak(bad, gpu, precision, metric, value, llm, gpus * 1.0 / (global_batch * llm.seq))
     moments, mtp_layers, overlap, dispatcher, offload = _recipe(cells, bad, llm, path, line, rid)
     return Run(
         rid,
@@ -360,6 +361,34 @@ def _on_its_gpu(
     if value is not None and METRICS[metric] == "TFLOP/s" and value > peak:
         raise bad(
             f"value {value:g} TFLOP/s is above the {gpu}'s dense {precision} peak of {peak:g} TFLOP/s a GPU"
+        )
+
+
+def _within_peak(
+    bad: Callable[[str], InputError],
+    gpu: str,
+    precision: str,
+    metric: str,
+    value: float | None,
+    llm: LLM,
+    gpus_per_token: float,
+) -> None:
+    """Refuse a time or token rate its GPUs cannot have run at: training takes at least 6 FLOPs a token for each
+    active parameter but the input embedding's (each matrix multiplied forward once and backward twice), so a
+    rate whose 6 N tokens/s a GPU passes the dense peak is an error (a hunt: 512,000 tokens/s a GPU, a job's
+    total in the per-GPU column, was priced and reported 98% off). ``gpus_per_token``: gpus / (global batch x
+    seq), which turns seconds a step into tokens a second a GPU."""
+    if value is None or value <= 0 or METRICS[metric] == "TFLOP/s":
+        return
+    per_gpu = value if METRICS[metric] == "tokens/s" else 1.0 / (value * gpus_per_token)
+    matrices = llm.parameters()["active"] - llm.vocab * llm.hidden
+    implied = 6.0 * matrices * per_gpu / 1e12
+    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12
+    if implied > peak:
+        said = f"{value:g} tokens/s a GPU" if METRICS[metric] == "tokens/s" else f"{value:g} s a step"
+        raise bad(
+            f"value {said} is {implied:,.0f} TFLOP/s a GPU at 6 FLOPs a token per active parameter, above the "
+            f"{gpu}'s dense {precision} peak of {peak:g}: a whole job's rate, or another unit?"
         )
 
 
@@ -490,8 +519,10 @@ def _recipe(
     # Held to its axis's choices (4, 2 or 1) by _int; empty: the stack's recipe's, else 4.
     moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
     mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
-    if mtp_layers is not None and mtp_layers > 16:
-        raise bad(f"mtp_layers {mtp_layers} must be from 0 to 16, or empty (the model's)")
+    if mtp_layers is not None and mtp_layers > AXES["mtp_layers"].high:
+        raise bad(
+            f"mtp_layers {mtp_layers} must be from 0 to {AXES['mtp_layers'].high:g}, or empty (the model's)"
+        )
     overlap_text = cells.get("overlap", "")
     overlap = overlap_mode(overlap_text) if overlap_text else ""
     if overlap is None:
@@ -589,8 +620,10 @@ def _micro_batches_and_chunks(run: Run, stack: Stack, assumed: list[str]) -> tup
         chunks = stated
     else:
         chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
-        if run.chunks == "interleaved" and run.pp > 1:
-            assumed.append("interleaved V=2")
+        if (
+            run.chunks == "interleaved"
+        ):  # at pp 1 a source's blanket 'interleaved' (SC'21 Table 1) runs 1f1b: said
+            assumed.append("interleaved V=2" if run.pp > 1 else "1f1b (interleaved needs pp > 1)")
     return micro, chunks
 
 

@@ -34,6 +34,7 @@ weights; the tests check each preset against its published size.
 import dataclasses
 
 from netsweep_jax.sweep.core.errors import InputError, literal
+from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.values import whole_number
 
 MLPS = ("gelu", "swiglu")
@@ -304,6 +305,30 @@ MAX_SIZE = 10**7  # any width, depth or count above this is a typo, not a model
 POSITIVE = ("layers", "hidden", "heads", "seq", "vocab", "top_k", "moe_every")  # at least 1 where given
 
 
+# The keys only a mixture-of-experts shape reads (router_groups and group_topk are checked against experts).
+MOE_KEYS = ("top_k", "expert_ffn", "shared_experts", "moe_every", "first_dense")
+
+
+def _check_arch_keys(values: dict[str, object]) -> None:
+    """Refuse an --arch key the shape cannot read (a hunt, each priced or ignored in silence): a mixture-of-experts
+    key without ``experts``; ``mtp_layers`` past --mtp-layers' range."""
+    dense = {
+        f.name: f.default for f in dataclasses.fields(LLM)
+    }  # a key at a dense shape's value reads as none
+    moe = [k for k in MOE_KEYS if k in values and values[k] != dense[k]]
+    if moe and not values.get("experts"):
+        raise InputError(
+            f"{moe[0]}={values[moe[0]]}: a mixture-of-experts key, and the shape gives no experts= (a dense shape "
+            "reads none of them)",
+            param="arch",
+        )
+    mtp, spec = values.get("mtp_layers"), AXES["mtp_layers"]
+    if isinstance(mtp, int) and not spec.low <= mtp <= spec.high:
+        raise InputError(
+            f"mtp_layers={mtp}: must be from {spec.low:g} to {spec.high:g}, as --mtp-layers", param="arch"
+        )
+
+
 def parse_arch(text: str) -> LLM:
     """``layers=96,hidden=12288,heads=96,seq=2048,vocab=51200[,ffn=,kv_heads=,...]`` -> :class:`LLM`."""
     values: dict[str, object] = {}
@@ -334,6 +359,7 @@ def parse_arch(text: str) -> LLM:
                     f"{key}={value}: must be a whole number from {low} to {MAX_SIZE}", param="arch"
                 )
             values[key] = size
+    _check_arch_keys(values)
     missing = [k for k in REQUIRED if k not in values]
     if missing:
         raise InputError(
