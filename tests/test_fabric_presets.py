@@ -129,8 +129,10 @@ def test_a_preset_sets_the_cluster_not_given_and_the_assumed_line_names_it():
     rack = layout_grid_from({**settings, "fabric": "gb200-nvl72"}, set(settings) | {"fabric"})
     assert rack.names["gpu"] == ("gb200",) and rack.values["nvlink_domain"].tolist() == [72.0]
     mixed = {**settings, "fabric": "gb200-nvl72", "gpu": "b200"}
-    with pytest.raises(InputError, match="built of gb200 hosts; --gpu b200 is another chip"):
-        layout_grid_from(mixed, set(mixed))
+    with pytest.raises(
+        InputError, match="^fabric gb200-nvl72: built of gb200 hosts; gpu b200 is another chip"
+    ):
+        layout_grid_from(mixed, set(mixed))  # the API's keywords, where the CLI says --fabric and --gpu
     same = {**mixed, "gpu": "gb200"}
     assert layout_grid_from(same, set(same)).fingerprint() == rack.fingerprint()
 

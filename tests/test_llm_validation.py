@@ -304,7 +304,10 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be V (model chunks per stage)"),
         (lambda rows: [{**rows[1], "chunks": "interleaved:1"}], "chunks 'interleaved:1' must be V"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),
-        (lambda rows: [{**rows[0], "flops": "tokens"}], "flops 'tokens' must be one of"),
+        (
+            lambda rows: [{**rows[0], "flops": "tokens"}],
+            "flops 'tokens': TFLOPs_per_GPU counts by megatron, megatron-causal, sc21-eq3 only",
+        ),
         (
             lambda rows: [{**rows[0], "moe_dispatcher": "flex"}],
             "row SC21-T1-01): moe_dispatcher flex: a mixture-of-experts setting on a dense model",

@@ -226,10 +226,11 @@ def refuse_other_hosts(fabric: Any, gpus: str) -> None:
         return
     for name in parse_names(gpus.lower(), "gpu", tuple(GPUS)):
         if not fabric.built_of(name):
+            # each option as the front end spells it (the API's gpu=, a hunt: it read --gpu)
             raise InputError(
-                f"{fabric.name}: built of {fabric.gpu} hosts; --gpu {name} is another chip (leave --gpu out or "
-                f"give --gpu {fabric.gpu} for the preset's, or a fabric file for your own hosts)",
-                param="fabric",
+                f"{{0}} {literal(fabric.name)}: built of {fabric.gpu} hosts; {{1}} {name} is another chip (leave {{1}} "
+                f"out or give {{1}} {fabric.gpu} for the preset's, or a fabric file for your own hosts)",
+                names=("fabric", "gpu"),
             )
 
 

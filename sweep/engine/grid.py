@@ -75,6 +75,7 @@ from netsweep_jax.sweep.model.fabrics import (
     oversubscriptions,
     sweep_fabric,
 )
+from netsweep_jax.sweep.model.fusion import fsdp_units
 from netsweep_jax.sweep.model.nccl_fabric import ARCH
 from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
@@ -329,8 +330,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         name: coerce_axis(name, spec.default if o[name] is None else o[name])
         for name, spec in NUMERIC_AXES.items()
     }
-    if "fsdp" in bucketings and np.any(values["accum"] > 1):
-        raise InputError(FSDP_ACCUMULATION, param="bucketing")
+    _check_fsdp(bucketings, values, profiles)
     check_intra_bandwidth(intra_bandwidth)
     check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
@@ -370,6 +370,19 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
 
 
 FSDP_ACCUMULATION = "fsdp with accum > 1: gradient accumulation is modelled for all-reduce schedules only"
+
+
+def _check_fsdp(
+    bucketings: Sequence[str], values: Mapping[str, np.ndarray], profiles: Sequence[Profile]
+) -> None:
+    """Refuse FSDP where it cannot be priced, before anything is said (a profile without forward times was
+    refused after the assumed line, two lines: a hunt): gradient accumulation, a profile with no forward times."""
+    if "fsdp" not in bucketings:
+        return
+    if np.any(values["accum"] > 1):
+        raise InputError(FSDP_ACCUMULATION, param="bucketing")
+    for profile in profiles:
+        fsdp_units(profile)  # refuses a profile without forward times
 
 
 def check_intra_bandwidth(intra_bandwidth: Any) -> None:
