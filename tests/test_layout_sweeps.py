@@ -503,8 +503,8 @@ def test_plan_without_a_feasible_layout_says_why_and_writes_nothing(tmp_path, ar
         "plan", "--model", "llama3-8b", "--gpus", "8", "--tp", "4096", "--cp", "1", "--global-batch", "8"
     )
     assert r.output == (
-        "error: --gpus 8: no tp x pp x cp divides it (tp 4096, pp 1,2,4,8,16,32, cp 1); every layout would be "
-        "masked (gpus not divisible by tp x pp x cp)\n"
+        "error: no tp x pp x cp divides the GPU count 8 (tp 4096, pp 1,2,4,8,16,32, cp 1); every layout would "
+        "be masked (gpus not divisible by tp x pp x cp)\n"
     )
 
 

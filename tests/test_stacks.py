@@ -494,6 +494,9 @@ def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it()
     grid = layout_grid_from(dict(options), set(options))
     assert grid.values["micro_batch"].tolist() == [2.0]
     assert "micro-batch 2 (as many micro-batches as stages)" in assumed_line(grid.assumed)
+    # a plan searches the micro-batch (a review: one value fixed from tp 1 for every tp searched)
+    searched = layout_grid_from(dict(options), set(options), search=True)
+    assert searched.values["micro_batch"].tolist() == [1, 2, 4, 8]
     for other in (
         {"pp": "1,4"},
         {"micro_batch": "4"},

@@ -71,7 +71,10 @@ def _given_text(value: Any) -> str:
     """A value given for an axis as the user typed it (text as it is, numbers comma-separated)."""
     if isinstance(value, str):
         return value
-    return ",".join(show(float(v)) for v in np.atleast_1d(np.asarray(value, dtype=np.float64)))
+    try:
+        return ",".join(show(float(v)) for v in np.atleast_1d(np.asarray(value, dtype=np.float64)))
+    except (TypeError, ValueError):  # items of text (["1k"]): as given
+        return str(value)
 
 
 def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:

@@ -56,7 +56,8 @@ def progress_bar(enabled: bool) -> ProgressFactory | None:
 
 
 def rate_text(per_second: float) -> str:
-    """A rate in at most 5 characters: 3 significant digits and an SI prefix (``96.4M``, ``512``, ``1.2k``)."""
+    """A rate in at most 5 characters from 0.01 up: 3 significant digits and an SI prefix (``96.4M``, ``512``,
+    ``1.23k``)."""
     for prefix in ("", "k", "M", "G", "T", "P"):
         if per_second < 999.5:
             return f"{per_second:.3g}{prefix}"

@@ -48,6 +48,7 @@ def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None
 
 # The column header nccl-tests prints above its table ("#  size  count  type  redop  root  time ..."), after a
 # launcher's label where one prefixes every line.
+NCCL_TESTS_LOOKED_AT = 100_000  # lines: NCCL_DEBUG=INFO writes thousands before the table
 NCCL_TESTS_HEADER = re.compile(r"^.{0,40}?#\s+size\s+count\s+type\s+redop\s+root\b")
 
 
@@ -58,7 +59,7 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
     record that is not (a header is never blank: a blank line after a file's comments is not its header)."""
     path = Path(path)
     lines = _physical_lines(_text(path, what))
-    if any(NCCL_TESTS_HEADER.match(line) for line in lines[:200]):
+    if any(NCCL_TESTS_HEADER.match(line) for line in lines[:NCCL_TESTS_LOOKED_AT]):
         # Its table's rows read as a CSV's header ("missing column(s) ...; header is 8  2  float  sum ...").
         raise InputError(
             f"{path}: a log nccl-tests printed, where a CSV {what} is expected; sweep calibrate --nccl-tests reads "

@@ -130,7 +130,7 @@ def make_layout_grid(
     _refuse_unread_settings(models, model_names, names, {**given, **texts})
     _require_size(given)
     search = search or {}
-    stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts["overlap"], by_stack)
+    stacked, phrase, texts["overlap"] = _stacked(preset, names, models, given, texts, by_stack, search)
     text_given = {name for name, value in texts.items() if value}  # given or the stack's: the rest are said
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
@@ -191,14 +191,16 @@ def _stacked(
     names: dict[str, tuple[str, ...]],
     models: list[LLM],
     given: dict[str, object],
-    overlap: str | None,
+    texts: dict[str, Any],
     by_stack: dict[str, str],
+    search: dict[str, str],
 ) -> tuple[dict[str, float], str, str | None]:
     """What the stack (``preset``; None: the default stack's constants only) sets of the numeric settings not
-    given, the ``assumed`` phrase saying so, and the overlap switches (:func:`_stack_settings`,
-    :func:`_default_constants`)."""
+    given, the ``assumed`` phrase saying so, and the overlap switches (``texts``' overlap where given:
+    :func:`_stack_settings`, :func:`_default_constants`)."""
+    overlap = texts["overlap"]
     if preset is not None:
-        return _stack_settings(preset, names, models, given, overlap, by_stack)
+        return _stack_settings(preset, names, models, given, overlap, by_stack, search)
     return (*_default_constants(names, given), overlap)
 
 
@@ -837,7 +839,13 @@ def _default_constants(names: dict, given: dict) -> tuple[dict[str, float], str]
 
 
 def _stack_settings(
-    stack: Stack, names: dict, models: list[LLM], given: dict, overlap: str | None, text: dict[str, str]
+    stack: Stack,
+    names: dict,
+    models: list[LLM],
+    given: dict,
+    overlap: str | None,
+    text: dict[str, str],
+    search: dict[str, str],
 ) -> tuple[dict[str, float], str, str]:
     """What ``stack`` sets of the numeric settings not given (name -> value), the ``assumed`` phrase naming the
     stack and what it set (``text``: the text settings it set, ``recompute`` and ``attention``, name -> value),
@@ -865,7 +873,7 @@ def _stack_settings(
         wanted.update(imbalance=[stack.imbalance], expert_tp=[stack.expert_tp])
     if not stack.context_parallel:
         wanted["cp"] = [1.0]
-    per_stage = _micro_batch_per_stage(stack, given, wanted)
+    per_stage = _micro_batch_per_stage(stack, given, wanted, search)
     if per_stage is not None:
         wanted["micro_batch"] = [per_stage]
     recipes = [stack.moments(name) for name in names["model"]]
@@ -900,12 +908,17 @@ def _stack_settings(
     return filled, phrase, overlap
 
 
-def _micro_batch_per_stage(stack: Stack, given: dict, wanted: dict[str, list[float]]) -> float | None:
+def _micro_batch_per_stage(
+    stack: Stack, given: dict, wanted: dict[str, list[float]], search: dict[str, str]
+) -> float | None:
     """The stack's micro-batch where it runs as many micro-batches as pipeline stages (torchtitan's
     ``Stack.micro_batch_per_stage``: global batch / (dp x pp), as a runs file's row without one is priced), for a
-    sweep of one layout with pp > 1 and no micro-batch given; None elsewhere (a review: ``grid --stack fsdp`` on
-    a published run's layout kept micro-batch 1, 24% from what validate --llm predicted)."""
+    sweep of one layout with pp > 1 and no micro-batch given; None elsewhere, and where ``search`` (``sweep
+    plan``'s) searches the micro-batch or a dim it depends on (a hunt: ``grid --stack fsdp`` on a published run's
+    layout kept micro-batch 1, 24% from what validate --llm predicted)."""
     if not stack.micro_batch_per_stage or given["micro_batch"] is not None:
+        return None
+    if any(given[name] is None and name in search for name in ("micro_batch", "gpus", "tp", "pp", "cp")):
         return None
     one: dict[str, float] = {}
     for name in ("gpus", "tp", "pp", "cp", "global_batch"):

@@ -476,11 +476,14 @@ def all_or_nothing(out_dir: str | Path) -> Iterator[None]:
             for _, keep in replaced:
                 keep.unlink(missing_ok=True)
     except BaseException:
+        for path, keep in reversed(replaced):  # each file as it was before the block, then the new ones gone
+            with contextlib.suppress(OSError):
+                if os.path.samefile(keep, path):  # never replaced (stopped between): rename would be a no-op
+                    keep.unlink()
+                else:
+                    os.replace(keep, path)
         for path in created:
             path.unlink(missing_ok=True)
-        for path, keep in reversed(replaced):  # each file as it was before the block
-            with contextlib.suppress(OSError):
-                os.replace(keep, path)
         remove_folders(missing)
         raise
     finally:

@@ -388,7 +388,7 @@ def _within_peak(
         said = f"{value:g} tokens/s a GPU" if METRICS[metric] == "tokens/s" else f"{value:g} s a step"
         raise bad(
             f"value {said} is {implied:,.0f} TFLOP/s a GPU at 6 FLOPs a token per active parameter, above the "
-            f"{gpu}'s dense {precision} peak of {peak:g}: a whole job's rate, or another unit?"
+            f"{gpu}'s dense {precision} peak of {peak:g} TFLOP/s: a whole job's rate, or another unit?"
         )
 
 
