@@ -591,12 +591,14 @@ def _check_some_layout_divides(grid: Any) -> None:
 
     import numpy as np
 
+    from netsweep_jax.kernels.layout import STATUS
+
     gpus, tp, pp, cp = (np.asarray(grid.values[d], np.float64) for d in ("gpus", "tp", "pp", "cp"))
     if not any(g % (t * p * c) == 0 for g, t, p, c in itertools.product(gpus, tp, pp, cp)):
         shown = ", ".join(f"{d} {','.join(f'{v:g}' for v in grid.values[d])}" for d in ("tp", "pp", "cp"))
         raise InputError(  # the GPU count, however given (--gpus, or --nodes x --gpus-per-node)
             f"no tp x pp x cp divides the GPU count {','.join(f'{v:g}' for v in gpus)} ({shown}); every layout "
-            "would be masked (gpus not divisible by tp x pp x cp)"
+            f"would be masked ({STATUS[1]})"  # the kernel's rule 1, as a masked cell says it
         )
 
 

@@ -664,9 +664,8 @@ def calibrate(
     (measured,) = measurements
     if is_runs_file(measured):
         return _calibrate_runs(ctx, measured, train, out, force)
-    if profile and given(
-        ctx, "model"
-    ):  # --model was dropped for the files, in silence (a hunt), as grid refuses
+    # --model was dropped for the files, in silence (a hunt), as grid refuses the pair
+    if profile and given(ctx, "model"):
         raise InputError(
             "and --profile name two models: give one (a profile file names its own)", param="model"
         )

@@ -64,7 +64,7 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import die
+from netsweep_jax.sweep.model.compute import MIB, die
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -75,7 +75,7 @@ from netsweep_jax.sweep.model.fabrics import (
     oversubscriptions,
     sweep_fabric,
 )
-from netsweep_jax.sweep.model.fusion import fsdp_units
+from netsweep_jax.sweep.model.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, fsdp_units
 from netsweep_jax.sweep.model.nccl_fabric import ARCH
 from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
@@ -682,9 +682,10 @@ def _given_unread(
         if not np.array_equal(values[k], coerce_axis(k, NUMERIC_AXES[k].default))
     ]
     if fusion and "horovod" not in bucketings:
+        ddp = f" (DDP's buckets: {DDP_FIRST_BUCKET / MIB:g} MiB, then {DDP_BUCKET_CAP / MIB:g} MiB)"
         said.append(
-            f"{', '.join(fusion)}: Horovod's tensor fusion only, not read by --bucketing {','.join(bucketings)} "
-            "(DDP's buckets: 1 MiB, then 25 MiB)"
+            f"{', '.join(fusion)}: Horovod's tensor fusion only, not read by --bucketing {','.join(bucketings)}"
+            + (ddp if "ddp" in bucketings else "")
         )
     if options.get("intra_bandwidth") is not None and all(c in ONE_LINK_PER_WORKER for c in collectives):
         said.append(

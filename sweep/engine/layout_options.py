@@ -340,9 +340,8 @@ def _refuse_moe_settings(
                 names=(name,),
             )
     overlap = given.get("overlap")
-    mode = (
-        overlap_mode(overlap) if isinstance(overlap, str) and overlap else None
-    )  # None: refused where parsed
+    # None where not given, or refused where it is parsed
+    mode = overlap_mode(overlap) if isinstance(overlap, str) and overlap else None
     if mode and "moe_a2a" in mode.split("+"):
         # no all-to-all to hide: the switch changed nothing, in silence (a hunt), as recompute moe is refused
         raise InputError(
@@ -934,9 +933,8 @@ def _micro_batch_per_stage(
             return None
         one[name] = float(values[0])
     dp = one["gpus"] / (one["tp"] * one["pp"] * one["cp"])
-    if one["pp"] <= 1 or not dp.is_integer() or dp < 1:
-        return None
-    return float(max(1, int(one["global_batch"] // (dp * one["pp"]))))
+    micro = stack.micro_batch(one["global_batch"], dp, one["pp"]) if dp.is_integer() and dp >= 1 else None
+    return None if micro is None else float(micro)
 
 
 def _one_per_sweep(

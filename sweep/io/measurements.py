@@ -76,9 +76,8 @@ def read_measurements(path: str | Path) -> Measurements:
                 f"{where(path, header_line)}: column {c!r} is {known[c.lower()]} in another case; name it "
                 f"{known[c.lower()]} (a column named otherwise is a label)"
             )
-    for c in (
-        header
-    ):  # 'util', 'fusion_mb': the CLI's spelling, a label to the reader, fitted as if absent (a hunt)
+    # 'util', 'fusion_mb': the CLI's spelling, a label to the reader, fitted as if absent (a hunt)
+    for c in header:
         setting = option_keywords().get(c.lower().replace("-", "_"))
         if c.lower() not in known and setting in known:
             raise InputError(

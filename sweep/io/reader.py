@@ -422,9 +422,8 @@ def select_table(
             param="csv",
         )
     rows = max(int(np.prod([sub.sizes[d] for d in dims])) for dims in groups)
-    if (
-        rows > MOST_ROWS
-    ):  # built whole in memory, about 500 bytes a row: 12 GB and more for a 1 GB cube, a hunt
+    # built whole in memory, about 500 bytes a row: 12 GB and more for a 1 GB cube (a hunt)
+    if rows > MOST_ROWS:
         ds.close()
         raise InputError(
             f"{path}: the selection is {rows:,} rows, more than the {MOST_ROWS:,} select prints; choose a slice "

@@ -607,8 +607,7 @@ def _micro_batches_and_chunks(run: Run, stack: Stack, assumed: list[str]) -> tup
     """The run's micro-batch and model chunks per stage, the stack's rule where it states neither (each rule
     applied appended to ``assumed``)."""
     micro = run.micro_batch
-    if micro is None and stack.micro_batch_per_stage and run.pp > 1:
-        micro = max(1, run.global_batch // (run.dp * run.pp))
+    if micro is None and (micro := stack.micro_batch(run.global_batch, run.dp, run.pp)) is not None:
         assumed.append(f"micro-batch {micro} (as many micro-batches as stages)")
     if micro is None:
         micro = 1
@@ -618,9 +617,8 @@ def _micro_batches_and_chunks(run: Run, stack: Stack, assumed: list[str]) -> tup
         chunks = stated
     else:
         chunks = 2 if run.chunks == "interleaved" and run.pp > 1 else 1
-        if (
-            run.chunks == "interleaved"
-        ):  # at pp 1 a source's blanket 'interleaved' (SC'21 Table 1) runs 1f1b: said
+        # at pp 1 a source's blanket 'interleaved' (SC'21 Table 1) runs 1f1b: said
+        if run.chunks == "interleaved":
             assumed.append("interleaved V=2" if run.pp > 1 else "1f1b (interleaved needs pp > 1)")
     return micro, chunks
 

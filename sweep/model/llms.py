@@ -312,9 +312,8 @@ MOE_KEYS = ("top_k", "expert_ffn", "shared_experts", "moe_every", "first_dense")
 def _check_arch_keys(values: dict[str, object]) -> None:
     """Refuse an --arch key the shape cannot read (a hunt, each priced or ignored in silence): a mixture-of-experts
     key without ``experts``; ``mtp_layers`` past --mtp-layers' range."""
-    dense = {
-        f.name: f.default for f in dataclasses.fields(LLM)
-    }  # a key at a dense shape's value reads as none
+    # a key at a dense shape's own value reads as none given
+    dense = {f.name: f.default for f in dataclasses.fields(LLM)}
     moe = [k for k in MOE_KEYS if k in values and values[k] != dense[k]]
     if moe and not values.get("experts"):
         raise InputError(

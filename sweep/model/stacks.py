@@ -80,6 +80,13 @@ class Stack:
         kept = [s for s in self.overlap.split("+") if s != "tp_comm"]
         return "+".join(kept) or "none"
 
+    def micro_batch(self, global_batch: float, dp: float, pp: float) -> int | None:
+        """The micro-batch this stack runs where none is given: global batch / (dp x pp), at least 1, where it
+        runs as many micro-batches as stages (``micro_batch_per_stage``) and pipelines (pp > 1); else None."""
+        if not self.micro_batch_per_stage or pp <= 1:
+            return None
+        return max(1, int(global_batch // (dp * pp)))
+
     def moments(self, model: str) -> tuple[int, str] | None:
         """The bytes of each Adam moment this stack's recipe for preset ``model`` keeps, and why (None: fp32)."""
         return self.moment_bytes.get(model)
