@@ -17,6 +17,7 @@ import functools
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,8 @@ from netsweep_jax.sweep.core.values import json_ready
 from netsweep_jax.sweep.engine.evaluate import evaluate as _evaluate
 from netsweep_jax.sweep.engine.grid_options import AxisValues, GridOptions, Models
 from netsweep_jax.sweep.engine.workloads import check_models
-from netsweep_jax.sweep.io.integrity import check_read as _check_read
 from netsweep_jax.sweep.io.paths import check_report_directory as _check_report_directory
+from netsweep_jax.sweep.io.reader import check_selection as _check_selection
 from netsweep_jax.sweep.io.reader import open_cube as _open_cube
 from netsweep_jax.sweep.io.runs import is_runs_file
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
@@ -165,7 +166,9 @@ def calibrate(
         ``slowdown``, ``jitter``.
       model: built-in profile name(s) for rows without a ``model`` column: the paper's CNNs or
         transformers (``gpu``, ``precision``, ``batch``, ``seq_len``: their workload, values a profile each).
-      profile: profile file(s) replacing ``model``; ``iteration_time``: their T1 (s) where the format has none.
+      profile: profile file(s) replacing ``model``; ``iteration_time``: T1 (s), a profile file's where the
+        format has none, else the built-in model's or the profile's compute scaled to it (as ``sweep grid
+        --iteration-time``).
       per: parameter -> label column: one value per value of that column (``{"jitter": "framework"}``).
       bounds: parameter -> (low, high) in its units (defaults: utilization 1e-4..1, latency 0..1000 us,
         overhead 0..1000 ms, slowdown and jitter 0..1).
@@ -413,7 +416,8 @@ class Comparison:
       rows: one answer per configuration (model, bandwidth and any dim that varies): its
         ``today``, ``fixed`` and per-compressor ``times`` (s per iteration of equal progress),
         ``best`` compressor, ``gain`` and ``winner``.
-      dataset: the evaluated ``xarray.Dataset`` (``utilization`` today and 1, every compressor): one sweep per
+      dataset: the evaluated ``xarray.Dataset`` (``transport`` today and fixed, each at its ``utilization``, a
+        coordinate along it; every compressor): one sweep per
         GPU the models run on, joined along ``model`` in the order given (an attribute that differs between
         them, as ``intra_bandwidth_gbps``, one value per model).
       paths: the files written (empty without ``out``).
@@ -437,7 +441,7 @@ def compare(
     model: Models = COMPARE.models,
     *,
     bandwidth: AxisValues | None = None,
-    utilization: float = COMPARE.utilization,
+    utilization: float | None = None,
     compressor: str | Sequence[str] = COMPARE.compressors,
     nodes: int = COMPARE.nodes,
     gpus_per_node: int | None = None,
@@ -457,13 +461,16 @@ def compare(
     """Fix the transport or compress? Per model and bandwidth (``sweep compare``).
 
     Compares no compression at today's ``utilization``, no compression with the transport
-    fixed (utilization 1), and the best of ``compressor`` at today's utilization.
+    fixed (utilization 1; where NCCL's own collective prices the run, its fitted efficiencies
+    eta_net and eta_nvl at 1 too), and the best of ``compressor`` at today's utilization.
 
     Args:
       model: as :func:`evaluate` (default: resnet50, vgg16, bert-large, gpt2-xl).
       bandwidth: Gbit/s, a number, sequence or value-syntax string (None: 10, 25, 100 and 400, or a fabric
         preset's NIC rate, or the one a fabric file records).
-      utilization: today's, one number in [1e-4, 1).
+      utilization: today's, one number in [1e-4, 1) (None: 0.32, the paper's measured share); where NCCL's own
+        collective prices the run (``collective`` nccl, or a ``fabric``) in [1e-4, 1] (None: 1, the fabric as its
+        fitted efficiencies price it: they are the transport measured today).
       compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
       nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
         the ``fabric``'s).
@@ -482,7 +489,8 @@ def compare(
     Returns:
       :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.
     """
-    _number(utilization, "utilization")
+    if utilization is not None:
+        _number(utilization, "utilization")
     check_models(model)
     force = _flag(force, "force")
     rows, ds, setup, paths = _comparison.run(
@@ -505,7 +513,7 @@ def compare(
         fabric=_fabric(fabric),
         **axes,
     )
-    return Comparison(tuple(rows), ds, tuple(paths), float(utilization), str(setup["assumed"]))
+    return Comparison(tuple(rows), ds, tuple(paths), float(setup["utilization"]), str(setup["assumed"]))
 
 
 def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
@@ -515,7 +523,9 @@ def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
       path: the ``.h5`` file.
       verify: check the file against the checksums recorded as it was written first (its coordinates and
         profiles, every finished block or, for a cube written whole, every dataset), as ``select`` and
-        ``plot`` do: this reads the data once. False opens it unchecked (a cube too large to read twice).
+        ``plot`` do: this reads the data once. False opens it unchecked (a cube too large to read twice). An
+        unfinished run's cube (``OUT.partial``) is read with a warning of how many blocks are not computed yet
+        (their NaN are no results).
 
     Returns:
       ``xarray.Dataset`` (lazily loaded; close it, or use it in a ``with``) with named dims,
@@ -531,7 +541,9 @@ def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
     ds = _open_cube(checked)
     if verify:
         try:
-            _check_read(checked)
+            # An unfinished run's cube is read as select reads it: its NaN are no results, said (a hunt: 89% NaN
+            # came back without a word).
+            _check_selection(checked, ds, {}, say=lambda text: warnings.warn(text, UserWarning, stacklevel=4))
         except BaseException:
             ds.close()
             raise

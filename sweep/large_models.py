@@ -33,6 +33,7 @@ from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import AXES, LayoutAxisKeywords, Values
 from netsweep_jax.sweep.core.sweep_settings import SettingKeywords
 from netsweep_jax.sweep.core.values import flat_values, real_scalar
+from netsweep_jax.sweep.engine.outputs import check_dtype
 
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
@@ -129,9 +130,7 @@ def _grid(
     if model is None and arch is None:
         raise InputError("name a large-model preset (sweep models lists them) or give arch", param="model")
     options = {k: v for k, v in options.items() if v is not None}  # None: not given, as evaluate's axes
-    dtype = options.pop("dtype", "float32")
-    if dtype not in ("float32", "float64"):
-        raise InputError(f"{dtype!r}: float32 or float64", param="dtype")
+    dtype = check_dtype(options.pop("dtype", "float32"))  # any case, as every name
     settings: dict[str, Any] = {name: _text(name, value) for name, value in options.items()}
     given = set(settings)
     if model is not None:

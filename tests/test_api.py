@@ -218,6 +218,24 @@ def test_profiles_round_trip(tmp_path):
         (lambda: sweep.validate(force="no"), "force"),
         (lambda: sweep.open_cube("no-such.h5", verify="no"), "verify"),
         (lambda: sweep.validate(progress=3), "progress"),
+        # a hunt: True was blocks of one configuration; the spine's rule was an empty "()"; compare's empty list
+        # was told to give none, which it then refused
+        (lambda: sweep.evaluate("gpt2", bandwidth=10, block_configs=True), "block_configs True: must be"),
+        (
+            lambda: sweep.evaluate("gpt2", bandwidth=10, fabric="aws-p5", oversubscription=True),
+            "(must be a number from 1 to 1000)",
+        ),
+        (lambda: sweep.compare("resnet50", bandwidth=10, compressor=[]), "besides none"),
+        # a hunt: 'ring,,tree' ran ring and tree in silence; '1,,2' was said as "'': '' is not a number"
+        (
+            lambda: sweep.evaluate("gpt2", bandwidth=10, collective="ring,,tree"),
+            "'ring,,tree': item 2 is empty",
+        ),
+        (lambda: sweep.evaluate("gpt2", bandwidth="1,,2"), "'1,,2': item 2 is empty"),
+        (
+            lambda: sweep.evaluate("gpt2", bandwidth=10, dtype="f16"),
+            "dtype 'f16': must be float32 or float64",
+        ),
     ],
 )
 def test_bad_input_is_one_line(call, param):
@@ -400,3 +418,8 @@ def test_numpy_floats_of_fewer_bits_are_the_values_typed():
     assert sweep.evaluate(
         "resnet50", bandwidth=[np.float16(0.5), 2.0], nodes=2
     ).bandwidth.values.tolist() == [0.5, 2.0]
+
+
+def test_a_dtype_is_a_name_in_any_case_as_store_is():
+    # A hunt: dtype="FLOAT64" was refused where store="Float16" and kernel="XLA" were taken.
+    assert sweep.evaluate("gpt2", bandwidth=10, dtype="FLOAT64").scaling_factor.dtype == np.float64

@@ -69,3 +69,60 @@ def test_each_model_is_priced_on_its_own_gpu_whatever_is_compared_beside_it():
     ]  # each sweep's, per model, in that order
     assert ds.attrs["iteration_time_single_gpu_s"][0] == ds_alone.attrs["iteration_time_single_gpu_s"][0]
     assert "on h100: --intra-bw 3600 (H100 NVLink)" in setup["assumed"] and "slowest" not in setup["assumed"]
+
+
+def test_under_nccls_pricing_today_is_the_fabric_as_fitted_and_fixed_its_efficiencies_at_one():
+    # A fabric's fitted eta_net is the transport measured today: the paper's 0.32 on top had counted its losses
+    # twice (fixing the transport 2.8x where the fit leaves 1.0x, a hunt). Today is the fabric as fitted; fixed,
+    # its efficiencies at 1, every other constant as fitted.
+    import dataclasses
+
+    from netsweep_jax import sweep
+    from netsweep_jax.sweep.analysis.compare import at_line_rate
+    from netsweep_jax.sweep.model.fabrics import fabric_preset
+    from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+    fitted = dataclasses.replace(SHIPPED, eta_net=0.8, eta_nvl=0.75, source="a test's fit")
+    kept = dict(bandwidth=100, nodes=4, nics_per_node=1, gpus_per_node=8)
+    c = sweep.compare("gpt2-xl", **kept, compressor="powersgd:4", fabric=fitted)
+    (row,) = c.rows
+    assert c.utilization == 1.0 and "scaling today (util 1)" in c.table()
+    # compare's workload and buckets (sweep compare's defaults), as one evaluate each
+    same = dict(kept, gpu="h100", precision="bf16", batch=8, bucketing="ddp", dtype="float64")
+    today = sweep.evaluate("gpt2-xl", **same, fabric=fitted).iteration_time
+    ideal = dataclasses.replace(fitted, eta_net=1.0, eta_nvl=1.0)
+    fixed = sweep.evaluate("gpt2-xl", **same, fabric=ideal).iteration_time
+    assert row.today == pytest.approx(float(today.squeeze()), rel=1e-12)
+    assert row.fixed == pytest.approx(float(fixed.squeeze()), rel=1e-12)
+    # Fixing a transport at 0.8 of NCCL's model saves at most 1/0.8 of the communication, never the 2.8x of 0.32.
+    assert 1.0 < row.today / row.fixed < 1.25
+    assert list(c.dataset.transport.values) == ["today", "fixed"]
+    assert list(c.dataset.utilization.values) == [1.0, 1.0]
+    # A preset's copy: only the two efficiencies differ; the preset itself keeps its constants.
+    preset = fabric_preset("aws-p5")
+    line_rate = at_line_rate(preset)
+    assert line_rate != preset and preset.constants.eta_net == SHIPPED.eta_net
+    assert (
+        dataclasses.replace(
+            line_rate.constants, eta_net=preset.constants.eta_net, eta_nvl=preset.constants.eta_nvl
+        )
+        == preset.constants
+    )
+    assert (line_rate.constants.eta_net, line_rate.constants.eta_nvl) == (1.0, 1.0)
+
+
+def test_todays_utilization_of_one_is_refused_only_where_it_is_the_fixed_transport(tmp_path):
+    r = invoke("compare", "--model", "resnet50", "--bw", "10", "--util", "1")
+    assert r.exit_code == 2 and "below 1 (the transport fixed is utilization 1)" in r.output
+    r = invoke("compare", "--model", "gpt2-xl", "--bw", "100", "--collective", "nccl", "--util", "1.5")
+    assert r.exit_code == 2 and "from 0.0001 to 1 (1: the fabric as NCCL's fitted" in r.output
+    r = invoke("compare", "--model", "gpt2-xl", "--bw", "100", "--collective", "nccl", "--compressor", "int8")
+    assert r.exit_code == 0 and "--util 1 (today's: the fabric as NCCL's fitted" in r.output
+    assert "scaling today (util 1)" in r.output
+
+
+def test_a_scaling_factor_below_the_third_decimal_is_not_printed_as_zero():
+    # A hunt: --util 0.0001's scaling factor, 1.4e-4, read 0.000 beside a 7177x fix.
+    from netsweep_jax.sweep.analysis.compare import _scaling
+
+    assert [_scaling(v) for v in (0.98765, 0.0005, 0.00014, 8e-5)] == ["0.988", "0.001", "0.00014", "8e-05"]

@@ -228,8 +228,8 @@ def test_compare_takes_a_fabric_as_grid_does(compare_evaluates, monkeypatch):
     assert seen["models"][0].model == "gpt2-xl@h100-bf16-b8" and seen["fabric"].name == "aws-p5"
     assert [seen[k] for k in ("gpus_per_node", "nics_per_node", "collective", "bandwidth")] == [None] * 4
     assert seen["nodes"] == "4"
-    # Today's utilization (the paper's) scales the NICs on top of the fabric's fitted transport efficiency: said.
-    assert "on top of NCCL's fitted transport efficiency eta_net" in str(seen["given"]["defaults"])
+    # Today's utilization is the fabric as fitted (the paper's 0.32 on top counted its losses twice): said.
+    assert "--util 1 (today's: the fabric as NCCL's fitted" in str(seen["given"]["defaults"])
 
 
 def test_the_apis_compare_leaves_to_a_fabric_what_the_command_leaves(compare_evaluates, tmp_path):

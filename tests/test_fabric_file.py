@@ -2,6 +2,7 @@
 --collectives nccl``: a bad file refused by its key, the option refused where nothing reads it, its constants
 in the layout kernel's inputs (one compile for every fabric), and what they change."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -348,3 +349,21 @@ def test_the_files_constants_are_the_kernels_inputs_and_the_assumed_line_names_i
         "fabric": path,
     }
     assert layout_grid_from(settings, set(settings)).fingerprint() == own.fingerprint()
+
+
+def test_a_util_given_under_nccls_pricing_is_said_to_scale_the_nics_on_top_of_eta_net():
+    # --util below 1 with NCCL's pricing is a share of the NICs on top of the fit's eta_net (a hunt: a fabric
+    # file's sweep at --util 0.5 was priced at half the fitted transport in silence); at its default, not said.
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA
+
+    fitted = dataclasses.replace(SHIPPED, eta_net=0.8, source="a test's fit")
+    assert UTILIZATION_ON_ETA in make_grid("gpt2-xl", fabric=fitted, utilization=[0.5, 1]).assumed
+    assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", fabric=fitted).assumed
+    assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", collective="ring", utilization=0.5).assumed
+    given = "; ".join(
+        make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=0.5).assumed
+    )
+    assert UTILIZATION_ON_ETA in given and "utilization 1 (eta_net" not in given
+    default = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted).assumed)
+    assert UTILIZATION_ON_ETA not in default and "utilization 1 (eta_net" in default

@@ -551,3 +551,26 @@ def test_the_file_records_the_nics_the_fits_ranks_reached():
         recorded((8, 2)) == 4 and recorded((4, 2), (4, 1)) == 2
     )  # a whole host; a one-host log's ranks use none
     assert recorded((4, 2), (2, 2)) == 4  # logs of two counts a host: no hosts recorded, the NICs as given
+
+
+def test_a_gpu_whose_system_is_not_its_dies_preset_records_no_preset(tmp_path, monkeypatch):
+    # A hunt: a GH200's logs (an H100 die; 96 GB or more, no NVSwitch) were recorded as preset h100, and a plan on
+    # the file fitted layouts to a DGX H100's 80 GB cards. NCCL's tables still read the die; the file names the
+    # GPU as the log does and sets no sweep's GPU. An A100-SXM4-40GB's logs still record a100-40.
+    import nccl_logs
+
+    from netsweep_jax.sweep.analysis.nccl_calibration import hardware
+
+    for gpu, preset in (("NVIDIA GH200 480GB", None), ("NVIDIA A100-SXM4-40GB", "a100-40")):
+        monkeypatch.setattr(nccl_logs, "GPU", gpu)
+        path = tmp_path / "all_reduce_perf.log"
+        path.write_text(log_text(path.name, "all_reduce_perf", "all_reduce", "sum", 2, 4, 1024))
+        log = read_nccl_tests_log(path)
+        fabric = fabric_of(log.gpu, 4, 2, 4, 200.0, "")
+        assert fabric.preset == ("h100" if preset is None else preset)  # NCCL's tables: the die
+        assert hardware(log, fabric, 4, 200.0) == {
+            "gpu": gpu,
+            "preset": preset,
+            "nics_per_node": 4,
+            "nic_gbps": 200.0,
+        }

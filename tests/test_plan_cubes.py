@@ -293,6 +293,9 @@ def test_a_system_dims_0_is_selected_and_drawn_as_what_it_stands_for(tmp_path):
     assert r.exit_code == 0 and "--bw 200: the cube's 0, the GPU's system (200), selected" in r.output, (
         r.output
     )
+    # ... and printed as 200, not the 0 a CSV read as 0 Gbit/s (a hunt)
+    r = invoke("select", out, "--bw", "200", "--sel", "rank=1", "--vars", "tokens_per_s", "--csv")
+    assert r.exit_code == 0 and r.output.splitlines()[-1].startswith("200,1,"), r.output
     r = invoke("select", out, "--bw", "100")
     assert "it has 0 (= the GPU's system, 200)" in r.output, r.output
     from netsweep_jax.sweep.analysis import plot

@@ -182,3 +182,16 @@ def test_many_lines_get_a_color_scale_and_a_heatmaps_labels_stay_apart():
     ax = heatmap(ds.rename(nodes="ratio"), "bandwidth", "ratio")
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) <= 8 and labels[:3] == ["1", "3.16", "10"] and labels[-1] == "1000"
+
+
+def test_a_whole_number_axis_has_whole_number_ticks():
+    # A hunt: need's cube of --nodes 1,2 drew "number of nodes" at 1.0, 1.2, 1.4, ... 2.0.
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import line_plot
+
+    ds = xr.Dataset({"scaling_factor": (("nodes",), [0.9, 0.8])}, coords={"nodes": [1, 2]})
+    ax = line_plot(ds, "nodes")
+    ax.figure.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks

@@ -5,9 +5,16 @@ each per iteration of equal progress (a compressor's iteration time times its
 iterations factor, the ``time_to_accuracy`` variable):
 
 - *today*: no compression at today's utilization (default 0.32, the ~32 Gbit/s in
-  use that Zhang et al., NetAI 2020, section 3, measured on 100 Gbit/s links);
-- *fixed*: no compression with the transport fixed (utilization 1);
+  use that Zhang et al., NetAI 2020, section 3, measured on 100 Gbit/s links; where NCCL's own
+  collective prices the run, ``--collective nccl`` or a fabric, default 1: the fabric as its
+  fitted transport efficiencies eta_net and eta_nvl price it, which already are today's measured
+  transport, so 0.32 on top counted its losses twice);
+- *fixed*: no compression with the transport fixed (utilization 1; under NCCL's own pricing
+  also eta_net = eta_nvl = 1: NCCL at its tuner's model bandwidth);
 - *best compressor*: the fastest of the compressors at today's utilization.
+
+The evaluated Dataset has both along ``transport`` (``today``, ``fixed``), each at its utilization
+(a coordinate along ``transport``).
 
 The winner is whichever of *fixed* and *best compressor* is faster, "tie" within
 ``TIE`` (1%), "neither" where today's time is within ``TIE`` of the faster of the two. Then the
@@ -26,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
@@ -49,6 +57,8 @@ from netsweep_jax.sweep.io.paths import (
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.compute import GPUS as GPU_PRESETS
 from netsweep_jax.sweep.model.compute import volta
+from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
@@ -72,11 +82,11 @@ class Row:
 
     Attributes:
       at: dim -> value, for the model, the bandwidth and any other dim that varies.
-      today, fixed: no compression at today's utilization, and at utilization 1.
+      today, fixed: no compression at today's utilization, and with the transport fixed (:func:`compare`).
       times: compressor name -> iterations factor x iteration time at today's utilization.
       scaling: compressor name (and ``none``) -> scaling factor at today's utilization.
-      fixed_scaling: scaling factor with no compression at utilization 1.
-      fixed_gain: the best compressor's speed-up over none at utilization 1.
+      fixed_scaling: scaling factor with no compression, the transport fixed.
+      fixed_gain: the best compressor's speed-up over none, the transport fixed.
     """
 
     at: dict[str, Any]
@@ -138,7 +148,7 @@ def compare(
     models: Models = MODELS,
     *,
     bandwidth: AxisValues | None = None,
-    utilization: float = COMPARE.utilization,
+    utilization: float | None = None,
     compressor: str | Sequence[str] = COMPRESSORS,
     nodes: Any = COMPARE.nodes,
     gpus_per_node: Any = None,
@@ -154,7 +164,9 @@ def compare(
     fabric: Any = None,
     **axes: Any,
 ) -> tuple[list[Row], xr.Dataset, dict[str, Any]]:
-    """Evaluate ``none`` and every compressor at ``utilization``, and ``none`` at 1.
+    """Evaluate ``none`` and every compressor at today's ``utilization`` (None: :func:`today_default`), and
+    every compressor with the transport fixed: utilization 1, and where NCCL's own collective prices the run
+    (``collective`` nccl, or a ``fabric``) its fitted efficiencies at 1 too (:func:`at_line_rate`).
 
     Args:
       models: model names or profiles (:func:`sweep.engine.workloads.resolve_models`, with ``gpu``,
@@ -172,10 +184,9 @@ def compare(
     """
     axes = _compared(axes)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
-    utilization = _check_today(utilization, bucketing)
-    chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
-    if not chosen:
-        raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
+    nccl = fabric is not None or is_nccl(str(collective))
+    utilization = _check_today(today_default(nccl) if utilization is None else utilization, bucketing, nccl)
+    chosen = _compressors(compressor)
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     workload = _workload(models, given)
     if workload and gpu is None:  # a fabric preset's GPU where none is given
@@ -184,18 +195,15 @@ def compare(
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     setup.update({"fabric": fabric} if fabric is not None else {})
     # Compressor objects pass through as parsed (names round to 15 digits).
-    swept: list[Any] = ["none", *chosen]
-    ds = _evaluated_per_gpu(
-        list(profiles),
+    common = dict(
         bandwidth=bandwidth,
-        utilization=[utilization, 1.0],
-        compressor=swept,
+        compressor=["none", *chosen],
         iterations_factor=iterations_factor,
         codec_cost=codec_cost,
         dtype="float64",
         vars="scaling_factor,iteration_time,time_to_accuracy",
-        **setup,
     )
+    ds = _today_and_fixed(list(profiles), utilization, nccl, {**common, **setup})
     for name in ("nodes", "gpus_per_node", "collective", "bucketing"):
         if ds.sizes[name] != 1:
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
@@ -206,7 +214,71 @@ def compare(
     # the report says what the sweeps assumed (its opening paragraph states compare's own settings, whichever
     # way they were given: the command's line and the API's report alike)
     setup.update(assumed=assumed_line(said), swept_assumed=assumed_line(swept_said))
-    return _rows(ds, utilization), ds, dict(profiles=list(profiles), utilization=utilization, **setup)
+    return _rows(ds), ds, dict(profiles=list(profiles), utilization=utilization, nccl_priced=nccl, **setup)
+
+
+def _compressors(compressor: Any) -> list[Any]:
+    """The compressors compare weighs against none (parsed), refused where there are none besides it."""
+    if isinstance(compressor, (list, tuple)) and not compressor:  # said as compare's (the parser's said none)
+        raise InputError("[]: give at least one compressor besides none", param="compressor")
+    chosen = [c for c in parse_compressors(compressor) if c.method != "none"]
+    if not chosen:
+        raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
+    return chosen
+
+
+def _today_and_fixed(
+    profiles: list[Profile], utilization: float, nccl: bool, settings: dict[str, Any]
+) -> xr.Dataset:
+    """The sweeps of today's transport and the fixed one (:func:`compare`), along ``transport``: one sweep of
+    both utilizations, or under NCCL's pricing (``nccl``) one each, the fixed one's fabric at line rate."""
+    if nccl:  # the fixed transport is another fabric's constants: a sweep of its own
+        today = _evaluated_per_gpu(profiles, utilization=[utilization], **settings)
+        line_rate = at_line_rate(settings.get("fabric"))
+        fixed = _evaluated_per_gpu(profiles, utilization=[1.0], **{**settings, "fabric": line_rate})
+    else:
+        both = _evaluated_per_gpu(profiles, utilization=[utilization, 1.0], **settings)
+        today, fixed = both.isel(utilization=[0]), both.isel(utilization=[1])
+    return _transports(today, fixed)
+
+
+def today_default(nccl: bool) -> float:
+    """Today's utilization where none is given: the paper's measured share (:data:`COMPARE`), or 1 where NCCL's
+    own collective prices the run: its fitted efficiency eta_net is already the transport measured today (the
+    paper's 0.32 on top had counted the transport's losses twice: 2.8x for fixing it where the fit leaves 1.0x, a
+    hunt)."""
+    return 1.0 if nccl else COMPARE.utilization
+
+
+def at_line_rate(fabric: Any) -> FabricPreset | FabricConstants:
+    """``fabric`` (a preset, a fabric file's constants, or None: the shipped fit's) with its transport fixed: NCCL's
+    fitted efficiencies eta_net and eta_nvl at 1, every other constant and tier as it is."""
+    from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
+
+    choice = fabric_choice(fabric)
+    if choice is None or isinstance(choice, FabricConstants):
+        constants = choice if choice is not None else SHIPPED
+        source = f"{constants.source}, the transport fixed"
+        return dataclasses.replace(constants, eta_net=1.0, eta_nvl=1.0, source=source)
+    # A copy of the preset (unequal to it: its fit says so), its cached constants its own.
+    fixed = dataclasses.replace(choice, fit=f"{choice.fit}; the transport fixed")
+    fixed.__dict__["constants"] = dataclasses.replace(choice.constants, eta_net=1.0, eta_nvl=1.0)
+    return fixed
+
+
+TRANSPORTS = ("today", "fixed")
+
+
+def _transports(today: xr.Dataset, fixed: xr.Dataset) -> xr.Dataset:
+    """Compare's Dataset: today's sweep and the fixed transport's (one utilization each) along ``transport``,
+    their utilizations a coordinate along it; today's sweep's attributes."""
+    parts = [d.isel(utilization=0) for d in (today, fixed)]
+    return xr.concat(
+        parts,
+        dim=pd.Index(TRANSPORTS, name="transport"),
+        coords="all",  # utilization along transport, equal or not
+        combine_attrs="override",
+    )
 
 
 def _evaluated_per_gpu(profiles: list[Profile], **settings: Any) -> xr.Dataset:
@@ -322,16 +394,16 @@ def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
     return {}  # no transformer: the workload settings do not apply
 
 
-def _rows(ds: xr.Dataset, utilization: float) -> list[Row]:
+def _rows(ds: xr.Dataset) -> list[Row]:
     """One :class:`Row` per combination of the varying dims of compare's Dataset ``ds`` (compressors and the
-    two utilizations, today's and 1, along their dims)."""
+    two transports, today's and the fixed one, along their dims)."""
     names = [str(c) for c in ds.compressor.values]
-    dims = [d for d in ds.scaling_factor.dims if d not in ("compressor", "utilization")]
+    dims = [d for d in ds.scaling_factor.dims if d not in ("compressor", "transport")]
     shown = [d for d in dims if ds.sizes[d] > 1 or d in ("model", "bandwidth")]
     rows = []
     for index in itertools.product(*(range(ds.sizes[d]) for d in dims)):
         cell = ds.isel(dict(zip(dims, index)))
-        today, fixed = cell.sel(utilization=utilization), cell.sel(utilization=1.0)
+        today, fixed = cell.sel(transport="today"), cell.sel(transport="fixed")
         base = float(today.iteration_time.sel(compressor="none"))
         times = {c: float(today.time_to_accuracy.sel(compressor=c)) * base for c in names if c != "none"}
         fixed_best = min(float(fixed.time_to_accuracy.sel(compressor=c)) for c in names if c != "none")
@@ -363,10 +435,16 @@ def table(rows: Sequence[Row], utilization: float | None = None) -> str:
     for r in rows:
         lines.append(
             [_show(v) for v in r.at.values()]
-            + [f"{r.scaling['none']:.3f}", f"{r.today / r.fixed:.3f}x", r.best, f"{r.gain:.3f}x", r.winner]
+            + [_scaling(r.scaling["none"]), f"{r.today / r.fixed:.3f}x", r.best, f"{r.gain:.3f}x", r.winner]
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def _scaling(value: float) -> str:
+    """A scaling factor as the tables say it: three decimals, or two significant digits below 0.0005 (a hunt:
+    --util 0.0001's 1.4e-4 read 0.000 beside a 7177x fix)."""
+    return f"{value:.3f}" if value >= 5e-4 else f"{value:.2g}"
 
 
 def _show(value: object) -> str:
@@ -459,12 +537,23 @@ def figure(rows: Sequence[Row], out: Path, overwrite: bool = True) -> Path:
     return save(fig, out, overwrite=overwrite)
 
 
-def _whose_utilization(utilization: float) -> str:
-    """Where today's utilization comes from, as the report says it: the paper's, or given (a review: a --busbw's
-    0.4 was credited to the paper)."""
+def _whose_utilization(utilization: float, nccl: bool) -> str:
+    """Where today's utilization comes from, as the report says it: the paper's, the fabric as NCCL's fitted
+    efficiencies price it, or given (a review: a --busbw's 0.4 was credited to the paper)."""
+    if nccl:
+        if utilization == today_default(nccl):
+            return "the fabric as NCCL's fitted transport efficiencies eta_net and eta_nvl price it, nothing on top"
+        return "given by --util, on top of NCCL's fitted transport efficiency eta_net"
     if utilization == COMPARE.utilization:
         return "Zhang et al., NetAI 2020, measured ~32 Gbit/s in use on 100 Gbit/s links"
     return "given, by --util or --busbw"
+
+
+def fixed_said(nccl: bool) -> str:
+    """What *fixed* is, as the report and the command say it."""
+    if nccl:
+        return "utilization 1 with NCCL's fitted efficiencies eta_net and eta_nvl at 1 (NCCL at its tuner's model bandwidth)"
+    return "utilization 1"
 
 
 def _what_a_ratio_leaves(setup: dict[str, Any]) -> str:
@@ -496,8 +585,8 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         f"Generated by `{command}` (netsweep). {setup['nodes']} nodes x {setup['gpus_per_node']} GPUs sharing "
         f"{_nics(setup.get('nics_per_node', COMPARE.nics_per_node))} per node, "
         f"{setup['collective']} all-reduce, {setup['bucketing']} buckets. Today's utilization "
-        f"{setup['utilization']:g} ({_whose_utilization(setup['utilization'])}); "
-        "*fixed* is utilization 1. The CNNs are the paper's V100 runs (fp32, batch 32); the transformers run "
+        f"{setup['utilization']:g} ({_whose_utilization(setup['utilization'], setup['nccl_priced'])}); "
+        f"*fixed* is {fixed_said(setup['nccl_priced'])}. The CNNs are the paper's V100 runs (fp32, batch 32); the transformers run "
         "on the GPU preset, precision and batch in their names. Each compressor's bytes, encode and decode "
         f"times and pattern come from `sweep/model/compressors.py`; the iterations factor is {factors}.",
         "",
@@ -524,7 +613,7 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
                 [
                     str(r.at["model"]),
                     _show(r.at["bandwidth"]),
-                    f"{r.scaling['none']:.3f}",
+                    _scaling(r.scaling["none"]),
                     f"{r.today / r.fixed:.3f}x",
                     r.best,
                     f"{r.gain:.3f}x",
@@ -540,7 +629,7 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
             ["model", "Gbit/s", "none"] + compressors,
             [
                 [str(r.at["model"]), _show(r.at["bandwidth"])]
-                + [f"{r.scaling[c]:.3f}" for c in ["none"] + compressors]
+                + [_scaling(r.scaling[c]) for c in ["none"] + compressors]
                 for r in rows
             ],
         ),
@@ -563,7 +652,9 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
     lines = []
     bandwidths = {r.at["bandwidth"] for r in rows}
     settings = {
-        k: v for k, v in setup.items() if k not in ("profiles", "utilization", "assumed", "swept_assumed")
+        k: v
+        for k, v in setup.items()
+        if k not in ("profiles", "utilization", "assumed", "swept_assumed", "nccl_priced")
     }
     if 10 in bandwidths:
         needs = {}  # one search per GPU, as the rows: each model on its own GPU's NVLink and reductions
@@ -592,8 +683,8 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
         ok = all(r.fixed_scaling >= TARGET for r in at100)
         lines.append(
             "2. *Zhang et al.: at 100 Gbit/s no compression is needed.* Scaling factor without "
-            "compression at 100 Gbit/s, utilization 1: "
-            + ", ".join(f"{r.at['model']} {r.fixed_scaling:.3f}" for r in at100)
+            f"compression at 100 Gbit/s, {fixed_said(setup['nccl_priced'])}: "
+            + ", ".join(f"{r.at['model']} {_scaling(r.fixed_scaling)}" for r in at100)
             + f". All >= {TARGET}: {_verdict(ok)}."
         )
     fast = [r for r in rows if r.at["bandwidth"] >= 100]
@@ -626,13 +717,19 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _check_today(utilization: object, bucketing: object) -> float:
+def _check_today(utilization: object, bucketing: object, nccl: bool) -> float:
     """Today's utilization as a float (a NumPy number as the coordinate it becomes); refused where compare cannot
-    weigh it: outside [0.0001, 1) (1 is the transport fixed), or FSDP's schedule, which no compressor is
-    modelled on (said as the option given, not the compressors)."""
+    weigh it: outside [0.0001, 1) (1 is the transport fixed), or [0.0001, 1] where NCCL prices the run (1: the
+    fabric as fitted), or FSDP's schedule, which no compressor is modelled on (said as the option given, not
+    the compressors)."""
     today = real_scalar(utilization)  # NumPy's numbers too
-    if today is None or not 1e-4 <= today < 1:
-        why = "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
+    if today is None or not (1e-4 <= today <= 1 if nccl else 1e-4 <= today < 1):
+        why = (
+            "today's utilization must be one number from 0.0001 to 1 (1: the fabric as NCCL's fitted efficiencies "
+            "price it)"
+            if nccl
+            else "today's utilization must be one number from 0.0001 to below 1 (the transport fixed is utilization 1)"
+        )
         raise InputError(f"{utilization}: {why}", param="utilization")
     if isinstance(bucketing, str) and "," in bucketing:  # one schedule: its winner is that schedule's
         raise InputError(f"{bucketing}: compare takes one value", param="bucketing")

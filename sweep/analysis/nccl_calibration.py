@@ -47,7 +47,7 @@ from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, 
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
-from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS
+from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS, gpu_named
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
 
@@ -239,13 +239,15 @@ def untold(rows: Sequence[Measurement], fabrics: Sequence[Fabric], scored: np.nd
 
 
 def hardware(log: Log, fabric: Fabric, nics: int | None, nic_gbps: float | None) -> dict[str, Any]:
-    """The hardware a fabric file records: the logs' GPU (as nccl-tests names it, and its preset) and the NICs
-    given (per host, Gbit/s each; both None unless both are given: a one-host log needs none, and half a NIC
-    description is none)."""
+    """The hardware a fabric file records: the logs' GPU (as nccl-tests names it, and its preset: a sweep's GPU
+    where none is given) and the NICs given (per host, Gbit/s each; both None unless both are given: a one-host
+    log needs none, and half a NIC description is none). A GPU whose system is not its die's preset's (a GH200:
+    an H100 die, 96 GB or more, no NVSwitch) records none: NCCL's tables read the die, but a sweep on the file
+    was priced as a DGX H100 of 80 GB cards (a hunt)."""
     both = nics is not None and nic_gbps is not None
     return {
         "gpu": log.gpu,
-        "preset": fabric.preset,
+        "preset": fabric.preset if gpu_named(log.gpu or "", any_card=True) == fabric.preset else None,
         "nics_per_node": nics if both else None,
         "nic_gbps": nic_gbps if both else None,
     }

@@ -13,6 +13,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
@@ -163,6 +164,8 @@ def line_plot(
         v = ds[x].values
         if v.max() / v.min() >= 50:
             ax.set_xscale("log")
+    if ds[x].dtype.kind in "iu" and ax.get_xscale() == "linear":  # node counts read 1.2, 1.4, ... (a hunt)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if hue and not scale and len(hues) > LEGEND_MOST:  # many names: in columns beside the axes, not over them
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-len(hues) // 30))
     elif hue and not scale:

@@ -209,12 +209,13 @@ CompareBandwidth = Annotated[
     str, typer.Option(*axis_flags("bandwidth", "--bw"), help="Link bandwidth(s), Gbit/s. " + SYNTAX)
 ]
 CompareUtilization = Annotated[
-    float,
+    float | None,
     typer.Option(
         *axis_flags("utilization", "--util"),
         parser=typed_number(float),
         help=f"Today's utilization, one number below 1 (default: {COMPARE.utilization:g}, the paper's measured ~32 Gbit/s "
-        "of 100); the fixed transport is 1.",
+        "of 100); the fixed transport is 1. With --collective nccl or a --fabric, up to 1 (default: 1, the "
+        "fabric as its fitted efficiencies price it; fixed: those at 1 too).",
     ),
 ]
 CompareNodes = Annotated[str, typer.Option("--nodes", help="Nodes (one value).")]
@@ -266,7 +267,7 @@ def compare(
     batch: CompareBatch = None,
     seq_len: CompareSeqLen = None,
     bandwidth: CompareBandwidth = COMPARE_BANDWIDTHS,
-    utilization: CompareUtilization = COMPARE.utilization,
+    utilization: CompareUtilization = None,
     nodes: CompareNodes = str(COMPARE.nodes),
     gpus_per_node: CompareGpusPerNode = str(COMPARE.gpus_per_node),
     nics_per_node: CompareNicsPerNode = str(COMPARE.nics_per_node),
@@ -279,7 +280,7 @@ def compare(
     force: ReportForce = False,
     fabric: CompareFabric = None,
 ):
-    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1), and the best real compressor today.
+    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1; NCCL's fitted efficiencies at 1 where it prices the run), and the best real compressor today.
 
     Example:
 
@@ -324,7 +325,7 @@ def compare(
     rows, _, setup, paths = comparison.run(out, command=command_line(), force=force, **settings)
     say_assumed(setup["assumed"])
     typer.echo(
-        comparison.table(rows, utilization)
+        comparison.table(rows, setup["utilization"])
     )  # with --out too, as need's table (it wrote the files alone)
     for path in paths:
         typer.echo(f"wrote {path}")
@@ -346,19 +347,22 @@ COMPARE_DEFAULTS = {
 }
 
 
-# Today's utilization where NCCL prices the collectives: it scales the NICs on top of the fitted transport.
+# Today's utilization where NCCL prices the collectives: its fitted efficiencies are today's transport.
 NCCL_UTILIZATION = (
-    "(today's: the paper's measured ~32 Gbit/s of 100, here on top of NCCL's fitted transport efficiency eta_net, "
-    f"so a transport at {COMPARE.utilization:g} of the fabric's as fitted; --util 0.999 prices the fabric as fitted)"
+    "(today's: the fabric as NCCL's fitted transport efficiencies eta_net and eta_nvl price it, nothing on top; "
+    "the fixed transport has them at 1)"
 )
 
 
 def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values (today's
-    utilization said as on top of eta_net where NCCL prices the collectives: a fabric, or nccl given)."""
+    utilization where NCCL prices the collectives, a fabric or nccl given, is the fabric as fitted)."""
+    from netsweep_jax.sweep.analysis.compare import today_default
     from netsweep_jax.sweep.core.layout_axes import is_nccl
 
     nccl = values.get("fabric") is not None or is_nccl(str(values["collective"]))
+    today = today_default(nccl) if values["utilization"] is None else values["utilization"]
+    values = {**values, "utilization": f"{today:g}"}
     said = []
     for name, (option, why) in COMPARE_DEFAULTS.items():
         if given(ctx, name) or values[name] is None:  # None: a fabric preset's, said by the grid
@@ -577,7 +581,8 @@ IterationTime = Annotated[
     typer.Option(
         "--iteration-time",
         parser=typed_number(float),
-        help="T1 in seconds for --profile formats without it.",
+        help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+        "model's or a profile's own compute to your GPU and batch, as grid's (its gradients unchanged).",
     ),
 ]
 Fit = Annotated[

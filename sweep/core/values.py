@@ -70,7 +70,11 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
     if not text:
         raise InputError("'': give at least one value", param=spec.name)
     values = []
-    for item in (s.strip() for s in text.split(",")):
+    for position, item in enumerate((s.strip() for s in text.split(",")), 1):
+        if not item:  # '1,,2' was said as "'': '' is not a number", the list not shown (a hunt)
+            raise InputError(
+                f"{text!r}: item {position} is empty (a doubled or trailing comma?)", param=spec.name
+            )
         if ".." not in item:
             values.append(_num(item, spec, item))
             continue
@@ -147,6 +151,10 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
     names = [s.strip() for s in items if s.strip()]
     if not names:
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
+    if len(names) != len(items):  # 'ring,,tree' had run ring and tree, in silence (a hunt)
+        empty = next(i for i, s in enumerate(items, 1) if not s.strip())
+        shown = str(text) if isinstance(text, str) else repr(list(text))
+        raise InputError(f"{shown!r}: item {empty} is empty (a doubled or trailing comma?)", param=param)
     spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
     names = [spelled.get(n.lower(), n) for n in names]
     for n in names:

@@ -201,7 +201,9 @@ class Blocking:
     ) -> None:
         self.family = family
         self.sizes: dict[str, int] = {d: int(sizes[d]) for d in family.dims}
-        if not (isinstance(block_configs, numbers.Integral) and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
+        # A bool is an Integral, and True was taken as blocks of one configuration (a hunt).
+        whole = isinstance(block_configs, numbers.Integral) and not isinstance(block_configs, bool)
+        if not (whole and 1 <= block_configs <= MAX_BLOCK_CONFIGS):
             raise InputError(
                 f"{block_configs}: must be an integer from 1 to {MAX_BLOCK_CONFIGS:,}", param="block_configs"
             )

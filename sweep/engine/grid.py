@@ -65,7 +65,7 @@ from netsweep_jax.sweep.model.compressors import (
     tensor_codec,
 )
 from netsweep_jax.sweep.model.compute import MIB, die
-from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
     FabricPreset,
@@ -332,7 +332,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     }
     _check_fsdp(bucketings, values, profiles)
     check_intra_bandwidth(intra_bandwidth)
-    check_dtype(dtype)
+    dtype = check_dtype(dtype)
     compressors = _compressors(compressor, bucketings, profiles)
     compresses = any(c.method != "none" for c in compressors)
     forced = _check_nccl_engine(collectives, profiles, _nccl_kinds(bucketings, compressors), values, fabric)
@@ -687,6 +687,10 @@ def _given_unread(
             f"{', '.join(fusion)}: Horovod's tensor fusion only, not read by --bucketing {','.join(bucketings)}"
             + (ddp if "ddp" in bucketings else "")
         )
+    if uses_nccl(collectives) and np.any(
+        values["utilization"] < 1
+    ):  # a what-if on top of the fit: said (a hunt)
+        said.append(UTILIZATION_ON_ETA)
     if options.get("intra_bandwidth") is not None and all(c in ONE_LINK_PER_WORKER for c in collectives):
         said.append(
             f"--intra-bw: not read by {', '.join(collectives)}, which send every byte at --bw, as in the paper "

@@ -51,7 +51,7 @@ from netsweep_jax.sweep.model.compute import (
     system_settings,
     volta,
 )
-from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
@@ -147,7 +147,7 @@ def make_layout_grid(
         *net.said(None if oversubscription is None else spines),
         *_tp_comm_said(texts["overlap"], values),
     )
-    check_dtype(dtype)
+    dtype = check_dtype(dtype)
     return LayoutGrid(
         tuple(models),
         names,
@@ -451,7 +451,9 @@ class _Network:
         if self.mode == "nccl":
             out = (
                 *(["--collective nccl (--fabric implies it)"] if self.implied else []),
-                *(["utilization 1 (eta_net is the transport's efficiency)"] if self.full_rate else []),
+                "utilization 1 (eta_net is the transport's efficiency)"
+                if self.full_rate
+                else UTILIZATION_ON_ETA,
                 "collectives as NCCL's tuner prices them per group as placed "
                 f"({(self.constants or SHIPPED).describe()})",
                 *(_forced_phrase(c) for c in self.forced),

@@ -5,7 +5,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.families import Family
 from netsweep_jax.sweep.core.schema import DTYPES, STORE_DTYPES
 from netsweep_jax.sweep.core.values import parse_names
@@ -30,10 +30,13 @@ def store_dtype(store: str | None) -> str:
     return store or ""
 
 
-def check_dtype(dtype: str) -> None:
-    """Refuse a compute dtype other than float32 or float64."""
-    if dtype not in DTYPES:
+def check_dtype(dtype: str) -> str:
+    """The compute dtype, float32 or float64, in any case (as ``store`` is: ``FLOAT64`` was refused, a hunt);
+    any other refused."""
+    name = dtype.lower() if isinstance(dtype, str) else dtype
+    if name not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
+    return name
 
 
 def check_float16(arrays: Mapping[str, np.ndarray], family: Family) -> None:
@@ -42,11 +45,15 @@ def check_float16(arrays: Mapping[str, np.ndarray], family: Family) -> None:
     positive, variables = family.positive, family.variables
     for name, a in arrays.items():
         if a.dtype.kind == "f" and np.isinf(a).any():
+            # {0}: the store's option or keyword, as the caller spells it (the API's said --store: a hunt)
             raise InputError(
-                f"float16: {name} exceeds 65504 ({variables[name][0]}) in this grid; use --store float32",
+                f"float16: {name} exceeds 65504 ({literal(variables[name][0])}) in this grid; use {{0}} float32",
                 param="store",
+                names=("store",),
             )
         if name in positive and (a == 0).any():
             raise InputError(
-                f"float16: {name} falls below 6e-8 in this grid; use --store float32", param="store"
+                f"float16: {name} falls below 6e-8 in this grid; use {{0}} float32",
+                param="store",
+                names=("store",),
             )

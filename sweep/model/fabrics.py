@@ -538,7 +538,7 @@ def oversubscriptions(given: object, fabric: FabricPreset | FabricConstants | No
     shown = (
         given
         if isinstance(given, str)
-        else ",".join(show(v) for v in flat_values(given, "oversubscription", ""))
+        else ",".join(show(v) for v in flat_values(given, "oversubscription", OVERSUBSCRIPTION.rule()))
     )
     if preset is None:
         spines = ", ".join(name for name, p in FABRICS.items() if not p.rail_only)
