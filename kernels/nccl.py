@@ -98,6 +98,16 @@ choice. The time that runs is that choice's at the transport's efficiency:
 
     t = lat + X / (1000 A eta) + u,  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)
 
+but for NVLS and NVLSTree across NVLink domains (N > 1), whose bus bandwidth is the least of an NVLink side,
+B_nvl = c_n b_i, and a network side (the heads' NICs, NVLSTree's cap): each side runs at its own efficiency and
+the slower one sets the time,
+
+    t = lat + X / (1000 A) max(1 / eta_net, B / (B_nvl eta_nvl)) + u
+
+(continuous with the rule above: where the network side binds by more than eta_nvl / eta_net the time is
+X / (1000 A eta_net)). Two GB200 NVL72 racks had been priced faster than one: eta_net, fitted on InfiniBand
+hosts, applied where the racks' NVLink binds (validation.md, CoreWeave's racks).
+
 where u is what nccl-tests times and NCCL's tuner leaves out (NCCL does not see it when it chooses): inside one
 NCCL node a fixed cost per operation, u = o (launching and completing it); across nodes the pipeline's fill,
 u = f min(1, X / max(X_f, 1 B)): NCCL cuts a message into chunks that grow with it up to a largest size (enqueue.cc,
@@ -662,9 +672,10 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
 _Bus = tuple[tuple[Array, Array, Array], Array]
 
 
-def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, Array | float], Array]:
+def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, Array | float], Array, Array]:
     """Bus bandwidths [7 algorithms][3 protocols] with where each algorithm is enabled, the ratio of each
-    algorithm's bandwidth to its bus bandwidth, and the ring's steps (module docstring):
+    algorithm's bandwidth to its bus bandwidth, the ring's steps, and NVLS's NVLink side B_nvl = c_n b_i (GB/s;
+    the time that runs prices it at eta_nvl across domains, :func:`_choice`) (module docstring):
 
         ring      B = c s;  LL: min(ll, B / 2);  LL128: min(0.92 B, c mR);  Simple: B
         tree      B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);  LL128: min(B (7/9 | 120/128), c mT128)
@@ -724,7 +735,7 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
         NVLS_TREE: to_alg,
         PAT: 1.0,
     }
-    return bus, ratio, steps
+    return bus, ratio, steps, cn * b_i
 
 
 class _Hops(NamedTuple):
@@ -790,11 +801,13 @@ def _choice(
     h: _Hops,
     algorithm: ArrayLike,
     protocol: ArrayLike,
+    nvl_side: Array,
 ) -> tuple[Array, Array]:
     """NCCL's choice: the index a * 3 + pr of the enabled (algorithm, protocol) of least
     T = lat + X / (1000 A) (us; the tree's A scaled by NCCL's correction ``corr`` (per protocol) for medium sizes,
     ``in_table``), among those ``algorithm`` / ``protocol`` (>= 0) allow where any is, and
-    the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl (us)."""
+    the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl, NVLS's and
+    NVLSTree's across domains t = lat + X / (1000 A) max(1 / eta_net, B / (``nvl_side`` eta_nvl)) (us)."""
     x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
@@ -812,8 +825,15 @@ def _choice(
             t_lat = q.bc(_latency(q, h, a, pr))
             t_bw = x / (1000.0 * jnp.where(enabled, q.bc(alg_bw), 1.0))
             eta = jnp.where(multi, q.eta_net, q.eta_nvl)
+            slow = 1.0 / eta
+            if a in (
+                NVLS,
+                NVLS_TREE,
+            ):  # each side at its own efficiency across domains (no NVLink side: none)
+                nvl_bound = bws[pr] / jnp.where(nvl_side > 0, nvl_side * q.eta_nvl, jnp.inf)
+                slow = jnp.where(multi, jnp.maximum(1.0 / q.eta_net, nvl_bound), slow)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
-            real.append(q.bc(t_lat + t_bw / eta))
+            real.append(q.bc(t_lat + t_bw * slow))
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
@@ -889,7 +909,7 @@ def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array,
     """NCCL's tuner on ``q``: the index a * 3 + pr of its choice and its time (us; :func:`_choice`)."""
     # NCCL's search sets the channels by its speed list's steps; they run at their NICs' rate (:func:`_running`).
     gr = _running(q, _graphs(q))
-    bus, ratio, steps = _bus_bandwidths(q, gr)
+    bus, ratio, steps, nvl_side = _bus_bandwidths(q, gr)
     # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
     log_size = _log2i(q.x) - 6
     in_table = (q.x >= 64) & (log_size < 23)
@@ -897,7 +917,7 @@ def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array,
     log_nodes = _log2i(q.nodes)
     inter_steps = jnp.where(q.multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
     hops = _Hops(jnp.asarray(HW_NET, q.dt), jnp.asarray(BASE_LAT, q.dt), log_nodes, inter_steps, steps, gr.c)
-    return _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol)
+    return _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol, nvl_side)
 
 
 def _point_to_point(q: _Group) -> tuple[Array, Array]:

@@ -417,7 +417,8 @@ class Comparison:
         ``today``, ``fixed`` and per-compressor ``times`` (s per iteration of equal progress),
         ``best`` compressor, ``gain`` and ``winner``.
       dataset: the evaluated ``xarray.Dataset`` (``transport`` today and fixed, each at its ``utilization``, a
-        coordinate along it; every compressor): one sweep per
+        coordinate along it, both 1 under NCCL's pricing; every compressor; its attributes today's sweep's, and
+        ``fixed_transport`` what the fixed one is): one sweep per
         GPU the models run on, joined along ``model`` in the order given (an attribute that differs between
         them, as ``intra_bandwidth_gbps``, one value per model).
       paths: the files written (empty without ``out``).

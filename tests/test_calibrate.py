@@ -371,3 +371,20 @@ def test_model_beside_a_profile_is_refused_as_grid_refuses_it(tmp_path):
     assert r.exit_code == 2 and r.output == (
         "error: --model and --profile name two models: give one (a profile file names its own)\n"
     )
+
+
+def test_a_label_of_digits_compares_as_its_number(tmp_path):
+    # A hunt: labels are read as text, and batch == 32 compared '32' with 32: never equal, a row trained on in
+    # the user's mind held out in silence. Other text against a number is refused, == too.
+    from netsweep_jax.sweep.io.measurements import read_measurements, select
+
+    path = tmp_path / "m.csv"
+    path.write_text(
+        "model,nodes,gpus_per_node,bandwidth,scaling_factor,batch,team\n"
+        + "".join(f"resnet50,{n},8,25,0.9,{b},a\n" for n, b in ((1, 32), (2, 64), (4, 32), (8, 64)))
+    )
+    meas = read_measurements(path)
+    assert select(meas, "nodes == 1 or batch == 32") == [True, False, True, False]
+    assert select(meas, "batch != 32.0") == [False, True, False, True]
+    with pytest.raises(InputError, match=r"compares text \('a'\) with a number"):
+        select(meas, "team == 1")

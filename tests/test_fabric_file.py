@@ -361,6 +361,10 @@ def test_a_util_given_under_nccls_pricing_is_said_to_scale_the_nics_on_top_of_et
     assert UTILIZATION_ON_ETA in make_grid("gpt2-xl", fabric=fitted, utilization=[0.5, 1]).assumed
     assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", fabric=fitted).assumed
     assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", collective="ring", utilization=0.5).assumed
+    at_one = "; ".join(
+        make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=1).assumed
+    )
+    assert UTILIZATION_ON_ETA not in at_one  # given, but nothing on top (a review)
     given = "; ".join(
         make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=0.5).assumed
     )

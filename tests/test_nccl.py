@@ -479,3 +479,28 @@ def test_where_a_forced_algorithm_runs_is_the_twins_choice():
             said[rule].add(name)
     # The draw reaches both sides of every rule (the ring runs everywhere).
     assert said[True] == set(NEEDS) and said[False] == set(NEEDS) - {"ring"}
+
+
+def test_nvlstree_across_nvlink_domains_prices_its_nvlink_side_at_eta_nvl():
+    """NVLSTree's bus bandwidth is the least of its NVLink side, c_n b_i, and its network side; each runs at its
+    own efficiency: X / (1000 A) max(1 / eta_net, B / (B_nvl eta_nvl)). Two GB200 NVL72 racks, where NVLink binds
+    (B = B_nvl): the time follows eta_nvl alone, eta_net none (it took eta_net, fitted on InfiniBand hosts, where
+    NVLink binds, and priced two racks faster than one: validation.md, CoreWeave's racks). By hand: slow 1 / 0.98,
+    2 and 4 at eta_nvl 1, 0.5 and 0.25, so the steps between the three times are in the ratio 2 / (2 - 1 / 0.98)."""
+    x, nvlink = 16 * GIB, 18 * 40.1  # NVLink as NCCL counts it on Blackwell: 18 links
+
+    def racks_of_two(eta_net, eta_nvl):
+        us, a, _ = run(0, x, 4, 36, nvlink, 4, 50.0, 3, domain=18, eta=(eta_net, eta_nvl))
+        want = reference.nccl_collective(0, x, 4, 36, 18, nvlink, 4, 50.0, 3, True, False, eta_net, eta_nvl,
+                                         0.0, -1, -1)  # fmt: skip
+        assert a == "nvls_tree" and us == pytest.approx(want[0] * 1e6, rel=1e-12)
+        return us
+
+    assert racks_of_two(0.98, 0.5) == pytest.approx(racks_of_two(0.7, 0.5), rel=1e-12)
+    full, half, quarter = (racks_of_two(0.98, e) for e in (1.0, 0.5, 0.25))
+    assert (quarter - half) / (half - full) == pytest.approx(2 / (2 - 1 / 0.98), rel=1e-9)
+    # Inside one rack (NVLS) nothing changed: eta_nvl alone, as before.
+    one, _, _ = run(0, x, 4, 18, nvlink, 4, 50.0, 3, domain=18, eta=(0.5, 0.891))
+    assert one == pytest.approx(
+        run(0, x, 4, 18, nvlink, 4, 50.0, 3, domain=18, eta=(0.98, 0.891))[0], rel=1e-12
+    )

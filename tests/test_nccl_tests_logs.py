@@ -574,3 +574,20 @@ def test_a_gpu_whose_system_is_not_its_dies_preset_records_no_preset(tmp_path, m
             "nics_per_node": 4,
             "nic_gbps": 200.0,
         }
+    # End to end (a review): the note names the GPU, not "the None system", and a sweep on the file says that the
+    # logs' GPU is not its own.
+    monkeypatch.setattr(nccl_logs, "GPU", "NVIDIA GH200 480GB")
+    path = tmp_path / "gh200.log"
+    path.write_text(log_text(path.name, "all_reduce_perf", "all_reduce", "sum", 2, 2, 1024))
+    r = invoke(
+        "calibrate", "--nccl-tests", path, "--nics-per-node", "4", "--bw", "200", "--out", tmp_path / "f.json"
+    )
+    assert r.exit_code == 0 and "on the NVIDIA GH200 480GB system's hosts" in r.output, r.output
+    constants = read_fabric(tmp_path / "f.json")
+    assert (constants.gpu, constants.fitted_on) == ("", "NVIDIA GH200 480GB")
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    said = make_grid("gpt2-xl", fabric=constants, gpu="h100").assumed
+    assert (
+        "the fabric file's logs ran on NVIDIA GH200 480GB, its constants taken as they are for h100s" in said
+    )

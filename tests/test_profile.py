@@ -52,6 +52,16 @@ def test_bklog(tmp_path):
         ("a.bk.log", "c\n1\n1\n1,-4\n", 0.1, "a.bk.log:4: grad_bytes '-4' must be finite"),
         ("a.bk.log", "c\n1\n1\n1,2,3\n", 0.1, "a.bk.log:4: expected 2 columns"),
         ("a.bk.log", "c\n1\nx\n", 0.1, "a.bk.log:3: tensor count 'x'"),
+        # a hunt: int() took '3_0' as 30 and any script's digits; the batch line was not read at all
+        ("a.bk.log", "c\n1\n1_0\n", 0.1, "a.bk.log:3: tensor count '1_0' is not a whole number in ASCII"),
+        ("a.bk.log", "c\nabc\n1\n1,2\n", 0.1, "a.bk.log:2: batch count 'abc'"),
+        # a hunt: JSON keeps the last of a key given twice, and torch's dtype spelling was 4-byte gradients
+        (
+            "a.json",
+            '{"iteration_time_s": 0.05, "iteration_time_s": 5, "tensors": [{"grad_bytes": 4, "backward_us": 1}]}',
+            None,
+            "key 'iteration_time_s' twice in one object",
+        ),
         ("a.bk.log", "c\n1\n1\n1,2\n", None, "t1 needed: "),  # load_profile's keyword (a hunt)
         ("a.json", '{"tensors": [}', 0.1, "a.json:1: not valid JSON"),
         ("a.txt", "", 0.1, "unknown profile format"),
@@ -202,3 +212,11 @@ def test_calibrate_refuses_a_profile_no_row_names(tmp_path):
     assert "p.json: no row of" in one_line_error(invoke("calibrate", other, "--profile", mine))
     named = write(tmp_path, "named.csv", header + "mine,4,8,100,0.01,0.7\n")
     assert invoke("calibrate", named, "--profile", mine).exit_code == 0
+
+
+def test_pytorchs_dtype_spelling_is_a_half_precision():
+    # A hunt: "torch.float16" read as 4-byte gradients, which fp16 then halved.
+    from netsweep_jax.sweep.model.profile import half_dtype
+
+    assert all(half_dtype(d) for d in ("torch.float16", "torch.half", "torch.bfloat16", " BF16", "half"))
+    assert not any(half_dtype(d) for d in ("float32", "torch.float32", "float32+bfloat16", ""))

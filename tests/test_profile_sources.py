@@ -56,6 +56,23 @@ def test_gpu_kernels_set_the_ready_times(tmp_path):
     )
 
 
+def test_a_steps_gpu_copy_is_not_the_step(tmp_path):
+    # A hunt: a CUDA trace copies each ProfilerStep onto the GPU's timeline (gpu_user_annotation), starting
+    # later; taken as the step (the latest to start with a gradient in it), it left out the gradients before it.
+    data = json.loads(TRACE.read_text())
+    events = data["traceEvents"]
+    spans = [e for e in events if e.get("ph") == "X"]
+    start, end = min(e["ts"] for e in spans), max(e["ts"] + e.get("dur", 0) for e in spans)
+    grads = [e for e in events if e.get("name") == "torch::autograd::AccumulateGrad"]
+    host = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": start, "dur": end - start}
+    late = grads[4]["ts"] - 1.0  # the GPU's copy starts after half the gradients
+    copy = {**host, "cat": "gpu_user_annotation", "ts": late, "dur": end + 5000.0 - late}
+    data["traceEvents"] = [*events, host, copy]
+    path = tmp_path / "step.json"
+    path.write_text(json.dumps(data))
+    assert import_trace(path).shape == tuple(SHAPES)
+
+
 def test_steps_without_profiler_step_spans_are_told_apart_by_the_optimizers(tmp_path):
     # Two steps recorded without prof.step() (a hunt): read as one, every parameter's gradient twice (16 tensors,
     # twice the bytes). torch.optim's Optimizer.step spans end each step: the last step is the profile, with the

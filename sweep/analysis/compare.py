@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
@@ -184,7 +183,7 @@ def compare(
     """
     axes = _compared(axes)
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
-    nccl = fabric is not None or is_nccl(str(collective))
+    nccl = nccl_priced(fabric, collective)
     utilization = _check_today(today_default(nccl) if utilization is None else utilization, bucketing, nccl)
     chosen = _compressors(compressor)
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
@@ -239,14 +238,24 @@ def _today_and_fixed(
     else:
         both = _evaluated_per_gpu(profiles, utilization=[utilization, 1.0], **settings)
         today, fixed = both.isel(utilization=[0]), both.isel(utilization=[1])
-    return _transports(today, fixed)
+    ds = _transports(today, fixed)
+    ds.attrs["fixed_transport"] = fixed_said(nccl)  # what the fixed half is: the sweeps' attrs are today's
+    return ds
+
+
+def nccl_priced(fabric: Any, collective: Any) -> bool:
+    """Whether NCCL's own collective prices a compare: a fabric, or ``nccl`` (``nccl:ALGO``...) given, in any
+    case and as a list too, as the sweep reads it (``NCCL`` had been priced by NCCL and weighed as a flat ring's
+    run, a review)."""
+    names = collective.split(",") if isinstance(collective, str) else [] if collective is None else collective
+    return fabric is not None or any(is_nccl(str(name).strip().lower()) for name in names)
 
 
 def today_default(nccl: bool) -> float:
     """Today's utilization where none is given: the paper's measured share (:data:`COMPARE`), or 1 where NCCL's
     own collective prices the run: its fitted efficiency eta_net is already the transport measured today (the
-    paper's 0.32 on top had counted the transport's losses twice: 2.8x for fixing it where the fit leaves 1.0x, a
-    hunt)."""
+    paper's 0.32 on top had counted the transport's losses twice: a fabric file fitted at eta_net 0.80 read
+    "fixing the transport 2.80x" for GPT-2 XL at 100 Gbit/s, where it is 1.20x, a hunt)."""
     return 1.0 if nccl else COMPARE.utilization
 
 
@@ -260,10 +269,9 @@ def at_line_rate(fabric: Any) -> FabricPreset | FabricConstants:
         constants = choice if choice is not None else SHIPPED
         source = f"{constants.source}, the transport fixed"
         return dataclasses.replace(constants, eta_net=1.0, eta_nvl=1.0, source=source)
-    # A copy of the preset (unequal to it: its fit says so), its cached constants its own.
-    fixed = dataclasses.replace(choice, fit=f"{choice.fit}; the transport fixed")
-    fixed.__dict__["constants"] = dataclasses.replace(choice.constants, eta_net=1.0, eta_nvl=1.0)
-    return fixed
+    return dataclasses.replace(
+        choice, constants_given=dataclasses.replace(choice.constants, eta_net=1.0, eta_nvl=1.0)
+    )
 
 
 TRANSPORTS = ("today", "fixed")
@@ -275,7 +283,8 @@ def _transports(today: xr.Dataset, fixed: xr.Dataset) -> xr.Dataset:
     parts = [d.isel(utilization=0) for d in (today, fixed)]
     return xr.concat(
         parts,
-        dim=pd.Index(TRANSPORTS, name="transport"),
+        # NumPy's strings, as every other text dim's (pandas' Index made a StringDType one, a review)
+        dim=xr.DataArray(np.array(TRANSPORTS), dims="transport", name="transport"),
         coords="all",  # utilization along transport, equal or not
         combine_attrs="override",
     )
@@ -469,7 +478,7 @@ def write_report(
         out_dir,
         {
             FILES[0]: csv_text(rows),
-            FILES[1]: lambda path: figure(rows, path, overwrite=force),
+            FILES[1]: lambda path: figure(rows, path, overwrite=force, nccl=setup["nccl_priced"]),
             FILES[2]: report(rows, setup, command),
         },
         force=force,
@@ -511,8 +520,10 @@ def csv_text(rows: Sequence[Row]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(rows: Sequence[Row], out: Path, overwrite: bool = True) -> Path:
-    """Speed-up over no compression at today's utilization, against bandwidth: a panel per model."""
+def figure(rows: Sequence[Row], out: Path, overwrite: bool = True, nccl: bool = False) -> Path:
+    """Speed-up over no compression at today's utilization, against bandwidth: a panel per model (``nccl``: the
+    fixed transport's efficiencies at 1 too, as its legend says)."""
+    fixed = "transport fixed (util 1, eta 1)" if nccl else "transport fixed (util 1)"
     models = list(dict.fromkeys(r.at["model"] for r in rows))
     fig = Figure(figsize=(4.2 * len(models), 3.6))
     axes = fig.subplots(1, len(models), squeeze=False)[0]
@@ -521,7 +532,7 @@ def figure(rows: Sequence[Row], out: Path, overwrite: bool = True) -> Path:
         bws = [r.at["bandwidth"] for r in mine]
         for c in mine[0].times:
             ax.plot(bws, [r.today / r.times[c] for r in mine], marker="o", ms=3, lw=1, label=c)
-        ax.plot(bws, [r.today / r.fixed for r in mine], "k--", lw=1.5, label="transport fixed (util 1)")
+        ax.plot(bws, [r.today / r.fixed for r in mine], "k--", lw=1.5, label=fixed)
         ax.axhline(1.0, color="grey", lw=0.5)
         ax.set_xscale("log")
         ax.set_yscale("log")

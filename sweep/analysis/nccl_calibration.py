@@ -337,7 +337,7 @@ def _reached_note(c: Calibration) -> list[str]:
         return []
     return [
         f"note: {ranks} ranks a host reach {recorded} of the {stated} NICs given (the NICs next to their GPUs, "
-        f"on the {c.hardware['preset']} system's hosts): the fabric file records hosts of {ranks} GPUs and "
+        f"on the {c.hardware['preset'] or c.hardware['gpu']} system's hosts): the fabric file records hosts of {ranks} GPUs and "
         f"{recorded} NICs, as fitted (hosts of {ranks} GPUs that own all {stated} NICs are not this fit)"
     ]
 

@@ -528,6 +528,24 @@ DATED_2026_12_06 = (
     "2.12 s."
 )
 
+# The second change of 2026-12-06 (NVLS's NVLink side at eta_nvl across NVLink domains).
+DATED_2026_12_06_NVLS = (
+    "- 2026-12-06, later, after the held-out errors above had been seen (unchanged by it: 15.8% over all sizes, "
+    "9.1% at 64 MiB and up, 27 rows above 50%), a structural change for a reason outside these rows: two GB200 "
+    "NVL72 racks priced faster than one (CoreWeave's all-reduce on 1, 2 and 20 racks, "
+    "`sweep/data/nccl_tests_gb200_racks.csv`, held out and not in this report: 986 GB/s of busbw priced on two "
+    "racks at 16 GiB against 816 on one at 8 GiB, where they measure 810 and 835), because eta_net, fitted on InfiniBand hosts, "
+    "priced NVLSTree's time where the racks' NVLink binds. NVLS and NVLSTree across NVLink domains now price "
+    "each side of their bus bandwidth at its own efficiency, X / (1000 A) max(1 / eta_net, B / (B_nvl eta_nvl)) "
+    "with B_nvl = c_n b_i, NVLink's side (`kernels/nccl.py`): the narrower of the forms computed on 2026-12-05 "
+    "(that one changed the rings and trees across nodes too, and the training rows with them). No training "
+    "row's time changes (on `NT309A`'s H100 hosts NVLSTree's network side binds), so the fit is the same; one "
+    "held-out curve moves, `OCIGB300-32x4-AR` (two GB300 racks), from 36.0% to 23.7% at its median (16 GiB: "
+    "+33.5% to +21.4%). CoreWeave's two racks move from +22% to +78% to +11% to +64% (896 GB/s priced at 16 GiB), twenty racks from +142% "
+    "to +421% to +120% to +382%: one rack's NVLS is bound by its graph's speed where two racks' NVLSTree is "
+    "bound by NVLink (c_n b_i), and twenty racks fall by a cost the model has no term for."
+)
+
 
 def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
     """The report's protocol: the training sources, the fitted constants, what was seen before it ran and
@@ -593,6 +611,7 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         "lower). The training sources and the rest of the model are unchanged.",
         DATED_2026_12_05,
         DATED_2026_12_06,
+        DATED_2026_12_06_NVLS,
         f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",

@@ -357,10 +357,9 @@ NCCL_UTILIZATION = (
 def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values (today's
     utilization where NCCL prices the collectives, a fabric or nccl given, is the fabric as fitted)."""
-    from netsweep_jax.sweep.analysis.compare import today_default
-    from netsweep_jax.sweep.core.layout_axes import is_nccl
+    from netsweep_jax.sweep.analysis.compare import nccl_priced, today_default
 
-    nccl = values.get("fabric") is not None or is_nccl(str(values["collective"]))
+    nccl = nccl_priced(values.get("fabric"), values["collective"])
     today = today_default(nccl) if values["utilization"] is None else values["utilization"]
     values = {**values, "utilization": f"{today:g}"}
     said = []

@@ -99,8 +99,18 @@ def parsed_json(
 ) -> Any:
     """``text``, the JSON of the file at ``path``, parsed (``hooks``: :func:`json.loads`' own), or one error naming
     the file, its line where JSON's parser has one, and what was ``expected``: text that is not JSON, nesting
-    deeper than Python's parser goes, or an integer of more digits than Python converts (4,300: a traceback
-    before)."""
+    deeper than Python's parser goes, an integer of more digits than Python converts (4,300: a traceback
+    before), or a key twice in one object (JSON keeps the last in silence: a profile's ``iteration_time_s`` given
+    twice took the second, a hunt; ``object_pairs_hook=None`` reads as JSON does)."""
+
+    def refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if twice is not None:
+            raise InputError(f"{path}: key {twice!r} twice in one object; give it once", param=param)
+        return dict(pairs)
+
+    hooks.setdefault("object_pairs_hook", refuse_twice)
     try:
         return json.loads(text, **hooks)
     except json.JSONDecodeError as e:

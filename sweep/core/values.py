@@ -153,8 +153,8 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
     if len(names) != len(items):  # 'ring,,tree' had run ring and tree, in silence (a hunt)
         empty = next(i for i, s in enumerate(items, 1) if not s.strip())
-        shown = str(text) if isinstance(text, str) else repr(list(text))
-        raise InputError(f"{shown!r}: item {empty} is empty (a doubled or trailing comma?)", param=param)
+        shown = repr(text) if isinstance(text, str) else repr(list(text))
+        raise InputError(f"{shown}: item {empty} is empty (a doubled or trailing comma?)", param=param)
     spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
     names = [spelled.get(n.lower(), n) for n in names]
     for n in names:

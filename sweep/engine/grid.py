@@ -494,10 +494,12 @@ def _sweep_fabric(
                     param="fabric",
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
-    if isinstance(choice, FabricConstants) and choice.gpu:  # a file is taken for any GPU, but said (a hunt)
+    # A file is taken for any GPU, but said (a hunt), a file of a GPU with no preset (a GH200) too (a review).
+    if isinstance(choice, FabricConstants) and (choice.gpu or choice.fitted_on):
+        ran_on = f"{choice.gpu}s" if choice.gpu else choice.fitted_on
         elsewhere = sorted({priced_gpu(p) for p in profiles} - {choice.gpu})
         if elsewhere:
-            said = f"; the fabric file's logs ran on {choice.gpu}s, its constants taken as they are for {', '.join(elsewhere)}s"
+            said = f"; the fabric file's logs ran on {ran_on}, its constants taken as they are for {', '.join(elsewhere)}s"
             fabric = dataclasses.replace(fabric, describe=fabric.describe + said)
     others = [c for c in collectives if not is_nccl(c)]
     if (

@@ -423,6 +423,8 @@ class _Network:
     forced: tuple[str, ...] = ()
     # the options given in place of a preset's settings, with the preset's values
     replaced: tuple[str, ...] = ()
+    # a --util below 1 under NCCL's pricing: a share of the NICs on top of its fitted eta_net, said
+    on_top: bool = False
 
     @property
     def preset(self) -> FabricPreset | None:
@@ -451,9 +453,8 @@ class _Network:
         if self.mode == "nccl":
             out = (
                 *(["--collective nccl (--fabric implies it)"] if self.implied else []),
-                "utilization 1 (eta_net is the transport's efficiency)"
-                if self.full_rate
-                else UTILIZATION_ON_ETA,
+                *(["utilization 1 (eta_net is the transport's efficiency)"] if self.full_rate else []),
+                *([UTILIZATION_ON_ETA] if self.on_top else []),
                 "collectives as NCCL's tuner prices them per group as placed "
                 f"({(self.constants or SHIPPED).describe()})",
                 *(_forced_phrase(c) for c in self.forced),
@@ -560,7 +561,16 @@ def _network(
     defaulted = collective is None and mode == "flat" and collectives is None
     said = built_said + tuple(f"{AXES[k].option} {v} (the fabric file's hosts)" for k, v in hosts.items())
     forced = tuple(c for c in names if forced_algorithm(c) or forced_protocol(c))
-    return _Network(mode, fabric, implied, full_rate, defaulted, said, forced, replaced), names
+    on_top = mode == "nccl" and not full_rate and _below_one(given["utilization"])
+    return _Network(mode, fabric, implied, full_rate, defaulted, said, forced, replaced, on_top), names
+
+
+def _below_one(utilization: object) -> bool:
+    """Whether a --util given holds a value below 1 (a value it cannot read: no, its refusal comes later)."""
+    try:
+        return bool(np.any(parse_values(str(utilization), AXES["utilization"]) < 1))
+    except InputError:
+        return False
 
 
 def _pricing(

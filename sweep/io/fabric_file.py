@@ -94,20 +94,8 @@ def read_fabric(path: str | Path) -> FabricConstants:
     def refuse_constant(name: str) -> Any:
         raise InputError(f"{path}: {name} is not a number JSON allows (a fabric file's values are finite)")
 
-    def refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in pairs]
-        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-        if twice is not None:  # JSON keeps the last in silence: a hand edit that added a value beside the old
-            raise InputError(f"{path}: key {twice!r} twice in one object; give it once")
-        return dict(pairs)
-
-    document = read_json_file(
-        path,
-        "fabric file (JSON)",
-        "a fabric file",
-        parse_constant=refuse_constant,
-        object_pairs_hook=refuse_twice,
-    )
+    # A key twice in one object is refused (read_json_file): JSON keeps the last, a hand edit beside the old.
+    document = read_json_file(path, "fabric file (JSON)", "a fabric file", parse_constant=refuse_constant)
     return constants_of(document, path)
 
 

@@ -184,6 +184,17 @@ def _literal(node: ast.Constant, expression: str, param: str) -> Any:
     return node.value
 
 
+def _label_number(value: Any, expression: str, param: str) -> Any:
+    """A compared value as a number: a number as it is, a label of decimal digits as its number (labels are
+    read as text), other text refused: it compares text with a number."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return decimal(value)
+    except ValueError:
+        raise InputError(f"{expression!r}: compares text ({value!r}) with a number", param=param) from None
+
+
 def select(meas: Measurements, expression: str, param: str = "train", rows: Any = None) -> list[bool]:
     """[R] bools: the rows ``expression`` keeps (see the module docstring). ``rows`` ([R] bools, default
     all): the rows it is evaluated on (the others are not kept; rows to predict have no measured value)."""
@@ -223,8 +234,10 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
                 right = number(right_node, i, "compare")
                 if type(op) not in _COMPARE:
                     raise InputError(f"{expression!r}: only <, <=, >, >=, ==, != compare", param=param)
-                if isinstance(left, str) != isinstance(right, str) and type(op) not in (ast.Eq, ast.NotEq):
-                    raise InputError(f"{expression!r}: compares text with a number", param=param)
+                if isinstance(left, str) != isinstance(right, str):
+                    # A label of digits is its number (batch == 32 had compared '32' with 32: never equal, a
+                    # hunt); other text with a number is refused, == and != too.
+                    left, right = (_label_number(v, expression, param) for v in (left, right))
                 if not _COMPARE[type(op)](left, right):
                     return False
                 left = right

@@ -61,7 +61,9 @@ def _device(data: object) -> str | None:
 
 def _events(path):
     text = "\n".join(read_lines(Path(path), "trace file"))
-    data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace")
+    # As JSON reads it: the profiler writes each key once, and a Python hook per object of a trace of millions of
+    # events would be its parser's cost several times over.
+    data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace", object_pairs_hook=None)
     return _complete(data, path), _device(data)
 
 
@@ -114,7 +116,11 @@ def _step_window(path, spans):
             f"optimizer) with torch.profiler",
             param="trace",
         )
-    steps = [e for e in spans if str(e["name"]).startswith("ProfilerStep#")]
+    # The host's steps only: a CUDA trace copies each onto the GPU's timeline (gpu_user_annotation), starting
+    # later, and the copy taken as the step left out the gradients before it (a hunt: 2 of 4 tensors).
+    steps = [
+        e for e in spans if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in HOST_CATEGORIES
+    ]
     for step in sorted(steps, key=lambda e: e["ts"], reverse=True):
         if any(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads):
             return step["ts"], step["ts"] + step["dur"]

@@ -117,6 +117,9 @@ class FabricPreset:
     rail_only: bool
     fit: str
     sources: dict[str, str]
+    # The constants in place of the shipped fit's, where a caller sets them (compare's transport fixed: its
+    # efficiencies at 1); None: the shipped fit's, as ``constants`` says.
+    constants_given: FabricConstants | None = None
 
     @functools.cached_property  # read for every grid's columns and phrases: the plugin's latency parsed once
     def constants(self) -> FabricConstants:
@@ -127,6 +130,8 @@ class FabricPreset:
         a 2-host all-reduce 1.5-3.8x faster than measured at 64 KiB to 64 MiB: a hunt)."""
         from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, plugin_latency
 
+        if self.constants_given is not None:
+            return self.constants_given
         plugin = plugin_latency(f"{self.transport} {self.title}")
         said = f"; its network plugin's reported {plugin:g} us added to lambda" if plugin else ""
         return dataclasses.replace(

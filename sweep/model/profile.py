@@ -30,7 +30,7 @@ from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_json_file, read_lines
-from netsweep_jax.sweep.core.values import decimal, real_scalar
+from netsweep_jax.sweep.core.values import decimal, real_scalar, whole_number
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,8 +67,7 @@ class Profile:
         """[L] bytes per gradient element: from the shapes, else from ``dtype`` (4 unless half precision)."""
         if self.shape is not None:
             return self.grad_bytes / np.array([max(1, math.prod(s)) for s in self.shape], np.float64)
-        half = str(self.dtype).lower() in HALF_DTYPES
-        return np.full(len(self.grad_bytes), 2.0 if half else 4.0)
+        return np.full(len(self.grad_bytes), 2.0 if half_dtype(self.dtype) else 4.0)
 
     @property
     def ready(self) -> np.ndarray:
@@ -161,6 +160,14 @@ class Profile:
 
 
 HALF_DTYPES = ("bf16", "fp16", "float16", "bfloat16", "half")  # dtype names with 2-byte gradients
+
+
+def half_dtype(name: object) -> bool:
+    """Whether a profile's ``dtype`` names 2-byte gradients: :data:`HALF_DTYPES` in any case, PyTorch's spelling
+    too (``torch.float16``, ``torch.half``: read as float32, its 4 bytes halved by fp16 in silence, a hunt)."""
+    return str(name).strip().lower().removeprefix("torch.") in HALF_DTYPES
+
+
 ELEMENT_BYTES = (1, 2, 4, 8)  # a gradient element's possible sizes
 
 # Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
@@ -345,10 +352,15 @@ def read_bklog(path: str | Path, t1: float | None, model: str | None = None) -> 
     if len(lines) < 3:
         raise InputError(f"{path}: expected a comment, a batch count and a tensor count line")
     count_text = lines[2].strip()
-    try:
-        count = int(count_text)
-    except ValueError:
-        raise InputError(f"{where(path, 3)}: tensor count {count_text!r} is not an integer") from None
+    # ASCII digits, as every number here (int() took '3_0' as 30 and Arabic-Indic digits, a hunt)
+    count = whole_number(count_text)
+    if count is None:
+        raise InputError(
+            f"{where(path, 3)}: tensor count {count_text!r} is not a whole number in ASCII digits"
+        )
+    batches = lines[1].strip()
+    if whole_number(batches) is None:  # read by no model, but a file whose line is not a count is no .bk.log
+        raise InputError(f"{where(path, 2)}: batch count {batches!r} is not a whole number in ASCII digits")
     rows = [(i + 1, text) for i, text in enumerate(lines) if i >= 3 and text.strip()]
     if len(rows) != count:
         raise InputError(f"{where(path, 3)}: count line says {count} tensors but {len(rows)} rows follow")
