@@ -388,3 +388,14 @@ def test_a_label_of_digits_compares_as_its_number(tmp_path):
     assert select(meas, "batch != 32.0") == [False, True, False, True]
     with pytest.raises(InputError, match=r"compares text \('a'\) with a number"):
         select(meas, "team == 1")
+
+
+def test_a_profile_in_a_folder_is_refused_at_its_row(tmp_path):
+    # A hunt: 'sub/p.json' was refused as a model name, "must be ... without '/'", with no line.
+    path = tmp_path / "m.csv"
+    path.write_text("model,nodes,gpus_per_node,bandwidth,scaling_factor\nsub/p.json,2,8,25,0.5\n")
+    r = invoke("calibrate", path)
+    assert (
+        r.exit_code == 2
+        and "m.csv:2: model 'sub/p.json': a profile file is named by its file name alone" in r.output
+    )

@@ -371,3 +371,22 @@ def test_a_util_given_under_nccls_pricing_is_said_to_scale_the_nics_on_top_of_et
     assert UTILIZATION_ON_ETA in given and "utilization 1 (eta_net" not in given
     default = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted).assumed)
     assert UTILIZATION_ON_ETA not in default and "utilization 1 (eta_net" in default
+
+
+def test_a_host_whose_built_nics_pass_the_bound_is_refused_as_the_option_given():
+    # A hunt: hosts of 72 GPUs on gb200-nvl72 (a rack read as one host) were refused as "--nics-per-node 72",
+    # an option never typed; both families name --gpus-per-node and what to give.
+    from netsweep_jax.sweep.engine.grid import make_grid
+    from netsweep_jax.sweep.model.fabrics import fabric_preset
+
+    rack = fabric_preset("gb200-nvl72")
+    for build in (
+        lambda: make_grid("gpt2-xl", fabric=rack, gpus_per_node=72, nodes=2),
+        lambda: make_layout_grid(
+            "llama3-8b", gpus=144, global_batch=288, tp=8, fabric=rack, gpus_per_node=72
+        ),
+    ):
+        with pytest.raises(
+            InputError, match=r"hosts of 72 GPUs would have 72 NICs .* above the 64 --nics-per-node"
+        ):
+            build()

@@ -48,6 +48,9 @@ def test_bklog(tmp_path):
         ("a.csv", "name,grad_bytes,backward_us\na,ten,1\n", 0.1, "a.csv:2: grad_bytes 'ten' is not a number"),
         ("a.csv", "name,grad_bytes,backward_us\na,10,-1\n", 0.1, "a.csv:2: backward_us '-1' must be finite"),
         ("a.csv", "name,bytes\n", 0.1, "a.csv:1: header must be"),
+        # a hunt: a quoted name across two lines put the next error a line early; a comment line is a comment
+        ("a.csv", 'name,grad_bytes,backward_us\n"a\nb",4,1\nc,xx,1\n', 0.1, "a.csv:4: grad_bytes 'xx'"),
+        ("a.csv", "# mine\nname,grad_bytes,backward_us\nc,xx,1\n", 0.1, "a.csv:3: grad_bytes 'xx'"),
         ("a.bk.log", "c\n1\n3\n1,2\n3,4\n", 0.1, "a.bk.log:3: count line says 3 tensors but 2 rows"),
         ("a.bk.log", "c\n1\n1\n1,-4\n", 0.1, "a.bk.log:4: grad_bytes '-4' must be finite"),
         ("a.bk.log", "c\n1\n1\n1,2,3\n", 0.1, "a.bk.log:4: expected 2 columns"),

@@ -93,6 +93,12 @@ def _profile_for(
         matches = [p for key, p in known.items() if isinstance(key, str) and key.startswith(f"{name}@")]
         known[name] = matches[0] if len(matches) == 1 else resolve_models(name)[0]
     if name not in known:
+        # A folder: said where, not as a model name (a hunt: "model name must be ... without '/'", no line).
+        if isinstance(name, str) and ("/" in name or "\\" in name):
+            raise InputError(
+                f"{meas.where(i)}: model {name!r}: a profile file is named by its file name alone, next to "
+                f"{Path(meas.path).name} (a model name holds no '/')"
+            )
         path = Path(meas.path).parent / name
         if not path.is_file():
             raise InputError(

@@ -160,7 +160,8 @@ def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) 
         name = f"layout {layout_name(grid, o, int(picked[o]))}{f' ({where})' if where else ''}"
         status = int(given["status"][o])
         if status != 0:
-            # dp is derived from the GPU count, so the count is named (a layout that does not divide it says dp0).
+            # dp is derived from the GPU count, so the count is named (a layout that does not divide it says its
+            # dp as the division gives it, dp10.67: dp10 had read as a layout that exists, a hunt).
             on = f" on {cell['gpus']:g} GPUs" if cell["gpus"] > 0 else ""  # 0: derived from --dp
             raise InputError(f"{name} cannot exist{on}: {STATUS[status]}")
         if given["fits"][o] <= 0:

@@ -127,7 +127,17 @@ def other_host(
             f"{typed}: with {whose} take one value (their {follow} follow the host), or give {remedy}",
             param="gpus_per_node",
         )
+    from netsweep_jax.sweep.core.axes import NUMERIC_AXES
     from netsweep_jax.sweep.model.compute import host_system  # numpy: not at --help's import
 
     own, built = host_system(float(domain), float(gpus), float(nics), values[0])
+    most = NUMERIC_AXES["nics_per_node"].high  # the layout family's bound too
+    if built > most:  # said as the option given: it was refused as a --nics-per-node never typed (a hunt)
+        from netsweep_jax.sweep.core.errors import InputError
+
+        raise InputError(
+            f"{typed}: hosts of {values[0]:g} GPUs would have {built:g} NICs as the fabric's hosts have them "
+            f"({nics:g} for {gpus:g} GPUs), above the {most:g} --nics-per-node takes; give {remedy}",
+            param="gpus_per_node",
+        )
     return float(own), float(built)

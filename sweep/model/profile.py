@@ -15,7 +15,6 @@ Formats read here (``load_profile`` picks by extension):
   ``wait_us,grad_bytes`` rows); ``t1`` is passed by the caller.
 """
 
-import csv
 import dataclasses
 import difflib
 import hashlib
@@ -29,7 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.textfile import read_json_file, read_lines
+from netsweep_jax.sweep.core.textfile import read_csv_records, read_json_file, read_lines
 from netsweep_jax.sweep.core.values import decimal, real_scalar, whole_number
 
 
@@ -383,15 +382,17 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
     """Read ``name,grad_bytes,backward_us[,shape]`` rows (header required, backward order;
     a shape is written ``768x3072``)."""
     path = Path(path)
-    lines = _read_lines(path)
-    reader = list(csv.reader(lines))
-    header = [c.strip() for c in reader[0]] if reader else []
+    # Records at the lines they start on (a quoted name across lines put every later error a line early, a
+    # hunt), '#' comments as a measurements file has them.
+    records = read_csv_records(path, "profile file")
+    header = [c.strip() for c in records[0][1]] if records else []
     if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
         raise InputError(
-            f"{where(path, 1)}: header must be exactly name,grad_bytes,backward_us (and optionally ,shape)"
+            f"{where(path, records[0][0] if records else 1)}: header must be exactly name,grad_bytes,backward_us "
+            "(and optionally ,shape)"
         )
     names, sizes, waits, shapes = [], [], [], []
-    for lineno, cols in enumerate(reader[1:], start=2):
+    for lineno, cols in records[1:]:
         if not cols or not "".join(cols).strip():
             continue
         if len(cols) != len(header):
