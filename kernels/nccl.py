@@ -99,14 +99,14 @@ choice. The time that runs is that choice's at the transport's efficiency:
     t = lat + X / (1000 A eta) + u,  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)
 
 but for NVLS and NVLSTree across NVLink domains (N > 1), whose bus bandwidth is the least of an NVLink side,
-B_nvl = c_n b_i, and a network side (the heads' NICs, NVLSTree's cap): each side runs at its own efficiency and
-the slower one sets the time,
+B_nvl = c_n b_i, and a network side, B_net = c_n s_x (NVLS) or c_n min(s_x (2 if N <= 2), mNT) (NVLSTree): each
+side runs at its own efficiency and the slower one sets the time,
 
-    t = lat + X / (1000 A) max(1 / eta_net, B / (B_nvl eta_nvl)) + u
+    t = lat + X / (1000 A) max(B / (B_net eta_net), B / (B_nvl eta_nvl)) + u,   B = min(B_nvl, B_net)
 
-(continuous with the rule above: where the network side binds by more than eta_nvl / eta_net the time is
-X / (1000 A eta_net)). Two GB200 NVL72 racks had been priced faster than one: eta_net, fitted on InfiniBand
-hosts, applied where the racks' NVLink binds (validation.md, CoreWeave's racks).
+(the rule above where one side binds by more than the efficiencies' ratio: X / (1000 A eta_net) where
+B_net eta_net <= B_nvl eta_nvl). Two GB200 NVL72 racks had been priced faster than one: eta_net, fitted on
+InfiniBand hosts, applied where the racks' NVLink binds (validation.md, CoreWeave's racks).
 
 where u is what nccl-tests times and NCCL's tuner leaves out (NCCL does not see it when it chooses): inside one
 NCCL node a fixed cost per operation, u = o (launching and completing it); across nodes the pipeline's fill,
@@ -672,10 +672,13 @@ def _running(q: _Group, gr: _Graphs) -> _Graphs:
 _Bus = tuple[tuple[Array, Array, Array], Array]
 
 
-def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, Array | float], Array, Array]:
+def _bus_bandwidths(
+    q: _Group, gr: _Graphs
+) -> tuple[dict[int, _Bus], dict[int, Array | float], Array, dict[int, tuple[Array, Array]]]:
     """Bus bandwidths [7 algorithms][3 protocols] with where each algorithm is enabled, the ratio of each
-    algorithm's bandwidth to its bus bandwidth, the ring's steps, and NVLS's NVLink side B_nvl = c_n b_i (GB/s;
-    the time that runs prices it at eta_nvl across domains, :func:`_choice`) (module docstring):
+    algorithm's bandwidth to its bus bandwidth, the ring's steps, and NVLS's and NVLSTree's two sides, (B_nvl,
+    B_net) per algorithm (GB/s; the time that runs prices each at its efficiency across domains, :func:`_choice`)
+    (module docstring):
 
         ring      B = c s;  LL: min(ll, B / 2);  LL128: min(0.92 B, c mR);  Simple: B
         tree      B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);  LL128: min(B (7/9 | 120/128), c mT128)
@@ -711,7 +714,8 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
     nvls_ok = (arch >= 2) & q.nvswitch & (p >= 2)
     b_i = sn * e_nvls * (cn - 1) / cn * jnp.where(ar, 2.0, (p - 1) / p)
     nvls_b = cn * jnp.minimum(b_i, sx)
-    nvtree_b = cn * jnp.minimum(jnp.minimum(b_i, sx * jnp.where(nodes <= 2, 2.0, 1.0)), m_nvtree)
+    nvtree_net = cn * jnp.minimum(sx * jnp.where(nodes <= 2, 2.0, 1.0), m_nvtree)
+    nvtree_b = jnp.minimum(cn * b_i, nvtree_net)
     f_d = p / cd
     direct_b = cd * sd / (f_d - (f_d - 1) / 2) * jnp.where(arch >= 2, 0.85, 1.0)
     pat_b = 0.75 * c * s
@@ -735,7 +739,8 @@ def _bus_bandwidths(q: _Group, gr: _Graphs) -> tuple[dict[int, _Bus], dict[int, 
         NVLS_TREE: to_alg,
         PAT: 1.0,
     }
-    return bus, ratio, steps, cn * b_i
+    sides = {NVLS: (cn * b_i, cn * sx), NVLS_TREE: (cn * b_i, nvtree_net)}
+    return bus, ratio, steps, sides
 
 
 class _Hops(NamedTuple):
@@ -801,13 +806,14 @@ def _choice(
     h: _Hops,
     algorithm: ArrayLike,
     protocol: ArrayLike,
-    nvl_side: Array,
+    sides: dict[int, tuple[Array, Array]],
 ) -> tuple[Array, Array]:
     """NCCL's choice: the index a * 3 + pr of the enabled (algorithm, protocol) of least
     T = lat + X / (1000 A) (us; the tree's A scaled by NCCL's correction ``corr`` (per protocol) for medium sizes,
     ``in_table``), among those ``algorithm`` / ``protocol`` (>= 0) allow where any is, and
     the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl, NVLS's and
-    NVLSTree's across domains t = lat + X / (1000 A) max(1 / eta_net, B / (``nvl_side`` eta_nvl)) (us)."""
+    NVLSTree's across domains t = lat + X / (1000 A) max(B / (B_net eta_net), B / (B_nvl eta_nvl)) with their
+    ``sides`` (B_nvl, B_net) (us)."""
     x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
@@ -825,15 +831,14 @@ def _choice(
             t_lat = q.bc(_latency(q, h, a, pr))
             t_bw = x / (1000.0 * jnp.where(enabled, q.bc(alg_bw), 1.0))
             eta = jnp.where(multi, q.eta_net, q.eta_nvl)
-            slow = 1.0 / eta
-            if a in (
-                NVLS,
-                NVLS_TREE,
-            ):  # each side at its own efficiency across domains (no NVLink side: none)
-                nvl_bound = bws[pr] / jnp.where(nvl_side > 0, nvl_side * q.eta_nvl, jnp.inf)
-                slow = jnp.where(multi, jnp.maximum(1.0 / q.eta_net, nvl_bound), slow)
+            t_real = t_lat + t_bw / eta
+            # NVLS's bandwidth is Simple's alone (the others 0, disabled); across domains each side at its own
+            # efficiency, a side of no finite bandwidth (none, or a single node's unbounded heads) at none
+            if a in (NVLS, NVLS_TREE) and pr == SIMPLE:
+                slow = jnp.maximum(*(_side(bws[pr], b, e) for b, e in zip(sides[a], (q.eta_nvl, q.eta_net))))
+                t_real = jnp.where(multi, t_lat + t_bw * slow, t_real)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
-            real.append(q.bc(t_lat + t_bw * slow))
+            real.append(q.bc(t_real))
             wanted.append(
                 enabled & ((algo_req < 0) | (algo_req == a)) & ((proto_req < 0) | (proto_req == pr))
             )
@@ -852,6 +857,14 @@ def _choice(
         best = jnp.where(better, k, best)
         tuned = jnp.where(better, t_real, tuned)
     return best, tuned
+
+
+def _side(bus: Array, side: Array, eta: Array) -> Array:
+    """B / (B_side eta): how much slower than its bus bandwidth B one side of NVLS runs at its efficiency; 0 where
+    the side has no finite bandwidth. The side is replaced before it is used, not after: an infinite side (a single
+    node's heads) left in made the gradient NaN (0 x inf), which stopped the fit at its starting point."""
+    real = (side > 0) & jnp.isfinite(side)
+    return jnp.where(real, bus / (jnp.where(real, side, 1.0) * eta), 0.0)
 
 
 def _tree_correction(log_size: Array, dt: jnp.dtype) -> tuple[Array, Array, Array]:
@@ -909,7 +922,7 @@ def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array,
     """NCCL's tuner on ``q``: the index a * 3 + pr of its choice and its time (us; :func:`_choice`)."""
     # NCCL's search sets the channels by its speed list's steps; they run at their NICs' rate (:func:`_running`).
     gr = _running(q, _graphs(q))
-    bus, ratio, steps, nvl_side = _bus_bandwidths(q, gr)
+    bus, ratio, steps, sides = _bus_bandwidths(q, gr)
     # NCCL's correction of the tree's bandwidth for medium sizes, by floor(log2(X / 64)) in 0..22.
     log_size = _log2i(q.x) - 6
     in_table = (q.x >= 64) & (log_size < 23)
@@ -917,7 +930,7 @@ def _tuned(q: _Group, algorithm: ArrayLike, protocol: ArrayLike) -> tuple[Array,
     log_nodes = _log2i(q.nodes)
     inter_steps = jnp.where(q.multi, jnp.where(q.ar, 2 * (q.nodes - 1), q.nodes - 1), 0.0)
     hops = _Hops(jnp.asarray(HW_NET, q.dt), jnp.asarray(BASE_LAT, q.dt), log_nodes, inter_steps, steps, gr.c)
-    return _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol, nvl_side)
+    return _choice(q, bus, ratio, in_table, corr, hops, algorithm, protocol, sides)
 
 
 def _point_to_point(q: _Group) -> tuple[Array, Array]:

@@ -1376,7 +1376,7 @@ def nccl_collective(
     use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi))
     bus[4] = [0, 0, cn * min(b_i, sx) if use_nvls else 0]
     bus[5] = [0, 0, cn * min(b_i, sx * (2 if nodes <= 2 else 1), m_nvtree) if nvls_ok and ar and multi else 0]
-    nvl_side = cn * b_i
+    sides = {4: (cn * b_i, cn * sx), 5: (cn * b_i, cn * min(sx * (2 if nodes <= 2 else 1), m_nvtree))}
     f = p / cd
     direct = cd * sd / (f - (f - 1) / 2) * (0.85 if arch >= 2 else 1.0)
     bus[2] = [0, 0, direct if ar and multi and collnet and nvswitch else 0]
@@ -1421,8 +1421,15 @@ def nccl_collective(
     wanted = [k for k in cands if (algo < 0 or k[1] == algo) and (proto < 0 or k[2] == proto)]
     _, a, pr, lat, bw = min(wanted or cands)
     eta = eta_net if multi else eta_nvl
-    if multi and a in (4, 5) and nvl_side > 0:  # NVLS's NVLink side at eta_nvl, its network side at eta_net
-        slow = max(1 / eta_net, bus[a][pr] / (nvl_side * eta_nvl))
+    if multi and a in (
+        4,
+        5,
+    ):  # NVLS's two sides across domains, each at its own efficiency (a side of 0: none)
+        b_nvl, b_net = sides[a]
+        slow = max(
+            bus[a][pr] / (b_net * eta_net) if 0 < b_net < math.inf else 0.0,
+            bus[a][pr] / (b_nvl * eta_nvl) if 0 < b_nvl < math.inf else 0.0,
+        )
         return (lat + x / (1000 * bw) * slow + untuned) * 1e-6, a, pr
     return (lat + x / (1000 * bw * eta) + untuned) * 1e-6, a, pr
 

@@ -99,16 +99,16 @@ def test_under_nccls_pricing_today_is_the_fabric_as_fitted_and_fixed_its_efficie
     assert 1.0 < row.today / row.fixed < 1.25
     assert list(c.dataset.transport.values) == ["today", "fixed"]
     assert list(c.dataset.utilization.values) == [1.0, 1.0]
-    # A preset's copy: only the two efficiencies differ; the preset itself keeps its constants.
+    # A preset's copy: only the two efficiencies differ (and its source says so); the preset keeps its own.
     preset = fabric_preset("aws-p5")
     line_rate = at_line_rate(preset)
     assert line_rate != preset and preset.constants.eta_net == SHIPPED.eta_net
-    assert (
-        dataclasses.replace(
-            line_rate.constants, eta_net=preset.constants.eta_net, eta_nvl=preset.constants.eta_nvl
-        )
-        == preset.constants
-    )
+    assert dataclasses.replace(
+        line_rate.constants,
+        eta_net=preset.constants.eta_net,
+        eta_nvl=preset.constants.eta_nvl,
+        source=preset.constants.source,
+    ) == preset.constants and line_rate.constants.source.endswith(", the transport fixed")
     assert (line_rate.constants.eta_net, line_rate.constants.eta_nvl) == (1.0, 1.0)
 
 

@@ -223,3 +223,12 @@ def test_pytorchs_dtype_spelling_is_a_half_precision():
 
     assert all(half_dtype(d) for d in ("torch.float16", "torch.half", "torch.bfloat16", " BF16", "half"))
     assert not any(half_dtype(d) for d in ("float32", "torch.float32", "float32+bfloat16", ""))
+
+
+def test_a_profile_csv_takes_comments_before_its_header_and_a_tensor_named_with_a_hash(tmp_path):
+    # A review: read as records, a '#fc.bias' row after the header was dropped as a comment, a gradient lost.
+    from netsweep_jax.sweep.model.profile import read_csv
+
+    path = tmp_path / "p.csv"
+    path.write_text("# my run\nname,grad_bytes,backward_us\n#fc.bias,4000,5\nfc.weight,8000,10\n")
+    assert read_csv(path, 0.1).names == ("#fc.bias", "fc.weight")

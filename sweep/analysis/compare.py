@@ -255,7 +255,7 @@ def today_default(nccl: bool) -> float:
     """Today's utilization where none is given: the paper's measured share (:data:`COMPARE`), or 1 where NCCL's
     own collective prices the run: its fitted efficiency eta_net is already the transport measured today (the
     paper's 0.32 on top had counted the transport's losses twice: a fabric file fitted at eta_net 0.80 read
-    "fixing the transport 2.80x" for GPT-2 XL at 100 Gbit/s, where it is 1.20x, a hunt)."""
+    "fixing the transport 2.80x" for GPT-2 XL at 100 Gbit/s on one NIC a node, where it is 1.20x, a hunt)."""
     return 1.0 if nccl else COMPARE.utilization
 
 
@@ -269,9 +269,10 @@ def at_line_rate(fabric: Any) -> FabricPreset | FabricConstants:
         constants = choice if choice is not None else SHIPPED
         source = f"{constants.source}, the transport fixed"
         return dataclasses.replace(constants, eta_net=1.0, eta_nvl=1.0, source=source)
-    return dataclasses.replace(
-        choice, constants_given=dataclasses.replace(choice.constants, eta_net=1.0, eta_nvl=1.0)
+    fixed = dataclasses.replace(
+        choice.constants, eta_net=1.0, eta_nvl=1.0, source=f"{choice.constants.source}, the transport fixed"
     )
+    return dataclasses.replace(choice, constants_given=fixed)
 
 
 TRANSPORTS = ("today", "fixed")
@@ -570,7 +571,7 @@ def fixed_said(nccl: bool) -> str:
 def _what_a_ratio_leaves(setup: dict[str, Any]) -> str:
     """Claim 1's caveat: what an ideal ratio does not divide, under the sweep's collective (a hunt: the report
     blamed the V100 reduce-cost table where NCCL's own collective, which does not read it, priced the job)."""
-    if is_nccl(str(setup["collective"])):
+    if setup["nccl_priced"]:  # NCCL in any case (a review: NCCL read the flat ring's caveat)
         return (
             "The ideal ratio divides the bytes of NCCL's collectives, their reduction with them, but not their "
             "latencies; where those alone exceed 1% of an iteration no ratio is enough."

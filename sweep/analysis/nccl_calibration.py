@@ -12,7 +12,9 @@ choice of algorithm and protocol), and the same fit (:func:`~sweep.analysis.nccl
 
 with b the measured busbw (GB/s), B the model's: busbw = X / t x F (F = 2(n-1)/n for all-reduce, (n-1)/n for
 all-gather, reduce-scatter and all-to-all, 1 for send/recv; n = g H) and t = latency + X / (algorithm
-bandwidth x eta) + u, eta = eta_net across NVLink domains, eta_nvl inside one, lambda the network's latency per
+bandwidth x eta) + u, eta = eta_net across NVLink domains, eta_nvl inside one (NVLS and NVLSTree across
+domains: each side of their bandwidth at its own, so a log across NVL72 racks tells eta_nvl too), lambda the
+network's latency per
 hop (us) in NCCL's inter-node latency, u = o inside one domain and f min(1, X / X_f) across domains (what NCCL's
 tuner leaves out: kernels/nccl.py's docstring). A row is scored where b >= 0.1 GB/s
 (:data:`~sweep.analysis.nccl_validation.RESOLUTION`: below it the printed two decimals are 5% or worse).

@@ -52,11 +52,15 @@ NCCL_TESTS_LOOKED_AT = 100_000  # lines: NCCL_DEBUG=INFO writes thousands before
 NCCL_TESTS_HEADER = re.compile(r"^.{0,40}?#\s+size\s+count\s+type\s+redop\s+root\b")
 
 
-def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int, list[str]]]:
+def read_csv_records(
+    path: str | os.PathLike[str], what: str, comments_after_header: bool = True
+) -> list[tuple[int, list[str]]]:
     """The records of a UTF-8 CSV file as (line where the record starts, cells): a quoted cell may hold
     commas, newlines or any other character; a line starting with ``#`` where a record would start is a
-    comment (a file may say where its numbers come from); blank lines give empty records, but before the first
-    record that is not (a header is never blank: a blank line after a file's comments is not its header)."""
+    comment (a file may say where its numbers come from), after the header too unless
+    ``comments_after_header`` is False (a profile's tensor may be named ``#fc.bias``: dropped as a comment, the
+    profile lost a gradient in silence, a review); blank lines give empty records, but before the first record
+    that is not (a header is never blank: a blank line after a file's comments is not its header)."""
     path = Path(path)
     lines = _physical_lines(_text(path, what))
     if any(NCCL_TESTS_HEADER.match(line) for line in lines[:NCCL_TESTS_LOOKED_AT]):
@@ -70,7 +74,7 @@ def read_csv_records(path: str | os.PathLike[str], what: str) -> list[tuple[int,
     def feed() -> Iterator[str]:
         for number, line in enumerate(lines, 1):
             if at["start"]:
-                if line.startswith("#"):
+                if line.startswith("#") and (comments_after_header or not records):
                     continue
                 at["start"], at["line"] = False, number
             yield line + "\n"
@@ -104,10 +108,11 @@ def parsed_json(
     twice took the second, a hunt; ``object_pairs_hook=None`` reads as JSON does)."""
 
     def refuse_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in pairs]
-        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-        if twice is not None:
-            raise InputError(f"{path}: key {twice!r} twice in one object; give it once", param=param)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InputError(f"{path}: key {key!r} twice in one object; give it once", param=param)
+            seen.add(key)
         return dict(pairs)
 
     hooks.setdefault("object_pairs_hook", refuse_twice)

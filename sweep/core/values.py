@@ -70,11 +70,9 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
     if not text:
         raise InputError("'': give at least one value", param=spec.name)
     values = []
-    for position, item in enumerate((s.strip() for s in text.split(",")), 1):
-        if not item:  # '1,,2' was said as "'': '' is not a number", the list not shown (a hunt)
-            raise InputError(
-                f"{text!r}: item {position} is empty (a doubled or trailing comma?)", param=spec.name
-            )
+    # '1,,2' was said as "'': '' is not a number", the list not shown (a hunt)
+    refuse_empty_item(text.split(","), text, spec.name)
+    for item in (s.strip() for s in text.split(",")):
         if ".." not in item:
             values.append(_num(item, spec, item))
             continue
@@ -139,6 +137,15 @@ def close_match(name: str, known: Sequence[str]) -> str:
     return f"; did you mean {spelled[close[0]]}?" if close else ""
 
 
+def refuse_empty_item(items: Sequence[object], given: object, param: str) -> None:
+    """Refuse a comma list or sequence ``given`` (split into ``items``) with an empty item, naming its position:
+    a doubled or trailing comma is a typo, never a value to skip."""
+    empty = next((i for i, s in enumerate(items, 1) if isinstance(s, str) and not s.strip()), None)
+    if empty is not None:
+        shown = repr(given) if isinstance(given, str) else repr(list(items))
+        raise InputError(f"{shown}: item {empty} is empty (a doubled or trailing comma?)", param=param)
+
+
 def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) -> list[str]:
     """Names for parameter ``param`` (a comma list or a sequence), each in ``known``."""
     if not isinstance(text, str) and not (
@@ -151,10 +158,7 @@ def parse_names(text: str | Sequence[object], param: str, known: Sequence[str]) 
     names = [s.strip() for s in items if s.strip()]
     if not names:
         raise InputError(f"'': give at least one name ({', '.join(known)})", param=param)
-    if len(names) != len(items):  # 'ring,,tree' had run ring and tree, in silence (a hunt)
-        empty = next(i for i, s in enumerate(items, 1) if not s.strip())
-        shown = repr(text) if isinstance(text, str) else repr(list(text))
-        raise InputError(f"{shown}: item {empty} is empty (a doubled or trailing comma?)", param=param)
+    refuse_empty_item(items, text, param)  # 'ring,,tree' had run ring and tree, in silence (a hunt)
     spelled = {k.lower(): k for k in known}  # case-insensitive: H100 is h100, ResNet50 is resnet50
     names = [spelled.get(n.lower(), n) for n in names]
     for n in names:

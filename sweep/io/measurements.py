@@ -5,13 +5,14 @@ Columns (header required; one row per measured run):
 - required: ``nodes``, ``gpus_per_node``, ``bandwidth`` (Gbit/s), and exactly one of
   ``scaling_factor`` (in (0, 1]) or ``iteration_time`` (s); a blank measured value marks a row
   to predict (``sweep calibrate`` fits the others and predicts it, with an interval);
-- optional model settings: ``model`` (a built-in name, or a profile file relative to
-  the CSV; a built-in's name in any case), ``collective`` and ``bucketing`` (any case), ``t1`` (s: the run's
+- optional model settings: ``model`` (a built-in name, or a profile file next to the CSV, its file name
+  alone; a built-in's name in any case), ``collective`` and ``bucketing`` (any case), ``t1`` (s: the run's
   single-GPU iteration time; the profile's compute is scaled to it; empty keeps the profile's), and any numeric
   axis (``ratio``, ``latency``, ``utilization``, ``nics_per_node``, ``fusion_buffer``, ``fusion_timeout``,
   ``accum``, ``overhead``, ``slowdown``, ``jitter``) in its CLI units;
 - any other column is a label (``framework``, ``network``, ``source``, ...), for
-  ``--per`` and ``--train``; a known column's name in another case (``T1``, ``Model``) is refused, not a label.
+  ``--per`` and ``--train`` (a label of decimal digits compares with a number as its number, ``batch == 32``;
+  other text compared with a number is refused, ``==`` too); a known column's name in another case (``T1``, ``Model``) is refused, not a label.
 
 Lines starting with ``#`` are comments. A filter is a Python-like boolean expression over the columns and ``gpus`` (nodes x
 gpus_per_node): comparisons, ``and``, ``or``, ``not``, numbers and quoted strings,

@@ -71,7 +71,7 @@ import numpy.typing as npt
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_json_file
-from netsweep_jax.sweep.core.values import decimal
+from netsweep_jax.sweep.core.values import decimal, refuse_empty_item
 from netsweep_jax.sweep.model.compute import GPUS, gpu_named
 from netsweep_jax.sweep.model.profile import Profile
 
@@ -161,12 +161,8 @@ def parse_compressors(value: str | Sequence[str | Compressor]) -> tuple[Compress
             f"{value!r}: expected a compressor spec, a comma list or a list of them", param="compressor"
         )
     items = value.split(",") if isinstance(value, str) else list(value)
-    empty = [i for i, v in enumerate(items, 1) if isinstance(v, str) and not v.strip()]
-    if empty and len(items) > 1:  # 'int8,,fp16' said "'': unknown compressor" (a review), as names are said
-        shown = repr(value) if isinstance(value, str) else repr(items)
-        raise InputError(
-            f"{shown}: item {empty[0]} is empty (a doubled or trailing comma?)", param="compressor"
-        )
+    if len(items) > 1:  # 'int8,,fp16' said "'': unknown compressor" (a review), as names are said
+        refuse_empty_item(items, value, "compressor")
     out = tuple(v if isinstance(v, Compressor) else parse_compressor(v) for v in items)
     names = [c.name for c in out]
     if not out:

@@ -383,8 +383,8 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
     a shape is written ``768x3072``)."""
     path = Path(path)
     # Records at the lines they start on (a quoted name across lines put every later error a line early, a
-    # hunt), '#' comments as a measurements file has them.
-    records = read_csv_records(path, "profile file")
+    # hunt), '#' comments before the header as a measurements file has them (after it, a tensor's name).
+    records = read_csv_records(path, "profile file", comments_after_header=False)
     header = [c.strip() for c in records[0][1]] if records else []
     if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
         raise InputError(
