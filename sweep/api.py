@@ -417,9 +417,9 @@ class Comparison:
         ``today``, ``fixed`` and per-compressor ``times`` (s per iteration of equal progress),
         ``best`` compressor, ``gain`` and ``winner``.
       dataset: the evaluated ``xarray.Dataset`` (``transport`` today and fixed, each at its ``utilization``, a
-        coordinate along it, both 1 under NCCL's pricing; every compressor; its attributes today's sweep's, and
-        ``fixed_transport`` what the fixed one is): one sweep per
-        GPU the models run on, joined along ``model`` in the order given (an attribute that differs between
+        coordinate along it, today's 1 by default under NCCL's pricing; every compressor; its attributes today's
+        sweep's, and ``fixed_transport`` what the fixed one is): one sweep per GPU the models run on (two under
+        NCCL's pricing, the fixed one's fabric at line rate), joined along ``model`` in the order given (an attribute that differs between
         them, as ``intra_bandwidth_gbps``, one value per model).
       paths: the files written (empty without ``out``).
       utilization: today's, as compare took it; assumed: what compare assumed beyond its keywords' defaults

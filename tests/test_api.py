@@ -236,6 +236,11 @@ def test_profiles_round_trip(tmp_path):
             lambda: sweep.evaluate("gpt2", bandwidth=10, dtype="f16"),
             "dtype 'f16': must be float32 or float64",
         ),
+        # a hunt: the API's refusal told the caller to use --store, an option it has not
+        (
+            lambda: sweep.evaluate("resnet50", bandwidth=0.001, utilization=0.0001, store="float16"),
+            "; use store float32",
+        ),
     ],
 )
 def test_bad_input_is_one_line(call, param):

@@ -142,3 +142,34 @@ def test_a_scaling_factor_below_the_third_decimal_is_not_printed_as_zero():
     from netsweep_jax.sweep.analysis.compare import _scaling
 
     assert [_scaling(v) for v in (0.98765, 0.0005, 0.00014, 8e-5)] == ["0.988", "0.001", "0.00014", "8e-05"]
+
+
+def test_a_report_names_every_dim_its_rows_vary_along_and_draws_a_lone_bandwidth(tmp_path):
+    # A hunt: with --nics-per-node 1,8 the report had two rows of one model and bandwidth that nothing told apart,
+    # and the figure zig-zagged; the fixed transport's line through one bandwidth (a fabric's) drew nothing.
+    import matplotlib.image
+
+    from netsweep_jax.sweep.analysis.compare import Row, _setting, figure, report
+
+    rows = [
+        Row(
+            {"model": "gpt2-xl", "nics_per_node": n, "bandwidth": 100.0},
+            1.0,
+            1.0 / f,
+            {"int8": 0.9},
+            {"none": 0.4, "int8": 0.45},
+            0.5,
+            1.1,
+        )  # fmt: skip
+        for n, f in ((1, 1.2), (8, 1.004))
+    ]
+    setup = {"nodes": 8, "gpus_per_node": 8, "nics_per_node": "1,8", "collective": "nccl", "bucketing": "ddp",
+             "utilization": 1.0, "nccl_priced": True, "profiles": []}  # fmt: skip
+    text = report(rows, setup, "sweep compare")
+    assert "| model | nics_per_node | Gbit/s | scaling today |" in text
+    assert (
+        "| gpt2-xl | 1 | 100 | 0.400 | 1.200x |" in text and "| gpt2-xl | 8 | 100 | 0.400 | 1.004x |" in text
+    )
+    assert [_setting(r) for r in rows] == ["gpt2-xl (nics_per_node 1)", "gpt2-xl (nics_per_node 8)"]
+    drawn = figure(rows, tmp_path / "f.png", nccl=True)
+    assert matplotlib.image.imread(drawn).shape[1] > 600  # two panels, one per NIC count

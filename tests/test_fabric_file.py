@@ -361,14 +361,22 @@ def test_a_util_given_under_nccls_pricing_is_said_to_scale_the_nics_on_top_of_et
     assert UTILIZATION_ON_ETA in make_grid("gpt2-xl", fabric=fitted, utilization=[0.5, 1]).assumed
     assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", fabric=fitted).assumed
     assert UTILIZATION_ON_ETA not in make_grid("gpt2-xl", collective="ring", utilization=0.5).assumed
+    from netsweep_jax.sweep.analysis.need import (
+        solved_grid,
+    )  # need's smallest utilization sits on top of it too
+
+    assert UTILIZATION_ON_ETA in solved_grid("gpt2-xl", "utilization", collective="nccl", gpu="h100").assumed
+    assert UTILIZATION_ON_ETA not in solved_grid("gpt2-xl", "utilization", collective="ring").assumed
     at_one = "; ".join(
         make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=1).assumed
     )
     assert UTILIZATION_ON_ETA not in at_one  # given, but nothing on top (a review)
-    given = "; ".join(
-        make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=0.5).assumed
-    )
-    assert UTILIZATION_ON_ETA in given and "utilization 1 (eta_net" not in given
+    for utilization in (0.5, "0.5", [0.5, 1.0], (0.5,)):  # the API's lists too (a review)
+        layouts = make_layout_grid(
+            "llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted, utilization=utilization
+        )
+        given = "; ".join(layouts.assumed)
+        assert UTILIZATION_ON_ETA in given and "utilization 1 (eta_net" not in given, utilization
     default = "; ".join(make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=4, fabric=fitted).assumed)
     assert UTILIZATION_ON_ETA not in default and "utilization 1 (eta_net" in default
 

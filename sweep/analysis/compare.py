@@ -525,15 +525,17 @@ def figure(rows: Sequence[Row], out: Path, overwrite: bool = True, nccl: bool = 
     """Speed-up over no compression at today's utilization, against bandwidth: a panel per model (``nccl``: the
     fixed transport's efficiencies at 1 too, as its legend says)."""
     fixed = "transport fixed (util 1, eta 1)" if nccl else "transport fixed (util 1)"
-    models = list(dict.fromkeys(r.at["model"] for r in rows))
-    fig = Figure(figsize=(4.2 * len(models), 3.6))
-    axes = fig.subplots(1, len(models), squeeze=False)[0]
-    for ax, model in zip(axes, models):
-        mine = [r for r in rows if r.at["model"] == model]
+    # A panel per model and setting of any other dim that varies (nics_per_node 1,8 had zig-zagged in one line).
+    panels = list(dict.fromkeys(_setting(r) for r in rows))
+    fig = Figure(figsize=(4.2 * len(panels), 3.6))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels):
+        mine = [r for r in rows if _setting(r) == panel]
         bws = [r.at["bandwidth"] for r in mine]
         for c in mine[0].times:
             ax.plot(bws, [r.today / r.times[c] for r in mine], marker="o", ms=3, lw=1, label=c)
-        ax.plot(bws, [r.today / r.fixed for r in mine], "k--", lw=1.5, label=fixed)
+        # marked: a line through one bandwidth (a fabric's, compare's default there) draws nothing (a hunt)
+        ax.plot(bws, [r.today / r.fixed for r in mine], "k--", marker="s", ms=3, lw=1.5, label=fixed)
         ax.axhline(1.0, color="grey", lw=0.5)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -543,7 +545,7 @@ def figure(rows: Sequence[Row], out: Path, overwrite: bool = True, nccl: bool = 
         ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("bandwidth (Gbit/s)")
         ax.set_ylabel("speed-up over no compression today")
-        ax.set_title(model, fontsize=9)
+        ax.set_title(panel, fontsize=9)
         ax.legend(fontsize=6)
     fig.tight_layout()
     return save(fig, out, overwrite=overwrite)
@@ -554,11 +556,15 @@ def _whose_utilization(utilization: float, nccl: bool) -> str:
     efficiencies price it, or given (a review: a --busbw's 0.4 was credited to the paper)."""
     if nccl:
         if utilization == today_default(nccl):
-            return "the fabric as NCCL's fitted transport efficiencies eta_net and eta_nvl price it, nothing on top"
-        return "given by --util, on top of NCCL's fitted transport efficiency eta_net"
+            return AS_FITTED
+        return "given, on top of NCCL's fitted transport efficiency eta_net"
     if utilization == COMPARE.utilization:
         return "Zhang et al., NetAI 2020, measured ~32 Gbit/s in use on 100 Gbit/s links"
     return "given, by --util or --busbw"
+
+
+# Today's transport where NCCL prices the run and no utilization is given (the report's and the command's words).
+AS_FITTED = "the fabric as NCCL's fitted transport efficiencies eta_net and eta_nvl price it, nothing on top"
 
 
 def fixed_said(nccl: bool) -> str:
@@ -613,8 +619,7 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "",
         _markdown(
             [
-                "model",
-                "Gbit/s",
+                *_at_heads(rows),
                 "scaling today",
                 "fixed transport",
                 "best compressor",
@@ -623,8 +628,7 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
             ],
             [
                 [
-                    str(r.at["model"]),
-                    _show(r.at["bandwidth"]),
+                    *(_show(v) for v in r.at.values()),
                     _scaling(r.scaling["none"]),
                     f"{r.today / r.fixed:.3f}x",
                     r.best,
@@ -638,10 +642,9 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "## Every compressor: scaling factor at today's utilization",
         "",
         _markdown(
-            ["model", "Gbit/s", "none"] + compressors,
+            [*_at_heads(rows), "none"] + compressors,
             [
-                [str(r.at["model"]), _show(r.at["bandwidth"])]
-                + [_scaling(r.scaling[c]) for c in ["none"] + compressors]
+                [_show(v) for v in r.at.values()] + [_scaling(r.scaling[c]) for c in ["none"] + compressors]
                 for r in rows
             ],
         ),
@@ -650,6 +653,19 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "",
     ]
     return "\n".join(out + claims(rows, setup)) + "\n"
+
+
+def _at_heads(rows: Sequence[Row]) -> list[str]:
+    """The report's columns of the dims its rows vary along: model, Gbit/s, and any other by its name (a
+    report of --nics-per-node 1,8 had two rows of one model and bandwidth that nothing told apart, a hunt)."""
+    return [{"bandwidth": "Gbit/s"}.get(d, d) for d in rows[0].at]
+
+
+def _setting(r: Row) -> str:
+    """A row's model with its value of every other dim that varies but bandwidth: ``gpt2-xl`` or
+    ``gpt2-xl (nics_per_node 8)``, as the claims and the figure's panels name it."""
+    others = ", ".join(f"{d} {_show(v)}" for d, v in r.at.items() if d not in ("model", "bandwidth"))
+    return f"{r.at['model']} ({others})" if others else str(r.at["model"])
 
 
 def _markdown(head: list[str], body: list[list[str]]) -> str:
@@ -696,7 +712,7 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
         lines.append(
             "2. *Zhang et al.: at 100 Gbit/s no compression is needed.* Scaling factor without "
             f"compression at 100 Gbit/s, {fixed_said(setup['nccl_priced'])}: "
-            + ", ".join(f"{r.at['model']} {_scaling(r.fixed_scaling)}" for r in at100)
+            + ", ".join(f"{_setting(r)} {_scaling(r.fixed_scaling)}" for r in at100)
             + f". All >= {TARGET}: {_verdict(ok)}."
         )
     fast = [r for r in rows if r.at["bandwidth"] >= 100]
@@ -705,7 +721,7 @@ def claims(rows: Sequence[Row], setup: dict[str, Any]) -> list[str]:
         pays_fixed = [r for r in fast if r.fixed_gain >= 1 + PAYS]
         listed = (
             ", ".join(
-                f"{r.at['model']} at {_show(r.at['bandwidth'])} Gbit/s with {r.best}, {r.gain:.2f}x"
+                f"{_setting(r)} at {_show(r.at['bandwidth'])} Gbit/s with {r.best}, {r.gain:.2f}x"
                 for r in pays
             )
             or "none"

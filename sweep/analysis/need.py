@@ -38,7 +38,7 @@ from netsweep_jax.sweep.engine.dispatch import run
 from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import GridOptions, Models
 from netsweep_jax.sweep.engine.inputs import BlockInputs
-from netsweep_jax.sweep.model.fabric_constants import FabricConstants
+from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 
 # The range searched for each solvable axis is the schema's (AxisSpec.search, stored units, low > 0
@@ -118,7 +118,12 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     a placeholder, the top of its search range, nonzero so that the terms it drives are compiled in. A ``need
     --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
     given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
-    return make_grid(model, **{**given, axis: search_range(axis)[1]})
+    grid = make_grid(model, **{**given, axis: search_range(axis)[1]})
+    if axis == "utilization" and uses_nccl(
+        grid.collectives
+    ):  # its answer sits on top of eta_net: said (a review)
+        grid = dataclasses.replace(grid, assumed="; ".join(filter(None, (grid.assumed, UTILIZATION_ON_ETA))))
+    return grid
 
 
 @refuse_unknown_keywords_but(*_IN_MEMORY)

@@ -347,17 +347,10 @@ COMPARE_DEFAULTS = {
 }
 
 
-# Today's utilization where NCCL prices the collectives: its fitted efficiencies are today's transport.
-NCCL_UTILIZATION = (
-    "(today's: the fabric as NCCL's fitted transport efficiencies eta_net and eta_nvl price it, nothing on top; "
-    "the fixed transport has them at 1)"
-)
-
-
 def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     """The settings of :data:`COMPARE_DEFAULTS` the user left unset, as options with their values (today's
     utilization where NCCL prices the collectives, a fabric or nccl given, is the fabric as fitted)."""
-    from netsweep_jax.sweep.analysis.compare import nccl_priced, today_default
+    from netsweep_jax.sweep.analysis.compare import AS_FITTED, nccl_priced, today_default
 
     nccl = nccl_priced(values.get("fabric"), values["collective"])
     today = today_default(nccl) if values["utilization"] is None else values["utilization"]
@@ -366,7 +359,12 @@ def _compare_defaults(ctx: typer.Context, values: dict[str, Any]) -> list[str]:
     for name, (option, why) in COMPARE_DEFAULTS.items():
         if given(ctx, name) or values[name] is None:  # None: a fabric preset's, said by the grid
             continue
-        why = NCCL_UTILIZATION if name == "utilization" and nccl else why
+        # today's utilization where NCCL prices the collectives: its fitted efficiencies are today's transport
+        why = (
+            f"(today's: {AS_FITTED}; the fixed transport has them at 1)"
+            if name == "utilization" and nccl
+            else why
+        )
         said.append(f"{option} {values[name]}{f' {why}' if why else ''}")
     return said
 

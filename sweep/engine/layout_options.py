@@ -566,9 +566,10 @@ def _network(
 
 
 def _below_one(utilization: object) -> bool:
-    """Whether a --util given holds a value below 1 (a value it cannot read: no, its refusal comes later)."""
+    """Whether a --util given (text, a number or numbers, as every option) holds a value below 1 (a value it
+    cannot read: no, its refusal comes later; a list had been read as text, "[0.5]", and never said, a review)."""
     try:
-        return bool(np.any(parse_values(str(utilization), AXES["utilization"]) < 1))
+        return bool(np.any(_values("utilization", utilization, None) < 1))
     except InputError:
         return False
 
