@@ -41,9 +41,9 @@ from netsweep_jax.sweep.analysis.need import SOLVED, search_range, solve
 from netsweep_jax.sweep.analysis.plot import save
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.keywords import accepted_keywords
-from netsweep_jax.sweep.core.layout_axes import is_nccl
-from netsweep_jax.sweep.core.schema import COMPARE, assumed_line
-from netsweep_jax.sweep.core.values import real_scalar
+from netsweep_jax.sweep.core.layout_axes import uses_nccl
+from netsweep_jax.sweep.core.schema import COLLECTIVES, COMPARE, assumed_line
+from netsweep_jax.sweep.core.values import parse_names, real_scalar
 from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.evaluate import evaluate
 from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
@@ -247,8 +247,10 @@ def nccl_priced(fabric: Any, collective: Any) -> bool:
     """Whether NCCL's own collective prices a compare: a fabric, or ``nccl`` (``nccl:ALGO``...) given, in any
     case and as a list too, as the sweep reads it (``NCCL`` had been priced by NCCL and weighed as a flat ring's
     run, a review)."""
-    names = collective.split(",") if isinstance(collective, str) else [] if collective is None else collective
-    return fabric is not None or any(is_nccl(str(name).strip().lower()) for name in names)
+    # the sweep's own reading of the names (make_grid's), so compare never reads them otherwise
+    return fabric is not None or (
+        collective is not None and uses_nccl(parse_names(collective, "collective", COLLECTIVES))
+    )
 
 
 def today_default(nccl: bool) -> float:
@@ -265,14 +267,11 @@ def at_line_rate(fabric: Any) -> FabricPreset | FabricConstants:
     from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
 
     choice = fabric_choice(fabric)
-    if choice is None or isinstance(choice, FabricConstants):
-        constants = choice if choice is not None else SHIPPED
-        source = f"{constants.source}, the transport fixed"
-        return dataclasses.replace(constants, eta_net=1.0, eta_nvl=1.0, source=source)
+    constants = choice.constants if isinstance(choice, FabricPreset) else choice or SHIPPED
     fixed = dataclasses.replace(
-        choice.constants, eta_net=1.0, eta_nvl=1.0, source=f"{choice.constants.source}, the transport fixed"
+        constants, eta_net=1.0, eta_nvl=1.0, source=f"{constants.source}, the transport fixed"
     )
-    return dataclasses.replace(choice, constants_given=fixed)
+    return dataclasses.replace(choice, constants_given=fixed) if isinstance(choice, FabricPreset) else fixed
 
 
 TRANSPORTS = ("today", "fixed")

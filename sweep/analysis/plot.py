@@ -20,7 +20,7 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.values import decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
-from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, stands_for, why_no_dim
+from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, system_shown, why_no_dim
 from netsweep_jax.sweep.model.compressors import parse_compressors
 
 # Fixed metadata so the same data give the same PNG bytes.
@@ -366,13 +366,8 @@ def plot_cube(
     # drawn, and said, as what cannot run is.
     kept = {d: v for d, v in chosen.items() if d in ds[plotted].dims} if drawn is not None else {}
     absent = 0 if drawn is None else int(ds[plotted].sel(kept).isnull().sum()) - left
-    for dim in (
-        x,
-        hue if kind == "line" else y,
-    ):  # an axis at 0, "the GPU's system", drawn at what it stands for
-        system = stands_for(ds, dim) if dim is not None else None
-        if system is not None:
-            ds = ds.assign_coords({dim: ds[dim].where(ds[dim] != 0, system)})
+    # an axis at 0, "the GPU's system", drawn at what it stands for
+    ds = system_shown(ds, ds, [d for d in (x, hue if kind == "line" else y) if d is not None])
     title = selection_title(ds, held) or None  # the cube's one model and the --sel choices: what it holds
     ax = (
         line_plot(ds, x, var=plotted, hue=hue, sel=chosen, title=title)

@@ -404,7 +404,7 @@ def select_table(
     ds = open_cube(path)
     selection = _selection(ds, chosen, nearest, picked)
     check_selection(path, ds, selection, picked)  # what is shown is what was written
-    sub = _system_shown(ds, ds.sel(selection))
+    sub = system_shown(ds, ds.sel(selection))
     if variables_text is not None:
         names = parse_names(variables_text, "vars", variables(ds))
     else:
@@ -441,12 +441,13 @@ TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
 MOST_ROWS = 5_000_000  # rows select prints at most (2.5 GB of memory as it builds them)
 
 
-def _system_shown(ds: xr.Dataset, sub: xr.Dataset) -> xr.Dataset:
-    """The slice ``sub`` of a layout cube with each system dim's 0 printed as the value it stands for
-    (:func:`stands_for`), as ``plot`` draws it: ``--bw 400`` selected the cube's 0 and printed bandwidth 0, read
-    from a CSV as 0 Gbit/s (a hunt). A column of such a dim is one a selection named, which said it."""
-    for dim in family_of(ds.attrs).derived_zero:
-        system = stands_for(ds, dim) if dim in sub.dims else None
+def system_shown(ds: xr.Dataset, sub: xr.Dataset, dims: Iterable[Hashable] | None = None) -> xr.Dataset:
+    """The slice ``sub`` of a layout cube with each system dim's 0 (of ``dims``; None: every one) shown as the
+    value it stands for (:func:`stands_for`): ``select`` prints it (``--bw 400`` selected the cube's 0 and printed
+    bandwidth 0, read from a CSV as 0 Gbit/s: a hunt) and ``plot`` draws its axes so. A column of such a dim is
+    one a selection named, which said it."""
+    for dim in family_of(ds.attrs).derived_zero if dims is None else dims:
+        system = stands_for(ds, str(dim)) if dim in sub.dims else None
         if system is not None:
             sub = sub.assign_coords({dim: sub[dim].where(sub[dim] != 0, system)})
     return sub
