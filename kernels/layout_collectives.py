@@ -39,12 +39,12 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
-    each of beta u / 8 bytes/s (fewer than one: one NIC at K q / G of that rate); where the group crosses the
-    spine, each of its channels across nodes runs at most at its share of the NICs over S (kernels.nccl's
-    ``_running``; send/recv and all-to-all at K r / (g S)):
+    each of beta / 8 bytes/s as NCCL's search reads it (fewer than one: one NIC at K q / G of that rate); each
+    of its channels across nodes runs at most at u of its share of the NICs, over S where the group crosses the
+    spine (kernels.nccl's ``_running``, its divisor S / u; send/recv and all-to-all at K r u / (g S)):
 
         spine = L > 0  and  stride n > max(L G, Q)   (not rail-only)
-        S = max(1, o f)  over the spine, else S = 1;   s_run = min(s_run, the channel's NIC share / S)
+        S = max(1, o f)  over the spine, else S = 1;   s_run = min(s_run, the channel's NIC share u / S)
 
     with L the hosts under one leaf (``lay.leaf_hosts``; 0: no tier above the hosts), o the oversubscription
     (a leaf's L K NIC ports over its uplinks) and f the share of the leaf's NIC ports' rate that the
@@ -62,12 +62,12 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
 
       - a ring or a tree (:func:`ring_load`) leaves the leaf at its ends only, once a channel: each of the
         leaf's min(s, L G) groups crosses its edge by the c NICs' worth its channels use in one NCCL node
-        (:func:`channel_nics`: c = min(16, K_g D_g), its whole NICs a host K_g = floor(K q / G) on each of the
-        node's D_g hosts, at most NCCL's 16 channel NICs; under one NIC a host, c = min(16, D_g) K q / G: one
+        (:func:`channel_nics`: c = min(32, K_g D_g), its whole NICs a host K_g = floor(K q / G) on each of the
+        node's D_g hosts, at most NCCL's 32 channel NICs; under one NIC a host, c = min(32, D_g) K q / G: one
         channel a host at that share), so f = min(1, min(s, L G) c / (L K))
         (s the stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the
         bytes: priced as a ring). A DP ring at stride 1 or 8 on a SuperPOD's 32-host leaves slows only from
-        o > 32, one across GB200 NVL72 racks (144 trays a leaf, 16 channel NICs a rack) from o > 36.
+        o > 32, one across GB200 NVL72 racks (144 trays a leaf, 32 channel NICs a rack) from o > 18.
       - a send/recv (a PP hand-off, a CP ring step) leaves from the leaf's last s ranks, each by its own NICs:
         f = min(1, s / (L G)); a hand-off a leaf or more apart gets S = o.
       - an all-to-all (:func:`exchange_load`) sends every member's bytes to every other at once: of the NIC
@@ -183,12 +183,14 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         domain=domain,
         nvlink=nvlink,
         nics=whole,
-        nic_gbs=lay.bandwidth * lay.utilization / 8e9 * jnp.minimum(share, 1.0),
+        # NCCL's search reads the NICs' nominal rate; the transport's utilization divides what runs, as the spine
+        nic_gbs=lay.bandwidth / 8e9 * jnp.minimum(share, 1.0),
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
         collnet=lay.sharp > 0,
-        spine=spine_factor(size, stride, lay, coll),  # the group's spine divisor (1 where none is in its way)
+        # the group's spine divisor (1 where none is in its way) over the transport's utilization
+        spine=spine_factor(size, stride, lay, coll) / lay.utilization,
     )
 
 
@@ -272,9 +274,9 @@ def whole_nics(share: Value) -> Value:
 def channel_nics(share: Value, hosts_a_node: Value) -> Value:
     """The NICs' worth by which a group's ring or tree leaves one NCCL node: its whole NICs (``share``, its NICs
     a host, floored) on each of the node's ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's
-    18 trays), at most 16, NCCL's channels before duplication (:mod:`kernels.nccl`: each NIC a channel,
-    c0 <= MAXCHANNELS / 2); under one NIC a host, one channel a host at that share of a NIC: min(16, D) x share."""
-    channels = nccl.MAX_CHANNELS / 2
+    18 trays), at most 32, NCCL's channels before duplication (:mod:`kernels.nccl`: each NIC a channel,
+    c0 <= MAXCHANNELS / 2); under one NIC a host, one channel a host at that share of a NIC: min(32, D) x share."""
+    channels = nccl.MAX_CHANNELS
     return jnp.where(
         share >= 1.0,
         jnp.minimum(whole_nics(share) * hosts_a_node, channels),

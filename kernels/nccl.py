@@ -38,7 +38,7 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  and whose every NIC its ring search may enter by: topo.cc ncclTopoGetSystem,
                  search.cc ncclTopoSearchRecNet, at the commit above; NVIDIA/nccl#1801 measured a ring
                  across NVLink partitions of one tray and of two at 196.7 and 393.7 GB/s)
-                 c0 <= 16 (MAXCHANNELS / 2); duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4):
+                 c0 <= 32 (MAXCHANNELS / 2, 64 / 2); duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4):
                  c = min(2 c0, 32), s = s / ceil(c / c0);  across nodes with p > 1 every channel also
                  crosses the node's NVLink once (GPU to GPU) and the search charges each link the speed
                  of every channel it carries: s = min(s, W / c);  the tree on two nodes (N = 2) runs at
@@ -70,10 +70,11 @@ an x86 Intel host across nodes; mR, mT, mT128, mNT the per-channel maxima of the
     tree      (all-reduce) B = min(0.92 c s_t, c mT);  LL: min(B / 3.8, ll);
               LL128: min(B (7/9 if N = 1 else 120/128), c mT128);  Simple: B
     NVLS      (Simple) b_i = s_n e_a (c_n - 1) / c_n x (2 for all-reduce, (p - 1) / p otherwise),
-              e_a = 0.85 Hopper, 0.74 Blackwell;  B = c_n min(b_i, s_x);  across nodes only with C
+              e_a = 0.85 Hopper, 0.74 Blackwell;  B = c_n min(b_i, s_x);  across nodes only with C;
+              all-gather and reduce-scatter only for p <= 32 (enqueue.cc: NCCL_MAX_NVLS_ARITY)
     NVLSTree  (all-reduce, N > 1, Simple) B = c_n min(b_i, s_x (2 if N <= 2), mNT)
-    CollNet   (all-reduce, N > 1, S and C, Simple) direct: B = c_d s_d / f_d (x 0.85 from Hopper),
-              f_d = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
+    CollNet   (all-reduce, N > 1, S and C, p <= 8 (enqueue.cc: NCCL_MAX_DIRECT_ARITY + 1), Simple) direct:
+              B = c_d s_d / f_d (x 0.85 from Hopper), f_d = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
     PAT       (all-gather, reduce-scatter, p = 1, Simple) B = 0.75 c s
 
 and the algorithm bandwidth A: ring, NVLS and NVLSTree A = B n / steps (steps 2 (n - 1) for all-reduce,
@@ -345,7 +346,9 @@ SPEEDS = (
 # types as the entry (10 Gbit/s x 0.96 = 1.2 GB/s) lands a rounding below it in float32, which would halve the
 # channel's speed or count there (the next entry down) and part the two dtypes by 2x.
 SNAP = 1e-5
-MAX_CHANNELS = 32  # a ring graph's channels after duplication (MAXCHANNELS / 2)
+# A ring graph's channels, found and after duplication: init.cc's ringGraph->maxChannels, MAXCHANNELS / 2 (64 / 2
+# from NCCL 2.25; its search had been capped at 16, the half of 32 before it: an audit against the source).
+MAX_CHANNELS = 32
 MAX_NVLS_ARITY = 32
 MAX_DIRECT_ARITY = 8
 NET_OVERHEAD = 1.0  # us per inter-node ring step's post, an Intel host (x 3 for Simple)
@@ -368,9 +371,11 @@ class Fabric(NamedTuple):
       nics: K per host;  nic_gbs: r, GB/s each.
       arch: 0 Volta, 1 Ampere, 2 Hopper, 3 Blackwell (int).
       nvswitch: S (bool);  collnet: C, in-network reduction enabled (bool).
-      spine: O_s >= 1, the spine's divisor of the NICs' rate what crosses nodes gets (1: no spine in its way;
-        :func:`kernels.layout_collectives.spine_divisor`): each channel across nodes runs at most at its share
-        of the NICs over O_s (:func:`_running`), send/recv and all-to-all at K r / (g O_s).
+      spine: O_s >= 1, the divisor of the NICs' rate what crosses nodes gets, which NCCL's search does not
+        read: the spine's (1: no spine in its way; :func:`kernels.layout_collectives.spine_divisor`) over the
+        transport's utilization u (r is the NICs' nominal rate, as NCCL's search reads it): each channel
+        across nodes runs at most at its share of the NICs over O_s (:func:`_running`), send/recv and
+        all-to-all at K r / (g O_s).
     """
 
     gpus_per_node: ArrayLike
@@ -570,7 +575,7 @@ def _graphs(q: _Group) -> _Graphs:
     """The channels and speeds of NCCL's graphs (search.cc, simplified; module docstring):
 
     ring, tree   N = 1:  s = speed(W),  c0 = floor(W / s);  N > 1:  s = speed(min(r, W)),
-                 c0 = floor(K H / N) floor(r / s) (the NICs of one NCCL node);  c0 <= 16;
+                 c0 = floor(K H / N) floor(r / s) (the NICs of one NCCL node);  c0 <= 32;
                  duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
                  s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
@@ -586,7 +591,7 @@ def _graphs(q: _Group) -> _Graphs:
     # fuses the rack into one system; one tray's 4 priced a ring across GB200 partitions of two trays at half
     # NVIDIA/nccl#1801's measured busbw).
     c0 = jnp.where(multi, q.node_nics * jnp.maximum(_floor(r / s0), 1.0), _floor(w / s0))
-    c0 = jnp.clip(c0, 1.0, MAX_CHANNELS / 2)
+    c0 = jnp.clip(c0, 1.0, MAX_CHANNELS)
     dup = (s0 >= 25.0) & ~((arch >= 2) & (s0 < 50.0) & (c0 > 4))
     c = jnp.where(dup, jnp.minimum(2 * c0, MAX_CHANNELS), c0)
     s = s0 / jnp.ceil(c / c0)
@@ -720,13 +725,20 @@ def _bus_bandwidths(
     direct_b = cd * sd / (f_d - (f_d - 1) / 2) * jnp.where(arch >= 2, 0.85, 1.0)
     pat_b = 0.75 * c * s
 
+    # NCCL's enqueue.cc skips CollNet above 8 ranks a node (NCCL_MAX_DIRECT_ARITY + 1) and NVLS's all-gather and
+    # reduce-scatter above 32 (NCCL_MAX_NVLS_ARITY): an NVL72 domain of 72 (an audit against the source)
+    # (NVLS across nodes needs CollNet on, at any ranks a node)
     collnet = q.collnet
+    heads = collnet & (p <= MAX_DIRECT_ARITY)
     bus = {
         TREE: (tree, ar),
         RING: (ring, ar | agrs),
-        COLLNET_DIRECT: ((zero, zero, direct_b), ar & multi & collnet & q.nvswitch),
-        COLLNET_CHAIN: ((zero, zero, c * s), ar & multi & collnet),
-        NVLS: ((zero, zero, nvls_b), nvls_ok & ((ar & (~multi | collnet)) | (agrs & ~multi))),
+        COLLNET_DIRECT: ((zero, zero, direct_b), ar & multi & heads & q.nvswitch),
+        COLLNET_CHAIN: ((zero, zero, c * s), ar & multi & heads),
+        NVLS: (
+            (zero, zero, nvls_b),
+            nvls_ok & ((ar & (~multi | collnet)) | (agrs & ~multi & (p <= MAX_NVLS_ARITY))),
+        ),
         NVLS_TREE: ((zero, zero, nvtree_b), nvls_ok & ar & multi),
         PAT: ((zero, zero, pat_b), agrs & multi & (p == 1)),
     }

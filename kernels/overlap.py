@@ -371,8 +371,9 @@ def nccl_durations(
 ) -> jax.Array:
     """[Bk] seconds of NCCL's collective ``op`` (:mod:`kernels.nccl`'s index: an all-reduce of each bucket, or
     FSDP's all-gather or reduce-scatter of each unit) of ``nbytes / ratio`` bytes (nccl-tests' count: the whole
-    buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth x utilization`` (bit/s),
-    each channel across nodes at most its share of the NICs over the spine's divisor, NCCL's own choice of algorithm and protocol (one of them forced where
+    buffer) on the workers' ``fabric`` (:data:`FABRIC_FIELDS`), its NICs at ``bandwidth`` (bit/s) as NCCL's search
+    reads them, each channel across nodes at most ``utilization`` x its share of the NICs over the spine's
+    divisor, NCCL's own choice of algorithm and protocol (one of them forced where
     ``workers.nccl`` is 1 + i for :data:`kernels.nccl.FORCINGS`' i: a collective or group it cannot run keeps
     NCCL's choice) and the fabric's constants (the
     shipped fit's, :data:`kernels.layout_collectives.NCCL_CONSTANTS`, or a ``--fabric``'s): NCCL's bandwidth
@@ -392,13 +393,15 @@ def nccl_durations(
         domain=hosts_a_node,  # hosts an NVLink domain
         nvlink=nvlink,
         nics=nics,
-        nic_gbs=config.bandwidth * config.utilization / 8e9,
+        # NCCL's search reads the NICs' nominal rate; the transport delivers utilization x it, as a divisor of
+        # what each channel across nodes runs at (with the spine's, which the search does not read either)
+        nic_gbs=config.bandwidth / 8e9,
         arch=arch.astype(jnp.int32),
         nvswitch=domain > 1,
         collnet=collnet > 0,
         # each channel across nodes at most its NICs' share over the spine's divisor, not the rate NCCL's search
         # reads (it does not know the spine)
-        spine=spine,
+        spine=spine / config.utilization,
     )
     # workers.nccl: 1 NCCL's choice, 1 + i its forcing i (``--collective nccl:ALGO`` or ``nccl:PROTO``).
     forced = nccl.forcing(workers.nccl - NCCL_CHOICE)  # below 0 (flat): -1, -1

@@ -217,7 +217,17 @@ def simulate(
             d = (
                 sum(
                     nccl_all_reduce(
-                        b / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, *forced(collective)
+                        b / ratio,
+                        bandwidth,
+                        nodes,
+                        gpus,
+                        intra_bw,
+                        nics,
+                        arch,
+                        coll,
+                        fabric,
+                        *forced(collective),
+                        utilization=utilization,
                     )
                     for b in [x] + [0.0] * (rounds - 1)
                 )
@@ -298,9 +308,12 @@ def forcing(index):
     return -1, -1
 
 
-def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None, algo=-1, proto=-1):
+def nccl_all_reduce(
+    x, bandwidth, nodes, gpus, intra_bw, nics, arch, coll=0, fabric=None, algo=-1, proto=-1, utilization=1.0
+):
     """Seconds of NCCL's all-reduce of ``x`` bytes over ``gpus`` a host on ``nodes`` hosts, ``nics`` NICs of
-    ``eff_bw`` bit/s each a host, NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
+    ``bandwidth`` bit/s each a host (as NCCL's search reads them; what crosses nodes runs at ``utilization``
+    of it, a divisor with the spine's), NVLink ``intra_bw`` bit/s a GPU (as NCCL counts it: its datasheet links at
     NCCL's per-link rate), NVSwitch where a host has several GPUs, the shipped fabric constants. ``coll``: another
     of kernels/nccl.py's collectives (1 all-gather, 2 reduce-scatter) of the whole ``x``-byte buffer.
     ``fabric``: a ``--fabric``'s dict (``nvlink_domain`` GPUs, 0: the host's; ``collnet``; ``leaf_hosts``,
@@ -314,11 +327,12 @@ def nccl_all_reduce(x, eff_bw, nodes, gpus, intra_bw, nics, arch, coll=0, fabric
     q = f.get("nvlink_domain") or gpus
     # the layout family's rule: one group of every GPU at stride 1, its NICs the host's
     spine = _spine_factor(n, 1, {**f, "gpus_per_node": gpus, "nvlink_domain": q, "nics_per_node": nics})
+    spine /= utilization  # NCCL's search reads the nominal rate; the transport delivers utilization of it
     hosts_a_domain = max(min(max(q, 1), n) / gpus, 1.0)
     nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
     eta_net, eta_nvl, lam, op, fill, fill_bytes = f.get("constants", NCCL_LAYOUT_CONSTANTS)
     return nccl_collective(
-        coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, eff_bw / 8e9, arch, q > 1,
+        coll, x, gpus, nodes, hosts_a_domain, nvlink, nics, bandwidth / 8e9, arch, q > 1,
         bool(f.get("collnet")), eta_net, eta_nvl, lam, algo, proto, op=op, fill=fill, fill_bytes=fill_bytes,
         spine=spine,
     )[0]  # fmt: skip
@@ -478,7 +492,17 @@ def simulate_fsdp(
         if collective.startswith("nccl") and not collective.startswith("nccl-"):
             gather[u], scatter[u] = (
                 nccl_all_reduce(
-                    size[u] / ratio, eff, nodes, gpus, intra_bw, nics, arch, coll, fabric, *forced(collective)
+                    size[u] / ratio,
+                    bandwidth,
+                    nodes,
+                    gpus,
+                    intra_bw,
+                    nics,
+                    arch,
+                    coll,
+                    fabric,
+                    *forced(collective),
+                    utilization=utilization,
                 )
                 for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
             )
@@ -541,7 +565,7 @@ def _spine_factor(size, stride, lay, kind="ring"):
     domain) each channel across nodes runs at most at its share of the NICs over S = max(1, o f) (this
     function's S; :func:`nccl_collective`'s ``spine``), f the share of the leaf's L K
     NIC ports' rate the collective sends out of the leaf: min(1, min(s, L G) c / (L K)) for a ring or a tree
-    (each of the leaf's min(s, L G) groups crosses its edge once by c = min(16, its NICs a host x hosts of an
+    (each of the leaf's min(s, L G) groups crosses its edge once by c = min(32, its NICs a host x hosts of an
     NCCL node) NICs), min(1, s / (L G)) for a send/recv (``kind`` "sendrecv": the leaf's last s ranks, each by
     its own NICs), (n - max(m, p)) / (n - p) for an all-to-all (``kind`` "alltoall": m = clip(L G / s, 1, n)
     members in a leaf, p in one NCCL node); L = 0: no tier above the hosts; rail-only wiring (lay['rail_only'])
@@ -562,9 +586,9 @@ def _spine_factor(size, stride, lay, kind="ring"):
     else:
         share = nics * q / g_host
         hosts_a_node = max(in_domain / q, 1)
-        # its channels' whole NICs in one NCCL node, at most 16; under one NIC a host, one channel a host at that share
+        # its channels' whole NICs in one NCCL node, at most 32; under one NIC a host, one channel a host at that share
         crossing = (
-            min(math.floor(share + 1e-6) * hosts_a_node, 16) if share >= 1 else min(hosts_a_node, 16) * share
+            min(math.floor(share + 1e-6) * hosts_a_node, 32) if share >= 1 else min(hosts_a_node, 32) * share
         )
         load = min(min(s, leaf * g_host) * crossing / (leaf * nics), 1.0)
     return max(lay.get("oversubscription", 1.0) * load, 1.0)
@@ -585,7 +609,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
     nvlink = links * [20.0, 20.0, 20.6, 40.1][arch]
-    rate = lay["bandwidth"] * lay["utilization"] / 8e9
+    rate = lay["bandwidth"] / 8e9  # as NCCL's search reads it; utilization divides what runs, as the spine
     hosts, per_domain = size / q, max(in_domain / q, 1)
     if kind == "alltoall" and lay.get("rail_only", 0.0) > 0:
         # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p the group's GPUs a
@@ -606,7 +630,8 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     eta_net, eta_nvl, lam, op, fill, fill_bytes = (
         lay.get(k, UNTUNED_DEFAULTS.get(k, c)) for k, c in zip(NCCL_LAYOUT_KEYS, NCCL_LAYOUT_CONSTANTS)
     )
-    spine = _spine_factor(size, stride, lay, kind)  # each channel's share of the NICs over it
+    # each channel's share of the NICs over the spine, at the transport's utilization
+    spine = _spine_factor(size, stride, lay, kind) / lay["utilization"]
     sharp = lay.get("sharp", 0.0) > 0  # NCCL's CollNet on: SHARP's in-network reduction
     # lay["collective"] 3: NCCL's choice; 3 + i: its forcing i (nccl:ALGO as NCCL_ALGO, nccl:PROTO as NCCL_PROTO)
     algo, proto = forcing(lay.get("collective", 3) - 3)
@@ -1324,7 +1349,7 @@ def nccl_collective(
     s0 = nccl_speed(arch, multi, min(r, w) if multi else w)
     node_nics = max(math.floor(nics * hosts / nodes + 1e-6), 1)  # an NCCL node's NICs: a host's, or a rack's
     c0 = node_nics * max(math.floor(r / s0 * (1 + 1e-5)), 1) if multi else math.floor(w / s0 * (1 + 1e-5))
-    c0 = min(max(c0, 1), 16)
+    c0 = min(max(c0, 1), 32)  # init.cc: MAXCHANNELS / 2, MAXCHANNELS 64
     c, s = c0, s0
     if s0 >= 25 and not (arch >= 2 and s0 < 50 and c0 > 4):
         c = min(2 * c0, 32)
@@ -1373,14 +1398,15 @@ def nccl_collective(
         bus[0] = [0, 0, 0]
     nvls_ok = arch >= 2 and nvswitch and p >= 2
     b_i = sn * e_nvls * (cn - 1) / cn * (2.0 if ar else (p - 1) / p)
-    use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi))
+    heads = collnet and p <= 8  # NCCL runs CollNet up to 8 ranks a node, NVLS's all-gather up to 32
+    use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi and p <= 32))
     bus[4] = [0, 0, cn * min(b_i, sx) if use_nvls else 0]
     bus[5] = [0, 0, cn * min(b_i, sx * (2 if nodes <= 2 else 1), m_nvtree) if nvls_ok and ar and multi else 0]
     sides = {4: (cn * b_i, cn * sx), 5: (cn * b_i, cn * min(sx * (2 if nodes <= 2 else 1), m_nvtree))}
     f = p / cd
     direct = cd * sd / (f - (f - 1) / 2) * (0.85 if arch >= 2 else 1.0)
-    bus[2] = [0, 0, direct if ar and multi and collnet and nvswitch else 0]
-    bus[3] = [0, 0, c * s if ar and multi and collnet else 0]
+    bus[2] = [0, 0, direct if ar and multi and heads and nvswitch else 0]
+    bus[3] = [0, 0, c * s if ar and multi and heads else 0]
     bus[6] = [0, 0, 0.75 * c * s if agrs and multi and p == 1 else 0]
     ratio = {0: 0.5, 1: to_alg, 2: 0.5 if ar else 1.0, 3: 0.5, 4: to_alg if ar else 1.0, 5: to_alg, 6: 1.0}
     log_nodes = math.frexp(nodes)[1] - 1

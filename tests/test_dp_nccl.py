@@ -109,11 +109,11 @@ def test_what_nccl_does_not_price_yet_is_refused_in_one_line(tmp_path):
 def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     # One random profile on GB200s, four sweeps of one compiled shape, each against the float64 reference:
     # gb200-nvl72-sharp with its spine at 144:1 (4 GPUs a host, 18 hosts an NVLink domain, 144 hosts a leaf,
-    # SHARP on), the same at 36:1 and at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts)
+    # SHARP on), the same at 18:1 and at 1:1, and a fabric file's constants. Inside one NVLink domain (18 hosts)
     # the NICs are not read; past a leaf (145 hosts) the all-reduce's rings and trees leave each leaf at their ends only, by
-    # one rack's 16 channel NICs of the leaf's 576 (f = 1/36): the spine at 144:1 delivers a quarter of what
-    # crosses nodes, and at 36:1 (o f = 1) it costs nothing. At 10,000 Gbit/s a NIC and more NVLink paces the
-    # channels, far below a quarter of their share of the NICs: the 144:1 spine costs them nothing (it slowed
+    # one rack's 32 channel NICs of the leaf's 576 (f = 1/18): the spine at 144:1 delivers an eighth of what
+    # crosses nodes, and at 18:1 (o f = 1) it costs nothing. At 10,000 Gbit/s a NIC and more NVLink paces the
+    # channels, far below an eighth of their share of the NICs: the 144:1 spine costs them nothing (it slowed
     # them fourfold, dividing all that crossed nodes: a hunt).
     from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
@@ -125,8 +125,8 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
     for name, fabric, extra, expected_fabric in (
         ("144:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=144),
          {**tier, "oversubscription": 144.0}),
-        ("36:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=36),
-         {**tier, "oversubscription": 36.0}),
+        ("18:1", "gb200-nvl72-sharp", dict(bandwidth=[10, 400], oversubscription=18),
+         {**tier, "oversubscription": 18.0}),
         ("1:1", "gb200-nvl72-sharp", dict(bandwidth=[100, 400]), tier),
         ("144:1 fast", "gb200-nvl72-sharp", dict(bandwidth=[1e4, 1e5], oversubscription=144),
          {**tier, "oversubscription": 144.0}),
@@ -144,7 +144,7 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
 
     assert at("144:1", 10, 18) == at("144:1", 400, 18) and at("144:1", 10, 19) > at("144:1", 400, 19)
     assert at("144:1", 400, 144) == at("1:1", 400, 144) != at("1:1", 100, 144)
-    assert at("144:1", 400, 145) > at("1:1", 400, 145) == at("36:1", 400, 145)
+    assert at("144:1", 400, 145) > at("1:1", 400, 145) == at("18:1", 400, 145)
     # (NVLink paces GB200's channels from 400 Gbit/s on, so 1:1 gains nothing past it either)
     for fast in (1e4, 1e5):
         assert at("144:1 fast", fast, 145) == at("1:1 fast", fast, 145) == at("1:1", 400, 145)
@@ -296,3 +296,21 @@ def test_a_float32_sweeps_nvlink_rate_never_serves_a_float64_one():
         assert double == float(np.asarray(nvlink_gbs(np.float64(3.6e12 / 8), arch)))
     assert single == float(np.asarray(nvlink_gbs(3.6e12 / 8, arch)))  # the float32 sweep's own, as it was
     assert single != double  # each its own rounding: the one would have served the other
+
+
+def test_nccl_chooses_for_the_nics_nominal_rate_so_a_higher_utilization_is_never_slower():
+    # NCCL's search reads the NICs' nominal rate; --util is what the transport then delivers. Read at
+    # --bw x --util, 1201 Gbit/s at 0.9 fell below the rate at which NCCL's channels step, and the transport
+    # fixed (utilization 1) read 0.931x on 64 dgx-h100-superpod hosts of 2 NICs (a hunt).
+    utilization = [0.85, 0.88, 0.9, 0.92, 0.95, 0.98, 1.0]
+    ds = evaluate(
+        "bert-large",
+        fabric="dgx-h100-superpod",
+        nodes=64,
+        nics_per_node=2,
+        bandwidth=1201,
+        utilization=utilization,
+        dtype="float64",
+    )
+    comm = ds["comm_time"].values.ravel()
+    assert comm.shape == (len(utilization),) and np.all(np.diff(comm) < 0), comm

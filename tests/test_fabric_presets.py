@@ -249,12 +249,13 @@ def test_the_spine_slows_what_a_wide_group_sends_across_nodes_by_hand():
         ]
     assert (float(wide.nic_gbs), float(wide.nics), float(wide.nodes)) == pytest.approx((50.0, 1.0, 4.0))
     assert divisors == pytest.approx([1.5, 3.0, 2.0, 1.0, 1.0, 1.0, 1.0])
-    # Across NVL72 racks (4-GPU trays, 72-GPU domains, 144 trays a leaf) a ring leaves a rack by 16 channel NICs:
-    # at stride 1 with 4 NICs a tray f = 16 / 576 (slows past 36:1); at stride 4 with 2 NICs a tray, each
-    # group's half NIC a tray on 16 of the rack's 18 trays, the leaf's 4 groups: f = 4 x 8 / 288 = 1/9.
+    # Across NVL72 racks (4-GPU trays, 72-GPU domains, 144 trays a leaf) a ring leaves a rack by 32 channel NICs
+    # (NCCL's MAXCHANNELS / 2; 16 before an audit against its source): at stride 1 with 4 NICs a tray
+    # f = 32 / 576 (slows past 18:1); at stride 4 with 2 NICs a tray, each group's half NIC a tray on the rack's
+    # 18 trays, the leaf's 4 groups: f = 4 x 9 / 288 = 1/8.
     load = layout_collectives.spine_load
-    assert float(load(288.0, 1.0, -1, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 36)
-    assert float(load(288.0, 4.0, -1, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 9)
+    assert float(load(288.0, 1.0, -1, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 18)
+    assert float(load(288.0, 4.0, -1, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 8)
     # NCCL's channels are 1:1's, so a little more oversubscription costs a little more: at 10 Gbit/s
     # (NCCL's speed 1.2 GB/s) the rate divided fell to the next speed down, 0.24, and 4.2:1 took 2.5 times 4:1
     # (a hunt). A DP ring of 4 at stride 16 leaves its leaf whole (f = 1).

@@ -541,3 +541,22 @@ def test_the_efficiencies_gradient_is_finite_on_every_random_case():
 
         grad = jax.grad(total)(jnp.ones(2))
     assert np.all(np.isfinite(np.asarray(grad))), grad
+
+
+def test_nccl_runs_collnet_up_to_8_ranks_a_node_and_nvls_all_gather_up_to_32():
+    """NVIDIA/nccl@5067397c src/enqueue.cc skips CollNet (direct and chain) above NCCL_MAX_DIRECT_ARITY + 1 = 8
+    ranks a node and NVLS's all-gather and reduce-scatter above NCCL_MAX_NVLS_ARITY = 32: a GB200 NVL72 rack
+    (72 ranks one NCCL node) runs neither, forced or chosen (an audit against the source: its all-gather of
+    10 MB had been priced as NVLS, 59 us at the shipped constants where a ring takes 98), where a DGX H100 of 8 runs both."""
+    gb200, h100 = 18 * 40.1, 18 * 20.6  # NVLink as NCCL counts it: 18 links
+    rack = dict(domain=18, collnet=True)
+    for coll in (nccl.ALL_GATHER, nccl.REDUCE_SCATTER):
+        assert run(coll, 1e7, 4, 18, gb200, 1, 50.0, 3, **rack)[1] != "nvls"
+        assert run(coll, 1e7, 4, 18, gb200, 1, 50.0, 3, algo=nccl.NVLS, **rack)[1] != "nvls"  # falls back
+        assert run(coll, 1e7, 8, 1, h100, 8, 50.0, 2, algo=nccl.NVLS)[1] == "nvls"
+    for algo in (nccl.COLLNET_DIRECT, nccl.COLLNET_CHAIN):
+        name = nccl.ALGORITHMS[algo]
+        assert run(0, 1e9, 4, 36, gb200, 4, 50.0, 3, algo=algo, **rack)[1] != name  # two racks
+        assert run(0, 1e9, 8, 4, h100, 8, 50.0, 2, algo=algo, collnet=True)[1] == name
+    # NVLS across racks needs CollNet on, at any ranks a node
+    assert run(0, 1e9, 4, 36, gb200, 4, 50.0, 3, algo=nccl.NVLS, **rack)[1] == "nvls"

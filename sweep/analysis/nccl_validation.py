@@ -548,6 +548,17 @@ DATED_2026_12_06_NVLS = (
     "to +421% to +120% to +382%: one rack's NVLS is bound by its graph's speed where two racks' NVLSTree is "
     "bound by NVLink (c_n b_i), and twenty racks fall by a cost the model has no term for."
 )
+DATED_2026_12_06_SOURCE = (
+    "- 2026-12-06, later still, after the held-out errors above had been seen: an audit of `kernels/nccl.py` "
+    "against NCCL's source at the commit above, not against these rows. A ring graph's channels before "
+    "duplication are at most MAXCHANNELS / 2 = 32 (init.cc; MAXCHANNELS is 64 from NCCL 2.25, the model had "
+    "taken 16); CollNet runs up to 8 ranks a node and NVLS's all-gather and reduce-scatter up to 32 "
+    "(enqueue.cc); the channels and the choice read the NICs' nominal rate, a `--util` below 1 dividing what "
+    "runs. No training row changes, so the fit is the same, and the headline errors are unchanged; three "
+    "held-out rows on AWS P5's 32 NICs a host move: `AWSDT-P5-2x8` at 32 and 64 MiB from -12.1% and -15.5% to "
+    "-7.8% and -9.6%, `AWSDT-P5-2x8-EKS` at 64 MiB from +39.9% to +49.7% (its curve's median from 37.8% to "
+    "42.7%). CoreWeave's GB200 racks are unchanged."
+)
 
 
 def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
@@ -615,6 +626,7 @@ def _protocol(v: Validation, ok: np.ndarray) -> list[str]:
         DATED_2026_12_05,
         DATED_2026_12_06,
         DATED_2026_12_06_NVLS,
+        DATED_2026_12_06_SOURCE,
         f"- Scored: rows with measured busbw >= {RESOLUTION:g} GB/s (two printed decimals: below that the rounding "
         f"alone is 5% or more); {int(np.sum(ok & ~v.scored))} represented rows under it are predicted and "
         "written to predictions.csv, not scored. Nothing is tuned per row.",

@@ -91,11 +91,13 @@ class FabricConstants:
         )
 
 
-# NCCL's pricing reads the NICs at --bw x --util, then its fitted transport efficiency on top: a --util below 1
-# is a transport at that share of the one fitted (a fabric file's eta_net already is the transport measured), which
-# the assumed line says (a hunt: --util 0.5 on a fabric file had priced 0.5 x eta_net in silence).
+# NCCL's search reads the NICs at --bw (their nominal rate, as NCCL does); what crosses nodes runs at --util of
+# it, then its fitted transport efficiency on top: a --util below 1 is a transport at that share of the one fitted
+# (a fabric file's eta_net already is the transport measured), which the assumed line says (a hunt: --util 0.5 on
+# a fabric file had priced 0.5 x eta_net in silence).
 UTILIZATION_ON_ETA = (
-    "--util: nccl reads the NICs at --bw x --util, on top of its fitted transport efficiency eta_net"
+    "--util: nccl chooses for NICs at --bw and runs them at --bw x --util, on top of its fitted transport"
+    " efficiency eta_net"
 )
 
 # The constants' names in the fit and in a fabric file, in FabricConstants.stated()'s order.

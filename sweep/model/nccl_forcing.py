@@ -7,15 +7,16 @@ host, so that a sweep can say where its forcing fell back. With ``p`` the GPUs o
 
     tree            ar
     ring            always
-    collnet_direct  ar, multi, CollNet (SHARP) on, NVSwitch
-    collnet_chain   ar, multi, CollNet on
-    nvls            Hopper or newer, NVSwitch, p >= 2; and ar within one domain (across: with CollNet), or
-                    an all-gather or reduce-scatter within one domain
+    collnet_direct  ar, multi, CollNet (SHARP) on, NVSwitch, p <= 8
+    collnet_chain   ar, multi, CollNet on, p <= 8
+    nvls            Hopper or newer, NVSwitch, p >= 2; and ar within one domain (across: with CollNet
+                    on), or an all-gather or reduce-scatter within one domain of p <= 32
     nvls_tree       Hopper or newer, NVSwitch, p >= 2, ar, multi
     pat             an all-gather or reduce-scatter, multi, p = 1
 
 (as :mod:`kernels.nccl` reads them from NVIDIA/nccl@5067397c2676d5aed50042fc39e5c8ee96eb0027
-``src/graph/tuning.cc``; ``tests/test_nccl.py`` checks them against the float64 twin's choice). A forced
+``src/graph/tuning.cc`` and ``src/enqueue.cc``'s limits of ranks a node, NCCL_MAX_DIRECT_ARITY + 1 and
+NCCL_MAX_NVLS_ARITY; ``tests/test_nccl.py`` checks them against the float64 twin's choice). A forced
 protocol (``nccl:ll``, ``nccl:ll128``, ``nccl:simple``) always runs: the ring has all three.
 """
 
@@ -24,10 +25,10 @@ from netsweep_jax.sweep.core.layout_axes import NCCL_PROTOCOLS
 NEEDS = {
     "tree": "an all-reduce",
     "ring": "nothing",
-    "collnet_direct": "an all-reduce across NVLink domains with SHARP (CollNet) on and NVSwitch",
-    "collnet_chain": "an all-reduce across NVLink domains with SHARP (CollNet) on",
-    "nvls": "Hopper or newer with NVSwitch and 2 or more GPUs a domain: within one NVLink domain (an all-reduce "
-    "across domains with SHARP on)",
+    "collnet_direct": "an all-reduce across NVLink domains of at most 8 GPUs with SHARP (CollNet) on and NVSwitch",
+    "collnet_chain": "an all-reduce across NVLink domains of at most 8 GPUs with SHARP (CollNet) on",
+    "nvls": "Hopper or newer with NVSwitch and 2 or more GPUs a domain: within one NVLink domain (of at most 32 "
+    "GPUs for an all-gather or reduce-scatter; an all-reduce across domains with SHARP on)",
     "nvls_tree": "Hopper or newer with NVSwitch and 2 or more GPUs a domain: an all-reduce across NVLink domains",
     "pat": "an all-gather or reduce-scatter across NVLink domains of one GPU each",
 }
@@ -62,12 +63,14 @@ def runs(
     2 Hopper), for an all-reduce (``all_reduce``) or an all-gather / reduce-scatter (module docstring)."""
     multi, p = domains > 1, gpus_per_domain
     nvls_ok = arch >= 2 and nvswitch and p >= 2
+    heads = collnet and p <= 8  # CollNet's: NCCL_MAX_DIRECT_ARITY + 1 ranks a node
     return {
         "tree": all_reduce,
         "ring": True,
-        "collnet_direct": all_reduce and multi and collnet and nvswitch,
-        "collnet_chain": all_reduce and multi and collnet,
-        "nvls": nvls_ok and ((all_reduce and (not multi or collnet)) or (not all_reduce and not multi)),
+        "collnet_direct": all_reduce and multi and heads and nvswitch,
+        "collnet_chain": all_reduce and multi and heads,
+        "nvls": nvls_ok
+        and ((all_reduce and (not multi or collnet)) or (not all_reduce and not multi and p <= 32)),
         "nvls_tree": nvls_ok and all_reduce and multi,
         "pat": not all_reduce and multi and p == 1,
     }[algorithm]
