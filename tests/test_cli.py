@@ -448,3 +448,24 @@ def test_help_wins_over_an_option_given_twice():
     assert r.exit_code == 0 and "Usage: " in r.output and "grid [OPTIONS]" in r.output, r.output
     r = invoke("grid", "--out", "--help", "--out", "x.h5")  # --help as --out's value: not the help option
     assert r.exit_code == 2 and "--out given twice" in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    "args,said",
+    [
+        (["paper", "--out", ""], "--out '': an empty path"),
+        (["compare", "--model", "resnet50", "--bw", "10", "--out="], "--out '': an empty path"),
+        (["grid", "--model", "resnet50", "--bw", "10", "--profile", ""], "--profile '': an empty path"),
+        (["show", ""], "'': an empty path"),
+        (["calibrate", "x.csv", ""], "'': an empty path"),
+    ],
+)
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monkeypatch, args, said):
+    # Click reads '' as Path('.'): `sweep paper --out ''` wrote its cube, figures and report into the current
+    # folder, and `compare --out ''` its report (a hunt).
+    monkeypatch.chdir(tmp_path)
+    r = invoke(*args)
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and said in r.output, r.output
+    assert list(tmp_path.iterdir()) == []
+    # An option whose value is not a path may be empty as before (refused by its own rule, if any).
+    assert "empty path" not in invoke("grid", "--model", "resnet50", "--bw", "").output

@@ -291,6 +291,23 @@ def test_expert_tp_and_moe_recomputation_on_a_dense_model_are_refused():
         make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers="8,100")
 
 
+def test_a_recompute_module_the_model_lacks_is_refused():
+    # up_proj (Megatron-Core's mla_up_proj) on a model without multi-head latent attention had been priced
+    # (Megatron-Core refuses it), and mlp where every layer is a mixture of experts changed nothing (a hunt).
+    r = invoke("grid", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--recompute", "up_proj")
+    assert r.exit_code == 2 and r.output.strip() == (
+        "error: --recompute up_proj: recomputes multi-head latent attention's up-projection (up_proj); "
+        "llama3-8b has none"
+    )
+    with pytest.raises(
+        InputError, match=r"^recompute mlp: recomputes a dense layer's MLP \(mlp\); qwen3-30b"
+    ):
+        make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", ep="8", recompute="none,mlp")
+    # DeepSeek-V3's shape has both (MLA, three dense layers first); one model of a list that has it is enough
+    make_layout_grid("deepseek-v3-like", gpus="64", global_batch="64", ep="8", recompute="up_proj+mlp")
+    make_layout_grid("qwen3-30b-a3b,llama3-8b", gpus="8", global_batch="8", recompute="mlp")
+
+
 @pytest.mark.parametrize("value", ["eight", "٨", "8.0", "$TP", "1_0"])
 def test_a_launch_value_that_is_not_a_whole_number_is_refused_naming_the_flag_and_line(tmp_path, value):
     path = tmp_path / "train.sh"

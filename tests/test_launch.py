@@ -67,13 +67,19 @@ def test_plan_from_a_launch_equals_the_same_options(tmp_path):
     path = tmp_path / "train.sh"
     path.write_text(SCRIPT)
     base = ("plan", "--model", "llama3-70b", "--gpus", "64", "--keep", "1")
+    # Llama 3 has no multi-head latent attention: its mla_up_proj is refused, as Megatron-Core refuses it
+    refused = invoke(*base, "--launch", str(path), "--out", str(tmp_path / "a.h5"))
+    assert (
+        refused.exit_code == 2 and "up_proj+mlp: recomputes multi-head latent attention's" in refused.output
+    )
+    path.write_text(SCRIPT.replace("mla_up_proj", "layernorm"))
     launched = invoke(*base, "--launch", str(path), "--out", str(tmp_path / "a.h5"))
     assert launched.exit_code == 0, launched.output
     assert (
         f"from {path}: --tp 4, --pp 8" in launched.stderr and "not used: --nproc_per_node" in launched.stderr
     )
     options = ["--tp", "4", "--pp", "8", "--schedule", "interleaved:5", "--micro-batch", "1"]
-    options += ["--global-batch", "128", "--cp", "1", "--ep", "1", "--recompute", "mlp+up_proj"]
+    options += ["--global-batch", "128", "--cp", "1", "--ep", "1", "--recompute", "mlp+layernorm"]
     options += ["--sequence-parallel", "1", "--zero", "1", "--overlap", "grad_reduce+tp_comm"]
     options += ["--precision", "fp8"]
     given = invoke(*base, *options, "--out", str(tmp_path / "b.h5"))

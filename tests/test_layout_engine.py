@@ -240,3 +240,46 @@ def test_a_plan_share_stopped_then_resumed_gives_the_plan_of_one(tmp_path, monke
     assert process(0, "--resume").exit_code == 0  # its shard whole: merged, nothing searched
     assert assert_same_plan(two, one_plan)["processes"] == 2
     assert sorted(x.name for x in tmp_path.iterdir()) == ["two.h5"]
+
+
+def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finished(tmp_path, monkeypatch):
+    # The list form (a plan per fabric or oversubscription) said only "interrupted", told to pass --resume,
+    # then refused --resume (a hunt). Stopped in the second fabric's search: the first's cube is kept, the
+    # second's checkpoint too, and --resume finishes the second without searching the first again.
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+    plans = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--fabric",
+             "dgx-h100-superpod,aws-p5", "--keep", "2", "-q"]  # fmt: skip
+    kept, calls = PlanCheckpoint.keep, []
+
+    def keep_then_stop(self, index, done, state):  # SIGINT once the second plan has kept a block
+        kept(self, index, done, state)
+        calls.append(self.path.name)
+        if "aws-p5" in self.path.name:
+            interrupts.request(signal.SIGINT)
+
+    monkeypatch.chdir(tmp_path)
+    with monkeypatch.context() as m:
+        m.setattr(PlanCheckpoint, "keep", keep_then_stop)
+        r = invoke(*plans)  # no --out: the hint names the one the list's cubes are named from
+    first, second = (next(tmp_path.glob(f"results/*-fabric{f}.h5*")) for f in ("dgx-h100-superpod", "aws-p5"))
+    base = first.with_name(first.name.replace("-fabricdgx-h100-superpod", ""))
+    assert r.exit_code == 130 and r.output.strip().endswith(
+        f"finished blocks are kept in {second.relative_to(tmp_path)}. Finish with the same command plus "
+        f"--resume --out {base.relative_to(tmp_path)}."
+    ), r.output
+    assert first.suffix == ".h5" and second.suffix == ".partial"
+    written = first.stat().st_mtime_ns
+    r = invoke(*plans, "--out", base.relative_to(tmp_path), "--resume")
+    assert r.exit_code == 0, r.output
+    assert f"kept {first.relative_to(tmp_path)}" in r.output and "wrote " in r.output, r.output
+    assert first.stat().st_mtime_ns == written  # the first fabric's plan read, not searched or written again
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == sorted(
+        [first.name, second.name.removesuffix(".partial")]
+    )
+    # A finished cube of another plan is not taken for this one's.
+    second_cube = tmp_path / "results" / second.name.removesuffix(".partial")
+    second_cube.rename(second_cube.with_suffix(".h5.partial"))
+    r = invoke(*[a if a != "2" else "3" for a in plans], "--out", base.relative_to(tmp_path), "--resume")
+    assert r.exit_code == 2 and "holds another plan than this command's (its --keep differs)" in r.output

@@ -232,3 +232,16 @@ def test_a_profile_csv_takes_comments_before_its_header_and_a_tensor_named_with_
     path = tmp_path / "p.csv"
     path.write_text("# my run\nname,grad_bytes,backward_us\n#fc.bias,4000,5\nfc.weight,8000,10\n")
     assert read_csv(path, 0.1).names == ("#fc.bias", "fc.weight")
+
+
+@pytest.mark.parametrize("own", ["NaN", "Infinity", "1e400", '"abc"', "-1", "0", "true"])
+def test_a_json_profiles_own_bad_iteration_time_is_refused_even_with_t1_given(tmp_path, own):
+    # --iteration-time had taken the place of a T1 that is no number of seconds, in silence (a hunt); it still
+    # takes the place of none, and of one shorter than the file's own passes.
+    tensors = '"tensors": [{"name": "a", "grad_bytes": 4, "backward_us": 100}]'
+    bad = write(tmp_path, "bad.json", f'{{"model": "m", "iteration_time_s": {own}, {tensors}}}')
+    with pytest.raises(InputError, match="iteration time .* must be a number of seconds"):
+        load_profile(bad, t1=0.05)
+    for name, t1 in (("none.json", ""), ("short.json", '"iteration_time_s": 1e-5, ')):
+        p = load_profile(write(tmp_path, name, f'{{"model": "m", {t1}{tensors}}}'), t1=0.05)
+        assert p.t1 == 0.05

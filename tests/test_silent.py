@@ -306,10 +306,10 @@ def test_grid_refusals_name_the_right_thing(tmp_path):
     one_line_refusal(
         invoke("grid", "--iteration-time", "1e-40", "--out", tmp_path / "x.h5"), "--iteration-time"
     )
-    # An empty file option is the current directory: named with its option (was ".: a directory", no option).
+    # An empty file option names no file (was ".: a directory", no option; then "--profile .: a directory").
     for option in ("--codec-cost", "--reduce-cost", "--profile"):
         r = invoke("grid", "--compressor", "topk:0.01", option, "", "--out", tmp_path / "x.h5")
-        one_line_refusal(r, f"{option} .: ")
+        one_line_refusal(r, f"{option} '': an empty path names no file or folder")
     r = invoke(
         "grid", "--profile", "examples/profile.csv", "--iteration-time", "0", "--out", tmp_path / "x.h5"
     )

@@ -526,26 +526,43 @@ class _Plan:
         grid_inputs(self.grid)(f)  # the layout family's: none (its models are in the attributes)
 
 
+def plans_out(grids: "Sequence[tuple[str, Any]]", out: Path | None) -> Path:
+    """The ``--out`` of :func:`write_plans`' plans: ``out``, else ``results/plan-<models>-<timestamp>.h5``."""
+    from netsweep_jax.sweep.io.paths import stamped
+
+    models = "+".join(grids[0][1].names["model"])
+    return out if out is not None else stamped(f"plan-{models}", ".h5")
+
+
 def write_plans(
-    grids: "Sequence[tuple[str, Any]]", out: Path | None, *, keep: int, force: bool, command: str, say: Say
-) -> "Iterator[tuple[str, Path]]":
+    grids: "Sequence[tuple[str, Any]]",
+    base: Path,
+    *,
+    keep: int,
+    force: bool,
+    command: str,
+    say: Say,
+    resume: bool = False,
+) -> "Iterator[tuple[str, str]]":
     """``sweep plan --fabric A,B --oversubscription 1,2,4``: one plan per fabric (``grids``: each fabric's label,
     :func:`fabric_label`, and its grid; one unlabelled grid for one fabric) and per value of its
     oversubscription, in order (:func:`write_plan`, each its own cube, ``OUT`` with ``-fabric<label>`` where
     there are several fabrics and ``-oversubscription<V>`` where there are several values, before its suffix):
-    (its heading, table and tiers, its cube). Each distinct ``assumed:`` line is said once. Every value is
+    (its heading, table and tiers; ``wrote CUBE``, or ``kept CUBE`` where ``resume`` kept it). Each distinct ``assumed:`` line is said once. Every value is
     validated (its grid made) before the first plan; they share one compile where their shapes are the same
-    (the fabric's settings and the spine are columns of the kernel's inputs)."""
+    (the fabric's settings and the spine are columns of the kernel's inputs). ``base``: :func:`plans_out`'s.
+
+    ``resume``: the plans of an interrupted run of the same command: a cube it finished is kept (read, not
+    searched again; one of another plan refused), one it left in ``OUT.partial`` goes on from there, and the
+    others are searched."""
     import numpy as np
 
     from netsweep_jax.sweep.analysis.plan_tiers import tier_lines
     from netsweep_jax.sweep.analysis.planning import plan_table
-    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file, stamped
+    from netsweep_jax.sweep.io.paths import CUBE_SUFFIXES, check_new_file
 
     for _, grid in grids:
         _check_some_layout_divides(grid)
-    models = "+".join(grids[0][1].names["model"])
-    base = out if out is not None else stamped(f"plan-{models}", ".h5")
     said: set[str] = set()
 
     def once(line: str) -> None:
@@ -554,9 +571,11 @@ def write_plans(
             say(line)
 
     plans = [(grid, list(_each_plan(label, grid, len(grids) > 1, base))) for label, grid in grids]
+    kept = _resumed(plans, keep, force) if resume else {}
     for _, ones in plans:  # every cube's name free before the first search: none written, then refused
         for *_, target in ones:
-            check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
+            if target not in kept:
+                check_new_file(target, force=force, suffixes=CUBE_SUFFIXES)
     for grid, ones in plans:
         # Where no group can cross the spine its oversubscription changes nothing: the first value's plan is
         # every value's (the same search, not run again), each written with its own value.
@@ -568,8 +587,12 @@ def write_plans(
             said.update(f"assumed: {assumed_line(one.assumed)}" for one, _, _ in ones)
         for one, heading, target in ones:
             value = one.oversubscription[0]
-            if first is None or reachable:
-                ds, written = write_plan(one, target, keep=keep, force=force, command=command, say=once)
+            if kept.get(target) is not None:  # said as kept, not searched again
+                ds, written = kept[target], target
+            elif first is None or reachable:
+                ds, written = write_plan(
+                    one, target, keep=keep, force=force, command=command, say=once, resume=target in kept
+                )
                 assert ds is not None
                 first = (ds, value)
             else:
@@ -580,7 +603,40 @@ def write_plans(
                     f"group of {np.max(grid.values['gpus']):g} GPUs crosses the spine (a leaf holds "
                     f"{grid.leaf_hosts * np.min(grid.values['gpus_per_node']):g})"
                 )
-            yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), written
+            done = "kept" if kept.get(target) is not None else "wrote"
+            yield "\n".join([f"{' '.join(heading)}:", plan_table(ds), *tier_lines(ds)]), f"{done} {written}"
+
+
+def _resumed(
+    plans: "Sequence[tuple[Any, list[tuple[Any, list[str], Path]]]]", keep: int, force: bool
+) -> dict:
+    """``--resume`` of :func:`write_plans`' ``plans``: each cube an interrupted run finished (its plan, read)
+    or left in ``OUT.partial`` (None: resumed), refused where there is none, or where a finished cube holds
+    another plan than this command's (its attributes or its ``--keep`` differ)."""
+    from netsweep_jax.sweep.io.paths import partial_path
+    from netsweep_jax.sweep.io.reader import open_cube
+
+    if force:  # as one plan's: --resume finishes, --force starts over
+        raise InputError("and --force cannot go together: --resume finishes OUT.partial, --force starts over",
+                         param="resume")  # fmt: skip
+    kept: dict[Path, Any] = {}
+    for _, ones in plans:
+        for one, _, target in ones:
+            if partial_path(target).exists():
+                kept[target] = None
+            elif target.exists():
+                ds = open_cube(target)
+                differs = [k for k, v in one.cube_attrs().items() if str(ds.attrs.get(k)) != str(v)]
+                if differs or ds.sizes.get("rank") != keep:
+                    what = differs[0] if differs else "--keep"
+                    raise InputError(f"{target} holds another plan than this command's (its {what} differs); "
+                                     "--force starts over", param="resume")  # fmt: skip
+                kept[target] = ds
+    if not kept:
+        first = plans[0][1][0][2]
+        raise InputError(f"finds nothing to resume: neither {first} nor {partial_path(first)} exists, nor any "
+                         "other value's", param="resume")  # fmt: skip
+    return kept
 
 
 def _check_some_layout_divides(grid: Any) -> None:

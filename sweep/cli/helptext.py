@@ -114,12 +114,18 @@ def format_help_text(command: _click.Command, formatter: _click.HelpFormatter) -
 
 class HelpCommand(TyperCommand):
     """A command whose ``--help`` is :func:`format_options`'s, and that refuses an option given twice
-    (:func:`~sweep.cli.repeated.refuse_repeated`: Click kept the last)."""
+    (:func:`~sweep.cli.repeated.refuse_repeated`: Click kept the last) and an empty path
+    (:func:`~sweep.cli.empty_paths.refuse_empty_paths`: Click read it as the current folder)."""
 
     def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        from netsweep_jax.sweep.cli.empty_paths import refuse_empty_paths
         from netsweep_jax.sweep.cli.repeated import refuse_repeated
 
         refuse_repeated(self.get_params(ctx), args, ctx.help_option_names)
+        if not set(args) & set(
+            ctx.help_option_names
+        ):  # --help wins, as Click shows it whatever else is given
+            refuse_empty_paths(self.get_params(ctx), args, ctx)
         return super().parse_args(ctx, args)
 
     def collect_usage_pieces(self, ctx: _click.Context) -> list[str]:

@@ -174,27 +174,26 @@ def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:
             )
 
 
-def _interrupted(e: BaseException, out: Path | None) -> None:
+def _interrupted(e: BaseException, out: Path | None, cube: Path | None = None) -> None:
     """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
-    finish it (naming the --out that finds them where none was given: each run's default name is stamped anew),
-    or that nothing was kept; the exit code says which signal."""
+    finish it (naming the --out that finds them where none was given: each run's default name is stamped anew;
+    ``cube``, that --out where it is not the kept file's: a list of plans'), or that nothing was kept; the exit
+    code says which signal."""
     from netsweep_jax.sweep.io import paths
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
     if kept is not None and kept.exists():
         fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus "
-             f"{_finishing(out, kept)}.", code=exit_code(e))  # fmt: skip
+             f"{_finishing(out, kept, cube)}.", code=exit_code(e))  # fmt: skip
     fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
 
 
-def _finishing(out: Path | None, kept: Path) -> str:
+def _finishing(out: Path | None, kept: Path, cube: Path | None = None) -> str:
     """What finishes a run whose finished blocks are kept in ``kept``: ``--resume``, and the ``--out`` of its
-    cube where the run had none (each run's default name is stamped anew, so the same command finds another)."""
-    return (
-        "--resume"
-        if out is not None
-        else f"--resume --out {kept.with_name(kept.name.removesuffix('.partial'))}"
-    )
+    cube (``cube``, else the kept file's) where the run had none (each run's default name is stamped anew, so
+    the same command finds another)."""
+    cube = cube or kept.with_name(kept.name.removesuffix(".partial"))
+    return "--resume" if out is not None else f"--resume --out {cube}"
 
 
 def _sweep(
@@ -315,16 +314,9 @@ def plan(
     ]  # fmt: skip
     g = grids[0][1]
     if len(grids) > 1 or len(g.oversubscription) > 1:  # a plan per value (one compile: kernel input columns)
-        from netsweep_jax.sweep.analysis.layout_jobs import write_plans
-
-        listed = "--fabric" if len(grids) > 1 else "--oversubscription"
-        for option, used in (("--resume", resume), ("--distributed", settings.get("distributed")),
-                             ("--csv", as_csv), ("--json", as_json)):  # fmt: skip
-            if used:
-                raise InputError(f"{option} plans one {listed} value at a time: give one")
-        for table, target in write_plans(grids, out, keep=keep, force=force, command=command_line(), say=say):
-            typer.echo(table)
-            typer.echo(f"wrote {target}")
+        _plan_each(
+            grids, out, settings, keep=keep, force=force, resume=resume, as_csv=as_csv, as_json=as_json
+        )
         return
     ds, target, share = _search_plan(g, out, settings, keep=keep, force=force, resume=resume, quiet=quiet)
     if ds is None:  # another process than 0 under --distributed: its share is in its shard
@@ -332,6 +324,40 @@ def plan(
         typer.echo(f"process {share[0]} of {share[1]}: searched its share of the plan into {target}")
         return
     _echo_plan(ds, target, as_csv=as_csv, as_json=as_json)
+
+
+def _plan_each(
+    grids: list[tuple[str, Any]],
+    out: Path | None,
+    settings: dict[str, Any],
+    *,
+    keep: int,
+    force: bool,
+    resume: bool,
+    as_csv: bool,
+    as_json: bool,
+) -> None:
+    """``sweep plan`` over a list of fabrics or oversubscriptions: a plan per value, each printed and written as
+    it finishes; an interrupt ends the command with one line naming what finishes it."""
+    from netsweep_jax.sweep.analysis.layout_jobs import plans_out, write_plans
+
+    listed = "--fabric" if len(grids) > 1 else "--oversubscription"
+    for option, used in (
+        ("--distributed", settings.get("distributed")),
+        ("--csv", as_csv),
+        ("--json", as_json),
+    ):
+        if used:
+            raise InputError(f"{option} plans one {listed} value at a time: give one")
+    base = plans_out(grids, out)
+    try:
+        for table, done in write_plans(
+            grids, base, keep=keep, force=force, command=command_line(), say=say, resume=resume
+        ):
+            typer.echo(table)
+            typer.echo(done)
+    except (KeyboardInterrupt, Interrupted) as e:
+        _interrupted(e, out, cube=base)
 
 
 def _search_plan(

@@ -310,6 +310,7 @@ def _refuse_unread_settings(
     changes nothing: a setting is refused, never ignored (:func:`_refuse_moe_settings`,
     :func:`_refuse_unread_attention_efficiency`)."""
     _refuse_moe_settings(models, model_names, given, names["recompute"])
+    _refuse_absent_modules(models, model_names, names["recompute"])
     _refuse_unread_attention_efficiency(names["attention"], given["attention_efficiency"])
     offload = given.get("offload_layers")
     if offload is not None:  # clamped to the depth in silence (a hunt), where a runs file's row is refused
@@ -361,6 +362,29 @@ def _refuse_moe_settings(
             shown = value if isinstance(value, str) else ",".join(map(show, flat_values(value, name, "")))
             raise InputError(
                 f"{shown}: a mixture-of-experts setting; {', '.join(model_names)} {dense}", param=name
+            )
+
+
+def _refuse_absent_modules(models: list[LLM], model_names: list[str], recomputes: tuple[str, ...]) -> None:
+    """Refuse a recompute mode (``recomputes``) naming a module none of ``models`` has: MLA's up-projection
+    (``up_proj``) without multi-head latent attention (Megatron-Core refuses ``mla_up_proj`` without
+    ``multi_latent_attention``), a dense layer's MLP (``mlp``) where every layer is a mixture of experts. Each had
+    been priced as something else, or as nothing, in silence (a hunt)."""
+    absent = (
+        (
+            "up_proj",
+            lambda m: m.q_rank == 0 and m.kv_rank == 0,
+            "multi-head latent attention's up-projection",
+        ),
+        ("mlp", lambda m: m.experts > 0 and m.moe_layers >= m.layers, "a dense layer's MLP"),
+    )
+    for module, lacks, what in absent:
+        modes = [mode for mode in recomputes if module in mode.split("+")]
+        if modes and all(lacks(m) for m in models):
+            has = "has" if len(models) == 1 else "have"
+            raise InputError(
+                f"{modes[0]}: recomputes {what} ({module}); {', '.join(model_names)} {has} none",
+                param="recompute",
             )
 
 

@@ -172,6 +172,12 @@ ELEMENT_BYTES = (1, 2, 4, 8)  # a gradient element's possible sizes
 # Bounds that keep every result finite in float32 (a petabyte of gradients, 10^4 s).
 MAX_TOTAL_BYTES = 1e15
 MAX_SECONDS = 1e4
+
+
+class ShortIterationTime(InputError):
+    """A profile's T1 shorter than its own passes: :func:`load_profile` takes a ``t1`` given in its place."""
+
+
 MIN_SECONDS = 1e-6  # a T1 shorter than a microsecond would leave float32 results 0 (the waits underflow)
 
 
@@ -218,7 +224,7 @@ def make_profile(
         raise InputError(f"{path}: backward waits must be >= 0 and add up to at most {MAX_SECONDS:.0e} s")
     t1 = _check_t1(t1, path)
     if t1 < wait_s.sum():
-        raise InputError(
+        raise ShortIterationTime(
             f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
             f"({wait_s.sum():.6g} s); T1 covers forward, backward and update"
         )
@@ -235,7 +241,7 @@ def make_profile(
         if forward.shape != wait_s.shape or not (np.all(np.isfinite(forward)) and np.all(forward >= 0)):
             raise InputError(f"{path}: forward times must be one number >= 0 per tensor")
         if t1 < wait_s.sum() + forward.sum() * (1 - 1e-9):
-            raise InputError(
+            raise ShortIterationTime(
                 f"{path}: iteration time {t1:.6g} s is shorter than the forward and backward passes "
                 f"({forward.sum() + wait_s.sum():.6g} s)"
             )
@@ -530,8 +536,8 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
       t1: single-GPU iteration time (s). A file without one (.csv, .bk.log) takes it as its T1 (required
         there); a file with one of its own has its compute scaled to it (:meth:`Profile.scaled_to`: every wait
         and forward time by t1 / T1, the gradients unchanged), as a built-in model's is, and as ``sweep grid``'s
-        ``--iteration-time`` and ``sweep calibrate``'s ``t1`` column read it. A file whose own T1 is refused
-        (shorter than its backward pass) takes ``t1`` as its T1.
+        ``--iteration-time`` and ``sweep calibrate``'s ``t1`` column read it. A file whose own T1 is shorter than its
+        passes takes ``t1`` as its T1; one whose own T1 is no number of seconds is refused.
       model: the profile's name (default: the file's, else its stem).
 
     Returns:
@@ -544,8 +550,10 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
         return _read(path, t1, model)
     try:
         own = _read(path, None, model)
-    except (
-        InputError
-    ):  # none of its own, or its own refused: t1 is its T1 (the file's other errors raised again)
+    except InputError as e:
+        # None of its own (param t1), or its own shorter than its passes: t1 is its T1. Any other error is the
+        # file's, its own T1 that is no number of seconds too (NaN, -1, "abc" had been taken in silence: a hunt).
+        if not (e.param == "t1" or isinstance(e, ShortIterationTime)):
+            raise
         return _read(path, t1, model)
     return own if t1 is None else own.scaled_to(t1, f"{path}: t1")
