@@ -283,3 +283,6 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
     second_cube.rename(second_cube.with_suffix(".h5.partial"))
     r = invoke(*[a if a != "2" else "3" for a in plans], "--out", base.relative_to(tmp_path), "--resume")
     assert r.exit_code == 2 and "holds another plan than this command's (its --keep differs)" in r.output
+    # nor one of other GPUs: its attributes alone had taken a plan of 64 GPUs for one of 128 (a review)
+    r = invoke(*[a if a != "8" else "16" for a in plans], "--out", base.relative_to(tmp_path), "--resume")
+    assert r.exit_code == 2 and "holds another plan than this command's (its --gpus differs)" in r.output

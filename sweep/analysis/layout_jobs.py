@@ -589,6 +589,7 @@ def write_plans(
             value = one.oversubscription[0]
             if kept.get(target) is not None:  # said as kept, not searched again
                 ds, written = kept[target], target
+                first = first or (ds, value)  # a value the spine cannot reach is still its copy
             elif first is None or reachable:
                 ds, written = write_plan(
                     one, target, keep=keep, force=force, command=command, say=once, resume=target in kept
@@ -612,7 +613,7 @@ def _resumed(
 ) -> dict:
     """``--resume`` of :func:`write_plans`' ``plans``: each cube an interrupted run finished (its plan, read)
     or left in ``OUT.partial`` (None: resumed), refused where there is none, or where a finished cube holds
-    another plan than this command's (its attributes or its ``--keep`` differ)."""
+    another plan than this command's (:func:`_differs`)."""
     from netsweep_jax.sweep.io.paths import partial_path
     from netsweep_jax.sweep.io.reader import open_cube
 
@@ -626,17 +627,34 @@ def _resumed(
                 kept[target] = None
             elif target.exists():
                 ds = open_cube(target)
-                differs = [k for k, v in one.cube_attrs().items() if str(ds.attrs.get(k)) != str(v)]
-                if differs or ds.sizes.get("rank") != keep:
-                    what = differs[0] if differs else "--keep"
+                what = _differs(one, ds, keep)
+                if what:
                     raise InputError(f"{target} holds another plan than this command's (its {what} differs); "
                                      "--force starts over", param="resume")  # fmt: skip
                 kept[target] = ds
     if not kept:
         first = plans[0][1][0][2]
         raise InputError(f"finds nothing to resume: neither {first} nor {partial_path(first)} exists, nor any "
-                         "other value's", param="resume")  # fmt: skip
+                         "other value's (a run without --out names its cubes anew: give its --out)",
+                         param="resume")  # fmt: skip
     return kept
+
+
+def _differs(grid: Any, ds: "xr.Dataset", keep: int) -> str:
+    """What of the plan cube ``ds`` differs from the plan of ``grid`` keeping ``keep`` layouts ('' where
+    nothing does): a setting's coordinates (``--gpus``, ``--bw``, ...), the attributes its grid writes (what was
+    assumed and searched, the one-value settings, the models), or the layouts kept (min(keep, layouts); a review:
+    the attributes alone took a plan of 64 GPUs for one of 128)."""
+    import numpy as np
+
+    coords = grid.coords()
+    for name in ds.dims:
+        if name in coords and not np.array_equal(np.asarray(ds[name].values), np.asarray(coords[name])):
+            return f"--{str(name).replace('_', '-')}"
+    for key, value in grid.cube_attrs().items():
+        if str(ds.attrs.get(key)) != str(value):
+            return key
+    return "--keep" if ds.sizes.get("rank") != min(keep, grid.inner_size) else ""
 
 
 def _check_some_layout_divides(grid: Any) -> None:

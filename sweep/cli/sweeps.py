@@ -349,14 +349,22 @@ def _plan_each(
     ):
         if used:
             raise InputError(f"{option} plans one {listed} value at a time: give one")
+    from netsweep_jax.sweep.io import paths
+
     base = plans_out(grids, out)
+    finished = 0
     try:
         for table, done in write_plans(
             grids, base, keep=keep, force=force, command=command_line(), say=say, resume=resume
         ):
             typer.echo(table)
             typer.echo(done)
+            finished += 1
     except (KeyboardInterrupt, Interrupted) as e:
+        kept = paths.kept_partial(e)
+        if finished and not (kept is not None and kept.exists()):  # stopped between two plans (a review)
+            fail(f"interrupted; {finished} of the plans written. Finish with the same command plus "
+                 f"{_finishing(out, base, base)}.", code=exit_code(e))  # fmt: skip
         _interrupted(e, out, cube=base)
 
 

@@ -47,7 +47,8 @@ reduce-cost table's top segment, no launch cost):
   2 * S' * 8 / b_intra,  S * rho) + (2 ceil(log2 M) + 2(G-1)) * a, with the same zeros.
 - ``nccl``: NCCL's own all-reduce of S' as :mod:`kernels.nccl` prices it (its algorithm and protocol by size,
   channels, latencies, the shipped fabric constants), over G GPUs a host on M hosts with P NICs of b
-  (bandwidth x utilization) each and the GPU's NVLink; computed in the kernel
+  (bandwidth, as NCCL's search reads it; each channel across nodes at most utilization x its share of them)
+  each and the GPU's NVLink; computed in the kernel
   (:func:`kernels.overlap.nccl_durations`), so its coefficients here are zeros. NCCL's bandwidth includes the
   reduction and its latencies the steps: the reduce table and ``latency`` are not read.
 

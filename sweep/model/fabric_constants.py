@@ -96,7 +96,8 @@ class FabricConstants:
 # (a fabric file's eta_net already is the transport measured), which the assumed line says (a hunt: --util 0.5 on
 # a fabric file had priced 0.5 x eta_net in silence).
 UTILIZATION_ON_ETA = (
-    "--util: nccl chooses for NICs at --bw and runs them at --bw x --util, on top of its fitted transport"
+    "--util: nccl chooses for NICs at --bw, each channel across nodes at most --util of its NICs' share"
+    " (where NVLink or NCCL's step holds it lower, --util changes nothing), on top of its fitted transport"
     " efficiency eta_net"
 )
 
