@@ -11,7 +11,12 @@ b s h bytes_act / (c t) boundary activations (:func:`kernels.layout_collectives.
 group's bandwidth, or NCCL's send/recv with ``collectives`` nccl). The slowest stage
 sets the pace:
 
-    T_pipe = (m + (p - 1) / V) T_max,      bubble = (p - 1) / V T_max
+    T_pipe = m T_max + bubble,      bubble = (p - 1) ceil(n / V) / n T_max
+
+with n the slowest stage's layers: each stage runs its layers as V chunks, the largest of ceil(n / V) layers,
+which paces the warm-up and the cool-down ((p - 1) / V T_max where V divides n, as Megatron-Core requires of
+an even split; an uneven one, as its first and last stages set apart give, is priced by its largest chunk: 8
+layers as chunks of 3, 3 and 2 had been priced as 8/3 each, a hunt).
 
 The first stage's compute adds the embedding's (b (s / c) h bytes_act moved 3 times at HBM bandwidth),
 the last stage's the logits' forward (2 h v FLOPs a token at ``half_peak``, one kernel, and the logits'
@@ -145,7 +150,9 @@ def pipeline(
         for key in stages[0]
     }
 
-    bubble_steps = (p - 1.0) / V
+    # The slowest stage's layers (its MTP depths aside) in V chunks: the largest paces the warm-up and cool-down.
+    n_slow = jnp.maximum(jnp.where(first_is_slowest, n_first, jnp.where(mid_is_slowest, n_mid, n_last)), 1.0)
+    bubble_steps = (p - 1.0) * jnp.ceil(n_slow / V) / n_slow
     out = {key: m * val for key, val in slow.items()}
     bubble = bubble_steps * t_max
     return Pipeline(

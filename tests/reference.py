@@ -1044,10 +1044,12 @@ def layout_step(arch, dev, lay):
         )
         parts["pp_exposed"] = pp_micro
         stages.append(parts)
-    slowest = max(stages, key=lambda st: sum(st.values()))  # the first of equals
-    t_max = sum(slowest.values())
-    out = {key: m * value for key, value in slowest.items()}
-    out["bubble"] = (p - 1) / V * t_max
+    slowest = max(range(p), key=lambda i: sum(stages[i].values()))  # the first of equals
+    t_max = sum(stages[slowest].values())
+    out = {key: m * value for key, value in stages[slowest].items()}
+    # its layers in V chunks, the largest of ceil(n / V) pacing the warm-up and cool-down
+    n_slow = max(counts[slowest], 1)
+    out["bubble"] = (p - 1) * math.ceil(n_slow / V) / n_slow * t_max
 
     # data-parallel reduction of the last micro-batch's gradients, layer by layer, FIFO
     def reduce(nbytes, n_group, stride):

@@ -2,9 +2,12 @@
 a reduction, a plan; NCCL's pricing apart, whose compiles are long for the suite: its columns
 reach the kernel by name in tests/test_sweep_settings.py, its results the float64 reference in
 tests/test_dp_nccl.py and tests/test_layout_nccl.py) is run and each cube's content compared
-with what c725c0e's code wrote, before #39's family declarations, option declarations and helpers
-(``tests/data/cubes_before.json``: this file run as a script with c725c0e's package importable; regenerate only
-for a change that means to change results, and say why in the commit).
+with what the code wrote when the digests were last made (``tests/data/cubes_before.json``: this file run as
+a script; regenerate only for a change that means to change results, and say why in the commit). First made
+with c725c0e's code, before #39's family declarations, option declarations and helpers; made again on
+2026-12-06, when the shipped large-model constants were refitted (the pipeline's bubble paced by an uneven
+interleaved split's largest chunk): the steps by which the cubes had changed on purpose since c725c0e (the
+collective ``ring-or-tree`` renamed, a plan's ``layout_dp`` and its status rules) went with the old digests.
 
 The content is every dataset (dtype, shape, values) and every attribute but those that record when, where and
 with which versions a cube was made, and the progress group (checksums of the values' bits). Float values are
@@ -129,55 +132,9 @@ def settings_added_since(now: dict[str, dict[str, object]], before: dict[str, di
             old["assumed"] = sorted(set(str(old["assumed"]).split("; ")))
 
 
-def collective_renamed_since(now: dict[str, dict[str, object]]) -> None:
-    """#39's one naming of collectives (2026-12-05): a layout cube's flat cheaper of ring and tree, once
-    ``nccl`` (the word a data-parallel sweep uses for NCCL's tuner), is ``ring-or-tree``, and ``nccl`` now means
-    NCCL's tuner in both families: the coordinate is renamed back in ``now``, and the ``assumed:`` line's phrase
-    that now says the default is taken out; nothing else may differ."""
-    for cube in now.values():
-        root = cube["/"]
-        if isinstance(root.get("assumed"), list):  # the phrase that says so, added with the name
-            root["assumed"] = [
-                p for p in root["assumed"] if not str(p).startswith("--collective ring-or-tree (")
-            ]
-        coordinate = cube.get("collective")
-        if isinstance(coordinate, dict):
-            values = coordinate["@data"]["values"]
-            coordinate["@data"]["values"] = ["nccl" if v == "ring-or-tree" else v for v in values]
-
-
-def plan_dp_kept_since(now: dict[str, dict[str, object]]) -> None:
-    """A plan cube's ``layout_dp`` (2026-12-05) is each layout's dp where it was the grid's 0 (dp derived from the
-    GPUs): set back to 0 in ``now`` where it is exactly gpus / (tp pp cp) of its own layout (the fixed plan has
-    one GPU count), so a dp given or found otherwise still differs."""
-    cube = now["plan.h5"]
-    gpus = cube["gpus"]["@data"]["values"]
-    assert isinstance(gpus, list) and len(gpus) == 1
-    parts = [cube[f"layout_{d}"]["@data"]["values"] for d in ("tp", "pp", "cp")]
-    dp = cube["layout_dp"]["@data"]["values"]
-    for i, (tp, pp, cp) in enumerate(zip(*parts)):
-        if dp[i] is not None and dp[i] == gpus[0] / (tp * pp * cp):
-            dp[i] = 0.0
-
-
-def plan_status_rules_since(now: dict[str, dict[str, object]]) -> None:
-    """A plan cube's ``status`` (2026-12-05) carries the rules a grid cube's does, so that select names them:
-    the attribute removed from ``now``, every value kept; and its assumed line's searched phrase names the
-    schedules and recomputations it searches (2026-12-05): taken out of ``now``'s phrase."""
-    status = now["plan.h5"]["status"]
-    assert isinstance(status, dict) and str(status.pop("rules")).startswith("0: ok; 1: ")
-    assumed = now["plan.h5"]["/"]["assumed"]
-    assert isinstance(assumed, list)
-    text = ", schedule 1f1b,interleaved:2, recompute none,selective,full"
-    assumed[:] = [str(a).replace(text, "") for a in assumed]
-
-
 def test_the_fixed_commands_give_the_cubes_they_gave_before(tmp_path):
     now, before = cubes(tmp_path), json.loads(BEFORE.read_text())
     settings_added_since(now, before)
-    collective_renamed_since(now)
-    plan_dp_kept_since(now)
-    plan_status_rules_since(now)
     found = differences(now, before)
     assert not found, f"{len(found)} differences, the first: " + "; ".join(found[:5])
 

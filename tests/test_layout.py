@@ -538,3 +538,27 @@ def test_expert_tensor_parallelism_by_hand():
     dense = dict(arch, experts=0, moe_layers=0, top_k=0)
     assert run_one(gpt3_case(**dense, **lay, ep=1, expert_tp=2))["status"] == 6
     assert run_one(gpt3_case(**arch, **lay, ep=16, expert_tp=2))["status"] == 7
+
+
+def test_an_uneven_interleaved_split_is_paced_by_its_largest_chunk():
+    # 8 layers a stage as 3 chunks are chunks of 3, 3 and 2: the warm-up and cool-down wait on the chunk of 3,
+    # (p - 1) 3/8 of a stage's time, where (p - 1) / V had priced each as 8/3 layers (a hunt). V dividing the
+    # layers is as before.
+    from netsweep_jax.sweep import evaluate_layouts
+
+    ds = evaluate_layouts("llama3-8b", gpus=4, global_batch=8, tp=1, pp=4, cp=1, micro_batch=1, zero=1,
+                          schedule=["interleaved:2", "interleaved:3", "interleaved:4"], recompute="full",
+                          dtype="float64")  # fmt: skip
+    terms = (
+        "compute",
+        "recompute_time",
+        "tp_exposed",
+        "cp_exposed",
+        "ep_exposed",
+        "dp_exposed",
+        "pp_exposed",
+    )
+    for schedule, steps in (("interleaved:2", 3 / 2), ("interleaved:3", 3 * 3 / 8), ("interleaved:4", 3 / 4)):
+        cell = ds.sel(schedule=schedule).squeeze()
+        stage = sum(float(cell[k]) for k in terms) / 8  # the slowest stage's time a micro-batch (m = 8)
+        assert float(cell["bubble"]) == pytest.approx(steps * stage, rel=1e-12), schedule
