@@ -11,12 +11,14 @@ b s h bytes_act / (c t) boundary activations (:func:`kernels.layout_collectives.
 group's bandwidth, or NCCL's send/recv with ``collectives`` nccl). The slowest stage
 sets the pace:
 
-    T_pipe = m T_max + bubble,      bubble = (p - 1) ceil(n / V) / n T_max
+    T_pipe = m T_max + bubble,      bubble = (p - 1) max_i ceil(n_i / V) / n_i T_i
 
-with n the slowest stage's layers: each stage runs its layers as V chunks, the largest of ceil(n / V) layers,
-which paces the warm-up and the cool-down ((p - 1) / V T_max where V divides n, as Megatron-Core requires of
-an even split; an uneven one, as its first and last stages set apart give, is priced by its largest chunk: 8
-layers as chunks of 3, 3 and 2 had been priced as 8/3 each, a hunt).
+over the stages i of n_i layers and time T_i a micro-batch: each stage runs its layers as V chunks, the largest
+of ceil(n_i / V) layers, which paces the warm-up and the cool-down ((p - 1) / V T_max where V divides every
+n_i, as Megatron-Core requires of an even split; an uneven one, as its account_for_embedding/loss_in_pipeline_
+split or a custom pipeline layout give, is priced by its largest chunk: 8 layers as chunks of 3, 3 and 2 had
+been priced as 8/3 each, a hunt). The largest over the stages, not the slowest stage's alone, so that the
+bubble never jumps where the slowest stage changes (a review: a faster NIC had lengthened a step by 0.13%).
 
 The first stage's compute adds the embedding's (b (s / c) h bytes_act moved 3 times at HBM bandwidth),
 the last stage's the logits' forward (2 h v FLOPs a token at ``half_peak``, one kernel, and the logits'
@@ -87,6 +89,19 @@ def _embedding_and_output(
     return embed_time, logits_f, logits_b, mtp_head
 
 
+def _bubble(p: Value, V: Value, layers: tuple[Value, ...], totals: list[Value]) -> Value:
+    """The bubble (s): (p - 1) max_i ceil(n_i / V) / n_i T_i over the stages that can pace it (``layers``: their
+    layers, MTP depths aside; ``totals``: their times a micro-batch, 0 for a stage that does not exist). A middle
+    stage of fewer layers than stage 1 has the last stage's n and less time: these three cover every stage."""
+
+    def largest_chunk(n: Value) -> Value:  # its largest chunk's share of a stage's time, times p - 1
+        n = jnp.maximum(n, 1.0)
+        return (p - 1.0) * jnp.ceil(n / V) / n
+
+    shares = [largest_chunk(n) * total for n, total in zip(layers, totals)]
+    return jnp.maximum(jnp.maximum(shares[0], shares[1]), shares[2])
+
+
 def pipeline(
     arch: Arch,
     dev: Device,
@@ -150,11 +165,8 @@ def pipeline(
         for key in stages[0]
     }
 
-    # The slowest stage's layers (its MTP depths aside) in V chunks: the largest paces the warm-up and cool-down.
-    n_slow = jnp.maximum(jnp.where(first_is_slowest, n_first, jnp.where(mid_is_slowest, n_mid, n_last)), 1.0)
-    bubble_steps = (p - 1.0) * jnp.ceil(n_slow / V) / n_slow
     out = {key: m * val for key, val in slow.items()}
-    bubble = bubble_steps * t_max
+    bubble = _bubble(p, V, (n_first, n_mid, n_last), totals)
     return Pipeline(
         n_first=n_first,
         n_mid=n_mid,

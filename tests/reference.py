@@ -1044,12 +1044,12 @@ def layout_step(arch, dev, lay):
         )
         parts["pp_exposed"] = pp_micro
         stages.append(parts)
-    slowest = max(range(p), key=lambda i: sum(stages[i].values()))  # the first of equals
-    t_max = sum(stages[slowest].values())
-    out = {key: m * value for key, value in stages[slowest].items()}
-    # its layers in V chunks, the largest of ceil(n / V) pacing the warm-up and cool-down
-    n_slow = max(counts[slowest], 1)
-    out["bubble"] = (p - 1) * math.ceil(n_slow / V) / n_slow * t_max
+    slowest = max(stages, key=lambda st: sum(st.values()))  # the first of equals
+    out = {key: m * value for key, value in slowest.items()}
+    # each stage's layers in V chunks: the largest over the stages of its largest chunk's share of its time
+    out["bubble"] = max(
+        (p - 1) * math.ceil(max(n, 1) / V) / max(n, 1) * sum(st.values()) for n, st in zip(counts, stages)
+    )
 
     # data-parallel reduction of the last micro-batch's gradients, layer by layer, FIFO
     def reduce(nbytes, n_group, stride):

@@ -562,3 +562,23 @@ def test_an_uneven_interleaved_split_is_paced_by_its_largest_chunk():
         cell = ds.sel(schedule=schedule).squeeze()
         stage = sum(float(cell[k]) for k in terms) / 8  # the slowest stage's time a micro-batch (m = 8)
         assert float(cell["bubble"]) == pytest.approx(steps * stage, rel=1e-12), schedule
+
+
+def test_the_bubble_never_jumps_where_the_slowest_stage_changes():
+    # Paced by the slowest stage's largest chunk, the bubble jumped where a faster NIC made another stage the
+    # slowest (Llama 3.1 405B's layout of MB-H100-08, 16 layers on the first stage and 15 on the last in 8
+    # chunks, with a vocabulary of 160,000: 0.13% slower at 14.5013 than at 14.5012 Gbit/s, a review). The
+    # largest over the stages is continuous: the step falls as the NICs get faster.
+    import dataclasses
+
+    from netsweep_jax.sweep.engine.layouts import evaluate_rows
+    from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
+
+    run = next(r for r in read_runs(DATASET) if r.id == "MB-H100-08")
+    row = settings(run)[0]
+    row = dataclasses.replace(row, global_batch=64, llm=dataclasses.replace(row.llm, vocab=160000))
+    rates = np.linspace(14.40, 14.60, 41)
+    rows = [dataclasses.replace(row, bandwidth=float(b)) for b in rates]
+    out = evaluate_rows(rows, np.full(41, 0.6), np.full(41, 0.92), memory_efficiency=np.full(41, 0.43))
+    step = np.asarray(out["iteration_time"]).ravel()
+    assert np.all(np.isfinite(step)) and np.all(np.diff(step) <= 0), np.diff(step).max()

@@ -438,11 +438,11 @@ def _introduction(v: Validation, command: str) -> list[str]:
         "expert TP their recipes set (1), where the model had taken the TP size, and the efficiency per stack "
         "and die, on training sources chosen before its held-out errors were computed (one per die until "
         "then, fitted on SC'21 Table 1 and llm-foundry); and one on 2026-12-06, found by a user hunt, not by "
-        "these rows: an interleaved stage whose layers its chunks do not divide is paced in its bubble by its "
-        "largest chunk, (p - 1) ceil(n / V) / n of the slowest stage's time where (p - 1) / V had priced every "
-        "chunk alike (11 rows have such a slowest stage: 5 training rows, SC'21 Table 1's 06 and 09 and three "
-        "Megatron-Bridge rows whose last stage holds 7 layers in 4 chunks, and 6 held-out MoE rows; the dense "
-        "held-out rows move only with the constants: their median stays 8.2%, their worst 246.0% to 247.2%).",
+        "these rows: the bubble is paced by each stage's largest interleaved chunk, (p - 1) max_i ceil(n_i / V) / n_i "
+        "T_i over the stages, where (p - 1) / V of the slowest stage's time had priced an uneven split's chunks "
+        "alike (15 rows' bubbles move at fixed constants: 7 training rows, SC'21 Table 1's 06 and 09 and five "
+        "Megatron-Bridge rows of Llama 3.1 405B, whose last stage holds 7 or 15 layers; 8 held out, two dense "
+        "and six MoE).",
         "",
         "![predicted over measured](predicted_over_measured.png)",
         "",

@@ -67,13 +67,15 @@ Protocol (chosen before any held-out error was looked at, and the same for a use
    al., Megatron-LM's own pages (``megatron-lm``: its Llama 3 README and DeepSeek-V3 on GB200), torchtitan,
    and every MoE row.
    On 2026-12-06, after held-out errors had been seen and for a reason found apart from them (a user's
-   hunt: 8 layers a stage as 3 chunks), the pipeline's bubble became (p - 1) ceil(n / V) / n of the slowest
-   stage's time, its largest chunk's, where (p - 1) / V had priced an uneven split's chunks alike
-   (:mod:`kernels.layout_pipeline`); it changes the bubble of 11 rows at fixed constants: 5 training rows
-   (SC'21 Table 1's 06, 15 layers a stage in 2 chunks, and 09, 3 in 2; Megatron-Bridge's MB-GB200-02,
-   MB-B200-04 and MB-GB300-05, 405B's last stage of 7 layers in 4 chunks) and 6 held-out MoE rows
-   (MB-H100-06, MB-H100-07, MB-GB200-03, MB-GB200-04, MLM-DSV3-GB200-01 and 02); the dense held-out rows
-   move only with the constants.
+   hunt: 8 layers a stage as 3 chunks), the pipeline's bubble became (p - 1) max_i ceil(n_i / V) / n_i T_i
+   over the stages, each stage's largest chunk's share of its time, where (p - 1) / V of the slowest stage's
+   time had priced an uneven split's chunks alike (:mod:`kernels.layout_pipeline`; the largest over the
+   stages, not the slowest stage's alone, after a review found the step could then rise with the NICs'
+   rate); it changes the bubble of 15 rows at fixed constants: 7 training rows (SC'21 Table 1's 06, 15
+   layers a stage in 2 chunks, and 09, 3 in 2; Megatron-Bridge's Llama 3.1 405B rows MB-H100-03,
+   MB-H100-08, MB-GB200-02, MB-B200-04 and MB-GB300-05, whose last stage holds 15 layers in 8 or 4 chunks,
+   or 7 in 4) and 8 held out (dense: MLM-LLAMA-03 and torchtitan's interleaved 405B; MoE: MB-H100-06,
+   MB-H100-07, MB-GB200-03, MB-GB200-04, MLM-DSV3-GB200-01 and 02).
    The memory efficiency joined the fitted constants on 2026-12-02, after held-out errors had been seen;
    the training rows alone call for it (their mean squared log error falls from 0.0096 to 0.0051 with
    it), and it stands for what the byte count leaves out: memory-bound kernels read as well as write,
