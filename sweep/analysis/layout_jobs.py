@@ -590,7 +590,7 @@ def write_plans(
             if kept.get(target) is not None:  # said as kept, not searched again
                 ds, written = kept[target], target
                 first = first or (ds, value)  # a value the spine cannot reach is still its copy
-            elif first is None or reachable:
+            elif first is None or reachable or target in kept:  # a checkpoint --resume finishes, not copies
                 ds, written = write_plan(
                     one, target, keep=keep, force=force, command=command, say=once, resume=target in kept
                 )

@@ -363,7 +363,7 @@ def _plan_each(
     except (KeyboardInterrupt, Interrupted) as e:
         kept = paths.kept_partial(e)
         if finished and not (kept is not None and kept.exists()):  # stopped between two plans (a review)
-            fail(f"interrupted; {finished} of the plans written. Finish with the same command plus "
+            fail(f"interrupted; {finished} of the plans finished. Finish with the same command plus "
                  f"{_finishing(out, base, base)}.", code=exit_code(e))  # fmt: skip
         _interrupted(e, out, cube=base)
 
