@@ -216,18 +216,8 @@ def simulate(
             coll, x = (1, n * payload) if gather else (0, payload)
             d = (
                 sum(
-                    nccl_all_reduce(
-                        b / ratio,
-                        bandwidth,
-                        nodes,
-                        gpus,
-                        intra_bw,
-                        nics,
-                        arch,
-                        coll,
-                        fabric,
-                        *forced(collective),
-                        utilization=utilization,
+                    nccl_of(collective, fabric, bandwidth, utilization, nodes, gpus, intra_bw, nics, arch)(
+                        b / ratio, coll
                     )
                     for b in [x] + [0.0] * (rounds - 1)
                 )
@@ -306,6 +296,15 @@ def forcing(index):
     if index > len(NCCL_ALGORITHM_NAMES):
         return -1, index - 1 - len(NCCL_ALGORITHM_NAMES)
     return -1, -1
+
+
+def nccl_of(collective, fabric, bandwidth, utilization, nodes, gpus, intra_bw, nics, arch):
+    """NCCL's time of one collective of a sweep, as a function of its bytes and :func:`nccl_all_reduce`'s
+    ``coll`` (``collective``: ``nccl`` or ``nccl:ALGO``/``nccl:PROTO``, its forcing)."""
+    forcing = forced(collective)
+    return lambda x, coll: nccl_all_reduce(
+        x, bandwidth, nodes, gpus, intra_bw, nics, arch, coll, fabric, *forcing, utilization=utilization
+    )
 
 
 def nccl_all_reduce(
@@ -490,22 +489,9 @@ def simulate_fsdp(
     gather, scatter = {}, {}
     for u in order:
         if collective.startswith("nccl") and not collective.startswith("nccl-"):
-            gather[u], scatter[u] = (
-                nccl_all_reduce(
-                    size[u] / ratio,
-                    bandwidth,
-                    nodes,
-                    gpus,
-                    intra_bw,
-                    nics,
-                    arch,
-                    coll,
-                    fabric,
-                    *forced(collective),
-                    utilization=utilization,
-                )
-                for coll in (1, 2)  # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
-            )
+            nccl = nccl_of(collective, fabric, bandwidth, utilization, nodes, gpus, intra_bw, nics, arch)
+            # kernels/nccl.py's ALL_GATHER, REDUCE_SCATTER
+            gather[u], scatter[u] = nccl(size[u] / ratio, 1), nccl(size[u] / ratio, 2)
             continue
         gather[u], scatter[u] = halves(
             collective, size[u], ratio, eff, latency, nodes, gpus, table, intra_bw, nics
