@@ -350,7 +350,7 @@ SNAP = 1e-5
 # from NCCL 2.25; its search had been capped at 16, the half of 32 before it: an audit against the source).
 MAX_CHANNELS = 32
 MAX_NVLS_ARITY = 32
-MAX_DIRECT_ARITY = 8
+MAX_DIRECT_ARITY = 8  # CollNet direct's heads, NCCL_MAX_DIRECT_ARITY (7) + 1: and its ranks a node at most
 NET_OVERHEAD = 1.0  # us per inter-node ring step's post, an Intel host (x 3 for Simple)
 
 

@@ -146,7 +146,8 @@ class Workers(NamedTuple):
         NVLink per GPU (GB/s as NCCL counts it), NICs a host, architecture index, GPUs an NVLink domain (NVSwitch
         where above 1), CollNet (1.0: SHARP on), the tier above the hosts (hosts a leaf, 0: none; the spine's
         oversubscription; 1.0: rail-only) and :class:`kernels.nccl.Constants`' six; the NICs' rate is the
-        configuration's ``bandwidth x utilization``.
+        configuration's ``bandwidth`` as NCCL's search reads it, each channel across nodes at most
+        ``utilization`` of its share (:func:`nccl_durations`).
     """
 
     transfer: jax.Array

@@ -643,7 +643,7 @@ def _resumed(
 def _differs(grid: Any, ds: "xr.Dataset", keep: int) -> str:
     """What of the plan cube ``ds`` differs from the plan of ``grid`` keeping ``keep`` layouts ('' where
     nothing does): a setting's coordinates (``--gpus``, ``--bw``, ...), the attributes its grid writes (what was
-    assumed and searched, the one-value settings, the models), or the layouts kept (min(keep, layouts); a review:
+    assumed and searched, the one-value settings, the models, the dtype), or the layouts kept (min(keep, layouts); a review:
     the attributes alone took a plan of 64 GPUs for one of 128)."""
     import numpy as np
 
@@ -651,7 +651,7 @@ def _differs(grid: Any, ds: "xr.Dataset", keep: int) -> str:
     for name in ds.dims:
         if name in coords and not np.array_equal(np.asarray(ds[name].values), np.asarray(coords[name])):
             return f"--{str(name).replace('_', '-')}"
-    for key, value in grid.cube_attrs().items():
+    for key, value in {**grid.cube_attrs(), "dtype": grid.dtype}.items():  # dtype: --x64 (a review)
         if str(ds.attrs.get(key)) != str(value):
             return key
     return "--keep" if ds.sizes.get("rank") != min(keep, grid.inner_size) else ""

@@ -491,6 +491,10 @@ def _plan_default(name: str) -> str:
         return "none (give --gpus, or --nodes for nodes x GPUs per node)"
     if name in ("gpus_per_node", "nics_per_node", "bandwidth"):
         return "the GPU's usual system"
+    if (
+        name == "utilization"
+    ):  # under NCCL's pricing (--collective nccl, a --fabric) 1: eta_net is the transport's
+        return f"{FITTED_DEFAULT}; 1 with --collective nccl"
     if name in CONSTANTS:
         return FITTED_DEFAULT
     return NUMERIC_AXES[name].default

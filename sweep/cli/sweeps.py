@@ -266,7 +266,11 @@ Keep = Annotated[
 ]
 PlanResume = Annotated[
     bool,
-    typer.Option("--resume", help="Finish an interrupted plan of the same command from OUT.partial."),
+    typer.Option(
+        "--resume",
+        help="Finish an interrupted plan of the same command from OUT.partial (a --fabric or "
+        "--oversubscription list: keep the plans it finished, go on from the one it stopped in).",
+    ),
 ]
 AsCsv = Annotated[bool, typer.Option("--csv", help="Print the plan as CSV (one row per setting and layout).")]
 AsJson = Annotated[

@@ -1,7 +1,7 @@
 """Where NCCL can run an algorithm a sweep forces (``--collective nccl:ALGO``, as ``NCCL_ALGO=ALGO``).
 
 The kernel prices a forced algorithm only where NCCL could run it, and NCCL's own choice elsewhere
-(:func:`kernels.nccl.collective`); these are its rules (the masks of ``kernels/nccl.py``'s ``_bandwidths``), on the
+(:func:`kernels.nccl.collective`); these are its rules (the masks of ``kernels/nccl.py``'s ``_bus_bandwidths``), on the
 host, so that a sweep can say where its forcing fell back. With ``p`` the GPUs of one NVLink domain in the group,
 ``multi`` the group spanning several domains, ``ar`` an all-reduce (else an all-gather or a reduce-scatter):
 
