@@ -71,7 +71,8 @@ an x86 Intel host across nodes; mR, mT, mT128, mNT the per-channel maxima of the
               LL128: min(B (7/9 if N = 1 else 120/128), c mT128);  Simple: B
     NVLS      (Simple) b_i = s_n e_a (c_n - 1) / c_n x (2 for all-reduce, (p - 1) / p otherwise),
               e_a = 0.85 Hopper, 0.74 Blackwell;  B = c_n min(b_i, s_x);  across nodes only with C;
-              all-gather and reduce-scatter only for p <= 32 (enqueue.cc: NCCL_MAX_NVLS_ARITY)
+              all-gather and reduce-scatter only for p <= 32 (enqueue.cc: NCCL_MAX_NVLS_ARITY) and inside one
+              node (across nodes NCCL needs the CollNet plugin's own all-gather and one NIC a GPU: not stated)
     NVLSTree  (all-reduce, N > 1, Simple) B = c_n min(b_i, s_x (2 if N <= 2), mNT)
     CollNet   (all-reduce, N > 1, S and C, p <= 8 (enqueue.cc: NCCL_MAX_DIRECT_ARITY + 1), Simple) direct:
               B = c_d s_d / f_d (x 0.85 from Hopper), f_d = p / c_d - (p / c_d - 1) / 2;  chain: B = c s
@@ -93,8 +94,9 @@ p = 1) + lambda (+ lambda again for Simple)):
 
 The tree's bandwidth is scaled by NCCL's correction for medium sizes, by floor(log2(X / 64)) in 0..22.
 NCCL's choice is the (algorithm, protocol) of least  T = lat + X / (1000 A)  (us) among those
-enabled (LL128 taken as enabled, as NCCL does on NVLink systems); ``algorithm`` / ``protocol`` >= 0
-restrict it (NCCL_ALGO / NCCL_PROTO), and a restriction nothing satisfies falls back to NCCL's
+enabled (LL128 taken as enabled, as NCCL does on NVLink systems; without NVLink between a node's GPUs,
+W = 0 with p > 1, NCCL turns it off, not modelled: every GPU preset has NVLink); ``algorithm`` /
+``protocol`` >= 0 restrict it (NCCL_ALGO / NCCL_PROTO), and a restriction nothing satisfies falls back to NCCL's
 choice. The time that runs is that choice's at the transport's efficiency:
 
     t = lat + X / (1000 A eta) + u,  eta = eta_net if N > 1 else eta_nvl      (us; returned in seconds)

@@ -120,6 +120,15 @@ def random_case(rng):
         arch["top_k"] = 4
     if rng.random() < 0.3:
         lay["nvlink_domain"] = lay["gpus_per_node"] = rng.choice([1, 2])
+    # Megatron-Core runs a mixture of experts at tp > 1 only with sequence parallelism (a status rule since
+    # 2026-12-06): most such cases take it, drawn apart from rng so that every draw above stays as it was, a
+    # fifth keep the rule's side.
+    if experts and lay["tp"] > 1 and random.Random(seed + "sp").random() < 0.8:
+        lay["sequence_parallel"] = 1
+    # and overlaps the expert all-to-all only at ep > 1, without full recomputation, interleaved where pp > 1
+    unhidable = lay["ep"] < 2 or lay["recompute"] & 2 or (lay["pp"] > 1 and lay["schedule"] < 2)
+    if experts and lay["overlap"] & 8 and unhidable and random.Random(seed + "a2a").random() < 0.8:
+        lay["overlap"] -= 8
     return arch, dev, lay
 
 

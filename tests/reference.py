@@ -686,6 +686,11 @@ def layout_status(arch, lay):
         return 9
     if lay["dp"] > 0 and lay["gpus"] > 0 and gpus != lay["gpus"]:
         return 10
+    if arch["experts"] > 0 and t > 1 and not lay["sequence_parallel"]:
+        return 11
+    overlap, recompute = int(lay.get("overlap", 0)), int(lay["recompute"])
+    if arch["experts"] > 0 and overlap & 8 and (e < 2 or recompute & 2 or (p > 1 and V < 2)):
+        return 12
     return 0
 
 

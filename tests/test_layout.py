@@ -582,3 +582,28 @@ def test_the_bubble_never_jumps_where_the_slowest_stage_changes():
     out = evaluate_rows(rows, np.full(41, 0.6), np.full(41, 0.92), memory_efficiency=np.full(41, 0.43))
     step = np.asarray(out["iteration_time"]).ravel()
     assert np.all(np.isfinite(step)) and np.all(np.diff(step) <= 0), np.diff(step).max()
+
+
+def test_what_megatron_core_refuses_of_a_mixture_of_experts_cannot_exist():
+    # A hunt: TP without sequence parallelism, and the expert all-to-all's overlap at ep 1, with full
+    # recomputation or at pp > 1 without interleaving, had been priced (the all-to-all hidden whole), where
+    # Megatron-Core refuses each (arguments.py; overlap_moe_expert_parallel_comm's own checks).
+    from netsweep_jax.sweep import evaluate_layouts
+
+    common = dict(gpus=16, global_batch=64, micro_batch=1, zero=1, dtype="float64")
+    ds = evaluate_layouts("qwen3-30b-a3b", tp=[1, 2], ep=8, sequence_parallel=[0, 1], **common)
+    status = ds["status"].squeeze()
+    assert int(status.sel(tp=2, sequence_parallel=0)) == kernel.STATUS.index(
+        "a mixture of experts at tp > 1 needs sequence parallelism"
+    )
+    assert int(status.sel(tp=2, sequence_parallel=1)) == 0 and int(status.sel(tp=1, sequence_parallel=0)) == 0
+    rule = kernel.STATUS.index(
+        "moe_a2a overlap needs ep > 1, no full recompute, and an interleaved schedule where pp > 1"
+    )
+    ds = evaluate_layouts("qwen3-30b-a3b", ep=[1, 8], pp=[1, 2], recompute=["none", "full"],
+                          overlap="grad_reduce+param_gather+moe_a2a", **common)  # fmt: skip
+    status = ds["status"].squeeze()
+    assert int(status.sel(ep=8, pp=1, recompute="none")) == 0
+    for cell in (dict(ep=1, pp=1, recompute="none"), dict(ep=8, pp=1, recompute="full"),
+                 dict(ep=8, pp=2, recompute="none")):  # fmt: skip
+        assert int(status.sel(**cell)) == rule, cell

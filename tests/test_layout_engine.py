@@ -286,5 +286,7 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
     # nor one of other GPUs: its attributes alone had taken a plan of 64 GPUs for one of 128 (a review)
     r = invoke(*[a if a != "8" else "16" for a in plans], "--out", base.relative_to(tmp_path), "--resume")
     assert r.exit_code == 2 and "holds another plan than this command's (its --gpus differs)" in r.output
-    r = invoke(*plans, "--out", base.relative_to(tmp_path), "--resume", "--x64")  # nor one of float32 (a review)
+    r = invoke(
+        *plans, "--out", base.relative_to(tmp_path), "--resume", "--x64"
+    )  # nor one of float32 (a review)
     assert r.exit_code == 2 and "holds another plan than this command's (its dtype differs)" in r.output
