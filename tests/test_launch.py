@@ -207,3 +207,26 @@ def test_a_dense_command_naming_an_expert_size_and_a_tp_option_replacing_the_def
     )
     with pytest.raises(InputError, match=r"a.sh:3: --tensor-model-parallel-size"):
         read_launch(path)
+
+
+def test_a_launch_commands_moe_capacity_padding_and_mtp_are_read(tmp_path):
+    # A hunt: --moe-expert-capacity-factor, --moe-pad-expert-input-to-capacity and --mtp-num-layers were listed
+    # as not used and the run priced dropless at the model's own MTP depth.
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "pretrain_gpt.py --tensor-model-parallel-size 2 --expert-model-parallel-size 8 --num-experts 128 \\\n"
+        "  --moe-token-dispatcher-type alltoall --moe-expert-capacity-factor 1.25 \\\n"
+        "  --moe-pad-expert-input-to-capacity --mtp-num-layers 2 --sequence-parallel\n"
+    )
+    settings, unused, defaulted = read_launch(path)
+    assert (settings["capacity_factor"], settings["pad_to_capacity"], settings["mtp_layers"]) == (
+        "1.25",
+        "1",
+        "2",
+    )
+    assert not {
+        "--moe-expert-capacity-factor",
+        "--moe-pad-expert-input-to-capacity",
+        "--mtp-num-layers",
+    } & set(unused)
+    assert not {"capacity_factor", "pad_to_capacity", "mtp_layers"} & defaulted

@@ -591,3 +591,28 @@ def test_a_gpu_whose_system_is_not_its_dies_preset_records_no_preset(tmp_path, m
     assert (
         "the fabric file's logs ran on NVIDIA GH200 480GB, its constants taken as they are for h100s" in said
     )
+
+
+def test_a_row_that_nccls_own_lines_split_is_read_whole(tmp_path):
+    # With NCCL_DEBUG=INFO, NCCL's lines of the connections it makes as a size is first timed land inside that
+    # size's row (nccl-tests prints its first five columns before timing it): the row had been refused as "time
+    # '[0]' must be a number", its times skipped (a hunt). Joined again, the log reads as the unsplit one.
+    text = ALL_REDUCE.read_text()
+    whole = "    16777216       4194304     float     sum      -1    206.0   81.45  152.72      0    206.0   81.45  152.72      0\n"
+    assert whole in text
+    split = (
+        "    16777216       4194304     float     sum      -1node-a:41210:41300 [0] NCCL INFO Channel 00/1 : 0[0] -> "
+        "8[0] [send] via NET/IB/0/GDRDMA\nnode-a:41210:41300 [0] NCCL INFO Connected NVLS\n"
+        "    206.0   81.45  152.72      0    206.0   81.45  152.72      0\n"
+    )
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text(text.replace(whole, split))
+
+    def measured(log):  # each row but its line (the split adds two)
+        return [(r.bytes, r.time_us, r.busbw) for r in log.rows]
+
+    assert measured(read_nccl_tests_log(path)) == measured(read_nccl_tests_log(ALL_REDUCE))
+    # a head that no line of times follows is still a malformed row, named by its line
+    path.write_text(text.replace(whole, split.rsplit("\n", 2)[0] + "\n"))
+    with pytest.raises(InputError, match=r"all_reduce_perf.log:\d+: "):
+        read_nccl_tests_log(path)

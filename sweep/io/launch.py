@@ -53,6 +53,7 @@ VALUED = {
     "--micro-batch-size": "micro_batch",
     "--global-batch-size": "global_batch",
     "--cpu-offloading-num-layers": "offload_layers",
+    "--mtp-num-layers": "mtp_layers",
 }
 OVERLAP_FLAGS = {
     "--overlap-grad-reduce": "grad_reduce",
@@ -71,6 +72,8 @@ OTHER_USED = {
     "--fp16",
     "--moe-token-dispatcher-type",
     "--num-experts",  # read for whether the command is a mixture-of-experts one (its defaults)
+    "--moe-expert-capacity-factor",
+    "--moe-pad-expert-input-to-capacity",
 }
 # The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
 STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
@@ -223,6 +226,14 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
                 f"models {' and '.join(MOE_DISPATCHERS)}"
             )
         settings["moe_dispatcher"] = dispatcher
+    # The MoE capacity (a number, checked as the option of the same name is) and its padding (a hunt: both had
+    # been listed as not used, the run priced dropless)
+    if "--moe-expert-capacity-factor" in flags:
+        settings["capacity_factor"] = " ".join(flags["--moe-expert-capacity-factor"])
+        stated.add("capacity_factor")
+    if "--moe-pad-expert-input-to-capacity" in flags:
+        settings["pad_to_capacity"] = "1"
+        stated.add("pad_to_capacity")
     if "--fp8-format" in flags:
         settings["precision"] = "fp8"
     elif "--fp16" in flags:

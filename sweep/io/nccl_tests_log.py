@@ -28,7 +28,7 @@ hosts are the distinct host names, GPUs per host the device lines per host; olde
 buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are found by the header's names,
 so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
 on every line (``srun --label``, ``mpirun --tag-output``, ``-prepend-rank``). Anything else (NCCL's own
-``NCCL INFO`` lines, warnings) is skipped; a line that starts as a data row but is not one, a row whose data
+``NCCL INFO`` lines, warnings) is skipped, and a data row they split is joined again (:func:`_rejoined`); a line that starts as a data row but is not one, a row whose data
 check failed (#wrong above 0, out-of-place or in-place), rows of several data types or operations (``-d all``,
 ``-o all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
 ``NCCL_TESTS_SPLIT_MASK``), devices of several GPU models or hosts of unequal GPU counts, or a second run
@@ -223,7 +223,7 @@ class _Comments:
 def read_nccl_tests_log(path: str | Path) -> Log:
     """Read one nccl-tests log (module docstring); any malformed part is one error naming the file and line."""
     path = Path(path)
-    lines = _without_launcher_prefix(read_lines(path, "nccl-tests log"))
+    lines = _rejoined(_without_launcher_prefix(read_lines(path, "nccl-tests log")))
     said = _Comments(path)
     rows: list[Row] = []
     counts: list[tuple[int, list[str]]] = []  # each row's line and cells, for the ranks its count implies
@@ -383,6 +383,34 @@ def _kind(cells: list[str], columns: list[str]) -> tuple[str, ...]:
     ``-N`` cycles, or neighbouring sizes rounding to one count) is a measurement again; another kind is another
     run's."""
     return tuple(cells[i] for i in (columns.index("type"), columns.index("redop")) if i < len(cells))
+
+
+# A data row's first five columns (size, count, type, redop, root) with one of NCCL's own lines glued to them or
+# after them (``... -1node-a:41210:41300 [0] NCCL INFO ...``): nccl-tests prints them before it times the size, and
+# NCCL_DEBUG=INFO's lines of the connections it makes then land inside the row.
+SPLIT_ROW = re.compile(r"^(?P<head>\s*\d+\s+\d+\s+\S+\s+\S+\s+-?\d+)\s*[^\s:]+:\d+:\d+\s+\[\d+\]\s+NCCL\b")
+# The rest of such a row: its times, rates and checks only (numbers, N/A).
+ROW_TAIL = re.compile(
+    r"^\s*(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|N/A)(?:\s+(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|N/A))*\s*$"
+)
+
+
+def _rejoined(lines: list[str]) -> list[str]:
+    """``lines`` with each data row that NCCL's own lines split (:data:`SPLIT_ROW`) joined again: its head and
+    the next line of numbers alone (:data:`ROW_TAIL`) past NCCL's lines, in the head's place, that line left
+    empty (so every line keeps its number). A head no such line follows is kept as it is (a malformed row)."""
+    out = list(lines)
+    for number, line in enumerate(lines):
+        head = SPLIT_ROW.match(line)
+        if head is None:
+            continue
+        for later in range(number + 1, len(lines)):
+            if ROW_TAIL.match(lines[later]):
+                out[number], out[later] = f"{head['head']} {lines[later].strip()}", ""
+                break
+            if "NCCL" not in lines[later]:  # anything but NCCL's lines before the times: not one row
+                break
+    return out
 
 
 def _without_launcher_prefix(lines: list[str]) -> list[str]:
