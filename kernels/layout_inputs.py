@@ -28,7 +28,7 @@ STATUS = (
     "interleaved schedule needs micro-batches divisible by pp (and pp > 1)",
     "tp x pp x cp x dp is not the GPU count",
     "a mixture of experts at tp > 1 needs sequence parallelism",
-    "moe_a2a overlap needs ep > 1, no full recompute, and an interleaved schedule where pp > 1",
+    "moe_a2a overlap needs ep > 1, no full or moe recompute, at most one MTP layer, and interleaving where pp > 1",
 )
 Value = Any  # a float array of configurations, or a scalar that broadcasts with them
 
@@ -218,10 +218,18 @@ def degrees(arch: Arch, lay: Parallelism) -> Degrees:
         jnp.where(c > 1, ~divides(s, 2.0 * c), False),
         (V > 1) & ((p < 2) | ~divides(m, p)),
         (lay.dp > 0) & (lay.gpus > 0) & (gpus != lay.gpus),
-        # Megatron-Core's own checks (arguments.py; its overlap_moe_expert_parallel_comm's): a hunt found each
-        # priced where Megatron refuses it, the all-to-all hidden whole
+        # Megatron-Core's own checks (its MoE layer's; overlap_moe_expert_parallel_comm's in TransformerConfig): a
+        # hunt and a review found each priced where Megatron refuses it, the all-to-all hidden whole
         (E > 0) & (t > 1) & (lay.sequence_parallel < 1),
-        (E > 0) & has_bit(lay.overlap, 8.0) & ((e < 2) | has_bit(lay.recompute, 2.0) | ((p > 1) & (V < 2))),
+        (E > 0)
+        & has_bit(lay.overlap, 8.0)
+        & (
+            (e < 2)
+            | has_bit(lay.recompute, 2.0)
+            | has_bit(lay.recompute, 128.0)
+            | (arch.mtp_layers > 1)
+            | ((p > 1) & (V < 2))
+        ),
     ]
     status = jnp.zeros(jnp.shape(rules[0]), jnp.int32)
     for code, broken in reversed(list(enumerate(rules, start=1))):

@@ -126,7 +126,8 @@ def random_case(rng):
     if experts and lay["tp"] > 1 and random.Random(seed + "sp").random() < 0.8:
         lay["sequence_parallel"] = 1
     # and overlaps the expert all-to-all only at ep > 1, without full recomputation, interleaved where pp > 1
-    unhidable = lay["ep"] < 2 or lay["recompute"] & 2 or (lay["pp"] > 1 and lay["schedule"] < 2)
+    unhidable = lay["ep"] < 2 or lay["recompute"] & (2 | 128) or arch.get("mtp_layers", 0) > 1
+    unhidable = unhidable or (lay["pp"] > 1 and lay["schedule"] < 2)
     if experts and lay["overlap"] & 8 and unhidable and random.Random(seed + "a2a").random() < 0.8:
         lay["overlap"] -= 8
     return arch, dev, lay

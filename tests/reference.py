@@ -689,7 +689,8 @@ def layout_status(arch, lay):
     if arch["experts"] > 0 and t > 1 and not lay["sequence_parallel"]:
         return 11
     overlap, recompute = int(lay.get("overlap", 0)), int(lay["recompute"])
-    if arch["experts"] > 0 and overlap & 8 and (e < 2 or recompute & 2 or (p > 1 and V < 2)):
+    unhidable = e < 2 or recompute & (2 | 128) or arch.get("mtp_layers", 0) > 1 or (p > 1 and V < 2)
+    if arch["experts"] > 0 and overlap & 8 and unhidable:
         return 12
     return 0
 

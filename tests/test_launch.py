@@ -230,3 +230,15 @@ def test_a_launch_commands_moe_capacity_padding_and_mtp_are_read(tmp_path):
         "--mtp-num-layers",
     } & set(unused)
     assert not {"capacity_factor", "pad_to_capacity", "mtp_layers"} & defaulted
+
+
+def test_a_moe_launch_without_mtp_trains_none_and_a_negative_capacity_is_dropless(tmp_path):
+    # A review: Megatron-LM's --mtp-num-layers defaults to None (no MTP layer), where DeepSeek-V3's own depth had
+    # been priced; and Megatron-Core reads a negative capacity factor as dropless.
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "pretrain_gpt.py --expert-model-parallel-size 8 --num-experts 256 --moe-expert-capacity-factor -1\n"
+    )
+    settings, _, defaulted = read_launch(path)
+    assert settings["mtp_layers"] == "0" and "mtp_layers" in defaulted
+    assert settings["capacity_factor"] == "0" and "capacity_factor" not in defaulted

@@ -587,7 +587,7 @@ def test_the_bubble_never_jumps_where_the_slowest_stage_changes():
 def test_what_megatron_core_refuses_of_a_mixture_of_experts_cannot_exist():
     # A hunt: TP without sequence parallelism, and the expert all-to-all's overlap at ep 1, with full
     # recomputation or at pp > 1 without interleaving, had been priced (the all-to-all hidden whole), where
-    # Megatron-Core refuses each (arguments.py; overlap_moe_expert_parallel_comm's own checks).
+    # Megatron-Core refuses each (its MoE layer's check; overlap_moe_expert_parallel_comm's own checks).
     from netsweep_jax.sweep import evaluate_layouts
 
     common = dict(gpus=16, global_batch=64, micro_batch=1, zero=1, dtype="float64")
@@ -598,12 +598,12 @@ def test_what_megatron_core_refuses_of_a_mixture_of_experts_cannot_exist():
     )
     assert int(status.sel(tp=2, sequence_parallel=1)) == 0 and int(status.sel(tp=1, sequence_parallel=0)) == 0
     rule = kernel.STATUS.index(
-        "moe_a2a overlap needs ep > 1, no full recompute, and an interleaved schedule where pp > 1"
+        "moe_a2a overlap needs ep > 1, no full or moe recompute, at most one MTP layer, and interleaving where pp > 1"
     )
-    ds = evaluate_layouts("qwen3-30b-a3b", ep=[1, 8], pp=[1, 2], recompute=["none", "full"],
+    ds = evaluate_layouts("qwen3-30b-a3b", ep=[1, 8], pp=[1, 2], recompute=["none", "full", "moe"],
                           overlap="grad_reduce+param_gather+moe_a2a", **common)  # fmt: skip
     status = ds["status"].squeeze()
     assert int(status.sel(ep=8, pp=1, recompute="none")) == 0
     for cell in (dict(ep=1, pp=1, recompute="none"), dict(ep=8, pp=1, recompute="full"),
-                 dict(ep=8, pp=2, recompute="none")):  # fmt: skip
+                 dict(ep=8, pp=2, recompute="none"), dict(ep=8, pp=1, recompute="moe")):  # fmt: skip
         assert int(status.sel(**cell)) == rule, cell

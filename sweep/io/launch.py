@@ -138,6 +138,15 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     return [c for c in out if c]
 
 
+def _a_number(text: str) -> bool:
+    """Whether ``text`` is one number as Python reads it (a flag's value checked further by its option's rule)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Each flag of the file's commands with the words after it in its command, and every word."""
     flags: dict[str, list[str]] = {}
@@ -229,11 +238,17 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     # The MoE capacity (a number, checked as the option of the same name is) and its padding (a hunt: both had
     # been listed as not used, the run priced dropless)
     if "--moe-expert-capacity-factor" in flags:
-        settings["capacity_factor"] = " ".join(flags["--moe-expert-capacity-factor"])
+        factor = " ".join(flags["--moe-expert-capacity-factor"])
+        # Megatron-Core reads a negative factor as dropless (transformer_config.py), as netsweep's 0
+        settings["capacity_factor"] = "0" if factor.startswith("-") and _a_number(factor) else factor
         stated.add("capacity_factor")
     if "--moe-pad-expert-input-to-capacity" in flags:
         settings["pad_to_capacity"] = "1"
         stated.add("pad_to_capacity")
+    # A MoE command without --mtp-num-layers: Megatron-LM's default, None, no MTP layer (a review: DeepSeek-V3's
+    # own depth had priced it)
+    if moe:
+        settings.setdefault("mtp_layers", "0")
     if "--fp8-format" in flags:
         settings["precision"] = "fp8"
     elif "--fp16" in flags:

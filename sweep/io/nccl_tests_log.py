@@ -388,7 +388,10 @@ def _kind(cells: list[str], columns: list[str]) -> tuple[str, ...]:
 # A data row's first five columns (size, count, type, redop, root) with one of NCCL's own lines glued to them or
 # after them (``... -1node-a:41210:41300 [0] NCCL INFO ...``): nccl-tests prints them before it times the size, and
 # NCCL_DEBUG=INFO's lines of the connections it makes then land inside the row.
-SPLIT_ROW = re.compile(r"^(?P<head>\s*\d+\s+\d+\s+\S+\s+\S+\s+-?\d+)\s*[^\s:]+:\d+:\d+\s+\[\d+\]\s+NCCL\b")
+# (the root's digits taken whole, (?!\d): no backtracking between them and a host name's)
+SPLIT_ROW = re.compile(
+    r"^(?P<head>\s*\d+\s+\d+\s+\S+\s+\S+\s+-?\d+)(?!\d)\s*[^\s:]+:\d+:\d+\s+\[\d+\]\s+NCCL\b"
+)
 # The rest of such a row: its times, rates and checks only (numbers, N/A).
 ROW_TAIL = re.compile(
     r"^\s*(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|N/A)(?:\s+(?:[-+]?[\d.]+(?:[eE][-+]?\d+)?|N/A))*\s*$"
@@ -398,17 +401,18 @@ ROW_TAIL = re.compile(
 def _rejoined(lines: list[str]) -> list[str]:
     """``lines`` with each data row that NCCL's own lines split (:data:`SPLIT_ROW`) joined again: its head and
     the next line of numbers alone (:data:`ROW_TAIL`) past NCCL's lines, in the head's place, that line left
-    empty (so every line keeps its number). A head no such line follows is kept as it is (a malformed row)."""
+    empty (so every line keeps its number). A head no such line follows before another row's head or anything
+    else is kept as it is (a malformed row): a row's times are never another's (a review)."""
     out = list(lines)
     for number, line in enumerate(lines):
         head = SPLIT_ROW.match(line)
         if head is None:
             continue
         for later in range(number + 1, len(lines)):
-            if ROW_TAIL.match(lines[later]):
-                out[number], out[later] = f"{head['head']} {lines[later].strip()}", ""
+            if ROW_TAIL.match(out[later]) and out[later].strip():
+                out[number], out[later] = f"{head['head']} {out[later].strip()}", ""
                 break
-            if "NCCL" not in lines[later]:  # anything but NCCL's lines before the times: not one row
+            if SPLIT_ROW.match(out[later]) or "NCCL" not in out[later]:  # another row, or not NCCL's own line
                 break
     return out
 
