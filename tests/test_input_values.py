@@ -250,7 +250,8 @@ def test_a_moe_setting_on_a_dense_model_is_refused(tmp_path, option, name, value
         f"error: {option} {value}: a mixture-of-experts setting; llama3-8b is a dense model"
     ]
     assert list(tmp_path.iterdir()) == []
-    make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", **{name: value})  # a MoE model takes it
+    # a MoE model takes it
+    make_layout_grid("qwen3-30b-a3b", gpus="8", global_batch="8", ep="8", **{name: value})
 
 
 def test_expert_parallelism_on_a_dense_model_is_refused_before_the_search():
@@ -585,3 +586,16 @@ def test_a_json_profile_of_another_format_or_a_misspelt_key_is_refused(tmp_path,
         read_json(path)
     path.write_text(json.dumps(sweep.builtin_profile("resnet50").to_json()))  # what the project writes, read
     assert read_json(path).model == "resnet50"
+
+
+def test_the_flex_dispatcher_is_refused_where_megatron_core_refuses_it():
+    # A hunt: with padding to capacity, and at tp x ep = 1, it had been priced (the second as alltoall), where
+    # Megatron-Core's MoEFlexTokenDispatcher asserts against both.
+    moe = dict(gpus="16", global_batch="64", moe_dispatcher="flex")
+    with pytest.raises(
+        InputError, match=r"^moe_dispatcher flex: .*does not pad to capacity \(leave out pad_to"
+    ):
+        make_layout_grid("qwen3-30b-a3b", ep="8", capacity_factor="1.5", pad_to_capacity="1", **moe)
+    with pytest.raises(InputError, match=r"^moe_dispatcher flex: .*needs tp x ep above 1"):
+        make_layout_grid("qwen3-30b-a3b", ep="1", tp="1", **moe)
+    make_layout_grid("qwen3-30b-a3b", ep="1,8", tp="1", **moe)  # a sweep with tp x ep above 1 somewhere

@@ -134,7 +134,7 @@ def make_layout_grid(
     text_given = {name for name, value in texts.items() if value}  # given or the stack's: the rest are said
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
-    per_sweep = _per_sweep(values, given)
+    per_sweep = _per_sweep(values, given, _moe_dispatcher(texts, models))
     spines = net.checked_spines(oversubscription, axes.get("latency"))
     assumed = (
         *volta_said,
@@ -684,9 +684,17 @@ def _numeric_values(
     return values
 
 
-def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[str, float]:
+def _moe_dispatcher(texts: dict[str, Any], models: list[LLM]) -> str:
+    """The MoE dispatcher of a sweep of a mixture-of-experts model ('' for dense models alone, whose
+    ``--moe-dispatcher`` is refused as a MoE setting)."""
+    return _text_settings(texts)["moe_dispatcher"] if any(m.experts > 0 for m in models) else ""
+
+
+def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object], dispatcher: str) -> dict[str, float]:
     """The numeric settings of one value per sweep (:data:`~sweep.core.sweep_settings.NUMERIC`), taken out of
-    ``values``: each must have one value (a property of the stack, not a dim); the MoE capacity checked."""
+    ``values``: each must have one value (a property of the stack, not a dim); the MoE capacity checked, and the
+    flex ``dispatcher`` as Megatron-Core's MoEFlexTokenDispatcher checks it: no padding to capacity, and tp x ep
+    above 1 (a hunt: both had been priced, the second as alltoall)."""
     per_sweep = {}
     for name in NUMERIC:
         one = values.pop(name)
@@ -702,6 +710,12 @@ def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object]) -> dict[
         raise InputError(
             "1: padding needs a capacity (give {0})", param="pad_to_capacity", names=("capacity_factor",)
         )
+    if dispatcher == "flex" and per_sweep["pad_to_capacity"]:
+        raise InputError("flex: Megatron-Core's flex dispatcher does not pad to capacity (leave out {0})",
+                         param="moe_dispatcher", names=("pad_to_capacity",))  # fmt: skip
+    if dispatcher == "flex" and values["tp"].max() * values["ep"].max() <= 1:
+        raise InputError("flex: Megatron-Core's flex dispatcher needs tp x ep above 1 (give {0} or {1})",
+                         param="moe_dispatcher", names=("ep", "tp"))  # fmt: skip
     return per_sweep
 
 
