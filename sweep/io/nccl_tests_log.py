@@ -62,9 +62,12 @@ STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
 FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 PREAMBLE = ("size", "count", "type", "redop", "root")
 # What a launcher puts before each line it relays: ``srun --label`` (``0: ``), Open MPI's ``mpirun --tag-output``
-# (``[1,0]<stdout>:``) and MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``); read past on every line that
-# carries one.
-LAUNCHER_PREFIX = re.compile(r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] )")
+# (``[1,0]<stdout>:``), MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``) and pdsh's or clush's host
+# (``node-a: ``, a hunt: a host name and a colon and a space, which none of nccl-tests' or NCCL's lines start
+# with); read past on every line that carries one.
+LAUNCHER_PREFIX = re.compile(
+    r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] |[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[A-Za-z][\w.-]*:\d)))"
+)
 TIMES = ("time", "cputime")
 # nccl-tests' names of its data types (src/common.cu's test_typenames) and their sizes in bytes (wordSize), and
 # of its reduction operations (test_opnames; "none" where a collective reduces nothing): a data row's third and
