@@ -720,9 +720,13 @@ def _bus_bandwidths(
     )
     nvls_ok = (arch >= 2) & q.nvswitch & (p >= 2)
     b_i = sn * e_nvls * (cn - 1) / cn * jnp.where(ar, 2.0, (p - 1) / p)
-    nvls_b = cn * jnp.minimum(b_i, sx)
-    nvtree_net = cn * jnp.minimum(sx * jnp.where(nodes <= 2, 2.0, 1.0), m_nvtree)
-    nvtree_b = jnp.minimum(cn * b_i, nvtree_net)
+    # NVLS's and NVLSTree's two sides, (B_nvl, B_net): each bus bandwidth the lesser (c_n min(a, b) is
+    # min(c_n a, c_n b) to the bit, rounding being monotone)
+    sides = {
+        NVLS: (cn * b_i, cn * sx),
+        NVLS_TREE: (cn * b_i, cn * jnp.minimum(sx * jnp.where(nodes <= 2, 2.0, 1.0), m_nvtree)),
+    }
+    nvls_b, nvtree_b = jnp.minimum(*sides[NVLS]), jnp.minimum(*sides[NVLS_TREE])
     f_d = p / cd
     direct_b = cd * sd / (f_d - (f_d - 1) / 2) * jnp.where(arch >= 2, 0.85, 1.0)
     pat_b = 0.75 * c * s
@@ -753,7 +757,6 @@ def _bus_bandwidths(
         NVLS_TREE: to_alg,
         PAT: 1.0,
     }
-    sides = {NVLS: (cn * b_i, cn * sx), NVLS_TREE: (cn * b_i, nvtree_net)}
     return bus, ratio, steps, sides
 
 

@@ -1395,8 +1395,9 @@ def nccl_collective(
     heads = collnet and p <= 8  # NCCL runs CollNet up to 8 ranks a node, NVLS's all-gather up to 32
     use_nvls = nvls_ok and ((ar and (not multi or collnet)) or (agrs and not multi and p <= 32))
     bus[4] = [0, 0, cn * min(b_i, sx) if use_nvls else 0]
-    bus[5] = [0, 0, cn * min(b_i, sx * (2 if nodes <= 2 else 1), m_nvtree) if nvls_ok and ar and multi else 0]
-    sides = {4: (cn * b_i, cn * sx), 5: (cn * b_i, cn * min(sx * (2 if nodes <= 2 else 1), m_nvtree))}
+    nvtree_net = cn * min(sx * (2 if nodes <= 2 else 1), m_nvtree)  # NVLSTree's network side
+    bus[5] = [0, 0, min(cn * b_i, nvtree_net) if nvls_ok and ar and multi else 0]
+    sides = {4: (cn * b_i, cn * sx), 5: (cn * b_i, nvtree_net)}
     f = p / cd
     direct = cd * sd / (f - (f - 1) / 2) * (0.85 if arch >= 2 else 1.0)
     bus[2] = [0, 0, direct if ar and multi and heads and nvswitch else 0]

@@ -119,9 +119,8 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
     given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
     grid = make_grid(model, **{**given, axis: search_range(axis)[1]})
-    if axis == "utilization" and uses_nccl(
-        grid.collectives
-    ):  # its answer sits on top of eta_net: said (a review)
+    # its answer sits on top of eta_net: said (a review)
+    if axis == "utilization" and uses_nccl(grid.collectives):
         grid = dataclasses.replace(grid, assumed="; ".join(filter(None, (grid.assumed, UTILIZATION_ON_ETA))))
     return grid
 

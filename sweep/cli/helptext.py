@@ -122,9 +122,8 @@ class HelpCommand(TyperCommand):
         from netsweep_jax.sweep.cli.repeated import refuse_repeated
 
         refuse_repeated(self.get_params(ctx), args, ctx.help_option_names)
-        if not set(args) & set(
-            ctx.help_option_names
-        ):  # --help wins, as Click shows it whatever else is given
+        # --help wins, as Click shows it whatever else is given
+        if not set(args) & set(ctx.help_option_names):
             refuse_empty_paths(self.get_params(ctx), args, ctx)
         return super().parse_args(ctx, args)
 

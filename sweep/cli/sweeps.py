@@ -174,25 +174,31 @@ def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:
             )
 
 
-def _interrupted(e: BaseException, out: Path | None, cube: Path | None = None) -> None:
+def _interrupted(e: BaseException, out: Path | None, cube: Path | None = None, finished: int = 0) -> None:
     """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
     finish it (naming the --out that finds them where none was given: each run's default name is stamped anew;
-    ``cube``, that --out where it is not the kept file's: a list of plans'), or that nothing was kept; the exit
-    code says which signal."""
+    ``cube``, that --out where it is not the kept file's: a list of plans', of which ``finished`` were written
+    before a signal between two of them), or that nothing was kept; the exit code says which signal."""
     from netsweep_jax.sweep.io import paths
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
     if kept is not None and kept.exists():
         fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus "
-             f"{_finishing(out, kept, cube)}.", code=exit_code(e))  # fmt: skip
+             f"{_finishing(out, cube or _cube_of(kept))}.", code=exit_code(e))  # fmt: skip
+    if finished and cube is not None:  # stopped between two plans of a list (a review)
+        fail(f"interrupted; {finished} of the plans finished. Finish with the same command plus "
+             f"{_finishing(out, cube)}.", code=exit_code(e))  # fmt: skip
     fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
 
 
-def _finishing(out: Path | None, kept: Path, cube: Path | None = None) -> str:
-    """What finishes a run whose finished blocks are kept in ``kept``: ``--resume``, and the ``--out`` of its
-    cube (``cube``, else the kept file's) where the run had none (each run's default name is stamped anew, so
-    the same command finds another)."""
-    cube = cube or kept.with_name(kept.name.removesuffix(".partial"))
+def _cube_of(kept: Path) -> Path:
+    """The cube whose finished blocks ``kept`` (``OUT.partial``) holds."""
+    return kept.with_name(kept.name.removesuffix(".partial"))
+
+
+def _finishing(out: Path | None, cube: Path) -> str:
+    """What finishes a run of ``cube``: ``--resume``, and ``--out cube`` where the run had none (each run's
+    default name is stamped anew, so the same command finds another)."""
     return "--resume" if out is not None else f"--resume --out {cube}"
 
 
@@ -224,7 +230,7 @@ def _sweep(
         fail(
             f"writing {target} failed ({said})"
             + (
-                f"; finished blocks are kept in {kept}: finish with the same command plus {_finishing(out, kept)}"
+                f"; finished blocks are kept in {kept}: finish with the same command plus {_finishing(out, _cube_of(kept))}"
                 if kept is not None and kept.exists()
                 else ""
             ),
@@ -353,8 +359,6 @@ def _plan_each(
     ):
         if used:
             raise InputError(f"{option} plans one {listed} value at a time: give one")
-    from netsweep_jax.sweep.io import paths
-
     base = plans_out(grids, out)
     finished = 0
     try:
@@ -365,11 +369,7 @@ def _plan_each(
             typer.echo(done)
             finished += 1
     except (KeyboardInterrupt, Interrupted) as e:
-        kept = paths.kept_partial(e)
-        if finished and not (kept is not None and kept.exists()):  # stopped between two plans (a review)
-            fail(f"interrupted; {finished} of the plans finished. Finish with the same command plus "
-                 f"{_finishing(out, base, base)}.", code=exit_code(e))  # fmt: skip
-        _interrupted(e, out, cube=base)
+        _interrupted(e, out, cube=base, finished=finished)
 
 
 def _search_plan(

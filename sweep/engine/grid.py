@@ -689,9 +689,8 @@ def _given_unread(
             f"{', '.join(fusion)}: Horovod's tensor fusion only, not read by --bucketing {','.join(bucketings)}"
             + (ddp if "ddp" in bucketings else "")
         )
-    if uses_nccl(collectives) and np.any(
-        values["utilization"] < 1
-    ):  # a what-if on top of the fit: said (a hunt)
+    # a what-if on top of the fit: said (a hunt)
+    if uses_nccl(collectives) and np.any(values["utilization"] < 1):
         said.append(UTILIZATION_ON_ETA)
     if options.get("intra_bandwidth") is not None and all(c in ONE_LINK_PER_WORKER for c in collectives):
         said.append(

@@ -687,7 +687,9 @@ def _numeric_values(
 def _moe_dispatcher(texts: dict[str, Any], models: list[LLM]) -> str:
     """The MoE dispatcher of a sweep of a mixture-of-experts model ('' for dense models alone, whose
     ``--moe-dispatcher`` is refused as a MoE setting)."""
-    return _text_settings(texts)["moe_dispatcher"] if any(m.experts > 0 for m in models) else ""
+    if not any(m.experts > 0 for m in models):
+        return ""
+    return _text_settings({"moe_dispatcher": texts.get("moe_dispatcher")})["moe_dispatcher"]
 
 
 def _per_sweep(values: dict[str, np.ndarray], given: dict[str, object], dispatcher: str) -> dict[str, float]:

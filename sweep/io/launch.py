@@ -40,7 +40,7 @@ from netsweep_jax.sweep.core.layout_axes import recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.textfile import read_lines
-from netsweep_jax.sweep.core.values import whole_number
+from netsweep_jax.sweep.core.values import decimal, whole_number
 
 # Flags that take a value, and the sweep parameter it sets.
 VALUED = {
@@ -138,13 +138,13 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     return [c for c in out if c]
 
 
-def _a_number(text: str) -> bool:
-    """Whether ``text`` is one number as Python reads it (a flag's value checked further by its option's rule)."""
+def _negative(text: str) -> bool:
+    """Whether ``text`` is a number below 0 by the one rule for a number a user writes (:func:`decimal`); any
+    other text is left to its option's own check."""
     try:
-        float(text)
+        return decimal(text) < 0
     except ValueError:
         return False
-    return True
 
 
 def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
@@ -240,7 +240,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     if "--moe-expert-capacity-factor" in flags:
         factor = " ".join(flags["--moe-expert-capacity-factor"])
         # Megatron-Core reads a negative factor as dropless (transformer_config.py), as netsweep's 0
-        settings["capacity_factor"] = "0" if factor.startswith("-") and _a_number(factor) else factor
+        settings["capacity_factor"] = "0" if _negative(factor) else factor
         stated.add("capacity_factor")
     if "--moe-pad-expert-input-to-capacity" in flags:
         settings["pad_to_capacity"] = "1"
