@@ -29,6 +29,7 @@ STATUS = (
     "tp x pp x cp x dp is not the GPU count",
     "a mixture of experts at tp > 1 needs sequence parallelism",
     "moe_a2a overlap needs ep > 1, no full or moe recompute, at most one MTP layer, and interleaving where pp > 1",
+    "activation offload needs pp 1 and no recomputation",
 )
 Value = Any  # a float array of configurations, or a scalar that broadcasts with them
 
@@ -230,6 +231,8 @@ def degrees(arch: Arch, lay: Parallelism) -> Degrees:
             | (arch.mtp_layers > 1)
             | ((p > 1) & (V < 2))
         ),
+        # and TransformerConfig's of --cpu-offloading-num-layers (a hunt: offloading had been priced with either)
+        (lay.offload_layers > 0) & ((p > 1) | (lay.recompute > 0)),
     ]
     status = jnp.zeros(jnp.shape(rules[0]), jnp.int32)
     for code, broken in reversed(list(enumerate(rules, start=1))):

@@ -35,7 +35,8 @@ What recomputation drops from A is in :mod:`kernels.layout_recompute`.
 Activations are held for min(m, p) micro-batches on the first stage (Narayanan: p in flight under
 1F1B), times 1 + (p - 1) / (p V) when interleaved, for all but ``offload_layers`` of a
 stage's layers (Megatron-Core's --cpu-offloading-num-layers moves their activations to the
-host; at least one layer stays; the copies are taken to hide behind compute), with each
+host; at least one layer stays; the copies are taken to hide behind compute; only at p = 1 without
+recomputation, status rule 13, as Megatron-Core allows it), with each
 micro-batch's token ids and embedding dropout mask b (s / c) (8 + d h) (/ t with SP) on the
 first stage and the fp32
 logits and output-layer input 4 b (s / c) (v + h) / t on the last (the terms of

@@ -105,7 +105,12 @@ def _text(name: str, value: object) -> str:
         return os.fspath(value)
     spec = AXES.get(name) or {"nodes": NUMERIC_AXES["nodes"], "oversubscription": OVERSUBSCRIPTION}.get(name)
     if spec is not None:
-        return ",".join(_exact(v) for v in flat_values(value, name, spec.rule()))
+        numbers = flat_values(value, name, spec.rule())
+        for number in numbers:
+            # refused as a number, never read back as the text "nan" (a hunt: told to write digits 0-9)
+            if not math.isfinite(number):
+                raise InputError(f"{number}: {spec.rule()}", param=name)
+        return ",".join(_exact(v) for v in numbers)
     if isinstance(value, Sequence) and value and all(isinstance(item, str) for item in value):
         return ",".join(value)
     raise InputError(f"{value!r}: give a name, a comma list or a sequence of names", param=name)

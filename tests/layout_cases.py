@@ -130,6 +130,14 @@ def random_case(rng):
     unhidable = unhidable or (lay["pp"] > 1 and lay["schedule"] < 2)
     if experts and lay["overlap"] & 8 and unhidable and random.Random(seed + "a2a").random() < 0.8:
         lay["overlap"] -= 8
+    # and offloads activations only on one stage without recomputation (a status rule since 2026-12-06): all but
+    # a few cases keep it, so that enough layouts can exist and the rule is still hit
+    if (
+        lay["offload_layers"]
+        and (lay["pp"] > 1 or lay["recompute"])
+        and random.Random(seed + "cpu").random() < 0.95
+    ):
+        lay["offload_layers"] = 0
     return arch, dev, lay
 
 

@@ -692,6 +692,8 @@ def layout_status(arch, lay):
     unhidable = e < 2 or recompute & (2 | 128) or arch.get("mtp_layers", 0) > 1 or (p > 1 and V < 2)
     if arch["experts"] > 0 and overlap & 8 and unhidable:
         return 12
+    if lay.get("offload_layers", 0) > 0 and (p > 1 or recompute):
+        return 13
     return 0
 
 
@@ -734,12 +736,15 @@ def hierarchical_copies(experts, k, groups, group_topk, e, near):
     return (n - 1) * domain, (e - n) * gpu
 
 
-def busiest_expert(imbalance, capacity, pad):
-    """The busiest expert's load the step runs (float64): the imbalance, capped at a capacity factor > 0 where
-    tokens are dropped, or the capacity itself where every expert's input is padded to it."""
-    if capacity <= 0:
-        return float(imbalance)
-    return float(capacity) if pad else min(float(imbalance), float(capacity))
+def busiest_expert(imbalance, capacity, pad, ep):
+    """The load the busiest GPU of an EP group runs (float64): the busiest expert's imbalance, capped at a
+    capacity factor > 0 where tokens are dropped, or the capacity itself where every expert's input is padded to
+    it; at EP 1 (each GPU every expert) the mean, 1, or the capacity where padded."""
+    if capacity > 0 and pad:
+        return float(capacity)
+    if ep <= 1:
+        return 1.0
+    return float(imbalance) if capacity <= 0 else min(float(imbalance), float(capacity))
 
 
 def layout_step(arch, dev, lay):

@@ -236,6 +236,20 @@ def test_profiles_round_trip(tmp_path):
             lambda: sweep.evaluate("gpt2", bandwidth=10, dtype="f16"),
             "dtype 'f16': must be float32 or float64",
         ),
+        # a hunt: a batch in its range refused as a profile's "iteration time" (no keyword named); NumPy's fit on a
+        # runs file a traceback; calibrate told to give t1, a keyword it has not
+        (
+            lambda: sweep.evaluate("gpt2-xl", bandwidth=10, batch=10000),
+            "batch 10000: gpt2-xl on a v100 in fp32 would take 11840 s a step",
+        ),
+        (
+            lambda: sweep.calibrate("sweep/data/llm_runs.csv", fit=np.array(["utilization", "latency"])),
+            "fit is for",
+        ),
+        (
+            lambda: sweep.calibrate("examples/resnet50_measured.csv", profile="examples/profile.csv"),
+            "iteration_time needed: examples/profile.csv has no single-GPU iteration time",
+        ),
         # a hunt: the API's refusal told the caller to use --store, an option it has not
         (
             lambda: sweep.evaluate("resnet50", bandwidth=0.001, utilization=0.0001, store="float16"),
@@ -335,6 +349,11 @@ def test_plan_is_the_command_plan(tmp_path):
         (lambda: sweep.plan(**LLAMA), "model name a large-model preset"),
         (lambda: sweep.evaluate_layouts("llama3-8b", tp=True, **LLAMA), "tp True: give a number"),
         (lambda: sweep.evaluate_layouts("llama3-8b", tp=0, **LLAMA), "tp 0"),
+        # a hunt: NaN was read back as the text 'nan' and the caller told to write digits
+        (
+            lambda: sweep.evaluate_layouts("llama3-8b", efficiency=float("nan"), **LLAMA),
+            "efficiency nan: must be a number from 0.001 to 1",
+        ),
         (lambda: sweep.evaluate_layouts("llama3-8b", dtype="float16", **LLAMA), "dtype 'float16'"),
     ],
 )

@@ -97,6 +97,15 @@ def test_cli_walkthrough_example(tmp_path):
             "nodes,gpus_per_node,bandwidth,iteration_time\n8,8,100,-1\n",
             "m.csv:2: iteration_time -1 must be a number of seconds in [1e-6, 1e4]",
         ),
+        # a hunt: the column a duplicate names unsaid; a gpus label --per read as written and --train as the product
+        (
+            "model,nodes,nodes,gpus_per_node,bandwidth,scaling_factor\nresnet50,8,8,8,100,0.7\n",
+            "m.csv:1: column 'nodes' appears twice; each column once",
+        ),
+        (
+            "nodes,gpus_per_node,bandwidth,scaling_factor,gpus\n2,8,25,0.9,16\n4,8,25,0.86,99\n",
+            "m.csv:3: gpus '99' is not nodes x gpus_per_node (32), which --train reads as gpus",
+        ),
     ],
 )
 def test_bad_measurements(tmp_path, text, message):

@@ -172,8 +172,11 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     for options, message in cases:
         with pytest.raises(InputError, match=message):
             make_grid("gpt2-xl", **options)
-    with pytest.raises(InputError, match="built of gb200 hosts; resnet50 runs on 'v100'"):
-        make_grid("resnet50", fabric="gb200-nvl72")  # the paper's V100 profile on GB200 racks: never a mix
+    # the paper's V100 profile on GB200 racks: never a mix, and no --gpu moves it (a hunt: it was told to give one)
+    with pytest.raises(
+        InputError, match="resnet50 runs on 'v100' \\(the built-in CNNs are the paper's V100 runs"
+    ):
+        make_grid("resnet50", fabric="gb200-nvl72")
     # Beside other collectives, the fabric's tier and constants are NCCL's alone, and the line says so.
     mixed = make_grid("gpt2-xl", fabric="aws-p5", collective="nccl,nccl-ring", oversubscription=2).assumed
     assert (
@@ -189,6 +192,13 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     assert _names_a_preset(read_fabric(fabric_file(tmp_path))) and not _names_a_preset(bare)
     r = invoke("compare", "--model", "resnet50", "--fabric", "gb200-nvl72")  # compare reads it as grid does
     assert r.exit_code == 2 and "built of gb200 hosts; resnet50 runs on 'v100'" in r.output, r.output
+    # every GPU's models checked before the first GPU's are computed (a hunt: refused after a 20 s sweep)
+    from netsweep_jax.sweep.analysis import compare as compare_module
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(compare_module, "evaluate", lambda *a, **k: pytest.fail("computed before the check"))
+        r = invoke("compare", "--model", "gpt2-xl,resnet50", "--fabric", "gb200-nvl72", "--bw", "100")
+    assert r.exit_code == 2 and "resnet50 runs on 'v100'" in r.output, r.output
     # A large model's sweeps refuse another chip on a preset's hosts as well (a plan priced H100s on GB200's).
     r = invoke(
         "plan", "--model", "llama3-8b", "--gpu", "a100,gb200", "--gpus", "64", "--fabric", "gb200-nvl72"

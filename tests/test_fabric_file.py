@@ -276,6 +276,10 @@ def test_a_file_sets_the_gpu_its_logs_ran_on_and_compare_takes_its_hosts(tmp_pat
     settings = {"model": "llama3-8b", "gpus": "8", "global_batch": "8", "tp": "4", "fabric": str(path)}
     grid = layout_grid_from(settings, set(settings))
     assert list(grid.names["gpu"]) == ["b200"] and grid.assumed[0].startswith("b200"), grid.assumed[0]
+    assert not [phrase for phrase in grid.assumed if "taken as they are" in phrase]
+    # plan's grid of another GPU says so too, as grid's does (a hunt: it said only what the file was fitted on)
+    h100 = layout_grid_from({**settings, "gpu": "h100"}, {*settings, "gpu"})
+    assert "the fabric file's logs ran on b200s, its constants taken as they are for h100s" in h100.assumed
     assert _defaults(b200, None, None, None) == (None, None, None)  # the file's hosts, NCCL's collective
     unrecorded = read_fabric(fabric(tmp_path, "bare.json", hardware=None))
     assert _defaults(unrecorded, None, None, None)[:2] == (BANDWIDTHS, GPUS_PER_NODE)

@@ -98,8 +98,7 @@ def test_an_unreachable_answer_says_the_most_the_axis_gives_or_that_it_moves_not
     )
     assert answer_text(0.001, MET_AT_MIN, "bandwidth", (0.95, 0.99)) == "met at the minimum (0.001 Gbit/s)"
     assert (
-        answer_text(np.nan, UNREACHABLE, "latency", (0.5, 0.1))
-        == "unreachable (even at 0.001 us: at most 0.5)"
+        answer_text(np.nan, UNREACHABLE, "latency", (0.5, 0.1)) == "unreachable (even at 0 us: at most 0.5)"
     )
 
 
@@ -218,6 +217,23 @@ def test_largest_affordable_value_of_a_falling_axis(axis):
         assert ref_sf(p, **args, **{axis: x * units}) >= target - 1e-12
         assert ref_sf(p, **args, **{axis: x * 1.005 * units}) < target
     assert solved > 0
+
+
+def test_a_falling_axis_is_tried_at_zero_below_the_searchs_floor():
+    # A hunt: a target that no latency above 0.001 us reaches but 0 does was "unreachable (even at 0.001 us)",
+    # and the "at most" it said was the scaling factor at 0.001 us. At 0 the answer is 0; above what 0 gives,
+    # unreachable, with the scaling factor at 0 (the shapes test_largest_affordable_value_of_a_falling_axis solves).
+    p = builtin_profile("resnet50")
+    cell = dict(nodes=8, gpus=8, collective="nccl-ring", bandwidth=25e9)
+    at_zero, at_floor = ref_sf(p, **cell, latency=0.0), ref_sf(p, **cell, latency=1e-9)
+    assert at_floor < at_zero
+    for target, status in (((at_zero + at_floor) / 2, SOLVED), (at_zero + 1e-9, UNREACHABLE)):
+        ds = solve(p, target=target, axis="latency", bandwidth=[25, 100], nodes=[2, 8], collective="nccl-ring",
+                   dtype="float64").sel(bandwidth=25, nodes=8)  # fmt: skip
+        assert int(ds.status.squeeze()) == status
+        assert float(ds.scaling_factor_at_minimum.squeeze()) == pytest.approx(at_zero, rel=1e-12)
+        if status == SOLVED:
+            assert float(ds.allowed_latency.squeeze()) == 0
 
 
 def test_need_cli_for_overhead():

@@ -607,3 +607,22 @@ def test_what_megatron_core_refuses_of_a_mixture_of_experts_cannot_exist():
     for cell in (dict(ep=1, pp=1, recompute="none"), dict(ep=8, pp=1, recompute="full"),
                  dict(ep=8, pp=2, recompute="none"), dict(ep=8, pp=1, recompute="moe")):  # fmt: skip
         assert int(status.sel(**cell)) == rule, cell
+
+
+def test_activation_offload_runs_on_one_stage_without_recomputation():
+    # Megatron-Core's TransformerConfig refuses --cpu-offloading-num-layers with pipeline parallelism or with
+    # recomputation (a hunt: the model had priced both); on one stage without it the layout can exist.
+    from netsweep_jax.sweep import evaluate_layouts
+
+    ds = evaluate_layouts("llama3-8b", gpus=8, global_batch=16, micro_batch=1, pp=[1, 2], offload_layers=[0, 4],
+                          recompute=["none", "selective"], dtype="float64")  # fmt: skip
+    status = ds["status"].squeeze()
+    rule = kernel.STATUS.index("activation offload needs pp 1 and no recomputation")
+    assert int(status.sel(pp=1, offload_layers=4, recompute="none")) == 0
+    for cell in (
+        dict(pp=2, recompute="none"),
+        dict(pp=1, recompute="selective"),
+        dict(pp=2, recompute="selective"),
+    ):
+        assert int(status.sel(offload_layers=4, **cell)) == rule, cell
+        assert int(status.sel(offload_layers=0, **cell)) == 0, cell

@@ -115,8 +115,9 @@ def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_t
     ]
     head, row = tables[0].splitlines()[1:3]
     assert head.split()[:2] == ["layout", "step"] and row.split()[0] == "tp8xpp4xdp32"
-    # 13.3% of the step now; the smallest NIC rate for 10% (shown rounded up), the NICs, no spine to answer.
-    assert "13.3%" in row and "8 x 100 Gbit/s, no spine" in row  # was "spine 1:1" beside "no spine"
+    # 13.34% of the step now (shown rounded up, as an unreachable answer's share is); the smallest NIC rate for
+    # 10% (shown rounded up), the NICs, no spine to answer.
+    assert "13.4%" in row and "8 x 100 Gbit/s, no spine" in row  # was "spine 1:1" beside "no spine"
     assert row.split()[-5:] == ["133.4", "Gbit/s", "11", "no", "spine"]
 
     ((held,), shares, (answer, _)) = shown[0]
@@ -264,3 +265,17 @@ def test_an_unreachable_share_says_how_far_off_it_stays():
     assert answer_text(answer, "bandwidth") == "unreachable (> 1e+06 Gbit/s: still 8.01% there)"
     (answer,) = k_section(lambda which, x: 0.01 * x, 1.0, 64.0, np.array([0.005]), growing=False)
     assert answer_text(answer, "oversubscription") == "unreachable (even at 1:1: still 1% there)"
+
+
+def test_the_share_now_is_rounded_as_the_share_an_unreachable_answer_leaves():
+    # A hunt: "network now 18.3%" beside "unreachable (even at 1:1: still 18.4% there)" at a spine of 1:1, the
+    # same share rounded to nearest in one column and up in the other. Both are rounded up now.
+    from netsweep_jax.kernels.bisect import UNREACHABLE
+    from netsweep_jax.sweep.analysis.layout_need import Answer, Held, table
+
+    cell = dict(nics_per_node=8.0, nics=8.0, domain=8.0, preset_gpus_per_node=8.0, gpus_per_node=8.0)
+    cell.update(bandwidth=400e9, nic_bits=400e9, oversubscription=1.0)
+    held = Held("", "tp8xpp4xdp32 mb1 z1", cell, {}, 1.0, 1.0 - 0.18345)
+    spine = Answer(float("nan"), UNREACHABLE, floor=0.18345)
+    text = table([held], [0.1], [{"oversubscription": spine}])
+    assert text.splitlines()[2].count("18.4%") == 2 and "18.3%" not in text, text

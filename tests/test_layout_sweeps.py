@@ -734,13 +734,14 @@ def test_a_grid_and_measured_rows_share_one_mapping_to_the_kernel_and_gpus_per_n
 def test_a_capacity_factor_caps_or_pads_the_busiest_experts_load():
     # Megatron-Core's --moe-expert-capacity-factor C drops the busiest expert's tokens beyond C (it runs
     # min(I, C)); --moe-pad-expert-input-to-capacity pads every expert's input to C: each output is the run at
-    # that load imbalance. Dropless (C = 0) leaves the imbalance as given.
+    # that load imbalance. Dropless (C = 0) leaves the imbalance as given. At EP 1 each GPU runs every expert:
+    # the imbalance paces nothing (a hunt), padding still does.
     from netsweep_jax.sweep.engine.layouts import LayoutRow, evaluate_rows
     from netsweep_jax.sweep.model.llms import resolve_llm
 
-    def row(imbalance, **settings):
+    def row(imbalance, ep=8, **settings):
         return LayoutRow(
-            resolve_llm("qwen3-30b-a3b"), "h100", "bf16", 16, pp=2, ep=8, global_batch=512, zero=1,
+            resolve_llm("qwen3-30b-a3b"), "h100", "bf16", 16, pp=2, ep=ep, global_batch=512, zero=1,
             imbalance=imbalance, settings=SweepSettings(**settings),
         )  # fmt: skip
 
@@ -751,16 +752,22 @@ def test_a_capacity_factor_caps_or_pads_the_busiest_experts_load():
         row(imbalance=1.5),
         row(imbalance=2.0),
         row(imbalance=2.0, capacity_factor=3.0),
+        row(imbalance=2.0, ep=1),
+        row(imbalance=1.0, ep=1),
+        row(imbalance=2.0, ep=1, capacity_factor=1.5, pad_to_capacity=1),
+        row(imbalance=1.0, ep=1, capacity_factor=1.5, pad_to_capacity=1),
     ]
     out = evaluate_rows(rows, np.full(len(rows), 0.6), np.ones(len(rows)))
     for k, v in out.items():
-        np.testing.assert_array_equal(v[[0, 2, 4]], v[[1, 3, 5]], err_msg=k)
+        np.testing.assert_array_equal(v[[0, 2, 4, 6, 8]], v[[1, 3, 5, 7, 9]], err_msg=k)
+    assert out["iteration_time"][8] > out["iteration_time"][7]
     assert out["iteration_time"][1] < out["iteration_time"][4] and out["ep_exposed"][0] < out["ep_exposed"][4]
 
 
 def test_busiest_expert_matches_the_reference_on_random_loads():
     # engine.compiled.busiest_expert against tests/reference.py's float64 twin: random loads, capacities (0 or
-    # >= 1) and padding, and by hand: I 2, C 1.25 dropping -> 1.25; I 1, C 1.5 padded -> 1.5; dropless -> I.
+    # >= 1), padding and EP sizes, and by hand at EP 8: I 2, C 1.25 dropping -> 1.25; I 1, C 1.5 padded -> 1.5;
+    # dropless -> I; at EP 1 (every GPU every expert) dropless I 3 -> 1, padded to C 1.5 -> 1.5.
     import reference
     from netsweep_jax.sweep.engine.compiled import busiest_expert
 
@@ -768,14 +775,21 @@ def test_busiest_expert_matches_the_reference_on_random_loads():
     imbalance = rng.uniform(1.0, 4.0, 200)
     capacity = np.where(rng.random(200) < 0.3, 0.0, rng.uniform(1.0, 4.0, 200))
     pad = (rng.random(200) < 0.5).astype(np.float64)
-    got = np.asarray(busiest_expert(imbalance, capacity, pad))
-    want = [reference.busiest_expert(i, c, p) for i, c, p in zip(imbalance, capacity, pad)]
+    ep = rng.choice([1.0, 2.0, 8.0], 200)
+    got = np.asarray(busiest_expert(imbalance, capacity, pad, ep))
+    want = [reference.busiest_expert(*x) for x in zip(imbalance, capacity, pad, ep)]
     np.testing.assert_allclose(got, want, rtol=1e-6)
-    assert [float(busiest_expert(*map(np.float32, x))) for x in ((2, 1.25, 0), (1, 1.5, 1), (3, 0, 1))] == [
-        1.25,
-        1.5,
-        3.0,
-    ]
+    hand = ((2, 1.25, 0, 8), (1, 1.5, 1, 8), (3, 0, 1, 8), (3, 0, 0, 1), (3, 1.5, 1, 1), (3, 1.5, 0, 1))
+    assert [float(busiest_expert(*map(np.float32, x))) for x in hand] == [1.25, 1.5, 3.0, 1.0, 1.5, 1.0]
+    # and a grid where an imbalance meets EP 1 says it is not read there (built, not run)
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    said = "read at EP > 1 alone (at EP 1 each GPU runs every expert, sending no token)"
+    grid = {"gpus": 16, "global_batch": 64, "imbalance": 1.5}
+    assert f"MoE load imbalance {said}" in make_layout_grid("qwen3-30b-a3b", ep="1,8", **grid).assumed
+    both = make_layout_grid("qwen3-30b-a3b", ep=1, dispatch_fp8=1, **grid).assumed
+    assert f"MoE load imbalance and --moe-dispatch-fp8 {said}" in both
+    assert not [p for p in make_layout_grid("qwen3-30b-a3b", ep=8, **grid).assumed if said in p]
 
 
 def test_a_capacity_below_one_or_padding_without_one_is_refused_by_name(tmp_path):

@@ -195,6 +195,12 @@ def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
         invoke("calibrate", "--nccl-tests", ALL_REDUCE, *NICS, "--fit", "latency", "--out", out)
     )
     assert line == "error: --fit is for data-parallel measurements, not nccl-tests logs"
+    line = one_line_error(
+        invoke("calibrate", "--nccl-tests", ALL_REDUCE, *NICS, "--train", "x", "--out", out)
+    )
+    assert (
+        line == "error: --train is for data-parallel measurements and large-model runs, not nccl-tests logs"
+    )
     # --bw in the wrong unit: a fabric file was written of 8 NICs carrying 0.001 GB/s a host, the fit at -100%.
     with pytest.raises(
         InputError,

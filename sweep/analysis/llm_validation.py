@@ -274,13 +274,7 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     spreads = _spreads(v, err)
     lines = [
         fitted.describe(),
-        *(f"warning: {w}" for w in fit_warnings(fitted)),
-        # a run that ran must fit: one that does not is priced all the same, and said (validate's report says it)
-        *(
-            [f"warning: {memory_line(v, 'fitted').removeprefix('Memory: ')}"]
-            if (v.outputs["fitted"]["fits"] != 1).any()
-            else []
-        ),
+        *(f"warning: {w}" for w in _warnings(fitted, v)),
         f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
     ]
     out = v.outputs["fitted"]
@@ -341,6 +335,13 @@ def calibrate_runs_file(
     return fitted, v, document
 
 
+def _warnings(fitted: Fit, v: Validation) -> list[str]:
+    """The fit's warnings, and the runs that do not fit the memory model: a run that ran must fit, and one that does
+    not is priced all the same, and said (validate's report says it; the JSON had left it out, a hunt)."""
+    unfit = (v.outputs["fitted"]["fits"] != 1).any()
+    return [*fit_warnings(fitted), *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]
+
+
 def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
     """The fit and every run's prediction, as JSON-ready values (no NaN: null)."""
     err = v.errors("fitted")
@@ -356,7 +357,7 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
             "memory_efficiency": fitted.memory_efficiency,
         },
         "fitted": list(fitted.fitted),
-        "warnings": fit_warnings(fitted),
+        "warnings": _warnings(fitted, v),
         "trained_on": list(fitted.rows),
         "runs": [
             {

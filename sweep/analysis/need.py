@@ -237,7 +237,15 @@ class _SolvedBlocks:
         st = np.array(solved_status)
         st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
         dt = self.inputs.dtype.type
-        v = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)[:k, :c]
+        v = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)
+        if not q.increasing and NUMERIC_AXES[q.axis].low == 0:
+            # A falling axis's least value is 0, below the search's floor (a hunt: "unreachable even at 0.001 us"
+            # where no latency meets the target): the scaling factor there, and 0 the answer where it reaches it.
+            at_low = _scaling_at(args, q.axis, np.zeros_like(v), self.inputs.features).astype(v.dtype)
+            met = (st == UNREACHABLE) & (at_low >= _goal(dt(q.target), v.dtype))
+            met[k:, :], met[:, c:] = False, False
+            v, st = np.where(met, v.dtype.type(0), v), np.where(met, SOLVED, st)
+        v = v[:k, :c]
         ends = np.stack([np.asarray(e)[:k, :c].reshape(block.region_shape()) for e in (at_low, at_high)])
         return {
             "value": v.reshape(block.region_shape()),
@@ -264,23 +272,13 @@ def _reaching(
     one: one ulp at a time, then by doubling steps) until the answer, stored in the grid's
     dtype and fed back as a user would (stored units -> SI -> dtype), reaches the target in
     that dtype with a margin of :data:`MARGIN_ULPS` ulps."""
-    config = args[0]
-    k, c = value.shape
     toward = np.inf if increasing else -np.inf
     dtype = value.dtype
-    goal = dtype.type(target)
-    for _ in range(
-        MARGIN_ULPS
-    ):  # the target, a few ulps up (never past 1, the most a scaling factor reaches)
-        goal = min(np.nextafter(goal, dtype.type(np.inf), dtype=dtype), dtype.type(1))
+    goal = _goal(target, dtype)
     low, high = search_range(axis)
     for step in range(max_steps):
-        cells: dict[str, Any] = {
-            f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields
-        }
-        cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(dtype)
-        sf = table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"]
-        short = (status == SOLVED) & ~(np.asarray(sf) >= goal)
+        sf = _scaling_at(args, axis, value, features)
+        short = (status == SOLVED) & ~(sf >= goal)
         if not short.any():
             return value
         if step < 8:
@@ -291,6 +289,29 @@ def _reaching(
         moved = np.clip(moved, dtype.type(low), dtype.type(high))
         value = np.where(short, moved, value)
     return value
+
+
+def _goal(target: Any, dtype: np.dtype) -> Any:
+    """The scaling factor an answer must reach: the target, :data:`MARGIN_ULPS` ulps up in ``dtype`` (never past
+    1, the most a scaling factor reaches)."""
+    goal = dtype.type(target)
+    for _ in range(MARGIN_ULPS):
+        goal = min(np.nextafter(goal, dtype.type(np.inf), dtype=dtype), dtype.type(1))
+    return goal
+
+
+def _scaling_at(
+    args: tuple[Config, Workers, Buckets, Any], axis: str, value: Array, features: Features
+) -> Array:
+    """The scaling factor [K, C] of a block's cells (``args``: its host inputs) with ``axis`` at ``value`` [K, C]
+    (in its stated units, the grid's dtype), as a user feeding the value back would get it."""
+    config = args[0]
+    k, c = value.shape
+    cells: dict[str, Any] = {
+        f: np.broadcast_to(np.asarray(getattr(config, f))[None, :c], (k, c)) for f in config._fields
+    }
+    cells[axis] = (value.astype(np.float64) * NUMERIC_AXES[axis].to_si).astype(value.dtype)
+    return np.asarray(table_metrics(type(config)(**cells), *args[1:], features=features)["scaling_factor"])
 
 
 def answer_name(axis: str) -> str:
@@ -373,7 +394,8 @@ def answer_text(value: float, status: int, axis: str, ends: tuple[float, float] 
     if status == UNREACHABLE:
         if ends is not None and ends[0] == ends[1]:  # the axis moves nothing: not what stops it
             return f"unreachable (does not change the scaling factor, {rounded(ends[0], up=False)})"
-        end = f"> {high:g}{units}" if growing else f"even at {low:g}{units}"
+        # a falling axis is tried at its least value, 0, below the search's floor (_SolvedBlocks.collect)
+        end = f"> {high:g}{units}" if growing else f"even at {NUMERIC_AXES[axis].low:g}{units}"
         if ends is not None:
             return f"unreachable ({end}: at most {rounded(ends[1] if growing else ends[0], up=False)})"
         return f"unreachable ({end})"

@@ -194,7 +194,9 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
 
 # compare's own options (its defaults, the paper's setting, are in its signature).
 CompareModels = Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")]
-CompareGpu = Annotated[str | None, typer.Option("--gpu", help="Transformers: GPU preset (default: h100).")]
+CompareGpu = Annotated[
+    str | None, typer.Option("--gpu", help="Transformers: GPU preset(s), comma list (default: h100).")
+]
 ComparePrecision = Annotated[
     str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
 ]
@@ -739,7 +741,11 @@ def _refuse_options_but(ctx: typer.Context, allowed: Collection[str], what: str)
     """Refuse the first option given (by name, in order) that calibrate of ``what`` does not read: never ignored."""
     extra = sorted(given_options(ctx) - set(allowed))
     if extra:
-        raise InputError(f"is for data-parallel measurements, not {what}", param=extra[0])
+        # --train reads large-model runs too (a hunt: said as data-parallel alone)
+        readers = "data-parallel measurements" + (
+            " and large-model runs" if extra[0] in RUNS_FILE_OPTIONS else ""
+        )
+        raise InputError(f"is for {readers}, not {what}", param=extra[0])
 
 
 def _calibrate_nccl_tests(

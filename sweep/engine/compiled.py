@@ -329,12 +329,16 @@ def _crossed(
     return layout_inputs(o, i, collectives)
 
 
-def busiest_expert(imbalance: jax.Array, capacity: jax.Array, pad: jax.Array) -> jax.Array:
-    """The busiest expert's tokens over the mean that the step runs: the load ``imbalance``; with a capacity
-    factor (> 0) the tokens beyond it dropped, min(imbalance, capacity), or with padding to it (``pad``) the
-    capacity, which every expert then runs (Megatron-Core's --moe-expert-capacity-factor and
-    --moe-pad-expert-input-to-capacity)."""
-    return jnp.where(capacity > 0, jnp.where(pad > 0, capacity, jnp.minimum(imbalance, capacity)), imbalance)
+def busiest_expert(imbalance: jax.Array, capacity: jax.Array, pad: jax.Array, ep: jax.Array) -> jax.Array:
+    """The load the busiest GPU of an EP group runs, its tokens over the mean: the busiest expert's ``imbalance``;
+    with a capacity factor (> 0) the tokens beyond it dropped, min(imbalance, capacity), or with padding to it
+    (``pad``) the capacity, which every expert then runs (Megatron-Core's --moe-expert-capacity-factor and
+    --moe-pad-expert-input-to-capacity). At ``ep`` 1 every GPU holds every expert and runs all the routed
+    tokens whatever their spread: 1, or the capacity where padded (a hunt: the imbalance had paced it too)."""
+    loaded = jnp.where(
+        capacity > 0, jnp.where(pad > 0, capacity, jnp.minimum(imbalance, capacity)), imbalance
+    )
+    return jnp.where(ep > 1, loaded, jnp.where((capacity > 0) & (pad > 0), capacity, 1.0))
 
 
 def layout_inputs(
@@ -375,7 +379,7 @@ def layout_inputs(
         nics_per_node=jnp.where(v["nics_per_node"] > 0, v["nics_per_node"], nics),
         bandwidth=system("bandwidth", "nic_bits"),
         straggle=v["jitter"] * e_n,
-        imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"]),
+        imbalance=busiest_expert(v["imbalance"], o["capacity_factor"], o["pad_to_capacity"], v["ep"]),
         eta_net=o["nccl_eta_net"],
         eta_nvl=o["nccl_eta_nvl"],
         collectives=collectives,

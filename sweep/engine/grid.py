@@ -47,6 +47,7 @@ from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
     gpu_of,
+    is_transformer,
     priced_gpu,
     refuse_mixed_stacks,
     resolve_models,
@@ -487,20 +488,23 @@ def _sweep_fabric(
         for p in profiles:
             gpu = gpu_of(p)
             if not choice.built_of(gpu):
+                # A built-in CNN is the paper's V100 run, which no --gpu moves (a hunt: told to give --gpu, which a
+                # CNN then refused)
+                remedy = (
+                    f"give --gpu {choice.gpu}"
+                    if is_transformer(p)
+                    else "the built-in CNNs are the paper's V100 runs: give transformers, as --model bert-large,gpt2-xl"
+                )
                 raise InputError(
-                    f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} (give --gpu "
-                    f"{choice.gpu} for a transformer; a profile of your own says its GPU in a JSON profile's "
-                    '"device", such as "NVIDIA H100 80GB HBM3", which a CSV cannot)',
+                    f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} ({remedy}; "
+                    'a profile of your own says its GPU in a JSON profile\'s "device", such as "NVIDIA H100 80GB '
+                    'HBM3", which a CSV cannot)',
                     param="fabric",
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
     # A file is taken for any GPU, but said (a hunt), a file of a GPU with no preset (a GH200) too (a review).
-    if isinstance(choice, FabricConstants) and (choice.gpu or choice.fitted_on):
-        ran_on = f"{choice.gpu}s" if choice.gpu else choice.fitted_on
-        elsewhere = sorted({priced_gpu(p) for p in profiles} - {choice.gpu})
-        if elsewhere:
-            said = f"; the fabric file's logs ran on {ran_on}, its constants taken as they are for {', '.join(elsewhere)}s"
-            fabric = dataclasses.replace(fabric, describe=fabric.describe + said)
+    if isinstance(choice, FabricConstants) and (taken := choice.taken_for(priced_gpu(p) for p in profiles)):
+        fabric = dataclasses.replace(fabric, describe=f"{fabric.describe}; {taken}")
     others = [c for c in collectives if not is_nccl(c)]
     if (
         others

@@ -144,7 +144,7 @@ def make_layout_grid(
         ),
         *(f"--{d} {value}" for d, value in defaults.items() if d not in search),
         *_model_said(names, models, mtp_layers is None),
-        *net.said(None if oversubscription is None else spines),
+        *net.said(None if oversubscription is None else spines, names["gpu"]),
         *_tp_comm_said(texts["overlap"], values),
     )
     dtype = check_dtype(dtype)
@@ -313,12 +313,15 @@ def _refuse_unread_settings(
     _refuse_absent_modules(models, model_names, names["recompute"])
     _refuse_unread_attention_efficiency(names["attention"], given["attention_efficiency"])
     offload = given.get("offload_layers")
-    if offload is not None:  # clamped to the depth in silence (a hunt), where a runs file's row is refused
+    # Clamped to the depth in silence (a hunt), where a runs file's row is refused; Megatron-Core takes fewer
+    # than the model's layers (TransformerConfig).
+    if offload is not None:
         most = _values("offload_layers", offload, None).max()
         shallow = min(models, key=lambda m: m.layers)
-        if most > shallow.layers:
+        if most >= shallow.layers:
             raise InputError(
-                f"{show(most)}: more layers than {model_names[models.index(shallow)]} has ({shallow.layers})",
+                f"{show(most)}: must be fewer than {model_names[models.index(shallow)]}'s {shallow.layers} layers "
+                "(Megatron-Core's rule)",
                 param="offload_layers",
             )
 
@@ -465,9 +468,9 @@ class _Network:
         """The constants NCCL's pricing reads in place of the shipped fit (a preset's or a file's; None: none)."""
         return self.fabric.constants if isinstance(self.fabric, FabricPreset) else self.fabric
 
-    def said(self, spines: tuple[float, ...] | None = None) -> tuple[str, ...]:
+    def said(self, spines: tuple[float, ...] | None = None, gpus: Sequence[str] = ()) -> tuple[str, ...]:
         """The ``assumed`` line's phrases of it (``spines``: the oversubscriptions given, None: the preset's as
-        built)."""
+        built; ``gpus``: the GPU presets priced, against a fabric file's own)."""
         out: tuple[str, ...] = ()
         if self.defaulted:
             out = (
@@ -483,6 +486,8 @@ class _Network:
                 f"({(self.constants or SHIPPED).describe()})",
                 *(_forced_phrase(c) for c in self.forced),
             )
+        if isinstance(self.fabric, FabricConstants) and (taken := self.fabric.taken_for(gpus)):
+            out = (*out, taken)
         if self.preset is not None:
             out = out + (self.preset.describe(spines),)
         if self.replaced:
@@ -768,6 +773,27 @@ def _schedules(text: str) -> list[str]:
     return items
 
 
+def _unread_at_ep_one(given: dict, values: dict) -> tuple[str, ...]:
+    """The ``assumed`` line's phrase where a MoE setting given meets a layout of EP 1, which reads it nowhere: a
+    load imbalance above 1 (each GPU runs every expert: :func:`~sweep.engine.compiled.busiest_expert`) and the
+    fp8 dispatch (no token is dispatched). Said, as a value that changes nothing must be (a hunt)."""
+    if not (np.asarray(values.get("ep", np.ones(1))) <= 1).any():
+        return ()
+    unread = [
+        *(["MoE load imbalance"] if (np.asarray(values.get("imbalance", np.ones(1))) > 1).any() else []),
+        *(
+            ["--moe-dispatch-fp8"]
+            if given.get("dispatch_fp8") is not None and float(given["dispatch_fp8"])
+            else []
+        ),
+    ]
+    if not unread:
+        return ()
+    return (
+        f"{' and '.join(unread)} read at EP > 1 alone (at EP 1 each GPU runs every expert, sending no token)",
+    )
+
+
 def _assumed(
     given: dict,
     names: dict,
@@ -822,6 +848,7 @@ def _assumed(
     if moe:
         if given["imbalance"] is None:
             out.append("MoE load imbalance 1 (balanced routing)")
+        out.extend(_unread_at_ep_one(given, values or {}))
         if given["expert_tp"] is None and "expert_tp" not in search:
             out.append(f"{AXES['expert_tp'].option} {AXES['expert_tp'].default}")
     searched = [  # the numbers not given, and sweep plan's text ones (schedule, recompute) it fills

@@ -120,9 +120,10 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     return default_table(hbm), f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s", said
 
 
-def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
+def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any], always: bool = False) -> str:
     """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
-    filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100)."""
+    filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100) unless ``always``
+    (a fit, whose values hold for the collective it assumed)."""
     if not chosen:
         return ""
     values, where = workload_defaults(profiles)
@@ -143,7 +144,8 @@ def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any]) -> str:
     )
     # Nothing to say where the paper's defaults hold for every profile: not where a faster GPU takes the
     # slowest's NVLink (v100 and h100 in one sweep).
-    if all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1 and not taken:
+    paper_defaults = all(values[k] == paper[k] for k in chosen) and len({GPUS[g].nvlink for g in gpus}) == 1
+    if paper_defaults and not taken and not always:
         return ""
     low = min(gpus, key=lambda g: GPUS[g].nvlink)
     parts = []

@@ -106,7 +106,9 @@ def read_measurements(path: str | Path) -> Measurements:
             f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}"
         )
     if len(set(header)) != len(header):
-        raise InputError(f"{where(path, header_line)}: a column name appears twice")
+        twice = next(c for i, c in enumerate(header) if c in header[:i])
+        # named, as a runs file's is (a hunt)
+        raise InputError(f"{where(path, header_line)}: column {twice!r} appears twice; each column once")
     columns: dict[str, list[Any]] = {c: [] for c in header}
     lines: list[int] = []
     for lineno, cells in rows[1:]:
@@ -116,10 +118,28 @@ def read_measurements(path: str | Path) -> Measurements:
             raise InputError(f"{where(path, lineno)}: expected {len(header)} cells, got {len(cells)}")
         for name, cell in zip(header, cells):
             columns[name].append(_cell(name, cell.strip(), path, lineno))
+        _refuse_other_gpus(columns, path, lineno)
         lines.append(lineno)
     if not lines:
         raise InputError(f"{path}: no measurement rows after the header")
     return Measurements(str(path), columns, lines, measured[0])
+
+
+def _refuse_other_gpus(columns: dict[str, list[Any]], path: Path, lineno: int) -> None:
+    """Refuse a ``gpus`` cell (a label column) that is not the row's nodes x gpus_per_node: ``--train`` reads
+    ``gpus`` as that product and ``--per`` reads the column, so one file meant two things (a hunt)."""
+    if "gpus" not in columns:
+        return
+    text, product = columns["gpus"][-1], columns["nodes"][-1] * columns["gpus_per_node"][-1]
+    try:
+        same = decimal(text) == product
+    except ValueError:
+        same = False
+    if not same:
+        raise InputError(
+            f"{where(path, lineno)}: gpus {text!r} is not nodes x gpus_per_node ({show(product)}), which --train "
+            "reads as gpus; give the product or drop the column"
+        )
 
 
 def _cell(name, text, path, lineno):

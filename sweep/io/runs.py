@@ -513,7 +513,8 @@ def _recipe(
     cells: dict[str, str], bad: Callable[[str], InputError], llm: LLM, path: Path, line: int, rid: str
 ) -> tuple[int | None, int | None, str, str, int]:
     """The recipe's columns a stack fills where empty: Adam moments' bytes, MTP layers, overlap, dispatcher; and
-    the layers offloaded to the CPU (at most the model's: more were clamped, in silence)."""
+    the layers offloaded to the CPU (fewer than the model's, as Megatron-Core requires: more were clamped, in
+    silence)."""
     # Held to its axis's choices (4, 2 or 1) by _int; empty: the stack's recipe's, else 4.
     moments = _int(cells, "moment_bytes", path, line, rid, default=None, low=1)
     mtp_layers = _int(cells, "mtp_layers", path, line, rid, default=None, low=0)
@@ -533,8 +534,10 @@ def _recipe(
     if dispatcher and not llm.experts:
         raise bad(f"moe_dispatcher {dispatcher}: a mixture-of-experts setting on a dense model")
     offload = _int(cells, "offload_layers", path, line, rid, default=0, low=0) or 0
-    if offload > llm.layers:
-        raise bad(f"offload_layers {offload} is more than the model's {llm.layers} layers")
+    if offload >= llm.layers:
+        raise bad(
+            f"offload_layers {offload} must be fewer than the model's {llm.layers} layers (Megatron-Core's rule)"
+        )
     return moments, mtp_layers, overlap, dispatcher, offload
 
 

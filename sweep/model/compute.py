@@ -58,7 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.model.profile import Profile, make_profile
+from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile, make_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS, Tensor
 
 
@@ -367,8 +367,15 @@ def transformer_profile(workload: Workload) -> Profile:
 
     tensors, forward, backward, optimizer, grad = times(workload)
     t1 = float(forward.sum() + backward.sum() + optimizer)
-    unit = fsdp_units([t.name for t in tensors])
     w = workload
+    if t1 > MAX_SECONDS:
+        # Named by the setting that made it (a hunt: a profile's own "iteration time must be ..." line, no option)
+        raise InputError(
+            f"{w.batch}: {w.model} on a {w.gpu} in {w.precision} would take {t1:.0f} s a step at this batch, past the "
+            f"{MAX_SECONDS:g} s a profile holds; give a smaller batch",
+            param="batch",
+        )
+    unit = fsdp_units([t.name for t in tensors])
     gpu = GPUS[w.gpu]
     arch = TRANSFORMERS[w.model]
     return make_profile(

@@ -64,6 +64,16 @@ class FabricConstants:
         )
         return {} if built is None else {"nics_per_node": built[1]}
 
+    def taken_for(self, gpus: Iterable[str]) -> str:
+        """The ``assumed`` line's phrase where ``gpus`` (GPU presets) holds another GPU than the one the file's
+        logs ran on ("" where it names none, or none is another): its constants are taken as they are, said (a
+        hunt; ``sweep plan`` had said only what it was fitted on, a later hunt)."""
+        elsewhere = sorted(set(gpus) - {self.gpu})
+        if not (self.gpu or self.fitted_on) or not elsewhere:
+            return ""
+        ran_on = f"{self.gpu}s" if self.gpu else self.fitted_on
+        return f"the fabric file's logs ran on {ran_on}, its constants taken as they are for {', '.join(elsewhere)}s"
+
     def stated(self) -> tuple[float, ...]:
         """The constants in their stated units, in :data:`NAMES`' order (a fabric file's, the fit's)."""
         return (self.eta_net, self.eta_nvl, self.latency_us, self.op_latency_us, self.fill_us, self.fill_mib)
