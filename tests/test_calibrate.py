@@ -241,7 +241,7 @@ def test_bounds_hold_the_fit(tmp_path):
     [
         (["--train", "cores <= 4"], "--train 'cores <= 4': no column 'cores'"),
         (["--train", "nodes > 100"], "selects no row"),
-        (["--train", "nodes >= 1"], "selects every row"),
+        (["--train", "nodes >= 1"], "selects every measured row, leaving none held out to score"),
         (["--train", "__import__('os')"], "only columns, numbers"),
         (["--fit", "jitter", "--per", "jitter=team"], "--per jitter=team: no column 'team'"),
         (["--fit", "jitter", "--per", "overhead=framework"], "overhead is not fitted"),
@@ -254,6 +254,19 @@ def test_calibrate_bad_options(tmp_path, args, message):
     r = invoke("calibrate", str(path), *args)
     assert r.exit_code == 2 and message in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1
+
+
+def test_a_train_of_every_measured_row_says_the_blank_rows_are_predicted_without_it(tmp_path):
+    # A hunt: "selects every row, leaving none to predict" beside two rows without a measured value to predict.
+    from netsweep_jax.sweep.io.measurements import select
+
+    path = tmp_path / "m.csv"
+    path.write_text("nodes,gpus_per_node,bandwidth,scaling_factor\n2,8,25,0.9\n4,8,25,0.8\n8,8,25,\n")
+    meas = read_measurements(path)
+    with pytest.raises(
+        InputError, match="none held out to score; rows without a measured value are predicted"
+    ):
+        select(meas, "nodes <= 4", rows=[True, True, False])
 
 
 def test_model_column_naming_profiles(tmp_path):

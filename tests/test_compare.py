@@ -50,6 +50,9 @@ def test_an_iterations_factor_can_flip_the_answer():
 def test_cli_prints_the_table_and_refuses_bad_input(tmp_path):
     r = invoke("compare", "--model", "resnet50", "--bw", "10")
     assert r.exit_code == 0 and "compress (" in r.output
+    assert (
+        "\nmodel     Gbit/s  scaling today" in r.output
+    )  # the rate's units in its head, as the report's (a hunt)
     r = invoke("compare", "--model", "resnet50", "--compressor", "topk:2", "--out", str(tmp_path / "o"))
     assert r.exit_code == 2 and r.output.count("\n") == 1 and "density D in (0, 1]" in r.output
     assert list(tmp_path.iterdir()) == []

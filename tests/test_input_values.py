@@ -295,6 +295,14 @@ def test_expert_tp_and_moe_recomputation_on_a_dense_model_are_refused():
         ):
             make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers=many)
     make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers="31")
+    # and where no layout could offload (status rule 13): refused naming the options, not said as the rule most
+    # layouts of a plan broke (a review)
+    for clash in (dict(recompute="full"), dict(pp="2,4")):
+        with pytest.raises(
+            InputError, match=r"^offload_layers 4: activations are offloaded on one pipeline stage"
+        ):
+            make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers="4", **clash)
+    make_layout_grid("llama3-8b", gpus="8", global_batch="8", offload_layers="4", pp="1,2", recompute="none")
 
 
 def test_a_recompute_module_the_model_lacks_is_refused():

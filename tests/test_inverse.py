@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from helpers import invoke
-from netsweep_jax.sweep import builtin_profile
+from netsweep_jax.sweep import builtin_profile, evaluate
 from netsweep_jax.sweep.analysis.need import (
     MET_AT_MIN,
     SOLVED,
@@ -121,6 +121,7 @@ def test_cli_need_prints_and_writes_cube(tmp_path):
     )
     assert r.exit_code == 0, r.output
     assert "met at the minimum" in r.output and "3.011" in r.output
+    assert "nodes  bandwidth (Gbit/s)" in r.output  # each setting's units in its head (a hunt)
     import xarray as xr
 
     ds = xr.open_dataset(out, engine="h5netcdf")
@@ -232,8 +233,20 @@ def test_a_falling_axis_is_tried_at_zero_below_the_searchs_floor():
                    dtype="float64").sel(bandwidth=25, nodes=8)  # fmt: skip
         assert int(ds.status.squeeze()) == status
         assert float(ds.scaling_factor_at_minimum.squeeze()) == pytest.approx(at_zero, rel=1e-12)
+        assert ds.attrs["low"] == 0  # the least value tried, which the cube says
         if status == SOLVED:
             assert float(ds.allowed_latency.squeeze()) == 0
+    # The target the floor itself gives: the search's answer, the floor, falls short of its margin; 0 meets it (a
+    # review: left solved at 0.001 us, short of the target fed back).
+    floor = float(evaluate(p, bandwidth=25, nodes=8, collective="nccl-ring", latency=0.001, dtype="float64")
+                  .scaling_factor.squeeze())  # fmt: skip
+    ds = solve(p, target=floor, axis="latency", bandwidth=[25, 100], nodes=[2, 8], collective="nccl-ring",
+               dtype="float64").sel(bandwidth=25, nodes=8)  # fmt: skip
+    assert int(ds.status.squeeze()) == SOLVED and float(ds.allowed_latency.squeeze()) == 0
+    # a cube written before 0 was tried says the floor it tried
+    assert answer_text(np.nan, UNREACHABLE, "latency", (0.5, 0.1), least=0.001).startswith(
+        "unreachable (even at 0.001"
+    )
 
 
 def test_need_cli_for_overhead():

@@ -301,6 +301,12 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
             "cannot exist: experts not divisible by ep (or ep or expert tp > 1 on a dense",
         ),
         (lambda rows: [{**rows[0], "pp": "32", "dp": "1"}], "cannot exist: fewer layers than pp x chunks"),
+        # the settings the rule reads named too, a recompute the row's stack filled among them (a review)
+        (
+            lambda rows: [r | {"year": "2021"} for r in rows if r["id"] == "MB-GB300-04"],
+            "activation offload needs pp 1 and no recomputation (gpus 64, tp 1, pp 1, cp 1, dp 64, ep 1, "
+            "micro_batch 2, global_batch 256, offload_layers 20, recompute full)",
+        ),
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be V (model chunks per stage)"),
         (lambda rows: [{**rows[1], "chunks": "interleaved:1"}], "chunks 'interleaved:1' must be V"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),

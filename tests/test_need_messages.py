@@ -40,7 +40,7 @@ def test_need_table_shows_the_nodes_bandwidth_and_a_utilization_set():
     )
     assert r.exit_code == 0, r.output
     head, row = r.stdout.strip().splitlines()[1:3]
-    assert head.split() == ["model", "nodes", "bandwidth", "utilization", "answer"]
+    assert head.split() == ["model", "nodes", "bandwidth", "(Gbit/s)", "utilization", "answer"]
     assert row.split()[:4] == ["resnet50", "8", "10.0", "0.5"]
 
 

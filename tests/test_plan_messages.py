@@ -32,12 +32,17 @@ def test_plan_plans_the_settings_that_can_exist_and_names_the_others(tmp_path):
     assert r.exit_code == 0 and (tmp_path / "p.h5").exists(), r.output
     text = r.output
     assert "--gpus 8:\n  no feasible layout: " in text and "none fits: the least hungry lacks" in text
+    assert "ZeRO 3" not in text and "(more GPUs, --cpu-offloading-num-layers or a GPU with more" in text
     assert "--gpus 64:\n  # layout" in text
     assert text.count("no feasible layout:") == 1
     assert "1 of 1 setting (1 setting with no feasible layout)" in text
     r = invoke(*PLAN, "--csv", "--out", tmp_path / "q.h5")  # the CSV has no row for it: one line on stderr
     assert r.exit_code == 0 and "no feasible layout (--gpus 8): " in r.stderr, r.output
     assert [float(line.split(",")[6]) for line in r.stdout.splitlines()[1:]] == [64]
+    # offloading runs on one stage alone (status rule 13): not named where every layout has two (a review)
+    two_stages = [a if i != PLAN.index("--pp") + 1 else "2" for i, a in enumerate(PLAN)]
+    r = invoke(*two_stages, "--out", tmp_path / "r.h5")
+    assert "none fits" in r.output and "(more GPUs or a GPU with more memory might)" in r.output, r.output
 
 
 def test_plan_progress_counts_every_search_and_shows_without_a_terminal(tmp_path, monkeypatch):

@@ -439,7 +439,7 @@ def _rows(ds: xr.Dataset) -> list[Row]:
 def table(rows: Sequence[Row], utilization: float | None = None) -> str:
     """The answers as aligned text: one line per configuration. ``utilization``: today's, said in the header
     (compare's default is not the other commands')."""
-    head = list(rows[0].at) + [
+    head = _at_heads(rows) + [
         "scaling today" + (f" (util {utilization:g})" if utilization is not None else ""),
         "fixing the transport",
         "best compressor",

@@ -237,14 +237,17 @@ class _SolvedBlocks:
         st = np.array(solved_status)
         st[k:, :], st[:, c:] = UNREACHABLE, UNREACHABLE  # the kernel's padding lanes: never moved
         dt = self.inputs.dtype.type
-        v = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)
-        if not q.increasing and NUMERIC_AXES[q.axis].low == 0:
+        v, short = _reaching(v, st, args, q.axis, dt(q.target), self.inputs.features, q.increasing)
+        if least_tried(q.axis) == 0:
             # A falling axis's least value is 0, below the search's floor (a hunt: "unreachable even at 0.001 us"
-            # where no latency meets the target): the scaling factor there, and 0 the answer where it reaches it.
+            # where no latency meets the target): the scaling factor there, and 0 the answer where it reaches it,
+            # for a cell the search left short at its floor too (a review).
             at_low = _scaling_at(args, q.axis, np.zeros_like(v), self.inputs.features).astype(v.dtype)
-            met = (st == UNREACHABLE) & (at_low >= _goal(dt(q.target), v.dtype))
+            met = ((st == UNREACHABLE) | short) & (at_low >= _goal(dt(q.target), v.dtype))
             met[k:, :], met[:, c:] = False, False
-            v, st = np.where(met, v.dtype.type(0), v), np.where(met, SOLVED, st)
+            v, st, short = np.where(met, v.dtype.type(0), v), np.where(met, SOLVED, st), short & ~met
+        # An answer that does not reach the target fed back is none: said unreachable, never solved.
+        st = np.where(short, UNREACHABLE, st)
         v = v[:k, :c]
         ends = np.stack([np.asarray(e)[:k, :c].reshape(block.region_shape()) for e in (at_low, at_high)])
         return {
@@ -267,20 +270,21 @@ def _reaching(
     features: Features,
     increasing: bool,
     max_steps: int = 48,
-) -> Array:
+) -> tuple[Array, Array]:
     """Solved answers, moved in the safe direction (up for a growing axis, down for a falling
     one: one ulp at a time, then by doubling steps) until the answer, stored in the grid's
     dtype and fed back as a user would (stored units -> SI -> dtype), reaches the target in
-    that dtype with a margin of :data:`MARGIN_ULPS` ulps."""
+    that dtype with a margin of :data:`MARGIN_ULPS` ulps; and the solved cells still short of it (held at
+    the range's end)."""
     toward = np.inf if increasing else -np.inf
     dtype = value.dtype
     goal = _goal(target, dtype)
     low, high = search_range(axis)
-    for step in range(max_steps):
+    for step in range(max_steps + 1):
         sf = _scaling_at(args, axis, value, features)
         short = (status == SOLVED) & ~(sf >= goal)
-        if not short.any():
-            return value
+        if not short.any() or step == max_steps:
+            return value, short
         if step < 8:
             moved = np.nextafter(value, toward, dtype=dtype)
         else:  # relative steps of 2^(step-8) ulps
@@ -288,7 +292,13 @@ def _reaching(
             moved = (value * factor if increasing else value / factor).astype(dtype)
         moved = np.clip(moved, dtype.type(low), dtype.type(high))
         value = np.where(short, moved, value)
-    return value
+    raise AssertionError("unreachable: the loop returns at its last step")
+
+
+def least_tried(axis: str) -> float:
+    """The least value :func:`solve` tries of ``axis``: the search's floor, or 0 for a falling axis whose least
+    value is 0 (tried apart from the search: :meth:`_SolvedBlocks.collect`)."""
+    return 0.0 if axis not in GROWING and NUMERIC_AXES[axis].low == 0 else search_range(axis)[0]
 
 
 def _goal(target: Any, dtype: np.dtype) -> Any:
@@ -351,11 +361,11 @@ def _dataset(grid: Grid, axis: str, target: float, value: Array, status: Array, 
             for end, at_end in zip(("minimum", "maximum"), ends)
         },
     }
-    low, high = search_range(axis)
+    high = search_range(axis)[1]
     attrs = {
         "target_scaling_factor": target,
         "solved_axis": axis,
-        "low": low,
+        "low": least_tried(axis),
         "high": high,
         "dtype": grid.dtype,
     }
@@ -383,10 +393,13 @@ def rounded(value: float, *, up: bool, digits: int = SHOWN_DIGITS) -> str:
     return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING if up else ROUND_FLOOR)):.{digits}g}"
 
 
-def answer_text(value: float, status: int, axis: str, ends: tuple[float, float] | None = None) -> str:
+def answer_text(
+    value: float, status: int, axis: str, ends: tuple[float, float] | None = None, least: float | None = None
+) -> str:
     """One cell of the printed table (a solved answer rounded in the safe direction: :func:`shown_value`);
     ``ends``: the scaling factor at the range's minimum and maximum, which an unreachable answer says (the most
-    any value gives, or that the axis does not change it)."""
+    any value gives, or that the axis does not change it); ``least``: the least value tried (a cube's ``low``:
+    one written before 0 was tried tried the floor; None: :func:`least_tried`)."""
     units = NUMERIC_AXES[axis].units
     units = "" if units == "1" else f" {units}"
     low, high = search_range(axis)
@@ -394,8 +407,8 @@ def answer_text(value: float, status: int, axis: str, ends: tuple[float, float] 
     if status == UNREACHABLE:
         if ends is not None and ends[0] == ends[1]:  # the axis moves nothing: not what stops it
             return f"unreachable (does not change the scaling factor, {rounded(ends[0], up=False)})"
-        # a falling axis is tried at its least value, 0, below the search's floor (_SolvedBlocks.collect)
-        end = f"> {high:g}{units}" if growing else f"even at {NUMERIC_AXES[axis].low:g}{units}"
+        least = least_tried(axis) if least is None else least
+        end = f"> {high:g}{units}" if growing else f"even at {least:g}{units}"
         if ends is not None:
             return f"unreachable ({end}: at most {rounded(ends[1] if growing else ends[0], up=False)})"
         return f"unreachable ({end})"
@@ -454,11 +467,22 @@ def answer_table(ds: xr.Dataset, given: Collection[str] = ()) -> str:
     at_ends = ("scaling_factor_at_minimum", "scaling_factor_at_maximum")
     # A need cube written before the ends were kept (2026-12-06) has none to say.
     ends = zip(*(df[e] for e in at_ends)) if all(e in df for e in at_ends) else [None] * len(df)
-    df["answer"] = [answer_text(v, s, axis, e) for v, s, e in zip(df[answer_name(axis)], df["status"], ends)]
+    least = ds.attrs.get("low")
+    df["answer"] = [
+        answer_text(v, s, axis, e, least) for v, s, e in zip(df[answer_name(axis)], df["status"], ends)
+    ]
     limit = "smallest" if axis in GROWING else "largest"
     # to every digit given: 0.9999999 was said as "scaling factor 1"
     head = f"{limit} {axis} reaching scaling factor {show(ds.attrs['target_scaling_factor'])}"
     if axis == "bandwidth":
         head += f" (the link rate per NIC{_nics(ds)}, at {_utilization(ds)})"
     head += _spine(ds) + ":"
-    return head + "\n" + df[varying + ["answer"]].to_string(index=False)
+    # each numeric dim's units in its column's head (a hunt: latency 5.0 read as seconds or ms)
+    shown = df[varying + ["answer"]].rename(columns={d: _headed(str(d)) for d in varying})
+    return head + "\n" + shown.to_string(index=False)
+
+
+def _headed(dim: str) -> str:
+    """A dim's column head in need's table: its name, with its units where it has any (``bandwidth (Gbit/s)``)."""
+    units = NUMERIC_AXES[dim].units if dim in NUMERIC_AXES else ""
+    return f"{dim} ({units})" if units not in ("", "1") else dim

@@ -317,7 +317,10 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
         )
     # What might make one fit, less ZeRO 3 where the grid already has it (a plan searches it).
     zero3 = [] if 3 in grid.values["zero"] else ["ZeRO 3"]
-    might = ", ".join(["more GPUs", *zero3, "--cpu-offloading-num-layers"])
+    # Offloading runs only on one stage without recomputation (status rule 13): named where the grid has such
+    # layouts (a review: named beside --pp 2 --recompute full, where every offloaded layout breaks the rule).
+    offload = 1 in grid.values["pp"] and "none" in grid.names["recompute"]
+    might = ", ".join(["more GPUs", *zero3, *(["--cpu-offloading-num-layers"] if offload else [])])
     return (
         f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
         f"{-free[status == 0].max():.1f} GB of usable memory ({might} or a GPU with more memory might)"

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from typing_extensions import Unpack
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
-from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.core.families import DATA_PARALLEL, Family
 from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.layout_axes import is_nccl, uses_nccl
@@ -490,16 +490,17 @@ def _sweep_fabric(
             if not choice.built_of(gpu):
                 # A built-in CNN is the paper's V100 run, which no --gpu moves (a hunt: told to give --gpu, which a
                 # CNN then refused)
+                # (each option as the front end spells it: the API's gpu= and model=, a review)
                 remedy = (
-                    f"give --gpu {choice.gpu}"
+                    f"give {{0}} {choice.gpu}"
                     if is_transformer(p)
-                    else "the built-in CNNs are the paper's V100 runs: give transformers, as --model bert-large,gpt2-xl"
+                    else "the built-in CNNs are the paper's V100 runs: give transformers, as {1} bert-large,gpt2-xl"
                 )
                 raise InputError(
-                    f"{choice.name}: built of {choice.gpu} hosts; {p.model} runs on {gpu or p.device!r} ({remedy}; "
-                    'a profile of your own says its GPU in a JSON profile\'s "device", such as "NVIDIA H100 80GB '
-                    'HBM3", which a CSV cannot)',
-                    param="fabric",
+                    f"{{2}} {literal(choice.name)}: built of {choice.gpu} hosts; {literal(p.model)} runs on "
+                    f"{literal(repr(gpu or p.device))} ({remedy}; a profile of your own says its GPU in a JSON "
+                    'profile\'s "device", such as "NVIDIA H100 80GB HBM3", which a CSV cannot)',
+                    names=("gpu", "model", "fabric"),
                 )
     fabric = sweep_fabric(choice, spines[0] if oversubscription is not None else None)
     # A file is taken for any GPU, but said (a hunt), a file of a GPU with no preset (a GH200) too (a review).

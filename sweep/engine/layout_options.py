@@ -316,14 +316,34 @@ def _refuse_unread_settings(
     # Clamped to the depth in silence (a hunt), where a runs file's row is refused; Megatron-Core takes fewer
     # than the model's layers (TransformerConfig).
     if offload is not None:
-        most = _values("offload_layers", offload, None).max()
-        shallow = min(models, key=lambda m: m.layers)
-        if most >= shallow.layers:
-            raise InputError(
-                f"{show(most)}: must be fewer than {model_names[models.index(shallow)]}'s {shallow.layers} layers "
-                "(Megatron-Core's rule)",
-                param="offload_layers",
-            )
+        _refuse_offload(_values("offload_layers", offload, None), models, model_names, names, given.get("pp"))
+
+
+def _refuse_offload(
+    offload: np.ndarray,
+    models: list[LLM],
+    model_names: list[str],
+    names: dict[str, tuple[str, ...]],
+    pp: object,
+) -> None:
+    """Refuse an activation offload (``offload``: the layers given) of as many layers as a model has, or where no
+    layout could run it: every pp given above 1, or no recompute mode none (status rule 13, Megatron-Core's
+    TransformerConfig; a review: a plan of them said only the rule most layouts broke)."""
+    most = offload.max()
+    shallow = min(models, key=lambda m: m.layers)
+    if most >= shallow.layers:
+        raise InputError(
+            f"{show(most)}: must be fewer than {model_names[models.index(shallow)]}'s {shallow.layers} layers "
+            "(Megatron-Core's rule)",
+            param="offload_layers",
+        )
+    stages = _values("pp", pp, None) if pp is not None else np.ones(1)
+    if most > 0 and ((stages > 1).all() or "none" not in names["recompute"]):
+        raise InputError(
+            f"{{0}} {show(most)}: activations are offloaded on one pipeline stage without recomputation alone "
+            f"(Megatron-Core's rule): give {{1}} 1 and {{2}} none, or leave {{0}} out",
+            names=("offload_layers", "pp", "recompute"),
+        )
 
 
 def _refuse_moe_settings(

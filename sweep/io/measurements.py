@@ -283,5 +283,11 @@ def select(meas: Measurements, expression: str, param: str = "train", rows: Any 
     if not any(keep):
         raise InputError(f"{expression!r}: selects no row", param=param)
     if all(k for k, r in zip(keep, rows) if r):
-        raise InputError(f"{expression!r}: selects every row, leaving none to predict", param=param)
+        # rows without a measured value are predicted whatever it selects (a hunt: "none to predict" beside them)
+        blank = len(rows) > sum(rows)
+        raise InputError(
+            f"{expression!r}: selects every measured row, leaving none held out to score"
+            + ("; rows without a measured value are predicted without --train" if blank else ""),
+            param=param,
+        )
     return keep

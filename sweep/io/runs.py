@@ -226,6 +226,15 @@ def read_runs(path: str | Path) -> list[Run]:
     return runs
 
 
+# The settings a status rule reads beyond the layout's degrees (kernels.layout_inputs.degrees), named where a row
+# breaks it.
+RULE_SETTINGS = {
+    STATUS[11]: ("sequence_parallel",),
+    STATUS[12]: ("recompute", "chunks"),
+    STATUS[13]: ("offload_layers", "recompute"),
+}
+
+
 def _check_layouts(runs: Sequence[Run], path: Path) -> None:
     """Refuse a run that cannot exist by the rules every sweep masks with (:data:`kernels.layout.STATUS`): a
     runs file describes runs that happened. One error naming the file, line, row and rule."""
@@ -234,9 +243,10 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
         if code:
             row, _ = settings(run)
             names = ("gpus", "tp", "pp", "cp", "dp", "ep", *(("expert_tp",) if run.moe else ()))
-            layout = ", ".join(
-                f"{name} {getattr(row, name)}" for name in (*names, "micro_batch", "global_batch")
-            )
+            # and the settings the rule reads beyond the layout, as the row's stack filled them where it gave none
+            # (a review: an offload refused for a recompute the row never stated, and not named)
+            names = (*names, "micro_batch", "global_batch", *RULE_SETTINGS.get(STATUS[code], ()))
+            layout = ", ".join(f"{name} {getattr(row, name)}" for name in names)
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
             )
