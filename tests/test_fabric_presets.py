@@ -551,6 +551,29 @@ def test_a_plan_says_where_its_gpus_are_not_whole_nvlink_domains():
     assert uneven_domains(144.0, 72.0) == uneven_domains(64.0, 72.0) == uneven_domains(16.0, 8.0) == ""
 
 
+def test_a_plan_says_where_a_kinds_blocks_cross_a_domains_or_a_leafs_edge():
+    # A hunt: EP 32 on 288 GPUs of 72-GPU racks (ranks 64-95 on two racks) planned first, "EP NVLink", where its
+    # straddling groups send most of their all-to-all over the NICs; DP 96 GPUs wide under 256-GPU leaves.
+    from netsweep_jax.sweep.analysis.plan_tiers import straddled
+    from netsweep_jax.sweep.model.fabrics import traffic_groups
+
+    ep32 = traffic_groups(1, 1, 32, 1, 288, 1, moe=True)
+    assert straddled(ep32, 288.0, 72.0, 576.0) == (
+        " (assumed: EP's 32-GPU blocks cross the edges of 72-GPU NVLink domains, priced as inside one)"
+    )
+    assert (
+        straddled(traffic_groups(1, 1, 8, 1, 288, 1, moe=True), 288.0, 72.0, 576.0) == ""
+    )  # 9 blocks a rack
+    assert (
+        straddled(traffic_groups(1, 1, 32, 1, 32, 1, moe=True), 32.0, 72.0, 576.0) == ""
+    )  # one rack, part used
+    dp96 = traffic_groups(8, 1, 1, 1, 12, 4)
+    assert straddled(dp96, 384.0, 8.0, 256.0) == (
+        " (assumed: DP's 96-GPU blocks cross the edges of 256-GPU leaves, priced as under one)"
+    )
+    assert straddled(traffic_groups(8, 1, 1, 1, 32, 4), 1024.0, 8.0, 256.0) == ""  # DP 256 wide: one a leaf
+
+
 def test_a_data_parallel_host_of_other_gpus_under_a_preset_has_its_own_nics_and_domain():
     # Review: --fabric dgx-h100-superpod --gpus-per-node 4 kept the preset's 8 NICs (two a GPU) and its 8-GPU
     # NVLink domain across two hosts, as the layout family did before compute.host_system.

@@ -279,3 +279,14 @@ def test_the_share_now_is_rounded_as_the_share_an_unreachable_answer_leaves():
     spine = Answer(float("nan"), UNREACHABLE, floor=0.18345)
     text = table([held], [0.1], [{"oversubscription": spine}])
     assert text.splitlines()[2].count("18.4%") == 2 and "18.3%" not in text, text
+
+
+def test_a_nic_count_below_one_a_gpu_is_answered_as_the_next_that_divides_the_host():
+    # A hunt: 5 NICs named for 8 GPUs, where three NICs are shared by two GPUs each, at half a NIC as with 4: the
+    # kernel prices K / G of a NIC exactly only where K divides G, and the step falls with the NICs.
+    from netsweep_jax.sweep.analysis.layout_need import whole_share
+
+    assert [whole_share(k, 8.0) for k in (1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 9.0, 33.0)] == [
+        1.0, 2.0, 4.0, 4.0, 8.0, 8.0, 8.0, 9.0, 33.0,
+    ]  # fmt: skip
+    assert whole_share(5.0, 72.0) == 6.0 and whole_share(10.0, 72.0) == 12.0

@@ -62,7 +62,9 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             )
             or "no traffic between GPUs"
         )
-        lines.append(f"  {setting}: {row['layout']}: {said}{uneven_domains(row['gpus'], domain)}")
+        leaf_ranks = 0.0 if rail_only else leaf * per_node
+        unpriced = uneven_domains(row["gpus"], domain) + straddled(groups, row["gpus"], domain, leaf_ranks)
+        lines.append(f"  {setting}: {row['layout']}: {said}{unpriced}")
     return lines
 
 
@@ -98,6 +100,30 @@ def uneven_domains(gpus: float, domain: float) -> str:
         f" (assumed: {gpus:g} GPUs are not whole {domain:g}-GPU NVLink domains; a group whose ranks cross a "
         "domain's edge is priced as inside it)"
     )
+
+
+def straddled(groups: dict[str, tuple[float, float]], gpus: float, domain: float, leaf_ranks: float) -> str:
+    """What the tiers leave out where a kind's blocks of ranks (``groups``: its groups' size and stride,
+    :func:`~sweep.model.fabrics.traffic_groups`) tile the GPUs out of step with the NVLink domains or the leaves
+    (``leaf_ranks``: GPUs a leaf, 0: none): a block no wider than a domain (or a leaf) is priced as inside one,
+    but where the domain is no whole number of blocks some blocks cross its edge (EP 32 on 72-GPU racks: ranks
+    64-95 are 8 on one rack and 24 on the next), and their members send over the NICs (or the spine). Said, not
+    priced (a hunt: such a layout was planned first, its all-to-all on NVLink, where its straddling groups take
+    ten times as long); '' where no kind's blocks do."""
+    said = []
+    for kind, (size, stride) in groups.items():
+        extent = size * stride
+        for edge, what, tier in (
+            (domain, "NVLink domains", "inside one"),
+            (leaf_ranks, "leaves", "under one"),
+        ):
+            # a block inside this tier (not the one below), the tier repeated, and not a whole number of blocks
+            below = 0.0 if what == "NVLink domains" else domain
+            if size > 1 and below < extent <= edge < gpus and edge % extent:
+                said.append(
+                    f"{kind}'s {extent:g}-GPU blocks cross the edges of {edge:g}-GPU {what}, priced as {tier}"
+                )
+    return f" (assumed: {'; '.join(said)})" if said else ""
 
 
 def _shown(value: object) -> str:
