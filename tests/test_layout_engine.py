@@ -290,3 +290,20 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
         *plans, "--out", base.relative_to(tmp_path), "--resume", "--x64"
     )  # nor one of float32 (a review)
     assert r.exit_code == 2 and "holds another plan than this command's (its dtype differs)" in r.output
+
+
+def test_a_rail_only_fabric_in_a_list_is_planned_once_beside_the_spines_oversubscriptions(tmp_path):
+    # A hunt: "a 4:1 spine or rail-only?" refused the whole list, rail-only having no spine to oversubscribe.
+    # Alone it is still refused; in a list it is planned once, as built, and its heading says why.
+    plans = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--keep", "2", "-q",
+             "--oversubscription", "1,4", "--out", tmp_path / "p.h5"]  # fmt: skip
+    r = invoke(*plans, "--fabric", "dgx-h100-superpod,dgx-h100-rail-only")
+    assert r.exit_code == 0, r.output
+    assert "--fabric dgx-h100-rail-only (rail-only: no spine):" in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "p-fabricdgx-h100-rail-only.h5",
+        "p-fabricdgx-h100-superpod-oversubscription1.h5",
+        "p-fabricdgx-h100-superpod-oversubscription4.h5",
+    ]
+    r = invoke(*plans, "--fabric", "dgx-h100-rail-only")
+    assert r.exit_code == 2 and "dgx-h100-rail-only is wired rail-only: it has no spine" in r.output

@@ -311,8 +311,12 @@ def test_a_forced_algorithms_name_is_its_code_in_the_kernel():
 
 
 def test_a_layout_sweep_says_where_a_forced_algorithm_runs():
-    grid = make_layout_grid("llama3-8b", gpu="a100", gpus=16, global_batch=16, collective="nccl:nvls,nccl:ll")
+    grid = make_layout_grid("llama3-8b", gpu="h100", gpus=16, global_batch=16, collective="nccl:nvls,nccl:ll")
     assert "nccl:nvls on each group that can run it (it needs Hopper or newer" in "; ".join(grid.assumed)
+    # where no group can (NVLS on A100s, CollNet without SHARP), said so, as a data-parallel sweep says (a hunt)
+    for gpu, forced in (("a100", "nccl:nvls"), ("h100", "nccl:collnet_direct")):
+        said = make_layout_grid("llama3-8b", gpu=gpu, gpus=16, global_batch=16, collective=forced).assumed
+        assert f"{forced} cannot run anywhere in this sweep (it needs " in "; ".join(said), said
     assert "NCCL's own choice on the others and on every all-to-all and send" in "; ".join(grid.assumed)
     assert "nccl:ll on each group" not in "; ".join(grid.assumed)
     # a forced protocol was said nowhere (a hunt): the step moved, the line read as NCCL's own choice

@@ -255,6 +255,18 @@ def one_fabric(name: str) -> Any:
     return fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
 
 
+def spine_of(settings: Mapping[str, Any], fabric: str | None, fabrics: int) -> dict[str, Any]:
+    """``settings`` for the plan of one of ``fabrics`` fabrics given, ``fabric``: in a list, a rail-only preset
+    takes no ``--oversubscription`` (it has no spine: planned once, as built, and said so), where alone it is
+    refused (a hunt: "a 4:1 spine or rail-only?" refused the whole list)."""
+    from netsweep_jax.sweep.model.fabrics import FABRICS
+
+    preset = FABRICS.get(fabric.lower()) if fabric is not None else None
+    if fabrics < 2 or preset is None or not preset.rail_only or settings.get("oversubscription") is None:
+        return {**settings, "fabric": fabric}
+    return {**settings, "fabric": fabric, "oversubscription": None}
+
+
 def fabric_values(text: str) -> tuple[str, ...]:
     """``--fabric``'s values: ``text`` itself where it names a file (a path may hold a comma), else its comma
     list (``dgx-h100-superpod,aws-p5``), each once (a preset in any case, a file by its path); an empty item is
@@ -684,7 +696,8 @@ def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tu
 
     for one in by_oversubscription(grid):
         value = one.oversubscription[0]
-        heading = [f"--fabric {label}"] if fabrics else []
+        # a rail-only preset beside others: no spine, so no --oversubscription of the list (spine_of)
+        heading = [f"--fabric {label}{' (rail-only: no spine)' if one.rail_only else ''}"] if fabrics else []
         suffix = [f"-fabric{label}"] if fabrics else []
         if len(grid.oversubscription) > 1:
             heading.append(f"--oversubscription {value:g}")

@@ -308,7 +308,12 @@ def plan(
         --bw 100,200,400 --nics-per-node 1,8
     """
 
-    from netsweep_jax.sweep.analysis.layout_jobs import fabric_label, fabric_values, layout_grid_from
+    from netsweep_jax.sweep.analysis.layout_jobs import (
+        fabric_label,
+        fabric_values,
+        layout_grid_from,
+        spine_of,
+    )
 
     if settings.get("model") is None and settings.get("arch") is None:
         raise InputError("name a large-model preset (sweep models lists them) or give --arch", param="model")
@@ -318,8 +323,8 @@ def plan(
     fabrics = fabric_values(str(settings["fabric"])) if settings.get("fabric") is not None else (None,)
     # Every value's grid before any work: a bad one is refused before the first plan.
     grids = [
-        (fabric_label(f) if f is not None else "", layout_grid_from({**settings, "fabric": f}, given_options(ctx),
-                                                                     search=True, say=say))
+        (fabric_label(f) if f is not None else "", layout_grid_from(spine_of(settings, f, len(fabrics)),
+                                                                     given_options(ctx), search=True, say=say))
         for f in fabrics
     ]  # fmt: skip
     g = grids[0][1]

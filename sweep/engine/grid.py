@@ -78,7 +78,7 @@ from netsweep_jax.sweep.model.fabrics import (
 )
 from netsweep_jax.sweep.model.fusion import DDP_BUCKET_CAP, DDP_FIRST_BUCKET, fsdp_units
 from netsweep_jax.sweep.model.nccl_fabric import ARCH
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, runs
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, nowhere, runs
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile
 from netsweep_jax.sweep.model.vector_add import read_table
 
@@ -593,7 +593,7 @@ def _forced_fallbacks(
         return ""
     needs = f"(it needs {NEEDS[name]})"
     if count == cases:
-        return f"{collective} cannot run anywhere in this sweep {needs}: NCCL's own choice runs instead"
+        return nowhere(collective, name)
     more = f" and {count - 3} more" if count > 3 else ""
     return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
 

@@ -54,8 +54,8 @@ from netsweep_jax.sweep.model.compute import (
 from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset, oversubscriptions
 from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch, resolve_llm
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED
-from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, forced_protocol
+from netsweep_jax.sweep.model.nccl_fabric import ARCH, SHIPPED
+from netsweep_jax.sweep.model.nccl_forcing import NEEDS, forced_algorithm, forced_protocol, nowhere
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, Stack, constants, stack_preset
 
 # The settings only a mixture-of-experts model reads (the imbalance axis, and each setting declared moe): refused on
@@ -504,7 +504,10 @@ class _Network:
                 *([UTILIZATION_ON_ETA] if self.on_top else []),
                 "collectives as NCCL's tuner prices them per group as placed "
                 f"({(self.constants or SHIPPED).describe()})",
-                *(_forced_phrase(c) for c in self.forced),
+                *(
+                    _forced_phrase(c, gpus, self.preset is not None and self.preset.collnet)
+                    for c in self.forced
+                ),
             )
         if isinstance(self.fabric, FabricConstants) and (taken := self.fabric.taken_for(gpus)):
             out = (*out, taken)
@@ -545,9 +548,11 @@ def _typed(value: object) -> str:
     return value if isinstance(value, str) else ",".join(show(v) for v in np.ravel(np.asarray(value, float)))
 
 
-def _forced_phrase(collective: str) -> str:
+def _forced_phrase(collective: str, gpus: Sequence[str] = (), collnet: bool = False) -> str:
     """What a layout sweep says of ``collective``, ``nccl:ALGO``: the groups NCCL cannot run it on keep NCCL's own
-    choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces; or
+    choice (:mod:`sweep.model.nccl_forcing`), and so do the all-to-alls and sends, which no algorithm forces, or
+    that none can where no GPU of ``gpus`` (NVLS: Hopper or newer) or the fabric (CollNet: ``collnet``, SHARP)
+    runs it, as a data-parallel sweep says (a hunt: said as run "on each group that can run it"); or
     ``nccl:PROTO``: NCCL's choice of the algorithms that run it, and Simple for the all-to-alls and sends."""
     protocol = forced_protocol(collective)
     if protocol is not None:
@@ -559,6 +564,9 @@ def _forced_phrase(collective: str) -> str:
     assert name is not None, "a forcing of an algorithm"
     if name == "ring":
         return f"{collective} on every group, NCCL's own choice on every all-to-all and send"
+    never_nvls = name.startswith("nvls") and gpus and all(ARCH[die(g)] < ARCH["h100"] for g in gpus)
+    if never_nvls or (name.startswith("collnet") and not collnet):
+        return nowhere(collective, name)
     return (
         f"{collective} on each group that can run it (it needs {NEEDS[name]}), NCCL's own choice on the others "
         "and on every all-to-all and send"

@@ -35,6 +35,12 @@ NEEDS = {
 """What each algorithm needs to run, in words (the module docstring's rules)."""
 
 
+def nowhere(collective: str, name: str) -> str:
+    """The phrase of a forcing ``collective`` of algorithm ``name`` that no group of a sweep can run: NCCL's own
+    choice is priced instead (both families say it so)."""
+    return f"{collective} cannot run anywhere in this sweep (it needs {NEEDS[name]}): NCCL's own choice runs instead"
+
+
 def forced_algorithm(collective: str) -> str | None:
     """The algorithm ``collective`` forces (``nccl:ALGO``: a name of :data:`NEEDS`), else None (NCCL's own choice,
     a forced protocol, which the ring runs every one of, or a flat collective)."""
