@@ -12,8 +12,11 @@ the node's G / q such groups communicate at once. A ring over them carries its w
 volume across each node boundary, split over the group's NICs (NCCL's channels), so
 
     bw(n, stride) = W                                   inside a domain
-                  = min(W, K beta u q / G)              across domains (K NICs of beta bit/s
+                  = min(W, beta u f(K q / G))           across domains (K NICs of beta bit/s
                                                          each, utilization u; W only when q > 1)
+
+with f(s) = s from one NIC up and 1 / ceil(1 / s) under one (:func:`nic_fraction`: the host's G / q groups take
+the K NICs whole, and the one sharing its NIC most paces them; 5 NICs for 8 GPUs give half a NIC, as 4 do),
 
 which for a group spanning whole nodes (q = G) is netsweep's ``nccl-ring`` with
 ``--nics-per-node`` K, and for one member per node (TP of 8 on 8-GPU nodes) each GPU's
@@ -25,7 +28,7 @@ share of the node's NICs.
 
 with X each member's buffer in bytes and lambda the per-step latency of traffic that
 leaves the domain (0 inside it). EP's all-to-all is not a ring's: it is priced in
-:mod:`kernels.layout_communication` (each GPU's off-domain share through its own K / G of the NICs). An all-reduce, reduce-scatter, all-gather or all-to-all of no bytes is
+:mod:`kernels.layout_communication` (each GPU's off-domain share through its own f(K / G) of the NICs). An all-reduce, reduce-scatter, all-gather or all-to-all of no bytes is
 none, under either pricing: 0 s (a dense
 model's expert-gradient terms, X = 0 over an "expert DP" group of t dp c GPUs, paid (n - 1) lambda a layer
 and NCCL's latencies, about 9% of a ZeRO-3 step on a SuperPOD).
@@ -39,7 +42,7 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
     D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
-    each of beta / 8 bytes/s as NCCL's search reads it (fewer than one: one NIC at K q / G of that rate); each
+    each of beta / 8 bytes/s as NCCL's search reads it (fewer than one: one NIC at f(K q / G) of that rate); each
     of its channels across nodes runs at most at u of its share of the NICs, over S where the group crosses the
     spine (kernels.nccl's ``_running``, its divisor S / u; send/recv and all-to-all at K r u / (g S)):
 
@@ -184,7 +187,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         nvlink=nvlink,
         nics=whole,
         # NCCL's search reads the NICs' nominal rate; the transport's utilization divides what runs, as the spine
-        nic_gbs=lay.bandwidth / 8e9 * jnp.minimum(share, 1.0),
+        nic_gbs=lay.bandwidth / 8e9 * jnp.minimum(nic_fraction(share), 1.0),
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
@@ -263,6 +266,17 @@ def spine_load(
     if coll == nccl.SENDRECV:
         return jnp.minimum(per / leaf_gpus, 1.0)
     return ring_load(per, channel_nics(share, domain), leaf_hosts, nics_per_node, gpus_per_node)
+
+
+def nic_fraction(share: Value) -> Value:
+    """A group's NICs a host as it runs them, from its share K q / G of the host's K NICs (q of the host's G GPUs in
+    the group): the share itself at one NIC or more (whole NICs where NCCL's channels read it: :func:`whole_nics`),
+    and under one the slowest of the host's G / q groups' part of a NIC: they take the K NICs whole, at most
+    ceil(G / (K q)) to a NIC, so 1 / ceil(1 / share) (5 NICs for 8 single-GPU groups: three NICs shared by two,
+    each at half a NIC as with 4, and those pace their collective; a hunt: 5 / 8 had been priced). Exact where
+    the share's inverse is whole (1, 2, 4 or 8 NICs for 8 GPUs): - 1e-6 keeps a whole inverse computed a
+    rounding above."""
+    return jnp.where(share >= 1.0, share, 1.0 / jnp.ceil(1.0 / jnp.maximum(share, 1e-12) - 1e-6))
 
 
 def whole_nics(share: Value) -> Value:
@@ -424,15 +438,18 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart."""
     inside = (size <= 1) | (stride * size <= lay.nvlink_domain)
     on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
-    nic = lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization * on_node / lay.gpus_per_node
+    nic = (
+        lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * on_node / lay.gpus_per_node)
+    )
     # Across domains the ring also takes NVLink hops between the members on one node, if there are several.
     across = jnp.where(on_node > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
 
 
 def nic_per_gpu(lay: Parallelism) -> Value:
-    """Bytes/s of one GPU's share of its node's NICs, when every GPU of the node sends at once."""
-    return lay.nics_per_node * lay.bandwidth / 8.0 * lay.utilization / lay.gpus_per_node
+    """Bytes/s of one GPU's share of its node's NICs, when every GPU of the node sends at once (the slowest's, under
+    one NIC a GPU: :func:`nic_fraction`)."""
+    return lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node / lay.gpus_per_node)
 
 
 def _steps_latency(steps: Value, crosses: Value, lay: Parallelism) -> Value:

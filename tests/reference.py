@@ -533,8 +533,19 @@ def _group_bw(size, stride, lay):
     if size <= 1 or stride * size <= lay["nvlink_domain"]:
         return lay["nvlink_bw"], False
     on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)  # the group's members on one node
-    nic = lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] * on_node / lay["gpus_per_node"]
+    nic = (
+        lay["bandwidth"]
+        / 8
+        * lay["utilization"]
+        * nic_fraction(lay["nics_per_node"] * on_node / lay["gpus_per_node"])
+    )
     return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
+
+
+def nic_fraction(share):
+    """A group's NICs a host as it runs them (float64): its share where one or more, else 1 / ceil(1 / share), the
+    slowest of the host's groups sharing whole NICs (5 NICs for 8 GPUs: half a NIC, as 4)."""
+    return share if share >= 1 else 1 / math.ceil(1 / share - 1e-6)
 
 
 # results/validation-nccl's eta_net, eta_nvl, lambda (us), op latency (us), fill (us) and the fill's message
@@ -609,7 +620,7 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         per_domain,
         nvlink,
         max(math.floor(share + 1e-6), 1),
-        rate * min(share, 1),
+        rate * min(nic_fraction(share), 1),
         arch,
         domain > 1,
     )
@@ -924,9 +935,13 @@ def layout_step(arch, dev, lay):
     if e > 1 or etp > 1:
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
         near = min(max(lay["nvlink_domain"] / etp, 1), e)  # EP ranks etp apart
+        # own NIC share (the slowest's, under one NIC a GPU)
         bw = (
-            lay["nics_per_node"] * lay["bandwidth"] / 8 * lay["utilization"] / lay["gpus_per_node"]
-        )  # own NIC share
+            lay["bandwidth"]
+            / 8
+            * lay["utilization"]
+            * nic_fraction(lay["nics_per_node"] / lay["gpus_per_node"])
+        )
 
         rdma_copies, nvl_copies = hierarchical_copies(
             E, k, arch.get("router_groups", 0), arch.get("group_topk", 0), e, near

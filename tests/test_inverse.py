@@ -87,6 +87,12 @@ def test_an_unreachable_answer_says_the_most_the_axis_gives_or_that_it_moves_not
     ds = solve("vgg16", target=0.9999, axis="utilization", bandwidth=1)
     low, high = (float(ds[f"scaling_factor_at_{end}"].squeeze()) for end in ("minimum", "maximum"))
     assert int(ds.status.squeeze()) == UNREACHABLE and low < high < 0.9999
+    # The most the range gives as the target: short of the fed-back margin at the range's top, unreachable, and
+    # NaN as every unreachable answer (a review: the clamped top had been kept beside the status)
+    at_top = solve("vgg16", target=high, axis="utilization", bandwidth=1)
+    assert int(at_top.status.squeeze()) == UNREACHABLE and np.isnan(
+        float(at_top.required_utilization.squeeze())
+    )
     assert answer_table(ds).endswith(f"unreachable (> 1: at most {rounded(high, up=False)})")
     assert float(rounded(high, up=False)) <= high  # a ceiling shown rounded down, never above what is reached
     assert answer_text(np.nan, UNREACHABLE, "bandwidth", (0.9966, 0.9966)) == (

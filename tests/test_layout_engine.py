@@ -305,5 +305,6 @@ def test_a_rail_only_fabric_in_a_list_is_planned_once_beside_the_spines_oversubs
         "p-fabricdgx-h100-superpod-oversubscription1.h5",
         "p-fabricdgx-h100-superpod-oversubscription4.h5",
     ]
-    r = invoke(*plans, "--fabric", "dgx-h100-rail-only")
-    assert r.exit_code == 2 and "dgx-h100-rail-only is wired rail-only: it has no spine" in r.output
+    for alone in ("dgx-h100-rail-only", "dgx-h100-rail-only,dgx-h100-rail-only-sharp"):  # none has a spine
+        r = invoke(*plans, "--fabric", alone)
+        assert r.exit_code == 2 and "dgx-h100-rail-only is wired rail-only: it has no spine" in r.output

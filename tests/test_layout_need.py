@@ -281,12 +281,15 @@ def test_the_share_now_is_rounded_as_the_share_an_unreachable_answer_leaves():
     assert text.splitlines()[2].count("18.4%") == 2 and "18.3%" not in text, text
 
 
-def test_a_nic_count_below_one_a_gpu_is_answered_as_the_next_that_divides_the_host():
-    # A hunt: 5 NICs named for 8 GPUs, where three NICs are shared by two GPUs each, at half a NIC as with 4: the
-    # kernel prices K / G of a NIC exactly only where K divides G, and the step falls with the NICs.
-    from netsweep_jax.sweep.analysis.layout_need import whole_share
+def test_under_one_nic_a_gpu_the_slowest_of_the_groups_sharing_the_nics_paces_them():
+    # A hunt: 5 NICs for 8 GPUs priced at 5/8 of a NIC each, where three NICs are shared by two GPUs (half a NIC,
+    # as 4 NICs give), so need named 5 where the step needs 8. The kernel's part of a NIC against its float64
+    # twin and by hand: 1 / ceil(1 / share) under one NIC, the share itself from one up (whole NICs for NCCL).
+    import reference
+    from netsweep_jax.kernels.layout_collectives import nic_fraction
 
-    assert [whole_share(k, 8.0) for k in (1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 8.0, 9.0, 33.0)] == [
-        1.0, 2.0, 4.0, 4.0, 8.0, 8.0, 8.0, 9.0, 33.0,
-    ]  # fmt: skip
-    assert whole_share(5.0, 72.0) == 6.0 and whole_share(10.0, 72.0) == 12.0
+    shares = [1 / 8, 2 / 8, 3 / 8, 4 / 8, 5 / 8, 7 / 8, 1.0, 1.25, 33 / 8]
+    want = [1 / 8, 1 / 4, 1 / 3, 1 / 2, 1 / 2, 1 / 2, 1.0, 1.25, 33 / 8]
+    for dtype in (np.float32, np.float64):
+        np.testing.assert_allclose(np.asarray(nic_fraction(np.array(shares, dtype))), want, rtol=1e-6)
+    assert [reference.nic_fraction(s) for s in shares] == pytest.approx(want, rel=1e-12)

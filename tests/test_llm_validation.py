@@ -307,6 +307,12 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
             "activation offload needs pp 1 and no recomputation (gpus 64, tp 1, pp 1, cp 1, dp 64, ep 1, "
             "micro_batch 2, global_batch 256, offload_layers 20, recompute full)",
         ),
+        (
+            lambda rows: [r | {"mtp_layers": "2"} for r in rows if r["id"] == "MB-H100-07"],
+            "at most one MTP layer, and interleaving where pp > 1 (gpus 1024, tp 2, pp 8, cp 1, dp 64, ep 64, "
+            "expert_tp 1, micro_batch 1, global_batch 8192, recompute up_proj+mlp, chunks 4, mtp_layers 2, overlap "
+            "param_gather+moe_a2a)",
+        ),
         (lambda rows: [{**rows[1], "chunks": "²"}], "chunks '²' must be V (model chunks per stage)"),
         (lambda rows: [{**rows[1], "chunks": "interleaved:1"}], "chunks 'interleaved:1' must be V"),
         (lambda rows: [{**rows[0], "stack": "jax"}], "row SC21-T1-01): stack 'jax' must be one of megatron"),

@@ -255,14 +255,20 @@ def one_fabric(name: str) -> Any:
     return fabric_preset(name) if is_preset(name) or not Path(name).exists() else read_fabric(name)
 
 
-def spine_of(settings: Mapping[str, Any], fabric: str | None, fabrics: int) -> dict[str, Any]:
-    """``settings`` for the plan of one of ``fabrics`` fabrics given, ``fabric``: in a list, a rail-only preset
-    takes no ``--oversubscription`` (it has no spine: planned once, as built, and said so), where alone it is
-    refused (a hunt: "a 4:1 spine or rail-only?" refused the whole list)."""
+def spine_of(
+    settings: Mapping[str, Any], fabric: str | None, fabrics: Sequence[str | None]
+) -> dict[str, Any]:
+    """``settings`` for the plan of ``fabric``, one of the ``fabrics`` given: in a list beside a fabric with a
+    spine, a rail-only preset takes no ``--oversubscription`` (it has none: planned once, as built, and said so);
+    alone, or in a list of rail-only presets alone, it is refused (a hunt: "a 4:1 spine or rail-only?" refused
+    the whole list; a review: a list of two rail-only presets took it in silence)."""
     from netsweep_jax.sweep.model.fabrics import FABRICS
 
-    preset = FABRICS.get(fabric.lower()) if fabric is not None else None
-    if fabrics < 2 or preset is None or not preset.rail_only or settings.get("oversubscription") is None:
+    def rail_only(name: str | None) -> bool:
+        preset = FABRICS.get(name.lower()) if name is not None else None
+        return preset is not None and preset.rail_only
+
+    if not rail_only(fabric) or all(map(rail_only, fabrics)) or settings.get("oversubscription") is None:
         return {**settings, "fabric": fabric}
     return {**settings, "fabric": fabric, "oversubscription": None}
 

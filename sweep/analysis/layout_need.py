@@ -253,21 +253,8 @@ def answer(
     out: list[dict[str, Answer]] = [{} for _ in problems]
     for section in sections:
         for k, a in enumerate(section.answers()):
-            if section.axis == "nics_per_node" and a.status == SOLVED:
-                a = dataclasses.replace(a, value=whole_share(a.value, problems[k][0].gpus_per_node))
             out[k][section.axis] = a
     return out
-
-
-def whole_share(nics: float, gpus_per_node: float) -> float:
-    """A host's NIC count as an answer: below its G GPUs, the next that divides G. Under one NIC a GPU the kernel
-    prices each GPU's group at K / G of a NIC, where K NICs that do not divide G leave some GPUs sharing a NIC with
-    another and others alone, and the sharing ones pace their collective (5 NICs for 8 GPUs: three shared by two,
-    each at half a NIC, as with 4); at a divisor of G the price is exact, and the step falls with the NICs, so
-    that divisor is the smallest count that meets the share (a hunt: 5 was named where the step needs 8)."""
-    if nics >= gpus_per_node:
-        return nics
-    return float(next(d for d in range(math.ceil(nics), int(gpus_per_node) + 1) if gpus_per_node % d == 0))
 
 
 class Section:

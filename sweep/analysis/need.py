@@ -246,8 +246,9 @@ class _SolvedBlocks:
             met = ((st == UNREACHABLE) | short) & (at_low >= _goal(dt(q.target), v.dtype))
             met[k:, :], met[:, c:] = False, False
             v, st, short = np.where(met, v.dtype.type(0), v), np.where(met, SOLVED, st), short & ~met
-        # An answer that does not reach the target fed back is none: said unreachable, never solved.
-        st = np.where(short, UNREACHABLE, st)
+        # An answer that does not reach the target fed back is none: said unreachable, never solved, and NaN as
+        # every unreachable answer is (a review: its clamped value had been kept).
+        st, v = np.where(short, UNREACHABLE, st), np.where(short, v.dtype.type(np.nan), v)
         v = v[:k, :c]
         ends = np.stack([np.asarray(e)[:k, :c].reshape(block.region_shape()) for e in (at_low, at_high)])
         return {
@@ -274,8 +275,8 @@ def _reaching(
     """Solved answers, moved in the safe direction (up for a growing axis, down for a falling
     one: one ulp at a time, then by doubling steps) until the answer, stored in the grid's
     dtype and fed back as a user would (stored units -> SI -> dtype), reaches the target in
-    that dtype with a margin of :data:`MARGIN_ULPS` ulps; and the solved cells still short of it (held at
-    the range's end)."""
+    that dtype with a margin of :data:`MARGIN_ULPS` ulps; and the solved cells still short of it after
+    ``max_steps`` moves."""
     toward = np.inf if increasing else -np.inf
     dtype = value.dtype
     goal = _goal(target, dtype)

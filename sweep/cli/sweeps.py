@@ -323,7 +323,7 @@ def plan(
     fabrics = fabric_values(str(settings["fabric"])) if settings.get("fabric") is not None else (None,)
     # Every value's grid before any work: a bad one is refused before the first plan.
     grids = [
-        (fabric_label(f) if f is not None else "", layout_grid_from(spine_of(settings, f, len(fabrics)),
+        (fabric_label(f) if f is not None else "", layout_grid_from(spine_of(settings, f, fabrics),
                                                                      given_options(ctx), search=True, say=say))
         for f in fabrics
     ]  # fmt: skip

@@ -360,7 +360,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
             (
-                assumed_text(profiles, chosen),
+                assumed_text(profiles, chosen, collectives=collectives),
                 reduce_said,
                 *_given_unread(collectives, bucketings, values, options),
             )

@@ -120,12 +120,25 @@ def workload_reduce_table(profiles: Sequence[Profile]) -> tuple[Table, str, str]
     return default_table(hbm), f"default model at the {gpu}'s HBM, {hbm / 1e12:g} TB/s", said
 
 
-def assumed_text(profiles: Sequence[Profile], chosen: Mapping[str, Any], always: bool = False) -> str:
+def reads_intra(collectives: Sequence[str]) -> bool:
+    """Whether a sweep's collectives read ``--intra-bw``: ``hierarchical``, the ``nccl-*`` rings and trees and
+    NCCL's own (``nccl``, ``nccl:...``); the flat ``ring``, ``tree`` and ``ps`` cross the nodes' links alone."""
+    return any(c == "hierarchical" or c.startswith("nccl") for c in collectives)
+
+
+def assumed_text(
+    profiles: Sequence[Profile],
+    chosen: Mapping[str, Any],
+    always: bool = False,
+    collectives: Sequence[str] = (),
+) -> str:
     """One line of what a sweep assumed that the user did not set (``chosen``: setting -> value
     filled in), empty where nothing departs from the paper's defaults (its CNNs on a V100) unless ``always``
-    (a fit, whose values hold for the collective it assumed)."""
+    (a fit, whose values hold for the collective it assumed) or the intra-node rate is chosen and one of the
+    sweep's ``collectives`` reads it (a hunt: nccl-ring's answer moved with an --intra-bw the line never named)."""
     if not chosen:
         return ""
+    always = always or ("intra_bandwidth" in chosen and reads_intra(collectives))
     values, where = workload_defaults(profiles)
     paper = {
         "intra_bandwidth": DEFAULTS.intra_bandwidth,

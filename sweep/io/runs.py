@@ -229,6 +229,8 @@ def read_runs(path: str | Path) -> list[Run]:
 # The settings a status rule reads beyond the layout's degrees (kernels.layout_inputs.degrees), named where a row
 # breaks it.
 RULE_SETTINGS = {
+    STATUS[4]: ("chunks",),
+    STATUS[9]: ("chunks",),
     STATUS[11]: ("sequence_parallel",),
     STATUS[12]: ("recompute", "chunks"),
     STATUS[13]: ("offload_layers", "recompute"),
@@ -247,6 +249,8 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
             # (a review: an offload refused for a recompute the row never stated, and not named)
             names = (*names, "micro_batch", "global_batch", *RULE_SETTINGS.get(STATUS[code], ()))
             layout = ", ".join(f"{name} {getattr(row, name)}" for name in names)
+            if STATUS[code] == STATUS[12]:  # and the MTP depth it trains, the model's own (a review)
+                layout += f", mtp_layers {run.trained.mtp_layers}, overlap {row.settings.overlap}"
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
             )
