@@ -119,3 +119,16 @@ def test_a_bar_at_80_columns_shows_the_whole_total(monkeypatch):
         "1k",
         "110G",
     ]
+
+
+def test_what_might_make_a_layout_fit_is_what_the_grid_does_not_hold():
+    # A hunt: a torchtitan layout that runs with full recomputation was told to offload (Megatron-Core's switch)
+    # and not to recompute; offloading needs one stage without recomputation (status rule 13).
+    from netsweep_jax.sweep.analysis.planning import might_fit
+    from netsweep_jax.sweep.engine.layouts import make_layout_grid
+
+    llama = dict(gpus=64, global_batch=64, tp=8)
+    assert might_fit(make_layout_grid("llama3-70b", recompute="none", zero=1, **llama)) == (
+        "more GPUs, ZeRO 3, --recompute full, --cpu-offloading-num-layers"
+    )
+    assert might_fit(make_layout_grid("llama3-70b", recompute="full", zero=3, pp=2, **llama)) == "more GPUs"

@@ -315,16 +315,21 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
             f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
             f"({int(counts[code]):,} of them)"
         )
-    # What might make one fit, less ZeRO 3 where the grid already has it (a plan searches it).
-    zero3 = [] if 3 in grid.values["zero"] else ["ZeRO 3"]
-    # Offloading runs only on one stage without recomputation (status rule 13): named where the grid has such
-    # layouts (a review: named beside --pp 2 --recompute full, where every offloaded layout breaks the rule).
-    offload = 1 in grid.values["pp"] and "none" in grid.names["recompute"]
-    might = ", ".join(["more GPUs", *zero3, *(["--cpu-offloading-num-layers"] if offload else [])])
     return (
         f"{int(counts[0]):,} of its {total:,} layouts can exist, but none fits: the least hungry lacks "
-        f"{-free[status == 0].max():.1f} GB of usable memory ({might} or a GPU with more memory might)"
+        f"{-free[status == 0].max():.1f} GB of usable memory ({might_fit(grid)} or a GPU with more memory might)"
     )
+
+
+def might_fit(grid: LayoutGrid) -> str:
+    """What might make a layout of ``grid`` fit that the grid does not hold: more GPUs; ZeRO 3 and full
+    recomputation where it has none of them (a stack's recompute, or one given: a hunt, a torchtitan run that
+    fits with full recomputation was told to offload); activation offload where a layout could run it, one stage
+    without recomputation (status rule 13; a review: named beside --pp 2 --recompute full)."""
+    zero3 = [] if 3 in grid.values["zero"] else ["ZeRO 3"]
+    full = [] if "full" in grid.names["recompute"] else ["--recompute full"]
+    offload = 1 in grid.values["pp"] and "none" in grid.names["recompute"]
+    return ", ".join(["more GPUs", *zero3, *full, *(["--cpu-offloading-num-layers"] if offload else [])])
 
 
 def _layout_values(grid: LayoutGrid, layout: np.ndarray) -> dict[str, np.ndarray]:

@@ -1084,4 +1084,8 @@ def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float]) -> str:
             f"per sweep; give one --sequence-parallel value or --overlap",
             param="stack",
         )
-    return stack.overlap_with(2.0, values.pop())  # at TP 1 there is no TP communication to overlap
+    # at TP 1 there is no TP communication to overlap: tp_comm kept where some layout's TP may exceed 1 (it is
+    # inert at 1), dropped where every TP given is 1, as a runs file's row at TP 1 says it (a hunt)
+    tp = given["tp"]
+    wide = tp is None or bool((_values("tp", tp, None) > 1).any())
+    return stack.overlap_with(2.0 if wide else 1.0, values.pop())

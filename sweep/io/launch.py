@@ -21,6 +21,7 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
     --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
     --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
+    --grad-reduce-in-bf16              --grad-bytes 2 (else 4: Megatron-LM's fp32 main_grad)
     --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused,
                                        and so is a MoE command that leaves it out, allgather being its default)
 
@@ -74,9 +75,13 @@ OTHER_USED = {
     "--num-experts",  # read for whether the command is a mixture-of-experts one (its defaults)
     "--moe-expert-capacity-factor",
     "--moe-pad-expert-input-to-capacity",
+    "--grad-reduce-in-bf16",
 }
 # The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
 STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
+# The gradients' bytes the flag's presence or absence states (a hunt: the flag was listed as not used and the run
+# priced with fp32 gradients; a stack's bf16 ones had filled a command that left it out).
+GRAD_BYTES = {True: "2", False: "4"}
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
 OPERATOR_CHARS = "();<>|&"  # shlex's punctuation: a word of these ends a command (or redirects)
 PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
@@ -221,6 +226,8 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     for name, flag in STATED_BY.items():
         settings[name] = "1" if flag in flags else "0"
         stated |= {name} if flag in flags else set()
+    settings["grad_bytes"] = GRAD_BYTES["--grad-reduce-in-bf16" in flags]
+    stated |= {"grad_bytes"} if "--grad-reduce-in-bf16" in flags else set()
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
     stated |= {"overlap"} if switches else set()
