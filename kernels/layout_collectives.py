@@ -261,10 +261,17 @@ def spine_load(
     per = jnp.maximum(stride, 1.0)
     n, on_host, share, domain = placed(size, stride, gpus_per_node, nics_per_node, nvlink_domain)
     leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
+    # Under one NIC a GPU the NICs run at the slowest GPU's part (nic_fraction), so the leaf's ports carry that
+    # much of their rate (a review: the raw K / G had counted a fifth NIC's uplinks as never used).
+    used = jnp.where(
+        nics_per_node < gpus_per_node,
+        nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node,
+        1.0,
+    )
     if coll == nccl.ALLTOALL:  # p: the group's GPUs a NCCL node, as group_fabric's
-        return exchange_load(n, per, on_host * domain, leaf_gpus)
+        return exchange_load(n, per, on_host * domain, leaf_gpus) * used
     if coll == nccl.SENDRECV:
-        return jnp.minimum(per / leaf_gpus, 1.0)
+        return jnp.minimum(per / leaf_gpus, 1.0) * used
     return ring_load(per, channel_nics(share, domain), leaf_hosts, nics_per_node, gpus_per_node)
 
 
@@ -274,9 +281,9 @@ def nic_fraction(share: Value) -> Value:
     and under one the slowest of the host's G / q groups' part of a NIC: they take the K NICs whole, at most
     ceil(G / (K q)) to a NIC, so 1 / ceil(1 / share) (5 NICs for 8 single-GPU groups: three NICs shared by two,
     each at half a NIC as with 4, and those pace their collective; a hunt: 5 / 8 had been priced). Exact where
-    the share's inverse is whole (1, 2, 4 or 8 NICs for 8 GPUs): - 1e-6 keeps a whole inverse computed a
-    rounding above."""
-    return jnp.where(share >= 1.0, share, 1.0 / jnp.ceil(1.0 / jnp.maximum(share, 1e-12) - 1e-6))
+    the share's inverse is whole (1, 2, 4 or 8 NICs for 8 GPUs): x (1 - 1e-6) keeps a whole inverse computed a
+    rounding above it (relative: float32's ulp of 61 is larger than 1e-6, a review)."""
+    return jnp.where(share >= 1.0, share, 1.0 / jnp.ceil(1.0 / jnp.maximum(share, 1e-12) * (1.0 - 1e-6)))
 
 
 def whole_nics(share: Value) -> Value:
@@ -289,12 +296,13 @@ def channel_nics(share: Value, hosts_a_node: Value) -> Value:
     """The NICs' worth by which a group's ring or tree leaves one NCCL node: its whole NICs (``share``, its NICs
     a host, floored) on each of the node's ``hosts_a_node`` hosts (a multi-node NVLink domain's, an NVL72 rack's
     18 trays), at most 32, NCCL's channels before duplication (:mod:`kernels.nccl`: each NIC a channel,
-    c0 <= MAXCHANNELS / 2); under one NIC a host, one channel a host at that share of a NIC: min(32, D) x share."""
+    c0 <= MAXCHANNELS / 2); under one NIC a host, one channel a host at its part of a NIC (:func:`nic_fraction`,
+    the slowest sharer's: a review): min(32, D) x f(share)."""
     channels = nccl.MAX_CHANNELS
     return jnp.where(
         share >= 1.0,
         jnp.minimum(whole_nics(share) * hosts_a_node, channels),
-        jnp.minimum(hosts_a_node, channels) * share,
+        jnp.minimum(hosts_a_node, channels) * nic_fraction(share),
     )
 
 

@@ -13,7 +13,8 @@ Per layer and micro-batch, on the GPU's critical path:
   bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
   NICs (the slower sets the time; EP ranks etp apart, so q_e = clip(Q / etp, 1, e) share a
   domain of Q). Every member sends its off-domain share at once, so
-  each goes through its own K / G of the node's NICs, K beta u / G bytes/s (not a ring's
+  each goes through its own K / G of the node's NICs, K beta u / G bytes/s (under one NIC a GPU the slowest
+  GPU's part, beta u / ceil(G / K): :func:`kernels.layout_collectives.nic_fraction`; not a ring's
   q / G: that would credit one GPU with its group's NICs on the node). With expert TP
   (etp > 1) each all-to-all is followed (or preceded) by an all-gather or reduce-scatter of
   etp X bytes over the etp GPUs of the expert TP group (a ring of adjacent ranks). With

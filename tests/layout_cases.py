@@ -130,6 +130,11 @@ def random_case(rng):
     unhidable = unhidable or (lay["pp"] > 1 and lay["schedule"] < 2)
     if experts and lay["overlap"] & 8 and unhidable and random.Random(seed + "a2a").random() < 0.8:
         lay["overlap"] -= 8
+    # A fifth of the cases take NICs that do not divide a host's GPUs (3 or 5), where the slowest GPU's part of a
+    # NIC prices them (kernels.layout_collectives.nic_fraction, since 2026-12-06), drawn apart as the rules' are.
+    nics = random.Random(seed + "nics")
+    if nics.random() < 0.2:
+        lay["nics_per_node"] = nics.choice([3, 5])
     # and offloads activations only on one stage without recomputation (a status rule since 2026-12-06): all but
     # a few cases keep it, so that enough layouts can exist and the rule is still hit
     if (

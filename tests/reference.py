@@ -545,7 +545,7 @@ def _group_bw(size, stride, lay):
 def nic_fraction(share):
     """A group's NICs a host as it runs them (float64): its share where one or more, else 1 / ceil(1 / share), the
     slowest of the host's groups sharing whole NICs (5 NICs for 8 GPUs: half a NIC, as 4)."""
-    return share if share >= 1 else 1 / math.ceil(1 / share - 1e-6)
+    return share if share >= 1 else 1 / math.ceil(1 / share * (1 - 1e-6))
 
 
 # results/validation-nccl's eta_net, eta_nvl, lambda (us), op latency (us), fill (us) and the fill's message
@@ -574,18 +574,22 @@ def _spine_factor(size, stride, lay, kind="ring"):
         return 1.0
     q = min(max(g_host / s, 1), n)  # the group's GPUs a host
     in_domain = min(max(domain / s, 1), n)
+    # under one NIC a GPU the leaf's ports run at the slowest GPU's part of a NIC
+    used = nic_fraction(nics / g_host) * g_host / nics if nics < g_host else 1.0
     if kind == "alltoall":
         p = max(in_domain, q)  # the group's GPUs a NCCL node
         m = min(max(leaf * g_host / s, 1), n)  # the group's GPUs a leaf
-        load = (n - max(m, p)) / max(n - p, 1)
+        load = (n - max(m, p)) / max(n - p, 1) * used
     elif kind == "sendrecv":
-        load = min(s / (leaf * g_host), 1.0)
+        load = min(s / (leaf * g_host), 1.0) * used
     else:
         share = nics * q / g_host
         hosts_a_node = max(in_domain / q, 1)
         # its channels' whole NICs in one NCCL node, at most 32; under one NIC a host, one channel a host at that share
         crossing = (
-            min(math.floor(share + 1e-6) * hosts_a_node, 32) if share >= 1 else min(hosts_a_node, 32) * share
+            min(math.floor(share + 1e-6) * hosts_a_node, 32)
+            if share >= 1
+            else min(hosts_a_node, 32) * nic_fraction(share)
         )
         load = min(min(s, leaf * g_host) * crossing / (leaf * nics), 1.0)
     return max(lay.get("oversubscription", 1.0) * load, 1.0)

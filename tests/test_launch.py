@@ -44,6 +44,13 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     path.write_text("pretrain_gpt.py --bf16 --grad-reduce-in-bf16")
     settings, unused, defaulted = read_launch(path)
     assert settings["grad_bytes"] == "2" and "grad_bytes" not in defaulted and unused == []
+    # under fp16, fp16 gradients unless --accumulate-allreduce-grads-in-fp32 (Megatron-LM reads each flag in its
+    # precision's branch: a review); no precision flag leaves the precision's own
+    for text, grads in (("--fp16", "2"), ("--fp16 --accumulate-allreduce-grads-in-fp32", "4")):
+        path.write_text(f"pretrain_gpt.py {text}")
+        assert read_launch(path)[0]["grad_bytes"] == grads and read_launch(path)[1] == [], text
+    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2")
+    assert "grad_bytes" not in read_launch(path)[0]
     path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size 2")
     settings, unused, _ = read_launch(path)
     assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"

@@ -293,3 +293,17 @@ def test_under_one_nic_a_gpu_the_slowest_of_the_groups_sharing_the_nics_paces_th
     for dtype in (np.float32, np.float64):
         np.testing.assert_allclose(np.asarray(nic_fraction(np.array(shares, dtype))), want, rtol=1e-6)
     assert [reference.nic_fraction(s) for s in shares] == pytest.approx(want, rel=1e-12)
+    # The spine's load counts the leaf's ports at that rate: a DP ring of 4 GPUs 8 ranks apart, 2 hosts a leaf, a
+    # 4:1 spine: S = 2 at 4 NICs and at 8, 1.6 at 5 (a review: the raw 5/8 had kept S at 2, a fifth NIC's
+    # uplinks never used); float32 exact where the inverse is 61 (ulp above 1e-6).
+    from netsweep_jax.kernels.layout_collectives import group_spine
+
+    lay = dict(gpus_per_node=8, nvlink_domain=8, leaf_hosts=2.0, oversubscription=4.0, rail_only=0.0)
+    for nics, spine in ((4.0, 2.0), (5.0, 1.6), (8.0, 2.0)):
+        assert float(group_spine(4.0, 8.0, -1, 8.0, nics, 8.0, 2.0, 4.0, 0.0)) == pytest.approx(
+            spine, rel=1e-6
+        )
+        assert reference._spine_factor(4, 8, {**lay, "nics_per_node": nics}) == pytest.approx(
+            spine, rel=1e-12
+        )
+    assert float(nic_fraction(np.float32(1) / np.float32(61))) == pytest.approx(1 / 61, rel=1e-6)

@@ -223,8 +223,9 @@ def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
     )
     assert off.settings.overlap == "grad_reduce+param_gather"
     # at TP 1 alone there is no TP communication: not said as overlapped, as a runs file's row says it (a hunt)
-    one = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=1, stack="megatron-core")
-    assert one.settings.overlap == "grad_reduce+param_gather" and "tp_comm" not in " ".join(one.assumed)
+    for tp in ({"tp": 1}, {}):  # given, or left at its default 1 (a review)
+        one = make_layout_grid("llama3-8b", gpus=8, global_batch=8, stack="megatron-core", **tp)
+        assert one.settings.overlap == "grad_reduce+param_gather" and "tp_comm" not in " ".join(one.assumed)
     with pytest.raises(InputError, match="megatron-core: overlaps TP communication only with sequence"):
         make_layout_grid("llama3-8b", gpus=8, global_batch=8, sequence_parallel="0,1", stack="megatron-core")
     # Given by hand with SP off, tp_comm hides nothing (the kernel's rule, Megatron-LM's), and the line says so.

@@ -989,7 +989,7 @@ def _stack_settings(
     filled = _one_per_sweep(stack, wanted, given, names, dies)
     overlap_set = overlap is None
     if overlap is None:
-        overlap = _stack_overlap(stack, given, filled)
+        overlap = _stack_overlap(stack, given, filled, search)
     said = {
         "zero": f"ZeRO {show(filled.get('zero', 0))}",
         "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}",
@@ -1072,7 +1072,7 @@ def _one_per_sweep(
     return filled
 
 
-def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float]) -> str:
+def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> str:
     """The stack's overlap switches at the sweep's sequence parallelism (given, else the stack's ``filled``)."""
     sp = given["sequence_parallel"]
     values = (
@@ -1086,6 +1086,6 @@ def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float]) -> str:
         )
     # at TP 1 there is no TP communication to overlap: tp_comm kept where some layout's TP may exceed 1 (it is
     # inert at 1), dropped where every TP given is 1, as a runs file's row at TP 1 says it (a hunt)
-    tp = given["tp"]
-    wide = tp is None or bool((_values("tp", tp, None) > 1).any())
+    # (TP given, else plan's searched values, else its default, 1: a review, the default had been taken as wide)
+    wide = bool((_values("tp", given["tp"], search.get("tp", AXES["tp"].default)) > 1).any())
     return stack.overlap_with(2.0 if wide else 1.0, values.pop())

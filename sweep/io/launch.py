@@ -21,7 +21,8 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
     --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
     --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
-    --grad-reduce-in-bf16              --grad-bytes 2 (else 4: Megatron-LM's fp32 main_grad)
+    --grad-reduce-in-bf16              --grad-bytes 2 with --bf16 (else 4: Megatron-LM's fp32 main_grad)
+    --accumulate-allreduce-grads-in-fp32   --grad-bytes 4 with --fp16 (else 2: fp16 gradients)
     --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused,
                                        and so is a MoE command that leaves it out, allgather being its default)
 
@@ -76,12 +77,30 @@ OTHER_USED = {
     "--moe-expert-capacity-factor",
     "--moe-pad-expert-input-to-capacity",
     "--grad-reduce-in-bf16",
+    "--accumulate-allreduce-grads-in-fp32",
 }
 # The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
 STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
-# The gradients' bytes the flag's presence or absence states (a hunt: the flag was listed as not used and the run
-# priced with fp32 gradients; a stack's bf16 ones had filled a command that left it out).
-GRAD_BYTES = {True: "2", False: "4"}
+# The gradients' bytes a bf16 or fp16 command states, by its flag's presence (Megatron-LM's arguments.py reads
+# both inside its precision's branch): bf16's main_grad fp32 unless --grad-reduce-in-bf16, fp16's gradients fp16
+# unless --accumulate-allreduce-grads-in-fp32 (a hunt: the bf16 flag was listed as not used and the run priced
+# with fp32 gradients; a stack's bf16 ones had filled a command that left it out; a review: fp16's default).
+GRAD_FLAGS = {
+    "--bf16": ("--grad-reduce-in-bf16", "2", "4"),
+    "--fp16": ("--accumulate-allreduce-grads-in-fp32", "4", "2"),
+}
+
+
+def _grad_bytes(flags: dict[str, list[str]], settings: dict[str, str]) -> set[str]:
+    """Set ``settings``' gradient bytes as a bf16 or fp16 command states them (:data:`GRAD_FLAGS`; none for
+    another precision: its own); the names it stated ({"grad_bytes"} where its flag is given)."""
+    for precision, (flag, given, left_out) in GRAD_FLAGS.items():
+        if precision in flags:
+            settings["grad_bytes"] = given if flag in flags else left_out
+            return {"grad_bytes"} if flag in flags else set()
+    return set()
+
+
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
 OPERATOR_CHARS = "();<>|&"  # shlex's punctuation: a word of these ends a command (or redirects)
 PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
@@ -226,8 +245,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     for name, flag in STATED_BY.items():
         settings[name] = "1" if flag in flags else "0"
         stated |= {name} if flag in flags else set()
-    settings["grad_bytes"] = GRAD_BYTES["--grad-reduce-in-bf16" in flags]
-    stated |= {"grad_bytes"} if "--grad-reduce-in-bf16" in flags else set()
+    stated |= _grad_bytes(flags, settings)
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
     stated |= {"overlap"} if switches else set()
