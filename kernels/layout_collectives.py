@@ -66,16 +66,19 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
       - a ring or a tree (:func:`ring_load`) leaves the leaf at its ends only, once a channel: each of the
         leaf's min(s, L G) groups crosses its edge by the c NICs' worth its channels use in one NCCL node
         (:func:`channel_nics`: c = min(32, K_g D_g), its whole NICs a host K_g = floor(K q / G) on each of the
-        node's D_g hosts, at most NCCL's 32 channel NICs; under one NIC a host, c = min(32, D_g) K q / G: one
-        channel a host at that share), so f = min(1, min(s, L G) c / (L K))
+        node's D_g hosts, at most NCCL's 32 channel NICs; under one NIC a host, c = min(32, D_g) f(K q / G): one
+        channel a host at its part of a NIC), so f = min(1, min(s, L G) c / (L K))
         (s the stride; NCCL's double binary trees cross a leaf's edge a few times, each edge with half the
         bytes: priced as a ring). A DP ring at stride 1 or 8 on a SuperPOD's 32-host leaves slows only from
         o > 32, one across GB200 NVL72 racks (144 trays a leaf, 32 channel NICs a rack) from o > 18.
       - a send/recv (a PP hand-off, a CP ring step) leaves from the leaf's last s ranks, each by its own NICs:
-        f = min(1, s / (L G)); a hand-off a leaf or more apart gets S = o.
+        f = min(1, s / (L G)) u; a hand-off a leaf or more apart gets S = o.
       - an all-to-all (:func:`exchange_load`) sends every member's bytes to every other at once: of the NIC
         bytes (n - p) / n of each member's buffer, p the group's GPUs in one NCCL node, (n - m) / n go to
-        members outside its leaf (m = clip(L G / s, 1, n) in a leaf), so f = (n - max(m, p)) / (n - p).
+        members outside its leaf (m = clip(L G / s, 1, n) in a leaf), so f = (n - max(m, p)) / (n - p) u;
+      - u, for a send/recv or an all-to-all: the share of its NICs' rate the sends run at, K_g f(K q / G) /
+        (K q / G) for NCCL's (its whole NICs K_g at its part of a NIC) and f(K / G) G / K for the flex
+        dispatcher's RDMA stage (:data:`FLEX_RDMA`: each GPU by its own part).
 
     An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
     the group. Latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
@@ -261,18 +264,22 @@ def spine_load(
     per = jnp.maximum(stride, 1.0)
     n, on_host, share, domain = placed(size, stride, gpus_per_node, nics_per_node, nvlink_domain)
     leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
-    # Under one NIC a GPU the NICs run at the slowest GPU's part (nic_fraction), so the leaf's ports carry that
-    # much of their rate (a review: the raw K / G had counted a fifth NIC's uplinks as never used).
-    used = jnp.where(
-        nics_per_node < gpus_per_node,
-        nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node,
-        1.0,
-    )
-    if coll == nccl.ALLTOALL:  # p: the group's GPUs a NCCL node, as group_fabric's
+    # The share of the leaf's NIC ports' rate the sends run at: NCCL's, the group's whole NICs at its part of a NIC
+    # (group_fabric); flex's RDMA stage, each GPU's own part (nic_per_gpu). A review: the raw K / G had counted a
+    # fifth NIC's uplinks as never used; a second, that a group of 8 GPUs a host runs all 5 of its NICs.
+    own = nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node
+    nccl_runs = whole_nics(share) * jnp.minimum(nic_fraction(share), 1.0) / share
+    used = jnp.minimum(own, 1.0) if coll == FLEX_RDMA else nccl_runs
+    if coll in (nccl.ALLTOALL, FLEX_RDMA):  # p: the group's GPUs a NCCL node, as group_fabric's
         return exchange_load(n, per, on_host * domain, leaf_gpus) * used
     if coll == nccl.SENDRECV:
         return jnp.minimum(per / leaf_gpus, 1.0) * used
     return ring_load(per, channel_nics(share, domain), leaf_hosts, nics_per_node, gpus_per_node)
+
+
+# spine_load's code of the flex dispatcher's RDMA stage: an all-to-all between NVLink domains whose GPUs send by
+# their own parts of the NICs (kernels.layout_communication), not by NCCL's whole NICs of the group.
+FLEX_RDMA = -2
 
 
 def nic_fraction(share: Value) -> Value:

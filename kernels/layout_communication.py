@@ -68,6 +68,7 @@ import jax.numpy as jnp
 
 from netsweep_jax.kernels import nccl
 from netsweep_jax.kernels.layout_collectives import (
+    FLEX_RDMA,
     all_reduce,
     exchange,
     group_bandwidth,
@@ -246,7 +247,7 @@ def _expert_parallel(
     # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies, and
     # its RDMA stage, across the EP group's NVLink domains, at the spine's share where the group crosses it: an
     # all-to-all between the domains (one GPU each), so the spine's load is an all-to-all's (exchange_load).
-    rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay, nccl.ALLTOALL), lambda: 1.0)
+    rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay, FLEX_RDMA), lambda: 1.0)
     rdma_nvl = priced(lay, lambda: lay.eta_nvl, lambda: 1.0)
     flex_latency = priced(lay, lambda: lay.nccl_latency * 1e-6, lambda: lay.latency)
     n_domains = e / ep_near

@@ -574,16 +574,20 @@ def _spine_factor(size, stride, lay, kind="ring"):
         return 1.0
     q = min(max(g_host / s, 1), n)  # the group's GPUs a host
     in_domain = min(max(domain / s, 1), n)
-    # under one NIC a GPU the leaf's ports run at the slowest GPU's part of a NIC
-    used = nic_fraction(nics / g_host) * g_host / nics if nics < g_host else 1.0
-    if kind == "alltoall":
+    # the leaf's ports at the rate the sends run: NCCL's whole NICs of the group at its part of a NIC, or (flex's
+    # RDMA stage) each GPU's own part
+    share = nics * q / g_host
+    if kind == "flex":
+        used = min(nic_fraction(nics / g_host) * g_host / nics, 1.0)
+    else:
+        used = max(math.floor(share + 1e-6), 1) * min(nic_fraction(share), 1) / share
+    if kind in ("alltoall", "flex"):
         p = max(in_domain, q)  # the group's GPUs a NCCL node
         m = min(max(leaf * g_host / s, 1), n)  # the group's GPUs a leaf
         load = (n - max(m, p)) / max(n - p, 1) * used
     elif kind == "sendrecv":
         load = min(s / (leaf * g_host), 1.0) * used
     else:
-        share = nics * q / g_host
         hosts_a_node = max(in_domain / q, 1)
         # its channels' whole NICs in one NCCL node, at most 32; under one NIC a host, one channel a host at that share
         crossing = (
@@ -956,9 +960,7 @@ def layout_step(arch, dev, lay):
             nccl = bool(lay["collectives"])
             # under NCCL's pricing, the fitted efficiencies, and the spine's share for the RDMA stage
             net, nvl = (
-                (lay["eta_net"] / _spine_factor(e, etp, lay, "alltoall"), lay["eta_nvl"])
-                if nccl
-                else (1.0, 1.0)
+                (lay["eta_net"] / _spine_factor(e, etp, lay, "flex"), lay["eta_nvl"]) if nccl else (1.0, 1.0)
             )
             lam = lay["nccl_latency"] * 1e-6 if nccl else lay["latency"]
             rdma = rdma_copies * nbytes / k / (bw * net) + ((domains - 1) * lam if domains > 1 else 0.0)

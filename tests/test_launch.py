@@ -49,8 +49,11 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     for text, grads in (("--fp16", "2"), ("--fp16 --accumulate-allreduce-grads-in-fp32", "4")):
         path.write_text(f"pretrain_gpt.py {text}")
         assert read_launch(path)[0]["grad_bytes"] == grads and read_launch(path)[1] == [], text
-    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2")
-    assert "grad_bytes" not in read_launch(path)[0]
+    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2")  # fp32: Megatron-LM's fp32 gradients
+    assert read_launch(path)[0]["grad_bytes"] == "4" and "grad_bytes" in read_launch(path)[2]
+    path.write_text("pretrain_gpt.py --bf16 --fp16")
+    with pytest.raises(InputError, match="--bf16 and --fp16 both given"):
+        read_launch(path)
     path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size 2")
     settings, unused, _ = read_launch(path)
     assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"

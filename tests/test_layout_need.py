@@ -3,6 +3,7 @@ forms, the step monotone in each fabric setting it moves (both pricings of colle
 float64 reference on both sides of its boundary, the table and bad input. The layout kernel runs through the rows
 compile every fit shares (float64, the rows block): no compile of its own."""
 
+import itertools
 import math
 import random
 
@@ -307,3 +308,33 @@ def test_under_one_nic_a_gpu_the_slowest_of_the_groups_sharing_the_nics_paces_th
             spine, rel=1e-12
         )
     assert float(nic_fraction(np.float32(1) / np.float32(61))) == pytest.approx(1 / 61, rel=1e-6)
+
+
+def test_the_spine_carries_the_nics_at_the_rate_the_sends_run():
+    # Reviews: the spine's load of an all-to-all or a send counted the leaf's NIC ports at K / G where NCCL runs a
+    # group's whole NICs (8 NICs priced slower than 7 for a 32-GPU all-to-all), and at the full rate where GPUs
+    # share NICs. Against a hand max-min of the leaf's uplinks (L K / o over the bytes that leave the leaf): NCCL's
+    # all-to-all and send run whole NICs of the group at its part of a NIC, flex's RDMA stage each GPU's own part.
+    import reference
+    from netsweep_jax.kernels import nccl
+    from netsweep_jax.kernels.layout_collectives import FLEX_RDMA, group_spine
+
+    g, leaf = 8.0, 2.0
+    codes = {"alltoall": nccl.ALLTOALL, "sendrecv": nccl.SENDRECV, "flex": FLEX_RDMA}
+    rates = {}
+    for (kind, n, s), nics, o in itertools.product(
+        (("alltoall", 32, 1), ("sendrecv", 16, 2), ("flex", 32, 1)), range(1, 17), (1.0, 4.0, 16.0)
+    ):
+        q, part = min(max(g / s, 1), n), reference.nic_fraction
+        share = nics * q / g
+        base = (
+            part(nics / g) if kind == "flex" else max(math.floor(share + 1e-6), 1) * min(part(share), 1) / q
+        )
+        m = min(max(leaf * g / s, 1), n)
+        leaving = min(s, leaf * g) if kind == "sendrecv" else leaf * g * (n - max(m, q)) / max(n - q, 1)
+        spine = float(group_spine(float(n), float(s), codes[kind], g, float(nics), g, leaf, o, 0.0))
+        lay = dict(gpus_per_node=g, nvlink_domain=g, nics_per_node=nics, leaf_hosts=leaf, oversubscription=o)
+        assert reference._spine_factor(n, s, lay, kind) == pytest.approx(spine, rel=1e-6)
+        assert base / spine == pytest.approx(min(base, leaf * nics / o / leaving), rel=1e-6), (kind, nics, o)
+        rates[kind, nics, o] = base / spine
+    assert all(rates[k, nics, o] >= rates[k, nics - 1, o] * (1 - 1e-6) for k, nics, o in rates if nics > 1)

@@ -92,12 +92,16 @@ GRAD_FLAGS = {
 
 
 def _grad_bytes(flags: dict[str, list[str]], settings: dict[str, str]) -> set[str]:
-    """Set ``settings``' gradient bytes as a bf16 or fp16 command states them (:data:`GRAD_FLAGS`; none for
-    another precision: its own); the names it stated ({"grad_bytes"} where its flag is given)."""
+    """Set ``settings``' gradient bytes as a bf16 or fp16 command states them (:data:`GRAD_FLAGS`), else fp32 (4:
+    Megatron-LM's fp32 parameters and gradients); the names it stated ({"grad_bytes"} where its flag is given).
+    Both half precisions at once are refused, as Megatron-LM refuses them (a review)."""
+    if "--bf16" in flags and "--fp16" in flags:
+        raise InputError("--bf16 and --fp16 both given: Megatron-LM trains in one of them; give one")
     for precision, (flag, given, left_out) in GRAD_FLAGS.items():
         if precision in flags:
             settings["grad_bytes"] = given if flag in flags else left_out
             return {"grad_bytes"} if flag in flags else set()
+    settings["grad_bytes"] = "4"
     return set()
 
 
