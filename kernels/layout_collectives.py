@@ -76,9 +76,10 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
       - an all-to-all (:func:`exchange_load`) sends every member's bytes to every other at once: of the NIC
         bytes (n - p) / n of each member's buffer, p the group's GPUs in one NCCL node, (n - m) / n go to
         members outside its leaf (m = clip(L G / s, 1, n) in a leaf), so f = (n - max(m, p)) / (n - p) u;
-      - u, for a send/recv or an all-to-all: the share of its NICs' rate the sends run at, K_g f(K q / G) /
-        (K q / G) for NCCL's (its whole NICs K_g at its part of a NIC) and f(K / G) G / K for the flex
-        dispatcher's RDMA stage (:data:`FLEX_RDMA`: each GPU by its own part).
+      - u, for a send/recv or an all-to-all: the share of its NICs' rate the sends run at, under one NIC a GPU
+        f(K / G) G / K (each GPU by its own part: NCCL's sends and all-to-all, :func:`group_fabric`, and the flex
+        dispatcher's RDMA stage, :data:`FLEX_RDMA`), from one up K_g / (K q / G) for NCCL's (its whole NICs a
+        host K_g) and 1 for flex's.
 
     An oversubscription below 1 (more uplink than the leaf's hosts' NICs) is priced as 1: the NICs still pace
     the group. Latencies are unchanged. Not modelled: ECMP's hash collisions on the uplinks (a non-blocking
@@ -183,6 +184,13 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain).
         p = on_host * domain  # the group's GPUs a domain, as kernels.nccl's all-to-all counts them
         nvlink = jnp.where(lay.rail_only > 0, nvlink * p / n, nvlink)
+    nic_gbs = lay.bandwidth / 8e9 * jnp.minimum(nic_fraction(share), 1.0)
+    if coll in (nccl.ALLTOALL, nccl.SENDRECV):
+        # Each GPU sends its own bytes (kernels.nccl._point_to_point: nics r / g a GPU): under one NIC a GPU, the
+        # slowest GPU's part of one, f(K / G), whatever the group (a review: a host-wide group's 8 GPUs had run
+        # 5 NICs at 5/8 each, where three NICs serve two GPUs).
+        own = lay.bandwidth / 8e9 * nic_fraction(lay.nics_per_node / lay.gpus_per_node) * on_host / whole
+        nic_gbs = jnp.where(lay.nics_per_node < lay.gpus_per_node, own, nic_gbs)
     return nccl.Fabric(
         gpus_per_node=on_host,
         nodes=hosts,
@@ -190,7 +198,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         nvlink=nvlink,
         nics=whole,
         # NCCL's search reads the NICs' nominal rate; the transport's utilization divides what runs, as the spine
-        nic_gbs=lay.bandwidth / 8e9 * jnp.minimum(nic_fraction(share), 1.0),
+        nic_gbs=nic_gbs,
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,
         # SHARP's in-network reduction where the fabric turns NCCL's CollNet on (NCCL_COLLNET_ENABLE=1).
@@ -269,7 +277,9 @@ def spine_load(
     # fifth NIC's uplinks as never used; a second, that a group of 8 GPUs a host runs all 5 of its NICs.
     own = nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node
     nccl_runs = whole_nics(share) * jnp.minimum(nic_fraction(share), 1.0) / share
-    used = jnp.minimum(own, 1.0) if coll == FLEX_RDMA else nccl_runs
+    # NCCL's sends under one NIC a GPU run each GPU's own part too (group_fabric)
+    used = jnp.where(nics_per_node < gpus_per_node, jnp.minimum(own, 1.0), nccl_runs)
+    used = jnp.minimum(own, 1.0) if coll == FLEX_RDMA else used
     if coll in (nccl.ALLTOALL, FLEX_RDMA):  # p: the group's GPUs a NCCL node, as group_fabric's
         return exchange_load(n, per, on_host * domain, leaf_gpus) * used
     if coll == nccl.SENDRECV:

@@ -577,7 +577,7 @@ def _spine_factor(size, stride, lay, kind="ring"):
     # the leaf's ports at the rate the sends run: NCCL's whole NICs of the group at its part of a NIC, or (flex's
     # RDMA stage) each GPU's own part
     share = nics * q / g_host
-    if kind == "flex":
+    if kind == "flex" or nics < g_host:  # each GPU by its own part of a NIC
         used = min(nic_fraction(nics / g_host) * g_host / nics, 1.0)
     else:
         used = max(math.floor(share + 1e-6), 1) * min(nic_fraction(share), 1) / share
@@ -621,14 +621,19 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         # domain, where NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
         p = q * per_domain
         nvlink *= p / size
-    # whole NICs a group (the slowest of the host's groups paces them); under one, one at that fraction
+    # whole NICs a group (the slowest of the host's groups paces them); under one, one at that fraction; a send's
+    # or an all-to-all's GPU under one NIC a GPU at its own part of one
+    whole = max(math.floor(share + 1e-6), 1)
+    nic_rate = rate * min(nic_fraction(share), 1)
+    if kind in ("alltoall", "sendrecv") and lay["nics_per_node"] < g_host:
+        nic_rate = rate * nic_fraction(lay["nics_per_node"] / g_host) * q / whole
     args = (
         q,
         hosts,
         per_domain,
         nvlink,
-        max(math.floor(share + 1e-6), 1),
-        rate * min(nic_fraction(share), 1),
+        whole,
+        nic_rate,
         arch,
         domain > 1,
     )

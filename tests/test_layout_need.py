@@ -313,8 +313,9 @@ def test_under_one_nic_a_gpu_the_slowest_of_the_groups_sharing_the_nics_paces_th
 def test_the_spine_carries_the_nics_at_the_rate_the_sends_run():
     # Reviews: the spine's load of an all-to-all or a send counted the leaf's NIC ports at K / G where NCCL runs a
     # group's whole NICs (8 NICs priced slower than 7 for a 32-GPU all-to-all), and at the full rate where GPUs
-    # share NICs. Against a hand max-min of the leaf's uplinks (L K / o over the bytes that leave the leaf): NCCL's
-    # all-to-all and send run whole NICs of the group at its part of a NIC, flex's RDMA stage each GPU's own part.
+    # share NICs. Against a hand max-min of the leaf's uplinks (L K / o over the bytes that leave the leaf): under
+    # one NIC a GPU each GPU sends by its own part of one (NCCL's and flex's); from one up NCCL's run the group's
+    # whole NICs.
     import reference
     from netsweep_jax.kernels import nccl
     from netsweep_jax.kernels.layout_collectives import FLEX_RDMA, group_spine
@@ -327,9 +328,8 @@ def test_the_spine_carries_the_nics_at_the_rate_the_sends_run():
     ):
         q, part = min(max(g / s, 1), n), reference.nic_fraction
         share = nics * q / g
-        base = (
-            part(nics / g) if kind == "flex" else max(math.floor(share + 1e-6), 1) * min(part(share), 1) / q
-        )
+        own = kind == "flex" or nics < g  # each GPU by its own part of a NIC
+        base = part(nics / g) if own else max(math.floor(share + 1e-6), 1) * min(part(share), 1) / q
         m = min(max(leaf * g / s, 1), n)
         leaving = min(s, leaf * g) if kind == "sendrecv" else leaf * g * (n - max(m, q)) / max(n - q, 1)
         spine = float(group_spine(float(n), float(s), codes[kind], g, float(nics), g, leaf, o, 0.0))
