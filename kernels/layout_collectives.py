@@ -197,7 +197,9 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         domain=domain,
         nvlink=nvlink,
         nics=whole,
-        # NCCL's search reads the NICs' nominal rate; the transport's utilization divides what runs, as the spine
+        # NCCL's search reads the NICs' nominal rate (for a send or an all-to-all under one NIC a GPU, which no
+        # search reads, the rate at which nics r / g is each GPU's own part, above beta where the group's GPUs
+        # outnumber its whole NICs); the transport's utilization divides what runs, as the spine
         nic_gbs=nic_gbs,
         arch=arch,
         nvswitch=jnp.asarray(lay.nvlink_domain) > 1,

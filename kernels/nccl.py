@@ -375,7 +375,9 @@ class Fabric(NamedTuple):
       nvswitch: S (bool);  collnet: C, in-network reduction enabled (bool).
       spine: O_s >= 1, the divisor of the NICs' rate what crosses nodes gets, which NCCL's search does not
         read: the spine's (1: no spine in its way; :func:`kernels.layout_collectives.spine_divisor`) over the
-        transport's utilization u (r is the NICs' nominal rate, as NCCL's search reads it): each channel
+        transport's utilization u (r is the NICs' nominal rate, as NCCL's search reads it; for send/recv and
+        all-to-all, which no search reads, the layout family may set it so that K r / g is each GPU's own part
+        of the NICs, above the nominal rate: :func:`kernels.layout_collectives.group_fabric`): each channel
         across nodes runs at most at its share of the NICs over O_s (:func:`_running`), send/recv and
         all-to-all at K r / (g O_s).
     """
