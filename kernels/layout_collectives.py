@@ -277,11 +277,10 @@ def spine_load(
     # The share of the leaf's NIC ports' rate the sends run at: NCCL's, the group's whole NICs at its part of a NIC
     # (group_fabric); flex's RDMA stage, each GPU's own part (nic_per_gpu). A review: the raw K / G had counted a
     # fifth NIC's uplinks as never used; a second, that a group of 8 GPUs a host runs all 5 of its NICs.
-    own = nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node
-    nccl_runs = whole_nics(share) * jnp.minimum(nic_fraction(share), 1.0) / share
-    # NCCL's sends under one NIC a GPU run each GPU's own part too (group_fabric)
-    used = jnp.where(nics_per_node < gpus_per_node, jnp.minimum(own, 1.0), nccl_runs)
-    used = jnp.minimum(own, 1.0) if coll == FLEX_RDMA else used
+    used = jnp.minimum(nic_fraction(nics_per_node / gpus_per_node) * gpus_per_node / nics_per_node, 1.0)
+    if coll != FLEX_RDMA:  # NCCL's: its own part under one NIC a GPU too (group_fabric), else its whole NICs
+        whole = whole_nics(share) * jnp.minimum(nic_fraction(share), 1.0) / share
+        used = jnp.where(nics_per_node < gpus_per_node, used, whole)
     if coll in (nccl.ALLTOALL, FLEX_RDMA):  # p: the group's GPUs a NCCL node, as group_fabric's
         return exchange_load(n, per, on_host * domain, leaf_gpus) * used
     if coll == nccl.SENDRECV:

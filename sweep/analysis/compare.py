@@ -45,8 +45,8 @@ from netsweep_jax.sweep.core.layout_axes import uses_nccl
 from netsweep_jax.sweep.core.schema import COLLECTIVES, COMPARE, assumed_line
 from netsweep_jax.sweep.core.values import parse_names, real_scalar
 from netsweep_jax.sweep.core.wording import counted
-from netsweep_jax.sweep.engine.evaluate import evaluate
-from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu, make_grid
+from netsweep_jax.sweep.engine.evaluate import evaluate, evaluated_grid
+from netsweep_jax.sweep.engine.grid import fabric_choice, fabric_gpu
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models
 from netsweep_jax.sweep.engine.workloads import priced_gpu, resolve_models
 from netsweep_jax.sweep.io.paths import (
@@ -300,9 +300,8 @@ def _evaluated_per_gpu(profiles: list[Profile], **settings: Any) -> xr.Dataset:
     groups = _by_gpu(profiles)
     # Every later group's settings checked before the first is computed (a hunt: a fabric of H100 hosts refused
     # for the V100 CNNs after the transformers' 20 s sweep).
-    options = {k: v for k, v in settings.items() if k not in ("block_configs", "kernel", "vars")}
     for group in groups[1:]:
-        make_grid(group, variables=settings.get("vars"), **options)
+        evaluated_grid(group, **settings)
     parts = [evaluate(group, **settings) for group in groups]
     if len(parts) == 1:
         return parts[0]

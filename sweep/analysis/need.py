@@ -281,10 +281,9 @@ def _reaching(
     dtype = value.dtype
     goal = _goal(target, dtype)
     low, high = search_range(axis)
-    for step in range(max_steps + 1):
-        sf = _scaling_at(args, axis, value, features)
-        short = (status == SOLVED) & ~(sf >= goal)
-        if not short.any() or step == max_steps:
+    for step in range(max_steps):
+        short = (status == SOLVED) & ~(_scaling_at(args, axis, value, features) >= goal)
+        if not short.any():
             return value, short
         if step < 8:
             moved = np.nextafter(value, toward, dtype=dtype)
@@ -293,7 +292,7 @@ def _reaching(
             moved = (value * factor if increasing else value / factor).astype(dtype)
         moved = np.clip(moved, dtype.type(low), dtype.type(high))
         value = np.where(short, moved, value)
-    raise AssertionError("unreachable: the loop returns at its last step")
+    return value, (status == SOLVED) & ~(_scaling_at(args, axis, value, features) >= goal)
 
 
 def least_tried(axis: str) -> float:

@@ -113,12 +113,11 @@ def straddled(groups: dict[str, tuple[float, float]], gpus: float, domain: float
     said = []
     for kind, (size, stride) in groups.items():
         extent = size * stride
-        for edge, what, tier in (
-            (domain, "NVLink domains", "inside one"),
-            (leaf_ranks, "leaves", "under one"),
+        # a block inside this tier (not the one below), the tier repeated, and not a whole number of blocks
+        for edge, below, what, tier in (
+            (domain, 0.0, "NVLink domains", "inside one"),
+            (leaf_ranks, domain, "leaves", "under one"),
         ):
-            # a block inside this tier (not the one below), the tier repeated, and not a whole number of blocks
-            below = 0.0 if what == "NVLink domains" else domain
             if size > 1 and below < extent <= edge < gpus and edge % extent:
                 said.append(
                     f"{kind}'s {extent:g}-GPU blocks cross the edges of {edge:g}-GPU {what}, priced as {tier}"

@@ -11,7 +11,7 @@ from netsweep_jax.sweep.core.schema import DEFAULTS, DIMS, VARIABLES
 from netsweep_jax.sweep.engine.blocks import DEFAULT_BLOCK_CONFIGS, Blocking, check_in_memory
 from netsweep_jax.sweep.engine.dataset import coordinates
 from netsweep_jax.sweep.engine.dispatch import evaluate_arrays, run
-from netsweep_jax.sweep.engine.grid import make_grid
+from netsweep_jax.sweep.engine.grid import Grid, make_grid
 from netsweep_jax.sweep.engine.grid_options import AxisValues, Models, Names, SweepOptions
 from netsweep_jax.sweep.engine.reductions import ReducedRun
 
@@ -23,6 +23,21 @@ def reduced_in_memory(grid: Any, block_configs: int, kernel: str = DEFAULTS.kern
     state = ReducedRun(grid, blocking)
     run(grid, blocking, state.add, kernel=kernel)
     return state.dataset()
+
+
+def evaluated_grid(
+    model: Models,
+    *,
+    bandwidth: AxisValues | None = None,
+    block_configs: int = DEFAULT_BLOCK_CONFIGS,
+    kernel: str = DEFAULTS.kernel,
+    vars: Names | None = None,  # noqa: A002 (the public keyword, as --vars)
+    **options: Unpack[SweepOptions],
+) -> Grid:
+    """The :class:`~sweep.engine.grid.Grid` :func:`evaluate` computes for the same keywords (each checked, none
+    computed): what a caller checks first where it evaluates several sweeps (``block_configs`` and ``kernel``
+    are the run's, read by :func:`evaluate`)."""
+    return make_grid(model, bandwidth=bandwidth, variables=vars, **options)
 
 
 @refuse_unknown_keywords
@@ -65,7 +80,7 @@ def evaluate(
     Raises:
       InputError for a value that breaks a rule, or a keyword it does not take.
     """
-    grid = make_grid(model, bandwidth=bandwidth, variables=vars, **options)
+    grid = evaluated_grid(model, bandwidth=bandwidth, vars=vars, **options)
     attrs = {
         "dtype": grid.dtype,
         "intra_bandwidth_gbps": grid.intra_bandwidth,

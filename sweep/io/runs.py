@@ -249,7 +249,7 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
             # (a review: an offload refused for a recompute the row never stated, and not named)
             names = (*names, "micro_batch", "global_batch", *RULE_SETTINGS.get(STATUS[code], ()))
             layout = ", ".join(f"{name} {getattr(row, name)}" for name in names)
-            if STATUS[code] == STATUS[12]:  # and the MTP depth it trains, the model's own (a review)
+            if code == 12:  # moe_a2a's rule: and the MTP depth it trains, the model's own (a review)
                 layout += f", mtp_layers {run.trained.mtp_layers}, overlap {row.settings.overlap}"
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
