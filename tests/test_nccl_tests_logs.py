@@ -122,6 +122,21 @@ def test_older_and_newer_nccl_tests_and_nccls_own_lines_are_read(tmp_path):
         (dict(replace=[("     8388608       2097152", "          8M       2097152")]), ":45: size '8M' must be a whole number"),
         (dict(replace=[("     8388608       2097152     float", "          8M       2097152  bfloat16")]), ":45: size '8M'"),
         (dict(add_after=(40, [" .. node-a pid 41210: Test failure common.cu:891\n"])), ":41: '.. node-a pid 41210: Test failure common.cu:891': the test failed"),
+        # Found by a hunt, each fitted before: a time of 0 or past a day beside a busbw; a busbw that is not the
+        # size over the time (an edited row, another run's rows appended without their header); a busbw past
+        # any GPU's; a size past any buffer; digits that are not ASCII ('8²' was a traceback, '٨' read as 8);
+        # nccl-tests' own count of wrong results.
+        (dict(replace=[("   5572.7  192.68  361.28      0   5572.7", "     0.00  192.68  361.28      0   5572.7")]), ":52: time '0.00' must be a number above 0"),
+        (dict(replace=[("   5572.7  192.68  361.28      0   5572.7", "    1e308  192.68  361.28      0   5572.7")]), ":52: time '1e308' must be a number above 0 and up to a day"),
+        (dict(replace=[("  192.68  361.28      0   5572.7", "  192.68   12.00      0   5572.7")]),
+         ":52: busbw 12 GB/s, where 1073741824 B in 5572.7 us of all_reduce over 16 ranks is 361.3 GB/s (size / time x 1.875"),
+        (dict(add_after=(52, ["  1073741824     268435456     float     sum      -1   5572.7  192.68  100.00      0   5572.7  192.68  100.00      0\n"])), ":53: busbw 100 GB/s"),
+        (dict(replace=[("  192.68  361.28      0   5572.7", "  192.68  9999.0      0   5572.7")]), ":52: busbw '9999.0' must be a number from 0 to 3600 GB/s"),
+        (dict(replace=[("  1073741824     268435456", "1073741824000000000000     268435456")]), ":52: size '1073741824000000000000' must be a whole number of bytes up to 1e+18"),
+        (dict(replace=[("           8             2", "          8\u00b2            2")]), ":25: size '8\u00b2' must be a whole number"),
+        (dict(replace=[("           8             2", "           \u0668             2")]), ":25: size '\u0668' must be a whole number"),
+        (dict(replace=[("           8             2", "           8            2\u00b2")]), ":25: count '2\u00b2' must be a whole number of elements"),
+        (dict(replace=[("Out of bounds values : 0 OK", "Out of bounds values : 5 FAILED")]), ":53: 5 out-of-bounds values, FAILED"),
     ],
 )  # fmt: skip
 def test_a_bad_log_is_one_line_naming_the_file_and_line_and_writes_nothing(tmp_path, change, message):

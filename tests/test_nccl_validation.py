@@ -82,6 +82,13 @@ def test_reads_good_rows(tmp_path):
         ("B-01,s,all_reduce,,8,8,400,2,,8,1,", "gpu is empty"),
         ("B-01,s,all_reduce,H100,8,8,400,2,,8,1", "expected 12 cells, got 11"),
         (",s,all_reduce,H100,8,8,400,2,,8,1,", "id is empty"),
+        # found by a hunt: one rank, which the model prices at 0 s (the fit's loss came back infinite and was
+        # reported as a fit), and more NICs than any host has
+        ("B-01,s,all_reduce,H100,1,8,400,1,,8,1,", "one rank (gpus_per_node x nodes 1)"),
+        (
+            "B-01,s,all_reduce,H100,8,1000000,400,2,,8,1,",
+            "nics_per_node 1000000 must be a whole number from 1 to 64",
+        ),
     ],
 )
 def test_bad_row_is_one_error_naming_row_and_rule(tmp_path, row, rule):
@@ -98,6 +105,9 @@ def test_bad_files(tmp_path):
         read_nccl_tests(write(tmp_path, GOOD[0], GOOD[0]))
     with pytest.raises(InputError, match="no rows after the header"):
         read_nccl_tests(write(tmp_path))
+    # a second busbw column (the in-place one) was read in place of the first (a hunt)
+    with pytest.raises(InputError, match="1: column 'busbw_gbytes_s' appears twice; each column once"):
+        read_nccl_tests(write(tmp_path, GOOD[0] + ",1.0", header=HEADER + ",busbw_gbytes_s"))
 
 
 def test_cli_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path):
@@ -347,3 +357,16 @@ def test_the_gb200_racks_file_is_read_and_every_row_is_priced_as_racks():
         assert isinstance(fabric, Fabric) and fabric.domain == 18 and fabric.arch == 3, r.id
     assert sorted({r.nodes for r in rows}) == [18, 36, 360]
     assert not any(r.id.startswith(V.TRAIN) for r in rows)  # no fit source's prefix: held out
+
+
+def test_a_fit_whose_loss_is_not_finite_names_the_row_not_a_fit(tmp_path):
+    # A row the model prices at 0 (one rank, as the reader now refuses) made the loss infinite, and the fit came
+    # back at its start, reported as any other with a loss in the thousands (a hunt): said, naming the row.
+    import dataclasses
+
+    rows = read_nccl_tests(write(tmp_path, *GOOD[:2]))
+    rows.append(dataclasses.replace(rows[0], id="ONE-RANK-01", gpus_per_node=1, nodes=1))
+    with pytest.raises(
+        InputError, match=r"the fit has no finite loss: the model cannot price ONE-RANK-01 \(predicted"
+    ):
+        V.fit_and_predict(rows, V.fabrics_of(rows), np.ones(3, bool))

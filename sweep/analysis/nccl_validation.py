@@ -51,6 +51,7 @@ from matplotlib.figure import Figure
 from netsweep_jax.kernels import fit as fitter
 from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.analysis.plot import save
+from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.engine.compiled import fit_nccl, nccl_predict
 from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, Measurement, read_nccl_tests
 from netsweep_jax.sweep.io.paths import (
@@ -220,6 +221,12 @@ def fit_and_predict(
         constants = np.asarray(fitter.bounded(best, lows, highs), np.float64)
         out = nccl_predict(constants, {k: a[all_rows] for k, a in inputs.items()})
         busbw, algo, proto = (np.asarray(a)[: len(rows)] for a in out)
+    # A fitted row the model prices at 0 (or past any rate) has no log(predicted / measured): the fit came back
+    # at its start with a loss in the thousands, reported as any other (a hunt). Said instead.
+    unpriced = [int(i) for i in np.flatnonzero(fitted) if not 0 < busbw[i] < math.inf]
+    if unpriced or not math.isfinite(float(loss)):
+        named = ", ".join(f"{rows[i].id} (predicted {busbw[i]:g} GB/s)" for i in unpriced[:3])
+        raise InputError(f"the fit has no finite loss: the model cannot price {named or 'a fitted row'}")
     return constants, float(loss), busbw, algo, proto
 
 
@@ -241,8 +248,6 @@ def _padded(index: np.ndarray, fill: int) -> np.ndarray:
 
 
 def raise_no_training(dataset: str | Path) -> None:
-    from netsweep_jax.sweep.core.errors import InputError
-
     raise InputError(
         f"{dataset}: no scored row of the fit's sources ({', '.join(TRAIN)}: id prefixes) to fit the fabric "
         f"constants on (validate --nccl holds the published protocol; to fit your own cluster's, give its "

@@ -90,6 +90,31 @@ def read_csv_records(
     return records
 
 
+def read_csv_table(
+    path: str | os.PathLike[str], what: str
+) -> tuple[int, list[str], list[tuple[int, dict[str, str]]]]:
+    """A CSV file with a header (:func:`read_csv_records`) as (the header's line, its column names, each row as
+    (its line, column -> cell)), names and cells stripped, blank rows dropped. One error for an empty file, a
+    column named twice (a row's dict would keep its last cell: a second busbw column read in place of the
+    first, a hunt) or a row of another width than the header."""
+    path = Path(path)
+    numbered = read_csv_records(path, what)
+    if not numbered:
+        raise InputError(f"{path}: empty file; expected a header and rows")
+    header_line, header = numbered[0][0], [c.strip() for c in numbered[0][1]]
+    twice = next((c for i, c in enumerate(header) if c in header[:i]), None)
+    if twice is not None:
+        raise InputError(f"{where(path, header_line)}: column {twice!r} appears twice; each column once")
+    rows = []
+    for line, cells in numbered[1:]:
+        if not "".join(cells).strip():
+            continue
+        if len(cells) != len(header):
+            raise InputError(f"{where(path, line)}: expected {len(header)} cells, got {len(cells)}")
+        rows.append((line, dict(zip(header, (c.strip() for c in cells), strict=True))))
+    return header_line, header, rows
+
+
 def read_json_file(
     path: str | os.PathLike[str], what: str, expected: str, param: str | None = None, **hooks: Any
 ) -> Any:

@@ -30,7 +30,7 @@ from typing import Any
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.keywords import option_keywords
-from netsweep_jax.sweep.core.textfile import read_csv_records
+from netsweep_jax.sweep.core.textfile import read_csv_table
 from netsweep_jax.sweep.core.values import NOTATION, decimal, number
 
 REQUIRED = ("nodes", "gpus_per_node", "bandwidth")
@@ -66,10 +66,7 @@ def read_measurements(path: str | Path) -> Measurements:
     """Read and validate a measurements CSV; errors name the file and line."""
     path = Path(path)
     # '#' lines are comments (a file may say where its numbers come from); line numbers stay the file's
-    rows = read_csv_records(path, "measurements file")
-    if not rows:
-        raise InputError(f"{path}: empty file; expected a header and rows")
-    header_line, header = rows[0][0], [c.strip() for c in rows[0][1]]
+    header_line, header, rows = read_csv_table(path, "measurements file")
     known = {c.lower(): c for c in (*REQUIRED, *MEASURED, *TEXT, "t1", *NUMERIC_AXES)}
     for c in header:  # 'T1' or 'Model' read as a label, and the run fitted without it, in silence
         if c not in known.values() and c.lower() in known:
@@ -105,19 +102,11 @@ def read_measurements(path: str | Path) -> Measurements:
         raise InputError(
             f"{where(path, header_line)}: missing column(s) {need}; header is {','.join(header)}"
         )
-    if len(set(header)) != len(header):
-        twice = next(c for i, c in enumerate(header) if c in header[:i])
-        # named, as a runs file's is (a hunt)
-        raise InputError(f"{where(path, header_line)}: column {twice!r} appears twice; each column once")
     columns: dict[str, list[Any]] = {c: [] for c in header}
     lines: list[int] = []
-    for lineno, cells in rows[1:]:
-        if not "".join(cells).strip():
-            continue
-        if len(cells) != len(header):
-            raise InputError(f"{where(path, lineno)}: expected {len(header)} cells, got {len(cells)}")
-        for name, cell in zip(header, cells):
-            columns[name].append(_cell(name, cell.strip(), path, lineno))
+    for lineno, cells in rows:
+        for name, cell in cells.items():
+            columns[name].append(_cell(name, cell, path, lineno))
         _refuse_other_gpus(columns, path, lineno)
         lines.append(lineno)
     if not lines:

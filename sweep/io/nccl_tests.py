@@ -15,8 +15,9 @@ import math
 import re
 from pathlib import Path
 
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.textfile import read_csv_records
+from netsweep_jax.sweep.core.textfile import read_csv_table
 from netsweep_jax.sweep.core.values import number
 from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, GPUS, MAX_NIC_GBPS
 
@@ -38,6 +39,17 @@ REQUIRED = (
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv")
 OTHER_COLLECTIVES = ("broadcast", "reduce", "gather", "scatter", "hypercube")
 MAX_ROWS = 100_000
+# nccl-tests' busbw over algbw (size / time) for ``ranks`` ranks: its doc/PERFORMANCE.md and each test's GetBw
+# (src/all_reduce.cu and the others); kernels.nccl.bus_factor's, on the host.
+BUS_FACTOR = {
+    "all_reduce": lambda ranks: 2 * (ranks - 1) / ranks,
+    "all_gather": lambda ranks: (ranks - 1) / ranks,
+    "reduce_scatter": lambda ranks: (ranks - 1) / ranks,
+    "alltoall": lambda ranks: (ranks - 1) / ranks,
+    "sendrecv": lambda ranks: 1.0,
+}
+# The largest number a cell may hold (a size in bytes: an exabyte, past any buffer a GPU holds).
+MAX_VALUE = 1e18
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,22 +92,13 @@ def read_nccl_tests(path: str | Path) -> list[Measurement]:
     """Read and check a file of nccl-tests rows; any malformed row is one error naming the file, line, row
     and rule."""
     path = Path(path)
-    numbered = read_csv_records(path, "nccl-tests file")
-    if not numbered:
-        raise InputError(f"{path}: empty file; expected a header and rows")
-    header_line, header = numbered[0][0], [c.strip() for c in numbered[0][1]]
+    header_line, header, table = read_csv_table(path, "nccl-tests file")
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise InputError(f"{where(path, header_line)}: missing column(s) {', '.join(missing)}")
-    if len(numbered) - 1 > MAX_ROWS:
-        raise InputError(f"{path}: {len(numbered) - 1:,} rows; a file holds at most {MAX_ROWS:,}")
-    rows = []
-    for line, cells_list in numbered[1:]:
-        if not "".join(cells_list).strip():
-            continue
-        if len(cells_list) != len(header):
-            raise InputError(f"{where(path, line)}: expected {len(header)} cells, got {len(cells_list)}")
-        rows.append(_row(dict(zip(header, (c.strip() for c in cells_list))), path, line))
+    if len(table) > MAX_ROWS:
+        raise InputError(f"{path}: {len(table):,} rows; a file holds at most {MAX_ROWS:,}")
+    rows = [_row(cells, path, line) for line, cells in table]
     if not rows:
         raise InputError(f"{path}: no rows after the header")
     counts = collections.Counter(r.id for r in rows)
@@ -118,16 +121,16 @@ def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
     def bad(rule: str) -> InputError:
         return InputError(f"{where(path, line)} (row {rid}): {rule}")
 
-    def value(name: str, whole: bool, low: float, required: bool) -> float | None:
+    def value(name: str, whole: bool, low: float, required: bool, high: float = MAX_VALUE) -> float | None:
         text = cells[name]
         if not text:
             if required:
                 raise bad(f"{name} is empty; it is required")
             return None
         v = number(text, f"{where(path, line)} (row {rid}): {name}")
-        if not math.isfinite(v) or v < low or v > 1e18 or (whole and not v.is_integer()):
+        if not math.isfinite(v) or v < low or v > high or (whole and not v.is_integer()):
             kind = "a whole number" if whole else "a number"
-            raise bad(f"{name} {text} must be {kind} from {low:g}")
+            raise bad(f"{name} {text} must be {kind} from {low:g} to {high:g}")
         return v
 
     collective = cells["collective"].lower()
@@ -136,11 +139,14 @@ def _row(cells: dict[str, str], path: Path, line: int) -> Measurement:
         raise bad(f"collective {cells['collective']!r} is not one of nccl-tests' {known}")
     if not cells["gpu"]:
         raise bad("gpu is empty; it is required")
-    g = value("gpus_per_node", True, 1, True)
+    g = value("gpus_per_node", True, 1, True, NUMERIC_AXES["gpus_per_node"].high)
     nodes = value("nodes", True, 1, True)
     if g is None or nodes is None or g * nodes > 1e7:
         raise bad("gpus_per_node x nodes must be at most 10,000,000 ranks")
-    nics = value("nics_per_node", True, 1, False)
+    if g * nodes == 1:
+        # the model prices it at 0 s, and one such row made the fit's loss infinite (a hunt)
+        raise bad("one rank (gpus_per_node x nodes 1): a collective of one GPU crosses no link")
+    nics = value("nics_per_node", True, 1, False, NUMERIC_AXES["nics_per_node"].high)
     gbps = value("nic_gbps", False, 1e-3, False)
     if gbps is not None and gbps > MAX_NIC_GBPS:
         raise bad(

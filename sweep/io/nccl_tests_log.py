@@ -29,7 +29,9 @@ buffer), out-of-place time (us) and busbw (GB/s, 1e9 bytes/s). The columns are f
 so the per-iteration columns (``-I 1``) and a timestamp (``-T``) are read past, and so is a launcher's label
 on every line (``srun --label``, ``mpirun --tag-output``, ``-prepend-rank``). Anything else (NCCL's own
 ``NCCL INFO`` lines, warnings) is skipped, and a data row they split is joined again (:func:`_rejoined`); a line that starts as a data row but is not one, a row whose data
-check failed (#wrong above 0, out-of-place or in-place), rows of several data types or operations (``-d all``,
+check failed (#wrong above 0, out-of-place or in-place, or nccl-tests' own ``Out of bounds values : N FAILED``), a
+size or count not in ASCII digits, a time of 0 or a busbw past any GPU's, a busbw that is not the size over the
+time times the collective's bus factor (:func:`_check_rates`), rows of several data types or operations (``-d all``,
 ``-o all``), a test failure (``Test failure``), split communicators (a device line's group above 0:
 ``NCCL_TESTS_SPLIT_MASK``), devices of several GPU models or hosts of unequal GPU counts, or a second run
 appended to the file (a second ``Collective test starting`` line or a rank's device line again; before any
@@ -50,7 +52,14 @@ from pathlib import Path
 
 from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.textfile import read_lines
-from netsweep_jax.sweep.io.nccl_tests import COLLECTIVES, OTHER_COLLECTIVES, Measurement
+from netsweep_jax.sweep.io.nccl_tests import (
+    BUS_FACTOR,
+    COLLECTIVES,
+    MAX_BUSBW,
+    MAX_VALUE,
+    OTHER_COLLECTIVES,
+    Measurement,
+)
 
 DEVICE = re.compile(
     r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
@@ -60,6 +69,8 @@ STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
 # The summary nccl-tests prints once every size has run: a log without it was cut short (a run killed, a file
 # copied before the end).
 FINISHED = re.compile(r"^#\s*Avg bus bandwidth\s*:")
+# nccl-tests' count of wrong results over every size, before that summary (``%d OK`` or ``%d FAILED``).
+OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)\s+FAILED\b")
 PREAMBLE = ("size", "count", "type", "redop", "root")
 # What a launcher puts before each line it relays: ``srun --label`` (``0: ``), Open MPI's ``mpirun --tag-output``
 # (``[1,0]<stdout>:``), MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``) and pdsh's or clush's host
@@ -69,6 +80,9 @@ LAUNCHER_PREFIX = re.compile(
     r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] |[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[A-Za-z][\w.-]*:\d)))"
 )
 TIMES = ("time", "cputime")
+WHOLE = re.compile(r"[0-9]+")
+# A time past a day (us): no collective of one size runs that long, and a day's rate of any size is below 0.01 GB/s.
+MAX_TIME_US = 86_400e6
 # nccl-tests' names of its data types (src/common.cu's test_typenames) and their sizes in bytes (wordSize), and
 # of its reduction operations (test_opnames; "none" where a collective reduces nothing): a data row's third and
 # fourth cells.
@@ -188,6 +202,13 @@ class _Comments:
             self.binary = m.group("binary")
         elif FINISHED.match(text):
             self.finished = True
+        elif m := OUT_OF_BOUNDS.match(
+            text
+        ):  # a size's #wrong may be cut or N/A: nccl-tests' own count says so
+            raise InputError(
+                f"{where(self.path, number)}: {m['count']} out-of-bounds values, FAILED: nccl-tests' data check "
+                "failed; a wrong result's time is no measurement"
+            )
         elif m := DEVICE.match(text):
             rank = int(m.group("rank"))
             if (
@@ -291,6 +312,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     collective = _collective(said.binary, path)
     _check_operation(collective, kinds, path)
     _check_ranks(said.devices, collective, counts, said.columns, path)
+    _check_rates(rows, collective, len(said.devices), said.columns, path)
     return Log(
         path=path,
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -358,13 +380,36 @@ def _check_ranks(
     at = {name: columns.index(name) for name in ("size", "count", "type")}
     for number, cells in counts:
         size, count, kind = (cells[at[name]] for name in ("size", "count", "type"))
-        if not count.isdigit() or int(count) == 0 or kind not in TYPE_BYTES:
+        if not WHOLE.fullmatch(count) or int(count) == 0 or kind not in TYPE_BYTES:
             continue
         implied = int(size) / (int(count) * TYPE_BYTES[kind])
         if implied != len(ranks):
             raise InputError(
                 f"{where(path, number)}: {size} B of {count} {kind} a rank is {implied:g} ranks, where the device "
                 f"lines list {len(ranks)}: a log filtered or cut? nccl-tests prints every rank's line"
+            )
+
+
+def _check_rates(rows: list[Row], collective: str, ranks: int, columns: list[str], path: Path) -> None:
+    """Refuse a row whose busbw is not its size over its time (us) times the collective's bus factor
+    (:data:`~sweep.io.nccl_tests.BUS_FACTOR`), as nccl-tests computes it, beyond the printed digits: the time to
+    half its last digit (``%7.2f`` below 100 us, ``%7.1f`` below 10 ms, ``%7.0f`` past), busbw to 0.01 GB/s, and
+    2% more. A row edited by hand, or another run's busbw pasted beside this one's time (a time of 0.00 with a
+    busbw of 361 was fitted, a hunt). Not where the time column is ``cputime`` (nccl-tests' ``-C``: its rates
+    stay the GPU's)."""
+    if collective not in BUS_FACTOR or "cputime" in columns:
+        return
+    factor = BUS_FACTOR[collective](ranks)
+    for row in rows:
+        half = 0.5 if row.time_us >= 1e4 else 0.05 if row.time_us >= 100 else 0.005
+        fastest = factor * row.bytes / (max(row.time_us - half, 1e-3) * 1e3) * 1.02 + 0.01
+        slowest = factor * row.bytes / ((row.time_us + half) * 1e3) * 0.98 - 0.01
+        if not slowest <= row.busbw <= fastest:
+            said = factor * row.bytes / (row.time_us * 1e3)
+            raise InputError(
+                f"{where(path, row.line)}: busbw {row.busbw:g} GB/s, where {row.bytes} B in {row.time_us:g} us of "
+                f"{collective} over {ranks} ranks is {said:.4g} GB/s (size / time x {factor:g}, as nccl-tests "
+                "computes it): the row was edited, or its columns are another run's"
             )
 
 
@@ -439,21 +484,35 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
             f"{where(path, number)}: a data row of {len(cells)} fields; the header names {needed} "
             f"({' '.join(columns[:needed])})"
         )
-    at = {name: columns.index(name) for name in ("size", "busbw")}
+    at = {name: columns.index(name) for name in ("size", "count", "busbw")}
     at["time"] = next((i for i, name in enumerate(columns) if name in TIMES), -1)
     if at["time"] < 0:
         raise InputError(f"{where(path, number)}: the column header names no time column")
     size = cells[at["size"]]
-    if not size.isdigit():
-        raise InputError(f"{where(path, number)}: size {size!r} must be a whole number of bytes")
+    # ASCII digits: str.isdigit takes '8²' (int() then fails) and reads Arabic-Indic digits as numbers (a hunt)
+    if not WHOLE.fullmatch(size) or int(size) > MAX_VALUE:
+        raise InputError(
+            f"{where(path, number)}: size {size!r} must be a whole number of bytes up to {MAX_VALUE:g}"
+        )
+    if not WHOLE.fullmatch(cells[at["count"]]):
+        raise InputError(
+            f"{where(path, number)}: count {cells[at['count']]!r} must be a whole number of elements"
+        )
     if int(size) == 0:
         return None
     values = {}
-    for name in ("time", "busbw"):
-        cell = cells[at[name]]
-        values[name] = _number(cell)
-        if not math.isfinite(values[name]) or values[name] < 0:
-            raise InputError(f"{where(path, number)}: {name} {cell!r} must be a number from 0")
+    # A size of more than no bytes takes time (nccl-tests prints at least 0.01 us); the bounds as the CSV's.
+    for name, rule, within in (
+        ("time", f"above 0 and up to a day ({MAX_TIME_US:g} us)", lambda v: 0 < v <= MAX_TIME_US),
+        (
+            "busbw",
+            f"from 0 to {MAX_BUSBW:g} GB/s (4x the fastest NVLink of any GPU here)",
+            lambda v: 0 <= v <= MAX_BUSBW,
+        ),
+    ):
+        values[name] = _number(cells[at[name]])
+        if not within(values[name]):
+            raise InputError(f"{where(path, number)}: {name} {cells[at[name]]!r} must be a number {rule}")
     failed = next((cells[i] for i in wrong if cells[i] != "N/A" and _number(cells[i]) != 0), None)
     if failed is not None:  # out-of-place or in-place: either check failing is a broken run
         raise InputError(

@@ -37,7 +37,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     recompute_mode,
 )
 from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_HELP, SweepSettings, overlap_mode
-from netsweep_jax.sweep.core.textfile import read_csv_records, read_lines
+from netsweep_jax.sweep.core.textfile import read_csv_table, read_lines
 from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
@@ -181,10 +181,7 @@ def _int(
 def read_runs(path: str | Path) -> list[Run]:
     """Read and check a file of measured runs; any bad row is one error naming the file, line, row and rule."""
     path = Path(path)
-    numbered = read_csv_records(path, "runs file")
-    if not numbered:
-        raise InputError(f"{path}: empty file; expected a header and rows")
-    header_line, header = numbered[0][0], [c.strip() for c in numbered[0][1]]
+    header_line, header, table = read_csv_table(path, "runs file")
     missing = [c for c in REQUIRED if c not in header]
     if "preset" not in header and any(c not in header for c in SHAPE):
         missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
@@ -200,22 +197,12 @@ def read_runs(path: str | Path) -> list[Run]:
                 f"{where(path, header_line)}: unknown column {column!r}; {hint}a runs file's columns are "
                 f"{', '.join(COLUMNS)}"
             )
-    twice = [c for c, n in collections.Counter(header).items() if n > 1]
-    if twice:
-        raise InputError(f"{where(path, header_line)}: column {twice[0]!r} appears twice; each column once")
-    if len(numbered) - 1 > MAX_RUNS:  # before any row is parsed: the fit's memory grows with the runs
+    if len(table) > MAX_RUNS:  # before any row is parsed: the fit's memory grows with the runs
         raise InputError(
-            f"{path}: {len(numbered) - 1:,} rows; a runs file holds at most {MAX_RUNS:,} runs (the fit keeps "
+            f"{path}: {len(table):,} rows; a runs file holds at most {MAX_RUNS:,} runs (the fit keeps "
             f"{FIT_CANDIDATES:,} candidate constants per run); split it by source"
         )
-    runs = []
-    for line, cells_list in numbered[1:]:
-        if not "".join(cells_list).strip():
-            continue
-        if len(cells_list) != len(header):
-            raise InputError(f"{where(path, line)}: expected {len(header)} cells, got {len(cells_list)}")
-        cells = dict(zip(header, (c.strip() for c in cells_list)))
-        runs.append(_run(cells, path, line))
+    runs = [_run(cells, path, line) for line, cells in table]
     if not runs:
         raise InputError(f"{path}: no runs after the header")
     counts = collections.Counter(r.id for r in runs)
