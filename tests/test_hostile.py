@@ -19,10 +19,10 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
     "args,message",
     [
         (["--bw", "1e-50"], "--bw 1e-50: bandwidth must be a number from 0.001"),
-        (["--latency", "1e308"], "--latency 1e+308: latency must be a number from 0 to 1000000"),
+        (["--latency", "1e308"], "--latency 1e308: latency must be a number from 0 to 1000000"),
         (["--util", "1e-45"], "--util 1e-45: utilization must be a number from 0.0001 to 1"),
         (["--util", "1.0000001"], "--util 1.0000001:"),
-        (["--nodes", "1e19"], "--nodes 1e+19: nodes must be an integer from 1 to 1000000"),
+        (["--nodes", "1e19"], "--nodes 1e19: nodes must be an integer from 1 to 1000000"),
         (["--bw", "1..1e9"], "an axis takes at most 10,000,000 values"),
         (["--ratio", "1..100:1e-300"], "an axis takes at most"),
         (["--ratio", "1..1e308:1e-10"], "an axis takes at most"),

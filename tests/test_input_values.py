@@ -368,6 +368,22 @@ def test_evaluate_refuses_a_grid_too_large_to_keep_as_evaluate_layouts_does():
 NOT_NUMBERS = ["٨", "４００", "1_000", "²", "inf", "nan", "-inf", "0x10", "1e", "", " ", "8.0.0", "１"]
 
 
+@pytest.mark.parametrize(
+    "text, named",
+    [
+        ("1e400", "1e400: bandwidth must be"),  # said as inf (a hunt)
+        ("10,2e7", "2e7: bandwidth must be"),
+        ("1..1e9@5log", "5623413.2519 (of 1..1e9@5log): bandwidth must be"),
+    ],
+)
+def test_a_value_out_of_its_range_is_named_as_typed(text, named):
+    from netsweep_jax.sweep.core.axes import NUMERIC_AXES
+
+    with pytest.raises(InputError) as e:
+        parse_values(text, NUMERIC_AXES["bandwidth"])
+    assert str(e.value) == f"bandwidth {named} a number from 0.001 to 1000000", str(e.value)
+
+
 @pytest.mark.parametrize("text", ["400", "-1.5e3", ".5", "5.", "+2", " 8 ", "1E-3"])
 def test_plain_decimal_notation_is_a_number(text):
     assert values.decimal(text) == float(text)

@@ -298,6 +298,12 @@ def test_a_system_dims_0_is_selected_and_drawn_as_what_it_stands_for(tmp_path):
     assert r.exit_code == 0 and r.output.splitlines()[-1].startswith("200,1,"), r.output
     r = invoke("select", out, "--bw", "100")
     assert "it has 0 (= the GPU's system, 200)" in r.output, r.output
+    # the 0 the cube shows is typed as shown (refused as below --bw's range), and a nearest pick of it is said
+    # with what it stands for, as the table prints it (said as 0, a hunt)
+    r = invoke("select", out, "--sel", "bandwidth=0", "--sel", "rank=1", "--vars", "tokens_per_s", "--csv")
+    assert r.exit_code == 0 and r.output.splitlines()[-1].startswith("200,1,"), r.output
+    r = invoke("select", out, "--bw", "100", "--nearest", "--vars", "tokens_per_s")
+    assert "--bw 100: not in the cube; the nearest, 0 (the GPU's system, 200), selected" in r.output, r.output
     from netsweep_jax.sweep.analysis import plot
 
     drawn = {}

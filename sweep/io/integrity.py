@@ -15,6 +15,7 @@ blocks a selection touches and the coordinates, or every dataset of a cube writt
 """
 
 import json
+import numbers
 import os
 import sys
 import zlib
@@ -28,7 +29,7 @@ import numpy.typing as npt
 
 from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import Family, family_of
-from netsweep_jax.sweep.engine.blocks import Blocking
+from netsweep_jax.sweep.engine.blocks import MAX_BLOCK_CONFIGS, Blocking
 from netsweep_jax.sweep.io.paths import HDF5_SIGNATURE
 
 HDF5_ERRORS = (OSError, KeyError, ValueError, RuntimeError, TypeError)  # what h5py raises on damaged metadata
@@ -84,10 +85,59 @@ def _blocking_of(f: h5py.File) -> Blocking:
     return Blocking(sizes, int(f.attrs["block_configs"]), family)
 
 
+def record_damage(f: h5py.File) -> str | None:
+    """Why a cube's record of how it was written cannot be what netsweep wrote, or None: the checksums of its
+    datasets a JSON object of CRC-32s; for a cube written block by block, its dims its family's, its
+    ``block_configs`` a number of configurations, and one checksum and one done flag for each of its blocks. A
+    flipped bit there had been a traceback (an index past the blocks) or blamed an option never given
+    (``--block-configs 0``), a hunt."""
+    if "progress" not in f:
+        return None  # a cube made before netsweep recorded its progress
+    try:
+        recorded = f["progress"].attrs.get("checksums")
+        if recorded is not None and not _checksum_record(recorded):
+            return "progress@checksums is not a record of checksums"
+        if written_whole(f) or ("progress/block_checksum" not in f and "progress/blocks_done" not in f):
+            return None
+        family = family_of(f.attrs)
+        names = stored(f)
+        if not names or any(d not in f for d in family.dims) or f[names[0]].ndim != len(family.dims):
+            return f"its datasets are not a {family.name} cube's: its family attribute?"
+        configs = f.attrs.get("block_configs")
+        if not isinstance(configs, numbers.Integral) or not 1 <= int(configs) <= MAX_BLOCK_CONFIGS:
+            return f"block_configs {configs} is not a number of configurations"
+        blocks = len(_blocking_of(f).blocks())
+        for name in ("block_checksum", "blocks_done"):
+            if f"progress/{name}" not in f or f[f"progress/{name}"].shape != (blocks,):
+                return f"progress/{name} does not hold one entry a block ({blocks} of them)"
+    except HDF5_ERRORS as e:
+        return reason(e)
+    return None
+
+
+def _checksum_record(text: Any) -> bool:
+    """Whether ``text`` is a JSON object of dataset names and CRC-32s (:func:`static_checksums`')."""
+    try:
+        record = json.loads(text)
+    except (TypeError, ValueError):
+        return False
+    return isinstance(record, dict) and all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**32 for v in record.values()
+    )
+
+
+def refuse_damaged_record(f: h5py.File, path: str | Path) -> None:
+    """:class:`~sweep.core.errors.Damaged` where :func:`record_damage` finds the record changed."""
+    why = record_damage(f)
+    if why is not None:
+        raise Damaged(f"{path}: damaged ({why}): run the command that made it again")
+
+
 def verify(path: str | Path) -> tuple[int, int, int]:
     """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk; a cube written whole
     is one block (:func:`record_whole`)."""
     with h5py.File(path, "r") as f:
+        refuse_damaged_record(f, path)
         if written_whole(f):
             return 1, int(bool(verify_static(f))), 1
         if "progress/block_checksum" not in f:
@@ -128,6 +178,7 @@ def check_read(
     unfinished run's partial cube holds NaN there, no result; (0, 0) for a cube written whole or one that records
     no progress."""
     with h5py.File(path, "r") as f:
+        refuse_damaged_record(f, path)
         changed = verify_static(f) if "progress" in f else None
         if changed:
             raise Damaged(
@@ -234,15 +285,20 @@ def damage(path: str | Path) -> str | None:
     except OSError:
         return None
 
-    def visit(name: str, obj: Any) -> None:
+    def visit(f: h5py.File, obj: Any) -> None:
         dict(obj.attrs)
         if isinstance(obj, h5py.Dataset) and obj.chunks is None:
             obj[...]
+        # the dims a variable is attached to, by object reference (a flipped bit in one pointed past the file:
+        # a KeyError from the reader, a traceback, a hunt)
+        for refs in obj.attrs.get("DIMENSION_LIST", ()):
+            for ref in refs:
+                f[ref]
 
     try:
         with h5py.File(path, "r") as f:
             dict(f.attrs)
-            f.visititems(visit)
+            f.visititems(lambda name, obj: visit(f, obj))
     except HDF5_ERRORS as e:
         return reason(e)
     return None

@@ -1,5 +1,6 @@
 """Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
+import dataclasses
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
@@ -10,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
-from netsweep_jax.sweep.core.errors import InputError, reason
+from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.textfile import not_a_file
@@ -18,7 +19,14 @@ from netsweep_jax.sweep.core.values import digits12, number, parse_names, parse_
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
-from netsweep_jax.sweep.io.integrity import check_read, verify, verify_static_file, written_whole
+from netsweep_jax.sweep.io.integrity import (
+    check_read,
+    damage,
+    refuse_damaged_record,
+    verify,
+    verify_static_file,
+    written_whole,
+)
 from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.compute import GPUS, system_settings
@@ -34,8 +42,15 @@ def open_cube(path: str | Path) -> xr.Dataset:
         raise InputError(f"{path}: {'no such cube' if not path.exists() else not_a_file(path, 'cube')}")
     try:
         ds = h5store.open_dataset(path)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError) as e:  # not HDF5, or held open by a writer (the CLI says which)
         raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
+    except (KeyError, RuntimeError, TypeError):
+        # HDF5 failing inside a file it opened is damage (a flipped bit in a dim's reference was a KeyError out
+        # of the API, a hunt)
+        why = damage(path)
+        if why is None:
+            raise
+        raise Damaged(f"{path}: damaged (HDF5 cannot read it: {why})") from None
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
         checkpoint = is_checkpoint(ds.attrs)
         ds.close()
@@ -45,6 +60,12 @@ def open_cube(path: str | Path) -> xr.Dataset:
                 "cube: its checksum is checked when the same command with --resume goes on from it)"
             )
         raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
+    with h5py.File(path, "r") as f:
+        try:
+            refuse_damaged_record(f, path)
+        except Damaged:
+            ds.close()
+            raise
     return ds
 
 
@@ -241,9 +262,15 @@ def check_selection(
 
 
 def _nearest(
-    have: np.ndarray, values: Iterable[Any], option: str, picked: Callable[[str], None] | None
+    have: np.ndarray,
+    values: Iterable[Any],
+    option: str,
+    picked: Callable[[str], None] | None,
+    system: float | None = None,
 ) -> list[Any]:
-    """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said."""
+    """The coordinates of ``have`` nearest each value (once each), each pick that is not the value said; a
+    layout cube's 0 said with the GPU's system's value it stands for (``system``: the table shows that value,
+    where the pick had been said as 0, a hunt)."""
     out: list[Any] = []
     numbers = have.astype(np.float64)
     for v in values:
@@ -251,7 +278,8 @@ def _nearest(
         inside = min(max(float(v), float(numbers.min())), float(numbers.max()))
         c = have[int(np.argmin(np.abs(numbers - inside)))]
         if c != v and picked is not None:
-            picked(f"{option} {v:g}: not in the cube; the nearest, {c:.12g}, selected")
+            stands = f" (the GPU's system, {system:g})" if c == 0 and system is not None else ""
+            picked(f"{option} {v:g}: not in the cube; the nearest, {c:.12g}{stands}, selected")
         if not any(c == o for o in out):
             out.append(c)
     return out
@@ -310,7 +338,8 @@ def as_coordinates(
     ``plot`` read a selection so."""
     have = ds[dim].values
     values = _system_zero(ds, dim, have, list(values), option, say)
-    return _nearest(have, values, option, say) if nearest else [_as_shown(have, v) for v in values]
+    system = stands_for(ds, dim) if np.any(have == 0) else None
+    return _nearest(have, values, option, say, system) if nearest else [_as_shown(have, v) for v in values]
 
 
 def why_no_dim(ds: xr.Dataset, dim: str) -> str:
@@ -349,9 +378,15 @@ def _selection(
         if dim not in ds.dims:
             raise InputError(f"{text}: {why_no_dim(ds, dim)}", param=dim)
         values: Iterable[Any]
-        specs = family_of(ds.attrs).axes  # the cube's own axes
+        family = family_of(ds.attrs)
+        specs = family.axes  # the cube's own axes
         if dim in specs:
-            values = parse_values(text, specs[dim])
+            spec = specs[dim]
+            if dim in family.derived_zero and np.any(ds[dim].values == 0):
+                # the 0 the cube shows for the GPU's system's value is its coordinate, typed as shown (--sel
+                # bandwidth=0 was refused as below the option's range, a hunt)
+                spec = dataclasses.replace(spec, low=0.0)
+            values = parse_values(text, spec)
         elif dim == "compressor":  # topk:0.010 is topk:0.01
             values = [c.name for c in parse_compressors(text)]
         elif ds[dim].dtype.kind in "iuf":  # a dim no axis describes (a plan's rank): plain numbers
@@ -465,6 +500,11 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
     df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names + along]
+    for (
+        d
+    ) in keep:  # a coordinate as a selection takes it back, to 12 digits (pandas' 6 decimals were refused)
+        if df[d].dtype.kind == "f" and not np.all(np.mod(df[d], 1) == 0):
+            df[d] = [digits12(v) for v in df[d]]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
