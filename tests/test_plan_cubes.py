@@ -104,7 +104,10 @@ def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):
     assert title.endswith("rank = 1")
     assert ds["bandwidth"].dtype.kind == "f"  # a layout cube's dims are floats: legends said bandwidth=100.0
     ax = line_plot(ds, "rank", var="tokens_per_s", hue="bandwidth", sel={})
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bandwidth=100", "bandwidth=400"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "bandwidth=100 Gbit/s",
+        "bandwidth=400 Gbit/s",
+    ]
     ds.close()
 
 

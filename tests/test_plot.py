@@ -179,6 +179,14 @@ def test_many_lines_get_a_color_scale_and_a_heatmaps_labels_stay_apart():
     assert ax.get_legend() is None and len(ax.figure.axes) == 2  # the axes and their color scale
     few = line_plot(ds.isel(nodes=slice(0, 3)), "bandwidth", hue="nodes")
     assert [t.get_text() for t in few.get_legend().get_texts()] == ["nodes=1", "nodes=2", "nodes=3"]
+    # a line's value with its unit, as the axes say theirs (a hunt: bandwidth=10 of what?)
+    two = ds.isel(bandwidth=[0, 6]).assign_coords(bandwidth=[10.0, 25.0])
+    two["bandwidth"].attrs["units"] = "Gbit/s"
+    across = line_plot(two, "nodes", hue="bandwidth")
+    assert [t.get_text() for t in across.get_legend().get_texts()] == [
+        "bandwidth=10 Gbit/s",
+        "bandwidth=25 Gbit/s",
+    ]
     ax = heatmap(ds.rename(nodes="ratio"), "bandwidth", "ratio")
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) <= 8 and labels[:3] == ["1", "3.16", "10"] and labels[-1] == "1000"
@@ -191,7 +199,9 @@ def test_a_whole_number_axis_has_whole_number_ticks():
     from netsweep_jax.sweep.analysis.plot import line_plot
 
     ds = xr.Dataset({"scaling_factor": (("nodes",), [0.9, 0.8])}, coords={"nodes": [1, 2]})
-    ax = line_plot(ds, "nodes")
-    ax.figure.canvas.draw()
-    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
-    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    # ... and a layout cube's tp, stored as a float, at 2.25, 2.5 (a hunt)
+    for cube in (ds, ds.rename(nodes="tp").assign_coords(tp=[2.0, 4.0])):
+        ax = line_plot(cube, str(next(iter(cube.dims))))
+        ax.figure.canvas.draw()
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks

@@ -153,7 +153,7 @@ def line_plot(
     colors = _hue_scale(ax, ds[hue], hues) if hue is not None and scale else None
     for i, h in enumerate(hues):
         line = da.sel({hue: h}) if hue else da
-        name = (hue_label(h) if hue_label else f"{hue}={_shown(h)}") if hue else None
+        name = (hue_label(h) if hue_label else f"{hue}={_shown(h)}{_unit(ds[hue])}") if hue else None
         if name is not None and not np.isfinite(line.values).any():
             name = f"{name} (no value)"
         style = {"color": colors[i]} if colors is not None else {"label": name}
@@ -164,7 +164,8 @@ def line_plot(
         v = ds[x].values
         if v.max() / v.min() >= 50:
             ax.set_xscale("log")
-    if ds[x].dtype.kind in "iu" and ax.get_xscale() == "linear":  # node counts read 1.2, 1.4, ... (a hunt)
+    # node counts read 1.2, 1.4, ...; a layout cube's tp, stored as a float, 2.25, 2.5 (hunts)
+    if _whole(ds[x]) and ax.get_xscale() == "linear":
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     if hue and not scale and len(hues) > LEGEND_MOST:  # many names: in columns beside the axes, not over them
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), ncol=-(-len(hues) // 30))
@@ -223,6 +224,20 @@ def heatmap(
     if title:
         ax.set_title(title)
     return ax
+
+
+def _whole(coordinate: xr.DataArray) -> bool:
+    """Whether a numeric coordinate holds whole numbers only (node counts, a layout's TP): ticks between them
+    mean nothing."""
+    values = coordinate.values
+    return values.dtype.kind in "iu" or (values.dtype.kind == "f" and bool(np.all(np.mod(values, 1) == 0)))
+
+
+def _unit(coordinate: xr.DataArray) -> str:
+    """`` Gbit/s`` after a line's value in the legend, as the axis labels give units (none where dimensionless:
+    ``bandwidth=10`` said no unit where a latency's legend would be ambiguous, a hunt)."""
+    units = str(coordinate.attrs.get("units", ""))
+    return "" if units in ("", "1") else f" {units}"
 
 
 def _shown(value: Any) -> str:
