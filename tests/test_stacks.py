@@ -491,6 +491,25 @@ def test_megatron_2021_has_no_context_parallelism_unless_given():
     assert list(core.coords()["cp"]) == [1, 2, 4]
 
 
+def test_what_a_stack_never_ran_is_priced_as_asked_and_said():
+    # fp8 and FlashAttention came to Megatron-LM in December 2022: a plan of the 2021-22 stack priced them in
+    # silence (a hunt); its own defaults say nothing of the kind.
+    asked = make_layout_grid(
+        "llama3-8b", gpu="h100", gpus="64", global_batch="256", stack="megatron-2021", precision="fp8",
+        attention="flash", tp="8", pp="1",
+    )  # fmt: skip
+    assert asked.assumed[0].count("; what megatron-2021 never ran, priced as asked: precision fp8 (") == 1
+    assert "attention flash (FlashAttention came to Megatron-LM in December 2022)" in asked.assumed[0]
+    assert list(asked.coords()["precision"]) == ["fp8"]
+    own = make_layout_grid(
+        "llama3-8b", gpu="h100", gpus="64", global_batch="256", stack="megatron-2021", tp="8"
+    )
+    core = make_layout_grid(
+        "llama3-8b", gpu="h100", gpus="64", global_batch="256", stack="megatron-core", precision="fp8", tp="8"
+    )
+    assert "never ran" not in own.assumed[0] and "never ran" not in core.assumed[0]
+
+
 def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it():
     # A hunt: grid --stack fsdp on a run's layout with pp 4 kept micro-batch 1, where validate --llm priced the
     # row at global batch / (dp x pp) = 2: 24% apart. Given one layout with pp > 1, the stack sets it too.

@@ -1012,6 +1012,14 @@ def _stack_settings(
     phrase = f"stack {stack.name} ({stack.title}; sweep/model/stacks.py): {', '.join(parts)}" + (
         f" (constants: {sources})" if sources else ""
     )
+    unrun = [
+        f"{setting} {value} ({why})"
+        for setting, values in stack.never_ran.items()
+        for value, why in values.items()
+        if value in names.get(setting, ())
+    ]
+    if unrun:
+        phrase += f"; what {stack.name} never ran, priced as asked: {', '.join(unrun)}"
     return filled, phrase, overlap
 
 

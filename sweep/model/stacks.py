@@ -54,6 +54,8 @@ class Stack:
         sets the moments' dtype (Megatron-Core's --exp-avg-dtype, --exp-avg-sq-dtype); other models: fp32 (4).
       context_parallel: whether the stack has context parallelism (off: CP 1 where --cp is not given, and
         sweep plan does not search it).
+      never_ran: text setting -> {value: why}, the values the stack's software never ran (fp8 on Megatron-LM
+        of 2021-22): priced as asked, and the ``assumed:`` line says so.
     """
 
     name: str
@@ -72,6 +74,7 @@ class Stack:
     sources: Mapping[str, str]
     moment_bytes: Mapping[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
     context_parallel: bool = True
+    never_ran: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
 
     def overlap_with(self, tp: float, sequence_parallel: float) -> str:
         """The overlap switches of a layout of TP ``tp`` with sequence parallelism ``sequence_parallel``."""
@@ -127,6 +130,14 @@ _MEGATRON_2021 = Stack(
         "context_parallel": "none: it came with Megatron-Core",
     },
     context_parallel=False,
+    # What came to Megatron-LM at the end of 2022, after the runs this stack stands for: FlashAttention (Dao et al.,
+    # NeurIPS 2022; --use-flash-attn, Megatron-LM d693034 of 2022-12-08) and fp8 (Transformer Engine's
+    # integration, 3499542 of 2022-12-21). A plan of this stack with either priced it silently (a hunt): said,
+    # not refused (a what-if the user asked for).
+    never_ran={
+        "precision": {"fp8": "Transformer Engine's fp8 came to Megatron-LM in December 2022"},
+        "attention": {"flash": "FlashAttention came to Megatron-LM in December 2022"},
+    },
 )
 _MEGATRON_CORE = Stack(
     name="megatron-core",
