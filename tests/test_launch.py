@@ -210,7 +210,7 @@ def test_a_dense_command_naming_an_expert_size_and_a_tp_option_replacing_the_def
     settings, _, defaulted = read_launch(path)
     assert "moe_dispatcher" not in settings and "expert_tp" not in settings
     path.write_text(
-        "pretrain_gpt.py --num-experts 64 --expert-model-parallel-size 8 --moe-token-dispatcher-type flex"
+        "pretrain_gpt.py --num-experts 64 --expert-model-parallel-size 8 --moe-token-dispatcher-type flex --bf16"
     )
     given = {"tp": "4", "launch": path}
     taken = take_launch(given, {"tp"}, lambda _: None)
@@ -257,3 +257,77 @@ def test_a_moe_launch_without_mtp_trains_none_and_a_negative_capacity_is_droples
     settings, _, defaulted = read_launch(path)
     assert settings["mtp_layers"] == "0" and "mtp_layers" in defaulted
     assert settings["capacity_factor"] == "0" and "capacity_factor" not in defaulted
+
+
+def test_a_command_is_read_as_megatron_lm_runs_it(tmp_path):
+    # Found by a hunt on Megatron-LM's own example scripts, each priced otherwise in silence: flags in one quoted
+    # array item expanded unquoted (examples/llama/train_llama3_8b_h100_fp8.sh), or in a string variable; the
+    # FSDP flags (ZeRO 1 or 0); no virtual-stage flag (plan searched the interleaved schedule); the real
+    # virtual-stage flags; --recompute-activations and --moe-layer-recompute (none); no precision flag (bf16).
+    from netsweep_jax.sweep.analysis.layout_jobs import take_launch
+
+    path = tmp_path / "train.sh"
+
+    def read(text):
+        path.write_text(text)
+        return read_launch(path)
+
+    settings, unused, defaulted = read(
+        'DTYPE_ARGS=(\n  "--fp8-format hybrid"\n  --bf16\n)\nMP=("--tensor-model-parallel-size 4")\n'
+        "torchrun pretrain_gpt.py ${MP[@]} ${DTYPE_ARGS[@]}\n"
+    )
+    assert (settings["precision"], settings["tp"], unused) == ("fp8", "4", [])
+    settings, _, _ = read('GPT_ARGS="--tensor-model-parallel-size 2 \\\n  --pipeline-model-parallel-size 2 --fp16"\n'
+                          "torchrun pretrain_gpt.py $GPT_ARGS --micro-batch-size 1\n")  # fmt: skip
+    assert (settings["tp"], settings["pp"], settings["precision"], settings["micro_batch"]) == (
+        "2",
+        "2",
+        "fp16",
+        "1",
+    )
+    for flags, zero in (("--use-megatron-fsdp", "3"), ("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads", "2"),
+                        ("--use-torch-fsdp2", "3"), ("--use-distributed-optimizer", "1"), ("", "0")):  # fmt: skip
+        settings, unused, defaulted = read(f"pretrain_gpt.py --bf16 {flags}")
+        assert settings["zero"] == zero and ("zero" in defaulted) == (not flags) and unused == [], flags
+    # the schedule: 1F1B where no flag says otherwise (--schedule replaces it), V from Megatron-LM's two flags
+    settings, _, defaulted = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4")
+    assert settings["virtual_stages"] == "1" and "virtual_stages" in defaulted
+    assert "virtual_stages" not in take_launch(
+        {"launch": path, "schedule": "interleaved:2"}, {"schedule"}, print
+    )
+    settings, _, defaulted = read(
+        "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2"
+    )
+    assert settings["virtual_stages"] == "2" and "virtual_stages" not in defaulted
+    settings, _, _ = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-layers 32 "
+                          "--num-layers-per-virtual-pipeline-stage 2")  # fmt: skip
+    assert settings["virtual_stages"] == "4"  # 32 layers / 4 stages / 2 a chunk
+    with pytest.raises(InputError, match="30 layers over --pipeline-model-parallel-size 4 in chunks of"):
+        read(
+            "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-layers 30 --num-layers-per-virtual-pipeline-stage 2"
+        )
+    with pytest.raises(InputError, match="needs one whole number and the command's --num-layers"):
+        read(
+            "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-layers-per-virtual-pipeline-stage 2"
+        )
+    # recomputation as Megatron-LM reads its flags
+    assert read("pretrain_gpt.py --bf16 --recompute-activations")[0]["recompute"] == "selective"
+    assert (
+        read("pretrain_gpt.py --bf16 --moe-layer-recompute")[0]["recompute"]
+        == read("pretrain_gpt.py --bf16 --recompute-granularity selective --recompute-modules core_attn moe")[
+            0
+        ]["recompute"]
+    )
+    with pytest.raises(InputError, match="--recompute-method block recomputes --recompute-num-layers layers"):
+        read(
+            "pretrain_gpt.py --bf16 --recompute-granularity full --recompute-method block --recompute-num-layers 1"
+        )
+    # no precision flag: Megatron-LM's fp32, refused unless --precision replaces it
+    read("pretrain_gpt.py --tensor-model-parallel-size 2")
+    with pytest.raises(
+        InputError, match="gives no --bf16, --fp16 or --fp8-format: Megatron-LM then trains in fp32"
+    ):
+        take_launch({"launch": path}, set(), print)
+    given = {"launch": path, "precision": "bf16"}
+    take_launch(given, {"precision"}, print)
+    assert given["precision"] == "bf16" and given["tp"] == "2"

@@ -314,8 +314,10 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
 
     path = settings["launch"]
     read, unused, defaulted = read_launch(path)
-    # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not.
-    taken = {name: value for name, value in read.items() if not (name in defaulted and name in given)}
+    # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not
+    # (its 1F1B, left out, by --schedule too).
+    replaced = set(given) | ({"virtual_stages"} if "schedule" in given else set())
+    taken = {name: value for name, value in read.items() if not (name in defaulted and name in replaced)}
     if "expert_tp" in defaulted and "expert_tp" in taken and "tp" in given:  # Megatron-LM's: the TP size used
         from netsweep_jax.sweep.core.values import whole_number
 
@@ -336,6 +338,11 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
             raise InputError(
                 f"{path} leaves out --moe-token-dispatcher-type: Megatron-LM's default, allgather, is not "
                 f"modelled; give {option_of('moe_dispatcher')} alltoall or flex"
+            )
+        if name == "precision" and value == "fp32":  # no --bf16, --fp16 or --fp8-format (a hunt: priced bf16)
+            raise InputError(
+                f"{path} gives no --bf16, --fp16 or --fp8-format: Megatron-LM then trains in fp32, which netsweep "
+                f"does not model; give {option_of('precision')} bf16, fp16 or fp8"
             )
         settings[name] = value
     said = ", ".join(f"{option_of(name)} {value}" for name, value in taken.items() if name not in defaulted)

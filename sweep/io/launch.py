@@ -13,20 +13,27 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --context-parallel-size C          --cp C
     --expert-model-parallel-size E     --ep E
     --expert-tensor-parallel-size X    --expert-tp X (left out of a MoE command, --num-experts or EP > 1: the TP)
-    --virtual-pipeline-model-parallel-size V   --schedule interleaved:V
+    --num-virtual-stages-per-pipeline-rank V   --schedule interleaved:V (neither it nor the next: 1f1b)
+    --num-layers-per-virtual-pipeline-stage N  V = --num-layers / (P N), as Megatron-LM derives it
     --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
     --recompute-granularity full|selective [--recompute-modules m ...]   --recompute
+    --recompute-activations, --moe-layer-recompute   --recompute selective, + moe (--recompute-method block:
+                                       refused, a part of a stage's layers not being modelled)
     --sequence-parallel                --sequence-parallel 1 (else 0 where TP > 1)
     --use-distributed-optimizer        --zero 1
+    --use-megatron-fsdp, --use-torch-fsdp2   --zero 3 (Megatron-FSDP's --data-parallel-sharding-strategy: 0-3)
     --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap,
     --overlap-moe-expert-parallel-comm --overlap (the switches given; none when none is)
-    --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16
+    --fp8-format ..., --bf16, --fp16   --precision fp8, bf16, fp16 (none: Megatron-LM's fp32, refused unless
+                                       --precision is given)
     --grad-reduce-in-bf16              --grad-bytes 2 with --bf16 (else 4: Megatron-LM's fp32 main_grad)
     --accumulate-allreduce-grads-in-fp32   --grad-bytes 4 with --fp16 (else 2: fp16 gradients)
     --moe-token-dispatcher-type alltoall|flex   --moe-dispatcher (its allgather is not modelled: refused,
                                        and so is a MoE command that leaves it out, allgather being its default)
 
-A parallel size the command leaves out is Megatron-LM's default, 1; what the command leaves out is
+Flags in one word (a quoted array item expanded unquoted, ``"--fp8-format hybrid"``, or a variable assigned a
+string of flags, ``GPT_ARGS="..."``) are split as bash splits them where they are expanded. A parallel size the
+command leaves out is Megatron-LM's default, 1; what the command leaves out is
 Megatron-LM's default, which an option given beside ``--launch`` replaces (what the command states, an
 option may not). Every other flag (the model's
 shape, the optimizer, data, logging) is listed as not used: the model comes from ``--model`` or
@@ -34,7 +41,9 @@ shape, the optimizer, data, logging) is listed as not used: the model comes from
 """
 
 import os
+import re
 import shlex
+from collections.abc import Callable
 from typing import NamedTuple
 
 from netsweep_jax.sweep.core.errors import InputError, where
@@ -52,6 +61,7 @@ VALUED = {
     "--expert-model-parallel-size": "ep",
     "--expert-tensor-parallel-size": "expert_tp",
     "--virtual-pipeline-model-parallel-size": "virtual_stages",
+    "--num-virtual-stages-per-pipeline-rank": "virtual_stages",
     "--micro-batch-size": "micro_batch",
     "--global-batch-size": "global_batch",
     "--cpu-offloading-num-layers": "offload_layers",
@@ -78,7 +88,18 @@ OTHER_USED = {
     "--moe-pad-expert-input-to-capacity",
     "--grad-reduce-in-bf16",
     "--accumulate-allreduce-grads-in-fp32",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--use-torch-fsdp2",
+    "--use-megatron-fsdp",
+    "--data-parallel-sharding-strategy",
+    "--recompute-activations",
+    "--moe-layer-recompute",
+    "--recompute-method",
 }
+# Megatron-FSDP's sharding strategies as ZeRO stages (arguments.py's --data-parallel-sharding-strategy, default
+# optim_grads_params: parameters, gradients and optimizer state); PyTorch's FSDP2 (--use-torch-fsdp2) shards all
+# three. A hunt: both were priced as ZeRO 1 or 0, and a layout that ran said not to fit.
+FSDP_ZERO = {"no_shard": "0", "optim": "1", "optim_grads": "2", "optim_grads_params": "3"}
 # The settings a flag's presence states (its absence is Megatron-LM's default, which an option replaces).
 STATED_BY = {"sequence_parallel": "--sequence-parallel", "zero": "--use-distributed-optimizer"}
 # The gradients' bytes a bf16 or fp16 command states, by its flag's presence (Megatron-LM's arguments.py reads
@@ -166,6 +187,30 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     return [c for c in out if c]
 
 
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(?P<value>.*)$", re.DOTALL)
+
+
+def _shell_split(commands: list[list[str]]) -> list[list[str]]:
+    """The commands as bash runs them where a word holds several flags: a quoted array item
+    (``"--fp8-format hybrid"``, Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh) expanded unquoted is
+    split at its spaces, and a variable assigned a string of flags (``GPT_ARGS="--tensor-model-parallel-size 2
+    ..."``, expanded as ``$GPT_ARGS`` by Megatron-LM's older examples) is read as a command of its own. Both had
+    been one word each, their flags lost in silence: fp8 read as bf16, TP 4 as 1 (a hunt)."""
+    out = []
+    for command in commands:
+        split: list[str] = []
+        for word in command:
+            assigned = ASSIGNMENT.match(word)
+            if assigned and assigned["value"].split()[:1] and assigned["value"].split()[0].startswith("--"):
+                out.append(assigned["value"].split())
+            elif word.startswith("--") and len(word.split()) > 1:
+                split.extend(word.split())
+            else:
+                split.append(word)
+        out.append(split)
+    return [c for c in out if c]
+
+
 def _negative(text: str) -> bool:
     """Whether ``text`` is a number below 0 by the one rule for a number a user writes (:func:`decimal`); any
     other text is left to its option's own check."""
@@ -179,7 +224,7 @@ def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, li
     """Each flag of the file's commands with the words after it in its command, and every word."""
     flags: dict[str, list[str]] = {}
     words = []
-    for command in _commands(path, lines):
+    for command in _shell_split(_commands(path, lines)):
         current = None  # a flag's values end with its command
         for word in command:
             words.append(word)
@@ -192,19 +237,119 @@ def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, li
 
 
 def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str:
-    """--recompute's mode of the command's --recompute-granularity (and modules); none where it has none."""
-    if "--recompute-granularity" not in flags:
+    """--recompute's mode of the command's --recompute-granularity (and modules) as Megatron-LM reads them:
+    --recompute-activations is selective (arguments.py), --moe-layer-recompute adds the moe module to a selective
+    one (transformer_config.py; a hunt: both were priced as none); none where it has none. Megatron-Core's
+    block method recomputes --recompute-num-layers of a stage's layers, which is not modelled: refused."""
+    granularity = " ".join(flags.get("--recompute-granularity", []))
+    if not granularity and ("--recompute-activations" in flags or "--moe-layer-recompute" in flags):
+        granularity = "selective"
+    if not granularity:
         return "none"
-    granularity = " ".join(flags["--recompute-granularity"])
+    if " ".join(flags.get("--recompute-method", [])) == "block":
+        raise InputError(
+            f"{path}: --recompute-method block recomputes --recompute-num-layers layers of each stage, which "
+            "netsweep does not model (it recomputes every layer or none); give --recompute full to price every layer"
+        )
     if granularity == "full":
+        if "--moe-layer-recompute" in flags:  # as Megatron-Core refuses it
+            raise InputError(f"{path}: --moe-layer-recompute with --recompute-granularity full: give one")
         return "full"
     if granularity != "selective":
         raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
     modules = [MODULE_NAMES.get(m, m) for m in flags.get("--recompute-modules", [])] or ["core_attn"]
+    if "--moe-layer-recompute" in flags and "moe" not in modules:
+        modules.append("moe")
     mode = recompute_mode("+".join(modules))
     if mode is None:
         raise InputError(f"{path}: --recompute-modules {' '.join(modules)}: a module netsweep does not know")
     return mode
+
+
+def _fsdp(path: str | os.PathLike[str], flags: dict[str, list[str]], settings: dict[str, str]) -> set[str]:
+    """Set ``settings``' ZeRO stage where the command shards with Megatron-FSDP or PyTorch's FSDP2
+    (:data:`FSDP_ZERO`); the names it stated."""
+    if "--use-megatron-fsdp" in flags:
+        strategy = " ".join(flags.get("--data-parallel-sharding-strategy", [])) or "optim_grads_params"
+        if strategy not in FSDP_ZERO:
+            raise InputError(
+                f"{path}: --data-parallel-sharding-strategy {strategy!r}: must be one of {', '.join(FSDP_ZERO)} (a "
+                "shell variable cannot be read here: write its value)"
+            )
+        settings["zero"] = FSDP_ZERO[strategy]
+    elif "--use-torch-fsdp2" in flags:
+        settings["zero"] = "3"
+    else:
+        return set()
+    return {"zero"}
+
+
+def _virtual_stages(
+    path: str | os.PathLike[str], flags: dict[str, list[str]], settings: dict[str, str]
+) -> set[str]:
+    """Set ``settings``' model chunks a stage as Megatron-LM derives them (arguments.py): from
+    --num-layers-per-virtual-pipeline-stage N, the stage's layers over N, where the command's --num-layers (one
+    more each for --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split) splits
+    evenly; with neither flag nor --num-virtual-stages-per-pipeline-rank, Megatron-LM's 1F1B (a hunt: sweep plan
+    searched the interleaved schedule for a command that runs 1F1B). The names it stated."""
+    if "--num-layers-per-virtual-pipeline-stage" not in flags:
+        if "virtual_stages" in settings:
+            return {"virtual_stages"}
+        settings["virtual_stages"] = "1"
+        return set()
+    per_chunk = whole_number(" ".join(flags["--num-layers-per-virtual-pipeline-stage"]))
+    layers = whole_number(" ".join(flags.get("--num-layers", [])))
+    if per_chunk is None or per_chunk < 1 or layers is None or "virtual_stages" in settings:
+        raise InputError(
+            f"{path}: --num-layers-per-virtual-pipeline-stage needs one whole number and the command's --num-layers "
+            "(and no --num-virtual-stages-per-pipeline-rank); or give --num-virtual-stages-per-pipeline-rank"
+        )
+    layers += sum(
+        f in flags
+        for f in ("--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split")
+    )
+    pp = int(settings.get("pp", "1"))
+    if layers % pp or (layers // pp) % per_chunk:
+        raise InputError(
+            f"{path}: {layers} layers over --pipeline-model-parallel-size {pp} in chunks of "
+            f"--num-layers-per-virtual-pipeline-stage {per_chunk}: Megatron-LM needs them to divide evenly"
+        )
+    settings["virtual_stages"] = str(layers // pp // per_chunk)
+    return {"virtual_stages"}
+
+
+def _moe(
+    flags: dict[str, list[str]], settings: dict[str, str], moe: bool, line_of: Callable[[str], str]
+) -> set[str]:
+    """Set ``settings``' MoE dispatcher, capacity, padding and MTP layers as a (``moe``) command gives them or
+    Megatron-LM's defaults; the names it stated."""
+    stated: set[str] = set()
+    if moe and "--moe-token-dispatcher-type" not in flags:  # Megatron-LM's allgather: refused unless replaced
+        settings["moe_dispatcher"] = "allgather"
+    if "--moe-token-dispatcher-type" in flags:
+        stated.add("moe_dispatcher")
+        dispatcher = " ".join(flags["--moe-token-dispatcher-type"])
+        if dispatcher not in MOE_DISPATCHERS:
+            raise InputError(
+                f"{line_of('--moe-token-dispatcher-type')}: --moe-token-dispatcher-type {dispatcher!r}: netsweep "
+                f"models {' and '.join(MOE_DISPATCHERS)}"
+            )
+        settings["moe_dispatcher"] = dispatcher
+    # The MoE capacity (a number, checked as the option of the same name is) and its padding (a hunt: both had
+    # been listed as not used, the run priced dropless)
+    if "--moe-expert-capacity-factor" in flags:
+        factor = " ".join(flags["--moe-expert-capacity-factor"])
+        # Megatron-Core reads a negative factor as dropless (transformer_config.py), as netsweep's 0
+        settings["capacity_factor"] = "0" if _negative(factor) else factor
+        stated.add("capacity_factor")
+    if "--moe-pad-expert-input-to-capacity" in flags:
+        settings["pad_to_capacity"] = "1"
+        stated.add("pad_to_capacity")
+    # A MoE command without --mtp-num-layers: Megatron-LM's default, None, no MTP layer (a review: DeepSeek-V3's
+    # own depth had priced it)
+    if moe:
+        settings.setdefault("mtp_layers", "0")
+    return stated
 
 
 def read_launch(path: str | os.PathLike[str]) -> Launch:
@@ -245,39 +390,18 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     if moe:  # Megatron-LM's expert TP where the command leaves it out is the TP size (its arguments.py)
         settings.setdefault("expert_tp", settings["tp"])
     settings["recompute"] = _recompute(path, flags)
-    stated |= {"recompute"} if "--recompute-granularity" in flags else set()
+    stated |= (
+        {"recompute"} if settings["recompute"] != "none" or "--recompute-granularity" in flags else set()
+    )
     for name, flag in STATED_BY.items():
         settings[name] = "1" if flag in flags else "0"
         stated |= {name} if flag in flags else set()
+    stated |= _fsdp(path, flags, settings) | _virtual_stages(path, flags, settings)
     stated |= _grad_bytes(flags, settings)
     switches = [OVERLAP_FLAGS[f] for f in OVERLAP_FLAGS if f in flags]
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
     stated |= {"overlap"} if switches else set()
-    if moe and "--moe-token-dispatcher-type" not in flags:  # Megatron-LM's allgather: refused unless replaced
-        settings["moe_dispatcher"] = "allgather"
-    if "--moe-token-dispatcher-type" in flags:
-        stated.add("moe_dispatcher")
-        dispatcher = " ".join(flags["--moe-token-dispatcher-type"])
-        if dispatcher not in MOE_DISPATCHERS:
-            raise InputError(
-                f"{line_of('--moe-token-dispatcher-type')}: --moe-token-dispatcher-type {dispatcher!r}: netsweep "
-                f"models {' and '.join(MOE_DISPATCHERS)}"
-            )
-        settings["moe_dispatcher"] = dispatcher
-    # The MoE capacity (a number, checked as the option of the same name is) and its padding (a hunt: both had
-    # been listed as not used, the run priced dropless)
-    if "--moe-expert-capacity-factor" in flags:
-        factor = " ".join(flags["--moe-expert-capacity-factor"])
-        # Megatron-Core reads a negative factor as dropless (transformer_config.py), as netsweep's 0
-        settings["capacity_factor"] = "0" if _negative(factor) else factor
-        stated.add("capacity_factor")
-    if "--moe-pad-expert-input-to-capacity" in flags:
-        settings["pad_to_capacity"] = "1"
-        stated.add("pad_to_capacity")
-    # A MoE command without --mtp-num-layers: Megatron-LM's default, None, no MTP layer (a review: DeepSeek-V3's
-    # own depth had priced it)
-    if moe:
-        settings.setdefault("mtp_layers", "0")
+    stated |= _moe(flags, settings, moe, line_of)
     if "--fp8-format" in flags:
         settings["precision"] = "fp8"
     elif "--fp16" in flags:
@@ -285,4 +409,6 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     elif "--bf16" in flags:
         settings["precision"] = "bf16"
     stated |= {"precision"} & set(settings)
+    # none: Megatron-LM's fp32 parameters (arguments.py), not modelled: refused unless --precision replaces it
+    settings.setdefault("precision", "fp32")
     return Launch(settings, unused, frozenset(settings) - stated)
