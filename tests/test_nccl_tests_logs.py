@@ -638,3 +638,24 @@ def test_a_row_that_nccls_own_lines_split_is_read_whole(tmp_path):
     path.write_text(text.replace(whole, split.rsplit("\n", 2)[0] + "\n"))
     with pytest.raises(InputError, match=r"all_reduce_perf.log:\d+: "):
         read_nccl_tests_log(path)
+
+
+def test_a_time_printed_to_few_digits_or_a_cputime_of_0_is_a_measurement(tmp_path):
+    # A review: nccl-tests 2.17 prints a time that outgrows its column as %7.1e (two digits, 4% off at worst),
+    # which the rate check had refused as an edited row; -C's cputime (a launch's share of -G's graph) may print
+    # 0.00. The check reads each cell's own digits.
+    short = _variant(
+        tmp_path,
+        "all_reduce_perf-e.log",
+        replace=[("   5572.7  192.68  361.28      0   5572.7", "  5.6e+03  192.68  361.28      0   5572.7")],
+    )
+    assert read_nccl_tests_log(short).rows[-1].time_us == 5600.0
+    cpu = _variant(
+        tmp_path,
+        "all_reduce_perf-c.log",
+        replace=[
+            ("  time   algbw   busbw #wrong", "  cputime   algbw   busbw #wrong"),
+            ("   5572.7  192.68  361.28      0   5572.7", "     0.00  192.68  361.28      0   5572.7"),
+        ],
+    )
+    assert read_nccl_tests_log(cpu).rows[-1].time_us == 0.0

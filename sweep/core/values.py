@@ -95,6 +95,9 @@ def _item_values(item: str, spec: AxisSpec) -> list[float]:
     if "..." in item or not m:
         raise InputError(f"{item!r}: ranges are A..B, A..B:STEP, A..B@N or A..B@Nlog", param=spec.name)
     a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
+    for end, value in ((m["a"], a), (m["b"], b)):  # 1e400 is inf: no range to draw points from (a review)
+        if not math.isfinite(value):
+            raise InputError(f"{end} (of {item}): {spec.name} {spec.rule()}", param=spec.name)
     if b < a:
         raise InputError(f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name)
     if m["n"] is not None:

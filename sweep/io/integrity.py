@@ -85,34 +85,45 @@ def _blocking_of(f: h5py.File) -> Blocking:
     return Blocking(sizes, int(f.attrs["block_configs"]), family)
 
 
-def record_damage(f: h5py.File) -> str | None:
-    """Why a cube's record of how it was written cannot be what netsweep wrote, or None: the checksums of its
-    datasets a JSON object of CRC-32s; for a cube written block by block, its dims its family's, its
-    ``block_configs`` a number of configurations, and one checksum and one done flag for each of its blocks. A
-    flipped bit there had been a traceback (an index past the blocks) or blamed an option never given
-    (``--block-configs 0``), a hunt."""
+def record_damage(f: h5py.File) -> tuple[str | None, Blocking | None]:
+    """Why a cube's record of how it was written cannot be what netsweep wrote (None: it can), and the blocks
+    it records (None for a cube written whole or one made before netsweep recorded its progress): the
+    checksums of its datasets a JSON object of CRC-32s; for a cube written block by block, its dims its
+    family's, its ``block_configs`` a number of configurations, and one checksum and one done flag for each of
+    its blocks. A flipped bit there had been a traceback (an index past the blocks) or blamed an option never
+    given (``--block-configs 0``), a hunt."""
     if "progress" not in f:
-        return None  # a cube made before netsweep recorded its progress
+        return None, None
     try:
         recorded = f["progress"].attrs.get("checksums")
         if recorded is not None and not _checksum_record(recorded):
-            return "progress@checksums is not a record of checksums"
+            return "progress@checksums is not a record of checksums", None
         if written_whole(f) or ("progress/block_checksum" not in f and "progress/blocks_done" not in f):
-            return None
+            return None, None
         family = family_of(f.attrs)
         names = stored(f)
         if not names or any(d not in f for d in family.dims) or f[names[0]].ndim != len(family.dims):
-            return f"its datasets are not a {family.name} cube's: its family attribute?"
+            return f"its datasets are not a {family.name} cube's: its family attribute?", None
         configs = f.attrs.get("block_configs")
         if not isinstance(configs, numbers.Integral) or not 1 <= int(configs) <= MAX_BLOCK_CONFIGS:
-            return f"block_configs {configs} is not a number of configurations"
-        blocks = len(_blocking_of(f).blocks())
+            return f"block_configs {configs} is not a number of configurations", None
+        blocking = _blocking_of(f)
+        blocks = len(blocking.blocks())
         for name in ("block_checksum", "blocks_done"):
             if f"progress/{name}" not in f or f[f"progress/{name}"].shape != (blocks,):
-                return f"progress/{name} does not hold one entry a block ({blocks} of them)"
+                return f"progress/{name} does not hold one entry a block ({blocks} of them)", None
     except HDF5_ERRORS as e:
-        return reason(e)
-    return None
+        return reason(e), None
+    return None, blocking
+
+
+def record_damage_file(path: str | Path) -> str | None:
+    """:func:`record_damage`'s why of the cube at ``path`` (None where HDF5 cannot open it: :func:`damage`'s)."""
+    try:
+        with h5py.File(path, "r") as f:
+            return record_damage(f)[0]
+    except HDF5_ERRORS:
+        return None
 
 
 def _checksum_record(text: Any) -> bool:
@@ -126,28 +137,28 @@ def _checksum_record(text: Any) -> bool:
     )
 
 
-def refuse_damaged_record(f: h5py.File, path: str | Path) -> None:
-    """:class:`~sweep.core.errors.Damaged` where :func:`record_damage` finds the record changed."""
-    why = record_damage(f)
+def refuse_damaged_record(f: h5py.File, path: str | Path) -> Blocking | None:
+    """:func:`record_damage`'s blocks, or :class:`~sweep.core.errors.Damaged` where it finds the record changed."""
+    why, blocking = record_damage(f)
     if why is not None:
         raise Damaged(f"{path}: damaged ({why}): run the command that made it again")
+    return blocking
 
 
 def verify(path: str | Path) -> tuple[int, int, int]:
     """(finished blocks, damaged blocks, all blocks) of a cube or partial cube on disk; a cube written whole
     is one block (:func:`record_whole`)."""
     with h5py.File(path, "r") as f:
-        refuse_damaged_record(f, path)
+        blocking = refuse_damaged_record(f, path)
         if written_whole(f):
             return 1, int(bool(verify_static(f))), 1
-        if "progress/block_checksum" not in f:
+        if blocking is None:
             if "reduced" in f.attrs:
                 raise InputError(
                     f"{path}: a reduced cube made before netsweep recorded its checksums; "
                     f"it has nothing to verify against"
                 )
             raise InputError(f"{path}: has no block checksums (not a cube written by sweep grid)")
-        blocking = _blocking_of(f)
         good, damaged = verified_blocks(f, blocking)
         return len(good) + len(damaged), len(damaged), len(blocking.blocks())
 
@@ -178,16 +189,15 @@ def check_read(
     unfinished run's partial cube holds NaN there, no result; (0, 0) for a cube written whole or one that records
     no progress."""
     with h5py.File(path, "r") as f:
-        refuse_damaged_record(f, path)
+        blocking = refuse_damaged_record(f, path)
         changed = verify_static(f) if "progress" in f else None
         if changed:
             raise Damaged(
                 f"{path}: damaged ({', '.join(changed)} changed since it was written; "
                 f"sweep show --verify says more): run the command that made it again"
             )
-        if written_whole(f) or "progress/block_checksum" not in f:
+        if blocking is None or "progress/block_checksum" not in f:
             return 0, 0
-        blocking = _blocking_of(f)
         wanted = set(range(len(blocking.blocks()))) if positions is None else touched(blocking, positions)
         _, damaged = verified_blocks(f, blocking, None if positions is None else wanted)
         done = f["progress/blocks_done"][...]

@@ -107,12 +107,15 @@ FORCED = re.compile(r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO)) set by environme
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One message size: nccl-tests' size (B), the out-of-place time (us) and busbw (GB/s), its line."""
+    """One message size: nccl-tests' size (B), the out-of-place time (us) and busbw (GB/s), its line; half the
+    unit of the last digit each was printed to (us, GB/s: their rounding)."""
 
     bytes: int
     time_us: float
     busbw: float
     line: int
+    time_rounding_us: float = 0.0
+    busbw_rounding: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -392,18 +395,20 @@ def _check_ranks(
 
 def _check_rates(rows: list[Row], collective: str, ranks: int, columns: list[str], path: Path) -> None:
     """Refuse a row whose busbw is not its size over its time (us) times the collective's bus factor
-    (:data:`~sweep.io.nccl_tests.BUS_FACTOR`), as nccl-tests computes it, beyond the printed digits: the time to
-    half its last digit (``%7.2f`` below 100 us, ``%7.1f`` below 10 ms, ``%7.0f`` past), busbw to 0.01 GB/s, and
-    2% more. A row edited by hand, or another run's busbw pasted beside this one's time (a time of 0.00 with a
+    (:data:`~sweep.io.nccl_tests.BUS_FACTOR`), as nccl-tests computes it, beyond the printed digits (each to
+    half its last digit, :func:`_rounding`: nccl-tests 2.17 prints a time past 10 s as ``1.2e+07``, two digits, a
+    review) and 2% more. A row edited by hand, or another run's busbw pasted beside this one's time (a time of 0.00 with a
     busbw of 361 was fitted, a hunt). Not where the time column is ``cputime`` (nccl-tests' ``-C``: its rates
     stay the GPU's)."""
     if collective not in BUS_FACTOR or "cputime" in columns:
         return
     factor = BUS_FACTOR[collective](ranks)
     for row in rows:
-        half = 0.5 if row.time_us >= 1e4 else 0.05 if row.time_us >= 100 else 0.005
-        fastest = factor * row.bytes / (max(row.time_us - half, 1e-3) * 1e3) * 1.02 + 0.01
-        slowest = factor * row.bytes / ((row.time_us + half) * 1e3) * 0.98 - 0.01
+        shortest = max(row.time_us - row.time_rounding_us, 1e-3)
+        fastest = factor * row.bytes / (shortest * 1e3) * 1.02 + row.busbw_rounding
+        slowest = (
+            factor * row.bytes / ((row.time_us + row.time_rounding_us) * 1e3) * 0.98 - row.busbw_rounding
+        )
         if not slowest <= row.busbw <= fastest:
             said = factor * row.bytes / (row.time_us * 1e3)
             raise InputError(
@@ -501,9 +506,15 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
     if int(size) == 0:
         return None
     values = {}
-    # A size of more than no bytes takes time (nccl-tests prints at least 0.01 us); the bounds as the CSV's.
+    # A size of more than no bytes takes time (nccl-tests prints at least 0.01 us), but its -C cputime, a launch's
+    # share, may print 0.00 (a review); the bounds as the CSV's.
+    cputime = columns[at["time"]] == "cputime"
     for name, rule, within in (
-        ("time", f"above 0 and up to a day ({MAX_TIME_US:g} us)", lambda v: 0 < v <= MAX_TIME_US),
+        (
+            "time",
+            f"{'from' if cputime else 'above'} 0 and up to a day ({MAX_TIME_US:g} us)",
+            lambda v: (0 <= v if cputime else 0 < v) and v <= MAX_TIME_US,
+        ),
         (
             "busbw",
             f"from 0 to {MAX_BUSBW:g} GB/s (4x the fastest NVLink of any GPU here)",
@@ -519,7 +530,22 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
             f"{where(path, number)}: #wrong {failed}: nccl-tests' data check failed on this size; "
             "a wrong result's time is no measurement"
         )
-    return Row(bytes=int(size), time_us=values["time"], busbw=values["busbw"], line=number)
+    return Row(
+        bytes=int(size),
+        time_us=values["time"],
+        busbw=values["busbw"],
+        line=number,
+        time_rounding_us=_rounding(cells[at["time"]]),
+        busbw_rounding=_rounding(cells[at["busbw"]]),
+    )
+
+
+def _rounding(cell: str) -> float:
+    """Half the unit of the last digit a number was printed to: 0.005 for ``361.28``, 0.05e7 for ``1.2e+07``
+    (nccl-tests' %7.2f, %7.1f, %7.0f, then %7.1e where a time outgrows the column)."""
+    mantissa, _, exponent = cell.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** ((int(exponent) if exponent else 0) - decimals)
 
 
 def _number(cell: str) -> float:

@@ -1,6 +1,5 @@
 """Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
-import dataclasses
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
@@ -22,7 +21,6 @@ from netsweep_jax.sweep.io.cube import FORMAT
 from netsweep_jax.sweep.io.integrity import (
     check_read,
     damage,
-    refuse_damaged_record,
     verify,
     verify_static_file,
     written_whole,
@@ -60,12 +58,6 @@ def open_cube(path: str | Path) -> xr.Dataset:
                 "cube: its checksum is checked when the same command with --resume goes on from it)"
             )
         raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
-    with h5py.File(path, "r") as f:
-        try:
-            refuse_damaged_record(f, path)
-        except Damaged:
-            ds.close()
-            raise
     return ds
 
 
@@ -367,6 +359,16 @@ def why_no_dim(ds: xr.Dataset, dim: str) -> str:
     return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
 
 
+def _axis_values(text: str, spec: Any, zero: bool) -> list[float]:
+    """Values typed for an axis's dim; with ``zero``, a 0 too, where a layout cube's 0 stands for the GPU's
+    system's value: typed as shown (``--sel bandwidth=0`` was refused as below --bw's range, a hunt), the rest
+    held to the axis's rule (a review: -1 was said to be below 0, and 0.0005 --nearest picked the 0)."""
+    items = [t.strip() for t in str(text).split(",")]
+    zeros = [t for t in items if zero and t and set(t) <= set("0.") and "0" in t]
+    rest = ",".join(t for t in items if t not in zeros)
+    return ([0.0] if zeros else []) + (list(parse_values(rest, spec)) if rest or not zeros else [])
+
+
 def _selection(
     ds: xr.Dataset,
     chosen: Mapping[str, str],
@@ -381,12 +383,9 @@ def _selection(
         family = family_of(ds.attrs)
         specs = family.axes  # the cube's own axes
         if dim in specs:
-            spec = specs[dim]
-            if dim in family.derived_zero and np.any(ds[dim].values == 0):
-                # the 0 the cube shows for the GPU's system's value is its coordinate, typed as shown (--sel
-                # bandwidth=0 was refused as below the option's range, a hunt)
-                spec = dataclasses.replace(spec, low=0.0)
-            values = parse_values(text, spec)
+            values = _axis_values(
+                text, specs[dim], dim in family.derived_zero and bool(np.any(ds[dim].values == 0))
+            )
         elif dim == "compressor":  # topk:0.010 is topk:0.01
             values = [c.name for c in parse_compressors(text)]
         elif ds[dim].dtype.kind in "iuf":  # a dim no axis describes (a plan's rank): plain numbers
@@ -436,7 +435,20 @@ def select_table(
 
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
     ``picked(text)`` is told which (and how much of the selection an unfinished run has not computed)."""
-    ds = open_cube(path)
+    with open_cube(path) as ds:  # closed where a selection is refused too (a test reopened it to write)
+        return _select_text(ds, path, chosen, csv, nearest, picked, variables_text)
+
+
+def _select_text(
+    ds: xr.Dataset,
+    path: str | Path,
+    chosen: Mapping[str, str],
+    csv: bool,
+    nearest: bool,
+    picked: Callable[[str], None] | None,
+    variables_text: str | None,
+) -> str:
+    """:func:`select_table`'s text of the open cube ``ds``."""
     selection = _selection(ds, chosen, nearest, picked)
     check_selection(path, ds, selection, picked)  # what is shown is what was written
     sub = system_shown(ds, ds.sel(selection))
@@ -459,17 +471,26 @@ def select_table(
     rows = max(int(np.prod([sub.sizes[d] for d in dims])) for dims in groups)
     # built whole in memory, about 500 bytes a row: 12 GB and more for a 1 GB cube (a hunt)
     if rows > MOST_ROWS:
-        ds.close()
         raise InputError(
             f"{path}: the selection is {rows:,} rows, more than the {MOST_ROWS:,} select prints; choose a slice "
             "(--sel or a dim's option) or read the cube from Python (sweep.open_cube, an xarray Dataset)"
         )
     tables = [_table(ds, sub, group, chosen) for group in groups.values()]
-    ds.close()
-    if csv:
+    if csv:  # every digit the cube holds (a review: a 12-digit coordinate no longer matched the cube's)
         return tables[0].to_csv(index=False).rstrip("\n")
     # A table wider than a screen (a plan's 30 outputs per layout) continues below, in blocks of columns.
-    return "\n\n".join(df.to_string(index=False, line_width=TABLE_WIDTH) for df in tables)
+    return "\n\n".join(
+        _coordinates_shown(df, ds).to_string(index=False, line_width=TABLE_WIDTH) for df in tables
+    )
+
+
+def _coordinates_shown(df: Any, ds: xr.Dataset) -> Any:
+    """``df`` with each coordinate that is not a whole number to the 12 digits a selection takes back (pandas'
+    6 decimals, 3.162278, were refused as not in the cube, a hunt)."""
+    for d in ds.dims:
+        if str(d) in df.columns and df[str(d)].dtype.kind == "f" and not np.all(np.mod(df[str(d)], 1) == 0):
+            df[str(d)] = [digits12(v) for v in df[str(d)]]
+    return df
 
 
 TABLE_WIDTH = 160  # characters: select's tables wrap their columns beyond it
