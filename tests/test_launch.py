@@ -331,3 +331,47 @@ def test_a_command_is_read_as_megatron_lm_runs_it(tmp_path):
     given = {"launch": path, "precision": "bf16"}
     take_launch(given, {"precision"}, print)
     assert given["precision"] == "bf16" and given["tp"] == "2"
+
+
+def test_what_megatron_lm_refuses_is_refused_naming_the_line_it_reads(tmp_path):
+    # A hunt: each was priced as if it ran (--model-parallel-size as TP 1), and a refusal named the first line
+    # that mentions the flag (a comment, an echo) where argparse reads the last.
+    path = tmp_path / "train.sh"
+    for text, said in (
+        ("--tensor-model-parallel-size 2 --tp-comm-overlap", "--tp-comm-overlap without --sequence-parallel"),
+        (
+            "--overlap-param-gather --use-distributed-optimizer",
+            "--overlap-param-gather without --overlap-grad-reduce",
+        ),
+        (
+            "--overlap-param-gather --overlap-grad-reduce",
+            "--overlap-param-gather without --use-distributed-optimizer",
+        ),
+        ("--model-parallel-size 8", "--model-parallel-size is no longer a Megatron-LM flag"),
+    ):
+        path.write_text(f"pretrain_gpt.py --bf16 \\\n  {text}\n")
+        with pytest.raises(InputError, match=f"train.sh:2: {said}"):
+            read_launch(path)
+    path.write_text(
+        'echo "--pipeline-model-parallel-size from the environment"\n'
+        "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 2 \\\n  --pipeline-model-parallel-size $PP\n"
+    )
+    with pytest.raises(InputError, match=r"train.sh:3: --pipeline-model-parallel-size '\$PP'"):
+        read_launch(path)
+
+
+def test_a_model_of_another_shape_than_the_command_trains_is_refused(tmp_path):
+    # A hunt: a 16-layer command at sequence 2048 was priced as llama3-8b's 32 layers at 8192, in silence.
+    path = tmp_path / "train.sh"
+    path.write_text("pretrain_gpt.py --bf16 --num-layers 16 --hidden-size 4096 --seq-length 2048\n")
+    r = invoke("grid", "--model", "llama3-8b", "--gpus", "8", "--launch", path, "--out", tmp_path / "c.h5")
+    assert r.exit_code == 2 and "gives --num-layers 16, where --model llama3-8b has layers 32" in r.output
+    assert not (tmp_path / "c.h5").exists()
+    path.write_text(
+        "pretrain_gpt.py --bf16 --num-layers 32 --hidden-size 4096 --seq-length 8192 --num-attention-heads 32 "
+        "--global-batch-size 8\n"
+    )
+    r = invoke(
+        "grid", "--model", "llama3-8b", "--gpus", "8", "--launch", path, "-q", "--out", tmp_path / "c.h5"
+    )
+    assert r.exit_code == 0 and "not used" not in r.output, r.output  # the shape is compared, not unused

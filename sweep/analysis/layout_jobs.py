@@ -314,6 +314,8 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
 
     path = settings["launch"]
     read, unused, defaulted = read_launch(path)
+    if settings.get("model") and not settings.get("arch"):
+        _same_shape(path, str(settings["model"]))
     # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not
     # (its 1F1B, left out, by --schedule too).
     replaced = set(given) | ({"virtual_stages"} if "schedule" in given else set())
@@ -351,6 +353,26 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
     say(f"from {path}: {said}{more if unused else ''}")
     return tuple(taken)
+
+
+def _same_shape(path: str, models: str) -> None:
+    """Refuse a --model whose shape is not the one the launch command trains (a hunt: a 16-layer command at
+    sequence 2048 was priced as llama3-8b's 32 layers at 8192, in silence)."""
+    from netsweep_jax.sweep.io.launch import launch_shape
+    from netsweep_jax.sweep.model.llms import resolve_llm
+
+    shape = launch_shape(path)
+    for name in (n.strip() for n in models.split(",") if n.strip()):
+        llm = resolve_llm(name)
+        for key, (flag, value) in shape.items():
+            own = getattr(llm, key)
+            if key == "top_k" and not llm.experts:
+                continue
+            if own != value:
+                raise InputError(
+                    f"{path} gives {flag} {value}, where --model {name} has {key} {own}: the command trains "
+                    "another shape; give it as --arch layers=...,hidden=...,seq=... (sweep models lists the keys)"
+                )
 
 
 def schedule_of_virtual_stages(text: str, schedule: str | None) -> str:

@@ -35,9 +35,9 @@ Flags in one word (a quoted array item expanded unquoted, ``"--fp8-format hybrid
 string of flags, ``GPT_ARGS="..."``) are split as bash splits them where they are expanded. A parallel size the
 command leaves out is Megatron-LM's default, 1; what the command leaves out is
 Megatron-LM's default, which an option given beside ``--launch`` replaces (what the command states, an
-option may not). Every other flag (the model's
-shape, the optimizer, data, logging) is listed as not used: the model comes from ``--model`` or
-``--arch``. Pure Python: no JAX.
+option may not). The model's shape (:data:`SHAPE_FLAGS`) is compared with ``--model``'s, and what Megatron-LM
+refuses (:data:`REFUSED_WITHOUT`, ...) is refused. Every other flag (the optimizer, data, logging) is listed
+as not used: the model comes from ``--model`` or ``--arch``. Pure Python: no JAX.
 """
 
 import os
@@ -352,16 +352,70 @@ def _moe(
     return stated
 
 
+# The model's shape as a command gives it (Megatron-LM's flags), by the --arch key it is (sweep.model.llms).
+SHAPE_FLAGS = {
+    "--num-layers": "layers",
+    "--hidden-size": "hidden",
+    "--num-attention-heads": "heads",
+    "--seq-length": "seq",
+    "--num-experts": "experts",
+    "--moe-router-topk": "top_k",
+}
+
+
+def launch_shape(path: str | os.PathLike[str]) -> dict[str, tuple[str, int]]:
+    """The model shape a launch command gives (--arch key -> (its flag, the whole number it gives)), where it
+    gives one: compared with ``--model``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
+    flags, _ = _flags(path, read_lines(path, "launch command"))
+    out = {}
+    for flag, key in SHAPE_FLAGS.items():
+        value = whole_number(" ".join(flags.get(flag, [])))
+        if value is not None:
+            out[key] = (flag, value)
+    return out
+
+
+# What Megatron-LM's arguments.py refuses of the flags read here (validate_args), each as it says it.
+REFUSED_WITHOUT = {
+    "--tp-comm-overlap": (
+        "--sequence-parallel",
+        "TP communication overlaps its GEMMs only with sequence parallelism",
+    ),
+    "--overlap-param-gather": ("--overlap-grad-reduce", "--overlap-param-gather needs --overlap-grad-reduce"),
+}
+
+
+def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable[[str], str]) -> None:
+    """Refuse what Megatron-LM refuses before it trains (a hunt: each priced as if it ran): a switch without the
+    one it needs (:data:`REFUSED_WITHOUT`), --overlap-param-gather without a sharded optimizer, and
+    --model-parallel-size, gone from Megatron-LM (tp was read as 1)."""
+    for flag, (needed, why) in REFUSED_WITHOUT.items():
+        if flag in flags and needed not in flags:
+            raise InputError(f"{line_of(flag)}: {flag} without {needed}: Megatron-LM refuses it ({why})")
+    sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp")
+    if "--overlap-param-gather" in flags and not any(f in flags for f in sharded):
+        raise InputError(
+            f"{line_of('--overlap-param-gather')}: --overlap-param-gather without --use-distributed-optimizer or "
+            "--use-megatron-fsdp: Megatron-LM refuses it (no sharded parameters to gather)"
+        )
+    if "--model-parallel-size" in flags:
+        raise InputError(
+            f"{line_of('--model-parallel-size')}: --model-parallel-size is no longer a Megatron-LM flag (it refuses "
+            "it): give --tensor-model-parallel-size"
+        )
+
+
 def read_launch(path: str | os.PathLike[str]) -> Launch:
     """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
     settings that are Megatron-LM's defaults for what it leaves out."""
     lines = read_lines(path, "launch command")
 
-    def line_of(
-        flag: str,
-    ) -> str:  # the file's line that gives the flag (not a comment naming it), for the message
-        number = next((i for i, line in enumerate(lines, 1) if flag in line.split("#", 1)[0]), None)
-        return where(path, number)
+    def line_of(flag: str) -> str:
+        """The file's last line that gives the flag (argparse keeps the last; not a comment naming it, nor a
+        longer flag it begins: a hunt's refusal pointed at an earlier line), for the message."""
+        given = re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
+        numbers = [i for i, line in enumerate(lines, 1) if given.search(line.split("#", 1)[0])]
+        return where(path, numbers[-1] if numbers else None)
 
     flags, words = _flags(path, lines)
     settings: dict[str, str] = {}
@@ -380,7 +434,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
                     f"variable cannot be read here), or leave the flag out and give {option_of(VALUED[flag])}"
                 )
             settings[VALUED[flag]] = values[0]
-        elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED:
+        elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED and flag not in SHAPE_FLAGS:
             unused.append(flag)
     stated = set(settings)
     for name in PARALLEL_SIZES:  # Megatron-LM's default size of a parallel dim the command leaves out
@@ -402,6 +456,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     settings["overlap"] = "+".join(s for s in OVERLAP_SWITCHES if s in switches) or "none"
     stated |= {"overlap"} if switches else set()
     stated |= _moe(flags, settings, moe, line_of)
+    _refuse_what_megatron_refuses(flags, line_of)
     if "--fp8-format" in flags:
         settings["precision"] = "fp8"
     elif "--fp16" in flags:
