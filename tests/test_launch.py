@@ -49,8 +49,8 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     for text, grads in (("--fp16", "2"), ("--fp16 --accumulate-allreduce-grads-in-fp32", "4")):
         path.write_text(f"pretrain_gpt.py {text}")
         assert read_launch(path)[0]["grad_bytes"] == grads and read_launch(path)[1] == [], text
-    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2")  # fp32: Megatron-LM's fp32 gradients
-    assert read_launch(path)[0]["grad_bytes"] == "4" and "grad_bytes" in read_launch(path)[2]
+    path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2")  # fp32: --precision replaces it
+    assert read_launch(path)[0]["grad_bytes"] == "0" and "grad_bytes" in read_launch(path)[2]
     path.write_text("pretrain_gpt.py --bf16 --fp16")
     with pytest.raises(InputError, match="--bf16 and --fp16 both given"):
         read_launch(path)
@@ -369,9 +369,81 @@ def test_a_model_of_another_shape_than_the_command_trains_is_refused(tmp_path):
     assert not (tmp_path / "c.h5").exists()
     path.write_text(
         "pretrain_gpt.py --bf16 --num-layers 32 --hidden-size 4096 --seq-length 8192 --num-attention-heads 32 "
+        "--group-query-attention --num-query-groups 8 "
         "--global-batch-size 8\n"
     )
     r = invoke(
         "grid", "--model", "llama3-8b", "--gpus", "8", "--launch", path, "-q", "--out", tmp_path / "c.h5"
     )
     assert r.exit_code == 0 and "not used" not in r.output, r.output  # the shape is compared, not unused
+
+
+def test_a_review_of_the_launch_reader(tmp_path):
+    # A review: flags appended to a variable were lost; an echo's text was read as flags; left-out shape flags
+    # took no Megatron-LM default; uneven stages, TP 1 overlap, FSDP2 with the distributed optimizer and a
+    # selective method were priced; --recompute-activations loses to no granularity; the file's virtual stages
+    # beside --schedule were said as an option never typed.
+    from netsweep_jax.sweep.analysis.layout_jobs import take_launch
+    from netsweep_jax.sweep.io.launch import launch_shape
+
+    path = tmp_path / "train.sh"
+
+    def read(text):
+        path.write_text(text)
+        return read_launch(path)[0]
+
+    assert (
+        read(
+            'A="--bf16"\nA="$A --fp8-format hybrid"\nA+=" --tensor-model-parallel-size 4"\npretrain_gpt.py $A\n'
+        )["precision"]
+        == "fp8"
+    )
+    assert read('A+=" --tensor-model-parallel-size 4 --bf16"\npretrain_gpt.py $A\n')["tp"] == "4"
+    settings = read(
+        'echo "--use-distributed-optimizer is off: --tp-comm-overlap too"\npretrain_gpt.py --bf16\n'
+    )
+    assert settings["zero"] == "0" and settings["overlap"] == "none"
+    assert (
+        read("pretrain_gpt.py --bf16 --recompute-granularity full --recompute-activations")["recompute"]
+        == "selective"
+    )
+    path.write_text(
+        "pretrain_gpt.py --bf16 --num-experts 8 --num-attention-heads 32 --group-query-attention --num-query-groups 4"
+    )
+    assert launch_shape(path) == {
+        "heads": ("--num-attention-heads 32", 32),
+        "experts": ("--num-experts 8", 8),
+        "kv_heads": ("--num-query-groups 4", 4),
+        "top_k": ("no --moe-router-topk (Megatron-LM's top-2 routing)", 2),
+    }
+    path.write_text("pretrain_gpt.py --bf16 --num-attention-heads 32")
+    assert launch_shape(path)["kv_heads"][1] == 32  # no --group-query-attention: a head each
+    for text, said in (
+        ("--pipeline-model-parallel-layout Et*3|t*3L", "--pipeline-model-parallel-layout places layers on stages unevenly"),
+        ("--decoder-first-pipeline-num-layers 3", "--decoder-first-pipeline-num-layers places layers"),
+        ("--tensor-model-parallel-size 1 --sequence-parallel --tp-comm-overlap", "--tp-comm-overlap at --tensor-model-parallel-size 1"),
+        ("--use-torch-fsdp2 --use-distributed-optimizer", "--use-torch-fsdp2 with --use-distributed-optimizer"),
+        ("--recompute-granularity selective --recompute-method uniform", "--recompute-method with selective"),
+    ):  # fmt: skip
+        path.write_text(f"pretrain_gpt.py --bf16 {text}\n")
+        with pytest.raises(InputError, match=said):
+            read_launch(path)
+    path.write_text(
+        "pretrain_gpt.py --bf16 --overlap-grad-reduce --overlap-param-gather --optimizer dist_muon\n"
+    )
+    assert (
+        read_launch(path)[0]["overlap"] == "grad_reduce+param_gather"
+    )  # dist_muon shards as Megatron-LM says
+    path.write_text(
+        "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2\n"
+    )
+    with pytest.raises(
+        InputError, match=r"given twice: as an option and in .*train.sh \(its virtual pipeline stages\)"
+    ):
+        take_launch({"launch": path, "schedule": "1f1b"}, {"schedule"}, print)
+    path.write_text(
+        "pretrain_gpt.py --tensor-model-parallel-size 2\n"
+    )  # no precision: --precision's gradients
+    given = {"launch": path, "precision": "fp16"}
+    take_launch(given, {"precision"}, print)
+    assert given["grad_bytes"] == "0"

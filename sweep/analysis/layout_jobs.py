@@ -314,8 +314,7 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
 
     path = settings["launch"]
     read, unused, defaulted = read_launch(path)
-    if settings.get("model") and not settings.get("arch"):
-        _same_shape(path, str(settings["model"]))
+    _same_shape(path, settings.get("model"), settings.get("arch"))
     # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not
     # (its 1F1B, left out, by --schedule too).
     replaced = set(given) | ({"virtual_stages"} if "schedule" in given else set())
@@ -334,6 +333,10 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     for name, value in taken.items():
         if name in given:
             raise InputError(f"given twice: as an option and in {path}", param=name)
+        if name == "virtual_stages" and "schedule" in given:  # the file's virtual stages are its schedule
+            raise InputError(
+                f"given twice: as an option and in {path} (its virtual pipeline stages)", param="schedule"
+            )
         if (
             name == "moe_dispatcher" and value == "allgather"
         ):  # a MoE command's left out: Megatron-LM's, not modelled
@@ -355,22 +358,27 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     return tuple(taken)
 
 
-def _same_shape(path: str, models: str) -> None:
-    """Refuse a --model whose shape is not the one the launch command trains (a hunt: a 16-layer command at
-    sequence 2048 was priced as llama3-8b's 32 layers at 8192, in silence)."""
+def _same_shape(path: str, models: str | None, arch: str | None) -> None:
+    """Refuse a --model or --arch whose shape is not the one the launch command trains (a hunt: a 16-layer
+    command at sequence 2048 was priced as llama3-8b's 32 layers at 8192, in silence)."""
     from netsweep_jax.sweep.io.launch import launch_shape
-    from netsweep_jax.sweep.model.llms import resolve_llm
+    from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
 
     shape = launch_shape(path)
-    for name in (n.strip() for n in models.split(",") if n.strip()):
-        llm = resolve_llm(name)
-        for key, (flag, value) in shape.items():
+    named = [("--arch", parse_arch(arch))] if arch else []
+    named += [
+        (f"--model {n.strip()}", resolve_llm(n))
+        for n in str(models or "").split(",")
+        if n.strip() and not arch
+    ]
+    for name, llm in named:
+        for key, (said, value) in shape.items():
             own = getattr(llm, key)
             if key == "top_k" and not llm.experts:
                 continue
             if own != value:
                 raise InputError(
-                    f"{path} gives {flag} {value}, where --model {name} has {key} {own}: the command trains "
+                    f"{path} gives {said}, where {name} has {key} {own}: the command trains "
                     "another shape; give it as --arch layers=...,hidden=...,seq=... (sweep models lists the keys)"
                 )
 

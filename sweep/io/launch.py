@@ -95,6 +95,8 @@ OTHER_USED = {
     "--recompute-activations",
     "--moe-layer-recompute",
     "--recompute-method",
+    "--account-for-embedding-in-pipeline-split",
+    "--account-for-loss-in-pipeline-split",
 }
 # Megatron-FSDP's sharding strategies as ZeRO stages (arguments.py's --data-parallel-sharding-strategy, default
 # optim_grads_params: parameters, gradients and optimizer state); PyTorch's FSDP2 (--use-torch-fsdp2) shards all
@@ -122,7 +124,8 @@ def _grad_bytes(flags: dict[str, list[str]], settings: dict[str, str]) -> set[st
         if precision in flags:
             settings["grad_bytes"] = given if flag in flags else left_out
             return {"grad_bytes"} if flag in flags else set()
-    settings["grad_bytes"] = "4"
+    # no precision flag: Megatron-LM's fp32 (refused unless --precision replaces it, whose own gradients then: 0)
+    settings["grad_bytes"] = "0"
     return set()
 
 
@@ -187,22 +190,32 @@ def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]
     return [c for c in out if c]
 
 
-ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=(?P<value>.*)$", re.DOTALL)
+ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\+?=(?P<value>.*)$", re.DOTALL)
+# Commands whose words are text, never flags a command is given: an echo's "--tp-comm-overlap is off" (a review).
+TEXT_COMMANDS = ("echo", "printf", ":")
 
 
 def _shell_split(commands: list[list[str]]) -> list[list[str]]:
     """The commands as bash runs them where a word holds several flags: a quoted array item
     (``"--fp8-format hybrid"``, Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh) expanded unquoted is
     split at its spaces, and a variable assigned a string of flags (``GPT_ARGS="--tensor-model-parallel-size 2
-    ..."``, expanded as ``$GPT_ARGS`` by Megatron-LM's older examples) is read as a command of its own. Both had
-    been one word each, their flags lost in silence: fp8 read as bf16, TP 4 as 1 (a hunt)."""
+    ..."``, expanded as ``$GPT_ARGS`` by Megatron-LM's older examples; ``VAR+=" --flags"`` and ``VAR="$VAR
+    --flags"`` too, as its examples/rl/model_configs/common.sh builds them) is read as a command of its own. Both
+    had been one word each, their flags lost in silence: fp8 read as bf16, TP 4 as 1 (a hunt). An ``echo``'s or
+    ``printf``'s words are text, not read (a review)."""
     out = []
     for command in commands:
+        if command[0] in TEXT_COMMANDS:
+            continue
         split: list[str] = []
         for word in command:
             assigned = ASSIGNMENT.match(word)
-            if assigned and assigned["value"].split()[:1] and assigned["value"].split()[0].startswith("--"):
-                out.append(assigned["value"].split())
+            # its flags, after the variable's own earlier value (VAR="$VAR --fp8-format hybrid", VAR+=" ...")
+            parts, name = ([], "") if assigned is None else (assigned["value"].split(), assigned["name"])
+            while parts and parts[0] in (f"${name}", f"${{{name}}}"):
+                parts = parts[1:]
+            if parts and parts[0].startswith("--"):
+                out.append(parts)
             elif word.startswith("--") and len(word.split()) > 1:
                 split.extend(word.split())
             else:
@@ -242,8 +255,8 @@ def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str
     one (transformer_config.py; a hunt: both were priced as none); none where it has none. Megatron-Core's
     block method recomputes --recompute-num-layers of a stage's layers, which is not modelled: refused."""
     granularity = " ".join(flags.get("--recompute-granularity", []))
-    if not granularity and ("--recompute-activations" in flags or "--moe-layer-recompute" in flags):
-        granularity = "selective"
+    if "--recompute-activations" in flags or ("--moe-layer-recompute" in flags and not granularity):
+        granularity = "selective"  # --recompute-activations replaces the granularity (arguments.py)
     if not granularity:
         return "none"
     if " ".join(flags.get("--recompute-method", [])) == "block":
@@ -257,6 +270,8 @@ def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str
         return "full"
     if granularity != "selective":
         raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
+    if "--recompute-method" in flags:  # as arguments.py refuses it
+        raise InputError(f"{path}: --recompute-method with selective recomputation: Megatron-LM refuses it")
     modules = [MODULE_NAMES.get(m, m) for m in flags.get("--recompute-modules", [])] or ["core_attn"]
     if "--moe-layer-recompute" in flags and "moe" not in modules:
         modules.append("moe")
@@ -360,18 +375,35 @@ SHAPE_FLAGS = {
     "--seq-length": "seq",
     "--num-experts": "experts",
     "--moe-router-topk": "top_k",
+    "--ffn-hidden-size": "ffn",
+    "--moe-ffn-hidden-size": "expert_ffn",
+    "--num-query-groups": "kv_heads",
 }
 
 
+# Switches the shape's comparison reads (the key/value heads: query groups only with the first; none with latent
+# attention's).
+SHAPE_SWITCHES = ("--group-query-attention", "--multi-latent-attention")
+
+
 def launch_shape(path: str | os.PathLike[str]) -> dict[str, tuple[str, int]]:
-    """The model shape a launch command gives (--arch key -> (its flag, the whole number it gives)), where it
-    gives one: compared with ``--model``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
+    """The model shape a launch command gives (--arch key -> (what says it, the whole number)), where it gives
+    one: compared with ``--model``'s or ``--arch``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
     flags, _ = _flags(path, read_lines(path, "launch command"))
     out = {}
     for flag, key in SHAPE_FLAGS.items():
         value = whole_number(" ".join(flags.get(flag, [])))
         if value is not None:
-            out[key] = (flag, value)
+            out[key] = (f"{flag} {value}", value)
+    # What Megatron-LM takes where a flag is left out (a review): top-2 routing (transformer_config.py's
+    # moe_router_topk), and without --group-query-attention, a key/value head per head (its query groups read
+    # only with it; latent attention has none to compare)
+    if "experts" in out and "top_k" not in out:
+        out["top_k"] = ("no --moe-router-topk (Megatron-LM's top-2 routing)", 2)
+    if "--group-query-attention" not in flags:
+        out.pop("kv_heads", None)
+        if "heads" in out and "--multi-latent-attention" not in flags:
+            out["kv_heads"] = ("no --group-query-attention (a key/value head per head)", out["heads"][1])
     return out
 
 
@@ -393,10 +425,37 @@ def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable
         if flag in flags and needed not in flags:
             raise InputError(f"{line_of(flag)}: {flag} without {needed}: Megatron-LM refuses it ({why})")
     sharded = ("--use-distributed-optimizer", "--use-megatron-fsdp")
-    if "--overlap-param-gather" in flags and not any(f in flags for f in sharded):
+    muon = (
+        " ".join(flags.get("--optimizer", [])) == "dist_muon"
+    )  # arguments.py takes it as a sharded optimizer
+    if "--overlap-param-gather" in flags and not any(f in flags for f in sharded) and not muon:
         raise InputError(
             f"{line_of('--overlap-param-gather')}: --overlap-param-gather without --use-distributed-optimizer or "
             "--use-megatron-fsdp: Megatron-LM refuses it (no sharded parameters to gather)"
+        )
+    if "--use-torch-fsdp2" in flags and "--use-distributed-optimizer" in flags:
+        raise InputError(
+            f"{line_of('--use-torch-fsdp2')}: --use-torch-fsdp2 with --use-distributed-optimizer: Megatron-LM refuses "
+            "it (FSDP2 shards the optimizer itself)"
+        )
+    if flags.get("--tensor-model-parallel-size") == ["1"] and "--tp-comm-overlap" in flags:
+        raise InputError(
+            f"{line_of('--tp-comm-overlap')}: --tp-comm-overlap at --tensor-model-parallel-size 1: Megatron-LM turns "
+            "sequence parallelism off at TP 1 and then refuses it"
+        )
+    uneven = [
+        f for f in ("--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers") if f in flags
+    ]
+    if uneven:
+        raise InputError(
+            f"{line_of(uneven[0])}: {uneven[0]} places layers on stages unevenly, which netsweep does not model; "
+            "leave it out to price even stages"
+        )
+    if "--pipeline-model-parallel-layout" in flags:
+        raise InputError(
+            f"{line_of('--pipeline-model-parallel-layout')}: --pipeline-model-parallel-layout places layers on stages "
+            "unevenly, which netsweep does not model; give --schedule interleaved:V (V = its stages / PP) to price "
+            "even stages"
         )
     if "--model-parallel-size" in flags:
         raise InputError(
@@ -434,7 +493,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
                     f"variable cannot be read here), or leave the flag out and give {option_of(VALUED[flag])}"
                 )
             settings[VALUED[flag]] = values[0]
-        elif flag not in OVERLAP_FLAGS and flag not in OTHER_USED and flag not in SHAPE_FLAGS:
+        elif flag not in (*OVERLAP_FLAGS, *OTHER_USED, *SHAPE_FLAGS, *SHAPE_SWITCHES):
             unused.append(flag)
     stated = set(settings)
     for name in PARALLEL_SIZES:  # Megatron-LM's default size of a parallel dim the command leaves out

@@ -1,5 +1,6 @@
 """Reading cubes back: open with xarray, describe, select slices. Writing is :mod:`sweep.io.cube`'s."""
 
+import dataclasses
 import re
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from pathlib import Path
@@ -363,10 +364,17 @@ def _axis_values(text: str, spec: Any, zero: bool) -> list[float]:
     """Values typed for an axis's dim; with ``zero``, a 0 too, where a layout cube's 0 stands for the GPU's
     system's value: typed as shown (``--sel bandwidth=0`` was refused as below --bw's range, a hunt), the rest
     held to the axis's rule (a review: -1 was said to be below 0, and 0.0005 --nearest picked the 0)."""
-    items = [t.strip() for t in str(text).split(",")]
-    zeros = [t for t in items if zero and t and set(t) <= set("0.") and "0" in t]
-    rest = ",".join(t for t in items if t not in zeros)
-    return ([0.0] if zeros else []) + (list(parse_values(rest, spec)) if rest or not zeros else [])
+    if not zero:
+        return list(parse_values(text, spec))
+    try:  # 0..400@3 from the cube's 0 too
+        values = list(parse_values(text, dataclasses.replace(spec, low=0.0)))
+    except InputError:
+        parse_values(text, spec)  # refused as the axis refuses it (-1 is below its rule, not below 0)
+        raise
+    for v in values:
+        if v != 0:
+            spec.check(v)
+    return values
 
 
 def _selection(
