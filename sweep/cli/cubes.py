@@ -45,7 +45,7 @@ def damaged_file(path: Path) -> Any:
 
     @contextlib.contextmanager
     def context() -> Any:
-        from netsweep_jax.sweep.io.integrity import crashes_hdf5, damage, record_damage_file
+        from netsweep_jax.sweep.io.integrity import crashes_hdf5, damage, record_damage_file, record_damaged
 
         if crashes_hdf5(path):
             fail(f"{path}: damaged (HDF5 crashes reading its metadata)", code=1)
@@ -61,7 +61,7 @@ def damaged_file(path: Path) -> Any:
             # where reading failed, not on every read (a review: it cost a second open)
             record = record_damage_file(path)
             if record is not None:
-                fail(f"{path}: damaged ({record}): run the command that made it again", code=1)
+                fail(record_damaged(path, record), code=1)
             readers = ("h5py", "h5netcdf", "xarray", "h5store")
             if not any(
                 name in frame.filename for frame in traceback.extract_tb(e.__traceback__) for name in readers

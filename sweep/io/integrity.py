@@ -141,8 +141,13 @@ def refuse_damaged_record(f: h5py.File, path: str | Path) -> Blocking | None:
     """:func:`record_damage`'s blocks, or :class:`~sweep.core.errors.Damaged` where it finds the record changed."""
     why, blocking = record_damage(f)
     if why is not None:
-        raise Damaged(f"{path}: damaged ({why}): run the command that made it again")
+        raise Damaged(record_damaged(path, why))
     return blocking
+
+
+def record_damaged(path: str | Path, why: str) -> str:
+    """The one line a cube whose record changed is refused with (:func:`record_damage`'s ``why``)."""
+    return f"{path}: damaged ({why}): run the command that made it again"
 
 
 def verify(path: str | Path) -> tuple[int, int, int]:
@@ -196,7 +201,7 @@ def check_read(
                 f"{path}: damaged ({', '.join(changed)} changed since it was written; "
                 f"sweep show --verify says more): run the command that made it again"
             )
-        if blocking is None or "progress/block_checksum" not in f:
+        if blocking is None:  # written whole, or before netsweep recorded its blocks
             return 0, 0
         wanted = set(range(len(blocking.blocks()))) if positions is None else touched(blocking, positions)
         _, damaged = verified_blocks(f, blocking, None if positions is None else wanted)

@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from netsweep_jax.sweep.core.axes import NUMERIC_AXES, show
+from netsweep_jax.sweep.core.axes import NUMERIC_AXES, AxisSpec, show
 from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.layout_axes import AXES
@@ -360,7 +360,7 @@ def why_no_dim(ds: xr.Dataset, dim: str) -> str:
     return f"this cube has no {dim} dim; its dims: {', '.join(map(str, ds.dims))}"
 
 
-def _axis_values(text: str, spec: Any, zero: bool) -> list[float]:
+def _axis_values(text: str, spec: AxisSpec, zero: bool) -> list[float]:
     """Values typed for an axis's dim; with ``zero``, a 0 too, where a layout cube's 0 stands for the GPU's
     system's value: typed as shown (``--sel bandwidth=0`` was refused as below --bw's range, a hunt), the rest
     held to the axis's rule (a review: -1 was said to be below 0, and 0.0005 --nearest picked the 0)."""
@@ -443,7 +443,7 @@ def select_table(
 
     ``nearest``: a numeric value not in the cube selects the coordinate nearest it, and
     ``picked(text)`` is told which (and how much of the selection an unfinished run has not computed)."""
-    with open_cube(path) as ds:  # closed where a selection is refused too (a test reopened it to write)
+    with open_cube(path) as ds:  # closed where a selection is refused too: no file left open in a caller
         return _select_text(ds, path, chosen, csv, nearest, picked, variables_text)
 
 
