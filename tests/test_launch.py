@@ -11,7 +11,7 @@ SCRIPT = """#!/bin/bash
 # Llama 3 70B as Megatron-Bridge's H100 recipe lays it out
 torchrun --nproc_per_node 8 pretrain_gpt.py \\
     --tensor-model-parallel-size 4 --pipeline-model-parallel-size=8 \\
-    --virtual-pipeline-model-parallel-size 5 --sequence-parallel \\
+    --num-virtual-stages-per-pipeline-rank 5 --sequence-parallel \\
     --micro-batch-size 1 --global-batch-size 128 \\
     --recompute-granularity selective --recompute-modules mla_up_proj mlp \\
     --use-distributed-optimizer --overlap-grad-reduce --tp-comm-overlap \\
@@ -54,7 +54,10 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     path.write_text("pretrain_gpt.py --bf16 --fp16")
     with pytest.raises(InputError, match="--bf16 and --fp16 both given"):
         read_launch(path)
-    path.write_text("pretrain_gpt.py --recompute-granularity full --tensor-model-parallel-size 2")
+    path.write_text(
+        "pretrain_gpt.py --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
+        "--tensor-model-parallel-size 2"
+    )
     settings, unused, _ = read_launch(path)
     assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"
     # #42: a shell variable is a value netsweep cannot read: refused, never Megatron-LM's default 1 instead
@@ -424,6 +427,8 @@ def test_a_review_of_the_launch_reader(tmp_path):
         ("--tensor-model-parallel-size 1 --sequence-parallel --tp-comm-overlap", "--tp-comm-overlap at --tensor-model-parallel-size 1"),
         ("--use-torch-fsdp2 --use-distributed-optimizer", "--use-torch-fsdp2 with --use-distributed-optimizer"),
         ("--recompute-granularity selective --recompute-method uniform", "--recompute-method with selective"),
+        ("--recompute-granularity full", "--recompute-granularity full without --recompute-method and --recompute-num"),
+        ("--virtual-pipeline-model-parallel-size 2", "--virtual-pipeline-model-parallel-size has not been a Megatron-LM flag"),
     ):  # fmt: skip
         path.write_text(f"pretrain_gpt.py --bf16 {text}\n")
         with pytest.raises(InputError, match=said):

@@ -307,8 +307,8 @@ TEXT_OPTIONS: dict[str, TextOption] = {
     ),
     "virtual_stages": TextOption(
         "--virtual-pipeline-model-parallel-size",
-        "Megatron-LM's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); comma list of "
-        "whole numbers. Give it or --schedule.",
+        "Megatron-Core's name for the schedule: V model chunks per stage, interleaved:V (1: 1f1b); comma list "
+        "of whole numbers. Give it or --schedule.",
         metavar="VALUES",
     ),
     "recompute": TextOption(

@@ -13,10 +13,12 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --context-parallel-size C          --cp C
     --expert-model-parallel-size E     --ep E
     --expert-tensor-parallel-size X    --expert-tp X (left out of a MoE command, --num-experts or EP > 1: the TP)
-    --num-virtual-stages-per-pipeline-rank V   --schedule interleaved:V (neither it nor the next: 1f1b)
+    --num-virtual-stages-per-pipeline-rank V   --schedule interleaved:V (neither it nor the next: 1f1b;
+                                       the old --virtual-pipeline-model-parallel-size is refused, as Megatron-LM does)
     --num-layers-per-virtual-pipeline-stage N  V = --num-layers / (P N), as Megatron-LM derives it
     --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
-    --recompute-granularity full|selective [--recompute-modules m ...]   --recompute
+    --recompute-granularity full|selective [--recompute-modules m ...]   --recompute (full: with
+                                       --recompute-method uniform and --recompute-num-layers, as Megatron-Core needs)
     --recompute-activations, --moe-layer-recompute   --recompute selective, + moe (--recompute-method block:
                                        refused, a part of a stage's layers not being modelled)
     --sequence-parallel                --sequence-parallel 1 (else 0 where TP > 1)
@@ -60,7 +62,6 @@ VALUED = {
     "--context-parallel-size": "cp",
     "--expert-model-parallel-size": "ep",
     "--expert-tensor-parallel-size": "expert_tp",
-    "--virtual-pipeline-model-parallel-size": "virtual_stages",
     "--num-virtual-stages-per-pipeline-rank": "virtual_stages",
     "--micro-batch-size": "micro_batch",
     "--global-batch-size": "global_batch",
@@ -95,6 +96,7 @@ OTHER_USED = {
     "--recompute-activations",
     "--moe-layer-recompute",
     "--recompute-method",
+    "--recompute-num-layers",
     "--account-for-embedding-in-pipeline-split",
     "--account-for-loss-in-pipeline-split",
 }
@@ -267,6 +269,13 @@ def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str
     if granularity == "full":
         if "--moe-layer-recompute" in flags:  # as Megatron-Core refuses it
             raise InputError(f"{path}: --moe-layer-recompute with --recompute-granularity full: give one")
+        # Megatron-Core's TransformerConfig refuses full recomputation without a method and a layer count; uniform
+        # recomputes every layer, in chunks of that many (a review: priced as if it ran)
+        if "--recompute-method" not in flags or "--recompute-num-layers" not in flags:
+            raise InputError(
+                f"{path}: --recompute-granularity full without --recompute-method and --recompute-num-layers: "
+                "Megatron-Core refuses it; give --recompute-method uniform --recompute-num-layers 1 (every layer)"
+            )
         return "full"
     if granularity != "selective":
         raise InputError(f"{path}: --recompute-granularity {granularity!r}: must be full or selective")
@@ -456,6 +465,11 @@ def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable
             f"{line_of('--pipeline-model-parallel-layout')}: --pipeline-model-parallel-layout places layers on stages "
             "unevenly, which netsweep does not model; give --schedule interleaved:V (V = its stages / PP) to price "
             "even stages"
+        )
+    if "--virtual-pipeline-model-parallel-size" in flags:  # Megatron-LM's flag from dd88906 to dcef906 only
+        raise InputError(
+            f"{line_of('--virtual-pipeline-model-parallel-size')}: --virtual-pipeline-model-parallel-size has not been "
+            "a Megatron-LM flag since February 2021 (it refuses it): give --num-virtual-stages-per-pipeline-rank"
         )
     if "--model-parallel-size" in flags:
         raise InputError(
