@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from helpers import invoke
 from netsweep_jax.sweep import evaluate
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DIMS
@@ -99,3 +100,16 @@ def test_an_in_memory_result_is_written_as_netcdf4_that_xarray_reads_back(tmp_pa
     assert back.attrs["family"] == "layouts" and back.attrs["count"] == 3 and back.attrs["format"]
     assert back["time"].attrs == {"units": "s", "long_name": "a time"} and back["fits"].dtype == bool
     assert "rank" not in back.coords and "label" in back.coords  # a dim without coordinate stays one
+
+
+def test_select_shows_a_coordinate_as_a_selection_takes_it_back_and_its_csv_every_digit(tmp_path):
+    # A hunt: a log-spaced coordinate printed as 3.162278 was refused when pasted back; a review: the CSV had
+    # then lost digits too (0.3162277660168379 as 0.316227766017, no longer the cube's value).
+    out = tmp_path / "a.h5"
+    grid = ["--model", "resnet50", "--bw", "10", "--nodes", "2", "--util", "0.3162277660168379,1", "-q"]
+    assert invoke("grid", *grid, "--out", out).exit_code == 0
+    table = invoke("select", out, "--vars", "scaling_factor").output
+    assert "0.316227766017 " in table and "0.3162277660168379" not in table
+    assert invoke("select", out, "--util", "0.316227766017", "--vars", "scaling_factor").exit_code == 0
+    csv = invoke("select", out, "--csv", "--vars", "scaling_factor").output.splitlines()
+    assert csv[1].split(",")[0] == "0.3162277660168379" and csv[2].split(",")[0] == "1.0", csv

@@ -529,11 +529,6 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
     df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names + along]
-    for (
-        d
-    ) in keep:  # a coordinate as a selection takes it back, to 12 digits (pandas' 6 decimals were refused)
-        if df[d].dtype.kind == "f" and not np.all(np.mod(df[d], 1) == 0):
-            df[d] = [digits12(v) for v in df[d]]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
             if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
