@@ -17,7 +17,7 @@ import numpy as np
 
 from netsweep_jax.sweep.analysis.nccl_validation import _inputs, _padded, fabrics_of
 from netsweep_jax.sweep.engine.compiled import nccl_predict
-from netsweep_jax.sweep.io.nccl_tests import Measurement
+from netsweep_jax.sweep.io.nccl_tests import BUS_FACTOR, Measurement
 
 DATA = Path(__file__).resolve().parent / "data" / "nccl-tests"
 # eta_net, eta_nvl, latency (us), op latency (us), fill (us), each unlike the shipped fit's (0.980, 0.891, 1.81,
@@ -30,11 +30,6 @@ LOGS = (
     ("all_reduce_perf-2x8.log", "all_reduce_perf", "all_reduce", "sum", 2, 8, 8),
     ("all_gather_perf-1x8.log", "all_gather_perf", "all_gather", "none", 1, 8, 1024),
 )
-BUS_FACTOR = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "sendrecv": lambda n: 1,
-}
 
 
 def model_busbw(rows: list[Measurement], constants: tuple[float, ...]) -> np.ndarray:

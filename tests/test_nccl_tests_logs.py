@@ -659,3 +659,14 @@ def test_a_time_printed_to_few_digits_or_a_cputime_of_0_is_a_measurement(tmp_pat
         ],
     )
     assert read_nccl_tests_log(cpu).rows[-1].time_us == 0.0
+
+
+def test_the_hosts_bus_factor_is_the_kernels():
+    # the rate check's (sweep.io.nccl_tests.BUS_FACTOR, on the host) and the fit's (kernels.nccl.bus_factor)
+    from netsweep_jax.kernels import nccl
+    from netsweep_jax.sweep.io.nccl_tests import BUS_FACTOR
+
+    assert tuple(BUS_FACTOR) == nccl.COLLECTIVES
+    for code, name in enumerate(nccl.COLLECTIVES):
+        for ranks in (2, 3, 8, 16, 1024):
+            assert float(nccl.bus_factor(code, ranks)) == pytest.approx(BUS_FACTOR[name](ranks), rel=1e-6)

@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
-from netsweep_jax.sweep.core.values import decimal
+from netsweep_jax.sweep.core.values import all_whole, decimal
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, system_shown, why_no_dim
 from netsweep_jax.sweep.model.compressors import parse_compressors
@@ -229,8 +229,7 @@ def heatmap(
 def _whole(coordinate: xr.DataArray) -> bool:
     """Whether a numeric coordinate holds whole numbers only (node counts, a layout's TP): ticks between them
     mean nothing."""
-    values = coordinate.values
-    return values.dtype.kind in "iu" or (values.dtype.kind == "f" and bool(np.all(np.mod(values, 1) == 0)))
+    return coordinate.values.dtype.kind != "b" and all_whole(coordinate.values)
 
 
 def _unit(coordinate: xr.DataArray) -> str:

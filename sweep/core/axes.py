@@ -85,11 +85,14 @@ class AxisSpec:
         ok = math.isfinite(value) and self.low <= value <= self.high
         return ok and (not self.integer or float(value).is_integer())
 
-    def check(self, value: float) -> None:
-        """Raise :class:`InputError` (naming this axis, or its choices) unless ``value`` obeys the rule."""
+    def check(self, value: float, shown: str | None = None) -> None:
+        """Raise :class:`InputError` (naming this axis, or its choices) unless ``value`` obeys the rule; the value
+        said as ``shown`` where given (as typed: 1e400, not inf)."""
         if not self.allows(value):
             named = "" if self.choices else f"{self.name} "  # a list of choices names what each value is
-            raise InputError(f"{show(value)}: {named}{self.rule()}", param=self.name)
+            raise InputError(
+                f"{show(value) if shown is None else shown}: {named}{self.rule()}", param=self.name
+            )
 
     @property
     def help(self) -> str:

@@ -48,6 +48,13 @@ def _num(text: str, spec: AxisSpec, item: str) -> float:
         ) from None
 
 
+def all_whole(values: npt.ArrayLike) -> bool:
+    """Whether numbers are all whole: integers, or floats without a fraction (NaN is not one), as a layout
+    cube's counts (tp 8, stored as 8.0) are."""
+    a = np.asarray(values)
+    return a.dtype.kind in "iub" or (a.dtype.kind == "f" and bool(np.all(np.mod(a, 1) == 0)))
+
+
 def digits12(value: SupportsFloat) -> str:
     """A number to the 12 significant digits the tool says values in: generated points are rounded to them
     (0.1..1:0.1 gives 0.3), a fitted constant is said to them and a typed one matched to them."""
@@ -74,10 +81,8 @@ def parse_values(text: object, spec: AxisSpec) -> npt.NDArray[np.float64]:
     values: list[float] = []
     for item in (s.strip() for s in text.split(",")):
         for v in _item_values(item, spec):
-            if not spec.allows(v):  # named as typed (1e400 was said as inf, a hunt), a range's point with it
-                named = "" if spec.choices else f"{spec.name} "
-                shown = item if ".." not in item else f"{show(v)} (of {item})"
-                raise InputError(f"{shown}: {named}{spec.rule()}", param=spec.name)
+            # named as typed (1e400 was said as inf, a hunt), a range's point with its range
+            spec.check(v, item if ".." not in item else f"{show(v)} (of {item})")
             values.append(v)
     out = np.array(values, dtype=np.float64)
     if len(np.unique(out)) != len(out):
@@ -97,7 +102,7 @@ def _item_values(item: str, spec: AxisSpec) -> list[float]:
     a, b = _num(m["a"], spec, item), _num(m["b"], spec, item)
     for end, value in ((m["a"], a), (m["b"], b)):  # 1e400 is inf: no range to draw points from (a review)
         if not math.isfinite(value):
-            raise InputError(f"{end} (of {item}): {spec.name} {spec.rule()}", param=spec.name)
+            spec.check(value, f"{end} (of {item})")
     if b < a:
         raise InputError(f"{item!r}: range is reversed (start {show(a)} > end {show(b)})", param=spec.name)
     if m["n"] is not None:

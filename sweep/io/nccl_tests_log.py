@@ -505,25 +505,20 @@ def _row(text: str, columns: list[str], path: Path, number: int) -> Row | None:
         )
     if int(size) == 0:
         return None
-    values = {}
     # A size of more than no bytes takes time (nccl-tests prints at least 0.01 us), but its -C cputime, a launch's
     # share, may print 0.00 (a review); the bounds as the CSV's.
     cputime = columns[at["time"]] == "cputime"
-    for name, rule, within in (
-        (
-            "time",
-            f"{'from' if cputime else 'above'} 0 and up to a day ({MAX_TIME_US:g} us)",
-            lambda v: (0 <= v if cputime else 0 < v) and v <= MAX_TIME_US,
-        ),
-        (
-            "busbw",
-            f"from 0 to {MAX_BUSBW:g} GB/s (4x the fastest NVLink of any GPU here)",
-            lambda v: 0 <= v <= MAX_BUSBW,
-        ),
-    ):
-        values[name] = _number(cells[at[name]])
-        if not within(values[name]):
-            raise InputError(f"{where(path, number)}: {name} {cells[at[name]]!r} must be a number {rule}")
+    values = {name: _number(cells[at[name]]) for name in ("time", "busbw")}  # NaN where not a number: refused
+    if not ((0 <= values["time"] if cputime else 0 < values["time"]) and values["time"] <= MAX_TIME_US):
+        raise InputError(
+            f"{where(path, number)}: time {cells[at['time']]!r} must be a number {'from' if cputime else 'above'} "
+            f"0 and up to a day ({MAX_TIME_US:g} us)"
+        )
+    if not 0 <= values["busbw"] <= MAX_BUSBW:
+        raise InputError(
+            f"{where(path, number)}: busbw {cells[at['busbw']]!r} must be a number from 0 to {MAX_BUSBW:g} GB/s "
+            "(4x the fastest NVLink of any GPU here)"
+        )
     failed = next((cells[i] for i in wrong if cells[i] != "N/A" and _number(cells[i]) != 0), None)
     if failed is not None:  # out-of-place or in-place: either check failing is a broken run
         raise InputError(

@@ -15,7 +15,7 @@ from netsweep_jax.sweep.core.errors import Damaged, InputError, reason
 from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import digits12, number, parse_names, parse_values
+from netsweep_jax.sweep.core.values import all_whole, digits12, number, parse_names, parse_values
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
@@ -496,7 +496,7 @@ def _coordinates_shown(df: Any, ds: xr.Dataset) -> Any:
     """``df`` with each coordinate that is not a whole number to the 12 digits a selection takes back (pandas'
     6 decimals, 3.162278, were refused as not in the cube, a hunt)."""
     for d in ds.dims:
-        if str(d) in df.columns and df[str(d)].dtype.kind == "f" and not np.all(np.mod(df[str(d)], 1) == 0):
+        if str(d) in df.columns and df[str(d)].dtype.kind == "f" and not all_whole(df[str(d)]):
             df[str(d)] = [digits12(v) for v in df[str(d)]]
     return df
 
@@ -531,13 +531,13 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
     df = df[keep + names + along]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,
         for d in keep:  # and the status as the rule a layout breaks
-            if df[d].dtype.kind == "f" and np.all(np.mod(df[d], 1) == 0):
+            if df[d].dtype.kind == "f" and all_whole(df[d]):
                 df[d] = df[d].astype(np.int64)
         for name in names:  # a plan's layout_tp 2, not 2.0 ('' where a setting has no layout)
             column = df[name]
             if name.startswith("layout_") and column.dtype.kind == "f":
                 whole = column[np.isfinite(column)]
-                if np.all(np.mod(whole, 1) == 0):
+                if all_whole(whole):
                     df[name] = [str(int(v)) if np.isfinite(v) else "" for v in column]
         for name in names:
             if "rules" in ds[name].attrs:
