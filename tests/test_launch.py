@@ -452,3 +452,34 @@ def test_a_review_of_the_launch_reader(tmp_path):
     given = {"launch": path, "precision": "fp16"}
     take_launch(given, {"precision"}, print)
     assert given["grad_bytes"] == "0"
+
+
+def test_a_command_without_a_global_batch_takes_megatron_lms(tmp_path):
+    # A hunt: a command Megatron-LM runs (its global batch then the micro batch x the data-parallel size,
+    # arguments.py) was refused as missing --global-batch.
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "pretrain_gpt.py --bf16 --tensor-model-parallel-size 2 --micro-batch-size 2 --num-layers 32 "
+        "--hidden-size 4096 --seq-length 8192 --num-attention-heads 32 --group-query-attention "
+        "--num-query-groups 8\n"
+    )
+    base = ("grid", "--model", "llama3-8b", "--launch", path)
+    r = invoke(*base, "--gpus", "8", "--out", tmp_path / "c.h5")
+    assert r.exit_code == 0, r.output
+    said = (
+        "Megatron-LM's for a command without --global-batch-size, the micro batch 2 x the data-parallel size"
+    )
+    assert f"--global-batch 8: {said} 4" in r.output
+    assert open_cube(tmp_path / "c.h5").global_batch.values.tolist() == [8]
+    r = invoke(*base, "--dp", "3", "--out", tmp_path / "d.h5")
+    assert r.exit_code == 0 and f"--global-batch 6: {said} 3" in r.output, r.output
+    for option, value, message in (
+        ("--gpus", "7", "--gpus 7: "),
+        ("--gpus", "8,16", "--global-batch is needed: "),
+    ):
+        r = invoke(*base, option, value, "--out", tmp_path / "e.h5")
+        assert r.exit_code == 2 and r.output.splitlines()[-1].startswith(
+            f"error: {message}{path} leaves out --global-batch-size"
+        )
+        assert "Traceback" not in r.output
+    assert not (tmp_path / "e.h5").exists()

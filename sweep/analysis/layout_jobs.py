@@ -153,6 +153,14 @@ def layout_grid_from(
             "without it), or --nodes without --dp",
             param="dp",
         )
+    sized = kwargs.get("gpus") is not None or kwargs.get("dp") is not None  # else: refused as unsized, below
+    if (
+        settings.get("launch") is not None
+        and kwargs.get("global_batch") is None
+        and "micro_batch" in given
+        and sized
+    ):
+        kwargs["global_batch"] = megatron_global_batch(str(settings["launch"]), settings, kwargs, say)
     space, text = searched(settings, model, search)
 
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
@@ -356,6 +364,47 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     more = f"; not used: {', '.join(unused[:6])}{f' and {len(unused) - 6} more' if len(unused) > 6 else ''}"
     say(f"from {path}: {said}{more if unused else ''}")
     return tuple(taken)
+
+
+def megatron_global_batch(path: str, settings: Mapping[str, Any], kwargs: Mapping[str, Any], say: Say) -> str:
+    """The global batch of a launch command that gives ``--micro-batch-size`` and leaves ``--global-batch-size``
+    out, as Megatron-LM sets it: the micro batch x the data-parallel size, the GPU count over tp x pp x cp
+    (``arguments.py``: ``global_batch_size = micro_batch_size * data_parallel_size``); ``--dp`` is that size.
+    Said in one line; refused where one of them is a list (a global batch each) or tp x pp x cp does not divide
+    the GPU count (a hunt: such a command, which Megatron-LM runs, was refused as missing --global-batch)."""
+    from netsweep_jax.sweep.core.values import whole_number
+
+    def one(name: str) -> int:
+        text = str(kwargs.get(name) if kwargs.get(name) is not None else settings.get(name)).strip()
+        value = whole_number(text)
+        if value is None:
+            raise InputError(
+                f"is needed: {path} leaves out --global-batch-size, which Megatron-LM sets to the micro batch x "
+                f"the data-parallel size, and {{0}} {text} gives several",
+                param="global_batch",
+                names=(name,),
+            )
+        return value
+
+    micro = one("micro_batch")
+    if kwargs.get("dp") is not None:
+        dp = one("dp")
+    else:
+        gpus, model_parallel = one("gpus"), one("tp") * one("pp") * one("cp")
+        if gpus % model_parallel:
+            raise InputError(
+                f"{gpus}: {path} leaves out --global-batch-size, which Megatron-LM sets to the micro batch x the "
+                f"data-parallel size, and its tp x pp x cp, {model_parallel}, does not divide it: give {{0}} or "
+                "another GPU count",
+                param="gpus",
+                names=("global_batch",),
+            )
+        dp = gpus // model_parallel
+    say(
+        f"{option_of('global_batch')} {micro * dp}: Megatron-LM's for a command without --global-batch-size, "
+        f"the micro batch {micro} x the data-parallel size {dp}"
+    )
+    return str(micro * dp)
 
 
 def _same_shape(path: str, models: str | None, arch: str | None) -> None:

@@ -16,7 +16,8 @@ Megatron-LM's default in its place would be a silent guess. So is a file that gi
     --num-virtual-stages-per-pipeline-rank V   --schedule interleaved:V (neither it nor the next: 1f1b;
                                        the old --virtual-pipeline-model-parallel-size is refused, as Megatron-LM does)
     --num-layers-per-virtual-pipeline-stage N  V = --num-layers / (P N), as Megatron-LM derives it
-    --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N
+    --micro-batch-size B, --global-batch-size G, --cpu-offloading-num-layers N (no G: Megatron-LM's B x the
+                                       data-parallel size, sweep.analysis.layout_jobs.megatron_global_batch)
     --recompute-granularity full|selective [--recompute-modules m ...]   --recompute (full: with
                                        --recompute-method uniform and --recompute-num-layers, as Megatron-Core needs)
     --recompute-activations, --moe-layer-recompute   --recompute selective, + moe (--recompute-method block:
