@@ -483,3 +483,20 @@ def test_a_command_without_a_global_batch_takes_megatron_lms(tmp_path):
         )
         assert "Traceback" not in r.output
     assert not (tmp_path / "e.h5").exists()
+
+
+@pytest.mark.parametrize(
+    "flag, rule",
+    [
+        ("--micro-batch-size 0", "must be an integer from 1 to 1000000"),
+        ("--tensor-model-parallel-size 0", "must be an integer from 1 to 4096"),
+        ("--num-virtual-stages-per-pipeline-rank 0", "must be a whole number from 1"),
+    ],
+)
+def test_a_value_out_of_range_is_refused_as_the_command_gives_it(tmp_path, flag, rule):
+    # Its netsweep option had been named (--micro-batch 0), as if typed on the command line.
+    path = tmp_path / "train.sh"
+    path.write_text(f"pretrain_gpt.py --bf16 \\\n  {flag} --global-batch-size 8\n")
+    with pytest.raises(InputError) as e:
+        read_launch(path)
+    assert str(e.value) == f"{path}:2: {flag}: {rule}"

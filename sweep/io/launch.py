@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from netsweep_jax.sweep.core.errors import InputError, where
-from netsweep_jax.sweep.core.layout_axes import recompute_mode
+from netsweep_jax.sweep.core.layout_axes import AXES, recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_SWITCHES
 from netsweep_jax.sweep.core.textfile import read_lines
@@ -507,6 +507,13 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
                     f"{line_of(flag)}: {flag} {given!r}: give one whole number in ASCII digits (a shell "
                     f"variable cannot be read here), or leave the flag out and give {option_of(VALUED[flag])}"
                 )
+            # refused as the command gives it (its netsweep option had been named, as if typed)
+            spec, value = AXES.get(VALUED[flag]), int(values[0])
+            rule = "must be a whole number from 1" if VALUED[flag] == "virtual_stages" and value < 1 else None
+            if spec is not None and not spec.allows(value):
+                rule = spec.rule()
+            if rule is not None:
+                raise InputError(f"{line_of(flag)}: {flag} {values[0]}: {rule}")
             settings[VALUED[flag]] = values[0]
         elif flag not in (*OVERLAP_FLAGS, *OTHER_USED, *SHAPE_FLAGS, *SHAPE_SWITCHES):
             unused.append(flag)
