@@ -357,7 +357,9 @@ def test_calibrate_assumes_what_grid_assumes(tmp_path):
     profiles = resolve_models("gpt2-xl", gpu="h100")
     said: list[str] = []
     build_rows(read_measurements(measured), profiles, profiles[0].model, Settings(), said)
-    assert said == [make_grid("gpt2-xl", gpu="h100").assumed] and "reductions at the h100's HBM" in said[0]
+    # its NICs are each row's (a column, else --nics-per-node): a grid given them says nothing of their default
+    grid = make_grid("gpt2-xl", gpu="h100", nics_per_node=1)
+    assert said == [grid.assumed] and "reductions at the h100's HBM" in said[0]
 
 
 def test_iteration_time_reaches_a_profile_the_model_column_names(tmp_path):

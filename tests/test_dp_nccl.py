@@ -184,7 +184,9 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
     )
     # A fabric file that records no NICs (a one-host fit) gives no rate: --bw is needed; one that records them
     # gives theirs, as a preset does.
-    bare = read_fabric(fabric_file(tmp_path, "bare.json", **{"hardware.nics_per_node": None}))
+    bare = read_fabric(
+        fabric_file(tmp_path, "bare.json", **{"hardware.nics_per_node": None, "hardware.nic_gbps": None})
+    )
     with pytest.raises(InputError, match="or a --fabric preset or a fabric file that records its NICs"):
         solve("gpt2-xl", target=0.9, axis="ratio", fabric=bare)
     from netsweep_jax.sweep.analysis.need import _names_a_preset

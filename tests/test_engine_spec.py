@@ -41,8 +41,8 @@ NAMED = {
     evaluate: {"model", "bandwidth", "vars", "block_configs", "kernel"},
 }  # in the signature
 OWN = {
-    make_grid: {"variables"},
-    evaluate: {"vars", "block_configs", "kernel"},
+    make_grid: {"variables", "iteration_time"},
+    evaluate: {"vars", "block_configs", "kernel", "iteration_time"},
 }  # beyond every axis and setting
 
 

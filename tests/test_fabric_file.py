@@ -143,6 +143,27 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
             None,
             "hardware.nics_per_node 100000000000... (401 characters)",
         ),
+        # a hunt: a misspelt key was never read, and the job priced on the GPU's system's NICs
+        (
+            {"hardware.nic_gbps": None, "hardware.nic_gpbs": 100},
+            None,
+            "hardware.nic_gpbs is not a hardware key (gpu, preset, nics_per_node, nic_gbps)",
+        ),
+        (
+            {"hardware.nic_gbps": None},
+            None,
+            "hardware.nics_per_node without hardware.nic_gbps: give both, or neither",
+        ),
+        (
+            {"constantz": {}},
+            None,
+            "constantz is not a fabric file's key (format, version, constants, hardware,",
+        ),
+        (
+            {"hardware.nic_gbps": 3200},
+            None,
+            "hardware.nic_gbps 3200 must be at most 1600 (Gbit/s, each NIC's",
+        ),
     ],
 )
 def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes, text, message):

@@ -204,6 +204,11 @@ def test_defaults_follow_the_workload(tmp_path):
         "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
         in r.output
     )
+    # A hunt: its one NIC a node, where a DGX H100 has eight, was unsaid; given, or on the paper's V100, it is not.
+    nics = "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s: give --nics-per-node and --bw for them)"
+    assert nics in r.output and nics in gpt.attrs["assumed"]
+    assert "--nics-per-node" not in evaluate("gpt2-xl", gpu="h100", nics_per_node=1).attrs["assumed"]
+    assert "--nics-per-node" not in evaluate("gpt2-xl").attrs["assumed"]
     # said once the output is claimed, so a refused output is one line
     r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", "/dev/null/x.h5")
     assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output

@@ -182,6 +182,10 @@ def compare(
     checked in).
     """
     axes = _compared(axes)
+    if (
+        axes.get("nics_per_node") is None and fabric is None
+    ):  # compare's own default, said in its defaults' line
+        axes["nics_per_node"] = COMPARE.nics_per_node
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     nccl = nccl_priced(fabric, collective)
     utilization = _check_today(today_default(nccl) if utilization is None else utilization, bucketing, nccl)

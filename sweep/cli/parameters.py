@@ -375,6 +375,8 @@ def data_parallel_options(
             "and --profile name two models: give one (a profile file names its own)", param="model"
         )
     options = {name: v for name, v in settings.items() if name not in LAYOUT_OPTIONS}
+    if "nics_per_node" not in chosen:  # its default, which the sweep says where a GPU's system has more NICs
+        options["nics_per_node"] = None
     network = fabric_settings(chosen, options, settings["fabric"])
     return options, {**network, "oversubscription": settings["oversubscription"]}
 

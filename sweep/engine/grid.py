@@ -45,6 +45,7 @@ from netsweep_jax.sweep.engine.outputs import check_dtype, kept_outputs, store_d
 from netsweep_jax.sweep.engine.reductions import Reduction, parse_reductions
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
+    PAPER_GPU,
     assumed_text,
     gpu_of,
     is_transformer,
@@ -65,7 +66,7 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import MIB, die
+from netsweep_jax.sweep.model.compute import GPUS, MIB, die
 from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
     FABRICS_HELP,
@@ -305,9 +306,8 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     o: dict[str, Any] = {**_DEFAULTS, **options}
     choice = fabric_choice(o["fabric"])
     said = _fabric_settings(choice, model, o, options)  # a preset's cluster where not given; o updated
-    profiles = resolve_models(
-        model, gpu=o["gpu"], precision=o["precision"], batch=o["batch"], seq_len=o["seq_len"]
-    )
+    workload = {k: o[k] for k in ("gpu", "precision", "batch", "seq_len")}
+    profiles = resolve_models(model, iteration_time=o["iteration_time"], **workload)
     if not profiles:
         raise InputError("[]: give at least one model or profile", param="model")
     following, _ = workload_defaults(profiles)
@@ -361,6 +361,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         assumed_line(
             (
                 assumed_text(profiles, chosen, collectives=collectives),
+                _nics_default(collectives, profiles, options.get("nics_per_node") is None and choice is None),
                 reduce_said,
                 *_given_unread(collectives, bucketings, values, options),
             )
@@ -703,6 +704,24 @@ def _given_unread(
             "(it applies to hierarchical and NCCL's collectives)"
         )
     return said
+
+
+def _nics_default(collectives: Sequence[str], profiles: Sequence[Profile], defaulted: bool) -> str:
+    """What the sweep says where its NICs are --nics-per-node's default, 1 a node, not given (nor set by a fabric),
+    a collective reads them and a GPU of the sweep other than the paper's V100 comes in a system of more (else
+    ""): a DGX H100's 8 NICs were priced as one, unsaid (a hunt)."""
+    if not defaulted or all(c in ONE_LINK_PER_WORKER for c in collectives):
+        return ""
+    systems = {g: GPUS[g] for g in dict.fromkeys(priced_gpu(p) for p in profiles) if g != PAPER_GPU}
+    more = [
+        f"a {g.system or g.name} has {g.nics} x {g.nic_gbps:g} Gbit/s" for g in systems.values() if g.nics > 1
+    ]
+    if not more:
+        return ""
+    return (
+        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {', '.join(more)}: give "
+        "--nics-per-node and --bw for them)"
+    )
 
 
 def _nics_unused(collectives: Sequence[str], values: Mapping[str, np.ndarray]) -> str:

@@ -62,6 +62,8 @@ class SweepOptions(TypedDict, total=False):
       store: storage dtype, ``float16``, ``float32`` or ``float64`` (None: the compute dtype).
       gpu, precision, batch, seq_len: a transformer's workload, each a value or a comma list
         (:func:`~sweep.engine.workloads.resolve_models`, :mod:`sweep.model.compute`); only for transformer models.
+      iteration_time: T1, seconds: every model's compute scaled to it, as ``--iteration-time`` scales it (None:
+        each model's own).
       compressor: a spec, comma list or sequence (:mod:`sweep.model.compressors`: ``none``, ``fp16``,
         ``int8``, ``topk:D``, ``randomk:D``, ``signsgd``, ``powersgd:R``).
       iterations_factor: ``topk:0.01=1.3,...`` or a dict: iterations each compressor needs to
@@ -100,6 +102,7 @@ class SweepOptions(TypedDict, total=False):
     precision: WorkloadValues
     batch: WorkloadValues
     seq_len: WorkloadValues
+    iteration_time: float | None
     compressor: Names
     iterations_factor: str | Mapping[Any, float | str] | None
     codec_cost: str | Path | Mapping[str, float] | None

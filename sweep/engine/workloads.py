@@ -17,7 +17,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import decimal, flat_values, parse_names
+from netsweep_jax.sweep.core.values import decimal, flat_values, parse_names, real_scalar
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
 from netsweep_jax.sweep.model.compute import (
@@ -236,7 +236,7 @@ def resolve_models(
         see :mod:`sweep.model.compute`.
     """
     if iteration_time is not None:  # checked as the option it is, before a profile file's own rules
-        _check_iteration_time(iteration_time)
+        iteration_time = _checked_iteration_time(iteration_time)
     workload = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     given = {k: v for k, v in workload.items() if v is not None}
     if profile is not None:
@@ -269,13 +269,14 @@ def resolve_models(
     return tuple(p.scaled_to(iteration_time, "--iteration-time") for p in models)
 
 
-def _check_iteration_time(iteration_time: object) -> None:
-    """Refuse a T1 that is not a number of seconds in [:data:`MIN_SECONDS`, :data:`MAX_SECONDS`]."""
-    if isinstance(iteration_time, bool) or not (
-        isinstance(iteration_time, (int, float)) and MIN_SECONDS <= iteration_time <= MAX_SECONDS
-    ):
-        shown = show(iteration_time) if isinstance(iteration_time, (int, float)) else repr(iteration_time)
+def _checked_iteration_time(iteration_time: object) -> float:
+    """A T1 as a float (NumPy's numbers too), refused unless a number of seconds in [:data:`MIN_SECONDS`,
+    :data:`MAX_SECONDS`]."""
+    seconds = real_scalar(iteration_time)
+    if seconds is None or not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        shown = repr(iteration_time) if seconds is None else show(seconds)
         raise InputError(f"{shown}: must be a number of seconds in [1e-6, 1e4]", param="iteration_time")
+    return seconds
 
 
 def _text(value: object) -> str:

@@ -20,8 +20,9 @@ rest is provenance, but ``hardware``'s NICs and the logs' GPUs a host (``gpus_pe
 hosts, where they agree: the hosts those NICs were on, from which a host of other GPUs has its own NICs). A file
 of version 1 (netsweep before the last three) gives the first three only, and reads
 as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
-wrong type, a value not finite or out of range, a key twice in one object, a constant it does not know, another
-format or version) is one :class:`InputError` naming the file and the key.
+wrong type, a value not finite or out of range, a key twice in one object, a key, hardware key or constant it
+does not know, half a NIC description, another format or version) is one :class:`InputError` naming the file
+and the key.
 """
 
 import json
@@ -34,12 +35,14 @@ from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import read_json_file
 from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.io.paths import write_atomically
-from netsweep_jax.sweep.model.compute import GPUS
+from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, GPUS, MAX_NIC_GBPS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
 FORMAT = "netsweep fabric"
 VERSION = 2
 VERSIONS = {1: NAMES[:3], 2: NAMES}  # the constants each version of the file states
+KEYS = ("format", "version", "constants", "hardware", "logs", "fit", "date", "command")
+HARDWARE_KEYS = ("gpu", "preset", "nics_per_node", "nic_gbps")
 MAX_LATENCY_US = 1000.0  # a network latency per hop past a millisecond is no fabric's
 MAX_FILL_US = 10000.0  # nor a pipeline's fill past 10 ms
 MAX_FILL_MIB = 2.0**20  # nor chunks that grow past a TiB
@@ -116,6 +119,9 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         raise InputError(
             f"{path}: {said}; this netsweep reads fabric files of version {' or '.join(map(str, VERSIONS))}"
         )
+    unread = [key for key in document if key not in KEYS]
+    if unread:  # never silently unread: a misspelt "hardware" lost the NICs it records (a hunt)
+        raise InputError(f"{path}: {unread[0]} is not a fabric file's key ({', '.join(KEYS)})")
     names = VERSIONS[version]
     constants = document.get("constants")
     if not isinstance(constants, dict):
@@ -184,6 +190,9 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
         raise InputError(
             f"{path}: hardware {_shown(hardware)} must be an object (gpu, nics_per_node, nic_gbps)"
         )
+    unread = [key for key in hardware if key not in HARDWARE_KEYS]
+    if unread:  # a misspelt nic_gbps had priced the job on the GPU's system's NICs, in silence (a hunt)
+        raise InputError(f"{path}: hardware.{unread[0]} is not a hardware key ({', '.join(HARDWARE_KEYS)})")
     preset = hardware.get("preset")
     # Said as the GPU the constants were fitted on: a preset's name, in any case.
     if preset is not None:
@@ -196,7 +205,11 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if preset:  # a GPU preset: the sweep's GPU where none is given, as a fabric preset's hosts' is
         out["gpu"] = preset
-    if hardware.get("nics_per_node") is None or hardware.get("nic_gbps") is None:
+    stated = [key for key in ("nics_per_node", "nic_gbps") if hardware.get(key) is not None]
+    if len(stated) == 1:  # half a NIC description (calibrate records both or neither)
+        other = ({"nics_per_node", "nic_gbps"} - set(stated)).pop()
+        raise InputError(f"{path}: hardware.{stated[0]} without hardware.{other}: give both, or neither")
+    if not stated:
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
@@ -204,6 +217,11 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
         if number is None or not spec.allows(number):
             unit = f" ({spec.units})" if spec.units != "1" else ""
             raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
+        if key == "nic_gbps" and number > MAX_NIC_GBPS:  # calibrate's rule for the rate it records
+            raise InputError(
+                f"{path}: hardware.nic_gbps {_shown(v)} must be at most {MAX_NIC_GBPS:g} (Gbit/s, each NIC's: no "
+                f"NIC runs faster than {FASTEST_NIC_GBPS:g} today)"
+            )
         out[key] = number
     return out
 
