@@ -48,7 +48,8 @@ it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
 ``dp_exposed``, ``optimizer``, ``overhead_time`` (they add up to ``iteration_time``;
 the ``_time`` names keep clear of the ``recompute`` and ``overhead`` dims) and
 ``network_fraction``: the share of the step spent waiting on traffic that leaves the
-NVLink domain; ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
+NVLink domain, the exposed terms that cross it (the bubble, idle behind the other stages and their traffic, is
+counted in ``bubble`` alone); ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
 the NVLink domain and the off-domain share takes longer than the NVLink share), else 0.
 """
 

@@ -423,3 +423,31 @@ def test_a_profile_in_a_folder_is_refused_at_its_row(tmp_path):
         r.exit_code == 2
         and "m.csv:2: model 'sub/p.json': a profile file is named by its file name alone" in r.output
     )
+
+
+def test_an_unknown_model_names_every_built_in(tmp_path):
+    # A hunt: "neither among resnet50" (the models met so far) read as if resnet50 were the only built-in.
+    rows = tmp_path / "m.csv"
+    rows.write_text("model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\nmyprof,2,8,25,0.05,0.9\n")
+    r = invoke("calibrate", rows, "--out", tmp_path / "c.json")
+    assert (
+        r.exit_code == 2
+        and "model 'myprof' is neither a built-in (resnet50, resnet101, vgg16, bert-base" in r.output
+    )
+    assert "llama-7b) nor a profile file next to m.csv" in r.output and not (tmp_path / "c.json").exists()
+
+
+def test_a_row_given_twice_is_refused_naming_both_lines(tmp_path):
+    # A hunt: a row pasted twice fitted with a standard error of 7e-13, where the row once leaves none to estimate.
+    rows = tmp_path / "m.csv"
+    row = "resnet50,8,8,100,0.128,0.75\n"
+    rows.write_text("model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n" + row + "# merged\n" + row)
+    for command in (
+        ("calibrate", rows, "--out", tmp_path / "c.json"),
+        ("validate", rows, "--out", tmp_path / "v"),
+    ):
+        r = invoke(*command)
+        assert r.exit_code == 2 and f"{rows}:4: the same row as line 2; give each run once" in r.output, (
+            r.output
+        )
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "v").exists()

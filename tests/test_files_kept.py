@@ -251,6 +251,9 @@ def test_runs_of_one_second_without_out_each_get_a_file(tmp_path, monkeypatch):
     paths.partial_path(second).write_text("")  # a run still writing it
     assert second.name == "fabric-20261206-104926_2.json"
     assert paths.stamped("fabric", ".json", tmp_path).name == "fabric-20261206-104926_3.json"
+    # never hidden: a profile file named .csv named its cube .csv-... (a hunt)
+    assert paths.stamped(".csv", ".h5", tmp_path).name == "csv-20261206-104926.h5"
+    assert paths.stamped("..", ".h5", tmp_path).name == "sweep-20261206-104926.h5"
 
 
 def test_a_report_replaced_with_force_that_fails_is_put_back_whole(tmp_path):

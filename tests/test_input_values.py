@@ -600,6 +600,10 @@ def test_a_reduce_cost_table_may_start_with_its_header(tmp_path):
         ({"iteration_time": 0.02}, "key 'iteration_time' is not read (did you mean 'iteration_time_s'?)"),
         ({"tensors": [{"grad_bytes": 4000, "backward_us": 10, "froward_us": 5}]},
          "tensors[0]: key 'froward_us' is not read (did you mean 'forward_us'?)"),
+        # a required key misspelt: named (it had been said missing)
+        ({"tensors": [{"grad_byte": 4000, "backward_us": 10}]},
+         "tensors[0]: key 'grad_byte' is not read (did you mean 'grad_bytes'?)"),
+        ({"tensors": [{"backward_us": 10}]}, "tensors[0] needs grad_bytes and backward_us"),
     ],
 )  # fmt: skip
 def test_a_json_profile_of_another_format_or_a_misspelt_key_is_refused(tmp_path, changes, message):

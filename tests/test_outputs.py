@@ -71,7 +71,10 @@ def test_resume_refuses_other_outputs(tmp_path, monkeypatch):
     invoke_stopped_after(monkeypatch, 3, *GRID, "--out", out)
     other = [a if a != "float16" else "float32" for a in GRID]
     r = invoke(*other, "--out", out, "--resume")
-    assert r.exit_code == 2 and "made for another grid" in r.output
+    # the option named (a hunt: "another grid, profile or --reduce" of a --store)
+    assert r.exit_code == 2 and "made with --store float16 where this run stores float32;" in r.output, (
+        r.output
+    )
 
 
 @pytest.mark.parametrize(

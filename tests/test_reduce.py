@@ -407,3 +407,23 @@ def test_select_on_a_reduced_dim_says_what_reduced_it_and_a_dp_cubes_gpus_reads_
     )
     assert invoke("grid", *args, "--dp", "4", "--out", tmp_path / "dp.h5").exit_code == 0
     assert "[0 = tp pp cp dp (--dp given)]" in invoke("show", tmp_path / "dp.h5").output
+
+
+def test_a_cube_reduced_over_every_dim_is_one_row(tmp_path):
+    # A hunt: select printed a traceback (pandas refuses a 0-d Dataset), plot named no dims.
+    from netsweep_jax.sweep.core.schema import DIMS
+
+    out = tmp_path / "all.h5"
+    r = invoke("grid", "-q", "--model", "resnet50", "--bw", "10,100", "--reduce", f"max:{','.join(DIMS)}",
+               "--out", out)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    best = float(sweep.evaluate("resnet50", bandwidth=[10, 100]).scaling_factor.max())
+    r = invoke("select", out, "--csv")
+    assert r.exit_code == 0 and r.output.splitlines()[0].startswith("scaling_factor,"), r.output
+    assert float(r.output.splitlines()[1].split(",")[0]) == pytest.approx(best, rel=1e-6)
+    r = invoke("select", out)
+    assert r.exit_code == 0 and len(r.output.strip().splitlines()) == 2, r.output
+    r = invoke("plot", out, "--x", "bandwidth", "--out", tmp_path / "p.png")
+    assert (
+        r.exit_code == 2 and "dims: none (a cube reduced over every dim: sweep select prints it)" in r.output
+    )

@@ -88,6 +88,13 @@ def test_resume_refuses_another_grid(tmp_path, monkeypatch):
         "made for another grid, profile or --reduce" in r.output and len(r.output.strip().splitlines()) == 1
     )
     assert partial.exists()  # the interrupted work is not thrown away
+    # an option its attributes tell, named (a hunt: "another grid, profile or --reduce" of an --x64)
+    for option, said in (
+        (["--x64"], "made in float32 where this run computes in float64 (--x64);"),
+        (["--vars", "scaling_factor"], "where this run keeps scaling_factor;"),
+    ):
+        r = invoke("grid", *GRID, *option, "-q", "--out", out, "--resume")
+        assert r.exit_code == 2 and said in r.output, r.output
     r = invoke("grid", *GRID, "-q", "--out", out)
     assert r.exit_code == 2 and "pass --resume to finish it" in r.output
     # Resumed in other blocks than it was written in: the option and the value to give, named.
@@ -160,3 +167,19 @@ def test_a_run_without_out_names_the_out_that_finishes_it(tmp_path, monkeypatch)
     monkeypatch.chdir(Path("results"))
     r = invoke("grid", *GRID, "-q", "--resume")  # said as such (it named the default --out's directory)
     assert r.exit_code == 2 and "finds nothing to resume" in r.output and not Path("results").exists()
+
+
+def test_an_interrupted_forced_run_says_a_way_to_finish_that_is_taken(tmp_path, monkeypatch, clean_run):
+    # A hunt followed "the same command plus --resume" after a --force rerun into two refusals: --resume and
+    # --force cannot go together, and a resumed run never replaces the finished cube the rerun was to replace.
+    out = tmp_path / "keep.h5"
+    out.write_bytes(b"the cube --force was to replace")
+    r = invoke_interrupted_after(monkeypatch, 1, signal.SIGINT, "grid", *GRID, "-q", "--out", out, "--force")
+    assert r.exit_code == 130 and r.output.rstrip().endswith(
+        f"Finish with {out} moved away (a resumed run never replaces a file), the same command with --resume "
+        "in place of --force."
+    ), r.output
+    assert out.read_bytes() == b"the cube --force was to replace"  # kept until the run is finished
+    out.rename(tmp_path / "old.h5")
+    assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 0
+    assert_same(out, clean_run)

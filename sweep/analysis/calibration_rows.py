@@ -102,9 +102,9 @@ def _profile_for(
         path = Path(meas.path).parent / name
         if not path.is_file():
             raise InputError(
-                f"{meas.where(i)}: model {name!r} is neither among "
-                f"{', '.join(k for k in known if isinstance(k, str))} nor a profile file next to "
-                f"{Path(meas.path).name}"
+                # every built-in named (a hunt: the models met so far, "among resnet50", read as the only one)
+                f"{meas.where(i)}: model {name!r} is neither a built-in "
+                f"({', '.join((*builtin_names(), *TRANSFORMERS))}) nor a profile file next to {Path(meas.path).name}"
             )
         try:
             known[name] = load_profile(path, t1=iteration_time, model=name)  # at --iteration-time, as grid

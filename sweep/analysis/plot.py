@@ -107,7 +107,10 @@ def reduce_to(
         )
     for d in keep:
         if d is not None and d not in ds.dims:
-            raise InputError(f"{d!r}: not a dim; dims: {', '.join(map(str, ds.dims))}")
+            dims = (
+                ", ".join(map(str, ds.dims)) or "none (a cube reduced over every dim: sweep select prints it)"
+            )
+            raise InputError(f"{d!r}: not a dim; dims: {dims}")
     for d in keep:
         if d is not None and d not in ds[var].dims:  # a plan's tokens_per_s has no switch dim
             raise InputError(

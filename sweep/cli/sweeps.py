@@ -174,7 +174,9 @@ def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:
             )
 
 
-def _interrupted(e: BaseException, out: Path | None, cube: Path | None = None, finished: int = 0) -> None:
+def _interrupted(
+    e: BaseException, out: Path | None, cube: Path | None = None, finished: int = 0, force: bool = False
+) -> None:
     """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
     finish it (naming the --out that finds them where none was given: each run's default name is stamped anew;
     ``cube``, that --out where it is not the kept file's: a list of plans', of which ``finished`` were written
@@ -183,11 +185,11 @@ def _interrupted(e: BaseException, out: Path | None, cube: Path | None = None, f
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
     if kept is not None and kept.exists():
-        fail(f"interrupted; finished blocks are kept in {kept}. Finish with the same command plus "
-             f"{_finishing(out, cube or _cube_of(kept))}.", code=exit_code(e))  # fmt: skip
+        fail(f"interrupted; finished blocks are kept in {kept}. Finish with "
+             f"{_finishing(out, cube or _cube_of(kept), force)}.", code=exit_code(e))  # fmt: skip
     if finished and cube is not None:  # stopped between two plans of a list (a review)
-        fail(f"interrupted; {finished} of the plans finished. Finish with the same command plus "
-             f"{_finishing(out, cube)}.", code=exit_code(e))  # fmt: skip
+        fail(f"interrupted; {finished} of the plans finished. Finish with "
+             f"{_finishing(out, cube, force)}.", code=exit_code(e))  # fmt: skip
     fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
 
 
@@ -196,10 +198,16 @@ def _cube_of(kept: Path) -> Path:
     return kept.with_name(kept.name.removesuffix(".partial"))
 
 
-def _finishing(out: Path | None, cube: Path) -> str:
-    """What finishes a run of ``cube``: ``--resume``, and ``--out cube`` where the run had none (each run's
-    default name is stamped anew, so the same command finds another)."""
-    return "--resume" if out is not None else f"--resume --out {cube}"
+def _finishing(out: Path | None, cube: Path, force: bool = False) -> str:
+    """What finishes a run of ``cube``: the same command plus ``--resume``, and ``--out cube`` where the run had
+    none (each run's default name is stamped anew, so the same command finds another). A run given ``--force``:
+    ``--resume`` in its place (they cannot go together), a finished cube it was to replace moved away first (a
+    resumed run never replaces a file: a hunt followed the hint into two refusals)."""
+    resume = "--resume" if out is not None else f"--resume --out {cube}"
+    if not force:
+        return f"the same command plus {resume}"
+    moved = f"{cube} moved away (a resumed run never replaces a file), " if cube.exists() else ""
+    return f"{moved}the same command with {resume} in place of --force"
 
 
 def _sweep(
@@ -217,7 +225,7 @@ def _sweep(
         else:
             summary = job.run_grid(g, target, default_out_dir=out is None, **common)
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e, out)
+        _interrupted(e, out, force=common["force"])
     except JoinTimeout as e:
         abandon(str(e), 3)
     except StitchTimeout as e:
@@ -230,7 +238,7 @@ def _sweep(
         fail(
             f"writing {target} failed ({said})"
             + (
-                f"; finished blocks are kept in {kept}: finish with the same command plus {_finishing(out, _cube_of(kept))}"
+                f"; finished blocks are kept in {kept}: finish with {_finishing(out, _cube_of(kept), common['force'])}"
                 if kept is not None and kept.exists()
                 else ""
             ),
@@ -374,7 +382,7 @@ def _plan_each(
             typer.echo(done)
             finished += 1
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e, out, cube=base, finished=finished)
+        _interrupted(e, out, cube=base, finished=finished, force=force)
 
 
 def _search_plan(
@@ -414,7 +422,7 @@ def _search_plan(
     except StitchTimeout as e:
         fail(str(e), code=3)
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e, out)
+        _interrupted(e, out, force=force)
     return ds, target, share
 
 

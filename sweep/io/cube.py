@@ -326,6 +326,21 @@ def write_profiles(f: h5py.File, profiles: "Sequence[Profile]") -> None:
         )
 
 
+def _option_differing(f: h5py.File, grid: "AnyGrid") -> str:
+    """What a partial cube of another fingerprint than ``grid``'s was made with, where its attributes tell (its
+    store dtype, compute dtype or variables kept: a hunt read "another grid, profile or --reduce" of a --store),
+    else "for another grid, profile or --reduce"."""
+    computed, stored = f.attrs.get("dtype"), f.attrs.get("store")
+    if computed is not None and str(computed) != grid.dtype:  # first: --x64 changes the store's default too
+        return f"in {computed} where this run computes in {grid.dtype} (--x64)"
+    if stored is not None and str(stored) != grid.store_dtype:
+        return f"with --store {stored} where this run stores {grid.store_dtype}"
+    kept = [name for name in f if name in grid.family.variables or name in grid.variables]
+    if "progress" in f and set(kept) != set(grid.variables):
+        return f"with --vars {','.join(kept)} where this run keeps {','.join(grid.variables)}"
+    return "for another grid, profile or --reduce"
+
+
 def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5py.File:
     """Open a partial cube for appending; refuse one HDF5 cannot read or made for another grid."""
     expected = (FORMAT, grid.fingerprint())
@@ -350,9 +365,10 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
             param="resume",
         ) from None
     if made != expected:
+        differs = _option_differing(f, grid)
         f.close()
         raise InputError(
-            f"{path}: made for another grid, profile or --reduce; rerun with the same options, or --force",
+            f"{path}: made {differs}; rerun with the same options, or --force",
             param="resume",
         )
     if (

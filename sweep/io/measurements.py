@@ -104,7 +104,15 @@ def read_measurements(path: str | Path) -> Measurements:
         )
     columns: dict[str, list[Any]] = {c: [] for c in header}
     lines: list[int] = []
+    seen: dict[tuple[str, ...], int] = {}
     for lineno, cells in rows:
+        # A row pasted twice counted twice: a fit's standard error of 7e-13 where one row leaves none (a hunt)
+        first = seen.setdefault(tuple(cells.values()), lineno)
+        if first != lineno:
+            raise InputError(
+                f"{where(path, lineno)}: the same row as line {first}; give each run once (a row twice counts "
+                "twice in a fit, its standard errors and a held-out error)"
+            )
         for name, cell in cells.items():
             columns[name].append(_cell(name, cell, path, lineno))
         _refuse_other_gpus(columns, path, lineno)

@@ -39,6 +39,8 @@ def stamped(name: str, suffix: str = "", directory: str | Path = "results") -> P
     a run of the same second has it (or its partial file), ``NAME-YYYYmmdd-HHMMSS_2[SUFFIX]``, ``_3``, ...: two
     quick runs were refused the second's output, "file exists; pass --force", an --out never given (a hunt)."""
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # not hidden: a profile file named .csv had written results/.csv-...h5, which ls does not list (a hunt)
+    name = name.lstrip(".") or "sweep"
     path, n = Path(directory) / f"{name}-{stamp}{suffix}", 2
     while path.exists() or path.is_symlink() or partial_path(path).exists():
         path, n = Path(directory) / f"{name}-{stamp}_{n}{suffix}", n + 1

@@ -526,7 +526,10 @@ def _table(ds: xr.Dataset, sub: xr.Dataset, names: list[str], chosen: Mapping[st
     along = [n for n in along if sub[n].dims == sub[statuses[0]].dims]
     picked = sub[names + along]
     widened = picked.map(lambda v: v.astype(np.float32) if v.dtype == np.float16 else v)
-    df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
+    if picked.dims:
+        df = widened.to_dataframe(dim_order=list(picked.dims)).reset_index()  # the rows in the cube's order
+    else:  # reduced over every dim: one row (to_dataframe refuses a 0-d Dataset: a traceback, a hunt)
+        df = widened.expand_dims("row").to_dataframe().reset_index(drop=True)
     keep = [str(d) for d in ds.dims if str(d) in df.columns and (sub.sizes[d] > 1 or d in chosen)]
     df = df[keep + names + along]
     if family_of(ds.attrs).whole_numbers:  # dims that count (tp 8, gpus 1024) read as whole numbers,

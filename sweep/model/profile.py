@@ -478,9 +478,13 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
     names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
     for i, t in enumerate(data["tensors"]):
         label = f"{path}: tensors[{i}]"
-        if not isinstance(t, dict) or "grad_bytes" not in t or "backward_us" not in t:
+        if not isinstance(t, dict):
             raise InputError(f"{label} needs grad_bytes and backward_us")
-        _refuse_unknown(t, TENSOR_KEYS, label)
+        _refuse_unknown(
+            t, TENSOR_KEYS, label
+        )  # first: a misspelt grad_bytes is named, not said missing (a hunt)
+        if "grad_bytes" not in t or "backward_us" not in t:
+            raise InputError(f"{label} needs grad_bytes and backward_us")
         names.append(str(t.get("name", f"tensor{i}")))
         sizes.append(_number(str(t["grad_bytes"]), label, None, "grad_bytes", whole=True))
         waits.append(_number(str(t["backward_us"]), label, None, "backward_us") * 1e-6)
