@@ -423,3 +423,14 @@ def test_a_host_whose_built_nics_pass_the_bound_is_refused_as_the_option_given()
             InputError, match=r"hosts of 72 GPUs would have 72 NICs .* above the 64 --nics-per-node"
         ):
             build()
+
+
+def test_a_null_nic_rate_calibrate_wrote_reads_as_no_nics(tmp_path):
+    # calibrate before 5 December wrote "nic_gbps": null beside the NICs given without --bw: read as no NICs, as
+    # then (a review: refused as half a description), where a key left out is refused.
+    path = fabric(tmp_path)
+    document = json.loads(path.read_text())
+    document["hardware"]["nic_gbps"] = None
+    path.write_text(json.dumps(document))
+    constants = read_fabric(path)
+    assert (constants.nics_per_node, constants.nic_gbps) == (0.0, 0.0) and constants.gpu == "h100"  # 0: none

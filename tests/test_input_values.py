@@ -7,6 +7,7 @@ tests share)."""
 
 import collections
 import csv
+import dataclasses
 import re
 import sys
 
@@ -182,6 +183,40 @@ def test_the_shipped_runs_files_columns_are_all_known_and_each_is_once(tmp_path)
     path = _runs(tmp_path, rename={"notes": "tp"})
     with pytest.raises(InputError, match="column 'tp' appears twice"):
         read_runs(path)
+
+
+def test_an_arch_column_states_any_shape_as_arch_does(tmp_path):
+    # A hunt: a Llama or a Mixtral could be stated by a preset alone; the shape columns read as a GPT's.
+    arch = "layers=32,hidden=4096,heads=32,kv_heads=8,ffn=14336,mlp=swiglu,seq=8192,vocab=128256"
+    shape = ("preset", "layers", "hidden", "heads", "seq_len", "vocab")
+
+    def as_arch(rows):
+        llama = [{**r, "arch": ""} for r in rows if r["id"] == "MLM-LLAMA-01"]
+        return llama + [{**llama[0], "id": "mine", "arch": arch, **dict.fromkeys(shape, "")}]
+
+    preset, stated = read_runs(_runs(tmp_path, as_arch))
+    assert dataclasses.replace(stated.llm, source=preset.llm.source) == preset.llm  # the same model
+    assert stated.model == "arch-32x4096"
+    path = _runs(
+        tmp_path, lambda rows: [{**r, "layers": "32"} if r["id"] == "mine" else r for r in as_arch(rows)]
+    )
+    with pytest.raises(
+        InputError, match=r"\(row mine\): arch and layers both given: arch states the whole shape"
+    ):
+        read_runs(path)
+    path = _runs(
+        tmp_path, lambda rows: [{**r, "arch": "layers=32"} if r["id"] == "mine" else r for r in as_arch(rows)]
+    )
+    with pytest.raises(InputError, match=r"\(row mine\): arch 'layers=32': "):
+        read_runs(path)
+
+
+def test_a_mixture_of_experts_row_without_ep_says_its_one_expert_group(tmp_path):
+    # A hunt: a DeepSeek-V3 row without ep was priced at EP 1, said nowhere.
+    runs = read_runs(_runs(tmp_path, lambda rows: [{**r, "ep": ""} for r in rows if r["id"] == "MB-H100-04"]))
+    assert runs[0].moe and runs[0].ep == 1 and "ep 1" in runs[0].unstated
+    dense = read_runs(_runs(tmp_path, lambda rows: [r for r in rows if r["id"] == "MLM-LLAMA-01"]))
+    assert "ep 1" not in dense[0].unstated
 
 
 # -- 3. a blank measured value is predicted, never a crash ----------------------------------------------------

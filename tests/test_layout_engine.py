@@ -250,20 +250,22 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
     from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
     plans = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--fabric",
-             "dgx-h100-superpod,aws-p5", "--keep", "2", "-q"]  # fmt: skip
+             "dgx-h100-superpod,dgx-h100-rail-only", "--keep", "2", "-q"]  # fmt: skip
     kept, calls = PlanCheckpoint.keep, []
 
     def keep_then_stop(self, index, done, state):  # SIGINT once the second plan has kept a block
         kept(self, index, done, state)
         calls.append(self.path.name)
-        if "aws-p5" in self.path.name:
+        if "rail-only" in self.path.name:
             interrupts.request(signal.SIGINT)
 
     monkeypatch.chdir(tmp_path)
     with monkeypatch.context() as m:
         m.setattr(PlanCheckpoint, "keep", keep_then_stop)
         r = invoke(*plans)  # no --out: the hint names the one the list's cubes are named from
-    first, second = (next(tmp_path.glob(f"results/*-fabric{f}.h5*")) for f in ("dgx-h100-superpod", "aws-p5"))
+    first, second = (
+        next(tmp_path.glob(f"results/*-fabric{f}.h5*")) for f in ("dgx-h100-superpod", "dgx-h100-rail-only")
+    )
     base = first.with_name(first.name.replace("-fabricdgx-h100-superpod", ""))
     assert r.exit_code == 130 and r.output.strip().endswith(
         f"finished blocks are kept in {second.relative_to(tmp_path)}. Finish with the same command plus "
@@ -290,6 +292,35 @@ def test_a_plan_over_a_list_of_fabrics_stopped_then_resumed_keeps_what_it_finish
         *plans, "--out", base.relative_to(tmp_path), "--resume", "--x64"
     )  # nor one of float32 (a review)
     assert r.exit_code == 2 and "holds another plan than this command's (its dtype differs)" in r.output
+
+
+def test_a_forced_plan_list_stopped_says_which_old_cubes_to_move_before_resuming(tmp_path, monkeypatch):
+    # A review: the hint checked the list's --out, which no plan of a list writes, so it never said to move the
+    # old cube a resumed run then refused ("holds another plan").
+    from netsweep_jax.sweep.core import interrupts
+    from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
+
+    plans = ["plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--keep", "2", "-q",
+             "--fabric", "dgx-h100-superpod,dgx-h100-rail-only", "--out", tmp_path / "p.h5"]  # fmt: skip
+    assert invoke(*plans).exit_code == 0
+    first, second = (tmp_path / f"p-fabric{f}.h5" for f in ("dgx-h100-superpod", "dgx-h100-rail-only"))
+    kept = PlanCheckpoint.keep
+
+    def keep_then_stop(self, index, done, state):  # SIGINT once the second plan has kept a block
+        kept(self, index, done, state)
+        if "rail-only" in self.path.name:
+            interrupts.request(signal.SIGINT)
+
+    with monkeypatch.context() as m:
+        m.setattr(PlanCheckpoint, "keep", keep_then_stop)
+        r = invoke(*[a if a != "2" else "3" for a in plans], "--force")
+    assert r.exit_code == 130 and r.output.strip().endswith(
+        f"Finish with {second} moved away (a resumed run never replaces a file), the same command with --resume "
+        "in place of --force."
+    ), r.output
+    second.rename(tmp_path / "old.h5")
+    r = invoke(*[a if a != "2" else "3" for a in plans], "--resume")
+    assert r.exit_code == 0 and f"kept {first}" in r.output and f"wrote {second}" in r.output, r.output
 
 
 def test_a_rail_only_fabric_in_a_list_is_planned_once_beside_the_spines_oversubscriptions(tmp_path):

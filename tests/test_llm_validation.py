@@ -415,6 +415,14 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
 
     fitted, v = V.calibrate_runs(edited_runs_file(tmp_path, edit))
     assert "efficiency a100" in fitted.fitted and v.runs[-1].value is None
+    # groups as a comma list, as validate --llm takes them (a hunt: refused as one group's name)
+    two = edited_runs_file(
+        tmp_path, lambda rows: [{**r, "group": f"g{i % 2}"} for i, r in enumerate(edit(rows))]
+    )
+    both, _ = V.calibrate_runs(two, "g0,g1")
+    assert both.fitted == fitted.fitted
+    with pytest.raises(InputError, match="'g2': no runs in that group; groups: g0, g1"):
+        V.calibrate_runs(two, "g0,g2")
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
     assert np.isfinite(v.outputs["fitted"]["predicted"]).all() and "not fit" not in table  # every run fits

@@ -205,7 +205,7 @@ def test_defaults_follow_the_workload(tmp_path):
         in r.output
     )
     # A hunt: its one NIC a node, where a DGX H100 has eight, was unsaid; given, or on the paper's V100, it is not.
-    nics = "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s: give --nics-per-node and --bw for them)"
+    nics = "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s: give --nics-per-node 8 for them)"
     assert nics in r.output and nics in gpt.attrs["assumed"]
     assert "--nics-per-node" not in evaluate("gpt2-xl", gpu="h100", nics_per_node=1).attrs["assumed"]
     assert "--nics-per-node" not in evaluate("gpt2-xl").attrs["assumed"]

@@ -57,3 +57,16 @@ def test_a_stack_without_training_runs_on_a_die_takes_the_dies_pooled_efficiency
             return float(np.sum(np.log(p / np.array([r.value for r in on])) ** 2))
 
         assert loss(1.0) <= min(loss(1 - 6e-4), loss(1 + 6e-4)) + 1e-12, key
+
+
+def test_a_stacks_efficiency_on_a_die_it_never_trained_on_is_said_as_the_dies_pooled():
+    # A hunt: fsdp/h100's value, the H100's pooled fit, was said "(default)", as if 0.6.
+    from netsweep_jax.sweep.analysis.llm_fit import Fit
+
+    efficiency = {"fsdp/h100": 0.55, "megatron-core/h100": 0.55, "h100": 0.55, "b300": 0.6}
+    fit = Fit("x", efficiency, 0.92, ("efficiency megatron-core/h100", "efficiency h100"), (), by_stack=True)
+    said = fit.describe()
+    assert (
+        "fsdp/h100 0.55 (the die's pooled), megatron-core/h100 0.55, b300 0.6 (default), h100 0.55 (pooled)"
+        in said
+    )

@@ -127,6 +127,8 @@ NOT_COMPARED = {
     "dtype": "compare computes in float64",
     "store": "compare's result is in memory, in float64",
     "reduce": "compare reads every cell; reduce evaluate's or grid's result instead",
+    "iteration_time": "compare prices each model at its own compute (the paper's V100 runs, a transformer's "
+    "workload); scale it with evaluate or grid",
 }
 
 
@@ -182,9 +184,9 @@ def compare(
     checked in).
     """
     axes = _compared(axes)
-    if (
-        axes.get("nics_per_node") is None and fabric is None
-    ):  # compare's own default, said in its defaults' line
+    # compare's own default, which its report's opening (and the command's defaults line) states: given, so
+    # that the sweep's assumed line does not say it again
+    if axes.get("nics_per_node") is None and fabric is None:
         axes["nics_per_node"] = COMPARE.nics_per_node
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     nccl = nccl_priced(fabric, collective)

@@ -372,19 +372,22 @@ def megatron_global_batch(path: str, settings: Mapping[str, Any], kwargs: Mappin
     (``arguments.py``: ``global_batch_size = micro_batch_size * data_parallel_size``); ``--dp`` is that size.
     Said in one line; refused where one of them is a list (a global batch each) or tp x pp x cp does not divide
     the GPU count (a hunt: such a command, which Megatron-LM runs, was refused as missing --global-batch)."""
-    from netsweep_jax.sweep.core.values import whole_number
+    from netsweep_jax.sweep.core.layout_axes import AXES
+    from netsweep_jax.sweep.core.values import parse_values
 
     def one(name: str) -> int:
+        # a --nodes list is named as typed, not as the --gpus it became (a review)
+        shown = "nodes" if name == "gpus" and settings.get("nodes") is not None else name
         text = str(kwargs.get(name) if kwargs.get(name) is not None else settings.get(name)).strip()
-        value = whole_number(text)
-        if value is None:
+        values = parse_values(text, AXES[name])  # 64.0 and 1e2 are one value (a review: "several")
+        if len(values) != 1:
             raise InputError(
                 f"is needed: {path} leaves out --global-batch-size, which Megatron-LM sets to the micro batch x "
-                f"the data-parallel size, and {{0}} {text} gives several",
+                f"the data-parallel size, and {{0}} {settings.get(shown) if shown != name else text} gives several",
                 param="global_batch",
-                names=(name,),
+                names=(shown,),
             )
-        return value
+        return int(values[0])
 
     micro = one("micro_batch")
     if kwargs.get("dp") is not None:
@@ -778,6 +781,11 @@ def _check_some_layout_divides(grid: Any) -> None:
             f"no tp x pp x cp divides the GPU count {','.join(f'{v:g}' for v in gpus)} ({shown}); every layout "
             f"would be masked ({STATUS[1]})"  # the kernel's rule 1, as a masked cell says it
         )
+
+
+def plan_cubes(grids: "Sequence[tuple[str, Any]]", base: Path) -> list[Path]:
+    """The cube of each plan :func:`write_plans` makes of ``grids`` (``base``: :func:`plans_out`'s), in order."""
+    return [target for label, grid in grids for *_, target in _each_plan(label, grid, len(grids) > 1, base)]
 
 
 def _each_plan(label: str, grid: Any, fabrics: bool, base: Path) -> "Iterator[tuple[Any, list[str], Path]]":

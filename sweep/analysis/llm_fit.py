@@ -90,8 +90,17 @@ class Fit:
 
     def describe(self) -> str:
         pooled = " (pooled)" if self.by_stack else ""
+
+        def origin(key: str) -> str:  # a stack's on a die it has no training run on: the die's pooled, if any
+            if f"efficiency {key}" in self.fitted:
+                return pooled if "/" not in key else ""
+            die = key.rpartition("/")[2]
+            return (
+                " (the die's pooled)" if "/" in key and f"efficiency {die}" in self.fitted else " (default)"
+            )
+
         eff = ", ".join(
-            f"{g} {e:.4g}{(pooled if '/' not in g else '') if f'efficiency {g}' in self.fitted else ' (default)'}"
+            f"{g} {e:.4g}{origin(g)}"
             for g, e in sorted(self.efficiency.items(), key=lambda item: ("/" not in item[0], item[0]))
         )
         util = f"{self.utilization:.3g}{'' if 'utilization' in self.fitted else f' ({self.held})'}"

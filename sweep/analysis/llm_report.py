@@ -783,8 +783,9 @@ def by_stack_and_die(v: Validation) -> list[str]:
         )
         origin = "" if own else " (pooled)" if f"efficiency {d}" in fit.fitted else " (default)"
         verdict = "no held-out run" if not met else ("met" if all(met) else "not met")
-        if not own:
-            verdict = f"{verdict} (no training source on the die)"
+        if not own:  # a hunt: said of a die with training runs, of another stack
+            pooled = f"efficiency {d}" in fit.fitted
+            verdict = f"{verdict} (no training {'run of the stack' if pooled else 'source'} on the die)"
         lines.append(
             f"| {preset} | {d} | {efficiency_of(fit.efficiency, preset, d):.3f}{origin} | {cells[0]} | {cells[1]} "
             f"| {verdict} |"

@@ -237,14 +237,18 @@ def summary_lines(v: Validation) -> list[str]:
 
 
 def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Validation]:
-    """Fit the constants on a user's runs (those of group ``train``, default every run with a measured value)
-    and predict every run, the blank ones included: :func:`calibrate_table` shows each with its error."""
+    """Fit the constants on a user's runs (those of the groups ``train`` names, comma-separated as validate
+    --llm's; default every run with a measured value) and predict every run, the blank ones included:
+    :func:`calibrate_table` shows each with its error."""
     runs = read_runs(path)
-    if train is not None and train not in {r.group for r in runs}:
-        groups = sorted({r.group for r in runs})
-        raise InputError(f"{train!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    groups = sorted({r.group for r in runs})
+    # a list, as validate --llm takes it (a hunt: "a,b" was refused as no such group, naming both)
+    chosen = None if train is None else [g.strip() for g in train.split(",") if g.strip()]
+    for g in [train] if chosen == [] else chosen or []:
+        if g not in groups:
+            raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
     # MoE runs are reported, never fitted (as validate --llm's): shown as held out, not as training runs.
-    in_train = [r.value is not None and not r.moe and (train is None or r.group == train) for r in runs]
+    in_train = [r.value is not None and not r.moe and (chosen is None or r.group in chosen) for r in runs]
     if not any(in_train):
         if train is None:
             raise InputError(

@@ -602,7 +602,8 @@ CalibrateTrain = Annotated[
     str | None,
     typer.Option(
         "--train",
-        help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16'.",
+        help="Fit on the rows this selects and report the error on the others, e.g. 'gpus <= 16' (a runs "
+        "file: its groups, comma list, as validate --llm).",
     ),
 ]
 CalibrateOut = Annotated[
@@ -642,7 +643,7 @@ def calibrate(
 ):
     """Infer the model parameters measured runs imply, and how well they predict held-out runs. A file of
     large-model runs (tp, pp and metric columns, as sweep validate --llm reads) fits validate --llm's constants
-    instead (matrix efficiency per stack and GPU die, one memory efficiency); --train then names a group of its runs. For NCCL's own
+    instead (matrix efficiency per stack and GPU die, one memory efficiency); --train then names groups of its runs. For NCCL's own
     collective (--collective nccl, or --fabric FILE in grid, plan, need and compare), --nccl-tests fits a fabric
     file to logs of NCCL's tests."""
     from netsweep_jax.sweep.analysis.calibrate import calibrate_file

@@ -1,7 +1,7 @@
 """``sweep grid``, ``sweep plan`` and ``sweep models``: sweeps of either model family into a cube."""
 
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -175,21 +175,27 @@ def _check_distributed(ctx: typer.Context, settings: dict[str, Any]) -> None:
 
 
 def _interrupted(
-    e: BaseException, out: Path | None, cube: Path | None = None, finished: int = 0, force: bool = False
+    e: BaseException,
+    out: Path | None,
+    cube: Path | None = None,
+    finished: int = 0,
+    force: bool = False,
+    unwritten: Sequence[Path] | None = None,
 ) -> None:
     """End a sweep or a plan that a signal stopped with one line: where its finished blocks are kept and how to
     finish it (naming the --out that finds them where none was given: each run's default name is stamped anew;
     ``cube``, that --out where it is not the kept file's: a list of plans', of which ``finished`` were written
-    before a signal between two of them), or that nothing was kept; the exit code says which signal."""
+    before a signal between two of them, ``unwritten`` the cubes of those not written: :func:`_finishing`), or
+    that nothing was kept; the exit code says which signal."""
     from netsweep_jax.sweep.io import paths
 
     kept = paths.kept_partial(e)  # only this run's own partial file, never another run's
     if kept is not None and kept.exists():
         fail(f"interrupted; finished blocks are kept in {kept}. Finish with "
-             f"{_finishing(out, cube or _cube_of(kept), force)}.", code=exit_code(e))  # fmt: skip
+             f"{_finishing(out, cube or _cube_of(kept), force, unwritten)}.", code=exit_code(e))  # fmt: skip
     if finished and cube is not None:  # stopped between two plans of a list (a review)
         fail(f"interrupted; {finished} of the plans finished. Finish with "
-             f"{_finishing(out, cube, force)}.", code=exit_code(e))  # fmt: skip
+             f"{_finishing(out, cube, force, unwritten)}.", code=exit_code(e))  # fmt: skip
     fail("interrupted before any block was written; nothing was kept", code=exit_code(e))
 
 
@@ -198,15 +204,17 @@ def _cube_of(kept: Path) -> Path:
     return kept.with_name(kept.name.removesuffix(".partial"))
 
 
-def _finishing(out: Path | None, cube: Path, force: bool = False) -> str:
+def _finishing(out: Path | None, cube: Path, force: bool, unwritten: Sequence[Path] | None = None) -> str:
     """What finishes a run of ``cube``: the same command plus ``--resume``, and ``--out cube`` where the run had
     none (each run's default name is stamped anew, so the same command finds another). A run given ``--force``:
-    ``--resume`` in its place (they cannot go together), a finished cube it was to replace moved away first (a
-    resumed run never replaces a file: a hunt followed the hint into two refusals)."""
+    ``--resume`` in its place (they cannot go together), the finished cubes it was to replace and did not yet
+    moved away first (a resumed run never replaces a file: a hunt followed the hint into two refusals): those
+    of ``unwritten`` (a list of plans' cubes not written), else ``cube``, that exist."""
     resume = "--resume" if out is not None else f"--resume --out {cube}"
     if not force:
         return f"the same command plus {resume}"
-    moved = f"{cube} moved away (a resumed run never replaces a file), " if cube.exists() else ""
+    old = [p for p in ([cube] if unwritten is None else unwritten) if p.exists()]
+    moved = f"{', '.join(map(str, old))} moved away (a resumed run never replaces a file), " if old else ""
     return f"{moved}the same command with {resume} in place of --force"
 
 
@@ -362,7 +370,7 @@ def _plan_each(
 ) -> None:
     """``sweep plan`` over a list of fabrics or oversubscriptions: a plan per value, each printed and written as
     it finishes; an interrupt ends the command with one line naming what finishes it."""
-    from netsweep_jax.sweep.analysis.layout_jobs import plans_out, write_plans
+    from netsweep_jax.sweep.analysis.layout_jobs import plan_cubes, plans_out, write_plans
 
     listed = "--fabric" if len(grids) > 1 else "--oversubscription"
     for option, used in (
@@ -382,7 +390,8 @@ def _plan_each(
             typer.echo(done)
             finished += 1
     except (KeyboardInterrupt, Interrupted) as e:
-        _interrupted(e, out, cube=base, finished=finished, force=force)
+        unwritten = plan_cubes(grids, base)[finished:]  # the old cubes --force has not replaced yet
+        _interrupted(e, out, cube=base, finished=finished, force=force, unwritten=unwritten)
 
 
 def _search_plan(

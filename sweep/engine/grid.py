@@ -712,15 +712,16 @@ def _nics_default(collectives: Sequence[str], profiles: Sequence[Profile], defau
     ""): a DGX H100's 8 NICs were priced as one, unsaid (a hunt)."""
     if not defaulted or all(c in ONE_LINK_PER_WORKER for c in collectives):
         return ""
-    systems = {g: GPUS[g] for g in dict.fromkeys(priced_gpu(p) for p in profiles) if g != PAPER_GPU}
-    more = [
-        f"a {g.system or g.name} has {g.nics} x {g.nic_gbps:g} Gbit/s" for g in systems.values() if g.nics > 1
-    ]
-    if not more:
+    # each system once, the paper's V100s' (a DGX-1 of either memory) left as the paper priced them (a review)
+    gpus = [GPUS[g] for g in dict.fromkeys(priced_gpu(p) for p in profiles) if die(g) != PAPER_GPU]
+    systems = {g.system or g.name: g for g in gpus if g.nics > 1}
+    if not systems:
         return ""
+    more = ", ".join(f"a {name} has {g.nics} x {g.nic_gbps:g} Gbit/s" for name, g in systems.items())
+    counts = {g.nics for g in systems.values()}
+    give = f"--nics-per-node {counts.pop()}" if len(counts) == 1 else "--nics-per-node"
     return (
-        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {', '.join(more)}: give "
-        "--nics-per-node and --bw for them)"
+        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {more}: give {give} for them)"
     )
 
 

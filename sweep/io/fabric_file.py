@@ -205,11 +205,14 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     out: dict[str, Any] = {"fitted_on": gpu} if isinstance(gpu, str) and gpu else {}
     if preset:  # a GPU preset: the sweep's GPU where none is given, as a fabric preset's hosts' is
         out["gpu"] = preset
-    stated = [key for key in ("nics_per_node", "nic_gbps") if hardware.get(key) is not None]
-    if len(stated) == 1:  # half a NIC description (calibrate records both or neither)
-        other = ({"nics_per_node", "nic_gbps"} - set(stated)).pop()
-        raise InputError(f"{path}: hardware.{stated[0]} without hardware.{other}: give both, or neither")
-    if not stated:
+    keys = ("nics_per_node", "nic_gbps")
+    given = [key for key in keys if key in hardware]
+    if len(given) == 1:  # half a NIC description: calibrate records both, each null where it records none
+        other = ({*keys} - set(given)).pop()
+        raise InputError(f"{path}: hardware.{given[0]} without hardware.{other}: give both, or neither")
+    if any(
+        hardware.get(key) is None for key in keys
+    ):  # a null: no NICs recorded (calibrate before 5 Dec too)
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]

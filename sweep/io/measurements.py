@@ -111,7 +111,8 @@ def read_measurements(path: str | Path) -> Measurements:
         if first != lineno:
             raise InputError(
                 f"{where(path, lineno)}: the same row as line {first}; give each run once (a row twice counts "
-                "twice in a fit, its standard errors and a held-out error)"
+                "twice in a fit, its standard errors and a held-out error), or a label column that tells two "
+                "runs of equal values apart"
             )
         for name, cell in cells.items():
             columns[name].append(_cell(name, cell, path, lineno))

@@ -42,7 +42,7 @@ from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
 from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die, refuse_on_volta
-from netsweep_jax.sweep.model.llms import LLM, LLMS
+from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch
 from netsweep_jax.sweep.model.stacks import STACKS, Stack, stack_of
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
@@ -60,6 +60,7 @@ REQUIRED = ("id", "gpu", "gpus", "tp", "pp", "global_batch", "metric", "value")
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
 OPTIONAL = (
     "preset",
+    "arch",
     "group",
     "stack",
     "year",
@@ -183,8 +184,8 @@ def read_runs(path: str | Path) -> list[Run]:
     path = Path(path)
     header_line, header, table = read_csv_table(path, "runs file")
     missing = [c for c in REQUIRED if c not in header]
-    if "preset" not in header and any(c not in header for c in SHAPE):
-        missing.append("preset (or the shape: " + ", ".join(SHAPE) + ")")
+    if "preset" not in header and "arch" not in header and any(c not in header for c in SHAPE):
+        missing.append("preset (or arch, or the shape: " + ", ".join(SHAPE) + ")")
     if missing:
         cased = [c for c in header if c not in COLUMNS and c.lower() in COLUMNS]
         hint = f" ({', '.join(cased)}: a column's name is in lower case)" if cased else ""
@@ -326,7 +327,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset,
         mtp_layers,
         dispatcher,
-        _unstated(cells, preset, metric, flops),
+        _unstated(cells, preset, metric, flops, llm.experts > 0),
     )
 
 
@@ -393,9 +394,10 @@ def _within_peak(
         )
 
 
-def _unstated(cells: dict[str, str], preset: str, metric: str, flops: str) -> tuple[str, ...]:
+def _unstated(cells: dict[str, str], preset: str, metric: str, flops: str, moe: bool) -> tuple[str, ...]:
     """What reading took where the row is silent, as its assumed phrases: the precision, the stack preset of a
-    row that names none and no year (the year assumed: 2025), the FLOP count of a FLOP rate."""
+    row that names none and no year (the year assumed: 2025), the FLOP count of a FLOP rate, a mixture of
+    experts' one expert group (a hunt: priced at EP 1 in silence)."""
     stack, year = cells.get("stack", "").strip().lower(), cells.get("year")
     # Said where a year is assumed: a preset named, or a year stated (a blank stack is Megatron's, the file's
     # documented rule), chooses the stack with nothing assumed.
@@ -410,6 +412,7 @@ def _unstated(cells: dict[str, str], preset: str, metric: str, flops: str) -> tu
         *(["precision bf16"] if not cells.get("precision") else []),
         *([f"stack {preset} {why}"] if why else []),
         *([f"FLOP count {flops}"] if not cells.get("flops") and metric not in COUNTED_BY else []),
+        *(["ep 1"] if moe and not cells.get("ep") else []),
     )
 
 
@@ -444,8 +447,21 @@ def _model(
     cells: dict[str, str], bad: Callable[[str], InputError], path: Path, line: int, rid: str
 ) -> tuple[LLM, str]:
     """The row's transformer and its name: a preset (its shape columns, where given, must agree; the sequence is
-    the run's) or a GPT shape from the shape columns."""
+    the run's), an ``arch`` (``--arch``'s keys: a hunt had no way to state a Llama or a Mixtral but by a
+    preset), or a GPT shape from the shape columns (4h GELU MLP, tied embeddings, a key/value head a head)."""
     preset = cells.get("preset", "").lower()
+    arch = cells.get("arch", "").strip()
+    if arch:
+        shaped = [name for name in ("preset", *SHAPE) if cells.get(name, "").strip()]
+        if shaped:
+            raise bad(
+                f"arch and {shaped[0]} both given: arch states the whole shape; leave {shaped[0]} empty"
+            )
+        try:
+            llm = parse_arch(arch)
+        except InputError as e:
+            raise bad(f"arch {arch!r}: {e.detail}") from None
+        return llm, f"arch-{llm.layers}x{llm.hidden}"
     if preset:
         if preset not in LLMS:
             raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
@@ -469,7 +485,7 @@ def _model(
     else:
         given = {name: _int(cells, name, path, line, rid) for name in SHAPE}
         if any(v is None for v in given.values()):
-            raise bad(f"give a preset or every shape column ({', '.join(SHAPE)})")
+            raise bad(f"give a preset, an arch or every shape column ({', '.join(SHAPE)})")
         shape = {name: int(v or 0) for name, v in given.items()}
         llm = LLM(
             shape["layers"],
