@@ -146,7 +146,7 @@ def calibrate(
     bucketing: str | None = None,
     reduce_table: str | Path | None = None,
     intra_bandwidth: float | None = None,
-    nics_per_node: float = 1.0,
+    nics_per_node: float | None = None,
     fusion_buffer: float = 64.0,
     fusion_timeout: float = 5.0,
     out: str | Path | None = None,
@@ -177,7 +177,7 @@ def calibrate(
         follows the workload as ``sweep grid`` (the paper's ring, Horovod fusion and V100 NVLink for its
         CNNs; nccl-ring, DDP buckets and the GPU preset's NVLink for transformers),
         nics_per_node, fusion_buffer (MiB), fusion_timeout (ms): settings for rows whose file
-        does not give them.
+        does not give them (``nics_per_node`` None: 1 a node, said where the GPU's system has more).
       out: also write the result as JSON here (``force``: overwrite).
 
     A file of large-model runs (``tp``, ``pp`` and ``metric`` columns, as ``sweep validate --llm`` reads) fits
@@ -296,7 +296,7 @@ def _row_settings(
     bucketing: str | None,
     reduce_table: str | Path | None,
     intra_bandwidth: float | None,
-    nics_per_node: float,
+    nics_per_node: float | None,
     fusion_buffer: float,
     fusion_timeout: float,
 ) -> _Settings:
@@ -309,7 +309,7 @@ def _row_settings(
         bucketing=bucketing,
         reduce_table=None if reduce_table is None else read_table(_path(reduce_table, "reduce_table")),
         **intra,
-        nics_per_node=_number(nics_per_node, "nics_per_node"),
+        nics_per_node=None if nics_per_node is None else _number(nics_per_node, "nics_per_node"),
         fusion_buffer=_number(fusion_buffer, "fusion_buffer"),
         fusion_timeout=_number(fusion_timeout, "fusion_timeout"),
     )

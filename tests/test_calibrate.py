@@ -357,9 +357,14 @@ def test_calibrate_assumes_what_grid_assumes(tmp_path):
     profiles = resolve_models("gpt2-xl", gpu="h100")
     said: list[str] = []
     build_rows(read_measurements(measured), profiles, profiles[0].model, Settings(), said)
-    # its NICs are each row's (a column, else --nics-per-node): a grid given them says nothing of their default
-    grid = make_grid("gpt2-xl", gpu="h100", nics_per_node=1)
-    assert said == [grid.assumed] and "reductions at the h100's HBM" in said[0]
+    assert said == [make_grid("gpt2-xl", gpu="h100").assumed] and "reductions at the h100's HBM" in said[0]
+    # its one NIC a node said alike (a review: fitted at 1 NIC on H100 rows, unsaid); a column or option, not
+    assert "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s" in said[0]
+    given: list[str] = []
+    build_rows(read_measurements(measured), profiles, profiles[0].model, Settings(nics_per_node=1), given)
+    assert (
+        given == [make_grid("gpt2-xl", gpu="h100", nics_per_node=1).assumed] and "--nics-per" not in given[0]
+    )
 
 
 def test_iteration_time_reaches_a_profile_the_model_column_names(tmp_path):

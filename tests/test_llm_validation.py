@@ -961,3 +961,15 @@ def test_a_blank_line_between_a_runs_files_comments_and_its_header_is_no_header(
     path = tmp_path / "mine.csv"
     path.write_text("# my runs\n\n" + "\n".join(rows) + "\n")
     assert is_runs_file(path) and [r.line for r in read_runs(path)] == [4, 5, 6]
+
+
+def test_a_fit_at_an_end_of_its_range_names_the_runs_furthest_from_it(tmp_path):
+    # A hunt: a rate in PFLOP/s (a value 1000x off) pulled a constant to its end, and the warning named no run.
+    def edit(rows):
+        mine = [r for r in rows if r["group"] == "sc21-t1"][:6]
+        return [{**r, "value": str(float(r["value"]) / 1000)} if r is mine[2] else r for r in mine]
+
+    r = invoke("calibrate", edited_runs_file(tmp_path, edit), "--out", tmp_path / "c.json")
+    assert r.exit_code == 0 and "is at an end of its range" in r.output, r.output
+    off = list(csv.DictReader(open(tmp_path / "runs.csv")))[2]["id"]  # the row 1000x off
+    assert f"warning: the training runs furthest from the fit: {off} (+" in r.output, r.output

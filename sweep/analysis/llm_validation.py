@@ -123,7 +123,7 @@ from netsweep_jax.sweep.analysis.llm_fit import (
     fit_warnings,
 )
 from netsweep_jax.sweep.analysis.llm_predict import predict
-from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, write_report
+from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, signed, write_report
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
@@ -343,7 +343,15 @@ def _warnings(fitted: Fit, v: Validation) -> list[str]:
     """The fit's warnings, and the runs that do not fit the memory model: a run that ran must fit, and one that does
     not is priced all the same, and said (validate's report says it; the JSON had left it out, a hunt)."""
     unfit = (v.outputs["fitted"]["fits"] != 1).any()
-    return [*fit_warnings(fitted), *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]
+    warned = fit_warnings(fitted)
+    errors = np.abs(v.errors("fitted"))
+    trained = [i for i, t in enumerate(v.train) if t and np.isfinite(errors[i])]
+    if any("at an end of its range" in w for w in warned) and trained:
+        # which runs pull it there (a hunt: a step in ms, a rate in PFLOP/s, fitted with no row named)
+        worst = sorted(trained, key=lambda i: -errors[i])[:3]
+        said = ", ".join(f"{v.runs[i].id} ({signed(v.errors('fitted')[i])})" for i in worst)
+        warned.append(f"the training runs furthest from the fit: {said} (a value in another unit?)")
+    return [*warned, *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]
 
 
 def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:

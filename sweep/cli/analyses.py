@@ -675,7 +675,7 @@ def calibrate(
             "and --profile name two models: give one (a profile file names its own)", param="model"
         )
 
-    setup = _calibration_settings(settings)
+    setup = _calibration_settings(settings, given_options(ctx))
     result = calibrate_file(
         measured,
         fit,
@@ -697,9 +697,10 @@ def calibrate(
         typer.echo(f"wrote {out}")
 
 
-def _calibration_settings(settings: dict[str, Any]) -> "Settings":
+def _calibration_settings(settings: dict[str, Any], chosen: Collection[str]) -> "Settings":
     """The settings of a measurements file's rows that do not give them, taken out of ``settings``: one value of
-    each of :data:`CALIBRATION_AXES`, the reduce table read, the collective, bucketing and intra-node rate."""
+    each of :data:`CALIBRATION_AXES` (--nics-per-node not ``chosen``: None, its default, which the fit says where
+    a GPU's system has more), the reduce table read, the collective, bucketing and intra-node rate."""
     from netsweep_jax.sweep.analysis.calibration_rows import Settings
     from netsweep_jax.sweep.core.values import parse_values
 
@@ -710,6 +711,8 @@ def _calibration_settings(settings: dict[str, Any]) -> "Settings":
         if len(values) != 1:
             raise InputError(f"{text}: calibrate takes one value", param=name)
         one[name] = float(values[0])
+    if "nics_per_node" not in chosen:
+        one["nics_per_node"] = None  # type: ignore[assignment]  # Settings' "not given"
     table = settings.pop("reduce_table")
     if table is not None:
         from netsweep_jax.sweep.model.vector_add import read_table

@@ -361,7 +361,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         assumed_line(
             (
                 assumed_text(profiles, chosen, collectives=collectives),
-                _nics_default(collectives, profiles, options.get("nics_per_node") is None and choice is None),
+                nics_said(collectives, profiles, options.get("nics_per_node") is None and choice is None),
                 reduce_said,
                 *_given_unread(collectives, bucketings, values, options),
             )
@@ -706,7 +706,7 @@ def _given_unread(
     return said
 
 
-def _nics_default(collectives: Sequence[str], profiles: Sequence[Profile], defaulted: bool) -> str:
+def nics_said(collectives: Sequence[str], profiles: Sequence[Profile], defaulted: bool) -> str:
     """What the sweep says where its NICs are --nics-per-node's default, 1 a node, not given (nor set by a fabric),
     a collective reads them and a GPU of the sweep other than the paper's V100 comes in a system of more (else
     ""): a DGX H100's 8 NICs were priced as one, unsaid (a hunt)."""
