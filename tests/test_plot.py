@@ -162,6 +162,19 @@ def test_a_line_with_no_value_says_so_in_the_legend():
     assert names == ["model=resnet50", "model=vgg16 (no value)"]
 
 
+def test_a_line_joins_its_points_in_the_order_of_x_not_as_typed():
+    # A hunt: --bw 100,10,40,25,1 drew a zig-zag a reader took for results that are not monotone.
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import line_plot
+
+    ds = xr.Dataset(
+        {"scaling_factor": (("bandwidth",), [0.99, 0.5, 0.9, 0.8])}, coords={"bandwidth": [100, 10, 40, 25]}
+    )
+    (line,) = line_plot(ds, "bandwidth").get_lines()
+    assert list(line.get_xdata()) == [10, 25, 40, 100] and list(line.get_ydata()) == [0.5, 0.8, 0.9, 0.99]
+
+
 def test_many_lines_get_a_color_scale_and_a_heatmaps_labels_stay_apart():
     # A hunt: 64 node counts drew a legend far past the axes; a heatmap of 19 log-spaced values labelled every
     # one with 6-7 digits ("1.4678", "2.15443"), each running into the next.

@@ -149,6 +149,8 @@ def line_plot(
     target unreachable everywhere) says so in its name, as it draws nothing.
     """
     da = reduce_to(ds, var, [x, hue], sel or {}, param="y")
+    if da[x].dtype.kind in "iuf":  # joined in the x order, not as typed (a hunt: --bw 100,10,40 zig-zagged)
+        da = da.sortby(x)
     ax = ax or Figure(figsize=(6, 4)).gca()
     hues: np.ndarray = da[hue].values if hue else np.array([None])
     # Past LEGEND_MOST numbers a legend ran off the axes (64 node counts, a hunt): a color scale says them.
