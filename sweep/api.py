@@ -181,7 +181,7 @@ def calibrate(
       out: also write the result as JSON here (``force``: overwrite).
 
     A file of large-model runs (``tp``, ``pp`` and ``metric`` columns, as ``sweep validate --llm`` reads) fits
-    validate --llm's constants instead, as ``sweep calibrate FILE`` does: ``train`` names a group of its runs,
+    validate --llm's constants instead, as ``sweep calibrate FILE`` does: ``train`` names groups of its runs,
     ``out`` and ``force`` apply, any other keyword given is refused, and the result is that command's JSON.
 
     Returns:
@@ -252,7 +252,7 @@ def _calibrate_runs(path: Path, keywords: Mapping[str, Any]) -> dict[str, Any]:
         )
     _flag(force, "force")
     if train is not None and not isinstance(train, str):
-        raise InputError(f"{train!r}: expected a group of the file's runs", param="train")
+        raise InputError(f"{train!r}: expected groups of the file's runs (comma-separated)", param="train")
     from netsweep_jax.sweep.analysis import llm_validation  # the layout family's fit: only where asked for
 
     written = None if out is None else _path(out, "out")

@@ -434,3 +434,9 @@ def test_a_null_nic_rate_calibrate_wrote_reads_as_no_nics(tmp_path):
     path.write_text(json.dumps(document))
     constants = read_fabric(path)
     assert (constants.nics_per_node, constants.nic_gbps) == (0.0, 0.0) and constants.gpu == "h100"  # 0: none
+    document["hardware"].update(nics_per_node=None, nic_gbps=400)  # a rate without its NICs: never written
+    path.write_text(json.dumps(document))
+    with pytest.raises(
+        InputError, match="hardware.nics_per_node null beside a nic_gbps: give both, or neither"
+    ):
+        read_fabric(path)

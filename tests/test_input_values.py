@@ -196,7 +196,7 @@ def test_an_arch_column_states_any_shape_as_arch_does(tmp_path):
 
     preset, stated = read_runs(_runs(tmp_path, as_arch))
     assert dataclasses.replace(stated.llm, source=preset.llm.source) == preset.llm  # the same model
-    assert stated.model == "arch-32x4096"
+    assert stated.model == "llama3-8b"  # a preset's shape is the preset, whose name the FLOP count reads
     path = _runs(
         tmp_path, lambda rows: [{**r, "layers": "32"} if r["id"] == "mine" else r for r in as_arch(rows)]
     )

@@ -448,6 +448,9 @@ def test_cli_refuses_a_bad_row_in_one_line_and_writes_nothing(tmp_path):
     r = invoke("validate", "--llm", moe, "--train", "moe", "--out", out)
     assert r.exit_code == 2 and "--train 'moe': no dense run with a measured value" in r.output
     assert not out.exists()
+    # calibrate's list too (a review: a MoE-only group in it trained nothing, in silence)
+    r = invoke("calibrate", moe, "--train", "sc21-t1,moe", "--out", tmp_path / "c.json")
+    assert r.exit_code == 2 and "--train 'moe': no dense run with a measured value" in r.output
     # #27: a file without a group column does not blame a --train the user never gave; it names the file.
     ungrouped = edited_runs_file(
         tmp_path, lambda rows: [{k: v for k, v in r.items() if k != "group"} for r in rows]

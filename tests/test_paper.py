@@ -56,3 +56,17 @@ def test_with_measured_profiles(paper_data, tmp_path):
 def test_profiles_dir_without_logs(tmp_path):
     r = invoke("paper", "--out", str(tmp_path / "o"), "--profiles-dir", str(tmp_path))
     assert r.exit_code == 2 and "no resnet50.bk.log" in r.output
+
+
+def test_an_answer_is_rounded_up_in_decimal():
+    # A review: 0.07 x 100 is 7.000000000000001 in binary, which rounded up to 8%.
+    from netsweep_jax.sweep.analysis.paper import _at_least
+
+    assert [_at_least(u, 0, percent=True) for u in (0.07, 0.14, 0.3011, 0.842, 1.0)] == [
+        "7",
+        "14",
+        "31",
+        "85",
+        "100",
+    ]
+    assert [_at_least(r, 2) for r in (2.631, 3.0, 3.0101)] == ["2.64", "3.00", "3.02"]

@@ -160,7 +160,8 @@ def layout_grid_from(
         and "micro_batch" in given
         and sized
     ):
-        kwargs["global_batch"] = megatron_global_batch(str(settings["launch"]), settings, kwargs, say)
+        nodes = settings["nodes"] if "nodes" in given else None  # grid's default --nodes is not the user's
+        kwargs["global_batch"] = megatron_global_batch(str(settings["launch"]), nodes, kwargs, say)
     space, text = searched(settings, model, search)
 
     def named(value: str | None, default: str) -> str:  # '' is a value to refuse, not "use the default"
@@ -366,24 +367,25 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     return tuple(taken)
 
 
-def megatron_global_batch(path: str, settings: Mapping[str, Any], kwargs: Mapping[str, Any], say: Say) -> str:
+def megatron_global_batch(path: str, nodes: str | None, kwargs: Mapping[str, Any], say: Say) -> str:
     """The global batch of a launch command that gives ``--micro-batch-size`` and leaves ``--global-batch-size``
     out, as Megatron-LM sets it: the micro batch x the data-parallel size, the GPU count over tp x pp x cp
     (``arguments.py``: ``global_batch_size = micro_batch_size * data_parallel_size``); ``--dp`` is that size.
     Said in one line; refused where one of them is a list (a global batch each) or tp x pp x cp does not divide
-    the GPU count (a hunt: such a command, which Megatron-LM runs, was refused as missing --global-batch)."""
+    the GPU count (a hunt: such a command, which Megatron-LM runs, was refused as missing --global-batch).
+    ``nodes``: --nodes as given (None: not given), which a refusal names where the GPU count came from it."""
     from netsweep_jax.sweep.core.layout_axes import AXES
     from netsweep_jax.sweep.core.values import parse_values
 
     def one(name: str) -> int:
-        # a --nodes list is named as typed, not as the --gpus it became (a review)
-        shown = "nodes" if name == "gpus" and settings.get("nodes") is not None else name
-        text = str(kwargs.get(name) if kwargs.get(name) is not None else settings.get(name)).strip()
+        # a --nodes list given is named as typed, not as the --gpus it became (a review)
+        shown = "nodes" if name == "gpus" and nodes is not None else name
+        text = str(kwargs.get(name)).strip()
         values = parse_values(text, AXES[name])  # 64.0 and 1e2 are one value (a review: "several")
         if len(values) != 1:
             raise InputError(
                 f"is needed: {path} leaves out --global-batch-size, which Megatron-LM sets to the micro batch x "
-                f"the data-parallel size, and {{0}} {settings.get(shown) if shown != name else text} gives several",
+                f"the data-parallel size, and {{0}} {nodes if shown != name else text} gives several",
                 param="global_batch",
                 names=(shown,),
             )

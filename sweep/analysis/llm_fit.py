@@ -328,20 +328,33 @@ def fit_warnings(fitted: Fit) -> list[str]:
     """What a user's fit leaves undetermined: as many constants as training runs or more (each run then fits
     exactly, nothing is left to judge them by), and a constant at an end of its search range (the runs may want
     a value past it, or another cause: a typo, a run the model cannot price)."""
-    ends = {"memory efficiency": MEMORY_EFFICIENCIES, "utilization": UTILIZATIONS}
     out = []
-    # The per-stack efficiencies and the memory efficiency and utilization fitted (a die's pooled efficiency is
-    # fitted again on the same runs: not one more constant).
-    own = [f for f in fitted.fitted if "/" in f or not fitted.by_stack or not f.startswith("efficiency")]
+    own = _own_constants(fitted)
     if len(own) >= len(fitted.rows):
         out.append(
             f"{len(own)} constants from {len(fitted.rows)} training run{'s' * (len(fitted.rows) != 1)}: the fit "
             "is not determined by them (add runs)"
         )
+    for name, value, (low, high) in at_range_ends(fitted):
+        out.append(f"{name} {value:.4g} is at an end of its range ({low:g} to {high:g})")
+    return out
+
+
+def _own_constants(fitted: Fit) -> list[str]:
+    """The constants a fit chose: the per-stack efficiencies and the memory efficiency and utilization fitted (a
+    die's pooled efficiency is fitted again on the same runs: not one more constant)."""
+    return [f for f in fitted.fitted if "/" in f or not fitted.by_stack or not f.startswith("efficiency")]
+
+
+def at_range_ends(fitted: Fit) -> list[tuple[str, float, tuple[float, float]]]:
+    """The constants a fit left at an end of their search range: (name, value, (low, high)) each."""
+    ends = {"memory efficiency": MEMORY_EFFICIENCIES, "utilization": UTILIZATIONS}
+    own = _own_constants(fitted)
     values = {f"efficiency {g}": e for g, e in fitted.efficiency.items()}
     values.update({"memory efficiency": fitted.memory_efficiency, "utilization": fitted.utilization})
+    out = []
     for name in own:
         grid = ends.get(name, EFFICIENCIES)
         if np.isclose(values[name], grid[0]) or np.isclose(values[name], grid[-1]):
-            out.append(f"{name} {values[name]:.4g} is at an end of its range ({grid[0]:g} to {grid[-1]:g})")
+            out.append((name, float(values[name]), (float(grid[0]), float(grid[-1]))))
     return out

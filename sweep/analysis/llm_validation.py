@@ -107,7 +107,7 @@ Where each step lives: the runs file and the rules of step 2, :mod:`sweep.io.run
 ``calibrate`` of a runs file (:func:`calibrate_runs`, :func:`calibrate_table`, :func:`calibration_json`).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,7 @@ from netsweep_jax.sweep.analysis.llm_fit import (
     UTILIZATION_DEFAULT,
     Fit,
     Validation,
+    at_range_ends,
     fit,
     fit_warnings,
 )
@@ -127,7 +128,7 @@ from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, sign
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
-from netsweep_jax.sweep.io.runs import DATASET, read_runs, settings
+from netsweep_jax.sweep.io.runs import DATASET, Run, read_runs, settings
 from netsweep_jax.sweep.model.compute import EFFICIENCY, die
 
 __all__ = [
@@ -157,17 +158,7 @@ def run_validation(
                 f"file's); its groups: {', '.join(groups)}. Name the groups to fit on with --train (a 'group' "
                 f"column sets them; without one every run is in 'your runs')"
             )
-    chosen = [g.strip() for g in train.split(",") if g.strip()]
-    for g in chosen or [train]:
-        if g not in groups:
-            raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
-    for g in chosen:
-        if not any(r.group == g and not r.moe and r.value is not None for r in runs):
-            raise InputError(
-                f"{g!r}: no dense run with a measured value in that group; the fit uses dense runs only "
-                f"(mixture-of-experts runs are reported, never fitted)",
-                param="train",
-            )
+    chosen = training_groups(train, runs)
     # MoE runs are never fitted (all held out); a run with no measured value is predicted, never trained on
     in_train = [r.group in chosen and not r.moe and r.value is not None for r in runs]
     if all(in_train):
@@ -236,27 +227,36 @@ def summary_lines(v: Validation) -> list[str]:
     return lines
 
 
+def training_groups(train: str, runs: Sequence[Run]) -> list[str]:
+    """The groups ``train`` names (comma-separated), each refused unless it holds a dense run with a measured
+    value: the fit uses dense runs only (validate --llm's and calibrate's one rule: a review found calibrate
+    fitting a list of which one group was MoE alone)."""
+    groups = sorted({r.group for r in runs})
+    chosen = [g.strip() for g in train.split(",") if g.strip()]
+    for g in chosen or [train]:
+        if g not in groups:
+            raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    for g in chosen:
+        if not any(r.group == g and not r.moe and r.value is not None for r in runs):
+            raise InputError(
+                f"{g!r}: no dense run with a measured value in that group; the fit uses dense runs only "
+                f"(mixture-of-experts runs are reported, never fitted)",
+                param="train",
+            )
+    return chosen
+
+
 def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Validation]:
     """Fit the constants on a user's runs (those of the groups ``train`` names, comma-separated as validate
     --llm's; default every run with a measured value) and predict every run, the blank ones included:
     :func:`calibrate_table` shows each with its error."""
     runs = read_runs(path)
-    groups = sorted({r.group for r in runs})
     # a list, as validate --llm takes it (a hunt: "a,b" was refused as no such group, naming both)
-    chosen = None if train is None else [g.strip() for g in train.split(",") if g.strip()]
-    for g in [train] if chosen == [] else chosen or []:
-        if g not in groups:
-            raise InputError(f"{g!r}: no runs in that group; groups: {', '.join(groups)}", param="train")
+    chosen = None if train is None else training_groups(train, runs)
     # MoE runs are reported, never fitted (as validate --llm's): shown as held out, not as training runs.
     in_train = [r.value is not None and not r.moe and (chosen is None or r.group in chosen) for r in runs]
-    if not any(in_train):
-        if train is None:
-            raise InputError(
-                f"{path}: no dense run with a measured value to fit on (MoE runs are never fitted)"
-            )
-        raise InputError(
-            f"group {train!r} of {path}: no dense run with a measured value to fit on", param="train"
-        )
+    if not any(in_train):  # every group named holds one: none named
+        raise InputError(f"{path}: no dense run with a measured value to fit on (MoE runs are never fitted)")
     # validate --llm's trained constants, on these runs: the efficiency per stack and die, the memory efficiency
     # fitted, the NIC utilization held at NCCL's measured share (fitted, it fell to a few percent of line rate).
     fitted = fit(runs, in_train, "fitted", utilization=NIC_UTILIZATION, memory_efficiency=None, by_stack=True)
@@ -344,11 +344,13 @@ def _warnings(fitted: Fit, v: Validation) -> list[str]:
     not is priced all the same, and said (validate's report says it; the JSON had left it out, a hunt)."""
     unfit = (v.outputs["fitted"]["fits"] != 1).any()
     warned = fit_warnings(fitted)
-    errors = np.abs(v.errors("fitted"))
-    trained = [i for i, t in enumerate(v.train) if t and np.isfinite(errors[i])]
-    if any("at an end of its range" in w for w in warned) and trained:
+    # how far, by the log of the ratio: a value 1000x too large is -99.9%, no further than -100% (a review: the
+    # runs it pulled off the fit, at +208%, were named in its place)
+    ratio = np.log(np.abs(1.0 + v.errors("fitted")))
+    trained = [i for i, t in enumerate(v.train) if t and np.isfinite(ratio[i])]
+    if at_range_ends(fitted) and trained:
         # which runs pull it there (a hunt: a step in ms, a rate in PFLOP/s, fitted with no row named)
-        worst = sorted(trained, key=lambda i: -errors[i])[:3]
+        worst = sorted(trained, key=lambda i: -abs(ratio[i]))[:3]
         said = ", ".join(f"{v.runs[i].id} ({signed(v.errors('fitted')[i])})" for i in worst)
         warned.append(f"the training runs furthest from the fit: {said} (a value in another unit?)")
     return [*warned, *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]

@@ -7,6 +7,7 @@ against the computed numbers; the report contains no timestamps, so regenerating
 it gives the same file.
 """
 
+import math
 from collections.abc import Sequence
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
@@ -214,10 +215,14 @@ def _enough_compression(ds, models, n64):
     )
 
 
-def _at_least(value: float, places: int) -> str:
-    """An answer shown to ``places`` decimals, rounded up: what is said reaches the target (a hunt: "needs 30%"
-    for 0.3011, which gives 0.9885 fed back; sweep need's answers round the same way)."""
-    return str(Decimal(repr(float(value))).quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING))
+def _at_least(value: float, places: int, percent: bool = False) -> str:
+    """An answer shown to ``places`` decimals (of a percent with ``percent``), rounded up: what is said reaches
+    the target (a hunt: "needs 30%" for 0.3011, which gives 0.9885 fed back; sweep need's answers round the same
+    way). Scaled in decimal, not in binary: 0.07 x 100 is 7.000000000000001 there, which rounded up to 8."""
+    if not math.isfinite(value):
+        return str(value)
+    exact = Decimal(repr(float(value))) * (100 if percent else 1)
+    return str(exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING))
 
 
 def _low_utilization(models, n64, u_need):
@@ -229,7 +234,7 @@ def _low_utilization(models, n64, u_need):
         b = _sf(low, m, utilization=1.0)
         u = float(u_need.required_utilization.sel(model=m).squeeze())
         parts.append(
-            f"{m}: {a:.3f} at {PAPER_UTILIZATION:.0%} vs {b:.3f} at 100%, needs {_at_least(100 * u, 0)}% for {TARGET}"
+            f"{m}: {a:.3f} at {PAPER_UTILIZATION:.0%} vs {b:.3f} at 100%, needs {_at_least(u, 0, percent=True)}% for {TARGET}"
         )
     return (
         f"3. *Low utilization holds scaling back.* On 100 Gbit/s links, 64 GPUs, with the paper's "
@@ -256,11 +261,11 @@ def _transport_or_compression(models, n64, u_need):
             parts.append(f"{m}: already reaches {TARGET} at {PAPER_UTILIZATION:.0%}; neither fix is needed")
         elif st == 2:
             parts.append(
-                f"{m}: no compression ratio reaches it; only the transport (to {_at_least(100 * u, 0)}%) does"
+                f"{m}: no compression ratio reaches it; only the transport (to {_at_least(u, 0, percent=True)}%) does"
             )
         else:
             parts.append(
-                f"{m}: either raise utilization to {_at_least(100 * u, 0)}% or compress {_at_least(r, 2)}x"
+                f"{m}: either raise utilization to {_at_least(u, 0, percent=True)}% or compress {_at_least(r, 2)}x"
             )
     return (
         f"4. *Fixing the transport or compressing?* At {PAPER_UTILIZATION:.0%} of 100 Gbit/s, "

@@ -461,7 +461,12 @@ def _model(
             llm = parse_arch(arch)
         except InputError as e:
             raise bad(f"arch {arch!r}: {e.detail}") from None
-        return llm, f"arch-{llm.layers}x{llm.hidden}"
+        # a preset's shape is that preset, whose name the FLOP count reads (a review: GPT-OSS's, priced as another
+        # model's); any other is named by its whole shape, never shared by two
+        same = [
+            name for name, p in LLMS.items() if dataclasses.replace(p, source=llm.source, seq=llm.seq) == llm
+        ]
+        return llm, same[0] if same else f"arch {arch}"
     if preset:
         if preset not in LLMS:
             raise bad(f"preset {preset!r} is not a large-model preset; presets: {', '.join(LLMS)}")
