@@ -47,9 +47,8 @@ class Settings:
     bucketing: str | None = None
     reduce_table: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = None
     intra_bandwidth: float | None = None
-    nics_per_node: float | None = (
-        None  # None: not given, the default's 1 a node (said where a system has more)
-    )
+    # None: not given, the default's 1 a node (said where the rows' GPU comes in a system of more)
+    nics_per_node: float | None = None
     fusion_buffer: float = default_value("fusion_buffer")
     fusion_timeout: float = default_value("fusion_timeout")
 
@@ -160,7 +159,8 @@ def build_rows(
     # Names in any case, as the options' (the guide's rule).
     collectives = [_lower(c) for c in meas.column("collective", settings.collective)]
     # one NIC a node, the default, said as grid says it (a review: fitted at 1 NIC on H100 rows, unsaid)
-    defaulted = settings.nics_per_node is None and "nics_per_node" not in meas.columns
+    nics = settings.nics_per_node
+    defaulted = nics is None and "nics_per_node" not in meas.columns
     text = assumed_line((text, nics_said(collectives, distinct, defaulted), reduce_said))
     if text and assumed is not None:
         assumed.append(text)
@@ -182,7 +182,7 @@ def build_rows(
         fusion_timeout=meas.column("fusion_timeout", settings.fusion_timeout),
         nodes=meas.columns["nodes"],
         gpus_per_node=meas.columns["gpus_per_node"],
-        nics_per_node=meas.column("nics_per_node", settings.nics_per_node or default_value("nics_per_node")),
+        nics_per_node=meas.column("nics_per_node", default_value("nics_per_node") if nics is None else nics),
         inner={d: meas.column(d, None if d == "bandwidth" else default_value(d)) for d in INNER},
         reduce_table=table,
         intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following

@@ -378,14 +378,14 @@ def megatron_global_batch(path: str, nodes: str | None, kwargs: Mapping[str, Any
     from netsweep_jax.sweep.core.values import parse_values
 
     def one(name: str) -> int:
-        # a --nodes list given is named as typed, not as the --gpus it became (a review)
-        shown = "nodes" if name == "gpus" and nodes is not None else name
         text = str(kwargs.get(name)).strip()
         values = parse_values(text, AXES[name])  # 64.0 and 1e2 are one value (a review: "several")
         if len(values) != 1:
+            # a --nodes list given is named as typed, not as the --gpus it became (a review)
+            shown, typed = ("nodes", nodes) if name == "gpus" and nodes is not None else (name, text)
             raise InputError(
                 f"is needed: {path} leaves out --global-batch-size, which Megatron-LM sets to the micro batch x "
-                f"the data-parallel size, and {{0}} {nodes if shown != name else text} gives several",
+                f"the data-parallel size, and {{0}} {typed} gives several",
                 param="global_batch",
                 names=(shown,),
             )

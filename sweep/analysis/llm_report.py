@@ -781,10 +781,10 @@ def by_stack_and_die(v: Validation) -> list[str]:
         own = f"efficiency {preset}/{d}" in fit.fitted or (
             not fit.by_stack and f"efficiency {d}" in fit.fitted
         )
-        origin = "" if own else " (pooled)" if f"efficiency {d}" in fit.fitted else " (default)"
+        pooled = f"efficiency {d}" in fit.fitted
+        origin = "" if own else " (pooled)" if pooled else " (default)"
         verdict = "no held-out run" if not met else ("met" if all(met) else "not met")
-        if not own:  # a hunt: said of a die with training runs, of another stack
-            pooled = f"efficiency {d}" in fit.fitted
+        if not own:  # a hunt: "no training source" had been said of a die with training runs of another stack
             verdict = f"{verdict} (no training {'run of the stack' if pooled else 'source'} on the die)"
         lines.append(
             f"| {preset} | {d} | {efficiency_of(fit.efficiency, preset, d):.3f}{origin} | {cells[0]} | {cells[1]} "

@@ -346,12 +346,13 @@ def _warnings(fitted: Fit, v: Validation) -> list[str]:
     warned = fit_warnings(fitted)
     # how far, by the log of the ratio: a value 1000x too large is -99.9%, no further than -100% (a review: the
     # runs it pulled off the fit, at +208%, were named in its place)
-    ratio = np.log(np.abs(1.0 + v.errors("fitted")))
+    errors = v.errors("fitted")
+    ratio = np.log(np.abs(1.0 + errors))
     trained = [i for i, t in enumerate(v.train) if t and np.isfinite(ratio[i])]
     if at_range_ends(fitted) and trained:
         # which runs pull it there (a hunt: a step in ms, a rate in PFLOP/s, fitted with no row named)
         worst = sorted(trained, key=lambda i: -abs(ratio[i]))[:3]
-        said = ", ".join(f"{v.runs[i].id} ({signed(v.errors('fitted')[i])})" for i in worst)
+        said = ", ".join(f"{v.runs[i].id} ({signed(errors[i])})" for i in worst)
         warned.append(f"the training runs furthest from the fit: {said} (a value in another unit?)")
     return [*warned, *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]
 

@@ -232,10 +232,8 @@ def _low_utilization(models, n64, u_need):
     for m in models:
         a = _sf(low, m, utilization=PAPER_UTILIZATION)
         b = _sf(low, m, utilization=1.0)
-        u = float(u_need.required_utilization.sel(model=m).squeeze())
-        parts.append(
-            f"{m}: {a:.3f} at {PAPER_UTILIZATION:.0%} vs {b:.3f} at 100%, needs {_at_least(u, 0, percent=True)}% for {TARGET}"
-        )
+        u = _at_least(float(u_need.required_utilization.sel(model=m).squeeze()), 0, percent=True)
+        parts.append(f"{m}: {a:.3f} at {PAPER_UTILIZATION:.0%} vs {b:.3f} at 100%, needs {u}% for {TARGET}")
     return (
         f"3. *Low utilization holds scaling back.* On 100 Gbit/s links, 64 GPUs, with the paper's "
         f"measured ~{PAPER_UTILIZATION * 100:.0f} Gbit/s in use: " + "; ".join(parts) + "."
@@ -255,23 +253,19 @@ def _transport_or_compression(models, n64, u_need):
     parts = []
     for m in models:
         st = int(r_need.status.sel(model=m).squeeze())
-        r = float(r_need.required_ratio.sel(model=m).squeeze())
-        u = float(u_need.required_utilization.sel(model=m).squeeze())
+        r = _at_least(float(r_need.required_ratio.sel(model=m).squeeze()), 2)
+        u = _at_least(float(u_need.required_utilization.sel(model=m).squeeze()), 0, percent=True)
         if st == 1:
             parts.append(f"{m}: already reaches {TARGET} at {PAPER_UTILIZATION:.0%}; neither fix is needed")
         elif st == 2:
-            parts.append(
-                f"{m}: no compression ratio reaches it; only the transport (to {_at_least(u, 0, percent=True)}%) does"
-            )
+            parts.append(f"{m}: no compression ratio reaches it; only the transport (to {u}%) does")
         else:
-            parts.append(
-                f"{m}: either raise utilization to {_at_least(u, 0, percent=True)}% or compress {_at_least(r, 2)}x"
-            )
+            parts.append(f"{m}: either raise utilization to {u}% or compress {r}x")
     return (
         f"4. *Fixing the transport or compressing?* At {PAPER_UTILIZATION:.0%} of 100 Gbit/s, "
         f"64 GPUs, to reach {TARGET}: " + "; ".join(parts) + ". Both are the same model's answers "
-        "(rounded up: each reaches it); which is cheaper depends on the cost of the transport fix against the accuracy risk "
-        "of compression."
+        "(rounded up: each reaches it); which is cheaper depends on the cost of the transport fix against the "
+        "accuracy risk of compression."
     )
 
 

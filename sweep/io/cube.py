@@ -335,7 +335,7 @@ def _option_differing(f: h5py.File, grid: "AnyGrid") -> str:
         return f"in {computed} where this run computes in {grid.dtype} (--x64)"
     if stored is not None and str(stored) != grid.store_dtype:
         return f"with --store {stored} where this run stores {grid.store_dtype}"
-    kept = [name for name in f if name in grid.family.variables or name in grid.variables]
+    kept = [name for name in f if name in grid.family.variables]
     if "progress" in f and set(kept) != set(grid.variables):
         return f"with --vars {','.join(kept)} where this run keeps {','.join(grid.variables)}"
     return "for another grid, profile or --reduce"

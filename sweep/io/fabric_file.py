@@ -210,11 +210,10 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     if len(given) == 1:  # half a NIC description: calibrate records both, each null where it records none
         other = ({*keys} - set(given)).pop()
         raise InputError(f"{path}: hardware.{given[0]} without hardware.{other}: give both, or neither")
-    if (
-        hardware.get("nics_per_node") is None and hardware.get("nic_gbps") is not None
-    ):  # calibrate never wrote it
+    nics, rate = hardware.get("nics_per_node"), hardware.get("nic_gbps")
+    if nics is None and rate is not None:  # a rate without its NICs: calibrate never wrote it
         raise InputError(f"{path}: hardware.nics_per_node null beside a nic_gbps: give both, or neither")
-    if not given or hardware["nic_gbps"] is None:  # none recorded (calibrate before 5 December: a null rate)
+    if rate is None:  # none recorded: neither key, or calibrate's null rate (before 5 December)
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]

@@ -480,9 +480,8 @@ def read_json(path: str | Path, t1: float | None = None, model: str | None = Non
         label = f"{path}: tensors[{i}]"
         if not isinstance(t, dict):
             raise InputError(f"{label} needs grad_bytes and backward_us")
-        _refuse_unknown(
-            t, TENSOR_KEYS, label
-        )  # first: a misspelt grad_bytes is named, not said missing (a hunt)
+        # first: a misspelt grad_bytes is named, not said missing (a hunt)
+        _refuse_unknown(t, TENSOR_KEYS, label)
         if "grad_bytes" not in t or "backward_us" not in t:
             raise InputError(f"{label} needs grad_bytes and backward_us")
         names.append(str(t.get("name", f"tensor{i}")))
