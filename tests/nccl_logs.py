@@ -99,7 +99,8 @@ def log_text(name: str, binary: str, collective: str, redop: str, hosts: int, pe
     total = 0.0
     for size, bus in zip(sizes, busbw):
         seconds = size * BUS_FACTOR[collective](ranks) / (bus * 1e9)
-        count = size // 4 // (ranks if collective == "all_gather" else 1)
+        # each rank's share where nccl-tests prints it (PER_RANK_COUNT's tests)
+        count = size // 4 // (ranks if collective in ("all_gather", "reduce_scatter", "alltoall") else 1)
         line = "%12li  %12li  %8s  %6s  %6s" % (size, count, "float", redop, "%6i" % -1)
         for _ in ("out-of-place", "in-place"):  # the model has one time for both
             line += "  %7s  %6.2f  %6.2f  %5g" % (time_text(seconds * 1e6), size / seconds / 1e9, bus, 0)

@@ -386,8 +386,8 @@ def test_two_runs_in_one_file_are_refused(tmp_path):
 
 
 def test_a_launchers_label_on_every_line_is_read_past(tmp_path):
-    # pdsh's and clush's host (``node-a: ``) too (a hunt: "no column header")
-    for prefix in ("0: ", "[1,0]<stdout>:", "[0] ", "node-a: ", "gpu-017.cluster: "):
+    # pdsh's and clush's host (``node-a: ``) too (a hunt: "no column header"), or its IPv4 address (a hunt)
+    for prefix in ("0: ", "[1,0]<stdout>:", "[0] ", "node-a: ", "gpu-017.cluster: ", "10.0.0.1: "):
         labelled = tmp_path / "l.log"
         labelled.write_text("".join(prefix + line for line in ALL_REDUCE.read_text().splitlines(True)))
         assert read_nccl_tests_log(labelled).rows == read_nccl_tests_log(ALL_REDUCE).rows
@@ -432,6 +432,11 @@ def test_hosts_no_preset_system_has_are_refused(tmp_path):
     old = _edited(tmp_path, "all_gather_perf.log", lambda t: re.sub(r"Group  0 (.*)\[0000:..:00\]", r"\1[0x00]", t),
                   ALL_GATHER)  # fmt: skip
     assert "[0x00]" in old.read_text() and read_nccl_tests_log(old).gpus_per_node == 8
+    # ... but two containers of one name whose GPUs are on several buses list each bus twice, in that format too (a
+    # hunt: read as one host of 8 and fitted, eta_nvl 0.39 for 0.75)
+    older = _edited(tmp_path, "four-old.log", lambda t: re.sub(r"\[0000:(..):00\]", r"[0x\1]", t), four)
+    line = one_line_error(invoke("calibrate", "--nccl-tests", older, *NICS, "--out", tmp_path / "s.json"))
+    assert "four-old.log:9: rank 4 on localhost [0x18], the GPU of rank 0 (line 5): hosts of one name" in line
 
 
 def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp_path):
@@ -445,6 +450,35 @@ def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp
         InputError, match=r"f.log:25: NCCL_ALGO set by environment to Ring: NCCL's choice of algo"
     ):
         read_nccl_tests_log(forced)
+    # NVLS or PAT turned off, CollNet on or the channels set change NCCL's choice as NCCL_ALGO does: NVLS off had
+    # been fitted as NCCL's own choice (a hunt: eta_net 0.61 where the log was made at 0.80). The values that
+    # leave NCCL's default are read past.
+    for setting, said in (
+        ("NCCL_NVLS_ENABLE set by environment to 0.", "NVLink SHARP \\(NVLS\\) was turned off"),
+        ("NCCL_PAT_ENABLE set by environment to 0.", "the PAT algorithm was turned off"),
+        ("NCCL_COLLNET_ENABLE set by environment to 1.", "CollNet \\(network SHARP\\) was turned on"),
+        ("NCCL_MAX_NCHANNELS set by environment to 16.", "NCCL's channel count was set"),
+    ):
+        log = _variant(
+            tmp_path,
+            "all_reduce_perf-e.log",
+            add_after=(24, [f"node-a:41210:41210 [0] NCCL INFO {setting}\n"]),
+        )
+        name, value = setting.removesuffix(".").split(" set by environment to ")
+        with pytest.raises(
+            InputError, match=rf"e.log:25: {name} set by environment to {value}: {said}, where"
+        ):
+            read_nccl_tests_log(log)
+    for setting in (
+        "NCCL_NVLS_ENABLE set by environment to 1.",
+        "NCCL_COLLNET_ENABLE set by environment to 0.",
+    ):
+        log = _variant(
+            tmp_path,
+            "all_reduce_perf-d.log",
+            add_after=(24, [f"node-a:41210:41210 [0] NCCL INFO {setting}\n"]),
+        )
+        assert read_nccl_tests_log(log).nodes == 2
     gap = _variant(tmp_path, "all_reduce_perf-g.log", drop="Rank  5 Group")
     with pytest.raises(
         InputError, match=r"g.log: device lines for ranks up to 15 without rank 5: a log filtered"
@@ -575,6 +609,36 @@ def test_the_file_records_the_nics_the_fits_ranks_reached():
     assert recorded((4, 2), (2, 2)) == 4  # logs of two counts a host: no hosts recorded, the NICs as given
 
 
+def test_hosts_of_four_gpus_and_four_nics_are_told_by_gpus_per_node(tmp_path):
+    # A hunt: two hosts of 4 H100s and 4 NICs could not be calibrated: their 4 ranks were taken to reach 2 of the
+    # 4 NICs (an H100 system's hosts hold 8), the fit ended at a bound (eta_net 0.996 for 0.80) and the file said 2
+    # NICs. --gpus-per-node 4 says the hosts: the ranks reach all 4 and the constants the log was made with come
+    # back (the log: 4 ranks a host reaching 4 NICs, tests/nccl_logs.py).
+    log = tmp_path / "all_reduce_perf-2x4.log"
+    log.write_text(log_text(log.name, "all_reduce_perf", "all_reduce", "sum", 2, 4, 8))
+    r = invoke(
+        "calibrate", "--nccl-tests", log, "--nics-per-node", "4", "--bw", "400", "--out", tmp_path / "a.json"
+    )
+    assert r.exit_code == 0 and "give --gpus-per-node 4)" in r.output, r.output
+    out = tmp_path / "b.json"
+    r = invoke("calibrate", "--nccl-tests", log, "--nics-per-node", "4", "--bw", "400", "--gpus-per-node", "4",
+               "--out", out)  # fmt: skip
+    assert r.exit_code == 0 and "note: 4 ranks a host reach" not in r.output, r.output
+    written = json.loads(out.read_text())
+    assert written["hardware"]["nics_per_node"] == 4 and written["logs"][0]["gpus_per_node"] == 4
+    assert abs(written["constants"]["eta_net"] - KNOWN[0]) < 0.01, written["constants"]
+    for value, said in (
+        ("2", "--gpus-per-node 2: the GPUs a host holds, fewer than the 4 ranks"),
+        ("2,4", "--gpus-per-node 2,4: give one value"),
+    ):
+        r = invoke("calibrate", "--nccl-tests", log, "--nics-per-node", "4", "--bw", "400", "--gpus-per-node",
+                   value, "--out", tmp_path / "c.json")  # fmt: skip
+        assert r.exit_code == 2 and said in r.output, r.output
+    r = invoke("calibrate", tmp_path / "m.csv", "--gpus-per-node", "4")
+    assert r.exit_code == 2 and "--gpus-per-node 4: with --nccl-tests only" in r.output, r.output
+    assert not (tmp_path / "c.json").exists()
+
+
 def test_a_gpu_whose_system_is_not_its_dies_preset_records_no_preset(tmp_path, monkeypatch):
     # A hunt: a GH200's logs (an H100 die; 96 GB or more, no NVSwitch) were recorded as preset h100, and a plan on
     # the file fitted layouts to a DGX H100's 80 GB cards. NCCL's tables still read the die; the file names the
@@ -670,3 +734,22 @@ def test_the_hosts_bus_factor_is_the_kernels():
     for code, name in enumerate(nccl.COLLECTIVES):
         for ranks in (2, 3, 8, 16, 1024):
             assert float(nccl.bus_factor(code, ranks)) == pytest.approx(BUS_FACTOR[name](ranks), rel=1e-6)
+
+
+def test_a_log_named_after_another_test_says_so(tmp_path):
+    # nccl-tests before 2.17 print no binary, so the file's name says the collective. A hunt: an all-reduce's log
+    # named reduce_scatter_perf.log was called "filtered or cut", and a reduce-scatter's named all_reduce_perf.log
+    # "edited"; each now names the test its numbers are of.
+    unnamed = _edited(tmp_path, "reduce_scatter_perf.log", lambda t: t.split("\n", 1)[1])
+    with pytest.raises(
+        InputError, match=r"a count of the whole buffer, as all_reduce, .*: a log of another test\?"
+    ):
+        read_nccl_tests_log(unnamed)
+    scatter = tmp_path / "reduce_scatter_perf-made.log"
+    scatter.write_text(log_text(scatter.name, "reduce_scatter_perf", "reduce_scatter", "sum", 2, 8, 1024))
+    assert read_nccl_tests_log(scatter).rows  # the reduce-scatter's own log reads
+    misnamed = _edited(tmp_path, "all_reduce_perf.log", lambda t: t.split("\n", 1)[1], scatter)
+    with pytest.raises(
+        InputError, match=r"x 1.875, .*\): a log of all_gather, reduce_scatter or alltoall\? Name the file"
+    ):
+        read_nccl_tests_log(misnamed)

@@ -125,6 +125,15 @@ def test_cli_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path):
     r = invoke("validate", "--nccl", write(tmp_path, GOOD[0]), tmp_path / "mine.csv")
     assert r.exit_code == 2 and "mine.csv: a second file; --nccl validates the one it is given" in r.output
     assert not out.exists()
+    # a busbw in Gbit/s (8x) is more than the NICs carry: refused as calibrate refuses it (a hunt: scored -85%)
+    gbit = GOOD[1].replace(",461.24,", f",{230 * 8},")
+    r = invoke("validate", "--nccl", write(tmp_path, GOOD[0], gbit), "--out", out)
+    assert r.exit_code == 2 and (
+        "nccl.csv:3 (row NT309A-H100-2x8-02): busbw 1840 GB/s across 2 hosts is more than 4x what the 8 NICs of "
+        "400 Gbit/s its ranks reach a host carry (400 GB/s an NVLink domain): give busbw_gbytes_s in GB/s"
+        in r.output
+    ), r.output
+    assert not out.exists()
 
 
 def test_stated_choice():
@@ -135,6 +144,24 @@ def test_stated_choice():
     assert stated_choice("text says NVLS (DOUBT: ...)") == (-1, -1, False, "")
     assert stated_choice("NCCL_COLLNET_ENABLE=1 (IB SHARP, CollNet)") == (-1, -1, True, "")
     assert stated_choice("NET/Socket (no libfabric plugin)")[3] == "socket"
+    # a text saying NCCL chose the algorithm it names forces nothing (a hunt: priced as the ring forced)
+    assert stated_choice("Ring (NCCL default choice, not forced)") == (-1, -1, False, "")
+
+
+def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
+    # A hunt: NVLS turned off had been priced as NCCL's choice with NVLS, and an exclusion list as no constraint.
+    for text, said in (
+        ("NVLS disabled (NCCL_NVLS_ENABLE=0)", "NVLS turned off"),
+        ("NCCL_ALGO=^NVLS", "an exclusion list (NCCL_ALGO=^...)"),
+        ("NCCL_PAT_ENABLE=0", "PAT turned off"),
+    ):
+        fabric = fabric_of("H100 SXM", 8, 2, 8, 400.0, text)
+        assert isinstance(fabric, Unrepresented) and fabric.reason.startswith(f"{said}: the model prices"), (
+            fabric
+        )
+    assert not isinstance(
+        fabric_of("H100 SXM", 8, 2, 8, 400.0, "text says NVLS (DOUBT: copied)"), Unrepresented
+    )
 
 
 def test_fabric_from_stated_hardware():

@@ -43,6 +43,7 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     fit_and_predict,
     predict_under,
     size,
+    uncarried,
 )
 from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
@@ -84,35 +85,40 @@ class Calibration:
     hardware: dict[str, Any]
     at_bounds: tuple[str, ...] = ()
     stated_nics: int | None = None  # --nics-per-node as given (``hardware`` records those the ranks reached)
-
-
-CARRIED_SLACK = 4
-"""How far a busbw across hosts may pass what the NICs of an NVLink domain carry before the NICs said are taken for
-a mistake: an all-reduce's busbw counts 2 (n - 1) / n of the buffer, of which a hierarchical algorithm sends at
-most twice its share across hosts (two hosts), so a measured busbw beyond 2x is already more than they carry."""
+    host_gpus: int | None = None  # --gpus-per-node as given (None: the GPU's system's hosts)
 
 
 def _check_carried(m: Any, f: Any, path: str | Path) -> None:
     """Refuse a row across hosts whose busbw the NICs given could not carry (``--bw`` in the wrong unit, say):
-    more than :data:`CARRIED_SLACK` times an NVLink domain's NICs' line rate, in GB/s."""
-    carried = f.domain * f.nics * f.nic_gbps / 8  # GB/s the NICs of one NVLink domain (hosts) carry
-    if m.nodes > 1 and m.busbw and f.nics and m.busbw > CARRIED_SLACK * carried:
+    :func:`~sweep.analysis.nccl_validation.uncarried`."""
+    if past := uncarried(m, f):
         # The options named in the detail, not before it: "--bw FILE:47: busbw ..." read as if --bw were the file.
         raise InputError(
-            f"{literal(str(path))}:{m.line}: busbw {m.busbw:g} GB/s across {m.nodes} hosts is more than "
-            f"{CARRIED_SLACK}x what the {f.nics} NICs of {f.nic_gbps:g} Gbit/s its ranks reach a host carry "
-            f"({carried:.3g} GB/s an NVLink domain): give {{0}} and {{1}} as built ({{1}} in Gbit/s each)",
+            f"{literal(str(path))}:{m.line}: {past}: give {{0}} and {{1}} as built ({{1}} in Gbit/s each)",
             names=("nics_per_node", "bandwidth"),
         )
 
 
 def calibrate_logs(
-    paths: Sequence[str | Path], *, nics: int | None, nic_gbps: float | None, source: str = ""
+    paths: Sequence[str | Path],
+    *,
+    nics: int | None,
+    nic_gbps: float | None,
+    source: str = "",
+    host_gpus: int | None = None,
 ) -> Calibration:
     """Read the logs, fit the constants on their scored rows, predict every row. ``nics``, ``nic_gbps``: per
-    host and each NIC's Gbit/s (required where a log spans hosts); ``source``: the constants' source's name."""
+    host and each NIC's Gbit/s (required where a log spans hosts); ``source``: the constants' source's name;
+    ``host_gpus``: the GPUs a host holds (None: the GPU's system's), whose share of the NICs its ranks reach."""
     logs = _read_logs(paths, nics, nic_gbps)
-    rows = [m for log in logs for m in log.measurements(nics, nic_gbps)]
+    for log in logs:
+        if host_gpus is not None and log.gpus_per_node > host_gpus:
+            raise InputError(
+                f"{host_gpus}: the GPUs a host holds, fewer than the {log.gpus_per_node} ranks {log.path} lists "
+                "on a host",
+                param="gpus_per_node",
+            )
+    rows = [m for log in logs for m in log.measurements(nics, nic_gbps, host_gpus)]
     paths = [log.path for log in logs for _ in log.rows]
     fabrics = []
     for m, f, path in zip(rows, fabrics_of(rows), paths):
@@ -159,6 +165,7 @@ def calibrate_logs(
         hardware=recorded,
         at_bounds=at_bounds,
         stated_nics=nics,
+        host_gpus=host_gpus,
     )
 
 
@@ -263,13 +270,14 @@ def run(
     nic_gbps: float | None,
     force: bool,
     command: str,
+    host_gpus: int | None = None,
 ) -> tuple[Path, Calibration]:
     """Check ``out`` (a new .json unless ``force``; None: a new ``results/fabric-<timestamp>.json``, its directory
     made as the file is written), fit, write the fabric file; return (its path, the fit)."""
     if out is None:
         out = stamped("fabric", ".json")  # its folder made as the file is written: a refusal leaves none
     check_new_file(out, force=force, suffixes=(".json",))
-    c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out))
+    c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out), host_gpus=host_gpus)
     logs = [
         {
             "file": log.path.name,
@@ -337,10 +345,16 @@ def _reached_note(c: Calibration) -> list[str]:
     stated = c.stated_nics
     if stated is None or recorded >= stated:
         return []
+    hosts = (
+        f"hosts of {c.host_gpus} GPUs"
+        if c.host_gpus is not None
+        else f"the {c.hardware['preset'] or c.hardware['gpu']} system's hosts"
+    )
+    owned = "" if c.host_gpus is not None else f": give --gpus-per-node {ranks}"
     return [
         f"note: {ranks} ranks a host reach {recorded} of the {stated} NICs given (the NICs next to their GPUs, "
-        f"on the {c.hardware['preset'] or c.hardware['gpu']} system's hosts): the fabric file records hosts of {ranks} GPUs and "
-        f"{recorded} NICs, as fitted (hosts of {ranks} GPUs that own all {stated} NICs are not this fit)"
+        f"on {hosts}): the fabric file records hosts of {ranks} GPUs and {recorded} NICs, as fitted (hosts of "
+        f"{ranks} GPUs that own all {stated} NICs{owned})"
     ]
 
 

@@ -572,6 +572,16 @@ NicBandwidth = Annotated[
         help="With --nccl-tests: each NIC's rate, Gbit/s (nccl-tests does not print it).",
     ),
 ]
+HostGpus = Annotated[
+    str | None,
+    typer.Option(
+        *axis_flags("gpus_per_node", "--gpus-per-node"),
+        metavar="N",
+        help="With --nccl-tests: the GPUs each host holds, as built (default: the GPU's system's, 8 for an "
+        "H100); fewer ranks a host than its GPUs reach only their share of its NICs.",
+        show_default=False,
+    ),
+]
 Profiles = Annotated[
     list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
 ]
@@ -631,6 +641,7 @@ def calibrate(
     measurements: Measurements = None,
     nccl_tests: NcclTests = False,
     bandwidth: NicBandwidth = None,
+    gpus_per_node: HostGpus = None,
     profile: Profiles = None,
     iteration_time: IterationTime = None,
     fit: Fit = "utilization",
@@ -652,12 +663,17 @@ def calibrate(
 
     if nccl_tests:
         return _calibrate_nccl_tests(
-            ctx, measurements or [], out, force, settings["nics_per_node"], bandwidth
+            ctx, measurements or [], out, force, settings["nics_per_node"], bandwidth, gpus_per_node
         )
     if bandwidth is not None:
         raise InputError(
             f"{bandwidth}: with --nccl-tests only (a measurements file gives each row's bandwidth)",
             param="bandwidth",
+        )
+    if gpus_per_node is not None:
+        raise InputError(
+            f"{gpus_per_node}: with --nccl-tests only (a measurements file gives each row's gpus_per_node)",
+            param="gpus_per_node",
         )
     if not measurements or len(measurements) > 1:
         raise InputError(
@@ -735,6 +751,7 @@ NCCL_TESTS_OPTIONS = (
     "nccl_tests",
     "nics_per_node",
     "bandwidth",
+    "gpus_per_node",
     "out",
     "force",
     "compile_cache",
@@ -759,6 +776,7 @@ def _calibrate_nccl_tests(
     force: bool,
     nics: str,
     bandwidth: str | None,
+    host_gpus: str | None,
 ) -> None:
     """``sweep calibrate --nccl-tests LOG [LOG...]``: fit the fabric's constants, print, write the fabric file."""
     from netsweep_jax.sweep.analysis import nccl_calibration
@@ -777,6 +795,7 @@ def _calibrate_nccl_tests(
         return float(values[0])
 
     count, rate = one("nics_per_node", nics), one("bandwidth", bandwidth)
+    hosts = one("gpus_per_node", host_gpus)
     path, c = nccl_calibration.run(
         logs,
         out,
@@ -784,6 +803,7 @@ def _calibrate_nccl_tests(
         nic_gbps=rate,
         force=force,
         command=command_line(),
+        host_gpus=None if hosts is None else int(hosts),
     )
     for line in nccl_calibration.table(c):
         typer.echo(line)

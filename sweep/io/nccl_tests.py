@@ -56,7 +56,9 @@ MAX_VALUE = 1e18
 class Measurement:
     """One row: a collective of ``bytes`` over ``gpus_per_node`` x ``nodes`` ranks and its measured busbw.
 
-    ``bytes`` or ``busbw`` None where the file leaves them blank; ``nics`` and ``nic_gbps`` None where unstated.
+    ``bytes`` or ``busbw`` None where the file leaves them blank; ``nics`` and ``nic_gbps`` None where unstated;
+    ``host_gpus`` the GPUs each host holds as built (at least ``gpus_per_node``, the ranks on it), None for the GPU's
+    system's (``calibrate --nccl-tests --gpus-per-node``: nccl-tests prints the ranks, not the host).
     """
 
     id: str
@@ -72,6 +74,7 @@ class Measurement:
     busbw: float | None
     notes: str
     line: int
+    host_gpus: int | None = None
 
     @property
     def curve(self) -> str:

@@ -37,7 +37,8 @@ time times the collective's bus factor (:func:`_check_rates`), rows of several d
 appended to the file (a second ``Collective test starting`` line or a rank's device line again; before any
 result, processes that each ran a test of their own: nccl-tests without MPI) are one :class:`InputError` naming
 the file and line, and so is what is not one run of every rank under NCCL's own choice: NCCL's line saying
-``NCCL_ALGO`` or ``NCCL_PROTO`` narrowed it (:data:`FORCED`), one rank, a rank's device line missing or fewer of
+``NCCL_ALGO``, ``NCCL_PROTO``, NVLS or PAT turned off, CollNet turned on or a channel count set
+(:data:`FORCED`), one rank, a rank's device line missing or fewer of
 them than a row's count implies (:data:`PER_RANK_COUNT`), one GPU of a host name twice (containers of one name).
 A malformed last row that nothing of nccl-tests' follows (the file's end, or a launcher's lines: a run killed
 while writing it) is not read, its line kept (:attr:`Log.cut`). Rows of size 0 (a small size split over many ranks: nothing
@@ -75,9 +76,10 @@ PREAMBLE = ("size", "count", "type", "redop", "root")
 # What a launcher puts before each line it relays: ``srun --label`` (``0: ``), Open MPI's ``mpirun --tag-output``
 # (``[1,0]<stdout>:``), MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``) and pdsh's or clush's host
 # (``node-a: ``, a hunt: a host name and a colon and a space, which none of nccl-tests' or NCCL's lines start
-# with); read past on every line that carries one.
+# with; or its IPv4 address, ``pdsh -w 10.0.0.[1-2]``, a hunt); read past on every line that carries one.
 LAUNCHER_PREFIX = re.compile(
-    r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] |[A-Za-z][\w.-]*: (?=\s*(?:#|\d|[A-Za-z][\w.-]*:\d)))"
+    r"^\s*(?:\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?|\[\d+\] |"
+    r"(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): (?=\s*(?:#|\d|[A-Za-z][\w.-]*:\d)))"
 )
 TIMES = ("time", "cputime")
 WHOLE = re.compile(r"[0-9]+")
@@ -100,9 +102,28 @@ PER_RANK_COUNT = frozenset(("all_gather", "reduce_scatter", "alltoall"))
 OPERATIONS = frozenset("sum prod max min avg mulsum none".split())
 # What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
 FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
-# NCCL's own line (NCCL_DEBUG=INFO) where the environment narrows its tuner's choice: NCCL_ALGO and NCCL_PROTO, as
-# ncclTopoTuneModel prints them (NVIDIA/nccl src/graph/tuning.cc: "NCCL_ALGO set by environment to %s").
-FORCED = re.compile(r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO)) set by environment to (?P<value>\S+)")
+# NCCL's own line (NCCL_DEBUG=INFO) where the environment changes what the fit prices, NCCL's own choice of
+# algorithm, protocol and channels: NCCL_ALGO and NCCL_PROTO, as ncclTopoTuneModel prints them (NVIDIA/nccl
+# src/graph/tuning.cc: "NCCL_ALGO set by environment to %s"), and the integer parameters NCCL's loader prints
+# ("%s set by environment to %lld.", src/misc/param.cc) that narrow or widen the choice or set the channels.
+FORCED = re.compile(
+    r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO|NVLS_ENABLE|PAT_ENABLE|COLLNET_ENABLE|(?:MIN|MAX)_(?:NCHANNELS|CTAS))) "
+    r"set by environment to (?P<value>[^\s.]+)"
+)
+# What each such parameter changes, and its values that leave NCCL's choice as the fit prices it (NCCL's defaults:
+# NVLS and PAT on where the hardware has them, 2; CollNet off, 0). A user's NCCL_NVLS_ENABLE=0 had been fitted as
+# NCCL's own choice (its NVLS rows priced on the ring, eta_net 0.61 for 0.80: a hunt).
+FORCED_CHANGES = {
+    "NCCL_ALGO": ("NCCL's choice of algorithm was narrowed", ()),
+    "NCCL_PROTO": ("NCCL's choice of protocol was narrowed", ()),
+    "NCCL_NVLS_ENABLE": ("NVLink SHARP (NVLS) was turned off", ("1", "2")),
+    "NCCL_PAT_ENABLE": ("the PAT algorithm was turned off", ("1", "2")),
+    "NCCL_COLLNET_ENABLE": ("CollNet (network SHARP) was turned on", ("0",)),
+    **dict.fromkeys(
+        ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS"),
+        ("NCCL's channel count was set", ()),
+    ),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +166,11 @@ class Log:
         rows = tuple((r.bytes, r.time_us, r.busbw) for r in self.rows)
         return self.collective, self.gpu, self.hosts, self.gpus_per_node, rows
 
-    def measurements(self, nics: int | None, nic_gbps: float | None) -> list[Measurement]:
-        """The rows as :class:`~sweep.io.nccl_tests.Measurement` (``nccl_tests.csv``'s), with the NICs the log
-        does not state (per host, Gbit/s each; None where unknown)."""
+    def measurements(
+        self, nics: int | None, nic_gbps: float | None, host_gpus: int | None = None
+    ) -> list[Measurement]:
+        """The rows as :class:`~sweep.io.nccl_tests.Measurement` (``nccl_tests.csv``'s), with what the log
+        does not state: the NICs (per host, Gbit/s each) and the GPUs a host holds (None where unknown)."""
         return [
             Measurement(
                 id=f"{self.path.name}-{k:02d}",
@@ -163,6 +186,7 @@ class Log:
                 busbw=r.busbw,
                 notes=f"out-of-place time {r.time_us:g} us",
                 line=r.line,
+                host_gpus=host_gpus,
             )
             for k, r in enumerate(self.rows)
         ]
@@ -230,8 +254,11 @@ class _Comments:
             gpu = (m.group("host"), m.group("bus"))
             # NCCL refuses one GPU twice in a communicator: two hosts of one name. Only a bus id with its PCI
             # domain (0000:18:00) names one GPU; older nccl-tests print the bus alone ([0x00]), which the GPUs of
-            # one host share where each has a domain of its own (Azure's ND VMs, GB200's trays).
-            if ":" in gpu[1] and gpu in self.gpus:
+            # one host share where each has a domain of its own (Azure's ND VMs, GB200's trays): a bus alone
+            # listed twice is a GPU twice where the host's GPUs are not all on one bus (a hunt: two 4-GPU
+            # containers named localhost, read as one host of 8).
+            buses = {bus for host, bus in self.gpus if host == gpu[0]}
+            if gpu in self.gpus and (":" in gpu[1] or len(buses) > 1):
                 first, at = self.gpus[gpu]
                 raise InputError(
                     f"{where(self.path, number)}: rank {rank} on {gpu[0]} [{gpu[1]}], the GPU of rank {first} (line "
@@ -269,11 +296,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             continue
         if FAILED.search(text):
             raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
-        if m := FORCED.search(text):
-            raise InputError(
-                f"{where(path, number)}: {m['name']} set by environment to {m['value']}: NCCL's choice of algorithm "
-                f"or protocol was narrowed, where the fit prices its tuner's own choice; run the test without {m['name']}"
-            )
+        _check_not_forced(text, path, number)
         cells = text.split()
         if said.columns is None or not _a_row(cells, said.columns):
             continue  # NCCL's and MPI's own lines (HOST:PID:TID [dev] NCCL INFO ..., [host:pid] ...)
@@ -336,6 +359,16 @@ REDUCING = ("all_reduce", "reduce_scatter")
 ANY_OPERATION = ("sendrecv",)
 
 
+def _check_not_forced(text: str, path: Path, number: int) -> None:
+    """Refuse NCCL's line saying the environment changed what the fit prices (:data:`FORCED`)."""
+    if (m := FORCED.search(text)) and m["value"] not in FORCED_CHANGES[m["name"]][1]:
+        raise InputError(
+            f"{where(path, number)}: {m['name']} set by environment to {m['value']}: "
+            f"{FORCED_CHANGES[m['name']][0]}, where the fit prices NCCL's own choice; run the test "
+            f"without {m['name']}"
+        )
+
+
 def _check_operation(collective: str, kinds: dict[tuple[str, ...], int], path: Path) -> None:
     """Refuse rows whose operation is not the collective's: an all-reduce or reduce-scatter reduces (its redop
     sum, prod, ...), an all-gather or all-to-all reduces nothing (none); send/recv prints any (ANY_OPERATION). A log whose collective came
@@ -387,9 +420,17 @@ def _check_ranks(
             continue
         implied = int(size) / (int(count) * TYPE_BYTES[kind])
         if implied != len(ranks):
+            # a count of the whole buffer is another test's (a hunt: an all-reduce's log in
+            # reduce_scatter_perf.log was called filtered or cut)
+            why = (
+                "a count of the whole buffer, as all_reduce, broadcast and reduce print it: a log of another "
+                "test? Name the file after the binary that printed it"
+                if implied == 1
+                else "a log filtered or cut? nccl-tests prints every rank's line"
+            )
             raise InputError(
                 f"{where(path, number)}: {size} B of {count} {kind} a rank is {implied:g} ranks, where the device "
-                f"lines list {len(ranks)}: a log filtered or cut? nccl-tests prints every rank's line"
+                f"lines list {len(ranks)}: {why}"
             )
 
 
@@ -404,18 +445,34 @@ def _check_rates(rows: list[Row], collective: str, ranks: int, columns: list[str
         return
     factor = BUS_FACTOR[collective](ranks)
     for row in rows:
-        shortest = max(row.time_us - row.time_rounding_us, 1e-3)
-        fastest = factor * row.bytes / (shortest * 1e3) * 1.02 + row.busbw_rounding
-        slowest = (
-            factor * row.bytes / ((row.time_us + row.time_rounding_us) * 1e3) * 0.98 - row.busbw_rounding
-        )
-        if not slowest <= row.busbw <= fastest:
+        if not _rate_of(row, factor):
             said = factor * row.bytes / (row.time_us * 1e3)
+            # another test's factor, at every row, where the file's name said the collective (a hunt: a
+            # reduce-scatter's log in all_reduce_perf.log was called edited)
+            other = [
+                c
+                for c, f in BUS_FACTOR.items()
+                if f(ranks) != factor and all(_rate_of(r, f(ranks)) for r in rows)
+            ]
+            why = (
+                f"a log of {', '.join(other[:-1])}{' or ' * (len(other) > 1)}{other[-1]}? Name the file after the "
+                "binary that printed it"
+                if other
+                else "the row was edited, or its columns are another run's"
+            )
             raise InputError(
                 f"{where(path, row.line)}: busbw {row.busbw:g} GB/s, where {row.bytes} B in {row.time_us:g} us of "
                 f"{collective} over {ranks} ranks is {said:.4g} GB/s (size / time x {factor:g}, as nccl-tests "
-                "computes it): the row was edited, or its columns are another run's"
+                f"computes it): {why}"
             )
+
+
+def _rate_of(row: Row, factor: float) -> bool:
+    """Whether ``row``'s busbw is its size over its time times ``factor``, within the printed digits and 2%."""
+    shortest = max(row.time_us - row.time_rounding_us, 1e-3)
+    fastest = factor * row.bytes / (shortest * 1e3) * 1.02 + row.busbw_rounding
+    slowest = factor * row.bytes / ((row.time_us + row.time_rounding_us) * 1e3) * 0.98 - row.busbw_rounding
+    return slowest <= row.busbw <= fastest
 
 
 def _a_row(cells: list[str], columns: list[str] | None) -> bool:

@@ -138,7 +138,9 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
     algo = proto = -1
     names = {name.replace("_", ""): i for i, name in enumerate(ALGORITHMS)}
     m = re.search(r"nccl_algo=([a-z_]+)", low)
-    first = re.match(r"([a-z_]+)\b", low)
+    # An opening name forces its algorithm unless the text says NCCL chose it ("Ring (NCCL's default choice, not
+    # forced)" had been priced as the ring forced, a hunt).
+    first = None if re.search(r"not forced|default|nccl'?s choice", low) else re.match(r"([a-z_]+)\b", low)
     word = m.group(1) if m else (first.group(1) if first else "")
     if word.replace("_", "") in names:
         algo = names[word.replace("_", "")]
@@ -148,6 +150,22 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
     collnet = "nccl_collnet_enable=1" in low
     transport = "socket" if "net/socket" in low else ""
     return algo, proto, collnet, transport
+
+
+# What a row's text may say that narrows NCCL's choice in a way no forcing prices (the model prices NCCL's whole
+# choice or one algorithm or protocol forced): an exclusion list (NCCL_ALGO=^NVLS, NCCL's syntax), NVLS or PAT
+# turned off. Such a row had been priced as NCCL's own choice, or as NVLS forced by its first word (a hunt).
+UNPRICED_CHOICE = (
+    (r"nccl_(?:algo|proto)=\^", "an exclusion list (NCCL_ALGO=^...)"),
+    (r"nccl_nvls_enable=0|\bnvls\b[^,;]*\b(?:disabled|off)\b", "NVLS turned off"),
+    (r"nccl_pat_enable=0|\bpat\b[^,;]*\b(?:disabled|off)\b", "PAT turned off"),
+)
+
+
+def unpriced_choice(text: str) -> str:
+    """What a row's ``algo_or_protocol`` text narrows that the model cannot price (:data:`UNPRICED_CHOICE`), or ''."""
+    low = text.lower()
+    return next((what for pattern, what in UNPRICED_CHOICE if re.search(pattern, low)), "")
 
 
 def reached_nics(nics: int, ranks_per_host: int, host_gpus: int) -> int:
@@ -179,9 +197,11 @@ def fabric_of(
     nic_gbps: float | None,
     stated: str,
     notes: str = "",
+    host_gpus: int | None = None,
 ):
     """A row's :class:`Fabric` from its stated hardware (``notes``: the row's text, read for its network plugin's
-    latency, :func:`plugin_latency`), or :class:`Unrepresented` saying what is missing."""
+    latency, :func:`plugin_latency`; ``host_gpus``: the GPUs a host holds, None for the GPU's system's), or
+    :class:`Unrepresented` saying what is missing."""
     # A whole word names the chip: an RTX A1000 is no A100 (a substring took it for one, a hunt).
     words = name_words(gpu)
     match = next((entry for entry in GPU_NAMES if entry[0] in words), None)
@@ -199,13 +219,20 @@ def fabric_of(
     # and a plan on it fitted 44 GB a GPU on the 40 GB cards (a hunt).
     variant = gpu_named(gpu, any_card=True)
     preset = variant if variant is not None and die(variant) == die(preset) else preset
+    if unpriced := unpriced_choice(stated):
+        return Unrepresented(
+            f"{unpriced}: the model prices NCCL's whole choice, or one algorithm or protocol forced"
+        )
     algo, proto, collnet, transport = stated_choice(stated)
     if transport == "socket":
         return Unrepresented("TCP sockets (NET/Socket): the model has no transport efficiency for sockets")
     if nodes > 1 and not (nics and nic_gbps):
         return Unrepresented("nics_per_node or nic_gbps not stated: a multi-host row needs its NICs")
     spec = GPUS[preset]
-    host = HOST_GPUS.get(match[0], spec.gpus_per_node)
+    system = HOST_GPUS.get(match[0], spec.gpus_per_node)
+    if host_gpus is not None and host_gpus > system:
+        return Unrepresented(f"hosts of {host_gpus} GPUs; the {match[0]} system's hold {system}")
+    host = host_gpus or system
     if gpus_per_node > host:
         return Unrepresented(
             f"{gpus_per_node} GPUs on one host; the {match[0]} system's hosts hold {host} (hosts of one name, such as "
