@@ -54,6 +54,9 @@ def test_models_lists_builtins():
     assert r.exit_code == 0
     for name, count in (("resnet50", 161), ("resnet101", 314), ("vgg16", 58)):
         assert name in r.output and str(count) in r.output
+    # the GPU presets' columns start where each other's do, the longest name's too (a hunt: h100-hbm2e's)
+    presets = [line for line in r.output.splitlines() if " fp32 " in line and "TFLOP/s" in line]
+    assert len(presets) > 5 and len({line.index(" fp32 ") for line in presets}) == 1, presets
 
 
 def test_show_and_select(tmp_path):
@@ -73,6 +76,23 @@ def test_show_and_select(tmp_path):
     for typed, said in (("25..26", "--bw 26 (of 25..26): "), ("25.0000001", "--bw 25.0000001: ")):
         r = invoke("select", out, "--bw", typed)
         assert r.exit_code == 2 and said in r.output, r.output
+
+
+def test_show_takes_a_float16_cubes_median_in_float64(tmp_path):
+    # A hunt: the median of an even count, the mean of its two middle values, was taken in float16 (0.767578 for
+    # 0.767822).
+    import xarray as xr
+
+    out = tmp_path / "f16.h5"
+    r = invoke("grid", "--bw", "1,10,100", "--ratio", "1,10", "--store", "float16", "--vars", "scaling_factor",
+               "--out", out, "-q")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    stored = xr.open_dataset(out, engine="h5netcdf")["scaling_factor"].values
+    assert stored.dtype == np.float16 and stored.size % 2 == 0
+    median = np.median(stored.astype(np.float64))
+    assert median != float(np.median(stored))  # the case the hunt met: float16 rounds the mean
+    line = next(x for x in invoke("show", out).output.splitlines() if x.strip().startswith("scaling_factor"))
+    assert f"/ {median:.6g} /" in line, line
 
 
 BAD = [

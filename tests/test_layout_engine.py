@@ -339,3 +339,17 @@ def test_a_rail_only_fabric_in_a_list_is_planned_once_beside_the_spines_oversubs
     for alone in ("dgx-h100-rail-only", "dgx-h100-rail-only,dgx-h100-rail-only-sharp"):  # none has a spine
         r = invoke(*plans, "--fabric", alone)
         assert r.exit_code == 2 and "dgx-h100-rail-only is wired rail-only: it has no spine" in r.output
+
+
+def test_a_network_cost_inside_nvlink_domains_says_why_where_the_layout_is_the_ideal_ones(tmp_path):
+    # A hunt: one host under --collective nccl, its layout held, was "network-bound" at 58% with 0% on the NICs
+    # and no line saying why: the cost is NCCL's pricing of NVLink against the ideal network's flat one.
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--zero", "0", "--micro-batch", "1", "--keep", "1"]
+    r = invoke("plan", "--model", "llama3-8b", "--gpus", "8", "--global-batch", "8", "--collective", "nccl", *one,
+               "--out", tmp_path / "p.h5")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    cost = re.search(r"the network costs (\d+)% of the best step", r.output)
+    why = re.search(r"why: (\d+)% of the step waits on the NICs and (\d+)% on traffic inside NVLink domains, which "
+                    r"the ideal network prices flat without latency \(this plan: as NCCL runs it, its latencies and "
+                    r"NVLink efficiency\); its best layout is this one too", r.output)  # fmt: skip
+    assert cost and why and why[1] == "0" and int(cost[1]) >= 5, r.output

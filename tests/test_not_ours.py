@@ -391,6 +391,11 @@ def test_force_deletes_only_a_partial_file_of_netsweeps(tmp_path):
     r = invoke("grid", *TINY, "--out", out, "--force")
     assert "not a partial cube of netsweep's" in one_line(r)
     assert partial.read_text() == "the user's" and not out.exists()
+    # ... and without --force it is said as the same, not as an interrupted run's, whose advice (--force to start
+    # over) was then refused (a hunt)
+    r = invoke("grid", *TINY, "--out", out)
+    assert r.exit_code == 2 and "not a partial cube of netsweep's" in one_line(r)
+    assert partial.read_text() == "the user's" and not out.exists()
 
 
 # --- 6. a write the disk refuses (full, a file-size limit) is one line, exit code 1, nothing left ---------------

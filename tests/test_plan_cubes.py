@@ -128,6 +128,9 @@ def test_select_picks_a_rank_and_a_switch_and_repeats_nothing(cube):
     assert r.exit_code == 0 and r.stdout.splitlines()[1].split()[-1] == "ok", r.output
     r = invoke("select", cube, "--sel", "rank=13")
     assert r.exit_code == 2 and "13: not in the cube; it has 1, 2, 3" in r.output
+    # one table of several: the refusal names the option (a hunt: "csv prints one table")
+    r = invoke("select", cube, "--csv")
+    assert r.exit_code == 2 and "error: --csv prints one table" in r.output, r.output
     # A rank with no layout printed "ok" ("can exist" in show), as a layout's does. Its status is -1 in the cube,
     # said in its rules (it held the search's empty slot's: 0, or a rule's code that plot drew as that rule).
     with h5py.File(cube) as f:

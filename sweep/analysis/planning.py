@@ -531,9 +531,15 @@ def plan_table(ds: xr.Dataset) -> str:
                 f"{_seconds(sub['ideal_iteration_time'].item())} s){flag}"
             )
             ideal = str(sub["ideal_layout"].item()) if "ideal_layout" in sub else ""
-            # The network's cost beyond the step's time on the NICs: the layout a slow network forces.
-            if ideal and ideal != _layout_text(best_row) and cost - best_row["network_fraction"] >= 0.05:
-                lines.append("  " + _forced_text(best_row, ideal))
+            # The network's cost beyond the step's time on the NICs: the layout a slow network forces, or, the
+            # layout the same, traffic inside NVLink domains the ideal network carries otherwise (a hunt: one
+            # host under --collective nccl was "network-bound" at 58%, 0% on the NICs, with no line saying why).
+            if ideal and cost - best_row["network_fraction"] >= 0.05:
+                same = ideal == _layout_text(best_row)
+                pricing = str(ds.attrs.get("collectives", ""))
+                lines.append(
+                    "  " + (_inside_text(best_row, pricing) if same else _forced_text(best_row, ideal))
+                )
         lines.append("")
     cost = ds["network_cost"].values
     bound = int((cost >= BOTTLENECK_SHARE).sum())
@@ -570,6 +576,23 @@ def _forced_text(row: dict, ideal: str) -> str:
     return (
         f"why: {nics:.0%} of the step waits on {where} this layout{forced if recompute != 'none' else ''}; on an "
         f"ideal network the best is {ideal}"
+    )
+
+
+def _inside_text(row: dict, pricing: str) -> str:
+    """One line: why the network costs more than the step's time on the NICs where the ideal network's best
+    layout is this one: the step waits on traffic inside NVLink domains, which the ideal network carries
+    without latency, and, priced as NCCL runs it (``pricing`` nccl), at NVLink's rate rather than NCCL's."""
+    nics = row["network_fraction"]
+    inside = sum(row[k] for k in COMMUNICATION) / row["iteration_time"] - nics
+    nccl = (
+        " (this plan: as NCCL runs it, its latencies and NVLink efficiency)"
+        if pricing.startswith("nccl")
+        else ""
+    )
+    return (
+        f"why: {nics:.0%} of the step waits on the NICs and {max(inside, 0.0):.0%} on traffic inside NVLink "
+        f"domains, which the ideal network prices flat without latency{nccl}; its best layout is this one too"
     )
 
 

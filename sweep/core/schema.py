@@ -188,6 +188,7 @@ OTHER_OPTIONS = {
     "reduce": "--reduce",
     "keep": "--keep",
     "network_share": "--network-share",
+    "csv": "--csv",
 }
 
 

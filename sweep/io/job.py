@@ -101,7 +101,9 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
         return
     if out.exists() and not force:
         raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
-    if partial.exists() and not force:
+    # A file of the partial's name that no sweep made is said as that first: "--force to start over" had been
+    # advised, then refused (a hunt).
+    if partial.exists() and made_by_a_sweep(partial) and not force:
         raise InputError(
             f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
             param="out",

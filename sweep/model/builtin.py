@@ -163,10 +163,11 @@ def models_table() -> str:
         f"{EFFICIENCY:g} of the peak on the products; large models, their stack's fitted efficiency, which their "
         "assumed: line says); memory, and the system large-model sweeps assume:",
     ]
+    wide = max(len(key) for key in GPUS)  # the names aligned, the longest's too (a hunt: h100-hbm2e's)
     for key, g in GPUS.items():
         fp8 = f", fp8 {g.fp8 / 1e12:4.0f}" if g.fp8 else ""
         lines.append(
-            f"  {key:<7} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
+            f"  {key:<{wide}} fp32 {g.fp32 / 1e12:4.1f}, half {g.half / 1e12:4.0f}{fp8} TFLOP/s, HBM "
             f"{g.hbm / 1e9:4.0f} GB/s, {g.memory / 2**20:6.0f} MiB; {g.system}: {g.domain} GPUs on "
             f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
             f"{g.gpus_per_node} GPUs"
