@@ -4,7 +4,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax.sweep.cli.app import app
 from netsweep_jax.sweep.core.schema import DIMS
 
@@ -489,3 +489,13 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(tmp_path, monke
     assert list(tmp_path.iterdir()) == []
     # An option whose value is not a path may be empty as before (refused by its own rule, if any).
     assert "empty path" not in invoke("grid", "--model", "resnet50", "--bw", "").output
+
+
+def test_an_option_from_its_environment_variable_is_named_as_that(tmp_path, monkeypatch):
+    # A hunt: NETSWEEP_KERNEL=bogus was refused as "--kernel 'bogus'", an option never typed.
+    monkeypatch.setenv("NETSWEEP_KERNEL", "bogus")
+    line = one_line_error(invoke("grid", "--bw", "10", "--out", tmp_path / "k.h5"))
+    assert line.startswith("error: NETSWEEP_KERNEL (--kernel) 'bogus': must be one of auto, xla"), line
+    line = one_line_error(invoke("grid", "--bw", "10", "--kernel", "wrong", "--out", tmp_path / "k.h5"))
+    assert line.startswith("error: --kernel 'wrong': must be one of"), line
+    assert not (tmp_path / "k.h5").exists()

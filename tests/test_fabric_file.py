@@ -147,7 +147,7 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
         (
             {"hardware.nic_gbps": None, "hardware.nic_gpbs": 100},
             None,
-            "hardware.nic_gpbs is not a hardware key (gpu, preset, nics_per_node, nic_gbps)",
+            "hardware.nic_gpbs is not a hardware key (gpu, preset, nics_per_node, nic_gbps, gpus_per_node)",
         ),
         (
             {"hardware.nic_gbps": None},
@@ -163,6 +163,12 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
             {"hardware.nic_gbps": 3200},
             None,
             "hardware.nic_gbps 3200 must be at most 1600 (Gbit/s, each NIC's",
+        ),
+        # above the axis's range too: the bound said is the file's (it had said "from 0.001 to 1000000")
+        (
+            {"hardware.nic_gbps": 2e6},
+            None,
+            "hardware.nic_gbps 2000000.0 must be at most 1600 (Gbit/s, each NIC's",
         ),
     ],
 )

@@ -102,8 +102,9 @@ def test_random_bytes_in_the_middle_never_resume_into_a_wrong_cube(tmp_path, mon
             np.testing.assert_array_equal(read_outputs(out)[k], v)
 
 
-def _flip_a_dims_reference(path):
-    """Flip one bit of the object reference that attaches a data variable to its ``bucketing`` dim."""
+def _flip_a_dims_reference(path, zero=False):
+    """Flip one bit of the object reference that attaches a data variable to its ``bucketing`` dim (``zero``: set
+    the reference to the null one, as a block of zeroed bytes would)."""
     import struct
 
     with h5py.File(path, "r") as f:
@@ -111,7 +112,10 @@ def _flip_a_dims_reference(path):
     data = bytearray(path.read_bytes())
     at = data.find(struct.pack("<Q", address))
     assert at >= 0
-    data[at + 2] ^= 0x10
+    if zero:
+        data[at : at + 8] = bytes(8)
+    else:
+        data[at + 2] ^= 0x10
     path.write_bytes(bytes(data))
 
 
@@ -152,12 +156,18 @@ def test_a_changed_record_of_how_the_cube_was_written_is_damage_in_one_line(tmp_
             assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
             assert r.output.startswith(f"error: {path}: damaged ({said}"), (said, r.output)
             assert r.output.strip().endswith("): run the command that made it again"), r.output
-    path = tmp_path / "reference.h5"
-    path.write_bytes(made.read_bytes())
-    _flip_a_dims_reference(path)
-    for command in (("show", path, "--verify"), ("select", path, "--bw", "1", "--ratio", "1")):
-        r = invoke(*command)
-        assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
-        assert f"{path}: damaged (HDF5 cannot read it:" in r.output and "Traceback" not in r.output
+    for zero in (
+        False,
+        True,
+    ):  # a null reference too: read as no damage, then "not a readable cube" (a review)
+        path = tmp_path / "reference.h5"
+        path.write_bytes(made.read_bytes())
+        _flip_a_dims_reference(path, zero)
+        for command in (("show", path, "--verify"), ("select", path, "--bw", "1", "--ratio", "1")):
+            r = invoke(*command)
+            assert r.exit_code == 1 and len(r.output.strip().splitlines()) == 1, r.output
+            assert f"{path}: damaged (HDF5 cannot read it:" in r.output and "Traceback" not in r.output, (
+                r.output
+            )
     with pytest.raises(Damaged, match="damaged .HDF5 cannot read it"):
         api.open_cube(path)

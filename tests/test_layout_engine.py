@@ -349,7 +349,13 @@ def test_a_network_cost_inside_nvlink_domains_says_why_where_the_layout_is_the_i
                "--out", tmp_path / "p.h5")  # fmt: skip
     assert r.exit_code == 0, r.output
     cost = re.search(r"the network costs (\d+)% of the best step", r.output)
-    why = re.search(r"why: (\d+)% of the step waits on the NICs and (\d+)% on traffic inside NVLink domains, which "
-                    r"the ideal network prices flat without latency \(this plan: as NCCL runs it, its latencies and "
-                    r"NVLink efficiency\); its best layout is this one too", r.output)  # fmt: skip
+    why = re.search(r"why: (\d+)% of the step waits on the NICs; the rest is NCCL's latencies and NVLink "
+                    r"efficiency, which the ideal network prices flat\n", r.output)  # fmt: skip
     assert cost and why and why[1] == "0" and int(cost[1]) >= 5, r.output
+    # Flat: NVLink costs the same on the ideal network; a gap beyond the NICs there is the bubble's (a review:
+    # it had been put down to traffic inside NVLink domains, where there was none)
+    r = invoke("plan", "--model", "llama3-8b", "--gpu", "h200", "--gpus", "2", "--gpus-per-node", "1",
+               "--global-batch", "4", "--tp", "1", "--pp", "2", "--cp", "1", "--zero", "0", "--micro-batch", "1",
+               "--keep", "1", "--bw", "5", "--latency", "2000", "--schedule", "1f1b", "--recompute", "none",
+               "--out", tmp_path / "f.h5")  # fmt: skip
+    assert r.exit_code == 0 and "the network costs" in r.output and "why:" not in r.output, r.output

@@ -445,6 +445,8 @@ def test_plan_charges_the_network_what_an_ideal_one_would_save(tmp_path):
     system = {"gpus_per_node": 8, "nvlink_domain": 8, "nvlink_bw": 450, "nics_per_node": 8, "grad_bytes": 4}
     assert all(rows[0][k] == v and isinstance(rows[0][k], int) for k, v in system.items()), rows[0]
     assert rows[0]["gpus"] == 64 and isinstance(rows[0]["layout_tp"], int)
+    # the layout's dp once, as layout_dp (a float "dp" beside it read as the grid's dp, a hunt)
+    assert "dp" not in rows[0] and isinstance(rows[0]["layout_dp"], int), rows[0]
     assert best[1.0]["ideal_iteration_time"] == pytest.approx(best[1000.0]["ideal_iteration_time"], rel=1e-6)
     assert best[1.0]["network_cost"] > 0.2 > best[1000.0]["network_cost"] >= 0
     assert best[1.0]["network_cost"] == pytest.approx(

@@ -154,14 +154,19 @@ def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
         ("NVLS disabled (NCCL_NVLS_ENABLE=0)", "NVLS turned off"),
         ("NCCL_ALGO=^NVLS", "an exclusion list (NCCL_ALGO=^...)"),
         ("NCCL_PAT_ENABLE=0", "PAT turned off"),
+        ("NCCL_ALGO=Ring,Tree", "a list of algorithms (NCCL_ALGO=a,b)"),
     ):
         fabric = fabric_of("H100 SXM", 8, 2, 8, 400.0, text)
         assert isinstance(fabric, Unrepresented) and fabric.reason.startswith(f"{said}: the model prices"), (
             fabric
         )
-    assert not isinstance(
-        fabric_of("H100 SXM", 8, 2, 8, 400.0, "text says NVLS (DOUBT: copied)"), Unrepresented
-    )
+    # A review: a forced algorithm leaves NVLS off moot, "fall-off" is no "off", and a protocol's default or one
+    # not forced leaves the algorithm forced.
+    for text, algorithm in (("text says NVLS (DOUBT: copied)", -1), ("Ring, NCCL_NVLS_ENABLE=0", 1),
+                            ("NVLS (busbw fall-off past 1 GiB)", 4), ("Tree (default protocol)", 0),
+                            ("Ring (forced; protocol not forced)", 1)):  # fmt: skip
+        assert not isinstance(fabric_of("H100 SXM", 8, 2, 8, 400.0, text), Unrepresented), text
+        assert stated_choice(text)[0] == algorithm, text
 
 
 def test_fabric_from_stated_hardware():
@@ -279,6 +284,13 @@ def test_report_numbers_follow_from_the_predictions(validation):
     # Every row of the file is in predictions.csv, priced or with its reason.
     assert len(rows) == len(read_nccl_tests(PUBLISHED))
     assert all(r["predicted"] or r["unrepresented"] for r in rows)
+    # the plugin latency each row took, said per row: aws-ofi-nccl's on AWS rows across hosts, none elsewhere
+    took = {
+        r["id"].rsplit("-", 1)[0]: r["plugin_latency_us"]
+        for r in rows
+        if r["predicted"] and int(r["nodes"]) > 1
+    }
+    assert took["AWSDT-P5-2x8"] == "75" and took["NT309A-H100-2x8"] == "0", took
 
 
 @needs_published

@@ -396,6 +396,10 @@ def test_force_deletes_only_a_partial_file_of_netsweeps(tmp_path):
     r = invoke("grid", *TINY, "--out", out)
     assert r.exit_code == 2 and "not a partial cube of netsweep's" in one_line(r)
     assert partial.read_text() == "the user's" and not out.exists()
+    out.write_text("the user's cube")  # with the output there too (a review)
+    r = invoke("grid", *TINY, "--out", out)
+    assert r.exit_code == 2 and "not a partial cube of netsweep's" in one_line(r)
+    assert out.read_text() == "the user's cube"
 
 
 # --- 6. a write the disk refuses (full, a file-size limit) is one line, exit code 1, nothing left ---------------

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
+from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, PROTOCOLS
 from netsweep_jax.sweep.analysis.nccl_validation import (
     HIGHS,
     LOWS,
@@ -48,11 +48,11 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
 from netsweep_jax.sweep.core.errors import InputError, literal
 from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
-from netsweep_jax.sweep.io.nccl_tests_log import Log, read_nccl_tests_log
+from netsweep_jax.sweep.io.nccl_tests_log import Log, forced_text, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
 from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS, gpu_named
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented
+from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented, system_host_gpus
 
 # A constant is fitted where the logs tell it (:func:`untold`): beyond what the constants before it in TOLD_ORDER
 # can stand in for, it accounts for at least TOLD of some scored row's time (d log busbw / d log constant at the
@@ -99,6 +99,44 @@ def _check_carried(m: Any, f: Any, path: str | Path) -> None:
         )
 
 
+def _check_hosts(logs: Sequence[Log], host_gpus: int | None) -> None:
+    """Refuse ``--gpus-per-node`` (``host_gpus``) beyond the GPU's system's hosts or below a log's ranks a host."""
+    if host_gpus is None:
+        return
+    system = system_host_gpus(logs[0].gpu)
+    if system is not None and host_gpus > system:
+        raise InputError(
+            f"{host_gpus}: the GPUs a host holds, more than the {logs[0].gpu} system's {system}",
+            param="gpus_per_node",
+        )
+    for log in logs:
+        if log.gpus_per_node > host_gpus:
+            raise InputError(
+                f"{host_gpus}: the GPUs a host holds, fewer than the {log.gpus_per_node} ranks {log.path} lists "
+                "on a host",
+                param="gpus_per_node",
+            )
+
+
+HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
+
+
+def _check_turned_off(log: Log, fabric: Fabric) -> None:
+    """Refuse a log run with NVLS or PAT turned off where NCCL would have run them (the fit prices its own
+    choice): NVLS on Hopper and later behind an NVSwitch with several ranks a host, PAT for an all-gather or
+    reduce-scatter of one rank a host across hosts (:mod:`kernels.nccl`'s rules). Elsewhere the switch changes
+    nothing, and the log is read (a review: an A100's log with NVLS off had been refused)."""
+    runs = {
+        "NCCL_NVLS_ENABLE": fabric.arch >= HOPPER and fabric.nvswitch and log.gpus_per_node > 1,
+        "NCCL_PAT_ENABLE": log.collective in ("all_gather", "reduce_scatter")
+        and log.gpus_per_node == 1
+        and log.nodes > 1,
+    }
+    for number, name, value in log.turned_off:
+        if runs[name]:
+            raise InputError(forced_text(log.path, number, name, value))
+
+
 def calibrate_logs(
     paths: Sequence[str | Path],
     *,
@@ -111,13 +149,7 @@ def calibrate_logs(
     host and each NIC's Gbit/s (required where a log spans hosts); ``source``: the constants' source's name;
     ``host_gpus``: the GPUs a host holds (None: the GPU's system's), whose share of the NICs its ranks reach."""
     logs = _read_logs(paths, nics, nic_gbps)
-    for log in logs:
-        if host_gpus is not None and log.gpus_per_node > host_gpus:
-            raise InputError(
-                f"{host_gpus}: the GPUs a host holds, fewer than the {log.gpus_per_node} ranks {log.path} lists "
-                "on a host",
-                param="gpus_per_node",
-            )
+    _check_hosts(logs, host_gpus)
     rows = [m for log in logs for m in log.measurements(nics, nic_gbps, host_gpus)]
     paths = [log.path for log in logs for _ in log.rows]
     fabrics = []
@@ -126,6 +158,8 @@ def calibrate_logs(
             raise InputError(f"{path}:{m.line}: the model cannot price this row: {f.reason}")
         _check_carried(m, f, path)
         fabrics.append(f)
+    for log in logs:
+        _check_turned_off(log, next(f for f, m in zip(fabrics, rows) if m.source == log.path.name))
     measured = np.array([m.busbw or 0.0 for m in rows])
     scored = measured >= RESOLUTION
     if not scored.any():
@@ -150,7 +184,13 @@ def calibrate_logs(
         if name not in held
         and (values[k] >= highs[k] - margin[k] or (name in EFFICIENCIES and values[k] <= lows[k] + margin[k]))
     )
-    recorded = hardware(logs[0], fabrics[0], _recorded_nics(logs, rows, fabrics, nics), nic_gbps)
+    # hosts given (--gpus-per-node): the file records them and their NICs as built; else the NICs the ranks reached
+    told = host_gpus is not None and nics is not None and nic_gbps is not None
+    recorded = hardware(
+        logs[0], fabrics[0], nics if told else _recorded_nics(logs, rows, fabrics, nics), nic_gbps
+    )
+    if told:
+        recorded["gpus_per_node"] = host_gpus
     return Calibration(
         logs=logs,
         rows=rows,
@@ -345,16 +385,12 @@ def _reached_note(c: Calibration) -> list[str]:
     stated = c.stated_nics
     if stated is None or recorded >= stated:
         return []
-    hosts = (
-        f"hosts of {c.host_gpus} GPUs"
-        if c.host_gpus is not None
-        else f"the {c.hardware['preset'] or c.hardware['gpu']} system's hosts"
-    )
-    owned = "" if c.host_gpus is not None else f": give --gpus-per-node {ranks}"
+    # (--gpus-per-node given: the file records the hosts and the NICs as given, and no note is needed)
+    hosts = f"the {c.hardware['preset'] or c.hardware['gpu']} system's hosts"
     return [
         f"note: {ranks} ranks a host reach {recorded} of the {stated} NICs given (the NICs next to their GPUs, "
         f"on {hosts}): the fabric file records hosts of {ranks} GPUs and {recorded} NICs, as fitted (hosts of "
-        f"{ranks} GPUs that own all {stated} NICs{owned})"
+        f"{ranks} GPUs that own all {stated} NICs: give --gpus-per-node {ranks})"
     ]
 
 

@@ -1060,7 +1060,9 @@ def _unrepresented(v: Validation) -> list[list[str]]:
 
 
 def predictions_csv(v: Validation) -> str:
-    """Every row: id, bytes, measured and predicted busbw (GB/s), its error where scored, what NCCL runs, role."""
+    """Every row: id, bytes, measured and predicted busbw (GB/s), its error where scored, what NCCL runs, the
+    network plugin's latency added to lambda (us, :func:`~sweep.model.nccl_fabric.plugin_latency`: read from the
+    row's text, so said per row: a hunt's note naming EFA in passing took aws-ofi-nccl's 75 us unseen), role."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(
@@ -1075,6 +1077,7 @@ def predictions_csv(v: Validation) -> str:
             "nodes",
             "algorithm",
             "protocol",
+            "plugin_latency_us",
             "role",
             "scored",
             "unrepresented",
@@ -1094,6 +1097,7 @@ def predictions_csv(v: Validation) -> str:
                 r.nodes,
                 v.algorithm[i],
                 v.protocol[i],
+                f"{f.net_latency:g}" if isinstance(f, Fabric) else "",
                 "training" if v.train[i] else "held out",
                 "yes" if v.scored[i] else "no",
                 f.reason if isinstance(f, Unrepresented) else "",

@@ -42,7 +42,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             continue
         # plan_rows writes a system dim's 0 as the GPU preset's value (planning._resolved).
         per_node, domain = row["gpus_per_node"], row["nvlink_domain"]
-        sizes = (row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["dp"],
+        sizes = (row["layout_tp"], row["layout_cp"], row["layout_ep"], row["layout_expert_tp"], row["layout_dp"],
                  row["layout_pp"])  # fmt: skip
         moe = row["model"] in experts or row["layout_ep"] > 1 or row["layout_expert_tp"] > 1
         crossed = traffic_tiers(

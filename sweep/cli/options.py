@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import Damaged, InputError, WriteFailed
 from netsweep_jax.sweep.core.interrupts import Interrupted, exit_code
 from netsweep_jax.sweep.core.layout_axes import DEFAULT_GPU, uses_nccl
-from netsweep_jax.sweep.core.schema import cli_message
+from netsweep_jax.sweep.core.schema import cli_message, option_of
 
 SYNTAX = (
     "Values: a list 10,25,100; a range 1..100 (step 1), 1..100:5 (step 5), "
@@ -197,7 +197,7 @@ def options(*groups):
                 return answer
             except InputError as e:
                 _unsaid.clear()  # a refusal is one line
-                fail(cli_message(e))
+                fail(_from_environment(e, kwargs.get("ctx")) or cli_message(e))
             except (WriteFailed, Damaged) as e:  # the disk refused an output, a file changed: a fault
                 fail(str(e), code=1)
             except (KeyboardInterrupt, Interrupted) as e:
@@ -209,6 +209,24 @@ def options(*groups):
         return wrapper
 
     return decorate
+
+
+def _from_environment(error: InputError, ctx: Any) -> str:
+    """``error`` as the command line says it where its option's value came from its environment variable (a hunt:
+    NETSWEEP_KERNEL=bogus was said as --kernel 'bogus', an option never typed), else '' (``ctx``: the command's
+    context, None where it takes none)."""
+    if ctx is None or error.param is None:
+        return ""
+    source = ctx.get_parameter_source(error.param)
+    if getattr(source, "name", "") != "ENVIRONMENT":
+        return ""
+    param = next((p for p in ctx.command.params if p.name == error.param), None)
+    if param is None or not isinstance(param.envvar, str):
+        return ""
+    option = option_of(error.param)
+    return error.spelled(
+        lambda name: f"{param.envvar} ({option})" if name == error.param else option_of(name)
+    )
 
 
 def command_line():

@@ -16,8 +16,9 @@ JSON, one object::
 fractions from 0.01 to 1; latency_us the network's latency lambda and op_latency_us a collective's fixed cost inside
 one NVLink domain, us from 0 to :data:`MAX_LATENCY_US`; fill_us the pipeline's fill across domains, us from 0 to
 :data:`MAX_FILL_US`; fill_mib the message from which it is whole, MiB above 0 up to :data:`MAX_FILL_MIB`); the
-rest is provenance, but ``hardware``'s NICs and the logs' GPUs a host (``gpus_per_node`` of the logs across
-hosts, where they agree: the hosts those NICs were on, from which a host of other GPUs has its own NICs). A file
+rest is provenance, but ``hardware``'s NICs and the GPUs of the hosts they were on (``hardware.gpus_per_node``,
+written where ``calibrate --gpus-per-node`` gave the hosts; else ``gpus_per_node`` of the logs across hosts, where
+they agree), from which a host of other GPUs has its own NICs. A file
 of version 1 (netsweep before the last three) gives the first three only, and reads
 as the model it was fitted with: no fixed cost and no fill. A file that is not such an object (a missing key, a
 wrong type, a value not finite or out of range, a key twice in one object, a key, hardware key or constant it
@@ -42,7 +43,7 @@ FORMAT = "netsweep fabric"
 VERSION = 2
 VERSIONS = {1: NAMES[:3], 2: NAMES}  # the constants each version of the file states
 KEYS = ("format", "version", "constants", "hardware", "logs", "fit", "date", "command")
-HARDWARE_KEYS = ("gpu", "preset", "nics_per_node", "nic_gbps")
+HARDWARE_KEYS = ("gpu", "preset", "nics_per_node", "nic_gbps", "gpus_per_node")
 MAX_LATENCY_US = 1000.0  # a network latency per hop past a millisecond is no fabric's
 MAX_FILL_US = 10000.0  # nor a pipeline's fill past 10 ms
 MAX_FILL_MIB = 2.0**20  # nor chunks that grow past a TiB
@@ -150,7 +151,7 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
         values[name] = number
     hardware = hardware_fields(document.get("hardware"), path)
     hosts = _hosts(document, path)
-    if "nics_per_node" in hardware and hosts is not None:
+    if "nics_per_node" in hardware and hosts is not None and "gpus_per_node" not in hardware:
         hardware["gpus_per_node"] = hosts
     return FabricConstants(**values, source=str(path), **hardware)
 
@@ -218,15 +219,26 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
         number = real_scalar(v)
-        if number is None or not spec.allows(number):
-            unit = f" ({spec.units})" if spec.units != "1" else ""
-            raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
-        if key == "nic_gbps" and number > MAX_NIC_GBPS:  # calibrate's rule for the rate it records
+        # calibrate's rule for the rate it records, said first: the axis's wider range (up to 1000000) had been
+        # named for a rate above it (a hunt)
+        if key == "nic_gbps" and number is not None and number > MAX_NIC_GBPS:
             raise InputError(
                 f"{path}: hardware.nic_gbps {_shown(v)} must be at most {MAX_NIC_GBPS:g} (Gbit/s, each NIC's: no "
                 f"NIC runs faster than {FASTEST_NIC_GBPS:g} today)"
             )
+        if number is None or not spec.allows(number):
+            unit = f" ({spec.units})" if spec.units != "1" else ""
+            raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
         out[key] = number
+    # The hosts as built (calibrate --gpus-per-node), where the logs ran fewer ranks a host: the hosts whose NICs
+    # the file records, in place of the logs' ranks a host (a review: hosts of 6 GPUs were recorded as the logs'
+    # 4, with the NICs 4 ranks reached).
+    if "gpus_per_node" in hardware:
+        v, spec = hardware["gpus_per_node"], NUMERIC_AXES["gpus_per_node"]
+        number = real_scalar(v)
+        if number is None or not spec.allows(number):
+            raise InputError(f"{path}: hardware.gpus_per_node {_shown(v)} {spec.rule()}")
+        out["gpus_per_node"] = number
     return out
 
 

@@ -310,7 +310,9 @@ def damage(path: str | Path) -> str | None:
         # that reads a cube, 21 ms without them (2026-12-06).
         for refs in attrs.get("DIMENSION_LIST", ()):
             for ref in refs:
-                h5py.h5r.dereference(ref, f.id)
+                # a null reference (zeroed bytes) dereferences to None, where h5py's f[ref] raised (a review)
+                if h5py.h5r.dereference(ref, f.id) is None:
+                    raise ValueError("Invalid HDF5 object reference")
 
     try:
         with h5py.File(path, "r") as f:

@@ -99,19 +99,19 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
                 param="resume",
             )
         return
-    if out.exists() and not force:
-        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
-    # A file of the partial's name that no sweep made is said as that first: "--force to start over" had been
-    # advised, then refused (a hunt).
-    if partial.exists() and made_by_a_sweep(partial) and not force:
-        raise InputError(
-            f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
-            param="out",
-        )
+    # A file of the partial's name that no sweep made is said as that first: "--force" had been advised, then
+    # refused (a hunt; a review: with the output there too).
     if partial.exists() and not made_by_a_sweep(partial):
         raise InputError(
             f"{partial}: not a partial cube of netsweep's (not HDF5, or it has other hard links); "
             f"--force deletes only its own partial files: move it away or choose another --out",
+            param="out",
+        )
+    if out.exists() and not force:
+        raise InputError(f"{out}: file exists; pass --force to overwrite it", param="out")
+    if partial.exists() and not force:
+        raise InputError(
+            f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
             param="out",
         )
 

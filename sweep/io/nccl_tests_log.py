@@ -37,8 +37,8 @@ time times the collective's bus factor (:func:`_check_rates`), rows of several d
 appended to the file (a second ``Collective test starting`` line or a rank's device line again; before any
 result, processes that each ran a test of their own: nccl-tests without MPI) are one :class:`InputError` naming
 the file and line, and so is what is not one run of every rank under NCCL's own choice: NCCL's line saying
-``NCCL_ALGO``, ``NCCL_PROTO``, NVLS or PAT turned off, CollNet turned on or a channel count set
-(:data:`FORCED`), one rank, a rank's device line missing or fewer of
+``NCCL_ALGO``, ``NCCL_PROTO`` or CollNet turned on (:data:`FORCED`; NVLS or PAT turned off is kept,
+:attr:`Log.turned_off`, for the fit to refuse where NCCL would run them), one rank, a rank's device line missing or fewer of
 them than a row's count implies (:data:`PER_RANK_COUNT`), one GPU of a host name twice (containers of one name).
 A malformed last row that nothing of nccl-tests' follows (the file's end, or a launcher's lines: a run killed
 while writing it) is not read, its line kept (:attr:`Log.cut`). Rows of size 0 (a small size split over many ranks: nothing
@@ -63,7 +63,7 @@ from netsweep_jax.sweep.io.nccl_tests import (
 )
 
 DEVICE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+\d+\s+"
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device\s+(?P<index>\d+)\s+"
     r"\[(?P<bus>[^\]]*)\]\s+(?P<gpu>.*\S)\s*$"
 )
 STARTING = re.compile(r"^#\s*Collective test starting:\s*(?P<binary>\S+)")
@@ -107,23 +107,23 @@ FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 # src/graph/tuning.cc: "NCCL_ALGO set by environment to %s"), and the integer parameters NCCL's loader prints
 # ("%s set by environment to %lld.", src/misc/param.cc) that narrow or widen the choice or set the channels.
 FORCED = re.compile(
-    r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO|NVLS_ENABLE|PAT_ENABLE|COLLNET_ENABLE|(?:MIN|MAX)_(?:NCHANNELS|CTAS))) "
+    r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO|NVLS_ENABLE|PAT_ENABLE|COLLNET_ENABLE)) "
     r"set by environment to (?P<value>[^\s.]+)"
 )
 # What each such parameter changes, and its values that leave NCCL's choice as the fit prices it (NCCL's defaults:
 # NVLS and PAT on where the hardware has them, 2; CollNet off, 0). A user's NCCL_NVLS_ENABLE=0 had been fitted as
-# NCCL's own choice (its NVLS rows priced on the ring, eta_net 0.61 for 0.80: a hunt).
+# NCCL's own choice (its NVLS rows priced on the ring, eta_net 0.61 for 0.80: a hunt). NVLS and PAT turned off
+# are kept with the log (:attr:`Log.turned_off`), refused by the fit only where the hardware would run them
+# (a review: an A100's log with NVLS off had been refused). User tuning of channels (NCCL_MIN_CTAS, ...) is read
+# past: the model does not price it, as validate --nccl scores the published rows tuned so.
 FORCED_CHANGES = {
     "NCCL_ALGO": ("NCCL's choice of algorithm was narrowed", ()),
     "NCCL_PROTO": ("NCCL's choice of protocol was narrowed", ()),
     "NCCL_NVLS_ENABLE": ("NVLink SHARP (NVLS) was turned off", ("1", "2")),
     "NCCL_PAT_ENABLE": ("the PAT algorithm was turned off", ("1", "2")),
     "NCCL_COLLNET_ENABLE": ("CollNet (network SHARP) was turned on", ("0",)),
-    **dict.fromkeys(
-        ("NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS"),
-        ("NCCL's channel count was set", ()),
-    ),
 }
+TURNED_OFF = ("NCCL_NVLS_ENABLE", "NCCL_PAT_ENABLE")  # refused by the fit where the hardware runs them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +154,7 @@ class Log:
     rows: tuple[Row, ...]
     finished: bool = True
     cut: int | None = None
+    turned_off: tuple[tuple[int, str, str], ...] = ()  # (line, NCCL_NVLS_ENABLE or NCCL_PAT_ENABLE, value)
 
     @property
     def nodes(self) -> int:
@@ -200,12 +201,28 @@ class _Comments:
     path: Path
     binary: str | None = None
     devices: dict[int, tuple[str, str, int]] = dataclasses.field(default_factory=dict)
-    gpus: dict[tuple[str, str], tuple[int, int]] = dataclasses.field(
-        default_factory=dict
-    )  # (host, bus) -> rank, line
+    # (host, bus) -> rank, line: the GPUs a bus id with its PCI domain names
+    gpus: dict[tuple[str, str], tuple[int, int]] = dataclasses.field(default_factory=dict)
+    # host -> (bus, device index, rank, line) of each device line of a bus alone (older nccl-tests)
+    buses: dict[str, list[tuple[str, str, int, int]]] = dataclasses.field(default_factory=dict)
     columns: list[str] | None = None
     finished: bool = False
     results: bool = False  # a data row came (set by the reader)
+
+    def check_buses(self) -> None:
+        """Refuse two hosts of one name where the device lines print the bus alone ([0x18]): the GPUs of one host
+        share a bus where each has a PCI domain of its own (Azure's ND VMs, GB200's trays), and processes that each
+        see one GPU all call it device 0; one bus and device number listed twice on a host whose GPUs are on
+        several buses is one GPU twice (a hunt: two 4-GPU containers named localhost, read as one host of 8).
+        Judged on every line at once, not in their order (a review)."""
+        for host, lines in self.buses.items():
+            if len({bus for bus, *_ in lines}) < 2:
+                continue
+            seen: dict[tuple[str, str], tuple[int, int]] = {}
+            for bus, index, rank, number in sorted(lines, key=lambda line: line[3]):
+                if (bus, index) in seen:
+                    _refuse_twice(self.path, rank, (host, bus), *seen[bus, index], number)
+                seen[bus, index] = (rank, number)
 
     def _second_run(self) -> str:
         """What to do about a second run in the file; before any result, processes that each ran a test of their
@@ -253,18 +270,12 @@ class _Comments:
                 )
             gpu = (m.group("host"), m.group("bus"))
             # NCCL refuses one GPU twice in a communicator: two hosts of one name. Only a bus id with its PCI
-            # domain (0000:18:00) names one GPU; older nccl-tests print the bus alone ([0x00]), which the GPUs of
-            # one host share where each has a domain of its own (Azure's ND VMs, GB200's trays): a bus alone
-            # listed twice is a GPU twice where the host's GPUs are not all on one bus (a hunt: two 4-GPU
-            # containers named localhost, read as one host of 8).
-            buses = {bus for host, bus in self.gpus if host == gpu[0]}
-            if gpu in self.gpus and (":" in gpu[1] or len(buses) > 1):
-                first, at = self.gpus[gpu]
-                raise InputError(
-                    f"{where(self.path, number)}: rank {rank} on {gpu[0]} [{gpu[1]}], the GPU of rank {first} (line "
-                    f"{at}): hosts of one name (containers?) would be read as one host; give each host its own "
-                    "name, in the run or in the device lines"
-                )
+            # domain (0000:18:00) names one GPU; older nccl-tests print the bus alone ([0x00]), judged once every
+            # device line is read (:meth:`check_buses`).
+            if ":" not in gpu[1]:
+                self.buses.setdefault(gpu[0], []).append((gpu[1], m.group("index"), rank, number))
+            elif gpu in self.gpus:
+                _refuse_twice(self.path, rank, gpu, *self.gpus[gpu], number)
             self.gpus[gpu] = (rank, number)
             self.devices[rank] = (m.group("host"), m.group("gpu"), number)
         elif text.lstrip("#").split()[:5] == list(PREAMBLE):
@@ -272,6 +283,14 @@ class _Comments:
             if self.columns is not None and names != self.columns:
                 raise InputError(f"{where(self.path, number)}: a second column header, unlike the first")
             self.columns = names
+
+
+def _refuse_twice(path: Path, rank: int, gpu: tuple[str, str], first: int, at: int, number: int) -> None:
+    raise InputError(
+        f"{where(path, number)}: rank {rank} on {gpu[0]} [{gpu[1]}], the GPU of rank {first} (line {at}): hosts "
+        "of one name (containers?) would be read as one host; give each host its own name, in the run or in the "
+        "device lines"
+    )
 
 
 def read_nccl_tests_log(path: str | Path) -> Log:
@@ -282,6 +301,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
     rows: list[Row] = []
     counts: list[tuple[int, list[str]]] = []  # each row's line and cells, for the ranks its count implies
     empty = 0  # rows of size 0: nothing sent
+    turned_off: list[tuple[int, str, str]] = []  # NVLS or PAT turned off: the fit judges whether it matters
     kinds: dict[tuple[str, ...], int] = {}  # each (type, operation) of the rows, and its first line
     # A run killed while writing a row leaves it cut, then the file's end or a launcher's lines (``slurmstepd:
     # ... CANCELLED``, glued to it or after it): only the last row of a run without its closing summary may be
@@ -296,7 +316,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
             continue
         if FAILED.search(text):
             raise InputError(f"{where(path, number)}: {text!r}: the test failed; its rows are no measurement")
-        _check_not_forced(text, path, number)
+        _check_not_forced(text, path, number, turned_off)
         cells = text.split()
         if said.columns is None or not _a_row(cells, said.columns):
             continue  # NCCL's and MPI's own lines (HOST:PID:TID [dev] NCCL INFO ..., [host:pid] ...)
@@ -337,8 +357,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         )
     collective = _collective(said.binary, path)
     _check_operation(collective, kinds, path)
-    _check_ranks(said.devices, collective, counts, said.columns, path)
-    _check_rates(rows, collective, len(said.devices), said.columns, path)
+    _check_whole(said, collective, counts, kinds, rows, path)
     return Log(
         path=path,
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -349,6 +368,7 @@ def read_nccl_tests_log(path: str | Path) -> Log:
         rows=tuple(rows),
         finished=said.finished,
         cut=None if unread is None else unread[0],
+        turned_off=tuple(turned_off),
     )
 
 
@@ -359,14 +379,39 @@ REDUCING = ("all_reduce", "reduce_scatter")
 ANY_OPERATION = ("sendrecv",)
 
 
-def _check_not_forced(text: str, path: Path, number: int) -> None:
-    """Refuse NCCL's line saying the environment changed what the fit prices (:data:`FORCED`)."""
+def _check_whole(
+    said: "_Comments",
+    collective: str,
+    counts: list[tuple[int, list[str]]],
+    kinds: dict[tuple[str, ...], int],
+    rows: list[Row],
+    path: Path,
+) -> None:
+    """The checks of a log read whole: its hosts' buses, its ranks against its counts, its rates."""
+    said.check_buses()
+    # another test's numbers are named only where the file's name said the collective (renaming it helps)
+    named = said.binary is None
+    _check_ranks(said.devices, collective, counts, said.columns or [], path, named)
+    reduces = any(len(kind) > 1 and kind[1] != "none" for kind in kinds) if named else None
+    _check_rates(rows, collective, len(said.devices), said.columns or [], path, reduces)
+
+
+def forced_text(path: Path, number: int, name: str, value: str) -> str:
+    """Why NCCL's line at ``number`` (``name`` set by environment to ``value``) is no measurement of its choice."""
+    return (
+        f"{where(path, number)}: {name} set by environment to {value}: {FORCED_CHANGES[name][0]}, where the fit "
+        f"prices NCCL's own choice; run the test without {name}"
+    )
+
+
+def _check_not_forced(text: str, path: Path, number: int, turned_off: list[tuple[int, str, str]]) -> None:
+    """Refuse NCCL's line saying the environment changed what the fit prices (:data:`FORCED`); NVLS or PAT
+    turned off is kept in ``turned_off`` for the fit to judge (:data:`TURNED_OFF`)."""
     if (m := FORCED.search(text)) and m["value"] not in FORCED_CHANGES[m["name"]][1]:
-        raise InputError(
-            f"{where(path, number)}: {m['name']} set by environment to {m['value']}: "
-            f"{FORCED_CHANGES[m['name']][0]}, where the fit prices NCCL's own choice; run the test "
-            f"without {m['name']}"
-        )
+        if m["name"] in TURNED_OFF:
+            turned_off.append((number, m["name"], m["value"]))
+            return
+        raise InputError(forced_text(path, number, m["name"], m["value"]))
 
 
 def _check_operation(collective: str, kinds: dict[tuple[str, ...], int], path: Path) -> None:
@@ -394,6 +439,7 @@ def _check_ranks(
     counts: list[tuple[int, list[str]]],
     columns: list[str],
     path: Path,
+    named: bool = False,
 ) -> None:
     """Refuse a log whose device lines are not every rank of the run: one rank (a collective of one GPU crosses
     no link: busbw 0), ranks missing between them, or fewer than a row's count says (:data:`PER_RANK_COUNT`'s
@@ -425,7 +471,7 @@ def _check_ranks(
             why = (
                 "a count of the whole buffer, as all_reduce, broadcast and reduce print it: a log of another "
                 "test? Name the file after the binary that printed it"
-                if implied == 1
+                if implied == 1 and named
                 else "a log filtered or cut? nccl-tests prints every rank's line"
             )
             raise InputError(
@@ -434,7 +480,9 @@ def _check_ranks(
             )
 
 
-def _check_rates(rows: list[Row], collective: str, ranks: int, columns: list[str], path: Path) -> None:
+def _check_rates(
+    rows: list[Row], collective: str, ranks: int, columns: list[str], path: Path, reduces: bool | None = None
+) -> None:
     """Refuse a row whose busbw is not its size over its time (us) times the collective's bus factor
     (:data:`~sweep.io.nccl_tests.BUS_FACTOR`), as nccl-tests computes it, beyond the printed digits (each to
     half its last digit, :func:`_rounding`: nccl-tests 2.17 prints a time past 10 s as ``1.2e+07``, two digits, a
@@ -449,10 +497,15 @@ def _check_rates(rows: list[Row], collective: str, ranks: int, columns: list[str
             said = factor * row.bytes / (row.time_us * 1e3)
             # another test's factor, at every row, where the file's name said the collective (a hunt: a
             # reduce-scatter's log in all_reduce_perf.log was called edited)
+            # (``reduces``: whether the rows' operation reduces, None where the log named its test): the tests whose
+            # operation is the rows' (a review: a sum's log was offered all_gather's name)
             other = [
                 c
                 for c, f in BUS_FACTOR.items()
-                if f(ranks) != factor and all(_rate_of(r, f(ranks)) for r in rows)
+                if reduces is not None
+                and f(ranks) != factor
+                and (c in ANY_OPERATION or (c in REDUCING) == reduces)
+                and all(_rate_of(r, f(ranks)) for r in rows)
             ]
             why = (
                 f"a log of {', '.join(other[:-1])}{' or ' * (len(other) > 1)}{other[-1]}? Name the file after the "

@@ -42,6 +42,11 @@ def open_cube(path: str | Path) -> xr.Dataset:
     try:
         ds = h5store.open_dataset(path)
     except (OSError, ValueError) as e:  # not HDF5, or held open by a writer (the CLI says which)
+        # an HDF5 file that fails inside (a null dim reference: a ValueError, a review) is damage; a file held
+        # open by a writer (an OSError) never is
+        why = damage(path) if isinstance(e, ValueError) else None
+        if why is not None:
+            raise Damaged(f"{path}: damaged (HDF5 cannot read it: {why})") from None
         raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
     except (KeyError, RuntimeError, TypeError):
         # HDF5 failing inside a file it opened is damage (a flipped bit in a dim's reference was a KeyError out

@@ -139,8 +139,11 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
     names = {name.replace("_", ""): i for i, name in enumerate(ALGORITHMS)}
     m = re.search(r"nccl_algo=([a-z_]+)", low)
     # An opening name forces its algorithm unless the text says NCCL chose it ("Ring (NCCL's default choice, not
-    # forced)" had been priced as the ring forced, a hunt).
-    first = None if re.search(r"not forced|default|nccl'?s choice", low) else re.match(r"([a-z_]+)\b", low)
+    # forced)" had been priced as the ring forced, a hunt), said of the algorithm: "Tree (default protocol)" and
+    # "Ring (forced; protocol not forced)" still force theirs (a review).
+    chose = r"default choice|nccl'?s (?:own )?choice|algorithm not forced|^[a-z_]+\s*\((?:nccl(?:'?s)?\s+)?"
+    chose += r"(?:default\s*(?:choice|algorithm)?\s*[,)]|not forced)|^[a-z_]+\s+(?:disabled|off)\b"
+    first = None if re.search(chose, low) else re.match(r"([a-z_]+)\b", low)
     word = m.group(1) if m else (first.group(1) if first else "")
     if word.replace("_", "") in names:
         algo = names[word.replace("_", "")]
@@ -157,15 +160,31 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
 # turned off. Such a row had been priced as NCCL's own choice, or as NVLS forced by its first word (a hunt).
 UNPRICED_CHOICE = (
     (r"nccl_(?:algo|proto)=\^", "an exclusion list (NCCL_ALGO=^...)"),
-    (r"nccl_nvls_enable=0|\bnvls\b[^,;]*\b(?:disabled|off)\b", "NVLS turned off"),
-    (r"nccl_pat_enable=0|\bpat\b[^,;]*\b(?:disabled|off)\b", "PAT turned off"),
+    (r"nccl_algo=[a-z_]+,", "a list of algorithms (NCCL_ALGO=a,b)"),
+    (r"nccl_nvls_enable=0|\bnvls\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "NVLS turned off"),
+    (r"nccl_pat_enable=0|\bpat\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "PAT turned off"),
 )
 
 
 def unpriced_choice(text: str) -> str:
-    """What a row's ``algo_or_protocol`` text narrows that the model cannot price (:data:`UNPRICED_CHOICE`), or ''."""
+    """What a row's ``algo_or_protocol`` text narrows that the model cannot price (:data:`UNPRICED_CHOICE`), or '':
+    nothing where one algorithm is forced, which no other switch then changes (a review: "Ring, NCCL_NVLS_ENABLE=0"
+    had been called unpriced)."""
     low = text.lower()
+    listed = re.search(r"nccl_algo=[a-z_]+,", low)
+    if stated_choice(text)[0] >= 0 and not listed:
+        return ""
     return next((what for pattern, what in UNPRICED_CHOICE if re.search(pattern, low)), "")
+
+
+def system_host_gpus(gpu: str) -> int | None:
+    """The GPUs a host of ``gpu``'s system holds (a DGX H100's 8, a GH200 node's 4), or None for a GPU with no
+    preset."""
+    words = name_words(gpu)
+    match = next((entry for entry in GPU_NAMES if entry[0] in words), None)
+    if match is None:
+        return None
+    return HOST_GPUS.get(match[0], GPUS[match[1]].gpus_per_node)
 
 
 def reached_nics(nics: int, ranks_per_host: int, host_gpus: int) -> int:
