@@ -72,6 +72,13 @@ def test_time_left_is_the_rate_after_the_first_step_which_holds_the_compile(caps
         "plan: 200 of 400 layouts searched (50%) in 17 s; about 2 s left",
         "plan: 300 of 400 layouts searched (75%) in 18 s; about 1 s left",
     ]  # over the whole run it said 17 s and 6 s
+    # the last steps quick: under half a second left is said so (a hunt: "about 0 s left")
+    times = iter([0.0, 16.0, 16.1, 16.2])
+    lines_of = progress.progress_lines("plan", "layouts searched", clock=lambda: next(times), every=0.0)
+    with lines_of(400, 0) as step:
+        for _ in range(3):
+            step(100)
+    assert capsys.readouterr().err.splitlines()[-1].endswith("(75%) in 16 s; under a second left")
 
 
 def test_why_names_the_wait_inside_nvlink_domains():

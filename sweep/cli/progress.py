@@ -103,9 +103,11 @@ def progress_lines(
             state["said"] = now
             count, seconds = state["done"], now - start
             left = (total - count) * (now - first["at"]) / max(count - first["count"], 1)
+            # under half a second is said so, not as "about 0 s left" (a hunt)
+            remaining = f"about {left:.0f} s left" if left >= 0.5 else "under a second left"
             print(
                 f"{label}: {count:,} of {total:,} {counted} ({count / max(total, 1):.0%}) in {seconds:.0f} s; "
-                f"about {left:.0f} s left",
+                f"{remaining}",
                 file=sys.stderr,
                 flush=True,
             )

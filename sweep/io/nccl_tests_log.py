@@ -38,8 +38,8 @@ appended to the file (a second ``Collective test starting`` line or a rank's dev
 result, processes that each ran a test of their own: nccl-tests without MPI) are one :class:`InputError` naming
 the file and line, and so is what is not one run of every rank under NCCL's own choice: NCCL's line saying
 ``NCCL_ALGO``, ``NCCL_PROTO`` or CollNet turned on (:data:`FORCED`; NVLS or PAT turned off is kept,
-:attr:`Log.turned_off`, for the fit to refuse where NCCL would run them), one rank, a rank's device line missing or fewer of
-them than a row's count implies (:data:`PER_RANK_COUNT`), one GPU of a host name twice (containers of one name).
+:attr:`Log.turned_off`, for the fit to refuse where NCCL would run them), one rank, a rank's device line missing
+or fewer of them than a row's count implies (:data:`PER_RANK_COUNT`), one GPU of a host name twice (containers of one name).
 A malformed last row that nothing of nccl-tests' follows (the file's end, or a launcher's lines: a run killed
 while writing it) is not read, its line kept (:attr:`Log.cut`). Rows of size 0 (a small size split over many ranks: nothing
 sent) are skipped. What nccl-tests never prints (the NICs) is the caller's.
@@ -103,9 +103,9 @@ OPERATIONS = frozenset("sum prod max min avg mulsum none".split())
 # What nccl-tests prints as a test fails (src/common.h's NCCLCHECK, CUDACHECK and testErr), then it stops.
 FAILED = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b")
 # NCCL's own line (NCCL_DEBUG=INFO) where the environment changes what the fit prices, NCCL's own choice of
-# algorithm, protocol and channels: NCCL_ALGO and NCCL_PROTO, as ncclTopoTuneModel prints them (NVIDIA/nccl
+# algorithm and protocol: NCCL_ALGO and NCCL_PROTO, as ncclTopoTuneModel prints them (NVIDIA/nccl
 # src/graph/tuning.cc: "NCCL_ALGO set by environment to %s"), and the integer parameters NCCL's loader prints
-# ("%s set by environment to %lld.", src/misc/param.cc) that narrow or widen the choice or set the channels.
+# ("%s set by environment to %lld.", src/misc/param.cc) that narrow or widen the choice.
 FORCED = re.compile(
     r"\bNCCL INFO (?P<name>NCCL_(?:ALGO|PROTO|NVLS_ENABLE|PAT_ENABLE|COLLNET_ENABLE)) "
     r"set by environment to (?P<value>[^\s.]+)"

@@ -158,9 +158,12 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
 # What a row's text may say that narrows NCCL's choice in a way no forcing prices (the model prices NCCL's whole
 # choice or one algorithm or protocol forced): an exclusion list (NCCL_ALGO=^NVLS, NCCL's syntax), NVLS or PAT
 # turned off. Such a row had been priced as NCCL's own choice, or as NVLS forced by its first word (a hunt).
+ALGORITHM_LIST = (
+    r"nccl_algo=[a-z_]+,"  # NCCL_ALGO=Ring,Tree: NCCL chooses among them (read as the first forced)
+)
 UNPRICED_CHOICE = (
     (r"nccl_(?:algo|proto)=\^", "an exclusion list (NCCL_ALGO=^...)"),
-    (r"nccl_algo=[a-z_]+,", "a list of algorithms (NCCL_ALGO=a,b)"),
+    (ALGORITHM_LIST, "a list of algorithms (NCCL_ALGO=a,b)"),
     (r"nccl_nvls_enable=0|\bnvls\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "NVLS turned off"),
     (r"nccl_pat_enable=0|\bpat\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "PAT turned off"),
 )
@@ -171,8 +174,7 @@ def unpriced_choice(text: str) -> str:
     nothing where one algorithm is forced, which no other switch then changes (a review: "Ring, NCCL_NVLS_ENABLE=0"
     had been called unpriced)."""
     low = text.lower()
-    listed = re.search(r"nccl_algo=[a-z_]+,", low)
-    if stated_choice(text)[0] >= 0 and not listed:
+    if stated_choice(text)[0] >= 0 and not re.search(ALGORITHM_LIST, low):
         return ""
     return next((what for pattern, what in UNPRICED_CHOICE if re.search(pattern, low)), "")
 
