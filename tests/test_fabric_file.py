@@ -164,6 +164,17 @@ def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
             None,
             "hardware.nic_gbps 3200 must be at most 1600 (Gbit/s, each NIC's",
         ),
+        # the hosts of the NICs, checked where they stand, and never without the NICs (a review: dropped unread)
+        (
+            {"hardware.gpus_per_node": "six"},
+            None,
+            'hardware.gpus_per_node "six" must be an integer from 1 to 1024',
+        ),
+        (
+            {"hardware.gpus_per_node": 6, "hardware.nics_per_node": None, "hardware.nic_gbps": None},
+            None,
+            "hardware.gpus_per_node without the NICs it is the hosts of: give both",
+        ),
         # above the axis's range too: the bound said is the file's (it had said "from 0.001 to 1000000")
         (
             {"hardware.nic_gbps": 2e6},

@@ -480,6 +480,19 @@ def test_what_is_not_one_run_of_every_rank_under_nccls_own_choice_is_refused(tmp
                                        lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"), off))  # fmt: skip
     assert a100.turned_off == ((25, "NCCL_NVLS_ENABLE", "0"),)
     _check_turned_off(a100, fabric_of(a100.gpu, 8, 2, 8, 400.0, ""))
+    # NVLS as the model's NCCL runs it: an all-reduce, or an all-gather or reduce-scatter inside one host; never an
+    # all-to-all, nor a gather across hosts (a review: refused there)
+    import dataclasses
+
+    h100 = read_nccl_tests_log(off)
+    fabric = fabric_of(h100.gpu, 8, 2, 8, 400.0, "")
+    for collective, hosts in (("alltoall", 2), ("all_gather", 2), ("all_gather", 1)):
+        changed = dataclasses.replace(h100, collective=collective, hosts=h100.hosts[:hosts])
+        if hosts == 1:
+            with pytest.raises(InputError, match="NVLink SHARP"):
+                _check_turned_off(changed, fabric)
+        else:
+            _check_turned_off(changed, fabric)
     gap = _variant(tmp_path, "all_reduce_perf-g.log", drop="Rank  5 Group")
     with pytest.raises(
         InputError, match=r"g.log: device lines for ranks up to 15 without rank 5: a log filtered"

@@ -155,6 +155,7 @@ def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
         ("NCCL_ALGO=^NVLS", "an exclusion list (NCCL_ALGO=^...)"),
         ("NCCL_PAT_ENABLE=0", "PAT turned off"),
         ("NCCL_ALGO=Ring,Tree", "a list of algorithms (NCCL_ALGO=a,b)"),
+        ("NCCL_ALGO=Ring NCCL_PROTO=^LL128", "an exclusion list (NCCL_ALGO=^...)"),
     ):
         fabric = fabric_of("H100 SXM", 8, 2, 8, 400.0, text)
         assert isinstance(fabric, Unrepresented) and fabric.reason.startswith(f"{said}: the model prices"), (
@@ -164,7 +165,7 @@ def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
     # not forced leaves the algorithm forced.
     for text, algorithm in (("text says NVLS (DOUBT: copied)", -1), ("Ring, NCCL_NVLS_ENABLE=0", 1),
                             ("NVLS (busbw fall-off past 1 GiB)", 4), ("Tree (default protocol)", 0),
-                            ("Ring (forced; protocol not forced)", 1)):  # fmt: skip
+                            ("Ring (forced; protocol not forced)", 1), ("NCCL_ALGO=Ring, NCCL_PROTO=Simple", 1)):  # fmt: skip
         assert not isinstance(fabric_of("H100 SXM", 8, 2, 8, 400.0, text), Unrepresented), text
         assert stated_choice(text)[0] == algorithm, text
 

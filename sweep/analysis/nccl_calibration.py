@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, PROTOCOLS
+from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, MAX_NVLS_ARITY, PROTOCOLS
 from netsweep_jax.sweep.analysis.nccl_validation import (
     HIGHS,
     LOWS,
@@ -123,14 +123,18 @@ HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
 
 def _check_turned_off(log: Log, fabric: Fabric) -> None:
     """Refuse a log run with NVLS or PAT turned off where NCCL would have run them (the fit prices its own
-    choice): NVLS on Hopper and later behind an NVSwitch with several ranks a host, PAT for an all-gather or
-    reduce-scatter of one rank a host across hosts (:mod:`kernels.nccl`'s rules). Elsewhere the switch changes
-    nothing, and the log is read (a review: an A100's log with NVLS off had been refused)."""
+    choice): NVLS on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce, or an
+    all-gather or reduce-scatter inside one host of at most MAX_NVLS_ARITY ranks; PAT for an all-gather or
+    reduce-scatter of one rank a host across hosts (:mod:`kernels.nccl`'s nvls_ok and its algorithms' rules).
+    Elsewhere the switch changes nothing, and the log is read (reviews: an A100's log, an all-to-all's, with
+    NVLS off had been refused)."""
+    gathers = log.collective in ("all_gather", "reduce_scatter")
+    nvls = log.collective == "all_reduce" or (
+        gathers and log.nodes == 1 and log.gpus_per_node <= MAX_NVLS_ARITY
+    )
     runs = {
-        "NCCL_NVLS_ENABLE": fabric.arch >= HOPPER and fabric.nvswitch and log.gpus_per_node > 1,
-        "NCCL_PAT_ENABLE": log.collective in ("all_gather", "reduce_scatter")
-        and log.gpus_per_node == 1
-        and log.nodes > 1,
+        "NCCL_NVLS_ENABLE": fabric.arch >= HOPPER and fabric.nvswitch and log.gpus_per_node > 1 and nvls,
+        "NCCL_PAT_ENABLE": gathers and log.gpus_per_node == 1 and log.nodes > 1,
     }
     for number, name, value in log.turned_off:
         if runs[name]:

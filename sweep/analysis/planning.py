@@ -586,7 +586,7 @@ def _priced_text(row: dict) -> str:
     bubble's behind sends across hosts, which ``network_fraction`` leaves out (a review)."""
     return (
         f"why: {row['network_fraction']:.0%} of the step waits on the NICs; the rest is NCCL's latencies and "
-        "NVLink efficiency, which the ideal network prices flat"
+        "NVLink efficiency, which the ideal network prices flat, and any bubble behind sends across hosts"
     )
 
 

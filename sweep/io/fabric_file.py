@@ -181,7 +181,8 @@ def _hosts(document: dict, path: Path | str = "") -> float | None:
 
 
 def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
-    """What a file records of its hosts (``hardware``: ``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``) as
+    """What a file records of its hosts (``hardware``: ``gpu``/``preset``, ``nics_per_node``, ``nic_gbps``, and
+    ``gpus_per_node`` where calibrate was given the hosts) as
     :class:`FabricConstants`' fields: ``fitted_on`` the GPU (its account, never refused), and the NICs where it
     records both (a one-host log records none), which become a sweep's --nics-per-node and --bw where not given,
     so a recorded value a sweep could not take is refused, naming the file and its key."""
@@ -215,6 +216,9 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
     if nics is None and rate is not None:  # a rate without its NICs: calibrate never wrote it
         raise InputError(f"{path}: hardware.nics_per_node null beside a nic_gbps: give both, or neither")
     if rate is None:  # none recorded: neither key, or calibrate's null rate (before 5 December)
+        if "gpus_per_node" in hardware:
+            _host_gpus(hardware["gpus_per_node"], path)
+            raise InputError(f"{path}: hardware.gpus_per_node without the NICs it is the hosts of: give both")
         return out
     for key, axis in (("nics_per_node", "nics_per_node"), ("nic_gbps", "bandwidth")):
         v, spec = hardware[key], NUMERIC_AXES[axis]
@@ -230,16 +234,21 @@ def hardware_fields(hardware: Any, path: Path | str = "") -> dict[str, Any]:
             unit = f" ({spec.units})" if spec.units != "1" else ""
             raise InputError(f"{path}: hardware.{key} {_shown(v)} {spec.rule()}{unit}")
         out[key] = number
-    # The hosts as built (calibrate --gpus-per-node), where the logs ran fewer ranks a host: the hosts whose NICs
-    # the file records, in place of the logs' ranks a host (a review: hosts of 6 GPUs were recorded as the logs'
-    # 4, with the NICs 4 ranks reached).
     if "gpus_per_node" in hardware:
-        v, spec = hardware["gpus_per_node"], NUMERIC_AXES["gpus_per_node"]
-        number = real_scalar(v)
-        if number is None or not spec.allows(number):
-            raise InputError(f"{path}: hardware.gpus_per_node {_shown(v)} {spec.rule()}")
-        out["gpus_per_node"] = number
+        out["gpus_per_node"] = _host_gpus(hardware["gpus_per_node"], path)
     return out
+
+
+def _host_gpus(v: Any, path: Path | str) -> float:
+    """``hardware.gpus_per_node``: the hosts as built (calibrate --gpus-per-node), where the logs ran fewer ranks a
+    host, whose NICs the file records, in place of the logs' ranks a host (a review: hosts of 6 GPUs were recorded
+    as the logs' 4, with the NICs 4 ranks reached). Checked wherever it stands; beside no NICs it is refused (it
+    says whose NICs they are: a review found it dropped there in silence)."""
+    spec = NUMERIC_AXES["gpus_per_node"]
+    number = real_scalar(v)
+    if number is None or not spec.allows(number):
+        raise InputError(f"{path}: hardware.gpus_per_node {_shown(v)} {spec.rule()}")
+    return number
 
 
 def _shown(v: Any) -> str:

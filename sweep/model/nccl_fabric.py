@@ -158,25 +158,33 @@ def stated_choice(text: str) -> tuple[int, int, bool, str]:
 # What a row's text may say that narrows NCCL's choice in a way no forcing prices (the model prices NCCL's whole
 # choice or one algorithm or protocol forced): an exclusion list (NCCL_ALGO=^NVLS, NCCL's syntax), NVLS or PAT
 # turned off. Such a row had been priced as NCCL's own choice, or as NVLS forced by its first word (a hunt).
-ALGORITHM_LIST = (
-    r"nccl_algo=[a-z_]+,"  # NCCL_ALGO=Ring,Tree: NCCL chooses among them (read as the first forced)
-)
+# NCCL_ALGO=Ring,Tree: NCCL chooses among them (read as the first forced); a comma before another setting is none
+# (a review: "NCCL_ALGO=Ring, NCCL_PROTO=Simple" had been called a list)
+ALGORITHM_LIST = r"nccl_algo=[a-z_]+,\s*(?:tree|ring|collnet\w*|nvls\w*|pat)\b"
+MOOT_WHEN_FORCED = ("NVLS turned off", "PAT turned off")  # moot where one algorithm is forced
 UNPRICED_CHOICE = (
     (r"nccl_(?:algo|proto)=\^", "an exclusion list (NCCL_ALGO=^...)"),
     (ALGORITHM_LIST, "a list of algorithms (NCCL_ALGO=a,b)"),
-    (r"nccl_nvls_enable=0|\bnvls\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "NVLS turned off"),
-    (r"nccl_pat_enable=0|\bpat\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", "PAT turned off"),
+    (r"nccl_nvls_enable=0|\bnvls\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", MOOT_WHEN_FORCED[0]),
+    (r"nccl_pat_enable=0|\bpat\b[^,;]*(?<!-)\b(?:disabled|off)\b(?!-)", MOOT_WHEN_FORCED[1]),
 )
 
 
 def unpriced_choice(text: str) -> str:
     """What a row's ``algo_or_protocol`` text narrows that the model cannot price (:data:`UNPRICED_CHOICE`), or '':
-    nothing where one algorithm is forced, which no other switch then changes (a review: "Ring, NCCL_NVLS_ENABLE=0"
-    had been called unpriced)."""
+    NVLS or PAT turned off is moot where one algorithm is forced (a review: "Ring, NCCL_NVLS_ENABLE=0" had been
+    called unpriced), an exclusion list is not."""
     low = text.lower()
-    if stated_choice(text)[0] >= 0 and not re.search(ALGORITHM_LIST, low):
-        return ""
-    return next((what for pattern, what in UNPRICED_CHOICE if re.search(pattern, low)), "")
+    forced = stated_choice(text)[0] >= 0 and not re.search(ALGORITHM_LIST, low)
+    # only NVLS or PAT turned off is moot beside a forced algorithm; an exclusion list is not (a review)
+    return next(
+        (
+            what
+            for pattern, what in UNPRICED_CHOICE
+            if not (forced and what in MOOT_WHEN_FORCED) and re.search(pattern, low)
+        ),
+        "",
+    )
 
 
 def system_host_gpus(gpu: str) -> int | None:
