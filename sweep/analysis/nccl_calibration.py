@@ -162,8 +162,8 @@ def calibrate_logs(
             raise InputError(f"{path}:{m.line}: the model cannot price this row: {f.reason}")
         _check_carried(m, f, path)
         fabrics.append(f)
-    for log in logs:
-        _check_turned_off(log, next(f for f, m in zip(fabrics, rows) if m.source == log.path.name))
+    for log in logs:  # every log of one GPU (_read_logs): its architecture and NVSwitch are the first row's
+        _check_turned_off(log, fabrics[0])
     measured = np.array([m.busbw or 0.0 for m in rows])
     scored = measured >= RESOLUTION
     if not scored.any():

@@ -41,20 +41,16 @@ def open_cube(path: str | Path) -> xr.Dataset:
         raise InputError(f"{path}: {'no such cube' if not path.exists() else not_a_file(path, 'cube')}")
     try:
         ds = h5store.open_dataset(path)
-    except (OSError, ValueError) as e:  # not HDF5, or held open by a writer (the CLI says which)
-        # an HDF5 file that fails inside (a null dim reference: a ValueError, a review) is damage; a file held
-        # open by a writer (an OSError) never is
-        why = damage(path) if isinstance(e, ValueError) else None
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as e:
+        # HDF5 failing inside a file it opened is damage (a flipped bit in a dim's reference was a KeyError out
+        # of the API, a hunt; a null one a ValueError, a review); a file held open by a writer (an OSError) never
+        # is. Else: not HDF5 or held open (the CLI says which), or, another error, raised as it came.
+        why = None if isinstance(e, OSError) else damage(path)
         if why is not None:
             raise Damaged(f"{path}: damaged (HDF5 cannot read it: {why})") from None
-        raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
-    except (KeyError, RuntimeError, TypeError):
-        # HDF5 failing inside a file it opened is damage (a flipped bit in a dim's reference was a KeyError out
-        # of the API, a hunt)
-        why = damage(path)
-        if why is None:
-            raise
-        raise Damaged(f"{path}: damaged (HDF5 cannot read it: {why})") from None
+        if isinstance(e, (OSError, ValueError)):
+            raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
+        raise
     if ds.attrs.get("format") != FORMAT and "solved_axis" not in ds.attrs:
         checkpoint = is_checkpoint(ds.attrs)
         ds.close()

@@ -32,6 +32,7 @@ they come from: the shipped fit (:data:`SHIPPED`) or a fabric file (``sweep cali
 import dataclasses
 import math
 import re
+from collections.abc import Collection
 
 import numpy as np
 
@@ -190,11 +191,13 @@ def unpriced_choice(text: str) -> str:
 def system_host_gpus(gpu: str) -> int | None:
     """The GPUs a host of ``gpu``'s system holds (a DGX H100's 8, a GH200 node's 4), or None for a GPU with no
     preset."""
-    words = name_words(gpu)
-    match = next((entry for entry in GPU_NAMES if entry[0] in words), None)
-    if match is None:
-        return None
-    return HOST_GPUS.get(match[0], GPUS[match[1]].gpus_per_node)
+    match = _named(name_words(gpu))
+    return None if match is None else HOST_GPUS.get(match[0], GPUS[match[1]].gpus_per_node)
+
+
+def _named(words: Collection[str]) -> tuple[str, str, bool, str] | None:
+    """The :data:`GPU_NAMES` entry a GPU's name words name (a whole word names the chip), or None."""
+    return next((entry for entry in GPU_NAMES if entry[0] in words), None)
 
 
 def reached_nics(nics: int, ranks_per_host: int, host_gpus: int) -> int:
@@ -233,7 +236,7 @@ def fabric_of(
     :class:`Unrepresented` saying what is missing."""
     # A whole word names the chip: an RTX A1000 is no A100 (a substring took it for one, a hunt).
     words = name_words(gpu)
-    match = next((entry for entry in GPU_NAMES if entry[0] in words), None)
+    match = _named(words)
     if match is None:
         known = ", ".join(sorted({e[0] for e in GPU_NAMES}))
         return Unrepresented(f"GPU {gpu!r} has no preset (known: {known})")
