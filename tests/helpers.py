@@ -34,6 +34,10 @@ DRIVER = Path(__file__).resolve().with_name("sweep_driver.py")
 FEW_LAYOUTS_BLOCK = 64
 # 600 configurations in 30 blocks of 20: enough blocks to stop a sweep in the middle of.
 GRID = ["--bw", "1..20", "--ratio", "1..10", "--nodes", "2,4,8", "--fusion-mb", "0", "--block-configs", "20"]
+# The plan the tests of a plan's files, signals and messages run (one compile among them): 40 settings, 2 blocks
+# per search, 5 searches (the plan, the ideal network, 3 switches).
+PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
+        "0.5,1"]  # fmt: skip
 
 
 def invoke(*args):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from helpers import invoke
+from helpers import PLAN, invoke
 from netsweep_jax.sweep.cli import entry
 
 
@@ -45,10 +45,6 @@ def test_a_reader_that_leaves_ends_the_command_with_141(tmp_path, monkeypatch, l
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(reader, encoding="utf-8", write_through=True))
     assert entry._run() == 141
     assert reader.taken == limit
-
-
-PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
-        "0.5,1"]  # fmt: skip  # as tests/test_layout_engine.py's: no compile of its own
 
 
 @pytest.mark.parametrize("form", ["--csv", "--json"])

@@ -39,6 +39,24 @@ def test_winner_follows_from_the_times():
     assert slow.fixed == pytest.approx(float(it.sel(utilization=1.0, compressor="none")))
 
 
+def test_a_compressor_that_changes_nothing_is_never_the_best():
+    # A hunt: fp16 on bf16 gradients (a cast to what they are) was named the best compressor at 1.000x, read as
+    # advice to compress. The best is the fastest of those that change the run, else none.
+    from netsweep_jax.sweep.analysis.compare import Row
+
+    def row(times):
+        return Row({"model": "m", "bandwidth": 25}, 1.0, 0.995, times, {"none": 0.98}, 0.99, 1.0)
+
+    slower = row({"fp16": 1.0, "int8": 1.03, "powersgd:4": 1.01})
+    assert (
+        slower.best == "powersgd:4" and slower.gain == pytest.approx(1 / 1.01) and slower.winner == "neither"
+    )
+    idle = row({"fp16": 1.0})
+    assert idle.best == "none" and idle.gain == 1.0 and idle.winner == "neither"
+    faster = row({"fp16": 1.0, "int8": 0.5})
+    assert faster.best == "int8" and faster.winner == "compress (int8)"
+
+
 def test_an_iterations_factor_can_flip_the_answer():
     plain, _, _ = compare(["resnet50"], bandwidth=[25], compressor="powersgd:4")
     slower, _, _ = compare(

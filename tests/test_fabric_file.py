@@ -65,6 +65,16 @@ def test_a_fabric_file_is_read_and_written_whole(tmp_path):
     assert not (tmp_path / "nan.json").exists()
 
 
+@pytest.mark.parametrize("command", [("calibrate",), ("validate",), ("validate", "--llm")])
+def test_a_fabric_file_or_other_json_given_where_a_csv_is_read_says_so(tmp_path, command):
+    # A hunt: a fabric file given to calibrate was "fab.json:2: expected 1 cells, got 2".
+    other = tmp_path / "other.json"
+    other.write_text('{"rows": [1, 2]}')
+    for path, said in ((fabric(tmp_path), "a fabric file (give it to --fabric)"), (other, "a JSON document")):
+        line = one_line_error(invoke(*command, path))
+        assert line.startswith(f"error: {path}: {said}, where a CSV ") and line.endswith(" is expected"), line
+
+
 def test_a_file_of_version_1_reads_as_the_model_it_was_fitted_with(tmp_path):
     # Version 1 (netsweep before the tuner's omissions) states three constants: no fixed cost and no fill.
     path = fabric(tmp_path, version=1, **{f"constants.{name}": None for name in NAMES[3:]})

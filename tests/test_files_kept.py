@@ -12,14 +12,12 @@ import functools
 import h5py
 import pytest
 
-from helpers import invoke
+from helpers import PLAN, invoke
 from netsweep_jax.sweep.io import job
 from netsweep_jax.sweep.io.plan_checkpoint import PlanCheckpoint
 
 REDUCED = ["grid", "--model", "resnet50", "--bw", "1..20", "--ratio", "1..6", "--reduce", "max:ratio",
            "--block-configs", "8", "-q"]  # fmt: skip  # 15 blocks: checkpoints are written every 16
-PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
-        "0.5,1"]  # fmt: skip  # as tests/test_layout_engine.py's: 2 blocks per search, no compile of its own
 
 
 def one_error(r, code):

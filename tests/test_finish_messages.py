@@ -14,13 +14,10 @@ import sys
 import h5py
 import pytest
 
-from helpers import invoke
+from helpers import PLAN, invoke
 from netsweep_jax.sweep.cli import entry
 from netsweep_jax.sweep.core import interrupts
 from netsweep_jax.sweep.io import cube
-
-PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
-        "0.5,1"]  # fmt: skip  # as tests/test_layout_engine.py's: no compile of its own
 
 
 @pytest.mark.parametrize("command", [PLAN, ["grid", "--bw", "10,25"]], ids=["plan", "grid"])

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import blocks_done, invoke, invoke_interrupted_after, shares_in_turn
+from helpers import PLAN, blocks_done, invoke, invoke_interrupted_after, shares_in_turn
 from netsweep_jax import sweep
 from netsweep_jax.sweep.core.layout_axes import VARIABLES
 from netsweep_jax.sweep.engine.blocks import Blocking
@@ -145,10 +145,6 @@ def test_reduce_keeps_the_best_layout_of_each_setting(tmp_path, one_run):
     np.testing.assert_array_equal(best.ravel(), layouts.max(axis=1))
     tp_of = np.repeat([1, 2, 4, 8], 6)
     np.testing.assert_array_equal(tp.ravel(), tp_of[layouts.argmax(axis=1)])
-
-
-PLAN = ["plan", "--model", "llama3-8b", "--gpus", "64", "--global-batch", "256", "--bw", "25..400@20", "--util",
-        "0.5,1"]  # fmt: skip  # 40 settings: 2 blocks per search, 5 searches (the plan, ideal, 3 switches)
 
 
 @pytest.fixture(scope="module")

@@ -547,7 +547,7 @@ def test_a_low_or_small_message_eta_net_is_said_with_what_may_cause_it():
     cut, low = _eta_net_notes(calibration(0.313, 4 * 2**20))
     assert "eta_net 0.313 is set by messages of at most 4 MiB across nodes" in cut
     assert (
-        "is low (published fits: 0.88 on EFA, 0.98 on InfiniBand)" in low
+        "is low (the shipped fit, on published InfiniBand hosts: 0.98)" in low
         and "--nics-per-node and --bw" in low
     )
     assert _eta_net_notes(calibration(0.882, LARGE_MESSAGE)) == []

@@ -297,6 +297,26 @@ def test_a_cube_whose_metadata_crashes_hdf5_is_called_damaged(small_cube, tmp_pa
     assert not integrity.crashes_hdf5(small_cube) and not any(tmp_path.glob("core*"))
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked probe runs on Linux only")
+@pytest.mark.parametrize("handle", [True, False], ids=["process-handle", "polled"])
+def test_the_probe_waits_for_its_child_on_a_process_handle_or_by_polling(small_cube, monkeypatch, handle):
+    # The parent waits on the child's process file descriptor (woken as it ends), or, where the kernel or the
+    # Python has none, polls: either way a crash is a crash, a read is none, and a child still reading at the
+    # timeout is stopped and taken as no crash (the read goes on in the parent as it would).
+    def no_handle(pid):
+        raise OSError(38, "Function not implemented")
+
+    if not handle:
+        monkeypatch.setattr(os, "pidfd_open", no_handle)
+    monkeypatch.setattr(integrity, "damage", lambda path: os.kill(os.getpid(), signal.SIGSEGV))
+    assert integrity.crashes_hdf5(small_cube)
+    monkeypatch.setattr(integrity, "damage", lambda path: None)
+    assert not integrity.crashes_hdf5(small_cube)
+    monkeypatch.setattr(integrity, "PROBE_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(integrity, "damage", lambda path: signal.pause())  # never ends on its own
+    assert not integrity.crashes_hdf5(small_cube)
+
+
 def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad_input(small_cube, tmp_path):
     cut, text, figure = tmp_path / "cut.h5", tmp_path / "text.h5", tmp_path / "f.png"
     cut.write_bytes(small_cube.read_bytes()[:3000])

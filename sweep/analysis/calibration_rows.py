@@ -161,7 +161,9 @@ def build_rows(
     # one NIC a node, the default, said as grid says it (a review: fitted at 1 NIC on H100 rows, unsaid)
     nics = settings.nics_per_node
     defaulted = nics is None and "nics_per_node" not in meas.columns
-    text = assumed_line((text, nics_said(collectives, distinct, defaulted), reduce_said))
+    text = assumed_line(
+        (text, nics_said(collectives, distinct, defaulted, meas.columns["gpus_per_node"]), reduce_said)
+    )
     if text and assumed is not None:
         assumed.append(text)
     for i, c in enumerate(collectives):

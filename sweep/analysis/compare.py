@@ -11,7 +11,8 @@ iterations factor, the ``time_to_accuracy`` variable):
   transport, so 0.32 on top counted its losses twice);
 - *fixed*: no compression with the transport fixed (utilization 1; under NCCL's own pricing
   also eta_net = eta_nvl = 1: NCCL at its tuner's model bandwidth);
-- *best compressor*: the fastest of the compressors at today's utilization.
+- *best compressor*: the fastest of the compressors at today's utilization that change the run (``none`` where
+  none does: fp16 on 2-byte gradients is a cast to what they are).
 
 The evaluated Dataset has both along ``transport`` (``today``, ``fixed``), each at its utilization
 (a coordinate along ``transport``).
@@ -98,19 +99,21 @@ class Row:
 
     @property
     def best(self) -> str:
-        """The fastest compressor today."""
-        return min(self.times, key=lambda c: self.times[c])
+        """The fastest compressor today of those that change the run, or ``none`` where none does (fp16 on 2-byte
+        gradients is a cast to what they are: named best at 1.000x, it read as advice to compress, a hunt)."""
+        acting = [c for c in self.times if self.times[c] != self.today]
+        return min(acting, key=lambda c: self.times[c]) if acting else "none"
 
     @property
     def gain(self) -> float:
         """The best compressor's speed-up over no compression, today."""
-        return self.today / self.times[self.best]
+        return self.today / self.times.get(self.best, self.today)
 
     @property
     def winner(self) -> str:
         """``fix the transport``, ``compress (<best>)``, ``tie`` or ``neither`` (each fix saves under ``TIE``:
         a winner named there would be noise)."""
-        best = self.times[self.best]
+        best = self.times.get(self.best, self.today)
         if self.today <= (1 + TIE) * min(best, self.fixed):
             return "neither"
         if abs(best - self.fixed) <= TIE * min(best, self.fixed):

@@ -66,9 +66,10 @@ from netsweep_jax.sweep.model.compressors import (
     parse_factors,
     tensor_codec,
 )
-from netsweep_jax.sweep.model.compute import GPUS, MIB, die
+from netsweep_jax.sweep.model.compute import GPUS, MIB, die, host_system
 from netsweep_jax.sweep.model.fabric_constants import UTILIZATION_ON_ETA, FabricConstants
 from netsweep_jax.sweep.model.fabrics import (
+    FABRICS,
     FABRICS_HELP,
     FabricPreset,
     SweepFabric,
@@ -315,11 +316,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     refuse_mixed_stacks(profiles, chosen)
     o.update(chosen)
     collective, compressor, intra_bandwidth, dtype, store = (
-        o["collective"],
-        o["compressor"],
-        o["intra_bandwidth"],
-        o["dtype"],
-        o["store"],
+        o[k] for k in ("collective", "compressor", "intra_bandwidth", "dtype", "store")
     )
     names = [p.model for p in profiles]
     if len(set(names)) != len(names):
@@ -361,7 +358,12 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         assumed_line(
             (
                 assumed_text(profiles, chosen, collectives=collectives),
-                nics_said(collectives, profiles, options.get("nics_per_node") is None and choice is None),
+                nics_said(
+                    collectives,
+                    profiles,
+                    options.get("nics_per_node") is None and choice is None,
+                    values["gpus_per_node"],
+                ),
                 reduce_said,
                 *_given_unread(collectives, bucketings, values, options),
             )
@@ -706,22 +708,46 @@ def _given_unread(
     return said
 
 
-def nics_said(collectives: Sequence[str], profiles: Sequence[Profile], defaulted: bool) -> str:
+def nics_said(
+    collectives: Sequence[str], profiles: Sequence[Profile], defaulted: bool, hosts: npt.ArrayLike
+) -> str:
     """What the sweep says where its NICs are --nics-per-node's default, 1 a node, not given (nor set by a fabric),
     a collective reads them and a GPU of the sweep other than the paper's V100 comes in a system of more (else
-    ""): a DGX H100's 8 NICs were priced as one, unsaid (a hunt)."""
+    ""): a DGX H100's 8 NICs were priced as one, unsaid (a hunt). The NICs to give are the system's for the
+    sweep's nodes of ``hosts`` GPUs (:func:`~sweep.model.compute.host_system`: a GB200 NVL72's 4 a host of 4 are
+    8 for a node of 8, where the hint said 4, a hunt), and a system whose NVLink domain spans hosts is said to
+    be built by its fabric preset (each node here is its own NVLink domain)."""
     if not defaulted or all(c in ONE_LINK_PER_WORKER for c in collectives):
         return ""
     # each system once, the paper's V100s' (a DGX-1 of either memory) left as the paper priced them (a review)
-    gpus = [GPUS[g] for g in dict.fromkeys(priced_gpu(p) for p in profiles) if die(g) != PAPER_GPU]
-    systems = {g.system or g.name: g for g in gpus if g.nics > 1}
+    keys = [k for k in dict.fromkeys(priced_gpu(p) for p in profiles) if die(k) != PAPER_GPU]
+    systems = {GPUS[k].system or GPUS[k].name: k for k in keys if GPUS[k].nics > 1}
     if not systems:
         return ""
-    more = ", ".join(f"a {name} has {g.nics} x {g.nic_gbps:g} Gbit/s" for name, g in systems.items())
-    counts = {g.nics for g in systems.values()}
+    sizes = [float(h) for h in np.unique(np.asarray(hosts, np.float64))]
+    phrases, counts = [], set()
+    for name, key in systems.items():
+        g = GPUS[key]
+        nics = [int(host_system(g.domain, g.gpus_per_node, g.nics, h)[1]) for h in sizes]
+        counts.update(nics)
+        at = ", ".join(f"{n} at nodes of {h:g}" for n, h in zip(nics, sizes))
+        other = any(
+            h != g.gpus_per_node for h in sizes
+        )  # nodes of other GPUs than its host's: their NICs said
+        phrases.append(
+            f"a {name} has {g.nics} x {g.nic_gbps:g} Gbit/s a host of {g.gpus_per_node} GPUs"
+            + f" ({at})" * other
+        )
+        # a rack-scale NVLink domain: each node of this sweep is its own; the system's fabric preset builds it
+        phrases += [
+            f"--fabric {fabric} builds its NVLink domain of {g.domain} GPUs"
+            for fabric, preset in FABRICS.items()
+            if g.domain > g.gpus_per_node and preset.gpu == key and "sharp" not in fabric
+        ]
     give = f"--nics-per-node {counts.pop()}" if len(counts) == 1 else "--nics-per-node"
     return (
-        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {more}: give {give} for them)"
+        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {'; '.join(phrases)}: give {give} "
+        "for them)"
     )
 
 

@@ -33,13 +33,13 @@ from typing import Any
 
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
-from netsweep_jax.sweep.core.textfile import read_json_file
+from netsweep_jax.sweep.core.textfile import FABRIC_FORMAT, read_json_file
 from netsweep_jax.sweep.core.values import real_scalar
 from netsweep_jax.sweep.io.paths import write_atomically
 from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, GPUS, MAX_NIC_GBPS
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 
-FORMAT = "netsweep fabric"
+FORMAT = FABRIC_FORMAT
 VERSION = 2
 VERSIONS = {1: NAMES[:3], 2: NAMES}  # the constants each version of the file states
 KEYS = ("format", "version", "constants", "hardware", "logs", "fit", "date", "command")
