@@ -359,7 +359,7 @@ def test_calibrate_assumes_what_grid_assumes(tmp_path):
     build_rows(read_measurements(measured), profiles, profiles[0].model, Settings(), said)
     assert said == [make_grid("gpt2-xl", gpu="h100").assumed] and "reductions at the h100's HBM" in said[0]
     # its one NIC a node said alike (a review: fitted at 1 NIC on H100 rows, unsaid); a column or option, not
-    assert "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s" in said[0]
+    assert "--nics-per-node 1 (its default; a DGX H100 has 8 NICs of 400 Gbit/s" in said[0]
     given: list[str] = []
     build_rows(read_measurements(measured), profiles, profiles[0].model, Settings(nics_per_node=1), given)
     assert (

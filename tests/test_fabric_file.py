@@ -70,7 +70,10 @@ def test_a_fabric_file_or_other_json_given_where_a_csv_is_read_says_so(tmp_path,
     # A hunt: a fabric file given to calibrate was "fab.json:2: expected 1 cells, got 2".
     other = tmp_path / "other.json"
     other.write_text('{"rows": [1, 2]}')
-    for path, said in ((fabric(tmp_path), "a fabric file (give it to --fabric)"), (other, "a JSON document")):
+    for path, said in (
+        (fabric(tmp_path), "a fabric file (grid, plan, need and compare take it as --fabric)"),
+        (other, "a JSON document"),
+    ):
         line = one_line_error(invoke(*command, path))
         assert line.startswith(f"error: {path}: {said}, where a CSV ") and line.endswith(" is expected"), line
 

@@ -317,6 +317,37 @@ def test_the_probe_waits_for_its_child_on_a_process_handle_or_by_polling(small_c
     assert not integrity.crashes_hdf5(small_cube)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the forked probe runs on Linux only")
+def test_the_probe_waits_past_1023_open_files_and_never_leaves_its_child(small_cube, monkeypatch):
+    # A review: select() refused a process descriptor past 1023 (ValueError: a traceback out of show, the child
+    # left running); and a wait interrupted (Ctrl-C) left the child running.
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if min(hard, 4096) < 1100:
+        pytest.skip(f"this process may open {hard} files, fewer than the 1,100 the case needs")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert not integrity.crashes_hdf5(small_cube)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    children = []
+
+    def interrupted(pid, timeout_s):
+        children.append(pid)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(integrity, "_child_status", interrupted)
+    monkeypatch.setattr(integrity, "damage", lambda path: signal.pause())
+    with pytest.raises(KeyboardInterrupt):
+        integrity.crashes_hdf5(small_cube)
+    with pytest.raises(ChildProcessError):  # stopped and reaped: no such child
+        os.waitpid(children[0], os.WNOHANG)
+
+
 def test_a_truncated_cube_is_damaged_for_every_reader_and_a_non_hdf5_file_is_bad_input(small_cube, tmp_path):
     cut, text, figure = tmp_path / "cut.h5", tmp_path / "text.h5", tmp_path / "f.png"
     cut.write_bytes(small_cube.read_bytes()[:3000])

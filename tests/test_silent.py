@@ -206,17 +206,29 @@ def test_defaults_follow_the_workload(tmp_path):
     )
     # A hunt: its one NIC a node, where a DGX H100 has eight, was unsaid; given, or on the paper's V100, it is not.
     nics = (
-        "--nics-per-node 1 (its default; a DGX H100 has 8 x 400 Gbit/s a host of 8 GPUs: give --nics-per-node 8 "
-        "for them)"
+        "--nics-per-node 1 (its default; a DGX H100 has 8 NICs of 400 Gbit/s a host of 8 GPUs: give --nics-per-node "
+        "8 for them)"
     )
     assert nics in r.output and nics in gpt.attrs["assumed"]
     # A hunt: a GB200 NVL72's 4 NICs a host of 4 were said as the 4 to give a node of 8 (half its NICs), and its
     # rack's NVLink domain unsaid where each node of 8 is its own here.
-    racks = evaluate("gpt2-xl", gpu="gb200", bandwidth=100, nodes=4, gpus_per_node=[4, 8]).attrs["assumed"]
+    racks = evaluate("gpt2-xl", gpu="gb200", bandwidth=100, nodes=4, gpus_per_node=8).attrs["assumed"]
     assert (
-        "--nics-per-node 1 (its default; a GB200 NVL72 has 4 x 400 Gbit/s a host of 4 GPUs (4 at nodes of 4, 8 at "
-        "nodes of 8); --fabric gb200-nvl72 builds its NVLink domain of 72 GPUs: give --nics-per-node for them)"
+        "--nics-per-node 1 (its default; a GB200 NVL72 has 4 NICs of 400 Gbit/s a host of 4 GPUs (8 for nodes of 8): "
+        "give --nics-per-node 8 for them; --fabric gb200-nvl72 builds its NVLink domain of 72 GPUs)"
     ) in racks
+    sizes = evaluate("gpt2-xl", gpu="gb200", bandwidth=100, nodes=4, gpus_per_node=[1, 4, 8]).attrs["assumed"]
+    assert (
+        (  # a node of one GPU has its one NIC (a review: "give --nics-per-node 1" of the default); one value a sweep
+            "a host of 4 GPUs (4 for nodes of 4, 8 for nodes of 8): give each node size its own --nics-per-node, a "
+            "sweep each; --fabric gb200-nvl72"
+        )
+        in sizes
+    )
+    assert (
+        "--nics-per-node"
+        not in evaluate("gpt2-xl", gpu="h100", bandwidth=100, gpus_per_node=1).attrs["assumed"]
+    )
     assert "--nics-per-node" not in evaluate("gpt2-xl", gpu="h100", nics_per_node=1).attrs["assumed"]
     assert "--nics-per-node" not in evaluate("gpt2-xl").attrs["assumed"]
     # said once the output is claimed, so a refused output is one line

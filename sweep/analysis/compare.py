@@ -87,6 +87,8 @@ class Row:
       scaling: compressor name (and ``none``) -> scaling factor at today's utilization.
       fixed_scaling: scaling factor with no compression, the transport fixed.
       fixed_gain: the best compressor's speed-up over none, the transport fixed.
+
+    :attr:`best` is ``none`` where no compressor changes the run (then no key of ``times``: :attr:`gain` is 1).
     """
 
     at: dict[str, Any]
@@ -628,7 +630,11 @@ def report(rows: Sequence[Row], setup: dict[str, Any], command: str) -> str:
         "",
         "Speed-ups are over no compression at today's utilization (seconds per iteration, times the iterations "
         "factor). *Winner*: the faster of the fixed transport and the best compressor (a tie within 1%; neither where "
-        "each saves under 1%).",
+        "each saves under 1%)."
+        + (
+            " A best compressor of none: no compressor changes the run there."
+            * any(r.best == "none" for r in rows)
+        ),
         "",
         _markdown(
             [

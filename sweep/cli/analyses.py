@@ -282,7 +282,7 @@ def compare(
     force: ReportForce = False,
     fabric: CompareFabric = None,
 ):
-    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1; NCCL's fitted efficiencies at 1 where it prices the run), and the best real compressor today.
+    """Fix the transport or compress? For each model and bandwidth: no compression today, the transport fixed (utilization 1; NCCL's fitted efficiencies at 1 where it prices the run), and the best real compressor today (none where no compressor changes the run).
 
     Example:
 

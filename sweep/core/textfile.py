@@ -46,11 +46,10 @@ def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None
     return _physical_lines(_text(Path(path), what, param))
 
 
+# A fabric file's "format" (sweep.io.fabric_file), named here where one is given in a CSV's place.
+FABRIC_FORMAT = "netsweep fabric"
 # The column header nccl-tests prints above its table ("#  size  count  type  redop  root  time ..."), after a
 # launcher's label where one prefixes every line.
-FABRIC_FORMAT = (
-    "netsweep fabric"  # a fabric file's "format" (sweep.io.fabric_file), named here where one is misplaced
-)
 NCCL_TESTS_LOOKED_AT = 100_000  # lines: NCCL_DEBUG=INFO writes thousands before the table
 NCCL_TESTS_HEADER = re.compile(r"^.{0,40}?#\s+size\s+count\s+type\s+redop\s+root\b")
 
@@ -72,7 +71,7 @@ def read_csv_records(
             f"{path}: a log nccl-tests printed, where a CSV {what} is expected; sweep calibrate --nccl-tests reads "
             "such logs (sweep validate --nccl a CSV in nccl_tests.csv's format)"
         )
-    _refuse_json(path, "\n".join(lines), what)
+    _refuse_json(path, lines, what)
     at = {"start": True, "line": 0}
 
     def feed() -> Iterator[str]:
@@ -94,22 +93,19 @@ def read_csv_records(
     return records
 
 
-def _refuse_json(path: Path, text: str, what: str) -> None:
+def _refuse_json(path: Path, lines: list[str], what: str) -> None:
     """A JSON document where a CSV is expected, said as that (a fabric file given to calibrate was "expected 1
     cells, got 2" of its second line, a hunt): a fabric file, which ``sweep calibrate --nccl-tests`` writes, is
-    given to --fabric."""
-    if not text.lstrip().startswith(("{", "[")):
+    one grid, plan, need and compare take as --fabric."""
+    if not next((line.strip() for line in lines if line.strip()), "").startswith(("{", "[")):
         return
     try:
-        document = json.loads(text)
+        document = json.loads("\n".join(lines))
     except ValueError:
         return  # a CSV whose first cell starts with a brace: read as one
     fabric = isinstance(document, dict) and document.get("format") == FABRIC_FORMAT
-    raise InputError(
-        f"{path}: "
-        + ("a fabric file (give it to --fabric)" if fabric else "a JSON document")
-        + f", where a CSV {what} is expected"
-    )
+    said = "a fabric file (grid, plan, need and compare take it as --fabric)" if fabric else "a JSON document"
+    raise InputError(f"{path}: {said}, where a CSV {what} is expected")
 
 
 def read_csv_table(

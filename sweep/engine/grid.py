@@ -725,29 +725,44 @@ def nics_said(
     if not systems:
         return ""
     sizes = [float(h) for h in np.unique(np.asarray(hosts, np.float64))]
-    phrases, counts = [], set()
+    default = float(NUMERIC_AXES["nics_per_node"].default)
+    phrases: list[str] = []
+    racks: list[str] = []
+    counts: set[int] = set()
     for name, key in systems.items():
         g = GPUS[key]
-        nics = [int(host_system(g.domain, g.gpus_per_node, g.nics, h)[1]) for h in sizes]
-        counts.update(nics)
-        at = ", ".join(f"{n} at nodes of {h:g}" for n, h in zip(nics, sizes))
-        other = any(
-            h != g.gpus_per_node for h in sizes
-        )  # nodes of other GPUs than its host's: their NICs said
+        # the system's NICs for a node of each of the sweep's sizes, where more than the default (a node of one
+        # GPU has one: nothing to give, a review)
+        more = {
+            h: n for h in sizes if (n := int(host_system(g.domain, g.gpus_per_node, g.nics, h)[1])) > default
+        }
+        if not more:
+            continue
+        counts.update(more.values())
+        at = ", ".join(f"{n} for nodes of {h:g}" for h, n in more.items())
+        other = list(more) != [g.gpus_per_node]  # nodes of other GPUs than its host's: their NICs said
         phrases.append(
-            f"a {name} has {g.nics} x {g.nic_gbps:g} Gbit/s a host of {g.gpus_per_node} GPUs"
+            f"a {name} has {g.nics} NICs of {g.nic_gbps:g} Gbit/s a host of {g.gpus_per_node} GPUs"
             + f" ({at})" * other
         )
         # a rack-scale NVLink domain: each node of this sweep is its own; the system's fabric preset builds it
-        phrases += [
+        racks += [
             f"--fabric {fabric} builds its NVLink domain of {g.domain} GPUs"
             for fabric, preset in FABRICS.items()
             if g.domain > g.gpus_per_node and preset.gpu == key and "sharp" not in fabric
         ]
-    give = f"--nics-per-node {counts.pop()}" if len(counts) == 1 else "--nics-per-node"
+    if not phrases:
+        return ""
+    # --nics-per-node is crossed with the node sizes: one count for several sizes is no sweep's
+    give = (
+        f"give --nics-per-node {counts.pop()} for them"
+        if len(counts) == 1
+        else "give each node size its own --nics-per-node, a sweep each"
+    )
     return (
-        f"--nics-per-node {NUMERIC_AXES['nics_per_node'].default} (its default; {'; '.join(phrases)}: give {give} "
-        "for them)"
+        f"--nics-per-node {default:g} (its default; {'; '.join(phrases)}: {give}"
+        + "".join(f"; {r}" for r in racks)
+        + ")"
     )
 
 

@@ -352,12 +352,14 @@ def crashes_hdf5(path: str | Path) -> bool:
             damage(path)
         finally:
             os._exit(0)
-    status = _child_status(pid, PROBE_TIMEOUT_S)
-    if status is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        return False
-    return os.WIFSIGNALED(status)
+    status = None
+    try:
+        status = _child_status(pid, PROBE_TIMEOUT_S)
+    finally:  # still running past the timeout, or the wait interrupted (Ctrl-C): stopped and reaped, never left
+        if status is None:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return status is not None and os.WIFSIGNALED(status)
 
 
 def _child_status(pid: int, timeout_s: float) -> int | None:
@@ -372,8 +374,11 @@ def _child_status(pid: int, timeout_s: float) -> int | None:
     except (AttributeError, OSError):  # a Python built without it, or a kernel before 5.3
         handle = None
     if handle is not None:
+        # poll(), not select(): a descriptor past 1023 (a process with many files open) is out of select's range
+        waiting = select.poll()
+        waiting.register(handle, select.POLLIN)
         try:
-            ended = select.select([handle], [], [], timeout_s)[0]
+            ended = waiting.poll(timeout_s * 1000)
         finally:
             os.close(handle)
         return os.waitpid(pid, 0)[1] if ended else None
