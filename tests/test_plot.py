@@ -38,6 +38,11 @@ def test_plots(cube, tmp_path, args):
         (["--x", "bandwidth", "--hue", "nodes"], "the selection leaves ratio (3 values)"),
         (["--x", "bandwidth"], "nodes (2 values), ratio (3 values)"),
         (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=3"], "3 is not a value of ratio in the cube"),
+        # the values listed as a selection takes them (a hunt: 1.9307 listed, then refused)
+        (
+            ["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1.9"],
+            "(1, 1.93069772888, 3.72759372031, ",
+        ),
         (["--x", "speed", "--sel", "ratio=1", "--sel", "nodes=2"], "'speed': not a dim"),
         (
             ["--x", "bandwidth", "--y", "speedup", "--sel", "ratio=1", "--sel", "nodes=2"],
@@ -73,6 +78,23 @@ def test_refusals(cube, tmp_path, args, message):
     r = invoke("plot", str(cube), *args, "--out", str(out))
     assert r.exit_code == 2 and message in r.output, r.output
     assert not out.exists()
+
+
+def test_a_listed_value_selects(cube, tmp_path):
+    out = tmp_path / "f.png"
+    r = invoke(
+        "plot",
+        str(cube),
+        "--x",
+        "ratio",
+        "--sel",
+        "nodes=2",
+        "--sel",
+        "bandwidth=1.93069772888",
+        "--out",
+        out,
+    )
+    assert r.exit_code == 0 and is_png(out), r.output
 
 
 @pytest.mark.parametrize(

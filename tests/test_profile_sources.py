@@ -110,6 +110,94 @@ def test_steps_without_profiler_step_spans_are_told_apart_by_the_optimizers(tmp_
     assert import_trace(path).shape == tuple(SHAPES)
 
 
+def _event(name, ts, dur, cat="cpu_op", tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _linear_step(t0, annotated=True):
+    """One step of three float32 linear layers (forward 1000, 2000 and 300 us; backward from t0 + 5000 us): the
+    events a torch.profiler trace of it holds, by hand."""
+    layers = [((512, 256), 1000), ((256, 512), 2000), ((10, 256), 300)]
+    events, t = [], t0 + 100
+    for (o, i), d in layers:
+        events.append(
+            _event(
+                "aten::linear", t, d, **{"Input Dims": [[32, i], [o, i], [o]], "Input type": ["float"] * 3}
+            )
+        )
+        t += d + 50
+    events.append(_event("autograd::engine::evaluate_function: AddmmBackward0", t0 + 5000, 400))
+    for shape, at in [
+        ([10], 500),
+        ([10, 256], 700),
+        ([256], 1500),
+        ([256, 512], 1700),
+        ([512], 3000),
+        ([512, 256], 3200),
+    ]:
+        events.append(_event("autograd::engine::evaluate_function: AccumulateGrad", t0 + 5000 + at - 1, 12))
+        events.append(
+            _event(
+                "torch::autograd::AccumulateGrad",
+                t0 + 5000 + at,
+                10,
+                **{"Input Dims": [shape], "Input type": ["float"]},
+            )
+        )
+    events.append(_event("Optimizer.step#SGD.step", t0 + 9000, 500, cat="user_annotation"))
+    return events + [_event("ProfilerStep#1", t0, 10_000, cat="user_annotation")] * annotated
+
+
+def test_a_hand_made_step_reads_its_forward_past_what_is_not_the_forward(tmp_path):
+    # Hunts: each of these made the importer drop or misread the forward times, or count gradients twice.
+    def imported(events, name="t.json"):
+        path = tmp_path / name
+        path.write_text(json.dumps({"traceEvents": events}))
+        return import_trace(path)
+
+    step = _linear_step(1_000_000)
+    forward = [0.0, 300e-6, 0.0, 2000e-6, 0.0, 1000e-6]  # backward order: a layer's weight op times its bias
+    np.testing.assert_allclose(imported(step).forward, forward, rtol=1e-9)
+    # zero_grad(set_to_none=False)'s aten::zero_ of each parameter, before the forward, is not the forward
+    zeroing = [_event("Optimizer.zero_grad#SGD.zero_grad", 1_000_005, 60, cat="user_annotation")] + [
+        _event("aten::zero_", 1_000_010 + k, 5, **{"Input Dims": [s]})
+        for k, s in enumerate([[512, 256], [512], [256, 512], [256], [10, 256], [10]])
+    ]
+    np.testing.assert_allclose(imported(step + zeroing).forward, forward, rtol=1e-9)
+    # an op of another thread (a DataLoader's pin-memory thread) over the forward hides no op of this one
+    pinned = [_event("aten::pin_memory", 1_000_050, 4000, tid=2, **{"Input Dims": [[32, 256]]})]
+    np.testing.assert_allclose(imported(step + pinned).forward, forward, rtol=1e-9)
+    # a 0-d parameter (CLIP's logit_scale) is matched by the op that lists it as []
+    scalar = [
+        _event("aten::mul", 1_003_500, 20, **{"Input Dims": [[32, 10], []]}),
+        _event(
+            "torch::autograd::AccumulateGrad", 1_005_100, 5, **{"Input Dims": [[]], "Input type": ["float"]}
+        ),
+    ]
+    p = imported(step + scalar)
+    assert p.shape[0] == (1,) and p.forward is not None and p.forward[0] == pytest.approx(20e-6)
+    # two micro-batches' forward and backward in one step: refused, never every gradient twice
+    first = [e for e in _linear_step(1_000_000, annotated=False) if not e["name"].startswith("Optimizer")]
+    accumulated = first + _linear_step(1_010_000, annotated=False)
+    accumulated.append(_event("ProfilerStep#1", 1_000_000, 20_000, cat="user_annotation"))
+    with pytest.raises(InputError, match="a forward pass between two backward passes .gradient accumulation"):
+        imported(accumulated)
+    # a gzipped trace (torch writes them) reads as the trace
+    import gzip
+
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(TRACE.read_bytes()))
+    assert import_trace(packed).content_hash() == import_trace(TRACE).content_hash()
+    packed.write_bytes(gzip.compress(TRACE.read_bytes())[:40])
+    with pytest.raises(InputError, match="not a gzipped UTF-8 trace file"):
+        import_trace(packed)
+    # a file whose name gives the profile none says so ("model name '' must be non-empty" blamed no file name)
+    with pytest.raises(
+        InputError, match=r"the file's name gives the profile no usable name \(''\); give one"
+    ):
+        imported(step, name=".pt.trace.json")
+
+
 def test_cli_import_writes_a_profile_that_loads(tmp_path):
     out = tmp_path / "tiny.json"
     r = invoke("profile", "import", str(TRACE), "--out", str(out))

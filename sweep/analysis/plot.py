@@ -18,7 +18,7 @@ from matplotlib.ticker import MaxNLocator
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.families import family_of
-from netsweep_jax.sweep.core.values import all_whole, decimal
+from netsweep_jax.sweep.core.values import all_whole, decimal, digits12
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.reader import as_coordinates, check_selection, open_cube, system_shown, why_no_dim
 from netsweep_jax.sweep.model.compressors import parse_compressors
@@ -68,7 +68,8 @@ def parse_sel(items: Iterable[str], ds: xr.Dataset) -> dict[str, Any]:
             text if coord.dtype.kind in "OUS" else as_coordinates(ds, dim, [float(text)], f"--sel {dim}")[0]
         )
         if not np.any(coord.astype(type(value)) == value):
-            values = [_shown(v) for v in coord]
+            # to the 12 digits a value is matched to (a hunt: 1.9307 listed, then refused, for 1.93069772888)
+            values = [digits12(v) if coord.dtype.kind in "fiu" else str(v) for v in coord]
             shown = ", ".join(values[:12]) + (f", ... ({len(values)} values)" if len(values) > 12 else "")
             raise InputError(f"{item!r}: {text} is not a value of {dim} in the cube ({shown})", param="sel")
         sel[dim] = value

@@ -20,7 +20,10 @@ parameter's forward time: the duration of the first top-level forward op that
 reads its shape, walking parameters and ops both in forward order (omitted,
 with a note in the source, when not every parameter is matched). With several
 steps in one trace the last complete one is used; a trace of several steps with
-neither span (no ``prof.step()`` and an optimizer of one's own) is read as one.
+neither span (no ``prof.step()`` and an optimizer of one's own) is read as one. A step of
+several micro-batches (an operator reading a parameter's shape outside backward, between
+its gradients) is refused; ops are nested on their own thread, ``zero_grad``'s are no
+forward, and a ``.gz`` trace is unpacked first.
 """
 
 import math
@@ -29,7 +32,7 @@ from typing import Any
 
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.textfile import parsed_json, read_lines
-from netsweep_jax.sweep.model.profile import Profile, make_profile, recorded_t1
+from netsweep_jax.sweep.model.profile import Profile, good_name, make_profile, recorded_t1
 
 # torch's name of a gradient's dtype in a trace -> (the profile's dtype name, bytes an element)
 DTYPES = {
@@ -43,6 +46,7 @@ DTYPES = {
 ACCUMULATE = "torch::autograd::AccumulateGrad"
 BACKWARD = "autograd::engine::evaluate_function"
 OPTIMIZER_STEP = "Optimizer.step#"  # torch.optim's span of each optimizer step (Optimizer.step#SGD.step)
+ZERO_GRAD = "Optimizer.zero_grad#"  # and of zero_grad, whose aten::zero_ ops read every parameter's shape
 HOST_CATEGORIES = (None, "cpu_op", "user_annotation", "python_function")  # the host's events, not the GPU's
 # The categories of the events whose times the profile reads (None: an event with no category, read as any).
 READ_CATEGORIES = (*HOST_CATEGORIES, "kernel", "gpu_memcpy", "gpu_memset")
@@ -60,11 +64,27 @@ def _device(data: object) -> str | None:
 
 
 def _events(path):
-    text = "\n".join(read_lines(Path(path), "trace file"))
+    text = "\n".join(_trace_lines(Path(path)))
     # As JSON reads it: the profiler writes each key once, and a Python hook per object of a trace of millions of
     # events would be its parser's cost several times over.
     data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace", object_pairs_hook=None)
     return _complete(data, path), _device(data)
+
+
+def _trace_lines(path: Path) -> list[str]:
+    """The trace's lines, a gzipped one's (``.gz``: torch's ``export_chrome_trace("t.json.gz")`` and
+    ``tensorboard_trace_handler(use_gzip=True)`` write them; refused as "not a text file" before, a hunt)
+    unpacked first."""
+    if path.suffix != ".gz" or not path.is_file():
+        return read_lines(path, "trace file")
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(path, "rt", encoding="utf-8-sig") as packed:
+            return packed.read().splitlines()
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: not a gzipped UTF-8 trace file ({e})", param="trace") from None
 
 
 def _complete(data, path):
@@ -170,7 +190,9 @@ def _shape_dtype_bytes(path, event, index):
         raise InputError(
             f"{path}: gradient {index} has dtype {types[0]!r}; known: {', '.join(DTYPES)}", param="trace"
         )
-    return shape or (1,), dtype[0], dtype[1] * max(1, math.prod(shape))
+    # a 0-d parameter (CLIP's logit_scale) keeps its shape (): forward ops list it as [], and (1,) matched none,
+    # dropping every parameter's forward time (a hunt)
+    return shape, dtype[0], dtype[1] * max(1, math.prod(shape))
 
 
 def _gpu_end(spans):
@@ -185,12 +207,15 @@ def _gpu_end(spans):
 
 
 def _top_level(ops):
-    """Ops not nested inside another op of the list (by time)."""
-    out, end = [], -math.inf
+    """Ops not nested inside another op of the list on their own thread (by time), in time order: an op of
+    another thread (a DataLoader's pin-memory thread) overlapping the forward had hidden the ops inside its
+    span, and every forward time was dropped (a hunt)."""
+    out, ends = [], dict[tuple[object, object], float]()
     for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
-        if e["ts"] >= end:
+        thread = (_key(e.get("pid")), _key(e.get("tid")))
+        if e["ts"] >= ends.get(thread, -math.inf):
             out.append(e)
-            end = e["ts"] + e["dur"]
+            ends[thread] = e["ts"] + e["dur"]
     return out
 
 
@@ -213,6 +238,50 @@ def _forward_times(forward_ops, shapes_forward):
                 first = False
             i += 1
     return times if i == len(shapes_forward) else None
+
+
+def _spans(events, prefix):
+    """The (start, end) us of the host's events named ``prefix``..., merged where they overlap, in time order."""
+    merged: list[list[float]] = []
+    for s, e in sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in events
+        if str(e["name"]).startswith(prefix) and e.get("cat") in HOST_CATEGORIES
+    ):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    return merged
+
+
+def _within(spans, ts):
+    """Whether ``ts`` falls inside one of the merged ``spans`` (:func:`_spans`)."""
+    import bisect
+
+    at = bisect.bisect_right(spans, [ts, math.inf]) - 1
+    return at >= 0 and spans[at][0] <= ts <= spans[at][1]
+
+
+def _refuse_micro_batches(path, ops, inside, grads, shapes):
+    """Refuse a step of several micro-batches (gradient accumulation): an operator outside backward that reads a
+    parameter's shape between the first gradient and the last is a forward pass between two backward passes.
+    Read as one, every gradient counted once a micro-batch: 12 tensors of a model of 6, twice its bytes on the
+    network (a hunt). A 0-d shape is every scalar argument's and tells nothing."""
+    backward, params = _spans(inside, BACKWARD), {s for s in shapes if s}
+    first, last = grads[0]["ts"], grads[-1]["ts"]
+    for e in ops:
+        if first < e["ts"] < last and not _within(backward, e["ts"]):
+            listed = e["args"].get("Input Dims")
+            dims = {tuple(d) for d in (listed if isinstance(listed, list) else []) if isinstance(d, list)}
+            if dims & params:
+                raise InputError(
+                    f"{path}: {e['name']} at {e['ts']:,.0f} us reads a parameter's shape between the step's "
+                    "gradients, outside backward: a forward pass between two backward passes (gradient "
+                    "accumulation?). Profile a step of one micro-batch, and give sweeps --accum for the "
+                    "accumulation",
+                    param="trace",
+                )
 
 
 def import_trace(path: str | Path, model: str | None = None) -> Profile:
@@ -242,16 +311,23 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         sizes.append(size)
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
     waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
-    forward_ops = [
-        e
-        for e in inside
-        if e.get("cat") == "cpu_op" and e["ts"] < backward_start and str(e["name"]).startswith("aten::")
-    ]
-    forward = _forward_times(forward_ops, shapes[::-1])
+    ops = [e for e in inside if e.get("cat") == "cpu_op" and str(e["name"]).startswith("aten::")]
+    _refuse_micro_batches(path, ops, inside, grads, shapes)
+    # zero_grad(set_to_none=False)'s aten::zero_ of each parameter, before the forward, had been read as its
+    # forward time (5 us for every layer, a hunt)
+    zeroing = _spans(inside, ZERO_GRAD)
+    forward = _forward_times(
+        [e for e in ops if e["ts"] < backward_start and not _within(zeroing, e["ts"])], shapes[::-1]
+    )
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
     if model is not None and not model.strip():  # empty is refused, never "the file's name"
         raise InputError("'': give the profile a name, or leave --model out for the file's", param="model")
     name = model or Path(path).name.split(".")[0]
+    if model is None and not good_name(name):  # the file's name gives none: said as that, with the way out
+        raise InputError(
+            f"{path}: the file's name gives the profile no usable name ({name!r}); give one with --model",
+            param="trace",
+        )
     note = "" if forward is not None else "; forward times omitted (not every parameter matched a forward op)"
     return make_profile(
         name,
@@ -261,7 +337,9 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         t1,
         path,
         source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}",
-        shape=shapes,
+        shape=[
+            s or (1,) for s in shapes
+        ],  # a 0-d parameter kept as one element, as a profile's shapes have it
         # The gradients' dtype as the trace has it ("float32+bfloat16" where they differ), not the default's.
         dtype="+".join(dict.fromkeys(dtypes)),
         **({"device": device} if device else {}),

@@ -228,7 +228,7 @@ def make_profile(
             f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
             f"({wait_s.sum():.6g} s); T1 covers forward, backward and update"
         )
-    if not _good_name(str(model)):
+    if not good_name(str(model)):
         raise InputError(
             f"{path}: model name {model!r} must be non-empty, without '/' or ',' or control characters or spaces "
             f"at its ends, not '.' or '..', and at most {MAX_NAME} bytes in UTF-8 (a cube keeps each profile under its "
@@ -289,7 +289,7 @@ MAX_NAME = 128
 MAX_BATCH = 1e9  # samples a GPU: 0 is unknown
 
 
-def _good_name(model: str) -> bool:
+def good_name(model: str) -> bool:
     """Whether ``model`` can name a profile: an HDF5 group of a cube, one item of a comma list of models and a
     part of a file's name."""
     return (
