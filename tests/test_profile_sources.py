@@ -180,14 +180,26 @@ def test_a_hand_made_step_reads_its_forward_past_what_is_not_the_forward(tmp_pat
     first = [e for e in _linear_step(1_000_000, annotated=False) if not e["name"].startswith("Optimizer")]
     accumulated = first + _linear_step(1_010_000, annotated=False)
     accumulated.append(_event("ProfilerStep#1", 1_000_000, 20_000, cat="user_annotation"))
-    with pytest.raises(InputError, match="a forward pass between two backward passes .gradient accumulation"):
+    with pytest.raises(
+        InputError, match="a forward pass between two backward passes. Several steps: call prof"
+    ):
         imported(accumulated)
+    # a tensor list's shapes (aten::cat's) are read, not a traceback (a review)
+    listed = [_event("aten::cat", 1_010_050, 10, **{"Input Dims": [[[32, 128], [32, 128]], []]})]
+    with pytest.raises(InputError, match="a forward pass between two backward passes"):
+        imported(first + listed + accumulated[len(first) :])
+    # another thread's op between backward's spans reads a shape as a parameter's by chance: no forward (a review)
+    chance = [_event("aten::pin_memory", 1_006_000, 10, tid=2, **{"Input Dims": [[256]]})]
+    assert imported(step + chance).shape == imported(step).shape
     # a gzipped trace (torch writes them) reads as the trace
     import gzip
 
     packed = tmp_path / "t.json.gz"
     packed.write_bytes(gzip.compress(TRACE.read_bytes()))
     assert import_trace(packed).content_hash() == import_trace(TRACE).content_hash()
+    named = tmp_path / "packed.json"  # known by gzip's magic bytes, whatever its name
+    named.write_bytes(packed.read_bytes())
+    assert import_trace(named).content_hash() == import_trace(TRACE).content_hash()
     packed.write_bytes(gzip.compress(TRACE.read_bytes())[:40])
     with pytest.raises(InputError, match="not a gzipped UTF-8 trace file"):
         import_trace(packed)

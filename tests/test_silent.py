@@ -229,6 +229,13 @@ def test_defaults_follow_the_workload(tmp_path):
         "--nics-per-node"
         not in evaluate("gpt2-xl", gpu="h100", bandwidth=100, gpus_per_node=1).attrs["assumed"]
     )
+    ones = evaluate("gpt2-xl", gpu="h100", bandwidth=100, gpus_per_node=[1, 8]).attrs[
+        "assumed"
+    ]  # nodes of 1: 1
+    assert (
+        "a host of 8 GPUs (8 for nodes of 8): give each node size its own --nics-per-node, a sweep each)"
+        in ones
+    )
     assert "--nics-per-node" not in evaluate("gpt2-xl", gpu="h100", nics_per_node=1).attrs["assumed"]
     assert "--nics-per-node" not in evaluate("gpt2-xl").attrs["assumed"]
     # said once the output is claimed, so a refused output is one line

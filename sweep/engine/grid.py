@@ -731,16 +731,16 @@ def nics_said(
     counts: set[int] = set()
     for name, key in systems.items():
         g = GPUS[key]
-        # the system's NICs for a node of each of the sweep's sizes, where more than the default (a node of one
-        # GPU has one: nothing to give, a review)
-        more = {
-            h: n for h in sizes if (n := int(host_system(g.domain, g.gpus_per_node, g.nics, h)[1])) > default
-        }
+        # the system's NICs for a node of each of the sweep's sizes; said where more than the default (a node
+        # of one GPU has one: nothing to give, a review), and every size's counted (one value to give for nodes
+        # of 1 and 8 would give the node of one GPU 8 NICs, a review)
+        nics = {h: int(host_system(g.domain, g.gpus_per_node, g.nics, h)[1]) for h in sizes}
+        more = {h: n for h, n in nics.items() if n > default}
         if not more:
             continue
-        counts.update(more.values())
+        counts.update(nics.values())
         at = ", ".join(f"{n} for nodes of {h:g}" for h, n in more.items())
-        other = list(more) != [g.gpus_per_node]  # nodes of other GPUs than its host's: their NICs said
+        other = sizes != [g.gpus_per_node]  # nodes of other GPUs than its host's: their NICs said
         phrases.append(
             f"a {name} has {g.nics} NICs of {g.nic_gbps:g} Gbit/s a host of {g.gpus_per_node} GPUs"
             + f" ({at})" * other

@@ -334,6 +334,7 @@ def crashes_hdf5(path: str | Path) -> bool:
     end a forked child of a process that has started system frameworks, which would read as a crash."""
     if not sys.platform.startswith("linux") or not Path(path).is_file():
         return False
+    import contextlib
     import signal
     import warnings
 
@@ -357,8 +358,9 @@ def crashes_hdf5(path: str | Path) -> bool:
         status = _child_status(pid, PROBE_TIMEOUT_S)
     finally:  # still running past the timeout, or the wait interrupted (Ctrl-C): stopped and reaped, never left
         if status is None:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):  # reaped as the wait was stopped
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
     return status is not None and os.WIFSIGNALED(status)
 
 

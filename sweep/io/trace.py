@@ -20,9 +20,9 @@ parameter's forward time: the duration of the first top-level forward op that
 reads its shape, walking parameters and ops both in forward order (omitted,
 with a note in the source, when not every parameter is matched). With several
 steps in one trace the last complete one is used; a trace of several steps with
-neither span (no ``prof.step()`` and an optimizer of one's own) is read as one. A step of
-several micro-batches (an operator reading a parameter's shape outside backward, between
-its gradients) is refused; ops are nested on their own thread, ``zero_grad``'s are no
+neither span (no ``prof.step()`` and an optimizer of one's own) is read as one, and so
+refused as a step of several micro-batches is (an operator of the forward's thread reading
+a parameter's shape outside backward, between the gradients); ops are nested on their own thread, ``zero_grad``'s are no
 forward, and a ``.gz`` trace is unpacked first.
 """
 
@@ -64,25 +64,30 @@ def _device(data: object) -> str | None:
 
 
 def _events(path):
-    text = "\n".join(_trace_lines(Path(path)))
+    text = _trace_text(Path(path))
     # As JSON reads it: the profiler writes each key once, and a Python hook per object of a trace of millions of
     # events would be its parser's cost several times over.
     data = parsed_json(text, path, "a torch.profiler Chrome trace", param="trace", object_pairs_hook=None)
     return _complete(data, path), _device(data)
 
 
-def _trace_lines(path: Path) -> list[str]:
-    """The trace's lines, a gzipped one's (``.gz``: torch's ``export_chrome_trace("t.json.gz")`` and
+def _trace_text(path: Path) -> str:
+    """The trace's text; a gzipped one's (torch's ``export_chrome_trace("t.json.gz")`` and
     ``tensorboard_trace_handler(use_gzip=True)`` write them; refused as "not a text file" before, a hunt)
-    unpacked first."""
-    if path.suffix != ".gz" or not path.is_file():
-        return read_lines(path, "trace file")
+    unpacked first, known by gzip's magic bytes whatever the file's name."""
+    try:
+        with open(path, "rb") as head:
+            packed = head.read(2) == b"\x1f\x8b"
+    except OSError:
+        packed = False  # not a readable file: read_lines says which
+    if not packed:
+        return "\n".join(read_lines(path, "trace file"))
     import gzip
     import zlib
 
     try:
-        with gzip.open(path, "rt", encoding="utf-8-sig") as packed:
-            return packed.read().splitlines()
+        with gzip.open(path, "rt", encoding="utf-8-sig", newline="") as text:
+            return text.read()
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as e:
         raise InputError(f"{path}: not a gzipped UTF-8 trace file ({e})", param="trace") from None
 
@@ -206,13 +211,18 @@ def _gpu_end(spans):
     return out
 
 
+def _thread(event):
+    """The (process, thread) an event ran on, as keys (None where one is not a number or text)."""
+    return _key(event.get("pid")), _key(event.get("tid"))
+
+
 def _top_level(ops):
     """Ops not nested inside another op of the list on their own thread (by time), in time order: an op of
     another thread (a DataLoader's pin-memory thread) overlapping the forward had hidden the ops inside its
     span, and every forward time was dropped (a hunt)."""
     out, ends = [], dict[tuple[object, object], float]()
     for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
-        thread = (_key(e.get("pid")), _key(e.get("tid")))
+        thread = _thread(e)
         if e["ts"] >= ends.get(thread, -math.inf):
             out.append(e)
             ends[thread] = e["ts"] + e["dur"]
@@ -263,25 +273,44 @@ def _within(spans, ts):
     return at >= 0 and spans[at][0] <= ts <= spans[at][1]
 
 
-def _refuse_micro_batches(path, ops, inside, grads, shapes):
-    """Refuse a step of several micro-batches (gradient accumulation): an operator outside backward that reads a
-    parameter's shape between the first gradient and the last is a forward pass between two backward passes.
-    Read as one, every gradient counted once a micro-batch: 12 tensors of a model of 6, twice its bytes on the
-    network (a hunt). A 0-d shape is every scalar argument's and tells nothing."""
+def _shapes_read(op):
+    """The tensor shapes an operator's ``Input Dims`` lists: a tensor's list of integers, and each of a tensor
+    list's (``aten::cat`` lists [[[32, 128], [32, 128]], []]: unhashable as it stood, a review)."""
+    listed = op["args"].get("Input Dims")
+    out = set()
+    for d in listed if isinstance(listed, list) else []:
+        for shape in d if isinstance(d, list) and d and all(isinstance(x, list) for x in d) else [d]:
+            if isinstance(shape, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+                out.add(tuple(shape))
+    return out
+
+
+def _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start):
+    """Refuse a step of several forward and backward passes (micro-batches, or steps with no span to tell them
+    apart): an operator outside backward, on a thread that ran the forward, that reads a parameter's shape
+    between the first gradient and the last is a forward pass between two backward passes. Read as one, every
+    gradient counted once a pass: 12 tensors of a model of 6, twice its bytes on the network (a hunt). A 0-d
+    shape is every scalar argument's and tells nothing; another thread's op (a pin-memory thread's) is no
+    forward (a review)."""
     backward, params = _spans(inside, BACKWARD), {s for s in shapes if s}
+    threads = {
+        (e.get("pid"), e.get("tid")) for e in ops if e["ts"] < backward_start and _shapes_read(e) & params
+    }
     first, last = grads[0]["ts"], grads[-1]["ts"]
     for e in ops:
-        if first < e["ts"] < last and not _within(backward, e["ts"]):
-            listed = e["args"].get("Input Dims")
-            dims = {tuple(d) for d in (listed if isinstance(listed, list) else []) if isinstance(d, list)}
-            if dims & params:
-                raise InputError(
-                    f"{path}: {e['name']} at {e['ts']:,.0f} us reads a parameter's shape between the step's "
-                    "gradients, outside backward: a forward pass between two backward passes (gradient "
-                    "accumulation?). Profile a step of one micro-batch, and give sweeps --accum for the "
-                    "accumulation",
-                    param="trace",
-                )
+        if (
+            first < e["ts"] < last
+            and _thread(e) in threads
+            and not _within(backward, e["ts"])
+            and _shapes_read(e) & params
+        ):
+            raise InputError(
+                f"{path}: {e['name']} at {e['ts']:,.0f} us reads a parameter's shape between the step's "
+                "gradients, outside backward: a forward pass between two backward passes. Several steps: call "
+                "prof.step() at each; several micro-batches (gradient accumulation): profile a step of one and "
+                "give sweeps --accum",
+                param="trace",
+            )
 
 
 def import_trace(path: str | Path, model: str | None = None) -> Profile:
@@ -312,7 +341,7 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
     waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
     ops = [e for e in inside if e.get("cat") == "cpu_op" and str(e["name"]).startswith("aten::")]
-    _refuse_micro_batches(path, ops, inside, grads, shapes)
+    _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start)
     # zero_grad(set_to_none=False)'s aten::zero_ of each parameter, before the forward, had been read as its
     # forward time (5 us for every layer, a hunt)
     zeroing = _spans(inside, ZERO_GRAD)
