@@ -164,6 +164,9 @@ def test_a_hand_made_step_reads_its_forward_past_what_is_not_the_forward(tmp_pat
         for k, s in enumerate([[512, 256], [512], [256, 512], [256], [10, 256], [10]])
     ]
     np.testing.assert_allclose(imported(step + zeroing).forward, forward, rtol=1e-9)
+    np.testing.assert_allclose(
+        imported(step + zeroing[1:]).forward, forward, rtol=1e-9
+    )  # nn.Module's: no span
     # an op of another thread (a DataLoader's pin-memory thread) over the forward hides no op of this one
     pinned = [_event("aten::pin_memory", 1_000_050, 4000, tid=2, **{"Input Dims": [[32, 256]]})]
     np.testing.assert_allclose(imported(step + pinned).forward, forward, rtol=1e-9)
@@ -208,6 +211,31 @@ def test_a_hand_made_step_reads_its_forward_past_what_is_not_the_forward(tmp_pat
         InputError, match=r"the file's name gives the profile no usable name \(''\); give one"
     ):
         imported(step, name=".pt.trace.json")
+
+
+def test_a_cuda_steps_forward_and_backward_are_the_gpus(tmp_path):
+    # A hunt: on a GPU the host's forward ops only launch kernels (20 us each read as the layers' forward), and the
+    # host reaches backward while the forward's kernels still run (their rest counted as backward).
+    t0, events, kernel_at = 1_000_000, [], 1_002_000
+    for k, e in enumerate(_linear_step(t0)):
+        if (
+            e["name"] == "aten::linear"
+        ):  # 20 us on the host, its kernel 1000, 2000, 300 us on the GPU from t0 + 2000
+            events.append({**e, "dur": 20, "args": {**e["args"], "External id": k}})
+            events.append(_event("sgemm", kernel_at, e["dur"], cat="kernel", **{"External id": k}))
+            kernel_at += e["dur"]
+        elif e["name"] == "torch::autograd::AccumulateGrad":  # its kernel ends 500 us after it
+            events += [{**e, "args": {**e["args"], "External id": k}}]
+            events.append(_event("add", e["ts"] + 400, 100, cat="kernel", **{"External id": k}))
+        else:
+            events.append(e)
+    path = tmp_path / "cuda.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    p = import_trace(path)
+    np.testing.assert_allclose(p.forward, [0.0, 300e-6, 0.0, 2000e-6, 0.0, 1000e-6], rtol=1e-9)
+    # from the forward's last kernel's end (t0 + 5300), not the host's backward (t0 + 5000), to the last gradient's
+    # kernel's (t0 + 5000 + 3200 + 500)
+    assert p.backward_time == pytest.approx(3400e-6, rel=1e-9)
 
 
 def test_cli_import_writes_a_profile_that_loads(tmp_path):

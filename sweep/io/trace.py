@@ -15,15 +15,17 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
 
 From these: tensors in backward order with their bytes (elements x dtype size)
 and shapes, backward waits from the start of backward (the first
-``autograd::engine::evaluate_function`` event), T1 = the step's span, and each
-parameter's forward time: the duration of the first top-level forward op that
-reads its shape, walking parameters and ops both in forward order (omitted,
+``autograd::engine::evaluate_function`` event; on a GPU, once the forward's kernels
+have run), T1 = the step's span, and each parameter's forward time: the duration of
+the first top-level forward op that reads its shape (on a GPU, of the kernels it and
+the ops inside it launched), walking parameters and ops both in forward order (omitted,
 with a note in the source, when not every parameter is matched). With several
 steps in one trace the last complete one is used; a trace of several steps with
 neither span (no ``prof.step()`` and an optimizer of one's own) is read as one, and so
-refused as a step of several micro-batches is (an operator of the forward's thread reading
-a parameter's shape outside backward, between the gradients); ops are nested on their own thread, ``zero_grad``'s are no
-forward, and a ``.gz`` trace is unpacked first.
+refused as a step of several micro-batches is (an operator of the forward's thread
+reading a parameter's shape outside backward, between the gradients). Ops are nested
+on their own thread, ``zero_grad``'s zeroing is no forward, and a gzipped trace is
+unpacked first.
 """
 
 import math
@@ -229,8 +231,28 @@ def _top_level(ops):
     return out
 
 
-def _forward_times(forward_ops, shapes_forward):
-    """Seconds of forward per parameter (forward order), or None when not every parameter is matched."""
+def _kernel_seconds(ops, spans):
+    """id(top-level op) -> seconds the GPU kernels it and the ops inside it launched ran (kernels name their
+    launching op by ``External id``; a top-level op as :func:`_top_level` finds it). Empty on a CPU trace."""
+    kernels: dict[Any, float] = {}
+    for e in spans:
+        if e.get("cat") == "kernel" and (k := _key(e["args"].get("External id"))) is not None:
+            kernels[k] = kernels.get(k, 0.0) + e["dur"] * 1e-6
+    out: dict[int, float] = {}
+    tops: dict[tuple[object, object], dict[str, Any]] = {}
+    for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
+        top = tops.get(_thread(e))
+        if top is None or e["ts"] >= top["ts"] + top["dur"]:
+            tops[_thread(e)] = top = e
+        out[id(top)] = out.get(id(top), 0.0) + kernels.get(_key(e["args"].get("External id")), 0.0)
+    return out
+
+
+def _forward_times(forward_ops, shapes_forward, gpu_seconds):
+    """Seconds of forward per parameter (forward order), or None when not every parameter is matched: a
+    top-level op's GPU kernels' time where it launched any (``gpu_seconds``, :func:`_kernel_seconds`: a CUDA
+    trace's host op only launches them, and its 20 us had been read as a layer's forward, a hunt), else its own
+    duration."""
     times = [0.0] * len(shapes_forward)
     i = 0
     for op in _top_level(forward_ops):
@@ -244,7 +266,7 @@ def _forward_times(forward_ops, shapes_forward):
         while i < len(shapes_forward) and shapes_forward[i] in dims:
             dims.remove(shapes_forward[i])
             if first:
-                times[i] = op["dur"] * 1e-6
+                times[i] = gpu_seconds.get(id(op)) or op["dur"] * 1e-6
                 first = False
             i += 1
     return times if i == len(shapes_forward) else None
@@ -253,15 +275,15 @@ def _forward_times(forward_ops, shapes_forward):
 def _spans(events, prefix):
     """The (start, end) us of the host's events named ``prefix``..., merged where they overlap, in time order."""
     merged: list[list[float]] = []
-    for s, e in sorted(
+    for begin, finish in sorted(
         (e["ts"], e["ts"] + e["dur"])
         for e in events
         if str(e["name"]).startswith(prefix) and e.get("cat") in HOST_CATEGORIES
     ):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
+        if merged and begin <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], finish)
         else:
-            merged.append([s, e])
+            merged.append([begin, finish])
     return merged
 
 
@@ -293,9 +315,7 @@ def _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start):
     shape is every scalar argument's and tells nothing; another thread's op (a pin-memory thread's) is no
     forward (a review)."""
     backward, params = _spans(inside, BACKWARD), {s for s in shapes if s}
-    threads = {
-        (e.get("pid"), e.get("tid")) for e in ops if e["ts"] < backward_start and _shapes_read(e) & params
-    }
+    threads = {_thread(e) for e in ops if e["ts"] < backward_start and _shapes_read(e) & params}
     first, last = grads[0]["ts"], grads[-1]["ts"]
     for e in ops:
         if (
@@ -311,6 +331,18 @@ def _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start):
                 "give sweeps --accum",
                 param="trace",
             )
+
+
+def _forward_ops(ops, inside, backward_start):
+    """The host's operators of the forward: before backward, and not zero_grad(set_to_none=False)'s aten::zero_
+    of each parameter (read as its forward time, 5 us for every layer, a hunt): the optimizer's span, and
+    nn.Module.zero_grad's zero_ ops, which have none (a review)."""
+    zeroing = _spans(inside, ZERO_GRAD)
+    return [
+        e
+        for e in ops
+        if e["ts"] < backward_start and e["name"] != "aten::zero_" and not _within(zeroing, e["ts"])
+    ]
 
 
 def import_trace(path: str | Path, model: str | None = None) -> Profile:
@@ -339,15 +371,15 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         shapes.append(shape)
         sizes.append(size)
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
-    waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
     ops = [e for e in inside if e.get("cat") == "cpu_op" and str(e["name"]).startswith("aten::")]
     _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start)
-    # zero_grad(set_to_none=False)'s aten::zero_ of each parameter, before the forward, had been read as its
-    # forward time (5 us for every layer, a hunt)
-    zeroing = _spans(inside, ZERO_GRAD)
-    forward = _forward_times(
-        [e for e in ops if e["ts"] < backward_start and not _within(zeroing, e["ts"])], shapes[::-1]
-    )
+    forward_ops = _forward_ops(ops, inside, backward_start)
+    # On a GPU, backward starts once the forward's kernels have run: the host reaches it while they still run,
+    # and the rest of the forward had been counted as backward (a hunt). Never after the first gradient is ready.
+    ran = [gpu[k] for k in (_key(e["args"].get("External id")) for e in forward_ops) if k in gpu]
+    waits_from = min(max([backward_start, *ran]), ready[0]) if ready else backward_start
+    waits = [(r - p) * 1e-6 for r, p in zip(ready, [waits_from] + ready[:-1])]
+    forward = _forward_times(forward_ops, shapes[::-1], _kernel_seconds(forward_ops, spans))
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
     if model is not None and not model.strip():  # empty is refused, never "the file's name"
         raise InputError("'': give the profile a name, or leave --model out for the file's", param="model")
