@@ -15,10 +15,10 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
 
 From these: tensors in backward order with their bytes (elements x dtype size)
 and shapes, backward waits from the start of backward (the first
-``autograd::engine::evaluate_function`` event; on a GPU, once the forward's kernels
-have run), T1 = the step's span, and each parameter's forward time: the duration of
-the first top-level forward op that reads its shape (on a GPU, of the kernels it and
-the ops inside it launched), walking parameters and ops both in forward order (omitted,
+``autograd::engine::evaluate_function`` event), T1 = the step's span, and each
+parameter's forward time: the duration of the first top-level forward op that reads
+its shape (on a GPU, the longer of it and the time of the kernels it and the ops
+inside it launched), walking parameters and ops both in forward order (omitted,
 with a note in the source, when not every parameter is matched). With several
 steps in one trace the last complete one is used; a trace of several steps with
 neither span (no ``prof.step()`` and an optimizer of one's own) is read as one, and so
@@ -249,10 +249,10 @@ def _kernel_seconds(ops, spans):
 
 
 def _forward_times(forward_ops, shapes_forward, gpu_seconds):
-    """Seconds of forward per parameter (forward order), or None when not every parameter is matched: a
-    top-level op's GPU kernels' time where it launched any (``gpu_seconds``, :func:`_kernel_seconds`: a CUDA
-    trace's host op only launches them, and its 20 us had been read as a layer's forward, a hunt), else its own
-    duration."""
+    """Seconds of forward per parameter (forward order), or None when not every parameter is matched: the longer of
+    a top-level op's duration on the host and its GPU kernels' (``gpu_seconds``, :func:`_kernel_seconds`: a CUDA
+    trace's host op only launches them, and its 20 us had been read as a layer's forward, a hunt; a launch-bound
+    layer's is the host's, a review)."""
     times = [0.0] * len(shapes_forward)
     i = 0
     for op in _top_level(forward_ops):
@@ -266,19 +266,20 @@ def _forward_times(forward_ops, shapes_forward, gpu_seconds):
         while i < len(shapes_forward) and shapes_forward[i] in dims:
             dims.remove(shapes_forward[i])
             if first:
-                times[i] = gpu_seconds.get(id(op)) or op["dur"] * 1e-6
+                times[i] = max(op["dur"] * 1e-6, gpu_seconds.get(id(op), 0.0))
                 first = False
             i += 1
     return times if i == len(shapes_forward) else None
 
 
-def _spans(events, prefix):
-    """The (start, end) us of the host's events named ``prefix``..., merged where they overlap, in time order."""
+def _spans(events, *prefixes):
+    """The (start, end) us of the host's events named one of ``prefixes``..., merged where they overlap, in time
+    order."""
     merged: list[list[float]] = []
     for begin, finish in sorted(
         (e["ts"], e["ts"] + e["dur"])
         for e in events
-        if str(e["name"]).startswith(prefix) and e.get("cat") in HOST_CATEGORIES
+        if str(e["name"]).startswith(prefixes) and e.get("cat") in HOST_CATEGORIES
     ):
         if merged and begin <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], finish)
@@ -335,14 +336,10 @@ def _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start):
 
 def _forward_ops(ops, inside, backward_start):
     """The host's operators of the forward: before backward, and not zero_grad(set_to_none=False)'s aten::zero_
-    of each parameter (read as its forward time, 5 us for every layer, a hunt): the optimizer's span, and
-    nn.Module.zero_grad's zero_ ops, which have none (a review)."""
-    zeroing = _spans(inside, ZERO_GRAD)
-    return [
-        e
-        for e in ops
-        if e["ts"] < backward_start and e["name"] != "aten::zero_" and not _within(zeroing, e["ts"])
-    ]
+    of each parameter (read as its forward time, 5 us for every layer, a hunt), nor anything inside one (its
+    aten::fill_, a review): the optimizer's span, and nn.Module.zero_grad's zero_ ops, which have none."""
+    zeroing = _spans(inside, ZERO_GRAD, "aten::zero_")
+    return [e for e in ops if e["ts"] < backward_start and not _within(zeroing, e["ts"])]
 
 
 def import_trace(path: str | Path, model: str | None = None) -> Profile:
@@ -373,12 +370,11 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
     ops = [e for e in inside if e.get("cat") == "cpu_op" and str(e["name"]).startswith("aten::")]
     _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start)
+    # Waits from the host's start of backward: a gradient's ready time is the host's where its AccumulateGrad
+    # launched no kernel (set_to_none, torch's default), and starting them at the forward's last kernel's end
+    # (tried, a review) made the first wait 0 there.
+    waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
     forward_ops = _forward_ops(ops, inside, backward_start)
-    # On a GPU, backward starts once the forward's kernels have run: the host reaches it while they still run,
-    # and the rest of the forward had been counted as backward (a hunt). Never after the first gradient is ready.
-    ran = [gpu[k] for k in (_key(e["args"].get("External id")) for e in forward_ops) if k in gpu]
-    waits_from = min(max([backward_start, *ran]), ready[0]) if ready else backward_start
-    waits = [(r - p) * 1e-6 for r, p in zip(ready, [waits_from] + ready[:-1])]
     forward = _forward_times(forward_ops, shapes[::-1], _kernel_seconds(forward_ops, spans))
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
     if model is not None and not model.strip():  # empty is refused, never "the file's name"
