@@ -153,7 +153,6 @@ def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
     for text, said in (
         ("NVLS disabled (NCCL_NVLS_ENABLE=0)", "NVLS turned off"),
         ("NCCL_ALGO=^NVLS", "an exclusion list (NCCL_ALGO=^...)"),
-        ("NCCL_PAT_ENABLE=0", "PAT turned off"),
         ("NCCL_ALGO=Ring,Tree", "a list of algorithms (NCCL_ALGO=a,b)"),
         ("NCCL_ALGO=Ring NCCL_PROTO=^LL128", "an exclusion list (NCCL_ALGO=^...)"),
     ):
@@ -161,6 +160,17 @@ def test_a_choice_narrowed_as_no_forcing_prices_is_unrepresented():
         assert isinstance(fabric, Unrepresented) and fabric.reason.startswith(f"{said}: the model prices"), (
             fabric
         )
+    # PAT turned off where NCCL runs it (a gather of one rank a host across hosts) is unpriced; NVLS or PAT off
+    # where NCCL would not run them is read, as calibrate reads such a log (an A100 has no NVLS, an all-to-all
+    # runs none, an all-reduce no PAT)
+    pat = fabric_of("H100 SXM", 1, 2, 8, 400.0, "NCCL_PAT_ENABLE=0", collective="all_gather")
+    assert isinstance(pat, Unrepresented) and pat.reason.startswith("PAT turned off: the model prices"), pat
+    for gpu, text, collective in (
+        ("A100-SXM4-80GB", "NCCL_NVLS_ENABLE=0", "all_reduce"),
+        ("H100 SXM", "NCCL_NVLS_ENABLE=0", "alltoall"),
+        ("H100 SXM", "NCCL_PAT_ENABLE=0", "all_reduce"),
+    ):
+        assert isinstance(fabric_of(gpu, 8, 2, 8, 400.0, text, collective=collective), Fabric), (gpu, text)
     # A review: a forced algorithm leaves NVLS off moot, "fall-off" is no "off", and a protocol's default or one
     # not forced leaves the algorithm forced.
     for text, algorithm in (("text says NVLS (DOUBT: copied)", -1), ("Ring, NCCL_NVLS_ENABLE=0", 1),

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, MAX_NVLS_ARITY, PROTOCOLS
+from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
 from netsweep_jax.sweep.analysis.nccl_validation import (
     HIGHS,
     LOWS,
@@ -52,7 +52,13 @@ from netsweep_jax.sweep.io.nccl_tests_log import Log, forced_text, read_nccl_tes
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
 from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS, gpu_named
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
-from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, Fabric, Unrepresented, system_host_gpus
+from netsweep_jax.sweep.model.nccl_fabric import (
+    SHIPPED,
+    Fabric,
+    Unrepresented,
+    system_host_gpus,
+    turned_off_runs,
+)
 
 # A constant is fitted where the logs tell it (:func:`untold`): beyond what the constants before it in TOLD_ORDER
 # can stand in for, it accounts for at least TOLD of some scored row's time (d log busbw / d log constant at the
@@ -118,26 +124,12 @@ def _check_hosts(logs: Sequence[Log], host_gpus: int | None) -> None:
             )
 
 
-HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
-
-
 def _check_turned_off(log: Log, fabric: Fabric) -> None:
     """Refuse a log run with NVLS or PAT turned off where NCCL would have run them (the fit prices its own
-    choice): NVLS on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce, or an
-    all-gather or reduce-scatter inside one host of at most MAX_NVLS_ARITY ranks; PAT for an all-gather or
-    reduce-scatter of one rank a host across hosts (:mod:`kernels.nccl`'s nvls_ok and its algorithms' rules).
-    Elsewhere the switch changes nothing, and the log is read (reviews: an A100's log, an all-to-all's, with
-    NVLS off had been refused)."""
-    gathers = log.collective in ("all_gather", "reduce_scatter")
-    nvls = log.collective == "all_reduce" or (
-        gathers and log.nodes == 1 and log.gpus_per_node <= MAX_NVLS_ARITY
-    )
-    runs = {
-        "NCCL_NVLS_ENABLE": fabric.arch >= HOPPER and fabric.nvswitch and log.gpus_per_node > 1 and nvls,
-        "NCCL_PAT_ENABLE": gathers and log.gpus_per_node == 1 and log.nodes > 1,
-    }
+    choice: :func:`~sweep.model.nccl_fabric.turned_off_runs`); elsewhere the switch changes nothing, and the log
+    is read."""
     for number, name, value in log.turned_off:
-        if runs[name]:
+        if turned_off_runs(name, fabric.arch, fabric.nvswitch, log.collective, log.gpus_per_node, log.nodes):
             raise InputError(forced_text(log.path, number, name, value))
 
 

@@ -211,7 +211,17 @@ def fabrics_of(rows: Sequence[Measurement]) -> list[Fabric | Unrepresented]:
             fabrics.append(Unrepresented("no measured busbw"))
         else:
             fabrics.append(
-                fabric_of(r.gpu, r.gpus_per_node, r.nodes, r.nics, r.nic_gbps, r.stated, r.notes, r.host_gpus)
+                fabric_of(
+                    r.gpu,
+                    r.gpus_per_node,
+                    r.nodes,
+                    r.nics,
+                    r.nic_gbps,
+                    r.stated,
+                    r.notes,
+                    r.host_gpus,
+                    r.collective,
+                )
             )
     return fabrics
 

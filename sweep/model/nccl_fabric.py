@@ -37,7 +37,7 @@ from collections.abc import Collection
 import numpy as np
 
 from netsweep_jax.kernels.layout_collectives import NCCL_CONSTANTS
-from netsweep_jax.kernels.nccl import ALGORITHMS, PROTOCOLS
+from netsweep_jax.kernels.nccl import ALGORITHMS, ARCHS, MAX_NVLS_ARITY, PROTOCOLS
 from netsweep_jax.sweep.model.compute import GPUS, die, gpu_named, name_words
 from netsweep_jax.sweep.model.fabric_constants import MIB, FabricConstants
 
@@ -171,18 +171,39 @@ UNPRICED_CHOICE = (
 )
 
 
-def unpriced_choice(text: str) -> str:
+HOPPER = ARCHS.index("hopper")  # NVLS from here on (kernels.nccl's nvls_ok)
+
+
+def turned_off_runs(
+    switch: str, arch: int, nvswitch: bool, collective: str, gpus_per_node: int, nodes: int
+) -> bool:
+    """Whether the model's NCCL runs what ``switch`` (``NCCL_NVLS_ENABLE`` or ``NCCL_PAT_ENABLE``) turns off, on
+    hosts of ``arch`` (:data:`ARCH`'s index) with or without an NVSwitch (:mod:`kernels.nccl`'s nvls_ok and its
+    algorithms' rules): NVLS on Hopper and later behind an NVSwitch with several ranks a host, for an all-reduce,
+    or an all-gather or reduce-scatter inside one host of at most MAX_NVLS_ARITY ranks; PAT for an all-gather or
+    reduce-scatter of one rank a host across hosts. Elsewhere the switch changes nothing (reviews: an A100's log,
+    an all-to-all's, with NVLS off had been refused)."""
+    gathers = collective in ("all_gather", "reduce_scatter")
+    if switch == "NCCL_NVLS_ENABLE":
+        nvls = collective == "all_reduce" or (gathers and nodes == 1 and gpus_per_node <= MAX_NVLS_ARITY)
+        return arch >= HOPPER and nvswitch and gpus_per_node > 1 and nvls
+    return gathers and gpus_per_node == 1 and nodes > 1
+
+
+def unpriced_choice(text: str, runs: Collection[str] = MOOT_WHEN_FORCED) -> str:
     """What a row's ``algo_or_protocol`` text narrows that the model cannot price (:data:`UNPRICED_CHOICE`), or '':
     NVLS or PAT turned off is moot where one algorithm is forced (a review: "Ring, NCCL_NVLS_ENABLE=0" had been
-    called unpriced), an exclusion list is not."""
+    called unpriced) or where NCCL would not run it (``runs``: those of :data:`MOOT_WHEN_FORCED` it would run, by
+    :func:`turned_off_runs`), an exclusion list is not."""
     low = text.lower()
     forced = stated_choice(text)[0] >= 0 and not re.search(ALGORITHM_LIST, low)
-    # only NVLS or PAT turned off is moot beside a forced algorithm; an exclusion list is not (a review)
+    # only NVLS or PAT turned off is moot beside a forced algorithm or where it would not run; an exclusion list
+    # is not (a review)
     return next(
         (
             what
             for pattern, what in UNPRICED_CHOICE
-            if not (forced and what in MOOT_WHEN_FORCED) and re.search(pattern, low)
+            if not (what in MOOT_WHEN_FORCED and (forced or what not in runs)) and re.search(pattern, low)
         ),
         "",
     )
@@ -230,10 +251,12 @@ def fabric_of(
     stated: str,
     notes: str = "",
     host_gpus: int | None = None,
+    collective: str = "all_reduce",
 ):
     """A row's :class:`Fabric` from its stated hardware (``notes``: the row's text, read for its network plugin's
-    latency, :func:`plugin_latency`; ``host_gpus``: the GPUs a host holds, None for the GPU's system's), or
-    :class:`Unrepresented` saying what is missing."""
+    latency, :func:`plugin_latency`; ``host_gpus``: the GPUs a host holds, None for the GPU's system's;
+    ``collective``: what NVLS or PAT turned off changes, :func:`turned_off_runs`), or :class:`Unrepresented`
+    saying what is missing."""
     # A whole word names the chip: an RTX A1000 is no A100 (a substring took it for one, a hunt).
     words = name_words(gpu)
     match = _named(words)
@@ -251,7 +274,12 @@ def fabric_of(
     # and a plan on it fitted 44 GB a GPU on the 40 GB cards (a hunt).
     variant = gpu_named(gpu, any_card=True)
     preset = variant if variant is not None and die(variant) == die(preset) else preset
-    if unpriced := unpriced_choice(stated):
+    runs = [
+        what
+        for what, switch in zip(MOOT_WHEN_FORCED, ("NCCL_NVLS_ENABLE", "NCCL_PAT_ENABLE"))
+        if turned_off_runs(switch, ARCH[die(preset)], nvswitch, collective, gpus_per_node, nodes)
+    ]
+    if unpriced := unpriced_choice(stated, runs):
         return Unrepresented(
             f"{unpriced}: the model prices NCCL's whole choice, or one algorithm or protocol forced"
         )
