@@ -218,17 +218,21 @@ def _thread(event):
     return _key(event.get("pid")), _key(event.get("tid"))
 
 
-def _top_level(ops):
-    """Ops not nested inside another op of the list on their own thread (by time), in time order: an op of
-    another thread (a DataLoader's pin-memory thread) overlapping the forward had hidden the ops inside its
+def _nesting(ops):
+    """Each op with the top-level op it runs inside on its own thread (itself where it is one), in time order: an
+    op of another thread (a DataLoader's pin-memory thread) overlapping the forward had hidden the ops inside its
     span, and every forward time was dropped (a hunt)."""
-    out, ends = [], dict[tuple[object, object], float]()
+    tops: dict[tuple[object, object], dict[str, Any]] = {}
     for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
-        thread = _thread(e)
-        if e["ts"] >= ends.get(thread, -math.inf):
-            out.append(e)
-            ends[thread] = e["ts"] + e["dur"]
-    return out
+        top = tops.get(_thread(e))
+        if top is None or e["ts"] >= top["ts"] + top["dur"]:
+            tops[_thread(e)] = top = e
+        yield e, top
+
+
+def _top_level(ops):
+    """Ops not nested inside another op of the list on their own thread (:func:`_nesting`), in time order."""
+    return [e for e, top in _nesting(ops) if e is top]
 
 
 def _kernel_seconds(ops, spans):
@@ -239,11 +243,7 @@ def _kernel_seconds(ops, spans):
         if e.get("cat") == "kernel" and (k := _key(e["args"].get("External id"))) is not None:
             kernels[k] = kernels.get(k, 0.0) + e["dur"] * 1e-6
     out: dict[int, float] = {}
-    tops: dict[tuple[object, object], dict[str, Any]] = {}
-    for e in sorted(ops, key=lambda e: (e["ts"], -e["dur"])):
-        top = tops.get(_thread(e))
-        if top is None or e["ts"] >= top["ts"] + top["dur"]:
-            tops[_thread(e)] = top = e
+    for e, top in _nesting(ops):
         out[id(top)] = out.get(id(top), 0.0) + kernels.get(_key(e["args"].get("External id")), 0.0)
     return out
 
@@ -256,12 +256,7 @@ def _forward_times(forward_ops, shapes_forward, gpu_seconds):
     times = [0.0] * len(shapes_forward)
     i = 0
     for op in _top_level(forward_ops):
-        listed = op["args"].get("Input Dims")
-        dims = [
-            tuple(d)
-            for d in (listed if isinstance(listed, list) else [])
-            if isinstance(d, list) and all(isinstance(x, int) for x in d)
-        ]
+        dims = _tensor_shapes(op)
         first = True
         while i < len(shapes_forward) and shapes_forward[i] in dims:
             dims.remove(shapes_forward[i])
@@ -296,16 +291,25 @@ def _within(spans, ts):
     return at >= 0 and spans[at][0] <= ts <= spans[at][1]
 
 
-def _shapes_read(op):
-    """The tensor shapes an operator's ``Input Dims`` lists: a tensor's list of integers, and each of a tensor
-    list's (``aten::cat`` lists [[[32, 128], [32, 128]], []]: unhashable as it stood, a review)."""
+def _tensor_shapes(op, lists=False):
+    """The shapes of the tensors an operator's ``Input Dims`` lists, in order (each a list of integers); with
+    ``lists``, each of a tensor list's too (``aten::cat`` lists [[[32, 128], [32, 128]], []]: unhashable where
+    read as one shape, a review)."""
     listed = op["args"].get("Input Dims")
-    out = set()
+    shapes = []
     for d in listed if isinstance(listed, list) else []:
-        for shape in d if isinstance(d, list) and d and all(isinstance(x, list) for x in d) else [d]:
-            if isinstance(shape, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
-                out.add(tuple(shape))
-    return out
+        nested = lists and isinstance(d, list) and d and all(isinstance(x, list) for x in d)
+        shapes += [
+            tuple(s)
+            for s in (d if nested else [d])
+            if isinstance(s, list) and all(isinstance(x, int) for x in s)
+        ]
+    return shapes
+
+
+def _shapes_read(op):
+    """The shapes of every tensor an operator reads, its tensor lists' included (:func:`_tensor_shapes`)."""
+    return set(_tensor_shapes(op, lists=True))
 
 
 def _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start):
@@ -394,9 +398,8 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
         t1,
         path,
         source=f"imported from torch.profiler trace {Path(path).name}{note}{floored}",
-        shape=[
-            s or (1,) for s in shapes
-        ],  # a 0-d parameter kept as one element, as a profile's shapes have it
+        # a 0-d parameter kept as one element, as a profile's shapes have it
+        shape=[s or (1,) for s in shapes],
         # The gradients' dtype as the trace has it ("float32+bfloat16" where they differ), not the default's.
         dtype="+".join(dict.fromkeys(dtypes)),
         **({"device": device} if device else {}),

@@ -274,10 +274,11 @@ def fabric_of(
     # and a plan on it fitted 44 GB a GPU on the 40 GB cards (a hunt).
     variant = gpu_named(gpu, any_card=True)
     preset = variant if variant is not None and die(variant) == die(preset) else preset
+    arch = ARCH[die(preset)]
     runs = [
         what
         for what, switch in zip(MOOT_WHEN_FORCED, ("NCCL_NVLS_ENABLE", "NCCL_PAT_ENABLE"))
-        if turned_off_runs(switch, ARCH[die(preset)], nvswitch, collective, gpus_per_node, nodes)
+        if turned_off_runs(switch, arch, nvswitch, collective, gpus_per_node, nodes)
     ]
     if unpriced := unpriced_choice(stated, runs):
         return Unrepresented(
@@ -305,7 +306,7 @@ def fabric_of(
         nvlink=spec.nvlink,
         nics=reached_nics(nics or 0, gpus_per_node, host),
         nic_gbps=nic_gbps or 0.0,
-        arch=ARCH[die(preset)],
+        arch=arch,
         nvswitch=nvswitch,
         collnet=collnet,
         algorithm=algo,
