@@ -21,7 +21,10 @@ from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS
 from netsweep_jax.sweep.engine.compiled import layout_inputs
 
 # A layout whose step waits on its NICs at 100 Gbit/s (13% of it): Llama 3 70B on 128 DGX H100 nodes.
-GIVEN = ["--model", "llama3-70b", "--gpus", "1024", "--global-batch", "1024", "--tp", "8", "--pp", "4"]
+# A layout given whole but for --cp (else searched, as sweep plan searches what is not given): ONE gives it all.
+GIVEN = ["--model", "llama3-70b", "--gpus", "1024", "--global-batch", "1024", "--tp", "8", "--pp", "4",
+         "--micro-batch", "1", "--zero", "0", "--recompute", "none", "--schedule", "1f1b"]  # fmt: skip
+ONE = [*GIVEN, "--cp", "1"]
 
 
 def test_k_section_finds_closed_form_boundaries():
@@ -106,7 +109,7 @@ def test_a_given_layouts_answers_meet_the_share_in_float64_and_a_step_short_of_t
     shown = []
     table = layout_need.table
     monkeypatch.setattr(layout_need, "table", lambda *args: shown.append(args) or table(*args))
-    r = invoke("need", *GIVEN, "--bw", "100", "--network-share", "10%,5")
+    r = invoke("need", *ONE, "--bw", "100", "--network-share", "10%,5")
     assert r.exit_code == 0, r.output
     assert "the layout as given" in r.stderr and "no spine" in r.stderr and r.stderr.startswith("assumed: ")
     tables = r.stdout.strip().split("\n\n")
@@ -180,32 +183,89 @@ def test_network_share_is_refused_for_a_data_parallel_model():
     assert r.exit_code == 2 and "--network-share is for large models" in r.output
 
 
-def test_without_a_layout_option_the_layout_is_the_plans_best(monkeypatch):
+@pytest.mark.parametrize("option", [[], ["--recompute", "full"]])
+def test_the_layout_is_the_plans_best_with_the_layout_options_given(monkeypatch, option):
     # sweep plan's search picks the layout: the same searched grid as sweep plan's, its best kept (the search
-    # itself is sweep plan's, tested there; here it hands back its second layout, so no block is compiled).
+    # itself is sweep plan's, tested there; here it hands back a chosen layout, so no block is compiled). A layout
+    # option given is held and the rest searched, as plan does (a hunt: --recompute full alone held sweep grid's
+    # ZeRO 0, which did not fit, where plan found ZeRO 3).
     searched = []
+    recompute = option[1] if option else "none"
 
     def best_layouts(grid, keep):
         searched.append(grid)
         coords = grid.coords()
         at = np.unravel_index(np.arange(grid.inner_size), [grid.sizes[d] for d in PARALLEL_DIMS])
         values = {d: coords[d][i] for d, i in zip(PARALLEL_DIMS, at)}
-        wanted = dict(tp=8, pp=4, cp=1, micro_batch=1, zero=1, recompute="none", schedule="1f1b")
+        wanted = dict(tp=8, pp=4, cp=1, micro_batch=1, zero=1, recompute=recompute, schedule="1f1b")
         (found,) = np.flatnonzero(np.logical_and.reduce([values[d] == v for d, v in wanted.items()]))[:1]
-        return {"layout": np.array([[found, 0, 0]]), "score": np.ones((1, 3))}
+        # the ideal network's search (beside the plan's) finds tp8xpp4xcp2 faster: said below the table
+        other = found + int(np.flatnonzero(values["cp"][found:] == 2)[0])
+        ideal = grid.collectives == "flat" and len(searched) == 2
+        return {
+            "layout": np.array([[other if ideal else found, 0, 0]]),
+            "score": np.ones((1, 3)),
+            "iteration_time": np.full((1, 3), 1.0 if ideal else 1e9),
+        }
 
     monkeypatch.setattr(layout_need, "best_layouts", best_layouts)
     # The answers are another test's: here only which layout is held (each answer's text stands in: no spine).
     monkeypatch.setattr(layout_need, "answer", lambda held, shares, *_: [{} for _ in held for _ in shares])
-    r = invoke("need", *GIVEN[:6], "--bw", "100", "--network-share", "10")
+    r = invoke("need", *GIVEN[:6], *option, "--bw", "100", "--network-share", "10")
     assert r.exit_code == 0, r.output
     assert "the layout: sweep plan's best at each setting as given" in r.stderr
+    assert "searching" in r.stderr.splitlines()[0]  # said as the search starts
     settings = dict(model="llama3-70b", gpus="1024", global_batch="1024", bandwidth="100")
+    settings.update(dict(recompute=recompute) if option else {})
     plan_grid = layout_grid_from(settings, set(settings), search=True)
-    (grid,) = searched
+    grid, ideal = searched  # the plan's search, and the same on the ideal network
+    assert ideal.collectives == "flat" and ideal.inner_size == grid.inner_size
     assert grid.fingerprint() == plan_grid.fingerprint() and grid.inner_size > 1000
-    row = r.stdout.strip().splitlines()[2]
-    assert row.split()[:2] == ["tp8xpp4xdp32", "mb1"] and row.split()[2] == "z1"
+    lines = r.stdout.strip().splitlines()
+    assert lines[2].split()[:3] == ["tp8xpp4xdp32", "mb1", "z1"]
+    assert ("rc-ful" in lines[2]) == bool(option)
+    # plan's network cost, against the ideal network's best (1 s): what the held layout's row leaves out
+    assert lines[3].startswith("sweep plan counts ") and "the best is tp8xpp4xcp2xdp16 " in lines[3], lines
+    cost = float(lines[3].split("counts ")[1].split("%")[0])
+    step = float(lines[2].split()[4 if option else 3])
+    assert cost == pytest.approx(100 * (1 - 1.0 / step), abs=0.1)
+
+
+def test_a_setting_with_no_layout_says_why_and_the_others_are_answered():
+    # A hunt: one GPU count of two that no layout fits refused the whole need, where plan goes on past it.
+    r = invoke("need", *ONE[:3], "1024,1000", *ONE[4:], "--bw", "100", "--network-share", "10")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert lines[2].split()[:3] == ["--gpus", "1024", "tp8xpp4xdp32"] and "Gbit/s" in lines[2]
+    assert lines[3].split() == ["--gpus", "1000", "none", "(below)"]
+    assert lines[4].startswith(
+        "--gpus 1000: layout tp8xpp4xdp31.25 mb1 z0 cannot exist on 1000 GPUs: gpus not"
+    )
+    # every setting without one: refused, in one line
+    r = invoke("need", *ONE[:3], "1000,999", *ONE[4:], "--bw", "100", "--network-share", "10")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert (
+        "cannot exist on 1000 GPUs" in r.output
+        and "(gpus 1000, and no other setting has a layout)" in r.output
+    )
+
+
+def test_shares_and_rates_read_as_a_person_writes_them():
+    # A hunt: a share of 99.94% read "100%" (the whole step), and a rate 2.632e+04 Gbit/s.
+    from netsweep_jax.sweep.analysis.need import rounded
+
+    assert [layout_need.percent(s) for s in (0.9994, 0.134, 1.0, 0.99999999)] == [
+        "99.94",
+        "13.4",
+        "100",
+        "99.999999",
+    ]
+    assert [rounded(26315.2, up=True), rounded(26315.2, up=False), rounded(1.0409, up=True)] == [
+        "26320",
+        "26310",
+        "1.041",
+    ]
+    assert rounded(2.5e9, up=True) == "2.5e+09" and rounded(1.2345e-7, up=False) == "1.234e-07"
 
 
 def test_a_setting_that_does_not_change_the_step_says_so():
@@ -214,7 +274,7 @@ def test_a_setting_that_does_not_change_the_step_says_so():
     met = layout_need.Answer(float("nan"), layout_need.AT_LIMIT)
     unused = layout_need.Answer(float("nan"), layout_need.AT_LIMIT, matters=False)
     assert layout_need.answer_text(met, "oversubscription").startswith("any (met at ")
-    assert layout_need.answer_text(unused, "oversubscription") == "any (does not change this step)"
+    assert layout_need.answer_text(unused, "oversubscription") == "any (the same step from 1:1 to 1000:1)"
 
 
 def test_the_assumed_line_says_a_list_of_layouts_given_is_searched():

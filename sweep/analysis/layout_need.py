@@ -21,8 +21,10 @@ M fills the kernel's block (:data:`~sweep.engine.layout_rows.ROWS_BLOCK` over th
 the whole numbers 1..64 (the axis's range) in one call.
 
 Unlike ``sweep plan``'s network cost, which searches the layouts again on the ideal network, the layout is held:
-the question is what the fabric must be for this layout. Without a layout option the layout is the plan's: the
-fastest that can exist and fit of the plan's search at each setting as given.
+the question is what the fabric must be for this layout. The layout is the plan's: the fastest that can exist and
+fit of the plan's search at each setting as given, the layout options given held (a launch file's layout is held as
+it is). Where the ideal network's best is another layout, the notes below the tables say so, and what the network
+costs against it (the plan's network cost).
 """
 
 import dataclasses
@@ -90,7 +92,10 @@ def parse_shares(text: str) -> list[float]:
 
 @dataclasses.dataclass(frozen=True)
 class Held:
-    """One layout on one setting: its columns and its step as the setting gives it and on an ideal network."""
+    """One layout on one setting: its columns and its step as the setting gives it and on an ideal network. A
+    setting with no layout to hold says why (``why``; its step and ideal NaN). Where the layout was searched and
+    the ideal network's best is another (a layout the network forces, full recompute on slow NICs), that one's
+    name and ideal step (``ideal_best``, s)."""
 
     setting: str  # the setting's dims that vary, as options ('' for one setting)
     layout: str  # sweep plan's text of the layout
@@ -98,6 +103,9 @@ class Held:
     inner: dict[str, float]  # INNER_COLUMNS
     step: float  # s, as given
     ideal: float  # s, on an ideal network
+    why: str = ""  # why there is no layout to hold ('' where there is one)
+    ideal_layout: str = ""  # the ideal network's best layout where it is another one
+    ideal_best: float = math.nan  # s, its step on the ideal network
 
     @property
     def gpus_per_node(self) -> float:
@@ -120,66 +128,81 @@ class Held:
 
 def held_layouts(grid: LayoutGrid, say: Callable[[str], None] = lambda _: None) -> list[Held]:
     """Per setting (outer cell, cube order), the layout held: the grid's one layout, or the fastest that can exist
-    and fit of its layouts (a search, as ``sweep plan``'s). A layout that cannot exist or fit is refused in one
-    line naming the setting and the rule (there is no network to ask about)."""
+    and fit of its layouts (a search, as ``sweep plan``'s, and one on the ideal network beside it). A setting
+    with no layout that can exist and fit says why and the others are answered, as a plan goes on past one; where
+    no setting has one, one line naming the setting and the rule is refused (there is no network to ask about)."""
     tables = BlockTables(grid)
     outer = tables.outer(0, grid.outer_size)
+    reasons, ideal_best = [""] * grid.outer_size, None
     if grid.inner_size == 1:
         picked = np.zeros(grid.outer_size, np.int64)
     else:
-        from netsweep_jax.sweep.analysis.planning import refuse_infeasible
+        from netsweep_jax.sweep.analysis.planning import ideal_network, refuse_infeasible
 
         say(f"searching {grid.inner_size:,} layouts x {grid.outer_size:,} settings for the held layout")
         best = best_layouts(grid, keep=SEARCH_KEEP)
-        reasons = refuse_infeasible(grid, best)
-        for flat, why in enumerate(reasons):
-            if why:
-                where = setting_text(grid, flat, "{d} {v}", ", ")
-                raise InputError(f"no feasible layout{f' ({where})' if where else ''}: {why}")
+        reasons = [f"no feasible layout: {why}" if why else "" for why in refuse_infeasible(grid, best)]
         picked = best["layout"][:, 0]
+        ideal_best = best_layouts(ideal_network(grid), keep=SEARCH_KEEP)
     cells = [dict(zip(OUTER_COLUMNS, (float(v) for v in outer[o]))) for o in range(grid.outer_size)]
-    inners = [dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked]
+    inners = [
+        dict(zip(INNER_COLUMNS, (float(v) for v in tables.inner(int(i), 1)[0][0]))) for i in picked.clip(0)
+    ]
+    given, ideal = _steps(grid, cells, inners)
+    out = []
+    for o, (cell, inner) in enumerate(zip(cells, inners)):
+        name = layout_name(grid, o, int(picked[o])) if not reasons[o] else ""
+        reasons[o] = reasons[o] or _unheld(f"layout {name}", cell, given, o)
+        held = Held(
+            setting_text(grid, o), name, cell, inner, float(given["iteration_time"][o]), float(ideal[o])
+        )
+        if reasons[o]:
+            held = dataclasses.replace(held, why=reasons[o], step=math.nan, ideal=math.nan)
+        # another layout, and faster than this one there (the search's float32 step against this float64 one)
+        elif ideal_best is not None and ideal_best["iteration_time"][o, 0] < held.ideal * (1 - 1e-4):
+            other = layout_name(grid, o, int(ideal_best["layout"][o, 0]))
+            held = dataclasses.replace(
+                held, ideal_layout=other, ideal_best=float(ideal_best["iteration_time"][o, 0])
+            )
+        out.append(held)
+    if all(reasons):  # nothing to answer: the first setting's reason, refused
+        where = setting_text(grid, 0, "{d} {v}", ", ")
+        raise InputError(reasons[0] + (f" ({where}, and no other setting has a layout)" if where else ""))
+    return out
+
+
+def _steps(
+    grid: LayoutGrid, cells: list[dict], inners: list[dict]
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """(every output of each setting's layout as the setting gives it, its step on the ideal network [s])."""
     flat = COLLECTIVES_MODES.index("flat")
     columns, inner_columns = _stack(cells), _stack(inners)
     ideal_columns = ideal_settings(columns, si=True)  # priced flat, as planning.ideal_network
-    if grid.collectives_code == flat:  # the step as given and on the ideal network in one call
-        n = len(cells)
-        both = evaluate_columns(
-            {k: np.concatenate([v, w]) for (k, v), w in zip(columns.items(), ideal_columns.values())},
-            {k: np.concatenate([v, v]) for k, v in inner_columns.items()},
-            flat,
-        )
-        given = {k: v[:n] for k, v in both.items()}
-        ideal = {k: v[n:] for k, v in both.items()}
-    else:
+    if grid.collectives_code != flat:
         given = evaluate_columns(columns, inner_columns, grid.collectives_code)
-        ideal = evaluate_columns(ideal_columns, inner_columns, flat)
-    out = []
-    for o, (cell, inner) in enumerate(zip(cells, inners)):
-        where = setting_text(grid, o, "{d} {v}", ", ")
-        name = f"layout {layout_name(grid, o, int(picked[o]))}{f' ({where})' if where else ''}"
-        status = int(given["status"][o])
-        if status != 0:
-            # dp is derived from the GPU count, so the count is named (a layout that does not divide it says its
-            # dp as the division gives it, dp10.67: dp10 had read as a layout that exists, a hunt).
-            on = f" on {cell['gpus']:g} GPUs" if cell["gpus"] > 0 else ""  # 0: derived from --dp
-            raise InputError(f"{name} cannot exist{on}: {STATUS[status]}")
-        if given["fits"][o] <= 0:
-            raise InputError(
-                f"{name} does not fit in memory: it lacks {-given['memory_free_gb'][o]:.1f} GB of usable memory "
-                "a GPU"
-            )
-        out.append(
-            Held(
-                setting=setting_text(grid, o),
-                layout=layout_name(grid, o, int(picked[o])),
-                cell=cell,
-                inner=inner,
-                step=float(given["iteration_time"][o]),
-                ideal=float(ideal["iteration_time"][o]),
-            )
-        )
-    return out
+        return given, evaluate_columns(ideal_columns, inner_columns, flat)["iteration_time"]
+    n = len(cells)  # the step as given and on the ideal network in one call
+    both = evaluate_columns(
+        {k: np.concatenate([v, w]) for (k, v), w in zip(columns.items(), ideal_columns.values())},
+        {k: np.concatenate([v, v]) for k, v in inner_columns.items()},
+        flat,
+    )
+    return {k: v[:n] for k, v in both.items()}, both["iteration_time"][n:]
+
+
+def _unheld(name: str, cell: dict[str, float], given: dict[str, np.ndarray], o: int) -> str:
+    """Why a layout cannot be held on setting ``o`` ('' where it can): the rule it breaks, or the memory it lacks
+    (``given``: the layouts' outputs, :func:`_steps`)."""
+    status = int(given["status"][o])
+    if status != 0:
+        # dp is derived from the GPU count, so the count is named (a layout that does not divide it says its dp
+        # as the division gives it, dp10.67: dp10 had read as a layout that exists, a hunt).
+        on = f" on {cell['gpus']:g} GPUs" if cell["gpus"] > 0 else ""  # 0: derived from --dp
+        return f"{name} cannot exist{on}: {STATUS[status]}"
+    if given["fits"][o] <= 0:
+        lacks = -given["memory_free_gb"][o]
+        return f"{name} does not fit in memory: it lacks {lacks:.1f} GB of usable memory a GPU"
+    return ""
 
 
 def _stack(rows: Sequence[dict[str, float]]) -> dict[str, np.ndarray]:
@@ -377,6 +400,17 @@ UNITS = {"bandwidth": " Gbit/s", "nics_per_node": "", "oversubscription": ":1"}
 HEADS = {"bandwidth": "NIC rate", "nics_per_node": "NICs per node", "oversubscription": "spine"}
 
 
+def percent(share: float) -> str:
+    """A share of the step in percent, rounded up to 3 significant digits, or to as many more as keep a share below
+    100% below it (99.94% had read 100%, the whole step, a hunt)."""
+    value = 100 * share
+    for digits in range(3, 9):
+        text = rounded(value, up=True, digits=digits)
+        if value >= 100 or float(text) < 100:
+            break
+    return text
+
+
 def answer_text(a: Answer | None, axis: str) -> str:
     """One cell of the table: the answer rounded in the safe direction (up for the NIC rate, down for the
     oversubscription: :func:`sweep.analysis.need.shown_value`), or what stands in its place."""
@@ -394,11 +428,11 @@ def answer_text(a: Answer | None, axis: str) -> str:
         # How far off (NCCL's own latencies and NVLink stay where no NIC reaches them), rounded up, never to
         # nearest: 8.04% shown as 8.0% read as meeting 8.03% (a review).
         if np.isfinite(a.floor):
-            return f"unreachable ({end}: still {rounded(100 * a.floor, up=True, digits=3)}% there)"
+            return f"unreachable ({end}: still {percent(a.floor)}% there)"
         return f"unreachable ({end})"
     if a.status == AT_LIMIT:
-        if not a.matters:  # the step is the same at both ends of the range: nothing of this layout uses it
-            return "any (does not change this step)"
+        if not a.matters:  # the step is the same at both ends of the range (at this fabric's other settings)
+            return f"any (the same step from {low:g}{unit} to {high:g}{unit})"
         return f"any (met at {low:g}{unit})" if growing else f"any (met at {high:g}{unit})"
     if axis == "nics_per_node":
         return f"{a.value:g}"
@@ -416,6 +450,9 @@ def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[
         for h_index, h in enumerate(held):
             a = answers[h_index * len(shares) + s_index]
             row = {"setting": h.setting} if any(x.setting for x in held) else {}
+            if h.why:  # said below the tables
+                rows.append({**row, "layout": "none (below)"})
+                continue
             row.update(
                 {
                     "layout": h.layout,
@@ -423,7 +460,7 @@ def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[
                     "ideal s": f"{h.ideal:.4g}",
                     # rounded as an unreachable answer's "still ...% there" is (a hunt: 18.3% now, still 18.4% at
                     # the same spine)
-                    "network now": f"{rounded(100 * (1.0 - h.ideal / h.step), up=True, digits=3)}%",
+                    "network now": f"{percent(1.0 - h.ideal / h.step)}%",
                     # No spine answer where there is none (rail-only, or no preset's leaf): said so, not 1:1.
                     "fabric now": f"{_now(h, 'nics_per_node')} x {_now(h, 'bandwidth')}, "
                     + (f"spine {_now(h, 'oversubscription')}" if a.get("oversubscription") else "no spine"),
@@ -432,13 +469,36 @@ def table(held: Sequence[Held], shares: Sequence[float], answers: Sequence[dict[
             for axis in ANSWERED:
                 row[HEADS[axis]] = answer_text(a.get(axis), axis)
             rows.append(row)
-        frame = pd.DataFrame(rows)
+        frame = pd.DataFrame(rows).fillna("")
         head = (
             f"the network at most {share * 100:.10g}% of the step (1 - ideal / step; ideal: the layout on an ideal "
             "network), each setting moved alone:"
         )
-        blocks.append(head + "\n" + frame.to_string(index=False))
-    return "\n\n".join(blocks)
+        # a setting with no layout leaves blank cells: no trailing spaces
+        blocks.append(
+            "\n".join([head, *(line.rstrip() for line in frame.to_string(index=False).splitlines())])
+        )
+    return "\n\n".join(blocks) + "".join(f"\n{line}" for line in notes(held))
+
+
+def notes(held: Sequence[Held]) -> list[str]:
+    """Lines below the tables: each setting with no layout to hold, why; each whose held layout is not the ideal
+    network's best, what that best is and what the network costs against it (``sweep plan``'s network cost: the
+    answers above hold this layout, which the network may have forced, and it can wait little on the NICs while
+    the network costs the plan much, a hunt)."""
+    lines = []
+    for h in held:
+        at = f"{h.setting}: " if h.setting else ""
+        if h.why:
+            lines.append(f"{at}{h.why}")
+        elif h.ideal_layout:
+            cost = percent(1.0 - h.ideal_best / h.step)
+            lines.append(
+                f"{at}sweep plan counts {cost}% of the step as the network's: on an ideal network the best is "
+                f"{h.ideal_layout} ({h.ideal_best:.4g} s)\n  the answers hold this layout, which the network forces; give "
+                "that one's layout options for the fabric it needs"
+            )
+    return lines
 
 
 def _now(h: Held, axis: str) -> str:
@@ -449,8 +509,8 @@ def phrases(grid: LayoutGrid, searched: bool) -> tuple[str, ...]:
     """What the answer assumed besides the grid's own phrases: which layout is held, and where no spine is."""
     said = (
         "the layout: sweep plan's best at each setting as given (the fastest that can exist and fit of those "
-        "searched), held while each fabric setting moves"
-        if searched
+        "searched, the layout options given held), held while each fabric setting moves"
+        if searched and grid.inner_size > 1
         else f"the layout: the fastest that can exist and fit of the {grid.inner_size:,} given (a list is searched, "
         "what is not given at sweep grid's defaults), held while each fabric setting moves"
         if grid.inner_size > 1
@@ -479,7 +539,9 @@ def need_of_layouts(
 ) -> tuple[list[Held], list[dict[str, Answer]]]:
     """:func:`held_layouts` of ``grid`` and :func:`answer` for ``shares`` (fractions in (0, 1))."""
     held = held_layouts(grid, say)
-    return held, answer(held, shares, grid.collectives_code, has_spine(grid))
+    # each setting with a layout answered ({} for one without: its table row says why)
+    answers = iter(answer([h for h in held if not h.why], shares, grid.collectives_code, has_spine(grid)))
+    return held, [{} if h.why else next(answers) for h in held for _ in shares]
 
 
 __all__ = [

@@ -390,7 +390,10 @@ def rounded(value: float, *, up: bool, digits: int = SHOWN_DIGITS) -> str:
     if exact == 0:
         return "0"
     quantum = Decimal(1).scaleb(exact.adjusted() - digits + 1)
-    return f"{float(exact.quantize(quantum, rounding=ROUND_CEILING if up else ROUND_FLOOR)):.{digits}g}"
+    shown = exact.quantize(quantum, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+    if Decimal("1e-4") <= abs(shown) < Decimal("1e9"):  # as a person writes it: 26320, not 2.632e+04 (a hunt)
+        return f"{shown.normalize():f}"
+    return f"{float(shown):.{digits}g}"
 
 
 def answer_text(

@@ -396,7 +396,7 @@ def need(
         typer.Option(
             "--network-share",
             metavar="PERCENT",
-            help="Large models: the most the network may cost the layout, in percent of its step (1 - its step on an ideal network over its step; 10 or 10%; a comma list gives several): the smallest NIC rate, the smallest NICs per node and the largest spine oversubscription that keep it there. The layout: the one given (--tp, --pp, ...), else sweep plan's best.",
+            help="Large models: the most the network may cost the layout, in percent of its step (1 - its step on an ideal network over its step; 10 or 10%; a comma list gives several): the smallest NIC rate, the smallest NICs per node and the largest spine oversubscription that keep it there. The layout: sweep plan's best, with the layout options given (--tp, --pp, ...) held; a launch file's as it gives it.",
         ),
     ] = None,
     out: Annotated[
@@ -516,20 +516,22 @@ def _need_of_profiles(
 
 
 def _need_of_layouts(network_share: str, settings: dict[str, Any], chosen: frozenset[str]) -> None:
-    """``sweep need --network-share`` of a large model (:mod:`sweep.analysis.layout_need`): the layout given, or
-    sweep plan's best where no layout option is given; the assumed line, then the table."""
+    """``sweep need --network-share`` of a large model (:mod:`sweep.analysis.layout_need`): sweep plan's best with
+    the layout options given held, or a launch file's layout; the assumed line, then the table."""
     from netsweep_jax.sweep.analysis import layout_jobs, layout_need
     from netsweep_jax.sweep.cli.options import say
-    from netsweep_jax.sweep.core.layout_axes import PARALLEL_DIMS
     from netsweep_jax.sweep.core.schema import assumed_line
 
     shares = layout_need.parse_shares(network_share)
     layout_jobs.refuse_data_parallel_options(settings, chosen)
-    layout_given = {*PARALLEL_DIMS, "launch", "virtual_stages"} & chosen
-    grid = layout_jobs.layout_grid_from(settings, chosen, search=not layout_given, say=say)
+    # The layout options given are held and the rest searched, as sweep plan does (a hunt: --recompute full alone
+    # had held sweep grid's ZeRO 0, which did not fit, where plan finds ZeRO 3); a launch file, or --dp without a
+    # GPU count (the cluster is then the layout's), gives one layout, what it does not set at sweep grid's defaults.
+    search = "launch" not in chosen and not ("dp" in chosen and not {"gpus", "nodes"} & chosen)
+    grid = layout_jobs.layout_grid_from(settings, chosen, search=search, say=say)
     grid.spine()  # one oversubscription: the one the answers hold (a list is refused before any work)
-    held, answers = layout_need.need_of_layouts(grid, shares)
-    say_assumed(assumed_line((*grid.assumed, *layout_need.phrases(grid, searched=not layout_given))))
+    held, answers = layout_need.need_of_layouts(grid, shares, say)  # a search says so as it starts
+    say_assumed(assumed_line((*grid.assumed, *layout_need.phrases(grid, searched=search))))
     typer.echo(layout_need.table(held, shares, answers))
 
 
