@@ -222,6 +222,13 @@ def test_many_lines_get_a_color_scale_and_a_heatmaps_labels_stay_apart():
         "bandwidth=10 Gbit/s",
         "bandwidth=25 Gbit/s",
     ]
+    # two values that read alike to 6 digits are named to the 12 a value is matched to (they were both "1")
+    close = two.assign_coords(bandwidth=[1.0000001, 1.0000002])
+    close["bandwidth"].attrs["units"] = "Gbit/s"
+    assert [t.get_text() for t in line_plot(close, "nodes", hue="bandwidth").get_legend().get_texts()] == [
+        "bandwidth=1.0000001 Gbit/s",
+        "bandwidth=1.0000002 Gbit/s",
+    ]
     ax = heatmap(ds.rename(nodes="ratio"), "bandwidth", "ratio")
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert len(labels) <= 8 and labels[:3] == ["1", "3.16", "10"] and labels[-1] == "1000"

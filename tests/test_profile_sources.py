@@ -243,6 +243,15 @@ def test_a_cuda_steps_forward_and_backward_are_the_gpus(tmp_path):
     bound = [{**e, "dur": 400} if e["name"] == "aten::linear" else e for e in bound]
     path.write_text(json.dumps({"traceEvents": bound}))
     np.testing.assert_allclose(import_trace(path).forward, [0.0, 400e-6, 0.0, 400e-6, 0.0, 400e-6], rtol=1e-9)
+    # a layer's kernels on two streams at once run its forward's time once (summed, they had doubled it), and
+    # one after another, the sum
+    sgemms = [e for e in events if e["name"] == "sgemm"]
+    twice = events + [{**e, "tid": 8, "ts": e["ts"] + e["dur"] / 2} for e in sgemms[:1]]
+    twice += [{**e, "tid": 8, "ts": e["ts"] + e["dur"]} for e in sgemms[1:2]]
+    path.write_text(json.dumps({"traceEvents": twice}))
+    np.testing.assert_allclose(
+        import_trace(path).forward, [0.0, 300e-6, 0.0, 4000e-6, 0.0, 1500e-6], rtol=1e-9
+    )
 
 
 def test_cli_import_writes_a_profile_that_loads(tmp_path):

@@ -157,9 +157,10 @@ def line_plot(
     # Past LEGEND_MOST numbers a legend ran off the axes (64 node counts, a hunt): a color scale says them.
     scale = hue is not None and len(hues) > LEGEND_MOST and hues.dtype.kind in "iuf"
     colors = _hue_scale(ax, ds[hue], hues) if hue is not None and scale else None
+    shown = _distinct(hues) if hue else [None]
     for i, h in enumerate(hues):
         line = da.sel({hue: h}) if hue else da
-        name = (hue_label(h) if hue_label else f"{hue}={_shown(h)}{_unit(ds[hue])}") if hue else None
+        name = (hue_label(h) if hue_label else f"{hue}={shown[i]}{_unit(ds[hue])}") if hue else None
         if name is not None and not np.isfinite(line.values).any():
             name = f"{name} (no value)"
         style = {"color": colors[i]} if colors is not None else {"label": name}
@@ -248,6 +249,15 @@ def _unit(coordinate: xr.DataArray) -> str:
 def _shown(value: Any) -> str:
     """A coordinate as a label says it: ``1``, not ``1.0``; ``0.01``; a name as it is."""
     return f"{value:g}" if isinstance(value, (float, np.floating, int, np.integer)) else str(value)
+
+
+def _distinct(values: np.ndarray) -> list[str]:
+    """Each of a legend's values as ``_shown`` says it, or to the 12 digits the tool matches values to where
+    two would read alike (1.0000001 and 1.0000002 were two lines named ``1``)."""
+    shown = [_shown(v) for v in values]
+    if len(set(shown)) == len(shown):
+        return shown
+    return [digits12(v) if isinstance(v, (float, np.floating)) else s for v, s in zip(values, shown)]
 
 
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:

@@ -236,16 +236,20 @@ def _top_level(ops):
 
 
 def _kernel_seconds(ops, spans):
-    """id(top-level op) -> seconds the GPU kernels it and the ops inside it launched ran (kernels name their
-    launching op by ``External id``; a top-level op as :func:`_top_level` finds it). Empty on a CPU trace."""
-    kernels: dict[Any, float] = {}
+    """id(top-level op) -> seconds the GPU ran the kernels it and the ops inside it launched (kernels name their
+    launching op by ``External id``; a top-level op as :func:`_top_level` finds it): the time any of them ran,
+    so kernels on concurrent streams count once (summed, two overlapping kernels had doubled a layer's
+    forward). Empty on a CPU trace."""
+    kernels: dict[Any, list[tuple[float, float]]] = {}
     for e in spans:
         if e.get("cat") == "kernel" and (k := _key(e["args"].get("External id"))) is not None:
-            kernels[k] = kernels.get(k, 0.0) + e["dur"] * 1e-6
-    out: dict[int, float] = {}
+            kernels.setdefault(k, []).append((e["ts"], e["ts"] + e["dur"]))
+    launched: dict[int, list[tuple[float, float]]] = {}
     for e, top in _nesting(ops):
-        out[id(top)] = out.get(id(top), 0.0) + kernels.get(_key(e["args"].get("External id")), 0.0)
-    return out
+        launched.setdefault(id(top), []).extend(kernels.get(_key(e["args"].get("External id")), ()))
+    return {
+        top: sum(end - begin for begin, end in _merged(runs)) * 1e-6 for top, runs in launched.items() if runs
+    }
 
 
 def _forward_times(forward_ops, shapes_forward, gpu_seconds):
@@ -270,12 +274,17 @@ def _forward_times(forward_ops, shapes_forward, gpu_seconds):
 def _spans(events, *prefixes):
     """The (start, end) us of the host's events named one of ``prefixes``..., merged where they overlap, in time
     order."""
-    merged: list[list[float]] = []
-    for begin, finish in sorted(
+    return _merged(
         (e["ts"], e["ts"] + e["dur"])
         for e in events
         if str(e["name"]).startswith(prefixes) and e.get("cat") in HOST_CATEGORIES
-    ):
+    )
+
+
+def _merged(intervals):
+    """(start, end) intervals, merged where they overlap, in time order (lists of two)."""
+    merged: list[list[float]] = []
+    for begin, finish in sorted(intervals):
         if merged and begin <= merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], finish)
         else:

@@ -154,7 +154,10 @@ def models_table() -> str:
             f"  {name:<11} {arch.family:<6} {len(tensors):>7} {sum(t.numel for t in tensors):>14,} "
             f"{arch.layers:>6} {arch.hidden:>6} {arch.seq_len:>7}  {arch.source}"
         )
-    lines += ["", "Large models (sweep grid and sweep plan with --tp, --pp, ...; or any shape with --arch):"]
+    lines += [
+        "",
+        "Large models (sweep plan, sweep grid and sweep need with --tp, --pp, ...; or any shape with --arch):",
+    ]
     for name, llm in LLMS.items():
         lines.append(f"  {name:<16} {llm.describe()}")
     lines += [
