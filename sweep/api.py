@@ -365,6 +365,7 @@ class Validation:
       train: [R] bools, True for the rows the fits saw.
       fitted: model name -> {(parameter, group): value in its units}.
       paths: the files written (empty without ``out``).
+      warnings: model name -> its fit's warnings (a value at its bound, one the rows do not determine).
     """
 
     errors: tuple[ModelErrors, ...]
@@ -373,6 +374,7 @@ class Validation:
     train: np.ndarray
     fitted: dict[str, dict[tuple[str, str | None], float]]
     paths: tuple[Path, ...] = ()
+    warnings: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 def validate(
@@ -405,12 +407,18 @@ def validate(
     if progress is not None and not callable(progress):
         raise InputError(f"{progress!r}: expected a function of one line of text, or None", param="progress")
     if out is not None:
-        _check_report_directory(_path(out, "out"), _validation.FILES, force=force)
-    meas, predictions, train, fits = _validation.run_validation(path, progress)
+        _check_report_directory(
+            _path(out, "out"), _validation.FILES, force=force, reads={path: "measurements file"}
+        )
+    meas, predictions, train, fits, said = _validation.run_validation(path, progress)
     paths = (
         ()
         if out is None
-        else tuple(_validation.write_report(_path(out, "out"), meas, predictions, train, fits, force=force))
+        else tuple(
+            _validation.write_report(
+                _path(out, "out"), meas, predictions, train, fits, force=force, warnings=said
+            )
+        )
     )
     errors = tuple(
         ModelErrors(m.name, m.description, held, worst, in_sample, mean)
@@ -423,6 +431,7 @@ def validate(
         train,
         dict(fits),
         paths,
+        {name: tuple(lines) for name, lines in said.items() if lines},
     )
 
 

@@ -152,7 +152,20 @@ def test_calibrate_names_the_collectives_it_takes():
 def test_validate_on_a_users_file(measured, tmp_path):
     seen = []
     v = sweep.validate(measured, out=tmp_path / "v", progress=seen.append)
-    assert [e.model for e in v.errors] == ["paper", "utilization", "calibrated"] and len(seen) == 3
+    assert [e.model for e in v.errors] == ["paper", "utilization", "calibrated"]
+    # each model as it is fitted, then its fit's warnings (dropped before, a hunt): said, kept and reported
+    assert [line.split(":")[0] for line in seen if not line.startswith("warning")] == [
+        "model 1/3",
+        "model 2/3",
+        "model 3/3",
+    ]
+    warned = [line for line in seen if line.startswith("warning: ")]
+    assert (
+        warned == [f"warning: the {m} model's fit: {w}" for m, said in v.warnings.items() for w in said]
+        and warned
+    )
+    report = (tmp_path / "v" / "REPORT.md").read_text()
+    assert all(f"- {m}: warning: {w}" in report for m, said in v.warnings.items() for w in said)
     assert v.train.sum() == 4 and v.predictions["calibrated"].shape == v.measured.shape == (12,)
     by_model = {e.model: e for e in v.errors}
     assert by_model["utilization"].heldout_rmse < 0.01 < by_model["paper"].heldout_rmse

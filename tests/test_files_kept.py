@@ -279,3 +279,39 @@ def test_a_report_replaced_with_force_that_fails_is_put_back_whole(tmp_path):
         set_aside(tmp_path / "a.txt")
         raise KeyboardInterrupt
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == {"a.txt": "new a", "b.txt": "new b"}
+
+
+def test_an_output_that_is_a_file_the_command_reads_is_refused_even_with_force(tmp_path):
+    # A hunt: validate's --out holding its own measurements as predictions.csv, a fabric file over its nccl-tests
+    # log, a profile over its trace: refused as "file exists; pass --force", and --force then replaced the data
+    # read with what was made of it. Refused with or without --force, by any name (a link too), nothing written.
+    import os
+    import shutil
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    logs = Path(__file__).resolve().parent / "data" / "nccl-tests"
+    runs = tmp_path / "predictions.csv"
+    shutil.copy(examples / "resnet50_measured.csv", runs)
+    log = tmp_path / "ar.json"
+    shutil.copy(logs / "all_reduce_perf-2x8.log", log)
+    trace = tmp_path / "t.json"
+    shutil.copy(examples / "tiny.trace.json", trace)
+    os.symlink(trace, tmp_path / "also.json")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    cases = [
+        (["validate", runs, "--out", tmp_path], "predictions.csv: the measurements file this command reads"),
+        (
+            ["calibrate", "--nccl-tests", log, "--nics-per-node", "8", "--bw", "400", "--out", log],
+            "the nccl-tests log",
+        ),
+        (
+            ["profile", "import", tmp_path / "also.json", "--out", trace],
+            "t.json: the trace this command reads",
+        ),
+    ]
+    for args, said in cases:
+        for force in ([], ["--force"]):
+            line = one_error(invoke(*args, *force), 2)
+            assert said in line and line.endswith("give another --out"), line
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

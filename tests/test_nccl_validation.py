@@ -420,3 +420,14 @@ def test_a_fit_whose_loss_is_not_finite_names_the_row_not_a_fit(tmp_path):
         InputError, match=r"the fit has no finite loss: the model cannot price ONE-RANK-01 \(predicted"
     ):
         V.fit_and_predict(rows, V.fabrics_of(rows), np.ones(3, bool))
+
+
+def test_unpriced_rows_are_named_as_a_range_only_where_they_are_consecutive():
+    # A hunt: "AWSEP-P5-A2A-02 .. AWSEP-P5-A2A-04" for two unpriced rows named the priced -03 between them.
+    from types import SimpleNamespace
+
+    rows = [SimpleNamespace(id=f"R-{k:02d}") for k in range(1, 6)]
+    assert V._id_span(rows[1:4], [1, 2, 3]) == "R-02 .. R-04"
+    assert V._id_span([rows[1], rows[3]], [1, 3]) == "R-02, R-04"
+    assert V._id_span([rows[0], rows[1], rows[3]], [0, 1, 3]) == "R-01, R-02, R-04"
+    assert V._id_span(rows[:1], [0]) == "R-01"

@@ -312,7 +312,7 @@ def calibrate_file(
     with a 95% interval from the fit's uncertainty. The JSON has ``null`` where a number is undefined.
     """
     if out is not None:
-        check_new_file(out, force=force, suffixes=(".json",))
+        check_new_file(out, force=force, suffixes=(".json",), reads={measurements: "measurements file"})
     check_settings(settings)
     axes = parse_names(fit_axes, "fit", FITTABLE)
     per_map = parse_pairs(per, "per")

@@ -207,7 +207,7 @@ def run(
     progress: Callable[[str], None] | None = None,
 ) -> tuple[list[Path], Validation]:
     """Check ``out_dir``, fit and predict, write the report; return (its paths, the validation)."""
-    check_report_directory(out_dir, FILES, force=force)
+    check_report_directory(out_dir, FILES, force=force, reads={dataset: "runs file"})
     v = run_validation(dataset, train, progress)
     return write_report(out_dir, v, command, force), v
 

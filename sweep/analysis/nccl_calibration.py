@@ -312,7 +312,7 @@ def run(
     made as the file is written), fit, write the fabric file; return (its path, the fit)."""
     if out is None:
         out = stamped("fabric", ".json")  # its folder made as the file is written: a refusal leaves none
-    check_new_file(out, force=force, suffixes=(".json",))
+    check_new_file(out, force=force, suffixes=(".json",), reads={p: "nccl-tests log" for p in paths})
     c = calibrate_logs(paths, nics=nics, nic_gbps=nic_gbps, source=str(out), host_gpus=host_gpus)
     logs = [
         {

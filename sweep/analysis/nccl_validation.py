@@ -304,7 +304,7 @@ def run(
     force: bool = False,
 ) -> tuple[list[Path], Validation]:
     """Check ``out_dir``, fit and predict, write the report; return (its paths, the validation)."""
-    check_report_directory(out_dir, FILES, force=force)
+    check_report_directory(out_dir, FILES, force=force, reads={dataset: "nccl-tests file"})
     v = run_validation(dataset)
     files: dict[str, str | Callable[[Path], Path]] = {
         FILES[0]: lambda path: figure(v, path, overwrite=force),
@@ -1054,19 +1054,27 @@ def _curve_row(v: Validation, curve: str) -> list[str]:
 
 
 def _unrepresented(v: Validation) -> list[list[str]]:
-    groups: dict[tuple[str, str], list[Measurement]] = {}
-    for r, f in zip(v.rows, v.fabrics):
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, (r, f) in enumerate(zip(v.rows, v.fabrics)):
         if isinstance(f, Unrepresented):
-            groups.setdefault((r.curve, f.reason), []).append(r)
+            groups.setdefault((r.curve, f.reason), []).append(i)
     return [
         [
-            f"{rs[0].id} .. {rs[-1].id}" if len(rs) > 1 else rs[0].id,
-            str(len(rs)),
+            _id_span([v.rows[i] for i in rows], rows),
+            str(len(rows)),
             reason,
-            _doubt(rs[0].notes) or "none",
+            _doubt(v.rows[rows[0]].notes) or "none",
         ]
-        for (_, reason), rs in groups.items()
+        for (_, reason), rows in groups.items()
     ]
+
+
+def _id_span(rs: Sequence[Measurement], at: Sequence[int]) -> str:
+    """Rows' ids as a range where they are consecutive rows of the file (``at``: their indices), else listed: a
+    range of two unpriced rows named a priced one between them (a hunt)."""
+    if len(rs) > 2 and list(at) == list(range(at[0], at[0] + len(at))):
+        return f"{rs[0].id} .. {rs[-1].id}"
+    return ", ".join(r.id for r in rs)
 
 
 def predictions_csv(v: Validation) -> str:

@@ -111,8 +111,9 @@ def groups(meas: Measurements) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
 
 def _predict(
     meas: Measurements, model: Model, train: np.ndarray, builtin: Sequence[Profile]
-) -> tuple[np.ndarray, Fits]:
-    """[R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows."""
+) -> tuple[np.ndarray, Fits, list[str]]:
+    """([R] scaling factors of ``model`` for every row of ``meas``, fitted on the ``train`` rows; the fitted values;
+    the fit's warnings, as calibrate says them: a value at its bound, one the rows do not determine)."""
     settings = Settings(collective=model.collective)
     if not model.fit:
         rows, _, features = build_rows(meas, builtin, builtin[0].model, settings)
@@ -120,12 +121,12 @@ def _predict(
         padded, _, _ = padded_rows(rows, np.ones(n), np.ones(n))  # as a fit's: one compile for groups alike
         with precision("float64"):
             out = predict_rows(np.zeros(0), padded, spec=FitSpec((), (), ()), features=features)
-        return np.asarray(out["scaling_factor"])[:n], {}
+        return np.asarray(out["scaling_factor"])[:n], {}, []
     result = calibrate(
         meas, builtin, builtin[0].model, model.fit, per=dict(model.per), train=train, settings=settings
     )
     fitted = {(p["name"], p["group"]): p["value"] for p in result["fitted"]}
-    return np.array([r["predicted"] for r in result["rows"]]), fitted
+    return np.array([r["predicted"] for r in result["rows"]]), fitted, list(result["warnings"])
 
 
 def _refuse_what_validation_cannot_use(meas: Measurements, dataset: str | Path) -> None:
@@ -192,10 +193,12 @@ def _say_workloads(meas: Measurements, progress: Callable[[str], object] | None)
 
 def run_validation(
     dataset: str | Path = DATASET, progress: Callable[[str], object] | None = None
-) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits]]:
-    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits).
+) -> tuple[Measurements, dict[str, np.ndarray], np.ndarray, dict[str, Fits], dict[str, list[str]]]:
+    """Predictions of every model for every row: (Measurements, {model: [R]}, train [R], fits, {model: the fit's
+    warnings}: a value at its bound or one its rows do not determine, as calibrate warns; they had been dropped,
+    and a utilization stuck at 1 read as fitted, a hunt).
 
-    ``progress(text)``, if given, hears which model is being fitted (each takes seconds)."""
+    ``progress(text)``, if given, hears which model is being fitted (each takes seconds), and each warning."""
     meas = read_measurements(dataset)
     _refuse_what_validation_cannot_use(meas, dataset)
     builtin = [builtin_profile(n) for n in builtin_names()]
@@ -221,12 +224,15 @@ def run_validation(
                 )
     predictions: dict[str, np.ndarray] = {}
     fits: dict[str, Fits] = {}
+    warnings: dict[str, list[str]] = {}
     for i, model in enumerate(MODELS, 1):
         if progress:
             doing = f"fitting on {int(train.sum())} training rows" if model.fit else "no fit"
             progress(f"model {i}/{len(MODELS)}: {model.name} ({model.description}): {doing}")
         try:
-            predictions[model.name], fits[model.name] = _predict(meas, model, train, builtin)
+            predictions[model.name], fits[model.name], warnings[model.name] = _predict(
+                meas, model, train, builtin
+            )
         except InputError as e:
             if e.param not in ("fit", "per", "train", "bounds"):
                 raise
@@ -238,7 +244,10 @@ def run_validation(
                 f"({e.detail})",
                 names=e.names,
             ) from None
-    return meas, predictions, train, fits
+        for warning in warnings[model.name]:  # said as calibrate says them
+            if progress:
+                progress(f"warning: the {model.name} model's fit: {warning}")
+    return meas, predictions, train, fits, warnings
 
 
 def _rmse(x: np.ndarray) -> float:
@@ -269,8 +278,9 @@ def report(
     train: np.ndarray,
     fits: Mapping[str, Fits],
     command: str = "sweep validate",
+    warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """REPORT.md text."""
+    """REPORT.md text (``warnings``: :func:`run_validation`'s, listed under the fitted values)."""
     measured = np.array(meas.columns["scaling_factor"])
     held = ~train
     shipped = Path(meas.path).resolve() == DATASET.resolve()
@@ -328,6 +338,7 @@ def report(
         for (name, group), value in fits[m.name].items():
             label = f" [{group}]" if group is not None else ""
             lines.append(f"- {m.name}: {name}{label} = {value:.4g}")
+        lines += [f"- {m.name}: warning: {w}" for w in (warnings or {}).get(m.name, ())]
     if "t1_basis" in col:
         lines += ["", "## Single-GPU times (T1) used", ""]
         lines += [f"- {ids[i]}: {col['t1_basis'][i]}" for i in range(len(meas))]
@@ -396,6 +407,7 @@ def write_report(
     fits: Mapping[str, Fits],
     command: str = "sweep validate",
     force: bool = False,
+    warnings: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Path]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png (of :func:`run_validation`'s
     results) into ``out_dir``; return their paths. An existing one is refused without ``force``
@@ -405,7 +417,7 @@ def write_report(
         {
             FILES[0]: lambda path: figure(meas, predictions, train, path, overwrite=force),
             FILES[1]: predictions_csv(meas, predictions, train),
-            FILES[2]: report(meas, predictions, train, fits, command),
+            FILES[2]: report(meas, predictions, train, fits, command, warnings),
         },
         force=force,
     )
@@ -420,7 +432,7 @@ def run(
 ) -> tuple[list[Path], list[tuple[Model, float, float, float, float]]]:
     """Write REPORT.md, predictions.csv and measured_vs_predicted.png into ``out_dir``; return
     (their paths, :func:`errors`). ``out_dir`` is checked before anything is fitted."""
-    check_report_directory(out_dir, FILES, force=force)
-    meas, predictions, train, fits = run_validation(dataset, progress)
-    paths = write_report(out_dir, meas, predictions, train, fits, command, force=force)
+    check_report_directory(out_dir, FILES, force=force, reads={dataset: "measurements file"})
+    meas, predictions, train, fits, warnings = run_validation(dataset, progress)
+    paths = write_report(out_dir, meas, predictions, train, fits, command, force=force, warnings=warnings)
     return paths, errors(meas, predictions, train)

@@ -16,12 +16,12 @@ profile_app = helptext.Typer(
 ProfileOut = Annotated[Path, typer.Option("--out", help="The JSON profile to write.")]
 
 
-def _write_profile(profile, out, force):
+def _write_profile(profile, out, force, reads=None):
     import json
 
     from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 
-    check_new_file(out, force=force, suffixes=(".json",))
+    check_new_file(out, force=force, suffixes=(".json",), reads=reads)
     text = json.dumps(profile.to_json(), indent=1)
     write_atomically(out, lambda p: p.write_text(text + "\n"))
     typer.echo(
@@ -115,4 +115,4 @@ def profile_import(
     """
     from netsweep_jax.sweep.io.trace import import_trace
 
-    _write_profile(import_trace(trace, model), out, force)
+    _write_profile(import_trace(trace, model), out, force, reads={trace: "trace"})

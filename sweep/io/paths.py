@@ -199,19 +199,47 @@ def remove_folders(made: list[Path]) -> None:
             break
 
 
+Reads = Mapping[str | Path, str]
+"""The files a command reads, each with what it reads it as (``{"runs.csv": "measurements file"}``)."""
+
+
+def refuse_reading_what_is_written(out: str | Path, reads: Reads, param: str = "out") -> None:
+    """Refuse an output that is a file the command reads, by any name (a link, a hard link, ``./x``): even with
+    ``--force`` it would replace the data read with what was made of it (a hunt: validate's predictions.csv over
+    the measurements it read, a fabric file over its nccl-tests log)."""
+    for given, what in reads.items():
+        try:
+            same = os.path.samefile(out, given)
+        except OSError:  # either is absent (or unreadable: the reader says so)
+            continue
+        if same:
+            raise InputError(
+                f"{literal(str(out))}: the {literal(what)} this command reads; give another {{0}}",
+                param=param,
+                names=(param,),
+            )
+
+
 def check_report_directory(
-    out_dir: str | Path, names: Collection[str], *, force: bool, param: str = "out"
+    out_dir: str | Path,
+    names: Collection[str],
+    *,
+    force: bool,
+    param: str = "out",
+    reads: Reads | None = None,
 ) -> Path:
     """Refuse a report directory before any work starts: a file or a link in its place, one that cannot be
-    created or written, or any of the files ``names`` it would write that exists (without ``force``) or is
-    not a regular file (a link is refused even with ``force``: never replaced, never written through).
-    Creates nothing (:func:`report_directory` does, when the report is written)."""
+    created or written, or any of the files ``names`` it would write that exists (without ``force``), is
+    not a regular file (a link is refused even with ``force``: never replaced, never written through) or is one
+    of the files the command ``reads`` (:func:`refuse_reading_what_is_written`). Creates nothing
+    (:func:`report_directory` does, when the report is written)."""
     out_dir = Path(out_dir)
     if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
         raise InputError(f"{out_dir}: not a directory; give a directory for the report", param=param)
     for name in names:
         path = out_dir / name
         regular_or_absent(path, param)
+        refuse_reading_what_is_written(path, reads or {}, param)
         if path.exists() and not force:
             raise InputError(
                 f"{literal(str(path))}: file exists; pass {{0}} to overwrite it, or give another {{1}}",
@@ -242,11 +270,18 @@ CUBE_SUFFIXES = (".h5", ".hdf5", ".nc")
 
 
 def check_new_file(
-    out: str | Path, *, force: bool, param: str = "out", suffixes: Collection[str] | None = None
+    out: str | Path,
+    *,
+    force: bool,
+    param: str = "out",
+    suffixes: Collection[str] | None = None,
+    reads: Reads | None = None,
 ) -> None:
-    """Refuse an output file that cannot be written, is not a regular file, or exists (without ``force``)."""
+    """Refuse an output file that cannot be written, is not a regular file, exists (without ``force``) or is one
+    of the files the command ``reads`` (:func:`refuse_reading_what_is_written`)."""
     out = Path(out)
     regular_or_absent(out, param)
+    refuse_reading_what_is_written(out, reads or {}, param)
     if suffixes and out.suffix.lower() not in suffixes:
         raise InputError(
             f"{out}: unknown file type {out.suffix!r}; use one of {', '.join(suffixes)}", param=param
