@@ -976,3 +976,13 @@ def test_a_fit_at_an_end_of_its_range_names_the_runs_furthest_from_it(tmp_path):
     assert r.exit_code == 0 and "is at an end of its range" in r.output, r.output
     off = list(csv.DictReader(open(tmp_path / "runs.csv")))[2]["id"]  # the row 1000x off
     assert f"warning: the training runs furthest from the fit: {off} (+" in r.output, r.output
+
+
+def test_a_report_with_nothing_held_out_has_no_empty_worst_rows_section():
+    # A hunt: --train naming every source wrote "## The worst held-out dense rows" with nothing under it.
+    from types import SimpleNamespace
+
+    from netsweep_jax.sweep.analysis.llm_report import _worst_held_out
+
+    trained = SimpleNamespace(runs=[SimpleNamespace(moe=False)], train=[True], errors=lambda _: np.array([0.1]))
+    assert _worst_held_out(trained) == []

@@ -574,6 +574,8 @@ def _worst_held_out(v: Validation) -> list[str]:
     worst = sorted(
         (i for i, h in enumerate(held_dense) if h and np.isfinite(err[i])), key=lambda i: -abs(err[i])
     )[:5]
+    if not worst:  # nothing held out (every row trained on): no section to leave empty
+        return []
     lines = ["", "## The worst held-out dense rows", ""]
     for i in worst:
         r = v.runs[i]
