@@ -143,3 +143,33 @@ def test_dead_process_then_resume(tmp_path, single, monkeypatch):
     assert r.exit_code == 0 and said in r.output, r.output
     assert_same(out, single)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["d.h5"]
+
+
+def test_a_file_that_appears_at_out_while_the_processes_compute_is_kept(tmp_path, single, monkeypatch):
+    # A hunt: a user's file written at --out during a --distributed grid was replaced by the stitched cube, exit
+    # code 0, where one process refuses and keeps it. Process 1's shard, then process 0's, the file appearing as
+    # process 0 waits for the shards: refused, the file kept, the shards too; moved away, --resume stitches.
+    out = tmp_path / "d.h5"
+    assert as_process(monkeypatch, 1, out).exit_code == 0
+    waited = distributed.wait_for
+
+    def appears(*args, **kwargs):
+        out.write_text("the user's")
+        return waited(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "wait_for", appears)
+    r = as_process(monkeypatch, 0, out)
+    assert r.exit_code == 2 and "d.h5: file exists; pass --force to overwrite it" in r.output, r.output
+    assert out.read_text() == "the user's"
+    assert (tmp_path / "d.shard0of2.h5").exists() and (tmp_path / "d.shard1of2.h5").exists()
+    # a shard is no cube to read: the other process's blocks were never written (they read 0, not NaN; a hunt)
+    for command in ("show", "select"):
+        r = invoke(command, tmp_path / "d.shard1of2.h5")
+        assert r.exit_code == 2 and "the shard of process 1 of 2 of a --distributed sweep" in r.output, (
+            r.output
+        )
+    monkeypatch.setattr(distributed, "wait_for", waited)
+    out.unlink()
+    r = as_process(monkeypatch, 0, out, "--resume")
+    assert r.exit_code == 0 and "stitched" in r.output, r.output
+    assert_same(out, single)

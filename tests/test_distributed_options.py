@@ -53,6 +53,28 @@ def test_bad_distributed_options_are_refused_before_anything_starts(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("JAX_PROCESS_ID", "abc"),
+        ("JAX_NUM_PROCESSES", "\uff12"),
+        ("JAX_NUM_PROCESSES", "0"),
+        ("JAX_PROCESS_ID", "-1"),
+    ],
+)
+def test_a_process_count_or_id_from_the_environment_is_read_by_the_options_rule(
+    tmp_path, monkeypatch, name, value
+):
+    # A hunt: JAX_PROCESS_ID=abc gave a traceback, and a full-width 2 was taken for 2.
+    monkeypatch.setattr(jax.distributed, "initialize", never)
+    monkeypatch.setenv(name, value)
+    r = invoke(
+        "grid", "--bw", "10", "--out", tmp_path / "d.h5", "--distributed", "--coordinator", "localhost:1234"
+    )
+    assert f"${name} {value!r}: give a whole number" in one_error(r)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("command", ["grid", "plan"])
 def test_a_distributed_option_without_distributed_is_refused(tmp_path, command):
     # It did nothing, in silence: a bad --stitch-timeout or a --coordinator was accepted and the run went alone.
@@ -117,6 +139,22 @@ def test_processes_must_run_the_same_options():
         errors.InputError, match="processes 1, 2 of 3 were started with other options than process 0"
     ):
         distributed.agree(FakeClient(others="grid xyz"), 0, 3, "grid abc", 1.0)
+
+
+def test_processes_given_other_out_files_run_other_options(tmp_path, monkeypatch):
+    # A hunt: process 1 given another --out wrote its shard there, and process 0 waited --stitch-timeout (600 s)
+    # for one never written. The file's name is what every process must agree on (its folder may be mounted
+    # elsewhere on each host).
+    published = []
+
+    def rendezvous(*args, options=None):
+        published.append(options)
+        raise errors.InputError("stop here")
+
+    monkeypatch.setattr(distributed, "rendezvous", rendezvous)
+    for out in (tmp_path / "g.h5", tmp_path / "other.h5", tmp_path / "mnt" / "g.h5"):
+        invoke("grid", *GRID, "--out", out, "--distributed", "--coordinator", "host0:1234")
+    assert published[0] != published[1] and published[0] == published[2], published
 
 
 @pytest.mark.parametrize("pid", [0, 1])

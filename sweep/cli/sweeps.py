@@ -412,7 +412,8 @@ def _search_plan(
                 settings["coordinator"],
                 settings["num_processes"],
                 settings["process_id"],
-                options=f"plan {g.fingerprint()} keep={keep}",
+                # the file name too: processes given other --out files each waited for shards never written
+                options=f"plan {g.fingerprint()} keep={keep} out={Path(out).name if out is not None else ''}",
             )
         ds, target = write_plan(
             g,

@@ -36,6 +36,7 @@ import h5py
 import jax
 
 from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
+from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.blocks import Blocking, owner, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
 from netsweep_jax.sweep.io import cube
@@ -108,8 +109,8 @@ def rendezvous(
     env = os.environ
     coordinator = coordinator or env.get("JAX_COORDINATOR_ADDRESS")
     check_coordinator(coordinator)
-    num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES")
-    process_id = process_id if process_id is not None else _int_env("JAX_PROCESS_ID")
+    num_processes = num_processes if num_processes is not None else _int_env("JAX_NUM_PROCESSES", 1)
+    process_id = process_id if process_id is not None else _int_env("JAX_PROCESS_ID", 0)
     # JAX binds "[::]:PORT" of a host:port address; a Unix socket is bound where it is named.
     bind = coordinator if coordinator is not None and coordinator.startswith("unix:") else None
     outcome: list[BaseException | None] = []
@@ -195,7 +196,7 @@ def agree(client: Any, pid: int, count: int, options: str, timeout_s: float) -> 
         raise InputError(
             f"process{'es' if len(differ) > 1 else ''} {', '.join(differ)} of {count} "
             f"{'were' if len(differ) > 1 else 'was'} started with other options than process {pid}; "
-            f"give every process the same command",
+            f"give every process the same command (the same --out file name too)",
             param="distributed",
         )
 
@@ -220,14 +221,25 @@ def run(
     """Join the other processes, then :func:`run_distributed` this one's share. Returns a summary."""
     if out is None:
         raise InputError("needed with --distributed: a path every process can reach", param="out")
-    options = f"grid {grid.fingerprint()} block_configs={kwargs.get('block_configs')}"
+    # The file's name too (its folder may be mounted elsewhere on each host): processes given other --out files
+    # wrote shards process 0 never found, and it waited --stitch-timeout for them (a hunt).
+    options = f"grid {grid.fingerprint()} block_configs={kwargs.get('block_configs')} out={Path(out).name}"
     pid, count = rendezvous(coordinator, num_processes, process_id, options=options)
     return run_distributed(grid, out, pid, count, **kwargs)
 
 
-def _int_env(name: str) -> int | None:
+def _int_env(name: str, low: int) -> int | None:
+    """Environment variable ``name`` as a whole number of at least ``low`` (None where unset or empty), refused in
+    one line where it is not one in ASCII digits (int() gave a traceback for 'abc' and took full-width digits, a
+    hunt), as the option it stands in for is."""
     value = os.environ.get(name)
-    return int(value) if value not in (None, "") else None
+    if value in (None, ""):
+        return None
+    whole = whole_number(value.strip())
+    if whole is None or whole < low:
+        option = "--num-processes" if name == "JAX_NUM_PROCESSES" else "--process-id"
+        raise InputError(f"${name} {value!r}: give a whole number, {low} or more, as {option} takes")
+    return whole
 
 
 def shard_path(out: str | Path, pid: int, count: int) -> Path:
@@ -296,7 +308,7 @@ def run_distributed(
     if pid == 0:
         shards = [shard_path(out, p, count) for p in range(count)]
         wait_for(shards, stitch_timeout, clock=clock, sleep=sleep)
-        stitch(grid, shards, out, block_configs, command)
+        stitch(grid, shards, out, block_configs, command, overwrite=force)
         summary["out"] = str(out)
         summary["stitched"] = True
     return summary
@@ -416,8 +428,17 @@ def _refuse_another_grids(shard: Path, grid: AnyGrid) -> None:
         raise InputError(f"{shard}: {ANOTHER_GRIDS}")
 
 
-def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int | None, command: str) -> None:
-    """Copy every block from the shard that computed it into the cube ``out``."""
+def stitch(
+    grid: AnyGrid,
+    shards: Sequence[Path],
+    out: Path,
+    block_configs: int | None,
+    command: str,
+    overwrite: bool = False,
+) -> None:
+    """Copy every block from the shard that computed it into the cube ``out``. Without ``overwrite`` (``--force``)
+    a file that appeared at ``out`` while the processes computed is kept, the stitched cube left in its partial
+    file and the shards kept for ``--resume`` (it had been replaced, exit code 0, a hunt)."""
     count = len(shards)
     partial = partial_path(out)
     remove_stale(partial)  # an earlier stitch's, stopped: netsweep's own and no live run's, or refused
@@ -451,7 +472,7 @@ def stitch(grid: AnyGrid, shards: Sequence[Path], out: Path, block_configs: int 
     finally:
         for src in opened:
             src.close()
-    cube.finish(f, partial, out)
+    cube.finish(f, partial, out, overwrite=overwrite)
     for s in shards:
         s.unlink()
 

@@ -60,6 +60,16 @@ def open_cube(path: str | Path) -> xr.Dataset:
                 "cube: its checksum is checked when the same command with --resume goes on from it)"
             )
         raise InputError(f"{path}: not made by netsweep; {EXPECTED}")
+    if "shard" in ds.attrs:
+        # a shard's file is sparse (sweep.io.cube.create): the other processes' blocks were never written, and
+        # read as 0, not NaN (show's minimum and median were 0, a hunt)
+        shard = str(ds.attrs["shard"])
+        ds.close()
+        raise InputError(
+            f"{path}: the shard of process {shard} of a --distributed sweep: it holds that "
+            "process's blocks only, the others never written (they read 0, not NaN); read the cube process 0 "
+            "stitches from every shard, or finish it with the same command plus --resume on every process"
+        )
     return ds
 
 
