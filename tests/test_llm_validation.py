@@ -425,6 +425,10 @@ def test_calibrate_a_users_runs_and_predict_a_larger_layout(tmp_path):
         V.calibrate_runs(two, "g0,g2")
     table = V.calibrate_table(fitted, v)
     assert "mine-2048" in table and "predict" in table and "error of training dense runs (6)" in table
+    # the options that price with them, as the report names them (a hunt: the table named none)
+    line = table.splitlines()[1]
+    assert line.startswith("to plan with them, give --stack ") and " --gpu a100 --efficiency " in line, line
+    assert f"--memory-efficiency {fitted.memory_efficiency!r} and --util {fitted.utilization!r}" in line, line
     assert np.isfinite(v.outputs["fitted"]["predicted"]).all() and "not fit" not in table  # every run fits
 
 
@@ -876,7 +880,7 @@ def test_the_lowest_median_search_is_exhaustive_in_chunks_or_not(monkeypatch):
 
 def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its_own(validation):
     """For the user's own file the report said its fit was what plan and grid use: they use the shipped file's."""
-    from netsweep_jax.sweep.analysis.llm_report import _flags, ships_the_constants
+    from netsweep_jax.sweep.analysis.llm_report import plan_flags, ships_the_constants
 
     _, v = validation
     assert ships_the_constants(v)
@@ -884,7 +888,7 @@ def test_a_users_report_says_plan_uses_the_shipped_constants_and_how_to_give_its
     fit = F.Fit("trained", {"megatron-core/h100": 0.7163506620131243, "h100": 0.65}, 0.92,
                 ("efficiency megatron-core/h100", "efficiency h100", "memory efficiency"), ("a", "b", "c"),
                 "measured, held", 0.1036562437229973, True)  # fmt: skip
-    said = _flags(v, fit)
+    said = plan_flags(v, fit)
     # Each GPU of the runs (an H200 is not told --gpu h100), each stack: its own efficiency, else the die's pooled.
     assert "`--stack megatron-core --gpu h100 --efficiency 0.7163506620131243`" in said
     assert (
@@ -984,5 +988,7 @@ def test_a_report_with_nothing_held_out_has_no_empty_worst_rows_section():
 
     from netsweep_jax.sweep.analysis.llm_report import _worst_held_out
 
-    trained = SimpleNamespace(runs=[SimpleNamespace(moe=False)], train=[True], errors=lambda _: np.array([0.1]))
+    trained = SimpleNamespace(
+        runs=[SimpleNamespace(moe=False)], train=[True], errors=lambda _: np.array([0.1])
+    )
     assert _worst_held_out(trained) == []

@@ -97,6 +97,12 @@ def test_why_names_the_wait_inside_nvlink_domains():
         "why: 1% of the step waits on the NICs; the slow network forces this layout (full recompute: 20% of the "
         "step); on an ideal network the best is x"
     )
+    # the ideal network's best recomputes fully too: the network did not force the recomputation (a hunt)
+    assert _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-ful") == (
+        "why: 1% of the step waits on the NICs; the slow network forces this layout; on an ideal network the best "
+        "is tp8xpp8xdp8 mb1 z3 rc-ful"
+    )
+    assert "(full recompute: 20%" in _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-sel")
 
 
 def test_a_bar_at_80_columns_shows_the_whole_total(monkeypatch):

@@ -1,6 +1,7 @@
 """Stack presets (sweep.model.stacks): declared once, read by a runs file's ``stack`` column and ``--stack``."""
 
 import json
+import re
 
 import h5py
 import numpy as np
@@ -476,7 +477,9 @@ def test_a_stacks_recipe_sets_adam_moments_for_its_model_and_an_option_still_win
     llama = make_layout_grid("llama3-70b", gpus=64, global_batch=64, gpu="gb200", stack="megatron-core")
     assert llama.settings.moment_bytes == 4.0 and "Adam moments" not in llama.assumed[0]
     assert make_layout_grid("deepseek-v3-like", **{**layout, "stack": "fsdp"}).settings.moment_bytes == 4.0
-    with pytest.raises(InputError, match="its recipes' Adam moments differ by model"):
+    with pytest.raises(
+        InputError, match=r"Adam moments differ by model \(2 bytes for deepseek-v3-like, 4 bytes for "
+    ):
         make_layout_grid("deepseek-v3-like,llama3-70b", **{**layout, "ep": 1})
 
 
@@ -508,6 +511,11 @@ def test_what_a_stack_never_ran_is_priced_as_asked_and_said():
         "llama3-8b", gpu="h100", gpus="64", global_batch="256", stack="megatron-core", precision="fp8", tp="8"
     )
     assert "never ran" not in own.assumed[0] and "never ran" not in core.assumed[0]
+    # context parallelism given to a stack that had none (a hunt: megatron-2021's CP 2 priced unsaid); CP 1 is no news
+    cp = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-2021", tp="8", cp="1,2")
+    assert "never ran, priced as asked: cp 2 (it came with Megatron-Core)" in cp.assumed[0]
+    one = make_layout_grid("llama3-8b", gpus="64", global_batch="256", stack="megatron-2021", tp="8", cp="1")
+    assert "never ran" not in one.assumed[0]
 
 
 def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it():
@@ -521,14 +529,22 @@ def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it()
     searched = layout_grid_from(dict(options), set(options), search=True)
     assert searched.values["micro_batch"].tolist() == [1, 2, 4, 8]
     for other in (
-        {"pp": "1,4"},
+        {"pp": "1", "tp": "1,2"},
         {"micro_batch": "4"},
         {"stack": "megatron-core"},
-    ):  # several pp, given, no rule
+    ):  # none pipelines, given, no rule
         given = {**options, **other}
         assert layout_grid_from(dict(given), set(given)).values["micro_batch"].tolist() == [
             float(other.get("micro_batch", 1))
         ]
+    # layouts of lists that would each run another (a hunt: lists kept micro-batch 1 for every one, a cell 38% off
+    # its own grid's): refused, as a sweep holds one micro-batch
+    for other, runs in (({"pp": "1,4"}, "2 or (where pp is 1) the default"), ({"tp": "1,2"}, "2, 4")):
+        given = {**options, **other}
+        with pytest.raises(
+            InputError, match=rf"which is {re.escape(runs)} across these layouts.*give --micro-batch"
+        ):
+            layout_grid_from(dict(given), set(given))
 
 
 @pytest.mark.parametrize(

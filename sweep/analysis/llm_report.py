@@ -455,7 +455,7 @@ def _introduction(v: Validation, command: str) -> list[str]:
             if ships_the_constants(v)
             else "not what `sweep plan` and `sweep grid` use by default (`sweep/data/llm_constants.json`, fitted "
             f"on the shipped file's {', '.join(DEFAULT_TRAIN.split(','))}): to price these runs' layouts as this "
-            f"report does, give them {_flags(v, v.fits['trained'])}"
+            f"report does, give them {plan_flags(v, v.fits['trained'])}"
         )
         + "; `in-sample`: fitted on every run, a bound rather than a prediction.",
         "",
@@ -599,7 +599,7 @@ def ships_the_constants(v: Validation) -> bool:
     )
 
 
-def _flags(v: Validation, fit: Fit) -> str:
+def plan_flags(v: Validation, fit: Fit) -> str:
     """The options that price a sweep of ``v``'s runs with ``fit``'s constants, in full: per stack and GPU of its
     runs, the efficiency they take (their stack's on the GPU's die, else the die's pooled), the memory efficiency
     and the utilization, and the run's layout as its row states it (a plan searches what it is not given)."""

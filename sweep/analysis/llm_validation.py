@@ -124,7 +124,7 @@ from netsweep_jax.sweep.analysis.llm_fit import (
     fit_warnings,
 )
 from netsweep_jax.sweep.analysis.llm_predict import predict
-from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, signed, write_report
+from netsweep_jax.sweep.analysis.llm_report import FILES, memory_line, pct, plan_flags, signed, write_report
 from netsweep_jax.sweep.analysis.llm_sources import LOWEST_MEDIAN, lowest_median
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.paths import check_report_directory
@@ -278,6 +278,8 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
     spreads = _spreads(v, err)
     lines = [
         fitted.describe(),
+        # how a plan or grid prices with them, as the report says it (a hunt: the table named no option)
+        "to plan with them, give " + plan_flags(v, fitted).replace("`", ""),
         *(f"warning: {w}" for w in _warnings(fitted, v)),
         f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
     ]

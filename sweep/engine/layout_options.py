@@ -3,6 +3,7 @@
 """
 
 import dataclasses
+import itertools
 from collections.abc import Collection, Sequence
 from typing import Any, TypedDict
 
@@ -1012,44 +1013,71 @@ def _stack_settings(
     phrase = f"stack {stack.name} ({stack.title}; sweep/model/stacks.py): {', '.join(parts)}" + (
         f" (constants: {sources})" if sources else ""
     )
+    unrun = _never_ran(stack, names, given)
+    if unrun:
+        phrase += f"; what {stack.name} never ran, priced as asked: {', '.join(unrun)}"
+    return filled, phrase, overlap
+
+
+def _never_ran(stack: Stack, names: dict, given: dict) -> list[str]:
+    """What of the sweep ``stack``'s software never ran, each with why: its text settings' values
+    (``Stack.never_ran``), and context parallelism given above 1 where the stack has none (megatron-2021's CP 2
+    was priced unsaid, a hunt)."""
     unrun = [
         f"{setting} {value} ({why})"
         for setting, values in stack.never_ran.items()
         for value, why in values.items()
         if value in names.get(setting, ())
     ]
-    if unrun:
-        phrase += f"; what {stack.name} never ran, priced as asked: {', '.join(unrun)}"
-    return filled, phrase, overlap
+    cp = [v for v in _given_numbers(given, "cp") if v > 1] if given["cp"] is not None else []
+    if not stack.context_parallel and cp:
+        unrun.append(
+            f"cp {', '.join(show(v) for v in cp)} ({stack.sources['context_parallel'].removeprefix('none: ')})"
+        )
+    return unrun
+
+
+def _given_numbers(given: dict, name: str) -> list[float]:
+    """The values of numeric setting ``name`` as ``given`` holds them (value syntax, or numbers), else its
+    default's."""
+    value = given[name] if given[name] is not None else AXES[name].default
+    if isinstance(value, str):
+        return [float(v) for v in parse_values(value, AXES[name])] if value else []
+    return [float(v) for v in flat_values(value, name, AXES[name].rule())]
 
 
 def _micro_batch_per_stage(
     stack: Stack, given: dict, wanted: dict[str, list[float]], search: dict[str, str]
 ) -> float | None:
     """The stack's micro-batch where it runs as many micro-batches as pipeline stages (torchtitan's
-    ``Stack.micro_batch_per_stage``: global batch / (dp x pp), as a runs file's row without one is priced), for a
-    sweep of one layout with pp > 1 and no micro-batch given; None elsewhere, and where ``search`` (``sweep
-    plan``'s) searches the micro-batch or a dim it depends on (a hunt: ``grid --stack fsdp`` on a published run's
-    layout kept micro-batch 1, 24% from what validate --llm predicted)."""
+    ``Stack.micro_batch_per_stage``: global batch / (dp x pp), as a runs file's row without one is priced), where
+    no micro-batch is given and the sweep's layouts with pp > 1 share one; None where none pipelines, and where
+    ``search`` (``sweep plan``'s) searches the micro-batch or a dim it depends on (a hunt: ``grid --stack fsdp`` on
+    a published run's layout kept micro-batch 1, 24% from what validate --llm predicted). Layouts that would run
+    different ones are refused: a sweep holds one micro-batch (lists had kept 1 for every layout, a hunt)."""
     if not stack.micro_batch_per_stage or given["micro_batch"] is not None:
         return None
     if any(given[name] is None and name in search for name in ("micro_batch", "gpus", "tp", "pp", "cp")):
         return None
-    one: dict[str, float] = {}
+    lists: dict[str, list[float]] = {}
     for name in ("gpus", "tp", "pp", "cp", "global_batch"):
-        value = given[name] if given[name] is not None else AXES[name].default
         held = wanted.get(name) if given[name] is None else None  # the stack's own (its CP 1)
-        if held:
-            values: list[float] = list(held)
-        elif isinstance(value, str):
-            values = list(parse_values(value, AXES[name])) if value else []
-        else:
-            values = flat_values(value, name, AXES[name].rule())
-        if len(values) != 1:
-            return None
-        one[name] = float(values[0])
-    dp = one["gpus"] / (one["tp"] * one["pp"] * one["cp"])
-    micro = stack.micro_batch(one["global_batch"], dp, one["pp"]) if dp.is_integer() and dp >= 1 else None
+        lists[name] = [float(v) for v in held] if held else _given_numbers(given, name)
+    runs: set[int | None] = set()  # None: a layout that does not pipeline runs the default
+    for gpus, tp, pp, cp, batch in itertools.product(*lists.values()):
+        dp = gpus / (tp * pp * cp)
+        if dp.is_integer() and dp >= 1:  # one that cannot exist runs nothing
+            runs.add(stack.micro_batch(batch, dp, pp))
+    if len(runs) > 1 and runs != {None}:
+        shown = ", ".join(str(m) for m in sorted(m for m in runs if m is not None))
+        default = " or (where pp is 1) the default" if None in runs else ""
+        raise InputError(
+            f"{stack.name}: it runs as many micro-batches as pipeline stages (global batch / (dp x pp)), which is "
+            f"{shown}{default} across these layouts, and a sweep holds one micro-batch; give --micro-batch, or "
+            "sweep one layout",
+            param="stack",
+        )
+    micro = runs.pop() if len(runs) == 1 else None
     return None if micro is None else float(micro)
 
 
@@ -1063,9 +1091,9 @@ def _one_per_sweep(
         if given[name] is not None:
             continue
         if len(set(options)) > 1 and name == "moment_bytes":
-            shown = ", ".join(f"{show(v)} for {m}" for v, m in zip(options, names["model"]))
+            shown = ", ".join(f"{show(v)} bytes for {m}" for v, m in zip(options, names["model"]))
             raise InputError(
-                f"{stack.name}: its recipes' Adam moments differ by model ({shown} bytes), and a sweep holds one; "
+                f"{stack.name}: its recipes' Adam moments differ by model ({shown}), and a sweep holds one; "
                 f"sweep one model, or give {AXES[name].option}",
                 param="stack",
             )
