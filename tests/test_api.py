@@ -479,3 +479,14 @@ def test_numpy_floats_of_fewer_bits_are_the_values_typed():
 def test_a_dtype_is_a_name_in_any_case_as_store_is():
     # A hunt: dtype="FLOAT64" was refused where store="Float16" and kernel="XLA" were taken.
     assert sweep.evaluate("gpt2", bandwidth=10, dtype="FLOAT64").scaling_factor.dtype == np.float64
+
+
+def test_an_empty_path_or_an_array_for_a_name_is_refused_by_name():
+    # A hunt: codec_cost='' read the current folder ("codec_cost .: a directory"), as Path('') is; dtype= and
+    # store= given a NumPy array raised NumPy's TypeError.
+    for keyword, what in (("codec_cost", "a codec cost file"), ("reduce_table", "a reduce-cost file")):
+        with pytest.raises(InputError, match=rf"^{keyword} '': an empty path names no file; give {what}$"):
+            sweep.evaluate("resnet50", bandwidth=10, **{keyword: ""})
+    for keyword in ("dtype", "store"):
+        with pytest.raises(InputError, match=rf"^{keyword} array\(\['float32'\]"):
+            sweep.evaluate("resnet50", bandwidth=10, **{keyword: np.array(["float32"])})

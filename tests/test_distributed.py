@@ -168,6 +168,15 @@ def test_a_file_that_appears_at_out_while_the_processes_compute_is_kept(tmp_path
         assert r.exit_code == 2 and "the shard of process 1 of 2 of a --distributed sweep" in r.output, (
             r.output
         )
+    # stopped by a signal as it waits: its shard is whole and kept, said as such (it had said "nothing was kept")
+    from netsweep_jax.sweep.core.interrupts import Interrupted
+
+    def stopped(*args, **kwargs):
+        raise Interrupted(15)
+
+    monkeypatch.setattr(distributed, "wait_for", stopped)
+    r = as_process(monkeypatch, 0, out, "--resume")
+    assert r.exit_code == 143 and "finished blocks are kept in " in r.output and "d.shard0of2.h5." in r.output
     monkeypatch.setattr(distributed, "wait_for", waited)
     out.unlink()
     r = as_process(monkeypatch, 0, out, "--resume")

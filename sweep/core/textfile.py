@@ -42,7 +42,10 @@ def _physical_lines(text: str) -> list[str]:
 
 def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None) -> list[str]:
     """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors, and ``param``
-    the option that gave it where it is no file."""
+    the option that gave it where it is no file. An empty path names no file (``Path('')`` is the current folder:
+    the API's ``codec_cost=''`` was "., a directory", a hunt), as the command line refuses one."""
+    if isinstance(path, str) and not path:
+        raise InputError(f"'': an empty path names no file; give a {what}", param=param)
     return _physical_lines(_text(Path(path), what, param))
 
 

@@ -25,7 +25,8 @@ def store_dtype(store: str | None) -> str:
     """The dtype a cube stores its float outputs in ('' for the compute dtype: ``store`` None); any case
     (``--store Float16`` is float16)."""
     store = store.lower() if isinstance(store, str) else store
-    if store is not None and store not in STORE_DTYPES:
+    # a name, or None: anything else (a NumPy array's `in` raised a TypeError, a hunt) is refused as a name is
+    if store is not None and (not isinstance(store, str) or store not in STORE_DTYPES):
         raise InputError(f"{store!r}: must be one of {', '.join(STORE_DTYPES)}", param="store")
     return store or ""
 
@@ -34,7 +35,7 @@ def check_dtype(dtype: str) -> str:
     """The compute dtype, float32 or float64, in any case (as ``store`` is: ``FLOAT64`` was refused, a hunt);
     any other refused."""
     name = dtype.lower() if isinstance(dtype, str) else dtype
-    if name not in DTYPES:
+    if not isinstance(name, str) or name not in DTYPES:
         raise InputError(f"{dtype!r}: must be float32 or float64", param="dtype")
     return name
 

@@ -307,7 +307,11 @@ def run_distributed(
     summary["shard"] = f"{pid} of {count}"
     if pid == 0:
         shards = [shard_path(out, p, count) for p in range(count)]
-        wait_for(shards, stitch_timeout, clock=clock, sleep=sleep)
+        try:
+            wait_for(shards, stitch_timeout, clock=clock, sleep=sleep)
+        except BaseException as error:  # stopped waiting: this process's share is whole in its shard, kept
+            keep_partial(error, shard)  # (a signal here had said "nothing was kept", a hunt)
+            raise
         stitch(grid, shards, out, block_configs, command, overwrite=force)
         summary["out"] = str(out)
         summary["stitched"] = True

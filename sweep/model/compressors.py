@@ -288,7 +288,7 @@ def codec_overrides(value: str | Path | Mapping[str, object] | None) -> dict[str
     where, expected = "codec cost", 'an object like {"hbm_bytes_per_s": 2e12}'
     if isinstance(value, (str, Path)):
         where = str(value)
-        value = read_json_file(Path(value), "codec cost file", expected, param="codec_cost")
+        value = read_json_file(value, "codec cost file", expected, param="codec_cost")
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected {expected}", param="codec_cost")
     out: dict[str, float] = {}

@@ -43,10 +43,11 @@ MAX_TABLE_SECONDS = 1e4  # one vector add: beyond this, results would leave floa
 def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Read a ``bytes,seconds`` table (a first line ``bytes,seconds``, its header, skipped); errors name the file
     and line."""
+    lines = read_lines(path, "reduce-cost file", "reduce_table")  # before Path(): '' names no file
     path = Path(path)
     nbytes: list[float] = []
     seconds: list[float] = []
-    for lineno, text in enumerate(read_lines(path, "reduce-cost file", "reduce_table"), start=1):
+    for lineno, text in enumerate(lines, start=1):
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         cols = text.split(",")
