@@ -160,6 +160,7 @@ def test_a_file_that_appears_at_out_while_the_processes_compute_is_kept(tmp_path
     monkeypatch.setattr(distributed, "wait_for", appears)
     r = as_process(monkeypatch, 0, out)
     assert r.exit_code == 2 and "d.h5: file exists; pass --force to overwrite it" in r.output, r.output
+    assert "finish with the same command plus --resume on every process" in r.output, r.output
     assert out.read_text() == "the user's"
     assert (tmp_path / "d.shard0of2.h5").exists() and (tmp_path / "d.shard1of2.h5").exists()
     # a shard is no cube to read: the other process's blocks were never written (they read 0, not NaN; a hunt)

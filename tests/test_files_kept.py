@@ -295,6 +295,10 @@ def test_an_output_that_is_a_file_the_command_reads_is_refused_even_with_force(t
     shutil.copy(examples / "resnet50_measured.csv", runs)
     log = tmp_path / "ar.json"
     shutil.copy(logs / "all_reduce_perf-2x8.log", log)
+    llm_runs = (
+        tmp_path / "runs.json"
+    )  # a runs file under any name (a review: calibrate wrote its fit over one)
+    shutil.copy(examples.parent / "sweep" / "data" / "llm_runs.csv", llm_runs)
     trace = tmp_path / "t.json"
     shutil.copy(examples / "tiny.trace.json", trace)
     os.symlink(trace, tmp_path / "also.json")
@@ -309,6 +313,7 @@ def test_an_output_that_is_a_file_the_command_reads_is_refused_even_with_force(t
             ["profile", "import", tmp_path / "also.json", "--out", trace],
             "t.json: the trace this command reads",
         ),
+        (["calibrate", llm_runs, "--out", llm_runs], "runs.json: the runs file this command reads"),
     ]
     for args, said in cases:
         for force in ([], ["--force"]):

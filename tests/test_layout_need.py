@@ -254,10 +254,12 @@ def test_shares_and_rates_read_as_a_person_writes_them():
     # A hunt: a share of 99.94% read "100%" (the whole step), and a rate 2.632e+04 Gbit/s.
     from netsweep_jax.sweep.analysis.need import rounded
 
-    assert [layout_need.percent(s) for s in (0.9994, 0.134, 1.0, 0.99999999)] == [
+    assert [layout_need.percent(s) for s in (0.9994, 0.134, 1.0, 0.07, 0.999999999, 0.99999999)] == [
         "99.94",
         "13.4",
         "100",
+        "7",  # in decimal: 100 x 0.07 in binary rounded up to 7.01 (a review)
+        "99.999999",  # below 100 past 8 digits: rounded down
         "99.999999",
     ]
     assert [rounded(26315.2, up=True), rounded(26315.2, up=False), rounded(1.0409, up=True)] == [
@@ -398,3 +400,35 @@ def test_the_spine_carries_the_nics_at_the_rate_the_sends_run():
         assert base / spine == pytest.approx(min(base, leaf * nics / o / leaving), rel=1e-6), (kind, nics, o)
         rates[kind, nics, o] = base / spine
     assert all(rates[k, nics, o] >= rates[k, nics - 1, o] * (1 - 1e-6) for k, nics, o in rates if nics > 1)
+
+
+def test_dp_without_a_gpu_count_gives_one_layout_and_a_searched_setting_without_one_says_why(monkeypatch):
+    # --dp without --gpus: the cluster is the layout's, one layout held (the rest at grid's defaults), as before.
+    r = invoke(
+        "need", "--model", "llama3-70b", "--dp", "32", *GIVEN[4:], "--bw", "100", "--network-share", "10"
+    )
+    assert r.exit_code == 0 and "the layout as given" in r.stderr and "searching" not in r.stderr, r.output
+    assert r.stdout.splitlines()[2].split()[0] == "tp8xpp4xdp32"
+    # Searched: a setting the search finds no layout for is said below the tables, the other answered (the reason
+    # is planning's, from a search of its own: stood in for here).
+    from netsweep_jax.sweep.analysis import planning
+
+    def best_layouts(grid, keep):
+        coords = grid.coords()
+        at = np.unravel_index(np.arange(grid.inner_size), [grid.sizes[d] for d in PARALLEL_DIMS])
+        values = {d: coords[d][i] for d, i in zip(PARALLEL_DIMS, at)}
+        wanted = dict(tp=8, pp=4, cp=1, micro_batch=1, zero=1, recompute="none", schedule="1f1b")
+        found = np.flatnonzero(np.logical_and.reduce([values[d] == v for d, v in wanted.items()]))[0]
+        return {"layout": np.array([[-1, -1, -1], [found, 0, 0]]), "iteration_time": np.full((2, 3), 1e9)}
+
+    monkeypatch.setattr(layout_need, "best_layouts", best_layouts)
+    monkeypatch.setattr(planning, "refuse_infeasible", lambda grid, best: ["none fits (stand-in)", ""])
+    monkeypatch.setattr(layout_need, "answer", lambda held, shares, *_: [{} for _ in held for _ in shares])
+    r = invoke("need", *GIVEN[:2], "--gpus", "512,1024", *GIVEN[4:6], "--bw", "100", "--network-share", "10")
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert lines[2].split() == ["--gpus", "512", "none", "(below)"] and lines[3].split()[:2] == [
+        "--gpus",
+        "1024",
+    ]
+    assert lines[4] == "--gpus 512: no feasible layout: none fits (stand-in)"

@@ -539,12 +539,15 @@ def test_a_stack_of_one_micro_batch_a_stage_sets_it_as_a_runs_file_row_gets_it()
         ]
     # layouts of lists that would each run another (a hunt: lists kept micro-batch 1 for every one, a cell 38% off
     # its own grid's): refused, as a sweep holds one micro-batch
-    for other, runs in (({"pp": "1,4"}, "2 or (where pp is 1) the default"), ({"tp": "1,2"}, "2, 4")):
+    for other, runs in (({"pp": "1,4"}, "1, 2"), ({"tp": "1,2"}, "2, 4")):
         given = {**options, **other}
         with pytest.raises(
             InputError, match=rf"which is {re.escape(runs)} across these layouts.*give --micro-batch"
         ):
             layout_grid_from(dict(given), set(given))
+    # lists whose layouts all run one (pp 1 its default, 1; pp 4 at 64 / (16 x 4) = 1): that one (a review)
+    given = {**options, "pp": "1,4", "global_batch": "64"}
+    assert layout_grid_from(dict(given), set(given)).values["micro_batch"].tolist() == [1.0]
 
 
 @pytest.mark.parametrize(

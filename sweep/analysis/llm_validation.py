@@ -331,7 +331,7 @@ def calibrate_runs_file(
     from netsweep_jax.sweep.io.provenance import provenance
 
     if out is not None:
-        check_new_file(Path(out), force=force, suffixes=(".json",))
+        check_new_file(Path(out), force=force, suffixes=(".json",), reads={path: "runs file"})
     fitted, v = calibrate_runs(path, train)
     # the version, command, time and device, as calibrate's other JSON
     document = {**provenance(command), **calibration_json(fitted, v)}

@@ -44,6 +44,7 @@ from netsweep_jax.sweep.core.layout_axes import (
     PARALLEL_DIMS,
     PLAN_HELD,
     PLAN_SEARCHED,
+    RECOMPUTES,
     SETTING_DIMS,
     VARIABLES,
     waits_on,
@@ -534,7 +535,7 @@ def plan_table(ds: xr.Dataset) -> str:
             # The network's cost beyond the step's time on the NICs: the layout a slow network forces, or, the
             # layout the same, traffic inside NVLink domains the ideal network carries otherwise (a hunt: one
             # host under --collective nccl was "network-bound" at 58%, 0% on the NICs, with no line saying why).
-            if ideal and cost - best_row["network_fraction"] >= 0.05:
+            if ideal and cost - best_row["network_fraction"] >= EXPLAINED_SHARE:
                 if ideal != _layout_text(best_row):
                     lines.append("  " + _forced_text(best_row, ideal))
                 elif str(ds.attrs.get("collectives", "")).startswith("nccl"):
@@ -553,6 +554,9 @@ def plan_table(ds: xr.Dataset) -> str:
     return "\n".join(lines)
 
 
+# The least share of the best step a network cost beyond what the step waits on the NICs must reach for a line to
+# say why (smaller gaps are said by the cost alone).
+EXPLAINED_SHARE = 0.05
 # The layout family's breakdown terms that are communication (the rest: compute, recompute, bubble, ...).
 COMMUNICATION = tuple(term for term in BREAKDOWN if term.endswith("_exposed"))
 
@@ -567,7 +571,9 @@ def _forced_text(row: dict, ideal: str) -> str:
     forced = f" ({recompute} recompute: {row['recompute_time'] / row['iteration_time']:.0%} of the step)"
     # said only where the ideal network's best recomputes otherwise (a hunt: --recompute full given, the ideal's
     # best recomputing fully too, was put down to the network)
+    # (the name keeps 3 letters: moe and moe_act read alike, so a list of modules is compared as unknown, said)
     ideal_recompute = next((w[3:] for w in ideal.split() if w.startswith("rc-")), "none")
+    same = recompute in RECOMPUTES and recompute[:3] == ideal_recompute
     nics = row["network_fraction"]
     inside = sum(row[k] for k in COMMUNICATION) / row["iteration_time"] - nics
     where = (
@@ -577,7 +583,7 @@ def _forced_text(row: dict, ideal: str) -> str:
     )
     return (
         f"why: {nics:.0%} of the step waits on {where} this layout"
-        f"{forced if recompute != 'none' and not recompute.startswith(ideal_recompute) else ''}; on an "
+        f"{forced if recompute != 'none' and not same else ''}; on an "
         f"ideal network the best is {ideal}"
     )
 

@@ -1063,22 +1063,22 @@ def _micro_batch_per_stage(
     for name in ("gpus", "tp", "pp", "cp", "global_batch"):
         held = wanted.get(name) if given[name] is None else None  # the stack's own (its CP 1)
         lists[name] = [float(v) for v in held] if held else _given_numbers(given, name)
-    runs: set[int | None] = set()  # None: a layout that does not pipeline runs the default
+    default = float(AXES["micro_batch"].default)  # what a layout that does not pipeline runs
+    runs, pipelines = set(), False
     for gpus, tp, pp, cp, batch in itertools.product(*lists.values()):
         dp = gpus / (tp * pp * cp)
         if dp.is_integer() and dp >= 1:  # one that cannot exist runs nothing
-            runs.add(stack.micro_batch(batch, dp, pp))
-    if len(runs) > 1 and runs != {None}:
-        shown = ", ".join(str(m) for m in sorted(m for m in runs if m is not None))
-        default = " or (where pp is 1) the default" if None in runs else ""
+            micro = stack.micro_batch(batch, dp, pp)
+            pipelines |= micro is not None
+            runs.add(default if micro is None else float(micro))
+    if len(runs) > 1:
         raise InputError(
-            f"{stack.name}: it runs as many micro-batches as pipeline stages (global batch / (dp x pp)), which is "
-            f"{shown}{default} across these layouts, and a sweep holds one micro-batch; give --micro-batch, or "
-            "sweep one layout",
+            f"{stack.name}: it runs as many micro-batches as pipeline stages (global batch / (dp x pp); "
+            f"{show(default)} where pp is 1), which is {', '.join(show(m) for m in sorted(runs))} across these "
+            "layouts, and a sweep holds one micro-batch; give --micro-batch, or sweep one layout",
             param="stack",
         )
-    micro = runs.pop() if len(runs) == 1 else None
-    return None if micro is None else float(micro)
+    return runs.pop() if runs and pipelines else None
 
 
 def _one_per_sweep(

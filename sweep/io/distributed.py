@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import h5py
 import jax
 
-from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout
+from netsweep_jax.sweep.core.errors import InputError, JoinTimeout, StitchTimeout, literal
 from netsweep_jax.sweep.core.values import whole_number
 from netsweep_jax.sweep.engine.blocks import Blocking, owner, share_of
 from netsweep_jax.sweep.engine.dispatch import AnyGrid, check_kernel, default_block_configs
@@ -476,7 +476,20 @@ def stitch(
     finally:
         for src in opened:
             src.close()
-    cube.finish(f, partial, out, overwrite=overwrite)
+    try:
+        cube.finish(f, partial, out, overwrite=overwrite)
+    except InputError:
+        if overwrite or not os.path.lexists(out):
+            raise
+        # the stitch is made again from the shards, by every process resumed (process 0 alone waits for the others
+        # to join: a review)
+        shown = literal(str(out))
+        raise InputError(
+            f"{shown}: file exists; pass {{0}} to overwrite it (it appeared while the processes computed; their "
+            f"shards are kept: move {shown} away and finish with the same command plus {{1}} on every process)",
+            param="out",
+            names=("force=True", "resume=True"),
+        ) from None
     for s in shards:
         s.unlink()
 
