@@ -30,6 +30,7 @@ costs against it (the plan's network cost).
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 
 import numpy as np
 
@@ -410,11 +411,8 @@ HEADS = {"bandwidth": "NIC rate", "nics_per_node": "NICs per node", "oversubscri
 def percent(share: float) -> str:
     """A share of the step in percent, rounded up to 3 significant digits, or to as many more as keep a share below
     100% below it (99.94% had read 100%, the whole step, a hunt)."""
-    from decimal import Decimal
-
-    value = float(
-        Decimal(repr(float(share))) * 100
-    )  # in decimal: 0.07 is 7%, where 100 x 0.07 rounded up to 7.01
+    # in decimal: 0.07 is 7%, where 100 x 0.07 in binary rounded up to 7.01
+    value = float(Decimal(repr(float(share))) * 100)
     for digits in range(3, 9):
         text = rounded(value, up=True, digits=digits)
         if value >= 100 or float(text) < 100:
