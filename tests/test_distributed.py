@@ -183,3 +183,18 @@ def test_a_file_that_appears_at_out_while_the_processes_compute_is_kept(tmp_path
     r = as_process(monkeypatch, 0, out, "--resume")
     assert r.exit_code == 0 and "stitched" in r.output, r.output
     assert_same(out, single)
+
+
+def test_a_resume_that_finds_nothing_names_the_shards_of_another_process_count(tmp_path):
+    # A hunt: a run of 2 processes resumed with 3 said only that d.shard0of3.h5.partial did not exist; resumed
+    # without --distributed, that d.h5.partial did not.
+    from netsweep_jax.sweep.io.job import _shards_left
+
+    for name in ("d.shard0of2.h5.partial", "d.shard1of2.h5", "e.shard0of2.h5.partial"):
+        (tmp_path / name).touch()
+    said = "d.shard0of2.h5.partial, d.shard1of2.h5 are a --distributed run's of 2 processes: finish it with "
+    assert _shards_left(tmp_path / "d.h5") == f"; {said}--distributed on 2 processes"
+    assert _shards_left(tmp_path / "d.shard0of3.h5") == f"; {said}--distributed on 2 processes"
+    assert _shards_left(tmp_path / "d.shard0of2.h5") == ""  # its own count: the usual message says it
+    r = invoke("grid", *GRID, "--out", tmp_path / "d.h5", "--resume")
+    assert r.exit_code == 2 and said in r.output, r.output

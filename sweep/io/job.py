@@ -3,6 +3,7 @@
 import errno
 import glob
 import os
+import re
 import resource
 import shutil
 import time
@@ -76,7 +77,8 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
     if resume and not partial.exists():  # said before the directory is looked at: it may be the default's
         whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
         raise InputError(
-            f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}",
+            f"finds nothing to resume: {partial} does not exist{whole}{_stamped(out) if default else ''}"
+            f"{_shards_left(out)}",
             param="resume",
         )
     writable_directory(out, create=not resume)  # missing folders are made; a refused --resume makes none
@@ -114,6 +116,30 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"{out}: an interrupted run left {partial}; pass --resume to finish it or --force to start over",
             param="out",
         )
+
+
+SHARD = re.compile(r"^(?P<base>.*)\.shard(?P<pid>\d+)of(?P<count>\d+)$")  # OUT.shard0of2.h5's stem
+
+
+def _shards_left(out: Path) -> str:
+    """What a --resume that finds nothing to resume at ``out`` (a cube, or one process's shard of it) should know
+    of the shards a --distributed run of another process count (or of any, for a cube) left beside it, as the
+    count that finishes them ('' where none is): a hunt's resume with 3 processes of a run of 2 said only that
+    the 3-process shard did not exist."""
+    shard = SHARD.match(out.stem)
+    base = shard["base"] if shard else out.stem
+    if not out.parent.is_dir():
+        return ""
+    counts: dict[int, list[str]] = {}
+    for left in sorted(out.parent.glob(f"{glob.escape(base)}.shard*of*{out.suffix}*")):
+        m = SHARD.match(left.name.removesuffix(".partial").removesuffix(out.suffix))
+        if m and m["base"] == base and (not shard or m["count"] != shard["count"]):
+            counts.setdefault(int(m["count"]), []).append(left.name)
+    return "".join(
+        f"; {', '.join(names)} {'is' if len(names) == 1 else 'are'} a --distributed run's of {count} processes: "
+        f"finish it with --distributed on {count} processes"
+        for count, names in counts.items()
+    )
 
 
 def _stamped(out: Path) -> str:
