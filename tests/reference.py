@@ -1482,8 +1482,12 @@ def nccl_collective(
             bus[a][pr] / (b_net * eta_net) if 0 < b_net < math.inf else 0.0,
             bus[a][pr] / (b_nvl * eta_nvl) if 0 < b_nvl < math.inf else 0.0,
         )
-        return (lat + x / (1000 * bw) * slow + untuned) * 1e-6, a, pr
-    return (lat + x / (1000 * bw * eta) + untuned) * 1e-6, a, pr
+        t = lat + x / (1000 * bw) * slow
+    else:
+        t = lat + x / (1000 * bw * eta)
+    if ar and multi:  # every NCCL node's X leaves it through its NICs once at least
+        t = max(t, lat + x / (1000 * nics * hosts / nodes * r * eta_net))
+    return (t + untuned) * 1e-6, a, pr
 
 
 def host_system(domain, preset_gpus, nics, gpus):

@@ -560,3 +560,34 @@ def test_nccl_runs_collnet_up_to_8_ranks_a_node_and_nvls_all_gather_up_to_32():
         assert run(0, 1e9, 8, 4, h100, 8, 50.0, 2, algo=algo, collnet=True)[1] == name
     # NVLS across racks needs CollNet on, at any ranks a node
     assert run(0, 1e9, 4, 36, gb200, 4, 50.0, 3, algo=nccl.NVLS, **rack)[1] == "nvls"
+
+
+@pytest.mark.parametrize(
+    "name,args,kw",
+    [
+        # SHARP's CollNet Direct with one or two 100 Gbit/s NICs a DGX H100 (its 8 heads at NCCL's step, 12 GB/s
+        # each, had run 1 GiB 3.2x faster than one NIC carries it)
+        ("collnet direct, 1 nic", (0, GIB, 8, 2, H100_NVL, 1, 12.5, 2), {"collnet": True, "algo": 2}),
+        ("collnet direct, 2 nics", (0, GIB, 8, 2, H100_NVL, 2, 12.5, 2), {"collnet": True, "algo": 2}),
+        # NVLSTree on two hosts of 8 x 200 Gbit/s (its 2-node ratio had run 208 GB/s through 200 GB/s of NICs)
+        ("nvls tree, 2 hosts", (0, GIB, 8, 2, H100_NVL, 8, 25, 2), {"algo": 5}),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_an_all_reduce_across_hosts_never_runs_under_its_nics_floor(name, args, kw):
+    # A hunt: every host's X leaves it through its NICs once at least, whatever reduces it. Where that binds, each
+    # further byte costs 1 / (K r eta_net): twice the bytes, X / (1000 K r eta_net) us more (latencies cancel).
+    coll, x, g, hosts, nvl, nics, r, arch = args
+    eta = (0.9, 0.95)
+    one, algo, _ = run(*args, eta=eta, **kw)
+    two, again, _ = run(coll, 2 * x, g, hosts, nvl, nics, r, arch, eta=eta, **kw)
+    assert algo == again == nccl.ALGORITHMS[kw["algo"]]
+    assert two - one == pytest.approx(x / (1000 * nics * r * eta[0]), rel=1e-9)
+    for size in (x, 2 * x):  # the float64 twin the same
+        sec, _, _ = reference.nccl_collective(
+            coll, size, g, hosts, 1, nvl, nics, r, arch, True, kw.get("collnet", False), *eta, 0.0,
+            kw["algo"], -1,
+        )  # fmt: skip
+        assert sec * 1e6 == pytest.approx(
+            run(coll, size, g, hosts, nvl, nics, r, arch, eta=eta, **kw)[0], rel=1e-9
+        )
