@@ -832,8 +832,9 @@ def _choice(
     ``in_table``), among those ``algorithm`` / ``protocol`` (>= 0) allow where any is, and
     the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl, NVLS's and
     NVLSTree's across domains t = lat + X / (1000 A) max(B / (B_net eta_net), B / (B_nvl eta_nvl)) with their
-    ``sides`` (B_nvl, B_net), and an all-reduce across nodes never under its NICs' floor, t >= lat + X / (1000
-    R_n eta_net), R_n the NCCL node's NICs (GB/s: every node's X leaves it once at least) (us)."""
+    ``sides`` (B_nvl, B_net), and an all-reduce across nodes never under its NICs' floor, t >= lat + X O_s / (1000
+    R_n eta_net), R_n the NCCL node's NICs (GB/s: every node's X leaves it once at least), O_s the spine's divisor
+    (its oversubscription over the transport's utilization) (us)."""
     x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
@@ -859,9 +860,9 @@ def _choice(
                 t_real = jnp.where(multi, t_lat + t_bw * slow, t_real)
             # An all-reduce across NCCL nodes sends each node's X through its NICs at least once, whatever
             # reduces it (NVLSTree's 2-node ratio and CollNet heads on fewer NICs had priced it faster: a hunt)
-            t_real = jnp.where(
-                ar & multi, jnp.maximum(t_real, t_lat + x / (1000.0 * q.node_net * q.eta_net)), t_real
-            )
+            # (the NICs' rate over the spine's divisor, which carries the transport's utilization too: a review)
+            floor = t_lat + x * q.spine / (1000.0 * q.node_net * q.eta_net)
+            t_real = jnp.where(ar & multi, jnp.maximum(t_real, floor), t_real)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
             real.append(q.bc(t_real))
             wanted.append(

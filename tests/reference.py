@@ -1486,7 +1486,7 @@ def nccl_collective(
     else:
         t = lat + x / (1000 * bw * eta)
     if ar and multi:  # every NCCL node's X leaves it through its NICs once at least
-        t = max(t, lat + x / (1000 * nics * hosts / nodes * r * eta_net))
+        t = max(t, lat + x * spine / (1000 * nics * hosts / nodes * r * eta_net))
     return (t + untuned) * 1e-6, a, pr
 
 

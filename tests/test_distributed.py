@@ -196,5 +196,7 @@ def test_a_resume_that_finds_nothing_names_the_shards_of_another_process_count(t
     assert _shards_left(tmp_path / "d.h5") == f"; {said}--distributed on 2 processes"
     assert _shards_left(tmp_path / "d.shard0of3.h5") == f"; {said}--distributed on 2 processes"
     assert _shards_left(tmp_path / "d.shard0of2.h5") == ""  # its own count: the usual message says it
+    (tmp_path / "e.h5").touch()  # a finished cube: "it exists" is the message (a review)
+    assert _shards_left(tmp_path / "e.h5") == ""
     r = invoke("grid", *GRID, "--out", tmp_path / "d.h5", "--resume")
     assert r.exit_code == 2 and said in r.output, r.output

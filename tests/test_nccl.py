@@ -571,6 +571,14 @@ def test_nccl_runs_collnet_up_to_8_ranks_a_node_and_nvls_all_gather_up_to_32():
         ("collnet direct, 2 nics", (0, GIB, 8, 2, H100_NVL, 2, 12.5, 2), {"collnet": True, "algo": 2}),
         # NVLSTree on two hosts of 8 x 200 Gbit/s (its 2-node ratio had run 208 GB/s through 200 GB/s of NICs)
         ("nvls tree, 2 hosts", (0, GIB, 8, 2, H100_NVL, 8, 25, 2), {"algo": 5}),
+        # over a spine's divisor (or a utilization below 1): the floor's rate divided too (a review: it was not,
+        # and CollNet's time stayed flat from O_s 1 to 3)
+        (
+            "collnet direct, spine 3",
+            (0, GIB, 8, 2, H100_NVL, 1, 12.5, 2),
+            {"collnet": True, "algo": 2, "spine": 3.0},
+        ),
+        ("nvls tree, spine 2", (0, GIB, 8, 2, H100_NVL, 8, 25, 2), {"algo": 5, "spine": 2.0}),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )
@@ -582,11 +590,11 @@ def test_an_all_reduce_across_hosts_never_runs_under_its_nics_floor(name, args, 
     one, algo, _ = run(*args, eta=eta, **kw)
     two, again, _ = run(coll, 2 * x, g, hosts, nvl, nics, r, arch, eta=eta, **kw)
     assert algo == again == nccl.ALGORITHMS[kw["algo"]]
-    assert two - one == pytest.approx(x / (1000 * nics * r * eta[0]), rel=1e-9)
+    assert two - one == pytest.approx(x * kw.get("spine", 1.0) / (1000 * nics * r * eta[0]), rel=1e-9)
     for size in (x, 2 * x):  # the float64 twin the same
         sec, _, _ = reference.nccl_collective(
             coll, size, g, hosts, 1, nvl, nics, r, arch, True, kw.get("collnet", False), *eta, 0.0,
-            kw["algo"], -1,
+            kw["algo"], -1, spine=kw.get("spine", 1.0),
         )  # fmt: skip
         assert sec * 1e6 == pytest.approx(
             run(coll, size, g, hosts, nvl, nics, r, arch, eta=eta, **kw)[0], rel=1e-9

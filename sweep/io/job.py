@@ -128,18 +128,21 @@ def _shards_left(out: Path) -> str:
     the 3-process shard did not exist."""
     shard = SHARD.match(out.stem)
     base = shard["base"] if shard else out.stem
-    if not out.parent.is_dir():
+    if not out.parent.is_dir() or out.exists():  # a finished cube: the usual message says it (a review)
         return ""
     counts: dict[int, list[str]] = {}
     for left in sorted(out.parent.glob(f"{glob.escape(base)}.shard*of*{out.suffix}*")):
         m = SHARD.match(left.name.removesuffix(".partial").removesuffix(out.suffix))
-        if m and m["base"] == base and (not shard or m["count"] != shard["count"]):
+        if m and m["base"] == base and (not shard or int(m["count"]) != int(shard["count"])):
             counts.setdefault(int(m["count"]), []).append(left.name)
-    return "".join(
-        f"; {', '.join(names)} {'is' if len(names) == 1 else 'are'} a --distributed run's of {count} processes: "
-        f"finish it with --distributed on {count} processes"
-        for count, names in counts.items()
-    )
+    said = []
+    for count, names in sorted(counts.items()):
+        processes = counted(count, "process", "processes")
+        said.append(
+            f"; {', '.join(names)} {'is' if len(names) == 1 else 'are'} a --distributed run's of {processes}: "
+            f"finish it with --distributed on {processes}"
+        )
+    return "".join(said)
 
 
 def _stamped(out: Path) -> str:
