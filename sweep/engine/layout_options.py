@@ -1029,21 +1029,12 @@ def _never_ran(stack: Stack, names: dict, given: dict) -> list[str]:
         for value, why in values.items()
         if value in names.get(setting, ())
     ]
-    cp = [v for v in _given_numbers(given, "cp") if v > 1] if given["cp"] is not None else []
+    cp = [float(v) for v in _values("cp", given["cp"], None) if v > 1] if given["cp"] is not None else []
     if not stack.context_parallel and cp:
         unrun.append(
             f"cp {', '.join(show(v) for v in cp)} ({stack.sources['context_parallel'].removeprefix('none: ')})"
         )
     return unrun
-
-
-def _given_numbers(given: dict, name: str) -> list[float]:
-    """The values of numeric setting ``name`` as ``given`` holds them (value syntax, or numbers), else its
-    default's."""
-    value = given[name] if given[name] is not None else AXES[name].default
-    if isinstance(value, str):
-        return [float(v) for v in parse_values(value, AXES[name])] if value else []
-    return [float(v) for v in flat_values(value, name, AXES[name].rule())]
 
 
 def _micro_batch_per_stage(
@@ -1062,7 +1053,7 @@ def _micro_batch_per_stage(
     lists: dict[str, list[float]] = {}
     for name in ("gpus", "tp", "pp", "cp", "global_batch"):
         held = wanted.get(name) if given[name] is None else None  # the stack's own (its CP 1)
-        lists[name] = [float(v) for v in held] if held else _given_numbers(given, name)
+        lists[name] = [float(v) for v in (held or _values(name, given[name], AXES[name].default))]
     default = float(AXES["micro_batch"].default)  # what a layout that does not pipeline runs
     runs, pipelines = set(), False
     for gpus, tp, pp, cp, batch in itertools.product(*lists.values()):
