@@ -141,9 +141,9 @@ FLAT, NCCL = 0, 1  # Parallelism.collectives
 # The fabric's constants as `sweep validate --nccl` fitted them on published nccl-tests rows
 # (results/validation-nccl/REPORT.md): eta_net, eta_nvl, the network latency lambda (us), and what NCCL's tuner
 # leaves out: a collective's fixed cost inside one node (us) and the pipeline's fill across nodes (us, whole from
-# 11.8 MiB on); the fit rounded to three significant figures.
+# 10.9 MiB on); the fit rounded to three significant figures.
 NCCL_CONSTANTS = nccl.Constants(
-    eta_net=0.980, eta_nvl=0.891, latency=1.81, op_latency=9.65, fill=60.2, fill_bytes=11.8 * 2**20
+    eta_net=0.968, eta_nvl=0.905, latency=1.80, op_latency=9.71, fill=53.5, fill_bytes=10.9 * 2**20
 )
 
 

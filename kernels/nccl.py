@@ -43,8 +43,9 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  crosses the node's NVLink once (GPU to GPU) and the search charges each link the speed
                  of every channel it carries: s = min(s, W / c);  the tree on two nodes (N = 2) runs at
                  s_t = max(s, speed(min(2 s, W / c))) (its second pass), elsewhere s_t = s
-    NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / c_n);  across nodes
-                 the heads' NICs: s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it
+    NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / (c_n + 1)) (the search
+                 charges every GPU's NVLink each channel's speed, and a head's twice: c_n + 1 channels'
+                 worth on the link of a GPU that heads one);  across nodes the heads' NICs: s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it
                  up to twice s_n); inside one node s_x is unbounded
     CollNet      direct: c_d = min(8, p) heads at s_d = speed(min(r, W / c_d)); chain: the ring's
 
@@ -583,7 +584,7 @@ def _graphs(q: _Group) -> _Graphs:
                  duplicated unless s < 25 or (a >= 2, s < 50, c0 > 4): c = min(2 c0, 32),
                  s = s / ceil(c / c0);  across nodes with p > 1 s = min(s, W / c) (each channel crosses the
                  node's NVLink once);  s_t = max(s, speed(min(2 s, W / c))) on two nodes, else s
-    NVLS         c_n = min(32, p);  s_n = speed(W / c_n);  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
+    NVLS         c_n = min(32, p);  s_n = speed(W / (c_n + 1));  s_x = speed(min(K H / N r / c_n, 2 s_n)) across
                  nodes, unbounded inside one
     CollNet      c_d = min(8, p);  s_d = speed(min(r, W / c_d))
     """
@@ -607,7 +608,11 @@ def _graphs(q: _Group) -> _Graphs:
     st = jnp.where(two, jnp.maximum(s, _speed(speeds, jnp.minimum(2 * s, w / c))), s)
     # NVLS graph.
     cn = jnp.clip(jnp.minimum(MAX_NVLS_ARITY, p), 1.0, None)
-    sn = _speed(speeds, w / cn)
+    # NCCL's search charges each channel's speed to every GPU's link with the NVSwitch, its head's twice (in and
+    # out, search.cc's ncclTopoSearchTryNvls), so a GPU heading one of c_n channels carries c_n + 1: on two GB300
+    # racks W / c_n had taken the inter-node list's 22 GB/s where 33 x 22 > W, and priced them faster than one
+    # rack at the intra-node list's 20 (a hunt). NCCL keeps the most channels (CompareGraphs), at 20 on both.
+    sn = _speed(speeds, w / (cn + 1))
     sx = jnp.where(multi, _speed(speeds, jnp.minimum(q.node_net / cn, 2 * sn)), jnp.inf)
     # CollNet direct graph.
     cd = jnp.clip(jnp.minimum(MAX_DIRECT_ARITY, p), 1.0, None)

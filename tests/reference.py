@@ -550,7 +550,7 @@ def nic_fraction(share):
 
 # results/validation-nccl's eta_net, eta_nvl, lambda (us), op latency (us), fill (us) and the fill's message
 # (bytes): where a layout does not give its own (a fabric file's).
-NCCL_LAYOUT_CONSTANTS = (0.980, 0.891, 1.81, 9.65, 60.2, 11.8 * 2**20)
+NCCL_LAYOUT_CONSTANTS = (0.968, 0.905, 1.80, 9.71, 53.5, 10.9 * 2**20)
 NCCL_LAYOUT_KEYS = ("eta_net", "eta_nvl", "nccl_latency", "nccl_op_latency", "nccl_fill", "nccl_fill_bytes")
 # A layout that gives none of the tuner's omissions has none, as kernels/layout_inputs.py's Parallelism defaults.
 UNTUNED_DEFAULTS = {"nccl_op_latency": 0.0, "nccl_fill": 0.0, "nccl_fill_bytes": 1.0}
@@ -1383,7 +1383,7 @@ def nccl_collective(
         s = min(s, w / c)
     st = max(s, nccl_speed(arch, multi, min(2 * s, w / c))) if multi and nodes <= 2 else s
     cn = max(min(32, p), 1)
-    sn = nccl_speed(arch, multi, w / cn)
+    sn = nccl_speed(arch, multi, w / (cn + 1))  # a head's link carries its channel twice (search.cc)
     sx = nccl_speed(arch, multi, min(nics * hosts / nodes * r / cn, 2 * sn)) if multi else math.inf
     cd = max(min(8, p), 1)
     sd = nccl_speed(arch, multi, min(r, w / cd))

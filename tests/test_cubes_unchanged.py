@@ -8,6 +8,8 @@ with c725c0e's code, before #39's family declarations, option declarations and h
 2026-12-06, when the shipped large-model constants were refitted (the pipeline's bubble paced by an uneven
 interleaved split's largest chunk): the steps by which the cubes had changed on purpose since c725c0e (the
 collective ``ring-or-tree`` renamed, a plan's ``layout_dp`` and its status rules) went with the old digests.
+Made again on 2026-12-07, when NCCL's shipped constants were refitted (an NVLS head's link charged twice): a
+layout grid's fingerprint hashes its GPU table, which carries them; no value of these cubes changed.
 
 The content is every dataset (dtype, shape, values) and every attribute but those that record when, where and
 with which versions a cube was made, and the progress group (checksums of the values' bits). Float values are

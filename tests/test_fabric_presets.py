@@ -468,18 +468,18 @@ H100_HOSTS = {"nvlink_bw": 450e9, "nvlink_domain": 8, "gpus_per_node": 8, "nics_
 
 def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
     # 16 H100 hosts (n = 128, p = 8), 64 MiB. With NCCL's CollNet on, NVLS spans the hosts (SHARP reduces across
-    # them): c_n = 8 heads at s_n = speed(370.8 / 8) = 45, s_x = speed(min(8 x 50 / 8, 2 x 45)) = 48 GB/s as
-    # NCCL prices them, each running at its NIC's 50, so B = 8 min(45 x 0.85 x 7/8 x 2, 50) = 400 and
-    # A = B n / (2 (n - 1)) = 400 x 128 / 254; its latency
-    # l_i + l_x = 25 + 18 + 2 x 1.81 us and the whole fill f = 60.2 us (X > X_f = 11.8 MiB):
-    # t = 106.82 + X / (1000 A eta_net) us. Off (NCCL's default), NVLSTree.
+    # them): c_n = 8 heads at s_n = speed(370.8 / 9) = 40 (a head's link carries its channel twice), s_x =
+    # speed(min(8 x 50 / 8, 2 x 40)) = 48 GB/s as NCCL prices them, each running at its NIC's 50, so B = 8 min(40
+    # x 0.85 x 7/8 x 2, 50) = 400, the NICs' side (NVLink's 476 at eta_nvl is the faster), and A = B n / (2 (n -
+    # 1)) = 400 x 128 / 254; its latency l_i + l_x = 25 + 18 + 2 x 1.80 us and the whole fill f = 53.5 us (X >
+    # X_f = 10.9 MiB): t = 100.1 + X / (1000 A eta_net) us. Off (NCCL's default), NVLSTree.
     lay = {**gpt3_case()[2], **H100_HOSTS}
     x = 2.0**26
     ((off, off_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 0.0})
     ((on, on_algo),) = _times(nccl.ALL_REDUCE, x, [(128.0, 1.0)], {**lay, "sharp": 1.0})
     assert on_algo == "nvls" and off_algo == "nvls_tree"
-    assert on * 1e6 == pytest.approx(46.62 + 60.2 + x / (1000 * 400 * 128 / 254 * 0.980), rel=1e-12)
-    assert on * 1e6 == pytest.approx(446.537, abs=1e-3) and off * 1e6 == pytest.approx(654.676, abs=1e-3)
+    assert on * 1e6 == pytest.approx(46.6 + 53.5 + x / (1000 * 400 * 128 / 254 * 0.968), rel=1e-12)
+    assert on * 1e6 == pytest.approx(444.029, abs=1e-3) and off * 1e6 == pytest.approx(652.444, abs=1e-3)
     for sharp, seconds in ((0.0, off), (1.0, on)):  # the float64 twin
         assert seconds == pytest.approx(
             reference._collective("allreduce", x, 128, 1, {**lay, "sharp": sharp}), rel=1e-12
@@ -499,17 +499,17 @@ def test_sharp_lets_an_all_reduce_across_hosts_run_nvls_with_sharp_by_hand():
 
 def test_rail_only_forwards_an_all_to_all_over_nvlink_and_has_no_spine_by_hand():
     # 2 H100 hosts with NVLink of 100 GB/s (4 links: W = 4 x 20.6 GB/s), EP 16 of stride 1 (p = 8 a host), 64 MiB.
-    # NCCL's all-to-all: 6.6 + l_i + l_x + f + max(X 7/16 / (W 0.891), X 8/16 / (50 x 0.980)) / 1000 us, the NICs
-    # the slower, f = 60.2 us the whole fill (X > X_f). Rail-only forwards every off-rail byte over NVLink first:
+    # NCCL's all-to-all: 6.6 + l_i + l_x + f + max(X 7/16 / (W 0.905), X 8/16 / (50 x 0.968)) / 1000 us, the NICs
+    # the slower, f = 53.5 us the whole fill (X > X_f). Rail-only forwards every off-rail byte over NVLink first:
     # X 7/8 there, now the slower.
     lay = {**gpt3_case()[2], **H100_HOSTS, "nvlink_bw": 100e9, "leaf_hosts": 1.0, "oversubscription": 4.0}
-    x, w, fixed = 2.0**26, 4 * 20.6, 6.6 + 3.4 + 14.0 + 2 * 1.81 + 60.2
+    x, w, fixed = 2.0**26, 4 * 20.6, 6.6 + 3.4 + 14.0 + 2 * 1.80 + 53.5
     ((optimized, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 0.0})
     ((rail, _),) = _times(nccl.ALLTOALL, x, [(16.0, 1.0)], {**lay, "rail_only": 1.0})
     assert optimized * 1e6 == pytest.approx(
-        fixed + x * 8 / 16 / (50 * 0.980) / 1000 * 4, rel=1e-12
+        fixed + x * 8 / 16 / (50 * 0.968) / 1000 * 4, rel=1e-12
     )  # over 4:1
-    assert rail * 1e6 == pytest.approx(fixed + x * 7 / 8 / (w * 0.891) / 1000, rel=1e-12)
+    assert rail * 1e6 == pytest.approx(fixed + x * 7 / 8 / (w * 0.905) / 1000, rel=1e-12)
     # An all-reduce of DP 4 one GPU a host (stride 8) spans 4 hosts > a leaf's 1: over the 4:1 spine wired
     # rail-optimized, as at 1:1 rail-only (no spine: the rail is the group's fabric).
     ((spined, _),) = _times(nccl.ALL_REDUCE, x, [(4.0, 8.0)], {**lay, "rail_only": 0.0})

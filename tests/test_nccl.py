@@ -515,6 +515,32 @@ def test_nvlstree_across_nvlink_domains_prices_its_nvlink_side_at_eta_nvl():
     )
 
 
+def test_an_nvls_heads_link_carries_its_channel_twice_so_two_racks_are_never_faster_than_one():
+    """NCCL's search charges each NVLS channel's speed to every GPU's link with the NVSwitch and to its head's
+    twice (search.cc, ncclTopoSearchTryNvls), keeping the most channels: s_n = speed(W / (c_n + 1)). A GB300
+    rack's 64 GPUs (W = 18 x 40.1 = 721.8): 32 heads, W / 33 = 21.87, so 20 GB/s on one rack (the intra-node
+    list) and on two (the inter-node list's 22 would need 33 x 22 = 726 > W). NVLink's side is then one rack's
+    on both, B_nvl = 32 x 20 x 0.74 x 31/32 x 2 = 917.6 GB/s, and two racks, NVLSTree, take longer than one at
+    the same size (they had priced 896 GB/s of busbw against one rack's 817: a hunt). By hand at eta 1 and no
+    latency: one rack t = X / (1000 A), A = 917.6 n / (2 (n - 1)), n = 64, plus NVLS's 25 us inside one node."""
+    x, nvlink = 16 * GIB, 18 * 40.1
+    one, a1, _ = run(0, x, 4, 16, nvlink, 4, 100.0, 3, domain=18)
+    two, a2, _ = run(0, x, 4, 32, nvlink, 4, 100.0, 3, domain=18)
+    assert (a1, a2) == ("nvls", "nvls_tree")
+    bus = 32 * 20 * 0.74 * 31 / 32 * 2
+    assert one == pytest.approx(25.0 + x / (1000 * bus * 64 / 126), rel=1e-12)
+    busbw_one, busbw_two = (2 * (n - 1) / n * x / us / 1e3 for n, us in ((64, one), (128, two)))
+    assert busbw_two < busbw_one <= bus
+    for hosts, us in ((16, one), (32, two)):  # the float64 twin
+        want = reference.nccl_collective(0, x, 4, hosts, 18, nvlink, 4, 100.0, 3, True, False, 1.0, 1.0,
+                                         0.0, -1, -1)  # fmt: skip
+        assert us == pytest.approx(want[0] * 1e6, rel=1e-12)
+    # Eight H100s a host (W = 370.8): 8 heads, 370.8 / 9 = 41.2, so 40 GB/s on one host (the intra-node list) and
+    # across hosts (the inter-node list's 45 would need 9 x 45 > W): NVLS's NVLink side 8 x 40 x 0.85 x 7/8 x 2.
+    host, _, _ = run(0, x, 8, 1, 370.8, 8, 50.0, 2)
+    assert host == pytest.approx(25.0 + x / (1000 * 8 * 40 * 0.85 * 7 / 8 * 2 * 8 / 14), rel=1e-12)
+
+
 def test_the_efficiencies_gradient_is_finite_on_every_random_case():
     """The fit differentiates the time by the constants: a side of NVLS of no finite bandwidth (a single node's
     unbounded heads) left in the time's unused branch made the gradient 0 x inf = NaN, and the fit stopped at its

@@ -306,15 +306,17 @@ def test_report_numbers_follow_from_the_predictions(validation):
 
 @needs_published
 def test_busbw_is_nccl_tests_definition(validation):
-    """NT309A's 8 GiB row on two H100 hosts, by hand: NVLSTree at 461.6 GB/s of bus bandwidth (8 heads x 57.7),
-    the fitted eta_net, 25 + 2 (20.9 + 2 lambda) us of latency, the whole fill f (8 GiB > X_f), busbw = algbw x
-    2 (n - 1) / n with n = 16."""
+    """NT309A's 8 GiB row on two H100 hosts, by hand: NVLSTree's network side 461.6 GB/s of bus bandwidth (8 heads
+    x 57.7), its NVLink side 476 (8 heads x 40 x 0.85 x 7/8 x 2: NCCL's search charges a head's link twice, 370.8
+    / 9 takes the step of 40), the slower at its own efficiency: 461.6 / (476 eta_nvl) against 1 / eta_net with
+    the fitted constants, NVLink's; 25 + 2 (20.9 + 2 lambda) us of latency, the whole fill f (8 GiB > X_f),
+    busbw = algbw x 2 (n - 1) / n with n = 16."""
     _, v = validation
     i = next(k for k, r in enumerate(v.rows) if r.id == "NT309A-H100-2x8-31")
-    eta, _, lam, _, fill, fill_mib = v.constants
+    eta_net, eta_nvl, lam, _, fill, fill_mib = v.constants
     x = v.rows[i].bytes
-    assert x > fill_mib * 2**20
-    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30 * eta) + fill
+    assert x > fill_mib * 2**20 and 461.6 / (476 * eta_nvl) > 1 / eta_net
+    us = 25 + 2 * (20.9 + 2 * lam) + x / (1000 * 461.6 * 16 / 30) * 461.6 / (476 * eta_nvl) + fill
     assert v.predicted[i] == pytest.approx(x / us / 1e3 * 30 / 16, rel=1e-9)
     assert (v.algorithm[i], v.protocol[i]) == ("nvls_tree", "simple")
 

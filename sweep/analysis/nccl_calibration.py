@@ -341,10 +341,10 @@ def run(
 
 
 # Below this eta_net a fit says why it may be (a hunt: NICs given 4 or 8 times the hosts' own, or a log cut
-# short at 4 MiB, fitted 0.31-0.36 in silence, where the shipped fit on the published InfiniBand hosts is 0.98:
+# short at 4 MiB, fitted 0.31-0.36 in silence, where the shipped fit on the published InfiniBand hosts is 0.97:
 # results/validation-nccl; a note had cited an EFA fit of 0.88 that no report holds, a hunt), and from below
 # this message across nodes the logs' bandwidth is mostly latency and the pipeline's fill (the fitted fill is
-# whole from 11.8 MiB; the held-out report's large band starts here).
+# whole from 10.9 MiB; the held-out report's large band starts here).
 LOW_ETA_NET = 0.6
 LARGE_MESSAGE = 64 * 2**20
 
