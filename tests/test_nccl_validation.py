@@ -396,6 +396,22 @@ def test_a_row_that_another_measurement_of_the_same_inputs_contradicts(tmp_path)
     assert V.SPREAD == 3.0
 
 
+def test_hosts_of_one_nvlink_domain_carry_nothing_on_their_nics():
+    # OCI's 16 GB300 trays in one rack measured 930.5 GB/s of busbw (OCIGB300-16x4-AR-02): over NVLink alone, so
+    # any NICs are possible (a hunt: 1 x 100 Gbit/s a tray was refused as more than 4x what they carry); across
+    # two racks the same NICs are what the row crossed, and such a busbw is refused.
+    from netsweep_jax.sweep.io.nccl_tests import Measurement
+
+    def row(hosts):
+        m = Measurement("OCI-01", "s", "all_reduce", "GB300", 4, hosts, 1, 100.0, "", 2**34, 930.5, "", 2)
+        return V.uncarried(m, V.fabrics_of([m])[0])
+
+    assert row(16) == "" and row(18) == ""
+    assert row(19).startswith(
+        "busbw 930.5 GB/s across 19 hosts is more than 4x what the 1 NICs of 100 Gbit/s"
+    )
+
+
 def test_the_gb200_racks_file_is_read_and_every_row_is_priced_as_racks():
     # sweep/data/nccl_tests_gb200_racks.csv: CoreWeave's published GB200 NVL72 all-reduce on 1, 2 and 20 racks
     # (coreweave/nccl-tests@cb86553 README.md), in nccl_tests.csv's format, every row naming its source. Each is

@@ -153,8 +153,10 @@ most twice its share across hosts (two hosts), so a measured busbw beyond 2x is 
 
 def uncarried(m: Measurement, f: Fabric | Unrepresented) -> str:
     """What a row across hosts measured beyond what its NICs carry, more than :data:`CARRIED_SLACK` times an
-    NVLink domain's NICs' line rate in GB/s (a busbw in Gbit/s, or NICs given in the wrong unit), or ''."""
-    if not isinstance(f, Fabric) or m.nodes < 2 or not m.busbw or not f.nics:
+    NVLink domain's NICs' line rate in GB/s (a busbw in Gbit/s, or NICs given in the wrong unit), or ''. Hosts
+    all in one NVLink domain (an NVL72 rack's trays) never cross their NICs: nothing to carry (OCI's 16 GB300
+    trays had been refused at 1 x 100 Gbit/s a tray, a hunt)."""
+    if not isinstance(f, Fabric) or m.nodes < 2 or not m.busbw or not f.nics or m.nodes <= f.domain:
         return ""
     carried = f.domain * f.nics * f.nic_gbps / 8  # GB/s the NICs of one NVLink domain (hosts) carry
     if m.busbw <= CARRIED_SLACK * carried:
