@@ -9,11 +9,14 @@ import math
 
 
 def interp(x, xs, ys):
-    """Piecewise-linear interpolation, clamped at both ends."""
+    """Piecewise-linear interpolation, clamped below the first point, past the last along the last segment's
+    slope (never falling)."""
     if x <= xs[0]:
         return ys[0]
     if x >= xs[-1]:
-        return ys[-1]
+        if len(xs) < 2:
+            return ys[-1]
+        return ys[-1] + (x - xs[-1]) * max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
     for i in range(1, len(xs)):
         if x <= xs[i]:
             t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])

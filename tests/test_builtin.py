@@ -94,3 +94,21 @@ def test_paper_example_checks(paper_data):
     sf = ds.scaling_factor.squeeze().values
     assert round(float(sf[0]), 3) == 0.540
     assert round(float(sf[1]), 3) == 0.995
+
+
+def test_an_add_past_the_reduce_tables_last_row_follows_its_last_slope():
+    # A hunt: the table was clamped at its last row (1 GiB for the default), so one 8 GiB tensor reduced as fast as
+    # a 1 GiB one, eight times faster than eight 1 GiB tensors. Past the last row the add follows the last
+    # segment's slope (never falling); below the first it stays the launch's cost; the float64 twin agrees.
+    import reference
+    from netsweep_jax.sweep.model.collectives import reduce_time
+
+    table = (np.array([8.0, 1024.0, 2.0**30]), np.array([1e-5, 2e-5, 2e-3]))
+    slope = (2e-3 - 2e-5) / (2.0**30 - 1024.0)
+    sizes = np.array([1.0, 8.0, 512.0, 2.0**30, 2.0**33])
+    want = [1e-5, 1e-5, 1e-5 + 1e-5 * 504 / 1016, 2e-3, 2e-3 + 7 * 2.0**30 * slope]
+    np.testing.assert_allclose(reduce_time(sizes, table), want, rtol=1e-12)
+    assert [reference.interp(s, *table) for s in sizes] == pytest.approx(want, rel=1e-12)
+    assert reduce_time(2.0**33, table) == pytest.approx(8 * reduce_time(2.0**30, table), rel=0.01)
+    falling = (np.array([8.0, 16.0]), np.array([2e-5, 1e-5]))
+    assert float(reduce_time(64.0, falling)) == 1e-5  # a falling last segment: held, never below

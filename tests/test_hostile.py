@@ -327,7 +327,7 @@ def test_need_answers_reach_the_target_when_fed_back():
     "rows,fit,message",
     [
         ("1,1,100,0.9\n1,1,10,0.8\n", "utilization", "no training row depends on it"),
-        ("8,8,100,0.75\n", "utilization,latency", "2 parameters need at least 2 training rows"),
+        ("8,8,100,0.75\n", "utilization,latency", "fitting 2 parameters takes at least 2 training rows"),
     ],
 )
 def test_calibrate_refuses_unidentifiable_fits(tmp_path, rows, fit, message):

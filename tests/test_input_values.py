@@ -667,3 +667,15 @@ def test_the_flex_dispatcher_is_refused_where_megatron_core_refuses_it():
     with pytest.raises(InputError, match=r"^moe_dispatcher flex: .*needs tp x ep above 1"):
         make_layout_grid("qwen3-30b-a3b", ep="1", tp="1", **moe)
     make_layout_grid("qwen3-30b-a3b", ep="1,8", tp="1", **moe)  # a sweep with tp x ep above 1 somewhere
+
+
+@pytest.mark.parametrize("args", [(), ("profile",)])
+def test_a_group_without_its_command_prints_its_help_as_help_asks(monkeypatch, capsys, args):
+    # A hunt: `sweep` alone said "error: Usage: sweep ..." with the whole help between the error's word and its
+    # hint, exit 2. Now its help, as --help prints it.
+    code, out, err = run_cli(monkeypatch, capsys, *args)
+    again = run_cli(monkeypatch, capsys, *args, "--help")
+    assert (
+        code == 0 and err == "" and out.startswith("Usage: ") and "[OPTIONS] COMMAND" in out.splitlines()[0]
+    )
+    assert out.strip() == again[1].strip() and again[0] == 0

@@ -73,6 +73,25 @@ def test_a_steps_gpu_copy_is_not_the_step(tmp_path):
     assert import_trace(path).shape == tuple(SHAPES)
 
 
+def test_a_last_step_cut_short_in_its_backward_is_not_the_profile(tmp_path):
+    # A hunt: a trace ending in its last step's backward (the profiler stopped, the file cut) gave that step's half
+    # of the gradients as the model, in silence. The last step with as many gradients as any is the profile.
+    data = json.loads(TRACE.read_text())
+    events = data["traceEvents"]
+    spans = [e for e in events if e.get("ph") == "X"]
+    start, end = min(e["ts"] for e in spans), max(e["ts"] + e.get("dur", 0) for e in spans)
+    first = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": start, "dur": end - start}
+    shift = end - start + 1000.0
+    later = [{**e, "ts": e["ts"] + shift} for e in spans]
+    grads = sorted(e["ts"] for e in later if e["name"] == "torch::autograd::AccumulateGrad")
+    cut = [e for e in later if e["ts"] < grads[len(grads) // 2]]  # half of the second step's gradients
+    second = {**first, "name": "ProfilerStep#2", "ts": start + shift}
+    data["traceEvents"] = [*events, first, *cut, second]
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(data))
+    assert import_trace(path).shape == tuple(SHAPES)
+
+
 def test_steps_without_profiler_step_spans_are_told_apart_by_the_optimizers(tmp_path):
     # Two steps recorded without prof.step() (a hunt): read as one, every parameter's gradient twice (16 tensors,
     # twice the bytes). torch.optim's Optimizer.step spans end each step: the last step is the profile, with the

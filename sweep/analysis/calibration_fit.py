@@ -18,6 +18,7 @@ from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.values import si_values
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.engine.blocks import pow2
 from netsweep_jax.sweep.engine.compiled import predict_rows, residual_jacobian
 from netsweep_jax.sweep.io.measurements import Measurements
@@ -149,8 +150,8 @@ def check_identifiable(
         informative |= changed
     if informative.sum() < len(params):
         raise InputError(
-            f"{len(params)} parameters need at least {len(params)} training rows that depend on them; "
-            f"there are {int(informative.sum())}",
+            f"fitting {counted(len(params), 'parameter')} takes at least {counted(len(params), 'training row')} "
+            f"that depend on {'it' if len(params) == 1 else 'them'}; there are {int(informative.sum())}",
             param="fit",
         )
 

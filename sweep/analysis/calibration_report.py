@@ -10,6 +10,7 @@ import numpy as np
 from netsweep_jax.kernels.fit import FitSpec, Rows
 from netsweep_jax.sweep.analysis.calibration_fit import Array, Params
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.io.measurements import Measurements
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' intervals
@@ -144,8 +145,9 @@ def _fitted(
             )
     if dof <= 0:
         warnings.append(
-            f"{len(params)} parameters from {trained} training rows: no residual is left to estimate their "
-            f"standard errors" + (" (nor the blank rows' intervals)" if blank else "")
+            f"{counted(len(params), 'parameter')} from {counted(trained, 'training row')}: no residual is left "
+            + ("to estimate its standard error" if len(params) == 1 else "to estimate their standard errors")
+            + (" (nor the blank rows' intervals)" if blank else "")
         )
     return fitted, warnings
 
@@ -183,11 +185,11 @@ def report_text(result: Mapping[str, Any]) -> str:
         err = f" +/- {p['stderr']:.2g}" if np.isfinite(p["stderr"]) else ""
         lines.append(f"{name}: {p['value']:.4g}{err}{units}")
     unit = "" if result["measured"] == "scaling_factor" else " (relative)"
-    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {result['train_rows']} rows")
+    lines.append(f"rmse: {result['rmse']:.4g}{unit} over {counted(result['train_rows'], 'row')}")
     if "heldout_rmse" in result:
         held = len(result["rows"]) - result["train_rows"] - result.get("predicted_rows", 0)
         lines.append(
-            f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {held} rows "
+            f"held-out rmse: {result['heldout_rmse']:.4g}{unit} over {counted(held, 'row')} "
             f"(largest |residual| {result['heldout_max_abs']:.3g})"
         )
     lines += [f"warning: {w}" for w in result["warnings"]]

@@ -125,6 +125,11 @@ def _run() -> int:
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise
         ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            # `sweep` or `sweep profile` alone: its help, as --help gives it (it had come as "error: Usage: ...",
+            # the whole help between the error's word and its hint: a hunt)
+            print(ctx.get_help())
+            return 0
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         print(f"error: {e.format_message()}{hint}", file=sys.stderr)
         return int(e.exit_code)

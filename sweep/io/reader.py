@@ -262,8 +262,13 @@ def check_selection(
     missing, blocks = check_read(path, positions)
     if missing and say is not None:
         say(
-            f"{path}: an unfinished run's cube; {missing} of the {blocks} blocks this reads are not computed yet "
-            "(NaN there is no result: --resume finishes the run)"
+            f"{path}: an unfinished run's cube; "
+            + (
+                f"{missing} of the {blocks} blocks this reads are"
+                if blocks > 1
+                else "the block this reads is"
+            )
+            + " not computed yet (NaN there is no result: --resume finishes the run)"
         )
 
 

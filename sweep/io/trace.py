@@ -135,7 +135,9 @@ def _key(value: object) -> object:
 
 
 def _step_window(path, spans):
-    """(start, end) in us of the last ProfilerStep with gradients, or of all events."""
+    """(start, end) in us of the last ProfilerStep with as many gradients as any (a trace cut short in its last
+    step's backward leaves that step fewer: it had been read as the model, 2 of its 4 tensors, a hunt), or of all
+    events."""
     grads = [e for e in spans if e["name"] == ACCUMULATE]
     if not grads:
         raise InputError(
@@ -148,8 +150,13 @@ def _step_window(path, spans):
     steps = [
         e for e in spans if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in HOST_CATEGORIES
     ]
-    for step in sorted(steps, key=lambda e: e["ts"], reverse=True):
-        if any(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads):
+    counted = [
+        (step, sum(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads))
+        for step in sorted(steps, key=lambda e: e["ts"])
+    ]
+    most = max((n for _, n in counted), default=0)
+    for step, n in reversed(counted):
+        if n and n == most:
             return step["ts"], step["ts"] + step["dur"]
     # No ProfilerStep (the profiler's step() never called): steps end at torch.optim's Optimizer.step spans;
     # the last one after gradients, from the end of the one before it. Read as one step before, two steps'

@@ -117,10 +117,17 @@ class Coefficients:
 def reduce_time(nbytes: np.ndarray | float, table: ReduceTable) -> np.ndarray | np.float64:
     """Seconds of one element-wise add over ``nbytes`` (array) bytes.
 
-    Piecewise-linear interpolation of a measured (bytes, seconds) table, clamped at
-    both ends (as the paper's simulator does with ``cuda_vec_add.log``).
+    Piecewise-linear interpolation of a measured (bytes, seconds) table, clamped below its first row (a launch's
+    cost, as the paper's simulator does with ``cuda_vec_add.log``) and past its last row extended along its last
+    segment's slope (never falling): an add over more bytes than the table measured takes longer. Clamped there
+    too, 8 GiB of one tensor had cost a 1 GiB add, eight 1 GiB tensors eight of them (a hunt).
     """
-    return np.interp(nbytes, table[0], table[1])
+    xs, ys = table[0], table[1]
+    inside = np.interp(nbytes, xs, ys)
+    if len(xs) < 2:
+        return inside
+    slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
+    return np.where(np.asarray(nbytes) > xs[-1], ys[-1] + (np.asarray(nbytes) - xs[-1]) * slope, inside)
 
 
 @functools.lru_cache(maxsize=1)
