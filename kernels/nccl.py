@@ -45,8 +45,9 @@ within 1e-5 below an entry takes it, and so does a count's floor below an intege
                  s_t = max(s, speed(min(2 s, W / c))) (its second pass), elsewhere s_t = s
     NVLS         (a >= 2, S, p >= 2) c_n = min(32, p) heads;  s_n = speed(W / (c_n + 1)) (the search
                  charges every GPU's NVLink each channel's speed, and a head's twice: c_n + 1 channels'
-                 worth on the link of a GPU that heads one);  across nodes the heads' NICs: s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it
-                 up to twice s_n); inside one node s_x is unbounded
+                 worth on the link of a GPU that heads one);  across nodes the heads' NICs:
+                 s_x = speed(min(K H / N r / c_n, 2 s_n)) (the second pass raises it up to twice s_n);
+                 inside one node s_x is unbounded
     CollNet      direct: c_d = min(8, p) heads at s_d = speed(min(r, W / c_d)); chain: the ring's
 
 The search's speeds set the channels; across nodes (N > 1) the channels then run,
@@ -483,7 +484,8 @@ def _entry(table: Any, dt: jnp.dtype, *index: Array) -> Array:
 class _Group(NamedTuple):
     """One collective's inputs in the model's dtype and notation (module docstring), with the quantities every
     stage reads: N nodes, n ranks, p ranks per node, whether it spans nodes, its row ``i2`` of NCCL's
-    per-node-count tables (min(N, 3) - 1), which collective family it is, and K_n, an NCCL node's whole NICs."""
+    per-node-count tables (min(N, 3) - 1), which collective family it is, K_n, an NCCL node's whole NICs, their
+    rate R_n (GB/s) and the smallest node's (``least_net``: the last NVLink domain's hosts)."""
 
     x: Array
     dt: jnp.dtype
@@ -557,8 +559,9 @@ def _group(
     # K_n: the NICs of one NCCL node (a host's, or a multi-node NVLink domain's), whole, at least one
     node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
     node_net = nics * hosts / nodes * r  # GB/s all of an NCCL node's NICs carry
-    # ... and the smallest node's: the last domain holds H - (N - 1) D hosts (19 hosts of 18-host racks: one)
-    least_net = nics * jnp.maximum(hosts - (nodes - 1.0) * dom, 1.0) * r
+    # ... and the smallest node's: the last domain holds H - (N - 1) D hosts (19 hosts of 18-host racks: one), at
+    # least one and never above the average (a layout group's hosts may be fractional: a review)
+    least_net = nics * jnp.minimum(jnp.maximum(hosts - (nodes - 1.0) * dom, 1.0), hosts / nodes) * r
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
         nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, least_net, spine,
@@ -841,8 +844,8 @@ def _choice(
     the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl, NVLS's and
     NVLSTree's across domains t = lat + X / (1000 A) max(B / (B_net eta_net), B / (B_nvl eta_nvl)) with their
     ``sides`` (B_nvl, B_net), and an all-reduce across nodes never under its NICs' floor, t >= lat + X O_s / (1000
-    R_n eta_net), R_n the smallest NCCL node's NICs (GB/s: every node's X leaves it once at least; K (H - (N - 1)
-    D) r, the last domain's hosts), O_s the spine's divisor
+    R_n eta_net), R_n the smallest NCCL node's NICs (GB/s: every node's X leaves it once at least; K min(max(H -
+    (N - 1) D, 1), H / N) r, the last domain's hosts), O_s the spine's divisor
     (its oversubscription over the transport's utilization) (us)."""
     x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)

@@ -1489,7 +1489,7 @@ def nccl_collective(
     else:
         t = lat + x / (1000 * bw * eta)
     if ar and multi:  # every NCCL node's X leaves it through its NICs once at least, the smallest node's too
-        least = max(hosts - (nodes - 1) * max(domain, 1), 1)  # the last domain's hosts
+        least = min(max(hosts - (nodes - 1) * max(domain, 1), 1), hosts / nodes)  # the last domain's hosts
         t = max(t, lat + x * spine / (1000 * nics * least * r * eta_net))
     return (t + untuned) * 1e-6, a, pr
 

@@ -61,3 +61,14 @@ def test_a_plan_printed_as_csv_or_json_says_its_cube_even_when_the_reader_leaves
         f"wrote {out}" in capsys.readouterr().err.splitlines()
     )  # on stderr: stdout is the CSV or JSON alone
     assert out.exists()
+
+
+@pytest.mark.parametrize("limit", [0, 100], ids=["before-the-first-write", "mid-output"])
+def test_a_group_without_its_command_prints_its_help_under_the_same_guard(monkeypatch, limit):
+    # A review: `sweep` alone prints its help (a hunt: it came as "error: Usage: ..."), and printed it outside the
+    # guard of standard output: `sweep | true` and `sweep > /dev/full` gave a traceback.
+    reader = LeavingReader(limit)
+    monkeypatch.setattr(sys, "argv", ["sweep"])
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(reader, encoding="utf-8", write_through=True))
+    assert entry._run() == 141
+    assert reader.taken == limit

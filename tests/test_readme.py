@@ -40,7 +40,9 @@ DOCS = [*PAGES, "benchmarks/README.md"]
 FENCE = re.compile(r"^ *```(\w*)\n(.*?)^ *```", re.S | re.M)
 TIMING = re.compile(r" in [\d.]+ s \([\d,.]+/s end to end\)")
 # A progress line without a terminal (sweep/cli/progress.py), printed only when a run is slow: not shown.
-PROGRESS = re.compile(r"^\w+: [\d,]+ of [\d,]+ [\w ]+ \(\d+%\) in \d+ s; about \d+ s left\n", re.M)
+PROGRESS = re.compile(
+    r"^\w+: [\d,]+ of [\d,]+ [\w ]+ \(\d+%\) in \d+ s; (about \d+ s|under a second) left\n", re.M
+)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 PATH = re.compile(r"`((?:sweep|kernels|tests|benchmarks|examples|docs)/[\w./-]+?)(?:::\w+)?`")
 

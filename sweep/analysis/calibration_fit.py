@@ -151,7 +151,8 @@ def check_identifiable(
     if informative.sum() < len(params):
         raise InputError(
             f"fitting {counted(len(params), 'parameter')} takes at least {counted(len(params), 'training row')} "
-            f"that depend on {'it' if len(params) == 1 else 'them'}; there are {int(informative.sum())}",
+            f"that {'depends on it' if len(params) == 1 else 'depend on them'}; "
+            f"{counted(int(informative.sum()), 'row does', 'rows do')}",
             param="fit",
         )
 

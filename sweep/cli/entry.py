@@ -5,6 +5,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # imports at start-up are only those the interpreter has made already
+    from collections.abc import Callable
     from typing import NoReturn, TextIO
 
 
@@ -106,7 +107,7 @@ def _run() -> int:
     stdout = sys.stdout
     sys.stdout = _GuardedStdout(stdout)  # a TextIO in all but name
     try:
-        return int(app(standalone_mode=False) or 0)
+        return _app_or_its_help(app)
     except _StdoutFailed as e:
         sys.stdout = open(os.devnull, "w")  # nothing more goes there, not even at exit
         if e.error.errno == errno.EPIPE:
@@ -125,14 +126,23 @@ def _run() -> int:
         if not (hasattr(e, "format_message") and hasattr(e, "exit_code")):
             raise
         ctx = getattr(e, "ctx", None)
-        if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
-            # `sweep` or `sweep profile` alone: its help, as --help gives it (it had come as "error: Usage: ...",
-            # the whole help between the error's word and its hint: a hunt)
-            print(ctx.get_help())
-            return 0
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         print(f"error: {e.format_message()}{hint}", file=sys.stderr)
         return int(e.exit_code)
+
+
+def _app_or_its_help(app: "Callable[..., object]") -> int:
+    """Run the app; where a group is given no command (`sweep`, `sweep profile`), print its help as --help does
+    (it had come as "error: Usage: ...", the whole help between the error's word and its hint: a hunt), inside
+    the caller's guard of standard output (a review: `sweep > /dev/full` gave a traceback)."""
+    try:
+        return int(app(standalone_mode=False) or 0)  # type: ignore[call-overload]
+    except Exception as e:
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ != "NoArgsIsHelpError" or ctx is None:
+            raise
+        print(ctx.get_help())
+        return 0
 
 
 def _ended(code: int) -> str:

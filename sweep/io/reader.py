@@ -264,7 +264,7 @@ def check_selection(
         say(
             f"{path}: an unfinished run's cube; "
             + (
-                f"{missing} of the {blocks} blocks this reads are"
+                f"{missing} of the {blocks} blocks this reads {'is' if missing == 1 else 'are'}"
                 if blocks > 1
                 else "the block this reads is"
             )

@@ -134,10 +134,15 @@ def _key(value: object) -> object:
     return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
 
 
+def _inside(event, span):
+    """Whether ``event`` starts inside ``span`` (both trace events, us)."""
+    return span["ts"] <= event["ts"] <= span["ts"] + span["dur"]
+
+
 def _step_window(path, spans):
-    """(start, end) in us of the last ProfilerStep with as many gradients as any (a trace cut short in its last
-    step's backward leaves that step fewer: it had been read as the model, 2 of its 4 tensors, a hunt), or of all
-    events."""
+    """(start, end) in us of the last ProfilerStep with gradients, or of the one before it where the last one
+    never reached the optimizer's step that the one before it did (a trace cut short in its last step's backward:
+    that step had been read as the model, 2 of its 4 tensors, a hunt), or of all events."""
     grads = [e for e in spans if e["name"] == ACCUMULATE]
     if not grads:
         raise InputError(
@@ -150,14 +155,19 @@ def _step_window(path, spans):
     steps = [
         e for e in spans if str(e["name"]).startswith("ProfilerStep#") and e.get("cat") in HOST_CATEGORIES
     ]
-    counted = [
-        (step, sum(step["ts"] <= g["ts"] <= step["ts"] + step["dur"] for g in grads))
-        for step in sorted(steps, key=lambda e: e["ts"])
+    taken = [step for step in sorted(steps, key=lambda e: e["ts"]) if any(_inside(g, step) for g in grads)]
+    optimizers = [
+        e for e in spans if str(e["name"]).startswith(OPTIMIZER_STEP) and e.get("cat") in HOST_CATEGORIES
     ]
-    most = max((n for _, n in counted), default=0)
-    for step, n in reversed(counted):
-        if n and n == most:
-            return step["ts"], step["ts"] + step["dur"]
+
+    def finished(step):  # its optimizer ran after its gradients (where torch.optim marks its steps at all)
+        return any(_inside(o, step) for o in optimizers)
+
+    # only the last can be cut short (a review: counting gradients took an earlier step of two passes)
+    if taken:
+        cut = len(taken) > 1 and finished(taken[-2]) and not finished(taken[-1])
+        step = taken[-2 if cut else -1]
+        return step["ts"], step["ts"] + step["dur"]
     # No ProfilerStep (the profiler's step() never called): steps end at torch.optim's Optimizer.step spans;
     # the last one after gradients, from the end of the one before it. Read as one step before, two steps'
     # gradients were one profile of every parameter twice (a hunt).

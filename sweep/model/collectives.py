@@ -126,8 +126,9 @@ def reduce_time(nbytes: np.ndarray | float, table: ReduceTable) -> np.ndarray | 
     inside = np.interp(nbytes, xs, ys)
     if len(xs) < 2:
         return inside
-    slope = max((ys[-1] - ys[-2]) / (xs[-1] - xs[-2]), 0.0)
-    return np.where(np.asarray(nbytes) > xs[-1], ys[-1] + (np.asarray(nbytes) - xs[-1]) * slope, inside)
+    slope = _per_byte(table)
+    past = np.where(np.asarray(nbytes) > xs[-1], ys[-1] + (np.asarray(nbytes) - xs[-1]) * slope, inside)
+    return past if np.ndim(nbytes) else np.float64(past)  # a number for a number, as np.interp gives
 
 
 @functools.lru_cache(maxsize=1)
@@ -161,9 +162,10 @@ def _expected_max_one(m: float) -> float:
 
 
 def _per_byte(table):
-    """Seconds per byte of the reduce-cost table's top segment (its bandwidth part)."""
+    """Seconds per byte of the reduce-cost table's top segment (its bandwidth part), never below 0 (a falling last
+    segment adds nothing: a review; :func:`reduce_time` extends the table along it)."""
     xs, ys = np.asarray(table[0], np.float64), np.asarray(table[1], np.float64)
-    return float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])) if len(xs) > 1 else 0.0
+    return max(float((ys[-1] - ys[-2]) / (xs[-1] - xs[-2])), 0.0) if len(xs) > 1 else 0.0
 
 
 def coefficients(

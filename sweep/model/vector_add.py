@@ -37,7 +37,9 @@ def default_table(hbm: float = V100_HBM_BYTES_PER_S) -> tuple[np.ndarray, np.nda
     return nbytes, ADD_LAUNCH_S + 3.0 * nbytes / rate
 
 
-MAX_TABLE_SECONDS = 1e4  # one vector add: beyond this, results would leave float32's range
+MAX_TABLE_SECONDS = (
+    1e4  # one vector add the table measured (past its last row the cost grows along its slope)
+)
 
 
 def read_table(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
