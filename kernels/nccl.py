@@ -484,8 +484,8 @@ def _entry(table: Any, dt: jnp.dtype, *index: Array) -> Array:
 class _Group(NamedTuple):
     """One collective's inputs in the model's dtype and notation (module docstring), with the quantities every
     stage reads: N nodes, n ranks, p ranks per node, whether it spans nodes, its row ``i2`` of NCCL's
-    per-node-count tables (min(N, 3) - 1), which collective family it is, K_n, an NCCL node's whole NICs, their
-    rate R_n (GB/s) and the smallest node's (``least_net``: the last NVLink domain's hosts)."""
+    per-node-count tables (min(N, 3) - 1), which collective family it is, K_n, an NCCL node's whole NICs, and
+    their rate R_n (GB/s)."""
 
     x: Array
     dt: jnp.dtype
@@ -512,7 +512,6 @@ class _Group(NamedTuple):
     agrs: Array
     node_nics: Array
     node_net: Array
-    least_net: Array
     spine: Array
 
     def bc(self, v: Array) -> Array:
@@ -558,13 +557,13 @@ def _group(
     agrs = (coll == ALL_GATHER) | (coll == REDUCE_SCATTER)
     # K_n: the NICs of one NCCL node (a host's, or a multi-node NVLink domain's), whole, at least one
     node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
-    node_net = nics * hosts / nodes * r  # GB/s all of an NCCL node's NICs carry
-    # ... and the smallest node's: the last domain holds H - (N - 1) D hosts (19 hosts of 18-host racks: one), at
-    # least one and never above the average (a layout group's hosts may be fractional: a review)
-    least_net = nics * jnp.minimum(jnp.maximum(hosts - (nodes - 1.0) * dom, 1.0), hosts / nodes) * r
+    # GB/s all of an NCCL node's NICs carry. Hosts that fill no whole number of NVLink domains are split evenly
+    # over the fewest that hold them (19 trays of 18-tray racks as 9.5 a rack, as 10 and 9 run): the model's
+    # placement, said in docs/model.md (a full rack and a lone tray would be paced by the tray's own NICs).
+    node_net = nics * hosts / nodes * r
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
-        nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, least_net, spine,
+        nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, spine,
     )  # fmt: skip
 
 
@@ -844,9 +843,8 @@ def _choice(
     the time that runs, t = lat + X / (1000 A eta) with eta = eta_net if N > 1 else eta_nvl, NVLS's and
     NVLSTree's across domains t = lat + X / (1000 A) max(B / (B_net eta_net), B / (B_nvl eta_nvl)) with their
     ``sides`` (B_nvl, B_net), and an all-reduce across nodes never under its NICs' floor, t >= lat + X O_s / (1000
-    R_n eta_net), R_n the smallest NCCL node's NICs (GB/s: every node's X leaves it once at least; K min(max(H -
-    (N - 1) D, 1), H / N) r, the last domain's hosts), O_s the spine's divisor
-    (its oversubscription over the transport's utilization) (us)."""
+    R_n eta_net), R_n = K H / N r the NCCL node's NICs (GB/s: every node's X leaves it once at least), O_s the
+    spine's divisor (its oversubscription over the transport's utilization) (us)."""
     x, ar, multi = q.x, q.ar, q.multi
     algo_req = jnp.asarray(algorithm, jnp.int32)
     proto_req = jnp.asarray(protocol, jnp.int32)
@@ -872,10 +870,10 @@ def _choice(
                 t_real = jnp.where(multi, t_lat + t_bw * slow, t_real)
             # An all-reduce across NCCL nodes sends each node's X through its NICs at least once, whatever
             # reduces it (NVLSTree's 2-node ratio and CollNet heads on fewer NICs had priced it faster: a hunt)
-            # (the NICs' rate over the spine's divisor, which carries the transport's utilization too: a review),
-            # the smallest node's NICs where the domains are uneven (a 19th host beside an 18-host rack had been
-            # priced at the two nodes' average of 38 hosts' NICs: 8 times its own 4, a hunt)
-            floor = t_lat + x * q.spine / (1000.0 * q.least_net * q.eta_net)
+            # (the NICs' rate over the spine's divisor, which carries the transport's utilization too: a review).
+            # An all-gather's or reduce-scatter's ring or PAT runs its channels at the NICs' rate at most: at or
+            # above its floor, (n - p) / n of X through them, already.
+            floor = t_lat + x * q.spine / (1000.0 * q.node_net * q.eta_net)
             t_real = jnp.where(ar & multi, jnp.maximum(t_real, floor), t_real)
             nominal.append(jnp.where(enabled, t_lat + t_bw, jnp.inf))
             real.append(q.bc(t_real))

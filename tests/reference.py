@@ -1488,9 +1488,8 @@ def nccl_collective(
         t = lat + x / (1000 * bw) * slow
     else:
         t = lat + x / (1000 * bw * eta)
-    if ar and multi:  # every NCCL node's X leaves it through its NICs once at least, the smallest node's too
-        least = min(max(hosts - (nodes - 1) * max(domain, 1), 1), hosts / nodes)  # the last domain's hosts
-        t = max(t, lat + x * spine / (1000 * nics * least * r * eta_net))
+    if ar and multi:  # every NCCL node's X leaves it through its NICs once at least
+        t = max(t, lat + x * spine / (1000 * nics * hosts / nodes * r * eta_net))
     return (t + untuned) * 1e-6, a, pr
 
 

@@ -3,6 +3,7 @@
 rate (by hand and against tests/reference.py), which tier each traffic crosses, and one plan over a list."""
 
 import dataclasses
+import re
 
 import jax
 import numpy as np
@@ -626,3 +627,23 @@ def test_nodes_count_the_fabrics_hosts(tmp_path):
         and gpus_from_nodes("4", unset, "gb200", None) == "16"
     )
     assert gpus_from_nodes("4", {**unset, "gpus_per_node": "2"}, None, nvl72) == "8"
+
+
+def test_nccls_pricing_refuses_a_host_of_more_gpus_than_its_nvlink_domain():
+    # A hunt: with --fabric (NCCL's pricing) --nvlink-domain 1 on 8-GPU hosts priced EP 8 on NVLink, where the flat
+    # collectives put 7/8 of it on the NICs and took 7 times as long; --gpus-per-node 16 on H100 hosts (NVLink of
+    # 8) put EP 16 on NVLink as the assumed line said it was not. NCCL's node is a host or a multi-host domain.
+    for extra, said in (
+        (dict(nvlink_domain="1"), "1 below --gpus-per-node 8 (h100)"),
+        (dict(gpus_per_node="16"), "8 below --gpus-per-node 16 (h100)"),
+    ):
+        with pytest.raises(
+            InputError, match=f"nvlink_domain {re.escape(said)}: NCCL's pricing takes a host's GPUs"
+        ) as e:
+            make_layout_grid("llama3-8b", gpus=32, global_batch=32, fabric=H100_POD, **extra)
+        assert e.value.param == "nvlink_domain"
+    # the flat collectives price it (GPUs off NVLink), and a rack of trays is one domain of several hosts
+    assert make_layout_grid(
+        "llama3-8b", gpus=32, global_batch=32, nvlink_domain="1", collective="ring-or-tree"
+    )
+    assert make_layout_grid("llama3-8b", gpus=76, global_batch=76, fabric=FABRICS["gb200-nvl72"])

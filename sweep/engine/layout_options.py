@@ -136,7 +136,7 @@ def make_layout_grid(
     given.update({name: show(value) for name, value in stacked.items()})
     values = _numeric_values(given, search, stacked)
     per_sweep = _per_sweep(values, given, _moe_dispatcher(texts, models))
-    spines = net.checked_spines(oversubscription, axes.get("latency"))
+    spines = net.checked_spines(oversubscription, axes.get("latency"), values, names["gpu"])
     assumed = (
         *volta_said,
         *((phrase,) if preset is not None else ()),
@@ -529,12 +529,16 @@ class _Network:
             "rail_only": float(p is not None and p.rail_only),
         }
 
-    def checked_spines(self, oversubscription: object, latency: object) -> tuple[float, ...]:
+    def checked_spines(
+        self, oversubscription: object, latency: object, values: dict[str, np.ndarray], gpus: Sequence[str]
+    ) -> tuple[float, ...]:
         """The spine's oversubscription values (:func:`~sweep.model.fabrics.oversubscriptions`), after refusing
-        a fabric with flat collectives; then ``--latency`` refused with NCCL's pricing."""
+        a fabric with flat collectives; then ``--latency`` and hosts of more GPUs than their NVLink domain
+        (``values``' on ``gpus``) refused with NCCL's pricing."""
         _check_fabric(self)
         spines = oversubscriptions(oversubscription, self.fabric)
         _check_latency(self, latency)
+        _check_nccl_hosts(self, values, gpus)
         return spines
 
 
@@ -684,6 +688,29 @@ def _check_fabric(net: _Network) -> None:
             "--collective nccl), or --fabric for the flat collectives (they read --util and --latency instead)",
             param="fabric",
         )
+
+
+def _check_nccl_hosts(net: _Network, values: dict[str, np.ndarray], gpus: Sequence[str]) -> None:
+    """Refuse, with NCCL's pricing, a host of more GPUs than its NVLink domain (given, or its GPU's system's for
+    the GPUs a host given): NCCL's node is a host or a multi-host NVLink domain, on NVLink, and a host's GPUs off
+    its NVLink (PCIe between NVLink islands) are not priced (a hunt: --nvlink-domain 1 on 8-GPU hosts priced
+    EP 8 on NVLink, where the flat collectives put 7/8 of it on the NICs and took 7 times as long)."""
+    if net.mode != "nccl":
+        return
+    for gpu in gpus:
+        for per_node in sorted({float(v) for v in values["gpus_per_node"]}):
+            system = system_settings(gpu, per_node)  # 0: the preset's host
+            for given in sorted({float(v) for v in values["nvlink_domain"]}):
+                domain = given if given > 0 else system["nvlink_domain"]
+                if domain < system["gpus_per_node"]:
+                    whose = "" if given > 0 else f"(the {gpu} system's, for hosts of these GPUs) "
+                    raise InputError(
+                        f"{show(domain)} {whose}below --gpus-per-node {show(system['gpus_per_node'])} "
+                        f"({gpu}): NCCL's pricing takes a host's GPUs on one NVLink domain (or a domain of several "
+                        "hosts); give --nvlink-domain of at least the host's GPUs, or a flat --collective "
+                        "(ring-or-tree), which prices GPUs off NVLink",
+                        param="nvlink_domain",
+                    )
 
 
 def _check_latency(net: _Network, latency: object) -> None:
