@@ -558,7 +558,7 @@ def _group(
     # K_n: the NICs of one NCCL node (a host's, or a multi-node NVLink domain's), whole, at least one
     node_nics = jnp.maximum(jnp.floor(nics * hosts / nodes + 1e-6), 1.0)
     # GB/s all of an NCCL node's NICs carry. Hosts that fill no whole number of NVLink domains are split evenly
-    # over the fewest that hold them (19 trays of 18-tray racks as 9.5 a rack, as 10 and 9 run): the model's
+    # over the fewest that hold them (19 trays of 18-tray racks as 9.5 a rack, about as 10 and 9 run): the model's
     # placement, said in docs/model.md (a full rack and a lone tray would be paced by the tray's own NICs).
     node_net = nics * hosts / nodes * r
     return _Group(

@@ -633,14 +633,19 @@ def test_nccls_pricing_refuses_a_host_of_more_gpus_than_its_nvlink_domain():
     # A hunt: with --fabric (NCCL's pricing) --nvlink-domain 1 on 8-GPU hosts priced EP 8 on NVLink, where the flat
     # collectives put 7/8 of it on the NICs and took 7 times as long; --gpus-per-node 16 on H100 hosts (NVLink of
     # 8) put EP 16 on NVLink as the assumed line said it was not. NCCL's node is a host or a multi-host domain.
+    fabric = "(given, or --fabric dgx-h100-superpod's for hosts of these GPUs)"
     for extra, said in (
-        (dict(nvlink_domain="1"), "1 below --gpus-per-node 8 (h100)"),
-        (dict(gpus_per_node="16"), "8 below --gpus-per-node 16 (h100)"),
+        (dict(fabric=H100_POD, nvlink_domain="1"), f"1 {fabric} below --gpus-per-node 8 (h100)"),
+        (dict(fabric=H100_POD, gpus_per_node="16"), f"8 {fabric} below --gpus-per-node 16 (h100)"),
+        (
+            dict(collective="nccl", gpus_per_node="16"),
+            "8 (the h100 system's, for hosts of these GPUs) below --gpus-per-node 16 (h100)",
+        ),
     ):
         with pytest.raises(
             InputError, match=f"nvlink_domain {re.escape(said)}: NCCL's pricing takes a host's GPUs"
         ) as e:
-            make_layout_grid("llama3-8b", gpus=32, global_batch=32, fabric=H100_POD, **extra)
+            make_layout_grid("llama3-8b", gpus=32, global_batch=32, **extra)
         assert e.value.param == "nvlink_domain"
     # the flat collectives price it (GPUs off NVLink), and a rack of trays is one domain of several hosts
     assert make_layout_grid(

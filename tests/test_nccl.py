@@ -620,7 +620,7 @@ def test_an_all_reduce_across_hosts_never_runs_under_its_nics_floor(name, args, 
     assert two - one == pytest.approx(x * kw.get("spine", 1.0) / (1000 * nics * r * eta[0]), rel=1e-9)
     for size in (x, 2 * x):  # the float64 twin the same
         sec, _, _ = reference.nccl_collective(
-            coll, size, g, hosts, kw.get("domain", 1), nvl, nics, r, arch, True, kw.get("collnet", False), *eta, 0.0,
+            coll, size, g, hosts, 1, nvl, nics, r, arch, True, kw.get("collnet", False), *eta, 0.0,
             kw["algo"], -1, spine=kw.get("spine", 1.0),
         )  # fmt: skip
         assert sec * 1e6 == pytest.approx(

@@ -691,24 +691,36 @@ def _check_fabric(net: _Network) -> None:
 
 
 def _check_nccl_hosts(net: _Network, values: dict[str, np.ndarray], gpus: Sequence[str]) -> None:
-    """Refuse, with NCCL's pricing, a host of more GPUs than its NVLink domain (given, or its GPU's system's for
-    the GPUs a host given): NCCL's node is a host or a multi-host NVLink domain, on NVLink, and a host's GPUs off
-    its NVLink (PCIe between NVLink islands) are not priced (a hunt: --nvlink-domain 1 on 8-GPU hosts priced
-    EP 8 on NVLink, where the flat collectives put 7/8 of it on the NICs and took 7 times as long)."""
+    """Refuse, with NCCL's pricing, a host of more GPUs than its NVLink domain (the domain given or a fabric's, else
+    the one its GPU's system builds for hosts of that many GPUs): NCCL's node is a host or a multi-host NVLink
+    domain, on NVLink, and a host's GPUs off its NVLink (PCIe between NVLink islands) are not priced (a hunt:
+    --nvlink-domain 1 on 8-GPU hosts priced EP 8 on NVLink, where the flat collectives put 7/8 of it on the NICs
+    and took 7 times as long)."""
     if net.mode != "nccl":
         return
+    remedy = (
+        "drop --fabric and give a flat --collective (ring-or-tree)"
+        if net.fabric is not None
+        else "give a flat --collective (ring-or-tree)"
+    )
     for gpu in gpus:
         for per_node in sorted({float(v) for v in values["gpus_per_node"]}):
             system = system_settings(gpu, per_node)  # 0: the preset's host
             for given in sorted({float(v) for v in values["nvlink_domain"]}):
                 domain = given if given > 0 else system["nvlink_domain"]
                 if domain < system["gpus_per_node"]:
-                    whose = "" if given > 0 else f"(the {gpu} system's, for hosts of these GPUs) "
+                    whose = (
+                        f"(the {gpu} system's, for hosts of these GPUs) "
+                        if given <= 0
+                        else f"(given, or --fabric {net.preset_name}'s for hosts of these GPUs) "
+                        if net.preset is not None
+                        else ""
+                    )
                     raise InputError(
                         f"{show(domain)} {whose}below --gpus-per-node {show(system['gpus_per_node'])} "
                         f"({gpu}): NCCL's pricing takes a host's GPUs on one NVLink domain (or a domain of several "
-                        "hosts); give --nvlink-domain of at least the host's GPUs, or a flat --collective "
-                        "(ring-or-tree), which prices GPUs off NVLink",
+                        f"hosts); give --nvlink-domain of at least the host's GPUs, or {remedy}, which prices "
+                        "GPUs off NVLink",
                         param="nvlink_domain",
                     )
 
