@@ -338,3 +338,16 @@ def test_the_paper_cnns_intra_node_rate_is_said_where_a_collective_reads_it():
     assert (
         said not in make_grid("resnet50", collective="nccl-ring", bandwidth=10, intra_bandwidth=900).assumed
     )
+
+
+def test_a_fabrics_host_of_more_gpus_than_its_nvlink_domain_is_refused():
+    # A review: 16 H100s a host on a DGX H100 SuperPOD (NVLink domains of 8, as the assumed line said) were priced
+    # as one NCCL node on NVLink, 25% cheaper than the host's two islands. NCCL's pricing takes a host on NVLink.
+    with pytest.raises(
+        InputError, match="16: hosts of more GPUs than the fabric dgx-h100-superpod's NVLink domain of 8"
+    ) as e:
+        make_grid("gpt2-xl", fabric="dgx-h100-superpod", gpus_per_node=16, nodes=2)
+    assert e.value.param == "gpus_per_node"
+    # a host of fewer GPUs has a domain of its own; the NVL72 rack's domain spans hosts
+    assert make_grid("gpt2-xl", fabric="dgx-h100-superpod", gpus_per_node=4, nodes=2)
+    assert make_grid("gpt2-xl", fabric="gb200-nvl72", gpus_per_node=4, nodes=20)

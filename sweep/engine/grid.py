@@ -552,6 +552,7 @@ def _check_nccl_engine(
             "nccl-tree without a fabric",
             param="collective",
         )
+    _check_hosts_on_nvlink(values, fabric)
     forced = [c for c in collectives if forced_algorithm(c) is not None]  # a protocol forced: every one runs
     if not forced:
         return ""
@@ -599,6 +600,22 @@ def _forced_fallbacks(
         return nowhere(collective, name)
     more = f" and {count - 3} more" if count > 3 else ""
     return f"{collective} cannot run on {', '.join(misses[:3])}{more} {needs}: NCCL's own choice there"
+
+
+def _check_hosts_on_nvlink(values: Mapping[str, np.ndarray], fabric: SweepFabric | None) -> None:
+    """Refuse a fabric's hosts of more GPUs than its NVLink domain builds for them (16 H100s a host on a DGX H100
+    SuperPOD, NVLink of 8): NCCL's node is a host or a multi-host domain, on NVLink, and the kernel had priced each
+    16-GPU host as one on NVLink, 25% cheaper than its two islands (a review)."""
+    if fabric is None:
+        return
+    for g in values["gpus_per_node"]:
+        if (domain := _domain(fabric, float(g))) < g:
+            raise InputError(
+                f"{float(g):g}: hosts of more GPUs than the fabric {fabric.label}'s NVLink domain of {domain:g} "
+                "for hosts of these GPUs; NCCL's pricing takes a host's GPUs on one NVLink domain: give "
+                f"--gpus-per-node of at most {domain:g}, or drop --fabric for nccl-ring (--intra-bw prices the host)",
+                param="gpus_per_node",
+            )
 
 
 def _domain(fabric: SweepFabric | None, g: float) -> float:
