@@ -423,3 +423,15 @@ def test_t1_floor_is_applied_and_said():
     t1, note = recorded_t1(0.004, [0.002, 0.003], [0.001])
     assert t1 == pytest.approx(0.006)
     assert "raised from the step's 4 ms to the recorded forward + backward 6 ms" in note
+
+
+@pytest.mark.parametrize("dims", [[1e20, 2], [2.5], [-1], [2**53]])
+def test_a_gradients_shape_not_of_whole_numbers_says_the_rule(tmp_path, dims):
+    # A hunt: [1e20, 1e20] (floats in JSON) was refused as "expected a list of integers >= 0", which it looked like.
+    data = json.loads(TRACE.read_text())
+    grad = next(e for e in data["traceEvents"] if e.get("name") == "torch::autograd::AccumulateGrad")
+    grad["args"]["Input Dims"] = [dims]
+    path = tmp_path / "dims.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"expected a list of whole numbers from 0 to 2\^53 \(no fractions"):
+        import_trace(path)

@@ -395,7 +395,7 @@ def test_grid_refusals_name_the_right_thing(tmp_path):
                     "args": {"Input Dims": [[[3], 4]], "Input type": ["float"]},
                 },
             ],
-            "expected a list of integers",
+            "expected a list of whole numbers",
         ),
     ],
 )

@@ -205,7 +205,8 @@ def _shape_dtype_bytes(path, event, index):
         )
     if not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**53 for d in dims[0]):
         raise InputError(
-            f"{path}: gradient {index} has shape {str(dims[0])[:60]}; expected a list of integers >= 0",
+            f"{path}: gradient {index} has shape {str(dims[0])[:60]}; expected a list of whole numbers from 0 to 2^53 "
+            "(no fractions, no exponent notation)",
             param="trace",
         )
     shape = tuple(int(d) for d in dims[0])
