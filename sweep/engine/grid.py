@@ -539,7 +539,8 @@ def _check_nccl_engine(
     fabric: SweepFabric | None,
 ) -> str:
     """Refuse what NCCL's own collective (``nccl``) cannot price: a profile on a GPU without a preset (its
-    architecture picks NCCL's tables: never a guess). Returns what the sweep says of an algorithm it forces where
+    architecture picks NCCL's tables: never a guess), a fabric's hosts of more GPUs than its NVLink domain
+    (:func:`_check_hosts_on_nvlink`). Returns what the sweep says of an algorithm it forces where
     NCCL cannot run it (:func:`_forced_fallbacks`; '' where none falls back)."""
     if not uses_nccl(collectives):
         return ""

@@ -173,11 +173,7 @@ def _step_window(path, spans):
     # gradients were one profile of every parameter twice (a hunt).
     # The host's spans only (a CUDA trace copies each onto the GPU's timeline, ending later); optimizers that end
     # with no gradient between them (Muon beside AdamW) end one step, at the last of them.
-    ends = sorted(
-        e["ts"] + e["dur"]
-        for e in spans
-        if str(e["name"]).startswith(OPTIMIZER_STEP) and e.get("cat") in HOST_CATEGORIES
-    )
+    ends = sorted(e["ts"] + e["dur"] for e in optimizers)
     bounds: list[float] = []
     for end in ends:
         if any((bounds[-1] if bounds else -math.inf) < g["ts"] <= end for g in grads):

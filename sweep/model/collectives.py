@@ -126,8 +126,8 @@ def reduce_time(nbytes: np.ndarray | float, table: ReduceTable) -> np.ndarray | 
     inside = np.interp(nbytes, xs, ys)
     if len(xs) < 2:
         return inside
-    slope = _per_byte(table)
-    past = np.where(np.asarray(nbytes) > xs[-1], ys[-1] + (np.asarray(nbytes) - xs[-1]) * slope, inside)
+    size = np.asarray(nbytes)
+    past = np.where(size > xs[-1], ys[-1] + (size - xs[-1]) * _per_byte(table), inside)
     return past if np.ndim(nbytes) else np.float64(past)  # a number for a number, as np.interp gives
 
 
