@@ -168,6 +168,8 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
 
     # The parts run in the order their terms depend on each other, and the traced program keeps that order.
     dp, gpus, m, status = degrees(arch, lay)  # which layouts can exist
+    # The job's GPUs as the layout runs them (d t p c where D is given), which the groups' placement reads.
+    lay = lay._replace(gpus=gpus)
 
     # One layer and micro-batch on one GPU: work, parameters, activations, time, recomputation, traffic.
     work = layer_work(arch, dev, lay, gpus, mats)

@@ -4,7 +4,9 @@ The notation is :mod:`kernels.layout`'s.
 
 Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Megatron
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
-t c D). The group stays inside one NVLink domain of Q GPUs when stride n <= Q and then
+t c D). The group stays inside one NVLink domain of Q GPUs when its block of stride n ranks is inside every
+domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q) where a job of whole domains has
+blocks that cross a domain's edge), and then
 runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
 the domain through the node's NICs, which the node's groups share: a group with
 q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as
@@ -40,7 +42,9 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
 ``stride`` ranks apart has
 
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
-    D = max(1, clip(Q / stride, 1, n) / q) of its hosts per NVLink domain,
+    D = max(1, clip(Q_b / stride, 1, n) / q) of its hosts per NVLink domain (Q_b = :func:`domain_part`: a block
+        of ranks that crosses a domain's edge, as EP 32 on 72-GPU racks, priced at its smallest part there,
+        gcd(stride n, Q) ranks, whose members pace the groups),
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
     each of beta / 8 bytes/s as NCCL's search reads it (fewer than one: one NIC at f(K q / G) of that rate); each
     of its channels across nodes runs at most at u of its share of the NICs, over S where the group crosses the
@@ -166,7 +170,9 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
     off-rail bytes over NVLink), and the spine's divisor of its channels' NIC share (:func:`spine_factor`);
     groups of one are priced as two (their time is then discarded) so that every value stays finite."""
-    n, on_host, share, domain = placed(size, stride, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain)
+    n, on_host, share, domain = placed(
+        size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain
+    )
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
     # its rate, so that the host's groups share it as they do on the flat rings. Above one, whole NICs: 33 NICs
@@ -214,7 +220,8 @@ class Placed(NamedTuple):
     """A group of n GPUs ``stride`` ranks apart as placed on hosts of G GPUs and K NICs in NVLink domains of Q
     GPUs (module docstring): n (at least 2: a group of one is priced as two, its time then discarded), its GPUs
     a host q = clip(G / stride, 1, n), its share of a host's NICs K q / G, and its hosts an NVLink domain
-    D = max(1, clip(Q / stride, 1, n) / q). What :func:`group_fabric` and :func:`spine_load` read."""
+    D = max(1, clip(Q_b / stride, 1, n) / q), Q_b the domain as its block of ranks meets it (:func:`domain_part`).
+    What :func:`group_fabric` and :func:`spine_load` read."""
 
     size: Value
     on_host: Value
@@ -223,13 +230,55 @@ class Placed(NamedTuple):
 
 
 def placed(
-    size: Value, stride: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value
+    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value
 ) -> Placed:
-    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart."""
+    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``."""
     n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
     on_host = jnp.clip(gpus_per_node / per, 1.0, n)
-    hosts_a_domain = jnp.maximum(jnp.clip(nvlink_domain / per, 1.0, n) / on_host, 1.0)
+    part = group_part(size, stride, gpus, nvlink_domain)
+    hosts_a_domain = jnp.maximum(jnp.clip(part / per, 1.0, n) / on_host, 1.0)
     return Placed(n, on_host, nics_per_node * on_host / gpus_per_node, hosts_a_domain)
+
+
+# Inside a trace of priced_together's step: group_part's results by the identity of its arguments (kept with them,
+# so that no other object takes their ids while the trace lasts).
+_PARTS: contextvars.ContextVar[dict[tuple[int, ...], tuple[tuple[Any, ...], Value]] | None] = (
+    contextvars.ContextVar("domain_parts", default=None)
+)
+
+
+def group_part(size: Value, stride: Value, gpus: Value, nvlink_domain: Value) -> Value:
+    """:func:`domain_part` of a group's block of max(size, 2) x max(stride, 1) ranks; inside :func:`priced_together`
+    once a trace for the same arguments: a step asks about 50 times of its six kinds of group, and each is a loop
+    of Euclid's steps that XLA does not merge (6% of the layout search's rate, 2026-12-07)."""
+    memo, arguments = _PARTS.get(), (size, stride, gpus, nvlink_domain)
+    key = tuple(map(id, arguments))
+    if memo is not None and key in memo:
+        return memo[key][1]
+    part = domain_part(jnp.maximum(size, 2.0) * jnp.maximum(stride, 1.0), gpus, nvlink_domain)
+    if memo is not None:
+        memo[key] = (arguments, part)
+    return part
+
+
+def domain_part(extent: Value, gpus: Value, nvlink_domain: Value) -> Value:
+    """Q_b, the GPUs of an NVLink domain of Q as a group's block of ``extent`` consecutive ranks (stride x n)
+    meets them at the fewest. Megatron's blocks tile the job's ranks from rank 0 and the domains hold Q ranks
+    each from rank 0, so where the job fills several whole domains (``gpus`` > Q, a multiple of it) the
+    domains' edges fall inside blocks at the multiples of gcd(extent, Q), and some block has only
+
+        Q_b = gcd(extent, Q)
+
+    of its ranks in one domain (EP 32 on 72-GPU racks: ranks 64-95 are 8 on one rack and 24 on the next). Every
+    group of a kind runs its collective at once and the slowest paces them, so a group is priced as placed in
+    domains of Q_b ranks: the members of its smallest part send what is for the rest over their own NICs. Where
+    the block divides Q (no edge inside a block) Q_b is the block, where Q divides it whole domains: either
+    places the group as Q does. A job inside one domain, or one that fills no whole number of domains (placed
+    evenly over the fewest, :mod:`kernels.nccl`; its blocks' edges are not modelled), keeps Q."""
+    whole = (gpus > nvlink_domain) & (jnp.mod(gpus, nvlink_domain) == 0)
+    ranks = jnp.round(jnp.asarray(extent)).astype(jnp.int32)
+    part = jnp.gcd(ranks, jnp.round(jnp.asarray(nvlink_domain)).astype(jnp.int32))
+    return jnp.where(whole, part, nvlink_domain)
 
 
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
@@ -241,6 +290,7 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         size,
         stride,
         coll,
+        lay.gpus,
         lay.gpus_per_node,
         lay.nics_per_node,
         lay.nvlink_domain,
@@ -251,20 +301,20 @@ def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
 
 
 def group_spine(
-    size: Value, stride: Value, coll: int, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
-    leaf_hosts: Value, oversubscription: Value, rail_only: Value,
+    size: Value, stride: Value, coll: int, gpus: Value, gpus_per_node: Value, nics_per_node: Value,
+    nvlink_domain: Value, leaf_hosts: Value, oversubscription: Value, rail_only: Value,
 ) -> Value:  # fmt: skip
     """:func:`spine_factor` from the fabric's fields (the data-parallel family's one group of every GPU, stride
     1, reads them from its workers' fabric): :func:`spine_divisor` of the group's block of ranks (stride x n,
     n at least 2) under its :func:`spine_load`."""
-    load = spine_load(size, stride, coll, gpus_per_node, nics_per_node, nvlink_domain, leaf_hosts)
+    load = spine_load(size, stride, coll, gpus, gpus_per_node, nics_per_node, nvlink_domain, leaf_hosts)
     extent = jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0)
     return spine_divisor(extent, load, gpus_per_node, nvlink_domain, leaf_hosts, oversubscription, rail_only)
 
 
 def spine_load(
-    size: Value, stride: Value, coll: int, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
-    leaf_hosts: Value,
+    size: Value, stride: Value, coll: int, gpus: Value, gpus_per_node: Value, nics_per_node: Value,
+    nvlink_domain: Value, leaf_hosts: Value,
 ) -> Value:  # fmt: skip
     """The share f of a leaf's NIC ports' rate that collective ``coll`` (-1: an all-reduce's) of groups of
     ``size`` GPUs ``stride`` ranks apart sends out of a leaf of ``leaf_hosts`` hosts (module docstring): a ring's
@@ -272,7 +322,7 @@ def spine_load(
     an all-to-all's :func:`exchange_load`. 1 / f is the oversubscription from which the spine slows it (``sweep
     plan``'s tier lines say it)."""
     per = jnp.maximum(stride, 1.0)
-    n, on_host, share, domain = placed(size, stride, gpus_per_node, nics_per_node, nvlink_domain)
+    n, on_host, share, domain = placed(size, stride, gpus, gpus_per_node, nics_per_node, nvlink_domain)
     leaf_gpus = jnp.maximum(leaf_hosts, 1.0) * gpus_per_node
     # The share of the leaf's NIC ports' rate the sends run at: NCCL's, the group's whole NICs at its part of a NIC
     # (group_fabric); flex's RDMA stage, each GPU's own part (nic_per_gpu). A review: the raw K / G had counted a
@@ -417,15 +467,24 @@ def priced_together(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
     batch = _Batch()
     token = _BATCH.set(batch)
     try:
-        first = step()
+        first = _traced(step)
         if not batch.requests:
             return first
         batch.seconds = _stacked_seconds(batch.requests)
-        out = step()
+        out = _traced(step)
         assert batch.used == len(batch.requests), "the two traces of a step made different collectives"
         return out
     finally:
         _BATCH.reset(token)
+
+
+def _traced(step: Callable[[], dict[str, Value]]) -> dict[str, Value]:
+    """``step()`` with a memo of :func:`group_part` of its own (one trace's values are not another's)."""
+    token = _PARTS.set({})
+    try:
+        return step()
+    finally:
+        _PARTS.reset(token)
 
 
 def _stacked_seconds(requests: list[tuple[Any, ...]]) -> list[Value]:
@@ -461,8 +520,9 @@ def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:
 
 
 def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:
-    """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart."""
-    inside = (size <= 1) | (stride * size <= lay.nvlink_domain)
+    """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart: inside
+    where its block of ranks is inside every domain it meets (:func:`domain_part`)."""
+    inside = (size <= 1) | (stride * size <= group_part(size, stride, lay.gpus, lay.nvlink_domain))
     on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
     nic = (
         lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * on_node / lay.gpus_per_node)

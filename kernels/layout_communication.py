@@ -11,8 +11,10 @@ Per layer and micro-batch, on the GPU's critical path:
   core's compute up to its length: exposed = max(0, exchange - core).
 - EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
   bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
-  NICs (the slower sets the time; EP ranks etp apart, so q_e = clip(Q / etp, 1, e) share a
-  domain of Q). Every member sends its off-domain share at once, so
+  NICs (the slower sets the time; EP ranks etp apart, so q_e = clip(Q_b / etp, 1, e) share a
+  domain of Q, Q_b its part of the domain at the fewest, Q but where the EP block of e etp ranks crosses a
+  domain's edge: :func:`kernels.layout_collectives.domain_part`). Every member sends its off-domain share at
+  once, so
   each goes through its own K / G of the node's NICs, K beta u / G bytes/s (under one NIC a GPU the slowest
   GPU's part, beta u / ceil(G / K): :func:`kernels.layout_collectives.nic_fraction`; not a ring's
   q / G: that would credit one GPU with its group's NICs on the node). With expert TP
@@ -72,6 +74,7 @@ from netsweep_jax.kernels.layout_collectives import (
     all_reduce,
     exchange,
     group_bandwidth,
+    group_part,
     nccl_time,
     nic_per_gpu,
     priced,
@@ -228,8 +231,9 @@ def _expert_parallel(
     """
     k, e = arch.top_k, lay.ep
     x_ep = tokens * arch.hidden * k * dev.act_bytes * lay.imbalance / lay.tp
-    # EP ranks lie etp apart (the expert grid's rank order: expert TP, EP, expert DP).
-    ep_near = jnp.clip(lay.nvlink_domain / etp, 1.0, jnp.maximum(e, 1.0))  # members in one domain
+    ep_near, flex_near = ep_domains(
+        e, etp, lay
+    )  # members in one domain: the fewest, and the flex dispatcher's
     # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
     # once, each GPU through its own share of the node's NICs: K / G of them, however many of its group
     # share the node.
@@ -243,14 +247,14 @@ def _expert_parallel(
 
     # The flex dispatcher's two stages (hierarchical_copies): copies of each token's b s h bytes_act I / t
     # over the GPU's NIC share and over NVLink, run at once (pipelined), so the slower sets the time.
-    rdma_copies, nvlink_copies = hierarchical_copies(arch, e, ep_near)
+    rdma_copies, nvlink_copies = hierarchical_copies(arch, e, flex_near)
     # DeepEP's kernels are not NCCL's; under NCCL's pricing its links run at the fabric's fitted efficiencies, and
     # its RDMA stage, across the EP group's NVLink domains, at the spine's share where the group crosses it: an
     # all-to-all between the domains (one GPU each), so the spine's load is an all-to-all's (exchange_load).
     rdma_nic = priced(lay, lambda: lay.eta_net / spine_factor(e, etp, lay, FLEX_RDMA), lambda: 1.0)
     rdma_nvl = priced(lay, lambda: lay.eta_nvl, lambda: 1.0)
     flex_latency = priced(lay, lambda: lay.nccl_latency * 1e-6, lambda: lay.latency)
-    n_domains = e / ep_near
+    n_domains = e / flex_near
 
     def flex_stages(nbytes: Value) -> tuple[Value, Value]:  # (RDMA, NVLink) seconds of one flex all-to-all
         token = nbytes / k
@@ -286,6 +290,24 @@ def _expert_parallel(
         (inter_share > 0) & (on_nics(x_ep) >= intra_share * x_ep / lay.nvlink_bw),
     )
     return ep_layer, ep_waits_on_nic
+
+
+def ep_domains(ep: Value, etp: Value, lay: Parallelism) -> tuple[Value, Value]:
+    """The EP group's members in one NVLink domain (its ranks ``etp`` apart: the expert grid's rank order, expert
+    TP, EP, expert DP), a block of e etp ranks, Q_b of it in a domain at the fewest
+    (:func:`kernels.layout_collectives.domain_part`): (q_e = clip(Q_b / etp, 1, e), the alltoall dispatcher's,
+    whose slowest members send all the rest's share over their NICs: EP 32 on 72-GPU racks, 8 of a block's GPUs
+    on one rack send 24/32 of their all-to-all, a hunt; the flex dispatcher's, :func:`hierarchical_copies`'
+    q_e: clip(Q / etp, 1, e), or where the block crosses a domain's edge (Q_b < min(e etp, Q)) e / m, its
+    members spread evenly over the m = 1 + ceil((e etp - Q_b) / Q) domains it spans, as DeepEP sends a token
+    once to each domain holding one of its experts however many of the group's GPUs are there)."""
+    e = jnp.maximum(ep, 1.0)
+    extent = e * etp
+    part = group_part(ep, etp, lay.gpus, lay.nvlink_domain)  # e etp ranks where e > 1 (e = 1: no all-to-all)
+    spans = 1.0 + jnp.ceil((extent - part) / lay.nvlink_domain - 1e-6)
+    crosses = part < jnp.minimum(extent, lay.nvlink_domain)
+    flex = jnp.where(crosses, e / spans, jnp.clip(lay.nvlink_domain / etp, 1.0, e))
+    return jnp.clip(part / etp, 1.0, e), flex
 
 
 def _zero3(

@@ -387,7 +387,7 @@ def nccl_durations(
     n = g * hosts  # the all-reduce's group: every GPU, one block of ranks
     hosts_a_node = jnp.maximum(jnp.clip(domain, 1.0, n) / g, 1.0)
     # rings and trees over every GPU (stride 1): the layout family's rule for one group of them all
-    spine = group_spine(n, 1.0, nccl.ALL_REDUCE, g, nics, domain, leaf, over, rail)
+    spine = group_spine(n, 1.0, nccl.ALL_REDUCE, n, g, nics, domain, leaf, over, rail)
     fabric = nccl.Fabric(
         gpus_per_node=g,
         nodes=hosts,

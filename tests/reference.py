@@ -328,7 +328,9 @@ def nccl_all_reduce(
     n = nodes * gpus
     q = f.get("nvlink_domain") or gpus
     # the layout family's rule: one group of every GPU at stride 1, its NICs the host's
-    spine = _spine_factor(n, 1, {**f, "gpus_per_node": gpus, "nvlink_domain": q, "nics_per_node": nics})
+    spine = _spine_factor(
+        n, 1, {**f, "gpus": n, "gpus_per_node": gpus, "nvlink_domain": q, "nics_per_node": nics}
+    )
     spine /= utilization  # NCCL's search reads the nominal rate; the transport delivers utilization of it
     hosts_a_domain = max(min(max(q, 1), n) / gpus, 1.0)
     nvlink = intra_bw / 8e9 / [25.0, 25.0, 25.0, 50.0][arch] * [20.0, 20.0, 20.6, 40.1][arch]
@@ -531,9 +533,17 @@ def simulate_fsdp(
 LAYOUT_STATUS_RULES = 10
 
 
+def _domain_part(extent, lay):
+    """The GPUs of an NVLink domain of Q as a block of ``extent`` consecutive ranks meets them at the fewest:
+    gcd(extent, Q) where the job fills several whole domains (its blocks from rank 0 and the domains from rank 0
+    meet at the multiples of the gcd), else Q (one domain; not whole domains, placed evenly)."""
+    q, gpus = lay["nvlink_domain"], lay["gpus"]
+    return math.gcd(round(extent), round(q)) if gpus > q and gpus % q == 0 else q
+
+
 def _group_bw(size, stride, lay):
     """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart."""
-    if size <= 1 or stride * size <= lay["nvlink_domain"]:
+    if size <= 1 or stride * size <= _domain_part(stride * size, lay):
         return lay["nvlink_bw"], False
     on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)  # the group's members on one node
     nic = (
@@ -576,7 +586,7 @@ def _spine_factor(size, stride, lay, kind="ring"):
     if leaf <= 0 or rail_only or s * n <= max(leaf * g_host, domain):
         return 1.0
     q = min(max(g_host / s, 1), n)  # the group's GPUs a host
-    in_domain = min(max(domain / s, 1), n)
+    in_domain = min(max(_domain_part(s * n, lay) / s, 1), n)  # the fewest in one domain
     # the leaf's ports at the rate the sends run: NCCL's whole NICs of the group at its part of a NIC, or (flex's
     # RDMA stage) each GPU's own part
     share = nics * q / g_host
@@ -612,7 +622,8 @@ def _nccl_group(kind, nbytes, size, stride, lay):
         return 2 * _nccl_group("scatter", nbytes, size, stride, lay)
     g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
     q = min(max(g_host / max(stride, 1), 1), size)  # the group's GPUs on one host
-    in_domain = min(max(domain / max(stride, 1), 1), size)
+    # the fewest of the group in one domain (its block across a domain's edge: the smallest part there)
+    in_domain = min(max(_domain_part(max(stride, 1) * max(size, 2), lay) / max(stride, 1), 1), size)
     share = lay["nics_per_node"] * q / g_host
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
@@ -793,6 +804,7 @@ def layout_step(arch, dev, lay):
     mp = t * p * c
     dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
     gpus = dp * mp
+    lay = {**lay, "gpus": gpus}  # the job's GPUs, which the groups' placement reads
     m = B // (b * dp)
     mats = 3 if arch["gated"] else 2
     sp = bool(lay["sequence_parallel"])
@@ -950,7 +962,9 @@ def layout_step(arch, dev, lay):
     ep_layer, ep_nic = 0.0, False
     if e > 1 or etp > 1:
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
-        near = min(max(lay["nvlink_domain"] / etp, 1), e)  # EP ranks etp apart
+        # EP ranks etp apart; a block across a domain's edge at its smallest part there
+        part = _domain_part(e * etp, lay)
+        near = min(max(part / etp, 1), e)
         # own NIC share (the slowest's, under one NIC a GPU)
         bw = (
             lay["bandwidth"]
@@ -959,10 +973,14 @@ def layout_step(arch, dev, lay):
             * nic_fraction(lay["nics_per_node"] / lay["gpus_per_node"])
         )
 
+        # flex: a block across a domain's edge spreads its members evenly over the domains it spans
+        domain = lay["nvlink_domain"]
+        spans = 1 + math.ceil((e * etp - part) / domain - 1e-6)
+        flex_near = e / spans if part < min(e * etp, domain) else min(max(domain / etp, 1), e)
         rdma_copies, nvl_copies = hierarchical_copies(
-            E, k, arch.get("router_groups", 0), arch.get("group_topk", 0), e, near
+            E, k, arch.get("router_groups", 0), arch.get("group_topk", 0), e, flex_near
         )
-        domains = e / near
+        domains = e / flex_near
 
         def flex_stages(nbytes):  # (RDMA, NVLink) seconds of the flex dispatcher's all-to-all
             nccl = bool(lay["collectives"])

@@ -255,8 +255,8 @@ def test_the_spine_slows_what_a_wide_group_sends_across_nodes_by_hand():
     # f = 32 / 576 (slows past 18:1); at stride 4 with 2 NICs a tray, each group's half NIC a tray on the rack's
     # 18 trays, the leaf's 4 groups: f = 4 x 9 / 288 = 1/8.
     load = layout_collectives.spine_load
-    assert float(load(288.0, 1.0, -1, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 18)
-    assert float(load(288.0, 4.0, -1, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 8)
+    assert float(load(288.0, 1.0, -1, 288.0, 4.0, 4.0, 72.0, 144.0)) == pytest.approx(1 / 18)
+    assert float(load(288.0, 4.0, -1, 1152.0, 4.0, 2.0, 72.0, 144.0)) == pytest.approx(1 / 8)
     # NCCL's channels are 1:1's, so a little more oversubscription costs a little more: at 10 Gbit/s
     # (NCCL's speed 1.2 GB/s) the rate divided fell to the next speed down, 0.24, and 4.2:1 took 2.5 times 4:1
     # (a hunt). A DP ring of 4 at stride 16 leaves its leaf whole (f = 1).
@@ -309,9 +309,11 @@ def test_which_tier_each_traffic_crosses():
     rack = {"gpus_per_node": 4, "nvlink_domain": 72, "leaf_hosts": 144}
     assert traffic_tiers(4, 1, 1, 1, 18, 1, **rack) == {"TP": "NVLink", "DP": "NVLink"}
     assert (
-        tier(2, 72, **rack) == "leaf" and tier(3, 4 * 144 * 4, **rack) == "spine" and tier(1, 8, **rack) == ""
+        tier(2, 72, **rack, gpus=144) == "leaf"
+        and tier(3, 4 * 144 * 4, **rack, gpus=3 * 4 * 144 * 4) == "spine"
+        and tier(1, 8, **rack, gpus=8) == ""
     )
-    assert tier(64, 8, 8, 8, 0) == "leaf"  # no tier above the hosts: every host under one leaf
+    assert tier(64, 8, 8, 8, 0, gpus=512) == "leaf"  # no tier above the hosts: every host under one leaf
     # A MoE model's experts reduce their gradients over expert DP (t c D / (e etp), stride e etp), a group of its
     # own: tp1 x ep16 x dp128 on 4-host leaves has DP over every rank and expert DP 8 members 16 apart, both
     # over the spine, the second slowing first (f = 16 / 32, past 2:1, where DP's is past 4:1; a hunt read the
@@ -560,7 +562,7 @@ def test_a_plan_says_where_a_kinds_blocks_cross_a_domains_or_a_leafs_edge():
 
     ep32 = traffic_groups(1, 1, 32, 1, 288, 1, moe=True)
     assert straddled(ep32, 288.0, 72.0, 576.0) == (
-        " (assumed: EP's 32-GPU blocks cross the edges of 72-GPU NVLink domains, priced as inside one)"
+        " (EP's 32-GPU blocks cross the edges of 72-GPU NVLink domains, priced at their fewest GPUs in one, 8)"
     )
     assert (
         straddled(traffic_groups(1, 1, 8, 1, 288, 1, moe=True), 288.0, 72.0, 576.0) == ""

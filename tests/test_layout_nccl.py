@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from layout_cases import LLAMA_8B, TOLERANCE, gpt3_case, random_case, run_kernel
+from layout_cases import LLAMA_8B, NCCL_FABRIC, TOLERANCE, gpt3_case, random_case, run_kernel
 
 import reference
 from helpers import invoke
@@ -369,3 +369,67 @@ def test_a_lower_transport_efficiency_makes_the_network_a_larger_share_of_the_st
     for i in (int(np.flatnonzero(crossing)[0]),):
         ref = reference.layout_step(*slow[i])
         assert worse["iteration_time"][i] == pytest.approx(ref["iteration_time"], rel=1e-9)
+
+
+def straddling_cases(seed, count):
+    """Random MoE layouts on 4-GPU trays in NVL72 racks of 144 or 288 GPUs, EP 8 or 16 (with expert TP 1 or 2)
+    and PP 1 to 4: EP blocks of 16 or 32 ranks and DP blocks of 96 cross the racks' edges (72 is no whole number of
+    them), EP 8 and DP 72 or 144 do not."""
+    rng = random.Random(seed)
+    cases = []
+    for arch, dev, lay in nccl_cases(seed, count):
+        arch.update(experts=16, moe_layers=max(arch["moe_layers"], 1), top_k=arch["top_k"] or 2)
+        lay.update(
+            gpus=rng.choice([144, 288]), nvlink_domain=72, gpus_per_node=4, nics_per_node=4, dp=0,
+            tp=rng.choice([1, 2]), cp=1, pp=rng.choice([1, 2, 3, 4]), ep=rng.choice([8, 16]),
+            expert_tp=rng.choice([1, 2]), global_batch=1152,
+        )  # fmt: skip
+        cases.append((arch, dev, lay))
+    return cases
+
+
+def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus_in_one():
+    # A hunt: EP 32 on 288 GPUs of 72-GPU racks puts ranks 64-95 on two racks, 8 and 24, and `plan` ranked it first
+    # with its all-to-all priced on NVLink; those 8 GPUs send 24/32 of theirs over their NICs. A block of ranks
+    # meets the domains at the fewest in gcd(block, Q) of its GPUs where the job fills several whole domains.
+    from netsweep_jax.kernels.layout_collectives import domain_part
+
+    extents = [32, 96, 8, 144, 32, 32, 48, 12]
+    jobs = [288, 288, 288, 288, 64, 304, 288, 72]
+    want = [8, 24, 8, 72, 72, 72, 24, 72]  # 64 GPUs: one rack; 304: not whole racks (even placement, said)
+    for dtype in (np.float32, np.float64):
+        got = domain_part(np.array(extents, dtype), np.array(jobs, dtype), dtype(72))
+        np.testing.assert_array_equal(np.asarray(got), want)
+    assert [
+        reference._domain_part(x, {"gpus": g, "nvlink_domain": 72}) for x, g in zip(extents, jobs)
+    ] == want
+    # By hand: EP 32's all-to-all on 288 GPUs is NCCL's over racks of its smallest part, 8 GPUs (2 trays): the
+    # same as on 8-GPU domains, and slower than inside one rack (32 GPUs, one domain) by the NICs' share.
+    arch, dev, lay = gpt3_case()
+    moe = dict(arch, experts=32, top_k=2, moe_layers=arch["layers"], expert_ffn=arch["ffn"], shared_experts=0)
+    rack = {**lay, **NCCL_FABRIC, "collectives": 1, "collective": 3, "nccl_arch": 3, "nvlink_bw": 900e9}
+    rack.update(gpus=288, tp=1, pp=1, cp=1, dp=0, ep=32, expert_tp=1, nvlink_domain=72, gpus_per_node=4)
+    rack.update(nics_per_node=4, bandwidth=400e9, global_batch=1152, micro_batch=1, moe_dispatcher=0)
+    ep = {q: reference.layout_step(moe, dev, {**rack, "nvlink_domain": q})["ep_exposed"] for q in (72, 8)}
+    inside = reference.layout_step(moe, dev, {**rack, "gpus": 64, "global_batch": 256})["ep_exposed"]
+    assert ep[72] == ep[8] and ep[72] > 3 * inside, (ep, inside)
+    # Random layouts that cross racks' edges and that do not, against the float64 reference in both dtypes and
+    # both pricings (NCCL's, flat), both dispatchers.
+    cases = straddling_cases(40, 150)
+    flat = [(a, d, {**lay, "collectives": 0, "collective": 2}) for a, d, lay in cases[:60]]
+    crossing = 0
+    for batch, dtype in ((cases, "float32"), (cases, "float64"), (flat, "float64")):
+        out = run_kernel(batch, dtype)
+        for i, case in enumerate(batch):
+            ref = reference.layout_step(*case)
+            assert out["status"][i] == ref["status"], (i, case)
+            for key, value in ref.items() if not ref["status"] else ():
+                assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (
+                    i,
+                    key,
+                    case,
+                )
+            lay = case[2]
+            blocks = (lay["ep"] * lay["expert_tp"], lay["gpus"] / lay["pp"])
+            crossing += not ref["status"] and any(b % 72 and 72 % b for b in blocks)
+    assert crossing >= 40, crossing

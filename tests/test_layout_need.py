@@ -361,9 +361,9 @@ def test_under_one_nic_a_gpu_the_slowest_of_the_groups_sharing_the_nics_paces_th
     # uplinks never used); float32 exact where the inverse is 61 (ulp above 1e-6).
     from netsweep_jax.kernels.layout_collectives import group_spine
 
-    lay = dict(gpus_per_node=8, nvlink_domain=8, leaf_hosts=2.0, oversubscription=4.0, rail_only=0.0)
+    lay = dict(gpus=32, gpus_per_node=8, nvlink_domain=8, leaf_hosts=2.0, oversubscription=4.0, rail_only=0.0)
     for nics, spine in ((4.0, 2.0), (5.0, 1.6), (8.0, 2.0)):
-        assert float(group_spine(4.0, 8.0, -1, 8.0, nics, 8.0, 2.0, 4.0, 0.0)) == pytest.approx(
+        assert float(group_spine(4.0, 8.0, -1, 32.0, 8.0, nics, 8.0, 2.0, 4.0, 0.0)) == pytest.approx(
             spine, rel=1e-6
         )
         assert reference._spine_factor(4, 8, {**lay, "nics_per_node": nics}) == pytest.approx(
@@ -394,8 +394,15 @@ def test_the_spine_carries_the_nics_at_the_rate_the_sends_run():
         base = part(nics / g) if own else max(math.floor(share + 1e-6), 1) * min(part(share), 1) / q
         m = min(max(leaf * g / s, 1), n)
         leaving = min(s, leaf * g) if kind == "sendrecv" else leaf * g * (n - max(m, q)) / max(n - q, 1)
-        spine = float(group_spine(float(n), float(s), codes[kind], g, float(nics), g, leaf, o, 0.0))
-        lay = dict(gpus_per_node=g, nvlink_domain=g, nics_per_node=nics, leaf_hosts=leaf, oversubscription=o)
+        spine = float(group_spine(float(n), float(s), codes[kind], n * s, g, float(nics), g, leaf, o, 0.0))
+        lay = dict(
+            gpus=n * s,
+            gpus_per_node=g,
+            nvlink_domain=g,
+            nics_per_node=nics,
+            leaf_hosts=leaf,
+            oversubscription=o,
+        )
         assert reference._spine_factor(n, s, lay, kind) == pytest.approx(spine, rel=1e-6)
         assert base / spine == pytest.approx(min(base, leaf * nics / o / leaving), rel=1e-6), (kind, nics, o)
         rates[kind, nics, o] = base / spine

@@ -7,7 +7,7 @@ import re
 import xarray as xr
 
 from netsweep_jax.kernels import nccl
-from netsweep_jax.kernels.layout_collectives import spine_load
+from netsweep_jax.kernels.layout_collectives import domain_part, spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
@@ -84,8 +84,8 @@ def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -
     (:func:`kernels.nccl._running`)."""
     size, stride = group
     f = float(
-        spine_load(size, stride, COLLECTIVES[kind], float(row["gpus_per_node"]), float(row["nics_per_node"]),
-                   float(row["nvlink_domain"]), leaf)
+        spine_load(size, stride, COLLECTIVES[kind], float(row["gpus"]), float(row["gpus_per_node"]),
+                   float(row["nics_per_node"]), float(row["nvlink_domain"]), leaf)
     )  # fmt: skip
     return f" (slows past {1.0 / f:.4g}:1 at the earliest)"
 
@@ -103,26 +103,30 @@ def uneven_domains(gpus: float, domain: float) -> str:
 
 
 def straddled(groups: dict[str, tuple[float, float]], gpus: float, domain: float, leaf_ranks: float) -> str:
-    """What the tiers leave out where a kind's blocks of ranks (``groups``: its groups' size and stride,
+    """Where a kind's blocks of ranks (``groups``: its groups' size and stride,
     :func:`~sweep.model.fabrics.traffic_groups`) tile the GPUs out of step with the NVLink domains or the leaves
-    (``leaf_ranks``: GPUs a leaf, 0: none): a block no wider than a domain (or a leaf) is priced as inside one,
-    but where the domain is no whole number of blocks some blocks cross its edge (EP 32 on 72-GPU racks: ranks
-    64-95 are 8 on one rack and 24 on the next), and their members send over the NICs (or the spine). Said, not
-    priced (a hunt: such a layout was planned first, its all-to-all on NVLink, where its straddling groups take
-    ten times as long); '' where no kind's blocks do."""
-    said = []
+    (``leaf_ranks``: GPUs a leaf, 0: none), some blocks cross an edge (EP 32 on 72-GPU racks: ranks 64-95 are 8
+    on one rack and 24 on the next). A domain's edge is priced: the group at its fewest GPUs in one domain
+    (:func:`kernels.layout_collectives.domain_part`; a hunt had found EP 32 planned first with its all-to-all on
+    NVLink, where those 8 GPUs send three quarters of it over their NICs), and said so; a leaf's is not (a block
+    no wider than a leaf is priced as under one), and said as assumed. '' where no kind's blocks cross one."""
+    priced, assumed = [], []
     for kind, (size, stride) in groups.items():
         extent = size * stride
-        # a block inside this tier (not the one below), the tier repeated, and not a whole number of blocks
-        for edge, below, what, tier in (
-            (domain, 0.0, "NVLink domains", "inside one"),
-            (leaf_ranks, domain, "leaves", "under one"),
-        ):
-            if size > 1 and below < extent <= edge < gpus and edge % extent:
-                said.append(
-                    f"{kind}'s {extent:g}-GPU blocks cross the edges of {edge:g}-GPU {what}, priced as {tier}"
-                )
-    return f" (assumed: {'; '.join(said)})" if said else ""
+        part = float(domain_part(extent, gpus, domain))
+        if size > 1 and part < min(extent, domain):
+            priced.append(
+                f"{kind}'s {extent:g}-GPU blocks cross the edges of {domain:g}-GPU NVLink domains, priced at "
+                f"their fewest GPUs in one, {part:g}"
+            )
+        # a block wider than a domain and no wider than a leaf, the leaf repeated, and not whole blocks
+        if size > 1 and domain < extent <= leaf_ranks < gpus and leaf_ranks % extent:
+            assumed.append(
+                f"{kind}'s {extent:g}-GPU blocks cross the edges of {leaf_ranks:g}-GPU leaves, priced as under one"
+            )
+    return (f" ({'; '.join(priced)})" if priced else "") + (
+        f" (assumed: {'; '.join(assumed)})" if assumed else ""
+    )
 
 
 def _shown(value: object) -> str:

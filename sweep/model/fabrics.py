@@ -594,17 +594,20 @@ TIERS = ("NVLink", "leaf", "spine", "rail")
 
 def tier(
     size: float, stride: float, gpus_per_node: float, nvlink_domain: float, leaf_hosts: float,
-    rail_only: bool = False,
+    rail_only: bool = False, *, gpus: float,
 ) -> str:  # fmt: skip
-    """The highest tier a parallel group of ``size`` GPUs ``stride`` ranks apart crosses ('' for a group of one):
-    its block of stride x size consecutive ranks inside the NVLink domain (<= Q GPUs), else inside one leaf
-    (<= L G GPUs; every host under one leaf where ``leaf_hosts`` is 0), else over the spine; with ``rail_only``
-    wiring beyond the NVLink domain its rails (no spine): the rule :func:`kernels.layout_collectives.group_fabric`
-    prices."""
+    """The highest tier a parallel group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus`` crosses (''
+    for a group of one): its block of stride x size consecutive ranks inside every NVLink domain it meets (<= Q_b
+    GPUs, :func:`kernels.layout_collectives.domain_part`: EP 32 on 72-GPU racks crosses their edges), else
+    inside one leaf (<= L G GPUs; every host under one leaf where ``leaf_hosts`` is 0), else over the spine; with
+    ``rail_only`` wiring beyond the NVLink domain its rails (no spine): the rule
+    :func:`kernels.layout_collectives.group_fabric` prices."""
+    from netsweep_jax.kernels.layout_collectives import domain_part  # JAX: not for --help
+
     if size <= 1:
         return ""
     extent = stride * size
-    if extent <= nvlink_domain:
+    if extent <= float(domain_part(extent, gpus, nvlink_domain)):
         return TIERS[0]
     if rail_only:
         return TIERS[3]
@@ -641,10 +644,13 @@ def traffic_tiers(
     its groups cross under Megatron's rank order (tp, cp, ep, dp, pp), as :func:`tier`; kinds of one GPU are
     left out. Rail-only: an EP group with several GPUs in one NVLink domain also forwards over NVLink
     (``rail+NVLink``: its all-to-all's off-rail bytes)."""
-    out = {}
+    from netsweep_jax.kernels.layout_collectives import domain_part  # JAX: not for --help
+
+    out, gpus = {}, tp * cp * dp * pp
     for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp, moe).items():
-        crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only)
-        if crossed == TIERS[3] and kind == "EP" and nvlink_domain / stride >= 2:
+        crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only, gpus=gpus)
+        near = float(domain_part(size * stride, gpus, nvlink_domain)) / stride  # the fewest in one domain
+        if crossed == TIERS[3] and kind == "EP" and near >= 2:
             crossed = "rail+NVLink"
         if crossed:
             out[kind] = crossed
