@@ -5,8 +5,8 @@ The notation is :mod:`kernels.layout`'s.
 Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Megatron
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
 t c D). The group stays inside one NVLink domain of Q GPUs when its block of stride n ranks is inside every
-domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q) where a job of whole domains has
-blocks that cross a domain's edge), and then
+domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q) where a job of whole domains of
+whole hosts has blocks that cross a domain's edge), and then
 runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
 the domain through the node's NICs, which the node's groups share: a group with
 q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as
@@ -235,7 +235,7 @@ def placed(
     """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``."""
     n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
     on_host = jnp.clip(gpus_per_node / per, 1.0, n)
-    part = group_part(size, stride, gpus, nvlink_domain)
+    part = group_part(size, stride, gpus, gpus_per_node, nvlink_domain)
     hosts_a_domain = jnp.maximum(jnp.clip(part / per, 1.0, n) / on_host, 1.0)
     return Placed(n, on_host, nics_per_node * on_host / gpus_per_node, hosts_a_domain)
 
@@ -247,25 +247,26 @@ _PARTS: contextvars.ContextVar[dict[tuple[int, ...], tuple[tuple[Any, ...], Valu
 )
 
 
-def group_part(size: Value, stride: Value, gpus: Value, nvlink_domain: Value) -> Value:
+def group_part(size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value:
     """:func:`domain_part` of a group's block of max(size, 2) x max(stride, 1) ranks; inside :func:`priced_together`
     once a trace for the same arguments: a step asks about 50 times of its six kinds of group, and each is a loop
     of Euclid's steps that XLA does not merge (6% of the layout search's rate, 2026-12-07)."""
-    memo, arguments = _PARTS.get(), (size, stride, gpus, nvlink_domain)
+    memo, arguments = _PARTS.get(), (size, stride, gpus, gpus_per_node, nvlink_domain)
     key = tuple(map(id, arguments))
     if memo is not None and key in memo:
         return memo[key][1]
-    part = domain_part(jnp.maximum(size, 2.0) * jnp.maximum(stride, 1.0), gpus, nvlink_domain)
+    part = domain_part(jnp.maximum(size, 2.0) * jnp.maximum(stride, 1.0), gpus, gpus_per_node, nvlink_domain)
     if memo is not None:
         memo[key] = (arguments, part)
     return part
 
 
-def domain_part(extent: Value, gpus: Value, nvlink_domain: Value) -> Value:
+def domain_part(extent: Value, gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value:
     """Q_b, the GPUs of an NVLink domain of Q as a group's block of ``extent`` consecutive ranks (stride x n)
     meets them at the fewest. Megatron's blocks tile the job's ranks from rank 0 and the domains hold Q ranks
-    each from rank 0, so where the job fills several whole domains (``gpus`` > Q, a multiple of it) the
-    domains' edges fall inside blocks at the multiples of gcd(extent, Q), and some block has only
+    each from rank 0, so where the job fills several whole domains (``gpus`` > Q, a multiple of it) of whole
+    hosts of G (``gpus_per_node``; or hosts of whole domains: Q a multiple of G or G of Q) the domains' edges
+    fall inside blocks at the multiples of gcd(extent, Q), and some block has only
 
         Q_b = gcd(extent, Q)
 
@@ -274,11 +275,15 @@ def domain_part(extent: Value, gpus: Value, nvlink_domain: Value) -> Value:
     domains of Q_b ranks: the members of its smallest part send what is for the rest over their own NICs. Where
     the block divides Q (no edge inside a block) Q_b is the block, where Q divides it whole domains: either
     places the group as Q does. A job inside one domain, or one that fills no whole number of domains (placed
-    evenly over the fewest, :mod:`kernels.nccl`; its blocks' edges are not modelled), keeps Q."""
+    evenly over the fewest, :mod:`kernels.nccl`; its blocks' edges are not modelled), or domains that split a
+    host (12 GPUs on hosts of 8, which no system builds: a review found TP 8 inside one host priced as crossing
+    an edge at rank 12), keeps Q. gcd(extent, Q) is taken as gcd(extent mod Q, Q) (gcd(0, Q) = Q), so that a
+    block of 2^31 ranks or more counts in 32-bit integers."""
     whole = (gpus > nvlink_domain) & (jnp.mod(gpus, nvlink_domain) == 0)
-    ranks = jnp.round(jnp.asarray(extent)).astype(jnp.int32)
-    part = jnp.gcd(ranks, jnp.round(jnp.asarray(nvlink_domain)).astype(jnp.int32))
-    return jnp.where(whole, part, nvlink_domain)
+    aligned = (jnp.mod(nvlink_domain, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, nvlink_domain) == 0)
+    domain = jnp.round(jnp.asarray(nvlink_domain)).astype(jnp.int32)
+    part = jnp.gcd(jnp.round(jnp.mod(extent, nvlink_domain)).astype(jnp.int32), domain)
+    return jnp.where(whole & aligned, part, nvlink_domain)
 
 
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
@@ -522,7 +527,9 @@ def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:
 def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart: inside
     where its block of ranks is inside every domain it meets (:func:`domain_part`)."""
-    inside = (size <= 1) | (stride * size <= group_part(size, stride, lay.gpus, lay.nvlink_domain))
+    inside = (size <= 1) | (
+        stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    )
     on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
     nic = (
         lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * on_node / lay.gpus_per_node)

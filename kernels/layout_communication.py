@@ -303,7 +303,9 @@ def ep_domains(ep: Value, etp: Value, lay: Parallelism) -> tuple[Value, Value]:
     once to each domain holding one of its experts however many of the group's GPUs are there)."""
     e = jnp.maximum(ep, 1.0)
     extent = e * etp
-    part = group_part(ep, etp, lay.gpus, lay.nvlink_domain)  # e etp ranks where e > 1 (e = 1: no all-to-all)
+    part = group_part(
+        ep, etp, lay.gpus, lay.gpus_per_node, lay.nvlink_domain
+    )  # e etp ranks where e > 1 (e = 1: no all-to-all)
     spans = 1.0 + jnp.ceil((extent - part) / lay.nvlink_domain - 1e-6)
     crosses = part < jnp.minimum(extent, lay.nvlink_domain)
     flex = jnp.where(crosses, e / spans, jnp.clip(lay.nvlink_domain / etp, 1.0, e))

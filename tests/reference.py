@@ -535,10 +535,12 @@ LAYOUT_STATUS_RULES = 10
 
 def _domain_part(extent, lay):
     """The GPUs of an NVLink domain of Q as a block of ``extent`` consecutive ranks meets them at the fewest:
-    gcd(extent, Q) where the job fills several whole domains (its blocks from rank 0 and the domains from rank 0
-    meet at the multiples of the gcd), else Q (one domain; not whole domains, placed evenly)."""
-    q, gpus = lay["nvlink_domain"], lay["gpus"]
-    return math.gcd(round(extent), round(q)) if gpus > q and gpus % q == 0 else q
+    gcd(extent, Q) where the job fills several whole domains of whole hosts (or hosts of whole domains; its
+    blocks from rank 0 and the domains from rank 0 meet at the multiples of the gcd), else Q (one domain; not
+    whole domains, placed evenly; domains that split a host)."""
+    q, gpus, g = lay["nvlink_domain"], lay["gpus"], lay["gpus_per_node"]
+    whole = gpus > q and gpus % q == 0 and (q % g == 0 or g % q == 0)
+    return math.gcd(round(extent), round(q)) if whole else q
 
 
 def _group_bw(size, stride, lay):

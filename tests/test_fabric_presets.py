@@ -561,20 +561,30 @@ def test_a_plan_says_where_a_kinds_blocks_cross_a_domains_or_a_leafs_edge():
     from netsweep_jax.sweep.model.fabrics import traffic_groups
 
     ep32 = traffic_groups(1, 1, 32, 1, 288, 1, moe=True)
-    assert straddled(ep32, 288.0, 72.0, 576.0) == (
+    assert straddled(ep32, 288.0, 4.0, 72.0, 576.0) == (
         " (EP's 32-GPU blocks cross the edges of 72-GPU NVLink domains, priced at their fewest GPUs in one, 8)"
     )
     assert (
-        straddled(traffic_groups(1, 1, 8, 1, 288, 1, moe=True), 288.0, 72.0, 576.0) == ""
+        straddled(traffic_groups(1, 1, 8, 1, 288, 1, moe=True), 288.0, 4.0, 72.0, 576.0) == ""
     )  # 9 blocks a rack
     assert (
-        straddled(traffic_groups(1, 1, 32, 1, 32, 1, moe=True), 32.0, 72.0, 576.0) == ""
+        straddled(traffic_groups(1, 1, 32, 1, 32, 1, moe=True), 32.0, 4.0, 72.0, 576.0) == ""
     )  # one rack, part used
     dp96 = traffic_groups(8, 1, 1, 1, 12, 4)
-    assert straddled(dp96, 384.0, 8.0, 256.0) == (
+    assert straddled(dp96, 384.0, 8.0, 8.0, 256.0) == (
         " (assumed: DP's 96-GPU blocks cross the edges of 256-GPU leaves, priced as under one)"
     )
-    assert straddled(traffic_groups(8, 1, 1, 1, 32, 4), 1024.0, 8.0, 256.0) == ""  # DP 256 wide: one a leaf
+    assert (
+        straddled(traffic_groups(8, 1, 1, 1, 32, 4), 1024.0, 8.0, 8.0, 256.0) == ""
+    )  # DP 256 wide: one a leaf
+    # The tier each crosses, by the same rule: EP 32's blocks leave the rack (under its leaf), rail-only over its
+    # rails and NVLink (8 of a block in a domain forward); a 12-GPU domain on 8-GPU hosts splits a host, which no
+    # system builds, and keeps TP 8 on NVLink (a review: it had been priced across an edge at rank 12).
+    racks = dict(gpus_per_node=4, nvlink_domain=72, leaf_hosts=144, moe=True)
+    assert traffic_tiers(1, 1, 32, 1, 288, 1, **racks)["EP"] == "leaf"
+    assert traffic_tiers(1, 1, 32, 1, 288, 1, **racks, rail_only=True)["EP"] == "rail+NVLink"
+    assert traffic_tiers(1, 1, 8, 1, 288, 1, **racks)["EP"] == "NVLink"
+    assert traffic_tiers(8, 1, 1, 1, 6, 1, gpus_per_node=8, nvlink_domain=12, leaf_hosts=0)["TP"] == "NVLink"
 
 
 def test_a_data_parallel_host_of_other_gpus_under_a_preset_has_its_own_nics_and_domain():

@@ -1,6 +1,7 @@
 """The layout model with ``--collectives nccl`` (kernels/layout_collectives.py through kernels/nccl.py): against
 the float64 reference on random layouts in both dtypes, and a 2-host data-parallel all-reduce by hand."""
 
+import collections
 import math
 import random
 
@@ -391,45 +392,71 @@ def straddling_cases(seed, count):
 def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus_in_one():
     # A hunt: EP 32 on 288 GPUs of 72-GPU racks puts ranks 64-95 on two racks, 8 and 24, and `plan` ranked it first
     # with its all-to-all priced on NVLink; those 8 GPUs send 24/32 of theirs over their NICs. A block of ranks
-    # meets the domains at the fewest in gcd(block, Q) of its GPUs where the job fills several whole domains.
+    # meets the domains at the fewest in gcd(block, Q) of its GPUs where the job fills several whole domains of
+    # whole hosts.
     from netsweep_jax.kernels.layout_collectives import domain_part
 
-    extents = [32, 96, 8, 144, 32, 32, 48, 12]
-    jobs = [288, 288, 288, 288, 64, 304, 288, 72]
-    want = [8, 24, 8, 72, 72, 72, 24, 72]  # 64 GPUs: one rack; 304: not whole racks (even placement, said)
+    extents = [32, 96, 8, 144, 32, 32, 48, 12, 8, 16, 2**33]
+    jobs = [288, 288, 288, 288, 64, 304, 288, 72, 48, 48, 72 * 2**28]
+    hosts = [4, 4, 4, 4, 4, 4, 4, 4, 8, 8, 4]
+    # 64 GPUs: one rack; 304: not whole racks (even placement, said); a domain of 12 on 8-GPU hosts splits a host
+    # (a review: TP 8 inside one host had been priced across an edge at rank 12); 2^33 ranks in 32-bit integers
+    want = [8, 24, 8, 72, 72, 72, 24, 72, 12, 12, 8]
     for dtype in (np.float32, np.float64):
-        got = domain_part(np.array(extents, dtype), np.array(jobs, dtype), dtype(72))
+        domains = np.array([72.0] * 8 + [12.0, 12.0, 72.0], dtype)
+        got = domain_part(*(np.array(v, dtype) for v in (extents, jobs, hosts)), domains)
         np.testing.assert_array_equal(np.asarray(got), want)
-    assert [
-        reference._domain_part(x, {"gpus": g, "nvlink_domain": 72}) for x, g in zip(extents, jobs)
-    ] == want
-    # By hand: EP 32's all-to-all on 288 GPUs is NCCL's over racks of its smallest part, 8 GPUs (2 trays): the
-    # same as on 8-GPU domains, and slower than inside one rack (32 GPUs, one domain) by the NICs' share.
+        lay = [
+            {"gpus": g, "gpus_per_node": h, "nvlink_domain": float(q)}
+            for g, h, q in zip(jobs, hosts, domains)
+        ]
+        assert [reference._domain_part(x, one) for x, one in zip(extents, lay)] == want
+    # By hand, kernel and reference: EP 32's all-to-all on 288 GPUs is NCCL's over racks of its smallest part, 8
+    # GPUs (2 trays): the same as on 8-GPU domains, and slower than inside one rack (32 GPUs, one domain).
     arch, dev, lay = gpt3_case()
     moe = dict(arch, experts=32, top_k=2, moe_layers=arch["layers"], expert_ffn=arch["ffn"], shared_experts=0)
     rack = {**lay, **NCCL_FABRIC, "collectives": 1, "collective": 3, "nccl_arch": 3, "nvlink_bw": 900e9}
     rack.update(gpus=288, tp=1, pp=1, cp=1, dp=0, ep=32, expert_tp=1, nvlink_domain=72, gpus_per_node=4)
     rack.update(nics_per_node=4, bandwidth=400e9, global_batch=1152, micro_batch=1, moe_dispatcher=0)
-    ep = {q: reference.layout_step(moe, dev, {**rack, "nvlink_domain": q})["ep_exposed"] for q in (72, 8)}
-    inside = reference.layout_step(moe, dev, {**rack, "gpus": 64, "global_batch": 256})["ep_exposed"]
-    assert ep[72] == ep[8] and ep[72] > 3 * inside, (ep, inside)
+    cases = [(moe, dev, {**rack, "nvlink_domain": 8}), (moe, dev, rack)]
+    cases.append((moe, dev, {**rack, "gpus": 64, "global_batch": 256}))
+    out = run_kernel(cases, "float64")
+    ref = [reference.layout_step(*case)["ep_exposed"] for case in cases]
+    np.testing.assert_allclose(out["ep_exposed"], ref, rtol=TOLERANCE["float64"])
+    assert ref[0] == ref[1] > 3 * ref[2], ref
+
+
+def test_random_groups_across_domains_edges_match_the_reference_and_change_the_price(monkeypatch):
     # Random layouts that cross racks' edges and that do not, against the float64 reference in both dtypes and
-    # both pricings (NCCL's, flat), both dispatchers.
+    # both pricings (NCCL's, flat), both dispatchers and rail-only wiring; the rule moves enough of them (a review:
+    # a branch where the kernel and its twin both ignored it would have passed).
     cases = straddling_cases(40, 150)
     flat = [(a, d, {**lay, "collectives": 0, "collective": 2}) for a, d, lay in cases[:60]]
-    crossing = 0
+    valid = set()
     for batch, dtype in ((cases, "float32"), (cases, "float64"), (flat, "float64")):
         out = run_kernel(batch, dtype)
         for i, case in enumerate(batch):
             ref = reference.layout_step(*case)
             assert out["status"][i] == ref["status"], (i, case)
             for key, value in ref.items() if not ref["status"] else ():
-                assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (
-                    i,
-                    key,
-                    case,
-                )
-            lay = case[2]
-            blocks = (lay["ep"] * lay["expert_tp"], lay["gpus"] / lay["pp"])
-            crossing += not ref["status"] and any(b % 72 and 72 % b for b in blocks)
-    assert crossing >= 40, crossing
+                assert math.isclose(out[key][i], value, rel_tol=TOLERANCE[dtype], abs_tol=1e-9), (i, key)
+            if not ref["status"]:
+                valid.add((id(batch), i))
+    batches = {id(cases): cases, id(flat): flat}
+
+    def step(key):  # the reference's step of a valid case, and the kind its pricing is
+        batch, i = batches[key[0]], key[1]
+        lay = batch[i][2]
+        kind = (
+            "flat"
+            if batch is flat
+            else "rail-only"
+            if lay["rail_only"]
+            else ("alltoall", "flex")[lay["moe_dispatcher"]]
+        )
+        return reference.layout_step(*batch[i])["iteration_time"], kind
+
+    priced = {key: step(key) for key in valid}
+    monkeypatch.setattr(reference, "_domain_part", lambda extent, lay: lay["nvlink_domain"])  # the rule off
+    moved = collections.Counter(kind for key, (seconds, kind) in priced.items() if step(key)[0] != seconds)
+    assert len(valid) >= 40 and all(moved[k] >= 3 for k in ("flat", "rail-only", "alltoall", "flex")), moved

@@ -63,7 +63,9 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             or "no traffic between GPUs"
         )
         leaf_ranks = 0.0 if rail_only else leaf * per_node
-        unpriced = uneven_domains(row["gpus"], domain) + straddled(groups, row["gpus"], domain, leaf_ranks)
+        unpriced = uneven_domains(row["gpus"], domain) + straddled(
+            groups, row["gpus"], per_node, domain, leaf_ranks
+        )
         lines.append(f"  {setting}: {row['layout']}: {said}{unpriced}")
     return lines
 
@@ -102,7 +104,13 @@ def uneven_domains(gpus: float, domain: float) -> str:
     )
 
 
-def straddled(groups: dict[str, tuple[float, float]], gpus: float, domain: float, leaf_ranks: float) -> str:
+def straddled(
+    groups: dict[str, tuple[float, float]],
+    gpus: float,
+    gpus_per_node: float,
+    domain: float,
+    leaf_ranks: float,
+) -> str:
     """Where a kind's blocks of ranks (``groups``: its groups' size and stride,
     :func:`~sweep.model.fabrics.traffic_groups`) tile the GPUs out of step with the NVLink domains or the leaves
     (``leaf_ranks``: GPUs a leaf, 0: none), some blocks cross an edge (EP 32 on 72-GPU racks: ranks 64-95 are 8
@@ -113,7 +121,7 @@ def straddled(groups: dict[str, tuple[float, float]], gpus: float, domain: float
     priced, assumed = [], []
     for kind, (size, stride) in groups.items():
         extent = size * stride
-        part = float(domain_part(extent, gpus, domain))
+        part = float(domain_part(extent, gpus, gpus_per_node, domain))
         if size > 1 and part < min(extent, domain):
             priced.append(
                 f"{kind}'s {extent:g}-GPU blocks cross the edges of {domain:g}-GPU NVLink domains, priced at "

@@ -607,7 +607,7 @@ def tier(
     if size <= 1:
         return ""
     extent = stride * size
-    if extent <= float(domain_part(extent, gpus, nvlink_domain)):
+    if extent <= float(domain_part(extent, gpus, gpus_per_node, nvlink_domain)):
         return TIERS[0]
     if rail_only:
         return TIERS[3]
@@ -649,7 +649,9 @@ def traffic_tiers(
     out, gpus = {}, tp * cp * dp * pp
     for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp, moe).items():
         crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only, gpus=gpus)
-        near = float(domain_part(size * stride, gpus, nvlink_domain)) / stride  # the fewest in one domain
+        near = (
+            float(domain_part(size * stride, gpus, gpus_per_node, nvlink_domain)) / stride
+        )  # the fewest in one domain
         if crossed == TIERS[3] and kind == "EP" and near >= 2:
             crossed = "rail+NVLink"
         if crossed:
