@@ -154,9 +154,10 @@ def run_validation(
         if not set(train.split(",")) <= set(groups):  # a file of the user's: the shipped groups mean nothing
             absent = [g for g in train.split(",") if g not in groups]
             raise InputError(
-                f"{path}: no run is in the default training group(s) {', '.join(absent)} (the shipped "
-                f"file's); its groups: {', '.join(groups)}. Name the groups to fit on with --train (a 'group' "
-                f"column sets them; without one every run is in 'your runs')"
+                f"{path}: no run is in the default training group(s) {', '.join(absent)} (without --train the "
+                f"fit takes the shipped file's {', '.join(train.split(','))}, each); its groups: "
+                f"{', '.join(groups)}. Name the groups to fit on with --train (a 'group' column sets them; "
+                "without one every run is in 'your runs')"
             )
     chosen = training_groups(train, runs)
     # MoE runs are never fitted (all held out); a run with no measured value is predicted, never trained on
@@ -213,7 +214,9 @@ def run(
 
 
 def summary_lines(v: Validation) -> list[str]:
-    """What the command prints: each model's held-out dense error."""
+    """What the command prints: each model's held-out dense error, then the trained fit's warnings, as ``sweep
+    calibrate`` prints its own (a hunt: a training run's step given in ms pulled every constant to an end of its
+    range, and only the report said so)."""
     held = [not t and not r.moe for r, t in zip(v.runs, v.train)]
     moe = [not t and r.moe for r, t in zip(v.runs, v.train)]
     lines = []
@@ -224,7 +227,7 @@ def summary_lines(v: Validation) -> list[str]:
             f"{name:>9}: held-out dense median {pct(med)}, worst {pct(mx)} ({n} runs)"
             + (f"; MoE median {pct(mmed)}, worst {pct(mmx)} ({m})" if m else "")
         )
-    return lines
+    return lines + [f"warning (trained): {w}" for w in _warnings(v.fits["trained"], v, "trained")]
 
 
 def training_groups(train: str, runs: Sequence[Run]) -> list[str]:
@@ -270,18 +273,25 @@ def calibrate_runs(path: str | Path, train: str | None = None) -> tuple[Fit, Val
     return fitted, v
 
 
+def _shown(value: float) -> str:
+    """A rate or time in the table: four significant figures, whole numbers from 10,000 up as they are (10475, not
+    1.048e+04: a hunt)."""
+    return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
 def calibrate_table(fitted: Fit, v: Validation) -> str:
     """The fitted constants, then every run: measured, predicted, error (training or held out), what it waits on.
     A run with no measured value is predicted with the error of the held-out runs of its kind, dense or MoE (or,
     with none, the training runs) beside it: :func:`_spreads`."""
     err = v.errors("fitted")
     spreads = _spreads(v, err)
+    width = max(18, *(len(r.id) for r in v.runs))  # the longest id keeps the columns in line (a hunt)
     lines = [
         fitted.describe(),
         # how a plan or grid prices with them, as the report says it (a hunt: the table named no option)
         "to plan with them, give " + plan_flags(v, fitted).replace("`", ""),
-        *(f"warning: {w}" for w in _warnings(fitted, v)),
-        f"{'id':<18} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
+        *(f"warning: {w}" for w in _warnings(fitted, v, "fitted")),
+        f"{'id':<{width}} {'set':<9} {'measured':>10} {'predicted':>10} {'error':>7}  waits on",
     ]
     out = v.outputs["fitted"]
     for i, r in enumerate(v.runs):
@@ -293,9 +303,9 @@ def calibrate_table(fitted: Fit, v: Validation) -> str:
             what = "predict"
         else:
             what, shown = v.role(i), f"{err[i]:+7.1%}"
-        measured = "-" if r.value is None else f"{r.value:.4g}"
+        measured = "-" if r.value is None else _shown(r.value)
         lines.append(
-            f"{r.id:<18} {what:<9} {measured:>10} {out['predicted'][i]:>10.4g} {shown}  "
+            f"{r.id:<{width}} {what:<9} {measured:>10} {_shown(out['predicted'][i]):>10} {shown}  "
             f"{v.terms('fitted', i)}"
         )
     for moe, (which, spread) in spreads.items():
@@ -341,22 +351,27 @@ def calibrate_runs_file(
     return fitted, v, document
 
 
-def _warnings(fitted: Fit, v: Validation) -> list[str]:
-    """The fit's warnings, and the runs that do not fit the memory model: a run that ran must fit, and one that does
-    not is priced all the same, and said (validate's report says it; the JSON had left it out, a hunt)."""
-    unfit = (v.outputs["fitted"]["fits"] != 1).any()
+def _warnings(fitted: Fit, v: Validation, model: str) -> list[str]:
+    """The warnings of ``fitted`` (``v``'s model ``model``), and the runs that do not fit the memory model: a run
+    that ran must fit, and one that does not is priced all the same, and said (validate's report says it; the JSON
+    had left it out, a hunt)."""
+    unfit = (v.outputs[model]["fits"] != 1).any()
     warned = fit_warnings(fitted)
     # how far, by the log of the ratio: a value 1000x too large is -99.9%, no further than -100% (a review: the
-    # runs it pulled off the fit, at +208%, were named in its place)
-    errors = v.errors("fitted")
-    ratio = np.log(np.abs(1.0 + errors))
-    trained = [i for i, t in enumerate(v.train) if t and np.isfinite(ratio[i])]
+    # runs it pulled off the fit, at +208%, were named in its place); a value priced at 0 of itself (1e30 s a
+    # step) is the furthest of all, not left out with a warning of NumPy's (a hunt)
+    errors = v.errors(model)
+    with np.errstate(divide="ignore"):
+        ratio = np.log(np.abs(1.0 + errors))
+    trained = [i for i, t in enumerate(v.train) if t and not np.isnan(ratio[i])]
     if at_range_ends(fitted) and trained:
         # which runs pull it there (a hunt: a step in ms, a rate in PFLOP/s, fitted with no row named)
         worst = sorted(trained, key=lambda i: -abs(ratio[i]))[:3]
         said = ", ".join(f"{v.runs[i].id} ({signed(errors[i])})" for i in worst)
-        warned.append(f"the training runs furthest from the fit: {said} (a value in another unit?)")
-    return [*warned, *([memory_line(v, "fitted").removeprefix("Memory: ")] if unfit else [])]
+        # another unit only where one is off by a factor of 2 or more (not a run 6% off)
+        unit = " (a value in another unit?)" if abs(ratio[worst[0]]) >= np.log(2.0) else ""
+        warned.append(f"the training runs furthest from the fit: {said}{unit}")
+    return [*warned, *([memory_line(v, model).removeprefix("Memory: ")] if unfit else [])]
 
 
 def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
@@ -374,7 +389,7 @@ def calibration_json(fitted: Fit, v: Validation) -> dict[str, object]:
             "memory_efficiency": fitted.memory_efficiency,
         },
         "fitted": list(fitted.fitted),
-        "warnings": _warnings(fitted, v),
+        "warnings": _warnings(fitted, v, "fitted"),
         "trained_on": list(fitted.rows),
         "runs": [
             {

@@ -42,7 +42,7 @@ from netsweep_jax.sweep.core.values import number, whole_number
 from netsweep_jax.sweep.engine.layout_grid import parse_schedule
 from netsweep_jax.sweep.engine.layouts import LayoutRow, rows_status
 from netsweep_jax.sweep.model.compute import GPUS, PRECISIONS, die, refuse_on_volta
-from netsweep_jax.sweep.model.llms import LLM, LLMS, parse_arch
+from netsweep_jax.sweep.model.llms import ARCH_KEYS, LLM, LLMS, parse_arch, uneven_heads
 from netsweep_jax.sweep.model.stacks import STACKS, Stack, stack_of
 
 DATASET = Path(__file__).resolve().parents[1] / "data" / "llm_runs.csv"  # the published runs, shipped
@@ -194,6 +194,8 @@ def read_runs(path: str | Path) -> list[Run]:
         if column not in COLUMNS:
             close = difflib.get_close_matches(column, COLUMNS, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
+            if column in ARCH_KEYS:  # a shape key: the arch cell takes it, not a column (a hunt: kv_heads)
+                hint = f"{column} is a key of the arch cell (arch 'layers=...,{column}=...', --arch's keys); "
             raise InputError(
                 f"{where(path, header_line)}: unknown column {column!r}; {hint}a runs file's columns are "
                 f"{', '.join(COLUMNS)}"
@@ -366,6 +368,11 @@ def _on_its_gpu(
         )
 
 
+# The least share of its GPU's dense peak a run's rate may imply: a thousandth, 60 times below the slowest
+# published run (a hunt: 1,000 times off, a step in ms or a rate in PFLOP/s, lands below it).
+FLOOR = 1e-3
+
+
 def _within_peak(
     bad: Callable[[str], InputError],
     gpu: str,
@@ -378,14 +385,32 @@ def _within_peak(
     """Refuse a time or token rate its GPUs cannot have run at: training takes at least 6 FLOPs a token for each
     active parameter but the input embedding's (each matrix multiplied forward once and backward twice), so a
     rate whose 6 N tokens/s a GPU passes the dense peak is an error (a hunt: 512,000 tokens/s a GPU, a job's
-    total in the per-GPU column, was priced and reported 98% off). ``gpus_per_token``: gpus / (global batch x
+    total in the per-GPU column, was priced and reported 98% off); and any rate under :data:`FLOOR` of the peak,
+    a FLOP rate or one implied that way (a hunt: a training run's step of 8417 s, given in ms, was fitted and
+    pulled every constant to an end of its range; the slowest published row is at 6% of its peak, and attention
+    at a million tokens of context adds about 40 times the 6 N). ``gpus_per_token``: gpus / (global batch x
     seq), which turns seconds a step into tokens a second a GPU."""
-    if value is None or value <= 0 or METRICS[metric] == "TFLOP/s":
+    if value is None or value <= 0:
+        return
+    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12
+    if METRICS[metric] == "TFLOP/s":
+        if value < FLOOR * peak:
+            raise bad(
+                f"value {value:g} TFLOP/s a GPU is under {FLOOR:g} of the {gpu}'s dense {precision} peak of "
+                f"{peak:g} TFLOP/s: PFLOP/s, or another unit?"
+            )
         return
     per_gpu = value if METRICS[metric] == "tokens/s" else 1.0 / (value * gpus_per_token)
     matrices = llm.parameters()["active"] - llm.vocab * llm.hidden
     implied = 6.0 * matrices * per_gpu / 1e12
-    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12
+    if implied < FLOOR * peak:
+        tokens = METRICS[metric] == "tokens/s"
+        said = f"{value:g} tokens/s a GPU" if tokens else f"{value:g} s a step"
+        raise bad(
+            f"value {said} is {implied:.3g} TFLOP/s a GPU at 6 FLOPs a token per active parameter, under "
+            f"{FLOOR:g} of the {gpu}'s dense {precision} peak of {peak:g} TFLOP/s: "
+            f"{'another unit' if tokens else 'a step in ms, or another unit'}?"
+        )
     if implied > peak:
         said = f"{value:g} tokens/s a GPU" if METRICS[metric] == "tokens/s" else f"{value:g} s a step"
         raise bad(
@@ -492,6 +517,10 @@ def _model(
         if any(v is None for v in given.values()):
             raise bad(f"give a preset, an arch or every shape column ({', '.join(SHAPE)})")
         shape = {name: int(v or 0) for name, v in given.items()}
+        if uneven := uneven_heads(shape["hidden"], shape["heads"]):  # as --arch refuses it (a hunt)
+            raise bad(
+                f"{uneven}: the shape columns' heads are hidden / heads wide; give an arch with head_dim="
+            )
         llm = LLM(
             shape["layers"],
             shape["hidden"],

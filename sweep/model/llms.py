@@ -365,15 +365,22 @@ def parse_arch(text: str) -> LLM:
             f"{text!r}: missing {', '.join(missing)} (required: {', '.join(REQUIRED)})", param="arch"
         )
     hidden, heads = values["hidden"], values["heads"]
-    if "head_dim" not in values and hidden % heads:  # type: ignore[operator]
+    assert isinstance(hidden, int) and isinstance(heads, int)  # whole numbers, read above
+    uneven = uneven_heads(hidden, heads)
+    if "head_dim" not in values and uneven:
         raise InputError(
-            f"hidden={hidden} is not a multiple of heads={heads}; give head_dim= if the heads are "
-            "narrower or wider than hidden / heads",
-            param="arch",
+            f"{uneven}; give head_dim= if the heads are narrower or wider than hidden / heads", param="arch"
         )
     arch = LLM(**values, source=f"--arch {text}")  # type: ignore[arg-type]
     check(arch)
     return arch
+
+
+def uneven_heads(hidden: int, heads: int) -> str:
+    """What is wrong where a shape without its own head width (``--arch`` without head_dim=, a runs file's shape
+    columns) has heads that do not split ``hidden`` evenly; '' where they do (or where no heads are given: a
+    rule of its own)."""
+    return f"hidden={hidden} is not a multiple of heads={heads}" if heads > 0 and hidden % heads else ""
 
 
 def check(arch: LLM) -> None:
