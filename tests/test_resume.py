@@ -5,6 +5,8 @@ process of its own and injects the stop through ``run_grid(after_block=...)`` (n
 timers, no races).
 """
 
+import fcntl
+import os
 import signal
 import sys
 from pathlib import Path
@@ -19,6 +21,7 @@ from helpers import (
     invoke,
     invoke_interrupted_after,
     invoke_stopped_after,
+    one_line_error,
     read_outputs,
     signalled_after,
 )
@@ -183,3 +186,52 @@ def test_an_interrupted_forced_run_says_a_way_to_finish_that_is_taken(tmp_path, 
     out.rename(tmp_path / "old.h5")
     assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 0
     assert_same(out, clean_run)
+
+
+def test_a_partial_cube_open_in_a_notebook_is_said_held_not_unreadable(tmp_path, monkeypatch, clean_run):
+    # A hunt: sweep.open_cube on OUT.partial (as the docs invite) holds HDF5's shared lock; --resume then called the
+    # file unreadable and advised --force, which threw its finished blocks away. Held is said as held, --resume
+    # goes on once the reader closes it, and a plan's checkpoint or a grid being written is said alike.
+    from netsweep_jax import sweep
+    from netsweep_jax.sweep.io.paths import holder
+
+    out = tmp_path / "r.h5"
+    partial = tmp_path / "r.h5.partial"
+    invoke_stopped_after(monkeypatch, STOP_AFTER, "grid", *GRID, "-q", "--out", out)
+    with pytest.warns(UserWarning), sweep.open_cube(partial):
+        assert holder(partial) == "reading"
+        r = invoke("grid", *GRID, "-q", "--out", out, "--resume")
+        line = one_line_error(r)
+        assert (
+            "open for reading" in line and "close it there, then run again" in line and "--force" not in line
+        )
+        assert blocks_done(partial) == STOP_AFTER
+    assert holder(partial) is None
+    assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 0
+    assert_same(out, clean_run)
+    # A writer's lock (HDF5's exclusive flock, as a running sweep holds it): the API says so, as the CLI does.
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert holder(out) == "writing"
+        with pytest.raises(sweep.InputError, match="open for writing .* a sweep still running"):
+            sweep.open_cube(out)
+    finally:
+        os.close(fd)
+
+
+def test_a_cube_renamed_while_show_reads_it_is_no_such_cube_not_damaged(tmp_path, capsys):
+    # A hunt: `sweep show w.h5.partial --verify` at the instant the run renamed it to w.h5 printed "damaged (HDF5
+    # cannot read it: No such file or directory)"; a user told damaged may delete the finished cube beside it.
+    import typer
+
+    from netsweep_jax.sweep.cli.cubes import _held_or_damaged
+
+    with pytest.raises(typer.Exit) as stopped:
+        _held_or_damaged(tmp_path / "w.h5.partial", "[Errno 2] Unable to synchronously open file")
+    said = capsys.readouterr().err
+    assert (
+        stopped.value.exit_code == 2
+        and "no such cube (it went away while read" in said
+        and "damaged" not in said
+    )

@@ -77,11 +77,13 @@ def damaged_file(path: Path) -> Any:
 def _held_or_damaged(path: Path, why: str) -> None:
     """One line and exit code 1 for a cube HDF5 cannot read: held by another process (HDF5 locks a file open
     for writing: a sweep still running; never called damaged, lest a user delete a good file), or damaged."""
+    from netsweep_jax.sweep.io.paths import held_open
+
     if "unable to lock file" in why:
+        fail(held_open(path, "writing"), code=1)
+    if not path.exists():  # renamed or removed while read (a finishing run renames its partial: a hunt)
         fail(
-            f"{path}: another process has it open for writing (HDF5 locks it; a sweep still running?): "
-            "read it once that process has finished",
-            code=1,
+            f"{path}: no such cube (it went away while read: a run that finishes renames OUT.partial to OUT)"
         )
     fail(f"{path}: damaged (HDF5 cannot read it: {why})", code=1)
 

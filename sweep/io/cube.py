@@ -54,7 +54,7 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.engine.blocks import Block, Blocking
 from netsweep_jax.sweep.engine.grid import Grid
 from netsweep_jax.sweep.io.integrity import HDF5_ERRORS, checksum, record_whole, static_checksums
-from netsweep_jax.sweep.io.paths import exists, set_aside, write_atomically
+from netsweep_jax.sweep.io.paths import exists, held_open, holder, set_aside, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 
 if TYPE_CHECKING:  # types only: reading a cube does not start JAX, writing a sweep's does not load xarray
@@ -360,6 +360,8 @@ def open_for_resume(path: str | Path, grid: "AnyGrid", blocking: Blocking) -> h5
                 f"{path}: not HDF5, so no partial cube of netsweep's; move it away or choose another --out",
                 param="resume",
             ) from None
+        if "unable to lock file" in reason(e):  # held open by another process since the check: not unreadable
+            raise InputError(held_open(path, holder(path) or "reading"), param="resume") from None
         raise InputError(
             f"{path}: HDF5 cannot read it ({reason(e)}); it cannot be resumed, rerun with --force",
             param="resume",

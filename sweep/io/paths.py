@@ -83,18 +83,42 @@ def made_by_a_sweep(path: str | Path) -> bool:
 
 def in_use(path: str | Path) -> bool:
     """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does)."""
+    return holder(path) == "writing"
+
+
+def holder(path: str | Path) -> str | None:
+    """``"writing"`` where another open of ``path`` holds HDF5's exclusive lock (a sweep writing it),
+    ``"reading"`` where one holds its shared lock (HDF5 open to read: ``open_cube``, xarray or h5py in a notebook,
+    ``sweep show``), else None (no such file, or no lock held)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return False
+        return None
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except BlockingIOError:
-        return True
+        for lock, held in ((fcntl.LOCK_SH, "writing"), (fcntl.LOCK_EX, "reading")):
+            try:
+                fcntl.flock(fd, lock | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return held
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
     finally:
         os.close(fd)
+
+
+def held_open(path: str | Path, how: str) -> str:
+    """What to say of a cube another process holds ``how`` (:func:`holder`'s word): never that it is damaged or
+    unreadable, lest a user delete or start over a good file (a hunt: a partial cube open in a notebook was called
+    unreadable, and ``--force`` advised, which threw its finished blocks away)."""
+    if how == "writing":
+        return (
+            f"{path}: another process has it open for writing (HDF5 locks it; a sweep still running?): read it "
+            "once that process has finished"
+        )
+    return (
+        f"{path}: another process has it open for reading (HDF5 locks it: open_cube, xarray or h5py in a "
+        "notebook, or sweep show): close it there, then run again"
+    )
 
 
 KEPT = "netsweep_kept_partial"
@@ -388,6 +412,8 @@ class Claim:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            if holder(self.path) == "reading":  # a reader's shared lock, not a run (a hunt)
+                raise InputError(held_open(self.path, "reading"), param="out") from None
             raise InputError(
                 f"{out}: another run is writing {self.path}; wait for it or choose another --out", param="out"
             ) from None

@@ -26,7 +26,7 @@ from netsweep_jax.sweep.io.integrity import (
     verify_static_file,
     written_whole,
 )
-from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX
+from netsweep_jax.sweep.io.paths import PARTIAL_SUFFIX, held_open, holder
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.compute import GPUS, system_settings
 
@@ -48,6 +48,8 @@ def open_cube(path: str | Path) -> xr.Dataset:
         why = None if isinstance(e, OSError) else damage(path)
         if why is not None:
             raise Damaged(f"{path}: damaged (HDF5 cannot read it: {why})") from None
+        if "unable to lock file" in reason(e):  # a sweep writing it, as the CLI says (a hunt)
+            raise InputError(held_open(path, holder(path) or "writing")) from None
         if isinstance(e, (OSError, ValueError)):
             raise InputError(f"{path}: not a readable HDF5 cube ({reason(e)}); {EXPECTED}") from None
         raise
