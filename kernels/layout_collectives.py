@@ -6,7 +6,7 @@ Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Meg
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
 t c D). The group stays inside one NVLink domain of Q GPUs when its block of stride n ranks is inside every
 domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q) where a job of whole domains of
-whole hosts has blocks that cross a domain's edge), and then
+whole hosts, or of hosts of whole domains, has blocks that cross a domain's edge), and then
 runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
 the domain through the node's NICs, which the node's groups share: a group with
 q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as

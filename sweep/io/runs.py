@@ -2,7 +2,8 @@
 
 Columns (header required; one row per run): ``id``, ``gpu`` (a GPU preset), ``gpus``, ``tp``, ``pp``,
 ``global_batch``, ``metric`` (one of :data:`METRICS`) and ``value`` (empty: predict it), and a ``preset``
-(:data:`sweep.model.llms.LLMS`) or the shape (``layers``, ``hidden``, ``heads``, ``seq_len``, ``vocab``);
+(:data:`sweep.model.llms.LLMS`), an ``arch`` (``--arch``'s keys in one cell) or the shape (``layers``, ``hidden``,
+``heads``, ``seq_len``, ``vocab``: heads of hidden / heads each, tied embeddings);
 optional: ``group``, ``stack`` (a stack preset of :data:`sweep.model.stacks.STACKS`, or ``megatron`` or
 ``fsdp``, read with the ``year``), ``year``, ``dp``, ``cp``, ``ep``, ``expert_tp`` (1 unless given: NVIDIA's MoE
 recipes set expert_tensor_parallel_size 1), ``micro_batch``, ``precision``, ``zero``,
