@@ -165,13 +165,16 @@ def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Va
     return jnp.where(mode == NCCL, as_nccl(), flat())
 
 
-def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> nccl.Fabric:
+def group_fabric(
+    size: Value, stride: Value, lay: Parallelism, coll: int = -1, most: bool = False
+) -> nccl.Fabric:
     """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring)
     for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
     off-rail bytes over NVLink), and the spine's divisor of its channels' NIC share (:func:`spine_factor`);
-    groups of one are priced as two (their time is then discarded) so that every value stays finite."""
+    groups of one are priced as two (their time is then discarded) so that every value stays finite. Placed
+    as its block meets the domains at the fewest, or with ``most`` at the most (:func:`placed`)."""
     n, on_host, share, domain = placed(
-        size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain
+        size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain, most
     )
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
@@ -230,12 +233,18 @@ class Placed(NamedTuple):
 
 
 def placed(
-    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value
-) -> Placed:
-    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``."""
+    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
+    most: bool = False,
+) -> Placed:  # fmt: skip
+    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``: as its block meets
+    the domains at the fewest (:func:`group_part`; the members whose NICs carry the most), or with ``most``, at
+    the most (:func:`job_domain`: the members whose NVLink carries the most, an all-to-all's other bound)."""
     n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
     on_host = jnp.clip(gpus_per_node / per, 1.0, n)
-    part = group_part(size, stride, gpus, gpus_per_node, nvlink_domain)
+    if most:
+        part = job_domain(gpus, gpus_per_node, nvlink_domain)
+    else:
+        part = group_part(size, stride, gpus, gpus_per_node, nvlink_domain)
     hosts_a_domain = jnp.maximum(jnp.clip(part / per, 1.0, n) / on_host, 1.0)
     return Placed(n, on_host, nics_per_node * on_host / gpus_per_node, hosts_a_domain)
 
@@ -261,29 +270,46 @@ def group_part(size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nv
     return part
 
 
+def job_domain(gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value:
+    """Q_j, the job's GPUs in each NVLink domain of Q: a job of more than Q GPUs placed evenly over the fewest
+    domains that hold it (as :mod:`kernels.nccl` places a group of them all), gpus / ceil(gpus / Q): Q where it
+    fills whole domains, 60 a rack for 240 GB200s on 72-GPU racks; where that is a whole number of GPUs and of
+    hosts of G (``gpus_per_node``; or hosts of whole domains). Else Q: a job inside one domain, one whose even
+    share is no whole number of hosts (19 trays as 9.5 a rack: its blocks' edges not modelled, said), or domains
+    that split a host (12 GPUs on hosts of 8, which no system builds: a review found TP 8 inside one host priced
+    as crossing an edge at rank 12). The most of any block of ranks in one domain is min(block, Q_j)."""
+    share, laid = _placement(gpus, gpus_per_node, nvlink_domain)
+    return jnp.where(laid, share, nvlink_domain)
+
+
+def _placement(gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> tuple[Value, Value]:
+    """(the job's even share of a domain, gpus / ceil(gpus / Q); whether :func:`job_domain` places it so)."""
+    share = gpus / jnp.maximum(jnp.ceil(gpus / nvlink_domain), 1.0)
+    aligned = (jnp.mod(share, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, share) == 0)
+    return share, (gpus > nvlink_domain) & (jnp.mod(share, 1.0) == 0) & aligned
+
+
 def domain_part(extent: Value, gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value:
-    """Q_b, the GPUs of an NVLink domain of Q as a group's block of ``extent`` consecutive ranks (stride x n)
-    meets them at the fewest. Megatron's blocks tile the job's ranks from rank 0 and the domains hold Q ranks
-    each from rank 0, so where the job fills several whole domains (``gpus`` > Q, a multiple of it) of whole
-    hosts of G (``gpus_per_node``; or hosts of whole domains: Q a multiple of G or G of Q) the domains' edges
-    fall inside blocks at the multiples of gcd(extent, Q), and some block has only
+    """Q_b, the GPUs of an NVLink domain as a group's block of ``extent`` consecutive ranks (stride x n) meets
+    them at the fewest. Megatron's blocks tile the job's ranks from rank 0 and the domains hold Q_j of them each
+    from rank 0 (:func:`job_domain`), so where the job spans several domains the domains' edges fall inside
+    blocks at the multiples of gcd(extent, Q_j), and some block has only
 
-        Q_b = gcd(extent, Q)
+        Q_b = gcd(extent, Q_j)
 
-    of its ranks in one domain (EP 32 on 72-GPU racks: ranks 64-95 are 8 on one rack and 24 on the next). Every
-    group of a kind runs its collective at once and the slowest paces them, so a group is priced as placed in
-    domains of Q_b ranks: the members of its smallest part send what is for the rest over their own NICs. Where
-    the block divides Q (no edge inside a block) Q_b is the block, where Q divides it whole domains: either
-    places the group as Q does. A job inside one domain, or one that fills no whole number of domains (placed
-    evenly over the fewest, :mod:`kernels.nccl`; its blocks' edges are not modelled), or domains that split a
-    host (12 GPUs on hosts of 8, which no system builds: a review found TP 8 inside one host priced as crossing
-    an edge at rank 12), keeps Q. gcd(extent, Q) is taken as gcd(extent mod Q, Q) (gcd(0, Q) = Q), so that a
-    block of 2^31 ranks or more counts in 32-bit integers."""
-    whole = (gpus > nvlink_domain) & (jnp.mod(gpus, nvlink_domain) == 0)
-    aligned = (jnp.mod(nvlink_domain, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, nvlink_domain) == 0)
-    domain = jnp.round(jnp.asarray(nvlink_domain)).astype(jnp.int32)
-    part = jnp.gcd(jnp.round(jnp.mod(extent, nvlink_domain)).astype(jnp.int32), domain)
-    return jnp.where(whole & aligned, part, nvlink_domain)
+    of its ranks in one domain (EP 32 on 72-GPU racks: ranks 64-95 are 8 on one rack and 24 on the next; EP 16 on
+    240 GB200s, 60 a rack: 4). Every group of a kind runs its collective at once and the slowest paces them, so a
+    group is priced as placed in domains of Q_b ranks: the members of its smallest part send what is for the rest
+    over their own NICs (an all-to-all is also bounded by the members with the most in one domain, min(extent,
+    Q_j), on NVLink: :func:`nccl_time`, :func:`kernels.layout_communication.ep_domains`). Where the block divides
+    Q_j (no edge inside a block) Q_b is the block, where Q_j divides it whole domains: either places the group as
+    Q_j does. A job inside one domain, or one :func:`job_domain` does not place, keeps Q. gcd(extent, Q_j) is
+    taken as gcd(extent mod Q_j, Q_j) (gcd(0, Q_j) = Q_j), so that a block of 2^31 ranks or more counts in
+    32-bit integers."""
+    share, laid = _placement(gpus, gpus_per_node, nvlink_domain)
+    ranks = jnp.round(jnp.mod(extent, share)).astype(jnp.int32)
+    part = jnp.gcd(ranks, jnp.round(share).astype(jnp.int32))
+    return jnp.where(laid, part, nvlink_domain)
 
 
 def spine_factor(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> Value:
@@ -434,6 +460,12 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
     fabric = group_fabric(size, stride, lay, coll)
     seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
+    if coll == nccl.ALLTOALL:
+        # Where a block crosses a domain's edge its members on the larger side send the most over NVLink: the
+        # all-to-all is bounded by them too (a hunt: EP 32 on 288 GB200s priced every member at 7 NVLink peers,
+        # its step below the same layout's inside one rack on a fast network). No tuner: cheap.
+        most = group_fabric(size, stride, lay, coll, most=True)
+        seconds = jnp.maximum(seconds, _collective_seconds((coll, x, most, constants, algorithm, protocol)))
     return jnp.where((size > 1) & (x > 0), seconds, 0.0)
 
 

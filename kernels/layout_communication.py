@@ -12,8 +12,9 @@ Per layer and micro-batch, on the GPU's critical path:
 - EP: dispatch and combine all-to-alls forward and backward (4) of X = b s h k
   bytes_act I / (c t) on MoE layers, the (q_e - 1) / e share on NVLink and the rest on
   NICs (the slower sets the time; EP ranks etp apart, so q_e = clip(Q_b / etp, 1, e) share a
-  domain of Q, Q_b its part of the domain at the fewest, Q but where the EP block of e etp ranks crosses a
-  domain's edge: :func:`kernels.layout_collectives.domain_part`). Every member sends its off-domain share at
+  domain of Q at the fewest, Q_b the block's part of one, Q but where the EP block of e etp ranks crosses a
+  domain's edge: :func:`kernels.layout_collectives.domain_part`; the NVLink share is the most's, clip(Q_j /
+  etp, 1, e), Q_j the job's GPUs a domain: :func:`ep_domains`). Every member sends its off-domain share at
   once, so
   each goes through its own K / G of the node's NICs, K beta u / G bytes/s (under one NIC a GPU the slowest
   GPU's part, beta u / ceil(G / K): :func:`kernels.layout_collectives.nic_fraction`; not a ring's
@@ -75,6 +76,7 @@ from netsweep_jax.kernels.layout_collectives import (
     exchange,
     group_bandwidth,
     group_part,
+    job_domain,
     nccl_time,
     nic_per_gpu,
     priced,
@@ -231,15 +233,13 @@ def _expert_parallel(
     """
     k, e = arch.top_k, lay.ep
     x_ep = tokens * arch.hidden * k * dev.act_bytes * lay.imbalance / lay.tp
-    ep_near, flex_near = ep_domains(
-        e, etp, lay
-    )  # members in one domain: the fewest, and the flex dispatcher's
+    ep_near, ep_most, flex_near = ep_domains(e, etp, lay)  # in one domain: the fewest, the most, flex's
     # Unlike a ring's one stream per node boundary, an all-to-all sends every member's off-domain share at
     # once, each GPU through its own share of the node's NICs: K / G of them, however many of its group
     # share the node.
     nic_ep = nic_per_gpu(lay)
     inter_share = (e - ep_near) / jnp.maximum(e, 1.0)
-    intra_share = (ep_near - 1.0) / jnp.maximum(e, 1.0)
+    intra_share = (ep_most - 1.0) / jnp.maximum(e, 1.0)  # the most on NVLink, the fewest on their NICs
     latencies = jnp.where(inter_share > 0, (e - ep_near) * lay.latency, 0.0)
 
     def on_nics(nbytes: Value) -> Value:  # the off-domain share through the GPU's own NICs
@@ -292,24 +292,29 @@ def _expert_parallel(
     return ep_layer, ep_waits_on_nic
 
 
-def ep_domains(ep: Value, etp: Value, lay: Parallelism) -> tuple[Value, Value]:
+def ep_domains(ep: Value, etp: Value, lay: Parallelism) -> tuple[Value, Value, Value]:
     """The EP group's members in one NVLink domain (its ranks ``etp`` apart: the expert grid's rank order, expert
-    TP, EP, expert DP), a block of e etp ranks, Q_b of it in a domain at the fewest
-    (:func:`kernels.layout_collectives.domain_part`): (q_e = clip(Q_b / etp, 1, e), the alltoall dispatcher's,
-    whose slowest members send all the rest's share over their NICs: EP 32 on 72-GPU racks, 8 of a block's GPUs
-    on one rack send 24/32 of their all-to-all, a hunt; the flex dispatcher's, :func:`hierarchical_copies`'
-    q_e: clip(Q / etp, 1, e), or where the block crosses a domain's edge (Q_b < min(e etp, Q)) e / m, its
-    members spread evenly over the m = 1 + ceil((e etp - Q_b) / Q) domains it spans, as DeepEP sends a token
-    once to each domain holding one of its experts however many of the group's GPUs are there)."""
+    TP, EP, expert DP), a block of e etp ranks, the job's Q_j GPUs a domain
+    (:func:`kernels.layout_collectives.job_domain`), Q_b of the block in a domain at the fewest
+    (:func:`kernels.layout_collectives.domain_part`):
+
+    - the alltoall dispatcher's fewest, clip(Q_b / etp, 1, e), whose members send all the rest's share over
+      their NICs (EP 32 on 72-GPU racks: 8 of a block's GPUs on one rack send 24/32 of their all-to-all, a hunt),
+      and most, clip(Q_j / etp, 1, e), whose members send the most over NVLink (a block inside one domain, or
+      the larger side of one across an edge: the all-to-all is bounded by both, a second hunt);
+    - the flex dispatcher's, :func:`hierarchical_copies`' q_e: the most, or where the block crosses a domain's
+      edge (Q_b < min(e etp, Q_j)) e / m, its members spread evenly over the m = 1 + ceil((e etp - Q_b) / Q_j)
+      domains it spans, as DeepEP sends a token once to each domain holding one of its experts however many
+      of the group's GPUs are there (an uneven crossing, 8 and 24, priced as 16 and 16: not modelled)."""
     e = jnp.maximum(ep, 1.0)
     extent = e * etp
-    part = group_part(
-        ep, etp, lay.gpus, lay.gpus_per_node, lay.nvlink_domain
-    )  # e etp ranks where e > 1 (e = 1: no all-to-all)
-    spans = 1.0 + jnp.ceil((extent - part) / lay.nvlink_domain - 1e-6)
-    crosses = part < jnp.minimum(extent, lay.nvlink_domain)
-    flex = jnp.where(crosses, e / spans, jnp.clip(lay.nvlink_domain / etp, 1.0, e))
-    return jnp.clip(part / etp, 1.0, e), flex
+    # e etp ranks where e > 1 (e = 1: no all-to-all)
+    part = group_part(ep, etp, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    domain = job_domain(lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    most = jnp.clip(domain / etp, 1.0, e)
+    spans = 1.0 + jnp.ceil((extent - part) / domain - 1e-6)
+    flex = jnp.where(part < jnp.minimum(extent, domain), e / spans, most)
+    return jnp.clip(part / etp, 1.0, e), most, flex
 
 
 def _zero3(

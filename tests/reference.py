@@ -533,14 +533,22 @@ def simulate_fsdp(
 LAYOUT_STATUS_RULES = 10
 
 
-def _domain_part(extent, lay):
-    """The GPUs of an NVLink domain of Q as a block of ``extent`` consecutive ranks meets them at the fewest:
-    gcd(extent, Q) where the job fills several whole domains of whole hosts (or hosts of whole domains; its
-    blocks from rank 0 and the domains from rank 0 meet at the multiples of the gcd), else Q (one domain; not
-    whole domains, placed evenly; domains that split a host)."""
+def _job_domain(lay):
+    """The job's GPUs in each NVLink domain of Q, and whether it is placed so: more than Q GPUs spread evenly over
+    the fewest domains, gpus / ceil(gpus / Q), where that is whole GPUs and whole hosts (or hosts of whole
+    domains); else (Q, False)."""
     q, gpus, g = lay["nvlink_domain"], lay["gpus"], lay["gpus_per_node"]
-    whole = gpus > q and gpus % q == 0 and (q % g == 0 or g % q == 0)
-    return math.gcd(round(extent), round(q)) if whole else q
+    share = gpus / math.ceil(gpus / q)
+    laid = gpus > q and share == int(share) and (share % g == 0 or g % share == 0)
+    return (share, True) if laid else (q, False)
+
+
+def _domain_part(extent, lay):
+    """The GPUs of a domain as a block of ``extent`` consecutive ranks meets them at the fewest: gcd(extent, Q_j)
+    where the job is placed over several domains of Q_j of its GPUs (its blocks from rank 0 and the domains from
+    rank 0 meet at the multiples of the gcd), else Q."""
+    share, laid = _job_domain(lay)
+    return math.gcd(round(extent), round(share)) if laid else lay["nvlink_domain"]
 
 
 def _group_bw(size, stride, lay):
@@ -614,18 +622,22 @@ def _spine_factor(size, stride, lay, kind="ring"):
     return max(lay.get("oversubscription", 1.0) * load, 1.0)
 
 
-def _nccl_group(kind, nbytes, size, stride, lay):
+def _nccl_group(kind, nbytes, size, stride, lay, side=None):
     """Seconds of NCCL's collective over a group of ``size`` GPUs ``stride`` ranks apart, as placed: its GPUs a
     host, hosts, hosts a domain, floor(K q / G) of the host's NICs (under one: one NIC at that fraction of its rate);
-    0 for a group of one or no bytes."""
+    0 for a group of one or no bytes. An all-to-all: the slower of the group placed at its fewest in one domain
+    and at its most (``side`` "fewest" and "most": the job's GPUs a domain)."""
     if size <= 1 or nbytes <= 0:
         return 0.0
     if kind == "ring_allreduce":  # sequence parallelism: a reduce-scatter and an all-gather
         return 2 * _nccl_group("scatter", nbytes, size, stride, lay)
+    if kind == "alltoall" and side is None:
+        return max(_nccl_group(kind, nbytes, size, stride, lay, s) for s in ("fewest", "most"))
     g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
     q = min(max(g_host / max(stride, 1), 1), size)  # the group's GPUs on one host
-    # the fewest of the group in one domain (its block across a domain's edge: the smallest part there)
-    in_domain = min(max(_domain_part(max(stride, 1) * max(size, 2), lay) / max(stride, 1), 1), size)
+    # the fewest of the group in one domain (its block across a domain's edge: the smallest part there), or most
+    part = _job_domain(lay)[0] if side == "most" else _domain_part(max(stride, 1) * max(size, 2), lay)
+    in_domain = min(max(part / max(stride, 1), 1), size)
     share = lay["nics_per_node"] * q / g_host
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
@@ -966,7 +978,8 @@ def layout_step(arch, dev, lay):
         xe = tokens * h * k * dev["act_bytes"] * lay["imbalance"] / t
         # EP ranks etp apart; a block across a domain's edge at its smallest part there
         part = _domain_part(e * etp, lay)
-        near = min(max(part / etp, 1), e)
+        near = min(max(part / etp, 1), e)  # the fewest in one domain (their NICs), and the most (NVLink)
+        most = min(max(_job_domain(lay)[0] / etp, 1), e)
         # own NIC share (the slowest's, under one NIC a GPU)
         bw = (
             lay["bandwidth"]
@@ -976,9 +989,9 @@ def layout_step(arch, dev, lay):
         )
 
         # flex: a block across a domain's edge spreads its members evenly over the domains it spans
-        domain = lay["nvlink_domain"]
+        domain = _job_domain(lay)[0]
         spans = 1 + math.ceil((e * etp - part) / domain - 1e-6)
-        flex_near = e / spans if part < min(e * etp, domain) else min(max(domain / etp, 1), e)
+        flex_near = e / spans if part < min(e * etp, domain) else most
         rdma_copies, nvl_copies = hierarchical_copies(
             E, k, arch.get("router_groups", 0), arch.get("group_topk", 0), e, flex_near
         )
@@ -995,7 +1008,7 @@ def layout_step(arch, dev, lay):
             return rdma, nvl_copies * nbytes / k / (lay["nvlink_bw"] * nvl)
 
         def shares(nbytes):  # the NVLink share's time and the NIC share's
-            intra = (near - 1) / e * nbytes / lay["nvlink_bw"]
+            intra = (most - 1) / e * nbytes / lay["nvlink_bw"]
             inter = (e - near) / e * nbytes / bw + ((e - near) * lay["latency"] if near < e else 0.0)
             return intra, inter
 

@@ -546,12 +546,27 @@ def test_rail_only_forwards_an_all_to_all_over_nvlink_and_has_no_spine_by_hand()
 
 
 def test_a_plan_says_where_its_gpus_are_not_whole_nvlink_domains():
-    # 96 GPUs on 72-GPU racks: a DP group of 48 (ranks 48-95) crosses the first rack's edge, and the tier rule
-    # prices and says it as inside one (a helper's hunt found the line said "DP NVLink" without a word).
-    from netsweep_jax.sweep.analysis.plan_tiers import uneven_domains
+    # GPUs that fill no whole number of racks are placed evenly over the fewest (a hunt: 240 GB200s, 60 a rack,
+    # had EP 16's blocks across an edge priced inside one); where the even share is no whole number of trays (19
+    # trays, 9.5 a rack) a group across an edge is priced and said as inside one (a helper's hunt found the line
+    # had said "DP NVLink" without a word).
+    from netsweep_jax.sweep.analysis.plan_tiers import straddled, uneven_domains
+    from netsweep_jax.sweep.model.fabrics import traffic_groups
 
-    assert "96 GPUs are not whole 72-GPU NVLink domains" in uneven_domains(96.0, 72.0)
-    assert uneven_domains(144.0, 72.0) == uneven_domains(64.0, 72.0) == uneven_domains(16.0, 8.0) == ""
+    assert uneven_domains(240.0, 4.0, 72.0) == (
+        " (assumed: 240 GPUs placed evenly over 4 72-GPU NVLink domains, 60 each)"
+    )
+    assert "76 GPUs are not whole 72-GPU NVLink domains" in uneven_domains(76.0, 4.0, 72.0)
+    assert (
+        uneven_domains(144.0, 4.0, 72.0)
+        == uneven_domains(64.0, 4.0, 72.0)
+        == uneven_domains(16.0, 8.0, 8.0)
+        == ""
+    )
+    assert straddled(traffic_groups(1, 1, 16, 1, 240, 1, moe=True), 240.0, 4.0, 72.0, 0.0) == (
+        " (EP's 16-GPU blocks cross the edges of 72-GPU NVLink domains (60 of the job's each), priced at their "
+        "fewest GPUs in one, 4)"
+    )
 
 
 def test_a_plan_says_where_a_kinds_blocks_cross_a_domains_or_a_leafs_edge():

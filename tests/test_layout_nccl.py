@@ -373,15 +373,15 @@ def test_a_lower_transport_efficiency_makes_the_network_a_larger_share_of_the_st
 
 
 def straddling_cases(seed, count):
-    """Random MoE layouts on 4-GPU trays in NVL72 racks of 144 or 288 GPUs, EP 8 or 16 (with expert TP 1 or 2)
-    and PP 1 to 4: EP blocks of 16 or 32 ranks and DP blocks of 96 cross the racks' edges (72 is no whole number of
-    them), EP 8 and DP 72 or 144 do not."""
+    """Random MoE layouts on 4-GPU trays in NVL72 racks of 144, 288 or 240 GPUs (60 a rack), EP 8 or 16 (with
+    expert TP 1 or 2) and PP 1 to 4: EP blocks of 16 or 32 ranks and DP blocks of 96 cross the racks' edges (72 is
+    no whole number of them), EP 8 and DP 72 or 144 do not."""
     rng = random.Random(seed)
     cases = []
     for arch, dev, lay in nccl_cases(seed, count):
         arch.update(experts=16, moe_layers=max(arch["moe_layers"], 1), top_k=arch["top_k"] or 2)
         lay.update(
-            gpus=rng.choice([144, 288]), nvlink_domain=72, gpus_per_node=4, nics_per_node=4, dp=0,
+            gpus=rng.choice([144, 288, 240]), nvlink_domain=72, gpus_per_node=4, nics_per_node=4, dp=0,
             tp=rng.choice([1, 2]), cp=1, pp=rng.choice([1, 2, 3, 4]), ep=rng.choice([8, 16]),
             expert_tp=rng.choice([1, 2]), global_batch=1152,
         )  # fmt: skip
@@ -418,12 +418,20 @@ def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus
     rack = {**lay, **NCCL_FABRIC, "collectives": 1, "collective": 3, "nccl_arch": 3, "nvlink_bw": 900e9}
     rack.update(gpus=288, tp=1, pp=1, cp=1, dp=0, ep=32, expert_tp=1, nvlink_domain=72, gpus_per_node=4)
     rack.update(nics_per_node=4, bandwidth=400e9, global_batch=1152, micro_batch=1, moe_dispatcher=0)
-    cases = [(moe, dev, {**rack, "nvlink_domain": 8}), (moe, dev, rack)]
-    cases.append((moe, dev, {**rack, "gpus": 64, "global_batch": 256}))
+    one_rack = {**rack, "gpus": 64, "global_batch": 256}
+    fast = {"bandwidth": 1e15}  # NICs all but free: the NVLink side bounds the all-to-all
+    cases = [(moe, dev, lay) for lay in (rack, {**rack, "nvlink_domain": 8}, one_rack)]
+    cases += [(moe, dev, {**rack, **fast}), (moe, dev, {**one_rack, **fast})]
+    # 240 GPUs, placed 60 a rack: EP 16's blocks cross an edge at 4 GPUs; 256, 64 a rack, they fit (a hunt)
+    cases += [(moe, dev, {**rack, "gpus": g, "global_batch": 4 * g, "ep": 16}) for g in (240, 256)]
     out = run_kernel(cases, "float64")
     ref = [reference.layout_step(*case)["ep_exposed"] for case in cases]
     np.testing.assert_allclose(out["ep_exposed"], ref, rtol=TOLERANCE["float64"])
     assert ref[0] == ref[1] > 3 * ref[2], ref
+    # A block across the edge is no cheaper than one inside a rack where the NICs cost nothing (a hunt: its larger
+    # side's NVLink share had been priced at the smaller side's 7 peers, 4.4 times cheaper); and 240 GPUs' EP 16
+    # pays its crossing
+    assert ref[3] >= ref[4] * (1 - 1e-12) and ref[5] > 2 * ref[6], ref
 
 
 def test_random_groups_across_domains_edges_match_the_reference_and_change_the_price(monkeypatch):

@@ -7,7 +7,7 @@ import re
 import xarray as xr
 
 from netsweep_jax.kernels import nccl
-from netsweep_jax.kernels.layout_collectives import domain_part, spine_load
+from netsweep_jax.kernels.layout_collectives import domain_part, job_domain, spine_load
 from netsweep_jax.sweep.analysis.planning import plan_rows
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.model.fabrics import TIERS, traffic_groups, traffic_tiers
@@ -63,7 +63,7 @@ def tier_lines(ds: xr.Dataset) -> list[str]:
             or "no traffic between GPUs"
         )
         leaf_ranks = 0.0 if rail_only else leaf * per_node
-        unpriced = uneven_domains(row["gpus"], domain) + straddled(
+        unpriced = uneven_domains(row["gpus"], per_node, domain) + straddled(
             groups, row["gpus"], per_node, domain, leaf_ranks
         )
         lines.append(f"  {setting}: {row['layout']}: {said}{unpriced}")
@@ -92,12 +92,20 @@ def _slows_past(kind: str, group: tuple[float, float], row: dict, leaf: float) -
     return f" (slows past {1.0 / f:.4g}:1 at the earliest)"
 
 
-def uneven_domains(gpus: float, domain: float) -> str:
-    """What the tiers leave out where ``gpus`` do not fill whole NVLink domains of ``domain`` GPUs ('' where
-    they do): a group's block of ranks is taken to be inside a domain when it is no wider than one, so a block
-    that crosses a domain's edge (48 of 96 GPUs on 72-GPU racks) is priced and said as inside it."""
+def uneven_domains(gpus: float, gpus_per_node: float, domain: float) -> str:
+    """What the tiers assume where ``gpus`` do not fill whole NVLink domains of ``domain`` GPUs ('' where they
+    do): placed evenly over the fewest domains that hold them, where that is whole hosts a domain
+    (:func:`kernels.layout_collectives.job_domain`: 240 GB200s as 60 a rack; their blocks' edges priced); else
+    a group's block of ranks is taken to be inside a domain when it is no wider than one, so a block that
+    crosses a domain's edge (19 trays as 9.5 a rack) is priced and said as inside it."""
     if gpus <= domain or gpus % domain == 0:
         return ""
+    share = float(job_domain(gpus, gpus_per_node, domain))
+    if share < domain:
+        return (
+            f" (assumed: {gpus:g} GPUs placed evenly over {gpus / share:g} {domain:g}-GPU NVLink domains, "
+            f"{share:g} each)"
+        )
     return (
         f" (assumed: {gpus:g} GPUs are not whole {domain:g}-GPU NVLink domains; a group whose ranks cross a "
         "domain's edge is priced as inside it)"
@@ -119,13 +127,15 @@ def straddled(
     NVLink, where those 8 GPUs send three quarters of it over their NICs), and said so; a leaf's is not (a block
     no wider than a leaf is priced as under one), and said as assumed. '' where no kind's blocks cross one."""
     priced, assumed = [], []
+    share = float(job_domain(gpus, gpus_per_node, domain))  # the job's GPUs a domain
+    held = f"{domain:g}-GPU NVLink domains" + (f" ({share:g} of the job's each)" if share < domain else "")
     for kind, (size, stride) in groups.items():
         extent = size * stride
         part = float(domain_part(extent, gpus, gpus_per_node, domain))
-        if size > 1 and part < min(extent, domain):
+        if size > 1 and part < min(extent, share):
             priced.append(
-                f"{kind}'s {extent:g}-GPU blocks cross the edges of {domain:g}-GPU NVLink domains, priced at "
-                f"their fewest GPUs in one, {part:g}"
+                f"{kind}'s {extent:g}-GPU blocks cross the edges of {held}, priced at their fewest GPUs in one, "
+                f"{part:g}"
             )
         # a block wider than a domain and no wider than a leaf, the leaf repeated, and not whole blocks
         if size > 1 and domain < extent <= leaf_ranks < gpus and leaf_ranks % extent:

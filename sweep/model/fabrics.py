@@ -644,14 +644,13 @@ def traffic_tiers(
     its groups cross under Megatron's rank order (tp, cp, ep, dp, pp), as :func:`tier`; kinds of one GPU are
     left out. Rail-only: an EP group with several GPUs in one NVLink domain also forwards over NVLink
     (``rail+NVLink``: its all-to-all's off-rail bytes)."""
-    from netsweep_jax.kernels.layout_collectives import domain_part  # JAX: not for --help
+    from netsweep_jax.kernels.layout_collectives import job_domain  # JAX: not for --help
 
     out, gpus = {}, tp * cp * dp * pp
     for kind, (size, stride) in traffic_groups(tp, cp, ep, expert_tp, dp, pp, moe).items():
         crossed = tier(size, stride, gpus_per_node, nvlink_domain, leaf_hosts, rail_only, gpus=gpus)
-        near = (
-            float(domain_part(size * stride, gpus, gpus_per_node, nvlink_domain)) / stride
-        )  # the fewest in one domain
+        # the most of the group in one domain: several forward over NVLink
+        near = min(float(job_domain(gpus, gpus_per_node, nvlink_domain)), size * stride) / stride
         if crossed == TIERS[3] and kind == "EP" and near >= 2:
             crossed = "rail+NVLink"
         if crossed:
