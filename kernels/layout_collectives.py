@@ -165,17 +165,17 @@ def priced(lay: Parallelism, as_nccl: Callable[[], Value], flat: Callable[[], Va
     return jnp.where(mode == NCCL, as_nccl(), flat())
 
 
-def group_fabric(
-    size: Value, stride: Value, lay: Parallelism, coll: int = -1, most: bool = False
-) -> nccl.Fabric:
+def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -> nccl.Fabric:
     """The :class:`kernels.nccl.Fabric` of a group of ``size`` GPUs ``stride`` ranks apart (module docstring)
     for collective ``coll`` (:data:`kernels.nccl.COLLECTIVES`; rail-only wiring forwards an all-to-all's
     off-rail bytes over NVLink), and the spine's divisor of its channels' NIC share (:func:`spine_factor`);
     groups of one are priced as two (their time is then discarded) so that every value stays finite. Placed
-    as its block meets the domains at the fewest, or with ``most`` at the most (:func:`placed`)."""
+    as its block meets the domains at the fewest (:func:`placed`); an all-to-all's NVLink side at the most, its
+    ``peers`` (:func:`most_in_domain`)."""
     n, on_host, share, domain = placed(
-        size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain, most
+        size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain
     )
+    peers = 0.0  # kernels.nccl's p, the fewest: every collective but the all-to-all reads only that
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
     # its rate, so that the host's groups share it as they do on the flat rings. Above one, whole NICs: 33 NICs
@@ -188,11 +188,14 @@ def group_fabric(
     hosts = n / on_host
     nvlink = links * jnp.asarray(nccl.NVLINK_LINK)[arch]
     if coll == nccl.ALLTOALL:
+        # Where a block crosses a domain's edge its members on the larger side send the most over NVLink: the
+        # all-to-all is bounded by them too (a hunt: EP 32 on 288 GB200s priced every member at 7 NVLink peers,
+        # its step below the same layout's inside one rack on a fast network).
+        peers = most_in_domain(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
         # Rail-only: every byte bound for another rail (a position of the NVLink domain other than the
         # sender's, here or across) crosses NVLink first (NCCL's PXN), (p - 1) / p of the buffer where NCCL's
-        # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain).
-        p = on_host * domain  # the group's GPUs a domain, as kernels.nccl's all-to-all counts them
-        nvlink = jnp.where(lay.rail_only > 0, nvlink * p / n, nvlink)
+        # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain, the most).
+        nvlink = jnp.where(lay.rail_only > 0, nvlink * peers / n, nvlink)
     nic_gbs = lay.bandwidth / 8e9 * jnp.minimum(nic_fraction(share), 1.0)
     if coll in (nccl.ALLTOALL, nccl.SENDRECV):
         # Each GPU sends its own bytes (kernels.nccl._point_to_point: nics r / g a GPU): under one NIC a GPU, the
@@ -216,6 +219,7 @@ def group_fabric(
         collnet=lay.sharp > 0,
         # the group's spine divisor (1 where none is in its way) over the transport's utilization
         spine=spine_factor(size, stride, lay, coll) / lay.utilization,
+        peers=peers,
     )
 
 
@@ -233,18 +237,13 @@ class Placed(NamedTuple):
 
 
 def placed(
-    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value,
-    most: bool = False,
-) -> Placed:  # fmt: skip
-    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``: as its block meets
-    the domains at the fewest (:func:`group_part`; the members whose NICs carry the most), or with ``most``, at
-    the most (:func:`job_domain`: the members whose NVLink carries the most, an all-to-all's other bound)."""
+    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nics_per_node: Value, nvlink_domain: Value
+) -> Placed:
+    """:class:`Placed` of a group of ``size`` GPUs ``stride`` ranks apart in a job of ``gpus``, as its block meets
+    the domains at the fewest (:func:`group_part`: the members whose NICs carry the most)."""
     n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
     on_host = jnp.clip(gpus_per_node / per, 1.0, n)
-    if most:
-        part = job_domain(gpus, gpus_per_node, nvlink_domain)
-    else:
-        part = group_part(size, stride, gpus, gpus_per_node, nvlink_domain)
+    part = group_part(size, stride, gpus, gpus_per_node, nvlink_domain)
     hosts_a_domain = jnp.maximum(jnp.clip(part / per, 1.0, n) / on_host, 1.0)
     return Placed(n, on_host, nics_per_node * on_host / gpus_per_node, hosts_a_domain)
 
@@ -270,6 +269,16 @@ def group_part(size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nv
     return part
 
 
+def most_in_domain(
+    size: Value, stride: Value, gpus: Value, gpus_per_node: Value, nvlink_domain: Value
+) -> Value:
+    """The most members of a group of ``size`` GPUs ``stride`` ranks apart in one NVLink domain, clip(Q_j /
+    stride, 1, n) (:func:`job_domain`: a block inside one domain, or the larger side of one across an edge, or
+    a whole domain of a wider block): an all-to-all's NVLink side, :attr:`kernels.nccl.Fabric.peers`."""
+    n, per = jnp.maximum(size, 2.0), jnp.maximum(stride, 1.0)
+    return jnp.clip(job_domain(gpus, gpus_per_node, nvlink_domain) / per, 1.0, n)
+
+
 def job_domain(gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value:
     """Q_j, the job's GPUs in each NVLink domain of Q: a job of more than Q GPUs placed evenly over the fewest
     domains that hold it (as :mod:`kernels.nccl` places a group of them all), gpus / ceil(gpus / Q): Q where it
@@ -285,7 +294,10 @@ def job_domain(gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> Value
 def _placement(gpus: Value, gpus_per_node: Value, nvlink_domain: Value) -> tuple[Value, Value]:
     """(the job's even share of a domain, gpus / ceil(gpus / Q); whether :func:`job_domain` places it so)."""
     share = gpus / jnp.maximum(jnp.ceil(gpus / nvlink_domain), 1.0)
-    aligned = (jnp.mod(share, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, share) == 0)
+    # the domains and the share both whole hosts, or hosts of whole ones (a review: 16 GPUs on 8-GPU hosts in
+    # domains of 12 had been placed 8 a domain)
+    whole = (jnp.mod(nvlink_domain, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, nvlink_domain) == 0)
+    aligned = whole & ((jnp.mod(share, gpus_per_node) == 0) | (jnp.mod(gpus_per_node, share) == 0))
     return share, (gpus > nvlink_domain) & (jnp.mod(share, 1.0) == 0) & aligned
 
 
@@ -300,8 +312,8 @@ def domain_part(extent: Value, gpus: Value, gpus_per_node: Value, nvlink_domain:
     of its ranks in one domain (EP 32 on 72-GPU racks: ranks 64-95 are 8 on one rack and 24 on the next; EP 16 on
     240 GB200s, 60 a rack: 4). Every group of a kind runs its collective at once and the slowest paces them, so a
     group is priced as placed in domains of Q_b ranks: the members of its smallest part send what is for the rest
-    over their own NICs (an all-to-all is also bounded by the members with the most in one domain, min(extent,
-    Q_j), on NVLink: :func:`nccl_time`, :func:`kernels.layout_communication.ep_domains`). Where the block divides
+    over their own NICs (an all-to-all is also bounded by the members with the most in one domain on NVLink:
+    :func:`most_in_domain`, :func:`kernels.layout_communication.ep_domains`). Where the block divides
     Q_j (no edge inside a block) Q_b is the block, where Q_j divides it whole domains: either places the group as
     Q_j does. A job inside one domain, or one :func:`job_domain` does not place, keeps Q. gcd(extent, Q_j) is
     taken as gcd(extent mod Q_j, Q_j) (gcd(0, Q_j) = Q_j), so that a block of 2^31 ranks or more counts in
@@ -460,12 +472,6 @@ def nccl_time(coll: int, nbytes: Value, size: Value, stride: Value, lay: Paralle
     # while channels ran at NCCL's speed lists' steps fell on them: 4:1 and 4.2:1 were 2.5x apart, a hunt).
     fabric = group_fabric(size, stride, lay, coll)
     seconds = _collective_seconds((coll, x, fabric, constants, algorithm, protocol))
-    if coll == nccl.ALLTOALL:
-        # Where a block crosses a domain's edge its members on the larger side send the most over NVLink: the
-        # all-to-all is bounded by them too (a hunt: EP 32 on 288 GB200s priced every member at 7 NVLink peers,
-        # its step below the same layout's inside one rack on a fast network). No tuner: cheap.
-        most = group_fabric(size, stride, lay, coll, most=True)
-        seconds = jnp.maximum(seconds, _collective_seconds((coll, x, most, constants, algorithm, protocol)))
     return jnp.where((size > 1) & (x > 0), seconds, 0.0)
 
 

@@ -77,6 +77,7 @@ from netsweep_jax.kernels.layout_collectives import (
     group_bandwidth,
     group_part,
     job_domain,
+    most_in_domain,
     nccl_time,
     nic_per_gpu,
     priced,
@@ -311,7 +312,7 @@ def ep_domains(ep: Value, etp: Value, lay: Parallelism) -> tuple[Value, Value, V
     # e etp ranks where e > 1 (e = 1: no all-to-all)
     part = group_part(ep, etp, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     domain = job_domain(lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
-    most = jnp.clip(domain / etp, 1.0, e)
+    most = most_in_domain(ep, etp, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     spans = 1.0 + jnp.ceil((extent - part) / domain - 1e-6)
     flex = jnp.where(part < jnp.minimum(extent, domain), e / spans, most)
     return jnp.clip(part / etp, 1.0, e), most, flex

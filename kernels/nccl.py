@@ -123,11 +123,14 @@ constants as eta and lambda are (the defaults o = f = 0 leave u out). Every coll
 Not NCCL's tuner (it prices neither), this model's own, with the tuner's ring Simple constants:
 
     send/recv   t = 6.6 + l + X / (1000 w eta)           w = W inside a domain (N = 1), K r / (g O_s) across
-    all-to-all  t = 6.6 + l_i [p > 1] + l_x [N > 1]
-                  + max(X (p - 1) / n / (W eta_nvl), X (n - p) / n / (K r / (g O_s) eta_net)) / 1000
+    all-to-all  t = 6.6 + l_i [p_x > 1] + l_x [N > 1]
+                  + max(X (p_x - 1) / n / (W eta_nvl), X (n - p) / n / (K r / (g O_s) eta_net)) / 1000
 
 so an all-to-all that leaves its NVLink domain sends (n - p) / n of its bytes over the hosts' NICs:
-the GB300 NVL72 rack edge.
+the GB300 NVL72 rack edge. p_x (``Fabric.peers``; p unless given) is the most of the group's ranks in one
+node, p the fewest: a group whose blocks of ranks cross a domain's edge (EP 32 on 72-GPU racks: 8 and 24) has
+members on the larger side sending (p_x - 1) / n over NVLink while the smaller side's send (n - p) / n over
+their NICs, and the slower paces them all.
 
 Not modelled (NCCL does them; each a later refinement): the search's timeouts and its second pass for rings
 (speeds raised after duplication), the 0.85 of an unbalanced tree pattern, the NVLSTree size correction on
@@ -382,6 +385,9 @@ class Fabric(NamedTuple):
         of the NICs, above the nominal rate: :func:`kernels.layout_collectives.group_fabric`): each channel
         across nodes runs at most at its share of the NICs over O_s (:func:`_running`), send/recv and
         all-to-all at K r / (g O_s).
+      peers: p_x, an all-to-all's most ranks in one node, its NVLink side's (0: p, the ranks a node): a group
+        whose blocks of ranks cross a domain's edge has more on the larger side than the fewest that set its
+        NODES (:func:`kernels.layout_collectives.group_fabric`).
     """
 
     gpus_per_node: ArrayLike
@@ -394,6 +400,7 @@ class Fabric(NamedTuple):
     nvswitch: ArrayLike
     collnet: ArrayLike
     spine: ArrayLike = 1.0
+    peers: ArrayLike = 0.0
 
 
 class Constants(NamedTuple):
@@ -513,6 +520,7 @@ class _Group(NamedTuple):
     node_nics: Array
     node_net: Array
     spine: Array
+    p_x: Array
 
     def bc(self, v: Array) -> Array:
         """``v`` broadcast to the inputs' shape, in the model's dtype."""
@@ -561,9 +569,10 @@ def _group(
     # over the fewest that hold them (19 trays of 18-tray racks as 9.5 a rack, about as 10 and 9 run): the model's
     # placement, said in docs/model.md (a full rack and a lone tray would be paced by the tray's own NICs).
     node_net = nics * hosts / nodes * r
+    p_x = jnp.where(f(fabric.peers) > 0, f(fabric.peers), p)  # an all-to-all's NVLink side (Fabric.peers)
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
-        nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, spine,
+        nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, spine, p_x,
     )  # fmt: skip
 
 
@@ -979,9 +988,16 @@ def _point_to_point(q: _Group) -> tuple[Array, Array]:
     l_x = jnp.asarray(HW_NET, q.dt)[RING, SIMPLE] + 2 * q.lam
     w, eta_net, eta_nvl = q.w, q.eta_net, q.eta_nvl
     send = 6.6 + jnp.where(multi, l_x, l_i) + x / (1000.0 * jnp.where(multi, nic_gpu * eta_net, w * eta_nvl))
-    inside = x * (p - 1) / n / (w * eta_nvl)
+    inside = (
+        x * (q.p_x - 1) / n / (w * eta_nvl)
+    )  # the most ranks a node (p_x >= p) on NVLink, the fewest's NICs
     across = x * (n - p) / n / (nic_gpu * eta_net)
-    a2a = 6.6 + jnp.where(p > 1, l_i, 0.0) + jnp.where(multi, l_x, 0.0) + jnp.maximum(inside, across) / 1000.0
+    a2a = (
+        6.6
+        + jnp.where(q.p_x > 1, l_i, 0.0)
+        + jnp.where(multi, l_x, 0.0)
+        + jnp.maximum(inside, across) / 1000.0
+    )
     return send, a2a
 
 

@@ -622,22 +622,20 @@ def _spine_factor(size, stride, lay, kind="ring"):
     return max(lay.get("oversubscription", 1.0) * load, 1.0)
 
 
-def _nccl_group(kind, nbytes, size, stride, lay, side=None):
+def _nccl_group(kind, nbytes, size, stride, lay):
     """Seconds of NCCL's collective over a group of ``size`` GPUs ``stride`` ranks apart, as placed: its GPUs a
     host, hosts, hosts a domain, floor(K q / G) of the host's NICs (under one: one NIC at that fraction of its rate);
-    0 for a group of one or no bytes. An all-to-all: the slower of the group placed at its fewest in one domain
-    and at its most (``side`` "fewest" and "most": the job's GPUs a domain)."""
+    0 for a group of one or no bytes. An all-to-all's NVLink side: the most of the group in one domain (the job's
+    GPUs a domain over the stride)."""
     if size <= 1 or nbytes <= 0:
         return 0.0
     if kind == "ring_allreduce":  # sequence parallelism: a reduce-scatter and an all-gather
         return 2 * _nccl_group("scatter", nbytes, size, stride, lay)
-    if kind == "alltoall" and side is None:
-        return max(_nccl_group(kind, nbytes, size, stride, lay, s) for s in ("fewest", "most"))
     g_host, domain = lay["gpus_per_node"], lay["nvlink_domain"]
     q = min(max(g_host / max(stride, 1), 1), size)  # the group's GPUs on one host
-    # the fewest of the group in one domain (its block across a domain's edge: the smallest part there), or most
-    part = _job_domain(lay)[0] if side == "most" else _domain_part(max(stride, 1) * max(size, 2), lay)
-    in_domain = min(max(part / max(stride, 1), 1), size)
+    # the fewest of the group in one domain (its block across a domain's edge: the smallest part there)
+    in_domain = min(max(_domain_part(max(stride, 1) * max(size, 2), lay) / max(stride, 1), 1), size)
+    peers = min(max(_job_domain(lay)[0] / max(stride, 1), 1), max(size, 2)) if kind == "alltoall" else 0.0
     share = lay["nics_per_node"] * q / g_host
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth
@@ -646,9 +644,8 @@ def _nccl_group(kind, nbytes, size, stride, lay, side=None):
     hosts, per_domain = size / q, max(in_domain / q, 1)
     if kind == "alltoall" and lay.get("rail_only", 0.0) > 0:
         # Every byte for another rail crosses NVLink first: (p - 1) / p of the buffer, p the group's GPUs a
-        # domain, where NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
-        p = q * per_domain
-        nvlink *= p / size
+        # domain (the most), where NCCL's all-to-all sends (p - 1) / n: NVLink W p / n.
+        nvlink *= peers / size
     # whole NICs a group (the slowest of the host's groups paces them); under one, one at that fraction; a send's
     # or an all-to-all's GPU under one NIC a GPU at its own part of one
     whole = max(math.floor(share + 1e-6), 1)
@@ -687,6 +684,7 @@ def _nccl_group(kind, nbytes, size, stride, lay, side=None):
         fill=fill,
         fill_bytes=fill_bytes,
         spine=spine,
+        peers=peers,
     )[0]
 
 
@@ -1382,10 +1380,12 @@ def nccl_collective(
     fill=0.0,
     fill_bytes=1.0,
     spine=1.0,
+    peers=0.0,
 ):
     """(seconds, algorithm, protocol) of one collective (indices as kernels/nccl.py's tuples); ``op``, ``fill``,
     ``fill_bytes``: o, f and X_f, what the tuner leaves out, added to the time and not to NCCL's choice;
-    ``spine``: the spine's divisor of each channel's share of the NICs across nodes (1: none)."""
+    ``spine``: the spine's divisor of each channel's share of the NICs across nodes (1: none); ``peers``: an
+    all-to-all's most ranks in one node, its NVLink side (0: p)."""
     spine = max(spine, 1.0)
     nodes = math.ceil(hosts / max(domain, 1))
     n = g * hosts
@@ -1403,8 +1403,9 @@ def nccl_collective(
             bw = nic_gpu * eta_net if multi else w * eta_nvl
             us = 6.6 + (l_x if multi else l_i) + x / (1000 * bw)
         else:
-            t = max(x * (p - 1) / n / (w * eta_nvl), x * (n - p) / n / (nic_gpu * eta_net))
-            us = 6.6 + (l_i if p > 1 else 0) + (l_x if multi else 0) + t / 1000
+            p_x = peers if peers > 0 else p  # the most ranks a node on NVLink, the fewest's on their NICs
+            t = max(x * (p_x - 1) / n / (w * eta_nvl), x * (n - p) / n / (nic_gpu * eta_net))
+            us = 6.6 + (l_i if p_x > 1 else 0) + (l_x if multi else 0) + t / 1000
         return (us + untuned) * 1e-6, 7, 2
     ar = coll == 0
     s0 = nccl_speed(arch, multi, min(r, w) if multi else w)

@@ -394,7 +394,7 @@ def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus
     # with its all-to-all priced on NVLink; those 8 GPUs send 24/32 of theirs over their NICs. A block of ranks
     # meets the domains at the fewest in gcd(block, Q) of its GPUs where the job fills several whole domains of
     # whole hosts.
-    from netsweep_jax.kernels.layout_collectives import domain_part
+    from netsweep_jax.kernels.layout_collectives import domain_part, job_domain, most_in_domain
 
     extents = [32, 96, 8, 144, 32, 32, 48, 12, 8, 16, 2**33]
     jobs = [288, 288, 288, 288, 64, 304, 288, 72, 48, 48, 72 * 2**28]
@@ -411,6 +411,18 @@ def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus
             for g, h, q in zip(jobs, hosts, domains)
         ]
         assert [reference._domain_part(x, one) for x, one in zip(extents, lay)] == want
+    # The most of a group in one domain, an all-to-all's NVLink side: EP 96 on 288 GPUs has a whole rack of 72 (a
+    # review: NCCL's even spread had given 48); the job's GPUs a domain, 60 for 240 GB200s; domains of 12 on 8-GPU
+    # hosts split a host and keep 12 (a review: placed 8 a domain).
+    assert float(most_in_domain(96.0, 1.0, 288.0, 4.0, 72.0)) == 72.0
+    assert float(most_in_domain(32.0, 1.0, 288.0, 4.0, 72.0)) == 32.0
+    assert [
+        float(job_domain(g, h, q)) for g, h, q in ((240.0, 4.0, 72.0), (16.0, 8.0, 12.0), (76.0, 4.0, 72.0))
+    ] == [
+        60.0,
+        12.0,
+        72.0,
+    ]
     # By hand, kernel and reference: EP 32's all-to-all on 288 GPUs is NCCL's over racks of its smallest part, 8
     # GPUs (2 trays): the same as on 8-GPU domains, and slower than inside one rack (32 GPUs, one domain).
     arch, dev, lay = gpt3_case()
