@@ -175,7 +175,7 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
     n, on_host, share, domain = placed(
         size, stride, lay.gpus, lay.gpus_per_node, lay.nics_per_node, lay.nvlink_domain
     )
-    peers = 0.0  # kernels.nccl's p, the fewest: every collective but the all-to-all reads only that
+    peers: Value = 0.0  # kernels.nccl's p, the fewest: every collective but the all-to-all reads only that
     arch = jnp.asarray(lay.nccl_arch).astype(jnp.int32)
     # The group's NICs on a host; under one (8 groups of one GPU a host on 1 NIC), one NIC at that fraction of
     # its rate, so that the host's groups share it as they do on the flat rings. Above one, whole NICs: 33 NICs
@@ -191,7 +191,11 @@ def group_fabric(size: Value, stride: Value, lay: Parallelism, coll: int = -1) -
         # Where a block crosses a domain's edge its members on the larger side send the most over NVLink: the
         # all-to-all is bounded by them too (a hunt: EP 32 on 288 GB200s priced every member at 7 NVLink peers,
         # its step below the same layout's inside one rack on a fast network).
-        peers = most_in_domain(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+        # never below the group's GPUs a host, which NVLink joins (domains smaller than the host are refused
+        # under NCCL's pricing: layout_options; a review)
+        peers = jnp.maximum(
+            most_in_domain(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain), on_host
+        )
         # Rail-only: every byte bound for another rail (a position of the NVLink domain other than the
         # sender's, here or across) crosses NVLink first (NCCL's PXN), (p - 1) / p of the buffer where NCCL's
         # all-to-all sends (p - 1) / n: the same NVLink term at W p / n (p the group's GPUs a domain, the most).

@@ -554,7 +554,25 @@ def _group(
     w = jnp.where(has_nvl, f(fabric.nvlink), PCI_BW)
     eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
     spine = jnp.maximum(f(fabric.spine), 1.0)  # none below 1: a spine never adds to what the NICs carry
-    inputs = (coll, x, g, hosts, dom, w, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam, spine)
+    peers = f(fabric.peers)  # the all-to-all's NVLink side, in the shape too (a review: a wider one failed)
+    inputs = (
+        coll,
+        x,
+        g,
+        hosts,
+        dom,
+        w,
+        nics,
+        r,
+        arch,
+        nvswitch,
+        collnet,
+        eta_net,
+        eta_nvl,
+        lam,
+        spine,
+        peers,
+    )
     shape = jnp.broadcast_shapes(*(jnp.shape(v) for v in inputs), jnp.shape(algorithm), jnp.shape(protocol))
     nodes = jnp.ceil(hosts / dom)
     n = g * hosts
@@ -569,7 +587,7 @@ def _group(
     # over the fewest that hold them (19 trays of 18-tray racks as 9.5 a rack, about as 10 and 9 run): the model's
     # placement, said in docs/model.md (a full rack and a lone tray would be paced by the tray's own NICs).
     node_net = nics * hosts / nodes * r
-    p_x = jnp.where(f(fabric.peers) > 0, f(fabric.peers), p)  # an all-to-all's NVLink side (Fabric.peers)
+    p_x = jnp.where(peers > 0, peers, p)  # an all-to-all's NVLink side (Fabric.peers)
     return _Group(
         x, dt, shape, coll, arch, g, hosts, nics, r, nvswitch, collnet, has_nvl, w, eta_net, eta_nvl, lam,
         nodes, n, p, multi, i2, ar, agrs, node_nics, node_net, spine, p_x,

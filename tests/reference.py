@@ -539,7 +539,8 @@ def _job_domain(lay):
     domains); else (Q, False)."""
     q, gpus, g = lay["nvlink_domain"], lay["gpus"], lay["gpus_per_node"]
     share = gpus / math.ceil(gpus / q)
-    laid = gpus > q and share == int(share) and (share % g == 0 or g % share == 0)
+    whole = q % g == 0 or g % q == 0  # domains of whole hosts, or hosts of whole domains
+    laid = gpus > q and share == int(share) and whole and (share % g == 0 or g % share == 0)
     return (share, True) if laid else (q, False)
 
 
@@ -635,7 +636,8 @@ def _nccl_group(kind, nbytes, size, stride, lay):
     q = min(max(g_host / max(stride, 1), 1), size)  # the group's GPUs on one host
     # the fewest of the group in one domain (its block across a domain's edge: the smallest part there)
     in_domain = min(max(_domain_part(max(stride, 1) * max(size, 2), lay) / max(stride, 1), 1), size)
-    peers = min(max(_job_domain(lay)[0] / max(stride, 1), 1), max(size, 2)) if kind == "alltoall" else 0.0
+    most = min(max(_job_domain(lay)[0] / max(stride, 1), 1), max(size, 2))  # never below its GPUs a host
+    peers = max(most, q) if kind == "alltoall" else 0.0
     share = lay["nics_per_node"] * q / g_host
     arch = int(lay["nccl_arch"])
     links = round(lay["nvlink_bw"] / 1e9 / [25.0, 25.0, 25.0, 50.0][arch] * 1000) / 1000  # to a thousandth

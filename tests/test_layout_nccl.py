@@ -416,13 +416,10 @@ def test_a_group_whose_block_crosses_a_domains_edge_is_priced_at_its_fewest_gpus
     # hosts split a host and keep 12 (a review: placed 8 a domain).
     assert float(most_in_domain(96.0, 1.0, 288.0, 4.0, 72.0)) == 72.0
     assert float(most_in_domain(32.0, 1.0, 288.0, 4.0, 72.0)) == 32.0
-    assert [
-        float(job_domain(g, h, q)) for g, h, q in ((240.0, 4.0, 72.0), (16.0, 8.0, 12.0), (76.0, 4.0, 72.0))
-    ] == [
-        60.0,
-        12.0,
-        72.0,
-    ]
+    jobs = ((240.0, 4.0, 72.0), (16.0, 8.0, 12.0), (76.0, 4.0, 72.0))
+    assert [float(job_domain(g, h, q)) for g, h, q in jobs] == [60.0, 12.0, 72.0]
+    twin = [reference._job_domain({"gpus": g, "gpus_per_node": h, "nvlink_domain": q})[0] for g, h, q in jobs]
+    assert twin == [60.0, 12.0, 72.0]  # a review: the twin had placed the 12-GPU domains 8 a domain
     # By hand, kernel and reference: EP 32's all-to-all on 288 GPUs is NCCL's over racks of its smallest part, 8
     # GPUs (2 trays): the same as on 8-GPU domains, and slower than inside one rack (32 GPUs, one domain).
     arch, dev, lay = gpt3_case()
