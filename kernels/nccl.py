@@ -555,24 +555,8 @@ def _group(
     eta_net, eta_nvl, lam = f(constants.eta_net), f(constants.eta_nvl), f(constants.latency)
     spine = jnp.maximum(f(fabric.spine), 1.0)  # none below 1: a spine never adds to what the NICs carry
     peers = f(fabric.peers)  # the all-to-all's NVLink side, in the shape too (a review: a wider one failed)
-    inputs = (
-        coll,
-        x,
-        g,
-        hosts,
-        dom,
-        w,
-        nics,
-        r,
-        arch,
-        nvswitch,
-        collnet,
-        eta_net,
-        eta_nvl,
-        lam,
-        spine,
-        peers,
-    )
+    inputs = (coll, x, g, hosts, dom, w, nics, r, arch, nvswitch, collnet, eta_net, eta_nvl, lam, spine,
+              peers)  # fmt: skip
     shape = jnp.broadcast_shapes(*(jnp.shape(v) for v in inputs), jnp.shape(algorithm), jnp.shape(protocol))
     nodes = jnp.ceil(hosts / dom)
     n = g * hosts
