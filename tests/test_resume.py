@@ -235,3 +235,23 @@ def test_a_cube_renamed_while_show_reads_it_is_no_such_cube_not_damaged(tmp_path
         and "no such cube (it went away while read" in said
         and "damaged" not in said
     )
+
+
+def test_a_lock_probe_that_cannot_tell_says_nothing_is_held(tmp_path, monkeypatch):
+    # A review: NFSv4 refuses an exclusive flock on a file open to read (EBADF), which escaped holder() as a
+    # traceback from every --resume or --force beside an OUT.partial there.
+    import errno
+
+    from netsweep_jax.sweep.io import paths
+
+    path = tmp_path / "c.h5.partial"
+    path.write_bytes(b"x")
+    real = fcntl.flock
+
+    def nfs(fd, op):
+        if op & fcntl.LOCK_EX:
+            raise OSError(errno.EBADF, "Bad file descriptor")
+        return real(fd, op)
+
+    monkeypatch.setattr(paths.fcntl, "flock", nfs)
+    assert paths.holder(path) is None and not paths.in_use(path)

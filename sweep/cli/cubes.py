@@ -76,7 +76,8 @@ def damaged_file(path: Path) -> Any:
 
 def _held_or_damaged(path: Path, why: str) -> None:
     """One line and exit code 1 for a cube HDF5 cannot read: held by another process (HDF5 locks a file open
-    for writing: a sweep still running; never called damaged, lest a user delete a good file), or damaged."""
+    for writing: a sweep still running; never called damaged, lest a user delete a good file), or damaged; exit
+    code 2 for one gone while read (no such cube, as for a path that never was)."""
     from netsweep_jax.sweep.io.paths import held_open
 
     if "unable to lock file" in why:

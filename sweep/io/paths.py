@@ -89,7 +89,9 @@ def in_use(path: str | Path) -> bool:
 def holder(path: str | Path) -> str | None:
     """``"writing"`` where another open of ``path`` holds HDF5's exclusive lock (a sweep writing it),
     ``"reading"`` where one holds its shared lock (HDF5 open to read: ``open_cube``, xarray or h5py in a notebook,
-    ``sweep show``), else None (no such file, or no lock held)."""
+    ``sweep show``), else None (no such file, no lock held, or a file system that cannot tell: NFSv4 refuses an
+    exclusive lock on a file open to read, a review). The probe holds each lock for an instant, never waiting:
+    a reader opening the file in that instant is refused by HDF5 and told the file is held."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -100,6 +102,8 @@ def holder(path: str | Path) -> str | None:
                 fcntl.flock(fd, lock | fcntl.LOCK_NB)
             except BlockingIOError:
                 return held
+            except OSError:  # EBADF and the like: no answer, as for no lock
+                return None
             fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
