@@ -5,8 +5,8 @@ The notation is :mod:`kernels.layout`'s.
 Collectives over a group of n GPUs whose members sit ``stride`` ranks apart (Megatron
 orders ranks tp, cp, ep, dp, pp: TP stride 1, CP stride t, DP stride t c, PP stride
 t c D). The group stays inside one NVLink domain of Q GPUs when its block of stride n ranks is inside every
-domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q) where a job of whole domains of
-whole hosts, or of hosts of whole domains, has blocks that cross a domain's edge), and then
+domain it meets, stride n <= Q_b (:func:`domain_part`: Q, or gcd(stride n, Q_j) where the job's blocks cross the
+edges of its domains of Q_j of its GPUs each, :func:`job_domain`), and then
 runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic leaves
 the domain through the node's NICs, which the node's groups share: a group with
 q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as
@@ -44,7 +44,8 @@ or ``NCCL_PROTO``; see :func:`nccl_time`): a group of n members
     g = q = clip(G / stride, 1, n) members per host,   H = n / q hosts,
     D = max(1, clip(Q_b / stride, 1, n) / q) of its hosts per NVLink domain (Q_b = :func:`domain_part`: a block
         of ranks that crosses a domain's edge, as EP 32 on 72-GPU racks, priced at its smallest part there,
-        gcd(stride n, Q) ranks, whose members pace the groups),
+        gcd(stride n, Q_j) ranks, whose members pace the groups; an all-to-all's NVLink side at its most in one
+        domain, :func:`most_in_domain`),
     floor(K q / G) of the host's NICs (the host's G / q groups communicate at once, the slowest pacing them),
     each of beta / 8 bytes/s as NCCL's search reads it (fewer than one: one NIC at f(K q / G) of that rate); each
     of its channels across nodes runs at most at u of its share of the NICs, over S where the group crosses the

@@ -25,6 +25,7 @@ from netsweep_jax.sweep.io.paths import (
     all_or_nothing,
     held_open,
     holder,
+    in_use,
     keep_partial,
     made_by_a_sweep,
     partial_path,
@@ -71,13 +72,14 @@ def check_output(out: str | Path, *, force: bool, resume: bool, default: bool) -
             f"{out}: unknown file type {out.suffix!r} for a cube; use one of {', '.join(CUBE_SUFFIXES)}",
             param="out",
         )
-    held = holder(partial)
-    if held == "writing":
+    if in_use(partial):
         raise InputError(
             f"{out}: another run is writing {partial}; wait for it or choose another --out", param="out"
         )
-    if resume and held == "reading":  # --resume appends: HDF5 cannot while a reader holds it (a hunt)
-        raise InputError(held_open(partial, held), param="resume")
+    if (
+        resume and holder(partial) == "reading"
+    ):  # --resume appends: HDF5 cannot while a reader holds it (a hunt)
+        raise InputError(held_open(partial, "reading"), param="resume")
     if resume and not partial.exists():  # said before the directory is looked at: it may be the default's
         whole = f"; {out} exists (a finished run: --force runs it again)" if out.exists() else ""
         raise InputError(

@@ -82,22 +82,25 @@ def made_by_a_sweep(path: str | Path) -> bool:
 
 
 def in_use(path: str | Path) -> bool:
-    """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does)."""
-    return holder(path) == "writing"
+    """True when another process has ``path`` open for writing (HDF5 holds a file lock while it does): a shared
+    lock's probe alone, which no reader of the file ever waits on."""
+    return holder(path, readers=False) == "writing"
 
 
-def holder(path: str | Path) -> str | None:
+def holder(path: str | Path, readers: bool = True) -> str | None:
     """``"writing"`` where another open of ``path`` holds HDF5's exclusive lock (a sweep writing it),
     ``"reading"`` where one holds its shared lock (HDF5 open to read: ``open_cube``, xarray or h5py in a notebook,
     ``sweep show``), else None (no such file, no lock held, or a file system that cannot tell: NFSv4 refuses an
     exclusive lock on a file open to read, a review). The probe holds each lock for an instant, never waiting:
-    a reader opening the file in that instant is refused by HDF5 and told the file is held."""
+    a reader opening the file in that instant is refused by HDF5 and told the file is held; without ``readers``
+    the exclusive probe, which readers can meet, is not made (and "reading" never said)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        for lock, held in ((fcntl.LOCK_SH, "writing"), (fcntl.LOCK_EX, "reading")):
+        probes = ((fcntl.LOCK_SH, "writing"), (fcntl.LOCK_EX, "reading"))
+        for lock, held in probes[: 2 if readers else 1]:
             try:
                 fcntl.flock(fd, lock | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -293,7 +293,7 @@ def _run(cells: dict[str, str], path: Path, line: int) -> Run:
         preset = stack_of((cells.get("stack") or "").lower(), year)
     except InputError as e:
         raise bad(e.detail) from None
-    _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, metric, value, cells, preset)
+    _on_its_gpu(bad, gpu, precision, attention or STACKS[preset].attention, cells, preset)
     _within_peak(bad, gpu, precision, metric, value, llm, gpus * 1.0 / (global_batch * llm.seq))
     moments, mtp_layers, overlap, dispatcher, offload = _recipe(cells, bad, llm, path, line, rid)
     return Run(
@@ -339,15 +339,13 @@ def _on_its_gpu(
     gpu: str,
     precision: str,
     attention: str,
-    metric: str,
-    value: float | None,
     cells: dict[str, str],
     preset: str,
 ) -> None:
     """Refuse a row its GPU cannot have run: bf16 or flash attention on a V100, the sweeps' one rule, for the
     row as filled (its stack's attention where it states none: predicted with flash, grid refused it), said
-    with where the value came from (``cells``: what the row states; ``preset``: its stack's), and a FLOP rate
-    above the GPU's dense peak for the precision (a typo drove the fit to its bounds, in silence)."""
+    with where the value came from (``cells``: what the row states; ``preset``: its stack's); its rate against
+    the GPU's peak is :func:`_within_peak`'s."""
     if precision == "fp8" and GPUS[gpu].fp8 == 0:
         raise bad(f"fp8 on the {gpu}, which has no fp8 tensor cores")
     try:  # a runs file states a column, not an option: no '--attention' advice
@@ -362,11 +360,6 @@ def _on_its_gpu(
         )
     except InputError as e:
         raise bad(str(e)) from None
-    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12  # TFLOP/s, dense
-    if value is not None and METRICS[metric] == "TFLOP/s" and value > peak:
-        raise bad(
-            f"value {value:g} TFLOP/s is above the {gpu}'s dense {precision} peak of {peak:g} TFLOP/s a GPU"
-        )
 
 
 # The least share of its GPU's dense peak a run's rate may imply: a thousandth, 60 times below the slowest
@@ -393,8 +386,12 @@ def _within_peak(
     seq), which turns seconds a step into tokens a second a GPU."""
     if value is None or value <= 0:
         return
-    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12
+    peak = getattr(GPUS[gpu], PRECISIONS[precision].math) / 1e12  # TFLOP/s, dense
     if METRICS[metric] == "TFLOP/s":
+        if value > peak:  # a typo drove the fit to its bounds, in silence
+            raise bad(
+                f"value {value:g} TFLOP/s is above the {gpu}'s dense {precision} peak of {peak:g} TFLOP/s a GPU"
+            )
         if value < FLOOR * peak:
             raise bad(
                 f"value {value:g} TFLOP/s a GPU is under {FLOOR:g} of the {gpu}'s dense {precision} peak of "
