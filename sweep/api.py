@@ -470,7 +470,7 @@ def compare(
     *,
     bandwidth: AxisValues | None = None,
     utilization: float | None = None,
-    compressor: str | Sequence[str] = COMPARE.compressors,
+    compressor: str | Sequence[str] | None = None,
     nodes: int = COMPARE.nodes,
     gpus_per_node: int | None = None,
     collective: str | None = None,
@@ -499,7 +499,8 @@ def compare(
       utilization: today's, one number in [1e-4, 1) (None: 0.32, the paper's measured share); where NCCL's own
         collective prices the run (``collective`` nccl, or a ``fabric``) in [1e-4, 1] (None: 1, the fabric as its
         fitted efficiencies price it: they are the transport measured today).
-      compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...).
+      compressor: the compressors to try (``"fp16,int8,topk:0.01"``, ...; None: ``COMPARE.compressors``
+        of :mod:`sweep.core.schema`, PowerSGD left out, and said so, for a model without tensor shapes).
       nodes, gpus_per_node, collective, bucketing: one value each (None: 8 GPUs a node and ``"nccl-ring"``, or
         the ``fabric``'s).
       iterations_factor: extra iterations per compressor for the same accuracy

@@ -207,6 +207,20 @@ def test_a_bad_fabric_file_is_one_line_naming_the_file_and_key(tmp_path, changes
     assert message in line and not (tmp_path / "p.h5").exists()
 
 
+def test_the_constants_a_fit_held_at_the_shipped_fits_are_said(tmp_path):
+    # A hunt: a fit on one host's log held eta_net, latency and fill at the shipped fit's, and a plan on the file
+    # said "fitted on h200" of them all.
+    held = ["eta_net", "latency_us"]
+    constants = read_fabric(fabric(tmp_path, **{"fit.held_at_shipped": held}))
+    assert constants.held == tuple(held)
+    assert constants.describe().endswith(
+        "; eta_net, latency_us the shipped fit's (its logs could not tell them)"
+    )
+    assert "shipped fit's" not in read_fabric(fabric(tmp_path, "f.json")).describe()
+    with pytest.raises(InputError, match=r'fit.held_at_shipped \["eta"\] must be a list of constants'):
+        read_fabric(fabric(tmp_path, "g.json", **{"fit.held_at_shipped": ["eta"]}))
+
+
 def test_a_data_parallel_sweep_takes_the_nics_a_file_records_where_not_given(tmp_path):
     # As a preset's: grid --fabric FILE priced 1 NIC a node of the --bw default where the file was fitted on 8 x 400.
     from netsweep_jax.sweep.engine.grid import make_grid

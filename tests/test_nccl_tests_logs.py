@@ -15,6 +15,7 @@ from netsweep_jax.sweep.analysis.nccl_calibration import calibrate_logs
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.fabric_file import read_fabric
 from netsweep_jax.sweep.io.nccl_tests_log import read_nccl_tests_log
+from netsweep_jax.sweep.model.compute import named_memory_differs
 from netsweep_jax.sweep.model.nccl_fabric import SHIPPED, fabric_of
 
 ALL_REDUCE = DATA / "all_reduce_perf-2x8.log"
@@ -200,11 +201,14 @@ def test_a_log_cut_short_is_fitted_on_what_it_has_and_said(tmp_path):
 def test_what_the_log_does_not_state_is_asked_for_by_name(tmp_path):
     out = tmp_path / "fabric.json"
     line = one_line_error(invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--out", out))
-    assert "runs on 2 hosts and nccl-tests does not print their NICs: give --nics-per-node and --bw" in line
+    assert (
+        "runs on 2 hosts and nccl-tests does not print their NICs: give --nics-per-node (the NICs a host) and --bw "
+        "(each NIC's Gbit/s)" in line
+    )
     line = one_line_error(
         invoke("calibrate", "--nccl-tests", ALL_REDUCE, "--nics-per-node", "8", "--out", out)
     )
-    assert "give --bw (NICs per host" in line
+    assert line.endswith("give --bw (each NIC's Gbit/s)")  # not "(NICs per host, Gbit/s each)" (a hunt)
     # The data-parallel calibration's options and its file are not an nccl-tests calibration's, and back.
     line = one_line_error(
         invoke("calibrate", "--nccl-tests", ALL_REDUCE, *NICS, "--fit", "latency", "--out", out)
@@ -390,10 +394,37 @@ def test_two_runs_in_one_file_are_refused(tmp_path):
 
 def test_a_launchers_label_on_every_line_is_read_past(tmp_path):
     # pdsh's and clush's host (``node-a: ``) too (a hunt: "no column header"), or its IPv4 address (a hunt)
-    for prefix in ("0: ", "[1,0]<stdout>:", "[0] ", "node-a: ", "gpu-017.cluster: ", "10.0.0.1: "):
+    # Open MPI 5's PRRTE --output tag-fullname, tag-detailed and rank (openpmix/prrte#1407; a hunt: "no column
+    # header")
+    prrte = (
+        "[prterun-gpu-001-41210@1,0]<stdout>: ",
+        "[1,0][gpu-001:41210]<stdout>: ",
+        "[0]<stdout>: ",
+        "[0]<stdout> ",
+    )
+    for prefix in ("0: ", "[1,0]<stdout>:", "[0] ", "node-a: ", "gpu-017.cluster: ", "10.0.0.1: ", *prrte):
         labelled = tmp_path / "l.log"
         labelled.write_text("".join(prefix + line for line in ALL_REDUCE.read_text().splitlines(True)))
         assert read_nccl_tests_log(labelled).rows == read_nccl_tests_log(ALL_REDUCE).rows
+
+
+def test_a_card_of_a_presets_chip_with_other_memory_records_no_preset(tmp_path):
+    # A hunt: Leonardo's A100-SXM-64GB was recorded as the a100 preset (80 GB), and a plan on the file put 66 GB
+    # on each GPU, unsaid.
+    assert named_memory_differs("NVIDIA A100-SXM-64GB", "a100") and named_memory_differs(
+        "NVIDIA H100 SXM5 94GB", "h100"
+    )
+    for name, key in [("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA A100-SXM4-80GB", "a100"), ("NVIDIA B200", "b200"),
+                      ("Tesla V100-SXM2-16GB", "v100-16"), ("NVIDIA H100 96GB HBM2e", "h100-hbm2e")]:  # fmt: skip
+        assert not named_memory_differs(name, key), name
+    small = _edited(tmp_path, "m.log", lambda t: t.replace("NVIDIA H100 80GB HBM3", "NVIDIA H100 64GB HBM3"))
+    r = invoke("calibrate", "--nccl-tests", small, *NICS, "--out", tmp_path / "m.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "m.json").read_text())["hardware"]["preset"] is None
+    assert (
+        "note: NVIDIA H100 64GB HBM3 is the h100 preset's chip with other memory than its 80 GiB: the fabric file "
+        "records no GPU preset" in r.output
+    )
 
 
 def test_hosts_no_preset_system_has_are_refused(tmp_path):

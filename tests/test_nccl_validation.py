@@ -136,6 +136,17 @@ def test_cli_refuses_a_bad_file_in_one_line_and_writes_nothing(tmp_path):
     assert not out.exists()
 
 
+def test_sizes_are_said_to_four_digits():
+    # a hunt: an all-gather on 3 hosts printed 63.9999 MiB and 1.96875 KiB, past the calibrate table's column
+    assert [V.size(b) for b in (8, 2016, 3 * 2**20 - 64, 2**30, 1.5 * 2**20)] == [
+        "8 B",
+        "1.969 KiB",
+        "3 MiB",
+        "1 GiB",
+        "1.5 MiB",
+    ]
+
+
 def test_stated_choice():
     assert stated_choice("NVLS") == (4, -1, False, "")
     assert stated_choice("Ring") == (1, -1, False, "")

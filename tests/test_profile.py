@@ -24,6 +24,24 @@ def test_csv_round_trip(tmp_path):
     assert p.model == "m" and p.t1 == 0.1
 
 
+def test_a_csv_profiles_columns_are_read_by_name_with_forward_times(tmp_path):
+    # a hunt: reordered columns were refused, and forward_us, which a JSON profile takes and FSDP needs, too
+    path = write(
+        tmp_path, "m.csv", "grad_bytes,name,backward_us,forward_us\n4000,fc.bias,500,300\n8,b,20,7\n"
+    )
+    p = load_profile(path, t1=0.1)
+    assert p.names == ("fc.bias", "b")
+    np.testing.assert_array_equal(p.grad_bytes, [4000, 8])
+    np.testing.assert_allclose(p.wait, [500e-6, 20e-6])
+    np.testing.assert_allclose(p.forward, [300e-6, 7e-6])
+    same = load_profile(
+        write(tmp_path, "n.csv", "name,grad_bytes,backward_us\nfc.bias,4000,500\nb,8,20\n"), t1=0.1
+    )
+    assert same.forward is None and np.array_equal(same.wait, p.wait)
+    with pytest.raises(InputError, match="shorter than the forward and backward passes"):
+        load_profile(path, t1=0.0008)  # the forward counts in T1's floor, as a JSON profile's
+
+
 def test_json_round_trip(tmp_path):
     p = load_profile(write(tmp_path, "m.csv", "name,grad_bytes,backward_us\na,10,1\nb,20,2\n"), t1=0.2)
     path = tmp_path / "m.json"
@@ -47,7 +65,22 @@ def test_bklog(tmp_path):
         ("a.csv", "name,grad_bytes,backward_us\na,10\n", 0.1, "a.csv:2: expected 3 columns"),
         ("a.csv", "name,grad_bytes,backward_us\na,ten,1\n", 0.1, "a.csv:2: grad_bytes 'ten' is not a number"),
         ("a.csv", "name,grad_bytes,backward_us\na,10,-1\n", 0.1, "a.csv:2: backward_us '-1' must be finite"),
-        ("a.csv", "name,bytes\n", 0.1, "a.csv:1: header must be"),
+        ("a.csv", "name,bytes\n", 0.1, "a.csv:1: column 'bytes' is not read"),
+        # a hunt: every header was "header must be exactly ...", the one read never shown nor its unit said
+        ("a.csv", "", 0.1, "a.csv: empty; a CSV profile's first line is its header"),
+        ("a.csv", "name\tgrad_bytes\tbackward_us\n", 0.1, "a.csv:1: columns separated by tabs"),
+        (
+            "a.csv",
+            "name,grad_bytes,backward_ms\n",
+            0.1,
+            "column 'backward_ms' is not read (backward_us is read, in microseconds: convert the column and name "
+            "it so); the columns: name, grad_bytes, backward_us, and optionally forward_us and shape; header is "
+            "name,grad_bytes,backward_ms",
+        ),
+        ("a.csv", "name,grad_MB,backward_us\n", 0.1, "(grad_bytes is read, in bytes: convert"),
+        ("a.csv", "Name,grad_bytes,backward_us\n", 0.1, "column 'Name' is not read (did you mean 'name'?)"),
+        ("a.csv", "name,grad_bytes\n", 0.1, "a.csv:1: missing column(s) backward_us; header is name,grad_bytes"),
+        ("a.csv", "name,grad_bytes,backward_us,name\n", 0.1, "column 'name' given twice"),
         # a hunt: a quoted name across two lines put the next error a line early; a comment line is a comment
         ("a.csv", 'name,grad_bytes,backward_us\n"a\nb",4,1\nc,xx,1\n', 0.1, "a.csv:4: grad_bytes 'xx'"),
         ("a.csv", "# mine\nname,grad_bytes,backward_us\nc,xx,1\n", 0.1, "a.csv:3: grad_bytes 'xx'"),

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers import invoke
+from helpers import invoke, one_line_error
 from netsweep_jax import sweep
 from netsweep_jax.sweep import builtin_profile, evaluate
 from netsweep_jax.sweep.analysis.calibrate import _profiles, calibrate_file
@@ -168,6 +168,43 @@ def test_need_bandwidth_says_per_nic_and_utilization():
         "0.5",
     )
     assert r.exit_code == 0 and "per NIC, 1 NIC per node, at utilization 0.5" in r.output, r.output
+    # the axis by its option's name too (a hunt: --solve bw refused, --bw being the axis's own option)
+    bw = invoke(
+        "need", "--model", "resnet50", "--target", "0.9", "--solve", "bw", "--nodes", "2", "--util", "0.5"
+    )
+    assert bw.exit_code == 0 and bw.output == r.output, bw.output
+
+
+def test_a_profile_whose_t1_or_element_size_may_be_wrong_says_what_it_took(tmp_path):
+    # A hunt: --iteration-time 50 (meant in ms) put a 2.5 ms backward at 0.005% of T1, every scaling factor near
+    # 1, unsaid; and a CSV profile's gradients were fp32 in silence, a bf16 model's fp16 cast priced as halving
+    # its payload.
+    path = tmp_path / "p.csv"
+    path.write_text("name,grad_bytes,backward_us\nfc,4000,500\nconv,8192000,2000\n")
+    p = sweep.load_profile(path, t1=50)
+    said = evaluate(p, bandwidth=10, nodes=2, compressor="none,fp16").attrs["assumed"]
+    assert (
+        "p's iteration time 50 s is 20,000 times its backward pass (0.0025 s), which the network overlaps"
+        in said
+    )
+    assert "p's gradients taken as float32 (4 bytes an element: no tensor shapes" in said
+    ds = evaluate(
+        dataclasses.replace(p, t1=0.05, dtype="bf16"), bandwidth=10, nodes=2, compressor="none,fp16"
+    )
+    said = ds.attrs["assumed"]
+    assert "iteration time" not in said and "p's gradients taken as bf16 (2 bytes an element" in said
+    sf = ds.scaling_factor.squeeze().values
+    assert sf[0] == sf[1]  # fp16 of 2-byte gradients changes nothing
+    assert "gradients taken" not in evaluate(p, bandwidth=10, nodes=2).attrs["assumed"]  # nothing compressed
+
+
+def test_flat_collectives_on_one_node_say_they_price_its_gpus_at_the_link():
+    # A hunt: one node of 8 GPUs came out network-bound at --bw 1, where every label says the axis is between nodes
+    said = evaluate("resnet50", bandwidth=1, nodes=1, gpus_per_node=8).attrs["assumed"]
+    assert "ring on one node: its GPUs' all-reduce at --bw, as the paper prices every GPU's link" in said
+    assert "on one node" not in evaluate("resnet50", bandwidth=1, nodes=2, gpus_per_node=8).attrs.get(
+        "assumed", ""
+    )
 
 
 def test_fsdp_exposed_comm_is_never_negative():
@@ -461,6 +498,28 @@ def test_the_cube_keeps_what_was_assumed(tmp_path):
     assert r.exit_code == 0, r.output
     with h5py.File(out) as f:
         assert "nccl-ring" in f.attrs["assumed"] and "3600" in f.attrs["assumed"]
+
+
+def test_compare_takes_a_profile_file_and_leaves_out_what_it_cannot_take(tmp_path):
+    # A hunt: compare alone took no --profile, and compare() of a CSV profile raised PowerSGD's error, deep in the
+    # engine, for a compressor the user never named.
+    path = tmp_path / "p.csv"
+    path.write_text("name,grad_bytes,backward_us\nfc,4000,500\nconv,8192000,2000\n")
+    r = invoke("compare", "--profile", path, "--iteration-time", "0.05", "--bw", "10")
+    assert r.exit_code == 0, r.output
+    assert "PowerSGD left out of compare's compressors: p has no tensor shapes, which it needs" in r.output
+    found = sweep.compare(sweep.load_profile(path, t1=0.05), bandwidth=10)
+    assert found.table() in r.output and "powersgd:4" not in found.rows[0].times
+    assert "PowerSGD left out" in found.assumed
+    with pytest.raises(InputError, match="powersgd: the profile 'p' has no tensor shapes"):
+        sweep.compare(sweep.load_profile(path, t1=0.05), bandwidth=10, compressor="powersgd:4")
+    line = one_line_error(invoke("compare", "--iteration-time", "1"))
+    assert line == (
+        "error: --iteration-time 1: with --profile only (compare prices a built-in model at its own compute; sweep "
+        "grid --iteration-time scales it)"
+    )
+    line = one_line_error(invoke("compare", "--profile", path, "--model", "vgg16", "--iteration-time", "1"))
+    assert line == "error: --model and --profile name two models: give one (a profile file names its own)"
 
 
 def test_compare_says_what_it_assumed_and_names_are_case_insensitive(tmp_path):

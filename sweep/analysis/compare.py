@@ -155,7 +155,7 @@ def compare(
     *,
     bandwidth: AxisValues | None = None,
     utilization: float | None = None,
-    compressor: str | Sequence[str] = COMPRESSORS,
+    compressor: str | Sequence[str] | None = None,
     nodes: Any = COMPARE.nodes,
     gpus_per_node: Any = None,
     collective: str | None = None,
@@ -178,6 +178,8 @@ def compare(
       models: model names or profiles (:func:`sweep.engine.workloads.resolve_models`, with ``gpu``,
         ``precision``, ``batch``, ``seq_len`` for the transformers; default :data:`WORKLOAD`).
       bandwidth: Gbit/s (None: :func:`_defaults`).
+      compressor: the compressors weighed against none (None: :data:`COMPRESSORS`, but those a model
+        cannot take, said: PowerSGD needs its tensors' shapes, which a CSV profile may lack).
       nodes, gpus_per_node, collective, bucketing: one value each (None: :func:`_defaults`).
       defaults: the settings the caller left at compare's defaults, as options (``--util 0.32``): said first
         in the ``assumed`` text.
@@ -196,12 +198,13 @@ def compare(
     bandwidth, gpus_per_node, collective = _defaults(fabric, bandwidth, gpus_per_node, collective)
     nccl = nccl_priced(fabric, collective)
     utilization = _check_today(today_default(nccl) if utilization is None else utilization, bucketing, nccl)
-    chosen = _compressors(compressor)
+    chosen = _compressors(COMPRESSORS if compressor is None else compressor)
     given = {"gpu": gpu, "precision": precision, "batch": batch, "seq_len": seq_len}
     workload = _workload(models, given)
     if workload and gpu is None:  # a fabric preset's GPU where none is given
         workload["gpu"] = fabric_gpu(fabric_choice(fabric), models, None) or workload["gpu"]
     profiles = resolve_models(models, **workload)
+    chosen, left_out = _takeable(chosen, compressor, profiles)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     setup.update({"fabric": fabric} if fabric is not None else {})
     # Compressor objects pass through as parsed (names round to 15 digits).
@@ -219,7 +222,8 @@ def compare(
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
     setup.update(_left_to_the_fabric(setup, ds))
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
-    swept_said = ([_workload_said(workload, unset)] if unset else []) + [str(ds.attrs.get("assumed", ""))]
+    sweep_said = str(ds.attrs.get("assumed", ""))
+    swept_said = [_workload_said(workload, unset) if unset else "", sweep_said, *left_out]
     said = [f"compare's defaults: {', '.join(defaults)}", *swept_said] if defaults else swept_said
     # the report says what the sweeps assumed (its opening paragraph states compare's own settings, whichever
     # way they were given: the command's line and the API's report alike)
@@ -235,6 +239,21 @@ def _compressors(compressor: Any) -> list[Any]:
     if not chosen:
         raise InputError(f"{compressor}: give at least one compressor besides none", param="compressor")
     return chosen
+
+
+def _takeable(chosen: list[Any], given: Any, profiles: Sequence[Profile]) -> tuple[list[Any], list[str]]:
+    """(``chosen`` less PowerSGD where compare's default list, not ``given``, meets a profile without tensor
+    shapes, which PowerSGD cannot factor (a CSV profile without a shape column), what compare says of it). A
+    hunt: compare() of a CSV profile raised PowerSGD's error, deep in the engine, for a compressor the user never
+    named."""
+    shapeless = [p.model for p in profiles if p.shape is None] if given is None else []
+    kept = [c for c in chosen if not (shapeless and c.method == "powersgd")]
+    if len(kept) == len(chosen):
+        return kept, []
+    return kept, [
+        f"PowerSGD left out of compare's compressors: {', '.join(shapeless)} has no tensor shapes, which it "
+        "needs (a JSON profile with shapes, or a CSV with a shape column)"
+    ]
 
 
 def _today_and_fixed(

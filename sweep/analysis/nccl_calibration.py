@@ -46,11 +46,18 @@ from netsweep_jax.sweep.analysis.nccl_validation import (
     uncarried,
 )
 from netsweep_jax.sweep.core.errors import InputError, literal
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.io.fabric_file import fabric_document, hardware_fields, write_fabric
 from netsweep_jax.sweep.io.nccl_tests import Measurement
 from netsweep_jax.sweep.io.nccl_tests_log import Log, forced_text, read_nccl_tests_log
 from netsweep_jax.sweep.io.paths import check_new_file, stamped
-from netsweep_jax.sweep.model.compute import FASTEST_NIC_GBPS, MAX_NIC_GBPS, gpu_named
+from netsweep_jax.sweep.model.compute import (
+    FASTEST_NIC_GBPS,
+    GPUS,
+    MAX_NIC_GBPS,
+    gpu_named,
+    named_memory_differs,
+)
 from netsweep_jax.sweep.model.fabric_constants import NAMES, FabricConstants
 from netsweep_jax.sweep.model.nccl_fabric import (
     SHIPPED,
@@ -251,10 +258,13 @@ def _read_logs(paths: Sequence[str | Path], nics: int | None, nic_gbps: float | 
         )
     wide = next((log for log in logs if log.nodes > 1), None)
     if wide is not None and (nics is None or nic_gbps is None):
-        missing = " and ".join(o for o, v in (("--nics-per-node", nics), ("--bw", nic_gbps)) if v is None)
+        # each option said with its own unit (a hunt: "give --nics-per-node (NICs per host, Gbit/s each)")
+        meaning = {"--nics-per-node": "the NICs a host", "--bw": "each NIC's Gbit/s"}
+        missing = " and ".join(
+            f"{o} ({meaning[o]})" for o, v in (("--nics-per-node", nics), ("--bw", nic_gbps)) if v is None
+        )
         raise InputError(
-            f"{wide.path} runs on {wide.nodes} hosts and nccl-tests does not print their NICs: give {missing} "
-            "(NICs per host, Gbit/s each)"
+            f"{wide.path} runs on {wide.nodes} hosts and nccl-tests does not print their NICs: give {missing}"
         )
     return logs
 
@@ -288,11 +298,15 @@ def hardware(log: Log, fabric: Fabric, nics: int | None, nic_gbps: float | None)
     where none is given) and the NICs given (per host, Gbit/s each; both None unless both are given: a one-host
     log needs none, and half a NIC description is none). A GPU whose system is not its die's preset's (a GH200:
     an H100 die, 96 GB or more, no NVSwitch) records none: NCCL's tables read the die, but a sweep on the file
-    was priced as a DGX H100 of 80 GB cards (a hunt)."""
+    was priced as a DGX H100 of 80 GB cards (a hunt), nor does a card whose name states other memory than its
+    preset's (an A100-SXM-64GB: a plan on its file put 66 GB on each GPU, a hunt)."""
     both = nics is not None and nic_gbps is not None
+    name = log.gpu or ""
     return {
         "gpu": log.gpu,
-        "preset": fabric.preset if gpu_named(log.gpu or "", any_card=True) == fabric.preset else None,
+        "preset": fabric.preset
+        if gpu_named(name, any_card=True) == fabric.preset and not named_memory_differs(name, fabric.preset)
+        else None,
         "nics_per_node": nics if both else None,
         "nic_gbps": nic_gbps if both else None,
     }
@@ -386,9 +400,25 @@ def _reached_note(c: Calibration) -> list[str]:
     # (--gpus-per-node given: the file records the hosts and the NICs as given, and no note is needed)
     hosts = f"the {c.hardware['preset'] or c.hardware['gpu']} system's hosts"
     return [
-        f"note: {ranks} ranks a host reach {recorded} of the {stated} NICs given (the NICs next to their GPUs, "
-        f"on {hosts}): the fabric file records hosts of {ranks} GPUs and {recorded} NICs, as fitted (hosts of "
-        f"{ranks} GPUs that own all {stated} NICs: give --gpus-per-node {ranks})"
+        f"note: {counted(ranks, 'rank')} a host {'reaches' if ranks == 1 else 'reach'} {recorded} of the {stated} NICs given (the NICs next to "
+        f"their GPUs, on {hosts}): the fabric file records hosts of {counted(ranks, 'GPU')} and "
+        f"{counted(recorded, 'NIC')}, as fitted (hosts of {counted(ranks, 'GPU')} that own all {stated} NICs: give "
+        f"--gpus-per-node {ranks})"
+    ]
+
+
+def _no_preset_note(c: Calibration) -> list[str]:
+    """Where the logs' GPU is a preset's chip on another card (its name states other memory): a note that the
+    file records no preset for it, so that a sweep on the file is not planned in the preset's memory."""
+    name = c.hardware.get("gpu") or ""
+    preset = gpu_named(name, any_card=True)
+    if c.hardware.get("preset") is not None or preset is None or not named_memory_differs(name, preset):
+        return []
+    memory = f"{GPUS[preset].memory / 2**30:.0f} GiB"
+    return [
+        f"note: {name} is the {preset} preset's chip with other memory than its {memory}: the fabric file records "
+        f"no GPU preset, and a sweep on it says the GPU it takes (a plan of these cards: --gpu {preset}, "
+        f"--usable-memory scaled by their memory over {memory})"
     ]
 
 
@@ -428,6 +458,7 @@ def table(c: Calibration) -> list[str]:
         )
     lines += _eta_net_notes(c)
     lines += _reached_note(c)
+    lines += _no_preset_note(c)
     held = f"; held at the shipped fit (the logs cannot tell): {', '.join(c.held)}" if c.held else ""
     lines.append(
         f"fitted on {int(c.scored.sum())} of {len(c.rows)} rows (busbw GB/s; n/s: under {RESOLUTION:g}, not "

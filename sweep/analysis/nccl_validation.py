@@ -325,10 +325,12 @@ def signed(x: float) -> str:
 
 
 def size(b: float) -> str:
+    """A message size in binary units, to four significant digits: a size that is no power of two (an
+    all-gather on 3 hosts: 63.9999 MiB) kept to the table's column (a hunt)."""
     for unit, scale in (("GiB", 2**30), ("MiB", MIB), ("KiB", 1024)):
         if b >= scale:
-            return f"{b / scale:g} {unit}"
-    return f"{b:g} B"
+            return f"{b / scale:.4g} {unit}"
+    return f"{b:.4g} B"
 
 
 def band_mask(v: Validation, low: float, high: float) -> np.ndarray:

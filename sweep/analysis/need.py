@@ -82,6 +82,9 @@ def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
     answers: a solvable axis not also given, a target in (0, 1], and the bandwidth given unless solved for or
     a fabric gives it."""
     typed, axis = axis, axis.strip().lower() if isinstance(axis, str) else axis
+    # or by its option's name (a hunt: --solve bw refused, though --bw is the axis's own option)
+    options = {spec.option.lstrip("-").replace("-", "_"): name for name, spec in NUMERIC_AXES.items()}
+    axis = options.get(axis, axis) if isinstance(axis, str) else axis
     if axis not in NUMERIC_AXES:
         raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="axis")
     search_range(axis)  # refuses an axis with no search range

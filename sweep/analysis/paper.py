@@ -111,8 +111,12 @@ def _lines(ax, ds, model, x, sel, measured_ds):
     ax.set_ylim(0, 1.02)
 
 
+# Each table's column heading: what its columns are, in their units (a hunt: "| GPUs | 1 | 10 |" named neither)
+COLUMNS = {"bandwidth": "GPUs \\ Gbit/s", "ratio": "GPUs \\ compression ratio"}
+
+
 def _table(ds, model, rows, cols, col_dim, fixed, measured_ds=None):
-    head = "| GPUs | " + " | ".join(f"{c:g}" for c in cols) + " |"
+    head = f"| {COLUMNS[col_dim]} | " + " | ".join(f"{c:g}" for c in cols) + " |"
     lines = [head, "|---" * (len(cols) + 1) + "|"]
     for n in rows:
         cells = []

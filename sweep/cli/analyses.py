@@ -194,6 +194,23 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
 
 # compare's own options (its defaults, the paper's setting, are in its signature).
 CompareModels = Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")]
+CompareProfile = Annotated[
+    Path | None,
+    typer.Option(
+        "--profile",
+        help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces "
+        "--model.",
+    ),
+]
+CompareIterationTime = Annotated[
+    float | None,
+    typer.Option(
+        "--iteration-time",
+        parser=typed_number(float),
+        help="With --profile: its single-GPU iteration time T1 in seconds (a .csv or .bk.log has none; a "
+        ".json's is replaced).",
+    ),
+]
 CompareGpu = Annotated[
     str | None, typer.Option("--gpu", help="Transformers: GPU preset(s), comma list (default: h100).")
 ]
@@ -264,6 +281,8 @@ COMPARE_COMPRESSORS = ",".join(COMPARE.compressors)
 def compare(
     ctx: typer.Context,
     model: CompareModels = COMPARE_MODELS,
+    profile: CompareProfile = None,
+    iteration_time: CompareIterationTime = None,
     gpu: CompareGpu = None,
     precision: ComparePrecision = None,
     batch: CompareBatch = None,
@@ -293,7 +312,7 @@ def compare(
     from netsweep_jax.sweep.analysis import compare as comparison
     from netsweep_jax.sweep.core.values import parse_values
 
-    refuse_large_model(model, "compare")
+    models = _compared_models(ctx, model, profile, iteration_time)
     if isinstance(utilization, str):  # from --busbw (options.take_busbw): compare takes one
         values = parse_values(utilization, NUMERIC_AXES["utilization"])
         if values.size != 1:  # the text is the utilizations it converted to: not what the user typed
@@ -306,7 +325,7 @@ def compare(
                 param="busbw",
             )
     settings: dict[str, Any] = dict(
-        models=model,
+        models=models,
         gpu=gpu,
         precision=precision,
         batch=batch,
@@ -316,7 +335,8 @@ def compare(
         nodes=nodes,
         gpus_per_node=gpus_per_node,
         nics_per_node=nics_per_node,
-        compressor=compressor,
+        # not given: compare's list, less what a model cannot take (said)
+        compressor=compressor if given(ctx, "compressor") else None,
         collective=collective,
         bucketing=bucketing,
         iterations_factor=iterations_factor,
@@ -331,6 +351,29 @@ def compare(
     )  # with --out too, as need's table (it wrote the files alone)
     for path in paths:
         typer.echo(f"wrote {path}")
+
+
+def _compared_models(
+    ctx: typer.Context, model: str, profile: Path | None, iteration_time: float | None
+) -> Any:
+    """compare's models: the built-in names of ``--model``, or ``--profile``'s file read (with
+    ``--iteration-time`` its T1; a hunt: compare alone of the data-parallel commands took no profile)."""
+    if profile is None:
+        if iteration_time is not None:  # a built-in model's own compute is what compare prices
+            raise InputError(
+                f"{iteration_time:g}: with --profile only (compare prices a built-in model at its own compute; "
+                "sweep grid --iteration-time scales it)",
+                param="iteration_time",
+            )
+        refuse_large_model(model, "compare")
+        return model
+    if given(ctx, "model"):
+        raise InputError(
+            "and --profile name two models: give one (a profile file names its own)", param="model"
+        )
+    from netsweep_jax.sweep.model.profile import load_profile
+
+    return load_profile(profile, t1=iteration_time)
 
 
 # compare's settings a reader must know to read its answer (its utilization is the paper's, not grid's 1).

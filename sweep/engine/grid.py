@@ -50,6 +50,7 @@ from netsweep_jax.sweep.engine.workloads import (
     gpu_of,
     is_transformer,
     priced_gpu,
+    profiles_said,
     refuse_mixed_stacks,
     resolve_models,
     takes_workload,
@@ -335,7 +336,6 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
     compresses = any(c.method != "none" for c in compressors)
     forced = _check_nccl_engine(collectives, profiles, _nccl_kinds(bucketings, compressors), values, fabric)
     factors = parse_factors(o["iterations_factor"], compressors)
-    overrides = codec_overrides(o["codec_cost"])
     default = DEFAULT_VARIABLES + (("time_to_accuracy",) if compresses else ())
     kept = kept_outputs(DATA_PARALLEL, o["variables"], default)
     store = store_dtype(store)
@@ -353,7 +353,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
         store,
         compressors,
         factors,
-        overrides,
+        codec_overrides(o["codec_cost"]),
         parse_reductions(_reductions(o["reduce"]), DATA_PARALLEL),
         assumed_line(
             (
@@ -365,6 +365,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
                     values["gpus_per_node"],
                 ),
                 reduce_said,
+                *profiles_said(profiles, compresses),
                 *_given_unread(collectives, bucketings, values, options),
             )
             + _fabric_said(collectives, fabric, (*said, forced))
@@ -722,6 +723,13 @@ def _given_unread(
         said.append(
             f"--intra-bw: not read by {', '.join(collectives)}, which send every byte at --bw, as in the paper "
             "(it applies to hierarchical and NCCL's collectives)"
+        )
+    flat = [c for c in collectives if c in ONE_LINK_PER_WORKER]
+    if flat and np.any(values["nodes"] == 1) and np.any(values["gpus_per_node"] > 1):
+        # a hunt: one node of 8 GPUs priced as network-bound at --bw 1, read as "between nodes" by every label
+        said.append(
+            f"{', '.join(flat)} on one node: its GPUs' all-reduce at --bw, as the paper prices every GPU's link "
+            "(hierarchical and NCCL's collectives take --intra-bw inside a node)"
         )
     return said
 

@@ -173,6 +173,46 @@ def assumed_text(
     return f"{where}: {', '.join(parts)}{taken}"
 
 
+# A backward pass under this share of T1 reads as a T1 in another unit (a hunt: --iteration-time 50, meant as
+# 50 ms, put a profile's 2.5 ms backward at 0.005% of its step, and every scaling factor near 1, unsaid); the
+# built-in models' backward passes are 51-67% of their T1.
+LEAST_BACKWARD_SHARE = 0.01
+
+
+def profiles_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
+    """What a sweep says of its profiles' own numbers: a T1 that dwarfs the backward (:func:`t1_said`), and,
+    where it compresses, a gradient element's size taken from the dtype alone (:func:`elements_said`)."""
+    return t1_said(profiles) + elements_said(profiles, compresses)
+
+
+def t1_said(profiles: Sequence[Profile]) -> list[str]:
+    """What a sweep says of a profile whose backward pass is under :data:`LEAST_BACKWARD_SHARE` of its iteration
+    time T1: the network overlaps the backward, so such a T1 leaves it almost nothing to slow."""
+    said = []
+    for p in profiles:
+        backward = float(p.wait.sum())
+        if backward < LEAST_BACKWARD_SHARE * p.t1:
+            said.append(
+                f"{p.model}'s iteration time {p.t1:g} s is {p.t1 / max(backward, MIN_SECONDS):,.0f} times its "
+                f"backward pass ({backward:.3g} s), which the network overlaps: T1 is in seconds (--iteration-time)"
+            )
+    return said
+
+
+def elements_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
+    """What a sweep that compresses says of a profile whose gradients' element size is its ``dtype``'s, with no
+    tensor shapes to tell it (a CSV profile without a shape column: fp32, 4 bytes, whatever the model trains
+    in; a hunt: a bf16 model's fp16 cast priced as halving its payload)."""
+    if not compresses:
+        return []
+    return [
+        f"{p.model}'s gradients taken as {p.dtype} ({int(p.element_bytes[0])} bytes an element: no tensor "
+        "shapes; a JSON profile's dtype or a CSV shape column says otherwise)"
+        for p in profiles
+        if p.shape is None
+    ]
+
+
 def check_models(model: object) -> None:
     """Refuse a ``model`` that is not a built-in name, a comma list, a Profile or a list of them."""
     if not (

@@ -153,7 +153,19 @@ def constants_of(document: Any, path: Path) -> FabricConstants:
     hosts = _hosts(document, path)
     if "nics_per_node" in hardware and hosts is not None and "gpus_per_node" not in hardware:
         hardware["gpus_per_node"] = hosts
-    return FabricConstants(**values, source=str(path), **hardware)
+    return FabricConstants(**values, source=str(path), held=_held(document, path), **hardware)
+
+
+def _held(document: dict, path: Path) -> tuple[str, ...]:
+    """The constants a file's fit held at the shipped fit's (``fit.held_at_shipped``: its logs could not tell
+    them), which a sweep on the file says; () where the file records none (a file written by hand)."""
+    fit = document.get("fit")
+    held = fit.get("held_at_shipped", []) if isinstance(fit, dict) else []
+    if not isinstance(held, list) or any(name not in NAMES for name in held):
+        raise InputError(
+            f"{path}: fit.held_at_shipped {_shown(held)} must be a list of constants ({', '.join(NAMES)})"
+        )
+    return tuple(held)
 
 
 def _hosts(document: dict, path: Path | str = "") -> float | None:

@@ -132,7 +132,8 @@ def builtin_profile(name: str) -> Profile:
 def models_table() -> str:
     """The built-in profiles, transformer families and GPU presets as text (``sweep models``)."""
     lines = [
-        "The paper's CNNs (measured V100 runs; --iteration-time scales them to other hardware):",
+        "The paper's CNNs (modelled per tensor, their totals calibrated to the paper's measured V100 runs; "
+        "--iteration-time scales them to other hardware):",
         f"  {'model':<11} {'tensors':>7} {'grad bytes':>14} {'backward ms':>11} {'T1 s':>8}  device batch",
     ]
     for name in builtin_names():

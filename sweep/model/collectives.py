@@ -28,8 +28,9 @@ use the flat ring):
       2(G-1)/G * S' * 8 / b_intra + (G-1) * reduce(S/G) + 2(G-1) * a
     + 2(M-1)/M * S' * 8 / b      + (M-1) * reduce(S/(G*M)) + 2(M-1) * a
 
-  With P = nics_per_node NICs the G shards share P links: the inter-node term
-  is divided by min(P, G).
+  With P = nics_per_node NICs the G shards share P links: the inter-node
+  transfer 2(M-1)/M * S' * 8 / b is divided by min(P, G) (not its reductions or
+  latencies: each shard's ring still takes its M - 1 steps).
 
 Pipelined collectives, like NCCL's (the reduction runs inside the pipelined
 transfer, so a bucket takes as long as its slowest stage, not their sum; see

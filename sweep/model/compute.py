@@ -516,6 +516,27 @@ def gpu_named(device: str, any_card: bool = False) -> str | None:
     return sibling if any(w in marks for w in words) else chip
 
 
+# How far a memory size a device's name states (``80GB``) may be from its preset's, as a share of the stated: a
+# preset's is in GiB or in GB as its sources give it (an H100's 80 GB is 79.6 GiB; a B300's 288 GB nominal is
+# 270 GB in its preset, 6.3% off); Leonardo's A100-SXM-64GB is 20% from the A100's 80, an H100 of 94 GB 9% from
+# the H100's 85.5 GB.
+NAMED_MEMORY_TOLERANCE = 0.07
+
+
+def named_memory_differs(device: str, key: str) -> bool:
+    """Whether ``device``'s name states a memory size (``NVIDIA A100-SXM-64GB``: 64) other than preset ``key``'s
+    (within :data:`NAMED_MEMORY_TOLERANCE`, in GB or GiB): another card of the preset's chip, whose layouts the
+    preset's memory would not fit (a hunt: a fabric fitted on 64 GB A100s planned a layout using 66 GB)."""
+    stated = [float(w[:-2]) for w in name_words(device) if re.fullmatch(r"\d+(\.\d+)?gb", w)]
+    if not stated:
+        return False
+    memory = GPUS[key].memory
+    return (
+        min(abs(stated[0] - memory / 2**30), abs(stated[0] - memory / 1e9))
+        > NAMED_MEMORY_TOLERANCE * stated[0]
+    )
+
+
 # A NIC's rate at most (Gbit/s): twice the fastest NIC of any system here (ConnectX-8's 800 Gbit/s, the GB300 and
 # B300 presets'), for the generation after it. A host's total given as --bw (8 x 400 = 3200) gave a fit all the
 # same (on two hosts of eight NICs the busbw does not depend on it) and a fabric file that priced every later plan

@@ -34,6 +34,7 @@ class FabricConstants:
     nic_gbps: float = 0.0
     gpus_per_node: float = 0.0
     gpu: str = ""
+    held: tuple[str, ...] = ()  # the constants a fabric file's logs could not tell, held at the shipped fit's
 
     def settings(self) -> dict[str, float]:
         """The cluster options it sets where a user gives none, as :meth:`FabricPreset.settings` does: the hosts
@@ -95,9 +96,13 @@ class FabricConstants:
             nics = f"hosts of {self.gpus_per_node:g} GPUs and {nics}"
         on = ", ".join(part for part in (self.fitted_on, nics) if part)
         fitted = f" (fitted on {on})" if on else ""
+        # a fit's constants its logs could not tell are the shipped fit's, not the cluster's: said (a hunt)
+        held = (
+            f"; {', '.join(self.held)} the shipped fit's (its logs could not tell them)" if self.held else ""
+        )
         return (
             f"eta_net {self.eta_net:.4g}, eta_nvl {self.eta_nvl:.4g}, latency {self.latency_us:.4g} us, "
-            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}{fitted}"
+            f"op {self.op_latency_us:.4g} us, fill {self.fill_us:.4g} us{whole}: {self.source}{fitted}{held}"
         )
 
 

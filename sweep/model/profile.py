@@ -382,22 +382,33 @@ def read_bklog(path: str | Path, t1: float | None, model: str | None = None) -> 
 
 
 CSV_HEADER = ["name", "grad_bytes", "backward_us"]
+CSV_OPTIONAL = ["forward_us", "shape"]  # read where the header has them (forward_us: FSDP's gathers)
+CSV_COLUMNS = ", ".join(CSV_HEADER) + ", and optionally " + " and ".join(CSV_OPTIONAL)
+# The units a column is read in, for a column named in another (a hunt: backward_ms, grad_MB were refused with
+# "header must be exactly ...", the header read never shown, no word of the unit)
+CSV_UNITS = {
+    "backward": ("backward_us", "microseconds"),
+    "forward": ("forward_us", "microseconds"),
+    "grad": ("grad_bytes", "bytes"),
+}
 
 
 def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Profile:
-    """Read ``name,grad_bytes,backward_us[,shape]`` rows (header required, backward order;
-    a shape is written ``768x3072``)."""
+    """Read a CSV profile: a header naming the columns ``name,grad_bytes,backward_us`` and optionally
+    ``forward_us`` (microseconds) and ``shape`` (``768x3072``), in any order; one row per tensor, in backward
+    order."""
     path = Path(path)
     # Records at the lines they start on (a quoted name across lines put every later error a line early, a
     # hunt), '#' comments before the header as a measurements file has them (after it, a tensor's name).
     records = read_csv_records(path, "profile file", comments_after_header=False)
-    header = [c.strip() for c in records[0][1]] if records else []
-    if header not in (CSV_HEADER, CSV_HEADER + ["shape"]):
+    if not records:
         raise InputError(
-            f"{where(path, records[0][0] if records else 1)}: header must be exactly name,grad_bytes,backward_us "
-            "(and optionally ,shape)"
+            f"{path}: empty; a CSV profile's first line is its header, the columns {CSV_COLUMNS}"
         )
-    names, sizes, waits, shapes = [], [], [], []
+    header_line, cells = records[0]
+    header = [c.strip() for c in cells]
+    column = _csv_columns(header, path, header_line)
+    names, sizes, waits, forwards, shapes = [], [], [], [], []
     for lineno, cols in records[1:]:
         if not cols or not "".join(cols).strip():
             continue
@@ -405,11 +416,13 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
             raise InputError(
                 f"{where(path, lineno)}: expected {len(header)} columns {','.join(header)}, got {len(cols)}"
             )
-        names.append(cols[0].strip())
-        sizes.append(_number(cols[1], path, lineno, "grad_bytes", whole=True))
-        waits.append(_number(cols[2], path, lineno, "backward_us") * 1e-6)
-        if len(header) == 4:
-            shapes.append(_shape_text(cols[3], path, lineno))
+        names.append(cols[column["name"]].strip())
+        sizes.append(_number(cols[column["grad_bytes"]], path, lineno, "grad_bytes", whole=True))
+        waits.append(_number(cols[column["backward_us"]], path, lineno, "backward_us") * 1e-6)
+        if "forward_us" in column:
+            forwards.append(_number(cols[column["forward_us"]], path, lineno, "forward_us") * 1e-6)
+        if "shape" in column:
+            shapes.append(_shape_text(cols[column["shape"]], path, lineno))
     return make_profile(
         model or path.stem,
         names,
@@ -418,8 +431,39 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
         t1,
         path,
         source=str(path),
-        **({"shape": shapes} if shapes else {}),
+        **({"shape": shapes} if "shape" in column else {}),
+        **({"forward": forwards} if "forward_us" in column else {}),
     )
+
+
+def _csv_columns(header: list[str], path: Path, line: int) -> dict[str, int]:
+    """Each column a CSV profile's ``header`` names -> its index; refused, naming the header read, where a
+    column is missing, given twice, or not one the reader reads (with the unit it is read in, where the
+    column's name says another)."""
+    said = f"; header is {','.join(header)}"
+    if len(header) == 1 and "\t" in header[0]:
+        raise InputError(
+            f"{where(path, line)}: columns separated by tabs; a CSV profile separates them by commas"
+        )
+    for c in header:
+        if header.count(c) > 1:
+            raise InputError(f"{where(path, line)}: column {c!r} given twice{said}")
+        if c in CSV_HEADER + CSV_OPTIONAL:
+            continue
+        stem = c.lower().split("_")[0]
+        close = difflib.get_close_matches(c, CSV_HEADER + CSV_OPTIONAL, n=1)
+        if stem in CSV_UNITS and c.lower() != CSV_UNITS[stem][0]:
+            read, unit = CSV_UNITS[stem]
+            hint = f" ({read} is read, in {unit}: convert the column and name it so)"
+        else:
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise InputError(
+            f"{where(path, line)}: column {c!r} is not read{hint}; the columns: {CSV_COLUMNS}{said}"
+        )
+    missing = [c for c in CSV_HEADER if c not in header]
+    if missing:
+        raise InputError(f"{where(path, line)}: missing column(s) {', '.join(missing)}{said}")
+    return {c: header.index(c) for c in header}
 
 
 def _shape_text(text, path, line):
