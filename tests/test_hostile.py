@@ -63,7 +63,7 @@ def test_a_number_with_a_unit_and_a_setting_that_does_not_apply_are_named(tmp_pa
     r = invoke("grid", "--model", "resnet50", "--bw", "100G", "--out", tmp_path / "o.h5")
     assert "'100G' is not a number (must be a number from 0.001 to 1000000 in Gbit/s" in one_line_error(r)
     r = invoke("compare", "--model", "resnet50", "--gpu", "bogus", "--bw", "10")
-    assert "--gpu applies to transformers" in one_line_error(r)
+    assert "--gpu bogus: applies to transformers" in one_line_error(r)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -31,6 +31,8 @@ def test_a_csv_profiles_columns_are_read_by_name_with_forward_times(tmp_path):
     )
     p = load_profile(path, t1=0.1)
     assert p.names == ("fc.bias", "b")
+    units = write(tmp_path, "u.csv", "name,grad_bytes,backward_us,unit\na,4,5,1\nb,4,5,1\n")
+    assert load_profile(units, t1=0.1).unit.tolist() == [1, 1]
     np.testing.assert_array_equal(p.grad_bytes, [4000, 8])
     np.testing.assert_allclose(p.wait, [500e-6, 20e-6])
     np.testing.assert_allclose(p.forward, [300e-6, 7e-6])
@@ -73,12 +75,17 @@ def test_bklog(tmp_path):
             "a.csv",
             "name,grad_bytes,backward_ms\n",
             0.1,
-            "column 'backward_ms' is not read (backward_us is read, in microseconds: convert the column and name "
-            "it so); the columns: name, grad_bytes, backward_us, and optionally forward_us and shape; header is "
-            "name,grad_bytes,backward_ms",
+            "column 'backward_ms' is not read (backward_us is read, in microseconds: convert the column from ms "
+            "and name it so); the columns: name, grad_bytes, backward_us, and optionally forward_us, unit, shape; "
+            "header is name,grad_bytes,backward_ms",
         ),
-        ("a.csv", "name,grad_MB,backward_us\n", 0.1, "(grad_bytes is read, in bytes: convert"),
-        ("a.csv", "Name,grad_bytes,backward_us\n", 0.1, "column 'Name' is not read (did you mean 'name'?)"),
+        ("a.csv", "name,grad_MB,backward_us\n", 0.1, "(grad_bytes is read, in bytes: convert the column from MB"),
+        ("a.csv", "Name,grad_bytes,backward_us\n", 0.1, "column 'Name' is not read (name in another case: name it"),
+        # a review: a column already in the unit read was told to convert, an empty one said nothing
+        ("a.csv", "name,grad_bytes,backward_time_us\n", 0.1, "(backward_us is read, in microseconds: name the column so)"),
+        ("a.csv", ",name,grad_bytes,backward_us\n", 0.1, "column '' is not read (an empty name: a trailing comma, or"),
+        ("a.csv", "name;grad_bytes;backward_us\n", 0.1, "a.csv:1: columns separated by semicolons"),
+        ("a.csv", "name,gradient_bytes,backward_us\n", 0.1, "(did you mean 'grad_bytes'?)"),
         ("a.csv", "name,grad_bytes\n", 0.1, "a.csv:1: missing column(s) backward_us; header is name,grad_bytes"),
         ("a.csv", "name,grad_bytes,backward_us,name\n", 0.1, "column 'name' given twice"),
         # a hunt: a quoted name across two lines put the next error a line early; a comment line is a comment

@@ -187,21 +187,32 @@ def test_a_profile_whose_t1_or_element_size_may_be_wrong_says_what_it_took(tmp_p
         "p's iteration time 50 s is 20,000 times its backward pass (0.0025 s), which the network overlaps"
         in said
     )
-    assert "p's gradients taken as float32 (4 bytes an element: no tensor shapes" in said
+    assert "p's gradients taken as float32, 4 bytes an element (no tensor shapes" in said
     ds = evaluate(
         dataclasses.replace(p, t1=0.05, dtype="bf16"), bandwidth=10, nodes=2, compressor="none,fp16"
     )
-    said = ds.attrs["assumed"]
-    assert "iteration time" not in said and "p's gradients taken as bf16 (2 bytes an element" in said
+    said = ds.attrs.get("assumed", "")  # its own dtype: nothing taken (a review)
+    assert "iteration time" not in said and "gradients taken" not in said
     sf = ds.scaling_factor.squeeze().values
     assert sf[0] == sf[1]  # fp16 of 2-byte gradients changes nothing
     assert "gradients taken" not in evaluate(p, bandwidth=10, nodes=2).attrs["assumed"]  # nothing compressed
+    # No backward at all: nothing overlapped, no unit to doubt (a review: "100,000 times its backward (0 s)")
+    idle = dataclasses.replace(p, wait=p.wait * 0)
+    assert "iteration time" not in evaluate(idle, bandwidth=10, nodes=2).attrs["assumed"]
+    # A built-in model's T1 scales its backward with it: a T1 in ms said by the scale (a review)
+    said = evaluate("resnet50", bandwidth=10, nodes=2, iteration_time=128.1).attrs["assumed"]
+    assert "resnet50's compute scaled x1000 to T1 = 128.1 s from its own 0.1281 s: T1 is in seconds" in said
+    assert "compute scaled" not in evaluate("resnet50", bandwidth=10, nodes=2, iteration_time=0.5).attrs.get(
+        "assumed", ""
+    )
 
 
 def test_flat_collectives_on_one_node_say_they_price_its_gpus_at_the_link():
     # A hunt: one node of 8 GPUs came out network-bound at --bw 1, where every label says the axis is between nodes
     said = evaluate("resnet50", bandwidth=1, nodes=1, gpus_per_node=8).attrs["assumed"]
-    assert "ring on one node: its GPUs' all-reduce at --bw, as the paper prices every GPU's link" in said
+    assert (
+        "ring on one node: its GPUs' gradient exchange at --bw, as the paper prices every GPU's link" in said
+    )
     assert "on one node" not in evaluate("resnet50", bandwidth=1, nodes=2, gpus_per_node=8).attrs.get(
         "assumed", ""
     )
@@ -517,6 +528,11 @@ def test_compare_takes_a_profile_file_and_leaves_out_what_it_cannot_take(tmp_pat
     assert line == (
         "error: --iteration-time 1: with --profile only (compare prices a built-in model at its own compute; sweep "
         "grid --iteration-time scales it)"
+    )
+    line = one_line_error(invoke("compare", "--profile", path, "--iteration-time", "0.05", "--gpu", "h100"))
+    assert (
+        line
+        == "error: --gpu h100: applies to transformers (sweep models lists them); p brings its own measured times"
     )
     line = one_line_error(invoke("compare", "--profile", path, "--model", "vgg16", "--iteration-time", "1"))
     assert line == "error: --model and --profile name two models: give one (a profile file names its own)"

@@ -430,9 +430,11 @@ def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
         return workload
     for name, value in given.items():
         if value is not None:  # set by the user for a profile that has its own: refused, not ignored
+            # a profile by its name (a review: its repr, every array, was the message)
+            named = ", ".join(n.model if isinstance(n, Profile) else str(n) for n in names)
             raise InputError(
-                f"applies to transformers (sweep models lists them); {', '.join(map(str, names))} "
-                "brings its own measured times",
+                f"{value}: applies to transformers (sweep models lists them); {named} brings its own measured "
+                "times",
                 param=name,
             )
     return {}  # no transformer: the workload settings do not apply

@@ -208,7 +208,7 @@ CompareIterationTime = Annotated[
         "--iteration-time",
         parser=typed_number(float),
         help="With --profile: its single-GPU iteration time T1 in seconds (a .csv or .bk.log has none; a "
-        ".json's is replaced).",
+        ".json's own compute is scaled to it, its gradients unchanged).",
     ),
 ]
 CompareGpu = Annotated[
@@ -243,7 +243,12 @@ CompareNicsPerNode = Annotated[
     str, typer.Option("--nics-per-node", help="NICs per node, shared by its GPUs.")
 ]
 CompareCompressors = Annotated[
-    str, typer.Option("--compressor", help="Compressors to try, comma list (see sweep grid --help).")
+    str,
+    typer.Option(
+        "--compressor",
+        help="Compressors to try, comma list (see sweep grid --help); by default PowerSGD is left out for a "
+        "--profile without tensor shapes.",
+    ),
 ]
 CompareCollective = Annotated[
     str,

@@ -703,7 +703,8 @@ def _given_unread(
 ) -> list[str]:
     """What the sweep says of a setting given (an axis: other than its default) that none of its schedules or
     collectives reads: --nics-per-node (:func:`_nics_unused`), Horovod's fusion, the intra-node rate (a hunt:
-    --fusion-mb 1,64 under DDP's buckets gave one result twice, in silence)."""
+    --fusion-mb 1,64 under DDP's buckets gave one result twice, in silence); and of the flat collectives on one
+    node of several GPUs, which price its GPUs' exchange at --bw (a hunt)."""
     said = [_nics_unused(collectives, values)]
     fusion = [
         NUMERIC_AXES[k].option
@@ -728,7 +729,7 @@ def _given_unread(
     if flat and np.any(values["nodes"] == 1) and np.any(values["gpus_per_node"] > 1):
         # a hunt: one node of 8 GPUs priced as network-bound at --bw 1, read as "between nodes" by every label
         said.append(
-            f"{', '.join(flat)} on one node: its GPUs' all-reduce at --bw, as the paper prices every GPU's link "
+            f"{', '.join(flat)} on one node: its GPUs' gradient exchange at --bw, as the paper prices every GPU's link "
             "(hierarchical and NCCL's collectives take --intra-bw inside a node)"
         )
     return said

@@ -187,29 +187,36 @@ def profiles_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
 
 def t1_said(profiles: Sequence[Profile]) -> list[str]:
     """What a sweep says of a profile whose backward pass is under :data:`LEAST_BACKWARD_SHARE` of its iteration
-    time T1: the network overlaps the backward, so such a T1 leaves it almost nothing to slow."""
+    time T1 (the network overlaps the backward, so such a T1 leaves it almost nothing to slow), or whose compute
+    a T1 given scaled by more than 1 / :data:`LEAST_BACKWARD_SHARE` either way (a built-in model's or a JSON
+    profile's T1 scales its backward with it: a review)."""
     said = []
     for p in profiles:
         backward = float(p.wait.sum())
-        if backward < LEAST_BACKWARD_SHARE * p.t1:
+        if 0 < backward < LEAST_BACKWARD_SHARE * p.t1:  # none at all: nothing overlapped, no unit to doubt
             said.append(
-                f"{p.model}'s iteration time {p.t1:g} s is {p.t1 / max(backward, MIN_SECONDS):,.0f} times its "
-                f"backward pass ({backward:.3g} s), which the network overlaps: T1 is in seconds (--iteration-time)"
+                f"{p.model}'s iteration time {p.t1:g} s is {p.t1 / backward:,.0f} times its backward pass "
+                f"({backward:.3g} s), which the network overlaps: T1 is in seconds (--iteration-time)"
+            )
+        elif not LEAST_BACKWARD_SHARE <= p.compute_scale <= 1 / LEAST_BACKWARD_SHARE:
+            said.append(
+                f"{p.model}'s compute scaled x{p.compute_scale:.4g} to T1 = {p.t1:g} s from its own "
+                f"{p.t1 / p.compute_scale:.4g} s: T1 is in seconds (--iteration-time)"
             )
     return said
 
 
 def elements_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
-    """What a sweep that compresses says of a profile whose gradients' element size is its ``dtype``'s, with no
-    tensor shapes to tell it (a CSV profile without a shape column: fp32, 4 bytes, whatever the model trains
-    in; a hunt: a bf16 model's fp16 cast priced as halving its payload)."""
+    """What a sweep that compresses says of a profile whose gradients' element size is the default dtype's, with
+    no tensor shapes nor a dtype of its own to tell it (a CSV profile without a shape column: fp32, 4 bytes,
+    whatever the model trains in; a hunt: a bf16 model's fp16 cast priced as halving its payload)."""
     if not compresses:
         return []
     return [
-        f"{p.model}'s gradients taken as {p.dtype} ({int(p.element_bytes[0])} bytes an element: no tensor "
-        "shapes; a JSON profile's dtype or a CSV shape column says otherwise)"
+        f"{p.model}'s gradients taken as float32, 4 bytes an element (no tensor shapes; a JSON profile's dtype "
+        "or a CSV shape column says otherwise)"
         for p in profiles
-        if p.shape is None
+        if p.shape is None and p.dtype == Profile.dtype
     ]
 
 

@@ -76,9 +76,10 @@ PREAMBLE = ("size", "count", "type", "redop", "root")
 # What a launcher puts before each line it relays: ``srun --label`` (``0: ``), Open MPI's ``mpirun --tag-output``
 # (``[1,0]<stdout>:``; Open MPI 5's PRRTE ``--output tag-detailed``, ``tag-fullname`` and ``rank`` put other
 # bracketed tags before ``<stdout>``, ``[1,0][gpu-001:41210]``, ``[prterun-gpu-001-41210@1,0]``, ``[0]``, as
-# openpmix/prrte#1407 lists them, the colon after ``<stdout>`` not always: a hunt), MPICH's or Intel MPI's ``-prepend-rank`` (``[0] ``) and pdsh's or clush's host
-# (``node-a: ``, a hunt: a host name and a colon and a space, which none of nccl-tests' or NCCL's lines start
-# with; or its IPv4 address, ``pdsh -w 10.0.0.[1-2]``, a hunt); read past on every line that carries one.
+# openpmix/prrte#1407 lists them, the colon after ``<stdout>`` not always: a hunt), MPICH's or Intel MPI's
+# ``-prepend-rank`` (``[0] ``) and pdsh's or clush's host (``node-a: ``, a hunt: a host name and a colon and a
+# space, which none of nccl-tests' or NCCL's lines start with; or its IPv4 address, ``pdsh -w 10.0.0.[1-2]``,
+# a hunt); read past on every line that carries one.
 LAUNCHER_PREFIX = re.compile(
     r"^\s*(?:\d+: ?|(?:\[[^\]\s]+\])+<std(?:out|err)>:? ?|\[\d+\] |"
     r"(?:[A-Za-z][\w.-]*|\d{1,3}(?:\.\d{1,3}){3}): (?=\s*(?:#|\d|[A-Za-z][\w.-]*:\d)))"

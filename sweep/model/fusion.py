@@ -120,7 +120,7 @@ def fsdp_units(profile: Profile) -> Units:
     if profile.forward is None:
         raise InputError(
             f"fsdp: FSDP needs forward times per tensor, and {profile.model}'s profile has none "
-            f"(a JSON profile with forward_us, or a transformer built-in)",
+            f"(a JSON profile or a CSV with forward_us, or a transformer built-in)",
             param="bucketing",
         )
     unit = profile.unit if profile.unit is not None else np.arange(len(profile.names))

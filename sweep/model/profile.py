@@ -46,6 +46,8 @@ class Profile:
       forward: [L] float64 seconds of forward compute per tensor, or None (needed by FSDP).
       unit: [L] int FSDP unit of each tensor (a transformer block, say), or None (one per tensor).
       shape: [L] tuples, each tensor's shape (needed by low-rank compression), or None.
+      compute_scale: the factor :meth:`scaled_to` put its compute on (a T1 given for another GPU or batch over
+        its own; 1 where it is its own).
     """
 
     model: str
@@ -60,6 +62,7 @@ class Profile:
     forward: np.ndarray | None = None
     unit: np.ndarray | None = None
     shape: tuple[tuple[int, ...], ...] | None = None
+    compute_scale: float = 1.0
 
     @property
     def element_bytes(self) -> np.ndarray:
@@ -112,6 +115,7 @@ class Profile:
             t1=t1,
             source=f"{self.source}; compute x{scale:.4g} to T1 = {t1:g} s",
             forward=None if self.forward is None else self.forward * scale,
+            compute_scale=self.compute_scale * scale,
         ).checked(where)
 
     def checked(self, where: str | None = None) -> "Profile":
@@ -132,6 +136,7 @@ class Profile:
             forward=self.forward,
             unit=self.unit,
             shape=self.shape,
+            compute_scale=self.compute_scale,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -382,8 +387,10 @@ def read_bklog(path: str | Path, t1: float | None, model: str | None = None) -> 
 
 
 CSV_HEADER = ["name", "grad_bytes", "backward_us"]
-CSV_OPTIONAL = ["forward_us", "shape"]  # read where the header has them (forward_us: FSDP's gathers)
-CSV_COLUMNS = ", ".join(CSV_HEADER) + ", and optionally " + " and ".join(CSV_OPTIONAL)
+# read where the header has them: forward_us and unit for FSDP (its gathers, and the unit each tensor is gathered
+# in: one a tensor without it), shape for low-rank compression
+CSV_OPTIONAL = ["forward_us", "unit", "shape"]
+CSV_COLUMNS = ", ".join(CSV_HEADER) + ", and optionally " + ", ".join(CSV_OPTIONAL)
 # The units a column is read in, for a column named in another (a hunt: backward_ms, grad_MB were refused with
 # "header must be exactly ...", the header read never shown, no word of the unit)
 CSV_UNITS = {
@@ -395,8 +402,8 @@ CSV_UNITS = {
 
 def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Profile:
     """Read a CSV profile: a header naming the columns ``name,grad_bytes,backward_us`` and optionally
-    ``forward_us`` (microseconds) and ``shape`` (``768x3072``), in any order; one row per tensor, in backward
-    order."""
+    ``forward_us`` (microseconds), ``unit`` (the FSDP unit, a whole number) and ``shape`` (``768x3072``), in any
+    order; one row per tensor, in backward order."""
     path = Path(path)
     # Records at the lines they start on (a quoted name across lines put every later error a line early, a
     # hunt), '#' comments before the header as a measurements file has them (after it, a tensor's name).
@@ -408,7 +415,7 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
     header_line, cells = records[0]
     header = [c.strip() for c in cells]
     column = _csv_columns(header, path, header_line)
-    names, sizes, waits, forwards, shapes = [], [], [], [], []
+    names, sizes, waits, forwards, units, shapes = [], [], [], [], [], []
     for lineno, cols in records[1:]:
         if not cols or not "".join(cols).strip():
             continue
@@ -421,6 +428,8 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
         waits.append(_number(cols[column["backward_us"]], path, lineno, "backward_us") * 1e-6)
         if "forward_us" in column:
             forwards.append(_number(cols[column["forward_us"]], path, lineno, "forward_us") * 1e-6)
+        if "unit" in column:
+            units.append(_number(cols[column["unit"]], path, lineno, "unit"))
         if "shape" in column:
             shapes.append(_shape_text(cols[column["shape"]], path, lineno))
     return make_profile(
@@ -433,37 +442,51 @@ def read_csv(path: str | Path, t1: float | None, model: str | None = None) -> Pr
         source=str(path),
         **({"shape": shapes} if "shape" in column else {}),
         **({"forward": forwards} if "forward_us" in column else {}),
+        **({"unit": units} if "unit" in column else {}),
     )
 
 
 def _csv_columns(header: list[str], path: Path, line: int) -> dict[str, int]:
     """Each column a CSV profile's ``header`` names -> its index; refused, naming the header read, where a
-    column is missing, given twice, or not one the reader reads (with the unit it is read in, where the
-    column's name says another)."""
+    column is missing, given twice, or not one the reader reads (with what it may have meant: :func:`_csv_hint`)."""
     said = f"; header is {','.join(header)}"
-    if len(header) == 1 and "\t" in header[0]:
-        raise InputError(
-            f"{where(path, line)}: columns separated by tabs; a CSV profile separates them by commas"
-        )
+    for mark, name in (("\t", "tabs"), (";", "semicolons")):
+        if len(header) == 1 and mark in header[0]:
+            raise InputError(
+                f"{where(path, line)}: columns separated by {name}; a CSV profile separates them by commas"
+            )
     for c in header:
         if header.count(c) > 1:
             raise InputError(f"{where(path, line)}: column {c!r} given twice{said}")
-        if c in CSV_HEADER + CSV_OPTIONAL:
-            continue
-        stem = c.lower().split("_")[0]
-        close = difflib.get_close_matches(c, CSV_HEADER + CSV_OPTIONAL, n=1)
-        if stem in CSV_UNITS and c.lower() != CSV_UNITS[stem][0]:
-            read, unit = CSV_UNITS[stem]
-            hint = f" ({read} is read, in {unit}: convert the column and name it so)"
-        else:
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise InputError(
-            f"{where(path, line)}: column {c!r} is not read{hint}; the columns: {CSV_COLUMNS}{said}"
-        )
+        if c not in CSV_HEADER + CSV_OPTIONAL:
+            raise InputError(
+                f"{where(path, line)}: column {c!r} is not read{_csv_hint(c)}; the columns: {CSV_COLUMNS}{said}"
+            )
     missing = [c for c in CSV_HEADER if c not in header]
     if missing:
         raise InputError(f"{where(path, line)}: missing column(s) {', '.join(missing)}{said}")
     return {c: header.index(c) for c in header}
+
+
+def _csv_hint(column: str) -> str:
+    """What a CSV profile's column that is not read may have meant: a column in another case, one whose name
+    says another unit (convert it) or the same (rename it), an empty name, or the nearest name."""
+    low, known = column.lower(), CSV_HEADER + CSV_OPTIONAL
+    if not column:
+        return " (an empty name: a trailing comma, or pandas' index column, which to_csv(index=False) leaves out)"
+    if low in known:
+        return f" ({low} in another case: name it {low})"
+    stem, _, rest = low.partition("_")
+    if stem in CSV_UNITS:
+        read, unit = CSV_UNITS[stem]
+        suffix = column.rpartition("_")[2] if rest else ""
+        if suffix.lower() == read.rpartition("_")[2]:
+            return f" ({read} is read, in {unit}: name the column so)"
+        return f" ({read} is read, in {unit}" + (
+            f": convert the column from {suffix} and name it so)" if suffix else ")"
+        )
+    close = difflib.get_close_matches(low, known, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _shape_text(text, path, line):
