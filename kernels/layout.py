@@ -47,9 +47,10 @@ it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
 ``bubble``, ``tp_exposed``, ``cp_exposed``, ``ep_exposed``, ``pp_exposed``,
 ``dp_exposed``, ``optimizer``, ``overhead_time`` (they add up to ``iteration_time``;
 the ``_time`` names keep clear of the ``recompute`` and ``overhead`` dims) and
-``network_fraction``: the share of the step spent waiting on traffic that leaves the
-NVLink domain, the exposed terms that cross it (the bubble, idle behind the other stages and their traffic, is
-counted in ``bubble`` alone); ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
+``network_fraction``: the share of the step spent waiting on the NICs: each exposed term of a group that
+leaves the NVLink domain times the share of its traffic time its NICs add (:func:`~kernels.layout_collectives.nic_share`:
+1 where each member is alone on its node, else 1 - min(b_nvl, b_nic) / b_nvl), the expert all-to-all's whole where
+the NICs pace it (the bubble, idle behind the other stages and their traffic, is counted in ``bubble`` alone); ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
 the NVLink domain and the off-domain share takes longer than the NVLink share), else 0.
 """
 
@@ -193,12 +194,13 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
 
     # --- what the step achieves --------------------------------------------------------------------
     step_tokens, model_tflop, recompute_tflop = _work_tflop(arch, lay, gpus, work, times, rc)
+    # each group's exposed time times the share of it its NICs add (an ideal network's NICs take it away)
     network = (
-        jnp.where(comm.tp_cross, out["tp_exposed"], 0.0)
-        + jnp.where(comm.cp_cross, out["cp_exposed"], 0.0)
+        comm.tp_on_nics * out["tp_exposed"]
+        + comm.cp_on_nics * out["cp_exposed"]
         + jnp.where(comm.ep_waits_on_nic, out["ep_exposed"], 0.0)
-        + jnp.where(pipe.pp_cross, out["pp_exposed"], 0.0)
-        + jnp.where(comm.dp_cross, out["dp_exposed"], 0.0)
+        + pipe.pp_on_nics * out["pp_exposed"]
+        + comm.dp_on_nics * out["dp_exposed"]
     )
 
     memory = memory_per_gpu(

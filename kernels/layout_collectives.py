@@ -573,13 +573,32 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value
     inside = (size <= 1) | (
         stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     )
-    on_node = jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
+    on_node = _on_node(size, stride, lay)
     nic = (
         lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * on_node / lay.gpus_per_node)
     )
     # Across domains the ring also takes NVLink hops between the members on one node, if there are several.
     across = jnp.where(on_node > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
+
+
+def _on_node(size: Value, stride: Value, lay: Parallelism) -> Value:
+    """The members of a group of ``size`` GPUs ``stride`` ranks apart on one node (1 to ``size``)."""
+    return jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
+
+
+def nic_share(size: Value, stride: Value, lay: Parallelism) -> Value:
+    """The share of a group's traffic time that its NICs add, which NICs of unbounded rate (the ideal network)
+    take away: 0 inside the NVLink domain; across it 1 where each member is the group's only one on its node
+    (every byte crosses a NIC), else
+
+        1 - b / b_nvl,    b = min(b_nvl, b_nic)  (:func:`group_bandwidth`'s rate across domains)
+
+    (the ring's NVLink hops between a node's members carry every byte at b_nvl on any network). A review of the
+    plan's table: TP 16 over two 8-GPU nodes, 8 NICs of 400 Gbit/s a node (b 368 GB/s against NVLink's 450),
+    was "27% on NICs" beside a network that cost 6% of the step, and 22% at 10^6 Gbit/s."""
+    bw, crosses = group_bandwidth(size, stride, lay)
+    return jnp.where(crosses, jnp.where(_on_node(size, stride, lay) > 1, 1.0 - bw / lay.nvlink_bw, 1.0), 0.0)
 
 
 def nic_per_gpu(lay: Parallelism) -> Value:

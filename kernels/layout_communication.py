@@ -74,12 +74,12 @@ from netsweep_jax.kernels.layout_collectives import (
     FLEX_RDMA,
     all_reduce,
     exchange,
-    group_bandwidth,
     group_part,
     job_domain,
     most_in_domain,
     nccl_time,
     nic_per_gpu,
+    nic_share,
     priced,
     scatter_or_gather,
     spine_factor,
@@ -98,17 +98,17 @@ class LayerCommunication(NamedTuple):
     param_overlap: Value  # overlap switch 2: the parameter gather behind the forward
     tp_backward: Value  # TP's exposed backward collectives
     tp_layer: Value  # TP, forward and backward
-    tp_cross: Value  # the TP group leaves the NVLink domain
+    tp_on_nics: Value  # the share of TP's traffic time its NICs add (layout_collectives.nic_share; 0 inside)
     cp_backward: Value
     cp_layer: Value
-    cp_cross: Value
+    cp_on_nics: Value
     ep_layer: Value  # the expert all-to-alls, over the average layer
     ep_waits_on_nic: Value  # the all-to-all is paced by the NICs
     dp_group: Value  # D c: the dense parameters' data-parallel GPUs
     rs3: Value  # the layer's gradients reduce-scattered over their data-parallel groups
     ar_grads: Value  # or all-reduced
     z3_layer: Value  # ZeRO-3's exposed gathers and reduce-scatters
-    dp_cross: Value  # the data-parallel group leaves the NVLink domain
+    dp_on_nics: Value  # the share of the data-parallel group's traffic time its NICs add
     hidden_waited: Value  # what the overlapped streams add to the layer (shared_window's waited)
 
 
@@ -207,11 +207,11 @@ def _context_parallel(
     twice that backward, hidden behind the attention core's time: exposed = max(0, exchange - core)."""
     t, c = lay.tp, lay.cp
     kv_chunk = tokens * (arch.kv_width + arch.v_width) * dev.act_bytes / t
-    _, cp_cross = group_bandwidth(c, t, lay)
+    cp_on_nics = nic_share(c, t, lay)
     cp_step = exchange(kv_chunk, c, t, lay)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
     cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)
-    return cp_forward, cp_backward, cp_cross
+    return cp_forward, cp_backward, cp_on_nics
 
 
 def _expert_parallel(
@@ -370,8 +370,8 @@ def _zero3(
         backward = share * hidden_backward + ag3 - ag_hidden + rs3 - rs_hidden
         return jnp.where(z3, forward + backward, 0.0)
 
-    _, dp_cross = group_bandwidth(dp_group, t, lay)
-    return dp_group, rs3, ar_grads, (hidden_forward, hidden_backward, exposed), dp_cross
+    dp_on_nics = nic_share(dp_group, t, lay)
+    return dp_group, rs3, ar_grads, (hidden_forward, hidden_backward, exposed), dp_on_nics
 
 
 def shared_window(forward: tuple[Value, ...], backward: tuple[Value, ...], spanning: Value) -> Value:
@@ -442,14 +442,14 @@ def layer_communication(
     tp_hidden_f = jnp.where(tp_overlap, jnp.maximum(0.0, tp_forward - linear_forward), 0.0)
     tp_hidden_b = jnp.where(tp_overlap, jnp.maximum(0.0, tp_backward - behind_backward), 0.0)
     tp_waited_f, tp_waited_b = jnp.where(tp_overlap, 0.0, tp_forward), jnp.where(tp_overlap, 0.0, tp_backward)
-    _, tp_cross = group_bandwidth(t, 1.0, lay)
+    tp_on_nics = nic_share(t, 1.0, lay)
 
-    cp_forward, cp_backward, cp_cross = _context_parallel(arch, dev, lay, tokens, times.core_time)
+    cp_forward, cp_backward, cp_on_nics = _context_parallel(arch, dev, lay, tokens, times.core_time)
     # moe_rc: the moe module recomputed, or the whole layer's forward (full), its dispatch and combine with it.
     ep_whole, ep_waits_on_nic = _expert_parallel(arch, dev, lay, tokens, params.etp, rc.moe_rc | rc.full)
     ep_hidden = jnp.where(a2a_overlap, jnp.maximum(0.0, ep_whole - (t_f + t_b)), 0.0)
     ep_waited = jnp.where(a2a_overlap, 0.0, ep_whole)
-    dp_group, rs3, ar_grads, (z3_f, z3_b, z3_exposed), dp_cross = _zero3(
+    dp_group, rs3, ar_grads, (z3_f, z3_b, z3_exposed), dp_on_nics = _zero3(
         dev, lay, dp, params, times, rc.recompute, grad_overlap, param_overlap
     )
     # The streams hidden behind the layer's compute run side by side: each phase waits on its slowest
@@ -463,16 +463,16 @@ def layer_communication(
         param_overlap=param_overlap,
         tp_backward=tp_backward,
         tp_layer=tp_waited_f + share * tp_hidden_f + tp_backward,
-        tp_cross=tp_cross,
+        tp_on_nics=tp_on_nics,
         cp_backward=cp_backward,
         cp_layer=share * cp_forward + cp_backward,
-        cp_cross=cp_cross,
+        cp_on_nics=cp_on_nics,
         ep_layer=ep_waited + share * ep_hidden,
         ep_waits_on_nic=ep_waits_on_nic,
         dp_group=dp_group,
         rs3=rs3,
         ar_grads=ar_grads,
         z3_layer=z3_exposed(share),
-        dp_cross=dp_cross,
+        dp_on_nics=dp_on_nics,
         hidden_waited=hidden_waited(forward, backward, ep_hidden),
     )

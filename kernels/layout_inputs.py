@@ -30,6 +30,7 @@ STATUS = (
     "a mixture of experts at tp > 1 needs sequence parallelism",
     "moe_a2a overlap needs ep > 1, no full or moe recompute, at most one MTP layer, and interleaving where pp > 1",
     "activation offload needs pp 1 and no recomputation",
+    "sequence parallelism needs each cp rank's tokens divisible by tp",
 )
 Value = Any  # a float array of configurations, or a scalar that broadcasts with them
 
@@ -233,6 +234,11 @@ def degrees(arch: Arch, lay: Parallelism) -> Degrees:
         ),
         # and TransformerConfig's of --cpu-offloading-num-layers (a hunt: offloading had been priced with either)
         (lay.offload_layers > 0) & ((p > 1) | (lay.recompute > 0)),
+        # sequence parallelism's reduce-scatter splits each CP rank's s / c tokens over the TP group, which
+        # Megatron-Core asserts divides them (megatron/core/tensor_parallel/mappings.py,
+        # _reduce_scatter_along_first_dim: "First dimension of the tensor should be divisible by tensor parallel
+        # size"; a hunt: a sequence of 4095 at TP 8 was priced)
+        (t > 1) & (lay.sequence_parallel > 0) & ~divides(s, c * t),
     ]
     status = jnp.zeros(jnp.shape(rules[0]), jnp.int32)
     for code, broken in reversed(list(enumerate(rules, start=1))):

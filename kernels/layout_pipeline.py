@@ -39,7 +39,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from netsweep_jax.kernels.layout_collectives import exchange, group_bandwidth
+from netsweep_jax.kernels.layout_collectives import exchange, nic_share
 from netsweep_jax.kernels.layout_communication import LayerCommunication
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork
 from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
@@ -56,7 +56,7 @@ class Pipeline(NamedTuple):
     exists: list[Value]  # whether each of the three stages exists
     embed_time: Value  # the embedding's forward and backward (s)
     logits_b: Value  # the output layer's backward (s)
-    pp_cross: Value  # the point-to-point sends leave the NVLink domain
+    pp_on_nics: Value  # the share of the point-to-point sends' time their NICs add
     breakdown: dict[str, Value]  # the slowest stage's terms of BREAKDOWN, times m
     bubble: Value
 
@@ -127,7 +127,7 @@ def pipeline(
     n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
     embed_time, logits_f, logits_b, mtp_head = _embedding_and_output(arch, dev, lay, work)
     x_pp = tokens * h * dev.act_bytes / t
-    _, pp_cross = group_bandwidth(p, t * c * dp, lay)
+    pp_on_nics = nic_share(p, t * c * dp, lay)
     pp_micro = jnp.where(p > 1, 2.0 * V * exchange(x_pp, p, t * c * dp, lay), 0.0)
 
     per_layer = {
@@ -175,7 +175,7 @@ def pipeline(
         exists=exists,
         embed_time=embed_time,
         logits_b=logits_b,
-        pp_cross=pp_cross,
+        pp_on_nics=pp_on_nics,
         breakdown=out,
         bubble=bubble,
     )

@@ -566,6 +566,16 @@ def _group_bw(size, stride, lay):
     return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
 
 
+def _nic_share(size, stride, lay):
+    """The share of a group's traffic time its NICs add: 0 inside the NVLink domain, 1 where each member is the
+    group's only one on its node, else 1 - min(b_nvl, b_nic) / b_nvl."""
+    bw, leaves = _group_bw(size, stride, lay)
+    if not leaves:
+        return 0.0
+    on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)
+    return 1.0 - bw / lay["nvlink_bw"] if on_node > 1 else 1.0
+
+
 def nic_fraction(share):
     """A group's NICs a host as it runs them (float64): its share where one or more, else 1 / ceil(1 / share), the
     slowest of the host's groups sharing whole NICs (5 NICs for 8 GPUs: half a NIC, as 4)."""
@@ -746,6 +756,8 @@ def layout_status(arch, lay):
         return 12
     if lay.get("offload_layers", 0) > 0 and (p > 1 or recompute):
         return 13
+    if t > 1 and lay["sequence_parallel"] and arch["seq"] % (c * t):
+        return 14
     return 0
 
 
@@ -1190,14 +1202,14 @@ def layout_step(arch, dev, lay):
             )
         )
     extra = B * s * (L + D) * again_flops
-    crossing = {
-        "tp_exposed": _group_bw(t, 1, lay)[1],
-        "cp_exposed": _group_bw(c, t, lay)[1],
-        "ep_exposed": ep_nic,
-        "pp_exposed": pp_leaves,
-        "dp_exposed": _group_bw(group, t, lay)[1],
+    on_nics = {  # the share of each exposed term its NICs add (kernels.layout_collectives.nic_share)
+        "tp_exposed": _nic_share(t, 1, lay),
+        "cp_exposed": _nic_share(c, t, lay),
+        "ep_exposed": float(ep_nic),
+        "pp_exposed": _nic_share(p, t * c * dp, lay),
+        "dp_exposed": _nic_share(group, t, lay),
     }
-    network = sum(out[key] for key, leaves in crossing.items() if leaves)
+    network = sum(out[key] * share for key, share in on_nics.items())
 
     def per_param(n):  # bytes per parameter that ZeRO shards over n GPUs
         return (

@@ -88,24 +88,29 @@ def test_why_names_the_wait_inside_nvlink_domains():
 
     row = dict(layout_recompute="none", recompute_time=0.0, iteration_time=10.0, network_fraction=0.01,
                tp_exposed=0.0, cp_exposed=0.0, ep_exposed=1.5, pp_exposed=0.0, dp_exposed=0.1)  # fmt: skip
-    assert _forced_text(row, "tp1xpp1xep16xdp144 mb1 z3") == (
+    assert _forced_text(row, "tp1xpp1xep16xdp144 mb1 z3", nccl=True) == (
         "why: 1% of the step waits on the NICs and 15% on traffic inside NVLink domains; the network forces this "
         "layout; on an ideal network the best is tp1xpp1xep16xdp144 mb1 z3"
     )
+    # Priced flat, NVLink's traffic costs the ideal network the same: not the network's (a hunt)
+    assert _forced_text(row, "tp1xpp1xep16xdp144 mb1 z3", nccl=False) == (
+        "why: 1% of the step waits on the NICs; the slow network forces this layout; on an ideal network the best "
+        "is tp1xpp1xep16xdp144 mb1 z3"
+    )
     row.update(ep_exposed=0.0, layout_recompute="full", recompute_time=2.0)  # all of it on the NICs
-    assert _forced_text(row, "x") == (
+    assert _forced_text(row, "x", nccl=True) == (
         "why: 1% of the step waits on the NICs; the slow network forces this layout (full recompute: 20% of the "
         "step); on an ideal network the best is x"
     )
     # the ideal network's best recomputes fully too: the network did not force the recomputation (a hunt)
-    assert _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-ful") == (
+    assert _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-ful", nccl=True) == (
         "why: 1% of the step waits on the NICs; the slow network forces this layout; on an ideal network the best "
         "is tp8xpp8xdp8 mb1 z3 rc-ful"
     )
-    assert "(full recompute: 20%" in _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-sel")
+    assert "(full recompute: 20%" in _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-sel", nccl=True)
     # modules whose names read alike in a layout's name (moe, moe_act): not known to be the same, said (a review)
     row.update(layout_recompute="moe")
-    assert "(moe recompute: 20%" in _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-moe")
+    assert "(moe recompute: 20%" in _forced_text(row, "tp8xpp8xdp8 mb1 z3 rc-moe", nccl=True)
 
 
 def test_a_bar_at_80_columns_shows_the_whole_total(monkeypatch):

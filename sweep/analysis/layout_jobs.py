@@ -561,9 +561,12 @@ def write_plan(
                           stitch_timeout=stitch_timeout, resume=resume)  # fmt: skip
     # the folders made for this plan (the default results/) are not left empty by a refusal or an interrupt
     with all_or_nothing(out.parent if out is not None else Path("results")):
-        target = layout_target(grid, out, force, "plan-", say)
+        said: list[str] = []  # the assumed line, said once OUT.partial passes: a refusal is one line (a hunt)
+        target = layout_target(grid, out, force, "plan-", said.append)
         # the sweeps' rules for OUT.partial
         check_output(target, force=force, resume=resume, default=out is None)
+        for line in said:
+            say(line)
         job = _Plan(grid, keep, progress_bar, say)
         run_accumulated(job, target, partial_path(target), resume=resume, command=command, overwrite=force)
     return job.result, target

@@ -536,9 +536,10 @@ def plan_table(ds: xr.Dataset) -> str:
             # layout the same, traffic inside NVLink domains the ideal network carries otherwise (a hunt: one
             # host under --collective nccl was "network-bound" at 58%, 0% on the NICs, with no line saying why).
             if ideal and cost - best_row["network_fraction"] >= EXPLAINED_SHARE:
+                nccl = str(ds.attrs.get("collectives", "")).startswith("nccl")
                 if ideal != _layout_text(best_row):
-                    lines.append("  " + _forced_text(best_row, ideal))
-                elif str(ds.attrs.get("collectives", "")).startswith("nccl"):
+                    lines.append("  " + _forced_text(best_row, ideal, nccl))
+                elif nccl:
                     lines.append("  " + _priced_text(best_row))
         lines.append("")
     cost = ds["network_cost"].values
@@ -561,12 +562,14 @@ EXPLAINED_SHARE = 0.05
 COMMUNICATION = tuple(term for term in BREAKDOWN if term.endswith("_exposed"))
 
 
-def _forced_text(row: dict, ideal: str) -> str:
+def _forced_text(row: dict, ideal: str, nccl: bool) -> str:
     """One line: why the network costs more than the step's time on the NICs. The ideal network's best layout
-    is another one; the network forced this one (recomputation, a smaller TP, ...), and the step waits on
-    traffic inside NVLink domains too (the exposed communication beyond the NICs' share), which the ideal
-    network carries at NVLink's rate without latency (an NVL72's all-to-all on NVLink was put down to "the slow
-    network" beside 1% on the NICs)."""
+    is another one; the network forced this one (recomputation, a smaller TP, ...), and, where NCCL prices the
+    collectives (``nccl``), the step waits on traffic inside NVLink domains too (the exposed communication beyond
+    the NICs' share), which the ideal network carries flat, at NVLink's rate without latency (an NVL72's
+    all-to-all on NVLink was put down to "the slow network" beside 1% on the NICs). Under flat pricing that
+    traffic costs the ideal network the same, and is not said (a hunt: TP 4 inside a node, 6% of the step on
+    both networks, was named as the network's)."""
     recompute = str(row["layout_recompute"])
     forced = f" ({recompute} recompute: {row['recompute_time'] / row['iteration_time']:.0%} of the step)"
     # said only where the ideal network's best recomputes otherwise (a hunt: --recompute full given, the ideal's
@@ -575,7 +578,7 @@ def _forced_text(row: dict, ideal: str) -> str:
     ideal_recompute = next((w[3:] for w in ideal.split() if w.startswith("rc-")), "none")
     same = recompute in RECOMPUTES and recompute[:3] == ideal_recompute
     nics = row["network_fraction"]
-    inside = sum(row[k] for k in COMMUNICATION) / row["iteration_time"] - nics
+    inside = sum(row[k] for k in COMMUNICATION) / row["iteration_time"] - nics if nccl else 0.0
     where = (
         f"the NICs and {inside:.0%} on traffic inside NVLink domains; the network forces"
         if inside >= 0.01

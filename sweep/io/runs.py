@@ -225,6 +225,7 @@ RULE_SETTINGS = {
     STATUS[11]: ("sequence_parallel",),
     STATUS[12]: ("recompute", "chunks"),
     STATUS[13]: ("offload_layers", "recompute"),
+    STATUS[14]: ("sequence_parallel", "seq"),
 }
 
 
