@@ -49,7 +49,8 @@ it breaks: :data:`STATUS`), and the breakdown ``compute``, ``recompute_time``,
 the ``_time`` names keep clear of the ``recompute`` and ``overhead`` dims) and
 ``network_fraction``: the share of the step spent waiting on the NICs: each exposed term of a group that
 leaves the NVLink domain times the share of its traffic time its NICs add (:func:`~kernels.layout_collectives.nic_share`:
-1 where each member is alone on its node, else 1 - min(b_nvl, b_nic) / b_nvl), the expert all-to-all's whole where
+1 where each member is alone on its node, else 1 - min(b_nvl, b_nic) / b_nvl; the data-parallel term's the dense
+and expert groups' shares weighted by the slowest stage's parameters of each), the expert all-to-all's whole where
 the NICs pace it (the bubble, idle behind the other stages and their traffic, is counted in ``bubble`` alone); ``ep_on_nics`` 1 where the expert all-to-all is paced by the NICs (its group leaves
 the NVLink domain and the off-domain share takes longer than the NVLink share), else 0.
 """
@@ -60,15 +61,26 @@ from netsweep_jax.kernels.layout_collectives import (
     all_reduce,
     group_bandwidth,
     nic_per_gpu,
+    nic_share,
     priced_together,
     scatter_or_gather,
 )
-from netsweep_jax.kernels.layout_communication import layer_communication
+from netsweep_jax.kernels.layout_communication import LayerCommunication, layer_communication
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork, layer_times, layer_work
-from netsweep_jax.kernels.layout_data_parallel import data_parallel_exposed, fifo_end, optimizer_step
+from netsweep_jax.kernels.layout_data_parallel import (
+    DataParallel,
+    data_parallel_exposed,
+    fifo_end,
+    optimizer_step,
+)
 from netsweep_jax.kernels.layout_inputs import STATUS, Arch, Device, Parallelism, Value, degrees
-from netsweep_jax.kernels.layout_memory import activations_per_layer, memory_per_gpu, params_per_gpu
-from netsweep_jax.kernels.layout_pipeline import pipeline
+from netsweep_jax.kernels.layout_memory import (
+    LayerParams,
+    activations_per_layer,
+    memory_per_gpu,
+    params_per_gpu,
+)
+from netsweep_jax.kernels.layout_pipeline import Pipeline, pipeline
 from netsweep_jax.kernels.layout_recompute import Recompute, per_op_flops, recomputation
 
 __all__ = [
@@ -163,6 +175,36 @@ def _work_tflop(
     return step_tokens, model_tflop, recompute_tflop
 
 
+def _on_nics(
+    out: dict[str, Value],
+    comm: LayerCommunication,
+    pipe: Pipeline,
+    dpar: DataParallel,
+    params: LayerParams,
+    lay: Parallelism,
+) -> Value:
+    """Seconds of the step spent waiting on the NICs: each group's exposed time times the share of it its NICs
+    add (:func:`~kernels.layout_collectives.nic_share`: an ideal network's NICs take it away), the expert
+    all-to-all's whole where the NICs pace it; the data-parallel term is two groups', the dense parameters' and
+    the experts' (placed otherwise where ep x expert tp is not tp), weighted by their parameters on the slowest
+    stage (a review)."""
+    dense, expert = dpar.stage_dense, dpar.stage_expert
+    dp_on_nics = jnp.where(
+        dense + expert > 0,
+        (dense * comm.dp_on_nics + expert * nic_share(params.expert_dp, params.expert_stride, lay))
+        / jnp.maximum(dense + expert, 1.0),
+        comm.dp_on_nics,
+    )
+    waits = (
+        comm.tp_on_nics * out["tp_exposed"]
+        + comm.cp_on_nics * out["cp_exposed"]
+        + jnp.where(comm.ep_waits_on_nic, out["ep_exposed"], 0.0)
+        + pipe.pp_on_nics * out["pp_exposed"]
+        + dp_on_nics * out["dp_exposed"]
+    )
+    return jnp.maximum(waits, 0.0)  # a share, never the -4e-21 of a term's rounding (a hunt)
+
+
 def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     f32 = jnp.result_type(lay.bandwidth)
     mats = jnp.where(arch.gated > 0, 3.0, 2.0)  # matrices per MLP: 3 gated (SwiGLU), 2 not
@@ -194,14 +236,7 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
 
     # --- what the step achieves --------------------------------------------------------------------
     step_tokens, model_tflop, recompute_tflop = _work_tflop(arch, lay, gpus, work, times, rc)
-    # each group's exposed time times the share of it its NICs add (an ideal network's NICs take it away)
-    network = (
-        comm.tp_on_nics * out["tp_exposed"]
-        + comm.cp_on_nics * out["cp_exposed"]
-        + jnp.where(comm.ep_waits_on_nic, out["ep_exposed"], 0.0)
-        + pipe.pp_on_nics * out["pp_exposed"]
-        + comm.dp_on_nics * out["dp_exposed"]
-    )
+    network = _on_nics(out, comm, pipe, dpar, params, lay)
 
     memory = memory_per_gpu(
         arch,

@@ -1207,9 +1207,13 @@ def layout_step(arch, dev, lay):
         "cp_exposed": _nic_share(c, t, lay),
         "ep_exposed": float(ep_nic),
         "pp_exposed": _nic_share(p, t * c * dp, lay),
-        "dp_exposed": _nic_share(group, t, lay),
+        # the dense and the expert data-parallel groups', weighted by the stage's parameters of each
+        "dp_exposed": (
+            stage_dense * _nic_share(group, t, lay) + stage_expert * _nic_share(expert_dp, expert_stride, lay)
+        )
+        / (stage_dense + stage_expert),
     }
-    network = sum(out[key] * share for key, share in on_nics.items())
+    network = max(0.0, sum(out[key] * share for key, share in on_nics.items()))
 
     def per_param(n):  # bytes per parameter that ZeRO shards over n GPUs
         return (

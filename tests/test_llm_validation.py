@@ -284,6 +284,12 @@ def test_a_moe_rows_expert_tp_is_as_stated_else_the_recipes_1(tmp_path):
             "row SC21-T1-01): precision bf16 (the default: state fp16): the v100 has no bf16 tensor cores",
         ),
         (lambda rows: [{**rows[0], "metric": "samples"}], "metric 'samples' must be one of"),
+        (  # sequence parallelism at TP 4 (the stack's default) over 8190 tokens (a review: a traceback)
+            lambda rows: [{**next(r for r in rows if r["id"] == "MB-H100-02"), "seq_len": "8190"}],
+            "row MB-H100-02): this layout cannot exist: sequence parallelism needs each cp rank's tokens divisible "
+            "by tp (gpus 64, tp 4, pp 8, cp 1, dp 2, ep 1, micro_batch 1, global_batch 128, sequence_parallel 1, "
+            "seq_len 8190)",
+        ),
         (lambda rows: [{**rows[0], "value": "-3"}], "value -3 must be a positive number"),
         (lambda rows: [rows[0], rows[0]], "row id SC21-T1-01 appears twice"),
         (

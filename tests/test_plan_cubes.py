@@ -102,6 +102,21 @@ def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):
     title = selection_title(ds, {"rank": 1})
     assert title.startswith("model = llama3-70b, gpu = h100, gpus = 64, global_batch = 64"), title
     assert title.endswith("rank = 1")
+    # A cube of one layout names its degrees, the title broken into lines (a hunt: curves of TP 8 x PP 4 were
+    # titled by the model alone)
+    import xarray as xr
+
+    from netsweep_jax.sweep.analysis.plot import _lines
+
+    one = xr.Dataset(
+        {"tokens_per_s": (("model", "tp", "pp", "bandwidth"), np.ones((1, 1, 1, 2)))},
+        coords={"model": ["llama3-70b"], "tp": [8.0], "pp": [4.0], "bandwidth": [100.0, 400.0]},
+        attrs={"family": "layouts"},
+    )
+    assert selection_title(one, {}) == "model = llama3-70b, tp = 8, pp = 4"
+    long = ", ".join(f"dim{i} = {i}" for i in range(20))
+    lines = _lines(long).splitlines()
+    assert len(lines) > 1 and all(len(line) <= 72 for line in lines) and " ".join(lines) == long
     assert ds["bandwidth"].dtype.kind == "f"  # a layout cube's dims are floats: legends said bandwidth=100.0
     ax = line_plot(ds, "rank", var="tokens_per_s", hue="bandwidth", sel={})
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [

@@ -485,6 +485,16 @@ def test_deep_json_and_a_numeric_model_name_are_refused(tmp_path):
         lambda: sweep.calibrate("examples/resnet50_measured.csv", profile=5),
         lambda: sweep.compare(None, bandwidth=10),
         lambda: sweep.compare("resnet50", bandwidth=10, compressor=5),
+        # a hunt: an empty list reached xarray's concat, a model of 5 a TypeError deep in the grid, a compute
+        # scale of 0 a ZeroDivisionError
+        lambda: sweep.compare([], bandwidth=10),
+        lambda: sweep.compare(sweep.Profile(5, ("a", "b"), np.ones(2), np.ones(2) / 100, 0.1), bandwidth=10),
+        lambda: sweep.solve(
+            sweep.Profile(5, ("a", "b"), np.ones(2), np.ones(2) / 100, 0.1), target=0.9, axis="bandwidth"
+        ),
+        lambda: sweep.evaluate(
+            sweep.Profile("p", ("a", "b"), np.ones(2), np.ones(2) / 100, 0.1, compute_scale=0.0), bandwidth=10
+        ),
     ],
 )
 def test_api_bad_types_raise_input_error(call):

@@ -180,7 +180,7 @@ def line_plot(
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     if title:
-        ax.set_title(title)
+        ax.set_title(_lines(title))
     return ax
 
 
@@ -229,7 +229,7 @@ def heatmap(
     ax.set_ylabel(label(ds[y]))
     (fig or ax.figure).colorbar(mesh, ax=ax, label=label(ds[var]))
     if title:
-        ax.set_title(title)
+        ax.set_title(_lines(title))
     return ax
 
 
@@ -258,6 +258,14 @@ def _distinct(values: np.ndarray) -> list[str]:
     if len(set(shown)) == len(shown):
         return shown
     return [digits12(v) if isinstance(v, (float, np.floating)) else s for v, s in zip(values, shown)]
+
+
+TITLE_LINE = 72  # characters a line of a plot's title holds at its default size
+
+
+def _lines(title: str) -> str:
+    """A title broken between its ``, `` parts into lines of at most :data:`TITLE_LINE` characters."""
+    return textwrap.fill(title, TITLE_LINE, break_long_words=False, break_on_hyphens=False)
 
 
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:

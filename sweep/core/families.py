@@ -153,7 +153,8 @@ LAYOUTS = Family(
         "grad_bytes": "the precision's",
     },
     whole_numbers=True,
-    title_dims=("model", "gpu", "gpus", "global_batch"),
+    # and the layout's degrees where the cube holds one layout (a hunt: curves of TP 8, PP 4 titled by the model)
+    title_dims=("model", "gpu", "gpus", "global_batch", "tp", "pp", "cp", "ep", "micro_batch", "zero"),
     hooks={
         "blocks": "netsweep_jax.sweep.engine.layout_blocks:LayoutBlocks",
         "widths": "netsweep_jax.sweep.engine.blocks:LAYOUT_WIDTHS",

@@ -230,6 +230,13 @@ def check_models(model: object) -> None:
         raise InputError(
             f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
         )
+    if (
+        isinstance(model, (list, tuple)) and not model
+    ):  # as evaluate's grid says it (a hunt: compare's xarray)
+        raise InputError("[]: give at least one model or profile", param="model")
+    for m in [model] if isinstance(model, Profile) else model if isinstance(model, (list, tuple)) else []:
+        if isinstance(m, Profile):
+            m.checked()  # before a name is read (a hunt: a model of 5 was a TypeError deep in the grid)
 
 
 def _named(model: Models) -> list[str | Profile]:

@@ -225,7 +225,7 @@ RULE_SETTINGS = {
     STATUS[11]: ("sequence_parallel",),
     STATUS[12]: ("recompute", "chunks"),
     STATUS[13]: ("offload_layers", "recompute"),
-    STATUS[14]: ("sequence_parallel", "seq"),
+    STATUS[14]: ("sequence_parallel",),
 }
 
 
@@ -243,6 +243,8 @@ def _check_layouts(runs: Sequence[Run], path: Path) -> None:
             layout = ", ".join(f"{name} {getattr(row, name)}" for name in names)
             if code == 12:  # moe_a2a's rule: and the MTP depth it trains, the model's own (a review)
                 layout += f", mtp_layers {run.trained.mtp_layers}, overlap {row.settings.overlap}"
+            if code == 14:  # sequence parallelism's: and the sequence it splits, the model's (a review)
+                layout += f", seq_len {row.llm.seq}"
             raise InputError(
                 f"{where(path, run.line)} (row {run.id}): this layout cannot exist: {STATUS[code]} ({layout})"
             )

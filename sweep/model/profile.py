@@ -233,7 +233,9 @@ def make_profile(
             f"{path}: iteration time {t1:.6g} s is shorter than the profile's backward pass "
             f"({wait_s.sum():.6g} s); T1 covers forward, backward and update"
         )
-    if not good_name(str(model)):
+    if not isinstance(model, str):  # a Profile built in Python (a hunt: a TypeError deep in the grid)
+        raise InputError(f"{path}: model name {model!r} must be text, not {type(model).__name__}")
+    if not good_name(model):
         raise InputError(
             f"{path}: model name {model!r} must be non-empty, without '/' or ',' or control characters or spaces "
             f"at its ends, not '.' or '..', and at most {MAX_NAME} bytes in UTF-8 (a cube keeps each profile under its "
@@ -261,6 +263,9 @@ def make_profile(
         ):
             raise InputError(f"{path}: FSDP units must be whole numbers from 0 to 2^31 - 1, one per tensor")
         unit = unit.astype(np.int64)
+    scale = real_scalar(meta.get("compute_scale", 1.0))
+    if scale is None or not (math.isfinite(scale) and scale > 0):  # a Profile changed in Python (a hunt)
+        raise InputError(f"{path}: compute_scale {meta['compute_scale']!r} must be a number above 0")
     shape = meta.pop("shape", None)
     if shape is not None:
         if len(shape) != len(grad_bytes):
