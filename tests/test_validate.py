@@ -8,6 +8,7 @@ import pytest
 
 from helpers import RESULTS, assert_same_file, invoke, regenerate
 from netsweep_jax.sweep.analysis.validate import DATASET, run
+from netsweep_jax.sweep.core.errors import InputError
 
 COMMITTED = RESULTS / "validation"
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published" / "measurements.csv"
@@ -209,3 +210,9 @@ def test_a_runs_file_without_llm_is_pointed_to_it(tmp_path):
         f"error: {path}: a file of large-model runs (tp, pp and metric columns); sweep validate --llm {path} "
         "validates it\n"
     )
+    assert not (tmp_path / "v").exists()
+    # and from Python (a hunt: the API's validate said "missing column(s)")
+    from netsweep_jax import sweep
+
+    with pytest.raises(InputError, match="a file of large-model runs"):
+        sweep.validate(path)

@@ -55,6 +55,7 @@ from netsweep_jax.sweep.io.paths import (
     check_report_directory,
     write_report_files,
 )
+from netsweep_jax.sweep.io.runs import is_runs_file
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile
 from netsweep_jax.sweep.model.profile import Profile
 
@@ -199,6 +200,11 @@ def run_validation(
     and a utilization stuck at 1 read as fitted, a hunt).
 
     ``progress(text)``, if given, hears which model is being fitted (each takes seconds), and each warning."""
+    if is_runs_file(dataset):  # read as measurements: "missing column(s) nodes, ..." (a hunt, from Python)
+        raise InputError(
+            f"{dataset}: a file of large-model runs (tp, pp and metric columns); sweep validate --llm {dataset} "
+            "validates it"
+        )
     meas = read_measurements(dataset)
     _refuse_what_validation_cannot_use(meas, dataset)
     builtin = [builtin_profile(n) for n in builtin_names()]

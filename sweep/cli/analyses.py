@@ -25,6 +25,7 @@ from netsweep_jax.sweep.cli.parameters import (
     LARGE_MODEL_NOTES,
     LAYOUT,
     MODEL,
+    PROFILE_HELP,
     SETTINGS,
     WORKLOAD,
     CompareFabric,
@@ -171,13 +172,7 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
     """``sweep validate``: the data-parallel models against measured scaling, per source and framework."""
     from netsweep_jax.sweep.analysis.validate import DATASET, run
     from netsweep_jax.sweep.io.paths import stamped
-    from netsweep_jax.sweep.io.runs import is_runs_file
 
-    if measurements is not None and is_runs_file(measurements):  # read as measurements: "missing column(s)"
-        raise InputError(
-            f"{measurements}: a file of large-model runs (tp, pp and metric columns); sweep validate --llm "
-            f"{measurements} validates it"
-        )
     paths, errors = run(
         out or stamped("validation"),
         command=command_line(),
@@ -194,14 +189,7 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
 
 # compare's own options (its defaults, the paper's setting, are in its signature).
 CompareModels = Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")]
-CompareProfile = Annotated[
-    Path | None,
-    typer.Option(
-        "--profile",
-        help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces "
-        "--model.",
-    ),
-]
+CompareProfile = Annotated[Path | None, typer.Option("--profile", help=PROFILE_HELP)]
 CompareIterationTime = Annotated[
     float | None,
     typer.Option(

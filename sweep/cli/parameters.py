@@ -34,6 +34,9 @@ from netsweep_jax.sweep.core.sweep_settings import ONE_VALUE
 from netsweep_jax.sweep.model.fabrics import FABRICS_HELP
 from netsweep_jax.sweep.model.stacks import CONSTANTS, DEFAULT_STACK, FITTED_DEFAULT, STACKS_HELP
 
+PROFILE_HELP = (
+    "Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model."
+)
 MODEL = [
     param(
         "model",
@@ -48,7 +51,7 @@ MODEL = [
         Path | None,
         None,
         "--profile",
-        help="Profile file: .json, .csv (name,grad_bytes,backward_us) or the paper's .bk.log; replaces --model.",
+        help=PROFILE_HELP,
     ),
     param(
         "gpu",
