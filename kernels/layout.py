@@ -187,10 +187,12 @@ def _on_nics(
     add (:func:`~kernels.layout_collectives.nic_share`: an ideal network's NICs take it away), the expert
     all-to-all's whole where the NICs pace it; the data-parallel term is two groups', the dense parameters' and
     the experts' (placed otherwise where ep x expert tp is not tp), weighted by their parameters on the slowest
-    stage (a review)."""
-    dense, expert = dpar.stage_dense, dpar.stage_expert
+    stage, a group of one GPU (no traffic) weighing nothing (reviews); the dense group's alone where the experts'
+    weigh nothing (a dense model)."""
+    dense = jnp.where(comm.dp_group > 1, dpar.stage_dense, 0.0)
+    expert = jnp.where(params.expert_dp > 1, dpar.stage_expert, 0.0)
     dp_on_nics = jnp.where(
-        dense + expert > 0,
+        expert > 0,
         (dense * comm.dp_on_nics + expert * nic_share(params.expert_dp, params.expert_stride, lay))
         / jnp.maximum(dense + expert, 1.0),
         comm.dp_on_nics,

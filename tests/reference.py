@@ -576,6 +576,18 @@ def _nic_share(size, stride, lay):
     return 1.0 - bw / lay["nvlink_bw"] if on_node > 1 else 1.0
 
 
+def _dp_nic_share(dense, expert, group, stride, expert_dp, expert_stride, lay):
+    """The data-parallel term's NIC share: the dense and the expert groups', weighted by the stage's parameters of
+    each, a group of one GPU weighing nothing; the dense group's alone where the experts' weigh nothing."""
+    dense = dense if group > 1 else 0.0
+    expert = expert if expert_dp > 1 else 0.0
+    if expert <= 0:
+        return _nic_share(group, stride, lay)
+    return (dense * _nic_share(group, stride, lay) + expert * _nic_share(expert_dp, expert_stride, lay)) / (
+        dense + expert
+    )
+
+
 def nic_fraction(share):
     """A group's NICs a host as it runs them (float64): its share where one or more, else 1 / ceil(1 / share), the
     slowest of the host's groups sharing whole NICs (5 NICs for 8 GPUs: half a NIC, as 4)."""
@@ -1207,11 +1219,7 @@ def layout_step(arch, dev, lay):
         "cp_exposed": _nic_share(c, t, lay),
         "ep_exposed": float(ep_nic),
         "pp_exposed": _nic_share(p, t * c * dp, lay),
-        # the dense and the expert data-parallel groups', weighted by the stage's parameters of each
-        "dp_exposed": (
-            stage_dense * _nic_share(group, t, lay) + stage_expert * _nic_share(expert_dp, expert_stride, lay)
-        )
-        / (stage_dense + stage_expert),
+        "dp_exposed": _dp_nic_share(stage_dense, stage_expert, group, t, expert_dp, expert_stride, lay),
     }
     network = max(0.0, sum(out[key] * share for key, share in on_nics.items()))
 

@@ -101,6 +101,24 @@ def test_tp_across_nodes_is_network_time():
     # on a node still takes on an ideal network (a hunt: all of it had been "on NICs", 22% at 10^6 Gbit/s).
     on_nics = out["tp_exposed"] * (1 - share / 300e9) / out["iteration_time"]
     assert out["network_fraction"] == pytest.approx(on_nics, rel=1e-6) and on_nics > 0.04
+    # An expert data-parallel group of one GPU (EP 16 over DP 16) has no traffic: the data-parallel term's share
+    # is the dense group's alone (a review: the experts' parameters had weighed in at share 0)
+    moe = dict(layers=8, moe_layers=8, experts=16, top_k=2, expert_ffn=1024, tp=1, ep=16, gpus=16,
+               global_batch=16, nvlink_domain=8, nics_per_node=1, overlap=0)  # fmt: skip
+    case = gpt3_case(**moe)
+    out_moe = run_one(case)
+    lay = case[2]
+    dense_share = reference._nic_share(16, 1, lay)  # DP 16 at stride 1 over two nodes
+    assert 0 < dense_share < 1 and out_moe["dp_exposed"] > 0
+    others = (
+        sum(
+            out_moe[k] * reference._nic_share(*g, lay)
+            for k, g in (("tp_exposed", (1, 1)), ("cp_exposed", (1, 1)), ("pp_exposed", (1, 16)))
+        )
+        + out_moe["ep_exposed"] * out_moe["ep_on_nics"]
+    )
+    on_nics = (others + out_moe["dp_exposed"] * dense_share) / out_moe["iteration_time"]
+    assert out_moe["network_fraction"] == pytest.approx(on_nics, rel=1e-9)
     fast = run_one(gpt3_case(tp=16, gpus=16, heads=96, nvlink_domain=8, bandwidth=1e15))
     assert fast["network_fraction"] == 0 and fast["tp_exposed"] > 0  # NVLink paces it: nothing on the NICs
     # A group whose members are each alone on their node: every byte crosses a NIC.

@@ -117,6 +117,7 @@ def test_plot_title_names_the_model_and_legends_read_whole_numbers(cube):
     long = ", ".join(f"dim{i} = {i}" for i in range(20))
     lines = _lines(long).splitlines()
     assert len(lines) > 1 and all(len(line) <= 72 for line in lines) and " ".join(lines) == long
+    assert all(line.endswith(",") or line == lines[-1] for line in lines)  # between parts, never in one
     assert ds["bandwidth"].dtype.kind == "f"  # a layout cube's dims are floats: legends said bandwidth=100.0
     ax = line_plot(ds, "rank", var="tokens_per_s", hue="bandwidth", sel={})
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [

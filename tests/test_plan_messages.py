@@ -97,12 +97,6 @@ def test_why_names_the_wait_inside_nvlink_domains():
         "why: 1% of the step waits on the NICs; the slow network forces this layout; on an ideal network the best "
         "is tp1xpp1xep16xdp144 mb1 z3"
     )
-    # The same layout, priced flat with a latency: the NICs' share is their bandwidth's (a review)
-    from netsweep_jax.sweep.analysis.planning import _latency_text
-
-    assert _latency_text(row).startswith(
-        "why: 1% of the step waits on the NICs' bandwidth; the rest is --latency on each step of TP, CP and "
-    )
     row.update(ep_exposed=0.0, layout_recompute="full", recompute_time=2.0)  # all of it on the NICs
     assert _forced_text(row, "x", nccl=True) == (
         "why: 1% of the step waits on the NICs; the slow network forces this layout (full recompute: 20% of the "
@@ -161,13 +155,20 @@ def test_what_might_make_a_layout_fit_is_what_the_grid_does_not_hold():
     assert might_fit(make_layout_grid("llama3-70b", recompute="full", zero=3, pp=2, **llama)) == "more GPUs"
 
 
+def r_args(tmp_path):
+    """A plan whose every layout breaks a rule, 9 of its 18 sequence parallelism's (4095 tokens over TP 8)."""
+    return ["plan", "--arch", "layers=8,hidden=4096,heads=32,seq=4095,vocab=32000", "--gpus", "16",
+            "--global-batch", "16", "--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "-q",
+            "--out", tmp_path / "p.h5"]  # fmt: skip
+
+
 def test_a_plan_refused_by_sequence_parallelism_says_what_lifts_it(tmp_path):
     # A review: every layout of a 4095-token sequence at TP 8 broke sequence parallelism's rule, and the refusal
     # named only the other rule of as many layouts, nothing of --sequence-parallel 0.
-    r = invoke("plan", "--arch", "layers=8,hidden=4096,heads=32,seq=4095,vocab=32000", "--gpus", "16",
-               "--global-batch", "16", "--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "-q",
-               "--out", tmp_path / "p.h5")  # fmt: skip
+    r = invoke(*r_args(tmp_path))
     assert r.exit_code == 2 and r.output.strip().splitlines()[-1].endswith(
-        "; 9 break sequence parallelism needs each cp rank's tokens divisible by tp (--sequence-parallel 0 lifts it)"
+        " (9 break sequence parallelism needs each cp rank's tokens divisible by tp: --sequence-parallel 0 lifts it)"
     )
     assert not (tmp_path / "p.h5").exists()
+    r = invoke(*r_args(tmp_path), "--sequence-parallel", "0,1")  # and it does
+    assert r.exit_code == 0, r.output

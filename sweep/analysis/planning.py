@@ -316,13 +316,13 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
     total = int(counts.sum())
     if counts[0] == 0:
         code = int(np.argmax(counts[1:])) + 1
-        # sequence parallelism's rule, which the search's default (on) can break alone: its way out said (a review)
+        # sequence parallelism's rule, which the search's default (on) can break alone: its way out said where it
+        # is one (a review): a dense model whose grid has no layout without it (a mixture of experts at tp > 1
+        # needs it, rule 11)
         sp = SEQUENCE_PARALLEL_RULE
-        lifted = (
-            f"; {int(counts[sp]):,} break {STATUS[sp]} (--sequence-parallel 0 lifts it)"
-            if code != sp and counts[sp]
-            else ""
-        )
+        off = 0 in grid.values["sequence_parallel"] or any(m.experts > 0 for m in grid.models)
+        lifted = f" ({int(counts[sp]):,} break {STATUS[sp]}: --sequence-parallel 0 lifts it)"
+        lifted = "" if off or not counts[sp] else lifted
         return (
             f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
             f"({int(counts[code]):,} of them){lifted}"
@@ -507,7 +507,7 @@ def plan_table(ds: xr.Dataset) -> str:
         f"  {'#':>{digits}} {'layout':<{wide}} {'tokens/s':>10} {'step s':>7} {'MFU':>5} {'TF/GPU':>6} "
         f"{'mem GB':>6} {'free':>5} {'on NICs':>7}  waits on"
     )
-    for setting, at, sub, rows in cells:
+    for setting, _, sub, rows in cells:
         lines.append(setting + ":")
         why = str(sub["infeasible"].item()) if "infeasible" in sub else ""
         if why:
@@ -552,8 +552,7 @@ def plan_table(ds: xr.Dataset) -> str:
                     lines.append("  " + _forced_text(best_row, ideal, nccl))
                 elif nccl:
                     lines.append("  " + _priced_text(best_row))
-                elif float(at.get("latency", 0.0)) > 0 and _shared_node_traffic(best_row):
-                    lines.append("  " + _latency_text(best_row))
+
         lines.append("")
     cost = ds["network_cost"].values
     bound = int((cost >= BOTTLENECK_SHARE).sum())
@@ -601,25 +600,6 @@ def _forced_text(row: dict, ideal: str, nccl: bool) -> str:
         f"why: {nics:.0%} of the step waits on {where} this layout"
         f"{forced if recompute != 'none' and not same else ''}; on an "
         f"ideal network the best is {ideal}"
-    )
-
-
-def _shared_node_traffic(row: dict) -> bool:
-    """Whether the layout waits on TP, CP or data-parallel traffic, the groups whose members share nodes, whose
-    NICs' share (``nic_share``) counts their bandwidth but not the latency of their steps across domains (a PP
-    hand-off's members sit on nodes of their own: its latency is the NICs' whole)."""
-    return row["tp_exposed"] + row["cp_exposed"] + row["dp_exposed"] > 0
-
-
-def _latency_text(row: dict) -> str:
-    """One line: why the network costs more than the step's time on the NICs where the ideal network's best
-    layout is this one, priced flat, with a latency: the NICs' share of a group whose members share a node
-    counts their bandwidth, and the ideal network takes the latency of its steps across domains away too (a
-    review: 30 us a step cost 49% of the step beside 11% on the NICs, unsaid)."""
-    return (
-        f"why: {row['network_fraction']:.0%} of the step waits on the NICs' bandwidth; the rest is --latency on "
-        "each step of TP, CP and data-parallel traffic across NVLink domains, which the ideal network has none "
-        "of, and any bubble behind sends across hosts"
     )
 
 

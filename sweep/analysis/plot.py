@@ -264,8 +264,15 @@ TITLE_LINE = 72  # characters a line of a plot's title holds at its default size
 
 
 def _lines(title: str) -> str:
-    """A title broken between its ``, `` parts into lines of at most :data:`TITLE_LINE` characters."""
-    return textwrap.fill(title, TITLE_LINE, break_long_words=False, break_on_hyphens=False)
+    """A title broken between its ``, `` parts (never inside ``tp = 8``) into lines of at most
+    :data:`TITLE_LINE` characters where the parts allow."""
+    lines: list[str] = []
+    for part in title.split(", "):
+        if lines and len(lines[-1]) + 2 + len(part) <= TITLE_LINE:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part)
+    return ",\n".join(lines)
 
 
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:

@@ -153,7 +153,7 @@ LAYOUTS = Family(
         "grad_bytes": "the precision's",
     },
     whole_numbers=True,
-    # and the layout's degrees where the cube holds one layout (a hunt: curves of TP 8, PP 4 titled by the model)
+    # and each layout degree the cube holds one value of (a hunt: curves of TP 8, PP 4 titled by the model alone)
     title_dims=("model", "gpu", "gpus", "global_batch", "tp", "pp", "cp", "ep", "micro_batch", "zero"),
     hooks={
         "blocks": "netsweep_jax.sweep.engine.layout_blocks:LayoutBlocks",
