@@ -321,8 +321,8 @@ def _why_infeasible(grid: LayoutGrid, flat: int) -> str:
         # needs it, rule 11)
         sp = SEQUENCE_PARALLEL_RULE
         off = 0 in grid.values["sequence_parallel"] or any(m.experts > 0 for m in grid.models)
-        lifted = f" ({int(counts[sp]):,} break {STATUS[sp]}: --sequence-parallel 0 lifts it)"
-        lifted = "" if off or not counts[sp] else lifted
+        named = "" if code == sp else f"{int(counts[sp]):,} break {STATUS[sp]}: "
+        lifted = "" if off or not counts[sp] else f" ({named}--sequence-parallel 0 lifts it)"
         return (
             f"none of its {total:,} layouts can exist; the rule broken most often: {STATUS[code]} "
             f"({int(counts[code]):,} of them){lifted}"
