@@ -33,6 +33,7 @@ from netsweep_jax.sweep.analysis import validate as _validation
 from netsweep_jax.sweep.analysis.calibration_rows import Settings as _Settings
 from netsweep_jax.sweep.analysis.layout_jobs import one_fabric
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.schema import COMPARE
 from netsweep_jax.sweep.core.values import json_ready
 from netsweep_jax.sweep.engine.evaluate import evaluate as _evaluate
@@ -132,6 +133,7 @@ def solve(model: Models, *, target: float, axis: str, **axes: Unpack[GridOptions
     return _need.solve(model, target=_number(target, "target"), axis=axis, **axes)
 
 
+@refuse_unknown_keywords
 def calibrate(
     measurements: str | Path,
     *,
@@ -377,6 +379,7 @@ class Validation:
     warnings: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
+@refuse_unknown_keywords
 def validate(
     dataset: str | Path | None = None,
     *,
@@ -545,6 +548,7 @@ def compare(
     return Comparison(tuple(rows), ds, tuple(paths), float(setup["utilization"]), str(setup["assumed"]))
 
 
+@refuse_unknown_keywords
 def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
     """A cube written by ``sweep grid``, ``plan``, ``need --out`` or a ``--reduce`` run, as an ``xarray.Dataset``.
 

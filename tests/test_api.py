@@ -376,6 +376,23 @@ def test_plan_is_the_command_plan(tmp_path):
             "the CLI's --tensor-model-parallel-size is the keyword 'tp' here",
         ),
         (lambda: sweep.evaluate("resnet50", bw=10), "unknown keyword 'bw' of evaluate(): the CLI's --bw is"),
+        # a hunt: the other options' names too, and calibrate, validate, open_cube and load_profile (a TypeError)
+        (
+            lambda: sweep.evaluate("resnet50", intra_bw=100),
+            "unknown keyword 'intra_bw' of evaluate(): the CLI's --intra-bw is the keyword 'intra_bandwidth' here",
+        ),
+        (
+            lambda: sweep.load_profile("examples/profile.csv", iteration_time=0.05),
+            "the CLI's --iteration-time is the keyword 't1' here",
+        ),
+        (
+            lambda: sweep.validate(llm=True),
+            "unknown keyword 'llm' of validate(); it takes dataset, out, force",
+        ),
+        (
+            lambda: sweep.open_cube("x.h5", verfy=False),
+            "unknown keyword 'verfy' of open_cube(); it takes path",
+        ),
         (lambda: sweep.plan("llama3-8b", keep=0, **LLAMA), "keep 0: an integer from 1 to 100"),
         (lambda: sweep.plan("llama3-8b", keep=2.5, **LLAMA), "keep 2.5: an integer from 1 to 100"),
         (lambda: sweep.plan(**LLAMA), "model name a large-model preset"),

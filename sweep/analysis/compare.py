@@ -222,8 +222,8 @@ def compare(
             raise InputError(f"{setup[name]}: compare takes one value", param=name)
     setup.update(_left_to_the_fabric(setup, ds))
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
-    sweep_said = str(ds.attrs.get("assumed", ""))
-    swept_said = [_workload_said(workload, unset) if unset else "", sweep_said, *left_out]
+    grid_said = str(ds.attrs.get("assumed", ""))
+    swept_said = [_workload_said(workload, unset) if unset else "", grid_said, *left_out]
     said = [f"compare's defaults: {', '.join(defaults)}", *swept_said] if defaults else swept_said
     # the report says what the sweeps assumed (its opening paragraph states compare's own settings, whichever
     # way they were given: the command's line and the API's report alike)

@@ -71,10 +71,13 @@ def option_keywords() -> dict[str, str]:
     from the options' declarations: where a user types the option's name, the refusal names the keyword."""
     from netsweep_jax.sweep.core.axes import NUMERIC_AXES  # at use: only a refusal needs the declarations
     from netsweep_jax.sweep.core.layout_axes import AXES, MEGATRON_ALIASES, TEXT_OPTIONS
+    from netsweep_jax.sweep.core.schema import OTHER_OPTIONS
 
     flags: list[tuple[str, str]] = [(spec.option, name) for name, spec in {**NUMERIC_AXES, **AXES}.items()]
     flags += [(flag, name) for name, flag in MEGATRON_ALIASES.items()]
     flags += [(flag, name) for name, o in TEXT_OPTIONS.items() for flag in (o.flag, o.alias) if flag]
+    # and the other options' (--intra-bw: intra_bandwidth, --iteration-time: load_profile's t1; a hunt)
+    flags += [(flag, name) for name, flag in OTHER_OPTIONS.items() if "=" not in name]
     return {flag.lstrip("-").replace("-", "_"): name for flag, name in flags}
 
 

@@ -230,9 +230,8 @@ def check_models(model: object) -> None:
         raise InputError(
             f"{model!r}: expected a built-in name, a comma list, a Profile or a list of them", param="model"
         )
-    if (
-        isinstance(model, (list, tuple)) and not model
-    ):  # as evaluate's grid says it (a hunt: compare's xarray)
+    # none at all, as evaluate's grid says it (a hunt: compare's had been an error of xarray's concat)
+    if isinstance(model, (list, tuple)) and not model:
         raise InputError("[]: give at least one model or profile", param="model")
     for m in [model] if isinstance(model, Profile) else model if isinstance(model, (list, tuple)) else []:
         if isinstance(m, Profile):

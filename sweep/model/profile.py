@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from netsweep_jax.sweep.core.errors import InputError, where
+from netsweep_jax.sweep.core.keywords import refuse_unknown_keywords
 from netsweep_jax.sweep.core.textfile import read_csv_records, read_json_file, read_lines
 from netsweep_jax.sweep.core.values import decimal, real_scalar, whole_number
 
@@ -266,6 +267,7 @@ def make_profile(
     scale = real_scalar(meta.get("compute_scale", 1.0))
     if scale is None or not (math.isfinite(scale) and scale > 0):  # a Profile changed in Python (a hunt)
         raise InputError(f"{path}: compute_scale {meta['compute_scale']!r} must be a number above 0")
+    meta["compute_scale"] = float(scale)  # a float, as batch_size is an int
     shape = meta.pop("shape", None)
     if shape is not None:
         if len(shape) != len(grad_bytes):
@@ -602,6 +604,7 @@ def _read(path: str | Path, t1: float | None = None, model: str | None = None) -
     raise InputError(f"{path}: unknown profile format; expected .json, .csv or .bk.log")
 
 
+@refuse_unknown_keywords
 def load_profile(path: str | Path, *, t1: float | None = None, model: str | None = None) -> Profile:
     """Read a profile file, choosing the reader by extension.
 
