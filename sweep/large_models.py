@@ -34,6 +34,7 @@ from netsweep_jax.sweep.core.layout_axes import AXES, LayoutAxisKeywords, Values
 from netsweep_jax.sweep.core.sweep_settings import SettingKeywords
 from netsweep_jax.sweep.core.values import flat_values, real_scalar
 from netsweep_jax.sweep.engine.outputs import check_dtype
+from netsweep_jax.sweep.model.fabrics import FABRICS, FabricPreset
 
 __all__ = ["LayoutOptions", "evaluate_layouts", "plan"]
 
@@ -103,6 +104,16 @@ def _text(name: str, value: object) -> str:
         return value
     if name == "fabric" and isinstance(value, os.PathLike):
         return os.fspath(value)
+    if name == "fabric" and isinstance(
+        value, FabricPreset
+    ):  # a preset as evaluate takes it, by its name (a hunt:
+        if FABRICS.get(value.name) == value:  # its 2,000-character repr was the refusal)
+            return value.name
+        raise InputError(
+            f"FabricPreset {value.name!r} changed in Python: the large-model functions take a preset's name or a "
+            "fabric file's path",
+            param=name,
+        )
     spec = AXES.get(name) or {"nodes": NUMERIC_AXES["nodes"], "oversubscription": OVERSUBSCRIPTION}.get(name)
     if spec is not None:
         numbers = flat_values(value, name, spec.rule())

@@ -1,5 +1,6 @@
 """The public API: exactly the curated names, each typed, documented and working on a tiny input."""
 
+import dataclasses
 import inspect
 import json
 import re
@@ -12,6 +13,7 @@ import pytest
 import netsweep_jax.sweep as sweep
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.io.cube import write_dataset
+from netsweep_jax.sweep.model.fabrics import FABRICS
 
 PUBLIC = {
     "evaluate",
@@ -388,6 +390,12 @@ def test_plan_is_the_command_plan(tmp_path):
         (
             lambda: sweep.validate(llm=True),
             "unknown keyword 'llm' of validate(); it takes dataset, out, force",
+        ),
+        (  # a preset changed in Python: named, not its repr (a hunt; the registered one is taken by its name)
+            lambda: sweep.evaluate_layouts(
+                "llama3-8b", fabric=dataclasses.replace(FABRICS["aws-p5"], leaf_hosts=3), **LLAMA
+            ),
+            "fabric FabricPreset 'aws-p5' changed in Python: the large-model functions take a preset's name",
         ),
         (
             lambda: sweep.open_cube("x.h5", verfy=False),
