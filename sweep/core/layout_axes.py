@@ -436,7 +436,7 @@ VARIABLES: dict[str, tuple[str, str]] = {
     "dp_exposed": ("s", "data-parallel synchronisation not hidden behind the backward pass"),
     "optimizer": ("s", "optimizer step"),
     "overhead_time": ("s", "time per step nothing overlaps"),
-    "network_fraction": ("1", "share of the step spent waiting on traffic that leaves the NVLink domain"),
+    "network_fraction": ("1", "share of the step spent waiting on the NICs (their bandwidth's share of it)"),
     "ep_on_nics": ("1", "1 if the expert all-to-all is paced by the NICs, else 0"),
 }
 # The step's breakdown terms (they sum to its iteration time), in cube order, and how each reads where a step is

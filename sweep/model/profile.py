@@ -9,8 +9,8 @@ i is ready at R_i = w_0 + ... + w_i. ``t1`` is the single-GPU iteration time
 Formats read here (``load_profile`` picks by extension):
 
 - ``.json``: netsweep's own (see ``Profile.to_json``/README).
-- ``.csv``: header ``name,grad_bytes,backward_us`` then one row per tensor in
-  backward order; ``t1`` is passed by the caller.
+- ``.csv``: a header naming ``name,grad_bytes,backward_us`` and optionally ``forward_us``, ``unit`` and
+  ``shape``, in any order, then one row per tensor in backward order; ``t1`` is passed by the caller.
 - ``.bk.log``: the paper's format (comment line, batch count, tensor count, then
   ``wait_us,grad_bytes`` rows); ``t1`` is passed by the caller.
 """
@@ -609,7 +609,8 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     """Read a profile file, choosing the reader by extension.
 
     Args:
-      path: a ``.json`` (netsweep's own format), ``.csv`` (``name,grad_bytes,backward_us[,shape]``)
+      path: a ``.json`` (netsweep's own format), ``.csv`` (columns ``name,grad_bytes,backward_us``,
+        optionally ``forward_us``, ``unit``, ``shape``, in any order)
         or ``.bk.log`` (the paper's) file.
       t1: single-GPU iteration time (s). A file without one (.csv, .bk.log) takes it as its T1 (required
         there); a file with one of its own has its compute scaled to it (:meth:`Profile.scaled_to`: every wait
