@@ -400,8 +400,9 @@ def _reached_note(c: Calibration) -> list[str]:
     # (--gpus-per-node given: the file records the hosts and the NICs as given, and no note is needed)
     hosts = f"the {c.hardware['preset'] or c.hardware['gpu']} system's hosts"
     return [
-        f"note: {counted(ranks, 'rank')} a host {'reaches' if ranks == 1 else 'reach'} {recorded} of the {stated} NICs given (the NICs next to "
-        f"their GPUs, on {hosts}): the fabric file records hosts of {counted(ranks, 'GPU')} and "
+        f"note: {counted(ranks, 'rank')} a host {'reaches' if ranks == 1 else 'reach'} {recorded} of the "
+        f"{stated} NICs given (the NICs next to their GPUs, on {hosts}): the fabric file records hosts of "
+        f"{counted(ranks, 'GPU')} and "
         f"{counted(recorded, 'NIC')}, as fitted (hosts of {counted(ranks, 'GPU')} that own all {stated} NICs: give "
         f"--gpus-per-node {ranks})"
     ]
