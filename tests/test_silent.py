@@ -153,7 +153,7 @@ def test_need_answers_reach_the_target_as_stored_and_as_printed(dtype):
     assert shown_value(1.04031, "ratio") == "1.041" and shown_value(157.19, "latency") == "157.1"
 
 
-def test_need_bandwidth_says_per_nic_and_utilization():
+def test_need_bandwidth_says_per_nic_and_utilization(tmp_path):
     r = invoke(
         "need",
         "--model",
@@ -173,6 +173,12 @@ def test_need_bandwidth_says_per_nic_and_utilization():
         "need", "--model", "resnet50", "--target", "0.9", "--solve", "bw", "--nodes", "2", "--util", "0.5"
     )
     assert bw.exit_code == 0 and bw.output == r.output, bw.output
+    # and its cube written (a hunt: --out read the alias as the axis after the bisection, a traceback)
+    out = tmp_path / "bw.h5"
+    for solve in ("bw", "Bandwidth"):
+        args = ("--model", "resnet50", "--target", "0.9", "--solve", solve, "--nodes", "2", "--util", "0.5")
+        r = invoke("need", *args, "--out", out, "--force")
+        assert r.exit_code == 0 and r.output.endswith(f"wrote {out}\n"), r.output
 
 
 def test_a_profile_whose_t1_or_element_size_may_be_wrong_says_what_it_took(tmp_path):

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from netsweep_jax.kernels.fit import FitSpec, residual
 from netsweep_jax.sweep.analysis.calibration_fit import (
     LEARNING_RATE,
+    RESTARTS,
     SOFTNESS,
     STEPS,
     check_identifiable,
@@ -114,12 +115,24 @@ def calibrate(
             learning_rate=learning_rate,
             softness=SOFTNESS,
             features=features,
+            restarts=RESTARTS,
         )
         best = np.asarray(best)
         predicted = np.asarray(predict_rows(best, padded, spec=spec, features=features)[meas.measured])[:n]
         res = np.asarray(residual(predicted, target, meas.measured))
         errors, spread = standard_errors(
-            best, params, spec, padded, padded_target, res, keep, meas.measured, features, fit_axes, blank
+            best,
+            params,
+            spec,
+            padded,
+            padded_target,
+            res,
+            keep,
+            meas.measured,
+            features,
+            fit_axes,
+            blank,
+            predicted,
         )
     result = calibration_result(
         meas, models, params, spec, fit_axes, best, errors, predicted, res, target, keep, rows, blank, spread

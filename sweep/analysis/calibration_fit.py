@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from netsweep_jax.kernels.fit import FitSpec, Rows
+from netsweep_jax.kernels.fit import FitSpec, Rows, residual_kind
 from netsweep_jax.kernels.overlap import Features
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.errors import InputError
@@ -33,6 +33,10 @@ STARTS = {
 }
 STEPS = 400
 LEARNING_RATE = 0.05
+# Descents from the best starts, each of STEPS (kernels.fit.minimize): from the best start alone a fit of
+# utilization, latency and slowdown ended at rmse 0.052 with utilization at its bound, where its own two-parameter
+# sub-fit reaches 0.024 and the fourth-best start's descent 0.0045 (a hunt, 2026-12-07).
+RESTARTS = 4
 # A fit's compiled kernels (its descent, predictions and Jacobian; about 1 s to compile on two cores) are keyed by
 # its row, bucket and parameter counts, so fits pad them: rows to a multiple of ROW_QUANTUM, buckets to a power of
 # two of at least FIT_BUCKETS, parameters to a power of two of at least FIT_PARAMETERS. The suite's fits (16, 32 and
@@ -169,10 +173,19 @@ def standard_errors(
     features: Features,
     fit_axes: Sequence[str],
     blank: Array | None = None,
+    predicted: Array | None = None,
 ) -> tuple[Array, Array]:
     """[P] standard errors of the fitted values (stored units), NaN where undefined, and [R]
-    standard errors of the predictions of the ``blank`` rows (delta method: g^T cov g with g the
-    prediction's gradient in the fit's unconstrained parameters), NaN elsewhere or where undefined.
+    standard deviations of a new run of each ``blank`` row about its prediction, NaN elsewhere or where
+    undefined: the fit's uncertainty (delta method: g^T cov g, g the prediction's gradient in the fit's
+    unconstrained parameters) and the training rows' scatter about the model, s^2 = sum res^2 / (n - P), in the
+    residual's units (an iteration time's relative: (predicted s)^2; ``predicted`` [R], the model's values):
+
+        spread^2 = g^T cov g + s^2                 (scaling factors)
+        spread^2 = g^T cov g + (predicted s)^2     (iteration times)
+
+    The first alone had been called the run's 95% interval: 0.9975 to 0.9975 where the training rows scatter
+    by 0.033 about the model (a hunt).
 
     ``rows``, ``target``: possibly padded past the R real rows (:func:`padded_rows`), the blank rows'
     target 1 (so their residual's gradient is the prediction's); ``best`` [P'] possibly padded past the P
@@ -197,7 +210,8 @@ def standard_errors(
     spread = np.full(n, np.nan)
     if blank.any():
         g = full[blank]
-        var = np.einsum("rp,pq,rq->r", g, cov, g)
+        scale = 1.0 if residual_kind(measured) == "absolute" else np.asarray(predicted)[:n][blank]
+        var = np.einsum("rp,pq,rq->r", g, cov, g) + s2 * scale**2
         spread[blank] = np.where(var >= 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
     out = np.empty(len(params))
     for j, (axis, _) in enumerate(params):

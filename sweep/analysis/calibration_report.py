@@ -17,7 +17,8 @@ Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' interv
 
 
 def _interval(measured: str, value: float, spread: float) -> list[float] | None:
-    """A blank row's 95% interval from the fit's uncertainty (None where it is undefined)."""
+    """A blank row's 95% interval, a new run's: ``spread`` (:func:`~sweep.analysis.calibration_fit.standard_errors`:
+    the fit's uncertainty and the rows' scatter about the model), None where it is undefined."""
     if not np.isfinite(spread):
         return None
     lo, hi = value - Z95 * spread, value + Z95 * spread

@@ -21,13 +21,19 @@ from netsweep_jax.sweep.core.axes import NUMERIC_AXES, default_value
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.layout_axes import is_nccl
 from netsweep_jax.sweep.core.schema import BUCKETINGS, COLLECTIVES, INNER, assumed_line
-from netsweep_jax.sweep.engine.grid import FSDP_ACCUMULATION, check_intra_bandwidth, nics_said
+from netsweep_jax.sweep.engine.grid import (
+    FSDP_ACCUMULATION,
+    check_intra_bandwidth,
+    nics_said,
+    one_node_flat_said,
+)
 from netsweep_jax.sweep.engine.inputs import row_inputs
 from netsweep_jax.sweep.engine.workloads import (
     FOLLOWING,
     assumed_text,
     refuse_mixed_stacks,
     resolve_models,
+    t1_said,
     workload_defaults,
     workload_reduce_table,
 )
@@ -139,6 +145,12 @@ def build_rows(
     workload; ``assumed`` (a list) receives the line saying so, if any. ``iteration_time``: T1 (s) of a profile
     file a ``model`` cell names (``--iteration-time``)."""
     n = len(meas)
+    if iteration_time is not None and all(t is not None for t in meas.column("t1", None)):  # a hunt: unsaid
+        raise InputError(
+            f"{iteration_time:g}: every row of {meas.path} gives its own T1 in its t1 column, which is taken; give "
+            "one or the other (--iteration-time is the T1 of rows with a blank or no t1)",
+            param="iteration_time",
+        )
     known: dict[Any, Profile] = {p.model: p for p in profiles}
     runs = [_profile_for(meas, i, known, default_model, iteration_time) for i in range(n)]
     for name in ("collective", "bucketing"):  # an option given and a column of other values: which one holds?
@@ -162,7 +174,12 @@ def build_rows(
     nics = settings.nics_per_node
     defaulted = nics is None and "nics_per_node" not in meas.columns
     text = assumed_line(
-        (text, nics_said(collectives, distinct, defaulted, meas.columns["gpus_per_node"]), reduce_said)
+        (
+            text,
+            nics_said(collectives, distinct, defaulted, meas.columns["gpus_per_node"]),
+            reduce_said,
+            *_rows_said(meas, runs, collectives),
+        )
     )
     if text and assumed is not None:
         assumed.append(text)
@@ -190,6 +207,20 @@ def build_rows(
         intra_bandwidth=float(settings.intra_bandwidth),  # type: ignore[arg-type]  # set by _following
     )
     return rows, [p.model for p in runs], features
+
+
+def _rows_said(meas: Measurements, runs: Sequence[Profile], collectives: Sequence[str]) -> list[str]:
+    """What a fit says of its rows as grid says it of a sweep: a flat collective pricing one node of several GPUs
+    at --bw (a hunt: such rows pulled a fitted network utilization, unsaid), and a T1 in other units than
+    seconds, 250 for 250 ms, once a model (a hunt: a fitted utilization of 0.00037, unsaid; ``runs``: each row's
+    profile, scaled to its own T1)."""
+    hosts = zip(collectives, meas.columns["nodes"], meas.columns["gpus_per_node"])
+    said = [one_node_flat_said([c for c, nodes, gpus in hosts if nodes == 1 < gpus])]
+    odd_t1: dict[str, str] = {}
+    for p, t1 in zip(runs, meas.column("t1", None)):
+        for line in t1_said([p], "its t1 column" if t1 is not None else "--iteration-time"):
+            odd_t1.setdefault(p.model, line)
+    return said + list(odd_t1.values())
 
 
 def _lower(name: Any) -> Any:

@@ -77,16 +77,23 @@ def _given_text(value: Any) -> str:
         return str(value)
 
 
-def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
-    """The axis solved for, by its name (any case: the guide's rule), once the question is one :func:`solve`
-    answers: a solvable axis not also given, a target in (0, 1], and the bandwidth given unless solved for or
-    a fabric gives it."""
+def axis_named(axis: str) -> str:
+    """The axis ``axis`` names, by its name in any case (the guide's rule) or its option's (``bw``: a hunt had
+    --solve bw refused, though --bw is the axis's own option); one every caller of a solve reads it by (need --out
+    had read --solve bw as the axis 'bw' after the bisection, a traceback, a hunt)."""
     typed, axis = axis, axis.strip().lower() if isinstance(axis, str) else axis
-    # or by its option's name (a hunt: --solve bw refused, though --bw is the axis's own option)
     options = {spec.option.lstrip("-").replace("-", "_"): name for name, spec in NUMERIC_AXES.items()}
     axis = options.get(axis, axis) if isinstance(axis, str) else axis
     if axis not in NUMERIC_AXES:
         raise InputError(f"{typed!r}: must be one of {', '.join(SOLVABLE)}", param="axis")
+    return axis
+
+
+def _question(axis: str, target: float, settings: Mapping[str, Any]) -> str:
+    """The axis solved for, by its name (any case: the guide's rule), once the question is one :func:`solve`
+    answers: a solvable axis not also given, a target in (0, 1], and the bandwidth given unless solved for or
+    a fabric gives it."""
+    axis = axis_named(axis)
     search_range(axis)  # refuses an axis with no search range
     if not (0 < target <= 1):
         raise InputError(f"{show(target)}: must be a scaling factor in (0, 1]", param="target")
@@ -121,6 +128,7 @@ def solved_grid(model: Models, axis: str, **settings: Any) -> Grid:
     a placeholder, the top of its search range, nonzero so that the terms it drives are compiled in. A ``need
     --out`` cube keeps its inputs (profiles, reduce-cost table) as a sweep's cube does."""
     given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
+    axis = axis_named(axis)
     grid = make_grid(model, **{**given, axis: search_range(axis)[1]})
     # its answer sits on top of eta_net: said (a review)
     if axis == "utilization" and uses_nccl(grid.collectives):

@@ -217,7 +217,7 @@ def solve_on_fields(
     return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
 
 
-@functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features"))
+@functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features", "restarts"))
 def fit_rows(
     starts: jax.Array,
     rows: fit.Rows,
@@ -230,6 +230,7 @@ def fit_rows(
     learning_rate: float,
     softness: float,
     features: Features = PAPER,
+    restarts: int = 1,
 ) -> tuple[jax.Array, jax.Array]:
     """Fit the parameters of ``spec`` to measured rows (see :func:`kernels.fit.fit`)."""
     return fit.fit(
@@ -243,6 +244,7 @@ def fit_rows(
         learning_rate=learning_rate,
         softness=softness,
         features=features,
+        restarts=restarts,
     )
 
 

@@ -725,14 +725,23 @@ def _given_unread(
             f"--intra-bw: not read by {', '.join(collectives)}, which send every byte at --bw, as in the paper "
             "(it applies to hierarchical and NCCL's collectives)"
         )
-    flat = [c for c in collectives if c in ONE_LINK_PER_WORKER]
-    if flat and np.any(values["nodes"] == 1) and np.any(values["gpus_per_node"] > 1):
-        # a hunt: one node of 8 GPUs priced as network-bound at --bw 1, read as "between nodes" by every label
-        said.append(
-            f"{', '.join(flat)} on one node: its GPUs' gradient exchange at --bw, as the paper prices every GPU's link "
-            "(hierarchical and NCCL's collectives take --intra-bw inside a node)"
-        )
+    one_node = np.any(values["nodes"] == 1) and np.any(values["gpus_per_node"] > 1)
+    said.append(one_node_flat_said(collectives if one_node else ()))
     return said
+
+
+def one_node_flat_said(collectives: Sequence[str]) -> str:
+    """What a sweep or a fit says where the flat ones of ``collectives`` (ring, tree, ps) price one node of
+    several GPUs: its GPUs' exchange at --bw, as the paper prices it (a hunt: one node of 8 GPUs read as
+    network-bound at --bw 1, "between nodes" by every label; calibrate's one-node rows pulled a fitted network
+    utilization, unsaid); "" where none does."""
+    flat = list(dict.fromkeys(c for c in collectives if c in ONE_LINK_PER_WORKER))
+    if not flat:
+        return ""
+    return (
+        f"{', '.join(flat)} on one node: its GPUs' gradient exchange at --bw, as the paper prices every GPU's link "
+        "(hierarchical and NCCL's collectives take --intra-bw inside a node)"
+    )
 
 
 def nics_said(

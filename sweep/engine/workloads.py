@@ -185,23 +185,23 @@ def profiles_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
     return t1_said(profiles) + elements_said(profiles, compresses)
 
 
-def t1_said(profiles: Sequence[Profile]) -> list[str]:
+def t1_said(profiles: Sequence[Profile], given_in: str = "--iteration-time") -> list[str]:
     """What a sweep says of a profile whose backward pass is under :data:`LEAST_BACKWARD_SHARE` of its iteration
     time T1 (the network overlaps the backward, so such a T1 leaves it almost nothing to slow), or whose compute
     a T1 given scaled by more than 1 / :data:`LEAST_BACKWARD_SHARE` either way (a built-in model's or a JSON
-    profile's T1 scales its backward with it: a review)."""
+    profile's T1 scales its backward with it: a review). ``given_in``: where the T1 was given."""
     said = []
     for p in profiles:
         backward = float(p.wait.sum())
         if 0 < backward < LEAST_BACKWARD_SHARE * p.t1:  # none at all: nothing overlapped, no unit to doubt
             said.append(
                 f"{p.model}'s iteration time {p.t1:g} s is {p.t1 / backward:,.0f} times its backward pass "
-                f"({backward:.3g} s), which the network overlaps: T1 is in seconds (--iteration-time)"
+                f"({backward:.3g} s), which the network overlaps: T1 is in seconds ({given_in})"
             )
         elif not LEAST_BACKWARD_SHARE <= p.compute_scale <= 1 / LEAST_BACKWARD_SHARE:
             said.append(
                 f"{p.model}'s compute scaled x{p.compute_scale:.4g} to T1 = {p.t1:g} s from its own "
-                f"{p.t1 / p.compute_scale:.4g} s: T1 is in seconds (--iteration-time)"
+                f"{p.t1 / p.compute_scale:.4g} s: T1 is in seconds ({given_in})"
             )
     return said
 
