@@ -548,6 +548,19 @@ def compare(
     return Comparison(tuple(rows), ds, tuple(paths), float(setup["utilization"]), str(setup["assumed"]))
 
 
+def _warn_at_the_callers_line(text: str) -> None:
+    """A UserWarning shown at the first line outside netsweep that led to it (a hunt: a fixed stacklevel named
+    the keyword checker's wrapper, sweep/core/keywords.py, not the user's ``open_cube`` line)."""
+    import sys
+
+    ours = tuple(str(Path(__file__).resolve().parents[1] / part) for part in ("sweep", "kernels"))
+    frame: Any = sys._getframe(1)
+    level = 2  # this function's caller
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(ours):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(text, UserWarning, stacklevel=level)
+
+
 @refuse_unknown_keywords
 def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
     """A cube written by ``sweep grid``, ``plan``, ``need --out`` or a ``--reduce`` run, as an ``xarray.Dataset``.
@@ -576,7 +589,7 @@ def open_cube(path: str | Path, *, verify: bool = True) -> xr.Dataset:
         try:
             # An unfinished run's cube is read as select reads it: its NaN are no results, said (a hunt: 89% NaN
             # came back without a word).
-            _check_selection(checked, ds, {}, say=lambda text: warnings.warn(text, UserWarning, stacklevel=4))
+            _check_selection(checked, ds, {}, say=_warn_at_the_callers_line)
         except BaseException:
             ds.close()
             raise

@@ -34,7 +34,7 @@ def test_changed_bytes_in_a_finished_block_are_found_and_recomputed(tmp_path, mo
     r = invoke("show", partial, "--verify")
     assert r.exit_code == 1 and "10 of 30 blocks finished, 1 damaged" in r.output
     r = invoke("grid", *GRID, "--out", out, "--resume")
-    assert r.exit_code == 0 and "1 damaged blocks computed again" in r.output, r.output
+    assert r.exit_code == 0 and "1 damaged block computed again" in r.output, r.output
     for k, v in read_outputs(clean).items():
         np.testing.assert_array_equal(read_outputs(out)[k], v)
     r = invoke("show", out, "--verify")
@@ -54,6 +54,21 @@ def test_a_damaged_finished_cube_is_told_the_command_that_recomputes_it(tmp_path
     assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 2  # what it said before
     assert invoke("grid", *GRID, "-q", "--out", out, "--force").exit_code == 0
     assert "30 of 30 blocks finished, all intact" in invoke("show", out, "--verify").output
+    # A finished cube's block marked not computed (its progress flags have no checksum): damaged, not "all intact",
+    # and not read as an unfinished run's cube that --resume finishes (a hunt)
+    with h5py.File(out, "r+") as f:
+        f["progress/blocks_done"][3] = 0
+    r = invoke("show", out, "--verify")
+    assert (
+        r.exit_code == 1
+        and "29 of 30 blocks finished, all intact; but 1 of its blocks marked not computed in a finished cube (damaged: the cube is finished"
+        in r.output
+    ), r.output
+    r = invoke("select", out)
+    assert (
+        r.exit_code == 1
+        and "damaged (1 block of what was asked for marked not computed in a finished cube" in r.output
+    ), r.output
 
 
 def test_done_flags_without_data_are_recomputed(tmp_path, monkeypatch):

@@ -142,6 +142,19 @@ def calibrate(
     return result
 
 
+def _profile_file(meas: Measurements, path: str | Path, iteration_time: float | None) -> tuple[Profile, ...]:
+    """``--profile``'s file at ``iteration_time``; a file that keeps no T1 (.csv, .bk.log) without it, where every
+    row gives its own t1, at the rows' longest (each row's then replaces it: :meth:`Profile.at_run_t1`; a review:
+    such a file had needed --iteration-time, which those rows refuse)."""
+    try:
+        return tuple(resolve_models(profile=path, iteration_time=iteration_time))
+    except InputError as e:
+        t1s = meas.column("t1", None)
+        if not (e.param == "t1" and iteration_time is None and all(t is not None for t in t1s)):
+            raise
+        return tuple(resolve_models(profile=path, iteration_time=max(t1s)))
+
+
 def _profiles(
     meas: Measurements,
     model: Any,
@@ -161,9 +174,7 @@ def _profiles(
             )
         paths = [profile] if isinstance(profile, (str, Path)) else list(profile)
         _one_without_a_model_column(meas, [str(p) for p in paths], "profile")
-        given = tuple(
-            p for path in paths for p in resolve_models(profile=path, iteration_time=iteration_time)
-        )
+        given = tuple(p for path in paths for p in _profile_file(meas, path, iteration_time))
         # the model cells as rows read them (a built-in's name in any case: ResNet50 is a resnet50 profile's)
         named = {str(c).lower() for c in meas.column("model", None)} if "model" in meas.columns else None
         for path, p in zip(paths, given):  # one no row names would be dropped in silence

@@ -172,8 +172,8 @@ def standard_errors(
     measured: str,
     features: Features,
     fit_axes: Sequence[str],
-    blank: Array | None = None,
-    predicted: Array | None = None,
+    blank: Array,
+    predicted: Array,
 ) -> tuple[Array, Array]:
     """[P] standard errors of the fitted values (stored units), NaN where undefined, and [R]
     standard deviations of a new run of each ``blank`` row about its prediction, NaN elsewhere or where
@@ -193,7 +193,6 @@ def standard_errors(
     rows.
     """
     n = len(keep)
-    blank = np.zeros(n, bool) if blank is None else blank
     none = (np.full(len(params), np.nan), np.full(n, np.nan))
     full = np.asarray(residual_jacobian(best, rows, target, spec=spec, measured=measured, features=features))[
         :n, : len(params)
@@ -210,7 +209,7 @@ def standard_errors(
     spread = np.full(n, np.nan)
     if blank.any():
         g = full[blank]
-        scale = 1.0 if residual_kind(measured) == "absolute" else np.asarray(predicted)[:n][blank]
+        scale = 1.0 if residual_kind(measured) == "absolute" else np.asarray(predicted)[blank]
         var = np.einsum("rp,pq,rq->r", g, cov, g) + s2 * scale**2
         spread[blank] = np.where(var >= 0, np.sqrt(np.maximum(var, 0.0)), np.nan)
     out = np.empty(len(params))

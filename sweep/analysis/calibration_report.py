@@ -2,6 +2,7 @@
 values with standard errors and warnings, errors on the training and held-out rows, every row's
 prediction, a blank row's 95% interval), and its text for the terminal."""
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,17 +12,36 @@ from netsweep_jax.kernels.fit import FitSpec, Rows
 from netsweep_jax.sweep.analysis.calibration_fit import Array, Params
 from netsweep_jax.sweep.core.axes import NUMERIC_AXES
 from netsweep_jax.sweep.core.wording import counted
+from netsweep_jax.sweep.engine.dispatch import precision
 from netsweep_jax.sweep.io.measurements import Measurements
 
-Z95 = 1.959963984540054  # two-sided 95% normal quantile: the blank rows' intervals
+
+@functools.cache
+def t975(dof: int) -> float:
+    """Student's t quantile t_{0.975} of ``dof`` degrees of freedom: a 95% interval's half-width in units of an
+    estimated spread (1.96 is the normal's, right only for many rows: with 2 degrees of freedom a +/-1.96 interval
+    holds 81% of runs, a review). From the t distribution's CDF, F(t) = 1 - I_x(dof/2, 1/2) / 2 with
+    x = dof / (dof + t^2) (the regularized incomplete beta, jax.scipy.special.betainc): I_x = 0.05 solved for x
+    by bisection (I_x grows with x), then t = sqrt(dof (1 - x) / x). 12.71 at 1, 4.303 at 2, 2.228 at 10."""
+    from jax.scipy.special import betainc
+
+    low, high = 0.0, 1.0
+    with precision("float64"):  # float32's betainc is off by 5e-5 at 1000 degrees of freedom
+        for _ in range(60):
+            mid = (low + high) / 2
+            low, high = (mid, high) if float(betainc(dof / 2, 0.5, mid)) < 0.05 else (low, mid)
+    x = (low + high) / 2
+    return float(np.sqrt(dof * (1 - x) / x))
 
 
-def _interval(measured: str, value: float, spread: float) -> list[float] | None:
-    """A blank row's 95% interval, a new run's: ``spread`` (:func:`~sweep.analysis.calibration_fit.standard_errors`:
-    the fit's uncertainty and the rows' scatter about the model), None where it is undefined."""
+def _interval(measured: str, value: float, spread: float, dof: int) -> list[float] | None:
+    """A blank row's 95% interval, a new run's: +/- :func:`t975` ``spread``
+    (:func:`~sweep.analysis.calibration_fit.standard_errors`: the fit's uncertainty and the rows' scatter about
+    the model, estimated with ``dof`` degrees of freedom), None where it is undefined."""
     if not np.isfinite(spread):
         return None
-    lo, hi = value - Z95 * spread, value + Z95 * spread
+    half = t975(dof) * spread
+    lo, hi = value - half, value + half
     if measured == "scaling_factor":
         lo, hi = max(lo, 0.0), min(hi, 1.0)
     return [max(lo, 0.0), hi]
@@ -48,6 +68,9 @@ def calibration_result(
     measured and ``predicted`` value, residual ``res`` and set (``keep``: trained on; ``blank``: predicted, with an
     interval from ``spread``)."""
     fitted, warnings = _fitted(params, spec, fit_axes, best, errors, int(keep.sum()), bool(blank.any()))
+    dof = int(keep.sum()) - len(
+        params
+    )  # the residual's degrees of freedom (none left: no spread, no interval)
     labels = [
         c
         for c in meas.columns
@@ -79,7 +102,7 @@ def calibration_result(
                 "train": bool(keep[i]),
                 "effective_bandwidth_gbps": col["bandwidth"][i] * float(utilization[i]),
                 **(
-                    {"interval": _interval(meas.measured, float(predicted[i]), float(spread[i]))}
+                    {"interval": _interval(meas.measured, float(predicted[i]), float(spread[i]), dof)}
                     if blank[i]
                     else {}
                 ),

@@ -128,7 +128,7 @@ def _profile_for(
             if (name, t1) not in known:
                 known[(name, t1)] = load_profile(path, t1=t1, model=name)
             return known[(name, t1)]
-    return known[name] if t1 is None else known[name].scaled_to(t1, meas.where(i))
+    return known[name] if t1 is None else known[name].at_run_t1(t1, meas.where(i))
 
 
 def build_rows(
@@ -215,7 +215,7 @@ def _rows_said(meas: Measurements, runs: Sequence[Profile], collectives: Sequenc
     seconds, 250 for 250 ms, once a model (a hunt: a fitted utilization of 0.00037, unsaid; ``runs``: each row's
     profile, scaled to its own T1)."""
     hosts = zip(collectives, meas.columns["nodes"], meas.columns["gpus_per_node"])
-    said = [one_node_flat_said([c for c, nodes, gpus in hosts if nodes == 1 < gpus])]
+    said = [one_node_flat_said([c for c, nodes, gpus in hosts if nodes == 1 < gpus], "the row's bandwidth")]
     odd_t1: dict[str, str] = {}
     for p, t1 in zip(runs, meas.column("t1", None)):
         for line in t1_said([p], "its t1 column" if t1 is not None else "--iteration-time"):

@@ -136,9 +136,9 @@ def select(
         bool,
         typer.Option(
             "--nearest",
-            help="A number not in the cube selects the nearest "
-            "value the cube has (a log-spaced axis by a typed value); each "
-            "pick is said on stderr.",
+            help="A number not in the cube selects the value the cube has "
+            "nearest it, by difference (so a log-spaced axis's values may be "
+            "typed rounded); each pick is said on stderr.",
         ),
     ] = False,
     sel: Annotated[

@@ -230,8 +230,10 @@ def _from_environment(error: InputError, ctx: Any) -> str:
 
 
 def command_line():
-    """The command as typed, for the cube's provenance."""
-    return "sweep " + shlex.join(sys.argv[1:])
+    """The command as typed, for the cube's provenance: the command that makes the cube from nothing, so a
+    resumed run's without --resume (a hunt: a resumed plan or --reduce cube, written whole at the end, recorded
+    --resume, which run again as shown is refused, nothing to resume; a grid's cube keeps its first run's)."""
+    return "sweep " + shlex.join(a for a in sys.argv[1:] if a != "--resume")
 
 
 def given(ctx: typer.Context, name: str) -> bool:

@@ -730,16 +730,17 @@ def _given_unread(
     return said
 
 
-def one_node_flat_said(collectives: Sequence[str]) -> str:
+def one_node_flat_said(collectives: Sequence[str], rate: str = "--bw") -> str:
     """What a sweep or a fit says where the flat ones of ``collectives`` (ring, tree, ps) price one node of
     several GPUs: its GPUs' exchange at --bw, as the paper prices it (a hunt: one node of 8 GPUs read as
     network-bound at --bw 1, "between nodes" by every label; calibrate's one-node rows pulled a fitted network
-    utilization, unsaid); "" where none does."""
+    utilization, unsaid); "" where none does. ``rate``: what sets the network's rate (calibrate's: its
+    bandwidth column)."""
     flat = list(dict.fromkeys(c for c in collectives if c in ONE_LINK_PER_WORKER))
     if not flat:
         return ""
     return (
-        f"{', '.join(flat)} on one node: its GPUs' gradient exchange at --bw, as the paper prices every GPU's link "
+        f"{', '.join(flat)} on one node: its GPUs' gradient exchange at {rate}, as the paper prices every GPU's link "
         "(hierarchical and NCCL's collectives take --intra-bw inside a node)"
     )
 

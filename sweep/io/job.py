@@ -436,9 +436,9 @@ def _fill(
 def summary_line(s: Summary) -> str:
     """The one line the CLI prints for a finished sweep."""
     rate = s["configs_per_s"]
-    resumed = f", {s['resumed_blocks']} blocks resumed" if s["resumed_blocks"] else ""
-    if s.get("damaged_blocks"):
-        resumed += f", {s['damaged_blocks']} damaged blocks computed again"
+    resumed = f", {counted(s['resumed_blocks'], 'block')} resumed" if s["resumed_blocks"] else ""
+    if s.get("damaged_blocks"):  # "1 damaged blocks" (a hunt)
+        resumed += f", {counted(s['damaged_blocks'], 'damaged block')} computed again"
     shown = f"{rate:.2g}" if rate < 10 else f"{rate:,.0f}"  # a tiny sweep's 0.44/s, not 0/s
     # A resumed run's time and rate are of what it computed, said so beside the cube's count (a hunt read
     # "128,000,000 configurations in 0.15 s" of 681,472 computed).

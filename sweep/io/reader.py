@@ -16,6 +16,7 @@ from netsweep_jax.sweep.core.families import family_of
 from netsweep_jax.sweep.core.layout_axes import AXES
 from netsweep_jax.sweep.core.textfile import not_a_file
 from netsweep_jax.sweep.core.values import all_whole, digits12, number, parse_names, parse_values
+from netsweep_jax.sweep.core.wording import counted
 from netsweep_jax.sweep.io import h5store
 from netsweep_jax.sweep.io.checkpoints import is_checkpoint
 from netsweep_jax.sweep.io.cube import FORMAT
@@ -226,7 +227,7 @@ def verify_text(path: str | Path) -> tuple[str, int]:
     finished, damaged, total = verify(path)
     changed = verify_static_file(path) or []  # coordinates and profiles, against their checksums at creation
     with h5py.File(path, "r") as f:
-        whole = written_whole(f)
+        whole, shard = written_whole(f), "shard" in f.attrs
     if whole:
         verdict = (
             "all intact"
@@ -242,12 +243,23 @@ def verify_text(path: str | Path) -> tuple[str, int]:
         else "the cube is finished: run its command again with --force to compute it again"
     )
     verdict = "all intact" if not damaged else f"{damaged} damaged ({redo})"
+    unfinished = 0 if _unfinished_is_expected(path, shard) else total - finished
+    if unfinished:  # its progress flags changed: they have no checksum of their own (a hunt: "all intact", 0)
+        verdict += (
+            f"; but {unfinished} of its blocks marked not computed in a finished cube (damaged: {redo})"
+        )
     if changed:
         verdict += (
             f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
             f"must be run again)"
         )
-    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + len(changed)
+    return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + unfinished + len(changed)
+
+
+def _unfinished_is_expected(path: str | Path, shard: bool) -> bool:
+    """Whether a cube on disk may hold blocks not computed: an unfinished run's (``OUT.partial``) or one process's
+    shard of a distributed sweep (the other processes' blocks); a finished cube holds every block."""
+    return str(path).endswith(PARTIAL_SUFFIX) or shard
 
 
 def check_selection(
@@ -262,6 +274,11 @@ def check_selection(
         for d, v in sel.items()
     }
     missing, blocks = check_read(path, positions)
+    if missing and not _unfinished_is_expected(path, "shard" in ds.attrs):
+        raise Damaged(
+            f"{path}: damaged ({counted(missing, 'block')} of what was asked for marked not computed in a finished "
+            "cube; sweep show --verify checks every block): run the sweep again"
+        )
     if missing and say is not None:
         say(
             f"{path}: an unfinished run's cube; "

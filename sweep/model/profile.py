@@ -49,6 +49,8 @@ class Profile:
       shape: [L] tuples, each tensor's shape (needed by low-rank compression), or None.
       compute_scale: the factor :meth:`scaled_to` put its compute on (a T1 given for another GPU or batch over
         its own; 1 where it is its own).
+      t1_given: T1 was given for a file that keeps none of its own (.csv, .bk.log, a JSON without one): its
+        passes are as measured, and a measured run's T1 replaces it (:meth:`at_run_t1`).
     """
 
     model: str
@@ -64,6 +66,7 @@ class Profile:
     unit: np.ndarray | None = None
     shape: tuple[tuple[int, ...], ...] | None = None
     compute_scale: float = 1.0
+    t1_given: bool = False
 
     @property
     def element_bytes(self) -> np.ndarray:
@@ -138,7 +141,20 @@ class Profile:
             unit=self.unit,
             shape=self.shape,
             compute_scale=self.compute_scale,
+            t1_given=self.t1_given,
         )
+
+    def at_run_t1(self, t1: float, where: str = "<profile>") -> "Profile":
+        """This profile at a measured run's own T1 (a calibrate row's ``t1``): its compute scaled to it
+        (:meth:`scaled_to`) where T1 is its own (a built-in's, a JSON's), replaced where T1 was given for a file
+        that keeps none (``t1_given``: a CSV's measured passes are never rescaled; a review: --iteration-time
+        0.01, then a row's t1 of 2 s, had scaled them x200)."""
+        if not self.t1_given:
+            return self.scaled_to(t1, where)
+        value = real_scalar(t1)
+        if value is None or not math.isfinite(value) or value <= 0:
+            raise InputError(f"{where}: t1 {t1!r} must be a number of seconds above 0")
+        return dataclasses.replace(self, t1=value).checked(where)
 
     def to_json(self) -> dict[str, Any]:
         """The project's JSON format (a dict): metadata plus a list of tensors."""
@@ -626,7 +642,7 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
     if model is not None and not (isinstance(model, str) and model.strip()):
         raise InputError(f"{model!r}: a profile's name is a non-empty string", param="model")
     if t1 is None or not str(path).lower().endswith(".json"):  # .csv and .bk.log keep no T1: t1 is theirs
-        return _read(path, t1, model)
+        return _given_t1(_read(path, t1, model), t1)
     try:
         own = _read(path, None, model)
     except InputError as e:
@@ -634,5 +650,10 @@ def load_profile(path: str | Path, *, t1: float | None = None, model: str | None
         # file's, its own T1 that is no number of seconds too (NaN, -1, "abc" had been taken in silence: a hunt).
         if not (e.param == "t1" or isinstance(e, ShortIterationTime)):
             raise
-        return _read(path, t1, model)
+        return _given_t1(_read(path, t1, model), t1)
     return own if t1 is None else own.scaled_to(t1, f"{path}: t1")
+
+
+def _given_t1(profile: Profile, t1: float | None) -> Profile:
+    """``profile`` read with ``t1`` as its T1 where its file keeps none: marked so (``t1_given``)."""
+    return profile if t1 is None else dataclasses.replace(profile, t1_given=True)
