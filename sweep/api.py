@@ -17,6 +17,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -553,7 +554,8 @@ def _warn_at_the_callers_line(text: str) -> None:
     the keyword checker's wrapper, sweep/core/keywords.py, not the user's ``open_cube`` line)."""
     import sys
 
-    ours = tuple(str(Path(__file__).resolve().parents[1] / part) for part in ("sweep", "kernels"))
+    # each folder with its separator: a user's /work/main/sweep_demo.py is not netsweep's (a review)
+    ours = tuple(str(Path(__file__).resolve().parents[1] / part) + os.sep for part in ("sweep", "kernels"))
     frame: Any = sys._getframe(1)
     level = 2  # this function's caller
     while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(ours):

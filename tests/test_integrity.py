@@ -54,21 +54,20 @@ def test_a_damaged_finished_cube_is_told_the_command_that_recomputes_it(tmp_path
     assert invoke("grid", *GRID, "-q", "--out", out, "--resume").exit_code == 2  # what it said before
     assert invoke("grid", *GRID, "-q", "--out", out, "--force").exit_code == 0
     assert "30 of 30 blocks finished, all intact" in invoke("show", out, "--verify").output
-    # A finished cube's block marked not computed (its progress flags have no checksum): damaged, not "all intact",
-    # and not read as an unfinished run's cube that --resume finishes (a hunt)
+    # A finished cube's block marked not computed (its progress flags have no checksum): not "all intact", exit 1;
+    # nothing tells a finished cube damaged from a copy of an unfinished run's OUT.partial: both said (a hunt; a
+    # review), and a read says so, not that --resume finishes it
     with h5py.File(out, "r+") as f:
         f["progress/blocks_done"][3] = 0
     r = invoke("show", out, "--verify")
-    assert (
-        r.exit_code == 1
-        and "29 of 30 blocks finished, all intact; but 1 of its blocks marked not computed in a finished cube (damaged: the cube is finished"
-        in r.output
+    assert r.exit_code == 1 and (
+        "29 of 30 blocks finished, all intact; but 1 block not computed under a finished cube's name (a copy of an "
+        "unfinished run's OUT.partial, which its run's --resume finishes, or a finished cube damaged: run its "
+        "command again with --force)" in r.output
     ), r.output
     r = invoke("select", out)
-    assert (
-        r.exit_code == 1
-        and "damaged (1 block of what was asked for marked not computed in a finished cube" in r.output
-    ), r.output
+    assert r.exit_code == 0 and "named as a finished cube (a copy of" in r.output, r.output
+    assert "1 of the 30 blocks this reads is not computed yet (NaN there is no result)" in r.output, r.output
 
 
 def test_done_flags_without_data_are_recomputed(tmp_path, monkeypatch):

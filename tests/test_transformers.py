@@ -221,3 +221,22 @@ def test_a_setting_given_that_nothing_reads_is_said():
     assert "not read" not in said.attrs.get(
         "assumed", ""
     )  # Horovod's fusion, a collective that reads --intra-bw
+
+
+def test_a_model_whose_adam_states_outgrow_the_gpu_is_said_so():
+    # A hunt: DDP of Llama 2 7B on 80 GB H100s priced at a scaling factor of 0.9996, 16 bytes a parameter (ZeRO,
+    # SC'20: 2 + 2 + 12) being 6,738,415,616 x 16 / 2^30 = 100.4 GiB a GPU before activations, unsaid. FSDP over
+    # 8 GPUs holds 12.6 GiB of them each; on one GPU, all of them.
+    from netsweep_jax.sweep.engine.grid import make_grid
+
+    setting = dict(gpu="h100", precision="bf16", bandwidth=400, nodes=[1, 2])
+    said = make_grid("llama-7b", bucketing="ddp", **setting).assumed
+    assert (
+        "llama-7b@h100-bf16-b8's weights, gradients and Adam states alone (16 bytes a parameter: ZeRO, SC'20) take "
+        "100 GiB on every GPU under ddp, over the h100's 80 GiB before activations: such a run cannot exist"
+        in said
+    ), said
+    assert "Adam states" not in make_grid("llama-7b", bucketing="fsdp", **setting).assumed
+    alone = make_grid("llama-7b", bucketing="fsdp", gpus_per_node=1, **{**setting, "nodes": 1}).assumed
+    assert "take 100.4 GiB on its one GPU under fsdp" in alone, alone
+    assert "Adam states" not in make_grid("gpt2-xl", bucketing="ddp", **setting).assumed  # 1.6B: 23 GiB

@@ -152,7 +152,15 @@ def _profile_file(meas: Measurements, path: str | Path, iteration_time: float | 
         t1s = meas.column("t1", None)
         if not (e.param == "t1" and iteration_time is None and all(t is not None for t in t1s)):
             raise
-        return tuple(resolve_models(profile=path, iteration_time=max(t1s)))
+        longest = int(np.argmax(t1s))
+        try:
+            return tuple(resolve_models(profile=path, iteration_time=t1s[longest]))
+        except (
+            InputError
+        ) as short:  # said at the row whose t1 it is (a review: a value no one had typed, no line)
+            raise InputError(
+                f"{meas.where(longest)}: t1 {t1s[longest]:g} s, the rows' longest: {short}"
+            ) from None
 
 
 def _profiles(

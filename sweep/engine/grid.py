@@ -365,7 +365,7 @@ def make_grid(model: Models = DEFAULTS.model, **options: Unpack[GridOptions]) ->
                     values["gpus_per_node"],
                 ),
                 reduce_said,
-                *profiles_said(profiles, compresses),
+                *profiles_said(profiles, compresses, bucketings, values),
                 *_given_unread(collectives, bucketings, values, options),
             )
             + _fabric_said(collectives, fabric, (*said, forced))

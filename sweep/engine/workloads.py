@@ -13,6 +13,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
@@ -179,10 +181,19 @@ def assumed_text(
 LEAST_BACKWARD_SHARE = 0.01
 
 
-def profiles_said(profiles: Sequence[Profile], compresses: bool) -> list[str]:
-    """What a sweep says of its profiles' own numbers: a T1 that dwarfs the backward (:func:`t1_said`), and,
-    where it compresses, a gradient element's size taken from the dtype alone (:func:`elements_said`)."""
-    return t1_said(profiles) + elements_said(profiles, compresses)
+def profiles_said(
+    profiles: Sequence[Profile], compresses: bool, bucketings: Sequence[str], values: Mapping[str, Any]
+) -> list[str]:
+    """What a sweep says of its profiles' own numbers: a T1 that dwarfs the backward (:func:`t1_said`), where
+    it compresses a gradient element's size taken from the dtype alone (:func:`elements_said`), and weights and
+    Adam states over a GPU's memory on the sweep's fewest GPUs (``values``' nodes x gpus_per_node:
+    :func:`memory_said`)."""
+    least_gpus = int(np.min(values["nodes"]) * np.min(values["gpus_per_node"]))
+    return (
+        t1_said(profiles)
+        + elements_said(profiles, compresses)
+        + memory_said(profiles, bucketings, least_gpus)
+    )
 
 
 def t1_said(profiles: Sequence[Profile], given_in: str = "--iteration-time") -> list[str]:
@@ -202,6 +213,46 @@ def t1_said(profiles: Sequence[Profile], given_in: str = "--iteration-time") -> 
             said.append(
                 f"{p.model}'s compute scaled x{p.compute_scale:.4g} to T1 = {p.t1:g} s from its own "
                 f"{p.t1 / p.compute_scale:.4g} s: T1 is in seconds ({given_in})"
+            )
+    return said
+
+
+# Bytes a parameter that Adam's training keeps on the GPU that updates it: mixed precision's 2 (half-precision
+# weights) + 2 (their gradients) + 12 (fp32 weights, momentum and variance), Rajbhandari et al., "ZeRO: Memory
+# Optimizations Toward Training Trillion Parameter Models", SC'20, Sec. 3.1; fp32 training's 4 + 4 + 8 the same.
+ADAM_BYTES_PER_PARAMETER = 16
+GIB = 2**30
+
+
+def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gpus: int) -> list[str]:
+    """What a data-parallel sweep says of a profile on a GPU preset whose weights, gradients and Adam states
+    alone, :data:`ADAM_BYTES_PER_PARAMETER` a parameter (parameters: each tensor's gradient bytes over its
+    element's), exceed the GPU's memory: under every GPU a copy (``ddp``, ``horovod``), or under ``fsdp`` sharded
+    over the sweep's fewest GPUs ``least_gpus`` (a hunt: DDP of a 6.7B model on 80 GB H100s priced at a scaling
+    factor of 0.9996, 108 GB a GPU before activations, unsaid). The sweep models no memory otherwise."""
+    said = []
+    for p in profiles:
+        gpu = gpu_of(p)
+        if gpu is None:
+            continue
+        capacity = GPUS[gpu].memory
+        states = ADAM_BYTES_PER_PARAMETER * float(np.sum(p.grad_bytes / p.element_bytes))
+        held = (
+            f"{p.model}'s weights, gradients and Adam states alone (16 bytes a parameter: ZeRO, SC'20) take"
+        )
+        over = f"over the {gpu}'s {capacity / GIB:.0f} GiB before activations"
+        copies = [b for b in bucketings if b != "fsdp"]
+        if copies and states > capacity:
+            said.append(
+                f"{held} {states / GIB:,.0f} GiB on every GPU under {', '.join(copies)}, {over}: such a run cannot "
+                "exist (fsdp shards them)"
+            )
+        if "fsdp" in bucketings and states / least_gpus > capacity:
+            said.append(
+                f"{held} {states / least_gpus / GIB:,.1f} GiB on "
+                + ("its one GPU" if least_gpus == 1 else f"each of {least_gpus:,} GPUs")
+                + f" under fsdp, {over}: "
+                "more GPUs shard them thinner"
             )
     return said
 

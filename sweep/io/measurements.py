@@ -74,16 +74,19 @@ READ_IN = {
 }
 
 
-# What follows a column's name where it is a unit: in brackets, or a unit after a separator (a label such as
-# t1_basis, utilization_nccl_tests or latency_class stays a label: a review).
-UNIT_AFTER = re.compile(
-    r"\s*[(\[].*[)\]]\s*|[_ -](s|sec|secs|seconds|ms|msec|us|usec|µs|gbps|gbit|gbits|gbit/s|gb/s|mib|mb|pct|percent|%)"
+# What follows a column's name where it is a unit: anything in brackets (``t1 (s)``, ``t1 (median)``), or a unit of
+# time, rate, size or share after a separator (a label such as t1_basis, utilization_nccl_tests or latency_class
+# stays a label: a review; t1_ns, bandwidth_gbit_s and fusion_buffer_kb had to be refused too: a review).
+_TIME = (
+    r"[nuµm]?s|(n|u|µ|micro|milli|m)?secs?|(nano|micro|milli)?seconds?|millis|mins?|minutes?|h|hrs?|hours?"
 )
+_RATE = r"[kmgt]?(bps|bits?|b|ib)([_/ ]?(per[_ ]?)?s(ec)?)?"
+UNIT_AFTER = re.compile(rf"\s*[(\[].*[)\]]\s*|[_ -]+({_TIME}|{_RATE}|pct|percent|%)")
 
 
 def _refuse_a_unit_in_a_name(header: list[str], path: Path, header_line: int) -> None:
-    """Refuse a column named as a numeric column read followed by a unit (:data:`UNIT_AFTER`: ``t1_s``,
-    ``t1 (s)``, ``bandwidth [Gbit/s]``) where that column itself is absent: a label to the reader, the setting
+    """Refuse a column named as a numeric column read followed by a unit or anything in brackets
+    (:data:`UNIT_AFTER`: ``t1_s``, ``t1 (s)``, ``bandwidth [Gbit/s]``) where that column itself is absent: a label to the reader, the setting
     ignored (a hunt: t1_s fitted utilization 0.82 at the built-in T1 where the file's 0.25 s gives 0.4). The
     measured columns only where the file has neither (one of them beside the other's label is a file's own)."""
     read = set(READ_IN) - (set(MEASURED) if set(MEASURED) & set(header) else set())

@@ -244,16 +244,23 @@ def verify_text(path: str | Path) -> tuple[str, int]:
     )
     verdict = "all intact" if not damaged else f"{damaged} damaged ({redo})"
     unfinished = 0 if _unfinished_is_expected(path, shard) else total - finished
-    if unfinished:  # its progress flags changed: they have no checksum of their own (a hunt: "all intact", 0)
-        verdict += (
-            f"; but {unfinished} of its blocks marked not computed in a finished cube (damaged: {redo})"
-        )
+    if unfinished:  # a finished cube's progress flags have no checksum of their own (a hunt: "all intact", 0)
+        named = f"{counted(unfinished, 'block')} not computed under a finished cube's name"
+        verdict += f"; but {named} ({COPY_OR_DAMAGE})"
     if changed:
         verdict += (
             f"; but {', '.join(changed)} changed since the cube was made (damaged: the sweep "
             f"must be run again)"
         )
     return f"  verify: {finished} of {total} blocks finished, {verdict}", damaged + unfinished + len(changed)
+
+
+# What a cube named as a finished one (not OUT.partial) with blocks not computed is: nothing in the file tells
+# which (a review: a copy of OUT.partial, to read while its run holds it, is one).
+COPY_OR_DAMAGE = (
+    "a copy of an unfinished run's OUT.partial, which its run's --resume finishes, or a finished cube damaged: "
+    "run its command again with --force"
+)
 
 
 def _unfinished_is_expected(path: str | Path, shard: bool) -> bool:
@@ -274,20 +281,23 @@ def check_selection(
         for d, v in sel.items()
     }
     missing, blocks = check_read(path, positions)
-    if missing and not _unfinished_is_expected(path, "shard" in ds.attrs):
-        raise Damaged(
-            f"{path}: damaged ({counted(missing, 'block')} of what was asked for marked not computed in a finished "
-            "cube; sweep show --verify checks every block): run the sweep again"
-        )
     if missing and say is not None:
+        # named as a finished cube: a copy of an unfinished run's, or a finished one damaged (a hunt; a review)
+        finished_name = not _unfinished_is_expected(path, "shard" in ds.attrs)
         say(
-            f"{path}: an unfinished run's cube; "
+            f"{path}: "
+            + (
+                f"named as a finished cube ({COPY_OR_DAMAGE}); "
+                if finished_name
+                else "an unfinished run's cube; "
+            )
             + (
                 f"{missing} of the {blocks} blocks this reads {'is' if missing == 1 else 'are'}"
                 if blocks > 1
                 else "the block this reads is"
             )
-            + " not computed yet (NaN there is no result: --resume finishes the run)"
+            + " not computed yet (NaN there is no result"
+            + (")" if finished_name else ": --resume finishes the run)")
         )
 
 

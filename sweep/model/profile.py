@@ -49,7 +49,8 @@ class Profile:
       shape: [L] tuples, each tensor's shape (needed by low-rank compression), or None.
       compute_scale: the factor :meth:`scaled_to` put its compute on (a T1 given for another GPU or batch over
         its own; 1 where it is its own).
-      t1_given: T1 was given for a file that keeps none of its own (.csv, .bk.log, a JSON without one): its
+      t1_given: T1 was given for a file that keeps none of its own (.csv, .bk.log, a JSON without one or with
+        one shorter than its passes): its
         passes are as measured, and a measured run's T1 replaces it (:meth:`at_run_t1`).
     """
 
