@@ -517,7 +517,8 @@ def compare(
         NIC rate and GPU where those are not given) or a fabric file's constants
         (:func:`sweep.io.fabric_file.read_fabric`; its logs' hosts and GPU where it records them, as a preset's);
         either implies NCCL's collective where none is given.
-      **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...).
+      **axes: other axes as :func:`evaluate` (``latency`` in us, ``jitter``, ``nics_per_node``, ...), and
+        ``iteration_time`` (s): every model's T1, its compute scaled to it as :func:`evaluate` scales it.
 
     Returns:
       :class:`Comparison`: one row per configuration, the evaluated Dataset, the files written.

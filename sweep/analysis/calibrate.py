@@ -55,7 +55,7 @@ from netsweep_jax.sweep.io.measurements import Measurements, read_measurements, 
 from netsweep_jax.sweep.io.paths import check_new_file, write_atomically
 from netsweep_jax.sweep.io.provenance import provenance
 from netsweep_jax.sweep.model.builtin import builtin_names
-from netsweep_jax.sweep.model.profile import Profile
+from netsweep_jax.sweep.model.profile import Profile, ShortIterationTime
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 
 __all__ = ["calibrate", "calibrate_file"]
@@ -155,12 +155,8 @@ def _profile_file(meas: Measurements, path: str | Path, iteration_time: float | 
         longest = int(np.argmax(t1s))
         try:
             return tuple(resolve_models(profile=path, iteration_time=t1s[longest]))
-        except (
-            InputError
-        ) as short:  # said at the row whose t1 it is (a review: a value no one had typed, no line)
-            raise InputError(
-                f"{meas.where(longest)}: t1 {t1s[longest]:g} s, the rows' longest: {short}"
-            ) from None
+        except ShortIterationTime as short:  # said at the row whose t1 it is (a review: no line named)
+            raise InputError(f"{meas.where(longest)}: {short}") from None
 
 
 def _profiles(

@@ -132,8 +132,6 @@ NOT_COMPARED = {
     "dtype": "compare computes in float64",
     "store": "compare's result is in memory, in float64",
     "reduce": "compare reads every cell; reduce evaluate's or grid's result instead",
-    "iteration_time": "compare prices each model at its own compute (the paper's V100 runs, a transformer's "
-    "workload); scale it with evaluate or grid",
 }
 
 
@@ -185,7 +183,8 @@ def compare(
         in the ``assumed`` text.
       fabric: a fabric preset or a fabric file's constants (:func:`sweep.evaluate`'s ``fabric``): settings the
         preset sets given as None (``gpus_per_node``, ``collective``, ...) and a transformer's GPU take its.
-      **axes: other axes (``latency``, ``jitter``, ...), which may vary.
+      **axes: other axes (``latency``, ``jitter``, ...), which may vary, and ``iteration_time``: every model's
+        T1 (s), its compute scaled to it as grid's (:func:`~sweep.engine.workloads.resolve_models`).
 
     Returns: (one :class:`Row` per combination of the varying dims, the Dataset, the settings the claims are
     checked in).
@@ -203,7 +202,7 @@ def compare(
     workload = _workload(models, given)
     if workload and gpu is None:  # a fabric preset's GPU where none is given
         workload["gpu"] = fabric_gpu(fabric_choice(fabric), models, None) or workload["gpu"]
-    profiles = resolve_models(models, **workload)
+    profiles = resolve_models(models, iteration_time=axes.pop("iteration_time", None), **workload)
     chosen, left_out = _takeable(chosen, compressor, profiles)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     setup.update({"fabric": fabric} if fabric is not None else {})

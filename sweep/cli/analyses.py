@@ -195,8 +195,8 @@ CompareIterationTime = Annotated[
     typer.Option(
         "--iteration-time",
         parser=typed_number(float),
-        help="With --profile: its single-GPU iteration time T1 in seconds (a .csv or .bk.log has none; a "
-        ".json's own compute is scaled to it, its gradients unchanged).",
+        help="Single-GPU iteration time T1 in seconds: every model's compute scaled to it, its gradients "
+        "unchanged (the T1 of your runs, as calibrate takes it); a --profile .csv or .bk.log has none of its own.",
     ),
 ]
 CompareGpu = Annotated[
@@ -334,6 +334,8 @@ def compare(
         bucketing=bucketing,
         iterations_factor=iterations_factor,
         codec_cost=codec_cost,
+        # a --profile file was read at it already
+        iteration_time=iteration_time if profile is None else None,
     )
     settings.update(fabric_settings(given_options(ctx), settings, fabric, model="models"))
     settings["defaults"] = _compare_defaults(ctx, settings)
@@ -351,13 +353,7 @@ def _compared_models(
 ) -> Any:
     """compare's models: the built-in names of ``--model``, or ``--profile``'s file read (with
     ``--iteration-time`` its T1; a hunt: compare alone of the data-parallel commands took no profile)."""
-    if profile is None:
-        if iteration_time is not None:  # a built-in model's own compute is what compare prices
-            raise InputError(
-                f"{iteration_time:g}: with --profile only (compare prices a built-in model at its own compute; "
-                "sweep grid --iteration-time scales it)",
-                param="iteration_time",
-            )
+    if profile is None:  # --iteration-time scales them in compare, as grid's
         refuse_large_model(model, "compare")
         return model
     if given(ctx, "model"):

@@ -27,7 +27,9 @@ from netsweep_jax.sweep.model.compute import (
     TRANSFORMER_SOURCE,
     Workload,
     gpu_named,
+    named_memory_differs,
     refuse_on_volta,
+    stated_gb,
     transformer_profile,
 )
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, MIN_SECONDS, Profile, load_profile
@@ -229,13 +231,20 @@ def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gp
     alone, :data:`ADAM_BYTES_PER_PARAMETER` a parameter (parameters: each tensor's gradient bytes over its
     element's), exceed the GPU's memory: under every GPU a copy (``ddp``, ``horovod``), or under ``fsdp`` sharded
     over the sweep's fewest GPUs ``least_gpus`` (a hunt: DDP of a 6.7B model on 80 GB H100s priced at a scaling
-    factor of 0.9996, 108 GB a GPU before activations, unsaid). The sweep models no memory otherwise."""
+    factor of 0.9996, 108 GB a GPU before activations, unsaid). The sweep models no memory otherwise. A card whose
+    name states another memory than its preset's (``A100-SXM-64GB``) is held to the stated, read as GB (a review);
+    a profile whose element size is a guess (no shapes, no dtype: :func:`elements_said`) is not counted."""
     said = []
     for p in profiles:
         gpu = gpu_of(p)
-        if gpu is None:
+        if gpu is None or (p.shape is None and p.dtype == Profile.dtype):
             continue
-        capacity = GPUS[gpu].memory
+        stated = stated_gb(str(p.device))
+        capacity = (
+            stated * 1e9
+            if stated is not None and named_memory_differs(str(p.device), gpu)
+            else GPUS[gpu].memory
+        )
         states = ADAM_BYTES_PER_PARAMETER * float(np.sum(p.grad_bytes / p.element_bytes))
         held = (
             f"{p.model}'s weights, gradients and Adam states alone (16 bytes a parameter: ZeRO, SC'20) take"
@@ -244,8 +253,8 @@ def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gp
         copies = [b for b in bucketings if b != "fsdp"]
         if copies and states > capacity:
             said.append(
-                f"{held} {states / GIB:,.0f} GiB on every GPU under {', '.join(copies)}, {over}: such a run cannot "
-                "exist (fsdp shards them)"
+                f"{held} {states / GIB:,.1f} GiB on every GPU under {', '.join(copies)}, {over}: not as priced (a "
+                "run that shards, offloads or shrinks them holds less)"
             )
         if "fsdp" in bucketings and states / least_gpus > capacity:
             said.append(

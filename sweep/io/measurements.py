@@ -78,10 +78,11 @@ READ_IN = {
 # time, rate, size or share after a separator (a label such as t1_basis, utilization_nccl_tests or latency_class
 # stays a label: a review; t1_ns, bandwidth_gbit_s and fusion_buffer_kb had to be refused too: a review).
 _TIME = (
-    r"[nuµm]?s|(n|u|µ|micro|milli|m)?secs?|(nano|micro|milli)?seconds?|millis|mins?|minutes?|h|hrs?|hours?"
+    r"[nuµμm]?s|(n|u|µ|μ|micro|milli|m)?secs?|(nano|micro|milli)?seconds?|millis|mins?|minutes?|hrs?|hours?"
 )
-_RATE = r"[kmgt]?(bps|bits?|b|ib)([_/ ]?(per[_ ]?)?s(ec)?)?"
-UNIT_AFTER = re.compile(rf"\s*[(\[].*[)\]]\s*|[_ -]+({_TIME}|{_RATE}|pct|percent|%)")
+_PER_S = r"([_/ ]?(per[_ ]?)?(s|sec|second))?"
+_RATE = rf"([kmgt]i?)?(bps|bits?|bytes?){_PER_S}|[kmgt]i?b{_PER_S}"
+UNIT_AFTER = re.compile(rf"\s*[(\[].*[)\]]\s*|[_ .-]+({_TIME}|{_RATE}|pct|percent|%|frac|fraction)")
 
 
 def _refuse_a_unit_in_a_name(header: list[str], path: Path, header_line: int) -> None:

@@ -258,8 +258,8 @@ def verify_text(path: str | Path) -> tuple[str, int]:
 # What a cube named as a finished one (not OUT.partial) with blocks not computed is: nothing in the file tells
 # which (a review: a copy of OUT.partial, to read while its run holds it, is one).
 COPY_OR_DAMAGE = (
-    "a copy of an unfinished run's OUT.partial, which its run's --resume finishes, or a finished cube damaged: "
-    "run its command again with --force"
+    "a finished cube damaged: run its command again with --force; or a copy of an unfinished run's OUT.partial: "
+    "name the copy ....partial to read it"
 )
 
 
@@ -274,30 +274,28 @@ def check_selection(
 ) -> None:
     """Refuse (:class:`~sweep.core.errors.Damaged`) to show a selection ``sel`` ({dim: value or values}) of
     the cube ``ds`` read from ``path`` when a block it reads no longer matches its checksum
-    (:func:`~sweep.io.integrity.check_read`); ``say`` how many of the blocks it reads are not computed yet (an
-    unfinished run's partial cube: their NaN are no results)."""
+    (:func:`~sweep.io.integrity.check_read`), or is not computed under a finished cube's name (a finished cube
+    damaged, or a copy of ``OUT.partial`` named otherwise); ``say`` how many of the blocks it reads are not
+    computed yet (an unfinished run's partial cube: their NaN are no results)."""
     positions = {
         str(d): np.flatnonzero(np.isin(ds[d].values, np.atleast_1d(np.asarray(v, dtype=object))))
         for d, v in sel.items()
     }
     missing, blocks = check_read(path, positions)
+    if missing and not _unfinished_is_expected(path, "shard" in ds.attrs):
+        # its blocks not computed hold what no checksum vouches for (a hunt; a review: a flag cleared over changed
+        # values showed them under "NaN there is no result")
+        raise Damaged(f"{path}: {counted(missing, 'block')} of what was asked for not computed under a finished "
+                      f"cube's name ({COPY_OR_DAMAGE})")  # fmt: skip
     if missing and say is not None:
-        # named as a finished cube: a copy of an unfinished run's, or a finished one damaged (a hunt; a review)
-        finished_name = not _unfinished_is_expected(path, "shard" in ds.attrs)
         say(
-            f"{path}: "
-            + (
-                f"named as a finished cube ({COPY_OR_DAMAGE}); "
-                if finished_name
-                else "an unfinished run's cube; "
-            )
+            f"{path}: an unfinished run's cube; "
             + (
                 f"{missing} of the {blocks} blocks this reads {'is' if missing == 1 else 'are'}"
                 if blocks > 1
                 else "the block this reads is"
             )
-            + " not computed yet (NaN there is no result"
-            + (")" if finished_name else ": --resume finishes the run)")
+            + " not computed yet (NaN there is no result: --resume finishes the run)"
         )
 
 

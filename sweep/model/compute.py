@@ -527,14 +527,17 @@ def named_memory_differs(device: str, key: str) -> bool:
     """Whether ``device``'s name states a memory size (``NVIDIA A100-SXM-64GB``: 64) other than preset ``key``'s
     (within :data:`NAMED_MEMORY_TOLERANCE`, in GB or GiB): another card of the preset's chip, whose layouts the
     preset's memory would not fit (a hunt: a fabric fitted on 64 GB A100s planned a layout using 66 GB)."""
-    stated = [float(w[:-2]) for w in name_words(device) if re.fullmatch(r"\d+(\.\d+)?gb", w)]
-    if not stated:
+    stated = stated_gb(device)
+    if stated is None:
         return False
     memory = GPUS[key].memory
-    return (
-        min(abs(stated[0] - memory / 2**30), abs(stated[0] - memory / 1e9))
-        > NAMED_MEMORY_TOLERANCE * stated[0]
-    )
+    return min(abs(stated - memory / 2**30), abs(stated - memory / 1e9)) > NAMED_MEMORY_TOLERANCE * stated
+
+
+def stated_gb(device: str) -> float | None:
+    """The memory size ``device``'s name states, in GB (``NVIDIA A100-SXM-64GB``: 64), or None."""
+    stated = [float(w[:-2]) for w in name_words(device) if re.fullmatch(r"\d+(\.\d+)?gb", w)]
+    return stated[0] if stated else None
 
 
 # A NIC's rate at most (Gbit/s): twice the fastest NIC of any system here (ConnectX-8's 800 Gbit/s, the GB300 and
