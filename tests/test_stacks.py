@@ -234,6 +234,21 @@ def test_a_stack_with_tp_overlaps_tp_comm_only_with_sequence_parallelism():
     mine = dict(gpus=8, global_batch=8, tp=2, overlap="grad_reduce+tp_comm")
     assert said in make_layout_grid("llama3-8b", sequence_parallel="0,1", **mine).assumed
     assert said not in make_layout_grid("llama3-8b", sequence_parallel=1, **mine).assumed
+    # at ZeRO 0 nothing is gathered: param_gather not said as overlapped (a hunt; Megatron-LM refuses
+    # --overlap-param-gather without its distributed optimizer), kept where some ZeRO shards
+    for zero, overlap in (("0", "grad_reduce+tp_comm"), ("0,1", "grad_reduce+param_gather+tp_comm")):
+        grid = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=2, zero=zero, stack="megatron-core")
+        assert grid.settings.overlap == overlap
+
+
+def test_a_stack_of_micro_batches_per_stage_takes_dp_for_the_gpus(tmp_path):
+    # A hunt: --dp without --gpus (as the help allows) read the empty --gpus, "--gpus '': give at least one value"
+    for pp in ("1", "4"):
+        layout = ["--tp", "1", "--pp", pp, "--cp", "1", "--dp", "8", "--global-batch", "64"]
+        r = invoke("grid", "--model", "llama3-8b", "--stack", "fsdp", "--gpu", "h100", *layout, "--out",
+                   tmp_path / f"{pp}.h5", "-q")  # fmt: skip
+        assert r.exit_code == 0, r.output
+    assert "micro-batch 2 (as many micro-batches as stages)" in r.output, r.output
 
 
 def test_a_stacks_constants_follow_the_die_and_one_sweep_takes_one_value():

@@ -1089,14 +1089,17 @@ def _micro_batch_per_stage(
         return None
     if any(given[name] is None and name in search for name in ("micro_batch", "gpus", "tp", "pp", "cp")):
         return None
+    # the layouts' data parallelism: --dp's, or the GPUs' over tp x pp x cp (a hunt: --dp without --gpus read
+    # the empty --gpus, "give at least one value")
+    by_dp = given["gpus"] is None and given.get("dp") is not None
     lists: dict[str, list[float]] = {}
-    for name in ("gpus", "tp", "pp", "cp", "global_batch"):
+    for name in ("dp" if by_dp else "gpus", "tp", "pp", "cp", "global_batch"):
         held = wanted.get(name) if given[name] is None else None  # the stack's own (its CP 1)
         lists[name] = [float(v) for v in (held or _values(name, given[name], AXES[name].default))]
     default = float(AXES["micro_batch"].default)  # what a layout that does not pipeline runs
     runs, pipelines = set(), False
-    for gpus, tp, pp, cp, batch in itertools.product(*lists.values()):
-        dp = gpus / (tp * pp * cp)
+    for first, tp, pp, cp, batch in itertools.product(*lists.values()):
+        dp = first if by_dp else first / (tp * pp * cp)
         if dp.is_integer() and dp >= 1:  # one that cannot exist runs nothing
             micro = stack.micro_batch(batch, dp, pp)
             pipelines |= micro is not None
@@ -1154,4 +1157,7 @@ def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: 
     # inert at 1), dropped where every TP given is 1, as a runs file's row at TP 1 says it (a hunt)
     # (TP given, else plan's searched values, else its default, 1: a review, the default had been taken as wide)
     wide = bool((_values("tp", given["tp"], search.get("tp", AXES["tp"].default)) > 1).any())
-    return stack.overlap_with(2.0 if wide else 1.0, values.pop())
+    # and at ZeRO 0 no parameters are gathered: param_gather dropped where every ZeRO is 0 (Megatron-LM refuses
+    # --overlap-param-gather without its distributed optimizer; a hunt read it in the assumed line of --zero 0)
+    zero = _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
+    return stack.overlap_with(2.0 if wide else 1.0, values.pop(), sharded=bool((zero >= 1).any()))

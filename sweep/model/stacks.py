@@ -76,11 +76,12 @@ class Stack:
     context_parallel: bool = True
     never_ran: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
 
-    def overlap_with(self, tp: float, sequence_parallel: float) -> str:
-        """The overlap switches of a layout of TP ``tp`` with sequence parallelism ``sequence_parallel``."""
-        if tp > 1 and sequence_parallel:
-            return self.overlap
-        kept = [s for s in self.overlap.split("+") if s != "tp_comm"]
+    def overlap_with(self, tp: float, sequence_parallel: float, sharded: bool = True) -> str:
+        """The overlap switches of a layout of TP ``tp`` with sequence parallelism ``sequence_parallel``, its
+        optimizer ``sharded`` (ZeRO >= 1: else no parameter gather to overlap)."""
+        dropped = set() if tp > 1 and sequence_parallel else {"tp_comm"}
+        dropped |= set() if sharded else {"param_gather"}
+        kept = [s for s in self.overlap.split("+") if s not in dropped]
         return "+".join(kept) or "none"
 
     def micro_batch(self, global_batch: float, dp: float, pp: float) -> int | None:
