@@ -1,6 +1,7 @@
 """sweep calibrate: recovers a known utilization; bad measurement files are refused."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -588,3 +589,24 @@ def test_a_profile_file_that_keeps_no_t1_takes_each_rows_t1_with_its_passes_as_m
     assert fits[0]["utilization"] == pytest.approx(fits[1]["utilization"], rel=1e-9)
     predicted = [[row["predicted"] for row in fit["rows"][:3]] for fit in fits]
     assert predicted[0] == pytest.approx(predicted[1], rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "header,refused",
+    [
+        ("t1_mean_s", True), ("t1_median (s)", True), ("latency_micros", True), ("utilization%", True),
+        ("jitter_pct", True), ("fusion_buffer_kb", True),
+        # labels (a review): a minimum, a basis, a class (the bandwidth column given: any name after it is a label)
+        ("t1_min", False), ("t1_basis", False), ("latency_class", False), ("utilization_nccl_tests", False),
+    ],
+)  # fmt: skip
+def test_a_column_is_refused_for_a_unit_after_a_settings_name_and_a_label_is_read(tmp_path, header, refused):
+    path = tmp_path / "m.csv"
+    path.write_text(f"nodes,gpus_per_node,bandwidth,scaling_factor,{header}\n2,8,25,0.9,3\n")
+    if refused:
+        with pytest.raises(InputError, match=f"column '{re.escape(header)}' is "):
+            read_measurements(path)
+    else:
+        assert read_measurements(path).columns[header] == ["3"] or read_measurements(path).columns[
+            header
+        ] == [3.0]

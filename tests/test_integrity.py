@@ -63,8 +63,8 @@ def test_a_damaged_finished_cube_is_told_the_command_that_recomputes_it(tmp_path
     r = invoke("show", out, "--verify")
     assert r.exit_code == 1 and (
         "29 of 30 blocks finished, all intact; but 1 block not computed under a finished cube's name (a finished "
-        "cube damaged: run its command again with --force; or a copy of an unfinished run's OUT.partial: name the "
-        "copy ....partial to read it)" in r.output
+        "cube damaged: run its command again with --force; or a copy of an unfinished run's OUT.partial: give the "
+        "copy a .partial suffix to read it)" in r.output
     ), r.output
     r = invoke("select", out)
     assert (

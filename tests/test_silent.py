@@ -549,6 +549,7 @@ def test_compare_takes_a_profile_file_and_leaves_out_what_it_cannot_take(tmp_pat
     today = evaluate("resnet50", iteration_time=0.25, utilization=0.3775, collective="ring", bucketing="horovod",
                      bandwidth=25, nodes=8, dtype="float64").scaling_factor  # fmt: skip
     assert f"resnet50  25      {float(today.squeeze()):.3f}" in r.output, r.output
+    assert "--iteration-time 0.25: every model's compute scaled to T1 = 0.25 s" in r.output  # said (a review)
     line = one_line_error(invoke("compare", "--profile", path, "--iteration-time", "0.05", "--gpu", "h100"))
     assert (
         line

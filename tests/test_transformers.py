@@ -249,4 +249,4 @@ def test_a_model_whose_adam_states_outgrow_the_gpu_is_said_so():
     )  # 65.3 GiB
     assert "Adam states" not in make_grid(small, bandwidth=400).assumed
     named = dataclasses.replace(small, device="NVIDIA A100-SXM-64GB")
-    assert "over the a100's 60 GiB" in make_grid(named, bandwidth=400).assumed
+    assert "over the 'NVIDIA A100-SXM-64GB''s 64 GiB" in make_grid(named, bandwidth=400).assumed

@@ -202,7 +202,7 @@ def compare(
     workload = _workload(models, given)
     if workload and gpu is None:  # a fabric preset's GPU where none is given
         workload["gpu"] = fabric_gpu(fabric_choice(fabric), models, None) or workload["gpu"]
-    profiles = resolve_models(models, iteration_time=axes.pop("iteration_time", None), **workload)
+    profiles = resolve_models(models, iteration_time=(t1 := axes.pop("iteration_time", None)), **workload)
     chosen, left_out = _takeable(chosen, compressor, profiles)
     setup = dict(nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, bucketing=bucketing, **axes)
     setup.update({"fabric": fabric} if fabric is not None else {})
@@ -222,7 +222,7 @@ def compare(
     setup.update(_left_to_the_fabric(setup, ds))
     unset = [k for k in WORKLOAD if given[k] is None] if workload else []
     grid_said = str(ds.attrs.get("assumed", ""))
-    swept_said = [_workload_said(workload, unset) if unset else "", grid_said, *left_out]
+    swept_said = [_workload_said(workload, unset) if unset else "", _t1_said(t1), grid_said, *left_out]
     said = [f"compare's defaults: {', '.join(defaults)}", *swept_said] if defaults else swept_said
     # the report says what the sweeps assumed (its opening paragraph states compare's own settings, whichever
     # way they were given: the command's line and the API's report alike)
@@ -270,6 +270,11 @@ def _today_and_fixed(
     ds = _transports(today, fixed)
     ds.attrs["fixed_transport"] = fixed_said(nccl)  # what the fixed half is: the sweeps' attrs are today's
     return ds
+
+
+def _t1_said(t1: float | None) -> str:
+    """What a compare at a T1 given says of it (a review: neither its line nor its report had said it)."""
+    return "" if t1 is None else f"--iteration-time {t1:g}: every model's compute scaled to T1 = {t1:g} s"
 
 
 def nccl_priced(fabric: Any, collective: Any) -> bool:

@@ -232,7 +232,8 @@ def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gp
     element's), exceed the GPU's memory: under every GPU a copy (``ddp``, ``horovod``), or under ``fsdp`` sharded
     over the sweep's fewest GPUs ``least_gpus`` (a hunt: DDP of a 6.7B model on 80 GB H100s priced at a scaling
     factor of 0.9996, 108 GB a GPU before activations, unsaid). The sweep models no memory otherwise. A card whose
-    name states another memory than its preset's (``A100-SXM-64GB``) is held to the stated, read as GB (a review);
+    name states another memory than its preset's (``A100-SXM-64GB``) is held to the stated, read as GiB as the
+    presets read theirs (a review);
     a profile whose element size is a guess (no shapes, no dtype: :func:`elements_said`) is not counted."""
     said = []
     for p in profiles:
@@ -240,16 +241,15 @@ def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gp
         if gpu is None or (p.shape is None and p.dtype == Profile.dtype):
             continue
         stated = stated_gb(str(p.device))
-        capacity = (
-            stated * 1e9
-            if stated is not None and named_memory_differs(str(p.device), gpu)
-            else GPUS[gpu].memory
-        )
+        own = stated is not None and named_memory_differs(
+            str(p.device), gpu
+        )  # GiB, as the presets read "40GB"
+        capacity = stated * 2**30 if own and stated is not None else GPUS[gpu].memory
         states = ADAM_BYTES_PER_PARAMETER * float(np.sum(p.grad_bytes / p.element_bytes))
         held = (
             f"{p.model}'s weights, gradients and Adam states alone (16 bytes a parameter: ZeRO, SC'20) take"
         )
-        over = f"over the {gpu}'s {capacity / GIB:.0f} GiB before activations"
+        over = f"over the {repr(str(p.device)) if own else gpu}'s {capacity / GIB:.0f} GiB before activations"
         copies = [b for b in bucketings if b != "fsdp"]
         if copies and states > capacity:
             said.append(

@@ -78,11 +78,17 @@ READ_IN = {
 # time, rate, size or share after a separator (a label such as t1_basis, utilization_nccl_tests or latency_class
 # stays a label: a review; t1_ns, bandwidth_gbit_s and fusion_buffer_kb had to be refused too: a review).
 _TIME = (
-    r"[nuµμm]?s|(n|u|µ|μ|micro|milli|m)?secs?|(nano|micro|milli)?seconds?|millis|mins?|minutes?|hrs?|hours?"
+    r"[nuµμm]?s|(n|u|µ|μ|micro|milli|m)?secs?|(nano|micro|milli)?seconds?|micros|millis|minutes|hrs?|hours?"
 )
 _PER_S = r"([_/ ]?(per[_ ]?)?(s|sec|second))?"
-_RATE = rf"([kmgt]i?)?(bps|bits?|bytes?){_PER_S}|[kmgt]i?b{_PER_S}"
-UNIT_AFTER = re.compile(rf"\s*[(\[].*[)\]]\s*|[_ .-]+({_TIME}|{_RATE}|pct|percent|%|frac|fraction)")
+_RATE = rf"([kmgt]i?)?(bps|bits?|bytes?){_PER_S}|[kmgt]i?b{_PER_S}|[kmgt]bitps"
+_SHARE = r"pct|percent|percentage|%|frac|fraction"
+# a statistic before the unit (t1_mean_s, t1_p50_ms); min alone is a minimum, not minutes (a review)
+_STAT = r"(mean|avg|average|median|p\d+|min|max)"
+_STATISTIC = rf"({_STAT}[_ .-]+)?"
+UNIT_AFTER = re.compile(
+    rf"([_ .-]+{_STAT})?\s*[(\[].*[)\]]\s*|%|[_ .-]+{_STATISTIC}({_TIME}|{_RATE}|{_SHARE})"
+)
 
 
 def _refuse_a_unit_in_a_name(header: list[str], path: Path, header_line: int) -> None:

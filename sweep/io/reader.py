@@ -259,7 +259,7 @@ def verify_text(path: str | Path) -> tuple[str, int]:
 # which (a review: a copy of OUT.partial, to read while its run holds it, is one).
 COPY_OR_DAMAGE = (
     "a finished cube damaged: run its command again with --force; or a copy of an unfinished run's OUT.partial: "
-    "name the copy ....partial to read it"
+    "give the copy a .partial suffix to read it"
 )
 
 
