@@ -463,7 +463,8 @@ def test_a_row_given_twice_is_refused_naming_both_lines(tmp_path):
     # A hunt: a row pasted twice fitted with a standard error of 7e-13, where the row once leaves none to estimate.
     rows = tmp_path / "m.csv"
     row = "resnet50,8,8,100,0.128,0.75\n"
-    rows.write_text("model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n" + row + "# merged\n" + row)
+    again = row.replace(",100,", ",100.0,")  # the same run by its values (a hunt: 25 and 25.0 were two runs)
+    rows.write_text("model,nodes,gpus_per_node,bandwidth,t1,scaling_factor\n" + row + "# merged\n" + again)
     for command in (
         ("calibrate", rows, "--out", tmp_path / "c.json"),
         ("validate", rows, "--out", tmp_path / "v"),

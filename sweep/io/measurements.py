@@ -154,18 +154,20 @@ def read_measurements(path: str | Path) -> Measurements:
         )
     columns: dict[str, list[Any]] = {c: [] for c in header}
     lines: list[int] = []
-    seen: dict[tuple[str, ...], int] = {}
+    seen: dict[tuple[Any, ...], int] = {}
     for lineno, cells in rows:
-        # A row pasted twice counted twice: a fit's standard error of 7e-13 where one row leaves none (a hunt)
-        first = seen.setdefault(tuple(cells.values()), lineno)
+        values = {name: _cell(name, cell, path, lineno) for name, cell in cells.items()}
+        # A row pasted twice counted twice: a fit's standard error of 7e-13 where one row leaves none (a hunt); the
+        # same by its values, as read (a hunt: 25 and 25.0 had been two runs)
+        first = seen.setdefault(tuple(values.values()), lineno)
         if first != lineno:
             raise InputError(
                 f"{where(path, lineno)}: the same row as line {first}; give each run once (a row twice counts "
                 "twice in a fit, its standard errors and a held-out error), or a label column that tells two "
                 "runs of equal values apart"
             )
-        for name, cell in cells.items():
-            columns[name].append(_cell(name, cell, path, lineno))
+        for name, value in values.items():
+            columns[name].append(value)
         _refuse_other_gpus(columns, path, lineno)
         lines.append(lineno)
     if not lines:
