@@ -584,3 +584,11 @@ def test_a_rate_no_gpu_can_run_at_is_refused_whatever_its_metric(tmp_path, metri
         InputError, match=f"runs.csv:3 \\(row r2\\): value {said} is .* above the h100's dense"
     ):
         read_runs(path)
+
+
+def test_a_stacks_sequence_parallelism_at_tp_1_is_said_inert():
+    # A hunt: "sequence parallelism on" at TP 1, where it means nothing
+    one = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp=1, stack="fsdp")
+    assert "sequence parallelism on (inert at TP 1)" in " ".join(one.assumed)
+    wide = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1,2", stack="fsdp")
+    assert "sequence parallelism on," in " ".join(wide.assumed) and "inert" not in " ".join(wide.assumed)

@@ -1032,7 +1032,8 @@ def _stack_settings(
         overlap = _stack_overlap(stack, given, filled, search)
     said = {
         "zero": f"ZeRO {show(filled.get('zero', 0))}",
-        "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}",
+        "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}"
+        + ("" if _tp_wide(given, search) else " (inert at TP 1)"),  # a hunt read it as a setting at TP 1
         "cp": "no context parallelism (CP 1)",
         "grad_bytes": "bf16 gradients" if filled.get("grad_bytes") == 2 else "the precision's gradients",
         "attention_efficiency": f"flash-attention efficiency {show(filled.get('attention_efficiency', 0))}",
@@ -1141,6 +1142,12 @@ def _one_per_sweep(
     return filled
 
 
+def _tp_wide(given: dict, search: dict[str, str]) -> bool:
+    """Whether some layout of the sweep may have TP over 1: TP given, else plan's searched values, else its
+    default, 1 (a review: the default had been taken as wide)."""
+    return bool((_values("tp", given["tp"], search.get("tp", AXES["tp"].default)) > 1).any())
+
+
 def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> str:
     """The stack's overlap switches at the sweep's sequence parallelism (given, else the stack's ``filled``)."""
     sp = given["sequence_parallel"]
@@ -1156,7 +1163,7 @@ def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: 
     # at TP 1 there is no TP communication to overlap: tp_comm kept where some layout's TP may exceed 1 (it is
     # inert at 1), dropped where every TP given is 1, as a runs file's row at TP 1 says it (a hunt)
     # (TP given, else plan's searched values, else its default, 1: a review, the default had been taken as wide)
-    wide = bool((_values("tp", given["tp"], search.get("tp", AXES["tp"].default)) > 1).any())
+    wide = _tp_wide(given, search)
     # and at ZeRO 0 no parameters are gathered: param_gather dropped where every ZeRO is 0 (Megatron-LM refuses
     # --overlap-param-gather without its distributed optimizer; a hunt read it in the assumed line of --zero 0)
     zero = _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
