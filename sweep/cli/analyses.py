@@ -190,13 +190,14 @@ def _validate_data_parallel(measurements: Path | None, out: Path | None, force: 
 # compare's own options (its defaults, the paper's setting, are in its signature).
 CompareModels = Annotated[str, typer.Option("--model", help="Built-in model(s), comma list.")]
 CompareProfile = Annotated[Path | None, typer.Option("--profile", help=PROFILE_HELP)]
-CompareIterationTime = Annotated[
+# compare's and calibrate's (the same meaning in both)
+IterationTime = Annotated[
     float | None,
     typer.Option(
         "--iteration-time",
         parser=typed_number(float),
-        help="Single-GPU iteration time T1 in seconds: every model's compute scaled to it, its gradients "
-        "unchanged (the T1 of your runs, as calibrate takes it); a --profile .csv or .bk.log has none of its own.",
+        help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
+        "model's or a profile's own compute to your GPU and batch, as grid's (its gradients unchanged).",
     ),
 ]
 CompareGpu = Annotated[
@@ -275,7 +276,7 @@ def compare(
     ctx: typer.Context,
     model: CompareModels = COMPARE_MODELS,
     profile: CompareProfile = None,
-    iteration_time: CompareIterationTime = None,
+    iteration_time: IterationTime = None,
     gpu: CompareGpu = None,
     precision: ComparePrecision = None,
     batch: CompareBatch = None,
@@ -618,15 +619,6 @@ HostGpus = Annotated[
 ]
 Profiles = Annotated[
     list[Path] | None, typer.Option("--profile", help="Profile file(s) (repeat); replace --model.")
-]
-IterationTime = Annotated[
-    float | None,
-    typer.Option(
-        "--iteration-time",
-        parser=typed_number(float),
-        help="Single-GPU iteration time T1 in seconds: for --profile formats without it, or to scale a built-in "
-        "model's or a profile's own compute to your GPU and batch, as grid's (its gradients unchanged).",
-    ),
 ]
 Fit = Annotated[
     str,

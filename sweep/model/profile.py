@@ -107,10 +107,7 @@ class Profile:
     def scaled_to(self, t1: float, where: str = "<profile>") -> "Profile":
         """This profile on faster or slower compute: every backward wait (and forward time)
         scaled by t1 / T1, the gradients unchanged (another GPU or batch size, same model)."""
-        value = real_scalar(t1)
-        if value is None or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{where}: t1 {t1!r} must be a number of seconds above 0")
-        t1 = value
+        t1 = _seconds(t1, where)
         if t1 == self.t1:
             return self
         scale = t1 / self.t1
@@ -152,10 +149,7 @@ class Profile:
         0.01, then a row's t1 of 2 s, had scaled them x200)."""
         if not self.t1_given:
             return self.scaled_to(t1, where)
-        value = real_scalar(t1)
-        if value is None or not math.isfinite(value) or value <= 0:
-            raise InputError(f"{where}: t1 {t1!r} must be a number of seconds above 0")
-        return dataclasses.replace(self, t1=value).checked(where)
+        return dataclasses.replace(self, t1=_seconds(t1, where)).checked(where)
 
     def to_json(self) -> dict[str, Any]:
         """The project's JSON format (a dict): metadata plus a list of tensors."""
@@ -218,6 +212,15 @@ def recorded_t1(step_s: float, wait_s: Iterable[float], forward_s: Iterable[floa
         f"; T1 raised from the step's {step_s * 1e3:.4g} ms to the recorded forward + backward "
         f"{floor * 1e3:.4g} ms (profiling overhead)"
     )
+
+
+def _seconds(t1: object, where: str) -> float:
+    """A T1 given to :meth:`Profile.scaled_to` or :meth:`Profile.at_run_t1` as a float, refused unless a finite
+    number of seconds above 0."""
+    value = real_scalar(t1)
+    if value is None or not math.isfinite(value) or value <= 0:
+        raise InputError(f"{where}: t1 {t1!r} must be a number of seconds above 0")
+    return value
 
 
 def make_profile(
