@@ -69,6 +69,7 @@ from netsweep_jax.kernels.layout_communication import LayerCommunication, layer_
 from netsweep_jax.kernels.layout_compute import LayerTimes, LayerWork, layer_times, layer_work
 from netsweep_jax.kernels.layout_data_parallel import (
     DataParallel,
+    as_pipelines_run_zero3,
     data_parallel_exposed,
     fifo_end,
     optimizer_step,
@@ -215,6 +216,8 @@ def _step(arch: Arch, dev: Device, lay: Parallelism) -> dict[str, Value]:
     dp, gpus, m, status = degrees(arch, lay)  # which layouts can exist
     # The job's GPUs as the layout runs them (d t p c where D is given), which the groups' placement reads.
     lay = lay._replace(gpus=gpus)
+    # ZeRO 3 under a pipeline, where it gathers once a step (PyTorch's FSDP2), reduces after the stage's backward.
+    lay = as_pipelines_run_zero3(lay)
 
     # One layer and micro-batch on one GPU: work, parameters, activations, time, recomputation, traffic.
     work = layer_work(arch, dev, lay, gpus, mats)

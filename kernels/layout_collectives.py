@@ -21,8 +21,8 @@ with f(s) = s from one NIC up and 1 / ceil(1 / s) under one (:func:`nic_fraction
 the K NICs whole, and the one sharing its NIC most paces them; 5 NICs for 8 GPUs give half a NIC, as 4 do),
 
 which for a group spanning whole nodes (q = G) is netsweep's ``nccl-ring`` with
-``--nics-per-node`` K, and for one member per node (TP of 8 on 8-GPU nodes) each GPU's
-share of the node's NICs.
+``--nics-per-node`` K, and for one member per node (a DP group at stride 8 beside TP 8 on 8-GPU nodes) each
+GPU's share of the node's NICs.
     all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
                   = 2 X / bw + 2 ceil(log2 n) lambda             (tree; ``ring-or-tree`` the cheaper)
     reduce-scatter, all-gather = (n - 1) / n X / bw + (n - 1) lambda

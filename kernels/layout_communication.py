@@ -157,7 +157,7 @@ def hierarchical_copies(arch: Arch, ep: Value, ep_near: Value) -> tuple[Value, V
     two stages are pipelined (DeepEP's forwarder warps relay each chunk as it lands; "communications via IB
     and NVLink are fully overlapped", arXiv 2412.19437 sec. 3.2.2), so the all-to-all takes the slower:
 
-        flex = max(rdma X / (k K beta u / G_node), nvlink X / (k W)) + (n - 1) lambda
+        flex = max(rdma X / (k K beta u / G_node) + (n - 1) lambda, nvlink X / (k W))
 
     with X the alltoall dispatcher's bytes (k copies a token), K beta u / G_node the GPU's share of its node's NICs
     and W NVLink (times eta_net and eta_nvl under NCCL's pricing, whose lambda it then takes). ep, ep_near:

@@ -7,7 +7,7 @@ beta_b one layer's backward as the pipeline paces it (:mod:`kernels.layout_pipel
 Data parallelism (the paper's model, per stage): during the last micro-batch's
 backward, each layer's gradients (grad_bytes per parameter) become ready in turn and
 are reduced in FIFO order over the D c data-parallel GPUs (expert gradients over
-D c / e), an all-reduce at ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
+their expert data-parallel group, D c t / (e etp)), an all-reduce at ZeRO 0 and a reduce-scatter at ZeRO 1/2. For a run of n
 identical layers, ready every beta_b seconds from time s0, with per-layer reduction
 time gamma and the previous reduction ending at F, the recurrence
 end_i = max(end_{i-1}, s0 + i beta_b) + gamma ends at
@@ -19,7 +19,9 @@ the logits (last stage), the stage's layers, and the embedding (first stage); wh
 ends after the stage's backward is exposed, less the stage's slack in the pipeline
 drain (stage i ends its backward i stage-backward times before the first). At
 ZeRO 1/2 the updated parameters are all-gathered after the optimizer step, behind the
-first micro-batch's forward (exposed: the excess). That forward takes, per layer, its compute t_f and its part of
+first micro-batch's forward (exposed: the excess). ZeRO 3 under a pipeline (p > 1) with ``zero3_gather_once``
+is priced as PyTorch's pipelining runs FSDP2 (:func:`as_pipelines_run_zero3`): ZeRO 1, its reduce-scatters
+after the stage's backward. That forward takes, per layer, its compute t_f and its part of
 what the overlapped streams add to the layer (w, :func:`kernels.layout_communication.hidden_waited`), in
 proportion to the compute:
 
@@ -45,10 +47,33 @@ import jax.numpy as jnp
 from netsweep_jax.kernels.layout_collectives import all_reduce, scatter_or_gather
 from netsweep_jax.kernels.layout_communication import LayerCommunication
 from netsweep_jax.kernels.layout_compute import LayerTimes
-from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value
+from netsweep_jax.kernels.layout_inputs import Arch, Device, Parallelism, Value, has_bit
 from netsweep_jax.kernels.layout_memory import LayerParams
 from netsweep_jax.kernels.layout_pipeline import Pipeline
 from netsweep_jax.kernels.layout_recompute import Recompute
+
+
+def as_pipelines_run_zero3(lay: Parallelism) -> Parallelism:
+    """The layout with ZeRO 3 under a pipeline (p > 1), where ``zero3_gather_once`` is 1, as PyTorch's
+    pipelining runs FSDP2: ZeRO 1 with the gradient reduce not overlapped. (At 0, Megatron-FSDP's: it gathers
+    and reduce-scatters every micro-batch, as without a pipeline. DeepSpeed's PipelineEngine refuses ZeRO 2
+    and 3, deepspeedai/DeepSpeed@03f6f75 deepspeed/runtime/pipe/engine.py.)
+
+    torchtitan keeps the gathered parameters after each forward where PP is on (``reshard_after_forward = not
+    pp_enabled``, pytorch/torchtitan@018740b torchtitan/models/llama3/infra/parallelize.py ``apply_fsdp``), and
+    PyTorch's pipeline stage turns off FSDP's resharding and gradient reduction in every micro-batch's backward
+    and runs FSDP's post-backward (the gradients' reduce-scatter, then the resharding) once, after the stage's
+    last backward (pytorch/pytorch@0138610 torch/distributed/pipelining/stage.py ``backward_maybe_with_nosync``,
+    ``_post_backward``); FSDP2 accumulates the unsharded gradients in its reduce dtype
+    (``FSDPParam.to_accumulated_grad_if_needed``). So a step gathers each stage's parameters once, behind the
+    first micro-batch's forward, and holds them and its gradients whole (ZeRO 1's memory: only the optimizer's
+    states sharded), and reduce-scatters the gradients once, after the stage's backward."""
+    pipelined = (lay.zero >= 3) & (lay.pp > 1) & (lay.zero3_gather_once > 0)
+    grad_reduce_bit = jnp.where(has_bit(lay.overlap, 1.0), 1.0, 0.0)
+    return lay._replace(
+        zero=jnp.where(pipelined, 1.0, lay.zero),
+        overlap=jnp.where(pipelined, lay.overlap - grad_reduce_bit, lay.overlap),
+    )
 
 
 def fifo_end(prev_end: Value, start: Value, count: Value, ready_every: Value, duration: Value) -> Value:

@@ -131,7 +131,9 @@ class Parallelism(NamedTuple):
     variant; 0: NCCL's default, off), rail_only (1: rail-only wiring, no spine, off-rail bytes forwarded over
     NVLink first; both read only where collectives is nccl: :func:`kernels.layout_collectives.group_fabric`),
     moe_dispatcher (0 alltoall: Megatron-Core's NCCL all-to-all of every dispatched copy; 1 flex:
-    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.hierarchical_copies`).
+    DeepEP's hierarchical dispatch, :func:`kernels.layout_communication.hierarchical_copies`),
+    zero3_gather_once (1: ZeRO 3 under a pipeline gathers once a step, as PyTorch's pipelining runs FSDP2,
+    :func:`kernels.layout_data_parallel.as_pipelines_run_zero3`; 0: every micro-batch, as Megatron-FSDP).
     """
 
     gpus: Value
@@ -173,6 +175,7 @@ class Parallelism(NamedTuple):
     leaf_hosts: Value = 0.0
     oversubscription: Value = 1.0
     moe_dispatcher: Value = 0.0
+    zero3_gather_once: Value = 0.0
     sharp: Value = 0.0
     rail_only: Value = 0.0
     nccl_op_latency: Value = 0.0

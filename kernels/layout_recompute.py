@@ -12,7 +12,8 @@ A less what it drops, D (units of h bytes a token, over t unless said), and re-r
     part (bit)                        D                                   W, n
     core_attn (1; "selective")        the score term (unfused)            the core's forward (layout_compute)
     layernorm (8)                     2 g (unsplit without SP)            0, 0
-    up_proj (16; MLA's up-projection) (2 w_q + 4 w_kv) / h                2 h w_q + 4 h w_kv, 1
+    up_proj (16; MLA's up-projection) 2 (w_q + w_k + w_v) / h             2 (r_q w_q + r_kv (w_k - H_kv w_rope
+                                                                          + w_v)), 1 (from the latents)
     mlp (32; dense layers)            (4 or 2 + g) f / h                  (6 or 4) h f, 2
     moe_act (64; MoE layers)          g f_e k I / h                       0, 0
     moe (128; MoE layers)             (g etp + 2) k I + (4 or 2 + g) f_e (k I + S) / h    its expert

@@ -143,6 +143,8 @@ def random_case(rng):
         and random.Random(seed + "cpu").random() < 0.95
     ):
         lay["offload_layers"] = 0
+    # half of the cases run ZeRO 3 under a pipeline as PyTorch's FSDP2 does (gathered once a step), drawn apart
+    lay["zero3_gather_once"] = random.Random(seed + "zero3").choice([0, 1])
     return arch, dev, lay
 
 
@@ -255,6 +257,7 @@ def gpt3_case(**changes):
         sharp=0.0,
         rail_only=0.0,
         moe_dispatcher=0,
+        zero3_gather_once=0,
     )
     for key, value in changes.items():
         (arch if key in arch else dev if key in dev else lay)[key] = value

@@ -839,6 +839,11 @@ def layout_step(arch, dev, lay):
     )
     t, p, c, e, V = lay["tp"], lay["pp"], lay["cp"], lay["ep"], lay["schedule"]
     b, B, zero, rec = lay["micro_batch"], lay["global_batch"], lay["zero"], lay["recompute"]
+    # ZeRO 3 under a pipeline gathering once a step, as PyTorch's pipelining runs FSDP2: kept whole with the
+    # gradients (ZeRO 1's memory and gather), the gradients reduce-scattered after the stage's backward
+    reduce_after_backward = zero >= 3 and p > 1 and lay.get("zero3_gather_once", 0) > 0
+    if reduce_after_backward:
+        zero = 1
     mp = t * p * c
     dp = lay["dp"] if lay["dp"] > 0 else lay["gpus"] // mp
     gpus = dp * mp
@@ -1156,7 +1161,9 @@ def layout_step(arch, dev, lay):
             if i == 0:
                 clock += embed_time / 3
                 end = max(end, clock) + gamma_embed
-            if not switch["grad_reduce"]:  # every reduction after the stage's backward
+            if (
+                not switch["grad_reduce"] or reduce_after_backward
+            ):  # every reduction after the stage's backward
                 head = gamma_embed if (i == p - 1 and (p > 1 or not arch["tied"])) else 0.0
                 end = clock + n * gamma + head + (gamma_embed if i == 0 else 0.0)
             slack = i * n * beta

@@ -192,6 +192,31 @@ def test_zero3_step_by_hand():
     assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
 
 
+def test_zero3_under_a_pipeline_gathers_once_and_reduces_after_the_backward():
+    # PyTorch's pipelining runs FSDP2 so under PP (torchtitan: reshard_after_forward = not pp_enabled; the
+    # stage reduces and reshards once, after its last backward): each stage's parameters gathered once a step
+    # and held whole with their gradients, the reduce-scatters after the stage's backward (--zero3-gather-once
+    # 1, which --stack fsdp sets). It had been priced as ZeRO 3 per micro-batch, as Megatron-FSDP runs it.
+    piped = dict(gpus=128, global_batch=64, tp=8, pp=8, dp=2)
+    three = run_one(gpt3_case(**piped, zero=3, overlap=3, zero3_gather_once=1))
+    one_unoverlapped = run_one(gpt3_case(**piped, zero=1, overlap=2))  # the gradient reduce not overlapped
+    assert three == one_unoverlapped
+    assert three["dp_exposed"] > 3 * run_one(gpt3_case(**piped, zero=1, overlap=3))["dp_exposed"]
+    # by hand: only Adam's 12 bytes a parameter are sharded over the two GPUs (ZeRO 0 keeps them whole): the
+    # first stage's 12 layers (12 h^2 + 2 h over TP 8) and its embedding (v h / 8) save 6 bytes each
+    h = 12288
+    stage = 12 * (12 * h * h + 2 * h) / 8 + 51200 * h / 8
+    saved = run_one(gpt3_case(**piped, zero=0, overlap=3))["memory_gb"] - three["memory_gb"]
+    assert saved * 1e9 == pytest.approx(6 * stage, rel=1e-12)
+    # as Megatron-FSDP runs it (0), or without a pipeline, ZeRO 3 stays per micro-batch: parameters sharded too
+    per_micro_batch = run_one(gpt3_case(**piped, zero=3, overlap=3))
+    # (the 2-byte parameters and gradients of the stage's 2.8e9 sharded, less two layers gathered: 4.7 GB)
+    assert per_micro_batch["memory_gb"] < three["memory_gb"] - 4
+    flat = dict(gpus=16, global_batch=16, tp=8, dp=2)
+    assert run_one(gpt3_case(**flat, zero=3, zero3_gather_once=1)) == run_one(gpt3_case(**flat, zero=3))
+    assert run_one(gpt3_case(**flat, zero=3)) != run_one(gpt3_case(**flat, zero=1, overlap=2))
+
+
 def test_a_dense_model_pays_for_no_expert_collective():
     # A hunt: a dense model's expert-gradient terms (0 bytes over an "expert DP" group of t dp c GPUs) paid
     # (n - 1) lambda a layer, so the latency's cost grew with TP where the DP group (dp GPUs) is the same, and

@@ -592,3 +592,23 @@ def test_a_stacks_sequence_parallelism_at_tp_1_is_said_inert():
     assert "sequence parallelism on (inert at TP 1)" in " ".join(one.assumed)
     wide = make_layout_grid("llama3-8b", gpus=8, global_batch=8, tp="1,2", stack="fsdp")
     assert "sequence parallelism on," in " ".join(wide.assumed) and "inert" not in " ".join(wide.assumed)
+
+
+def test_fsdp_gathers_once_a_step_under_a_pipeline_and_says_so():
+    # PyTorch's pipelining runs FSDP2 so (torchtitan's reshard_after_forward = not pp_enabled): the fsdp stack
+    # sets it, says it where a layout pipelines, and its runs file rows take it; Megatron's stacks keep
+    # Megatron-FSDP's every micro-batch, and an option still wins
+    piped = make_layout_grid(
+        "llama3-8b", gpus=16, global_batch=16, tp=2, pp="1,2", micro_batch=1, stack="fsdp"
+    )
+    said = " ".join(piped.assumed)
+    assert piped.settings.zero3_gather_once == 1 and "under PP gathered once a step" in said
+    flat = make_layout_grid("llama3-8b", gpus=16, global_batch=16, tp=2, pp=1, stack="fsdp")
+    assert flat.settings.zero3_gather_once == 1 and "gathered once" not in " ".join(flat.assumed)
+    core = make_layout_grid("llama3-8b", gpus=16, global_batch=16, pp=2, zero=3, stack="megatron-core")
+    assert core.settings.zero3_gather_once == 0 and "gathered once" not in " ".join(core.assumed)
+    given = make_layout_grid("llama3-8b", gpus=16, global_batch=16, pp=2, stack="fsdp", zero3_gather_once=0)
+    assert given.settings.zero3_gather_once == 0 and "gathered once" not in " ".join(given.assumed)
+    runs = {r.id: r for r in read_runs(DATASET)}
+    assert settings(runs["fsdp-tt_405b_3d_1f1b"])[0].settings.zero3_gather_once == 1
+    assert settings(runs["MB-H100-03"])[0].settings.zero3_gather_once == 0

@@ -29,6 +29,7 @@ OTHER = dict(
     attention_efficiency=0.4,
     dispatch_fp8=1.0,
     moe_dispatcher="flex",
+    zero3_gather_once=1.0,
 )
 BASE = SweepSettings(capacity_factor=2.0)
 
@@ -91,7 +92,7 @@ AXIS_VALUES = dict(
     usable_memory=0.8, gemm_latency=10, memory_efficiency=0.7, moment_bytes=2, main_param_bytes=2, mtp_layers=1,
     imbalance=1.5,
     capacity_factor=1.1, dispatch_fp8=1, pad_to_capacity=1, gpus_per_node=4, nics_per_node=2, bandwidth=100,
-    utilization=0.5, latency=5, overhead=1, slowdown=0.1, jitter=0.1,
+    utilization=0.5, latency=5, overhead=1, slowdown=0.1, jitter=0.1, zero3_gather_once=1,
 )  # fmt: skip
 
 

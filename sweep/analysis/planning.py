@@ -337,8 +337,11 @@ def might_fit(grid: LayoutGrid) -> str:
     """What might make a layout of ``grid`` fit that the grid does not hold: more GPUs; ZeRO 3 and full
     recomputation where it has none of them (a stack's recompute, or one given: a hunt, a torchtitan run that
     fits with full recomputation was told to offload); activation offload where a layout could run it, one stage
-    without recomputation (status rule 13; a review: named beside --pp 2 --recompute full)."""
-    zero3 = [] if 3 in grid.values["zero"] else ["ZeRO 3"]
+    without recomputation (status rule 13; a review: named beside --pp 2 --recompute full). ZeRO 3 is named only
+    where it would shard the parameters: not where every layout pipelines and ZeRO 3 there gathers once a step
+    (``zero3_gather_once``: it holds ZeRO 1's memory)."""
+    holds_one = grid.settings.zero3_gather_once > 0 and bool((grid.values["pp"] > 1).all())
+    zero3 = [] if 3 in grid.values["zero"] or holds_one else ["ZeRO 3"]
     full = [] if "full" in grid.names["recompute"] else ["--recompute full"]
     offload = 1 in grid.values["pp"] and "none" in grid.names["recompute"]
     return ", ".join(["more GPUs", *zero3, *full, *(["--cpu-offloading-num-layers"] if offload else [])])

@@ -309,6 +309,23 @@ class SettingKeywords(TypedDict, total=False):
             moe=True,
         ),
     ]
+    zero3_gather_once: Annotated[
+        float | str,
+        Number(
+            unnamed(
+                "--zero3-gather-once",
+                "1",
+                "ZeRO 3 under a pipeline (PP > 1): 1 gathers each stage's parameters once a step and holds them "
+                "and their gradients whole until one reduce-scatter after the stage's backward (PyTorch's "
+                "pipelining with FSDP2, torchtitan), 0 every micro-batch (Megatron-FSDP)",
+                True,
+                0,
+                1,
+                "0",
+                choices=((0, "every micro-batch"), (1, "once a step")),
+            ),
+        ),
+    ]
 
 
 def _declared(name: str, annotation: Any) -> Number | Text:

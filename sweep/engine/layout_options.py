@@ -1005,6 +1005,7 @@ def _stack_settings(
     moe = any(m.experts > 0 for m in models)
     wanted: dict[str, list[float]] = {
         "zero": [stack.zero],
+        "zero3_gather_once": [stack.zero3_gather_once],
         "sequence_parallel": [float(stack.sequence_parallel)],
         "grad_bytes": [stack.grad_bytes],
         "efficiency": [per_die[d].efficiency for d in dies],
@@ -1032,6 +1033,10 @@ def _stack_settings(
         overlap = _stack_overlap(stack, given, filled, search)
     said = {
         "zero": f"ZeRO {show(filled.get('zero', 0))}",
+        # said only where some layout runs ZeRO 3 under a pipeline (the fsdp stack's, else nothing)
+        "zero3_gather_once": "under PP gathered once a step and reduced after the stage's backward (PyTorch's FSDP2)"
+        if filled.get("zero3_gather_once") and _zero3_pipelined(stack, given, filled, search)
+        else "",
         "sequence_parallel": f"sequence parallelism {'on' if filled.get('sequence_parallel') else 'off'}"
         + ("" if _tp_wide(given, search) else " (inert at TP 1)"),  # a hunt read it as a setting at TP 1
         "cp": "no context parallelism (CP 1)",
@@ -1047,7 +1052,8 @@ def _stack_settings(
         + "".join(f" ({r[1]})" for r in dict.fromkeys(r for r in recipes if r)),
     }
     parts = [f"{name} {value}" for name, value in text.items()]
-    parts += [said[name] for name in said if name in filled] + ([f"overlap {overlap}"] if overlap_set else [])
+    parts += [said[name] for name in said if name in filled and said[name]]
+    parts += [f"overlap {overlap}"] if overlap_set else []
     fitted = [name for name in CONSTANTS if name in filled]
     sources = "; ".join(f"{d}: {per_die[d].source}" for d in dies) if fitted else ""
     phrase = f"stack {stack.name} ({stack.title}; sweep/model/stacks.py): {', '.join(parts)}" + (
@@ -1145,7 +1151,19 @@ def _one_per_sweep(
 def _tp_wide(given: dict, search: dict[str, str]) -> bool:
     """Whether some layout of the sweep may have TP over 1: TP given, else plan's searched values, else its
     default, 1 (a review: the default had been taken as wide)."""
-    return bool((_values("tp", given["tp"], search.get("tp", AXES["tp"].default)) > 1).any())
+    return _may_exceed_one("tp", given, search)
+
+
+def _zero3_pipelined(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> bool:
+    """Whether some layout of the sweep may run ZeRO 3 under a pipeline (PP over 1)."""
+    zero = _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
+    return bool((zero >= 3).any()) and _may_exceed_one("pp", given, search)
+
+
+def _may_exceed_one(name: str, given: dict, search: dict[str, str]) -> bool:
+    """Whether some layout of the sweep may have the degree ``name`` over 1: given, else plan's searched
+    values, else its default."""
+    return bool((_values(name, given[name], search.get(name, AXES[name].default)) > 1).any())
 
 
 def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> str:

@@ -649,6 +649,7 @@ def settings(run: Run) -> tuple[LayoutRow, list[str]]:
             overlap=overlap,
             attention_efficiency=attention_efficiency,
             moe_dispatcher=dispatcher,
+            zero3_gather_once=stack.zero3_gather_once,
         ),
         sequence_parallel=sp,
         zero=zero,

@@ -45,6 +45,8 @@ class Stack:
       micro_batch_per_stage: with pipelining and no micro-batch given, global batch / (dp x pp) (as many
         micro-batches as stages); else 1.
       recompute: the recompute mode.  sequence_parallel: on where TP > 1.  zero: the ZeRO stage.
+      zero3_gather_once: 1 where ZeRO 3 under a pipeline gathers once a step (PyTorch's FSDP2), 0 where it
+        gathers every micro-batch (Megatron-FSDP).
       attention: ``flash`` or ``unfused``.  flash_efficiency: die -> (the flash kernel's fraction of the
         die's peak, why), where it is not the documented default.
       grad_bytes: bytes of a gradient as kept and reduced (0: the precision's).
@@ -72,6 +74,7 @@ class Stack:
     imbalance: float
     expert_tp: int
     sources: Mapping[str, str]
+    zero3_gather_once: int = 0
     moment_bytes: Mapping[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
     context_parallel: bool = True
     never_ran: Mapping[str, Mapping[str, str]] = dataclasses.field(default_factory=dict)
@@ -202,6 +205,7 @@ _FSDP = Stack(
     overlap="grad_reduce+param_gather",
     imbalance=1.0,
     expert_tp=1,
+    zero3_gather_once=1,
     sources={
         # torchtitan splits each data-parallel rank's batch into as many micro-batches as pipeline stages
         # (pipeline_parallel_microbatches unset).
@@ -209,6 +213,11 @@ _FSDP = Stack(
         "recompute": "as stated, else none",
         "sequence_parallel": "torchtitan's TP plan shards the norms",
         "zero": "full sharding",
+        # torchtitan keeps the gathered parameters after each forward where PP is on (reshard_after_forward =
+        # not pp_enabled, pytorch/torchtitan@018740b torchtitan/models/llama3/infra/parallelize.py), and PyTorch's
+        # pipeline stage reduces and reshards once after the stage's last backward (pytorch/pytorch@0138610
+        # torch/distributed/pipelining/stage.py): kernels.layout_data_parallel.as_pipelines_run_zero3
+        "zero3_gather_once": "under PP gathered once a step, as PyTorch's pipelining runs FSDP2",
         "attention": "PyTorch's SDPA",
         # FSDP2's default mixed precision (torchtitan) and PyTorch FSDP's (llm-foundry) reduce in fp32: the
         # precision's gradients.
