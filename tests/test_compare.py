@@ -89,7 +89,10 @@ def test_each_model_is_priced_on_its_own_gpu_whatever_is_compared_beside_it():
         1200.0,
     ]  # each sweep's, per model, in that order
     assert ds.attrs["iteration_time_single_gpu_s"][0] == ds_alone.attrs["iteration_time_single_gpu_s"][0]
-    assert "on h100: --intra-bw 3600 (H100 NVLink)" in setup["assumed"] and "slowest" not in setup["assumed"]
+    assert (
+        "on h100 in bf16 at batch 8: --intra-bw 3600 (H100 NVLink)" in setup["assumed"]
+        and "slowest" not in setup["assumed"]
+    )
 
 
 def test_under_nccls_pricing_today_is_the_fabric_as_fitted_and_fixed_its_efficiencies_at_one():

@@ -272,3 +272,51 @@ def test_need_cli_for_overhead():
     assert (
         r.exit_code == 0 and "largest overhead reaching scaling factor 0.95" in r.output and "ms" in r.output
     )
+
+
+def test_a_metric_that_is_not_monotone_is_scanned_for_the_first_crossing():
+    # NCCL's choice steps with the NIC rate and the message size, so the scaling factor can fall where the rate
+    # or the ratio grows (a hunt: `need --solve ratio` answered 4.135 where 3.98 met the target). A growing
+    # metric reaching 0.5 in a 1% window [3.98, 4.02), then again from 4.5: the bisection alone lands on a
+    # later crossing; scanned, the answer is the window's start, to the second scan's step ((4.5)^(1/512))
+    import jax.numpy as jnp
+
+    from netsweep_jax.kernels.bisect import boundary
+
+    def rising(x):
+        return jnp.where(((x >= 3.98) & (x < 4.02)) | (x >= 4.5), 0.6, 0.1)
+
+    plain, status, _, _ = boundary(rising, 0.5, 1.0, 1e6, (1,), jnp.float32)
+    scanned, status, _, _ = boundary(rising, 0.5, 1.0, 1e6, (1,), jnp.float32, scan=512)
+    assert int(status[0]) == SOLVED and float(plain[0]) > 4.4
+    assert 3.98 <= float(scanned[0]) < 3.98 * 1.003
+
+    # falling: the largest x still reaching 0.5, in [9, 10] beyond a dip from 2; none reached: unreachable
+    def falling(x):
+        return jnp.where((x <= 2.0) | ((x >= 9.0) & (x <= 10.0)), 0.6, 0.1)
+
+    largest, status, _, _ = boundary(falling, 0.5, 1e-3, 1e3, (1,), jnp.float32, increasing=False, scan=512)
+    assert int(status[0]) == SOLVED and 10.0 / 1.003 < float(largest[0]) <= 10.0
+    never, status, _, _ = boundary(rising, 0.7, 1.0, 1e6, (1,), jnp.float32, scan=64)
+    assert int(status[0]) == UNREACHABLE and np.isnan(float(never[0]))
+
+
+def test_need_scans_first_where_nccls_own_collective_prices_the_sweep(monkeypatch):
+    # the scan only where NCCL's choice can make the scaling factor fall (its own collective); the rest bisects
+    from netsweep_jax.sweep.analysis import need
+
+    scans = []
+
+    class Seen(Exception):
+        pass
+
+    def solve_on_grid(*args, **kwargs):
+        scans.append(kwargs["scan"])
+        raise Seen
+
+    monkeypatch.setattr(need, "solve_on_grid", solve_on_grid)
+    for collective, axis in (("nccl", "bandwidth"), ("nccl-ring", "bandwidth"), ("nccl", "utilization")):
+        rate = {} if axis == "bandwidth" else {"bandwidth": 100}
+        with pytest.raises(Seen):
+            solve("gpt2-xl", target=0.9, axis=axis, collective=collective, gpu="h100", nodes=4, **rate)
+    assert scans == [need.NCCL_SCAN, 0, 0]  # utilization scales a choice made at the NIC rate: monotone

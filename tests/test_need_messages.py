@@ -93,3 +93,18 @@ def test_need_says_the_spine_its_answer_is_for():
     assert head.endswith("at utilization 1) on ethernet-clos's spine at 8:1:"), head
     ds.attrs["oversubscription"] = 1.0
     assert answer_table(ds).splitlines()[0].endswith("at utilization 1):")
+
+
+def test_busbw_beside_solving_the_bandwidth_asks_for_its_rate_in_the_value(tmp_path):
+    # A hunt: the advice "or give one --bw" was then refused (--bw cannot be given beside --solve bandwidth)
+    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "bw", "--busbw", "40")
+    (line,) = r.output.strip().splitlines()
+    assert r.exit_code == 2 and line == (
+        "error: --busbw 40: --solve bandwidth finds the link rate, so say the rate the busbw was measured on, as "
+        "40@400 (Gbit/s)"
+    )
+    # and a report folder given as a link is refused as a link (it had been called "not a directory")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    r = invoke("compare", "--model", "resnet50", "--out", tmp_path / "link")
+    assert r.exit_code == 2 and "link: a link; give the directory itself for the report" in r.output, r.output

@@ -435,3 +435,22 @@ def test_a_gradients_shape_not_of_whole_numbers_says_the_rule(tmp_path, dims):
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match=r"expected a list of whole numbers from 0 to 2\^53 \(no fractions"):
         import_trace(path)
+
+
+def test_a_queued_gpus_gradients_are_ready_when_the_gpu_computed_them(tmp_path):
+    # A hunt: the host enqueues a GPU's backward far ahead of it, and an AccumulateGrad launches no kernel
+    # (set_to_none, torch's default): the gradients took the host's times, a 0.24 ms backward where the GPU ran
+    # 32 ms. Each gradient's kernel (an aten::mm launched just before its AccumulateGrad) runs 1000 us on a GPU
+    # that starts the backward at t0 + 20000: the gradients are ready at its kernels' ends, 6 ms of backward.
+    t0, events = 1_000_000, []
+    for k, e in enumerate(_linear_step(t0)):
+        events.append(e)
+        if e["name"] == "torch::autograd::AccumulateGrad":
+            events.append(_event("aten::mm", e["ts"] - 5, 3, **{"External id": k}))
+            at = t0 + 20_000 + 1000 * len([x for x in events if x["name"] == "aten::mm"][:-1])
+            events.append(_event("wgrad", at, 1000, cat="kernel", **{"External id": k}))
+    path = tmp_path / "queued.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    p = import_trace(path)
+    np.testing.assert_allclose(p.wait, [1000e-6] * 6, rtol=1e-9)
+    assert p.t1 == pytest.approx(26_000e-6, rel=1e-9)  # the step to its last kernel's end

@@ -107,7 +107,7 @@ def test_calibrate_builtin_transformer_predicts_blank_rows_with_intervals(tmp_pa
     r = invoke("calibrate", tmp_path / "m.csv", "--gpu", "h100", "--precision", "bf16", "--out", out)
     assert r.exit_code == 0, r.output
     assert (
-        "assumed: gpt2 on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
+        "assumed: gpt2 on h100 in bf16 at batch 8: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
         in r.output
     )
     data = json.loads(out.read_text())  # strict JSON: no bare NaN
@@ -255,8 +255,9 @@ def test_defaults_follow_the_workload(tmp_path):
     assert mine.attrs["intra_bandwidth_gbps"] == 100 and list(mine.collective.values) == ["ring"]
     r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100", "--bw", "100", "--out", tmp_path / "x.h5")
     assert (
-        "assumed: gpt2-xl on h100: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, --bucketing ddp"
-        in r.output
+        "assumed: gpt2-xl on h100 in fp32 at batch 8: --intra-bw 3600 (H100 NVLink), --collective nccl-ring, "
+        "--bucketing ddp"
+        in r.output  # the precision and batch said (a hunt: fp32 on a B200 fabric was unsaid)
     )
     # A hunt: its one NIC a node, where a DGX H100 has eight, was unsaid; given, or on the paper's V100, it is not.
     nics = (

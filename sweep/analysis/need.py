@@ -47,6 +47,14 @@ from netsweep_jax.sweep.model.fabrics import FabricPreset, is_preset
 # the axis's value alone.
 _IN_MEMORY = ("reduce", "store", "variables")
 ITERATIONS = 40  # bracket ratio (1e9)^(2^-40): exact to float rounding
+# Points scanned before the bisection where NCCL's own collective prices the sweep and the axis solved for moves
+# its choice: its algorithm, protocol and channels step with the NIC rate and the message size, and the scaling
+# factor can fall where the rate or the ratio grows (a hunt: `need --solve ratio` on a DGX B200 SuperPOD
+# answered 4.135 where 3.98 already met the target). Steps of (1e9)^(1/512), 4.1%, over the bandwidth's range
+# (2.7% over the ratio's), then of 8^(1/512), 0.41%, over the eightfold range below the first point found
+# (kernels.bisect.boundary). The other axes scale a choice made at the NIC rate and message size: not scanned.
+NCCL_SCAN = 512
+NCCL_MOVED_BY = ("bandwidth", "ratio")
 __all__ = ["MET_AT_MIN", "SOLVED", "UNREACHABLE", "answer_table", "search_range", "solve"]
 Array = npt.NDArray[Any]
 
@@ -236,6 +244,7 @@ class _SolvedBlocks:
             iterations=ITERATIONS,
             features=inputs.features,
             increasing=q.increasing,
+            scan=NCCL_SCAN if inputs.features.nccl and q.axis in NCCL_MOVED_BY else 0,
         )
         return args, solved
 

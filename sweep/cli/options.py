@@ -126,6 +126,14 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
     if kwargs.get("solve") == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
+    unrated = [item for item in str(text).split(",") if "@" not in item]
+    if kwargs.get("solve") in ("bandwidth", "bw") and unrated:
+        # --bw cannot be given beside --solve bandwidth: only the rate in the value can say it (a hunt: the
+        # advice "or give one --bw" was then refused)
+        raise InputError(
+            f"--busbw {text}: --solve bandwidth finds the link rate, so say the rate the busbw was measured on, "
+            f"as {unrated[0].strip()}@400 (Gbit/s)"
+        )
     listed = [c.strip().lower() for c in str(kwargs.get("collective") or "").split(",")]
     if (
         uses_nccl(listed)

@@ -164,6 +164,7 @@ def solve_on_grid(
     iterations: int = 40,
     features: Features = PAPER,
     increasing: bool = True,
+    scan: int = 0,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """The boundary value of Config field ``axis`` in [low, high] where the scaling factor reaches ``target``.
 
@@ -171,7 +172,7 @@ def solve_on_grid(
     (``increasing``), the largest when it falls. Args as :func:`grid_metrics` (the
     ``axis`` field of ``config`` is ignored); returns (value, status, scaling factor at ``low``, at ``high``),
     each [K, C], as
-    :func:`kernels.bisect.boundary`. The field solved is an array (:func:`solve_on_fields`): solves of
+    :func:`kernels.bisect.boundary` (``scan``: its points scanned first, where the metric is not monotone). The field solved is an array (:func:`solve_on_fields`): solves of
     any axis with the same shapes, features and direction share one compile.
     """
     field = jnp.asarray(Config._fields.index(axis), jnp.int32)
@@ -187,10 +188,11 @@ def solve_on_grid(
         iterations=iterations,
         features=features,
         increasing=increasing,
+        scan=scan,
     )
 
 
-@functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing"))
+@functools.partial(jax.jit, static_argnames=("iterations", "features", "increasing", "scan"))
 def solve_on_fields(
     config: Config,
     workers: Workers,
@@ -204,6 +206,7 @@ def solve_on_fields(
     iterations: int = 40,
     features: Features = PAPER,
     increasing: bool = True,
+    scan: int = 0,
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """:func:`solve_on_grid` of the Config field at index ``field`` (int32 scalar): every field is a select
     between the bisected value and the sweep's (exact: the kernel sees the same numbers)."""
@@ -214,7 +217,7 @@ def solve_on_fields(
         solved = Config(*(jnp.where(field == i, x, v) for i, v in enumerate(cells)))
         return on_table(solved, workers, buckets, t1, None, features)["scaling_factor"]
 
-    return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing)
+    return boundary(scaling, target, low, high, shape, config.bandwidth.dtype, iterations, increasing, scan)
 
 
 @functools.partial(jax.jit, static_argnames=("spec", "measured", "steps", "features", "restarts"))

@@ -80,6 +80,14 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     }
     names = sorted({p.model.split("@")[0] for p in profiles})
     where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
+    # and a transformer's precision and batch (a hunt: fp32, the default, priced on a B200 fabric unsaid but
+    # in the model's label)
+    runs = [p for p in profiles if is_transformer(p)]
+    if runs:
+        precisions = ",".join(dict.fromkeys(str(p.dtype) for p in runs))
+        said = f"in {precisions} at batch {','.join(dict.fromkeys(str(p.batch_size) for p in runs))}"
+        # beside the paper's CNNs (their own runs: fp32, batch 32) said of the transformers alone (a review)
+        where += f" {said}" if len(runs) == len(profiles) else f" (the transformers {said})"
     return values, where
 
 

@@ -265,7 +265,9 @@ def check_report_directory(
     of the files the command ``reads`` (:func:`refuse_reading_what_is_written`). Creates nothing
     (:func:`report_directory` does, when the report is written)."""
     out_dir = Path(out_dir)
-    if out_dir.is_symlink() or (out_dir.exists() and not out_dir.is_dir()):
+    if out_dir.is_symlink():  # never written through (a hunt read "not a directory" of a link to one)
+        raise InputError(f"{out_dir}: a link; give the directory itself for the report", param=param)
+    if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir}: not a directory; give a directory for the report", param=param)
     for name in names:
         path = out_dir / name

@@ -5,8 +5,10 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
 
 - one ``torch::autograd::AccumulateGrad`` event per parameter gradient, in the
   order backward produces them, with the gradient's shape (``Input Dims``) and
-  dtype (``Input type``): the gradient is ready when the event ends, or, on a GPU,
-  when the last kernel it launched ends (kernels carry the op's ``External id``);
+  dtype (``Input type``): the gradient is ready when the event ends and, on a GPU,
+  when the GPU has run its own kernels and all the work the host had launched by then
+  (the kernels that computed it: a stream runs in launch order; kernels carry their
+  launching op's ``External id``);
 - the forward ops before backward, whose inputs include each parameter's shape;
 - the step itself (a ``ProfilerStep#k`` span when the profiler's ``step()`` was
   called; else, where torch.optim marked several steps' ends, ``Optimizer.step#...``
@@ -15,7 +17,8 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
 
 From these: tensors in backward order with their bytes (elements x dtype size)
 and shapes, backward waits from the start of backward (the first
-``autograd::engine::evaluate_function`` event), T1 = the step's span, and each
+``autograd::engine::evaluate_function`` event; on a GPU, the start of the first work
+launched from then on), T1 = the step's span, and each
 parameter's forward time: the duration of the first top-level forward op that reads
 its shape (on a GPU, the longer of it and the time of the kernels it and the ops
 inside it launched), walking parameters and ops both in forward order (omitted,
@@ -28,6 +31,7 @@ on their own thread, ``zero_grad``'s zeroing is no forward, and a gzipped trace 
 unpacked first.
 """
 
+import bisect
 import math
 from pathlib import Path
 from typing import Any
@@ -227,6 +231,46 @@ def _gpu_end(spans):
     return out
 
 
+def _gpu_launched(spans):
+    """The GPU's work in the order the host launched it: ([T] the host start, us, of each kernel's, copy's or
+    memset's launching op, ascending; [T] the end of the last of them launched by then, us; [T] each one's start,
+    us). A stream runs its work in launch order, so what the host had launched by a time is done on the GPU at
+    that end (GPU work whose op is not in the trace is left out)."""
+    launched_at = {
+        k: e["ts"]
+        for e in spans
+        if e.get("cat") in HOST_CATEGORIES and (k := _key(e.get("args", {}).get("External id"))) is not None
+    }
+    work = sorted(
+        (launched_at[k], e["ts"] + e["dur"], e["ts"])
+        for e in spans
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        and (k := _key(e["args"].get("External id"))) in launched_at
+    )
+    ends, latest = [], -math.inf
+    for _, end, _ in work:
+        latest = max(latest, end)
+        ends.append(latest)
+    return [w[0] for w in work], ends, [w[2] for w in work]
+
+
+def _done_on_gpu(launched, host_time):
+    """The end (us) of the GPU work the host had launched by ``host_time`` (:func:`_gpu_launched`), 0 where none."""
+    times, ends, _ = launched
+    i = bisect.bisect_right(times, host_time)
+    return ends[i - 1] if i else 0.0
+
+
+def _backward_start_on_gpu(launched, host_start, first_gradient):
+    """Where backward starts: on the GPU, the first work launched from the host's start of backward on (the GPU
+    may still run the forward when the host begins backward: a trace of queued kernels), where the GPU computed
+    the first gradient (work launched before its AccumulateGrad began, at host time ``first_gradient``); else
+    the host's start."""
+    times, _, starts = launched
+    i, j = bisect.bisect_left(times, host_start), bisect.bisect_left(times, first_gradient)
+    return min(starts[i:j], default=host_start)
+
+
 def _thread(event):
     """The (process, thread) an event ran on, as keys (None where one is not a number or text)."""
     return _key(event.get("pid")), _key(event.get("tid"))
@@ -387,20 +431,25 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     launched = [gpu[k] for k in (_key(e["args"].get("External id")) for e in inside) if k in gpu]
     end = max([end] + launched)
     ready, shapes, sizes, dtypes = [], [], [], []
+    queued = _gpu_launched(spans)
     for i, g in enumerate(grads):
         shape, dtype, size = _shape_dtype_bytes(path, g, i)
         dtypes.append(dtype)
         key = _key(g["args"].get("External id"))
-        ready.append(max(g["ts"] + g["dur"], gpu.get(key, 0.0) if key is not None else 0.0))
+        # ready when its event has ended on the host, its own kernels (if any) have, and the GPU has run what the
+        # host had launched by then (the kernels that computed it: a hunt, an AccumulateGrad that launches no
+        # kernel, set_to_none's, had taken the host's time, the GPU still 32 ms behind)
+        own = gpu.get(key, 0.0) if key is not None else 0.0
+        ready.append(max(g["ts"] + g["dur"], own, _done_on_gpu(queued, g["ts"] + g["dur"])))
         shapes.append(shape)
         sizes.append(size)
     ready = [max(ready[: i + 1]) for i in range(len(ready))]  # a gradient is ready once its event has ended
     ops = [e for e in inside if e.get("cat") == "cpu_op" and str(e["name"]).startswith("aten::")]
     _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start)
-    # Waits from the host's start of backward: a gradient's ready time is the host's where its AccumulateGrad
-    # launched no kernel (set_to_none, torch's default), and starting them at the forward's last kernel's end
-    # (tried, a review) made the first wait 0 there.
-    waits = [(r - p) * 1e-6 for r, p in zip(ready, [backward_start] + ready[:-1])]
+    # Waits from backward's start where it ran: on the GPU, its first kernel launched from the host's start of
+    # backward (the GPU may still be running the forward then); on the host where it launched none.
+    began = _backward_start_on_gpu(queued, backward_start, grads[0]["ts"] if grads else backward_start)
+    waits = [(r - p) * 1e-6 for r, p in zip(ready, [began] + ready[:-1])]
     forward_ops = _forward_ops(ops, inside, backward_start)
     forward = _forward_times(forward_ops, shapes[::-1], _kernel_seconds(forward_ops, spans))
     t1, floored = recorded_t1((end - start) * 1e-6, waits, forward or [])
