@@ -103,6 +103,14 @@ def test_busbw_beside_solving_the_bandwidth_asks_for_its_rate_in_the_value(tmp_p
         "error: --busbw 40: --solve bandwidth finds the link rate, so say the rate the busbw was measured on, as "
         "40@400 (Gbit/s)"
     )
+    r = invoke(
+        "need", "--model", "resnet50", "--target", "0.9", "--solve", "BW", "--busbw", "40"
+    )  # as need reads it
+    assert r.exit_code == 2 and "--solve bandwidth finds the link rate" in r.output, r.output
+    r = invoke("need", "--model", "resnet50", "--target", "0.9", "--solve", "Util", "--busbw", "40@400")
+    assert r.exit_code == 2 and "--solve utilization finds the utilization; drop --busbw" in r.output, (
+        r.output
+    )
     # and a report folder given as a link is refused as a link (it had been called "not a directory")
     (tmp_path / "real").mkdir()
     (tmp_path / "link").symlink_to(tmp_path / "real")

@@ -454,3 +454,17 @@ def test_a_queued_gpus_gradients_are_ready_when_the_gpu_computed_them(tmp_path):
     p = import_trace(path)
     np.testing.assert_allclose(p.wait, [1000e-6] * 6, rtol=1e-9)
     assert p.t1 == pytest.approx(26_000e-6, rel=1e-9)  # the step to its last kernel's end
+    # DDP's all-reduce, from a hook after each AccumulateGrad, runs 5 ms on NCCL's stream, and a copy on a side
+    # stream ends late: neither is a gradient's compute (a review: each gradient had waited on the all-reduce)
+    comms = []
+    for k, e in enumerate(events):
+        if e["name"] == "torch::autograd::AccumulateGrad":
+            comms.append(_event("record_param_comms", e["ts"] + e["dur"] + 1, 2, **{"External id": 500 + k}))
+            kernel = _event("ncclDevKernel_AllReduce", t0 + 30_000 + 5000 * k, 5000, cat="kernel")
+            comms.append({**kernel, "args": {"External id": 500 + k, "stream": 20}})
+    side = _event("aten::copy_", t0 + 4000, 5, **{"External id": 999})
+    late = _event("Memcpy HtoD", t0 + 4100, 40_000, cat="gpu_memcpy")
+    comms += [side, {**late, "args": {"External id": 999, "stream": 30}}]
+    kernels = [{**e, "args": {**e["args"], "stream": 7}} if e["name"] == "wgrad" else e for e in events]
+    path.write_text(json.dumps({"traceEvents": kernels + comms}))
+    np.testing.assert_allclose(import_trace(path).wait, [1000e-6] * 6, rtol=1e-9)

@@ -124,10 +124,11 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
     ctx = kwargs.get("ctx")
     if given(ctx, "utilization") if ctx is not None else kwargs.get("utilization") is not None:
         raise InputError(f"--busbw {text}: --util is given too; both set the utilization, give one")
-    if kwargs.get("solve") == "utilization":
+    solved = _solved_axis(kwargs.get("solve"))
+    if solved == "utilization":
         raise InputError(f"--busbw {text}: --solve utilization finds the utilization; drop --busbw")
     unrated = [item for item in str(text).split(",") if "@" not in item]
-    if kwargs.get("solve") in ("bandwidth", "bw") and unrated:
+    if solved == "bandwidth" and unrated:
         # --bw cannot be given beside --solve bandwidth: only the rate in the value can say it (a hunt: the
         # advice "or give one --bw" was then refused)
         raise InputError(
@@ -155,6 +156,19 @@ def take_busbw(kwargs: dict[str, Any]) -> None:
     if ctx is not None:  # set by the user, as --util would be: it overrides the GPU system's default
         ctx.set_parameter_source("utilization", ctx.get_parameter_source("busbw"))
     _unsaid.append(f"from --busbw: {how}")  # said once the command's input is taken (:func:`say`)
+
+
+def _solved_axis(solve: object) -> str | None:
+    """The axis ``--solve`` names, as need reads it (``BW``, ``util``: a review), None where none or one need
+    refuses (refused there, with its rule)."""
+    if not isinstance(solve, str):
+        return None
+    from netsweep_jax.sweep.analysis.need import axis_named
+
+    try:
+        return axis_named(solve)
+    except InputError:
+        return None
 
 
 def _system_network(kwargs: dict[str, Any], ctx: Any) -> tuple[float, str, int] | None:

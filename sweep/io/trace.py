@@ -6,9 +6,9 @@ A trace written by ``torch.profiler.profile(record_shapes=True, ...)`` and
 - one ``torch::autograd::AccumulateGrad`` event per parameter gradient, in the
   order backward produces them, with the gradient's shape (``Input Dims``) and
   dtype (``Input type``): the gradient is ready when the event ends and, on a GPU,
-  when the GPU has run its own kernels and all the work the host had launched by then
-  (the kernels that computed it: a stream runs in launch order; kernels carry their
-  launching op's ``External id``);
+  when the GPU has run its own kernels and the backward's compute the host had launched
+  by then on its streams (the kernels that computed it: a stream runs in launch order;
+  kernels carry their launching op's ``External id``; NCCL's communication left out);
 - the forward ops before backward, whose inputs include each parameter's shape;
 - the step itself (a ``ProfilerStep#k`` span when the profiler's ``step()`` was
   called; else, where torch.optim marked several steps' ends, ``Optimizer.step#...``
@@ -231,21 +231,39 @@ def _gpu_end(spans):
     return out
 
 
-def _gpu_launched(spans):
-    """The GPU's work in the order the host launched it: ([T] the host start, us, of each kernel's, copy's or
-    memset's launching op, ascending; [T] the end of the last of them launched by then, us; [T] each one's start,
-    us). A stream runs its work in launch order, so what the host had launched by a time is done on the GPU at
-    that end (GPU work whose op is not in the trace is left out)."""
-    launched_at = {
-        k: e["ts"]
-        for e in spans
+# Communication's GPU work: NCCL's kernels and the ops that launch them (DDP's all-reduce starts from a hook of each
+# AccumulateGrad, on its own stream): never a gradient's compute (a review: a DDP trace's gradients had been
+# made ready at each all-reduce's end, the communication the sweep adds again).
+COMMUNICATION_OPS = ("record_param_comms", "nccl:", "c10d::")
+
+
+def _gpu_launched(spans, inside, backward_start):
+    """The backward's compute on the GPU in the order the host launched it: ([T] the host start, us, of each
+    kernel's, copy's or memset's launching op in the step (``inside``), ascending; [T] the end of the last of them
+    launched by then, us; [T] each one's start, us). A stream runs its work in launch order, so what the host had
+    launched by a time is done on the GPU at that end: the work on the streams the backward computes on (those
+    of the compute kernels its ops launch from ``backward_start`` on), less communication
+    (:data:`COMMUNICATION_OPS`, NCCL's kernels); work whose op is not in the step is left out (a trace's ids
+    may repeat across steps: a review)."""
+    ops = {
+        k: e
+        for e in inside
         if e.get("cat") in HOST_CATEGORIES and (k := _key(e.get("args", {}).get("External id"))) is not None
     }
-    work = sorted(
-        (launched_at[k], e["ts"] + e["dur"], e["ts"])
+    work = [
+        (ops[k]["ts"], e)
         for e in spans
         if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-        and (k := _key(e["args"].get("External id"))) in launched_at
+        and (k := _key(e["args"].get("External id"))) in ops
+        and e["ts"] >= ops[k]["ts"]  # run after its launch: not an earlier step's of the same id
+        and not str(e["name"]).startswith("nccl")
+        and not str(ops[k]["name"]).startswith(COMMUNICATION_OPS)
+    ]
+    streams = {
+        _key(e["args"].get("stream")) for at, e in work if at >= backward_start and e.get("cat") == "kernel"
+    }
+    work = sorted(
+        (at, e["ts"] + e["dur"], e["ts"]) for at, e in work if _key(e["args"].get("stream")) in streams
     )
     ends, latest = [], -math.inf
     for _, end, _ in work:
@@ -431,14 +449,15 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     launched = [gpu[k] for k in (_key(e["args"].get("External id")) for e in inside) if k in gpu]
     end = max([end] + launched)
     ready, shapes, sizes, dtypes = [], [], [], []
-    queued = _gpu_launched(spans)
+    queued = _gpu_launched(spans, inside, backward_start)
     for i, g in enumerate(grads):
         shape, dtype, size = _shape_dtype_bytes(path, g, i)
         dtypes.append(dtype)
         key = _key(g["args"].get("External id"))
         # ready when its event has ended on the host, its own kernels (if any) have, and the GPU has run what the
         # host had launched by then (the kernels that computed it: a hunt, an AccumulateGrad that launches no
-        # kernel, set_to_none's, had taken the host's time, the GPU still 32 ms behind)
+        # kernel, set_to_none's, had taken the host's time, the GPU still 32 ms behind); its own kernels too,
+        # on whatever stream
         own = gpu.get(key, 0.0) if key is not None else 0.0
         ready.append(max(g["ts"] + g["dur"], own, _done_on_gpu(queued, g["ts"] + g["dur"])))
         shapes.append(shape)
@@ -448,7 +467,7 @@ def import_trace(path: str | Path, model: str | None = None) -> Profile:
     _refuse_micro_batches(path, ops, inside, grads, shapes, backward_start)
     # Waits from backward's start where it ran: on the GPU, its first kernel launched from the host's start of
     # backward (the GPU may still be running the forward then); on the host where it launched none.
-    began = _backward_start_on_gpu(queued, backward_start, grads[0]["ts"] if grads else backward_start)
+    began = _backward_start_on_gpu(queued, backward_start, grads[0]["ts"])
     waits = [(r - p) * 1e-6 for r, p in zip(ready, [began] + ready[:-1])]
     forward_ops = _forward_ops(ops, inside, backward_start)
     forward = _forward_times(forward_ops, shapes[::-1], _kernel_seconds(forward_ops, spans))
