@@ -262,14 +262,14 @@ def _gpu_launched(spans, inside, backward_start):
     streams = {
         _key(e["args"].get("stream")) for at, e in work if at >= backward_start and e.get("cat") == "kernel"
     }
-    work = sorted(
+    ordered = sorted(
         (at, e["ts"] + e["dur"], e["ts"]) for at, e in work if _key(e["args"].get("stream")) in streams
     )
     ends, latest = [], -math.inf
-    for _, end, _ in work:
+    for _, end, _ in ordered:
         latest = max(latest, end)
         ends.append(latest)
-    return [w[0] for w in work], ends, [w[2] for w in work]
+    return [w[0] for w in ordered], ends, [w[2] for w in ordered]
 
 
 def _done_on_gpu(launched, host_time):
