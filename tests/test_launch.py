@@ -500,3 +500,346 @@ def test_a_value_out_of_range_is_refused_as_the_command_gives_it(tmp_path, flag,
     with pytest.raises(InputError) as e:
         read_launch(path)
     assert str(e.value) == f"{path}:2: {flag}: {rule}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a hunt: shlex's comments cut the command at a '#' inside a word, its flags after lost (TP read as 1)
+        "pretrain_gpt.py --bf16 --wandb-exp-name llama3-8b#tp4-pp2 --tensor-model-parallel-size 4",
+        "pretrain_gpt.py --bf16 --data-path /data/web#shard0 \\\n  --tensor-model-parallel-size 4",
+        "GPUS=(0 1 2 3)\ntorchrun --nproc-per-node ${#GPUS[@]} pretrain_gpt.py \\\n"
+        "  --tensor-model-parallel-size 4",
+        "pretrain_gpt.py --bf16 --data-path a\\#b --tensor-model-parallel-size 4",
+        # bash's comments are still comments: at a word's start, after an operator, to the line's end
+        "pretrain_gpt.py --bf16 --tensor-model-parallel-size 4 # --pipeline-model-parallel-size 2",
+        "pretrain_gpt.py --bf16 --tensor-model-parallel-size 4;# --pipeline-model-parallel-size 2",
+        "pretrain_gpt.py --tensor-model-parallel-size 4 # a trailing \\\n--pipeline-model-parallel-size 2",
+    ],
+)
+def test_a_hash_inside_a_word_starts_no_comment(tmp_path, text):
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    settings = read_launch(path).settings
+    assert (settings["tp"], settings["pp"]) == ("4", "1")
+
+
+def test_a_refusal_after_a_hash_in_a_word_names_its_line(tmp_path):
+    path = tmp_path / "train.sh"
+    path.write_text("pretrain_gpt.py --bf16 \\\n  --wandb-exp-name run#2 --tensor-model-parallel-size $TP\n")
+    with pytest.raises(InputError, match=r"train.sh:2: --tensor-model-parallel-size '\$TP'"):
+        read_launch(path)
+
+
+SRUN_BASH_C = """#!/bin/bash
+#SBATCH --nodes=2
+MODEL_ARGS="--num-layers 32 --hidden-size 4096 \\
+  --seq-length 8192 --bf16"
+srun --container-image nvcr.io/nvidia/pytorch:24.10-py3 bash -c "cd /workspace/Megatron-LM && \\
+  python pretrain_gpt.py $MODEL_ARGS --wandb-exp-name run-$(date +%s) \\
+    --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --sequence-parallel" 2>&1 | tee log
+"""
+
+
+def test_flags_in_a_shells_c_string_are_read(tmp_path):
+    # A hunt: srun ... bash -c "... pretrain_gpt.py --tensor-model-parallel-size 4 ..." gave no flag (TP 1).
+    path = tmp_path / "train.sh"
+    path.write_text(SRUN_BASH_C)
+    settings, unused, _ = read_launch(path)
+    assert (settings["tp"], settings["pp"], settings["sequence_parallel"], settings["precision"]) == (
+        "4",
+        "2",
+        "1",
+        "bf16",
+    )
+    assert unused == ["--wandb-exp-name"]  # srun's own flags are no training command's
+    # the string's commands as sh reads them: its comment ends at its line, the flag after it no training's
+    path.write_text(
+        "docker run --rm img sh -lc 'cd /w; python pretrain_gpt.py --bf16 # on\n"
+        "  --pipeline-model-parallel-size 2'"
+    )
+    assert read_launch(path).settings["pp"] == "1"
+    path.write_text("A=(--bf16)\nsh -lc 'python pretrain_gpt.py ${A[@]} --tensor-model-parallel-size 8'")
+    assert read_launch(path).settings["tp"] == "8"
+
+
+TRAIN_THEN_SERVE = """#!/bin/bash
+GPT_ARGS=(--num-layers 32 --bf16)
+torchrun --nproc-per-node 8 pretrain_gpt.py ${GPT_ARGS[@]} \\
+    --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 --sequence-parallel
+SERVER_ARGS=(--micro-batch-size 1)
+torchrun --nproc-per-node 1 tools/run_text_generation_server.py ${GPT_ARGS[@]} ${SERVER_ARGS[@]} \\
+    --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1
+"""
+
+
+def test_only_the_training_command_is_read_and_which_one_trains_is_never_guessed(tmp_path):
+    # A hunt: a text-generation server's TP 1 after the training's TP 4 was priced, with the training's other
+    # flags; now the pretrain_*.py command alone (its variables, not the server's), and where no command or
+    # several run a training entry, commands that differ in a flag netsweep reads are refused.
+    path = tmp_path / "train.sh"
+    path.write_text(TRAIN_THEN_SERVE)
+    settings, unused, _ = read_launch(path)
+    assert (settings["tp"], settings["pp"], settings["sequence_parallel"]) == ("4", "2", "1")
+    assert "micro_batch" not in settings and unused == ["--nproc-per-node"]
+    # a refusal names the training command's line, not the server's that gives the flag after it
+    path.write_text(
+        TRAIN_THEN_SERVE.replace("--pipeline-model-parallel-size 2", "--pipeline-model-parallel-size $PP")
+    )
+    with pytest.raises(InputError, match=r"train.sh:4: --pipeline-model-parallel-size '\$PP'"):
+        read_launch(path)
+    for text, said in (
+        (
+            "torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 4\n"
+            "torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 8\n",
+            "--tensor-model-parallel-size 4 at line 1 (pretrain_gpt.py), "
+            "--tensor-model-parallel-size 8 at line 2 (pretrain_gpt.py)",
+        ),
+        (
+            "torchrun train.py --bf16 --sequence-parallel --tensor-model-parallel-size 2\n"
+            "python eval.py --bf16 --tensor-model-parallel-size 2\n",
+            "--sequence-parallel at line 1 (train.py), no --sequence-parallel at line 2 (eval.py)",
+        ),
+    ):
+        path.write_text(text)
+        with pytest.raises(InputError) as e:
+            read_launch(path)
+        assert str(e.value) == (
+            f"{path}: {said}: netsweep prices one training command and cannot tell which of them "
+            "trains; keep that one alone in the file"
+        )
+    # commands that agree on every flag read are no ambiguity; a command that gives none is no training one
+    path.write_text(
+        "mkdir -p logs; cd /w\ntorchrun train.py --bf16 --tensor-model-parallel-size 2 --save a\n"
+        "torchrun train.py --bf16 --tensor-model-parallel-size 2 --save b\n"
+    )
+    assert read_launch(path).settings["tp"] == "2"
+
+
+def test_fsdp2_with_pipeline_or_expert_parallelism_is_refused(tmp_path):
+    # A hunt: --use-torch-fsdp2 at PP 2 was priced; Megatron-LM's validate_args refuses it
+    # ("--use-torch-fsdp2 is not supported with pipeline parallelism", and with expert parallelism).
+    path = tmp_path / "train.sh"
+    for flag, parallelism in (
+        ("--pipeline-model-parallel-size", "pipeline parallelism"),
+        ("--expert-model-parallel-size", "expert parallelism"),
+    ):
+        path.write_text(f"pretrain_gpt.py --bf16 --use-torch-fsdp2 \\\n  {flag} 2\n")
+        with pytest.raises(InputError) as e:
+            read_launch(path)
+        assert str(e.value) == (
+            f"{path}:2: --use-torch-fsdp2 with {flag} 2: Megatron-LM refuses it (--use-torch-fsdp2 is not "
+            f"supported with {parallelism})"
+        )
+    path.write_text("pretrain_gpt.py --bf16 --use-torch-fsdp2 --pipeline-model-parallel-size 1\n")
+    assert read_launch(path).settings["zero"] == "3"
+
+
+def test_a_byte_that_is_not_utf8_is_read_and_a_nul_byte_is_refused(tmp_path):
+    # A hunt: one Latin-1 byte in a data path refused the whole file as "not a text file"; the flags netsweep
+    # reads are ASCII. A file with a NUL byte is no text (a binary given in its place).
+    path = tmp_path / "train.sh"
+    path.write_bytes(
+        b"\xef\xbb\xbfpretrain_gpt.py --bf16 --tensor-model-parallel-size 2 --data-path /d/caf\xe9\n"
+    )
+    settings, unused, _ = read_launch(path)
+    assert settings["tp"] == "2" and unused == ["--data-path"]
+    path.write_bytes(b"pretrain_gpt.py --bf16 --tensor-model-parallel-size 2\n\x00\xff\n")
+    with pytest.raises(InputError, match="train.sh: not a text file \\(a NUL byte at byte 54\\)"):
+        read_launch(path)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a command substitution's parentheses end no command: the flags after it are the training command's
+        "torchrun pretrain_gpt.py --wandb-exp-name run-$(date +%s) --tensor-model-parallel-size 4\nwait",
+        'pretrain_gpt.py --data-path "" --tensor-model-parallel-size 4',  # an empty word (was an IndexError)
+        "pretrain_gpt.py --bf16 \\\n  --tensor-model-parallel-size 4 \\\n",  # a file ending in a continuation
+    ],
+)
+def test_words_bash_reads_as_one_command(tmp_path, text):
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    assert read_launch(path).settings["tp"] == "4"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a review: each lost its flags in silence, its assignment read as a command (HEAD's reader had them)
+        'export MP="--tensor-model-parallel-size 4 --sequence-parallel"\ntorchrun pretrain_gpt.py --bf16 $MP',
+        "declare -a MP=(\n  --tensor-model-parallel-size 4\n  --sequence-parallel\n)\n"
+        'torchrun pretrain_gpt.py --bf16 "${MP[@]}"',
+        'export GPT_ARGS="\n  --tensor-model-parallel-size 4 \\\n  --sequence-parallel\n"\n'
+        "pretrain_gpt.py --bf16 $GPT_ARGS",
+        'declare GPT_ARGS="--tensor-model-parallel-size 4 --sequence-parallel"\n'
+        "pretrain_gpt.py --bf16 $GPT_ARGS",
+        '{ MP="--tensor-model-parallel-size 4 --sequence-parallel"; }\npretrain_gpt.py --bf16 $MP',
+        "main() {\n  local -a MP=(--tensor-model-parallel-size 4 --sequence-parallel)\n"
+        '  torchrun pretrain_gpt.py --bf16 "${MP[@]}"\n}\nmain',
+        "time torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 4 --sequence-parallel",
+        # an if whose test the file decides runs its one branch (Megatron-LM's train_llama3_8b_h100_fp8.sh)
+        'DTYPE="bf16"\nMP=(--tensor-model-parallel-size 4)\nif [[ "$DTYPE" == "fp8" ]]; then\n'
+        "  MP+=(--fp8-format hybrid)\nelse\n  MP+=(--sequence-parallel)\nfi\npretrain_gpt.py --bf16 ${MP[@]}",
+        "S=big\nif [ $S = small ]; then\n  torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 2\n"
+        "elif test $S != small; then\n  torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 4 "
+        "--sequence-parallel\nfi",
+    ],
+)
+def test_assignments_after_keywords_and_declaration_builtins_are_read(tmp_path, text):
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    settings = read_launch(path).settings
+    assert (settings["tp"], settings["sequence_parallel"], settings["precision"]) == ("4", "1", "bf16")
+
+
+@pytest.mark.parametrize(
+    "text, line, name",
+    [
+        # a review: the last branch's flags, or a loop's, were read in silence
+        ('OPTS="--bf16"\nif [ "$FP8" = 1 ]; then OPTS="$OPTS --fp8-format hybrid"; fi\n'
+         "pretrain_gpt.py $OPTS", 2, "OPTS"),
+        ('if [ "$FP8" = 1 ]; then\n  PREC="--fp8-format hybrid --bf16"\nelse\n  PREC="--bf16"\nfi\n'
+         "pretrain_gpt.py $PREC", 4, "PREC"),
+        ('MP=(--bf16)\nif [ "$BIG" = 1 ]; then MP+=(--pipeline-model-parallel-size 2); fi\n'
+         "pretrain_gpt.py ${MP[@]}", 2, "MP"),
+        ('ARGS="--bf16"\nfor f in a b; do ARGS="$ARGS --tensor-model-parallel-size 4"; done\n'
+         "pretrain_gpt.py $ARGS", 2, "ARGS"),
+        ('A="--bf16"\n[ "$FP8" = 1 ] && A="$A --fp8-format hybrid"\nB="$A --micro-batch-size 1"\n'
+         "pretrain_gpt.py $B", 2, "A"),
+        ('case "$SIZE" in\n  big) PP="--pipeline-model-parallel-size 4" ;;\n'
+         '  *) PP="--pipeline-model-parallel-size 2" ;;\nesac\npretrain_gpt.py --bf16 $PP', 3, "PP"),
+    ],
+)  # fmt: skip
+def test_a_flag_variable_a_block_may_change_is_refused(tmp_path, text, line, name):
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        read_launch(path)
+    assert str(e.value) == (
+        f"{path}:{line}: {name} is given flags here that an if, case or loop (or && or ||) may apply or not: "
+        "netsweep cannot tell which the training command gets; assign them once, outside it"
+    )
+    # flags it does not read, the same flags, or a variable the training command does not expand: no doubt
+    path.write_text(
+        'D="--data-path a"\nA="--bf16"\nif [ "$X" = 1 ]; then D="--data-path b"; A="--bf16"; '
+        'E="--fp16"; fi\npretrain_gpt.py $A $D --tensor-model-parallel-size 2'
+    )
+    assert read_launch(path).settings["tp"] == "2"
+
+
+def test_a_variable_left_unexpanded_where_flags_go_is_refused(tmp_path):
+    # A review: a function's body expanding a variable assigned after the function lost its flags in silence.
+    path = tmp_path / "train.sh"
+    for text, line, word, why in (
+        (
+            "launch() {\n  torchrun pretrain_gpt.py --micro-batch-size 1 --bf16 $MP\n}\n"
+            'MP="--tensor-model-parallel-size 4"\nlaunch',
+            2,
+            "$MP",
+            "MP's flags are assigned after it (a function run later?), or it is not $NAME, ${NAME} or "
+            "${NAME[@]}",
+        ),
+        (
+            "pretrain_gpt.py --bf16 ${EXTRA_ARGS:-} --tensor-model-parallel-size 2",
+            1,
+            "${EXTRA_ARGS:-}",
+            "EXTRA_ARGS is not set before it in the file, and stands where flags go",
+        ),
+        (
+            'A="--micro-batch-size 1 $EXTRA"\npretrain_gpt.py --bf16 $A',
+            1,
+            "$EXTRA",
+            "EXTRA is not set before it in the file, and stands where flags go",
+        ),
+        (
+            "torchrun $DIST pretrain_gpt.py $ARGS --bf16",
+            1,
+            "$ARGS",
+            "ARGS is not set before it in the file, and stands where flags go",
+        ),
+    ):
+        path.write_text(text)
+        with pytest.raises(InputError) as e:
+            read_launch(path)
+        assert str(e.value) == (
+            f"{path}:{line}: {word} in the training command: {why}; netsweep cannot tell which flags it "
+            "gives, so give them in the file before the command"
+        )
+    # a flag's value (its own check), a launcher's or a program's word, a variable holding no flag: read
+    path.write_text(
+        "ENTRY=pretrain_gpt.py\nCKPT=/c\ntorchrun $DIST $ENTRY --save $CKPT --data-path 0.5 $A 0.5 $B "
+        '--tensor-model-parallel-size 2 --bf16 "$@"'  # the script's own arguments: read as run without them
+    )
+    assert read_launch(path).settings["tp"] == "2"
+    path.write_text("pretrain_gpt.py --bf16 --tensor-model-parallel-size $TP")
+    with pytest.raises(InputError, match=r"train.sh:1: --tensor-model-parallel-size '\$TP': give one whole"):
+        read_launch(path)
+
+
+def test_a_file_of_flags_alone_is_one_command(tmp_path):
+    # A review: HEAD's reader read such a file; it was refused, naming a flag as "the command".
+    path = tmp_path / "train.sh"
+    path.write_text(
+        "--num-layers 32 --hidden-size 4096\n"
+        "--tensor-model-parallel-size 4 --pipeline-model-parallel-size 2\n"
+        "--bf16 --micro-batch-size 1\n--sequence-parallel\n"
+    )
+    settings = read_launch(path).settings
+    assert (settings["tp"], settings["pp"], settings["sequence_parallel"], settings["micro_batch"]) == (
+        "4",
+        "2",
+        "1",
+        "1",
+    )
+    # beside programs, a line of flags is no command (as in bash); a refusal names programs, never a flag
+    path.write_text(
+        "--num-layers 32\ntorchrun train.py --bf16 --tensor-model-parallel-size 2\n"
+        "python eval.py --bf16 --tensor-model-parallel-size 4\n"
+    )
+    with pytest.raises(InputError) as e:
+        read_launch(path)
+    assert "at line 2 (train.py), --tensor-model-parallel-size 4 at line 3 (eval.py):" in str(e.value)
+
+
+def test_a_backtick_substitution_is_one_word(tmp_path):
+    # A review: its | or ; ended the command, the flags after it lost (TP read as 1).
+    path = tmp_path / "train.sh"
+    for inner in ("hostname | cut -d. -f1", "date; hostname", 'echo "a b" c'):
+        path.write_text(
+            f"torchrun pretrain_gpt.py --bf16 --wandb-exp-name run-`{inner}` --tensor-model-parallel-size 4\n"
+        )
+        settings, unused, _ = read_launch(path)
+        assert settings["tp"] == "4" and unused == ["--wandb-exp-name"], inner
+
+
+def test_a_refusal_names_a_line_the_training_command_uses(tmp_path):
+    # A review: it pointed at another command's line, or at an array the training command does not expand.
+    path = tmp_path / "train.sh"
+    for text, line in (
+        (
+            "GPT_ARGS=(--bf16 --micro-batch-size 1)\ntorchrun pretrain_gpt.py ${GPT_ARGS[@]} \\\n"
+            "    --tensor-model-parallel-size 4 --pipeline-model-parallel-size $PP\n"
+            "SERVER_ARGS=(\n  --pipeline-model-parallel-size 1\n)\n"
+            "torchrun tools/run_text_generation_server.py ${GPT_ARGS[@]} ${SERVER_ARGS[@]}\n",
+            3,
+        ),
+        (
+            "TRAIN=(--pipeline-model-parallel-size $PP)\ntorchrun pretrain_gpt.py --bf16 ${TRAIN[@]}\n"
+            "SERVE=(\n  --pipeline-model-parallel-size 1\n)\n",
+            1,
+        ),
+    ):
+        path.write_text(text)
+        with pytest.raises(InputError, match=rf"train.sh:{line}: --pipeline-model-parallel-size '\$PP'"):
+            read_launch(path)
+
+
+def test_a_nul_byte_is_refused_in_valid_utf8_too(tmp_path):
+    # A review: a file with a NUL byte that was valid UTF-8 was read.
+    path = tmp_path / "train.sh"
+    path.write_bytes(b"torchrun pretrain_gpt.py --bf16 --tensor-model-parallel-size 2\n\x00\n")
+    with pytest.raises(InputError) as e:
+        read_launch(path)
+    assert str(e.value) == f"{path}: not a text file (a NUL byte at byte 63); expected a launch command"

@@ -1,12 +1,19 @@
 """A Megatron-LM launch command read from a file: the layout settings it gives, as ``sweep`` options.
 
 ``sweep plan --launch train.sh`` (and ``grid``) takes the parallel layout from the flags of a
-``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, ``#``
-comments outside quotes, and the flags in bash arrays as Megatron-LM's example scripts keep them,
-``MODEL_PARALLEL_ARGS=( ... )``, are fine: a flag's values end at the end of its line or a shell operator,
-``(``, ``)``, ``;``, ``&&``, ``|``, a redirection). A flag below whose value is not a whole number (``eight``, a shell variable
-``$TP``) is refused, naming the flag and the file's line: netsweep cannot know its value, and
-Megatron-LM's default in its place would be a silent guess. So is a file that gives none of them:
+``pretrain_gpt.py`` command line (a script, or the command alone; ``\\`` continuations, bash's ``#``
+comments (a word's start, outside quotes: ``run#2`` is a word), the flags in bash arrays as Megatron-LM's
+example scripts keep them, ``MODEL_PARALLEL_ARGS=( ... )``, or in variables, and a shell's ``-c`` string,
+``srun ... bash -c "cd /w && python pretrain_gpt.py ..."``, are fine: a flag's values end at the end of its
+line or a shell operator, ``(``, ``)``, ``;``, ``&&``, ``|``, a redirection). Of a file's commands, the one
+that runs ``pretrain_*.py`` is read (a text-generation server after it is not); where that cannot be told,
+several commands that differ in a flag read here are refused (a file of flags alone, no program, is one
+command). So is a command whose flags the file does not tell (:mod:`sweep.io.launch_script`): a variable
+that an ``if`` netsweep cannot decide, a ``case`` or a loop gives other flags, or a ``$NAME`` that may
+hold flags left unexpanded (set after the command, or not in the file). A flag below whose value is not a
+whole number (``eight``, a shell variable ``$TP``) is refused, naming the flag and the file's line: netsweep
+cannot know its value, and Megatron-LM's default in its place would be a silent guess. So is a file that
+gives none of them:
 
     --tensor-model-parallel-size T     --tp T
     --pipeline-model-parallel-size P   --pp P
@@ -45,7 +52,6 @@ as not used: the model comes from ``--model`` or ``--arch``. Pure Python: no JAX
 
 import os
 import re
-import shlex
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -53,8 +59,8 @@ from netsweep_jax.sweep.core.errors import InputError, where
 from netsweep_jax.sweep.core.layout_axes import AXES, recompute_mode
 from netsweep_jax.sweep.core.schema import option_of
 from netsweep_jax.sweep.core.sweep_settings import MOE_DISPATCHERS, OVERLAP_SWITCHES
-from netsweep_jax.sweep.core.textfile import read_lines
 from netsweep_jax.sweep.core.values import decimal, whole_number
+from netsweep_jax.sweep.io.launch_script import script_lines, training_command, uncommented
 
 # Flags that take a value, and the sweep parameter it sets.
 VALUED = {
@@ -133,7 +139,6 @@ def _grad_bytes(flags: dict[str, list[str]], settings: dict[str, str]) -> set[st
 
 
 MODULE_NAMES = {"mla_up_proj": "up_proj"}  # Megatron-Core's module name where ours is shorter
-OPERATOR_CHARS = "();<>|&"  # shlex's punctuation: a word of these ends a command (or redirects)
 PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
 
 
@@ -146,87 +151,6 @@ class Launch(NamedTuple):
     defaulted: frozenset[str]
 
 
-def _words(text: str) -> list[str]:
-    """A logical line's shell words, the shell's operators (``(``, ``)``, ``;``, ``|``, ``&&``, ``>`` ...) words of
-    their own: a ``#`` outside quotes starts a comment; ValueError where a quote is left open."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    return list(lexer)
-
-
-def _commands(path: str | os.PathLike[str], lines: list[str]) -> list[list[str]]:
-    """The file's commands as shell words: ``\\`` continues a line, ``#`` outside quotes starts a comment, a
-    quote may span lines; each command's words end where its line or a shell operator does (a bash array's
-    ``(`` and ``)``, ``;``, ``|``, ``&&``); a redirection (``> log``, ``2>&1``) is no word of it."""
-    out: list[list[str]] = []
-    pending = ""
-    for line in lines:
-        if line.lstrip().startswith("#") and not pending:  # a comment line: its trailing \\ continues nothing
-            continue
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
-            continue
-        pending += line
-        try:
-            words = _words(pending)
-        except ValueError:  # a quote open at the line's end: it goes on
-            pending += "\n"
-            continue
-        pending = ""
-        command: list[str] = []
-        skip = False
-        for k, word in enumerate(words):
-            operator = word[0] in OPERATOR_CHARS
-            redirect = operator and (word[0] in "<>" or word.startswith("&>"))
-            if skip or (word.isdigit() and k + 1 < len(words) and words[k + 1] in (">&", "<&")):
-                skip = (
-                    False  # a redirection's target, or the descriptor it copies (2>&1; 8 > log keeps its 8)
-                )
-            elif operator:
-                out.append(command)
-                command, skip = [], redirect
-            else:
-                command.append(word)
-        out.append(command)
-    if pending.strip():
-        raise InputError(f"{path}: not a command line (a quote is never closed)")
-    return [c for c in out if c]
-
-
-ASSIGNMENT = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\+?=(?P<value>.*)$", re.DOTALL)
-# Commands whose words are text, never flags a command is given: an echo's "--tp-comm-overlap is off" (a review).
-TEXT_COMMANDS = ("echo", "printf", ":")
-
-
-def _shell_split(commands: list[list[str]]) -> list[list[str]]:
-    """The commands as bash runs them where a word holds several flags: a quoted array item
-    (``"--fp8-format hybrid"``, Megatron-LM's examples/llama/train_llama3_8b_h100_fp8.sh) expanded unquoted is
-    split at its spaces, and a variable assigned a string of flags (``GPT_ARGS="--tensor-model-parallel-size 2
-    ..."``, expanded as ``$GPT_ARGS`` by Megatron-LM's older examples; ``VAR+=" --flags"`` and ``VAR="$VAR
-    --flags"`` too, as its examples/rl/model_configs/common.sh builds them) is read as a command of its own. Both
-    had been one word each, their flags lost in silence: fp8 read as bf16, TP 4 as 1 (a hunt). An ``echo``'s or
-    ``printf``'s words are text, not read (a review)."""
-    out = []
-    for command in commands:
-        if command[0] in TEXT_COMMANDS:
-            continue
-        split: list[str] = []
-        for word in command:
-            assigned = ASSIGNMENT.match(word)
-            # its flags, after the variable's own earlier value (VAR="$VAR --fp8-format hybrid", VAR+=" ...")
-            parts, name = ([], "") if assigned is None else (assigned["value"].split(), assigned["name"])
-            while parts and parts[0] in (f"${name}", f"${{{name}}}"):
-                parts = parts[1:]
-            if parts and parts[0].startswith("--"):
-                out.append(parts)
-            elif word.startswith("--") and len(word.split()) > 1:
-                split.extend(word.split())
-            else:
-                split.append(word)
-        out.append(split)
-    return [c for c in out if c]
-
-
 def _negative(text: str) -> bool:
     """Whether ``text`` is a number below 0 by the one rule for a number a user writes (:func:`decimal`); any
     other text is left to its option's own check."""
@@ -234,22 +158,6 @@ def _negative(text: str) -> bool:
         return decimal(text) < 0
     except ValueError:
         return False
-
-
-def _flags(path: str | os.PathLike[str], lines: list[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Each flag of the file's commands with the words after it in its command, and every word."""
-    flags: dict[str, list[str]] = {}
-    words = []
-    for command in _shell_split(_commands(path, lines)):
-        current = None  # a flag's values end with its command
-        for word in command:
-            words.append(word)
-            if word.startswith("--"):
-                current = word.split("=", 1)[0]
-                flags[current] = [word.split("=", 1)[1]] if "=" in word else []
-            elif current is not None:
-                flags[current].append(word)
-    return flags, words
 
 
 def _recompute(path: str | os.PathLike[str], flags: dict[str, list[str]]) -> str:
@@ -394,12 +302,25 @@ SHAPE_FLAGS = {
 # Switches the shape's comparison reads (the key/value heads: query groups only with the first; none with latent
 # attention's).
 SHAPE_SWITCHES = ("--group-query-attention", "--multi-latent-attention")
+# The flags read that take no value: a variable's expansion after one stands where flags go (a review: lost in
+# silence), as it does after another's one value (--recompute-modules takes several).
+SWITCHES = {*OVERLAP_FLAGS, *SHAPE_SWITCHES, "--sequence-parallel", "--use-distributed-optimizer", "--bf16"}
+SWITCHES |= {"--fp16", "--moe-pad-expert-input-to-capacity", "--grad-reduce-in-bf16", "--use-torch-fsdp2"}
+SWITCHES |= {"--accumulate-allreduce-grads-in-fp32", "--use-megatron-fsdp", "--recompute-activations"}
+SWITCHES |= {"--moe-layer-recompute", "--account-for-embedding-in-pipeline-split"}
+SWITCHES |= {"--account-for-loss-in-pipeline-split"}
+# Every flag a setting or the shape's comparison reads, with the values it takes (None: several): two commands
+# that differ in one are refused.
+READ_FLAGS: dict[str, int | None] = {
+    flag: 0 if flag in SWITCHES else None if flag == "--recompute-modules" else 1
+    for flag in (*VALUED, *OVERLAP_FLAGS, *OTHER_USED, *SHAPE_FLAGS, *SHAPE_SWITCHES)
+}
 
 
 def launch_shape(path: str | os.PathLike[str]) -> dict[str, tuple[str, int]]:
     """The model shape a launch command gives (--arch key -> (what says it, the whole number)), where it gives
     one: compared with ``--model``'s or ``--arch``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
-    flags, _ = _flags(path, read_lines(path, "launch command"))
+    flags = training_command(path, script_lines(path), READ_FLAGS).flags
     out = {}
     for flag, key in SHAPE_FLAGS.items():
         value = whole_number(" ".join(flags.get(flag, [])))
@@ -425,12 +346,19 @@ REFUSED_WITHOUT = {
     ),
     "--overlap-param-gather": ("--overlap-grad-reduce", "--overlap-param-gather needs --overlap-grad-reduce"),
 }
+# The parallel sizes above 1 that Megatron-LM refuses with PyTorch's FSDP2 (validate_args: "--use-torch-fsdp2
+# is not supported with pipeline parallelism", and expert; a hunt: FSDP2 at PP 2 was priced as if it ran).
+FSDP2_REFUSED = {
+    "--pipeline-model-parallel-size": "pipeline parallelism",
+    "--expert-model-parallel-size": "expert parallelism",
+}
 
 
 def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable[[str], str]) -> None:
     """Refuse what Megatron-LM refuses before it trains (a hunt: each priced as if it ran): a switch without the
-    one it needs (:data:`REFUSED_WITHOUT`), --overlap-param-gather without a sharded optimizer, and
-    --model-parallel-size, gone from Megatron-LM (tp was read as 1)."""
+    one it needs (:data:`REFUSED_WITHOUT`), --overlap-param-gather without a sharded optimizer, FSDP2 with
+    pipeline or expert parallelism (:data:`FSDP2_REFUSED`), and --model-parallel-size, gone from Megatron-LM
+    (tp was read as 1)."""
     for flag, (needed, why) in REFUSED_WITHOUT.items():
         if flag in flags and needed not in flags:
             raise InputError(f"{line_of(flag)}: {flag} without {needed}: Megatron-LM refuses it ({why})")
@@ -448,6 +376,12 @@ def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable
             f"{line_of('--use-torch-fsdp2')}: --use-torch-fsdp2 with --use-distributed-optimizer: Megatron-LM refuses "
             "it (FSDP2 shards the optimizer itself)"
         )
+    for flag, parallelism in FSDP2_REFUSED.items():  # sizes checked whole numbers before
+        if "--use-torch-fsdp2" in flags and int(flags.get(flag, ["1"])[0]) > 1:
+            raise InputError(
+                f"{line_of(flag)}: --use-torch-fsdp2 with {flag} {flags[flag][0]}: Megatron-LM refuses it "
+                f"(--use-torch-fsdp2 is not supported with {parallelism})"
+            )
     if flags.get("--tensor-model-parallel-size") == ["1"] and "--tp-comm-overlap" in flags:
         raise InputError(
             f"{line_of('--tp-comm-overlap')}: --tp-comm-overlap at --tensor-model-parallel-size 1: Megatron-LM turns "
@@ -482,16 +416,19 @@ def _refuse_what_megatron_refuses(flags: dict[str, list[str]], line_of: Callable
 def read_launch(path: str | os.PathLike[str]) -> Launch:
     """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
     settings that are Megatron-LM's defaults for what it leaves out."""
-    lines = read_lines(path, "launch command")
+    lines = script_lines(path)
+    flags, words, used = training_command(path, lines, READ_FLAGS)
+    code = uncommented(lines)
 
     def line_of(flag: str) -> str:
         """The file's last line that gives the flag (argparse keeps the last; not a comment naming it, nor a
-        longer flag it begins: a hunt's refusal pointed at an earlier line), for the message."""
+        longer flag it begins, nor a line the command's words do not come from, another command's or an
+        array's it does not expand: a hunt's and a review's refusals pointed at such lines), for the
+        message."""
         given = re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
-        numbers = [i for i, line in enumerate(lines, 1) if given.search(line.split("#", 1)[0])]
+        numbers = [i for i, line in enumerate(code, 1) if (used is None or i in used) and given.search(line)]
         return where(path, numbers[-1] if numbers else None)
 
-    flags, words = _flags(path, lines)
     settings: dict[str, str] = {}
     unused = []
     if not set(flags) & (set(VALUED) | set(OVERLAP_FLAGS) | OTHER_USED):
