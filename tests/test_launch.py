@@ -843,3 +843,22 @@ def test_a_nul_byte_is_refused_in_valid_utf8_too(tmp_path):
     with pytest.raises(InputError) as e:
         read_launch(path)
     assert str(e.value) == f"{path}: not a text file (a NUL byte at byte 63); expected a launch command"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torchrun pretrain_gpt.py --bf16 --micro-batch-size 1 > log.txt --tensor-model-parallel-size 4",
+        "torchrun pretrain_gpt.py --bf16 --micro-batch-size 1 2>&1 --tensor-model-parallel-size 4",
+        "torchrun pretrain_gpt.py --bf16 --micro-batch-size 1 &>log --tensor-model-parallel-size 4",
+        "torchrun pretrain_gpt.py --bf16 --micro-batch-size 1 --tensor-model-parallel-size 4 2>err.log",
+        'ARGS=(--bf16 --micro-batch-size 1 --tensor-model-parallel-size 4)\ntorchrun pretrain_gpt.py "${ARGS[@]}" "$@"',
+    ],
+)  # fmt: skip
+def test_a_redirection_anywhere_and_the_scripts_arguments_leave_the_command_whole(tmp_path, text):
+    # A review: a redirection mid-command ended it (the flags after it lost in silence: TP 1 priced), and a
+    # trailing "$@" (the script's arguments, which the file is read without) was read as a flag's value
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    settings = read_launch(path).settings
+    assert (settings["tp"], settings["micro_batch"], settings["precision"]) == ("4", "1", "bf16")

@@ -78,6 +78,24 @@ def uncommented(lines: list[str]) -> list[str]:
     return out
 
 
+# Redirections, wherever in a command they stand (bash reads the words after a redirection's target as the same
+# command's: `pretrain_gpt.py > log --tensor-model-parallel-size 4` had lost its TP, a review).
+REDIRECTIONS = (">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>")
+
+
+def _descriptor(words: list[str], k: int) -> bool:
+    """Whether ``words[k]`` is the file descriptor a redirection after it redirects (``2>err.log``): a number
+    right before a redirection, but a flag's value after the flag (``--micro-batch-size 1 > log``: shlex keeps
+    no spaces to tell them apart, and a value is what a flag there takes)."""
+    before = words[k - 1] if k else ""
+    return (
+        words[k].isdigit()
+        and k + 1 < len(words)
+        and words[k + 1] in REDIRECTIONS
+        and not before.startswith("--")
+    )
+
+
 def _operator(word: str) -> bool:
     """Whether ``word`` is a shell operator (shlex's punctuation: ``(``, ``;``, ``&&``, ``|``, ``2>&1``'s
     ``>&``)."""
@@ -171,7 +189,8 @@ REFERENCE = re.compile(
 )
 # A word that is one variable's expansion of any form (${NAME:-x}, ${NAME[1]} too): one not expanded may hold
 # flags (:func:`_refuse_unread`). The script's arguments ("$@", $1) are not the file's: it is read as run
-# without them.
+# without them (ARGUMENTS: dropped where expanded, a review: a trailing "$@" had been read as a flag's value).
+ARGUMENTS = re.compile(r"\$(?:[@*1-9]|\{[@*1-9]\})")
 EXPANSION = re.compile(r"\$(?:(?P<bare>[A-Za-z_][A-Za-z0-9_]*)|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)[^}]*\})")
 # Commands whose words are text, never flags a command is given: an echo's "--tp-comm-overlap is off" (a review).
 TEXT_COMMANDS = ("echo", "printf", ":")
@@ -318,8 +337,8 @@ class _Script:
         return self
 
     def _line(self, words: list[str], span: range) -> None:
-        """One logical line's words: a command ends at an operator (``;``, ``&&``, ``|``, a redirection, whose
-        target is no word of it) and at the line's end; an array's items (``NAME=(`` ... ``)``) are no
+        """One logical line's words: a command ends at an operator (``;``, ``&&``, ``|``) and at the line's end;
+        a redirection (and its target, and the descriptor it redirects) is no word of it, wherever it stands; an array's items (``NAME=(`` ... ``)``) are no
         command."""
         command: list[str] = []
         skip = False
@@ -332,9 +351,11 @@ class _Script:
             elif word == "(" and _array_head(command):
                 self._command(command[:-1], span)  # the words that lead it (then MP+=( turns no block)
                 self.array, command = _Array(command[-1], [], span.start, self._state()), []
-            elif skip or (word.isdigit() and k + 1 < len(words) and words[k + 1] in (">&", "<&")):
-                # a redirection's target, or the descriptor it copies (2>&1; 8 > log keeps its 8)
+            elif skip or _descriptor(words, k):
+                # a redirection's target, or the descriptor it redirects (2>&1, 2>err.log)
                 skip = False
+            elif word in REDIRECTIONS:  # anywhere in a command, which goes on after its target (a review)
+                skip = True
             elif _operator(word):
                 self._command(command, span, word)
                 command, skip = [], word[0] in "<>" or word.startswith("&>")
@@ -489,6 +510,8 @@ class _Script:
         for word in words:
             reference = REFERENCE.fullmatch(word)
             name = reference and (reference["bare"] or reference["braced"])
+            if ARGUMENTS.fullmatch(word):
+                continue
             if name and name in self.variables:
                 out += self.variables[name]
                 used.add(name)
