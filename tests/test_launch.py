@@ -19,6 +19,15 @@ torchrun --nproc_per_node 8 pretrain_gpt.py \\
 """
 
 
+def _refusal(path, text=None) -> str:
+    """The one line ``read_launch`` refuses the file ``path`` with (``text`` written to it first)."""
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(InputError) as e:
+        read_launch(path)
+    return str(e.value)
+
+
 def test_a_launch_command_gives_its_layout(tmp_path):
     path = tmp_path / "train.sh"
     path.write_text(SCRIPT)
@@ -496,10 +505,10 @@ def test_a_command_without_a_global_batch_takes_megatron_lms(tmp_path):
 def test_a_value_out_of_range_is_refused_as_the_command_gives_it(tmp_path, flag, rule):
     # Its netsweep option had been named (--micro-batch 0), as if typed on the command line.
     path = tmp_path / "train.sh"
-    path.write_text(f"pretrain_gpt.py --bf16 \\\n  {flag} --global-batch-size 8\n")
-    with pytest.raises(InputError) as e:
-        read_launch(path)
-    assert str(e.value) == f"{path}:2: {flag}: {rule}"
+    assert (
+        _refusal(path, f"pretrain_gpt.py --bf16 \\\n  {flag} --global-batch-size 8\n")
+        == f"{path}:2: {flag}: {rule}"
+    )
 
 
 @pytest.mark.parametrize(
@@ -601,10 +610,7 @@ def test_only_the_training_command_is_read_and_which_one_trains_is_never_guessed
             "--sequence-parallel at line 1 (train.py), no --sequence-parallel at line 2 (eval.py)",
         ),
     ):
-        path.write_text(text)
-        with pytest.raises(InputError) as e:
-            read_launch(path)
-        assert str(e.value) == (
+        assert _refusal(path, text) == (
             f"{path}: {said}: netsweep prices one training command and cannot tell which of them "
             "trains; keep that one alone in the file"
         )
@@ -624,10 +630,7 @@ def test_fsdp2_with_pipeline_or_expert_parallelism_is_refused(tmp_path):
         ("--pipeline-model-parallel-size", "pipeline parallelism"),
         ("--expert-model-parallel-size", "expert parallelism"),
     ):
-        path.write_text(f"pretrain_gpt.py --bf16 --use-torch-fsdp2 \\\n  {flag} 2\n")
-        with pytest.raises(InputError) as e:
-            read_launch(path)
-        assert str(e.value) == (
+        assert _refusal(path, f"pretrain_gpt.py --bf16 --use-torch-fsdp2 \\\n  {flag} 2\n") == (
             f"{path}:2: --use-torch-fsdp2 with {flag} 2: Megatron-LM refuses it (--use-torch-fsdp2 is not "
             f"supported with {parallelism})"
         )
@@ -714,10 +717,7 @@ def test_assignments_after_keywords_and_declaration_builtins_are_read(tmp_path, 
 )  # fmt: skip
 def test_a_flag_variable_a_block_may_change_is_refused(tmp_path, text, line, name):
     path = tmp_path / "train.sh"
-    path.write_text(text)
-    with pytest.raises(InputError) as e:
-        read_launch(path)
-    assert str(e.value) == (
+    assert _refusal(path, text) == (
         f"{path}:{line}: {name} is given flags here that an if, case or loop (or && or ||) may apply or not: "
         "netsweep cannot tell which the training command gets; assign them once, outside it"
     )
@@ -760,10 +760,7 @@ def test_a_variable_left_unexpanded_where_flags_go_is_refused(tmp_path):
             "ARGS is not set before it in the file, and stands where flags go",
         ),
     ):
-        path.write_text(text)
-        with pytest.raises(InputError) as e:
-            read_launch(path)
-        assert str(e.value) == (
+        assert _refusal(path, text) == (
             f"{path}:{line}: {word} in the training command: {why}; netsweep cannot tell which flags it "
             "gives, so give them in the file before the command"
         )
@@ -798,9 +795,7 @@ def test_a_file_of_flags_alone_is_one_command(tmp_path):
         "--num-layers 32\ntorchrun train.py --bf16 --tensor-model-parallel-size 2\n"
         "python eval.py --bf16 --tensor-model-parallel-size 4\n"
     )
-    with pytest.raises(InputError) as e:
-        read_launch(path)
-    assert "at line 2 (train.py), --tensor-model-parallel-size 4 at line 3 (eval.py):" in str(e.value)
+    assert "at line 2 (train.py), --tensor-model-parallel-size 4 at line 3 (eval.py):" in _refusal(path)
 
 
 def test_a_backtick_substitution_is_one_word(tmp_path):

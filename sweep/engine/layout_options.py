@@ -1156,8 +1156,14 @@ def _tp_wide(given: dict, search: dict[str, str]) -> bool:
 
 def _zero3_pipelined(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> bool:
     """Whether some layout of the sweep may run ZeRO 3 under a pipeline (PP over 1)."""
-    zero = _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
-    return bool((zero >= 3).any()) and _may_exceed_one("pp", given, search)
+    return bool((_zero_stages(stack, given, filled, search) >= 3).any()) and _may_exceed_one(
+        "pp", given, search
+    )
+
+
+def _zero_stages(stack: Stack, given: dict, filled: dict[str, float], search: dict[str, str]) -> np.ndarray:
+    """The ZeRO stages the sweep's layouts may run: given, else plan's searched ones, else the stack's."""
+    return _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
 
 
 def _may_exceed_one(name: str, given: dict, search: dict[str, str]) -> bool:
@@ -1184,5 +1190,5 @@ def _stack_overlap(stack: Stack, given: dict, filled: dict[str, float], search: 
     wide = _tp_wide(given, search)
     # and at ZeRO 0 no parameters are gathered: param_gather dropped where every ZeRO is 0 (Megatron-LM refuses
     # --overlap-param-gather without its distributed optimizer; a hunt read it in the assumed line of --zero 0)
-    zero = _values("zero", given["zero"], search.get("zero", show(filled.get("zero", stack.zero))))
-    return stack.overlap_with(2.0 if wide else 1.0, values.pop(), sharded=bool((zero >= 1).any()))
+    sharded = bool((_zero_stages(stack, given, filled, search) >= 1).any())
+    return stack.overlap_with(2.0 if wide else 1.0, values.pop(), sharded=sharded)

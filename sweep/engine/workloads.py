@@ -248,11 +248,9 @@ def memory_said(profiles: Sequence[Profile], bucketings: Sequence[str], least_gp
         gpu = gpu_of(p)
         if gpu is None or (p.shape is None and p.dtype == Profile.dtype):
             continue
-        stated = stated_gb(str(p.device))
-        own = stated is not None and named_memory_differs(
-            str(p.device), gpu
-        )  # GiB, as the presets read "40GB"
-        capacity = stated * 2**30 if own and stated is not None else GPUS[gpu].memory
+        stated = stated_gb(str(p.device))  # GiB, as the presets read "40GB"
+        own = stated is not None and named_memory_differs(str(p.device), gpu)
+        capacity = stated * GIB if stated is not None and own else GPUS[gpu].memory
         states = ADAM_BYTES_PER_PARAMETER * float(np.sum(p.grad_bytes / p.element_bytes))
         held = (
             f"{p.model}'s weights, gradients and Adam states alone (16 bytes a parameter: ZeRO, SC'20) take"

@@ -417,7 +417,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     """The sweep settings a launch command gives ({parameter: value text}), the flags it does not use, and the
     settings that are Megatron-LM's defaults for what it leaves out."""
     lines = script_lines(path)
-    flags, words, used = training_command(path, lines, READ_FLAGS)
+    flags, any_words, used = training_command(path, lines, READ_FLAGS)
     code = uncommented(lines)
 
     def line_of(flag: str) -> str:
@@ -433,7 +433,7 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     unused = []
     if not set(flags) & (set(VALUED) | set(OVERLAP_FLAGS) | OTHER_USED):
         raise InputError(
-            f"{path}: {'no command in it' if not words else 'no flag netsweep reads'}; expected a Megatron-LM "
+            f"{path}: {'no command in it' if not any_words else 'no flag netsweep reads'}; expected a Megatron-LM "
             f"launch command (pretrain_gpt.py --tensor-model-parallel-size T ...)"
         )
     for flag, values in flags.items():

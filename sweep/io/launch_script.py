@@ -129,7 +129,7 @@ def _backticked(text: str) -> str:
 def _words(text: str) -> list[str]:
     """A logical line's shell words, the shell's operators words of their own (``(`` and ``)`` one each:
     ``);`` is two; a backtick substitution's none, :func:`_backticked`); ValueError where a quote is left
-    open. Comments are gone before (:func:`_uncommented`): shlex's own take a ``#`` inside a word for one."""
+    open. Comments are gone before (:func:`uncommented`): shlex's own take a ``#`` inside a word for one."""
     lexer = shlex.shlex(_backticked(text), posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
@@ -544,7 +544,8 @@ def _refuse_unlike(path: str | os.PathLike[str], chosen: _Run, other: _Run, read
 
 def _refuse_doubt(path: str | os.PathLike[str], doubts: Collection[tuple[str, int]]) -> None:
     """Refuse a training command that expands a variable in doubt (:meth:`_Script._set`), naming where."""
-    for name, line in doubts:
+    if doubts:
+        name, line = next(iter(doubts))
         raise InputError(
             f"{where(path, line)}: {name} is given flags here that an if, case or loop (or && or ||) may "
             "apply or not: netsweep cannot tell which the training command gets; assign them once, outside it"
@@ -615,12 +616,12 @@ def _refuse_unread(
 
 
 class Command(NamedTuple):
-    """The command a launch file is priced by: its flags and their values, every word of the file's commands
-    and variables, and the file's lines its words come from (its own and its variables' assignments: a
-    message names no other; None: any)."""
+    """The command a launch file is priced by: its flags and their values, whether the file holds any word of
+    a command or variable at all, and the file's lines its words come from (its own and its variables'
+    assignments: a message names no other; None: any)."""
 
     flags: dict[str, list[str]]
-    words: list[str]
+    any_words: bool
     lines: frozenset[int] | None
 
 
@@ -654,9 +655,9 @@ def training_command(
     code = uncommented(lines)
     for run in chosen:
         _refuse_unread(path, run, script, reads, code)
-    words = [w for run in runs for w in run.words] + [w for v in script.variables.values() for w in v]
+    any_words = bool(runs) or any(script.variables.values())
     if not chosen:  # no command gives a flag: the variables' (a flag's values end with its variable)
         _refuse_doubt(path, script.doubts.values())
-        return Command(flag_values(list(script.variables.values())), words, None)
+        return Command(flag_values(list(script.variables.values())), any_words, None)
     used = frozenset().union(*(run.sources for run in chosen)) if programs else None
-    return Command(flag_values([run.words for run in chosen]), words, used)
+    return Command(flag_values([run.words for run in chosen]), any_words, used)
