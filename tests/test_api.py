@@ -273,7 +273,7 @@ def test_profiles_round_trip(tmp_path):
         # a hunt: a batch in its range refused as a profile's "iteration time" (no keyword named); NumPy's fit on a
         # runs file a traceback; calibrate told to give t1, a keyword it has not
         (
-            lambda: sweep.evaluate("gpt2-xl", bandwidth=10, batch=10000),
+            lambda: sweep.evaluate("gpt2-xl", bandwidth=10, batch=10000, precision="fp32"),
             "batch 10000: gpt2-xl on a v100 in fp32 would take 11840 s a step",
         ),
         (

@@ -155,7 +155,7 @@ def test_a_fabric_sets_its_tier_and_constants_against_the_reference():
         assert phrase in said, phrase
     transformer = make_grid("gpt2-xl", fabric="aws-p5")
     assert (
-        transformer.profiles[0].model == "gpt2-xl@h100-fp32-b8"
+        transformer.profiles[0].model == "gpt2-xl@h100-bf16-b8"
         and transformer.values["nics_per_node"][0] == 32
     )
 
@@ -167,7 +167,7 @@ def test_what_a_fabric_refuses_in_one_line(tmp_path):
         (dict(fabric="dgx-h100-rail-only", oversubscription=2), "wired rail-only"),
         (dict(fabric="aws-p5", oversubscription="1,2"), "give one value"),
         (dict(fabric="no-such"), "not a fabric preset"),
-        (dict(fabric="gb200-nvl72", gpu="h100"), "built of gb200 hosts; gpt2-xl@h100-fp32-b8 runs on 'h100'"),
+        (dict(fabric="gb200-nvl72", gpu="h100"), "built of gb200 hosts; gpt2-xl@h100-bf16-b8 runs on 'h100'"),
     )
     for options, message in cases:
         with pytest.raises(InputError, match=message):

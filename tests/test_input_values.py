@@ -589,7 +589,7 @@ def test_workload_names_as_numpy_or_pandas_are_names_and_a_set_is_refused():
 
     from netsweep_jax.sweep.engine.grid import make_grid
 
-    models = ["gpt2-xl@h100-fp32-b8", "gpt2-xl@a100-fp32-b8"]
+    models = ["gpt2-xl@h100-bf16-b8", "gpt2-xl@a100-bf16-b8"]
     for gpu in (np.array(["h100", "a100"]), pd.Series(["H100", "a100"]), ("h100", "a100")):
         assert [p.model for p in make_grid("gpt2-xl", gpu=gpu).profiles] == models
     assert make_grid("gpt2-xl", gpu=np.array("h100"), precision=np.array(["bf16"])).profiles[0].model == (

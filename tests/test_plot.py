@@ -100,7 +100,8 @@ def test_a_listed_value_selects(cube, tmp_path):
 @pytest.mark.parametrize(
     "args,title",
     [
-        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1"], "ratio = 1"),
+        # the cube's one model named (a hunt: "ratio = 1" alone)
+        (["--x", "bandwidth", "--hue", "nodes", "--sel", "ratio=1"], "model = resnet50, ratio = 1"),
         (
             [
                 "--kind",
@@ -116,7 +117,10 @@ def test_a_listed_value_selects(cube, tmp_path):
             ],
             "nodes = 8, model = resnet50",
         ),  # a name in any case
-        (["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1"], "nodes = 2, bandwidth = 1 Gbit/s"),
+        (
+            ["--x", "ratio", "--sel", "nodes=2", "--sel", "bandwidth=1"],
+            "model = resnet50, nodes = 2, bandwidth = 1 Gbit/s",
+        ),
     ],
     ids=["line", "heatmap", "units"],
 )
@@ -166,6 +170,21 @@ def test_a_long_label_stays_within_its_axis(cube, tmp_path, monkeypatch, kind):
     assert "backward pass" in text.get_text() and "\n" in text.get_text()
     box, frame = text.get_window_extent(), axis.get_window_extent()
     assert frame.y0 - 1 <= box.y0 and box.y1 <= frame.y1 + 1, (box, frame)
+
+
+def test_a_need_cubes_figure_names_its_target(tmp_path, monkeypatch):
+    # A hunt: "smallest gradient compression ratio reaching the target scaling factor", the target nowhere
+    from netsweep_jax.sweep.analysis import plot
+
+    need = tmp_path / "n.h5"
+    args = ("--model", "resnet50", "--solve", "ratio", "--bw", "10,25", "--nodes", "2,8", "--out", str(need))
+    assert invoke("need", "--target", "0.95", *args).exit_code == 0
+    drawn = []
+    real = plot.save
+    monkeypatch.setattr(plot, "save", lambda fig, out, **kw: drawn.append(fig) or real(fig, out, **kw))
+    r = invoke("plot", str(need), "--x", "bandwidth", "--hue", "nodes", "--out", str(tmp_path / "f.png"))
+    assert r.exit_code == 0, r.output
+    assert drawn[0].axes[0].get_title() == "model = resnet50, target scaling factor = 0.95"
 
 
 def test_a_line_with_no_value_says_so_in_the_legend():

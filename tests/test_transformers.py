@@ -84,6 +84,28 @@ def test_faster_gpus_and_half_precision_shorten_the_step():
     )
 
 
+def test_the_precision_not_given_is_the_gpus_in_every_command(tmp_path):
+    """A hunt: an H100 job was priced in fp32 (scaling 0.98 where bf16's is 0.41), where compare and large
+    models take bf16; each GPU's own now, fp16 on a V100 (no bf16 tensor cores), an empty name refused."""
+    assert [Workload("gpt2-xl", g).precision for g in ("v100", "v100-16", "a100", "h100", "b200")] == [
+        "fp16",
+        "fp16",
+        "bf16",
+        "bf16",
+        "bf16",
+    ]
+    out = tmp_path / "g.h5"
+    r = invoke("grid", "--model", "gpt2-xl", "--gpu", "h100,v100", "--bw", "100", "--out", str(out))
+    assert r.exit_code == 0 and "assumed: gpt2-xl on h100,v100 in bf16,fp16 at batch 8" in r.output, r.output
+    with h5py.File(out) as f:
+        names = sorted(n.decode() for n in f["model"][:])
+    assert names == ["gpt2-xl@h100-bf16-b8", "gpt2-xl@v100-fp16-b8"]
+    r = invoke(
+        "grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16,", "--out", str(tmp_path / "e.h5")
+    )
+    assert r.exit_code == 2 and "--precision 'bf16,': an empty name" in r.output
+
+
 def test_ddp_buckets_by_hand():
     mib = 2**20
     sizes = [0.5 * mib, 0.75 * mib, 10 * mib, 10 * mib, 10 * mib, 3 * mib]  # backward order
@@ -144,7 +166,10 @@ def test_issue_command_writes_a_self_describing_cube(tmp_path):
         (["--model", "vit-b16", "--seq-len", "1024"], "--seq-len 1024: vit-b16 reads 197 tokens a sample"),
         (["--model", "gpt2", "--batch", "2.5"], "--batch 2.5: must be an integer"),
         # a hunt: a batch whose step passes a profile's 10000 s was refused as the profile's, naming no option
-        (["--model", "gpt2-xl", "--batch", "10000"], "--batch 10000: gpt2-xl on a v100 in fp32 would take"),
+        (
+            ["--model", "gpt2-xl", "--batch", "10000", "--precision", "fp32"],
+            "--batch 10000: gpt2-xl on a v100 in fp32 would take",
+        ),
         (["--model", "resnet50", "--gpu", "h100"], "--gpu h100: only for transformer models"),
         (["--bucketing", "zero3"], "--bucketing 'zero3': unknown; known: horovod, ddp"),
     ],

@@ -194,7 +194,7 @@ def test_a_built_in_transformers_workload_is_said(tmp_path):
     said: list[str] = []
     _say_workloads(read_measurements(path), said.append)
     assert said == [
-        "assumed: gpt2 on v100, fp32, batch 8 (validate takes no --gpu or --precision: a profile file's path in the "
+        "assumed: gpt2 on v100, fp16, batch 8 (validate takes no --gpu or --precision: a profile file's path in the "
         "model column prices another workload)"
     ]
 

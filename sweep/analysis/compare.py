@@ -56,7 +56,7 @@ from netsweep_jax.sweep.io.paths import (
 )
 from netsweep_jax.sweep.model.compressors import parse_compressors
 from netsweep_jax.sweep.model.compute import GPUS as GPU_PRESETS
-from netsweep_jax.sweep.model.compute import volta
+from netsweep_jax.sweep.model.compute import VOLTA_PRECISION, default_precision, volta
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
@@ -67,10 +67,9 @@ MODELS, COMPRESSORS, BANDWIDTHS = COMPARE.models, COMPARE.compressors, COMPARE.b
 GPUS_PER_NODE, COLLECTIVE = COMPARE.gpus_per_node, COMPARE.collective
 WORKLOAD = {
     "gpu": "h100",
-    "precision": "bf16",
+    "precision": default_precision("h100"),
     "batch": "8",
 }  # the transformers' default (CNNs: the paper's V100 runs)
-VOLTA_PRECISION = "fp16"  # the default precision where a GPU given is a V100 (compute.volta)
 TARGET = 0.99
 TIE = 0.01  # relative difference below which neither fix wins
 PAYS = 0.05  # a compressor "pays" when it is at least this much faster than no compression
@@ -420,9 +419,8 @@ def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
     workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}
     gpus = [g.strip().lower() for g in str(workload["gpu"]).split(",")]
     if given.get("precision") is None and any(g in GPU_PRESETS and volta(g) for g in gpus):
-        workload["precision"] = (
-            VOLTA_PRECISION  # no bf16 tensor cores: fp16, as a large model's default there
-        )
+        # no bf16 tensor cores: fp16 for every GPU of the list (a sweep's precisions are one list)
+        workload["precision"] = VOLTA_PRECISION
     names = (
         models.split(",")
         if isinstance(models, str)

@@ -67,8 +67,8 @@ MODEL = [
         None,
         "--precision",
         help="Transformers: fp32, amp (half-precision math, fp32 "
-        "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list (default: fp32). Large "
-        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)} (default: bf16; fp16 on V100s).",
+        "gradients), bf16 or fp16 (the model in that type: 2-byte gradients); comma list. Large "
+        f"models (sweep grid): {', '.join(LAYOUT_PRECISIONS)}. Default for both: bf16; fp16 on V100s.",
     ),
     param(
         "batch",

@@ -128,6 +128,7 @@ DATA_PARALLEL = Family(
     NUMERIC_AXES,
     schema.LONG_NAMES,
     positive=("scaling_factor", "iteration_time"),
+    title_dims=("model",),  # a hunt: a resnet50 cube's curves were titled "nodes = 8, ratio = 1" alone
     hooks={
         "blocks": "netsweep_jax.sweep.engine.data_parallel_blocks:DataParallelBlocks",
         "widths": "netsweep_jax.sweep.engine.blocks:DATA_PARALLEL_WIDTHS",

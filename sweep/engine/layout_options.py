@@ -47,6 +47,7 @@ from netsweep_jax.sweep.model.compute import (
     EFFICIENCY,
     GPUS,
     PRECISIONS,
+    VOLTA_PRECISION,
     die,
     refuse_on_volta,
     system_settings,
@@ -239,7 +240,7 @@ def _chip_defaults(
         return (DEFAULT_PRECISION if precision is None else precision), attention, ()  # '' is refused later
     said = []
     if precision is None:
-        precision = "fp16"
+        precision = VOLTA_PRECISION
         said.append("precision fp16 (the v100 has no bf16 tensor cores)")
     if attention is None and preset is None:
         attention = "unfused"

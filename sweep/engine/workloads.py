@@ -80,8 +80,8 @@ def workload_defaults(profiles: Sequence[Profile]) -> tuple[dict[str, Any], str]
     }
     names = sorted({p.model.split("@")[0] for p in profiles})
     where = f"{','.join(names)} on {','.join(dict.fromkeys(gpus))}"
-    # and a transformer's precision and batch (a hunt: fp32, the default, priced on a B200 fabric unsaid but
-    # in the model's label)
+    # and a transformer's precision and batch (a hunt: fp32, then the default, priced on a B200 fabric unsaid
+    # but in the model's label)
     runs = [p for p in profiles if is_transformer(p)]
     if runs:
         precisions = ",".join(dict.fromkeys(str(p.dtype) for p in runs))
@@ -445,6 +445,8 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
     out: list[Any] = []
     for item in items:
         item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
+        if item == "":  # never a name (a Workload's "" precision is its GPU's default)
+            raise InputError(f"{_text(value)!r}: an empty name; give names such as h100 or bf16", param=param)
         if integer:
             try:
                 # anything: what decimal() or float() refuses is reported

@@ -58,6 +58,7 @@ from typing import NamedTuple
 import numpy as np
 
 from netsweep_jax.sweep.core.errors import InputError
+from netsweep_jax.sweep.core.layout_axes import DEFAULT_PRECISION
 from netsweep_jax.sweep.model.profile import MAX_SECONDS, Profile, make_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS, Tensor
 
@@ -285,10 +286,14 @@ class Workload:
 
     model: str
     gpu: str = "v100"
-    precision: str = "fp32"
+    precision: str = ""  # "": the GPU's (default_precision)
     batch: int = 8
     seq_len: int | None = None
     efficiency: float = EFFICIENCY
+
+    def __post_init__(self) -> None:
+        if self.precision == "":  # not given: what the GPU trains in, resolved once here
+            object.__setattr__(self, "precision", default_precision(self.gpu))
 
     def check(self) -> "Workload":
         """This workload, checked (``InputError`` names the bad setting)."""
@@ -445,11 +450,20 @@ def system_settings(gpu: str, gpus_per_node: float = 0) -> dict[str, float]:
 # Architecture whitepaper, 2020), and FlashAttention runs on Turing and newer (FlashAttention-2: Ampere and
 # newer; Dao, "FlashAttention-2", ICLR 2024): neither runs on a V100.
 NO_BF16_OR_FLASH = ("v100",)
+VOLTA_PRECISION = "fp16"  # the default precision there (default_precision)
 
 
 def volta(gpu: str) -> bool:
     """Whether ``gpu``'s chip is Volta's (:data:`NO_BF16_OR_FLASH`): no bf16 tensor cores, no flash attention."""
     return die(gpu) in NO_BF16_OR_FLASH
+
+
+def default_precision(gpu: str) -> str:
+    """The precision a transformer on ``gpu`` is priced in where none is given, in both families and every
+    command: bf16, as today's stacks train (Megatron-LM, NeMo, torchtitan), but fp16 on a Volta GPU, which has no
+    bf16 tensor cores (:func:`volta`; its mixed precision's half type). An unknown GPU gets bf16, refused later
+    by name."""
+    return VOLTA_PRECISION if gpu in GPUS and volta(gpu) else DEFAULT_PRECISION
 
 
 def refuse_on_volta(
