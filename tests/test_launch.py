@@ -31,7 +31,7 @@ def _refusal(path, text=None) -> str:
 def test_a_launch_command_gives_its_layout(tmp_path):
     path = tmp_path / "train.sh"
     path.write_text(SCRIPT)
-    settings, unused, defaulted = read_launch(path)
+    settings, unused, defaulted, _ = read_launch(path)
     assert defaulted == {"cp", "ep", "grad_bytes"}
     assert settings == {
         "tp": "4",
@@ -51,7 +51,7 @@ def test_a_launch_command_gives_its_layout(tmp_path):
     assert unused == ["--nproc_per_node", "--lr", "--train-iters"]
     # --grad-reduce-in-bf16: bf16 gradients, as the command states them (a hunt: listed as not used)
     path.write_text("pretrain_gpt.py --bf16 --grad-reduce-in-bf16")
-    settings, unused, defaulted = read_launch(path)
+    settings, unused, defaulted, _ = read_launch(path)
     assert settings["grad_bytes"] == "2" and "grad_bytes" not in defaulted and unused == []
     # under fp16, fp16 gradients unless --accumulate-allreduce-grads-in-fp32 (Megatron-LM reads each flag in its
     # precision's branch: a review); no precision flag leaves the precision's own
@@ -67,7 +67,7 @@ def test_a_launch_command_gives_its_layout(tmp_path):
         "pretrain_gpt.py --recompute-granularity full --recompute-method uniform --recompute-num-layers 1 "
         "--tensor-model-parallel-size 2"
     )
-    settings, unused, _ = read_launch(path)
+    settings, unused, *_ = read_launch(path)
     assert settings["recompute"] == "full" and settings["tp"] == "2" and settings["overlap"] == "none"
     # #42: a shell variable is a value netsweep cannot read: refused, never Megatron-LM's default 1 instead
     path.write_text("pretrain_gpt.py --recompute-granularity full \\\n  --tensor-model-parallel-size $TP")
@@ -147,7 +147,7 @@ def test_megatrons_example_scripts_with_arrays_and_commands_after_are_read(tmp_p
     # quotes cut the line ("No closing quotation").
     path = tmp_path / "train.sh"
     path.write_text(MEGATRON_EXAMPLE)
-    settings, unused, defaulted = read_launch(path)
+    settings, unused, defaulted, _ = read_launch(path)
     assert {k: settings[k] for k in ("tp", "pp", "micro_batch", "global_batch", "precision")} == {
         "tp": "8", "pp": "16", "micro_batch": "1", "global_batch": "1536", "precision": "bf16",
     }  # fmt: skip
@@ -172,7 +172,7 @@ def test_a_moe_commands_expert_tp_and_what_an_option_replaces(tmp_path):
     path.write_text(f"{moe} --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall")
     assert read_launch(path).settings["expert_tp"] == "1"
     path.write_text(f"{moe} --moe-token-dispatcher-type flex")
-    settings, _, defaulted = read_launch(path)
+    settings, _, defaulted, _ = read_launch(path)
     assert settings["expert_tp"] == "2" and "expert_tp" in defaulted and "moe_dispatcher" not in defaulted
     said: list[str] = []
     given = {"zero": "3", "overlap": "none", "recompute": "full", "launch": path}
@@ -219,7 +219,7 @@ def test_a_dense_command_naming_an_expert_size_and_a_tp_option_replacing_the_def
 
     path = tmp_path / "a.sh"
     path.write_text("pretrain_gpt.py --tensor-model-parallel-size 2 --expert-model-parallel-size 1 --bf16")
-    settings, _, defaulted = read_launch(path)
+    settings, _, defaulted, _ = read_launch(path)
     assert "moe_dispatcher" not in settings and "expert_tp" not in settings
     path.write_text(
         "pretrain_gpt.py --num-experts 64 --expert-model-parallel-size 8 --moe-token-dispatcher-type flex --bf16"
@@ -245,7 +245,7 @@ def test_a_launch_commands_moe_capacity_padding_and_mtp_are_read(tmp_path):
         "  --moe-token-dispatcher-type alltoall --moe-expert-capacity-factor 1.25 \\\n"
         "  --moe-pad-expert-input-to-capacity --mtp-num-layers 2 --sequence-parallel\n"
     )
-    settings, unused, defaulted = read_launch(path)
+    settings, unused, defaulted, _ = read_launch(path)
     assert (settings["capacity_factor"], settings["pad_to_capacity"], settings["mtp_layers"]) == (
         "1.25",
         "1",
@@ -266,7 +266,7 @@ def test_a_moe_launch_without_mtp_trains_none_and_a_negative_capacity_is_droples
     path.write_text(
         "pretrain_gpt.py --expert-model-parallel-size 8 --num-experts 256 --moe-expert-capacity-factor -1\n"
     )
-    settings, _, defaulted = read_launch(path)
+    settings, _, defaulted, _ = read_launch(path)
     assert settings["mtp_layers"] == "0" and "mtp_layers" in defaulted
     assert settings["capacity_factor"] == "0" and "capacity_factor" not in defaulted
 
@@ -284,12 +284,12 @@ def test_a_command_is_read_as_megatron_lm_runs_it(tmp_path):
         path.write_text(text)
         return read_launch(path)
 
-    settings, unused, defaulted = read(
+    settings, unused, defaulted, _ = read(
         'DTYPE_ARGS=(\n  "--fp8-format hybrid"\n  --bf16\n)\nMP=("--tensor-model-parallel-size 4")\n'
         "torchrun pretrain_gpt.py ${MP[@]} ${DTYPE_ARGS[@]}\n"
     )
     assert (settings["precision"], settings["tp"], unused) == ("fp8", "4", [])
-    settings, _, _ = read('GPT_ARGS="--tensor-model-parallel-size 2 \\\n  --pipeline-model-parallel-size 2 --fp16"\n'
+    settings, *_ = read('GPT_ARGS="--tensor-model-parallel-size 2 \\\n  --pipeline-model-parallel-size 2 --fp16"\n'
                           "torchrun pretrain_gpt.py $GPT_ARGS --micro-batch-size 1\n")  # fmt: skip
     assert (settings["tp"], settings["pp"], settings["precision"], settings["micro_batch"]) == (
         "2",
@@ -299,19 +299,19 @@ def test_a_command_is_read_as_megatron_lm_runs_it(tmp_path):
     )
     for flags, zero in (("--use-megatron-fsdp", "3"), ("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads", "2"),
                         ("--use-torch-fsdp2", "3"), ("--use-distributed-optimizer", "1"), ("", "0")):  # fmt: skip
-        settings, unused, defaulted = read(f"pretrain_gpt.py --bf16 {flags}")
+        settings, unused, defaulted, _ = read(f"pretrain_gpt.py --bf16 {flags}")
         assert settings["zero"] == zero and ("zero" in defaulted) == (not flags) and unused == [], flags
     # the schedule: 1F1B where no flag says otherwise (--schedule replaces it), V from Megatron-LM's two flags
-    settings, _, defaulted = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4")
+    settings, _, defaulted, _ = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4")
     assert settings["virtual_stages"] == "1" and "virtual_stages" in defaulted
     assert "virtual_stages" not in take_launch(
         {"launch": path, "schedule": "interleaved:2"}, {"schedule"}, print
     )
-    settings, _, defaulted = read(
+    settings, _, defaulted, _ = read(
         "pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2"
     )
     assert settings["virtual_stages"] == "2" and "virtual_stages" not in defaulted
-    settings, _, _ = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-layers 32 "
+    settings, *_ = read("pretrain_gpt.py --bf16 --pipeline-model-parallel-size 4 --num-layers 32 "
                           "--num-layers-per-virtual-pipeline-stage 2")  # fmt: skip
     assert settings["virtual_stages"] == "4"  # 32 layers / 4 stages / 2 a chunk
     with pytest.raises(InputError, match="30 layers over --pipeline-model-parallel-size 4 in chunks of"):
@@ -396,7 +396,6 @@ def test_a_review_of_the_launch_reader(tmp_path):
     # selective method were priced; --recompute-activations loses to no granularity; the file's virtual stages
     # beside --schedule were said as an option never typed.
     from netsweep_jax.sweep.analysis.layout_jobs import take_launch
-    from netsweep_jax.sweep.io.launch import launch_shape
 
     path = tmp_path / "train.sh"
 
@@ -422,14 +421,14 @@ def test_a_review_of_the_launch_reader(tmp_path):
     path.write_text(
         "pretrain_gpt.py --bf16 --num-experts 8 --num-attention-heads 32 --group-query-attention --num-query-groups 4"
     )
-    assert launch_shape(path) == {
+    assert read_launch(path).shape == {
         "heads": ("--num-attention-heads 32", 32),
         "experts": ("--num-experts 8", 8),
         "kv_heads": ("--num-query-groups 4", 4),
         "top_k": ("no --moe-router-topk (Megatron-LM's top-2 routing)", 2),
     }
     path.write_text("pretrain_gpt.py --bf16 --num-attention-heads 32")
-    assert launch_shape(path)["kv_heads"][1] == 32  # no --group-query-attention: a head each
+    assert read_launch(path).shape["kv_heads"][1] == 32  # no --group-query-attention: a head each
     for text, said in (
         ("--pipeline-model-parallel-layout Et*3|t*3L", "--pipeline-model-parallel-layout places layers on stages unevenly"),
         ("--decoder-first-pipeline-num-layers 3", "--decoder-first-pipeline-num-layers places layers"),
@@ -554,7 +553,7 @@ def test_flags_in_a_shells_c_string_are_read(tmp_path):
     # A hunt: srun ... bash -c "... pretrain_gpt.py --tensor-model-parallel-size 4 ..." gave no flag (TP 1).
     path = tmp_path / "train.sh"
     path.write_text(SRUN_BASH_C)
-    settings, unused, _ = read_launch(path)
+    settings, unused, *_ = read_launch(path)
     assert (settings["tp"], settings["pp"], settings["sequence_parallel"], settings["precision"]) == (
         "4",
         "2",
@@ -588,7 +587,7 @@ def test_only_the_training_command_is_read_and_which_one_trains_is_never_guessed
     # several run a training entry, commands that differ in a flag netsweep reads are refused.
     path = tmp_path / "train.sh"
     path.write_text(TRAIN_THEN_SERVE)
-    settings, unused, _ = read_launch(path)
+    settings, unused, *_ = read_launch(path)
     assert (settings["tp"], settings["pp"], settings["sequence_parallel"]) == ("4", "2", "1")
     assert "micro_batch" not in settings and unused == ["--nproc-per-node"]
     # a refusal names the training command's line, not the server's that gives the flag after it
@@ -645,7 +644,7 @@ def test_a_byte_that_is_not_utf8_is_read_and_a_nul_byte_is_refused(tmp_path):
     path.write_bytes(
         b"\xef\xbb\xbfpretrain_gpt.py --bf16 --tensor-model-parallel-size 2 --data-path /d/caf\xe9\n"
     )
-    settings, unused, _ = read_launch(path)
+    settings, unused, *_ = read_launch(path)
     assert settings["tp"] == "2" and unused == ["--data-path"]
     path.write_bytes(b"pretrain_gpt.py --bf16 --tensor-model-parallel-size 2\n\x00\xff\n")
     with pytest.raises(InputError, match="train.sh: not a text file \\(a NUL byte at byte 54\\)"):
@@ -805,7 +804,7 @@ def test_a_backtick_substitution_is_one_word(tmp_path):
         path.write_text(
             f"torchrun pretrain_gpt.py --bf16 --wandb-exp-name run-`{inner}` --tensor-model-parallel-size 4\n"
         )
-        settings, unused, _ = read_launch(path)
+        settings, unused, *_ = read_launch(path)
         assert settings["tp"] == "4" and unused == ["--wandb-exp-name"], inner
 
 

@@ -322,8 +322,8 @@ def take_launch(settings: dict[str, Any], given: Collection[str], say: Say) -> t
     from netsweep_jax.sweep.io.launch import read_launch
 
     path = settings["launch"]
-    read, unused, defaulted = read_launch(path)
-    _same_shape(path, settings.get("model"), settings.get("arch"))
+    read, unused, defaulted, shape = read_launch(path)
+    _same_shape(path, shape, settings.get("model"), settings.get("arch"))
     # What the command leaves out is Megatron-LM's default, which an option given replaces; what it states, not
     # (its 1F1B, left out, by --schedule too).
     replaced = set(given) | ({"virtual_stages"} if "schedule" in given else set())
@@ -412,13 +412,14 @@ def megatron_global_batch(path: str, nodes: str | None, kwargs: Mapping[str, Any
     return str(micro * dp)
 
 
-def _same_shape(path: str, models: str | None, arch: str | None) -> None:
-    """Refuse a --model or --arch whose shape is not the one the launch command trains (a hunt: a 16-layer
-    command at sequence 2048 was priced as llama3-8b's 32 layers at 8192, in silence)."""
-    from netsweep_jax.sweep.io.launch import launch_shape
+def _same_shape(
+    path: str, shape: Mapping[str, tuple[str, int]], models: str | None, arch: str | None
+) -> None:
+    """Refuse a --model or --arch whose shape is not the one the launch command trains (``shape``: its
+    :attr:`~sweep.io.launch.Launch.shape`; a hunt: a 16-layer command at sequence 2048 was priced as llama3-8b's
+    32 layers at 8192, in silence)."""
     from netsweep_jax.sweep.model.llms import parse_arch, resolve_llm
 
-    shape = launch_shape(path)
     named = [("--arch", parse_arch(arch))] if arch else []
     named += [
         (f"--model {n.strip()}", resolve_llm(n))

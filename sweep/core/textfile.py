@@ -24,11 +24,11 @@ def not_a_file(path: Path, what: str) -> str:
     )
 
 
-def _text(path: Path, what: str, param: str | None = None) -> str:
+def _text(path: Path, what: str, param: str | None = None, replace: bool = False) -> str:
     if not path.is_file():  # named with the option that gave it, where one did (``--codec-cost .``)
         raise InputError(f"{path}: {not_a_file(path, what)}", param=param)
     try:
-        return path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig", errors="replace" if replace else "strict")
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file (expected a UTF-8 {what})") from None
 
@@ -40,13 +40,17 @@ def _physical_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def read_lines(path: str | os.PathLike[str], what: str, param: str | None = None) -> list[str]:
+def read_lines(
+    path: str | os.PathLike[str], what: str, param: str | None = None, *, replace: bool = False
+) -> list[str]:
     """The lines of a UTF-8 text file (a byte-order mark is allowed); ``what`` names it in errors, and ``param``
     the option that gave it where it is no file. An empty path names no file (``Path('')`` is the current folder:
-    the API's ``codec_cost=''`` was "., a directory", a hunt), as the command line refuses one."""
+    the API's ``codec_cost=''`` was "., a directory", a hunt), as the command line refuses one. A byte that is not
+    UTF-8 refuses the file, or with ``replace`` reads as U+FFFD (a file whose few non-ASCII bytes nothing reads:
+    a launch script's data path)."""
     if isinstance(path, str) and not path:
         raise InputError(f"'': an empty path names no file; give a {what}", param=param)
-    return _physical_lines(_text(Path(path), what, param))
+    return _physical_lines(_text(Path(path), what, param, replace))
 
 
 # A fabric file's "format" (sweep.io.fabric_file), named here where one is given in a CSV's place.

@@ -143,12 +143,14 @@ PARALLEL_SIZES = ("tp", "pp", "cp", "ep")
 
 
 class Launch(NamedTuple):
-    """A launch command's settings ({parameter: value text}), the flags it does not use, and which of the
-    settings are Megatron-LM's defaults for what it leaves out (an option given beside it replaces those)."""
+    """A launch command's settings ({parameter: value text}), the flags it does not use, which of the settings
+    are Megatron-LM's defaults for what it leaves out (an option given beside it replaces those), and the model
+    shape it gives (:func:`_shape`)."""
 
     settings: dict[str, str]
     unused: list[str]
     defaulted: frozenset[str]
+    shape: dict[str, tuple[str, int]]
 
 
 def _negative(text: str) -> bool:
@@ -317,10 +319,9 @@ READ_FLAGS: dict[str, int | None] = {
 }
 
 
-def launch_shape(path: str | os.PathLike[str]) -> dict[str, tuple[str, int]]:
-    """The model shape a launch command gives (--arch key -> (what says it, the whole number)), where it gives
-    one: compared with ``--model``'s or ``--arch``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
-    flags = training_command(path, script_lines(path), READ_FLAGS).flags
+def _shape(flags: dict[str, list[str]]) -> dict[str, tuple[str, int]]:
+    """The model shape a launch command's ``flags`` give (--arch key -> (what says it, the whole number)), where
+    they give one: compared with ``--model``'s or ``--arch``'s (:func:`~sweep.analysis.layout_jobs.take_launch`)."""
     out = {}
     for flag, key in SHAPE_FLAGS.items():
         value = whole_number(" ".join(flags.get(flag, [])))
@@ -484,4 +485,4 @@ def read_launch(path: str | os.PathLike[str]) -> Launch:
     stated |= {"precision"} & set(settings)
     # none: Megatron-LM's fp32 parameters (arguments.py), not modelled: refused unless --precision replaces it
     settings.setdefault("precision", "fp32")
-    return Launch(settings, unused, frozenset(settings) - stated)
+    return Launch(settings, unused, frozenset(settings) - stated, _shape(flags))

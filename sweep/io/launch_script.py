@@ -29,20 +29,12 @@ def script_lines(path: str | os.PathLike[str]) -> list[str]:
     netsweep reads are ASCII; U+FFFD, unlike a lone surrogate, prints in a message). A file with a NUL byte is
     not text (a binary given in its place), valid UTF-8 or not (a review: one that was had been read):
     refused."""
-    try:
-        lines: list[str] | None = read_lines(path, "launch command")
-    except InputError:
-        if not Path(path).is_file():  # not found, a directory, a FIFO: read_lines says which
-            raise
-        lines = None
+    lines = read_lines(path, "launch command", replace=True)
     raw = Path(path).read_bytes()
     if b"\0" in raw:
         at = raw.index(b"\0")
         raise InputError(f"{path}: not a text file (a NUL byte at byte {at}); expected a launch command")
-    if lines is not None:
-        return lines
-    lines = re.split(r"\r\n|\r|\n", raw.decode("utf-8-sig", errors="replace"))  # as read_lines splits them
-    return lines[:-1] if lines and lines[-1] == "" else lines
+    return lines
 
 
 def _uncomment(line: str, quote: str) -> tuple[str, str]:
