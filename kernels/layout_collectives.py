@@ -11,7 +11,11 @@ runs at the NVLink bandwidth W (per GPU, one direction); otherwise its traffic l
 the domain through the node's NICs, which the node's groups share: a group with
 q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of them, as
 the node's G / q such groups communicate at once. A ring over them carries its whole
-volume across each node boundary, split over the group's NICs (NCCL's channels), so
+volume across each domain boundary, split over the group's NICs (NCCL's channels). Where a domain holds
+several nodes (GB200 NVL72: trays of G = 4 in racks of Q = 72) the ring's hops between its nodes are NVLink's
+and it leaves the domain by the NICs of every member in it: q = min(n, max(1, max(G, Q_b) / stride)), the
+members in the domain's part of the group's block (Q_b: :func:`domain_part`), whose nodes' K q / G NICs it
+takes (as :mod:`kernels.nccl` takes a domain for one NCCL node), so
 
     bw(n, stride) = W                                   inside a domain
                   = min(W, beta u f(K q / G))           across domains (K NICs of beta bit/s
@@ -567,19 +571,32 @@ def _looped_seconds(coll: int, requests: list[tuple[Any, ...]]) -> Value:
     return jax.lax.map(lambda one: nccl.collective(coll, *one).seconds, args)
 
 
-def group_bandwidth(size: Value, stride: Value, lay: Parallelism) -> tuple[Value, Value]:
+def group_bandwidth(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -> tuple[Value, Value]:
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart: inside
-    where its block of ranks is inside every domain it meets (:func:`domain_part`)."""
+    where its block of ranks is inside every domain it meets (:func:`domain_part`). A ring's (``ring``: an
+    all-reduce, reduce-scatter or all-gather) leaves a domain by the NICs of its members in it
+    (:func:`_sharing_nics`); a send/recv's (a pipeline's hand-off, a CP ring's step) by those of its members on
+    one node: the member at the domain's edge sends by its own node's."""
     inside = (size <= 1) | (
         stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     )
-    on_node = _on_node(size, stride, lay)
+    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
     nic = (
-        lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * on_node / lay.gpus_per_node)
+        lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * sharing / lay.gpus_per_node)
     )
-    # Across domains the ring also takes NVLink hops between the members on one node, if there are several.
-    across = jnp.where(on_node > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
+    # Across domains the ring also takes NVLink hops between its members in one domain, if there are several.
+    across = jnp.where(sharing > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
+
+
+def _sharing_nics(size: Value, stride: Value, lay: Parallelism) -> Value:
+    """q, the members of a group of ``size`` GPUs ``stride`` ranks apart whose nodes' NICs its ring leaves an
+    NVLink domain by (1 to ``size``): those on one node, or where a domain holds several nodes those in its part
+    of one (:func:`group_part`'s Q_b; GB200 NVL72's trays of 4 in racks of 72), whose ring hops between nodes
+    are NVLink's (a hunt: a DP ring over 8 racks was priced as leaving every tray, 3.9 times NCCL's step)."""
+    part = group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    per = jnp.maximum(stride, 1.0)
+    return jnp.clip(jnp.maximum(lay.gpus_per_node, part) / per, 1.0, jnp.maximum(size, 1.0))
 
 
 def _on_node(size: Value, stride: Value, lay: Parallelism) -> Value:
@@ -587,18 +604,19 @@ def _on_node(size: Value, stride: Value, lay: Parallelism) -> Value:
     return jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
 
 
-def nic_share(size: Value, stride: Value, lay: Parallelism) -> Value:
+def nic_share(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -> Value:
     """The share of a group's traffic time that its NICs add, which NICs of unbounded rate (the ideal network)
     take away: 0 inside the NVLink domain; across it 1 where each member is the group's only one on its node
-    (every byte crosses a NIC), else
+    (every byte crosses a NIC; of one domain, where a domain holds several nodes: :func:`_sharing_nics`), else
 
         1 - b / b_nvl,    b = min(b_nvl, b_nic)  (:func:`group_bandwidth`'s rate across domains)
 
-    (the ring's NVLink hops between a node's members carry every byte at b_nvl on any network). A review of the
+    (the ring's NVLink hops between a domain's members carry every byte at b_nvl on any network). A review of the
     plan's table: TP 16 over two 8-GPU nodes, 8 NICs of 400 Gbit/s a node (b 368 GB/s against NVLink's 450),
     was "27% on NICs" beside a network that cost 6% of the step, and 22% at 10^6 Gbit/s."""
-    bw, crosses = group_bandwidth(size, stride, lay)
-    return jnp.where(crosses, jnp.where(_on_node(size, stride, lay) > 1, 1.0 - bw / lay.nvlink_bw, 1.0), 0.0)
+    bw, crosses = group_bandwidth(size, stride, lay, ring)
+    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    return jnp.where(crosses, jnp.where(sharing > 1, 1.0 - bw / lay.nvlink_bw, 1.0), 0.0)
 
 
 def nic_per_gpu(lay: Parallelism) -> Value:
@@ -659,7 +677,7 @@ def exchange(nbytes: Value, size: Value, stride: Value, lay: Parallelism) -> Val
     domain, or NCCL's send/recv on the group's fabric."""
 
     def flat() -> Value:
-        bw, crosses = group_bandwidth(size, stride, lay)
+        bw, crosses = group_bandwidth(size, stride, lay, ring=False)
         return nbytes / bw + jnp.where(crosses, lay.latency, 0.0)
 
     return priced(lay, lambda: nccl_time(nccl.SENDRECV, nbytes, size, stride, lay), flat)

@@ -207,7 +207,7 @@ def _context_parallel(
     twice that backward, hidden behind the attention core's time: exposed = max(0, exchange - core)."""
     t, c = lay.tp, lay.cp
     kv_chunk = tokens * (arch.kv_width + arch.v_width) * dev.act_bytes / t
-    cp_on_nics = nic_share(c, t, lay)
+    cp_on_nics = nic_share(c, t, lay, ring=False)  # its exchanges' (send/recv)
     cp_step = exchange(kv_chunk, c, t, lay)
     cp_forward = jnp.where(c > 1, jnp.maximum(0.0, (c - 1.0) * cp_step - core_time), 0.0)
     cp_backward = jnp.where(c > 1, jnp.maximum(0.0, 2.0 * (c - 1.0) * cp_step - 2.0 * core_time), 0.0)

@@ -127,7 +127,7 @@ def pipeline(
     n_mid = base + jnp.where(extra > 1, 1.0, 0.0)  # stage 1, when p > 2
     embed_time, logits_f, logits_b, mtp_head = _embedding_and_output(arch, dev, lay, work)
     x_pp = tokens * h * dev.act_bytes / t
-    pp_on_nics = nic_share(p, t * c * dp, lay)
+    pp_on_nics = nic_share(p, t * c * dp, lay, ring=False)  # its hand-offs' (send/recv)
     pp_micro = jnp.where(p > 1, 2.0 * V * exchange(x_pp, p, t * c * dp, lay), 0.0)
 
     per_layer = {

@@ -510,7 +510,7 @@ def compare(
       iterations_factor: extra iterations per compressor for the same accuracy
         (``"topk:0.01=1.3"`` or ``{"topk:0.01": 1.3}``; default 1).
       codec_cost: JSON file overriding the codec throughput model.
-      gpu, precision, batch, seq_len: the transformers' workload (default: h100, bf16, batch 8).
+      gpu, precision, batch, seq_len: the transformers' workload (default: h100, the GPU's precision: bf16, fp16 on a V100; batch 8).
       out: also write REPORT.md, compare.csv and speedups.png into this directory.
       force: replace those files where they exist (never through a link); without it they are refused.
       fabric: as :func:`evaluate`'s (``sweep compare --fabric``): a fabric preset's name (its GPUs and NICs a node,

@@ -552,28 +552,40 @@ def _domain_part(extent, lay):
     return math.gcd(round(extent), round(share)) if laid else lay["nvlink_domain"]
 
 
-def _group_bw(size, stride, lay):
-    """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart."""
+def _group_bw(size, stride, lay, ring=True):
+    """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart: a ring's
+    by its members in one domain's NICs, a send/recv's (not ``ring``) by its members on one node's."""
     if size <= 1 or stride * size <= _domain_part(stride * size, lay):
         return lay["nvlink_bw"], False
-    on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)  # the group's members on one node
+    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
     nic = (
         lay["bandwidth"]
         / 8
         * lay["utilization"]
-        * nic_fraction(lay["nics_per_node"] * on_node / lay["gpus_per_node"])
+        * nic_fraction(lay["nics_per_node"] * sharing / lay["gpus_per_node"])
     )
-    return (min(lay["nvlink_bw"], nic) if on_node > 1 else nic), True
+    return (min(lay["nvlink_bw"], nic) if sharing > 1 else nic), True
 
 
-def _nic_share(size, stride, lay):
+def _on_node(size, stride, lay):
+    return min(max(lay["gpus_per_node"] / stride, 1.0), size)
+
+
+def _sharing_nics(size, stride, lay):
+    """The group's members whose nodes' NICs its ring leaves a domain by: on one node, or in the domain's part
+    of the group's block where a domain holds several nodes (GB200 NVL72's trays)."""
+    part = _domain_part(max(size, 2) * max(stride, 1), lay)
+    return min(max(max(lay["gpus_per_node"], part) / max(stride, 1), 1.0), max(size, 1))
+
+
+def _nic_share(size, stride, lay, ring=True):
     """The share of a group's traffic time its NICs add: 0 inside the NVLink domain, 1 where each member is the
     group's only one on its node, else 1 - min(b_nvl, b_nic) / b_nvl."""
-    bw, leaves = _group_bw(size, stride, lay)
+    bw, leaves = _group_bw(size, stride, lay, ring)
     if not leaves:
         return 0.0
-    on_node = min(max(lay["gpus_per_node"] / stride, 1.0), size)
-    return 1.0 - bw / lay["nvlink_bw"] if on_node > 1 else 1.0
+    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    return 1.0 - bw / lay["nvlink_bw"] if sharing > 1 else 1.0
 
 
 def _dp_nic_share(dense, expert, group, stride, expert_dp, expert_stride, lay):
@@ -995,7 +1007,7 @@ def layout_step(arch, dev, lay):
         hidden["bwd"].append(tp_bwd)
     cp_fwd = cp_bwd = 0.0
     if c > 1:
-        bw, leaves = _group_bw(c, t, lay)
+        bw, leaves = _group_bw(c, t, lay, ring=False)
         one = tokens * (kvw + vw) * dev["act_bytes"] / t / bw + (lay["latency"] if leaves else 0.0)
         if lay["collectives"]:  # NCCL's send/recv of the chunk on the CP group
             one = _nccl_group("sendrecv", tokens * (kvw + vw) * dev["act_bytes"] / t, c, t, lay)
@@ -1111,7 +1123,7 @@ def layout_step(arch, dev, lay):
         + dev["gemm_latency"]
         + 8 * tokens * v / t / dev["hbm"]
     ) * kappa
-    bw, pp_leaves = _group_bw(p, t * c * dp, lay)
+    bw, pp_leaves = _group_bw(p, t * c * dp, lay, ring=False)
     pp_micro = (
         2 * V * (tokens * h * dev["act_bytes"] / t / bw + (lay["latency"] if pp_leaves else 0.0))
         if p > 1
@@ -1223,9 +1235,9 @@ def layout_step(arch, dev, lay):
     extra = B * s * (L + D) * again_flops
     on_nics = {  # the share of each exposed term its NICs add (kernels.layout_collectives.nic_share)
         "tp_exposed": _nic_share(t, 1, lay),
-        "cp_exposed": _nic_share(c, t, lay),
+        "cp_exposed": _nic_share(c, t, lay, ring=False),
         "ep_exposed": float(ep_nic),
-        "pp_exposed": _nic_share(p, t * c * dp, lay),
+        "pp_exposed": _nic_share(p, t * c * dp, lay, ring=False),
         "dp_exposed": _dp_nic_share(stage_dense, stage_expert, group, t, expert_dp, expert_stride, lay),
     }
     network = max(0.0, sum(out[key] * share for key, share in on_nics.items()))

@@ -192,6 +192,32 @@ def test_zero3_step_by_hand():
     assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
 
 
+def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
+    # A hunt: GB200 NVL72's trays of 4 GPUs (4 NICs each) in racks of 72: a DP ring of 144 over two racks was
+    # priced as leaving every tray by its 4 NICs (70 s where NCCL's pricing gave 17.9 s). Its hops inside a
+    # rack are NVLink's; it leaves a rack by the NICs of its 72 members there: 4 x 72 / 4 = 72 NICs of
+    # 2.5 Gbit/s, 22.5 GB/s (under NVLink's 300), where a tray alone (a domain of 4) gives its 4: 1.25 GB/s.
+    racks = dict(tp=1, gpus=144, global_batch=144, zero=3, bandwidth=2.5e9, gpus_per_node=4, nics_per_node=4)
+    h = 12288
+    params = 2 * h * h + 2 * h * h + 2 * h + 2 * h * 4 * h  # Q, O; K, V; the norms; the MLP
+    flops = 4 * h * h * 2 + 4 * 2048 * h + 4 * h * 4 * h
+    t_f = (
+        2048 * flops / (312e12 * 0.5)
+        + (2048 * h * (4 + 11 + 19) + 5 * 96 * 2048 * 2048 + params * 2) / 2.039e12
+    )
+    for domain, nic_bytes in ((72, 72 * 2.5e9 / 8), (4, 4 * 2.5e9 / 8)):
+        ag = 143 / 144 * params * 2 / nic_bytes
+        per_layer = max(0, ag - t_f) + max(0, 2 * ag - 2 * t_f)
+        assert per_layer > 0.1
+        out = run_one(gpt3_case(**racks, nvlink_domain=domain))
+        assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9), domain
+    # a send/recv (a pipeline's hand-off) still leaves by its own node's NICs, as before: PP 36 at stride 4 (TP 4
+    # a tray) is priced alike in racks and in trays alone
+    piped = dict(racks, tp=4, pp=36, zero=0, global_batch=36, layers=36)
+    in_racks, in_trays = (run_one(gpt3_case(**piped, nvlink_domain=q)) for q in (72, 4))
+    assert in_racks["pp_exposed"] == in_trays["pp_exposed"] > 0
+
+
 def test_zero3_under_a_pipeline_gathers_once_and_reduces_after_the_backward():
     # PyTorch's pipelining runs FSDP2 so under PP (torchtitan: reshard_after_forward = not pp_enabled; the
     # stage reduces and reshards once, after its last backward): each stage's parameters gathered once a step

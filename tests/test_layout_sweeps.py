@@ -156,7 +156,10 @@ def test_the_text_settings_defaults_are_one_in_help_api_and_runs_file():
     assert "precision fp16 (the v100 has no bf16 tensor cores)" in volta.assumed
     # What cannot run on a V100 is refused in one line saying where it came from when the user did not type it.
     for kwargs, message in (
-        (dict(gpu="v100,a100"), "bf16 (the default beside newer GPUs): the v100 has no bf16 tensor cores"),
+        (
+            dict(gpu="v100,a100"),
+            "bf16 (the default beside newer GPUs; a sweep has one precision: give --precision fp16, or sweep it alone): the v100 has",
+        ),
         (dict(gpu="v100", stack="megatron-core"), "flash (stack megatron-core's): the v100 cannot run"),
         (dict(gpu="v100", precision="bf16"), "bf16: the v100 has no bf16 tensor cores"),
     ):

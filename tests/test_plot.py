@@ -184,7 +184,7 @@ def test_a_need_cubes_figure_names_its_target(tmp_path, monkeypatch):
     monkeypatch.setattr(plot, "save", lambda fig, out, **kw: drawn.append(fig) or real(fig, out, **kw))
     r = invoke("plot", str(need), "--x", "bandwidth", "--hue", "nodes", "--out", str(tmp_path / "f.png"))
     assert r.exit_code == 0, r.output
-    assert drawn[0].axes[0].get_title() == "model = resnet50, target scaling factor = 0.95"
+    assert drawn[0].axes[0].get_title() == "model = resnet50, target = 0.95"
 
 
 def test_a_line_with_no_value_says_so_in_the_legend():

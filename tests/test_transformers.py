@@ -103,7 +103,14 @@ def test_the_precision_not_given_is_the_gpus_in_every_command(tmp_path):
     r = invoke(
         "grid", "--model", "gpt2-xl", "--gpu", "h100", "--precision", "bf16,", "--out", str(tmp_path / "e.h5")
     )
-    assert r.exit_code == 2 and "--precision 'bf16,': an empty name" in r.output
+    assert (
+        r.exit_code == 2 and "--precision 'bf16,': item 2 is empty (a doubled or trailing comma?)" in r.output
+    )
+    # compare prices each GPU its own too (a review: a V100 in its list made every GPU fp16; a list from Python
+    # was refused, blamed on a bf16 never given)
+    r = invoke("compare", "--model", "gpt2-xl", "--gpu", "v100,h100", "--bw", "100")
+    assert r.exit_code == 0 and "--precision fp16,bf16 by GPU (a V100 has no bf16 tensor cores)" in r.output
+    assert "gpt2-xl@v100-fp16-b8" in r.output and "gpt2-xl@h100-bf16-b8" in r.output
 
 
 def test_ddp_buckets_by_hand():

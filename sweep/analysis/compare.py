@@ -55,8 +55,7 @@ from netsweep_jax.sweep.io.paths import (
     write_report_files,
 )
 from netsweep_jax.sweep.model.compressors import parse_compressors
-from netsweep_jax.sweep.model.compute import GPUS as GPU_PRESETS
-from netsweep_jax.sweep.model.compute import VOLTA_PRECISION, default_precision, volta
+from netsweep_jax.sweep.model.compute import VOLTA_PRECISION, default_precision
 from netsweep_jax.sweep.model.fabric_constants import FabricConstants
 from netsweep_jax.sweep.model.fabrics import FabricPreset
 from netsweep_jax.sweep.model.profile import Profile
@@ -65,11 +64,8 @@ from netsweep_jax.sweep.model.transformers import TRANSFORMERS
 # Compare's defaults (sweep.core.schema.COMPARE: the command's, the API's and these are one)
 MODELS, COMPRESSORS, BANDWIDTHS = COMPARE.models, COMPARE.compressors, COMPARE.bandwidths
 GPUS_PER_NODE, COLLECTIVE = COMPARE.gpus_per_node, COMPARE.collective
-WORKLOAD = {
-    "gpu": "h100",
-    "precision": default_precision("h100"),
-    "batch": "8",
-}  # the transformers' default (CNNs: the paper's V100 runs)
+# the transformers' default (CNNs: the paper's V100 runs); precision None: each GPU's (compute.default_precision)
+WORKLOAD: dict[str, str | None] = {"gpu": "h100", "precision": None, "batch": "8"}
 TARGET = 0.99
 TIE = 0.01  # relative difference below which neither fix wins
 PAYS = 0.05  # a compressor "pays" when it is at least this much faster than no compression
@@ -381,9 +377,15 @@ def _joined_attrs(parts: Sequence[xr.Dataset], order: Sequence[int]) -> dict[str
 
 def _workload_said(workload: Mapping[str, Any], unset: list[str]) -> str:
     """The ``assumed:`` line's phrase of the transformer workload settings not given (``unset``)."""
-    said = [f"--{k.replace('_', '-')} {workload[k]}" for k in unset]
-    if workload["precision"] == VOLTA_PRECISION and "precision" in unset:
-        said[unset.index("precision")] += " (a V100 has no bf16 tensor cores)"
+    said = [f"--{k.replace('_', '-')} {workload[k]}" for k in unset if k != "precision"]
+    if "precision" in unset:  # each GPU's own
+        gpu = workload["gpu"]
+        gpus = gpu.split(",") if isinstance(gpu, str) else [str(g) for g in np.ravel(gpu)]
+        each = dict.fromkeys(default_precision(g.strip().lower()) for g in gpus)
+        why = " (a V100 has no bf16 tensor cores)" if VOLTA_PRECISION in each else ""
+        said.insert(
+            unset.index("precision"), f"--precision {','.join(each)}{' by GPU' * (len(each) > 1)}{why}"
+        )
     return "transformers: " + ", ".join(said)
 
 
@@ -417,10 +419,6 @@ def _workload(models: Models, given: Mapping[str, Any]) -> dict[str, Any]:
     """The transformer workload settings for ``models``: each one ``given`` (not None), else the default; none
     where no model is a transformer, where a given one is refused (a measured profile has its own times)."""
     workload = {**WORKLOAD, **{k: v for k, v in given.items() if v is not None}}
-    gpus = [g.strip().lower() for g in str(workload["gpu"]).split(",")]
-    if given.get("precision") is None and any(g in GPU_PRESETS and volta(g) for g in gpus):
-        # no bf16 tensor cores: fp16 for every GPU of the list (a sweep's precisions are one list)
-        workload["precision"] = VOLTA_PRECISION
     names = (
         models.split(",")
         if isinstance(models, str)

@@ -278,8 +278,8 @@ def _lines(title: str) -> str:
 def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
     """The fixed dims as a title: a cube's one model (a layout cube's GPU, GPU count, global batch where it has
     one; a plan's ``rank = 1`` alone says nothing of what was planned), then the ``sel`` choices, then a need
-    cube's one target: ``model = llama3-70b, gpus = 1024, rank = 1``; ``model = resnet50, nodes = 8, target
-    scaling factor = 0.99``."""
+    cube's one target: ``model = llama3-70b, gpus = 1024, rank = 1``; ``model = resnet50, nodes = 8, target =
+    0.99``."""
     titled = family_of(ds.attrs).title_dims
     fixed = {d: ds[d].values[0].item() for d in titled if d in ds.dims and ds.sizes[d] == 1}
     parts = []
@@ -288,7 +288,7 @@ def selection_title(ds: xr.Dataset, sel: Mapping[str, Any]) -> str:
         parts.append(f"{dim} = {_shown(value)}" + (f" {units}" if units not in ("", "1") else ""))
     target = ds.attrs.get("target_scaling_factor")  # one target (several are a dim, chosen by --sel)
     if "solved_axis" in ds.attrs and target is not None:  # a hunt: what "smallest ratio" reaches went unsaid
-        parts.append(f"target scaling factor = {_shown(target)}")
+        parts.append(f"target = {_shown(target)}")  # as a need cube of several names its dim
     return ", ".join(parts)
 
 

@@ -204,7 +204,8 @@ CompareGpu = Annotated[
     str | None, typer.Option("--gpu", help="Transformers: GPU preset(s), comma list (default: h100).")
 ]
 ComparePrecision = Annotated[
-    str | None, typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16).")
+    str | None,
+    typer.Option("--precision", help="Transformers: fp32, amp, bf16 or fp16 (default: bf16; fp16 on V100s)."),
 ]
 CompareBatch = Annotated[
     str | None, typer.Option("--batch", help="Transformers: samples per GPU (default: 8).")

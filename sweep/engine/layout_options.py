@@ -236,7 +236,8 @@ def _chip_defaults(
         refuse_on_volta(old[0], attention=preset.attention, whose=f" (stack {preset.name}'s)")
     if len(old) < len(gpus):  # the default bf16 where a V100 is swept beside newer GPUs: said as the default
         if old and precision is None:
-            refuse_on_volta(old[0], precision=DEFAULT_PRECISION, whose=" (the default beside newer GPUs)")
+            whose = " (the default beside newer GPUs; a sweep has one precision: give --precision fp16, or sweep it alone)"
+            refuse_on_volta(old[0], precision=DEFAULT_PRECISION, whose=whose)
         return (DEFAULT_PRECISION if precision is None else precision), attention, ()  # '' is refused later
     said = []
     if precision is None:

@@ -19,7 +19,7 @@ from netsweep_jax.sweep.core.axes import show
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.core.schema import DEFAULTS
 from netsweep_jax.sweep.core.textfile import not_a_file
-from netsweep_jax.sweep.core.values import decimal, flat_values, parse_names, real_scalar
+from netsweep_jax.sweep.core.values import decimal, flat_values, parse_names, real_scalar, refuse_empty_item
 from netsweep_jax.sweep.engine.grid_options import Models, Table, WorkloadValues
 from netsweep_jax.sweep.model.builtin import builtin_names, builtin_profile, refuse_large_model
 from netsweep_jax.sweep.model.compute import (
@@ -442,11 +442,11 @@ def _values(value: object, param: str, integer: bool) -> list[Any]:
     )
     if not items:  # an empty value is refused by name, never an empty sweep of this setting
         raise InputError(f"{value!r}: give at least one value", param=param)
+    # a doubled or trailing comma, as every list says it (a Workload's "" precision would be its GPU's default)
+    refuse_empty_item(items, value, param)
     out: list[Any] = []
     for item in items:
         item = item.strip().lower() if isinstance(item, str) else item  # presets: H100 is h100, BF16 is bf16
-        if item == "":  # never a name (a Workload's "" precision is its GPU's default)
-            raise InputError(f"{_text(value)!r}: an empty name; give names such as h100 or bf16", param=param)
         if integer:
             try:
                 # anything: what decimal() or float() refuses is reported
