@@ -376,6 +376,39 @@ def test_plan_over_a_list_prints_each_value_and_its_tiers(tmp_path, monkeypatch)
     assert "--csv plans one --oversubscription value at a time" in line
 
 
+def test_a_plans_csv_rows_name_the_fabric_they_were_planned_on(tmp_path, monkeypatch):
+    # A hunt: three plans' rows, on ethernet-clos at 8:1, a SuperPOD and a fabric file, told apart by their step
+    # times alone (the fabric only on the assumed line, on stderr). Searched flat (the tiers are what is read).
+    import csv
+    import io
+
+    from netsweep_jax.sweep.analysis import planning
+
+    real = planning.plan
+    monkeypatch.setattr(
+        planning, "plan", lambda grid, **kw: real(dataclasses.replace(grid, collectives="flat"), **kw)
+    )
+    one = ["--tp", "8", "--pp", "1", "--cp", "1", "--micro-batch", "1", "--zero", "1", "--recompute", "none"]
+    plan = ["plan", *LLAMA_8B, *one, "--schedule", "1f1b", "--keep", "1", "--csv"]
+    rows = {}
+    for fabric in (
+        ["--fabric", "ethernet-clos", "--oversubscription", "8"],
+        ["--fabric", "dgx-h100-superpod"],
+        [],
+    ):
+        r = invoke(*plan, *fabric, "--out", tmp_path / f"p{len(rows)}.h5")
+        assert r.exit_code == 0, r.output
+        (row,) = csv.DictReader(io.StringIO(r.stdout))
+        rows[fabric[1] if fabric else ""] = {
+            k: row[k] for k in ("fabric", "leaf_hosts", "oversubscription", "sharp", "rail_only")
+        }
+    assert rows == {
+        "ethernet-clos": dict(fabric="ethernet-clos", leaf_hosts="4", oversubscription="8", sharp="0", rail_only="0"),
+        "dgx-h100-superpod": dict(fabric="dgx-h100-superpod", leaf_hosts="32", oversubscription="1", sharp="0", rail_only="0"),
+        "": dict(fabric="", leaf_hosts="0", oversubscription="1", sharp="0", rail_only="0"),
+    }  # fmt: skip
+
+
 def test_plan_over_a_list_of_fabrics_plans_each_and_other_commands_refuse_a_list(tmp_path, monkeypatch):
     # As above (the same flat search, compiled once for both tests): a plan per fabric, each with its own
     # assumed line and tiers, its cube named by the fabric; every value's grid made before the first plan.

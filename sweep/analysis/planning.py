@@ -642,13 +642,15 @@ def _switch_text(sub: dict[str, np.ndarray], mode: str) -> str:
 
 
 def plan_rows(ds: xr.Dataset) -> list[dict]:
-    """One dict per kept setting and ranked layout: the setting's coordinates, the layout, its outputs, what it
-    waits on, the setting's ``network_cost`` and ``ideal_iteration_time``, and ``flip_<switch>``: its best step
-    with that overlap switch flipped, over the best step, less one (NaN as None)."""
+    """One dict per kept setting and ranked layout: the setting's coordinates, the fabric it was planned on
+    (:func:`fabric_columns`), the layout, its outputs, what it waits on, the setting's ``network_cost`` and
+    ``ideal_iteration_time``, and ``flip_<switch>``: its best step with that overlap switch flipped, over the
+    best step, less one (NaN as None)."""
     out = []
+    fabric = fabric_columns(ds)
     for _, cell, sub, rows in _cells(ds):
         for rank, row in rows:
-            record = {**_resolved(cell), "rank": rank, "layout": _layout_text(row)}
+            record = {**_resolved(cell), **fabric, "rank": rank, "layout": _layout_text(row)}
             # dp is layout_dp's (a float beside it that a script took for the grid's dp, where 0 is derived: a hunt)
             record.update(
                 {k: _whole(v) if k.startswith("layout_") else v for k, v in row.items() if k != "dp"}
@@ -664,6 +666,21 @@ def plan_rows(ds: xr.Dataset) -> list[dict]:
                 )  # the best step with it flipped, over the best, less one
             out.append(json_ready(record))
     return out
+
+
+def fabric_columns(ds: xr.Dataset) -> dict[str, Any]:
+    """The fabric a plan was priced on, as its cube's attributes keep it (:meth:`LayoutGrid.per_sweep`; none
+    without ``--fabric``: the grid's defaults, no tier above the hosts): ``fabric`` (a preset's name or a file's
+    label, '' for none), ``leaf_hosts``, ``oversubscription``, ``sharp``, ``rail_only``. A hunt: rows planned on
+    three fabrics were told apart by their step times alone."""
+    unset = {  # the grid's defaults (its fields')
+        "fabric": LayoutGrid.fabric_name,
+        "leaf_hosts": LayoutGrid.leaf_hosts,
+        "oversubscription": LayoutGrid.oversubscription[0],
+        "sharp": LayoutGrid.sharp,
+        "rail_only": LayoutGrid.rail_only,
+    }
+    return {key: _whole(ds.attrs.get(key, value)) for key, value in unset.items()}
 
 
 def _resolved(cell: dict) -> dict:

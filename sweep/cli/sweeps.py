@@ -458,7 +458,7 @@ def _echo_plan(ds: Any, target: Path, *, as_csv: bool, as_json: bool) -> None:
 
 
 def models():
-    """List the built-in profiles, large models, GPU presets and precisions."""
+    """List the built-in profiles, large models, GPU and fabric presets and precisions."""
     from netsweep_jax.sweep.model.builtin import models_table
 
     typer.echo(models_table())

@@ -23,6 +23,7 @@ import numpy as np
 from netsweep_jax.sweep.core.errors import InputError
 from netsweep_jax.sweep.model.architectures import ARCHITECTURES, Layer
 from netsweep_jax.sweep.model.compute import EFFICIENCY, GPUS, WORKLOAD_PRECISIONS
+from netsweep_jax.sweep.model.fabrics import FABRICS
 from netsweep_jax.sweep.model.llms import LLMS
 from netsweep_jax.sweep.model.profile import Profile, make_profile
 from netsweep_jax.sweep.model.transformers import TRANSFORMERS
@@ -176,10 +177,14 @@ def models_table() -> str:
             f"{g.nvlink / 1e9:3.0f} GB/s NVLink, {g.nics} x {g.nic_gbps:g} Gbit/s NICs per "
             f"{g.gpus_per_node} GPUs"
         )
+    # the fabric presets too (a hunt: only --help and the docs named them)
+    lines += ["", "Fabric presets (--fabric; NCCL's pricing, its constants fitted on nccl-tests):"]
+    lines += [f"  {p.describe()}" for p in FABRICS.values()]
     lines += [
         "",
         "Precisions (--precision): " + ", ".join(WORKLOAD_PRECISIONS) + " (amp: half-precision math, fp32 "
-        "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients)",
+        "gradients, as PyTorch autocast; bf16/fp16: the model in that type, 2-byte gradients; not given: bf16, "
+        "fp16 on a V100)",
         "--batch: samples per GPU per step; --seq-len: tokens per sample (default: the model's context).",
     ]
     return "\n".join(lines)
