@@ -30,7 +30,8 @@ GPU's share of the node's NICs.
     all-reduce    = 2 (n - 1) / n X / bw + 2 (n - 1) lambda      (ring)
                   = 2 X / bw + 2 ceil(log2 n) lambda             (tree; ``ring-or-tree`` the cheaper)
     reduce-scatter, all-gather = (n - 1) / n X / bw + (n - 1) lambda
-    point-to-point = X / bw + lambda
+    point-to-point = X / bw_1 + lambda,    bw_1 = beta u f(K / G) across domains (the sending GPU's own share
+                                          of its node's NICs: NCCL's send goes by the NIC beside it), W inside
 
 with X each member's buffer in bytes and lambda the per-step latency of traffic that
 leaves the domain (0 inside it). EP's all-to-all is not a ring's: it is priced in
@@ -575,12 +576,14 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism, ring: bool = T
     """(bytes/s per member, crosses the NVLink domain) of a group of ``size`` GPUs ``stride`` ranks apart: inside
     where its block of ranks is inside every domain it meets (:func:`domain_part`). A ring's (``ring``: an
     all-reduce, reduce-scatter or all-gather) leaves a domain by the NICs of its members in it
-    (:func:`_sharing_nics`); a send/recv's (a pipeline's hand-off, a CP ring's step) by those of its members on
-    one node: the member at the domain's edge sends by its own node's."""
+    (:func:`_sharing_nics`); a send/recv's (a pipeline's hand-off, a CP ring's step) by the sending GPU's own
+    share of its node's NICs, f(K / G) (NCCL's send/recv goes out by the NIC beside the GPU and splits no send
+    over its neighbours': a hunt found a CP ring step leaving an 8-GPU host priced at all 8 NICs, CP 64 at
+    128k tokens 3.6 times faster than NCCL's pricing)."""
     inside = (size <= 1) | (
         stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     )
-    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    sharing = _sharing_nics(size, stride, lay) if ring else 1.0
     nic = (
         lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * sharing / lay.gpus_per_node)
     )
@@ -599,11 +602,6 @@ def _sharing_nics(size: Value, stride: Value, lay: Parallelism) -> Value:
     return jnp.clip(jnp.maximum(lay.gpus_per_node, part) / per, 1.0, jnp.maximum(size, 1.0))
 
 
-def _on_node(size: Value, stride: Value, lay: Parallelism) -> Value:
-    """The members of a group of ``size`` GPUs ``stride`` ranks apart on one node (1 to ``size``)."""
-    return jnp.clip(lay.gpus_per_node / jnp.maximum(stride, 1.0), 1.0, jnp.maximum(size, 1.0))
-
-
 def nic_share(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -> Value:
     """The share of a group's traffic time that its NICs add, which NICs of unbounded rate (the ideal network)
     take away: 0 inside the NVLink domain; across it 1 where each member is the group's only one on its node
@@ -615,7 +613,7 @@ def nic_share(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -
     plan's table: TP 16 over two 8-GPU nodes, 8 NICs of 400 Gbit/s a node (b 368 GB/s against NVLink's 450),
     was "27% on NICs" beside a network that cost 6% of the step, and 22% at 10^6 Gbit/s."""
     bw, crosses = group_bandwidth(size, stride, lay, ring)
-    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    sharing = _sharing_nics(size, stride, lay) if ring else 1.0
     return jnp.where(crosses, jnp.where(sharing > 1, 1.0 - bw / lay.nvlink_bw, 1.0), 0.0)
 
 

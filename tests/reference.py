@@ -554,10 +554,10 @@ def _domain_part(extent, lay):
 
 def _group_bw(size, stride, lay, ring=True):
     """(bytes/s per member, leaves the NVLink domain) for a group of ``size`` GPUs ``stride`` ranks apart: a ring's
-    by its members in one domain's NICs, a send/recv's (not ``ring``) by its members on one node's."""
+    by its members in one domain's NICs, a send/recv's (not ``ring``) by the sending GPU's own share."""
     if size <= 1 or stride * size <= _domain_part(stride * size, lay):
         return lay["nvlink_bw"], False
-    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    sharing = _sharing_nics(size, stride, lay) if ring else 1.0
     nic = (
         lay["bandwidth"]
         / 8
@@ -565,10 +565,6 @@ def _group_bw(size, stride, lay, ring=True):
         * nic_fraction(lay["nics_per_node"] * sharing / lay["gpus_per_node"])
     )
     return (min(lay["nvlink_bw"], nic) if sharing > 1 else nic), True
-
-
-def _on_node(size, stride, lay):
-    return min(max(lay["gpus_per_node"] / stride, 1.0), size)
 
 
 def _sharing_nics(size, stride, lay):
@@ -584,7 +580,7 @@ def _nic_share(size, stride, lay, ring=True):
     bw, leaves = _group_bw(size, stride, lay, ring)
     if not leaves:
         return 0.0
-    sharing = _sharing_nics(size, stride, lay) if ring else _on_node(size, stride, lay)
+    sharing = _sharing_nics(size, stride, lay) if ring else 1.0
     return 1.0 - bw / lay["nvlink_bw"] if sharing > 1 else 1.0
 
 

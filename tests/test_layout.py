@@ -192,6 +192,33 @@ def test_zero3_step_by_hand():
     assert out["dp_exposed"] == pytest.approx(96 * per_layer, rel=1e-9)
 
 
+def test_a_send_leaves_by_its_own_gpus_nic_share_a_ring_by_its_members_by_hand():
+    # Flat pricing, 16 GPUs on two 8-GPU hosts of 8 x 200 Gbit/s NICs (25 GB/s each), NVLink 300 GB/s. A ring of
+    # 16 at stride 1 (8 members a host) leaves a host by the 8 members' NICs: min(300, 8 x 25) = 200 GB/s. A
+    # send/recv of the same group (a CP ring's step) goes out by the sending GPU's own NIC, 25 GB/s (a hunt: it
+    # had taken all 8, CP 64 at 128k tokens 3.6 times faster than NCCL's pricing), whatever the group's stride.
+    from netsweep_jax.kernels.layout import Parallelism
+    from netsweep_jax.kernels.layout_collectives import exchange, group_bandwidth
+
+    lay = {
+        **gpt3_case(gpus=16)[2],
+        "nvlink_bw": 300e9,
+        "bandwidth": 200e9,
+        "utilization": 1.0,
+        "latency": 0.0,
+    }
+    group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+    x = 1e9
+    with jax.enable_x64(True):
+        ring, crosses = (float(v) for v in group_bandwidth(16.0, 1.0, group))
+        sends = [float(exchange(x, float(n), float(s), group)) for n, s in ((16, 1), (8, 2), (2, 8))]
+    assert ring == pytest.approx(200e9, rel=1e-12) and crosses
+    assert sends == pytest.approx([x / 25e9] * 3, rel=1e-12)
+    assert reference._group_bw(16, 1, lay) == (pytest.approx(200e9, rel=1e-12), True)
+    for (n, s), send in zip(((16, 1), (8, 2), (2, 8)), sends):
+        assert reference._group_bw(n, s, lay, ring=False) == (pytest.approx(x / send, rel=1e-12), True)
+
+
 def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
     # A hunt: GB200 NVL72's trays of 4 GPUs (4 NICs each) in racks of 72: a DP ring of 144 over two racks was
     # priced as leaving every tray by its 4 NICs (70 s where NCCL's pricing gave 17.9 s). Its hops inside a
