@@ -13,12 +13,13 @@ q = min(n, max(1, G / stride)) members on a node (G GPUs per node) gets q / G of
 the node's G / q such groups communicate at once. A ring over them carries its whole
 volume across each domain boundary, split over the group's NICs (NCCL's channels). Where a domain holds
 several nodes (GB200 NVL72: trays of G = 4 in racks of Q = 72) the ring's hops between its nodes are NVLink's
-and it leaves the domain by the NICs of every member in it: q = min(n, max(1, max(G, Q_b) / stride)), the
-members in the domain's part of the group's block (Q_b: :func:`domain_part`), whose nodes' K q / G NICs it
-takes (as :mod:`kernels.nccl` takes a domain for one NCCL node), so
+and it leaves the domain by the NICs of every member in it: q = clip(max(G / stride, floor(Q_b / stride)), 1,
+n), the whole members in the domain's part of the group's block (Q_b: :func:`domain_part`; a job placed
+unevenly, its fewest whole nodes a domain: :func:`_sharing_nics`), whose nodes' K q / G NICs it takes, at most
+NCCL's 32 channels' (as :mod:`kernels.nccl` takes a domain for one NCCL node), so
 
     bw(n, stride) = W                                   inside a domain
-                  = min(W, beta u f(K q / G))           across domains (K NICs of beta bit/s
+                  = min(W, beta u f(min(K q / G, 32)))  across domains (K NICs of beta bit/s
                                                          each, utilization u; W only when q > 1)
 
 with f(s) = s from one NIC up and 1 / ceil(1 / s) under one (:func:`nic_fraction`: the host's G / q groups take
@@ -584,9 +585,9 @@ def group_bandwidth(size: Value, stride: Value, lay: Parallelism, ring: bool = T
         stride * size <= group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     )
     sharing = _sharing_nics(size, stride, lay) if ring else 1.0
-    nic = (
-        lay.bandwidth / 8.0 * lay.utilization * nic_fraction(lay.nics_per_node * sharing / lay.gpus_per_node)
-    )
+    # at most NCCL's 32 channels' NICs (:func:`channel_nics`: a review, a ring at stride 1 over NVL72 racks took 72)
+    nics = jnp.minimum(lay.nics_per_node * sharing / lay.gpus_per_node, nccl.MAX_CHANNELS)
+    nic = lay.bandwidth / 8.0 * lay.utilization * nic_fraction(nics)
     # Across domains the ring also takes NVLink hops between its members in one domain, if there are several.
     across = jnp.where(sharing > 1, jnp.minimum(lay.nvlink_bw, nic), nic)
     return jnp.where(inside, lay.nvlink_bw, across), ~inside
@@ -596,10 +597,20 @@ def _sharing_nics(size: Value, stride: Value, lay: Parallelism) -> Value:
     """q, the members of a group of ``size`` GPUs ``stride`` ranks apart whose nodes' NICs its ring leaves an
     NVLink domain by (1 to ``size``): those on one node, or where a domain holds several nodes those in its part
     of one (:func:`group_part`'s Q_b; GB200 NVL72's trays of 4 in racks of 72), whose ring hops between nodes
-    are NVLink's (a hunt: a DP ring over 8 racks was priced as leaving every tray, 3.9 times NCCL's step)."""
+    are NVLink's (a hunt: a DP ring over 8 racks was priced as leaving every tray, 3.9 times NCCL's step): its
+    whole members, floor(Q_b / stride), where the domain's part of the group holds more than a node's G / stride,
+    the fewest of any domain paces the ring (a review: 7.5 of a DP group of 30 at stride 8 over 60-GPU racks
+    alternate 8 and 7). A job :func:`job_domain` does not place evenly over domains of whole nodes (100 GB200s
+    on 72-GPU racks: 25 trays, 13 and 12) is priced at its fewest whole nodes a domain, floor(gpus / ceil(gpus /
+    Q) / G) G (48 GPUs; a review: priced as full racks, and before, as leaving every tray: 183 s a step where
+    NCCL's pricing gives 15.2 s)."""
     part = group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    share, laid = _placement(lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
+    fewest = jnp.floor(share / lay.gpus_per_node) * lay.gpus_per_node
+    nodes_whole = (jnp.mod(lay.nvlink_domain, lay.gpus_per_node) == 0) & (lay.gpus > lay.nvlink_domain)
     per = jnp.maximum(stride, 1.0)
-    return jnp.clip(jnp.maximum(lay.gpus_per_node, part) / per, 1.0, jnp.maximum(size, 1.0))
+    in_domain = jnp.floor(jnp.where(laid, part, jnp.where(nodes_whole, fewest, 0.0)) / per)
+    return jnp.clip(jnp.maximum(lay.gpus_per_node / per, in_domain), 1.0, jnp.maximum(size, 1.0))
 
 
 def nic_share(size: Value, stride: Value, lay: Parallelism, ring: bool = True) -> Value:

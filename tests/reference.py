@@ -558,20 +558,28 @@ def _group_bw(size, stride, lay, ring=True):
     if size <= 1 or stride * size <= _domain_part(stride * size, lay):
         return lay["nvlink_bw"], False
     sharing = _sharing_nics(size, stride, lay) if ring else 1.0
-    nic = (
-        lay["bandwidth"]
-        / 8
-        * lay["utilization"]
-        * nic_fraction(lay["nics_per_node"] * sharing / lay["gpus_per_node"])
-    )
+    nics = min(lay["nics_per_node"] * sharing / lay["gpus_per_node"], 32)  # NCCL's channels at most
+    nic = lay["bandwidth"] / 8 * lay["utilization"] * nic_fraction(nics)
     return (min(lay["nvlink_bw"], nic) if sharing > 1 else nic), True
 
 
 def _sharing_nics(size, stride, lay):
     """The group's members whose nodes' NICs its ring leaves a domain by: on one node, or in the domain's part
-    of the group's block where a domain holds several nodes (GB200 NVL72's trays)."""
+    of the group's block where a domain holds several nodes (GB200 NVL72's trays), whole ones, where the job is
+    placed evenly over its domains."""
     part = _domain_part(max(size, 2) * max(stride, 1), lay)
-    return min(max(max(lay["gpus_per_node"], part) / max(stride, 1), 1.0), max(size, 1))
+    _, laid = _job_domain(lay)
+    g, q, gpus = lay["gpus_per_node"], lay["nvlink_domain"], lay["gpus"]
+    if laid:
+        domain = part
+    elif (
+        q % g == 0 and gpus > q
+    ):  # placed unevenly over domains of whole nodes: the fewest whole nodes of one
+        domain = math.floor(gpus / math.ceil(gpus / q) / g) * g
+    else:
+        domain = 0
+    in_domain = math.floor(domain / max(stride, 1))
+    return min(max(lay["gpus_per_node"] / max(stride, 1), in_domain, 1.0), max(size, 1))
 
 
 def _nic_share(size, stride, lay, ring=True):

@@ -222,8 +222,9 @@ def test_a_send_leaves_by_its_own_gpus_nic_share_a_ring_by_its_members_by_hand()
 def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
     # A hunt: GB200 NVL72's trays of 4 GPUs (4 NICs each) in racks of 72: a DP ring of 144 over two racks was
     # priced as leaving every tray by its 4 NICs (70 s where NCCL's pricing gave 17.9 s). Its hops inside a
-    # rack are NVLink's; it leaves a rack by the NICs of its 72 members there: 4 x 72 / 4 = 72 NICs of
-    # 2.5 Gbit/s, 22.5 GB/s (under NVLink's 300), where a tray alone (a domain of 4) gives its 4: 1.25 GB/s.
+    # rack are NVLink's; it leaves a rack by the NICs of its 72 members there, 4 x 72 / 4 = 72, at most NCCL's
+    # 32 channels' (a review): 32 NICs of 2.5 Gbit/s, 10 GB/s (under NVLink's 300), where a tray alone (a domain
+    # of 4) gives its 4: 1.25 GB/s.
     racks = dict(tp=1, gpus=144, global_batch=144, zero=3, bandwidth=2.5e9, gpus_per_node=4, nics_per_node=4)
     h = 12288
     params = 2 * h * h + 2 * h * h + 2 * h + 2 * h * 4 * h  # Q, O; K, V; the norms; the MLP
@@ -232,7 +233,7 @@ def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
         2048 * flops / (312e12 * 0.5)
         + (2048 * h * (4 + 11 + 19) + 5 * 96 * 2048 * 2048 + params * 2) / 2.039e12
     )
-    for domain, nic_bytes in ((72, 72 * 2.5e9 / 8), (4, 4 * 2.5e9 / 8)):
+    for domain, nic_bytes in ((72, 32 * 2.5e9 / 8), (4, 4 * 2.5e9 / 8)):
         ag = 143 / 144 * params * 2 / nic_bytes
         per_layer = max(0, ag - t_f) + max(0, 2 * ag - 2 * t_f)
         assert per_layer > 0.1
@@ -243,6 +244,18 @@ def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
     piped = dict(racks, tp=4, pp=36, zero=0, global_batch=36, layers=36)
     in_racks, in_trays = (run_one(gpt3_case(**piped, nvlink_domain=q)) for q in (72, 4))
     assert in_racks["pp_exposed"] == in_trays["pp_exposed"] > 0
+    # A review: the fewest whole members a rack holds pace the ring: a DP group of 30 at stride 8 over 240 GPUs
+    # (60 a rack) has 8 and 7 in alternate racks, 7 (not 7.5); 100 GPUs (25 trays: 13 and 12 a rack, placed
+    # unevenly) at stride 4, the 12 of 48 GPUs (not 18 of a full rack, nor 1 of a tray)
+    from netsweep_jax.kernels.layout import Parallelism
+    from netsweep_jax.kernels.layout_collectives import _sharing_nics
+
+    for gpus, size, stride, fewest in ((240, 30, 8, 7), (100, 25, 4, 12), (576, 144, 4, 18), (144, 9, 16, 4)):
+        lay = {**gpt3_case(**racks)[2], "gpus": gpus, "nvlink_domain": 72}
+        group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
+        with jax.enable_x64(True):
+            assert float(_sharing_nics(float(size), float(stride), group)) == fewest, gpus
+        assert reference._sharing_nics(size, stride, lay) == fewest, gpus
 
 
 def test_zero3_under_a_pipeline_gathers_once_and_reduces_after_the_backward():
