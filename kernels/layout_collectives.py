@@ -15,7 +15,7 @@ volume across each domain boundary, split over the group's NICs (NCCL's channels
 several nodes (GB200 NVL72: trays of G = 4 in racks of Q = 72) the ring's hops between its nodes are NVLink's
 and it leaves the domain by the NICs of every member in it: q = clip(max(G / stride, floor(Q_b / stride)), 1,
 n), the whole members in the domain's part of the group's block (Q_b: :func:`domain_part`; a job placed
-unevenly, its fewest whole nodes a domain: :func:`_sharing_nics`), whose nodes' K q / G NICs it takes, at most
+unevenly: :func:`_sharing_nics`), whose nodes' K q / G NICs it takes, at most
 NCCL's 32 channels' (as :mod:`kernels.nccl` takes a domain for one NCCL node), so
 
     bw(n, stride) = W                                   inside a domain
@@ -600,14 +600,21 @@ def _sharing_nics(size: Value, stride: Value, lay: Parallelism) -> Value:
     are NVLink's (a hunt: a DP ring over 8 racks was priced as leaving every tray, 3.9 times NCCL's step): its
     whole members, floor(Q_b / stride), where the domain's part of the group holds more than a node's G / stride,
     the fewest of any domain paces the ring (a review: 7.5 of a DP group of 30 at stride 8 over 60-GPU racks
-    alternate 8 and 7). A job :func:`job_domain` does not place evenly over domains of whole nodes (100 GB200s
-    on 72-GPU racks: 25 trays, 13 and 12) is priced at its fewest whole nodes a domain, floor(gpus / ceil(gpus /
-    Q) / G) G (48 GPUs; a review: priced as full racks, and before, as leaving every tray: 183 s a step where
-    NCCL's pricing gives 15.2 s)."""
+    alternate 8 and 7). A group whose block spans a job :func:`job_domain` does not place evenly over domains of
+    whole nodes (100 GB200s on 72-GPU racks: 25 trays, 13 and 12) is priced at the job's fewest whole nodes a
+    domain, floor(gpus / ceil(gpus / Q) / G) G (48 GPUs; a review: priced as full racks, and before, as leaving
+    every tray: 183 s a step where NCCL's pricing gives 15.2 s); a block of part of such a job, whose parts in a
+    domain its edges set (a DP block of stage 0 of 200 GB200s, 68 and 32 GPUs), keeps its node's (a review:
+    the job's fewest, 64, had priced 200 GPUs faster than 192; NCCL's pricing takes the job's share there)."""
     part = group_part(size, stride, lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     share, laid = _placement(lay.gpus, lay.gpus_per_node, lay.nvlink_domain)
     fewest = jnp.floor(share / lay.gpus_per_node) * lay.gpus_per_node
-    nodes_whole = (jnp.mod(lay.nvlink_domain, lay.gpus_per_node) == 0) & (lay.gpus > lay.nvlink_domain)
+    spans = (
+        jnp.maximum(stride, 1.0) * jnp.maximum(size, 2.0) >= lay.gpus
+    )  # the group's block is the whole job
+    nodes_whole = (
+        (jnp.mod(lay.nvlink_domain, lay.gpus_per_node) == 0) & (lay.gpus > lay.nvlink_domain) & spans
+    )
     per = jnp.maximum(stride, 1.0)
     in_domain = jnp.floor(jnp.where(laid, part, jnp.where(nodes_whole, fewest, 0.0)) / per)
     return jnp.clip(jnp.maximum(lay.gpus_per_node / per, in_domain), 1.0, jnp.maximum(size, 1.0))

@@ -566,15 +566,15 @@ def _group_bw(size, stride, lay, ring=True):
 def _sharing_nics(size, stride, lay):
     """The group's members whose nodes' NICs its ring leaves a domain by: on one node, or in the domain's part
     of the group's block where a domain holds several nodes (GB200 NVL72's trays), whole ones, where the job is
-    placed evenly over its domains."""
+    placed evenly over its domains (placed unevenly, a block of the whole job at its fewest whole nodes a
+    domain; of part of it, its node's)."""
     part = _domain_part(max(size, 2) * max(stride, 1), lay)
     _, laid = _job_domain(lay)
     g, q, gpus = lay["gpus_per_node"], lay["nvlink_domain"], lay["gpus"]
     if laid:
         domain = part
-    elif (
-        q % g == 0 and gpus > q
-    ):  # placed unevenly over domains of whole nodes: the fewest whole nodes of one
+    elif q % g == 0 and gpus > q and max(size, 2) * max(stride, 1) >= gpus:
+        # a block of the whole job placed unevenly over domains of whole nodes: the fewest whole nodes of one
         domain = math.floor(gpus / math.ceil(gpus / q) / g) * g
     else:
         domain = 0

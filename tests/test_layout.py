@@ -250,7 +250,9 @@ def test_a_ring_across_nvl72_racks_leaves_them_by_every_trays_nics_by_hand():
     from netsweep_jax.kernels.layout import Parallelism
     from netsweep_jax.kernels.layout_collectives import _sharing_nics
 
-    for gpus, size, stride, fewest in ((240, 30, 8, 7), (100, 25, 4, 12), (576, 144, 4, 18), (144, 9, 16, 4)):
+    # (a block of part of an unevenly placed job keeps its node's: 200 GPUs, PP 2, a DP block of 50 at stride 2)
+    cases = ((240, 30, 8, 7), (100, 25, 4, 12), (576, 144, 4, 18), (144, 9, 16, 4), (200, 50, 2, 2))
+    for gpus, size, stride, fewest in cases:
         lay = {**gpt3_case(**racks)[2], "gpus": gpus, "nvlink_domain": 72}
         group = Parallelism(**{k: np.float64(v) for k, v in lay.items()})
         with jax.enable_x64(True):

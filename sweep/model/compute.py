@@ -282,7 +282,8 @@ OPTIMIZER_BYTES = 32.0  # Adam with fp32 master weights: 16 bytes per parameter,
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    """What one GPU computes per step: a transformer, a GPU, a precision, a batch."""
+    """What one GPU computes per step: a transformer, a GPU, a precision ('' for the GPU's:
+    :func:`default_precision`, set as the workload is made), a batch."""
 
     model: str
     gpu: str = "v100"
